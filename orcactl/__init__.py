@@ -1,0 +1,1 @@
+"""orcactl: inspect and drive the orcad daemon."""

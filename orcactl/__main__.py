@@ -1,0 +1,3 @@
+from orcactl.main import main
+
+main()

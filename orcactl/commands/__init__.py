@@ -1,0 +1,1 @@
+"""One module per group of orcactl commands; each exposes `register(subparsers)`."""

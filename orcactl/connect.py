@@ -1,0 +1,104 @@
+"""Reaching the daemon: the socket path, start-on-demand, and printing results."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from orcad.paths import resolve_paths
+from protocol.client import Client, DaemonUnavailable
+from protocol.errors import RemoteError
+
+# Exit statuses (documented in the README and in `orcactl --help`).
+EXIT_OK = 0
+EXIT_ERROR = 1  # the daemon answered with an error, or the request failed
+EXIT_USAGE = 2  # bad command line (argparse)
+EXIT_NOT_RUNNING = 3  # no daemon answers (and none was started)
+EXIT_DECLINED = 4  # a pending change was not approved
+
+START_TIMEOUT_S = 15.0
+
+
+class CommandError(Exception):
+    """A failure to report on stderr with an exit status; never a traceback."""
+
+    def __init__(self, message: str, status: int = EXIT_ERROR) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def socket_path(args: argparse.Namespace) -> str:
+    if getattr(args, "socket", None):
+        return os.path.abspath(args.socket)
+    return str(resolve_paths().socket)
+
+
+def daemon_log_path() -> Path:
+    return resolve_paths().home / "orcad.log"
+
+
+def start_daemon(path: str) -> None:
+    """Start orcad in the background, detached, logging to $ORCA_HOME/orcad.log."""
+    log_path = daemon_log_path()
+    log_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    env = dict(os.environ, ORCA_SOCKET=path)
+    with open(log_path, "ab") as log_file:
+        subprocess.Popen(
+            [sys.executable, "-m", "orcad"],
+            stdin=subprocess.DEVNULL,
+            stdout=log_file,
+            stderr=log_file,
+            env=env,
+            start_new_session=True,
+            close_fds=True,
+        )
+
+
+def connect(args: argparse.Namespace, *, start: bool | None = None) -> Client:
+    """A client on the daemon's socket, starting the daemon first when allowed and needed."""
+    path = socket_path(args)
+    allowed = (not getattr(args, "no_start", False)) if start is None else start
+    try:
+        return Client(path)
+    except DaemonUnavailable:
+        if not allowed:
+            raise CommandError(f"orcad is not running (no answer on {path})", EXIT_NOT_RUNNING) from None
+    start_daemon(path)
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        try:
+            client = Client(path)
+            client.call("daemon.ping")
+            return client
+        except (DaemonUnavailable, ConnectionError):
+            time.sleep(0.05)
+    raise CommandError(
+        f"started orcad but it did not answer on {path} within {START_TIMEOUT_S:.0f} s; "
+        f"see {daemon_log_path()}",
+        EXIT_NOT_RUNNING,
+    )
+
+
+def call(args: argparse.Namespace, method: str, params: Any = None, *, start: bool | None = None) -> Any:
+    """One request; a daemon error becomes a CommandError with the daemon's message."""
+    with connect(args, start=start) as client:
+        try:
+            return client.call(method, params)
+        except RemoteError as exc:
+            raise CommandError(f"{exc.error.message} ({exc.kind})") from None
+
+
+def to_json(value: Any) -> str:
+    return json.dumps(msgspec.to_builtins(value), indent=2, ensure_ascii=False)
+
+
+def print_json(value: Any) -> None:
+    print(to_json(value))

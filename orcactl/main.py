@@ -1,0 +1,44 @@
+"""`orcactl`: the command line for orcad. Human output by default, `--json` everywhere."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from orcactl.commands import daemon
+from orcactl.connect import EXIT_ERROR, CommandError
+
+COMMAND_GROUPS = [daemon]
+
+EPILOG = """exit status: 0 success; 1 the daemon answered with an error; 2 bad usage;
+3 orcad is not running (and was not started); 4 a pending change was not approved.
+Without --no-start, a command that needs the daemon starts it when none answers."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="orcactl",
+        description="Inspect and drive orcad, the memory daemon for coding agents.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--socket", metavar="PATH", help="daemon socket (default: $ORCA_SOCKET or the runtime dir)")
+    parser.add_argument("--no-start", action="store_true", help="never start orcad; fail with exit 3 instead")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for group in COMMAND_GROUPS:
+        group.register(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = build_parser().parse_args(argv)
+    try:
+        status = args.run(args)
+    except CommandError as exc:
+        print(f"orcactl: {exc}", file=sys.stderr)
+        status = exc.status
+    except KeyboardInterrupt:
+        status = 130
+    except BrokenPipeError:
+        status = EXIT_ERROR
+    sys.exit(status)

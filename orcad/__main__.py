@@ -1,0 +1,3 @@
+from orcad.main import main
+
+main()

@@ -1,0 +1,131 @@
+"""config.toml: every key of ARCHITECTURE.md parsed and validated.
+
+Unknown keys are reported (log and daemon.status), never silently ignored. A file that does not
+parse, or a key with a bad value, is a startup error naming the key.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import msgspec
+
+from orcad import limits
+from orcad.errors import StartupError
+
+PositiveSeconds = Annotated[float, msgspec.Meta(gt=0)]
+
+
+class OpenAIConfig(msgspec.Struct, frozen=True, kw_only=True):
+    base_url: str = "http://127.0.0.1:11434/v1"
+    model: str = "llama3.2"
+    api_key_env: str = "OPENAI_API_KEY"
+    connect_timeout_s: PositiveSeconds = 10.0
+    idle_timeout_s: PositiveSeconds = 60.0  # longest silence between streamed chunks
+    stream: bool = True
+
+
+class CommandConfig(msgspec.Struct, frozen=True, kw_only=True):
+    argv: Annotated[list[str], msgspec.Meta(min_length=1)] = msgspec.field(default_factory=lambda: ["llm", "-m", "gpt-4o-mini"])
+
+
+class ExtractionConfig(msgspec.Struct, frozen=True, kw_only=True):
+    provider: Literal["heuristic", "openai", "command"] = "heuristic"
+    workers: Annotated[int, msgspec.Meta(ge=0, le=64)] = 2
+    lease_s: PositiveSeconds = 60.0
+    timeout_s: PositiveSeconds = 120.0
+    max_retries: Annotated[int, msgspec.Meta(ge=0, le=100)] = limits.DEFAULT_MAX_RETRIES
+    reschedule_s: PositiveSeconds = limits.DEFAULT_RESCHEDULE_S
+    openai: OpenAIConfig = OpenAIConfig()
+    command: CommandConfig = CommandConfig()
+
+
+class ServerConfig(msgspec.Struct, frozen=True, kw_only=True):
+    max_message_bytes: Annotated[int, msgspec.Meta(ge=1024)] = limits.DEFAULT_MAX_MESSAGE_BYTES
+    max_connections: Annotated[int, msgspec.Meta(ge=1)] = limits.DEFAULT_MAX_CONNECTIONS
+    idle_timeout_s: PositiveSeconds = limits.DEFAULT_IDLE_TIMEOUT_S
+
+
+class Config(msgspec.Struct, frozen=True, kw_only=True):
+    auto_memory: bool = True
+    trusted_projects: list[str] = []
+    extraction: ExtractionConfig = ExtractionConfig()
+    server: ServerConfig = ServerConfig()
+
+
+class ProjectConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """What a trusted project's `.orca/config.toml` may set."""
+
+    auto_memory: bool | None = None
+
+
+class LoadedConfig(msgspec.Struct, frozen=True, kw_only=True):
+    config: Config
+    path: str | None  # None when no file exists and defaults apply
+    unknown_keys: list[str]
+
+
+_AT_PATH = re.compile(r" - at `\$\.?([^`]*)`")
+_FIELD = re.compile(r"field `([^`]+)`")
+
+
+def error_field_path(error: msgspec.ValidationError) -> str:
+    """The dotted path of the field a msgspec validation error is about (`` for the root)."""
+    message = str(error)
+    at = _AT_PATH.search(message)
+    path = at.group(1) if at else ""
+    named = _FIELD.search(message)
+    if named:
+        path = f"{path}.{named.group(1)}" if path else named.group(1)
+    return path
+
+
+def error_reason(error: msgspec.ValidationError) -> str:
+    return _AT_PATH.sub("", str(error))
+
+
+def find_unknown_keys(data: dict[str, Any], struct: type[msgspec.Struct], prefix: str = "") -> list[str]:
+    """Keys in `data` that `struct` does not define, as dotted paths, recursing into tables."""
+    unknown: list[str] = []
+    fields = {f.name: f for f in msgspec.structs.fields(struct)}
+    for key, value in data.items():
+        path = f"{prefix}{key}"
+        field = fields.get(key)
+        if field is None:
+            unknown.append(path)
+        elif isinstance(value, dict) and isinstance(field.type, type) and issubclass(field.type, msgspec.Struct):
+            unknown.extend(find_unknown_keys(value, field.type, f"{path}."))
+    return unknown
+
+
+def parse_config(text: str, source: str, struct: type[msgspec.Struct] = Config) -> tuple[Any, list[str]]:
+    """Parse TOML text into `struct`; return it with the unknown keys. Raises StartupError."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise StartupError(f"{source}: not valid TOML: {exc}") from exc
+    unknown = find_unknown_keys(data, struct)
+    try:
+        parsed = msgspec.convert(data, struct, strict=True)
+    except msgspec.ValidationError as exc:
+        key = error_field_path(exc) or "(top level)"
+        raise StartupError(f"{source}: key `{key}`: {error_reason(exc)}") from exc
+    return parsed, unknown
+
+
+def load_config(path: Path) -> LoadedConfig:
+    """Read the user config; a missing file means defaults."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return LoadedConfig(config=Config(), path=None, unknown_keys=[])
+    except (OSError, UnicodeDecodeError) as exc:
+        raise StartupError(f"{path}: cannot read: {exc}") from exc
+    config, unknown = parse_config(text, str(path))
+    for root in config.trusted_projects:
+        if not Path(root).is_absolute():
+            raise StartupError(f"{path}: key `trusted_projects`: {root!r} is not an absolute path")
+    return LoadedConfig(config=config, path=str(path), unknown_keys=unknown)

@@ -1,0 +1,37 @@
+"""Every number the specification fixes, named once. Each has a boundary test."""
+
+from __future__ import annotations
+
+# Capture (spec: What Is Captured; Capture and Recovery; Storage)
+SOURCE_MAX_BYTES = 32 * 1024  # redacted turn source bound, UTF-8 bytes
+ACTIVE_JOBS_PER_PROJECT = 64  # admission cap; exhausted jobs do not count
+LEDGER_MAX_CANDIDATES = 128  # newest candidates kept in candidates.jsonl
+MARKDOWN_MAX_CANDIDATES = 64  # newest candidates shown in auto-memory.md
+COMMITTED_JOBS_KEPT = 128  # newest committed job files kept
+DEFAULT_MAX_RETRIES = 3  # failed attempts retried up to this many times
+DEFAULT_RESCHEDULE_S = 30.0  # back-off after a transient job-store or lock failure
+LEASE_RENEW_FRACTION = 3  # a lease is renewed every lease_s / 3 by wall clock
+
+# Extractor output (PROTOCOL.md, Extractor output)
+EXTRACTOR_MAX_FACTS = 8
+EXTRACTOR_FACT_MAX_CHARS = 400
+EXTRACTOR_OUTPUT_MAX_BYTES = 16 * 1024
+
+# Recall (spec: Recall; deliberate spec: How one turn retrieves memory)
+RECALL_BARRIER_S = 5.0
+RECALL_AUTOMATIC_MAX_ENTRIES = 6
+RECALL_AUTOMATIC_MAX_BYTES = 3072
+RECALL_DELIBERATE_MAX_RECORDS = 8
+RECALL_DELIBERATE_MAX_CHARS = 4096
+QUERY_MAX_TERMS = 12
+
+# Deliberate memory search (deliberate spec: Inspect and manage records)
+SEARCH_LIMIT_MIN = 1
+SEARCH_LIMIT_MAX = 20
+SEARCH_LIMIT_DEFAULT = 8
+
+# Wire (PROTOCOL.md, Transport)
+DEFAULT_MAX_MESSAGE_BYTES = 8 * 1024 * 1024
+DEFAULT_MAX_CONNECTIONS = 256
+DEFAULT_IDLE_TIMEOUT_S = 600.0
+SHUTDOWN_GRACE_S = 5.0  # in-flight requests get this long to finish on SIGTERM

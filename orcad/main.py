@@ -1,0 +1,134 @@
+"""`orcad`: run the daemon in the foreground until SIGTERM or SIGINT."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import signal
+import socket as stdlib_socket
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import structlog
+import trio
+
+from orcad import __version__, limits
+from orcad.app import Daemon, build_daemon
+from orcad.config import load_config
+from orcad.errors import StartupError
+from orcad.log import configure_logging
+from orcad.paths import Paths, resolve_paths
+from orcad.rpc import Dispatcher
+from orcad.runtime import (
+    InstanceLock,
+    bind_private_socket,
+    clear_stale_socket,
+    prepare_runtime_dir,
+)
+from orcad.server import Server
+
+log = structlog.get_logger("orcad")
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="orcad",
+        description="Per-user memory daemon for coding agents. Runs in the foreground; "
+        "logs JSON lines to stderr; stops cleanly on SIGTERM or SIGINT.",
+    )
+    parser.add_argument("--socket", help="socket path (default: $ORCA_SOCKET or <runtime dir>/orcad.sock)")
+    parser.add_argument("--version", action="version", version=f"orcad {__version__}")
+    return parser.parse_args(argv)
+
+
+class Listening:
+    """The listening socket and how to clean it up: we remove only a socket file we bound."""
+
+    def __init__(self, sock: stdlib_socket.socket, path: Path, *, owned: bool) -> None:
+        self.sock = sock
+        self.path = path
+        self._inode = path.stat().st_ino if owned else None
+
+    def remove_socket_file(self) -> None:
+        if self._inode is None:
+            return
+        with contextlib.suppress(FileNotFoundError):
+            if self.path.stat().st_ino == self._inode:
+                self.path.unlink()
+
+
+def open_listening_socket(paths: Paths) -> Listening:
+    clear_stale_socket(paths.socket)
+    return Listening(bind_private_socket(paths.socket), paths.socket, owned=True)
+
+
+async def serve(daemon: Daemon, listening: Listening, on_ready: list[Callable[[], None]]) -> None:
+    config = daemon.config.server
+    server = Server(Dispatcher(daemon.router), config)
+    daemon.connections = lambda: server.connections
+    listener = trio.SocketListener(trio.socket.from_stdlib_socket(listening.sock))
+    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async with trio.open_nursery() as background:
+            await daemon.run_background(background)
+            async with trio.open_nursery() as connections:
+                accept_scope = trio.CancelScope()
+
+                async def accept() -> None:
+                    with accept_scope:
+                        await server.serve(listener, connections)
+
+                connections.start_soon(accept)
+                log.info("daemon.ready", socket=str(listening.path), pid=os.getpid(), version=__version__)
+                for hook in on_ready:
+                    hook()
+                async for signum in signals:
+                    log.info("daemon.stopping", signal=signal.Signals(signum).name)
+                    break
+                accept_scope.cancel()
+                await listener.aclose()
+                listening.remove_socket_file()
+                with trio.move_on_after(limits.SHUTDOWN_GRACE_S):
+                    await server.wait_drained()
+                connections.cancel_scope.cancel()
+            background.cancel_scope.cancel()
+        await daemon.aclose()
+
+
+def run(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    configure_logging()
+    os.umask(0o077)  # every file and directory the daemon creates is private to the user
+    if args.socket:
+        os.environ["ORCA_SOCKET"] = os.path.abspath(args.socket)
+    paths = resolve_paths()
+    lock: InstanceLock | None = None
+    try:
+        loaded = load_config(paths.config_file)
+        for key in loaded.unknown_keys:
+            log.warning("config.unknown_key", key=key, path=loaded.path)
+        prepare_runtime_dir(paths)
+        lock = InstanceLock(paths)
+        lock.acquire()
+        paths.memory_root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        listening = open_listening_socket(paths)
+        daemon = build_daemon(paths, loaded)
+    except StartupError as exc:
+        log.error("daemon.startup_failed", error=str(exc))
+        print(f"orcad: {exc}", file=sys.stderr)
+        if lock is not None:
+            lock.release()
+        return 1
+    try:
+        trio.run(serve, daemon, listening, [])
+    finally:
+        listening.remove_socket_file()
+        listening.sock.close()
+        lock.release()
+    log.info("daemon.stopped")
+    return 0
+
+
+def main() -> None:
+    sys.exit(run())

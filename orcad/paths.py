@@ -1,0 +1,88 @@
+"""Where every file lives, from the environment (ORCA_HOME, ORCA_CONFIG_DIR, ORCA_SOCKET,
+XDG_RUNTIME_DIR, XDG_CONFIG_HOME) and platformdirs. Computing paths touches no file."""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import platformdirs
+
+APP = "orca"
+DELIBERATE_APP = "orcacode"
+
+
+@dataclass(frozen=True, slots=True)
+class Paths:
+    home: Path  # $ORCA_HOME or ~/.orca
+    memory_root: Path  # <home>/memory
+    config_file: Path  # <home>/config.toml
+    deliberate_db: Path
+    runtime_dir: Path  # holds the socket and the single-instance lock
+    socket: Path
+    lock_file: Path
+    pid_file: Path
+    socket_from_env: bool  # ORCA_SOCKET chose the socket (its directory is the caller's)
+
+    @property
+    def projects_dir(self) -> Path:
+        return self.memory_root / "projects"
+
+    @property
+    def user_memory_file(self) -> Path:
+        return self.memory_root / "user.md"
+
+    @property
+    def state_db(self) -> Path:
+        """Daemon state that survives restarts (session epochs, approval grants)."""
+        return self.memory_root / "daemon-state.sqlite3"
+
+
+def _home_dir(env: Mapping[str, str]) -> Path:
+    return Path(env.get("HOME") or Path.home())
+
+
+def resolve_paths(env: Mapping[str, str] | None = None) -> Paths:
+    env = os.environ if env is None else env
+    home = Path(env["ORCA_HOME"]) if env.get("ORCA_HOME") else _home_dir(env) / ".orca"
+    if env.get("ORCA_CONFIG_DIR"):
+        deliberate_dir = Path(env["ORCA_CONFIG_DIR"])
+    elif env.get("XDG_CONFIG_HOME"):
+        deliberate_dir = Path(env["XDG_CONFIG_HOME"]) / DELIBERATE_APP
+    else:
+        deliberate_dir = _home_dir(env) / ".config" / DELIBERATE_APP
+    if env.get("ORCA_SOCKET"):
+        socket = Path(env["ORCA_SOCKET"])
+        runtime_dir = socket.parent
+        lock_file = socket.with_name(socket.name + ".lock")
+        pid_file = socket.with_name(socket.name + ".pid")
+        from_env = True
+    else:
+        runtime_dir = runtime_dir_for(env)
+        socket = runtime_dir / "orcad.sock"
+        lock_file = runtime_dir / "orcad.lock"
+        pid_file = runtime_dir / "orcad.pid"
+        from_env = False
+    return Paths(
+        home=home,
+        memory_root=home / "memory",
+        config_file=home / "config.toml",
+        deliberate_db=deliberate_dir / "memory.sqlite3",
+        runtime_dir=runtime_dir,
+        socket=socket,
+        lock_file=lock_file,
+        pid_file=pid_file,
+        socket_from_env=from_env,
+    )
+
+
+def runtime_dir_for(env: Mapping[str, str]) -> Path:
+    if env.get("XDG_RUNTIME_DIR"):
+        return Path(env["XDG_RUNTIME_DIR"]) / APP
+    with warnings.catch_warnings():
+        # platformdirs warns when it falls back to /tmp; the daemon checks that directory strictly.
+        warnings.simplefilter("ignore")
+        return Path(platformdirs.user_runtime_dir(APP))

@@ -1,0 +1,154 @@
+"""The runtime directory, the single-instance lock and the listening socket's path.
+
+The runtime dir holds only the socket, the lock and the pid file. It must be a real directory
+owned by us and private (0700); a directory platformdirs chose under /tmp is checked as strictly,
+together with its parent, since anyone can create names there.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import socket
+import stat
+from pathlib import Path
+
+import filelock
+
+from orcad.errors import StartupError
+from orcad.paths import Paths
+
+PRIVATE_DIR = 0o700
+
+
+def _check_owned_private(path: Path, *, fix_mode: bool) -> None:
+    try:
+        info = path.lstat()
+    except FileNotFoundError:
+        raise StartupError(f"{path} vanished while the daemon was starting") from None
+    if stat.S_ISLNK(info.st_mode):
+        raise StartupError(f"refusing to use {path}: it is a symbolic link (remove it and retry)")
+    if not stat.S_ISDIR(info.st_mode):
+        raise StartupError(f"refusing to use {path}: it is not a directory")
+    if info.st_uid != os.getuid():
+        raise StartupError(
+            f"refusing to use {path}: it is owned by uid {info.st_uid}, not by you ({os.getuid()})"
+        )
+    if stat.S_IMODE(info.st_mode) & 0o077:
+        if not fix_mode:
+            raise StartupError(
+                f"refusing to use {path}: mode {stat.S_IMODE(info.st_mode):o} lets others in "
+                f"(chmod 700 {path})"
+            )
+        os.chmod(path, PRIVATE_DIR)
+
+
+def _under_tmp(path: Path) -> bool:
+    tmp = Path("/tmp")  # noqa: S108 - platformdirs' fallback location, checked strictly
+    return path == tmp or tmp in path.parents
+
+
+def prepare_runtime_dir(paths: Paths) -> None:
+    """Create the runtime dir 0700 (and a /tmp fallback parent), refusing unsafe ones."""
+    runtime = paths.runtime_dir
+    if paths.socket_from_env:
+        # The caller chose the socket's directory: create it if missing, never loosen or tighten
+        # a directory we did not create, but refuse one that is a symlink or someone else's.
+        if not runtime.exists() and not runtime.is_symlink():
+            runtime.mkdir(mode=PRIVATE_DIR, parents=True)
+        info = runtime.lstat()
+        if stat.S_ISLNK(info.st_mode):
+            raise StartupError(f"refusing to use {runtime}: it is a symbolic link")
+        if info.st_uid != os.getuid():
+            raise StartupError(f"refusing to use {runtime}: it is owned by uid {info.st_uid}")
+        return
+    if _under_tmp(runtime.parent) and runtime.parent != Path("/tmp"):  # noqa: S108
+        with contextlib.suppress(FileExistsError):
+            runtime.parent.mkdir(mode=PRIVATE_DIR)
+        _check_owned_private(runtime.parent, fix_mode=False)
+    with contextlib.suppress(FileExistsError):
+        runtime.mkdir(mode=PRIVATE_DIR, parents=True)
+    _check_owned_private(runtime, fix_mode=True)
+
+
+class InstanceLock:
+    """Held for the daemon's whole life; a second daemon fails at once naming the first."""
+
+    def __init__(self, paths: Paths) -> None:
+        self._paths = paths
+        self._lock = filelock.FileLock(str(paths.lock_file), mode=0o600)
+
+    def acquire(self) -> None:
+        try:
+            self._lock.acquire(timeout=0)
+        except filelock.Timeout:
+            pid = read_pid(self._paths.pid_file)
+            who = f"pid {pid}" if pid else "another process"
+            raise StartupError(
+                f"orcad is already running ({who}, socket {self._paths.socket}); "
+                "stop it first or set ORCA_SOCKET to run a separate daemon"
+            ) from None
+        tmp = self._paths.pid_file.with_suffix(".pid.tmp")
+        tmp.write_text(f"{os.getpid()}\n", encoding="ascii")
+        tmp.chmod(0o600)
+        tmp.replace(self._paths.pid_file)
+
+    def release(self) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            if read_pid(self._paths.pid_file) == os.getpid():
+                self._paths.pid_file.unlink()
+        self._lock.release()
+
+
+def read_pid(pid_file: Path) -> int | None:
+    try:
+        return int(pid_file.read_text(encoding="ascii").strip())
+    except (OSError, ValueError):
+        return None
+
+
+def socket_is_live(path: Path) -> bool:
+    """Does something accept connections on this Unix socket path?"""
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    probe.settimeout(1.0)
+    try:
+        probe.connect(str(path))
+    except (ConnectionRefusedError, FileNotFoundError):
+        return False
+    except OSError as exc:
+        if exc.errno in (errno.ECONNREFUSED, errno.ENOENT):
+            return False
+        return True
+    finally:
+        probe.close()
+    return True
+
+
+def clear_stale_socket(path: Path) -> None:
+    """Remove a socket file left by a killed daemon; never a live one or a non-socket."""
+    try:
+        info = path.lstat()
+    except FileNotFoundError:
+        return
+    if not stat.S_ISSOCK(info.st_mode):
+        raise StartupError(f"refusing to replace {path}: it exists and is not a socket")
+    if socket_is_live(path):
+        raise StartupError(f"another process is serving on {path}; not replacing a live socket")
+    path.unlink()
+
+
+def bind_private_socket(path: Path) -> socket.socket:
+    """A listening Unix socket whose file is 0600 from the moment it exists (umask at bind)."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old_umask = os.umask(0o177)
+    try:
+        sock.bind(str(path))
+    except OSError as exc:
+        sock.close()
+        raise StartupError(f"cannot bind {path}: {exc.strerror}") from exc
+    finally:
+        os.umask(old_umask)
+    os.chmod(path, 0o600)
+    sock.listen(128)
+    return sock

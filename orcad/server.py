@@ -1,0 +1,146 @@
+"""The trio server: accept connections on the private socket and serve NDJSON JSON-RPC.
+
+Requests on one connection run concurrently; responses are written whole under a lock. A
+connection that sends an oversized line, goes idle, or belongs to another uid is closed without
+touching any other connection.
+"""
+
+from __future__ import annotations
+
+import os
+import socket as stdlib_socket
+import struct
+from collections.abc import Callable
+
+import structlog
+import trio
+
+from orcad.config import ServerConfig
+from orcad.errors import Busy, MessageTooLarge
+from orcad.rpc import Dispatcher, encode_error
+from protocol.framing import LineFramer, LineTooLong
+
+log = structlog.get_logger("orcad.server")
+
+RECEIVE_CHUNK = 65536
+
+
+def peer_uid(sock: trio.socket.SocketType) -> int | None:
+    """The connecting process's uid, where the OS tells (SO_PEERCRED on Linux)."""
+    so_peercred = getattr(stdlib_socket, "SO_PEERCRED", None)
+    if so_peercred is None:
+        return None  # no peer credentials: the 0700 runtime dir is the guard
+    raw = sock.getsockopt(stdlib_socket.SOL_SOCKET, so_peercred, struct.calcsize("3i"))
+    _pid, uid, _gid = struct.unpack("3i", raw)
+    return int(uid)
+
+
+class Server:
+    def __init__(
+        self,
+        dispatcher: Dispatcher,
+        config: ServerConfig,
+        *,
+        allowed_uid: int | None = None,
+        on_activity: Callable[[], None] | None = None,
+    ) -> None:
+        self._dispatcher = dispatcher
+        self._config = config
+        self._allowed_uid = os.getuid() if allowed_uid is None else allowed_uid
+        self._connections = 0
+        self._in_flight = 0
+        self._idle = trio.Event()
+        self._idle.set()
+        self._draining = False
+        self._on_activity = on_activity
+
+    @property
+    def connections(self) -> int:
+        return self._connections
+
+    async def serve(
+        self,
+        listener: trio.SocketListener,
+        connections: trio.Nursery,
+        *,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Accept until cancelled; each connection runs in `connections` so that stopping the
+        accept loop does not cut in-flight requests short."""
+        task_status.started()
+        while True:
+            stream = await listener.accept()
+            connections.start_soon(self._serve_connection, stream)
+
+    async def wait_drained(self) -> None:
+        """Stop starting new requests and wait until those in flight have answered."""
+        self._draining = True
+        await self._idle.wait()
+
+    async def _serve_connection(self, stream: trio.SocketStream) -> None:
+        async with stream:
+            uid = peer_uid(stream.socket)
+            if uid is not None and uid != self._allowed_uid:
+                log.warning("connection.refused", reason="peer_uid", peer_uid=uid)
+                return
+            if self._connections >= self._config.max_connections:
+                log.warning("connection.refused", reason="busy", limit=self._config.max_connections)
+                busy = Busy(
+                    f"orcad is serving its limit of {self._config.max_connections} connections; "
+                    "retry later or raise server.max_connections"
+                )
+                with trio.move_on_after(1.0):
+                    await stream.send_all(encode_error(busy))
+                return
+            self._connections += 1
+            try:
+                await self._read_requests(stream)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                pass
+            finally:
+                self._connections -= 1
+
+    async def _read_requests(self, stream: trio.SocketStream) -> None:
+        framer = LineFramer(self._config.max_message_bytes)
+        send_lock = trio.Lock()
+        async with trio.open_nursery() as requests:
+            while not self._draining:
+                with trio.move_on_after(self._config.idle_timeout_s) as idle:
+                    data = await stream.receive_some(RECEIVE_CHUNK)
+                if idle.cancelled_caught:
+                    log.info("connection.idle_closed", idle_timeout_s=self._config.idle_timeout_s)
+                    break
+                if not data:
+                    break
+                for event in framer.feed(data):
+                    if isinstance(event, LineTooLong):
+                        too_large = MessageTooLarge(
+                            f"a message exceeded the {event.limit}-byte limit; the connection is "
+                            "closed (raise server.max_message_bytes if this was intended)",
+                            limit=event.limit,
+                        )
+                        log.warning("connection.message_too_large", limit=event.limit)
+                        async with send_lock:
+                            await stream.send_all(encode_error(too_large))
+                        return
+                    self._begin_request()
+                    requests.start_soon(self._answer, stream, send_lock, event)
+
+    def _begin_request(self) -> None:
+        self._in_flight += 1
+        self._idle = trio.Event() if self._idle.is_set() else self._idle
+        if self._on_activity is not None:
+            self._on_activity()
+
+    async def _answer(self, stream: trio.SocketStream, send_lock: trio.Lock, line: bytes) -> None:
+        try:
+            reply = await self._dispatcher.handle_line(line)
+            if reply is not None:
+                async with send_lock:
+                    await stream.send_all(reply)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass  # the client went away; nothing is owed
+        finally:
+            self._in_flight -= 1
+            if self._in_flight == 0:
+                self._idle.set()

@@ -1,0 +1,199 @@
+"""Sessions: persisted epochs and the configuration snapshot taken at open.
+
+Opening an existing session id again returns a strictly higher epoch, durable before the
+answer; calls carrying an older epoch are stale. A session's snapshot (mode, interactive,
+auto_approve, bare, history, auto memory, workspace and project) never changes after open.
+"""
+
+from __future__ import annotations
+
+import secrets
+import sqlite3
+from pathlib import Path
+
+import msgspec
+import structlog
+
+from orcad.clock import Clock
+from orcad.config import Config, ProjectConfig, parse_config
+from orcad.errors import InvalidParams, NotFound, StaleSession, StartupError
+from orcad.identity import derive_project
+from orcad.sqlite_worker import SQLiteWorker, connect_private
+from orcad.workspace import canonical_directory, derive_workspace
+from protocol.types import History, Mode, SessionOpenParams
+
+log = structlog.get_logger("orcad.sessions")
+
+
+class Session(msgspec.Struct, frozen=True, kw_only=True):
+    session_id: str
+    epoch: int
+    cwd: str
+    workspace_id: str
+    workspace_root: str
+    project_id: str
+    project_identity: str
+    project_root: str
+    history: History
+    mode: Mode
+    interactive: bool
+    auto_approve: bool
+    bare: bool
+    auto_memory: bool
+    opened_at: float
+    closed: bool = False
+
+
+_session_decoder = msgspec.json.Decoder(Session)
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS sessions (
+    session_id TEXT PRIMARY KEY,
+    epoch INTEGER NOT NULL,
+    snapshot TEXT NOT NULL
+);
+"""
+
+
+def new_session_id() -> str:
+    return "ses_" + secrets.token_hex(16)
+
+
+def read_auto_memory(config_file: Path, project_root: str, fallback: Config) -> bool:
+    """The auto_memory switch as of now: user config, then a trusted project's (project wins).
+
+    Read at every session open so that an edited file affects newly opened sessions.
+    A file that cannot be read or parsed keeps the last good value and is logged.
+    """
+    user = fallback
+    try:
+        user, _unknown = parse_config(config_file.read_text(encoding="utf-8"), str(config_file))
+    except FileNotFoundError:
+        user = Config()
+    except (OSError, UnicodeDecodeError, StartupError) as exc:
+        log.warning("config.unreadable_at_open", path=str(config_file), error=str(exc))
+    enabled = user.auto_memory
+    if project_root in {str(Path(p)) for p in user.trusted_projects}:
+        project_file = Path(project_root) / ".orca" / "config.toml"
+        try:
+            text = project_file.read_text(encoding="utf-8")
+            project, _unknown = parse_config(text, str(project_file), ProjectConfig)
+            if project.auto_memory is not None:
+                enabled = project.auto_memory
+        except FileNotFoundError:
+            pass
+        except (OSError, UnicodeDecodeError, StartupError) as exc:
+            log.warning("config.project_unreadable", path=str(project_file), error=str(exc))
+    return enabled
+
+
+class SessionStore:
+    """Owns the `sessions` table of the daemon state database."""
+
+    def __init__(self, database_path: Path, clock: Clock) -> None:
+        self._db = SQLiteWorker(lambda: self._connect(database_path))
+        self._clock = clock
+        self._cache: dict[str, Session] = {}
+
+    @staticmethod
+    def _connect(path: Path) -> sqlite3.Connection:
+        connection = connect_private(path)
+        connection.executescript(_SCHEMA)
+        return connection
+
+    def close(self) -> None:
+        self._db.close()
+
+    @property
+    def open_count(self) -> int:
+        return sum(1 for session in self._cache.values() if not session.closed)
+
+    async def open(self, params: SessionOpenParams, config_file: Path, config: Config) -> Session:
+        try:
+            directory = canonical_directory(params.cwd)
+            workspace = derive_workspace(str(directory))
+        except ValueError as exc:
+            raise InvalidParams(str(exc), field="cwd") from exc
+        project = derive_project(Path(workspace.root))
+        auto_memory = read_auto_memory(config_file, project.root, config)
+        session_id = params.session_id or new_session_id()
+        now = self._clock.now()
+
+        def persist(connection: sqlite3.Connection) -> Session:
+            with connection:
+                connection.execute("BEGIN IMMEDIATE")
+                row = connection.execute(
+                    "SELECT epoch FROM sessions WHERE session_id = ?", (session_id,)
+                ).fetchone()
+                epoch = (row[0] if row else 0) + 1
+                session = Session(
+                    session_id=session_id,
+                    epoch=epoch,
+                    cwd=str(directory),
+                    workspace_id=workspace.id,
+                    workspace_root=workspace.root,
+                    project_id=project.id,
+                    project_identity=project.identity,
+                    project_root=project.root,
+                    history=params.history,
+                    mode=params.mode,
+                    interactive=params.interactive,
+                    auto_approve=params.auto_approve,
+                    bare=params.bare,
+                    auto_memory=auto_memory and not params.bare,
+                    opened_at=now,
+                )
+                connection.execute(
+                    "INSERT INTO sessions (session_id, epoch, snapshot) VALUES (?, ?, ?) "
+                    "ON CONFLICT(session_id) DO UPDATE SET epoch = excluded.epoch, "
+                    "snapshot = excluded.snapshot",
+                    (session_id, epoch, msgspec.json.encode(session).decode()),
+                )
+            return session
+
+        session = await self._db.run(persist)
+        self._cache[session_id] = session
+        log.info("session.opened", session_id=session_id, epoch=session.epoch, mode=session.mode)
+        return session
+
+    async def require(self, session_id: str, epoch: int) -> Session:
+        """The open session at this epoch; StaleSession for an older epoch, NotFound otherwise."""
+        session = self._cache.get(session_id)
+        if session is None:
+            session = await self._db.run(lambda c: self._load(c, session_id))
+            if session is None:
+                raise NotFound(f"unknown session {session_id!r}; call session.open first")
+            self._cache[session_id] = session
+        if epoch < session.epoch:
+            raise StaleSession(
+                f"session {session_id} was reopened (epoch {session.epoch}); this caller holds "
+                f"epoch {epoch} and must stop",
+                current_epoch=session.epoch,
+            )
+        if epoch > session.epoch:
+            raise NotFound(f"session {session_id} has no epoch {epoch}")
+        if session.closed:
+            raise NotFound(f"session {session_id} is closed; open it again to continue")
+        return session
+
+    async def close_session(self, session_id: str, epoch: int) -> None:
+        session = await self.require(session_id, epoch)
+        closed = msgspec.structs.replace(session, closed=True)
+
+        def persist(connection: sqlite3.Connection) -> None:
+            with connection:
+                connection.execute(
+                    "UPDATE sessions SET snapshot = ? WHERE session_id = ? AND epoch = ?",
+                    (msgspec.json.encode(closed).decode(), session_id, epoch),
+                )
+
+        await self._db.run(persist)
+        self._cache[session_id] = closed
+        log.info("session.closed", session_id=session_id, epoch=epoch)
+
+    @staticmethod
+    def _load(connection: sqlite3.Connection, session_id: str) -> Session | None:
+        row = connection.execute(
+            "SELECT snapshot FROM sessions WHERE session_id = ?", (session_id,)
+        ).fetchone()
+        return _session_decoder.decode(row[0]) if row else None

@@ -1,0 +1,58 @@
+"""One SQLite connection served by worker threads, one statement batch at a time.
+
+Every store that owns a database goes through this, so that no SQLite call ever runs on the
+trio event loop and no two threads use one connection at once.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+import trio
+
+T = TypeVar("T")
+
+
+class SQLiteWorker:
+    def __init__(self, connect: Callable[[], sqlite3.Connection]) -> None:
+        self._connect = connect
+        self._connection: sqlite3.Connection | None = None
+        self._thread_lock = threading.Lock()
+        self._limiter = trio.CapacityLimiter(1)
+
+    async def run(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """Run `work(connection)` in a worker thread; calls are serialised."""
+        return await trio.to_thread.run_sync(self.run_blocking, work, limiter=self._limiter)
+
+    def run_blocking(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """The same, for code already off the event loop (startup, tests, benchmarks)."""
+        with self._thread_lock:
+            if self._connection is None:
+                self._connection = self._connect()
+            return work(self._connection)
+
+    def close(self) -> None:
+        with self._thread_lock:
+            if self._connection is not None:
+                self._connection.close()
+                self._connection = None
+
+
+def connect_private(path: Path, *, wal: bool = True) -> sqlite3.Connection:
+    """Open (creating) a database whose files are private to the user."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    connection = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+    connection.execute("PRAGMA busy_timeout = 5000")
+    if wal:
+        connection.execute("PRAGMA journal_mode = WAL")
+    connection.execute("PRAGMA synchronous = FULL")
+    connection.execute("PRAGMA foreign_keys = ON")
+    for suffix in ("", "-wal", "-shm"):
+        sibling = path.with_name(path.name + suffix)
+        if sibling.exists():
+            sibling.chmod(0o600)
+    return connection

@@ -1,0 +1,104 @@
+"""A small synchronous client, for orcactl and scripts. One request at a time."""
+
+from __future__ import annotations
+
+import itertools
+import socket
+from typing import Any, TypeVar, overload
+
+import msgspec
+
+from protocol.errors import RemoteError
+from protocol.framing import LineFramer, LineTooLong
+from protocol.jsonrpc import Request, encode_line, response_decoder
+from protocol.types import METHODS, Params, Result
+
+R = TypeVar("R", bound=Result)
+
+CLIENT_MAX_LINE_BYTES = 64 * 1024 * 1024
+
+
+class DaemonUnavailable(ConnectionError):
+    """Nothing answers on the socket (not running, or the path is wrong)."""
+
+
+class ProtocolViolation(Exception):
+    """The peer sent something that is not a JSON-RPC response."""
+
+
+class Client:
+    def __init__(self, socket_path: str, *, timeout: float | None = 30.0) -> None:
+        self.socket_path = socket_path
+        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._sock.settimeout(timeout)
+        try:
+            self._sock.connect(socket_path)
+        except (FileNotFoundError, ConnectionRefusedError, NotADirectoryError) as exc:
+            self._sock.close()
+            raise DaemonUnavailable(f"no daemon answers at {socket_path}: {exc.strerror}") from exc
+        except OSError:
+            self._sock.close()
+            raise
+        self._framer = LineFramer(CLIENT_MAX_LINE_BYTES)
+        self._lines: list[bytes] = []
+        self._ids = itertools.count(1)
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._sock.close()
+
+    @overload
+    def call(self, method: str, params: Params | None = None, *, result_type: type[R]) -> R: ...
+    @overload
+    def call(self, method: str, params: Params | dict[str, Any] | None = None) -> Any: ...
+
+    def call(
+        self,
+        method: str,
+        params: Params | dict[str, Any] | None = None,
+        *,
+        result_type: type[Any] | None = None,
+    ) -> Any:
+        """Send one request and wait for its response; raise RemoteError on an error object.
+
+        Returns the result decoded as `result_type`, else as the method's result Struct when the
+        method is known, else as plain JSON values.
+        """
+        request_id = next(self._ids)
+        self._sock.sendall(encode_line(Request(method, params or {}, request_id)))
+        while True:
+            line = self._read_line()
+            response = response_decoder.decode(line)
+            if response.id != request_id:
+                continue  # a late answer to a request we gave up on
+            if response.error is not None:
+                raise RemoteError(response.error)
+            if result_type is None and method in METHODS:
+                result_type = METHODS[method][1]
+            raw = response.result
+            if result_type is None:
+                return msgspec.json.decode(raw)
+            return msgspec.json.decode(raw, type=result_type)
+
+    def send_raw(self, data: bytes) -> None:
+        """Send bytes as they are (for tests and diagnostics)."""
+        self._sock.sendall(data)
+
+    def read_raw_line(self) -> bytes:
+        return self._read_line()
+
+    def _read_line(self) -> bytes:
+        while not self._lines:
+            data = self._sock.recv(65536)
+            if not data:
+                raise ConnectionError("the daemon closed the connection")
+            for event in self._framer.feed(data):
+                if isinstance(event, LineTooLong):
+                    raise ProtocolViolation("response line exceeds the client limit")
+                self._lines.append(event)
+        return self._lines.pop(0)

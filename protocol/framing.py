@@ -1,0 +1,64 @@
+"""Sans-io newline-delimited JSON framing: bytes in, complete lines out.
+
+The framer never does I/O. Feed it whatever the transport delivered; it returns the complete
+lines and keeps the rest. A line longer than the limit yields one `LineTooLong` event, after
+which the framer refuses more input: the connection's framing can no longer be trusted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class LineTooLong:
+    limit: int
+
+
+class FramingClosed(Exception):
+    """Raised when data is fed after a `LineTooLong` event."""
+
+
+@dataclass(slots=True)
+class LineFramer:
+    max_line_bytes: int
+    _buffer: bytearray = field(default_factory=bytearray)
+    _scanned: int = 0  # bytes of _buffer already known to hold no newline
+    _broken: bool = False
+
+    def feed(self, data: bytes) -> list[bytes | LineTooLong]:
+        """Add received bytes; return every complete line (without its newline) in order."""
+        if self._broken:
+            raise FramingClosed("the framer stopped after an oversized line")
+        self._buffer += data
+        events: list[bytes | LineTooLong] = []
+        start = 0
+        while True:
+            newline = self._buffer.find(b"\n", max(start, self._scanned))
+            if newline < 0:
+                break
+            line = bytes(self._buffer[start:newline])
+            if len(line) > self.max_line_bytes:
+                return self._break(events)
+            if line.endswith(b"\r"):
+                line = line[:-1]
+            if line.strip():
+                events.append(line)
+            start = newline + 1
+            self._scanned = start
+        del self._buffer[:start]
+        self._scanned = len(self._buffer)
+        if len(self._buffer) > self.max_line_bytes:
+            return self._break(events)
+        return events
+
+    def _break(self, events: list[bytes | LineTooLong]) -> list[bytes | LineTooLong]:
+        self._broken = True
+        self._buffer.clear()
+        events.append(LineTooLong(self.max_line_bytes))
+        return events
+
+    @property
+    def pending_bytes(self) -> int:
+        """Bytes received that do not yet form a complete line."""
+        return len(self._buffer)

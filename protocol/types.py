@@ -1,0 +1,462 @@
+"""Every method's params and result of protocol 1, as frozen msgspec Structs (PROTOCOL.md).
+
+Params reject unknown fields (the daemon answers -32602 naming the field); results accept
+unknown fields so that a daemon may add optional fields without breaking older clients.
+New fields always get defaults; a field's type never changes.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+import msgspec
+
+PROTOCOL_VERSION = 1
+
+Timestamp = str  # RFC 3339 UTC, e.g. 2026-11-30T07:00:00.123Z
+NonEmpty = Annotated[str, msgspec.Meta(min_length=1)]
+Epoch = Annotated[int, msgspec.Meta(ge=1)]
+Token = Annotated[int, msgspec.Meta(ge=1)]
+Revision = Annotated[int, msgspec.Meta(ge=0)]
+LeaseSeconds = Annotated[float, msgspec.Meta(gt=0, le=86400)]
+SearchLimit = Annotated[int, msgspec.Meta(ge=1, le=20)]
+
+History = Literal["persistent", "disabled"]
+Mode = Literal["normal", "plan", "auto", "yolo"]
+Role = Literal["user", "assistant", "system", "tool"]
+Outcome = Literal["succeeded", "failed", "cancelled"]
+Verifier = Literal["passed", "failed", "none"]
+Barrier = Literal["clear", "timed_out", "none"]
+Category = Literal["user", "feedback", "project", "reference"]
+RememberScope = Literal["user", "project"]
+RecordKind = Literal["preference", "fact", "workflow", "decision"]
+RecordScope = Literal["workspace", "global"]
+ManageAction = Literal["save", "update", "forget"]
+ManageOutcome = Literal["applied", "pending_approval", "denied"]
+ApprovalDecision = Literal["allow_once", "allow_session", "allow_workspace", "deny"]
+JobState = Literal["pending", "leased", "committed", "exhausted", "cancelled"]
+IndexState = Literal["current", "stale", "missing", "corrupt"]
+
+
+class Params(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Base of every method's params."""
+
+
+class Result(msgspec.Struct, frozen=True, kw_only=True):
+    """Base of every method's result."""
+
+
+class SessionParams(Params, frozen=True, kw_only=True):
+    session_id: NonEmpty
+    epoch: Epoch
+
+
+class Empty(Result, frozen=True, kw_only=True):
+    pass
+
+
+# --- daemon -------------------------------------------------------------------------------
+
+
+class PingParams(Params, frozen=True, kw_only=True):
+    pass
+
+
+class PingResult(Result, frozen=True, kw_only=True):
+    protocol: int
+    version: str
+    pid: int
+
+
+class StatusParams(Params, frozen=True, kw_only=True):
+    pass
+
+
+class WorkersStatus(Result, frozen=True, kw_only=True):
+    configured: int
+    busy: int
+
+
+class JobCounts(Result, frozen=True, kw_only=True):
+    pending: int = 0
+    leased: int = 0
+    committed: int = 0
+    exhausted: int = 0
+    cancelled: int = 0
+
+
+class RecentError(Result, frozen=True, kw_only=True):
+    at: Timestamp
+    kind: str
+    message: str
+
+
+class StatusResult(Result, frozen=True, kw_only=True):
+    version: str
+    pid: int
+    started_at: Timestamp
+    uptime_s: float
+    socket: str
+    memory_root: str
+    deliberate_db: str
+    workers: WorkersStatus
+    jobs: JobCounts
+    sessions: int
+    projects: int
+    recent_errors: list[RecentError]
+    config_path: str | None = None
+    unknown_config_keys: list[str] = []
+    provider: str | None = None
+
+
+# --- session ------------------------------------------------------------------------------
+
+
+class SessionOpenParams(Params, frozen=True, kw_only=True):
+    cwd: NonEmpty
+    session_id: NonEmpty | None = None
+    history: History = "persistent"
+    mode: Mode = "normal"
+    interactive: bool = True
+    auto_approve: bool = False
+    bare: bool = False
+
+
+class ProjectRef(Result, frozen=True, kw_only=True):
+    id: str
+    identity: str
+    root: str
+
+
+class WorkspaceRef(Result, frozen=True, kw_only=True):
+    id: str
+    root: str
+
+
+class Startup(Result, frozen=True, kw_only=True):
+    user: str
+    project: str
+    truncated: bool
+
+
+class SessionOpenResult(Result, frozen=True, kw_only=True):
+    session_id: str
+    epoch: int
+    project: ProjectRef
+    workspace: WorkspaceRef
+    auto_memory: bool
+    startup: Startup
+
+
+class SessionCloseParams(SessionParams, frozen=True, kw_only=True):
+    pass
+
+
+# --- automatic memory ---------------------------------------------------------------------
+
+
+class Message(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    role: Role
+    content: str
+
+
+class TurnCompletedParams(SessionParams, frozen=True, kw_only=True):
+    turn_id: NonEmpty
+    root: bool = True
+    subagent: bool = False
+    outcome: Outcome
+    verifier: Verifier
+    transcript_committed: bool
+    messages: list[Message]
+
+
+class TurnCompletedResult(Result, frozen=True, kw_only=True):
+    eligible: bool
+    reason: str | None
+    job_id: str | None
+    duplicate: bool
+
+
+class RecallParams(SessionParams, frozen=True, kw_only=True):
+    turn_id: NonEmpty
+    prompt: str
+
+
+class AutomaticEntry(Result, frozen=True, kw_only=True):
+    id: str
+    category: Category
+    text: str
+    age_s: float
+    session_id: str
+    turn_id: str
+    recorded_at: Timestamp
+
+
+class DeliberateEntry(Result, frozen=True, kw_only=True):
+    id: str
+    kind: RecordKind
+    content: str
+    scope: RecordScope
+    updated_at: Timestamp
+
+
+class RecallResult(Result, frozen=True, kw_only=True):
+    snapshot_id: str
+    barrier: Barrier
+    automatic: list[AutomaticEntry]
+    deliberate: list[DeliberateEntry]
+    context: str
+    bytes: int
+
+
+class RememberParams(SessionParams, frozen=True, kw_only=True):
+    text: NonEmpty
+    scope: RememberScope
+
+
+class RememberResult(Result, frozen=True, kw_only=True):
+    path: str
+    bytes: int
+
+
+# --- deliberate memory --------------------------------------------------------------------
+
+
+class MemorySearchParams(SessionParams, frozen=True, kw_only=True):
+    query: str | None = None
+    limit: SearchLimit = 8
+
+
+class MemoryRecord(Result, frozen=True, kw_only=True):
+    id: str
+    kind: RecordKind
+    content: str
+    scope: RecordScope
+    workspace_root: str | None
+    created_at: Timestamp
+    updated_at: Timestamp
+
+
+class MemorySearchResult(Result, frozen=True, kw_only=True):
+    records: list[MemoryRecord]
+
+
+class MemoryManageParams(SessionParams, frozen=True, kw_only=True):
+    action: ManageAction
+    id: str | None = None
+    content: str | None = None
+    kind: RecordKind | None = None
+    is_global: bool | None = None
+
+
+class MemoryManageResult(Result, frozen=True, kw_only=True):
+    outcome: ManageOutcome
+    approval_id: str | None
+    reason: str | None
+    record: MemoryRecord | None
+    summary: str
+
+
+class MemoryApproveParams(SessionParams, frozen=True, kw_only=True):
+    approval_id: NonEmpty
+    decision: ApprovalDecision
+
+
+# --- extraction workers -------------------------------------------------------------------
+
+
+class JobsListParams(Params, frozen=True, kw_only=True):
+    project_id: str | None = None
+    state: JobState | None = None
+
+
+class JobSummary(Result, frozen=True, kw_only=True):
+    job_id: str
+    project_id: str
+    session_id: str
+    turn_id: str
+    state: JobState
+    attempts: int
+    created_at: Timestamp
+    updated_at: Timestamp
+    last_error: str | None
+
+
+class JobsListResult(Result, frozen=True, kw_only=True):
+    jobs: list[JobSummary]
+
+
+class JobsClaimParams(Params, frozen=True, kw_only=True):
+    worker: NonEmpty
+    project_id: str | None = None
+    lease_s: LeaseSeconds | None = None
+
+
+class ClaimedJob(Result, frozen=True, kw_only=True):
+    job_id: str
+    project_id: str
+    session_id: str
+    turn_id: str
+    source: str
+    attempt: int
+
+
+class Lease(Result, frozen=True, kw_only=True):
+    token: int
+    expires_at: Timestamp
+
+
+class JobsClaimResult(Result, frozen=True, kw_only=True):
+    job: ClaimedJob | None
+    lease: Lease | None
+
+
+class JobsRenewParams(Params, frozen=True, kw_only=True):
+    job_id: NonEmpty
+    token: Token
+    lease_s: LeaseSeconds | None = None
+
+
+class JobsRenewResult(Result, frozen=True, kw_only=True):
+    expires_at: Timestamp
+
+
+class JobsPublishParams(Params, frozen=True, kw_only=True):
+    job_id: NonEmpty
+    token: Token
+    output: str
+    provider: NonEmpty
+    model: str
+
+
+class JobsPublishResult(Result, frozen=True, kw_only=True):
+    state: Literal["committed"]
+    added: int
+    duplicates: int
+    rejected: int
+
+
+class JobsFailParams(Params, frozen=True, kw_only=True):
+    job_id: NonEmpty
+    token: Token
+    error: str
+
+
+class JobsFailResult(Result, frozen=True, kw_only=True):
+    state: JobState
+    attempts: int
+
+
+class JobsReleaseParams(Params, frozen=True, kw_only=True):
+    job_id: NonEmpty
+    token: Token
+
+
+class JobsReleaseResult(Result, frozen=True, kw_only=True):
+    state: JobState
+
+
+# --- inspection ---------------------------------------------------------------------------
+
+
+class ProjectsListParams(Params, frozen=True, kw_only=True):
+    pass
+
+
+class ProjectSummary(Result, frozen=True, kw_only=True):
+    id: str
+    identity: str
+    last_seen_cwd: str | None
+    candidates: int
+    active_jobs: int
+    corrupt: bool = False
+
+
+class ProjectsListResult(Result, frozen=True, kw_only=True):
+    projects: list[ProjectSummary]
+
+
+class ProjectsInspectParams(Params, frozen=True, kw_only=True):
+    project_id: str | None = None
+    cwd: str | None = None
+
+
+class ProjectInfo(Result, frozen=True, kw_only=True):
+    id: str
+    identity: str
+    last_seen_cwd: str | None
+    path: str
+    corrupt: bool = False
+    problem: str | None = None
+
+
+class Candidate(Result, frozen=True, kw_only=True):
+    id: str
+    category: Category
+    fact: str
+    session_id: str
+    turn_id: str
+    job_id: str
+    recorded_at: Timestamp
+    provider: str
+    model: str
+
+
+class LedgerInfo(Result, frozen=True, kw_only=True):
+    revision: int
+    fingerprint: str
+    candidates: list[Candidate]
+
+
+class IndexInfo(Result, frozen=True, kw_only=True):
+    state: IndexState
+
+
+class ProjectsInspectResult(Result, frozen=True, kw_only=True):
+    project: ProjectInfo
+    ledger: LedgerInfo
+    index: IndexInfo
+    jobs: list[JobSummary]
+
+
+class LedgerForgetParams(Params, frozen=True, kw_only=True):
+    project_id: NonEmpty
+    candidate_id: NonEmpty
+    revision: Revision
+
+
+class LedgerForgetResult(Result, frozen=True, kw_only=True):
+    revision: int
+    removed: bool
+
+
+# --- extractor output (one line of what a provider returns) --------------------------------
+
+
+class ExtractedFact(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    category: Category
+    fact: str
+
+
+# The method table: the single place that names every method with its params and result.
+METHODS: dict[str, tuple[type[Params], type[Result]]] = {
+    "daemon.ping": (PingParams, PingResult),
+    "daemon.status": (StatusParams, StatusResult),
+    "session.open": (SessionOpenParams, SessionOpenResult),
+    "session.close": (SessionCloseParams, Empty),
+    "turn.completed": (TurnCompletedParams, TurnCompletedResult),
+    "recall": (RecallParams, RecallResult),
+    "remember": (RememberParams, RememberResult),
+    "memory.search": (MemorySearchParams, MemorySearchResult),
+    "memory.manage": (MemoryManageParams, MemoryManageResult),
+    "memory.approve": (MemoryApproveParams, MemoryManageResult),
+    "jobs.list": (JobsListParams, JobsListResult),
+    "jobs.claim": (JobsClaimParams, JobsClaimResult),
+    "jobs.renew": (JobsRenewParams, JobsRenewResult),
+    "jobs.publish": (JobsPublishParams, JobsPublishResult),
+    "jobs.fail": (JobsFailParams, JobsFailResult),
+    "jobs.release": (JobsReleaseParams, JobsReleaseResult),
+    "projects.list": (ProjectsListParams, ProjectsListResult),
+    "projects.inspect": (ProjectsInspectParams, ProjectsInspectResult),
+    "ledger.forget": (LedgerForgetParams, LedgerForgetResult),
+}

@@ -1,0 +1,30 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.harness import DaemonProcess, OrcaEnv
+
+
+@pytest.fixture
+def orca_env(tmp_path: Path) -> OrcaEnv:
+    """Isolated paths and environment variables for one daemon; no daemon is started."""
+    return OrcaEnv(tmp_path)
+
+
+@pytest.fixture
+def daemon_factory(orca_env: OrcaEnv) -> Iterator[list[DaemonProcess]]:
+    started: list[DaemonProcess] = []
+    yield started
+    for process in started:
+        process.kill()
+
+
+@pytest.fixture
+def daemon(orca_env: OrcaEnv, daemon_factory: list[DaemonProcess]) -> DaemonProcess:
+    """A running orcad subprocess on a socket under tmp_path (killed at teardown)."""
+    process = DaemonProcess(orca_env)
+    daemon_factory.append(process)
+    return process.start()

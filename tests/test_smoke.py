@@ -1,0 +1,7 @@
+from tests.harness import DaemonProcess
+
+
+def test_ping_answers_with_protocol_version(daemon: DaemonProcess) -> None:
+    result = daemon.call("daemon.ping")
+    assert result.protocol == 1
+    assert result.pid == daemon.proc.pid
