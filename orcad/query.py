@@ -1,0 +1,118 @@
+"""Search-query derivation and planning for every FTS5 index in the daemon.
+
+Pure: no trio, no sqlite3, no files. Deliberate-memory search and recall both turn free user
+text into at most `QUERY_MAX_TERMS` terms (`derive_query_terms`), let the store count how many
+records each term matches, keep the selective ones (`plan_terms`), and build a MATCH string that
+FTS5 can always parse (`match_expression`).
+
+Both FTS5 tables use `FTS5_TOKENIZE`, so "deploying" in a query finds "deploys" in a record: the
+quoted terms are stemmed by FTS5 itself when the query runs.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Mapping, Sequence
+
+from orcad.limits import QUERY_MAX_TERMS
+
+# The tokenizer of every FTS5 table in the project (porter over unicode61, diacritics folded).
+FTS5_TOKENIZE = "porter unicode61 remove_diacritics 2"
+
+# unicode61 token characters: letters, numbers and private-use code points; the rest separates.
+_TOKEN = re.compile(r"(?:[^\W_]|[\ue000-\uf8ff\U000f0000-\U000ffffd\U00100000-\U0010fffd])+")
+
+# Words that say little about which record is meant; dropped while better terms exist.
+_STOP_WORD_TEXT = """
+    a about above after again all also am an and any are as at be because been before being
+    below between both but by can could did do does doing done down during each either else
+    ever every few for from further get got had has have having he her here hers him his how
+    i if in into is it its itself just let like may me might more most much must my no nor
+    not now of off on once one only or other our ours out over own per please same shall she
+    should so some such than that the their theirs them then there these they this those
+    through to too under until up upon us very via was we were what when where which while
+    who whom why will with within without would yes yet you your yours
+"""
+STOP_WORDS = frozenset(_STOP_WORD_TEXT.split())
+
+# Planning: a term matching more than this share of records ranks almost nothing and costs
+# a full doclist scan, so it is dropped while a more selective term is kept.
+COMMON_TERM_SHARE = 0.10
+# Planning: the kept terms together may match at most this many postings (beyond the rarest
+# term, which is always kept), which bounds bm25 work whatever the index size.
+POSTINGS_BUDGET = 2000
+
+
+def _fold(text: str) -> str:
+    """Lower-case and strip diacritics, as unicode61 with remove_diacritics does."""
+    decomposed = unicodedata.normalize("NFD", text.lower())
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+
+
+def tokenize(text: str) -> list[str]:
+    """The tokens of `text`, folded, in order (duplicates kept)."""
+    return _TOKEN.findall(_fold(text))
+
+
+def is_weak_term(term: str) -> bool:
+    """A stop word or a single character: kept only when nothing better is there."""
+    return term in STOP_WORDS or len(term) < 2
+
+
+def derive_query_terms(text: str, max_terms: int = QUERY_MAX_TERMS) -> list[str]:
+    """At most `max_terms` distinct terms of `text`, in order of first appearance.
+
+    Weak terms (stop words, single characters) are ignored when any other term exists.
+    """
+    distinct: list[str] = []
+    seen: set[str] = set()
+    for token in tokenize(text):
+        if token not in seen:
+            seen.add(token)
+            distinct.append(token)
+    strong = [term for term in distinct if not is_weak_term(term)]
+    chosen = strong if strong else distinct
+    return chosen[:max_terms]
+
+
+# NUL ends an FTS5 string early and surrogates cannot be encoded; neither is a token character.
+_UNQUOTABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def quote_term(term: str) -> str:
+    """An FTS5 string literal: double quotes around, embedded quotes doubled."""
+    return '"' + _UNQUOTABLE.sub("", term).replace('"', '""') + '"'
+
+
+def match_expression(terms: Sequence[str]) -> str:
+    """An FTS5 MATCH string OR-ing the quoted terms; every term is a literal, never syntax.
+
+    An empty list gives an empty string, which callers must not pass to MATCH (list instead).
+    """
+    return " OR ".join(quote_term(term) for term in terms if _UNQUOTABLE.sub("", term))
+
+
+def plan_terms(terms: Sequence[str], doc_freq: Mapping[str, int], total_docs: int) -> list[str]:
+    """The subset of `terms` worth querying, in their original order.
+
+    `doc_freq[term]` is how many records contain the term (missing means none). Terms that match
+    nothing are dropped; the rarest matching term is always kept; further terms are added from the
+    most selective up while each matches at most `COMMON_TERM_SHARE` of the records and their
+    postings fit `POSTINGS_BUDGET`. When no term matches anything the terms come back unchanged
+    (the query costs nothing and the caller's counts may be approximate).
+    """
+    matching = [(doc_freq.get(term, 0), index, term) for index, term in enumerate(terms)]
+    matching = [entry for entry in matching if entry[0] > 0]
+    if not matching:
+        return list(terms)
+    matching.sort()
+    common_limit = max(1.0, COMMON_TERM_SHARE * max(total_docs, 0))
+    kept = {matching[0][1]}
+    postings = 0
+    for freq, index, _term in matching[1:]:
+        if freq > common_limit or postings + freq > POSTINGS_BUDGET:
+            break
+        postings += freq
+        kept.add(index)
+    return [term for index, term in enumerate(terms) if index in kept]

@@ -1,0 +1,199 @@
+"""Query derivation, the MATCH builder and the planner, run against a real FTS5 table."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from orcad.limits import QUERY_MAX_TERMS
+from orcad.query import (
+    COMMON_TERM_SHARE,
+    FTS5_TOKENIZE,
+    POSTINGS_BUDGET,
+    derive_query_terms,
+    match_expression,
+    plan_terms,
+    quote_term,
+)
+
+RECORDS = [
+    "release checks use cargo test --workspace",
+    "I prefer concise status updates",
+    "the daemon deploys with json-rpc over config.toml",
+    "AND OR NOT NEAR are FTS5 operators",
+    'he said "quoted" things (in parens) and *stars* ^carets',
+    "café résumé naïve",
+    "emoji 🎉 party",
+]
+
+
+@pytest.fixture(scope="module")
+def fts() -> sqlite3.Connection:
+    connection = sqlite3.connect(":memory:")
+    connection.execute(f"CREATE VIRTUAL TABLE doc USING fts5(body, tokenize = '{FTS5_TOKENIZE}')")
+    connection.executemany("INSERT INTO doc (body) VALUES (?)", [(r,) for r in RECORDS])
+    return connection
+
+
+def search(connection: sqlite3.Connection, text: str) -> list[str]:
+    expression = match_expression(derive_query_terms(text))
+    if not expression:
+        return []
+    rows = connection.execute(
+        "SELECT body FROM doc WHERE doc MATCH ? ORDER BY rank", (expression,)
+    ).fetchall()
+    return [row[0] for row in rows]
+
+
+HOSTILE_PIECES = st.sampled_from(
+    [
+        '"', "'", '""', "AND", "OR", "NOT", "NEAR", "NEAR(", "near/3", "json-rpc", "config.toml",
+        "*", "^", "(", ")", "()", ":", "body:", "col:x", "-", "+", "{", "}", "🎉", "👩‍💻", "\x00",
+        "\u0301", "\ue000", "_", "__init__", " ", "\n", "\t", "é", "ǅ", "İ", "ß", "…", "½", "٣",
+    ]
+)
+HOSTILE_TEXT = st.one_of(
+    st.text(),
+    st.text(st.characters(categories=["Cs", "Cc", "So", "Co", "Mn", "Pd", "Po", "Ll"])),
+    st.lists(st.one_of(HOSTILE_PIECES, st.text(max_size=6)), max_size=30).map("".join),
+    st.lists(st.one_of(HOSTILE_PIECES, st.text(max_size=6)), max_size=30).map(" ".join),
+)
+
+
+@settings(max_examples=400, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=HOSTILE_TEXT)
+def test_hostile_text_never_breaks_fts5(fts: sqlite3.Connection, text: str) -> None:
+    terms = derive_query_terms(text)
+    assert len(terms) <= QUERY_MAX_TERMS
+    assert len(set(terms)) == len(terms)
+    assert all(term == term.lower() for term in terms)
+    search(fts, text)  # raises sqlite3.OperationalError on any syntax error
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(terms=st.lists(st.one_of(st.text(min_size=1), HOSTILE_TEXT), max_size=12))
+def test_match_expression_of_any_strings_parses(fts: sqlite3.Connection, terms: list[str]) -> None:
+    expression = match_expression(terms)
+    if expression:
+        fts.execute("SELECT count(*) FROM doc WHERE doc MATCH ?", (expression,)).fetchone()
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("json-rpc", RECORDS[2]),
+        ("config.toml", RECORDS[2]),
+        ("AND", RECORDS[3]),
+        ("NEAR(", RECORDS[3]),
+        ('"quoted"', RECORDS[4]),
+        ("(in parens)", RECORDS[4]),
+        ("*stars*", RECORDS[4]),
+        ("^carets", RECORDS[4]),
+        ("cafe", RECORDS[5]),
+        ("CAFÉ", RECORDS[5]),
+        ("deploying", RECORDS[2]),  # porter stemming: deploying finds deploys
+        ("emoji 🎉", RECORDS[6]),
+    ],
+)
+def test_hostile_text_finds_the_literal_record(
+    fts: sqlite3.Connection, text: str, expected: str
+) -> None:
+    assert search(fts, text)[0] == expected
+
+
+def test_empty_and_separator_only_text_give_no_terms() -> None:
+    assert derive_query_terms("") == []
+    assert derive_query_terms("  🎉 -- ** () \"\" ") == []
+    assert match_expression([]) == ""
+
+
+def test_twelve_distinct_terms_at_most_in_order_of_first_appearance() -> None:
+    words = [f"word{i}" for i in range(20)]
+    assert derive_query_terms(" ".join(words)) == words[:QUERY_MAX_TERMS]
+    assert derive_query_terms(" ".join(words[:12])) == words[:12]
+    assert derive_query_terms(" ".join(words[:13])) == words[:12]
+    repeated = " ".join(["alpha", "beta", "Alpha", "ALPHA", "beta"] * 10)
+    assert derive_query_terms(repeated) == ["alpha", "beta"]
+
+
+def test_stop_words_are_dropped_only_when_better_terms_exist() -> None:
+    assert derive_query_terms("what is the release check for this") == ["release", "check"]
+    assert derive_query_terms("what is the") == ["what", "is", "the"]
+    assert derive_query_terms("a b cargo") == ["cargo"]
+    # Stop words do not use up the 12-term budget while better terms exist.
+    text = "the " * 5 + " ".join(f"term{i}" for i in range(12)) + " of and"
+    assert derive_query_terms(text) == [f"term{i}" for i in range(12)]
+
+
+def test_quote_term_doubles_embedded_quotes() -> None:
+    assert quote_term('a"b') == '"a""b"'
+    assert match_expression(["x", 'y"']) == '"x" OR "y"""'
+
+
+def test_plan_keeps_selective_terms_and_drops_common_ones() -> None:
+    total = 100_000
+    terms = ["common", "rare", "medium", "absent"]
+    freq = {"common": 60_000, "rare": 3, "medium": 40}
+    assert plan_terms(terms, freq, total) == ["rare", "medium"]
+
+
+def test_plan_always_keeps_the_rarest_matching_term_even_when_common() -> None:
+    assert plan_terms(["a1", "b1"], {"a1": 90_000, "b1": 80_000}, 100_000) == ["b1"]
+
+
+def test_plan_respects_the_postings_budget() -> None:
+    terms = [f"t{i}" for i in range(6)]
+    freq = {term: 600 for term in terms}
+    kept = plan_terms(terms, freq, 1_000_000)
+    # The rarest is free; then as many 600-posting terms as fit the budget.
+    assert len(kept) == 1 + POSTINGS_BUDGET // 600
+    assert kept == terms[: len(kept)]
+
+
+def test_plan_boundary_of_the_common_share() -> None:
+    total = 10_000
+    at_limit = int(COMMON_TERM_SHARE * total)
+    assert at_limit <= POSTINGS_BUDGET  # so only the share decides below
+    assert plan_terms(["x", "y"], {"x": 1, "y": at_limit}, total) == ["x", "y"]
+    assert plan_terms(["x", "y"], {"x": 1, "y": at_limit + 1}, total) == ["x"]
+
+
+def test_plan_small_index_keeps_everything_that_matches() -> None:
+    terms = ["alpha", "beta", "gamma"]
+    assert plan_terms(terms, {"alpha": 1, "beta": 1, "gamma": 1}, 3) == terms
+
+
+def test_plan_with_no_matching_term_returns_the_terms_unchanged() -> None:
+    assert plan_terms(["x", "y"], {}, 100) == ["x", "y"]
+    assert plan_terms([], {}, 0) == []
+
+
+@given(
+    terms=st.lists(st.text(min_size=1, max_size=5), max_size=12, unique=True),
+    freqs=st.lists(st.integers(min_value=0, max_value=200_000), min_size=12, max_size=12),
+    total=st.integers(min_value=0, max_value=200_000),
+)
+def test_plan_is_a_nonempty_ordered_subset(terms: list[str], freqs: list[int], total: int) -> None:
+    freq = dict(zip(terms, freqs, strict=False))
+    kept = plan_terms(terms, freq, total)
+    assert set(kept) <= set(terms)
+    assert kept == [term for term in terms if term in kept]
+    if terms:
+        assert kept
+    if any(freq.get(term, 0) for term in terms):
+        rarest = min((freq[t], i) for i, t in enumerate(terms) if freq.get(t, 0) > 0)
+        assert terms[rarest[1]] in kept
+
+
+def test_query_module_is_pure() -> None:
+    code = (
+        "import sys, orcad.query; "
+        "bad = {'trio', 'sqlite3', '_sqlite3'} & set(sys.modules); "
+        "sys.exit(1 if bad else 0)"
+    )
+    assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
