@@ -75,48 +75,117 @@ def _character_classes(value: str) -> int:
 # whether the match must sit on word boundaries. Patterns start with a literal so the
 # regex engine can skip ahead, and use single greedy character classes (no nesting).
 _TOKEN_RULES: tuple[tuple[str, tuple[str, ...], str, bool], ...] = (
-    ("aws_access_key_id", ("AKIA", "ASIA", "ABIA", "ACCA"), r"A(?:KIA|SIA|BIA|CCA)[A-Z2-7]{16}", True),
+    (
+        "aws_access_key_id",
+        ("AKIA", "ASIA", "ABIA", "ACCA"),
+        r"A(?:KIA|SIA|BIA|CCA)[A-Z2-7]{16}+",
+        True,
+    ),
     ("gcp_api_key", ("AIza",), r"AIza[0-9A-Za-z_\-]{35}(?![0-9A-Za-z_\-])", True),
-    ("azure_storage_key", ("AccountKey=", "SharedAccessKey="),
-     r"(?:Account|SharedAccess)Key=([A-Za-z0-9+/]{40,100}={0,2})", False),
-    ("github_token", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
-     r"gh[pousr]_[A-Za-z0-9]{36,251}(?![A-Za-z0-9_])", True),
+    (
+        "azure_storage_key",
+        ("AccountKey=", "SharedAccessKey="),
+        r"(?:Account|SharedAccess)Key=([A-Za-z0-9+/]{40,100}={0,2})",
+        False,
+    ),
+    (
+        "github_token",
+        ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
+        r"gh[pousr]_[A-Za-z0-9]{36,251}+(?![A-Za-z0-9_])",
+        True,
+    ),
     ("github_token", ("github_pat_",), r"github_pat_[A-Za-z0-9_]{50,255}", True),
-    ("gitlab_token", ("glpat-", "gldt-", "glrt-", "glptt-"),
-     r"gl(?:pat|dt|rt|ptt)-[A-Za-z0-9_\-]{20,64}(?![A-Za-z0-9_\-])", True),
-    ("bitbucket_token", ("ATBB", "ATCTT", "ATATT"),
-     r"AT(?:BB|CTT|ATT)[A-Za-z0-9_=.\-]{28,255}(?![A-Za-z0-9_=.\-])", True),
-    ("slack_token", ("xox",), r"xox[abeoprs]-[0-9A-Za-z\-]{10,250}(?![0-9A-Za-z\-])", True),
-    ("slack_token", ("xapp-",), r"xapp-[0-9]-[0-9A-Za-z\-]{20,250}(?![0-9A-Za-z\-])", True),
-    ("slack_webhook", ("hooks.slack.com/",),
-     r"hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/]{20,200}", False),
-    ("discord_webhook", ("/api/webhooks/",),
-     r"/api/webhooks/([0-9]{15,21}/[A-Za-z0-9_\-]{60,80})(?![A-Za-z0-9_\-])", False),
-    ("anthropic_api_key", ("sk-ant-",), r"sk-ant-[a-z0-9]{2,12}-[A-Za-z0-9_\-]{40,200}(?![A-Za-z0-9_\-])", True),
-    ("openai_api_key", ("sk-",),
-     r"sk-(?:(?:proj|svcacct|admin|None)-)?[A-Za-z0-9_\-]{32,200}(?![A-Za-z0-9_\-])", True),
-    ("stripe_secret_key", ("sk_live_", "sk_test_", "rk_live_", "rk_test_"),
-     r"[rs]k_(?:live|test)_[A-Za-z0-9]{16,99}(?![A-Za-z0-9_])", True),
-    ("stripe_secret_key", ("whsec_",), r"whsec_[A-Za-z0-9+/]{32,100}(?![A-Za-z0-9_])", True),
+    (
+        "gitlab_token",
+        ("glpat-", "gldt-", "glrt-", "glptt-"),
+        r"gl(?:pat|dt|rt|ptt)-[A-Za-z0-9_\-]{20,64}+(?![A-Za-z0-9_\-])",
+        True,
+    ),
+    (
+        "bitbucket_token",
+        ("ATBB", "ATCTT", "ATATT"),
+        r"AT(?:BB|CTT|ATT)[A-Za-z0-9_=.\-]{28,255}+(?![A-Za-z0-9_=.\-])",
+        True,
+    ),
+    ("slack_token", ("xox",), r"xox[abeoprs]-[0-9A-Za-z\-]{10,250}+(?![0-9A-Za-z\-])", True),
+    ("slack_token", ("xapp-",), r"xapp-[0-9]-[0-9A-Za-z\-]{20,250}+(?![0-9A-Za-z\-])", True),
+    (
+        "slack_webhook",
+        ("hooks.slack.com/",),
+        r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/]{20,200}",
+        False,
+    ),
+    (
+        "discord_webhook",
+        ("/api/webhooks/",),
+        r"/api/webhooks/([0-9]{15,21}/[A-Za-z0-9_\-]{60,80})(?![A-Za-z0-9_\-])",
+        False,
+    ),
+    (
+        "anthropic_api_key",
+        ("sk-ant-",),
+        r"sk-ant-[a-z0-9]{2,12}-[A-Za-z0-9_\-]{40,200}+(?![A-Za-z0-9_\-])",
+        True,
+    ),
+    (
+        "openai_api_key",
+        ("sk-",),
+        r"sk-(?<![A-Za-z0-9_\-]sk-)(?:(?:proj|svcacct|admin|None)-)?[A-Za-z0-9_\-]{32,200}+(?![A-Za-z0-9_\-])",
+        True,
+    ),
+    (
+        "stripe_secret_key",
+        ("sk_live_", "sk_test_", "rk_live_", "rk_test_"),
+        r"[rs]k_(?:live|test)_[A-Za-z0-9]{16,99}+(?![A-Za-z0-9_])",
+        True,
+    ),
+    ("stripe_secret_key", ("whsec_",), r"whsec_[A-Za-z0-9+/]{32,100}+(?![A-Za-z0-9_])", True),
     ("twilio_api_key", ("SK",), r"SK[0-9a-fA-F]{32}", True),
     ("twilio_account_sid", ("AC",), r"AC[0-9a-f]{32}", True),
     ("sendgrid_api_key", ("SG.",), r"SG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}", True),
     ("mailgun_api_key", ("key-",), r"key-[0-9a-f]{32}", True),
     ("npm_token", ("npm_",), r"npm_[A-Za-z0-9]{36}", True),
-    ("pypi_token", ("pypi-AgE",), r"pypi-AgE[A-Za-z0-9_\-]{50,400}(?![A-Za-z0-9_\-])", True),
+    ("pypi_token", ("pypi-AgE",), r"pypi-AgE[A-Za-z0-9_\-]{50,400}+(?![A-Za-z0-9_\-])", True),
     ("huggingface_token", ("hf_",), r"hf_[A-Za-z0-9]{34,40}", True),
-    ("shopify_token", ("shpat_", "shpca_", "shppa_", "shpss_"), r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}", True),
-    ("square_token", ("sq0atp-", "sq0csp-"), r"sq0(?:atp-[0-9A-Za-z_\-]{22}|csp-[0-9A-Za-z_\-]{43})", True),
+    (
+        "shopify_token",
+        ("shpat_", "shpca_", "shppa_", "shpss_"),
+        r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}",
+        True,
+    ),
+    (
+        "square_token",
+        ("sq0atp-", "sq0csp-"),
+        r"sq0(?:atp-[0-9A-Za-z_\-]{22}|csp-[0-9A-Za-z_\-]{43})",
+        True,
+    ),
     ("square_token", ("EAAA",), r"EAAA[A-Za-z0-9_\-+]{60,}", True),
     ("digitalocean_token", ("dop_v1_", "doo_v1_", "dor_v1_"), r"do[opr]_v1_[a-f0-9]{64}", True),
-    ("heroku_api_key", ("HRKU-",), r"HRKU-[A-Za-z0-9_\-]{60,70}(?![A-Za-z0-9_\-])", True),
+    ("heroku_api_key", ("HRKU-",), r"HRKU-[A-Za-z0-9_\-]{60,70}+(?![A-Za-z0-9_\-])", True),
     ("doppler_token", ("dp.",), r"dp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{40,44}", True),
     ("jwt", ("eyJ",), r"eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{16,}", True),
 )
 
 
-def _token_finder(triggers: tuple[str, ...], pattern: str, bounded: bool) -> Finder:
+# Token alphabets with - or _ can also spell ordinary names, so these must not read as words.
+_WORDY_RULES = frozenset(
+    {
+        "openai_api_key",
+        "anthropic_api_key",
+        "slack_token",
+        "gitlab_token",
+        "bitbucket_token",
+        "pypi_token",
+        "heroku_api_key",
+        "square_token",
+        "jwt",
+    }
+)
+
+
+def _token_finder(name: str, triggers: tuple[str, ...], pattern: str, bounded: bool) -> Finder:
     compiled = re.compile(pattern)
+    wordy = name in _WORDY_RULES
     group = 1 if compiled.groups else 0  # a group marks the secret inside its context
 
     def find(text: str, lowered: str) -> Iterator[Span]:
@@ -124,8 +193,11 @@ def _token_finder(triggers: tuple[str, ...], pattern: str, bounded: bool) -> Fin
             return
         for match in compiled.finditer(text):
             start, end = match.span(group)
-            if not bounded or (_starts_word(text, start) and _ends_word(text, end)):
-                yield start, end
+            if bounded and not (_starts_word(text, start) and _ends_word(text, end)):
+                continue
+            if wordy and _WORD_LIKE.match(text, start, end):
+                continue  # kebab-case names such as sk-some-long-flag-name
+            yield start, end
 
     return find
 
@@ -140,9 +212,12 @@ def _find_private_keys(text: str, lowered: str) -> Iterator[Span]:
     if "PRIVATE KEY" not in text:
         return
     position = 0
+    unterminated: set[str] = set()  # labels with no END after some point never get one later
     while (begin := _KEY_BEGIN.search(text, position)) is not None:
         end_marker = f"-----END {begin.group(1)}-----"
-        end_at = text.find(end_marker, begin.end())
+        end_at = -1 if end_marker in unterminated else text.find(end_marker, begin.end())
+        if end_at < 0:
+            unterminated.add(end_marker)
         if end_at >= 0:
             stop = end_at + len(end_marker)
         else:
@@ -153,7 +228,7 @@ def _find_private_keys(text: str, lowered: str) -> Iterator[Span]:
 
 
 # ----------------------------------------------------- credentials inside URLs
-_URL_USERINFO = re.compile(r"://([^\s/?#@:\[\]\"'<>]{1,256}):([^\s/?#@\[\]\"'<>]{1,256})@")
+_URL_USERINFO = re.compile(r"://([^\s/?#@:\[\]\"'<>]{0,256}):([^\s/?#@\[\]\"'<>]{1,256})@")
 _SCHEME_TAIL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]{0,31}\Z")
 
 
@@ -182,22 +257,52 @@ _ASSIGNMENT_KEYWORDS: tuple[tuple[str, str], ...] = (
 )
 # "key" alone is too common (sort_key, cache key); only these qualifiers make it a credential.
 _KEY_QUALIFIER = re.compile(
-    r"(?:api|access|secret|private|signing|encryption|master|auth|client|account|app|license)[_\-. ]?\Z"
+    r"(?:api|access|secret|private|signing|encryption|master|auth|client|account|app|license)"
+    r"[_\-. ]?\Z"
 )
 _ASSIGNMENT_TAIL = (
     r"[\"']?[ \t]{0,8}(?:=>|:=|==?|:)[ \t]{0,8}"
-    r"(?:\"([^\"\n]{1,256})\"|'([^'\n]{1,256})'|([^\s\"'`,;(){}\[\]<>]{1,256}))"
+    r"(?:\"([^\"\n]{1,256}+)\"|'([^'\n]{1,256}+)'|([^\s\"'`,;&=(){}\[\]<>]{1,256}+=*))"
 )
 _AWS_SECRET = re.compile(
-    r"secret_?access_?key[\"']?[ \t]{0,8}(?:=>|:=|=|:)[ \t]{0,8}[\"']?([a-z0-9/+]{40})(?![a-z0-9/+=])"
+    r"secret_?access_?key[\"']?[ \t]{0,8}(?:=>|:=|=|:)[ \t]{0,8}[\"']?"
+    r"([a-z0-9/+]{40})(?![a-z0-9/+=])"
 )
 _PLACEHOLDER_WORDS = (
-    "your", "example", "changeme", "change_me", "placeholder", "redacted", "dummy", "xxxx",
-    "****", "....", "todo", "fixme", "replace", "insert", "sample", "secret", "password",
-    "token", "null", "none", "undefined", "<", ">", "{{", "}}", "${", "%(",
+    "your",
+    "example",
+    "changeme",
+    "change_me",
+    "placeholder",
+    "redacted",
+    "dummy",
+    "xxxx",
+    "****",
+    "....",
+    "todo",
+    "fixme",
+    "replace",
+    "insert",
+    "sample",
+    "secret",
+    "password",
+    "token",
+    "null",
+    "none",
+    "undefined",
+    "<",
+    ">",
+    "{{",
+    "}}",
+    "${",
+    "%(",
 )
 _DOTTED_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:(?:\.|::|->)[A-Za-z_][A-Za-z0-9_]*)+\Z")
 _PROJECT_ID = re.compile(r"(?:mem|job|cand|apr)_[0-9a-f]{32}\Z")
+# Names and labels (tls-cert-2024, GITHUB_TOKEN_2, v1.2.3): every part is one kind of thing.
+# atomic and possessive, so alternatives are ordered longest form first
+_LABEL_PART = r"(?>[a-zA-Z]{1,3}+[0-9]{1,4}+|[A-Z][a-z]++|[a-z]++|[A-Z]++|[0-9]++)"
+_WORD_LIKE = re.compile(rf"{_LABEL_PART}(?:[\-_.+]{_LABEL_PART})*\Z")
 
 
 def _is_placeholder(value: str) -> bool:
@@ -224,7 +329,7 @@ def looks_random(value: str) -> bool:
     length = len(value)
     if length < 8 or _is_placeholder(value) or "://" in value:
         return False
-    if _DOTTED_NAME.match(value) or _PROJECT_ID.match(value):
+    if _DOTTED_NAME.match(value) or _PROJECT_ID.match(value) or _WORD_LIKE.match(value):
         return False
     if value.startswith(("~/", "./", "../")) or (value[0] == "/" and value.count("/") >= 2):
         return False
@@ -245,7 +350,9 @@ def _assignment_finder(keyword: str, pattern: str) -> Finder:
         if keyword not in lowered:
             return
         for match in compiled.finditer(lowered):
-            if keyword == "key" and not _KEY_QUALIFIER.search(lowered, max(0, match.start() - 16), match.start()):
+            if keyword == "key" and not _KEY_QUALIFIER.search(
+                lowered, max(0, match.start() - 16), match.start()
+            ):
                 continue
             group = 1 if match.start(1) >= 0 else 2 if match.start(2) >= 0 else 3
             start, end = match.span(group)
@@ -280,7 +387,10 @@ def _find_authorization(text: str, lowered: str) -> Iterator[Span]:
                 yield start, end
     if "basic" in lowered:
         for match in _BASIC.finditer(lowered):
-            yield match.span(1)
+            start, end = match.span(1)
+            value = text[start:end]
+            if not _WORD_LIKE.match(value) and _character_classes(value) >= 2:
+                yield start, end
 
 
 # ------------------------------------------------------------- special formats
@@ -305,7 +415,11 @@ def _find_discord_bot(text: str, lowered: str) -> Iterator[Span]:
         return
     for match in _DISCORD_BOT.finditer(text):
         start, end = match.span()
-        if _starts_word(text, start) and _ends_word(text, end) and _encodes_snowflake(match.group()):
+        if (
+            _starts_word(text, start)
+            and _ends_word(text, end)
+            and _encodes_snowflake(match.group())
+        ):
             yield start, end
 
 
@@ -321,13 +435,19 @@ def _encodes_snowflake(token: str) -> bool:
 # ------------------------------------------------------------------ rule table
 _RULES: tuple[tuple[str, Finder], ...] = (
     ("private_key_block", _find_private_keys),
-    *((name, _token_finder(triggers, pattern, bounded)) for name, triggers, pattern, bounded in _TOKEN_RULES),
+    *(
+        (name, _token_finder(name, triggers, pattern, bounded))
+        for name, triggers, pattern, bounded in _TOKEN_RULES
+    ),
     ("telegram_bot_token", _find_telegram),
     ("discord_bot_token", _find_discord_bot),
     ("url_credentials", _find_url_credentials),
     ("aws_secret_access_key", _find_aws_secret),
     ("authorization_header", _find_authorization),
-    *(("credential_assignment", _assignment_finder(keyword, pattern)) for keyword, pattern in _ASSIGNMENT_KEYWORDS),
+    *(
+        ("credential_assignment", _assignment_finder(keyword, pattern))
+        for keyword, pattern in _ASSIGNMENT_KEYWORDS
+    ),
 )
 _PRIORITY = {name: index for index, (name, _) in enumerate(_RULES)}
 

@@ -1,0 +1,247 @@
+"""Secret detection and redaction: corpus recall, look-alike precision, properties, linearity."""
+
+from __future__ import annotations
+
+import json
+import runpy
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from orcad.secrets import RULE_NAMES, SecretMatch, contains_secret, find_secrets, redact
+
+CORPUS = Path(__file__).parent / "corpus"
+
+
+def load(name: str) -> list[dict[str, str]]:
+    with (CORPUS / name).open(encoding="utf-8") as lines:
+        return [json.loads(line) for line in lines]
+
+
+SECRETS = load("secrets.jsonl")
+LOOKALIKES = load("lookalikes.jsonl")
+
+
+def test_checked_in_corpus_is_what_the_generator_produces() -> None:
+    generator = runpy.run_path(str(CORPUS / "make_corpus.py"))
+    secrets, lookalikes = generator["build"]()
+    assert secrets == SECRETS
+    assert lookalikes == LOOKALIKES
+    assert len(SECRETS) >= 200
+    assert len(LOOKALIKES) >= 200
+
+
+@pytest.mark.parametrize("record", SECRETS, ids=lambda record: record["rule"])
+def test_every_corpus_secret_is_caught_and_removed(record: dict[str, str]) -> None:
+    text, secret = record["text"], record["secret"]
+    matches = find_secrets(text)
+    assert contains_secret(text)
+    assert record["rule"] in {match.rule for match in matches}
+    at = text.index(secret)
+    assert any(m.start <= at and at + len(secret) <= m.end for m in matches)
+    redacted = redact(text)
+    assert secret not in redacted
+    assert f"[REDACTED:{record['rule']}]" in redacted
+
+
+def test_corpus_exercises_every_rule() -> None:
+    found = {match.rule for record in SECRETS for match in find_secrets(record["text"])}
+    assert found == set(RULE_NAMES)
+
+
+def test_lookalike_false_positive_rate() -> None:
+    flagged = [record for record in LOOKALIKES if contains_secret(record["text"])]
+    rate = len(flagged) / len(LOOKALIKES)
+    print(f"\nfalse positives: {len(flagged)}/{len(LOOKALIKES)} = {rate:.2%}")
+    for record in flagged:
+        print("  flagged:", record["kind"], repr(record["text"][:120]))
+    assert rate <= 0.02
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "we rotate the token weekly",
+        "the password reset flow sends an email",
+        "password=<your password>",
+        "token: ${TOKEN}",
+        "secret: changeme",
+        'api_key = os.environ["X"]',
+        'password = "hunter2"',
+        "max_tokens: 4096",
+        "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+        "mem_0123456789abcdef0123456789abcdef",
+        "https://example.com/path?query=1",
+        "-----BEGIN PUBLIC KEY-----\nMIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEA\n"
+        "-----END PUBLIC KEY-----",
+    ],
+)
+def test_named_lookalikes_are_left_alone(text: str) -> None:
+    assert find_secrets(text) == []
+    assert redact(text) == text
+
+
+def test_assignment_redacts_only_the_value() -> None:
+    text = 'DB_PASSWORD="q8Zr2vLx0pWn7TgK"\nDB_HOST=db.internal'
+    assert redact(text) == 'DB_PASSWORD="[REDACTED:credential_assignment]"\nDB_HOST=db.internal'
+
+
+def test_url_credentials_keep_user_and_host() -> None:
+    text = "postgres://app:Zq81xLpW0v@db.internal:5432/prod"
+    assert redact(text) == "postgres://app:[REDACTED:url_credentials]@db.internal:5432/prod"
+
+
+def test_private_key_block_is_redacted_whole() -> None:
+    body = (
+        "MIIEowIBAAKCAQEAy8Dbv8prpJ/0kKhlGeJYozo2t60EG8L0561g13R29LvMR5hy\n"
+        "vGZlGJpmn65+A4xHXInJYiPuKzrKUnApeLZ+vw1HocOAZtWK0z3r26uA8kQYOKX9"
+    )
+    text = f"before\n-----BEGIN RSA PRIVATE KEY-----\n{body}\n-----END RSA PRIVATE KEY-----\nafter"
+    assert redact(text) == "before\n[REDACTED:private_key_block]\nafter"
+
+
+def test_overlapping_detections_are_merged_into_one_span() -> None:
+    token = "ghp_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5"
+    text = f'GITHUB_TOKEN="{token}"'
+    assert find_secrets(text) == [SecretMatch("github_token", 14, 14 + len(token))]
+
+
+# ------------------------------------------------------------------ properties
+FRAGMENTS = (
+    "AKIA",
+    "ASIA",
+    "ghp_",
+    "github_pat_",
+    "glpat-",
+    "xoxb-",
+    "xapp-1-",
+    "sk-",
+    "sk-proj-",
+    "sk-ant-api03-",
+    "sk_live_",
+    "SG.",
+    "key-",
+    "npm_",
+    "pypi-AgE",
+    "hf_",
+    "shpat_",
+    "dop_v1_",
+    "HRKU-",
+    "dp.pt.",
+    "eyJ",
+    "AIza",
+    "AccountKey=",
+    "SK",
+    "AC",
+    "EAAA",
+    "ATBB",
+    ":AA",
+    "-----BEGIN PRIVATE KEY-----",
+    "-----END PRIVATE KEY-----",
+    "\n",
+    "\\n",
+    "://",
+    "@",
+    ":",
+    "password",
+    "token",
+    "secret",
+    "api_key",
+    "=",
+    ": ",
+    '"',
+    "'",
+    "Bearer ",
+    "Authorization: Basic ",
+    "[REDACTED:jwt]",
+    "[",
+    "]",
+    ".",
+    "-",
+    "_",
+    " ",
+    "Zq81xLpW0vA7",
+    "0123456789abcdef",
+    "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5",
+    "MTk4NjIyNDgzNDcxOTI1MjQ4",
+    "1234567890",
+    "ABCDEFGHIJKLMNOP",
+    "q8Zr2vLx0pWn7TgKq8Zr2vLx0pWn7TgKq8Zr2vLx",
+    "postgres",
+    "İ",
+)
+mixed_text = st.lists(st.sampled_from(FRAGMENTS) | st.text(max_size=6), max_size=40).map("".join)
+any_text = st.text(max_size=300) | mixed_text
+
+
+@settings(max_examples=400, deadline=None)
+@given(any_text)
+def test_matches_are_in_bounds_sorted_and_disjoint(text: str) -> None:
+    matches = find_secrets(text)
+    previous_end = 0
+    for match in matches:
+        assert previous_end <= match.start < match.end <= len(text)
+        assert match.rule in RULE_NAMES
+        previous_end = match.end
+    assert contains_secret(text) == bool(matches)
+
+
+@settings(max_examples=400, deadline=None)
+@given(any_text)
+def test_redaction_is_idempotent_and_leaves_nothing_detectable(text: str) -> None:
+    once = redact(text)
+    assert redact(once) == once
+    assert not contains_secret(once)
+    if not find_secrets(text):
+        assert once == text
+
+
+# ------------------------------------------------------------- linear time
+ADVERSARIAL = {
+    "one letter": "a" * 100_000,
+    "capitals": "A" * 100_000,
+    "key headers without end": "-----BEGIN PRIVATE KEY-----" * 4_000,
+    "scheme markers": "://" * 33_000,
+    "userinfo without at": "x://" + "a:" * 50_000,
+    "assignment operators": 'password="' * 10_000,
+    "assignment keys": "api_key=" * 12_500,
+    "prefix repeats": "sk-" * 33_000 + "ghp_" * 25_000,
+    "long jwt head": "eyJ" + "a" * 100_000,
+    "digits before colon": "1" * 100_000 + ":AA",
+    "bearer repeats": "Bearer " * 14_000,
+    "dotted runs": ("M" * 25 + ".") * 4_000,
+}
+
+
+@pytest.mark.parametrize("text", ADVERSARIAL.values(), ids=ADVERSARIAL.keys())
+def test_adversarial_inputs_complete(text: str) -> None:
+    matches = find_secrets(text)
+    redacted = redact(text)
+    if text.startswith("-----BEGIN"):
+        assert len(matches) == 4_000
+        assert redacted == "[REDACTED:private_key_block]" * 4_000
+    else:
+        assert matches == []
+        assert redacted == text
+
+
+def test_unterminated_key_block_loses_its_body() -> None:
+    lines = "\n".join(["MIIEowIBAAKCAQEAy8Dbv8prpJ0kKhlGeJYozo2t60EG8L0561g13R29LvMR5hy"] * 3)
+    text = f"-----BEGIN RSA PRIVATE KEY-----\n{lines}"
+    assert redact(text) == "[REDACTED:private_key_block]"
+
+
+def test_module_imports_without_trio_or_sqlite() -> None:
+    probe = "import sys, orcad.secrets; print(sorted({'trio', 'sqlite3'} & set(sys.modules)))"
+    result = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).parent.parent,
+    )
+    assert result.stdout.strip() == "[]"
