@@ -25,6 +25,15 @@ RECALL_DELIBERATE_MAX_RECORDS = 8
 RECALL_DELIBERATE_MAX_CHARS = 4096
 QUERY_MAX_TERMS = 12
 
+# Recall snapshots (spec: a provider continuation keeps the original turn's recall)
+RECALL_SNAPSHOTS_IN_MEMORY = 1024  # newest (session, turn) snapshots answered from memory
+RECALL_SNAPSHOTS_PERSISTED = 4096  # newest snapshots kept in the daemon state database
+
+# Explicit facts (spec: /remember; loaded with bounded size at session startup)
+STARTUP_USER_MAX_BYTES = 8192  # user.md bytes handed to a new session (newest lines kept)
+STARTUP_PROJECT_MAX_BYTES = 8192  # the project's memory.md bytes handed to a new session
+EXPLICIT_FACT_MAX_CHARS = 2000  # one remembered fact, after trimming
+
 # Deliberate memory search (deliberate spec: Inspect and manage records)
 SEARCH_LIMIT_MIN = 1
 SEARCH_LIMIT_MAX = 20

@@ -1,0 +1,160 @@
+"""Explicit facts: `remember` appends to user.md or a project's memory.md; startup reads both.
+
+Each fact is one Markdown list item appended at the end, so the newest facts are last. A write
+takes the file's lock, writes the whole new file to a temporary sibling, fsyncs it, renames it
+over the old one and fsyncs the directory: a reader never sees half a file, and a crash leaves
+either the old or the new file. Startup hands a session at most a fixed number of bytes of each
+file, keeping the newest whole lines (spec: the files are loaded with bounded size).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import filelock
+import structlog
+
+from orcad.errors import InvalidParams, StorageError
+from orcad.limits import EXPLICIT_FACT_MAX_CHARS
+from orcad.secrets import contains_secret
+
+log = structlog.get_logger("orcad.explicit")
+
+LOCK_TIMEOUT_S = 10.0
+LOCK_SUFFIX = ".lock"
+
+
+# --- pure ---------------------------------------------------------------------------------
+
+
+def format_fact(text: str) -> str:
+    """The Markdown list item for `text`, ending in a newline; refuses what must not be kept.
+
+    Continuation lines are indented so that a multi-line fact stays one list item.
+    """
+    fact = text.strip()
+    if not fact:
+        raise InvalidParams("`text` is empty; give the fact to remember", field="text")
+    if len(fact) > EXPLICIT_FACT_MAX_CHARS:
+        raise InvalidParams(
+            f"`text` has {len(fact)} characters; a remembered fact may have at most "
+            f"{EXPLICIT_FACT_MAX_CHARS}. Shorten it or split it into several facts",
+            field="text",
+        )
+    if contains_secret(fact):
+        raise InvalidParams(
+            "`text` looks like it contains a secret (a key, token, password or credential); "
+            "secrets are never written to memory. Remove the secret and try again",
+            field="text",
+        )
+    lines = [line.rstrip() for line in fact.replace("\r\n", "\n").replace("\r", "\n").split("\n")]
+    return "- " + "\n  ".join(line for line in lines if line) + "\n"
+
+
+def append_line(existing: bytes, line: str) -> bytes:
+    """`existing` with `line` appended, adding the newline the old content may lack."""
+    if existing and not existing.endswith(b"\n"):
+        existing += b"\n"
+    return existing + line.encode("utf-8")
+
+
+def newest_lines(data: bytes, max_bytes: int, *, cut: bool) -> tuple[str, bool]:
+    """At most `max_bytes` of `data`, keeping its end, as text; and whether anything was dropped.
+
+    `cut` says `data` is already the tail of a larger file. Whole lines are kept; when even
+    the last line is too long, its end is kept (starting at a character boundary).
+    """
+    truncated = cut or len(data) > max_bytes
+    if len(data) > max_bytes:
+        start = len(data) - max_bytes
+        cut = data[start - 1 : start] != b"\n"  # a window starting right after a newline is clean
+        data = data[start:]
+    if cut:
+        newline = data.find(b"\n")
+        if 0 <= newline < len(data) - 1:
+            data = data[newline + 1 :]
+        else:
+            while data and (data[0] & 0xC0) == 0x80:  # skip UTF-8 continuation bytes
+                data = data[1:]
+    return data.decode("utf-8", errors="replace"), truncated
+
+
+# --- files ----------------------------------------------------------------------------------
+
+
+def lock_path_for(path: Path) -> Path:
+    return path.with_name(path.name + LOCK_SUFFIX)
+
+
+def remember_fact(path: Path, text: str) -> int:
+    """Append the fact `text` to `path` atomically under its lock; the file's new size in bytes."""
+    line = format_fact(text)
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        with filelock.FileLock(str(lock_path_for(path)), timeout=LOCK_TIMEOUT_S):
+            try:
+                existing = path.read_bytes()
+            except FileNotFoundError:
+                existing = b""
+            content = append_line(existing, line)
+            replace_atomically(path, content)
+    except filelock.Timeout as exc:
+        raise StorageError(
+            f"{path} is locked by another process for more than {LOCK_TIMEOUT_S:.0f} s; "
+            "try again, or look for a stuck orcad or orcactl"
+        ) from exc
+    except OSError as exc:
+        raise StorageError(
+            f"could not write {path}: {exc.strerror or exc}; nothing was changed"
+        ) from exc
+    log.info("explicit.remembered", path=str(path), bytes=len(content))
+    return len(content)
+
+
+def replace_atomically(path: Path, content: bytes) -> None:
+    """Temp file in the same directory, fsync, rename over `path`, fsync the directory."""
+    descriptor, temp_name = tempfile.mkstemp(
+        prefix=f".{path.name}.", suffix=".tmp", dir=path.parent
+    )
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(content)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(temp_name, 0o600)
+        os.replace(temp_name, path)
+    except BaseException:
+        try:
+            os.unlink(temp_name)
+        except OSError:
+            pass
+        raise
+    directory = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(directory)
+    finally:
+        os.close(directory)
+
+
+def read_bounded(path: Path, max_bytes: int) -> tuple[str, bool]:
+    """The newest whole lines of `path` within `max_bytes`, and whether lines were left out.
+
+    A missing file is empty. Only the file's tail is read, however large the file is.
+    """
+    try:
+        with open(path, "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            start = max(0, size - max_bytes - 1)  # one byte more tells whether a line starts there
+            handle.seek(start)
+            data = handle.read(size - start)
+    except FileNotFoundError:
+        return "", False
+    except OSError as exc:
+        log.warning("explicit.unreadable", path=str(path), error=str(exc))
+        return "", False
+    if start == 0:
+        return newest_lines(data, max_bytes, cut=False)
+    text, _ = newest_lines(data, max_bytes, cut=False)  # the extra byte decides the first line
+    return text, True
