@@ -8,17 +8,20 @@ import os
 import signal
 import socket as stdlib_socket
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import structlog
 import trio
 
 from orcad import __version__, limits
+from orcad.activation import activated_socket, listening_path
 from orcad.app import Daemon, build_daemon
 from orcad.config import load_config
 from orcad.errors import StartupError
+from orcad.journal import configure_journal_logging, stderr_is_journal
 from orcad.log import configure_logging
+from orcad.notify import Notifier
 from orcad.paths import Paths, resolve_paths
 from orcad.rpc import Dispatcher
 from orcad.runtime import (
@@ -28,6 +31,7 @@ from orcad.runtime import (
     prepare_runtime_dir,
 )
 from orcad.server import Server
+from orcad.supervision import Supervisor
 
 log = structlog.get_logger("orcad")
 
@@ -60,11 +64,19 @@ class Listening:
 
 
 def open_listening_socket(paths: Paths) -> Listening:
+    inherited = activated_socket(os.environ, os.getpid())
+    if inherited is not None:  # the service manager's socket: used as is, never unlinked
+        return Listening(inherited, listening_path(inherited, paths.socket), owned=False)
     clear_stale_socket(paths.socket)
     return Listening(bind_private_socket(paths.socket), paths.socket, owned=True)
 
 
-async def serve(daemon: Daemon, listening: Listening, on_ready: list[Callable[[], None]]) -> None:
+async def serve(
+    daemon: Daemon,
+    listening: Listening,
+    on_ready: Sequence[Callable[[], None]],
+    on_stopping: Sequence[Callable[[], None]] = (),
+) -> None:
     config = daemon.config.server
     server = Server(Dispatcher(daemon.router), config)
     daemon.connections = lambda: server.connections
@@ -86,6 +98,8 @@ async def serve(daemon: Daemon, listening: Listening, on_ready: list[Callable[[]
                 async for signum in signals:
                     log.info("daemon.stopping", signal=signal.Signals(signum).name)
                     break
+                for hook in on_stopping:
+                    hook()
                 accept_scope.cancel()
                 await listener.aclose()
                 listening.remove_socket_file()
@@ -98,7 +112,11 @@ async def serve(daemon: Daemon, listening: Listening, on_ready: list[Callable[[]
 
 def run(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    configure_logging()
+    if stderr_is_journal(os.environ):
+        configure_journal_logging()
+    else:
+        configure_logging()
+    notifier = Notifier.from_environ(os.environ)
     os.umask(0o077)  # every file and directory the daemon creates is private to the user
     if args.socket:
         os.environ["ORCA_SOCKET"] = os.path.abspath(args.socket)
@@ -116,12 +134,14 @@ def run(argv: list[str] | None = None) -> int:
         daemon = build_daemon(paths, loaded)
     except StartupError as exc:
         log.error("daemon.startup_failed", error=str(exc))
+        notifier.status(f"failed to start: {exc}")
         print(f"orcad: {exc}", file=sys.stderr)
         if lock is not None:
             lock.release()
         return 1
+    supervisor = Supervisor(notifier, daemon)
     try:
-        trio.run(serve, daemon, listening, [])
+        trio.run(serve, daemon, listening, [supervisor.ready], [supervisor.stopping])
     finally:
         listening.remove_socket_file()
         listening.sock.close()
