@@ -150,5 +150,5 @@ def bind_private_socket(path: Path) -> socket.socket:
     finally:
         os.umask(old_umask)
     os.chmod(path, 0o600)
-    sock.listen(128)
+    sock.listen(socket.SOMAXCONN)
     return sock

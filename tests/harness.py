@@ -48,6 +48,8 @@ class OrcaEnv:
 
     @property
     def socket(self) -> Path:
+        if "ORCA_SOCKET" in self.extra_env:
+            return Path(self.extra_env["ORCA_SOCKET"])
         return self.root / "run" / "orcad.sock"
 
     @property

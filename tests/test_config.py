@@ -1,0 +1,107 @@
+"""config.toml parsing: every key validated, unknown keys reported, errors name the key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from orcad.config import Config, load_config, parse_config
+from orcad.errors import StartupError
+from orcad.sessions import read_auto_memory
+
+
+def test_defaults_match_the_architecture() -> None:
+    config = Config()
+    assert config.auto_memory is True
+    assert config.extraction.provider == "heuristic"
+    assert (config.extraction.workers, config.extraction.max_retries) == (2, 3)
+    assert (config.extraction.lease_s, config.extraction.timeout_s, config.extraction.reschedule_s) == (
+        60.0, 120.0, 30.0)
+    assert config.server.max_message_bytes == 8 * 1024 * 1024
+    assert (config.server.max_connections, config.server.idle_timeout_s) == (256, 600.0)
+
+
+def test_every_key_parses() -> None:
+    text = """
+auto_memory = false
+trusted_projects = ["/src/app"]
+[extraction]
+provider = "openai"
+workers = 0
+lease_s = 10
+timeout_s = 20.5
+max_retries = 5
+reschedule_s = 1
+[extraction.openai]
+base_url = "http://127.0.0.1:8080/v1"
+model = "m"
+api_key_env = "KEY"
+[extraction.command]
+argv = ["extract", "--fast"]
+[server]
+max_message_bytes = 2048
+max_connections = 3
+idle_timeout_s = 1.5
+"""
+    config, unknown = parse_config(text, "c.toml")
+    assert unknown == []
+    assert config.auto_memory is False
+    assert config.extraction.workers == 0
+    assert config.extraction.lease_s == 10.0
+    assert config.extraction.openai.api_key_env == "KEY"
+    assert config.extraction.command.argv == ["extract", "--fast"]
+    assert config.server.max_connections == 3
+
+
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        ("auto_memory = 'yes'", "auto_memory"),
+        ("[extraction]\nworkers = -1", "extraction.workers"),
+        ("[extraction]\nprovider = 'gpt'", "extraction.provider"),
+        ("[extraction]\nlease_s = 0", "extraction.lease_s"),
+        ("[extraction.command]\nargv = []", "extraction.command.argv"),
+        ("[server]\nmax_connections = 0", "server.max_connections"),
+        ("trusted_projects = 'x'", "trusted_projects"),
+    ],
+)
+def test_bad_values_name_the_key(text: str, key: str) -> None:
+    with pytest.raises(StartupError, match=f"key `{key}"):
+        parse_config(text, "c.toml")
+
+
+def test_invalid_toml_is_a_clear_error() -> None:
+    with pytest.raises(StartupError, match="not valid TOML"):
+        parse_config("[extraction\n", "c.toml")
+
+
+def test_unknown_keys_are_listed_with_their_path() -> None:
+    _config, unknown = parse_config("x = 1\n[extraction]\ny = 2\n[extraction.openai]\nz = 3\n", "c.toml")
+    assert unknown == ["x", "extraction.y", "extraction.openai.z"]
+
+
+def test_relative_trusted_project_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text('trusted_projects = ["relative/dir"]\n')
+    with pytest.raises(StartupError, match="trusted_projects"):
+        load_config(path)
+
+
+def test_missing_file_means_defaults(tmp_path: Path) -> None:
+    loaded = load_config(tmp_path / "absent.toml")
+    assert loaded.path is None
+    assert loaded.config == Config()
+
+
+def test_trusted_project_config_wins_and_untrusted_is_ignored(tmp_path: Path) -> None:
+    user = tmp_path / "config.toml"
+    trusted, untrusted = tmp_path / "trusted", tmp_path / "untrusted"
+    for root in (trusted, untrusted):
+        (root / ".orca").mkdir(parents=True)
+        (root / ".orca" / "config.toml").write_text("auto_memory = false\n")
+    user.write_text(f"auto_memory = true\ntrusted_projects = [{str(trusted)!r}]\n")
+    assert read_auto_memory(user, str(trusted), Config()) is False
+    assert read_auto_memory(user, str(untrusted), Config()) is True
+    user.write_text("auto_memory = false\n")
+    assert read_auto_memory(user, str(untrusted), Config()) is False

@@ -1,0 +1,164 @@
+"""JSON-RPC dispatch without sockets: every envelope rule and error shape."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import msgspec
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from orcad.errors import NotFound
+from orcad.rpc import Dispatcher, Router
+from protocol.types import PingParams, PingResult, SessionCloseParams
+
+
+async def ping(params: PingParams) -> PingResult:
+    return PingResult(protocol=1, version="test", pid=1)
+
+
+async def close(params: SessionCloseParams) -> PingResult:
+    if params.session_id == "boom":
+        raise RuntimeError("secret internal detail")
+    raise NotFound(f"unknown session {params.session_id!r}")
+
+
+@pytest.fixture
+def dispatcher() -> Dispatcher:
+    router = Router()
+    router.add("daemon.ping", ping)
+    router.add("session.close", close)
+    return Dispatcher(router)
+
+
+async def answer(dispatcher: Dispatcher, message: Any) -> Any:
+    line = message if isinstance(message, bytes) else json.dumps(message).encode()
+    reply = await dispatcher.handle_line(line)
+    return None if reply is None else json.loads(reply)
+
+
+async def test_ping(dispatcher: Dispatcher) -> None:
+    reply = await answer(dispatcher, {"jsonrpc": "2.0", "id": 7, "method": "daemon.ping"})
+    assert reply == {"jsonrpc": "2.0", "id": 7, "result": {"protocol": 1, "version": "test", "pid": 1}}
+
+
+async def test_parse_error(dispatcher: Dispatcher) -> None:
+    reply = await answer(dispatcher, b"{not json")
+    assert reply["id"] is None
+    assert reply["error"]["code"] == -32700
+    assert reply["error"]["data"]["kind"] == "parse_error"
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        {"id": 1, "method": "daemon.ping"},
+        {"jsonrpc": "1.0", "id": 1, "method": "daemon.ping"},
+        {"jsonrpc": "2.0", "id": 1},
+        {"jsonrpc": "2.0", "id": 1, "method": 5},
+        {"jsonrpc": "2.0", "id": 1.5, "method": "daemon.ping"},
+        {"jsonrpc": "2.0", "id": True, "method": "daemon.ping"},
+        {"jsonrpc": "2.0", "id": 1, "method": "daemon.ping", "extra": 1},
+        "a string",
+        17,
+    ],
+)
+async def test_invalid_requests(dispatcher: Dispatcher, message: Any) -> None:
+    reply = await answer(dispatcher, message)
+    assert reply["error"]["code"] == -32600
+    assert reply["error"]["data"]["kind"] == "invalid_request"
+
+
+async def test_empty_batch_is_one_invalid_request(dispatcher: Dispatcher) -> None:
+    reply = await answer(dispatcher, [])
+    assert isinstance(reply, dict)
+    assert reply["error"]["code"] == -32600
+
+
+async def test_batch_mixes_results_errors_and_notifications(dispatcher: Dispatcher) -> None:
+    reply = await answer(
+        dispatcher,
+        [
+            {"jsonrpc": "2.0", "id": 1, "method": "daemon.ping"},
+            {"jsonrpc": "2.0", "method": "daemon.ping"},
+            {"jsonrpc": "2.0", "id": 2, "method": "nope"},
+            3,
+        ],
+    )
+    assert [r.get("id") for r in reply] == [1, 2, None]
+    assert reply[0]["result"]["protocol"] == 1
+    assert reply[1]["error"]["code"] == -32601
+    assert reply[2]["error"]["code"] == -32600
+
+
+async def test_batch_of_notifications_gets_no_answer(dispatcher: Dispatcher) -> None:
+    assert await answer(dispatcher, [{"jsonrpc": "2.0", "method": "daemon.ping"}]) is None
+
+
+async def test_notification_gets_no_answer_even_on_error(dispatcher: Dispatcher) -> None:
+    assert await answer(dispatcher, {"jsonrpc": "2.0", "method": "nope"}) is None
+    assert await answer(dispatcher, {"jsonrpc": "2.0", "method": "daemon.ping", "params": {"x": 1}}) is None
+
+
+async def test_unknown_method(dispatcher: Dispatcher) -> None:
+    reply = await answer(dispatcher, {"jsonrpc": "2.0", "id": "a", "method": "recall", "params": {}})
+    assert reply["id"] == "a"
+    assert reply["error"]["code"] == -32601
+    assert reply["error"]["data"]["kind"] == "method_not_found"
+
+
+@pytest.mark.parametrize(
+    ("params", "field"),
+    [
+        ({"bogus": 1}, "bogus"),
+        ({"session_id": "s"}, "epoch"),
+        ({"session_id": "s", "epoch": "1"}, "epoch"),
+        ({"session_id": "s", "epoch": 0}, "epoch"),
+        ({"session_id": "", "epoch": 1}, "session_id"),
+        ([1, 2], "params"),
+    ],
+)
+async def test_invalid_params_name_the_field(dispatcher: Dispatcher, params: Any, field: str) -> None:
+    reply = await answer(dispatcher, {"jsonrpc": "2.0", "id": 1, "method": "session.close", "params": params})
+    assert reply["error"]["code"] == -32602
+    assert reply["error"]["data"] == {"kind": "invalid_params", "field": field}
+    assert field in reply["error"]["message"]
+
+
+async def test_daemon_errors_carry_code_and_kind(dispatcher: Dispatcher) -> None:
+    reply = await answer(
+        dispatcher,
+        {"jsonrpc": "2.0", "id": 1, "method": "session.close", "params": {"session_id": "s", "epoch": 1}},
+    )
+    assert reply["error"]["code"] == -32014
+    assert reply["error"]["data"]["kind"] == "not_found"
+
+
+async def test_internal_error_leaks_nothing(dispatcher: Dispatcher) -> None:
+    reply = await answer(
+        dispatcher,
+        {"jsonrpc": "2.0", "id": 1, "method": "session.close", "params": {"session_id": "boom", "epoch": 1}},
+    )
+    assert reply["error"]["code"] == -32603
+    assert reply["error"]["data"] == {"kind": "internal"}
+    assert "secret internal detail" not in json.dumps(reply)
+    assert "Traceback" not in json.dumps(reply)
+
+
+@settings(max_examples=300)
+@given(line=st.binary(max_size=512))
+async def test_arbitrary_bytes_get_a_well_formed_answer_or_none(line: bytes) -> None:
+    router = Router()
+    router.add("daemon.ping", ping)
+    reply = await Dispatcher(router).handle_line(line)
+    if reply is None:
+        return
+    decoded = msgspec.json.decode(reply)
+    for item in decoded if isinstance(decoded, list) else [decoded]:
+        assert item["jsonrpc"] == "2.0"
+        assert ("result" in item) != ("error" in item)
+        if "error" in item:
+            assert item["error"]["code"] in {-32700, -32600, -32601, -32602}
+            assert isinstance(item["error"]["data"]["kind"], str)

@@ -1,0 +1,68 @@
+"""The NDJSON framer, with no sockets."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from protocol.framing import FramingClosed, LineFramer, LineTooLong
+
+lines_strategy = st.lists(
+    st.binary(min_size=1, max_size=200).map(lambda b: b.replace(b"\n", b"x").replace(b"\r", b"y")).filter(
+        lambda b: b.strip() != b""
+    ),
+    max_size=20,
+)
+
+
+def feed_in_chunks(framer: LineFramer, stream: bytes, cuts: list[int]) -> list[bytes | LineTooLong]:
+    events: list[bytes | LineTooLong] = []
+    positions = sorted({c % (len(stream) + 1) for c in cuts} | {0, len(stream)})
+    for start, end in zip(positions, positions[1:], strict=False):
+        events.extend(framer.feed(stream[start:end]))
+    return events
+
+
+@given(lines=lines_strategy, cuts=st.lists(st.integers(min_value=0, max_value=10_000), max_size=30))
+def test_any_chunking_yields_the_same_lines(lines: list[bytes], cuts: list[int]) -> None:
+    stream = b"".join(line + b"\n" for line in lines)
+    assert feed_in_chunks(LineFramer(1024), stream, cuts) == lines
+
+
+@given(data=st.binary(max_size=4096), cuts=st.lists(st.integers(min_value=0, max_value=5000), max_size=20))
+def test_arbitrary_bytes_only_ever_yield_lines_or_too_long(data: bytes, cuts: list[int]) -> None:
+    framer = LineFramer(256)
+    events = feed_in_chunks(framer, data, cuts)
+    for event in events:
+        assert isinstance(event, (bytes, LineTooLong))
+        if isinstance(event, bytes):
+            assert b"\n" not in event
+            assert len(event) <= 256
+    assert sum(isinstance(e, LineTooLong) for e in events) <= 1
+
+
+def test_line_exactly_at_the_limit_passes_and_one_more_byte_breaks() -> None:
+    framer = LineFramer(10)
+    assert framer.feed(b"a" * 10 + b"\n") == [b"a" * 10]
+    framer = LineFramer(10)
+    assert framer.feed(b"a" * 11 + b"\n") == [LineTooLong(10)]
+
+
+def test_oversized_partial_line_is_detected_before_its_newline() -> None:
+    framer = LineFramer(10)
+    assert framer.feed(b"a" * 5) == []
+    assert framer.feed(b"a" * 6) == [LineTooLong(10)]
+    with pytest.raises(FramingClosed):
+        framer.feed(b"\n")
+
+
+def test_lines_before_an_oversized_one_are_delivered() -> None:
+    framer = LineFramer(10)
+    assert framer.feed(b"ok\n" + b"b" * 20) == [b"ok", LineTooLong(10)]
+
+
+def test_crlf_and_blank_lines() -> None:
+    framer = LineFramer(100)
+    assert framer.feed(b'{"a":1}\r\n\n  \n{"b":2}\n') == [b'{"a":1}', b'{"b":2}']
+    assert framer.pending_bytes == 0

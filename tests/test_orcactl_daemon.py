@@ -1,0 +1,72 @@
+"""orcactl status / ping and start-on-demand, as a user runs them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+from protocol.client import Client
+from tests.harness import DaemonProcess, OrcaEnv
+
+
+def orcactl(orca_env: OrcaEnv, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "orcactl", *args], env=orca_env.env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def test_status_when_not_running_exits_3_and_starts_nothing(orca_env: OrcaEnv) -> None:
+    result = orcactl(orca_env, "status")
+    assert result.returncode == 3
+    assert "inactive" in result.stdout
+    assert not orca_env.socket.exists()
+    as_json = orcactl(orca_env, "status", "--json")
+    assert as_json.returncode == 3
+    assert json.loads(as_json.stdout) == {"running": False, "socket": str(orca_env.socket)}
+
+
+def test_status_of_a_running_daemon(daemon: DaemonProcess) -> None:
+    result = orcactl(daemon.orca, "status")
+    assert result.returncode == 0, result.stderr
+    assert "active (running)" in result.stdout
+    assert f"Main PID: {daemon.proc.pid}" in result.stdout
+    data = json.loads(orcactl(daemon.orca, "status", "--json").stdout)
+    assert data["pid"] == daemon.proc.pid
+    assert data["socket"] == str(daemon.orca.socket)
+    assert set(data["jobs"]) == {"pending", "leased", "committed", "exhausted", "cancelled"}
+
+
+def test_ping_with_no_start_fails_with_3(orca_env: OrcaEnv) -> None:
+    result = orcactl(orca_env, "--no-start", "ping")
+    assert result.returncode == 3
+    assert "not running" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_ping_starts_the_daemon_on_demand(orca_env: OrcaEnv) -> None:
+    result = orcactl(orca_env, "ping", "--json")
+    assert result.returncode == 0, result.stderr
+    pid = json.loads(result.stdout)["pid"]
+    try:
+        with Client(str(orca_env.socket)) as client:
+            assert client.call("daemon.ping").pid == pid
+        assert (orca_env.home / "orcad.log").exists()
+    finally:
+        subprocess.run(["kill", "-TERM", str(pid)], check=False)
+        deadline = time.monotonic() + 15
+        while orca_env.socket.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+
+def test_socket_option_overrides_the_environment(daemon: DaemonProcess, orca_env: OrcaEnv) -> None:
+    env = dict(orca_env.env, ORCA_SOCKET="/nonexistent/elsewhere.sock")
+    result = subprocess.run([sys.executable, "-m", "orcactl", "--socket", str(daemon.orca.socket), "ping"],
+                            env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert f"pid {daemon.proc.pid}" in result.stdout
+
+
+def test_usage_error_exits_2(orca_env: OrcaEnv) -> None:
+    result = orcactl(orca_env, "no-such-command")
+    assert result.returncode == 2

@@ -1,0 +1,304 @@
+"""A real daemon subprocess on a real socket: transport rules, limits, lifecycle."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import stat
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+import trio
+
+from protocol.client import Client
+from protocol.errors import RemoteError
+from protocol.trio_client import open_client
+from tests.harness import DaemonProcess, OrcaEnv
+
+
+def raw_connection(daemon: DaemonProcess) -> socket.socket:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(10)
+    sock.connect(str(daemon.orca.socket))
+    return sock
+
+
+def read_line(sock: socket.socket) -> dict:
+    data = b""
+    while not data.endswith(b"\n"):
+        chunk = sock.recv(65536)
+        if not chunk:
+            raise ConnectionError(f"closed after {data!r}")
+        data += chunk
+    return json.loads(data)
+
+
+def assert_closed(sock: socket.socket) -> None:
+    try:
+        assert sock.recv(1) == b""
+    except ConnectionResetError:
+        pass
+
+
+def start(orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], config: str = "") -> DaemonProcess:
+    if config:
+        orca_env.write_config(config)
+    process = DaemonProcess(orca_env)
+    daemon_factory.append(process)
+    return process.start()
+
+
+def test_protocol_errors_on_one_connection_leave_it_usable(daemon: DaemonProcess) -> None:
+    sock = raw_connection(daemon)
+    sock.sendall(b"this is not json\n")
+    assert read_line(sock)["error"]["code"] == -32700
+    sock.sendall(b'{"jsonrpc":"2.0","id":1}\n')
+    assert read_line(sock)["error"]["data"]["kind"] == "invalid_request"
+    sock.sendall(b'{"jsonrpc":"2.0","id":2,"method":"no.such"}\n')
+    assert read_line(sock)["error"]["code"] == -32601
+    sock.sendall(b'{"jsonrpc":"2.0","id":3,"method":"session.open","params":{"cwd":"/","colour":1}}\n')
+    error = read_line(sock)["error"]
+    assert (error["code"], error["data"]["field"]) == (-32602, "colour")
+    sock.sendall(b'\x00\xff\xfe garbage \x80\n')
+    assert read_line(sock)["error"]["code"] == -32700
+    sock.sendall(b'{"jsonrpc":"2.0","id":4,"method":"daemon.ping"}\n')
+    assert read_line(sock)["result"]["protocol"] == 1
+    sock.close()
+
+
+def test_batch_and_notification(daemon: DaemonProcess) -> None:
+    sock = raw_connection(daemon)
+    sock.sendall(b'{"jsonrpc":"2.0","method":"daemon.ping"}\n')
+    sock.sendall(b'[{"jsonrpc":"2.0","id":1,"method":"daemon.ping"},{"jsonrpc":"2.0","method":"daemon.ping"},'
+                 b'{"jsonrpc":"2.0","id":2,"method":"x"}]\n')
+    batch = read_line(sock)  # the notification before it produced nothing
+    assert [item["id"] for item in batch] == [1, 2]
+    sock.sendall(b"[]\n")
+    assert read_line(sock)["error"]["code"] == -32600
+    sock.close()
+
+
+def test_oversized_line_closes_only_that_connection(orca_env: OrcaEnv, daemon_factory: list) -> None:
+    daemon = start(orca_env, daemon_factory, "[server]\nmax_message_bytes = 4096\n")
+    bystander = daemon.client()
+    sock = raw_connection(daemon)
+    sock.sendall(b'{"jsonrpc":"2.0","id":1,"method":"daemon.ping","params":{"pad":"' + b"x" * 5000)
+    error = read_line(sock)["error"]
+    assert (error["code"], error["data"]["kind"]) == (-32600, "message_too_large")
+    assert_closed(sock)
+    sock.close()
+    assert bystander.call("daemon.ping").protocol == 1
+    bystander.close()
+
+
+def test_half_a_message_then_disconnect_harms_nobody(daemon: DaemonProcess) -> None:
+    for _ in range(5):
+        sock = raw_connection(daemon)
+        sock.sendall(b'{"jsonrpc":"2.0","id":1,"meth')
+        sock.close()
+    assert daemon.call("daemon.ping").protocol == 1
+
+
+async def test_two_hundred_concurrent_connections(daemon: DaemonProcess) -> None:
+    answers: list[int] = []
+
+    async def one(index: int) -> None:
+        async with open_client(str(daemon.orca.socket)) as client:
+            results = []
+            async with trio.open_nursery() as nursery:
+                for _ in range(3):
+                    async def ping() -> None:
+                        results.append((await client.call("daemon.ping")).pid)
+                    nursery.start_soon(ping)
+            answers.extend(results)
+
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            for index in range(200):
+                nursery.start_soon(one, index)
+    assert answers == [daemon.proc.pid] * 600
+
+
+def test_connection_limit_answers_busy(orca_env: OrcaEnv, daemon_factory: list) -> None:
+    daemon = start(orca_env, daemon_factory, "[server]\nmax_connections = 2\n")
+    held = [daemon.client(), daemon.client()]
+    for client in held:
+        client.call("daemon.ping")
+    extra = raw_connection(daemon)
+    error = read_line(extra)["error"]
+    assert (error["code"], error["data"]["kind"]) == (-32001, "busy")
+    assert_closed(extra)
+    extra.close()
+    held.pop().close()
+    deadline = time.monotonic() + 10
+    while True:  # the freed slot is reusable once the daemon notices the close
+        with daemon.client() as client:
+            try:
+                client.call("daemon.ping")
+                break
+            except (RemoteError, ConnectionError):
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+    held[0].close()
+
+
+def test_idle_connection_is_closed(orca_env: OrcaEnv, daemon_factory: list) -> None:
+    daemon = start(orca_env, daemon_factory, "[server]\nidle_timeout_s = 0.3\n")
+    sock = raw_connection(daemon)
+    sock.settimeout(10)
+    assert_closed(sock)
+    sock.close()
+    assert any(e["event"] == "connection.idle_closed" for e in daemon.log_events())
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="needs root to connect as another uid")
+def test_peer_with_another_uid_is_refused(orca_env: OrcaEnv, daemon_factory: list) -> None:
+    # A directory the stranger can traverse, and a socket it may open: only SO_PEERCRED is left.
+    shared = Path(tempfile.mkdtemp(prefix="orcad-peer-"))
+    try:
+        shared.chmod(0o755)
+        orca_env.extra_env["ORCA_SOCKET"] = str(shared / "orcad.sock")
+        daemon = start(orca_env, daemon_factory)
+        (shared / "orcad.sock").chmod(0o666)
+        probe = (
+            "import os, socket, sys\n"
+            "os.setgid(65534); os.setuid(65534)\n"
+            "s = socket.socket(socket.AF_UNIX); s.settimeout(10); s.connect(sys.argv[1])\n"
+            "print('connected', flush=True)\n"
+            "s.sendall(b'{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"daemon.ping\"}\\n')\n"
+            "try:\n"
+            "    print('closed' if s.recv(1000) == b'' else 'answered')\n"
+            "except ConnectionResetError:\n"
+            "    print('closed')\n"
+        )
+        out = subprocess.run([sys.executable, "-c", probe, str(shared / "orcad.sock")],
+                             capture_output=True, text=True, timeout=30)
+        assert out.stdout.split() == ["connected", "closed"], out
+        assert daemon.call("daemon.ping").protocol == 1
+        assert any(e.get("reason") == "peer_uid" for e in daemon.log_events())
+        daemon.stop()
+    finally:
+        shutil.rmtree(shared, ignore_errors=True)
+
+
+def test_runtime_dir_and_socket_are_private(orca_env: OrcaEnv, daemon_factory: list) -> None:
+    # No ORCA_SOCKET: the daemon makes its own runtime dir under XDG_RUNTIME_DIR.
+    del_socket = {k: v for k, v in orca_env.env.items() if k != "ORCA_SOCKET"}
+    runtime = Path(del_socket["XDG_RUNTIME_DIR"]) / "orca"
+    process = subprocess.Popen([sys.executable, "-m", "orcad"], env=del_socket,
+                               stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    try:
+        sock_path = runtime / "orcad.sock"
+        deadline = time.monotonic() + 15
+        while not sock_path.exists():
+            assert process.poll() is None and time.monotonic() < deadline
+            time.sleep(0.02)
+        assert stat.S_IMODE(runtime.stat().st_mode) == 0o700
+        assert stat.S_IMODE(sock_path.stat().st_mode) == 0o600
+        with Client(str(sock_path)) as client:
+            assert client.call("daemon.ping").pid == process.pid
+    finally:
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(15) == 0
+    assert not sock_path.exists()
+
+
+def test_symlinked_runtime_dir_is_refused(orca_env: OrcaEnv, tmp_path: Path) -> None:
+    env = {k: v for k, v in orca_env.env.items() if k != "ORCA_SOCKET"}
+    target = tmp_path / "elsewhere"
+    target.mkdir(mode=0o700)
+    (Path(env["XDG_RUNTIME_DIR"]) / "orca").symlink_to(target)
+    result = subprocess.run([sys.executable, "-m", "orcad"], env=env, capture_output=True,
+                            text=True, timeout=30)
+    assert result.returncode == 1
+    assert "symbolic link" in result.stderr
+    assert list(target.iterdir()) == []
+
+
+def test_runtime_dir_owned_by_another_user_is_refused(orca_env: OrcaEnv) -> None:
+    if os.getuid() != 0:
+        pytest.skip("needs root to create a directory owned by another uid")
+    env = {k: v for k, v in orca_env.env.items() if k != "ORCA_SOCKET"}
+    runtime = Path(env["XDG_RUNTIME_DIR"]) / "orca"
+    runtime.mkdir(mode=0o700)
+    os.chown(runtime, 65534, 65534)
+    result = subprocess.run([sys.executable, "-m", "orcad"], env=env, capture_output=True,
+                            text=True, timeout=30)
+    assert result.returncode == 1
+    assert "owned by uid 65534" in result.stderr
+
+
+def test_second_instance_is_refused_naming_the_first(daemon: DaemonProcess) -> None:
+    result = subprocess.run([sys.executable, "-m", "orcad"], env=daemon.orca.env,
+                            capture_output=True, text=True, timeout=30)
+    assert result.returncode == 1
+    assert f"pid {daemon.proc.pid}" in result.stderr
+    assert str(daemon.orca.socket) in result.stderr
+    assert daemon.call("daemon.ping").pid == daemon.proc.pid
+
+
+def test_stale_socket_after_sigkill_is_replaced(daemon: DaemonProcess) -> None:
+    daemon.kill()
+    assert daemon.orca.socket.exists()
+    daemon.start()
+    assert daemon.call("daemon.ping").pid == daemon.proc.pid
+
+
+def test_live_socket_of_another_server_is_never_unlinked(orca_env: OrcaEnv) -> None:
+    other = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    other.bind(str(orca_env.socket))
+    other.listen(1)
+    try:
+        result = subprocess.run([sys.executable, "-m", "orcad"], env=orca_env.env,
+                                capture_output=True, text=True, timeout=30)
+        assert result.returncode == 1
+        assert "live socket" in result.stderr
+        assert orca_env.socket.exists()
+    finally:
+        other.close()
+
+
+def test_sigterm_exits_zero_and_removes_the_socket(daemon: DaemonProcess) -> None:
+    assert daemon.stop(signal.SIGTERM) == 0
+    assert not daemon.orca.socket.exists()
+    events = [e["event"] for e in daemon.log_events()]
+    assert events.index("daemon.stopping") < events.index("daemon.stopped")
+
+
+def test_sigint_exits_zero(daemon: DaemonProcess) -> None:
+    assert daemon.stop(signal.SIGINT) == 0
+    assert not daemon.orca.socket.exists()
+
+
+def test_bad_config_is_a_startup_error_naming_the_key(orca_env: OrcaEnv) -> None:
+    orca_env.write_config("[extraction]\nworkers = -1\n")
+    result = subprocess.run([sys.executable, "-m", "orcad"], env=orca_env.env, capture_output=True,
+                            text=True, timeout=30)
+    assert result.returncode == 1
+    assert "extraction.workers" in result.stderr
+    assert not orca_env.socket.exists()
+
+
+def test_unknown_config_keys_are_reported(orca_env: OrcaEnv, daemon_factory: list) -> None:
+    daemon = start(orca_env, daemon_factory, "colour = 'blue'\n[server]\nspeed = 3\n")
+    status = daemon.call("daemon.status")
+    assert status.unknown_config_keys == ["colour", "server.speed"]
+    warned = [e["key"] for e in daemon.log_events() if e["event"] == "config.unknown_key"]
+    assert warned == ["colour", "server.speed"]
+
+
+def test_logs_are_json_lines_without_request_content(daemon: DaemonProcess) -> None:
+    with pytest.raises(RemoteError):
+        daemon.call("session.open", {"cwd": "/definitely-not-here-SECRET-MARKER"})
+    daemon.stop()
+    text = daemon.stderr()
+    assert "SECRET-MARKER" not in text
+    for line in text.splitlines():
+        assert isinstance(json.loads(line)["event"], str)

@@ -1,0 +1,20 @@
+"""ruff and mypy are part of the test command (STYLE.md: strict tooling)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from tests.harness import REPO_ROOT
+
+
+def test_ruff_finds_nothing() -> None:
+    result = subprocess.run([sys.executable, "-m", "ruff", "check", "."], cwd=REPO_ROOT,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_mypy_strict_finds_nothing() -> None:
+    result = subprocess.run([sys.executable, "-m", "mypy"], cwd=REPO_ROOT,
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
