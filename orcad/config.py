@@ -26,6 +26,7 @@ class OpenAIConfig(msgspec.Struct, frozen=True, kw_only=True):
     connect_timeout_s: PositiveSeconds = 10.0
     idle_timeout_s: PositiveSeconds = 60.0  # longest silence between streamed chunks
     stream: bool = True
+    temperature: Annotated[float, msgspec.Meta(ge=0, le=2)] = 0.0  # low: the output format is strict
 
 
 class CommandConfig(msgspec.Struct, frozen=True, kw_only=True):

@@ -1,0 +1,69 @@
+"""Extraction providers: build the one the configuration names.
+
+The API key of the `openai` provider comes from the environment variable `api_key_env` names,
+never from a file. A server on a loopback address (a local llama.cpp, vLLM, Ollama or LM Studio)
+usually needs no key, so an unset or empty variable means "send no Authorization header" there;
+for any other host it is a configuration error, because a hosted API would only answer 401.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Mapping
+from urllib.parse import urlsplit
+
+from orcad.config import ExtractionConfig
+from orcad.providers.base import Provider, ProviderError
+
+__all__ = [
+    "Provider",
+    "ProviderConfigError",
+    "ProviderError",
+    "build_provider",
+    "is_loopback_url",
+]
+
+
+class ProviderConfigError(Exception):
+    """The configured provider cannot be used; the message names the key and what to do."""
+
+
+def is_loopback_url(url: str) -> bool:
+    host = urlsplit(url).hostname or ""
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def build_provider(config: ExtractionConfig, environ: Mapping[str, str]) -> Provider:
+    # Imported on demand so that the pure modules of this package never pull in trio or httpx.
+    if config.provider == "heuristic":
+        from orcad.providers.heuristic import HeuristicProvider  # noqa: PLC0415
+
+        return HeuristicProvider()
+    if config.provider == "command":
+        from orcad.providers.command import CommandProvider  # noqa: PLC0415
+
+        return CommandProvider(config.command.argv)
+    from orcad.providers.openai import OpenAIProvider  # noqa: PLC0415
+
+    settings = config.openai
+    parts = urlsplit(settings.base_url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ProviderConfigError(
+            f"extraction.openai.base_url {settings.base_url!r} is not an http(s) URL; "
+            "use e.g. http://127.0.0.1:8080/v1"
+        )
+    loopback = is_loopback_url(settings.base_url)
+    api_key = environ.get(settings.api_key_env, "").strip() or None
+    if api_key is None and not loopback:
+        raise ProviderConfigError(
+            f"the environment variable {settings.api_key_env} (extraction.openai.api_key_env) is "
+            f"not set, and {parts.hostname} is not a loopback address, so it needs an API key: "
+            f"export {settings.api_key_env} in orcad's environment, or name another variable"
+        )
+    # Proxy variables are for reaching the outside; a loopback server is always reached directly.
+    return OpenAIProvider(settings, api_key=api_key, trust_env=not loopback)

@@ -1,0 +1,352 @@
+"""The offline extractor: a few deterministic rules over the user's own words.
+
+It reads the redacted source the capture layer builds (blocks `user: …` / `assistant: …`
+separated by blank lines) and answers in the strict extractor format, or exactly `NOTHING`.
+
+What it finds, sentence by sentence, in user messages only:
+
+- explicit requests to remember: "remember that …", "keep in mind that …", "for future
+  reference, …"; the rest of the sentence is classified by the rules below, and is a project fact
+  when none of them applies ("remember that this repository deploys with `make release`" gives
+  the project fact "This repository deploys with `make release`.");
+- "remember to …", "from now on, …", "always …", "never …", "don't ever …", "you should always
+  …": feedback about how the assistant should work;
+- first-person preferences: "I prefer / like / love / hate / dislike / always / never …", "I'd
+  rather …", "my preference is …": user facts rewritten in the third person ("The user prefers
+  concise status updates.");
+- project conventions and decisions: "we use …", "we decided / agreed / chose …", "our
+  convention / policy / rule is …", "deploys / releases / migrations go through …", "this
+  repository / project uses / deploys / requires …";
+- references: a sentence with an http(s) URL (not a loopback one) or a documentation path that
+  names what it points to (docs, runbook, dashboard, wiki, spec, design doc, …).
+
+What it cannot do, honestly:
+
+- it does not understand meaning: a durable fact phrased in any other way is missed, and an odd
+  sentence that happens to match a rule may be kept;
+- it never reads assistant messages (what the assistant says is not confirmed by the user);
+- it drops questions, sentences inside code fences or indented blocks, quoted and shell lines,
+  sentences that mention redacted values or credential words, and sentences with transient
+  markers ("today", "right now", "for now", …), rather than trying to rescue part of them;
+- its third-person rewrite is a small set of string rules, so grammar can be imperfect.
+
+Everything else (questions, progress reports, code, tool output) yields `NOTHING`. The module is
+pure: no trio, no I/O. `HeuristicProvider` is the thin async wrapper the worker calls.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from orcad import limits
+
+HEURISTIC_VERSION = "heuristic-v1"  # bump whenever a rule changes what is extracted
+NOTHING = "NOTHING"
+
+Category = Literal["user", "feedback", "project", "reference"]
+
+_FLAGS = re.IGNORECASE
+_ROLE_LINE = re.compile(r"^(user|assistant):[ \t]?(.*)$", re.DOTALL)
+_FENCE = re.compile(r"^\s*(```|~~~)")
+_CODE_OR_OUTPUT_LINE = re.compile(r"^(?:    |\t|\s*(?:\$ |> |>>> |#!|Traceback \(most recent))")
+_LIST_MARKER = re.compile(r"^\s*(?:[-*+•]|\d{1,3}[.)])\s+")
+_SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+")
+_FILLER = re.compile(
+    r"^(?:(?:please|also|and|oh|btw|by the way|fyi|ok|okay|so|just|one more thing|note)"
+    r"\b[,:]?\s+)+",
+    _FLAGS,
+)
+
+_REMEMBER_TO = re.compile(r"^(?:remember|don't forget|do not forget)\s+to\s+(?P<body>.+)$", _FLAGS)
+_REMEMBER = re.compile(
+    r"^(?:remember|don't forget|do not forget|keep in mind|for future reference|for the record)"
+    r"\b[,:]?\s*(?:that\s+)?(?P<body>.+)$",
+    _FLAGS,
+)
+_FROM_NOW_ON = re.compile(
+    r"^(?:from now on|going forward|in (?:the )?future|in general)\s*,?\s+(?P<body>.+)$", _FLAGS
+)
+_ALWAYS_NEVER = re.compile(r"^(?P<word>always|never)\s+(?P<body>.+)$", _FLAGS)
+_DONT_EVER = re.compile(r"^(?:don't|do not)\s+ever\s+(?P<body>.+)$", _FLAGS)
+_YOU_SHOULD = re.compile(
+    r"^you\s+(?:should|must|need to)\s+(?P<word>always|never)\s+(?P<body>.+)$", _FLAGS
+)
+
+_PREFERENCE_VERB = re.compile(
+    r"^i\s+(?P<adverb>(?:really|strongly|generally|usually|much|definitely)\s+)?"
+    r"(?P<verb>prefer|like|love|hate|dislike|always|never)\s+(?P<body>.+)$",
+    _FLAGS,
+)
+_PREFERENCE_DONT_LIKE = re.compile(
+    r"^i\s+(?:don't|do not)\s+(?P<verb>like|want)\s+(?P<body>.+)$", _FLAGS
+)
+_PREFERENCE_WOULD = re.compile(r"^i(?:'d| would)\s+(?P<verb>prefer|rather)\s+(?P<body>.+)$", _FLAGS)
+_PREFERENCE_MY = re.compile(r"^my\s+preference\s+is\s+(?P<body>.+)$", _FLAGS)
+# "I prefer this one" points at something in the current exchange, not a lasting preference.
+_DEMONSTRATIVE_START = re.compile(
+    r"^(?:this|that|it|these|those|the (?:first|second|third|last|former|latter)|option)\b", _FLAGS
+)
+_PAST_OR_MODAL = re.compile(
+    r"^(?:\w+ed|got|did|was|were|had|went|made|saw|said|thought|knew|wrote|ran|took|could|would"
+    r"|should|can|will|might|must)$",
+    _FLAGS,
+)
+
+_WE_USE = re.compile(r"^we\s+(?:always\s+|now\s+)?use\s+(?P<body>.+)$", _FLAGS)
+_WE_DECIDED = re.compile(
+    r"^we(?:'ve| have)?\s+(?P<verb>decided|agreed|chose|settled on|standardi[sz]ed on)"
+    r"\s+(?P<body>.+)$",
+    _FLAGS,
+)
+_WE_ALWAYS = re.compile(r"^we\s+(?:always|never|only)\s+.+$", _FLAGS)
+_OUR_CONVENTION = re.compile(
+    r"^(?:our|the)\s+(?P<noun>convention|policy|rule|standard|workflow|process)\s+"
+    r"(?:here\s+|in this (?:repo|repository|project|codebase)\s+)?is\s+(?P<body>.+)$",
+    _FLAGS,
+)
+_GOES_THROUGH = re.compile(
+    r"^(?:all\s+)?(?:deploys|deployments|releases|migrations|merges|hotfixes|changes|commits"
+    r"|pull requests|prs|builds)\s+(?:always\s+|must\s+|should\s+|have to\s+)?"
+    r"(?:go|goes|are done|happen|run|are run|are made)\s+(?:through|via|with|from|on|in)\s+.+$",
+    _FLAGS,
+)
+_THIS_REPOSITORY = re.compile(
+    r"^(?:this|the|our)\s+(?:repo|repository|project|codebase|service)\s+"
+    r"(?:uses|deploys|releases|requires|targets|runs on|is deployed|is released|builds with)\b.+$",
+    _FLAGS,
+)
+
+_URL = re.compile(r"https?://[^\s)>\]`'\"]+", _FLAGS)
+_LOOPBACK_URL = re.compile(
+    r"https?://(?:localhost|127\.\d+\.\d+\.\d+|\[::1\]|0\.0\.0\.0)\b", _FLAGS
+)
+_REFERENCE_NOUN = re.compile(
+    r"\b(?:docs?|documentation|spec|specification|runbooks?|dashboards?|wiki|design doc|handbook"
+    r"|guide|reference|api docs|changelog|readme|playbook|status page|adrs?)\b",
+    _FLAGS,
+)
+_DOC_LOCATION = re.compile(
+    r"\b(?:docs?|documentation|runbooks?|the spec|design docs?|adrs?|handbook)\s+(?:is|are|lives?"
+    r"|can be found)\s+(?:in|at|under)\s+`?[\w./-]+/[\w./-]*`?",
+    _FLAGS,
+)
+
+_REDACTED = re.compile(r"redacted", _FLAGS)
+_CREDENTIAL_WORD = re.compile(
+    r"\b(?:passwords?|passwd|passphrase|secrets?|tokens?|api[ _-]?keys?|private keys?|credentials?"
+    r"|ssh keys?|bearer)\b",
+    _FLAGS,
+)
+_TRANSIENT = re.compile(
+    r"\b(?:today|tonight|tomorrow|yesterday|right now|for now|at the moment|currently|this session"
+    r"|this time|this turn|temporarily|for the time being|next steps?|in progress|wip|todo"
+    r"|this week|next week)\b",
+    _FLAGS,
+)
+_PRONOUN_START = re.compile(r"^(?:i|i'm|i've|me|my|you|you're|your|he|she|they|it|it's)\b", _FLAGS)
+
+
+@dataclass(frozen=True, slots=True)
+class HeuristicFact:
+    category: Category
+    fact: str
+
+
+def split_messages(source: str) -> list[tuple[str, str]]:
+    """(role, content) pairs; a block without a role prefix continues the previous message."""
+    messages: list[tuple[str, str]] = []
+    for block in re.split(r"\n[ \t]*\n", source):
+        matched = _ROLE_LINE.match(block)
+        if matched:
+            messages.append((matched.group(1), matched.group(2)))
+        elif messages:
+            role, content = messages[-1]
+            messages[-1] = (role, f"{content}\n\n{block}")
+    return messages
+
+
+def prose_sentences(content: str) -> list[str]:
+    """The sentences of a message, leaving out fenced code, indented blocks, quotes and shells."""
+    sentences: list[str] = []
+    in_fence = False
+    for line in content.splitlines():
+        if _FENCE.match(line):
+            in_fence = not in_fence
+            continue
+        if in_fence or _CODE_OR_OUTPUT_LINE.match(line):
+            continue
+        prose = _LIST_MARKER.sub("", line).strip()
+        sentences.extend(part.strip() for part in _SENTENCE_BREAK.split(prose) if part.strip())
+    return sentences
+
+
+def third_person(verb: str) -> str:
+    """'use' -> 'uses', 'push' -> 'pushes', 'carry' -> 'carries'."""
+    lowered = verb.lower()
+    irregular = {"have": "has", "do": "does", "go": "goes", "be": "is", "am": "is"}
+    if lowered in irregular:
+        return irregular[lowered]
+    if re.search(r"(?:s|sh|ch|x|z|o)$", lowered):
+        return f"{verb}es"
+    if re.search(r"[^aeiou]y$", lowered):
+        return f"{verb[:-1]}ies"
+    return f"{verb}s"
+
+
+def as_sentence(text: str) -> str:
+    """Whitespace collapsed, first letter capitalised, exactly one final full stop."""
+    text = re.sub(r"\s+", " ", text).strip()
+    text = re.sub(r"[\s.!;:,]+$", "", text)
+    if text[:1].islower():
+        text = text[0].upper() + text[1:]
+    return f"{text}." if text else ""
+
+
+def _user_preference(sentence: str) -> str | None:
+    if matched := _PREFERENCE_VERB.match(sentence):
+        verb, body = matched.group("verb").lower(), matched.group("body")
+        adverb = (matched.group("adverb") or "").lower()
+        if verb in ("always", "never"):
+            first, _, rest = body.partition(" ")
+            if _PAST_OR_MODAL.match(first) or not rest:
+                return None
+            return f"The user {adverb}{verb} {third_person(first)} {rest}"
+        if _DEMONSTRATIVE_START.match(body):
+            return None
+        return f"The user {adverb}{third_person(verb)} {body}"
+    if matched := _PREFERENCE_DONT_LIKE.match(sentence):
+        if _DEMONSTRATIVE_START.match(matched.group("body")):
+            return None
+        return f"The user does not {matched.group('verb').lower()} {matched.group('body')}"
+    if matched := _PREFERENCE_WOULD.match(sentence):
+        body = matched.group("body")
+        if _DEMONSTRATIVE_START.match(body):
+            return None
+        if matched.group("verb").lower() == "rather":
+            return f"The user would rather {body}"
+        return f"The user prefers {body}"
+    if matched := _PREFERENCE_MY.match(sentence):
+        return f"The user's preference is {matched.group('body')}"
+    return None
+
+
+def _feedback(sentence: str) -> str | None:
+    if matched := _FROM_NOW_ON.match(sentence):
+        body = matched.group("body")
+        return None if _PRONOUN_START.match(body) and not body.lower().startswith("you") else body
+    if sentence.lower().startswith("never mind"):
+        return None
+    if _ALWAYS_NEVER.match(sentence):
+        return sentence
+    if matched := _DONT_EVER.match(sentence):
+        return f"Never {matched.group('body')}"
+    if matched := _YOU_SHOULD.match(sentence):
+        return f"{matched.group('word')} {matched.group('body')}"
+    return None
+
+
+def _project(sentence: str) -> str | None:
+    if matched := _WE_USE.match(sentence):
+        return f"The project uses {matched.group('body')}"
+    if matched := _WE_DECIDED.match(sentence):
+        return f"The team {matched.group('verb').lower()} {matched.group('body')}"
+    if _WE_ALWAYS.match(sentence):
+        return f"In this project, {sentence[0].lower()}{sentence[1:]}"
+    if matched := _OUR_CONVENTION.match(sentence):
+        return f"The project's {matched.group('noun').lower()} is {matched.group('body')}"
+    if _GOES_THROUGH.match(sentence) or _THIS_REPOSITORY.match(sentence):
+        return re.sub(r"^our\b", "the", sentence, flags=_FLAGS)
+    return None
+
+
+def _reference(sentence: str) -> str | None:
+    urls = _URL.findall(sentence)
+    if urls and _REFERENCE_NOUN.search(sentence) and not any(_LOOPBACK_URL.match(u) for u in urls):
+        return sentence
+    if not urls and _DOC_LOCATION.search(sentence):
+        return sentence
+    return None
+
+
+def _classify(sentence: str) -> tuple[Category, str] | None:
+    """The first rule that recognises the sentence, with the fact text it gives."""
+    if preference := _user_preference(sentence):
+        return "user", preference
+    if feedback := _feedback(sentence):
+        return "feedback", feedback
+    if project := _project(sentence):
+        return "project", project
+    if reference := _reference(sentence):
+        return "reference", reference
+    return None
+
+
+def classify_sentence(sentence: str) -> HeuristicFact | None:
+    """A fact for one user sentence, or None when no rule applies or a rejection rule does."""
+    sentence = _FILLER.sub("", sentence.strip())
+    if not sentence or sentence.endswith("?"):
+        return None
+    classified: tuple[Category, str] | None
+    if matched := _REMEMBER_TO.match(sentence):
+        classified = "feedback", matched.group("body")
+    elif matched := _REMEMBER.match(sentence):
+        body = _FILLER.sub("", matched.group("body").strip())
+        classified = _classify(body)
+        if classified is None and not _PRONOUN_START.match(body):
+            classified = "project", body
+    else:
+        classified = _classify(sentence)
+    if classified is None:
+        return None
+    category, text = classified
+    fact = as_sentence(text)
+    if len(fact.split()) < 3 or len(fact) > limits.EXTRACTOR_FACT_MAX_CHARS:
+        return None
+    if _REDACTED.search(fact) or _CREDENTIAL_WORD.search(fact) or _TRANSIENT.search(fact):
+        return None
+    return HeuristicFact(category=category, fact=fact)
+
+
+def extract_facts(source: str) -> list[HeuristicFact]:
+    """At most EXTRACTOR_MAX_FACTS facts from the user messages of one source, first seen first."""
+    facts: list[HeuristicFact] = []
+    seen: set[str] = set()
+    for role, content in split_messages(source):
+        if role != "user":
+            continue
+        for sentence in prose_sentences(content):
+            fact = classify_sentence(sentence)
+            if fact is None or fact.fact.casefold() in seen:
+                continue
+            seen.add(fact.fact.casefold())
+            facts.append(fact)
+            if len(facts) == limits.EXTRACTOR_MAX_FACTS:
+                return facts
+    return facts
+
+
+def render_output(facts: list[HeuristicFact]) -> str:
+    """The strict extractor format: one JSON object per line, or NOTHING."""
+    if not facts:
+        return NOTHING
+    return "\n".join(
+        json.dumps({"category": f.category, "fact": f.fact}, ensure_ascii=False) for f in facts
+    )
+
+
+def heuristic_output(source: str) -> str:
+    return render_output(extract_facts(source))
+
+
+class HeuristicProvider:
+    """The offline default provider: instant, deterministic, no model."""
+
+    name = "heuristic"
+    model = ""
+    prompt_version = HEURISTIC_VERSION
+
+    async def extract(self, source: str, *, deadline: float) -> str:
+        return heuristic_output(source)

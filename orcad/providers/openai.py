@@ -1,0 +1,194 @@
+"""Extraction through any OpenAI-compatible chat-completions endpoint, streamed over SSE.
+
+Three deadlines bound a call: `connect_timeout_s` for the TCP/TLS connect, `idle_timeout_s` for
+the longest silence between two pieces of the response (the wait for the first byte included,
+when streaming), and the caller's absolute deadline for the whole call. Any of them passing, an
+HTTP error status, a broken stream or a body that is not the protocol raises ProviderError: one
+failed attempt. Cancellation from outside (daemon shutdown) propagates untouched.
+
+The HTTP client is httpx (0.28): it runs natively under trio through httpcore's trio backend, so
+no thread or foreign event loop is involved, and trio cancellation reaches the socket.
+"""
+
+from __future__ import annotations
+
+import ssl
+import time
+from typing import Final
+
+import httpx
+import trio
+
+from orcad import limits
+from orcad.config import OpenAIConfig
+from orcad.providers import prompt
+from orcad.providers.base import ProviderError
+from orcad.providers.openai_wire import (
+    EventStreamDecoder,
+    StreamedAnswer,
+    WireError,
+    completion_content,
+    error_reason,
+    parse_retry_after,
+    request_body,
+)
+
+RETRY_AFTER_STATUSES: Final = frozenset({429, 503})
+ERROR_BODY_MAX_BYTES: Final = 4096  # enough of an error body to find its message
+USER_AGENT: Final = "orcad-extractor"
+
+
+def chat_completions_url(base_url: str) -> str:
+    return base_url.rstrip("/") + "/chat/completions"
+
+
+class OpenAIProvider:
+    """One provider per daemon; each call opens its own short-lived client (no pool to close)."""
+
+    name = "openai"
+    prompt_version = prompt.PROMPT_VERSION
+
+    def __init__(self, config: OpenAIConfig, *, api_key: str | None, trust_env: bool) -> None:
+        self.model = config.model
+        self.url = chat_completions_url(config.base_url)
+        self._config = config
+        self._api_key = api_key or None
+        self._trust_env = trust_env
+        self._ssl_context: ssl.SSLContext | None = None
+
+    def __repr__(self) -> str:  # never shows the key
+        key = "set" if self._api_key else "unset"
+        return f"OpenAIProvider(url={self.url!r}, model={self.model!r}, key={key})"
+
+    def request_headers(self) -> dict[str, str]:
+        headers = {
+            "Content-Type": "application/json",
+            "Accept": "text/event-stream" if self._config.stream else "application/json",
+            "User-Agent": USER_AGENT,
+        }
+        if self._api_key:
+            headers["Authorization"] = f"Bearer {self._api_key}"
+        return headers
+
+    async def extract(self, source: str, *, deadline: float) -> str:
+        budget = deadline - trio.current_time()
+        body = request_body(
+            self.model,
+            prompt.render_messages(source),
+            stream=self._config.stream,
+            temperature=self._config.temperature,
+        )
+        with trio.move_on_at(deadline):
+            return await self._post(body)
+        raise ProviderError(f"timed out: no complete answer from {self.url} within {budget:.1f} s")
+
+    def _timeouts(self) -> httpx.Timeout:
+        config = self._config
+        # Without streaming the whole generation happens before the first byte: only the overall
+        # deadline can bound that wait.
+        read = config.idle_timeout_s if config.stream else None
+        return httpx.Timeout(
+            connect=config.connect_timeout_s,
+            read=read,
+            write=config.idle_timeout_s,
+            pool=config.connect_timeout_s,
+        )
+
+    def _client(self) -> httpx.AsyncClient:
+        if self._ssl_context is None:
+            self._ssl_context = httpx.create_ssl_context(trust_env=self._trust_env)
+        return httpx.AsyncClient(
+            timeout=self._timeouts(), trust_env=self._trust_env, verify=self._ssl_context
+        )
+
+    async def _post(self, body: bytes) -> str:
+        answer = StreamedAnswer()
+        try:
+            async with (
+                self._client() as client,
+                client.stream(
+                    "POST", self.url, content=body, headers=self.request_headers()
+                ) as response,
+            ):
+                if response.status_code >= 400:
+                    raise await self._http_error(response)
+                content_type = response.headers.get("content-type", "")
+                if "text/event-stream" in content_type:
+                    return await self._read_stream(response, answer)
+                return completion_content(
+                    await _read_limited(response, limits.EXTRACTOR_OUTPUT_MAX_BYTES * 4)
+                )
+        except WireError as exc:
+            raise ProviderError(f"{self.url}: {exc}") from exc
+        except httpx.ConnectTimeout as exc:
+            raise ProviderError(
+                f"cannot connect to {self.url}: no answer within {self._config.connect_timeout_s} s"
+            ) from exc
+        except httpx.ConnectError as exc:
+            raise ProviderError(f"cannot connect to {self.url}: {_describe(exc)}") from exc
+        except httpx.TimeoutException as exc:
+            raise ProviderError(
+                f"{self.url} was silent for more than {self._config.idle_timeout_s} s"
+            ) from exc
+        except httpx.HTTPError as exc:
+            if answer.complete:  # the server finished the answer, then dropped the connection
+                try:
+                    return answer.text()
+                except WireError:
+                    pass
+            raise ProviderError(f"{self.url}: the response broke off: {_describe(exc)}") from exc
+
+    async def _read_stream(self, response: httpx.Response, answer: StreamedAnswer) -> str:
+        decoder = EventStreamDecoder()
+        problem: WireError | None = None
+        # The body is always read to its end (real servers close right after [DONE]): breaking
+        # out of httpx's chain of async generators would leave them for the garbage collector.
+        async for data in response.aiter_bytes():
+            if problem is not None or answer.done:
+                continue
+            try:
+                for payload in decoder.feed(data):
+                    if not answer.done:
+                        answer.feed_event(payload)
+            except WireError as exc:
+                problem = exc
+        if problem is not None:
+            raise problem
+        for payload in decoder.feed_end():
+            if not answer.done:
+                answer.feed_event(payload)
+        return answer.text()
+
+    async def _http_error(self, response: httpx.Response) -> ProviderError:
+        body = await _read_limited(response, ERROR_BODY_MAX_BYTES, truncate=True)
+        reason = error_reason(body, secrets=(self._api_key or "",)) or response.reason_phrase
+        retry_after = None
+        if response.status_code in RETRY_AFTER_STATUSES:
+            retry_after = parse_retry_after(
+                response.headers.get("retry-after"), now_epoch=time.time()
+            )
+        message = f"HTTP {response.status_code} from {self.url}: {reason}"
+        return ProviderError(message, retry_after=retry_after)
+
+
+async def _read_limited(
+    response: httpx.Response, max_bytes: int, *, truncate: bool = False
+) -> bytes:
+    """At most max_bytes of the body; a longer body is an error unless truncate is set.
+
+    The rest is read and dropped rather than abandoned, for the reason given in _read_stream.
+    """
+    received = bytearray()
+    oversized = False
+    async for chunk in response.aiter_bytes():
+        if not oversized:
+            received.extend(chunk)
+            oversized = len(received) > max_bytes
+    if oversized and not truncate:
+        raise WireError(f"the response is larger than {max_bytes} bytes")
+    return bytes(received[:max_bytes])
+
+
+def _describe(exc: Exception) -> str:
+    text = str(exc) or type(exc).__name__
+    return text if len(text) < 200 else text[:199] + "…"

@@ -1,0 +1,207 @@
+"""The OpenAI chat-completions wire format, sans I/O: request body, SSE decoding, answers, errors.
+
+`orcad.providers.openai` feeds bytes and lines from the network into these functions and acts on
+what they return; nothing here touches a socket or a clock, so every rule is testable directly.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from orcad import limits
+
+ERROR_REASON_MAX_CHARS = 200  # the part of a server's error text recorded in the job
+EVENT_LINE_MAX_BYTES = 64 * 1024  # one SSE line; a delta is a few hundred bytes at most
+CUT_OFF_FINISH_REASONS = frozenset({"length", "content_filter"})
+_MESSAGE_FIELD = re.compile(r'"message"\s*:\s*"((?:[^"\\]|\\.)*)')
+
+
+class WireError(Exception):
+    """The server answered with something that is not the chat-completions protocol."""
+
+
+def request_body(
+    model: str, messages: list[dict[str, str]], *, stream: bool, temperature: float
+) -> bytes:
+    """The exact bytes POSTed to /chat/completions."""
+    body: dict[str, Any] = {
+        "model": model,
+        "messages": messages,
+        "stream": stream,
+        "temperature": temperature,
+    }
+    return json.dumps(body, ensure_ascii=False).encode("utf-8")
+
+
+def parse_retry_after(value: str | None, *, now_epoch: float) -> float | None:
+    """Seconds to wait from a Retry-After header (delta-seconds or an HTTP date), never negative."""
+    if value is None or not value.strip():
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        return None
+    return max(0.0, when.timestamp() - now_epoch)
+
+
+def error_reason(body: bytes, *, secrets: tuple[str, ...] = ()) -> str:
+    """A short, single-line reason from an error body; any secret in it is masked."""
+    text = body.decode("utf-8", errors="replace")
+    try:
+        decoded = json.loads(text)
+    except ValueError:
+        decoded = None
+        if cut_short := _MESSAGE_FIELD.search(text):  # a JSON error body cut at the read limit
+            text = cut_short.group(1).replace('\\"', '"')
+    if isinstance(decoded, dict):
+        error = decoded.get("error", decoded.get("detail", decoded.get("message")))
+        if isinstance(error, dict):
+            error = error.get("message", error)
+        if error is not None:
+            text = error if isinstance(error, str) else json.dumps(error)
+    text = re.sub(r"[\x00-\x1f\x7f]+", " ", text)
+    text = re.sub(r"\s+", " ", text).strip()
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, "[key]")
+    if len(text) > ERROR_REASON_MAX_CHARS:
+        text = text[: ERROR_REASON_MAX_CHARS - 1] + "…"
+    return text
+
+
+def completion_content(body: bytes) -> str:
+    """The answer text of a non-streamed chat completion."""
+    try:
+        decoded = json.loads(body)
+    except ValueError as exc:
+        raise WireError("the response is not JSON") from exc
+    if not isinstance(decoded, dict):
+        raise WireError("the response is not a JSON object")
+    if "error" in decoded:
+        raise WireError(f"the server reported an error: {error_reason(body)}")
+    choices = decoded.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise WireError("the response has no choices")
+    choice = choices[0]
+    finish_reason = choice.get("finish_reason")
+    if finish_reason in CUT_OFF_FINISH_REASONS:
+        raise WireError(f"the answer was cut off (finish_reason {finish_reason})")
+    message = choice.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    if not isinstance(content, str):
+        raise WireError("the response has no message content")
+    return content
+
+
+@dataclass
+class EventStreamDecoder:
+    """Server-sent events: returns the data of each event a blank line completes."""
+
+    _data: list[str] = field(default_factory=list)
+    _partial: bytearray = field(default_factory=bytearray)
+
+    def feed(self, data: bytes) -> list[str]:
+        """Take the next bytes of the body, split anywhere."""
+        self._partial.extend(data)
+        payloads: list[str] = []
+        while (end := self._partial.find(b"\n")) >= 0:
+            raw = bytes(self._partial[:end])
+            del self._partial[: end + 1]
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise WireError("the stream is not UTF-8") from exc
+            payloads.extend(self.feed_line(line))
+        if len(self._partial) > EVENT_LINE_MAX_BYTES:
+            raise WireError(f"the stream has a line longer than {EVENT_LINE_MAX_BYTES} bytes")
+        return payloads
+
+    def feed_end(self) -> list[str]:
+        """The body ended: an unterminated last line and event still count."""
+        payloads: list[str] = []
+        if self._partial:
+            payloads.extend(self.feed(b"\n"))
+        payloads.extend(self.feed_line(""))
+        return payloads
+
+    def feed_line(self, line: str) -> list[str]:
+        line = line.rstrip("\r")
+        if not line:
+            if not self._data:
+                return []
+            payload, self._data = "\n".join(self._data), []
+            return [payload]
+        if line.startswith(":"):
+            return []  # a comment: servers send these as keep-alives
+        name, _, value = line.partition(":")
+        if name == "data":
+            self._data.append(value.removeprefix(" "))
+        return []
+
+
+@dataclass
+class StreamedAnswer:
+    """Accumulates the deltas of a streamed completion and knows whether it ended properly."""
+
+    max_bytes: int = limits.EXTRACTOR_OUTPUT_MAX_BYTES
+    parts: list[str] = field(default_factory=list)
+    size: int = 0
+    finish_reason: str | None = None
+    done: bool = False
+
+    @property
+    def complete(self) -> bool:
+        return self.done or self.finish_reason is not None
+
+    def feed_event(self, payload: str) -> None:
+        """Take one event's data. Raises WireError on anything a well-behaved server never sends."""
+        if payload.strip() == "[DONE]":
+            self.done = True
+            return
+        try:
+            chunk = json.loads(payload)
+        except ValueError as exc:
+            raise WireError("the stream carried an event that is not JSON") from exc
+        if not isinstance(chunk, dict):
+            raise WireError("the stream carried an event that is not a JSON object")
+        if "error" in chunk:
+            raise WireError(
+                f"the server reported an error mid-stream: {error_reason(payload.encode())}"
+            )
+        choices = chunk.get("choices")
+        if not isinstance(choices, list):
+            raise WireError("a stream event has no choices")
+        if not choices:
+            return  # usage-only chunks carry no choices
+        choice = choices[0]
+        if not isinstance(choice, dict):
+            raise WireError("a stream event has a malformed choice")
+        delta = choice.get("delta")
+        content = delta.get("content") if isinstance(delta, dict) else None
+        if isinstance(content, str) and content:
+            self.parts.append(content)
+            self.size += len(content.encode("utf-8"))
+            if self.size > self.max_bytes:
+                raise WireError(f"the answer grew past {self.max_bytes} bytes")
+        finish_reason = choice.get("finish_reason")
+        if isinstance(finish_reason, str):
+            self.finish_reason = finish_reason
+
+    def text(self) -> str:
+        """The whole answer; raises WireError unless the stream ended properly."""
+        if not self.complete:
+            raise WireError("the stream ended before the answer was complete")
+        if self.finish_reason in CUT_OFF_FINISH_REASONS:
+            raise WireError(f"the answer was cut off (finish_reason {self.finish_reason})")
+        return "".join(self.parts)

@@ -1,0 +1,257 @@
+"""The offline heuristic extractor: what it keeps, what it refuses, and its output format."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import trio
+from hypothesis import given
+from hypothesis import strategies as st
+
+from orcad import limits
+from orcad.providers.heuristic import (
+    HeuristicProvider,
+    extract_facts,
+    heuristic_output,
+    split_messages,
+    third_person,
+)
+
+
+def facts(source: str) -> list[tuple[str, str]]:
+    return [(f.category, f.fact) for f in extract_facts(source)]
+
+
+def test_remember_that_gives_a_project_fact() -> None:
+    source = "user: remember that this repository deploys with `make release`\n\nassistant: Noted."
+    assert facts(source) == [("project", "This repository deploys with `make release`.")]
+    assert heuristic_output(source) == json.dumps(
+        {"category": "project", "fact": "This repository deploys with `make release`."}
+    )
+
+
+def test_stated_preference_gives_a_user_fact() -> None:
+    assert facts("user: I prefer concise status updates") == [
+        ("user", "The user prefers concise status updates.")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("sentence", "expected"),
+    [
+        (
+            "I always use tabs for indentation.",
+            ("user", "The user always uses tabs for indentation."),
+        ),
+        ("i never push on fridays", ("user", "The user never pushes on fridays.")),
+        (
+            "I really dislike long commit messages.",
+            ("user", "The user really dislikes long commit messages."),
+        ),
+        ("I don't like emoji in docs.", ("user", "The user does not like emoji in docs.")),
+        ("I'd rather use poetry than pip.", ("user", "The user would rather use poetry than pip.")),
+        (
+            "My preference is small pull requests.",
+            ("user", "The user's preference is small pull requests."),
+        ),
+        (
+            "Please always run `ruff check` before committing.",
+            ("feedback", "Always run `ruff check` before committing."),
+        ),
+        ("Never edit files under generated/.", ("feedback", "Never edit files under generated/.")),
+        ("Don't ever force-push to main!", ("feedback", "Never force-push to main.")),
+        ("From now on, answer in British English.", ("feedback", "Answer in British English.")),
+        (
+            "Remember to update the changelog with every release.",
+            ("feedback", "Update the changelog with every release."),
+        ),
+        ("You should always add type hints.", ("feedback", "Always add type hints.")),
+        ("We use pnpm, not npm.", ("project", "The project uses pnpm, not npm.")),
+        (
+            "We decided to drop Python 3.9 support.",
+            ("project", "The team decided to drop Python 3.9 support."),
+        ),
+        (
+            "We've agreed on squash merges only.",
+            ("project", "The team agreed on squash merges only."),
+        ),
+        (
+            "We never vendor dependencies.",
+            ("project", "In this project, we never vendor dependencies."),
+        ),
+        (
+            "Our convention is to prefix branches with the ticket id.",
+            ("project", "The project's convention is to prefix branches with the ticket id."),
+        ),
+        (
+            "Deploys go through the staging pipeline first.",
+            ("project", "Deploys go through the staging pipeline first."),
+        ),
+        (
+            "This service is deployed by Argo CD.",
+            ("project", "This service is deployed by Argo CD."),
+        ),
+        (
+            "Keep in mind that the billing module is owned by another team.",
+            ("project", "The billing module is owned by another team."),
+        ),
+        ("Remember that I prefer short answers.", ("user", "The user prefers short answers.")),
+        (
+            "The runbook is at https://wiki.example.com/runbooks/api.",
+            ("reference", "The runbook is at https://wiki.example.com/runbooks/api."),
+        ),
+        (
+            "Design docs live in `docs/design/`.",
+            ("reference", "Design docs live in `docs/design/`."),
+        ),
+    ],
+)
+def test_each_rule(sentence: str, expected: tuple[str, str]) -> None:
+    assert facts(f"user: {sentence}") == [expected]
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "user: Can you fix the failing test in parser.py?",
+        "user: Do you remember that bug from last week?",
+        "user: I fixed the import and the suite is green now.",
+        "user: Run the tests.\n\nassistant: All 42 tests passed.",
+        "user: Please refactor this function to be shorter.",
+        "user: remember that my password is [REDACTED:password]",
+        "user: remember that the deploy token lives in vault",
+        "user: remember that I'm on call today",
+        "user: For now, we use the mock server.",
+        "user: I prefer this one.",
+        "user: I always got that error.",
+        "user: never mind",
+        "user: the local docs are at http://localhost:8000/docs",
+        "user: see https://github.com/org/repo/pull/12",
+        "user: here is the log\n\n    Traceback (most recent call last):\n    remember that x",
+        "user: ```\n# remember that the config is wrong\nwe use foo\n```",
+        "user: $ echo remember that foo bar baz",
+        "user: > I prefer tabs, said someone in the thread",
+        "assistant: Remember that this repository deploys with `make release`. I prefer tabs.",
+        "",
+        "garbage without any role prefix, I prefer tabs",
+    ],
+)
+def test_everything_else_is_nothing(source: str) -> None:
+    assert heuristic_output(source) == "NOTHING"
+
+
+def test_only_user_messages_count_and_blocks_continue_messages() -> None:
+    source = (
+        "user: Here is some context.\n\n"
+        "We use Bazel for builds.\n\n"
+        "assistant: We use Make, I think.\n\n"
+        "user: I prefer dark themes."
+    )
+    assert split_messages(source)[0] == (
+        "user",
+        "Here is some context.\n\nWe use Bazel for builds.",
+    )
+    assert facts(source) == [
+        ("project", "The project uses Bazel for builds."),
+        ("user", "The user prefers dark themes."),
+    ]
+
+
+def test_list_items_and_several_sentences_per_line() -> None:
+    source = (
+        "user: Some rules:\n- we use uv. also, I prefer pytest over unittest.\n"
+        "* Never commit secrets."
+    )
+    assert facts(source) == [
+        ("project", "The project uses uv."),
+        ("user", "The user prefers pytest over unittest."),
+    ]  # "Never commit secrets." names a credential word, so it is refused
+
+
+def test_at_most_eight_facts_and_no_duplicates() -> None:
+    lines = [f"We use tool{i} for task{i}." for i in range(12)]
+    source = "user: " + " ".join([*lines, "We use tool0 for task0."])
+    found = extract_facts(source)
+    assert len(found) == limits.EXTRACTOR_MAX_FACTS
+    assert len({f.fact for f in found}) == len(found)
+
+
+def test_facts_over_the_length_limit_are_dropped() -> None:
+    long_body = "x " * 250
+    assert heuristic_output(f"user: We use {long_body}") == "NOTHING"
+    fitting = "y " * 180
+    assert len(extract_facts(f"user: We use {fitting}")[0].fact) <= limits.EXTRACTOR_FACT_MAX_CHARS
+
+
+@pytest.mark.parametrize(
+    ("verb", "expected"),
+    [
+        ("use", "uses"),
+        ("push", "pushes"),
+        ("carry", "carries"),
+        ("play", "plays"),
+        ("go", "goes"),
+        ("have", "has"),
+    ],
+)
+def test_third_person(verb: str, expected: str) -> None:
+    assert third_person(verb) == expected
+
+
+message = st.builds(
+    lambda role, words: f"{role}: {' '.join(words)}",
+    st.sampled_from(["user", "assistant"]),
+    st.lists(
+        st.sampled_from(
+            [
+                "remember",
+                "that",
+                "I",
+                "prefer",
+                "we",
+                "use",
+                "always",
+                "never",
+                "decided",
+                "to",
+                "docs",
+                "https://x.example/a",
+                "?",
+                ".",
+                "\n",
+                "```",
+                "token",
+                "tabs",
+                "é",
+                "`make`",
+            ]
+        )
+        | st.text(max_size=12),
+        max_size=60,
+    ),
+)
+
+
+@given(st.lists(message, max_size=6).map("\n\n".join))
+def test_output_is_always_in_the_strict_format(source: str) -> None:
+    output = heuristic_output(source)
+    if output == "NOTHING":
+        return
+    lines = output.split("\n")
+    assert 1 <= len(lines) <= limits.EXTRACTOR_MAX_FACTS
+    assert len(output.encode()) <= limits.EXTRACTOR_OUTPUT_MAX_BYTES
+    for line in lines:
+        item = json.loads(line)
+        assert set(item) == {"category", "fact"}
+        assert item["category"] in ("user", "feedback", "project", "reference")
+        assert 1 <= len(item["fact"].strip()) <= limits.EXTRACTOR_FACT_MAX_CHARS
+
+
+async def test_provider_wrapper_returns_the_same_output() -> None:
+    provider = HeuristicProvider()
+    source = "user: I prefer concise status updates"
+    assert provider.name == "heuristic"
+    assert await provider.extract(source, deadline=trio.current_time() + 1) == heuristic_output(
+        source
+    )

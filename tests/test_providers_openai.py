@@ -1,0 +1,273 @@
+"""The openai provider against a real scripted chat-completions server on loopback."""
+
+from __future__ import annotations
+
+import email.utils
+import socket
+import time
+from collections.abc import Iterator
+
+import pytest
+import trio
+
+from orcad.config import ExtractionConfig, OpenAIConfig
+from orcad.providers import ProviderConfigError, build_provider, prompt
+from orcad.providers.base import ProviderError
+from orcad.providers.openai import OpenAIProvider
+from orcad.providers.openai_wire import request_body
+from tests.fake_openai import (
+    FakeOpenAI,
+    disconnect_mid_stream,
+    junk,
+    ok,
+    stall_before_headers,
+    status,
+    streamed,
+)
+
+KEY_VARIABLE = "ORCA_TEST_EXTRACTOR_KEY"
+KEY = "sk-test-5e1f0c9a7b3d4e2f8a6c1b0d9e7f3a2c"
+SOURCE = "user: remember that this repository deploys with `make release`\n\nassistant: Noted."
+ANSWER = '{"category": "project", "fact": "This repository deploys with `make release`."}'
+
+
+@pytest.fixture
+def server() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI() as running:
+        yield running
+
+
+def make_provider(
+    server: FakeOpenAI, *, stream: bool = True, idle: float = 1.0, key: str | None = KEY
+) -> OpenAIProvider:
+    settings = OpenAIConfig(
+        base_url=server.base_url,
+        model="test-model",
+        api_key_env=KEY_VARIABLE,
+        connect_timeout_s=2.0,
+        idle_timeout_s=idle,
+        stream=stream,
+    )
+    environ = {KEY_VARIABLE: key} if key is not None else {}
+    provider = build_provider(ExtractionConfig(provider="openai", openai=settings), environ)
+    assert isinstance(provider, OpenAIProvider)
+    return provider
+
+
+async def extract(provider: OpenAIProvider, within: float = 5.0) -> str:
+    return await provider.extract(SOURCE, deadline=trio.current_time() + within)
+
+
+async def failure(provider: OpenAIProvider, within: float = 5.0) -> ProviderError:
+    with pytest.raises(ProviderError) as caught:
+        await extract(provider, within)
+    return caught.value
+
+
+async def test_streamed_answer_is_reassembled_and_request_is_exact(server: FakeOpenAI) -> None:
+    server.script(streamed(ANSWER, chunk_chars=2))
+    assert await extract(make_provider(server)) == ANSWER
+    [request] = server.requests
+    assert request.path == "/v1/chat/completions"
+    expected = request_body(
+        "test-model", prompt.render_messages(SOURCE), stream=True, temperature=0.0
+    )
+    assert request.body == expected
+    assert request.json()["messages"][1]["content"].endswith(SOURCE)
+    assert request.headers["authorization"] == f"Bearer {KEY}"
+    assert request.headers["accept"] == "text/event-stream"
+
+
+async def test_server_that_does_not_stream_is_read_as_one_answer(server: FakeOpenAI) -> None:
+    server.script(ok(ANSWER))
+    assert await extract(make_provider(server)) == ANSWER
+
+
+async def test_stream_disabled_asks_for_one_json_answer(server: FakeOpenAI) -> None:
+    server.script(ok("NOTHING"))
+    assert await extract(make_provider(server, stream=False)) == "NOTHING"
+    assert server.requests[0].json()["stream"] is False
+
+
+async def test_silence_longer_than_idle_timeout_fails(server: FakeOpenAI) -> None:
+    server.script(streamed(ANSWER, stall_after_first_s=10.0))
+    error = await failure(make_provider(server, idle=0.3))
+    assert "silent for more than 0.3 s" in error.message
+    assert error.retry_after is None
+
+
+async def test_silence_before_any_byte_counts_as_idle_when_streaming(server: FakeOpenAI) -> None:
+    server.script(stall_before_headers(10.0))
+    error = await failure(make_provider(server, idle=0.3))
+    assert "silent" in error.message
+
+
+async def test_stall_shorter_than_idle_timeout_succeeds(server: FakeOpenAI) -> None:
+    server.script(streamed(ANSWER, stall_after_first_s=0.3))
+    assert await extract(make_provider(server, idle=2.0)) == ANSWER
+
+
+async def test_keepalives_do_not_extend_the_overall_deadline(server: FakeOpenAI) -> None:
+    server.script(streamed(ANSWER, stall_after_first_s=10.0, keepalive_every_s=0.1))
+    error = await failure(make_provider(server, idle=1.0), within=0.8)
+    assert error.message.startswith("timed out")
+
+
+async def test_answer_slower_than_deadline_fails_though_never_idle(server: FakeOpenAI) -> None:
+    server.script(streamed(ANSWER, chunk_chars=1, gap_s=0.05))  # ~75 pieces, ~3.7 s in all
+    error = await failure(make_provider(server, idle=1.0), within=0.8)
+    assert error.message.startswith("timed out")
+
+
+async def test_http_500_records_status_and_reason(server: FakeOpenAI) -> None:
+    server.script(status(500, "model crashed\nwhile loading"))
+    error = await failure(make_provider(server))
+    assert (
+        error.message
+        == f"HTTP 500 from {server.base_url}/chat/completions: model crashed while loading"
+    )
+    assert error.retry_after is None
+
+
+async def test_429_carries_retry_after_seconds(server: FakeOpenAI) -> None:
+    server.script(status(429, "slow down", retry_after="7"))
+    error = await failure(make_provider(server))
+    assert "HTTP 429" in error.message
+    assert error.retry_after == 7.0
+
+
+async def test_503_carries_retry_after_http_date(server: FakeOpenAI) -> None:
+    when = email.utils.formatdate(time.time() + 120, usegmt=True)
+    server.script(status(503, "overloaded", retry_after=when))
+    error = await failure(make_provider(server))
+    assert error.retry_after is not None
+    assert 100 < error.retry_after <= 121
+
+
+async def test_retry_after_on_other_statuses_is_ignored(server: FakeOpenAI) -> None:
+    server.script(status(500, "boom", retry_after="7"))
+    assert (await failure(make_provider(server))).retry_after is None
+
+
+async def test_error_reason_never_echoes_the_key(server: FakeOpenAI) -> None:
+    server.script(status(401, f"Incorrect API key provided: {KEY}"))
+    error = await failure(make_provider(server))
+    assert KEY not in error.message
+    assert "[key]" in error.message
+
+
+async def test_junk_body_fails(server: FakeOpenAI) -> None:
+    server.script(junk())
+    error = await failure(make_provider(server))
+    assert "not JSON" in error.message
+
+
+async def test_junk_event_stream_fails(server: FakeOpenAI) -> None:
+    server.script(junk(b"data: {{{ nonsense\n\n", content_type="text/event-stream"))
+    error = await failure(make_provider(server))
+    assert "not JSON" in error.message
+
+
+async def test_junk_model_text_is_returned_for_the_parser_to_reject(server: FakeOpenAI) -> None:
+    server.script(streamed("Sure! Here are some facts you might like."))
+    assert await extract(make_provider(server)) == "Sure! Here are some facts you might like."
+
+
+async def test_disconnect_mid_stream_fails(server: FakeOpenAI) -> None:
+    server.script(disconnect_mid_stream(ANSWER))
+    error = await failure(make_provider(server))
+    assert "broke off" in error.message
+
+
+async def test_stream_that_ends_without_finishing_fails(server: FakeOpenAI) -> None:
+    server.script(streamed(ANSWER, finish_reason=None, send_done=False))
+    error = await failure(make_provider(server))
+    assert "ended before the answer was complete" in error.message
+
+
+async def test_finish_reason_without_done_marker_is_complete(server: FakeOpenAI) -> None:
+    server.script(streamed(ANSWER, send_done=False))
+    assert await extract(make_provider(server)) == ANSWER
+
+
+async def test_answer_cut_off_at_token_limit_fails(server: FakeOpenAI) -> None:
+    server.script(streamed(ANSWER, finish_reason="length"))
+    error = await failure(make_provider(server))
+    assert "cut off" in error.message
+
+
+async def test_runaway_answer_is_stopped_at_the_output_limit(server: FakeOpenAI) -> None:
+    server.script(streamed("x" * 20_000, chunk_chars=1000))
+    error = await failure(make_provider(server))
+    assert "grew past 16384 bytes" in error.message
+
+
+async def test_unreachable_endpoint_says_so() -> None:
+    with socket.socket() as probe:  # a port that was free a moment ago and has no listener
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    settings = OpenAIConfig(base_url=f"http://127.0.0.1:{port}/v1", api_key_env=KEY_VARIABLE)
+    provider = build_provider(ExtractionConfig(provider="openai", openai=settings), {})
+    with pytest.raises(ProviderError, match=r"cannot connect to http://127\.0\.0\.1"):
+        await provider.extract(SOURCE, deadline=trio.current_time() + 5)
+
+
+async def test_cancellation_propagates_and_is_not_a_failure(server: FakeOpenAI) -> None:
+    server.script(streamed(ANSWER, stall_after_first_s=10.0))
+    provider = make_provider(server, idle=5.0)
+    with trio.move_on_after(0.3) as scope:
+        await extract(provider)
+    assert scope.cancelled_caught
+
+
+async def test_loopback_server_without_key_gets_no_authorization(server: FakeOpenAI) -> None:
+    server.script(ok("NOTHING"))
+    provider = make_provider(server, key=None)
+    assert await extract(provider) == "NOTHING"
+    assert "authorization" not in server.requests[0].headers
+    assert "unset" in repr(provider)
+
+
+def test_repr_never_shows_the_key() -> None:
+    settings = OpenAIConfig(base_url="http://127.0.0.1:1/v1", api_key_env=KEY_VARIABLE)
+    provider = build_provider(
+        ExtractionConfig(provider="openai", openai=settings), {KEY_VARIABLE: KEY}
+    )
+    assert KEY not in repr(provider)
+    assert KEY not in str(provider)
+
+
+@pytest.mark.parametrize("url", ["https://api.example.com/v1", "http://10.1.2.3:8000/v1"])
+def test_hosted_endpoint_without_key_is_a_config_error(url: str) -> None:
+    settings = OpenAIConfig(base_url=url, api_key_env=KEY_VARIABLE)
+    with pytest.raises(ProviderConfigError, match=KEY_VARIABLE):
+        build_provider(ExtractionConfig(provider="openai", openai=settings), {KEY_VARIABLE: " "})
+
+
+@pytest.mark.parametrize(
+    "url", ["http://localhost:11434/v1", "http://[::1]:8080/v1", "http://127.0.0.2/v1"]
+)
+def test_loopback_endpoints_need_no_key(url: str) -> None:
+    settings = OpenAIConfig(base_url=url, api_key_env=KEY_VARIABLE)
+    assert build_provider(ExtractionConfig(provider="openai", openai=settings), {}).name == "openai"
+
+
+def test_base_url_must_be_http() -> None:
+    settings = OpenAIConfig(base_url="ftp://127.0.0.1/v1")
+    with pytest.raises(ProviderConfigError, match="not an http"):
+        build_provider(ExtractionConfig(provider="openai", openai=settings), {})
+
+
+async def test_long_error_body_is_cut_to_a_short_reason(server: FakeOpenAI) -> None:
+    server.script(status(502, "bad gateway " * 2000))
+    error = await failure(make_provider(server))
+    assert error.message.startswith(
+        f"HTTP 502 from {server.base_url}/chat/completions: bad gateway"
+    )
+    assert len(error.message) < 300
+
+
+async def test_oversized_unstreamed_answer_fails(server: FakeOpenAI) -> None:
+    server.script(ok("y" * 100_000))
+    error = await failure(make_provider(server))
+    assert "larger than" in error.message

@@ -1,0 +1,153 @@
+"""The sans-I/O chat-completions pieces: SSE decoding, answer assembly, Retry-After, reasons."""
+
+from __future__ import annotations
+
+import email.utils
+import itertools
+import json
+import subprocess
+import sys
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from orcad.providers.openai_wire import (
+    EventStreamDecoder,
+    StreamedAnswer,
+    WireError,
+    completion_content,
+    error_reason,
+    parse_retry_after,
+)
+
+
+def event(content: str | None = None, finish_reason: str | None = None) -> bytes:
+    delta = {} if content is None else {"content": content}
+    chunk = {"choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}]}
+    return b"data: " + json.dumps(chunk).encode() + b"\n\n"
+
+
+def assemble(body: bytes, splits: list[int]) -> str:
+    decoder, answer = EventStreamDecoder(), StreamedAnswer()
+    cuts = sorted({0, len(body), *(s % (len(body) + 1) for s in splits)})
+    for start, end in itertools.pairwise(cuts):
+        for payload in decoder.feed(body[start:end]):
+            answer.feed_event(payload)
+    for payload in decoder.feed_end():
+        answer.feed_event(payload)
+    return answer.text()
+
+
+@given(
+    pieces=st.lists(st.text(min_size=1, max_size=20), min_size=1, max_size=20),
+    splits=st.lists(st.integers(min_value=0, max_value=10_000), max_size=30),
+    crlf=st.booleans(),
+)
+def test_any_split_of_any_stream_reassembles_the_content(
+    pieces: list[str], splits: list[int], crlf: bool
+) -> None:
+    body = b"".join(event(p) for p in pieces) + event(finish_reason="stop") + b"data: [DONE]\n\n"
+    if crlf:
+        body = body.replace(b"\n", b"\r\n")
+    assert assemble(body, splits) == "".join(pieces)
+
+
+def test_comments_and_other_fields_are_ignored() -> None:
+    body = b": keep-alive\n\nevent: message\nid: 7\n" + event("hi")[:-1] + b"retry: 10\n\n"
+    body += event(finish_reason="stop")
+    assert assemble(body, []) == "hi"
+
+
+def test_multi_line_data_is_joined_with_newlines() -> None:
+    decoder = EventStreamDecoder()
+    assert decoder.feed(b'data: {"a":\ndata: 1}\n\n') == ['{"a":\n1}']
+
+
+def test_usage_only_chunks_are_accepted() -> None:
+    answer = StreamedAnswer()
+    answer.feed_event('{"choices": [], "usage": {"total_tokens": 3}}')
+    answer.feed_event("[DONE]")
+    assert answer.text() == ""
+
+
+@pytest.mark.parametrize(
+    ("payload", "message"),
+    [
+        ("not json", "not JSON"),
+        ("[1, 2]", "not a JSON object"),
+        ('{"error": {"message": "out of memory"}}', "out of memory"),
+        ('{"id": 1}', "no choices"),
+        ('{"choices": ["x"]}', "malformed choice"),
+    ],
+)
+def test_events_outside_the_protocol_are_errors(payload: str, message: str) -> None:
+    with pytest.raises(WireError, match=message):
+        StreamedAnswer().feed_event(payload)
+
+
+def test_answer_past_the_byte_limit_is_an_error() -> None:
+    answer = StreamedAnswer(max_bytes=10)
+    answer.feed_event(json.dumps({"choices": [{"delta": {"content": "é" * 5}}]}))
+    with pytest.raises(WireError, match="grew past 10 bytes"):
+        answer.feed_event(json.dumps({"choices": [{"delta": {"content": "x"}}]}))
+
+
+def test_endless_line_is_an_error() -> None:
+    with pytest.raises(WireError, match="line longer than"):
+        EventStreamDecoder().feed(b"data: " + b"x" * 70_000)
+
+
+def test_invalid_utf8_is_an_error() -> None:
+    with pytest.raises(WireError, match="not UTF-8"):
+        EventStreamDecoder().feed(b"data: \xff\xfe\n")
+
+
+def test_incomplete_stream_is_an_error() -> None:
+    answer = StreamedAnswer()
+    answer.feed_event(json.dumps({"choices": [{"delta": {"content": "half"}}]}))
+    with pytest.raises(WireError, match="before the answer was complete"):
+        answer.text()
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [("7", 7.0), (" 1.5 ", 1.5), ("-3", 0.0), ("", None), (None, None), ("soon", None)],
+)
+def test_retry_after_seconds(value: str | None, expected: float | None) -> None:
+    assert parse_retry_after(value, now_epoch=1_000_000.0) == expected
+
+
+def test_retry_after_http_date() -> None:
+    now = 1_800_000_000.0
+    assert parse_retry_after(email.utils.formatdate(now + 90, usegmt=True), now_epoch=now) == 90.0
+    assert parse_retry_after(email.utils.formatdate(now - 90, usegmt=True), now_epoch=now) == 0.0
+
+
+def test_error_reason_forms() -> None:
+    assert error_reason(b'{"error": {"message": "no such model"}}') == "no such model"
+    assert error_reason(b'{"error": "overloaded"}') == "overloaded"
+    assert error_reason(b'{"detail": "Not Found"}') == "Not Found"
+    assert error_reason(b"<h1>502\n\tBad</h1>") == "<h1>502 Bad</h1>"
+    assert error_reason(b'{"error": {"message": "key sk-abc is bad"}}', secrets=("sk-abc",)) == (
+        "key [key] is bad"
+    )
+    assert len(error_reason(b"x" * 5000)) == 200
+
+
+def test_completion_content() -> None:
+    body = {"choices": [{"message": {"content": "NOTHING"}, "finish_reason": "stop"}]}
+    assert completion_content(json.dumps(body).encode()) == "NOTHING"
+    body["choices"][0]["finish_reason"] = "length"
+    with pytest.raises(WireError, match="cut off"):
+        completion_content(json.dumps(body).encode())
+    with pytest.raises(WireError, match="no message content"):
+        completion_content(b'{"choices": [{"message": {}}]}')
+
+
+@pytest.mark.parametrize("module", ["orcad.providers.openai_wire", "orcad.providers.heuristic"])
+def test_pure_modules_pull_in_no_trio_and_no_sqlite(module: str) -> None:
+    watched = ("trio", "sqlite3", "httpx")
+    code = f"import sys, {module}; print(sorted(m for m in sys.modules if m in {watched!r}))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
