@@ -1,0 +1,137 @@
+"""The command provider with real subprocesses: output, failures, timeouts, no orphans."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import trio
+
+from orcad import limits
+from orcad.config import CommandConfig, ExtractionConfig
+from orcad.providers import build_provider, prompt
+from orcad.providers.base import ProviderError
+from orcad.providers.command import CommandProvider
+
+SOURCE = "user: I prefer concise status updates"
+ANSWER = '{"category": "user", "fact": "The user prefers concise status updates."}'
+
+
+def python(code: str) -> list[str]:
+    return [sys.executable, "-c", code]
+
+
+def process_gone(pid: int) -> bool:
+    """True once `pid` has exited (a zombie awaiting its reaper counts as gone)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+    return state in ("Z", "X")
+
+
+def wait_gone(pids: list[int], timeout: float = 5.0) -> list[int]:
+    """The pids still alive after `timeout` (the kernel delivers SIGKILL asynchronously)."""
+    deadline = time.monotonic() + timeout
+    alive = pids
+    while alive and time.monotonic() < deadline:
+        alive = [pid for pid in alive if not process_gone(pid)]
+        if alive:
+            time.sleep(0.02)
+    return alive
+
+
+async def test_prompt_goes_to_stdin_and_stdout_is_the_answer(tmp_path: Path) -> None:
+    seen = tmp_path / "stdin.txt"
+    code = (
+        "import sys, pathlib; data = sys.stdin.read(); "
+        f"pathlib.Path({str(seen)!r}).write_text(data); print({ANSWER!r})"
+    )
+    provider = build_provider(
+        ExtractionConfig(provider="command", command=CommandConfig(argv=python(code))), {}
+    )
+    output = await provider.extract(SOURCE, deadline=trio.current_time() + 20)
+    assert output == ANSWER + "\n"
+    assert seen.read_text() == prompt.render_text(SOURCE)
+    assert provider.name == "command"
+
+
+async def test_non_zero_exit_records_the_end_of_stderr() -> None:
+    code = (
+        "import sys; sys.stdin.read(); "
+        "sys.stderr.write('noise line\\n' * 500 + 'model not found: tiny\\n'); sys.exit(3)"
+    )
+    with pytest.raises(ProviderError) as caught:
+        await CommandProvider(python(code)).extract(SOURCE, deadline=trio.current_time() + 20)
+    message = caught.value.message
+    assert "exited with status 3" in message
+    assert message.endswith("model not found: tiny")
+    assert len(message) < 700
+
+
+async def test_timeout_kills_the_whole_group(tmp_path: Path) -> None:
+    pids = tmp_path / "pids"
+    code = (
+        "import os, subprocess, sys, time; "
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); "
+        f"open({str(pids)!r}, 'w').write(f'{{os.getpid()}} {{child.pid}}'); "
+        "time.sleep(60)"
+    )
+    with pytest.raises(ProviderError, match="did not finish within"):
+        await CommandProvider(python(code)).extract(SOURCE, deadline=trio.current_time() + 2.0)
+    leader, grandchild = map(int, pids.read_text().split())
+    assert wait_gone([leader, grandchild]) == []
+
+
+async def test_helper_holding_stdout_after_the_leader_exits_is_killed_too(tmp_path: Path) -> None:
+    pids = tmp_path / "pids"
+    code = (
+        "import subprocess, sys; "
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); "
+        f"open({str(pids)!r}, 'w').write(str(child.pid)); print('NOTHING')"
+    )
+    with pytest.raises(ProviderError, match="did not finish within"):
+        await CommandProvider(python(code)).extract(SOURCE, deadline=trio.current_time() + 2.0)
+    assert wait_gone([int(pids.read_text())]) == []
+
+
+async def test_cancellation_kills_the_group_and_propagates(tmp_path: Path) -> None:
+    pids = tmp_path / "pids"
+    code = f"import os, time; open({str(pids)!r}, 'w').write(str(os.getpid())); time.sleep(60)"
+    with trio.move_on_after(1.5) as scope:
+        await CommandProvider(python(code)).extract(SOURCE, deadline=trio.current_time() + 30)
+    assert scope.cancelled_caught
+    assert wait_gone([int(pids.read_text())]) == []
+
+
+async def test_missing_executable_is_a_failed_attempt(tmp_path: Path) -> None:
+    missing = str(tmp_path / "no-such-llm")
+    with pytest.raises(ProviderError, match="cannot run"):
+        await CommandProvider([missing]).extract(SOURCE, deadline=trio.current_time() + 5)
+
+
+async def test_output_past_the_limit_is_refused_and_the_command_killed() -> None:
+    code = "import sys, time; sys.stdout.write('x' * 100000); sys.stdout.flush(); time.sleep(60)"
+    with pytest.raises(ProviderError, match=f"more than {limits.EXTRACTOR_OUTPUT_MAX_BYTES}"):
+        await CommandProvider(python(code)).extract(SOURCE, deadline=trio.current_time() + 20)
+
+
+async def test_output_that_is_not_utf8_fails() -> None:
+    code = "import sys; sys.stdin.read(); sys.stdout.buffer.write(b'\\xff\\xfe')"
+    with pytest.raises(ProviderError, match="not UTF-8"):
+        await CommandProvider(python(code)).extract(SOURCE, deadline=trio.current_time() + 20)
+
+
+async def test_command_that_ignores_its_input_still_answers() -> None:
+    code = "import os; os.close(0); print('NOTHING')"
+    big_source = "user: " + "word " * (limits.SOURCE_MAX_BYTES // 5)
+    output = await CommandProvider(python(code)).extract(
+        big_source, deadline=trio.current_time() + 20
+    )
+    assert output.strip() == "NOTHING"
+
+
+def test_model_is_the_command_line() -> None:
+    assert CommandProvider(["llm", "-m", "tiny"]).model == "llm -m tiny"
