@@ -1,11 +1,24 @@
-"""Project identity: which per-project memory directory a working directory belongs to.
+"""Project identity: which per-project memory directory a workspace belongs to.
 
-Placeholder until Git-origin identity lands: the identity is the canonical workspace root.
+Spec, Storage: clones and worktrees with the same normalized Git origin share project memory;
+a repository without an origin uses its canonical repository root; a non-Git directory its
+canonical path. The project id is the sha256 hex of the identity string.
+
+A normalized origin is `host/path` (`github.com/owner/repo`), or an absolute path for a local
+origin. Scheme, user info, port, query and fragment are dropped, the host is lower-cased, and
+trailing slashes and `.git` suffixes removed, so the scp-like, https and ssh spellings of one
+repository agree. Ports are dropped because the same repository is commonly served over ssh
+on a custom port and over https on the default one.
+
+The origin URL is read from the repository's config file directly (no git binary). `include`
+directives and `url.<base>.insteadOf` rewrites are not followed.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,7 +31,213 @@ class ProjectIdentity:
 
 
 def derive_project(root: Path) -> ProjectIdentity:
-    identity = str(root)
-    return ProjectIdentity(
-        id=hashlib.sha256(identity.encode()).hexdigest(), identity=identity, root=str(root)
-    )
+    """The identity of the workspace rooted at `root` (a Git top level or a plain directory)."""
+    canonical_root = Path(os.path.realpath(root))
+    identity = str(canonical_root)
+    common_dir = git_common_dir(canonical_root)
+    if common_dir is not None:
+        origin = _origin_identity(common_dir, canonical_root)
+        identity = origin if origin is not None else str(_repository_root(common_dir))
+    return ProjectIdentity(id=project_id(identity), identity=identity, root=str(canonical_root))
+
+
+def project_id(identity: str) -> str:
+    return hashlib.sha256(identity.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+# --- origin normalisation (pure) ------------------------------------------------------------
+
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*)://(.*)\Z", re.DOTALL)
+_REPEATED_SLASHES = re.compile(r"/{2,}")
+_HOST = re.compile(r"\[[0-9a-z:.%]+\]|[^\s/\\@\[\]:?#]+")
+
+
+def normalize_origin(url: str) -> str:
+    """The normalized identity of a Git remote URL; ValueError when it names no repository.
+
+    Idempotent: a normalized origin normalizes to itself.
+    """
+    text = url.strip()
+    text = text.split("#", 1)[0].split("?", 1)[0]
+    scheme_match = _SCHEME.match(text)
+    if scheme_match is not None:
+        scheme, rest = scheme_match.group(1).lower(), scheme_match.group(2)
+        authority, _, path = rest.partition("/")
+        host = _host_of(authority)
+        if scheme == "file" and host in ("", "localhost"):
+            return _local_path("/" + path)
+    elif text.startswith("/"):
+        return _local_path(text)
+    else:
+        host_part, path = _split_scp_like(text)
+        host = _host_of(host_part)
+    if not _HOST.fullmatch(host):
+        raise ValueError(f"origin {url!r} names no valid host")
+    path = _trimmed_path(path)
+    if not path:
+        raise ValueError(f"origin {url!r} names no repository path")
+    return f"{host}/{path}"
+
+
+def _split_scp_like(text: str) -> tuple[str, str]:
+    """`[user@]host:path` or an already normalized `host/path`."""
+    if text.startswith("[") or "@[" in text.split("/", 1)[0]:
+        close = text.find("]")
+        if close < 0:
+            raise ValueError(f"origin {text!r} has an unclosed IPv6 bracket")
+        end = close + 1
+        separator = text[end : end + 1]
+        if separator not in (":", "/"):
+            raise ValueError(f"origin {text!r} is not a repository URL")
+        return text[:end], text[end + 1 :]
+    colon, slash = text.find(":"), text.find("/")
+    if colon >= 0 and (slash < 0 or colon < slash):
+        return text[:colon], text[colon + 1 :]
+    if slash > 0:
+        return text[:slash], text[slash + 1 :]
+    raise ValueError(f"origin {text!r} is not a repository URL")
+
+
+def _host_of(authority: str) -> str:
+    """The lower-cased host of `[user[:password]@]host[:port]`."""
+    host = authority.rpartition("@")[2].strip()
+    if host.startswith("["):
+        close = host.find("]")
+        host = host[: close + 1] if close >= 0 else host
+    else:
+        host = host.split(":", 1)[0]
+    return host.lower()
+
+
+def _trimmed_path(path: str) -> str:
+    """Repeated slashes collapsed, surrounding slashes and `.git` suffixes removed."""
+    while True:
+        trimmed = _REPEATED_SLASHES.sub("/", path.strip()).strip("/")
+        trimmed = trimmed.removesuffix(".git")
+        if trimmed == path:
+            return trimmed
+        path = trimmed
+
+
+def _local_path(path: str) -> str:
+    trimmed = _trimmed_path(path)
+    if not trimmed:
+        raise ValueError("a local origin must name a directory below /")
+    return "/" + trimmed
+
+
+# --- reading the repository (I/O) -----------------------------------------------------------
+
+
+def git_common_dir(work_tree: Path) -> Path | None:
+    """The directory holding the repository's shared config, for a main worktree, a linked
+    worktree (`.git` file pointing at `<main>/.git/worktrees/<name>`) or a submodule."""
+    dot_git = work_tree / ".git"
+    if dot_git.is_dir():
+        git_dir = dot_git
+    elif dot_git.is_file():
+        try:
+            first_line = dot_git.read_text(encoding="utf-8").splitlines()[0]
+        except (OSError, UnicodeDecodeError, IndexError):
+            return None
+        if not first_line.startswith("gitdir:"):
+            return None
+        git_dir = work_tree / first_line.removeprefix("gitdir:").strip()
+    else:
+        return None
+    try:
+        common = (git_dir / "commondir").read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        common = ""
+    resolved = git_dir / common if common else git_dir
+    return Path(os.path.realpath(resolved))
+
+
+def _repository_root(common_dir: Path) -> Path:
+    """The main worktree of a repository whose common dir is `<root>/.git`; else the dir itself."""
+    return common_dir.parent if common_dir.name == ".git" else common_dir
+
+
+def _origin_identity(common_dir: Path, work_tree: Path) -> str | None:
+    try:
+        config_text = (common_dir / "config").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    url = origin_url_from_config(config_text)
+    if url is None:
+        return None
+    if url.startswith("."):  # a relative local remote is relative to the work tree
+        url = os.path.normpath(work_tree / url)
+    try:
+        return normalize_origin(url)
+    except ValueError:
+        return None
+
+
+# --- git config parsing (pure) --------------------------------------------------------------
+
+_SECTION = re.compile(r'\s*\[\s*([A-Za-z0-9.\-]+)(?:\s+"((?:[^"\\]|\\.)*)")?\s*\](.*)\Z', re.DOTALL)
+_VARIABLE = re.compile(r"\s*([A-Za-z][A-Za-z0-9\-]*)\s*(?:=(.*))?\Z", re.DOTALL)
+_ESCAPES = {"n": "\n", "t": "\t", "b": "\b", '"': '"', "\\": "\\"}
+
+
+def origin_url_from_config(text: str) -> str | None:
+    """The first `url` of `[remote "origin"]` in a git config file, or None."""
+    in_origin = False
+    lines = iter(text.splitlines())
+    for raw_line in lines:
+        line = raw_line
+        section = _SECTION.match(line)
+        if section is not None:
+            name, subsection, line = section.group(1), section.group(2), section.group(3)
+            in_origin = _is_origin_section(name, subsection)
+        if not in_origin:
+            continue
+        variable = _VARIABLE.match(line)
+        if variable is None or variable.group(1).lower() != "url":
+            continue
+        value = variable.group(2) or ""
+        while _ends_with_continuation(value):
+            value = value[:-1] + next(lines, "")
+        url = _config_value(value)
+        if url:
+            return url
+    return None
+
+
+def _is_origin_section(name: str, subsection: str | None) -> bool:
+    if subsection is not None:
+        return name.lower() == "remote" and re.sub(r"\\(.)", r"\1", subsection) == "origin"
+    return name.lower() == "remote.origin"  # the deprecated [remote.origin] spelling
+
+
+def _ends_with_continuation(value: str) -> bool:
+    trailing = len(value) - len(value.rstrip("\\"))
+    return trailing % 2 == 1
+
+
+def _config_value(raw: str) -> str:
+    """A git config value: quotes removed, escapes decoded, comments and edge spaces dropped."""
+    result: list[str] = []
+    quoted = False
+    pending_space = ""
+    index = 0
+    while index < len(raw):
+        char = raw[index]
+        if char == "\\" and index + 1 < len(raw):
+            result.append(pending_space + _ESCAPES.get(raw[index + 1], raw[index + 1]))
+            pending_space = ""
+            index += 2
+            continue
+        if char == '"':
+            quoted = not quoted
+        elif not quoted and char in "#;":
+            break
+        elif not quoted and char.isspace():
+            if result:
+                pending_space += char
+        else:
+            result.append(pending_space + char)
+            pending_space = ""
+        index += 1
+    return "".join(result)

@@ -1,0 +1,373 @@
+"""The automatic-memory ledger: `candidates.jsonl`, the one source of truth for candidates.
+
+File format (UTF-8, one JSON object per line, every line ending in a newline):
+
+    {"format":"orcad.candidates/1","revision":7,"candidates":2,"fingerprint":"<64 hex>",
+     "merged_jobs":[{"job_id":"job_…","added":2,"duplicates":1,"rejected":0}, …]}
+    {"id":"cand_…","category":"project","fact":"…","key":"…","session_id":"…","turn_id":"…",
+     "job_id":"job_…","recorded_at":"2026-…Z","provider":"…","model":"…","prompt_version":"…"}
+    …
+
+(each object above is wrapped for reading; in the file it is one line)
+
+The header says how many candidate lines follow and the fingerprint of those lines, so a
+truncated, torn or garbled file is told apart from a good one. `fingerprint` is the sha256 hex
+of the candidate lines exactly as written here (everything after the header line), so
+`tail -n +2 candidates.jsonl | sha256sum` reproduces it; it depends only on the candidates,
+never on the revision. `merged_jobs` lists the newest jobs already merged with their counts,
+which makes publishing a job twice (after a crash) a no-op. Candidates are stored oldest first.
+
+Pure part: `merge_job_candidates`, `forget`, `encode_ledger`, `decode_ledger`,
+`normalize_fact`. I/O part: `read_ledger`, `write_ledger`, `replace_file_atomically`.
+Writers must hold the project's cross-process lock around read, merge/forget and write.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import re
+import secrets
+import unicodedata
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+import msgspec
+
+from orcad import limits
+from orcad.clock import format_time
+from orcad.errors import Conflict, StorageError
+from orcad.failpoints import failpoint
+from orcad.secrets import contains_secret
+from protocol.types import Category, ExtractedFact
+
+LEDGER_FILE = "candidates.jsonl"
+LEDGER_FORMAT = "orcad.candidates/1"
+CANDIDATE_ID_PREFIX = "cand_"
+_TRAILING_PUNCTUATION = ".!?;:,\u2026\u3002\uff01\uff1f"  # also ellipsis and CJK full stops
+_WHITESPACE_RUN = re.compile(r"\s+")
+_CANDIDATE_ID = re.compile(r"cand_[0-9a-f]{32}\Z")
+
+
+class LedgerCorrupt(StorageError):
+    """candidates.jsonl exists but is not a complete ledger; nothing was read from it."""
+
+    def __init__(self, path: Path, reason: str) -> None:
+        super().__init__(
+            f"automatic-memory ledger {path} is damaged ({reason}); move it aside to reset "
+            "automatic memory for this project, job files keep the evidence",
+            path=str(path),
+            reason=reason,
+        )
+        self.reason = reason
+
+
+class CandidateRecord(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """One candidate line; field order is the on-disk order."""
+
+    id: str
+    category: Category
+    fact: str
+    key: str  # normalize_fact(fact), the exact-duplicate key
+    session_id: str
+    turn_id: str
+    job_id: str
+    recorded_at: str
+    provider: str
+    model: str
+    prompt_version: str
+
+
+class MergedJob(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    job_id: str
+    added: int
+    duplicates: int
+    rejected: int
+
+
+class LedgerHeader(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    format: str
+    revision: int
+    candidates: int
+    fingerprint: str
+    merged_jobs: list[MergedJob]
+
+
+@dataclass(frozen=True)
+class Ledger:
+    """A ledger in memory. `revision` grows by one on every change; 0 means never written."""
+
+    revision: int = 0
+    candidates: tuple[CandidateRecord, ...] = ()
+    merged_jobs: tuple[MergedJob, ...] = field(default=())
+
+    @cached_property
+    def fingerprint(self) -> str:
+        """sha256 hex of the candidate lines as written; what the FTS5 index is keyed by."""
+        return hashlib.sha256(_encode_candidates(self.candidates)).hexdigest()
+
+    def find(self, candidate_id: str) -> CandidateRecord | None:
+        for candidate in self.candidates:
+            if candidate.id == candidate_id:
+                return candidate
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class Provenance:
+    """Where the facts of one job came from; copied onto every candidate it adds."""
+
+    session_id: str
+    turn_id: str
+    provider: str
+    model: str
+    prompt_version: str
+
+
+@dataclass(frozen=True, slots=True)
+class MergeResult:
+    added: int
+    duplicates: int
+    rejected: int
+    replayed: bool = False  # the job was merged before; counts are those of the first merge
+
+
+@dataclass(frozen=True, slots=True)
+class ForgetResult:
+    revision: int
+    removed: bool
+
+
+# --- pure rules -----------------------------------------------------------------------------
+
+
+def normalize_fact(text: str) -> str:
+    """The exact-duplicate key: NFKC, case-folded, whitespace collapsed, no trailing punctuation."""
+    key = text
+    while True:
+        folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", key).casefold())
+        collapsed = _WHITESPACE_RUN.sub(" ", folded).strip()
+        trimmed = collapsed.rstrip(_TRAILING_PUNCTUATION).strip()
+        if trimmed == key:
+            return key
+        key = trimmed
+
+
+def new_candidate_id() -> str:
+    return CANDIDATE_ID_PREFIX + secrets.token_hex(16)
+
+
+def merge_job_candidates(
+    ledger: Ledger,
+    job_id: str,
+    facts: Iterable[ExtractedFact],
+    provenance: Provenance,
+    now: float,
+    *,
+    new_id: Callable[[], str] = new_candidate_id,
+) -> tuple[Ledger, MergeResult]:
+    """The ledger after merging one job's parsed facts, and what happened to them.
+
+    Facts matching the secret detector are dropped (`rejected`); facts whose normalized text
+    is already in the ledger, or earlier in the same job, are dropped (`duplicates`); near
+    duplicates are kept with their own provenance. Only the newest 128 candidates are kept.
+    A job already merged adds nothing and returns the counts of its first merge with
+    `replayed=True` and the ledger unchanged (publish after a crash is idempotent).
+    """
+    for merged in ledger.merged_jobs:
+        if merged.job_id == job_id:
+            result = MergeResult(merged.added, merged.duplicates, merged.rejected, replayed=True)
+            return ledger, result
+    known = {candidate.key for candidate in ledger.candidates}
+    recorded_at = format_time(now)
+    added: list[CandidateRecord] = []
+    duplicates = rejected = 0
+    for fact in facts:
+        if contains_secret(fact.fact):
+            rejected += 1
+            continue
+        key = normalize_fact(fact.fact)
+        if key in known:
+            duplicates += 1
+            continue
+        known.add(key)
+        added.append(
+            CandidateRecord(
+                id=new_id(),
+                category=fact.category,
+                fact=fact.fact,
+                key=key,
+                session_id=provenance.session_id,
+                turn_id=provenance.turn_id,
+                job_id=job_id,
+                recorded_at=recorded_at,
+                provider=provenance.provider,
+                model=provenance.model,
+                prompt_version=provenance.prompt_version,
+            )
+        )
+    merged_job = MergedJob(
+        job_id=job_id, added=len(added), duplicates=duplicates, rejected=rejected
+    )
+    candidates = (*ledger.candidates, *added)[-limits.LEDGER_MAX_CANDIDATES :]
+    merged_jobs = (*ledger.merged_jobs, merged_job)[-limits.COMMITTED_JOBS_KEPT :]
+    new_ledger = Ledger(ledger.revision + 1, candidates, merged_jobs)
+    return new_ledger, MergeResult(len(added), duplicates, rejected)
+
+
+def forget(
+    ledger: Ledger, candidate_id: str, expected_revision: int
+) -> tuple[Ledger, ForgetResult]:
+    """The ledger without one candidate (spec: Inspect or Delete; PROTOCOL ledger.forget).
+
+    Idempotent: a candidate already gone gives `removed=False` and the ledger unchanged,
+    whatever the revision. A stale `expected_revision` while the candidate exists raises
+    Conflict. Write the ledger back only when `removed` is true.
+    """
+    if ledger.find(candidate_id) is None:
+        return ledger, ForgetResult(revision=ledger.revision, removed=False)
+    if expected_revision != ledger.revision:
+        raise Conflict(
+            f"the ledger is at revision {ledger.revision}, not {expected_revision}; "
+            "inspect the project again and retry",
+            revision=ledger.revision,
+        )
+    remaining = tuple(c for c in ledger.candidates if c.id != candidate_id)
+    new_ledger = Ledger(ledger.revision + 1, remaining, ledger.merged_jobs)
+    return new_ledger, ForgetResult(revision=new_ledger.revision, removed=True)
+
+
+# --- encoding -------------------------------------------------------------------------------
+
+_candidate_decoder = msgspec.json.Decoder(CandidateRecord)
+_header_decoder = msgspec.json.Decoder(LedgerHeader)
+
+
+def _encode_candidates(candidates: Iterable[CandidateRecord]) -> bytes:
+    return b"".join(msgspec.json.encode(candidate) + b"\n" for candidate in candidates)
+
+
+def encode_ledger(ledger: Ledger) -> bytes:
+    """The exact bytes of candidates.jsonl for this ledger."""
+    header = LedgerHeader(
+        format=LEDGER_FORMAT,
+        revision=ledger.revision,
+        candidates=len(ledger.candidates),
+        fingerprint=ledger.fingerprint,
+        merged_jobs=list(ledger.merged_jobs),
+    )
+    return msgspec.json.encode(header) + b"\n" + _encode_candidates(ledger.candidates)
+
+
+def decode_ledger(data: bytes) -> Ledger:
+    """Parse candidates.jsonl bytes; ValueError with a short reason unless a whole ledger."""
+    if not data:
+        raise ValueError("file is empty")
+    if not data.endswith(b"\n"):
+        raise ValueError("last line is cut short")
+    lines = data[:-1].split(b"\n")
+    try:
+        header = _header_decoder.decode(lines[0])
+    except msgspec.DecodeError as exc:
+        raise ValueError(f"header line is not a ledger header: {exc}") from exc
+    if header.format != LEDGER_FORMAT:
+        raise ValueError(f"unknown format {header.format[:40]!r}")
+    body = lines[1:]
+    if len(body) != header.candidates:
+        raise ValueError(f"header announces {header.candidates} candidates, found {len(body)}")
+    candidates: list[CandidateRecord] = []
+    for number, line in enumerate(body, start=2):
+        try:
+            candidate = _candidate_decoder.decode(line)
+        except msgspec.DecodeError as exc:
+            raise ValueError(f"line {number} is not a candidate: {exc}") from exc
+        if not _CANDIDATE_ID.match(candidate.id):
+            raise ValueError(f"line {number} has a malformed candidate id")
+        candidates.append(candidate)
+    ledger = Ledger(header.revision, tuple(candidates), tuple(header.merged_jobs))
+    if ledger.fingerprint != header.fingerprint:
+        raise ValueError("candidate lines do not match the header fingerprint")
+    return ledger
+
+
+# --- files ----------------------------------------------------------------------------------
+
+
+def ledger_path(project_dir: Path) -> Path:
+    return project_dir / LEDGER_FILE
+
+
+def read_ledger(project_dir: Path) -> Ledger:
+    """The project's ledger; an empty one (revision 0) when the file does not exist.
+
+    Raises LedgerCorrupt when the file exists but is not a complete ledger, and StorageError
+    when it cannot be read. Readers need no lock: the file is only ever replaced whole.
+    """
+    path = ledger_path(project_dir)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return Ledger()
+    except OSError as exc:
+        raise StorageError(f"cannot read {path}: {exc.strerror}", path=str(path)) from exc
+    try:
+        return decode_ledger(data)
+    except ValueError as exc:
+        raise LedgerCorrupt(path, str(exc)) from exc
+
+
+def write_ledger(project_dir: Path, ledger: Ledger) -> None:
+    """Replace candidates.jsonl atomically with `ledger` (failpoints `ledger.after_temp_write`,
+    `ledger.after_rename`). The caller holds the project lock and then publishes projections.
+
+    Raises StorageError if the file could not be replaced; the old ledger is then intact.
+    """
+    replace_file_atomically(ledger_path(project_dir), encode_ledger(ledger), failpoints="ledger")
+
+
+def replace_file_atomically(path: Path, data: bytes, *, failpoints: str | None = None) -> None:
+    """Write a temp file beside `path`, fsync it, rename it over `path`, fsync the directory.
+
+    Readers see the old bytes or the new bytes, never a mixture. With `failpoints="x"`, the
+    points `x.after_temp_write` and `x.after_rename` are honoured. OSError becomes StorageError.
+    """
+    directory = path.parent
+    temp = directory / f".{path.name}.{secrets.token_hex(8)}.tmp"
+    try:
+        _remove_stale_temp_files(path)
+        descriptor = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(descriptor, view) :]
+            os.fsync(descriptor)
+        finally:
+            os.close(descriptor)
+        if failpoints:
+            failpoint(f"{failpoints}.after_temp_write")
+        os.replace(temp, path)
+        if failpoints:
+            failpoint(f"{failpoints}.after_rename")
+        _fsync_directory(directory)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            temp.unlink()
+        raise StorageError(f"cannot write {path}: {exc.strerror or exc}", path=str(path)) from exc
+
+
+def _remove_stale_temp_files(path: Path) -> None:
+    """Temps left by a crash between write and rename are garbage; the caller holds the lock."""
+    for stale in path.parent.glob(f".{path.name}.*.tmp"):
+        with contextlib.suppress(OSError):
+            stale.unlink()
+
+
+def _fsync_directory(directory: Path) -> None:
+    descriptor = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)

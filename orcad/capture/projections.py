@@ -1,0 +1,386 @@
+"""Projections derived from the ledger: `auto-memory.md` and the FTS5 cache `index.sqlite3`.
+
+Both are rebuilt whole from a ledger and replaced atomically; a failed projection never fails
+the ledger commit that preceded it, and the next publish (or a recall that finds the index
+missing, stale or corrupt) repairs it.
+
+The index is never modified in place: every publish builds a fresh database in a temp file
+beside it and renames it over `index.sqlite3`. Its `meta` table holds the fingerprint of the
+ledger it was built from, so "current" means "meta fingerprint == ledger fingerprint".
+
+Searches reuse one read-only connection per project directory. A cached connection is valid
+while `index.sqlite3` is the same file (device, inode, size, mtime) it was opened on; a
+replaced or deleted file is noticed by one stat per search, and the connection is reopened.
+The fingerprint read at open time is compared with the caller's ledger fingerprint, so a
+search never silently answers from a stale index.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import sqlite3
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import quote
+
+import structlog
+
+from orcad import limits
+from orcad.capture.ledger import CandidateRecord, Ledger, replace_file_atomically
+from orcad.errors import StorageError
+from orcad.query import FTS5_TOKENIZE, match_expression
+from protocol.types import IndexState
+
+MARKDOWN_FILE = "auto-memory.md"
+INDEX_FILE = "index.sqlite3"
+INDEX_FORMAT = "1"
+INDEX_TOKENIZER = FTS5_TOKENIZE  # "porter unicode61 remove_diacritics 2", as deliberate search
+_INDEX_SIDE_FILES = ("-wal", "-shm", "-journal")
+_STALE_TEMP_AGE_S = 600.0  # an index temp file this old was left by a crash, not a live build
+_OPEN_INDEXES_MAX = 64  # cached read connections kept, least recently used dropped first
+
+log = structlog.get_logger("orcad.capture.projections")
+
+
+class IndexUnavailable(Exception):
+    """The index cannot answer for this ledger; `state` says why (missing, stale, corrupt)."""
+
+    def __init__(self, state: IndexState, detail: str = "") -> None:
+        super().__init__(f"index is {state}" + (f": {detail}" if detail else ""))
+        self.state: IndexState = state
+
+
+# --- publication ----------------------------------------------------------------------------
+
+
+def publish_projections(project_dir: Path, ledger: Ledger) -> list[str]:
+    """Rewrite auto-memory.md and index.sqlite3 from `ledger`; the problems, never an exception.
+
+    Call after every successful `write_ledger`, still holding the project lock.
+    """
+    problems: list[str] = []
+    steps: tuple[tuple[str, Callable[[Path, Ledger], None]], ...] = (
+        (MARKDOWN_FILE, write_markdown),
+        (INDEX_FILE, write_index),
+    )
+    for name, publish in steps:
+        try:
+            publish(project_dir, ledger)
+        except Exception as exc:  # a projection must never fail the commit before it
+            problems.append(f"{name}: {exc}")
+            log.warning(
+                "projection.failed", file=name, project_dir=str(project_dir), error=str(exc)
+            )
+    if not problems:
+        log.info("projection.published", project_dir=str(project_dir), revision=ledger.revision)
+    return problems
+
+
+# --- auto-memory.md -------------------------------------------------------------------------
+
+
+def render_markdown(ledger: Ledger) -> str:
+    """The human-readable view: the newest 64 candidates, newest first, with provenance."""
+    shown = list(reversed(ledger.candidates[-limits.MARKDOWN_MAX_CANDIDATES :]))
+    lines = [
+        "# Automatic memory",
+        "",
+        f"<!-- derived from candidates.jsonl revision {ledger.revision}, "
+        f"fingerprint {ledger.fingerprint}; rewritten on every change, edits here are lost -->",
+        "",
+        f"Newest {len(shown)} of {len(ledger.candidates)} candidates, newest first. "
+        "They are claims recorded from past sessions, to be verified before use.",
+        "",
+    ]
+    for candidate in shown:
+        lines.append(f"- **{candidate.category}**: {_markdown_text(candidate.fact)}")
+        lines.append(f"  {_provenance_comment(candidate)}")
+    return "\n".join(lines) + "\n"
+
+
+def write_markdown(project_dir: Path, ledger: Ledger) -> None:
+    replace_file_atomically(project_dir / MARKDOWN_FILE, render_markdown(ledger).encode())
+
+
+def _markdown_text(fact: str) -> str:
+    # one line per fact, and a fact cannot open a comment that would hide the entries after it
+    return " ".join(fact.split()).replace("<!--", "&lt;!--")
+
+
+def _comment_value(value: str) -> str:
+    return "_".join(value.split()).replace("--", "-\u2010") or "-"
+
+
+def _provenance_comment(candidate: CandidateRecord) -> str:
+    fields = {
+        "session": candidate.session_id,
+        "turn": candidate.turn_id,
+        "job": candidate.job_id,
+        "recorded": candidate.recorded_at,
+        "provider": candidate.provider,
+        "model": candidate.model,
+        "prompt": candidate.prompt_version,
+    }
+    rendered = " ".join(f"{key}={_comment_value(value)}" for key, value in fields.items())
+    return f"<!-- {candidate.id} {rendered} -->"
+
+
+# --- index.sqlite3 --------------------------------------------------------------------------
+
+
+def index_path(project_dir: Path) -> Path:
+    return project_dir / INDEX_FILE
+
+
+def write_index(project_dir: Path, ledger: Ledger) -> None:
+    """Build a fresh index for `ledger` beside the old one and rename it into place."""
+    target = index_path(project_dir)
+    _remove_stale_index_temps(target)
+    temp = target.with_name(f".{INDEX_FILE}.{secrets.token_hex(8)}.tmp")
+    try:
+        _build_index_file(temp, ledger)
+        for suffix in _INDEX_SIDE_FILES:  # a leftover journal must never be applied to the new file
+            with contextlib.suppress(FileNotFoundError):
+                target.with_name(target.name + suffix).unlink()
+        os.replace(temp, target)
+        _fsync_directory(project_dir)
+    except (OSError, sqlite3.Error) as exc:
+        for leftover in (temp, temp.with_name(temp.name + "-journal")):
+            with contextlib.suppress(OSError):
+                leftover.unlink()
+        raise StorageError(f"cannot write {target}: {exc}", path=str(target)) from exc
+
+
+def rebuild_index(project_dir: Path, ledger: Ledger) -> None:
+    """Remove the index (and its -wal/-shm/-journal) and build it again from `ledger`.
+
+    Safe without the project lock: if a concurrent publish wins the rename, the index is
+    merely stale and the next check rebuilds it. Raises StorageError when it cannot.
+    """
+    target = index_path(project_dir)
+    forget_index_connection(project_dir)
+    for suffix in ("", *_INDEX_SIDE_FILES):
+        path = target.with_name(target.name + suffix)
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            raise StorageError(f"cannot remove {path}: {exc.strerror}", path=str(path)) from exc
+    write_index(project_dir, ledger)
+    log.info("index.rebuilt", project_dir=str(project_dir), revision=ledger.revision)
+
+
+def index_state(project_dir: Path, ledger: Ledger) -> IndexState:
+    """Whether index.sqlite3 answers for `ledger`: current, stale, missing or corrupt."""
+    path = index_path(project_dir)
+    if not os.path.lexists(path):
+        return "missing"
+    try:
+        connection = _open_read_only(path)
+    except (sqlite3.Error, OSError):
+        return "corrupt"
+    try:
+        fingerprint = _checked_fingerprint(connection)
+    except (sqlite3.Error, ValueError):
+        return "corrupt"
+    finally:
+        connection.close()
+    return "current" if fingerprint == ledger.fingerprint else "stale"
+
+
+def ensure_index(project_dir: Path, ledger: Ledger) -> IndexState:
+    """Rebuild the index unless it is current; the state found before. StorageError on failure."""
+    state = index_state(project_dir, ledger)
+    if state != "current":
+        rebuild_index(project_dir, ledger)
+    return state
+
+
+def search_index(
+    project_dir: Path, terms: list[str], limit: int, *, fingerprint: str | None = None
+) -> list[tuple[str, float]]:
+    """Candidate ids matching `terms` with their bm25 rank (lower is better), best first;
+    equal ranks newest first. With `fingerprint` (the ledger's), a stale index raises
+    IndexUnavailable("stale") instead of answering. IndexUnavailable when missing or corrupt.
+
+    No term planning (`orcad.query.plan_terms`): the ledger holds at most 128 candidates, so
+    every doclist is tiny and bm25 over all terms costs less than counting them first.
+    """
+    if limit <= 0 or not terms:
+        return []
+    expression = match_expression(terms)
+    if not expression:
+        return []
+    with _open_indexes_lock:
+        opened = _cached_index(project_dir)
+        if fingerprint is not None and opened.fingerprint != fingerprint:
+            raise IndexUnavailable("stale")
+        try:
+            rows = opened.connection.execute(
+                "SELECT candidate_id, bm25(candidates) AS rank FROM candidates "
+                "WHERE candidates MATCH ? ORDER BY rank, recorded_at DESC LIMIT ?",
+                (expression, limit),
+            ).fetchall()
+        except sqlite3.Error as exc:
+            _drop_cached(project_dir)
+            raise IndexUnavailable("corrupt", str(exc)) from exc
+    return [(str(candidate_id), float(rank)) for candidate_id, rank in rows]
+
+
+def forget_index_connection(project_dir: Path) -> None:
+    """Close the cached search connection of one project, if any."""
+    with _open_indexes_lock:
+        _drop_cached(project_dir)
+
+
+def close_index_connections() -> None:
+    """Close every cached search connection (daemon shutdown, tests)."""
+    with _open_indexes_lock:
+        while _open_indexes:
+            _, opened = _open_indexes.popitem()
+            opened.connection.close()
+
+
+_SCHEMA = (
+    "CREATE VIRTUAL TABLE candidates USING fts5(fact, candidate_id UNINDEXED, "
+    "category UNINDEXED, recorded_at UNINDEXED, session_id UNINDEXED, turn_id UNINDEXED, "
+    f"tokenize = '{INDEX_TOKENIZER}')",
+    "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+)
+
+
+def _build_index_file(path: Path, ledger: Ledger) -> None:
+    connection = sqlite3.connect(str(path), isolation_level=None)
+    try:
+        connection.execute("PRAGMA journal_mode = OFF")  # a private temp file: fsync at the end
+        connection.execute("PRAGMA synchronous = OFF")
+        connection.execute("BEGIN")
+        for statement in _SCHEMA:
+            connection.execute(statement)
+        connection.executemany(
+            "INSERT INTO candidates (fact, candidate_id, category, recorded_at, session_id, "
+            "turn_id) VALUES (?, ?, ?, ?, ?, ?)",
+            [
+                (c.fact, c.id, c.category, c.recorded_at, c.session_id, c.turn_id)
+                for c in ledger.candidates
+            ],
+        )
+        connection.executemany(
+            "INSERT INTO meta (key, value) VALUES (?, ?)",
+            [
+                ("format", INDEX_FORMAT),
+                ("fingerprint", ledger.fingerprint),
+                ("revision", str(ledger.revision)),
+                ("candidates", str(len(ledger.candidates))),
+            ],
+        )
+        connection.execute("COMMIT")
+    finally:
+        connection.close()
+    descriptor = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
+def _open_read_only(path: Path) -> sqlite3.Connection:
+    if not path.is_file():
+        raise sqlite3.OperationalError(f"{path} is not a regular file")
+    uri = f"file:{quote(str(path))}?mode=ro"
+    connection = sqlite3.connect(uri, uri=True, check_same_thread=False, isolation_level=None)
+    connection.execute("PRAGMA busy_timeout = 2000")
+    return connection
+
+
+def _checked_fingerprint(connection: sqlite3.Connection) -> str:
+    """The ledger fingerprint recorded in an index that passes SQLite's quick check."""
+    (verdict,) = connection.execute("PRAGMA quick_check").fetchone()
+    if verdict != "ok":
+        raise ValueError(f"quick_check: {verdict}")
+    meta = dict(connection.execute("SELECT key, value FROM meta").fetchall())
+    if meta.get("format") != INDEX_FORMAT or "fingerprint" not in meta:
+        raise ValueError("meta table lacks the format or fingerprint row")
+    (count,) = connection.execute("SELECT count(*) FROM candidates").fetchone()
+    if str(count) != meta.get("candidates"):
+        raise ValueError("row count differs from the meta row")
+    return str(meta["fingerprint"])
+
+
+@dataclass
+class _OpenIndex:
+    connection: sqlite3.Connection
+    identity: tuple[int, int, int, int]  # st_dev, st_ino, st_size, st_mtime_ns
+    fingerprint: str
+
+
+_open_indexes: OrderedDict[Path, _OpenIndex] = OrderedDict()
+_open_indexes_lock = threading.Lock()
+
+
+def _file_identity(path: Path) -> tuple[int, int, int, int]:
+    status = path.stat()
+    return (status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns)
+
+
+def _cached_index(project_dir: Path) -> _OpenIndex:
+    """The open index of a project, reopened if the file changed; hold the lock to call."""
+    path = index_path(project_dir)
+    try:
+        identity = _file_identity(path)
+    except FileNotFoundError as exc:
+        _drop_cached(project_dir)
+        raise IndexUnavailable("missing") from exc
+    except OSError as exc:
+        _drop_cached(project_dir)
+        raise IndexUnavailable("corrupt", str(exc)) from exc
+    opened = _open_indexes.get(project_dir)
+    if opened is not None and opened.identity == identity:
+        _open_indexes.move_to_end(project_dir)
+        return opened
+    _drop_cached(project_dir)
+    try:
+        connection = _open_read_only(path)
+    except (sqlite3.Error, OSError) as exc:
+        raise IndexUnavailable("corrupt", str(exc)) from exc
+    try:
+        fingerprint = _checked_fingerprint(connection)
+    except (sqlite3.Error, ValueError) as exc:
+        connection.close()
+        raise IndexUnavailable("corrupt", str(exc)) from exc
+    opened = _OpenIndex(connection, identity, fingerprint)
+    _open_indexes[project_dir] = opened
+    while len(_open_indexes) > _OPEN_INDEXES_MAX:
+        _, oldest = _open_indexes.popitem(last=False)
+        oldest.connection.close()
+    return opened
+
+
+def _drop_cached(project_dir: Path) -> None:
+    opened = _open_indexes.pop(project_dir, None)
+    if opened is not None:
+        opened.connection.close()
+
+
+def _remove_stale_index_temps(target: Path) -> None:
+    # temps of a build running right now (a concurrent rebuild) are young; only old ones go
+    cutoff = time.time() - _STALE_TEMP_AGE_S
+    for temp in target.parent.glob(f".{INDEX_FILE}.*.tmp*"):
+        with contextlib.suppress(OSError):
+            if temp.stat().st_mtime < cutoff:
+                temp.unlink()
+
+
+def _fsync_directory(directory: Path) -> None:
+    descriptor = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
