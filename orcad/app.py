@@ -169,4 +169,6 @@ def install_features(daemon: Daemon) -> None:
     # automatic capture (turn.completed, jobs.*, projects.*, ledger.forget):
     #                                          orcad.capture.api.install(daemon)
     # recall and explicit facts (recall, remember, startup):
-    #                                          orcad.recall.api.install(daemon)
+    from orcad.recall.api import install as install_recall  # noqa: PLC0415
+
+    install_recall(daemon)

@@ -1,0 +1,97 @@
+"""Installs recall and explicit facts into the daemon: `recall`, `remember`, startup context."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import trio
+
+from orcad.explicit import read_bounded, remember_fact
+from orcad.limits import STARTUP_PROJECT_MAX_BYTES, STARTUP_USER_MAX_BYTES
+from orcad.recall.automatic import IndexAccess, ProjectMemorySearch
+from orcad.recall.service import DeliberateSearch, RecallService, SessionJobs, disabled_for_bare
+from orcad.recall.snapshots import SnapshotStore
+from orcad.sessions import Session
+from protocol.types import RememberParams, RememberResult, Startup
+
+if TYPE_CHECKING:
+    from orcad.app import Daemon
+
+PROJECT_MEMORY_FILE = "memory.md"
+
+
+class ExplicitFacts:
+    """`remember` and the startup context: user.md and each project's memory.md."""
+
+    def __init__(self, daemon: Daemon) -> None:
+        self._daemon = daemon
+
+    def project_file(self, project_id: str) -> Path:
+        return project_directory(self._daemon, project_id) / PROJECT_MEMORY_FILE
+
+    async def remember(self, params: RememberParams) -> RememberResult:
+        session = await self._daemon.sessions.require(params.session_id, params.epoch)
+        disabled_for_bare(session, "remember")
+        if params.scope == "user":
+            path = self._daemon.paths.user_memory_file
+        else:
+            path = self.project_file(session.project_id)
+        size = await trio.to_thread.run_sync(remember_fact, path, params.text)
+        return RememberResult(path=str(path), bytes=size)
+
+    async def read_startup(self, session: Session) -> Startup:
+        user_file = self._daemon.paths.user_memory_file
+        project_file = self.project_file(session.project_id)
+
+        def read() -> Startup:
+            user, user_cut = read_bounded(user_file, STARTUP_USER_MAX_BYTES)
+            project, project_cut = read_bounded(project_file, STARTUP_PROJECT_MAX_BYTES)
+            return Startup(user=user, project=project, truncated=user_cut or project_cut)
+
+        return await trio.to_thread.run_sync(read)
+
+
+def project_directory(daemon: Daemon, project_id: str) -> Path:
+    """The project's memory directory, as the capture feature names it when installed."""
+    capture = daemon.capture
+    if capture is not None and hasattr(capture, "project_dir"):
+        return Path(capture.project_dir(project_id))
+    return daemon.paths.projects_dir / project_id
+
+
+def build_index_access() -> IndexAccess | None:
+    """The FTS5 index adapter (None: every recall ranks the ledger in process)."""
+    return None
+
+
+def build_deliberate_search(daemon: Daemon) -> DeliberateSearch | None:
+    """The deliberate-records search (None: recall has no deliberate part)."""
+    return None
+
+
+def install(daemon: Daemon) -> RecallService:
+    snapshots = SnapshotStore(daemon.paths.state_db)
+    jobs: SessionJobs | None = (
+        daemon.capture if hasattr(daemon.capture, "wait_session_jobs") else None
+    )
+    service = RecallService(
+        sessions=daemon.sessions,
+        clock=daemon.clock,
+        snapshots=snapshots,
+        automatic=ProjectMemorySearch(
+            lambda project_id: project_directory(daemon, project_id),
+            build_index_access(),
+            daemon.record_error,
+        ),
+        deliberate=build_deliberate_search(daemon),
+        jobs=jobs,
+    )
+    explicit = ExplicitFacts(daemon)
+    daemon.router.add("recall", service.recall)
+    daemon.router.add("remember", explicit.remember)
+    daemon.startup_reader = explicit.read_startup
+    daemon.background.append(snapshots.run_writer)
+    daemon.closers.append(snapshots.aclose)
+    daemon.recall = service
+    return service

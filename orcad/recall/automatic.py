@@ -1,0 +1,160 @@
+"""The automatic part of recall: the project's ledger, searched through its FTS5 index.
+
+The ledger is the truth and the index a derived cache keyed by the ledger's fingerprint
+(spec: Storage). Before searching, the index is checked against the ledger; a missing, stale
+or corrupt index is rebuilt from the ledger. When it cannot be rebuilt (or the index module
+fails in any way), the candidates are ranked in process by lexical overlap plus recency, so
+recall keeps answering without its cache.
+
+The ledger is re-read only when its file changed (inode, size or mtime differ), and the index
+state is re-checked only when the ledger or the index files changed, so a steady project costs
+a few `stat` calls and one query per recall.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import structlog
+import trio
+
+from orcad.capture.ledger import Ledger, ledger_path, read_ledger
+from orcad.clock import parse_time
+from orcad.errors import StorageError
+from orcad.recall.select import AutomaticCandidate, rank_by_overlap
+
+log = structlog.get_logger("orcad.recall.automatic")
+
+FileSignature = tuple[int, int, int] | None  # (inode, size, mtime_ns), None when absent
+ErrorRecorder = Callable[[str, str], None]
+
+
+def file_signature(path: Path) -> FileSignature:
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return (stat.st_ino, stat.st_size, stat.st_mtime_ns)
+
+
+def to_candidates(ledger: Ledger) -> list[AutomaticCandidate]:
+    return [
+        AutomaticCandidate(
+            id=record.id,
+            category=record.category,
+            fact=record.fact,
+            session_id=record.session_id,
+            turn_id=record.turn_id,
+            recorded_at=parse_time(record.recorded_at),
+        )
+        for record in ledger.candidates
+    ]
+
+
+@dataclass
+class ProjectCache:
+    ledger_signature: FileSignature = None
+    ledger: Ledger | None = None
+    candidates: dict[str, AutomaticCandidate] | None = None
+    index_checked: tuple[FileSignature, ...] | None = None  # (ledger, index, wal) when verified
+    lock: threading.Lock = field(default_factory=threading.Lock)  # one search per project at once
+
+
+class IndexUnavailable(Exception):
+    """The index could not be brought up to date; the caller falls back."""
+
+
+class ProjectMemorySearch:
+    """Recall's search over each project's ledger and index (one instance per daemon)."""
+
+    def __init__(
+        self,
+        project_dir: Callable[[str], Path],
+        index: IndexAccess | None,
+        record_error: ErrorRecorder | None = None,
+    ) -> None:
+        self._project_dir = project_dir
+        self._index = index
+        self._record_error = record_error
+        self._projects: dict[str, ProjectCache] = {}
+        self._limiter = trio.CapacityLimiter(4)
+
+    async def search(
+        self, project_id: str, terms: Sequence[str], limit: int
+    ) -> list[AutomaticCandidate]:
+        return await trio.to_thread.run_sync(
+            self.search_blocking, project_id, list(terms), limit, limiter=self._limiter
+        )
+
+    def search_blocking(
+        self, project_id: str, terms: list[str], limit: int
+    ) -> list[AutomaticCandidate]:
+        directory = self._project_dir(project_id)
+        cache = self._projects.setdefault(project_id, ProjectCache())
+        with cache.lock:
+            return self._search_locked(project_id, directory, cache, terms, limit)
+
+    def _search_locked(
+        self, project_id: str, directory: Path, cache: ProjectCache, terms: list[str], limit: int
+    ) -> list[AutomaticCandidate]:
+        try:
+            ledger = self._current_ledger(directory, cache)
+        except StorageError as exc:
+            self._problem("recall.ledger_unreadable", str(exc), project_id)
+            return []
+        if not ledger.candidates or not terms:
+            return []
+        assert cache.candidates is not None
+        if self._index is not None:
+            try:
+                self._ensure_index(directory, ledger, cache)
+                ids = self._index.search(directory, terms, limit)
+                return [cache.candidates[i] for i in ids if i in cache.candidates]
+            except Exception as exc:  # any index failure: answer from the ledger instead
+                cache.index_checked = None
+                self._problem("recall.index_unusable", f"{type(exc).__name__}: {exc}", project_id)
+        return rank_by_overlap(list(cache.candidates.values()), terms, limit)
+
+    def _current_ledger(self, directory: Path, cache: ProjectCache) -> Ledger:
+        signature = file_signature(ledger_path(directory))
+        if cache.ledger is None or signature != cache.ledger_signature or signature is None:
+            ledger = read_ledger(directory)
+            cache.ledger, cache.ledger_signature = ledger, signature
+            cache.candidates = {c.id: c for c in to_candidates(ledger)}
+            cache.index_checked = None
+        return cache.ledger
+
+    def _ensure_index(self, directory: Path, ledger: Ledger, cache: ProjectCache) -> None:
+        assert self._index is not None
+        signatures = (cache.ledger_signature, *self._index.signatures(directory))
+        if cache.index_checked == signatures:
+            return
+        if self._index.state(directory, ledger) != "current":
+            self._index.rebuild(directory, ledger)
+            log.info("recall.index_rebuilt", project_dir=str(directory))
+        cache.index_checked = (cache.ledger_signature, *self._index.signatures(directory))
+
+    def _problem(self, kind: str, message: str, project_id: str) -> None:
+        log.warning(kind, project_id=project_id, error=message)
+        if self._record_error is not None:
+            self._record_error(kind, message)
+
+
+class IndexAccess:
+    """How recall reaches the project's FTS5 index; the projections module owns the file."""
+
+    def signatures(self, directory: Path) -> tuple[FileSignature, ...]:
+        raise NotImplementedError
+
+    def state(self, directory: Path, ledger: Ledger) -> str:
+        raise NotImplementedError
+
+    def rebuild(self, directory: Path, ledger: Ledger) -> None:
+        raise NotImplementedError
+
+    def search(self, directory: Path, terms: Sequence[str], limit: int) -> list[str]:
+        raise NotImplementedError

@@ -1,0 +1,156 @@
+"""Recall for one turn: barrier, automatic and deliberate selection, caps, snapshot, context.
+
+Order of work for a turn's first recall: wait at most `RECALL_BARRIER_S` for this session's
+extraction jobs queued before the call (spec: the five-second barrier), derive the query terms
+once, search the project's automatic memory and the deliberate records at the same time, apply
+the caps, render the context and fix the result as the turn's snapshot. Later recalls of the
+same turn return that snapshot unchanged.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Sequence
+from typing import Protocol
+
+import structlog
+import trio
+
+from orcad.clock import Clock
+from orcad.errors import Disabled
+from orcad.limits import (
+    RECALL_AUTOMATIC_MAX_ENTRIES,
+    RECALL_BARRIER_S,
+    RECALL_DELIBERATE_MAX_RECORDS,
+)
+from orcad.query import derive_query_terms
+from orcad.recall.render import render_context
+from orcad.recall.select import AutomaticCandidate, cap_automatic, cap_deliberate, to_entry
+from orcad.recall.snapshots import SnapshotStore
+from orcad.sessions import Session, SessionStore
+from protocol.types import Barrier, DeliberateEntry, RecallParams, RecallResult
+
+log = structlog.get_logger("orcad.recall")
+
+# Ranked candidates fetched beyond the entry caps, so that the size caps can skip a long entry
+# and still fill the part with shorter, lower-ranked ones.
+AUTOMATIC_FETCH = 2 * RECALL_AUTOMATIC_MAX_ENTRIES
+DELIBERATE_FETCH = 2 * RECALL_DELIBERATE_MAX_RECORDS
+
+
+class AutomaticSearch(Protocol):
+    async def search(
+        self, project_id: str, terms: Sequence[str], limit: int
+    ) -> list[AutomaticCandidate]: ...
+
+
+class DeliberateSearch(Protocol):
+    async def search(
+        self, session: Session, prompt: str, terms: Sequence[str], limit: int
+    ) -> list[DeliberateEntry]: ...
+
+
+class SessionJobs(Protocol):
+    # the capture feature's signature (a bounded wait that reports how it ended)
+    async def wait_session_jobs(self, session_id: str, timeout: float) -> Barrier: ...  # noqa: ASYNC109
+
+
+def new_snapshot_id() -> str:
+    return "snap_" + secrets.token_hex(16)
+
+
+def disabled_for_bare(session: Session, method: str) -> None:
+    if session.bare:
+        raise Disabled(
+            f"{method} is disabled for bare sessions; open the session without `bare` "
+            "to use memory",
+            feature=method,
+        )
+
+
+class RecallService:
+    def __init__(
+        self,
+        *,
+        sessions: SessionStore,
+        clock: Clock,
+        snapshots: SnapshotStore,
+        automatic: AutomaticSearch,
+        deliberate: DeliberateSearch | None,
+        jobs: SessionJobs | None,
+        barrier_s: float = RECALL_BARRIER_S,
+    ) -> None:
+        self.sessions = sessions
+        self.clock = clock
+        self.snapshots = snapshots
+        self.automatic = automatic
+        self.deliberate = deliberate
+        self.jobs = jobs
+        self.barrier_s = barrier_s
+
+    async def recall(self, params: RecallParams) -> RecallResult:
+        session = await self.sessions.require(params.session_id, params.epoch)
+        disabled_for_bare(session, "recall")
+        return await self.snapshots.get_or_take(
+            (session.session_id, params.turn_id), lambda: self.take(session, params)
+        )
+
+    async def take(self, session: Session, params: RecallParams) -> RecallResult:
+        """A fresh recall for the turn (no snapshot consulted)."""
+        barrier = await self.wait_barrier(session)
+        terms = derive_query_terms(params.prompt)
+        automatic: list[AutomaticCandidate] = []
+        deliberate: list[DeliberateEntry] = []
+
+        async def search_automatic() -> None:
+            nonlocal automatic
+            automatic = await self.automatic.search(session.project_id, terms, AUTOMATIC_FETCH)
+
+        async def search_deliberate() -> None:
+            nonlocal deliberate
+            assert self.deliberate is not None
+            deliberate = await self.deliberate.search(
+                session, params.prompt, terms, DELIBERATE_FETCH
+            )
+
+        searches = []
+        if terms and session.auto_memory:
+            searches.append(search_automatic)
+        if terms and self.deliberate is not None:
+            searches.append(search_deliberate)
+        if len(searches) == 1:
+            await searches[0]()
+        elif searches:
+            async with trio.open_nursery() as nursery:
+                for search in searches:
+                    nursery.start_soon(search)
+        now = self.clock.now()
+        automatic_entries = cap_automatic(to_entry(candidate, now) for candidate in automatic)
+        deliberate_entries = cap_deliberate(deliberate, now)
+        context = render_context(automatic_entries, deliberate_entries, now)
+        result = RecallResult(
+            snapshot_id=new_snapshot_id(),
+            barrier=barrier,
+            automatic=automatic_entries,
+            deliberate=deliberate_entries,
+            context=context,
+            bytes=len(context.encode("utf-8")),
+        )
+        log.debug(
+            "recall.taken",
+            session_id=session.session_id,
+            turn_id=params.turn_id,
+            barrier=barrier,
+            automatic=len(automatic_entries),
+            deliberate=len(deliberate_entries),
+            terms=len(terms),
+        )
+        return result
+
+    async def wait_barrier(self, session: Session) -> Barrier:
+        if self.jobs is None or not session.auto_memory:
+            return "none"
+        barrier = await self.jobs.wait_session_jobs(session.session_id, self.barrier_s)
+        if barrier == "timed_out":
+            log.info("recall.barrier_timed_out", session_id=session.session_id)
+        return barrier

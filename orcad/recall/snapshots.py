@@ -1,0 +1,196 @@
+"""Recall snapshots: the first recall of a (session, turn) fixes what that turn sees.
+
+A provider continuation asks again for the same turn and must get the same entries even if
+memory changed meanwhile (spec: Recall). Snapshots live in a bounded LRU in memory and are
+written behind, in batches, to the `recall_snapshots` table of the daemon state database, so a
+continuation after a daemon restart still sees its snapshot. The write is off the request path:
+a snapshot taken just before a SIGKILL may be lost (the turn then gets a fresh recall); a clean
+shutdown flushes everything. The table keeps only the newest snapshots.
+
+Concurrent first recalls of one turn are coalesced: the second waits for the first's result.
+"""
+
+from __future__ import annotations
+
+import collections
+import sqlite3
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import msgspec
+import structlog
+import trio
+
+from orcad.limits import RECALL_SNAPSHOTS_IN_MEMORY, RECALL_SNAPSHOTS_PERSISTED
+from orcad.sqlite_worker import SQLiteWorker, connect_private
+from protocol.types import RecallResult
+
+log = structlog.get_logger("orcad.recall.snapshots")
+
+SnapshotKey = tuple[str, str]  # (session_id, turn_id)
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS recall_snapshots (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id TEXT NOT NULL,
+    turn_id TEXT NOT NULL,
+    result BLOB NOT NULL,
+    UNIQUE (session_id, turn_id)
+);
+"""
+
+_encoder = msgspec.json.Encoder()
+_decoder = msgspec.json.Decoder(RecallResult)
+
+
+class SnapshotStore:
+    """Owns the `recall_snapshots` table; everything else goes through `get_or_take`."""
+
+    def __init__(
+        self,
+        database_path: Path | None,
+        memory_capacity: int = RECALL_SNAPSHOTS_IN_MEMORY,
+        persisted_capacity: int = RECALL_SNAPSHOTS_PERSISTED,
+    ) -> None:
+        self._memory: collections.OrderedDict[SnapshotKey, RecallResult] = collections.OrderedDict()
+        self._memory_capacity = memory_capacity
+        self._persisted_capacity = persisted_capacity
+        # Keys known to be in the table: only these cost a database read on a memory miss.
+        self._persisted_keys: collections.OrderedDict[SnapshotKey, None] = collections.OrderedDict()
+        self._keys_loaded = database_path is None
+        self._in_flight: dict[SnapshotKey, trio.Event] = {}
+        self._unwritten: list[tuple[SnapshotKey, RecallResult]] = []
+        self._wake_writer = trio.Event()
+        self._db: SQLiteWorker | None = None
+        if database_path is not None:
+            self._db = SQLiteWorker(lambda: self._connect(database_path))
+
+    @staticmethod
+    def _connect(path: Path) -> sqlite3.Connection:
+        connection = connect_private(path)
+        # A snapshot is a cache: losing the last commits on power loss is acceptable.
+        connection.execute("PRAGMA synchronous = NORMAL")
+        connection.executescript(_SCHEMA)
+        return connection
+
+    def statistics(self) -> dict[str, int]:
+        return {
+            "in_memory": len(self._memory),
+            "persisted_keys": len(self._persisted_keys),
+            "unwritten": len(self._unwritten),
+        }
+
+    async def get_or_take(
+        self, key: SnapshotKey, take: Callable[[], Awaitable[RecallResult]]
+    ) -> RecallResult:
+        """The snapshot of `key`, taking it with `take()` when this is the turn's first recall."""
+        while True:
+            existing = await self._lookup(key)
+            if existing is not None:
+                return existing
+            running = self._in_flight.get(key)
+            if running is None:
+                break
+            await running.wait()  # then look again: the first caller may have failed
+        done = self._in_flight[key] = trio.Event()
+        try:
+            result = await take()
+            self._remember(key, result)
+            self._unwritten.append((key, result))
+            self._wake_writer.set()
+            return result
+        finally:
+            del self._in_flight[key]
+            done.set()
+
+    async def _lookup(self, key: SnapshotKey) -> RecallResult | None:
+        found = self._memory.get(key)
+        if found is not None:
+            self._memory.move_to_end(key)
+            return found
+        if self._db is None:
+            return None
+        if not self._keys_loaded:
+            keys = await self._db.run(_load_keys)
+            if not self._keys_loaded:
+                for loaded in keys:
+                    self._persisted_keys[loaded] = None
+                self._keys_loaded = True
+        if key not in self._persisted_keys:
+            return None
+        stored = await self._db.run(lambda connection: _load_result(connection, key))
+        if stored is not None:
+            self._remember(key, stored)
+        return stored
+
+    def _remember(self, key: SnapshotKey, result: RecallResult) -> None:
+        self._memory[key] = result
+        self._memory.move_to_end(key)
+        while len(self._memory) > self._memory_capacity:
+            self._memory.popitem(last=False)
+
+    async def run_writer(
+        self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Background task: write unwritten snapshots in batches until cancelled."""
+        task_status.started()
+        while True:
+            await self._wake_writer.wait()
+            self._wake_writer = trio.Event()
+            await self.flush()
+
+    async def flush(self) -> None:
+        """Write every unwritten snapshot now (also called at shutdown)."""
+        if self._db is None or not self._unwritten:
+            self._unwritten.clear()
+            return
+        batch, self._unwritten = self._unwritten, []
+        rows = [(key[0], key[1], _encoder.encode(result)) for key, result in batch]
+        capacity = self._persisted_capacity
+        try:
+            with trio.CancelScope(shield=True):  # a started batch finishes, even at shutdown
+                await self._db.run(lambda connection: _store(connection, rows, capacity))
+        except sqlite3.Error as exc:
+            log.warning("recall.snapshot_write_failed", error=str(exc), snapshots=len(rows))
+            return
+        for key, _result in batch:
+            self._persisted_keys[key] = None
+            self._persisted_keys.move_to_end(key)
+        while len(self._persisted_keys) > capacity:
+            self._persisted_keys.popitem(last=False)
+
+    async def aclose(self) -> None:
+        await self.flush()
+        if self._db is not None:
+            self._db.close()
+
+
+def _load_keys(connection: sqlite3.Connection) -> list[SnapshotKey]:
+    rows = connection.execute("SELECT session_id, turn_id FROM recall_snapshots ORDER BY seq")
+    return [(row[0], row[1]) for row in rows]
+
+
+def _load_result(connection: sqlite3.Connection, key: SnapshotKey) -> RecallResult | None:
+    row = connection.execute(
+        "SELECT result FROM recall_snapshots WHERE session_id = ? AND turn_id = ?", key
+    ).fetchone()
+    if row is None:
+        return None
+    try:
+        return _decoder.decode(row[0])
+    except msgspec.DecodeError:
+        log.warning("recall.snapshot_unreadable", session_id=key[0], turn_id=key[1])
+        return None
+
+
+def _store(connection: sqlite3.Connection, rows: list[tuple[str, str, bytes]], keep: int) -> None:
+    with connection:
+        connection.execute("BEGIN IMMEDIATE")
+        connection.executemany(
+            "INSERT OR IGNORE INTO recall_snapshots (session_id, turn_id, result) VALUES (?, ?, ?)",
+            rows,
+        )
+        connection.execute(
+            "DELETE FROM recall_snapshots WHERE seq <= (SELECT MAX(seq) FROM recall_snapshots) - ?",
+            (keep,),
+        )

@@ -1,0 +1,202 @@
+"""Explicit facts: `remember` (user.md, project memory.md) and the bounded startup context."""
+
+from __future__ import annotations
+
+import stat
+import threading
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from orcad import explicit
+from orcad.errors import InvalidParams
+from orcad.limits import EXPLICIT_FACT_MAX_CHARS, STARTUP_PROJECT_MAX_BYTES, STARTUP_USER_MAX_BYTES
+from protocol.errors import RemoteError
+from tests.harness import DaemonProcess, OrcaEnv
+
+FAKE_GITHUB_TOKEN = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+
+
+def open_session(daemon: DaemonProcess, cwd: Path, **options: object) -> dict[str, object]:
+    result = daemon.call("session.open", {"cwd": str(cwd), **options})
+    return {"session_id": result.session_id, "epoch": result.epoch, "opened": result}
+
+
+def remember(daemon: DaemonProcess, session: dict[str, object], text: str, scope: str) -> object:
+    return daemon.call(
+        "remember",
+        {"session_id": session["session_id"], "epoch": session["epoch"], "text": text, "scope": scope},
+    )
+
+
+# --- pure -----------------------------------------------------------------------------------
+
+
+def test_format_fact_makes_one_list_item_per_fact() -> None:
+    assert explicit.format_fact("  use tabs  ") == "- use tabs\n"
+    assert explicit.format_fact("deploy:\n\nmake release\r\nthen tag") == (
+        "- deploy:\n  make release\n  then tag\n"
+    )
+
+
+def test_format_fact_length_boundary() -> None:
+    assert explicit.format_fact("x" * EXPLICIT_FACT_MAX_CHARS).startswith("- x")
+    with pytest.raises(InvalidParams) as caught:
+        explicit.format_fact("x" * (EXPLICIT_FACT_MAX_CHARS + 1))
+    assert caught.value.data["field"] == "text"
+
+
+def test_format_fact_refuses_secrets_and_blank_text() -> None:
+    with pytest.raises(InvalidParams, match="secret") as caught:
+        explicit.format_fact(f"the CI token is {FAKE_GITHUB_TOKEN}")
+    assert caught.value.data["field"] == "text"
+    with pytest.raises(InvalidParams):
+        explicit.format_fact(" \n\t ")
+
+
+def test_append_line_adds_a_missing_newline() -> None:
+    assert explicit.append_line(b"- a", "- b\n") == b"- a\n- b\n"
+    assert explicit.append_line(b"", "- b\n") == b"- b\n"
+
+
+@given(
+    lines=st.lists(st.text(alphabet="abcé€ \t", max_size=40), max_size=30),
+    limit=st.integers(min_value=1, max_value=200),
+)
+def test_newest_lines_stays_within_bound_and_keeps_the_end(lines: list[str], limit: int) -> None:
+    data = "".join(line + "\n" for line in lines).encode()
+    text, truncated = explicit.newest_lines(data, limit, cut=False)
+    assert len(text.encode()) <= limit
+    assert truncated == (len(data) > limit)
+    assert data.decode().endswith(text)
+    if truncated and len(lines[-1].encode()) + 1 <= limit:
+        assert text.endswith(lines[-1] + "\n")  # the newest whole line survives
+        assert text == "" or data.decode()[: len(data.decode()) - len(text)].endswith("\n")
+
+
+def test_read_bounded_boundary(tmp_path: Path) -> None:
+    path = tmp_path / "user.md"
+    assert explicit.read_bounded(path, 10) == ("", False)
+    path.write_bytes(b"- 123456\n")  # 9 bytes
+    assert explicit.read_bounded(path, 9) == ("- 123456\n", False)
+    path.write_bytes(b"- a\n- 123456\n")  # 13 bytes: only the newest whole line fits in 9
+    assert explicit.read_bounded(path, 9) == ("- 123456\n", True)
+    assert explicit.read_bounded(path, 12) == ("- 123456\n", True)
+    assert explicit.read_bounded(path, 13) == ("- a\n- 123456\n", False)
+
+
+def test_remember_fact_keeps_every_concurrent_append(tmp_path: Path) -> None:
+    path = tmp_path / "projects" / "p" / "memory.md"
+    threads = [
+        threading.Thread(target=explicit.remember_fact, args=(path, f"fact number {n}"))
+        for n in range(24)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    lines = path.read_text().splitlines()
+    assert sorted(lines) == sorted(f"- fact number {n}" for n in range(24))
+    assert not list(path.parent.glob(".memory.md.*.tmp"))
+
+
+# --- through the daemon ---------------------------------------------------------------------
+
+
+def test_remember_user_and_project_then_startup_returns_both(
+    daemon: DaemonProcess, orca_env: OrcaEnv, tmp_path: Path
+) -> None:
+    workdir = tmp_path / "repo"
+    workdir.mkdir()
+    session = open_session(daemon, workdir)
+    user = remember(daemon, session, "I prefer concise status updates", "user")
+    project = remember(daemon, session, "this repository deploys with `make release`", "project")
+
+    user_file = orca_env.memory_root / "user.md"
+    project_id = session["opened"].project.id  # type: ignore[attr-defined]
+    project_file = orca_env.memory_root / "projects" / project_id / "memory.md"
+    assert user.path == str(user_file)
+    assert project.path == str(project_file)
+    assert user_file.read_text() == "- I prefer concise status updates\n"
+    assert project_file.read_text() == "- this repository deploys with `make release`\n"
+    assert user.bytes == user_file.stat().st_size
+    assert stat.S_IMODE(user_file.stat().st_mode) == 0o600
+    assert stat.S_IMODE(project_file.stat().st_mode) == 0o600
+
+    startup = daemon.call("session.open", {"cwd": str(workdir)}).startup
+    assert startup.user == "- I prefer concise status updates\n"
+    assert startup.project == "- this repository deploys with `make release`\n"
+    assert startup.truncated is False
+
+    other = tmp_path / "other"
+    other.mkdir()
+    elsewhere = daemon.call("session.open", {"cwd": str(other)}).startup
+    assert elsewhere.user == startup.user  # user facts follow the user everywhere
+    assert elsewhere.project == ""
+
+
+def test_remember_refuses_a_secret_and_writes_nothing(
+    daemon: DaemonProcess, orca_env: OrcaEnv, tmp_path: Path
+) -> None:
+    session = open_session(daemon, tmp_path)
+    with pytest.raises(RemoteError) as caught:
+        remember(daemon, session, f"deploy token {FAKE_GITHUB_TOKEN}", "user")
+    assert caught.value.code == -32602
+    assert caught.value.data["field"] == "text"
+    assert "secret" in caught.value.error.message
+    assert not (orca_env.memory_root / "user.md").exists()
+
+
+def test_remember_length_boundary_through_the_daemon(daemon: DaemonProcess, tmp_path: Path) -> None:
+    session = open_session(daemon, tmp_path)
+    remember(daemon, session, "y" * EXPLICIT_FACT_MAX_CHARS, "project")
+    with pytest.raises(RemoteError) as caught:
+        remember(daemon, session, "y" * (EXPLICIT_FACT_MAX_CHARS + 1), "project")
+    assert caught.value.code == -32602
+    assert caught.value.data["field"] == "text"
+
+
+def test_startup_is_bounded_and_keeps_the_newest_facts(
+    daemon: DaemonProcess, orca_env: OrcaEnv, tmp_path: Path
+) -> None:
+    session = open_session(daemon, tmp_path)
+    project_id = session["opened"].project.id  # type: ignore[attr-defined]
+    user_file = orca_env.memory_root / "user.md"
+    user_lines = [f"- user fact {n:05d} {'u' * 40}\n" for n in range(400)]
+    user_file.write_text("".join(user_lines))
+    project_file = orca_env.memory_root / "projects" / project_id / "memory.md"
+    project_file.parent.mkdir(parents=True, exist_ok=True)
+    exact = "p" * (STARTUP_PROJECT_MAX_BYTES - 3) + "\n"  # "- " + text + "\n" fills the bound
+    project_file.write_text("- " + exact)
+    assert project_file.stat().st_size == STARTUP_PROJECT_MAX_BYTES
+
+    startup = daemon.call("session.open", {"cwd": str(tmp_path)}).startup
+    assert startup.truncated is True
+    assert len(startup.user.encode()) <= STARTUP_USER_MAX_BYTES
+    assert startup.user.endswith(user_lines[-1])
+    assert startup.user.startswith("- user fact")  # whole lines only
+    assert startup.project == "- " + exact  # exactly at the bound: whole, not truncated
+
+    project_file.write_text("- " + exact + "- one more\n")
+    again = daemon.call("session.open", {"cwd": str(tmp_path)}).startup
+    assert again.project == "- one more\n"
+    user_file.write_text("- short\n")
+    assert daemon.call("session.open", {"cwd": str(tmp_path)}).startup.truncated is True
+    project_file.write_text("- short\n")
+    assert daemon.call("session.open", {"cwd": str(tmp_path)}).startup.truncated is False
+
+
+def test_bare_sessions_cannot_remember_and_get_no_startup(
+    daemon: DaemonProcess, orca_env: OrcaEnv, tmp_path: Path
+) -> None:
+    (orca_env.memory_root).mkdir(parents=True, exist_ok=True)
+    (orca_env.memory_root / "user.md").write_text("- a user fact\n")
+    session = open_session(daemon, tmp_path, bare=True)
+    assert session["opened"].startup.user == ""  # type: ignore[attr-defined]
+    with pytest.raises(RemoteError) as caught:
+        remember(daemon, session, "anything", "user")
+    assert caught.value.code == -32016
+    assert caught.value.kind == "disabled"
+    assert (orca_env.memory_root / "user.md").read_text() == "- a user fact\n"
