@@ -1,0 +1,244 @@
+"""Project identity from the normalized Git origin (spec: Storage)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from orcad.identity import derive_project, normalize_origin, origin_url_from_config
+
+# --- normalize_origin -----------------------------------------------------------------------
+
+SAME_REPOSITORY = [
+    "git@github.com:owner/repo.git",
+    "git@github.com:owner/repo",
+    "github.com:owner/repo.git/",
+    "https://github.com/owner/repo",
+    "https://github.com/owner/repo.git",
+    "https://GitHub.COM/owner/repo/",
+    "https://user:s3cret@github.com/owner/repo.git",
+    "https://github.com/owner/repo?ref=main#readme",
+    "http://github.com//owner//repo",
+    "ssh://git@github.com/owner/repo.git",
+    "ssh://git@github.com:22/owner/repo.git",
+    "ssh://git@github.com:2222/owner/repo",
+    "git+ssh://git@github.com/owner/repo",
+    "git://github.com/owner/repo.git",
+    "  https://github.com/owner/repo.git  ",
+    "github.com/owner/repo",
+]
+
+
+@pytest.mark.parametrize("url", SAME_REPOSITORY)
+def test_spellings_of_one_repository_give_one_identity(url: str) -> None:
+    assert normalize_origin(url) == "github.com/owner/repo"
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("/srv/git/repo.git", "/srv/git/repo"),
+        ("/srv/git/repo/.git/", "/srv/git/repo"),
+        ("file:///srv/git/repo.git", "/srv/git/repo"),
+        ("file://localhost/srv/git/repo", "/srv/git/repo"),
+        ("git@[::1]:owner/repo.git", "[::1]/owner/repo"),
+        ("ssh://git@[::1]:2222/owner/repo", "[::1]/owner/repo"),
+        ("https://gitlab.example.org/group/sub/Repo", "gitlab.example.org/group/sub/Repo"),
+    ],
+)
+def test_local_and_unusual_origins(url: str, expected: str) -> None:
+    assert normalize_origin(url) == expected
+
+
+def test_different_repositories_stay_different() -> None:
+    assert normalize_origin("git@github.com:owner/repo") != normalize_origin(
+        "git@github.com:owner/other"
+    )
+    assert normalize_origin("git@github.com:owner/repo") != normalize_origin(
+        "git@gitlab.com:owner/repo"
+    )
+
+
+@pytest.mark.parametrize(
+    "url", ["", "   ", "https://", "https://github.com", "https://github.com/.git", "repo", "/"]
+)
+def test_origins_naming_no_repository_are_refused(url: str) -> None:
+    with pytest.raises(ValueError):
+        normalize_origin(url)
+
+
+labels = st.from_regex(r"[A-Za-z0-9]([A-Za-z0-9-]{0,10}[A-Za-z0-9])?", fullmatch=True)
+hosts = st.lists(labels, min_size=1, max_size=3).map(".".join)
+segments = st.from_regex(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,15}", fullmatch=True).filter(
+    lambda s: not s.endswith(".git") and s not in (".", "..")
+)
+paths = st.lists(segments, min_size=1, max_size=3).map("/".join)
+users = st.from_regex(r"[A-Za-z0-9_.-]{1,10}", fullmatch=True)
+ports = st.integers(min_value=1, max_value=65535)
+
+
+@given(
+    host=hosts,
+    path=paths,
+    user=users,
+    port=ports,
+    suffix=st.sampled_from(["", ".git", "/", ".git/"]),
+)
+def test_scp_https_and_ssh_forms_agree(
+    host: str, path: str, user: str, port: int, suffix: str
+) -> None:
+    forms = [
+        f"{user}@{host}:{path}{suffix}",
+        f"https://{host}/{path}{suffix}",
+        f"https://{user}:pw@{host}:{port}/{path}{suffix}?q=1#frag",
+        f"ssh://{user}@{host}/{path}{suffix}",
+        f"ssh://{user}@{host}:{port}/{path}{suffix}",
+    ]
+    identities = {normalize_origin(form) for form in forms}
+    assert identities == {f"{host.lower()}/{path}"}
+
+
+@given(st.text(max_size=80))
+def test_normalization_is_idempotent_and_strips_private_parts(url: str) -> None:
+    try:
+        normalized = normalize_origin(url)
+    except ValueError:
+        return
+    assert normalize_origin(normalized) == normalized
+    assert "?" not in normalized
+    assert "#" not in normalized
+    host = normalized.split("/", 1)[0]
+    assert "@" not in host
+    assert host == host.lower()
+    assert not normalized.endswith((".git", "/"))
+
+
+@given(host=hosts, path=paths, user=users, secret=users, query=st.text(max_size=10))
+def test_no_userinfo_query_or_fragment_survives(
+    host: str, path: str, user: str, secret: str, query: str
+) -> None:
+    normalized = normalize_origin(f"https://{user}:{secret}@{host}/{path}?{query}#{query}")
+    assert normalized == f"{host.lower()}/{path}"
+
+
+# --- git config parsing ---------------------------------------------------------------------
+
+
+def test_origin_url_is_read_from_the_config_text() -> None:
+    config = """
+[core]
+\trepositoryformatversion = 0
+[remote "upstream"]
+\turl = git@github.com:upstream/repo.git
+[Remote "origin"]  ; a comment
+\tfetch = +refs/heads/*:refs/remotes/origin/*
+\tURL = "git@github.com:owner/repo.git" # trailing comment
+\turl = https://second.example/ignored
+"""
+    assert origin_url_from_config(config) == "git@github.com:owner/repo.git"
+
+
+def test_config_forms_header_inline_deprecated_and_continuation() -> None:
+    assert origin_url_from_config('[remote "origin"] url = a.example:o/r') == "a.example:o/r"
+    assert origin_url_from_config("[remote.origin]\n url = b.example:o/r") == "b.example:o/r"
+    assert origin_url_from_config('[remote "origin"]\nurl = c.example:o/\\\nr') == "c.example:o/r"
+    assert origin_url_from_config('[remote "Origin"]\nurl = d.example:o/r') is None
+    assert origin_url_from_config('[remote "origin"]\nurlx = e\n[x]\nurl = f') is None
+    assert origin_url_from_config("") is None
+
+
+# --- repositories on disk -------------------------------------------------------------------
+
+
+def git(*args: str, cwd: Path) -> None:
+    environment = {
+        **os.environ,
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "GIT_CONFIG_SYSTEM": os.devnull,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.org",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.org",
+    }
+    subprocess.run(["git", *args], cwd=cwd, env=environment, check=True, capture_output=True)
+
+
+@pytest.fixture
+def upstream(tmp_path: Path) -> Path:
+    repository = tmp_path / "upstream"
+    repository.mkdir()
+    git("init", "-q", "-b", "main", cwd=repository)
+    (repository / "README").write_text("hello\n")
+    git("add", "README", cwd=repository)
+    git("commit", "-q", "-m", "first", cwd=repository)
+    return repository
+
+
+def test_clones_and_worktrees_of_one_origin_share_an_id(upstream: Path, tmp_path: Path) -> None:
+    first, second = tmp_path / "first", tmp_path / "second"
+    git("clone", "-q", str(upstream), str(first), cwd=tmp_path)
+    git("clone", "-q", str(upstream), str(second), cwd=tmp_path)
+    for clone in (first, second):
+        git("remote", "set-url", "origin", "git@GitHub.com:Owner/project.git", cwd=clone)
+    git("remote", "set-url", "origin", "https://tok@github.com/Owner/project/", cwd=second)
+    worktree = tmp_path / "feature"
+    git("worktree", "add", "-q", "-b", "feature", str(worktree), cwd=first)
+    assert (worktree / ".git").is_file()
+
+    identities = {derive_project(path) for path in (first, second, worktree)}
+    assert {identity.identity for identity in identities} == {"github.com/Owner/project"}
+    assert {identity.id for identity in identities} == {
+        hashlib.sha256(b"github.com/Owner/project").hexdigest()
+    }
+    assert {identity.root for identity in identities} == {str(first), str(second), str(worktree)}
+
+
+def test_local_clones_share_the_path_origin(upstream: Path, tmp_path: Path) -> None:
+    clone_a, clone_b = tmp_path / "a", tmp_path / "b"
+    git("clone", "-q", str(upstream), str(clone_a), cwd=tmp_path)
+    git("clone", "-q", f"file://{upstream}", str(clone_b), cwd=tmp_path)
+    assert derive_project(clone_a).id == derive_project(clone_b).id
+    assert derive_project(clone_a).identity == normalize_origin(str(upstream))
+
+
+def test_repository_without_origin_uses_its_canonical_root(upstream: Path, tmp_path: Path) -> None:
+    link = tmp_path / "link"
+    link.symlink_to(upstream)
+    project = derive_project(link)
+    assert project.identity == str(upstream.resolve())
+    assert project.id == hashlib.sha256(str(upstream.resolve()).encode()).hexdigest()
+    worktree = tmp_path / "wt"
+    git("worktree", "add", "-q", "-b", "side", str(worktree), cwd=upstream)
+    assert derive_project(worktree).id == project.id  # same repository, no origin
+
+
+def test_non_git_directory_uses_its_canonical_path(tmp_path: Path) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    link = tmp_path / "alias"
+    link.symlink_to(plain)
+    assert derive_project(link) == derive_project(plain)
+    assert derive_project(plain).identity == str(plain.resolve())
+
+
+def test_unrelated_repositories_differ(upstream: Path, tmp_path: Path) -> None:
+    other = tmp_path / "other"
+    other.mkdir()
+    git("init", "-q", cwd=other)
+    git("remote", "add", "origin", "git@github.com:owner/other.git", cwd=other)
+    assert derive_project(other).identity == "github.com/owner/other"
+    assert derive_project(other).id != derive_project(upstream).id
+
+
+def test_unparseable_origin_falls_back_to_the_root(tmp_path: Path) -> None:
+    repository = tmp_path / "weird"
+    repository.mkdir()
+    git("init", "-q", cwd=repository)
+    git("remote", "add", "origin", "not-a-url", cwd=repository)
+    assert derive_project(repository).identity == str(repository.resolve())
