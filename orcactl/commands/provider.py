@@ -1,0 +1,143 @@
+"""`orcactl provider test [TEXT]`: one extraction with the configured provider, in-process.
+
+No daemon is involved: the command reads the user config, builds the provider exactly as orcad
+would, sends one redacted sample and prints the raw output, the facts the strict parser accepts
+and the time taken. Exit status 0 when the output would commit, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from typing import Any
+
+import trio
+
+from orcactl.connect import EXIT_ERROR, EXIT_OK, CommandError, print_json
+from orcad import limits
+from orcad.capture.output import MalformedOutput, parse_extractor_output
+from orcad.config import Config, load_config
+from orcad.errors import StartupError
+from orcad.paths import resolve_paths
+from orcad.providers import Provider, ProviderConfigError, build_provider
+from orcad.providers.base import ProviderError
+from orcad.secrets import redact
+
+SAMPLE_SOURCE = (
+    "user: Remember that this repository deploys with `make release`. "
+    "I prefer concise status updates.\n\n"
+    "assistant: Noted: deploys go through `make release`, and I will keep updates short."
+)
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    provider = subparsers.add_parser("provider", help="check the configured extraction provider")
+    actions = provider.add_subparsers(dest="provider_command", metavar="ACTION", required=True)
+    test = actions.add_parser(
+        "test",
+        help="run one extraction on a sample and show the raw output, facts and time",
+        description=(
+            "Run one extraction with the provider configured in config.toml (no daemon needed). "
+            "TEXT is sent as a user message unless it already starts with 'user:' or "
+            "'assistant:'; '-' reads it from stdin; without TEXT a built-in sample is used. "
+            "The text is redacted first, as captured turns are."
+        ),
+    )
+    test.add_argument("text", nargs="?", metavar="TEXT", help="the sample exchange")
+    test.add_argument("--json", action="store_true", help="print one JSON object")
+    test.add_argument(
+        "--timeout", type=float, metavar="S", help="deadline in seconds (default: timeout_s)"
+    )
+    test.set_defaults(run=run)
+
+
+def sample_source(text: str | None) -> str:
+    """The redacted, bounded source a captured turn with this text would produce."""
+    if text is None:
+        source = SAMPLE_SOURCE
+    else:
+        if text == "-":
+            text = sys.stdin.read()
+        text = text.strip()
+        if not text:
+            raise CommandError("TEXT is empty")
+        source = text if text.startswith(("user:", "assistant:")) else f"user: {text}"
+    source = redact(source)
+    encoded = source.encode("utf-8")[: limits.SOURCE_MAX_BYTES]
+    return encoded.decode("utf-8", errors="ignore")
+
+
+def load_user_config() -> Config:
+    try:
+        return load_config(resolve_paths().config_file).config
+    except StartupError as exc:
+        raise CommandError(str(exc)) from None
+
+
+def run(args: argparse.Namespace) -> int:
+    config = load_user_config()
+    try:
+        provider = build_provider(config.extraction, os.environ)
+    except ProviderConfigError as exc:
+        raise CommandError(f"cannot use provider {config.extraction.provider!r}: {exc}") from None
+    source = sample_source(args.text)
+    timeout_s = args.timeout if args.timeout is not None else config.extraction.timeout_s
+    report: dict[str, Any] = {
+        "provider": provider.name,
+        "model": provider.model,
+        "prompt_version": getattr(provider, "prompt_version", None),
+        "source": source,
+    }
+    started = time.perf_counter()
+    try:
+        output = trio.run(_extract_once, provider, source, timeout_s)
+    except ProviderError as exc:
+        report.update(elapsed_s=time.perf_counter() - started, raw_output=None, facts=None)
+        report["error"] = exc.message + _hint(exc.message, config)
+        return _finish(report, args.json)
+    report.update(elapsed_s=time.perf_counter() - started, raw_output=output)
+    try:
+        facts = parse_extractor_output(output)
+    except MalformedOutput as exc:
+        report.update(facts=None, error=f"the output would be a failed attempt: {exc.reason}")
+    else:
+        report.update(facts=[{"category": f.category, "fact": f.fact} for f in facts], error=None)
+    return _finish(report, args.json)
+
+
+async def _extract_once(provider: Provider, source: str, timeout_s: float) -> str:
+    return await provider.extract(source, deadline=trio.current_time() + timeout_s)
+
+
+def _hint(message: str, config: Config) -> str:
+    if config.extraction.provider == "openai" and "cannot connect" in message:
+        return (
+            f"\nIs the model server running? extraction.openai.base_url is "
+            f"{config.extraction.openai.base_url}"
+        )
+    if config.extraction.provider == "command" and "cannot run" in message:
+        return "\nCheck extraction.command.argv: its first word must be a program on PATH."
+    return ""
+
+
+def _finish(report: dict[str, Any], as_json: bool) -> int:
+    status = EXIT_OK if report["error"] is None else EXIT_ERROR
+    if as_json:
+        print_json(report)
+        return status
+    model = f" ({report['model']})" if report["model"] else ""
+    print(f"provider: {report['provider']}{model}, prompt {report['prompt_version']}")
+    print(f"time: {report['elapsed_s']:.3f} s")
+    if report["raw_output"] is not None:
+        print("raw output:")
+        for line in (report["raw_output"] or "(empty)").splitlines() or ["(empty)"]:
+            print(f"  {line}")
+    if report["facts"] is not None:
+        print(f"parsed facts: {len(report['facts'])}" + ("" if report["facts"] else " (NOTHING)"))
+        for fact in report["facts"]:
+            print(f"  {fact['category']:<9} {fact['fact']}")
+    if report["error"] is not None:
+        print(f"orcactl: {report['error']}", file=sys.stderr)
+    return status

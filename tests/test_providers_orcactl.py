@@ -1,0 +1,166 @@
+"""`orcactl provider test`: one in-process extraction with the configured provider."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from orcactl.commands import provider as provider_command
+from orcactl.connect import CommandError
+from tests.fake_openai import FakeOpenAI, junk, streamed
+
+KEY_VARIABLE = "ORCA_TEST_PROVIDER_KEY"
+ANSWER = '{"category": "project", "fact": "This repository deploys with `make release`."}'
+CORPUS = Path(__file__).parent / "corpus" / "secrets.jsonl"
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("ORCA_HOME", str(tmp_path))
+    monkeypatch.delenv(KEY_VARIABLE, raising=False)
+    return tmp_path
+
+
+@pytest.fixture
+def server() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI() as running:
+        yield running
+
+
+def use_openai(home: Path, base_url: str, *, idle: float = 5.0) -> None:
+    (home / "config.toml").write_text(
+        "[extraction]\n"
+        'provider = "openai"\n'
+        "timeout_s = 10.0\n"
+        "[extraction.openai]\n"
+        f'base_url = "{base_url}"\n'
+        'model = "tiny-test"\n'
+        f'api_key_env = "{KEY_VARIABLE}"\n'
+        f"idle_timeout_s = {idle}\n"
+        "connect_timeout_s = 2.0\n",
+        encoding="utf-8",
+    )
+
+
+def orcactl_provider_test(*argv: str) -> int:
+    parser = argparse.ArgumentParser(prog="orcactl")
+    provider_command.register(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(["provider", "test", *argv])
+    status: int = args.run(args)
+    return status
+
+
+def test_default_heuristic_on_the_built_in_sample(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert orcactl_provider_test() == 0
+    out = capsys.readouterr().out
+    assert "provider: heuristic, prompt heuristic-v1" in out
+    assert "parsed facts: 2" in out
+    assert "project   This repository deploys with `make release`." in out
+    assert "user      The user prefers concise status updates." in out
+    assert "time: " in out
+
+
+def test_openai_prints_raw_output_facts_and_time(
+    home: Path, server: FakeOpenAI, capsys: pytest.CaptureFixture[str]
+) -> None:
+    use_openai(home, server.base_url)
+    server.script(streamed(ANSWER))
+    assert orcactl_provider_test("remember that this repository deploys with make release") == 0
+    out = capsys.readouterr().out
+    assert "provider: openai (tiny-test), prompt extract-v1" in out
+    assert f"raw output:\n  {ANSWER}" in out
+    assert "parsed facts: 1" in out
+    sent = server.requests[0].json()
+    assert sent["model"] == "tiny-test"
+    assert sent["messages"][1]["content"].endswith(
+        "user: remember that this repository deploys with make release"
+    )
+
+
+def test_json_report(home: Path, server: FakeOpenAI, capsys: pytest.CaptureFixture[str]) -> None:
+    use_openai(home, server.base_url)
+    server.script(streamed("NOTHING"))
+    assert orcactl_provider_test("--json", "what time is it?") == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["raw_output"] == "NOTHING"
+    assert report["facts"] == []
+    assert report["error"] is None
+    assert report["elapsed_s"] > 0
+    assert report["prompt_version"] == "extract-v1"
+
+
+def test_output_the_parser_rejects_is_exit_1(
+    home: Path, server: FakeOpenAI, capsys: pytest.CaptureFixture[str]
+) -> None:
+    use_openai(home, server.base_url)
+    server.script(streamed("Here are the facts: none really."))
+    assert orcactl_provider_test() == 1
+    captured = capsys.readouterr()
+    assert "raw output:\n  Here are the facts: none really." in captured.out
+    assert "would be a failed attempt" in captured.err
+
+
+def test_protocol_junk_is_exit_1_with_reason(
+    home: Path, server: FakeOpenAI, capsys: pytest.CaptureFixture[str]
+) -> None:
+    use_openai(home, server.base_url)
+    server.script(junk())
+    assert orcactl_provider_test() == 1
+    assert "not JSON" in capsys.readouterr().err
+
+
+def test_unreachable_endpoint_is_a_clear_error(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with FakeOpenAI() as stopped:
+        url = stopped.base_url  # nothing listens there once the server is closed
+    use_openai(home, url)
+    assert orcactl_provider_test() == 1
+    err = capsys.readouterr().err
+    assert f"cannot connect to {url}/chat/completions" in err
+    assert f"Is the model server running? extraction.openai.base_url is {url}" in err
+
+
+def test_unset_key_variable_for_a_hosted_endpoint_is_a_clear_error(home: Path) -> None:
+    use_openai(home, "https://api.example.com/v1")
+    with pytest.raises(CommandError, match=f"environment variable {KEY_VARIABLE}"):
+        orcactl_provider_test()
+
+
+def test_key_variable_reaches_the_authorization_header(
+    home: Path, server: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(KEY_VARIABLE, "sk-local-test-key")
+    use_openai(home, server.base_url)
+    server.script(streamed("NOTHING"))
+    assert orcactl_provider_test() == 0
+    assert server.requests[0].headers["authorization"] == "Bearer sk-local-test-key"
+
+
+def test_sample_text_is_redacted_before_it_is_sent(
+    home: Path, server: FakeOpenAI, capsys: pytest.CaptureFixture[str]
+) -> None:
+    records = [json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines()]
+    use_openai(home, server.base_url)
+    server.default = streamed("NOTHING")
+    for chunk_start in range(0, len(records), 40):
+        chunk = records[chunk_start : chunk_start + 40]
+        text = "\n".join(record["text"] for record in chunk)
+        assert orcactl_provider_test(text) == 0
+        body = server.requests[-1].body.decode("utf-8")
+        leaked = [r["secret"] for r in chunk if r["secret"] in body]
+        assert leaked == []
+        assert json.dumps("[REDACTED:")[1:-1] in body
+    capsys.readouterr()
+
+
+def test_bad_config_is_a_clear_error(home: Path) -> None:
+    (home / "config.toml").write_text('[extraction]\nprovider = "magic"\n', encoding="utf-8")
+    with pytest.raises(CommandError, match=r"extraction\.provider"):
+        orcactl_provider_test()
