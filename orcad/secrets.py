@@ -37,6 +37,14 @@ def _lowered(text: str) -> str:
     return lowered
 
 
+def _every_match(pattern: re.Pattern[str], text: str) -> Iterator[re.Match[str]]:
+    """The leftmost match at every start, so a rejected match cannot hide one inside it."""
+    position = 0
+    while (match := pattern.search(text, position)) is not None:
+        yield match
+        position = match.start() + 1
+
+
 def _starts_word(text: str, start: int) -> bool:
     return start == 0 or text[start - 1] not in _ALNUM
 
@@ -135,8 +143,14 @@ _TOKEN_RULES: tuple[tuple[str, tuple[str, ...], str, bool], ...] = (
     ),
     (
         "stripe_secret_key",
-        ("sk_live_", "sk_test_", "rk_live_", "rk_test_"),
-        r"[rs]k_(?:live|test)_[A-Za-z0-9]{16,99}+(?![A-Za-z0-9_])",
+        ("sk_live_", "sk_test_"),
+        r"sk_(?:live|test)_[A-Za-z0-9]{16,99}+(?![A-Za-z0-9_])",
+        True,
+    ),
+    (
+        "stripe_secret_key",
+        ("rk_live_", "rk_test_"),
+        r"rk_(?:live|test)_[A-Za-z0-9]{16,99}+(?![A-Za-z0-9_])",
         True,
     ),
     ("stripe_secret_key", ("whsec_",), r"whsec_[A-Za-z0-9+/]{32,100}+(?![A-Za-z0-9_])", True),
@@ -159,11 +173,16 @@ _TOKEN_RULES: tuple[tuple[str, tuple[str, ...], str, bool], ...] = (
         r"sq0(?:atp-[0-9A-Za-z_\-]{22}|csp-[0-9A-Za-z_\-]{43})",
         True,
     ),
-    ("square_token", ("EAAA",), r"EAAA[A-Za-z0-9_\-+]{60,}", True),
+    ("square_token", ("EAAA",), r"EAAA[A-Za-z0-9_\-+]{60,1024}+(?![A-Za-z0-9_\-+])", True),
     ("digitalocean_token", ("dop_v1_", "doo_v1_", "dor_v1_"), r"do[opr]_v1_[a-f0-9]{64}", True),
     ("heroku_api_key", ("HRKU-",), r"HRKU-[A-Za-z0-9_\-]{60,70}+(?![A-Za-z0-9_\-])", True),
     ("doppler_token", ("dp.",), r"dp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{40,44}", True),
-    ("jwt", ("eyJ",), r"eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{16,}", True),
+    (
+        "jwt",
+        ("eyJ",),
+        r"eyJ[A-Za-z0-9_\-]{10,8192}+\.[A-Za-z0-9_\-]{10,8192}+\.[A-Za-z0-9_\-]{16,8192}+",
+        True,
+    ),
 )
 
 
@@ -184,6 +203,11 @@ _WORDY_RULES = frozenset(
 
 
 def _token_finder(name: str, triggers: tuple[str, ...], pattern: str, bounded: bool) -> Finder:
+    if bounded:  # the start boundary, checked right after the first literal keeps prefix search
+        if not pattern[0].isalnum():
+            raise ValueError(f"bounded token pattern must start with a literal: {pattern}")
+        first = pattern[0]
+        pattern = f"{first}(?<![A-Za-z0-9]{first}){pattern[1:]}"
     compiled = re.compile(pattern)
     wordy = name in _WORDY_RULES
     group = 1 if compiled.groups else 0  # a group marks the secret inside its context
@@ -191,7 +215,7 @@ def _token_finder(name: str, triggers: tuple[str, ...], pattern: str, bounded: b
     def find(text: str, lowered: str) -> Iterator[Span]:
         if not any(trigger in text for trigger in triggers):
             return
-        for match in compiled.finditer(text):
+        for match in _every_match(compiled, text):
             start, end = match.span(group)
             if bounded and not (_starts_word(text, start) and _ends_word(text, end)):
                 continue
@@ -235,7 +259,7 @@ _SCHEME_TAIL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]{0,31}\Z")
 def _find_url_credentials(text: str, lowered: str) -> Iterator[Span]:
     if "://" not in text:
         return
-    for match in _URL_USERINFO.finditer(text):
+    for match in _every_match(_URL_USERINFO, text):
         if _SCHEME_TAIL.search(text, max(0, match.start() - 32), match.start()) is None:
             continue
         password = match.group(2)
@@ -349,7 +373,7 @@ def _assignment_finder(keyword: str, pattern: str) -> Finder:
     def find(text: str, lowered: str) -> Iterator[Span]:
         if keyword not in lowered:
             return
-        for match in compiled.finditer(lowered):
+        for match in _every_match(compiled, lowered):
             if keyword == "key" and not _KEY_QUALIFIER.search(
                 lowered, max(0, match.start() - 16), match.start()
             ):
@@ -367,7 +391,7 @@ def _assignment_finder(keyword: str, pattern: str) -> Finder:
 def _find_aws_secret(text: str, lowered: str) -> Iterator[Span]:
     if "access" not in lowered:
         return
-    for match in _AWS_SECRET.finditer(lowered):
+    for match in _every_match(_AWS_SECRET, lowered):
         start, end = match.span(1)
         if looks_random(text[start:end]):
             yield start, end
@@ -380,13 +404,13 @@ _BASIC = re.compile(r"authorization\"?[ \t]*[:=][ \t]*\"?basic[ \t]{1,8}([a-z0-9
 
 def _find_authorization(text: str, lowered: str) -> Iterator[Span]:
     if "bearer" in lowered:
-        for match in _BEARER.finditer(lowered):
+        for match in _every_match(_BEARER, lowered):
             start, end = match.span(1)
             value = text[start:end]
             if looks_random(value) or value.count(".") == 2:
                 yield start, end
     if "basic" in lowered:
-        for match in _BASIC.finditer(lowered):
+        for match in _every_match(_BASIC, lowered):
             start, end = match.span(1)
             value = text[start:end]
             if not _WORD_LIKE.match(value) and _character_classes(value) >= 2:
@@ -401,7 +425,7 @@ _DISCORD_BOT = re.compile(r"[MNO][A-Za-z0-9_\-]{23,27}\.[A-Za-z0-9_\-]{6}\.[A-Za
 def _find_telegram(text: str, lowered: str) -> Iterator[Span]:
     if ":AA" not in text:
         return
-    for match in _TELEGRAM.finditer(text):
+    for match in _every_match(_TELEGRAM, text):
         start = match.start()
         digits = start
         while digits > 0 and start - digits < 11 and text[digits - 1].isdigit():
@@ -413,7 +437,7 @@ def _find_telegram(text: str, lowered: str) -> Iterator[Span]:
 def _find_discord_bot(text: str, lowered: str) -> Iterator[Span]:
     if "." not in text:
         return
-    for match in _DISCORD_BOT.finditer(text):
+    for match in _every_match(_DISCORD_BOT, text):
         start, end = match.span()
         if (
             _starts_word(text, start)
@@ -486,11 +510,7 @@ def contains_secret(text: str) -> bool:
     return any(next(finder(text, lowered), None) is not None for _, finder in _RULES)
 
 
-def redact(text: str) -> str:
-    """`text` with each secret replaced by ``[REDACTED:<rule>]``."""
-    matches = find_secrets(text)
-    if not matches:
-        return text
+def _replace(text: str, matches: list[SecretMatch]) -> str:
     pieces: list[str] = []
     position = 0
     for match in matches:
@@ -499,3 +519,22 @@ def redact(text: str) -> str:
         position = match.end
     pieces.append(text[position:])
     return "".join(pieces)
+
+
+# Passes over text that already held secrets; in practice the second finds nothing.
+_MAX_REDACTION_PASSES = 16
+
+
+def redact(text: str) -> str:
+    """`text` with each secret replaced by ``[REDACTED:<rule>]``.
+
+    A replacement changes its neighbours' surroundings (a token glued to a key block gains
+    a word boundary), so text that held secrets is scanned again until nothing matches.
+    """
+    matches = find_secrets(text)
+    passes = 0
+    while matches and passes < _MAX_REDACTION_PASSES:
+        text = _replace(text, matches)
+        matches = find_secrets(text)
+        passes += 1
+    return text

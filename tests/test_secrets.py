@@ -110,6 +110,19 @@ def test_overlapping_detections_are_merged_into_one_span() -> None:
     assert find_secrets(text) == [SecretMatch("github_token", 14, 14 + len(token))]
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "-----BEGIN PRIVATE KEY-----sk-0000000000000000000000000000000A",
+        "AUTHORIZATION:BASIC 00000KEY=ACCOUNTKEY=001234A=",
+    ],
+)
+def test_replacements_that_change_a_neighbour_are_scanned_again(text: str) -> None:
+    once = redact(text)
+    assert once.count("[REDACTED:") == 2
+    assert redact(once) == once
+
+
 # ------------------------------------------------------------------ properties
 FRAGMENTS = (
     "AKIA",
