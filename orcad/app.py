@@ -165,7 +165,9 @@ def build_daemon(paths: Paths, loaded: LoadedConfig, clock: Clock | None = None)
 
 def install_features(daemon: Daemon) -> None:
     """Each feature adds its routes and hooks. One line per feature, in dependency order."""
-    # deliberate memory (memory.*):            orcad.deliberate.api.install(daemon)
+    from orcad.deliberate.api import install as install_deliberate  # noqa: PLC0415
+
+    install_deliberate(daemon)
     # automatic capture (turn.completed, jobs.*, projects.*, ledger.forget):
     #                                          orcad.capture.api.install(daemon)
     # recall and explicit facts (recall, remember, startup):

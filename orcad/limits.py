@@ -38,6 +38,10 @@ EXPLICIT_FACT_MAX_CHARS = 2000  # one remembered fact, after trimming
 SEARCH_LIMIT_MIN = 1
 SEARCH_LIMIT_MAX = 20
 SEARCH_LIMIT_DEFAULT = 8
+MEMORY_CONTENT_MAX_CHARS = 4096  # one record, trimmed: no record may exceed the recall budget
+AUTO_REVIEW_MAX_CHARS = 1000  # auto mode's review refuses longer content as not one short fact
+APPROVAL_TTL_S = 300.0  # a pending memory change waits this long for memory.approve
+PENDING_APPROVALS_MAX = 256  # oldest pending changes are dropped beyond this many
 
 # Wire (PROTOCOL.md, Transport)
 DEFAULT_MAX_MESSAGE_BYTES = 8 * 1024 * 1024

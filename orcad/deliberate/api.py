@@ -1,0 +1,415 @@
+"""Deliberate memory as daemon methods: memory.search, memory.manage, memory.approve.
+
+`install(daemon)` opens the store, routes the three methods, sets `daemon.deliberate` to the
+`DeliberateMemory` service and adds a closer. For recall, the service offers
+
+    async def search_for_recall(session: Session, text: str, limit: int) -> list[DeliberateEntry]
+
+the visible records matching `text`, best first (same ranking as memory.search), at most `limit`;
+empty for a bare session or text without terms. Character caps are the caller's.
+
+Order of checks for a change: session (bare -> -32016), params (-32602 with the field), target
+visibility (-32014), secret and exact-duplicate refusals (every mode), then the policy
+(plan/normal/auto/yolo) and, in auto mode, the automatic review.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+import msgspec
+import structlog
+import trio
+
+from orcad.clock import Clock, format_time
+from orcad.deliberate.approvals import (
+    PendingApprovals,
+    PendingChange,
+    SessionGrants,
+    new_approval_id,
+)
+from orcad.deliberate.policy import decide
+from orcad.deliberate.review import review_content
+from orcad.deliberate.store import (
+    DeliberateStore,
+    DuplicateRecord,
+    StoredRecord,
+    is_record_id,
+    new_record_id,
+)
+from orcad.errors import Disabled, InvalidParams, NotFound
+from orcad.limits import APPROVAL_TTL_S, MEMORY_CONTENT_MAX_CHARS
+from orcad.secrets import contains_secret
+from orcad.sessions import Session, SessionStore
+from protocol.types import (
+    DeliberateEntry,
+    MemoryApproveParams,
+    MemoryManageParams,
+    MemoryManageResult,
+    MemoryRecord,
+    MemorySearchParams,
+    MemorySearchResult,
+    SessionParams,
+)
+
+if TYPE_CHECKING:
+    from orcad.app import Daemon
+
+log = structlog.get_logger("orcad.deliberate")
+
+SENSITIVE_CONTENT_DENIAL = (
+    "the content looks like a secret (token, key or password); nothing was stored"
+)
+PREVIEW_CHARS = 60
+
+
+def scope_name(record: StoredRecord) -> str:
+    return "global" if record.is_global else "workspace"
+
+
+def to_wire(record: StoredRecord) -> MemoryRecord:
+    return MemoryRecord(
+        id=record.id,
+        kind=record.kind,
+        content=record.content,
+        scope="global" if record.is_global else "workspace",
+        workspace_root=record.workspace_root,
+        created_at=format_time(record.created_at),
+        updated_at=format_time(record.updated_at),
+    )
+
+
+def preview(content: str) -> str:
+    """One line, short: what a summary quotes of the content."""
+    line = re.sub(r"\s+", " ", content).strip()
+    return line if len(line) <= PREVIEW_CHARS else line[: PREVIEW_CHARS - 1] + "…"
+
+
+def _scope_phrase(is_global: bool, root: str) -> str:
+    return "global memory" if is_global else f"workspace memory ({root})"
+
+
+def validate_change(params: MemoryManageParams) -> PendingChange:
+    """The requested change with its fields checked (-32602 naming the field)."""
+
+    def forbid(field: str, why: str) -> None:
+        if getattr(params, field) is not None:
+            raise InvalidParams(
+                f"`{field}` is not accepted for {params.action}: {why}", field=field
+            )
+
+    content = None if params.content is None else params.content.strip()
+    if content is not None:
+        if not content:
+            raise InvalidParams("`content` must not be blank", field="content")
+        if len(content) > MEMORY_CONTENT_MAX_CHARS:
+            raise InvalidParams(
+                f"`content` has {len(content)} characters; the limit is {MEMORY_CONTENT_MAX_CHARS}",
+                field="content",
+            )
+    if params.action == "save":
+        forbid("id", "a new record gets its id from the daemon")
+        for field in ("content", "kind", "is_global"):
+            if getattr(params, field) is None:
+                raise InvalidParams(f"save requires `{field}`", field=field)
+    elif params.action == "update":
+        if params.id is None:
+            raise InvalidParams("update requires `id`", field="id")
+        forbid("is_global", "a record keeps its scope; save a new one and forget this one")
+        if content is None and params.kind is None:
+            raise InvalidParams("update requires `content` or `kind`", field="content")
+    else:
+        if params.id is None:
+            raise InvalidParams("forget requires `id`", field="id")
+        forbid("content", "forget takes only the id")
+        forbid("kind", "forget takes only the id")
+        forbid("is_global", "forget takes only the id")
+    return PendingChange(
+        approval_id="",
+        session_id=params.session_id,
+        action=params.action,
+        record_id=params.id,
+        content=content,
+        kind=params.kind,
+        is_global=params.is_global,
+        created_at=0.0,
+    )
+
+
+class DeliberateMemory:
+    """The service behind memory.*; `daemon.deliberate` points at it."""
+
+    def __init__(self, store: DeliberateStore, clock: Clock, sessions: SessionStore) -> None:
+        self.store = store
+        self._clock = clock
+        self._sessions = sessions
+        self.pending = PendingApprovals()
+        self.session_grants = SessionGrants()
+
+    async def _session(self, params: SessionParams) -> Session:
+        session = await self._sessions.require(params.session_id, params.epoch)
+        if session.bare:
+            raise Disabled("memory tools are disabled in a bare session")
+        return session
+
+    # --- search ------------------------------------------------------------------------------
+
+    async def search(self, params: MemorySearchParams) -> MemorySearchResult:
+        session = await self._session(params)
+        if params.query is None or not params.query.strip():
+            records = await self.store.recent(session.workspace_id, params.limit)
+        else:
+            records = await self.store.search(session.workspace_id, params.query, params.limit)
+        return MemorySearchResult(records=[to_wire(record) for record in records])
+
+    async def search_for_recall(
+        self, session: Session, text: str, limit: int
+    ) -> list[DeliberateEntry]:
+        if session.bare or not text.strip() or limit < 1:
+            return []
+        records = await self.store.search(session.workspace_id, text, limit)
+        return [
+            DeliberateEntry(
+                id=r.id,
+                kind=r.kind,
+                content=r.content,
+                scope="global" if r.is_global else "workspace",
+                updated_at=format_time(r.updated_at),
+            )
+            for r in records
+        ]
+
+    # --- manage ------------------------------------------------------------------------------
+
+    async def manage(self, params: MemoryManageParams) -> MemoryManageResult:
+        session = await self._session(params)
+        change = validate_change(params)
+        target = await self._target(session, change)
+        refusal = await self._refusal(session, change, target)
+        if refusal is not None:
+            return refusal
+        granted = False
+        if session.mode == "normal" and session.interactive and not session.auto_approve:
+            granted = session.session_id in self.session_grants
+            granted = granted or await self.store.has_workspace_grant(session.workspace_id)
+        decision = decide(
+            mode=session.mode,
+            interactive=session.interactive,
+            auto_approve=session.auto_approve,
+            granted=granted,
+        )
+        if decision.action == "deny":
+            return self._denied(session, change, decision.reason or "denied", target)
+        if decision.action == "review" and change.action != "forget":
+            assert change.content is not None or target is not None
+            verdict = review_content(
+                change.content if change.content is not None else target.content,  # type: ignore[union-attr]
+                duplicate_id=None,  # duplicates were refused above, in every mode
+            )
+            if not verdict.accepted:
+                return self._denied(session, change, verdict.reason or "review refused", target)
+        if decision.action == "ask":
+            return self._ask(session, change, target)
+        return await self._apply(session, change)
+
+    async def approve(self, params: MemoryApproveParams) -> MemoryManageResult:
+        session = await self._session(params)
+        change = self.pending.take(params.approval_id, session.session_id, self._clock.now())
+        if params.decision == "deny":
+            target = await self._target_or_none(session, change)
+            log.info("memory.declined", approval_id=change.approval_id, action=change.action)
+            return self._denied(session, change, "declined by the user", target)
+        if params.decision == "allow_session":
+            self.session_grants.grant(session.session_id)
+        elif params.decision == "allow_workspace":
+            await self.store.add_workspace_grant(
+                session.workspace_id, session.workspace_root, self._clock.now()
+            )
+        log.info("memory.approved", approval_id=change.approval_id, decision=params.decision)
+        # Memory may have changed while the user decided: check again before applying.
+        target = await self._target(session, change)
+        refusal = await self._refusal(session, change, target)
+        if refusal is not None:
+            return refusal
+        return await self._apply(session, change)
+
+    # --- steps -------------------------------------------------------------------------------
+
+    async def _target(self, session: Session, change: PendingChange) -> StoredRecord | None:
+        if change.action == "save":
+            return None
+        record_id = change.record_id or ""
+        record = None
+        if is_record_id(record_id):  # anything else cannot be a record: not found, no query
+            record = await self.store.visible(session.workspace_id, record_id)
+        if record is None:
+            raise NotFound(f"no memory record {record_id!r} is visible from this workspace")
+        return record
+
+    async def _target_or_none(self, session: Session, change: PendingChange) -> StoredRecord | None:
+        try:
+            return await self._target(session, change)
+        except NotFound:
+            return None
+
+    async def _refusal(
+        self, session: Session, change: PendingChange, target: StoredRecord | None
+    ) -> MemoryManageResult | None:
+        """Secrets and exact duplicates are refused whatever the mode."""
+        if change.content is None:
+            if change.action == "update" and target is not None and change.kind == target.kind:
+                return self._unchanged(target)
+            return None
+        if contains_secret(change.content):
+            log.info("memory.denied", action=change.action, reason="secret")
+            return self._denied(session, change, SENSITIVE_CONTENT_DENIAL, target)
+        if target is not None:
+            scope_workspace = target.workspace_id
+        else:
+            scope_workspace = None if change.is_global else session.workspace_id
+        existing = await self.store.same_content(scope_workspace, change.content)
+        if existing is None:
+            return None
+        if target is not None and existing.id == target.id:
+            if change.kind is None or change.kind == target.kind:
+                return self._unchanged(target)
+            return None
+        return self._duplicate(existing)
+
+    def _ask(
+        self, session: Session, change: PendingChange, target: StoredRecord | None
+    ) -> MemoryManageResult:
+        now = self._clock.now()
+        pending = msgspec.structs.replace(change, approval_id=new_approval_id(), created_at=now)
+        self.pending.add(pending, now)
+        log.info("memory.pending", approval_id=pending.approval_id, action=change.action)
+        return MemoryManageResult(
+            outcome="pending_approval",
+            approval_id=pending.approval_id,
+            reason=f"waiting for the user (memory.approve {pending.approval_id}, valid "
+            f"{APPROVAL_TTL_S:.0f} s)",
+            record=to_wire(target) if target is not None else None,
+            summary=f"Approval needed to {describe(session, change, target)}.",
+        )
+
+    async def _apply(self, session: Session, change: PendingChange) -> MemoryManageResult:
+        now = self._clock.now()
+        if change.action == "save":
+            assert change.content is not None and change.kind is not None
+            record = StoredRecord(
+                id=new_record_id(),
+                kind=change.kind,
+                content=change.content,
+                workspace_id=None if change.is_global else session.workspace_id,
+                workspace_root=session.workspace_root,
+                created_at=now,
+                updated_at=now,
+            )
+            try:
+                await self.store.insert(record)
+            except DuplicateRecord:
+                existing = await self.store.same_content(record.workspace_id, record.content)
+                if existing is None:
+                    raise
+                return self._duplicate(existing)
+            verb = "Saved"
+        else:
+            target = await self._target(session, change)
+            assert target is not None
+            if change.action == "forget":
+                if not await self.store.delete(target.id):
+                    raise NotFound(f"memory record {target.id} was already forgotten")
+                record, verb = target, "Forgot"
+            else:
+                content = change.content if change.content is not None else target.content
+                kind = change.kind if change.kind is not None else target.kind
+                try:
+                    updated = await self.store.update(target.id, content, kind, now)
+                except DuplicateRecord:
+                    existing = await self.store.same_content(target.workspace_id, content)
+                    if existing is None:
+                        raise
+                    return self._duplicate(existing)
+                if not updated:
+                    raise NotFound(f"memory record {target.id} was forgotten meanwhile")
+                record = msgspec.structs.replace(target, content=content, kind=kind, updated_at=now)
+                verb = "Updated"
+        log.info(
+            "memory.applied", action=change.action, record_id=record.id, scope=scope_name(record)
+        )
+        return MemoryManageResult(
+            outcome="applied",
+            approval_id=None,
+            reason=None,
+            record=to_wire(record),
+            summary=f"{verb} {_scope_phrase(record.is_global, record.workspace_root)} "
+            f"{record.id} ({record.kind}): \"{preview(record.content)}\".",
+        )
+
+    def _denied(
+        self, session: Session, change: PendingChange, reason: str, target: StoredRecord | None
+    ) -> MemoryManageResult:
+        log.info("memory.denied", action=change.action)
+        return MemoryManageResult(
+            outcome="denied",
+            approval_id=None,
+            reason=reason,
+            record=to_wire(target) if target is not None else None,
+            summary=f"Nothing changed; denied: {describe(session, change, target)} ({reason}).",
+        )
+
+    def _duplicate(self, existing: StoredRecord) -> MemoryManageResult:
+        scope = _scope_phrase(existing.is_global, existing.workspace_root)
+        return MemoryManageResult(
+            outcome="denied",
+            approval_id=None,
+            reason=f"an identical {scope_name(existing)} record already exists ({existing.id})",
+            record=to_wire(existing),
+            summary=f"Nothing changed: identical {scope} {existing.id} already exists.",
+        )
+
+    def _unchanged(self, target: StoredRecord) -> MemoryManageResult:
+        return MemoryManageResult(
+            outcome="denied",
+            approval_id=None,
+            reason=f"the update would not change {target.id}",
+            record=to_wire(target),
+            summary=f"Nothing changed: {scope_name(target)} memory {target.id} already says that.",
+        )
+
+
+def describe(session: Session, change: PendingChange, target: StoredRecord | None) -> str:
+    """The proposed change in words, one line: what and in which scope."""
+    if change.action == "save":
+        scope = _scope_phrase(bool(change.is_global), session.workspace_root)
+        return f"save {scope} ({change.kind}): \"{preview(change.content or '')}\""
+    assert target is not None
+    scope = _scope_phrase(target.is_global, target.workspace_root)
+    if change.action == "forget":
+        return f"forget {scope} {target.id}: \"{preview(target.content)}\""
+    new_content = change.content if change.content is not None else target.content
+    return (
+        f"update {scope} {target.id} ({change.kind or target.kind}): "
+        f"\"{preview(target.content)}\" -> \"{preview(new_content)}\""
+    )
+
+
+def install(daemon: Daemon) -> DeliberateMemory:
+    store = DeliberateStore(daemon.paths.deliberate_db)
+    try:
+        store.open_blocking()
+    except Exception as exc:  # memory.* then answer -32017; the daemon serves everything else
+        log.error("memory.open_failed", path=str(daemon.paths.deliberate_db), error=str(exc))
+        daemon.record_error("storage", f"memory database {daemon.paths.deliberate_db}: {exc}")
+    service = DeliberateMemory(store, daemon.clock, daemon.sessions)
+    daemon.deliberate = service
+    daemon.router.add("memory.search", service.search)
+    daemon.router.add("memory.manage", service.manage)
+    daemon.router.add("memory.approve", service.approve)
+
+    async def close() -> None:
+        await trio.to_thread.run_sync(store.close)
+
+    daemon.closers.append(close)
+    return service

@@ -1,0 +1,94 @@
+"""Pending memory changes waiting for memory.approve, and the grants that skip the prompt.
+
+Pending approvals live in memory only: each belongs to one session, expires `APPROVAL_TTL_S`
+after it was created, and is removed by the first memory.approve that names it (single use).
+Session grants are in memory (a session does not outlive the daemon's knowledge of it);
+workspace grants are persisted by the store, in the deliberate database next to the records
+they guard, so they survive restarts and go away with that database.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections import OrderedDict
+
+import msgspec
+
+from orcad.errors import NotFound
+from orcad.limits import APPROVAL_TTL_S, PENDING_APPROVALS_MAX
+from protocol.types import ManageAction, RecordKind
+
+APPROVAL_ID_PREFIX = "apr_"
+
+
+class PendingChange(msgspec.Struct, frozen=True, kw_only=True):
+    approval_id: str
+    session_id: str
+    action: ManageAction
+    record_id: str | None  # update and forget
+    content: str | None  # save and update
+    kind: RecordKind | None
+    is_global: bool | None  # save
+    created_at: float
+
+    def expires_at(self) -> float:
+        return self.created_at + APPROVAL_TTL_S
+
+
+def is_expired(change: PendingChange, now: float) -> bool:
+    """Expired from `created_at + APPROVAL_TTL_S` on (the boundary itself is expired)."""
+    return now >= change.expires_at()
+
+
+def new_approval_id() -> str:
+    return APPROVAL_ID_PREFIX + secrets.token_hex(16)
+
+
+class PendingApprovals:
+    """Pending changes by approval id, oldest first. Touched only from the event loop."""
+
+    def __init__(self, max_pending: int = PENDING_APPROVALS_MAX) -> None:
+        self._pending: OrderedDict[str, PendingChange] = OrderedDict()
+        self._max_pending = max_pending
+
+    def __len__(self) -> int:
+        return len(self._pending)
+
+    def add(self, change: PendingChange, now: float) -> None:
+        self.drop_expired(now)
+        self._pending[change.approval_id] = change
+        while len(self._pending) > self._max_pending:
+            self._pending.popitem(last=False)
+
+    def drop_expired(self, now: float) -> None:
+        for approval_id in [a for a, change in self._pending.items() if is_expired(change, now)]:
+            del self._pending[approval_id]
+
+    def take(self, approval_id: str, session_id: str, now: float) -> PendingChange:
+        """Remove and return the session's pending change; NotFound if unknown, used or expired."""
+        change = self._pending.get(approval_id)
+        if change is None or change.session_id != session_id:
+            raise NotFound(
+                f"no pending memory change {approval_id!r} for this session (unknown, already "
+                f"decided, or expired); call memory.manage again"
+            )
+        del self._pending[approval_id]
+        if is_expired(change, now):
+            raise NotFound(
+                f"pending memory change {approval_id} expired {APPROVAL_TTL_S:.0f} s after it was "
+                f"proposed; call memory.manage again"
+            )
+        return change
+
+
+class SessionGrants:
+    """Sessions whose user chose allow_session (by session id, surviving a reopen)."""
+
+    def __init__(self) -> None:
+        self._sessions: set[str] = set()
+
+    def grant(self, session_id: str) -> None:
+        self._sessions.add(session_id)
+
+    def __contains__(self, session_id: object) -> bool:
+        return session_id in self._sessions

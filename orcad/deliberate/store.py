@@ -1,0 +1,420 @@
+"""The deliberate-memory database (`memory.sqlite3`): schema, migrations, records, search, grants.
+
+This module is the only one that opens that file. The functions taking a connection are the
+SQL; `DeliberateStore` runs them on its SQLite worker thread, never on the event loop, and turns
+SQLite failures into StorageError. Row ids stay inside: records are addressed by `mem_` ids.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+import msgspec
+
+from orcad.errors import StorageError
+from orcad.query import FTS5_TOKENIZE, derive_query_terms, match_expression, plan_terms
+from orcad.sqlite_worker import SQLiteWorker, connect_private
+from protocol.types import RecordKind
+
+T = TypeVar("T")
+
+RECORD_ID_PREFIX = "mem_"
+RECORD_ID_HEX = 32
+PRIVATE_FILE_MODE = 0o600
+PRIVATE_DIR_MODE = 0o700
+
+
+class StoredRecord(msgspec.Struct, frozen=True, kw_only=True):
+    id: str  # the public mem_ id
+    kind: RecordKind
+    content: str
+    workspace_id: str | None  # None for a global record
+    workspace_root: str  # where it was saved from, kept for global records too
+    created_at: float
+    updated_at: float
+
+    @property
+    def is_global(self) -> bool:
+        return self.workspace_id is None
+
+
+class DuplicateRecord(Exception):
+    """The same content already exists in that scope (the unique index said so)."""
+
+
+def new_record_id() -> str:
+    return RECORD_ID_PREFIX + secrets.token_hex(RECORD_ID_HEX // 2)
+
+
+def is_record_id(text: str) -> bool:
+    hex_part = text[len(RECORD_ID_PREFIX) :]
+    return (
+        text.startswith(RECORD_ID_PREFIX)
+        and len(hex_part) == RECORD_ID_HEX
+        and all(ch in "0123456789abcdef" for ch in hex_part)
+    )
+
+
+# Each entry moves the schema from version i to i + 1 (PRAGMA user_version); never edit one.
+MIGRATIONS: tuple[str, ...] = (
+    f"""
+    CREATE TABLE memories (
+        row_id INTEGER PRIMARY KEY,
+        public_id TEXT NOT NULL UNIQUE,
+        kind TEXT NOT NULL CHECK (kind IN ('preference', 'fact', 'workflow', 'decision')),
+        content TEXT NOT NULL,
+        workspace_id TEXT,
+        workspace_root TEXT NOT NULL,
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL
+    );
+    CREATE UNIQUE INDEX memories_scope_content ON memories (ifnull(workspace_id, ''), content);
+    CREATE INDEX memories_recent ON memories (updated_at);
+    CREATE INDEX memories_workspace_recent ON memories (workspace_id, updated_at);
+    CREATE VIRTUAL TABLE memories_fts USING fts5(
+        content, content = 'memories', content_rowid = 'row_id', tokenize = '{FTS5_TOKENIZE}'
+    );
+    CREATE VIRTUAL TABLE memories_vocab USING fts5vocab(memories_fts, 'row');
+    CREATE TRIGGER memories_fts_insert AFTER INSERT ON memories BEGIN
+        INSERT INTO memories_fts (rowid, content) VALUES (new.row_id, new.content);
+    END;
+    CREATE TRIGGER memories_fts_delete AFTER DELETE ON memories BEGIN
+        INSERT INTO memories_fts (memories_fts, rowid, content)
+        VALUES ('delete', old.row_id, old.content);
+    END;
+    CREATE TRIGGER memories_fts_update AFTER UPDATE OF content ON memories BEGIN
+        INSERT INTO memories_fts (memories_fts, rowid, content)
+        VALUES ('delete', old.row_id, old.content);
+        INSERT INTO memories_fts (rowid, content) VALUES (new.row_id, new.content);
+    END;
+    CREATE TABLE record_count (only INTEGER PRIMARY KEY CHECK (only = 1), total INTEGER NOT NULL);
+    INSERT INTO record_count (only, total) VALUES (1, 0);
+    CREATE TRIGGER record_count_insert AFTER INSERT ON memories BEGIN
+        UPDATE record_count SET total = total + 1;
+    END;
+    CREATE TRIGGER record_count_delete AFTER DELETE ON memories BEGIN
+        UPDATE record_count SET total = total - 1;
+    END;
+    CREATE TABLE workspace_grants (
+        workspace_id TEXT PRIMARY KEY,
+        workspace_root TEXT NOT NULL,
+        granted_at REAL NOT NULL
+    );
+    """,  # noqa: S608 - only the tokenizer constant is interpolated
+)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+_SELECT_RECORDS = (
+    "SELECT public_id, kind, content, workspace_id, workspace_root, created_at, updated_at "
+    "FROM memories "
+)
+_VISIBLE = "(workspace_id = :workspace OR workspace_id IS NULL)"
+_SEARCH = (
+    "SELECT m.public_id, m.kind, m.content, m.workspace_id, m.workspace_root, m.created_at, "
+    "m.updated_at FROM memories_fts JOIN memories AS m ON m.row_id = memories_fts.rowid "
+    "WHERE memories_fts MATCH :match AND (m.workspace_id = :workspace OR m.workspace_id IS NULL) "
+    "ORDER BY bm25(memories_fts), m.updated_at DESC, m.row_id DESC LIMIT :limit"
+)
+_RECENT = (
+    _SELECT_RECORDS + "WHERE " + _VISIBLE + " ORDER BY updated_at DESC, row_id DESC LIMIT :limit"
+)
+_VISIBLE_BY_ID = _SELECT_RECORDS + "WHERE public_id = :id AND " + _VISIBLE
+_SAME_CONTENT = _SELECT_RECORDS + "WHERE ifnull(workspace_id, '') = ? AND content = ?"
+_INSERT = (
+    "INSERT INTO memories (public_id, kind, content, workspace_id, workspace_root, created_at, "
+    "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)"
+)
+_STEM_TABLES = (
+    "CREATE VIRTUAL TABLE IF NOT EXISTS temp.query_terms "
+    "USING fts5(term, tokenize = '" + FTS5_TOKENIZE + "')",
+    "CREATE VIRTUAL TABLE IF NOT EXISTS temp.query_terms_vocab "
+    "USING fts5vocab(temp, query_terms, 'instance')",
+)
+
+
+def _record(row: tuple[object, ...]) -> StoredRecord:
+    public_id, kind, content, workspace_id, root, created, updated = row
+    return msgspec.convert(
+        {
+            "id": public_id,
+            "kind": kind,
+            "content": content,
+            "workspace_id": workspace_id,
+            "workspace_root": root,
+            "created_at": created,
+            "updated_at": updated,
+        },
+        StoredRecord,
+    )
+
+
+def make_private_parents(path: Path) -> None:
+    """Create the missing directories above `path`, each 0700 whatever the umask."""
+    missing: list[Path] = []
+    parent = path.parent
+    while not parent.exists():
+        missing.append(parent)
+        parent = parent.parent
+    for directory in reversed(missing):
+        with contextlib.suppress(FileExistsError):
+            directory.mkdir(mode=PRIVATE_DIR_MODE)
+            directory.chmod(PRIVATE_DIR_MODE)
+
+
+def secure_database_files(path: Path) -> None:
+    """The database and its -wal and -shm siblings, where they exist, become 0600."""
+    for suffix in ("", "-wal", "-shm"):
+        sibling = path.with_name(path.name + suffix)
+        with contextlib.suppress(FileNotFoundError):
+            if sibling.stat().st_mode & 0o777 != PRIVATE_FILE_MODE:
+                os.chmod(sibling, PRIVATE_FILE_MODE)
+
+
+def migrate(connection: sqlite3.Connection) -> int:
+    """Bring the schema to SCHEMA_VERSION, one transaction per step; returns the old version."""
+    version = int(connection.execute("PRAGMA user_version").fetchone()[0])
+    if version > SCHEMA_VERSION:
+        raise StorageError(
+            f"memory database schema {version} is newer than this orcad understands "
+            f"({SCHEMA_VERSION}); upgrade orcad"
+        )
+    for step in range(version, SCHEMA_VERSION):
+        connection.execute("BEGIN IMMEDIATE")
+        try:
+            for statement in _statements(MIGRATIONS[step]):
+                connection.execute(statement)
+            connection.execute(f"PRAGMA user_version = {step + 1}")
+            connection.execute("COMMIT")
+        except BaseException:
+            connection.execute("ROLLBACK")
+            raise
+    return version
+
+
+def _statements(script: str) -> list[str]:
+    """Split a migration into statements (trigger bodies keep their inner semicolons)."""
+    statements: list[str] = []
+    current = ""
+    for line in script.splitlines(keepends=True):
+        current += line
+        if sqlite3.complete_statement(current):
+            statements.append(current.strip())
+            current = ""
+    if current.strip():
+        statements.append(current.strip())
+    return statements
+
+
+def open_database(path: Path) -> sqlite3.Connection:
+    make_private_parents(path)
+    connection = connect_private(path)
+    migrate(connection)
+    for statement in _STEM_TABLES:  # stems query terms exactly as the index does
+        connection.execute(statement)
+    secure_database_files(path)
+    return connection
+
+
+# --- queries (each takes the connection; the store runs them off the event loop) --------------
+
+
+def term_document_counts(connection: sqlite3.Connection, terms: list[str]) -> dict[str, int]:
+    """How many records contain each term, after the same stemming the index applies."""
+    connection.execute("DELETE FROM temp.query_terms")
+    connection.executemany(
+        "INSERT INTO temp.query_terms (rowid, term) VALUES (?, ?)", list(enumerate(terms))
+    )
+    stems: dict[int, list[str]] = {}
+    for stem, index in connection.execute("SELECT term, doc FROM temp.query_terms_vocab"):
+        stems.setdefault(int(index), []).append(str(stem))
+    frequency: dict[str, int] = {}
+    for stem in {stem for group in stems.values() for stem in group}:
+        row = connection.execute("SELECT doc FROM memories_vocab WHERE term = ?", (stem,))
+        found = row.fetchone()
+        frequency[stem] = int(found[0]) if found else 0
+    return {
+        term: min((frequency.get(stem, 0) for stem in stems.get(index, [])), default=0)
+        for index, term in enumerate(terms)
+    }
+
+
+def record_total(connection: sqlite3.Connection) -> int:
+    return int(connection.execute("SELECT total FROM record_count").fetchone()[0])
+
+
+def planned_match(connection: sqlite3.Connection, text: str) -> str:
+    """The MATCH expression for `text`: its terms, planned by selectivity ('' if no terms)."""
+    terms = derive_query_terms(text)
+    if not terms:
+        return ""
+    counts = term_document_counts(connection, terms)
+    return match_expression(plan_terms(terms, counts, record_total(connection)))
+
+
+def search_records(
+    connection: sqlite3.Connection, workspace_id: str, text: str, limit: int
+) -> list[StoredRecord]:
+    """Visible records matching `text`, best bm25 first, more recently updated first on ties."""
+    expression = planned_match(connection, text)
+    if not expression:
+        return []
+    rows = connection.execute(
+        _SEARCH,
+        {"match": expression, "workspace": workspace_id, "limit": limit},
+    )
+    return [_record(row) for row in rows]
+
+
+def recent_records(
+    connection: sqlite3.Connection, workspace_id: str, limit: int
+) -> list[StoredRecord]:
+    rows = connection.execute(
+        _RECENT,
+        {"workspace": workspace_id, "limit": limit},
+    )
+    return [_record(row) for row in rows]
+
+
+def visible_record(
+    connection: sqlite3.Connection, workspace_id: str, public_id: str
+) -> StoredRecord | None:
+    row = connection.execute(
+        _VISIBLE_BY_ID,
+        {"id": public_id, "workspace": workspace_id},
+    ).fetchone()
+    return _record(row) if row else None
+
+
+def same_content_record(
+    connection: sqlite3.Connection, scope_workspace_id: str | None, content: str
+) -> StoredRecord | None:
+    """The record holding exactly `content` in that scope (None = global), if any."""
+    row = connection.execute(
+        _SAME_CONTENT,
+        (scope_workspace_id or "", content),
+    ).fetchone()
+    return _record(row) if row else None
+
+
+def insert_record(connection: sqlite3.Connection, record: StoredRecord) -> StoredRecord:
+    try:
+        with connection:
+            connection.execute(
+                _INSERT,
+                (
+                    record.id,
+                    record.kind,
+                    record.content,
+                    record.workspace_id,
+                    record.workspace_root,
+                    record.created_at,
+                    record.updated_at,
+                ),
+            )
+    except sqlite3.IntegrityError as exc:
+        raise DuplicateRecord(record.content) from exc
+    return record
+
+
+def update_record(
+    connection: sqlite3.Connection, public_id: str, content: str, kind: RecordKind, now: float
+) -> bool:
+    try:
+        with connection:
+            cursor = connection.execute(
+                "UPDATE memories SET content = ?, kind = ?, updated_at = ? WHERE public_id = ?",
+                (content, kind, now, public_id),
+            )
+    except sqlite3.IntegrityError as exc:
+        raise DuplicateRecord(content) from exc
+    return cursor.rowcount == 1
+
+
+def delete_record(connection: sqlite3.Connection, public_id: str) -> bool:
+    with connection:
+        cursor = connection.execute("DELETE FROM memories WHERE public_id = ?", (public_id,))
+    return cursor.rowcount == 1
+
+
+def has_workspace_grant(connection: sqlite3.Connection, workspace_id: str) -> bool:
+    row = connection.execute(
+        "SELECT 1 FROM workspace_grants WHERE workspace_id = ?", (workspace_id,)
+    ).fetchone()
+    return row is not None
+
+
+def add_workspace_grant(
+    connection: sqlite3.Connection, workspace_id: str, workspace_root: str, now: float
+) -> None:
+    with connection:
+        connection.execute(
+            "INSERT INTO workspace_grants (workspace_id, workspace_root, granted_at) "
+            "VALUES (?, ?, ?) ON CONFLICT(workspace_id) DO NOTHING",
+            (workspace_id, workspace_root, now),
+        )
+
+
+class DeliberateStore:
+    """Owns memory.sqlite3; every call runs on its SQLite worker thread."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._db = SQLiteWorker(lambda: open_database(path))
+        self._files_secured_after_write = False
+
+    def open_blocking(self) -> None:
+        """Open and migrate now (startup), so that a broken database is reported early."""
+        self._db.run_blocking(lambda connection: None)
+
+    def close(self) -> None:
+        self._db.close()
+
+    async def _run(self, work: Callable[[sqlite3.Connection], T], *, writes: bool = False) -> T:
+        try:
+            result = await self._db.run(work)
+        except (sqlite3.Error, OSError) as exc:
+            raise StorageError(f"memory database {self.path}: {exc}") from exc
+        if writes and not self._files_secured_after_write:
+            # The -wal and -shm files can first appear with the first write.
+            await self._db.run(lambda _connection: secure_database_files(self.path))
+            self._files_secured_after_write = True
+        return result
+
+    async def search(self, workspace_id: str, text: str, limit: int) -> list[StoredRecord]:
+        return await self._run(lambda c: search_records(c, workspace_id, text, limit))
+
+    async def recent(self, workspace_id: str, limit: int) -> list[StoredRecord]:
+        return await self._run(lambda c: recent_records(c, workspace_id, limit))
+
+    async def visible(self, workspace_id: str, public_id: str) -> StoredRecord | None:
+        return await self._run(lambda c: visible_record(c, workspace_id, public_id))
+
+    async def same_content(
+        self, scope_workspace_id: str | None, content: str
+    ) -> StoredRecord | None:
+        return await self._run(lambda c: same_content_record(c, scope_workspace_id, content))
+
+    async def insert(self, record: StoredRecord) -> StoredRecord:
+        return await self._run(lambda c: insert_record(c, record), writes=True)
+
+    async def update(self, public_id: str, content: str, kind: RecordKind, now: float) -> bool:
+        return await self._run(
+            lambda c: update_record(c, public_id, content, kind, now), writes=True
+        )
+
+    async def delete(self, public_id: str) -> bool:
+        return await self._run(lambda c: delete_record(c, public_id), writes=True)
+
+    async def has_workspace_grant(self, workspace_id: str) -> bool:
+        return await self._run(lambda c: has_workspace_grant(c, workspace_id))
+
+    async def add_workspace_grant(self, workspace_id: str, workspace_root: str, now: float) -> None:
+        await self._run(
+            lambda c: add_workspace_grant(c, workspace_id, workspace_root, now), writes=True
+        )
