@@ -1,0 +1,394 @@
+"""`orcactl service install | uninstall | status`: run orcad under systemd (user units) or launchd.
+
+Every step is printed as it happens (or, with --dry-run, as it would happen); running a step twice
+changes nothing the second time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from orcactl import service_files
+from orcactl.connect import EXIT_ERROR, EXIT_OK, print_json
+from orcad.paths import resolve_paths, runtime_dir_for
+from protocol.client import Client, DaemonUnavailable
+
+COMMAND_TIMEOUT_S = 60.0
+UNITS = (service_files.SOCKET_UNIT, service_files.SERVICE_UNIT)
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    service = subparsers.add_parser(
+        "service", help="install orcad as a systemd user service or a launchd agent"
+    )
+    actions = service.add_subparsers(dest="service_command", metavar="ACTION", required=True)
+    for name, run, summary in (
+        ("install", run_install, "write the units (or plist) for this user, enable and start them"),
+        ("uninstall", run_uninstall, "stop, disable and remove what install wrote"),
+        ("status", run_status, "show what is installed, enabled and running"),
+    ):
+        parser = actions.add_parser(name, help=summary)
+        parser.add_argument("--json", action="store_true", help="print the steps as JSON")
+        parser.add_argument(
+            "--manager",
+            choices=("systemd", "launchd"),
+            default="launchd" if sys.platform == "darwin" else "systemd",
+            help="service manager (default: launchd on macOS, systemd elsewhere)",
+        )
+        if name != "status":
+            parser.add_argument(
+                "--dry-run", action="store_true", help="print the steps, change nothing"
+            )
+        if name == "install":
+            parser.add_argument(
+                "--orcad",
+                metavar="PATH",
+                help="the orcad executable (default: next to orcactl, else on PATH)",
+            )
+        parser.set_defaults(run=run)
+
+
+# --- what to install ------------------------------------------------------------------------
+
+
+def find_orcad(explicit: str | None) -> tuple[list[str], dict[str, str]]:
+    """The command that starts orcad, as absolute paths, and any environment it needs."""
+    if explicit:
+        return [os.path.abspath(explicit)], {}
+    here = [Path(sys.argv[0]).parent, Path(sys.executable).parent]
+    for directory in here:
+        candidate = directory / "orcad"
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return [os.path.abspath(candidate)], {}
+    on_path = shutil.which("orcad")
+    if on_path:
+        return [os.path.abspath(on_path)], {}
+    # No orcad script installed (a source checkout): run the package with this interpreter.
+    import orcad  # noqa: PLC0415 - only to locate the package
+
+    package_parent = str(Path(orcad.__file__).resolve().parent.parent)
+    installed = any(part in package_parent for part in ("site-packages", "dist-packages"))
+    return [sys.executable, "-m", "orcad"], ({} if installed else {"PYTHONPATH": package_parent})
+
+
+def systemd_unit_dir(environ: dict[str, str] | os._Environ[str]) -> Path:
+    if environ.get("XDG_CONFIG_HOME"):
+        return Path(environ["XDG_CONFIG_HOME"]) / "systemd" / "user"
+    return Path(environ.get("HOME") or Path.home()) / ".config" / "systemd" / "user"
+
+
+def launchd_plist_path(environ: dict[str, str] | os._Environ[str]) -> Path:
+    home = Path(environ.get("HOME") or Path.home())
+    return home / "Library" / "LaunchAgents" / f"{service_files.LAUNCHD_LABEL}.plist"
+
+
+def wanted_files(args: argparse.Namespace) -> dict[Path, bytes]:
+    """Each file install writes, with its content."""
+    if args.manager == "systemd":
+        unit_dir = systemd_unit_dir(os.environ)
+        argv, environment = find_orcad(getattr(args, "orcad", None))
+        exec_start = service_files.systemd_exec_line(argv)
+        service = service_files.systemd_service_unit(exec_start, environment)
+        return {
+            unit_dir / service_files.SOCKET_UNIT: service_files.systemd_socket_unit().encode(),
+            unit_dir / service_files.SERVICE_UNIT: service.encode(),
+        }
+    paths = resolve_paths()
+    argv, environment = find_orcad(getattr(args, "orcad", None))
+    home = Path(os.environ.get("HOME") or Path.home())
+    plist = service_files.launchd_plist(
+        argv, str(paths.socket), str(home / "Library" / "Logs" / "orcad.log"), environment
+    )
+    return {launchd_plist_path(os.environ): plist}
+
+
+# --- doing it, and saying so ----------------------------------------------------------------
+
+
+@dataclass
+class Steps:
+    """Carries out (or, dry, only describes) each step and keeps a record to print."""
+
+    dry_run: bool
+    json: bool
+    record: list[dict[str, Any]] = field(default_factory=list)
+    failed: bool = False
+
+    def say(self, action: str, shown: str, **fields: Any) -> None:
+        self.record.append({"action": action, **fields})
+        if not self.json:
+            print(shown)
+
+    def note(self, text: str) -> None:
+        self.say("note", f"note: {text}", text=text)
+
+    def write(self, path: Path, content: bytes) -> bool:
+        """Write `path` if its content differs; True when it changed (or would)."""
+        try:
+            if path.read_bytes() == content:
+                self.say("unchanged", f"unchanged {path}", path=str(path))
+                return False
+        except FileNotFoundError:
+            pass
+        if self.dry_run:
+            text = content.decode()
+            indented = "".join(f"    {line}\n" for line in text.splitlines())
+            shown = f"would write {path}:\n{indented}"
+            self.say("would_write", shown, path=str(path), content=text)
+            return True
+        path.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_bytes(content)
+        tmp.chmod(0o644)
+        tmp.replace(path)
+        self.say("wrote", f"wrote {path}", path=str(path))
+        return True
+
+    def remove(self, path: Path) -> bool:
+        if not path.exists():
+            self.say("absent", f"already absent {path}", path=str(path))
+            return False
+        if self.dry_run:
+            self.say("would_remove", f"would remove {path}", path=str(path))
+            return True
+        path.unlink()
+        self.say("removed", f"removed {path}", path=str(path))
+        return True
+
+    def run(self, argv: list[str]) -> bool:
+        shown = shlex.join(argv)
+        if self.dry_run:
+            self.say("would_run", f"would run: {shown}", argv=argv)
+            return True
+        result = subprocess.run(
+            argv, capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S, check=False
+        )
+        if result.returncode == 0:
+            self.say("ran", f"ran: {shown}", argv=argv, status=0)
+            return True
+        detail = (result.stderr or result.stdout).strip().splitlines()
+        error = detail[-1] if detail else ""
+        self.failed = True
+        text = f"failed ({result.returncode}): {shown}" + (f": {error}" if error else "")
+        self.say("failed", text, argv=argv, status=result.returncode, error=error)
+        return False
+
+    def finish(self, manager: str, **extra: Any) -> int:
+        if self.json:
+            print_json({"manager": manager, "dry_run": self.dry_run, "steps": self.record, **extra})
+        return EXIT_ERROR if self.failed else EXIT_OK
+
+
+def probe(argv: list[str]) -> subprocess.CompletedProcess[str] | None:
+    """Ask the service manager something without changing anything; None when it cannot answer."""
+    if shutil.which(argv[0]) is None:
+        return None
+    try:
+        return subprocess.run(
+            argv, capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S, check=False
+        )
+    except OSError:
+        return None
+
+
+def systemd_reachable() -> bool:
+    result = probe(["systemctl", "--user", "show-environment"])
+    return result is not None and result.returncode == 0
+
+
+def unit_states(query: str) -> dict[str, str]:
+    """`systemctl --user is-enabled|is-active` for both units: {unit: state}."""
+    result = probe(["systemctl", "--user", query, *UNITS])
+    lines = result.stdout.split() if result else []
+    return {unit: (lines[i] if i < len(lines) else "unknown") for i, unit in enumerate(UNITS)}
+
+
+def daemon_pid(socket_path: Path) -> int | None:
+    try:
+        with Client(str(socket_path), timeout=5) as client:
+            return int(client.call("daemon.ping").pid)
+    except (DaemonUnavailable, OSError):
+        return None
+
+
+def systemd_socket_path() -> Path:
+    """Where the user manager puts ListenStream=%t/orca/orcad.sock."""
+    return runtime_dir_for(os.environ) / "orcad.sock"
+
+
+# --- install --------------------------------------------------------------------------------
+
+
+def run_install(args: argparse.Namespace) -> int:
+    steps = Steps(dry_run=args.dry_run, json=args.json)
+    changed = False
+    for path, content in wanted_files(args).items():
+        changed = steps.write(path, content) or changed
+    if args.manager == "systemd":
+        install_systemd(steps, changed)
+    else:
+        install_launchd(steps, changed, next(iter(wanted_files(args))))
+    return steps.finish(args.manager)
+
+
+def install_systemd(steps: Steps, changed: bool) -> None:
+    socket_path = systemd_socket_path()
+    if os.environ.get("ORCA_SOCKET") and Path(os.environ["ORCA_SOCKET"]) != socket_path:
+        steps.note(
+            f"ORCA_SOCKET is set to {os.environ['ORCA_SOCKET']} but systemd listens on "
+            f"{socket_path}; unset ORCA_SOCKET so clients find the service"
+        )
+    if not systemd_reachable():
+        steps.note(
+            "systemctl --user cannot reach a user service manager, so the units are not "
+            "enabled; in a session that has one, run: "
+            f"systemctl --user enable --now {' '.join(UNITS)}"
+        )
+        return
+    if changed:
+        steps.run(["systemctl", "--user", "daemon-reload"])
+    enabled = unit_states("is-enabled")
+    if all(state == "enabled" for state in enabled.values()):
+        steps.say("unchanged", f"already enabled: {' '.join(UNITS)}", units=list(UNITS))
+    else:
+        steps.run(["systemctl", "--user", "enable", *UNITS])
+    active = unit_states("is-active")
+    if all(state == "active" for state in active.values()):
+        if changed:
+            steps.run(["systemctl", "--user", "restart", service_files.SERVICE_UNIT])
+        else:
+            steps.say("unchanged", f"already running: {' '.join(UNITS)}", units=list(UNITS))
+        return
+    if active[service_files.SOCKET_UNIT] != "active":
+        pid = daemon_pid(socket_path)
+        if pid is not None:
+            steps.note(
+                f"orcad pid {pid} already serves {socket_path} outside systemd, so the socket unit "
+                f"cannot bind it; stop it (kill -TERM {pid}), then run: "
+                f"systemctl --user start {' '.join(UNITS)}"
+            )
+            return
+    steps.run(["systemctl", "--user", "start", *UNITS])
+
+
+def launchd_target() -> str:
+    return f"gui/{os.getuid()}/{service_files.LAUNCHD_LABEL}"
+
+
+def install_launchd(steps: Steps, changed: bool, plist: Path) -> None:
+    socket_dir = resolve_paths().socket.parent
+    if not socket_dir.is_dir():
+        if steps.dry_run:
+            text = f"would create {socket_dir} (mode 0700)"
+            steps.say("would_create", text, path=str(socket_dir))
+        else:
+            socket_dir.mkdir(mode=0o700, parents=True)
+            steps.say("created", f"created {socket_dir} (mode 0700)", path=str(socket_dir))
+    if shutil.which("launchctl") is None:
+        steps.note(
+            "launchctl not found; load the agent later with: "
+            f"launchctl bootstrap gui/{os.getuid()} {plist}"
+        )
+        return
+    loaded = probe(["launchctl", "print", launchd_target()])
+    is_loaded = loaded is not None and loaded.returncode == 0
+    if is_loaded and not changed:
+        steps.say("unchanged", f"already loaded: {launchd_target()}", label=launchd_target())
+        return
+    if is_loaded:
+        steps.run(["launchctl", "bootout", launchd_target()])
+    steps.run(["launchctl", "enable", launchd_target()])
+    steps.run(["launchctl", "bootstrap", f"gui/{os.getuid()}", str(plist)])
+
+
+# --- uninstall ------------------------------------------------------------------------------
+
+
+def run_uninstall(args: argparse.Namespace) -> int:
+    steps = Steps(dry_run=args.dry_run, json=args.json)
+    files = list(wanted_files(args))
+    if args.manager == "systemd":
+        if systemd_reachable():
+            enabled = unit_states("is-enabled")
+            active = unit_states("is-active")
+            if any(state in ("enabled", "linked") for state in enabled.values()) or any(
+                state in ("active", "activating", "reloading") for state in active.values()
+            ):
+                steps.run(["systemctl", "--user", "disable", "--now", *reversed(UNITS)])
+        removed = [steps.remove(path) for path in files]
+        if any(removed) and systemd_reachable():
+            steps.run(["systemctl", "--user", "daemon-reload"])
+    else:
+        loaded = probe(["launchctl", "print", launchd_target()])
+        if loaded is not None and loaded.returncode == 0:
+            steps.run(["launchctl", "bootout", launchd_target()])
+        for path in files:
+            steps.remove(path)
+    return steps.finish(args.manager)
+
+
+# --- status ---------------------------------------------------------------------------------
+
+
+def run_status(args: argparse.Namespace) -> int:
+    files = wanted_files(args)
+    report: dict[str, Any] = {"manager": args.manager, "files": {}, "units": {}}
+    healthy = True
+    for path, content in files.items():
+        try:
+            state = "current" if path.read_bytes() == content else "differs"
+        except FileNotFoundError:
+            state = "missing"
+        healthy = healthy and state == "current"
+        report["files"][str(path)] = state
+    if args.manager == "systemd":
+        socket_path = systemd_socket_path()
+        if systemd_reachable():
+            enabled, active = unit_states("is-enabled"), unit_states("is-active")
+            for unit in UNITS:
+                report["units"][unit] = {"enabled": enabled[unit], "active": active[unit]}
+            healthy = healthy and enabled[service_files.SOCKET_UNIT] == "enabled"
+        else:
+            report["units"] = None
+    else:
+        socket_path = resolve_paths().socket
+        loaded = probe(["launchctl", "print", launchd_target()])
+        is_loaded = loaded is not None and loaded.returncode == 0
+        report["units"] = {service_files.LAUNCHD_LABEL: {"loaded": is_loaded}}
+        healthy = healthy and is_loaded
+    report["socket"] = str(socket_path)
+    report["daemon_pid"] = daemon_pid(socket_path)
+    report["healthy"] = healthy
+    if args.json:
+        print_json(report)
+    else:
+        print(render_service_status(report))
+    return EXIT_OK if healthy else EXIT_ERROR
+
+
+def render_service_status(report: dict[str, Any]) -> str:
+    explain = {
+        "current": "installed",
+        "differs": "installed, but differs from what `orcactl service install` writes now",
+        "missing": "not installed (run: orcactl service install)",
+    }
+    lines = [f"Service manager: {report['manager']}"]
+    lines += [f"  {path}: {explain[state]}" for path, state in report["files"].items()]
+    if report["units"] is None:
+        lines.append("  systemctl --user: no user service manager reachable")
+    else:
+        for unit, states in report["units"].items():
+            described = ", ".join(f"{key} {value}" for key, value in states.items())
+            lines.append(f"  {unit}: {described}")
+    pid = report["daemon_pid"]
+    answer = f"orcad pid {pid} answers" if pid else "nothing answers"
+    lines.append(f"  socket {report['socket']}: {answer}")
+    return "\n".join(lines)

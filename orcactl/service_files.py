@@ -1,0 +1,128 @@
+"""The text of the service definitions: systemd user units and the launchd LaunchAgent plist.
+
+Pure rendering; `orcactl service` decides where they go and what to run. The files checked in
+under systemd/ and launchd/ are these renderings with reference values (a test keeps them equal).
+"""
+
+from __future__ import annotations
+
+import plistlib
+from collections.abc import Mapping, Sequence
+
+SOCKET_UNIT = "orcad.socket"
+SERVICE_UNIT = "orcad.service"
+LAUNCHD_LABEL = "dev.orca.orcad"  # reverse-DNS label; also the plist's file name
+LAUNCHD_SOCKET_KEY = "Listeners"  # orcad.activation asks launchd for this name
+PRIVATE_SOCKET_MODE = 0o600
+
+# What the checked-in reference files contain where an installed file has real paths.
+REFERENCE_EXEC_START = "%h/.local/bin/orcad"  # where `pipx install` / `uv tool install` put it
+REFERENCE_MAC_HOME = "/Users/you"
+REFERENCE_MAC_ORCAD = "/usr/local/bin/orcad"
+
+SOCKET_UNIT_TEXT = """\
+# orcad's listening socket, held by the user's service manager: the first client to connect
+# starts orcad.service, and the socket stays in place while the daemon restarts.
+[Unit]
+Description=orcad socket (memory daemon for coding agents)
+
+[Socket]
+ListenStream=%t/orca/orcad.sock
+SocketMode=0600
+DirectoryMode=0700
+RemoveOnStop=yes
+
+[Install]
+WantedBy=sockets.target
+"""
+
+SERVICE_UNIT_TEMPLATE = """\
+# orcad, the per-user memory daemon for coding agents. It takes its socket from orcad.socket,
+# reports readiness and a health line (systemctl --user status orcad) and logs to the journal.
+[Unit]
+Description=orcad (memory daemon for coding agents)
+Requires=orcad.socket
+After=orcad.socket
+
+[Service]
+Type=notify
+ExecStart={exec_start}
+{environment}Restart=on-failure
+RestartSec=2s
+# On SIGTERM orcad stops accepting, answers requests in flight and releases job leases.
+TimeoutStopSec=30s
+UMask=0077
+NoNewPrivileges=yes
+
+[Install]
+WantedBy=default.target
+Also=orcad.socket
+"""
+
+
+def _systemd_quote(word: str, *, expands_variables: bool = True) -> str:
+    """One word of an ExecStart= (which expands $VARS) or Environment= line, taken literally."""
+    escaped = word.replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%")
+    if expands_variables:
+        escaped = escaped.replace("$", "$$")
+    if escaped and not any(ch.isspace() for ch in escaped) and '"' not in word:
+        return escaped
+    return f'"{escaped}"'
+
+
+def systemd_exec_line(argv: Sequence[str]) -> str:
+    return " ".join(_systemd_quote(word) for word in argv)
+
+
+def systemd_service_unit(exec_start: str, environment: Mapping[str, str] | None = None) -> str:
+    """The service unit; `exec_start` is a ready ExecStart= value (see systemd_exec_line)."""
+    lines = "".join(
+        f"Environment={_systemd_quote(f'{key}={value}', expands_variables=False)}\n"
+        for key, value in sorted((environment or {}).items())
+    )
+    return SERVICE_UNIT_TEMPLATE.format(exec_start=exec_start, environment=lines)
+
+
+def systemd_socket_unit() -> str:
+    return SOCKET_UNIT_TEXT
+
+
+def launchd_plist(
+    argv: Sequence[str],
+    socket_path: str,
+    log_path: str,
+    environment: Mapping[str, str] | None = None,
+) -> bytes:
+    """The LaunchAgent: launchd holds the socket (0600) and starts orcad at login and on demand."""
+    agent = {
+        "Label": LAUNCHD_LABEL,
+        "ProgramArguments": list(argv),
+        "RunAtLoad": True,
+        # restart after a crash, not after a clean stop (systemd's Restart=on-failure)
+        "KeepAlive": {"SuccessfulExit": False},
+        "Sockets": {
+            LAUNCHD_SOCKET_KEY: {
+                "SockFamily": "Unix",
+                "SockType": "stream",
+                "SockPathName": socket_path,
+                "SockPathMode": PRIVATE_SOCKET_MODE,
+            }
+        },
+        "EnvironmentVariables": {"ORCA_SOCKET": socket_path, **(environment or {})},
+        "StandardErrorPath": log_path,
+        "ProcessType": "Background",
+        "Umask": 0o077,
+    }
+    return plistlib.dumps(agent, sort_keys=False)
+
+
+def reference_service_unit() -> str:
+    return systemd_service_unit(REFERENCE_EXEC_START)
+
+
+def reference_plist() -> bytes:
+    return launchd_plist(
+        [REFERENCE_MAC_ORCAD],
+        f"{REFERENCE_MAC_HOME}/Library/Caches/TemporaryItems/orca/orcad.sock",
+        f"{REFERENCE_MAC_HOME}/Library/Logs/orcad.log",
+    )
