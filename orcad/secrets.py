@@ -203,11 +203,13 @@ _WORDY_RULES = frozenset(
 
 
 def _token_finder(name: str, triggers: tuple[str, ...], pattern: str, bounded: bool) -> Finder:
-    if bounded:  # the start boundary, checked right after the first literal keeps prefix search
+    # The start boundary (no letter, digit, - or _ before) is checked right after the first
+    # literal, which keeps the fast prefix search and stops rescans inside runs like xoxb-xoxb-.
+    if bounded:
         if not pattern[0].isalnum():
             raise ValueError(f"bounded token pattern must start with a literal: {pattern}")
         first = pattern[0]
-        pattern = f"{first}(?<![A-Za-z0-9]{first}){pattern[1:]}"
+        pattern = f"{first}(?<![A-Za-z0-9_\\-]{first}){pattern[1:]}"
     compiled = re.compile(pattern)
     wordy = name in _WORDY_RULES
     group = 1 if compiled.groups else 0  # a group marks the secret inside its context

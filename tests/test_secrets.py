@@ -223,6 +223,7 @@ ADVERSARIAL = {
     "assignment operators": 'password="' * 10_000,
     "assignment keys": "api_key=" * 12_500,
     "prefix repeats": "sk-" * 33_000 + "ghp_" * 25_000,
+    "dashed prefix repeats": "xoxb-" * 20_000 + "ATBB-" * 20_000 + "glpat-" * 16_000,
     "long jwt head": "eyJ" + "a" * 100_000,
     "digits before colon": "1" * 100_000 + ":AA",
     "bearer repeats": "Bearer " * 14_000,
