@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import socket
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ class RecordedRequest:
     path: str
     headers: dict[str, str]  # names lowercased
     body: bytes
+    received_at: float  # time.monotonic() when the body had been read
 
     def json(self) -> Any:
         return json.loads(self.body)
@@ -114,6 +116,7 @@ class _Handler(BaseHTTPRequestHandler):
             path=self.path,
             headers={name.lower(): value for name, value in self.headers.items()},
             body=body,
+            received_at=time.monotonic(),
         )
         behaviour = self.server_state._next(request)
         try:
