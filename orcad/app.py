@@ -94,10 +94,10 @@ class Daemon:
         """Remember a problem for daemon.status (and doctor); the caller logs it."""
         self.recent_errors.append(RecentError(at=format_time(self.clock.now()), kind=kind, message=message))
 
-    async def ping(self, params: PingParams) -> PingResult:
+    def ping(self, params: PingParams) -> PingResult:
         return PingResult(protocol=PROTOCOL_VERSION, version=__version__, pid=os.getpid())
 
-    async def status(self, params: StatusParams) -> StatusResult:
+    def status(self, params: StatusParams) -> StatusResult:
         capture = self.capture_status
         now = self.clock.now()
         return StatusResult(

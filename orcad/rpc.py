@@ -1,12 +1,18 @@
 """JSON-RPC 2.0 dispatch: one line in, one line (or nothing) out.
 
-Envelope validation is plain code; handlers are async and get decoded params Structs. This is
-the only place where exceptions become error objects: OrcaError subclasses map to their code
-and kind, anything else is logged with its traceback and answered with a bare -32603.
+A well-formed single request is decoded in one typed pass (envelope, then params straight into
+the method's Struct); anything else takes the general path, which validates batches and builds
+the exact error. Handlers that cannot block are plain functions and are answered inline by the
+connection's reader; async handlers get a task of their own, so that a slow request never holds
+up the others on its connection.
+
+This is the only place where exceptions become error objects: OrcaError subclasses map to their
+code and kind, anything else is logged with its traceback and answered with a bare -32603.
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -24,8 +30,11 @@ from orcad.errors import (
 from protocol.errors import ErrorCode, ErrorObject
 from protocol.types import METHODS, Params, Result
 
-Handler = Callable[[Any], Awaitable[Result]]
+AsyncHandler = Callable[[Any], Awaitable[Result]]
+SyncHandler = Callable[[Any], Result]
 RequestId = int | str | None
+Reply = bytes | None
+DeferredReply = Callable[[], Awaitable[Reply]]
 
 _ENVELOPE_KEYS = frozenset({"jsonrpc", "method", "params", "id"})
 _NO_ID = object()
@@ -45,23 +54,47 @@ class _Failure(msgspec.Struct, frozen=True, kw_only=True):
     error: ErrorObject
 
 
+class _Envelope(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """The common case, decoded in one pass; anything it rejects takes the general path."""
+
+    jsonrpc: str
+    method: str
+    id: int | str | None | msgspec.UnsetType = msgspec.UNSET
+    params: msgspec.Raw = msgspec.field(default_factory=lambda: msgspec.Raw(b"{}"))
+
+
 _encoder = msgspec.json.Encoder()
+_envelope_decoder = msgspec.json.Decoder(_Envelope)
+
+
+class _Route:
+    __slots__ = ("decoder", "handler", "is_async", "method", "params_type")
+
+    def __init__(self, method: str, params_type: type[Params], handler: AsyncHandler | SyncHandler) -> None:
+        self.method = method
+        self.params_type = params_type
+        self.decoder = msgspec.json.Decoder(params_type)
+        self.handler = handler
+        self.is_async = inspect.iscoroutinefunction(handler)
 
 
 class Router:
-    """Method name -> (params type, handler). Methods not added answer -32601."""
+    """Method name -> (params type, handler). Methods not added answer -32601.
+
+    A handler is async only if it can block; a plain function is answered inline.
+    """
 
     def __init__(self) -> None:
-        self._routes: dict[str, tuple[type[Params], Handler]] = {}
+        self._routes: dict[str, _Route] = {}
 
-    def add(self, method: str, handler: Handler) -> None:
+    def add(self, method: str, handler: AsyncHandler | SyncHandler) -> None:
         if method not in METHODS:
             raise ValueError(f"{method} is not a protocol method")
         if method in self._routes:
             raise ValueError(f"{method} is already routed")
-        self._routes[method] = (METHODS[method][0], handler)
+        self._routes[method] = _Route(method, METHODS[method][0], handler)
 
-    def get(self, method: str) -> tuple[type[Params], Handler] | None:
+    def get(self, method: str) -> _Route | None:
         return self._routes.get(method)
 
     def methods(self) -> list[str]:
@@ -83,6 +116,14 @@ def encode_error(error: OrcaError, request_id: RequestId = None) -> bytes:
     return _encoder.encode(_Failure(id=request_id, error=error_object(error))) + b"\n"
 
 
+def _invalid_params(exc: msgspec.ValidationError) -> InvalidParams:
+    field = error_field_path(exc)
+    return InvalidParams(
+        f"invalid params: {error_reason(exc)}" + (f" (field `{field}`)" if field else ""),
+        field=field or "params",
+    )
+
+
 def decode_params(params_type: type[Params], raw: object) -> Params:
     if raw is None:
         raw = {}
@@ -91,19 +132,52 @@ def decode_params(params_type: type[Params], raw: object) -> Params:
     try:
         return msgspec.convert(raw, params_type, strict=True)
     except msgspec.ValidationError as exc:
-        field = error_field_path(exc)
-        raise InvalidParams(
-            f"invalid params: {error_reason(exc)}" + (f" (field `{field}`)" if field else ""),
-            field=field or "params",
-        ) from exc
+        raise _invalid_params(exc) from exc
+
+
+def _encode(answer: _Success | _Failure | None) -> Reply:
+    return None if answer is None else _encoder.encode(answer) + b"\n"
 
 
 class Dispatcher:
     def __init__(self, router: Router) -> None:
         self._router = router
 
-    async def handle_line(self, line: bytes) -> bytes | None:
-        """Answer one framed line: a response line, or None when nothing is owed."""
+    def begin(self, line: bytes) -> Reply | DeferredReply:
+        """Answer a line now when nothing can block (bytes, or None when nothing is owed);
+        otherwise return a coroutine function that produces the answer."""
+        try:
+            envelope = _envelope_decoder.decode(line)
+        except (msgspec.ValidationError, msgspec.DecodeError):
+            return lambda: self.handle_line(line)
+        route = self._router.get(envelope.method)
+        if envelope.jsonrpc != "2.0" or route is None:
+            return lambda: self.handle_line(line)
+        request_id = _NO_ID if envelope.id is msgspec.UNSET else envelope.id
+        try:
+            raw = envelope.params if bytes(envelope.params) != b"null" else b"{}"
+            params = route.decoder.decode(raw)
+        except msgspec.ValidationError as exc:
+            return _encode(self._failure(request_id, _invalid_params(exc)))
+        if route.is_async:
+            return lambda: self._run_async(route, params, request_id)
+        try:
+            result = route.handler(params)
+        except Exception as exc:
+            return _encode(self._exception_answer(exc, envelope.method, request_id))
+        return _encode(None if request_id is _NO_ID else _Success(id=_safe_id(request_id), result=result))
+
+    async def _run_async(self, route: _Route, params: Params, request_id: object) -> Reply:
+        try:
+            result = await route.handler(params)  # type: ignore[misc]
+        except Exception as exc:
+            return _encode(self._exception_answer(exc, route.method, request_id))
+        if request_id is _NO_ID:
+            return None
+        return _encode(_Success(id=_safe_id(request_id), result=result))
+
+    async def handle_line(self, line: bytes) -> Reply:
+        """The general path: any line, including batches and every malformed shape."""
         try:
             message = msgspec.json.decode(line)
         except msgspec.DecodeError:
@@ -116,34 +190,40 @@ class Dispatcher:
             if not present:
                 return None
             return _encoder.encode(present) + b"\n"
-        answer = await self._handle_one(message)
-        if answer is None:
+        return _encode(await self._handle_one(message))
+
+    def _failure(self, request_id: object, error: OrcaError) -> _Failure | None:
+        if request_id is _NO_ID:
             return None
-        return _encoder.encode(answer) + b"\n"
+        return _Failure(id=_safe_id(request_id), error=error_object(error))
+
+    def _exception_answer(self, exc: Exception, method: str | None, request_id: object) -> _Failure | None:
+        if isinstance(exc, OrcaError):
+            return self._failure(request_id, exc)
+        log.error("rpc.internal_error", method=method, exc_info=exc)
+        if request_id is _NO_ID:
+            return None
+        return _Failure(id=_safe_id(request_id), error=INTERNAL_ERROR)
 
     async def _handle_one(self, message: object) -> _Success | _Failure | None:
         request_id: object = _NO_ID
+        method: str | None = None
         try:
             if not isinstance(message, dict):
                 request_id = None  # owed an answer, with a null id
                 raise InvalidRequest("a request must be a JSON object")
             request_id = message.get("id", _NO_ID)
-            method, params = _check_envelope(message, request_id)
+            method, raw_params = _check_envelope(message, request_id)
             route = self._router.get(method)
             if route is None:
                 raise MethodNotFound(f"unknown method {method!r}")
-            params_type, handler = route
-            result = await handler(decode_params(params_type, params))
-        except OrcaError as exc:
-            if request_id is _NO_ID:
-                return None
-            return _Failure(id=_safe_id(request_id), error=error_object(exc))
-        except Exception:
-            method_name = message.get("method") if isinstance(message, dict) else None
-            log.exception("rpc.internal_error", method=method_name if isinstance(method_name, str) else None)
-            if request_id is _NO_ID:
-                return None
-            return _Failure(id=_safe_id(request_id), error=INTERNAL_ERROR)
+            params = decode_params(route.params_type, raw_params)
+            if route.is_async:
+                result = await route.handler(params)  # type: ignore[misc]
+            else:
+                result = route.handler(params)
+        except Exception as exc:
+            return self._exception_answer(exc, method, request_id)
         if request_id is _NO_ID:
             return None
         return _Success(id=_safe_id(request_id), result=result)

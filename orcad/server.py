@@ -17,7 +17,7 @@ import trio
 
 from orcad.config import ServerConfig
 from orcad.errors import Busy, MessageTooLarge
-from orcad.rpc import Dispatcher, encode_error
+from orcad.rpc import DeferredReply, Dispatcher, encode_error
 from protocol.framing import LineFramer, LineTooLong
 
 log = structlog.get_logger("orcad.server")
@@ -103,28 +103,37 @@ class Server:
     async def _read_requests(self, stream: trio.SocketStream) -> None:
         framer = LineFramer(self._config.max_message_bytes)
         send_lock = trio.Lock()
+        idle_timeout = self._config.idle_timeout_s
         async with trio.open_nursery() as requests:
-            while not self._draining:
-                with trio.move_on_after(self._config.idle_timeout_s) as idle:
+            # One cancel scope for the connection's life, its deadline pushed on by each read.
+            with trio.CancelScope(deadline=trio.current_time() + idle_timeout) as idle:
+                while not self._draining:
                     data = await stream.receive_some(RECEIVE_CHUNK)
-                if idle.cancelled_caught:
-                    log.info("connection.idle_closed", idle_timeout_s=self._config.idle_timeout_s)
-                    break
-                if not data:
-                    break
-                for event in framer.feed(data):
-                    if isinstance(event, LineTooLong):
-                        too_large = MessageTooLarge(
-                            f"a message exceeded the {event.limit}-byte limit; the connection is "
-                            "closed (raise server.max_message_bytes if this was intended)",
-                            limit=event.limit,
-                        )
-                        log.warning("connection.message_too_large", limit=event.limit)
-                        async with send_lock:
-                            await stream.send_all(encode_error(too_large))
-                        return
-                    self._begin_request()
-                    requests.start_soon(self._answer, stream, send_lock, event)
+                    if not data:
+                        break
+                    idle.deadline = trio.current_time() + idle_timeout
+                    for event in framer.feed(data):
+                        if isinstance(event, LineTooLong):
+                            await self._refuse_oversized(stream, send_lock, event.limit)
+                            return
+                        self._begin_request()
+                        outcome = self._dispatcher.begin(event)
+                        if callable(outcome):
+                            requests.start_soon(self._answer_later, stream, send_lock, outcome)
+                        else:
+                            await self._send(stream, send_lock, outcome)
+                            self._end_request()
+            if idle.cancelled_caught:
+                log.info("connection.idle_closed", idle_timeout_s=idle_timeout)
+
+    async def _refuse_oversized(self, stream: trio.SocketStream, send_lock: trio.Lock, limit: int) -> None:
+        too_large = MessageTooLarge(
+            f"a message exceeded the {limit}-byte limit; the connection is closed "
+            "(raise server.max_message_bytes if this was intended)",
+            limit=limit,
+        )
+        log.warning("connection.message_too_large", limit=limit)
+        await self._send(stream, send_lock, encode_error(too_large))
 
     def _begin_request(self) -> None:
         self._in_flight += 1
@@ -132,15 +141,30 @@ class Server:
         if self._on_activity is not None:
             self._on_activity()
 
-    async def _answer(self, stream: trio.SocketStream, send_lock: trio.Lock, line: bytes) -> None:
+    def _end_request(self) -> None:
+        self._in_flight -= 1
+        if self._in_flight == 0:
+            self._idle.set()
+
+    @staticmethod
+    async def _send(stream: trio.SocketStream, send_lock: trio.Lock, reply: bytes | None) -> None:
+        if reply is None:
+            return
         try:
-            reply = await self._dispatcher.handle_line(line)
-            if reply is not None:
-                async with send_lock:
-                    await stream.send_all(reply)
+            send_lock.acquire_nowait()  # the common case: nobody else is writing
+        except trio.WouldBlock:
+            await send_lock.acquire()
+        try:
+            await stream.send_all(reply)
+        finally:
+            send_lock.release()
+
+    async def _answer_later(
+        self, stream: trio.SocketStream, send_lock: trio.Lock, produce: DeferredReply
+    ) -> None:
+        try:
+            await self._send(stream, send_lock, await produce())
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass  # the client went away; nothing is owed
         finally:
-            self._in_flight -= 1
-            if self._in_flight == 0:
-                self._idle.set()
+            self._end_request()

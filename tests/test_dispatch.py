@@ -15,7 +15,8 @@ from orcad.rpc import Dispatcher, Router
 from protocol.types import PingParams, PingResult, SessionCloseParams
 
 
-async def ping(params: PingParams) -> PingResult:
+def ping(params: PingParams) -> PingResult:
+    """A handler that cannot block: answered inline."""
     return PingResult(protocol=1, version="test", pid=1)
 
 
@@ -33,19 +34,29 @@ def dispatcher() -> Dispatcher:
     return Dispatcher(router)
 
 
-async def answer(dispatcher: Dispatcher, message: Any) -> Any:
+@pytest.fixture(params=["server path", "general path"])
+def path(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+async def answer(dispatcher: Dispatcher, message: Any, path: str = "server path") -> Any:
+    """Answer as the server does (`begin`, deferring when needed) or via the general path."""
     line = message if isinstance(message, bytes) else json.dumps(message).encode()
-    reply = await dispatcher.handle_line(line)
+    if path == "server path":
+        outcome = dispatcher.begin(line)
+        reply = await outcome() if callable(outcome) else outcome
+    else:
+        reply = await dispatcher.handle_line(line)
     return None if reply is None else json.loads(reply)
 
 
-async def test_ping(dispatcher: Dispatcher) -> None:
-    reply = await answer(dispatcher, {"jsonrpc": "2.0", "id": 7, "method": "daemon.ping"})
+async def test_ping(dispatcher: Dispatcher, path: str) -> None:
+    reply = await answer(dispatcher, path=path, message={"jsonrpc": "2.0", "id": 7, "method": "daemon.ping"})
     assert reply == {"jsonrpc": "2.0", "id": 7, "result": {"protocol": 1, "version": "test", "pid": 1}}
 
 
-async def test_parse_error(dispatcher: Dispatcher) -> None:
-    reply = await answer(dispatcher, b"{not json")
+async def test_parse_error(dispatcher: Dispatcher, path: str) -> None:
+    reply = await answer(dispatcher, path=path, message=b"{not json")
     assert reply["id"] is None
     assert reply["error"]["code"] == -32700
     assert reply["error"]["data"]["kind"] == "parse_error"
@@ -65,19 +76,19 @@ async def test_parse_error(dispatcher: Dispatcher) -> None:
         17,
     ],
 )
-async def test_invalid_requests(dispatcher: Dispatcher, message: Any) -> None:
-    reply = await answer(dispatcher, message)
+async def test_invalid_requests(dispatcher: Dispatcher, path: str, message: Any) -> None:
+    reply = await answer(dispatcher, path=path, message=message)
     assert reply["error"]["code"] == -32600
     assert reply["error"]["data"]["kind"] == "invalid_request"
 
 
-async def test_empty_batch_is_one_invalid_request(dispatcher: Dispatcher) -> None:
-    reply = await answer(dispatcher, [])
+async def test_empty_batch_is_one_invalid_request(dispatcher: Dispatcher, path: str) -> None:
+    reply = await answer(dispatcher, path=path, message=[])
     assert isinstance(reply, dict)
     assert reply["error"]["code"] == -32600
 
 
-async def test_batch_mixes_results_errors_and_notifications(dispatcher: Dispatcher) -> None:
+async def test_batch_mixes_results_errors_and_notifications(dispatcher: Dispatcher, path: str) -> None:
     reply = await answer(
         dispatcher,
         [
@@ -93,17 +104,17 @@ async def test_batch_mixes_results_errors_and_notifications(dispatcher: Dispatch
     assert reply[2]["error"]["code"] == -32600
 
 
-async def test_batch_of_notifications_gets_no_answer(dispatcher: Dispatcher) -> None:
-    assert await answer(dispatcher, [{"jsonrpc": "2.0", "method": "daemon.ping"}]) is None
+async def test_batch_of_notifications_gets_no_answer(dispatcher: Dispatcher, path: str) -> None:
+    assert await answer(dispatcher, path=path, message=[{"jsonrpc": "2.0", "method": "daemon.ping"}]) is None
 
 
-async def test_notification_gets_no_answer_even_on_error(dispatcher: Dispatcher) -> None:
-    assert await answer(dispatcher, {"jsonrpc": "2.0", "method": "nope"}) is None
-    assert await answer(dispatcher, {"jsonrpc": "2.0", "method": "daemon.ping", "params": {"x": 1}}) is None
+async def test_notification_gets_no_answer_even_on_error(dispatcher: Dispatcher, path: str) -> None:
+    assert await answer(dispatcher, path=path, message={"jsonrpc": "2.0", "method": "nope"}) is None
+    assert await answer(dispatcher, path=path, message={"jsonrpc": "2.0", "method": "daemon.ping", "params": {"x": 1}}) is None
 
 
-async def test_unknown_method(dispatcher: Dispatcher) -> None:
-    reply = await answer(dispatcher, {"jsonrpc": "2.0", "id": "a", "method": "recall", "params": {}})
+async def test_unknown_method(dispatcher: Dispatcher, path: str) -> None:
+    reply = await answer(dispatcher, path=path, message={"jsonrpc": "2.0", "id": "a", "method": "recall", "params": {}})
     assert reply["id"] == "a"
     assert reply["error"]["code"] == -32601
     assert reply["error"]["data"]["kind"] == "method_not_found"
@@ -120,14 +131,14 @@ async def test_unknown_method(dispatcher: Dispatcher) -> None:
         ([1, 2], "params"),
     ],
 )
-async def test_invalid_params_name_the_field(dispatcher: Dispatcher, params: Any, field: str) -> None:
-    reply = await answer(dispatcher, {"jsonrpc": "2.0", "id": 1, "method": "session.close", "params": params})
+async def test_invalid_params_name_the_field(dispatcher: Dispatcher, path: str, params: Any, field: str) -> None:
+    reply = await answer(dispatcher, path=path, message={"jsonrpc": "2.0", "id": 1, "method": "session.close", "params": params})
     assert reply["error"]["code"] == -32602
     assert reply["error"]["data"] == {"kind": "invalid_params", "field": field}
     assert field in reply["error"]["message"]
 
 
-async def test_daemon_errors_carry_code_and_kind(dispatcher: Dispatcher) -> None:
+async def test_daemon_errors_carry_code_and_kind(dispatcher: Dispatcher, path: str) -> None:
     reply = await answer(
         dispatcher,
         {"jsonrpc": "2.0", "id": 1, "method": "session.close", "params": {"session_id": "s", "epoch": 1}},
@@ -136,7 +147,7 @@ async def test_daemon_errors_carry_code_and_kind(dispatcher: Dispatcher) -> None
     assert reply["error"]["data"]["kind"] == "not_found"
 
 
-async def test_internal_error_leaks_nothing(dispatcher: Dispatcher) -> None:
+async def test_internal_error_leaks_nothing(dispatcher: Dispatcher, path: str) -> None:
     reply = await answer(
         dispatcher,
         {"jsonrpc": "2.0", "id": 1, "method": "session.close", "params": {"session_id": "boom", "epoch": 1}},
@@ -152,7 +163,10 @@ async def test_internal_error_leaks_nothing(dispatcher: Dispatcher) -> None:
 async def test_arbitrary_bytes_get_a_well_formed_answer_or_none(line: bytes) -> None:
     router = Router()
     router.add("daemon.ping", ping)
-    reply = await Dispatcher(router).handle_line(line)
+    dispatcher = Dispatcher(router)
+    outcome = dispatcher.begin(line)
+    reply = await outcome() if callable(outcome) else outcome
+    assert reply == await dispatcher.handle_line(line)  # both paths agree
     if reply is None:
         return
     decoded = msgspec.json.decode(reply)

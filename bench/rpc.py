@@ -1,0 +1,144 @@
+"""daemon.ping round trip and throughput against a minimal trio echo server, start-up time
+against the import floor, and idle RSS. Run: python bench/rpc.py [--seconds S]"""
+
+from __future__ import annotations
+
+import argparse
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import trio
+
+from common import (
+    REPO_ROOT,
+    isolated_env,
+    micros,
+    millis,
+    rss_mib,
+    running_daemon,
+    summarize,
+    wait_for_ping,
+)
+
+PING = b'{"jsonrpc":"2.0","id":1,"method":"daemon.ping"}\n'
+
+
+def round_trips(path: str, count: int) -> list[float]:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.connect(path)
+    samples = []
+    try:
+        for _ in range(count):
+            started = time.perf_counter()
+            sock.sendall(PING)
+            data = b""
+            while not data.endswith(b"\n"):
+                data += sock.recv(65536)
+            samples.append(time.perf_counter() - started)
+    finally:
+        sock.close()
+    return samples[count // 10 :]  # drop warm-up
+
+
+async def _throughput(path: str, connections: int, seconds: float) -> float:
+    done = 0
+    deadline = trio.current_time() + seconds
+
+    async def worker() -> None:
+        nonlocal done
+        stream = await trio.open_unix_socket(path)
+        async with stream:
+            buffer = b""
+            while trio.current_time() < deadline:
+                await stream.send_all(PING)
+                while b"\n" not in buffer:
+                    buffer += await stream.receive_some(65536)
+                buffer = buffer.split(b"\n", 1)[1]
+                done += 1
+
+    async with trio.open_nursery() as nursery:
+        for _ in range(connections):
+            nursery.start_soon(worker)
+    return done / seconds
+
+
+def throughput(path: str, connections: int, seconds: float) -> float:
+    return trio.run(_throughput, path, connections, seconds)
+
+
+def start_to_ready(runs: int) -> list[float]:
+    samples = []
+    for _ in range(runs):
+        with tempfile.TemporaryDirectory(prefix="orcad-bench-") as tmp:
+            root = Path(tmp)
+            root.chmod(0o700)
+            env = isolated_env(root)
+            started = time.perf_counter()
+            proc = subprocess.Popen([sys.executable, "-m", "orcad"], env=env, stdin=subprocess.DEVNULL,
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            wait_for_ping(env["ORCA_SOCKET"], proc)
+            samples.append(time.perf_counter() - started)
+            proc.terminate()
+            proc.wait(30)
+    return samples
+
+
+def import_floor(runs: int) -> list[float]:
+    samples = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "import trio, msgspec, sqlite3"], check=True)
+        samples.append(time.perf_counter() - started)
+    return samples
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--seconds", type=float, default=3.0, help="duration of each throughput run")
+    parser.add_argument("--pings", type=int, default=5000)
+    parser.add_argument("--starts", type=int, default=10)
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory(prefix="orcad-echo-") as tmp:
+        echo_path = str(Path(tmp) / "echo.sock")
+        echo = subprocess.Popen([sys.executable, str(REPO_ROOT / "bench" / "echo_server.py"), echo_path])
+        try:
+            while not Path(echo_path).exists():
+                time.sleep(0.01)
+            with running_daemon() as (daemon, path, _root):
+                time.sleep(0.5)
+                idle_rss = rss_mib(daemon.pid)
+                echo_rt = summarize(round_trips(echo_path, args.pings))
+                ping_rt = summarize(round_trips(path, args.pings))
+                rates = {}
+                for n in (1, 8, 64):
+                    rates[n] = (throughput(echo_path, n, args.seconds), throughput(path, n, args.seconds))
+        finally:
+            echo.terminate()
+            echo.wait(10)
+    starts = start_to_ready(args.starts)
+    imports = import_floor(args.starts)
+
+    print("daemon.ping round trip, one connection (p50 / p99)")
+    print(f"  echo floor : {micros(echo_rt[0])} / {micros(echo_rt[1])}")
+    print(f"  orcad      : {micros(ping_rt[0])} / {micros(ping_rt[1])}")
+    print(f"  ratio p50  : {ping_rt[0] / echo_rt[0]:.2f}x  (target <= 1.5x)")
+    print("requests/s (echo floor -> orcad, orcad share)")
+    for n, (echo_rate, orcad_rate) in rates.items():
+        print(f"  {n:3d} connections: {echo_rate:9.0f} -> {orcad_rate:9.0f}  ({orcad_rate / echo_rate:.0%})"
+              + ("  (target >= 60%)" if n == 64 else ""))
+    start_p50, import_p50 = statistics.median(starts), statistics.median(imports)
+    print("start to first answered ping (median)")
+    print(f"  import floor (python -c 'import trio, msgspec, sqlite3'): {millis(import_p50)}")
+    print(f"  orcad                                                  : {millis(start_p50)}")
+    print(f"  ratio: {start_p50 / import_p50:.2f}x  (target <= 1.5x)")
+    print(f"idle daemon RSS: {idle_rss:.1f} MiB  (target < 40 MiB)")
+
+
+if __name__ == "__main__":
+    main()
