@@ -1,0 +1,321 @@
+"""The service definitions (systemd units, launchd plist) and `orcactl service`.
+
+systemctl is replaced by a recording stand-in on PATH: a container has no user service manager,
+and what matters here is which commands orcactl runs, in which order, and that a second run
+changes nothing.
+"""
+
+from __future__ import annotations
+
+import configparser
+import json
+import os
+import plistlib
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from orcactl import service_files
+from orcad import activation
+from tests.harness import REPO_ROOT, DaemonProcess, OrcaEnv
+
+FAKE_SYSTEMCTL = """\
+#!{python}
+import json, os, sys
+state_path = os.environ["FAKE_SYSTEMCTL_STATE"]
+with open(os.environ["FAKE_SYSTEMCTL_LOG"], "a") as log:
+    log.write(json.dumps(sys.argv[1:]) + "\\n")
+state = {{"enabled": [], "active": []}}
+if os.path.exists(state_path):
+    with open(state_path) as f:
+        state = json.load(f)
+args = sys.argv[1:]
+assert args[0] == "--user", args
+command, units = args[1], [a for a in args[2:] if not a.startswith("--")]
+status = 0
+if command == "show-environment":
+    print("HOME=/nowhere")
+elif command in ("is-enabled", "is-active"):
+    key = "enabled" if command == "is-enabled" else "active"
+    yes, no = (key, "disabled" if key == "enabled" else "inactive")
+    for unit in units:
+        print(yes if unit in state[key] else no)
+    status = 0 if all(unit in state[key] for unit in units) else (1 if key == "enabled" else 3)
+elif command == "enable":
+    state["enabled"] = sorted(set(state["enabled"]) | set(units))
+    if "--now" in args:
+        state["active"] = sorted(set(state["active"]) | set(units))
+elif command == "disable":
+    state["enabled"] = sorted(set(state["enabled"]) - set(units))
+    if "--now" in args:
+        state["active"] = sorted(set(state["active"]) - set(units))
+elif command in ("start", "restart"):
+    state["active"] = sorted(set(state["active"]) | set(units))
+elif command != "daemon-reload":
+    sys.exit(f"unexpected systemctl command {{args}}")
+with open(state_path, "w") as f:
+    json.dump(state, f)
+sys.exit(status)
+"""
+
+
+def read_unit(text: str) -> configparser.ConfigParser:
+    parser = configparser.ConfigParser(interpolation=None, strict=False)
+    parser.optionxform = str  # type: ignore[assignment,method-assign]
+    parser.read_string(text)
+    return parser
+
+
+def systemd_analyze_verify(
+    units: list[Path], home: Path, runtime: Path
+) -> subprocess.CompletedProcess[str]:
+    if shutil.which("systemd-analyze") is None:
+        if sys.platform == "darwin":
+            pytest.skip("systemd units are checked on Linux")
+        pytest.fail("systemd-analyze is missing: apt-get install -y systemd")
+    runtime.mkdir(mode=0o700, exist_ok=True)
+    env = dict(os.environ, HOME=str(home), XDG_RUNTIME_DIR=str(runtime))
+    return subprocess.run(
+        ["systemd-analyze", "--user", "verify", *map(str, units)],
+        env=env, capture_output=True, text=True, timeout=120, check=False,
+    )
+
+
+# --- the checked-in files -------------------------------------------------------------------
+
+
+def test_checked_in_files_are_the_renderings() -> None:
+    systemd, launchd = REPO_ROOT / "systemd", REPO_ROOT / "launchd"
+    assert (systemd / "orcad.socket").read_text() == service_files.systemd_socket_unit()
+    assert (systemd / "orcad.service").read_text() == service_files.reference_service_unit()
+    assert (launchd / "dev.orca.orcad.plist").read_bytes() == service_files.reference_plist()
+
+
+def test_socket_unit_is_private_and_where_clients_look() -> None:
+    unit = read_unit((REPO_ROOT / "systemd" / "orcad.socket").read_text())
+    assert unit["Socket"]["ListenStream"] == "%t/orca/orcad.sock"  # in $XDG_RUNTIME_DIR
+    assert unit["Socket"]["SocketMode"] == "0600"
+    assert unit["Socket"]["DirectoryMode"] == "0700"
+
+
+def test_service_unit_notifies_and_restarts_on_failure() -> None:
+    unit = read_unit((REPO_ROOT / "systemd" / "orcad.service").read_text())
+    assert unit["Service"]["Type"] == "notify"
+    assert unit["Service"]["Restart"] == "on-failure"
+    assert unit["Service"]["ExecStart"].endswith("/orcad")
+    assert unit["Unit"]["Requires"] == "orcad.socket"
+
+
+def test_plist_parses_and_has_the_agent_keys() -> None:
+    agent = plistlib.loads((REPO_ROOT / "launchd" / "dev.orca.orcad.plist").read_bytes())
+    assert agent["Label"] == service_files.LAUNCHD_LABEL
+    assert agent["ProgramArguments"][0].startswith("/")
+    assert agent["RunAtLoad"] is True
+    assert agent["KeepAlive"] == {"SuccessfulExit": False}
+    listeners = agent["Sockets"][activation.LAUNCHD_SOCKET_NAME]
+    assert listeners["SockPathMode"] == 0o600
+    assert listeners["SockType"] == "stream"
+    assert listeners["SockFamily"] == "Unix"
+    assert agent["EnvironmentVariables"]["ORCA_SOCKET"] == listeners["SockPathName"]
+
+
+def test_systemd_analyze_verifies_the_checked_in_units(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    (home / ".local" / "bin").mkdir(parents=True)
+    (home / ".local" / "bin" / "orcad").symlink_to(sys.executable)  # %h/.local/bin/orcad exists
+    result = systemd_analyze_verify(
+        [REPO_ROOT / "systemd" / "orcad.socket", REPO_ROOT / "systemd" / "orcad.service"],
+        home, tmp_path / "runtime",
+    )
+    assert (result.returncode, result.stdout + result.stderr) == (0, "")
+
+
+def test_systemd_analyze_catches_a_broken_unit(tmp_path: Path) -> None:
+    """The check above can fail: a unit naming a missing program or an unknown key does."""
+    broken = tmp_path / "orcad.service"
+    text = service_files.systemd_service_unit("/nonexistent/orcad").replace(
+        "Type=notify", "Type=notify\nRestartSteps=often"
+    )
+    broken.write_text(text)
+    result = systemd_analyze_verify([broken], tmp_path, tmp_path / "runtime")
+    assert "RestartSteps" in result.stderr or "nonexistent" in result.stderr
+
+
+def test_quoting_keeps_paths_literal() -> None:
+    assert service_files.systemd_exec_line(["/opt/my tools/orcad", "50%", "$HOME"]) == (
+        '"/opt/my tools/orcad" 50%% $$HOME'
+    )
+
+
+# --- orcactl service ------------------------------------------------------------------------
+
+
+class ServiceCli:
+    def __init__(self, orca: OrcaEnv, *, fake_systemctl: bool) -> None:
+        self.orca = orca
+        self.bin = orca.root / "fakebin"
+        self.bin.mkdir(exist_ok=True)
+        self.log = orca.root / "systemctl.log"
+        if fake_systemctl:
+            script = self.bin / "systemctl"
+            script.write_text(FAKE_SYSTEMCTL.format(python=sys.executable))
+            script.chmod(0o755)
+        env = dict(orca.env)
+        env.pop("ORCA_SOCKET")  # clients and systemd agree on $XDG_RUNTIME_DIR/orca/orcad.sock
+        env["PATH"] = f"{self.bin}:/usr/bin:/bin"
+        env["FAKE_SYSTEMCTL_STATE"] = str(orca.root / "systemctl.json")
+        env["FAKE_SYSTEMCTL_LOG"] = str(self.log)
+        self.env = env
+
+    @property
+    def unit_dir(self) -> Path:
+        return Path(self.env["XDG_CONFIG_HOME"]) / "systemd" / "user"
+
+    def run(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "orcactl", "service", *args],
+            env=self.env, capture_output=True, text=True, timeout=60, check=False,
+        )
+
+    def systemctl_calls(self) -> list[list[str]]:
+        if not self.log.exists():
+            return []
+        calls = [json.loads(line) for line in self.log.read_text().splitlines()]
+        self.log.unlink()
+        queries = ("show-environment", "is-enabled", "is-active")
+        return [call for call in calls if call[1] not in queries]
+
+
+def test_install_dry_run_prints_the_units_and_changes_nothing(orca_env: OrcaEnv) -> None:
+    cli = ServiceCli(orca_env, fake_systemctl=True)
+    result = cli.run("install", "--dry-run")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert f"would write {cli.unit_dir / 'orcad.socket'}:" in lines
+    assert f"would write {cli.unit_dir / 'orcad.service'}:" in lines
+    assert "    ListenStream=%t/orca/orcad.sock" in lines
+    assert f"    ExecStart={sys.executable} -m orcad" in lines
+    assert "would run: systemctl --user daemon-reload" in lines
+    assert "would run: systemctl --user enable orcad.socket orcad.service" in lines
+    assert "would run: systemctl --user start orcad.socket orcad.service" in lines
+    assert not cli.unit_dir.exists()
+    assert cli.systemctl_calls() == []
+
+
+def test_install_is_idempotent_and_uninstall_undoes_it(orca_env: OrcaEnv, tmp_path: Path) -> None:
+    cli = ServiceCli(orca_env, fake_systemctl=True)
+    first = cli.run("install")
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.splitlines() == [
+        f"wrote {cli.unit_dir / 'orcad.socket'}",
+        f"wrote {cli.unit_dir / 'orcad.service'}",
+        "ran: systemctl --user daemon-reload",
+        "ran: systemctl --user enable orcad.socket orcad.service",
+        "ran: systemctl --user start orcad.socket orcad.service",
+    ]
+    assert cli.systemctl_calls() == [
+        ["--user", "daemon-reload"],
+        ["--user", "enable", "orcad.socket", "orcad.service"],
+        ["--user", "start", "orcad.socket", "orcad.service"],
+    ]
+    service = (cli.unit_dir / "orcad.service").read_text()
+    assert f"ExecStart={sys.executable} -m orcad\n" in service
+    assert f"Environment=PYTHONPATH={REPO_ROOT}\n" in service
+
+    # The units as installed pass systemd's own check (absolute interpreter path and all).
+    verify = systemd_analyze_verify(
+        [cli.unit_dir / "orcad.socket", cli.unit_dir / "orcad.service"], tmp_path, tmp_path / "rt"
+    )
+    assert (verify.returncode, verify.stdout + verify.stderr) == (0, "")
+
+    again = cli.run("install", "--json")
+    steps = json.loads(again.stdout)["steps"]
+    assert [step["action"] for step in steps] == ["unchanged"] * 4
+    assert cli.systemctl_calls() == []
+
+    status = cli.run("status", "--json")
+    report = json.loads(status.stdout)
+    assert status.returncode == 0
+    assert set(report["files"].values()) == {"current"}
+    assert report["units"]["orcad.socket"] == {"enabled": "enabled", "active": "active"}
+
+    removed = cli.run("uninstall")
+    assert removed.returncode == 0, removed.stderr
+    assert cli.systemctl_calls() == [
+        ["--user", "disable", "--now", "orcad.service", "orcad.socket"],
+        ["--user", "daemon-reload"],
+    ]
+    assert not (cli.unit_dir / "orcad.socket").exists()
+    assert not (cli.unit_dir / "orcad.service").exists()
+    assert "already absent" in cli.run("uninstall").stdout
+    assert cli.systemctl_calls() == []
+
+
+def test_changed_units_are_rewritten_and_the_service_restarted(orca_env: OrcaEnv) -> None:
+    cli = ServiceCli(orca_env, fake_systemctl=True)
+    assert cli.run("install").returncode == 0
+    cli.systemctl_calls()
+    result = cli.run("install", "--orcad", "/opt/orca/bin/orcad")
+    assert result.returncode == 0, result.stderr
+    assert "ExecStart=/opt/orca/bin/orcad\n" in (cli.unit_dir / "orcad.service").read_text()
+    assert cli.systemctl_calls() == [
+        ["--user", "daemon-reload"],
+        ["--user", "restart", "orcad.service"],
+    ]
+    status = cli.run("status")
+    assert status.returncode == 1  # the service file now differs from what install would write
+    assert "differs from what `orcactl service install` writes now" in status.stdout
+
+
+def test_without_a_user_manager_units_are_written_and_the_next_step_named(
+    orca_env: OrcaEnv,
+) -> None:
+    cli = ServiceCli(orca_env, fake_systemctl=False)
+    result = cli.run("install")
+    assert result.returncode == 0, result.stderr
+    assert (cli.unit_dir / "orcad.socket").exists()
+    assert result.stdout.splitlines()[-1] == (
+        "note: systemctl --user cannot reach a user service manager, so the units are not "
+        "enabled; in a session that has one, run: "
+        "systemctl --user enable --now orcad.socket orcad.service"
+    )
+
+
+def test_install_does_not_start_over_a_daemon_running_outside_systemd(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess]
+) -> None:
+    systemd_socket = orca_env.root / "xdg-runtime" / "orca" / "orcad.sock"
+    systemd_socket.parent.mkdir(mode=0o700)
+    orca_env.extra_env["ORCA_SOCKET"] = str(systemd_socket)
+    process = DaemonProcess(orca_env)
+    daemon_factory.append(process)
+    process.start()
+    assert process.proc is not None
+    del orca_env.extra_env["ORCA_SOCKET"]
+    cli = ServiceCli(orca_env, fake_systemctl=True)
+    result = cli.run("install")
+    assert result.returncode == 0, result.stderr
+    assert f"orcad pid {process.proc.pid} already serves {systemd_socket}" in result.stdout
+    assert cli.systemctl_calls() == [
+        ["--user", "daemon-reload"],
+        ["--user", "enable", "orcad.socket", "orcad.service"],
+    ]
+
+
+def test_launchd_dry_run_renders_a_plist_for_this_user(orca_env: OrcaEnv) -> None:
+    cli = ServiceCli(orca_env, fake_systemctl=False)
+    result = cli.run("install", "--manager", "launchd", "--dry-run", "--json")
+    assert result.returncode == 0, result.stderr
+    steps: list[dict[str, Any]] = json.loads(result.stdout)["steps"]
+    plist_path = Path(cli.env["HOME"]) / "Library" / "LaunchAgents" / "dev.orca.orcad.plist"
+    assert steps[0]["action"] == "would_write"
+    assert steps[0]["path"] == str(plist_path)
+    agent = plistlib.loads(steps[0]["content"].encode())
+    assert agent["ProgramArguments"] == [sys.executable, "-m", "orcad"]
+    expected_socket = orca_env.root / "xdg-runtime" / "orca" / "orcad.sock"
+    assert agent["Sockets"]["Listeners"]["SockPathName"] == str(expected_socket)
+    assert not plist_path.exists()
