@@ -257,6 +257,7 @@ _SCHEMA = (
 
 
 def _build_index_file(path: Path, ledger: Ledger) -> None:
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))  # private whatever umask
     connection = sqlite3.connect(str(path), isolation_level=None)
     try:
         connection.execute("PRAGMA journal_mode = OFF")  # a private temp file: fsync at the end

@@ -1,0 +1,342 @@
+"""Projections of the ledger: auto-memory.md and the FTS5 index (spec: Capture and Recovery)."""
+
+from __future__ import annotations
+
+import sqlite3
+import stat
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from structlog.testing import capture_logs
+
+from orcad import limits
+from orcad.capture.ledger import Ledger, Provenance, merge_job_candidates, write_ledger
+from orcad.capture.projections import (
+    INDEX_FILE,
+    MARKDOWN_FILE,
+    IndexUnavailable,
+    close_index_connections,
+    ensure_index,
+    index_state,
+    publish_projections,
+    rebuild_index,
+    render_markdown,
+    search_index,
+)
+from protocol.types import ExtractedFact
+
+PROVENANCE = Provenance(
+    session_id="sess-7", turn_id="turn-3", provider="openai", model="llama3.2", prompt_version="v1"
+)
+
+
+@pytest.fixture(autouse=True)
+def _close_cached_connections() -> Iterator[None]:
+    yield
+    close_index_connections()
+
+
+def with_facts(ledger: Ledger, *facts: str, now: float = 1_800_000_000.0, job: str = "") -> Ledger:
+    merged, _ = merge_job_candidates(
+        ledger,
+        job or f"job_{ledger.revision}",
+        [ExtractedFact(category="project", fact=text) for text in facts],
+        PROVENANCE,
+        now,
+    )
+    return merged
+
+
+def numbered(count: int) -> Ledger:
+    ledger = Ledger()
+    for number in range(count):
+        ledger = with_facts(ledger, f"Numbered fact {number}", now=1_800_000_000.0 + number)
+    return ledger
+
+
+def commit(project: Path, ledger: Ledger) -> list[str]:
+    """What the capture writer does under the project lock."""
+    write_ledger(project, ledger)
+    return publish_projections(project, ledger)
+
+
+# --- auto-memory.md -------------------------------------------------------------------------
+
+
+def entries(markdown: str) -> list[str]:
+    return [line for line in markdown.splitlines() if line.startswith("- **")]
+
+
+def test_markdown_shows_all_of_64_newest_first() -> None:
+    text = render_markdown(numbered(limits.MARKDOWN_MAX_CANDIDATES))
+    shown = entries(text)
+    assert len(shown) == 64
+    assert shown[0] == "- **project**: Numbered fact 63"
+    assert shown[-1] == "- **project**: Numbered fact 0"
+
+
+def test_markdown_shows_only_the_newest_64_of_65() -> None:
+    ledger = numbered(limits.MARKDOWN_MAX_CANDIDATES + 1)
+    text = render_markdown(ledger)
+    shown = entries(text)
+    assert len(shown) == 64
+    assert "Numbered fact 0\n" not in text
+    assert shown[-1] == "- **project**: Numbered fact 1"
+    assert "Newest 64 of 65 candidates" in text
+
+
+def test_markdown_carries_provenance_comments() -> None:
+    ledger = with_facts(Ledger(), "Deploys go through make release.")
+    candidate = ledger.candidates[0]
+    lines = render_markdown(ledger).splitlines()
+    entry = lines.index("- **project**: Deploys go through make release.")
+    assert lines[entry + 1] == (
+        f"  <!-- {candidate.id} session=sess-7 turn=turn-3 job=job_0 "
+        f"recorded={candidate.recorded_at} provider=openai model=llama3.2 prompt=v1 -->"
+    )
+    assert ledger.fingerprint in render_markdown(ledger)
+
+
+def test_markdown_keeps_each_fact_on_one_line_and_comments_closed() -> None:
+    ledger = with_facts(Ledger(), "Two\nlines <!-- hidden? --> and more")
+    lines = render_markdown(ledger).splitlines()
+    assert "- **project**: Two lines &lt;!-- hidden? --> and more" in lines
+    hostile = Provenance("s --> x", "t", "p", "m", "v")
+    merged, _ = merge_job_candidates(
+        Ledger(), "job_x", [ExtractedFact(category="user", fact="f")], hostile, 1.0
+    )
+    comment = render_markdown(merged).splitlines()[-1]
+    assert comment.count("-->") == 1 and comment.endswith("-->")
+
+
+def test_publish_writes_both_files_privately(tmp_path: Path) -> None:
+    ledger = with_facts(Ledger(), "Deploys go through make release.")
+    assert commit(tmp_path, ledger) == []
+    assert (tmp_path / MARKDOWN_FILE).read_text() == render_markdown(ledger)
+    for name in (MARKDOWN_FILE, INDEX_FILE):
+        assert stat.S_IMODE((tmp_path / name).stat().st_mode) & 0o077 == 0
+    assert index_state(tmp_path, ledger) == "current"
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        ["candidates.jsonl", MARKDOWN_FILE, INDEX_FILE]
+    )
+
+
+# --- index ----------------------------------------------------------------------------------
+
+
+def test_index_schema_uses_the_shared_tokenizer_and_records_the_fingerprint(tmp_path: Path) -> None:
+    ledger = with_facts(Ledger(), "One fact")
+    commit(tmp_path, ledger)
+    connection = sqlite3.connect(tmp_path / INDEX_FILE)
+    try:
+        (sql,) = connection.execute(
+            "SELECT sql FROM sqlite_master WHERE name = 'candidates'"
+        ).fetchone()
+        meta = dict(connection.execute("SELECT key, value FROM meta").fetchall())
+        rows = connection.execute(
+            "SELECT fact, candidate_id, category, recorded_at, session_id, turn_id FROM candidates"
+        ).fetchall()
+    finally:
+        connection.close()
+    assert "tokenize = 'porter unicode61 remove_diacritics 2'" in sql
+    assert meta["fingerprint"] == ledger.fingerprint
+    candidate = ledger.candidates[0]
+    assert rows == [
+        ("One fact", candidate.id, "project", candidate.recorded_at, "sess-7", "turn-3")
+    ]
+
+
+def test_search_stems_folds_diacritics_and_ranks(tmp_path: Path) -> None:
+    ledger = with_facts(Ledger(), "This repository deploys with make release.", now=1.0)
+    ledger = with_facts(ledger, "The café on the corner serves the team lunch.", now=2.0)
+    ledger = with_facts(ledger, "Deploy notes live in the wiki; deploy deploy deploy.", now=3.0)
+    commit(tmp_path, ledger)
+    ids = {c.fact.split()[1]: c.id for c in ledger.candidates}
+    found = search_index(tmp_path, ["deploying"], 10, fingerprint=ledger.fingerprint)
+    assert [candidate_id for candidate_id, _ in found] == [ids["notes"], ids["repository"]]
+    assert found[0][1] < found[1][1]  # bm25: lower is better
+    assert [i for i, _ in search_index(tmp_path, ["cafe"], 10)] == [ids["café"]]
+    assert search_index(tmp_path, ["absent"], 10) == []
+    assert search_index(tmp_path, [], 10) == []
+    assert len(search_index(tmp_path, ["deploying"], 1)) == 1
+
+
+def test_equal_ranks_come_newest_first(tmp_path: Path) -> None:
+    ledger = with_facts(Ledger(), "alpha beta", now=10.0)
+    ledger = with_facts(ledger, "alpha gamma", now=30.0)
+    ledger = with_facts(ledger, "alpha delta", now=20.0)
+    commit(tmp_path, ledger)
+    found = search_index(tmp_path, ["alpha"], 10)
+    assert len({rank for _, rank in found}) == 1
+    by_id = {c.id: c.fact for c in ledger.candidates}
+    assert [by_id[i] for i, _ in found] == ["alpha gamma", "alpha delta", "alpha beta"]
+
+
+def test_search_terms_are_literals_never_query_syntax(tmp_path: Path) -> None:
+    ledger = with_facts(Ledger(), 'Quote " and NEAR(star*) OR AND are just words')
+    commit(tmp_path, ledger)
+    for term in ['"', "NEAR(", "star*", "OR", "AND", "-x", "col:fact", "\x00"]:
+        search_index(tmp_path, [term], 5)  # must not raise
+    assert len(search_index(tmp_path, ["near"], 5)) == 1
+
+
+def test_cached_search_sees_a_replaced_index(tmp_path: Path) -> None:
+    first = with_facts(Ledger(), "alpha first")
+    commit(tmp_path, first)
+    assert len(search_index(tmp_path, ["alpha"], 10, fingerprint=first.fingerprint)) == 1
+    second = with_facts(first, "alpha second")
+    commit(tmp_path, second)
+    assert len(search_index(tmp_path, ["alpha"], 10, fingerprint=second.fingerprint)) == 2
+
+
+def test_search_refuses_a_stale_missing_or_corrupt_index(tmp_path: Path) -> None:
+    ledger = with_facts(Ledger(), "alpha")
+    commit(tmp_path, ledger)
+    newer = with_facts(ledger, "alpha two")
+    write_ledger(tmp_path, newer)  # committed, projections not yet published
+    with pytest.raises(IndexUnavailable) as caught:
+        search_index(tmp_path, ["alpha"], 10, fingerprint=newer.fingerprint)
+    assert caught.value.state == "stale"
+    (tmp_path / INDEX_FILE).write_bytes(b"not a database at all" * 100)
+    with pytest.raises(IndexUnavailable) as caught:
+        search_index(tmp_path, ["alpha"], 10, fingerprint=newer.fingerprint)
+    assert caught.value.state == "corrupt"
+    (tmp_path / INDEX_FILE).unlink()
+    with pytest.raises(IndexUnavailable) as caught:
+        search_index(tmp_path, ["alpha"], 10)
+    assert caught.value.state == "missing"
+    assert ensure_index(tmp_path, newer) == "missing"
+    assert len(search_index(tmp_path, ["alpha"], 10, fingerprint=newer.fingerprint)) == 2
+
+
+def damage_deleted(path: Path) -> None:
+    path.unlink()
+
+
+def damage_truncated(path: Path) -> None:
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+
+
+def damage_emptied(path: Path) -> None:
+    path.write_bytes(b"")
+
+
+def damage_garbage(path: Path) -> None:
+    path.write_bytes(b"\x00garbage\xff" * 4096)
+
+
+def damage_header_kept_body_zeroed(path: Path) -> None:
+    data = path.read_bytes()
+    path.write_bytes(data[:100] + b"\x00" * (len(data) - 100))
+
+
+def damage_replaced_by_directory(path: Path) -> None:
+    path.unlink()
+    path.mkdir()
+
+
+@pytest.mark.parametrize(
+    ("damage", "expected"),
+    [
+        (damage_deleted, "missing"),
+        (damage_truncated, "corrupt"),
+        (damage_emptied, "corrupt"),
+        (damage_garbage, "corrupt"),
+        (damage_header_kept_body_zeroed, "corrupt"),
+        (damage_replaced_by_directory, "corrupt"),
+    ],
+)
+def test_index_state_detects_damage(
+    tmp_path: Path, damage: Callable[[Path], None], expected: str
+) -> None:
+    ledger = numbered(40)
+    commit(tmp_path, ledger)
+    assert index_state(tmp_path, ledger) == "current"
+    damage(tmp_path / INDEX_FILE)
+    assert index_state(tmp_path, ledger) == expected
+    if expected == "corrupt":
+        with pytest.raises(IndexUnavailable):
+            search_index(tmp_path, ["numbered"], 5)
+    if damage is damage_replaced_by_directory:
+        (tmp_path / INDEX_FILE).rmdir()
+    rebuild_index(tmp_path, ledger)
+    assert index_state(tmp_path, ledger) == "current"
+    assert len(search_index(tmp_path, ["numbered"], 50, fingerprint=ledger.fingerprint)) == 40
+
+
+def test_index_state_stale_after_an_unpublished_change_and_current_after_rebuild(
+    tmp_path: Path,
+) -> None:
+    ledger = with_facts(Ledger(), "One")
+    commit(tmp_path, ledger)
+    newer = with_facts(ledger, "Two")
+    assert index_state(tmp_path, newer) == "stale"
+    rebuild_index(tmp_path, newer)
+    assert index_state(tmp_path, newer) == "current"
+    assert index_state(tmp_path, ledger) == "stale"
+
+
+def test_rebuild_removes_leftover_wal_and_shm(tmp_path: Path) -> None:
+    ledger = with_facts(Ledger(), "One")
+    commit(tmp_path, ledger)
+    for suffix in ("-wal", "-shm", "-journal"):
+        (tmp_path / (INDEX_FILE + suffix)).write_bytes(b"stale side file")
+    rebuild_index(tmp_path, ledger)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        ["candidates.jsonl", MARKDOWN_FILE, INDEX_FILE]
+    )
+    assert index_state(tmp_path, ledger) == "current"
+
+
+def test_empty_ledger_indexes_as_current(tmp_path: Path) -> None:
+    assert index_state(tmp_path, Ledger()) == "missing"
+    assert publish_projections(tmp_path, Ledger()) == []
+    assert index_state(tmp_path, Ledger()) == "current"
+    assert search_index(tmp_path, ["anything"], 5) == []
+
+
+# --- failure never fails the commit; the next write repairs -----------------------------------
+
+
+def test_index_failure_does_not_fail_the_commit_and_the_next_write_repairs(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / INDEX_FILE).mkdir()
+    ledger = with_facts(Ledger(), "First")
+    with capture_logs() as logs:
+        problems = commit(tmp_path, ledger)
+    assert len(problems) == 1 and problems[0].startswith(INDEX_FILE)
+    assert [entry["event"] for entry in logs] == ["projection.failed"]
+    assert logs[0]["file"] == INDEX_FILE
+    assert (tmp_path / MARKDOWN_FILE).read_text() == render_markdown(ledger)
+    assert index_state(tmp_path, ledger) == "corrupt"
+    assert [p.name for p in (tmp_path / INDEX_FILE).iterdir()] == []
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+    (tmp_path / INDEX_FILE).rmdir()  # whatever blocked the index is gone
+    newer = with_facts(ledger, "Second")
+    assert commit(tmp_path, newer) == []
+    assert index_state(tmp_path, newer) == "current"
+    assert len(search_index(tmp_path, ["first", "second"], 5, fingerprint=newer.fingerprint)) == 2
+
+
+def test_markdown_failure_does_not_stop_the_index(tmp_path: Path) -> None:
+    (tmp_path / MARKDOWN_FILE).mkdir()
+    ledger = with_facts(Ledger(), "First")
+    problems = commit(tmp_path, ledger)
+    assert len(problems) == 1 and problems[0].startswith(MARKDOWN_FILE)
+    assert index_state(tmp_path, ledger) == "current"
+    (tmp_path / MARKDOWN_FILE).rmdir()
+    assert commit(tmp_path, ledger) == []
+    assert (tmp_path / MARKDOWN_FILE).read_text() == render_markdown(ledger)
+
+
+def test_publish_repairs_a_garbage_index_in_the_same_write(tmp_path: Path) -> None:
+    ledger = with_facts(Ledger(), "First")
+    commit(tmp_path, ledger)
+    (tmp_path / INDEX_FILE).write_bytes(b"garbage" * 100)
+    assert index_state(tmp_path, ledger) == "corrupt"
+    assert publish_projections(tmp_path, ledger) == []
+    assert index_state(tmp_path, ledger) == "current"
