@@ -40,7 +40,7 @@ def source_of(index: int) -> str:
 
 def open_session(client: Client, cwd: Path) -> dict[str, Any]:
     cwd.mkdir(parents=True, exist_ok=True)
-    result: dict[str, Any] = client.call("session.open", {"cwd": str(cwd)})
+    result: dict[str, Any] = client.call("session.open", {"cwd": str(cwd)}, result_type=dict)
     return result
 
 
@@ -59,6 +59,7 @@ def complete_turn(client: Client, session: dict[str, Any], index: int) -> str:
                 {"role": "assistant", "content": f"Noted, tool{index} for task{index}."},
             ],
         },
+        result_type=dict,
     )
     if not result["eligible"] or result["job_id"] is None:
         raise SystemExit(f"turn {index} was not captured: {result['reason']}")
