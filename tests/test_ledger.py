@@ -25,6 +25,7 @@ from orcad.capture.ledger import (
     decode_ledger,
     encode_ledger,
     forget,
+    ledger_info,
     merge_job_candidates,
     normalize_fact,
     read_ledger,
@@ -204,6 +205,20 @@ def test_forget_with_a_stale_revision_conflicts_while_the_candidate_exists() -> 
         forget(ledger, ledger.candidates[0].id, expected_revision=1)
     assert caught.value.data["revision"] == 2
     assert caught.value.kind == "conflict"
+
+
+def test_ledger_info_is_the_inspect_view() -> None:
+    ledger, _ = merge(Ledger(), "job_a", "One")
+    info = ledger_info(ledger)
+    assert (info.revision, info.fingerprint) == (1, ledger.fingerprint)
+    (candidate,) = info.candidates
+    record = ledger.candidates[0]
+    assert (candidate.id, candidate.fact, candidate.job_id, candidate.model) == (
+        record.id,
+        "One",
+        "job_a",
+        "rules",
+    )
 
 
 # --- encoding and fingerprint ---------------------------------------------------------------

@@ -42,7 +42,7 @@ from orcad.clock import format_time
 from orcad.errors import Conflict, StorageError
 from orcad.failpoints import failpoint
 from orcad.secrets import contains_secret
-from protocol.types import Category, ExtractedFact
+from protocol.types import Candidate, Category, ExtractedFact, LedgerInfo
 
 LEDGER_FILE = "candidates.jsonl"
 LEDGER_FORMAT = "orcad.candidates/1"
@@ -238,6 +238,28 @@ def forget(
     remaining = tuple(c for c in ledger.candidates if c.id != candidate_id)
     new_ledger = Ledger(ledger.revision + 1, remaining, ledger.merged_jobs)
     return new_ledger, ForgetResult(revision=new_ledger.revision, removed=True)
+
+
+def ledger_info(ledger: Ledger) -> LedgerInfo:
+    """The wire view of a ledger for projects.inspect (candidates oldest first)."""
+    return LedgerInfo(
+        revision=ledger.revision,
+        fingerprint=ledger.fingerprint,
+        candidates=[
+            Candidate(
+                id=c.id,
+                category=c.category,
+                fact=c.fact,
+                session_id=c.session_id,
+                turn_id=c.turn_id,
+                job_id=c.job_id,
+                recorded_at=c.recorded_at,
+                provider=c.provider,
+                model=c.model,
+            )
+            for c in ledger.candidates
+        ],
+    )
 
 
 # --- encoding -------------------------------------------------------------------------------
