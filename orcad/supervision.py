@@ -56,6 +56,6 @@ class Supervisor:
         task_status.started()
         await self._ready.wait()
         while True:
-            status = await self.daemon.status(StatusParams())
+            status = self.daemon.status(StatusParams())
             self.notifier.status(f"serving; {describe_health(status)}")
             await trio.sleep(self.interval_s)
