@@ -34,6 +34,7 @@ from orcad.capture.ledger import (
 from orcad.errors import Conflict, StorageError
 from orcad.failpoints import FAILPOINT_ENV, FAILPOINT_EXIT_STATUS
 from protocol.types import ExtractedFact
+from tests.harness import REPO_ROOT
 
 NOW = 1_800_000_000.0
 PROVENANCE = Provenance(
@@ -359,6 +360,7 @@ def run_writer(project: Path, point: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-c", CRASHING_WRITER, str(project)],
         env=environment,
+        cwd=REPO_ROOT,
         capture_output=True,
         text=True,
         check=False,
@@ -405,6 +407,6 @@ def test_ledger_module_does_not_pull_in_trio_or_sqlite() -> None:
         "print(sorted(m for m in ('trio', 'sqlite3') if m in sys.modules))"
     )
     result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO_ROOT
     )
     assert result.stdout.strip() == "[]"

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from orcad import limits
 from orcad.capture.output import MalformedOutput, parse_extractor_output
 from protocol.types import ExtractedFact
+from tests.harness import REPO_ROOT
 
 
 def line(category: str, fact: str) -> str:
@@ -148,7 +149,7 @@ def test_parser_module_is_pure() -> None:
         "print(sorted(m for m in ('trio', 'sqlite3') if m in sys.modules))"
     )
     result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO_ROOT
     )
     assert result.stdout.strip() == "[]"
 
