@@ -27,7 +27,12 @@ def open_session(daemon: DaemonProcess, cwd: Path, **options: object) -> dict[st
 def remember(daemon: DaemonProcess, session: dict[str, object], text: str, scope: str) -> object:
     return daemon.call(
         "remember",
-        {"session_id": session["session_id"], "epoch": session["epoch"], "text": text, "scope": scope},
+        {
+            "session_id": session["session_id"],
+            "epoch": session["epoch"],
+            "text": text,
+            "scope": scope,
+        },
     )
 
 

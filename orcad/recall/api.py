@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -9,11 +10,11 @@ import trio
 
 from orcad.explicit import read_bounded, remember_fact
 from orcad.limits import STARTUP_PROJECT_MAX_BYTES, STARTUP_USER_MAX_BYTES
-from orcad.recall.automatic import IndexAccess, ProjectMemorySearch
-from orcad.recall.service import DeliberateSearch, RecallService, SessionJobs, disabled_for_bare
+from orcad.recall.automatic import ProjectMemorySearch
+from orcad.recall.service import RecallService, SessionJobs, disabled_for_bare
 from orcad.recall.snapshots import SnapshotStore
 from orcad.sessions import Session
-from protocol.types import RememberParams, RememberResult, Startup
+from protocol.types import DeliberateEntry, RememberParams, RememberResult, Startup
 
 if TYPE_CHECKING:
     from orcad.app import Daemon
@@ -60,14 +61,20 @@ def project_directory(daemon: Daemon, project_id: str) -> Path:
     return daemon.paths.projects_dir / project_id
 
 
-def build_index_access() -> IndexAccess | None:
-    """The FTS5 index adapter (None: every recall ranks the ledger in process)."""
-    return None
+class DeliberateRecall:
+    """The deliberate part of recall, from the deliberate-memory service when installed."""
 
+    def __init__(self, daemon: Daemon) -> None:
+        self._daemon = daemon
 
-def build_deliberate_search(daemon: Daemon) -> DeliberateSearch | None:
-    """The deliberate-records search (None: recall has no deliberate part)."""
-    return None
+    async def search(
+        self, session: Session, prompt: str, terms: Sequence[str], limit: int
+    ) -> list[DeliberateEntry]:
+        service = self._daemon.deliberate
+        if service is None:
+            return []
+        entries: list[DeliberateEntry] = await service.search_for_recall(session, prompt, limit)
+        return entries
 
 
 def install(daemon: Daemon) -> RecallService:
@@ -80,11 +87,9 @@ def install(daemon: Daemon) -> RecallService:
         clock=daemon.clock,
         snapshots=snapshots,
         automatic=ProjectMemorySearch(
-            lambda project_id: project_directory(daemon, project_id),
-            build_index_access(),
-            daemon.record_error,
+            lambda project_id: project_directory(daemon, project_id), daemon.record_error
         ),
-        deliberate=build_deliberate_search(daemon),
+        deliberate=DeliberateRecall(daemon),
         jobs=jobs,
     )
     explicit = ExplicitFacts(daemon)

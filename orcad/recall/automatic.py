@@ -22,6 +22,7 @@ from pathlib import Path
 import structlog
 import trio
 
+from orcad.capture import projections
 from orcad.capture.ledger import Ledger, ledger_path, read_ledger
 from orcad.clock import parse_time
 from orcad.errors import StorageError
@@ -59,13 +60,8 @@ def to_candidates(ledger: Ledger) -> list[AutomaticCandidate]:
 class ProjectCache:
     ledger_signature: FileSignature = None
     ledger: Ledger | None = None
-    candidates: dict[str, AutomaticCandidate] | None = None
-    index_checked: tuple[FileSignature, ...] | None = None  # (ledger, index, wal) when verified
+    candidates: dict[str, AutomaticCandidate] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)  # one search per project at once
-
-
-class IndexUnavailable(Exception):
-    """The index could not be brought up to date; the caller falls back."""
 
 
 class ProjectMemorySearch:
@@ -74,12 +70,13 @@ class ProjectMemorySearch:
     def __init__(
         self,
         project_dir: Callable[[str], Path],
-        index: IndexAccess | None,
         record_error: ErrorRecorder | None = None,
+        *,
+        use_index: bool = True,
     ) -> None:
         self._project_dir = project_dir
-        self._index = index
         self._record_error = record_error
+        self._use_index = use_index
         self._projects: dict[str, ProjectCache] = {}
         self._limiter = trio.CapacityLimiter(4)
 
@@ -104,57 +101,39 @@ class ProjectMemorySearch:
         try:
             ledger = self._current_ledger(directory, cache)
         except StorageError as exc:
-            self._problem("recall.ledger_unreadable", str(exc), project_id)
+            self._problem("recall.ledger_unreadable", exc.message, project_id)
             return []
         if not ledger.candidates or not terms:
             return []
-        assert cache.candidates is not None
-        if self._index is not None:
+        if self._use_index:
             try:
-                self._ensure_index(directory, ledger, cache)
-                ids = self._index.search(directory, terms, limit)
+                ids = self._search_index(directory, ledger, terms, limit)
                 return [cache.candidates[i] for i in ids if i in cache.candidates]
-            except Exception as exc:  # any index failure: answer from the ledger instead
-                cache.index_checked = None
+            except Exception as exc:  # whatever broke the index, the ledger still answers
                 self._problem("recall.index_unusable", f"{type(exc).__name__}: {exc}", project_id)
         return rank_by_overlap(list(cache.candidates.values()), terms, limit)
 
     def _current_ledger(self, directory: Path, cache: ProjectCache) -> Ledger:
         signature = file_signature(ledger_path(directory))
-        if cache.ledger is None or signature != cache.ledger_signature or signature is None:
+        if cache.ledger is None or signature is None or signature != cache.ledger_signature:
             ledger = read_ledger(directory)
             cache.ledger, cache.ledger_signature = ledger, signature
             cache.candidates = {c.id: c for c in to_candidates(ledger)}
-            cache.index_checked = None
         return cache.ledger
 
-    def _ensure_index(self, directory: Path, ledger: Ledger, cache: ProjectCache) -> None:
-        assert self._index is not None
-        signatures = (cache.ledger_signature, *self._index.signatures(directory))
-        if cache.index_checked == signatures:
-            return
-        if self._index.state(directory, ledger) != "current":
-            self._index.rebuild(directory, ledger)
-            log.info("recall.index_rebuilt", project_dir=str(directory))
-        cache.index_checked = (cache.ledger_signature, *self._index.signatures(directory))
+    @staticmethod
+    def _search_index(directory: Path, ledger: Ledger, terms: list[str], limit: int) -> list[str]:
+        """Ids from the FTS5 index, rebuilding it once when missing, stale or corrupt."""
+        fingerprint = ledger.fingerprint
+        try:
+            found = projections.search_index(directory, terms, limit, fingerprint=fingerprint)
+        except projections.IndexUnavailable as unavailable:
+            projections.rebuild_index(directory, ledger)
+            log.info("recall.index_rebuilt", project_dir=str(directory), was=unavailable.state)
+            found = projections.search_index(directory, terms, limit, fingerprint=fingerprint)
+        return [candidate_id for candidate_id, _rank in found]
 
     def _problem(self, kind: str, message: str, project_id: str) -> None:
         log.warning(kind, project_id=project_id, error=message)
         if self._record_error is not None:
             self._record_error(kind, message)
-
-
-class IndexAccess:
-    """How recall reaches the project's FTS5 index; the projections module owns the file."""
-
-    def signatures(self, directory: Path) -> tuple[FileSignature, ...]:
-        raise NotImplementedError
-
-    def state(self, directory: Path, ledger: Ledger) -> str:
-        raise NotImplementedError
-
-    def rebuild(self, directory: Path, ledger: Ledger) -> None:
-        raise NotImplementedError
-
-    def search(self, directory: Path, terms: Sequence[str], limit: int) -> list[str]:
-        raise NotImplementedError

@@ -61,6 +61,8 @@ class SnapshotStore:
         self._in_flight: dict[SnapshotKey, trio.Event] = {}
         self._unwritten: list[tuple[SnapshotKey, RecallResult]] = []
         self._wake_writer = trio.Event()
+        self._all_written = trio.Event()
+        self._all_written.set()
         self._db: SQLiteWorker | None = None
         if database_path is not None:
             self._db = SQLiteWorker(lambda: self._connect(database_path))
@@ -97,6 +99,8 @@ class SnapshotStore:
             result = await take()
             self._remember(key, result)
             self._unwritten.append((key, result))
+            if self._all_written.is_set():
+                self._all_written = trio.Event()
             self._wake_writer.set()
             return result
         finally:
@@ -139,8 +143,20 @@ class SnapshotStore:
             self._wake_writer = trio.Event()
             await self.flush()
 
+    async def wait_all_written(self) -> None:
+        """Return once every snapshot taken so far has been written (or given up on)."""
+        while not self._all_written.is_set():
+            await self._all_written.wait()
+
     async def flush(self) -> None:
         """Write every unwritten snapshot now (also called at shutdown)."""
+        try:
+            await self._write_unwritten()
+        finally:
+            if not self._unwritten:
+                self._all_written.set()
+
+    async def _write_unwritten(self) -> None:
         if self._db is None or not self._unwritten:
             self._unwritten.clear()
             return

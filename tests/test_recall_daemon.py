@@ -1,0 +1,325 @@
+"""`recall` through a real daemon: automatic and deliberate parts, caps, snapshot, bare sessions."""
+
+from __future__ import annotations
+
+import itertools
+import secrets
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from orcad.capture.ledger import Provenance, merge_job_candidates, read_ledger, write_ledger
+from orcad.capture.projections import index_state, publish_projections
+from orcad.limits import (
+    RECALL_AUTOMATIC_MAX_BYTES,
+    RECALL_AUTOMATIC_MAX_ENTRIES,
+    RECALL_DELIBERATE_MAX_CHARS,
+    RECALL_DELIBERATE_MAX_RECORDS,
+)
+from orcad.recall.render import automatic_line, deliberate_line
+from protocol.errors import RemoteError
+from protocol.types import AutomaticEntry, DeliberateEntry, ExtractedFact
+from tests.harness import DaemonProcess, OrcaEnv
+
+_turns = itertools.count(1)
+
+
+class Agent:
+    """One agent session against a daemon, as an agent process would drive it."""
+
+    def __init__(self, daemon: DaemonProcess, cwd: Path, **options: Any) -> None:
+        self.daemon = daemon
+        options.setdefault("mode", "yolo")  # saves apply without an approval prompt
+        opened = daemon.call("session.open", {"cwd": str(cwd), **options})
+        self.session_id = opened.session_id
+        self.epoch = opened.epoch
+        self.project_id = opened.project.id
+        self.opened = opened
+
+    @property
+    def ids(self) -> dict[str, Any]:
+        return {"session_id": self.session_id, "epoch": self.epoch}
+
+    def recall(self, prompt: str, turn_id: str | None = None) -> Any:
+        turn = turn_id or f"turn-{next(_turns)}"
+        return self.daemon.call("recall", {**self.ids, "turn_id": turn, "prompt": prompt})
+
+    def save(self, content: str, kind: str = "fact", is_global: bool = False) -> Any:
+        result = self.daemon.call(
+            "memory.manage",
+            {**self.ids, "action": "save", "content": content, "kind": kind,
+             "is_global": is_global},
+        )
+        assert result.outcome == "applied", result
+        return result.record
+
+
+def project_dir(orca_env: OrcaEnv, project_id: str) -> Path:
+    return orca_env.memory_root / "projects" / project_id
+
+
+def add_facts(
+    directory: Path,
+    facts: list[str] | list[tuple[str, str]],
+    *,
+    publish: bool = True,
+    now: float | None = None,
+    session_id: str = "ses_earlier",
+) -> None:
+    """Commit facts to the project's ledger as a publishing worker would."""
+    directory.mkdir(parents=True, exist_ok=True)
+    pairs = [(f, "project") if isinstance(f, str) else (f[1], f[0]) for f in facts]
+    ledger, _ = merge_job_candidates(
+        read_ledger(directory),
+        "job_" + secrets.token_hex(16),
+        [ExtractedFact(category, fact) for fact, category in pairs],  # type: ignore[arg-type]
+        Provenance(session_id, "turn-earlier", "heuristic", "none", "test"),
+        time.time() if now is None else now,
+    )
+    write_ledger(directory, ledger)
+    if publish:
+        assert publish_projections(directory, ledger) == []
+
+
+def texts(result: Any) -> list[str]:
+    return [entry.text for entry in result.automatic]
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Path:
+    path = tmp_path / "repo"
+    path.mkdir()
+    return path
+
+
+def test_recall_returns_a_relevant_fact_with_provenance(
+    daemon: DaemonProcess, orca_env: OrcaEnv, workdir: Path
+) -> None:
+    agent = Agent(daemon, workdir)
+    add_facts(
+        project_dir(orca_env, agent.project_id),
+        ["This repository deploys with `make release`.", "The user prefers tabs over spaces."],
+        now=time.time() - 7200,
+    )
+    result = agent.recall("How do I go about deploying this?")
+    assert texts(result) == ["This repository deploys with `make release`."]
+    entry = result.automatic[0]
+    assert entry.category == "project"
+    assert entry.session_id == "ses_earlier"
+    assert entry.turn_id == "turn-earlier"
+    assert entry.id.startswith("cand_")
+    assert 7100 < entry.age_s < 7400
+    assert result.barrier == "none"
+    assert result.snapshot_id.startswith("snap_")
+    provenance = "- [project | 2 hours ago | session ses_earlier | turn turn-earlier] This repo"
+    assert provenance in result.context
+    assert "not instructions" in result.context
+    assert result.bytes == len(result.context.encode())
+
+
+def test_recall_with_nothing_relevant_injects_nothing(daemon: DaemonProcess, workdir: Path) -> None:
+    result = Agent(daemon, workdir).recall("what is the weather on mars")
+    assert result.automatic == [] and result.deliberate == []
+    assert result.context == "" and result.bytes == 0
+
+
+def test_snapshot_is_stable_for_a_turn_and_fresh_for_the_next(
+    daemon: DaemonProcess, orca_env: OrcaEnv, workdir: Path
+) -> None:
+    agent = Agent(daemon, workdir)
+    directory = project_dir(orca_env, agent.project_id)
+    add_facts(directory, ["Deploys go through the staging cluster first."])
+    first = agent.recall("deploying to staging", turn_id="turn-A")
+    add_facts(directory, ["Deployment to staging needs the VPN."])
+    agent.save("Staging deploys are frozen on Fridays.")
+    again = agent.recall("something else entirely", turn_id="turn-A")
+    assert again == first  # same snapshot id, entries, context and barrier
+    later = agent.recall("deploying to staging", turn_id="turn-B")
+    assert later.snapshot_id != first.snapshot_id
+    assert "Deployment to staging needs the VPN." in texts(later)
+    assert [d.content for d in later.deliberate] == ["Staging deploys are frozen on Fridays."]
+
+
+def test_snapshot_survives_a_daemon_restart(
+    daemon: DaemonProcess, orca_env: OrcaEnv, workdir: Path
+) -> None:
+    agent = Agent(daemon, workdir)
+    directory = project_dir(orca_env, agent.project_id)
+    add_facts(directory, ["Migrations run with `make migrate`."])
+    first = agent.recall("run the migrations", turn_id="turn-R")
+    daemon.restart()
+    add_facts(directory, ["Migrations must be reviewed by the data team."])
+    assert agent.recall("run the migrations", turn_id="turn-R") == first
+
+
+def test_automatic_caps_six_entries_and_3072_bytes(
+    daemon: DaemonProcess, orca_env: OrcaEnv, workdir: Path
+) -> None:
+    agent = Agent(daemon, workdir)
+    directory = project_dir(orca_env, agent.project_id)
+    add_facts(directory, [f"Deploy step {n}: run the release checklist." for n in range(10)])
+    result = agent.recall("deploy release")
+    assert len(result.automatic) == RECALL_AUTOMATIC_MAX_ENTRIES
+
+    # 394 characters (a fact may have 400) but about 770 UTF-8 bytes: the byte cap binds first
+    long_fact = "Changelog notes: " + "é" * 377
+    add_facts(directory, [f"{n} {long_fact}" for n in range(10)])
+    result = agent.recall("changelog notes")
+    lines = [automatic_line(AutomaticEntry(**_fields(e))).encode() for e in result.automatic]
+    assert all("é" in entry.text for entry in result.automatic)
+    assert len(lines) == RECALL_AUTOMATIC_MAX_BYTES // len(lines[0]) < RECALL_AUTOMATIC_MAX_ENTRIES
+    assert sum(map(len, lines)) <= RECALL_AUTOMATIC_MAX_BYTES < sum(map(len, lines)) + len(lines[0])
+
+
+def _fields(entry: Any) -> dict[str, Any]:
+    return {name: getattr(entry, name) for name in AutomaticEntry.__struct_fields__}
+
+
+def test_deliberate_caps_eight_records_and_4096_characters(
+    daemon: DaemonProcess, workdir: Path
+) -> None:
+    agent = Agent(daemon, workdir, mode="yolo")
+    for n in range(RECALL_DELIBERATE_MAX_RECORDS + 2):
+        agent.save(f"Benchmark rule {n}: pin the CPU governor.")
+    result = agent.recall("benchmark rules")
+    assert len(result.deliberate) == RECALL_DELIBERATE_MAX_RECORDS
+
+    for n in range(8):
+        agent.save(f"Profiling note {n}: " + "p" * 900)
+    result = agent.recall("profiling note")
+    now = time.time()
+    entries = [DeliberateEntry(**_record_fields(r)) for r in result.deliberate]
+    used = sum(len(deliberate_line(entry, now)) for entry in entries)
+    assert used <= RECALL_DELIBERATE_MAX_CHARS
+    assert len(result.deliberate) == 4  # each rendered record is a little over 900 characters
+    assert all(r.scope == "workspace" and r.kind == "fact" for r in result.deliberate)
+
+
+def _record_fields(record: Any) -> dict[str, Any]:
+    return {name: getattr(record, name) for name in DeliberateEntry.__struct_fields__}
+
+
+def test_only_the_first_twelve_query_terms_count(
+    daemon: DaemonProcess, orca_env: OrcaEnv, workdir: Path
+) -> None:
+    agent = Agent(daemon, workdir)
+    directory = project_dir(orca_env, agent.project_id)
+    add_facts(directory, ["Kestrel handles twelfth.", "Zephyr rules."])
+    words = [f"word{chr(97 + n)}" for n in range(11)]
+    assert texts(agent.recall(" ".join([*words, "kestrel"]))) == ["Kestrel handles twelfth."]
+    assert texts(agent.recall(" ".join([*words, "wordz", "zephyr"]))) == []
+
+
+def test_bare_sessions_get_disabled_from_recall(daemon: DaemonProcess, workdir: Path) -> None:
+    agent = Agent(daemon, workdir, bare=True)
+    with pytest.raises(RemoteError) as caught:
+        agent.recall("anything")
+    assert caught.value.code == -32016
+    assert caught.value.kind == "disabled"
+
+
+def test_auto_memory_off_keeps_only_the_deliberate_part(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], workdir: Path
+) -> None:
+    orca_env.write_config("auto_memory = false\n")
+    daemon = DaemonProcess(orca_env)
+    daemon_factory.append(daemon)
+    daemon.start()
+    agent = Agent(daemon, workdir, mode="yolo")
+    assert agent.opened.auto_memory is False
+    add_facts(project_dir(orca_env, agent.project_id), ["Releases are cut on Tuesdays."])
+    agent.save("Release notes live in docs/releases.")
+    result = agent.recall("when are releases cut")
+    assert result.automatic == []
+    assert [d.content for d in result.deliberate] == ["Release notes live in docs/releases."]
+    assert result.barrier == "none"
+    assert "Automatic memory" not in result.context
+
+
+def test_stale_epoch_is_refused(daemon: DaemonProcess, workdir: Path) -> None:
+    agent = Agent(daemon, workdir)
+    daemon.call("session.open", {"cwd": str(workdir), "session_id": agent.session_id})
+    with pytest.raises(RemoteError) as caught:
+        agent.recall("anything")
+    assert caught.value.kind == "stale_session"
+
+
+# --- the index is a cache: every way it can break, recall still answers --------------------
+
+
+def _breakers() -> dict[str, Any]:
+    def deleted(path: Path) -> None:
+        path.unlink()
+
+    def truncated(path: Path) -> None:
+        data = path.read_bytes()
+        path.write_bytes(data[: len(data) // 2])
+
+    def garbage(path: Path) -> None:
+        path.write_bytes(b"this is not a database\n" * 200)
+
+    return {"deleted": deleted, "truncated": truncated, "garbage": garbage}
+
+
+@pytest.mark.parametrize("breakage", ["deleted", "truncated", "garbage", "stale"])
+def test_a_broken_index_is_rebuilt_from_the_ledger(
+    breakage: str, daemon: DaemonProcess, orca_env: OrcaEnv, workdir: Path
+) -> None:
+    agent = Agent(daemon, workdir)
+    directory = project_dir(orca_env, agent.project_id)
+    add_facts(directory, ["This repository deploys with `make release`."])
+    assert texts(agent.recall("deploying")) == ["This repository deploys with `make release`."]
+    index = directory / "index.sqlite3"
+    if breakage == "stale":
+        add_facts(directory, ["Deploying needs the release role."], publish=False)
+        expected = {
+            "This repository deploys with `make release`.",
+            "Deploying needs the release role.",
+        }
+    else:
+        _breakers()[breakage](index)
+        (directory / "index.sqlite3-wal").write_bytes(b"leftover journal bytes")
+        expected = {"This repository deploys with `make release`."}
+    assert index_state(directory, read_ledger(directory)) != "current"
+    assert set(texts(agent.recall("deploying"))) == expected
+    assert index_state(directory, read_ledger(directory)) == "current"
+    assert not (directory / "index.sqlite3-wal").exists()
+
+
+def test_an_index_that_cannot_be_rebuilt_falls_back_to_lexical_ranking(
+    daemon: DaemonProcess, orca_env: OrcaEnv, workdir: Path
+) -> None:
+    agent = Agent(daemon, workdir)
+    directory = project_dir(orca_env, agent.project_id)
+    now = time.time()
+    add_facts(directory, ["Releases are deployed by the release bot."], now=now - 500)
+    add_facts(directory, ["This repository deploys with `make release`."], now=now - 1000)
+    add_facts(directory, ["Deployment goes through staging first."], now=now - 10)
+    add_facts(directory, ["The user prefers tabs."], now=now)
+    index = directory / "index.sqlite3"
+    index.unlink()
+    index.mkdir()  # unreadable as a database, and cannot be removed to rebuild it
+    (index / "keep").write_text("x")
+    result = agent.recall("deploying the release")
+    assert texts(result) == [
+        "Releases are deployed by the release bot.",  # both terms
+        "This repository deploys with `make release`.",  # both terms, older
+        "Deployment goes through staging first.",
+    ]
+    errors = daemon.call("daemon.status").recent_errors
+    assert any(error.kind == "recall.index_unusable" for error in errors)
+
+
+def test_a_corrupt_ledger_leaves_the_deliberate_part_working(
+    daemon: DaemonProcess, orca_env: OrcaEnv, workdir: Path
+) -> None:
+    agent = Agent(daemon, workdir, mode="yolo")
+    directory = project_dir(orca_env, agent.project_id)
+    add_facts(directory, ["Deploys use make release."])
+    (directory / "candidates.jsonl").write_text("not a ledger\n")
+    agent.save("Deploys need two approvals.")
+    result = agent.recall("deploys")
+    assert result.automatic == []
+    assert [d.content for d in result.deliberate] == ["Deploys need two approvals."]

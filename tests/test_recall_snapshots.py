@@ -1,0 +1,112 @@
+"""The snapshot store: first recall of a turn fixes it; bounded; persisted behind; coalesced."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import trio
+import trio.lowlevel
+
+from orcad.recall.snapshots import SnapshotStore
+from protocol.types import RecallResult
+
+
+def result(snapshot: str, context: str = "") -> RecallResult:
+    return RecallResult(
+        snapshot_id=snapshot, barrier="none", automatic=[], deliberate=[], context=context,
+        bytes=len(context.encode()),
+    )
+
+
+class Taker:
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def __call__(self) -> RecallResult:
+        self.calls += 1
+        await trio.lowlevel.checkpoint()
+        return result(f"snap_{self.calls}")
+
+
+async def test_second_recall_of_a_turn_returns_the_first_snapshot() -> None:
+    store = SnapshotStore(None)
+    take = Taker()
+    first = await store.get_or_take(("s", "t1"), take)
+    again = await store.get_or_take(("s", "t1"), take)
+    other = await store.get_or_take(("s", "t2"), take)
+    assert again == first
+    assert other.snapshot_id != first.snapshot_id
+    assert take.calls == 2
+
+
+async def test_concurrent_first_recalls_are_coalesced() -> None:
+    store = SnapshotStore(None)
+    take = Taker()
+    results: list[RecallResult] = []
+
+    async def ask() -> None:
+        results.append(await store.get_or_take(("s", "t"), take))
+
+    async with trio.open_nursery() as nursery:
+        for _ in range(5):
+            nursery.start_soon(ask)
+    assert take.calls == 1
+    assert {r.snapshot_id for r in results} == {"snap_1"}
+
+
+async def test_a_failed_take_does_not_fix_a_snapshot() -> None:
+    store = SnapshotStore(None)
+
+    async def fail() -> RecallResult:
+        raise RuntimeError("search failed")
+
+    try:
+        await store.get_or_take(("s", "t"), fail)
+    except RuntimeError:
+        pass
+    assert (await store.get_or_take(("s", "t"), Taker())).snapshot_id == "snap_1"
+
+
+async def test_memory_is_bounded_and_the_table_answers_for_evicted_turns(tmp_path: Path) -> None:
+    database = tmp_path / "state.sqlite3"
+    store = SnapshotStore(database, memory_capacity=2, persisted_capacity=3)
+    take = Taker()
+    for turn in range(4):
+        await store.get_or_take(("s", f"t{turn}"), take)
+    await store.flush()
+    assert store.statistics()["in_memory"] == 2
+    assert store.statistics()["persisted_keys"] == 3
+    # t1 was evicted from memory but is in the table; t0 fell out of both bounds
+    assert (await store.get_or_take(("s", "t1"), take)).snapshot_id == "snap_2"
+    assert (await store.get_or_take(("s", "t0"), take)).snapshot_id == "snap_5"
+    await store.aclose()
+
+
+async def test_snapshots_survive_a_new_store_on_the_same_database(tmp_path: Path) -> None:
+    database = tmp_path / "state.sqlite3"
+    store = SnapshotStore(database)
+    first = await store.get_or_take(("ses_a", "turn-1"), Taker())
+    await store.aclose()
+
+    reopened = SnapshotStore(database)
+    take = Taker()
+    assert await reopened.get_or_take(("ses_a", "turn-1"), take) == first
+    assert take.calls == 0
+    await reopened.aclose()
+
+
+async def test_the_writer_task_persists_in_the_background(tmp_path: Path) -> None:
+    database = tmp_path / "state.sqlite3"
+    store = SnapshotStore(database)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(store.run_writer)
+        await store.get_or_take(("s", "t"), Taker())
+        await store.wait_all_written()
+        assert store.statistics()["persisted_keys"] == 1
+        nursery.cancel_scope.cancel()
+    reopened = SnapshotStore(database)
+    take = Taker()
+    assert (await reopened.get_or_take(("s", "t"), take)).snapshot_id == "snap_1"
+    assert take.calls == 0
+    await reopened.aclose()
+    await store.aclose()
