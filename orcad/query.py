@@ -36,11 +36,9 @@ _STOP_WORD_TEXT = """
 """
 STOP_WORDS = frozenset(_STOP_WORD_TEXT.split())
 
-# Planning: a term matching more than this share of records ranks almost nothing and costs
-# a full doclist scan, so it is dropped while a more selective term is kept.
-COMMON_TERM_SHARE = 0.10
-# Planning: the kept terms together may match at most this many postings (beyond the rarest
-# term, which is always kept), which bounds bm25 work whatever the index size.
+# Planning: bm25 work grows with the postings of every OR-ed term, so the kept terms together
+# may match at most this many records (beyond the rarest term, which is always kept); terms that
+# match a large share of a big index are the ones left out.
 POSTINGS_BUDGET = 2000
 
 
@@ -96,22 +94,22 @@ def match_expression(terms: Sequence[str]) -> str:
 def plan_terms(terms: Sequence[str], doc_freq: Mapping[str, int], total_docs: int) -> list[str]:
     """The subset of `terms` worth querying, in their original order.
 
-    `doc_freq[term]` is how many records contain the term (missing means none). Terms that match
-    nothing are dropped; the rarest matching term is always kept; further terms are added from the
-    most selective up while each matches at most `COMMON_TERM_SHARE` of the records and their
-    postings fit `POSTINGS_BUDGET`. When no term matches anything the terms come back unchanged
-    (the query costs nothing and the caller's counts may be approximate).
+    `doc_freq[term]` is how many of the `total_docs` records contain the term (missing means
+    none). Terms that match nothing are dropped. An index no bigger than `POSTINGS_BUDGET` keeps
+    every matching term. Otherwise the rarest matching term is always kept and further terms are
+    added from the most selective up while their postings together fit `POSTINGS_BUDGET`. When no
+    term matches anything the terms come back unchanged (the query costs nothing and the caller's
+    counts may be approximate).
     """
-    matching = [(doc_freq.get(term, 0), index, term) for index, term in enumerate(terms)]
+    matching = [(doc_freq.get(term, 0), index) for index, term in enumerate(terms)]
     matching = [entry for entry in matching if entry[0] > 0]
     if not matching:
         return list(terms)
     matching.sort()
-    common_limit = max(1.0, COMMON_TERM_SHARE * max(total_docs, 0))
     kept = {matching[0][1]}
     postings = 0
-    for freq, index, _term in matching[1:]:
-        if freq > common_limit or postings + freq > POSTINGS_BUDGET:
+    for freq, index in matching[1:]:
+        if total_docs > POSTINGS_BUDGET and postings + freq > POSTINGS_BUDGET:
             break
         postings += freq
         kept.add(index)

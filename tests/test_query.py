@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 
 from orcad.limits import QUERY_MAX_TERMS
 from orcad.query import (
-    COMMON_TERM_SHARE,
     FTS5_TOKENIZE,
     POSTINGS_BUDGET,
     derive_query_terms,
@@ -155,17 +154,19 @@ def test_plan_respects_the_postings_budget() -> None:
     assert kept == terms[: len(kept)]
 
 
-def test_plan_boundary_of_the_common_share() -> None:
-    total = 10_000
-    at_limit = int(COMMON_TERM_SHARE * total)
-    assert at_limit <= POSTINGS_BUDGET  # so only the share decides below
-    assert plan_terms(["x", "y"], {"x": 1, "y": at_limit}, total) == ["x", "y"]
-    assert plan_terms(["x", "y"], {"x": 1, "y": at_limit + 1}, total) == ["x"]
+def test_plan_budget_boundary() -> None:
+    total = 100_000
+    assert plan_terms(["x", "y"], {"x": 1, "y": POSTINGS_BUDGET}, total) == ["x", "y"]
+    assert plan_terms(["x", "y"], {"x": 1, "y": POSTINGS_BUDGET + 1}, total) == ["x"]
 
 
 def test_plan_small_index_keeps_everything_that_matches() -> None:
-    terms = ["alpha", "beta", "gamma"]
-    assert plan_terms(terms, {"alpha": 1, "beta": 1, "gamma": 1}, 3) == terms
+    terms = ["alpha", "beta", "gamma", "delta"]
+    freq = {"alpha": 3, "beta": 2, "gamma": 3}
+    assert plan_terms(terms, freq, 3) == ["alpha", "beta", "gamma"]
+    big = {"alpha": POSTINGS_BUDGET, "beta": POSTINGS_BUDGET + 1, "gamma": POSTINGS_BUDGET + 1}
+    assert plan_terms(terms, big, POSTINGS_BUDGET) == ["alpha", "beta", "gamma"]
+    assert plan_terms(terms, big, POSTINGS_BUDGET + 1) == ["alpha"]
 
 
 def test_plan_with_no_matching_term_returns_the_terms_unchanged() -> None:

@@ -40,7 +40,7 @@ from orcad.deliberate.store import (
 )
 from orcad.errors import Disabled, InvalidParams, NotFound
 from orcad.limits import APPROVAL_TTL_S, MEMORY_CONTENT_MAX_CHARS
-from orcad.secrets import contains_secret
+from orcad.secrets import contains_secret, redact
 from orcad.sessions import Session, SessionStore
 from protocol.types import (
     DeliberateEntry,
@@ -81,8 +81,8 @@ def to_wire(record: StoredRecord) -> MemoryRecord:
 
 
 def preview(content: str) -> str:
-    """One line, short: what a summary quotes of the content."""
-    line = re.sub(r"\s+", " ", content).strip()
+    """One line, short, secrets redacted: what a summary quotes of the content."""
+    line = re.sub(r"\s+", " ", redact(content)).strip()
     return line if len(line) <= PREVIEW_CHARS else line[: PREVIEW_CHARS - 1] + "…"
 
 

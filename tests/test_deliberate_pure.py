@@ -1,0 +1,186 @@
+"""The pure parts of deliberate memory: the policy table, the automatic review, approvals."""
+
+from __future__ import annotations
+
+import itertools
+import subprocess
+import sys
+
+import pytest
+
+from orcad.deliberate.approvals import (
+    PendingApprovals,
+    PendingChange,
+    SessionGrants,
+    is_expired,
+    new_approval_id,
+)
+from orcad.deliberate.policy import decide
+from orcad.deliberate.review import is_transient_note, review_content
+from orcad.errors import NotFound
+from orcad.limits import APPROVAL_TTL_S, AUTO_REVIEW_MAX_CHARS, PENDING_APPROVALS_MAX
+
+MODES = ("normal", "plan", "auto", "yolo")
+
+
+def expected_action(mode: str, interactive: bool, auto_approve: bool, granted: bool) -> str:
+    if mode == "plan":
+        return "deny"
+    if mode == "yolo":
+        return "apply"
+    if mode == "auto":
+        return "review"
+    if auto_approve:
+        return "apply"
+    if not interactive:
+        return "deny"
+    return "apply" if granted else "ask"
+
+
+@pytest.mark.parametrize(
+    ("mode", "interactive", "auto_approve", "granted"),
+    list(itertools.product(MODES, (True, False), (True, False), (True, False))),
+)
+def test_policy_table(mode: str, interactive: bool, auto_approve: bool, granted: bool) -> None:
+    decision = decide(
+        mode=mode, interactive=interactive, auto_approve=auto_approve, granted=granted
+    )  # type: ignore[arg-type]
+    assert decision.action == expected_action(mode, interactive, auto_approve, granted)
+    assert (decision.reason is not None) == (decision.action == "deny")
+
+
+def test_plan_and_headless_denials_say_why() -> None:
+    plan = decide(mode="plan", interactive=True, auto_approve=True, granted=True)
+    assert plan.reason is not None and "plan mode" in plan.reason
+    headless = decide(mode="normal", interactive=False, auto_approve=False, granted=True)
+    assert headless.reason is not None and "auto_approve" in headless.reason
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "I prefer concise status updates",
+        "release checks use cargo test --workspace",
+        "The project uses trio, never asyncio",
+        "Deploys go through the staging cluster first",
+    ],
+)
+def test_review_accepts_durable_facts(content: str) -> None:
+    assert review_content(content, duplicate_id=None).accepted
+
+
+@pytest.mark.parametrize(
+    ("content", "why"),
+    [
+        ("", "empty"),
+        ("   \n\t ", "empty"),
+        ("deploy key is ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8", "secret"),
+        ("password=" + "Xk9#mQ2$vL7pWz4!", "secret"),
+        ("x" * (AUTO_REVIEW_MAX_CHARS + 1), "limit"),
+        ("Currently working on the parser refactor", "progress"),
+        ("I'm fixing the flaky socket test", "progress"),
+        ("WIP: migrating the job store", "progress"),
+        ("Just finished step 3 of 5", "progress"),
+        ("3 of 10 tests passing so far", "progress"),
+    ],
+)
+def test_review_refuses_and_says_why(content: str, why: str) -> None:
+    verdict = review_content(content, duplicate_id=None)
+    assert not verdict.accepted
+    assert verdict.reason is not None and why in verdict.reason
+
+
+def test_review_size_boundary() -> None:
+    assert review_content("y" * AUTO_REVIEW_MAX_CHARS, duplicate_id=None).accepted
+    assert not review_content("y" * (AUTO_REVIEW_MAX_CHARS + 1), duplicate_id=None).accepted
+
+
+def test_review_refuses_exact_duplicates_naming_the_record() -> None:
+    verdict = review_content("I prefer tabs", duplicate_id="mem_" + "0" * 32)
+    assert not verdict.accepted
+    assert verdict.reason is not None and "mem_" + "0" * 32 in verdict.reason
+
+
+def test_transient_detector_leaves_durable_wording_alone() -> None:
+    assert not is_transient_note("Progress bars use the rich library")
+    assert not is_transient_note("The session store persists epochs in SQLite")
+    assert is_transient_note("At the moment the build is red")
+
+
+def change(session_id: str = "ses_a", created_at: float = 1000.0) -> PendingChange:
+    return PendingChange(
+        approval_id=new_approval_id(),
+        session_id=session_id,
+        action="save",
+        record_id=None,
+        content="I prefer tabs",
+        kind="preference",
+        is_global=False,
+        created_at=created_at,
+    )
+
+
+def test_approval_ids_are_apr_and_32_hex() -> None:
+    approval_id = new_approval_id()
+    assert approval_id.startswith("apr_") and len(approval_id) == 36
+    int(approval_id[4:], 16)
+    assert approval_id != new_approval_id()
+
+
+def test_expiry_boundary() -> None:
+    pending = change(created_at=1000.0)
+    assert not is_expired(pending, 1000.0 + APPROVAL_TTL_S - 0.001)
+    assert is_expired(pending, 1000.0 + APPROVAL_TTL_S)
+
+
+def test_take_is_single_use_and_bound_to_its_session() -> None:
+    approvals = PendingApprovals()
+    pending = change()
+    approvals.add(pending, now=1000.0)
+    with pytest.raises(NotFound):
+        approvals.take(pending.approval_id, "ses_other", now=1001.0)
+    assert approvals.take(pending.approval_id, "ses_a", now=1001.0) == pending
+    with pytest.raises(NotFound):
+        approvals.take(pending.approval_id, "ses_a", now=1001.0)
+
+
+def test_take_after_expiry_fails_and_consumes() -> None:
+    approvals = PendingApprovals()
+    pending = change()
+    approvals.add(pending, now=1000.0)
+    with pytest.raises(NotFound, match="expired"):
+        approvals.take(pending.approval_id, "ses_a", now=1000.0 + APPROVAL_TTL_S)
+    assert len(approvals) == 0
+
+
+def test_expired_changes_are_dropped_and_the_count_is_bounded() -> None:
+    approvals = PendingApprovals()
+    approvals.add(change(created_at=0.0), now=0.0)
+    approvals.add(change(created_at=APPROVAL_TTL_S), now=APPROVAL_TTL_S)
+    assert len(approvals) == 1
+    many = [change(created_at=APPROVAL_TTL_S) for _ in range(PENDING_APPROVALS_MAX + 1)]
+    for pending in many:
+        approvals.add(pending, now=APPROVAL_TTL_S)
+    assert len(approvals) == PENDING_APPROVALS_MAX
+    with pytest.raises(NotFound):
+        approvals.take(many[0].approval_id, "ses_a", now=APPROVAL_TTL_S)
+    assert approvals.take(many[-1].approval_id, "ses_a", now=APPROVAL_TTL_S) == many[-1]
+
+
+def test_session_grants() -> None:
+    grants = SessionGrants()
+    assert "ses_a" not in grants
+    grants.grant("ses_a")
+    assert "ses_a" in grants and "ses_b" not in grants
+
+
+@pytest.mark.parametrize(
+    "module", ["orcad.deliberate.policy", "orcad.deliberate.review", "orcad.deliberate.approvals"]
+)
+def test_pure_modules_import_neither_trio_nor_sqlite(module: str) -> None:
+    code = (
+        f"import sys, {module}; "
+        "bad = {'trio', 'sqlite3', '_sqlite3'} & set(sys.modules); "
+        "sys.exit(1 if bad else 0)"
+    )
+    assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0

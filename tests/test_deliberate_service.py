@@ -1,0 +1,628 @@
+"""memory.search / memory.manage / memory.approve through the real dispatcher, in process.
+
+Real SQLite files under tmp_path; the clock is injected so approval expiry needs no sleeping.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from orcad.limits import (
+    APPROVAL_TTL_S,
+    AUTO_REVIEW_MAX_CHARS,
+    MEMORY_CONTENT_MAX_CHARS,
+    SEARCH_LIMIT_DEFAULT,
+)
+from protocol.errors import RemoteError
+from tests.deliberate_helpers import InProcessDaemon, SettableClock
+
+GITHUB_TOKEN = "ghp_" + "Zq8Lm2Np4Rt6Vx9Bc1Df3Gh5Jk7Mn0Pq2St4"
+
+
+@pytest.fixture
+def clock() -> SettableClock:
+    return SettableClock()
+
+
+@pytest.fixture
+async def orca(tmp_path: Path, clock: SettableClock) -> AsyncIterator[InProcessDaemon]:
+    daemon = InProcessDaemon(tmp_path, clock)
+    yield daemon
+    await daemon.aclose()
+
+
+async def save(
+    orca: InProcessDaemon,
+    session: dict[str, Any],
+    content: str,
+    *,
+    kind: str = "fact",
+    is_global: bool = False,
+) -> dict[str, Any]:
+    return await orca.call(
+        "memory.manage",
+        {**session, "action": "save", "content": content, "kind": kind, "is_global": is_global},
+    )
+
+
+async def search(
+    orca: InProcessDaemon, session: dict[str, Any], **params: Any
+) -> list[dict[str, Any]]:
+    result = await orca.call("memory.search", {**session, **params})
+    records: list[dict[str, Any]] = result["records"]
+    return records
+
+
+async def error_of(orca: InProcessDaemon, method: str, params: dict[str, Any]) -> RemoteError:
+    with pytest.raises(RemoteError) as caught:
+        await orca.call(method, params)
+    return caught.value
+
+
+# --- saving, scopes, summaries ----------------------------------------------------------------
+
+
+async def test_save_update_forget_applied_in_yolo_with_one_line_summaries(
+    orca: InProcessDaemon, tmp_path: Path
+) -> None:
+    session = await orca.open(tmp_path / "ws", mode="yolo")
+    saved = await save(orca, session, "release checks use cargo test --workspace", kind="workflow")
+    assert saved["outcome"] == "applied"
+    record = saved["record"]
+    assert record["id"].startswith("mem_") and len(record["id"]) == 36
+    int(record["id"][4:], 16)
+    assert record["id"][4:] == record["id"][4:].lower()
+    assert record["scope"] == "workspace"
+    assert record["workspace_root"] == str((tmp_path / "ws").resolve())
+    assert record["kind"] == "workflow"
+    assert "Saved workspace memory" in saved["summary"] and record["id"] in saved["summary"]
+
+    updated = await orca.call(
+        "memory.manage",
+        {**session, "action": "update", "id": record["id"], "content": "release checks: make ci"},
+    )
+    assert updated["outcome"] == "applied"
+    assert updated["record"]["content"] == "release checks: make ci"
+    assert updated["record"]["created_at"] == record["created_at"]
+    assert "Updated workspace memory" in updated["summary"]
+
+    forgotten = await orca.call(
+        "memory.manage", {**session, "action": "forget", "id": record["id"]}
+    )
+    assert forgotten["outcome"] == "applied"
+    assert "Forgot workspace memory" in forgotten["summary"]
+    assert await search(orca, session) == []
+    for result in (saved, updated, forgotten):
+        assert "\n" not in result["summary"]
+
+
+async def test_global_records_keep_their_originating_root(
+    orca: InProcessDaemon, tmp_path: Path
+) -> None:
+    session = await orca.open(tmp_path / "a", mode="yolo")
+    saved = await save(
+        orca, session, "I prefer concise status updates", kind="preference", is_global=True
+    )
+    assert saved["record"]["scope"] == "global"
+    assert saved["record"]["workspace_root"] == str((tmp_path / "a").resolve())
+    assert "global memory" in saved["summary"]
+
+
+async def test_scope_isolation_both_ways(orca: InProcessDaemon, tmp_path: Path) -> None:
+    a = await orca.open(tmp_path / "a", mode="yolo")
+    b = await orca.open(tmp_path / "b", mode="yolo")
+    in_a = (await save(orca, a, "alpha deploys with helm"))["record"]
+    in_b = (await save(orca, b, "beta deploys with helm"))["record"]
+    shared = (await save(orca, a, "everyone deploys with helm", is_global=True))["record"]
+
+    assert {r["id"] for r in await search(orca, a, query="deploys helm")} == {
+        in_a["id"],
+        shared["id"],
+    }
+    assert {r["id"] for r in await search(orca, b, query="deploys helm")} == {
+        in_b["id"],
+        shared["id"],
+    }
+    assert {r["id"] for r in await search(orca, a)} == {in_a["id"], shared["id"]}
+    assert {r["id"] for r in await search(orca, b)} == {in_b["id"], shared["id"]}
+
+    for session, foreign in ((a, in_b), (b, in_a)):
+        for action in ("update", "forget"):
+            params = {**session, "action": action, "id": foreign["id"]}
+            if action == "update":
+                params["content"] = "taken over"
+            error = await error_of(orca, "memory.manage", params)
+            assert error.error.code == -32014 and error.kind == "not_found"
+    # A global record can be changed from any workspace.
+    forgotten = await orca.call("memory.manage", {**b, "action": "forget", "id": shared["id"]})
+    assert forgotten["outcome"] == "applied"
+    assert {r["id"] for r in await search(orca, a)} == {in_a["id"]}
+
+
+@pytest.mark.parametrize("bad_id", ["", "mem_", "mem_" + "0" * 32, "mem_" + "G" * 32, "1", "apr_x"])
+async def test_update_and_forget_of_unknown_or_malformed_ids_are_not_found(
+    orca: InProcessDaemon, tmp_path: Path, bad_id: str
+) -> None:
+    session = await orca.open(tmp_path / "ws", mode="yolo")
+    error = await error_of(orca, "memory.manage", {**session, "action": "forget", "id": bad_id})
+    assert error.error.code == -32014
+
+
+# --- params -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("params", "field"),
+    [
+        ({"action": "save", "kind": "fact", "is_global": False}, "content"),
+        ({"action": "save", "content": "x y", "is_global": False}, "kind"),
+        ({"action": "save", "content": "x y", "kind": "fact"}, "is_global"),
+        ({"action": "save", "content": "   ", "kind": "fact", "is_global": False}, "content"),
+        ({"action": "save", "content": "x", "kind": "opinion", "is_global": False}, "kind"),
+        (
+            {"action": "save", "content": "x", "kind": "fact", "is_global": False, "id": "mem_1"},
+            "id",
+        ),
+        ({"action": "update", "content": "x"}, "id"),
+        ({"action": "update", "id": "mem_" + "0" * 32}, "content"),
+        (
+            {"action": "update", "id": "mem_" + "0" * 32, "content": "x", "is_global": True},
+            "is_global",
+        ),
+        ({"action": "forget"}, "id"),
+        ({"action": "forget", "id": "mem_" + "0" * 32, "content": "x"}, "content"),
+        ({"action": "erase", "id": "mem_" + "0" * 32}, "action"),
+        ({"action": "forget", "id": "mem_" + "0" * 32, "scope": "global"}, "scope"),
+    ],
+)
+async def test_bad_manage_params_name_the_field(
+    orca: InProcessDaemon, tmp_path: Path, params: dict[str, Any], field: str
+) -> None:
+    session = await orca.open(tmp_path / "ws", mode="yolo")
+    error = await error_of(orca, "memory.manage", {**session, **params})
+    assert error.error.code == -32602
+    assert error.error.data["field"] == field
+
+
+async def test_content_length_boundary(orca: InProcessDaemon, tmp_path: Path) -> None:
+    session = await orca.open(tmp_path / "ws", mode="yolo")
+    assert (await save(orca, session, "a" * MEMORY_CONTENT_MAX_CHARS))["outcome"] == "applied"
+    error = await error_of(
+        orca,
+        "memory.manage",
+        {
+            **session,
+            "action": "save",
+            "content": "b" * (MEMORY_CONTENT_MAX_CHARS + 1),
+            "kind": "fact",
+            "is_global": False,
+        },
+    )
+    assert error.error.data["field"] == "content"
+
+
+@pytest.mark.parametrize(("limit", "ok"), [(0, False), (1, True), (20, True), (21, False)])
+async def test_search_limit_boundaries(
+    orca: InProcessDaemon, tmp_path: Path, limit: int, ok: bool
+) -> None:
+    session = await orca.open(tmp_path / "ws", mode="yolo")
+    for i in range(25):
+        await save(orca, session, f"note number {i} about widgets")
+    for query in (None, "widgets"):
+        params = {"limit": limit} if query is None else {"limit": limit, "query": query}
+        if ok:
+            assert len(await search(orca, session, **params)) == limit
+        else:
+            error = await error_of(orca, "memory.search", {**session, **params})
+            assert error.error.code == -32602 and error.error.data["field"] == "limit"
+    assert len(await search(orca, session)) == SEARCH_LIMIT_DEFAULT
+    assert len(await search(orca, session, query="widgets")) == SEARCH_LIMIT_DEFAULT
+
+
+# --- search -----------------------------------------------------------------------------------
+
+
+async def test_no_query_lists_most_recently_updated_first(
+    orca: InProcessDaemon, tmp_path: Path, clock: SettableClock
+) -> None:
+    session = await orca.open(tmp_path / "ws", mode="yolo")
+    ids = []
+    for i in range(3):
+        clock.advance(1)
+        ids.append((await save(orca, session, f"record {i} text"))["record"]["id"])
+    assert [r["id"] for r in await search(orca, session)] == ids[::-1]
+    assert [r["id"] for r in await search(orca, session, query="   ")] == ids[::-1]
+    clock.advance(1)
+    await orca.call(
+        "memory.manage", {**session, "action": "update", "id": ids[0], "content": "record zero"}
+    )
+    assert [r["id"] for r in await search(orca, session)] == [ids[0], ids[2], ids[1]]
+
+
+async def test_bm25_ranks_and_recent_updates_break_ties(
+    orca: InProcessDaemon, tmp_path: Path, clock: SettableClock
+) -> None:
+    session = await orca.open(tmp_path / "ws", mode="yolo")
+    weak = (await save(orca, session, "kubernetes is used by one service among many other things"))[
+        "record"
+    ]
+    clock.advance(1)
+    tie_old = (await save(orca, session, "kubernetes cluster notes"))["record"]
+    clock.advance(1)
+    tie_new = (await save(orca, session, "kubernetes cluster facts"))["record"]
+    ranked = [r["id"] for r in await search(orca, session, query="kubernetes cluster")]
+    assert ranked == [tie_new["id"], tie_old["id"], weak["id"]]
+    clock.advance(1)
+    await orca.call(
+        "memory.manage", {**session, "action": "update", "id": tie_old["id"], "kind": "decision"}
+    )
+    ranked = [r["id"] for r in await search(orca, session, query="kubernetes cluster")]
+    assert ranked == [tie_old["id"], tie_new["id"], weak["id"]]
+
+
+async def test_stemming_finds_other_word_forms(orca: InProcessDaemon, tmp_path: Path) -> None:
+    session = await orca.open(tmp_path / "ws", mode="yolo")
+    record = (await save(orca, session, "the daemon deploys nightly"))["record"]
+    assert [r["id"] for r in await search(orca, session, query="deploying")] == [record["id"]]
+
+
+async def test_only_twelve_terms_of_the_query_are_used(
+    orca: InProcessDaemon, tmp_path: Path
+) -> None:
+    session = await orca.open(tmp_path / "ws", mode="yolo")
+    target = (await save(orca, session, "zebracorn"))["record"]
+    fillers = [f"filler{i}" for i in range(12)]
+    assert [
+        r["id"] for r in await search(orca, session, query=" ".join([*fillers[:11], "zebracorn"]))
+    ] == [target["id"]]
+    assert await search(orca, session, query=" ".join([*fillers, "zebracorn"])) == []
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        '"',
+        "AND",
+        "NOT json",
+        "NEAR(a b)",
+        "json-rpc",
+        "config.toml",
+        "*",
+        "^x",
+        "()",
+        "🎉",
+        '"a" OR',
+        "col:x",
+        "\x00",
+        "what is the",
+    ],
+)
+async def test_hostile_queries_are_answered(
+    orca: InProcessDaemon, tmp_path: Path, query: str
+) -> None:
+    session = await orca.open(tmp_path / "ws", mode="yolo")
+    await save(orca, session, "json-rpc over config.toml AND NOT near what is the")
+    assert isinstance(await search(orca, session, query=query), list)
+
+
+# --- modes and policy -------------------------------------------------------------------------
+
+
+def expected_outcome(mode: str, interactive: bool, auto_approve: bool) -> str:
+    if mode == "plan":
+        return "denied"
+    if mode in ("yolo", "auto"):
+        return "applied"
+    if auto_approve:
+        return "applied"
+    return "pending_approval" if interactive else "denied"
+
+
+@pytest.mark.parametrize(
+    ("mode", "interactive", "auto_approve"),
+    list(itertools.product(("normal", "plan", "auto", "yolo"), (True, False), (True, False))),
+)
+async def test_each_mode_interactive_and_auto_approve(
+    orca: InProcessDaemon, tmp_path: Path, mode: str, interactive: bool, auto_approve: bool
+) -> None:
+    session = await orca.open(
+        tmp_path / "ws", mode=mode, interactive=interactive, auto_approve=auto_approve
+    )
+    result = await save(orca, session, "The staging cluster runs in eu-west-1")
+    assert result["outcome"] == expected_outcome(mode, interactive, auto_approve)
+    assert "\n" not in result["summary"] and result["summary"]
+    stored = await search(orca, session)
+    assert len(stored) == (1 if result["outcome"] == "applied" else 0)
+    if result["outcome"] == "pending_approval":
+        assert result["approval_id"].startswith("apr_") and len(result["approval_id"]) == 36
+        assert "workspace memory" in result["summary"]
+    if result["outcome"] == "denied":
+        assert result["reason"]
+
+
+async def test_plan_mode_can_search_but_not_change(orca: InProcessDaemon, tmp_path: Path) -> None:
+    writer = await orca.open(tmp_path / "ws", mode="yolo")
+    record = (await save(orca, writer, "plan readers see this"))["record"]
+    planner = await orca.open(tmp_path / "ws", mode="plan")
+    assert [r["id"] for r in await search(orca, planner, query="readers")] == [record["id"]]
+    result = await orca.call("memory.manage", {**planner, "action": "forget", "id": record["id"]})
+    assert result["outcome"] == "denied" and "plan mode" in result["reason"]
+    assert len(await search(orca, planner)) == 1
+
+
+@pytest.mark.parametrize(
+    ("content", "why"),
+    [
+        ("Currently working on the parser refactor", "progress"),
+        ("x" * (AUTO_REVIEW_MAX_CHARS + 1), "limit"),
+    ],
+)
+async def test_auto_mode_review_refuses_and_says_why(
+    orca: InProcessDaemon, tmp_path: Path, content: str, why: str
+) -> None:
+    session = await orca.open(tmp_path / "ws", mode="auto")
+    result = await save(orca, session, content)
+    assert result["outcome"] == "denied" and why in result["reason"]
+    assert await search(orca, session) == []
+
+
+async def test_auto_mode_review_applies_to_updates(orca: InProcessDaemon, tmp_path: Path) -> None:
+    session = await orca.open(tmp_path / "ws", mode="auto")
+    record = (await save(orca, session, "tests run with pytest"))["record"]
+    result = await orca.call(
+        "memory.manage",
+        {
+            **session,
+            "action": "update",
+            "id": record["id"],
+            "content": "WIP: switching test runner",
+        },
+    )
+    assert result["outcome"] == "denied" and "progress" in result["reason"]
+    assert (await search(orca, session))[0]["content"] == "tests run with pytest"
+
+
+@pytest.mark.parametrize("mode", ["normal", "plan", "auto", "yolo"])
+async def test_secrets_are_denied_in_every_mode(
+    orca: InProcessDaemon, tmp_path: Path, mode: str
+) -> None:
+    session = await orca.open(tmp_path / "ws", mode=mode, auto_approve=True)
+    result = await save(orca, session, f"the deploy token is {GITHUB_TOKEN}")
+    assert result["outcome"] == "denied"
+    assert "secret" in result["reason"]
+    assert GITHUB_TOKEN not in result["summary"] and GITHUB_TOKEN not in result["reason"]
+    assert await search(orca, session) == []
+
+
+async def test_secret_update_is_denied(orca: InProcessDaemon, tmp_path: Path) -> None:
+    session = await orca.open(tmp_path / "ws", mode="yolo")
+    record = (await save(orca, session, "the deploy token lives in the vault"))["record"]
+    result = await orca.call(
+        "memory.manage",
+        {**session, "action": "update", "id": record["id"], "content": GITHUB_TOKEN},
+    )
+    assert result["outcome"] == "denied" and "secret" in result["reason"]
+
+
+@pytest.mark.parametrize("mode", ["normal", "auto", "yolo"])
+async def test_exact_duplicates_in_the_same_scope_are_not_stored_twice(
+    orca: InProcessDaemon, tmp_path: Path, mode: str
+) -> None:
+    session = await orca.open(tmp_path / "ws", mode=mode, auto_approve=True)
+    first = await save(orca, session, "I prefer tabs", kind="preference")
+    again = await save(orca, session, "  I prefer tabs ", kind="fact")
+    assert first["outcome"] == "applied"
+    assert again["outcome"] == "denied" and first["record"]["id"] in again["reason"]
+    assert again["record"]["id"] == first["record"]["id"]
+    # The same text in the other scope is a different record.
+    assert (await save(orca, session, "I prefer tabs", is_global=True))["outcome"] == "applied"
+    assert len(await search(orca, session)) == 2
+
+
+async def test_update_into_a_duplicate_or_to_the_same_text_changes_nothing(
+    orca: InProcessDaemon, tmp_path: Path
+) -> None:
+    session = await orca.open(tmp_path / "ws", mode="yolo")
+    one = (await save(orca, session, "one fact"))["record"]
+    two = (await save(orca, session, "two fact"))["record"]
+    into = await orca.call(
+        "memory.manage", {**session, "action": "update", "id": two["id"], "content": "one fact"}
+    )
+    assert into["outcome"] == "denied" and one["id"] in into["reason"]
+    same = await orca.call(
+        "memory.manage", {**session, "action": "update", "id": one["id"], "content": "one fact"}
+    )
+    assert same["outcome"] == "denied"
+    assert {r["content"] for r in await search(orca, session)} == {"one fact", "two fact"}
+
+
+# --- approvals and grants ---------------------------------------------------------------------
+
+
+async def approve(
+    orca: InProcessDaemon, session: dict[str, Any], approval_id: str, decision: str
+) -> dict[str, Any]:
+    return await orca.call(
+        "memory.approve", {**session, "approval_id": approval_id, "decision": decision}
+    )
+
+
+async def test_allow_once_applies_and_the_approval_is_single_use(
+    orca: InProcessDaemon, tmp_path: Path
+) -> None:
+    session = await orca.open(tmp_path / "ws")
+    pending = await save(orca, session, "use ruff for lint")
+    assert pending["outcome"] == "pending_approval"
+    applied = await approve(orca, session, pending["approval_id"], "allow_once")
+    assert applied["outcome"] == "applied" and applied["record"]["content"] == "use ruff for lint"
+    assert "Saved workspace memory" in applied["summary"]
+    error = await error_of(
+        orca,
+        "memory.approve",
+        {**session, "approval_id": pending["approval_id"], "decision": "allow_once"},
+    )
+    assert error.error.code == -32014
+    # allow_once grants nothing further.
+    assert (await save(orca, session, "use mypy strict"))["outcome"] == "pending_approval"
+
+
+async def test_deny_changes_nothing_and_consumes_the_approval(
+    orca: InProcessDaemon, tmp_path: Path
+) -> None:
+    session = await orca.open(tmp_path / "ws")
+    pending = await save(orca, session, "use ruff for lint")
+    denied = await approve(orca, session, pending["approval_id"], "deny")
+    assert denied["outcome"] == "denied" and "declined" in denied["reason"]
+    assert await search(orca, session) == []
+    error = await error_of(
+        orca,
+        "memory.approve",
+        {**session, "approval_id": pending["approval_id"], "decision": "allow_once"},
+    )
+    assert error.error.code == -32014
+
+
+async def test_pending_approvals_expire(
+    orca: InProcessDaemon, tmp_path: Path, clock: SettableClock
+) -> None:
+    session = await orca.open(tmp_path / "ws")
+    in_time = await save(orca, session, "approved just in time")
+    late = await save(orca, session, "approved too late")
+    clock.advance(APPROVAL_TTL_S - 0.01)
+    assert (await approve(orca, session, in_time["approval_id"], "allow_once"))[
+        "outcome"
+    ] == "applied"
+    clock.advance(0.01)
+    error = await error_of(
+        orca,
+        "memory.approve",
+        {**session, "approval_id": late["approval_id"], "decision": "allow_once"},
+    )
+    assert error.error.code == -32014 and "expired" in error.error.message
+    assert [r["content"] for r in await search(orca, session)] == ["approved just in time"]
+
+
+async def test_only_the_proposing_session_can_approve(
+    orca: InProcessDaemon, tmp_path: Path
+) -> None:
+    owner = await orca.open(tmp_path / "ws")
+    other = await orca.open(tmp_path / "ws")
+    pending = await save(orca, owner, "owner's change")
+    error = await error_of(
+        orca,
+        "memory.approve",
+        {**other, "approval_id": pending["approval_id"], "decision": "allow_once"},
+    )
+    assert error.error.code == -32014
+    assert (await approve(orca, owner, pending["approval_id"], "allow_once"))[
+        "outcome"
+    ] == "applied"
+
+
+async def test_allow_session_grants_this_session_only(
+    orca: InProcessDaemon, tmp_path: Path
+) -> None:
+    session = await orca.open(tmp_path / "ws")
+    pending = await save(orca, session, "first change")
+    assert (await approve(orca, session, pending["approval_id"], "allow_session"))[
+        "outcome"
+    ] == "applied"
+    assert (await save(orca, session, "second change"))["outcome"] == "applied"
+    other = await orca.open(tmp_path / "ws")
+    assert (await save(orca, other, "third change"))["outcome"] == "pending_approval"
+
+
+async def test_allow_workspace_persists_for_that_workspace_across_sessions_and_restarts(
+    tmp_path: Path, clock: SettableClock
+) -> None:
+    (tmp_path / "ws" / ".git").mkdir(parents=True)  # a repository: ws/sub is the same workspace
+    first = InProcessDaemon(tmp_path, clock)
+    try:
+        session = await first.open(tmp_path / "ws")
+        pending = await save(first, session, "first change")
+        assert (await approve(first, session, pending["approval_id"], "allow_workspace"))[
+            "outcome"
+        ] == "applied"
+        later = await first.open(tmp_path / "ws" / "sub")  # the same workspace, another cwd
+        assert (await save(first, later, "second change"))["outcome"] == "applied"
+    finally:
+        await first.aclose()
+    second = InProcessDaemon(tmp_path, clock)
+    try:
+        session = await second.open(tmp_path / "ws")
+        assert (await save(second, session, "after restart"))["outcome"] == "applied"
+        elsewhere = await second.open(tmp_path / "other")
+        assert (await save(second, elsewhere, "other workspace"))["outcome"] == "pending_approval"
+        headless = await second.open(tmp_path / "ws", interactive=False)
+        assert (await save(second, headless, "headless in granted workspace"))[
+            "outcome"
+        ] == "denied"
+    finally:
+        await second.aclose()
+
+
+async def test_approval_rechecks_memory_changed_meanwhile(
+    orca: InProcessDaemon, tmp_path: Path
+) -> None:
+    asker = await orca.open(tmp_path / "ws")
+    writer = await orca.open(tmp_path / "ws", mode="yolo")
+    pending_save = await save(orca, asker, "raced text")
+    await save(orca, writer, "raced text")
+    assert (await approve(orca, asker, pending_save["approval_id"], "allow_once"))[
+        "outcome"
+    ] == "denied"
+    record = (await save(orca, writer, "to be forgotten twice"))["record"]
+    pending_forget = await orca.call(
+        "memory.manage", {**asker, "action": "forget", "id": record["id"]}
+    )
+    assert pending_forget["outcome"] == "pending_approval"
+    await orca.call("memory.manage", {**writer, "action": "forget", "id": record["id"]})
+    error = await error_of(
+        orca,
+        "memory.approve",
+        {**asker, "approval_id": pending_forget["approval_id"], "decision": "allow_once"},
+    )
+    assert error.error.code == -32014
+
+
+# --- sessions ---------------------------------------------------------------------------------
+
+
+async def test_bare_sessions_are_disabled(orca: InProcessDaemon, tmp_path: Path) -> None:
+    session = await orca.open(tmp_path / "ws", bare=True, mode="yolo")
+    for method, params in (
+        ("memory.search", {}),
+        ("memory.manage", {"action": "save", "content": "x", "kind": "fact", "is_global": False}),
+        ("memory.approve", {"approval_id": "apr_" + "0" * 32, "decision": "allow_once"}),
+    ):
+        error = await error_of(orca, method, {**session, **params})
+        assert error.error.code == -32016 and error.kind == "disabled"
+
+
+async def test_stale_epoch_is_refused(orca: InProcessDaemon, tmp_path: Path) -> None:
+    first = await orca.open(tmp_path / "ws", mode="yolo")
+    await orca.call(
+        "session.open", {"cwd": str(tmp_path / "ws"), "session_id": first["session_id"]}
+    )
+    error = await error_of(orca, "memory.search", first)
+    assert error.error.code == -32010
+
+
+async def test_search_for_recall_uses_the_same_ranking_and_visibility(
+    orca: InProcessDaemon, tmp_path: Path
+) -> None:
+    a = await orca.open(tmp_path / "a", mode="yolo")
+    b = await orca.open(tmp_path / "b", mode="yolo")
+    mine = (await save(orca, a, "alpha deploys with helm"))["record"]
+    await save(orca, b, "beta deploys with helm")
+    service = orca.daemon.deliberate
+    session = await orca.daemon.sessions.require(a["session_id"], a["epoch"])
+    entries = await service.search_for_recall(session, "how do we deploy?", 8)
+    assert [e.id for e in entries] == [mine["id"]]
+    assert entries[0].scope == "workspace"
+    assert await service.search_for_recall(session, "🎉", 8) == []
