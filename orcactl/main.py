@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from orcactl.commands import daemon, service
+from orcactl.commands import daemon, recall, service
 from orcactl.connect import EXIT_ERROR, CommandError
 
-COMMAND_GROUPS = [daemon, service]
+COMMAND_GROUPS = [daemon, service, recall]
 
 EPILOG = """exit status: 0 success; 1 the daemon answered with an error; 2 bad usage;
 3 orcad is not running (and was not started); 4 a pending change was not approved.
@@ -22,8 +22,12 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--socket", metavar="PATH", help="daemon socket (default: $ORCA_SOCKET or the runtime dir)")
-    parser.add_argument("--no-start", action="store_true", help="never start orcad; fail with exit 3 instead")
+    parser.add_argument(
+        "--socket", metavar="PATH", help="daemon socket (default: $ORCA_SOCKET or the runtime dir)"
+    )
+    parser.add_argument(
+        "--no-start", action="store_true", help="never start orcad; fail with exit 3 instead"
+    )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for group in COMMAND_GROUPS:
         group.register(subparsers)

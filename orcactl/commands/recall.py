@@ -1,0 +1,87 @@
+"""`orcactl recall PROMPT` and `orcactl remember TEXT`: what an agent injects, and /remember.
+
+Both open a short session for the working directory (as an agent would at startup), make one
+call and close the session again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import secrets
+from collections.abc import Callable
+from typing import Any
+
+from orcactl.connect import EXIT_OK, CommandError, connect, print_json
+from protocol.client import Client
+from protocol.errors import RemoteError
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    recall = subparsers.add_parser(
+        "recall",
+        help="show the memory context an agent would inject for PROMPT",
+        description="Run one recall for PROMPT in a fresh session opened for --cwd and print "
+        "the context block an agent would inject before its model request.",
+    )
+    recall.add_argument("prompt", metavar="PROMPT", help="the user's message for the turn")
+    recall.add_argument("--cwd", metavar="DIR", help="working directory (default: the current one)")
+    recall.add_argument("--json", action="store_true", help="print the whole recall result as JSON")
+    recall.set_defaults(run=run_recall)
+
+    remember = subparsers.add_parser(
+        "remember",
+        help="keep an explicit fact in user.md (or the project's memory.md with --project)",
+        description="Append TEXT as an explicit fact. User facts go to user.md and reach every "
+        "session; with --project the fact goes to the memory.md of the project at --cwd.",
+    )
+    remember.add_argument("text", metavar="TEXT", help="the fact to remember")
+    remember.add_argument("--project", action="store_true", help="a project fact, not a user fact")
+    remember.add_argument("--cwd", metavar="DIR", help="working directory (default: current)")
+    remember.add_argument("--json", action="store_true", help="print the result as JSON")
+    remember.set_defaults(run=run_remember)
+
+
+def _in_session(args: argparse.Namespace, work: Callable[[Client, dict[str, Any]], Any]) -> Any:
+    """Open a session for --cwd, run `work(client, session ids)`, close the session."""
+    cwd = os.path.abspath(args.cwd or os.getcwd())
+    with connect(args) as client:
+        try:
+            opened = client.call("session.open", {"cwd": cwd, "mode": "normal"})
+            ids = {"session_id": opened.session_id, "epoch": opened.epoch}
+            try:
+                return work(client, ids)
+            finally:
+                client.call("session.close", ids)
+        except RemoteError as exc:
+            raise CommandError(f"{exc.error.message} ({exc.kind})") from None
+
+
+def run_recall(args: argparse.Namespace) -> int:
+    turn_id = "orcactl-" + secrets.token_hex(8)
+    result = _in_session(
+        args,
+        lambda client, ids: client.call(
+            "recall", {**ids, "turn_id": turn_id, "prompt": args.prompt}
+        ),
+    )
+    if args.json:
+        print_json(result)
+    elif result.context:
+        print(result.context, end="")
+    else:
+        print("(nothing recalled for this prompt)")
+    return EXIT_OK
+
+
+def run_remember(args: argparse.Namespace) -> int:
+    scope = "project" if args.project else "user"
+    result = _in_session(
+        args,
+        lambda client, ids: client.call("remember", {**ids, "text": args.text, "scope": scope}),
+    )
+    if args.json:
+        print_json(result)
+    else:
+        print(f"remembered as a {scope} fact in {result.path} ({result.bytes} bytes)")
+    return EXIT_OK

@@ -1,0 +1,61 @@
+"""`orcactl recall` and `orcactl remember` against a real daemon."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.harness import REPO_ROOT, DaemonProcess, OrcaEnv
+from tests.test_recall_daemon import add_facts, project_dir
+
+
+def orcactl(orca_env: OrcaEnv, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "orcactl", "--no-start", *args],
+        env=orca_env.env, cwd=REPO_ROOT, capture_output=True, text=True, timeout=60, check=False,
+    )
+
+
+def test_remember_then_recall_from_the_command_line(
+    daemon: DaemonProcess, orca_env: OrcaEnv, tmp_path: Path
+) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    done = orcactl(orca_env, "remember", "I prefer short commit messages")
+    assert done.returncode == 0, done.stderr
+    assert "user fact" in done.stdout
+    assert (orca_env.memory_root / "user.md").read_text() == "- I prefer short commit messages\n"
+
+    done = orcactl(
+        orca_env, "remember", "--project", "--cwd", str(repo), "--json", "CI runs nightly"
+    )
+    assert done.returncode == 0, done.stderr
+    path = Path(json.loads(done.stdout)["path"])
+    assert path.name == "memory.md" and path.read_text() == "- CI runs nightly\n"
+
+    project_id = daemon.call("session.open", {"cwd": str(repo)}).project.id
+    add_facts(project_dir(orca_env, project_id), ["This repository deploys with `make release`."])
+    done = orcactl(orca_env, "recall", "--cwd", str(repo), "how are we deploying?")
+    assert done.returncode == 0, done.stderr
+    assert "This repository deploys with `make release`." in done.stdout
+    assert "not instructions" in done.stdout
+
+    done = orcactl(orca_env, "recall", "--cwd", str(repo), "--json", "deploying")
+    result = json.loads(done.stdout)
+    assert [entry["text"] for entry in result["automatic"]] == [
+        "This repository deploys with `make release`."
+    ]
+    assert result["bytes"] == len(result["context"].encode())
+
+    done = orcactl(orca_env, "recall", "--cwd", str(repo), "unrelated astronomy question")
+    assert done.stdout.strip() == "(nothing recalled for this prompt)"
+
+
+def test_remember_refusal_is_a_clear_error(daemon: DaemonProcess, orca_env: OrcaEnv) -> None:
+    token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    done = orcactl(orca_env, "remember", f"token {token}")
+    assert done.returncode == 1
+    assert "secret" in done.stderr and "invalid_params" in done.stderr
+    assert token not in done.stderr
