@@ -81,8 +81,13 @@ def running_daemon(config: str = "") -> Iterator[tuple[subprocess.Popen[bytes], 
         root = Path(tmp)
         root.chmod(0o700)
         env = isolated_env(root, config)
-        proc = subprocess.Popen([sys.executable, "-m", "orcad"], env=env, stdin=subprocess.DEVNULL,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "orcad"],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         try:
             wait_for_ping(env["ORCA_SOCKET"], proc)
             yield proc, env["ORCA_SOCKET"], root

@@ -21,7 +21,9 @@ async def serve_connection(stream: trio.SocketStream) -> None:
 
 
 async def main(path: str) -> None:
-    listeners = await trio.open_unix_listeners(path) if hasattr(trio, "open_unix_listeners") else None
+    listeners = (
+        await trio.open_unix_listeners(path) if hasattr(trio, "open_unix_listeners") else None
+    )
     if listeners is None:
         sock = trio.socket.socket(trio.socket.AF_UNIX, trio.socket.SOCK_STREAM)
         await sock.bind(path)

@@ -13,7 +13,6 @@ import time
 from pathlib import Path
 
 import trio
-
 from common import (
     REPO_ROOT,
     isolated_env,
@@ -79,8 +78,13 @@ def start_to_ready(runs: int) -> list[float]:
             root.chmod(0o700)
             env = isolated_env(root)
             started = time.perf_counter()
-            proc = subprocess.Popen([sys.executable, "-m", "orcad"], env=env, stdin=subprocess.DEVNULL,
-                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "orcad"],
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
             wait_for_ping(env["ORCA_SOCKET"], proc)
             samples.append(time.perf_counter() - started)
             proc.terminate()
@@ -99,14 +103,18 @@ def import_floor(runs: int) -> list[float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--seconds", type=float, default=3.0, help="duration of each throughput run")
+    parser.add_argument(
+        "--seconds", type=float, default=3.0, help="duration of each throughput run"
+    )
     parser.add_argument("--pings", type=int, default=5000)
     parser.add_argument("--starts", type=int, default=10)
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="orcad-echo-") as tmp:
         echo_path = str(Path(tmp) / "echo.sock")
-        echo = subprocess.Popen([sys.executable, str(REPO_ROOT / "bench" / "echo_server.py"), echo_path])
+        echo = subprocess.Popen(
+            [sys.executable, str(REPO_ROOT / "bench" / "echo_server.py"), echo_path]
+        )
         try:
             while not Path(echo_path).exists():
                 time.sleep(0.01)
@@ -117,7 +125,10 @@ def main() -> None:
                 ping_rt = summarize(round_trips(path, args.pings))
                 rates = {}
                 for n in (1, 8, 64):
-                    rates[n] = (throughput(echo_path, n, args.seconds), throughput(path, n, args.seconds))
+                    rates[n] = (
+                        throughput(echo_path, n, args.seconds),
+                        throughput(path, n, args.seconds),
+                    )
         finally:
             echo.terminate()
             echo.wait(10)
@@ -130,8 +141,9 @@ def main() -> None:
     print(f"  ratio p50  : {ping_rt[0] / echo_rt[0]:.2f}x  (target <= 1.5x)")
     print("requests/s (echo floor -> orcad, orcad share)")
     for n, (echo_rate, orcad_rate) in rates.items():
-        print(f"  {n:3d} connections: {echo_rate:9.0f} -> {orcad_rate:9.0f}  ({orcad_rate / echo_rate:.0%})"
-              + ("  (target >= 60%)" if n == 64 else ""))
+        share = orcad_rate / echo_rate
+        target = "  (target >= 60%)" if n == 64 else ""
+        print(f"  {n:3d} connections: {echo_rate:9.0f} -> {orcad_rate:9.0f}  ({share:.0%}){target}")
     start_p50, import_p50 = statistics.median(starts), statistics.median(imports)
     print("start to first answered ping (median)")
     print(f"  import floor (python -c 'import trio, msgspec, sqlite3'): {millis(import_p50)}")

@@ -70,7 +70,9 @@ def connect(args: argparse.Namespace, *, start: bool | None = None) -> Client:
         return Client(path)
     except DaemonUnavailable:
         if not allowed:
-            raise CommandError(f"orcad is not running (no answer on {path})", EXIT_NOT_RUNNING) from None
+            raise CommandError(
+                f"orcad is not running (no answer on {path})", EXIT_NOT_RUNNING
+            ) from None
     start_daemon(path)
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
@@ -87,7 +89,9 @@ def connect(args: argparse.Namespace, *, start: bool | None = None) -> Client:
     )
 
 
-def call(args: argparse.Namespace, method: str, params: Any = None, *, start: bool | None = None) -> Any:
+def call(
+    args: argparse.Namespace, method: str, params: Any = None, *, start: bool | None = None
+) -> Any:
     """One request; a daemon error becomes a CommandError with the daemon's message."""
     with connect(args, start=start) as client:
         try:

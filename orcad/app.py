@@ -92,7 +92,9 @@ class Daemon:
 
     def record_error(self, kind: str, message: str) -> None:
         """Remember a problem for daemon.status (and doctor); the caller logs it."""
-        self.recent_errors.append(RecentError(at=format_time(self.clock.now()), kind=kind, message=message))
+        self.recent_errors.append(
+            RecentError(at=format_time(self.clock.now()), kind=kind, message=message)
+        )
 
     def ping(self, params: PingParams) -> PingResult:
         return PingResult(protocol=PROTOCOL_VERSION, version=__version__, pid=os.getpid())

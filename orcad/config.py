@@ -26,11 +26,15 @@ class OpenAIConfig(msgspec.Struct, frozen=True, kw_only=True):
     connect_timeout_s: PositiveSeconds = 10.0
     idle_timeout_s: PositiveSeconds = 60.0  # longest silence between streamed chunks
     stream: bool = True
-    temperature: Annotated[float, msgspec.Meta(ge=0, le=2)] = 0.0  # low: the output format is strict
+    temperature: Annotated[float, msgspec.Meta(ge=0, le=2)] = (
+        0.0  # low: the output format is strict
+    )
 
 
 class CommandConfig(msgspec.Struct, frozen=True, kw_only=True):
-    argv: Annotated[list[str], msgspec.Meta(min_length=1)] = msgspec.field(default_factory=lambda: ["llm", "-m", "gpt-4o-mini"])
+    argv: Annotated[list[str], msgspec.Meta(min_length=1)] = msgspec.field(
+        default_factory=lambda: ["llm", "-m", "gpt-4o-mini"]
+    )
 
 
 class ExtractionConfig(msgspec.Struct, frozen=True, kw_only=True):
@@ -88,7 +92,9 @@ def error_reason(error: msgspec.ValidationError) -> str:
     return _AT_PATH.sub("", str(error))
 
 
-def find_unknown_keys(data: dict[str, Any], struct: type[msgspec.Struct], prefix: str = "") -> list[str]:
+def find_unknown_keys(
+    data: dict[str, Any], struct: type[msgspec.Struct], prefix: str = ""
+) -> list[str]:
     """Keys in `data` that `struct` does not define, as dotted paths, recursing into tables."""
     unknown: list[str] = []
     fields = {f.name: f for f in msgspec.structs.fields(struct)}
@@ -97,12 +103,18 @@ def find_unknown_keys(data: dict[str, Any], struct: type[msgspec.Struct], prefix
         field = fields.get(key)
         if field is None:
             unknown.append(path)
-        elif isinstance(value, dict) and isinstance(field.type, type) and issubclass(field.type, msgspec.Struct):
+        elif (
+            isinstance(value, dict)
+            and isinstance(field.type, type)
+            and issubclass(field.type, msgspec.Struct)
+        ):
             unknown.extend(find_unknown_keys(value, field.type, f"{path}."))
     return unknown
 
 
-def parse_config(text: str, source: str, struct: type[msgspec.Struct] = Config) -> tuple[Any, list[str]]:
+def parse_config(
+    text: str, source: str, struct: type[msgspec.Struct] = Config
+) -> tuple[Any, list[str]]:
     """Parse TOML text into `struct`; return it with the unknown keys. Raises StartupError."""
     try:
         data = tomllib.loads(text)

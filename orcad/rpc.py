@@ -59,7 +59,7 @@ class _Envelope(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
     jsonrpc: str
     method: str
-    id: int | str | None | msgspec.UnsetType = msgspec.UNSET
+    id: int | str | msgspec.UnsetType | None = msgspec.UNSET
     params: msgspec.Raw = msgspec.field(default_factory=lambda: msgspec.Raw(b"{}"))
 
 
@@ -70,7 +70,9 @@ _envelope_decoder = msgspec.json.Decoder(_Envelope)
 class _Route:
     __slots__ = ("decoder", "handler", "is_async", "method", "params_type")
 
-    def __init__(self, method: str, params_type: type[Params], handler: AsyncHandler | SyncHandler) -> None:
+    def __init__(
+        self, method: str, params_type: type[Params], handler: AsyncHandler | SyncHandler
+    ) -> None:
         self.method = method
         self.params_type = params_type
         self.decoder = msgspec.json.Decoder(params_type)
@@ -165,7 +167,9 @@ class Dispatcher:
             result = route.handler(params)
         except Exception as exc:
             return _encode(self._exception_answer(exc, envelope.method, request_id))
-        return _encode(None if request_id is _NO_ID else _Success(id=_safe_id(request_id), result=result))
+        return _encode(
+            None if request_id is _NO_ID else _Success(id=_safe_id(request_id), result=result)
+        )
 
     async def _run_async(self, route: _Route, params: Params, request_id: object) -> Reply:
         try:
@@ -181,7 +185,9 @@ class Dispatcher:
         try:
             message = msgspec.json.decode(line)
         except msgspec.DecodeError:
-            return encode_error(ParseError("the line is not valid JSON; send one JSON-RPC object per line"))
+            return encode_error(
+                ParseError("the line is not valid JSON; send one JSON-RPC object per line")
+            )
         if isinstance(message, list):
             if not message:
                 return encode_error(InvalidRequest("an empty batch is not a request"))
@@ -197,7 +203,9 @@ class Dispatcher:
             return None
         return _Failure(id=_safe_id(request_id), error=error_object(error))
 
-    def _exception_answer(self, exc: Exception, method: str | None, request_id: object) -> _Failure | None:
+    def _exception_answer(
+        self, exc: Exception, method: str | None, request_id: object
+    ) -> _Failure | None:
         if isinstance(exc, OrcaError):
             return self._failure(request_id, exc)
         log.error("rpc.internal_error", method=method, exc_info=exc)
@@ -230,7 +238,11 @@ class Dispatcher:
 
 
 def _safe_id(request_id: object) -> RequestId:
-    return request_id if isinstance(request_id, (int, str)) and not isinstance(request_id, bool) else None
+    return (
+        request_id
+        if isinstance(request_id, (int, str)) and not isinstance(request_id, bool)
+        else None
+    )
 
 
 def _check_envelope(message: dict[str, Any], request_id: object) -> tuple[str, object]:

@@ -117,9 +117,8 @@ def socket_is_live(path: Path) -> bool:
     except (ConnectionRefusedError, FileNotFoundError):
         return False
     except OSError as exc:
-        if exc.errno in (errno.ECONNREFUSED, errno.ENOENT):
-            return False
-        return True
+        # Anything but "nobody listens" (a timeout, say) is treated as alive: never unlink it.
+        return exc.errno not in (errno.ECONNREFUSED, errno.ENOENT)
     finally:
         probe.close()
     return True

@@ -116,17 +116,18 @@ class Server:
                         if isinstance(event, LineTooLong):
                             await self._refuse_oversized(stream, send_lock, event.limit)
                             return
-                        self._begin_request()
                         outcome = self._dispatcher.begin(event)
                         if callable(outcome):
+                            self._begin_request()
                             requests.start_soon(self._answer_later, stream, send_lock, outcome)
-                        else:
+                        elif outcome is not None:
                             await self._send(stream, send_lock, outcome)
-                            self._end_request()
             if idle.cancelled_caught:
                 log.info("connection.idle_closed", idle_timeout_s=idle_timeout)
 
-    async def _refuse_oversized(self, stream: trio.SocketStream, send_lock: trio.Lock, limit: int) -> None:
+    async def _refuse_oversized(
+        self, stream: trio.SocketStream, send_lock: trio.Lock, limit: int
+    ) -> None:
         too_large = MessageTooLarge(
             f"a message exceeded the {limit}-byte limit; the connection is closed "
             "(raise server.max_message_bytes if this was intended)",

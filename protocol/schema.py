@@ -25,9 +25,7 @@ def build_schema() -> dict[str, Any]:
     types.append(ExtractedFact)
     refs, components = msgspec.json.schema_components(types, ref_template="#/$defs/{name}")
     refs_iter = iter(refs)
-    methods = {
-        name: {"params": next(refs_iter), "result": next(refs_iter)} for name in METHODS
-    }
+    methods = {name: {"params": next(refs_iter), "result": next(refs_iter)} for name in METHODS}
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": "orcad wire contract",

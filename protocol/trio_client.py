@@ -59,7 +59,9 @@ class TrioClient:
                     if isinstance(event, LineTooLong):
                         raise ProtocolViolation("response line exceeds the client limit")
                     response = response_decoder.decode(event)
-                    channel = self._waiting.get(response.id) if isinstance(response.id, int) else None
+                    channel = (
+                        self._waiting.get(response.id) if isinstance(response.id, int) else None
+                    )
                     if channel is not None:
                         channel.send_nowait(response)
         except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:

@@ -16,8 +16,11 @@ def test_defaults_match_the_architecture() -> None:
     assert config.auto_memory is True
     assert config.extraction.provider == "heuristic"
     assert (config.extraction.workers, config.extraction.max_retries) == (2, 3)
-    assert (config.extraction.lease_s, config.extraction.timeout_s, config.extraction.reschedule_s) == (
-        60.0, 120.0, 30.0)
+    assert (
+        config.extraction.lease_s,
+        config.extraction.timeout_s,
+        config.extraction.reschedule_s,
+    ) == (60.0, 120.0, 30.0)
     assert config.server.max_message_bytes == 8 * 1024 * 1024
     assert (config.server.max_connections, config.server.idle_timeout_s) == (256, 600.0)
 
@@ -77,7 +80,9 @@ def test_invalid_toml_is_a_clear_error() -> None:
 
 
 def test_unknown_keys_are_listed_with_their_path() -> None:
-    _config, unknown = parse_config("x = 1\n[extraction]\ny = 2\n[extraction.openai]\nz = 3\n", "c.toml")
+    _config, unknown = parse_config(
+        "x = 1\n[extraction]\ny = 2\n[extraction.openai]\nz = 3\n", "c.toml"
+    )
     assert unknown == ["x", "extraction.y", "extraction.openai.z"]
 
 

@@ -51,8 +51,14 @@ async def answer(dispatcher: Dispatcher, message: Any, path: str = "server path"
 
 
 async def test_ping(dispatcher: Dispatcher, path: str) -> None:
-    reply = await answer(dispatcher, path=path, message={"jsonrpc": "2.0", "id": 7, "method": "daemon.ping"})
-    assert reply == {"jsonrpc": "2.0", "id": 7, "result": {"protocol": 1, "version": "test", "pid": 1}}
+    reply = await answer(
+        dispatcher, path=path, message={"jsonrpc": "2.0", "id": 7, "method": "daemon.ping"}
+    )
+    assert reply == {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "result": {"protocol": 1, "version": "test", "pid": 1},
+    }
 
 
 async def test_parse_error(dispatcher: Dispatcher, path: str) -> None:
@@ -88,7 +94,9 @@ async def test_empty_batch_is_one_invalid_request(dispatcher: Dispatcher, path: 
     assert reply["error"]["code"] == -32600
 
 
-async def test_batch_mixes_results_errors_and_notifications(dispatcher: Dispatcher, path: str) -> None:
+async def test_batch_mixes_results_errors_and_notifications(
+    dispatcher: Dispatcher, path: str
+) -> None:
     reply = await answer(
         dispatcher,
         [
@@ -105,16 +113,30 @@ async def test_batch_mixes_results_errors_and_notifications(dispatcher: Dispatch
 
 
 async def test_batch_of_notifications_gets_no_answer(dispatcher: Dispatcher, path: str) -> None:
-    assert await answer(dispatcher, path=path, message=[{"jsonrpc": "2.0", "method": "daemon.ping"}]) is None
+    assert (
+        await answer(dispatcher, path=path, message=[{"jsonrpc": "2.0", "method": "daemon.ping"}])
+        is None
+    )
 
 
 async def test_notification_gets_no_answer_even_on_error(dispatcher: Dispatcher, path: str) -> None:
     assert await answer(dispatcher, path=path, message={"jsonrpc": "2.0", "method": "nope"}) is None
-    assert await answer(dispatcher, path=path, message={"jsonrpc": "2.0", "method": "daemon.ping", "params": {"x": 1}}) is None
+    assert (
+        await answer(
+            dispatcher,
+            path=path,
+            message={"jsonrpc": "2.0", "method": "daemon.ping", "params": {"x": 1}},
+        )
+        is None
+    )
 
 
 async def test_unknown_method(dispatcher: Dispatcher, path: str) -> None:
-    reply = await answer(dispatcher, path=path, message={"jsonrpc": "2.0", "id": "a", "method": "recall", "params": {}})
+    reply = await answer(
+        dispatcher,
+        path=path,
+        message={"jsonrpc": "2.0", "id": "a", "method": "recall", "params": {}},
+    )
     assert reply["id"] == "a"
     assert reply["error"]["code"] == -32601
     assert reply["error"]["data"]["kind"] == "method_not_found"
@@ -131,8 +153,14 @@ async def test_unknown_method(dispatcher: Dispatcher, path: str) -> None:
         ([1, 2], "params"),
     ],
 )
-async def test_invalid_params_name_the_field(dispatcher: Dispatcher, path: str, params: Any, field: str) -> None:
-    reply = await answer(dispatcher, path=path, message={"jsonrpc": "2.0", "id": 1, "method": "session.close", "params": params})
+async def test_invalid_params_name_the_field(
+    dispatcher: Dispatcher, path: str, params: Any, field: str
+) -> None:
+    reply = await answer(
+        dispatcher,
+        path=path,
+        message={"jsonrpc": "2.0", "id": 1, "method": "session.close", "params": params},
+    )
     assert reply["error"]["code"] == -32602
     assert reply["error"]["data"] == {"kind": "invalid_params", "field": field}
     assert field in reply["error"]["message"]
@@ -141,7 +169,12 @@ async def test_invalid_params_name_the_field(dispatcher: Dispatcher, path: str, 
 async def test_daemon_errors_carry_code_and_kind(dispatcher: Dispatcher, path: str) -> None:
     reply = await answer(
         dispatcher,
-        {"jsonrpc": "2.0", "id": 1, "method": "session.close", "params": {"session_id": "s", "epoch": 1}},
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "session.close",
+            "params": {"session_id": "s", "epoch": 1},
+        },
     )
     assert reply["error"]["code"] == -32014
     assert reply["error"]["data"]["kind"] == "not_found"
@@ -150,7 +183,12 @@ async def test_daemon_errors_carry_code_and_kind(dispatcher: Dispatcher, path: s
 async def test_internal_error_leaks_nothing(dispatcher: Dispatcher, path: str) -> None:
     reply = await answer(
         dispatcher,
-        {"jsonrpc": "2.0", "id": 1, "method": "session.close", "params": {"session_id": "boom", "epoch": 1}},
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "session.close",
+            "params": {"session_id": "boom", "epoch": 1},
+        },
     )
     assert reply["error"]["code"] == -32603
     assert reply["error"]["data"] == {"kind": "internal"}

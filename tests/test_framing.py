@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -9,9 +11,9 @@ from hypothesis import strategies as st
 from protocol.framing import FramingClosed, LineFramer, LineTooLong
 
 lines_strategy = st.lists(
-    st.binary(min_size=1, max_size=200).map(lambda b: b.replace(b"\n", b"x").replace(b"\r", b"y")).filter(
-        lambda b: b.strip() != b""
-    ),
+    st.binary(min_size=1, max_size=200)
+    .map(lambda b: b.replace(b"\n", b"x").replace(b"\r", b"y"))
+    .filter(lambda b: b.strip() != b""),
     max_size=20,
 )
 
@@ -19,7 +21,7 @@ lines_strategy = st.lists(
 def feed_in_chunks(framer: LineFramer, stream: bytes, cuts: list[int]) -> list[bytes | LineTooLong]:
     events: list[bytes | LineTooLong] = []
     positions = sorted({c % (len(stream) + 1) for c in cuts} | {0, len(stream)})
-    for start, end in zip(positions, positions[1:], strict=False):
+    for start, end in itertools.pairwise(positions):
         events.extend(framer.feed(stream[start:end]))
     return events
 
@@ -30,7 +32,10 @@ def test_any_chunking_yields_the_same_lines(lines: list[bytes], cuts: list[int])
     assert feed_in_chunks(LineFramer(1024), stream, cuts) == lines
 
 
-@given(data=st.binary(max_size=4096), cuts=st.lists(st.integers(min_value=0, max_value=5000), max_size=20))
+@given(
+    data=st.binary(max_size=4096),
+    cuts=st.lists(st.integers(min_value=0, max_value=5000), max_size=20),
+)
 def test_arbitrary_bytes_only_ever_yield_lines_or_too_long(data: bytes, cuts: list[int]) -> None:
     framer = LineFramer(256)
     events = feed_in_chunks(framer, data, cuts)

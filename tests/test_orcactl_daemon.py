@@ -12,8 +12,13 @@ from tests.harness import DaemonProcess, OrcaEnv
 
 
 def orcactl(orca_env: OrcaEnv, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "orcactl", *args], env=orca_env.env,
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "orcactl", *args],
+        env=orca_env.env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def test_status_when_not_running_exits_3_and_starts_nothing(orca_env: OrcaEnv) -> None:
@@ -61,8 +66,13 @@ def test_ping_starts_the_daemon_on_demand(orca_env: OrcaEnv) -> None:
 
 def test_socket_option_overrides_the_environment(daemon: DaemonProcess, orca_env: OrcaEnv) -> None:
     env = dict(orca_env.env, ORCA_SOCKET="/nonexistent/elsewhere.sock")
-    result = subprocess.run([sys.executable, "-m", "orcactl", "--socket", str(daemon.orca.socket), "ping"],
-                            env=env, capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-m", "orcactl", "--socket", str(daemon.orca.socket), "ping"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 0, result.stderr
     assert f"pid {daemon.proc.pid}" in result.stdout
 

@@ -32,8 +32,9 @@ def test_protocol_imports_nothing_from_the_daemon_or_cli() -> None:
         "import sys, protocol, protocol.client, protocol.trio_client, protocol.schema\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('orcad', 'orcactl')))"
     )
-    out = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True,
-                         text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, check=True
+    )
     assert out.stdout.strip() == "[]"
 
 

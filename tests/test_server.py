@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import stat
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -47,7 +47,9 @@ def assert_closed(sock: socket.socket) -> None:
         pass
 
 
-def start(orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], config: str = "") -> DaemonProcess:
+def start(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], config: str = ""
+) -> DaemonProcess:
     if config:
         orca_env.write_config(config)
     process = DaemonProcess(orca_env)
@@ -63,10 +65,12 @@ def test_protocol_errors_on_one_connection_leave_it_usable(daemon: DaemonProcess
     assert read_line(sock)["error"]["data"]["kind"] == "invalid_request"
     sock.sendall(b'{"jsonrpc":"2.0","id":2,"method":"no.such"}\n')
     assert read_line(sock)["error"]["code"] == -32601
-    sock.sendall(b'{"jsonrpc":"2.0","id":3,"method":"session.open","params":{"cwd":"/","colour":1}}\n')
+    sock.sendall(
+        b'{"jsonrpc":"2.0","id":3,"method":"session.open","params":{"cwd":"/","colour":1}}\n'
+    )
     error = read_line(sock)["error"]
     assert (error["code"], error["data"]["field"]) == (-32602, "colour")
-    sock.sendall(b'\x00\xff\xfe garbage \x80\n')
+    sock.sendall(b"\x00\xff\xfe garbage \x80\n")
     assert read_line(sock)["error"]["code"] == -32700
     sock.sendall(b'{"jsonrpc":"2.0","id":4,"method":"daemon.ping"}\n')
     assert read_line(sock)["result"]["protocol"] == 1
@@ -76,8 +80,10 @@ def test_protocol_errors_on_one_connection_leave_it_usable(daemon: DaemonProcess
 def test_batch_and_notification(daemon: DaemonProcess) -> None:
     sock = raw_connection(daemon)
     sock.sendall(b'{"jsonrpc":"2.0","method":"daemon.ping"}\n')
-    sock.sendall(b'[{"jsonrpc":"2.0","id":1,"method":"daemon.ping"},{"jsonrpc":"2.0","method":"daemon.ping"},'
-                 b'{"jsonrpc":"2.0","id":2,"method":"x"}]\n')
+    sock.sendall(
+        b'[{"jsonrpc":"2.0","id":1,"method":"daemon.ping"},{"jsonrpc":"2.0","method":"daemon.ping"},'
+        b'{"jsonrpc":"2.0","id":2,"method":"x"}]\n'
+    )
     batch = read_line(sock)  # the notification before it produced nothing
     assert [item["id"] for item in batch] == [1, 2]
     sock.sendall(b"[]\n")
@@ -85,7 +91,9 @@ def test_batch_and_notification(daemon: DaemonProcess) -> None:
     sock.close()
 
 
-def test_oversized_line_closes_only_that_connection(orca_env: OrcaEnv, daemon_factory: list) -> None:
+def test_oversized_line_closes_only_that_connection(
+    orca_env: OrcaEnv, daemon_factory: list
+) -> None:
     daemon = start(orca_env, daemon_factory, "[server]\nmax_message_bytes = 4096\n")
     bystander = daemon.client()
     sock = raw_connection(daemon)
@@ -114,8 +122,10 @@ async def test_two_hundred_concurrent_connections(daemon: DaemonProcess) -> None
             results = []
             async with trio.open_nursery() as nursery:
                 for _ in range(3):
+
                     async def ping() -> None:
                         results.append((await client.call("daemon.ping")).pid)
+
                     nursery.start_soon(ping)
             answers.extend(results)
 
@@ -173,13 +183,17 @@ def test_peer_with_another_uid_is_refused(orca_env: OrcaEnv, daemon_factory: lis
             "s = socket.socket(socket.AF_UNIX); s.settimeout(10); s.connect(sys.argv[1])\n"
             "print('connected', flush=True)\n"
             "try:\n"
-            "    s.sendall(b'{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"daemon.ping\"}\\n')\n"
+            '    s.sendall(b\'{"jsonrpc":"2.0","id":1,"method":"daemon.ping"}\\n\')\n'
             "    print('closed' if s.recv(1000) == b'' else 'answered')\n"
             "except (BrokenPipeError, ConnectionResetError):\n"
             "    print('closed')\n"
         )
-        out = subprocess.run([sys.executable, "-c", probe, str(shared / "orcad.sock")],
-                             capture_output=True, text=True, timeout=30)
+        out = subprocess.run(
+            [sys.executable, "-c", probe, str(shared / "orcad.sock")],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
         assert out.stdout.split() == ["connected", "closed"], out
         assert daemon.call("daemon.ping").protocol == 1
         assert any(e.get("reason") == "peer_uid" for e in daemon.log_events())
@@ -192,8 +206,12 @@ def test_runtime_dir_and_socket_are_private(orca_env: OrcaEnv, daemon_factory: l
     # No ORCA_SOCKET: the daemon makes its own runtime dir under XDG_RUNTIME_DIR.
     del_socket = {k: v for k, v in orca_env.env.items() if k != "ORCA_SOCKET"}
     runtime = Path(del_socket["XDG_RUNTIME_DIR"]) / "orca"
-    process = subprocess.Popen([sys.executable, "-m", "orcad"], env=del_socket,
-                               stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "orcad"],
+        env=del_socket,
+        stderr=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+    )
     try:
         sock_path = runtime / "orcad.sock"
         deadline = time.monotonic() + 15
@@ -215,8 +233,9 @@ def test_symlinked_runtime_dir_is_refused(orca_env: OrcaEnv, tmp_path: Path) -> 
     target = tmp_path / "elsewhere"
     target.mkdir(mode=0o700)
     (Path(env["XDG_RUNTIME_DIR"]) / "orca").symlink_to(target)
-    result = subprocess.run([sys.executable, "-m", "orcad"], env=env, capture_output=True,
-                            text=True, timeout=30)
+    result = subprocess.run(
+        [sys.executable, "-m", "orcad"], env=env, capture_output=True, text=True, timeout=30
+    )
     assert result.returncode == 1
     assert "symbolic link" in result.stderr
     assert list(target.iterdir()) == []
@@ -229,15 +248,21 @@ def test_runtime_dir_owned_by_another_user_is_refused(orca_env: OrcaEnv) -> None
     runtime = Path(env["XDG_RUNTIME_DIR"]) / "orca"
     runtime.mkdir(mode=0o700)
     os.chown(runtime, 65534, 65534)
-    result = subprocess.run([sys.executable, "-m", "orcad"], env=env, capture_output=True,
-                            text=True, timeout=30)
+    result = subprocess.run(
+        [sys.executable, "-m", "orcad"], env=env, capture_output=True, text=True, timeout=30
+    )
     assert result.returncode == 1
     assert "owned by uid 65534" in result.stderr
 
 
 def test_second_instance_is_refused_naming_the_first(daemon: DaemonProcess) -> None:
-    result = subprocess.run([sys.executable, "-m", "orcad"], env=daemon.orca.env,
-                            capture_output=True, text=True, timeout=30)
+    result = subprocess.run(
+        [sys.executable, "-m", "orcad"],
+        env=daemon.orca.env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert result.returncode == 1
     assert f"pid {daemon.proc.pid}" in result.stderr
     assert str(daemon.orca.socket) in result.stderr
@@ -256,8 +281,13 @@ def test_live_socket_of_another_server_is_never_unlinked(orca_env: OrcaEnv) -> N
     other.bind(str(orca_env.socket))
     other.listen(1)
     try:
-        result = subprocess.run([sys.executable, "-m", "orcad"], env=orca_env.env,
-                                capture_output=True, text=True, timeout=30)
+        result = subprocess.run(
+            [sys.executable, "-m", "orcad"],
+            env=orca_env.env,
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
         assert result.returncode == 1
         assert "live socket" in result.stderr
         assert orca_env.socket.exists()
@@ -279,8 +309,13 @@ def test_sigint_exits_zero(daemon: DaemonProcess) -> None:
 
 def test_bad_config_is_a_startup_error_naming_the_key(orca_env: OrcaEnv) -> None:
     orca_env.write_config("[extraction]\nworkers = -1\n")
-    result = subprocess.run([sys.executable, "-m", "orcad"], env=orca_env.env, capture_output=True,
-                            text=True, timeout=30)
+    result = subprocess.run(
+        [sys.executable, "-m", "orcad"],
+        env=orca_env.env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert result.returncode == 1
     assert "extraction.workers" in result.stderr
     assert not orca_env.socket.exists()

@@ -9,12 +9,18 @@ from tests.harness import REPO_ROOT
 
 
 def test_ruff_finds_nothing() -> None:
-    result = subprocess.run([sys.executable, "-m", "ruff", "check", "."], cwd=REPO_ROOT,
-                            capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [sys.executable, "-m", "ruff", "check", "."],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_mypy_strict_finds_nothing() -> None:
-    result = subprocess.run([sys.executable, "-m", "mypy"], cwd=REPO_ROOT,
-                            capture_output=True, text=True, timeout=600)
+    result = subprocess.run(
+        [sys.executable, "-m", "mypy"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=600
+    )
     assert result.returncode == 0, result.stdout + result.stderr

@@ -20,7 +20,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     status = subparsers.add_parser(
         "status", help="show whether orcad runs and what it is doing (exit 3 when not running)"
     )
-    status.add_argument("--json", action="store_true", help="print the daemon.status result as JSON")
+    status.add_argument(
+        "--json", action="store_true", help="print the daemon.status result as JSON"
+    )
     status.set_defaults(run=run_status)
 
     ping = subparsers.add_parser("ping", help="round-trip one request to the daemon")
@@ -76,8 +78,10 @@ def run_status(args: argparse.Namespace) -> int:
         if args.json:
             print_json({"running": False, "socket": socket_path(args)})
         else:
-            print(f"\N{WHITE CIRCLE} orcad - memory daemon for coding agents\n"
-                  f"     Active: inactive (not running)\n     Socket: {socket_path(args)}")
+            print(
+                f"\N{WHITE CIRCLE} orcad - memory daemon for coding agents\n"
+                f"     Active: inactive (not running)\n     Socket: {socket_path(args)}"
+            )
         return EXIT_NOT_RUNNING
     if args.json:
         print_json(status)
@@ -91,9 +95,17 @@ def run_ping(args: argparse.Namespace) -> int:
     result: PingResult = call(args, "daemon.ping")
     elapsed_ms = (time.perf_counter() - started) * 1000
     if args.json:
-        print_json({"protocol": result.protocol, "version": result.version, "pid": result.pid,
-                    "round_trip_ms": round(elapsed_ms, 3)})
+        print_json(
+            {
+                "protocol": result.protocol,
+                "version": result.version,
+                "pid": result.pid,
+                "round_trip_ms": round(elapsed_ms, 3),
+            }
+        )
     else:
-        print(f"orcad {result.version} (pid {result.pid}, protocol {result.protocol}) "
-              f"answered in {elapsed_ms:.2f} ms")
+        print(
+            f"orcad {result.version} (pid {result.pid}, protocol {result.protocol}) "
+            f"answered in {elapsed_ms:.2f} ms"
+        )
     return EXIT_OK
