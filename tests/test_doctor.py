@@ -1,0 +1,320 @@
+"""`orcactl doctor`: each problem it claims to find is made to happen here, and found."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+
+from orcad.capture import jobstore, ledger, projections, projects
+from orcad.capture.records import AttemptError, new_job
+from tests.harness import DaemonProcess, OrcaEnv
+
+PROJECT_ID = "a" * 64
+
+
+def doctor(orca: OrcaEnv, *args: str) -> tuple[int, list[dict[str, Any]]]:
+    result = subprocess.run(
+        [sys.executable, "-m", "orcactl", "doctor", "--json", *args],
+        env=orca.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    report = json.loads(result.stdout)
+    assert report["ok"] == (result.returncode == 0), result.stderr
+    return result.returncode, report["findings"]
+
+
+def problems(findings: list[dict[str, Any]], check: str) -> list[dict[str, Any]]:
+    return [f for f in findings if f["check"] == check and f["status"] == "problem"]
+
+
+def only_problem(findings: list[dict[str, Any]], check: str) -> dict[str, Any]:
+    found = [f for f in findings if f["status"] == "problem"]
+    assert [f["check"] for f in found] == [check], found
+    assert found[0]["fix"]
+    return found[0]
+
+
+@pytest.fixture
+def project_dir(orca_env: OrcaEnv) -> Iterator[Path]:
+    """A project directory as the daemon leaves it (it runs with umask 077)."""
+    directory = orca_env.memory_root / "projects" / PROJECT_ID
+    old_umask = os.umask(0o077)
+    try:
+        projects.ensure_directories(directory)
+        yield directory
+    finally:
+        os.umask(old_umask)
+
+
+@pytest.fixture
+def model_server() -> Iterator[tuple[str, list[int]]]:
+    """A loopback HTTP server standing in for an OpenAI-compatible endpoint; the test sets the
+    status code /v1/models answers with."""
+    answer = [200]
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(answer[0] if self.path == "/v1/models" else 404)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(b'{"data": []}')
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1", answer
+    server.shutdown()
+    server.server_close()
+
+
+def test_a_healthy_setup_has_no_problems(orca_env: OrcaEnv, daemon: DaemonProcess) -> None:
+    status, findings = doctor(orca_env)
+    assert status == 0, findings
+    socket_finding = next(f for f in findings if f["check"] == "socket")
+    assert socket_finding["status"] == "ok"
+    assert f"pid {daemon.proc.pid}" in socket_finding["detail"]  # type: ignore[union-attr]
+
+
+def test_human_output_names_the_fix(orca_env: OrcaEnv) -> None:
+    (orca_env.root / "run").chmod(0o755)
+    result = subprocess.run(
+        [sys.executable, "-m", "orcactl", "doctor"],
+        env=orca_env.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 1
+    assert f"[FAIL] runtime dir: directory {orca_env.root / 'run'} has mode 0755" in result.stdout
+    assert f"       fix: chmod 700 {orca_env.root / 'run'}" in result.stdout
+    assert result.stdout.rstrip().endswith("1 problem(s) found.")
+
+
+def test_socket_open_to_others(orca_env: OrcaEnv, daemon: DaemonProcess) -> None:
+    orca_env.socket.chmod(0o666)
+    status, findings = doctor(orca_env)
+    assert status == 1
+    assert "mode 0666" in only_problem(findings, "socket")["detail"]
+
+
+def test_socket_that_nobody_answers(orca_env: OrcaEnv) -> None:
+    stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    stale.bind(str(orca_env.socket))
+    stale.close()  # the file stays, nothing listens: what a killed daemon leaves
+    status, findings = doctor(orca_env)
+    assert status == 1
+    assert "nothing answers" in only_problem(findings, "socket")["detail"]
+
+
+def test_runtime_dir_that_is_a_symlink(orca_env: OrcaEnv, tmp_path: Path) -> None:
+    run = orca_env.root / "run"
+    run.rmdir()
+    (tmp_path / "elsewhere").mkdir(mode=0o700)
+    run.symlink_to(tmp_path / "elsewhere")
+    status, findings = doctor(orca_env)
+    assert status == 1
+    assert "symbolic link" in only_problem(findings, "runtime dir")["detail"]
+
+
+def test_memory_files_readable_by_others(orca_env: OrcaEnv, project_dir: Path) -> None:
+    user_md = orca_env.memory_root / "user.md"
+    user_md.write_text("- prefers tabs\n")
+    user_md.chmod(0o644)
+    status, findings = doctor(orca_env)
+    assert status == 1
+    found = only_problem(findings, "memory")
+    assert found["detail"] == f"file {user_md} has mode 0644; others can read it"
+    assert found["fix"] == f"chmod 600 {user_md}"
+
+
+def test_memory_root_open_to_others(orca_env: OrcaEnv, project_dir: Path) -> None:
+    orca_env.memory_root.chmod(0o755)
+    status, findings = doctor(orca_env)
+    assert status == 1
+    assert str(orca_env.memory_root) in only_problem(findings, "memory")["detail"]
+
+
+def test_deliberate_database_readable_by_others(orca_env: OrcaEnv) -> None:
+    orca_env.deliberate_db.write_bytes(b"")
+    orca_env.deliberate_db.chmod(0o640)
+    status, findings = doctor(orca_env)
+    assert status == 1
+    assert str(orca_env.deliberate_db) in only_problem(findings, "database")["detail"]
+
+
+def test_config_that_does_not_parse(orca_env: OrcaEnv) -> None:
+    orca_env.write_config("[extraction\nprovider = 'heuristic'\n")
+    status, findings = doctor(orca_env)
+    assert status == 1
+    assert "not valid TOML" in only_problem(findings, "config")["detail"]
+
+
+def test_config_with_unknown_keys(orca_env: OrcaEnv) -> None:
+    orca_env.write_config("auto_memroy = false\n[extraction]\nworkerz = 3\n")
+    status, findings = doctor(orca_env)
+    assert status == 1
+    assert (
+        "unknown keys: auto_memroy, extraction.workerz"
+        in only_problem(findings, "config")["detail"]
+    )
+
+
+def test_openai_provider_reachable(orca_env: OrcaEnv, model_server: tuple[str, list[int]]) -> None:
+    url, _answer = model_server
+    orca_env.write_config(
+        f'[extraction]\nprovider = "openai"\n[extraction.openai]\nbase_url = "{url}"\n'
+    )
+    status, findings = doctor(orca_env)
+    assert status == 0, findings
+    assert (
+        next(f for f in findings if f["check"] == "provider")["detail"]
+        == f"{url}/models answered 200"
+    )
+
+
+def test_openai_provider_refusing_the_key(
+    orca_env: OrcaEnv, model_server: tuple[str, list[int]]
+) -> None:
+    url, answer = model_server
+    answer[0] = 401
+    orca_env.write_config(
+        f'[extraction]\nprovider = "openai"\n[extraction.openai]\nbase_url = "{url}"\n'
+    )
+    status, findings = doctor(orca_env)
+    assert status == 1
+    assert "refused the API key (401)" in only_problem(findings, "provider")["detail"]
+
+
+def test_openai_provider_unreachable(orca_env: OrcaEnv) -> None:
+    closed = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    closed.bind(("127.0.0.1", 0))
+    port = closed.getsockname()[1]
+    closed.close()  # nothing listens on this port now
+    orca_env.write_config(
+        f'[extraction]\nprovider = "openai"\n[extraction.openai]\nbase_url = "http://127.0.0.1:{port}/v1"\n'
+    )
+    status, findings = doctor(orca_env)
+    assert status == 1
+    assert "is unreachable" in only_problem(findings, "provider")["detail"]
+
+
+def test_command_provider_not_on_path(orca_env: OrcaEnv) -> None:
+    orca_env.write_config(
+        '[extraction]\nprovider = "command"\n'
+        '[extraction.command]\nargv = ["no-such-llm-tool", "-m", "x"]\n'
+    )
+    status, findings = doctor(orca_env)
+    assert status == 1
+    assert "'no-such-llm-tool' is not found on PATH" in only_problem(findings, "provider")["detail"]
+
+
+def test_corrupt_and_missing_indexes(orca_env: OrcaEnv, project_dir: Path) -> None:
+    written = ledger.Ledger(revision=3)
+    ledger.write_ledger(project_dir, written)
+    projections.write_index(project_dir, written)
+    status, findings = doctor(orca_env)
+    assert status == 0, findings
+    assert (
+        next(f for f in findings if f["check"] == "index")["detail"]
+        == f"project {PROJECT_ID}: index current"
+    )
+
+    projections.index_path(project_dir).write_bytes(b"this is not a database" * 100)
+    status, findings = doctor(orca_env)
+    assert status == 1
+    assert only_problem(findings, "index")["detail"] == f"project {PROJECT_ID}: index is corrupt"
+
+    projections.index_path(project_dir).unlink()
+    status, findings = doctor(orca_env)
+    assert only_problem(findings, "index")["detail"] == f"project {PROJECT_ID}: index is missing"
+
+
+def test_exhausted_and_stuck_jobs(orca_env: OrcaEnv, project_dir: Path) -> None:
+    def job(job_id: str, created: float) -> Any:
+        return new_job(
+            job_id=job_id,
+            project_id=PROJECT_ID,
+            session_id="s",
+            turn_id="t",
+            source="x",
+            source_digest="0" * 64,
+            source_bytes=1,
+            source_truncated=False,
+            now=created,
+        )
+
+    now = time.time()
+    exhausted = msgspec.structs.replace(
+        job("job_" + "1" * 32, now),
+        state="exhausted",
+        attempts=4,
+        errors=[
+            AttemptError(
+                at="2026-11-30T07:00:00.000Z", attempt=4, worker="w", message="provider timed out"
+            )
+        ],
+    )
+    stuck = job("job_" + "2" * 32, now - 3 * 3600)  # queued three hours ago, never touched since
+    fresh = job("job_" + "3" * 32, now)
+    for record in (exhausted, stuck, fresh):
+        jobstore.write_job(project_dir, record)
+    status, findings = doctor(orca_env)
+    assert status == 1
+    details = sorted(f["detail"] for f in problems(findings, "jobs"))
+    assert details == [
+        f"job job_{'1' * 32} (project {PROJECT_ID}) gave up after 4 attempts: provider timed out",
+        f"job job_{'2' * 32} (project {PROJECT_ID}) has been pending with no progress for 180 min",
+    ]
+
+
+def test_low_disk_space(orca_env: OrcaEnv) -> None:
+    status, findings = doctor(orca_env, "--min-free-mb", str(2**40))
+    assert status == 1
+    assert only_problem(findings, "disk")["detail"].startswith("only ")
+
+
+def test_features_the_daemon_does_not_offer_are_skipped(
+    orca_env: OrcaEnv, daemon: DaemonProcess
+) -> None:
+    """With a daemon running, projects and jobs come from it; a method it lacks is skipped."""
+    offered = {}
+    for method in ("projects.list", "jobs.list"):
+        try:
+            daemon.call(method, {})
+            offered[method] = True
+        except Exception as exc:  # RemoteError -32601 when the feature is not installed
+            assert getattr(exc, "code", None) == -32601, exc
+            offered[method] = False
+    status, findings = doctor(orca_env)
+    assert status == 0, findings
+    for check, method in (("index", "projects.list"), ("jobs", "jobs.list")):
+        finding = next(f for f in findings if f["check"] == check)
+        if offered[method]:
+            assert finding["status"] == "ok"
+        else:
+            assert finding == {
+                "check": check,
+                "status": "skipped",
+                "detail": f"the daemon does not offer {method}",
+                "fix": "",
+            }
+    assert os.path.exists(orca_env.socket)
