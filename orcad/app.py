@@ -171,7 +171,9 @@ def install_features(daemon: Daemon) -> None:
 
     install_deliberate(daemon)
     # automatic capture (turn.completed, jobs.*, projects.*, ledger.forget):
-    #                                          orcad.capture.api.install(daemon)
+    from orcad.capture.api import install as install_capture  # noqa: PLC0415
+
+    install_capture(daemon)
     # recall and explicit facts (recall, remember, startup):
     from orcad.recall.api import install as install_recall  # noqa: PLC0415
 

@@ -1,0 +1,174 @@
+"""projects.list, projects.inspect and ledger.forget: what is stored per project, and the one
+revisioned way to remove an automatic-memory candidate."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import structlog
+import trio
+
+from orcad.capture.ledger import CandidateRecord, Ledger, read_ledger, write_ledger
+from orcad.capture.ledger import forget as forget_candidate
+from orcad.capture.projections import index_state, publish_projections
+from orcad.capture.projects import ProjectFile, is_project_id, read_project_file
+from orcad.capture.service import CaptureService
+from orcad.errors import InvalidParams, NotFound, StorageError
+from orcad.identity import derive_project
+from orcad.workspace import derive_workspace
+from protocol.types import (
+    Candidate,
+    IndexInfo,
+    IndexState,
+    LedgerForgetParams,
+    LedgerForgetResult,
+    LedgerInfo,
+    ProjectInfo,
+    ProjectsInspectParams,
+    ProjectsInspectResult,
+    ProjectsListResult,
+    ProjectSummary,
+)
+
+log = structlog.get_logger("orcad.capture")
+
+
+def to_candidate(record: CandidateRecord) -> Candidate:
+    return Candidate(
+        id=record.id,
+        category=record.category,
+        fact=record.fact,
+        session_id=record.session_id,
+        turn_id=record.turn_id,
+        job_id=record.job_id,
+        recorded_at=record.recorded_at,
+        provider=record.provider,
+        model=record.model,
+    )
+
+
+def _project_info(
+    project_id: str, directory: Path, found: ProjectFile, identity: str
+) -> ProjectInfo:
+    record = found.record
+    return ProjectInfo(
+        id=project_id,
+        identity=record.project_identity if record is not None else identity,
+        last_seen_cwd=record.last_seen_cwd if record is not None else None,
+        path=str(directory),
+        corrupt=found.problem is not None,
+        problem=found.problem,
+    )
+
+
+async def list_projects(service: CaptureService) -> ProjectsListResult:
+    project_ids = sorted(
+        set(await trio.to_thread.run_sync(service.list_project_ids)) | service.known_projects()
+    )
+
+    def read_all() -> list[tuple[str, ProjectFile, int | None]]:
+        rows = []
+        for project_id in project_ids:
+            directory = service.project_dir(project_id)
+            found = read_project_file(directory, project_id)
+            try:
+                count: int | None = len(read_ledger(directory).candidates)
+            except StorageError:
+                count = None
+            rows.append((project_id, found, count))
+        return rows
+
+    projects = []
+    for project_id, found, count in await trio.to_thread.run_sync(read_all):
+        record = found.record
+        projects.append(
+            ProjectSummary(
+                id=project_id,
+                identity=record.project_identity if record is not None else "",
+                last_seen_cwd=record.last_seen_cwd if record is not None else None,
+                candidates=count or 0,
+                active_jobs=service.active_jobs(project_id),
+                corrupt=found.problem is not None,
+            )
+        )
+    return ProjectsListResult(projects=projects)
+
+
+def resolve_project(params: ProjectsInspectParams) -> tuple[str, str]:
+    """(project id, identity known from the request or "") of an inspect request."""
+    if params.project_id is not None:
+        if not is_project_id(params.project_id):
+            raise InvalidParams(
+                "project_id must be 64 lowercase hex digits (see projects.list)",
+                field="project_id",
+            )
+        return params.project_id, ""
+    if params.cwd is not None:
+        try:
+            workspace = derive_workspace(params.cwd)
+        except ValueError as exc:
+            raise InvalidParams(str(exc), field="cwd") from exc
+        project = derive_project(Path(workspace.root))
+        return project.id, project.identity
+    raise InvalidParams("give project_id or cwd", field="project_id")
+
+
+async def inspect_project(
+    service: CaptureService, params: ProjectsInspectParams
+) -> ProjectsInspectResult:
+    project_id, identity = resolve_project(params)
+    directory = service.project_dir(project_id)
+
+    def read() -> tuple[ProjectFile, Ledger, IndexState]:
+        if not directory.is_dir():
+            raise NotFound(
+                f"no memory is stored for project {project_id} ({directory} does not exist)"
+            )
+        found = read_project_file(directory, project_id)
+        ledger = read_ledger(directory)
+        return found, ledger, index_state(directory, ledger)
+
+    found, ledger, state = await trio.to_thread.run_sync(read)
+    if found.problem is not None:
+        service.report("project_metadata_corrupt", found.problem)
+    return ProjectsInspectResult(
+        project=_project_info(project_id, directory, found, identity),
+        ledger=LedgerInfo(
+            revision=ledger.revision,
+            fingerprint=ledger.fingerprint,
+            candidates=[to_candidate(record) for record in ledger.candidates],
+        ),
+        index=IndexInfo(state=state),
+        jobs=service.summaries(project_id),
+    )
+
+
+async def forget(service: CaptureService, params: LedgerForgetParams) -> LedgerForgetResult:
+    """Remove one candidate if the caller saw the current revision (idempotent)."""
+    if not is_project_id(params.project_id):
+        raise NotFound(f"{params.project_id!r} is not a project id (see projects.list)")
+    directory = service.project_dir(params.project_id)
+    if not await trio.to_thread.run_sync(directory.is_dir):
+        raise NotFound(f"no memory is stored for project {params.project_id}")
+
+    def work(directory: Path) -> tuple[LedgerForgetResult, list[str]]:
+        ledger, result = forget_candidate(
+            read_ledger(directory), params.candidate_id, params.revision
+        )
+        problems: list[str] = []
+        if result.removed:
+            write_ledger(directory, ledger)
+            problems = publish_projections(directory, ledger)
+        return LedgerForgetResult(revision=result.revision, removed=result.removed), problems
+
+    result, problems = await service.run_locked(params.project_id, work)
+    for problem in problems:
+        service.report("projection_failed", problem)
+    log.info(
+        "ledger.forgot",
+        project_id=params.project_id,
+        candidate_id=params.candidate_id,
+        removed=result.removed,
+        revision=result.revision,
+    )
+    return result

@@ -1,0 +1,140 @@
+"""Job files: `<project dir>/jobs/<job-id>.json`, one JSON object each (see records.py).
+
+Every write replaces the whole file atomically and durably (temp file, fsync, rename, fsync of
+the directory), so a reader or a restarted daemon sees either the old job or the new one. The
+caller holds the project lock around read-modify-write. Blocking functions: call from a thread.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import secrets
+from pathlib import Path
+
+import msgspec
+
+from orcad.capture.projects import JOBS_DIR, fsync_directory, list_project_ids
+from orcad.capture.records import JobRecord, decode_job, encode_job
+from orcad.errors import NotFound, StorageError
+from orcad.failpoints import failpoint
+
+_JOB_ID = re.compile(r"job_[0-9a-f]{32}\Z")
+_JOB_FILE = re.compile(r"(job_[0-9a-f]{32})\.json\Z")
+_TEMP_FILE = re.compile(r"\.job_[0-9a-f]{32}\.json\.[0-9a-f]+\.tmp\Z")
+
+
+class CorruptJobFile(StorageError):
+    """A job file that is not a job record; it is left as found."""
+
+
+def is_job_id(value: str) -> bool:
+    return bool(_JOB_ID.match(value))
+
+
+def job_path(project_dir: Path, job_id: str) -> Path:
+    if not is_job_id(job_id):
+        raise NotFound(f"{job_id!r} is not a job id")
+    return project_dir / JOBS_DIR / f"{job_id}.json"
+
+
+def read_job(project_dir: Path, job_id: str) -> JobRecord | None:
+    """The job in its file; None when there is no such file."""
+    path = job_path(project_dir, job_id)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise StorageError(f"cannot read {path}: {exc.strerror or exc}", path=str(path)) from exc
+    try:
+        return decode_job(data)
+    except msgspec.DecodeError as exc:
+        raise CorruptJobFile(
+            f"job file {path} is damaged ({exc}); it was left as found", path=str(path)
+        ) from exc
+
+
+def write_job(project_dir: Path, job: JobRecord) -> None:
+    """Replace the job's file with `job`, durably, before returning."""
+    path = job_path(project_dir, job.job_id)
+    temp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
+    data = encode_job(job)
+    try:
+        descriptor = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(descriptor, view) :]
+            os.fsync(descriptor)
+        finally:
+            os.close(descriptor)
+        os.replace(temp, path)
+        fsync_directory(path.parent)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            temp.unlink()
+        raise StorageError(f"cannot write {path}: {exc.strerror or exc}", path=str(path)) from exc
+
+
+def job_file_exists(project_dir: Path, job_id: str) -> bool:
+    return job_path(project_dir, job_id).exists()
+
+
+def delete_jobs(project_dir: Path, job_ids: list[str]) -> None:
+    """Remove job files (retention), then make the removal durable."""
+    if not job_ids:
+        return
+    for job_id in job_ids:
+        with contextlib.suppress(FileNotFoundError):
+            job_path(project_dir, job_id).unlink()
+    try:
+        fsync_directory(project_dir / JOBS_DIR)
+    except OSError as exc:
+        raise StorageError(f"cannot sync {project_dir / JOBS_DIR}: {exc.strerror or exc}") from exc
+    failpoint("jobs.after_prune")
+
+
+class ScanResult(msgspec.Struct, frozen=True, kw_only=True):
+    jobs: list[JobRecord]
+    projects: list[str]
+    problems: list[str]  # damaged or unreadable job files, left as found
+
+
+def scan_all_jobs(projects_dir: Path) -> ScanResult:
+    """Every job file of every project (daemon start); temp files left by a crash are removed."""
+    jobs: list[JobRecord] = []
+    problems: list[str] = []
+    project_ids = list_project_ids(projects_dir)
+    for project_id in project_ids:
+        directory = projects_dir / project_id / JOBS_DIR
+        try:
+            names = os.listdir(directory)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            problems.append(f"cannot list {directory}: {exc.strerror or exc}")
+            continue
+        for name in names:
+            if _TEMP_FILE.match(name):
+                with contextlib.suppress(OSError):
+                    (directory / name).unlink()
+                continue
+            matched = _JOB_FILE.match(name)
+            if not matched:
+                continue
+            try:
+                job = read_job(projects_dir / project_id, matched.group(1))
+            except StorageError as exc:
+                problems.append(exc.message)
+                continue
+            if job is None:
+                continue
+            if job.job_id != matched.group(1) or job.project_id != project_id:
+                problems.append(
+                    f"job file {directory / name} names another job or project; left as found"
+                )
+                continue
+            jobs.append(job)
+    return ScanResult(jobs=jobs, projects=project_ids, problems=problems)

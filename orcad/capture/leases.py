@@ -1,0 +1,218 @@
+"""Lease rules: claim, take-over, renew, publish, fail, release and restart recovery.
+
+Each rule takes a job record and the current time and returns the new record (or raises); the
+job store applies it under the project lock and writes the result durably. Pure module.
+
+- A claim issues token `fence + 1`, so tokens strictly increase per job (the fence is stored).
+- Pending jobs are claimable once `not_before` (a provider's Retry-After) has passed; leased
+  jobs once their lease has expired. Taking over an expired lease counts the holder's attempt
+  as failed ("lease expired"), since it did not finish in time.
+- Renew, publish, fail and release need the current token and an unexpired lease; anything else
+  raises LeaseLost and changes nothing.
+- Failed attempts are retried up to `max_retries` times, then the job is exhausted (spec:
+  Capture and Recovery). A release is a cancellation: no attempt is used.
+- Leases of a previous daemon's built-in workers are returned to pending at start without using
+  an attempt: that daemon is gone (the single-instance lock is ours), the job did nothing wrong.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from orcad.capture.records import (
+    AttemptError,
+    JobRecord,
+    LeaseRecord,
+    Provenance,
+    PublishOutcome,
+)
+from orcad.capture.states import JobEvent, next_state
+from orcad.clock import format_time
+from orcad.errors import LeaseLost
+from orcad.secrets import redact
+
+JOB_ERRORS_KEPT = 8  # newest attempt errors kept in a job file
+ERROR_MESSAGE_MAX_CHARS = 500
+RETRY_AFTER_MAX_S = 3600.0  # a provider cannot park a job for longer than this
+BUILTIN_OWNER_PREFIX = "orcad:"  # built-in workers are orcad:<instance>:w<n>
+
+
+class NotClaimable(ValueError):
+    """The job is not claimable now (another worker got it first, or it is finished)."""
+
+
+def builtin_owner(instance: str, worker_number: int) -> str:
+    return f"{BUILTIN_OWNER_PREFIX}{instance}:w{worker_number}"
+
+
+def is_claimable(job: JobRecord, now: float) -> bool:
+    if job.state == "pending":
+        not_before = job.not_before_time()
+        return not_before is None or now >= not_before
+    if job.state == "leased":
+        expires = job.lease_expires()
+        return expires is None or now >= expires
+    return False
+
+
+def claim(job: JobRecord, *, now: float, owner: str, lease_s: float, max_retries: int) -> JobRecord:
+    """The job leased to `owner` with a new token, or exhausted when taking over an expired
+    lease used its last attempt. NotClaimable when it cannot be claimed now."""
+    if not is_claimable(job, now):
+        raise NotClaimable(f"job {job.job_id} is {job.state} and not claimable")
+    attempts = job.attempts
+    errors = job.errors
+    if job.state == "leased":
+        attempts += 1
+        previous = job.lease.owner if job.lease is not None else "?"
+        errors = _with_error(
+            errors, now, attempts, previous, "lease expired before the attempt finished"
+        )
+        if attempts > max_retries:
+            return msgspec.structs.replace(
+                job,
+                state=next_state(job.state, "expire_final"),
+                attempts=attempts,
+                errors=errors,
+                lease=None,
+                updated_at=format_time(now),
+            )
+        event: JobEvent = "take_over"
+    else:
+        event = "claim"
+    token = job.fence + 1
+    stamp = format_time(now)
+    return msgspec.structs.replace(
+        job,
+        state=next_state(job.state, event),
+        attempts=attempts,
+        errors=errors,
+        fence=token,
+        lease=LeaseRecord(
+            owner=owner, token=token, expires_at=format_time(now + lease_s), claimed_at=stamp
+        ),
+        not_before=None,
+        updated_at=stamp,
+    )
+
+
+def check_holder(job: JobRecord, token: int, now: float) -> LeaseRecord:
+    """The job's lease if `token` holds it unexpired at `now`; LeaseLost otherwise."""
+    lease = job.lease
+    if job.state != "leased" or lease is None:
+        raise LeaseLost(
+            f"job {job.job_id} is {job.state} and holds no lease; claim it again",
+            job_id=job.job_id,
+            state=job.state,
+        )
+    if lease.token != token:
+        raise LeaseLost(
+            f"token {token} is not the current token of job {job.job_id}; another worker "
+            "took it over; drop this attempt",
+            job_id=job.job_id,
+        )
+    expires = job.lease_expires()
+    if expires is not None and now >= expires:
+        raise LeaseLost(
+            f"the lease of job {job.job_id} expired at {lease.expires_at}; drop this attempt",
+            job_id=job.job_id,
+        )
+    return lease
+
+
+def renew(job: JobRecord, *, token: int, now: float, lease_s: float) -> JobRecord:
+    lease = check_holder(job, token, now)
+    return msgspec.structs.replace(
+        job,
+        state=next_state(job.state, "renew"),
+        lease=msgspec.structs.replace(lease, expires_at=format_time(now + lease_s)),
+        updated_at=format_time(now),
+    )
+
+
+def release(job: JobRecord, *, token: int, now: float) -> JobRecord:
+    check_holder(job, token, now)
+    return msgspec.structs.replace(
+        job, state=next_state(job.state, "release"), lease=None, updated_at=format_time(now)
+    )
+
+
+def fail(
+    job: JobRecord,
+    *,
+    token: int,
+    now: float,
+    error: str,
+    max_retries: int,
+    retry_after: float | None = None,
+) -> JobRecord:
+    """One failed attempt: pending again (not before `retry_after`), or exhausted."""
+    lease = check_holder(job, token, now)
+    attempts = job.attempts + 1
+    errors = _with_error(job.errors, now, attempts, lease.owner, error)
+    event: JobEvent = "fail_final" if attempts > max_retries else "fail"
+    not_before = None
+    if event == "fail" and retry_after is not None and retry_after > 0:
+        not_before = format_time(now + min(retry_after, RETRY_AFTER_MAX_S))
+    return msgspec.structs.replace(
+        job,
+        state=next_state(job.state, event),
+        attempts=attempts,
+        errors=errors,
+        lease=None,
+        not_before=not_before,
+        updated_at=format_time(now),
+    )
+
+
+def commit(
+    job: JobRecord,
+    *,
+    token: int,
+    now: float,
+    provenance: Provenance,
+    outcome: PublishOutcome,
+) -> JobRecord:
+    check_holder(job, token, now)
+    stamp = format_time(now)
+    return msgspec.structs.replace(
+        job,
+        state=next_state(job.state, "publish"),
+        lease=None,
+        provenance=provenance,
+        outcome=outcome,
+        committed_at=stamp,
+        updated_at=stamp,
+    )
+
+
+def held_by_previous_daemon(job: JobRecord, instance: str) -> bool:
+    """Leased by a built-in worker of a daemon that is no longer running."""
+    if job.state != "leased" or job.lease is None:
+        return False
+    owner = job.lease.owner
+    return owner.startswith(BUILTIN_OWNER_PREFIX) and not owner.startswith(
+        f"{BUILTIN_OWNER_PREFIX}{instance}:"
+    )
+
+
+def recover(job: JobRecord, *, now: float) -> JobRecord:
+    """Back to pending without using an attempt (the holder died with its daemon)."""
+    return msgspec.structs.replace(
+        job, state=next_state(job.state, "recover"), lease=None, updated_at=format_time(now)
+    )
+
+
+def clean_error_message(message: str) -> str:
+    """Error text safe to store: redacted, one line, shortened."""
+    flat = " ".join(redact(message).split())
+    return flat[:ERROR_MESSAGE_MAX_CHARS] or "unspecified error"
+
+
+def _with_error(
+    errors: list[AttemptError], now: float, attempt: int, worker: str, message: str
+) -> list[AttemptError]:
+    entry = AttemptError(
+        at=format_time(now), attempt=attempt, worker=worker, message=clean_error_message(message)
+    )
+    return [*errors, entry][-JOB_ERRORS_KEPT:]

@@ -1,0 +1,187 @@
+"""Project directories: naming, `project.json`, and the cross-process project lock.
+
+`memory_root/projects/<project-id>/` holds one project's memory. `project.json` records the
+identity the hashed directory name stands for and the last working directory seen there. It is
+read again after the project lock is taken, and a file that is not a valid project record is
+never overwritten: it is preserved as found and reported, so that a human can look at it.
+
+Every directory here is created 0700 and every file 0600.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import secrets
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+import filelock
+import msgspec
+
+from orcad.clock import format_time
+from orcad.errors import NotFound, StorageError
+
+PROJECT_FILE = "project.json"
+PROJECT_FILE_FORMAT = "orcad.project/1"
+LOCK_FILE = ".lock"
+JOBS_DIR = "jobs"
+PROJECT_LOCK_TIMEOUT_S = 5.0  # longer contention is a transient lock failure
+_PROJECT_ID = re.compile(r"[0-9a-f]{64}\Z")
+
+T = TypeVar("T")
+
+
+class ProjectLockTimeout(StorageError):
+    """Another process held the project lock too long; transient, try again later."""
+
+
+class ProjectRecord(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    format: str = PROJECT_FILE_FORMAT
+    project_id: str
+    project_identity: str  # normalized Git origin or canonical path; its sha256 is the id
+    root: str  # the last root seen (clones of one origin share the project)
+    last_seen_cwd: str
+    updated_at: str
+
+
+class ProjectFile(msgspec.Struct, frozen=True, kw_only=True):
+    """What reading project.json found: a record, nothing, or a problem to report."""
+
+    record: ProjectRecord | None = None
+    problem: str | None = None  # set when the file exists but is not a valid record
+
+
+_record_decoder = msgspec.json.Decoder(ProjectRecord)
+
+
+def is_project_id(value: str) -> bool:
+    return bool(_PROJECT_ID.match(value))
+
+
+def project_dir(projects_dir: Path, project_id: str) -> Path:
+    """The directory of a project id; NotFound for anything that is not a project id (so no
+    caller-supplied value can name a path outside the projects directory)."""
+    if not is_project_id(project_id):
+        raise NotFound(f"{project_id!r} is not a project id (64 lowercase hex digits)")
+    return projects_dir / project_id
+
+
+def ensure_directories(directory: Path) -> None:
+    """The project directory and its jobs directory, private; OSError passes through."""
+    (directory / JOBS_DIR).mkdir(mode=0o700, parents=True, exist_ok=True)
+
+
+def read_project_file(directory: Path, project_id: str) -> ProjectFile:
+    path = directory / PROJECT_FILE
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return ProjectFile()
+    except OSError as exc:
+        return ProjectFile(problem=f"cannot read {path}: {exc.strerror or exc}")
+    try:
+        record = _record_decoder.decode(data)
+    except msgspec.DecodeError as exc:
+        return ProjectFile(problem=f"{path} is not a valid project record ({exc}); left as found")
+    if record.format != PROJECT_FILE_FORMAT or record.project_id != project_id:
+        return ProjectFile(problem=f"{path} names another project or format; left as found")
+    return ProjectFile(record=record)
+
+
+def record_project_visit(
+    directory: Path, *, project_id: str, identity: str, root: str, cwd: str, now: float
+) -> ProjectFile:
+    """Write project.json for a visit from `cwd`, unless it already says so or is corrupt.
+
+    Call with the project lock held: the file is read here, after the lock was taken, so a
+    file damaged while this process waited is seen and left alone.
+    """
+    found = read_project_file(directory, project_id)
+    if found.problem is not None:
+        return found
+    current = found.record
+    if (
+        current is not None
+        and current.project_identity == identity
+        and current.root == root
+        and current.last_seen_cwd == cwd
+    ):
+        return found
+    record = ProjectRecord(
+        project_id=project_id,
+        project_identity=identity,
+        root=root,
+        last_seen_cwd=cwd,
+        updated_at=format_time(now),
+    )
+    write_file_atomically(
+        directory / PROJECT_FILE, msgspec.json.format(msgspec.json.encode(record)) + b"\n"
+    )
+    return ProjectFile(record=record)
+
+
+def write_file_atomically(path: Path, data: bytes) -> None:
+    """Temp file in the same directory, fsync, rename over, fsync the directory; a reader sees
+    the old bytes or the new ones. OSError becomes StorageError (the old file is intact)."""
+    temp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
+    try:
+        descriptor = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(descriptor, view) :]
+            os.fsync(descriptor)
+        finally:
+            os.close(descriptor)
+        os.replace(temp, path)
+        fsync_directory(path.parent)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            temp.unlink()
+        raise StorageError(f"cannot write {path}: {exc.strerror or exc}", path=str(path)) from exc
+
+
+def fsync_directory(directory: Path) -> None:
+    descriptor = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
+def run_with_project_lock(
+    directory: Path, work: Callable[[], T], timeout: float = PROJECT_LOCK_TIMEOUT_S
+) -> T:
+    """Run `work()` holding the project's cross-process lock (blocking; call from a thread).
+
+    ProjectLockTimeout after `timeout` seconds of contention; StorageError when the lock file
+    cannot be created.
+    """
+    lock = filelock.FileLock(directory / LOCK_FILE, timeout=timeout, mode=0o600, thread_local=False)
+    try:
+        lock.acquire()
+    except filelock.Timeout as exc:
+        raise ProjectLockTimeout(
+            f"the lock of project directory {directory} was held by another process for "
+            f"{timeout:.0f} s; try again later",
+            path=str(directory),
+        ) from exc
+    except OSError as exc:
+        raise StorageError(
+            f"cannot lock {directory}: {exc.strerror or exc}", path=str(directory)
+        ) from exc
+    try:
+        return work()
+    finally:
+        lock.release()
+
+
+def list_project_ids(projects_dir: Path) -> list[str]:
+    try:
+        names = os.listdir(projects_dir)
+    except FileNotFoundError:
+        return []
+    return sorted(name for name in names if is_project_id(name) and (projects_dir / name).is_dir())

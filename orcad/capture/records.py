@@ -1,0 +1,117 @@
+"""The job file's content: one extraction job, as stored in `jobs/<job-id>.json`.
+
+Times are RFC 3339 UTC strings (readable with `cat`); `fence` is the last fencing token ever
+issued for the job, so the next claim's token is strictly greater, across daemon restarts too.
+Pure module.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from orcad.capture.states import JobState
+from orcad.clock import format_time, parse_time
+
+JOB_FILE_FORMAT = "orcad.job/1"
+
+
+class LeaseRecord(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    owner: str  # the worker name given to jobs.claim, or orcad:<instance>:w<n> for built-ins
+    token: int  # fencing token: must match for renew, publish, fail and release
+    expires_at: str
+    claimed_at: str
+
+
+class AttemptError(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    at: str
+    attempt: int
+    worker: str
+    message: str  # redacted and shortened; never turn content
+
+
+class Provenance(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    provider: str
+    model: str
+    prompt_version: str
+
+
+class PublishOutcome(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    added: int
+    duplicates: int
+    rejected: int
+
+
+class JobRecord(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    format: str = JOB_FILE_FORMAT
+    job_id: str
+    project_id: str
+    session_id: str
+    turn_id: str
+    state: JobState
+    created_at: str
+    updated_at: str
+    source_digest: str  # sha256 hex of `source` (UTF-8): part of the idempotency key
+    source_bytes: int
+    source_truncated: bool
+    source: str  # the exact bounded, redacted input every attempt is given
+    attempts: int = 0  # failed attempts so far (a release uses none)
+    fence: int = 0
+    lease: LeaseRecord | None = None
+    not_before: str | None = None  # no claim before this (a provider's Retry-After)
+    errors: list[AttemptError] = []  # newest last, the last few only
+    provenance: Provenance | None = None  # of the publish that committed the job
+    outcome: PublishOutcome | None = None
+    committed_at: str | None = None
+
+    def lease_expires(self) -> float | None:
+        return parse_time(self.lease.expires_at) if self.lease is not None else None
+
+    def not_before_time(self) -> float | None:
+        return parse_time(self.not_before) if self.not_before is not None else None
+
+    def created_time(self) -> float:
+        return parse_time(self.created_at)
+
+
+_encoder = msgspec.json.Encoder()
+_decoder = msgspec.json.Decoder(JobRecord)
+
+
+def encode_job(job: JobRecord) -> bytes:
+    return _encoder.encode(job) + b"\n"
+
+
+def decode_job(data: bytes) -> JobRecord:
+    """The job in a job file; msgspec.DecodeError (a ValueError) when it is not one."""
+    job = _decoder.decode(data)
+    if job.format != JOB_FILE_FORMAT:
+        raise msgspec.DecodeError(f"unknown job file format {job.format[:40]!r}")
+    return job
+
+
+def new_job(
+    *,
+    job_id: str,
+    project_id: str,
+    session_id: str,
+    turn_id: str,
+    source: str,
+    source_digest: str,
+    source_bytes: int,
+    source_truncated: bool,
+    now: float,
+) -> JobRecord:
+    stamp = format_time(now)
+    return JobRecord(
+        job_id=job_id,
+        project_id=project_id,
+        session_id=session_id,
+        turn_id=turn_id,
+        state="pending",
+        created_at=stamp,
+        updated_at=stamp,
+        source_digest=source_digest,
+        source_bytes=source_bytes,
+        source_truncated=source_truncated,
+        source=source,
+    )

@@ -1,0 +1,128 @@
+"""Scheduling for extraction workers: decide, then act. Pure module.
+
+`plan(now, state)` looks at every known job and says which to try to claim, oldest first, and
+when to look again if nothing is claimable now. The async worker carries the plan out; the job
+store re-checks each claim under the project lock, so a plan made from a slightly old view is
+harmless (the claim is just refused). `after_attempt` maps how a provider call ended to what
+the worker does with the lease.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+from orcad import limits
+from orcad.capture.records import JobRecord
+from orcad.capture.states import JobState
+from orcad.clock import parse_time
+
+
+class JobView(msgspec.Struct, frozen=True, kw_only=True):
+    """What scheduling needs to know about one job (kept in memory for every job)."""
+
+    job_id: str
+    project_id: str
+    session_id: str
+    state: JobState
+    created_at: float
+    not_before: float | None = None
+    lease_expires: float | None = None
+    committed_at: float | None = None
+
+
+def view_of(job: JobRecord) -> JobView:
+    return JobView(
+        job_id=job.job_id,
+        project_id=job.project_id,
+        session_id=job.session_id,
+        state=job.state,
+        created_at=job.created_time(),
+        not_before=job.not_before_time(),
+        lease_expires=job.lease_expires(),
+        committed_at=None if job.committed_at is None else parse_time(job.committed_at),
+    )
+
+
+class PoolState(msgspec.Struct, frozen=True, kw_only=True):
+    jobs: tuple[JobView, ...]
+    running: frozenset[str] = frozenset()  # jobs this daemon's workers are working on
+    skipped_projects: frozenset[str] = frozenset()  # auto memory off when last checked
+    retry_at: float | None = None  # after a transient store or lock failure
+
+
+class Plan(msgspec.Struct, frozen=True, kw_only=True):
+    claim: tuple[JobView, ...]  # try these, in this order, until one claim succeeds
+    wake_at: float | None  # look again then (None: only when something changes)
+
+
+def claimable_at(job: JobView) -> float | None:
+    """The earliest time the job can be claimed; None when it never can (terminal)."""
+    if job.state == "pending":
+        return job.not_before if job.not_before is not None else float("-inf")
+    if job.state == "leased":
+        return job.lease_expires if job.lease_expires is not None else float("-inf")
+    return None
+
+
+def plan(now: float, state: PoolState) -> Plan:
+    if state.retry_at is not None and now < state.retry_at:
+        return Plan(claim=(), wake_at=state.retry_at)  # rescheduled after a transient failure
+    ready: list[JobView] = []
+    wake_at: float | None = None
+    for job in state.jobs:
+        if job.job_id in state.running or job.project_id in state.skipped_projects:
+            continue
+        at = claimable_at(job)
+        if at is None:
+            continue
+        if at <= now:
+            ready.append(job)
+        elif wake_at is None or at < wake_at:
+            wake_at = at
+    ready.sort(key=lambda job: (job.created_at, job.job_id))
+    return Plan(claim=tuple(ready), wake_at=wake_at)
+
+
+def reschedule_at(now: float, reschedule_s: float = limits.DEFAULT_RESCHEDULE_S) -> float:
+    """When a worker tries again after a transient job-store or lock failure."""
+    return now + reschedule_s
+
+
+def renew_interval(lease_s: float) -> float:
+    """A held lease is renewed this often, by wall clock, whatever the provider is doing."""
+    return lease_s / limits.LEASE_RENEW_FRACTION
+
+
+AttemptEnd = Literal["output", "provider_error", "timed_out", "cancelled", "crashed", "lease_lost"]
+LeaseAction = Literal["publish", "fail", "release", "drop"]
+
+
+def after_attempt(end: AttemptEnd) -> LeaseAction:
+    """What a worker does with its lease once the provider call is over.
+
+    Output is published (a malformed one becomes a failed attempt there); errors, timeouts and
+    unexpected crashes are failed attempts; cancellation (shutdown) releases without using an
+    attempt; a lost lease is dropped: the job is someone else's now.
+    """
+    return {
+        "output": "publish",
+        "provider_error": "fail",
+        "timed_out": "fail",
+        "crashed": "fail",
+        "cancelled": "release",
+        "lease_lost": "drop",
+    }[end]  # type: ignore[return-value]
+
+
+def committed_jobs_to_prune(
+    jobs: list[JobView], keep: int = limits.COMMITTED_JOBS_KEPT
+) -> list[str]:
+    """Committed jobs beyond the newest `keep` (spec: Storage), oldest first."""
+    committed = sorted(
+        (job for job in jobs if job.state == "committed"),
+        key=lambda job: (job.committed_at or job.created_at, job.job_id),
+    )
+    excess = len(committed) - keep
+    return [job.job_id for job in committed[:excess]] if excess > 0 else []

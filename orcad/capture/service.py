@@ -1,0 +1,592 @@
+"""The capture service: admits turns as durable jobs and runs the lease engine over job files.
+
+Job files are the truth; an in-memory index of every job (built by scanning at start, updated
+after every write) serves scheduling, counts and waits. Every change to a project's jobs or
+ledger runs in a thread holding the project's cross-process lock, behind a per-project trio
+lock so that this process never contends with itself; the lease rule is checked inside, on
+the job as just read from disk, at the clock reading taken there.
+"""
+
+from __future__ import annotations
+
+import collections
+import secrets
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Literal, TypeVar
+
+import msgspec
+import structlog
+import trio
+
+from orcad import limits
+from orcad.capture import leases, schedule
+from orcad.capture.jobstore import (
+    delete_jobs,
+    read_job,
+    scan_all_jobs,
+    write_job,
+)
+from orcad.capture.ledger import Ledger, merge_job_candidates, read_ledger, write_ledger
+from orcad.capture.ledger import Provenance as LedgerProvenance
+from orcad.capture.output import MalformedOutput, parse_extractor_output
+from orcad.capture.projections import publish_projections
+from orcad.capture.projects import (
+    PROJECT_LOCK_TIMEOUT_S,
+    ProjectFile,
+    ensure_directories,
+    list_project_ids,
+    project_dir,
+    read_project_file,
+    record_project_visit,
+    run_with_project_lock,
+)
+from orcad.capture.records import JobRecord, Provenance, PublishOutcome, new_job
+from orcad.capture.schedule import JobView, PoolState, view_of
+from orcad.capture.source import BuiltSource, build_source, derive_job_id
+from orcad.capture.states import ACTIVE_STATES, TERMINAL_STATES
+from orcad.clock import Clock
+from orcad.config import Config
+from orcad.errors import ExtractionRejected, NotFound, StorageError
+from orcad.failpoints import failpoint
+from orcad.sessions import Session, read_auto_memory
+from protocol.types import JobCounts, JobSummary
+
+log = structlog.get_logger("orcad.capture")
+
+T = TypeVar("T")
+Barrier = Literal["clear", "timed_out", "none"]
+ErrorRecorder = Callable[[str, str], None]
+INLINE_SOURCE_CHARS = 64 * 1024  # larger turns are redacted in a thread, off the event loop
+
+
+def summary_of(job: JobRecord) -> JobSummary:
+    return JobSummary(
+        job_id=job.job_id,
+        project_id=job.project_id,
+        session_id=job.session_id,
+        turn_id=job.turn_id,
+        state=job.state,
+        attempts=job.attempts,
+        created_at=job.created_at,
+        updated_at=job.updated_at,
+        last_error=job.errors[-1].message if job.errors else None,
+    )
+
+
+class Admission(msgspec.Struct, frozen=True, kw_only=True):
+    """What turn.completed answers once the source is built (None job_id: not admitted)."""
+
+    job_id: str | None
+    duplicate: bool = False
+    reason: str | None = None
+
+
+class ClaimPass(msgspec.Struct, frozen=True, kw_only=True):
+    job: JobRecord | None  # leased to the caller, or None
+    wake_at: float | None  # when something may become claimable (plan), if nothing was
+
+
+class PublishResult(msgspec.Struct, frozen=True, kw_only=True):
+    job: JobRecord
+    added: int
+    duplicates: int
+    rejected: int
+
+
+class CaptureService:
+    def __init__(
+        self,
+        *,
+        projects_dir: Path,
+        config_file: Path,
+        config: Config,
+        clock: Clock,
+        record_error: ErrorRecorder,
+        lock_timeout: float = PROJECT_LOCK_TIMEOUT_S,
+    ) -> None:
+        self.projects_dir = projects_dir
+        self.config_file = config_file
+        self.config = config
+        self.clock = clock
+        self.instance = secrets.token_hex(6)  # names this daemon's built-in lease owners
+        self._record_error = record_error
+        self._lock_timeout = lock_timeout
+        self._jobs: dict[str, JobView] = {}
+        self._summaries: dict[str, JobSummary] = {}
+        self._projects: set[str] = set()
+        self._ensured: set[str] = set()  # project directories created (with project.json)
+        self._project_locks: collections.defaultdict[str, trio.Lock] = collections.defaultdict(
+            trio.Lock
+        )
+        self._changed = trio.Event()
+        self._finished: dict[str, trio.Event] = {}  # job id -> set once the job is terminal
+        self._reported: set[str] = set()  # problems already in recent_errors
+        self.busy_workers = 0
+
+    # --- status (daemon.status) -----------------------------------------------------------
+
+    def job_counts(self) -> JobCounts:
+        counts = collections.Counter(view.state for view in self._jobs.values())
+        return JobCounts(
+            pending=counts["pending"],
+            leased=counts["leased"],
+            committed=counts["committed"],
+            exhausted=counts["exhausted"],
+            cancelled=counts["cancelled"],
+        )
+
+    def workers_busy(self) -> int:
+        return self.busy_workers
+
+    def project_count(self) -> int:
+        return len(self._projects)
+
+    def views(self, project_id: str | None = None) -> list[JobView]:
+        return [
+            view
+            for view in self._jobs.values()
+            if project_id is None or view.project_id == project_id
+        ]
+
+    def active_jobs(self, project_id: str) -> int:
+        return sum(1 for view in self.views(project_id) if view.state in ACTIVE_STATES)
+
+    def known_projects(self) -> set[str]:
+        return set(self._projects)
+
+    # --- for recall -------------------------------------------------------------------------
+
+    def project_dir(self, project_id: str) -> Path:
+        return project_dir(self.projects_dir, project_id)
+
+    async def read_committed_ledger(self, project_id: str) -> Ledger:
+        return await trio.to_thread.run_sync(read_ledger, self.project_dir(project_id))
+
+    async def wait_session_jobs(self, session_id: str, timeout: float) -> Barrier:  # noqa: ASYNC109 (recall's interface)
+        """Wait until every job of the session that is queued or running now is finished
+        (committed, exhausted or cancelled): "clear"; "timed_out" after `timeout` seconds;
+        "none" when the session has no such job. Jobs admitted later are not waited for."""
+        waiting = [
+            self._finished_event(view.job_id)
+            for view in self._jobs.values()
+            if view.session_id == session_id and view.state in ACTIVE_STATES
+        ]
+        if not waiting:
+            return "none"
+        with trio.move_on_after(timeout):
+            for event in waiting:
+                await event.wait()
+            return "clear"
+        return "timed_out"
+
+    def _finished_event(self, job_id: str) -> trio.Event:
+        event = self._finished.get(job_id)
+        if event is None:
+            event = self._finished[job_id] = trio.Event()
+        return event
+
+    # --- change notification (workers wait on it) -------------------------------------------
+
+    def changed_event(self) -> trio.Event:
+        """An event set at the next change to any job (take it before planning)."""
+        return self._changed
+
+    def notify(self) -> None:
+        self._changed.set()
+        self._changed = trio.Event()
+
+    def summaries(
+        self, project_id: str | None = None, state: str | None = None
+    ) -> list[JobSummary]:
+        """Jobs as jobs.list shows them, oldest first."""
+        found = [
+            summary
+            for summary in self._summaries.values()
+            if (project_id is None or summary.project_id == project_id)
+            and (state is None or summary.state == state)
+        ]
+        return sorted(found, key=lambda summary: (summary.created_at, summary.job_id))
+
+    def _index(self, job: JobRecord) -> None:
+        self._jobs[job.job_id] = view_of(job)
+        self._summaries[job.job_id] = summary_of(job)
+        self._projects.add(job.project_id)
+        if job.state in TERMINAL_STATES:
+            self._job_finished(job.job_id)
+        self.notify()
+
+    def _unindex(self, job_ids: Iterable[str]) -> None:
+        for job_id in job_ids:
+            self._jobs.pop(job_id, None)
+            self._summaries.pop(job_id, None)
+            self._job_finished(job_id)
+
+    def _job_finished(self, job_id: str) -> None:
+        event = self._finished.pop(job_id, None)
+        if event is not None:
+            event.set()
+
+    def report(self, kind: str, message: str) -> None:
+        """A problem for daemon.status (once per distinct message) and the log."""
+        log.warning("capture.problem", kind=kind, problem=message)
+        if message not in self._reported:
+            self._reported.add(message)
+            self._record_error(kind, message)
+
+    # --- locking ----------------------------------------------------------------------------
+
+    async def run_locked(self, project_id: str, work: Callable[[Path], T]) -> T:
+        """Run `work(project_dir)` in a thread holding the project lock (in-process first)."""
+        directory = self.project_dir(project_id)
+        async with self._project_locks[project_id]:
+            return await trio.to_thread.run_sync(self._locked_blocking, directory, work)
+
+    def _locked_blocking(self, directory: Path, work: Callable[[Path], T]) -> T:
+        try:
+            ensure_directories(directory)
+        except OSError as exc:
+            raise StorageError(f"cannot create {directory}: {exc.strerror or exc}") from exc
+        return run_with_project_lock(directory, lambda: work(directory), self._lock_timeout)
+
+    # --- start ------------------------------------------------------------------------------
+
+    async def load(self) -> None:
+        """Index every job file; hand leases of a previous daemon's workers back to pending."""
+        scan = await trio.to_thread.run_sync(scan_all_jobs, self.projects_dir)
+        for problem in scan.problems:
+            self.report("job_file_damaged", problem)
+        self._projects.update(scan.projects)
+        orphans: list[JobRecord] = []
+        for job in scan.jobs:
+            self._jobs[job.job_id] = view_of(job)
+            self._summaries[job.job_id] = summary_of(job)
+            if leases.held_by_previous_daemon(job, self.instance):
+                orphans.append(job)
+        for job in orphans:
+            try:
+                await self._recover(job)
+            except StorageError as exc:
+                self.report("job_store", exc.message)
+        log.info("jobs.loaded", jobs=len(scan.jobs), projects=len(scan.projects))
+        self.notify()
+
+    async def _recover(self, stale: JobRecord) -> None:
+        def work(directory: Path) -> JobRecord | None:
+            job = read_job(directory, stale.job_id)
+            if job is None or not leases.held_by_previous_daemon(job, self.instance):
+                return None
+            recovered = leases.recover(job, now=self.clock.now())
+            write_job(directory, recovered)
+            return recovered
+
+        recovered = await self.run_locked(stale.project_id, work)
+        if recovered is not None:
+            self._index(recovered)
+            log.info("job.recovered", job_id=recovered.job_id, project_id=recovered.project_id)
+
+    # --- projects ---------------------------------------------------------------------------
+
+    async def record_visit(self, session: Session) -> ProjectFile:
+        """project.json for a session's project: identity and the last working directory."""
+
+        def work(directory: Path) -> ProjectFile:
+            return record_project_visit(
+                directory,
+                project_id=session.project_id,
+                identity=session.project_identity,
+                root=session.project_root,
+                cwd=session.cwd,
+                now=self.clock.now(),
+            )
+
+        found = await self.run_locked(session.project_id, work)
+        self._projects.add(session.project_id)
+        self._ensured.add(session.project_id)
+        if found.problem is not None:
+            self.report("project_metadata_corrupt", found.problem)
+        return found
+
+    async def read_project(self, project_id: str) -> ProjectFile:
+        directory = self.project_dir(project_id)
+        return await trio.to_thread.run_sync(read_project_file, directory, project_id)
+
+    async def auto_memory_enabled(self, project_id: str) -> bool:
+        """The project's switch as of now: user config plus the trusted project's config,
+        read from disk (the root is the last one recorded in project.json)."""
+
+        def read() -> bool:
+            found = read_project_file(self.project_dir(project_id), project_id)
+            root = found.record.root if found.record is not None else ""
+            return read_auto_memory(self.config_file, root, self.config)
+
+        return await trio.to_thread.run_sync(read)
+
+    def list_project_ids(self) -> list[str]:
+        return list_project_ids(self.projects_dir)
+
+    # --- admission (turn.completed) ---------------------------------------------------------
+
+    async def build_source(self, messages: list[tuple[str, str]]) -> BuiltSource | None:
+        if sum(len(content) for _, content in messages) <= INLINE_SOURCE_CHARS:
+            return build_source(messages)
+        return await trio.to_thread.run_sync(build_source, messages)
+
+    async def admit(self, session: Session, turn_id: str, source: BuiltSource) -> Admission:
+        """A durable job for this turn, or the existing one (same session, turn and source
+        digest), or `backlog_full` when the project already has 64 active jobs."""
+        project_id = session.project_id
+        job_id = derive_job_id(session.session_id, turn_id, source.digest)
+        record = new_job(
+            job_id=job_id,
+            project_id=project_id,
+            session_id=session.session_id,
+            turn_id=turn_id,
+            source=source.text,
+            source_digest=source.digest,
+            source_bytes=source.size,
+            source_truncated=source.truncated,
+            now=self.clock.now(),
+        )
+        first_visit = project_id not in self._ensured
+
+        def work(directory: Path) -> tuple[JobRecord | None, bool, ProjectFile | None]:
+            found = None
+            if first_visit:
+                found = read_project_file(directory, project_id)
+                if found.record is None and found.problem is None:
+                    found = record_project_visit(
+                        directory,
+                        project_id=project_id,
+                        identity=session.project_identity,
+                        root=session.project_root,
+                        cwd=session.cwd,
+                        now=self.clock.now(),
+                    )
+            existing = read_job(directory, job_id)
+            if existing is not None:
+                return existing, True, found
+            if active >= limits.ACTIVE_JOBS_PER_PROJECT:
+                return None, False, found
+            write_job(directory, record)
+            failpoint("jobs.after_job_write")
+            return record, False, found
+
+        async with self._project_locks[project_id]:
+            active = self.active_jobs(project_id)
+            directory = self.project_dir(project_id)
+            job, duplicate, found = await trio.to_thread.run_sync(
+                self._locked_blocking, directory, work
+            )
+        self._projects.add(project_id)
+        self._ensured.add(project_id)
+        if found is not None and found.problem is not None:
+            self.report("project_metadata_corrupt", found.problem)
+        if job is None:
+            log.info("job.refused", reason="backlog_full", project_id=project_id, active=active)
+            return Admission(job_id=None, reason="backlog_full")
+        if duplicate:
+            log.info("job.duplicate", job_id=job.job_id, state=job.state)
+            if job.job_id not in self._jobs:
+                self._index(job)
+        else:
+            self._index(job)
+            log.info(
+                "job.admitted",
+                job_id=job.job_id,
+                project_id=project_id,
+                session_id=session.session_id,
+                bytes=source.size,
+                truncated=source.truncated,
+            )
+        return Admission(job_id=job.job_id, duplicate=duplicate)
+
+    # --- the lease engine -------------------------------------------------------------------
+
+    def _project_of(self, job_id: str) -> str:
+        view = self._jobs.get(job_id)
+        if view is None:
+            raise NotFound(f"unknown job {job_id!r}; list jobs with jobs.list")
+        return view.project_id
+
+    async def _change(
+        self, job_id: str, rule: Callable[[JobRecord, float], JobRecord]
+    ) -> JobRecord:
+        """Apply a lease rule to the job as stored, under the project lock, and write it."""
+
+        def work(directory: Path) -> JobRecord:
+            job = read_job(directory, job_id)
+            if job is None:
+                raise NotFound(f"job {job_id} no longer exists")
+            changed = rule(job, self.clock.now())
+            if changed is not job:
+                write_job(directory, changed)
+            return changed
+
+        changed = await self.run_locked(self._project_of(job_id), work)
+        self._index(changed)
+        return changed
+
+    async def claim_pass(
+        self,
+        owner: str,
+        lease_s: float,
+        *,
+        project_id: str | None = None,
+        running: frozenset[str] = frozenset(),
+        retry_at: float | None = None,
+    ) -> ClaimPass:
+        """Claim the oldest claimable job (of projects whose auto memory is on)."""
+        now = self.clock.now()
+        state = PoolState(jobs=tuple(self.views(project_id)), running=running, retry_at=retry_at)
+        work_plan = schedule.plan(now, state)
+        enabled: dict[str, bool] = {}
+        for view in work_plan.claim:
+            if view.project_id not in enabled:
+                enabled[view.project_id] = await self.auto_memory_enabled(view.project_id)
+            if not enabled[view.project_id]:
+                continue
+            job = await self.claim_job(view.job_id, owner, lease_s)
+            if job is not None:
+                return ClaimPass(job=job, wake_at=None)
+        return ClaimPass(job=None, wake_at=work_plan.wake_at)
+
+    async def claim_job(self, job_id: str, owner: str, lease_s: float) -> JobRecord | None:
+        """Lease one job to `owner`; None when it is not claimable (any more)."""
+        max_retries = self.config.extraction.max_retries
+        claimed: list[bool] = []
+
+        def rule(job: JobRecord, now: float) -> JobRecord:
+            try:
+                changed = leases.claim(
+                    job, now=now, owner=owner, lease_s=lease_s, max_retries=max_retries
+                )
+            except leases.NotClaimable:
+                return job
+            claimed.append(changed.state == "leased")
+            return changed
+
+        job = await self._change(job_id, rule)
+        if job.state == "exhausted" and claimed == [False]:
+            log.info("job.exhausted", job_id=job_id, attempts=job.attempts, reason="lease_expired")
+        if claimed != [True] or job.lease is None:
+            return None
+        log.info(
+            "job.claimed",
+            job_id=job_id,
+            worker=owner,
+            token=job.lease.token,
+            attempt=job.attempts + 1,
+        )
+        return job
+
+    async def renew(self, job_id: str, token: int, lease_s: float) -> JobRecord:
+        return await self._change(
+            job_id, lambda job, now: leases.renew(job, token=token, now=now, lease_s=lease_s)
+        )
+
+    async def release(self, job_id: str, token: int) -> JobRecord:
+        job = await self._change(job_id, lambda job, now: leases.release(job, token=token, now=now))
+        log.info("job.released", job_id=job_id, token=token)
+        return job
+
+    async def fail(
+        self, job_id: str, token: int, error: str, retry_after: float | None = None
+    ) -> JobRecord:
+        max_retries = self.config.extraction.max_retries
+        job = await self._change(
+            job_id,
+            lambda job, now: leases.fail(
+                job,
+                token=token,
+                now=now,
+                error=error,
+                max_retries=max_retries,
+                retry_after=retry_after,
+            ),
+        )
+        event = "job.exhausted" if job.state == "exhausted" else "job.failed"
+        log.info(event, job_id=job_id, attempts=job.attempts, error=job.errors[-1].message)
+        return job
+
+    async def publish(
+        self, job_id: str, token: int, output: str, provenance: Provenance
+    ) -> PublishResult:
+        """Parse the extractor output and, if the lease still holds, merge its facts into the
+        ledger and commit the job. Malformed output is a failed attempt (ExtractionRejected)."""
+        try:
+            facts = parse_extractor_output(output)
+        except MalformedOutput as exc:
+            job = await self.fail(job_id, token, f"extractor output rejected: {exc.reason}")
+            raise ExtractionRejected(
+                f"the extractor output was rejected ({exc.reason}); the attempt was counted "
+                f"({job.attempts} so far) and the lease released",
+                job_id=job_id,
+                state=job.state,
+                attempts=job.attempts,
+            ) from exc
+        project_id = self._project_of(job_id)
+
+        def work(directory: Path) -> tuple[PublishResult, list[str], list[str]]:
+            job = read_job(directory, job_id)
+            if job is None:
+                raise NotFound(f"job {job_id} no longer exists")
+            now = self.clock.now()
+            leases.check_holder(job, token, now)  # fencing, where the write happens
+            before = read_ledger(directory)
+            ledger, merged = merge_job_candidates(
+                before,
+                job_id,
+                facts,
+                LedgerProvenance(
+                    session_id=job.session_id,
+                    turn_id=job.turn_id,
+                    provider=provenance.provider,
+                    model=provenance.model,
+                    prompt_version=provenance.prompt_version,
+                ),
+                now,
+            )
+            if ledger is not before:
+                write_ledger(directory, ledger)
+            failpoint("publish.after_ledger_commit")
+            outcome = PublishOutcome(
+                added=merged.added, duplicates=merged.duplicates, rejected=merged.rejected
+            )
+            committed = leases.commit(
+                job, token=token, now=now, provenance=provenance, outcome=outcome
+            )
+            write_job(directory, committed)
+            failpoint("publish.after_job_commit")
+            others = [view for view in project_views if view.job_id != job_id]
+            pruned = schedule.committed_jobs_to_prune([*others, view_of(committed)])
+            delete_jobs(directory, pruned)
+            problems = publish_projections(directory, ledger)
+            result = PublishResult(
+                job=committed,
+                added=merged.added,
+                duplicates=merged.duplicates,
+                rejected=merged.rejected,
+            )
+            return result, pruned, problems
+
+        async with self._project_locks[project_id]:
+            project_views = self.views(project_id)
+            directory = self.project_dir(project_id)
+            result, pruned, problems = await trio.to_thread.run_sync(
+                self._locked_blocking, directory, work
+            )
+        self._unindex(pruned)
+        self._index(result.job)
+        for problem in problems:
+            self.report("projection_failed", problem)
+        log.info(
+            "job.committed",
+            job_id=job_id,
+            project_id=project_id,
+            added=result.added,
+            duplicates=result.duplicates,
+            rejected=result.rejected,
+            pruned=len(pruned),
+        )
+        return result

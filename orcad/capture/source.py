@@ -1,0 +1,192 @@
+"""The extraction source of one turn: user and assistant messages, redacted, bounded, digested.
+
+Format (the heuristic provider parses exactly this): each kept message is a block
+`user: <content>` or `assistant: <content>`, blocks separated by one blank line. System and tool
+messages are dropped, and so are messages with no text. A line inside a message that begins like
+a role label (`user:`/`assistant:`) gets one leading space, so that an assistant message quoting
+"user: ..." cannot pose as the user.
+
+Secrets are redacted in every message before anything is cut, so a cut can never expose half
+of a secret that redaction would have caught whole.
+
+Bound (spec: 32 KiB of UTF-8). When the whole text fits it is kept unchanged. Otherwise:
+
+1. the first user message's start is kept (at least FIRST_USER_HEAD_BYTES of that block, more
+   when the later messages leave room), because it usually states the task and the standing
+   instructions that later messages refer to;
+2. then the newest messages, as many whole ones as fit, because a turn's conclusion (what was
+   decided, confirmed or corrected) is at its end;
+3. the oldest of those newest messages may be cut at its start to fill the remaining room.
+
+Cuts fall on a character boundary, and on whitespace when there is some nearby, so no word (and
+no token that could be part of a credential) is split. A cut is marked with `[...]`. Messages
+between the first user message and the kept newest ones are dropped.
+
+Pure module.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable
+
+import msgspec
+
+from orcad import limits
+from orcad.secrets import contains_secret, redact
+
+KEPT_ROLES = frozenset({"user", "assistant"})
+BLOCK_SEPARATOR = "\n\n"
+CUT_MARK = "[...]"
+FIRST_USER_HEAD_BYTES = 4096  # the first user message's start kept when the source is cut
+WORD_SEARCH_CHARS = 256  # how far a cut may move to land on whitespace
+_SEPARATOR_BYTES = len(BLOCK_SEPARATOR)
+_ROLE_LABEL_LINE = re.compile(r"(?<=\n)(?=(?:user|assistant):)")
+
+
+class SourceBlock(msgspec.Struct, frozen=True):
+    role: str
+    content: str  # redacted and stripped
+
+    def render(self) -> str:
+        return f"{self.role}: {self.content}"
+
+
+class BuiltSource(msgspec.Struct, frozen=True, kw_only=True):
+    text: str
+    digest: str  # sha256 hex of `text` as UTF-8
+    size: int  # bytes of `text` as UTF-8
+    truncated: bool
+    messages_kept: int  # blocks present whole or in part
+
+
+def utf8_size(text: str) -> int:
+    return len(text.encode("utf-8"))
+
+
+def source_digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def prepare_blocks(messages: Iterable[tuple[str, str]]) -> list[SourceBlock]:
+    """User and assistant messages with text, redacted, role-label lines neutralised."""
+    blocks: list[SourceBlock] = []
+    for role, content in messages:
+        if role not in KEPT_ROLES:
+            continue
+        text = content.strip()
+        if not text:
+            continue
+        blocks.append(SourceBlock(role, _ROLE_LABEL_LINE.sub(" ", redact(text))))
+    return blocks
+
+
+def build_source(
+    messages: Iterable[tuple[str, str]], max_bytes: int = limits.SOURCE_MAX_BYTES
+) -> BuiltSource | None:
+    """The bounded redacted source of a turn's (role, content) messages; None when no user or
+    assistant message has text (reason `no_content`)."""
+    blocks = prepare_blocks(messages)
+    if not blocks:
+        return None
+    whole = BLOCK_SEPARATOR.join(block.render() for block in blocks)
+    truncated = utf8_size(whole) > max_bytes
+    if truncated:
+        text, kept = bound_blocks(blocks, max_bytes)
+        if contains_secret(text):  # a cut removed context a rule needed: redact again
+            text = keep_end(redact(text), max_bytes)
+    else:
+        text, kept = whole, len(blocks)
+    return BuiltSource(
+        text=text,
+        digest=source_digest(text),
+        size=utf8_size(text),
+        truncated=truncated,
+        messages_kept=kept,
+    )
+
+
+def bound_blocks(blocks: list[SourceBlock], max_bytes: int) -> tuple[str, int]:
+    """The first user message's start plus the newest messages, within `max_bytes`."""
+    rendered = [block.render() for block in blocks]
+    sizes = [utf8_size(text) for text in rendered]
+    first_user = next((i for i, block in enumerate(blocks) if block.role == "user"), None)
+    tail_start = 0 if first_user is None else first_user + 1
+    pieces: list[str] = []
+    used = 0
+    if first_user is not None:
+        later = sum(sizes[tail_start:]) + _SEPARATOR_BYTES * (len(blocks) - tail_start)
+        head_budget = min(max_bytes, max(FIRST_USER_HEAD_BYTES, max_bytes - later))
+        pieces.append(_cut_keeping_start(blocks[first_user], rendered[first_user], head_budget))
+        used = utf8_size(pieces[0])
+    newest: list[str] = []
+    for index in range(len(blocks) - 1, tail_start - 1, -1):
+        separator = _SEPARATOR_BYTES if (pieces or newest) else 0
+        room = max_bytes - used - separator
+        if sizes[index] <= room:
+            newest.append(rendered[index])
+            used += separator + sizes[index]
+            continue
+        partial = _cut_keeping_end(blocks[index], room)
+        if partial is not None:
+            newest.append(partial)
+        break
+    pieces.extend(reversed(newest))
+    return BLOCK_SEPARATOR.join(pieces), len(pieces)
+
+
+def _cut_keeping_start(block: SourceBlock, rendered: str, budget: int) -> str:
+    if utf8_size(rendered) <= budget:
+        return rendered
+    prefix = f"{block.role}: "
+    suffix = f" {CUT_MARK}"
+    return prefix + keep_start(block.content, budget - utf8_size(prefix) - len(suffix)) + suffix
+
+
+def _cut_keeping_end(block: SourceBlock, room: int) -> str | None:
+    prefix = f"{block.role}: {CUT_MARK} "
+    available = room - utf8_size(prefix)
+    if available <= 0:
+        return None
+    kept = keep_end(block.content, available)
+    return prefix + kept if kept else None
+
+
+def keep_start(text: str, max_bytes: int) -> str:
+    """The longest start of `text` within `max_bytes`, ending before whitespace when possible."""
+    encoded = text.encode("utf-8")
+    if len(encoded) <= max_bytes:
+        return text
+    piece = encoded[: max(max_bytes, 0)].decode("utf-8", "ignore")
+    if piece and not text[len(piece)].isspace():
+        window_start = max(0, len(piece) - WORD_SEARCH_CHARS)
+        for index in range(len(piece) - 1, window_start - 1, -1):
+            if piece[index].isspace():
+                piece = piece[:index]
+                break
+    return piece.rstrip()
+
+
+def keep_end(text: str, max_bytes: int) -> str:
+    """The longest end of `text` within `max_bytes`, starting after whitespace when possible."""
+    encoded = text.encode("utf-8")
+    if len(encoded) <= max_bytes:
+        return text
+    if max_bytes <= 0:
+        return ""
+    piece = encoded[-max_bytes:].decode("utf-8", "ignore")
+    cut = len(text) - len(piece)
+    if piece and not text[cut - 1].isspace():
+        for index in range(min(len(piece), WORD_SEARCH_CHARS)):
+            if piece[index].isspace():
+                piece = piece[index:]
+                break
+    return piece.lstrip()
+
+
+def derive_job_id(session_id: str, turn_id: str, digest: str) -> str:
+    """Jobs are idempotent by session, turn and redacted-source digest: the id is their hash,
+    so the same report finds the same job file, before or after a restart."""
+    key = msgspec.json.encode([session_id, turn_id, digest])
+    return "job_" + hashlib.sha256(key).hexdigest()[:32]

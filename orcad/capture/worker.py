@@ -1,0 +1,176 @@
+"""Built-in extraction workers (`extraction.workers` of them; 0 means none).
+
+Each worker loops: plan (schedule.plan through CaptureService.claim_pass), claim the oldest
+claimable job of a project whose auto memory is on now, call the provider under the overall
+`timeout_s` deadline while renewing the lease every lease_s / 3, then publish, fail or release
+as schedule.after_attempt says. When nothing is claimable it sleeps until the plan's wake time
+or until a job changes or a session opens. A transient job-store or lock failure makes the
+worker sleep `reschedule_s` and try again (spec: Capture and Recovery). On shutdown a held
+lease is released without using an attempt.
+"""
+
+from __future__ import annotations
+
+import math
+
+import structlog
+import trio
+
+from orcad.capture import leases, schedule
+from orcad.capture.records import JobRecord, Provenance
+from orcad.capture.service import CaptureService
+from orcad.errors import ExtractionRejected, LeaseLost, NotFound, StorageError
+from orcad.providers import Provider, ProviderError
+from orcad.providers.prompt import PROMPT_VERSION
+
+log = structlog.get_logger("orcad.capture.worker")
+
+RELEASE_GRACE_S = 10.0  # at shutdown, how long a worker may spend handing its lease back
+
+
+class WorkerPool:
+    def __init__(self, service: CaptureService, provider: Provider, workers: int) -> None:
+        self.service = service
+        self.provider = provider
+        self.workers = workers
+        self.running: set[str] = set()  # job ids held by this pool's workers
+
+    @property
+    def provenance(self) -> Provenance:
+        return Provenance(
+            provider=self.provider.name,
+            model=self.provider.model,
+            prompt_version=str(getattr(self.provider, "prompt_version", PROMPT_VERSION)),
+        )
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        async with trio.open_nursery() as nursery:
+            for number in range(self.workers):
+                nursery.start_soon(self.work, number)
+            task_status.started()
+
+    async def work(self, number: int) -> None:
+        service = self.service
+        owner = leases.builtin_owner(service.instance, number)
+        retry_at: float | None = None
+        while True:
+            changed = service.changed_event()
+            extraction = service.config.extraction
+            try:
+                found = await service.claim_pass(
+                    owner,
+                    extraction.lease_s,
+                    running=frozenset(self.running),
+                    retry_at=retry_at,
+                )
+            except StorageError as exc:
+                retry_at = self._reschedule(owner, exc)
+                continue
+            if found.job is not None:
+                retry_at = None
+                try:
+                    await self.attempt(owner, found.job)
+                except StorageError as exc:
+                    retry_at = self._reschedule(owner, exc)
+                continue
+            if retry_at is not None:
+                # rescheduled: wait the whole back-off out, whatever changes meanwhile
+                await trio.sleep(max(0.0, retry_at - service.clock.now()))
+                retry_at = None
+                continue
+            await self._sleep(changed, found.wake_at)
+
+    def _reschedule(self, owner: str, error: StorageError) -> float:
+        reschedule_s = self.service.config.extraction.reschedule_s
+        log.warning("worker.rescheduled", worker=owner, delay_s=reschedule_s, error=error.message)
+        self.service.report("job_store", error.message)
+        return schedule.reschedule_at(self.service.clock.now(), reschedule_s)
+
+    async def _sleep(self, changed: trio.Event, wake_at: float | None) -> None:
+        """Until something changes, or until `wake_at` (wall-clock seconds)."""
+        delay = math.inf if wake_at is None else max(0.0, wake_at - self.service.clock.now())
+        with trio.move_on_after(delay):
+            await changed.wait()
+
+    async def attempt(self, owner: str, job: JobRecord) -> None:
+        """One provider call for a leased job, then publish, fail, release or drop."""
+        assert job.lease is not None
+        token = job.lease.token
+        service = self.service
+        self.running.add(job.job_id)
+        service.busy_workers += 1
+        try:
+            end, output, retry_after = await self._extract(job, token)
+            action = schedule.after_attempt(end)
+            if action == "publish":
+                try:
+                    await service.publish(job.job_id, token, output, self.provenance)
+                except ExtractionRejected as exc:
+                    log.info("job.output_rejected", job_id=job.job_id, error=exc.message)
+            elif action == "fail":
+                await service.fail(job.job_id, token, output, retry_after)
+            elif action == "drop":
+                log.info("lease.lost", job_id=job.job_id, worker=owner, token=token)
+        except (LeaseLost, NotFound) as exc:
+            log.info("lease.lost", job_id=job.job_id, worker=owner, token=token, error=exc.message)
+        except StorageError:
+            await self._release_quietly(job.job_id, token)
+            raise
+        except trio.Cancelled:
+            with trio.CancelScope(shield=True), trio.move_on_after(RELEASE_GRACE_S):
+                await self._release_quietly(job.job_id, token)
+            raise
+        finally:
+            service.busy_workers -= 1
+            self.running.discard(job.job_id)
+
+    async def _release_quietly(self, job_id: str, token: int) -> None:
+        try:
+            await self.service.release(job_id, token)
+        except (LeaseLost, NotFound):
+            pass
+        except StorageError as exc:
+            log.warning("job.release_failed", job_id=job_id, error=exc.message)
+
+    async def _extract(
+        self, job: JobRecord, token: int
+    ) -> tuple[schedule.AttemptEnd, str, float | None]:
+        """Call the provider with the lease kept renewed; (how it ended, output or error
+        message, retry_after)."""
+        extraction = self.service.config.extraction
+        lost = trio.Event()
+        end: schedule.AttemptEnd = "timed_out"
+        text = f"provider gave no answer within timeout_s={extraction.timeout_s:g} s"
+        retry_after: float | None = None
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._keep_renewed, job.job_id, token, lost, nursery.cancel_scope)
+            deadline = trio.current_time() + extraction.timeout_s
+            with trio.move_on_at(deadline):
+                try:
+                    text = await self.provider.extract(job.source, deadline=deadline)
+                    end = "output"
+                except ProviderError as exc:
+                    end, text, retry_after = "provider_error", exc.message, exc.retry_after
+                except Exception as exc:  # a provider bug must not kill the worker
+                    log.exception("provider.crashed", job_id=job.job_id)
+                    end, text = "crashed", f"provider raised {type(exc).__name__}"
+            nursery.cancel_scope.cancel()
+        if lost.is_set():
+            return "lease_lost", "", None
+        return end, text, retry_after
+
+    async def _keep_renewed(
+        self, job_id: str, token: int, lost: trio.Event, provider_scope: trio.CancelScope
+    ) -> None:
+        """Renew every lease_s / 3 by the clock, whatever the provider is (not) sending."""
+        lease_s = self.service.config.extraction.lease_s
+        while True:
+            await trio.sleep(schedule.renew_interval(lease_s))
+            try:
+                await self.service.renew(job_id, token, lease_s)
+            except (LeaseLost, NotFound):
+                lost.set()
+                provider_scope.cancel()
+                return
+            except StorageError as exc:  # try again next tick; publish re-checks the lease
+                log.warning("lease.renew_failed", job_id=job_id, error=exc.message)
