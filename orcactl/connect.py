@@ -37,7 +37,7 @@ class CommandError(Exception):
 
 def socket_path(args: argparse.Namespace) -> str:
     if getattr(args, "socket", None):
-        return os.path.abspath(args.socket)
+        return os.path.abspath(str(args.socket))
     return str(resolve_paths().socket)
 
 

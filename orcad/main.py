@@ -42,7 +42,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         description="Per-user memory daemon for coding agents. Runs in the foreground; "
         "logs JSON lines to stderr; stops cleanly on SIGTERM or SIGINT.",
     )
-    parser.add_argument("--socket", help="socket path (default: $ORCA_SOCKET or <runtime dir>/orcad.sock)")
+    parser.add_argument(
+        "--socket", help="socket path (default: $ORCA_SOCKET or <runtime dir>/orcad.sock)"
+    )
     parser.add_argument("--version", action="version", version=f"orcad {__version__}")
     return parser.parse_args(argv)
 
@@ -92,7 +94,9 @@ async def serve(
                         await server.serve(listener, connections)
 
                 connections.start_soon(accept)
-                log.info("daemon.ready", socket=str(listening.path), pid=os.getpid(), version=__version__)
+                log.info(
+                    "daemon.ready", socket=str(listening.path), pid=os.getpid(), version=__version__
+                )
                 for hook in on_ready:
                     hook()
                 async for signum in signals:
