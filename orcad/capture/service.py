@@ -378,6 +378,8 @@ class CaptureService:
             job, duplicate, found = await trio.to_thread.run_sync(
                 self._locked_blocking, directory, work
             )
+            if job is not None and (not duplicate or job.job_id not in self._jobs):
+                self._index(job)  # counted before the next admission looks
         self._projects.add(project_id)
         self._ensured.add(project_id)
         if found is not None and found.problem is not None:
@@ -387,10 +389,7 @@ class CaptureService:
             return Admission(job_id=None, reason="backlog_full")
         if duplicate:
             log.info("job.duplicate", job_id=job.job_id, state=job.state)
-            if job.job_id not in self._jobs:
-                self._index(job)
         else:
-            self._index(job)
             log.info(
                 "job.admitted",
                 job_id=job.job_id,
@@ -423,8 +422,11 @@ class CaptureService:
                 write_job(directory, changed)
             return changed
 
-        changed = await self.run_locked(self._project_of(job_id), work)
-        self._index(changed)
+        project_id = self._project_of(job_id)
+        directory = self.project_dir(project_id)
+        async with self._project_locks[project_id]:
+            changed = await trio.to_thread.run_sync(self._locked_blocking, directory, work)
+            self._index(changed)  # before another task can take the project's turn
         return changed
 
     async def claim_pass(
@@ -576,8 +578,8 @@ class CaptureService:
             result, pruned, problems = await trio.to_thread.run_sync(
                 self._locked_blocking, directory, work
             )
-        self._unindex(pruned)
-        self._index(result.job)
+            self._unindex(pruned)
+            self._index(result.job)
         for problem in problems:
             self.report("projection_failed", problem)
         log.info(

@@ -72,6 +72,9 @@ class WorkerPool:
                     await self.attempt(owner, found.job)
                 except StorageError as exc:
                     retry_at = self._reschedule(owner, exc)
+                except Exception as exc:  # a bug must not stop the worker for good
+                    log.exception("worker.crashed", worker=owner, job_id=found.job.job_id)
+                    retry_at = self._reschedule(owner, StorageError(f"worker error: {exc!r}"))
                 continue
             if retry_at is not None:
                 # rescheduled: wait the whole back-off out, whatever changes meanwhile

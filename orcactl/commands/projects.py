@@ -1,0 +1,152 @@
+"""`orcactl projects`, `orcactl inspect [PATH]`, `orcactl jobs`, `orcactl forget ID`: what
+automatic memory holds per project, its extraction jobs, and revisioned forgetting."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Any
+
+from orcactl.connect import EXIT_OK, call, print_json
+from protocol.types import (
+    JobsListResult,
+    JobSummary,
+    LedgerForgetResult,
+    ProjectsInspectResult,
+    ProjectsListResult,
+)
+
+JOB_STATES = ("pending", "leased", "committed", "exhausted", "cancelled")
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    projects = subparsers.add_parser(
+        "projects", help="list projects with automatic memory (id, identity, candidates, jobs)"
+    )
+    projects.add_argument("--json", action="store_true", help="print the result as JSON")
+    projects.set_defaults(run=run_projects)
+
+    inspect = subparsers.add_parser(
+        "inspect", help="show a project's ledger, index state and jobs (default: this directory)"
+    )
+    inspect.add_argument("path", nargs="?", help="a directory inside the project (default: .)")
+    inspect.add_argument("--project", metavar="ID", help="a project id instead of a path")
+    inspect.add_argument("--json", action="store_true", help="print the result as JSON")
+    inspect.set_defaults(run=run_inspect)
+
+    jobs = subparsers.add_parser("jobs", help="list extraction jobs")
+    jobs.add_argument("--state", choices=JOB_STATES, help="only jobs in this state")
+    jobs.add_argument("--project", metavar="ID", help="only this project's jobs")
+    jobs.add_argument("--json", action="store_true", help="print the result as JSON")
+    jobs.set_defaults(run=run_jobs)
+
+    forget = subparsers.add_parser(
+        "forget",
+        help="remove one automatic-memory candidate (checked against the ledger revision)",
+    )
+    forget.add_argument("candidate_id", metavar="ID", help="a cand_... id shown by inspect")
+    forget.add_argument(
+        "--project", metavar="ID", help="the project id (default: this directory's)"
+    )
+    forget.add_argument("--cwd", help="a directory inside the project (default: .)")
+    forget.add_argument("--json", action="store_true", help="print the result as JSON")
+    forget.set_defaults(run=run_forget)
+
+
+def _project_params(project: str | None, path: str | None) -> dict[str, Any]:
+    if project:
+        return {"project_id": project}
+    return {"cwd": os.path.abspath(path or os.getcwd())}
+
+
+def run_projects(args: argparse.Namespace) -> int:
+    result: ProjectsListResult = call(args, "projects.list", {})
+    if args.json:
+        print_json(result)
+        return EXIT_OK
+    if not result.projects:
+        print("no projects with automatic memory yet")
+        return EXIT_OK
+    for project in result.projects:
+        flag = "  [project.json damaged]" if project.corrupt else ""
+        print(f"{project.id}{flag}")
+        print(f"  identity: {project.identity or '(unknown)'}")
+        print(f"  last cwd: {project.last_seen_cwd or '(unknown)'}")
+        print(f"  {project.candidates} candidates, {project.active_jobs} active jobs")
+    return EXIT_OK
+
+
+def _job_line(job: JobSummary) -> str:
+    error = f"  last error: {job.last_error}" if job.last_error else ""
+    return (
+        f"{job.job_id}  {job.state:<9}  attempts {job.attempts}  turn {job.turn_id}  "
+        f"updated {job.updated_at}{error}"
+    )
+
+
+def run_inspect(args: argparse.Namespace) -> int:
+    result: ProjectsInspectResult = call(
+        args, "projects.inspect", _project_params(args.project, args.path)
+    )
+    if args.json:
+        print_json(result)
+        return EXIT_OK
+    project, ledger = result.project, result.ledger
+    print(f"project   {project.id}")
+    print(f"identity  {project.identity or '(unknown)'}")
+    print(f"last cwd  {project.last_seen_cwd or '(unknown)'}")
+    print(f"directory {project.path}")
+    if project.corrupt:
+        print(f"WARNING   {project.problem}")
+    print(f"ledger    revision {ledger.revision}, {len(ledger.candidates)} candidates")
+    print(f"index     {result.index.state}")
+    for candidate in ledger.candidates:
+        print(f"  {candidate.id}  [{candidate.category}] {candidate.fact}")
+        print(
+            f"      {candidate.recorded_at}  session {candidate.session_id}  turn "
+            f"{candidate.turn_id}  via {candidate.provider}"
+            + (f"/{candidate.model}" if candidate.model else "")
+        )
+    print(f"jobs      {len(result.jobs)}")
+    for job in result.jobs:
+        print(f"  {_job_line(job)}")
+    return EXIT_OK
+
+
+def run_jobs(args: argparse.Namespace) -> int:
+    params: dict[str, Any] = {}
+    if args.state:
+        params["state"] = args.state
+    if args.project:
+        params["project_id"] = args.project
+    result: JobsListResult = call(args, "jobs.list", params)
+    if args.json:
+        print_json(result)
+        return EXIT_OK
+    if not result.jobs:
+        print("no jobs")
+    for job in result.jobs:
+        print(_job_line(job))
+    return EXIT_OK
+
+
+def run_forget(args: argparse.Namespace) -> int:
+    inspected: ProjectsInspectResult = call(
+        args, "projects.inspect", _project_params(args.project, args.cwd)
+    )
+    result: LedgerForgetResult = call(
+        args,
+        "ledger.forget",
+        {
+            "project_id": inspected.project.id,
+            "candidate_id": args.candidate_id,
+            "revision": inspected.ledger.revision,
+        },
+    )
+    if args.json:
+        print_json(result)
+    elif result.removed:
+        print(f"forgot {args.candidate_id}; ledger revision {result.revision}")
+    else:
+        print(f"{args.candidate_id} is not in the ledger (already forgotten); nothing changed")
+    return EXIT_OK
