@@ -318,3 +318,41 @@ def test_features_the_daemon_does_not_offer_are_skipped(
                 "fix": "",
             }
     assert os.path.exists(orca_env.socket)
+
+
+def test_running_daemon_reports_exhausted_jobs_and_broken_indexes(
+    orca_env: OrcaEnv, project_dir: Path, daemon_factory: list[DaemonProcess]
+) -> None:
+    """The same problems, found through the daemon's projects.* and jobs.list when it runs."""
+    written = ledger.Ledger(revision=2)
+    ledger.write_ledger(project_dir, written)
+    projections.index_path(project_dir).write_bytes(b"this is not a database" * 100)
+    exhausted = msgspec.structs.replace(
+        new_job(
+            job_id="job_" + "4" * 32,
+            project_id=PROJECT_ID,
+            session_id="s",
+            turn_id="t",
+            source="x",
+            source_digest="0" * 64,
+            source_bytes=1,
+            source_truncated=False,
+            now=time.time(),
+        ),
+        state="exhausted",
+        attempts=4,
+    )
+    jobstore.write_job(project_dir, exhausted)
+    process = DaemonProcess(orca_env)
+    daemon_factory.append(process)
+    process.start()
+    status, findings = doctor(orca_env)
+    assert status == 1
+    assert "pid" in next(f for f in findings if f["check"] == "socket")["detail"]
+    jobs = problems(findings, "jobs")
+    assert [f["detail"] for f in jobs] == [
+        f"job job_{'4' * 32} (project {PROJECT_ID}) gave up after 4 attempts"
+    ]
+    index = [f for f in findings if f["check"] == "index"]
+    assert len(index) == 1
+    assert index[0]["detail"] == f"project {PROJECT_ID}: index is corrupt"
