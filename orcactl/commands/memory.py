@@ -118,10 +118,8 @@ def run_search(args: argparse.Namespace) -> int:
 
 def _ask(summary: str) -> bool:
     print(summary)
-    try:
-        answer = input("Apply this change? [y/N] ")
-    except EOFError:
-        return False
+    print("Apply this change? [y/N] ", end="", flush=True)
+    answer = sys.stdin.readline()  # "" at end of input: no
     return answer.strip().lower() in ("y", "yes")
 
 

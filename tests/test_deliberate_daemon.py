@@ -1,0 +1,260 @@
+"""Deliberate memory in a real orcad process: socket, files, restarts, and orcactl."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import select
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from protocol.errors import RemoteError
+from tests.harness import DaemonProcess, OrcaEnv
+
+
+def mode_of(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def open_session(daemon: DaemonProcess, cwd: Path, **options: Any) -> dict[str, Any]:
+    cwd.mkdir(parents=True, exist_ok=True)
+    opened = daemon.call("session.open", {"cwd": str(cwd), **options})
+    return {"session_id": opened.session_id, "epoch": opened.epoch}
+
+
+def save(daemon: DaemonProcess, session: dict[str, Any], content: str, **extra: Any) -> Any:
+    params = {"action": "save", "content": content, "kind": "fact", "is_global": False, **extra}
+    return daemon.call("memory.manage", {**session, **params})
+
+
+def test_records_and_workspace_grants_survive_a_restart(
+    daemon: DaemonProcess, orca_env: OrcaEnv, tmp_path: Path
+) -> None:
+    writer = open_session(daemon, tmp_path / "ws", mode="yolo")
+    record = save(daemon, writer, "nightly builds run at 02:00 UTC").record
+    asker = open_session(daemon, tmp_path / "ws")
+    pending = save(daemon, asker, "builds publish to the internal index")
+    assert pending.outcome == "pending_approval"
+    approved = daemon.call(
+        "memory.approve",
+        {**asker, "approval_id": pending.approval_id, "decision": "allow_workspace"},
+    )
+    assert approved.outcome == "applied"
+
+    daemon.restart()
+    reader = open_session(daemon, tmp_path / "ws")
+    found = daemon.call("memory.search", {**reader, "query": "nightly"}).records
+    assert [r.id for r in found] == [record.id]
+    assert found[0].created_at == record.created_at
+    assert save(daemon, reader, "granted workspace, new daemon").outcome == "applied"
+    # A pending approval does not survive the restart.
+    with pytest.raises(RemoteError) as caught:
+        daemon.call(
+            "memory.approve", {**reader, "approval_id": pending.approval_id, "decision": "deny"}
+        )
+    assert caught.value.error.code == -32014
+
+
+def test_database_files_are_private_including_wal_and_shm(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    config_dir = tmp_path / "fresh" / "orcacode-config"
+    orca_env.extra_env["ORCA_CONFIG_DIR"] = str(config_dir)
+    daemon = DaemonProcess(orca_env)
+    daemon_factory.append(daemon)
+    daemon.start()
+    session = open_session(daemon, tmp_path / "ws", mode="yolo")
+    for i in range(5):
+        save(daemon, session, f"write number {i}")
+    database = config_dir / "memory.sqlite3"
+    assert database.exists()
+    for suffix in ("", "-wal", "-shm"):
+        sibling = database.with_name(database.name + suffix)
+        assert sibling.exists(), sibling
+        assert mode_of(sibling) == 0o600, (sibling, oct(mode_of(sibling)))
+    assert mode_of(config_dir) == 0o700
+    assert mode_of(config_dir.parent) == 0o700
+    assert daemon.call("daemon.status").deliberate_db == str(database)
+
+
+class XdgOnlyEnv(OrcaEnv):
+    @property
+    def env(self) -> dict[str, str]:
+        env = super().env
+        del env["ORCA_CONFIG_DIR"]
+        return env
+
+
+def test_database_defaults_to_xdg_config_home(tmp_path: Path) -> None:
+    (tmp_path / "xdg").mkdir()
+    orca = XdgOnlyEnv(tmp_path / "xdg")
+    daemon = DaemonProcess(orca)
+    try:
+        daemon.start()
+        expected = Path(orca.env["XDG_CONFIG_HOME"]) / "orcacode" / "memory.sqlite3"
+        assert daemon.call("daemon.status").deliberate_db == str(expected)
+        assert expected.exists()
+    finally:
+        daemon.kill()
+
+
+def test_a_corrupt_database_gives_storage_errors_not_tracebacks(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    orca_env.deliberate_db.write_bytes(b"this is not a database" * 100)
+    daemon = DaemonProcess(orca_env)
+    daemon_factory.append(daemon)
+    daemon.start()
+    session = open_session(daemon, tmp_path / "ws", mode="yolo")
+    with pytest.raises(RemoteError) as caught:
+        daemon.call("memory.search", {**session, "query": "anything"})
+    assert caught.value.error.code == -32017 and caught.value.kind == "storage"
+    assert "Traceback" not in caught.value.error.message
+    assert any(e.kind == "storage" for e in daemon.call("daemon.status").recent_errors)
+    assert daemon.call("daemon.ping").protocol == 1  # the rest of the daemon still serves
+
+
+# --- orcactl ----------------------------------------------------------------------------------
+
+
+def orcactl(orca_env: OrcaEnv, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "orcactl", "--no-start", "memory", *args, "--cwd", str(cwd)],
+        env=orca_env.env,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_orcactl_save_search_update_forget(
+    daemon: DaemonProcess, orca_env: OrcaEnv, tmp_path: Path
+) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    saved = orcactl(
+        orca_env,
+        "save",
+        "lint with ruff",
+        "--kind",
+        "workflow",
+        "--workspace",
+        "--yes",
+        "--json",
+        cwd=ws,
+    )
+    assert saved.returncode == 0, saved.stderr
+    record = json.loads(saved.stdout)["record"]
+    assert record["scope"] == "workspace" and record["kind"] == "workflow"
+
+    found = orcactl(orca_env, "search", "ruff", "--json", cwd=ws)
+    assert [r["id"] for r in json.loads(found.stdout)["records"]] == [record["id"]]
+    listed = orcactl(orca_env, "list", cwd=ws)
+    assert record["id"] in listed.stdout and "lint with ruff" in listed.stdout
+
+    updated = orcactl(orca_env, "update", record["id"], "lint with ruff and mypy", "--yes", cwd=ws)
+    assert updated.returncode == 0 and "Updated workspace memory" in updated.stdout
+    forgotten = orcactl(orca_env, "forget", record["id"], "--yes", cwd=ws)
+    assert forgotten.returncode == 0 and "Forgot" in forgotten.stdout
+    assert json.loads(orcactl(orca_env, "list", "--json", cwd=ws).stdout)["records"] == []
+
+    other = tmp_path / "other"
+    other.mkdir()
+    glob = orcactl(
+        orca_env,
+        "save",
+        "I like short answers",
+        "--kind",
+        "preference",
+        "--global",
+        "--yes",
+        cwd=ws,
+    )
+    assert glob.returncode == 0 and "global memory" in glob.stdout
+    assert "I like short answers" in orcactl(orca_env, "list", cwd=other).stdout
+
+
+def test_orcactl_off_a_terminal_without_yes_declines_with_exit_4(
+    daemon: DaemonProcess, orca_env: OrcaEnv, tmp_path: Path
+) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    declined = orcactl(orca_env, "save", "never stored", "--kind", "fact", "--workspace", cwd=ws)
+    assert declined.returncode == 4
+    assert "--yes" in declined.stderr
+    assert json.loads(orcactl(orca_env, "list", "--json", cwd=ws).stdout)["records"] == []
+
+
+def test_orcactl_reports_daemon_errors(
+    daemon: DaemonProcess, orca_env: OrcaEnv, tmp_path: Path
+) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    too_many = orcactl(orca_env, "search", "x", "--limit", "21", cwd=ws)
+    assert too_many.returncode == 1 and "limit" in too_many.stderr
+    assert "Traceback" not in too_many.stderr
+    unknown = orcactl(orca_env, "forget", "mem_" + "0" * 32, "--yes", cwd=ws)
+    assert unknown.returncode == 1 and "not_found" in unknown.stderr
+
+
+def run_on_terminal(orca_env: OrcaEnv, args: list[str], answer: bytes) -> tuple[int, str]:
+    """Run orcactl with a pseudo-terminal as stdin and stdout; answer the prompt."""
+    controller, terminal = pty.openpty()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "orcactl", "--no-start", "memory", *args],
+        env=orca_env.env,
+        stdin=terminal,
+        stdout=terminal,
+        stderr=subprocess.PIPE,
+    )
+    os.close(terminal)
+    output = b""
+    answered = False
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([controller], [], [], 1.0)
+        if ready:
+            try:
+                chunk = os.read(controller, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            output += chunk
+            if not answered and b"[y/N]" in output:
+                os.write(controller, answer)
+                answered = True
+        elif process.poll() is not None:
+            break
+    status = process.wait(timeout=30)
+    assert process.stderr is not None
+    errors = process.stderr.read()
+    process.stderr.close()
+    os.close(controller)
+    return status, output.decode(errors="replace") + errors.decode(errors="replace")
+
+
+@pytest.mark.parametrize(("answer", "status"), [(b"y\n", 0), (b"n\n", 4), (b"\n", 4)])
+def test_orcactl_asks_on_a_terminal(
+    daemon: DaemonProcess, orca_env: OrcaEnv, tmp_path: Path, answer: bytes, status: int
+) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    returned, output = run_on_terminal(
+        orca_env,
+        ["save", "asked on a terminal", "--kind", "fact", "--workspace", "--cwd", str(ws)],
+        answer,
+    )
+    assert "Approval needed to save workspace memory" in output
+    assert returned == status
+    records = json.loads(orcactl(orca_env, "list", "--json", cwd=ws).stdout)["records"]
+    assert len(records) == (1 if status == 0 else 0)
