@@ -1,0 +1,123 @@
+"""The deliberate store against real SQLite files: migrations, FTS sync, hostile search text."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from orcad.deliberate.store import (
+    SCHEMA_VERSION,
+    StoredRecord,
+    delete_record,
+    insert_record,
+    is_record_id,
+    migrate,
+    new_record_id,
+    open_database,
+    record_total,
+    search_records,
+    term_document_counts,
+    update_record,
+)
+from orcad.errors import StorageError
+from tests.test_query import HOSTILE_TEXT
+
+
+def record(content: str, workspace: str | None = "w1", at: float = 1.0) -> StoredRecord:
+    return StoredRecord(
+        id=new_record_id(),
+        kind="fact",
+        content=content,
+        workspace_id=workspace,
+        workspace_root="/src/w1",
+        created_at=at,
+        updated_at=at,
+    )
+
+
+@pytest.fixture
+def connection(tmp_path: Path) -> Iterator[sqlite3.Connection]:
+    conn = open_database(tmp_path / "memory.sqlite3")
+    yield conn
+    conn.close()
+
+
+def test_schema_is_versioned_and_reopening_is_a_no_op(tmp_path: Path) -> None:
+    path = tmp_path / "memory.sqlite3"
+    first = open_database(path)
+    insert_record(first, record("kept across opens"))
+    assert first.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    first.close()
+    again = open_database(path)
+    assert migrate(again) == SCHEMA_VERSION
+    assert [r.content for r in search_records(again, "w1", "kept", 8)] == ["kept across opens"]
+    assert again.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    again.close()
+
+
+def test_a_newer_schema_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "memory.sqlite3"
+    open_database(path).close()
+    raw = sqlite3.connect(path)
+    raw.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    raw.close()
+    with pytest.raises(StorageError, match="newer"):
+        open_database(path)
+
+
+def test_fts_index_follows_inserts_updates_and_deletes(connection: sqlite3.Connection) -> None:
+    stored = insert_record(connection, record("original wording"))
+    assert term_document_counts(connection, ["original"]) == {"original": 1}
+    assert update_record(connection, stored.id, "replacement wording", "decision", 2.0)
+    assert search_records(connection, "w1", "original", 8) == []
+    assert [r.id for r in search_records(connection, "w1", "replacement", 8)] == [stored.id]
+    assert delete_record(connection, stored.id)
+    assert search_records(connection, "w1", "replacement wording", 8) == []
+    assert term_document_counts(connection, ["wording"]) == {"wording": 0}
+    # Raises sqlite3.DatabaseError if the external-content index disagrees with the table.
+    connection.execute("INSERT INTO memories_fts (memories_fts) VALUES ('integrity-check')")
+    assert record_total(connection) == 0
+
+
+def test_record_total_and_stemmed_counts(connection: sqlite3.Connection) -> None:
+    for i in range(5):
+        insert_record(connection, record(f"service {i} deploys nightly"))
+    insert_record(connection, record("deploying by hand"))
+    assert record_total(connection) == 6
+    counts = term_document_counts(connection, ["deploying", "nightly", "absent"])
+    assert counts == {"deploying": 6, "nightly": 5, "absent": 0}
+
+
+def test_ids_are_random_128_bit_hex() -> None:
+    ids = {new_record_id() for _ in range(1000)}
+    assert len(ids) == 1000
+    assert all(is_record_id(i) for i in ids)
+    assert not is_record_id("mem_" + "A" * 32)
+    assert not is_record_id("mem_" + "0" * 31)
+
+
+def test_row_ids_do_not_appear_in_records(connection: sqlite3.Connection) -> None:
+    stored = insert_record(connection, record("a visible record"))
+    found = search_records(connection, "w1", "visible", 8)[0]
+    assert found == stored
+    assert "row_id" not in StoredRecord.__struct_fields__
+
+
+@settings(
+    max_examples=300,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(text=HOSTILE_TEXT)
+def test_hostile_search_text_never_breaks_the_store(
+    connection: sqlite3.Connection, text: str
+) -> None:
+    if record_total(connection) == 0:
+        insert_record(connection, record('json-rpc "quoted" AND config.toml NEAR(x) 🎉 café'))
+        insert_record(connection, record("global note", workspace=None))
+    results = search_records(connection, "w1", text, 20)
+    assert len(results) <= 20
