@@ -1,0 +1,265 @@
+"""Lease rules and scheduling as pure functions with an injected clock (no sleeping)."""
+
+from __future__ import annotations
+
+import pytest
+
+from orcad.capture import leases, schedule
+from orcad.capture.records import JobRecord, Provenance, PublishOutcome, new_job
+from orcad.capture.schedule import JobView, PoolState, plan, view_of
+from orcad.clock import parse_time
+from orcad.errors import LeaseLost
+
+T0 = 1_800_000_000.0
+LEASE = 60.0
+
+
+def job(job_id: str = "job_" + "a" * 32, created: float = T0) -> JobRecord:
+    return new_job(
+        job_id=job_id,
+        project_id="p" * 64,
+        session_id="ses_1",
+        turn_id="t1",
+        source="user: hello",
+        source_digest="d" * 64,
+        source_bytes=11,
+        source_truncated=False,
+        now=created,
+    )
+
+
+def claimed(record: JobRecord, now: float = T0, owner: str = "w1") -> JobRecord:
+    return leases.claim(record, now=now, owner=owner, lease_s=LEASE, max_retries=3)
+
+
+def token_of(record: JobRecord) -> int:
+    assert record.lease is not None
+    return record.lease.token
+
+
+def test_claim_issues_strictly_increasing_tokens() -> None:
+    first = claimed(job())
+    assert first.state == "leased" and token_of(first) == 1
+    released = leases.release(first, token=1, now=T0 + 1)
+    second = claimed(released, now=T0 + 2)
+    assert token_of(second) == 2
+    taken = claimed(second, now=T0 + 2 + LEASE, owner="w2")  # expired: taken over
+    assert token_of(taken) == 3
+    assert taken.fence == 3  # stored in the job file: survives restarts
+
+
+def test_a_held_lease_is_not_claimable_until_it_expires() -> None:
+    held = claimed(job())
+    assert not leases.is_claimable(held, T0 + LEASE - 0.001)
+    with pytest.raises(leases.NotClaimable):
+        claimed(held, now=T0 + 1, owner="w2")
+    assert leases.is_claimable(held, T0 + LEASE)
+
+
+def test_taking_over_an_expired_lease_counts_the_lost_attempt() -> None:
+    taken = claimed(claimed(job()), now=T0 + LEASE, owner="w2")
+    assert taken.attempts == 1
+    assert taken.errors[-1].worker == "w1"
+    assert "expired" in taken.errors[-1].message
+
+
+def test_expiry_of_the_last_allowed_attempt_exhausts_the_job() -> None:
+    record = job()
+    for attempt in range(3):
+        record = leases.fail(
+            claimed(record), token=record.fence + 1, now=T0, error="boom", max_retries=3
+        )
+        assert record.state == "pending" and record.attempts == attempt + 1
+    last = claimed(record)
+    after = leases.claim(last, now=T0 + LEASE, owner="w2", lease_s=LEASE, max_retries=3)
+    assert after.state == "exhausted" and after.attempts == 4 and after.lease is None
+
+
+@pytest.mark.parametrize("operation", ["renew", "release", "fail", "commit"])
+def test_stale_token_or_expired_lease_is_refused(operation: str) -> None:
+    first = claimed(job())
+    current = claimed(first, now=T0 + LEASE, owner="w2")  # token 2 now
+
+    def apply(record: JobRecord, token: int, now: float) -> JobRecord:
+        if operation == "renew":
+            return leases.renew(record, token=token, now=now, lease_s=LEASE)
+        if operation == "release":
+            return leases.release(record, token=token, now=now)
+        if operation == "fail":
+            return leases.fail(record, token=token, now=now, error="x", max_retries=3)
+        return leases.commit(
+            record,
+            token=token,
+            now=now,
+            provenance=Provenance(provider="p", model="m", prompt_version="v"),
+            outcome=PublishOutcome(added=0, duplicates=0, rejected=0),
+        )
+
+    with pytest.raises(LeaseLost):
+        apply(current, 1, T0 + LEASE + 1)  # the old holder's token
+    expires = parse_time(current.lease.expires_at)  # type: ignore[union-attr]
+    with pytest.raises(LeaseLost):
+        apply(current, 2, expires)  # right at expiry the lease is gone
+    assert apply(current, 2, expires - 0.01).job_id == current.job_id  # just before: fine
+
+
+def test_renew_extends_from_now() -> None:
+    held = claimed(job())
+    renewed = leases.renew(held, token=1, now=T0 + 20, lease_s=LEASE)
+    assert renewed.lease is not None
+    assert parse_time(renewed.lease.expires_at) == pytest.approx(T0 + 20 + LEASE, abs=0.002)
+    assert renewed.attempts == 0 and token_of(renewed) == 1
+
+
+def test_failures_are_retried_max_retries_times_then_exhausted() -> None:
+    record = job()
+    states = []
+    for _ in range(4):
+        record = claimed(record)
+        record = leases.fail(record, token=record.fence, now=T0, error="bad", max_retries=3)
+        states.append((record.state, record.attempts))
+    assert states == [("pending", 1), ("pending", 2), ("pending", 3), ("exhausted", 4)]
+
+
+def test_zero_retries_exhausts_on_the_first_failure() -> None:
+    record = leases.fail(claimed(job()), token=1, now=T0, error="bad", max_retries=0)
+    assert record.state == "exhausted" and record.attempts == 1
+
+
+def test_release_uses_no_attempt() -> None:
+    record = job()
+    for _ in range(10):
+        record = leases.release(claimed(record), token=record.fence + 1, now=T0)
+    assert record.state == "pending" and record.attempts == 0 and record.fence == 10
+
+
+def test_retry_after_is_honoured_and_capped() -> None:
+    failed = leases.fail(
+        claimed(job()), token=1, now=T0, error="429", max_retries=3, retry_after=30
+    )
+    assert not leases.is_claimable(failed, T0 + 29.9)
+    assert leases.is_claimable(failed, T0 + 30)
+    parked = leases.fail(
+        claimed(job()), token=1, now=T0, error="429", max_retries=3, retry_after=10**9
+    )
+    assert leases.is_claimable(parked, T0 + leases.RETRY_AFTER_MAX_S)
+
+
+def test_error_messages_are_redacted_and_bounded() -> None:
+    secret = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    failed = leases.fail(
+        claimed(job()), token=1, now=T0, error=f"auth {secret} " + "x" * 5000, max_retries=3
+    )
+    message = failed.errors[-1].message
+    assert secret not in message
+    assert len(message) <= leases.ERROR_MESSAGE_MAX_CHARS
+    many = job()
+    for _ in range(20):
+        many = leases.release(claimed(many), token=many.fence + 1, now=T0)
+        many = leases.fail(claimed(many), token=many.fence + 1, now=T0, error="e", max_retries=99)
+    assert len(many.errors) == leases.JOB_ERRORS_KEPT
+
+
+def test_only_a_previous_daemons_builtin_leases_are_recovered() -> None:
+    mine = claimed(job(), owner=leases.builtin_owner("now", 0))
+    theirs = claimed(job(), owner=leases.builtin_owner("before", 1))
+    external = claimed(job(), owner="my-external-worker")
+    assert not leases.held_by_previous_daemon(mine, "now")
+    assert leases.held_by_previous_daemon(theirs, "now")
+    assert not leases.held_by_previous_daemon(external, "now")
+    recovered = leases.recover(theirs, now=T0)
+    assert recovered.state == "pending" and recovered.attempts == 0 and recovered.fence == 1
+
+
+def test_commit_records_provenance_and_clears_the_lease() -> None:
+    done = leases.commit(
+        claimed(job()),
+        token=1,
+        now=T0 + 1,
+        provenance=Provenance(provider="heuristic", model="", prompt_version="v1"),
+        outcome=PublishOutcome(added=2, duplicates=1, rejected=0),
+    )
+    assert done.state == "committed" and done.lease is None and done.committed_at is not None
+    assert done.provenance is not None and done.provenance.provider == "heuristic"
+
+
+# --- scheduling -------------------------------------------------------------------------------
+
+
+def view(job_id: str, created: float, **changes: object) -> JobView:
+    base = view_of(job(job_id, created))
+    return JobView(**{**{f: getattr(base, f) for f in base.__struct_fields__}, **changes})  # type: ignore[arg-type]
+
+
+def test_plan_claims_oldest_first_and_skips_what_is_not_claimable() -> None:
+    jobs = (
+        view("job_" + "3" * 32, T0 + 3),
+        view("job_" + "1" * 32, T0 + 1),
+        view("job_" + "2" * 32, T0 + 2, state="leased", lease_expires=T0 + 100),
+        view("job_" + "4" * 32, T0 + 4, state="committed"),
+        view("job_" + "5" * 32, T0 + 5, not_before=T0 + 50),
+        view("job_" + "6" * 32, T0 + 6, project_id="q" * 64),
+        view("job_" + "7" * 32, T0 + 7),
+    )
+    result = plan(
+        T0 + 10,
+        PoolState(
+            jobs=jobs,
+            running=frozenset({"job_" + "7" * 32}),
+            skipped_projects=frozenset({"q" * 64}),
+        ),
+    )
+    assert [v.job_id[4] for v in result.claim] == ["1", "3"]
+    assert result.wake_at == T0 + 50  # the retry-after job becomes claimable first
+
+
+def test_plan_wakes_at_lease_expiry_and_claims_after_it() -> None:
+    jobs = (view("job_" + "2" * 32, T0, state="leased", lease_expires=T0 + 60),)
+    assert plan(T0, PoolState(jobs=jobs)) == schedule.Plan(claim=(), wake_at=T0 + 60)
+    assert [v.job_id for v in plan(T0 + 60, PoolState(jobs=jobs)).claim] == [jobs[0].job_id]
+
+
+def test_plan_waits_out_a_reschedule() -> None:
+    jobs = (view("job_" + "1" * 32, T0),)
+    retry = schedule.reschedule_at(T0, 30.0)
+    assert retry == T0 + 30.0
+    assert plan(T0 + 29, PoolState(jobs=jobs, retry_at=retry)) == schedule.Plan(
+        claim=(), wake_at=retry
+    )
+    assert len(plan(T0 + 30, PoolState(jobs=jobs, retry_at=retry)).claim) == 1
+
+
+def test_plan_with_nothing_to_do_sleeps_until_a_change() -> None:
+    assert plan(T0, PoolState(jobs=())) == schedule.Plan(claim=(), wake_at=None)
+
+
+def test_renewal_interval_is_a_third_of_the_lease() -> None:
+    assert schedule.renew_interval(60.0) == 20.0
+
+
+@pytest.mark.parametrize(
+    ("end", "action"),
+    [
+        ("output", "publish"),
+        ("provider_error", "fail"),
+        ("timed_out", "fail"),
+        ("crashed", "fail"),
+        ("cancelled", "release"),
+        ("lease_lost", "drop"),
+    ],
+)
+def test_after_attempt(end: schedule.AttemptEnd, action: str) -> None:
+    assert schedule.after_attempt(end) == action
+
+
+def test_only_committed_jobs_beyond_the_newest_128_are_pruned() -> None:
+    committed = [
+        view(f"job_{i:032x}", T0 + i, state="committed", committed_at=T0 + 1000 + i)
+        for i in range(130)
+    ]
+    others = [
+        view(f"job_{1000 + i:032x}", T0, state=s) for i, s in enumerate(("exhausted", "pending"))
+    ]
+    pruned = schedule.committed_jobs_to_prune([*others, *committed])
+    assert pruned == [committed[0].job_id, committed[1].job_id]
+    assert schedule.committed_jobs_to_prune(committed[:128]) == []
