@@ -59,6 +59,6 @@ def test_terminal_states_have_no_way_out() -> None:
 
 
 def test_only_pending_and_leased_count_against_the_backlog() -> None:
-    assert ACTIVE_STATES == {"pending", "leased"}
-    assert TERMINAL_STATES == {"committed", "exhausted", "cancelled"}
+    assert {"pending", "leased"} == ACTIVE_STATES
+    assert {"committed", "exhausted", "cancelled"} == TERMINAL_STATES
     assert "exhausted" not in ACTIVE_STATES  # spec: exhausted jobs no longer consume capacity
