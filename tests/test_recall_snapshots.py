@@ -97,7 +97,7 @@ async def test_snapshots_survive_a_new_store_on_the_same_database(tmp_path: Path
 
 async def test_the_writer_task_persists_in_the_background(tmp_path: Path) -> None:
     database = tmp_path / "state.sqlite3"
-    store = SnapshotStore(database)
+    store = SnapshotStore(database, write_delay_s=0)
     async with trio.open_nursery() as nursery:
         await nursery.start(store.run_writer)
         await store.get_or_take(("s", "t"), Taker())

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from orcad.explicit import read_bounded, remember_fact
+from orcad.explicit import append_fact, format_fact, read_bounded, remember_fact
 from orcad.limits import STARTUP_PROJECT_MAX_BYTES, STARTUP_USER_MAX_BYTES
 from orcad.recall.automatic import ProjectMemorySearch
 from orcad.recall.service import RecallService, SessionJobs, disabled_for_bare
@@ -34,11 +34,20 @@ class ExplicitFacts:
     async def remember(self, params: RememberParams) -> RememberResult:
         session = await self._daemon.sessions.require(params.session_id, params.epoch)
         disabled_for_bare(session, "remember")
+        capture = self._daemon.capture
         if params.scope == "user":
             path = self._daemon.paths.user_memory_file
+            size = await trio.to_thread.run_sync(remember_fact, path, params.text)
+        elif capture is not None and hasattr(capture, "run_locked"):
+            # memory.md is written under the project's lock, like the ledger beside it
+            line = format_fact(params.text)
+            path = self.project_file(session.project_id)
+            size = await capture.run_locked(
+                session.project_id, lambda directory: append_fact(path, line)
+            )
         else:
             path = self.project_file(session.project_id)
-        size = await trio.to_thread.run_sync(remember_fact, path, params.text)
+            size = await trio.to_thread.run_sync(remember_fact, path, params.text)
         return RememberResult(path=str(path), bytes=size)
 
     async def read_startup(self, session: Session) -> Startup:

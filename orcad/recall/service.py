@@ -14,7 +14,6 @@ from collections.abc import Sequence
 from typing import Protocol
 
 import structlog
-import trio
 
 from orcad.clock import Clock
 from orcad.errors import Disabled
@@ -99,31 +98,15 @@ class RecallService:
         """A fresh recall for the turn (no snapshot consulted)."""
         barrier = await self.wait_barrier(session)
         terms = derive_query_terms(params.prompt)
+        # One after the other: run side by side they only contend for the interpreter lock.
         automatic: list[AutomaticCandidate] = []
-        deliberate: list[DeliberateEntry] = []
-
-        async def search_automatic() -> None:
-            nonlocal automatic
+        if terms and session.auto_memory:
             automatic = await self.automatic.search(session.project_id, terms, AUTOMATIC_FETCH)
-
-        async def search_deliberate() -> None:
-            nonlocal deliberate
-            assert self.deliberate is not None
+        deliberate: list[DeliberateEntry] = []
+        if terms and self.deliberate is not None:
             deliberate = await self.deliberate.search(
                 session, params.prompt, terms, DELIBERATE_FETCH
             )
-
-        searches = []
-        if terms and session.auto_memory:
-            searches.append(search_automatic)
-        if terms and self.deliberate is not None:
-            searches.append(search_deliberate)
-        if len(searches) == 1:
-            await searches[0]()
-        elif searches:
-            async with trio.open_nursery() as nursery:
-                for search in searches:
-                    nursery.start_soon(search)
         now = self.clock.now()
         automatic_entries = cap_automatic(to_entry(candidate, now) for candidate in automatic)
         deliberate_entries = cap_deliberate(deliberate, now)

@@ -4,8 +4,8 @@ A provider continuation asks again for the same turn and must get the same entri
 memory changed meanwhile (spec: Recall). Snapshots live in a bounded LRU in memory and are
 written behind, in batches, to the `recall_snapshots` table of the daemon state database, so a
 continuation after a daemon restart still sees its snapshot. The write is off the request path:
-a snapshot taken just before a SIGKILL may be lost (the turn then gets a fresh recall); a clean
-shutdown flushes everything. The table keeps only the newest snapshots.
+a snapshot taken in the half second before a SIGKILL may be lost (that turn then gets a fresh
+recall); a clean shutdown flushes everything. The table keeps only the newest snapshots.
 
 Concurrent first recalls of one turn are coalesced: the second waits for the first's result.
 """
@@ -39,6 +39,10 @@ CREATE TABLE IF NOT EXISTS recall_snapshots (
 );
 """
 
+# The writer gathers snapshots for this long before one transaction writes them all, so that
+# persisting costs one commit per interval rather than one per recall.
+SNAPSHOT_WRITE_DELAY_S = 0.5
+
 _encoder = msgspec.json.Encoder()
 _decoder = msgspec.json.Decoder(RecallResult)
 
@@ -51,7 +55,9 @@ class SnapshotStore:
         database_path: Path | None,
         memory_capacity: int = RECALL_SNAPSHOTS_IN_MEMORY,
         persisted_capacity: int = RECALL_SNAPSHOTS_PERSISTED,
+        write_delay_s: float = SNAPSHOT_WRITE_DELAY_S,
     ) -> None:
+        self._write_delay_s = write_delay_s
         self._memory: collections.OrderedDict[SnapshotKey, RecallResult] = collections.OrderedDict()
         self._memory_capacity = memory_capacity
         self._persisted_capacity = persisted_capacity
@@ -140,6 +146,7 @@ class SnapshotStore:
         task_status.started()
         while True:
             await self._wake_writer.wait()
+            await trio.sleep(self._write_delay_s)
             self._wake_writer = trio.Event()
             await self.flush()
 

@@ -1,0 +1,351 @@
+"""Recall latency and throughput, next to floors measured in the same run on the same data.
+
+One real orcad on a throwaway home. The project ledger is full (128 candidates, FTS5 index
+published); the deliberate database is grown to 1k, 10k and 100k records (the evaluation facts
+plus generated records in this, other and global workspaces). For each size:
+
+- recall p50/p99 through the socket, every call a new turn (no snapshot reuse), prompts long
+  enough to give the full 12 query terms; interleaved with `daemon.ping` on the same connection;
+- in process, on the same files: the same planned queries recall runs (deliberate search with
+  term planning plus the project index search), and the naive plan (all 12 terms OR-ed, bm25);
+- hit@6 of the deliberate part on the evaluation prompts, through the daemon and with the
+  naive plan, so that planning is seen not to lose quality;
+- recall requests/s with 64 sessions on 64 connections at once, and the errors seen.
+
+    .venv/bin/python -m bench.recall [--sizes 1000,10000,100000] [--requests 400] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import random
+import sqlite3
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from bench.common import percentile, rss_mib
+from bench.eval_data import FACTS, PROMPTS
+from bench.eval_recall import load_automatic, score
+from orcad.capture import projections
+from orcad.deliberate.store import (
+    _SEARCH as SEARCH_SQL,  # the store's own ranking query, run here with the naive MATCH
+)
+from orcad.deliberate.store import (
+    DuplicateRecord,
+    StoredRecord,
+    insert_record,
+    new_record_id,
+    open_database,
+    search_records,
+)
+from orcad.query import derive_query_terms, match_expression
+from protocol.trio_client import open_client
+from tests.harness import DaemonProcess, OrcaEnv
+
+FETCH = 16  # what recall asks the deliberate search for (twice the record cap)
+INDEX_FETCH = 12
+
+# Words developers write in memory records; drawn with a Zipf-like skew, so a few of them
+# appear in a large share of records, as "test", "use" or "run" do in real notes.
+DOMAIN_WORDS = """
+test tests run use build deploy release project service api code file files config database
+data user users team check checks script make docker image branch commit review merge ci job
+jobs server client error errors log logs cache queue worker task update version package module
+function class type types local staging production env environment setting settings path port
+key keys table tables query index migration schema model models route routes request response
+token auth login session page component style format lint docs note notes always never prefer
+should must need first after before when only new old default main fix bug issue ticket time
+""".split()  # noqa: SIM905 - a word list reads better as text
+FILLERS = "the a to for with in on of and is are be by from".split()  # noqa: SIM905
+
+
+def pseudo_word(rng: random.Random) -> str:
+    syllables = ["ka", "lo", "mi", "ne", "ru", "sa", "ti", "vo", "ze", "pa", "qui", "dor", "len"]
+    return "".join(rng.choice(syllables) for _ in range(rng.randint(2, 4)))
+
+
+def generated_record(rng: random.Random, rare: list[str]) -> str:
+    words = [DOMAIN_WORDS[min(int(rng.paretovariate(1.1)) - 1, len(DOMAIN_WORDS) - 1)]
+             for _ in range(rng.randint(5, 9))]
+    words += [rng.choice(rare) for _ in range(rng.randint(2, 4))]
+    words += [rng.choice(FILLERS) for _ in range(rng.randint(2, 5))]
+    rng.shuffle(words)
+    return " ".join(words).capitalize() + "."
+
+
+def latency_prompts() -> list[str]:
+    """Runs of evaluation prompts: long user messages that give the full 12 terms."""
+    texts = [prompt for prompt, _wanted in PROMPTS]
+    prompts = [" ".join(texts[i : i + 4]) for i in range(len(texts) - 3)]
+    return [p for p in prompts if len(derive_query_terms(p)) == 12]
+
+
+class Populator:
+    """Grows the deliberate database with the store's own insert (daemon stopped)."""
+
+    def __init__(self, database: Path, workspace_id: str, workspace_root: str) -> None:
+        self.database = database
+        self.workspace_id = workspace_id
+        self.workspace_root = workspace_root
+        self.count = 0
+        self.rng = random.Random(20261130)
+        self.rare = [pseudo_word(self.rng) for _ in range(20000)]
+        self.eval_records: dict[str, str] = {}  # record id -> fact id
+
+    def grow_to(self, size: int) -> None:
+        connection = open_database(self.database)
+        connection.execute("PRAGMA synchronous = OFF")  # bulk load; the bench owns this copy
+        now = time.time()
+        try:
+            if not self.eval_records:
+                for fact_id, _category, kind, text in FACTS:
+                    record = self._record(kind, text, self.workspace_id, now - 86400)
+                    insert_record(connection, record)
+                    self.eval_records[record.id] = fact_id
+                    self.count += 1
+            while self.count < size:
+                draw = self.rng.random()
+                workspace = (
+                    self.workspace_id if draw < 0.5 else None if draw < 0.75 else "other-ws"
+                )
+                content = generated_record(self.rng, self.rare)
+                age = self.rng.uniform(0, 365 * 86400)
+                try:
+                    insert_record(connection, self._record("fact", content, workspace, now - age))
+                except DuplicateRecord:
+                    continue
+                self.count += 1
+        finally:
+            connection.close()
+
+    def _record(self, kind: str, content: str, workspace: str | None, at: float) -> StoredRecord:
+        return StoredRecord(
+            id=new_record_id(), kind=kind, content=content,  # type: ignore[arg-type]
+            workspace_id=workspace, workspace_root=self.workspace_root, created_at=at,
+            updated_at=at,
+        )
+
+
+def p50_p99(values: list[float]) -> tuple[float, float]:
+    return percentile(values, 0.5), percentile(values, 0.99)
+
+
+def timed(work: Callable[[], Any], repeat: int) -> list[float]:
+    samples = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        work()
+        samples.append(time.perf_counter() - started)
+    return samples
+
+
+def measure_socket(
+    daemon: DaemonProcess, cwd: str, prompts: list[str], requests: int
+) -> dict[str, Any]:
+    pings: list[float] = []
+    recalls: list[float] = []
+    with daemon.client() as client:
+        opened = client.call("session.open", {"cwd": cwd, "mode": "normal"})
+        ids = {"session_id": opened.session_id, "epoch": opened.epoch}
+        turns = itertools.count()
+        for number in range(requests + 50):  # the first 50 warm caches and connections
+            prompt = prompts[number % len(prompts)]
+            started = time.perf_counter()
+            client.call("daemon.ping")
+            middle = time.perf_counter()
+            client.call("recall", {**ids, "turn_id": f"b-{next(turns)}", "prompt": prompt})
+            ended = time.perf_counter()
+            if number >= 50:
+                pings.append(middle - started)
+                recalls.append(ended - middle)
+    return {"ping": p50_p99(pings), "recall": p50_p99(recalls)}
+
+
+def measure_in_process(
+    database: Path, project_dir: Path, workspace_id: str, prompts: list[str], repeat: int
+) -> dict[str, Any]:
+    connection = open_database(database)
+    try:
+        planned: list[float] = []
+        naive: list[float] = []
+        for number in range(repeat + 20):
+            prompt = prompts[number % len(prompts)]
+            terms = derive_query_terms(prompt)
+            started = time.perf_counter()
+            search_records(connection, workspace_id, prompt, FETCH)
+            projections.search_index(project_dir, terms, INDEX_FETCH)
+            middle = time.perf_counter()
+            _naive_search(connection, workspace_id, terms)
+            ended = time.perf_counter()
+            if number >= 20:
+                planned.append(middle - started)
+                naive.append(ended - middle)
+    finally:
+        connection.close()
+    return {"planned": p50_p99(planned), "naive": p50_p99(naive)}
+
+
+def _naive_search(connection: sqlite3.Connection, workspace_id: str, terms: list[str]) -> list[str]:
+    rows = connection.execute(
+        SEARCH_SQL, {"match": match_expression(terms), "workspace": workspace_id, "limit": FETCH}
+    ).fetchall()
+    return [str(row[0]) for row in rows]
+
+
+def quality(
+    daemon: DaemonProcess, cwd: str, database: Path, workspace_id: str, eval_records: dict[str, str]
+) -> dict[str, Any]:
+    expected = [wanted for _prompt, wanted in PROMPTS]
+    through_daemon = []
+    with daemon.client() as client:
+        opened = client.call("session.open", {"cwd": cwd, "mode": "normal"})
+        ids = {"session_id": opened.session_id, "epoch": opened.epoch}
+        for number, (prompt, _wanted) in enumerate(PROMPTS):
+            result = client.call("recall", {**ids, "turn_id": f"q-{number}", "prompt": prompt})
+            through_daemon.append([eval_records.get(r.id, r.id) for r in result.deliberate])
+    connection = open_database(database)
+    try:
+        naive = [
+            [eval_records.get(i, i) for i in
+             _naive_search(connection, workspace_id, derive_query_terms(prompt))]
+            for prompt, _wanted in PROMPTS
+        ]
+    finally:
+        connection.close()
+    return {"recall": score(through_daemon, expected), "naive": score(naive, expected)}
+
+
+async def concurrent_load(
+    socket: str, cwd: str, prompts: list[str], sessions: int, per_session: int
+) -> dict[str, Any]:
+    errors: list[str] = []
+    done = 0
+
+    async def one_session(number: int) -> None:
+        nonlocal done
+        try:
+            async with open_client(socket) as client:
+                opened = await client.call("session.open", {"cwd": cwd, "mode": "normal"})
+                ids = {"session_id": opened.session_id, "epoch": opened.epoch}
+                for turn in range(per_session):
+                    prompt = prompts[(number + turn) % len(prompts)]
+                    await client.call("recall", {**ids, "turn_id": f"c-{turn}", "prompt": prompt})
+                    done += 1
+        except Exception as exc:
+            errors.append(f"{type(exc).__name__}: {exc}")
+
+    started = time.perf_counter()
+    async with trio.open_nursery() as nursery:
+        for number in range(sessions):
+            nursery.start_soon(one_session, number)
+    elapsed = time.perf_counter() - started
+    return {"sessions": sessions, "recalls": done, "per_s": done / elapsed, "errors": errors}
+
+
+def run(sizes: list[int], requests: int, sessions: int, per_session: int,
+        progress: Callable[[str], None]) -> dict[str, Any]:
+    prompts = latency_prompts()
+    report: dict[str, Any] = {"sizes": [], "prompts": len(prompts)}
+    with tempfile.TemporaryDirectory(prefix="orcad-bench-recall-") as temp:
+        root = Path(temp)
+        orca = OrcaEnv(root)
+        orca.write_config("[extraction]\nworkers = 0\n")
+        workdir = root / "repo"
+        workdir.mkdir()
+        cwd = str(workdir)
+        daemon = DaemonProcess(orca).start()
+        opened = daemon.call("session.open", {"cwd": cwd})
+        project_dir = orca.memory_root / "projects" / opened.project.id
+        load_automatic(project_dir, time.time())
+        populator = Populator(orca.deliberate_db, opened.workspace.id, opened.workspace.root)
+        daemon.stop()
+        for size in sizes:
+            progress(f"growing the deliberate database to {size} records")
+            populator.grow_to(size)
+            daemon.start()
+            progress(f"measuring at {size} records")
+            socket_figures = measure_socket(daemon, cwd, prompts, requests)
+            local = measure_in_process(
+                orca.deliberate_db, project_dir, opened.workspace.id, prompts, requests
+            )
+            found = quality(
+                daemon, cwd, orca.deliberate_db, opened.workspace.id, populator.eval_records
+            )
+            load = trio.run(concurrent_load, str(orca.socket), cwd, prompts, sessions, per_session)
+            assert daemon.proc is not None
+            entry = {
+                "records": populator.count,
+                "ping": socket_figures["ping"],
+                "recall": socket_figures["recall"],
+                "in_process_planned": local["planned"],
+                "in_process_naive": local["naive"],
+                "floor": socket_figures["ping"][0] + local["planned"][0],
+                "hit@6": found,
+                "load": load,
+                "rss_mib": rss_mib(daemon.proc.pid),
+            }
+            entry["recall_over_floor"] = entry["recall"][0] / entry["floor"]
+            entry["recall_over_naive"] = entry["recall"][0] / entry["in_process_naive"][0]
+            report["sizes"].append(entry)
+            progress(format_entry(entry))
+            daemon.stop()
+    return report
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1e3:7.3f} ms"
+
+
+def format_entry(entry: dict[str, Any]) -> str:
+    load = entry["load"]
+    found = entry["hit@6"]
+    return "\n".join([
+        f"{entry['records']:>7} deliberate records, ledger of 128:",
+        f"  recall          p50 {ms(entry['recall'][0])}  p99 {ms(entry['recall'][1])}",
+        f"  daemon.ping     p50 {ms(entry['ping'][0])}  p99 {ms(entry['ping'][1])}",
+        f"  in-process, recall's plan   p50 {ms(entry['in_process_planned'][0])}"
+        f"  p99 {ms(entry['in_process_planned'][1])}",
+        f"  in-process, naive 12 terms  p50 {ms(entry['in_process_naive'][0])}"
+        f"  p99 {ms(entry['in_process_naive'][1])}",
+        f"  recall p50 / (ping + in-process plan) = {entry['recall_over_floor']:.2f}"
+        f"   (target <= 1.5)",
+        f"  recall p50 / naive in-process        = {entry['recall_over_naive']:.2f}"
+        f"   (target at 100k <= 0.25)",
+        f"  deliberate hit@6 on the evaluation prompts: recall {found['recall']['hit@6']:.3f}"
+        f" (MRR {found['recall']['mrr']:.3f}), naive plan {found['naive']['hit@6']:.3f}"
+        f" (MRR {found['naive']['mrr']:.3f})",
+        f"  {load['sessions']} concurrent sessions: {load['recalls']} recalls,"
+        f" {load['per_s']:.0f} recalls/s, {len(load['errors'])} errors",
+        f"  daemon RSS {entry['rss_mib']:.1f} MiB",
+    ])
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="1000,10000,100000")
+    parser.add_argument("--requests", type=int, default=400, help="timed recalls per size")
+    parser.add_argument("--sessions", type=int, default=64)
+    parser.add_argument("--per-session", type=int, default=20)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    sizes = [int(size) for size in args.sizes.split(",")]
+    report = run(sizes, args.requests, args.sessions, args.per_session,
+                 lambda line: print(line, file=sys.stderr, flush=True))
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        print(f"recall benchmark ({report['prompts']} distinct 12-term prompts)")
+        for entry in report["sizes"]:
+            print(format_entry(entry))
+
+
+if __name__ == "__main__":
+    main()
