@@ -86,6 +86,15 @@ class DeliberateRecall:
         return entries
 
 
+def active_job_count(daemon: Daemon) -> int:
+    """Queued and running extraction jobs of every session (0 without capture)."""
+    status = daemon.capture_status
+    if status is None:
+        return 0
+    counts = status.job_counts()
+    return counts.pending + counts.leased
+
+
 def install(daemon: Daemon) -> RecallService:
     snapshots = SnapshotStore(daemon.paths.state_db)
     jobs: SessionJobs | None = (
@@ -100,6 +109,7 @@ def install(daemon: Daemon) -> RecallService:
         ),
         deliberate=DeliberateRecall(daemon),
         jobs=jobs,
+        active_jobs=lambda: active_job_count(daemon),
     )
     explicit = ExplicitFacts(daemon)
     daemon.router.add("recall", service.recall)

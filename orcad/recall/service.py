@@ -10,7 +10,7 @@ same turn return that snapshot unchanged.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 import structlog
@@ -77,8 +77,10 @@ class RecallService:
         automatic: AutomaticSearch,
         deliberate: DeliberateSearch | None,
         jobs: SessionJobs | None,
+        active_jobs: Callable[[], int] = lambda: 0,
         barrier_s: float = RECALL_BARRIER_S,
     ) -> None:
+        self.active_jobs = active_jobs
         self.sessions = sessions
         self.clock = clock
         self.snapshots = snapshots
@@ -133,7 +135,9 @@ class RecallService:
     async def wait_barrier(self, session: Session) -> Barrier:
         if self.jobs is None or not session.auto_memory:
             return "none"
+        if self.active_jobs():  # only then can this session have something to wait for
+            log.info("recall.barrier_wait", session_id=session.session_id)
         barrier = await self.jobs.wait_session_jobs(session.session_id, self.barrier_s)
-        if barrier == "timed_out":
-            log.info("recall.barrier_timed_out", session_id=session.session_id)
+        if barrier != "none":
+            log.info("recall.barrier_done", session_id=session.session_id, barrier=barrier)
         return barrier
