@@ -211,7 +211,7 @@ class DeliberateMemory:
                 return self._denied(session, change, verdict.reason or "review refused", target)
         if decision.action == "ask":
             return self._ask(session, change, target)
-        return await self._apply(session, change)
+        return await self._apply(session, change, target)
 
     async def approve(self, params: MemoryApproveParams) -> MemoryManageResult:
         session = await self._session(params)
@@ -293,7 +293,10 @@ class DeliberateMemory:
             summary=f"Approval needed to {describe(session, change, target)}.",
         )
 
-    async def _apply(self, session: Session, change: PendingChange) -> MemoryManageResult:
+    async def _apply(
+        self, session: Session, change: PendingChange, known_target: StoredRecord | None = None
+    ) -> MemoryManageResult:
+        """Carry the change out; `known_target` was read in this same request (no re-read)."""
         now = self._clock.now()
         if change.action == "save":
             assert change.content is not None and change.kind is not None
@@ -315,12 +318,13 @@ class DeliberateMemory:
                 return self._duplicate(existing)
             verb = "Saved"
         else:
-            target = await self._target(session, change)
+            target = known_target or await self._target(session, change)
             assert target is not None
             if change.action == "forget":
-                if not await self.store.delete(target.id):
+                forgotten = await self.store.forget_visible(session.workspace_id, target.id)
+                if forgotten is None:
                     raise NotFound(f"memory record {target.id} was already forgotten")
-                record, verb = target, "Forgot"
+                record, verb = forgotten, "Forgot"
             else:
                 content = change.content if change.content is not None else target.content
                 kind = change.kind if change.kind is not None else target.kind

@@ -18,7 +18,13 @@ from typing import TypeVar
 import msgspec
 
 from orcad.errors import StorageError
-from orcad.query import FTS5_TOKENIZE, derive_query_terms, match_expression, plan_terms
+from orcad.query import (
+    FTS5_TOKENIZE,
+    POSTINGS_BUDGET,
+    derive_query_terms,
+    match_expression,
+    plan_terms,
+)
 from orcad.sqlite_worker import SQLiteWorker, connect_private
 from protocol.types import RecordKind
 
@@ -253,8 +259,11 @@ def planned_match(connection: sqlite3.Connection, text: str) -> str:
     terms = derive_query_terms(text)
     if not terms:
         return ""
+    total = record_total(connection)
+    if total <= POSTINGS_BUDGET:  # every term is cheap: counting would cost more than it saves
+        return match_expression(terms)
     counts = term_document_counts(connection, terms)
-    return match_expression(plan_terms(terms, counts, record_total(connection)))
+    return match_expression(plan_terms(terms, counts, total))
 
 
 def search_records(
@@ -342,6 +351,20 @@ def delete_record(connection: sqlite3.Connection, public_id: str) -> bool:
     return cursor.rowcount == 1
 
 
+def forget_visible_record(
+    connection: sqlite3.Connection, workspace_id: str, public_id: str
+) -> StoredRecord | None:
+    """Delete the record if this workspace can see it; the deleted record, else None."""
+    with connection:
+        row = connection.execute(
+            "DELETE FROM memories WHERE public_id = :id "
+            "AND (workspace_id = :workspace OR workspace_id IS NULL) RETURNING "
+            "public_id, kind, content, workspace_id, workspace_root, created_at, updated_at",
+            {"id": public_id, "workspace": workspace_id},
+        ).fetchone()
+    return _record(row) if row else None
+
+
 def has_workspace_grant(connection: sqlite3.Connection, workspace_id: str) -> bool:
     row = connection.execute(
         "SELECT 1 FROM workspace_grants WHERE workspace_id = ?", (workspace_id,)
@@ -410,6 +433,11 @@ class DeliberateStore:
 
     async def delete(self, public_id: str) -> bool:
         return await self._run(lambda c: delete_record(c, public_id), writes=True)
+
+    async def forget_visible(self, workspace_id: str, public_id: str) -> StoredRecord | None:
+        return await self._run(
+            lambda c: forget_visible_record(c, workspace_id, public_id), writes=True
+        )
 
     async def has_workspace_grant(self, workspace_id: str) -> bool:
         return await self._run(lambda c: has_workspace_grant(c, workspace_id))
