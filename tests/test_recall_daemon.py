@@ -260,10 +260,16 @@ def _breakers() -> dict[str, Any]:
     def garbage(path: Path) -> None:
         path.write_bytes(b"this is not a database\n" * 200)
 
-    return {"deleted": deleted, "truncated": truncated, "garbage": garbage}
+    def unreadable(path: Path) -> None:
+        path.unlink()
+        path.symlink_to(path.with_name("nowhere"))  # cannot be opened (root ignores file modes)
+
+    return {
+        "deleted": deleted, "truncated": truncated, "garbage": garbage, "unreadable": unreadable
+    }
 
 
-@pytest.mark.parametrize("breakage", ["deleted", "truncated", "garbage", "stale"])
+@pytest.mark.parametrize("breakage", ["deleted", "truncated", "garbage", "unreadable", "stale"])
 def test_a_broken_index_is_rebuilt_from_the_ledger(
     breakage: str, daemon: DaemonProcess, orca_env: OrcaEnv, workdir: Path
 ) -> None:
@@ -285,6 +291,7 @@ def test_a_broken_index_is_rebuilt_from_the_ledger(
     assert index_state(directory, read_ledger(directory)) != "current"
     assert set(texts(agent.recall("deploying"))) == expected
     assert index_state(directory, read_ledger(directory)) == "current"
+    assert index.is_file() and not index.is_symlink()
     assert not (directory / "index.sqlite3-wal").exists()
 
 
