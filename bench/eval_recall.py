@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import secrets
 import sys
 import tempfile
@@ -20,9 +21,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+if __package__ in (None, ""):  # run as `python bench/<name>.py`: make the repository importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
 from bench.eval_data import FACTS, PROMPTS
 from orcad.capture.ledger import Provenance, merge_job_candidates, read_ledger, write_ledger
 from orcad.capture.projections import publish_projections
+from orcad.log import configure_logging
 from orcad.query import derive_query_terms
 from orcad.recall.automatic import to_candidates
 from orcad.recall.select import rank_by_overlap
@@ -126,6 +131,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args(argv)
+    configure_logging(sys.stderr, level=logging.WARNING)  # in-process ledger writes stay quiet
     report = run(lambda line: print(line, file=sys.stderr))
     if args.json:
         print(json.dumps(report, indent=2))

@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import logging
 import random
 import sqlite3
 import sys
@@ -30,6 +31,9 @@ from pathlib import Path
 from typing import Any
 
 import trio
+
+if __package__ in (None, ""):  # run as `python bench/<name>.py`: make the repository importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import percentile, rss_mib
 from bench.eval_data import FACTS, PROMPTS
@@ -46,6 +50,7 @@ from orcad.deliberate.store import (
     open_database,
     search_records,
 )
+from orcad.log import configure_logging
 from orcad.query import derive_query_terms, match_expression
 from protocol.trio_client import open_client
 from tests.harness import DaemonProcess, OrcaEnv
@@ -336,6 +341,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--per-session", type=int, default=20)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
+    configure_logging(sys.stderr, level=logging.WARNING)  # in-process ledger writes stay quiet
     sizes = [int(size) for size in args.sizes.split(",")]
     report = run(sizes, args.requests, args.sessions, args.per_session,
                  lambda line: print(line, file=sys.stderr, flush=True))
