@@ -29,7 +29,7 @@ from orcad.deliberate.approvals import (
     SessionGrants,
     new_approval_id,
 )
-from orcad.deliberate.policy import decide
+from orcad.deliberate.policy import PolicyDecision, decide
 from orcad.deliberate.review import review_content
 from orcad.deliberate.store import (
     DeliberateStore,
@@ -185,20 +185,16 @@ class DeliberateMemory:
     async def manage(self, params: MemoryManageParams) -> MemoryManageResult:
         session = await self._session(params)
         change = validate_change(params)
+        if change.action == "forget":
+            # A forget the policy lets through needs no prior read: one worker call deletes it.
+            decision = await self._decide(session)
+            if decision.action in ("apply", "review"):  # the review always accepts a forget
+                return await self._apply(session, change)
         target = await self._target(session, change)
         refusal = await self._refusal(session, change, target)
         if refusal is not None:
             return refusal
-        granted = False
-        if session.mode == "normal" and session.interactive and not session.auto_approve:
-            granted = session.session_id in self.session_grants
-            granted = granted or await self.store.has_workspace_grant(session.workspace_id)
-        decision = decide(
-            mode=session.mode,
-            interactive=session.interactive,
-            auto_approve=session.auto_approve,
-            granted=granted,
-        )
+        decision = await self._decide(session)
         if decision.action == "deny":
             return self._denied(session, change, decision.reason or "denied", target)
         if decision.action == "review" and change.action != "forget":
@@ -212,6 +208,18 @@ class DeliberateMemory:
         if decision.action == "ask":
             return self._ask(session, change, target)
         return await self._apply(session, change, target)
+
+    async def _decide(self, session: Session) -> PolicyDecision:
+        granted = False
+        if session.mode == "normal" and session.interactive and not session.auto_approve:
+            granted = session.session_id in self.session_grants
+            granted = granted or await self.store.has_workspace_grant(session.workspace_id)
+        return decide(
+            mode=session.mode,
+            interactive=session.interactive,
+            auto_approve=session.auto_approve,
+            granted=granted,
+        )
 
     async def approve(self, params: MemoryApproveParams) -> MemoryManageResult:
         session = await self._session(params)
@@ -317,28 +325,30 @@ class DeliberateMemory:
                     raise
                 return self._duplicate(existing)
             verb = "Saved"
+        elif change.action == "forget":
+            record_id = change.record_id or ""
+            forgotten = None
+            if is_record_id(record_id):
+                forgotten = await self.store.forget_visible(session.workspace_id, record_id)
+            if forgotten is None:
+                raise NotFound(f"no memory record {record_id!r} is visible from this workspace")
+            record, verb = forgotten, "Forgot"
         else:
             target = known_target or await self._target(session, change)
             assert target is not None
-            if change.action == "forget":
-                forgotten = await self.store.forget_visible(session.workspace_id, target.id)
-                if forgotten is None:
-                    raise NotFound(f"memory record {target.id} was already forgotten")
-                record, verb = forgotten, "Forgot"
-            else:
-                content = change.content if change.content is not None else target.content
-                kind = change.kind if change.kind is not None else target.kind
-                try:
-                    updated = await self.store.update(target.id, content, kind, now)
-                except DuplicateRecord:
-                    existing = await self.store.same_content(target.workspace_id, content)
-                    if existing is None:
-                        raise
-                    return self._duplicate(existing)
-                if not updated:
-                    raise NotFound(f"memory record {target.id} was forgotten meanwhile")
-                record = msgspec.structs.replace(target, content=content, kind=kind, updated_at=now)
-                verb = "Updated"
+            content = change.content if change.content is not None else target.content
+            kind = change.kind if change.kind is not None else target.kind
+            try:
+                updated = await self.store.update(target.id, content, kind, now)
+            except DuplicateRecord:
+                existing = await self.store.same_content(target.workspace_id, content)
+                if existing is None:
+                    raise
+                return self._duplicate(existing)
+            if not updated:
+                raise NotFound(f"memory record {target.id} was forgotten meanwhile")
+            record = msgspec.structs.replace(target, content=content, kind=kind, updated_at=now)
+            verb = "Updated"
         log.info(
             "memory.applied", action=change.action, record_id=record.id, scope=scope_name(record)
         )
