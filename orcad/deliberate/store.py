@@ -230,23 +230,39 @@ def open_database(path: Path) -> sqlite3.Connection:
 # --- queries (each takes the connection; the store runs them off the event loop) --------------
 
 
+# Stems of query terms as the index tokenizer makes them; deterministic, so one cache serves all.
+_stem_cache: dict[str, tuple[str, ...]] = {}
+STEM_CACHE_MAX = 8192
+
+
+def stem_terms(connection: sqlite3.Connection, terms: list[str]) -> dict[str, tuple[str, ...]]:
+    """Each term's index tokens (usually one stem), from a scratch table with the same tokenizer."""
+    unknown = [term for term in terms if term not in _stem_cache]
+    if unknown:
+        connection.execute("DELETE FROM temp.query_terms")
+        connection.executemany(
+            "INSERT INTO temp.query_terms (rowid, term) VALUES (?, ?)", list(enumerate(unknown))
+        )
+        stems: dict[int, list[str]] = {}
+        for stem, index in connection.execute("SELECT term, doc FROM temp.query_terms_vocab"):
+            stems.setdefault(int(index), []).append(str(stem))
+        if len(_stem_cache) + len(unknown) > STEM_CACHE_MAX:
+            _stem_cache.clear()
+        for index, term in enumerate(unknown):
+            _stem_cache[term] = tuple(stems.get(index, ()))
+    return {term: _stem_cache[term] for term in terms}
+
+
 def term_document_counts(connection: sqlite3.Connection, terms: list[str]) -> dict[str, int]:
     """How many records contain each term, after the same stemming the index applies."""
-    connection.execute("DELETE FROM temp.query_terms")
-    connection.executemany(
-        "INSERT INTO temp.query_terms (rowid, term) VALUES (?, ?)", list(enumerate(terms))
-    )
-    stems: dict[int, list[str]] = {}
-    for stem, index in connection.execute("SELECT term, doc FROM temp.query_terms_vocab"):
-        stems.setdefault(int(index), []).append(str(stem))
+    stems = stem_terms(connection, terms)
     frequency: dict[str, int] = {}
     for stem in {stem for group in stems.values() for stem in group}:
         row = connection.execute("SELECT doc FROM memories_vocab WHERE term = ?", (stem,))
         found = row.fetchone()
         frequency[stem] = int(found[0]) if found else 0
     return {
-        term: min((frequency.get(stem, 0) for stem in stems.get(index, [])), default=0)
-        for index, term in enumerate(terms)
+        term: min((frequency.get(stem, 0) for stem in stems[term]), default=0) for term in terms
     }
 
 
