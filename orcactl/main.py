@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from orcactl.commands import daemon, doctor, memory, projects, recall, service
+from orcactl.commands import daemon, doctor, memory, projects, provider, recall, service
 from orcactl.connect import EXIT_ERROR, CommandError
 
-COMMAND_GROUPS = [daemon, service, recall, memory, doctor, projects]
+COMMAND_GROUPS = [daemon, recall, memory, projects, provider, service, doctor]
 
 EPILOG = """exit status: 0 success; 1 the daemon answered with an error; 2 bad usage;
 3 orcad is not running (and was not started); 4 a pending change was not approved.

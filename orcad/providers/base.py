@@ -21,6 +21,7 @@ class ProviderError(Exception):
 class Provider(Protocol):
     name: str  # "heuristic" | "openai" | "command"
     model: str  # the model name recorded in provenance ("" where none applies)
+    prompt_version: str  # the extractor prompt's version, recorded in provenance
 
     async def extract(self, source: str, *, deadline: float) -> str:
         """Return the raw extractor output for one redacted, bounded source.
