@@ -102,28 +102,28 @@ class WorkerPool:
         service = self.service
         self.running.add(job.job_id)
         service.busy_workers += 1
+        settled = False  # the lease was published, failed, released or lost
         try:
             end, output, retry_after = await self._extract(job, token)
             action = schedule.after_attempt(end)
-            if action == "publish":
-                try:
-                    await service.publish(job.job_id, token, output, self.provenance)
-                except ExtractionRejected as exc:
-                    log.info("job.output_rejected", job_id=job.job_id, error=exc.message)
-            elif action == "fail":
-                await service.fail(job.job_id, token, output, retry_after)
-            elif action == "drop":
-                log.info("lease.lost", job_id=job.job_id, worker=owner, token=token)
-        except (LeaseLost, NotFound) as exc:
-            log.info("lease.lost", job_id=job.job_id, worker=owner, token=token, error=exc.message)
-        except StorageError:
-            await self._release_quietly(job.job_id, token)
-            raise
-        except trio.Cancelled:
-            with trio.CancelScope(shield=True), trio.move_on_after(RELEASE_GRACE_S):
-                await self._release_quietly(job.job_id, token)
-            raise
+            try:
+                if action == "publish":
+                    try:
+                        await service.publish(job.job_id, token, output, self.provenance)
+                    except ExtractionRejected as exc:
+                        log.info("job.output_rejected", job_id=job.job_id, error=exc.message)
+                elif action == "fail":
+                    await service.fail(job.job_id, token, output, retry_after)
+                elif action == "drop":
+                    log.info("lease.lost", job_id=job.job_id, worker=owner, token=token)
+            except (LeaseLost, NotFound) as exc:
+                log.info("lease.lost", job_id=job.job_id, worker=owner, error=exc.message)
+            settled = True
         finally:
+            # cancelled (shutdown) or a store failure: hand the lease back, using no attempt
+            if not settled:
+                with trio.CancelScope(shield=True), trio.move_on_after(RELEASE_GRACE_S):
+                    await self._release_quietly(job.job_id, token)
             service.busy_workers -= 1
             self.running.discard(job.job_id)
 

@@ -1,0 +1,546 @@
+"""turn.completed and the jobs.* lease engine against a real daemon: each rule at its boundary."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import filelock
+import pytest
+
+from orcad import limits
+from protocol.errors import RemoteError
+from tests.external_worker import fact_output, job_file, read_job_file, turn_params, wait_for
+from tests.harness import DaemonProcess, OrcaEnv
+
+
+def start(orca_env: OrcaEnv, factory: list[DaemonProcess], config: str = "") -> DaemonProcess:
+    orca_env.write_config(config)
+    process = DaemonProcess(orca_env)
+    factory.append(process)
+    return process.start()
+
+
+def project_dir(tmp_path: Path, name: str = "project") -> Path:
+    path = tmp_path / name
+    path.mkdir(exist_ok=True)
+    return Path(os.path.realpath(path))
+
+
+def remote_error(daemon: DaemonProcess, method: str, params: dict[str, Any]) -> RemoteError:
+    with pytest.raises(RemoteError) as caught:
+        daemon.call(method, params)
+    return caught.value
+
+
+NO_WORKERS = "[extraction]\nworkers = 0\n"
+
+
+# --- eligibility over the wire ------------------------------------------------------------------
+
+
+def test_ineligible_turns_create_no_job(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    daemon = start(orca_env, daemon_factory, NO_WORKERS)
+    cwd = str(project_dir(tmp_path))
+    session = daemon.call("session.open", {"cwd": cwd})
+    cases = [
+        ({"root": False}, "not_root"),
+        ({"subagent": True}, "subagent"),
+        ({"outcome": "failed"}, "failed"),
+        ({"outcome": "cancelled"}, "cancelled"),
+        ({"verifier": "failed"}, "verifier_failed"),
+        ({"transcript_committed": False}, "transcript_not_committed"),
+        (
+            {
+                "messages": [
+                    {"role": "system", "content": "be helpful"},
+                    {"role": "tool", "content": "$ make\nok"},
+                    {"role": "user", "content": "   "},
+                ]
+            },
+            "no_content",
+        ),
+    ]
+    for changes, reason in cases:
+        result = daemon.call("turn.completed", turn_params(session, "t", "We use pnpm.", **changes))
+        assert (result.eligible, result.reason, result.job_id) == (False, reason, None)
+    for options, reason in [
+        ({"bare": True}, "bare"),
+        ({"history": "disabled"}, "history_disabled"),
+    ]:
+        other = daemon.call("session.open", {"cwd": cwd, **options})
+        result = daemon.call("turn.completed", turn_params(other, "t", "We use pnpm."))
+        assert (result.eligible, result.reason) == (False, reason)
+    assert daemon.call("jobs.list", {}).jobs == []
+    ok = daemon.call("turn.completed", turn_params(session, "t", "We use pnpm.", verifier="none"))
+    assert ok.eligible and ok.reason is None and ok.job_id.startswith("job_")
+
+
+def test_auto_memory_off_captures_nothing_and_writes_no_file(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    daemon = start(orca_env, daemon_factory, "auto_memory = false\n")
+    session = daemon.call("session.open", {"cwd": str(project_dir(tmp_path))})
+    assert session.auto_memory is False
+    result = daemon.call("turn.completed", turn_params(session, "t1", "We use pnpm."))
+    assert (result.eligible, result.reason) == (False, "auto_memory_disabled")
+    assert not (orca_env.memory_root / "projects").exists()
+
+
+def test_same_session_turn_and_source_is_one_job(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    daemon = start(orca_env, daemon_factory, NO_WORKERS)
+    session = daemon.call("session.open", {"cwd": str(project_dir(tmp_path))})
+    first = daemon.call("turn.completed", turn_params(session, "t1", "We use pnpm."))
+    again = daemon.call("turn.completed", turn_params(session, "t1", "We use pnpm."))
+    assert (first.duplicate, again.duplicate) == (False, True)
+    assert again.job_id == first.job_id
+    other_text = daemon.call("turn.completed", turn_params(session, "t1", "We use yarn."))
+    other_turn = daemon.call("turn.completed", turn_params(session, "t2", "We use pnpm."))
+    assert len({first.job_id, other_text.job_id, other_turn.job_id}) == 3
+    # system and tool messages are not part of the source, so they do not make a new job
+    with_tool = turn_params(session, "t1", "We use pnpm.")
+    with_tool["messages"].insert(0, {"role": "tool", "content": "noise"})
+    assert daemon.call("turn.completed", with_tool).job_id == first.job_id
+    daemon.restart()
+    after = daemon.call("turn.completed", turn_params(session, "t1", "We use pnpm."))
+    assert (after.job_id, after.duplicate) == (first.job_id, True)
+
+
+def test_the_source_bound_is_32_kib_of_utf8(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    daemon = start(orca_env, daemon_factory, NO_WORKERS)
+    session = daemon.call("session.open", {"cwd": str(project_dir(tmp_path))})
+    exact = "é" * ((limits.SOURCE_MAX_BYTES - len("user: ")) // 2)  # 2 bytes each
+    assert len(("user: " + exact).encode()) == limits.SOURCE_MAX_BYTES
+    params = turn_params(session, "exact")
+    params["messages"] = [{"role": "user", "content": exact}]
+    whole = daemon.call("turn.completed", params)
+    params = turn_params(session, "over")
+    params["messages"] = [{"role": "user", "content": exact + "x"}]
+    over = daemon.call("turn.completed", params)
+    claims = {}
+    for _ in range(2):
+        claimed = daemon.call("jobs.claim", {"worker": "reader"})
+        claims[claimed.job.job_id] = claimed.job.source
+    assert claims[whole.job_id] == "user: " + exact
+    cut = claims[over.job_id]
+    assert len(cut.encode()) <= limits.SOURCE_MAX_BYTES
+    assert cut.startswith("user: éé") and cut.endswith("[...]")
+    project_id = session.project.id
+    assert (
+        read_job_file(orca_env.memory_root, project_id, whole.job_id)["source_truncated"] is False
+    )
+    assert read_job_file(orca_env.memory_root, project_id, over.job_id)["source_truncated"] is True
+
+
+def test_secrets_never_reach_the_job_file(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    daemon = start(orca_env, daemon_factory, NO_WORKERS)
+    session = daemon.call("session.open", {"cwd": str(project_dir(tmp_path))})
+    secret = "ghp_" + "Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2Ji1Hg0FeDcBa"
+    result = daemon.call("turn.completed", turn_params(session, "t1", f"my token is {secret}"))
+    text = job_file(orca_env.memory_root, session.project.id, result.job_id).read_text()
+    assert secret not in text
+    assert "[REDACTED:" in json.loads(text)["source"]
+
+
+# --- limits -------------------------------------------------------------------------------------
+
+
+def test_at_most_64_active_jobs_and_exhausted_ones_do_not_count(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    daemon = start(orca_env, daemon_factory, "[extraction]\nworkers = 0\nmax_retries = 0\n")
+    session = daemon.call("session.open", {"cwd": str(project_dir(tmp_path))})
+    with daemon.client() as client:
+        results = [
+            client.call("turn.completed", turn_params(session, f"t{i}", f"fact {i}"))
+            for i in range(limits.ACTIVE_JOBS_PER_PROJECT)
+        ]
+        assert all(result.eligible for result in results)
+        refused = client.call("turn.completed", turn_params(session, "t64", "fact 64"))
+        assert (refused.eligible, refused.reason, refused.job_id) == (False, "backlog_full", None)
+        # a report already admitted is still recognised
+        again = client.call("turn.completed", turn_params(session, "t0", "fact 0"))
+        assert (again.job_id, again.duplicate) == (results[0].job_id, True)
+        # a leased job is still active
+        claimed = client.call("jobs.claim", {"worker": "w"})
+        full = client.call("turn.completed", turn_params(session, "t64", "fact 64"))
+        assert full.reason == "backlog_full"
+        failed = client.call(
+            "jobs.fail", {"job_id": claimed.job.job_id, "token": claimed.lease.token, "error": "x"}
+        )
+        assert failed.state == "exhausted"
+        admitted = client.call("turn.completed", turn_params(session, "t64", "fact 64"))
+        assert admitted.eligible and admitted.reason is None
+        assert client.call("turn.completed", turn_params(session, "t65", "x")).reason == (
+            "backlog_full"
+        )
+    # another project has its own allowance
+    other = daemon.call("session.open", {"cwd": str(project_dir(tmp_path, "other"))})
+    assert daemon.call("turn.completed", turn_params(other, "t0", "fact")).eligible
+
+
+def test_the_newest_128_committed_jobs_are_kept(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    daemon = start(orca_env, daemon_factory)  # built-in heuristic workers
+    session = daemon.call("session.open", {"cwd": str(project_dir(tmp_path))})
+    total = limits.COMMITTED_JOBS_KEPT + 2
+    job_ids: list[str] = []
+    with daemon.client() as client:
+        for i in range(total):
+            result = client.call("turn.completed", turn_params(session, f"t{i}", f"Hi {i}."))
+            job_ids.append(result.job_id)
+            # one at a time, so that commit order is admission order
+            wait_for(
+                lambda: (
+                    client.call("daemon.status").jobs.pending == 0
+                    and client.call("daemon.status").jobs.leased == 0
+                ),
+                timeout=20,
+                interval=0.005,
+            )
+    jobs_dir = orca_env.memory_root / "projects" / session.project.id / "jobs"
+    files = sorted(path.stem for path in jobs_dir.glob("job_*.json"))
+    assert len(files) == limits.COMMITTED_JOBS_KEPT
+    assert set(files) == set(job_ids[2:])
+    listed = daemon.call("jobs.list", {"state": "committed"}).jobs
+    assert {job.job_id for job in listed} == set(job_ids[2:])
+
+
+# --- the lease engine through jobs.* -------------------------------------------------------------
+
+
+def test_failures_are_retried_three_times_then_the_job_is_exhausted(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    daemon = start(orca_env, daemon_factory, NO_WORKERS)  # default max_retries = 3
+    session = daemon.call("session.open", {"cwd": str(project_dir(tmp_path))})
+    job_id = daemon.call("turn.completed", turn_params(session, "t1")).job_id
+    for _ in range(3):  # cancellations use no attempt
+        claimed = daemon.call("jobs.claim", {"worker": "w"})
+        assert claimed.job.attempt == 1
+        released = daemon.call("jobs.release", {"job_id": job_id, "token": claimed.lease.token})
+        assert released.state == "pending"
+    outcomes = []
+    for _ in range(limits.DEFAULT_MAX_RETRIES + 1):
+        claimed = daemon.call("jobs.claim", {"worker": "w"})
+        failed = daemon.call(
+            "jobs.fail", {"job_id": job_id, "token": claimed.lease.token, "error": "no luck"}
+        )
+        outcomes.append((claimed.job.attempt, failed.state, failed.attempts))
+    assert outcomes == [
+        (1, "pending", 1),
+        (2, "pending", 2),
+        (3, "pending", 3),
+        (4, "exhausted", 4),
+    ]
+    assert daemon.call("jobs.claim", {"worker": "w"}).job is None
+    listed = daemon.call("jobs.list", {"state": "exhausted"}).jobs
+    assert [(job.job_id, job.last_error) for job in listed] == [(job_id, "no luck")]
+
+
+def test_malformed_output_is_a_failed_attempt_that_releases_the_lease(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    daemon = start(orca_env, daemon_factory, NO_WORKERS)
+    session = daemon.call("session.open", {"cwd": str(project_dir(tmp_path))})
+    job_id = daemon.call("turn.completed", turn_params(session, "t1")).job_id
+    claimed = daemon.call("jobs.claim", {"worker": "w"})
+    publish = {
+        "job_id": job_id,
+        "token": claimed.lease.token,
+        "output": "",  # empty is never a zero-candidate success
+        "provider": "x",
+        "model": "y",
+    }
+    error = remote_error(daemon, "jobs.publish", publish)
+    assert (error.code, error.kind) == (-32012, "extraction_rejected")
+    job = read_job_file(orca_env.memory_root, session.project.id, job_id)
+    assert (job["state"], job["attempts"], job["lease"]) == ("pending", 1, None)
+    # the token is no longer current, so even good output is refused now
+    error = remote_error(daemon, "jobs.publish", {**publish, "output": "NOTHING"})
+    assert (error.code, error.kind) == (-32011, "lease_lost")
+    again = daemon.call("jobs.claim", {"worker": "w"})
+    done = daemon.call(
+        "jobs.publish", {**publish, "token": again.lease.token, "output": fact_output("A fact.")}
+    )
+    assert (done.state, done.added) == ("committed", 1)
+
+
+def test_a_stale_token_changes_nothing(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    daemon = start(orca_env, daemon_factory, NO_WORKERS)
+    session = daemon.call("session.open", {"cwd": str(project_dir(tmp_path))})
+    job_id = daemon.call("turn.completed", turn_params(session, "t1")).job_id
+    claimed = daemon.call("jobs.claim", {"worker": "w", "lease_s": 60})
+    path = job_file(orca_env.memory_root, session.project.id, job_id)
+    before = path.read_bytes()
+    stale = claimed.lease.token + 1
+    calls = [
+        ("jobs.renew", {"job_id": job_id, "token": stale}),
+        ("jobs.fail", {"job_id": job_id, "token": stale, "error": "x"}),
+        ("jobs.release", {"job_id": job_id, "token": stale}),
+        (
+            "jobs.publish",
+            {"job_id": job_id, "token": stale, "output": "NOTHING", "provider": "p", "model": ""},
+        ),
+    ]
+    for method, params in calls:
+        error = remote_error(daemon, method, params)
+        assert (error.code, error.kind) == (-32011, "lease_lost"), method
+    assert path.read_bytes() == before
+    unknown = remote_error(daemon, "jobs.renew", {"job_id": "job_" + "0" * 32, "token": 1})
+    assert unknown.kind == "not_found"
+    reserved = remote_error(daemon, "jobs.claim", {"worker": "orcad:x:w0"})
+    assert reserved.kind == "invalid_params"
+
+
+def test_after_a_restart_a_job_is_retried_from_its_stored_source(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    daemon = start(orca_env, daemon_factory, NO_WORKERS)
+    session = daemon.call("session.open", {"cwd": str(project_dir(tmp_path))})
+    job_id = daemon.call("turn.completed", turn_params(session, "t1", "We use pnpm.")).job_id
+    daemon.stop()
+    path = job_file(orca_env.memory_root, session.project.id, job_id)
+    stored = json.loads(path.read_text())
+    assert stored["source"] == "user: We use pnpm.\n\nassistant: Understood."
+    # prove the source comes from the file, not from anything re-derived
+    stored["source"] = "user: Stored text, exactly."
+    path.write_text(json.dumps(stored))
+    daemon.start()
+    claimed = daemon.call("jobs.claim", {"worker": "w"})
+    assert (claimed.job.job_id, claimed.job.source) == (job_id, "user: Stored text, exactly.")
+
+
+# --- built-in workers ---------------------------------------------------------------------------
+
+SLOW_PROVIDER = """import sys, time
+sys.stdin.read()
+time.sleep(float(sys.argv[1]))
+print(sys.argv[2] if len(sys.argv) > 2 else "NOTHING", flush=True)
+"""
+
+
+def slow_provider_config(tmp_path: Path, seconds: float, **extraction: Any) -> str:
+    script = tmp_path / "slow_provider.py"
+    script.write_text(SLOW_PROVIDER)
+    lines = ["[extraction]", 'provider = "command"', "workers = 1"]
+    lines += [f"{key} = {value}" for key, value in extraction.items()]
+    lines += [
+        "[extraction.command]",
+        f"argv = {json.dumps([sys.executable, str(script), str(seconds)])}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def test_the_lease_is_renewed_while_the_provider_is_silent(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    daemon = start(orca_env, daemon_factory, slow_provider_config(tmp_path, 3.0, lease_s=1.0))
+    session = daemon.call("session.open", {"cwd": str(project_dir(tmp_path))})
+    job_id = daemon.call("turn.completed", turn_params(session, "t1")).job_id
+    project_id = session.project.id
+    first = wait_for(lambda: read_job_file(orca_env.memory_root, project_id, job_id)["lease"])
+    expiries = {first["expires_at"]}
+    while read_job_file(orca_env.memory_root, project_id, job_id)["state"] == "leased":
+        lease = read_job_file(orca_env.memory_root, project_id, job_id)["lease"]
+        if lease:
+            expiries.add(lease["expires_at"])
+        assert daemon.call("jobs.claim", {"worker": "thief"}).job is None  # never expired
+    job = read_job_file(orca_env.memory_root, project_id, job_id)
+    assert (job["state"], job["attempts"], job["fence"]) == ("committed", 0, 1)
+    assert len(expiries) >= 5  # ~3 s of silence, renewed every ~0.33 s
+
+
+def test_sigterm_releases_held_leases_without_using_an_attempt(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    daemon = start(orca_env, daemon_factory, slow_provider_config(tmp_path, 60.0))
+    session = daemon.call("session.open", {"cwd": str(project_dir(tmp_path))})
+    job_id = daemon.call("turn.completed", turn_params(session, "t1")).job_id
+    wait_for(lambda: daemon.call("daemon.status").workers.busy == 1)
+    assert daemon.stop() == 0
+    job = read_job_file(orca_env.memory_root, session.project.id, job_id)
+    assert (job["state"], job["attempts"], job["lease"], job["fence"]) == ("pending", 0, None, 1)
+
+
+def test_a_provider_past_timeout_s_is_a_failed_attempt(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    config = slow_provider_config(tmp_path, 30.0, timeout_s=0.5, max_retries=0)
+    daemon = start(orca_env, daemon_factory, config)
+    session = daemon.call("session.open", {"cwd": str(project_dir(tmp_path))})
+    job_id = daemon.call("turn.completed", turn_params(session, "t1")).job_id
+    job = wait_for(
+        lambda: (
+            (j := read_job_file(orca_env.memory_root, session.project.id, job_id))["state"]
+            == "exhausted"
+            and j
+        )
+    )
+    assert job["attempts"] == 1
+    assert "timeout_s" in job["errors"][0]["message"]
+
+
+def test_workers_follow_the_projects_current_switch(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    quiet = project_dir(tmp_path, "quiet")
+    loud = project_dir(tmp_path, "loud")
+    (quiet / ".orca").mkdir()
+    switch = quiet / ".orca" / "config.toml"
+    switch.write_text("auto_memory = true\n")
+    daemon = start(orca_env, daemon_factory, f"trusted_projects = [{json.dumps(str(quiet))}]\n")
+    quiet_session = daemon.call("session.open", {"cwd": str(quiet)})
+    assert quiet_session.auto_memory
+    switch.write_text("auto_memory = false\n")  # the open session keeps its snapshot
+    held = daemon.call("turn.completed", turn_params(quiet_session, "t1", "We use pnpm."))
+    assert held.eligible
+    loud_session = daemon.call("session.open", {"cwd": str(loud)})
+    done = daemon.call("turn.completed", turn_params(loud_session, "t1", "We use yarn."))
+    wait_for(
+        lambda: (
+            [
+                j.state
+                for j in daemon.call("jobs.list", {"project_id": loud_session.project.id}).jobs
+            ]
+            == ["committed"]
+        )
+    )
+    # the older job of the switched-off project was passed over and left as it was
+    quiet_jobs = daemon.call("jobs.list", {"project_id": quiet_session.project.id}).jobs
+    assert [(j.job_id, j.state, j.attempts) for j in quiet_jobs] == [(held.job_id, "pending", 0)]
+    assert done.job_id != held.job_id
+    # switched on again, the job is picked up when a session opens for the project
+    switch.write_text("auto_memory = true\n")
+    daemon.call("session.open", {"cwd": str(quiet)})
+    wait_for(
+        lambda: (
+            daemon.call("jobs.list", {"project_id": quiet_session.project.id}).jobs[0].state
+            == "committed"
+        )
+    )
+
+
+# --- project.json, privacy, status, orcactl ------------------------------------------------------
+
+
+def test_project_json_records_identity_and_last_cwd(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    daemon = start(orca_env, daemon_factory, NO_WORKERS)
+    root = project_dir(tmp_path)
+    sub = root / "src"
+    sub.mkdir()
+    session = daemon.call("session.open", {"cwd": str(sub)})
+    record = json.loads(
+        (orca_env.memory_root / "projects" / session.project.id / "project.json").read_text()
+    )
+    assert record["project_id"] == session.project.id
+    assert record["project_identity"] == session.project.identity
+    assert record["last_seen_cwd"] == str(sub)
+    listed = daemon.call("projects.list", {}).projects
+    assert [(p.id, p.last_seen_cwd, p.corrupt) for p in listed] == [
+        (session.project.id, str(sub), False)
+    ]
+
+
+def test_a_corrupt_project_json_is_preserved_and_reported(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    daemon = start(orca_env, daemon_factory, NO_WORKERS)
+    cwd = str(project_dir(tmp_path))
+    session = daemon.call("session.open", {"cwd": cwd})
+    path = orca_env.memory_root / "projects" / session.project.id / "project.json"
+    path.write_bytes(b'{"project_id": "truncated')
+    again = daemon.call("session.open", {"cwd": cwd})
+    assert path.read_bytes() == b'{"project_id": "truncated'
+    # capture goes on: job files do not depend on project.json
+    assert daemon.call("turn.completed", turn_params(again, "t1")).eligible
+    assert path.read_bytes() == b'{"project_id": "truncated'
+    errors = daemon.call("daemon.status").recent_errors
+    assert [e.kind for e in errors].count("project_metadata_corrupt") == 1
+    inspected = daemon.call("projects.inspect", {"cwd": cwd})
+    assert inspected.project.corrupt and "project.json" in inspected.project.problem
+    assert daemon.call("projects.list", {}).projects[0].corrupt
+
+
+def test_project_json_is_reread_after_the_lock_is_taken(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    daemon = start(orca_env, daemon_factory, NO_WORKERS)
+    cwd = project_dir(tmp_path)
+    first = daemon.call("session.open", {"cwd": str(cwd)})
+    directory = orca_env.memory_root / "projects" / first.project.id
+    lock = filelock.FileLock(directory / ".lock", thread_local=False)
+    lock.acquire()
+    opened: list[Any] = []
+    opener = threading.Thread(
+        target=lambda: opened.append(daemon.call("session.open", {"cwd": str(cwd)}))
+    )
+    try:
+        opener.start()
+        # the second open is logged, then its hook waits for the project lock held here
+        wait_for(
+            lambda: [e.get("event") for e in daemon.log_events()].count("session.opened") == 2,
+            timeout=10,
+        )
+        (directory / "project.json").write_bytes(b"damaged while waiting")
+    finally:
+        lock.release()
+    opener.join(timeout=20)
+    assert opened, "session.open did not finish"
+    assert (directory / "project.json").read_bytes() == b"damaged while waiting"
+    assert "project_metadata_corrupt" in [
+        e.kind for e in daemon.call("daemon.status").recent_errors
+    ]
+
+
+def test_memory_files_are_private(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    daemon = start(orca_env, daemon_factory)
+    session = daemon.call("session.open", {"cwd": str(project_dir(tmp_path))})
+    job_id = daemon.call("turn.completed", turn_params(session, "t1", "We use pnpm.")).job_id
+    wait_for(lambda: daemon.call("jobs.list", {}).jobs[0].state == "committed")
+    assert job_id
+    seen = 0
+    for directory, _dirs, files in os.walk(orca_env.memory_root / "projects"):
+        assert stat.S_IMODE(os.stat(directory).st_mode) == 0o700, directory
+        for name in files:
+            assert stat.S_IMODE(os.stat(Path(directory) / name).st_mode) == 0o600, name
+            seen += 1
+    assert seen >= 5  # project.json, candidates.jsonl, auto-memory.md, index, job file
+
+
+def test_status_counts_jobs_projects_and_workers(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    daemon = start(orca_env, daemon_factory, NO_WORKERS)
+    for name in ("a", "b"):
+        session = daemon.call("session.open", {"cwd": str(project_dir(tmp_path, name))})
+        daemon.call("turn.completed", turn_params(session, "t1"))
+        daemon.call("turn.completed", turn_params(session, "t2"))
+    daemon.call("jobs.claim", {"worker": "w"})
+    status = daemon.call("daemon.status")
+    assert (status.jobs.pending, status.jobs.leased, status.jobs.committed) == (3, 1, 0)
+    assert status.projects == 2
+    assert (status.workers.configured, status.workers.busy) == (0, 0)
+    daemon.restart()
+    status = daemon.call("daemon.status")
+    assert (status.jobs.pending, status.jobs.leased, status.projects) == (3, 1, 2)
