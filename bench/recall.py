@@ -4,10 +4,12 @@ One real orcad on a throwaway home. The project ledger is full (128 candidates, 
 published); the deliberate database is grown to 1k, 10k and 100k records (the evaluation facts
 plus generated records in this, other and global workspaces). For each size:
 
-- recall p50/p99 through the socket, every call a new turn (no snapshot reuse), prompts long
-  enough to give the full 12 query terms; interleaved with `daemon.ping` on the same connection;
-- in process, on the same files: the same planned queries recall runs (deliberate search with
-  term planning plus the project index search), and the naive plan (all 12 terms OR-ed, bm25);
+- in one interleaved loop, so that all figures see the same machine load: recall p50/p99
+  through the socket, every call a new turn, prompts long enough to give the full 12 query
+  terms; the same turn asked again (its snapshot: the payload without any search);
+  `daemon.ping` on the same connection; and in process, on the same files, the planned queries
+  recall runs (deliberate search with term planning plus the project index search) and the
+  naive plan (all 12 terms OR-ed, ranked by bm25);
 - hit@6 of the deliberate part on the evaluation prompts, through the daemon and with the
   naive plan, so that planning is seen not to lose quality;
 - recall requests/s with 64 sessions on 64 connections at once, and the errors seen.
@@ -18,7 +20,6 @@ plus generated records in this, other and global workspaces). For each size:
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import logging
 import random
@@ -152,50 +153,43 @@ def timed(work: Callable[[], Any], repeat: int) -> list[float]:
     return samples
 
 
-def measure_socket(
-    daemon: DaemonProcess, cwd: str, prompts: list[str], requests: int
+def measure(
+    daemon: DaemonProcess, cwd: str, *, database: Path, project_dir: Path, workspace_id: str,
+    prompts: list[str], requests: int,
 ) -> dict[str, Any]:
-    pings: list[float] = []
-    recalls: list[float] = []
-    with daemon.client() as client:
-        opened = client.call("session.open", {"cwd": cwd, "mode": "normal"})
-        ids = {"session_id": opened.session_id, "epoch": opened.epoch}
-        turns = itertools.count()
-        for number in range(requests + 50):  # the first 50 warm caches and connections
-            prompt = prompts[number % len(prompts)]
-            started = time.perf_counter()
-            client.call("daemon.ping")
-            middle = time.perf_counter()
-            client.call("recall", {**ids, "turn_id": f"b-{next(turns)}", "prompt": prompt})
-            ended = time.perf_counter()
-            if number >= 50:
-                pings.append(middle - started)
-                recalls.append(ended - middle)
-    return {"ping": p50_p99(pings), "recall": p50_p99(recalls)}
-
-
-def measure_in_process(
-    database: Path, project_dir: Path, workspace_id: str, prompts: list[str], repeat: int
-) -> dict[str, Any]:
+    """One loop, interleaved, so that every figure sees the same machine load:
+    ping, recall of a new turn, recall of that turn again (its snapshot: the same payload
+    with no search), recall's plan in process, the naive plan in process."""
+    samples: dict[str, list[float]] = {
+        "ping": [], "recall": [], "snapshot": [], "planned": [], "naive": []
+    }
     connection = open_database(database)
     try:
-        planned: list[float] = []
-        naive: list[float] = []
-        for number in range(repeat + 20):
-            prompt = prompts[number % len(prompts)]
-            terms = derive_query_terms(prompt)
-            started = time.perf_counter()
-            search_records(connection, workspace_id, prompt, FETCH)
-            projections.search_index(project_dir, terms, INDEX_FETCH)
-            middle = time.perf_counter()
-            _naive_search(connection, workspace_id, terms)
-            ended = time.perf_counter()
-            if number >= 20:
-                planned.append(middle - started)
-                naive.append(ended - middle)
+        with daemon.client() as client:
+            opened = client.call("session.open", {"cwd": cwd, "mode": "normal"})
+            ids = {"session_id": opened.session_id, "epoch": opened.epoch}
+            for number in range(requests + 50):  # the first 50 warm caches and connections
+                prompt = prompts[number % len(prompts)]
+                terms = derive_query_terms(prompt)
+                recall = {**ids, "turn_id": f"b-{number}", "prompt": prompt}
+                steps: list[tuple[str, Callable[[], Any]]] = [
+                    ("ping", lambda: client.call("daemon.ping")),
+                    ("recall", lambda: client.call("recall", recall)),  # noqa: B023
+                    ("snapshot", lambda: client.call("recall", recall)),  # noqa: B023
+                    ("planned", lambda: (
+                        search_records(connection, workspace_id, prompt, FETCH),  # noqa: B023
+                        projections.search_index(project_dir, terms, INDEX_FETCH),  # noqa: B023
+                    )),
+                    ("naive", lambda: _naive_search(connection, workspace_id, terms)),  # noqa: B023
+                ]
+                for name, work in steps:
+                    started = time.perf_counter()
+                    work()
+                    if number >= 50:
+                        samples[name].append(time.perf_counter() - started)
     finally:
         connection.close()
-    return {"planned": p50_p99(planned), "naive": p50_p99(naive)}
+    return {name: p50_p99(values) for name, values in samples.items()}
 
 
 def _naive_search(connection: sqlite3.Connection, workspace_id: str, terms: list[str]) -> list[str]:
@@ -277,9 +271,9 @@ def run(sizes: list[int], requests: int, sessions: int, per_session: int,
             populator.grow_to(size)
             daemon.start()
             progress(f"measuring at {size} records")
-            socket_figures = measure_socket(daemon, cwd, prompts, requests)
-            local = measure_in_process(
-                orca.deliberate_db, project_dir, opened.workspace.id, prompts, requests
+            figures = measure(
+                daemon, cwd, database=orca.deliberate_db, project_dir=project_dir,
+                workspace_id=opened.workspace.id, prompts=prompts, requests=requests,
             )
             found = quality(
                 daemon, cwd, orca.deliberate_db, opened.workspace.id, populator.eval_records
@@ -288,11 +282,12 @@ def run(sizes: list[int], requests: int, sessions: int, per_session: int,
             assert daemon.proc is not None
             entry = {
                 "records": populator.count,
-                "ping": socket_figures["ping"],
-                "recall": socket_figures["recall"],
-                "in_process_planned": local["planned"],
-                "in_process_naive": local["naive"],
-                "floor": socket_figures["ping"][0] + local["planned"][0],
+                "ping": figures["ping"],
+                "recall": figures["recall"],
+                "recall_snapshot": figures["snapshot"],
+                "in_process_planned": figures["planned"],
+                "in_process_naive": figures["naive"],
+                "floor": figures["ping"][0] + figures["planned"][0],
                 "hit@6": found,
                 "load": load,
                 "rss_mib": rss_mib(daemon.proc.pid),
@@ -315,6 +310,8 @@ def format_entry(entry: dict[str, Any]) -> str:
     return "\n".join([
         f"{entry['records']:>7} deliberate records, ledger of 128:",
         f"  recall          p50 {ms(entry['recall'][0])}  p99 {ms(entry['recall'][1])}",
+        f"  same turn again p50 {ms(entry['recall_snapshot'][0])}"
+        f"  p99 {ms(entry['recall_snapshot'][1])}  (snapshot: payload without search)",
         f"  daemon.ping     p50 {ms(entry['ping'][0])}  p99 {ms(entry['ping'][1])}",
         f"  in-process, recall's plan   p50 {ms(entry['in_process_planned'][0])}"
         f"  p99 {ms(entry['in_process_planned'][1])}",
