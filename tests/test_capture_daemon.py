@@ -14,6 +14,7 @@ import filelock
 import pytest
 
 from orcad import limits
+from orcad.clock import parse_time
 from protocol.errors import RemoteError
 from tests.external_worker import fact_output, job_file, read_job_file, turn_params, wait_for
 from tests.harness import DaemonProcess, OrcaEnv
@@ -544,3 +545,54 @@ def test_status_counts_jobs_projects_and_workers(
     daemon.restart()
     status = daemon.call("daemon.status")
     assert (status.jobs.pending, status.jobs.leased, status.projects) == (3, 1, 2)
+
+
+GATED_PROVIDER = """import os, sys, time
+sys.stdin.read()
+while not os.path.exists(sys.argv[1]):
+    time.sleep(0.01)
+print("NOTHING", flush=True)
+"""
+
+
+@pytest.mark.slow
+def test_a_lock_failure_reschedules_the_worker_after_reschedule_s(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    script = tmp_path / "gated_provider.py"
+    script.write_text(GATED_PROVIDER)
+    gate = tmp_path / "gate"
+    argv = json.dumps([sys.executable, str(script), str(gate)])
+    config = (
+        '[extraction]\nprovider = "command"\nworkers = 1\nlease_s = 1.5\nreschedule_s = 2.0\n'
+        f"[extraction.command]\nargv = {argv}\n"
+    )
+    daemon = start(orca_env, daemon_factory, config)
+    session = daemon.call("session.open", {"cwd": str(project_dir(tmp_path))})
+    job_id = daemon.call("turn.completed", turn_params(session, "t1")).job_id
+    wait_for(lambda: daemon.call("daemon.status").workers.busy == 1)
+    lock = filelock.FileLock(
+        orca_env.memory_root / "projects" / session.project.id / ".lock", thread_local=False
+    )
+    with lock:
+        gate.touch()  # the provider answers; publishing now needs the lock held here
+        rescheduled = wait_for(
+            lambda: [e for e in daemon.log_events() if e.get("event") == "worker.rescheduled"],
+            timeout=30,
+        )
+    assert rescheduled[0]["delay_s"] == 2.0
+    job = wait_for(
+        lambda: (
+            (j := read_job_file(orca_env.memory_root, session.project.id, job_id))["state"]
+            == "committed"
+            and j
+        ),
+        timeout=30,
+    )
+    # nobody opened a session or reported a turn: the worker came back on its own, and not
+    # before reschedule_s had passed
+    claims = [e for e in daemon.log_events() if e.get("event") == "job.claimed"]
+    assert len(claims) == 2
+    assert parse_time(claims[1]["timestamp"]) - parse_time(rescheduled[0]["timestamp"]) >= 2.0
+    assert job["attempts"] == 1  # the first lease ran out while the lock was unavailable
+    assert "job_store" in [e.kind for e in daemon.call("daemon.status").recent_errors]

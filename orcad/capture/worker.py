@@ -17,6 +17,7 @@ import structlog
 import trio
 
 from orcad.capture import leases, schedule
+from orcad.capture.projects import ProjectLockTimeout
 from orcad.capture.records import JobRecord, Provenance
 from orcad.capture.service import CaptureService
 from orcad.errors import ExtractionRejected, LeaseLost, NotFound, StorageError
@@ -118,6 +119,9 @@ class WorkerPool:
                     log.info("lease.lost", job_id=job.job_id, worker=owner, token=token)
             except (LeaseLost, NotFound) as exc:
                 log.info("lease.lost", job_id=job.job_id, worker=owner, error=exc.message)
+            except ProjectLockTimeout:
+                settled = True  # releasing needs the same lock; the lease will expire instead
+                raise
             settled = True
         finally:
             # cancelled (shutdown) or a store failure: hand the lease back, using no attempt

@@ -1,0 +1,128 @@
+"""Crash safety: SIGKILL at random moments during floods of turns and publishes, and named
+failpoints, each followed by a restart that must find a consistent state."""
+
+from __future__ import annotations
+
+import collections
+import os
+import random
+import threading
+from pathlib import Path
+
+import pytest
+
+from orcad.capture.ledger import read_ledger
+from orcad.failpoints import FAILPOINT_ENV, FAILPOINT_EXIT_STATUS
+from protocol.errors import RemoteError
+from tests.external_worker import turn_params, wait_for
+from tests.harness import DaemonProcess, OrcaEnv
+
+ROUNDS = 5
+TURNS_PER_ROUND = 20  # 100 facts in all: below the ledger's 128, so none is rotated out
+
+
+def project_path(tmp_path: Path) -> Path:
+    path = tmp_path / "project"
+    path.mkdir(exist_ok=True)
+    return Path(os.path.realpath(path))
+
+
+def all_committed(daemon: DaemonProcess, job_ids: set[str]) -> bool:
+    states = {job.job_id: job.state for job in daemon.call("jobs.list", {}).jobs}
+    return all(states.get(job_id) == "committed" for job_id in job_ids)
+
+
+@pytest.mark.slow
+def test_sigkill_during_floods_loses_nothing(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    daemon = DaemonProcess(orca_env)
+    daemon_factory.append(daemon)
+    daemon.start()  # two built-in heuristic workers publish while turns keep arriving
+    cwd = str(project_path(tmp_path))
+    rng = random.Random(20261130)
+    acknowledged: set[str] = set()
+    committed_seen: set[str] = set()
+    project_dir: Path | None = None
+    for round_number in range(ROUNDS):
+        session = daemon.call("session.open", {"cwd": cwd})
+        project_dir = orca_env.memory_root / "projects" / session.project.id
+        assert daemon.proc is not None
+        killer = threading.Timer(rng.uniform(0.02, 0.25), daemon.proc.kill)
+        killer.start()
+        try:
+            with daemon.client(timeout=10) as client:
+                for index in range(TURNS_PER_ROUND):
+                    fact = f"We use tool-{round_number}-{index} for builds."
+                    result = client.call(
+                        "turn.completed", turn_params(session, f"r{round_number}t{index}", fact)
+                    )
+                    acknowledged.add(result.job_id)
+                    if index % 4 == 3:
+                        listed = client.call("jobs.list", {"state": "committed"}).jobs
+                        committed_seen.update(job.job_id for job in listed)
+        except (OSError, RemoteError):
+            pass  # the daemon died under us
+        killer.join()
+        daemon.proc.wait(timeout=10)
+        read_ledger(project_dir)  # whole and parseable right after the kill (or absent)
+        daemon.start()
+        jobs = {job.job_id: job for job in daemon.call("jobs.list", {}).jobs}
+        assert acknowledged <= set(jobs), "an acknowledged job was lost"
+        assert all(jobs[job_id].state == "committed" for job_id in committed_seen)
+    assert project_dir is not None
+    assert len(acknowledged) >= ROUNDS  # every round got some turns in before its kill
+    wait_for(lambda: all_committed(daemon, acknowledged), timeout=60)
+    ledger = read_ledger(project_dir)
+    per_job = collections.Counter(candidate.job_id for candidate in ledger.candidates)
+    assert set(per_job) == acknowledged  # each job's fact is there ...
+    assert set(per_job.values()) == {1}  # ... exactly once, despite publishes cut short
+    inspected = daemon.call("projects.inspect", {"cwd": cwd})
+    assert inspected.ledger.revision == ledger.revision
+
+
+FAILPOINTS = [
+    "jobs.after_job_write",  # durable job, no acknowledgement
+    "ledger.after_temp_write",  # temp ledger written, not renamed
+    "ledger.after_rename",  # ledger replaced, job not yet committed
+    "publish.after_ledger_commit",  # ledger committed, job not yet marked committed
+    "publish.after_job_commit",  # job committed, projections not yet written
+]
+
+
+@pytest.mark.parametrize("failpoint", FAILPOINTS)
+def test_each_failpoint_ends_in_a_correct_state_after_restart(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path, failpoint: str
+) -> None:
+    cwd = str(project_path(tmp_path))
+    orca_env.extra_env[FAILPOINT_ENV] = failpoint
+    daemon = DaemonProcess(orca_env)
+    daemon_factory.append(daemon)
+    daemon.start()
+    session = daemon.call("session.open", {"cwd": cwd})
+    params = turn_params(session, "t1", "We use pnpm for packages.")
+    try:
+        first = daemon.call("turn.completed", params).job_id
+    except OSError:
+        first = None  # stopped before answering
+    assert daemon.proc is not None
+    assert daemon.proc.wait(timeout=20) == FAILPOINT_EXIT_STATUS
+    project_dir = orca_env.memory_root / "projects" / session.project.id
+    read_ledger(project_dir)  # never half-written
+
+    del orca_env.extra_env[FAILPOINT_ENV]
+    daemon.start()
+    again = daemon.call("turn.completed", params)
+    assert again.duplicate  # the job was durable before any acknowledgement could be sent
+    assert first in (None, again.job_id)
+    wait_for(lambda: all_committed(daemon, {again.job_id}))
+    # a later write repairs whatever projection the crash left behind
+    second = daemon.call("turn.completed", turn_params(session, "t2", "We use ruff for linting."))
+    wait_for(lambda: all_committed(daemon, {second.job_id}))
+    inspected = daemon.call("projects.inspect", {"cwd": cwd})
+    facts = [candidate.fact for candidate in inspected.ledger.candidates]
+    assert facts == ["The project uses pnpm for packages.", "The project uses ruff for linting."]
+    assert inspected.index.state == "current"
+    assert not list(project_dir.glob(".*.tmp"))  # temp files left by the crash are cleared
+    markdown = (project_dir / "auto-memory.md").read_text()
+    assert "pnpm" in markdown and "ruff" in markdown
