@@ -78,6 +78,40 @@ def write_job(project_dir: Path, job: JobRecord) -> None:
         raise StorageError(f"cannot write {path}: {exc.strerror or exc}", path=str(path)) from exc
 
 
+def create_job(project_dir: Path, job: JobRecord) -> bool:
+    """Write a new job file durably unless one exists; False (and nothing written) if it does.
+
+    The file is written and fsynced under a temp name, then hard-linked to its final name: the
+    link fails when the name is taken, so an existing job is never replaced, even by another
+    process, and no lock is needed. The directory is fsynced before returning True.
+    """
+    path = job_path(project_dir, job.job_id)
+    temp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
+    data = encode_job(job)
+    try:
+        descriptor = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(descriptor, view) :]
+            os.fsync(descriptor)
+        finally:
+            os.close(descriptor)
+        try:
+            os.link(temp, path)
+        except FileExistsError:
+            return False
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(temp)
+        fsync_directory(path.parent)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            temp.unlink()
+        raise StorageError(f"cannot write {path}: {exc.strerror or exc}", path=str(path)) from exc
+    return True
+
+
 def job_file_exists(project_dir: Path, job_id: str) -> bool:
     return job_path(project_dir, job_id).exists()
 

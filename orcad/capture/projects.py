@@ -14,6 +14,7 @@ import contextlib
 import os
 import re
 import secrets
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
@@ -152,6 +153,22 @@ def fsync_directory(directory: Path) -> None:
         os.close(descriptor)
 
 
+_locks: dict[Path, filelock.BaseFileLock] = {}
+_locks_guard = threading.Lock()
+
+
+def project_lock(directory: Path) -> filelock.BaseFileLock:
+    """The project's lock object, made once: the lock file is kept between uses (no create and
+    unlink per acquisition), and other processes using filelock on the same path exclude us."""
+    with _locks_guard:
+        lock = _locks.get(directory)
+        if lock is None:
+            lock = _locks[directory] = filelock.FileLock(
+                directory / LOCK_FILE, mode=0o600, thread_local=False, preserve_lock_file=True
+            )
+        return lock
+
+
 def run_with_project_lock(
     directory: Path, work: Callable[[], T], timeout: float = PROJECT_LOCK_TIMEOUT_S
 ) -> T:
@@ -160,9 +177,9 @@ def run_with_project_lock(
     ProjectLockTimeout after `timeout` seconds of contention; StorageError when the lock file
     cannot be created.
     """
-    lock = filelock.FileLock(directory / LOCK_FILE, timeout=timeout, mode=0o600, thread_local=False)
+    lock = project_lock(directory)
     try:
-        lock.acquire()
+        lock.acquire(timeout=timeout)
     except filelock.Timeout as exc:
         raise ProjectLockTimeout(
             f"the lock of project directory {directory} was held by another process for "

@@ -22,6 +22,7 @@ import trio
 from orcad import limits
 from orcad.capture import leases, schedule
 from orcad.capture.jobstore import (
+    create_job,
     delete_jobs,
     read_job,
     scan_all_jobs,
@@ -307,6 +308,29 @@ class CaptureService:
             self.report("project_metadata_corrupt", found.problem)
         return found
 
+    async def _first_visit(self, session: Session) -> None:
+        """Directories and project.json the first time this process admits a job there
+        (sessions survive restarts, so the open hook may not have run in this process)."""
+
+        def work(directory: Path) -> ProjectFile:
+            found = read_project_file(directory, session.project_id)
+            if found.record is None and found.problem is None:
+                found = record_project_visit(
+                    directory,
+                    project_id=session.project_id,
+                    identity=session.project_identity,
+                    root=session.project_root,
+                    cwd=session.cwd,
+                    now=self.clock.now(),
+                )
+            return found
+
+        found = await self.run_locked(session.project_id, work)
+        self._projects.add(session.project_id)
+        self._ensured.add(session.project_id)
+        if found.problem is not None:
+            self.report("project_metadata_corrupt", found.problem)
+
     async def read_project(self, project_id: str) -> ProjectFile:
         directory = self.project_dir(project_id)
         return await trio.to_thread.run_sync(read_project_file, directory, project_id)
@@ -348,42 +372,30 @@ class CaptureService:
             source_truncated=source.truncated,
             now=self.clock.now(),
         )
-        first_visit = project_id not in self._ensured
+        if project_id not in self._ensured:
+            await self._first_visit(session)
 
-        def work(directory: Path) -> tuple[JobRecord | None, bool, ProjectFile | None]:
-            found = None
-            if first_visit:
-                found = read_project_file(directory, project_id)
-                if found.record is None and found.problem is None:
-                    found = record_project_visit(
-                        directory,
-                        project_id=project_id,
-                        identity=session.project_identity,
-                        root=session.project_root,
-                        cwd=session.cwd,
-                        now=self.clock.now(),
-                    )
-            existing = read_job(directory, job_id)
-            if existing is not None:
-                return existing, True, found
+        def work() -> tuple[JobRecord | None, bool]:
+            directory = self.project_dir(project_id)
+            if known:  # every job file is in the index (loaded at start, added on creation)
+                existing = read_job(directory, job_id)
+                if existing is not None:
+                    return existing, True
             if active >= limits.ACTIVE_JOBS_PER_PROJECT:
-                return None, False, found
-            write_job(directory, record)
+                return None, False
+            if not create_job(directory, record):  # created meanwhile by another process
+                return read_job(directory, job_id), True
             failpoint("jobs.after_job_write")
-            return record, False, found
+            return record, False
 
+        # Only this process admits jobs for its index, and a job file is created without ever
+        # replacing one, so the cross-process lock is not needed here (it is for every change).
         async with self._project_locks[project_id]:
             active = self.active_jobs(project_id)
-            directory = self.project_dir(project_id)
-            job, duplicate, found = await trio.to_thread.run_sync(
-                self._locked_blocking, directory, work
-            )
+            known = job_id in self._jobs
+            job, duplicate = await trio.to_thread.run_sync(work)
             if job is not None and (not duplicate or job.job_id not in self._jobs):
                 self._index(job)  # counted before the next admission looks
-        self._projects.add(project_id)
-        self._ensured.add(project_id)
-        if found is not None and found.problem is not None:
-            self.report("project_metadata_corrupt", found.problem)
         if job is None:
             log.info("job.refused", reason="backlog_full", project_id=project_id, active=active)
             return Admission(job_id=None, reason="backlog_full")
