@@ -1,0 +1,104 @@
+"""The capture service in process (real files under tmp_path): the barrier recall uses."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import trio
+import trio.testing
+
+from orcad.capture.records import Provenance
+from orcad.capture.service import CaptureService
+from orcad.capture.source import build_source
+from orcad.clock import SystemClock
+from orcad.config import Config, ExtractionConfig
+from orcad.sessions import Session
+
+PROVENANCE = Provenance(provider="test", model="", prompt_version="v")
+
+
+def make_service(tmp_path: Path, max_retries: int = 3) -> CaptureService:
+    return CaptureService(
+        projects_dir=tmp_path / "projects",
+        config_file=tmp_path / "config.toml",
+        config=Config(extraction=ExtractionConfig(max_retries=max_retries)),
+        clock=SystemClock(),
+        record_error=lambda kind, message: None,
+    )
+
+
+def session(tmp_path: Path, session_id: str) -> Session:
+    return Session(
+        session_id=session_id,
+        epoch=1,
+        cwd=str(tmp_path),
+        workspace_id="w",
+        workspace_root=str(tmp_path),
+        project_id="a" * 64,
+        project_identity=str(tmp_path),
+        project_root=str(tmp_path),
+        history="persistent",
+        mode="normal",
+        interactive=True,
+        auto_approve=False,
+        bare=False,
+        auto_memory=True,
+        opened_at=0.0,
+    )
+
+
+async def admit(service: CaptureService, owner: Session, turn_id: str) -> str:
+    source = build_source([("user", f"message of {turn_id}")])
+    assert source is not None
+    admission = await service.admit(owner, turn_id, source)
+    assert admission.job_id is not None
+    return admission.job_id
+
+
+async def finish(service: CaptureService, job_id: str) -> None:
+    job = await service.claim_job(job_id, "w", 60.0)
+    assert job is not None and job.lease is not None
+    await service.publish(job_id, job.lease.token, "NOTHING", PROVENANCE)
+
+
+async def test_no_queued_job_means_none(tmp_path: Path) -> None:
+    service = make_service(tmp_path)
+    assert await service.wait_session_jobs("ses_1", 5.0) == "none"
+    job_id = await admit(service, session(tmp_path, "ses_1"), "t1")
+    await finish(service, job_id)
+    assert await service.wait_session_jobs("ses_1", 5.0) == "none"  # committed: not queued
+
+
+async def test_clear_once_every_job_queued_at_the_call_is_finished(tmp_path: Path) -> None:
+    service = make_service(tmp_path, max_retries=0)
+    mine = session(tmp_path, "ses_1")
+    first = await admit(service, mine, "t1")
+    second = await admit(service, mine, "t2")
+    other = await admit(service, session(tmp_path, "ses_2"), "t1")
+    results: list[str] = []
+    async with trio.open_nursery() as nursery:
+
+        async def wait() -> None:
+            results.append(await service.wait_session_jobs("ses_1", 30.0))
+
+        nursery.start_soon(wait)
+        await trio.testing.wait_all_tasks_blocked()
+        later = await admit(service, mine, "t3")  # admitted after the call: not waited for
+        await finish(service, first)
+        assert results == []
+        job = await service.claim_job(second, "w", 60.0)
+        assert job is not None and job.lease is not None
+        await service.fail(second, job.lease.token, "boom")  # exhausted is finished too
+    assert results == ["clear"]
+    assert {view.job_id: view.state for view in service.views()}[later] == "pending"
+    assert {view.job_id: view.state for view in service.views()}[other] == "pending"
+
+
+async def test_times_out_while_work_is_backlogged(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    service = make_service(tmp_path)
+    await admit(service, session(tmp_path, "ses_1"), "t1")
+    before = trio.current_time()
+    assert await service.wait_session_jobs("ses_1", 5.0) == "timed_out"
+    assert trio.current_time() - before == 5.0
