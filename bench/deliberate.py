@@ -33,7 +33,8 @@ from orcad.deliberate.store import (
 )
 from orcad.query import derive_query_terms, match_expression
 
-COMMON_WORDS = "the a to of and in is for on with use uses we our this that it run runs".split()
+_COMMON_TEXT = "the a to of and in is for on with use uses we our this that it run runs"
+COMMON_WORDS = _COMMON_TEXT.split()
 VOCABULARY_SIZE = 20_000
 SEED = 7
 
@@ -61,7 +62,9 @@ def make_text(rng: random.Random, words: list[str], weights: list[float]) -> str
     return " ".join(body)
 
 
-def build_database(path: Path, size: int, rng: random.Random, vocab: tuple[list[str], list[float]]) -> list[str]:
+def build_database(
+    path: Path, size: int, rng: random.Random, vocab: tuple[list[str], list[float]]
+) -> list[str]:
     connection = open_database(path)
     texts = []
     rows = []
@@ -116,8 +119,8 @@ def bench_search(sizes: list[int], queries: int, directory: Path) -> dict[int, f
             search_records(connection, "ws1", text, 8)
         planned, naive, hits = [], [], 0
         for text in query_texts:
-            planned.append(timed(lambda t=text: search_records(connection, "ws1", t, 8)))
-            naive.append(timed(lambda t=text: naive_search(connection, "ws1", t, 8)))
+            planned.append(timed(lambda t=text, c=connection: search_records(c, "ws1", t, 8)))
+            naive.append(timed(lambda t=text, c=connection: naive_search(c, "ws1", t, 8)))
             hits += bool(search_records(connection, "ws1", text, 8))
         connection.close()
         planned_p50[size] = statistics.median(planned)
@@ -142,8 +145,13 @@ def bench_forget(count: int, directory: Path) -> None:
         stored = insert_record(
             connection,
             StoredRecord(
-                id=new_record_id(), kind="fact", content=f"raw forget record {index}",
-                workspace_id="ws", workspace_root="/src", created_at=index, updated_at=index,
+                id=new_record_id(),
+                kind="fact",
+                content=f"raw forget record {index}",
+                workspace_id="ws",
+                workspace_root="/src",
+                created_at=index,
+                updated_at=index,
             ),
         )
         ids.append(stored.id)
@@ -164,16 +172,23 @@ def bench_forget(count: int, directory: Path) -> None:
             record_ids = [
                 client.call(
                     "memory.manage",
-                    {**session, "action": "save", "content": f"socket forget record {i}",
-                     "kind": "fact", "is_global": False},
+                    {
+                        **session,
+                        "action": "save",
+                        "content": f"socket forget record {i}",
+                        "kind": "fact",
+                        "is_global": False,
+                    },
                 ).record.id
                 for i in range(count)
             ]
             pings = [timed(lambda: client.call("daemon.ping")) for _ in range(count)]
             forgets = [
-                timed(lambda i=record_id: client.call(
-                    "memory.manage", {**session, "action": "forget", "id": i}
-                ))
+                timed(
+                    lambda i=record_id: client.call(
+                        "memory.manage", {**session, "action": "forget", "id": i}
+                    )
+                )
                 for record_id in record_ids
             ]
     finally:
@@ -181,14 +196,21 @@ def bench_forget(count: int, directory: Path) -> None:
     raw_p50, ping_p50, forget_p50 = (statistics.median(x) for x in (raw, pings, forgets))
     print(f"\nforget ({count} records each; synchronous=FULL, WAL)")
     print(f"  raw SQLite delete           p50 {raw_p50:.3f} ms  p99 {percentile(raw, 0.99):.3f} ms")
-    print(f"  daemon.ping round trip      p50 {ping_p50:.3f} ms  p99 {percentile(pings, 0.99):.3f} ms")
-    print(f"  memory.manage forget (yolo) p50 {forget_p50:.3f} ms  p99 {percentile(forgets, 0.99):.3f} ms")
+    print(
+        f"  daemon.ping round trip      p50 {ping_p50:.3f} ms  p99 {percentile(pings, 0.99):.3f} ms"
+    )
+    print(
+        f"  memory.manage forget (yolo) p50 {forget_p50:.3f} ms  "
+        f"p99 {percentile(forgets, 0.99):.3f} ms"
+    )
     ratio = forget_p50 / (raw_p50 + ping_p50)
     print(f"  forget / (raw + ping): {ratio:.2f}x (target <= 3x)")
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--sizes", default="1000,10000,100000")
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--forgets", type=int, default=300)

@@ -39,7 +39,7 @@ STOP_WORDS = frozenset(_STOP_WORD_TEXT.split())
 # Planning: bm25 work grows with the postings of every OR-ed term, so the kept terms together
 # may match at most this many records (beyond the rarest term, which is always kept); terms that
 # match a large share of a big index are the ones left out.
-POSTINGS_BUDGET = 2000
+POSTINGS_BUDGET = 1000
 
 
 def _fold(text: str) -> str:

@@ -121,3 +121,17 @@ def test_hostile_search_text_never_breaks_the_store(
         insert_record(connection, record("global note", workspace=None))
     results = search_records(connection, "w1", text, 20)
     assert len(results) <= 20
+
+
+def test_large_indexes_query_only_the_selective_terms(connection: sqlite3.Connection) -> None:
+    from orcad.deliberate.store import planned_match
+    from orcad.query import POSTINGS_BUDGET
+
+    for i in range(POSTINGS_BUDGET + 5):
+        insert_record(connection, record(f"common filler {i}", at=float(i)))
+    rare = insert_record(connection, record("common zebracorn"))
+    assert planned_match(connection, "common zebracorn") == '"zebracorn"'
+    assert term_document_counts(connection, ["common"]) == {"common": POSTINGS_BUDGET + 1}
+    assert [r.id for r in search_records(connection, "w1", "common zebracorn", 8)] == [rare.id]
+    # Only common terms: the rarest is still queried.
+    assert len(search_records(connection, "w1", "common filler", 8)) == 8

@@ -136,12 +136,6 @@ _INSERT = (
     "INSERT INTO memories (public_id, kind, content, workspace_id, workspace_root, created_at, "
     "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)"
 )
-_STEM_TABLES = (
-    "CREATE VIRTUAL TABLE IF NOT EXISTS temp.query_terms "
-    "USING fts5(term, tokenize = '" + FTS5_TOKENIZE + "')",
-    "CREATE VIRTUAL TABLE IF NOT EXISTS temp.query_terms_vocab "
-    "USING fts5vocab(temp, query_terms, 'instance')",
-)
 
 
 def _record(row: tuple[object, ...]) -> StoredRecord:
@@ -221,8 +215,6 @@ def open_database(path: Path) -> sqlite3.Connection:
     make_private_parents(path)
     connection = connect_private(path)
     migrate(connection)
-    for statement in _STEM_TABLES:  # stems query terms exactly as the index does
-        connection.execute(statement)
     secure_database_files(path)
     return connection
 
@@ -230,40 +222,23 @@ def open_database(path: Path) -> sqlite3.Connection:
 # --- queries (each takes the connection; the store runs them off the event loop) --------------
 
 
-# Stems of query terms as the index tokenizer makes them; deterministic, so one cache serves all.
-_stem_cache: dict[str, tuple[str, ...]] = {}
-STEM_CACHE_MAX = 8192
+def term_document_counts(
+    connection: sqlite3.Connection, terms: list[str], cap: int = POSTINGS_BUDGET + 1
+) -> dict[str, int]:
+    """How many records contain each term (FTS5 stems it), counted up to `cap`.
 
-
-def stem_terms(connection: sqlite3.Connection, terms: list[str]) -> dict[str, tuple[str, ...]]:
-    """Each term's index tokens (usually one stem), from a scratch table with the same tokenizer."""
-    unknown = [term for term in terms if term not in _stem_cache]
-    if unknown:
-        connection.execute("DELETE FROM temp.query_terms")
-        connection.executemany(
-            "INSERT INTO temp.query_terms (rowid, term) VALUES (?, ?)", list(enumerate(unknown))
-        )
-        stems: dict[int, list[str]] = {}
-        for stem, index in connection.execute("SELECT term, doc FROM temp.query_terms_vocab"):
-            stems.setdefault(int(index), []).append(str(stem))
-        if len(_stem_cache) + len(unknown) > STEM_CACHE_MAX:
-            _stem_cache.clear()
-        for index, term in enumerate(unknown):
-            _stem_cache[term] = tuple(stems.get(index, ()))
-    return {term: _stem_cache[term] for term in terms}
-
-
-def term_document_counts(connection: sqlite3.Connection, terms: list[str]) -> dict[str, int]:
-    """How many records contain each term, after the same stemming the index applies."""
-    stems = stem_terms(connection, terms)
-    frequency: dict[str, int] = {}
-    for stem in {stem for group in stems.values() for stem in group}:
-        row = connection.execute("SELECT doc FROM memories_vocab WHERE term = ?", (stem,))
-        found = row.fetchone()
-        frequency[stem] = int(found[0]) if found else 0
-    return {
-        term: min((frequency.get(stem, 0) for stem in stems[term]), default=0) for term in terms
-    }
+    Reading a whole doclist costs as much as the naive query; the planner only needs to know
+    whether a term fits the postings budget, so counting stops at `cap`.
+    """
+    counts: dict[str, int] = {}
+    for term in terms:
+        row = connection.execute(
+            "SELECT count(*) FROM (SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? "
+            "LIMIT ?)",
+            (match_expression([term]) or '""', cap),
+        ).fetchone()
+        counts[term] = int(row[0])
+    return counts
 
 
 def record_total(connection: sqlite3.Connection) -> int:
