@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import subprocess
 import sys
 import threading
 from pathlib import Path
@@ -596,3 +597,56 @@ def test_a_lock_failure_reschedules_the_worker_after_reschedule_s(
     assert parse_time(claims[1]["timestamp"]) - parse_time(rescheduled[0]["timestamp"]) >= 2.0
     assert job["attempts"] == 1  # the first lease ran out while the lock was unavailable
     assert "job_store" in [e.kind for e in daemon.call("daemon.status").recent_errors]
+
+
+def orcactl(orca_env: OrcaEnv, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "orcactl", "--no-start", *args],
+        env=orca_env.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_orcactl_projects_inspect_jobs_and_forget(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    daemon = start(orca_env, daemon_factory)
+    cwd = project_dir(tmp_path)
+    session = daemon.call("session.open", {"cwd": str(cwd)})
+    job_id = daemon.call(
+        "turn.completed", turn_params(session, "t1", "We use pnpm.", "We use ruff.")
+    ).job_id
+    wait_for(lambda: daemon.call("jobs.list", {}).jobs[0].state == "committed")
+
+    listed = json.loads(orcactl(orca_env, "projects", "--json").stdout)
+    assert [(p["id"], p["candidates"]) for p in listed["projects"]] == [(session.project.id, 2)]
+    shown = orcactl(orca_env, "inspect", str(cwd))
+    assert shown.returncode == 0
+    assert "The project uses pnpm." in shown.stdout and job_id in shown.stdout
+    jobs = json.loads(orcactl(orca_env, "jobs", "--state", "committed", "--json").stdout)
+    assert [job["job_id"] for job in jobs["jobs"]] == [job_id]
+    assert json.loads(orcactl(orca_env, "jobs", "--state", "pending", "--json").stdout) == {
+        "jobs": []
+    }
+
+    inspected = daemon.call("projects.inspect", {"cwd": str(cwd)})
+    target = inspected.ledger.candidates[0]
+    forgot = orcactl(orca_env, "forget", target.id, "--cwd", str(cwd), "--json")
+    assert json.loads(forgot.stdout) == {"revision": inspected.ledger.revision + 1, "removed": True}
+    again = orcactl(orca_env, "forget", target.id, "--cwd", str(cwd))
+    assert again.returncode == 0 and "already forgotten" in again.stdout
+    remaining = daemon.call("projects.inspect", {"cwd": str(cwd)}).ledger.candidates
+    assert [c.id for c in remaining] == [inspected.ledger.candidates[1].id]
+    # a stale revision while the candidate still exists is a conflict
+    error = remote_error(
+        daemon,
+        "ledger.forget",
+        {
+            "project_id": session.project.id,
+            "candidate_id": remaining[0].id,
+            "revision": inspected.ledger.revision,
+        },
+    )
+    assert (error.code, error.kind) == (-32013, "conflict")
