@@ -95,11 +95,12 @@ def plan_terms(terms: Sequence[str], doc_freq: Mapping[str, int], total_docs: in
     """The subset of `terms` worth querying, in their original order.
 
     `doc_freq[term]` is how many of the `total_docs` records contain the term (missing means
-    none). Terms that match nothing are dropped. An index no bigger than `POSTINGS_BUDGET` keeps
-    every matching term. Otherwise the rarest matching term is always kept and further terms are
-    added from the most selective up while their postings together fit `POSTINGS_BUDGET`. When no
-    term matches anything the terms come back unchanged (the query costs nothing and the caller's
-    counts may be approximate).
+    none); counts may stop at `POSTINGS_BUDGET + 1`, which is all the plan needs to know. Terms
+    that match nothing are dropped. An index no bigger than `POSTINGS_BUDGET` keeps every matching
+    term. Otherwise the rarest matching term is always kept and further terms are added from the
+    most selective up while their postings together fit `POSTINGS_BUDGET`. When no term matches
+    anything the terms come back unchanged (the query costs nothing and the caller's counts may
+    be approximate).
     """
     matching = [(doc_freq.get(term, 0), index) for index, term in enumerate(terms)]
     matching = [entry for entry in matching if entry[0] > 0]
