@@ -89,22 +89,32 @@ def lock_path_for(path: Path) -> Path:
 
 
 def remember_fact(path: Path, text: str) -> int:
-    """Append the fact `text` to `path` atomically under its lock; the file's new size in bytes."""
+    """Append the fact `text` to `path` under `<path>.lock`; the file's new size in bytes."""
     line = format_fact(text)
     try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         with filelock.FileLock(str(lock_path_for(path)), timeout=LOCK_TIMEOUT_S):
-            try:
-                existing = path.read_bytes()
-            except FileNotFoundError:
-                existing = b""
-            content = append_line(existing, line)
-            replace_atomically(path, content)
+            return append_fact(path, line)
     except filelock.Timeout as exc:
         raise StorageError(
             f"{path} is locked by another process for more than {LOCK_TIMEOUT_S:.0f} s; "
             "try again, or look for a stuck orcad or orcactl"
         ) from exc
+    except OSError as exc:
+        raise StorageError(
+            f"could not write {path}: {exc.strerror or exc}; nothing was changed"
+        ) from exc
+
+
+def append_fact(path: Path, line: str) -> int:
+    """Append a formatted fact to `path` atomically; the caller holds the file's lock."""
+    try:
+        existing = path.read_bytes()
+    except FileNotFoundError:
+        existing = b""
+    content = append_line(existing, line)
+    try:
+        replace_atomically(path, content)
     except OSError as exc:
         raise StorageError(
             f"could not write {path}: {exc.strerror or exc}; nothing was changed"
