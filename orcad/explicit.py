@@ -10,12 +10,12 @@ file, keeping the newest whole lines (spec: the files are loaded with bounded si
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 import filelock
 import structlog
 
+from orcad.durable_files import replace_file_atomically
 from orcad.errors import InvalidParams, StorageError
 from orcad.limits import EXPLICIT_FACT_MAX_CHARS
 from orcad.secrets import contains_secret
@@ -113,39 +113,9 @@ def append_fact(path: Path, line: str) -> int:
     except FileNotFoundError:
         existing = b""
     content = append_line(existing, line)
-    try:
-        replace_atomically(path, content)
-    except OSError as exc:
-        raise StorageError(
-            f"could not write {path}: {exc.strerror or exc}; nothing was changed"
-        ) from exc
+    replace_file_atomically(path, content)
     log.info("explicit.remembered", path=str(path), bytes=len(content))
     return len(content)
-
-
-def replace_atomically(path: Path, content: bytes) -> None:
-    """Temp file in the same directory, fsync, rename over `path`, fsync the directory."""
-    descriptor, temp_name = tempfile.mkstemp(
-        prefix=f".{path.name}.", suffix=".tmp", dir=path.parent
-    )
-    try:
-        with os.fdopen(descriptor, "wb") as handle:
-            handle.write(content)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(temp_name, 0o600)
-        os.replace(temp_name, path)
-    except BaseException:
-        try:
-            os.unlink(temp_name)
-        except OSError:
-            pass
-        raise
-    directory = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(directory)
-    finally:
-        os.close(directory)
 
 
 def read_bounded(path: Path, max_bytes: int) -> tuple[str, bool]:

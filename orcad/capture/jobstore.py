@@ -10,13 +10,13 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import secrets
 from pathlib import Path
 
 import msgspec
 
-from orcad.capture.projects import JOBS_DIR, fsync_directory, list_project_ids
+from orcad.capture.projects import JOBS_DIR, list_project_ids
 from orcad.capture.records import JobRecord, decode_job, encode_job
+from orcad.durable_files import create_file_exclusively, fsync_directory, replace_file_atomically
 from orcad.errors import NotFound, StorageError
 from orcad.failpoints import failpoint
 
@@ -58,58 +58,15 @@ def read_job(project_dir: Path, job_id: str) -> JobRecord | None:
 
 def write_job(project_dir: Path, job: JobRecord) -> None:
     """Replace the job's file with `job`, durably, before returning."""
-    path = job_path(project_dir, job.job_id)
-    temp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
-    data = encode_job(job)
-    try:
-        descriptor = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(descriptor, view) :]
-            os.fsync(descriptor)
-        finally:
-            os.close(descriptor)
-        os.replace(temp, path)
-        fsync_directory(path.parent)
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            temp.unlink()
-        raise StorageError(f"cannot write {path}: {exc.strerror or exc}", path=str(path)) from exc
+    replace_file_atomically(job_path(project_dir, job.job_id), encode_job(job))
 
 
 def create_job(project_dir: Path, job: JobRecord) -> bool:
     """Write a new job file durably unless one exists; False (and nothing written) if it does.
 
-    The file is written and fsynced under a temp name, then hard-linked to its final name: the
-    link fails when the name is taken, so an existing job is never replaced, even by another
-    process, and no lock is needed. The directory is fsynced before returning True.
+    No lock is needed: the final name is taken by a hard link, which never replaces a file.
     """
-    path = job_path(project_dir, job.job_id)
-    temp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
-    data = encode_job(job)
-    try:
-        descriptor = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(descriptor, view) :]
-            os.fsync(descriptor)
-        finally:
-            os.close(descriptor)
-        try:
-            os.link(temp, path)
-        except FileExistsError:
-            return False
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(temp)
-        fsync_directory(path.parent)
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            temp.unlink()
-        raise StorageError(f"cannot write {path}: {exc.strerror or exc}", path=str(path)) from exc
-    return True
+    return create_file_exclusively(job_path(project_dir, job.job_id), encode_job(job))
 
 
 def job_file_exists(project_dir: Path, job_id: str) -> bool:

@@ -18,15 +18,13 @@ never on the revision. `merged_jobs` lists the newest jobs already merged with t
 which makes publishing a job twice (after a crash) a no-op. Candidates are stored oldest first.
 
 Pure part: `merge_job_candidates`, `forget`, `encode_ledger`, `decode_ledger`,
-`normalize_fact`. I/O part: `read_ledger`, `write_ledger`, `replace_file_atomically`.
+`normalize_fact`. I/O part: `read_ledger`, `write_ledger`.
 Writers must hold the project's cross-process lock around read, merge/forget and write.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import os
 import re
 import secrets
 import unicodedata
@@ -39,8 +37,8 @@ import msgspec
 
 from orcad import limits
 from orcad.clock import format_time
+from orcad.durable_files import remove_stale_temps, replace_file_atomically
 from orcad.errors import Conflict, StorageError
-from orcad.failpoints import failpoint
 from orcad.secrets import contains_secret
 from protocol.types import Candidate, Category, ExtractedFact, LedgerInfo
 
@@ -347,49 +345,8 @@ def write_ledger(project_dir: Path, ledger: Ledger) -> None:
 
     Raises StorageError if the file could not be replaced; the old ledger is then intact.
     """
-    replace_file_atomically(ledger_path(project_dir), encode_ledger(ledger), failpoints="ledger")
+    path = ledger_path(project_dir)
+    remove_stale_temps(path)
+    replace_file_atomically(path, encode_ledger(ledger), failpoints="ledger")
 
 
-def replace_file_atomically(path: Path, data: bytes, *, failpoints: str | None = None) -> None:
-    """Write a temp file beside `path`, fsync it, rename it over `path`, fsync the directory.
-
-    Readers see the old bytes or the new bytes, never a mixture. With `failpoints="x"`, the
-    points `x.after_temp_write` and `x.after_rename` are honoured. OSError becomes StorageError.
-    """
-    directory = path.parent
-    temp = directory / f".{path.name}.{secrets.token_hex(8)}.tmp"
-    try:
-        _remove_stale_temp_files(path)
-        descriptor = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(descriptor, view) :]
-            os.fsync(descriptor)
-        finally:
-            os.close(descriptor)
-        if failpoints:
-            failpoint(f"{failpoints}.after_temp_write")
-        os.replace(temp, path)
-        if failpoints:
-            failpoint(f"{failpoints}.after_rename")
-        _fsync_directory(directory)
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            temp.unlink()
-        raise StorageError(f"cannot write {path}: {exc.strerror or exc}", path=str(path)) from exc
-
-
-def _remove_stale_temp_files(path: Path) -> None:
-    """Temps left by a crash between write and rename are garbage; the caller holds the lock."""
-    for stale in path.parent.glob(f".{path.name}.*.tmp"):
-        with contextlib.suppress(OSError):
-            stale.unlink()
-
-
-def _fsync_directory(directory: Path) -> None:
-    descriptor = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)

@@ -32,7 +32,8 @@ from urllib.parse import quote
 import structlog
 
 from orcad import limits
-from orcad.capture.ledger import CandidateRecord, Ledger, replace_file_atomically
+from orcad.capture.ledger import CandidateRecord, Ledger
+from orcad.durable_files import fsync_directory, replace_file_atomically
 from orcad.errors import StorageError
 from orcad.query import FTS5_TOKENIZE, match_expression
 from protocol.types import IndexState
@@ -149,7 +150,7 @@ def write_index(project_dir: Path, ledger: Ledger) -> None:
             with contextlib.suppress(FileNotFoundError):
                 target.with_name(target.name + suffix).unlink()
         os.replace(temp, target)
-        _fsync_directory(project_dir)
+        fsync_directory(project_dir)
     except (OSError, sqlite3.Error) as exc:
         for leftover in (temp, temp.with_name(temp.name + "-journal")):
             with contextlib.suppress(OSError):
@@ -378,10 +379,3 @@ def _remove_stale_index_temps(target: Path) -> None:
             if temp.stat().st_mtime < cutoff:
                 temp.unlink()
 
-
-def _fsync_directory(directory: Path) -> None:
-    descriptor = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)

@@ -10,10 +10,8 @@ Every directory here is created 0700 and every file 0600.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
-import secrets
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -23,6 +21,7 @@ import filelock
 import msgspec
 
 from orcad.clock import format_time
+from orcad.durable_files import replace_file_atomically
 from orcad.errors import NotFound, StorageError
 
 PROJECT_FILE = "project.json"
@@ -118,39 +117,10 @@ def record_project_visit(
         last_seen_cwd=cwd,
         updated_at=format_time(now),
     )
-    write_file_atomically(
+    replace_file_atomically(
         directory / PROJECT_FILE, msgspec.json.format(msgspec.json.encode(record)) + b"\n"
     )
     return ProjectFile(record=record)
-
-
-def write_file_atomically(path: Path, data: bytes) -> None:
-    """Temp file in the same directory, fsync, rename over, fsync the directory; a reader sees
-    the old bytes or the new ones. OSError becomes StorageError (the old file is intact)."""
-    temp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
-    try:
-        descriptor = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(descriptor, view) :]
-            os.fsync(descriptor)
-        finally:
-            os.close(descriptor)
-        os.replace(temp, path)
-        fsync_directory(path.parent)
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            temp.unlink()
-        raise StorageError(f"cannot write {path}: {exc.strerror or exc}", path=str(path)) from exc
-
-
-def fsync_directory(directory: Path) -> None:
-    descriptor = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)
 
 
 _locks: dict[Path, filelock.BaseFileLock] = {}

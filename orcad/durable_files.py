@@ -1,0 +1,88 @@
+"""Durable file writes, in one place: every file that holds truth is replaced atomically.
+
+A temp file is written beside the target and fsynced, then renamed over it (or hard-linked to
+a name that must not exist yet), then the directory is fsynced. Readers see the old bytes or the
+new ones, never a mixture; after a crash the target is whole. OSError becomes StorageError.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+from pathlib import Path
+
+from orcad.errors import StorageError
+from orcad.failpoints import failpoint
+
+
+def _temp_beside(path: Path) -> Path:
+    return path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
+
+
+def _write_synced(temp: Path, data: bytes) -> None:
+    descriptor = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(descriptor, view) :]
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
+def fsync_directory(directory: Path) -> None:
+    descriptor = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
+def remove_stale_temps(path: Path) -> None:
+    """Temps left by a crash between write and rename are garbage (call under the file's lock)."""
+    for stale in path.parent.glob(f".{path.name}.*.tmp"):
+        with contextlib.suppress(OSError):
+            stale.unlink()
+
+
+def replace_file_atomically(path: Path, data: bytes, *, failpoints: str | None = None) -> None:
+    """Replace `path` with `data` durably. With `failpoints="x"`, the points
+    `x.after_temp_write` and `x.after_rename` are honoured (crash tests)."""
+    temp = _temp_beside(path)
+    try:
+        _write_synced(temp, data)
+        if failpoints:
+            failpoint(f"{failpoints}.after_temp_write")
+        os.replace(temp, path)
+        if failpoints:
+            failpoint(f"{failpoints}.after_rename")
+        fsync_directory(path.parent)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            temp.unlink()
+        raise StorageError(f"cannot write {path}: {exc.strerror or exc}", path=str(path)) from exc
+
+
+def create_file_exclusively(path: Path, data: bytes) -> bool:
+    """Write a new file durably unless `path` exists; False (nothing written) if it does.
+
+    The hard link fails when the name is taken, so an existing file is never replaced, even by
+    another process, and no lock is needed.
+    """
+    temp = _temp_beside(path)
+    try:
+        _write_synced(temp, data)
+        try:
+            os.link(temp, path)
+        except FileExistsError:
+            return False
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(temp)
+        fsync_directory(path.parent)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            temp.unlink()
+        raise StorageError(f"cannot write {path}: {exc.strerror or exc}", path=str(path)) from exc
+    return True
