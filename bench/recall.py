@@ -41,14 +41,12 @@ from bench.eval_data import FACTS, PROMPTS
 from bench.eval_recall import load_automatic, score
 from orcad.capture import projections
 from orcad.deliberate.store import (
-    _SEARCH as SEARCH_SQL,  # the store's own ranking query, run here with the naive MATCH
-)
-from orcad.deliberate.store import (
     DuplicateRecord,
     StoredRecord,
     insert_record,
     new_record_id,
     open_database,
+    search_by_match,
     search_records,
 )
 from orcad.log import configure_logging
@@ -193,10 +191,8 @@ def measure(
 
 
 def _naive_search(connection: sqlite3.Connection, workspace_id: str, terms: list[str]) -> list[str]:
-    rows = connection.execute(
-        SEARCH_SQL, {"match": match_expression(terms), "workspace": workspace_id, "limit": FETCH}
-    ).fetchall()
-    return [str(row[0]) for row in rows]
+    records = search_by_match(connection, workspace_id, match_expression(terms), FETCH)
+    return [record.id for record in records]
 
 
 def quality(

@@ -22,7 +22,6 @@ from orcad.capture.records import JobRecord, Provenance
 from orcad.capture.service import CaptureService
 from orcad.errors import ExtractionRejected, LeaseLost, NotFound, StorageError
 from orcad.providers import Provider, ProviderError
-from orcad.providers.prompt import PROMPT_VERSION
 
 log = structlog.get_logger("orcad.capture.worker")
 
@@ -41,7 +40,7 @@ class WorkerPool:
         return Provenance(
             provider=self.provider.name,
             model=self.provider.model,
-            prompt_version=str(getattr(self.provider, "prompt_version", PROMPT_VERSION)),
+            prompt_version=self.provider.prompt_version,
         )
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:

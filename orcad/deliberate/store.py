@@ -264,9 +264,15 @@ def search_records(
     expression = planned_match(connection, text)
     if not expression:
         return []
+    return search_by_match(connection, workspace_id, expression, limit)
+
+
+def search_by_match(
+    connection: sqlite3.Connection, workspace_id: str, expression: str, limit: int
+) -> list[StoredRecord]:
+    """Visible records for an FTS5 MATCH `expression` (benchmarks compare plans through this)."""
     rows = connection.execute(
-        _SEARCH,
-        {"match": expression, "workspace": workspace_id, "limit": limit},
+        _SEARCH, {"match": expression, "workspace": workspace_id, "limit": limit}
     )
     return [_record(row) for row in rows]
 
