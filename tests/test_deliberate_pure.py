@@ -111,6 +111,7 @@ def change(session_id: str = "ses_a", created_at: float = 1000.0) -> PendingChan
     return PendingChange(
         approval_id=new_approval_id(),
         session_id=session_id,
+        epoch=1,
         action="save",
         record_id=None,
         content="I prefer tabs",
@@ -133,15 +134,17 @@ def test_expiry_boundary() -> None:
     assert is_expired(pending, 1000.0 + APPROVAL_TTL_S)
 
 
-def test_take_is_single_use_and_bound_to_its_session() -> None:
+def test_take_is_single_use_and_bound_to_its_session_epoch() -> None:
     approvals = PendingApprovals()
     pending = change()
     approvals.add(pending, now=1000.0)
     with pytest.raises(NotFound):
-        approvals.take(pending.approval_id, "ses_other", now=1001.0)
-    assert approvals.take(pending.approval_id, "ses_a", now=1001.0) == pending
+        approvals.take(pending.approval_id, "ses_other", 1, now=1001.0)
     with pytest.raises(NotFound):
-        approvals.take(pending.approval_id, "ses_a", now=1001.0)
+        approvals.take(pending.approval_id, "ses_a", 2, now=1001.0)
+    assert approvals.take(pending.approval_id, "ses_a", 1, now=1001.0) == pending
+    with pytest.raises(NotFound):
+        approvals.take(pending.approval_id, "ses_a", 1, now=1001.0)
 
 
 def test_take_after_expiry_fails_and_consumes() -> None:
@@ -149,7 +152,7 @@ def test_take_after_expiry_fails_and_consumes() -> None:
     pending = change()
     approvals.add(pending, now=1000.0)
     with pytest.raises(NotFound, match="expired"):
-        approvals.take(pending.approval_id, "ses_a", now=1000.0 + APPROVAL_TTL_S)
+        approvals.take(pending.approval_id, "ses_a", 1, now=1000.0 + APPROVAL_TTL_S)
     assert len(approvals) == 0
 
 
@@ -163,8 +166,8 @@ def test_expired_changes_are_dropped_and_the_count_is_bounded() -> None:
         approvals.add(pending, now=APPROVAL_TTL_S)
     assert len(approvals) == PENDING_APPROVALS_MAX
     with pytest.raises(NotFound):
-        approvals.take(many[0].approval_id, "ses_a", now=APPROVAL_TTL_S)
-    assert approvals.take(many[-1].approval_id, "ses_a", now=APPROVAL_TTL_S) == many[-1]
+        approvals.take(many[0].approval_id, "ses_a", 1, now=APPROVAL_TTL_S)
+    assert approvals.take(many[-1].approval_id, "ses_a", 1, now=APPROVAL_TTL_S) == many[-1]
 
 
 def test_session_grants() -> None:

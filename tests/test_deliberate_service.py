@@ -626,3 +626,27 @@ async def test_search_for_recall_uses_the_same_ranking_and_visibility(
     assert [e.id for e in entries] == [mine["id"]]
     assert entries[0].scope == "workspace"
     assert await service.search_for_recall(session, "🎉", 8) == []
+
+
+async def test_a_reopened_session_cannot_approve_what_its_earlier_epoch_proposed(
+    orca: InProcessDaemon, tmp_path: Path
+) -> None:
+    """The reopened session may have another mode or workspace than the one the user was shown."""
+    session = await orca.open(tmp_path / "a")
+    pending = await save(orca, session, "proposed for workspace a")
+    assert "workspace memory" in pending["summary"] and str(tmp_path / "a") in pending["summary"]
+    (tmp_path / "b").mkdir()
+    reopened = await orca.call(
+        "session.open",
+        {"cwd": str(tmp_path / "b"), "session_id": session["session_id"], "mode": "plan"},
+    )
+    again = {"session_id": reopened["session_id"], "epoch": reopened["epoch"]}
+    error = await error_of(
+        orca,
+        "memory.approve",
+        {**again, "approval_id": pending["approval_id"], "decision": "allow_workspace"},
+    )
+    assert error.error.code == -32014
+    assert await search(orca, again) == []
+    other = await orca.open(tmp_path / "b")
+    assert (await save(orca, other, "no grant was given"))["outcome"] == "pending_approval"

@@ -128,6 +128,7 @@ def validate_change(params: MemoryManageParams) -> PendingChange:
     return PendingChange(
         approval_id="",
         session_id=params.session_id,
+        epoch=params.epoch,
         action=params.action,
         record_id=params.id,
         content=content,
@@ -223,7 +224,9 @@ class DeliberateMemory:
 
     async def approve(self, params: MemoryApproveParams) -> MemoryManageResult:
         session = await self._session(params)
-        change = self.pending.take(params.approval_id, session.session_id, self._clock.now())
+        change = self.pending.take(
+            params.approval_id, session.session_id, session.epoch, self._clock.now()
+        )
         if params.decision == "deny":
             target = await self._target_or_none(session, change)
             log.info("memory.declined", approval_id=change.approval_id, action=change.action)

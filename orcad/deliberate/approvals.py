@@ -1,6 +1,7 @@
 """Pending memory changes waiting for memory.approve, and the grants that skip the prompt.
 
-Pending approvals live in memory only: each belongs to one session, expires `APPROVAL_TTL_S`
+Pending approvals live in memory only: each belongs to one session epoch (a reopened session
+may have another mode or workspace than the one the user was asked about), expires `APPROVAL_TTL_S`
 after it was created, and is removed by the first memory.approve that names it (single use).
 Session grants are in memory (a session does not outlive the daemon's knowledge of it);
 workspace grants are persisted by the store, in the deliberate database next to the records
@@ -24,6 +25,7 @@ APPROVAL_ID_PREFIX = "apr_"
 class PendingChange(msgspec.Struct, frozen=True, kw_only=True):
     approval_id: str
     session_id: str
+    epoch: int  # the proposing session's epoch: a reopen voids its pending changes
     action: ManageAction
     record_id: str | None  # update and forget
     content: str | None  # save and update
@@ -64,10 +66,10 @@ class PendingApprovals:
         for approval_id in [a for a, change in self._pending.items() if is_expired(change, now)]:
             del self._pending[approval_id]
 
-    def take(self, approval_id: str, session_id: str, now: float) -> PendingChange:
+    def take(self, approval_id: str, session_id: str, epoch: int, now: float) -> PendingChange:
         """Remove and return the session's pending change; NotFound if unknown, used or expired."""
         change = self._pending.get(approval_id)
-        if change is None or change.session_id != session_id:
+        if change is None or change.session_id != session_id or change.epoch != epoch:
             raise NotFound(
                 f"no pending memory change {approval_id!r} for this session (unknown, already "
                 f"decided, or expired); call memory.manage again"
