@@ -14,7 +14,7 @@ from typing import Any
 import msgspec
 
 from orcad.paths import resolve_paths
-from protocol.client import Client, DaemonUnavailable
+from protocol.client import Client, DaemonUnavailable, ProtocolViolation
 from protocol.errors import RemoteError
 
 # Exit statuses (documented in the README and in `orcactl --help`).
@@ -73,6 +73,8 @@ def connect(args: argparse.Namespace, *, start: bool | None = None) -> Client:
             raise CommandError(
                 f"orcad is not running (no answer on {path})", EXIT_NOT_RUNNING
             ) from None
+    except OSError as exc:  # path too long, no permission: starting a daemon would not help
+        raise CommandError(f"cannot connect to orcad at {path}: {exc}") from None
     start_daemon(path)
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
@@ -98,6 +100,22 @@ def call(
             return client.call(method, params)
         except RemoteError as exc:
             raise CommandError(f"{exc.error.message} ({exc.kind})") from None
+
+
+# What a client call raises when the daemon dies mid-call or answers outside protocol 1.
+CONNECTION_FAILURES = (OSError, ProtocolViolation, msgspec.MsgspecError)
+
+
+def connection_failure(exc: BaseException) -> CommandError:
+    """The message for a call that failed below JSON-RPC (no traceback for the user)."""
+    if isinstance(exc, (ProtocolViolation, msgspec.MsgspecError)):
+        return CommandError(
+            f"orcad sent an answer this orcactl cannot read ({exc}); are orcad and orcactl "
+            "the same version?"
+        )
+    if isinstance(exc, (ConnectionError, TimeoutError)):
+        return CommandError(f"the connection to orcad failed: {exc}")
+    return CommandError(str(exc))  # another OSError (a file it could not write, say)
 
 
 def to_json(value: Any) -> str:

@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from orcactl.commands import daemon, doctor, memory, projects, provider, recall, service
-from orcactl.connect import EXIT_ERROR, CommandError
+from orcactl.connect import CONNECTION_FAILURES, EXIT_ERROR, CommandError, connection_failure
 
 COMMAND_GROUPS = [daemon, recall, memory, projects, provider, service, doctor]
 
@@ -45,4 +45,8 @@ def main(argv: list[str] | None = None) -> None:
         status = 130
     except BrokenPipeError:
         status = EXIT_ERROR
+    except CONNECTION_FAILURES as exc:  # the daemon died mid-call or spoke another protocol
+        failure = connection_failure(exc)
+        print(f"orcactl: {failure}", file=sys.stderr)
+        status = failure.status
     sys.exit(status)

@@ -1,0 +1,84 @@
+"""orcactl when the daemon misbehaves or the socket is unusable: a clear message, never a traceback.
+
+A real Unix socket server on tmp_path stands in for a daemon that dies mid-call (closes or resets
+the connection after reading the request) or answers with something that is not protocol 1.
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from orcactl.connect import EXIT_ERROR
+from orcactl.main import main
+
+BEHAVIOURS = ("close", "reset", "junk", "wrong_shape")
+
+
+def _serve(listener: socket.socket, behaviour: str) -> None:
+    while True:
+        try:
+            connection, _ = listener.accept()
+        except OSError:
+            return  # the listener was closed: the test is over
+        with connection:
+            connection.recv(65536)
+            if behaviour == "reset":  # linger 0: close sends RST, as when the process is killed
+                connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            elif behaviour == "junk":
+                connection.sendall(b"this is not json\n")
+            elif behaviour == "wrong_shape":
+                connection.sendall(b'{"jsonrpc": "2.0", "id": 1, "result": {"unexpected": 1}}\n')
+
+
+@pytest.fixture(params=BEHAVIOURS)
+def broken_daemon(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Path]:
+    path = tmp_path / "broken.sock"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(path))
+    listener.listen()
+    thread = threading.Thread(target=_serve, args=(listener, request.param), daemon=True)
+    thread.start()
+    yield path
+    listener.shutdown(socket.SHUT_RDWR)
+    listener.close()
+    thread.join(timeout=10)
+
+
+def run_orcactl(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
+    with pytest.raises(SystemExit) as exited:
+        main(list(argv))
+    code = exited.value.code
+    assert isinstance(code, int)
+    return code, capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["ping"], ["status"], ["memory", "list"], ["recall", "hello"], ["projects"], ["jobs"]],
+)
+def test_a_daemon_that_fails_mid_call_gives_a_message_and_exit_1(
+    broken_daemon: Path, capsys: pytest.CaptureFixture[str], command: list[str], tmp_path: Path
+) -> None:
+    argv = ["--socket", str(broken_daemon), "--no-start", *command]
+    if command[0] in ("memory", "recall"):
+        argv += ["--cwd", str(tmp_path)]
+    status, err = run_orcactl(capsys, *argv)
+    assert status == EXIT_ERROR
+    assert err.startswith("orcactl: ") and "orcad" in err
+    assert "Traceback" not in err
+
+
+def test_a_socket_path_too_long_for_the_os_is_a_clear_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / ("s" * 200 + ".sock")
+    status, err = run_orcactl(capsys, "--socket", str(path), "--no-start", "ping")
+    assert status == EXIT_ERROR
+    assert err.startswith("orcactl: ") and str(path) in err
+
