@@ -125,6 +125,29 @@ def test_socket_that_nobody_answers(orca_env: OrcaEnv) -> None:
     assert "nothing answers" in only_problem(findings, "socket")["detail"]
 
 
+def test_socket_answering_outside_the_protocol(orca_env: OrcaEnv) -> None:
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(orca_env.socket))
+    orca_env.socket.chmod(0o600)
+    listener.listen()
+
+    def answer_junk() -> None:
+        connection, _ = listener.accept()
+        with connection:
+            connection.recv(65536)
+            connection.sendall(b"hello, this is not orcad\n")
+
+    server = threading.Thread(target=answer_junk, daemon=True)
+    server.start()
+    try:
+        status, findings = doctor(orca_env)
+    finally:
+        server.join(timeout=10)
+        listener.close()
+    assert status == 1
+    assert "not orcad protocol 1" in only_problem(findings, "socket")["detail"]
+
+
 def test_runtime_dir_that_is_a_symlink(orca_env: OrcaEnv, tmp_path: Path) -> None:
     run = orca_env.root / "run"
     run.rmdir()

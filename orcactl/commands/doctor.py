@@ -18,12 +18,14 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+import msgspec
+
 from orcactl.connect import EXIT_ERROR, EXIT_OK, print_json, socket_path
 from orcad.clock import parse_time
 from orcad.config import Config, load_config
 from orcad.errors import StartupError, StorageError
 from orcad.paths import Paths, resolve_paths
-from protocol.client import Client, DaemonUnavailable
+from protocol.client import Client, DaemonUnavailable, ProtocolViolation
 from protocol.errors import RemoteError
 from protocol.types import JobSummary
 
@@ -196,6 +198,17 @@ def check_runtime_and_socket(
                 f"{sock} exists but nothing answers ({exc})",
                 f"restart orcad (systemctl --user restart orcad), or remove {sock} "
                 "if no orcad runs",
+            )
+        )
+        return found, None
+    except (ProtocolViolation, msgspec.MsgspecError) as exc:
+        client.close()
+        found.append(
+            Finding(
+                "socket",
+                "problem",
+                f"{sock} answers, but not orcad protocol 1 ({exc})",
+                f"stop whatever listens on {sock}, or point ORCA_SOCKET elsewhere",
             )
         )
         return found, None
