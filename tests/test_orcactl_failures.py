@@ -81,4 +81,3 @@ def test_a_socket_path_too_long_for_the_os_is_a_clear_error(
     status, err = run_orcactl(capsys, "--socket", str(path), "--no-start", "ping")
     assert status == EXIT_ERROR
     assert err.startswith("orcactl: ") and str(path) in err
-

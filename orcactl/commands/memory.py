@@ -22,7 +22,7 @@ KINDS = ("preference", "fact", "workflow", "decision")
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     memory = subparsers.add_parser(
-        "memory", help="deliberate memory records (search, save, forget)"
+        "memory", help="deliberate memory records (search, list, save, update, forget)"
     )
     commands = memory.add_subparsers(dest="memory_command", metavar="ACTION", required=True)
 
@@ -44,8 +44,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     listing.set_defaults(run=run_search, query=None)
 
     save = add("save", "save a record (asks for approval)")
-    save.add_argument("text")
-    save.add_argument("--kind", required=True, choices=KINDS)
+    save.add_argument("text", help="the record's text: one durable fact")
+    save.add_argument("--kind", required=True, choices=KINDS, help="what sort of record it is")
     scope = save.add_mutually_exclusive_group(required=True)
     scope.add_argument("--global", dest="is_global", action="store_true", help="visible everywhere")
     scope.add_argument(
@@ -55,13 +55,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     save.set_defaults(run=run_manage, action="save")
 
     update = add("update", "replace a record's text (asks for approval)")
-    update.add_argument("id")
-    update.add_argument("text")
+    update.add_argument("id", help="the mem_... id shown by search or list")
+    update.add_argument("text", help="the record's new text")
     update.add_argument("--yes", action="store_true", help="approve the change once without asking")
     update.set_defaults(run=run_manage, action="update")
 
     forget = add("forget", "delete a record (asks for approval)")
-    forget.add_argument("id")
+    forget.add_argument("id", help="the mem_... id shown by search or list")
     forget.add_argument("--yes", action="store_true", help="approve the change once without asking")
     forget.set_defaults(run=run_manage, action="forget")
 

@@ -1,0 +1,51 @@
+"""Every orcactl command explains itself: help for each command and argument, and --json."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterator
+
+from orcactl.main import build_parser
+
+
+def _subparsers(
+    parser: argparse.ArgumentParser,
+) -> Iterator[argparse._SubParsersAction[argparse.ArgumentParser]]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            yield action
+
+
+def leaf_commands() -> Iterator[tuple[str, argparse.ArgumentParser, str | None]]:
+    """(full name, parser, the help its parent lists for it) for every runnable command."""
+
+    def walk(
+        prefix: str, parser: argparse.ArgumentParser, listed: str | None
+    ) -> Iterator[tuple[str, argparse.ArgumentParser, str | None]]:
+        groups = list(_subparsers(parser))
+        if not groups:
+            yield prefix, parser, listed
+        for group in groups:
+            helps = {choice.dest: choice.help for choice in group._choices_actions}
+            for name, child in group.choices.items():
+                yield from walk(f"{prefix} {name}".strip(), child, helps.get(name))
+
+    yield from walk("", build_parser(), "orcactl")
+
+
+def test_every_command_is_listed_with_help_and_takes_json() -> None:
+    commands = list(leaf_commands())
+    assert len(commands) >= 15
+    for name, parser, listed in commands:
+        assert listed, f"`orcactl {name}` has no help line in its parent's list"
+        options = {option for action in parser._actions for option in action.option_strings}
+        assert "--json" in options, f"`orcactl {name}` has no --json"
+
+
+def test_every_argument_has_help() -> None:
+    for name, parser, _listed in leaf_commands():
+        for action in parser._actions:
+            if isinstance(action, argparse._HelpAction):
+                continue
+            label = "/".join(action.option_strings) or action.dest
+            assert action.help, f"`orcactl {name}` {label} has no help text"
