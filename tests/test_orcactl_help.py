@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Iterator
+from pathlib import Path
 
 from orcactl.main import build_parser
 
@@ -49,3 +50,14 @@ def test_every_argument_has_help() -> None:
                 continue
             label = "/".join(action.option_strings) or action.dest
             assert action.help, f"`orcactl {name}` {label} has no help text"
+
+
+def test_the_readme_table_lists_every_command() -> None:
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    section = readme.split("\n## orcactl\n", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| `orcactl ")]
+    for name, _parser, _listed in leaf_commands():
+        assert any(
+            row.startswith(f"| `orcactl {name} ") or row.startswith(f"| `orcactl {name}`")
+            for row in rows
+        ), f"README's orcactl table lacks `orcactl {name}`"
