@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import email.utils
+import json
 import socket
 import time
 from collections.abc import Iterator
@@ -154,6 +155,22 @@ async def test_error_reason_never_echoes_the_key(server: FakeOpenAI) -> None:
     error = await failure(make_provider(server))
     assert KEY not in error.message
     assert "[key]" in error.message
+
+
+@pytest.mark.parametrize("stream", [True, False])
+async def test_an_error_inside_a_200_answer_never_echoes_the_key(
+    server: FakeOpenAI, stream: bool
+) -> None:
+    """Some gateways answer 200 with an error object; its message must not carry the key."""
+    error_object = json.dumps({"error": {"message": f"key {KEY} is not allowed for this model"}})
+    if stream:
+        server.script(junk(f"data: {error_object}\n\n".encode(), "text/event-stream"))
+    else:
+        server.script(junk(error_object.encode(), "application/json"))
+    error = await failure(make_provider(server, stream=stream))
+    assert "not allowed" in error.message
+    assert KEY not in error.message and "[key]" in error.message
+    assert KEY not in repr(error.__cause__) and KEY not in repr(error.__context__)
 
 
 async def test_junk_body_fails(server: FakeOpenAI) -> None:

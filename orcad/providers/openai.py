@@ -78,9 +78,28 @@ class OpenAIProvider:
             stream=self._config.stream,
             temperature=self._config.temperature,
         )
-        with trio.move_on_at(deadline):
-            return await self._post(body)
-        raise ProviderError(f"timed out: no complete answer from {self.url} within {budget:.1f} s")
+        try:
+            with trio.move_on_at(deadline):
+                return await self._post(body)
+        except ProviderError as exc:
+            if self._keyless(exc):
+                raise
+            masked = self._without_key(exc)
+        else:
+            masked = ProviderError(
+                f"timed out: no complete answer from {self.url} within {budget:.1f} s"
+            )
+        raise masked  # outside the handler: the unmasked error is not kept as its context
+
+    def _keyless(self, exc: ProviderError) -> bool:
+        """Neither the message nor its cause mentions the key (a server may echo it anywhere)."""
+        key = self._api_key
+        return not key or (key not in exc.message and key not in repr(exc.__cause__))
+
+    def _without_key(self, exc: ProviderError) -> ProviderError:
+        assert self._api_key is not None
+        masked = exc.message.replace(self._api_key, "[key]")
+        return ProviderError(masked, retry_after=exc.retry_after)
 
     def _timeouts(self) -> httpx.Timeout:
         config = self._config
