@@ -227,6 +227,53 @@ def test_openai_provider_refusing_the_key(
     assert "refused the API key (401)" in only_problem(findings, "provider")["detail"]
 
 
+def test_the_provider_check_never_sends_the_key_through_a_redirect(orca_env: OrcaEnv) -> None:
+    """A redirect may point at any host; the key goes only to the configured endpoint."""
+    key = "sk-doctor-3f9a1c7e5b2d4f6a8c0e"
+    seen_by_target: list[str | None] = []
+
+    class Target(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            seen_by_target.append(self.headers.get("Authorization"))
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    target = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Target)
+    target_url = f"http://127.0.0.1:{target.server_address[1]}/elsewhere"
+
+    class Redirecting(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(302)
+            self.send_header("Location", target_url)
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    endpoint = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Redirecting)
+    servers = [target, endpoint]
+    for server in servers:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        orca_env.write_config(
+            '[extraction]\nprovider = "openai"\n[extraction.openai]\n'
+            f'base_url = "http://127.0.0.1:{endpoint.server_address[1]}/v1"\n'
+            'api_key_env = "ORCA_TEST_DOCTOR_KEY"\n'
+        )
+        orca_env.extra_env["ORCA_TEST_DOCTOR_KEY"] = key
+        status, findings = doctor(orca_env)
+    finally:
+        for server in servers:
+            server.shutdown()
+            server.server_close()
+    assert key not in str(seen_by_target)
+    assert status == 1
+    assert "redirect" in only_problem(findings, "provider")["detail"]
+
+
 def test_openai_provider_unreachable(orca_env: OrcaEnv) -> None:
     closed = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     closed.bind(("127.0.0.1", 0))

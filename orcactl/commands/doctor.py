@@ -269,6 +269,16 @@ def check_config(paths: Paths) -> tuple[list[Finding], Config]:
     return [Finding("config", "ok", f"{loaded.path} parses; every key is known")], loaded.config
 
 
+class _RefuseRedirects(urllib.request.HTTPRedirectHandler):
+    """urllib copies the Authorization header to wherever a redirect points: never follow one."""
+
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+_NO_REDIRECTS = urllib.request.build_opener(_RefuseRedirects)
+
+
 def check_provider(config: Config) -> Finding:
     extraction = config.extraction
     if extraction.provider == "heuristic":
@@ -290,9 +300,16 @@ def check_provider(config: Config) -> Finding:
     if key:
         request.add_header("Authorization", f"Bearer {key}")
     try:
-        with urllib.request.urlopen(request, timeout=PROVIDER_TIMEOUT_S) as response:  # noqa: S310
+        with _NO_REDIRECTS.open(request, timeout=PROVIDER_TIMEOUT_S) as response:
             return Finding("provider", "ok", f"{url} answered {response.status}")
     except urllib.error.HTTPError as exc:
+        if 300 <= exc.code < 400:  # orcad does not follow redirects either
+            return Finding(
+                "provider",
+                "problem",
+                f"{url} answered {exc.code}, a redirect to {exc.headers.get('Location')!r}",
+                "set extraction.openai.base_url to the final address",
+            )
         if exc.code in (401, 403):
             return Finding(
                 "provider",
