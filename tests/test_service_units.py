@@ -319,3 +319,30 @@ def test_launchd_dry_run_renders_a_plist_for_this_user(orca_env: OrcaEnv) -> Non
     expected_socket = orca_env.root / "xdg-runtime" / "orca" / "orcad.sock"
     assert agent["Sockets"]["Listeners"]["SockPathName"] == str(expected_socket)
     assert not plist_path.exists()
+
+
+def test_install_writes_through_no_symlink_left_at_its_temporary_path(
+    orca_env: OrcaEnv, tmp_path: Path
+) -> None:
+    cli = ServiceCli(orca_env, fake_systemctl=True)
+    cli.unit_dir.mkdir(parents=True)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me\n")
+    victim.chmod(0o600)
+    (cli.unit_dir / "orcad.service.tmp").symlink_to(victim)
+    result = cli.run("install")
+    assert result.returncode == 0, result.stderr
+    assert victim.read_text() == "keep me\n" and victim.stat().st_mode & 0o777 == 0o600
+    service = cli.unit_dir / "orcad.service"
+    assert not service.is_symlink() and "ExecStart=" in service.read_text()
+    assert not (cli.unit_dir / "orcad.service.tmp").exists()
+
+
+def test_uninstall_removes_a_dangling_unit_symlink(orca_env: OrcaEnv, tmp_path: Path) -> None:
+    cli = ServiceCli(orca_env, fake_systemctl=True)
+    cli.unit_dir.mkdir(parents=True)
+    (cli.unit_dir / "orcad.service").symlink_to(tmp_path / "gone.service")
+    result = cli.run("uninstall")
+    assert result.returncode == 0, result.stderr
+    assert not (cli.unit_dir / "orcad.service").is_symlink()
+    assert f"removed {cli.unit_dir / 'orcad.service'}" in result.stdout.splitlines()

@@ -7,6 +7,7 @@ changes nothing the second time.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shlex
 import shutil
@@ -146,14 +147,18 @@ class Steps:
             return True
         path.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
         tmp = path.with_name(path.name + ".tmp")
-        tmp.write_bytes(content)
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()  # whatever is there, a symlink included, is not written through
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+        with os.fdopen(os.open(tmp, flags, 0o644), "wb") as tmp_file:
+            tmp_file.write(content)
         tmp.chmod(0o644)
         tmp.replace(path)
         self.say("wrote", f"wrote {path}", path=str(path))
         return True
 
     def remove(self, path: Path) -> bool:
-        if not path.exists():
+        if not os.path.lexists(path):  # a dangling symlink is still something to remove
             self.say("absent", f"already absent {path}", path=str(path))
             return False
         if self.dry_run:
