@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import json
-import socket
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
+import filelock
 import pytest
 
+from orcad.capture.projects import LOCK_FILE
 from orcad.limits import RECALL_BARRIER_S
 from tests.harness import DaemonProcess, OrcaEnv
 from tests.test_recall_daemon import Agent, add_facts, project_dir, texts
@@ -32,25 +33,6 @@ def turn_completed(agent: Agent, turn_id: str, user_text: str) -> dict[str, Any]
     }
 
 
-def batch(socket_path: Path, calls: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
-    """Send the calls as one JSON-RPC batch: the daemon handles them in order, back to back."""
-    requests = [
-        {"jsonrpc": "2.0", "id": number, "method": method, "params": params}
-        for number, (method, params) in enumerate(calls)
-    ]
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
-        connection.settimeout(30)
-        connection.connect(str(socket_path))
-        connection.sendall(json.dumps(requests).encode() + b"\n")
-        received = b""
-        while not received.endswith(b"\n"):
-            chunk = connection.recv(65536)
-            assert chunk, "the daemon closed the connection"
-            received += chunk
-    answers = json.loads(received)
-    return sorted(answers, key=lambda answer: answer["id"])
-
-
 def start(orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], config: str) -> DaemonProcess:
     orca_env.write_config(config)
     daemon = DaemonProcess(orca_env)
@@ -65,29 +47,52 @@ def workdir(tmp_path: Path) -> Path:
     return path
 
 
+def wait_until_recall_waits_at_the_barrier(daemon: DaemonProcess) -> None:
+    """The recall has fixed the jobs it waits for once this event is in the log."""
+    deadline = time.monotonic() + RECALL_BARRIER_S
+    while not any(e.get("event") == "recall.barrier_wait" for e in daemon.log_events()):
+        assert time.monotonic() < deadline, "recall never reached the barrier"
+        time.sleep(0.01)
+
+
 def test_remembered_fact_is_recalled_after_the_barrier_clears(
     daemon: DaemonProcess, orca_env: OrcaEnv, workdir: Path
 ) -> None:
-    """End to end with the heuristic provider and the built-in workers."""
+    """End to end with the heuristic provider and the built-in workers.
+
+    The test holds the project's cross-process lock (as another orcad or orcactl would) from
+    before the turn is reported until the recall waits at the barrier: admission needs no lock,
+    but a worker cannot claim the job without it, so the job is certainly still queued when the
+    recall arrives, whatever the scheduling.
+    """
     agent = Agent(daemon, workdir, mode="normal")
-    completed, recalled = batch(
-        orca_env.socket,
-        [
-            ("turn.completed", turn_completed(
+    lock = filelock.FileLock(project_dir(orca_env, agent.project_id) / LOCK_FILE)
+    answer: dict[str, Any] = {}
+
+    def ask() -> None:
+        answer["result"] = agent.recall("How are we deploying?", turn_id="turn-2")
+
+    asker = threading.Thread(target=ask)
+    with lock:
+        completed = daemon.call(
+            "turn.completed",
+            turn_completed(
                 agent, "turn-1", "remember that this repository deploys with `make release`"
-            )),
-            ("recall", {**agent.ids, "turn_id": "turn-2", "prompt": "How are we deploying?"}),
-        ],
-    )
-    assert completed["result"]["eligible"] is True, completed
-    result = recalled["result"]
-    assert result["barrier"] == "clear"
-    assert [entry["text"] for entry in result["automatic"]] == [DEPLOY_FACT]
-    entry = result["automatic"][0]
-    assert (entry["category"], entry["session_id"], entry["turn_id"]) == (
+            ),
+        )
+        assert completed.eligible is True, completed
+        asker.start()
+        wait_until_recall_waits_at_the_barrier(daemon)
+        assert daemon.call("jobs.list", {}).jobs[0].state in ("pending", "leased")
+    asker.join(timeout=30)
+    result = answer["result"]
+    assert result.barrier == "clear"
+    assert texts(result) == [DEPLOY_FACT]
+    entry = result.automatic[0]
+    assert (entry.category, entry.session_id, entry.turn_id) == (
         "project", agent.session_id, "turn-1"
     )
-    assert DEPLOY_FACT in result["context"]
+    assert DEPLOY_FACT in result.context
 
 
 def test_barrier_clears_when_an_external_worker_publishes_in_time(
@@ -105,10 +110,7 @@ def test_barrier_clears_when_an_external_worker_publishes_in_time(
 
     asker = threading.Thread(target=ask)
     asker.start()
-    deadline = time.monotonic() + RECALL_BARRIER_S
-    while not any(e.get("event") == "recall.barrier_wait" for e in daemon.log_events()):
-        assert time.monotonic() < deadline, "recall never reached the barrier"
-        time.sleep(0.01)
+    wait_until_recall_waits_at_the_barrier(daemon)
     claimed = daemon.call("jobs.claim", {"worker": "test-worker"})
     assert claimed.job.job_id == job_id
     fact = json.dumps(
