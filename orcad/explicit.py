@@ -107,11 +107,18 @@ def remember_fact(path: Path, text: str) -> int:
 
 
 def append_fact(path: Path, line: str) -> int:
-    """Append a formatted fact to `path` atomically; the caller holds the file's lock."""
+    """Append a formatted fact to `path` atomically; the caller holds the file's lock.
+
+    StorageError (nothing written) when the file cannot be read or replaced.
+    """
     try:
         existing = path.read_bytes()
     except FileNotFoundError:
         existing = b""
+    except OSError as exc:
+        raise StorageError(
+            f"could not read {path}: {exc.strerror or exc}; nothing was changed", path=str(path)
+        ) from exc
     content = append_line(existing, line)
     replace_file_atomically(path, content)
     log.info("explicit.remembered", path=str(path), bytes=len(content))

@@ -154,6 +154,20 @@ def test_remember_refuses_a_secret_and_writes_nothing(
     assert not (orca_env.memory_root / "user.md").exists()
 
 
+def test_an_unreadable_project_memory_file_is_a_storage_error(
+    daemon: DaemonProcess, orca_env: OrcaEnv, tmp_path: Path
+) -> None:
+    session = open_session(daemon, tmp_path)
+    project_id = session["opened"].project.id  # type: ignore[attr-defined]
+    memory_file = orca_env.memory_root / "projects" / project_id / "memory.md"
+    memory_file.mkdir(parents=True)  # a directory where the file should be: reading fails
+    with pytest.raises(RemoteError) as caught:
+        remember(daemon, session, "we deploy on Fridays", "project")
+    assert (caught.value.code, caught.value.kind) == (-32017, "storage")
+    assert str(memory_file) in caught.value.error.message
+    assert memory_file.is_dir() and not any(memory_file.iterdir())  # nothing was written
+
+
 def test_remember_length_boundary_through_the_daemon(daemon: DaemonProcess, tmp_path: Path) -> None:
     session = open_session(daemon, tmp_path)
     remember(daemon, session, "y" * EXPLICIT_FACT_MAX_CHARS, "project")
