@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
+import pytest
 import trio
 import trio.testing
 
+from orcad.capture import inspection
 from orcad.capture.records import Provenance
 from orcad.capture.service import CaptureService
 from orcad.capture.source import build_source
 from orcad.clock import SystemClock
 from orcad.config import Config, ExtractionConfig
+from orcad.errors import NotFound
+from orcad.identity import ProjectIdentity, derive_project
 from orcad.sessions import Session
+from protocol.types import ProjectsInspectParams
 
 PROVENANCE = Provenance(provider="test", model="", prompt_version="v")
 
@@ -102,3 +108,23 @@ async def test_times_out_while_work_is_backlogged(
     before = trio.current_time()
     assert await service.wait_session_jobs("ses_1", 5.0) == "timed_out"
     assert trio.current_time() - before == 5.0
+
+
+async def test_inspect_by_cwd_derives_the_project_off_the_event_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Deriving a project from a directory reads the file system (Git config): not on the loop."""
+    service = make_service(tmp_path)
+    loop_thread = threading.current_thread()
+    threads: list[threading.Thread] = []
+
+    def recording_derive_project(root: Path) -> ProjectIdentity:
+        threads.append(threading.current_thread())
+        return derive_project(root)
+
+    monkeypatch.setattr(inspection, "derive_project", recording_derive_project)
+    workdir = tmp_path / "repo"
+    workdir.mkdir()
+    with pytest.raises(NotFound):  # nothing stored for it yet
+        await inspection.inspect_project(service, ProjectsInspectParams(cwd=str(workdir)))
+    assert len(threads) == 1 and threads[0] is not loop_thread

@@ -116,7 +116,8 @@ def resolve_project(params: ProjectsInspectParams) -> tuple[str, str]:
 async def inspect_project(
     service: CaptureService, params: ProjectsInspectParams
 ) -> ProjectsInspectResult:
-    project_id, identity = resolve_project(params)
+    # deriving a project from a cwd reads the file system (realpath, Git config)
+    project_id, identity = await trio.to_thread.run_sync(resolve_project, params)
     directory = service.project_dir(project_id)
 
     def read() -> tuple[ProjectFile, Ledger, IndexState]:
