@@ -650,3 +650,17 @@ async def test_a_reopened_session_cannot_approve_what_its_earlier_epoch_proposed
     assert await search(orca, again) == []
     other = await orca.open(tmp_path / "b")
     assert (await save(orca, other, "no grant was given"))["outcome"] == "pending_approval"
+
+
+async def test_summaries_stay_one_line_for_a_workspace_path_with_a_newline(
+    orca: InProcessDaemon, tmp_path: Path
+) -> None:
+    odd = tmp_path / "line one\nline two"
+    session = await orca.open(odd, mode="yolo")
+    saved = await save(orca, session, "odd paths are still workspaces")
+    assert saved["outcome"] == "applied" and saved["record"]["workspace_root"] == str(odd)
+    asking = await orca.open(odd)
+    pending = await save(orca, asking, "a second fact for the odd path")
+    for result in (saved, pending):
+        assert "\n" not in result["summary"] and "workspace memory" in result["summary"]
+        assert "line one\\nline two" in result["summary"]

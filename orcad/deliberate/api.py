@@ -86,8 +86,13 @@ def preview(content: str) -> str:
     return line if len(line) <= PREVIEW_CHARS else line[: PREVIEW_CHARS - 1] + "…"
 
 
+# Line breaks and other control characters a directory name may hold: a summary is one line.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f\x85\u2028\u2029]")
+
+
 def _scope_phrase(is_global: bool, root: str) -> str:
-    return "global memory" if is_global else f"workspace memory ({root})"
+    shown = _CONTROL.sub(lambda m: ascii(m.group())[1:-1], root)
+    return "global memory" if is_global else f"workspace memory ({shown})"
 
 
 def validate_change(params: MemoryManageParams) -> PendingChange:
