@@ -128,3 +128,19 @@ async def test_inspect_by_cwd_derives_the_project_off_the_event_loop(
     with pytest.raises(NotFound):  # nothing stored for it yet
         await inspection.inspect_project(service, ProjectsInspectParams(cwd=str(workdir)))
     assert len(threads) == 1 and threads[0] is not loop_thread
+
+
+async def test_a_job_file_removed_behind_the_daemon_is_skipped_and_forgotten(
+    tmp_path: Path,
+) -> None:
+    """A claim pass must not fail (a worker would die of it) when a queued job's file is gone,
+    e.g. the project directory was moved away; the job leaves the index."""
+    service = make_service(tmp_path)
+    mine = session(tmp_path, "ses_1")
+    gone = await admit(service, mine, "t1")
+    kept = await admit(service, mine, "t2")
+    (service.project_dir(mine.project_id) / "jobs" / f"{gone}.json").unlink()
+    found = await service.claim_pass("w", 60.0)
+    assert found.job is not None and found.job.job_id == kept
+    assert [view.job_id for view in service.views()] == [kept]
+    assert service.job_counts().leased == 1 and service.job_counts().pending == 0

@@ -437,7 +437,11 @@ class CaptureService:
         project_id = self._project_of(job_id)
         directory = self.project_dir(project_id)
         async with self._project_locks[project_id]:
-            changed = await trio.to_thread.run_sync(self._locked_blocking, directory, work)
+            try:
+                changed = await trio.to_thread.run_sync(self._locked_blocking, directory, work)
+            except NotFound:
+                self._unindex([job_id])  # its file was removed behind our back
+                raise
             self._index(changed)  # before another task can take the project's turn
         return changed
 
@@ -460,7 +464,10 @@ class CaptureService:
                 enabled[view.project_id] = await self.auto_memory_enabled(view.project_id)
             if not enabled[view.project_id]:
                 continue
-            job = await self.claim_job(view.job_id, owner, lease_s)
+            try:
+                job = await self.claim_job(view.job_id, owner, lease_s)
+            except NotFound:
+                continue  # the job file is gone (and now out of the index)
             if job is not None:
                 return ClaimPass(job=job, wake_at=None)
         return ClaimPass(job=None, wake_at=work_plan.wake_at)
