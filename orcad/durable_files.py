@@ -8,6 +8,7 @@ new ones, never a mixture; after a crash the target is whole. OSError becomes St
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import secrets
 from pathlib import Path
@@ -23,12 +24,16 @@ def _temp_beside(path: Path) -> Path:
 def _write_synced(temp: Path, data: bytes) -> None:
     descriptor = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(descriptor, view) :]
+        _write_all(descriptor, data)
         os.fsync(descriptor)
     finally:
         os.close(descriptor)
+
+
+def _write_all(descriptor: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(descriptor, view) :]
 
 
 def fsync_directory(directory: Path) -> None:
@@ -68,8 +73,50 @@ def create_file_exclusively(path: Path, data: bytes) -> bool:
     """Write a new file durably unless `path` exists; False (nothing written) if it does.
 
     The hard link fails when the name is taken, so an existing file is never replaced, even by
-    another process, and no lock is needed.
+    another process, and no lock is needed. Where the system allows it (Linux), the data goes
+    to an unnamed file that is linked into place: no temp name to create, remove or leave behind.
     """
+    try:
+        created = _link_unnamed_file(path, data)
+        if created is None:
+            created = _link_temp_file(path, data)
+    except OSError as exc:
+        raise StorageError(f"cannot write {path}: {exc.strerror or exc}", path=str(path)) from exc
+    return created
+
+
+_O_TMPFILE: int | None = getattr(os, "O_TMPFILE", None)
+_PROC_FD_LINKS = os.path.isdir("/proc/self/fd")  # how an unnamed file's descriptor is linked
+
+
+def _link_unnamed_file(path: Path, data: bytes) -> bool | None:
+    """create_file_exclusively through O_TMPFILE; None when the file system cannot do it."""
+    if _O_TMPFILE is None or not _PROC_FD_LINKS:
+        return None
+    directory = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        try:
+            descriptor = os.open(path.parent, os.O_WRONLY | _O_TMPFILE, 0o600)
+        except OSError as exc:
+            if exc.errno in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL):
+                return None  # this file system has no unnamed files
+            raise
+        try:
+            _write_all(descriptor, data)
+            os.fsync(descriptor)  # the data is durable before the name points at it
+            try:
+                os.link(f"/proc/self/fd/{descriptor}", path.name, dst_dir_fd=directory)
+            except FileExistsError:
+                return False
+        finally:
+            os.close(descriptor)  # an unnamed file that was not linked disappears here
+        os.fsync(directory)
+        return True
+    finally:
+        os.close(directory)
+
+
+def _link_temp_file(path: Path, data: bytes) -> bool:
     temp = _temp_beside(path)
     try:
         _write_synced(temp, data)
@@ -81,8 +128,8 @@ def create_file_exclusively(path: Path, data: bytes) -> bool:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(temp)
         fsync_directory(path.parent)
-    except OSError as exc:
+    except OSError:
         with contextlib.suppress(OSError):
             temp.unlink()
-        raise StorageError(f"cannot write {path}: {exc.strerror or exc}", path=str(path)) from exc
+        raise
     return True
