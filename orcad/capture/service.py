@@ -21,17 +21,9 @@ import trio
 
 from orcad import limits
 from orcad.capture import leases, schedule
-from orcad.capture.jobstore import (
-    create_job,
-    delete_jobs,
-    read_job,
-    scan_all_jobs,
-    write_job,
-)
-from orcad.capture.ledger import Ledger, merge_job_candidates, read_ledger, write_ledger
-from orcad.capture.ledger import Provenance as LedgerProvenance
+from orcad.capture.jobstore import create_job, read_job, scan_all_jobs, write_job
+from orcad.capture.ledger import Ledger, read_ledger
 from orcad.capture.output import MalformedOutput, parse_extractor_output
-from orcad.capture.projections import publish_projections
 from orcad.capture.projects import (
     PROJECT_LOCK_TIMEOUT_S,
     ProjectFile,
@@ -42,7 +34,8 @@ from orcad.capture.projects import (
     record_project_visit,
     run_with_project_lock,
 )
-from orcad.capture.records import JobRecord, Provenance, PublishOutcome, new_job
+from orcad.capture.publishing import Published, PublishResult, publish_job
+from orcad.capture.records import JobRecord, Provenance, new_job
 from orcad.capture.schedule import JobView, PoolState, view_of
 from orcad.capture.source import BuiltSource, build_source, derive_job_id
 from orcad.capture.states import ACTIVE_STATES, TERMINAL_STATES
@@ -86,13 +79,6 @@ class Admission(msgspec.Struct, frozen=True, kw_only=True):
 class ClaimPass(msgspec.Struct, frozen=True, kw_only=True):
     job: JobRecord | None  # leased to the caller, or None
     wake_at: float | None  # when something may become claimable (plan), if nothing was
-
-
-class PublishResult(msgspec.Struct, frozen=True, kw_only=True):
-    job: JobRecord
-    added: int
-    duplicates: int
-    rejected: int
 
 
 class CaptureService:
@@ -548,58 +534,25 @@ class CaptureService:
             ) from exc
         project_id = self._project_of(job_id)
 
-        def work(directory: Path) -> tuple[PublishResult, list[str], list[str]]:
-            job = read_job(directory, job_id)
-            if job is None:
-                raise NotFound(f"job {job_id} no longer exists")
-            now = self.clock.now()
-            leases.check_holder(job, token, now)  # fencing, where the write happens
-            before = read_ledger(directory)
-            ledger, merged = merge_job_candidates(
-                before,
-                job_id,
-                facts,
-                LedgerProvenance(
-                    session_id=job.session_id,
-                    turn_id=job.turn_id,
-                    provider=provenance.provider,
-                    model=provenance.model,
-                    prompt_version=provenance.prompt_version,
-                ),
-                now,
+        def work(directory: Path) -> Published:
+            return publish_job(
+                directory,
+                job_id=job_id,
+                token=token,
+                facts=facts,
+                provenance=provenance,
+                now=self.clock.now(),
+                project_views=project_views,
             )
-            if ledger is not before:
-                write_ledger(directory, ledger)
-            failpoint("publish.after_ledger_commit")
-            outcome = PublishOutcome(
-                added=merged.added, duplicates=merged.duplicates, rejected=merged.rejected
-            )
-            committed = leases.commit(
-                job, token=token, now=now, provenance=provenance, outcome=outcome
-            )
-            write_job(directory, committed)
-            failpoint("publish.after_job_commit")
-            others = [view for view in project_views if view.job_id != job_id]
-            pruned = schedule.committed_jobs_to_prune([*others, view_of(committed)])
-            delete_jobs(directory, pruned)
-            problems = publish_projections(directory, ledger)
-            result = PublishResult(
-                job=committed,
-                added=merged.added,
-                duplicates=merged.duplicates,
-                rejected=merged.rejected,
-            )
-            return result, pruned, problems
 
         async with self._project_locks[project_id]:
             project_views = self.views(project_id)
             directory = self.project_dir(project_id)
-            result, pruned, problems = await trio.to_thread.run_sync(
-                self._locked_blocking, directory, work
-            )
-            self._unindex(pruned)
-            self._index(result.job)
-        for problem in problems:
+            published = await trio.to_thread.run_sync(self._locked_blocking, directory, work)
+            self._unindex(published.pruned)
+            self._index(published.result.job)
+        result, pruned = published.result, published.pruned
+        for problem in published.problems:
             self.report("projection_failed", problem)
         log.info(
             "job.committed",

@@ -1,0 +1,91 @@
+"""Publishing one job's extracted facts: the blocking step `jobs.publish` and the built-in
+workers run in a thread holding the project lock.
+
+Order (each step durable before the next): fencing check on the job as stored, at the clock
+reading taken under the lock; ledger merge and atomic replace (a job merged before is a no-op,
+so a publish repeated after a crash adds nothing); the job committed; committed jobs beyond the
+newest 128 pruned; then the projections, whose failure never undoes the commit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import msgspec
+
+from orcad.capture import leases, schedule
+from orcad.capture.jobstore import delete_jobs, read_job, write_job
+from orcad.capture.ledger import Provenance as LedgerProvenance
+from orcad.capture.ledger import merge_job_candidates, read_ledger, write_ledger
+from orcad.capture.projections import publish_projections
+from orcad.capture.records import JobRecord, Provenance, PublishOutcome
+from orcad.capture.schedule import JobView, view_of
+from orcad.errors import NotFound
+from orcad.failpoints import failpoint
+from protocol.types import ExtractedFact
+
+
+class PublishResult(msgspec.Struct, frozen=True, kw_only=True):
+    job: JobRecord
+    added: int
+    duplicates: int
+    rejected: int
+
+
+class Published(msgspec.Struct, frozen=True, kw_only=True):
+    result: PublishResult
+    pruned: list[str]  # job ids whose files were removed (retention)
+    problems: list[str]  # projection failures to report; the commit stands
+
+
+def publish_job(
+    directory: Path,
+    *,
+    job_id: str,
+    token: int,
+    facts: Sequence[ExtractedFact],
+    provenance: Provenance,
+    now: float,
+    project_views: Sequence[JobView],
+) -> Published:
+    """Commit `facts` for the job if `token` still holds its lease (LeaseLost otherwise).
+
+    Blocking; call with the project lock held. `project_views` are the project's other jobs as
+    indexed, for retention.
+    """
+    job = read_job(directory, job_id)
+    if job is None:
+        raise NotFound(f"job {job_id} no longer exists")
+    leases.check_holder(job, token, now)  # fencing, where the write happens
+    before = read_ledger(directory)
+    ledger, merged = merge_job_candidates(
+        before,
+        job_id,
+        facts,
+        LedgerProvenance(
+            session_id=job.session_id,
+            turn_id=job.turn_id,
+            provider=provenance.provider,
+            model=provenance.model,
+            prompt_version=provenance.prompt_version,
+        ),
+        now,
+    )
+    if ledger is not before:
+        write_ledger(directory, ledger)
+    failpoint("publish.after_ledger_commit")
+    outcome = PublishOutcome(
+        added=merged.added, duplicates=merged.duplicates, rejected=merged.rejected
+    )
+    committed = leases.commit(job, token=token, now=now, provenance=provenance, outcome=outcome)
+    write_job(directory, committed)
+    failpoint("publish.after_job_commit")
+    others = [view for view in project_views if view.job_id != job_id]
+    pruned = schedule.committed_jobs_to_prune([*others, view_of(committed)])
+    delete_jobs(directory, pruned)
+    problems = publish_projections(directory, ledger)
+    result = PublishResult(
+        job=committed, added=merged.added, duplicates=merged.duplicates, rejected=merged.rejected
+    )
+    return Published(result=result, pruned=pruned, problems=problems)
