@@ -81,8 +81,8 @@ class Daemon:
     def __post_init__(self) -> None:
         self.sessions = SessionStore(self.paths.state_db, self.clock)
         self.started_at = self.clock.now()
-        self.router.add("daemon.ping", self.ping)
-        self.router.add("daemon.status", self.status)
+        self.router.add("daemon.ping", self.ping, early=True)
+        self.router.add("daemon.status", self.status, early=True)
         self.router.add("session.open", self.open_session)
         self.router.add("session.close", self.close_session)
 
@@ -160,13 +160,19 @@ class Daemon:
 
 
 def build_daemon(paths: Paths, loaded: LoadedConfig, clock: Clock | None = None) -> Daemon:
+    """A fully installed daemon (the process itself installs features after it starts serving)."""
     daemon = Daemon(paths=paths, loaded=loaded, clock=clock or SystemClock())
     install_features(daemon)
+    daemon.router.mark_ready()
     return daemon
 
 
 def install_features(daemon: Daemon) -> None:
-    """Each feature adds its routes and hooks. One line per feature, in dependency order."""
+    """Each feature adds its routes and hooks, in dependency order.
+
+    Runs before any feature request is served, off the event loop in the daemon process: it
+    imports the feature modules and opens their stores.
+    """
     from orcad.deliberate.api import install as install_deliberate  # noqa: PLC0415
 
     install_deliberate(daemon)

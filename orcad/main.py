@@ -16,7 +16,7 @@ import trio
 
 from orcad import __version__, limits
 from orcad.activation import activated_socket, listening_path
-from orcad.app import Daemon, build_daemon
+from orcad.app import Daemon, install_features
 from orcad.config import load_config
 from orcad.errors import StartupError
 from orcad.journal import configure_journal_logging, stderr_is_journal
@@ -78,14 +78,19 @@ async def serve(
     listening: Listening,
     on_ready: Sequence[Callable[[], None]],
     on_stopping: Sequence[Callable[[], None]] = (),
-) -> None:
+) -> int:
+    """Serve until SIGTERM/SIGINT; the exit status (1 when a feature could not be installed).
+
+    Accepting starts first, so that `daemon.ping` answers while the features are imported and
+    their stores opened (off the event loop); any other request waits until they are in.
+    """
     config = daemon.config.server
     server = Server(Dispatcher(daemon.router), config)
     daemon.connections = lambda: server.connections
     listener = trio.SocketListener(trio.socket.from_stdlib_socket(listening.sock))
+    status = 0
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async with trio.open_nursery() as background:
-            await daemon.run_background(background)
             async with trio.open_nursery() as connections:
                 accept_scope = trio.CancelScope()
 
@@ -94,14 +99,26 @@ async def serve(
                         await server.serve(listener, connections)
 
                 connections.start_soon(accept)
-                log.info(
-                    "daemon.ready", socket=str(listening.path), pid=os.getpid(), version=__version__
-                )
-                for hook in on_ready:
-                    hook()
-                async for signum in signals:
-                    log.info("daemon.stopping", signal=signal.Signals(signum).name)
-                    break
+                try:
+                    await trio.to_thread.run_sync(install_features, daemon)
+                except Exception as exc:
+                    log.error("daemon.startup_failed", error=str(exc), exc_info=exc)
+                    print(f"orcad: cannot start: {exc}", file=sys.stderr)
+                    status = 1
+                else:
+                    await daemon.run_background(background)
+                    daemon.router.mark_ready()
+                    log.info(
+                        "daemon.ready",
+                        socket=str(listening.path),
+                        pid=os.getpid(),
+                        version=__version__,
+                    )
+                    for hook in on_ready:
+                        hook()
+                    async for signum in signals:
+                        log.info("daemon.stopping", signal=signal.Signals(signum).name)
+                        break
                 for hook in on_stopping:
                     hook()
                 accept_scope.cancel()
@@ -112,6 +129,7 @@ async def serve(
                 connections.cancel_scope.cancel()
             background.cancel_scope.cancel()
         await daemon.aclose()
+    return status
 
 
 def run(argv: list[str] | None = None) -> int:
@@ -135,7 +153,7 @@ def run(argv: list[str] | None = None) -> int:
         lock.acquire()
         paths.memory_root.mkdir(mode=0o700, parents=True, exist_ok=True)
         listening = open_listening_socket(paths)
-        daemon = build_daemon(paths, loaded)
+        daemon = Daemon(paths=paths, loaded=loaded)
     except StartupError as exc:
         log.error("daemon.startup_failed", error=str(exc))
         notifier.status(f"failed to start: {exc}")
@@ -145,13 +163,13 @@ def run(argv: list[str] | None = None) -> int:
         return 1
     supervisor = Supervisor(notifier, daemon)
     try:
-        trio.run(serve, daemon, listening, [supervisor.ready], [supervisor.stopping])
+        status = trio.run(serve, daemon, listening, [supervisor.ready], [supervisor.stopping])
     finally:
         listening.remove_socket_file()
         listening.sock.close()
         lock.release()
-    log.info("daemon.stopped")
-    return 0
+    log.info("daemon.stopped", status=status)
+    return status
 
 
 def main() -> None:

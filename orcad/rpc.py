@@ -18,6 +18,7 @@ from typing import Any
 
 import msgspec
 import structlog
+import trio
 
 from orcad.config import error_field_path, error_reason
 from orcad.errors import (
@@ -84,17 +85,36 @@ class Router:
     """Method name -> (params type, handler). Methods not added answer -32601.
 
     A handler is async only if it can block; a plain function is answered inline.
+    Until `mark_ready()` (all features installed), only routes added with `early=True` are
+    served; any other request waits for readiness instead of being refused.
     """
 
     def __init__(self) -> None:
         self._routes: dict[str, _Route] = {}
+        self._early: set[str] = set()
+        self._ready = trio.Event()
 
-    def add(self, method: str, handler: AsyncHandler | SyncHandler) -> None:
+    @property
+    def ready(self) -> bool:
+        return self._ready.is_set()
+
+    def mark_ready(self) -> None:
+        self._ready.set()
+
+    async def wait_ready(self) -> None:
+        await self._ready.wait()
+
+    def serves_now(self, method: str) -> bool:
+        return self._ready.is_set() or method in self._early
+
+    def add(self, method: str, handler: AsyncHandler | SyncHandler, *, early: bool = False) -> None:
         if method not in METHODS:
             raise ValueError(f"{method} is not a protocol method")
         if method in self._routes:
             raise ValueError(f"{method} is already routed")
         self._routes[method] = _Route(method, METHODS[method][0], handler)
+        if early:
+            self._early.add(method)
 
     def get(self, method: str) -> _Route | None:
         return self._routes.get(method)
@@ -153,7 +173,7 @@ class Dispatcher:
         except (msgspec.ValidationError, msgspec.DecodeError):
             return lambda: self.handle_line(line)
         route = self._router.get(envelope.method)
-        if envelope.jsonrpc != "2.0" or route is None:
+        if envelope.jsonrpc != "2.0" or route is None or not self._router.serves_now(route.method):
             return lambda: self.handle_line(line)
         request_id = _NO_ID if envelope.id is msgspec.UNSET else envelope.id
         try:
@@ -182,6 +202,8 @@ class Dispatcher:
 
     async def handle_line(self, line: bytes) -> Reply:
         """The general path: any line, including batches and every malformed shape."""
+        if not self._router.ready:
+            await self._router.wait_ready()
         try:
             message = msgspec.json.decode(line)
         except msgspec.DecodeError:

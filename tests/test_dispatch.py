@@ -7,6 +7,8 @@ from typing import Any
 
 import msgspec
 import pytest
+import trio
+import trio.testing
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -31,6 +33,7 @@ def dispatcher() -> Dispatcher:
     router = Router()
     router.add("daemon.ping", ping)
     router.add("session.close", close)
+    router.mark_ready()
     return Dispatcher(router)
 
 
@@ -201,6 +204,7 @@ async def test_internal_error_leaks_nothing(dispatcher: Dispatcher, path: str) -
 async def test_arbitrary_bytes_get_a_well_formed_answer_or_none(line: bytes) -> None:
     router = Router()
     router.add("daemon.ping", ping)
+    router.mark_ready()
     dispatcher = Dispatcher(router)
     outcome = dispatcher.begin(line)
     reply = await outcome() if callable(outcome) else outcome
@@ -214,3 +218,34 @@ async def test_arbitrary_bytes_get_a_well_formed_answer_or_none(line: bytes) -> 
         if "error" in item:
             assert item["error"]["code"] in {-32700, -32600, -32601, -32602}
             assert isinstance(item["error"]["data"]["kind"], str)
+
+
+async def test_before_ready_only_early_methods_answer_and_the_rest_wait() -> None:
+    router = Router()
+    router.add("daemon.ping", ping, early=True)
+    dispatcher = Dispatcher(router)
+    ping_line = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "daemon.ping"}).encode()
+    assert json.loads(dispatcher.begin(ping_line))["result"]["protocol"] == 1  # inline, at once
+
+    close_line = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "session.close",
+            "params": {"session_id": "s", "epoch": 1},
+        }
+    ).encode()
+    outcome = dispatcher.begin(close_line)
+    assert callable(outcome)
+    answers: list[Any] = []
+
+    async def answer_later() -> None:
+        answers.append(json.loads(await outcome()))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(answer_later)
+        await trio.testing.wait_all_tasks_blocked()
+        assert answers == []  # not refused with -32601 while features are being installed
+        router.add("session.close", close)
+        router.mark_ready()
+    assert answers[0]["error"]["data"]["kind"] == "not_found"
