@@ -20,8 +20,13 @@ from typing import Any
 import pytest
 
 from orcactl import service_files
+from orcactl.commands.service import find_orcad
 from orcad import activation
 from tests.harness import REPO_ROOT, DaemonProcess, OrcaEnv
+
+# The installed `orcad` script beside this interpreter when there is one (a pip install),
+# else `python -m orcad` (a source checkout): what `service install` must write.
+EXPECTED_ORCAD = find_orcad(None)[0]
 
 FAKE_SYSTEMCTL = """\
 #!{python}
@@ -198,7 +203,7 @@ def test_install_dry_run_prints_the_units_and_changes_nothing(orca_env: OrcaEnv)
     assert f"would write {cli.unit_dir / 'orcad.socket'}:" in lines
     assert f"would write {cli.unit_dir / 'orcad.service'}:" in lines
     assert "    ListenStream=%t/orca/orcad.sock" in lines
-    assert f"    ExecStart={sys.executable} -m orcad" in lines
+    assert f"    ExecStart={' '.join(EXPECTED_ORCAD)}" in lines
     assert "would run: systemctl --user daemon-reload" in lines
     assert "would run: systemctl --user enable orcad.socket orcad.service" in lines
     assert "would run: systemctl --user start orcad.socket orcad.service" in lines
@@ -223,7 +228,7 @@ def test_install_is_idempotent_and_uninstall_undoes_it(orca_env: OrcaEnv, tmp_pa
         ["--user", "start", "orcad.socket", "orcad.service"],
     ]
     service = (cli.unit_dir / "orcad.service").read_text()
-    assert f"ExecStart={sys.executable} -m orcad\n" in service
+    assert f"ExecStart={' '.join(EXPECTED_ORCAD)}\n" in service
     assert f"Environment=PYTHONPATH={REPO_ROOT}\n" in service
 
     # The units as installed pass systemd's own check (absolute interpreter path and all).
@@ -315,7 +320,7 @@ def test_launchd_dry_run_renders_a_plist_for_this_user(orca_env: OrcaEnv) -> Non
     assert steps[0]["action"] == "would_write"
     assert steps[0]["path"] == str(plist_path)
     agent = plistlib.loads(steps[0]["content"].encode())
-    assert agent["ProgramArguments"] == [sys.executable, "-m", "orcad"]
+    assert agent["ProgramArguments"] == EXPECTED_ORCAD
     expected_socket = orca_env.root / "xdg-runtime" / "orca" / "orcad.sock"
     assert agent["Sockets"]["Listeners"]["SockPathName"] == str(expected_socket)
     assert not plist_path.exists()
