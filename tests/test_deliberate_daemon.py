@@ -100,6 +100,10 @@ def test_database_defaults_to_xdg_config_home(tmp_path: Path) -> None:
         daemon.start()
         expected = Path(orca.env["XDG_CONFIG_HOME"]) / "orcacode" / "memory.sqlite3"
         assert daemon.call("daemon.status").deliberate_db == str(expected)
+        # memory.* requests wait until the store is open (daemon.status may answer before)
+        opened = daemon.call("session.open", {"cwd": str(tmp_path)})
+        ids = {"session_id": opened.session_id, "epoch": opened.epoch}
+        assert daemon.call("memory.search", ids).records == []
         assert expected.exists()
     finally:
         daemon.kill()
