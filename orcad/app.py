@@ -82,7 +82,7 @@ class Daemon:
         self.sessions = SessionStore(self.paths.state_db, self.clock)
         self.started_at = self.clock.now()
         self.router.add("daemon.ping", self.ping, early=True)
-        self.router.add("daemon.status", self.status, early=True)
+        self.router.add("daemon.status", self.status)
         self.router.add("session.open", self.open_session)
         self.router.add("session.close", self.close_session)
 
