@@ -13,13 +13,14 @@ from pathlib import Path
 
 import msgspec
 import structlog
+import trio
 
 from orcad.clock import Clock
 from orcad.config import Config, ProjectConfig, parse_config
 from orcad.errors import InvalidParams, NotFound, StaleSession, StartupError
-from orcad.identity import derive_project
+from orcad.identity import ProjectIdentity, derive_project
 from orcad.sqlite_worker import SQLiteWorker, connect_private
-from orcad.workspace import canonical_directory, derive_workspace
+from orcad.workspace import Workspace, canonical_directory, derive_workspace
 from protocol.types import History, Mode, SessionOpenParams
 
 log = structlog.get_logger("orcad.sessions")
@@ -87,6 +88,18 @@ def read_auto_memory(config_file: Path, project_root: str, fallback: Config) -> 
     return enabled
 
 
+def _derive_identity(
+    cwd: str, config_file: Path, config: Config
+) -> tuple[Path, Workspace, ProjectIdentity, bool]:
+    try:
+        directory = canonical_directory(cwd)
+        workspace = derive_workspace(str(directory))
+    except ValueError as exc:
+        raise InvalidParams(str(exc), field="cwd") from exc
+    project = derive_project(Path(workspace.root))
+    return directory, workspace, project, read_auto_memory(config_file, project.root, config)
+
+
 class SessionStore:
     """Owns the `sessions` table of the daemon state database."""
 
@@ -109,13 +122,10 @@ class SessionStore:
         return sum(1 for session in self._cache.values() if not session.closed)
 
     async def open(self, params: SessionOpenParams, config_file: Path, config: Config) -> Session:
-        try:
-            directory = canonical_directory(params.cwd)
-            workspace = derive_workspace(str(directory))
-        except ValueError as exc:
-            raise InvalidParams(str(exc), field="cwd") from exc
-        project = derive_project(Path(workspace.root))
-        auto_memory = read_auto_memory(config_file, project.root, config)
+        # Path resolution, the Git lookup and the config reads touch the disk: off the loop.
+        directory, workspace, project, auto_memory = await trio.to_thread.run_sync(
+            _derive_identity, params.cwd, config_file, config
+        )
         session_id = params.session_id or new_session_id()
         now = self._clock.now()
 
