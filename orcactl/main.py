@@ -7,6 +7,7 @@ import sys
 
 from orcactl.commands import daemon, doctor, memory, projects, provider, recall, service
 from orcactl.connect import CONNECTION_FAILURES, EXIT_ERROR, CommandError, connection_failure
+from orcactl.terminal import SafeWriter
 
 COMMAND_GROUPS = [daemon, recall, memory, projects, provider, service, doctor]
 
@@ -36,6 +37,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
+    sys.stdout = SafeWriter(sys.stdout)
+    sys.stderr = SafeWriter(sys.stderr)
     try:
         status = args.run(args)
     except CommandError as exc:

@@ -1,0 +1,37 @@
+"""Keep stored text from driving the terminal: memory content is user and model text, and an
+escape sequence inside a fact must print as text, not move the cursor or retitle the window."""
+
+from __future__ import annotations
+
+from typing import TextIO
+
+# C0 controls except newline and tab, DEL, and the C1 range, shown as \xNN.
+_CONTROL = [*range(0x00, 0x09), *range(0x0B, 0x20), 0x7F, *range(0x80, 0xA0)]
+_ESCAPED = {code: f"\\x{code:02x}" for code in _CONTROL}
+
+
+def neutralize(text: str) -> str:
+    return text.translate(_ESCAPED)
+
+
+class SafeWriter:
+    """A text stream that writes everything through `neutralize`."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        return self._stream.write(neutralize(text))
+
+    def flush(self) -> None:
+        self._stream.flush()
+
+    def isatty(self) -> bool:
+        return self._stream.isatty()
+
+    def fileno(self) -> int:
+        return self._stream.fileno()
+
+    @property
+    def encoding(self) -> str:
+        return self._stream.encoding

@@ -1,0 +1,43 @@
+"""Stored text cannot drive the terminal through orcactl's human output."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from orcactl.terminal import neutralize
+from tests.harness import DaemonProcess
+
+
+def test_control_characters_print_as_text() -> None:
+    assert neutralize("a\x1b[2Jb\x07\x9b\x7f") == "a\\x1b[2Jb\\x07\\x9b\\x7f"
+    assert neutralize("line one\n\tline two ünïcode ✓") == "line one\n\tline two ünïcode ✓"
+
+
+def test_a_record_with_an_escape_sequence_is_shown_escaped(
+    daemon: DaemonProcess, tmp_path: Path
+) -> None:
+    content = "the build uses make \x1b]0;pwned\x07 release"
+    env = daemon.orca.env
+
+    def orcactl(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "orcactl", *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    saved = orcactl(
+        "memory", "save", content, "--kind", "fact", "--workspace", "--yes", "--cwd", str(tmp_path)
+    )
+    assert saved.returncode == 0, saved.stderr
+    shown = orcactl("memory", "search", "build release", "--cwd", str(tmp_path))
+    assert shown.returncode == 0, shown.stderr
+    assert "make \\x1b]0;pwned\\x07 release" in shown.stdout  # the text is there, escaped
+    assert "\x1b" not in shown.stdout and "\x07" not in shown.stdout
+    as_json = orcactl("memory", "search", "build release", "--json", "--cwd", str(tmp_path))
+    assert json.loads(as_json.stdout)["records"][0]["content"] == content  # JSON keeps it exact
