@@ -1,8 +1,9 @@
 """Secret detection and redaction for text that may be stored or sent.
 
 Pure module: no I/O. Every rule is a literal-anchored regex (or a small scanner) so a
-scan is linear in the input; rules are skipped outright when their trigger literal is
-absent, which keeps the common no-secret path close to a handful of substring searches.
+scan is linear in the input; token rules are skipped outright when their trigger literal
+is absent from the text's long unbroken runs, so the common no-secret path is one pass to
+find those runs plus a few substring searches.
 """
 
 from __future__ import annotations
@@ -215,8 +216,6 @@ def _token_finder(name: str, triggers: tuple[str, ...], pattern: str, bounded: b
     group = 1 if compiled.groups else 0  # a group marks the secret inside its context
 
     def find(text: str, lowered: str) -> Iterator[Span]:
-        if not any(trigger in text for trigger in triggers):
-            return
         for match in _every_match(compiled, text):
             start, end = match.span(group)
             if bounded and not (_starts_word(text, start) and _ends_word(text, end)):
@@ -437,8 +436,6 @@ def _find_telegram(text: str, lowered: str) -> Iterator[Span]:
 
 
 def _find_discord_bot(text: str, lowered: str) -> Iterator[Span]:
-    if "." not in text:
-        return
     for match in _every_match(_DISCORD_BOT, text):
         start, end = match.span()
         if (
@@ -459,25 +456,47 @@ def _encodes_snowflake(token: str) -> bool:
 
 
 # ------------------------------------------------------------------ rule table
-_RULES: tuple[tuple[str, Finder], ...] = (
-    ("private_key_block", _find_private_keys),
+# Every token format is one unbroken run of these characters, at least this long (the shortest,
+# a Slack token, is 15). Prose has few such runs, so the token rules' trigger literals are
+# looked for in the runs alone instead of in the whole text: one regex pass, not fifty scans.
+_LONG_RUN = re.compile(r"[A-Za-z0-9_\-.+/=]{15,}")
+
+Gate = Callable[[str], bool]  # given the text's long runs (space-joined), may the rule match?
+
+
+def _any_trigger(triggers: tuple[str, ...]) -> Gate:
+    return lambda runs: any(trigger in runs for trigger in triggers)
+
+
+def _always(runs: str) -> bool:
+    return True
+
+
+_RULES: tuple[tuple[str, Finder, Gate], ...] = (
+    ("private_key_block", _find_private_keys, _always),
     *(
-        (name, _token_finder(name, triggers, pattern, bounded))
+        (name, _token_finder(name, triggers, pattern, bounded), _any_trigger(triggers))
         for name, triggers, pattern, bounded in _TOKEN_RULES
     ),
-    ("telegram_bot_token", _find_telegram),
-    ("discord_bot_token", _find_discord_bot),
-    ("url_credentials", _find_url_credentials),
-    ("aws_secret_access_key", _find_aws_secret),
-    ("authorization_header", _find_authorization),
+    ("telegram_bot_token", _find_telegram, _always),
+    ("discord_bot_token", _find_discord_bot, lambda runs: _DISCORD_BOT.search(runs) is not None),
+    ("url_credentials", _find_url_credentials, _always),
+    ("aws_secret_access_key", _find_aws_secret, _always),
+    ("authorization_header", _find_authorization, _always),
     *(
-        ("credential_assignment", _assignment_finder(keyword, pattern))
+        ("credential_assignment", _assignment_finder(keyword, pattern), _always)
         for keyword, pattern in _ASSIGNMENT_KEYWORDS
     ),
 )
-_PRIORITY = {name: index for index, (name, _) in enumerate(_RULES)}
+_PRIORITY = {name: index for index, (name, _, _) in enumerate(_RULES)}
 
-RULE_NAMES: tuple[str, ...] = tuple(dict.fromkeys(name for name, _ in _RULES))
+RULE_NAMES: tuple[str, ...] = tuple(dict.fromkeys(name for name, _, _ in _RULES))
+
+
+def _open_rules(text: str) -> Iterator[tuple[str, Finder]]:
+    """The rules that can match somewhere in `text`."""
+    runs = " ".join(_LONG_RUN.findall(text))
+    return ((name, finder) for name, finder, gate in _RULES if gate(runs))
 
 
 def find_secrets(text: str) -> list[SecretMatch]:
@@ -487,7 +506,7 @@ def find_secrets(text: str) -> list[SecretMatch]:
     lowered = _lowered(text)
     candidates = [
         (start, -end, _PRIORITY[name], name)
-        for name, finder in _RULES
+        for name, finder in _open_rules(text)
         for start, end in finder(text, lowered)
     ]
     if not candidates:
@@ -509,7 +528,7 @@ def contains_secret(text: str) -> bool:
     if not text:
         return False
     lowered = _lowered(text)
-    return any(next(finder(text, lowered), None) is not None for _, finder in _RULES)
+    return any(next(finder(text, lowered), None) is not None for _, finder in _open_rules(text))
 
 
 def _replace(text: str, matches: list[SecretMatch]) -> str:
