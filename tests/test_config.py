@@ -110,3 +110,42 @@ def test_trusted_project_config_wins_and_untrusted_is_ignored(tmp_path: Path) ->
     assert read_auto_memory(user, str(untrusted), Config()) is True
     user.write_text("auto_memory = false\n")
     assert read_auto_memory(user, str(untrusted), Config()) is False
+
+
+def _struct_keys(struct: type, prefix: str = "") -> set[str]:
+    import msgspec
+
+    keys: set[str] = set()
+    for field in msgspec.structs.fields(struct):
+        if isinstance(field.type, type) and issubclass(field.type, msgspec.Struct):
+            keys |= _struct_keys(field.type, f"{prefix}{field.name}.")
+        else:
+            keys.add(f"{prefix}{field.name}")
+    return keys
+
+
+def test_readme_documents_every_config_key_with_its_default() -> None:
+    import re
+    import tomllib
+
+    from tests.harness import REPO_ROOT
+
+    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Configuration", 1)[1]
+    block = re.search(r"```toml\n(.*?)```", section, re.DOTALL)
+    assert block is not None
+    config, unknown = parse_config(block.group(1), "README.md")
+    assert unknown == []
+    assert config == Config(), "the README's example must show the defaults"
+    data = tomllib.loads(block.group(1))
+
+    def documented(table: dict, prefix: str = "") -> set[str]:
+        keys: set[str] = set()
+        for key, value in table.items():
+            if isinstance(value, dict):
+                keys |= documented(value, f"{prefix}{key}.")
+            else:
+                keys.add(f"{prefix}{key}")
+        return keys
+
+    assert documented(data) == _struct_keys(Config)
