@@ -240,7 +240,6 @@ class Dispatcher:
         method: str | None = None
         try:
             if not isinstance(message, dict):
-                request_id = None  # owed an answer, with a null id
                 raise InvalidRequest("a request must be a JSON object")
             request_id = message.get("id", _NO_ID)
             method, raw_params = _check_envelope(message, request_id)
@@ -252,6 +251,9 @@ class Dispatcher:
                 result = await route.handler(params)  # type: ignore[misc]
             else:
                 result = route.handler(params)
+        except InvalidRequest as exc:
+            # Not a valid request, so not a notification either: always answered (JSON-RPC 2.0, 5).
+            return self._failure(None if request_id is _NO_ID else request_id, exc)
         except Exception as exc:
             return self._exception_answer(exc, method, request_id)
         if request_id is _NO_ID:

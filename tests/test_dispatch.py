@@ -91,6 +91,30 @@ async def test_invalid_requests(dispatcher: Dispatcher, path: str, message: Any)
     assert reply["error"]["data"]["kind"] == "invalid_request"
 
 
+@pytest.mark.parametrize(
+    "message",
+    [
+        {"method": "daemon.ping"},
+        {"jsonrpc": "1.0", "method": "daemon.ping"},
+        {"jsonrpc": "2.0", "method": 5},
+        {"jsonrpc": "2.0", "method": "daemon.ping", "extra": 1},
+        {"foo": "boo"},
+    ],
+)
+async def test_invalid_request_without_id_is_answered_with_a_null_id(
+    dispatcher: Dispatcher, path: str, message: Any
+) -> None:
+    # Not a valid request object, hence not a notification: the sender is owed an error.
+    reply = await answer(dispatcher, path=path, message=message)
+    assert reply is not None
+    assert reply["id"] is None
+    assert (reply["error"]["code"], reply["error"]["data"]["kind"]) == (-32600, "invalid_request")
+    in_batch = await answer(
+        dispatcher, path=path, message=[message, {"jsonrpc": "2.0", "method": "daemon.ping"}]
+    )
+    assert [(r["id"], r["error"]["code"]) for r in in_batch] == [(None, -32600)]
+
+
 async def test_empty_batch_is_one_invalid_request(dispatcher: Dispatcher, path: str) -> None:
     reply = await answer(dispatcher, path=path, message=[])
     assert isinstance(reply, dict)
@@ -102,7 +126,8 @@ async def test_batch_mixes_results_errors_and_notifications(
 ) -> None:
     reply = await answer(
         dispatcher,
-        [
+        path=path,
+        message=[
             {"jsonrpc": "2.0", "id": 1, "method": "daemon.ping"},
             {"jsonrpc": "2.0", "method": "daemon.ping"},
             {"jsonrpc": "2.0", "id": 2, "method": "nope"},
@@ -172,7 +197,8 @@ async def test_invalid_params_name_the_field(
 async def test_daemon_errors_carry_code_and_kind(dispatcher: Dispatcher, path: str) -> None:
     reply = await answer(
         dispatcher,
-        {
+        path=path,
+        message={
             "jsonrpc": "2.0",
             "id": 1,
             "method": "session.close",
@@ -186,7 +212,8 @@ async def test_daemon_errors_carry_code_and_kind(dispatcher: Dispatcher, path: s
 async def test_internal_error_leaks_nothing(dispatcher: Dispatcher, path: str) -> None:
     reply = await answer(
         dispatcher,
-        {
+        path=path,
+        message={
             "jsonrpc": "2.0",
             "id": 1,
             "method": "session.close",
