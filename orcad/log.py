@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import traceback
 from typing import TextIO
 
 import structlog
@@ -22,3 +23,18 @@ def configure_logging(stream: TextIO | None = None, *, level: int = logging.INFO
         logger_factory=structlog.PrintLoggerFactory(stream or sys.stderr),
         cache_logger_on_first_use=True,
     )
+
+
+def describe_exception(exc: BaseException) -> dict[str, str]:
+    """Log fields for an unexpected exception: its type and frames, never its message.
+
+    Exception messages can quote request content (a cwd, a fact, a prompt); frames cannot.
+    """
+    chain: list[str] = []
+    frames: list[str] = []
+    seen: BaseException | None = exc
+    while seen is not None and len(chain) < 8:
+        chain.append(type(seen).__qualname__)
+        frames[:0] = traceback.format_tb(seen.__traceback__)
+        seen = seen.__cause__ or seen.__context__
+    return {"error_type": " <- ".join(chain), "traceback": "".join(frames)}

@@ -28,6 +28,7 @@ from orcad.errors import (
     OrcaError,
     ParseError,
 )
+from orcad.log import describe_exception
 from protocol.errors import ErrorCode, ErrorObject
 from protocol.types import METHODS, Params, Result
 
@@ -185,20 +186,21 @@ class Dispatcher:
             return lambda: self._run_async(route, params, request_id)
         try:
             result = route.handler(params)
+            # Encoded here so that a result msgspec cannot encode is a -32603, not a dead reader.
+            return _encode(
+                None if request_id is _NO_ID else _Success(id=_safe_id(request_id), result=result)
+            )
         except Exception as exc:
             return _encode(self._exception_answer(exc, envelope.method, request_id))
-        return _encode(
-            None if request_id is _NO_ID else _Success(id=_safe_id(request_id), result=result)
-        )
 
     async def _run_async(self, route: _Route, params: Params, request_id: object) -> Reply:
         try:
             result = await route.handler(params)  # type: ignore[misc]
+            if request_id is _NO_ID:
+                return None
+            return _encode(_Success(id=_safe_id(request_id), result=result))
         except Exception as exc:
             return _encode(self._exception_answer(exc, route.method, request_id))
-        if request_id is _NO_ID:
-            return None
-        return _encode(_Success(id=_safe_id(request_id), result=result))
 
     async def handle_line(self, line: bytes) -> Reply:
         """The general path: any line, including batches and every malformed shape."""
@@ -230,7 +232,7 @@ class Dispatcher:
     ) -> _Failure | None:
         if isinstance(exc, OrcaError):
             return self._failure(request_id, exc)
-        log.error("rpc.internal_error", method=method, exc_info=exc)
+        log.error("rpc.internal_error", method=method, **describe_exception(exc))
         if request_id is _NO_ID:
             return None
         return _Failure(id=_safe_id(request_id), error=INTERNAL_ERROR)
@@ -251,6 +253,8 @@ class Dispatcher:
                 result = await route.handler(params)  # type: ignore[misc]
             else:
                 result = route.handler(params)
+            # Encoded one by one: a result that cannot be encoded fails its own member only.
+            result = msgspec.Raw(_encoder.encode(result))
         except InvalidRequest as exc:
             # Not a valid request, so not a notification either: always answered (JSON-RPC 2.0, 5).
             return self._failure(None if request_id is _NO_ID else request_id, exc)

@@ -7,6 +7,7 @@ from typing import Any
 
 import msgspec
 import pytest
+import structlog.testing
 import trio
 import trio.testing
 from hypothesis import given, settings
@@ -23,8 +24,8 @@ def ping(params: PingParams) -> PingResult:
 
 
 async def close(params: SessionCloseParams) -> PingResult:
-    if params.session_id == "boom":
-        raise RuntimeError("secret internal detail")
+    if params.session_id.startswith("boom"):
+        raise RuntimeError(f"secret internal detail about {params.session_id}")
     raise NotFound(f"unknown session {params.session_id!r}")
 
 
@@ -276,3 +277,57 @@ async def test_before_ready_only_early_methods_answer_and_the_rest_wait() -> Non
         router.add("session.close", close)
         router.mark_ready()
     assert answers[0]["error"]["data"]["kind"] == "not_found"
+
+
+def unencodable_ping(params: PingParams) -> Any:
+    return {"pid": object()}  # a handler bug: nothing msgspec can encode
+
+
+async def unencodable_close(params: SessionCloseParams) -> Any:
+    return {"at": object()}
+
+
+async def test_a_result_that_cannot_be_encoded_is_an_internal_error(path: str) -> None:
+    router = Router()
+    router.add("daemon.ping", unencodable_ping)
+    router.add("session.close", unencodable_close)
+    router.mark_ready()
+    dispatcher = Dispatcher(router)
+    close = {"session_id": "s", "epoch": 1}
+    for method, params in (("daemon.ping", {}), ("session.close", close)):
+        reply = await answer(
+            dispatcher,
+            path=path,
+            message={"jsonrpc": "2.0", "id": 1, "method": method, "params": params},
+        )
+        assert (reply["id"], reply["error"]["data"]) == (1, {"kind": "internal"})
+    batch = await answer(
+        dispatcher,
+        path=path,
+        message=[
+            {"jsonrpc": "2.0", "id": 1, "method": "daemon.ping"},
+            {"jsonrpc": "2.0", "id": 2, "method": "nope"},
+        ],
+    )
+    assert [(r["id"], r["error"]["code"]) for r in batch] == [(1, -32603), (2, -32601)]
+
+
+async def test_internal_error_log_names_the_failure_but_not_its_message(
+    dispatcher: Dispatcher, path: str
+) -> None:
+    with structlog.testing.capture_logs() as logs:
+        await answer(
+            dispatcher,
+            path=path,
+            message={
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "session.close",
+                "params": {"session_id": "boom-REQUEST-CONTENT", "epoch": 1},
+            },
+        )
+    (entry,) = [e for e in logs if e["event"] == "rpc.internal_error"]
+    assert entry["method"] == "session.close"
+    assert entry["error_type"] == "RuntimeError"
+    assert "in close" in entry["traceback"]  # the frame that raised
+    assert "REQUEST-CONTENT" not in repr(logs)  # the message quoted the request
