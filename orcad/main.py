@@ -101,12 +101,13 @@ async def serve(
                 connections.start_soon(accept)
                 try:
                     await trio.to_thread.run_sync(install_features, daemon)
+                    await daemon.run_background(background)
                 except Exception as exc:
                     log.error("daemon.startup_failed", error=str(exc), exc_info=exc)
                     print(f"orcad: cannot start: {exc}", file=sys.stderr)
+                    daemon.router.mark_failed(str(exc))
                     status = 1
                 else:
-                    await daemon.run_background(background)
                     daemon.router.mark_ready()
                     log.info(
                         "daemon.ready",
@@ -144,6 +145,7 @@ def run(argv: list[str] | None = None) -> int:
         os.environ["ORCA_SOCKET"] = os.path.abspath(args.socket)
     paths = resolve_paths()
     lock: InstanceLock | None = None
+    listening: Listening | None = None
     try:
         loaded = load_config(paths.config_file)
         for key in loaded.unknown_keys:
@@ -154,10 +156,16 @@ def run(argv: list[str] | None = None) -> int:
         paths.memory_root.mkdir(mode=0o700, parents=True, exist_ok=True)
         listening = open_listening_socket(paths)
         daemon = Daemon(paths=paths, loaded=loaded)
-    except StartupError as exc:
+    except (StartupError, OSError) as exc:  # OSError: a path it cannot create or open
         log.error("daemon.startup_failed", error=str(exc))
         notifier.status(f"failed to start: {exc}")
-        print(f"orcad: {exc}", file=sys.stderr)
+        print(
+            f"orcad: {exc}" if isinstance(exc, StartupError) else f"orcad: cannot start: {exc}",
+            file=sys.stderr,
+        )
+        if listening is not None:
+            listening.remove_socket_file()
+            listening.sock.close()
         if lock is not None:
             lock.release()
         return 1

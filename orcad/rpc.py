@@ -94,19 +94,30 @@ class Router:
         self._routes: dict[str, _Route] = {}
         self._early: set[str] = set()
         self._ready = trio.Event()
+        self._failure: str | None = None
 
     @property
     def ready(self) -> bool:
+        """Startup has ended, well or not (see `failure`)."""
         return self._ready.is_set()
 
+    @property
+    def failure(self) -> str | None:
+        return self._failure
+
     def mark_ready(self) -> None:
+        self._ready.set()
+
+    def mark_failed(self, reason: str) -> None:
+        """The features could not be installed: requests waiting for them are answered now."""
+        self._failure = reason
         self._ready.set()
 
     async def wait_ready(self) -> None:
         await self._ready.wait()
 
     def serves_now(self, method: str) -> bool:
-        return self._ready.is_set() or method in self._early
+        return (self._ready.is_set() and self._failure is None) or method in self._early
 
     def add(self, method: str, handler: AsyncHandler | SyncHandler, *, early: bool = False) -> None:
         if method not in METHODS:
@@ -245,6 +256,11 @@ class Dispatcher:
                 raise InvalidRequest("a request must be a JSON object")
             request_id = message.get("id", _NO_ID)
             method, raw_params = _check_envelope(message, request_id)
+            if self._router.failure is not None and not self._router.serves_now(method):
+                raise OrcaError(
+                    f"orcad could not start ({self._router.failure}) and is exiting; "
+                    "fix the cause (its log has the details) and start it again"
+                )
             route = self._router.get(method)
             if route is None:
                 raise MethodNotFound(f"unknown method {method!r}")

@@ -331,3 +331,31 @@ async def test_internal_error_log_names_the_failure_but_not_its_message(
     assert entry["error_type"] == "RuntimeError"
     assert "in close" in entry["traceback"]  # the frame that raised
     assert "REQUEST-CONTENT" not in repr(logs)  # the message quoted the request
+
+
+async def test_requests_waiting_for_a_failed_startup_are_answered_at_once() -> None:
+    router = Router()
+    router.add("daemon.ping", ping, early=True)
+    dispatcher = Dispatcher(router)
+    close = {"jsonrpc": "2.0", "id": 2, "method": "session.close"}
+    answers: list[Any] = []
+
+    async def wait_for_answer() -> None:
+        answers.append(await answer(dispatcher, path="server path", message=close))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(wait_for_answer)
+        await trio.testing.wait_all_tasks_blocked()
+        assert answers == []
+        router.mark_failed("the projects directory is not a directory")
+    (waited,) = answers
+    assert (waited["id"], waited["error"]["code"]) == (2, -32603)
+    assert "could not start" in waited["error"]["message"]
+    later = await answer(dispatcher, path="general path", message=close)
+    assert later["error"]["data"]["kind"] == "internal"
+    pinged = await answer(
+        dispatcher,
+        path="general path",
+        message={"jsonrpc": "2.0", "id": 3, "method": "daemon.ping"},
+    )
+    assert pinged["result"]["protocol"] == 1

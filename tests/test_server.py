@@ -337,3 +337,38 @@ def test_logs_are_json_lines_without_request_content(daemon: DaemonProcess) -> N
     assert "SECRET-MARKER" not in text
     for line in text.splitlines():
         assert isinstance(json.loads(line)["event"], str)
+
+
+def test_a_feature_that_cannot_start_exits_1_with_a_message_and_no_socket(
+    orca_env: OrcaEnv,
+) -> None:
+    orca_env.memory_root.mkdir(mode=0o700)
+    (orca_env.memory_root / "projects").write_text("not a directory")
+    result = subprocess.run(
+        [sys.executable, "-m", "orcad"],
+        env=orca_env.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 1
+    assert "orcad: cannot start:" in result.stderr
+    assert "Exception Group Traceback" not in result.stderr  # no crash dump for the user
+    events = [json.loads(line) for line in result.stderr.splitlines() if line.startswith("{")]
+    assert "daemon.startup_failed" in [e["event"] for e in events]
+    assert not orca_env.socket.exists()
+
+
+def test_a_memory_root_it_cannot_create_is_a_clear_startup_error(orca_env: OrcaEnv) -> None:
+    orca_env.memory_root.write_text("")  # a file where the memory directory should be
+    result = subprocess.run(
+        [sys.executable, "-m", "orcad"],
+        env=orca_env.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 1
+    assert "orcad: cannot start:" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not orca_env.socket.exists()
