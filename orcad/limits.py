@@ -47,4 +47,5 @@ PENDING_APPROVALS_MAX = 256  # oldest pending changes are dropped beyond this ma
 DEFAULT_MAX_MESSAGE_BYTES = 8 * 1024 * 1024
 DEFAULT_MAX_CONNECTIONS = 256
 DEFAULT_IDLE_TIMEOUT_S = 600.0
+DEFAULT_SEND_TIMEOUT_S = 30.0  # a client that takes no answer for this long is disconnected
 SHUTDOWN_GRACE_S = 5.0  # in-flight requests get this long to finish on SIGTERM

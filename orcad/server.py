@@ -1,8 +1,8 @@
 """The trio server: accept connections on the private socket and serve NDJSON JSON-RPC.
 
 Requests on one connection run concurrently; responses are written whole under a lock. A
-connection that sends an oversized line, goes idle, or belongs to another uid is closed without
-touching any other connection.
+connection that sends an oversized line, goes idle, stops reading its answers, or belongs to
+another uid is closed without touching any other connection.
 """
 
 from __future__ import annotations
@@ -23,6 +23,16 @@ from protocol.framing import LineFramer, LineTooLong
 log = structlog.get_logger("orcad.server")
 
 RECEIVE_CHUNK = 65536
+
+
+class _Connection:
+    """One connection's cancel scope and when its pending answer started to be written."""
+
+    __slots__ = ("scope", "sending_since")
+
+    def __init__(self) -> None:
+        self.scope = trio.CancelScope()
+        self.sending_since: float | None = None
 
 
 def peer_uid(sock: trio.socket.SocketType) -> int | None:
@@ -48,6 +58,7 @@ class Server:
         self._config = config
         self._allowed_uid = os.getuid() if allowed_uid is None else allowed_uid
         self._connections = 0
+        self._open: set[_Connection] = set()
         self._in_flight = 0
         self._idle = trio.Event()
         self._idle.set()
@@ -67,10 +78,25 @@ class Server:
     ) -> None:
         """Accept until cancelled; each connection runs in `connections` so that stopping the
         accept loop does not cut in-flight requests short."""
+        connections.start_soon(self._disconnect_slow_readers)
         task_status.started()
         while True:
             stream = await listener.accept()
             connections.start_soon(self._serve_connection, stream)
+
+    async def _disconnect_slow_readers(self) -> None:
+        """Close a connection whose answer could not be written for send_timeout_s: a client
+        that never reads must not hold its slot, its pending answers and its tasks forever.
+        A sweep instead of a deadline per write keeps the inline answer path cheap."""
+        timeout = self._config.send_timeout_s
+        while True:
+            await trio.sleep(min(1.0, timeout / 4))
+            now = trio.current_time()
+            for connection in self._open:
+                since = connection.sending_since
+                if since is not None and now - since >= timeout:
+                    log.warning("connection.send_timeout", send_timeout_s=timeout)
+                    connection.scope.cancel()
 
     async def wait_drained(self) -> None:
         """Stop starting new requests and wait until those in flight have answered."""
@@ -93,14 +119,18 @@ class Server:
                     await stream.send_all(encode_error(busy))
                 return
             self._connections += 1
+            connection = _Connection()
+            self._open.add(connection)
             try:
-                await self._read_requests(stream)
+                with connection.scope:
+                    await self._read_requests(stream, connection)
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 pass
             finally:
+                self._open.discard(connection)
                 self._connections -= 1
 
-    async def _read_requests(self, stream: trio.SocketStream) -> None:
+    async def _read_requests(self, stream: trio.SocketStream, connection: _Connection) -> None:
         framer = LineFramer(self._config.max_message_bytes)
         send_lock = trio.Lock()
         idle_timeout = self._config.idle_timeout_s
@@ -114,19 +144,21 @@ class Server:
                     idle.deadline = trio.current_time() + idle_timeout
                     for event in framer.feed(data):
                         if isinstance(event, LineTooLong):
-                            await self._refuse_oversized(stream, send_lock, event.limit)
+                            await self._refuse_oversized(stream, connection, send_lock, event.limit)
                             return
                         outcome = self._dispatcher.begin(event)
                         if callable(outcome):
                             self._begin_request()
-                            requests.start_soon(self._answer_later, stream, send_lock, outcome)
+                            requests.start_soon(
+                                self._answer_later, stream, connection, send_lock, outcome
+                            )
                         elif outcome is not None:
-                            await self._send(stream, send_lock, outcome)
+                            await self._send(stream, connection, send_lock, outcome)
             if idle.cancelled_caught:
                 log.info("connection.idle_closed", idle_timeout_s=idle_timeout)
 
     async def _refuse_oversized(
-        self, stream: trio.SocketStream, send_lock: trio.Lock, limit: int
+        self, stream: trio.SocketStream, connection: _Connection, send_lock: trio.Lock, limit: int
     ) -> None:
         too_large = MessageTooLarge(
             f"a message exceeded the {limit}-byte limit; the connection is closed "
@@ -134,7 +166,7 @@ class Server:
             limit=limit,
         )
         log.warning("connection.message_too_large", limit=limit)
-        await self._send(stream, send_lock, encode_error(too_large))
+        await self._send(stream, connection, send_lock, encode_error(too_large))
 
     def _begin_request(self) -> None:
         self._in_flight += 1
@@ -148,23 +180,34 @@ class Server:
             self._idle.set()
 
     @staticmethod
-    async def _send(stream: trio.SocketStream, send_lock: trio.Lock, reply: bytes | None) -> None:
+    async def _send(
+        stream: trio.SocketStream,
+        connection: _Connection,
+        send_lock: trio.Lock,
+        reply: bytes | None,
+    ) -> None:
         if reply is None:
             return
         try:
             send_lock.acquire_nowait()  # the common case: nobody else is writing
         except trio.WouldBlock:
             await send_lock.acquire()
+        connection.sending_since = trio.current_time()
         try:
             await stream.send_all(reply)
         finally:
+            connection.sending_since = None
             send_lock.release()
 
     async def _answer_later(
-        self, stream: trio.SocketStream, send_lock: trio.Lock, produce: DeferredReply
+        self,
+        stream: trio.SocketStream,
+        connection: _Connection,
+        send_lock: trio.Lock,
+        produce: DeferredReply,
     ) -> None:
         try:
-            await self._send(stream, send_lock, await produce())
+            await self._send(stream, connection, send_lock, await produce())
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass  # the client went away; nothing is owed
         finally:

@@ -23,6 +23,7 @@ def test_defaults_match_the_architecture() -> None:
     ) == (60.0, 120.0, 30.0)
     assert config.server.max_message_bytes == 8 * 1024 * 1024
     assert (config.server.max_connections, config.server.idle_timeout_s) == (256, 600.0)
+    assert config.server.send_timeout_s == 30.0
 
 
 def test_every_key_parses() -> None:
@@ -46,6 +47,7 @@ argv = ["extract", "--fast"]
 max_message_bytes = 2048
 max_connections = 3
 idle_timeout_s = 1.5
+send_timeout_s = 2.5
 """
     config, unknown = parse_config(text, "c.toml")
     assert unknown == []
@@ -55,6 +57,7 @@ idle_timeout_s = 1.5
     assert config.extraction.openai.api_key_env == "KEY"
     assert config.extraction.command.argv == ["extract", "--fast"]
     assert config.server.max_connections == 3
+    assert config.server.send_timeout_s == 2.5
 
 
 @pytest.mark.parametrize(

@@ -372,3 +372,33 @@ def test_a_memory_root_it_cannot_create_is_a_clear_startup_error(orca_env: OrcaE
     assert "orcad: cannot start:" in result.stderr
     assert "Traceback" not in result.stderr
     assert not orca_env.socket.exists()
+
+
+def test_a_client_that_never_reads_is_disconnected_and_others_are_served(
+    orca_env: OrcaEnv, daemon_factory: list
+) -> None:
+    daemon = start(orca_env, daemon_factory, "[server]\nsend_timeout_s = 0.5\n")
+    hog = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    hog.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    hog.connect(str(daemon.orca.socket))
+    hog.setblocking(False)
+    ping = b'{"jsonrpc":"2.0","id":1,"method":"daemon.ping"}\n' * 256
+    try:
+        while True:  # until the daemon, stuck writing answers nobody reads, stops reading too
+            hog.send(ping)
+    except BlockingIOError:
+        pass
+    assert daemon.call("daemon.ping").protocol == 1  # the others are not held up
+    deadline = time.monotonic() + 15
+    while "connection.send_timeout" not in [e["event"] for e in daemon.log_events()]:
+        assert time.monotonic() < deadline, "the daemon kept waiting on a client that never reads"
+        time.sleep(0.05)
+    hog.settimeout(15)
+    while True:  # the answers it did write, then the end: the daemon gave up on this client
+        try:
+            if not hog.recv(1 << 20):
+                break
+        except ConnectionResetError:
+            break
+    hog.close()
+    assert daemon.call("daemon.status").pid == daemon.proc.pid
