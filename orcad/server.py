@@ -28,10 +28,11 @@ RECEIVE_CHUNK = 65536
 class _Connection:
     """One connection's cancel scope and when its pending answer started to be written."""
 
-    __slots__ = ("scope", "sending_since")
+    __slots__ = ("reader", "scope", "sending_since")
 
     def __init__(self) -> None:
         self.scope = trio.CancelScope()
+        self.reader: trio.CancelScope | None = None  # cancelled to stop reading new requests
         self.sending_since: float | None = None
 
 
@@ -101,6 +102,9 @@ class Server:
     async def wait_drained(self) -> None:
         """Stop starting new requests and wait until those in flight have answered."""
         self._draining = True
+        for connection in self._open:  # a reader waits for its next line: stop it now
+            if connection.reader is not None:
+                connection.reader.cancel()
         await self._idle.wait()
 
     async def _serve_connection(self, stream: trio.SocketStream) -> None:
@@ -137,6 +141,7 @@ class Server:
         async with trio.open_nursery() as requests:
             # One cancel scope for the connection's life, its deadline pushed on by each read.
             with trio.CancelScope(deadline=trio.current_time() + idle_timeout) as idle:
+                connection.reader = idle
                 while not self._draining:
                     data = await stream.receive_some(RECEIVE_CHUNK)
                     if not data:
@@ -154,7 +159,7 @@ class Server:
                             )
                         elif outcome is not None:
                             await self._send(stream, connection, send_lock, outcome)
-            if idle.cancelled_caught:
+            if idle.cancelled_caught and not self._draining:
                 log.info("connection.idle_closed", idle_timeout_s=idle_timeout)
 
     async def _refuse_oversized(
