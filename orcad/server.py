@@ -7,6 +7,7 @@ another uid is closed without touching any other connection.
 
 from __future__ import annotations
 
+import errno
 import os
 import socket as stdlib_socket
 import struct
@@ -23,6 +24,8 @@ from protocol.framing import LineFramer, LineTooLong
 log = structlog.get_logger("orcad.server")
 
 RECEIVE_CHUNK = 65536
+ACCEPT_CAPACITY_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
+ACCEPT_RETRY_S = 0.1  # after the process ran out of descriptors, as trio.serve_listeners does
 
 
 class _Connection:
@@ -82,7 +85,15 @@ class Server:
         connections.start_soon(self._disconnect_slow_readers)
         task_status.started()
         while True:
-            stream = await listener.accept()
+            try:
+                stream = await listener.accept()
+            except OSError as exc:
+                if exc.errno not in ACCEPT_CAPACITY_ERRNOS:
+                    raise
+                # Out of file descriptors: the connections we have must go on; retry shortly.
+                log.error("connection.accept_failed", error=os.strerror(exc.errno or 0))
+                await trio.sleep(ACCEPT_RETRY_S)
+                continue
             connections.start_soon(self._serve_connection, stream)
 
     async def _disconnect_slow_readers(self) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -77,9 +78,12 @@ class OrcaEnv:
 
 
 class DaemonProcess:
-    def __init__(self, orca: OrcaEnv, args: list[str] | None = None) -> None:
+    def __init__(
+        self, orca: OrcaEnv, args: list[str] | None = None, *, fd_limit: int | None = None
+    ) -> None:
         self.orca = orca
         self.args = args or []
+        self.fd_limit = fd_limit  # RLIMIT_NOFILE for the daemon, to test running out of fds
         self.stderr_path = orca.root / f"orcad-{time.monotonic_ns()}.log"
         self.proc: subprocess.Popen[bytes] | None = None
 
@@ -92,8 +96,13 @@ class DaemonProcess:
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=stderr,
+                preexec_fn=None if self.fd_limit is None else self._limit_descriptors,  # noqa: PLW1509
             )
         return self.proc
+
+    def _limit_descriptors(self) -> None:
+        assert self.fd_limit is not None
+        resource.setrlimit(resource.RLIMIT_NOFILE, (self.fd_limit, self.fd_limit))
 
     def start(self) -> DaemonProcess:
         self.spawn()

@@ -464,3 +464,22 @@ async def test_draining_finishes_requests_in_flight_and_starts_no_new_ones(tmp_p
     listen_socket.close()
     assert [json.loads(line)["id"] for line in received.splitlines()] == [1]
     assert started == ["in-flight"]
+
+
+def test_running_out_of_file_descriptors_keeps_the_daemon_alive(
+    orca_env: OrcaEnv, daemon_factory: list
+) -> None:
+    daemon = DaemonProcess(orca_env, fd_limit=48)
+    daemon_factory.append(daemon)
+    daemon.start()
+    daemon.call("daemon.status")  # features installed: only accept() is left to need a descriptor
+    hogs = [raw_connection(daemon) for _ in range(60)]  # more than it has descriptors for
+    deadline = time.monotonic() + 15
+    while "connection.accept_failed" not in [e["event"] for e in daemon.log_events()]:
+        assert daemon.proc.poll() is None, "accept() failing with EMFILE killed the daemon"
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    for hog in hogs:
+        hog.close()
+    assert daemon.call("daemon.ping").pid == daemon.proc.pid
+    assert daemon.stop() == 0
