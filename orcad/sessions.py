@@ -190,14 +190,26 @@ class SessionStore:
         session = await self.require(session_id, epoch)
         closed = msgspec.structs.replace(session, closed=True)
 
-        def persist(connection: sqlite3.Connection) -> None:
+        def persist(connection: sqlite3.Connection) -> int:
             with connection:
-                connection.execute(
-                    "UPDATE sessions SET snapshot = ? WHERE session_id = ? AND epoch = ?",
-                    (msgspec.json.encode(closed).decode(), session_id, epoch),
-                )
+                connection.execute("BEGIN IMMEDIATE")
+                (current,) = connection.execute(
+                    "SELECT epoch FROM sessions WHERE session_id = ?", (session_id,)
+                ).fetchone()
+                if current == epoch:
+                    connection.execute(
+                        "UPDATE sessions SET snapshot = ? WHERE session_id = ? AND epoch = ?",
+                        (msgspec.json.encode(closed).decode(), session_id, epoch),
+                    )
+            return int(current)
 
-        await self._db.run(persist)
+        current = await self._db.run(persist)
+        if current != epoch:  # reopened while this close waited: the new epoch stays open
+            raise StaleSession(
+                f"session {session_id} was reopened (epoch {current}); this caller holds "
+                f"epoch {epoch} and must stop",
+                current_epoch=current,
+            )
         self._cache[session_id] = closed
         log.info("session.closed", session_id=session_id, epoch=epoch)
 

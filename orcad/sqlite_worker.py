@@ -28,6 +28,10 @@ class SQLiteWorker:
         """Run `work(connection)` in a worker thread; calls are serialised."""
         return await trio.to_thread.run_sync(self.run_blocking, work, limiter=self._limiter)
 
+    def statistics(self) -> trio.CapacityLimiterStatistics:
+        """Who holds the connection and how many calls wait for it."""
+        return self._limiter.statistics()
+
     def run_blocking(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """The same, for code already off the event loop (startup, tests, benchmarks)."""
         with self._thread_lock:

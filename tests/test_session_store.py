@@ -1,0 +1,63 @@
+"""The session store against a real SQLite file: epochs under concurrent open and close."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+import trio
+import trio.testing
+
+from orcad.clock import SystemClock
+from orcad.config import Config
+from orcad.errors import StaleSession
+from orcad.sessions import SessionStore
+from protocol.types import SessionOpenParams
+
+
+async def test_a_close_overtaken_by_a_reopen_leaves_the_new_epoch_open(tmp_path: Path) -> None:
+    store = SessionStore(tmp_path / "state.sqlite3", SystemClock())
+    opened = SessionOpenParams(cwd=str(tmp_path), session_id="ses_race")
+    config_file = tmp_path / "config.toml"
+    first = await store.open(opened, config_file, Config())
+    hold, holding = threading.Event(), threading.Event()
+
+    def occupy_the_database(_connection: object) -> None:
+        holding.set()
+        hold.wait(10)
+
+    outcomes: dict[str, object] = {}
+
+    async def reopen() -> None:
+        outcomes["reopen"] = await store.open(opened, config_file, Config())
+
+    async def close_first() -> None:
+        try:
+            await store.close_session("ses_race", first.epoch)
+        except StaleSession as exc:
+            outcomes["close"] = exc
+
+    def queued() -> int:
+        return store._db.statistics().tasks_waiting
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(store._db.run, occupy_the_database)
+        await trio.to_thread.run_sync(holding.wait)
+        nursery.start_soon(reopen)  # its epoch write queues first...
+        while queued() < 1:  # its identity lookup runs in a thread first
+            await trio.testing.wait_all_tasks_blocked()
+        nursery.start_soon(close_first)  # ...then the close of the old epoch
+        while queued() < 2:
+            await trio.testing.wait_all_tasks_blocked()
+        hold.set()
+    second = outcomes["reopen"]
+    assert second.epoch == first.epoch + 1
+    assert (await store.require("ses_race", second.epoch)).closed is False
+    assert isinstance(outcomes["close"], StaleSession)
+    store.close()
+    reloaded = SessionStore(tmp_path / "state.sqlite3", SystemClock())
+    assert (await reloaded.require("ses_race", second.epoch)).closed is False
+    with pytest.raises(StaleSession):
+        await reloaded.require("ses_race", first.epoch)
+    reloaded.close()
