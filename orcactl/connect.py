@@ -45,13 +45,15 @@ def daemon_log_path() -> Path:
     return resolve_paths().home / "orcad.log"
 
 
-def start_daemon(path: str) -> None:
-    """Start orcad in the background, detached, logging to $ORCA_HOME/orcad.log."""
+def start_daemon(path: str) -> tuple[subprocess.Popen[bytes], int]:
+    """Start orcad in the background, detached, logging to $ORCA_HOME/orcad.log; returns the
+    process and the log's size before it started (where its own lines begin)."""
     log_path = daemon_log_path()
     log_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     env = dict(os.environ, ORCA_SOCKET=path)
     with open(log_path, "ab") as log_file:
-        subprocess.Popen(
+        offset = log_file.tell()
+        process = subprocess.Popen(
             [sys.executable, "-m", "orcad"],
             stdin=subprocess.DEVNULL,
             stdout=log_file,
@@ -60,6 +62,32 @@ def start_daemon(path: str) -> None:
             start_new_session=True,
             close_fds=True,
         )
+    return process, offset
+
+
+def startup_failure(offset: int) -> str:
+    """What a daemon that exited at start said about why (its `orcad: ...` line)."""
+    try:
+        with open(daemon_log_path(), "rb") as log_file:
+            log_file.seek(offset)
+            lines = log_file.read().decode("utf-8", "replace").splitlines()
+    except OSError:
+        return ""
+    said = [line for line in lines if line.startswith("orcad: ")]
+    return said[-1].removeprefix("orcad: ") if said else ""
+
+
+def _ping(path: str) -> Client | None:
+    try:
+        client = Client(path)
+    except (DaemonUnavailable, ConnectionError):
+        return None
+    try:
+        client.call("daemon.ping")
+    except ConnectionError:
+        client.close()
+        return None
+    return client
 
 
 def connect(args: argparse.Namespace, *, start: bool | None = None) -> Client:
@@ -75,15 +103,22 @@ def connect(args: argparse.Namespace, *, start: bool | None = None) -> Client:
             ) from None
     except OSError as exc:  # path too long, no permission: starting a daemon would not help
         raise CommandError(f"cannot connect to orcad at {path}: {exc}") from None
-    start_daemon(path)
+    process, offset = start_daemon(path)
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
-        try:
-            client = Client(path)
-            client.call("daemon.ping")
+        client = _ping(path)
+        if client is not None:
             return client
-        except (DaemonUnavailable, ConnectionError):
-            time.sleep(0.05)
+        if process.poll() is not None:
+            # It exited: another orcactl may have started one first; otherwise say why.
+            client = _ping(path)
+            if client is not None:
+                return client
+            reason = startup_failure(offset) or f"exit status {process.returncode}"
+            raise CommandError(
+                f"orcad could not start: {reason} (log: {daemon_log_path()})", EXIT_NOT_RUNNING
+            )
+        time.sleep(0.05)
     raise CommandError(
         f"started orcad but it did not answer on {path} within {START_TIMEOUT_S:.0f} s; "
         f"see {daemon_log_path()}",

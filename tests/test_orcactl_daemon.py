@@ -80,3 +80,14 @@ def test_socket_option_overrides_the_environment(daemon: DaemonProcess, orca_env
 def test_usage_error_exits_2(orca_env: OrcaEnv) -> None:
     result = orcactl(orca_env, "no-such-command")
     assert result.returncode == 2
+
+
+def test_a_daemon_that_cannot_start_is_reported_at_once_with_its_reason(orca_env: OrcaEnv) -> None:
+    orca_env.write_config("[extraction]\nworkers = -1\n")
+    started = time.monotonic()
+    result = orcactl(orca_env, "ping")
+    assert result.returncode == 3
+    assert "orcad could not start" in result.stderr
+    assert "extraction.workers" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert time.monotonic() - started < 10  # not the whole start timeout
