@@ -29,14 +29,17 @@ ACCEPT_RETRY_S = 0.1  # after the process ran out of descriptors, as trio.serve_
 
 
 class _Connection:
-    """One connection's cancel scope and when its pending answer started to be written."""
+    """One connection's cancel scopes, when it last received data, and when its pending answer
+    started to be written: what the sweep needs to close idle and stuck connections."""
 
-    __slots__ = ("reader", "scope", "sending_since")
+    __slots__ = ("idle_closed", "last_received", "reader", "scope", "sending_since")
 
     def __init__(self) -> None:
         self.scope = trio.CancelScope()
         self.reader: trio.CancelScope | None = None  # cancelled to stop reading new requests
+        self.last_received = trio.current_time()
         self.sending_since: float | None = None
+        self.idle_closed = False
 
 
 def peer_uid(sock: trio.socket.SocketType) -> int | None:
@@ -97,18 +100,25 @@ class Server:
             connections.start_soon(self._serve_connection, stream)
 
     async def _disconnect_slow_readers(self) -> None:
-        """Close a connection whose answer could not be written for send_timeout_s: a client
-        that never reads must not hold its slot, its pending answers and its tasks forever.
-        A sweep instead of a deadline per write keeps the inline answer path cheap."""
-        timeout = self._config.send_timeout_s
+        """Close connections idle for idle_timeout_s, and those whose answer could not be
+        written for send_timeout_s (a client that stops reading must not hold its slot).
+
+        One periodic sweep instead of a deadline per read or write: moving a cancel scope's
+        deadline on every request costs more than the rest of answering a ping."""
+        send_timeout = self._config.send_timeout_s
+        idle_timeout = self._config.idle_timeout_s
+        period = min(1.0, send_timeout / 4, idle_timeout / 4)
         while True:
-            await trio.sleep(min(1.0, timeout / 4))
+            await trio.sleep(period)
             now = trio.current_time()
             for connection in self._open:
                 since = connection.sending_since
-                if since is not None and now - since >= timeout:
-                    log.warning("connection.send_timeout", send_timeout_s=timeout)
+                if since is not None and now - since >= send_timeout:
+                    log.warning("connection.send_timeout", send_timeout_s=send_timeout)
                     connection.scope.cancel()
+                elif now - connection.last_received >= idle_timeout and connection.reader:
+                    connection.idle_closed = True
+                    connection.reader.cancel()
 
     async def wait_drained(self) -> None:
         """Stop starting new requests and wait until those in flight have answered."""
@@ -148,16 +158,14 @@ class Server:
     async def _read_requests(self, stream: trio.SocketStream, connection: _Connection) -> None:
         framer = LineFramer(self._config.max_message_bytes)
         send_lock = trio.Lock()
-        idle_timeout = self._config.idle_timeout_s
         async with trio.open_nursery() as requests:
-            # One cancel scope for the connection's life, its deadline pushed on by each read.
-            with trio.CancelScope(deadline=trio.current_time() + idle_timeout) as idle:
-                connection.reader = idle
+            with trio.CancelScope() as reading:  # cancelled by the sweep (idle) or by draining
+                connection.reader = reading
                 while not self._draining:
                     data = await stream.receive_some(RECEIVE_CHUNK)
                     if not data:
                         break
-                    idle.deadline = trio.current_time() + idle_timeout
+                    connection.last_received = trio.current_time()
                     for event in framer.feed(data):
                         if isinstance(event, LineTooLong):
                             await self._refuse_oversized(stream, connection, send_lock, event.limit)
@@ -170,8 +178,8 @@ class Server:
                             )
                         elif outcome is not None:
                             await self._send(stream, connection, send_lock, outcome)
-            if idle.cancelled_caught and not self._draining:
-                log.info("connection.idle_closed", idle_timeout_s=idle_timeout)
+            if connection.idle_closed:
+                log.info("connection.idle_closed", idle_timeout_s=self._config.idle_timeout_s)
 
     async def _refuse_oversized(
         self, stream: trio.SocketStream, connection: _Connection, send_lock: trio.Lock, limit: int
