@@ -144,3 +144,26 @@ async def test_a_job_file_removed_behind_the_daemon_is_skipped_and_forgotten(
     assert found.job is not None and found.job.job_id == kept
     assert [view.job_id for view in service.views()] == [kept]
     assert service.job_counts().leased == 1 and service.job_counts().pending == 0
+
+
+async def test_counts_kept_on_every_change_match_a_recount(tmp_path: Path) -> None:
+    service = make_service(tmp_path, max_retries=0)
+    owner = session(tmp_path, "ses_counts")
+    jobs = [await admit(service, owner, f"turn-{n}") for n in range(5)]
+    await finish(service, jobs[0])
+    failing = await service.claim_job(jobs[1], "w", 60.0)
+    assert failing is not None and failing.lease is not None
+    await service.fail(jobs[1], failing.lease.token, "provider broke")  # no retries: exhausted
+    leased = await service.claim_job(jobs[2], "w", 60.0)
+    assert leased is not None
+
+    def recount(state: str) -> int:
+        return sum(1 for view in service.views() if view.state == state)
+
+    counts = service.job_counts()
+    assert (counts.pending, counts.leased, counts.committed, counts.exhausted) == (2, 1, 1, 1)
+    assert counts.pending == recount("pending") and counts.exhausted == recount("exhausted")
+    assert service.active_jobs(owner.project_id) == 3  # pending and leased; not exhausted
+    await service.load()  # re-indexing from the files changes nothing
+    assert service.job_counts() == counts
+    assert service.active_jobs(owner.project_id) == 3

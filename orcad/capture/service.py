@@ -99,7 +99,9 @@ class CaptureService:
         self.instance = secrets.token_hex(6)  # names this daemon's built-in lease owners
         self._record_error = record_error
         self._lock_timeout = lock_timeout
-        self._jobs: dict[str, JobView] = {}
+        self._jobs: dict[str, JobView] = {}  # change only through _put_view/_drop_view
+        self._state_counts: collections.Counter[str] = collections.Counter()
+        self._active_by_project: collections.Counter[str] = collections.Counter()
         self._summaries: dict[str, JobSummary] = {}
         self._projects: set[str] = set()
         self._ensured: set[str] = set()  # project directories created (with project.json)
@@ -114,7 +116,7 @@ class CaptureService:
     # --- status (daemon.status) -----------------------------------------------------------
 
     def job_counts(self) -> JobCounts:
-        counts = collections.Counter(view.state for view in self._jobs.values())
+        counts = self._state_counts  # kept current on every index change: O(1) per recall
         return JobCounts(
             pending=counts["pending"],
             leased=counts["leased"],
@@ -137,7 +139,21 @@ class CaptureService:
         ]
 
     def active_jobs(self, project_id: str) -> int:
-        return sum(1 for view in self.views(project_id) if view.state in ACTIVE_STATES)
+        return self._active_by_project[project_id]
+
+    def _put_view(self, view: JobView) -> None:
+        self._drop_view(view.job_id)
+        self._jobs[view.job_id] = view
+        self._state_counts[view.state] += 1
+        if view.state in ACTIVE_STATES:
+            self._active_by_project[view.project_id] += 1
+
+    def _drop_view(self, job_id: str) -> None:
+        old = self._jobs.pop(job_id, None)
+        if old is not None:
+            self._state_counts[old.state] -= 1
+            if old.state in ACTIVE_STATES:
+                self._active_by_project[old.project_id] -= 1
 
     def known_projects(self) -> set[str]:
         return set(self._projects)
@@ -196,7 +212,7 @@ class CaptureService:
         return sorted(found, key=lambda summary: (summary.created_at, summary.job_id))
 
     def _index(self, job: JobRecord) -> None:
-        self._jobs[job.job_id] = view_of(job)
+        self._put_view(view_of(job))
         self._summaries[job.job_id] = summary_of(job)
         self._projects.add(job.project_id)
         if job.state in TERMINAL_STATES:
@@ -205,7 +221,7 @@ class CaptureService:
 
     def _unindex(self, job_ids: Iterable[str]) -> None:
         for job_id in job_ids:
-            self._jobs.pop(job_id, None)
+            self._drop_view(job_id)
             self._summaries.pop(job_id, None)
             self._job_finished(job_id)
 
@@ -246,7 +262,7 @@ class CaptureService:
         self._projects.update(scan.projects)
         orphans: list[JobRecord] = []
         for job in scan.jobs:
-            self._jobs[job.job_id] = view_of(job)
+            self._put_view(view_of(job))
             self._summaries[job.job_id] = summary_of(job)
             if leases.held_by_previous_daemon(job, self.instance):
                 orphans.append(job)
