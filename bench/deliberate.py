@@ -1,6 +1,6 @@
 """Deliberate-memory benchmark: search growth with the record count, and forget overhead.
 
-    .venv/bin/python -m bench.deliberate [--sizes 1000,10000,100000] [--queries 300]
+    python bench/deliberate.py [--sizes 1000,10000,100000] [--queries 300]
 
 1. Search, in process on real database files: p50/p99 of the planned query (what
    memory.search runs) and of a naive OR of all terms, at each size; the ratio of the largest
@@ -21,6 +21,9 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+if __package__ in (None, ""):  # run as `python bench/deliberate.py`: make the repository importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from orcad.deliberate.store import (
     _INSERT,
