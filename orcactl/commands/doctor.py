@@ -390,6 +390,7 @@ def check_projects_live(client: Client, config: Config) -> list[Finding]:
 def check_projects_offline(paths: Paths, config: Config) -> list[Finding]:
     """The daemon is not running: read the project files (replaced whole, so safe to read)."""
     from orcad.capture import jobstore, ledger, projections, projects  # noqa: PLC0415
+    from orcad.capture.records import summary_of  # noqa: PLC0415
 
     found: list[Finding] = []
     jobs: list[JobSummary] = []
@@ -425,19 +426,7 @@ def check_projects_offline(paths: Paths, config: Config) -> list[Finding]:
                 found.append(Finding("jobs", "problem", str(exc), "orcactl jobs shows it"))
                 continue
             if record is not None:
-                jobs.append(
-                    JobSummary(
-                        job_id=record.job_id,
-                        project_id=record.project_id,
-                        session_id=record.session_id,
-                        turn_id=record.turn_id,
-                        state=record.state,
-                        attempts=record.attempts,
-                        created_at=record.created_at,
-                        updated_at=record.updated_at,
-                        last_error=record.errors[-1].message if record.errors else None,
-                    )
-                )
+                jobs.append(summary_of(record))
     if not ids:
         found.append(Finding("index", "ok", "no projects yet"))
     found.extend(

@@ -11,6 +11,7 @@ import msgspec
 
 from orcad.capture.states import JobState
 from orcad.clock import format_time, parse_time
+from protocol.types import JobSummary
 
 JOB_FILE_FORMAT = "orcad.job/1"
 
@@ -114,4 +115,17 @@ def new_job(
         source_bytes=source_bytes,
         source_truncated=source_truncated,
         source=source,
+    )
+
+def summary_of(job: JobRecord) -> JobSummary:
+    return JobSummary(
+        job_id=job.job_id,
+        project_id=job.project_id,
+        session_id=job.session_id,
+        turn_id=job.turn_id,
+        state=job.state,
+        attempts=job.attempts,
+        created_at=job.created_at,
+        updated_at=job.updated_at,
+        last_error=job.errors[-1].message if job.errors else None,
     )

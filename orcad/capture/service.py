@@ -35,7 +35,7 @@ from orcad.capture.projects import (
     run_with_project_lock,
 )
 from orcad.capture.publishing import Published, PublishResult, publish_job
-from orcad.capture.records import JobRecord, Provenance, new_job
+from orcad.capture.records import JobRecord, Provenance, new_job, summary_of
 from orcad.capture.schedule import JobView, PoolState, view_of
 from orcad.capture.source import BuiltSource, build_source, derive_job_id
 from orcad.capture.states import ACTIVE_STATES, TERMINAL_STATES
@@ -53,19 +53,6 @@ Barrier = Literal["clear", "timed_out", "none"]
 ErrorRecorder = Callable[[str, str], None]
 INLINE_SOURCE_CHARS = 8 * 1024  # redacting this much inline costs less than a thread hop (~0.15 ms)
 
-
-def summary_of(job: JobRecord) -> JobSummary:
-    return JobSummary(
-        job_id=job.job_id,
-        project_id=job.project_id,
-        session_id=job.session_id,
-        turn_id=job.turn_id,
-        state=job.state,
-        attempts=job.attempts,
-        created_at=job.created_at,
-        updated_at=job.updated_at,
-        last_error=job.errors[-1].message if job.errors else None,
-    )
 
 
 class Admission(msgspec.Struct, frozen=True, kw_only=True):
