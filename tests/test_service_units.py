@@ -26,7 +26,7 @@ from tests.harness import REPO_ROOT, DaemonProcess, OrcaEnv
 
 # The installed `orcad` script beside this interpreter when there is one (a pip install),
 # else `python -m orcad` (a source checkout): what `service install` must write.
-EXPECTED_ORCAD = find_orcad(None)[0]
+EXPECTED_ORCAD, EXPECTED_ENVIRONMENT = find_orcad(None)
 
 FAKE_SYSTEMCTL = """\
 #!{python}
@@ -229,7 +229,12 @@ def test_install_is_idempotent_and_uninstall_undoes_it(orca_env: OrcaEnv, tmp_pa
     ]
     service = (cli.unit_dir / "orcad.service").read_text()
     assert f"ExecStart={' '.join(EXPECTED_ORCAD)}\n" in service
-    assert f"Environment=PYTHONPATH={REPO_ROOT}\n" in service
+    # A source checkout needs the repository on PYTHONPATH; an installed orcad needs nothing.
+    assert EXPECTED_ENVIRONMENT in ({"PYTHONPATH": str(REPO_ROOT)}, {})
+    for name, value in EXPECTED_ENVIRONMENT.items():
+        assert f"Environment={name}={value}\n" in service
+    if not EXPECTED_ENVIRONMENT:
+        assert "Environment=PYTHONPATH" not in service
 
     # The units as installed pass systemd's own check (absolute interpreter path and all).
     verify = systemd_analyze_verify(
