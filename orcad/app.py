@@ -18,6 +18,7 @@ import trio
 from orcad import __version__
 from orcad.clock import Clock, SystemClock, format_time
 from orcad.config import LoadedConfig
+from orcad.log import describe_exception
 from orcad.paths import Paths
 from orcad.rpc import Router
 from orcad.sessions import Session, SessionStore
@@ -154,8 +155,12 @@ class Daemon:
         for closer in reversed(self.closers):
             try:
                 await closer()
-            except Exception:
-                log.exception("daemon.close_failed", closer=getattr(closer, "__qualname__", "?"))
+            except Exception as exc:
+                log.error(
+                    "daemon.close_failed",
+                    closer=getattr(closer, "__qualname__", "?"),
+                    **describe_exception(exc),
+                )
         self.sessions.close()
 
 

@@ -21,6 +21,7 @@ from orcad.capture.projects import ProjectLockTimeout
 from orcad.capture.records import JobRecord, Provenance
 from orcad.capture.service import CaptureService
 from orcad.errors import ExtractionRejected, LeaseLost, NotFound, StorageError
+from orcad.log import describe_exception
 from orcad.providers import Provider, ProviderError
 
 log = structlog.get_logger("orcad.capture.worker")
@@ -73,8 +74,15 @@ class WorkerPool:
                 except StorageError as exc:
                     retry_at = self._reschedule(owner, exc)
                 except Exception as exc:  # a bug must not stop the worker for good
-                    log.exception("worker.crashed", worker=owner, job_id=found.job.job_id)
-                    retry_at = self._reschedule(owner, StorageError(f"worker error: {exc!r}"))
+                    # type and frames only: an exception's message may quote turn text
+                    log.error(
+                        "worker.crashed",
+                        worker=owner,
+                        job_id=found.job.job_id,
+                        **describe_exception(exc),
+                    )
+                    error = StorageError(f"worker error: {type(exc).__name__}")
+                    retry_at = self._reschedule(owner, error)
                 continue
             if retry_at is not None:
                 # rescheduled: wait the whole back-off out, whatever changes meanwhile
@@ -158,7 +166,7 @@ class WorkerPool:
                 except ProviderError as exc:
                     end, text, retry_after = "provider_error", exc.message, exc.retry_after
                 except Exception as exc:  # a provider bug must not kill the worker
-                    log.exception("provider.crashed", job_id=job.job_id)
+                    log.error("provider.crashed", job_id=job.job_id, **describe_exception(exc))
                     end, text = "crashed", f"provider raised {type(exc).__name__}"
             nursery.cancel_scope.cancel()
         if lost.is_set():
