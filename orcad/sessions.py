@@ -7,6 +7,7 @@ auto_approve, bare, history, auto memory, workspace and project) never changes a
 
 from __future__ import annotations
 
+import collections
 import secrets
 import sqlite3
 from pathlib import Path
@@ -46,6 +47,8 @@ class Session(msgspec.Struct, frozen=True, kw_only=True):
 
 
 _session_decoder = msgspec.json.Decoder(Session)
+
+SESSION_CACHE_MAX = 4096  # snapshots kept in memory; older ones are read from the database
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
@@ -106,7 +109,8 @@ class SessionStore:
     def __init__(self, database_path: Path, clock: Clock) -> None:
         self._db = SQLiteWorker(lambda: self._connect(database_path))
         self._clock = clock
-        self._cache: dict[str, Session] = {}
+        self._cache: collections.OrderedDict[str, Session] = collections.OrderedDict()
+        self._open_epochs: dict[str, int] = {}  # session id -> its open epoch (daemon.status)
 
     @staticmethod
     def _connect(path: Path) -> sqlite3.Connection:
@@ -119,7 +123,14 @@ class SessionStore:
 
     @property
     def open_count(self) -> int:
-        return sum(1 for session in self._cache.values() if not session.closed)
+        return len(self._open_epochs)
+
+    def _remember(self, session: Session) -> None:
+        """Cache a snapshot; the least recently used beyond the bound are read again on demand."""
+        self._cache[session.session_id] = session
+        self._cache.move_to_end(session.session_id)
+        while len(self._cache) > SESSION_CACHE_MAX:
+            self._cache.popitem(last=False)
 
     async def open(self, params: SessionOpenParams, config_file: Path, config: Config) -> Session:
         # Path resolution, the Git lookup and the config reads touch the disk: off the loop.
@@ -162,7 +173,8 @@ class SessionStore:
             return session
 
         session = await self._db.run(persist)
-        self._cache[session_id] = session
+        self._remember(session)
+        self._open_epochs[session_id] = session.epoch
         log.info("session.opened", session_id=session_id, epoch=session.epoch, mode=session.mode)
         return session
 
@@ -173,7 +185,7 @@ class SessionStore:
             session = await self._db.run(lambda c: self._load(c, session_id))
             if session is None:
                 raise NotFound(f"unknown session {session_id!r}; call session.open first")
-            self._cache[session_id] = session
+            self._remember(session)
         if epoch < session.epoch:
             raise StaleSession(
                 f"session {session_id} was reopened (epoch {session.epoch}); this caller holds "
@@ -210,7 +222,11 @@ class SessionStore:
                 f"epoch {epoch} and must stop",
                 current_epoch=current,
             )
-        self._cache[session_id] = closed
+        cached = self._cache.get(session_id)
+        if cached is not None and cached.epoch == epoch:
+            del self._cache[session_id]  # a later call reads the closed snapshot from the database
+        if self._open_epochs.get(session_id) == epoch:
+            del self._open_epochs[session_id]
         log.info("session.closed", session_id=session_id, epoch=epoch)
 
     @staticmethod

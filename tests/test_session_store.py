@@ -11,7 +11,7 @@ import trio.testing
 
 from orcad.clock import SystemClock
 from orcad.config import Config
-from orcad.errors import StaleSession
+from orcad.errors import NotFound, StaleSession
 from orcad.sessions import SessionStore
 from protocol.types import SessionOpenParams
 
@@ -61,3 +61,28 @@ async def test_a_close_overtaken_by_a_reopen_leaves_the_new_epoch_open(tmp_path:
     with pytest.raises(StaleSession):
         await reloaded.require("ses_race", first.epoch)
     reloaded.close()
+
+
+async def test_snapshots_beyond_the_cache_bound_are_read_back_from_the_database(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("orcad.sessions.SESSION_CACHE_MAX", 2)
+    store = SessionStore(tmp_path / "state.sqlite3", SystemClock())
+    config_file = tmp_path / "config.toml"
+    opened = [
+        await store.open(
+            SessionOpenParams(cwd=str(tmp_path), session_id=f"ses_{n}", mode="plan"),
+            config_file,
+            Config(),
+        )
+        for n in range(3)
+    ]
+    assert len(store._cache) == 2
+    assert store.open_count == 3
+    again = await store.require("ses_0", opened[0].epoch)  # evicted, read from the file
+    assert again == opened[0]
+    await store.close_session("ses_1", opened[1].epoch)
+    assert store.open_count == 2
+    with pytest.raises(NotFound, match="closed"):
+        await store.require("ses_1", opened[1].epoch)
+    store.close()
