@@ -4,6 +4,7 @@ against the import floor, and idle RSS. Run: python bench/rpc.py [--seconds S]""
 from __future__ import annotations
 
 import argparse
+import os
 import socket
 import statistics
 import subprocess
@@ -26,6 +27,17 @@ from common import (
 
 PING = b'{"jsonrpc":"2.0","id":1,"method":"daemon.ping"}\n'
 ROUNDS = 5  # alternating rounds of round trips, echo then orcad
+
+
+def pin_for_comparison(*server_pids: int) -> str:
+    """Client on the first CPU, every server on the second (where the OS lets us choose)."""
+    cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    if len(cpus) < 2:
+        return "not pinned"
+    os.sched_setaffinity(0, {cpus[0]})
+    for pid in server_pids:
+        os.sched_setaffinity(pid, {cpus[1]})
+    return f"client on CPU {cpus[0]}, servers on CPU {cpus[1]}"
 
 
 def round_trips(path: str, count: int) -> list[float]:
@@ -111,6 +123,7 @@ def main() -> None:
     parser.add_argument("--starts", type=int, default=10)
     args = parser.parse_args()
 
+    all_cpus = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else set()
     with tempfile.TemporaryDirectory(prefix="orcad-echo-") as tmp:
         echo_path = str(Path(tmp) / "echo.sock")
         echo = subprocess.Popen(
@@ -122,9 +135,10 @@ def main() -> None:
             with running_daemon() as (daemon, path, _root):
                 time.sleep(0.5)
                 idle_rss = rss_mib(daemon.pid)
-                # Same footing for both: a first connection to a process is measurably faster
-                # than later ones (seen with the echo server alone), and the daemon has already
-                # answered the readiness ping; so warm both up, then alternate rounds.
+                placement = pin_for_comparison(echo.pid, daemon.pid)
+                # Same footing for both: the same CPUs (a round trip within one core and one
+                # across cores differ by ~1.7x, which would swamp the comparison), both warmed
+                # up, then alternating rounds.
                 round_trips(echo_path, 200)
                 round_trips(path, 200)
                 echo_samples: list[float] = []
@@ -141,10 +155,12 @@ def main() -> None:
         finally:
             echo.terminate()
             echo.wait(10)
+    if hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, all_cpus)  # start-up is measured unpinned
     starts = start_to_ready(args.starts)
     imports = import_floor(args.starts)
 
-    print("daemon.ping round trip, one connection (p50 / p99)")
+    print(f"daemon.ping round trip, one connection (p50 / p99; {placement})")
     print(f"  echo floor : {micros(echo_rt[0])} / {micros(echo_rt[1])}")
     print(f"  orcad      : {micros(ping_rt[0])} / {micros(ping_rt[1])}")
     print(f"  ratio p50  : {ping_rt[0] / echo_rt[0]:.2f}x  (target <= 1.5x)")
