@@ -4,6 +4,7 @@
 `DeliberateMemory` service and adds a closer. For recall, the service offers
 
     async def search_for_recall(session: Session, text: str, limit: int) -> list[DeliberateEntry]
+    def search_for_recall_blocking(...)  # the same, for a caller already in a worker thread
 
 the visible records matching `text`, best first (same ranking as memory.search), at most `limit`;
 empty for a bare session or text without terms. Character caps are the caller's.
@@ -174,17 +175,15 @@ class DeliberateMemory:
     ) -> list[DeliberateEntry]:
         if session.bare or not text.strip() or limit < 1:
             return []
-        records = await self.store.search(session.workspace_id, text, limit)
-        return [
-            DeliberateEntry(
-                id=r.id,
-                kind=r.kind,
-                content=r.content,
-                scope="global" if r.is_global else "workspace",
-                updated_at=format_time(r.updated_at),
-            )
-            for r in records
-        ]
+        return _recall_entries(await self.store.search(session.workspace_id, text, limit))
+
+    def search_for_recall_blocking(
+        self, session: Session, text: str, limit: int
+    ) -> list[DeliberateEntry]:
+        """`search_for_recall` from a worker thread (recall runs both of its searches in one)."""
+        if session.bare or not text.strip() or limit < 1:
+            return []
+        return _recall_entries(self.store.search_blocking(session.workspace_id, text, limit))
 
     # --- manage ------------------------------------------------------------------------------
 
@@ -415,6 +414,19 @@ def describe(session: Session, change: PendingChange, target: StoredRecord | Non
         f"update {scope} {target.id} ({change.kind or target.kind}): "
         f"\"{preview(target.content)}\" -> \"{preview(new_content)}\""
     )
+
+
+def _recall_entries(records: list[StoredRecord]) -> list[DeliberateEntry]:
+    return [
+        DeliberateEntry(
+            id=r.id,
+            kind=r.kind,
+            content=r.content,
+            scope="global" if r.is_global else "workspace",
+            updated_at=format_time(r.updated_at),
+        )
+        for r in records
+    ]
 
 
 def install(daemon: Daemon) -> DeliberateMemory:

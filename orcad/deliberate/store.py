@@ -409,6 +409,13 @@ class DeliberateStore:
     async def search(self, workspace_id: str, text: str, limit: int) -> list[StoredRecord]:
         return await self._run(lambda c: search_records(c, workspace_id, text, limit))
 
+    def search_blocking(self, workspace_id: str, text: str, limit: int) -> list[StoredRecord]:
+        """`search` for a caller already in a worker thread (recall joins it to its own work)."""
+        try:
+            return self._db.run_blocking(lambda c: search_records(c, workspace_id, text, limit))
+        except (sqlite3.Error, OSError) as exc:
+            raise StorageError(f"memory database {self.path}: {exc}") from exc
+
     async def recent(self, workspace_id: str, limit: int) -> list[StoredRecord]:
         return await self._run(lambda c: recent_records(c, workspace_id, limit))
 

@@ -76,13 +76,13 @@ class DeliberateRecall:
     def __init__(self, daemon: Daemon) -> None:
         self._daemon = daemon
 
-    async def search(
+    def search_blocking(
         self, session: Session, prompt: str, terms: Sequence[str], limit: int
     ) -> list[DeliberateEntry]:
         service = self._daemon.deliberate
         if service is None:
             return []
-        entries: list[DeliberateEntry] = await service.search_for_recall(session, prompt, limit)
+        entries: list[DeliberateEntry] = service.search_for_recall_blocking(session, prompt, limit)
         return entries
 
 

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 import structlog
+import trio
 
 from orcad.clock import Clock
 from orcad.errors import Disabled
@@ -35,16 +36,17 @@ log = structlog.get_logger("orcad.recall")
 # and still fill the part with shorter, lower-ranked ones.
 AUTOMATIC_FETCH = 2 * RECALL_AUTOMATIC_MAX_ENTRIES
 DELIBERATE_FETCH = 2 * RECALL_DELIBERATE_MAX_RECORDS
+SEARCH_THREADS = 4  # recalls searching at once; more only queue on the stores' locks
 
 
 class AutomaticSearch(Protocol):
-    async def search(
-        self, project_id: str, terms: Sequence[str], limit: int
+    def search_blocking(
+        self, project_id: str, terms: list[str], limit: int
     ) -> list[AutomaticCandidate]: ...
 
 
 class DeliberateSearch(Protocol):
-    async def search(
+    def search_blocking(
         self, session: Session, prompt: str, terms: Sequence[str], limit: int
     ) -> list[DeliberateEntry]: ...
 
@@ -88,6 +90,7 @@ class RecallService:
         self.deliberate = deliberate
         self.jobs = jobs
         self.barrier_s = barrier_s
+        self._search_threads = trio.CapacityLimiter(SEARCH_THREADS)
 
     async def recall(self, params: RecallParams) -> RecallResult:
         session = await self.sessions.require(params.session_id, params.epoch)
@@ -100,14 +103,11 @@ class RecallService:
         """A fresh recall for the turn (no snapshot consulted)."""
         barrier = await self.wait_barrier(session)
         terms = derive_query_terms(params.prompt)
-        # One after the other: run side by side they only contend for the interpreter lock.
         automatic: list[AutomaticCandidate] = []
-        if terms and session.auto_memory:
-            automatic = await self.automatic.search(session.project_id, terms, AUTOMATIC_FETCH)
         deliberate: list[DeliberateEntry] = []
-        if terms and self.deliberate is not None:
-            deliberate = await self.deliberate.search(
-                session, params.prompt, terms, DELIBERATE_FETCH
+        if terms:
+            automatic, deliberate = await trio.to_thread.run_sync(
+                self._search_both, session, params.prompt, terms, limiter=self._search_threads
             )
         now = self.clock.now()
         automatic_entries = cap_automatic(to_entry(candidate, now) for candidate in automatic)
@@ -131,6 +131,19 @@ class RecallService:
             terms=len(terms),
         )
         return result
+
+    def _search_both(
+        self, session: Session, prompt: str, terms: list[str]
+    ) -> tuple[list[AutomaticCandidate], list[DeliberateEntry]]:
+        """Both parts in one worker thread: a thread hop costs about as much as the automatic
+        search itself, and side by side the two only contend for the interpreter lock."""
+        automatic: list[AutomaticCandidate] = []
+        if session.auto_memory:
+            automatic = self.automatic.search_blocking(session.project_id, terms, AUTOMATIC_FETCH)
+        deliberate: list[DeliberateEntry] = []
+        if self.deliberate is not None:
+            deliberate = self.deliberate.search_blocking(session, prompt, terms, DELIBERATE_FETCH)
+        return automatic, deliberate
 
     async def wait_barrier(self, session: Session) -> Barrier:
         if self.jobs is None or not session.auto_memory:
