@@ -15,12 +15,11 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import structlog
-import trio
 
 from orcad.capture import projections
 from orcad.capture.ledger import Ledger, ledger_path, read_ledger
@@ -78,14 +77,6 @@ class ProjectMemorySearch:
         self._record_error = record_error
         self._use_index = use_index
         self._projects: dict[str, ProjectCache] = {}
-        self._limiter = trio.CapacityLimiter(4)
-
-    async def search(
-        self, project_id: str, terms: Sequence[str], limit: int
-    ) -> list[AutomaticCandidate]:
-        return await trio.to_thread.run_sync(
-            self.search_blocking, project_id, list(terms), limit, limiter=self._limiter
-        )
 
     def search_blocking(
         self, project_id: str, terms: list[str], limit: int
