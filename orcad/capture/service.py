@@ -54,7 +54,6 @@ ErrorRecorder = Callable[[str, str], None]
 INLINE_SOURCE_CHARS = 8 * 1024  # redacting this much inline costs less than a thread hop (~0.15 ms)
 
 
-
 class Admission(msgspec.Struct, frozen=True, kw_only=True):
     """What turn.completed answers once the source is built (None job_id: not admitted)."""
 
@@ -277,10 +276,18 @@ class CaptureService:
 
     # --- projects ---------------------------------------------------------------------------
 
-    async def record_visit(self, session: Session) -> ProjectFile:
-        """project.json for a session's project: identity and the last working directory."""
+    async def record_visit(self, session: Session, *, only_if_missing: bool = False) -> ProjectFile:
+        """project.json for a session's project: identity and the last working directory.
+
+        With `only_if_missing` (the first admission in this process: sessions survive restarts,
+        so the open hook may not have run here), an existing file is read and left as it is.
+        """
 
         def work(directory: Path) -> ProjectFile:
+            if only_if_missing:
+                found = read_project_file(directory, session.project_id)
+                if found.record is not None or found.problem is not None:
+                    return found
             return record_project_visit(
                 directory,
                 project_id=session.project_id,
@@ -296,29 +303,6 @@ class CaptureService:
         if found.problem is not None:
             self.report("project_metadata_corrupt", found.problem)
         return found
-
-    async def _first_visit(self, session: Session) -> None:
-        """Directories and project.json the first time this process admits a job there
-        (sessions survive restarts, so the open hook may not have run in this process)."""
-
-        def work(directory: Path) -> ProjectFile:
-            found = read_project_file(directory, session.project_id)
-            if found.record is None and found.problem is None:
-                found = record_project_visit(
-                    directory,
-                    project_id=session.project_id,
-                    identity=session.project_identity,
-                    root=session.project_root,
-                    cwd=session.cwd,
-                    now=self.clock.now(),
-                )
-            return found
-
-        found = await self.run_locked(session.project_id, work)
-        self._projects.add(session.project_id)
-        self._ensured.add(session.project_id)
-        if found.problem is not None:
-            self.report("project_metadata_corrupt", found.problem)
 
     async def read_project(self, project_id: str) -> ProjectFile:
         directory = self.project_dir(project_id)
@@ -362,7 +346,7 @@ class CaptureService:
             now=self.clock.now(),
         )
         if project_id not in self._ensured:
-            await self._first_visit(session)
+            await self.record_visit(session, only_if_missing=True)
 
         def work() -> tuple[JobRecord | None, bool]:
             directory = self.project_dir(project_id)
