@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 __all__ = ["SecretMatch", "contains_secret", "find_secrets", "redact"]
@@ -458,13 +458,36 @@ def _encodes_snowflake(token: str) -> bool:
 # ------------------------------------------------------------------ rule table
 # Every token format is one unbroken run of these characters, at least this long (the shortest,
 # a Slack token, is 15). Prose has few such runs, so the token rules' trigger literals are
-# looked for in the runs alone instead of in the whole text: one regex pass, not fifty scans.
-_LONG_RUN = re.compile(r"[A-Za-z0-9_\-.+/=]{15,}")
+# looked for in the runs alone instead of in the whole text: one pass, not fifty scans.
+_RUN_CHARACTERS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-.+/="
+_MIN_RUN = 15
+# Maps run characters to "a" and every other byte to " " (UTF-8 sequences are all >= 0x80).
+_RUN_MARKS = bytes(0x61 if byte in _RUN_CHARACTERS else 0x20 for byte in range(256))
+
+
+def _long_runs(text: str) -> str:
+    """Runs of at least _MIN_RUN run characters, space-joined.
+
+    Works on bytes: translating to marks and finding "a" * 15 runs at C speed, where a regex
+    pass over prose costs about 14 µs per KiB (half of all redaction)."""
+    data = text.encode("utf-8", "surrogatepass")
+    marks = data.translate(_RUN_MARKS)
+    start = marks.find(b"a" * _MIN_RUN)
+    runs: list[bytes] = []
+    while start >= 0:  # the first window found after a gap starts its run
+        end = marks.find(b" ", start + _MIN_RUN)
+        end = len(marks) if end < 0 else end
+        runs.append(data[start:end])
+        start = marks.find(b"a" * _MIN_RUN, end)
+    return b" ".join(runs).decode("ascii")
 
 Gate = Callable[[str], bool]  # given the text's long runs (space-joined), may the rule match?
 
 
 def _any_trigger(triggers: tuple[str, ...]) -> Gate:
+    if len(triggers) == 1:  # most rules; a generator per rule per call costs more than the test
+        (only,) = triggers
+        return lambda runs: only in runs
     return lambda runs: any(trigger in runs for trigger in triggers)
 
 
@@ -493,10 +516,16 @@ _PRIORITY = {name: index for index, (name, _, _) in enumerate(_RULES)}
 RULE_NAMES: tuple[str, ...] = tuple(dict.fromkeys(name for name, _, _ in _RULES))
 
 
-def _open_rules(text: str) -> Iterator[tuple[str, Finder]]:
+# Every other gate is false without a long run (a test checks it): most text needs no gate.
+_ALWAYS_OPEN = tuple((name, finder) for name, finder, gate in _RULES if gate is _always)
+
+
+def _open_rules(text: str) -> Iterable[tuple[str, Finder]]:
     """The rules that can match somewhere in `text`."""
-    runs = " ".join(_LONG_RUN.findall(text))
-    return ((name, finder) for name, finder, gate in _RULES if gate(runs))
+    runs = _long_runs(text)
+    if not runs:
+        return _ALWAYS_OPEN
+    return [(name, finder) for name, finder, gate in _RULES if gate(runs)]
 
 
 def find_secrets(text: str) -> list[SecretMatch]:

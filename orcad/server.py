@@ -2,7 +2,8 @@
 
 Requests on one connection run concurrently; responses are written whole under a lock. A
 connection that sends an oversized line, goes idle, stops reading its answers, or belongs to
-another uid is closed without touching any other connection.
+another uid is closed without touching any other connection. A request may hold that lock
+while a worker thread writes its answer (see `orcad.rpc.claim_direct_answer`).
 """
 
 from __future__ import annotations
@@ -40,6 +41,53 @@ class _Connection:
         self.last_received = trio.current_time()
         self.sending_since: float | None = None
         self.idle_closed = False
+
+
+class _ThreadAnswerWriter:
+    """One request's claim on its connection's writer, for an answer written by a worker thread
+    (orcad.rpc.AnswerWriter). The request's task holds the connection's send lock from the claim
+    until it ends, then sends whatever the thread's non-blocking writes left unsent."""
+
+    __slots__ = ("_fd", "_send_lock", "claimed", "error", "unsent", "wrote")
+
+    def __init__(self, fd: int, send_lock: trio.Lock) -> None:
+        self._fd = fd
+        self._send_lock = send_lock
+        self.claimed = False
+        self.wrote = False
+        self.unsent = b""
+        self.error: OSError | None = None
+
+    def claim(self) -> bool:
+        if self.claimed:
+            return False
+        try:
+            self._send_lock.acquire_nowait()
+        except trio.WouldBlock:
+            return False
+        self.claimed = True
+        return True
+
+    def write_from_thread(self, data: bytes) -> None:
+        # Only after claim(), from a thread the task waits for: the descriptor stays open and
+        # nobody else writes to it until the task has finished.
+        assert self.claimed and not self.wrote
+        self.wrote = True
+        view = memoryview(data)
+        try:
+            while view:
+                view = view[os.write(self._fd, view) :]
+        except BlockingIOError:
+            pass  # the peer's receive buffer is full: the event loop sends the rest
+        except OSError as exc:
+            self.error = exc
+        self.unsent = bytes(view)
+
+    def remaining(self, reply: bytes | None) -> bytes | None:
+        """What the event loop must still send once the handler has returned."""
+        if self.error is not None:
+            raise trio.BrokenResourceError("the client went away") from self.error
+        return (self.unsent or None) if self.wrote else reply
 
 
 def peer_uid(sock: trio.socket.SocketType) -> int | None:
@@ -203,8 +251,9 @@ class Server:
         if self._in_flight == 0:
             self._idle.set()
 
-    @staticmethod
+    @classmethod
     async def _send(
+        cls,
         stream: trio.SocketStream,
         connection: _Connection,
         send_lock: trio.Lock,
@@ -216,12 +265,23 @@ class Server:
             send_lock.acquire_nowait()  # the common case: nobody else is writing
         except trio.WouldBlock:
             await send_lock.acquire()
+        try:
+            await cls._write(stream, connection, reply)
+        finally:
+            send_lock.release()
+
+    @staticmethod
+    async def _write(
+        stream: trio.SocketStream, connection: _Connection, reply: bytes | None
+    ) -> None:
+        """Send with the connection's send lock held."""
+        if reply is None:
+            return
         connection.sending_since = trio.current_time()
         try:
             await stream.send_all(reply)
         finally:
             connection.sending_since = None
-            send_lock.release()
 
     async def _answer_later(
         self,
@@ -230,9 +290,16 @@ class Server:
         send_lock: trio.Lock,
         produce: DeferredReply,
     ) -> None:
+        writer = _ThreadAnswerWriter(stream.socket.fileno(), send_lock)
         try:
-            await self._send(stream, connection, send_lock, await produce())
+            reply = await produce(writer)
+            if writer.claimed:
+                await self._write(stream, connection, writer.remaining(reply))
+            else:
+                await self._send(stream, connection, send_lock, reply)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass  # the client went away; nothing is owed
         finally:
+            if writer.claimed:
+                send_lock.release()
             self._end_request()

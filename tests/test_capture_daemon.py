@@ -117,6 +117,28 @@ def test_same_session_turn_and_source_is_one_job(
     assert (after.job_id, after.duplicate) == (first.job_id, True)
 
 
+def test_an_acknowledged_job_is_visible_to_the_very_next_request(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    # The acknowledgement is written by the worker thread that made the job file durable,
+    # before the event loop has run again: whatever a client asks next must already see it.
+    daemon = start(orca_env, daemon_factory, NO_WORKERS)
+    session = daemon.call("session.open", {"cwd": str(project_dir(tmp_path))})
+    with daemon.client() as reporter, daemon.client() as observer:
+        for turn in range(40):
+            params = turn_params(session, f"t{turn}", f"We use tool {turn}.")
+            done = reporter.call("turn.completed", params)
+            asked = reporter if turn % 2 else observer  # the same connection, and another one
+            listed = asked.call("jobs.list", {"state": "pending"}).jobs
+            assert done.job_id in [job.job_id for job in listed]
+            assert asked.call("daemon.status").jobs.pending == turn + 1
+        done = reporter.call("turn.completed", turn_params(session, "last", "We use pnpm."))
+        # recall waits (5 s, nothing extracts here) for the session's queued jobs, this one too
+        recall = {"session_id": session.session_id, "epoch": session.epoch}
+        barrier = reporter.call("recall", {**recall, "turn_id": "next", "prompt": "pnpm"}).barrier
+        assert barrier == "timed_out"
+
+
 def test_the_source_bound_is_32_kib_of_utf8(
     orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
 ) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import runpy
 import subprocess
 import sys
@@ -12,7 +13,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from orcad.secrets import RULE_NAMES, SecretMatch, contains_secret, find_secrets, redact
+from orcad.secrets import (
+    _RULES,
+    RULE_NAMES,
+    SecretMatch,
+    _always,
+    _long_runs,
+    contains_secret,
+    find_secrets,
+    redact,
+)
 
 CORPUS = Path(__file__).parent / "corpus"
 
@@ -211,6 +221,24 @@ def test_redaction_is_idempotent_and_leaves_nothing_detectable(text: str) -> Non
     assert not contains_secret(once)
     if not find_secrets(text):
         assert once == text
+
+
+run_text = st.text(alphabet="aZ09_-.+/= \n\t\u00e9\u20ac\ud800x", max_size=120) | any_text
+
+
+@settings(max_examples=600, deadline=None)
+@given(run_text)
+def test_long_runs_are_what_a_regex_finds(text: str) -> None:
+    # The byte-level scan that gates the token rules must agree with the plain definition.
+    expected = " ".join(re.findall(r"[A-Za-z0-9_\-.+/=]{15,}", text))
+    assert _long_runs(text) == expected
+
+
+def test_only_always_open_rules_run_without_a_long_run() -> None:
+    # _open_rules skips every gated rule when the text has no long run: each gate must agree.
+    gated = [name for name, _, gate in _RULES if gate is not _always]
+    assert gated
+    assert all(not gate("") for _, _, gate in _RULES if gate is not _always)
 
 
 # ------------------------------------------------------------- linear time

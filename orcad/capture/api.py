@@ -33,11 +33,11 @@ from orcad.capture import inspection, leases
 from orcad.capture.eligibility import TurnFacts, ineligible_reason
 from orcad.capture.projects import is_project_id
 from orcad.capture.records import Provenance
-from orcad.capture.service import CaptureService
+from orcad.capture.service import Admission, CaptureService
 from orcad.capture.worker import WorkerPool
 from orcad.errors import InvalidParams, StorageError
 from orcad.providers import ProviderConfigError, build_provider
-from orcad.rpc import AsyncHandler, SyncHandler
+from orcad.rpc import AsyncHandler, SyncHandler, claim_direct_answer
 from orcad.sessions import Session
 from protocol.types import (
     ClaimedJob,
@@ -136,14 +136,15 @@ class CaptureApi:
         if reason is not None or source is None:
             log.info("turn.ineligible", session_id=session.session_id, reason=reason)
             return TurnCompletedResult(eligible=False, reason=reason, job_id=None, duplicate=False)
-        admission = await self.service.admit(session, params.turn_id, source)
-        if admission.job_id is None:
-            return TurnCompletedResult(
-                eligible=False, reason=admission.reason, job_id=None, duplicate=False
-            )
-        return TurnCompletedResult(
-            eligible=True, reason=None, job_id=admission.job_id, duplicate=admission.duplicate
+        # Answered from the worker thread once the job file is durable (see orcad.rpc).
+        direct = claim_direct_answer()
+        admission = await self.service.admit(
+            session,
+            params.turn_id,
+            source,
+            announce=None if direct is None else lambda done: direct.send(turn_result(done)),
         )
+        return turn_result(admission)
 
     # --- jobs.* -----------------------------------------------------------------------------
 
@@ -214,6 +215,16 @@ class CaptureApi:
 
     async def forget(self, params: LedgerForgetParams) -> LedgerForgetResult:
         return await inspection.forget(self.service, params)
+
+
+def turn_result(admission: Admission) -> TurnCompletedResult:
+    if admission.job_id is None:
+        return TurnCompletedResult(
+            eligible=False, reason=admission.reason, job_id=None, duplicate=False
+        )
+    return TurnCompletedResult(
+        eligible=True, reason=None, job_id=admission.job_id, duplicate=admission.duplicate
+    )
 
 
 def install(daemon: Daemon) -> CaptureService:

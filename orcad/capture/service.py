@@ -1,16 +1,21 @@
 """The capture service: admits turns as durable jobs and runs the lease engine over job files.
 
 Job files are the truth; an in-memory index of every job (built by scanning at start, updated
-after every write) serves scheduling, counts and waits. Every change to a project's jobs or
-ledger runs in a thread holding the project's cross-process lock, behind a per-project trio
-lock so that this process never contends with itself; the lease rule is checked inside, on
-the job as just read from disk, at the clock reading taken there.
+after every write) serves scheduling, counts and waits. It belongs to the event loop, except
+that an admission's worker thread hands its new job over through `_arrivals` (a deque, safe
+across threads) before the client is answered; every reader takes the arrivals in first.
+
+Every change to a project's jobs or ledger runs in a thread holding the project's cross-process
+lock, behind a per-project trio lock so that this process never contends with itself; the
+lease rule is checked inside, on the job as just read from disk, at the clock reading taken
+there.
 """
 
 from __future__ import annotations
 
 import collections
 import secrets
+from collections import deque
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Literal, TypeVar
@@ -86,6 +91,7 @@ class CaptureService:
         self._record_error = record_error
         self._lock_timeout = lock_timeout
         self._jobs: dict[str, JobView] = {}  # change only through _put_view/_drop_view
+        self._arrivals: deque[JobRecord] = deque()  # admitted in a thread, not yet indexed
         self._state_counts: collections.Counter[str] = collections.Counter()
         self._active_by_project: collections.Counter[str] = collections.Counter()
         self._summaries: dict[str, JobSummary] = {}
@@ -102,6 +108,7 @@ class CaptureService:
     # --- status (daemon.status) -----------------------------------------------------------
 
     def job_counts(self) -> JobCounts:
+        self._absorb_arrivals()
         counts = self._state_counts  # kept current on every index change: O(1) per recall
         return JobCounts(
             pending=counts["pending"],
@@ -115,9 +122,11 @@ class CaptureService:
         return self.busy_workers
 
     def project_count(self) -> int:
+        self._absorb_arrivals()
         return len(self._projects)
 
     def views(self, project_id: str | None = None) -> list[JobView]:
+        self._absorb_arrivals()
         return [
             view
             for view in self._jobs.values()
@@ -125,6 +134,7 @@ class CaptureService:
         ]
 
     def active_jobs(self, project_id: str) -> int:
+        self._absorb_arrivals()
         return self._active_by_project[project_id]
 
     def _put_view(self, view: JobView) -> None:
@@ -142,6 +152,7 @@ class CaptureService:
                 self._active_by_project[old.project_id] -= 1
 
     def known_projects(self) -> set[str]:
+        self._absorb_arrivals()
         return set(self._projects)
 
     # --- for recall -------------------------------------------------------------------------
@@ -156,6 +167,7 @@ class CaptureService:
         """Wait until every job of the session that is queued or running now is finished
         (committed, exhausted or cancelled): "clear"; "timed_out" after `timeout` seconds;
         "none" when the session has no such job. Jobs admitted later are not waited for."""
+        self._absorb_arrivals()
         waiting = [
             self._finished_event(view.job_id)
             for view in self._jobs.values()
@@ -189,6 +201,7 @@ class CaptureService:
         self, project_id: str | None = None, state: str | None = None
     ) -> list[JobSummary]:
         """Jobs as jobs.list shows them, oldest first."""
+        self._absorb_arrivals()
         found = [
             summary
             for summary in self._summaries.values()
@@ -198,6 +211,14 @@ class CaptureService:
         return sorted(found, key=lambda summary: (summary.created_at, summary.job_id))
 
     def _index(self, job: JobRecord) -> None:
+        self._absorb_arrivals()  # an arrival is older than any change made on the loop
+        self._record(job)
+
+    def _absorb_arrivals(self) -> None:
+        while self._arrivals:
+            self._record(self._arrivals.popleft())
+
+    def _record(self, job: JobRecord) -> None:
         self._put_view(view_of(job))
         self._summaries[job.job_id] = summary_of(job)
         self._projects.add(job.project_id)
@@ -206,6 +227,7 @@ class CaptureService:
         self.notify()
 
     def _unindex(self, job_ids: Iterable[str]) -> None:
+        self._absorb_arrivals()
         for job_id in job_ids:
             self._drop_view(job_id)
             self._summaries.pop(job_id, None)
@@ -329,9 +351,20 @@ class CaptureService:
             return build_source(messages)
         return await trio.to_thread.run_sync(build_source, messages)
 
-    async def admit(self, session: Session, turn_id: str, source: BuiltSource) -> Admission:
+    async def admit(
+        self,
+        session: Session,
+        turn_id: str,
+        source: BuiltSource,
+        *,
+        announce: Callable[[Admission], None] | None = None,
+    ) -> Admission:
         """A durable job for this turn, or the existing one (same session, turn and source
-        digest), or `backlog_full` when the project already has 64 active jobs."""
+        digest), or `backlog_full` when the project already has 64 active jobs.
+
+        `announce(admission)` is called in the worker thread as soon as the answer is final:
+        the job file durable and the job visible to every reader of the index.
+        """
         project_id = session.project_id
         job_id = derive_job_id(session.session_id, turn_id, source.digest)
         record = new_job(
@@ -348,7 +381,19 @@ class CaptureService:
         if project_id not in self._ensured:
             await self.record_visit(session, only_if_missing=True)
 
-        def work() -> tuple[JobRecord | None, bool]:
+        def work() -> tuple[Admission, JobRecord | None]:
+            job, duplicate = create()
+            if job is None:
+                admission = Admission(job_id=None, reason="backlog_full")
+            else:
+                admission = Admission(job_id=job.job_id, duplicate=duplicate)
+                if not duplicate or not known:
+                    self._arrivals.append(job)  # counted and listed from now on
+            if announce is not None:
+                announce(admission)
+            return admission, job
+
+        def create() -> tuple[JobRecord | None, bool]:
             directory = self.project_dir(project_id)
             if known:  # every job file is in the index (loaded at start, added on creation)
                 existing = read_job(directory, job_id)
@@ -366,13 +411,11 @@ class CaptureService:
         async with self._project_locks[project_id]:
             active = self.active_jobs(project_id)
             known = job_id in self._jobs
-            job, duplicate = await trio.to_thread.run_sync(work)
-            if job is not None and (not duplicate or job.job_id not in self._jobs):
-                self._index(job)  # counted before the next admission looks
+            admission, job = await trio.to_thread.run_sync(work)
+            self._absorb_arrivals()  # before the next admission counts
         if job is None:
             log.info("job.refused", reason="backlog_full", project_id=project_id, active=active)
-            return Admission(job_id=None, reason="backlog_full")
-        if duplicate:
+        elif admission.duplicate:
             log.info("job.duplicate", job_id=job.job_id, state=job.state)
         else:
             log.info(
@@ -383,11 +426,12 @@ class CaptureService:
                 bytes=source.size,
                 truncated=source.truncated,
             )
-        return Admission(job_id=job.job_id, duplicate=duplicate)
+        return admission
 
     # --- the lease engine -------------------------------------------------------------------
 
     def _project_of(self, job_id: str) -> str:
+        self._absorb_arrivals()
         view = self._jobs.get(job_id)
         if view is None:
             raise NotFound(f"unknown job {job_id!r}; list jobs with jobs.list")
