@@ -11,6 +11,7 @@ import contextlib
 import os
 import re
 from pathlib import Path
+from typing import NamedTuple
 
 import msgspec
 
@@ -61,12 +62,24 @@ def write_job(project_dir: Path, job: JobRecord) -> None:
     replace_file_atomically(job_path(project_dir, job.job_id), encode_job(job))
 
 
-def create_job(project_dir: Path, job: JobRecord) -> bool:
+class NewJobFile(NamedTuple):
+    """A new job's file, encoded on the event loop so that the thread that writes it does
+    nothing but the system calls (see CaptureService.admit)."""
+
+    path: Path
+    data: bytes
+
+
+def prepare_job_file(project_dir: Path, job: JobRecord) -> NewJobFile:
+    return NewJobFile(job_path(project_dir, job.job_id), encode_job(job))
+
+
+def create_job(new: NewJobFile) -> bool:
     """Write a new job file durably unless one exists; False (and nothing written) if it does.
 
     No lock is needed: the final name is taken by a hard link, which never replaces a file.
     """
-    return create_file_exclusively(job_path(project_dir, job.job_id), encode_job(job))
+    return create_file_exclusively(new.path, new.data)
 
 
 def job_file_exists(project_dir: Path, job_id: str) -> bool:
