@@ -42,7 +42,7 @@ class LineFramer:
                 return self._break(events)
             if line.endswith(b"\r"):
                 line = line[:-1]
-            if line.strip():
+            if line and not line.isspace():  # blank lines are skipped (no copy to test it)
                 events.append(line)
             start = newline + 1
             self._scanned = start
