@@ -251,37 +251,29 @@ class Server:
         if self._in_flight == 0:
             self._idle.set()
 
-    @classmethod
+    @staticmethod
     async def _send(
-        cls,
         stream: trio.SocketStream,
         connection: _Connection,
         send_lock: trio.Lock,
         reply: bytes | None,
+        *,
+        lock_held: bool = False,
     ) -> None:
         if reply is None:
             return
-        try:
-            send_lock.acquire_nowait()  # the common case: nobody else is writing
-        except trio.WouldBlock:
-            await send_lock.acquire()
-        try:
-            await cls._write(stream, connection, reply)
-        finally:
-            send_lock.release()
-
-    @staticmethod
-    async def _write(
-        stream: trio.SocketStream, connection: _Connection, reply: bytes | None
-    ) -> None:
-        """Send with the connection's send lock held."""
-        if reply is None:
-            return
+        if not lock_held:
+            try:
+                send_lock.acquire_nowait()  # the common case: nobody else is writing
+            except trio.WouldBlock:
+                await send_lock.acquire()
         connection.sending_since = trio.current_time()
         try:
             await stream.send_all(reply)
         finally:
             connection.sending_since = None
+            if not lock_held:
+                send_lock.release()
 
     async def _answer_later(
         self,
@@ -293,10 +285,9 @@ class Server:
         writer = _ThreadAnswerWriter(stream.socket.fileno(), send_lock)
         try:
             reply = await produce(writer)
-            if writer.claimed:
-                await self._write(stream, connection, writer.remaining(reply))
-            else:
-                await self._send(stream, connection, send_lock, reply)
+            if writer.claimed:  # the lock is ours until the finally below
+                reply = writer.remaining(reply)
+            await self._send(stream, connection, send_lock, reply, lock_held=writer.claimed)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass  # the client went away; nothing is owed
         finally:
