@@ -143,25 +143,30 @@ async def test_two_hundred_concurrent_connections(daemon: DaemonProcess) -> None
 
 def test_connection_limit_answers_busy(orca_env: OrcaEnv, daemon_factory: list) -> None:
     daemon = start(orca_env, daemon_factory, "[server]\nmax_connections = 2\n")
-    held = [daemon.client(), daemon.client()]
-    for client in held:
-        client.call("daemon.ping")
+    # start() pinged on a connection of its own: its slot is free once the daemon sees the close
+    held = [pinged_client(daemon), pinged_client(daemon)]
     extra = raw_connection(daemon)
     error = read_line(extra)["error"]
     assert (error["code"], error["data"]["kind"]) == (-32001, "busy")
     assert_closed(extra)
     extra.close()
     held.pop().close()
-    deadline = time.monotonic() + 10
-    while True:  # the freed slot is reusable once the daemon notices the close
-        with daemon.client() as client:
-            try:
-                client.call("daemon.ping")
-                break
-            except (RemoteError, ConnectionError):
-                assert time.monotonic() < deadline
-                time.sleep(0.05)
+    pinged_client(daemon).close()  # the freed slot is reusable once the daemon sees the close
     held[0].close()
+
+
+def pinged_client(daemon: DaemonProcess) -> Client:
+    """A connection that has been answered, retried while every slot is still taken."""
+    deadline = time.monotonic() + 10
+    while True:
+        client = daemon.client()
+        try:
+            client.call("daemon.ping")
+            return client
+        except (RemoteError, ConnectionError):
+            client.close()
+            assert time.monotonic() < deadline, "no connection slot came free"
+            time.sleep(0.05)
 
 
 def test_idle_connection_is_closed(orca_env: OrcaEnv, daemon_factory: list) -> None:

@@ -136,6 +136,7 @@ class CaptureApi:
         if reason is not None or source is None:
             log.info("turn.ineligible", session_id=session.session_id, reason=reason)
             return TurnCompletedResult(eligible=False, reason=reason, job_id=None, duplicate=False)
+        await self.service.ensure_project(session)  # may wait for a lock: before the claim
         # Answered from the worker thread once the job file is durable (see orcad.rpc).
         direct = claim_direct_answer()
         admission = await self.service.admit(

@@ -366,6 +366,12 @@ class CaptureService:
             return build_source(messages)
         return await trio.to_thread.run_sync(build_source, messages)
 
+    async def ensure_project(self, session: Session) -> None:
+        """The project's directory and project.json, before its first job in this process
+        (sessions survive restarts, so the session-open hook may not have run here)."""
+        if session.project_id not in self._ensured:
+            await self.record_visit(session, only_if_missing=True)
+
     async def admit(
         self,
         session: Session,
@@ -393,8 +399,7 @@ class CaptureService:
             source_truncated=source.truncated,
             now=self.clock.now(),
         )
-        if project_id not in self._ensured:
-            await self.record_visit(session, only_if_missing=True)
+        await self.ensure_project(session)
         directory = self.project_dir(project_id)
         new_file = prepare_job_file(directory, record)
 
