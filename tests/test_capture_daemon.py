@@ -621,6 +621,42 @@ def test_a_lock_failure_reschedules_the_worker_after_reschedule_s(
     assert "job_store" in [e.kind for e in daemon.call("daemon.status").recent_errors]
 
 
+def test_a_damaged_ledger_holds_its_projects_jobs_until_it_is_moved_aside(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    # A publish could not merge into a damaged ledger: no job of that project is handed out
+    # (no provider is called for nothing), other projects go on, and the file being moved
+    # aside is noticed after reschedule_s without any other event.
+    daemon = start(orca_env, daemon_factory, "[extraction]\nworkers = 1\nreschedule_s = 0.5\n")
+    damaged_cwd = str(project_dir(tmp_path, "damaged"))
+    damaged = daemon.call("session.open", {"cwd": damaged_cwd})
+    healthy = daemon.call("session.open", {"cwd": str(project_dir(tmp_path, "healthy"))})
+    ledger = orca_env.memory_root / "projects" / damaged.project.id / "candidates.jsonl"
+    ledger.write_text("this is not a ledger\n")
+    held = daemon.call("turn.completed", turn_params(damaged, "t1", "We use pnpm.")).job_id
+    other = daemon.call("turn.completed", turn_params(healthy, "t1", "We use ruff.")).job_id
+    wait_for(lambda: all_in_state(daemon, {other}, "committed"))
+    with daemon.client() as external:
+        assert external.call("jobs.claim", {"worker": "outside"}).job is None
+    job = read_job_file(orca_env.memory_root, damaged.project.id, held)
+    assert (job["state"], job["attempts"], job["lease"]) == ("pending", 0, None)
+    claims = [e for e in daemon.log_events() if e.get("event") == "job.claimed"]
+    assert held not in [claim.get("job_id") for claim in claims]
+    errors = [e for e in daemon.call("daemon.status").recent_errors if e.kind == "ledger_corrupt"]
+    assert len(errors) == 1 and "candidates.jsonl" in errors[0].message
+    assert ledger.read_text() == "this is not a ledger\n"  # left as found
+    ledger.rename(ledger.with_name("candidates.jsonl.damaged"))
+    wait_for(lambda: all_in_state(daemon, {held}, "committed"), timeout=10)
+    inspected = daemon.call("projects.inspect", {"cwd": damaged_cwd})
+    facts = [candidate.fact for candidate in inspected.ledger.candidates]
+    assert facts == ["The project uses pnpm."]
+
+
+def all_in_state(daemon: DaemonProcess, job_ids: set[str], state: str) -> bool:
+    states = {job.job_id: job.state for job in daemon.call("jobs.list", {}).jobs}
+    return all(states.get(job_id) == state for job_id in job_ids)
+
+
 def orcactl(orca_env: OrcaEnv, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "orcactl", "--no-start", *args],

@@ -339,6 +339,18 @@ def read_ledger(project_dir: Path) -> Ledger:
         raise LedgerCorrupt(path, str(exc)) from exc
 
 
+LedgerFileState = tuple[int, int, int] | None  # (inode, size, mtime in ns); None when absent
+
+
+def ledger_file_state(project_dir: Path) -> LedgerFileState:
+    """What changes whenever candidates.jsonl is replaced, moved aside or edited."""
+    try:
+        status = ledger_path(project_dir).stat()
+    except FileNotFoundError:
+        return None
+    return (status.st_ino, status.st_size, status.st_mtime_ns)
+
+
 def write_ledger(project_dir: Path, ledger: Ledger) -> None:
     """Replace candidates.jsonl atomically with `ledger` (failpoints `ledger.after_temp_write`,
     `ledger.after_rename`). The caller holds the project lock and then publishes projections.

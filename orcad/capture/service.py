@@ -33,7 +33,13 @@ from orcad.capture.jobstore import (
     scan_all_jobs,
     write_job,
 )
-from orcad.capture.ledger import Ledger, read_ledger
+from orcad.capture.ledger import (
+    Ledger,
+    LedgerCorrupt,
+    LedgerFileState,
+    ledger_file_state,
+    read_ledger,
+)
 from orcad.capture.output import MalformedOutput, parse_extractor_output
 from orcad.capture.projects import (
     PROJECT_LOCK_TIMEOUT_S,
@@ -118,6 +124,7 @@ class CaptureService:
         self._changed = trio.Event()
         self._finished: dict[str, trio.Event] = {}  # job id -> set once the job is terminal
         self._reported: set[str] = set()  # problems already in recent_errors
+        self._ledger_checks: dict[str, tuple[LedgerFileState, bool]] = {}  # project -> usable
         self.busy_workers = 0
 
     # --- status (daemon.status) -----------------------------------------------------------
@@ -345,16 +352,35 @@ class CaptureService:
         directory = self.project_dir(project_id)
         return await trio.to_thread.run_sync(read_project_file, directory, project_id)
 
-    async def auto_memory_enabled(self, project_id: str) -> bool:
-        """The project's switch as of now: user config plus the trusted project's config,
-        read from disk (the root is the last one recorded in project.json)."""
+    async def jobs_may_run(self, project_id: str) -> bool:
+        """Whether the project's jobs may be handed to a worker now: its auto memory is on
+        (user config plus the trusted project's config, read from disk; the root is the last
+        one recorded in project.json) and its ledger is not damaged. A damaged ledger cannot
+        take a publish, so extracting would call a provider for nothing; it is re-read only
+        when the file changes (moving it aside lets the jobs run)."""
+        checked = self._ledger_checks.get(project_id)
 
-        def read() -> bool:
-            found = read_project_file(self.project_dir(project_id), project_id)
+        def read() -> tuple[bool, LedgerFileState, str | None]:
+            directory = self.project_dir(project_id)
+            found = read_project_file(directory, project_id)
             root = found.record.root if found.record is not None else ""
-            return read_auto_memory(self.config_file, root, self.config)
+            enabled = read_auto_memory(self.config_file, root, self.config)
+            state = ledger_file_state(directory)
+            if checked is not None and checked[0] == state:
+                return enabled, state, None
+            try:
+                read_ledger(directory)
+            except LedgerCorrupt as exc:
+                return enabled, state, exc.message
+            return enabled, state, None
 
-        return await trio.to_thread.run_sync(read)
+        enabled, state, damage = await trio.to_thread.run_sync(read)
+        if checked is None or checked[0] != state:
+            checked = self._ledger_checks[project_id] = (state, damage is None)
+            if damage is not None:
+                self.report("ledger_corrupt", damage)
+                log.warning("jobs.held", project_id=project_id, reason="ledger_corrupt")
+        return enabled and checked[1]
 
     def list_project_ids(self) -> list[str]:
         return list_project_ids(self.projects_dir)
@@ -496,15 +522,22 @@ class CaptureService:
         running: frozenset[str] = frozenset(),
         retry_at: float | None = None,
     ) -> ClaimPass:
-        """Claim the oldest claimable job (of projects whose auto memory is on)."""
+        """Claim the oldest claimable job (of projects whose jobs may run, see jobs_may_run).
+
+        When a project's jobs were held back for a damaged ledger, the pass asks to be
+        repeated after reschedule_s, to notice the file being fixed or moved aside."""
         now = self.clock.now()
         state = PoolState(jobs=tuple(self.views(project_id)), running=running, retry_at=retry_at)
         work_plan = schedule.plan(now, state)
-        enabled: dict[str, bool] = {}
+        wake_at = work_plan.wake_at
+        may_run: dict[str, bool] = {}
         for view in work_plan.claim:
-            if view.project_id not in enabled:
-                enabled[view.project_id] = await self.auto_memory_enabled(view.project_id)
-            if not enabled[view.project_id]:
+            if view.project_id not in may_run:
+                may_run[view.project_id] = await self.jobs_may_run(view.project_id)
+                if not self._ledger_checks[view.project_id][1]:
+                    retry = schedule.reschedule_at(now, self.config.extraction.reschedule_s)
+                    wake_at = retry if wake_at is None else min(wake_at, retry)
+            if not may_run[view.project_id]:
                 continue
             try:
                 job = await self.claim_job(view.job_id, owner, lease_s)
@@ -512,7 +545,7 @@ class CaptureService:
                 continue  # the job file is gone (and now out of the index)
             if job is not None:
                 return ClaimPass(job=job, wake_at=None)
-        return ClaimPass(job=None, wake_at=work_plan.wake_at)
+        return ClaimPass(job=None, wake_at=wake_at)
 
     async def claim_job(self, job_id: str, owner: str, lease_s: float) -> JobRecord | None:
         """Lease one job to `owner`; None when it is not claimable (any more)."""
@@ -604,7 +637,11 @@ class CaptureService:
         async with self._project_locks[project_id]:
             project_views = self.views(project_id)
             directory = self.project_dir(project_id)
-            published = await trio.to_thread.run_sync(self._locked_blocking, directory, work)
+            try:
+                published = await trio.to_thread.run_sync(self._locked_blocking, directory, work)
+            except LedgerCorrupt:
+                self._ledger_checks.pop(project_id, None)  # read it again before the next claim
+                raise
             self._unindex(published.pruned)
             self._index(published.result.job)
         result, pruned = published.result, published.pruned
