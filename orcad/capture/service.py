@@ -623,8 +623,8 @@ class CaptureService:
             ) from exc
         project_id = self._project_of(job_id)
 
-        def work(directory: Path) -> Published:
-            return publish_job(
+        def work(directory: Path) -> tuple[Published, LedgerFileState]:
+            published = publish_job(
                 directory,
                 job_id=job_id,
                 token=token,
@@ -633,15 +633,19 @@ class CaptureService:
                 now=self.clock.now(),
                 project_views=project_views,
             )
+            return published, ledger_file_state(directory)
 
         async with self._project_locks[project_id]:
             project_views = self.views(project_id)
             directory = self.project_dir(project_id)
             try:
-                published = await trio.to_thread.run_sync(self._locked_blocking, directory, work)
+                published, ledger_state = await trio.to_thread.run_sync(
+                    self._locked_blocking, directory, work
+                )
             except LedgerCorrupt:
                 self._ledger_checks.pop(project_id, None)  # read it again before the next claim
                 raise
+            self._ledger_checks[project_id] = (ledger_state, True)  # just read and written whole
             self._unindex(published.pruned)
             self._index(published.result.job)
         result, pruned = published.result, published.pruned
