@@ -117,7 +117,7 @@ _direct_answer: ContextVar[DirectAnswer | None] = ContextVar("orcad_direct_answe
 
 def claim_direct_answer() -> DirectAnswer | None:
     """For an async handler, on the event loop, just before its last step goes to a worker
-    thread: an DirectAnswer when the request owes an answer and its connection's writer is free
+    thread: a DirectAnswer when the request owes an answer and its connection's writer is free
     now, else None (answer by returning, as usual). Holding the claim keeps other answers on
     the connection waiting, so claim late. One claim per request."""
     direct = _direct_answer.get()
@@ -275,6 +275,13 @@ class Dispatcher:
                 return None
             reply = _encode(_Success(id=_safe_id(request_id), result=result))
         except Exception as exc:
+            if direct is not None and direct.sent is not None:
+                # the client has its answer already; this error is only for the log
+                log.error(
+                    "rpc.error_after_direct_answer",
+                    method=route.method,
+                    error_type=type(exc).__qualname__,
+                )
             return _encode(self._exception_answer(exc, route.method, request_id))
         finally:
             _direct_answer.reset(token)

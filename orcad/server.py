@@ -48,18 +48,19 @@ class _ThreadAnswerWriter:
     (orcad.rpc.AnswerWriter). The request's task holds the connection's send lock from the claim
     until it ends, then sends whatever the thread's non-blocking writes left unsent."""
 
-    __slots__ = ("_fd", "_send_lock", "claimed", "error", "unsent", "wrote")
+    __slots__ = ("_fd", "_send_lock", "_task", "claimed", "error", "unsent", "wrote")
 
     def __init__(self, fd: int, send_lock: trio.Lock) -> None:
         self._fd = fd
         self._send_lock = send_lock
+        self._task = trio.lowlevel.current_task()  # the request's task: it releases the claim
         self.claimed = False
         self.wrote = False
         self.unsent = b""
         self.error: OSError | None = None
 
     def claim(self) -> bool:
-        if self.claimed:
+        if self.claimed or trio.lowlevel.current_task() is not self._task:
             return False
         try:
             self._send_lock.acquire_nowait()
@@ -71,7 +72,8 @@ class _ThreadAnswerWriter:
     def write_from_thread(self, data: bytes) -> None:
         # Only after claim(), from a thread the task waits for: the descriptor stays open and
         # nobody else writes to it until the task has finished.
-        assert self.claimed and not self.wrote
+        if not self.claimed or self.wrote:
+            raise RuntimeError("an answer is written once, and only after a successful claim")
         self.wrote = True
         view = memoryview(data)
         try:
@@ -225,7 +227,23 @@ class Server:
                                 self._answer_later, stream, connection, send_lock, outcome
                             )
                         elif outcome is not None:
-                            await self._send(stream, connection, send_lock, outcome)
+                            try:
+                                send_lock.acquire_nowait()
+                            except trio.WouldBlock:
+                                # Another answer is being written (perhaps by a worker thread):
+                                # a task waits for it, so the reader neither stalls nor, when
+                                # stopped by a drain or the idle sweep, drops an answer owed.
+                                self._begin_request()
+                                requests.start_soon(
+                                    self._answer_ready, stream, connection, send_lock, outcome
+                                )
+                                continue
+                            try:
+                                await self._send(
+                                    stream, connection, send_lock, outcome, lock_held=True
+                                )
+                            finally:
+                                send_lock.release()
             if connection.idle_closed:
                 log.info("connection.idle_closed", idle_timeout_s=self._config.idle_timeout_s)
 
@@ -274,6 +292,20 @@ class Server:
             connection.sending_since = None
             if not lock_held:
                 send_lock.release()
+
+    async def _answer_ready(
+        self,
+        stream: trio.SocketStream,
+        connection: _Connection,
+        send_lock: trio.Lock,
+        reply: bytes,
+    ) -> None:
+        try:
+            await self._send(stream, connection, send_lock, reply)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass  # the client went away; nothing is owed
+        finally:
+            self._end_request()
 
     async def _answer_later(
         self,

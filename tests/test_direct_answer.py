@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+import pytest
 import structlog.testing
 import trio
 import trio.testing
@@ -35,8 +36,14 @@ class Behaviour:
 
     async def close(self, params: SessionCloseParams) -> PingResult:
         kind = params.session_id
+        if kind == "claim from a child task":
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self.claim_in_child)
+            return DIRECT
         direct = claim_direct_answer()
         self.claims.append(direct is not None)
+        if kind == "claim then hang":
+            await trio.sleep_forever()
 
         def work() -> None:
             if kind == "wait":
@@ -52,6 +59,10 @@ class Behaviour:
         if kind == "differs":
             return PingResult(protocol=1, version="other", pid=1)
         return DIRECT
+
+
+    async def claim_in_child(self) -> None:
+        self.claims.append(claim_direct_answer() is not None)
 
 
 def ping(params: object) -> PingResult:
@@ -72,8 +83,15 @@ def request(request_id: int | None, session_id: str) -> bytes:
 PING = b'{"jsonrpc":"2.0","id":99,"method":"daemon.ping"}\n'
 
 
+class Serving:
+    def __init__(self, server: Server, client: trio.SocketStream, nursery: trio.Nursery) -> None:
+        self.server = server
+        self.client = client
+        self.nursery = nursery
+
+
 @asynccontextmanager
-async def serving(tmp_path: Path, behaviour: Behaviour) -> AsyncIterator[trio.SocketStream]:
+async def serving_with(tmp_path: Path, behaviour: Behaviour) -> AsyncIterator[Serving]:
     router = Router()
     router.add("daemon.ping", ping)
     router.add("session.close", behaviour.close)
@@ -87,11 +105,17 @@ async def serving(tmp_path: Path, behaviour: Behaviour) -> AsyncIterator[trio.So
         await connections.start(server.serve, trio.SocketListener(listen_socket), connections)
         client = await trio.open_unix_socket(path)
         try:
-            yield client
+            yield Serving(server, client, connections)
         finally:
             await client.aclose()
             connections.cancel_scope.cancel()
     listen_socket.close()
+
+
+@asynccontextmanager
+async def serving(tmp_path: Path, behaviour: Behaviour) -> AsyncIterator[trio.SocketStream]:
+    async with serving_with(tmp_path, behaviour) as served:
+        yield served.client
 
 
 async def read_lines(client: trio.SocketStream, count: int) -> list[dict[str, object]]:
@@ -142,7 +166,8 @@ async def test_a_failure_after_the_direct_answer_sends_nothing_more(tmp_path: Pa
     assert answers[1]["id"] == 99
     assert behaviour.claims == [True]
     assert [entry["event"] for entry in logs if entry["log_level"] == "error"] == [
-        "rpc.internal_error"
+        "rpc.error_after_direct_answer",  # the client has its answer; the error is logged only
+        "rpc.internal_error",
     ]
 
 
@@ -179,8 +204,51 @@ async def test_other_answers_wait_for_the_claim_and_never_interleave(tmp_path: P
         behaviour.thread_may_answer.set()
         answers = await read_lines(client, 3)
     assert [answer["id"] for answer in answers] == [1, 99, 2]
-    # the third request found the connection's writer taken by nobody: it claimed too
-    assert behaviour.claims == [True, True]
+    # the third request found the writer taken and was answered the usual way
+    assert behaviour.claims == [True, False]
+
+
+async def test_a_drain_during_a_claim_still_sends_every_answer_owed(tmp_path: Path) -> None:
+    behaviour = Behaviour()
+    async with serving_with(tmp_path, behaviour) as served:
+        await served.client.send_all(request(1, "wait"))
+        await trio.testing.wait_all_tasks_blocked()  # claimed; its thread waits
+        await served.client.send_all(PING)  # read, answered, but queued behind the claim
+        await trio.testing.wait_all_tasks_blocked()
+        drained = trio.Event()
+
+        async def drain() -> None:
+            await served.server.wait_drained()
+            drained.set()
+
+        served.nursery.start_soon(drain)
+        await trio.testing.wait_all_tasks_blocked()
+        behaviour.thread_may_answer.set()
+        answers = await read_lines(served.client, 2)
+        with trio.fail_after(10):
+            await drained.wait()
+    assert sorted(answer["id"] for answer in answers) == [1, 99]  # type: ignore[type-var]
+
+
+async def test_a_request_cancelled_while_it_holds_the_claim_ends_cleanly(
+    tmp_path: Path,
+) -> None:
+    behaviour = Behaviour()
+    async with serving_with(tmp_path, behaviour) as served:
+        await served.client.send_all(request(1, "claim then hang"))
+        await trio.testing.wait_all_tasks_blocked()
+        assert behaviour.claims == [True]
+    # leaving cancelled the request in its handler; releasing the claim from any other task
+    # than the one that made it would have raised out of the server's nursery here
+
+
+async def test_only_the_requests_own_task_can_claim(tmp_path: Path) -> None:
+    behaviour = Behaviour()
+    async with serving(tmp_path, behaviour) as client:
+        await client.send_all(request(1, "claim from a child task"))
+        answers = await read_lines(client, 1)
+    assert answers == [{"jsonrpc": "2.0", "id": 1, "result": DIRECT_JSON}]
+    assert behaviour.claims == [False]
 
 
 async def test_an_answer_the_socket_cannot_take_is_finished_by_the_event_loop() -> None:
@@ -201,6 +269,30 @@ async def test_an_answer_the_socket_cannot_take_is_finished_by_the_event_loop() 
         assert writer.remaining(b"the loop's own answer") == answer
         assert send_lock.locked()  # held until the request's task ends
         send_lock.release()
+
+
+async def test_a_partly_written_answer_leaves_its_exact_rest_to_the_event_loop() -> None:
+    ours, peer = socket.socketpair()
+    with ours, peer:
+        ours.setblocking(False)
+        peer.setblocking(False)
+        while True:  # fill both buffers, then make a little room
+            try:
+                ours.send(b"x" * 4096)
+            except BlockingIOError:
+                break
+        drained = 0
+        while drained < 65536:
+            drained += len(peer.recv(65536))
+        writer = _ThreadAnswerWriter(ours.fileno(), trio.Lock())
+        assert writer.claim()
+        answer = bytes(range(256)) * 4096  # 1 MiB: more than the room made
+        await trio.to_thread.run_sync(writer.write_from_thread, answer)
+        rest = writer.remaining(b"unused")
+        assert rest is not None and 0 < len(rest) < len(answer)
+        assert answer.endswith(rest)  # what went out is exactly the start of the answer
+        with pytest.raises(RuntimeError):
+            writer.write_from_thread(answer)  # once only
 
 
 async def test_a_closed_peer_is_reported_as_gone() -> None:

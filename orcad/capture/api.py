@@ -33,7 +33,7 @@ from orcad.capture import inspection, leases
 from orcad.capture.eligibility import TurnFacts, ineligible_reason
 from orcad.capture.projects import is_project_id
 from orcad.capture.records import Provenance
-from orcad.capture.service import Admission, CaptureService
+from orcad.capture.service import Admission, Announcer, CaptureService
 from orcad.capture.worker import WorkerPool
 from orcad.errors import InvalidParams, StorageError
 from orcad.providers import ProviderConfigError, build_provider
@@ -136,14 +136,9 @@ class CaptureApi:
         if reason is not None or source is None:
             log.info("turn.ineligible", session_id=session.session_id, reason=reason)
             return TurnCompletedResult(eligible=False, reason=reason, job_id=None, duplicate=False)
-        await self.service.ensure_project(session)  # may wait for a lock: before the claim
         # Answered from the worker thread once the job file is durable (see orcad.rpc).
-        direct = claim_direct_answer()
         admission = await self.service.admit(
-            session,
-            params.turn_id,
-            source,
-            announce=None if direct is None else lambda done: direct.send(turn_result(done)),
+            session, params.turn_id, source, claim_announcer=claim_turn_announcer
         )
         return turn_result(admission)
 
@@ -216,6 +211,14 @@ class CaptureApi:
 
     async def forget(self, params: LedgerForgetParams) -> LedgerForgetResult:
         return await inspection.forget(self.service, params)
+
+
+def claim_turn_announcer() -> Announcer | None:
+    """The turn.completed request's writer, claimed for the admission's thread, if free."""
+    direct = claim_direct_answer()
+    if direct is None:
+        return None
+    return lambda admission: direct.send(turn_result(admission))
 
 
 def turn_result(admission: Admission) -> TurnCompletedResult:

@@ -67,6 +67,7 @@ log = structlog.get_logger("orcad.capture")
 
 T = TypeVar("T")
 Barrier = Literal["clear", "timed_out", "none"]
+Announcer = Callable[["Admission"], None]  # tells the client, from the admission's thread
 ErrorRecorder = Callable[[str, str], None]
 INLINE_SOURCE_CHARS = 8 * 1024  # redacting this much inline costs less than a thread hop (~0.15 ms)
 
@@ -404,13 +405,15 @@ class CaptureService:
         turn_id: str,
         source: BuiltSource,
         *,
-        announce: Callable[[Admission], None] | None = None,
+        claim_announcer: Callable[[], Announcer | None] | None = None,
     ) -> Admission:
         """A durable job for this turn, or the existing one (same session, turn and source
         digest), or `backlog_full` when the project already has 64 active jobs.
 
-        `announce(admission)` is called in the worker thread as soon as the answer is final:
-        the job file durable and the job visible to every reader of the index.
+        `claim_announcer()` is called on the event loop just before the worker thread starts,
+        with the project's lock held; the announcer it returns, if any, is called in the thread
+        as soon as the answer is final: the job file durable and the job visible to every
+        reader of the index.
         """
         project_id = session.project_id
         job_id = derive_job_id(session.session_id, turn_id, source.digest)
@@ -460,6 +463,7 @@ class CaptureService:
         try:
             active = self.active_jobs(project_id)
             known = job_id in self._jobs
+            announce = None if claim_announcer is None else claim_announcer()
             admission, job = await trio.to_thread.run_sync(work)
             self._absorb_arrivals()  # before the next admission counts
         finally:
