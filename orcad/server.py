@@ -238,11 +238,11 @@ class Server:
                                     self._answer_ready, stream, connection, send_lock, outcome
                                 )
                                 continue
-                            try:
-                                await self._send(
-                                    stream, connection, send_lock, outcome, lock_held=True
-                                )
+                            connection.sending_since = trio.current_time()
+                            try:  # inline rather than through _send: this is every ping's path
+                                await stream.send_all(outcome)
                             finally:
+                                connection.sending_since = None
                                 send_lock.release()
             if connection.idle_closed:
                 log.info("connection.idle_closed", idle_timeout_s=self._config.idle_timeout_s)
