@@ -142,6 +142,23 @@ def test_snapshot_is_stable_for_a_turn_and_fresh_for_the_next(
     assert [d.content for d in later.deliberate] == ["Staging deploys are frozen on Fridays."]
 
 
+def test_a_recall_answered_from_its_search_thread_is_the_turns_snapshot(
+    daemon: DaemonProcess, orca_env: OrcaEnv, workdir: Path
+) -> None:
+    # The first recall of a turn is answered by the thread that searched, before the event
+    # loop has stored the snapshot: a repeat sent the moment the answer arrives, on this
+    # connection or another, must still get that same snapshot.
+    agent = Agent(daemon, workdir)
+    add_facts(project_dir(orca_env, agent.project_id), ["Deploys go through staging first."])
+    with daemon.client() as first, daemon.client() as second:
+        for turn in range(25):
+            params = {**agent.ids, "turn_id": f"race-{turn}", "prompt": "deploy to staging"}
+            answered = first.call("recall", params)
+            again = (second if turn % 2 else first).call("recall", {**params, "prompt": "x"})
+            assert again == answered
+            assert texts(answered) == ["Deploys go through staging first."]
+
+
 def test_snapshot_survives_a_daemon_restart(
     daemon: DaemonProcess, orca_env: OrcaEnv, workdir: Path
 ) -> None:

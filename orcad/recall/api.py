@@ -11,10 +11,18 @@ import trio
 from orcad.explicit import append_fact, format_fact, read_bounded, remember_fact
 from orcad.limits import STARTUP_PROJECT_MAX_BYTES, STARTUP_USER_MAX_BYTES
 from orcad.recall.automatic import ProjectMemorySearch
-from orcad.recall.service import RecallService, SessionJobs, disabled_for_bare
+from orcad.recall.service import Announcer, RecallService, SessionJobs, disabled_for_bare
 from orcad.recall.snapshots import SnapshotStore
+from orcad.rpc import claim_direct_answer
 from orcad.sessions import Session
-from protocol.types import DeliberateEntry, RememberParams, RememberResult, Startup
+from protocol.types import (
+    DeliberateEntry,
+    RecallParams,
+    RecallResult,
+    RememberParams,
+    RememberResult,
+    Startup,
+)
 
 if TYPE_CHECKING:
     from orcad.app import Daemon
@@ -95,6 +103,12 @@ def active_job_count(daemon: Daemon) -> int:
     return counts.pending + counts.leased
 
 
+def claim_recall_announcer() -> Announcer | None:
+    """The recall request's writer, claimed for the search thread, if it is free."""
+    direct = claim_direct_answer()
+    return None if direct is None else direct.send
+
+
 def install(daemon: Daemon) -> RecallService:
     snapshots = SnapshotStore(daemon.paths.state_db)
     jobs: SessionJobs | None = (
@@ -112,7 +126,10 @@ def install(daemon: Daemon) -> RecallService:
         active_jobs=lambda: active_job_count(daemon),
     )
     explicit = ExplicitFacts(daemon)
-    daemon.router.add("recall", service.recall)
+    async def recall(params: RecallParams) -> RecallResult:
+        return await service.recall(params, claim_announcer=claim_recall_announcer)
+
+    daemon.router.add("recall", recall)
     daemon.router.add("remember", explicit.remember)
     daemon.startup_reader = explicit.read_startup
     daemon.background.append(snapshots.run_writer)

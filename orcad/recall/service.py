@@ -51,6 +51,10 @@ class DeliberateSearch(Protocol):
     ) -> list[DeliberateEntry]: ...
 
 
+Announcer = Callable[[RecallResult], None]  # sends the result to the client, from a thread
+ClaimAnnouncer = Callable[[], Announcer | None]
+
+
 class SessionJobs(Protocol):
     # the capture feature's signature (a bounded wait that reports how it ended)
     async def wait_session_jobs(self, session_id: str, timeout: float) -> Barrier: ...  # noqa: ASYNC109
@@ -92,28 +96,84 @@ class RecallService:
         self.barrier_s = barrier_s
         self._search_threads = trio.CapacityLimiter(SEARCH_THREADS)
 
-    async def recall(self, params: RecallParams) -> RecallResult:
+    async def recall(
+        self, params: RecallParams, *, claim_announcer: ClaimAnnouncer | None = None
+    ) -> RecallResult:
+        """The turn's snapshot, taken now if this is its first recall. `claim_announcer()` is
+        called just before the search thread starts; the announcer it returns, if any, gets
+        the result in that thread, as soon as it is final (a client waits for no loop wake-up).
+        """
         session = await self.sessions.require(params.session_id, params.epoch)
         disabled_for_bare(session, "recall")
         return await self.snapshots.get_or_take(
-            (session.session_id, params.turn_id), lambda: self.take(session, params)
+            (session.session_id, params.turn_id),
+            lambda: self.take(session, params, claim_announcer),
         )
 
-    async def take(self, session: Session, params: RecallParams) -> RecallResult:
+    async def take(
+        self, session: Session, params: RecallParams, claim_announcer: ClaimAnnouncer | None = None
+    ) -> RecallResult:
         """A fresh recall for the turn (no snapshot consulted)."""
         barrier = await self.wait_barrier(session)
         terms = derive_query_terms(params.prompt)
-        automatic: list[AutomaticCandidate] = []
-        deliberate: list[DeliberateEntry] = []
         if terms:
-            automatic, deliberate = await trio.to_thread.run_sync(
-                self._search_both, session, params.prompt, terms, limiter=self._search_threads
+            announce = None if claim_announcer is None else claim_announcer()
+            result = await trio.to_thread.run_sync(
+                self._search_and_compose,
+                session,
+                params.prompt,
+                terms,
+                barrier,
+                announce,
+                limiter=self._search_threads,
             )
+        else:
+            result = self._compose([], [], barrier)
+        log.debug(
+            "recall.taken",
+            session_id=session.session_id,
+            turn_id=params.turn_id,
+            barrier=barrier,
+            automatic=len(result.automatic),
+            deliberate=len(result.deliberate),
+            terms=len(terms),
+        )
+        return result
+
+    def _search_and_compose(
+        self,
+        session: Session,
+        prompt: str,
+        terms: list[str],
+        barrier: Barrier,
+        announce: Announcer | None,
+    ) -> RecallResult:
+        """Both searches and the result in one worker thread: a thread hop costs about as much
+        as the automatic search itself, and side by side the two only contend for the
+        interpreter lock."""
+        automatic: list[AutomaticCandidate] = []
+        if session.auto_memory:
+            automatic = self.automatic.search_blocking(session.project_id, terms, AUTOMATIC_FETCH)
+        deliberate: list[DeliberateEntry] = []
+        if self.deliberate is not None:
+            deliberate = self.deliberate.search_blocking(session, prompt, terms, DELIBERATE_FETCH)
+        result = self._compose(automatic, deliberate, barrier)
+        if announce is not None:
+            announce(result)
+        return result
+
+    def _compose(
+        self,
+        automatic: list[AutomaticCandidate],
+        deliberate: list[DeliberateEntry],
+        barrier: Barrier,
+    ) -> RecallResult:
+        """Caps, context and a new snapshot id: pure, so that it can run in the search thread."""
         now = self.clock.now()
         automatic_entries = cap_automatic(to_entry(candidate, now) for candidate in automatic)
         deliberate_entries = cap_deliberate(deliberate, now)
         context = render_context(automatic_entries, deliberate_entries, now)
-        result = RecallResult(
+        return RecallResult(
             snapshot_id=new_snapshot_id(),
             barrier=barrier,
             automatic=automatic_entries,
@@ -121,29 +181,6 @@ class RecallService:
             context=context,
             bytes=len(context.encode("utf-8")),
         )
-        log.debug(
-            "recall.taken",
-            session_id=session.session_id,
-            turn_id=params.turn_id,
-            barrier=barrier,
-            automatic=len(automatic_entries),
-            deliberate=len(deliberate_entries),
-            terms=len(terms),
-        )
-        return result
-
-    def _search_both(
-        self, session: Session, prompt: str, terms: list[str]
-    ) -> tuple[list[AutomaticCandidate], list[DeliberateEntry]]:
-        """Both parts in one worker thread: a thread hop costs about as much as the automatic
-        search itself, and side by side the two only contend for the interpreter lock."""
-        automatic: list[AutomaticCandidate] = []
-        if session.auto_memory:
-            automatic = self.automatic.search_blocking(session.project_id, terms, AUTOMATIC_FETCH)
-        deliberate: list[DeliberateEntry] = []
-        if self.deliberate is not None:
-            deliberate = self.deliberate.search_blocking(session, prompt, terms, DELIBERATE_FETCH)
-        return automatic, deliberate
 
     async def wait_barrier(self, session: Session) -> Barrier:
         if self.jobs is None or not session.auto_memory:
