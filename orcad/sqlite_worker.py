@@ -14,6 +14,8 @@ from typing import TypeVar
 
 import trio
 
+from orcad.threads import run_sync_now
+
 T = TypeVar("T")
 
 
@@ -26,7 +28,7 @@ class SQLiteWorker:
 
     async def run(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """Run `work(connection)` in a worker thread; calls are serialised."""
-        return await trio.to_thread.run_sync(self.run_blocking, work, limiter=self._limiter)
+        return await run_sync_now(lambda: self.run_blocking(work), self._limiter)
 
     def statistics(self) -> trio.CapacityLimiterStatistics:
         """Who holds the connection and how many calls wait for it."""

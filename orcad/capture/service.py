@@ -61,6 +61,7 @@ from orcad.config import Config
 from orcad.errors import ExtractionRejected, NotFound, StorageError
 from orcad.failpoints import failpoint
 from orcad.sessions import Session, read_auto_memory
+from orcad.threads import run_sync_now
 from protocol.types import JobCounts, JobSummary
 
 log = structlog.get_logger("orcad.capture")
@@ -69,6 +70,7 @@ T = TypeVar("T")
 Barrier = Literal["clear", "timed_out", "none"]
 Announcer = Callable[["Admission"], None]  # tells the client, from the admission's thread
 ErrorRecorder = Callable[[str, str], None]
+ADMISSION_THREADS = 8  # job files written at once (one per project); more only queue on the disk
 INLINE_SOURCE_CHARS = 8 * 1024  # redacting this much inline costs less than a thread hop (~0.15 ms)
 
 
@@ -114,6 +116,7 @@ class CaptureService:
         self._lock_timeout = lock_timeout
         self._jobs: dict[str, JobView] = {}  # change only through _put_view/_drop_view
         self._arrivals: deque[JobRecord] = deque()  # admitted in a thread, not yet indexed
+        self._admission_threads = trio.CapacityLimiter(ADMISSION_THREADS)
         self._state_counts: collections.Counter[str] = collections.Counter()
         self._active_by_project: collections.Counter[str] = collections.Counter()
         self._summaries: dict[str, JobSummary] = {}
@@ -464,7 +467,7 @@ class CaptureService:
             active = self.active_jobs(project_id)
             known = job_id in self._jobs
             announce = None if claim_announcer is None else claim_announcer()
-            admission, job = await trio.to_thread.run_sync(work)
+            admission, job = await run_sync_now(work, self._admission_threads)
             self._absorb_arrivals()  # before the next admission counts
         finally:
             lock.release()

@@ -28,6 +28,7 @@ from orcad.recall.render import render_context
 from orcad.recall.select import AutomaticCandidate, cap_automatic, cap_deliberate, to_entry
 from orcad.recall.snapshots import SnapshotStore
 from orcad.sessions import Session, SessionStore
+from orcad.threads import run_sync_now
 from protocol.types import Barrier, DeliberateEntry, RecallParams, RecallResult
 
 log = structlog.get_logger("orcad.recall")
@@ -118,14 +119,11 @@ class RecallService:
         terms = derive_query_terms(params.prompt)
         if terms:
             announce = None if claim_announcer is None else claim_announcer()
-            result = await trio.to_thread.run_sync(
-                self._search_and_compose,
-                session,
-                params.prompt,
-                terms,
-                barrier,
-                announce,
-                limiter=self._search_threads,
+            result = await run_sync_now(
+                lambda: self._search_and_compose(
+                    session, params.prompt, terms, barrier, announce
+                ),
+                self._search_threads,
             )
         else:
             result = self._compose([], [], barrier)
