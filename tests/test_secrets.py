@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from orcad.secrets import (
+    _NEED_AN_OPERATOR,
     _RULES,
     RULE_NAMES,
     SecretMatch,
@@ -239,6 +240,20 @@ def test_only_always_open_rules_run_without_a_long_run() -> None:
     gated = [name for name, _, gate in _RULES if gate is not _always]
     assert gated
     assert all(not gate("") for _, _, gate in _RULES if gate is not _always)
+
+
+def test_rules_said_to_need_an_operator_find_nothing_without_one() -> None:
+    # _open_rules skips them for text with neither `=` nor `:`; on every corpus text (secrets
+    # and look-alikes), taking those two characters away must leave them nothing to find.
+    texts = [record["text"] for record in [*SECRETS, *LOOKALIKES]]
+    assert _NEED_AN_OPERATOR
+    found_with = 0
+    for text in texts:
+        lowered = text.lower()
+        found_with += sum(1 for finder in _NEED_AN_OPERATOR for _ in finder(text, lowered))
+        bare = text.replace("=", " ").replace(":", " ")
+        assert not [span for finder in _NEED_AN_OPERATOR for span in finder(bare, bare.lower())]
+    assert found_with > 0  # the corpus does exercise these rules
 
 
 # ------------------------------------------------------------- linear time

@@ -90,18 +90,19 @@ def build_source(
     blocks = prepare_blocks(messages)
     if not blocks:
         return None
-    whole = BLOCK_SEPARATOR.join(block.render() for block in blocks)
-    truncated = utf8_size(whole) > max_bytes
+    text = BLOCK_SEPARATOR.join(block.render() for block in blocks)
+    encoded = text.encode("utf-8")  # once: the size test, the digest and the size use it
+    truncated = len(encoded) > max_bytes
+    kept = len(blocks)
     if truncated:
         text, kept = bound_blocks(blocks, max_bytes)
         if contains_secret(text):  # a cut removed context a rule needed: redact again
             text = keep_end(redact(text), max_bytes)
-    else:
-        text, kept = whole, len(blocks)
+        encoded = text.encode("utf-8")
     return BuiltSource(
         text=text,
-        digest=source_digest(text),
-        size=utf8_size(text),
+        digest=hashlib.sha256(encoded).hexdigest(),
+        size=len(encoded),
         truncated=truncated,
         messages_kept=kept,
     )
