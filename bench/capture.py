@@ -50,7 +50,11 @@ def turn(session: object, turn_id: str, index: int) -> dict[str, object]:
         "verifier": "passed",
         "transcript_committed": True,
         "messages": [
-            {"role": "user", "content": f"We decided to use tool {index} for builds. {words}"},
+            # punctuation as in real turns (`:` and `=` open more of the secret detector's rules)
+            {
+                "role": "user",
+                "content": f"We decided: builds use tool {index} (make -j4 CC=clang). {words}",
+            },
             {"role": "assistant", "content": "Done."},
         ],
     }
