@@ -130,13 +130,19 @@ async def read_lines(client: trio.SocketStream, count: int) -> list[dict[str, ob
     return [json.loads(line) for line in lines[:count]]
 
 
+async def answer_then_ping(client: trio.SocketStream, line: bytes) -> list[dict[str, object]]:
+    """The request's answer, then the ping's: a second answer to the request would come
+    before the ping's, so the pair shows that it was answered once."""
+    await client.send_all(line)
+    answers = await read_lines(client, 1)
+    await client.send_all(PING)
+    return answers + await read_lines(client, 1)
+
+
 async def test_a_direct_answer_is_the_only_answer(tmp_path: Path) -> None:
     behaviour = Behaviour()
     async with serving(tmp_path, behaviour) as client:
-        await client.send_all(request(1, "direct"))
-        answers = await read_lines(client, 1)
-        await client.send_all(PING)  # the next line must be the ping's: nothing else is owed
-        answers += await read_lines(client, 1)
+        answers = await answer_then_ping(client, request(1, "direct"))
     assert answers[0] == {"jsonrpc": "2.0", "id": 1, "result": DIRECT_JSON}
     assert answers[1]["id"] == 99
     assert behaviour.claims == [True]
@@ -145,10 +151,7 @@ async def test_a_direct_answer_is_the_only_answer(tmp_path: Path) -> None:
 async def test_a_failure_before_the_direct_answer_is_answered_normally(tmp_path: Path) -> None:
     behaviour = Behaviour()
     async with serving(tmp_path, behaviour) as client:
-        await client.send_all(request(1, "raise before answering"))
-        answers = await read_lines(client, 1)
-        await client.send_all(PING)
-        answers += await read_lines(client, 1)
+        answers = await answer_then_ping(client, request(1, "raise before answering"))
     assert answers[0]["error"]["code"] == -32603  # type: ignore[index]
     assert answers[1]["id"] == 99
     assert behaviour.claims == [True]
@@ -158,10 +161,7 @@ async def test_a_failure_after_the_direct_answer_sends_nothing_more(tmp_path: Pa
     behaviour = Behaviour()
     with structlog.testing.capture_logs() as logs:
         async with serving(tmp_path, behaviour) as client:
-            await client.send_all(request(1, "raise after answering"))
-            answers = await read_lines(client, 1)
-            await client.send_all(PING)
-            answers += await read_lines(client, 1)
+            answers = await answer_then_ping(client, request(1, "raise after answering"))
     assert answers[0] == {"jsonrpc": "2.0", "id": 1, "result": DIRECT_JSON}
     assert answers[1]["id"] == 99
     assert behaviour.claims == [True]
