@@ -18,10 +18,10 @@ import structlog.testing
 import trio
 import trio.testing
 
-from orcad.config import ServerConfig
-from orcad.rpc import Dispatcher, Router, claim_direct_answer
-from orcad.server import Server, _ThreadAnswerWriter
+from orcad.rpc import Router, claim_direct_answer
+from orcad.server import _ThreadAnswerWriter
 from protocol.types import PingResult, SessionCloseParams
+from tests.inprocess import serving as serving_routes
 
 DIRECT = PingResult(protocol=1, version="direct", pid=1)  # any result type does for the router
 DIRECT_JSON = {"protocol": 1, "version": "direct", "pid": 1}
@@ -60,7 +60,6 @@ class Behaviour:
             return PingResult(protocol=1, version="other", pid=1)
         return DIRECT
 
-
     async def claim_in_child(self) -> None:
         self.claims.append(claim_direct_answer() is not None)
 
@@ -83,38 +82,16 @@ def request(request_id: int | None, session_id: str) -> bytes:
 PING = b'{"jsonrpc":"2.0","id":99,"method":"daemon.ping"}\n'
 
 
-class Serving:
-    def __init__(self, server: Server, client: trio.SocketStream, nursery: trio.Nursery) -> None:
-        self.server = server
-        self.client = client
-        self.nursery = nursery
-
-
-@asynccontextmanager
-async def serving_with(tmp_path: Path, behaviour: Behaviour) -> AsyncIterator[Serving]:
+def routes(behaviour: Behaviour) -> Router:
     router = Router()
     router.add("daemon.ping", ping)
     router.add("session.close", behaviour.close)
-    router.mark_ready()
-    server = Server(Dispatcher(router), ServerConfig())
-    path = str(tmp_path / "s.sock")
-    listen_socket = trio.socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    await listen_socket.bind(path)
-    listen_socket.listen()
-    async with trio.open_nursery() as connections:
-        await connections.start(server.serve, trio.SocketListener(listen_socket), connections)
-        client = await trio.open_unix_socket(path)
-        try:
-            yield Serving(server, client, connections)
-        finally:
-            await client.aclose()
-            connections.cancel_scope.cancel()
-    listen_socket.close()
+    return router
 
 
 @asynccontextmanager
 async def serving(tmp_path: Path, behaviour: Behaviour) -> AsyncIterator[trio.SocketStream]:
-    async with serving_with(tmp_path, behaviour) as served:
+    async with serving_routes(routes(behaviour), tmp_path) as served:
         yield served.client
 
 
@@ -210,18 +187,12 @@ async def test_other_answers_wait_for_the_claim_and_never_interleave(tmp_path: P
 
 async def test_a_drain_during_a_claim_still_sends_every_answer_owed(tmp_path: Path) -> None:
     behaviour = Behaviour()
-    async with serving_with(tmp_path, behaviour) as served:
+    async with serving_routes(routes(behaviour), tmp_path) as served:
         await served.client.send_all(request(1, "wait"))
         await trio.testing.wait_all_tasks_blocked()  # claimed; its thread waits
         await served.client.send_all(PING)  # read, answered, but queued behind the claim
         await trio.testing.wait_all_tasks_blocked()
-        drained = trio.Event()
-
-        async def drain() -> None:
-            await served.server.wait_drained()
-            drained.set()
-
-        served.nursery.start_soon(drain)
+        drained = served.start_draining()
         await trio.testing.wait_all_tasks_blocked()
         behaviour.thread_may_answer.set()
         answers = await read_lines(served.client, 2)
@@ -234,7 +205,7 @@ async def test_a_request_cancelled_while_it_holds_the_claim_ends_cleanly(
     tmp_path: Path,
 ) -> None:
     behaviour = Behaviour()
-    async with serving_with(tmp_path, behaviour) as served:
+    async with serving_routes(routes(behaviour), tmp_path) as served:
         await served.client.send_all(request(1, "claim then hang"))
         await trio.testing.wait_all_tasks_blocked()
         assert behaviour.claims == [True]

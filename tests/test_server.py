@@ -18,14 +18,13 @@ import pytest
 import trio
 import trio.testing
 
-from orcad.config import ServerConfig
-from orcad.rpc import Dispatcher, Router
-from orcad.server import Server
+from orcad.rpc import Router
 from protocol.client import Client
 from protocol.errors import RemoteError
 from protocol.trio_client import open_client
 from protocol.types import Empty, PingResult, SessionCloseParams
 from tests.harness import DaemonProcess, OrcaEnv
+from tests.inprocess import serving
 
 
 def raw_connection(daemon: DaemonProcess) -> socket.socket:
@@ -427,30 +426,17 @@ async def test_draining_finishes_requests_in_flight_and_starts_no_new_ones(tmp_p
     router = Router()
     router.add("daemon.ping", lambda params: PingResult(protocol=1, version="t", pid=1))
     router.add("session.close", slow_close)
-    router.mark_ready()
-    server = Server(Dispatcher(router), ServerConfig())
-    path = str(tmp_path / "s.sock")
-    listen_socket = trio.socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    await listen_socket.bind(path)
-    listen_socket.listen()
 
     def close_line(request_id: int, session_id: str) -> bytes:
         params = {"session_id": session_id, "epoch": 1}
         request = {"jsonrpc": "2.0", "id": request_id, "method": "session.close", "params": params}
         return json.dumps(request).encode() + b"\n"
 
-    async with trio.open_nursery() as connections:
-        await connections.start(server.serve, trio.SocketListener(listen_socket), connections)
-        client = await trio.open_unix_socket(path)
+    async with serving(router, tmp_path) as served:
+        client = served.client
         await client.send_all(close_line(1, "in-flight"))
         await entered.wait()
-        drained = trio.Event()
-
-        async def drain() -> None:
-            await server.wait_drained()
-            drained.set()
-
-        connections.start_soon(drain)
+        drained = served.start_draining()
         await trio.testing.wait_all_tasks_blocked()
         await client.send_all(b'{"jsonrpc":"2.0","id":2,"method":"daemon.ping"}\n')
         await client.send_all(close_line(3, "after-stop"))
@@ -464,9 +450,6 @@ async def test_draining_finishes_requests_in_flight_and_starts_no_new_ones(tmp_p
             except trio.BrokenResourceError:
                 pass  # reset: the daemon closed with the unread requests in its buffer
         await drained.wait()
-        connections.cancel_scope.cancel()
-    await client.aclose()
-    listen_socket.close()
     assert [json.loads(line)["id"] for line in received.splitlines()] == [1]
     assert started == ["in-flight"]
 
