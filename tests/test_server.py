@@ -61,6 +61,16 @@ def start(
     return process.start()
 
 
+def refused_start(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """orcad run once in `env`, where it must refuse to start: it exits 1 (the reason is on
+    stderr, which the caller checks)."""
+    result = subprocess.run(
+        [sys.executable, "-m", "orcad"], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 1, result.stderr
+    return result
+
+
 def test_protocol_errors_on_one_connection_leave_it_usable(daemon: DaemonProcess) -> None:
     sock = raw_connection(daemon)
     sock.sendall(b"this is not json\n")
@@ -242,10 +252,7 @@ def test_symlinked_runtime_dir_is_refused(orca_env: OrcaEnv, tmp_path: Path) -> 
     target = tmp_path / "elsewhere"
     target.mkdir(mode=0o700)
     (Path(env["XDG_RUNTIME_DIR"]) / "orca").symlink_to(target)
-    result = subprocess.run(
-        [sys.executable, "-m", "orcad"], env=env, capture_output=True, text=True, timeout=30
-    )
-    assert result.returncode == 1
+    result = refused_start(env)
     assert "symbolic link" in result.stderr
     assert list(target.iterdir()) == []
 
@@ -257,22 +264,12 @@ def test_runtime_dir_owned_by_another_user_is_refused(orca_env: OrcaEnv) -> None
     runtime = Path(env["XDG_RUNTIME_DIR"]) / "orca"
     runtime.mkdir(mode=0o700)
     os.chown(runtime, 65534, 65534)
-    result = subprocess.run(
-        [sys.executable, "-m", "orcad"], env=env, capture_output=True, text=True, timeout=30
-    )
-    assert result.returncode == 1
+    result = refused_start(env)
     assert "owned by uid 65534" in result.stderr
 
 
 def test_second_instance_is_refused_naming_the_first(daemon: DaemonProcess) -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "orcad"],
-        env=daemon.orca.env,
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
-    assert result.returncode == 1
+    result = refused_start(daemon.orca.env)
     assert f"pid {daemon.proc.pid}" in result.stderr
     assert str(daemon.orca.socket) in result.stderr
     assert daemon.call("daemon.ping").pid == daemon.proc.pid
@@ -290,14 +287,7 @@ def test_live_socket_of_another_server_is_never_unlinked(orca_env: OrcaEnv) -> N
     other.bind(str(orca_env.socket))
     other.listen(1)
     try:
-        result = subprocess.run(
-            [sys.executable, "-m", "orcad"],
-            env=orca_env.env,
-            capture_output=True,
-            text=True,
-            timeout=30,
-        )
-        assert result.returncode == 1
+        result = refused_start(orca_env.env)
         assert "live socket" in result.stderr
         assert orca_env.socket.exists()
     finally:
@@ -318,14 +308,7 @@ def test_sigint_exits_zero(daemon: DaemonProcess) -> None:
 
 def test_bad_config_is_a_startup_error_naming_the_key(orca_env: OrcaEnv) -> None:
     orca_env.write_config("[extraction]\nworkers = -1\n")
-    result = subprocess.run(
-        [sys.executable, "-m", "orcad"],
-        env=orca_env.env,
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
-    assert result.returncode == 1
+    result = refused_start(orca_env.env)
     assert "extraction.workers" in result.stderr
     assert not orca_env.socket.exists()
 
@@ -353,14 +336,7 @@ def test_a_feature_that_cannot_start_exits_1_with_a_message_and_no_socket(
 ) -> None:
     orca_env.memory_root.mkdir(mode=0o700)
     (orca_env.memory_root / "projects").write_text("not a directory")
-    result = subprocess.run(
-        [sys.executable, "-m", "orcad"],
-        env=orca_env.env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert result.returncode == 1
+    result = refused_start(orca_env.env)
     assert "orcad: cannot start:" in result.stderr
     assert "Exception Group Traceback" not in result.stderr  # no crash dump for the user
     events = [json.loads(line) for line in result.stderr.splitlines() if line.startswith("{")]
@@ -370,14 +346,7 @@ def test_a_feature_that_cannot_start_exits_1_with_a_message_and_no_socket(
 
 def test_a_memory_root_it_cannot_create_is_a_clear_startup_error(orca_env: OrcaEnv) -> None:
     orca_env.memory_root.write_text("")  # a file where the memory directory should be
-    result = subprocess.run(
-        [sys.executable, "-m", "orcad"],
-        env=orca_env.env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert result.returncode == 1
+    result = refused_start(orca_env.env)
     assert "orcad: cannot start:" in result.stderr
     assert "Traceback" not in result.stderr
     assert not orca_env.socket.exists()
