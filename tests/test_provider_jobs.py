@@ -123,6 +123,12 @@ FAIL_THEN_OK: dict[str, Behaviour] = {
 }
 
 
+def started(orca_env: OrcaEnv, factory: list[DaemonProcess]) -> DaemonProcess:
+    daemon = DaemonProcess(orca_env)
+    factory.append(daemon)
+    return daemon.start()
+
+
 SUCCESS: dict[str, Behaviour] = {
     "streamed_in_small_chunks": streamed(ANSWER, chunk_chars=2),
     "not_streamed": ok(ANSWER),
@@ -139,9 +145,7 @@ def test_answer_commits_on_the_first_attempt(
 ) -> None:
     configure(orca_env, server)
     server.script(behaviour)
-    daemon = DaemonProcess(orca_env)
-    daemon_factory.append(daemon)
-    daemon.start()
+    daemon = started(orca_env, daemon_factory)
     job_id = capture_turn(daemon, tmp_path / "project", "remember that we deploy with make release")
     record = wait_settled(orca_env, job_id)
     assert (record["state"], record["attempts"]) == ("committed", 0)
@@ -164,9 +168,7 @@ def test_failed_attempt_then_success(
 ) -> None:
     configure(orca_env, server)
     server.script(behaviour, streamed(ANSWER))
-    daemon = DaemonProcess(orca_env)
-    daemon_factory.append(daemon)
-    daemon.start()
+    daemon = started(orca_env, daemon_factory)
     job_id = capture_turn(daemon, tmp_path / "project", "remember that we deploy with make release")
     record = wait_settled(orca_env, job_id)
     assert (record["state"], record["attempts"]) == ("committed", 1)
@@ -179,9 +181,7 @@ def test_every_attempt_failing_exhausts_the_job(
 ) -> None:
     configure(orca_env, server, max_retries=2)
     server.default = status(500, "still broken")
-    daemon = DaemonProcess(orca_env)
-    daemon_factory.append(daemon)
-    daemon.start()
+    daemon = started(orca_env, daemon_factory)
     job_id = capture_turn(daemon, tmp_path / "project", "remember that we deploy with make release")
     record = wait_settled(orca_env, job_id)
     assert (record["state"], record["attempts"]) == ("exhausted", 3)
@@ -195,9 +195,7 @@ def test_429_retry_after_delays_the_next_attempt(
 ) -> None:
     configure(orca_env, server)
     server.script(status(429, "slow down", retry_after="2"), streamed(ANSWER))
-    daemon = DaemonProcess(orca_env)
-    daemon_factory.append(daemon)
-    daemon.start()
+    daemon = started(orca_env, daemon_factory)
     job_id = capture_turn(daemon, tmp_path / "project", "remember that we deploy with make release")
     record = wait_settled(orca_env, job_id)
     assert (record["state"], record["attempts"]) == ("committed", 1)
@@ -211,9 +209,7 @@ def test_stall_longer_than_the_lease_keeps_the_job(
     # Silent for 3 lease lengths but within idle and timeout_s: renewal must keep the lease.
     configure(orca_env, server, workers=2, lease_s=1.0, timeout_s=20.0, idle_s=10.0)
     server.script(streamed(ANSWER, stall_after_first_s=3.0), streamed(ANSWER))
-    daemon = DaemonProcess(orca_env)
-    daemon_factory.append(daemon)
-    daemon.start()
+    daemon = started(orca_env, daemon_factory)
     job_id = capture_turn(daemon, tmp_path / "project", "remember that we deploy with make release")
     record = wait_settled(orca_env, job_id)
     assert (record["state"], record["attempts"]) == ("committed", 0)
@@ -226,9 +222,7 @@ def test_sigterm_during_a_call_releases_without_using_an_attempt(
 ) -> None:
     configure(orca_env, server, timeout_s=60.0, idle_s=60.0)
     server.script(streamed(ANSWER, stall_after_first_s=60.0))
-    daemon = DaemonProcess(orca_env)
-    daemon_factory.append(daemon)
-    daemon.start()
+    daemon = started(orca_env, daemon_factory)
     job_id = capture_turn(daemon, tmp_path / "project", "remember that we deploy with make release")
     server.wait_for_requests(1)
     assert daemon.stop(signal.SIGTERM) == 0
@@ -246,9 +240,7 @@ def test_no_corpus_secret_reaches_the_request_body(
     records = [json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines()]
     configure(orca_env, server)
     server.default = streamed("NOTHING")
-    daemon = DaemonProcess(orca_env)
-    daemon_factory.append(daemon)
-    daemon.start()
+    daemon = started(orca_env, daemon_factory)
     chunks = [records[i : i + 40] for i in range(0, len(records), 40)]
     job_ids = [
         capture_turn(
