@@ -3,6 +3,7 @@ UTF-8 (first user message's start plus the newest messages), digested for idempo
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -16,7 +17,6 @@ from orcad.capture.source import (
     build_source,
     derive_job_id,
     prepare_blocks,
-    source_digest,
 )
 from orcad.secrets import contains_secret
 
@@ -42,7 +42,7 @@ def test_only_user_and_assistant_messages_in_blocks() -> None:
     assert built.text == "user: We use pnpm here.\n\nassistant: Noted."
     assert not built.truncated
     assert built.size == size(built.text)
-    assert built.digest == source_digest(built.text)
+    assert built.digest == hashlib.sha256(built.text.encode()).hexdigest()
 
 
 def test_no_user_or_assistant_text_means_no_source() -> None:
@@ -153,7 +153,7 @@ def test_the_bound_always_holds_and_whole_texts_are_untouched(
         return
     assert built is not None
     assert built.size == size(built.text) <= LIMIT
-    assert built.digest == source_digest(built.text)
+    assert built.digest == hashlib.sha256(built.text.encode()).hexdigest()
     blocks = prepare_blocks(turn)
     if not built.truncated:
         assert built.messages_kept == len(kept)

@@ -65,10 +65,6 @@ def utf8_size(text: str) -> int:
     return len(text.encode("utf-8"))
 
 
-def source_digest(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
 def prepare_blocks(messages: Iterable[tuple[str, str]]) -> list[SourceBlock]:
     """User and assistant messages with text, redacted, role-label lines neutralised."""
     blocks: list[SourceBlock] = []
