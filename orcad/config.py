@@ -53,6 +53,7 @@ class ServerConfig(msgspec.Struct, frozen=True, kw_only=True):
     max_connections: Annotated[int, msgspec.Meta(ge=1)] = limits.DEFAULT_MAX_CONNECTIONS
     idle_timeout_s: PositiveSeconds = limits.DEFAULT_IDLE_TIMEOUT_S
     send_timeout_s: PositiveSeconds = limits.DEFAULT_SEND_TIMEOUT_S
+    request_line_timeout_s: PositiveSeconds = limits.DEFAULT_REQUEST_LINE_TIMEOUT_S
 
 
 class Config(msgspec.Struct, frozen=True, kw_only=True):

@@ -85,7 +85,11 @@ async def serve(
     their stores opened (off the event loop); any other request waits until they are in.
     """
     config = daemon.config.server
-    server = Server(Dispatcher(daemon.router), config)
+    server = Server(
+        Dispatcher(daemon.router),
+        config,
+        on_connection_error=lambda message: daemon.record_error("connection", message),
+    )
     daemon.connections = lambda: server.connections
     listener = trio.SocketListener(trio.socket.from_stdlib_socket(listening.sock))
     status = 0
@@ -153,7 +157,6 @@ def run(argv: list[str] | None = None) -> int:
         prepare_runtime_dir(paths)
         lock = InstanceLock(paths)
         lock.acquire()
-        paths.memory_root.mkdir(mode=0o700, parents=True, exist_ok=True)
         listening = open_listening_socket(paths)
         daemon = Daemon(paths=paths, loaded=loaded)
     except (StartupError, OSError) as exc:  # OSError: a path it cannot create or open

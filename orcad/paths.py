@@ -21,10 +21,9 @@ class Paths:
     memory_root: Path  # <home>/memory
     config_file: Path  # <home>/config.toml
     deliberate_db: Path
-    runtime_dir: Path  # holds the socket and the single-instance lock
+    runtime_dir: Path  # holds the socket and the socket's lock
     socket: Path
-    lock_file: Path
-    pid_file: Path
+    lock_file: Path  # the socket's lock: one daemon per socket path
     socket_from_env: bool  # ORCA_SOCKET chose the socket (its directory is the caller's)
 
     @property
@@ -34,6 +33,16 @@ class Paths:
     @property
     def user_memory_file(self) -> Path:
         return self.memory_root / "user.md"
+
+    @property
+    def instance_lock(self) -> Path:
+        """One daemon per memory root, whatever socket it serves."""
+        return self.memory_root / "orcad.lock"
+
+    @property
+    def instance_file(self) -> Path:
+        """Who holds the memory root: the daemon's pid and socket, for the next one to name."""
+        return self.memory_root / "orcad.pid"
 
     @property
     def state_db(self) -> Path:
@@ -57,15 +66,15 @@ def resolve_paths(env: Mapping[str, str] | None = None) -> Paths:
     if env.get("ORCA_SOCKET"):
         socket = Path(env["ORCA_SOCKET"])
         runtime_dir = socket.parent
-        lock_file = socket.with_name(socket.name + ".lock")
-        pid_file = socket.with_name(socket.name + ".pid")
         from_env = True
     else:
         runtime_dir = runtime_dir_for(env)
         socket = runtime_dir / "orcad.sock"
-        lock_file = runtime_dir / "orcad.lock"
-        pid_file = runtime_dir / "orcad.pid"
         from_env = False
+    # Named from the socket alone, so a daemon started by orcactl (which passes ORCA_SOCKET)
+    # and one started directly on the same socket use the same lock file.
+    lock_name = socket.stem if socket.suffix != ".lock" else socket.name
+    lock_file = socket.with_name(lock_name + ".lock")
     return Paths(
         home=home,
         memory_root=home / "memory",
@@ -74,7 +83,6 @@ def resolve_paths(env: Mapping[str, str] | None = None) -> Paths:
         runtime_dir=runtime_dir,
         socket=socket,
         lock_file=lock_file,
-        pid_file=pid_file,
         socket_from_env=from_env,
     )
 

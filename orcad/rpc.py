@@ -25,6 +25,7 @@ import msgspec
 import structlog
 import trio
 
+from orcad import limits
 from orcad.config import error_field_path, error_reason
 from orcad.errors import (
     InvalidParams,
@@ -35,6 +36,7 @@ from orcad.errors import (
 )
 from orcad.log import describe_exception
 from protocol.errors import ErrorCode, ErrorObject
+from protocol.framing import json_nesting_exceeds
 from protocol.types import METHODS, Params, Result
 
 AsyncHandler = Callable[[Any], Awaitable[Result]]
@@ -193,6 +195,13 @@ class Router:
         return sorted(self._routes)
 
 
+_TOO_DEEP = InvalidRequest(
+    f"the line nests arrays or objects more than {limits.MAX_JSON_NESTING} levels deep; "
+    "no request of this protocol does",
+    limit=limits.MAX_JSON_NESTING,
+)
+
+
 def error_object(error: OrcaError) -> ErrorObject:
     return ErrorObject(code=int(error.code), message=error.message, data=error.to_data())
 
@@ -238,6 +247,8 @@ class Dispatcher:
     def begin(self, line: bytes) -> Reply | DeferredReply:
         """Answer a line now when nothing can block (bytes, or None when nothing is owed);
         otherwise return a coroutine function that produces the answer."""
+        if json_nesting_exceeds(line, limits.MAX_JSON_NESTING):
+            return encode_error(_TOO_DEEP)
         try:
             envelope = _envelope_decoder.decode(line)
         except (msgspec.ValidationError, msgspec.DecodeError):
@@ -299,6 +310,12 @@ class Dispatcher:
             return encode_error(
                 ParseError("the line is not valid JSON; send one JSON-RPC object per line")
             )
+        except msgspec.ValidationError:  # valid JSON that Python cannot hold, such as 1e400
+            return encode_error(
+                InvalidRequest("the line holds a number out of range; it is not a request")
+            )
+        except RecursionError:  # json_nesting_exceeds runs first; this is the last line of defence
+            return encode_error(_TOO_DEEP)
         if isinstance(message, list):
             if not message:
                 return encode_error(InvalidRequest("an empty batch is not a request"))

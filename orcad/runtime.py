@@ -1,8 +1,10 @@
 """The runtime directory, the single-instance lock and the listening socket's path.
 
-The runtime dir holds only the socket, the lock and the pid file. It must be a real directory
-owned by us and private (0700); a directory platformdirs chose under /tmp is checked as strictly,
-together with its parent, since anyone can create names there.
+The runtime dir holds only the socket and its lock; the memory root holds the lock that keeps
+one daemon per memory, and a small file naming the daemon that holds it (pid and socket).
+The runtime dir must be a real directory owned by us and private (0700); a directory
+platformdirs chose under /tmp is checked as strictly, together with its parent, since anyone
+can create names there.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import stat
 from pathlib import Path
 
 import filelock
+import msgspec
 
 from orcad.errors import StartupError
 from orcad.paths import Paths
@@ -73,38 +76,66 @@ def prepare_runtime_dir(paths: Paths) -> None:
 
 
 class InstanceLock:
-    """Held for the daemon's whole life; a second daemon fails at once naming the first."""
+    """Held for the daemon's whole life: one daemon per memory root (whatever its socket) and
+    one per socket path. A second daemon fails at once, naming the first."""
 
     def __init__(self, paths: Paths) -> None:
         self._paths = paths
-        self._lock = filelock.FileLock(str(paths.lock_file), mode=0o600)
+        self._root_lock = filelock.FileLock(str(paths.instance_lock), mode=0o600)
+        self._socket_lock = filelock.FileLock(str(paths.lock_file), mode=0o600)
 
     def acquire(self) -> None:
+        self._paths.memory_root.mkdir(mode=0o700, parents=True, exist_ok=True)
         try:
-            self._lock.acquire(timeout=0)
+            self._root_lock.acquire(timeout=0)
         except filelock.Timeout:
-            pid = read_pid(self._paths.pid_file)
-            who = f"pid {pid}" if pid else "another process"
+            holder = read_instance(self._paths.instance_file)
+            who = f"pid {holder.pid}, serving {holder.socket}" if holder else "another process"
             raise StartupError(
-                f"orcad is already running ({who}, socket {self._paths.socket}); "
-                "stop it first or set ORCA_SOCKET to run a separate daemon"
+                f"orcad is already running on the memory in {self._paths.memory_root} ({who}); "
+                "stop it first, or set ORCA_HOME to run a daemon with separate memory"
             ) from None
-        tmp = self._paths.pid_file.with_suffix(".pid.tmp")
-        tmp.write_text(f"{os.getpid()}\n", encoding="ascii")
-        tmp.chmod(0o600)
-        tmp.replace(self._paths.pid_file)
+        try:
+            self._socket_lock.acquire(timeout=0)
+        except filelock.Timeout:
+            self._root_lock.release()
+            raise StartupError(
+                f"another orcad is serving {self._paths.socket} with other memory; stop it "
+                "first or set ORCA_SOCKET to another path"
+            ) from None
+        write_private_atomically(
+            self._paths.instance_file,
+            msgspec.json.encode(Instance(pid=os.getpid(), socket=str(self._paths.socket))),
+        )
 
     def release(self) -> None:
         with contextlib.suppress(FileNotFoundError):
-            if read_pid(self._paths.pid_file) == os.getpid():
-                self._paths.pid_file.unlink()
-        self._lock.release()
+            holder = read_instance(self._paths.instance_file)
+            if holder is not None and holder.pid == os.getpid():
+                self._paths.instance_file.unlink()
+        self._socket_lock.release()
+        self._root_lock.release()
 
 
-def read_pid(pid_file: Path) -> int | None:
+class Instance(msgspec.Struct, frozen=True):
+    pid: int
+    socket: str
+
+
+def write_private_atomically(path: Path, data: bytes) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    descriptor = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
-        return int(pid_file.read_text(encoding="ascii").strip())
-    except (OSError, ValueError):
+        os.write(descriptor, data)
+    finally:
+        os.close(descriptor)
+    tmp.replace(path)
+
+
+def read_instance(path: Path) -> Instance | None:
+    try:
+        return msgspec.json.decode(path.read_bytes(), type=Instance)
+    except (OSError, msgspec.DecodeError, msgspec.ValidationError):
         return None
 
 

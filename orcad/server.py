@@ -1,9 +1,13 @@
 """The trio server: accept connections on the private socket and serve NDJSON JSON-RPC.
 
 Requests on one connection run concurrently; responses are written whole under a lock. A
-connection that sends an oversized line, goes idle, stops reading its answers, or belongs to
-another uid is closed without touching any other connection. A request may hold that lock
-while a worker thread writes its answer (see `orcad.rpc.claim_direct_answer`).
+connection that sends an oversized line, goes idle, trickles a line for too long, stops reading
+its answers, or belongs to another uid is closed without touching any other connection; so is one
+whose client vanished, or whose handling failed in a way nobody foresaw (logged once). A
+connection with too many answers owed stops being read until its client catches up. When the
+connection limit is reached, the connection longest without a complete request makes room.
+A request may hold the send lock while a worker thread writes its answer (see
+`orcad.rpc.claim_direct_answer`).
 """
 
 from __future__ import annotations
@@ -17,8 +21,10 @@ from collections.abc import Callable
 import structlog
 import trio
 
+from orcad import limits
 from orcad.config import ServerConfig
 from orcad.errors import Busy, MessageTooLarge
+from orcad.log import describe_exception
 from orcad.rpc import DeferredReply, Dispatcher, encode_error
 from protocol.framing import LineFramer, LineTooLong
 
@@ -30,17 +36,36 @@ ACCEPT_RETRY_S = 0.1  # after the process ran out of descriptors, as trio.serve_
 
 
 class _Connection:
-    """One connection's cancel scopes, when it last received data, and when its pending answer
-    started to be written: what the sweep needs to close idle and stuck connections."""
+    """One connection's cancel scopes, its clocks and its answers owed: what the sweep needs to
+    close idle, trickling and stuck connections, and what eviction needs to choose one."""
 
-    __slots__ = ("idle_closed", "last_received", "reader", "scope", "sending_since")
+    __slots__ = (
+        "answers_owed",
+        "closed_because",
+        "idle_closed",
+        "last_received",
+        "last_request",
+        "line_started",
+        "reader",
+        "scope",
+        "sending_since",
+    )
 
-    def __init__(self) -> None:
+    def __init__(self, max_answers_owed: int) -> None:
         self.scope = trio.CancelScope()
         self.reader: trio.CancelScope | None = None  # cancelled to stop reading new requests
         self.last_received = trio.current_time()
+        self.last_request = self.last_received  # when its last complete line arrived
+        self.line_started: float | None = None  # first byte of a line not yet complete
         self.sending_since: float | None = None
         self.idle_closed = False
+        self.closed_because: str | None = None
+        # Requests read but not yet answered; at the bound the reader waits (back-pressure).
+        self.answers_owed = trio.Semaphore(max_answers_owed)
+
+    def close(self, reason: str) -> None:
+        self.closed_because = reason
+        self.scope.cancel()
 
 
 class _ThreadAnswerWriter:
@@ -110,6 +135,7 @@ class Server:
         *,
         allowed_uid: int | None = None,
         on_activity: Callable[[], None] | None = None,
+        on_connection_error: Callable[[str], None] | None = None,
     ) -> None:
         self._dispatcher = dispatcher
         self._config = config
@@ -121,6 +147,7 @@ class Server:
         self._idle.set()
         self._draining = False
         self._on_activity = on_activity
+        self._on_connection_error = on_connection_error
 
     @property
     def connections(self) -> int:
@@ -150,22 +177,29 @@ class Server:
             connections.start_soon(self._serve_connection, stream)
 
     async def _disconnect_slow_readers(self) -> None:
-        """Close connections idle for idle_timeout_s, and those whose answer could not be
-        written for send_timeout_s (a client that stops reading must not hold its slot).
+        """Close connections idle for idle_timeout_s, those whose answer could not be written for
+        send_timeout_s (a client that stops reading must not hold its slot), and those whose
+        request line is still incomplete request_line_timeout_s after its first byte (a client
+        that trickles bytes must not hold its slot either).
 
         One periodic sweep instead of a deadline per read or write: moving a cancel scope's
         deadline on every request costs more than the rest of answering a ping."""
         send_timeout = self._config.send_timeout_s
         idle_timeout = self._config.idle_timeout_s
-        period = min(1.0, send_timeout / 4, idle_timeout / 4)
+        line_timeout = self._config.request_line_timeout_s
+        period = min(1.0, send_timeout / 4, idle_timeout / 4, line_timeout / 4)
         while True:
             await trio.sleep(period)
             now = trio.current_time()
             for connection in self._open:
                 since = connection.sending_since
+                started = connection.line_started
                 if since is not None and now - since >= send_timeout:
                     log.warning("connection.send_timeout", send_timeout_s=send_timeout)
-                    connection.scope.cancel()
+                    connection.close("send_timeout")
+                elif started is not None and now - started >= line_timeout:
+                    log.warning("connection.line_timeout", request_line_timeout_s=line_timeout)
+                    connection.close("line_timeout")
                 elif now - connection.last_received >= idle_timeout and connection.reader:
                     connection.idle_closed = True
                     connection.reader.cancel()
@@ -184,30 +218,65 @@ class Server:
             if uid is not None and uid != self._allowed_uid:
                 log.warning("connection.refused", reason="peer_uid", peer_uid=uid)
                 return
-            if self._connections >= self._config.max_connections:
+            if self._connections >= self._config.max_connections and not self._evict_one():
                 log.warning("connection.refused", reason="busy", limit=self._config.max_connections)
                 busy = Busy(
                     f"orcad is serving its limit of {self._config.max_connections} connections; "
                     "retry later or raise server.max_connections"
                 )
-                with trio.move_on_after(1.0):
-                    await stream.send_all(encode_error(busy))
+                with trio.move_on_after(limits.BUSY_ANSWER_WAIT_S):
+                    try:
+                        await stream.send_all(encode_error(busy))
+                    except (trio.BrokenResourceError, trio.ClosedResourceError):
+                        pass
                 return
             self._connections += 1
-            connection = _Connection()
+            connection = _Connection(limits.MAX_ANSWERS_OWED_PER_CONNECTION)
             self._open.add(connection)
             try:
                 with connection.scope:
                     await self._read_requests(stream, connection)
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                pass
+            except* (trio.BrokenResourceError, trio.ClosedResourceError):
+                pass  # the client went away (closed early, reset, killed): nothing is owed
+            except* Exception as failure:
+                # Whatever went wrong ends this connection only; the daemon goes on.
+                log.error("connection.failed", **describe_exception(failure))
+                if self._on_connection_error is not None:
+                    self._on_connection_error(
+                        "a connection failed unexpectedly and was closed; the daemon log has "
+                        "the details (event connection.failed)"
+                    )
             finally:
-                self._open.discard(connection)
-                self._connections -= 1
+                if connection in self._open:  # else eviction already gave its slot away
+                    self._open.discard(connection)
+                    self._connections -= 1
+
+    def _evict_one(self) -> bool:
+        """At the connection limit: close the connection longest without a complete request,
+        among those with no answer owed, so that a new client is served. False when every
+        connection is busy answering (the newcomer is then told to retry)."""
+        owes_nothing = limits.MAX_ANSWERS_OWED_PER_CONNECTION
+        candidates = [
+            connection
+            for connection in self._open
+            if connection.closed_because is None
+            and connection.answers_owed.value == owes_nothing
+            and connection.sending_since is None
+        ]
+        if not candidates:
+            return False
+        oldest = min(candidates, key=lambda connection: connection.last_request)
+        log.info("connection.evicted", limit=self._config.max_connections)
+        oldest.close("evicted")
+        # Its slot is given up now: the cancelled task only has cleanup left to do.
+        self._open.discard(oldest)
+        self._connections -= 1
+        return True
 
     async def _read_requests(self, stream: trio.SocketStream, connection: _Connection) -> None:
         framer = LineFramer(self._config.max_message_bytes)
         send_lock = trio.Lock()
+        owed = connection.answers_owed
         async with trio.open_nursery() as requests:
             with trio.CancelScope() as reading:  # cancelled by the sweep (idle) or by draining
                 connection.reader = reading
@@ -215,13 +284,20 @@ class Server:
                     data = await stream.receive_some(RECEIVE_CHUNK)
                     if not data:
                         break
-                    connection.last_received = trio.current_time()
-                    for event in framer.feed(data):
+                    now = connection.last_received = trio.current_time()
+                    events = framer.feed(data)
+                    if events:
+                        connection.last_request = now
+                        connection.line_started = now if framer.pending_bytes else None
+                    elif connection.line_started is None:
+                        connection.line_started = now
+                    for event in events:
                         if isinstance(event, LineTooLong):
                             await self._refuse_oversized(stream, connection, send_lock, event.limit)
                             return
                         outcome = self._dispatcher.begin(event)
                         if callable(outcome):
+                            await owed.acquire()  # at the bound, stop reading (back-pressure)
                             self._begin_request()
                             requests.start_soon(
                                 self._answer_later, stream, connection, send_lock, outcome
@@ -233,6 +309,7 @@ class Server:
                                 # Another answer is being written (perhaps by a worker thread):
                                 # a task waits for it, so the reader neither stalls nor, when
                                 # stopped by a drain or the idle sweep, drops an answer owed.
+                                await owed.acquire()
                                 self._begin_request()
                                 requests.start_soon(
                                     self._answer_ready, stream, connection, send_lock, outcome
@@ -305,6 +382,7 @@ class Server:
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass  # the client went away; nothing is owed
         finally:
+            connection.answers_owed.release()
             self._end_request()
 
     async def _answer_later(
@@ -325,4 +403,5 @@ class Server:
         finally:
             if writer.claimed:
                 send_lock.release()
+            connection.answers_owed.release()
             self._end_request()

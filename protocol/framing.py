@@ -7,6 +7,9 @@ which the framer refuses more input: the connection's framing can no longer be t
 
 from __future__ import annotations
 
+import itertools
+import operator
+import re
 from dataclasses import dataclass, field
 
 
@@ -62,3 +65,23 @@ class LineFramer:
     def pending_bytes(self) -> int:
         """Bytes received that do not yet form a complete line."""
         return len(self._buffer)
+
+
+_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_OPEN_AS_TWO = bytes.maketrans(b"[{]}", b"\x02\x02\x00\x00")
+_NOT_BRACKETS = bytes(set(range(256)) - set(b"[]{}"))
+
+
+def json_nesting_exceeds(line: bytes, limit: int) -> bool:
+    """Does this JSON text nest arrays and objects deeper than `limit`? Checked before decoding,
+    since a decoder recurses once per level and a line of a thousand `[` would exhaust it.
+
+    Cheap for ordinary lines (two byte counts); otherwise strings are removed, then the depth
+    after each bracket is a running sum (each opener counted 2, closer 0, minus its position).
+    Text that is not valid JSON may be judged deeper than it is, never shallower.
+    """
+    if line.count(b"[") + line.count(b"{") <= limit:
+        return False
+    brackets = _JSON_STRING.sub(b"", line).translate(_OPEN_AS_TWO, _NOT_BRACKETS)
+    depths = map(operator.sub, itertools.accumulate(brackets), itertools.count(1))
+    return max(depths, default=0) > limit

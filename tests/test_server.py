@@ -150,18 +150,52 @@ async def test_two_hundred_concurrent_connections(daemon: DaemonProcess) -> None
     assert answers == [daemon.proc.pid] * 600
 
 
-def test_connection_limit_answers_busy(orca_env: OrcaEnv, daemon_factory: list) -> None:
+def test_connection_limit_evicts_the_connection_longest_without_a_request(
+    orca_env: OrcaEnv, daemon_factory: list
+) -> None:
     daemon = start(orca_env, daemon_factory, "[server]\nmax_connections = 2\n")
     # start() pinged on a connection of its own: its slot is free once the daemon sees the close
-    held = [pinged_client(daemon), pinged_client(daemon)]
+    oldest = pinged_client(daemon)
+    time.sleep(0.05)
+    newer = pinged_client(daemon)
+    extra = daemon.client()
+    assert extra.call("daemon.ping").pid == daemon.proc.pid  # served, not refused
+    with pytest.raises((ConnectionError, RemoteError)):
+        oldest.call("daemon.ping")  # made room
+    assert newer.call("daemon.ping").pid == daemon.proc.pid
+    for client in (oldest, newer, extra):
+        client.close()
+    assert any(e["event"] == "connection.evicted" for e in daemon.log_events())
+
+
+def test_connection_limit_answers_busy_when_every_connection_is_owed_answers(
+    orca_env: OrcaEnv, daemon_factory: list
+) -> None:
+    daemon = start(orca_env, daemon_factory, "[server]\nmax_connections = 2\n")
+    status = b'{"jsonrpc":"2.0","id":1,"method":"daemon.status"}\n' * 100
+    greedy = []
+    for _ in range(2):
+        sock = raw_connection(daemon)
+        sock.setblocking(False)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:  # never read: until the daemon stops reading too
+            try:
+                sock.send(status)
+            except BlockingIOError:
+                break
+        else:
+            pytest.fail("the daemon kept reading a connection that never reads its answers")
+        greedy.append(sock)
+    time.sleep(0.5)  # the daemon accepts both and blocks writing to them; until then, evictable
     extra = raw_connection(daemon)
-    error = read_line(extra)["error"]
-    assert (error["code"], error["data"]["kind"]) == (-32001, "busy")
+    extra.sendall(b'{"jsonrpc":"2.0","id":1,"method":"daemon.ping"}\n')
+    reply = read_line(extra)
+    assert (reply["error"]["code"], reply["error"]["data"]["kind"]) == (-32001, "busy")
     assert_closed(extra)
     extra.close()
-    held.pop().close()
-    pinged_client(daemon).close()  # the freed slot is reusable once the daemon sees the close
-    held[0].close()
+    for sock in greedy:
+        sock.close()
+    pinged_client(daemon).close()  # the slots are reusable once the daemon sees the closes
 
 
 def pinged_client(daemon: DaemonProcess) -> Client:
