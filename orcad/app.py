@@ -80,7 +80,9 @@ class Daemon:
     connections: Callable[[], int] = lambda: 0
 
     def __post_init__(self) -> None:
-        self.sessions = SessionStore(self.paths.state_db, self.clock)
+        self.sessions = SessionStore(
+            self.paths.state_db, self.clock, self.loaded.config.sessions.idle_expiry_s
+        )
         self.started_at = self.clock.now()
         self.router.add("daemon.ping", self.ping, early=True)
         self.router.add("daemon.status", self.status)
@@ -125,9 +127,15 @@ class Daemon:
         )
 
     async def open_session(self, params: SessionOpenParams) -> SessionOpenResult:
+        joined = await self.sessions.join(params)
+        if joined is not None:
+            return await self._opened(joined, joined=True)
         session = await self.sessions.open(params, self.paths.config_file, self.config)
         for hook in self.session_opened_hooks:
             await hook(session)
+        return await self._opened(session, joined=False)
+
+    async def _opened(self, session: Session, *, joined: bool) -> SessionOpenResult:
         if self.startup_reader is not None and not session.bare:
             startup = await self.startup_reader(session)
         else:
@@ -141,6 +149,7 @@ class Daemon:
             workspace=WorkspaceRef(id=session.workspace_id, root=session.workspace_root),
             auto_memory=session.auto_memory,
             startup=startup,
+            joined=joined,
         )
 
     async def close_session(self, params: SessionCloseParams) -> Empty:

@@ -56,11 +56,16 @@ class ServerConfig(msgspec.Struct, frozen=True, kw_only=True):
     request_line_timeout_s: PositiveSeconds = limits.DEFAULT_REQUEST_LINE_TIMEOUT_S
 
 
+class SessionsConfig(msgspec.Struct, frozen=True, kw_only=True):
+    idle_expiry_s: PositiveSeconds = limits.DEFAULT_SESSION_IDLE_EXPIRY_S
+
+
 class Config(msgspec.Struct, frozen=True, kw_only=True):
     auto_memory: bool = True
     trusted_projects: list[str] = []
     extraction: ExtractionConfig = ExtractionConfig()
     server: ServerConfig = ServerConfig()
+    sessions: SessionsConfig = SessionsConfig()
 
 
 class ProjectConfig(msgspec.Struct, frozen=True, kw_only=True):

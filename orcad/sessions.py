@@ -1,7 +1,10 @@
 """Sessions: persisted epochs and the configuration snapshot taken at open.
 
 Opening an existing session id again returns a strictly higher epoch, durable before the
-answer; calls carrying an older epoch are stale. A session's snapshot (mode, interactive,
+answer; calls carrying an older epoch are stale. An open with `join` attaches to a session that
+is open at its current epoch instead (cooperating processes of one agent session: its hooks and
+its MCP server), so they never fence each other. A session no call has touched for the idle
+expiry stops counting as open and must be opened again. A session's snapshot (mode, interactive,
 auto_approve, bare, history, auto memory, workspace and project) never changes after open.
 """
 
@@ -16,6 +19,7 @@ import msgspec
 import structlog
 import trio
 
+from orcad import limits
 from orcad.clock import Clock
 from orcad.config import Config, ProjectConfig, parse_config
 from orcad.errors import InvalidParams, NotFound, StaleSession, StartupError
@@ -106,11 +110,18 @@ def _derive_identity(
 class SessionStore:
     """Owns the `sessions` table of the daemon state database."""
 
-    def __init__(self, database_path: Path, clock: Clock) -> None:
+    def __init__(
+        self,
+        database_path: Path,
+        clock: Clock,
+        idle_expiry_s: float = limits.DEFAULT_SESSION_IDLE_EXPIRY_S,
+    ) -> None:
         self._db = SQLiteWorker(lambda: self._connect(database_path))
         self._clock = clock
+        self.idle_expiry_s = idle_expiry_s
         self._cache: collections.OrderedDict[str, Session] = collections.OrderedDict()
         self._open_epochs: dict[str, int] = {}  # session id -> its open epoch (daemon.status)
+        self._last_used: dict[str, float] = {}  # session id -> time of its latest call
 
     @staticmethod
     def _connect(path: Path) -> sqlite3.Connection:
@@ -123,7 +134,21 @@ class SessionStore:
 
     @property
     def open_count(self) -> int:
+        self.expire_idle()
         return len(self._open_epochs)
+
+    def _idle(self, session_id: str, now: float) -> bool:
+        last = self._last_used.get(session_id)
+        return last is not None and now - last > self.idle_expiry_s
+
+    def expire_idle(self) -> list[str]:
+        """Stop counting sessions idle past the expiry as open; their next call gets not_found."""
+        now = self._clock.now()
+        expired = [sid for sid in self._open_epochs if self._idle(sid, now)]
+        for session_id in expired:
+            del self._open_epochs[session_id]
+            log.info("session.expired", session_id=session_id, idle_s=self.idle_expiry_s)
+        return expired
 
     def _remember(self, session: Session) -> None:
         """Cache a snapshot; the least recently used beyond the bound are read again on demand."""
@@ -175,17 +200,36 @@ class SessionStore:
         session = await self._db.run(persist)
         self._remember(session)
         self._open_epochs[session_id] = session.epoch
+        self._last_used[session_id] = now
         log.info("session.opened", session_id=session_id, epoch=session.epoch, mode=session.mode)
+        return session
+
+    async def join(self, params: SessionOpenParams) -> Session | None:
+        """The open session `join` attaches to at its current epoch, or None to open as usual."""
+        if not params.join or params.session_id is None:
+            return None
+        session = await self._current(params.session_id)
+        now = self._clock.now()
+        if session is None or session.closed or self._idle(session.session_id, now):
+            return None
+        self._open_epochs[session.session_id] = session.epoch
+        self._last_used[session.session_id] = now
+        log.info("session.joined", session_id=session.session_id, epoch=session.epoch)
+        return session
+
+    async def _current(self, session_id: str) -> Session | None:
+        session = self._cache.get(session_id)
+        if session is None:
+            session = await self._db.run(lambda c: self._load(c, session_id))
+            if session is not None:
+                self._remember(session)
         return session
 
     async def require(self, session_id: str, epoch: int) -> Session:
         """The open session at this epoch; StaleSession for an older epoch, NotFound otherwise."""
-        session = self._cache.get(session_id)
+        session = await self._current(session_id)
         if session is None:
-            session = await self._db.run(lambda c: self._load(c, session_id))
-            if session is None:
-                raise NotFound(f"unknown session {session_id!r}; call session.open first")
-            self._remember(session)
+            raise NotFound(f"unknown session {session_id!r}; call session.open first")
         if epoch < session.epoch:
             raise StaleSession(
                 f"session {session_id} was reopened (epoch {session.epoch}); this caller holds "
@@ -196,6 +240,14 @@ class SessionStore:
             raise NotFound(f"session {session_id} has no epoch {epoch}")
         if session.closed:
             raise NotFound(f"session {session_id} is closed; open it again to continue")
+        now = self._clock.now()
+        if self._idle(session_id, now):
+            self.expire_idle()
+            raise NotFound(
+                f"session {session_id} expired after {self.idle_expiry_s:g} s without a call; "
+                "open it again to continue"
+            )
+        self._last_used[session_id] = now
         return session
 
     async def close_session(self, session_id: str, epoch: int) -> None:
@@ -227,6 +279,7 @@ class SessionStore:
             del self._cache[session_id]  # a later call reads the closed snapshot from the database
         if self._open_epochs.get(session_id) == epoch:
             del self._open_epochs[session_id]
+        self._last_used.pop(session_id, None)
         log.info("session.closed", session_id=session_id, epoch=epoch)
 
     @staticmethod

@@ -120,6 +120,9 @@ class SessionOpenParams(Params, frozen=True, kw_only=True):
     interactive: bool = True
     auto_approve: bool = False
     bare: bool = False
+    # Attach to the session at its current epoch when it is open (another process of the same
+    # agent session); otherwise open it as usual. Without join an open fences earlier holders.
+    join: bool = False
 
 
 class ProjectRef(Result, frozen=True, kw_only=True):
@@ -146,6 +149,7 @@ class SessionOpenResult(Result, frozen=True, kw_only=True):
     workspace: WorkspaceRef
     auto_memory: bool
     startup: Startup
+    joined: bool = False  # true when `join` attached to the open session at its epoch
 
 
 class SessionCloseParams(SessionParams, frozen=True, kw_only=True):

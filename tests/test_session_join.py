@@ -1,0 +1,90 @@
+"""Sessions shared by one agent's processes (`join`) and the idle expiry, on a real SQLite file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from orcad import limits
+from orcad.config import Config, parse_config
+from orcad.errors import NotFound, StaleSession, StartupError
+from orcad.sessions import SessionStore
+from protocol.types import SessionOpenParams
+from tests.deliberate_helpers import SettableClock
+
+
+def _store(tmp_path: Path, clock: SettableClock, expiry: float = 60.0) -> SessionStore:
+    return SessionStore(tmp_path / "state.sqlite3", clock, expiry)
+
+
+async def _open(store: SessionStore, tmp_path: Path, *, join: bool) -> tuple[int, bool]:
+    params = SessionOpenParams(cwd=str(tmp_path), session_id="ses_agent", join=join)
+    joined = await store.join(params)
+    if joined is not None:
+        return joined.epoch, True
+    session = await store.open(params, tmp_path / "config.toml", Config())
+    return session.epoch, False
+
+
+async def test_joining_processes_share_the_epoch_and_a_plain_open_fences_them(
+    tmp_path: Path,
+) -> None:
+    store = _store(tmp_path, SettableClock())
+    first, first_joined = await _open(store, tmp_path, join=True)  # nothing open yet: opens
+    hook, hook_joined = await _open(store, tmp_path, join=True)
+    mcp, mcp_joined = await _open(store, tmp_path, join=True)
+    assert (first_joined, hook_joined, mcp_joined) == (False, True, True)
+    assert first == hook == mcp == 1
+    await store.require("ses_agent", hook)  # nobody fenced anybody
+    restarted, restarted_joined = await _open(store, tmp_path, join=False)
+    assert (restarted, restarted_joined) == (2, False)
+    with pytest.raises(StaleSession):
+        await store.require("ses_agent", mcp)
+    assert store.open_count == 1
+    store.close()
+
+
+async def test_join_of_a_closed_session_opens_a_new_epoch(tmp_path: Path) -> None:
+    store = _store(tmp_path, SettableClock())
+    epoch, _ = await _open(store, tmp_path, join=True)
+    await store.close_session("ses_agent", epoch)
+    again, joined = await _open(store, tmp_path, join=True)
+    assert (again, joined) == (epoch + 1, False)
+    store.close()
+
+
+async def test_a_session_idle_past_the_expiry_stops_counting_and_its_calls_fail(
+    tmp_path: Path,
+) -> None:
+    clock = SettableClock()
+    store = _store(tmp_path, clock, expiry=60.0)
+    epoch, _ = await _open(store, tmp_path, join=False)
+    clock.advance(60.0)  # exactly the expiry: still open
+    assert store.open_count == 1
+    await store.require("ses_agent", epoch)  # a call resets the idle time
+    clock.advance(60.0)
+    assert store.open_count == 1
+    clock.advance(0.001)
+    assert store.open_count == 0
+    with pytest.raises(NotFound, match="expired"):
+        await store.require("ses_agent", epoch)
+    again, joined = await _open(store, tmp_path, join=True)  # an expired session is not joined
+    assert (again, joined) == (epoch + 1, False)
+    await store.require("ses_agent", again)
+    assert store.open_count == 1
+    store.close()
+
+
+def test_idle_expiry_is_configurable_and_must_be_positive() -> None:
+    assert Config().sessions.idle_expiry_s == limits.DEFAULT_SESSION_IDLE_EXPIRY_S == 3600.0
+    config, unknown = parse_config("[sessions]\nidle_expiry_s = 120.0\n", "config.toml")
+    assert (config.sessions.idle_expiry_s, unknown) == (120.0, [])
+    with pytest.raises(StartupError, match=r"sessions\.idle_expiry_s"):
+        parse_config("[sessions]\nidle_expiry_s = 0.0\n", "config.toml")
+
+
+def test_join_is_optional_on_the_wire() -> None:
+    decoded = msgspec.json.decode(b'{"cwd": "/tmp"}', type=SessionOpenParams)
+    assert decoded.join is False
