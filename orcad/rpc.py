@@ -306,13 +306,13 @@ class Dispatcher:
             await self._router.wait_ready()
         try:
             message = msgspec.json.decode(line)
-        except msgspec.DecodeError:
-            return encode_error(
-                ParseError("the line is not valid JSON; send one JSON-RPC object per line")
-            )
         except msgspec.ValidationError:  # valid JSON that Python cannot hold, such as 1e400
             return encode_error(
                 InvalidRequest("the line holds a number out of range; it is not a request")
+            )
+        except msgspec.DecodeError:
+            return encode_error(
+                ParseError("the line is not valid JSON; send one JSON-RPC object per line")
             )
         except RecursionError:  # json_nesting_exceeds runs first; this is the last line of defence
             return encode_error(_TOO_DEEP)

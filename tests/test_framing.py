@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import itertools
+import json
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from protocol.framing import FramingClosed, LineFramer, LineTooLong
+from protocol.framing import FramingClosed, LineFramer, LineTooLong, json_nesting_exceeds
 
 lines_strategy = st.lists(
     st.binary(min_size=1, max_size=200)
@@ -71,3 +72,35 @@ def test_crlf_and_blank_lines() -> None:
     framer = LineFramer(100)
     assert framer.feed(b'{"a":1}\r\n\n  \n{"b":2}\n') == [b'{"a":1}', b'{"b":2}']
     assert framer.pending_bytes == 0
+
+
+def _reference_depth(value: object) -> int:
+    if isinstance(value, list):
+        return 1 + max((_reference_depth(item) for item in value), default=0)
+    if isinstance(value, dict):
+        return 1 + max((_reference_depth(item) for item in value.values()), default=0)
+    return 0
+
+
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(alphabet='[]{}"\\ab,:'),
+    lambda children: (
+        st.lists(children, max_size=3)
+        | st.dictionaries(st.text(alphabet='[]{}"\\k'), children, max_size=3)
+    ),
+    max_leaves=40,
+)
+
+
+@given(_json_values, st.integers(min_value=0, max_value=12))
+def test_json_nesting_matches_the_decoded_depth(value: object, limit: int) -> None:
+    line = json.dumps(value).encode()
+    assert json_nesting_exceeds(line, limit) == (_reference_depth(value) > limit)
+
+
+def test_json_nesting_limit_boundary_and_brackets_inside_strings() -> None:
+    assert not json_nesting_exceeds(b"[" * 64 + b"]" * 64, 64)
+    assert json_nesting_exceeds(b"[" * 65 + b"]" * 65, 64)
+    assert json_nesting_exceeds(b"[" * 100_000, 64)  # unterminated: still refused
+    assert not json_nesting_exceeds(b'["' + b"[" * 1000 + b'"]', 64)
+    assert not json_nesting_exceeds(b"[]" * 10_000, 1)  # many, but shallow
