@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import socket
+import time
 from typing import Any, TypeVar, overload
 
 import msgspec
@@ -16,6 +17,7 @@ from protocol.types import METHODS, Params, Result
 R = TypeVar("R", bound=Result)
 
 CLIENT_MAX_LINE_BYTES = 64 * 1024 * 1024
+CONNECT_BACKLOG_WAIT_S = 30.0  # without a timeout, how long to wait for room in a full backlog
 
 
 class DaemonUnavailable(ConnectionError):
@@ -32,7 +34,7 @@ class Client:
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._sock.settimeout(timeout)
         try:
-            self._sock.connect(socket_path)
+            self._connect(socket_path, timeout)
         except (FileNotFoundError, ConnectionRefusedError, NotADirectoryError) as exc:
             self._sock.close()
             raise DaemonUnavailable(f"no daemon answers at {socket_path}: {exc.strerror}") from exc
@@ -42,6 +44,21 @@ class Client:
         self._framer = LineFramer(CLIENT_MAX_LINE_BYTES)
         self._lines: list[bytes] = []
         self._ids = itertools.count(1)
+
+    def _connect(self, socket_path: str, timeout: float | None) -> None:
+        # A Unix socket whose listen backlog is full refuses a socket with a timeout at once
+        # (EAGAIN) instead of waiting: wait for room ourselves, within the timeout.
+        deadline = time.monotonic() + (CONNECT_BACKLOG_WAIT_S if timeout is None else timeout)
+        pause = 0.001
+        while True:
+            try:
+                self._sock.connect(socket_path)
+                return
+            except BlockingIOError:
+                if time.monotonic() + pause > deadline:
+                    raise
+                time.sleep(pause)
+                pause = min(pause * 2, 0.05)
 
     def __enter__(self) -> Client:
         return self
