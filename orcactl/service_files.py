@@ -17,6 +17,11 @@ PRIVATE_SOCKET_MODE = 0o600
 
 # What the checked-in reference files contain where an installed file has real paths.
 REFERENCE_EXEC_START = "%h/.local/bin/orcad"  # where `pipx install` / `uv tool install` put it
+# orcad's defaults for $ORCA_HOME and the deliberate database's directory, as unit specifiers
+# (%E is the manager's $XDG_CONFIG_HOME, or ~/.config).
+DEFAULT_HOME_SPEC = "%h/.orca"
+DEFAULT_CONFIG_DIR_SPEC = "%E/orcacode"
+RUNTIME_DIR_SPEC = "%t/orca"
 REFERENCE_MAC_HOME = "/Users/you"
 REFERENCE_MAC_ORCAD = "/usr/local/bin/orcad"
 
@@ -52,7 +57,36 @@ RestartSec=2s
 # On SIGTERM orcad stops accepting, answers requests in flight and releases job leases.
 TimeoutStopSec=30s
 UMask=0077
+# Sandbox (README "Service sandbox"): orcad and any provider command it runs may write only
+# the paths below and a private /tmp, reach only local and Internet sockets (the openai
+# provider speaks HTTP), and gain no privileges. PrivateUsers= lets a user manager apply it.
+PrivateUsers=yes
 NoNewPrivileges=yes
+ProtectSystem=strict
+ProtectHome=read-only
+ReadWritePaths={writable}
+PrivateTmp=yes
+PrivateDevices=yes
+PrivateIPC=yes
+ProtectKernelTunables=yes
+ProtectKernelModules=yes
+ProtectKernelLogs=yes
+ProtectControlGroups=yes
+ProtectClock=yes
+ProtectHostname=yes
+RestrictNamespaces=yes
+RestrictRealtime=yes
+RestrictSUIDSGID=yes
+LockPersonality=yes
+MemoryDenyWriteExecute=yes
+CapabilityBoundingSet=
+AmbientCapabilities=
+KeyringMode=private
+SystemCallArchitectures=native
+SystemCallFilter=@system-service
+SystemCallFilter=~@privileged @resources
+SystemCallErrorNumber=EPERM
+RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6
 
 [Install]
 WantedBy=default.target
@@ -74,13 +108,28 @@ def systemd_exec_line(argv: Sequence[str]) -> str:
     return " ".join(_systemd_quote(word) for word in argv)
 
 
-def systemd_service_unit(exec_start: str, environment: Mapping[str, str] | None = None) -> str:
-    """The service unit; `exec_start` is a ready ExecStart= value (see systemd_exec_line)."""
+def systemd_path(path: str) -> str:
+    """A ReadWritePaths= entry taken literally; '-' tolerates one missing at start."""
+    escaped = path.replace("\\", "\\\\").replace("%", "%%")
+    return f'"-{escaped}"' if any(ch.isspace() or ch == '"' for ch in path) else f"-{escaped}"
+
+
+def systemd_service_unit(
+    exec_start: str,
+    environment: Mapping[str, str] | None = None,
+    writable: Sequence[str] | None = None,
+) -> str:
+    """The service unit; `exec_start` is a ready ExecStart= value (see systemd_exec_line) and
+    `writable` the ready ReadWritePaths= entries (default: orcad's default directories)."""
     lines = "".join(
         f"Environment={_systemd_quote(f'{key}={value}', expands_variables=False)}\n"
         for key, value in sorted((environment or {}).items())
     )
-    return SERVICE_UNIT_TEMPLATE.format(exec_start=exec_start, environment=lines)
+    if writable is None:
+        writable = [f"-{DEFAULT_HOME_SPEC}", f"-{DEFAULT_CONFIG_DIR_SPEC}", f"-{RUNTIME_DIR_SPEC}"]
+    return SERVICE_UNIT_TEMPLATE.format(
+        exec_start=exec_start, environment=lines, writable=" ".join(writable)
+    )
 
 
 def systemd_socket_unit() -> str:

@@ -269,9 +269,13 @@ def test_changed_units_are_rewritten_and_the_service_restarted(orca_env: OrcaEnv
     cli = ServiceCli(orca_env, fake_systemctl=True)
     assert cli.run("install").returncode == 0
     cli.systemctl_calls()
-    result = cli.run("install", "--orcad", "/opt/orca/bin/orcad")
+    other = orca_env.root / "opt" / "orca" / "bin" / "orcad"
+    other.parent.mkdir(parents=True)
+    other.write_text("#!/bin/sh\n")
+    other.chmod(0o755)
+    result = cli.run("install", "--orcad", str(other))
     assert result.returncode == 0, result.stderr
-    assert "ExecStart=/opt/orca/bin/orcad\n" in (cli.unit_dir / "orcad.service").read_text()
+    assert f"ExecStart={other}\n" in (cli.unit_dir / "orcad.service").read_text()
     assert cli.systemctl_calls() == [
         ["--user", "daemon-reload"],
         ["--user", "restart", "orcad.service"],

@@ -52,12 +52,58 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             parser.add_argument(
                 "--orcad",
                 metavar="PATH",
+                type=executable_file,
                 help="the orcad executable (default: next to orcactl, else on PATH)",
             )
         parser.set_defaults(run=run)
 
 
 # --- what to install ------------------------------------------------------------------------
+
+# Where orcad's files go; set at install time, they are written into the unit or plist.
+CARRIED_ENVIRONMENT = ("ORCA_HOME", "ORCA_CONFIG_DIR")
+
+
+def executable_file(value: str) -> str:
+    """argparse type for --orcad: an existing regular file this user may execute."""
+    path = os.path.abspath(os.path.expanduser(value))
+    if not os.path.exists(path):
+        raise argparse.ArgumentTypeError(f"{path} does not exist")
+    if not os.path.isfile(path):
+        raise argparse.ArgumentTypeError(f"{path} is not a file")
+    if not os.access(path, os.X_OK):
+        raise argparse.ArgumentTypeError(f"{path} is not executable (chmod +x it)")
+    return path
+
+
+def carried_environment(environ: dict[str, str] | os._Environ[str]) -> dict[str, str]:
+    """ORCA_HOME / ORCA_CONFIG_DIR as set now, made absolute, for the service to see too."""
+    return {
+        name: os.path.abspath(os.path.expanduser(environ[name]))
+        for name in CARRIED_ENVIRONMENT
+        if environ.get(name)
+    }
+
+
+def writable_paths(carried: dict[str, str]) -> list[str]:
+    """The unit's ReadWritePaths=: orcad's home, the deliberate database's directory, the
+    runtime directory; the defaults as specifiers, so the unit follows the user's manager."""
+    home = carried.get("ORCA_HOME")
+    config_dir = carried.get("ORCA_CONFIG_DIR")
+    return [
+        service_files.systemd_path(home) if home else f"-{service_files.DEFAULT_HOME_SPEC}",
+        service_files.systemd_path(config_dir)
+        if config_dir
+        else f"-{service_files.DEFAULT_CONFIG_DIR_SPEC}",
+        f"-{service_files.RUNTIME_DIR_SPEC}",
+    ]
+
+
+def writable_directories(environ: dict[str, str] | os._Environ[str]) -> list[Path]:
+    """The directories the sandboxed service may write, which must exist before it starts
+    (it cannot create them under a read-only home)."""
+    paths = resolve_paths({k: v for k, v in environ.items() if k != "ORCA_SOCKET"})
+    return [paths.home, paths.deliberate_db.parent]
 
 
 def find_orcad(explicit: str | None) -> tuple[list[str], dict[str, str]]:
@@ -96,8 +142,11 @@ def wanted_files(args: argparse.Namespace) -> dict[Path, bytes]:
     if args.manager == "systemd":
         unit_dir = systemd_unit_dir(os.environ)
         argv, environment = find_orcad(getattr(args, "orcad", None))
+        carried = carried_environment(os.environ)
         exec_start = service_files.systemd_exec_line(argv)
-        service = service_files.systemd_service_unit(exec_start, environment)
+        service = service_files.systemd_service_unit(
+            exec_start, {**environment, **carried}, writable_paths(carried)
+        )
         return {
             unit_dir / service_files.SOCKET_UNIT: service_files.systemd_socket_unit().encode(),
             unit_dir / service_files.SERVICE_UNIT: service.encode(),
@@ -106,7 +155,10 @@ def wanted_files(args: argparse.Namespace) -> dict[Path, bytes]:
     argv, environment = find_orcad(getattr(args, "orcad", None))
     home = Path(os.environ.get("HOME") or Path.home())
     plist = service_files.launchd_plist(
-        argv, str(paths.socket), str(home / "Library" / "Logs" / "orcad.log"), environment
+        argv,
+        str(paths.socket),
+        str(home / "Library" / "Logs" / "orcad.log"),
+        {**environment, **carried_environment(os.environ)},
     )
     return {launchd_plist_path(os.environ): plist}
 
@@ -156,6 +208,16 @@ class Steps:
         tmp.replace(path)
         self.say("wrote", f"wrote {path}", path=str(path))
         return True
+
+    def make_directory(self, path: Path) -> None:
+        """Create a private directory (and its parents) when it is missing."""
+        if path.is_dir():
+            return
+        if self.dry_run:
+            self.say("would_create", f"would create {path} (mode 0700)", path=str(path))
+            return
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.say("created", f"created {path} (mode 0700)", path=str(path))
 
     def remove(self, path: Path) -> bool:
         if not os.path.lexists(path):  # a dangling symlink is still something to remove
@@ -238,6 +300,8 @@ def run_install(args: argparse.Namespace) -> int:
     for path, content in wanted_files(args).items():
         changed = steps.write(path, content) or changed
     if args.manager == "systemd":
+        for directory in writable_directories(os.environ):
+            steps.make_directory(directory)
         install_systemd(steps, changed)
     else:
         install_launchd(steps, changed, next(iter(wanted_files(args))))
