@@ -289,7 +289,7 @@ class Server:
                     if events:
                         connection.last_request = now
                         connection.line_started = now if framer.pending_bytes else None
-                    elif connection.line_started is None:
+                    elif connection.line_started is None and framer.pending_bytes:
                         connection.line_started = now
                     for event in events:
                         if isinstance(event, LineTooLong):
