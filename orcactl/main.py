@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Iterator
 
 from orcactl.commands import daemon, doctor, memory, projects, provider, recall, service
 from orcactl.connect import CONNECTION_FAILURES, EXIT_ERROR, CommandError, connection_failure
 from orcactl.terminal import SafeWriter
+from orcad import __version__
+from protocol.types import PROTOCOL_VERSION
 
 COMMAND_GROUPS = [daemon, recall, memory, projects, provider, service, doctor]
 
@@ -24,15 +27,54 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
-        "--socket", metavar="PATH", help="daemon socket (default: $ORCA_SOCKET or the runtime dir)"
+        "--version",
+        action="version",
+        version=f"orcactl {__version__} (protocol {PROTOCOL_VERSION})",
+        help="print orcactl's version and exit",
     )
-    parser.add_argument(
-        "--no-start", action="store_true", help="never start orcad; fail with exit 3 instead"
-    )
+    add_global_options(parser, default=True)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for group in COMMAND_GROUPS:
         group.register(subparsers)
+    for command in _command_parsers(parser):
+        add_global_options(command, default=False)
     return parser
+
+
+# Options accepted before or after the command: (flags, add_argument keywords).
+GLOBAL_OPTIONS: list[tuple[str, dict[str, object]]] = [
+    (
+        "--socket",
+        {"metavar": "PATH", "help": "daemon socket (default: $ORCA_SOCKET or the runtime dir)"},
+    ),
+    (
+        "--no-start",
+        {"action": "store_true", "help": "never start orcad; fail with exit 3 instead"},
+    ),
+    ("--json", {"action": "store_true", "help": "print the result as JSON"}),
+]
+
+
+def add_global_options(parser: argparse.ArgumentParser, *, default: bool) -> None:
+    """The global options, on the top-level parser (with their defaults) or on a command's
+    parser; there they default to nothing, so an option given before the command stands."""
+    known = {flag: action for action in parser._actions for flag in action.option_strings}
+    for flag, keywords in GLOBAL_OPTIONS:
+        if flag in known:  # the command defines it itself (--json): keep its help
+            if not default:
+                known[flag].default = argparse.SUPPRESS
+            continue
+        extra: dict[str, object] = {} if default else {"default": argparse.SUPPRESS}
+        parser.add_argument(flag, **keywords, **extra)  # type: ignore[arg-type]
+
+
+def _command_parsers(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentParser]:
+    """Every parser below the top level, group and leaf, however deep."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                yield child
+                yield from _command_parsers(child)
 
 
 def main(argv: list[str] | None = None) -> None:
