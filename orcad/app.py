@@ -7,7 +7,9 @@ contributors; the server knows only the router.
 from __future__ import annotations
 
 import collections
+import inspect
 import os
+import sqlite3
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -18,10 +20,14 @@ import trio
 from orcad import __version__
 from orcad.clock import Clock, SystemClock, format_time
 from orcad.config import LoadedConfig
+from orcad.errors import StorageError
 from orcad.log import describe_exception
 from orcad.paths import Paths
-from orcad.rpc import Router
+from orcad.rpc import AsyncHandler, Router, SyncHandler
 from orcad.sessions import Session, SessionStore
+from orcad.state_db import LOSS, move_aside, state_db_problem
+from orcad.storage_faults import is_corruption, storage_error_of
+from orcad.supervision import supervised
 from protocol.types import (
     PROTOCOL_VERSION,
     Empty,
@@ -49,6 +55,41 @@ StartupReader = Callable[[Session], Awaitable[Startup]]
 BackgroundTask = Callable[..., Awaitable[None]]  # started with nursery.start(task)
 
 
+class FaultRecordingRouter(Router):
+    """A router whose async handlers answer a storage fault (full disk, read-only file system,
+    damaged database) with -32017 `storage` and record it for daemon.status, on every method."""
+
+    def __init__(self, record: Callable[[str, str], None] | None = None) -> None:
+        super().__init__()
+        self.record = record
+
+    def add(self, method: str, handler: AsyncHandler | SyncHandler, *, early: bool = False) -> None:
+        if inspect.iscoroutinefunction(handler):
+            handler = self._guard(method, handler)
+        super().add(method, handler, early=early)
+
+    def _guard(self, method: str, handler: AsyncHandler) -> AsyncHandler:
+        async def guarded(params: Any) -> Any:
+            try:
+                return await handler(params)
+            except StorageError as exc:
+                self._note(method, exc)
+                raise
+            except (OSError, sqlite3.Error) as exc:
+                translated = storage_error_of(exc)
+                if translated is None:
+                    raise
+                self._note(method, translated)
+                raise translated from exc
+
+        return guarded
+
+    def _note(self, method: str, error: StorageError) -> None:
+        log.warning("storage.fault", method=method, error=error.message)
+        if self.record is not None:
+            self.record("storage", f"{method}: {error.message}")
+
+
 class CaptureStatus(Protocol):
     """What the automatic-memory feature reports in daemon.status."""
 
@@ -62,7 +103,7 @@ class Daemon:
     paths: Paths
     loaded: LoadedConfig
     clock: Clock = field(default_factory=SystemClock)
-    router: Router = field(default_factory=Router)
+    router: Router = field(default_factory=FaultRecordingRouter)
     started_at: float = 0.0
     recent_errors: collections.deque[RecentError] = field(
         default_factory=lambda: collections.deque(maxlen=RECENT_ERRORS_KEPT)
@@ -78,11 +119,16 @@ class Daemon:
     recall: Any = None
     sessions: SessionStore = field(init=False)
     connections: Callable[[], int] = lambda: 0
+    # Blocking callables that drop a connection to the state database (before it is replaced).
+    state_db_users: list[Callable[[], None]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
+        if isinstance(self.router, FaultRecordingRouter) and self.router.record is None:
+            self.router.record = self.record_error
         self.sessions = SessionStore(
             self.paths.state_db, self.clock, self.loaded.config.sessions.idle_expiry_s
         )
+        self.state_db_users.append(self.sessions.close)
         self.started_at = self.clock.now()
         self.router.add("daemon.ping", self.ping, early=True)
         self.router.add("daemon.status", self.status)
@@ -94,7 +140,12 @@ class Daemon:
         return self.loaded.config
 
     def record_error(self, kind: str, message: str) -> None:
-        """Remember a problem for daemon.status (and doctor); the caller logs it."""
+        """Remember a problem for daemon.status (and doctor); the caller logs it. A problem
+        already listed moves to the end with its new time instead of crowding others out."""
+        for entry in self.recent_errors:
+            if entry.kind == kind and entry.message == message:
+                self.recent_errors.remove(entry)
+                break
         self.recent_errors.append(
             RecentError(at=format_time(self.clock.now()), kind=kind, message=message)
         )
@@ -130,7 +181,16 @@ class Daemon:
         joined = await self.sessions.join(params)
         if joined is not None:
             return await self._opened(joined, joined=True)
-        session = await self.sessions.open(params, self.paths.config_file, self.config)
+        try:
+            session = await self.sessions.open(params, self.paths.config_file, self.config)
+        except sqlite3.DatabaseError as exc:
+            if not is_corruption(exc):
+                translated = storage_error_of(exc, str(self.paths.state_db))
+                if translated is None:
+                    raise
+                raise translated from exc
+            await trio.to_thread.run_sync(self.recreate_state_db, str(exc))
+            session = await self.sessions.open(params, self.paths.config_file, self.config)
         for hook in self.session_opened_hooks:
             await hook(session)
         return await self._opened(session, joined=False)
@@ -156,9 +216,38 @@ class Daemon:
         await self.sessions.close_session(params.session_id, params.epoch)
         return Empty()
 
+    def check_state_db(self) -> None:
+        """At start, before any session is served (blocking): a damaged state database is
+        moved aside and recreated."""
+        problem = state_db_problem(self.paths.state_db)
+        if problem is not None:
+            self.recreate_state_db(problem)
+
+    def recreate_state_db(self, problem: str) -> None:
+        """Move the damaged state database aside (blocking); the next use creates a new one."""
+        for drop_connection in self.state_db_users:
+            drop_connection()
+        path = self.paths.state_db
+        try:
+            moved = move_aside(path, self.clock.now())
+        except OSError as exc:
+            error = storage_error_of(exc, str(path))
+            message = error.message if error is not None else f"{path}: {exc}"
+            log.error("state_db.move_failed", path=str(path), problem=problem, error=message)
+            self.record_error("state_db_damaged", f"{path} is damaged ({problem}): {message}")
+            raise StorageError(f"{path} is damaged and cannot be moved aside: {message}") from exc
+        log.error("state_db.recreated", path=str(path), moved_to=str(moved), problem=problem)
+        self.record_error(
+            "state_db_recreated",
+            f"{path} was damaged ({problem}); moved to {moved} and recreated; {LOSS}",
+        )
+
     async def run_background(self, nursery: trio.Nursery) -> None:
+        """Start each background task under supervision: a crash after it started is recorded
+        and the task restarted with back-off, instead of taking the daemon down."""
         for task in self.background:
-            await nursery.start(task)
+            name = getattr(task, "__qualname__", repr(task))
+            await nursery.start(supervised, name, task, self.record_error)
 
     async def aclose(self) -> None:
         for closer in reversed(self.closers):
@@ -189,6 +278,7 @@ def install_features(daemon: Daemon) -> None:
     """
     from orcad.deliberate.api import install as install_deliberate  # noqa: PLC0415
 
+    daemon.check_state_db()
     install_deliberate(daemon)
     # automatic capture (turn.completed, jobs.*, projects.*, ledger.forget):
     from orcad.capture.api import install as install_capture  # noqa: PLC0415

@@ -10,6 +10,8 @@ MARKDOWN_MAX_CANDIDATES = 64  # newest candidates shown in auto-memory.md
 COMMITTED_JOBS_KEPT = 128  # newest committed job files kept
 DEFAULT_MAX_RETRIES = 3  # failed attempts retried up to this many times
 DEFAULT_RESCHEDULE_S = 30.0  # back-off after a transient job-store or lock failure
+DEFAULT_RETRY_BASE_S = 2.0  # first wait after a failed attempt; doubles per failure (jittered)
+DEFAULT_RETRY_MAX_S = 300.0  # longest wait between two attempts of one job
 LEASE_RENEW_FRACTION = 3  # a lease is renewed every lease_s / 3 by wall clock
 
 # Extractor output (PROTOCOL.md, Extractor output)

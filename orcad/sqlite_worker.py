@@ -62,3 +62,17 @@ def connect_private(path: Path, *, wal: bool = True) -> sqlite3.Connection:
         if sibling.exists():
             sibling.chmod(0o600)
     return connection
+
+
+QUICK_CHECK_ROWS = 5  # problems quoted from PRAGMA quick_check; the first few say enough
+INTEGRITY_PROBLEM_MAX_CHARS = 400
+
+
+def integrity_problem(connection: sqlite3.Connection) -> str | None:
+    """What `PRAGMA quick_check` finds wrong with the database, or None when it is sound."""
+    try:
+        rows = connection.execute(f"PRAGMA quick_check({QUICK_CHECK_ROWS})").fetchall()
+    except sqlite3.DatabaseError as exc:  # "file is not a database", "malformed" ...
+        return str(exc)
+    found = [" ".join(str(row[0]).split()) for row in rows]
+    return None if found == ["ok"] else "; ".join(found)[:INTEGRITY_PROBLEM_MAX_CHARS]

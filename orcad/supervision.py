@@ -1,14 +1,76 @@
-"""What the service manager hears from a running daemon: readiness, a health line, stopping."""
+"""Keeping the daemon up and telling the service manager: background tasks run supervised
+(restarted with back-off after a crash), and readiness, a health line and stopping are sent."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+import structlog
 import trio
 
-from orcad.app import Daemon
+from orcad.log import describe_exception
 from orcad.notify import Notifier
 from protocol.types import StatusParams, StatusResult
 
+if TYPE_CHECKING:
+    from orcad.app import Daemon
+
+log = structlog.get_logger("orcad.supervision")
+
 HEALTH_REPORT_INTERVAL_S = 30.0  # how often `systemctl --user status orcad` gets fresh numbers
+RESTART_FIRST_DELAY_S = 1.0  # a crashed background task is started again after this long...
+RESTART_MAX_DELAY_S = 60.0  # ...doubling per crash in a row, up to this
+RESTART_STABLE_AFTER_S = 300.0  # a task that ran this long before crashing starts over at 1 s
+
+
+def restart_delay(previous_delay: float | None, ran_s: float) -> float:
+    """How long to wait before starting a crashed task again."""
+    if previous_delay is None or ran_s >= RESTART_STABLE_AFTER_S:
+        return RESTART_FIRST_DELAY_S
+    return min(previous_delay * 2, RESTART_MAX_DELAY_S)
+
+
+def _innermost(exc: BaseException) -> BaseException:
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
+
+
+async def supervised(
+    name: str,
+    task: Callable[..., Awaitable[None]],
+    record: Callable[[str, str], None],
+    *,
+    task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Run `task` (started with `nursery.start`) and start it again whenever it crashes after
+    it started; a failure before it started is a startup failure and propagates."""
+    started = False
+    delay: float | None = None
+    while True:
+        began = trio.current_time()
+        try:
+            async with trio.open_nursery() as nursery:
+                await nursery.start(task)
+                if not started:
+                    started = True
+                    task_status.started()
+            return  # the task finished on its own
+        except Exception as exc:
+            if not started:
+                raise
+            delay = restart_delay(delay, trio.current_time() - began)
+            cause: Any = _innermost(exc)
+            log.error(
+                "background.crashed", task=name, restart_in_s=delay, **describe_exception(cause)
+            )
+            record(
+                "background_crashed",
+                f"background task {name} crashed ({type(cause).__name__}); "
+                f"restarting it in {delay:g} s",
+            )
+        await trio.sleep(delay)
 
 
 def _plural(count: int, noun: str) -> str:

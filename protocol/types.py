@@ -83,6 +83,7 @@ class JobCounts(Result, frozen=True, kw_only=True):
     committed: int = 0
     exhausted: int = 0
     cancelled: int = 0
+    damaged: int = 0  # job files that no longer parse, kept as found (see jobs.list `damaged`)
 
 
 class RecentError(Result, frozen=True, kw_only=True):
@@ -286,8 +287,18 @@ class JobSummary(Result, frozen=True, kw_only=True):
     last_error: str | None
 
 
+class DamagedJob(Result, frozen=True, kw_only=True):
+    """A job file that does not parse: kept as found, its job held until it is repaired."""
+
+    job_id: str
+    project_id: str
+    path: str
+    problem: str
+
+
 class JobsListResult(Result, frozen=True, kw_only=True):
     jobs: list[JobSummary]
+    damaged: list[DamagedJob] = []
 
 
 class JobsClaimParams(Params, frozen=True, kw_only=True):
@@ -360,6 +371,14 @@ class JobsReleaseResult(Result, frozen=True, kw_only=True):
     state: JobState
 
 
+class JobsRetryParams(Params, frozen=True, kw_only=True):
+    job_id: NonEmpty
+
+
+class JobsRetryResult(Result, frozen=True, kw_only=True):
+    state: JobState
+
+
 # --- inspection ---------------------------------------------------------------------------
 
 
@@ -373,7 +392,8 @@ class ProjectSummary(Result, frozen=True, kw_only=True):
     last_seen_cwd: str | None
     candidates: int
     active_jobs: int
-    corrupt: bool = False
+    corrupt: bool = False  # project.json or candidates.jsonl does not parse
+    problem: str | None = None  # what is damaged, and where
 
 
 class ProjectsListResult(Result, frozen=True, kw_only=True):
@@ -460,6 +480,7 @@ METHODS: dict[str, tuple[type[Params], type[Result]]] = {
     "jobs.publish": (JobsPublishParams, JobsPublishResult),
     "jobs.fail": (JobsFailParams, JobsFailResult),
     "jobs.release": (JobsReleaseParams, JobsReleaseResult),
+    "jobs.retry": (JobsRetryParams, JobsRetryResult),
     "projects.list": (ProjectsListParams, ProjectsListResult),
     "projects.inspect": (ProjectsInspectParams, ProjectsInspectResult),
     "ledger.forget": (LedgerForgetParams, LedgerForgetResult),

@@ -40,7 +40,7 @@ def remote_error(daemon: DaemonProcess, method: str, params: dict[str, Any]) -> 
     return caught.value
 
 
-NO_WORKERS = "[extraction]\nworkers = 0\n"
+NO_WORKERS = "[extraction]\nworkers = 0\nretry_base_s = 0.0\n"  # these count attempts, not waits
 
 
 # --- eligibility over the wire ------------------------------------------------------------------
@@ -600,7 +600,7 @@ def test_a_lock_failure_reschedules_the_worker_after_reschedule_s(
     with lock:
         gate.touch()  # the provider answers; publishing now needs the lock held here
         rescheduled = wait_for(
-            lambda: [e for e in daemon.log_events() if e.get("event") == "worker.rescheduled"],
+            lambda: [e for e in daemon.log_events() if e.get("event") == "project.rescheduled"],
             timeout=30,
         )
     assert rescheduled[0]["delay_s"] == 2.0
@@ -686,7 +686,8 @@ def test_orcactl_projects_inspect_jobs_and_forget(
     jobs = json.loads(orcactl(orca_env, "jobs", "--state", "committed", "--json").stdout)
     assert [job["job_id"] for job in jobs["jobs"]] == [job_id]
     assert json.loads(orcactl(orca_env, "jobs", "--state", "pending", "--json").stdout) == {
-        "jobs": []
+        "jobs": [],
+        "damaged": [],
     }
 
     inspected = daemon.call("projects.inspect", {"cwd": str(cwd)})

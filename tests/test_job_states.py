@@ -31,6 +31,7 @@ EXPECTED: dict[tuple[str, str], str] = {
     ("leased", "recover"): "pending",
     ("pending", "cancel"): "cancelled",
     ("leased", "cancel"): "cancelled",
+    ("exhausted", "retry"): "pending",
 }
 
 
@@ -53,9 +54,9 @@ def test_every_pair_outside_the_table_raises(state: JobState, event: JobEvent) -
             next_state(state, event)
 
 
-def test_terminal_states_have_no_way_out() -> None:
-    for state in TERMINAL_STATES:
-        assert not [pair for pair in TRANSITIONS if pair[0] == state]
+def test_terminal_states_have_no_way_out_but_a_requested_retry() -> None:
+    ways_out = [pair for pair in TRANSITIONS if pair[0] in TERMINAL_STATES]
+    assert ways_out == [("exhausted", "retry")]  # jobs.retry only; no worker event leaves one
 
 
 def test_only_pending_and_leased_count_against_the_backlog() -> None:

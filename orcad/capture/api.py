@@ -1,10 +1,11 @@
 """Installs automatic-memory capture into the daemon.
 
 Routes: `turn.completed`, `jobs.list`, `jobs.claim`, `jobs.renew`, `jobs.publish`, `jobs.fail`,
-`jobs.release`, `projects.list`, `projects.inspect`, `ledger.forget`. Background: the job index
-is loaded at start (leases of a previous daemon's workers go back to pending) and the built-in
-worker pool runs until shutdown. A session-open hook records project.json and wakes the workers,
-so pending and expired work resumes whenever a session opens for a project.
+`jobs.release`, `jobs.retry`, `projects.list`, `projects.inspect`, `ledger.forget`.
+Background: the job index is loaded at start (leases of a previous daemon's workers go back to
+pending) and the built-in worker pool runs until shutdown. A session-open hook records
+project.json and wakes the workers, so pending and expired work resumes whenever a session
+opens for a project.
 
 What other features may use (`daemon.capture` is a CaptureService, `daemon.capture_status` too):
 
@@ -53,6 +54,8 @@ from protocol.types import (
     JobsReleaseResult,
     JobsRenewParams,
     JobsRenewResult,
+    JobsRetryParams,
+    JobsRetryResult,
     Lease,
     LedgerForgetParams,
     LedgerForgetResult,
@@ -145,7 +148,10 @@ class CaptureApi:
     # --- jobs.* -----------------------------------------------------------------------------
 
     def list_jobs(self, params: JobsListParams) -> JobsListResult:
-        return JobsListResult(jobs=self.service.summaries(params.project_id, params.state))
+        damaged = self.service.damaged_jobs(params.project_id) if params.state is None else []
+        return JobsListResult(
+            jobs=self.service.summaries(params.project_id, params.state), damaged=damaged
+        )
 
     async def claim(self, params: JobsClaimParams) -> JobsClaimResult:
         if params.worker.startswith(leases.BUILTIN_OWNER_PREFIX):
@@ -201,6 +207,10 @@ class CaptureApi:
         job = await self.service.release(params.job_id, params.token)
         return JobsReleaseResult(state=job.state)
 
+    async def retry(self, params: JobsRetryParams) -> JobsRetryResult:
+        job = await self.service.retry(params.job_id)
+        return JobsRetryResult(state=job.state)
+
     # --- inspection -------------------------------------------------------------------------
 
     async def list_projects(self, params: ProjectsListParams) -> ProjectsListResult:
@@ -248,6 +258,7 @@ def install(daemon: Daemon) -> CaptureService:
         "jobs.publish": api.publish,
         "jobs.fail": api.fail,
         "jobs.release": api.release,
+        "jobs.retry": api.retry,
         "projects.list": api.list_projects,
         "projects.inspect": api.inspect_project,
         "ledger.forget": api.forget,

@@ -66,21 +66,25 @@ async def list_projects(service: CaptureService) -> ProjectsListResult:
         set(await trio.to_thread.run_sync(service.list_project_ids)) | service.known_projects()
     )
 
-    def read_all() -> list[tuple[str, ProjectFile, int | None]]:
+    def read_all() -> list[tuple[str, ProjectFile, int | None, str | None]]:
         rows = []
         for project_id in project_ids:
             directory = service.project_dir(project_id)
             found = read_project_file(directory, project_id)
+            ledger_problem = None
             try:
                 count: int | None = len(read_ledger(directory).candidates)
-            except StorageError:
-                count = None
-            rows.append((project_id, found, count))
+            except StorageError as exc:
+                count, ledger_problem = None, exc.message
+            rows.append((project_id, found, count, ledger_problem))
         return rows
 
     projects = []
-    for project_id, found, count in await trio.to_thread.run_sync(read_all):
+    for project_id, found, count, ledger_problem in await trio.to_thread.run_sync(read_all):
         record = found.record
+        problem = "; ".join(p for p in (found.problem, ledger_problem) if p) or None
+        if ledger_problem is not None:
+            service.report("ledger_corrupt", ledger_problem)
         projects.append(
             ProjectSummary(
                 id=project_id,
@@ -88,7 +92,8 @@ async def list_projects(service: CaptureService) -> ProjectsListResult:
                 last_seen_cwd=record.last_seen_cwd if record is not None else None,
                 candidates=count or 0,
                 active_jobs=service.active_jobs(project_id),
-                corrupt=found.problem is not None,
+                corrupt=problem is not None,
+                problem=problem,
             )
         )
     return ProjectsListResult(projects=projects)

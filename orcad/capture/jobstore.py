@@ -53,7 +53,10 @@ def read_job(project_dir: Path, job_id: str) -> JobRecord | None:
         return decode_job(data)
     except msgspec.DecodeError as exc:
         raise CorruptJobFile(
-            f"job file {path} is damaged ({exc}); it was left as found", path=str(path)
+            f"job file {path} is damaged ({exc}); it was left as found and its job is held: "
+            "restore the file from a backup, or move it out of jobs/ to give the job up, then "
+            "restart orcad",
+            path=str(path),
         ) from exc
 
 
@@ -100,16 +103,36 @@ def delete_jobs(project_dir: Path, job_ids: list[str]) -> None:
     failpoint("jobs.after_prune")
 
 
+class DamagedJobFile(msgspec.Struct, frozen=True, kw_only=True):
+    """A job file that does not parse: its job is known only by the file's name."""
+
+    job_id: str
+    project_id: str
+    path: str
+    problem: str
+
+
+def damaged_job_file(project_id: str, job_id: str, error: StorageError) -> DamagedJobFile:
+    return DamagedJobFile(
+        job_id=job_id,
+        project_id=project_id,
+        path=str(error.data.get("path", "")),
+        problem=error.message,
+    )
+
+
 class ScanResult(msgspec.Struct, frozen=True, kw_only=True):
     jobs: list[JobRecord]
     projects: list[str]
-    problems: list[str]  # damaged or unreadable job files, left as found
+    problems: list[str]  # directories that could not be listed
+    damaged: list[DamagedJobFile] = []  # job files that do not parse, left as found
 
 
 def scan_all_jobs(projects_dir: Path) -> ScanResult:
     """Every job file of every project (daemon start); temp files left by a crash are removed."""
     jobs: list[JobRecord] = []
     problems: list[str] = []
+    damaged: list[DamagedJobFile] = []
     project_ids = list_project_ids(projects_dir)
     for project_id in project_ids:
         directory = projects_dir / project_id / JOBS_DIR
@@ -130,6 +153,9 @@ def scan_all_jobs(projects_dir: Path) -> ScanResult:
                 continue
             try:
                 job = read_job(projects_dir / project_id, matched.group(1))
+            except CorruptJobFile as exc:
+                damaged.append(damaged_job_file(project_id, matched.group(1), exc))
+                continue
             except StorageError as exc:
                 problems.append(exc.message)
                 continue
@@ -141,4 +167,4 @@ def scan_all_jobs(projects_dir: Path) -> ScanResult:
                 )
                 continue
             jobs.append(job)
-    return ScanResult(jobs=jobs, projects=project_ids, problems=problems)
+    return ScanResult(jobs=jobs, projects=project_ids, problems=problems, damaged=damaged)

@@ -10,7 +10,9 @@ job store applies it under the project lock and writes the result durably. Pure 
 - Renew, publish, fail and release need the current token and an unexpired lease; anything else
   raises LeaseLost and changes nothing.
 - Failed attempts are retried up to `max_retries` times, then the job is exhausted (spec:
-  Capture and Recovery). A release is a cancellation: no attempt is used.
+  Capture and Recovery); each retry waits a back-off (schedule.retry_backoff) or a provider's
+  Retry-After, whichever is longer. A release is a cancellation: no attempt is used.
+- An exhausted job can be retried on request: pending again with its attempts reset.
 - Leases of a previous daemon's built-in workers are returned to pending at start without using
   an attempt: that daemon is gone (the single-instance lock is ours), the job did nothing wrong.
 """
@@ -145,15 +147,18 @@ def fail(
     error: str,
     max_retries: int,
     retry_after: float | None = None,
+    backoff_s: float = 0.0,
 ) -> JobRecord:
-    """One failed attempt: pending again (not before `retry_after`), or exhausted."""
+    """One failed attempt: pending again, not before the longer of `backoff_s` and the
+    provider's `retry_after`, or exhausted."""
     lease = check_holder(job, token, now)
     attempts = job.attempts + 1
     errors = _with_error(job.errors, now, attempts, lease.owner, error)
     event: JobEvent = "fail_final" if attempts > max_retries else "fail"
     not_before = None
-    if event == "fail" and retry_after is not None and retry_after > 0:
-        not_before = format_time(now + min(retry_after, RETRY_AFTER_MAX_S))
+    delay = max(backoff_s, min(retry_after or 0.0, RETRY_AFTER_MAX_S))
+    if event == "fail" and delay > 0:
+        not_before = format_time(now + delay)
     return msgspec.structs.replace(
         job,
         state=next_state(job.state, event),
@@ -183,6 +188,24 @@ def commit(
         outcome=outcome,
         committed_at=stamp,
         updated_at=stamp,
+    )
+
+
+class NotRetryable(ValueError):
+    """Only an exhausted job can be retried."""
+
+
+def retry(job: JobRecord, *, now: float) -> JobRecord:
+    """An exhausted job pending again with no attempts used; its errors stay as history."""
+    if job.state != "exhausted":
+        raise NotRetryable(f"job {job.job_id} is {job.state}; only an exhausted job is retried")
+    return msgspec.structs.replace(
+        job,
+        state=next_state(job.state, "retry"),
+        attempts=0,
+        lease=None,
+        not_before=None,
+        updated_at=format_time(now),
     )
 
 

@@ -49,7 +49,8 @@ class PoolState(msgspec.Struct, frozen=True, kw_only=True):
     jobs: tuple[JobView, ...]
     running: frozenset[str] = frozenset()  # jobs this daemon's workers are working on
     skipped_projects: frozenset[str] = frozenset()  # auto memory off when last checked
-    retry_at: float | None = None  # after a transient store or lock failure
+    retry_at: float | None = None  # after a transient store failure of the whole pool
+    held_until: dict[str, float] = {}  # project -> no claim before (its lock or store failed)
 
 
 class Plan(msgspec.Struct, frozen=True, kw_only=True):
@@ -77,6 +78,7 @@ def plan(now: float, state: PoolState) -> Plan:
         at = claimable_at(job)
         if at is None:
             continue
+        at = max(at, state.held_until.get(job.project_id, at))  # only that project waits
         if at <= now:
             ready.append(job)
         elif wake_at is None or at < wake_at:
@@ -88,6 +90,14 @@ def plan(now: float, state: PoolState) -> Plan:
 def reschedule_at(now: float, reschedule_s: float = limits.DEFAULT_RESCHEDULE_S) -> float:
     """When a worker tries again after a transient job-store or lock failure."""
     return now + reschedule_s
+
+
+def retry_backoff(attempts: int, base_s: float, max_s: float, jitter: float) -> float:
+    """The wait before trying a job again after its `attempts`-th failed attempt: `base_s`
+    doubled per earlier failure, capped at `max_s`, scaled by 0.5 to 1 (`jitter` in [0, 1)) so
+    that jobs that failed together do not all retry at the same moment."""
+    exponential = base_s * 2.0 ** min(max(attempts - 1, 0), 62)
+    return min(exponential, max_s) * (0.5 + 0.5 * min(max(jitter, 0.0), 1.0))
 
 
 def renew_interval(lease_s: float) -> float:

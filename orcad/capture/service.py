@@ -14,6 +14,7 @@ there.
 from __future__ import annotations
 
 import collections
+import random
 import secrets
 from collections import deque
 from collections.abc import Callable, Iterable
@@ -27,7 +28,10 @@ import trio
 from orcad import limits
 from orcad.capture import leases, schedule
 from orcad.capture.jobstore import (
+    CorruptJobFile,
+    DamagedJobFile,
     create_job,
+    damaged_job_file,
     prepare_job_file,
     read_job,
     scan_all_jobs,
@@ -58,11 +62,11 @@ from orcad.capture.source import BuiltSource, build_source, derive_job_id
 from orcad.capture.states import ACTIVE_STATES, TERMINAL_STATES
 from orcad.clock import Clock
 from orcad.config import Config
-from orcad.errors import ExtractionRejected, NotFound, StorageError
+from orcad.errors import Conflict, ExtractionRejected, NotFound, StorageError
 from orcad.failpoints import failpoint
 from orcad.sessions import Session, read_auto_memory
 from orcad.threads import run_sync_now
-from protocol.types import JobCounts, JobSummary
+from protocol.types import DamagedJob, JobCounts, JobSummary
 
 log = structlog.get_logger("orcad.capture")
 
@@ -129,6 +133,9 @@ class CaptureService:
         self._finished: dict[str, trio.Event] = {}  # job id -> set once the job is terminal
         self._reported: set[str] = set()  # problems already in recent_errors
         self._ledger_checks: dict[str, tuple[LedgerFileState, bool]] = {}  # project -> usable
+        self._damaged: dict[str, DamagedJobFile] = {}  # job id -> its file that does not parse
+        self._held_until: dict[str, float] = {}  # project -> no claim before (lock/store failed)
+        self._jitter = random.Random()  # spreads retries of jobs that failed together
         self.busy_workers = 0
 
     # --- status (daemon.status) -----------------------------------------------------------
@@ -142,6 +149,7 @@ class CaptureService:
             committed=counts["committed"],
             exhausted=counts["exhausted"],
             cancelled=counts["cancelled"],
+            damaged=len(self._damaged),
         )
 
     def workers_busy(self) -> int:
@@ -236,6 +244,25 @@ class CaptureService:
         ]
         return sorted(found, key=lambda summary: (summary.created_at, summary.job_id))
 
+    def damaged_jobs(self, project_id: str | None = None) -> list[DamagedJob]:
+        """Job files that do not parse (kept as found), for jobs.list and doctor."""
+        return [
+            DamagedJob(
+                job_id=found.job_id,
+                project_id=found.project_id,
+                path=found.path,
+                problem=found.problem,
+            )
+            for found in sorted(self._damaged.values(), key=lambda found: found.path)
+            if project_id is None or found.project_id == project_id
+        ]
+
+    def _mark_damaged(self, found: DamagedJobFile) -> None:
+        """A job whose file no longer parses: out of the index, listed as damaged, reported."""
+        self._unindex([found.job_id])
+        self._damaged[found.job_id] = found
+        self.report("job_file_damaged", f"job {found.job_id}: {found.problem}")
+
     def _index(self, job: JobRecord) -> None:
         self._absorb_arrivals()  # an arrival is older than any change made on the loop
         self._record(job)
@@ -292,7 +319,9 @@ class CaptureService:
         """Index every job file; hand leases of a previous daemon's workers back to pending."""
         scan = await trio.to_thread.run_sync(scan_all_jobs, self.projects_dir)
         for problem in scan.problems:
-            self.report("job_file_damaged", problem)
+            self.report("job_store", problem)
+        for found in scan.damaged:
+            self._mark_damaged(found)
         self._projects.update(scan.projects)
         orphans: list[JobRecord] = []
         for job in scan.jobs:
@@ -517,6 +546,9 @@ class CaptureService:
             except NotFound:
                 self._unindex([job_id])  # its file was removed behind our back
                 raise
+            except CorruptJobFile as exc:
+                self._mark_damaged(damaged_job_file(project_id, job_id, exc))
+                raise
             self._index(changed)  # before another task can take the project's turn
         return changed
 
@@ -534,25 +566,50 @@ class CaptureService:
         When a project's jobs were held back for a damaged ledger, the pass asks to be
         repeated after reschedule_s, to notice the file being fixed or moved aside."""
         now = self.clock.now()
-        state = PoolState(jobs=tuple(self.views(project_id)), running=running, retry_at=retry_at)
+        self._held_until = {p: at for p, at in self._held_until.items() if at > now}
+        state = PoolState(
+            jobs=tuple(self.views(project_id)),
+            running=running,
+            retry_at=retry_at,
+            held_until=dict(self._held_until),
+        )
         work_plan = schedule.plan(now, state)
         wake_at = work_plan.wake_at
         may_run: dict[str, bool] = {}
         for view in work_plan.claim:
-            if view.project_id not in may_run:
-                may_run[view.project_id] = await self.jobs_may_run(view.project_id)
-                if not self._ledger_checks[view.project_id][1]:
-                    retry = schedule.reschedule_at(now, self.config.extraction.reschedule_s)
-                    wake_at = retry if wake_at is None else min(wake_at, retry)
-            if not may_run[view.project_id]:
-                continue
+            if view.project_id in self._held_until:
+                continue  # held during this pass
             try:
+                if view.project_id not in may_run:
+                    may_run[view.project_id] = await self.jobs_may_run(view.project_id)
+                    if not self._ledger_checks[view.project_id][1]:
+                        retry = schedule.reschedule_at(now, self.config.extraction.reschedule_s)
+                        wake_at = retry if wake_at is None else min(wake_at, retry)
+                if not may_run[view.project_id]:
+                    continue
                 job = await self.claim_job(view.job_id, owner, lease_s)
-            except NotFound:
-                continue  # the job file is gone (and now out of the index)
+            except (NotFound, CorruptJobFile):
+                continue  # the job file is gone or damaged (and now out of the index)
+            except StorageError as exc:  # that project's lock or files: the others go on
+                held = self.hold_project(view.project_id, exc)
+                wake_at = held if wake_at is None else min(wake_at, held)
+                continue
             if job is not None:
                 return ClaimPass(job=job, wake_at=None)
         return ClaimPass(job=None, wake_at=wake_at)
+
+    def hold_project(self, project_id: str, error: StorageError) -> float:
+        """No claim of the project's jobs for reschedule_s (its lock or store failed); other
+        projects' jobs are not held up. When it may be tried again."""
+        reschedule_s = self.config.extraction.reschedule_s
+        until = schedule.reschedule_at(self.clock.now(), reschedule_s)
+        self._held_until[project_id] = until
+        log.warning(
+            "project.rescheduled", project_id=project_id, delay_s=reschedule_s, error=error.message
+        )
+        self.report("job_store", error.message)
+        self.notify()  # a worker waiting on the held project plans again
+        return until
 
     async def claim_job(self, job_id: str, owner: str, lease_s: float) -> JobRecord | None:
         """Lease one job to `owner`; None when it is not claimable (any more)."""
@@ -596,20 +653,47 @@ class CaptureService:
     async def fail(
         self, job_id: str, token: int, error: str, retry_after: float | None = None
     ) -> JobRecord:
-        max_retries = self.config.extraction.max_retries
-        job = await self._change(
-            job_id,
-            lambda job, now: leases.fail(
+        extraction = self.config.extraction
+        jitter = self._jitter.random()
+
+        def rule(job: JobRecord, now: float) -> JobRecord:
+            backoff_s = schedule.retry_backoff(
+                job.attempts + 1, extraction.retry_base_s, extraction.retry_max_s, jitter
+            )
+            return leases.fail(
                 job,
                 token=token,
                 now=now,
                 error=error,
-                max_retries=max_retries,
+                max_retries=extraction.max_retries,
                 retry_after=retry_after,
-            ),
-        )
+                backoff_s=backoff_s,
+            )
+
+        job = await self._change(job_id, rule)
         event = "job.exhausted" if job.state == "exhausted" else "job.failed"
         log.info(event, job_id=job_id, attempts=job.attempts, error=job.errors[-1].message)
+        return job
+
+    async def retry(self, job_id: str) -> JobRecord:
+        """An exhausted job pending again, attempts reset (jobs.retry): Conflict for any other
+        state, or when the project's backlog is already full."""
+        project_id = self._project_of(job_id)
+        if self.active_jobs(project_id) >= limits.ACTIVE_JOBS_PER_PROJECT:
+            raise Conflict(
+                f"project {project_id} already has {limits.ACTIVE_JOBS_PER_PROJECT} active jobs; "
+                "retry this one when some have finished",
+                job_id=job_id,
+            )
+
+        def rule(job: JobRecord, now: float) -> JobRecord:
+            try:
+                return leases.retry(job, now=now)
+            except leases.NotRetryable as exc:
+                raise Conflict(str(exc), job_id=job_id, state=job.state) from exc
+
+        job = await self._change(job_id, rule)
+        log.info("job.retried", job_id=job_id, project_id=project_id)
         return job
 
     async def publish(

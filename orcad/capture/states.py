@@ -11,8 +11,10 @@
     leased   --recover-----------> pending     the daemon that held it is gone (restart)
     pending  --cancel------------> cancelled   reserved: no protocol-1 method cancels a job
     leased   --cancel------------> cancelled
+    exhausted --retry------------> pending     a person asked for another round (jobs.retry)
 
-committed, exhausted and cancelled are terminal. Pure module.
+committed, exhausted and cancelled are terminal for workers; only a person's jobs.retry brings
+an exhausted job back. Pure module.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ JobEvent = Literal[
     "release",
     "recover",
     "cancel",
+    "retry",
 ]
 
 ALL_STATES: tuple[JobState, ...] = ("pending", "leased", "committed", "exhausted", "cancelled")
@@ -49,6 +52,7 @@ TRANSITIONS: dict[tuple[JobState, JobEvent], JobState] = {
     ("leased", "recover"): "pending",
     ("pending", "cancel"): "cancelled",
     ("leased", "cancel"): "cancelled",
+    ("exhausted", "retry"): "pending",
 }
 
 

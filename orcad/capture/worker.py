@@ -4,9 +4,10 @@ Each worker loops: plan (schedule.plan through CaptureService.claim_pass), claim
 claimable job of a project whose auto memory is on now, call the provider under the overall
 `timeout_s` deadline while renewing the lease every lease_s / 3, then publish, fail or release
 as schedule.after_attempt says. When nothing is claimable it sleeps until the plan's wake time
-or until a job changes or a session opens. A transient job-store or lock failure makes the
-worker sleep `reschedule_s` and try again (spec: Capture and Recovery). On shutdown a held
-lease is released without using an attempt.
+or until a job changes or a session opens. A transient job-store or lock failure on one
+project holds that project's jobs for `reschedule_s` (spec: Capture and Recovery) while the
+worker goes on with other projects; only a failure of the whole job store makes the worker
+itself wait. On shutdown a held lease is released without using an attempt.
 """
 
 from __future__ import annotations
@@ -69,10 +70,11 @@ class WorkerPool:
                 continue
             if found.job is not None:
                 retry_at = None
+                project_id = found.job.project_id
                 try:
                     await self.attempt(owner, found.job)
                 except StorageError as exc:
-                    retry_at = self._reschedule(owner, exc)
+                    service.hold_project(project_id, exc)
                 except Exception as exc:  # a bug must not stop the worker for good
                     # type and frames only: an exception's message may quote turn text
                     log.error(
@@ -81,8 +83,9 @@ class WorkerPool:
                         job_id=found.job.job_id,
                         **describe_exception(exc),
                     )
-                    error = StorageError(f"worker error: {type(exc).__name__}")
-                    retry_at = self._reschedule(owner, error)
+                    service.hold_project(
+                        project_id, StorageError(f"worker error: {type(exc).__name__}")
+                    )
                 continue
             if retry_at is not None:
                 # rescheduled: wait the whole back-off out, whatever changes meanwhile

@@ -365,7 +365,7 @@ class DeliberateMemory:
             reason=None,
             record=to_wire(record),
             summary=f"{verb} {_scope_phrase(record.is_global, record.workspace_root)} "
-            f"{record.id} ({record.kind}): \"{preview(record.content)}\".",
+            f'{record.id} ({record.kind}): "{preview(record.content)}".',
         )
 
     def _denied(
@@ -404,15 +404,15 @@ def describe(session: Session, change: PendingChange, target: StoredRecord | Non
     """The proposed change in words, one line: what and in which scope."""
     if change.action == "save":
         scope = _scope_phrase(bool(change.is_global), session.workspace_root)
-        return f"save {scope} ({change.kind}): \"{preview(change.content or '')}\""
+        return f'save {scope} ({change.kind}): "{preview(change.content or "")}"'
     assert target is not None
     scope = _scope_phrase(target.is_global, target.workspace_root)
     if change.action == "forget":
-        return f"forget {scope} {target.id}: \"{preview(target.content)}\""
+        return f'forget {scope} {target.id}: "{preview(target.content)}"'
     new_content = change.content if change.content is not None else target.content
     return (
         f"update {scope} {target.id} ({change.kind or target.kind}): "
-        f"\"{preview(target.content)}\" -> \"{preview(new_content)}\""
+        f'"{preview(target.content)}" -> "{preview(new_content)}"'
     )
 
 
@@ -429,8 +429,14 @@ def _recall_entries(records: list[StoredRecord]) -> list[DeliberateEntry]:
     ]
 
 
+def _report_damage(daemon: Daemon, message: str) -> None:
+    log.error("memory.damaged", path=str(daemon.paths.deliberate_db))
+    daemon.record_error("memory_db_corrupt", message)
+
+
 def install(daemon: Daemon) -> DeliberateMemory:
     store = DeliberateStore(daemon.paths.deliberate_db)
+    store.on_damage = lambda message: _report_damage(daemon, message)
     try:
         store.open_blocking()
     except Exception as exc:  # memory.* then answer -32017; the daemon serves everything else

@@ -25,7 +25,8 @@ from orcad.query import (
     match_expression,
     plan_terms,
 )
-from orcad.sqlite_worker import SQLiteWorker, connect_private
+from orcad.sqlite_worker import SQLiteWorker, connect_private, integrity_problem
+from orcad.storage_faults import is_corruption
 from protocol.types import RecordKind
 
 T = TypeVar("T")
@@ -380,25 +381,61 @@ def add_workspace_grant(
         )
 
 
+def repair_steps(path: Path) -> str:
+    """How a user repairs a damaged memory database (quoted by the refusal and by doctor)."""
+    return (
+        f"stop orcad; sqlite3 {path} .recover | sqlite3 {path}.recovered; "
+        f"mv {path} {path}.damaged (and its -wal and -shm); mv {path}.recovered {path}; "
+        "start orcad (or restore the file from a backup instead of .recover)"
+    )
+
+
 class DeliberateStore:
-    """Owns memory.sqlite3; every call runs on its SQLite worker thread."""
+    """Owns memory.sqlite3; every call runs on its SQLite worker thread.
+
+    The database is checked (`PRAGMA quick_check`) at start and again whenever SQLite reports
+    corruption; while it is damaged, changes are refused with -32017 (writing into a damaged
+    b-tree can spread the damage) and reads go on, since they may still find what is intact.
+    """
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._db = SQLiteWorker(lambda: open_database(path))
         self._files_secured_after_write = False
+        self.damage: str | None = None  # what quick_check found wrong, until a restart
+        self.on_damage: Callable[[str], None] | None = None  # told once, with the message
 
     def open_blocking(self) -> None:
-        """Open and migrate now (startup), so that a broken database is reported early."""
+        """Open, migrate and check now (startup), so that a broken database is reported early."""
         self._db.run_blocking(lambda connection: None)
+        self._note_damage(self._db.run_blocking(integrity_problem))
+
+    def _note_damage(self, problem: str | None) -> None:
+        if problem is None or self.damage is not None:
+            return
+        self.damage = problem
+        if self.on_damage is not None:
+            self.on_damage(self._damage_message())
+
+    def _damage_message(self) -> str:
+        return (
+            f"memory database {self.path} failed its integrity check ({self.damage}); changes "
+            f"are refused until it is repaired, searches may miss records; to repair: "
+            f"{repair_steps(self.path)}"
+        )
 
     def close(self) -> None:
         self._db.close()
 
     async def _run(self, work: Callable[[sqlite3.Connection], T], *, writes: bool = False) -> T:
+        if writes and self.damage is not None:
+            raise StorageError(self._damage_message(), reason="corrupt", path=str(self.path))
         try:
             result = await self._db.run(work)
         except (sqlite3.Error, OSError) as exc:
+            if is_corruption(exc):
+                problem = await self._db.run(integrity_problem)
+                self._note_damage(problem or str(exc))
             raise StorageError(f"memory database {self.path}: {exc}") from exc
         if writes and not self._files_secured_after_write:
             # The -wal and -shm files can first appear with the first write.
@@ -414,6 +451,8 @@ class DeliberateStore:
         try:
             return self._db.run_blocking(lambda c: search_records(c, workspace_id, text, limit))
         except (sqlite3.Error, OSError) as exc:
+            if is_corruption(exc):
+                self._note_damage(self._db.run_blocking(integrity_problem) or str(exc))
             raise StorageError(f"memory database {self.path}: {exc}") from exc
 
     async def recent(self, workspace_id: str, limit: int) -> list[StoredRecord]:

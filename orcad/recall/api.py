@@ -111,6 +111,8 @@ def claim_recall_announcer() -> Announcer | None:
 
 def install(daemon: Daemon) -> RecallService:
     snapshots = SnapshotStore(daemon.paths.state_db)
+    snapshots.on_write_failed = lambda message: daemon.record_error("storage", message)
+    daemon.state_db_users.append(snapshots.forget_database)
     jobs: SessionJobs | None = (
         daemon.capture if hasattr(daemon.capture, "wait_session_jobs") else None
     )
@@ -126,6 +128,7 @@ def install(daemon: Daemon) -> RecallService:
         active_jobs=lambda: active_job_count(daemon),
     )
     explicit = ExplicitFacts(daemon)
+
     async def recall(params: RecallParams) -> RecallResult:
         return await service.recall(params, claim_announcer=claim_recall_announcer)
 

@@ -72,6 +72,7 @@ class SnapshotStore:
         self._db: SQLiteWorker | None = None
         if database_path is not None:
             self._db = SQLiteWorker(lambda: self._connect(database_path))
+        self.on_write_failed: Callable[[str], None] | None = None  # daemon.status hears of it
 
     @staticmethod
     def _connect(path: Path) -> sqlite3.Connection:
@@ -175,12 +176,21 @@ class SnapshotStore:
                 await self._db.run(lambda connection: _store(connection, rows, capacity))
         except sqlite3.Error as exc:
             log.warning("recall.snapshot_write_failed", error=str(exc), snapshots=len(rows))
+            if self.on_write_failed is not None:
+                self.on_write_failed(f"recall snapshots not saved: {exc}")
             return
         for key, _result in batch:
             self._persisted_keys[key] = None
             self._persisted_keys.move_to_end(key)
         while len(self._persisted_keys) > capacity:
             self._persisted_keys.popitem(last=False)
+
+    def forget_database(self) -> None:
+        """Drop the connection (blocking): the state database is being replaced by a new one."""
+        if self._db is not None:
+            self._db.close()
+        self._persisted_keys.clear()
+        self._keys_loaded = self._db is None
 
     async def aclose(self) -> None:
         await self.flush()

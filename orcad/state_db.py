@@ -1,0 +1,73 @@
+"""The daemon state database's health: checked at start, moved aside and recreated if damaged.
+
+`memory/daemon-state.sqlite3` holds session epochs with each session's configuration snapshot
+(`sessions`) and recall snapshots (`recall_snapshots`). Both are daemon bookkeeping, not memory:
+a damaged file is renamed `daemon-state.sqlite3.damaged-<UTC time>` (with its -wal and -shm) and
+an empty one takes its place, so that sessions can be opened again. What is lost is said in the
+log, in daemon.status and by doctor: open sessions must be opened again (their epochs start
+over) and a turn asked again gets a fresh recall instead of its snapshot.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+import time
+from pathlib import Path
+
+from orcad.sqlite_worker import integrity_problem
+
+DAMAGED_SUFFIX = ".damaged-"
+LOSS = (
+    "lost: the epochs of sessions opened before (agents must open their sessions again) and "
+    "the recall snapshots of earlier turns (a repeated recall is computed afresh); memory "
+    "itself (ledgers, job files, memory.sqlite3, grants) is not in this file and is intact"
+)
+
+
+def state_db_problem(path: Path) -> str | None:
+    """Why the state database cannot be used, or None (also when it does not exist yet)."""
+    if not path.exists():
+        return None
+    try:
+        connection = sqlite3.connect(str(path), isolation_level=None)
+    except sqlite3.Error as exc:
+        return str(exc)
+    try:
+        return integrity_problem(connection)
+    except sqlite3.Error as exc:
+        return str(exc)
+    finally:
+        connection.close()
+
+
+def move_aside(path: Path, now: float | None = None) -> Path:
+    """Rename the database and its -wal and -shm beside it; the new name of the database."""
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(time.time() if now is None else now))
+    target = path.with_name(f"{path.name}{DAMAGED_SUFFIX}{stamp}")
+    serial = 1
+    while target.exists():
+        serial += 1
+        target = path.with_name(f"{path.name}{DAMAGED_SUFFIX}{stamp}-{serial}")
+    for suffix in ("", "-wal", "-shm"):
+        with contextlib.suppress(FileNotFoundError):
+            os.replace(f"{path}{suffix}", f"{target}{suffix}")
+    descriptor = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+    return target
+
+
+def damaged_copies(path: Path) -> list[Path]:
+    """State databases moved aside earlier (doctor lists them)."""
+    if not path.parent.is_dir():
+        return []
+    prefix = path.name + DAMAGED_SUFFIX
+    return sorted(
+        entry
+        for entry in path.parent.iterdir()
+        if entry.name.startswith(prefix) and not entry.name.endswith(("-wal", "-shm"))
+    )

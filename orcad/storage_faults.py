@@ -1,0 +1,74 @@
+"""Which operating-system and SQLite failures are storage faults, and what each one means.
+
+A full disk, a quota, a read-only file system or a damaged database is not a bug in orcad: the
+client gets -32017 `storage` with the reason, and the fault is recorded for daemon.status and
+doctor. Everything else stays an internal error.
+"""
+
+from __future__ import annotations
+
+import errno
+import sqlite3
+from typing import Literal
+
+from orcad.errors import StorageError
+
+FaultReason = Literal["disk_full", "read_only", "corrupt", "io_error"]
+
+_ERRNO_REASONS: dict[int, FaultReason] = {
+    errno.ENOSPC: "disk_full",
+    errno.EDQUOT: "disk_full",
+    errno.EROFS: "read_only",
+    errno.EIO: "io_error",
+}
+# Primary result codes (https://sqlite.org/rescode.html); extended codes keep them in the low byte.
+_SQLITE_REASONS: dict[int, FaultReason] = {
+    13: "disk_full",  # SQLITE_FULL: "database or disk is full"
+    8: "read_only",  # SQLITE_READONLY
+    11: "corrupt",  # SQLITE_CORRUPT: "database disk image is malformed"
+    26: "corrupt",  # SQLITE_NOTADB: "file is not a database"
+    10: "io_error",  # SQLITE_IOERR
+}
+_ADVICE: dict[FaultReason, str] = {
+    "disk_full": "free disk space (or raise the quota) and try again; nothing was half-written",
+    "read_only": "the file system is read-only; remount it read-write and try again",
+    "corrupt": "the database is damaged; orcactl doctor says how to repair it",
+    "io_error": "the disk reported an I/O error; check it (dmesg) and try again",
+}
+
+
+def fault_reason(exc: BaseException) -> FaultReason | None:
+    """The storage fault behind `exc` (or the exceptions it was raised from), if any."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, OSError) and current.errno in _ERRNO_REASONS:
+            return _ERRNO_REASONS[current.errno]
+        if isinstance(current, sqlite3.Error):
+            code = getattr(current, "sqlite_errorcode", None)
+            if code is not None and code & 0xFF in _SQLITE_REASONS:
+                return _SQLITE_REASONS[code & 0xFF]
+            text = str(current).lower()
+            if "disk is full" in text:
+                return "disk_full"
+            if "malformed" in text or "not a database" in text:
+                return "corrupt"
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def is_corruption(exc: BaseException) -> bool:
+    return fault_reason(exc) == "corrupt"
+
+
+def storage_error_of(exc: BaseException, where: str = "") -> StorageError | None:
+    """A StorageError saying what happened and what to do, or None for anything else."""
+    reason = fault_reason(exc)
+    if reason is None:
+        return None
+    filename = getattr(exc, "filename", None)
+    place = where or (str(filename) if filename else "")
+    detail = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+    prefix = f"{place}: " if place else ""
+    return StorageError(f"{prefix}{detail}; {_ADVICE[reason]}", reason=reason)
