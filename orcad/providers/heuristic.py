@@ -15,8 +15,11 @@ What it finds, sentence by sentence, in user messages only:
   rather …", "my preference is …": user facts rewritten in the third person ("The user prefers
   concise status updates.");
 - project conventions and decisions: "we use …", "we decided / agreed / chose …", "our
-  convention / policy / rule is …", "deploys / releases / migrations go through …", "this
-  repository / project uses / deploys / requires …";
+  convention / policy / rule is …", "(our staging) deploys / releases / migrations go through
+  …", "we deploy / release / ship … through / via / to …", "this repository / project uses /
+  deploys / requires …";
+- an explicit request inside a longer sentence ("fix it and remember that we use pnpm"), and
+  prose after a code fence that never closes (a paste cut short);
 - references: a sentence with an http(s) URL (not a loopback one) or a documentation path that
   names what it points to (docs, runbook, dashboard, wiki, spec, design doc, …).
 
@@ -43,7 +46,7 @@ from typing import Literal
 
 from orcad import limits
 
-HEURISTIC_VERSION = "heuristic-v1"  # bump whenever a rule changes what is extracted
+HEURISTIC_VERSION = "heuristic-v2"  # bump whenever a rule changes what is extracted
 NOTHING = "NOTHING"
 
 Category = Literal["user", "feedback", "project", "reference"]
@@ -53,6 +56,8 @@ _ROLE_LINE = re.compile(r"^(user|assistant):[ \t]?(.*)$", re.DOTALL)
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _CODE_OR_OUTPUT_LINE = re.compile(r"^(?:    |\t|\s*(?:\$ |> |>>> |#!|Traceback \(most recent))")
 _LIST_MARKER = re.compile(r"^\s*(?:[-*+•]|\d{1,3}[.)])\s+")
+# A line after an unclosed fence is read only when it looks like words, not code.
+_PROSE_LINE = re.compile(r"^\s*[A-Za-z][^{}();=<>\[\]|]{0,300}$")
 _SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+")
 _FILLER = re.compile(
     r"^(?:(?:please|also|and|oh|btw|by the way|fyi|ok|okay|so|just|one more thing|note)"
@@ -64,6 +69,12 @@ _REMEMBER_TO = re.compile(r"^(?:remember|don't forget|do not forget)\s+to\s+(?P<
 _REMEMBER = re.compile(
     r"^(?:remember|don't forget|do not forget|keep in mind|for future reference|for the record)"
     r"\b[,:]?\s*(?:that\s+)?(?P<body>.+)$",
+    _FLAGS,
+)
+# "Fix the build and remember that we use pnpm": an explicit request inside a longer sentence.
+_EMBEDDED_REMEMBER = re.compile(
+    r"(?:[,;:]\s*|\s(?:and|but|also|please|so|then)\s+)(?:please\s+)?"
+    r"(?P<trigger>(?:remember|keep in mind|don't forget|do not forget)\b.+)$",
     _FLAGS,
 )
 _FROM_NOW_ON = re.compile(
@@ -108,9 +119,15 @@ _OUR_CONVENTION = re.compile(
     _FLAGS,
 )
 _GOES_THROUGH = re.compile(
-    r"^(?:all\s+)?(?:deploys|deployments|releases|migrations|merges|hotfixes|changes|commits"
+    # "our staging deploys go through ArgoCD": up to two qualifiers before the noun
+    r"^(?:(?:all|our|the)\s+)?(?:[\w-]+\s+){0,2}?(?:deploys|deployments|releases|migrations|merges|hotfixes|changes|commits"
     r"|pull requests|prs|builds)\s+(?:always\s+|must\s+|should\s+|have to\s+)?"
     r"(?:go|goes|are done|happen|run|are run|are made)\s+(?:through|via|with|from|on|in)\s+.+$",
+    _FLAGS,
+)
+_WE_DEPLOY = re.compile(
+    r"^we\s+(?:deploy|release|ship|publish|host|build)\b.+?"
+    r"\s(?:through|via|with|on|to|from)\s+.+$",
     _FLAGS,
 )
 _THIS_REPOSITORY = re.compile(
@@ -169,14 +186,25 @@ def split_messages(source: str) -> list[tuple[str, str]]:
 
 
 def prose_sentences(content: str) -> list[str]:
-    """The sentences of a message, leaving out fenced code, indented blocks, quotes and shells."""
+    """The sentences of a message, leaving out fenced code, indented blocks, quotes and shells.
+
+    A fence that never closes (a paste cut short, a forgotten closing fence) does not swallow
+    the rest of the message: after it, lines that read as prose are still read.
+    """
+    lines = content.splitlines()
+    fences = [i for i, line in enumerate(lines) if _FENCE.match(line)]
+    unclosed = fences[-1] if len(fences) % 2 else None
     sentences: list[str] = []
     in_fence = False
-    for line in content.splitlines():
+    for index, line in enumerate(lines):
+        if index == unclosed:
+            continue
         if _FENCE.match(line):
             in_fence = not in_fence
             continue
         if in_fence or _CODE_OR_OUTPUT_LINE.match(line):
+            continue
+        if unclosed is not None and index > unclosed and not _PROSE_LINE.match(line):
             continue
         prose = _LIST_MARKER.sub("", line).strip()
         sentences.extend(part.strip() for part in _SENTENCE_BREAK.split(prose) if part.strip())
@@ -257,6 +285,9 @@ def _project(sentence: str) -> str | None:
         return f"In this project, {sentence[0].lower()}{sentence[1:]}"
     if matched := _OUR_CONVENTION.match(sentence):
         return f"The project's {matched.group('noun').lower()} is {matched.group('body')}"
+    if _WE_DEPLOY.match(sentence):
+        verb, _, rest = sentence[3:].lstrip().partition(" ")
+        return f"The team {third_person(verb)} {rest}"
     if _GOES_THROUGH.match(sentence) or _THIS_REPOSITORY.match(sentence):
         return re.sub(r"^our\b", "the", sentence, flags=_FLAGS)
     return None
@@ -299,6 +330,9 @@ def classify_sentence(sentence: str) -> HeuristicFact | None:
             classified = "project", body
     else:
         classified = _classify(sentence)
+        embedded = _EMBEDDED_REMEMBER.search(sentence) if classified is None else None
+        if embedded:
+            return classify_sentence(embedded.group("trigger"))
     if classified is None:
         return None
     category, text = classified

@@ -1,0 +1,67 @@
+"""The offline extractor on the turns it used to miss, and on look-alikes it must not keep."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from orcad.capture.source import build_source
+from orcad.providers.heuristic import heuristic_output
+
+_LOG = "\n".join(
+    f"npm ERR! code ERESOLVE line {i} could not resolve dependency tree" for i in range(400)
+)
+
+
+def _facts(user_text: str) -> list[dict[str, str]]:
+    source = build_source([("user", user_text), ("assistant", "Done. I fixed the lockfile.")])
+    assert source is not None and not source.truncated
+    output = heuristic_output(source.text)
+    return [] if output == "NOTHING" else [json.loads(line) for line in output.splitlines()]
+
+
+@pytest.mark.parametrize(
+    "turn",
+    [
+        f"Here is the install log:\n```\n{_LOG}\nremember that we use pnpm",  # fence never closed
+        f"Here is the install log:\n\n{_LOG}\n\nFix it and remember that we use pnpm",
+        f"{_LOG}\nok, and remember that we use pnpm",
+    ],
+)
+def test_a_request_to_remember_at_the_end_of_a_long_turn_is_kept(turn: str) -> None:
+    assert len(turn.encode()) > 24 * 1024
+    assert _facts(turn) == [{"category": "project", "fact": "The project uses pnpm."}]
+
+
+@pytest.mark.parametrize(
+    ("sentence", "fact"),
+    [
+        ("our staging deploys go through ArgoCD", "The staging deploys go through ArgoCD."),
+        ("All production releases go through the release train.", None),
+        ("we deploy staging through ArgoCD", "The team deploys staging through ArgoCD."),
+        (  # the older "we always" rule words it first
+            "We always ship the docs via GitHub Pages.",
+            "In this project, we always ship the docs via GitHub Pages.",
+        ),
+    ],
+)
+def test_deploy_routes_are_project_facts(sentence: str, fact: str | None) -> None:
+    facts = _facts(sentence)
+    assert facts and facts[0]["category"] == "project"
+    if fact is not None:
+        assert facts[0]["fact"] == fact
+
+
+@pytest.mark.parametrize(
+    "turn",
+    [
+        "I ran the tests and they failed again, so fix them",
+        "the build fails when I run it with node 18",
+        "Can you fix the bug and remember to run the tests?",  # a question: not a standing rule
+        "my flaky staging deploys go through hell every friday, right now",  # transient
+        f"Here is the code:\n```\nwe use = pnpm(); // remember that we use pnpm\n{_LOG}",
+    ],
+)
+def test_look_alikes_give_nothing(turn: str) -> None:
+    assert _facts(turn) == []
