@@ -1,3 +1,3 @@
-from orcactl.main import main
+from orcactl.entry import main
 
 main()

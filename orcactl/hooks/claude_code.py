@@ -1,0 +1,157 @@
+"""`orcactl hook claude-code EVENT`: Claude Code's hooks in, Claude Code's hook output out.
+
+Claude Code gives no turn id, so one is derived from the transcript's entry for the user's
+prompt (its position among the session's root prompts and its text): the recall at
+UserPromptSubmit and the capture at Stop name the same turn, and a repeated Stop reports the
+same turn again (the daemon answers it as a duplicate).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from orcactl.hooks import transcript
+from orcactl.hooks.common import (
+    HookContext,
+    open_session,
+    render_startup,
+    text_field,
+)
+from orcactl.hooks.failures import record_failure
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    Answer = dict[str, Any] | None
+
+AGENT = "claude-code"
+TURN_PREFIX = "cc"
+# The Stop hook may run a moment before the turn's last assistant entry is flushed.
+FINAL_ENTRY_WAIT_S = 1.0
+FINAL_ENTRY_POLL_S = 0.1
+
+
+def _context_answer(event: str, text: str) -> Answer:
+    if not text:
+        return None
+    return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
+
+
+def session_start(payload: dict[str, Any], context: HookContext) -> Answer:
+    # startup/resume: a new agent process (fences the old one); clear/compact: the same one
+    join = payload.get("source") in ("clear", "compact")
+    with context.connect() as client:
+        opened, _ids = open_session(client, context, payload, join=join)
+    return _context_answer("SessionStart", render_startup(opened.get("startup") or {}))
+
+
+def _turns(path: str | None) -> list[transcript.Turn]:
+    return transcript.claude_turns(transcript.read_transcript(path))
+
+
+def prompt_submit(payload: dict[str, Any], context: HookContext) -> Answer:
+    prompt = text_field(payload, "prompt", required=False)
+    session_id = text_field(payload, "session_id")
+    try:
+        turns = _turns(payload.get("transcript_path"))
+    except transcript.TranscriptProblem:
+        turns = []  # no transcript: the turn is named by its text alone; Stop will not capture
+    ordinal = transcript.claude_submit_ordinal(turns, prompt)
+    turn_id = transcript.turn_id_for(
+        TURN_PREFIX, session_id, ordinal, transcript.clean_text(prompt)
+    )
+    if turns and ordinal < len(turns):
+        turn_id = transcript.turn_id_for(TURN_PREFIX, session_id, ordinal, turns[ordinal].prompt)
+    with context.connect() as client:
+        _opened, ids = open_session(client, context, payload)
+        result = client.call("recall", {**ids, "turn_id": turn_id, "prompt": prompt})
+    return _context_answer("UserPromptSubmit", str(result.get("context") or ""))
+
+
+def _final_turn(payload: dict[str, Any], context: HookContext) -> transcript.Turn | None:
+    """The turn that just ended, waiting briefly for its last assistant entry."""
+    path = payload.get("transcript_path")
+    deadline = time.monotonic() + min(FINAL_ENTRY_WAIT_S, max(0.0, context.remaining() / 4))
+    while True:
+        turns = _turns(path)
+        if not turns:
+            return None
+        if turns[-1].assistant or time.monotonic() >= deadline:
+            return turns[-1]
+        time.sleep(FINAL_ENTRY_POLL_S)
+
+
+def turn_report(
+    payload: dict[str, Any], context: HookContext, *, failed: bool = False
+) -> dict[str, Any]:
+    """turn.completed's params (without session ids) for the Stop that just came in."""
+    session_id = text_field(payload, "session_id")
+    report: dict[str, Any] = {
+        "root": not payload.get("stop_hook_active", False),  # a forced continuation
+        "subagent": bool(payload.get("agent_id")) or context.event == "SubagentStop",
+        "outcome": "failed" if failed else "succeeded",
+        "verifier": "none",
+        "transcript_committed": True,
+        "messages": [],
+    }
+    try:
+        turn = _final_turn(payload, context)
+    except transcript.TranscriptProblem as problem:
+        if payload.get("transcript_path"):
+            record_failure(AGENT, context.event, "transcript", problem.reason)
+        report.update(
+            turn_id=transcript.turn_id_for(TURN_PREFIX, session_id, -1, problem.reason),
+            transcript_committed=False,
+        )
+        return report
+    if turn is None:
+        report["turn_id"] = transcript.turn_id_for(TURN_PREFIX, session_id, -1, "")
+        return report
+    report["turn_id"] = transcript.turn_id_for(TURN_PREFIX, session_id, turn.ordinal, turn.prompt)
+    if turn.api_error:
+        report["outcome"] = "failed"
+    if not turn.assistant:
+        report["transcript_committed"] = False  # the final assistant entry is not recorded
+    report["messages"] = [{"role": "user", "content": turn.prompt}] + [
+        {"role": "assistant", "content": text} for text in turn.assistant
+    ]
+    return report
+
+
+def _report(payload: dict[str, Any], context: HookContext, *, failed: bool) -> Answer:
+    report = turn_report(payload, context, failed=failed)
+    with context.connect() as client:
+        _opened, ids = open_session(client, context, payload)
+        client.call("turn.completed", {**ids, **report})
+    return None
+
+
+def stop(payload: dict[str, Any], context: HookContext) -> Answer:
+    return _report(payload, context, failed=False)
+
+
+def stop_failure(payload: dict[str, Any], context: HookContext) -> Answer:
+    return _report(payload, context, failed=True)
+
+
+def session_end(payload: dict[str, Any], context: HookContext) -> Answer:
+    with context.connect() as client:
+        _opened, ids = open_session(client, context, payload)
+        client.call("session.close", ids)
+    return None
+
+
+EVENTS: dict[str, Callable[[dict[str, Any], HookContext], Answer]] = {
+    "SessionStart": session_start,
+    "UserPromptSubmit": prompt_submit,
+    "Stop": stop,
+    "SubagentStop": stop,
+    "StopFailure": stop_failure,
+    "SessionEnd": session_end,
+}
+
+
+def empty_answer(event: str) -> Answer:
+    return None  # no output and exit 0: Claude Code goes on as if the hook were not there

@@ -1,0 +1,103 @@
+"""What the Claude Code and Codex hooks share: reading the hook input, the session every hook
+process of one agent session joins, permission modes, and the startup-facts block."""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import TYPE_CHECKING
+
+from orcactl.hooks.wire import HookClient, connect
+
+if TYPE_CHECKING:
+    from typing import Any
+
+# Agent permission modes (both agents use Claude Code's names) -> orcad mode, interactive.
+PERMISSION_MODES: dict[str, tuple[str, bool]] = {
+    "default": ("normal", True),
+    "acceptEdits": ("normal", True),  # file edits are pre-approved, memory changes are not
+    "plan": ("plan", True),
+    "dontAsk": ("normal", False),  # nothing is asked: a change not granted before is denied
+    "bypassPermissions": ("yolo", True),
+}
+
+
+class HookInputError(Exception):
+    """The agent sent something that is not this event's hook input."""
+
+
+class HookContext:
+    """One hook run: which agent and event, where orcad is, and the time left to answer."""
+
+    __slots__ = ("agent", "deadline", "event", "socket", "start")
+
+    def __init__(self, agent: str, event: str, socket: str, deadline: float, start: bool) -> None:
+        self.agent = agent  # "claude-code" or "codex": also the prefix of orcad session ids
+        self.event = event
+        self.socket = socket
+        self.deadline = deadline  # time.monotonic() by which the hook must have answered
+        self.start = start  # start orcad when none answers
+
+    def connect(self) -> HookClient:
+        return connect(self.socket, deadline=self.deadline, start=self.start)
+
+    def remaining(self) -> float:
+        return self.deadline - time.monotonic()
+
+
+def text_field(payload: dict[str, Any], name: str, *, required: bool = True) -> str:
+    value = payload.get(name)
+    if isinstance(value, str) and (value or not required):
+        return value
+    if value is None and not required:
+        return ""
+    raise HookInputError(f"the hook input has no {name!r} string")
+
+
+def mode_of(payload: dict[str, Any]) -> tuple[str, bool]:
+    return PERMISSION_MODES.get(str(payload.get("permission_mode", "default")), ("normal", True))
+
+
+def session_params(context: HookContext, payload: dict[str, Any], *, join: bool) -> dict[str, Any]:
+    """session.open for the agent's session: every hook process joins the open session; only a
+    new agent process (a startup or resume) opens it anew, which fences the previous one."""
+    agent_session = text_field(payload, "session_id")
+    cwd = text_field(payload, "cwd", required=False) or os.getcwd()
+    if not os.path.isabs(cwd):
+        raise HookInputError(f"the hook input's cwd {cwd!r} is not an absolute path")
+    mode, interactive = mode_of(payload)
+    persistent = bool(payload.get("transcript_path"))
+    return {
+        "cwd": cwd,
+        "session_id": f"{context.agent}:{agent_session}",
+        "history": "persistent" if persistent else "disabled",
+        "mode": mode,
+        "interactive": interactive,
+        "join": join,
+    }
+
+
+def open_session(
+    client: HookClient, context: HookContext, payload: dict[str, Any], *, join: bool = True
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    opened = client.call("session.open", session_params(context, payload, join=join))
+    return opened, {"session_id": opened["session_id"], "epoch": opened["epoch"]}
+
+
+def render_startup(startup: dict[str, Any]) -> str:
+    """The explicit facts (user.md, the project's memory.md) as one context block."""
+    parts = []
+    user = str(startup.get("user") or "").strip()
+    project = str(startup.get("project") or "").strip()
+    if user:
+        parts.append("Facts the user asked to remember (user-wide):\n" + user)
+    if project:
+        parts.append("Facts the user asked to remember for this project:\n" + project)
+    if not parts:
+        return ""
+    note = " (older lines were left out to fit)" if startup.get("truncated") else ""
+    return (
+        f"<orca-startup-memory>\nExplicit facts kept by orca{note}.\n\n"
+        + "\n\n".join(parts)
+        + "\n</orca-startup-memory>\n"
+    )

@@ -1,0 +1,76 @@
+"""Hook problems, kept where `orcactl status` and `orcactl doctor` find them afterwards.
+
+A hook must never fail the agent, so it cannot report a problem by failing: it appends one line
+to `<memory root>/agent-hooks.jsonl` (private, bounded) and goes on. Never turn content.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
+
+FAILURES_FILE = "agent-hooks.jsonl"
+FAILURES_MAX_BYTES = 64 * 1024  # past this the older half is dropped
+FAILURES_SHOWN = 5
+
+
+def memory_root() -> Path:
+    """$ORCA_HOME/memory, else ~/.orca/memory (as orcad.paths resolves it, without imports)."""
+    home = os.environ.get("ORCA_HOME")
+    if home:
+        return Path(home) / "memory"
+    return Path(os.environ.get("HOME") or Path.home()) / ".orca" / "memory"
+
+
+def failures_path() -> Path:
+    return memory_root() / FAILURES_FILE
+
+
+def record_failure(agent: str, event: str, kind: str, message: str) -> None:
+    """Append one problem; a failure to record is itself ignored (the hook already told stderr)."""
+    at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    line = json.dumps({"at": at, "agent": agent, "event": event, "kind": kind, "message": message})
+    path = failures_path()
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        with os.fdopen(descriptor, "a", encoding="utf-8") as handle:
+            handle.write(line + "\n")
+            size = handle.tell()
+        if size > FAILURES_MAX_BYTES:
+            _trim(path)
+    except OSError:
+        pass
+
+
+def _trim(path: Path) -> None:
+    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    kept = "\n".join(lines[len(lines) // 2 :]) + "\n"
+    temporary = path.with_name(path.name + ".tmp")
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+        handle.write(kept)
+    os.replace(temporary, path)
+
+
+def read_failures(path: Path | None = None) -> list[dict[str, Any]]:
+    """Every recorded problem, oldest first; lines that do not parse are skipped."""
+    try:
+        text = (path or failures_path()).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []
+    failures = []
+    for line in text.splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(entry, dict):
+            failures.append(entry)
+    return failures

@@ -1,0 +1,135 @@
+"""The hook process: read the agent's JSON on stdin, call orcad, answer on stdout, exit.
+
+A hook never breaks the agent. Whatever goes wrong (orcad down and not startable in time, an
+error answer, a transcript it cannot read) it answers with no context, writes one line on
+stderr, records the problem for `orcactl status` / `doctor`, and exits 0. Input it cannot read
+exits 1, which both agents treat as a non-blocking error; it never exits 2 (their "block").
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from typing import TYPE_CHECKING
+
+from orcactl.hooks.common import HookContext, HookInputError
+from orcactl.hooks.failures import record_failure
+from orcactl.hooks.wire import DaemonError, Unreachable, socket_path
+
+if TYPE_CHECKING:
+    from types import ModuleType
+    from typing import Any
+
+AGENTS = ("claude-code", "codex")
+INPUT_MAX_BYTES = 16 * 1024 * 1024
+EXIT_OK = 0
+EXIT_BAD_INPUT = 1  # non-blocking for both agents (2 would block the prompt or the stop)
+# Seconds a hook may take, within the timeouts `orcactl integrate` writes for each event.
+BUDGET_S = {"SessionStart": 8.0, "UserPromptSubmit": 8.0, "SessionEnd": 5.0}
+DEFAULT_BUDGET_S = 20.0  # Stop: reading a transcript and making the job durable
+# Set in the environment of an extraction command: its own agent run must not be captured.
+RECURSION_GUARD = "ORCA_EXTRACTION"
+
+USAGE = (
+    "usage: orcactl hook {claude-code|codex} EVENT [--socket PATH] [--no-start] < hook-input.json"
+)
+
+
+def _agent_module(agent: str) -> ModuleType:
+    if agent == "claude-code":
+        from orcactl.hooks import claude_code  # noqa: PLC0415
+
+        return claude_code
+    from orcactl.hooks import codex  # noqa: PLC0415
+
+    return codex
+
+
+def _parse_args(argv: list[str]) -> tuple[str, str, str | None, bool]:
+    positional: list[str] = []
+    explicit_socket: str | None = None
+    start = True
+    items = iter(argv)
+    for item in items:
+        if item == "--socket":
+            explicit_socket = next(items, None)
+            if explicit_socket is None:
+                raise HookInputError("--socket needs a PATH")
+        elif item.startswith("--socket="):
+            explicit_socket = item.partition("=")[2]
+        elif item == "--no-start":
+            start = False
+        elif item.startswith("-"):
+            raise HookInputError(f"unknown option {item}")
+        else:
+            positional.append(item)
+    if len(positional) != 2 or positional[0] not in AGENTS:
+        raise HookInputError(USAGE)
+    return positional[0], positional[1], explicit_socket, start
+
+
+def _print_answer(answer: dict[str, Any] | None) -> None:
+    if answer is not None:
+        sys.stdout.write(json.dumps(answer, ensure_ascii=False) + "\n")
+        sys.stdout.flush()
+
+
+def _read_input() -> dict[str, Any]:
+    raw = sys.stdin.buffer.read(INPUT_MAX_BYTES + 1)
+    if len(raw) > INPUT_MAX_BYTES:
+        raise HookInputError(f"hook input over {INPUT_MAX_BYTES} bytes")
+    try:
+        payload = json.loads(raw)
+    except ValueError as exc:
+        raise HookInputError(f"hook input is not JSON: {exc}") from None
+    if not isinstance(payload, dict):
+        raise HookInputError("hook input is not a JSON object")
+    return payload
+
+
+def run(argv: list[str]) -> int:
+    try:
+        agent, event, explicit_socket, start = _parse_args(argv)
+    except HookInputError as exc:
+        print(f"orcactl hook: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    module = _agent_module(agent)
+    handler = module.EVENTS.get(event)
+    if handler is None:
+        known = ", ".join(module.EVENTS)
+        print(f"orcactl hook: {agent} has no event {event!r} (known: {known})", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if os.environ.get(RECURSION_GUARD):
+        _print_answer(module.empty_answer(event))  # an extraction run: never captured
+        return EXIT_OK
+    try:
+        payload = _read_input()
+    except HookInputError as exc:
+        print(f"orcactl hook: {exc}", file=sys.stderr)
+        record_failure(agent, event, "bad_input", str(exc))
+        _print_answer(module.empty_answer(event))
+        return EXIT_BAD_INPUT
+    deadline = time.monotonic() + BUDGET_S.get(event, DEFAULT_BUDGET_S)
+    try:
+        context = HookContext(agent, event, socket_path(explicit_socket), deadline, start)
+        answer = handler(payload, context)
+    except HookInputError as exc:
+        print(f"orcactl hook: {exc}", file=sys.stderr)
+        record_failure(agent, event, "bad_input", str(exc))
+        _print_answer(module.empty_answer(event))
+        return EXIT_BAD_INPUT
+    except (Unreachable, DaemonError, OSError, ValueError) as exc:
+        kind = exc.kind if isinstance(exc, DaemonError) else "unreachable"
+        if isinstance(exc, (OSError, ValueError)) and not isinstance(exc, Unreachable):
+            kind = "connection"
+        print(f"orcactl hook: orca memory skipped: {exc}", file=sys.stderr)
+        record_failure(agent, event, kind, str(exc))
+        answer = module.empty_answer(event)
+    _print_answer(answer)
+    return EXIT_OK
+
+
+def main(argv: list[str] | None = None) -> None:
+    sys.exit(run(sys.argv[1:] if argv is None else argv))

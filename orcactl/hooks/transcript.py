@@ -1,0 +1,231 @@
+"""Reading an agent's transcript for the turn that just ended: only the root user's text and the
+assistant's text (spec: What Is Captured), never tool calls, tool results, thinking, system
+reminders, command output or a subagent's (sidechain) entries.
+
+Parsing is pure (bytes in, a `Turn` or a `TranscriptProblem` out); `read_transcript` is the one
+function that touches the file, and it bounds what it reads. A transcript that is missing,
+partial (a line still being written), over the bound or malformed gives a problem with a reason,
+never an exception and never a guessed turn.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
+
+TRANSCRIPT_MAX_BYTES = 64 * 1024 * 1024  # a longer transcript is not parsed by a hook
+
+_REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
+# Entries Claude Code writes for slash commands and their output: not a prompt, not captured.
+_COMMAND_PREFIXES = (
+    "<command-name>",
+    "<command-message>",
+    "<command-args>",
+    "<local-command-stdout>",
+    "<local-command-stderr>",
+    "<bash-input>",
+    "<bash-stdout>",
+    "<bash-stderr>",
+)
+# Context Codex injects as user messages in its rollout: not the user's words.
+_CODEX_INJECTED_PREFIXES = ("<environment_context>", "<user_instructions>", "# AGENTS.md")
+
+
+class TranscriptProblem(Exception):
+    """The transcript cannot tell us the turn; `reason` says why (recorded, never raised out)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class Turn:
+    """One root turn as the transcript records it."""
+
+    __slots__ = ("aborted", "api_error", "assistant", "ordinal", "prompt")
+
+    def __init__(self, prompt: str, ordinal: int) -> None:
+        self.prompt = prompt  # the root user's text for the turn
+        self.ordinal = ordinal  # how many root prompts came before it in the session
+        self.assistant: list[str] = []  # the assistant's text, in order
+        self.api_error = False  # the turn ended on an API error the agent recorded
+        self.aborted = False  # the user interrupted the turn
+
+
+def read_transcript(path: str | None) -> bytes:
+    """The transcript's bytes; TranscriptProblem when there is none or it is over the bound."""
+    if not path:
+        raise TranscriptProblem("the session has no persistent transcript")
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(TRANSCRIPT_MAX_BYTES + 1)
+    except FileNotFoundError:
+        raise TranscriptProblem(f"transcript {path} does not exist") from None
+    except OSError as exc:
+        raise TranscriptProblem(f"transcript {path} cannot be read: {exc.strerror}") from None
+    if len(data) > TRANSCRIPT_MAX_BYTES:
+        raise TranscriptProblem(
+            f"transcript {path} is over {TRANSCRIPT_MAX_BYTES // (1024 * 1024)} MiB"
+        )
+    return data
+
+
+def _entries(data: bytes, wanted: tuple[bytes, ...]) -> list[dict[str, Any]]:
+    """Parsed JSONL entries, skipping lines that cannot matter (none of `wanted` in them).
+
+    A line that does not parse, including a last line still being written, is a problem: the
+    turn's final record may be the line we cannot read.
+    """
+    entries: list[dict[str, Any]] = []
+    lines = data.split(b"\n")
+    unterminated = len(lines)  # a last line without its newline may still be being written
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        if number != unterminated and not any(token in line for token in wanted):
+            continue
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            where = "its last line" if number >= len(lines) - 1 else f"line {number}"
+            raise TranscriptProblem(f"transcript {where} is not complete JSON") from None
+        if isinstance(entry, dict):
+            entries.append(entry)
+    return entries
+
+
+def clean_text(text: str) -> str:
+    """Text without the system reminders an agent inserts, trimmed."""
+    return _REMINDER.sub("", text).strip()
+
+
+def turn_id_for(agent: str, session_id: str, ordinal: int, prompt: str) -> str:
+    """A turn id that the submit hook and the stop hook derive alike for the same prompt."""
+    digest = hashlib.sha256(f"{agent}\0{session_id}\0{ordinal}\0{prompt}".encode()).hexdigest()
+    return f"{agent}_{digest[:32]}"
+
+
+# --- Claude Code ---------------------------------------------------------------------------
+
+
+def _claude_prompt(entry: dict[str, Any]) -> str | None:
+    """The user's own text in a root user entry, or None for anything else."""
+    if entry.get("type") != "user" or entry.get("isSidechain") or entry.get("isMeta"):
+        return None
+    if entry.get("isCompactSummary"):
+        return None
+    message = entry.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    if isinstance(content, str):
+        text = content
+    elif isinstance(content, list):
+        blocks = [b for b in content if isinstance(b, dict)]
+        if any(b.get("type") == "tool_result" for b in blocks):
+            return None
+        text = "\n".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text")
+    else:
+        return None
+    text = clean_text(text)
+    if not text or text.startswith(_COMMAND_PREFIXES):
+        return None
+    return text
+
+
+def _claude_assistant_text(entry: dict[str, Any]) -> str:
+    message = entry.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    if isinstance(content, str):
+        return clean_text(content)
+    if not isinstance(content, list):
+        return ""
+    texts = [
+        str(block.get("text", ""))
+        for block in content
+        if isinstance(block, dict) and block.get("type") == "text"
+    ]
+    return clean_text("\n".join(texts))
+
+
+def claude_turns(data: bytes) -> list[Turn]:
+    """Every root turn of a Claude Code transcript, oldest first."""
+    turns: list[Turn] = []
+    for entry in _entries(data, (b'"user"', b'"assistant"')):
+        if entry.get("isSidechain"):
+            continue  # a subagent's conversation
+        prompt = _claude_prompt(entry)
+        if prompt is not None:
+            turns.append(Turn(prompt=prompt, ordinal=len(turns)))
+            continue
+        if entry.get("type") != "assistant" or not turns:
+            continue
+        if entry.get("isApiErrorMessage"):
+            turns[-1].api_error = True
+            continue
+        text = _claude_assistant_text(entry)
+        if text:
+            turns[-1].assistant.append(text)
+    return turns
+
+
+def claude_submit_ordinal(turns: list[Turn], prompt: str) -> int:
+    """The ordinal of the prompt being submitted: the last transcript turn when the agent has
+    already written this prompt and nothing after it, else the next one."""
+    if turns and turns[-1].prompt == clean_text(prompt) and not turns[-1].assistant:
+        return turns[-1].ordinal
+    return len(turns)
+
+
+# --- Codex ---------------------------------------------------------------------------------
+
+
+def _codex_text(payload: dict[str, Any]) -> str:
+    return clean_text(str(payload.get("message") or ""))
+
+
+def codex_turn(data: bytes, turn_id: str) -> Turn:
+    """The turn `turn_id` of a Codex rollout: the user messages and agent messages after its
+    start (its `task_started` event, else the last user message)."""
+    entries = [
+        e.get("payload")
+        for e in _entries(data, (b'"event_msg"',))
+        if e.get("type") == "event_msg" and isinstance(e.get("payload"), dict)
+    ]
+    events: list[dict[str, Any]] = [p for p in entries if isinstance(p, dict)]
+    start = None
+    for index, event in enumerate(events):
+        if event.get("type") == "task_started" and event.get("turn_id") == turn_id:
+            start = index
+    prompts_before = 0
+    if start is None:
+        users = [i for i, e in enumerate(events) if e.get("type") == "user_message"]
+        if not users:
+            raise TranscriptProblem(f"the transcript holds no user message for turn {turn_id}")
+        start = users[-1]
+    for event in events[:start]:
+        if event.get("type") == "user_message":
+            prompts_before += 1
+    turn = Turn(prompt="", ordinal=prompts_before)
+    prompts: list[str] = []
+    for event in events[start:]:
+        kind = event.get("type")
+        if kind == "task_started" and event.get("turn_id") not in (None, turn_id):
+            break  # the next turn began
+        if kind == "user_message":
+            text = _codex_text(event)
+            if text and not text.startswith(_CODEX_INJECTED_PREFIXES):
+                prompts.append(text)
+        elif kind == "agent_message":
+            text = _codex_text(event)
+            if text:
+                turn.assistant.append(text)
+        elif kind == "error":
+            turn.api_error = True
+        elif kind == "turn_aborted":
+            turn.aborted = True
+    turn.prompt = "\n\n".join(prompts)
+    return turn

@@ -1,0 +1,132 @@
+"""Reaching orcad from a hook with the standard library only (no msgspec, no trio).
+
+One JSON-RPC request per line, one answer per line: the same wire as `protocol.client`, kept
+minimal so that a hook process starts in a few milliseconds.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import socket
+import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
+
+ANSWER_MAX_BYTES = 64 * 1024 * 1024
+START_POLL_S = 0.05
+
+
+class DaemonError(Exception):
+    """The daemon answered with a JSON-RPC error object."""
+
+    def __init__(self, error: dict[str, Any]) -> None:
+        data = error.get("data") if isinstance(error.get("data"), dict) else {}
+        self.code = error.get("code")
+        self.kind = str((data or {}).get("kind", "unknown"))
+        self.message = str(error.get("message", "error"))
+        super().__init__(f"{self.message} ({self.kind})")
+
+
+class Unreachable(Exception):
+    """No daemon answers on the socket, and none could be started in time."""
+
+
+def socket_path(explicit: str | None = None) -> str:
+    """The daemon's socket, resolved as orcactl resolves it."""
+    if explicit:
+        return os.path.abspath(explicit)
+    if os.environ.get("ORCA_SOCKET"):
+        return os.environ["ORCA_SOCKET"]
+    if os.environ.get("XDG_RUNTIME_DIR"):
+        return os.path.join(os.environ["XDG_RUNTIME_DIR"], "orca", "orcad.sock")
+    from orcad.paths import resolve_paths  # noqa: PLC0415  (platformdirs: rarely needed)
+
+    return str(resolve_paths().socket)
+
+
+class HookClient:
+    def __init__(self, path: str, timeout: float) -> None:
+        self.path = path
+        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._sock.settimeout(timeout)
+        try:
+            self._sock.connect(path)
+        except OSError:
+            self._sock.close()
+            raise
+        self._buffer = b""
+        self._ids = itertools.count(1)
+
+    def close(self) -> None:
+        self._sock.close()
+
+    def __enter__(self) -> HookClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        request_id = next(self._ids)
+        request = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+        self._sock.sendall(json.dumps(request, ensure_ascii=False).encode() + b"\n")
+        while True:
+            answer = json.loads(self._read_line())
+            if not isinstance(answer, dict) or answer.get("id") != request_id:
+                continue
+            if answer.get("error") is not None:
+                raise DaemonError(answer["error"])
+            result = answer.get("result")
+            return result if isinstance(result, dict) else {}
+
+    def _read_line(self) -> bytes:
+        while b"\n" not in self._buffer:
+            data = self._sock.recv(65536)
+            if not data:
+                raise ConnectionError("orcad closed the connection")
+            self._buffer += data
+            if len(self._buffer) > ANSWER_MAX_BYTES:
+                raise ConnectionError("orcad's answer is too long")
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        return line
+
+
+def connect(path: str, *, deadline: float, start: bool = True) -> HookClient:
+    """A client on the socket; when nothing answers, start orcad as orcactl does and wait for
+    it until `deadline` (time.monotonic)."""
+    timeout = max(0.1, deadline - time.monotonic())
+    try:
+        return HookClient(path, timeout)
+    except (FileNotFoundError, ConnectionRefusedError) as exc:
+        if not start:
+            raise Unreachable(f"orcad is not running (no answer on {path})") from exc
+    except OSError as exc:
+        raise Unreachable(f"cannot connect to orcad at {path}: {exc}") from exc
+    from orcactl.connect import start_daemon  # noqa: PLC0415  (only when orcad is down)
+
+    process, _offset = start_daemon(path)
+    while time.monotonic() < deadline:
+        try:
+            client = HookClient(path, max(0.1, deadline - time.monotonic()))
+        except (FileNotFoundError, ConnectionRefusedError):
+            if process.poll() is not None and process.returncode != 0:
+                raise Unreachable(
+                    f"orcad could not start (exit status {process.returncode}); "
+                    "see orcad.log under ORCA_HOME"
+                ) from None
+            time.sleep(START_POLL_S)
+            continue
+        except OSError as exc:
+            raise Unreachable(f"cannot connect to orcad at {path}: {exc}") from exc
+        try:
+            client.call("daemon.ping", {})
+        except (OSError, ValueError, DaemonError):
+            client.close()
+            time.sleep(START_POLL_S)
+            continue
+        return client
+    raise Unreachable(f"started orcad but it did not answer on {path} in time")
