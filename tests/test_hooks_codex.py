@@ -1,0 +1,215 @@
+"""`orcactl hook codex EVENT` in real processes against a real daemon. Every fixture validates
+against the input schema Codex publishes for its event and every answer against the output
+schema (copies in tests/schemas/codex/, source named in its README)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from orcactl.hooks import transcript
+from tests.harness import DaemonProcess, OrcaEnv
+from tests.hook_helpers import CodexRollout, HookRun, codex_schema, run_hook
+
+SESSION = "0199a213-81c0-7800-8aa1-bbab2a035a53"
+SCHEMA_NAMES = {
+    "UserPromptSubmit": "user-prompt-submit",
+    "Stop": "stop",
+    "SubagentStop": "subagent-stop",
+    "SessionStart": "session-start",
+}
+
+
+def _rollout(tmp_path: Path) -> CodexRollout:
+    project = tmp_path / "repo"
+    project.mkdir(exist_ok=True)
+    path = tmp_path / "codex" / "sessions" / "2026" / "11" / "30" / f"rollout-{SESSION}.jsonl"
+    return CodexRollout(path, SESSION, str(project))
+
+
+def _payload(log: CodexRollout, event: str, **extra: Any) -> dict[str, Any]:
+    payload = {
+        "session_id": SESSION,
+        "transcript_path": str(log.path),
+        "cwd": str(log.path.parents[5] / "repo"),
+        "hook_event_name": event,
+        "model": "gpt-5-codex",
+        "permission_mode": "default",
+        **extra,
+    }
+    if event != "SessionStart":  # Codex publishes no input schema for SessionStart
+        jsonschema.validate(payload, codex_schema(f"{SCHEMA_NAMES[event]}.command.input"))
+    return payload
+
+
+def _hook(
+    orca: OrcaEnv, event: str, payload: dict[str, Any], command: str | None = None
+) -> HookRun:
+    run = run_hook(orca, "codex", command or event, payload)
+    assert run.status == 0, run.stderr
+    assert run.answer is not None
+    jsonschema.validate(run.answer, codex_schema(f"{SCHEMA_NAMES[event]}.command.output"))
+    return run
+
+
+def _jobs(daemon: DaemonProcess) -> list[Any]:
+    jobs = daemon.call("jobs.list", {}).jobs
+    return [job for job in jobs if job.session_id == f"codex:{SESSION}"]
+
+
+def test_the_turn_is_read_from_its_task_started_event(tmp_path: Path) -> None:
+    log = _rollout(tmp_path)
+    log.user_turn("t1", "first")
+    log.agent("first answer")
+    log.user_turn("t2", "Remember that we use pnpm.")
+    log.reasoning("thinking about lockfiles")
+    log.shell("cat package.json", '{"private": true}')
+    log.agent("Noted: pnpm.")
+    turn = transcript.codex_turn(log.path.read_bytes(), "t2")
+    assert (turn.prompt, turn.assistant, turn.ordinal) == (
+        "Remember that we use pnpm.",
+        ["Noted: pnpm."],
+        1,
+    )
+    first = transcript.codex_turn(log.path.read_bytes(), "t1")
+    assert (first.prompt, first.assistant) == ("first", ["first answer"])
+
+
+@pytest.mark.slow
+def test_a_simulated_codex_session(
+    tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess
+) -> None:
+    log = _rollout(tmp_path)
+    project = str(tmp_path / "repo")
+    with daemon.client() as client:
+        opened = client.call("session.open", {"cwd": project})
+        ids = {"session_id": opened.session_id, "epoch": opened.epoch}
+        client.call(
+            "remember", {**ids, "text": "Release checks use make release-check", "scope": "project"}
+        )
+
+    start = _hook(orca_env, "SessionStart", _payload(log, "SessionStart", source="startup"))
+    assert "Release checks use make release-check" in start.context
+
+    log.user_turn("turn-1", "Set up CI. Remember that our staging deploys go through ArgoCD.")
+    submit = _hook(
+        orca_env,
+        "UserPromptSubmit",
+        _payload(
+            log,
+            "UserPromptSubmit",
+            turn_id="turn-1",
+            prompt="Set up CI. Remember that our staging deploys go through ArgoCD.",
+        ),
+    )
+    assert submit.answer == {}
+    log.shell("ls .github/workflows", "ci.yml")
+    log.agent("CI is set up; staging deploys go through ArgoCD.")
+    stop_payload = _payload(
+        log,
+        "Stop",
+        turn_id="turn-1",
+        stop_hook_active=False,
+        last_assistant_message="CI is set up; staging deploys go through ArgoCD.",
+    )
+    _hook(orca_env, "Stop", stop_payload)
+    _hook(orca_env, "Stop", stop_payload)  # repeated: the same job
+    jobs = _jobs(daemon)
+    assert [job.turn_id for job in jobs] == ["codex_turn-1"]
+
+    prompt2 = "how do staging deploys work?"
+    log.user_turn("turn-2", prompt2)
+    submit2 = _hook(
+        orca_env,
+        "UserPromptSubmit",
+        _payload(log, "UserPromptSubmit", turn_id="turn-2", prompt=prompt2),
+    )
+    assert "ArgoCD" in submit2.context
+    again = _hook(
+        orca_env,
+        "UserPromptSubmit",
+        _payload(log, "UserPromptSubmit", turn_id="turn-2", prompt=prompt2),
+    )
+    assert again.context == submit2.context  # the snapshot holds for the same turn
+    log.agent("Through ArgoCD.")
+    _hook(
+        orca_env,
+        "Stop",
+        _payload(
+            log,
+            "Stop",
+            turn_id="turn-2",
+            stop_hook_active=True,
+            last_assistant_message="Through ArgoCD.",
+        ),
+    )
+    assert len(_jobs(daemon)) == 1  # a stop-hook continuation is not a root turn
+
+    subagent = _payload(
+        log,
+        "SubagentStop",
+        turn_id="turn-2",
+        stop_hook_active=False,
+        last_assistant_message="x",
+        agent_id="agent-1",
+        agent_type="explorer",
+        agent_transcript_path=None,
+    )
+    _hook(orca_env, "SubagentStop", subagent, command="Stop")
+    assert len(_jobs(daemon)) == 1
+
+    log.user_turn("turn-3", "We always squash merge.")
+    log.error("stream disconnected before completion")
+    _hook(
+        orca_env,
+        "Stop",
+        _payload(
+            log, "Stop", turn_id="turn-3", stop_hook_active=False, last_assistant_message=None
+        ),
+    )
+    assert len(_jobs(daemon)) == 1  # a failed turn
+
+    _hook(orca_env, "SessionStart", _payload(log, "SessionStart", source="resume"))
+    log.user_turn("turn-4", "Note that our convention is to squash merge every pull request.")
+    log.agent("Understood.")
+    _hook(
+        orca_env,
+        "Stop",
+        _payload(
+            log,
+            "Stop",
+            turn_id="turn-4",
+            stop_hook_active=False,
+            last_assistant_message="Understood.",
+        ),
+    )
+    assert sorted(job.turn_id for job in _jobs(daemon)) == ["codex_turn-1", "codex_turn-4"]
+    assert not (orca_env.memory_root / "agent-hooks.jsonl").exists()
+
+
+def test_no_transcript_means_no_capture_and_no_failure(
+    tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess
+) -> None:
+    log = _rollout(tmp_path)
+    payload = _payload(
+        log, "Stop", turn_id="t1", stop_hook_active=False, last_assistant_message="done"
+    )
+    payload["transcript_path"] = None
+    _hook(orca_env, "Stop", payload)
+    assert _jobs(daemon) == []
+    assert not (orca_env.memory_root / "agent-hooks.jsonl").exists()
+
+
+def test_daemon_down_answers_an_empty_valid_payload(tmp_path: Path, orca_env: OrcaEnv) -> None:
+    log = _rollout(tmp_path)
+    payload = _payload(log, "UserPromptSubmit", turn_id="t1", prompt="hi")
+    run = run_hook(orca_env, "codex", "UserPromptSubmit", payload, extra_args=("--no-start",))
+    assert run.status == 0 and run.answer == {}
+    jsonschema.validate(run.answer, codex_schema("user-prompt-submit.command.output"))
+    assert len(run.stderr.strip().splitlines()) == 1
+    failure = json.loads((orca_env.memory_root / "agent-hooks.jsonl").read_text().splitlines()[-1])
+    assert (failure["agent"], failure["kind"]) == ("codex", "unreachable")
