@@ -92,10 +92,17 @@ def _ping(path: str) -> Client | None:
 
 def connect(args: argparse.Namespace, *, start: bool | None = None) -> Client:
     """A client on the daemon's socket, starting the daemon first when allowed and needed."""
+    return open_client(args, start=start)[0]
+
+
+def open_client(
+    args: argparse.Namespace, *, start: bool | None = None
+) -> tuple[Client, subprocess.Popen[bytes] | None]:
+    """As connect, and the daemon process this call started (None when one was running)."""
     path = socket_path(args)
     allowed = (not getattr(args, "no_start", False)) if start is None else start
     try:
-        return Client(path)
+        return Client(path), None
     except DaemonUnavailable:
         if not allowed:
             raise CommandError(
@@ -108,12 +115,12 @@ def connect(args: argparse.Namespace, *, start: bool | None = None) -> Client:
     while time.monotonic() < deadline:
         client = _ping(path)
         if client is not None:
-            return client
+            return client, process
         if process.poll() is not None:
             # It exited: another orcactl may have started one first; otherwise say why.
             client = _ping(path)
             if client is not None:
-                return client
+                return client, None
             reason = startup_failure(offset) or f"exit status {process.returncode}"
             raise CommandError(
                 f"orcad could not start: {reason} (log: {daemon_log_path()})", EXIT_NOT_RUNNING
@@ -134,7 +141,12 @@ def call(
         try:
             return client.call(method, params)
         except RemoteError as exc:
-            raise CommandError(f"{exc.error.message} ({exc.kind})") from None
+            raise remote_failure(exc) from None
+
+
+def remote_failure(exc: RemoteError) -> CommandError:
+    """A daemon error for the user (bad usage is refused by argparse before any request)."""
+    return CommandError(f"{exc.error.message} ({exc.kind})")
 
 
 # What a client call raises when the daemon dies mid-call or answers outside protocol 1.

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from orcactl import approval
 from protocol.errors import RemoteError
 from tests.harness import DaemonProcess, OrcaEnv
 
@@ -204,7 +205,7 @@ def test_orcactl_reports_daemon_errors(
     ws = tmp_path / "ws"
     ws.mkdir()
     too_many = orcactl(orca_env, "search", "x", "--limit", "21", cwd=ws)
-    assert too_many.returncode == 1 and "limit" in too_many.stderr
+    assert too_many.returncode == 2 and "--limit: 21 is out of range (1 to 20)" in too_many.stderr
     assert "Traceback" not in too_many.stderr
     unknown = orcactl(orca_env, "forget", "mem_" + "0" * 32, "--yes", cwd=ws)
     assert unknown.returncode == 1 and "not_found" in unknown.stderr
@@ -234,7 +235,7 @@ def run_on_terminal(orca_env: OrcaEnv, args: list[str], answer: bytes) -> tuple[
             if not chunk:
                 break
             output += chunk
-            if not answered and b"[y/N]" in output:
+            if not answered and approval.PROMPT.encode() in output:
                 os.write(controller, answer)
                 answered = True
         elif process.poll() is not None:

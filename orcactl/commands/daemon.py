@@ -10,9 +10,14 @@ from orcactl.connect import (
     EXIT_OK,
     CommandError,
     call,
+    connect,
+    daemon_log_path,
+    open_client,
     print_json,
+    remote_failure,
     socket_path,
 )
+from protocol.errors import RemoteError
 from protocol.types import PingResult, StatusResult
 
 
@@ -91,9 +96,18 @@ def run_status(args: argparse.Namespace) -> int:
 
 
 def run_ping(args: argparse.Namespace) -> int:
-    started = time.perf_counter()
-    result: PingResult = call(args, "daemon.ping")
-    elapsed_ms = (time.perf_counter() - started) * 1000
+    began = time.perf_counter()
+    client, started = open_client(args)
+    if started is not None:  # time a connection to the running daemon, not its start
+        client.close()
+        began = time.perf_counter()
+        client = connect(args, start=False)
+    with client:
+        try:
+            result: PingResult = client.call("daemon.ping")
+        except RemoteError as exc:
+            raise remote_failure(exc) from None
+    elapsed_ms = (time.perf_counter() - began) * 1000
     if args.json:
         print_json(
             {
@@ -101,11 +115,14 @@ def run_ping(args: argparse.Namespace) -> int:
                 "version": result.version,
                 "pid": result.pid,
                 "round_trip_ms": round(elapsed_ms, 3),
+                "started": started is not None,
             }
         )
-    else:
-        print(
-            f"orcad {result.version} (pid {result.pid}, protocol {result.protocol}) "
-            f"answered in {elapsed_ms:.2f} ms"
-        )
+        return EXIT_OK
+    if started is not None:
+        print(f"orcad was not running; started it (pid {result.pid}, log {daemon_log_path()})")
+    print(
+        f"orcad {result.version} (pid {result.pid}, protocol {result.protocol}) "
+        f"answered in {elapsed_ms:.2f} ms"
+    )
     return EXIT_OK

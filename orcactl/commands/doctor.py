@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 import msgspec
 
+from orcactl.arguments import bounded_int
 from orcactl.connect import EXIT_ERROR, EXIT_OK, print_json, socket_path
 from orcad.clock import parse_time
 from orcad.config import Config, load_config
@@ -53,7 +54,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     doctor.add_argument("--json", action="store_true", help="print the findings as JSON")
     doctor.add_argument(
         "--min-free-mb",
-        type=int,
+        type=bounded_int(0),
         default=DEFAULT_MIN_FREE_MB,
         metavar="MB",
         help=f"report a problem below this much free disk space (default {DEFAULT_MIN_FREE_MB})",

@@ -1,8 +1,9 @@
 """`orcactl memory`: search, list, save, update and forget deliberate memory records.
 
 orcactl is an interactive normal-mode client: a change goes through the daemon's approval flow.
-On a terminal it shows the pending change and asks y/N; `--yes` approves once; off a terminal
-without `--yes` the change is declined (exit 4).
+On a terminal it shows the pending change and asks: once, this session, this workspace or no;
+`--yes` approves once and `--approve SCOPE` with that scope. Off a terminal without either the
+change stays unapproved (exit 4) and the command that approves it is printed.
 """
 
 from __future__ import annotations
@@ -12,12 +13,24 @@ import os
 import sys
 from typing import Any
 
-from orcactl.connect import EXIT_DECLINED, EXIT_ERROR, EXIT_OK, CommandError, connect, print_json
+from orcactl import approval
+from orcactl.arguments import bounded_int, existing_directory, text_of_at_most
+from orcactl.connect import (
+    EXIT_DECLINED,
+    EXIT_ERROR,
+    EXIT_OK,
+    connect,
+    print_json,
+    remote_failure,
+)
+from orcad.limits import MEMORY_CONTENT_MAX_CHARS, SEARCH_LIMIT_MAX, SEARCH_LIMIT_MIN
 from protocol.client import Client
 from protocol.errors import RemoteError
 from protocol.types import MemoryManageResult, MemoryRecord, MemorySearchResult
 
 KINDS = ("preference", "fact", "workflow", "decision")
+LIMIT = bounded_int(SEARCH_LIMIT_MIN, SEARCH_LIMIT_MAX)
+CONTENT = text_of_at_most(MEMORY_CONTENT_MAX_CHARS)
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -30,39 +43,41 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         parser = commands.add_parser(name, help=help_text)
         parser.add_argument("--json", action="store_true", help="print the daemon's result as JSON")
         parser.add_argument(
-            "--cwd", help="workspace directory to act from (default: the current one)"
+            "--cwd",
+            type=existing_directory,
+            help="workspace directory to act from (default: the current one)",
         )
         return parser
 
     search = add("search", "search records visible from this workspace (no query: most recent)")
     search.add_argument("query", nargs="?", help="free text; at most 12 terms are used")
-    search.add_argument("--limit", type=int, default=8, help="1 to 20 (default 8)")
+    search.add_argument("--limit", type=LIMIT, default=8, help="1 to 20 (default 8)")
     search.set_defaults(run=run_search)
 
     listing = add("list", "list the most recently updated records visible from this workspace")
-    listing.add_argument("--limit", type=int, default=20, help="1 to 20 (default 20)")
+    listing.add_argument("--limit", type=LIMIT, default=20, help="1 to 20 (default 20)")
     listing.set_defaults(run=run_search, query=None)
 
     save = add("save", "save a record (asks for approval)")
-    save.add_argument("text", help="the record's text: one durable fact")
+    save.add_argument("text", type=CONTENT, help="the record's text: one durable fact")
     save.add_argument("--kind", required=True, choices=KINDS, help="what sort of record it is")
     scope = save.add_mutually_exclusive_group(required=True)
     scope.add_argument("--global", dest="is_global", action="store_true", help="visible everywhere")
     scope.add_argument(
         "--workspace", dest="is_global", action="store_false", help="this workspace only"
     )
-    save.add_argument("--yes", action="store_true", help="approve the change once without asking")
+    add_approval_options(save)
     save.set_defaults(run=run_manage, action="save")
 
     update = add("update", "replace a record's text (asks for approval)")
     update.add_argument("id", help="the mem_... id shown by search or list")
-    update.add_argument("text", help="the record's new text")
-    update.add_argument("--yes", action="store_true", help="approve the change once without asking")
+    update.add_argument("text", type=CONTENT, help="the record's new text")
+    add_approval_options(update)
     update.set_defaults(run=run_manage, action="update")
 
     forget = add("forget", "delete a record (asks for approval)")
     forget.add_argument("id", help="the mem_... id shown by search or list")
-    forget.add_argument("--yes", action="store_true", help="approve the change once without asking")
+    add_approval_options(forget)
     forget.set_defaults(run=run_manage, action="forget")
 
 
@@ -78,7 +93,7 @@ class _Session:
         try:
             return self.client.call(method, params)
         except RemoteError as exc:
-            raise CommandError(f"{exc.error.message} ({exc.kind})") from None
+            raise remote_failure(exc) from None
 
     def close(self) -> None:
         try:
@@ -116,11 +131,28 @@ def run_search(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _ask(summary: str) -> bool:
-    print(summary)
-    print("Apply this change? [y/N] ", end="", flush=True)
-    answer = sys.stdin.readline()  # "" at end of input: no
-    return answer.strip().lower() in ("y", "yes")
+def add_approval_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--yes",
+        dest="approve",
+        action="store_const",
+        const="once",
+        help="approve the change once without asking (same as --approve once)",
+    )
+    parser.add_argument(
+        "--approve",
+        choices=tuple(approval.SCOPES),
+        help="approve without asking: once, for this session, or for this workspace",
+    )
+
+
+def _decide(args: argparse.Namespace, summary: str) -> str | None:
+    """The memory.approve decision, or None when nobody can be asked."""
+    if args.approve is not None:
+        return approval.SCOPES[args.approve]
+    if sys.stdin.isatty() and sys.stdout.isatty():
+        return approval.ask(summary, sys.stdin, sys.stdout)
+    return None
 
 
 def run_manage(args: argparse.Namespace) -> int:
@@ -131,39 +163,35 @@ def run_manage(args: argparse.Namespace) -> int:
         params["id"] = args.id
         if args.action == "update":
             params["content"] = args.text
-    declined = False
+    declined = unapproved = False
     with connect(args) as client:
         session = _Session(client, _cwd(args))
         try:
             result: MemoryManageResult = session.call("memory.manage", {**session.ids, **params})
             if result.outcome == "pending_approval" and result.approval_id is not None:
-                on_terminal = sys.stdin.isatty() and sys.stdout.isatty()
-                if args.yes:
-                    approved = True
-                elif on_terminal:
-                    approved = _ask(result.summary)
+                decision = _decide(args, result.summary)
+                if decision is None:  # left pending: it expires unapproved
+                    unapproved = True
                 else:
-                    approved = False
-                    print(
-                        f"orcactl: not approved: {result.summary} No terminal to ask on; "
-                        "rerun with --yes to approve it once.",
-                        file=sys.stderr,
+                    declined = decision == "deny"
+                    result = session.call(
+                        "memory.approve",
+                        {**session.ids, "approval_id": result.approval_id, "decision": decision},
                     )
-                declined = not approved
-                result = session.call(
-                    "memory.approve",
-                    {
-                        **session.ids,
-                        "approval_id": result.approval_id,
-                        "decision": "allow_once" if approved else "deny",
-                    },
-                )
         finally:
             session.close()
+    if unapproved:
+        print(
+            f"orcactl: this change needs approval and there is no terminal to ask on, so "
+            f"nothing changed.\n{result.summary}\nTo approve it once, run:\n  "
+            f"{approval.approving_command(args, _cwd(args))}\n(or use --approve session or "
+            "--approve workspace instead of --yes)",
+            file=sys.stderr,
+        )
     if args.json:
         print_json(result)
-    else:
+    elif not unapproved:
         print(result.summary)
     if result.outcome == "applied":
         return EXIT_OK
-    return EXIT_DECLINED if declined else EXIT_ERROR
+    return EXIT_DECLINED if declined or unapproved else EXIT_ERROR

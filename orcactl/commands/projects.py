@@ -7,6 +7,7 @@ import argparse
 import os
 from typing import Any
 
+from orcactl.arguments import existing_directory
 from orcactl.connect import EXIT_OK, call, print_json
 from protocol.types import (
     JobsListResult,
@@ -29,7 +30,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     inspect = subparsers.add_parser(
         "inspect", help="show a project's ledger, index state and jobs (default: this directory)"
     )
-    inspect.add_argument("path", nargs="?", help="a directory inside the project (default: .)")
+    inspect.add_argument(
+        "path",
+        nargs="?",
+        type=existing_directory,
+        help="a directory inside the project (default: .)",
+    )
     inspect.add_argument("--project", metavar="ID", help="a project id instead of a path")
     inspect.add_argument("--json", action="store_true", help="print the result as JSON")
     inspect.set_defaults(run=run_inspect)
@@ -48,7 +54,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     forget.add_argument(
         "--project", metavar="ID", help="the project id (default: this directory's)"
     )
-    forget.add_argument("--cwd", help="a directory inside the project (default: .)")
+    forget.add_argument(
+        "--cwd", type=existing_directory, help="a directory inside the project (default: .)"
+    )
     forget.add_argument("--json", action="store_true", help="print the result as JSON")
     forget.set_defaults(run=run_forget)
 

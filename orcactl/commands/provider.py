@@ -15,7 +15,8 @@ from typing import Any
 
 import trio
 
-from orcactl.connect import EXIT_ERROR, EXIT_OK, CommandError, print_json
+from orcactl.arguments import positive_seconds
+from orcactl.connect import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CommandError, print_json
 from orcad import limits
 from orcad.capture.output import MalformedOutput, parse_extractor_output
 from orcad.config import Config, load_config
@@ -48,7 +49,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     test.add_argument("text", nargs="?", metavar="TEXT", help="the sample exchange")
     test.add_argument("--json", action="store_true", help="print one JSON object")
     test.add_argument(
-        "--timeout", type=float, metavar="S", help="deadline in seconds (default: timeout_s)"
+        "--timeout",
+        type=positive_seconds,
+        metavar="S",
+        help="deadline in seconds (default: timeout_s)",
     )
     test.set_defaults(run=run)
 
@@ -62,7 +66,7 @@ def sample_source(text: str | None) -> str:
             text = sys.stdin.read()
         text = text.strip()
         if not text:
-            raise CommandError("TEXT is empty")
+            raise CommandError("TEXT is empty", EXIT_USAGE)
         source = text if text.startswith(("user:", "assistant:")) else f"user: {text}"
     source = redact(source)
     encoded = source.encode("utf-8")[: limits.SOURCE_MAX_BYTES]

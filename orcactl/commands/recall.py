@@ -12,7 +12,9 @@ import secrets
 from collections.abc import Callable
 from typing import Any
 
-from orcactl.connect import EXIT_OK, CommandError, connect, print_json
+from orcactl.arguments import existing_directory, text_of_at_most
+from orcactl.connect import EXIT_OK, connect, print_json, remote_failure
+from orcad.limits import EXPLICIT_FACT_MAX_CHARS
 from protocol.client import Client
 from protocol.errors import RemoteError
 
@@ -25,7 +27,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "the context block an agent would inject before its model request.",
     )
     recall.add_argument("prompt", metavar="PROMPT", help="the user's message for the turn")
-    recall.add_argument("--cwd", metavar="DIR", help="working directory (default: the current one)")
+    recall.add_argument(
+        "--cwd",
+        metavar="DIR",
+        type=existing_directory,
+        help="working directory (default: the current one)",
+    )
     recall.add_argument("--json", action="store_true", help="print the whole recall result as JSON")
     recall.set_defaults(run=run_recall)
 
@@ -35,9 +42,16 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description="Append TEXT as an explicit fact. User facts go to user.md and reach every "
         "session; with --project the fact goes to the memory.md of the project at --cwd.",
     )
-    remember.add_argument("text", metavar="TEXT", help="the fact to remember")
+    remember.add_argument(
+        "text",
+        metavar="TEXT",
+        type=text_of_at_most(EXPLICIT_FACT_MAX_CHARS),
+        help="the fact to remember",
+    )
     remember.add_argument("--project", action="store_true", help="a project fact, not a user fact")
-    remember.add_argument("--cwd", metavar="DIR", help="working directory (default: current)")
+    remember.add_argument(
+        "--cwd", metavar="DIR", type=existing_directory, help="working directory (default: current)"
+    )
     remember.add_argument("--json", action="store_true", help="print the result as JSON")
     remember.set_defaults(run=run_remember)
 
@@ -54,7 +68,7 @@ def _in_session(args: argparse.Namespace, work: Callable[[Client, dict[str, Any]
             finally:
                 client.call("session.close", ids)
         except RemoteError as exc:
-            raise CommandError(f"{exc.error.message} ({exc.kind})") from None
+            raise remote_failure(exc) from None
 
 
 def run_recall(args: argparse.Namespace) -> int:

@@ -1,0 +1,58 @@
+"""Approving a pending memory change: the terminal prompt, its answers, and the command that
+approves the change when there is no terminal to ask on."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+from typing import TextIO
+
+PROMPT = "Apply this change? [o]nce, this [s]ession, this [w]orkspace, [N]o: "
+RETRY_HINT = "Answer o (once), s (this session), w (this workspace) or n (no)."
+ASK_AT_MOST = 3  # unreadable answers before the change is declined
+
+# --approve SCOPE (and --yes, which is --approve once) -> memory.approve decision
+SCOPES = {"once": "allow_once", "session": "allow_session", "workspace": "allow_workspace"}
+
+_ANSWERS = {
+    **{word: "allow_once" for word in ("o", "once", "y", "yes")},
+    **{word: "allow_session" for word in ("s", "session")},
+    **{word: "allow_workspace" for word in ("w", "workspace")},
+    **{word: "deny" for word in ("", "n", "no", "d", "deny")},
+}
+
+
+def decision_for(answer: str) -> str | None:
+    """The memory.approve decision a typed answer means; None when it means none."""
+    return _ANSWERS.get(answer.strip().lower())
+
+
+def ask(summary: str, stdin: TextIO, stdout: TextIO) -> str:
+    """Show the change and ask until the answer is one of the choices; end of input is no."""
+    print(summary, file=stdout)
+    for _ in range(ASK_AT_MOST):
+        print(PROMPT, end="", file=stdout, flush=True)
+        line = stdin.readline()
+        if not line:  # end of input
+            print(file=stdout)
+            return "deny"
+        decision = decision_for(line)
+        if decision is not None:
+            return decision
+        print(RETRY_HINT, file=stdout)
+    return "deny"
+
+
+def approving_command(args: argparse.Namespace, cwd: str) -> str:
+    """The orcactl command that makes the same change and approves it once."""
+    words = ["orcactl", "memory", args.action]
+    if args.action in ("update", "forget"):
+        words.append(args.id)
+    if args.action in ("save", "update"):
+        words.append(args.text)
+    if args.action == "save":
+        words += ["--kind", args.kind, "--global" if args.is_global else "--workspace"]
+    if getattr(args, "socket", None):
+        words += ["--socket", args.socket]
+    words += ["--cwd", cwd, "--yes"]
+    return shlex.join(words)

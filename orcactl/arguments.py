@@ -1,0 +1,59 @@
+"""argparse types: a value the daemon would refuse is bad usage (exit 2) before any request."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Callable
+
+
+def bounded_int(low: int, high: int | None = None) -> Callable[[str], int]:
+    """An integer in [low, high] (no upper bound when high is None)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < low or (high is not None and value > high):
+            wanted = f"{low} to {high}" if high is not None else f"at least {low}"
+            raise argparse.ArgumentTypeError(f"{value} is out of range ({wanted})")
+        return value
+
+    parse.__name__ = "integer"  # argparse names the type in its own messages
+    return parse
+
+
+def positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text} is not a positive, finite number of seconds")
+    return value
+
+
+def text_of_at_most(max_chars: int) -> Callable[[str], str]:
+    """Text that is not blank and, trimmed, has at most max_chars characters."""
+
+    def parse(text: str) -> str:
+        trimmed = text.strip()
+        if not trimmed:
+            raise argparse.ArgumentTypeError("the text is empty")
+        if len(trimmed) > max_chars:
+            raise argparse.ArgumentTypeError(
+                f"the text has {len(trimmed)} characters; at most {max_chars} are allowed"
+            )
+        return text
+
+    parse.__name__ = "text"
+    return parse
+
+
+def existing_directory(text: str) -> str:
+    path = os.path.abspath(os.path.expanduser(text))
+    if not os.path.isdir(path):
+        reason = "is not a directory" if os.path.exists(path) else "does not exist"
+        raise argparse.ArgumentTypeError(f"{path} {reason}")
+    return path
