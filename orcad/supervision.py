@@ -58,10 +58,10 @@ async def supervised(
                     task_status.started()
             return  # the task finished on its own
         except Exception as exc:
-            if not started:
-                raise
-            delay = restart_delay(delay, trio.current_time() - began)
             cause: Any = _innermost(exc)
+            if not started:  # a startup failure: reported as itself, not as a nursery's group
+                raise cause from None if cause is exc else cause
+            delay = restart_delay(delay, trio.current_time() - began)
             log.error(
                 "background.crashed", task=name, restart_in_s=delay, **describe_exception(cause)
             )

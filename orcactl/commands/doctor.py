@@ -14,13 +14,21 @@ import stat
 import time
 import urllib.error
 import urllib.request
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import msgspec
 
 from orcactl.arguments import bounded_int
+from orcactl.commands.doctor_faults import (
+    Finding,
+    check_databases,
+    guarded,
+    judge_daemon_errors,
+    judge_damaged_jobs,
+    judge_damaged_project,
+)
 from orcactl.connect import EXIT_ERROR, EXIT_OK, print_json, socket_path
 from orcad.clock import parse_time
 from orcad.config import Config, load_config
@@ -30,21 +38,12 @@ from protocol.client import Client, DaemonUnavailable, ProtocolViolation
 from protocol.errors import RemoteError
 from protocol.types import JobSummary
 
-Status = Literal["ok", "problem", "skipped"]
 METHOD_NOT_FOUND = -32601
 PROVIDER_TIMEOUT_S = 3.0
 DEFAULT_MIN_FREE_MB = 200
 STUCK_AFTER_MIN_S = 3600.0  # an active job untouched this long is not merely queued
 STUCK_LEASES = 10  # ...or this many lease periods, when leases are long
 FILE_SCAN_LIMIT = 10000  # entries looked at under the memory root
-
-
-@dataclass(frozen=True)
-class Finding:
-    check: str
-    status: Status
-    detail: str
-    fix: str = ""
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -346,24 +345,27 @@ def _offered(client: Client, method: str, params: dict[str, Any]) -> tuple[Any, 
         raise
 
 
-def check_projects_live(client: Client, config: Config) -> list[Finding]:
+def check_projects_live(
+    client: Client, config: Config, projects_dir: Path | None = None
+) -> list[Finding]:
     found: list[Finding] = []
     listed, skipped = _offered(client, "projects.list", {})
     if skipped is not None:
         found.append(Finding("index", "skipped", skipped.detail))
     else:
         for project in listed.projects:
+            directory = (projects_dir or Path("projects")) / project.id
             if project.corrupt:
-                found.append(
-                    Finding(
-                        "index",
-                        "problem",
-                        f"project {project.id} is damaged",
-                        f"orcactl inspect {project.id} shows what is wrong",
-                    )
-                )
+                problem = getattr(project, "problem", None)
+                found.append(judge_damaged_project(project.id, directory, problem))
                 continue
-            inspected, skipped = _offered(client, "projects.inspect", {"project_id": project.id})
+            try:
+                inspected, skipped = _offered(
+                    client, "projects.inspect", {"project_id": project.id}
+                )
+            except RemoteError as exc:  # damaged after it was listed, or unreadable
+                found.append(judge_damaged_project(project.id, directory, str(exc)))
+                continue
             if skipped is not None:
                 found.append(Finding("index", "skipped", skipped.detail))
                 break
@@ -381,11 +383,17 @@ def check_projects_live(client: Client, config: Config) -> list[Finding]:
     if skipped is not None:
         found.append(Finding("jobs", "skipped", skipped.detail))
     else:
+        damaged = judge_damaged_jobs(getattr(jobs, "damaged", []))
         found.extend(
-            judge_jobs(jobs.jobs, time.time(), stuck_after_s(config))
-            or [Finding("jobs", "ok", "no exhausted or stuck jobs")]
+            judge_jobs(jobs.jobs, time.time(), stuck_after_s(config)) + damaged
+            or [Finding("jobs", "ok", "no exhausted, stuck or damaged jobs")]
         )
     return found
+
+
+def check_daemon_errors(client: Client) -> list[Finding]:
+    """Storage faults and crashes the running daemon recorded (daemon.status recent_errors)."""
+    return judge_daemon_errors(client.call("daemon.status").recent_errors)
 
 
 def check_projects_offline(paths: Paths, config: Config) -> list[Finding]:
@@ -401,14 +409,7 @@ def check_projects_offline(paths: Paths, config: Config) -> list[Finding]:
         try:
             current = ledger.read_ledger(directory)
         except StorageError as exc:
-            found.append(
-                Finding(
-                    "index",
-                    "problem",
-                    f"project {project_id}: {exc}",
-                    f"orcactl inspect {project_id} shows what is wrong",
-                )
-            )
+            found.append(judge_damaged_project(project_id, directory, str(exc)))
             continue
         found.append(
             judge_index(
@@ -424,7 +425,15 @@ def check_projects_offline(paths: Paths, config: Config) -> list[Finding]:
             try:
                 record = jobstore.read_job(directory, job_id)
             except StorageError as exc:
-                found.append(Finding("jobs", "problem", str(exc), "orcactl jobs shows it"))
+                found.append(
+                    Finding(
+                        "jobs",
+                        "problem",
+                        f"job {job_id} (project {project_id}): {exc.message}",
+                        f"restore {jobs_dir / name} from a backup, or move it out of jobs/ to "
+                        "give the job up",
+                    )
+                )
                 continue
             if record is not None:
                 jobs.append(summary_of(record))
@@ -432,7 +441,7 @@ def check_projects_offline(paths: Paths, config: Config) -> list[Finding]:
         found.append(Finding("index", "ok", "no projects yet"))
     found.extend(
         judge_jobs(jobs, time.time(), stuck_after_s(config))
-        or [Finding("jobs", "ok", "no exhausted or stuck jobs")]
+        or [Finding("jobs", "ok", "no exhausted, stuck or damaged jobs")]
     )
     return found
 
@@ -448,19 +457,30 @@ def diagnose(args: argparse.Namespace) -> list[Finding]:
     paths = resolve_paths()
     uid = os.getuid()
     found, client = check_runtime_and_socket(paths, Path(socket_path(args)), uid)
-    found.extend(check_storage(paths, uid))
-    config_findings, config = check_config(paths)
-    found.extend(config_findings)
-    found.append(check_provider(config))
+    found.extend(guarded("memory", lambda: check_storage(paths, uid)))
+    configured = [Config()]
+
+    def config_check() -> list[Finding]:
+        findings, configured[0] = check_config(paths)
+        return findings
+
+    found.extend(guarded("config", config_check))
+    config = configured[0]
+    found.extend(guarded("provider", lambda: [check_provider(config)]))
+    found.extend(guarded("databases", lambda: check_databases(paths, client is not None)))
     try:
         if client is not None:
-            found.extend(check_projects_live(client, config))
+            live = client
+            found.extend(guarded("daemon", lambda: check_daemon_errors(live)))
+            found.extend(
+                guarded("index", lambda: check_projects_live(live, config, paths.projects_dir))
+            )
         else:
-            found.extend(check_projects_offline(paths, config))
+            found.extend(guarded("index", lambda: check_projects_offline(paths, config)))
     finally:
         if client is not None:
             client.close()
-    found.append(check_disk(paths, args.min_free_mb))
+    found.extend(guarded("disk", lambda: [check_disk(paths, args.min_free_mb)]))
     return found
 
 

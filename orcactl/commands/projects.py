@@ -1,5 +1,6 @@
-"""`orcactl projects`, `orcactl inspect [PATH]`, `orcactl jobs`, `orcactl forget ID`: what
-automatic memory holds per project, its extraction jobs, and revisioned forgetting."""
+"""`orcactl projects`, `orcactl inspect [PATH]`, `orcactl jobs`, `orcactl jobs retry ID`,
+`orcactl forget ID`: what automatic memory holds per project, its extraction jobs, and
+revisioned forgetting."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from orcactl.arguments import existing_directory
 from orcactl.connect import EXIT_OK, call, print_json
 from protocol.types import (
     JobsListResult,
+    JobsRetryResult,
     JobSummary,
     LedgerForgetResult,
     ProjectsInspectResult,
@@ -45,6 +47,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     jobs.add_argument("--project", metavar="ID", help="only this project's jobs")
     jobs.add_argument("--json", action="store_true", help="print the result as JSON")
     jobs.set_defaults(run=run_jobs)
+    jobs_actions = jobs.add_subparsers(dest="jobs_action", metavar="{retry}")
+    retry = jobs_actions.add_parser(
+        "retry", help="run an exhausted job again (its attempts start over)"
+    )
+    retry.add_argument("job_id", metavar="ID", help="a job_... id shown by orcactl jobs")
+    retry.add_argument("--json", action="store_true", help="print the result as JSON")
+    retry.set_defaults(run=run_jobs_retry)
 
     forget = subparsers.add_parser(
         "forget",
@@ -131,10 +140,21 @@ def run_jobs(args: argparse.Namespace) -> int:
     if args.json:
         print_json(result)
         return EXIT_OK
-    if not result.jobs:
+    if not result.jobs and not result.damaged:
         print("no jobs")
     for job in result.jobs:
         print(_job_line(job))
+    for damaged in result.damaged:
+        print(f"{damaged.job_id}  DAMAGED  {damaged.path} (kept as found; the job is held)")
+    return EXIT_OK
+
+
+def run_jobs_retry(args: argparse.Namespace) -> int:
+    result: JobsRetryResult = call(args, "jobs.retry", {"job_id": args.job_id})
+    if args.json:
+        print_json(result)
+    else:
+        print(f"{args.job_id} is {result.state} again; a worker will take it up")
     return EXIT_OK
 
 

@@ -384,9 +384,10 @@ def add_workspace_grant(
 def repair_steps(path: Path) -> str:
     """How a user repairs a damaged memory database (quoted by the refusal and by doctor)."""
     return (
-        f"stop orcad; sqlite3 {path} .recover | sqlite3 {path}.recovered; "
-        f"mv {path} {path}.damaged (and its -wal and -shm); mv {path}.recovered {path}; "
-        "start orcad (or restore the file from a backup instead of .recover)"
+        f"stop orcad; (sqlite3 {path} .dump; echo 'PRAGMA user_version = {SCHEMA_VERSION};') "
+        f"| sqlite3 {path}.recovered; mv {path} {path}.damaged (and its -wal and -shm); "
+        f"mv {path}.recovered {path}; start orcad (rows on the damaged pages may be lost; "
+        "a backup of the file, restored the same way, loses nothing newer than it)"
     )
 
 

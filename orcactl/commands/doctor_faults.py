@@ -1,0 +1,163 @@
+"""Doctor's findings type, and the checks for faults inside the stored data: damaged databases,
+damaged job files and ledgers, faults the running daemon recorded, and a check that crashed."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from orcad.deliberate.store import repair_steps
+from orcad.paths import Paths
+from orcad.sqlite_worker import integrity_problem
+from orcad.state_db import damaged_copies, state_db_problem
+
+Status = Literal["ok", "problem", "skipped"]
+
+
+@dataclass(frozen=True)
+class Finding:
+    check: str
+    status: Status
+    detail: str
+    fix: str = ""
+
+
+# Faults the daemon records (daemon.status recent_errors) that doctor shows, with their fix.
+# Ledger and job-file damage are found by the index and jobs checks themselves.
+DAEMON_FAULT_FIXES = {
+    "storage": "free disk space or fix the file system named in the message; the daemon "
+    "retries by itself",
+    "state_db_damaged": "free space or fix permissions under the memory root, then restart orcad",
+    "memory_db_corrupt": "see the databases check for the repair steps",
+    "background_crashed": "a bug: the task was restarted; please report it with the daemon log "
+    "(journalctl --user -u orcad)",
+    "job_store": "check the named file or lock; the project's jobs are tried again after "
+    "extraction.reschedule_s",
+    "provider_config": "fix the [extraction] configuration and restart orcad",
+    "project_metadata_corrupt": "move the named project.json aside; it is rewritten at the next "
+    "session in that project",
+}
+
+
+def guarded(check: str, run: Callable[[], list[Finding]]) -> list[Finding]:
+    """Run one group of checks; if it fails unexpectedly, that is a finding, not a crash."""
+    try:
+        return run()
+    except Exception as exc:  # doctor reports everything it can, whatever one check hits
+        return [
+            Finding(
+                check,
+                "problem",
+                f"this check could not run: {type(exc).__name__}: {exc}",
+                "the other checks are still valid; fix what this names and run doctor again",
+            )
+        ]
+
+
+def _open_read_only(path: Path) -> sqlite3.Connection:
+    return sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None)
+
+
+def check_memory_database(path: Path) -> Finding:
+    """PRAGMA quick_check of memory.sqlite3, read-only (safe while orcad runs)."""
+    if not path.exists():
+        return Finding("databases", "ok", f"{path} does not exist yet")
+    try:
+        connection = _open_read_only(path)
+    except sqlite3.Error as exc:
+        problem: str | None = str(exc)
+    else:
+        try:
+            problem = integrity_problem(connection)
+        finally:
+            connection.close()
+    if problem is None:
+        return Finding("databases", "ok", f"{path} passes quick_check")
+    return Finding(
+        "databases",
+        "problem",
+        f"{path} is damaged ({problem}); orcad refuses changes to deliberate memory until it "
+        "is repaired, and searches may miss records",
+        repair_steps(path),
+    )
+
+
+def check_state_database(paths: Paths, daemon_running: bool) -> list[Finding]:
+    """daemon-state.sqlite3: damaged now (checked only when no daemon holds it), or moved
+    aside earlier (what was lost is said once more)."""
+    found: list[Finding] = []
+    path = paths.state_db
+    if not daemon_running:
+        problem = state_db_problem(path)
+        if problem is not None:
+            found.append(
+                Finding(
+                    "databases",
+                    "problem",
+                    f"{path} is damaged ({problem})",
+                    "start orcad: it moves the file aside and recreates it (open sessions must "
+                    "then be opened again; recall snapshots of earlier turns are lost)",
+                )
+            )
+    for copy in damaged_copies(path):
+        found.append(
+            Finding(
+                "databases",
+                "problem",
+                f"{copy} is a damaged daemon state database that orcad moved aside and replaced; "
+                "the session epochs and recall snapshots it held were lost (sessions were "
+                "opened again), memory itself was not in it",
+                f"nothing to repair; keep it for a bug report or delete it: rm {copy}*",
+            )
+        )
+    if not found:
+        found.append(Finding("databases", "ok", f"{path} is sound"))
+    return found
+
+
+def check_databases(paths: Paths, daemon_running: bool) -> list[Finding]:
+    return [
+        check_memory_database(paths.deliberate_db),
+        *check_state_database(paths, daemon_running),
+    ]
+
+
+def judge_daemon_errors(recent_errors: list[Any]) -> list[Finding]:
+    """The storage faults and crashes the running daemon recorded, newest last."""
+    found = []
+    for error in recent_errors:
+        fix = DAEMON_FAULT_FIXES.get(error.kind)
+        if fix is not None:
+            found.append(
+                Finding("daemon", "problem", f"{error.at} {error.kind}: {error.message}", fix)
+            )
+    return found or [Finding("daemon", "ok", "no storage faults or crashes recorded")]
+
+
+def judge_damaged_jobs(damaged: list[Any]) -> list[Finding]:
+    return [
+        Finding(
+            "jobs",
+            "problem",
+            f"job {job.job_id} (project {job.project_id}): its file {job.path} is damaged and "
+            "was kept as found; the job is held",
+            f"restore {job.path} from a backup, or move it out of jobs/ to give the job up; "
+            "then restart orcad",
+        )
+        for job in damaged
+    ]
+
+
+def judge_damaged_project(project_id: str, directory: Path, problem: str | None) -> Finding:
+    detail = problem or "its files are damaged"
+    return Finding(
+        "index",
+        "problem",
+        f"project {project_id}: {detail}",
+        f"move the damaged file aside (e.g. mv {directory}/candidates.jsonl "
+        f"{directory}/candidates.jsonl.damaged): the ledger starts empty, held jobs run again "
+        f"and job files keep the evidence; orcactl inspect {project_id} shows the rest",
+    )

@@ -1,0 +1,381 @@
+"""Faults that used to happen without anyone being told, each made to happen to a real daemon:
+a full disk, damaged databases, a damaged ledger, a truncated job file. Each must show in
+daemon.status, in `orcactl status` and in `orcactl doctor` (which never crashes), with a fix."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from orcad.deliberate import store
+from protocol.errors import RemoteError
+from tests.faults_helpers import fill_up, small_filesystem
+from tests.harness import DaemonProcess, OrcaEnv
+
+PAGE = 4096
+
+
+def orcactl(orca: OrcaEnv, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "orcactl", *args],
+        env=orca.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def doctor(orca: OrcaEnv) -> tuple[int, list[dict[str, Any]]]:
+    """Run doctor; it must always print its JSON report (never a traceback)."""
+    result = orcactl(orca, "doctor", "--json", "--min-free-mb", "0")
+    assert "Traceback" not in result.stderr, result.stderr
+    report = json.loads(result.stdout)
+    assert report["ok"] == (result.returncode == 0)
+    return result.returncode, report["findings"]
+
+
+def problems(findings: list[dict[str, Any]], check: str) -> list[dict[str, Any]]:
+    return [f for f in findings if f["check"] == check and f["status"] == "problem"]
+
+
+def remote_error(daemon: DaemonProcess, method: str, params: dict[str, Any]) -> RemoteError:
+    with pytest.raises(RemoteError) as caught:
+        daemon.call(method, params)
+    return caught.value
+
+
+def start(orca: OrcaEnv, factory: list[DaemonProcess], config: str = "") -> DaemonProcess:
+    orca.write_config(config)
+    process = DaemonProcess(orca)
+    factory.append(process)
+    return process.start()
+
+
+def workdir(tmp_path: Path, name: str = "work") -> str:
+    path = tmp_path / name
+    path.mkdir(exist_ok=True)
+    return os.path.realpath(path)
+
+
+def recent(daemon: DaemonProcess, kind: str) -> list[str]:
+    return [e.message for e in daemon.call("daemon.status").recent_errors if e.kind == kind]
+
+
+def damage_a_page(path: Path, page: int) -> None:
+    """Overwrite most of one database page with 0xff bytes (a torn or rotted sector)."""
+    data = bytearray(path.read_bytes())
+    start_at = page * PAGE + 100
+    data[start_at : start_at + 3900] = b"\xff" * 3900
+    path.write_bytes(bytes(data))
+
+
+def turn(session: Any, turn_id: str, text: str = "remember that we deploy with make") -> dict:
+    return {
+        "session_id": session.session_id,
+        "epoch": session.epoch,
+        "turn_id": turn_id,
+        "outcome": "succeeded",
+        "verifier": "none",
+        "transcript_committed": True,
+        "messages": [{"role": "user", "content": text}],
+    }
+
+
+# --- disk full ---------------------------------------------------------------------------------
+
+
+def test_a_full_disk_is_a_storage_error_on_every_path_and_is_recorded(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    cwd = workdir(tmp_path)
+    with small_filesystem(orca_env.home), small_filesystem(orca_env.config_dir):
+        daemon = start(orca_env, daemon_factory, "[extraction]\nworkers = 0\n")
+        session = daemon.call("session.open", {"cwd": cwd, "mode": "yolo"})
+        ids = {"session_id": session.session_id, "epoch": session.epoch}
+        fillers = [fill_up(orca_env.home), fill_up(orca_env.config_dir)]
+        failing = {
+            "session.open": {"cwd": cwd},
+            "turn.completed": turn(session, "t1"),
+            "memory.manage": {
+                **ids,
+                "action": "save",
+                "content": "the release checklist lives in docs/release.md " * 20,
+                "kind": "fact",
+                "is_global": True,
+            },
+            "remember": {**ids, "text": "we deploy on Tuesdays " * 40, "scope": "user"},
+        }
+        for method, params in failing.items():
+            error = remote_error(daemon, method, params)
+            assert (error.code, error.data["kind"]) == (-32017, "storage"), (method, error)
+            assert "free" in str(error) or "space" in str(error) or "full" in str(error)
+        # recall has nothing to write on its request path: it answers, or says storage
+        try:
+            daemon.call("recall", {**ids, "turn_id": "t2", "prompt": "how do we deploy"})
+        except RemoteError as exc:
+            assert exc.code == -32017
+        recorded = recent(daemon, "storage")
+        for method in failing:
+            assert any(message.startswith(f"{method}:") for message in recorded), recorded
+        status = orcactl(orca_env, "status")
+        assert "storage" in status.stdout and "session.open" in status.stdout
+        code, findings = doctor(orca_env)
+        assert code == 1
+        assert any("session.open" in f["detail"] for f in problems(findings, "daemon"))
+        assert daemon.proc is not None and daemon.proc.poll() is None  # still serving
+        for filler in fillers:
+            filler.unlink()
+        again = daemon.call("session.open", {"cwd": cwd})  # space is back: it works again
+        assert again.epoch == 1
+        daemon.stop()
+
+
+# --- the daemon state database -----------------------------------------------------------------
+
+
+def test_a_damaged_state_database_is_moved_aside_and_recreated_at_start(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    cwd = workdir(tmp_path)
+    daemon = start(orca_env, daemon_factory)
+    for number in range(300):  # several pages of sessions
+        daemon.call("session.open", {"cwd": cwd, "session_id": f"ses_{number:032x}"})
+    daemon.stop()
+    state_db = orca_env.memory_root / "daemon-state.sqlite3"
+    pages = state_db.stat().st_size // PAGE
+    damage_a_page(state_db, pages // 2)
+    damaged_bytes = state_db.read_bytes()
+
+    daemon = start(orca_env, daemon_factory)
+    opened = daemon.call("session.open", {"cwd": cwd, "session_id": "ses_" + "0" * 32})
+    assert opened.epoch == 1  # the epochs went with the damaged file, and that is said
+    copies = sorted(orca_env.memory_root.glob("daemon-state.sqlite3.damaged-*"))
+    assert [c for c in copies if not c.name.endswith(("-wal", "-shm"))], copies
+    assert copies[0].read_bytes() == damaged_bytes  # kept as found, for diagnosis
+    messages = recent(daemon, "state_db_recreated")
+    assert len(messages) == 1
+    assert str(state_db) in messages[0] and str(copies[0]) in messages[0]
+    assert "epochs" in messages[0] and "recall snapshots" in messages[0]
+    assert "state_db.recreated" in [e.get("event") for e in daemon.log_events()]
+    assert "state_db_recreated" in orcactl(orca_env, "status").stdout
+    code, findings = doctor(orca_env)
+    assert code == 1
+    found = problems(findings, "databases")
+    assert any(str(copies[0]) in f["detail"] and "lost" in f["detail"] for f in found)
+    assert all(f["fix"] for f in found)
+
+
+def test_a_state_database_damaged_while_running_is_recreated_on_the_next_open(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    cwd = workdir(tmp_path)
+    daemon = start(orca_env, daemon_factory)
+    daemon.call("session.open", {"cwd": cwd})
+    daemon.restart()  # sound at start; no connection to the file is open yet
+    state_db = orca_env.memory_root / "daemon-state.sqlite3"
+    for suffix in ("-wal", "-shm"):
+        Path(f"{state_db}{suffix}").unlink(missing_ok=True)
+    state_db.write_bytes(b"this is not a database\n" * 400)
+    opened = daemon.call("session.open", {"cwd": cwd})
+    assert opened.epoch == 1
+    assert len(recent(daemon, "state_db_recreated")) == 1
+    assert list(orca_env.memory_root.glob("daemon-state.sqlite3.damaged-*"))
+
+
+# --- the deliberate-memory database -------------------------------------------------------------
+
+
+def build_memory_database(path: Path, records: int = 3000) -> None:
+    old_umask = os.umask(0o077)
+    try:
+        connection = store.open_database(path)
+    finally:
+        os.umask(old_umask)
+    now = time.time()
+    with connection:
+        for number in range(records):
+            store.insert_record(
+                connection,
+                store.StoredRecord(
+                    id=store.new_record_id(),
+                    kind="fact",
+                    content=f"deploy fact {number} about widgets {'x' * (number % 50)}",
+                    workspace_id=None,
+                    workspace_root="/w",
+                    created_at=now,
+                    updated_at=now,
+                ),
+            )
+    connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    connection.close()
+
+
+def test_a_damaged_memory_database_refuses_changes_until_repaired(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    cwd = workdir(tmp_path)
+    database = orca_env.deliberate_db
+    build_memory_database(database)
+    damage_a_page(database, database.stat().st_size // PAGE // 3)
+
+    daemon = start(orca_env, daemon_factory)
+    messages = recent(daemon, "memory_db_corrupt")
+    assert len(messages) == 1 and str(database) in messages[0] and ".dump" in messages[0]
+    session = daemon.call("session.open", {"cwd": cwd, "mode": "yolo"})
+    ids = {"session_id": session.session_id, "epoch": session.epoch}
+    before = database.read_bytes()
+    error = remote_error(
+        daemon,
+        "memory.manage",
+        {**ids, "action": "save", "content": "a new fact", "kind": "fact", "is_global": True},
+    )
+    assert (error.code, error.data["kind"], error.data["reason"]) == (-32017, "storage", "corrupt")
+    assert database.read_bytes() == before  # nothing written into the damaged file
+    try:  # reads go on (they may miss what the damaged page held), or say storage
+        daemon.call("memory.search", {**ids, "query": "widgets"})
+    except RemoteError as exc:
+        assert exc.code == -32017
+    assert "memory_db_corrupt" in orcactl(orca_env, "status").stdout
+    code, findings = doctor(orca_env)
+    assert code == 1
+    found = problems(findings, "databases")
+    assert len(found) == 1 and str(database) in found[0]["detail"]
+    assert ".dump" in found[0]["fix"]
+
+    if shutil.which("sqlite3") is None:
+        pytest.skip("no sqlite3 command line here to follow the repair steps with")
+    daemon.stop()  # the repair steps doctor gives, followed literally
+    recovered = Path(f"{database}.recovered")
+    command = re.search(r"^stop orcad; (.*\| sqlite3 \S+\.recovered); mv ", found[0]["fix"])
+    assert command is not None and command.group(1).endswith(f"| sqlite3 {recovered}")
+    subprocess.run(command.group(1), shell=True, check=True, capture_output=True)  # noqa: S602
+    for suffix in ("", "-wal", "-shm"):
+        if Path(f"{database}{suffix}").exists():
+            os.replace(f"{database}{suffix}", f"{database}.damaged{suffix}")
+    os.replace(recovered, database)
+    database.chmod(0o600)
+    daemon.start()
+    assert recent(daemon, "memory_db_corrupt") == []
+    session = daemon.call("session.open", {"cwd": cwd, "mode": "yolo"})
+    saved = daemon.call(
+        "memory.manage",
+        {
+            "session_id": session.session_id,
+            "epoch": session.epoch,
+            "action": "save",
+            "content": "a new fact",
+            "kind": "fact",
+            "is_global": True,
+        },
+    )
+    assert saved.outcome == "applied"
+    code, findings = doctor(orca_env)
+    assert problems(findings, "databases") == []
+
+
+# --- project files --------------------------------------------------------------------------
+
+
+def test_a_damaged_ledger_is_listed_as_corrupt_and_doctor_says_how_to_fix_it(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    daemon = start(orca_env, daemon_factory, "[extraction]\nworkers = 0\n")
+    session = daemon.call("session.open", {"cwd": workdir(tmp_path)})
+    ledger = orca_env.memory_root / "projects" / session.project.id / "candidates.jsonl"
+    ledger.write_text('{"this is": "not a ledger"\n')
+    listed = daemon.call("projects.list").projects
+    assert [(p.id, p.corrupt) for p in listed] == [(session.project.id, True)]
+    assert listed[0].problem is not None and "candidates.jsonl" in listed[0].problem
+    assert recent(daemon, "ledger_corrupt")
+    for running in (True, False):
+        code, findings = doctor(orca_env)
+        assert code == 1
+        found = problems(findings, "index")
+        assert len(found) == 1 and session.project.id in found[0]["detail"]
+        assert "candidates.jsonl" in found[0]["fix"]
+        if running:
+            daemon.stop()
+
+
+def test_a_truncated_job_file_stays_visible_with_its_id_and_is_kept(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    daemon = start(orca_env, daemon_factory, "[extraction]\nworkers = 0\n")
+    session = daemon.call("session.open", {"cwd": workdir(tmp_path)})
+    job_id = daemon.call("turn.completed", turn(session, "t1")).job_id
+    daemon.stop()
+    job_file = orca_env.memory_root / "projects" / session.project.id / "jobs" / f"{job_id}.json"
+    truncated = job_file.read_bytes()[:57]
+    job_file.write_bytes(truncated)
+
+    daemon.start()
+    listed = daemon.call("jobs.list")
+    assert listed.jobs == []
+    assert [(d.job_id, d.project_id, d.path) for d in listed.damaged] == [
+        (job_id, session.project.id, str(job_file))
+    ]
+    assert daemon.call("daemon.status").jobs.damaged == 1
+    assert any(job_id in message for message in recent(daemon, "job_file_damaged"))
+    assert job_file.read_bytes() == truncated  # kept as found
+    shown = orcactl(orca_env, "jobs")
+    assert job_id in shown.stdout and "DAMAGED" in shown.stdout
+    for running in (True, False):
+        code, findings = doctor(orca_env)
+        assert code == 1
+        found = problems(findings, "jobs")
+        assert len(found) == 1 and job_id in found[0]["detail"] and found[0]["fix"]
+        if running:
+            daemon.stop()
+    assert job_file.read_bytes() == truncated
+
+
+# --- jobs.retry -----------------------------------------------------------------------------
+
+
+def test_an_exhausted_job_can_be_retried_once_more(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    daemon = start(orca_env, daemon_factory, "[extraction]\nworkers = 0\nretry_base_s = 0.0\n")
+    session = daemon.call("session.open", {"cwd": workdir(tmp_path)})
+    job_id = daemon.call("turn.completed", turn(session, "t1")).job_id
+    refused = orcactl(orca_env, "jobs", "retry", job_id)  # pending: nothing to retry
+    assert refused.returncode == 1 and "only an exhausted job" in refused.stderr
+    for _ in range(4):
+        claimed = daemon.call("jobs.claim", {"worker": "w"})
+        daemon.call("jobs.fail", {"job_id": job_id, "token": claimed.lease.token, "error": "down"})
+    assert daemon.call("jobs.list", {"state": "exhausted"}).jobs[0].job_id == job_id
+
+    retried = orcactl(orca_env, "jobs", "retry", job_id)
+    assert retried.returncode == 0 and job_id in retried.stdout, retried.stderr
+    [job] = daemon.call("jobs.list").jobs
+    assert (job.state, job.attempts, job.last_error) == ("pending", 0, "down")
+    claimed = daemon.call("jobs.claim", {"worker": "w"})
+    assert claimed.job.job_id == job_id and claimed.job.attempt == 1
+    error = remote_error(daemon, "jobs.retry", {"job_id": job_id})
+    assert (error.code, error.data["kind"]) == (-32013, "conflict")
+    unknown = remote_error(daemon, "jobs.retry", {"job_id": "job_" + "0" * 32})
+    assert unknown.code == -32014
+    assert orcactl(orca_env, "jobs", "retry", "nope").returncode == 1
+
+
+def test_sqlite3_quick_check_finds_the_damaged_page_the_tests_make(tmp_path: Path) -> None:
+    database = tmp_path / "memory.sqlite3"
+    build_memory_database(database, records=500)
+    connection = sqlite3.connect(database)
+    assert connection.execute("PRAGMA quick_check").fetchone()[0] == "ok"
+    connection.close()
+    damage_a_page(database, database.stat().st_size // PAGE // 3)
+    connection = sqlite3.connect(database)
+    assert connection.execute("PRAGMA quick_check").fetchone()[0] != "ok"
+    connection.close()
