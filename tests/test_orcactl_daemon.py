@@ -28,7 +28,17 @@ def test_status_when_not_running_exits_3_and_starts_nothing(orca_env: OrcaEnv) -
     assert not orca_env.socket.exists()
     as_json = orcactl(orca_env, "status", "--json")
     assert as_json.returncode == 3
-    assert json.loads(as_json.stdout) == {"running": False, "socket": str(orca_env.socket)}
+    assert json.loads(as_json.stdout) == {
+        "running": False,
+        "socket": str(orca_env.socket),
+        "config_file": {
+            "path": str(orca_env.home / "config.toml"),
+            "exists": False,
+            "parses": None,
+            "error": None,
+            "changed_since_start": None,
+        },
+    }
 
 
 def test_status_of_a_running_daemon(daemon: DaemonProcess) -> None:

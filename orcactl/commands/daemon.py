@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import time
+from pathlib import Path
+from typing import Any
+
+import msgspec
 
 from orcactl.connect import (
     EXIT_NOT_RUNNING,
@@ -17,6 +22,10 @@ from orcactl.connect import (
     remote_failure,
     socket_path,
 )
+from orcad.clock import parse_time
+from orcad.config import load_config
+from orcad.errors import StartupError
+from orcad.paths import resolve_paths
 from protocol.errors import RemoteError
 from protocol.types import PingResult, StatusResult
 
@@ -48,7 +57,43 @@ def _uptime(seconds: float) -> str:
     return " ".join(parts)
 
 
-def render_status(status: StatusResult) -> str:
+def config_report(path: Path, started_at: str | None) -> dict[str, Any]:
+    """The config file as it is now: whether it exists and parses, and (for a running daemon)
+    whether it changed after the daemon read it at start."""
+    report: dict[str, Any] = {"path": str(path), "exists": path.is_file(), "parses": None}
+    report["error"] = None
+    report["changed_since_start"] = None
+    if not report["exists"]:
+        return report
+    try:
+        load_config(path)
+        report["parses"] = True
+    except StartupError as exc:
+        report.update(parses=False, error=str(exc))
+    if started_at is not None:
+        with contextlib.suppress(OSError):
+            report["changed_since_start"] = path.stat().st_mtime > parse_time(started_at)
+    return report
+
+
+def describe_config(report: dict[str, Any]) -> str:
+    path = report["path"]
+    if not report["exists"]:
+        return f"{path} (missing: defaults apply)"
+    if not report["parses"]:
+        return f"{path} (does NOT parse: {report['error']})"
+    if report["changed_since_start"]:
+        return f"{path} (parses; changed since orcad started: restart orcad to apply it)"
+    return f"{path} (parses)"
+
+
+def _status_config(status: StatusResult) -> dict[str, Any]:
+    path = Path(status.config_path) if status.config_path else None
+    # orcad reads <ORCA_HOME>/config.toml; its memory root is <ORCA_HOME>/memory
+    return config_report(path or Path(status.memory_root).parent / "config.toml", status.started_at)
+
+
+def render_status(status: StatusResult, config: dict[str, Any]) -> str:
     jobs = status.jobs
     lines = [
         f"\N{BLACK CIRCLE} orcad {status.version} - memory daemon for coding agents",
@@ -57,7 +102,7 @@ def render_status(status: StatusResult) -> str:
         f"     Socket: {status.socket}",
         f"     Memory: {status.memory_root}",
         f" Deliberate: {status.deliberate_db}",
-        f"     Config: {status.config_path or '(defaults; no config.toml)'}",
+        f"     Config: {describe_config(config)}",
         f"   Provider: {status.provider or 'heuristic'}",
         f"    Workers: {status.workers.busy} busy / {status.workers.configured} configured",
         f"       Jobs: {jobs.pending} pending, {jobs.leased} leased, {jobs.committed} committed, "
@@ -80,18 +125,21 @@ def run_status(args: argparse.Namespace) -> int:
     except CommandError as exc:
         if exc.status != EXIT_NOT_RUNNING:
             raise
+        config = config_report(resolve_paths().config_file, None)
         if args.json:
-            print_json({"running": False, "socket": socket_path(args)})
+            print_json({"running": False, "socket": socket_path(args), "config_file": config})
         else:
             print(
                 f"\N{WHITE CIRCLE} orcad - memory daemon for coding agents\n"
-                f"     Active: inactive (not running)\n     Socket: {socket_path(args)}"
+                f"     Active: inactive (not running)\n     Socket: {socket_path(args)}\n"
+                f"     Config: {describe_config(config)}"
             )
         return EXIT_NOT_RUNNING
+    config = _status_config(status)
     if args.json:
-        print_json(status)
+        print_json({**msgspec.to_builtins(status), "config_file": config})
     else:
-        print(render_status(status))
+        print(render_status(status, config))
     return EXIT_OK
 
 

@@ -1,0 +1,263 @@
+"""orcactl as a user meets it: bad usage is exit 2 before any request, global options go before
+or after the command, --version, ping and the start it triggers, approval off and on a terminal,
+and the config file `status` reports."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from orcactl import approval
+from orcad import __version__
+from tests.harness import DaemonProcess, OrcaEnv
+from tests.test_deliberate_daemon import run_on_terminal
+
+
+def orcactl(
+    orca_env: OrcaEnv, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "orcactl", *args],
+        env=env or orca_env.env,
+        stdin=subprocess.DEVNULL,  # never a terminal
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def records(orca_env: OrcaEnv, ws: Path) -> list[dict[str, str]]:
+    listed = orcactl(orca_env, "memory", "list", "--json", "--cwd", str(ws))
+    assert listed.returncode == 0, listed.stderr
+    result: list[dict[str, str]] = json.loads(listed.stdout)["records"]
+    return result
+
+
+# --- bad usage ------------------------------------------------------------------------------
+
+BAD_USAGE = [
+    (["memory", "list", "--limit", "0"], "--limit: 0 is out of range (1 to 20)"),
+    (["memory", "search", "x", "--limit", "21"], "--limit: 21 is out of range (1 to 20)"),
+    (["memory", "list", "--limit", "many"], "--limit: 'many' is not a whole number"),
+    (["memory", "save", "  ", "--kind", "fact", "--global"], "argument text: the text is empty"),
+    (["memory", "save", "x" * 4097, "--kind", "fact", "--global"], "at most 4096"),
+    (["memory", "update", "mem_x", "\n"], "argument text: the text is empty"),
+    (["memory", "save", "a", "--kind", "fact", "--global", "--approve", "always"], "--approve"),
+    (["remember", ""], "argument TEXT: the text is empty"),
+    (["remember", "y" * 2001], "at most 2000"),
+    (["recall", "x", "--cwd", "/nonexistent/dir"], "--cwd: /nonexistent/dir does not exist"),
+    (["memory", "list", "--cwd", "/etc/hostname"], "--cwd: /etc/hostname is not a directory"),
+    (["inspect", "/nonexistent/dir"], "argument path: /nonexistent/dir does not exist"),
+    (["forget", "cand_x", "--cwd", "/nonexistent"], "--cwd: /nonexistent does not exist"),
+    (["doctor", "--min-free-mb", "-1"], "--min-free-mb: -1 is out of range (at least 0)"),
+    (["provider", "test", "--timeout", "0"], "--timeout: 0 is not a positive"),
+    (["provider", "test", "--timeout", "nan"], "--timeout: nan is not a positive"),
+    (["provider", "test", "--timeout", "inf"], "--timeout: inf is not a positive"),
+    (["provider", "test", "   "], "TEXT is empty"),
+    (["ping", "--bogus"], "unrecognized arguments: --bogus"),
+    (["no-such-command"], "invalid choice"),
+]
+
+
+@pytest.mark.parametrize(("argv", "message"), BAD_USAGE, ids=lambda v: " ".join(v)[:40])
+def test_bad_usage_is_exit_2_and_reaches_no_daemon(
+    orca_env: OrcaEnv, argv: list[str], message: str
+) -> None:
+    result = orcactl(orca_env, *argv)
+    assert result.returncode == 2, result.stderr
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not orca_env.socket.exists()  # nothing was sent: it would have started orcad
+
+
+def test_a_value_in_range_is_accepted(daemon: DaemonProcess, tmp_path: Path) -> None:
+    for limit in ("1", "20"):
+        result = orcactl(daemon.orca, "memory", "list", "--limit", limit, "--cwd", str(tmp_path))
+        assert result.returncode == 0, result.stderr
+
+
+# --- global options, --version ----------------------------------------------------------------
+
+
+def test_version() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "orcactl", "--version"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert (result.returncode, result.stdout) == (0, f"orcactl {__version__} (protocol 1)\n")
+
+
+def test_global_options_work_after_the_command(daemon: DaemonProcess, tmp_path: Path) -> None:
+    elsewhere = dict(daemon.orca.env, ORCA_SOCKET=str(tmp_path / "nobody.sock"))
+    sock = str(daemon.orca.socket)
+    after = orcactl(daemon.orca, "ping", "--no-start", "--socket", sock, "--json", env=elsewhere)
+    assert after.returncode == 0, after.stderr
+    assert json.loads(after.stdout)["pid"] == daemon.proc.pid  # type: ignore[union-attr]
+    before = orcactl(daemon.orca, "--json", "--socket", sock, "ping", env=elsewhere)
+    assert json.loads(before.stdout)["pid"] == daemon.proc.pid  # type: ignore[union-attr]
+    nested = orcactl(
+        daemon.orca, "memory", "--socket", sock, "list", "--cwd", str(tmp_path), env=elsewhere
+    )
+    assert (nested.returncode, nested.stdout) == (0, "no records\n"), nested.stderr
+    as_json = orcactl(daemon.orca, "--json", "memory", "list", "--cwd", str(tmp_path))
+    assert json.loads(as_json.stdout) == {"records": []}
+    # --no-start after the command keeps its meaning: nothing is started on the other socket.
+    refused = orcactl(daemon.orca, "ping", "--no-start", env=elsewhere)
+    assert refused.returncode == 3 and not (tmp_path / "nobody.sock").exists()
+    # An option given before the command stands when the command does not repeat it.
+    still = orcactl(daemon.orca, "--no-start", "status", env=elsewhere)
+    assert still.returncode == 3
+
+
+# --- ping and the start it triggers -----------------------------------------------------------
+
+
+def test_ping_says_it_started_orcad_and_times_only_the_round_trip(orca_env: OrcaEnv) -> None:
+    began = time.perf_counter()
+    first = orcactl(orca_env, "ping", "--json")
+    wall_ms = (time.perf_counter() - began) * 1000
+    assert first.returncode == 0, first.stderr
+    started = json.loads(first.stdout)
+    try:
+        assert started["started"] is True
+        # The start (a new interpreter, imports, databases) is most of the run; not its timing.
+        assert started["round_trip_ms"] < wall_ms / 4
+        again = orcactl(orca_env, "ping")
+        assert again.returncode == 0, again.stderr
+        assert "started" not in again.stdout and f"pid {started['pid']}" in again.stdout
+        assert json.loads(orcactl(orca_env, "ping", "--json").stdout)["started"] is False
+    finally:
+        os.kill(started["pid"], 15)
+        deadline = time.monotonic() + 15
+        while orca_env.socket.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+    shown = orcactl(orca_env, "ping")
+    try:
+        pid = int(shown.stdout.split("(pid ")[1].split(",")[0])
+        assert shown.stdout.startswith(f"orcad was not running; started it (pid {pid}, log ")
+    finally:
+        os.kill(pid, 15)
+        while orca_env.socket.exists() and time.monotonic() < deadline + 15:
+            time.sleep(0.05)
+
+
+# --- approval ---------------------------------------------------------------------------------
+
+
+def test_off_a_terminal_a_change_waits_and_the_printed_command_approves_it(
+    daemon: DaemonProcess, tmp_path: Path
+) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    text = "deploys go through 'make release'"
+    asked = orcactl(
+        daemon.orca, "memory", "save", text, "--kind", "fact", "--workspace", "--cwd", str(ws)
+    )
+    assert asked.returncode == 4
+    assert "needs approval and there is no terminal to ask on" in asked.stderr
+    assert "declined" not in asked.stderr and asked.stdout == ""
+    assert records(daemon.orca, ws) == []
+    command = asked.stderr.split("To approve it once, run:\n  ", 1)[1].splitlines()[0]
+    words = shlex.split(command)
+    assert words[0] == "orcactl" and words[-1] == "--yes"
+    approved = orcactl(daemon.orca, *words[1:])
+    assert approved.returncode == 0, approved.stderr
+    assert [r["content"] for r in records(daemon.orca, ws)] == [text]
+
+
+def test_approve_option_grants_the_workspace(daemon: DaemonProcess, tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    save = ["memory", "save", "--kind", "fact", "--workspace", "--cwd", str(ws)]
+    granted = orcactl(daemon.orca, *save, "first", "--approve", "workspace")
+    assert granted.returncode == 0, granted.stderr
+    later = orcactl(daemon.orca, *save, "second")  # no terminal, no --yes: the grant applies
+    assert later.returncode == 0, later.stderr
+    other = tmp_path / "other"
+    other.mkdir()
+    assert orcactl(daemon.orca, *save[:-1], str(other), "third").returncode == 4
+
+
+@pytest.mark.parametrize(
+    ("answer", "status", "decision"),
+    [
+        (b"o\n", 0, "allow_once"),
+        (b"s\n", 0, "allow_session"),
+        (b"workspace\n", 0, "allow_workspace"),
+        (b"maybe\nn\n", 4, None),
+        (b"\n", 4, None),
+    ],
+)
+def test_the_prompt_offers_once_session_workspace_or_no(
+    daemon: DaemonProcess, tmp_path: Path, answer: bytes, status: int, decision: str | None
+) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    save = ["save", "asked on a terminal", "--kind", "fact", "--workspace", "--cwd", str(ws)]
+    returned, output = run_on_terminal(daemon.orca, save, answer)
+    assert approval.PROMPT in output
+    assert returned == status, output
+    assert len(records(daemon.orca, ws)) == (1 if status == 0 else 0)
+    if answer.startswith(b"maybe"):
+        assert approval.RETRY_HINT in output
+    approved = [e for e in daemon.log_events() if e.get("event") == "memory.approved"]
+    assert [e["decision"] for e in approved] == ([decision] if decision else [])
+    later = orcactl(daemon.orca, "memory", *save[:1], "another", *save[2:])
+    assert later.returncode == (0 if decision == "allow_workspace" else 4)
+
+
+def test_answers_map_to_decisions() -> None:
+    assert approval.decision_for(" Y ") == "allow_once"
+    assert approval.decision_for("S") == "allow_session"
+    assert approval.decision_for("w\n") == "allow_workspace"
+    assert approval.decision_for("") == "deny"
+    assert approval.decision_for("sure") is None
+
+
+# --- status: the config file ----------------------------------------------------------------
+
+
+def test_status_shows_the_config_file_as_it_is_now(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess]
+) -> None:
+    config = orca_env.home / "config.toml"
+    stopped = orcactl(orca_env, "status")
+    assert f"Config: {config} (missing: defaults apply)" in stopped.stdout
+    orca_env.write_config("[extraction]\nworkers = 1\n")
+    process = DaemonProcess(orca_env)
+    daemon_factory.append(process)
+    process.start()
+    shown = orcactl(orca_env, "status")
+    assert f"Config: {config} (parses)\n" in shown.stdout, shown.stdout
+    report = json.loads(orcactl(orca_env, "status", "--json").stdout)["config_file"]
+    assert report == {
+        "path": str(config),
+        "exists": True,
+        "parses": True,
+        "error": None,
+        "changed_since_start": False,
+    }
+    orca_env.write_config("[extraction]\nworkers = 2\n")
+    later = time.time() + 5
+    os.utime(config, (later, later))
+    assert (
+        "changed since orcad started: restart orcad to apply it"
+        in orcactl(orca_env, "status").stdout
+    )
+    orca_env.write_config("[extraction\n")
+    broken = orcactl(orca_env, "status")
+    assert broken.returncode == 0
+    assert f"Config: {config} (does NOT parse: " in broken.stdout
+    config.unlink()
+    assert f"Config: {config} (missing: defaults apply)" in orcactl(orca_env, "status").stdout
