@@ -8,10 +8,21 @@ find those runs plus a few substring searches.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+
+from orcad.secret_tokens import TOKEN_RULES, WORDY_RULES
+from orcad.secret_values import (
+    WORD_LIKE,
+    character_classes,
+    find_credential_flags,
+    find_netrc_passwords,
+    find_stated_passwords,
+    is_credential_literal,
+    is_placeholder,
+    looks_random,
+)
 
 __all__ = ["SecretMatch", "contains_secret", "find_secrets", "redact"]
 
@@ -54,155 +65,7 @@ def _ends_word(text: str, end: int) -> bool:
     return end == len(text) or text[end] not in _ALNUM
 
 
-def shannon_entropy(value: str) -> float:
-    """Bits per character of `value`'s own character distribution."""
-    length = len(value)
-    if length == 0:
-        return 0.0
-    counts: dict[str, int] = {}
-    for char in value:
-        counts[char] = counts.get(char, 0) + 1
-    return -sum(n / length * math.log2(n / length) for n in counts.values())
-
-
-def _character_classes(value: str) -> int:
-    lower = upper = digit = other = 0
-    for char in value:
-        if "a" <= char <= "z":
-            lower = 1
-        elif "A" <= char <= "Z":
-            upper = 1
-        elif "0" <= char <= "9":
-            digit = 1
-        else:
-            other = 1
-    return lower + upper + digit + other
-
-
 # ---------------------------------------------------------------- token formats
-# Each entry: rule name, trigger literals (any must occur in the text), pattern, and
-# whether the match must sit on word boundaries. Patterns start with a literal so the
-# regex engine can skip ahead, and use single greedy character classes (no nesting).
-_TOKEN_RULES: tuple[tuple[str, tuple[str, ...], str, bool], ...] = (
-    (
-        "aws_access_key_id",
-        ("AKIA", "ASIA", "ABIA", "ACCA"),
-        r"A(?:KIA|SIA|BIA|CCA)[A-Z2-7]{16}+",
-        True,
-    ),
-    ("gcp_api_key", ("AIza",), r"AIza[0-9A-Za-z_\-]{35}(?![0-9A-Za-z_\-])", True),
-    (
-        "azure_storage_key",
-        ("AccountKey=", "SharedAccessKey="),
-        r"(?:Account|SharedAccess)Key=([A-Za-z0-9+/]{40,100}={0,2})",
-        False,
-    ),
-    (
-        "github_token",
-        ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
-        r"gh[pousr]_[A-Za-z0-9]{36,251}+(?![A-Za-z0-9_])",
-        True,
-    ),
-    ("github_token", ("github_pat_",), r"github_pat_[A-Za-z0-9_]{50,255}", True),
-    (
-        "gitlab_token",
-        ("glpat-", "gldt-", "glrt-", "glptt-"),
-        r"gl(?:pat|dt|rt|ptt)-[A-Za-z0-9_\-]{20,64}+(?![A-Za-z0-9_\-])",
-        True,
-    ),
-    (
-        "bitbucket_token",
-        ("ATBB", "ATCTT", "ATATT"),
-        r"AT(?:BB|CTT|ATT)[A-Za-z0-9_=.\-]{28,255}+(?![A-Za-z0-9_=.\-])",
-        True,
-    ),
-    ("slack_token", ("xox",), r"xox[abeoprs]-[0-9A-Za-z\-]{10,250}+(?![0-9A-Za-z\-])", True),
-    ("slack_token", ("xapp-",), r"xapp-[0-9]-[0-9A-Za-z\-]{20,250}+(?![0-9A-Za-z\-])", True),
-    (
-        "slack_webhook",
-        ("hooks.slack.com/",),
-        r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/]{20,200}",
-        False,
-    ),
-    (
-        "discord_webhook",
-        ("/api/webhooks/",),
-        r"/api/webhooks/([0-9]{15,21}/[A-Za-z0-9_\-]{60,80})(?![A-Za-z0-9_\-])",
-        False,
-    ),
-    (
-        "anthropic_api_key",
-        ("sk-ant-",),
-        r"sk-ant-[a-z0-9]{2,12}-[A-Za-z0-9_\-]{40,200}+(?![A-Za-z0-9_\-])",
-        True,
-    ),
-    (
-        "openai_api_key",
-        ("sk-",),
-        r"sk-(?<![A-Za-z0-9_\-]sk-)(?:(?:proj|svcacct|admin|None)-)?[A-Za-z0-9_\-]{32,200}+(?![A-Za-z0-9_\-])",
-        True,
-    ),
-    (
-        "stripe_secret_key",
-        ("sk_live_", "sk_test_"),
-        r"sk_(?:live|test)_[A-Za-z0-9]{16,99}+(?![A-Za-z0-9_])",
-        True,
-    ),
-    (
-        "stripe_secret_key",
-        ("rk_live_", "rk_test_"),
-        r"rk_(?:live|test)_[A-Za-z0-9]{16,99}+(?![A-Za-z0-9_])",
-        True,
-    ),
-    ("stripe_secret_key", ("whsec_",), r"whsec_[A-Za-z0-9+/]{32,100}+(?![A-Za-z0-9_])", True),
-    ("twilio_api_key", ("SK",), r"SK[0-9a-fA-F]{32}", True),
-    ("twilio_account_sid", ("AC",), r"AC[0-9a-f]{32}", True),
-    ("sendgrid_api_key", ("SG.",), r"SG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}", True),
-    ("mailgun_api_key", ("key-",), r"key-[0-9a-f]{32}", True),
-    ("npm_token", ("npm_",), r"npm_[A-Za-z0-9]{36}", True),
-    ("pypi_token", ("pypi-AgE",), r"pypi-AgE[A-Za-z0-9_\-]{50,400}+(?![A-Za-z0-9_\-])", True),
-    ("huggingface_token", ("hf_",), r"hf_[A-Za-z0-9]{34,40}", True),
-    (
-        "shopify_token",
-        ("shpat_", "shpca_", "shppa_", "shpss_"),
-        r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}",
-        True,
-    ),
-    (
-        "square_token",
-        ("sq0atp-", "sq0csp-"),
-        r"sq0(?:atp-[0-9A-Za-z_\-]{22}|csp-[0-9A-Za-z_\-]{43})",
-        True,
-    ),
-    ("square_token", ("EAAA",), r"EAAA[A-Za-z0-9_\-+]{60,1024}+(?![A-Za-z0-9_\-+])", True),
-    ("digitalocean_token", ("dop_v1_", "doo_v1_", "dor_v1_"), r"do[opr]_v1_[a-f0-9]{64}", True),
-    ("heroku_api_key", ("HRKU-",), r"HRKU-[A-Za-z0-9_\-]{60,70}+(?![A-Za-z0-9_\-])", True),
-    ("doppler_token", ("dp.",), r"dp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{40,44}", True),
-    (
-        "jwt",
-        ("eyJ",),
-        r"eyJ[A-Za-z0-9_\-]{10,8192}+\.[A-Za-z0-9_\-]{10,8192}+\.[A-Za-z0-9_\-]{16,8192}+",
-        True,
-    ),
-)
-
-
-# Token alphabets with - or _ can also spell ordinary names, so these must not read as words.
-_WORDY_RULES = frozenset(
-    {
-        "openai_api_key",
-        "anthropic_api_key",
-        "slack_token",
-        "gitlab_token",
-        "bitbucket_token",
-        "pypi_token",
-        "heroku_api_key",
-        "square_token",
-        "jwt",
-    }
-)
-
-
 def _token_finder(name: str, triggers: tuple[str, ...], pattern: str, bounded: bool) -> Finder:
     # The start boundary (no letter, digit, - or _ before) is checked right after the first
     # literal, which keeps the fast prefix search and stops rescans inside runs like xoxb-xoxb-.
@@ -212,7 +75,7 @@ def _token_finder(name: str, triggers: tuple[str, ...], pattern: str, bounded: b
         first = pattern[0]
         pattern = f"{first}(?<![A-Za-z0-9_\\-]{first}){pattern[1:]}"
     compiled = re.compile(pattern)
-    wordy = name in _WORDY_RULES
+    wordy = name in WORDY_RULES
     group = 1 if compiled.groups else 0  # a group marks the secret inside its context
 
     def find(text: str, lowered: str) -> Iterator[Span]:
@@ -220,11 +83,19 @@ def _token_finder(name: str, triggers: tuple[str, ...], pattern: str, bounded: b
             start, end = match.span(group)
             if bounded and not (_starts_word(text, start) and _ends_word(text, end)):
                 continue
-            if wordy and _WORD_LIKE.match(text, start, end):
+            if wordy and WORD_LIKE.match(text, start, end):
                 continue  # kebab-case names such as sk-some-long-flag-name
+            if _is_example_token(text, start, end):
+                continue
             yield start, end
 
     return find
+
+
+def _is_example_token(text: str, start: int, end: int) -> bool:
+    """Documentation's stand-ins: lin_api_XXXXXXXX..., AKIAIOSFODNN7EXAMPLE."""
+    tail = text[max(start, end - 16) : end]
+    return len(set(tail)) < 5 or "EXAMPLE" in text[start:end].upper()
 
 
 # ----------------------------------------------------------- private key blocks
@@ -264,22 +135,26 @@ def _find_url_credentials(text: str, lowered: str) -> Iterator[Span]:
         if _SCHEME_TAIL.search(text, max(0, match.start() - 32), match.start()) is None:
             continue
         password = match.group(2)
-        if not _is_placeholder(password):
+        if not is_placeholder(password):
             yield match.span(2)
 
 
 # ------------------------------------------------- key = value style assignments
 # Identifiers whose last part names a credential; plurals and longer words never end here.
 _ASSIGNMENT_KEYWORDS: tuple[tuple[str, str], ...] = (
-    ("password", "password"),
-    ("passwd", "passwd"),
-    ("passphrase", "passphrase"),
+    ("pass", "pass(?:word|wd|phrase)?"),  # one scan for the four
     ("pwd", "pwd"),
     ("secret", "secret"),
     ("token", "token"),
     ("key", "key"),
     ("credential", "credentials?"),
 )
+# Names that only ever hold a credential: any literal value is one, whatever its entropy.
+_PLAIN_KEYWORDS = frozenset({"pass", "pwd", "secret"})
+_PASS_NAME = re.compile("pass(?:word|wd|phrase)?")
+# Alone (not client_secret), these often name a stored secret rather than hold one.
+_BARE_KEYWORDS = frozenset({"secret", "credential"})
+_NAME_CHARACTERS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-")
 # "key" alone is too common (sort_key, cache key); only these qualifiers make it a credential.
 _KEY_QUALIFIER = re.compile(
     r"(?:api|access|secret|private|signing|encryption|master|auth|client|account|app|license)"
@@ -287,89 +162,19 @@ _KEY_QUALIFIER = re.compile(
 )
 _ASSIGNMENT_TAIL = (
     r"[\"']?[ \t]{0,8}(?:=>|:=|==?|:)[ \t]{0,8}"
-    r"(?:\"([^\"\n]{1,256}+)\"|'([^'\n]{1,256}+)'|([^\s\"'`,;&=(){}\[\]<>]{1,256}+=*))"
+    r"(?:\"([^\"\n]{1,256}+)\"|'([^'\n]{1,256}+)'|"
+    # an & inside a value is kept unless a query parameter (&name=) follows
+    r"((?:[^\s\"'`,;&=(){}\[\]<>]|&(?![a-z_][a-z0-9_.\-]{0,64}=)){1,256}+=*))"
 )
 _AWS_SECRET = re.compile(
     r"secret_?access_?key[\"']?[ \t]{0,8}(?:=>|:=|=|:)[ \t]{0,8}[\"']?"
     r"([a-z0-9/+]{40})(?![a-z0-9/+=])"
 )
-_PLACEHOLDER_WORDS = (
-    "your",
-    "example",
-    "changeme",
-    "change_me",
-    "placeholder",
-    "redacted",
-    "dummy",
-    "xxxx",
-    "****",
-    "....",
-    "todo",
-    "fixme",
-    "replace",
-    "insert",
-    "sample",
-    "secret",
-    "password",
-    "token",
-    "null",
-    "none",
-    "undefined",
-    "<",
-    ">",
-    "{{",
-    "}}",
-    "${",
-    "%(",
-)
-_DOTTED_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:(?:\.|::|->)[A-Za-z_][A-Za-z0-9_]*)+\Z")
-_PROJECT_ID = re.compile(r"(?:mem|job|cand|apr)_[0-9a-f]{32}\Z")
-# Names and labels (tls-cert-2024, GITHUB_TOKEN_2, v1.2.3): every part is one kind of thing.
-# atomic and possessive, so alternatives are ordered longest form first
-_LABEL_PART = r"(?>[a-zA-Z]{1,3}+[0-9]{1,4}+|[A-Z][a-z]++|[a-z]++|[A-Z]++|[0-9]++)"
-_WORD_LIKE = re.compile(rf"{_LABEL_PART}(?:[\-_.+]{_LABEL_PART})*\Z")
-
-
-def _is_placeholder(value: str) -> bool:
-    lowered = value.lower()
-    if value[0] in "$<{%*[(`" or len(set(value)) <= 2:
-        return True
-    return any(word in lowered for word in _PLACEHOLDER_WORDS)
-
-
-def _case_changes(value: str) -> int:
-    changes = 0
-    previous_upper: bool | None = None
-    for char in value:
-        if char.isalpha():
-            upper = char.isupper()
-            if previous_upper is not None and upper != previous_upper:
-                changes += 1
-            previous_upper = upper
-    return changes
-
-
-def looks_random(value: str) -> bool:
-    """True when an assigned value looks like generated key material, not a word or code."""
-    length = len(value)
-    if length < 8 or _is_placeholder(value) or "://" in value:
-        return False
-    if _DOTTED_NAME.match(value) or _PROJECT_ID.match(value) or _WORD_LIKE.match(value):
-        return False
-    if value.startswith(("~/", "./", "../")) or (value[0] == "/" and value.count("/") >= 2):
-        return False
-    classes = _character_classes(value)
-    entropy = shannon_entropy(value)
-    if value.replace("_", "").replace("-", "").isalpha():
-        # letters only: random strings flip case often, identifiers and words rarely do
-        return length >= 16 and entropy >= 3.5 and _case_changes(value) * 4 >= length
-    if length < 12:
-        return classes >= 3 and entropy >= 2.75
-    return classes >= 2 and entropy >= 3.0
 
 
 def _assignment_finder(keyword: str, pattern: str) -> Finder:
     compiled = re.compile(pattern + _ASSIGNMENT_TAIL)
+    plain = keyword in _PLAIN_KEYWORDS
 
     def find(text: str, lowered: str) -> Iterator[Span]:
         if keyword not in lowered:
@@ -383,8 +188,23 @@ def _assignment_finder(keyword: str, pattern: str) -> Finder:
             start, end = match.span(group)
             if group == 3 and end < len(text) and text[end] in "([":
                 continue  # a call or subscript such as os.environ["X"]
-            if looks_random(text[start:end]):
+            value = text[start:end]
+            if looks_random(value):
                 yield start, end
+            elif plain or keyword == "credential":
+                before = lowered[match.start() - 1] if match.start() else " "
+                name_end = match.start() + len(keyword)
+                if keyword == "pass":
+                    name_end = _PASS_NAME.match(lowered, match.start()).end()  # type: ignore[union-attr]
+                    if name_end - match.start() == 4 and before.isalnum():
+                        continue  # bypass, compass
+                if is_credential_literal(
+                    value,
+                    quoted=group != 3,
+                    upper_key=text[match.start() : name_end].isupper(),
+                    bare=keyword in _BARE_KEYWORDS and before not in _NAME_CHARACTERS,
+                ):
+                    yield start, end
 
     return find
 
@@ -414,7 +234,7 @@ def _find_authorization(text: str, lowered: str) -> Iterator[Span]:
         for match in _every_match(_BASIC, lowered):
             start, end = match.span(1)
             value = text[start:end]
-            if not _WORD_LIKE.match(value) and _character_classes(value) >= 2:
+            if not WORD_LIKE.match(value) and character_classes(value) >= 2:
                 yield start, end
 
 
@@ -455,6 +275,31 @@ def _encodes_snowflake(token: str) -> bool:
     return all(token[index] in _BASE64_OF_DIGITS[index % 4] for index in range(16))
 
 
+# Azure AD client secrets hold a `~`, which no long run does, so a token gate cannot open them.
+_AZURE_CLIENT_SECRET = re.compile(
+    r"(?<![A-Za-z0-9_~.\-])[A-Za-z0-9_~.]{3}[0-9]Q~[A-Za-z0-9_~.\-]{31,34}(?![A-Za-z0-9_~.\-])"
+)
+_PUTTY_KEY = re.compile(
+    r"PuTTY-User-Key-File-[23]:[^\n]{0,200}\n(?:[^\n]{0,200}\n){0,80}?Private-MAC: ?[0-9a-f]{40,64}"
+)
+
+
+def _find_azure_client_secret(text: str, lowered: str) -> Iterator[Span]:
+    # one memchr pass for "~" (rare in prose and code) beats a two-character substring search
+    tilde = text.find("~", 4)
+    while tilde >= 0:
+        if text[tilde - 1] == "Q":
+            match = _AZURE_CLIENT_SECRET.match(text, tilde - 5)
+            if match is not None:
+                yield match.span()
+        tilde = text.find("~", tilde + 1)
+
+
+def _find_putty_keys(text: str, lowered: str) -> Iterator[Span]:
+    for match in _PUTTY_KEY.finditer(text):
+        yield match.span()
+
+
 # ------------------------------------------------------------------ rule table
 # Every token format is one unbroken run of these characters, at least this long (the shortest,
 # a Slack token, is 15). Prose has few such runs, so the token rules' trigger literals are
@@ -481,6 +326,7 @@ def _long_runs(text: str) -> str:
         start = marks.find(b"a" * _MIN_RUN, end)
     return b" ".join(runs).decode("ascii")
 
+
 Gate = Callable[[str], bool]  # given the text's long runs (space-joined), may the rule match?
 
 
@@ -489,6 +335,20 @@ def _any_trigger(triggers: tuple[str, ...]) -> Gate:
         (only,) = triggers
         return lambda runs: only in runs
     return lambda runs: any(trigger in runs for trigger in triggers)
+
+
+# Below this length a trigger (re_, pat, SK) is in most code's runs: the gate then looks for
+# the rule's whole pattern in the runs, which a match lies within when made of run characters.
+_SHORT_TRIGGER = 5
+
+
+def _token_gate(triggers: tuple[str, ...], pattern: str) -> Gate:
+    if min(map(len, triggers)) >= _SHORT_TRIGGER or ":" in pattern or "~" in pattern:
+        return _any_trigger(triggers)
+    compiled = re.compile(pattern)
+    if compiled.groups:  # a rule with context outside its secret: the trigger decides
+        return _any_trigger(triggers)
+    return lambda runs: any(t in runs for t in triggers) and compiled.search(runs) is not None
 
 
 def _always(runs: str) -> bool:
@@ -501,15 +361,20 @@ _ASSIGNMENT_FINDERS = tuple(
 _RULES: tuple[tuple[str, Finder, Gate], ...] = (
     ("private_key_block", _find_private_keys, _always),
     *(
-        (name, _token_finder(name, triggers, pattern, bounded), _any_trigger(triggers))
-        for name, triggers, pattern, bounded in _TOKEN_RULES
+        (name, _token_finder(name, triggers, pattern, bounded), _token_gate(triggers, pattern))
+        for name, triggers, pattern, bounded in TOKEN_RULES
     ),
     ("telegram_bot_token", _find_telegram, _always),
     ("discord_bot_token", _find_discord_bot, lambda runs: _DISCORD_BOT.search(runs) is not None),
+    ("azure_ad_client_secret", _find_azure_client_secret, _always),
+    ("putty_private_key", _find_putty_keys, _any_trigger(("PuTTY-User-Key-File-",))),
     ("url_credentials", _find_url_credentials, _always),
     ("aws_secret_access_key", _find_aws_secret, _always),
     ("authorization_header", _find_authorization, _always),
     *(("credential_assignment", finder, _always) for finder in _ASSIGNMENT_FINDERS),
+    ("password_flag", find_credential_flags, _always),
+    ("netrc_password", find_netrc_passwords, _always),
+    ("password_statement", find_stated_passwords, _always),
 )
 _PRIORITY = {name: index for index, (name, _, _) in enumerate(_RULES)}
 
@@ -526,9 +391,14 @@ _ALWAYS_OPEN_WITHOUT_OPERATOR = tuple(
 )
 
 
+_DEDUPLICATE_RUNS_OVER = 4_096
+
+
 def _open_rules(text: str) -> Iterable[tuple[str, Finder]]:
     """The rules that can match somewhere in `text`."""
     runs = _long_runs(text)
+    if len(runs) > _DEDUPLICATE_RUNS_OVER:  # code repeats its names: test each trigger once
+        runs = " ".join(set(runs.split(" ")))
     has_operator = "=" in text or ":" in text
     if not runs:
         return _ALWAYS_OPEN if has_operator else _ALWAYS_OPEN_WITHOUT_OPERATOR

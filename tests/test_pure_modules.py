@@ -13,6 +13,8 @@ PURE_MODULES = [
     "orcad.limits",
     "orcad.query",
     "orcad.secrets",
+    "orcad.secret_tokens",
+    "orcad.secret_values",
     "orcad.capture.output",
     "orcad.capture.eligibility",
     "orcad.capture.states",

@@ -42,8 +42,9 @@ def test_checked_in_corpus_is_what_the_generator_produces() -> None:
     secrets, lookalikes = generator["build"]()
     assert secrets == SECRETS
     assert lookalikes == LOOKALIKES
-    assert len(SECRETS) >= 200
-    assert len(LOOKALIKES) >= 200
+    assert len(SECRETS) >= 400
+    assert len({record["rule"] for record in SECRETS}) >= 50
+    assert len(LOOKALIKES) >= 400
 
 
 @pytest.mark.parametrize("record", SECRETS, ids=lambda record: record["rule"])
@@ -82,7 +83,6 @@ def test_lookalike_false_positive_rate() -> None:
         "token: ${TOKEN}",
         "secret: changeme",
         'api_key = os.environ["X"]',
-        'password = "hunter2"',
         "max_tokens: 4096",
         "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
         "mem_0123456789abcdef0123456789abcdef",
@@ -94,6 +94,57 @@ def test_lookalike_false_positive_rate() -> None:
 def test_named_lookalikes_are_left_alone(text: str) -> None:
     assert find_secrets(text) == []
     assert redact(text) == text
+
+
+# The passwords people paste: a credential whatever its entropy (each keeps its context).
+CHOSEN_PASSWORDS = {
+    "password=hunter2hunter2": "hunter2hunter2",
+    "DB_PASSWORD=s3cr3tP4ss": "s3cr3tP4ss",
+    "PGPASSWORD=postgres123": "postgres123",
+    "client_secret: 'mySuperSecret2024'": "mySuperSecret2024",
+    "the root password on the staging box is Winter2024!": "Winter2024",
+    "machine build.example.com login ci password Sup3rS3cret!": "Sup3rS3cret!",
+    "docker login -p 'Zx9!kq2Lm#Tw' registry.example.com": "Zx9!kq2Lm#Tw",
+    'password = "hunter2"': "hunter2",
+    "password: Password123": "Password123",
+    "POSTGRES_PASSWORD=postgres": "postgres",
+    "Server=db;User Id=sa;Password=Str0ng!Pass;": "Str0ng!Pass",
+    "mysql -u root -pS3cret!x app": "S3cret!x",
+    "curl -u admin:Adm1nPass https://jenkins.internal": "Adm1nPass",
+    "--password 'open sesame 42'": "open sesame 42",
+    "the wifi password is Tr0ub4dor&3": "Tr0ub4dor&3",
+}
+
+
+@pytest.mark.parametrize("text", CHOSEN_PASSWORDS, ids=range(len(CHOSEN_PASSWORDS)))
+def test_chosen_passwords_are_secrets(text: str) -> None:
+    assert contains_secret(text)
+    assert CHOSEN_PASSWORDS[text] not in redact(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "password reset emails are sent by the auth service",
+        "read PGPASSWORD from the environment",
+        "password: ${DB_PASSWORD}",
+        "password = $DB_PASSWORD",
+        "password: <your-password>",
+        'password = os.environ["DB_PASSWORD"]',
+        "password: ***",
+        "password: changeme",
+        "PASSWORD=example-password",
+        "connect(user=user, password=password)",
+        "password: str",
+        "secret: my-app-tls",
+        "docker run -p 8080:80 nginx",
+        "the password is stored in the vault under kv/prod/db",
+        "AKIAIOSFODNN7EXAMPLE",
+        "lin_api_XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX",
+    ],
+)
+def test_password_lookalikes_stay_storable(text: str) -> None:
+    assert find_secrets(text) == []
 
 
 def test_assignment_redacts_only_the_value() -> None:
@@ -124,7 +175,7 @@ def test_overlapping_detections_are_merged_into_one_span() -> None:
 @pytest.mark.parametrize(
     "text",
     [
-        "-----BEGIN PRIVATE KEY-----sk-0000000000000000000000000000000A",
+        "-----BEGIN PRIVATE KEY-----sk-0a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q",
         "AUTHORIZATION:BASIC 00000KEY=ACCOUNTKEY=001234A=",
     ],
 )
@@ -197,6 +248,17 @@ FRAGMENTS = (
     "q8Zr2vLx0pWn7TgKq8Zr2vLx0pWn7TgKq8Zr2vLx",
     "postgres",
     "İ",
+    "hvs.",
+    "lin_api_",
+    "AGE-SECRET-KEY-1",
+    " is ",
+    "the password ",
+    "machine h login u ",
+    "docker login -p ",
+    "mysql -p",
+    "--password ",
+    "Q~",
+    "Winter2024!",
 )
 mixed_text = st.lists(st.sampled_from(FRAGMENTS) | st.text(max_size=6), max_size=40).map("".join)
 any_text = st.text(max_size=300) | mixed_text
@@ -271,6 +333,13 @@ ADVERSARIAL = {
     "digits before colon": "1" * 100_000 + ":AA",
     "bearer repeats": "Bearer " * 14_000,
     "dotted runs": ("M" * 25 + ".") * 4_000,
+    "stated passwords": "the password for the box is " * 4_000,
+    "netrc words": "machine login password " * 5_000,
+    "login flags": "docker login -u x " * 6_000 + "-p",
+    "curl users": "curl -u a " * 10_000 + ":",
+    "long flags": "--password --password-file " * 4_000,
+    "azure tildes": "abc1Q~" * 15_000,
+    "putty headers": "PuTTY-User-Key-File-2: x\n" * 4_000,
 }
 
 

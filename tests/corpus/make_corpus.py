@@ -185,6 +185,190 @@ def token_rules(corpus: Corpus) -> list[tuple[str, str, Callable[[], str]]]:
         ("heroku_api_key", "HEROKU_API_KEY", lambda: "HRKU-AA" + c.mixed(URLSAFE, 58)),
         ("doppler_token", "DOPPLER_TOKEN", lambda: "dp.pt." + c.mixed(ALNUM, 43)),
         ("jwt", "ID_TOKEN", lambda: jwt(c)),
+        *more_token_rules(c),
+    ]
+
+
+def more_token_rules(c: Corpus) -> list[tuple[str, str, Callable[[], str]]]:
+    bech32 = "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L"
+    upper_digits = UPPER + DIGITS
+    lower_digits = LOWER + DIGITS
+    return [
+        ("age_secret_key", "AGE_KEY", lambda: "AGE-SECRET-KEY-1" + c.chars(bech32, 58)),
+        ("vault_token", "VAULT_TOKEN", lambda: "hvs." + c.mixed(URLSAFE, 91)),
+        ("vault_token", "VAULT_BATCH_TOKEN", lambda: "hvb." + c.mixed(URLSAFE, 138)),
+        ("databricks_token", "DATABRICKS_TOKEN", lambda: "dapi" + c.mixed(HEX, 32)),
+        ("sentry_token", "SENTRY_AUTH_TOKEN", lambda: "sntryu_" + c.mixed(HEX, 64)),
+        (
+            "sentry_token",
+            "SENTRY_ORG_TOKEN",
+            lambda: "sntrys_eyJpYXQiOjE3" + c.mixed(ALNUM, 120) + "_" + c.mixed(ALNUM, 43),
+        ),
+        ("linear_api_key", "LINEAR_API_KEY", lambda: "lin_api_" + c.mixed(ALNUM, 40)),
+        (
+            "grafana_token",
+            "GRAFANA_SA_TOKEN",
+            lambda: "glsa_" + c.mixed(ALNUM, 32) + "_" + c.mixed(HEX, 8),
+        ),
+        ("grafana_token", "GRAFANA_CLOUD_TOKEN", lambda: "glc_" + c.mixed(ALNUM + "+/", 120)),
+        ("grafana_token", "GRAFANA_API_KEY", lambda: "eyJrIjoi" + c.mixed(ALNUM, 70)),
+        ("pulumi_token", "PULUMI_ACCESS_TOKEN", lambda: "pul-" + c.mixed(HEX, 40)),
+        (
+            "postman_api_key",
+            "POSTMAN_API_KEY",
+            lambda: "PMAK-" + c.mixed(HEX, 24) + "-" + c.mixed(HEX, 34),
+        ),
+        ("rubygems_api_key", "GEM_HOST_API_KEY", lambda: "rubygems_" + c.mixed(HEX, 48)),
+        (
+            "notion_token",
+            "NOTION_TOKEN",
+            lambda: "ntn_" + c.chars(DIGITS, 11) + c.mixed(ALNUM, 35),
+        ),
+        ("notion_token", "NOTION_API_KEY", lambda: "secret_" + c.mixed(ALNUM, 43)),
+        (
+            "google_oauth_client_secret",
+            "GOOGLE_CLIENT_SECRET",
+            lambda: "GOCSPX-" + c.mixed(URLSAFE, 28),
+        ),
+        (
+            "google_oauth_access_token",
+            "GOOGLE_ACCESS_TOKEN",
+            lambda: "ya29.a0" + c.mixed(URLSAFE, 150),
+        ),
+        ("alibaba_access_key_id", "ALIBABA_ACCESS_KEY_ID", lambda: "LTAI" + c.mixed(ALNUM, 20)),
+        (
+            "cloudflare_origin_ca_key",
+            "CF_ORIGIN_CA_KEY",
+            lambda: "v1.0-" + c.mixed(HEX, 24) + "-" + c.mixed(HEX, 146),
+        ),
+        (
+            "dynatrace_token",
+            "DT_API_TOKEN",
+            lambda: "dt0c01." + c.mixed(upper_digits, 24) + "." + c.mixed(upper_digits, 64),
+        ),
+        ("fly_io_token", "FLY_API_TOKEN", lambda: "fo1_" + c.mixed(URLSAFE, 43)),
+        ("fly_io_token", "FLY_DEPLOY_TOKEN", lambda: "fm2_" + c.mixed(BASE64, 180)),
+        ("render_api_key", "RENDER_API_KEY", lambda: "rnd_" + c.mixed(ALNUM, 32)),
+        ("supabase_token", "SUPABASE_ACCESS_TOKEN", lambda: "sbp_" + c.mixed(HEX, 40)),
+        ("neon_api_key", "NEON_API_KEY", lambda: "napi_" + c.mixed(lower_digits, 64)),
+        ("planetscale_token", "PLANETSCALE_TOKEN", lambda: "pscale_tkn_" + c.mixed(URLSAFE, 43)),
+        ("scalingo_token", "SCALINGO_API_TOKEN", lambda: "tk-us-" + c.mixed(URLSAFE, 48)),
+        (
+            "terraform_cloud_token",
+            "TFE_TOKEN",
+            lambda: c.mixed(ALNUM, 14) + ".atlasv1." + c.mixed(URLSAFE, 67),
+        ),
+        (
+            "onepassword_token",
+            "OP_SERVICE_ACCOUNT_TOKEN",
+            lambda: "ops_eyJ" + c.mixed(ALNUM + "+/", 300),
+        ),
+        (
+            "tailscale_key",
+            "TS_AUTHKEY",
+            lambda: "tskey-auth-k" + c.mixed(ALNUM, 11) + "CNTRL-" + c.mixed(ALNUM, 33),
+        ),
+        (
+            "sourcegraph_token",
+            "SRC_ACCESS_TOKEN",
+            lambda: "sgp_" + c.mixed(HEX, 16) + "_" + c.mixed(HEX, 40),
+        ),
+        ("buildkite_token", "BUILDKITE_API_TOKEN", lambda: "bkua_" + c.mixed(HEX, 40)),
+        (
+            "circleci_token",
+            "CIRCLE_TOKEN",
+            lambda: "CCIPAT_" + c.mixed(ALNUM, 22) + "_" + c.mixed(HEX, 40),
+        ),
+        ("docker_hub_token", "DOCKERHUB_TOKEN", lambda: "dckr_pat_" + c.mixed(URLSAFE, 27)),
+        ("jfrog_token", "JFROG_API_KEY", lambda: "AKCp" + c.mixed(ALNUM, 69)),
+        (
+            "harness_token",
+            "HARNESS_PAT",
+            lambda: (
+                "pat." + c.mixed(URLSAFE, 22) + "." + c.mixed(HEX, 24) + "." + c.mixed(ALNUM, 20)
+            ),
+        ),
+        (
+            "airtable_token",
+            "AIRTABLE_PAT",
+            lambda: "pat" + c.mixed(ALNUM, 14) + "." + c.mixed(HEX, 64),
+        ),
+        ("octopus_deploy_api_key", "OCTOPUS_API_KEY", lambda: "API-" + c.mixed(upper_digits, 26)),
+        ("nuget_api_key", "NUGET_API_KEY", lambda: "oy2" + c.mixed(lower_digits, 43)),
+        ("clojars_token", "CLOJARS_PASSWORD", lambda: "CLOJARS_" + c.mixed(lower_digits, 60)),
+        ("deno_deploy_token", "DENO_DEPLOY_TOKEN", lambda: "ddp_" + c.mixed(ALNUM, 36)),
+        ("prefect_api_key", "PREFECT_API_KEY", lambda: "pnu_" + c.mixed(ALNUM, 36)),
+        ("readme_api_key", "README_API_KEY", lambda: "rdme_" + c.mixed(lower_digits, 70)),
+        ("infracost_api_key", "INFRACOST_API_KEY", lambda: "ico-" + c.mixed(ALNUM, 32)),
+        ("openrouter_api_key", "OPENROUTER_API_KEY", lambda: "sk-or-v1-" + c.mixed(HEX, 64)),
+        ("groq_api_key", "GROQ_API_KEY", lambda: "gsk_" + c.mixed(ALNUM, 52)),
+        ("xai_api_key", "XAI_API_KEY", lambda: "xai-" + c.mixed(ALNUM, 80)),
+        ("perplexity_api_key", "PERPLEXITY_API_KEY", lambda: "pplx-" + c.mixed(ALNUM, 48)),
+        ("replicate_token", "REPLICATE_API_TOKEN", lambda: "r8_" + c.mixed(ALNUM, 37)),
+        (
+            "langsmith_api_key",
+            "LANGSMITH_API_KEY",
+            lambda: "lsv2_pt_" + c.mixed(HEX, 32) + "_" + c.mixed(HEX, 10),
+        ),
+        (
+            "pinecone_api_key",
+            "PINECONE_API_KEY",
+            lambda: "pcsk_" + c.mixed(ALNUM, 6) + "_" + c.mixed(ALNUM, 63),
+        ),
+        ("huggingface_token", "HF_ORG_TOKEN", lambda: "api_org_" + c.mixed(ALNUM, 34)),
+        (
+            "mailchimp_api_key",
+            "MAILCHIMP_API_KEY",
+            lambda: c.mixed(HEX, 32) + "-us" + str(c.rng.randint(1, 21)),
+        ),
+        (
+            "brevo_api_key",
+            "BREVO_API_KEY",
+            lambda: "xkeysib-" + c.mixed(HEX, 64) + "-" + c.mixed(ALNUM, 16),
+        ),
+        (
+            "resend_api_key",
+            "RESEND_API_KEY",
+            lambda: "re_" + c.mixed(ALNUM, 8) + "_" + c.mixed(ALNUM, 24),
+        ),
+        ("figma_token", "FIGMA_TOKEN", lambda: "figd_" + c.mixed(URLSAFE, 40)),
+        ("typeform_token", "TYPEFORM_TOKEN", lambda: "tfp_" + c.mixed(ALNUM, 59)),
+        (
+            "contentful_token",
+            "CONTENTFUL_MANAGEMENT_TOKEN",
+            lambda: "CFPAT-" + c.mixed(URLSAFE, 43),
+        ),
+        ("dropbox_token", "DROPBOX_TOKEN", lambda: "sl.u." + c.mixed(URLSAFE, 150)),
+        ("frameio_token", "FRAMEIO_TOKEN", lambda: "fio-u-" + c.mixed(URLSAFE, 64)),
+        ("new_relic_key", "NEW_RELIC_API_KEY", lambda: "NRAK-" + c.mixed(upper_digits, 27)),
+        (
+            "mapbox_secret_token",
+            "MAPBOX_SECRET_TOKEN",
+            lambda: "sk.eyJ1Ijoi" + c.mixed(ALNUM, 60) + "." + c.mixed(URLSAFE, 22),
+        ),
+        ("adobe_client_secret", "ADOBE_CLIENT_SECRET", lambda: "p8e-" + c.mixed(ALNUM, 32)),
+        ("shippo_token", "SHIPPO_API_TOKEN", lambda: "shippo_live_" + c.mixed(HEX, 40)),
+        ("duffel_token", "DUFFEL_ACCESS_TOKEN", lambda: "duffel_test_" + c.mixed(URLSAFE, 43)),
+        ("easypost_api_key", "EASYPOST_API_KEY", lambda: "EZAK" + c.mixed(ALNUM, 54)),
+        (
+            "flutterwave_key",
+            "FLW_SECRET_KEY",
+            lambda: "FLWSECK_TEST-" + c.mixed(HEX, 32) + "-X",
+        ),
+        (
+            "plaid_access_token",
+            "PLAID_ACCESS_TOKEN",
+            lambda: "access-sandbox-" + str(uuid.UUID(int=c.rng.getrandbits(128), version=4)),
+        ),
+        (
+            "azure_ad_client_secret",
+            "AZURE_CLIENT_SECRET",
+            lambda: (
+                c.mixed(ALNUM, 3) + str(c.rng.randint(0, 9)) + "Q~" + c.mixed(ALNUM + "_~.-", 34)
+            ),
+        ),
+        ("gitlab_token", "GITLAB_RUNNER_TOKEN", lambda: "glrt-" + c.mixed(URLSAFE, 20)),
+        ("gitlab_token", "CI_REGISTRATION_TOKEN", lambda: "GR1348941" + c.mixed(URLSAFE, 20)),
     ]
 
 
@@ -347,6 +531,126 @@ def build_secrets(c: Corpus) -> None:
     add_private_keys(c)
     add_assignments(c)
     add_urls_and_headers(c)
+    add_chosen_passwords(c)
+
+
+# Passwords people choose: low entropy, still secrets. The first ones are the issue's own.
+KNOWN_PASSWORDS = (
+    ("credential_assignment", "hunter2hunter2", "password=hunter2hunter2"),
+    ("credential_assignment", "s3cr3tP4ss", "DB_PASSWORD=s3cr3tP4ss"),
+    ("credential_assignment", "postgres123", "PGPASSWORD=postgres123"),
+    ("credential_assignment", "mySuperSecret2024", "client_secret: 'mySuperSecret2024'"),
+    (
+        "password_statement",
+        "Winter2024!",
+        "the root password on the staging box is Winter2024!",
+    ),
+    (
+        "netrc_password",
+        "Sup3rS3cret!",
+        "machine api.example.com login deploy password Sup3rS3cret!",
+    ),
+    ("password_flag", "Zx9!kq2Lm#Tw", "docker login -u deploy -p 'Zx9!kq2Lm#Tw' ghcr.io"),
+    ("credential_assignment", "hunter2", 'password = "hunter2"'),
+    ("credential_assignment", "Password123", "password: Password123"),
+    ("credential_assignment", "postgres", "POSTGRES_PASSWORD=postgres"),
+)
+PASSWORD_WORDS = (
+    "hunter",
+    "Winter",
+    "summer",
+    "dragon",
+    "Monkey",
+    "sunshine",
+    "Tr0ub4dor",
+    "letmein",
+    "Qwerty",
+    "football",
+    "Spring",
+    "admin",
+    "Passw0rd",
+    "orange",
+)
+
+
+def chosen_password(c: Corpus) -> str:
+    word = c.rng.choice(PASSWORD_WORDS)
+    digits = str(c.rng.choice([1, 12, 123, 2023, 2024, 2025, 99, 7]))
+    return word + digits + c.rng.choice(["", "!", "#", "$", "?", "@1"])
+
+
+def add_chosen_passwords(c: Corpus) -> None:
+    for rule, value, text in KNOWN_PASSWORDS:
+        c.secret(rule, value, text)
+    assignments = (
+        "DB_PASSWORD={v}",
+        "MYSQL_ROOT_PASSWORD={v}",
+        "REDIS_PASSWORD={v}",
+        "SMTP_PASS={v}",
+        "MYSQL_PWD={v}",
+        "KEYSTORE_PASSPHRASE={v}",
+        "JWT_SECRET={v}",
+        "  password: {v}",
+        "client_secret: '{v}'",
+        '"password": "{v}",',
+        'password = "{v}"',
+        "Server=db;Database=app;User Id=sa;Password={v};",
+        "host=db.internal user=app password={v} dbname=app",
+        "  db_pass: {v}\n  db_user: app",
+        "app.secret = '{v}'",
+    )
+    for index in range(30):
+        value = chosen_password(c)
+        c.secret(
+            "credential_assignment", value, assignments[index % len(assignments)].format(v=value)
+        )
+    flags = (
+        "docker login -u bob -p {v} registry.example.com",
+        "podman login quay.io --username bob --password '{v}'",
+        "mysql -u root -p{v} app_production",
+        "sshpass -p '{v}' ssh deploy@10.0.0.4",
+        "redis-cli -h cache.internal -a {v} ping",
+        "curl -u admin:{v} https://jenkins.internal/api/json",
+        "./manage.py createsuperuser --password {v}",
+        "pg_restore --dbname app --db-password {v} dump.sql",
+    )
+    for index in range(16):
+        value = chosen_password(c)
+        c.secret("password_flag", value, flags[index % len(flags)].format(v=value))
+    netrc = (
+        "machine {h} login {u} password {v}",
+        "machine {h}\n  login {u}\n  password {v}\n",
+        "default login {u} password {v}",
+    )
+    for index in range(9):
+        value = chosen_password(c)
+        host = f"{c.chars(LOWER, 6)}.example.com"
+        c.secret(
+            "netrc_password",
+            value,
+            netrc[index % len(netrc)].format(h=host, u=c.chars(LOWER, 5), v=value),
+        )
+    statements = (
+        "the wifi password is {v}",
+        "FYI the admin password for the staging db is {v} until Friday",
+        "the root password on prod-db-2 was changed to {v}",
+        "new passphrase is `{v}`, please update the vault",
+        "db password for staging: {v}",
+        "the password is now {v}.",
+    )
+    for index in range(12):
+        value = chosen_password(c)
+        c.secret("password_statement", value, statements[index % len(statements)].format(v=value))
+    for _ in range(3):
+        value = chosen_password(c).replace("@", "%40").replace("#", "%23").replace("?", "%3F")
+        c.secret("url_credentials", value, f"postgres://app:{value}@db.internal:5432/app")
+    for _ in range(3):
+        key = "PuTTY-User-Key-File-3: ssh-ed25519\nEncryption: none\nComment: deploy\n"
+        body = pem_body(c, 2)
+        mac = c.chars(HEX, 64)
+        public = pem_body(c, 2)
+        text = f"{key}Public-Lines: 2\n{public}\nPrivate-Lines: 2\n{body}\nPrivate-MAC: {mac}\n"
+        c.secret("putty_private_key", body.splitlines()[0], text)
 
 
 PROSE = (
@@ -377,7 +681,6 @@ PLACEHOLDERS = (
     "token: ${TOKEN}",
     "secret: changeme",
     'api_key = os.environ["X"]',
-    'password = "hunter2"',
     "password: ********",
     "api_key: YOUR_API_KEY_HERE",
     "token: <redacted>",
@@ -422,7 +725,6 @@ PLACEHOLDERS = (
     "api_key=self._settings.openai_api_key",
     "private_key: ed25519.Ed25519PrivateKey",
     "token: v1.2.3-alpha",
-    "password: Password123",
     "secret: prod-db-credentials-v2",
     "signing_key: kms://projects/acme/keys/signer",
     "api_key = ''",
@@ -546,10 +848,171 @@ def build_lookalikes(c: Corpus) -> None:
         c.lookalike("code", text)
 
 
+# Ordinary writing about passwords: storable, none of it a credential.
+PASSWORD_PROSE = (
+    "password reset emails are sent by the auth service",
+    "read PGPASSWORD from the environment",
+    "The password policy is NIST-800-63b compliant.",
+    "the password hash is computed with argon2id before storage",
+    "users who forget their password get a reset link valid for 1h",
+    "the password manager is 1Password; ask IT for an invite",
+    "never log the password, even at debug level",
+    "Passwords must be 12+ characters; the validator rejects the top 10k list.",
+    "the password is stored in the vault under kv/prod/db",
+    "the secret is mounted at /run/secrets by the orchestrator",
+    "rotate the password every 90 days via the runbook",
+    "the db password is in 1Password, vault Infra, item staging-db",
+    "ask Sam for the password; it is not in the repo",
+    "the password prompt appears twice when the keyring is locked",
+    "the passphrase protects the key on disk; ssh-agent caches it",
+    "the credentials are injected by the CI runner at build time",
+    "password field is optional when SSO is enabled",
+    "we moved password hashing from bcrypt to scrypt in v2.3",
+    "the secret sauce is the retry queue, not the cache",
+    "login fails when the password contains a colon; see issue 412",
+    "machine learning models are retrained nightly; login to the dashboard to see them",
+    "docker login with --password-stdin so the password is not in shell history",
+    "the password was rotated yesterday and the old one revoked",
+    "Set the password via the DB_PASSWORD environment variable.",
+    "the admin password is whatever the bootstrap script printed",
+)
+PASSWORD_CODE = (
+    "conn = psycopg.connect(user=user, password=password, host=host)",
+    'password = os.environ["DB_PASSWORD"]',
+    "if not password:\n    raise ValueError('password required')",
+    "def check_password(password: str) -> bool:",
+    "self.password = password",
+    "password = input('Password: ')",
+    "password: str = Field(..., min_length=12)",
+    'echo "$PASSWORD" | docker login -u bob --password-stdin ghcr.io',
+    "mysql -u root -p app_production",
+    "docker run -p 8080:80 -e PASSWORD_FILE=/run/secrets/pw nginx",
+    "ssh -p 2222 deploy@10.0.0.4",
+    "mkdir -p build/output && cp -p src/*.py build/output",
+    "machine github.com login bob",
+    "password: ${{ secrets.DB_PASSWORD }}",
+    "password: !vault |\n  $ANSIBLE_VAULT;1.1;AES256",
+    "password: {{ .Values.postgresql.auth.password }}",
+    "PGPASSWORD=$(cat /run/secrets/pg) psql -h db -U app",
+    "client_secret: ${CLIENT_SECRET}",
+    "secret: my-app-tls",
+    "credentials: aws-prod-readonly",
+    "secretKeyRef:\n  name: db-credentials\n  key: password",
+    "password = kwargs.get('password')",
+    "password: process.env.DB_PASSWORD,",
+    "const password = await prompt({ type: 'password' });",
+    'export DB_PASSWORD="$(vault kv get -field=password kv/db)"',
+    "password=getpass()",
+    "password = None  # set by the caller",
+    'curl -u "$USER:$TOKEN" https://api.example.com',
+    "redis-cli -h cache.internal ping",
+    "sshpass -f ~/.sshpass ssh deploy@host",
+    "password: str",
+    "password: Optional[SecretStr] = None",
+    "PASSWORD_HASHERS = ['django.contrib.auth.hashers.Argon2PasswordHasher']",
+    "assert user.check_password('')",
+    "password: null",
+    "passwd: /etc/passwd",
+    "--password-file=/run/secrets/db_password",
+    "password = self.vault.read('db')['password']",
+    "Pwd = config.Pwd",
+    "bypass = True",
+)
+# Documentation about token formats: prefixes and stand-ins, never a token.
+TOKEN_MENTIONS = (
+    "AGE-SECRET-KEY-1",
+    "hvs.",
+    "hvb.",
+    "dapi",
+    "sntryu_",
+    "sntrys_",
+    "lin_api_",
+    "glsa_",
+    "glc_",
+    "pul-",
+    "PMAK-",
+    "rubygems_",
+    "ntn_",
+    "secret_",
+    "GOCSPX-",
+    "ya29.",
+    "LTAI",
+    "v1.0-",
+    "dt0c01.",
+    "fo1_",
+    "fm2_",
+    "rnd_",
+    "sbp_",
+    "napi_",
+    "pscale_tkn_",
+    "tk-us-",
+    ".atlasv1.",
+    "ops_eyJ",
+    "tskey-auth-",
+    "sgp_",
+    "bkua_",
+    "CCIPAT_",
+    "dckr_pat_",
+    "AKCp",
+    "pat.",
+    "API-",
+    "oy2",
+    "CLOJARS_",
+    "ddp_",
+    "pnu_",
+    "rdme_",
+    "ico-",
+    "sk-or-v1-",
+    "gsk_",
+    "xai-",
+    "pplx-",
+    "r8_",
+    "lsv2_pt_",
+    "pcsk_",
+    "api_org_",
+    "xkeysib-",
+    "re_",
+    "figd_",
+    "tfp_",
+    "CFPAT-",
+    "sl.u.",
+    "fio-u-",
+    "NRAK-",
+    "sk.eyJ",
+    "p8e-",
+    "shippo_live_",
+    "duffel_test_",
+    "EZAK",
+    "FLWSECK_TEST-",
+    "access-sandbox-",
+    "glrt-",
+    "GR1348941",
+)
+
+
+def build_password_lookalikes(c: Corpus) -> None:
+    for text in PASSWORD_PROSE:
+        c.lookalike("password_prose", text)
+    for text in PASSWORD_CODE:
+        c.lookalike("password_code", text)
+    for prefix in TOKEN_MENTIONS:
+        c.lookalike("token_prefix", f"tokens of this kind start with {prefix} and are scanned")
+        filler = c.rng.choice(["X", "x", "0", "*"]) * c.rng.randint(24, 64)
+        c.lookalike(
+            "token_stand_in",
+            c.rng.choice(["TOKEN={p}{f}", "e.g. `{p}{f}`", "{p}<your-token>"]).format(
+                p=prefix, f=filler
+            ),
+        )
+    for _ in range(10):
+        c.lookalike("aws_example", "AWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE in the docs")
+
+
 def build() -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     corpus = Corpus(SEED)
     build_secrets(corpus)
     build_lookalikes(corpus)
+    build_password_lookalikes(corpus)
     return corpus.secrets, corpus.lookalikes
 
 

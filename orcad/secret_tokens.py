@@ -1,0 +1,324 @@
+"""Provider token formats the secret detector knows: one row per format, data only.
+
+Each row: rule name, trigger literals (any must occur in one of the text's long unbroken
+runs), the pattern, and whether the match must sit on word boundaries. Patterns start with a
+literal so the regex engine can skip ahead, and use single greedy character classes (no
+nesting). Where a more specific format shares a prefix with a broader one (sk-or-v1- and sk-),
+the specific row comes first: on equal spans the earlier row names the match.
+"""
+
+from __future__ import annotations
+
+TokenRule = tuple[str, tuple[str, ...], str, bool]
+
+_CLOUD: tuple[TokenRule, ...] = (
+    (
+        "aws_access_key_id",
+        ("AKIA", "ASIA", "ABIA", "ACCA"),
+        r"A(?:KIA|SIA|BIA|CCA)[A-Z2-7]{16}+",
+        True,
+    ),
+    ("gcp_api_key", ("AIza",), r"AIza[0-9A-Za-z_\-]{35}(?![0-9A-Za-z_\-])", True),
+    ("google_oauth_client_secret", ("GOCSPX-",), r"GOCSPX-[A-Za-z0-9_\-]{28}", True),
+    (
+        "google_oauth_access_token",
+        ("ya29.",),
+        r"ya29\.[A-Za-z0-9_\-]{30,2048}+(?![A-Za-z0-9_\-])",
+        True,
+    ),
+    (
+        "azure_storage_key",
+        ("AccountKey=", "SharedAccessKey="),
+        r"(?:Account|SharedAccess)Key=([A-Za-z0-9+/]{40,100}={0,2})",
+        False,
+    ),
+    ("alibaba_access_key_id", ("LTAI",), r"LTAI[A-Za-z0-9]{20}", True),
+    ("digitalocean_token", ("dop_v1_", "doo_v1_", "dor_v1_"), r"do[opr]_v1_[a-f0-9]{64}", True),
+    ("heroku_api_key", ("HRKU-",), r"HRKU-[A-Za-z0-9_\-]{60,70}+(?![A-Za-z0-9_\-])", True),
+    (
+        "cloudflare_origin_ca_key",
+        ("v1.0-",),
+        r"v1\.0-[a-f0-9]{24}-[a-f0-9]{146}",
+        True,
+    ),
+    ("databricks_token", ("dapi",), r"dapi[a-f0-9]{32}(?:-[0-9]{1,2})?", True),
+    (
+        "dynatrace_token",
+        ("dt0c01.",),
+        r"dt0c01\.[A-Z0-9]{24}\.[A-Z0-9]{64}",
+        True,
+    ),
+    ("fly_io_token", ("fo1_",), r"fo1_[A-Za-z0-9_\-]{43}", True),
+    ("fly_io_token", ("fm2_",), r"fm2_[A-Za-z0-9+/=_\-]{60,2000}+", True),
+    ("render_api_key", ("rnd_",), r"rnd_[A-Za-z0-9]{32}", True),
+    ("supabase_token", ("sbp_",), r"sbp_[a-f0-9]{40}", True),
+    ("neon_api_key", ("napi_",), r"napi_[a-z0-9]{64}", True),
+    (
+        "planetscale_token",
+        ("pscale_tkn_", "pscale_pw_", "pscale_oauth_"),
+        r"pscale_(?:tkn|pw|oauth)_[A-Za-z0-9_\-=.]{32,64}+(?![A-Za-z0-9_\-=.])",
+        True,
+    ),
+    ("scalingo_token", ("tk-us-",), r"tk-us-[A-Za-z0-9_\-]{48}", True),
+    (
+        "terraform_cloud_token",
+        (".atlasv1.",),
+        r"(?<![A-Za-z0-9])[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_\-=]{60,70}+(?![A-Za-z0-9_\-=])",
+        False,
+    ),
+    ("pulumi_token", ("pul-",), r"pul-[a-f0-9]{40}", True),
+    (
+        "vault_token",
+        ("hvs.", "hvb.", "hvr."),
+        r"hv[sbr]\.[A-Za-z0-9_\-]{24,400}+(?![A-Za-z0-9_\-])",
+        True,
+    ),
+    ("doppler_token", ("dp.",), r"dp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{40,44}", True),
+    (
+        "onepassword_token",
+        ("ops_eyJ",),
+        r"ops_eyJ[A-Za-z0-9+/]{100,4000}+={0,3}",
+        True,
+    ),
+    (
+        "age_secret_key",
+        ("AGE-SECRET-KEY-1",),
+        r"AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}",
+        True,
+    ),
+    (
+        "tailscale_key",
+        ("tskey-",),
+        r"tskey-(?:api|auth|client|webhook|scim)-[A-Za-z0-9]{6,20}-[A-Za-z0-9]{20,64}",
+        True,
+    ),
+)
+
+_CODE_HOSTS: tuple[TokenRule, ...] = (
+    (
+        "github_token",
+        ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
+        r"gh[pousr]_[A-Za-z0-9]{36,251}+(?![A-Za-z0-9_])",
+        True,
+    ),
+    ("github_token", ("github_pat_",), r"github_pat_[A-Za-z0-9_]{50,255}", True),
+    (
+        "gitlab_token",
+        ("glpat-", "gldt-", "glrt-", "glptt-", "glcbt-", "glimt-", "glft-", "glsoat-"),
+        r"gl(?:pat|dt|rt|ptt|cbt|imt|ft|soat)-[A-Za-z0-9_\-]{20,64}+(?![A-Za-z0-9_\-])",
+        True,
+    ),
+    ("gitlab_token", ("GR1348941",), r"GR1348941[A-Za-z0-9_\-]{20,64}+(?![A-Za-z0-9_\-])", True),
+    (
+        "bitbucket_token",
+        ("ATBB", "ATCTT", "ATATT"),
+        r"AT(?:BB|CTT|ATT)[A-Za-z0-9_=.\-]{28,255}+(?![A-Za-z0-9_=.\-])",
+        True,
+    ),
+    ("sourcegraph_token", ("sgp_",), r"sgp_(?:[a-fA-F0-9]{16}_)?[a-f0-9]{40}", True),
+    ("buildkite_token", ("bkua_",), r"bkua_[a-f0-9]{40}", True),
+    ("circleci_token", ("CCIPAT_",), r"CCIPAT_[A-Za-z0-9]{22}_[a-f0-9]{40}", True),
+    (
+        "docker_hub_token",
+        ("dckr_pat_", "dckr_oat_"),
+        r"dckr_(?:pat|oat)_[A-Za-z0-9_\-]{27,40}+(?![A-Za-z0-9_\-])",
+        True,
+    ),
+    ("jfrog_token", ("AKCp",), r"AKCp[A-Za-z0-9]{69}", True),
+    ("jfrog_token", ("cmVmdGtu",), r"cmVmdGtu[A-Za-z0-9]{56}", True),
+    (
+        "harness_token",
+        ("pat.",),
+        r"pat\.[A-Za-z0-9_\-]{22}\.[a-f0-9]{24}\.[A-Za-z0-9]{20}",
+        True,
+    ),
+    ("airtable_token", ("pat",), r"pat[A-Za-z0-9]{14}\.[a-f0-9]{64}", True),
+    ("octopus_deploy_api_key", ("API-",), r"API-[A-Z0-9]{26}", True),
+    ("npm_token", ("npm_",), r"npm_[A-Za-z0-9]{36}", True),
+    ("pypi_token", ("pypi-AgE",), r"pypi-AgE[A-Za-z0-9_\-]{50,400}+(?![A-Za-z0-9_\-])", True),
+    ("rubygems_api_key", ("rubygems_",), r"rubygems_[a-f0-9]{48}", True),
+    ("nuget_api_key", ("oy2",), r"oy2[a-z0-9]{43}", True),
+    ("clojars_token", ("CLOJARS_",), r"CLOJARS_[a-z0-9]{60}", True),
+    ("deno_deploy_token", ("ddp_",), r"ddp_[A-Za-z0-9]{36}", True),
+    ("prefect_api_key", ("pnu_",), r"pnu_[A-Za-z0-9]{36}", True),
+    ("readme_api_key", ("rdme_",), r"rdme_[a-z0-9]{70}", True),
+    ("infracost_api_key", ("ico-",), r"ico-[A-Za-z0-9]{32}", True),
+    ("postman_api_key", ("PMAK-",), r"PMAK-[a-f0-9]{24}-[a-f0-9]{34}", True),
+)
+
+_AI: tuple[TokenRule, ...] = (
+    (
+        "anthropic_api_key",
+        ("sk-ant-",),
+        r"sk-ant-[a-z0-9]{2,12}-[A-Za-z0-9_\-]{40,200}+(?![A-Za-z0-9_\-])",
+        True,
+    ),
+    ("openrouter_api_key", ("sk-or-v1-",), r"sk-or-v1-[a-f0-9]{64}", True),
+    (
+        "openai_api_key",
+        ("sk-",),
+        r"sk-(?<![A-Za-z0-9_\-]sk-)(?:(?:proj|svcacct|admin|None)-)?[A-Za-z0-9_\-]{32,200}+(?![A-Za-z0-9_\-])",
+        True,
+    ),
+    ("huggingface_token", ("hf_",), r"hf_[A-Za-z0-9]{34,40}", True),
+    ("huggingface_token", ("api_org_",), r"api_org_[A-Za-z0-9]{34}", True),
+    ("groq_api_key", ("gsk_",), r"gsk_[A-Za-z0-9]{52}", True),
+    ("xai_api_key", ("xai-",), r"xai-[A-Za-z0-9]{80}", True),
+    ("perplexity_api_key", ("pplx-",), r"pplx-[A-Za-z0-9]{48}", True),
+    ("replicate_token", ("r8_",), r"r8_[A-Za-z0-9]{37}", True),
+    (
+        "langsmith_api_key",
+        ("lsv2_pt_", "lsv2_sk_"),
+        r"lsv2_(?:pt|sk)_[a-f0-9]{32}_[a-f0-9]{10}",
+        True,
+    ),
+    ("pinecone_api_key", ("pcsk_",), r"pcsk_[A-Za-z0-9]{4,8}_[A-Za-z0-9]{50,80}", True),
+)
+
+_MESSAGING: tuple[TokenRule, ...] = (
+    ("slack_token", ("xox",), r"xox[abeoprs]-[0-9A-Za-z\-]{10,250}+(?![0-9A-Za-z\-])", True),
+    ("slack_token", ("xapp-",), r"xapp-[0-9]-[0-9A-Za-z\-]{20,250}+(?![0-9A-Za-z\-])", True),
+    (
+        "slack_webhook",
+        ("hooks.slack.com/",),
+        r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/]{20,200}",
+        False,
+    ),
+    (
+        "discord_webhook",
+        ("/api/webhooks/",),
+        r"/api/webhooks/([0-9]{15,21}/[A-Za-z0-9_\-]{60,80})(?![A-Za-z0-9_\-])",
+        False,
+    ),
+    ("twilio_api_key", ("SK",), r"SK[0-9a-fA-F]{32}", True),
+    ("twilio_account_sid", ("AC",), r"AC[0-9a-f]{32}", True),
+    ("sendgrid_api_key", ("SG.",), r"SG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}", True),
+    ("mailgun_api_key", ("key-",), r"key-[0-9a-f]{32}", True),
+    (
+        "mailchimp_api_key",
+        ("-us",),
+        r"(?<![A-Za-z0-9])[a-f0-9]{32}-us[0-9]{1,2}(?![A-Za-z0-9])",
+        False,
+    ),
+    ("brevo_api_key", ("xkeysib-",), r"xkeysib-[a-f0-9]{64}-[A-Za-z0-9]{16}", True),
+    ("resend_api_key", ("re_",), r"re_[A-Za-z0-9]{8}_[A-Za-z0-9]{24}", True),
+    ("linear_api_key", ("lin_api_",), r"lin_api_[A-Za-z0-9]{40}", True),
+    ("notion_token", ("ntn_",), r"ntn_[0-9]{11}[A-Za-z0-9]{35}", True),
+    ("notion_token", ("secret_",), r"secret_[A-Za-z0-9]{43}", True),
+    ("figma_token", ("figd_",), r"figd_[A-Za-z0-9_\-]{40}", True),
+    ("typeform_token", ("tfp_",), r"tfp_[A-Za-z0-9_\-.=]{59}", True),
+    ("contentful_token", ("CFPAT-",), r"CFPAT-[A-Za-z0-9_\-]{43}", True),
+    (
+        "dropbox_token",
+        ("sl.",),
+        r"sl\.(?:u\.)?[A-Za-z0-9_\-=]{130,1400}+(?![A-Za-z0-9_\-=])",
+        True,
+    ),
+    ("frameio_token", ("fio-u-",), r"fio-u-[A-Za-z0-9_\-=]{64}", True),
+    (
+        "sentry_token",
+        ("sntryu_",),
+        r"sntryu_[a-f0-9]{64}",
+        True,
+    ),
+    ("sentry_token", ("sntrys_",), r"sntrys_[A-Za-z0-9+/=_]{60,600}+", True),
+    ("grafana_token", ("glsa_",), r"glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}", True),
+    ("grafana_token", ("glc_",), r"glc_[A-Za-z0-9+/]{32,400}+={0,2}", True),
+    ("grafana_token", ("eyJrIjoi",), r"eyJrIjoi[A-Za-z0-9]{50,100}+={0,2}", True),
+    ("new_relic_key", ("NRAK-",), r"NRAK-[A-Z0-9]{27}", True),
+    (
+        "mapbox_secret_token",
+        ("sk.eyJ",),
+        r"sk\.eyJ[A-Za-z0-9_\-]{20,200}+\.[A-Za-z0-9_\-]{20,100}+",
+        True,
+    ),
+    ("adobe_client_secret", ("p8e-",), r"p8e-[A-Za-z0-9]{32}", True),
+)
+
+_PAYMENTS: tuple[TokenRule, ...] = (
+    (
+        "stripe_secret_key",
+        ("sk_live_", "sk_test_"),
+        r"sk_(?:live|test)_[A-Za-z0-9]{16,99}+(?![A-Za-z0-9_])",
+        True,
+    ),
+    (
+        "stripe_secret_key",
+        ("rk_live_", "rk_test_"),
+        r"rk_(?:live|test)_[A-Za-z0-9]{16,99}+(?![A-Za-z0-9_])",
+        True,
+    ),
+    ("stripe_secret_key", ("whsec_",), r"whsec_[A-Za-z0-9+/]{32,100}+(?![A-Za-z0-9_])", True),
+    (
+        "shopify_token",
+        ("shpat_", "shpca_", "shppa_", "shpss_"),
+        r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}",
+        True,
+    ),
+    (
+        "square_token",
+        ("sq0atp-", "sq0csp-"),
+        r"sq0(?:atp-[0-9A-Za-z_\-]{22}|csp-[0-9A-Za-z_\-]{43})",
+        True,
+    ),
+    ("square_token", ("EAAA",), r"EAAA[A-Za-z0-9_\-+]{60,1024}+(?![A-Za-z0-9_\-+])", True),
+    (
+        "shippo_token",
+        ("shippo_live_", "shippo_test_"),
+        r"shippo_(?:live|test)_[a-f0-9]{40}",
+        True,
+    ),
+    (
+        "duffel_token",
+        ("duffel_test_", "duffel_live_"),
+        r"duffel_(?:test|live)_[A-Za-z0-9_\-=]{43}",
+        True,
+    ),
+    ("easypost_api_key", ("EZAK", "EZTK"), r"EZ[AT]K[A-Za-z0-9]{54}", True),
+    ("flutterwave_key", ("FLWSECK",), r"FLWSECK(?:_TEST)?-[a-f0-9]{32}-X", True),
+    (
+        "plaid_access_token",
+        ("access-production-", "access-sandbox-", "access-development-"),
+        r"access-(?:sandbox|development|production)-"
+        r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",
+        True,
+    ),
+    (
+        "jwt",
+        ("eyJ",),
+        r"eyJ[A-Za-z0-9_\-]{10,8192}+\.[A-Za-z0-9_\-]{10,8192}+\.[A-Za-z0-9_\-]{16,8192}+",
+        True,
+    ),
+)
+
+TOKEN_RULES: tuple[TokenRule, ...] = (*_CLOUD, *_CODE_HOSTS, *_AI, *_MESSAGING, *_PAYMENTS)
+
+# Token alphabets with - or _ (or a short prefix) can also spell ordinary names: these must
+# not read as words or labels (kebab-case flags, snake_case identifiers).
+WORDY_RULES = frozenset(
+    {
+        "openai_api_key",
+        "anthropic_api_key",
+        "slack_token",
+        "gitlab_token",
+        "bitbucket_token",
+        "pypi_token",
+        "heroku_api_key",
+        "square_token",
+        "jwt",
+        "google_oauth_access_token",
+        "vault_token",
+        "notion_token",
+        "octopus_deploy_api_key",
+        "resend_api_key",
+        "adobe_client_secret",
+        "docker_hub_token",
+        "planetscale_token",
+        "dropbox_token",
+        "fly_io_token",
+        "sentry_token",
+        "grafana_token",
+        "typeform_token",
+        "frameio_token",
+    }
+)

@@ -1,0 +1,341 @@
+"""What a value next to a credential's name is: key material, a chosen password, or a reference.
+
+Pure module: no I/O. The secret detector asks two questions of a value it found after a name
+such as `password` or `api_key`: does it look generated (`looks_random`, for names that are as
+often ordinary words, like token and key), and is it a literal at all (`is_credential_literal`,
+for names that only ever hold a credential, like password and client_secret, where a
+human-chosen `hunter2` is as secret as random bytes). Placeholders and references are neither.
+The finders here cover the shapes that carry no `name = value` operator: command-line flags,
+netrc lines and sentences ("the password on the staging box is ...").
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterator
+
+Span = tuple[int, int]
+
+# Placeholders: a value holding one of these marks is an example or a template slot.
+_PLACEHOLDER_MARKS = (
+    "your",
+    "example",
+    "changeme",
+    "change_me",
+    "change-me",
+    "changeit",
+    "placeholder",
+    "redacted",
+    "dummy",
+    "xxxx",
+    "****",
+    "....",
+    "todo",
+    "fixme",
+    "replace",
+    "insert",
+    "sample",
+    "_here",
+    "<",
+    ">",
+    "{{",
+    "}}",
+    "${",
+    "%(",
+)
+# A value that is only the name of what belongs there (separators ignored) holds nothing.
+_PLACEHOLDER_NAMES = frozenset(
+    {
+        "password",
+        "passwd",
+        "pass",
+        "pwd",
+        "passphrase",
+        "secret",
+        "token",
+        "apikey",
+        "key",
+        "credential",
+        "credentials",
+        "changeme",
+        "none",
+        "null",
+        "nil",
+        "undefined",
+        "empty",
+        "unset",
+        "hidden",
+        "masked",
+        "required",
+        "optional",
+        "sensitive",
+        "string",
+        "str",
+        "text",
+        "bool",
+        "boolean",
+        "true",
+        "false",
+        "int",
+        "integer",
+        "number",
+        "any",
+        "object",
+        "default",
+        "mysecret",
+        "mypassword",
+        "secretpassword",
+        "supersecret",
+        "notasecret",
+    }
+)
+# References: a store, a file or another variable holds the value.
+_REFERENCE_PREFIXES = (
+    "~/",
+    "./",
+    "../",
+    "/",
+    "arn:",
+    "vault:",
+    "kms:",
+    "sm:",
+    "ref+",
+    "env:",
+    "file:",
+    "secretref:",
+    "op:",
+)
+_DOTTED_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:(?:\.|::|->)[A-Za-z_][A-Za-z0-9_]*)+\Z")
+_PROJECT_ID = re.compile(r"(?:mem|job|cand|apr)_[0-9a-f]{32}\Z")
+_YAML_TAG = re.compile(r"![A-Za-z]+\Z")
+# Names and labels (tls-cert-2024, GITHUB_TOKEN_2, v1.2.3): every part is one kind of thing.
+# atomic and possessive, so alternatives are ordered longest form first
+_LABEL_PART = r"(?>[a-zA-Z]{1,3}+[0-9]{1,4}+|[A-Z][a-z]++|[a-z]++|[A-Z]++|[0-9]++)"
+WORD_LIKE = re.compile(rf"{_LABEL_PART}(?:[\-_.+]{_LABEL_PART})*\Z")
+_LETTERS_ONLY = re.compile(r"[A-Za-z_]+\Z")
+
+
+def shannon_entropy(value: str) -> float:
+    """Bits per character of `value`'s own character distribution."""
+    length = len(value)
+    if length == 0:
+        return 0.0
+    counts: dict[str, int] = {}
+    for char in value:
+        counts[char] = counts.get(char, 0) + 1
+    return -sum(n / length * math.log2(n / length) for n in counts.values())
+
+
+def character_classes(value: str) -> int:
+    lower = upper = digit = other = 0
+    for char in value:
+        if "a" <= char <= "z":
+            lower = 1
+        elif "A" <= char <= "Z":
+            upper = 1
+        elif "0" <= char <= "9":
+            digit = 1
+        else:
+            other = 1
+    return lower + upper + digit + other
+
+
+def is_placeholder(value: str) -> bool:
+    """An example, template slot or masked value rather than a credential."""
+    if not value or value[0] in "$<{%*[(`?-" or len(set(value)) <= 2:
+        return True
+    lowered = value.lower()
+    if any(mark in lowered for mark in _PLACEHOLDER_MARKS):
+        return True
+    return "".join(char for char in lowered if char.isalnum()) in _PLACEHOLDER_NAMES
+
+
+def is_reference(value: str) -> bool:
+    """Names another place that holds the credential: a variable, attribute, file or store."""
+    return (
+        "://" in value
+        or value.lower().startswith(_REFERENCE_PREFIXES)
+        or _DOTTED_NAME.match(value) is not None
+        or _PROJECT_ID.match(value) is not None
+        or _YAML_TAG.match(value) is not None
+    )
+
+
+def _case_changes(value: str) -> int:
+    changes = 0
+    previous_upper: bool | None = None
+    for char in value:
+        if char.isalpha():
+            upper = char.isupper()
+            if previous_upper is not None and upper != previous_upper:
+                changes += 1
+            previous_upper = upper
+    return changes
+
+
+def looks_random(value: str) -> bool:
+    """True when an assigned value looks like generated key material, not a word or code."""
+    length = len(value)
+    if length < 8 or is_placeholder(value) or is_reference(value) or WORD_LIKE.match(value):
+        return False
+    classes = character_classes(value)
+    entropy = shannon_entropy(value)
+    if value.replace("_", "").replace("-", "").isalpha():
+        # letters only: random strings flip case often, identifiers and words rarely do
+        return length >= 16 and entropy >= 3.5 and _case_changes(value) * 4 >= length
+    if length < 12:
+        return classes >= 3 and entropy >= 2.75
+    return classes >= 2 and entropy >= 3.0
+
+
+def _mixed(value: str) -> bool:
+    """Letters with digits or symbols, as a chosen password has and a word does not."""
+    has_letter = any(c.isalpha() for c in value)
+    return has_letter and any(not c.isalpha() for c in value)
+
+
+def is_credential_literal(value: str, *, quoted: bool, upper_key: bool, bare: bool) -> bool:
+    """Whether `value`, given for a password- or secret-named key, is a credential.
+
+    Entropy does not matter: `hunter2` is a password. Unquoted, a value can also be code (a
+    variable, a type), so there it must look unlike an identifier, unless the key is an
+    upper-case environment name, whose value is always a literal. A bare `secret`/`credentials`
+    key often names a stored secret (Kubernetes), so its value must mix letters and digits.
+    """
+    if is_placeholder(value) or is_reference(value):
+        return False
+    if bare:
+        return len(value) >= 6 and _mixed(value) and WORD_LIKE.match(value) is None
+    if quoted:
+        return len(value) >= 4
+    if value.isdigit():
+        return len(value) >= 4
+    if _LETTERS_ONLY.match(value) or WORD_LIKE.match(value):
+        return upper_key and len(value) >= 4
+    return len(value) >= 4
+
+
+def _stated_password(value: str) -> bool:
+    """A value in a sentence: must look chosen (letters with digits or symbols), not a word."""
+    return (
+        len(value) >= 6
+        and _mixed(value)
+        and WORD_LIKE.match(value) is None
+        and not is_placeholder(value)
+        and not is_reference(value)
+    )
+
+
+# ---------------------------------------------------------------- command lines
+_VALUE = r"(?:\"([^\"\n]{1,256}+)\"|'([^'\n]{1,256}+)'|([^\s\"'`;&|()<>]{1,256}+))"
+_LONG_FLAG = re.compile(
+    r"--(?:[a-z0-9]{1,20}-){0,4}(?:password|passwd|passphrase|pass|pwd|secret)(?:=|[ \t]+)" + _VALUE
+)
+# (flag that must occur, command that must occur, pattern): the flag is the cheaper test
+_TOOL_FLAGS = (
+    # registry logins take -p PASSWORD; elsewhere -p is a port or a path
+    (
+        "-p",
+        "login",
+        re.compile(
+            r"login(?![a-z0-9_\-])[^\n|;&]{0,300}?[ \t]-p(?:=|[ \t]+)" + _VALUE,
+        ),
+    ),
+    # mysql reads -pPASSWORD (no space; with a space it prompts)
+    ("-p", "mysql", re.compile(r"mysql[a-z]{0,6}[^\n|;&]{0,300}?[ \t]-p" + _VALUE)),
+    ("-p", "sshpass", re.compile(r"sshpass[ \t]+-p[ \t]*" + _VALUE)),
+    ("-a", "redis-cli", re.compile(r"redis-cli[^\n|;&]{0,300}?[ \t]-a[ \t]+" + _VALUE)),
+    (
+        "-u",
+        "curl",
+        re.compile(
+            r"curl[^\n|;&]{0,300}?[ \t](?:-u|--user)(?:=|[ \t]+)[\"']?[^\s:\"']{1,128}:"
+            r"([^\s\"']{1,256}+)"
+        ),
+    ),
+)
+
+
+def _value_span(match: re.Match[str]) -> tuple[int, int, bool]:
+    for group in range(1, (match.lastindex or 0) + 1):
+        if match.start(group) >= 0:
+            return match.start(group), match.end(group), group < 3 and match.re.groups == 3
+    return match.start(), match.end(), False
+
+
+def find_credential_flags(text: str, lowered: str) -> Iterator[Span]:
+    """Passwords given on a command line: --password X, docker login -p X, mysql -pX, ..."""
+    if "--" in lowered and ("pass" in lowered or "secret" in lowered or "pwd" in lowered):
+        for match in _LONG_FLAG.finditer(lowered):
+            start, end, quoted = _value_span(match)
+            value = text[start:end]
+            if value[0] != "-" and is_credential_literal(
+                value, quoted=quoted, upper_key=False, bare=False
+            ):
+                yield start, end
+    for flag, command, pattern in _TOOL_FLAGS:
+        if flag not in lowered or command not in lowered:
+            continue
+        for match in pattern.finditer(lowered):
+            start, end, quoted = _value_span(match)
+            value = text[start:end]
+            if value[0] != "-" and not is_placeholder(value) and not is_reference(value):
+                yield start, end
+
+
+# ------------------------------------------------------------------------ netrc
+_NETRC_PASSWORD = re.compile(r"password[ \t]+([^\s]{1,256})")
+_NETRC_LOGIN = re.compile(r"(?:^|[ \t])login[ \t]+[^\s]{1,128}[ \t]+\Z")
+_NETRC_CONTEXT = 200  # a password on its own line belongs to a machine/login just above
+
+
+def find_netrc_passwords(text: str, lowered: str) -> Iterator[Span]:
+    """`machine host login user password X`, on one line or on its own line below them."""
+    if "password" not in lowered or ("machine" not in lowered and "login" not in lowered):
+        return
+    for match in _NETRC_PASSWORD.finditer(lowered):
+        keyword = match.start()
+        line = lowered.rfind("\n", 0, keyword) + 1
+        before = lowered[line:keyword]
+        if before and not before.isspace():
+            if "login" not in before or _NETRC_LOGIN.search(before) is None:
+                continue
+        else:
+            context = lowered[max(0, line - _NETRC_CONTEXT) : line]
+            if "machine " not in context and "login " not in context:
+                continue
+        start, end = match.span(1)
+        value = text[start:end]
+        if not is_placeholder(value) and not is_reference(value):
+            yield start, end
+
+
+# -------------------------------------------------------------------- sentences
+# "password" followed by these names another thing ("the password policy is NIST-800-63b").
+_COMPOUND = (
+    r"policy|policies|length|hash|hashes|hashing|field|fields|format|rules?|requirements?|"
+    r"strength|complexity|manager|reset|prompt|file|store|storage|validation|validator|expiry|"
+    r"expiration|history|change|hint|input|check|scheme|algorithm|salt|rotation|flow|form|page"
+)
+_STATEMENT = re.compile(
+    r"(?:password|passphrase|passwd|passcode)"
+    rf"(?![a-z0-9_\-])(?![ \t]+(?:{_COMPOUND})\b)"
+    r"(?:[ \t]+[^\s.,;:!?=]{1,30}){0,8}?"
+    r"(?:[ \t]*[:=]|[ \t]+(?:is|was|are|becomes|became|reads|(?:changed|reset|set)[ \t]+to)"
+    r"(?:[ \t]+(?:now|still|just|(?:changed|reset|set|updated)[ \t]+to))?)"
+    r"[ \t]+[\"'`]?([^\s\"'`()\[\]{}<>]{4,128}+)(?![(\[{<])"
+)
+_TRAILING = ".,;:)]}"
+
+
+def find_stated_passwords(text: str, lowered: str) -> Iterator[Span]:
+    """A password stated in words: "the root password on the staging box is Winter2024!"."""
+    if "pass" not in lowered:
+        return
+    for match in _STATEMENT.finditer(lowered):
+        start, end = match.span(1)
+        while end > start and text[end - 1] in _TRAILING:
+            end -= 1
+        if _stated_password(text[start:end]):
+            yield start, end
