@@ -6,13 +6,22 @@ import argparse
 import sys
 from collections.abc import Iterator
 
-from orcactl.commands import daemon, doctor, memory, projects, provider, recall, service
+from orcactl.commands import (
+    agents,
+    daemon,
+    doctor,
+    memory,
+    projects,
+    provider,
+    recall,
+    service,
+)
 from orcactl.connect import CONNECTION_FAILURES, EXIT_ERROR, CommandError, connection_failure
 from orcactl.terminal import SafeWriter
 from orcad import __version__
 from protocol.types import PROTOCOL_VERSION
 
-COMMAND_GROUPS = [daemon, recall, memory, projects, provider, service, doctor]
+COMMAND_GROUPS = [daemon, recall, memory, projects, provider, service, doctor, agents]
 
 EPILOG = """exit status: 0 success; 1 the daemon answered with an error; 2 bad usage;
 3 orcad is not running (and was not started); 4 a pending change was not approved.

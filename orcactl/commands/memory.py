@@ -19,6 +19,7 @@ from orcactl.connect import (
     EXIT_DECLINED,
     EXIT_ERROR,
     EXIT_OK,
+    CommandError,
     connect,
     print_json,
     remote_failure,
@@ -79,6 +80,19 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     forget.add_argument("id", help="the mem_... id shown by search or list")
     add_approval_options(forget)
     forget.set_defaults(run=run_manage, action="forget")
+
+    approve = add("approve", "decide on a change another client left pending (e.g. orcactl mcp)")
+    approve.add_argument("approval_id", metavar="ID", help="the apr_... id the client showed")
+    approve.add_argument(
+        "--session-id", required=True, help="the session that asked (named with the id)"
+    )
+    approve.add_argument(
+        "--decision",
+        required=True,
+        choices=("allow_once", "allow_session", "allow_workspace", "deny"),
+        help="apply once, for the rest of that session, for this workspace, or decline",
+    )
+    approve.set_defaults(run=run_approve)
 
 
 class _Session:
@@ -195,3 +209,37 @@ def run_manage(args: argparse.Namespace) -> int:
     if result.outcome == "applied":
         return EXIT_OK
     return EXIT_DECLINED if declined or unapproved else EXIT_ERROR
+
+
+def run_approve(args: argparse.Namespace) -> int:
+    """Join the asking session at its epoch (an approval belongs to it) and decide."""
+    with connect(args) as client:
+        try:
+            opened = client.call(
+                "session.open", {"cwd": _cwd(args), "session_id": args.session_id, "join": True}
+            )
+            if not opened.joined:
+                client.call(
+                    "session.close", {"session_id": opened.session_id, "epoch": opened.epoch}
+                )
+                raise CommandError(
+                    f"session {args.session_id} is not open; its pending changes are gone"
+                )
+            result: MemoryManageResult = client.call(
+                "memory.approve",
+                {
+                    "session_id": opened.session_id,
+                    "epoch": opened.epoch,
+                    "approval_id": args.approval_id,
+                    "decision": args.decision,
+                },
+            )
+        except RemoteError as exc:
+            raise remote_failure(exc) from None
+    if args.json:
+        print_json(result)
+    else:
+        print(result.summary)
+    if result.outcome == "applied":
+        return EXIT_OK
+    return EXIT_DECLINED if args.decision == "deny" else EXIT_ERROR

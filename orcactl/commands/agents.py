@@ -1,0 +1,64 @@
+"""`orcactl hook`, `orcactl mcp` and `orcactl integrate`: what connects a coding agent to orcad.
+
+`orcactl hook ...` normally never reaches this parser (orcactl.entry sends it straight to the
+hook runner, for speed); it is registered here for `--help` and for global options given
+before the command.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+AGENTS = ("claude-code", "codex")
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    hook = subparsers.add_parser(
+        "hook",
+        help="run one agent lifecycle hook (reads the agent's hook JSON on stdin)",
+        description="Translate one Claude Code or Codex hook into orcad calls and answer in "
+        "the agent's own output format. Never exits 2 (the agents' 'block').",
+    )
+    hook.add_argument("agent", choices=AGENTS)
+    hook.add_argument(
+        "event", help="SessionStart, UserPromptSubmit, Stop, SessionEnd (Claude Code), ..."
+    )
+    hook.set_defaults(run=run_hook)
+
+    mcp = subparsers.add_parser(
+        "mcp",
+        help="stdio MCP server with the memory tools (for an agent's MCP configuration)",
+        description="Serve memory_search, memory_manage, remember and recall over MCP on "
+        "stdin/stdout. MCP clients start servers with a small environment: pass --cwd and "
+        "--socket when the defaults would be wrong.",
+    )
+    mcp.add_argument("--cwd", metavar="DIR", help="workspace directory (default: the current one)")
+    mcp.add_argument(
+        "--mode",
+        choices=("normal", "plan", "auto", "yolo"),
+        default="normal",
+        help="approval mode for memory changes (default: normal, ask the user)",
+    )
+    mcp.add_argument(
+        "--session-id",
+        metavar="ID",
+        help="join this orcad session instead of opening one of its own",
+    )
+    mcp.set_defaults(run=run_mcp)
+
+
+def run_hook(args: argparse.Namespace) -> int:
+    from orcactl.hooks.runner import run  # noqa: PLC0415
+
+    argv = [args.agent, args.event]
+    if getattr(args, "socket", None):
+        argv += ["--socket", args.socket]
+    if getattr(args, "no_start", False):
+        argv.append("--no-start")
+    return run(argv)
+
+
+def run_mcp(args: argparse.Namespace) -> int:
+    from orcactl.mcp_server import run  # noqa: PLC0415  (the MCP SDK is slow to import)
+
+    return run(args)

@@ -1,0 +1,247 @@
+"""`orcactl mcp`: a stdio MCP server that gives the model orcad's memory tools.
+
+Built on the official MCP Python SDK (`mcp`, on anyio). Each tool is one or two orcad calls made
+through the synchronous protocol client in a worker thread, on one orcad session for the
+server's lifetime (joined, not fenced, when `--session-id` names the agent's session). The
+daemon's rules (scopes, approvals, secrets, limits) decide everything; a daemon error becomes an
+MCP tool error carrying the daemon's message, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import secrets
+import sys
+import threading
+from typing import Annotated, Any, Literal
+
+import anyio
+import msgspec
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
+from pydantic import BaseModel, Field
+
+from orcactl.connect import connect
+from protocol.client import Client, DaemonUnavailable
+from protocol.errors import RemoteError
+
+WRITE_RULE = (
+    "Only keep what lasts: call this when the user explicitly asks you to remember something, "
+    "or when they state a stable fact about themselves, their preferences or this project that "
+    "will help in future sessions. Never store ordinary conversation, one-off task details, "
+    "progress notes, duplicates, secrets or credentials, or your own guesses. Use workspace "
+    "scope (is_global false) for anything about this repository; global only for what truly "
+    "applies everywhere. After a change, tell the user what changed and in which scope."
+)
+
+INSTRUCTIONS = (
+    "orca keeps the user's memory on this machine. memory_search lists or searches what is "
+    "kept; memory_manage saves, updates or forgets deliberate records; remember appends an "
+    "explicit fact loaded at every session start; recall shows what orca would recall for a "
+    "prompt. Recalled memory is historical: verify it against the repository before relying "
+    "on it. " + WRITE_RULE
+)
+
+DECISIONS = {
+    "allow_once": "Apply this change once",
+    "allow_session": "Apply, and allow memory changes for the rest of this session",
+    "allow_workspace": "Apply, and allow memory changes in this workspace from now on",
+}
+
+
+class ApprovalChoice(BaseModel):
+    """What the user is asked when a memory change needs approval."""
+
+    decision: Literal["allow_once", "allow_session", "allow_workspace"] = Field(
+        default="allow_once",
+        description="; ".join(f"{key}: {text}" for key, text in DECISIONS.items()),
+    )
+
+
+class DaemonSession:
+    """The server's orcad session: opened on first use, opened again if it expired."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.cwd = os.path.abspath(args.cwd or os.getcwd())
+        self.session_id: str = args.session_id or f"mcp:{secrets.token_hex(8)}"
+        self.join = bool(args.session_id)
+        self.ids: dict[str, Any] | None = None
+        self._client: Client | None = None
+        self._lock = threading.Lock()
+
+    def _open(self, client: Client) -> dict[str, Any]:
+        opened = client.call(
+            "session.open",
+            {
+                "cwd": self.cwd,
+                "session_id": self.session_id,
+                "mode": self.args.mode,
+                "interactive": True,
+                "join": True if self.ids is not None else self.join,
+            },
+        )
+        self.ids = {"session_id": opened.session_id, "epoch": opened.epoch}
+        return self.ids
+
+    def call_blocking(self, method: str, params: dict[str, Any]) -> Any:
+        with self._lock:
+            try:
+                return self._call(method, params)
+            except RemoteError as exc:
+                raise ToolError(f"orca: {exc.error.message} ({exc.kind})") from None
+            except (OSError, DaemonUnavailable, msgspec.MsgspecError) as exc:
+                self.close()
+                raise ToolError(f"orca: cannot reach orcad: {exc}") from None
+
+    def _call(self, method: str, params: dict[str, Any]) -> Any:
+        if self._client is None:
+            self._client = connect(self.args)
+        ids = self.ids or self._open(self._client)
+        try:
+            return self._client.call(method, {**ids, **params})
+        except RemoteError as exc:
+            if exc.kind != "not_found" or "session" not in exc.error.message:
+                raise
+        # The session expired or was closed while the server sat idle: open it again.
+        ids = self._open(self._client)
+        return self._client.call(method, {**ids, **params})
+
+    async def call(self, method: str, params: dict[str, Any]) -> Any:
+        return await anyio.to_thread.run_sync(self.call_blocking, method, params)
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+
+def _dump(value: Any) -> str:
+    return json.dumps(msgspec.to_builtins(value), ensure_ascii=False, indent=1)
+
+
+def _supports_elicitation(ctx: Context) -> bool:
+    capabilities = ctx.client_capabilities
+    return capabilities is not None and capabilities.elicitation is not None
+
+
+def approve_command(session: DaemonSession, approval_id: str) -> str:
+    return (
+        f"orcactl memory approve {approval_id} --session-id {session.session_id} "
+        f"--cwd {session.cwd} --decision allow_once"
+    )
+
+
+def build_server(session: DaemonSession) -> MCPServer:
+    server = MCPServer("orca", instructions=INSTRUCTIONS)
+
+    @server.tool(
+        description="Search the user's deliberate memory records visible from this workspace, "
+        "best match first; omit query to list the most recent. Read-only.",
+        annotations=ToolAnnotations(
+            title="Search memory", read_only_hint=True, open_world_hint=False
+        ),
+        structured_output=False,
+    )
+    async def memory_search(
+        query: Annotated[
+            str | None, Field(description="free text; at most 12 terms are used")
+        ] = None,
+        limit: Annotated[int, Field(ge=1, le=20, description="1 to 20 records")] = 8,
+    ) -> str:
+        params: dict[str, Any] = {"limit": limit}
+        if query is not None:
+            params["query"] = query
+        result = await session.call("memory.search", params)
+        return _dump(result.records) if result.records else "No records."
+
+    @server.tool(
+        description="Save, update or forget one deliberate memory record. save needs content, "
+        "kind and is_global; update needs id and content; forget needs id. " + WRITE_RULE,
+        annotations=ToolAnnotations(
+            title="Change memory",
+            read_only_hint=False,
+            destructive_hint=True,
+            open_world_hint=False,
+        ),
+        structured_output=False,
+    )
+    async def memory_manage(  # noqa: PLR0917  (the tool's arguments)
+        action: Literal["save", "update", "forget"],
+        ctx: Context,
+        id: Annotated[str | None, Field(description="mem_... id, for update and forget")] = None,
+        content: Annotated[str | None, Field(description="the record's text: one fact")] = None,
+        kind: Literal["preference", "fact", "workflow", "decision"] | None = None,
+        is_global: Annotated[bool | None, Field(description="true: every workspace")] = None,
+    ) -> str:
+        params: dict[str, Any] = {"action": action}
+        for name, value in (
+            ("id", id),
+            ("content", content),
+            ("kind", kind),
+            ("is_global", is_global),
+        ):
+            if value is not None:
+                params[name] = value
+        result = await session.call("memory.manage", params)
+        if result.outcome == "pending_approval" and result.approval_id is not None:
+            if not _supports_elicitation(ctx):
+                return (
+                    f"Pending approval: {result.summary} Nothing has changed yet. The user can "
+                    f"approve it with: {approve_command(session, result.approval_id)}"
+                )
+            answer = await ctx.elicit(f"{result.summary} Allow this memory change?", ApprovalChoice)
+            decision = answer.data.decision if answer.action == "accept" else "deny"
+            result = await session.call(
+                "memory.approve", {"approval_id": result.approval_id, "decision": decision}
+            )
+        if result.outcome == "denied":
+            raise ToolError(f"orca: not changed: {result.summary}")
+        return str(result.summary)
+
+    @server.tool(
+        description="Keep an explicit fact that is loaded at the start of every session: scope "
+        "'project' (this project's memory.md) or 'user' (user.md, every project). Use it only "
+        "when the user asks you to remember something. " + WRITE_RULE,
+        annotations=ToolAnnotations(title="Remember", read_only_hint=False, open_world_hint=False),
+        structured_output=False,
+    )
+    async def remember(
+        text: Annotated[str, Field(min_length=1, description="the fact, in one sentence")],
+        scope: Literal["user", "project"] = "project",
+    ) -> str:
+        result = await session.call("remember", {"text": text, "scope": scope})
+        return f"Remembered as a {scope} fact in {result.path}."
+
+    @server.tool(
+        description="What orca recalls for a prompt: automatic and deliberate memory, framed as "
+        "historical claims to verify. Read-only.",
+        annotations=ToolAnnotations(title="Recall", read_only_hint=True, open_world_hint=False),
+        structured_output=False,
+    )
+    async def recall(prompt: Annotated[str, Field(min_length=1)]) -> str:
+        turn_id = "mcp-" + secrets.token_hex(8)
+        result = await session.call("recall", {"turn_id": turn_id, "prompt": prompt})
+        return str(result.context) or "Nothing recalled for this prompt."
+
+    return server
+
+
+def run(args: argparse.Namespace) -> int:
+    # stdout carries the MCP protocol itself: the SDK needs the real stream, not orcactl's
+    # terminal-safe wrapper.
+    sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
+    session = DaemonSession(args)
+    try:
+        build_server(session).run("stdio")
+    finally:
+        if session.ids is not None and not session.join:
+            try:
+                session.call_blocking("session.close", {})
+            except ToolError:
+                pass  # the daemon expires sessions it no longer hears from
+        session.close()
+    return 0

@@ -1,0 +1,299 @@
+"""`orcactl mcp` driven by the MCP SDK's own client over stdio, against a real daemon."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+from mcp import types
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+from tests.harness import DaemonProcess, OrcaEnv
+from tests.hook_helpers import ORCACTL, ClaudeTranscript, run_hook
+
+pytestmark = pytest.mark.slow  # each test starts the server process (the SDK imports slowly)
+
+Elicit = Callable[[Any, types.ElicitRequestParams], Awaitable[types.ElicitResult | types.ErrorData]]
+
+
+def _project(tmp_path: Path) -> Path:
+    project = tmp_path / "repo"
+    project.mkdir(exist_ok=True)
+    return project
+
+
+@asynccontextmanager
+async def mcp_session(
+    orca: OrcaEnv, cwd: Path, *args: str, elicit: Elicit | None = None
+) -> AsyncIterator[ClientSession]:
+    params = StdioServerParameters(
+        command=ORCACTL, args=["mcp", "--cwd", str(cwd), *args], env=orca.env
+    )
+    with open(orca.root / "mcp-stderr.log", "a") as errlog:  # noqa: ASYNC230  (a local file)
+        async with (
+            stdio_client(params, errlog=errlog) as (read, write),
+            ClientSession(read, write, elicitation_callback=elicit) as session,
+        ):
+            await session.initialize()
+            yield session
+
+
+def _text(result: types.CallToolResult) -> str:
+    return "\n".join(block.text for block in result.content if isinstance(block, types.TextContent))
+
+
+def _records(daemon: DaemonProcess, cwd: Path) -> list[Any]:
+    with daemon.client() as client:
+        opened = client.call("session.open", {"cwd": str(cwd)})
+        ids = {"session_id": opened.session_id, "epoch": opened.epoch}
+        return list(client.call("memory.search", {**ids, "limit": 20}).records)
+
+
+def _answer(decision: str | None) -> Elicit:
+    async def elicit(_context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        assert "Allow this memory change?" in params.message
+        if decision is None:
+            return types.ElicitResult(action="decline")
+        return types.ElicitResult(action="accept", content={"decision": decision})
+
+    return elicit
+
+
+async def test_tools_and_their_schemas(
+    tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess
+) -> None:
+    async with mcp_session(orca_env, _project(tmp_path)) as session:
+        tools = {tool.name: tool for tool in (await session.list_tools()).tools}
+    assert set(tools) == {"memory_search", "memory_manage", "remember", "recall"}
+    search = tools["memory_search"]
+    assert search.annotations is not None and search.annotations.read_only_hint is True
+    assert tools["memory_manage"].annotations.read_only_hint is False  # type: ignore[union-attr]
+    assert set(search.input_schema["properties"]) == {"query", "limit"}
+    manage = tools["memory_manage"].input_schema
+    assert set(manage["properties"]) == {"action", "id", "content", "kind", "is_global"}
+    assert manage["required"] == ["action"]
+    for name in ("memory_manage", "remember"):
+        assert "secrets" in (tools[name].description or "")  # the write rule travels with it
+
+
+async def test_every_tool_happy_path_in_auto_mode(
+    tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess
+) -> None:
+    project = _project(tmp_path)
+    async with mcp_session(orca_env, project, "--mode", "auto") as session:
+        saved = await session.call_tool(
+            "memory_manage",
+            {
+                "action": "save",
+                "content": "Release checks use make release-check",
+                "kind": "workflow",
+                "is_global": False,
+            },
+        )
+        assert not saved.is_error, _text(saved)
+        found = await session.call_tool("memory_search", {"query": "release checks"})
+        records = json.loads(_text(found))
+        assert [r["content"] for r in records] == ["Release checks use make release-check"]
+        listed = await session.call_tool("memory_search", {})
+        assert "make release-check" in _text(listed)
+        kept = await session.call_tool(
+            "remember", {"text": "The API is versioned under /v2", "scope": "project"}
+        )
+        assert not kept.is_error and "project fact" in _text(kept)
+        recalled = await session.call_tool("recall", {"prompt": "how do I run the release checks?"})
+        assert "make release-check" in _text(recalled)
+        forgot = await session.call_tool(
+            "memory_manage", {"action": "forget", "id": records[0]["id"]}
+        )
+        assert not forgot.is_error, _text(forgot)
+    assert _records(daemon, project) == []
+
+
+@pytest.mark.parametrize(
+    ("decision", "applied"),
+    [("allow_once", True), ("allow_workspace", True), (None, False)],
+)
+async def test_normal_mode_asks_the_user_through_elicitation(
+    tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess, decision: str | None, applied: bool
+) -> None:
+    project = _project(tmp_path)
+    async with mcp_session(orca_env, project, elicit=_answer(decision)) as session:
+        result = await session.call_tool(
+            "memory_manage",
+            {
+                "action": "save",
+                "content": "I prefer small pull requests",
+                "kind": "preference",
+                "is_global": True,
+            },
+        )
+        assert result.is_error is (not applied), _text(result)
+        if decision == "allow_workspace":  # later changes in this workspace need no prompt
+            again = await session.call_tool(
+                "memory_manage",
+                {
+                    "action": "save",
+                    "content": "We tag releases as vX.Y.Z",
+                    "kind": "workflow",
+                    "is_global": False,
+                },
+            )
+            assert not again.is_error, _text(again)
+    contents = sorted(r.content for r in _records(daemon, project))
+    expected = {"allow_once": ["I prefer small pull requests"], None: []}
+    if decision == "allow_workspace":
+        assert contents == ["I prefer small pull requests", "We tag releases as vX.Y.Z"]
+    else:
+        assert contents == expected[decision]
+
+
+async def test_without_elicitation_the_change_waits_for_orcactl(
+    tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess
+) -> None:
+    project = _project(tmp_path)
+    async with mcp_session(orca_env, project) as session:
+        result = await session.call_tool(
+            "memory_manage",
+            {
+                "action": "save",
+                "content": "Deploys go through ArgoCD",
+                "kind": "fact",
+                "is_global": False,
+            },
+        )
+        text = _text(result)
+        assert not result.is_error and "Pending approval" in text
+        command = text[text.index("orcactl memory approve") :].split()
+        assert _records(daemon, project) == []
+        approved = await trio.run_process(
+            [ORCACTL, *command[1:]],
+            capture_stdout=True,
+            capture_stderr=True,
+            env=orca_env.env,
+            check=False,
+        )
+        assert approved.returncode == 0, approved.stderr
+    assert [r.content for r in _records(daemon, project)] == ["Deploys go through ArgoCD"]
+
+
+async def test_plan_mode_denies_secrets_are_refused_and_bad_arguments_are_tool_errors(
+    tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess
+) -> None:
+    project = _project(tmp_path)
+    async with mcp_session(orca_env, project, "--mode", "plan") as session:
+        denied = await session.call_tool(
+            "memory_manage",
+            {"action": "save", "content": "We use pnpm", "kind": "fact", "is_global": False},
+        )
+        assert denied.is_error and "not changed" in _text(denied)
+        listed = await session.call_tool("memory_search", {})  # reading is fine in plan mode
+        assert not listed.is_error
+    async with mcp_session(orca_env, project, "--mode", "yolo") as session:
+        secret = await session.call_tool(
+            "memory_manage",
+            {
+                "action": "save",
+                "content": "the CI token is ghp_1a2B3c4D5e6F7g8H9i0J1k2L3m4N5o6P7q8R",
+                "kind": "fact",
+                "is_global": False,
+            },
+        )
+        assert secret.is_error and "Traceback" not in _text(secret)
+        missing = await session.call_tool("memory_manage", {"action": "save", "content": "x y z"})
+        assert missing.is_error and "save requires `kind`" in _text(missing)
+        wrong = await session.call_tool("memory_search", {"limit": 99})
+        assert wrong.is_error
+        unknown = await session.call_tool(
+            "memory_manage", {"action": "forget", "id": "mem_" + "0" * 32}
+        )
+        assert unknown.is_error and "Traceback" not in _text(unknown)
+    assert _records(daemon, project) == []
+
+
+def test_the_server_exits_cleanly_when_stdin_closes(
+    tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess
+) -> None:
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "test", "version": "1"},
+        },
+    }
+    completed = subprocess.run(
+        [ORCACTL, "mcp", "--cwd", str(_project(tmp_path))],
+        input=json.dumps(initialize) + "\n",
+        capture_output=True,
+        text=True,
+        env=orca_env.env,
+        timeout=60,
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert json.loads(completed.stdout.splitlines()[0])["id"] == 1
+    assert "Traceback" not in completed.stderr
+
+
+async def test_hooks_and_the_mcp_server_of_one_session_side_by_side(
+    tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess
+) -> None:
+    project = _project(tmp_path)
+    session_id = "5d41402a-bc4b-4a76-b971-9d911017c592"
+    log = ClaudeTranscript(tmp_path / "t" / f"{session_id}.jsonl", session_id, str(project))
+    common = {
+        "session_id": session_id,
+        "transcript_path": str(log.path),
+        "cwd": str(project),
+        "permission_mode": "bypassPermissions",
+    }
+    assert (
+        run_hook(
+            orca_env,
+            "claude-code",
+            "SessionStart",
+            {**common, "hook_event_name": "SessionStart", "source": "startup"},
+        ).status
+        == 0
+    )
+    # The joined session keeps the mode the agent opened it with (bypassPermissions: yolo).
+    joined = ("--session-id", f"claude-code:{session_id}")
+    async with mcp_session(orca_env, project, *joined) as session:
+        for number in range(3):
+            prompt = f"Remember that we use tool number {number} for builds."
+            submit = run_hook(
+                orca_env,
+                "claude-code",
+                "UserPromptSubmit",
+                {**common, "hook_event_name": "UserPromptSubmit", "prompt": prompt},
+            )
+            assert submit.status == 0 and submit.stderr == ""
+            saved = await session.call_tool(
+                "memory_manage",
+                {
+                    "action": "save",
+                    "content": f"Builds use tool {number}",
+                    "kind": "fact",
+                    "is_global": False,
+                },
+            )
+            assert not saved.is_error, _text(saved)
+            log.user(prompt)
+            log.text("Noted.")
+            stop = run_hook(
+                orca_env,
+                "claude-code",
+                "Stop",
+                {**common, "hook_event_name": "Stop", "stop_hook_active": False},
+            )
+            assert stop.status == 0 and stop.stderr == ""
+    assert not (orca_env.memory_root / "agent-hooks.jsonl").exists()  # no stale_session anywhere
+    assert len(_records(daemon, project)) == 3
