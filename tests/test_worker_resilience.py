@@ -3,8 +3,10 @@ only, supervised background tasks. Wall time is a controllable clock; trio time 
 
 from __future__ import annotations
 
+import errno
 import itertools
 import os
+import sqlite3
 from pathlib import Path
 
 import filelock
@@ -13,20 +15,24 @@ import pytest
 import trio
 import trio.testing
 
+from orcad.app import Daemon, FaultRecordingRouter
 from orcad.capture import leases, schedule
 from orcad.capture.jobstore import read_job, write_job
 from orcad.capture.projects import LOCK_FILE, ensure_directories
 from orcad.capture.records import JobRecord, new_job
 from orcad.capture.schedule import JobView, PoolState, plan
 from orcad.capture.service import CaptureService
-from orcad.config import Config, ExtractionConfig
+from orcad.config import Config, ExtractionConfig, LoadedConfig
 from orcad.errors import StorageError
+from orcad.paths import resolve_paths
+from orcad.rpc import Dispatcher
 from orcad.supervision import (
     RESTART_FIRST_DELAY_S,
     RESTART_MAX_DELAY_S,
     restart_delay,
     supervised,
 )
+from protocol.types import StatusParams
 
 T0 = 1_800_000_000.0
 PROJECT_A = "a" * 64
@@ -264,3 +270,94 @@ async def test_a_task_that_fails_before_starting_is_a_startup_failure() -> None:
     with pytest.raises(StorageError, match="cannot list"):
         await supervised("broken", broken, lambda k, m: recorded.append((k, m)))
     assert recorded == []
+
+
+# --- the daemon: background tasks and storage faults on any route ------------------------------
+
+
+def _daemon(tmp_path: Path) -> Daemon:
+    env = {
+        "ORCA_HOME": str(tmp_path / "home"),
+        "ORCA_CONFIG_DIR": str(tmp_path / "config"),
+        "ORCA_SOCKET": str(tmp_path / "run" / "orcad.sock"),
+        "HOME": str(tmp_path / "user-home"),
+    }
+    loaded = LoadedConfig(config=Config(), path=None, unknown_keys=[])
+    return Daemon(paths=resolve_paths(env), loaded=loaded, clock=SteppedClock())
+
+
+async def test_the_daemon_restarts_a_crashed_background_task_and_lists_the_crash(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    daemon = _daemon(tmp_path)
+    runs: list[float] = []
+
+    async def writer(*, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()
+        runs.append(trio.current_time())
+        await trio.sleep(5)
+        raise OSError(errno.EIO, "Input/output error")
+
+    daemon.background.append(writer)
+    async with trio.open_nursery() as nursery:
+        await daemon.run_background(nursery)
+        await trio.sleep(20)
+        nursery.cancel_scope.cancel()
+    assert len(runs) >= 3  # crashed at 5 s, back at 6 s, crashed at 11 s, back at 13 s ...
+    errors = daemon.status(StatusParams()).recent_errors
+    assert {error.kind for error in errors} == {"background_crashed"}
+    assert "writer" in errors[-1].message and "OSError" in errors[-1].message
+    daemon.sessions.close()
+
+
+@pytest.mark.parametrize(
+    ("failure", "code", "reason"),
+    [
+        (OSError(errno.ENOSPC, "No space left on device", "/m/jobs/x.json"), -32017, "disk_full"),
+        (OSError(errno.EDQUOT, "Disk quota exceeded"), -32017, "disk_full"),
+        (OSError(errno.EROFS, "Read-only file system"), -32017, "read_only"),
+        (sqlite3.OperationalError("database or disk is full"), -32017, "disk_full"),
+        (sqlite3.DatabaseError("database disk image is malformed"), -32017, "corrupt"),
+        (StorageError("cannot write x", reason="disk_full"), -32017, "disk_full"),
+        (OSError(errno.ENOENT, "No such file or directory"), -32603, None),
+        (ValueError("a bug"), -32603, None),
+    ],
+)
+async def test_storage_faults_are_storage_errors_on_any_route_and_are_recorded(
+    tmp_path: Path, failure: Exception, code: int, reason: str | None
+) -> None:
+    daemon = _daemon(tmp_path)
+
+    async def failing_close(params: object) -> object:
+        raise failure
+
+    daemon.router = FaultRecordingRouter(daemon.record_error)
+    daemon.router.add("session.close", failing_close)
+    daemon.router.mark_ready()
+    request = {"jsonrpc": "2.0", "id": 1, "method": "session.close"}
+    request["params"] = {"session_id": "s", "epoch": 1}
+    line = await Dispatcher(daemon.router).handle_line(msgspec.json.encode(request))
+    assert line is not None
+    error = msgspec.json.decode(line)["error"]
+    assert error["code"] == code
+    recorded = daemon.status(StatusParams()).recent_errors
+    if reason is None:
+        assert recorded == []
+    else:
+        assert error["data"]["reason"] == reason
+        assert [(e.kind, e.message.split(":")[0]) for e in recorded] == [
+            ("storage", "session.close")
+        ]
+        assert "/m/jobs/x.json" in error["message"] or failure.args[0] != errno.ENOSPC
+    daemon.sessions.close()
+
+
+def test_a_problem_listed_again_moves_to_the_end_instead_of_crowding_others_out(
+    tmp_path: Path,
+) -> None:
+    daemon = _daemon(tmp_path)
+    daemon.record_error("storage", "disk full")
+    daemon.record_error("ledger_corrupt", "ledger x")
+    daemon.record_error("storage", "disk full")
+    assert [e.kind for e in daemon.recent_errors] == ["ledger_corrupt", "storage"]
+    daemon.sessions.close()
