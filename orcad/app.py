@@ -10,6 +10,7 @@ import collections
 import inspect
 import os
 import sqlite3
+import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -121,6 +122,7 @@ class Daemon:
     connections: Callable[[], int] = lambda: 0
     # Blocking callables that drop a connection to the state database (before it is replaced).
     state_db_users: list[Callable[[], None]] = field(default_factory=list)
+    _state_db_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if isinstance(self.router, FaultRecordingRouter) and self.router.record is None:
@@ -189,7 +191,7 @@ class Daemon:
                 if translated is None:
                     raise
                 raise translated from exc
-            await trio.to_thread.run_sync(self.recreate_state_db, str(exc))
+            await trio.to_thread.run_sync(self.recover_state_db, str(exc))
             session = await self.sessions.open(params, self.paths.config_file, self.config)
         for hook in self.session_opened_hooks:
             await hook(session)
@@ -221,10 +223,20 @@ class Daemon:
         moved aside and recreated."""
         problem = state_db_problem(self.paths.state_db)
         if problem is not None:
-            self.recreate_state_db(problem)
+            with self._state_db_lock:
+                self.recreate_state_db(problem)
+
+    def recover_state_db(self, reported: str) -> None:
+        """SQLite reported the state database damaged while running (blocking): check it, and
+        replace it if it is; a second report of the same damage finds it replaced already."""
+        with self._state_db_lock:
+            problem = state_db_problem(self.paths.state_db)
+            if problem is not None:
+                self.recreate_state_db(problem)
 
     def recreate_state_db(self, problem: str) -> None:
-        """Move the damaged state database aside (blocking); the next use creates a new one."""
+        """Move the damaged state database aside (blocking, under the state database lock);
+        the next use creates a new one."""
         for drop_connection in self.state_db_users:
             drop_connection()
         path = self.paths.state_db

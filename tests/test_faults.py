@@ -193,6 +193,23 @@ def test_a_state_database_damaged_while_running_is_recreated_on_the_next_open(
     assert list(orca_env.memory_root.glob("daemon-state.sqlite3.damaged-*"))
 
 
+def test_a_state_database_damaged_under_recall_is_replaced_and_recall_answers(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    cwd = workdir(tmp_path)
+    daemon = start(orca_env, daemon_factory)
+    session = daemon.call("session.open", {"cwd": cwd})
+    state_db = orca_env.memory_root / "daemon-state.sqlite3"
+    for suffix in ("-wal", "-shm"):
+        Path(f"{state_db}{suffix}").unlink(missing_ok=True)
+    state_db.write_bytes(b"this is not a database\n" * 400)  # before recall first reads it
+    ids = {"session_id": session.session_id, "epoch": session.epoch}
+    answer = daemon.call("recall", {**ids, "turn_id": "t1", "prompt": "how do we deploy"})
+    assert answer.snapshot_id
+    assert len(recent(daemon, "state_db_recreated")) == 1
+    assert daemon.call("session.open", {"cwd": cwd}).epoch == 1
+
+
 # --- the deliberate-memory database -------------------------------------------------------------
 
 

@@ -113,6 +113,11 @@ def install(daemon: Daemon) -> RecallService:
     snapshots = SnapshotStore(daemon.paths.state_db)
     snapshots.on_write_failed = lambda message: daemon.record_error("storage", message)
     daemon.state_db_users.append(snapshots.forget_database)
+
+    async def recover_state_db(problem: str) -> None:
+        await trio.to_thread.run_sync(daemon.recover_state_db, problem)
+
+    snapshots.on_corrupt = recover_state_db
     jobs: SessionJobs | None = (
         daemon.capture if hasattr(daemon.capture, "wait_session_jobs") else None
     )

@@ -23,6 +23,7 @@ import trio
 
 from orcad.limits import RECALL_SNAPSHOTS_IN_MEMORY, RECALL_SNAPSHOTS_PERSISTED
 from orcad.sqlite_worker import SQLiteWorker, connect_private
+from orcad.storage_faults import is_corruption
 from protocol.types import RecallResult
 
 log = structlog.get_logger("orcad.recall.snapshots")
@@ -73,6 +74,7 @@ class SnapshotStore:
         if database_path is not None:
             self._db = SQLiteWorker(lambda: self._connect(database_path))
         self.on_write_failed: Callable[[str], None] | None = None  # daemon.status hears of it
+        self.on_corrupt: Callable[[str], Awaitable[None]] | None = None  # replaces the database
 
     @staticmethod
     def _connect(path: Path) -> sqlite3.Connection:
@@ -121,15 +123,21 @@ class SnapshotStore:
             return found
         if self._db is None:
             return None
-        if not self._keys_loaded:
-            keys = await self._db.run(_load_keys)
+        try:
             if not self._keys_loaded:
-                for loaded in keys:
-                    self._persisted_keys[loaded] = None
-                self._keys_loaded = True
-        if key not in self._persisted_keys:
+                keys = await self._db.run(_load_keys)
+                if not self._keys_loaded:
+                    for loaded in keys:
+                        self._persisted_keys[loaded] = None
+                    self._keys_loaded = True
+            if key not in self._persisted_keys:
+                return None
+            stored = await self._db.run(lambda connection: _load_result(connection, key))
+        except sqlite3.DatabaseError as exc:
+            if not is_corruption(exc) or self.on_corrupt is None:
+                raise
+            await self.on_corrupt(str(exc))  # a lost snapshot: this turn gets a fresh recall
             return None
-        stored = await self._db.run(lambda connection: _load_result(connection, key))
         if stored is not None:
             self._remember(key, stored)
         return stored
@@ -176,7 +184,10 @@ class SnapshotStore:
                 await self._db.run(lambda connection: _store(connection, rows, capacity))
         except sqlite3.Error as exc:
             log.warning("recall.snapshot_write_failed", error=str(exc), snapshots=len(rows))
-            if self.on_write_failed is not None:
+            if is_corruption(exc) and self.on_corrupt is not None:
+                with trio.CancelScope(shield=True):
+                    await self.on_corrupt(str(exc))
+            elif self.on_write_failed is not None:
                 self.on_write_failed(f"recall snapshots not saved: {exc}")
             return
         for key, _result in batch:
