@@ -25,7 +25,7 @@ from orcad.errors import StorageError
 from orcad.log import describe_exception
 from orcad.paths import Paths
 from orcad.rpc import AsyncHandler, Router, SyncHandler
-from orcad.sessions import Session, SessionStore
+from orcad.sessions import Session, SessionStore, start_epochs_above
 from orcad.state_db import LOSS, move_aside, state_db_problem
 from orcad.storage_faults import is_corruption, storage_error_of
 from orcad.supervision import supervised
@@ -248,6 +248,8 @@ class Daemon:
             log.error("state_db.move_failed", path=str(path), problem=problem, error=message)
             self.record_error("state_db_damaged", f"{path} is damaged ({problem}): {message}")
             raise StorageError(f"{path} is damaged and cannot be moved aside: {message}") from exc
+        # Epochs restart above the current time in seconds: above any counter the lost file held.
+        start_epochs_above(path, int(self.clock.now()))
         log.error("state_db.recreated", path=str(path), moved_to=str(moved), problem=problem)
         self.record_error(
             "state_db_recreated",

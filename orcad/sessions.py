@@ -60,7 +60,27 @@ CREATE TABLE IF NOT EXISTS sessions (
     epoch INTEGER NOT NULL,
     snapshot TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS epoch_base (
+    only INTEGER PRIMARY KEY CHECK (only = 1),
+    base INTEGER NOT NULL
+);
 """
+
+
+def start_epochs_above(path: Path, base: int) -> None:
+    """A new state database (replacing a damaged one) whose sessions start above `base`, so
+    that a process still holding an epoch from the lost database is fenced, not matched."""
+    connection = connect_private(path)
+    try:
+        connection.executescript(_SCHEMA)
+        connection.execute("INSERT OR REPLACE INTO epoch_base (only, base) VALUES (1, ?)", (base,))
+    finally:
+        connection.close()
+
+
+def _first_epoch(connection: sqlite3.Connection) -> int:
+    row = connection.execute("SELECT base FROM epoch_base").fetchone()
+    return (int(row[0]) if row else 0) + 1
 
 
 def new_session_id() -> str:
@@ -171,7 +191,7 @@ class SessionStore:
                 row = connection.execute(
                     "SELECT epoch FROM sessions WHERE session_id = ?", (session_id,)
                 ).fetchone()
-                epoch = (row[0] if row else 0) + 1
+                epoch = row[0] + 1 if row else _first_epoch(connection)
                 session = Session(
                     session_id=session_id,
                     epoch=epoch,

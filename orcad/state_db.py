@@ -4,8 +4,9 @@
 (`sessions`) and recall snapshots (`recall_snapshots`). Both are daemon bookkeeping, not memory:
 a damaged file is renamed `daemon-state.sqlite3.damaged-<UTC time>` (with its -wal and -shm) and
 an empty one takes its place, so that sessions can be opened again. What is lost is said in the
-log, in daemon.status and by doctor: open sessions must be opened again (their epochs start
-over) and a turn asked again gets a fresh recall instead of its snapshot.
+log, in daemon.status and by doctor: open sessions must be opened again (at epochs above any
+the lost file could hold, so an old holder stays fenced) and a turn asked again gets a fresh
+recall instead of its snapshot.
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ from orcad.sqlite_worker import integrity_problem
 
 DAMAGED_SUFFIX = ".damaged-"
 LOSS = (
-    "lost: the epochs of sessions opened before (agents must open their sessions again) and "
-    "the recall snapshots of earlier turns (a repeated recall is computed afresh); memory "
+    "lost: the epochs of sessions opened before (agents must open their sessions again; new "
+    "epochs start above any the lost file held, so stale holders stay fenced) and the recall "
+    "snapshots of earlier turns (a repeated recall is computed afresh); memory "
     "itself (ledgers, job files, memory.sqlite3, grants) is not in this file and is intact"
 )
 
