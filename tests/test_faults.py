@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from orcactl.commands.doctor_faults import Finding, guarded
 from orcad.deliberate import store
 from protocol.errors import RemoteError
 from tests.faults_helpers import fill_up, small_filesystem
@@ -400,3 +401,15 @@ def test_sqlite3_quick_check_finds_the_damaged_page_the_tests_make(tmp_path: Pat
     connection = sqlite3.connect(database)
     assert connection.execute("PRAGMA quick_check").fetchone()[0] != "ok"
     connection.close()
+
+
+def test_a_doctor_check_that_fails_is_a_finding_not_a_crash() -> None:
+    def broken() -> list[Finding]:
+        raise PermissionError(13, "Permission denied", "/somewhere/memory")
+
+    [finding] = guarded("memory", broken)
+    assert (finding.check, finding.status) == ("memory", "problem")
+    assert "PermissionError" in finding.detail and "/somewhere/memory" in finding.detail
+    assert finding.fix
+    fine = [Finding("memory", "ok", "private")]
+    assert guarded("memory", lambda: fine) == fine
