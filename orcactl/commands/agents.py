@@ -46,6 +46,31 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     mcp.set_defaults(run=run_mcp)
 
+    integrate = subparsers.add_parser(
+        "integrate",
+        help="connect an agent: register orca's hooks and MCP server in its configuration",
+        description="Write orca's hooks and MCP server into the agent's own configuration "
+        "files (user-level, or the project's with --project), keeping everything else. Each "
+        "changed file is backed up first; a file that does not parse is reported and nothing "
+        "is changed. Running it again changes nothing.",
+    )
+    integrate.add_argument("agent", choices=AGENTS)
+    integrate.add_argument(
+        "--project", action="store_true", help="the project's configuration files (at --cwd)"
+    )
+    integrate.add_argument("--cwd", metavar="DIR", help="project directory (default: current)")
+    integrate.add_argument("--dry-run", action="store_true", help="print the diffs, change nothing")
+    integrate.add_argument("--remove", action="store_true", help="take orca out again")
+    integrate.add_argument(
+        "--extractor",
+        action="store_true",
+        help="also make the agent's own CLI (claude -p, codex exec) orca's extraction provider",
+    )
+    integrate.add_argument(
+        "--orcactl", metavar="PATH", help="the orcactl the agent runs (default: this one)"
+    )
+    integrate.set_defaults(run=run_integrate)
+
 
 def run_hook(args: argparse.Namespace) -> int:
     from orcactl.hooks.runner import run  # noqa: PLC0415
@@ -62,3 +87,9 @@ def run_mcp(args: argparse.Namespace) -> int:
     from orcactl.mcp_server import run  # noqa: PLC0415  (the MCP SDK is slow to import)
 
     return run(args)
+
+
+def run_integrate(args: argparse.Namespace) -> int:
+    from orcactl.integrate import run_integrate as integrate  # noqa: PLC0415
+
+    return integrate(args)

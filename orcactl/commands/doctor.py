@@ -30,6 +30,7 @@ from orcactl.commands.doctor_faults import (
     judge_damaged_project,
 )
 from orcactl.connect import EXIT_ERROR, EXIT_OK, print_json, socket_path
+from orcactl.integrate import agent_findings
 from orcad.clock import parse_time
 from orcad.config import Config, load_config
 from orcad.errors import StartupError, StorageError
@@ -481,6 +482,7 @@ def diagnose(args: argparse.Namespace) -> list[Finding]:
         if client is not None:
             client.close()
     found.extend(guarded("disk", lambda: [check_disk(paths, args.min_free_mb)]))
+    found.extend(guarded("agents", agent_findings))
     return found
 
 

@@ -19,6 +19,7 @@ from orcad import limits
 from orcad.providers import prompt
 from orcad.providers.base import ProviderError
 
+EXTRACTION_ENV: Final = "ORCA_EXTRACTION"  # orcactl.hooks.runner's recursion guard
 STDERR_TAIL_CHARS: Final = 500  # the end of stderr recorded with a failed attempt
 _READ_CHUNK: Final = 65536
 
@@ -43,6 +44,9 @@ class CommandProvider:
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 start_new_session=True,
+                # An agent CLI run as the extractor (claude -p, codex exec) fires the agent's
+                # hooks: this tells `orcactl hook` to stay out, so extraction never captures.
+                env={**os.environ, EXTRACTION_ENV: "1"},
             )
         except OSError as exc:
             raise ProviderError(f"cannot run {self.argv[0]!r}: {exc.strerror or exc}") from exc

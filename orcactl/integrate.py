@@ -1,0 +1,230 @@
+"""`orcactl integrate claude-code|codex [--project] [--dry-run] [--remove] [--extractor]`.
+
+Plans every file's new text first; if any file does not parse, nothing at all is written and
+the file is named. Otherwise each changed file is backed up (`<file>.orca-backup-<time>`) and
+replaced atomically; an unchanged file is not touched. `--dry-run` prints unified diffs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import os
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from orcactl import agent_configs
+from orcactl.agent_configs import Target, Unparseable
+from orcactl.commands.doctor_faults import Finding
+from orcactl.connect import EXIT_OK, CommandError, print_json
+from orcactl.hooks.failures import failures_path, read_failures
+from orcad.paths import resolve_paths
+
+
+@dataclass
+class Change:
+    path: Path
+    before: str | None  # None: the file does not exist
+    after: str
+
+    @property
+    def changed(self) -> bool:
+        return (self.before or "") != self.after
+
+    def diff(self) -> str:
+        lines = difflib.unified_diff(
+            (self.before or "").splitlines(keepends=True),
+            self.after.splitlines(keepends=True),
+            fromfile=str(self.path) if self.before is not None else "/dev/null",
+            tofile=str(self.path),
+        )
+        return "".join(lines)
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise Unparseable(f"{path} cannot be read ({exc})") from None
+
+
+def plan(args: argparse.Namespace, env: dict[str, str]) -> list[Change]:
+    project = Path(os.path.abspath(args.cwd or os.getcwd())) if args.project else None
+    orcactl = args.orcactl or agent_configs.orcactl_path(env, sys.argv[0], sys.executable)
+    socket = env.get("ORCA_SOCKET") or None  # MCP clients may start us without it
+    found = agent_configs.targets(args.agent, project, env)
+    if args.extractor:
+        found.append(Target(resolve_paths(env).config_file, "orca-config"))
+    changes = []
+    for target in found:
+        before = _read(target.path)
+        text = before or ""
+        remove = args.remove
+        if target.kind in ("claude-hooks", "codex-hooks"):
+            after = agent_configs.edit_hooks(text, target.path, args.agent, orcactl, remove=remove)
+        elif target.kind == "claude-mcp":
+            after = agent_configs.edit_claude_mcp(
+                text, target.path, orcactl, socket, project, remove=remove
+            )
+        elif target.kind == "codex-config":
+            after = agent_configs.edit_codex_config(
+                text, target.path, orcactl, socket, project, remove=remove
+            )
+        else:
+            after = agent_configs.edit_orca_config(text, target.path, args.agent, remove=remove)
+        if before is None and not after:
+            continue  # nothing to remove from a file that does not exist
+        changes.append(Change(target.path, before, after))
+    return changes
+
+
+def _backup_path(path: Path, stamp: str) -> Path:
+    backup = path.with_name(f"{path.name}.orca-backup-{stamp}")
+    number = 1
+    while backup.exists():  # two runs within a second keep both backups
+        number += 1
+        backup = path.with_name(f"{path.name}.orca-backup-{stamp}-{number}")
+    return backup
+
+
+def write(change: Change, stamp: str) -> Path | None:
+    """Back the file up, then replace it atomically (or remove it when nothing is left in it:
+    a JSON file that held only orca's entries); the backup's path (None: a new file)."""
+    change.path.parent.mkdir(parents=True, exist_ok=True)
+    backup = None
+    mode = 0o600
+    if change.before is not None:
+        backup = _backup_path(change.path, stamp)
+        shutil.copy2(change.path, backup)
+        mode = change.path.stat().st_mode & 0o777
+        if not change.after:
+            change.path.unlink()
+            return backup
+    descriptor, temporary = tempfile.mkstemp(dir=change.path.parent, prefix=".orca-")
+    try:
+        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+            handle.write(change.after)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(temporary, mode)
+        os.replace(temporary, change.path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    return backup
+
+
+def run_integrate(args: argparse.Namespace) -> int:
+    env = dict(os.environ)
+    try:
+        changes = plan(args, env)
+    except Unparseable as exc:
+        raise CommandError(
+            f"{exc}; nothing was changed. Fix or move that file and run again."
+        ) from None
+    pending = [change for change in changes if change.changed]
+    if args.dry_run:
+        for change in pending:
+            print(change.diff(), end="")
+        if not pending:
+            print("nothing to change")
+        return EXIT_OK
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    report = []
+    for change in pending:
+        backup = write(change, stamp)
+        report.append({"path": str(change.path), "backup": str(backup) if backup else None})
+    if args.json:
+        print_json({"agent": args.agent, "removed": args.remove, "changed": report})
+    elif not report:
+        state = "disconnected" if args.remove else "connected"
+        print(f"{args.agent}: already {state}; nothing to change")
+    else:
+        verb = "removed orca from" if args.remove else "connected orca in"
+        for entry in report:
+            saved = f" (backup: {entry['backup']})" if entry["backup"] else " (new file)"
+            print(f"{verb} {entry['path']}{saved}")
+    return EXIT_OK
+
+
+# --- what doctor reports ------------------------------------------------------------------
+
+
+def agent_status(agent: str, env: dict[str, str]) -> tuple[bool, bool, str]:
+    """(found, connected, detail) for one agent's user-level configuration."""
+    directory = (
+        agent_configs.claude_config_dir(env)
+        if agent == "claude-code"
+        else agent_configs.codex_home(env)
+    )
+    binary = "claude" if agent == "claude-code" else "codex"
+    found = directory.is_dir() or agent_configs._which(binary, env) is not None
+    if not found:
+        return False, False, f"{agent} not found"
+    missing: list[str] = []
+    for target in agent_configs.targets(agent, None, env):
+        try:
+            text = _read(target.path) or ""
+        except Unparseable as exc:
+            return True, False, str(exc)
+        if target.kind.endswith("hooks"):
+            needed = (
+                agent_configs.CLAUDE_HOOKS if agent == "claude-code" else agent_configs.CODEX_HOOKS
+            )
+            missing += [f"{event} hook" for event in needed if f" hook {agent} {event}" not in text]
+        elif '"orca"' not in text and "mcp_servers.orca" not in text:
+            missing.append("MCP server")
+    everything = (
+        len(agent_configs.CLAUDE_HOOKS if agent == "claude-code" else agent_configs.CODEX_HOOKS) + 1
+    )
+    if len(missing) == everything:
+        return True, False, f"{agent}: found, not connected to orca"
+    if missing:
+        return True, False, f"{agent}: partly connected (missing {', '.join(missing)})"
+    return True, True, f"{agent}: hooks and MCP server registered"
+
+
+def recent_hook_failures(since_s: float = 86400.0) -> list[dict[str, object]]:
+    """Hook problems recorded in the last day (memory/agent-hooks.jsonl)."""
+    cutoff = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - since_s))
+    return [f for f in read_failures() if str(f.get("at", "")) >= cutoff]
+
+
+def agent_findings() -> list[Finding]:
+    """For orcactl doctor: each agent found, connected or not; hook problems of the last day."""
+    env = dict(os.environ)
+    findings = []
+    for agent in agent_configs.AGENTS:
+        found, connected, detail = agent_status(agent, env)
+        if not found:
+            continue
+        if connected:
+            findings.append(Finding("agents", "ok", detail))
+        elif detail.endswith("not connected to orca"):  # a choice, not a fault
+            findings.append(
+                Finding("agents", "skipped", detail, f"to connect it: orcactl integrate {agent}")
+            )
+        else:
+            findings.append(
+                Finding("agents", "problem", detail, f"run `orcactl integrate {agent}`")
+            )
+    failures = recent_hook_failures()
+    if failures:
+        last = failures[-1]
+        findings.append(
+            Finding(
+                "hooks",
+                "problem",
+                f"{len(failures)} agent hook problem(s) in the last day; last: {last.get('agent')} "
+                f"{last.get('event')} at {last.get('at')}: {last.get('message')}",
+                f"see {failures_path()}; a hook that could not reach orcad gave the agent no "
+                "memory for that prompt",
+            )
+        )
+    return findings

@@ -1,0 +1,230 @@
+"""`orcactl integrate` against real configuration files: existing hooks, comments, garbage."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from orcad.providers.command import CommandProvider
+from tests.harness import OrcaEnv
+from tests.hook_helpers import ORCACTL
+
+CLAUDE_SETTINGS = {
+    "model": "opus",
+    "permissions": {"allow": ["Bash(npm test:*)"]},
+    "hooks": {
+        "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "lint.sh"}]}],
+        "Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}],
+    },
+}
+CODEX_CONFIG = """# my Codex settings
+model = "gpt-5-codex"  # the one I like
+
+[mcp_servers.github]
+command = "github-mcp"   # keep me
+args = ["--read-only"]
+"""
+
+
+def _integrate(
+    orca: OrcaEnv, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [ORCACTL, "integrate", *args],
+        capture_output=True,
+        text=True,
+        env={**orca.env, **(env or {})},
+        timeout=60,
+    )
+
+
+def _home(orca: OrcaEnv) -> Path:
+    return orca.root / "user-home"
+
+
+def _commands(settings: dict[str, Any], event: str) -> list[str]:
+    return [h["command"] for group in settings["hooks"].get(event, []) for h in group["hooks"]]
+
+
+def test_claude_code_user_level_is_idempotent_and_removable(orca_env: OrcaEnv) -> None:
+    settings_path = _home(orca_env) / ".claude" / "settings.json"
+    settings_path.parent.mkdir(parents=True)
+    settings_path.write_text(json.dumps(CLAUDE_SETTINGS, indent=4))
+    first = _integrate(orca_env, "claude-code")
+    assert first.returncode == 0, first.stderr
+    settings = json.loads(settings_path.read_text())
+    assert settings["model"] == "opus" and settings["permissions"] == CLAUDE_SETTINGS["permissions"]
+    for event in ("SessionStart", "UserPromptSubmit", "Stop", "SessionEnd"):
+        ours = [c for c in _commands(settings, event) if "orcactl" in c]
+        assert ours == [f"{ORCACTL} hook claude-code {event}"]
+    assert "notify-send done" in _commands(settings, "Stop")
+    assert settings["hooks"]["PreToolUse"] == CLAUDE_SETTINGS["hooks"]["PreToolUse"]
+    mcp = json.loads((_home(orca_env) / ".claude.json").read_text())["mcpServers"]["orca"]
+    assert (mcp["command"], mcp["args"][0]) == (ORCACTL, "mcp")
+    backups = sorted(settings_path.parent.glob("settings.json.orca-backup-*"))
+    assert len(backups) == 1 and json.loads(backups[0].read_text()) == CLAUDE_SETTINGS
+
+    again = _integrate(orca_env, "claude-code")
+    assert again.returncode == 0 and "nothing to change" in again.stdout
+    assert len(list(settings_path.parent.glob("settings.json.orca-backup-*"))) == 1
+
+    removed = _integrate(orca_env, "claude-code", "--remove")
+    assert removed.returncode == 0, removed.stderr
+    assert json.loads(settings_path.read_text()) == CLAUDE_SETTINGS
+    assert not (_home(orca_env) / ".claude.json").exists()  # it held only orca's server
+
+
+def test_codex_keeps_comments_and_other_servers(orca_env: OrcaEnv) -> None:
+    codex_home = orca_env.root / "codex-home"
+    codex_home.mkdir()
+    (codex_home / "config.toml").write_text(CODEX_CONFIG)
+    env = {"CODEX_HOME": str(codex_home)}
+    assert _integrate(orca_env, "codex", env=env).returncode == 0
+    text = (codex_home / "config.toml").read_text()
+    assert "# my Codex settings" in text and "# the one I like" in text and "# keep me" in text
+    config = tomllib.loads(text)
+    assert config["mcp_servers"]["github"] == {"command": "github-mcp", "args": ["--read-only"]}
+    assert config["mcp_servers"]["orca"]["command"] == ORCACTL
+    assert config["features"]["codex_hooks"] is True
+    hooks = json.loads((codex_home / "hooks.json").read_text())["hooks"]
+    assert set(hooks) == {"SessionStart", "UserPromptSubmit", "Stop"}
+    assert hooks["Stop"][0]["hooks"][0]["command"] == f"{ORCACTL} hook codex Stop"
+    assert "nothing to change" in _integrate(orca_env, "codex", env=env).stdout
+    assert _integrate(orca_env, "codex", "--remove", env=env).returncode == 0
+    after = (codex_home / "config.toml").read_text()
+    assert after.startswith(CODEX_CONFIG) and "orca" not in after
+    assert not (codex_home / "hooks.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("name", "garbage"),
+    [
+        ("settings.json", "{ not json"),
+        ("settings.json", "[1, 2]"),
+        ("settings.json", '{"hooks": 3}'),
+    ],
+)
+def test_a_file_that_does_not_parse_is_reported_and_nothing_changes(
+    orca_env: OrcaEnv, name: str, garbage: str
+) -> None:
+    directory = _home(orca_env) / ".claude"
+    directory.mkdir(parents=True)
+    (directory / name).write_text(garbage)
+    run = _integrate(orca_env, "claude-code")
+    assert run.returncode == 1 and str(directory / name) in run.stderr
+    assert "Traceback" not in run.stderr
+    assert (directory / name).read_text() == garbage
+    assert sorted(p.name for p in directory.iterdir()) == [name]
+    assert not (_home(orca_env) / ".claude.json").exists()
+
+
+def test_garbage_toml_is_left_alone(orca_env: OrcaEnv) -> None:
+    codex_home = orca_env.root / "codex-home"
+    codex_home.mkdir()
+    (codex_home / "config.toml").write_text("model = \n[[[")
+    run = _integrate(orca_env, "codex", env={"CODEX_HOME": str(codex_home)})
+    assert run.returncode == 1 and "config.toml" in run.stderr
+    assert sorted(p.name for p in codex_home.iterdir()) == ["config.toml"]
+
+
+def test_dry_run_prints_a_diff_and_writes_nothing(orca_env: OrcaEnv) -> None:
+    config_dir = orca_env.root / "claude-config"
+    run = _integrate(
+        orca_env, "claude-code", "--dry-run", env={"CLAUDE_CONFIG_DIR": str(config_dir)}
+    )
+    assert run.returncode == 0
+    assert f"+++ {config_dir / 'settings.json'}" in run.stdout
+    assert f"+++ {config_dir / '.claude.json'}" in run.stdout
+    assert "hook claude-code UserPromptSubmit" in run.stdout
+    assert not config_dir.exists()
+
+
+def test_project_level_files(orca_env: OrcaEnv, tmp_path: Path) -> None:
+    project = tmp_path / "repo"
+    project.mkdir()
+    assert _integrate(orca_env, "claude-code", "--project", "--cwd", str(project)).returncode == 0
+    assert (
+        "SessionStart" in json.loads((project / ".claude" / "settings.json").read_text())["hooks"]
+    )
+    server = json.loads((project / ".mcp.json").read_text())["mcpServers"]["orca"]
+    assert server["args"][:3] == ["mcp", "--cwd", str(project)]
+    assert _integrate(orca_env, "codex", "--project", "--cwd", str(project)).returncode == 0
+    assert (project / ".codex" / "hooks.json").exists()
+    assert tomllib.loads((project / ".codex" / "config.toml").read_text())["mcp_servers"]["orca"]
+    assert not (_home(orca_env) / ".claude").exists()  # nothing user-level
+
+
+def test_the_extractor_option_sets_the_command_provider(orca_env: OrcaEnv) -> None:
+    orca_env.write_config("# orca\nauto_memory = true\n")
+    assert _integrate(orca_env, "claude-code").returncode == 0
+    assert "extraction" not in (orca_env.home / "config.toml").read_text()  # only when asked
+    assert _integrate(orca_env, "claude-code", "--extractor").returncode == 0
+    config = tomllib.loads((orca_env.home / "config.toml").read_text())
+    assert config["extraction"] == {"provider": "command", "command": {"argv": ["claude", "-p"]}}
+    assert _integrate(orca_env, "claude-code", "--extractor", "--remove").returncode == 0
+    assert (orca_env.home / "config.toml").read_text() == "# orca\nauto_memory = true\n"
+
+
+async def test_an_extraction_command_runs_with_the_recursion_guard() -> None:
+    # The "agent CLI" fires its Stop hook as a real agent would; the hook must do nothing.
+    code = (
+        "import subprocess, sys; sys.stdin.read(); "
+        f"hook = subprocess.run([{ORCACTL!r}, 'hook', 'claude-code', 'Stop', '--no-start'], "
+        "input='{}', capture_output=True, text=True); "
+        "print('NOTHING' if (hook.returncode, hook.stdout, hook.stderr) == (0, '', '') else "
+        "'hook ran: ' + repr(hook.stderr))"
+    )
+    provider = CommandProvider([sys.executable, "-c", code])
+    output = await provider.extract("user: hi", deadline=trio.current_time() + 30)
+    assert output.strip() == "NOTHING"
+
+
+def test_doctor_reports_each_agent_found(orca_env: OrcaEnv) -> None:
+    (_home(orca_env) / ".claude").mkdir(parents=True)
+    codex_home = orca_env.root / "codex-home"
+    codex_home.mkdir()
+    env = {"CODEX_HOME": str(codex_home), "PATH": "/usr/bin:/bin"}
+
+    def agents() -> list[dict[str, Any]]:
+        run = subprocess.run(
+            [ORCACTL, "--no-start", "doctor", "--json"],
+            capture_output=True,
+            text=True,
+            env={**orca_env.env, **env},
+            timeout=60,
+        )
+        findings = json.loads(run.stdout)["findings"]
+        return [f for f in findings if f["check"] == "agents"]
+
+    before = agents()
+    assert [f["status"] for f in before] == ["skipped", "skipped"]
+    assert "orcactl integrate claude-code" in before[0]["fix"]
+    settings = _home(orca_env) / ".claude" / "settings.json"
+    settings.write_text(
+        json.dumps(
+            {
+                "hooks": {
+                    "Stop": [
+                        {
+                            "hooks": [
+                                {"type": "command", "command": f"{ORCACTL} hook claude-code Stop"}
+                            ]
+                        }
+                    ]
+                }
+            }
+        )
+    )
+    partly = agents()
+    assert partly[0]["status"] == "problem" and "SessionStart hook" in partly[0]["detail"]
+    assert _integrate(orca_env, "claude-code", env=env).returncode == 0
+    assert _integrate(orca_env, "codex", env=env).returncode == 0
+    after = agents()
+    assert [f["status"] for f in after] == ["ok", "ok"]
