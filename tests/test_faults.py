@@ -413,3 +413,16 @@ def test_a_doctor_check_that_fails_is_a_finding_not_a_crash() -> None:
     assert finding.fix
     fine = [Finding("memory", "ok", "private")]
     assert guarded("memory", lambda: fine) == fine
+
+
+def test_doctor_leaves_the_database_files_private(orca_env: OrcaEnv) -> None:
+    build_memory_database(orca_env.deliberate_db, records=10)
+    old_umask = os.umask(0o022)  # a user's usual umask: doctor must not widen anything
+    try:
+        for _ in range(2):
+            code, findings = doctor(orca_env)
+            assert code == 0, [f for f in findings if f["status"] == "problem"]
+    finally:
+        os.umask(old_umask)
+    for sibling in orca_env.config_dir.iterdir():
+        assert sibling.stat().st_mode & 0o077 == 0, sibling

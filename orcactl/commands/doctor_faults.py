@@ -119,6 +119,8 @@ def check_state_database(paths: Paths, daemon_running: bool) -> list[Finding]:
 
 
 def check_databases(paths: Paths, daemon_running: bool) -> list[Finding]:
+    # Opening a WAL database, even read-only, may create its -wal and -shm; SQLite gives them
+    # the database file's own mode, so they stay private (tested).
     return [
         check_memory_database(paths.deliberate_db),
         *check_state_database(paths, daemon_running),
