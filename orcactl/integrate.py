@@ -21,7 +21,7 @@ from orcactl import agent_configs
 from orcactl.agent_configs import Target, Unparseable
 from orcactl.commands.doctor_faults import Finding
 from orcactl.connect import EXIT_OK, CommandError, print_json
-from orcactl.hooks.failures import failures_path, read_failures
+from orcactl.hooks.failures import failures_path, recent_failures
 from orcad.paths import resolve_paths
 
 
@@ -190,12 +190,6 @@ def agent_status(agent: str, env: dict[str, str]) -> tuple[bool, bool, str]:
     return True, True, f"{agent}: hooks and MCP server registered"
 
 
-def recent_hook_failures(since_s: float = 86400.0) -> list[dict[str, object]]:
-    """Hook problems recorded in the last day (memory/agent-hooks.jsonl)."""
-    cutoff = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - since_s))
-    return [f for f in read_failures() if str(f.get("at", "")) >= cutoff]
-
-
 def agent_findings() -> list[Finding]:
     """For orcactl doctor: each agent found, connected or not; hook problems of the last day."""
     env = dict(os.environ)
@@ -214,7 +208,7 @@ def agent_findings() -> list[Finding]:
             findings.append(
                 Finding("agents", "problem", detail, f"run `orcactl integrate {agent}`")
             )
-    failures = recent_hook_failures()
+    failures = recent_failures()
     if failures:
         last = failures[-1]
         findings.append(

@@ -4,6 +4,7 @@ shaped as Claude Code writes them (thinking, tool use, sidechains, reminders, co
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,7 @@ import pytest
 
 from orcactl.hooks import transcript
 from tests.harness import DaemonProcess, OrcaEnv
-from tests.hook_helpers import ClaudeTranscript, run_hook
+from tests.hook_helpers import ORCACTL, ClaudeTranscript, run_hook
 
 SESSION = "6f1e2d3c-4b5a-4978-8a1b-2c3d4e5f6a7b"
 
@@ -257,14 +258,11 @@ def test_daemon_unreachable_answers_nothing_and_exits_zero(
     failures = (orca_env.memory_root / "agent-hooks.jsonl").read_text().splitlines()
     assert json.loads(failures[-1])["event"] == "UserPromptSubmit"
     assert "hello" not in "\n".join(failures)  # never turn content
-    status = run_hook_status(orca_env)
-    assert "UserPromptSubmit" in status
-
-
-def run_hook_status(orca: OrcaEnv) -> str:
-    from orcactl.hooks.failures import read_failures
-
-    return json.dumps(read_failures(orca.memory_root / "agent-hooks.jsonl"))
+    status = subprocess.run(
+        [ORCACTL, "status"], capture_output=True, text=True, env=orca_env.env, timeout=60
+    )
+    assert status.returncode == 3  # orcad is not running, and status says what the hook hit
+    assert "Agent hook problems" in status.stdout and "UserPromptSubmit" in status.stdout
 
 
 @pytest.mark.slow

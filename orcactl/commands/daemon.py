@@ -22,6 +22,7 @@ from orcactl.connect import (
     remote_failure,
     socket_path,
 )
+from orcactl.hooks.failures import recent_failures, status_lines
 from orcad.clock import parse_time
 from orcad.config import load_config
 from orcad.errors import StartupError
@@ -126,20 +127,26 @@ def run_status(args: argparse.Namespace) -> int:
         if exc.status != EXIT_NOT_RUNNING:
             raise
         config = config_report(resolve_paths().config_file, None)
+        hooks = recent_failures()
         if args.json:
-            print_json({"running": False, "socket": socket_path(args), "config_file": config})
+            report = {"running": False, "socket": socket_path(args), "config_file": config}
+            print_json({**report, "agent_hook_problems": hooks} if hooks else report)
         else:
             print(
                 f"\N{WHITE CIRCLE} orcad - memory daemon for coding agents\n"
                 f"     Active: inactive (not running)\n     Socket: {socket_path(args)}\n"
                 f"     Config: {describe_config(config)}"
             )
+            if hooks:
+                print("\n".join(status_lines(hooks)))
         return EXIT_NOT_RUNNING
     config = _status_config(status)
+    hooks = recent_failures()
     if args.json:
-        print_json({**msgspec.to_builtins(status), "config_file": config})
+        report = {**msgspec.to_builtins(status), "config_file": config}
+        print_json({**report, "agent_hook_problems": hooks} if hooks else report)
     else:
-        print(render_status(status, config))
+        print("\n".join([render_status(status, config), *status_lines(hooks)]))
     return EXIT_OK
 
 

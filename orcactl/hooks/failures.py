@@ -74,3 +74,23 @@ def read_failures(path: Path | None = None) -> list[dict[str, Any]]:
         if isinstance(entry, dict):
             failures.append(entry)
     return failures
+
+
+def recent_failures(since_s: float = 86400.0, now: float | None = None) -> list[dict[str, Any]]:
+    """The problems recorded in the last `since_s` seconds, oldest first."""
+    moment = time.time() if now is None else now
+    cutoff = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(moment - since_s))
+    return [f for f in read_failures() if str(f.get("at", "")) >= cutoff]
+
+
+def status_lines(failures: list[dict[str, Any]]) -> list[str]:
+    """What `orcactl status` shows about agent hook problems (nothing when there were none)."""
+    if not failures:
+        return []
+    lines = ["", f"Agent hook problems (last day, {len(failures)}; {failures_path()}):"]
+    for failure in failures[-FAILURES_SHOWN:]:
+        lines.append(
+            f"  {failure.get('at')} {failure.get('agent')} {failure.get('event')} "
+            f"{failure.get('kind')}: {failure.get('message')}"
+        )
+    return lines
