@@ -57,3 +57,15 @@ def existing_directory(text: str) -> str:
         reason = "is not a directory" if os.path.exists(path) else "does not exist"
         raise argparse.ArgumentTypeError(f"{path} {reason}")
     return path
+
+
+def executable_file(value: str) -> str:
+    """argparse type for --orcad: an existing regular file this user may execute."""
+    path = os.path.abspath(os.path.expanduser(value))
+    if not os.path.exists(path):
+        raise argparse.ArgumentTypeError(f"{path} does not exist")
+    if not os.path.isfile(path):
+        raise argparse.ArgumentTypeError(f"{path} is not a file")
+    if not os.access(path, os.X_OK):
+        raise argparse.ArgumentTypeError(f"{path} is not executable (chmod +x it)")
+    return path

@@ -6,8 +6,12 @@ under systemd/ and launchd/ are these renderings with reference values (a test k
 
 from __future__ import annotations
 
+import os
 import plistlib
 from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from orcad.paths import resolve_paths
 
 SOCKET_UNIT = "orcad.socket"
 SERVICE_UNIT = "orcad.service"
@@ -57,6 +61,15 @@ RestartSec=2s
 # On SIGTERM orcad stops accepting, answers requests in flight and releases job leases.
 TimeoutStopSec=30s
 UMask=0077
+{sandbox}
+[Install]
+WantedBy=default.target
+Also=orcad.socket
+"""
+
+UNSANDBOXED = '# Installed with --no-sandbox (README "Service sandbox").\nNoNewPrivileges=yes\n'
+
+SANDBOX_TEMPLATE = """\
 # Sandbox (README "Service sandbox"): orcad and any provider command it runs may write only
 # the paths below and a private /tmp, reach only local and Internet sockets (the openai
 # provider speaks HTTP), and gain no privileges. PrivateUsers= lets a user manager apply it.
@@ -87,10 +100,6 @@ SystemCallFilter=@system-service
 SystemCallFilter=~@privileged @resources
 SystemCallErrorNumber=EPERM
 RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6
-
-[Install]
-WantedBy=default.target
-Also=orcad.socket
 """
 
 
@@ -118,17 +127,23 @@ def systemd_service_unit(
     exec_start: str,
     environment: Mapping[str, str] | None = None,
     writable: Sequence[str] | None = None,
+    *,
+    sandbox: bool = True,
 ) -> str:
     """The service unit; `exec_start` is a ready ExecStart= value (see systemd_exec_line) and
-    `writable` the ready ReadWritePaths= entries (default: orcad's default directories)."""
+    `writable` the ready ReadWritePaths= entries (default: orcad's default directories).
+    Without `sandbox` (no user namespaces for the user manager) only NoNewPrivileges= stays."""
     lines = "".join(
         f"Environment={_systemd_quote(f'{key}={value}', expands_variables=False)}\n"
         for key, value in sorted((environment or {}).items())
     )
     if writable is None:
         writable = [f"-{DEFAULT_HOME_SPEC}", f"-{DEFAULT_CONFIG_DIR_SPEC}", f"-{RUNTIME_DIR_SPEC}"]
+    confinement = SANDBOX_TEMPLATE.format(writable=" ".join(writable))
+    if not sandbox:
+        confinement = UNSANDBOXED
     return SERVICE_UNIT_TEMPLATE.format(
-        exec_start=exec_start, environment=lines, writable=" ".join(writable)
+        exec_start=exec_start, environment=lines, sandbox=confinement
     )
 
 
@@ -175,3 +190,35 @@ def reference_plist() -> bytes:
         f"{REFERENCE_MAC_HOME}/Library/Caches/TemporaryItems/orca/orcad.sock",
         f"{REFERENCE_MAC_HOME}/Library/Logs/orcad.log",
     )
+
+
+# Where orcad's files go; set at install time, they are written into the unit or plist.
+CARRIED_ENVIRONMENT = ("ORCA_HOME", "ORCA_CONFIG_DIR")
+
+
+def carried_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """ORCA_HOME / ORCA_CONFIG_DIR as set now, made absolute, for the service to see too."""
+    return {
+        name: os.path.abspath(os.path.expanduser(environ[name]))
+        for name in CARRIED_ENVIRONMENT
+        if environ.get(name)
+    }
+
+
+def writable_paths(carried: dict[str, str]) -> list[str]:
+    """The unit's ReadWritePaths=: orcad's home, the deliberate database's directory, the
+    runtime directory; the defaults as specifiers, so the unit follows the user's manager."""
+    home = carried.get("ORCA_HOME")
+    config_dir = carried.get("ORCA_CONFIG_DIR")
+    return [
+        systemd_path(home) if home else f"-{DEFAULT_HOME_SPEC}",
+        systemd_path(config_dir) if config_dir else f"-{DEFAULT_CONFIG_DIR_SPEC}",
+        f"-{RUNTIME_DIR_SPEC}",
+    ]
+
+
+def writable_directories(environ: Mapping[str, str]) -> list[Path]:
+    """The directories the sandboxed service may write, which must exist before it starts
+    (it cannot create them under a read-only home)."""
+    paths = resolve_paths({k: v for k, v in environ.items() if k != "ORCA_SOCKET"})
+    return [paths.home, paths.deliberate_db.parent]

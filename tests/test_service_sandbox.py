@@ -138,3 +138,20 @@ def test_install_refuses_an_orcad_that_is_not_an_executable(
     assert "Traceback" not in result.stderr
     assert not cli.unit_dir.exists()
     assert cli.systemctl_calls() == []
+
+
+def test_no_sandbox_installs_the_unit_without_it_and_status_accepts_it(orca_env: OrcaEnv) -> None:
+    cli = ServiceCli(orca_env, fake_systemctl=True)
+    result = cli.run("install", "--no-sandbox")
+    assert result.returncode == 0, result.stderr
+    service = read_unit((cli.unit_dir / "orcad.service").read_text())["Service"]
+    assert service["NoNewPrivileges"] == "yes"
+    assert not any(SANDBOX_ONLY.match(key) for key in service)
+    status = cli.run("status", "--json")
+    report = json.loads(status.stdout)
+    assert status.returncode == 0 and set(report["files"].values()) == {"current"}
+    assert report["sandbox"] is False
+    assert "sandbox: off (installed with --no-sandbox)" in cli.run("status").stdout
+    assert cli.run("install").returncode == 0  # installing with the sandbox again restores it
+    assert "ProtectSystem" in read_unit((cli.unit_dir / "orcad.service").read_text())["Service"]
+    assert json.loads(cli.run("status", "--json").stdout)["sandbox"] is True

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from orcactl import service_files
+from orcactl.arguments import executable_file
 from orcactl.connect import EXIT_ERROR, EXIT_OK, print_json
 from orcad.paths import resolve_paths, runtime_dir_for
 from protocol.client import Client, DaemonUnavailable
@@ -55,55 +56,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                 type=executable_file,
                 help="the orcad executable (default: next to orcactl, else on PATH)",
             )
+            parser.add_argument(
+                "--no-sandbox",
+                action="store_true",
+                help="systemd: leave out the sandbox (where user namespaces are not allowed)",
+            )
         parser.set_defaults(run=run)
 
 
 # --- what to install ------------------------------------------------------------------------
-
-# Where orcad's files go; set at install time, they are written into the unit or plist.
-CARRIED_ENVIRONMENT = ("ORCA_HOME", "ORCA_CONFIG_DIR")
-
-
-def executable_file(value: str) -> str:
-    """argparse type for --orcad: an existing regular file this user may execute."""
-    path = os.path.abspath(os.path.expanduser(value))
-    if not os.path.exists(path):
-        raise argparse.ArgumentTypeError(f"{path} does not exist")
-    if not os.path.isfile(path):
-        raise argparse.ArgumentTypeError(f"{path} is not a file")
-    if not os.access(path, os.X_OK):
-        raise argparse.ArgumentTypeError(f"{path} is not executable (chmod +x it)")
-    return path
-
-
-def carried_environment(environ: dict[str, str] | os._Environ[str]) -> dict[str, str]:
-    """ORCA_HOME / ORCA_CONFIG_DIR as set now, made absolute, for the service to see too."""
-    return {
-        name: os.path.abspath(os.path.expanduser(environ[name]))
-        for name in CARRIED_ENVIRONMENT
-        if environ.get(name)
-    }
-
-
-def writable_paths(carried: dict[str, str]) -> list[str]:
-    """The unit's ReadWritePaths=: orcad's home, the deliberate database's directory, the
-    runtime directory; the defaults as specifiers, so the unit follows the user's manager."""
-    home = carried.get("ORCA_HOME")
-    config_dir = carried.get("ORCA_CONFIG_DIR")
-    return [
-        service_files.systemd_path(home) if home else f"-{service_files.DEFAULT_HOME_SPEC}",
-        service_files.systemd_path(config_dir)
-        if config_dir
-        else f"-{service_files.DEFAULT_CONFIG_DIR_SPEC}",
-        f"-{service_files.RUNTIME_DIR_SPEC}",
-    ]
-
-
-def writable_directories(environ: dict[str, str] | os._Environ[str]) -> list[Path]:
-    """The directories the sandboxed service may write, which must exist before it starts
-    (it cannot create them under a read-only home)."""
-    paths = resolve_paths({k: v for k, v in environ.items() if k != "ORCA_SOCKET"})
-    return [paths.home, paths.deliberate_db.parent]
 
 
 def find_orcad(explicit: str | None) -> tuple[list[str], dict[str, str]]:
@@ -142,10 +103,13 @@ def wanted_files(args: argparse.Namespace) -> dict[Path, bytes]:
     if args.manager == "systemd":
         unit_dir = systemd_unit_dir(os.environ)
         argv, environment = find_orcad(getattr(args, "orcad", None))
-        carried = carried_environment(os.environ)
+        carried = service_files.carried_environment(os.environ)
         exec_start = service_files.systemd_exec_line(argv)
         service = service_files.systemd_service_unit(
-            exec_start, {**environment, **carried}, writable_paths(carried)
+            exec_start,
+            {**environment, **carried},
+            service_files.writable_paths(carried),
+            sandbox=not getattr(args, "no_sandbox", False),
         )
         return {
             unit_dir / service_files.SOCKET_UNIT: service_files.systemd_socket_unit().encode(),
@@ -158,7 +122,7 @@ def wanted_files(args: argparse.Namespace) -> dict[Path, bytes]:
         argv,
         str(paths.socket),
         str(home / "Library" / "Logs" / "orcad.log"),
-        {**environment, **carried_environment(os.environ)},
+        {**environment, **service_files.carried_environment(os.environ)},
     )
     return {launchd_plist_path(os.environ): plist}
 
@@ -300,7 +264,7 @@ def run_install(args: argparse.Namespace) -> int:
     for path, content in wanted_files(args).items():
         changed = steps.write(path, content) or changed
     if args.manager == "systemd":
-        for directory in writable_directories(os.environ):
+        for directory in service_files.writable_directories(os.environ):
             steps.make_directory(directory)
         install_systemd(steps, changed)
     else:
@@ -409,11 +373,16 @@ def run_uninstall(args: argparse.Namespace) -> int:
 
 def run_status(args: argparse.Namespace) -> int:
     files = wanted_files(args)
+    # what `install --no-sandbox` writes is as current as what `install` writes
+    unsandboxed = wanted_files(argparse.Namespace(**{**vars(args), "no_sandbox": True}))
     report: dict[str, Any] = {"manager": args.manager, "files": {}, "units": {}}
     healthy = True
     for path, content in files.items():
         try:
-            state = "current" if path.read_bytes() == content else "differs"
+            found = path.read_bytes()
+            state = "current" if found in (content, unsandboxed.get(path)) else "differs"
+            if found != content and state == "current":
+                report["sandbox"] = False
         except FileNotFoundError:
             state = "missing"
         healthy = healthy and state == "current"
@@ -433,6 +402,8 @@ def run_status(args: argparse.Namespace) -> int:
         is_loaded = loaded is not None and loaded.returncode == 0
         report["units"] = {service_files.LAUNCHD_LABEL: {"loaded": is_loaded}}
         healthy = healthy and is_loaded
+    if args.manager == "systemd":
+        report.setdefault("sandbox", True)
     report["socket"] = str(socket_path)
     report["daemon_pid"] = daemon_pid(socket_path)
     report["healthy"] = healthy
@@ -451,6 +422,8 @@ def render_service_status(report: dict[str, Any]) -> str:
     }
     lines = [f"Service manager: {report['manager']}"]
     lines += [f"  {path}: {explain[state]}" for path, state in report["files"].items()]
+    if report.get("sandbox") is False:
+        lines.append("  sandbox: off (installed with --no-sandbox)")
     if report["units"] is None:
         lines.append("  systemctl --user: no user service manager reachable")
     else:
