@@ -73,8 +73,14 @@ def add_global_options(parser: argparse.ArgumentParser, *, default: bool) -> Non
             if not default:
                 known[flag].default = argparse.SUPPRESS
             continue
+        if flag == "--json" and not default and _runs_a_command(parser):
+            continue  # a command says itself whether it prints JSON (its help test checks)
         extra: dict[str, object] = {} if default else {"default": argparse.SUPPRESS}
         parser.add_argument(flag, **keywords, **extra)  # type: ignore[arg-type]
+
+
+def _runs_a_command(parser: argparse.ArgumentParser) -> bool:
+    return not any(isinstance(a, argparse._SubParsersAction) for a in parser._actions)
 
 
 def _command_parsers(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentParser]:
