@@ -10,6 +10,7 @@ from orcactl.commands import (
     agents,
     daemon,
     doctor,
+    grants,
     memory,
     projects,
     provider,
@@ -21,7 +22,7 @@ from orcactl.terminal import SafeWriter
 from orcad import __version__
 from protocol.types import PROTOCOL_VERSION
 
-COMMAND_GROUPS = [daemon, recall, memory, projects, provider, service, doctor, agents]
+COMMAND_GROUPS = [daemon, recall, memory, grants, projects, provider, service, doctor, agents]
 
 EPILOG = """exit status: 0 success; 1 the daemon answered with an error; 2 bad usage;
 3 orcad is not running (and was not started); 4 a pending change was not approved.

@@ -18,7 +18,7 @@ import structlog
 from orcad.durable_files import replace_file_atomically
 from orcad.errors import InvalidParams, StorageError
 from orcad.limits import EXPLICIT_FACT_MAX_CHARS
-from orcad.secrets import contains_secret
+from orcad.secrets import secret_kinds
 
 log = structlog.get_logger("orcad.explicit")
 
@@ -43,10 +43,11 @@ def format_fact(text: str) -> str:
             f"{EXPLICIT_FACT_MAX_CHARS}. Shorten it or split it into several facts",
             field="text",
         )
-    if contains_secret(fact):
+    kinds = secret_kinds(fact)
+    if kinds:
         raise InvalidParams(
-            "`text` looks like it contains a secret (a key, token, password or credential); "
-            "secrets are never written to memory. Remove the secret and try again",
+            f"`text` looks like it contains a secret ({kinds}); secrets are never written "
+            "to memory. Remove the secret and try again",
             field="text",
         )
     lines = [line.rstrip() for line in fact.replace("\r\n", "\n").replace("\r", "\n").split("\n")]

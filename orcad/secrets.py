@@ -24,7 +24,7 @@ from orcad.secret_values import (
     looks_random,
 )
 
-__all__ = ["SecretMatch", "contains_secret", "find_secrets", "redact"]
+__all__ = ["SecretMatch", "contains_secret", "find_secrets", "redact", "secret_kinds"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -439,6 +439,12 @@ def contains_secret(text: str) -> bool:
         return False
     lowered = _lowered(text)
     return any(next(finder(text, lowered), None) is not None for _, finder in _open_rules(text))
+
+
+def secret_kinds(text: str) -> str:
+    """The kinds of secret in `text`, named for a refusal ("password_statement, jwt"); never
+    a value. Empty when there is none."""
+    return ", ".join(dict.fromkeys(match.rule for match in find_secrets(text)))
 
 
 def _replace(text: str, matches: list[SecretMatch]) -> str:

@@ -447,11 +447,43 @@ class LedgerForgetParams(Params, frozen=True, kw_only=True):
     project_id: NonEmpty
     candidate_id: NonEmpty
     revision: Revision
+    keep_evidence: bool = False  # keep the committed jobs whose sources hold the fact
 
 
 class LedgerForgetResult(Result, frozen=True, kw_only=True):
     revision: int
     removed: bool
+    purged_jobs: list[str] = []  # committed jobs deleted because their source held the fact
+
+
+# --- approval grants ------------------------------------------------------------------------
+
+GrantScope = Literal["session", "workspace", "global"]
+
+
+class GrantsListParams(Params, frozen=True, kw_only=True):
+    session_id: NonEmpty | None = None  # only grants that apply to this session
+    workspace: NonEmpty | None = None  # only grants for this workspace root (and global)
+
+
+class Grant(Result, frozen=True, kw_only=True):
+    grant_id: str
+    scope: GrantScope
+    workspace_root: str | None  # workspace grants
+    session_id: str | None  # session grants
+    granted_at: Timestamp | None  # persisted grants
+
+
+class GrantsListResult(Result, frozen=True, kw_only=True):
+    grants: list[Grant]
+
+
+class GrantsRevokeParams(Params, frozen=True, kw_only=True):
+    grant_id: NonEmpty
+
+
+class GrantsRevokeResult(Result, frozen=True, kw_only=True):
+    revoked: bool
 
 
 # --- extractor output (one line of what a provider returns) --------------------------------
@@ -484,4 +516,6 @@ METHODS: dict[str, tuple[type[Params], type[Result]]] = {
     "projects.list": (ProjectsListParams, ProjectsListResult),
     "projects.inspect": (ProjectsInspectParams, ProjectsInspectResult),
     "ledger.forget": (LedgerForgetParams, LedgerForgetResult),
+    "grants.list": (GrantsListParams, GrantsListResult),
+    "grants.revoke": (GrantsRevokeParams, GrantsRevokeResult),
 }

@@ -693,7 +693,12 @@ def test_orcactl_projects_inspect_jobs_and_forget(
     inspected = daemon.call("projects.inspect", {"cwd": str(cwd)})
     target = inspected.ledger.candidates[0]
     forgot = orcactl(orca_env, "forget", target.id, "--cwd", str(cwd), "--json")
-    assert json.loads(forgot.stdout) == {"revision": inspected.ledger.revision + 1, "removed": True}
+    assert json.loads(forgot.stdout) == {
+        "revision": inspected.ledger.revision + 1,
+        "removed": True,
+        "purged_jobs": [job_id],  # the job whose source produced the fact is gone with it
+    }
+    assert daemon.call("jobs.list", {}).jobs == []
     again = orcactl(orca_env, "forget", target.id, "--cwd", str(cwd))
     assert again.returncode == 0 and "already forgotten" in again.stdout
     remaining = daemon.call("projects.inspect", {"cwd": str(cwd)}).ledger.candidates

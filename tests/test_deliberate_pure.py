@@ -14,10 +14,11 @@ from orcad.deliberate.approvals import (
     SessionGrants,
     is_expired,
     new_approval_id,
+    parse_grant_id,
 )
 from orcad.deliberate.policy import decide
 from orcad.deliberate.review import is_transient_note, review_content
-from orcad.errors import NotFound
+from orcad.errors import InvalidParams, NotFound
 from orcad.limits import APPROVAL_TTL_S, AUTO_REVIEW_MAX_CHARS, PENDING_APPROVALS_MAX
 
 MODES = ("normal", "plan", "auto", "yolo")
@@ -170,11 +171,39 @@ def test_expired_changes_are_dropped_and_the_count_is_bounded() -> None:
     assert approvals.take(many[-1].approval_id, "ses_a", 1, now=APPROVAL_TTL_S) == many[-1]
 
 
-def test_session_grants() -> None:
+def test_session_grants_cover_their_session_and_scope_only() -> None:
     grants = SessionGrants()
-    assert "ses_a" not in grants
-    grants.grant("ses_a")
-    assert "ses_a" in grants and "ses_b" not in grants
+    assert not grants.covers("ses_a", is_global=False)
+    grants.grant("ses_a", is_global=False, workspace_root="/ws", now=1.0)
+    assert grants.covers("ses_a", is_global=False)
+    assert not grants.covers("ses_a", is_global=True)
+    assert not grants.covers("ses_b", is_global=False)
+    assert [g.session_id for g in grants.all()] == ["ses_a"]
+    assert grants.revoke("ses_a", is_global=False)
+    assert not grants.revoke("ses_a", is_global=False)
+    assert not grants.covers("ses_a", is_global=False)
+
+
+@pytest.mark.parametrize(
+    ("grant_id", "parsed"),
+    [
+        ("global", ("global", "", True)),
+        ("workspace:" + "a" * 64, ("workspace", "a" * 64, False)),
+        ("session:ses_1:workspace", ("session", "ses_1", False)),
+        ("session:my:odd:id:global", ("session", "my:odd:id", True)),
+    ],
+)
+def test_grant_ids_parse(grant_id: str, parsed: tuple[str, str, bool]) -> None:
+    assert parse_grant_id(grant_id) == parsed
+
+
+@pytest.mark.parametrize(
+    "grant_id", ["", "Global", "workspace:xyz", "session::global", "session:ses_1:everything", "x"]
+)
+def test_malformed_grant_ids_are_refused(grant_id: str) -> None:
+    with pytest.raises(InvalidParams) as raised:
+        parse_grant_id(grant_id)
+    assert "grant_id" in str(raised.value)
 
 
 @pytest.mark.parametrize(

@@ -66,6 +66,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     forget.add_argument(
         "--cwd", type=existing_directory, help="a directory inside the project (default: .)"
     )
+    forget.add_argument(
+        "--keep-evidence",
+        action="store_true",
+        help="keep the committed extraction jobs whose source holds the fact (by default they "
+        "are deleted with it)",
+    )
     forget.add_argument("--json", action="store_true", help="print the result as JSON")
     forget.set_defaults(run=run_forget)
 
@@ -169,12 +175,20 @@ def run_forget(args: argparse.Namespace) -> int:
             "project_id": inspected.project.id,
             "candidate_id": args.candidate_id,
             "revision": inspected.ledger.revision,
+            "keep_evidence": args.keep_evidence,
         },
     )
     if args.json:
         print_json(result)
     elif result.removed:
         print(f"forgot {args.candidate_id}; ledger revision {result.revision}")
+        if result.purged_jobs:
+            print(
+                f"deleted {len(result.purged_jobs)} committed job(s) whose source held it: "
+                + ", ".join(result.purged_jobs)
+            )
+        elif args.keep_evidence:
+            print("kept the jobs whose source holds it (--keep-evidence)")
     else:
         print(f"{args.candidate_id} is not in the ledger (already forgotten); nothing changed")
     return EXIT_OK

@@ -220,7 +220,12 @@ class CaptureApi:
         return await inspection.inspect_project(self.service, params)
 
     async def forget(self, params: LedgerForgetParams) -> LedgerForgetResult:
-        return await inspection.forget(self.service, params)
+        return await inspection.forget(self.service, params, self._purge_copies)
+
+    async def _purge_copies(self, texts: list[str]) -> None:
+        recall = self.daemon.recall
+        if recall is not None and hasattr(recall, "snapshots"):
+            await recall.snapshots.purge(texts)
 
 
 def claim_turn_announcer() -> Announcer | None:

@@ -3,11 +3,13 @@ revisioned way to remove an automatic-memory candidate."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import structlog
 import trio
 
+from orcad.capture.jobstore import delete_jobs, read_job
 from orcad.capture.ledger import CandidateRecord, Ledger, read_ledger, write_ledger
 from orcad.capture.ledger import forget as forget_candidate
 from orcad.capture.projections import index_state, publish_projections
@@ -149,32 +151,78 @@ async def inspect_project(
     )
 
 
-async def forget(service: CaptureService, params: LedgerForgetParams) -> LedgerForgetResult:
-    """Remove one candidate if the caller saw the current revision (idempotent)."""
+async def forget(
+    service: CaptureService,
+    params: LedgerForgetParams,
+    purge_copies: Callable[[list[str]], Awaitable[None]] | None = None,
+) -> LedgerForgetResult:
+    """Remove one candidate if the caller saw the current revision (idempotent).
+
+    Unless `keep_evidence`, the committed jobs whose source held the fact (the one that
+    produced it, and any other holding its text) are deleted first, then the ledger is
+    written: a crash in between leaves the candidate, and forgetting it again finishes.
+    `purge_copies` then drops other copies of the text (recall snapshots)."""
     if not is_project_id(params.project_id):
         raise NotFound(f"{params.project_id!r} is not a project id (see projects.list)")
     directory = service.project_dir(params.project_id)
     if not await trio.to_thread.run_sync(directory.is_dir):
         raise NotFound(f"no memory is stored for project {params.project_id}")
+    committed = [
+        view.job_id for view in service.views(params.project_id) if view.state == "committed"
+    ]
 
-    def work(directory: Path) -> tuple[LedgerForgetResult, list[str]]:
-        ledger, result = forget_candidate(
-            read_ledger(directory), params.candidate_id, params.revision
-        )
+    def work(directory: Path) -> tuple[LedgerForgetResult, list[str], str | None]:
+        before = read_ledger(directory)
+        candidate = before.find(params.candidate_id)
+        ledger, result = forget_candidate(before, params.candidate_id, params.revision)
         problems: list[str] = []
+        purged: list[str] = []
         if result.removed:
+            assert candidate is not None
+            if not params.keep_evidence:
+                purged = purge_evidence(directory, candidate, committed)
             write_ledger(directory, ledger)
             problems = publish_projections(directory, ledger)
-        return LedgerForgetResult(revision=result.revision, removed=result.removed), problems
+        forgotten = LedgerForgetResult(
+            revision=result.revision, removed=result.removed, purged_jobs=purged
+        )
+        return forgotten, problems, candidate.fact if candidate is not None else None
 
-    result, problems = await service.run_locked(params.project_id, work)
+    result, problems, fact = await service.run_locked(params.project_id, work)
+    service._unindex(result.purged_jobs)
     for problem in problems:
         service.report("projection_failed", problem)
+    if result.removed and fact is not None and purge_copies is not None:
+        await purge_copies([fact])
     log.info(
         "ledger.forgot",
         project_id=params.project_id,
         candidate_id=params.candidate_id,
         removed=result.removed,
         revision=result.revision,
+        purged_jobs=len(result.purged_jobs),
     )
     return result
+
+
+def _folded(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+def purge_evidence(directory: Path, candidate: CandidateRecord, committed: list[str]) -> list[str]:
+    """Delete the committed jobs whose source produced or holds the candidate's fact; their ids.
+
+    Blocking; call with the project lock held. A damaged job file is left as found."""
+    fact = _folded(candidate.fact)
+    purged: list[str] = []
+    for job_id in dict.fromkeys([candidate.job_id, *committed]):
+        try:
+            job = read_job(directory, job_id)
+        except (StorageError, NotFound):
+            continue
+        if job is None or job.state != "committed":
+            continue
+        if job_id == candidate.job_id or fact in _folded(job.source):
+            purged.append(job_id)
+    delete_jobs(directory, purged)
+    return purged

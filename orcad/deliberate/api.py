@@ -17,6 +17,7 @@ visibility (-32014), secret and exact-duplicate refusals (every mode), then the 
 from __future__ import annotations
 
 import re
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 import msgspec
@@ -30,9 +31,11 @@ from orcad.deliberate.approvals import (
     SessionGrants,
     new_approval_id,
 )
+from orcad.deliberate.grants import GrantsService
 from orcad.deliberate.policy import PolicyDecision, decide
 from orcad.deliberate.review import review_content
 from orcad.deliberate.store import (
+    GLOBAL_GRANT_KEY,
     DeliberateStore,
     DuplicateRecord,
     StoredRecord,
@@ -41,7 +44,7 @@ from orcad.deliberate.store import (
 )
 from orcad.errors import Disabled, InvalidParams, NotFound
 from orcad.limits import APPROVAL_TTL_S, MEMORY_CONTENT_MAX_CHARS
-from orcad.secrets import contains_secret, redact
+from orcad.secrets import redact, secret_kinds
 from orcad.sessions import Session, SessionStore
 from protocol.types import (
     DeliberateEntry,
@@ -59,9 +62,7 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger("orcad.deliberate")
 
-SENSITIVE_CONTENT_DENIAL = (
-    "the content looks like a secret (token, key or password); nothing was stored"
-)
+SENSITIVE_CONTENT_DENIAL = "the content looks like a secret ({kinds}); nothing was stored"
 PREVIEW_CHARS = 60
 
 
@@ -153,6 +154,8 @@ class DeliberateMemory:
         self._sessions = sessions
         self.pending = PendingApprovals()
         self.session_grants = SessionGrants()
+        # Removes other copies of forgotten text (recall snapshots); set by install.
+        self.purge_copies: Callable[[list[str]], Awaitable[None]] | None = None
 
     async def _session(self, params: SessionParams) -> Session:
         session = await self._sessions.require(params.session_id, params.epoch)
@@ -191,15 +194,15 @@ class DeliberateMemory:
         session = await self._session(params)
         change = validate_change(params)
         if change.action == "forget":
-            # A forget the policy lets through needs no prior read: one worker call deletes it.
-            decision = await self._decide(session)
+            # A forget the policy lets through whatever its scope needs no prior read.
+            decision = await self._decide(session, is_global=None)
             if decision.action in ("apply", "review"):  # the review always accepts a forget
                 return await self._apply(session, change)
         target = await self._target(session, change)
         refusal = await self._refusal(session, change, target)
         if refusal is not None:
             return refusal
-        decision = await self._decide(session)
+        decision = await self._decide(session, is_global=changes_global(change, target))
         if decision.action == "deny":
             return self._denied(session, change, decision.reason or "denied", target)
         if decision.action == "review" and change.action != "forget":
@@ -214,11 +217,17 @@ class DeliberateMemory:
             return self._ask(session, change, target)
         return await self._apply(session, change, target)
 
-    async def _decide(self, session: Session) -> PolicyDecision:
+    async def _decide(self, session: Session, *, is_global: bool | None) -> PolicyDecision:
+        """`is_global`: the scope the change touches (None: unknown yet, so no grant counts).
+
+        A grant covers the scope it was given for: a workspace grant that workspace's records,
+        the global grant global memory."""
         granted = False
-        if session.mode == "normal" and session.interactive and not session.auto_approve:
-            granted = session.session_id in self.session_grants
-            granted = granted or await self.store.has_workspace_grant(session.workspace_id)
+        asks = session.mode == "normal" and session.interactive and not session.auto_approve
+        if asks and is_global is not None:
+            granted = self.session_grants.covers(session.session_id, is_global=is_global)
+            grant_key = GLOBAL_GRANT_KEY if is_global else session.workspace_id
+            granted = granted or await self.store.has_workspace_grant(grant_key)
         return decide(
             mode=session.mode,
             interactive=session.interactive,
@@ -235,15 +244,30 @@ class DeliberateMemory:
             target = await self._target_or_none(session, change)
             log.info("memory.declined", approval_id=change.approval_id, action=change.action)
             return self._denied(session, change, "declined by the user", target)
-        if params.decision == "allow_session":
-            self.session_grants.grant(session.session_id)
-        elif params.decision == "allow_workspace":
-            await self.store.add_workspace_grant(
-                session.workspace_id, session.workspace_root, self._clock.now()
-            )
-        log.info("memory.approved", approval_id=change.approval_id, decision=params.decision)
         # Memory may have changed while the user decided: check again before applying.
         target = await self._target(session, change)
+        is_global = changes_global(change, target)
+        now = self._clock.now()
+        if params.decision == "allow_session":
+            self.session_grants.grant(
+                session.session_id,
+                is_global=is_global,
+                workspace_root=session.workspace_root,
+                now=now,
+            )
+        elif params.decision == "allow_workspace":  # for a global change: the global grant
+            if is_global:
+                await self.store.add_workspace_grant(GLOBAL_GRANT_KEY, "", now)
+            else:
+                await self.store.add_workspace_grant(
+                    session.workspace_id, session.workspace_root, now
+                )
+        log.info(
+            "memory.approved",
+            approval_id=change.approval_id,
+            decision=params.decision,
+            scope="global" if is_global else "workspace",
+        )
         refusal = await self._refusal(session, change, target)
         if refusal is not None:
             return refusal
@@ -276,9 +300,11 @@ class DeliberateMemory:
             if change.action == "update" and target is not None and change.kind == target.kind:
                 return self._unchanged(target)
             return None
-        if contains_secret(change.content):
-            log.info("memory.denied", action=change.action, reason="secret")
-            return self._denied(session, change, SENSITIVE_CONTENT_DENIAL, target)
+        kinds = secret_kinds(change.content)
+        if kinds:
+            log.info("memory.denied", action=change.action, reason="secret", kinds=kinds)
+            denial = SENSITIVE_CONTENT_DENIAL.format(kinds=kinds)
+            return self._denied(session, change, denial, target)
         if target is not None:
             scope_workspace = target.workspace_id
         else:
@@ -340,6 +366,8 @@ class DeliberateMemory:
             if forgotten is None:
                 raise NotFound(f"no memory record {record_id!r} is visible from this workspace")
             record, verb = forgotten, "Forgot"
+            if self.purge_copies is not None:
+                await self.purge_copies([forgotten.content])
         else:
             target = known_target or await self._target(session, change)
             assert target is not None
@@ -416,6 +444,13 @@ def describe(session: Session, change: PendingChange, target: StoredRecord | Non
     )
 
 
+def changes_global(change: PendingChange, target: StoredRecord | None) -> bool:
+    """Whether the change touches global memory (a save's scope, else its target's)."""
+    if target is not None:
+        return target.is_global
+    return bool(change.is_global)
+
+
 def _recall_entries(records: list[StoredRecord]) -> list[DeliberateEntry]:
     return [
         DeliberateEntry(
@@ -447,6 +482,16 @@ def install(daemon: Daemon) -> DeliberateMemory:
     daemon.router.add("memory.search", service.search)
     daemon.router.add("memory.manage", service.manage)
     daemon.router.add("memory.approve", service.approve)
+    grants = GrantsService(service, daemon.sessions)
+    daemon.router.add("grants.list", grants.list)
+    daemon.router.add("grants.revoke", grants.revoke)
+
+    async def purge_copies(texts: list[str]) -> None:
+        recall = daemon.recall
+        if recall is not None and hasattr(recall, "snapshots"):
+            await recall.snapshots.purge(texts)
+
+    service.purge_copies = purge_copies
 
     async def close() -> None:
         await trio.to_thread.run_sync(store.close)

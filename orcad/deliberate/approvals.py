@@ -4,20 +4,22 @@ Pending approvals live in memory only: each belongs to one session epoch (a reop
 may have another mode or workspace than the one the user was asked about), expires `APPROVAL_TTL_S`
 after it was created, and is removed by the first memory.approve that names it (single use).
 Session grants are in memory (a session does not outlive the daemon's knowledge of it);
-workspace grants are persisted by the store, in the deliberate database next to the records
-they guard, so they survive restarts and go away with that database.
+workspace and global grants are persisted by the store, in the deliberate database next to the
+records they guard, so they survive restarts and go away with that database. A grant covers the
+scope of the change it was given for: a workspace's records, or global memory.
 """
 
 from __future__ import annotations
 
+import re
 import secrets
 from collections import OrderedDict
 
 import msgspec
 
-from orcad.errors import NotFound
+from orcad.errors import InvalidParams, NotFound
 from orcad.limits import APPROVAL_TTL_S, PENDING_APPROVALS_MAX
-from protocol.types import ManageAction, RecordKind
+from protocol.types import GrantScope, ManageAction, RecordKind
 
 APPROVAL_ID_PREFIX = "apr_"
 
@@ -83,14 +85,65 @@ class PendingApprovals:
         return change
 
 
+class SessionGrant(msgspec.Struct, frozen=True, kw_only=True):
+    session_id: str
+    is_global: bool  # covers the session's global changes, else its workspace changes
+    workspace_root: str
+    granted_at: float
+
+
 class SessionGrants:
-    """Sessions whose user chose allow_session (by session id, surviving a reopen)."""
+    """allow_session grants, by session id (surviving a reopen) and by the scope approved."""
 
     def __init__(self) -> None:
-        self._sessions: set[str] = set()
+        self._grants: dict[tuple[str, bool], SessionGrant] = {}
 
-    def grant(self, session_id: str) -> None:
-        self._sessions.add(session_id)
+    def grant(self, session_id: str, *, is_global: bool, workspace_root: str, now: float) -> None:
+        self._grants.setdefault(
+            (session_id, is_global),
+            SessionGrant(
+                session_id=session_id,
+                is_global=is_global,
+                workspace_root=workspace_root,
+                granted_at=now,
+            ),
+        )
 
-    def __contains__(self, session_id: object) -> bool:
-        return session_id in self._sessions
+    def covers(self, session_id: str, *, is_global: bool) -> bool:
+        return (session_id, is_global) in self._grants
+
+    def revoke(self, session_id: str, *, is_global: bool) -> bool:
+        return self._grants.pop((session_id, is_global), None) is not None
+
+    def all(self) -> list[SessionGrant]:
+        return sorted(self._grants.values(), key=lambda g: (g.granted_at, g.session_id))
+
+
+# Grant ids: "global", "workspace:<workspace id>", "session:<session id>:<workspace|global>".
+GLOBAL_GRANT_ID = "global"
+_WORKSPACE_ID = re.compile(r"[0-9a-f]{64}\Z")
+
+
+def workspace_grant_id(workspace_id: str) -> str:
+    return f"workspace:{workspace_id}"
+
+
+def session_grant_id(session_id: str, *, is_global: bool) -> str:
+    return f"session:{session_id}:{'global' if is_global else 'workspace'}"
+
+
+def parse_grant_id(grant_id: str) -> tuple[GrantScope, str, bool]:
+    """(scope, session or workspace id, is_global) of a grant id; InvalidParams if malformed."""
+    if grant_id == GLOBAL_GRANT_ID:
+        return "global", "", True
+    kind, _, rest = grant_id.partition(":")
+    if kind == "workspace" and _WORKSPACE_ID.match(rest):
+        return "workspace", rest, False
+    session_id, _, scope = rest.rpartition(":")  # a client may choose a session id with colons
+    if kind == "session" and session_id and scope in ("workspace", "global"):
+        return "session", session_id, scope == "global"
+    raise InvalidParams(
+        f"`grant_id` {grant_id!r} is not a grant id; grants.list shows them "
+        "(global, workspace:<id>, session:<id>:<workspace|global>)",
+        field="grant_id",
+    )

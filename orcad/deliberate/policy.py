@@ -1,7 +1,7 @@
 """Who may change deliberate memory without asking: one pure decision per mutation.
 
 The table (deliberate spec, Inspect and manage records): plan mode denies; normal mode applies
-when the session or its workspace holds a grant, or auto_approve is set, else asks an interactive
+when a grant covers the scope the change touches, or auto_approve is set, else asks an interactive
 user and denies a headless one; auto mode sends the change through the automatic review; yolo
 applies. Secrets and exact duplicates are refused before this decision, in every mode.
 """
@@ -29,10 +29,9 @@ HEADLESS_DENIAL = (
 )
 
 
-def decide(
-    *, mode: Mode, interactive: bool, auto_approve: bool, granted: bool
-) -> PolicyDecision:
-    """What to do with one memory change; `granted` = a session or workspace grant covers it.
+def decide(*, mode: Mode, interactive: bool, auto_approve: bool, granted: bool) -> PolicyDecision:
+    """What to do with one memory change; `granted` = a grant covers the change's scope (a
+    workspace grant covers that workspace's records, only the global grant covers global ones).
 
     Grants come from an interactive user's approvals, so they count in interactive normal mode
     only; a headless session needs auto_approve.

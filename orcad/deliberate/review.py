@@ -12,7 +12,7 @@ import re
 import msgspec
 
 from orcad.limits import AUTO_REVIEW_MAX_CHARS
-from orcad.secrets import contains_secret
+from orcad.secrets import secret_kinds
 
 
 class ReviewVerdict(msgspec.Struct, frozen=True, kw_only=True):
@@ -45,9 +45,10 @@ def review_content(content: str, *, duplicate_id: str | None) -> ReviewVerdict:
     text = content.strip()
     if not text:
         return ReviewVerdict(accepted=False, reason="automatic review: the content is empty")
-    if contains_secret(text):
+    kinds = secret_kinds(text)
+    if kinds:
         return ReviewVerdict(
-            accepted=False, reason="automatic review: the content looks like a secret"
+            accepted=False, reason=f"automatic review: the content looks like a secret ({kinds})"
         )
     if len(text) > AUTO_REVIEW_MAX_CHARS:
         return ReviewVerdict(

@@ -215,6 +215,7 @@ def _statements(script: str) -> list[str]:
 def open_database(path: Path) -> sqlite3.Connection:
     make_private_parents(path)
     connection = connect_private(path)
+    connection.execute("PRAGMA secure_delete = ON")  # deleted text is zeroed, not left in pages
     migrate(connection)
     secure_database_files(path)
     return connection
@@ -360,7 +361,39 @@ def forget_visible_record(
             "public_id, kind, content, workspace_id, workspace_root, created_at, updated_at",
             {"id": public_id, "workspace": workspace_id},
         ).fetchone()
+    if row:
+        purge_deleted_text(connection)
     return _record(row) if row else None
+
+
+def purge_deleted_text(connection: sqlite3.Connection) -> None:
+    """Leave no copy of deleted text: FTS5 keeps a deleted row's terms in its old segments until
+    they merge (optimize merges them all), and the WAL keeps old page images until a checkpoint
+    copies it back and truncates it. secure_delete zeroes the pages freed on the way."""
+    with connection:
+        connection.execute("INSERT INTO memories_fts (memories_fts) VALUES ('optimize')")
+    connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
+# The global grant is the grant row with no workspace (workspace ids are sha256 hex).
+GLOBAL_GRANT_KEY = ""
+
+
+def list_grants(connection: sqlite3.Connection) -> list[tuple[str, str, float]]:
+    """Persisted grants as (workspace_id or GLOBAL_GRANT_KEY, workspace_root, granted_at)."""
+    rows = connection.execute(
+        "SELECT workspace_id, workspace_root, granted_at FROM workspace_grants "
+        "ORDER BY granted_at, workspace_id"
+    ).fetchall()
+    return [(str(a), str(b), float(c)) for a, b, c in rows]
+
+
+def revoke_grant(connection: sqlite3.Connection, workspace_id: str) -> bool:
+    with connection:
+        cursor = connection.execute(
+            "DELETE FROM workspace_grants WHERE workspace_id = ?", (workspace_id,)
+        )
+    return cursor.rowcount == 1
 
 
 def has_workspace_grant(connection: sqlite3.Connection, workspace_id: str) -> bool:
@@ -482,6 +515,12 @@ class DeliberateStore:
         return await self._run(
             lambda c: forget_visible_record(c, workspace_id, public_id), writes=True
         )
+
+    async def list_grants(self) -> list[tuple[str, str, float]]:
+        return await self._run(list_grants)
+
+    async def revoke_grant(self, workspace_id: str) -> bool:
+        return await self._run(lambda c: revoke_grant(c, workspace_id), writes=True)
 
     async def has_workspace_grant(self, workspace_id: str) -> bool:
         return await self._run(lambda c: has_workspace_grant(c, workspace_id))

@@ -196,6 +196,30 @@ class SnapshotStore:
         while len(self._persisted_keys) > capacity:
             self._persisted_keys.popitem(last=False)
 
+    async def purge(self, texts: list[str]) -> int:
+        """Drop every snapshot holding one of `texts` (forgotten memory), in memory and on disk;
+        how many were dropped. The turns they fixed get a fresh recall if they ask again."""
+        needles = [_encoder.encode(text)[1:-1] for text in texts if text]
+        if not needles:
+            return 0
+
+        def holds(result: RecallResult) -> bool:
+            encoded = _encoder.encode(result)
+            return any(needle in encoded for needle in needles)
+
+        dropped = [key for key, result in self._memory.items() if holds(result)]
+        for key in dropped:
+            del self._memory[key]
+        self._unwritten = [(key, result) for key, result in self._unwritten if not holds(result)]
+        if self._db is not None:
+            deleted = await self._db.run(lambda connection: _purge(connection, needles))
+            for key in deleted:
+                self._persisted_keys.pop(key, None)
+            dropped.extend(key for key in deleted if key not in dropped)
+        if dropped:
+            log.info("recall.snapshots_purged", snapshots=len(dropped))
+        return len(dropped)
+
     def forget_database(self) -> None:
         """Drop the connection (blocking): the state database is being replaced by a new one."""
         if self._db is not None:
@@ -238,3 +262,21 @@ def _store(connection: sqlite3.Connection, rows: list[tuple[str, str, bytes]], k
             "DELETE FROM recall_snapshots WHERE seq <= (SELECT MAX(seq) FROM recall_snapshots) - ?",
             (keep,),
         )
+
+
+def _purge(connection: sqlite3.Connection, needles: list[bytes]) -> list[SnapshotKey]:
+    """Delete the rows whose result holds a needle, leaving no copy in free pages or the WAL."""
+    found: list[tuple[int, str, str]] = []
+    for seq, session_id, turn_id, result in connection.execute(
+        "SELECT seq, session_id, turn_id, result FROM recall_snapshots"
+    ):
+        if any(needle in bytes(result) for needle in needles):
+            found.append((seq, session_id, turn_id))
+    if found:
+        connection.execute("PRAGMA secure_delete = ON")
+        with connection:
+            connection.executemany(
+                "DELETE FROM recall_snapshots WHERE seq = ?", [(seq,) for seq, _, _ in found]
+            )
+        connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    return [(session_id, turn_id) for _, session_id, turn_id in found]

@@ -1,0 +1,164 @@
+"""Approval grants: each covers the scope it was given for; grants.list and grants.revoke.
+
+Through the real dispatcher in process, with real SQLite files under tmp_path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from protocol.errors import RemoteError
+from tests.deliberate_helpers import InProcessDaemon, SettableClock
+
+
+@pytest.fixture
+async def orca(tmp_path: Path) -> AsyncIterator[InProcessDaemon]:
+    daemon = InProcessDaemon(tmp_path, SettableClock())
+    yield daemon
+    await daemon.aclose()
+
+
+async def save(
+    orca: InProcessDaemon, session: dict[str, Any], content: str, *, is_global: bool
+) -> dict[str, Any]:
+    return await orca.call(
+        "memory.manage",
+        {**session, "action": "save", "content": content, "kind": "fact", "is_global": is_global},
+    )
+
+
+async def change(
+    orca: InProcessDaemon, session: dict[str, Any], action: str, record_id: str
+) -> dict[str, Any]:
+    params: dict[str, Any] = {**session, "action": action, "id": record_id}
+    if action == "update":
+        params["content"] = f"updated {record_id}"
+    return await orca.call("memory.manage", params)
+
+
+async def grant(
+    orca: InProcessDaemon, session: dict[str, Any], decision: str, *, is_global: bool
+) -> None:
+    pending = await save(orca, session, f"granting {decision} {is_global}", is_global=is_global)
+    assert pending["outcome"] == "pending_approval"
+    approved = await orca.call(
+        "memory.approve",
+        {**session, "approval_id": pending["approval_id"], "decision": decision},
+    )
+    assert approved["outcome"] == "applied"
+
+
+async def seeded_records(orca: InProcessDaemon, workspace: Path) -> tuple[str, str]:
+    """A workspace record and a global record, saved in yolo mode (no grant involved)."""
+    writer = await orca.open(workspace, mode="yolo")
+    local = await save(orca, writer, "workspace record for the matrix", is_global=False)
+    shared = await save(orca, writer, "global record for the matrix", is_global=True)
+    return local["record"]["id"], shared["record"]["id"]
+
+
+# (grant given, scope it was given for) -> which later changes apply without asking
+MATRIX = [
+    (None, None, {"workspace": "pending_approval", "global": "pending_approval"}),
+    ("allow_workspace", False, {"workspace": "applied", "global": "pending_approval"}),
+    ("allow_workspace", True, {"workspace": "pending_approval", "global": "applied"}),
+    ("allow_session", False, {"workspace": "applied", "global": "pending_approval"}),
+    ("allow_session", True, {"workspace": "pending_approval", "global": "applied"}),
+    ("allow_once", False, {"workspace": "pending_approval", "global": "pending_approval"}),
+]
+
+
+@pytest.mark.parametrize(("decision", "granted_global", "expected"), MATRIX)
+@pytest.mark.parametrize("action", ["save", "update", "forget"])
+async def test_grant_scope_matrix(
+    orca: InProcessDaemon,
+    tmp_path: Path,
+    decision: str | None,
+    granted_global: bool | None,
+    expected: dict[str, str],
+    action: str,
+) -> None:
+    workspace = tmp_path / "ws"
+    local_id, global_id = await seeded_records(orca, workspace)
+    session = await orca.open(workspace)
+    if decision is not None:
+        await grant(orca, session, decision, is_global=bool(granted_global))
+    for scope, record_id in (("workspace", local_id), ("global", global_id)):
+        if action == "save":
+            result = await save(orca, session, f"new {scope} fact", is_global=scope == "global")
+        else:
+            result = await change(orca, session, action, record_id)
+        assert result["outcome"] == expected[scope], (scope, result["summary"])
+    # a headless session never applies on a grant: it is denied, whatever the scope
+    headless = await orca.open(workspace, interactive=False)
+    for is_global in (False, True):
+        denied = await save(orca, headless, f"headless {is_global}", is_global=is_global)
+        assert denied["outcome"] == "denied"
+
+
+async def test_a_workspace_grant_covers_only_its_own_workspace(
+    orca: InProcessDaemon, tmp_path: Path
+) -> None:
+    first = await orca.open(tmp_path / "first")
+    await grant(orca, first, "allow_workspace", is_global=False)
+    other = await orca.open(tmp_path / "second")
+    assert (await save(orca, other, "second workspace", is_global=False))[
+        "outcome"
+    ] == "pending_approval"
+    assert (await save(orca, first, "first again", is_global=False))["outcome"] == "applied"
+
+
+async def test_grants_are_listed_and_revoked(orca: InProcessDaemon, tmp_path: Path) -> None:
+    session = await orca.open(tmp_path / "ws")
+    await grant(orca, session, "allow_session", is_global=True)
+    await grant(orca, session, "allow_workspace", is_global=False)
+    other_session = await orca.open(tmp_path / "ws")  # a session grant is not a global grant
+    await grant(orca, other_session, "allow_workspace", is_global=True)
+    other = await orca.open(tmp_path / "other")
+    await grant(orca, other, "allow_workspace", is_global=False)
+
+    listed = (await orca.call("grants.list", {}))["grants"]
+    by_scope = sorted((g["scope"], g["workspace_root"]) for g in listed)
+    root = str((tmp_path / "ws").resolve())
+    other_root = str((tmp_path / "other").resolve())
+    assert by_scope == sorted(
+        [("workspace", root), ("global", None), ("session", None), ("workspace", other_root)]
+    )
+    for_session = (await orca.call("grants.list", {"session_id": session["session_id"]}))[
+        "grants"
+    ]
+    assert {g["scope"] for g in for_session} == {"workspace", "global", "session"}
+    assert all(g["workspace_root"] in (root, None) for g in for_session)
+    for_other_root = (await orca.call("grants.list", {"workspace": other_root}))["grants"]
+    assert sorted(g["scope"] for g in for_other_root) == ["global", "workspace"]
+
+    workspace_grant = next(g for g in listed if g["workspace_root"] == root)
+    revoked = await orca.call("grants.revoke", {"grant_id": workspace_grant["grant_id"]})
+    assert revoked == {"revoked": True}
+    assert await orca.call("grants.revoke", {"grant_id": workspace_grant["grant_id"]}) == {
+        "revoked": False
+    }
+    assert (await save(orca, session, "asks again", is_global=False))[
+        "outcome"
+    ] == "pending_approval"
+    # the global change is still covered, twice over; revoke both and it asks
+    assert (await save(orca, session, "global ok", is_global=True))["outcome"] == "applied"
+    for grant_id in ("global", f"session:{session['session_id']}:global"):
+        assert (await orca.call("grants.revoke", {"grant_id": grant_id}))["revoked"] is True
+    assert (await save(orca, session, "global asks", is_global=True))[
+        "outcome"
+    ] == "pending_approval"
+    left = (await orca.call("grants.list", {}))["grants"]
+    assert [(g["scope"], g["workspace_root"]) for g in left] == [("workspace", other_root)]
+
+
+@pytest.mark.parametrize("grant_id", ["", "everything", "workspace:nothex", "session:x:all"])
+async def test_revoking_a_malformed_grant_id_is_refused(
+    orca: InProcessDaemon, grant_id: str
+) -> None:
+    with pytest.raises(RemoteError) as caught:
+        await orca.call("grants.revoke", {"grant_id": grant_id})
+    assert caught.value.error.code == -32602
