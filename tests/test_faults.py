@@ -352,6 +352,7 @@ def test_a_truncated_job_file_stays_visible_with_its_id_and_is_kept(
     assert job_file.read_bytes() == truncated  # kept as found
     shown = orcactl(orca_env, "jobs")
     assert job_id in shown.stdout and "DAMAGED" in shown.stdout
+    assert "1 DAMAGED" in orcactl(orca_env, "status").stdout
     for running in (True, False):
         code, findings = doctor(orca_env)
         assert code == 1

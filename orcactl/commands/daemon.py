@@ -107,7 +107,8 @@ def render_status(status: StatusResult, config: dict[str, Any]) -> str:
         f"   Provider: {status.provider or 'heuristic'}",
         f"    Workers: {status.workers.busy} busy / {status.workers.configured} configured",
         f"       Jobs: {jobs.pending} pending, {jobs.leased} leased, {jobs.committed} committed, "
-        f"{jobs.exhausted} exhausted, {jobs.cancelled} cancelled",
+        f"{jobs.exhausted} exhausted, {jobs.cancelled} cancelled"
+        + (f", {jobs.damaged} DAMAGED (orcactl jobs)" if jobs.damaged else ""),
         f"   Sessions: {status.sessions} open",
         f"   Projects: {status.projects}",
     ]
