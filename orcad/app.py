@@ -250,7 +250,9 @@ class Daemon:
             raise StorageError(f"{path} is damaged and cannot be moved aside: {message}") from exc
         # Epochs restart above the current time in seconds: above any counter the lost file held.
         start_epochs_above(path, int(self.clock.now()))
-        log.error("state_db.recreated", path=str(path), moved_to=str(moved), problem=problem)
+        log.error(
+            "state_db.recreated", path=str(path), moved_to=str(moved), problem=problem, lost=LOSS
+        )
         self.record_error(
             "state_db_recreated",
             f"{path} was damaged ({problem}); moved to {moved} and recreated; {LOSS}",

@@ -172,7 +172,8 @@ def test_a_damaged_state_database_is_moved_aside_and_recreated_at_start(
     assert len(messages) == 1
     assert str(state_db) in messages[0] and str(copies[0]) in messages[0]
     assert "epochs" in messages[0] and "recall snapshots" in messages[0]
-    assert "state_db.recreated" in [e.get("event") for e in daemon.log_events()]
+    [logged] = [e for e in daemon.log_events() if e.get("event") == "state_db.recreated"]
+    assert logged["moved_to"] == str(copies[0]) and "epochs" in logged["lost"]
     assert "state_db_recreated" in orcactl(orca_env, "status").stdout
     code, findings = doctor(orca_env)
     assert code == 1
