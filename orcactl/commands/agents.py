@@ -19,9 +19,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description="Translate one Claude Code or Codex hook into orcad calls and answer in "
         "the agent's own output format. Never exits 2 (the agents' 'block').",
     )
-    hook.add_argument("agent", choices=AGENTS)
+    hook.add_argument("agent", choices=AGENTS, help="the agent whose hook this is")
     hook.add_argument(
         "event", help="SessionStart, UserPromptSubmit, Stop, SessionEnd (Claude Code), ..."
+    )
+    hook.add_argument(
+        "--json", action="store_true", help="(always: a hook answers in the agent's JSON format)"
     )
     hook.set_defaults(run=run_hook)
 
@@ -44,6 +47,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="ID",
         help="join this orcad session instead of opening one of its own",
     )
+    mcp.add_argument("--json", action="store_true", help="(always: MCP messages are JSON)")
     mcp.set_defaults(run=run_mcp)
 
     integrate = subparsers.add_parser(
@@ -54,7 +58,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "changed file is backed up first; a file that does not parse is reported and nothing "
         "is changed. Running it again changes nothing.",
     )
-    integrate.add_argument("agent", choices=AGENTS)
+    integrate.add_argument("agent", choices=AGENTS, help="the agent to connect")
     integrate.add_argument(
         "--project", action="store_true", help="the project's configuration files (at --cwd)"
     )
@@ -69,6 +73,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     integrate.add_argument(
         "--orcactl", metavar="PATH", help="the orcactl the agent runs (default: this one)"
     )
+    integrate.add_argument("--json", action="store_true", help="print what changed as JSON")
     integrate.set_defaults(run=run_integrate)
 
 

@@ -61,6 +61,8 @@ def _parse_args(argv: list[str]) -> tuple[str, str, str | None, bool]:
             explicit_socket = item.partition("=")[2]
         elif item == "--no-start":
             start = False
+        elif item == "--json":
+            continue  # accepted as by every orcactl command: the answer is JSON anyway
         elif item.startswith("-"):
             raise HookInputError(f"unknown option {item}")
         else:
