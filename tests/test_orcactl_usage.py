@@ -261,3 +261,11 @@ def test_status_shows_the_config_file_as_it_is_now(
     assert f"Config: {config} (does NOT parse: " in broken.stdout
     config.unlink()
     assert f"Config: {config} (missing: defaults apply)" in orcactl(orca_env, "status").stdout
+
+
+def test_status_reports_a_config_path_that_is_not_a_file(orca_env: OrcaEnv) -> None:
+    config = orca_env.home / "config.toml"
+    config.mkdir()
+    shown = orcactl(orca_env, "status")
+    assert shown.returncode == 3
+    assert f"Config: {config} (does NOT parse: " in shown.stdout, shown.stdout

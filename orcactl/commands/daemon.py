@@ -61,7 +61,7 @@ def _uptime(seconds: float) -> str:
 def config_report(path: Path, started_at: str | None) -> dict[str, Any]:
     """The config file as it is now: whether it exists and parses, and (for a running daemon)
     whether it changed after the daemon read it at start."""
-    report: dict[str, Any] = {"path": str(path), "exists": path.is_file(), "parses": None}
+    report: dict[str, Any] = {"path": str(path), "exists": path.exists(), "parses": None}
     report["error"] = None
     report["changed_since_start"] = None
     if not report["exists"]:
