@@ -92,6 +92,10 @@ def _read_input() -> dict[str, Any]:
 
 
 def run(argv: list[str]) -> int:
+    if any(item in ("-h", "--help") for item in argv):
+        print(USAGE)
+        print("Reads the agent's hook JSON on stdin; answers in the agent's hook output format.")
+        return EXIT_OK
     try:
         agent, event, explicit_socket, start = _parse_args(argv)
     except HookInputError as exc:
