@@ -82,6 +82,14 @@ def test_a_value_in_range_is_accepted(daemon: DaemonProcess, tmp_path: Path) -> 
     for limit in ("1", "20"):
         result = orcactl(daemon.orca, "memory", "list", "--limit", limit, "--cwd", str(tmp_path))
         assert result.returncode == 0, result.stderr
+    longest = " " + "x" * 4096 + "\n"  # trimmed, as the daemon trims it
+    saved = orcactl(
+        daemon.orca, "memory", "save", longest, "--kind", "fact", "--global", "--yes",
+        "--cwd", str(tmp_path),
+    )  # fmt: skip
+    assert saved.returncode == 0, saved.stderr
+    remembered = orcactl(daemon.orca, "remember", "y" * 2000, "--cwd", str(tmp_path))
+    assert remembered.returncode == 0, remembered.stderr
 
 
 # --- global options, --version ----------------------------------------------------------------
