@@ -78,7 +78,7 @@ def _final_turn(payload: dict[str, Any], context: HookContext) -> transcript.Tur
         turns = _turns(path)
         if not turns:
             return None
-        if turns[-1].assistant or time.monotonic() >= deadline:
+        if turns[-1].assistant or turns[-1].api_error or time.monotonic() >= deadline:
             return turns[-1]
         time.sleep(FINAL_ENTRY_POLL_S)
 

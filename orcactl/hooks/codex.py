@@ -58,7 +58,7 @@ def _final_turn(payload: dict[str, Any], context: HookContext) -> transcript.Tur
         turn = transcript.codex_turn(
             transcript.read_transcript(payload.get("transcript_path")), turn_id
         )
-        if turn.assistant or time.monotonic() >= deadline:
+        if turn.assistant or turn.api_error or turn.aborted or time.monotonic() >= deadline:
             return turn
         time.sleep(FINAL_ENTRY_POLL_S)
 
