@@ -51,8 +51,11 @@ def start_daemon(path: str) -> tuple[subprocess.Popen[bytes], int]:
     log_path = daemon_log_path()
     log_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     env = dict(os.environ, ORCA_SOCKET=path)
-    with open(log_path, "ab") as log_file:
-        offset = log_file.tell()
+    # it holds session ids and project paths: private whatever the umask, even if made earlier
+    descriptor = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    os.fchmod(descriptor, 0o600)
+    with os.fdopen(descriptor, "ab") as log_file:
+        offset = log_file.seek(0, os.SEEK_END)
         process = subprocess.Popen(
             [sys.executable, "-m", "orcad"],
             stdin=subprocess.DEVNULL,

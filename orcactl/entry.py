@@ -4,10 +4,12 @@ the full command line."""
 
 from __future__ import annotations
 
+import os
 import sys
 
 
 def main() -> None:
+    os.umask(0o077)  # every file and directory orcactl creates is private to the user
     argv = sys.argv[1:]
     if argv[:1] == ["hook"]:
         from orcactl.hooks.runner import run  # noqa: PLC0415

@@ -1,0 +1,361 @@
+"""Secrets and forgetting, from outside: a real orcad subprocess, a fake provider, then every
+byte under the daemon's roots (memory, config, runtime, its log) searched for what must be gone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import stat
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from protocol.client import Client
+from protocol.errors import RemoteError
+from tests.external_worker import fact_output, turn_params, wait_for
+from tests.fake_openai import FakeOpenAI, ok
+from tests.harness import DaemonProcess, OrcaEnv
+
+KEY_VARIABLE = "ORCA_PRIVACY_TEST_KEY"
+KEY = "sk-privacy-test-7c1e0a9b3d5f42"
+
+# value that must never be stored -> a text that holds it; each a different kind of secret
+SECRETS: dict[str, str] = {
+    "hunter2hunter2": "password=hunter2hunter2",
+    "s3cr3tP4ss": "DB_PASSWORD=s3cr3tP4ss",
+    "postgres123": "PGPASSWORD=postgres123",
+    "mySuperSecret2024": "client_secret: 'mySuperSecret2024'",
+    "Winter2024": "the root password on the staging box is Winter2024!",
+    "Sup3rS3cret!": "machine ci.example.com login ci password Sup3rS3cret!",
+    "Zx9!kq2Lm#Tw": "docker login -u ci -p 'Zx9!kq2Lm#Tw' ghcr.io",
+    "hvs.CAESIJq0Wk7Xb2Lm9Rt4Vz8Nc1Pd6Fg3Hj5Kl0Mn2Qs4Tu6Wx8Yz": (
+        "export VAULT_TOKEN=hvs.CAESIJq0Wk7Xb2Lm9Rt4Vz8Nc1Pd6Fg3Hj5Kl0Mn2Qs4Tu6Wx8Yz"
+    ),
+    "AGE-SECRET-KEY-1QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7LQPZRY9X8GF2TVDW0S3JN54KHCE": (
+        "key: AGE-SECRET-KEY-1QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7LQPZRY9X8GF2TVDW0S3JN54KHCE"
+    ),
+    "lin_api_Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4zAb7cDe0f": (
+        "LINEAR_API_KEY=lin_api_Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4zAb7cDe0f"
+    ),
+    "glsa_Zq8Lm2Np4Rt6Vx9Bc1Df3Gh5Jk7Mn0Pq_1a2b3c4d": (
+        "grafana token glsa_Zq8Lm2Np4Rt6Vx9Bc1Df3Gh5Jk7Mn0Pq_1a2b3c4d for the dashboards"
+    ),
+}
+
+
+@pytest.fixture
+def provider() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI() as running:
+        yield running
+
+
+def configure(orca_env: OrcaEnv, provider: FakeOpenAI) -> None:
+    orca_env.extra_env[KEY_VARIABLE] = KEY
+    orca_env.write_config(
+        "[extraction]\n"
+        'provider = "openai"\n'
+        "workers = 1\n"
+        "max_retries = 1\n"
+        "[extraction.openai]\n"
+        f'base_url = "{provider.base_url}"\n'
+        'model = "privacy-test"\n'
+        f'api_key_env = "{KEY_VARIABLE}"\n'
+    )
+
+
+def started(orca_env: OrcaEnv, factory: list[DaemonProcess]) -> DaemonProcess:
+    daemon = DaemonProcess(orca_env)
+    factory.append(daemon)
+    return daemon.start()
+
+
+def every_file(*roots: Path) -> list[Path]:
+    return [path for root in roots for path in root.rglob("*") if path.is_file()]
+
+
+def holders(needle: str, *roots: Path) -> list[str]:
+    """The files whose bytes contain `needle` (SQLite files, their WAL, logs: everything)."""
+    encoded = needle.encode("utf-8")
+    return [str(path) for path in every_file(*roots) if encoded in path.read_bytes()]
+
+
+def remote_error(call: Any) -> RemoteError:
+    with pytest.raises(RemoteError) as caught:
+        call()
+    return caught.value
+
+
+def open_session(daemon: DaemonProcess, cwd: Path, **options: Any) -> dict[str, Any]:
+    opened = daemon.call("session.open", {"cwd": str(cwd), **options})
+    return {"session_id": opened.session_id, "epoch": opened.epoch}
+
+
+def committed(daemon: DaemonProcess, job_id: str) -> bool:
+    return any(
+        j.job_id == job_id and j.state == "committed" for j in daemon.call("jobs.list", {}).jobs
+    )
+
+
+@pytest.mark.slow
+def test_no_secret_reaches_any_file_the_provider_or_an_error(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], provider: FakeOpenAI, tmp_path: Path
+) -> None:
+    configure(orca_env, provider)
+    daemon = started(orca_env, daemon_factory)
+    project = tmp_path / "project"
+    project.mkdir()
+    sessions = {
+        "normal": open_session(daemon, project),
+        "auto_approve": open_session(daemon, project, auto_approve=True, interactive=False),
+        "auto": open_session(daemon, project, mode="auto"),
+        "yolo": open_session(daemon, project, mode="yolo"),
+    }
+    benign = daemon.call(
+        "memory.manage",
+        {
+            **sessions["yolo"],
+            "action": "save",
+            "content": "release notes live in CHANGELOG.md",
+            "kind": "fact",
+            "is_global": False,
+        },
+    ).record
+    capture = daemon.call("session.open", {"cwd": str(project)})
+    for index, (value, text) in enumerate(SECRETS.items()):
+        for scope in ("user", "project"):
+            error = remote_error(
+                lambda scope=scope, text=text: daemon.call(
+                    "remember", {**sessions["normal"], "text": f"note: {text}", "scope": scope}
+                )
+            )
+            assert error.error.code == -32602 and "secret (" in error.error.message
+            assert value not in error.error.message
+        for name, session in sessions.items():
+            for is_global in (False, True):
+                result = daemon.call(
+                    "memory.manage",
+                    {
+                        **session,
+                        "action": "save",
+                        "content": text,
+                        "kind": "fact",
+                        "is_global": is_global,
+                    },
+                )
+                assert result.outcome == "denied", (name, text, result.summary)
+                assert "secret (" in (result.reason or ""), result.reason
+                assert value not in result.summary and value not in (result.reason or "")
+            updated = daemon.call(
+                "memory.manage",
+                {**session, "action": "update", "id": benign.id, "content": text},
+            )
+            assert updated.outcome == "denied", (name, updated.summary)
+        # the provider is told to extract the secret back: the ledger must refuse it
+        provider.script(ok(fact_output(f"The team noted {text}", f"Fact number {index} is kept.")))
+        job_id = daemon.call(
+            "turn.completed", turn_params(capture, f"t{index}", f"please remember {text}")
+        ).job_id
+        wait_for(lambda job_id=job_id: committed(daemon, job_id), timeout=60)
+        daemon.call("recall", {**sessions["normal"], "turn_id": f"r{index}", "prompt": text})
+
+    candidates = daemon.call("projects.inspect", {"cwd": str(project)}).ledger.candidates
+    assert len(candidates) == len(SECRETS)  # each job kept its plain fact, refused the other
+    for request in provider.requests:
+        for value in SECRETS:
+            assert value not in request.body.decode("utf-8", "replace"), value
+    daemon.stop()
+    roots = (
+        orca_env.home,
+        orca_env.config_dir,
+        orca_env.root / "run",
+        orca_env.root / "xdg-runtime",
+    )
+    logs = [path for path in orca_env.root.glob("orcad-*.log")]
+    assert logs and every_file(*roots)
+    for value in SECRETS:
+        found = holders(value, *roots, project) + [
+            str(log) for log in logs if value.encode() in log.read_bytes()
+        ]
+        assert found == [], (value, found)
+
+
+@pytest.mark.slow
+def test_forgetting_leaves_no_copy_under_the_memory_roots(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], provider: FakeOpenAI, tmp_path: Path
+) -> None:
+    configure(orca_env, provider)
+    daemon = started(orca_env, daemon_factory)
+    project = tmp_path / "project"
+    project.mkdir()
+    automatic = "The staging cluster is named quartz-lemur-17."
+    kept = "Builds run on the blue runners."
+    deliberate = "Always tag releases as orchid-falcon-42."
+    provider.script(ok(fact_output(automatic, kept)))
+    capture = daemon.call("session.open", {"cwd": str(project)})
+    job_id = daemon.call(
+        "turn.completed",
+        turn_params(capture, "t1", f"note that {automatic} Also {kept}"),
+    ).job_id
+    wait_for(lambda: committed(daemon, job_id), timeout=60)
+    yolo = open_session(daemon, project, mode="yolo")
+    record = daemon.call(
+        "memory.manage",
+        {**yolo, "action": "save", "content": deliberate, "kind": "fact", "is_global": False},
+    ).record
+    for turn in ("r1", "r2"):  # snapshots holding both texts, in memory and on disk
+        recalled = daemon.call(
+            "recall", {**yolo, "turn_id": turn, "prompt": "staging cluster releases tag"}
+        )
+        assert any("quartz-lemur-17" in entry.text for entry in recalled.automatic)
+    time.sleep(1.0)  # the snapshot writer persists within half a second
+    roots = (orca_env.home, orca_env.config_dir)
+    assert holders("quartz-lemur-17", *roots) and holders("orchid-falcon-42", *roots)
+
+    inspected = daemon.call("projects.inspect", {"cwd": str(project)})
+    target = next(c for c in inspected.ledger.candidates if "quartz" in c.fact)
+    result = daemon.call(
+        "ledger.forget",
+        {
+            "project_id": inspected.project.id,
+            "candidate_id": target.id,
+            "revision": inspected.ledger.revision,
+        },
+    )
+    assert result.removed and result.purged_jobs == [job_id]
+    again = daemon.call(
+        "ledger.forget",
+        {"project_id": inspected.project.id, "candidate_id": target.id, "revision": 0},
+    )
+    assert (again.removed, again.purged_jobs) == (False, [])
+    forgot = daemon.call("memory.manage", {**yolo, "action": "forget", "id": record.id})
+    assert forgot.outcome == "applied"
+    assert holders("quartz-lemur-17", *roots) == []
+    assert holders("orchid-falcon-42", *roots) == []
+    daemon.stop()  # a clean shutdown writes nothing back
+    assert holders("quartz-lemur-17", *roots) == []
+    assert holders("orchid-falcon-42", *roots) == []
+    assert holders("blue runners", *roots)  # the other fact stays
+
+
+@pytest.mark.slow
+def test_keep_evidence_keeps_the_jobs(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], provider: FakeOpenAI, tmp_path: Path
+) -> None:
+    configure(orca_env, provider)
+    daemon = started(orca_env, daemon_factory)
+    project = tmp_path / "project"
+    project.mkdir()
+    provider.script(ok(fact_output("The linter is ruff with line length 100.")))
+    capture = daemon.call("session.open", {"cwd": str(project)})
+    job_id = daemon.call("turn.completed", turn_params(capture, "t1", "we lint with ruff")).job_id
+    wait_for(lambda: committed(daemon, job_id), timeout=60)
+    inspected = daemon.call("projects.inspect", {"cwd": str(project)})
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "orcactl",
+            "--no-start",
+            "forget",
+            inspected.ledger.candidates[0].id,
+            "--cwd",
+            str(project),
+            "--keep-evidence",
+            "--json",
+        ],
+        env=orca_env.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert '"purged_jobs":[]' in result.stdout.replace(" ", "")
+    assert [j.job_id for j in daemon.call("jobs.list", {}).jobs] == [job_id]
+
+
+def modes(*roots: Path) -> dict[str, int]:
+    found: dict[str, int] = {}
+    for root in roots:
+        for path in [root, *root.rglob("*")]:
+            mode = path.lstat().st_mode
+            if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+                found[str(path)] = stat.S_IMODE(mode)
+    return found
+
+
+@contextlib.contextmanager
+def umask(value: int) -> Iterator[None]:
+    previous = os.umask(value)
+    try:
+        yield
+    finally:
+        os.umask(previous)
+
+
+@pytest.mark.slow
+def test_every_file_is_private_under_umask_000(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], provider: FakeOpenAI, tmp_path: Path
+) -> None:
+    configure(orca_env, provider)
+    project = tmp_path / "project"
+    project.mkdir()
+    with umask(0o000):
+        # orcactl starts the daemon itself (writing $ORCA_HOME/orcad.log), then uses every store
+        started_by_orcactl = subprocess.run(
+            [sys.executable, "-m", "orcactl", "recall", "--cwd", str(project), "what do we use"],
+            env=orca_env.env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    with Client(str(orca_env.socket)) as client:
+        pid = client.call("daemon.ping", {}).pid
+    try:
+        assert started_by_orcactl.returncode == 0, started_by_orcactl.stderr
+        with Client(str(orca_env.socket)) as client:
+            opened = client.call("session.open", {"cwd": str(project), "mode": "yolo"})
+            session = {"session_id": opened.session_id, "epoch": opened.epoch}
+            client.call("remember", {**session, "text": "we use uv", "scope": "user"})
+            client.call("remember", {**session, "text": "tests need docker", "scope": "project"})
+            client.call(
+                "memory.manage",
+                {
+                    **session,
+                    "action": "save",
+                    "content": "prefer small PRs",
+                    "kind": "preference",
+                    "is_global": True,
+                },
+            )
+            provider.script(ok(fact_output("The project uses uv.")))
+            job_id = client.call("turn.completed", turn_params(opened, "t1", "we use uv")).job_id
+            wait_for(lambda: committed_via(client, job_id), timeout=60)
+            client.call("recall", {**session, "turn_id": "r1", "prompt": "uv"})
+        time.sleep(1.0)  # snapshots written
+    finally:
+        os.kill(pid, signal.SIGTERM)
+        wait_for(lambda: not orca_env.socket.exists(), timeout=20)
+    log = orca_env.home / "orcad.log"
+    assert log.exists()
+    written_by_the_test = {orca_env.home / "config.toml"}
+    found = modes(orca_env.home, orca_env.config_dir, orca_env.root / "xdg-runtime")
+    loose = {
+        path: oct(mode)
+        for path, mode in found.items()
+        if mode not in (0o600, 0o700) and Path(path) not in written_by_the_test
+    }
+    assert found[str(log)] == 0o600
+    assert loose == {}
+
+
+def committed_via(client: Client, job_id: str) -> bool:
+    return any(
+        j.job_id == job_id and j.state == "committed" for j in client.call("jobs.list", {}).jobs
+    )
