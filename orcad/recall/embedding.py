@@ -1,0 +1,228 @@
+"""Text embeddings for recall: the built-in static model, a local BERT model, or an endpoint.
+
+`[recall] embedding` chooses: "builtin" (default; the static model shipped in
+orcad/recall/model, distilled from all-MiniLM-L6-v2 by scripts/build_static_embedding.py),
+"none" (lexical recall only), "endpoint" (an OpenAI-compatible `/v1/embeddings` server, with a
+deadline), or the path of a local model directory: either a static model laid out as the
+built-in one (vectors.npz + vocab.txt) or a BERT sentence model (config.json, vocab.txt,
+model.safetensors; run in numpy, mean-pooled). Nothing is ever downloaded.
+
+Every embedder returns unit-length float32 rows (a zero row for a text with no tokens), so a
+dot product is the cosine. Any failure is an `EmbeddingUnavailable`; recall then ranks
+lexically.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Protocol
+
+import httpx
+import numpy as np
+import numpy.typing as npt
+
+from orcad.recall import bert
+from orcad.recall.wordpiece import WordPiece
+
+Array = npt.NDArray[np.float32]
+BUILTIN_DIR = Path(__file__).resolve().parent / "model"
+MAX_TOKENS = 256  # a record's first tokens carry its meaning; bounds the work per text
+TRANSFORMER_MAX_TOKENS = 128
+
+
+class EmbeddingUnavailable(Exception):
+    """No embedding could be made; the message says why (shown by status and doctor)."""
+
+
+class Embedder(Protocol):
+    model_id: str
+    dims: int
+
+    def embed(self, texts: Sequence[str]) -> Array: ...
+
+
+def normalize_rows(matrix: Array) -> Array:
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    result: Array = (matrix / norms).astype(np.float32, copy=False)
+    return result
+
+
+def read_vocab(path: Path) -> list[str]:
+    words = path.read_text(encoding="utf-8").split("\n")
+    if words and words[-1] == "":
+        words.pop()
+    if not words:
+        raise EmbeddingUnavailable(f"{path} is empty")
+    return words
+
+
+class StaticEmbedder:
+    """One int8 vector (with a per-row scale) per vocabulary token; a text is their mean."""
+
+    def __init__(self, codes: npt.NDArray[np.int8], scale: Array, vocab: list[str], model_id: str):
+        if codes.ndim != 2 or len(codes) != len(vocab) or scale.shape != (len(vocab),):
+            raise EmbeddingUnavailable(
+                f"static model shapes disagree: {codes.shape} vectors, {scale.shape} scales, "
+                f"{len(vocab)} tokens"
+            )
+        self.codes = codes
+        self.scale = scale
+        self.tokens = WordPiece(vocab)
+        self.model_id = model_id
+        self.dims = int(codes.shape[1])
+
+    def embed(self, texts: Sequence[str]) -> Array:
+        out = np.zeros((len(texts), self.dims), dtype=np.float32)
+        for row, text in enumerate(texts):
+            ids = self.tokens.encode(text)[:MAX_TOKENS]
+            if ids:
+                out[row] = (self.codes[ids] * self.scale[ids, None]).mean(axis=0)
+        return normalize_rows(out)
+
+
+def load_static(directory: Path) -> StaticEmbedder:
+    try:
+        with np.load(directory / "vectors.npz") as data:
+            codes, scale = data["codes"], data["scale"].astype(np.float32)
+        vocab = read_vocab(directory / "vocab.txt")
+        described = (directory / "MODEL.txt").read_text(encoding="utf-8")
+    except (OSError, KeyError, ValueError) as exc:
+        raise EmbeddingUnavailable(f"cannot load the static model in {directory}: {exc}") from exc
+    model_id = next(
+        (line[3:].strip() for line in described.splitlines() if line.startswith("id:")), ""
+    )
+    if not model_id:
+        raise EmbeddingUnavailable(f"{directory / 'MODEL.txt'} names no model id")
+    if codes.dtype != np.int8:
+        raise EmbeddingUnavailable(f"{directory / 'vectors.npz'}: codes are not int8")
+    return StaticEmbedder(codes, scale, vocab, model_id)
+
+
+_SAFETENSORS_DTYPES = {"F32": np.float32, "F16": np.float16, "BF16": None, "I64": np.int64}
+
+
+def read_safetensors(path: Path) -> dict[str, Array]:
+    """The float tensors of a .safetensors file (8-byte header size, JSON header, raw data)."""
+    raw = path.read_bytes()
+    size = int.from_bytes(raw[:8], "little")
+    header = json.loads(raw[8 : 8 + size])
+    data = memoryview(raw)[8 + size :]
+    tensors: dict[str, Array] = {}
+    for name, spec in header.items():
+        if name == "__metadata__":
+            continue
+        dtype = _SAFETENSORS_DTYPES.get(spec["dtype"])
+        if dtype is None:
+            raise EmbeddingUnavailable(f"{path}: tensor {name} has unsupported dtype")
+        start, end = spec["data_offsets"]
+        array = np.frombuffer(data[start:end], dtype=dtype).reshape(spec["shape"])
+        if dtype in (np.float32, np.float16):
+            tensors[name.removeprefix("bert.")] = np.ascontiguousarray(array, dtype=np.float32)
+    return tensors
+
+
+class TransformerEmbedder:
+    """A BERT sentence model (e.g. all-MiniLM-L6-v2) run in numpy, mean-pooled."""
+
+    def __init__(self, weights: dict[str, Array], vocab: list[str], heads: int, model_id: str):
+        self.weights = weights
+        self.tokens = WordPiece(vocab)
+        self.heads = heads
+        self.cls = self.tokens.ids.get("[CLS]", 101)
+        self.sep = self.tokens.ids.get("[SEP]", 102)
+        self.model_id = model_id
+        self.dims = int(weights["embeddings.word_embeddings.weight"].shape[1])
+
+    def embed(self, texts: Sequence[str]) -> Array:
+        out = np.zeros((len(texts), self.dims), dtype=np.float32)
+        for row, text in enumerate(texts):
+            ids = [self.cls, *self.tokens.encode(text)[: TRANSFORMER_MAX_TOKENS - 2], self.sep]
+            out[row] = bert.forward(self.weights, np.array([ids]), self.heads)[0].mean(axis=0)
+        return normalize_rows(out)
+
+
+def load_transformer(directory: Path) -> TransformerEmbedder:
+    try:
+        config = json.loads((directory / "config.json").read_text(encoding="utf-8"))
+        vocab = read_vocab(directory / "vocab.txt")
+        weights = read_safetensors(directory / "model.safetensors")
+        heads = int(config["num_attention_heads"])
+        digest = hashlib.sha256(
+            (directory / "config.json").read_bytes() + "\n".join(vocab).encode()
+        )
+        digest.update(str((directory / "model.safetensors").stat().st_size).encode())
+    except (OSError, KeyError, ValueError, TypeError) as exc:
+        raise EmbeddingUnavailable(f"cannot load the BERT model in {directory}: {exc}") from exc
+    if "embeddings.word_embeddings.weight" not in weights:
+        raise EmbeddingUnavailable(f"{directory}: not a BERT model (no word embeddings)")
+    model_id = f"bert-{directory.name}-{digest.hexdigest()[:16]}"
+    return TransformerEmbedder(weights, vocab, heads, model_id)
+
+
+class EndpointEmbedder:
+    """An OpenAI-compatible `/v1/embeddings` server, each call bounded by `timeout_s`."""
+
+    def __init__(self, base_url: str, model: str, api_key: str | None, timeout_s: float):
+        if not base_url or not model:
+            raise EmbeddingUnavailable(
+                '[recall.endpoint] needs base_url and model for embedding = "endpoint"'
+            )
+        self.url = base_url.rstrip("/") + "/embeddings"
+        self.model = model
+        self.headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self.timeout_s = timeout_s
+        self.model_id = f"endpoint-{model}"
+        self.dims = 0  # known after the first answer
+
+    def embed(self, texts: Sequence[str]) -> Array:
+        if not texts:
+            return np.zeros((0, max(self.dims, 1)), dtype=np.float32)
+        try:
+            response = httpx.post(
+                self.url,
+                json={"model": self.model, "input": list(texts)},
+                headers=self.headers,
+                timeout=self.timeout_s,
+            )
+            response.raise_for_status()
+            items = sorted(response.json()["data"], key=lambda item: item["index"])
+            matrix = np.array([item["embedding"] for item in items], dtype=np.float32)
+        except (httpx.HTTPError, KeyError, TypeError, ValueError) as exc:
+            raise EmbeddingUnavailable(f"embedding endpoint {self.url}: {exc}") from exc
+        if (
+            matrix.ndim != 2
+            or len(matrix) != len(texts)
+            or (self.dims and matrix.shape[1] != self.dims)
+        ):
+            raise EmbeddingUnavailable(f"embedding endpoint {self.url}: answer of wrong shape")
+        self.dims = int(matrix.shape[1])
+        return normalize_rows(matrix)
+
+
+def load_embedder(
+    setting: str,
+    *,
+    base_url: str = "",
+    model: str = "",
+    api_key_env: str = "",
+    timeout_s: float = 0.5,
+) -> Embedder | None:
+    """The embedder `[recall] embedding` names; None for "none". EmbeddingUnavailable when it
+    cannot be loaded (recall is then lexical)."""
+    if setting == "none":
+        return None
+    if setting == "builtin":
+        return load_static(BUILTIN_DIR)
+    if setting == "endpoint":
+        return EndpointEmbedder(base_url, model, os.environ.get(api_key_env), timeout_s)
+    directory = Path(setting).expanduser()
+    if not directory.is_dir():
+        raise EmbeddingUnavailable(f"embedding model directory {directory} does not exist")
+    if (directory / "vectors.npz").exists():
+        return load_static(directory)
+    return load_transformer(directory)

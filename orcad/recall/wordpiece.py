@@ -1,0 +1,107 @@
+"""BERT uncased WordPiece tokenization over a vocabulary list. Pure: no I/O.
+
+The same steps as BERT's own tokenizer (lower-case, strip accents, split punctuation and CJK
+characters, then greedy longest-match sub-words), so that a static embedding built from a BERT
+model's vocabulary is looked up with the tokens the model itself would have seen.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Sequence
+
+MAX_WORD_CHARS = 100  # BERT's limit: a longer "word" is one unknown token
+CONTINUATION = "##"
+
+
+def _is_punctuation(char: str) -> bool:
+    code = ord(char)
+    if 33 <= code <= 47 or 58 <= code <= 64 or 91 <= code <= 96 or 123 <= code <= 126:
+        return True
+    return unicodedata.category(char).startswith("P")
+
+
+def _is_cjk(code: int) -> bool:
+    return (
+        0x4E00 <= code <= 0x9FFF
+        or 0x3400 <= code <= 0x4DBF
+        or 0x20000 <= code <= 0x2A6DF
+        or 0x2A700 <= code <= 0x2CEAF
+        or 0xF900 <= code <= 0xFAFF
+        or 0x2F800 <= code <= 0x2FA1F
+    )
+
+
+def basic_words(text: str) -> list[str]:
+    """Lower-cased, accent-free words with every punctuation and CJK character on its own."""
+    folded = unicodedata.normalize("NFD", text.lower())
+    out: list[str] = []
+    current: list[str] = []
+    for char in folded:
+        code = ord(char)
+        category = unicodedata.category(char)
+        if (
+            category == "Mn"
+            or code in {0, 0xFFFD}
+            or (category.startswith("C") and char not in "\t\n\r")
+        ):
+            continue
+        if char.isspace():
+            if current:
+                out.append("".join(current))
+                current = []
+        elif _is_punctuation(char) or _is_cjk(code):
+            if current:
+                out.append("".join(current))
+                current = []
+            out.append(char)
+        else:
+            current.append(char)
+    if current:
+        out.append("".join(current))
+    return out
+
+
+class WordPiece:
+    """Greedy longest-match-first sub-word split of BERT words into vocabulary ids."""
+
+    def __init__(self, vocabulary: Sequence[str], unknown: str = "[UNK]") -> None:
+        self.ids = {token: index for index, token in enumerate(vocabulary)}
+        self.unknown_id = self.ids.get(unknown, 0)
+        self._cache: dict[str, tuple[int, ...]] = {}
+
+    def word_ids(self, word: str) -> tuple[int, ...]:
+        cached = self._cache.get(word)
+        if cached is not None:
+            return cached
+        result = self._split(word)
+        if len(self._cache) < 65536:  # bounded: prompts bring endless new words
+            self._cache[word] = result
+        return result
+
+    def _split(self, word: str) -> tuple[int, ...]:
+        if len(word) > MAX_WORD_CHARS:
+            return (self.unknown_id,)
+        pieces: list[int] = []
+        start = 0
+        while start < len(word):
+            end = len(word)
+            found = -1
+            while start < end:
+                piece = word[start:end] if start == 0 else CONTINUATION + word[start:end]
+                found = self.ids.get(piece, -1)
+                if found >= 0:
+                    break
+                end -= 1
+            if found < 0:
+                return (self.unknown_id,)
+            pieces.append(found)
+            start = end
+        return tuple(pieces)
+
+    def encode(self, text: str) -> list[int]:
+        """The vocabulary ids of `text`, without [CLS]/[SEP]."""
+        ids: list[int] = []
+        for word in basic_words(text):
+            ids.extend(self.word_ids(word))
+        return ids
