@@ -170,6 +170,8 @@ def test_no_secret_reaches_any_file_the_provider_or_an_error(
     for request in provider.requests:
         for value in SECRETS:
             assert value not in request.body.decode("utf-8", "replace"), value
+    refused = [e for e in daemon.log_events() if e.get("event") == "ledger.secrets_refused"]
+    assert len(refused) == len(SECRETS)  # the log names the kinds refused, never a value
     daemon.stop()
     roots = (
         orca_env.home,

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import msgspec
+import structlog
 
 from orcad.capture import leases, schedule
 from orcad.capture.jobstore import delete_jobs, read_job, write_job
@@ -23,7 +24,10 @@ from orcad.capture.records import JobRecord, Provenance, PublishOutcome
 from orcad.capture.schedule import JobView, view_of
 from orcad.errors import NotFound
 from orcad.failpoints import failpoint
+from orcad.secrets import secret_kinds
 from protocol.types import ExtractedFact
+
+log = structlog.get_logger("orcad.capture")
 
 
 class PublishResult(msgspec.Struct, frozen=True, kw_only=True):
@@ -58,6 +62,9 @@ def publish_job(
     if job is None:
         raise NotFound(f"job {job_id} no longer exists")
     leases.check_holder(job, token, now)  # fencing, where the write happens
+    refused = [kinds for kinds in (secret_kinds(fact.fact) for fact in facts) if kinds]
+    if refused:  # the merge drops them; say which kinds, never the values
+        log.info("ledger.secrets_refused", job_id=job_id, facts=len(refused), kinds=refused)
     before = read_ledger(directory)
     ledger, merged = merge_job_candidates(
         before,
