@@ -62,12 +62,26 @@ class SessionsConfig(msgspec.Struct, frozen=True, kw_only=True):
     idle_expiry_s: PositiveSeconds = limits.DEFAULT_SESSION_IDLE_EXPIRY_S
 
 
+class EmbeddingEndpointConfig(msgspec.Struct, frozen=True, kw_only=True):
+    base_url: str = ""  # an OpenAI-compatible server, e.g. http://127.0.0.1:11434/v1
+    model: str = ""
+    api_key_env: str = "OPENAI_API_KEY"
+    timeout_s: PositiveSeconds = 0.5  # per call; recall is lexical when it runs out
+
+
+class RecallConfig(msgspec.Struct, frozen=True, kw_only=True):
+    # "builtin", "none", "endpoint", or the path of a local model directory
+    embedding: Annotated[str, msgspec.Meta(min_length=1)] = "builtin"
+    endpoint: EmbeddingEndpointConfig = EmbeddingEndpointConfig()
+
+
 class Config(msgspec.Struct, frozen=True, kw_only=True):
     auto_memory: bool = True
     trusted_projects: list[str] = []
     extraction: ExtractionConfig = ExtractionConfig()
     server: ServerConfig = ServerConfig()
     sessions: SessionsConfig = SessionsConfig()
+    recall: RecallConfig = RecallConfig()
 
 
 class ProjectConfig(msgspec.Struct, frozen=True, kw_only=True):
