@@ -92,6 +92,19 @@ class RecentError(Result, frozen=True, kw_only=True):
     message: str
 
 
+class EmbeddingStatus(Result, frozen=True, kw_only=True):
+    """Recall's embedding model: "ready", "off" (configured none) or "unavailable" (why in
+    `reason`; recall is lexical). `embedded`/`pending`: deliberate records with and without a
+    vector of this model (the background backfill's progress)."""
+
+    state: Literal["ready", "off", "unavailable"]
+    setting: str
+    model: str | None = None
+    reason: str | None = None
+    embedded: int = 0
+    pending: int = 0
+
+
 class StatusResult(Result, frozen=True, kw_only=True):
     version: str
     pid: int
@@ -108,6 +121,7 @@ class StatusResult(Result, frozen=True, kw_only=True):
     config_path: str | None = None
     unknown_config_keys: list[str] = []
     provider: str | None = None
+    embedding: EmbeddingStatus | None = None
 
 
 # --- session ------------------------------------------------------------------------------
