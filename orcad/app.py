@@ -31,6 +31,7 @@ from orcad.storage_faults import is_corruption, storage_error_of
 from orcad.supervision import supervised
 from protocol.types import (
     PROTOCOL_VERSION,
+    EmbeddingStatus,
     Empty,
     JobCounts,
     PingParams,
@@ -114,6 +115,7 @@ class Daemon:
     background: list[BackgroundTask] = field(default_factory=list)
     closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     capture_status: CaptureStatus | None = None
+    embedding_status: Callable[[], EmbeddingStatus] | None = None  # set by recall
     # Feature services, set by their install functions (typed where they are defined).
     deliberate: Any = None
     capture: Any = None
@@ -177,6 +179,7 @@ class Daemon:
             config_path=self.loaded.path,
             unknown_config_keys=self.loaded.unknown_keys,
             provider=self.config.extraction.provider,
+            embedding=self.embedding_status() if self.embedding_status else None,
         )
 
     async def open_session(self, params: SessionOpenParams) -> SessionOpenResult:
