@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from orcactl.hooks import transcript
 from tests.harness import DaemonProcess, OrcaEnv
@@ -320,3 +322,17 @@ def test_a_partial_transcript_is_not_captured_and_is_reported(
     assert _jobs(daemon) == []
     failure = json.loads((orca_env.memory_root / "agent-hooks.jsonl").read_text().splitlines()[-1])
     assert failure["kind"] == "transcript" and "last line" in failure["message"]
+
+
+@given(
+    st.binary(max_size=2048),
+    st.lists(st.sampled_from([b'"user"', b'"assistant"', b"\n", b"{", b"}"]), max_size=20),
+)
+@settings(max_examples=200, deadline=None)
+def test_any_bytes_give_turns_or_a_problem_never_a_crash(noise: bytes, tokens: list[bytes]) -> None:
+    data = noise + b"".join(tokens)
+    for parse in (transcript.claude_turns, lambda d: transcript.codex_turn(d, "t1")):
+        try:
+            parse(data)
+        except transcript.TranscriptProblem as problem:
+            assert problem.reason

@@ -11,8 +11,10 @@ from orcad import limits
 from orcad.config import Config, parse_config
 from orcad.errors import NotFound, StaleSession, StartupError
 from orcad.sessions import SessionStore
+from protocol.errors import RemoteError
 from protocol.types import SessionOpenParams
 from tests.deliberate_helpers import SettableClock
+from tests.harness import DaemonProcess
 
 
 def _store(tmp_path: Path, clock: SettableClock, expiry: float = 60.0) -> SessionStore:
@@ -88,3 +90,20 @@ def test_idle_expiry_is_configurable_and_must_be_positive() -> None:
 def test_join_is_optional_on_the_wire() -> None:
     decoded = msgspec.json.decode(b'{"cwd": "/tmp"}', type=SessionOpenParams)
     assert decoded.join is False
+
+
+def test_join_over_the_wire(tmp_path: Path, daemon: DaemonProcess) -> None:
+    project = tmp_path / "repo"
+    project.mkdir()
+    params = {"cwd": str(project), "session_id": "agent-1", "join": True}
+    with daemon.client() as client:
+        first = client.call("session.open", params)
+        second = client.call("session.open", params)
+        assert (first.epoch, first.joined, second.epoch, second.joined) == (1, False, 1, True)
+        assert second.startup == first.startup
+        fresh = client.call("session.open", {**params, "join": False})
+        assert (fresh.epoch, fresh.joined) == (2, False)
+        with pytest.raises(RemoteError) as stale:
+            client.call("session.close", {"session_id": "agent-1", "epoch": 1})
+        assert stale.value.kind == "stale_session"
+        assert client.call("daemon.status").sessions == 1
