@@ -26,6 +26,7 @@ RECALL_AUTOMATIC_MAX_BYTES = 3072
 RECALL_DELIBERATE_MAX_RECORDS = 8
 RECALL_DELIBERATE_MAX_CHARS = 4096
 QUERY_MAX_TERMS = 12
+QUERY_MAX_CONSIDERED = 64  # distinct prompt terms among which the most selective 12 are kept
 
 # Recall snapshots (spec: a provider continuation keeps the original turn's recall)
 RECALL_SNAPSHOTS_IN_MEMORY = 1024  # newest (session, turn) snapshots answered from memory

@@ -15,7 +15,7 @@ import re
 import unicodedata
 from collections.abc import Mapping, Sequence
 
-from orcad.limits import QUERY_MAX_TERMS
+from orcad.limits import QUERY_MAX_CONSIDERED, QUERY_MAX_TERMS
 
 # The tokenizer of every FTS5 table in the project (porter over unicode61, diacritics folded).
 FTS5_TOKENIZE = "porter unicode61 remove_diacritics 2"
@@ -58,11 +58,9 @@ def is_weak_term(term: str) -> bool:
     return term in STOP_WORDS or len(term) < 2
 
 
-def derive_query_terms(text: str, max_terms: int = QUERY_MAX_TERMS) -> list[str]:
-    """At most `max_terms` distinct terms of `text`, in order of first appearance.
-
-    Weak terms (stop words, single characters) are ignored when any other term exists.
-    """
+def distinct_terms(text: str, max_terms: int = QUERY_MAX_CONSIDERED) -> list[str]:
+    """The distinct terms of `text` in order of first appearance, weak terms (stop words,
+    single characters) left out when any other term exists; at most `max_terms`."""
     distinct: list[str] = []
     seen: set[str] = set()
     for token in tokenize(text):
@@ -70,8 +68,34 @@ def derive_query_terms(text: str, max_terms: int = QUERY_MAX_TERMS) -> list[str]
             seen.add(token)
             distinct.append(token)
     strong = [term for term in distinct if not is_weak_term(term)]
-    chosen = strong if strong else distinct
-    return chosen[:max_terms]
+    return (strong if strong else distinct)[:max_terms]
+
+
+def most_selective(
+    terms: Sequence[str],
+    doc_freq: Mapping[str, int] | None = None,
+    max_terms: int = QUERY_MAX_TERMS,
+) -> list[str]:
+    """At most `max_terms` of `terms`, in their original order: all of them when they fit,
+    else the most selective. With `doc_freq` (records containing each term), terms that match
+    something come first, fewest matches first; without it, or among equals, longer terms first
+    (an identifier or error name says more than "file" or "line")."""
+    if len(terms) <= max_terms:
+        return list(terms)
+
+    def selectivity(index: int) -> tuple[int, int, int, int]:
+        term = terms[index]
+        freq = doc_freq.get(term, 0) if doc_freq is not None else 0
+        return (0 if freq > 0 else 1, freq, -len(term), index)
+
+    kept = sorted(sorted(range(len(terms)), key=selectivity)[:max_terms])
+    return [terms[index] for index in kept]
+
+
+def derive_query_terms(text: str, max_terms: int = QUERY_MAX_TERMS) -> list[str]:
+    """At most `max_terms` distinct terms of `text`, in order of first appearance; when there
+    are more, the longest (a stand-in for the most selective when no counts are at hand)."""
+    return most_selective(distinct_terms(text), None, max_terms)
 
 
 # NUL ends an FTS5 string early and surrogates cannot be encoded; neither is a token character.

@@ -15,7 +15,9 @@ from orcad.query import (
     FTS5_TOKENIZE,
     POSTINGS_BUDGET,
     derive_query_terms,
+    distinct_terms,
     match_expression,
+    most_selective,
     plan_terms,
     quote_term,
 )
@@ -51,9 +53,46 @@ def search(connection: sqlite3.Connection, text: str) -> list[str]:
 
 HOSTILE_PIECES = st.sampled_from(
     [
-        '"', "'", '""', "AND", "OR", "NOT", "NEAR", "NEAR(", "near/3", "json-rpc", "config.toml",
-        "*", "^", "(", ")", "()", ":", "body:", "col:x", "-", "+", "{", "}", "🎉", "👩‍💻", "\x00",
-        "\u0301", "\ue000", "_", "__init__", " ", "\n", "\t", "é", "ǅ", "İ", "ß", "…", "½", "٣",
+        '"',
+        "'",
+        '""',
+        "AND",
+        "OR",
+        "NOT",
+        "NEAR",
+        "NEAR(",
+        "near/3",
+        "json-rpc",
+        "config.toml",
+        "*",
+        "^",
+        "(",
+        ")",
+        "()",
+        ":",
+        "body:",
+        "col:x",
+        "-",
+        "+",
+        "{",
+        "}",
+        "🎉",
+        "👩‍💻",
+        "\x00",
+        "\u0301",
+        "\ue000",
+        "_",
+        "__init__",
+        " ",
+        "\n",
+        "\t",
+        "é",
+        "ǅ",
+        "İ",
+        "ß",
+        "…",
+        "½",
+        "٣",
     ]
 )
 HOSTILE_TEXT = st.one_of(
@@ -107,12 +146,12 @@ def test_hostile_text_finds_the_literal_record(
 
 def test_empty_and_separator_only_text_give_no_terms() -> None:
     assert derive_query_terms("") == []
-    assert derive_query_terms("  🎉 -- ** () \"\" ") == []
+    assert derive_query_terms('  🎉 -- ** () "" ') == []
     assert match_expression([]) == ""
 
 
 def test_twelve_distinct_terms_at_most_in_order_of_first_appearance() -> None:
-    words = [f"word{i}" for i in range(20)]
+    words = [f"word{i:02d}" for i in range(20)]  # equally selective: the first ones stay
     assert derive_query_terms(" ".join(words)) == words[:QUERY_MAX_TERMS]
     assert derive_query_terms(" ".join(words[:12])) == words[:12]
     assert derive_query_terms(" ".join(words[:13])) == words[:12]
@@ -198,3 +237,24 @@ def test_query_module_is_pure() -> None:
         "sys.exit(1 if bad else 0)"
     )
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
+
+
+def test_a_long_prompt_keeps_its_most_selective_terms_not_its_first() -> None:
+    log = (
+        "Traceback most recent call last file app main py line 12 in module run "
+        "psycopg2 OperationalError FATAL too many connections for role"
+    )
+    terms = derive_query_terms(log)
+    assert len(terms) == QUERY_MAX_TERMS
+    assert {"psycopg2", "operationalerror", "connections", "traceback"} <= set(terms)
+    assert terms == [t for t in distinct_terms(log) if t in terms]  # order of appearance kept
+
+
+def test_with_counts_rare_matching_terms_win_over_unknown_and_common_ones() -> None:
+    terms = [f"t{i:02d}" for i in range(20)]
+    counts = {"t19": 1, "t18": 2, "t00": 500}  # t19 and t18 match few records; t00 very many
+    chosen = most_selective(terms, counts, 3)
+    assert chosen == ["t00", "t18", "t19"]
+    chosen = most_selective(terms, {**counts, "t05": 3}, 3)
+    assert chosen == ["t05", "t18", "t19"]
+    assert most_selective(terms[:3], counts, 3) == terms[:3]  # fitting: all, unchanged
