@@ -249,3 +249,33 @@ def _which(name: str, env: dict[str, str]) -> str | None:
         if directory and candidate.is_file() and os.access(candidate, os.X_OK):
             return str(candidate)
     return None
+
+
+def missing_entries(text: str, path: Path, kind: str, agent: str) -> list[str]:
+    """What of orca's registration a file lacks (for orcactl doctor)."""
+    if kind in ("claude-hooks", "codex-hooks"):
+        hooks = _load_json(text, path).get("hooks")
+        hooks = hooks if isinstance(hooks, dict) else {}
+        events = CLAUDE_HOOKS if agent == "claude-code" else CODEX_HOOKS
+        missing = []
+        for event in events:
+            listed = hooks.get(event)
+            groups: list[Any] = listed if isinstance(listed, list) else []
+            commands = [
+                handler.get("command")
+                for group in groups
+                if isinstance(group, dict) and isinstance(group.get("hooks"), list)
+                for handler in group["hooks"]
+                if isinstance(handler, dict)
+            ]
+            if not any(
+                _is_ours(command, agent) and str(command).endswith(f" {event}")
+                for command in commands
+            ):
+                missing.append(f"{event} hook")
+        return missing
+    if kind == "claude-mcp":
+        servers = _load_json(text, path).get("mcpServers")
+        return [] if isinstance(servers, dict) and MCP_NAME in servers else ["MCP server"]
+    servers = _load_toml(text, path).get("mcp_servers")
+    return [] if isinstance(servers, dict) and MCP_NAME in servers else ["MCP server"]

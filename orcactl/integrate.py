@@ -170,16 +170,11 @@ def agent_status(agent: str, env: dict[str, str]) -> tuple[bool, bool, str]:
     missing: list[str] = []
     for target in agent_configs.targets(agent, None, env):
         try:
-            text = _read(target.path) or ""
+            missing += agent_configs.missing_entries(
+                _read(target.path) or "", target.path, target.kind, agent
+            )
         except Unparseable as exc:
             return True, False, str(exc)
-        if target.kind.endswith("hooks"):
-            needed = (
-                agent_configs.CLAUDE_HOOKS if agent == "claude-code" else agent_configs.CODEX_HOOKS
-            )
-            missing += [f"{event} hook" for event in needed if f" hook {agent} {event}" not in text]
-        elif '"orca"' not in text and "mcp_servers.orca" not in text:
-            missing.append("MCP server")
     everything = (
         len(agent_configs.CLAUDE_HOOKS if agent == "claude-code" else agent_configs.CODEX_HOOKS) + 1
     )
