@@ -489,6 +489,18 @@ class DeliberateStore:
                 self._note_damage(self._db.run_blocking(integrity_problem) or str(exc))
             raise StorageError(f"memory database {self.path}: {exc}") from exc
 
+    def query_blocking(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """Run `work(connection)` from a worker thread (recall's vector search and backfill)."""
+        try:
+            return self._db.run_blocking(work)
+        except (sqlite3.Error, OSError) as exc:
+            if is_corruption(exc):
+                self._note_damage(self._db.run_blocking(integrity_problem) or str(exc))
+            raise StorageError(f"memory database {self.path}: {exc}") from exc
+
+    async def query(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        return await self._run(work)
+
     async def recent(self, workspace_id: str, limit: int) -> list[StoredRecord]:
         return await self._run(lambda c: recent_records(c, workspace_id, limit))
 

@@ -1,0 +1,238 @@
+"""Embedding vectors of deliberate records, kept beside their rows in memory.sqlite3.
+
+`memory_vectors` holds one vector per record (row_id of `memories`) with the id of the model
+that made it. Triggers drop a record's vector when the record is deleted or its content
+changes, so a vector never outlives the text it was made from; a record without a vector of the
+current model is embedded by recall's background backfill (`pending` / `store_vectors`).
+The table is created if missing on first use (no schema version step: nothing else depends on
+it, and an older orcad simply ignores it).
+
+Searches keep the vectors of the current model in memory as one matrix, reloaded only after a
+change to the database (the connection's change counter or SQLite's data_version moved).
+Every function takes the connection and runs on the store's SQLite thread.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import msgspec
+import numpy as np
+import numpy.typing as npt
+
+from orcad.deliberate.store import StoredRecord, record_total, term_document_counts
+from orcad.query import match_expression, most_selective, plan_terms
+
+SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS memory_vectors (row_id INTEGER PRIMARY KEY, "
+    "model TEXT NOT NULL, vector BLOB NOT NULL)",
+    "CREATE TRIGGER IF NOT EXISTS memory_vectors_on_delete AFTER DELETE ON memories BEGIN "
+    "DELETE FROM memory_vectors WHERE row_id = old.row_id; END",
+    "CREATE TRIGGER IF NOT EXISTS memory_vectors_on_update AFTER UPDATE OF content ON memories "
+    "BEGIN DELETE FROM memory_vectors WHERE row_id = old.row_id; END",
+)
+_COLUMNS = (
+    "m.public_id, m.kind, m.content, m.workspace_id, m.workspace_root, m.created_at, m.updated_at"
+)
+VECTOR_DTYPE = np.float16  # half the bytes; cosine ranks are unchanged at this precision
+
+
+def ensure_schema(connection: sqlite3.Connection) -> None:
+    found = connection.execute(
+        "SELECT count(*) FROM sqlite_master WHERE name IN "
+        "('memory_vectors', 'memory_vectors_on_delete', 'memory_vectors_on_update')"
+    ).fetchone()[0]
+    if found == len(SCHEMA):
+        return
+    with connection:
+        for statement in SCHEMA:
+            connection.execute(statement)
+
+
+def pending(connection: sqlite3.Connection, model: str, limit: int) -> list[tuple[int, str]]:
+    """Up to `limit` records without a vector of `model`, newest first: (row_id, content)."""
+    ensure_schema(connection)
+    rows = connection.execute(
+        "SELECT m.row_id, m.content FROM memories AS m LEFT JOIN memory_vectors AS v "
+        "ON v.row_id = m.row_id AND v.model = ? WHERE v.row_id IS NULL "
+        "ORDER BY m.row_id DESC LIMIT ?",
+        (model, limit),
+    ).fetchall()
+    return [(int(row_id), str(content)) for row_id, content in rows]
+
+
+def progress(connection: sqlite3.Connection, model: str) -> tuple[int, int]:
+    """(records with a vector of `model`, records without one)."""
+    ensure_schema(connection)
+    embedded = connection.execute(
+        "SELECT count(*) FROM memory_vectors WHERE model = ?", (model,)
+    ).fetchone()[0]
+    return int(embedded), record_total(connection) - int(embedded)
+
+
+def store_vectors(
+    connection: sqlite3.Connection,
+    model: str,
+    rows: Sequence[tuple[int, str]],
+    vectors: npt.NDArray[np.float32],
+) -> int:
+    """Store each row's vector unless its content changed since it was read; how many stored."""
+    ensure_schema(connection)
+    stored = 0
+    with connection:
+        for (row_id, content), vector in zip(rows, vectors, strict=True):
+            cursor = connection.execute(
+                "INSERT OR REPLACE INTO memory_vectors (row_id, model, vector) "
+                "SELECT ?, ?, ? WHERE EXISTS "
+                "(SELECT 1 FROM memories WHERE row_id = ? AND content = ?)",
+                (row_id, model, vector.astype(VECTOR_DTYPE).tobytes(), row_id, content),
+            )
+            stored += cursor.rowcount
+    return stored
+
+
+@dataclass
+class VectorMatrix:
+    """The vectors of one model as a matrix, with the row ids and scopes they belong to."""
+
+    model: str
+    version: tuple[int, int]
+    row_ids: npt.NDArray[np.int64]
+    workspaces: list[str | None]
+    matrix: npt.NDArray[np.float32]
+    masks: dict[str, npt.NDArray[np.bool_]] = field(default_factory=dict)
+
+    def visible(self, workspace_id: str) -> npt.NDArray[np.bool_]:
+        mask = self.masks.get(workspace_id)
+        if mask is None:
+            mask = np.array(
+                [w is None or w == workspace_id for w in self.workspaces], dtype=np.bool_
+            )
+            if len(self.masks) > 64:
+                self.masks.clear()
+            self.masks[workspace_id] = mask
+        return mask
+
+
+def _version(connection: sqlite3.Connection) -> tuple[int, int]:
+    data_version = connection.execute("PRAGMA data_version").fetchone()[0]
+    return connection.total_changes, int(data_version)
+
+
+def load_matrix(
+    connection: sqlite3.Connection, model: str, cached: VectorMatrix | None
+) -> VectorMatrix:
+    ensure_schema(connection)
+    version = _version(connection)
+    if cached is not None and cached.model == model and cached.version == version:
+        return cached
+    rows = connection.execute(
+        "SELECT v.row_id, m.workspace_id, v.vector FROM memory_vectors AS v "
+        "JOIN memories AS m ON m.row_id = v.row_id WHERE v.model = ?",
+        (model,),
+    ).fetchall()
+    matrix: npt.NDArray[np.float32] = np.zeros((0, 0), dtype=np.float32)
+    if rows:
+        packed = np.frombuffer(b"".join(r[2] for r in rows), dtype=VECTOR_DTYPE)
+        matrix = packed.reshape(len(rows), -1).astype(np.float32)
+    return VectorMatrix(
+        model=model,
+        version=version,
+        row_ids=np.array([r[0] for r in rows], dtype=np.int64),
+        workspaces=[r[1] for r in rows],
+        matrix=matrix,
+    )
+
+
+@dataclass(frozen=True)
+class Found:
+    """A visible record found for a prompt, with what ranking needs to know of it."""
+
+    record: StoredRecord
+    cosine: float | None  # None: no vector of the current model yet
+
+
+@dataclass(frozen=True)
+class HybridResult:
+    found: list[Found]
+    terms: list[str]  # the query terms used (the most selective of the prompt's)
+    frequency: dict[str, int]  # records containing each term (counted up to a cap)
+    total: int  # records in the store
+
+
+def _records(connection: sqlite3.Connection, row_ids: Sequence[int]) -> dict[int, StoredRecord]:
+    if not row_ids:
+        return {}
+    marks = ",".join("?" * len(row_ids))
+    rows = connection.execute(
+        f"SELECT m.row_id, {_COLUMNS} FROM memories AS m WHERE m.row_id IN ({marks})",  # noqa: S608 - placeholders only
+        list(row_ids),
+    ).fetchall()
+    out: dict[int, StoredRecord] = {}
+    for row_id, public_id, kind, content, workspace_id, root, created, updated in rows:
+        out[int(row_id)] = msgspec.convert(
+            {
+                "id": public_id,
+                "kind": kind,
+                "content": content,
+                "workspace_id": workspace_id,
+                "workspace_root": root,
+                "created_at": created,
+                "updated_at": updated,
+            },
+            StoredRecord,
+        )
+    return out
+
+
+def hybrid_search(  # noqa: PLR0917 - one search's inputs
+    connection: sqlite3.Connection,
+    workspace_id: str,
+    terms: Sequence[str],
+    query_vector: npt.NDArray[np.float32] | None,
+    model: str | None,
+    limit: int,
+    cache: list[VectorMatrix | None],
+) -> HybridResult:
+    """The union of the best lexical matches and the nearest vectors among visible records
+    (each at most `limit`), with the term counts ranking needs. `cache[0]` holds the matrix
+    between calls."""
+    total = record_total(connection)
+    counts = term_document_counts(connection, list(terms)) if terms else {}
+    chosen = most_selective(terms, counts)
+    row_ids: list[int] = []
+    if chosen:
+        planned = plan_terms(chosen, counts, total)
+        expression = match_expression(planned)
+        if expression:
+            row_ids = [
+                int(row_id)
+                for (row_id,) in connection.execute(
+                    "SELECT m.row_id FROM memories_fts JOIN memories AS m "
+                    "ON m.row_id = memories_fts.rowid WHERE memories_fts MATCH ? "
+                    "AND (m.workspace_id = ? OR m.workspace_id IS NULL) "
+                    "ORDER BY bm25(memories_fts), m.updated_at DESC LIMIT ?",
+                    (expression, workspace_id, limit),
+                )
+            ]
+    cosines: dict[int, float] = {}
+    if query_vector is not None and model is not None:
+        matrix = load_matrix(connection, model, cache[0])
+        cache[0] = matrix
+        if len(matrix.row_ids) and matrix.matrix.shape[1] == query_vector.shape[0]:
+            scores = matrix.matrix @ query_vector
+            scores[~matrix.visible(workspace_id)] = -np.inf
+            best = np.argpartition(-scores, min(limit, len(scores) - 1))[:limit]
+            best = best[np.isfinite(scores[best])]
+            cosines = {int(matrix.row_ids[i]): float(scores[i]) for i in best}
+            row_ids += [r for r in cosines if r not in row_ids]
+            # the lexical matches' own cosines, where they have a vector
+            positions = {int(r): i for i, r in enumerate(matrix.row_ids)}
+            for row_id in row_ids:
+                if row_id not in cosines and row_id in positions:
+                    cosines[row_id] = float(scores[positions[row_id]])
+    records = _records(connection, row_ids)
+    found = [Found(records[row_id], cosines.get(row_id)) for row_id in row_ids if row_id in records]
+    return HybridResult(found, list(chosen), counts, total)
