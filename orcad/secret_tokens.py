@@ -60,12 +60,6 @@ _CLOUD: tuple[TokenRule, ...] = (
         True,
     ),
     ("scalingo_token", ("tk-us-",), r"tk-us-[A-Za-z0-9_\-]{48}", True),
-    (
-        "terraform_cloud_token",
-        (".atlasv1.",),
-        r"(?<![A-Za-z0-9])[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_\-=]{60,70}+(?![A-Za-z0-9_\-=])",
-        False,
-    ),
     ("pulumi_token", ("pul-",), r"pul-[a-f0-9]{40}", True),
     (
         "vault_token",
@@ -194,12 +188,6 @@ _MESSAGING: tuple[TokenRule, ...] = (
     ("twilio_account_sid", ("AC",), r"AC[0-9a-f]{32}", True),
     ("sendgrid_api_key", ("SG.",), r"SG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}", True),
     ("mailgun_api_key", ("key-",), r"key-[0-9a-f]{32}", True),
-    (
-        "mailchimp_api_key",
-        ("-us",),
-        r"(?<![A-Za-z0-9])[a-f0-9]{32}-us[0-9]{1,2}(?![A-Za-z0-9])",
-        False,
-    ),
     ("brevo_api_key", ("xkeysib-",), r"xkeysib-[a-f0-9]{64}-[A-Za-z0-9]{16}", True),
     ("resend_api_key", ("re_",), r"re_[A-Za-z0-9]{8}_[A-Za-z0-9]{24}", True),
     ("linear_api_key", ("lin_api_",), r"lin_api_[A-Za-z0-9]{40}", True),
@@ -321,4 +309,23 @@ WORDY_RULES = frozenset(
         "typeform_token",
         "frameio_token",
     }
+)
+
+# Formats whose distinctive literal sits inside the token, after a fixed-length head: found by
+# searching for the literal and matching from `head` characters before it (a pattern that
+# starts with a character class would make the regex engine try every position).
+# (rule name, literal, head length, pattern)
+ANCHORED_RULES: tuple[tuple[str, str, int, str], ...] = (
+    (
+        "terraform_cloud_token",
+        ".atlasv1.",
+        14,
+        r"(?<![A-Za-z0-9])[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_\-=]{60,70}+(?![A-Za-z0-9_\-=])",
+    ),
+    (
+        "mailchimp_api_key",
+        "-us",
+        32,
+        r"(?<![A-Za-z0-9])[a-f0-9]{32}-us[0-9]{1,2}(?![A-Za-z0-9])",
+    ),
 )

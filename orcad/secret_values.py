@@ -257,6 +257,9 @@ _TOOL_FLAGS = (
 )
 
 
+_SHORT_FLAG = re.compile(r"-(?<![a-z0-9]-)[pau]")  # every tool flag above: -p, -a, -u, --user
+
+
 def _value_span(match: re.Match[str]) -> tuple[int, int, bool]:
     for group in range(1, (match.lastindex or 0) + 1):
         if match.start(group) >= 0:
@@ -274,6 +277,8 @@ def find_credential_flags(text: str, lowered: str) -> Iterator[Span]:
                 value, quoted=quoted, upper_key=False, bare=False
             ):
                 yield start, end
+    if _SHORT_FLAG.search(lowered) is None:  # one cheap pass instead of five word searches
+        return
     for flag, command, pattern in _TOOL_FLAGS:
         if flag not in lowered or command not in lowered:
             continue
@@ -319,7 +324,7 @@ _COMPOUND = (
     r"expiration|history|change|hint|input|check|scheme|algorithm|salt|rotation|flow|form|page"
 )
 _STATEMENT = re.compile(
-    r"(?:password|passphrase|passwd|passcode)"
+    r"pass(?:word|phrase|wd|code)"  # a literal prefix lets the engine skip ahead
     rf"(?![a-z0-9_\-])(?![ \t]+(?:{_COMPOUND})\b)"
     r"(?:[ \t]+[^\s.,;:!?=]{1,30}){0,8}?"
     r"(?:[ \t]*[:=]|[ \t]+(?:is|was|are|becomes|became|reads|(?:changed|reset|set)[ \t]+to)"

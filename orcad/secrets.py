@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
-from orcad.secret_tokens import TOKEN_RULES, WORDY_RULES
+from orcad.secret_tokens import ANCHORED_RULES, TOKEN_RULES, WORDY_RULES
 from orcad.secret_values import (
     WORD_LIKE,
     character_classes,
@@ -275,6 +275,20 @@ def _encodes_snowflake(token: str) -> bool:
     return all(token[index] in _BASE64_OF_DIGITS[index % 4] for index in range(16))
 
 
+def _anchored_finder(literal: str, head: int, pattern: str) -> Finder:
+    compiled = re.compile(pattern)
+
+    def find(text: str, lowered: str) -> Iterator[Span]:
+        at = text.find(literal, head)
+        while at >= 0:
+            match = compiled.match(text, at - head)
+            if match is not None and not _is_example_token(text, *match.span()):
+                yield match.span()
+            at = text.find(literal, at + 1)
+
+    return find
+
+
 # Azure AD client secrets hold a `~`, which no long run does, so a token gate cannot open them.
 _AZURE_CLIENT_SECRET = re.compile(
     r"(?<![A-Za-z0-9_~.\-])[A-Za-z0-9_~.]{3}[0-9]Q~[A-Za-z0-9_~.\-]{31,34}(?![A-Za-z0-9_~.\-])"
@@ -366,6 +380,10 @@ _RULES: tuple[tuple[str, Finder, Gate], ...] = (
     ),
     ("telegram_bot_token", _find_telegram, _always),
     ("discord_bot_token", _find_discord_bot, lambda runs: _DISCORD_BOT.search(runs) is not None),
+    *(
+        (name, _anchored_finder(literal, head, pattern), _any_trigger((literal,)))
+        for name, literal, head, pattern in ANCHORED_RULES
+    ),
     ("azure_ad_client_secret", _find_azure_client_secret, _always),
     ("putty_private_key", _find_putty_keys, _any_trigger(("PuTTY-User-Key-File-",))),
     ("url_credentials", _find_url_credentials, _always),
