@@ -106,7 +106,8 @@ def test_first_user_start_and_newest_messages_are_kept() -> None:
         "user: We decided to keep yarn after all.\n\nassistant: Reverting to yarn."
     )
     head = built.text.split("\n\n", 1)[0]
-    assert head.endswith(CUT_MARK)
+    assert f" {CUT_MARK} " in head  # start, cut, then the message's own end
+    assert head.endswith("context")
     assert FIRST_USER_HEAD_BYTES - 300 <= size(head) <= FIRST_USER_HEAD_BYTES
     assert "step 0 " not in built.text  # the oldest middle messages are dropped
     assert "step 19 " in built.text  # the newest are kept
@@ -124,8 +125,24 @@ def test_a_short_first_message_leaves_the_room_to_the_newest() -> None:
 def test_when_later_messages_are_small_the_first_message_gets_the_rest() -> None:
     built = build_source([("user", "z " * 30000), ("assistant", "Done.")])
     assert built is not None
-    assert built.text.endswith(f"{CUT_MARK}\n\nassistant: Done.")
+    assert built.text.endswith("z\n\nassistant: Done.")
+    assert f" {CUT_MARK} z" in built.text
     assert built.size > LIMIT - 16
+
+
+def test_a_long_first_message_keeps_its_closing_request() -> None:
+    pasted = "log line with nothing durable in it\n" * 1200  # ~43 KiB
+    built = build_source(
+        [
+            ("user", pasted + "Fix the flaky test, and remember that we use pnpm."),
+            ("assistant", "Ok."),
+        ]
+    )
+    assert built is not None
+    assert built.truncated
+    assert built.size <= LIMIT
+    assert built.text.startswith("user: log line")
+    assert "remember that we use pnpm.\n\nassistant: Ok." in built.text
 
 
 messages = st.lists(

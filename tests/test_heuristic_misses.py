@@ -34,6 +34,16 @@ def test_a_request_to_remember_at_the_end_of_a_long_turn_is_kept(turn: str) -> N
     assert _facts(turn) == [{"category": "project", "fact": "The project uses pnpm."}]
 
 
+def test_a_request_to_remember_after_32_kib_of_pasted_log_is_kept() -> None:
+    turn = f"{_LOG}\n{_LOG}\nok, and remember that we use pnpm"
+    source = build_source([("user", turn), ("assistant", "Done. I fixed the lockfile.")])
+    assert source is not None and source.truncated  # over the 32 KiB bound
+    output = heuristic_output(source.text)
+    assert [json.loads(line) for line in output.splitlines()] == [
+        {"category": "project", "fact": "The project uses pnpm."}
+    ]
+
+
 @pytest.mark.parametrize(
     ("sentence", "fact"),
     [

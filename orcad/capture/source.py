@@ -11,9 +11,11 @@ of a secret that redaction would have caught whole.
 
 Bound (spec: 32 KiB of UTF-8). When the whole text fits it is kept unchanged. Otherwise:
 
-1. the first user message's start is kept (at least FIRST_USER_HEAD_BYTES of that block, more
-   when the later messages leave room), because it usually states the task and the standing
-   instructions that later messages refer to;
+1. the first user message is kept (at least FIRST_USER_HEAD_BYTES of that block, more when the
+   later messages leave room), because it usually states the task and the standing
+   instructions that later messages refer to; when it must be cut, its start and its end are
+   kept (a quarter of its room goes to the end), since a long pasted prompt often ends with
+   the request itself ("... and remember that we use pnpm");
 2. then the newest messages, as many whole ones as fit, because a turn's conclusion (what was
    decided, confirmed or corrected) is at its end;
 3. the oldest of those newest messages may be cut at its start to fill the remaining room.
@@ -39,7 +41,8 @@ from orcad.secrets import contains_secret, redact
 KEPT_ROLES = frozenset({"user", "assistant"})
 BLOCK_SEPARATOR = "\n\n"
 CUT_MARK = "[...]"
-FIRST_USER_HEAD_BYTES = 4096  # the first user message's start kept when the source is cut
+FIRST_USER_HEAD_BYTES = 4096  # the first user message's room when the source is cut
+FIRST_USER_END_SHARE = 4  # a cut first user message keeps its end in 1/4 of that room
 WORD_SEARCH_CHARS = 256  # how far a cut may move to land on whitespace
 _SEPARATOR_BYTES = len(BLOCK_SEPARATOR)
 _ROLE_LABEL_LINE = re.compile(r"\n(?=(?:user|assistant):)")  # starts with a literal: fast
@@ -134,11 +137,15 @@ def bound_blocks(blocks: list[SourceBlock], max_bytes: int) -> tuple[str, int]:
 
 
 def _cut_keeping_start(block: SourceBlock, rendered: str, budget: int) -> str:
+    """The block within `budget`: its start, a cut mark, and its end (a quarter of the room)."""
     if utf8_size(rendered) <= budget:
         return rendered
     prefix = f"{block.role}: "
-    suffix = f" {CUT_MARK}"
-    return prefix + keep_start(block.content, budget - utf8_size(prefix) - len(suffix)) + suffix
+    middle = f" {CUT_MARK} "
+    room = budget - utf8_size(prefix) - len(middle)
+    end = keep_end(block.content, room // FIRST_USER_END_SHARE)
+    start = keep_start(block.content, room - utf8_size(end))
+    return prefix + start + middle + end
 
 
 def _cut_keeping_end(block: SourceBlock, room: int) -> str | None:
