@@ -361,3 +361,57 @@ def committed_via(client: Client, job_id: str) -> bool:
     return any(
         j.job_id == job_id and j.state == "committed" for j in client.call("jobs.list", {}).jobs
     )
+
+
+def orcactl(orca_env: OrcaEnv, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "orcactl", "--no-start", *args],
+        env=orca_env.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_orcactl_grants_list_and_revoke(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    daemon = started(orca_env, daemon_factory)
+    project = tmp_path / "project"
+    project.mkdir()
+    session = open_session(daemon, project)
+    pending = daemon.call(
+        "memory.manage",
+        {**session, "action": "save", "content": "use uv", "kind": "fact", "is_global": False},
+    )
+    daemon.call(
+        "memory.approve",
+        {**session, "approval_id": pending.approval_id, "decision": "allow_workspace"},
+    )
+    listed = orcactl(orca_env, "grants", "list")
+    assert listed.returncode == 0, listed.stderr
+    [line] = listed.stdout.splitlines()
+    grant_id = line.split()[0]
+    assert grant_id.startswith("workspace:") and str(project.resolve()) in line
+    assert orcactl(orca_env, "grants", "list", "--workspace", str(tmp_path)).stdout.startswith(
+        "no grants"
+    )
+    revoked = orcactl(orca_env, "grants", "revoke", grant_id)
+    assert revoked.returncode == 0 and "revoked" in revoked.stdout
+    again = orcactl(orca_env, "grants", "revoke", grant_id, "--json")
+    assert '"revoked":false' in again.stdout.replace(" ", "")
+    assert (
+        daemon.call(
+            "memory.manage",
+            {
+                **session,
+                "action": "save",
+                "content": "use ruff",
+                "kind": "fact",
+                "is_global": False,
+            },
+        ).outcome
+        == "pending_approval"
+    )
+    bad = orcactl(orca_env, "grants", "revoke", "everything")
+    assert bad.returncode == 1 and "grant id" in bad.stderr
