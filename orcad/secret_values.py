@@ -260,6 +260,17 @@ _TOOL_FLAGS = (
 _SHORT_FLAG = re.compile(r"-(?<![a-z0-9]-)[pau]")  # every tool flag above: -p, -a, -u, --user
 
 
+def _given_password(value: str) -> bool:
+    """A value after a password flag or keyword: at least 4 characters, not a flag, example
+    or reference (documentation writes `-p X` and `password PASS`)."""
+    return (
+        len(value.rstrip(_TRAILING)) >= 4
+        and value[0] != "-"
+        and not is_placeholder(value)
+        and not is_reference(value)
+    )
+
+
 def _value_span(match: re.Match[str]) -> tuple[int, int, bool]:
     for group in range(1, (match.lastindex or 0) + 1):
         if match.start(group) >= 0:
@@ -285,7 +296,7 @@ def find_credential_flags(text: str, lowered: str) -> Iterator[Span]:
         for match in pattern.finditer(lowered):
             start, end, quoted = _value_span(match)
             value = text[start:end]
-            if value[0] != "-" and not is_placeholder(value) and not is_reference(value):
+            if _given_password(value):
                 yield start, end
 
 
@@ -312,7 +323,7 @@ def find_netrc_passwords(text: str, lowered: str) -> Iterator[Span]:
                 continue
         start, end = match.span(1)
         value = text[start:end]
-        if not is_placeholder(value) and not is_reference(value):
+        if _given_password(value):
             yield start, end
 
 
@@ -331,7 +342,7 @@ _STATEMENT = re.compile(
     r"(?:[ \t]+(?:now|still|just|(?:changed|reset|set|updated)[ \t]+to))?)"
     r"[ \t]+[\"'`]?([^\s\"'`()\[\]{}<>]{4,128}+)(?![(\[{<])"
 )
-_TRAILING = ".,;:)]}"
+_TRAILING = ".,;:)]}`'\""
 
 
 def find_stated_passwords(text: str, lowered: str) -> Iterator[Span]:

@@ -186,6 +186,14 @@ def _assignment_finder(keyword: str, pattern: str) -> Finder:
                 continue
             group = 1 if match.start(1) >= 0 else 2 if match.start(2) >= 0 else 3
             start, end = match.span(group)
+            name_end = match.start() + len(keyword)
+            if keyword == "pass":
+                name_end = _PASS_NAME.match(lowered, match.start()).end()  # type: ignore[union-attr]
+            if group == 3 and plain and lowered[name_end:start].strip("\"' \t") == ":":
+                default = _ANNOTATED_DEFAULT.match(text, end)  # password: str = "hunter2"
+                if default is not None:
+                    group = 1 if default.start(1) >= 0 else 2
+                    start, end = default.span(group)
             if group == 3 and end < len(text) and text[end] in "([":
                 continue  # a call or subscript such as os.environ["X"]
             value = text[start:end]
@@ -193,11 +201,8 @@ def _assignment_finder(keyword: str, pattern: str) -> Finder:
                 yield start, end
             elif plain or keyword == "credential":
                 before = lowered[match.start() - 1] if match.start() else " "
-                name_end = match.start() + len(keyword)
-                if keyword == "pass":
-                    name_end = _PASS_NAME.match(lowered, match.start()).end()  # type: ignore[union-attr]
-                    if name_end - match.start() == 4 and before.isalnum():
-                        continue  # bypass, compass
+                if name_end - match.start() == 4 and keyword == "pass" and before.isalnum():
+                    continue  # bypass, compass
                 if is_credential_literal(
                     value,
                     quoted=group != 3,
@@ -207,6 +212,12 @@ def _assignment_finder(keyword: str, pattern: str) -> Finder:
                     yield start, end
 
     return find
+
+
+# After a type annotation, the default a name is declared with: `: Optional[str] = "..."`.
+_ANNOTATED_DEFAULT = re.compile(
+    r"(?:\[[^\]\n]{0,64}\])?[ \t]*=[ \t]*(?:\"([^\"\n]{1,256}+)\"|'([^'\n]{1,256}+)')"
+)
 
 
 def _find_aws_secret(text: str, lowered: str) -> Iterator[Span]:

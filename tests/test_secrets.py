@@ -113,6 +113,8 @@ CHOSEN_PASSWORDS = {
     "curl -u admin:Adm1nPass https://jenkins.internal": "Adm1nPass",
     "--password 'open sesame 42'": "open sesame 42",
     "the wifi password is Tr0ub4dor&3": "Tr0ub4dor&3",
+    'password: str = "hunter2x"': "hunter2x",
+    'db_password: Optional[str] = "Hunter22"': "Hunter22",
 }
 
 
@@ -136,6 +138,9 @@ def test_chosen_passwords_are_secrets(text: str) -> None:
         "PASSWORD=example-password",
         "connect(user=user, password=password)",
         "password: str",
+        "password: Optional[str] = None",
+        'password: str = ""',
+        "bypass: bool = True",
         "secret: my-app-tls",
         "docker run -p 8080:80 nginx",
         "the password is stored in the vault under kv/prod/db",

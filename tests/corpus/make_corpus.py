@@ -598,6 +598,7 @@ def add_chosen_passwords(c: Corpus) -> None:
         "host=db.internal user=app password={v} dbname=app",
         "  db_pass: {v}\n  db_user: app",
         "app.secret = '{v}'",
+        'admin_password: str = "{v}"',
     )
     for index in range(30):
         value = chosen_password(c)
