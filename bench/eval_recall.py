@@ -1,11 +1,15 @@
-"""Recall quality on the labelled set in bench/eval_data.py: hit@6 and MRR.
+"""Recall quality on the labelled set in bench/eval_data.py, per prompt class and part.
 
-Runs a real orcad on a temporary home. The facts become automatic-memory candidates through the
-real ledger and its FTS5 projection, and deliberate records through `memory.manage`; every
-prompt then goes through `recall`, exactly as an agent asks. The in-process fallback ranking
-(used when the index cannot be repaired) is scored on the same candidates.
+Runs a real orcad on a temporary home. The facts (then their later corrections) become
+automatic-memory candidates through the real ledger and its index, and deliberate records
+through `memory.manage`, together with 1,000 distractor records about other components; every
+prompt then goes through `recall`, exactly as an agent asks. For each class of prompt (shares
+words with its fact / the same need in other words / nothing relevant) and each part (automatic,
+hit@6; deliberate, hit@8) it prints hit@k, MRR, the share of nothing-relevant prompts answered
+with an empty part, how often an outdated fact ranks above its correction, mean bytes
+injected, recall p50, and the daemon's RSS.
 
-    .venv/bin/python -m bench.eval_recall [--json]
+    .venv/bin/python -m bench.eval_recall [--json] [--config 'TOML']
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import argparse
 import json
 import logging
 import secrets
+import statistics
 import sys
 import tempfile
 import time
@@ -24,61 +29,81 @@ from typing import Any
 if __package__ in (None, ""):  # run as `python bench/<name>.py`: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.eval_data import FACTS, PROMPTS
+from bench.eval_data import CORRECTIONS, FACTS, PROMPTS, STALE, distractors
 from orcad.capture.ledger import Provenance, merge_job_candidates, read_ledger, write_ledger
 from orcad.capture.projections import publish_projections
 from orcad.log import configure_logging
-from orcad.query import derive_query_terms
-from orcad.recall.automatic import to_candidates
-from orcad.recall.select import rank_by_overlap
+from orcad.recall.render import automatic_line, deliberate_line
 from protocol.types import ExtractedFact
 from tests.harness import DaemonProcess, OrcaEnv
 
-TOP = 6
+TOP = {"automatic": 6, "deliberate": 8}
+CLASSES = ("shares", "other", "none")
 
-
-def score(
-    ranked_ids: Sequence[Sequence[str]], expected: Sequence[Sequence[str]]
-) -> dict[str, float]:
-    """hit@6 (any expected id in the first 6) and MRR (first expected id's reciprocal rank)."""
-    hits = 0
-    reciprocal = 0.0
-    for ranking, wanted in zip(ranked_ids, expected, strict=True):
-        ranks = [position for position, item in enumerate(ranking, 1) if item in wanted]
-        if ranks and ranks[0] <= TOP:
-            hits += 1
-        if ranks:
-            reciprocal += 1.0 / ranks[0]
-    count = len(expected)
-    return {"hit@6": round(hits / count, 3), "mrr": round(reciprocal / count, 3), "prompts": count}
+# every stored text, in the order it was recorded: (fact id, category, kind, text)
+ALL_FACTS = [*FACTS, *((new, cat, kind, text) for new, _old, cat, kind, text in CORRECTIONS)]
 
 
 def load_automatic(project_dir: Path, now: float) -> dict[str, str]:
-    """Commit every fact to the project ledger, 8 per job as extraction would.
-
-    Returns candidate id -> fact id."""
+    """Commit every fact, then the corrections, to the project ledger, 8 per job as extraction
+    would. Returns candidate id -> fact id."""
     project_dir.mkdir(parents=True, exist_ok=True)
     ledger = read_ledger(project_dir)
-    for start in range(0, len(FACTS), 8):
-        batch = FACTS[start : start + 8]
+    for start in range(0, len(ALL_FACTS), 8):
+        batch = ALL_FACTS[start : start + 8]
         ledger, _ = merge_job_candidates(
             ledger,
             "job_" + secrets.token_hex(16),
             [ExtractedFact(category, text) for _id, category, _kind, text in batch],  # type: ignore[arg-type]
             Provenance("ses_eval", f"turn-{start}", "eval", "none", "eval"),
-            now - (len(FACTS) - start) * 60,
+            now - (len(ALL_FACTS) - start) * 60,
         )
     write_ledger(project_dir, ledger)
     publish_projections(project_dir, ledger)
-    by_text = {text: fact_id for fact_id, _c, _k, text in FACTS}
+    by_text = {text: fact_id for fact_id, _c, _k, text in ALL_FACTS}
     return {candidate.id: by_text[candidate.fact] for candidate in ledger.candidates}
 
 
-def run(progress: Callable[[str], None] = lambda _line: None) -> dict[str, Any]:
+def rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return round(int(line.split()[1]) / 1024, 1)
+    return 0.0
+
+
+def score(part: str, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The figures of one part over the prompts of one class."""
+    top = TOP[part]
+    wanted_rows = [row for row in rows if row["wanted"]]
+    hits = reciprocal = 0.0
+    stale_first = 0
+    for row in wanted_rows:
+        ranking = row[part]
+        ranks = [position for position, item in enumerate(ranking, 1) if item in row["wanted"]]
+        if ranks and ranks[0] <= top:
+            hits += 1
+        if ranks:
+            reciprocal += 1.0 / ranks[0]
+        for new in row["wanted"]:
+            old = STALE.get(new)
+            if old in ranking and (new not in ranking or ranking.index(old) < ranking.index(new)):
+                stale_first += 1
+    figures: dict[str, Any] = {"prompts": len(rows)}
+    if wanted_rows:
+        figures[f"hit@{top}"] = round(hits / len(wanted_rows), 3)
+        figures["mrr"] = round(reciprocal / len(wanted_rows), 3)
+        figures["stale_first"] = stale_first
+    else:
+        figures["empty"] = round(sum(1 for row in rows if not row[part]) / len(rows), 3)
+    figures["mean_bytes"] = round(statistics.fmean(row[f"{part}_bytes"] for row in rows), 1)
+    return figures
+
+
+def run(config: str = "", progress: Callable[[str], None] = lambda _line: None) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="orcad-eval-") as temp:
         root = Path(temp)
         orca = OrcaEnv(root)
-        orca.write_config('[extraction]\nworkers = 0\n')
+        orca.write_config("[extraction]\nworkers = 0\n" + config)
         workdir = root / "repo"
         workdir.mkdir()
         daemon = DaemonProcess(orca).start()
@@ -88,61 +113,126 @@ def run(progress: Callable[[str], None] = lambda _line: None) -> dict[str, Any]:
                 ids = {"session_id": opened.session_id, "epoch": opened.epoch}
                 project_dir = orca.memory_root / "projects" / opened.project.id
                 candidate_facts = load_automatic(project_dir, time.time())
-                record_facts = {}
-                for fact_id, _category, kind, text in FACTS:
+
+                def save(text: str, kind: str) -> str:
                     saved = client.call(
                         "memory.manage",
-                        {**ids, "action": "save", "content": text, "kind": kind,
-                         "is_global": False},
+                        {
+                            **ids,
+                            "action": "save",
+                            "content": text,
+                            "kind": kind,
+                            "is_global": False,
+                        },
                     )
-                    record_facts[saved.record.id] = fact_id
-                progress(f"loaded {len(FACTS)} facts into the ledger and the deliberate store")
-                automatic, deliberate = [], []
-                for number, (prompt, _wanted) in enumerate(PROMPTS):
+                    return str(saved.record.id)
+
+                record_facts = {save(text, kind): fact_id for fact_id, _c, kind, text in FACTS}
+                for text in distractors():
+                    save(text, "fact")
+                time.sleep(0.01)  # corrections are updated strictly later
+                for new, _old, _c, kind, text in CORRECTIONS:
+                    record_facts[save(text, kind)] = new
+                deadline = time.monotonic() + 120
+                while time.monotonic() < deadline:  # until the backfill has embedded them all
+                    embedding = client.call("daemon.status", {}).embedding
+                    if embedding is None or embedding.state != "ready" or not embedding.pending:
+                        break
+                    time.sleep(0.2)
+                progress(
+                    f"loaded {len(ALL_FACTS)} facts into the ledger, and those plus "
+                    f"{len(distractors())} distractors into the deliberate store"
+                )
+                rows: list[dict[str, Any]] = []
+                for number, (kind, prompt, wanted) in enumerate(PROMPTS):
+                    started = time.perf_counter()
                     result = client.call(
                         "recall", {**ids, "turn_id": f"eval-{number}", "prompt": prompt}
                     )
-                    automatic.append([candidate_facts[e.id] for e in result.automatic])
-                    deliberate.append([record_facts[r.id] for r in result.deliberate])
-            candidates = to_candidates(read_ledger(project_dir))
-            fallback = [
-                [candidate_facts[c.id] for c in rank_by_overlap(candidates, terms, TOP)]
-                for terms in (derive_query_terms(prompt) for prompt, _wanted in PROMPTS)
-            ]
+                    elapsed_ms = (time.perf_counter() - started) * 1000
+                    now = time.time()
+                    rows.append(
+                        {
+                            "class": kind,
+                            "prompt": prompt,
+                            "wanted": wanted,
+                            "automatic": [candidate_facts[e.id] for e in result.automatic],
+                            "deliberate": [
+                                record_facts.get(r.id, "distractor") for r in result.deliberate
+                            ],
+                            "automatic_bytes": sum(
+                                len(automatic_line(e).encode()) for e in result.automatic
+                            ),
+                            "deliberate_bytes": sum(
+                                len(deliberate_line(r, now).encode()) for r in result.deliberate
+                            ),
+                            "bytes": result.bytes,
+                            "ms": elapsed_ms,
+                        }
+                    )
+                assert daemon.proc is not None
+                rss = rss_mib(daemon.proc.pid)
         finally:
             daemon.stop()
-    expected = [wanted for _prompt, wanted in PROMPTS]
-    misses = {
-        name: [
-            PROMPTS[i][0] for i, got in enumerate(rankings) if not set(got[:TOP]) & set(expected[i])
-        ]
-        for name, rankings in (("automatic", automatic), ("deliberate", deliberate))
-    }
-    return {
-        "facts": len(FACTS),
-        "automatic": score(automatic, expected),
-        "deliberate": score(deliberate, expected),
-        "fallback": score(fallback, expected),
-        "misses": misses,
-    }
+    report: dict[str, Any] = {"facts": len(ALL_FACTS), "prompts": len(rows), "rss_mib": rss}
+    for kind in CLASSES:
+        chosen = [row for row in rows if row["class"] == kind]
+        report[kind] = {
+            "automatic": score("automatic", chosen),
+            "deliberate": score("deliberate", chosen),
+            "block_empty": round(sum(1 for row in chosen if not row["bytes"]) / len(chosen), 3),
+            "mean_block_bytes": round(statistics.fmean(row["bytes"] for row in chosen), 1),
+            "max_block_bytes": max(row["bytes"] for row in chosen),
+            "recall_p50_ms": round(statistics.median(row["ms"] for row in chosen), 2),
+        }
+    report["misses"] = [
+        (row["class"], part, row["prompt"])
+        for row in rows
+        for part in ("automatic", "deliberate")
+        if (row["wanted"] and not set(row[part][: TOP[part]]) & set(row["wanted"]))
+        or (not row["wanted"] and row[part])
+    ]
+    return report
+
+
+def print_table(report: dict[str, Any]) -> None:
+    print(
+        f"recall evaluation: {report['facts']} facts, {report['prompts']} prompts, "
+        f"daemon RSS {report['rss_mib']} MiB"
+    )
+    print("| class | part | prompts | hit@k | MRR | empty | stale first | mean bytes | p50 ms |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for kind in CLASSES:
+        block = report[kind]
+        for part in ("automatic", "deliberate"):
+            f = block[part]
+            hit = f.get(f"hit@{TOP[part]}", "")
+            print(
+                f"| {kind} | {part} | {f['prompts']} | {hit} | {f.get('mrr', '')} | "
+                f"{f.get('empty', '')} | {f.get('stale_first', '')} | {f['mean_bytes']} | "
+                f"{block['recall_p50_ms']} |"
+            )
+        print(
+            f"| {kind} | whole block | | | | {block['block_empty']} | | "
+            f"{block['mean_block_bytes']} (max {block['max_block_bytes']}) | |"
+        )
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument("--misses", action="store_true", help="list every missed prompt")
+    parser.add_argument("--config", default="", help="extra config.toml text for the daemon")
     args = parser.parse_args(argv)
     configure_logging(sys.stderr, level=logging.WARNING)  # in-process ledger writes stay quiet
-    report = run(lambda line: print(line, file=sys.stderr))
+    report = run(args.config, lambda line: print(line, file=sys.stderr))
     if args.json:
         print(json.dumps(report, indent=2))
         return
-    print(f"recall evaluation: {report['facts']} facts, {report['automatic']['prompts']} prompts")
-    for part in ("automatic", "deliberate", "fallback"):
-        figures = report[part]
-        print(f"  {part:<10}  hit@6 {figures['hit@6']:.3f}   MRR {figures['mrr']:.3f}")
-    for part, prompts in report["misses"].items():
-        for prompt in prompts:
-            print(f"  miss ({part}): {prompt}")
+    print_table(report)
+    if args.misses:
+        for kind, part, prompt in report["misses"]:
+            print(f"  miss ({kind}, {part}): {prompt}")
 
 
 if __name__ == "__main__":

@@ -96,6 +96,18 @@ def main() -> None:
         help="keep the per-token vectors here (.npy) to try other dims cheaply",
     )
     parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument(
+        "--floor",
+        type=float,
+        default=0.56,
+        help="relevance floor recall uses with this model (bench/calibrate_recall)",
+    )
+    parser.add_argument(
+        "--lexical-weight",
+        type=float,
+        default=0.7,
+        help="weight of lexical coverage beside cosine (bench/calibrate_recall)",
+    )
     args = parser.parse_args()
     model_dir = args.model or default_model_dir()
     vocab = (model_dir / "vocab.txt").read_text(encoding="utf-8").split("\n")
@@ -117,6 +129,7 @@ def main() -> None:
         f"source: {SOURCE} (Apache-2.0), distilled by scripts/build_static_embedding.py\n"
         f"mode: {args.mode}\ndims: {args.dims}\ntokens: {len(vocab)}\n"
         "licence: Apache-2.0 (the source model's); vocab.txt is the source model's\n"
+        f"floor: {args.floor}\nlexical_weight: {args.lexical_weight}\n"
     )
     print(f"wrote {args.out} ({codes.shape[0]} x {codes.shape[1]} int8)")
 

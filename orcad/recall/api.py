@@ -2,21 +2,31 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import structlog
 import trio
+import trio.lowlevel
 
+from orcad.clock import format_time
+from orcad.deliberate.store import StoredRecord
+from orcad.deliberate.vectors import VectorMatrix, hybrid_search, pending, progress, store_vectors
 from orcad.explicit import append_fact, format_fact, read_bounded, remember_fact
 from orcad.limits import STARTUP_PROJECT_MAX_BYTES, STARTUP_USER_MAX_BYTES
+from orcad.recall import rank
 from orcad.recall.automatic import ProjectMemorySearch
+from orcad.recall.embedding import Array, Embeddings
+from orcad.recall.select import stems
 from orcad.recall.service import Announcer, RecallService, SessionJobs, disabled_for_bare
 from orcad.recall.snapshots import SnapshotStore
 from orcad.rpc import claim_direct_answer
 from orcad.sessions import Session
 from protocol.types import (
     DeliberateEntry,
+    EmbeddingStatus,
     RecallParams,
     RecallResult,
     RememberParams,
@@ -27,7 +37,11 @@ from protocol.types import (
 if TYPE_CHECKING:
     from orcad.app import Daemon
 
+log = structlog.get_logger("orcad.recall")
+
 PROJECT_MEMORY_FILE = "memory.md"
+BACKFILL_BATCH = 64  # records embedded per step, so the store's thread is never held long
+BACKFILL_IDLE_S = 0.5  # pause when nothing needs a vector
 
 
 class ExplicitFacts:
@@ -79,19 +93,153 @@ def project_directory(daemon: Daemon, project_id: str) -> Path:
 
 
 class DeliberateRecall:
-    """The deliberate part of recall, from the deliberate-memory service when installed."""
+    """The deliberate part of recall, from the deliberate-memory service when installed: with
+    the prompt's vector, hybrid (lexical and nearest vectors, ranked by orcad.recall.rank);
+    without, the store's lexical search as before."""
 
-    def __init__(self, daemon: Daemon) -> None:
+    def __init__(self, daemon: Daemon, embeddings: Embeddings | None = None) -> None:
         self._daemon = daemon
+        self._embeddings = embeddings
+        self._matrix: list[VectorMatrix | None] = [None]
 
     def search_blocking(
-        self, session: Session, prompt: str, terms: Sequence[str], limit: int
+        self,
+        session: Session,
+        prompt: str,
+        terms: Sequence[str],
+        limit: int,
+        query_vector: Array | None = None,
     ) -> list[DeliberateEntry]:
         service = self._daemon.deliberate
         if service is None:
             return []
-        entries: list[DeliberateEntry] = service.search_for_recall_blocking(session, prompt, limit)
-        return entries
+        embeddings = self._embeddings
+        model = None if embeddings is None else embeddings.model_id
+        if query_vector is None or embeddings is None or model is None:
+            entries: list[DeliberateEntry] = service.search_for_recall_blocking(
+                session, prompt, limit
+            )
+            return entries
+        if session.bare or not prompt.strip() or limit < 1:
+            return []
+        found = service.store.query_blocking(
+            lambda connection: hybrid_search(
+                connection, session.workspace_id, terms, query_vector, model, limit, self._matrix
+            )
+        )
+        weights = rank.query_weights(found.terms, found.frequency, found.total)
+        by_key = {item.record.id: item.record for item in found.found}
+        chosen = rank.rank(
+            [
+                rank.Candidate(
+                    key=item.record.id,
+                    text=item.record.content,
+                    recorded_at=item.record.updated_at,
+                    coverage=rank.coverage(stems(item.record.content), weights),
+                    cosine=item.cosine,
+                )
+                for item in found.found
+            ],
+            semantic=True,
+            limit=limit,
+            floor=embeddings.floor,
+            lexical_weight=embeddings.lexical_weight,
+        )
+        return [to_entry(by_key[c.key]) for c in chosen]
+
+
+def to_entry(record: StoredRecord) -> DeliberateEntry:
+    return DeliberateEntry(
+        id=record.id,
+        kind=record.kind,
+        content=record.content,
+        scope="global" if record.is_global else "workspace",
+        updated_at=format_time(record.updated_at),
+    )
+
+
+class Backfill:
+    """Embeds deliberate records that have no vector of the current model (records written
+    since the last pass, or all of them after an upgrade or a model change), in small batches
+    in the background; recall ranks them lexically until then."""
+
+    def __init__(self, daemon: Daemon, embeddings: Embeddings) -> None:
+        self._daemon = daemon
+        self._embeddings = embeddings
+        self.embedded = 0
+        self.pending = 0
+        self._seen_changes: int | None = None
+
+    def step_blocking(self) -> int:
+        """One batch: how many records were embedded (0 when there is nothing to do)."""
+        service = self._daemon.deliberate
+        model = self._embeddings.model_id
+        if service is None or model is None or service.store.damage is not None:
+            return 0
+        store = service.store
+
+        def read(connection: sqlite3.Connection) -> list[tuple[int, str]] | None:
+            if self._seen_changes == connection.total_changes and not self.pending:
+                return None  # nothing written since the last pass found nothing to do
+            self.embedded, self.pending = progress(connection, model)
+            self._seen_changes = connection.total_changes
+            return pending(connection, model, BACKFILL_BATCH) if self.pending else []
+
+        rows = store.query_blocking(read)
+        if not rows:
+            return 0
+        vectors = self._embeddings.embed([content for _row, content in rows])
+        if vectors is None:
+            return 0
+        stored = store.query_blocking(lambda c: store_vectors(c, model, rows, vectors))
+        self.embedded += stored
+        self.pending = max(0, self.pending - stored)
+        self._seen_changes = None  # our own write moved the counter
+        return len(rows)
+
+    async def run(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()
+        while True:
+            try:
+                done = await trio.to_thread.run_sync(self.step_blocking)
+            except Exception as exc:  # a damaged database or a broken model: retry later
+                log.warning("recall.backfill_failed", error=f"{type(exc).__name__}: {exc}")
+                done = 0
+            if done:
+                log.debug("recall.backfill_batch", embedded=done, pending=self.pending)
+                await trio.lowlevel.checkpoint()
+            else:
+                await trio.sleep(BACKFILL_IDLE_S)
+
+    def status(self) -> EmbeddingStatus:
+        embeddings = self._embeddings
+        return EmbeddingStatus(
+            state=embeddings.state,  # type: ignore[arg-type]
+            setting=embeddings.setting,
+            model=embeddings.model_id,
+            reason=embeddings.reason,
+            embedded=self.embedded,
+            pending=self.pending,
+        )
+
+
+def load_embeddings(daemon: Daemon) -> Embeddings:
+    config = daemon.config.recall
+    embeddings = Embeddings.load(
+        config.embedding,
+        base_url=config.endpoint.base_url,
+        model=config.endpoint.model,
+        api_key_env=config.endpoint.api_key_env,
+        timeout_s=config.endpoint.timeout_s,
+        floor=config.relevance_floor,
+        lexical_weight=config.lexical_weight,
+    )
+    if embeddings.state == "unavailable":
+        log.warning("recall.embedding_unavailable", reason=embeddings.reason)
+        daemon.record_error("embedding", f"recall is lexical only: {embeddings.reason}")
+    else:
+        log.info("recall.embedding_loaded", model=embeddings.model_id, setting=config.embedding)
+    return embeddings
 
 
 def active_job_count(daemon: Daemon) -> int:
@@ -121,17 +269,26 @@ def install(daemon: Daemon) -> RecallService:
     jobs: SessionJobs | None = (
         daemon.capture if hasattr(daemon.capture, "wait_session_jobs") else None
     )
+    embeddings = load_embeddings(daemon)
+    backfill = Backfill(daemon, embeddings)
     service = RecallService(
         sessions=daemon.sessions,
         clock=daemon.clock,
         snapshots=snapshots,
         automatic=ProjectMemorySearch(
-            lambda project_id: project_directory(daemon, project_id), daemon.record_error
+            lambda project_id: project_directory(daemon, project_id),
+            daemon.record_error,
+            embeddings=embeddings,
         ),
-        deliberate=DeliberateRecall(daemon),
+        deliberate=DeliberateRecall(daemon, embeddings),
         jobs=jobs,
         active_jobs=lambda: active_job_count(daemon),
+        embeddings=embeddings,
+        record_error=daemon.record_error,
     )
+    daemon.embedding_status = backfill.status
+    if embeddings.embedder is not None:
+        daemon.background.append(backfill.run)
     explicit = ExplicitFacts(daemon)
 
     async def recall(params: RecallParams) -> RecallResult:

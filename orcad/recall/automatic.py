@@ -19,13 +19,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import structlog
 
 from orcad.capture import projections
 from orcad.capture.ledger import Ledger, ledger_path, read_ledger
 from orcad.clock import parse_time
 from orcad.errors import StorageError
-from orcad.recall.select import AutomaticCandidate, rank_by_overlap
+from orcad.query import most_selective
+from orcad.recall import rank
+from orcad.recall.embedding import Array, Embeddings
+from orcad.recall.select import AutomaticCandidate, rank_by_overlap, stem, stems
 
 log = structlog.get_logger("orcad.recall.automatic")
 
@@ -60,6 +64,11 @@ class ProjectCache:
     ledger_signature: FileSignature = None
     ledger: Ledger | None = None
     candidates: dict[str, AutomaticCandidate] = field(default_factory=dict)
+    # derived from the ledger like index.sqlite3: each candidate's stems and its vector under
+    # `vectors_model`, kept while the candidate is in the ledger
+    stems: dict[str, frozenset[str]] = field(default_factory=dict)
+    vectors: dict[str, Array] = field(default_factory=dict)
+    vectors_model: str | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)  # one search per project at once
 
 
@@ -72,22 +81,37 @@ class ProjectMemorySearch:
         record_error: ErrorRecorder | None = None,
         *,
         use_index: bool = True,
+        embeddings: Embeddings | None = None,
     ) -> None:
         self._project_dir = project_dir
         self._record_error = record_error
         self._use_index = use_index
+        self._embeddings = embeddings
         self._projects: dict[str, ProjectCache] = {}
 
     def search_blocking(
-        self, project_id: str, terms: list[str], limit: int
+        self,
+        project_id: str,
+        terms: list[str],
+        limit: int,
+        query_vector: Array | None = None,
     ) -> list[AutomaticCandidate]:
+        """The candidates to inject, best first. `terms` may be longer than 12: the most
+        selective among this project's candidates are used. With `query_vector` (the prompt's
+        embedding) the ranking is hybrid and floored (orcad.recall.rank)."""
         directory = self._project_dir(project_id)
         cache = self._projects.setdefault(project_id, ProjectCache())
         with cache.lock:
-            return self._search_locked(project_id, directory, cache, terms, limit)
+            return self._search_locked(project_id, directory, cache, terms, limit, query_vector)
 
-    def _search_locked(
-        self, project_id: str, directory: Path, cache: ProjectCache, terms: list[str], limit: int
+    def _search_locked(  # noqa: PLR0917 - one search's state, passed down once
+        self,
+        project_id: str,
+        directory: Path,
+        cache: ProjectCache,
+        terms: list[str],
+        limit: int,
+        query_vector: Array | None = None,
     ) -> list[AutomaticCandidate]:
         try:
             ledger = self._current_ledger(directory, cache)
@@ -96,6 +120,79 @@ class ProjectMemorySearch:
             return []
         if not ledger.candidates or not terms:
             return []
+        frequency = self._document_frequency(cache, terms)
+        terms = most_selective(terms, frequency)
+        lexical = self._lexical(project_id, directory, ledger, cache, terms, limit)
+        if query_vector is None or self._embeddings is None:
+            return lexical
+        return self._hybrid(cache, terms, frequency, query_vector, limit)
+
+    def _document_frequency(self, cache: ProjectCache, terms: list[str]) -> dict[str, int]:
+        for candidate_id, candidate in cache.candidates.items():
+            if candidate_id not in cache.stems:
+                cache.stems[candidate_id] = frozenset(stems(candidate.fact))
+        keys = {term: stem(term) for term in terms}
+        return {
+            term: sum(1 for found in cache.stems.values() if key in found)
+            for term, key in keys.items()
+        }
+
+    def _hybrid(
+        self,
+        cache: ProjectCache,
+        terms: list[str],
+        frequency: dict[str, int],
+        query_vector: Array,
+        limit: int,
+    ) -> list[AutomaticCandidate]:
+        vectors = self._vectors(cache)
+        weights = rank.query_weights(terms, frequency, len(cache.candidates))
+        pool = [
+            rank.Candidate(
+                key=candidate.id,
+                text=candidate.fact,
+                recorded_at=candidate.recorded_at,
+                coverage=rank.coverage(cache.stems[candidate.id], weights),
+                cosine=(
+                    float(vectors[candidate.id] @ query_vector) if candidate.id in vectors else None
+                ),
+            )
+            for candidate in cache.candidates.values()
+        ]
+        assert self._embeddings is not None
+        chosen = rank.rank(
+            pool,
+            semantic=True,
+            limit=limit,
+            floor=self._embeddings.floor,
+            lexical_weight=self._embeddings.lexical_weight,
+        )
+        return [cache.candidates[c.key] for c in chosen]
+
+    def _vectors(self, cache: ProjectCache) -> dict[str, Array]:
+        """Each candidate's vector under the current model, embedding the new ones."""
+        assert self._embeddings is not None
+        model = self._embeddings.model_id
+        if model != cache.vectors_model:
+            cache.vectors, cache.vectors_model = {}, model
+        missing = [c for c in cache.candidates.values() if c.id not in cache.vectors]
+        if missing:
+            matrix = self._embeddings.embed([c.fact for c in missing])
+            if matrix is not None:
+                for candidate, row in zip(missing, matrix, strict=True):
+                    cache.vectors[candidate.id] = np.ascontiguousarray(row)
+        return cache.vectors
+
+    def _lexical(  # noqa: PLR0917 - one search's state, passed down once
+        self,
+        project_id: str,
+        directory: Path,
+        ledger: Ledger,
+        cache: ProjectCache,
+        terms: list[str],
+        limit: int,
+    ) -> list[AutomaticCandidate]:
+        """The lexical ranking: the FTS5 index, or in process when it cannot be used."""
         if self._use_index:
             try:
                 ids = self._search_index(directory, ledger, terms, limit)
@@ -110,6 +207,8 @@ class ProjectMemorySearch:
             ledger = read_ledger(directory)
             cache.ledger, cache.ledger_signature = ledger, signature
             cache.candidates = {c.id: c for c in to_candidates(ledger)}
+            cache.stems = {i: s for i, s in cache.stems.items() if i in cache.candidates}
+            cache.vectors = {i: v for i, v in cache.vectors.items() if i in cache.candidates}
         return cache.ledger
 
     @staticmethod

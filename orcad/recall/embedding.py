@@ -38,9 +38,15 @@ class EmbeddingUnavailable(Exception):
     """No embedding could be made; the message says why (shown by status and doctor)."""
 
 
+DEFAULT_FLOOR = 0.35  # for a model without a calibrated floor: all-MiniLM-L6-v2's (README)
+DEFAULT_LEXICAL_WEIGHT = 0.0
+
+
 class Embedder(Protocol):
     model_id: str
     dims: int
+    floor: float  # relevance floor of orcad.recall.rank for this model's cosines
+    lexical_weight: float
 
     def embed(self, texts: Sequence[str]) -> Array: ...
 
@@ -75,6 +81,8 @@ class StaticEmbedder:
         self.tokens = WordPiece(vocab)
         self.model_id = model_id
         self.dims = int(codes.shape[1])
+        self.floor = DEFAULT_FLOOR
+        self.lexical_weight = DEFAULT_LEXICAL_WEIGHT
 
     def embed(self, texts: Sequence[str]) -> Array:
         out = np.zeros((len(texts), self.dims), dtype=np.float32)
@@ -100,7 +108,14 @@ def load_static(directory: Path) -> StaticEmbedder:
         raise EmbeddingUnavailable(f"{directory / 'MODEL.txt'} names no model id")
     if codes.dtype != np.int8:
         raise EmbeddingUnavailable(f"{directory / 'vectors.npz'}: codes are not int8")
-    return StaticEmbedder(codes, scale, vocab, model_id)
+    embedder = StaticEmbedder(codes, scale, vocab, model_id)
+    fields = dict(line.split(":", 1) for line in described.splitlines() if ":" in line)
+    try:
+        embedder.floor = float(fields.get("floor", DEFAULT_FLOOR))
+        embedder.lexical_weight = float(fields.get("lexical_weight", DEFAULT_LEXICAL_WEIGHT))
+    except ValueError as exc:
+        raise EmbeddingUnavailable(f"{directory / 'MODEL.txt'}: {exc}") from exc
+    return embedder
 
 
 _SAFETENSORS_DTYPES = {"F32": np.float32, "F16": np.float16, "BF16": None, "I64": np.int64}
@@ -137,6 +152,8 @@ class TransformerEmbedder:
         self.sep = self.tokens.ids.get("[SEP]", 102)
         self.model_id = model_id
         self.dims = int(weights["embeddings.word_embeddings.weight"].shape[1])
+        self.floor = DEFAULT_FLOOR
+        self.lexical_weight = DEFAULT_LEXICAL_WEIGHT
 
     def embed(self, texts: Sequence[str]) -> Array:
         out = np.zeros((len(texts), self.dims), dtype=np.float32)
@@ -178,6 +195,8 @@ class EndpointEmbedder:
         self.timeout_s = timeout_s
         self.model_id = f"endpoint-{model}"
         self.dims = 0  # known after the first answer
+        self.floor = DEFAULT_FLOOR
+        self.lexical_weight = DEFAULT_LEXICAL_WEIGHT
 
     def embed(self, texts: Sequence[str]) -> Array:
         if not texts:
@@ -226,3 +245,76 @@ def load_embedder(
     if (directory / "vectors.npz").exists():
         return load_static(directory)
     return load_transformer(directory)
+
+
+class Embeddings:
+    """The daemon's embedding model (or why there is none), shared by both parts of recall."""
+
+    def __init__(self, setting: str, embedder: Embedder | None, reason: str | None = None):
+        self.setting = setting
+        self.embedder = embedder
+        self.reason = reason  # why no model was loaded, or the last failure of a loaded one
+
+    @classmethod
+    def load(
+        cls,
+        setting: str,
+        *,
+        base_url: str = "",
+        model: str = "",
+        api_key_env: str = "",
+        timeout_s: float = 0.5,
+        floor: float | None = None,
+        lexical_weight: float | None = None,
+    ) -> Embeddings:
+        try:
+            embedder = load_embedder(
+                setting,
+                base_url=base_url,
+                model=model,
+                api_key_env=api_key_env,
+                timeout_s=timeout_s,
+            )
+        except EmbeddingUnavailable as exc:
+            return cls(setting, None, str(exc))
+        except Exception as exc:  # a broken model file must never stop the daemon
+            return cls(setting, None, f"cannot load embedding model {setting}: {exc!r}")
+        if embedder is not None and floor is not None:
+            embedder.floor = floor
+        if embedder is not None and lexical_weight is not None:
+            embedder.lexical_weight = lexical_weight
+        return cls(setting, embedder)
+
+    @property
+    def model_id(self) -> str | None:
+        return None if self.embedder is None else self.embedder.model_id
+
+    @property
+    def floor(self) -> float:
+        return DEFAULT_FLOOR if self.embedder is None else self.embedder.floor
+
+    @property
+    def lexical_weight(self) -> float:
+        return DEFAULT_LEXICAL_WEIGHT if self.embedder is None else self.embedder.lexical_weight
+
+    @property
+    def state(self) -> str:
+        if self.embedder is not None:
+            return "ready"
+        return "off" if self.setting == "none" else "unavailable"
+
+    def embed(self, texts: Sequence[str]) -> Array | None:
+        """Unit rows for `texts`, or None when the model fails (the failure is kept)."""
+        if self.embedder is None:
+            return None
+        try:
+            matrix = self.embedder.embed(texts)
+        except EmbeddingUnavailable as exc:
+            self.reason = str(exc)
+            return None
+        except Exception as exc:  # recall falls back to lexical whatever the model did
+            self.reason = f"embedding failed: {exc!r}"
+            return None
+        if self.reason is not None and self.embedder is not None:
+            self.reason = None  # it works again
+        return matrix

@@ -23,7 +23,8 @@ from orcad.limits import (
     RECALL_BARRIER_S,
     RECALL_DELIBERATE_MAX_RECORDS,
 )
-from orcad.query import derive_query_terms
+from orcad.query import distinct_terms
+from orcad.recall.embedding import Array, Embeddings
 from orcad.recall.render import render_context
 from orcad.recall.select import AutomaticCandidate, cap_automatic, cap_deliberate, to_entry
 from orcad.recall.snapshots import SnapshotStore
@@ -42,13 +43,18 @@ SEARCH_THREADS = 4  # recalls searching at once; more only queue on the stores' 
 
 class AutomaticSearch(Protocol):
     def search_blocking(
-        self, project_id: str, terms: list[str], limit: int
+        self, project_id: str, terms: list[str], limit: int, query_vector: Array | None = None
     ) -> list[AutomaticCandidate]: ...
 
 
 class DeliberateSearch(Protocol):
     def search_blocking(
-        self, session: Session, prompt: str, terms: Sequence[str], limit: int
+        self,
+        session: Session,
+        prompt: str,
+        terms: Sequence[str],
+        limit: int,
+        query_vector: Array | None = None,
     ) -> list[DeliberateEntry]: ...
 
 
@@ -86,7 +92,11 @@ class RecallService:
         jobs: SessionJobs | None,
         active_jobs: Callable[[], int] = lambda: 0,
         barrier_s: float = RECALL_BARRIER_S,
+        embeddings: Embeddings | None = None,
+        record_error: Callable[[str, str], None] | None = None,
     ) -> None:
+        self.embeddings = embeddings
+        self.record_error = record_error
         self.active_jobs = active_jobs
         self.sessions = sessions
         self.clock = clock
@@ -116,13 +126,11 @@ class RecallService:
     ) -> RecallResult:
         """A fresh recall for the turn (no snapshot consulted)."""
         barrier = await self.wait_barrier(session)
-        terms = derive_query_terms(params.prompt)
+        terms = distinct_terms(params.prompt)  # each part keeps its most selective 12
         if terms:
             announce = None if claim_announcer is None else claim_announcer()
             result = await run_sync_now(
-                lambda: self._search_and_compose(
-                    session, params.prompt, terms, barrier, announce
-                ),
+                lambda: self._search_and_compose(session, params.prompt, terms, barrier, announce),
                 self._search_threads,
             )
         else:
@@ -149,16 +157,39 @@ class RecallService:
         """Both searches and the result in one worker thread: a thread hop costs about as much
         as the automatic search itself, and side by side the two only contend for the
         interpreter lock."""
+        vector = self._prompt_vector(prompt)
         automatic: list[AutomaticCandidate] = []
         if session.auto_memory:
-            automatic = self.automatic.search_blocking(session.project_id, terms, AUTOMATIC_FETCH)
+            try:
+                automatic = self.automatic.search_blocking(
+                    session.project_id, terms, AUTOMATIC_FETCH, vector
+                )
+            except Exception as exc:  # one part's failure must not take the other down
+                self._part_failed("automatic", exc, session)
         deliberate: list[DeliberateEntry] = []
         if self.deliberate is not None:
-            deliberate = self.deliberate.search_blocking(session, prompt, terms, DELIBERATE_FETCH)
+            try:
+                deliberate = self.deliberate.search_blocking(
+                    session, prompt, terms, DELIBERATE_FETCH, vector
+                )
+            except Exception as exc:
+                self._part_failed("deliberate", exc, session)
         result = self._compose(automatic, deliberate, barrier)
         if announce is not None:
             announce(result)
         return result
+
+    def _prompt_vector(self, prompt: str) -> Array | None:
+        if self.embeddings is None or self.embeddings.embedder is None:
+            return None
+        matrix = self.embeddings.embed([prompt])
+        return None if matrix is None else matrix[0]
+
+    def _part_failed(self, part: str, exc: Exception, session: Session) -> None:
+        message = f"{part} recall failed: {type(exc).__name__}: {exc}"
+        log.warning("recall.part_failed", part=part, session_id=session.session_id, error=message)
+        if self.record_error is not None:
+            self.record_error("recall", message)
 
     def _compose(
         self,

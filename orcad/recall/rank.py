@@ -1,0 +1,119 @@
+"""Hybrid recall ranking: lexical coverage and embedding cosine, a relevance floor, and
+corrections before what they correct. Pure: no I/O.
+
+Each candidate (an automatic fact or a deliberate record) has
+- `coverage`: the share of the prompt's query terms it contains, each term weighted by how rare
+  it is in the store it came from (idf), so that one common word ("test", "cap") says little and
+  a prompt about something the store never mentions covers almost nothing;
+- `cosine`: the cosine between the prompt's and the candidate's embeddings, or None when there
+  is none (no model, or the candidate is not embedded yet).
+
+With an embedding, relevance = cosine + LEXICAL_WEIGHT * coverage, and a candidate is injected
+only when its relevance reaches RELEVANCE_FLOOR (both calibrated on the labelled set of
+bench/eval_recall.py by bench/calibrate_recall.py; README "Recall ranking"). A candidate not
+embedded yet competes on its coverage alone (FLOOR + LEXICAL_WEIGHT * (coverage - 0.5)), so
+recall stays lexical-correct while vectors are filled in. Without an embedding the order is
+lexical, as before: every candidate sharing a term, by coverage then recency.
+
+Corrections first: a newer candidate that is a near-duplicate of an older one (most of their
+significant words shared) is ranked just above it, whatever their own scores.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from orcad.query import is_weak_term
+from orcad.recall.select import stem, stems
+
+LEXICAL_WEIGHT = 0.35
+RELEVANCE_FLOOR = 0.55
+NEAR_DUPLICATE = 0.5  # Jaccard of significant word stems from which two texts say the same
+_NEWER_STEP = 1e-6  # how far above its older near-duplicate a correction is placed
+
+
+@dataclass(frozen=True)
+class Candidate:
+    key: str
+    text: str
+    recorded_at: float  # unix seconds; newer wins among near-duplicates
+    coverage: float  # 0..1
+    cosine: float | None
+
+
+def idf(document_frequency: int, total: int) -> float:
+    """A term's weight: terms in no document weigh most (the prompt is about something else)."""
+    return math.log(1.0 + (total + 1) / (document_frequency + 0.5))
+
+
+def query_weights(
+    terms: Sequence[str], document_frequency: Mapping[str, int], total: int
+) -> dict[str, float]:
+    """Stemmed query term -> idf weight; `document_frequency` is keyed by the raw terms."""
+    weights: dict[str, float] = {}
+    for term in terms:
+        key = stem(term)
+        weight = idf(document_frequency.get(term, 0), total)
+        weights[key] = max(weights.get(key, 0.0), weight)
+    return weights
+
+
+def coverage(text_stems: Iterable[str], weights: Mapping[str, float]) -> float:
+    total = sum(weights.values())
+    if total <= 0:
+        return 0.0
+    return sum(weights.get(token, 0.0) for token in set(text_stems)) / total
+
+
+@functools.lru_cache(maxsize=4096)
+def significant_stems(text: str) -> frozenset[str]:
+    return frozenset(token for token in stems(text) if not is_weak_term(token))
+
+
+def near_duplicates(first: str, second: str) -> bool:
+    a, b = significant_stems(first), significant_stems(second)
+    if not a or not b:
+        return False
+    return len(a & b) / len(a | b) >= NEAR_DUPLICATE
+
+
+def relevance(
+    candidate: Candidate, floor: float = RELEVANCE_FLOOR, lexical_weight: float = LEXICAL_WEIGHT
+) -> float:
+    if candidate.cosine is None:
+        return floor + lexical_weight * (candidate.coverage - 0.5)
+    return candidate.cosine + lexical_weight * candidate.coverage
+
+
+def rank(
+    candidates: Sequence[Candidate],
+    *,
+    semantic: bool,
+    limit: int,
+    floor: float = RELEVANCE_FLOOR,
+    lexical_weight: float = LEXICAL_WEIGHT,
+) -> list[Candidate]:
+    """The candidates worth injecting, best first, at most `limit`.
+
+    `semantic` says whether an embedding is in use (then the floor applies); candidates are the
+    union of lexical and nearest-vector matches, each once.
+    """
+    if semantic:
+        scored = {c.key: relevance(c, floor, lexical_weight) for c in candidates}
+    else:
+        scored = {c.key: c.coverage for c in candidates if c.coverage > 0}
+    pool = [c for c in candidates if c.key in scored]
+    # a correction inherits the score of the older near-duplicate it corrects, plus a step
+    # (only the older candidates that could be shown matter, which bounds the comparisons)
+    leaders = sorted(pool, key=lambda c: -scored[c.key])[: 2 * limit]
+    for older in sorted(leaders, key=lambda c: c.recorded_at):
+        for newer in pool:
+            if newer.recorded_at > older.recorded_at and near_duplicates(older.text, newer.text):
+                scored[newer.key] = max(scored[newer.key], scored[older.key] + _NEWER_STEP)
+    ordered = sorted(pool, key=lambda c: (-scored[c.key], -c.recorded_at, c.key))
+    if semantic:
+        ordered = [c for c in ordered if scored[c.key] >= floor]
+    return ordered[:limit]
