@@ -243,6 +243,8 @@ def test_forgetting_leaves_no_copy_under_the_memory_roots(
     daemon.stop()  # a clean shutdown writes nothing back
     assert holders("quartz-lemur-17", *roots) == []
     assert holders("orchid-falcon-42", *roots) == []
+    log = daemon.stderr()
+    assert "quartz-lemur-17" not in log and "orchid-falcon-42" not in log
     assert holders("blue runners", *roots)  # the other fact stays
 
 
