@@ -72,9 +72,6 @@ class EmbeddingEndpointConfig(msgspec.Struct, frozen=True, kw_only=True):
 class RecallConfig(msgspec.Struct, frozen=True, kw_only=True):
     # "builtin", "none", "endpoint", or the path of a local model directory
     embedding: Annotated[str, msgspec.Meta(min_length=1)] = "builtin"
-    # the model's calibrated values when unset (README "Recall ranking")
-    relevance_floor: Annotated[float, msgspec.Meta(ge=-1, le=2)] | None = None
-    lexical_weight: Annotated[float, msgspec.Meta(ge=0, le=10)] | None = None
     endpoint: EmbeddingEndpointConfig = EmbeddingEndpointConfig()
 
 

@@ -231,8 +231,6 @@ def load_embeddings(daemon: Daemon) -> Embeddings:
         model=config.endpoint.model,
         api_key_env=config.endpoint.api_key_env,
         timeout_s=config.endpoint.timeout_s,
-        floor=config.relevance_floor,
-        lexical_weight=config.lexical_weight,
     )
     if embeddings.state == "unavailable":
         log.warning("recall.embedding_unavailable", reason=embeddings.reason)
