@@ -110,3 +110,27 @@ async def test_the_writer_task_persists_in_the_background(tmp_path: Path) -> Non
     assert take.calls == 0
     await reopened.aclose()
     await store.aclose()
+
+
+async def test_purge_drops_snapshots_holding_forgotten_text_everywhere(tmp_path: Path) -> None:
+    database = tmp_path / "state.sqlite3"
+    store = SnapshotStore(database, write_delay_s=0.0)
+    await store.get_or_take(("s", "written"), lambda: _ready(result("a", "uses quartz-lemur")))
+    await store.flush()
+    await store.get_or_take(("s", "unwritten"), lambda: _ready(result("b", "quartz-lemur \"x\"")))
+    await store.get_or_take(("s", "kept"), lambda: _ready(result("c", "uses blue runners")))
+    assert await store.purge(["quartz-lemur"]) == 2
+    await store.flush()
+    assert await store.purge(["quartz-lemur"]) == 0  # idempotent
+    await store.aclose()
+    for sibling in tmp_path.iterdir():
+        assert b"quartz-lemur" not in sibling.read_bytes(), sibling
+    reopened = SnapshotStore(database)
+    take = Taker()
+    assert (await reopened.get_or_take(("s", "written"), take)).snapshot_id == "snap_1"
+    assert (await reopened.get_or_take(("s", "kept"), take)).snapshot_id == "c"
+    await reopened.aclose()
+
+
+async def _ready(value: RecallResult) -> RecallResult:
+    return value
