@@ -117,14 +117,14 @@ async def test_purge_drops_snapshots_holding_forgotten_text_everywhere(tmp_path:
     store = SnapshotStore(database, write_delay_s=0.0)
     await store.get_or_take(("s", "written"), lambda: _ready(result("a", "uses quartz-lemur")))
     await store.flush()
-    await store.get_or_take(("s", "unwritten"), lambda: _ready(result("b", "quartz-lemur \"x\"")))
+    await store.get_or_take(("s", "unwritten"), lambda: _ready(result("b", 'quartz-lemur "x"')))
     await store.get_or_take(("s", "kept"), lambda: _ready(result("c", "uses blue runners")))
     assert await store.purge(["quartz-lemur"]) == 2
     await store.flush()
     assert await store.purge(["quartz-lemur"]) == 0  # idempotent
     await store.aclose()
-    for sibling in tmp_path.iterdir():
-        assert b"quartz-lemur" not in sibling.read_bytes(), sibling
+    for sibling in await trio.Path(tmp_path).iterdir():
+        assert b"quartz-lemur" not in await sibling.read_bytes(), sibling
     reopened = SnapshotStore(database)
     take = Taker()
     assert (await reopened.get_or_take(("s", "written"), take)).snapshot_id == "snap_1"
