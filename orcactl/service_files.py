@@ -80,10 +80,9 @@ ProtectHome=read-only
 ReadWritePaths={writable}
 PrivateTmp=yes
 PrivateDevices=yes
-PrivateIPC=yes
-ProtectKernelTunables=yes
+# PrivateIPC=, ProtectKernelTunables= and ProtectKernelLogs= are left out: where a user manager
+# cannot set them up (no IPC namespace; a container's /proc and /sys) the unit would not start.
 ProtectKernelModules=yes
-ProtectKernelLogs=yes
 ProtectControlGroups=yes
 ProtectClock=yes
 ProtectHostname=yes

@@ -10,11 +10,13 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from orcactl import service_files
+from orcactl.commands import service
 from tests.harness import REPO_ROOT, OrcaEnv
 from tests.test_service_units import ServiceCli, read_unit
 
@@ -155,3 +157,16 @@ def test_no_sandbox_installs_the_unit_without_it_and_status_accepts_it(orca_env:
     assert cli.run("install").returncode == 0  # installing with the sandbox again restores it
     assert "ProtectSystem" in read_unit((cli.unit_dir / "orcad.service").read_text())["Service"]
     assert json.loads(cli.run("status", "--json").stdout)["sandbox"] is True
+
+
+def test_a_service_manager_command_that_hangs_is_a_failed_step(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(service, "COMMAND_TIMEOUT_S", 0.2)
+    steps = service.Steps(dry_run=False, json=False)
+    started = time.monotonic()
+    assert steps.run(["sleep", "30"]) is False
+    assert time.monotonic() - started < 10
+    assert steps.failed and steps.finish("systemd") == 1
+    assert capsys.readouterr().out == "failed: sleep 30: no answer within 0.2 s\n"
+    assert steps.run(["/nonexistent/systemctl"]) is False  # not installed: a step, no traceback

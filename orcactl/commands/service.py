@@ -199,9 +199,19 @@ class Steps:
         if self.dry_run:
             self.say("would_run", f"would run: {shown}", argv=argv)
             return True
-        result = subprocess.run(
-            argv, capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S, check=False
-        )
+        try:
+            result = subprocess.run(
+                argv, capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S, check=False
+            )
+        except (subprocess.TimeoutExpired, OSError) as exc:
+            self.failed = True
+            error = (
+                f"no answer within {COMMAND_TIMEOUT_S:g} s"
+                if isinstance(exc, subprocess.TimeoutExpired)
+                else str(exc)
+            )
+            self.say("failed", f"failed: {shown}: {error}", argv=argv, status=None, error=error)
+            return False
         if result.returncode == 0:
             self.say("ran", f"ran: {shown}", argv=argv, status=0)
             return True
