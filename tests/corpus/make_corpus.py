@@ -553,7 +553,7 @@ KNOWN_PASSWORDS = (
     ("password_flag", "Zx9!kq2Lm#Tw", "docker login -u deploy -p 'Zx9!kq2Lm#Tw' ghcr.io"),
     ("credential_assignment", "hunter2", 'password = "hunter2"'),
     ("credential_assignment", "Password123", "password: Password123"),
-    ("credential_assignment", "postgres", "POSTGRES_PASSWORD=postgres"),
+    ("credential_assignment", "qwertyuiop", "POSTGRES_PASSWORD=qwertyuiop"),
 )
 PASSWORD_WORDS = (
     "hunter",
