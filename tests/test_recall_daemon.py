@@ -218,15 +218,21 @@ def _record_fields(record: Any) -> dict[str, Any]:
     return {name: getattr(record, name) for name in DeliberateEntry.__struct_fields__}
 
 
-def test_only_the_first_twelve_query_terms_count(
-    daemon: DaemonProcess, orca_env: OrcaEnv, workdir: Path
+def test_the_most_selective_twelve_query_terms_count_not_the_first(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], workdir: Path
 ) -> None:
-    agent = Agent(daemon, workdir)
-    directory = project_dir(orca_env, agent.project_id)
-    add_facts(directory, ["Kestrel handles twelfth.", "Zephyr rules."])
-    words = [f"word{chr(97 + n)}" for n in range(11)]
-    assert texts(agent.recall(" ".join([*words, "kestrel"]))) == ["Kestrel handles twelfth."]
-    assert texts(agent.recall(" ".join([*words, "wordz", "zephyr"]))) == []
+    orca_env.write_config('[recall]\nembedding = "none"\n')  # lexical: the terms alone decide
+    daemon = DaemonProcess(orca_env)
+    daemon_factory.append(daemon)
+    daemon.start()
+    agent = Agent(daemon, workdir, mode="yolo")
+    add_facts(project_dir(orca_env, agent.project_id), ["Kestrel handles twelfth."])
+    agent.save("Zephyr rules the deploys.")
+    words = [f"wordx{chr(97 + n)}" for n in range(14)]  # they match nothing
+    # the matching term comes 15th, as the key word of a pasted log would
+    result = agent.recall(" ".join([*words, "kestrel", "zephyr"]))
+    assert texts(result) == ["Kestrel handles twelfth."]
+    assert [d.content for d in result.deliberate] == ["Zephyr rules the deploys."]
 
 
 def test_bare_sessions_get_disabled_from_recall(daemon: DaemonProcess, workdir: Path) -> None:

@@ -113,20 +113,25 @@ class DeliberateRecall:
         service = self._daemon.deliberate
         if service is None:
             return []
-        embeddings = self._embeddings
-        model = None if embeddings is None else embeddings.model_id
-        if query_vector is None or embeddings is None or model is None:
-            entries: list[DeliberateEntry] = service.search_for_recall_blocking(
-                session, prompt, limit
-            )
-            return entries
         if session.bare or not prompt.strip() or limit < 1:
             return []
+        embeddings = self._embeddings
+        model = None if embeddings is None else embeddings.model_id
+        vector = query_vector if model is not None else None
         found = service.store.query_blocking(
             lambda connection: hybrid_search(
-                connection, session.workspace_id, terms, query_vector, model, limit, self._matrix
+                connection, session.workspace_id, terms, vector, model, limit, self._matrix
             )
         )
+        if vector is None or embeddings is None:  # lexical, as before: bm25 order
+            return [to_entry(item.record) for item in found.found]
+        cosines = {item.record.id: item.cosine for item in found.found}
+        unembedded = [item.record for item in found.found if item.cosine is None]
+        if unembedded:  # written since the backfill's last pass: embed them for this recall
+            matrix = embeddings.embed([record.content for record in unembedded])
+            if matrix is not None:
+                for record, row in zip(unembedded, matrix, strict=True):
+                    cosines[record.id] = float(row @ query_vector)
         weights = rank.query_weights(found.terms, found.frequency, found.total)
         by_key = {item.record.id: item.record for item in found.found}
         chosen = rank.rank(
@@ -136,7 +141,7 @@ class DeliberateRecall:
                     text=item.record.content,
                     recorded_at=item.record.updated_at,
                     coverage=rank.coverage(stems(item.record.content), weights),
-                    cosine=item.cosine,
+                    cosine=cosines[item.record.id],
                 )
                 for item in found.found
             ],

@@ -38,7 +38,8 @@ class EmbeddingUnavailable(Exception):
     """No embedding could be made; the message says why (shown by status and doctor)."""
 
 
-DEFAULT_FLOOR = 0.35  # for a model without a calibrated floor: all-MiniLM-L6-v2's (README)
+# for a model without calibrated values: those of all-MiniLM-L6-v2 run whole (README)
+DEFAULT_FLOOR = 0.34
 DEFAULT_LEXICAL_WEIGHT = 0.0
 
 

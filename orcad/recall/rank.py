@@ -8,12 +8,14 @@ Each candidate (an automatic fact or a deliberate record) has
 - `cosine`: the cosine between the prompt's and the candidate's embeddings, or None when there
   is none (no model, or the candidate is not embedded yet).
 
-With an embedding, relevance = cosine + LEXICAL_WEIGHT * coverage, and a candidate is injected
-only when its relevance reaches RELEVANCE_FLOOR (both calibrated on the labelled set of
-bench/eval_recall.py by bench/calibrate_recall.py; README "Recall ranking"). A candidate not
-embedded yet competes on its coverage alone (FLOOR + LEXICAL_WEIGHT * (coverage - 0.5)), so
-recall stays lexical-correct while vectors are filled in. Without an embedding the order is
-lexical, as before: every candidate sharing a term, by coverage then recency.
+With an embedding, relevance = cosine + lexical_weight * coverage, and a candidate is injected
+only when its relevance reaches the floor. Both numbers belong to the model (cosines of
+different models are on different scales): the built-in model's are in its MODEL.txt, chosen by
+bench/calibrate_recall.py on the labelled set of bench/eval_recall.py (README "How recall
+ranks"). A candidate without a vector (its embedding failed) competes on its coverage alone
+and passes the floor when it shares a term, so recall is lexical as before for it. Without an
+embedding the order is lexical, as before: every candidate sharing a term, by coverage then
+recency, no floor.
 
 Corrections first: a newer candidate that is a near-duplicate of an older one (most of their
 significant words shared) is ranked just above it, whatever their own scores.
@@ -29,8 +31,8 @@ from dataclasses import dataclass
 from orcad.query import is_weak_term
 from orcad.recall.select import stem, stems
 
-LEXICAL_WEIGHT = 0.35
-RELEVANCE_FLOOR = 0.55
+LEXICAL_WEIGHT = 0.7  # the built-in model's calibrated values (orcad/recall/model/MODEL.txt)
+RELEVANCE_FLOOR = 0.56
 NEAR_DUPLICATE = 0.5  # Jaccard of significant word stems from which two texts say the same
 _NEWER_STEP = 1e-6  # how far above its older near-duplicate a correction is placed
 
@@ -83,8 +85,8 @@ def near_duplicates(first: str, second: str) -> bool:
 def relevance(
     candidate: Candidate, floor: float = RELEVANCE_FLOOR, lexical_weight: float = LEXICAL_WEIGHT
 ) -> float:
-    if candidate.cosine is None:
-        return floor + lexical_weight * (candidate.coverage - 0.5)
+    if candidate.cosine is None:  # lexical as before: any shared term passes the floor
+        return floor + lexical_weight * candidate.coverage if candidate.coverage > 0 else -1.0
     return candidate.cosine + lexical_weight * candidate.coverage
 
 

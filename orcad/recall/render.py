@@ -31,8 +31,14 @@ DELIBERATE_HEADING = (
 
 _TAG = re.compile(r"<(/?)(recalled-memory)", re.IGNORECASE)
 
-_UNITS = ((365 * 86400, "year"), (30 * 86400, "month"), (7 * 86400, "week"), (86400, "day"),
-          (3600, "hour"), (60, "minute"))
+_UNITS = (
+    (365 * 86400, "year"),
+    (30 * 86400, "month"),
+    (7 * 86400, "week"),
+    (86400, "day"),
+    (3600, "hour"),
+    (60, "minute"),
+)
 
 
 def format_age(seconds: float) -> str:
