@@ -18,7 +18,12 @@ from orcad.limits import (
     RECALL_DELIBERATE_MAX_CHARS,
     RECALL_DELIBERATE_MAX_RECORDS,
 )
-from orcad.recall.render import automatic_line, deliberate_line
+from orcad.recall.render import (
+    AUTOMATIC_FRAME_BYTES,
+    DELIBERATE_FRAME_CHARS,
+    automatic_line,
+    deliberate_line,
+)
 from protocol.errors import RemoteError
 from protocol.types import AutomaticEntry, DeliberateEntry, ExtractedFact
 from tests.harness import DaemonProcess, OrcaEnv
@@ -49,8 +54,13 @@ class Agent:
     def save(self, content: str, kind: str = "fact", is_global: bool = False) -> Any:
         result = self.daemon.call(
             "memory.manage",
-            {**self.ids, "action": "save", "content": content, "kind": kind,
-             "is_global": is_global},
+            {
+                **self.ids,
+                "action": "save",
+                "content": content,
+                "kind": kind,
+                "is_global": is_global,
+            },
         )
         assert result.outcome == "applied", result
         return result.record
@@ -186,8 +196,11 @@ def test_automatic_caps_six_entries_and_3072_bytes(
     result = agent.recall("changelog notes")
     lines = [automatic_line(AutomaticEntry(**_fields(e))).encode() for e in result.automatic]
     assert all("é" in entry.text for entry in result.automatic)
-    assert len(lines) == RECALL_AUTOMATIC_MAX_BYTES // len(lines[0]) < RECALL_AUTOMATIC_MAX_ENTRIES
-    assert sum(map(len, lines)) <= RECALL_AUTOMATIC_MAX_BYTES < sum(map(len, lines)) + len(lines[0])
+    # the cap covers the whole injected block, frame and heading included
+    budget = RECALL_AUTOMATIC_MAX_BYTES - AUTOMATIC_FRAME_BYTES
+    assert len(lines) == budget // len(lines[0]) < RECALL_AUTOMATIC_MAX_ENTRIES
+    assert result.bytes == len(result.context.encode()) <= RECALL_AUTOMATIC_MAX_BYTES
+    assert result.bytes + len(lines[0]) > RECALL_AUTOMATIC_MAX_BYTES
 
 
 def _fields(entry: Any) -> dict[str, Any]:
@@ -209,8 +222,9 @@ def test_deliberate_caps_eight_records_and_4096_characters(
     now = time.time()
     entries = [DeliberateEntry(**_record_fields(r)) for r in result.deliberate]
     used = sum(len(deliberate_line(entry, now)) for entry in entries)
-    assert used <= RECALL_DELIBERATE_MAX_CHARS
-    assert len(result.deliberate) == 4  # each rendered record is a little over 900 characters
+    assert used <= RECALL_DELIBERATE_MAX_CHARS - DELIBERATE_FRAME_CHARS
+    assert len(result.context) <= RECALL_DELIBERATE_MAX_CHARS  # the whole block, frame included
+    assert len(result.deliberate) == 3  # each rendered record is a little over 900 characters
     assert all(r.scope == "workspace" and r.kind == "fact" for r in result.deliberate)
 
 
@@ -288,7 +302,10 @@ def _breakers() -> dict[str, Any]:
         path.symlink_to(path.with_name("nowhere"))  # cannot be opened (root ignores file modes)
 
     return {
-        "deleted": deleted, "truncated": truncated, "garbage": garbage, "unreadable": unreadable
+        "deleted": deleted,
+        "truncated": truncated,
+        "garbage": garbage,
+        "unreadable": unreadable,
     }
 
 

@@ -16,7 +16,9 @@ from orcad.limits import (
     RECALL_DELIBERATE_MAX_RECORDS,
 )
 from orcad.recall.render import (
+    AUTOMATIC_FRAME_BYTES,
     CLOSE_TAG,
+    DELIBERATE_FRAME_CHARS,
     OPEN_TAG,
     automatic_line,
     deliberate_line,
@@ -74,6 +76,9 @@ def sized_record(n: int, size: int) -> DeliberateEntry:
 
 # --- caps -----------------------------------------------------------------------------------
 
+LINES_BYTES = RECALL_AUTOMATIC_MAX_BYTES - AUTOMATIC_FRAME_BYTES
+LINES_CHARS = RECALL_DELIBERATE_MAX_CHARS - DELIBERATE_FRAME_CHARS
+
 
 def test_automatic_entry_cap_is_six() -> None:
     entries = [auto(n) for n in range(RECALL_AUTOMATIC_MAX_ENTRIES + 1)]
@@ -81,12 +86,16 @@ def test_automatic_entry_cap_is_six() -> None:
     assert cap_automatic(entries[:RECALL_AUTOMATIC_MAX_ENTRIES]) == entries[:6]
 
 
-def test_automatic_byte_cap_at_its_boundary() -> None:
-    share = RECALL_AUTOMATIC_MAX_BYTES // 4
-    exact = [sized_auto(n, share) for n in range(4)]
-    assert sum(len(automatic_line(e).encode()) for e in exact) == RECALL_AUTOMATIC_MAX_BYTES
+def _shares(total: int) -> list[int]:
+    return [total // 4] * 3 + [total - 3 * (total // 4)]
+
+
+def test_automatic_byte_cap_covers_the_whole_block_at_its_boundary() -> None:
+    # the cap holds for what is injected: frame, heading and lines together
+    exact = [sized_auto(n, size) for n, size in enumerate(_shares(LINES_BYTES))]
     assert cap_automatic(exact) == exact
-    over = [*exact[:3], sized_auto(3, share + 1)]
+    assert len(render_context(exact, [], NOW).encode()) == RECALL_AUTOMATIC_MAX_BYTES
+    over = [*exact[:3], sized_auto(3, len(automatic_line(exact[3]).encode()) + 1)]
     assert cap_automatic(over) == exact[:3]
 
 
@@ -102,12 +111,11 @@ def test_deliberate_record_cap_is_eight() -> None:
     assert cap_deliberate(records, NOW) == records[:RECALL_DELIBERATE_MAX_RECORDS]
 
 
-def test_deliberate_character_cap_at_its_boundary() -> None:
-    share = RECALL_DELIBERATE_MAX_CHARS // 4
-    exact = [sized_record(n, share) for n in range(4)]
-    assert sum(len(deliberate_line(r, NOW)) for r in exact) == RECALL_DELIBERATE_MAX_CHARS
+def test_deliberate_character_cap_covers_the_whole_block_at_its_boundary() -> None:
+    exact = [sized_record(n, size) for n, size in enumerate(_shares(LINES_CHARS))]
     assert cap_deliberate(exact, NOW) == exact
-    over = [*exact[:3], sized_record(3, share + 1)]
+    assert len(render_context([], exact, NOW)) == RECALL_DELIBERATE_MAX_CHARS
+    over = [*exact[:3], sized_record(3, len(deliberate_line(exact[3], NOW)) + 1)]
     assert cap_deliberate(over, NOW) == exact[:3]
 
 
@@ -115,7 +123,14 @@ def test_deliberate_character_cap_at_its_boundary() -> None:
 def test_automatic_caps_hold_for_any_sizes(sizes: list[int]) -> None:
     chosen = cap_automatic(auto(n, "b" * size) for n, size in enumerate(sizes))
     assert len(chosen) <= RECALL_AUTOMATIC_MAX_ENTRIES
-    assert sum(len(automatic_line(e).encode()) for e in chosen) <= RECALL_AUTOMATIC_MAX_BYTES
+    assert len(render_context(chosen, [], NOW).encode()) <= RECALL_AUTOMATIC_MAX_BYTES
+
+
+@given(sizes=st.lists(st.integers(min_value=1, max_value=1500), max_size=20))
+def test_deliberate_caps_hold_for_the_whole_block_for_any_sizes(sizes: list[int]) -> None:
+    chosen = cap_deliberate([record(n, "c" * size) for n, size in enumerate(sizes)], NOW)
+    assert len(chosen) <= RECALL_DELIBERATE_MAX_RECORDS
+    assert len(render_context([], chosen, NOW)) <= RECALL_DELIBERATE_MAX_CHARS
 
 
 # --- rendering ------------------------------------------------------------------------------
@@ -173,8 +188,12 @@ def test_stem_folds_word_families() -> None:
 
 def candidate(n: int, fact: str, recorded_at: float) -> AutomaticCandidate:
     return AutomaticCandidate(
-        id=f"cand_{n:032x}", category="project", fact=fact, session_id="ses_1",
-        turn_id=f"t{n}", recorded_at=recorded_at,
+        id=f"cand_{n:032x}",
+        category="project",
+        fact=fact,
+        session_id="ses_1",
+        turn_id=f"t{n}",
+        recorded_at=recorded_at,
     )
 
 

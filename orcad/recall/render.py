@@ -29,6 +29,12 @@ DELIBERATE_HEADING = (
     "Deliberate memory (records the user chose to keep) [kind | scope | last updated]:"
 )
 
+# What the block adds around each part's lines: the caps of each part cover the whole block
+# that part would make alone, frame and heading included.
+_FRAME_TEXT = f"{OPEN_TAG}\n{FRAME}\n{CLOSE_TAG}\n"
+AUTOMATIC_FRAME_BYTES = len(f"{_FRAME_TEXT}\n{AUTOMATIC_HEADING}\n".encode())
+DELIBERATE_FRAME_CHARS = len(f"{_FRAME_TEXT}\n{DELIBERATE_HEADING}\n")
+
 _TAG = re.compile(r"<(/?)(recalled-memory)", re.IGNORECASE)
 
 _UNITS = (

@@ -1,8 +1,9 @@
 """Recall selection: the caps on what is injected, and the fallback ranking. Pure: no I/O.
 
-The automatic part injects at most 6 entries whose rendered lines total at most 3,072 bytes
-(spec: Recall); the deliberate part at most 8 records whose rendered lines total at most 4,096
-characters (deliberate spec). Ranked input is taken in order; an entry that would overflow the
+The automatic part injects at most 6 entries and at most 3,072 bytes (spec: Recall); the
+deliberate part at most 8 records and at most 4,096 characters (deliberate spec). Each size cap
+covers the whole block its part would make alone (frame, heading and lines), so the lines get
+what the frame leaves. Ranked input is taken in order; an entry that would overflow the
 size budget is skipped so that a shorter, lower-ranked one can still fit.
 
 When the project's FTS5 index cannot be used, `rank_by_overlap` orders ledger candidates by the
@@ -26,7 +27,12 @@ from orcad.limits import (
     RECALL_DELIBERATE_MAX_RECORDS,
 )
 from orcad.query import tokenize
-from orcad.recall.render import automatic_line, deliberate_line
+from orcad.recall.render import (
+    AUTOMATIC_FRAME_BYTES,
+    DELIBERATE_FRAME_CHARS,
+    automatic_line,
+    deliberate_line,
+)
 from protocol.types import AutomaticEntry, Category, DeliberateEntry
 
 
@@ -56,7 +62,7 @@ def to_entry(candidate: AutomaticCandidate, now: float) -> AutomaticEntry:
 def cap_automatic(
     ranked: Iterable[AutomaticEntry],
     max_entries: int = RECALL_AUTOMATIC_MAX_ENTRIES,
-    max_bytes: int = RECALL_AUTOMATIC_MAX_BYTES,
+    max_bytes: int = RECALL_AUTOMATIC_MAX_BYTES - AUTOMATIC_FRAME_BYTES,
 ) -> list[AutomaticEntry]:
     chosen: list[AutomaticEntry] = []
     used = 0
@@ -74,7 +80,7 @@ def cap_deliberate(
     ranked: Iterable[DeliberateEntry],
     now: float,
     max_records: int = RECALL_DELIBERATE_MAX_RECORDS,
-    max_chars: int = RECALL_DELIBERATE_MAX_CHARS,
+    max_chars: int = RECALL_DELIBERATE_MAX_CHARS - DELIBERATE_FRAME_CHARS,
 ) -> list[DeliberateEntry]:
     chosen: list[DeliberateEntry] = []
     used = 0
