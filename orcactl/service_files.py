@@ -96,7 +96,8 @@ AmbientCapabilities=
 KeyringMode=private
 SystemCallArchitectures=native
 SystemCallFilter=@system-service
-SystemCallFilter=~@privileged @resources
+# @resources stays: numpy's OpenBLAS sets a memory policy (mbind) on its buffers.
+SystemCallFilter=~@privileged
 SystemCallErrorNumber=EPERM
 RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6
 """
