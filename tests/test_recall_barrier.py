@@ -90,7 +90,9 @@ def test_remembered_fact_is_recalled_after_the_barrier_clears(
     assert texts(result) == [DEPLOY_FACT]
     entry = result.automatic[0]
     assert (entry.category, entry.session_id, entry.turn_id) == (
-        "project", agent.session_id, "turn-1"
+        "project",
+        agent.session_id,
+        "turn-1",
     )
     assert DEPLOY_FACT in result.context
 
@@ -118,8 +120,13 @@ def test_barrier_clears_when_an_external_worker_publishes_in_time(
     )
     daemon.call(
         "jobs.publish",
-        {"job_id": job_id, "token": claimed.lease.token, "output": fact, "provider": "test",
-         "model": "none"},
+        {
+            "job_id": job_id,
+            "token": claimed.lease.token,
+            "output": fact,
+            "provider": "test",
+            "model": "none",
+        },
     )
     asker.join(timeout=30)
     result = answer["result"]
@@ -165,3 +172,28 @@ def test_other_sessions_jobs_do_not_hold_a_recall(
     daemon.call("turn.completed", turn_completed(busy, "t1", "remember that we ship on Mondays"))
     other = Agent(daemon, workdir)
     assert other.recall("when do we ship").barrier == "none"
+
+
+def test_a_job_held_for_a_damaged_ledger_does_not_hold_every_recall(
+    daemon: DaemonProcess, orca_env: OrcaEnv, workdir: Path
+) -> None:
+    agent = Agent(daemon, workdir, mode="normal")
+    directory = project_dir(orca_env, agent.project_id)
+    add_facts(directory, [DEPLOY_FACT])
+    (directory / "candidates.jsonl").write_text("not a ledger\n")
+    completed = daemon.call(
+        "turn.completed", turn_completed(agent, "turn-1", "remember that we deploy on Tuesdays")
+    )
+    assert completed.eligible is True
+    deadline = time.monotonic() + 10
+    while not any(
+        e.kind == "ledger_corrupt" for e in daemon.call("daemon.status", {}).recent_errors
+    ):
+        assert time.monotonic() < deadline, "the damaged ledger was never noticed"
+        time.sleep(0.05)
+    assert daemon.call("jobs.list", {}).jobs[0].state == "pending"  # held, not running
+    for turn in ("turn-2", "turn-3"):
+        started = time.monotonic()
+        result = agent.recall("how do we deploy", turn_id=turn)
+        assert time.monotonic() - started < RECALL_BARRIER_S / 2
+        assert result.barrier == "none"

@@ -205,7 +205,9 @@ class CaptureService:
         waiting = [
             self._finished_event(view.job_id)
             for view in self._jobs.values()
-            if view.session_id == session_id and view.state in ACTIVE_STATES
+            if view.session_id == session_id
+            and view.state in ACTIVE_STATES
+            and not self._held_for_damage(view)
         ]
         if not waiting:
             return "none"
@@ -214,6 +216,12 @@ class CaptureService:
                 await event.wait()
             return "clear"
         return "timed_out"
+
+    def _held_for_damage(self, view: JobView) -> bool:
+        """A queued job of a project whose ledger is damaged: it cannot finish before the
+        ledger is repaired, so a recall must not wait for it."""
+        checked = self._ledger_checks.get(view.project_id)
+        return view.state == "pending" and checked is not None and not checked[1]
 
     def _finished_event(self, job_id: str) -> trio.Event:
         event = self._finished.get(job_id)
