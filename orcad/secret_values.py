@@ -284,8 +284,9 @@ def find_credential_flags(text: str, lowered: str) -> Iterator[Span]:
         for match in _LONG_FLAG.finditer(lowered):
             start, end, quoted = _value_span(match)
             value = text[start:end]
+            # a shell argument is a literal, as an environment value is (upper_key)
             if value[0] != "-" and is_credential_literal(
-                value, quoted=quoted, upper_key=False, bare=False
+                value, quoted=quoted, upper_key=True, bare=False
             ):
                 yield start, end
     if _SHORT_FLAG.search(lowered) is None:  # one cheap pass instead of five word searches

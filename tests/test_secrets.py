@@ -114,6 +114,7 @@ CHOSEN_PASSWORDS = {
     "--password 'open sesame 42'": "open sesame 42",
     "the wifi password is Tr0ub4dor&3": "Tr0ub4dor&3",
     'password: str = "hunter2x"': "hunter2x",
+    "vault login --password letmeinnow": "letmeinnow",
     'db_password: Optional[str] = "Hunter22"': "Hunter22",
 }
 
