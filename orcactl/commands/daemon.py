@@ -28,7 +28,7 @@ from orcad.config import load_config
 from orcad.errors import StartupError
 from orcad.paths import resolve_paths
 from protocol.errors import RemoteError
-from protocol.types import PingResult, StatusResult
+from protocol.types import EmbeddingStatus, PingResult, StatusResult
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -94,6 +94,20 @@ def _status_config(status: StatusResult) -> dict[str, Any]:
     return config_report(path or Path(status.memory_root).parent / "config.toml", status.started_at)
 
 
+def describe_embedding(embedding: EmbeddingStatus) -> str:
+    """Recall's model and the backfill's progress, or why recall is lexical only."""
+    if embedding.state == "off":
+        return 'off (recall is lexical: [recall] embedding = "none")'
+    if embedding.state == "unavailable":
+        return f"UNAVAILABLE, recall is lexical: {embedding.reason}"
+    text = f"{embedding.model}; {embedding.embedded} records embedded"
+    if embedding.pending:
+        text += f", {embedding.pending} pending (embedding in the background)"
+    if embedding.reason:
+        text += f"; last failure: {embedding.reason}"
+    return text
+
+
 def render_status(status: StatusResult, config: dict[str, Any]) -> str:
     jobs = status.jobs
     lines = [
@@ -112,6 +126,8 @@ def render_status(status: StatusResult, config: dict[str, Any]) -> str:
         f"   Sessions: {status.sessions} open",
         f"   Projects: {status.projects}",
     ]
+    if status.embedding is not None:
+        lines.append(f"  Embedding: {describe_embedding(status.embedding)}")
     if status.unknown_config_keys:
         lines.append(f"    Warning: unknown config keys: {', '.join(status.unknown_config_keys)}")
     if status.recent_errors:

@@ -37,7 +37,7 @@ from orcad.errors import StartupError, StorageError
 from orcad.paths import Paths, resolve_paths
 from protocol.client import Client, DaemonUnavailable, ProtocolViolation
 from protocol.errors import RemoteError
-from protocol.types import JobSummary
+from protocol.types import EmbeddingStatus, JobSummary
 
 METHOD_NOT_FOUND = -32601
 PROVIDER_TIMEOUT_S = 3.0
@@ -397,6 +397,43 @@ def check_daemon_errors(client: Client) -> list[Finding]:
     return judge_daemon_errors(client.call("daemon.status").recent_errors)
 
 
+def judge_embedding(embedding: EmbeddingStatus | None) -> Finding:
+    """Recall's embedding model as the running daemon reports it."""
+    if embedding is None:
+        return Finding("embedding", "skipped", "the daemon does not report one")
+    if embedding.state == "off":
+        return Finding("embedding", "skipped", 'recall is lexical ([recall] embedding = "none")')
+    if embedding.state == "unavailable":
+        return Finding(
+            "embedding",
+            "problem",
+            f"recall is lexical only: {embedding.reason}; fix [recall] embedding in config.toml "
+            '(or set it to "builtin") and restart orcad',
+        )
+    detail = f"{embedding.model}: {embedding.embedded} records embedded"
+    if embedding.pending:
+        detail += f", {embedding.pending} pending (embedding in the background)"
+    if embedding.reason:
+        return Finding("embedding", "problem", f"{detail}; last failure: {embedding.reason}")
+    return Finding("embedding", "ok", detail)
+
+
+def check_embedding_offline(config: Config) -> Finding:
+    """Whether the configured embedding model loads, without a daemon."""
+    from orcad.recall.embedding import EmbeddingUnavailable, load_embedder  # noqa: PLC0415 - numpy
+
+    setting = config.recall.embedding
+    if setting == "none":
+        return Finding("embedding", "skipped", 'recall is lexical ([recall] embedding = "none")')
+    if setting == "endpoint":
+        return Finding("embedding", "skipped", "an endpoint is checked by the running daemon")
+    try:
+        embedder = load_embedder(setting)
+    except EmbeddingUnavailable as exc:
+        return Finding("embedding", "problem", f"{exc}; recall would be lexical only")
+    return Finding("embedding", "ok", f"{getattr(embedder, 'model_id', setting)} loads")
+
+
 def check_projects_offline(paths: Paths, config: Config) -> list[Finding]:
     """The daemon is not running: read the project files (replaced whole, so safe to read)."""
     from orcad.capture import jobstore, ledger, projections, projects  # noqa: PLC0415
@@ -474,10 +511,17 @@ def diagnose(args: argparse.Namespace) -> list[Finding]:
             live = client
             found.extend(guarded("daemon", lambda: check_daemon_errors(live)))
             found.extend(
+                guarded(
+                    "embedding",
+                    lambda: [judge_embedding(live.call("daemon.status").embedding)],
+                )
+            )
+            found.extend(
                 guarded("index", lambda: check_projects_live(live, config, paths.projects_dir))
             )
         else:
             found.extend(guarded("index", lambda: check_projects_offline(paths, config)))
+            found.extend(guarded("embedding", lambda: [check_embedding_offline(config)]))
     finally:
         if client is not None:
             client.close()

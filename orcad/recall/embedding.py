@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
@@ -100,7 +101,7 @@ def load_static(directory: Path) -> StaticEmbedder:
             codes, scale = data["codes"], data["scale"].astype(np.float32)
         vocab = read_vocab(directory / "vocab.txt")
         described = (directory / "MODEL.txt").read_text(encoding="utf-8")
-    except (OSError, KeyError, ValueError) as exc:
+    except (OSError, KeyError, ValueError, EOFError, zipfile.BadZipFile) as exc:
         raise EmbeddingUnavailable(f"cannot load the static model in {directory}: {exc}") from exc
     model_id = next(
         (line[3:].strip() for line in described.splitlines() if line.startswith("id:")), ""
