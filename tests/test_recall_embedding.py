@@ -1,0 +1,224 @@
+"""Recall's embedding models: the tokenizer, the built-in static model, a local BERT model
+directory, an OpenAI-compatible endpoint (a real loopback server), and the failures that leave
+recall lexical."""
+
+from __future__ import annotations
+
+import json
+import struct
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from orcad.recall.embedding import (
+    BUILTIN_DIR,
+    DEFAULT_FLOOR,
+    Embeddings,
+    EmbeddingUnavailable,
+    EndpointEmbedder,
+    load_embedder,
+    load_static,
+)
+from orcad.recall.wordpiece import WordPiece, basic_words
+from tests.fake_openai import FakeOpenAI, stall_before_headers, status
+
+# token ids from the reference BERT tokenizer (Hugging Face `tokenizers`) over the same vocab
+REFERENCE = [
+    ("Customers get 429s!", [6304, 2131, 4413, 2683, 2015, 999]),
+    (
+        "Café naïve — SOURCE_DATE_EPOCH=1",
+        [7668, 15743, 1517, 3120, 1035, 3058, 1035, 25492, 1027, 1015],
+    ),
+    ("pnpm vs npm", [1052, 16275, 2213, 5443, 27937, 2213]),
+    ("中文 deploys", [1746, 1861, 21296, 2015]),
+]
+
+
+@pytest.fixture(scope="module")
+def builtin() -> Any:
+    return load_static(BUILTIN_DIR)
+
+
+def test_wordpiece_splits_as_bert_does(builtin: Any) -> None:
+    for text, ids in REFERENCE:
+        assert builtin.tokens.encode(text) == ids, text
+    assert basic_words("a,b  c\u200b") == ["a", ",", "b", "c"]  # format characters dropped
+    assert builtin.tokens.encode("x" * 101) == [builtin.tokens.unknown_id]
+
+
+def test_wordpiece_unknown_piece_makes_the_word_unknown() -> None:
+    pieces = WordPiece(["[UNK]", "ab", "##c"])
+    assert pieces.encode("abc abd") == [1, 2, 0]
+
+
+def test_builtin_model_embeds_unit_vectors_and_ranks_meaning(builtin: Any) -> None:
+    vectors = builtin.embed(
+        ["ship the release to production", "deploy to prod", "bake a chocolate cake", ""]
+    )
+    assert vectors.shape == (4, builtin.dims) and vectors.dtype == np.float32
+    assert np.allclose(np.linalg.norm(vectors[:3], axis=1), 1.0, atol=1e-5)
+    assert not vectors[3].any()  # no tokens: a zero row, cosine 0 with everything
+    assert vectors[0] @ vectors[1] > vectors[0] @ vectors[2]
+    assert builtin.model_id.startswith("minilm-l6-static-")
+    assert 0 < builtin.floor < 1 and builtin.lexical_weight >= 0
+
+
+def test_prompt_embedding_is_fast(builtin: Any) -> None:
+    prompt = "customers are getting 429 errors from the public API since this morning"
+    builtin.embed([prompt])
+    started = time.perf_counter()
+    for _ in range(50):
+        builtin.embed([prompt])
+    assert (time.perf_counter() - started) / 50 < 0.005  # the 5 ms budget, with room
+
+
+def test_settings_none_missing_and_broken(tmp_path: Path) -> None:
+    assert load_embedder("none") is None
+    with pytest.raises(EmbeddingUnavailable, match="does not exist"):
+        load_embedder(str(tmp_path / "nowhere"))
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "vectors.npz").write_bytes(b"not a zip file")
+    (broken / "vocab.txt").write_text("[UNK]\n")
+    (broken / "MODEL.txt").write_text("id: x\n")
+    with pytest.raises(EmbeddingUnavailable, match="cannot load the static model"):
+        load_embedder(str(broken))
+    loaded = Embeddings.load(str(broken))
+    assert loaded.state == "unavailable" and loaded.embedder is None
+    assert "cannot load the static model" in (loaded.reason or "")
+    assert loaded.embed(["anything"]) is None
+    assert Embeddings.load("none").state == "off"
+    assert Embeddings.load("builtin").state == "ready"
+
+
+def test_static_model_with_mismatched_shapes_is_refused(tmp_path: Path) -> None:
+    directory = tmp_path / "static"
+    directory.mkdir()
+    np.savez(
+        directory / "vectors.npz", codes=np.zeros((3, 4), np.int8), scale=np.ones(3, np.float32)
+    )
+    (directory / "vocab.txt").write_text("[UNK]\na\n")  # two tokens for three vectors
+    (directory / "MODEL.txt").write_text("id: tiny\n")
+    with pytest.raises(EmbeddingUnavailable, match="disagree"):
+        load_embedder(str(directory))
+    (directory / "vocab.txt").write_text("[UNK]\na\nb\n")
+    (directory / "MODEL.txt").write_text("id: tiny\nfloor: 0.4\nlexical_weight: 0.2\n")
+    tiny = load_embedder(str(directory))
+    assert tiny is not None and (tiny.model_id, tiny.floor, tiny.lexical_weight) == (
+        "tiny",
+        0.4,
+        0.2,
+    )
+
+
+def write_tiny_bert(directory: Path, *, hidden: int = 8, layers: int = 2) -> None:
+    """A small random BERT in the Hugging Face layout (config, vocab, safetensors)."""
+    rng = np.random.default_rng(7)
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "deploy", "##s", "cake", "prod"]
+    shapes = {
+        "embeddings.word_embeddings.weight": (len(vocab), hidden),
+        "embeddings.position_embeddings.weight": (16, hidden),
+        "embeddings.token_type_embeddings.weight": (2, hidden),
+        "embeddings.LayerNorm.weight": (hidden,),
+        "embeddings.LayerNorm.bias": (hidden,),
+    }
+    for n in range(layers):
+        p = f"encoder.layer.{n}."
+        for name in (
+            "attention.self.query",
+            "attention.self.key",
+            "attention.self.value",
+            "attention.output.dense",
+        ):
+            shapes[p + name + ".weight"] = (hidden, hidden)
+            shapes[p + name + ".bias"] = (hidden,)
+        shapes[p + "intermediate.dense.weight"] = (4 * hidden, hidden)
+        shapes[p + "intermediate.dense.bias"] = (4 * hidden,)
+        shapes[p + "output.dense.weight"] = (hidden, 4 * hidden)
+        shapes[p + "output.dense.bias"] = (hidden,)
+        for norm in ("attention.output.LayerNorm", "output.LayerNorm"):
+            shapes[p + norm + ".weight"] = (hidden,)
+            shapes[p + norm + ".bias"] = (hidden,)
+    header: dict[str, Any] = {}
+    blobs = b""
+    for name, shape in shapes.items():
+        data = rng.standard_normal(shape).astype(np.float32).tobytes()
+        header["bert." + name] = {
+            "dtype": "F32",
+            "shape": list(shape),
+            "data_offsets": [len(blobs), len(blobs) + len(data)],
+        }
+        blobs += data
+    encoded = json.dumps(header).encode()
+    (directory / "model.safetensors").write_bytes(struct.pack("<Q", len(encoded)) + encoded + blobs)
+    (directory / "vocab.txt").write_text("\n".join(vocab) + "\n")
+    (directory / "config.json").write_text(json.dumps({"num_attention_heads": 2}))
+
+
+def test_a_local_bert_model_directory_is_run_in_process(tmp_path: Path) -> None:
+    directory = tmp_path / "tiny-bert"
+    directory.mkdir()
+    write_tiny_bert(directory)
+    model = load_embedder(str(directory))
+    assert model is not None and model.model_id.startswith("bert-tiny-bert-")
+    assert model.floor == DEFAULT_FLOOR
+    first = model.embed(["deploys", "cake"])
+    assert first.shape == (2, 8)
+    assert np.allclose(np.linalg.norm(first, axis=1), 1.0, atol=1e-5)
+    assert np.array_equal(first, model.embed(["deploys", "cake"]))  # deterministic
+    (directory / "model.safetensors").write_bytes(b"\x08\x00\x00\x00\x00\x00\x00\x00{broken}")
+    with pytest.raises(EmbeddingUnavailable, match="cannot load the BERT model"):
+        load_embedder(str(directory))
+
+
+def hashed_vector(text: str, dims: int = 32) -> list[float]:
+    vector = [0.0] * dims
+    for word in text.lower().split():
+        vector[sum(map(ord, word)) % dims] += 1.0
+    return vector
+
+
+def answer_embeddings(handler: Any, state: FakeOpenAI) -> None:
+    inputs = state.requests[-1].json()["input"]
+    data = [{"index": i, "embedding": hashed_vector(t)} for i, t in enumerate(inputs)]
+    body = json.dumps({"object": "list", "data": data}).encode()
+    handler.send_fixed(200, body, "application/json", {})
+
+
+def test_endpoint_embeds_through_a_real_http_server(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EMBED_KEY", "k-123")
+    with FakeOpenAI() as server:
+        server.default = answer_embeddings
+        loaded = Embeddings.load(
+            "endpoint",
+            base_url=server.base_url,
+            model="nomic",
+            api_key_env="EMBED_KEY",
+            timeout_s=2.0,
+        )
+        assert loaded.state == "ready" and loaded.model_id == "endpoint-nomic"
+        vectors = loaded.embed(["deploy prod", "bake cake"])
+        assert vectors is not None and vectors.shape == (2, 32)
+        assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+        request = server.requests[0]
+        assert request.path.endswith("/embeddings")
+        assert request.json() == {"model": "nomic", "input": ["deploy prod", "bake cake"]}
+        assert request.headers["authorization"] == "Bearer k-123"
+
+
+def test_endpoint_failures_give_no_vector_within_the_deadline() -> None:
+    with FakeOpenAI() as server:
+        loaded = Embeddings.load("endpoint", base_url=server.base_url, model="m", timeout_s=0.3)
+        server.script(stall_before_headers(3.0), status(500))
+        started = time.monotonic()
+        assert loaded.embed(["slow"]) is None
+        assert time.monotonic() - started < 2.0
+        assert "embedding endpoint" in (loaded.reason or "")
+        assert loaded.embed(["error"]) is None
+        server.default = answer_embeddings
+        assert loaded.embed(["back"]) is not None and loaded.reason is None  # it works again
+    with pytest.raises(EmbeddingUnavailable, match="base_url and model"):
+        EndpointEmbedder("", "", None, 1.0)

@@ -1,0 +1,108 @@
+"""Hybrid ranking (orcad/recall/rank.py): the relevance floor, corrections first, the lexical
+mode without a model, and candidates without a vector."""
+
+from __future__ import annotations
+
+from orcad.recall.rank import (
+    Candidate,
+    coverage,
+    idf,
+    near_duplicates,
+    query_weights,
+    rank,
+)
+from orcad.recall.select import stems
+
+FLOOR = 0.5
+WEIGHT = 0.5
+
+
+def cand(
+    key: str, text: str, *, at: float = 0.0, cov: float = 0.0, cos: float | None = 0.0
+) -> Candidate:
+    return Candidate(key=key, text=text, recorded_at=at, coverage=cov, cosine=cos)
+
+
+def keys(chosen: list[Candidate]) -> list[str]:
+    return [c.key for c in chosen]
+
+
+def ranked(pool: list[Candidate], limit: int = 6, semantic: bool = True) -> list[str]:
+    return keys(rank(pool, semantic=semantic, limit=limit, floor=FLOOR, lexical_weight=WEIGHT))
+
+
+def test_nothing_above_the_floor_injects_nothing() -> None:
+    pool = [
+        cand("a", "Caching is capped at 5 entries.", cov=0.3, cos=0.2),
+        cand("b", "Deploys use make release.", cos=0.45),
+    ]
+    assert ranked(pool) == []  # 0.2 + 0.15 and 0.45: both under 0.5
+
+
+def test_the_floor_is_inclusive_and_cosine_and_coverage_add() -> None:
+    pool = [
+        cand("a", "alpha", cos=0.5),
+        cand("b", "beta", cos=0.3, cov=0.4),
+        cand("c", "gamma", cos=0.49),
+    ]
+    assert ranked(pool) == ["a", "b"]  # b: 0.3 + 0.2 = 0.5 ties a at the floor; then by key
+
+
+def test_order_is_by_relevance_then_newer_and_limited() -> None:
+    words = ["apple", "brick", "cloud", "delta", "ember", "frost", "grain", "haven", "ivory"]
+    pool = [cand(f"k{n}", words[n], at=n, cos=0.6 + (n % 3) / 10) for n in range(9)]
+    assert ranked(pool, limit=4) == ["k8", "k5", "k2", "k7"]
+
+
+def test_a_correction_ranks_just_above_the_older_fact_it_corrects() -> None:
+    old = cand("old", "Python is pinned to 3.12 with uv; the lock file is uv.lock.", at=1, cos=0.9)
+    new = cand(
+        "new", "Python is now pinned to 3.13 with uv; the lock file is uv.lock.", at=2, cos=0.6
+    )
+    other = cand("other", "The lock file of the frontend is pnpm-lock.yaml.", at=3, cos=0.8)
+    assert ranked([old, other, new]) == ["new", "old", "other"]
+    # a correction below the floor is still shown above the fact it corrects
+    below = cand("new", new.text, at=2, cos=0.1)
+    assert ranked([old, below]) == ["new", "old"]
+    # an older text is never lifted above a newer near-duplicate
+    assert ranked([cand("o", old.text, at=5, cos=0.2), cand("n", new.text, at=9, cos=0.9)]) == ["n"]
+
+
+def test_near_duplicates_need_most_significant_words_shared() -> None:
+    assert near_duplicates(
+        "Logs are kept in Loki for 14 days.", "Logs are now kept in Loki for 30 days."
+    )
+    assert not near_duplicates(
+        "Logs are kept in Loki for 14 days.", "Metrics are kept in Prometheus."
+    )
+    assert not near_duplicates("", "anything")
+
+
+def test_without_a_model_the_order_is_lexical_with_no_floor() -> None:
+    pool = [
+        cand("a", "alpha", at=1, cov=0.1, cos=None),
+        cand("b", "beta", at=2, cov=0.1, cos=None),
+        cand("c", "gamma", cov=0.0, cos=None),
+        cand("d", "delta", cov=0.9, cos=None),
+    ]
+    assert ranked(pool, semantic=False) == ["d", "b", "a"]
+
+
+def test_a_candidate_without_a_vector_is_lexical_and_passes_when_it_shares_a_term() -> None:
+    pool = [
+        cand("lexical", "alpha beta", cov=0.05, cos=None),
+        cand("silent", "gamma", cov=0.0, cos=None),
+        cand("weak", "delta", cos=0.1),
+    ]
+    assert ranked(pool) == ["lexical"]
+
+
+def test_coverage_weighs_rare_and_unknown_terms() -> None:
+    frequency = {"deploy": 1, "the": 50, "cap": 0}
+    weights = query_weights(["deploy", "the", "cap"], frequency, 100)
+    assert weights["cap"] > weights["deploy"] > weights["the"]
+    assert idf(0, 100) > idf(1, 100) > idf(50, 100)
+    text = stems("Deploys are capped at three.")
+    assert 0 < coverage(text, weights) < 1
+    assert coverage(stems("nothing here"), weights) == 0.0
+    assert coverage(text, {}) == 0.0
