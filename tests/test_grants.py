@@ -76,6 +76,7 @@ MATRIX = [
 async def test_grant_scope_matrix(
     orca: InProcessDaemon,
     tmp_path: Path,
+    *,
     decision: str | None,
     granted_global: bool | None,
     expected: dict[str, str],
@@ -127,9 +128,7 @@ async def test_grants_are_listed_and_revoked(orca: InProcessDaemon, tmp_path: Pa
     assert by_scope == sorted(
         [("workspace", root), ("global", None), ("session", None), ("workspace", other_root)]
     )
-    for_session = (await orca.call("grants.list", {"session_id": session["session_id"]}))[
-        "grants"
-    ]
+    for_session = (await orca.call("grants.list", {"session_id": session["session_id"]}))["grants"]
     assert {g["scope"] for g in for_session} == {"workspace", "global", "session"}
     assert all(g["workspace_root"] in (root, None) for g in for_session)
     for_other_root = (await orca.call("grants.list", {"workspace": other_root}))["grants"]
