@@ -47,6 +47,13 @@ SECRETS: dict[str, str] = {
     "glsa_Zq8Lm2Np4Rt6Vx9Bc1Df3Gh5Jk7Mn0Pq_1a2b3c4d": (
         "grafana token glsa_Zq8Lm2Np4Rt6Vx9Bc1Df3Gh5Jk7Mn0Pq_1a2b3c4d for the dashboards"
     ),
+    "Hunt3rPw99": "DATABASE_URL=postgres://app:Hunt3rPw99@db.internal:5432/app",
+    "ghp_Zq8Lm2Np4Rt6Vx9Bc1Df3Gh5Jk7Mn0Pq2St4": "ghp_Zq8Lm2Np4Rt6Vx9Bc1Df3Gh5Jk7Mn0Pq2St4 in CI",
+    "MIIEowIBAAKCAQEAy8Dbv8prpJ0kKhlGeJYozo2t60EG8L0561g13R29LvMR5hy": (
+        "-----BEGIN RSA PRIVATE KEY-----\n"
+        "MIIEowIBAAKCAQEAy8Dbv8prpJ0kKhlGeJYozo2t60EG8L0561g13R29LvMR5hy\n"
+        "-----END RSA PRIVATE KEY-----"
+    ),
 }
 
 
