@@ -1,0 +1,107 @@
+"""Vectors beside deliberate records (orcad/deliberate/vectors.py) on a real memory.sqlite3."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from orcad.deliberate.store import (
+    StoredRecord,
+    delete_record,
+    insert_record,
+    open_database,
+    update_record,
+)
+from orcad.deliberate.vectors import hybrid_search, load_matrix, pending, progress, store_vectors
+
+
+@pytest.fixture
+def connection(tmp_path: Path) -> Iterator[sqlite3.Connection]:
+    db = open_database(tmp_path / "memory.sqlite3")
+    yield db
+    db.close()
+
+
+def save(db: sqlite3.Connection, n: int, content: str, workspace: str | None = "ws1") -> None:
+    insert_record(
+        db,
+        StoredRecord(
+            id=f"mem_{n:032x}",
+            kind="fact",
+            content=content,
+            workspace_id=workspace,
+            workspace_root="/w",
+            created_at=float(n),
+            updated_at=float(n),
+        ),
+    )
+
+
+def unit(*values: float) -> np.ndarray:
+    vector = np.array(values, dtype=np.float32)
+    return vector / np.linalg.norm(vector)
+
+
+def test_pending_store_and_progress(connection: sqlite3.Connection) -> None:
+    save(connection, 1, "alpha deploys")
+    save(connection, 2, "beta caches")
+    rows = pending(connection, "m1", 10)
+    assert [content for _row, content in rows] == ["beta caches", "alpha deploys"]  # newest first
+    assert progress(connection, "m1") == (0, 2)
+    vectors = np.stack([unit(1, 0), unit(0, 1)])
+    assert store_vectors(connection, "m1", rows, vectors) == 2
+    assert progress(connection, "m1") == (2, 0) and pending(connection, "m1", 10) == []
+    assert progress(connection, "m2") == (0, 2)  # another model's vectors do not count
+
+
+def test_a_vector_goes_with_its_record_and_with_its_old_content(
+    connection: sqlite3.Connection,
+) -> None:
+    save(connection, 1, "alpha deploys")
+    save(connection, 2, "beta caches")
+    rows = pending(connection, "m1", 10)
+    store_vectors(connection, "m1", rows, np.stack([unit(1, 0), unit(0, 1)]))
+    update_record(connection, f"mem_{1:032x}", "alpha deploys twice", "fact", 9.0)
+    assert [c for _r, c in pending(connection, "m1", 10)] == ["alpha deploys twice"]
+    delete_record(connection, f"mem_{2:032x}")
+    assert connection.execute("SELECT count(*) FROM memory_vectors").fetchone()[0] == 0
+    # a vector made from text that changed meanwhile is not stored
+    assert store_vectors(connection, "m1", [(1, "alpha deploys")], np.stack([unit(1, 0)])) == 0
+
+
+def test_hybrid_search_joins_lexical_and_nearest_visible_records(
+    connection: sqlite3.Connection,
+) -> None:
+    save(connection, 1, "alpha deploys with make")
+    save(connection, 2, "the cache holds tenants")
+    save(connection, 3, "another workspace's secret plan", workspace="ws2")
+    save(connection, 4, "global rule about releases", workspace=None)
+    rows = pending(connection, "m1", 10)
+    by_content = {
+        "alpha deploys with make": unit(1, 0, 0),
+        "the cache holds tenants": unit(0, 1, 0),
+        "another workspace's secret plan": unit(0, 0, 1),
+        "global rule about releases": unit(0, 0.2, 1),
+    }
+    store_vectors(connection, "m1", rows, np.stack([by_content[c] for _r, c in rows]))
+    cache: list = [None]
+    found = hybrid_search(connection, "ws1", ["deploys"], unit(0, 0, 1), "m1", 2, cache)
+    contents = [f.record.content for f in found.found]
+    assert contents[0] == "alpha deploys with make"  # the lexical match
+    assert "global rule about releases" in contents  # nearest visible vector
+    assert "another workspace's secret plan" not in contents  # never another workspace's
+    cosines = {f.record.content: f.cosine for f in found.found}
+    assert cosines["alpha deploys with make"] == pytest.approx(0.0, abs=1e-3)
+    assert found.total == 4 and found.terms == ["deploys"]
+    matrix = cache[0]
+    assert load_matrix(connection, "m1", matrix) is matrix  # unchanged database: reused
+    save(connection, 5, "a new record")
+    assert load_matrix(connection, "m1", matrix) is not matrix
+    lexical = hybrid_search(connection, "ws1", ["cache"], None, None, 5, [None])
+    assert [(f.record.content, f.cosine) for f in lexical.found] == [
+        ("the cache holds tenants", None)
+    ]

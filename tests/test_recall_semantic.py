@@ -1,0 +1,175 @@
+"""Semantic recall on a real daemon: the built-in model by default, the relevance floor,
+corrections first, the background backfill after an upgrade, lexical fallback when no model
+loads or the endpoint fails, and each part surviving the other's broken storage."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.fake_openai import FakeOpenAI, stall_before_headers
+from tests.harness import DaemonProcess, OrcaEnv
+from tests.test_recall_daemon import Agent, add_facts, project_dir, texts
+from tests.test_recall_embedding import answer_embeddings
+
+FACTS = [
+    "The response cache is capped at 500 entries per tenant.",
+    "This repository deploys with `make release`.",
+    "The frontend uses pnpm, never npm or yarn.",
+    "The public API throttles each token to 100 requests a minute.",
+]
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Path:
+    path = tmp_path / "repo"
+    path.mkdir()
+    return path
+
+
+def start(orca_env: OrcaEnv, factory: list[DaemonProcess], config: str = "") -> DaemonProcess:
+    orca_env.write_config("[extraction]\nworkers = 0\n" + config)
+    daemon = DaemonProcess(orca_env)
+    factory.append(daemon)
+    return daemon.start()
+
+
+def wait_for_backfill(daemon: DaemonProcess, records: int) -> Any:
+    deadline = time.monotonic() + 30
+    while True:
+        embedding = daemon.call("daemon.status", {}).embedding
+        if embedding.embedded == records and embedding.pending == 0:
+            return embedding
+        assert time.monotonic() < deadline, embedding
+        time.sleep(0.05)
+
+
+def test_builtin_model_by_default_and_nothing_injected_for_an_unrelated_prompt(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], workdir: Path
+) -> None:
+    daemon = start(orca_env, daemon_factory)
+    embedding = daemon.call("daemon.status", {}).embedding
+    assert embedding.state == "ready" and embedding.setting == "builtin"
+    assert embedding.model.startswith("minilm-l6-static-")
+    agent = Agent(daemon, workdir)
+    add_facts(project_dir(orca_env, agent.project_id), FACTS)
+    for fact in FACTS:
+        agent.save(fact)
+    for prompt in ("explain the CAP theorem", "sorry, I meant the other file"):
+        result = agent.recall(prompt)
+        assert (result.automatic, result.deliberate, result.context, result.bytes) == (
+            [],
+            [],
+            "",
+            0,
+        ), prompt
+    result = agent.recall("how does this repository deploy a release?")
+    assert texts(result)[0] == "This repository deploys with `make release`."
+    assert result.deliberate[0].content == "This repository deploys with `make release`."
+
+
+def test_a_correction_ranks_above_the_fact_it_corrects(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], workdir: Path
+) -> None:
+    daemon = start(orca_env, daemon_factory)
+    agent = Agent(daemon, workdir)
+    directory = project_dir(orca_env, agent.project_id)
+    old, new = "Logs are kept in Loki for 14 days.", "Logs are now kept in Loki for 30 days."
+    add_facts(directory, [old], now=time.time() - 3600)
+    add_facts(directory, [new])
+    agent.save(old)
+    time.sleep(0.01)
+    agent.save(new)
+    result = agent.recall("how long are logs kept in Loki?")
+    assert texts(result)[:2] == [new, old]
+    assert [d.content for d in result.deliberate][:2] == [new, old]
+
+
+def test_records_from_before_the_model_are_embedded_in_the_background(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], workdir: Path
+) -> None:
+    daemon = start(orca_env, daemon_factory, '[recall]\nembedding = "none"\n')
+    assert daemon.call("daemon.status", {}).embedding.state == "off"
+    agent = Agent(daemon, workdir)
+    for n in range(70):  # more than one backfill batch
+        agent.save(f"Service number {n} listens on port {7000 + n}.")
+    agent.save("The frontend uses pnpm, never npm or yarn.")
+    orca_env.write_config("[extraction]\nworkers = 0\n")  # upgrade: the built-in model
+    daemon.restart()
+    embedding = wait_for_backfill(daemon, 71)
+    database = sqlite3.connect(daemon.call("daemon.status", {}).deliberate_db)
+    try:
+        rows = database.execute("SELECT model, count(*) FROM memory_vectors GROUP BY model")
+        assert rows.fetchall() == [(embedding.model, 71)]
+    finally:
+        database.close()
+    agent = Agent(daemon, workdir)
+    result = agent.recall("which package manager does the frontend use?")
+    assert result.deliberate[0].content == "The frontend uses pnpm, never npm or yarn."
+    # a changed record loses its vector and gets a new one
+    agent.save("Service number 70 was retired.")
+    wait_for_backfill(daemon, 72)
+
+
+def test_a_model_that_cannot_load_leaves_recall_lexical_and_says_why(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], workdir: Path, tmp_path: Path
+) -> None:
+    missing = tmp_path / "no-such-model"
+    daemon = start(orca_env, daemon_factory, f'[recall]\nembedding = "{missing}"\n')
+    status = daemon.call("daemon.status", {})
+    assert status.embedding.state == "unavailable" and str(missing) in status.embedding.reason
+    assert any(e.kind == "embedding" for e in status.recent_errors)
+    agent = Agent(daemon, workdir)
+    add_facts(project_dir(orca_env, agent.project_id), FACTS)
+    agent.save("Deploys need two approvals.")
+    result = agent.recall("deploys")
+    assert texts(result) == ["This repository deploys with `make release`."]
+    assert [d.content for d in result.deliberate] == ["Deploys need two approvals."]
+
+
+def test_an_endpoint_model_and_its_failure_within_the_deadline(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], workdir: Path
+) -> None:
+    with FakeOpenAI() as server:
+        server.default = answer_embeddings
+        config = (
+            '[recall]\nembedding = "endpoint"\n[recall.endpoint]\n'
+            f'base_url = "{server.base_url}"\nmodel = "embed-test"\ntimeout_s = 0.5\n'
+        )
+        daemon = start(orca_env, daemon_factory, config)
+        assert daemon.call("daemon.status", {}).embedding.model == "endpoint-embed-test"
+        agent = Agent(daemon, workdir)
+        add_facts(project_dir(orca_env, agent.project_id), FACTS)
+        result = agent.recall("make release deploys")
+        assert "This repository deploys with `make release`." in texts(result)
+        assert any(r.json()["model"] == "embed-test" for r in server.requests)
+        server.default = stall_before_headers(5.0)
+        started = time.monotonic()
+        result = agent.recall("deploys")
+        assert time.monotonic() - started < 3.0
+        assert texts(result) == ["This repository deploys with `make release`."]  # lexical
+        assert daemon.call("daemon.status", {}).embedding.reason is not None
+
+
+def test_a_broken_memory_database_leaves_automatic_recall_working(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], workdir: Path
+) -> None:
+    daemon = start(orca_env, daemon_factory)
+    database = Path(daemon.call("daemon.status", {}).deliberate_db)
+    daemon.stop()
+    for sibling in database.parent.glob(database.name + "*"):
+        sibling.unlink()
+    database.write_bytes(b"this is not a database" * 100)
+    daemon.start()
+    agent = Agent(daemon, workdir)
+    add_facts(project_dir(orca_env, agent.project_id), FACTS)
+    result = agent.recall("how does this repository deploy a release?")
+    assert texts(result)[0] == "This repository deploys with `make release`."
+    assert result.deliberate == []
+    assert any(
+        e.kind in ("storage", "recall") for e in daemon.call("daemon.status", {}).recent_errors
+    )
