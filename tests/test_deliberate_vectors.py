@@ -16,7 +16,14 @@ from orcad.deliberate.store import (
     open_database,
     update_record,
 )
-from orcad.deliberate.vectors import hybrid_search, load_matrix, pending, progress, store_vectors
+from orcad.deliberate.vectors import (
+    VectorMatrix,
+    hybrid_search,
+    load_matrix,
+    pending,
+    progress,
+    store_vectors,
+)
 
 
 @pytest.fixture
@@ -88,7 +95,7 @@ def test_hybrid_search_joins_lexical_and_nearest_visible_records(
         "global rule about releases": unit(0, 0.2, 1),
     }
     store_vectors(connection, "m1", rows, np.stack([by_content[c] for _r, c in rows]))
-    cache: list = [None]
+    cache: list[VectorMatrix | None] = [None]
     found = hybrid_search(connection, "ws1", ["deploys"], unit(0, 0, 1), "m1", 2, cache)
     contents = [f.record.content for f in found.found]
     assert contents[0] == "alpha deploys with make"  # the lexical match
