@@ -4,7 +4,10 @@ shaped as Claude Code writes them (thinking, tool use, sidechains, reminders, co
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -336,3 +339,124 @@ def test_any_bytes_give_turns_or_a_problem_never_a_crash(noise: bytes, tokens: l
             parse(data)
         except transcript.TranscriptProblem as problem:
             assert problem.reason
+
+
+# --- hostile input and hostile surroundings ---------------------------------------------------
+
+
+def _spawn_hook(orca_env: OrcaEnv, event: str, *args: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [ORCACTL, "hook", "claude-code", event, *args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=orca_env.env,
+    )
+
+
+def _finish(process: subprocess.Popen[bytes], timeout: float) -> tuple[int, str, str]:
+    if process.stdin is not None and process.stdin.closed:
+        process.stdin = None  # communicate() would flush it
+    try:
+        stdout, stderr = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.communicate()
+        raise AssertionError(f"the hook was still running after {timeout} s") from None
+    assert b"Traceback" not in stderr, stderr
+    return process.returncode, stdout.decode(), stderr.decode()
+
+
+def test_stdin_that_never_closes_ends_within_the_budget(orca_env: OrcaEnv) -> None:
+    process = _spawn_hook(orca_env, "SessionEnd", "--no-start")
+    assert process.stdin is not None
+    process.stdin.write(b'{"session_id": "s1", "cwd": ')  # the agent stalls mid-write
+    process.stdin.flush()
+    try:
+        status = process.wait(timeout=5.0)  # SessionEnd's budget is 5 s; input gets half
+    except subprocess.TimeoutExpired:
+        process.kill()
+        raise AssertionError("the hook waited for stdin past its budget") from None
+    finally:
+        process.stdin.close()
+    stdout = process.stdout.read().decode()  # type: ignore[union-attr]
+    stderr = process.stderr.read().decode()  # type: ignore[union-attr]
+    process.stdout.close()  # type: ignore[union-attr]
+    process.stderr.close()  # type: ignore[union-attr]
+    assert (status, stdout) == (1, "")
+    assert len(stderr.strip().splitlines()) == 1 and "did not finish" in stderr
+
+
+@pytest.mark.parametrize(
+    "stdin",
+    [b"[" * 200_000, b'{"a": ' * 100_000, b"\xff\xfe\xfa not utf-8", b"\x00" * 64, b"  \n"],
+    ids=["deep-array", "deep-object", "not-utf8", "nul-bytes", "blank"],
+)
+def test_garbage_stdin_is_one_line_exit_one_and_no_output(orca_env: OrcaEnv, stdin: bytes) -> None:
+    process = _spawn_hook(orca_env, "UserPromptSubmit", "--no-start")
+    process.stdin.write(stdin)  # type: ignore[union-attr]
+    status, stdout, stderr = _finish(process, 30.0)
+    assert (status, stdout) == (1, "")
+    assert len(stderr.strip().splitlines()) == 1 and stderr.startswith("orcactl hook:")
+
+
+@pytest.mark.slow
+def test_a_daemon_that_never_finishes_its_answer_cannot_hold_the_hook(
+    tmp_path: Path, orca_env: OrcaEnv
+) -> None:
+    path = tmp_path / "trickle.sock"
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(path))
+    server.listen(1)
+    stop = threading.Event()
+
+    def trickle() -> None:
+        connection, _ = server.accept()
+        with connection:
+            while not stop.wait(0.3):  # a byte at a time, never a whole line
+                try:
+                    connection.sendall(b" ")
+                except OSError:
+                    return
+
+    thread = threading.Thread(target=trickle, daemon=True)
+    thread.start()
+    log = _transcript(tmp_path)
+    started = time.monotonic()
+    try:
+        run = run_hook(
+            orca_env,
+            "claude-code",
+            "SessionEnd",
+            _common(log, "SessionEnd", reason="other"),
+            extra_args=("--socket", str(path)),
+            timeout=30,
+        )
+    finally:
+        stop.set()
+        server.close()
+    assert time.monotonic() - started < 8.0  # SessionEnd's budget is 5 s, its timeout 10 s
+    assert (run.status, run.stdout) == (0, "")
+    assert len(run.stderr.strip().splitlines()) == 1 and "budget" in run.stderr
+    failure = json.loads((orca_env.memory_root / "agent-hooks.jsonl").read_text().splitlines()[-1])
+    assert failure["kind"] == "timeout"
+
+
+def test_the_answer_is_ascii_json_whatever_the_locale(
+    tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess
+) -> None:
+    project = _project(tmp_path)
+    with daemon.client() as client:
+        opened = client.call("session.open", {"cwd": str(project)})
+        ids = {"session_id": opened.session_id, "epoch": opened.epoch}
+        client.call("remember", {**ids, "text": "Builds go app → CDN → 世界", "scope": "user"})
+    log = _transcript(tmp_path)
+    run = run_hook(
+        orca_env,
+        "claude-code",
+        "SessionStart",
+        _common(log, "SessionStart", source="startup"),
+        env={"PYTHONIOENCODING": "latin-1"},  # a terminal locale that cannot encode the fact
+    )
+    assert (run.status, run.stderr) == (0, "")
+    assert run.stdout.isascii() and "app → CDN → 世界" in run.context

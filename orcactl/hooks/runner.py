@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import os
+import select
+import signal
 import sys
 import time
 from typing import TYPE_CHECKING
@@ -29,6 +31,8 @@ EXIT_BAD_INPUT = 1  # non-blocking for both agents (2 would block the prompt or 
 # Seconds a hook may take, within the timeouts `orcactl integrate` writes for each event.
 BUDGET_S = {"SessionStart": 8.0, "UserPromptSubmit": 8.0, "SessionEnd": 5.0}
 DEFAULT_BUDGET_S = 20.0  # Stop: reading a transcript and making the job durable
+# Of its budget, how much a hook waits for the agent to finish writing and close stdin.
+INPUT_SHARE = 0.5
 # Set in the environment of an extraction command: its own agent run must not be captured.
 RECURSION_GUARD = "ORCA_EXTRACTION"
 
@@ -73,17 +77,53 @@ def _parse_args(argv: list[str]) -> tuple[str, str, str | None, bool]:
 
 
 def _print_answer(answer: dict[str, Any] | None) -> None:
-    if answer is not None:
-        sys.stdout.write(json.dumps(answer, ensure_ascii=False) + "\n")
-        sys.stdout.flush()
-
-
-def _read_input() -> dict[str, Any]:
-    raw = sys.stdin.buffer.read(INPUT_MAX_BYTES + 1)
-    if len(raw) > INPUT_MAX_BYTES:
-        raise HookInputError(f"hook input over {INPUT_MAX_BYTES} bytes")
+    signal.setitimer(signal.ITIMER_REAL, 0)  # answering now: the watchdog must not answer too
+    if answer is None:
+        return
+    # ASCII escapes: valid JSON whatever the locale's encoding and whatever the daemon sent
     try:
-        payload = json.loads(raw)
+        sys.stdout.write(json.dumps(answer, ensure_ascii=True) + "\n")
+        sys.stdout.flush()
+    except (OSError, ValueError):
+        pass  # the agent stopped listening
+
+
+def _arm_watchdog(agent: str, event: str, answer: dict[str, Any] | None, budget: float) -> None:
+    """Whatever blocks (a peer that trickles bytes, a file that never ends), the hook answers
+    with no context and exits 0 when its budget is spent, before the agent's own timeout."""
+
+    def expire(_signum: int, _frame: object) -> None:
+        message = f"gave up after its {budget:g} s budget"
+        print(f"orcactl hook: orca memory skipped: {message}", file=sys.stderr)
+        record_failure(agent, event, "timeout", message)
+        if answer is not None:
+            os.write(1, (json.dumps(answer) + "\n").encode())
+        os._exit(EXIT_OK)
+
+    signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, budget)
+
+
+def _read_input(deadline: float) -> dict[str, Any]:
+    """The hook input, read until the agent closes stdin, within `deadline` (monotonic)."""
+    descriptor = sys.stdin.fileno()
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([descriptor], [], [], left)[0]:
+            raise HookInputError("the agent did not finish writing the hook input (stdin open)")
+        chunk = os.read(descriptor, 1 << 16)
+        if not chunk:
+            break
+        size += len(chunk)
+        if size > INPUT_MAX_BYTES:
+            raise HookInputError(f"hook input over {INPUT_MAX_BYTES} bytes")
+        chunks.append(chunk)
+    try:
+        payload = json.loads(b"".join(chunks))
+    except RecursionError:
+        raise HookInputError("hook input is nested too deeply") from None
     except ValueError as exc:
         raise HookInputError(f"hook input is not JSON: {exc}") from None
     if not isinstance(payload, dict):
@@ -110,14 +150,18 @@ def run(argv: list[str]) -> int:
     if os.environ.get(RECURSION_GUARD):
         _print_answer(module.empty_answer(event))  # an extraction run: never captured
         return EXIT_OK
+    budget = BUDGET_S.get(event, DEFAULT_BUDGET_S)
+    started = time.monotonic()
+    _arm_watchdog(agent, event, module.empty_answer(event), budget)
     try:
-        payload = _read_input()
-    except HookInputError as exc:
+        payload = _read_input(started + budget * INPUT_SHARE)
+    except (HookInputError, OSError) as exc:
         print(f"orcactl hook: {exc}", file=sys.stderr)
         record_failure(agent, event, "bad_input", str(exc))
         _print_answer(module.empty_answer(event))
         return EXIT_BAD_INPUT
-    deadline = time.monotonic() + BUDGET_S.get(event, DEFAULT_BUDGET_S)
+    # a little before the watchdog, so that an answer in time is the hook's own
+    deadline = started + budget * 0.9
     try:
         context = HookContext(agent, event, socket_path(explicit_socket), deadline, start)
         answer = handler(payload, context)
@@ -132,6 +176,11 @@ def run(argv: list[str]) -> int:
             kind = "connection"
         print(f"orcactl hook: orca memory skipped: {exc}", file=sys.stderr)
         record_failure(agent, event, kind, str(exc))
+        answer = module.empty_answer(event)
+    except Exception as exc:  # a hook never breaks the agent, nor shows a traceback
+        # the type only: an unexpected error's text might quote the turn
+        print(f"orcactl hook: orca memory skipped: {type(exc).__name__}", file=sys.stderr)
+        record_failure(agent, event, "internal", type(exc).__name__)
         answer = module.empty_answer(event)
     _print_answer(answer)
     return EXIT_OK
