@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from collections.abc import Iterator
 
 Span = tuple[int, int]
@@ -90,6 +91,8 @@ _PLACEHOLDER_NAMES = frozenset(
         "notasecret",
     }
 )
+_LONGEST_PLACEHOLDER_NAME = max(map(len, _PLACEHOLDER_NAMES))
+_PLACEHOLDER_MARK = re.compile("|".join(map(re.escape, _PLACEHOLDER_MARKS)))
 # References: a store, a file or another variable holds the value.
 _REFERENCE_PREFIXES = (
     "~/",
@@ -121,24 +124,31 @@ def shannon_entropy(value: str) -> float:
     length = len(value)
     if length == 0:
         return 0.0
-    counts: dict[str, int] = {}
-    for char in value:
-        counts[char] = counts.get(char, 0) + 1
-    return -sum(n / length * math.log2(n / length) for n in counts.values())
+    # H = log2(L) - sum(n log2 n) / L, with n log2 n looked up: this runs for every value
+    counts = Counter(value).values()
+    if length < len(_N_LOG_N):
+        total = sum(map(_N_LOG_N.__getitem__, counts))
+    else:
+        total = sum(n * math.log2(n) for n in counts)
+    return math.log2(length) - total / length
+
+
+_N_LOG_N = [0.0] + [n * math.log2(n) for n in range(1, 1025)]
+
+
+_CLASSES = (
+    frozenset("abcdefghijklmnopqrstuvwxyz"),
+    frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ"),
+    frozenset("0123456789"),
+)
 
 
 def character_classes(value: str) -> int:
-    lower = upper = digit = other = 0
-    for char in value:
-        if "a" <= char <= "z":
-            lower = 1
-        elif "A" <= char <= "Z":
-            upper = 1
-        elif "0" <= char <= "9":
-            digit = 1
-        else:
-            other = 1
-    return lower + upper + digit + other
+    """How many of lower case, upper case, digits and other characters `value` holds."""
+    present = set(value)
+    found = [not present.isdisjoint(kind) for kind in _CLASSES]
+    other = len(present) > sum(len(present & kind) for kind in _CLASSES)
+    return sum(found) + other
 
 
 def is_placeholder(value: str) -> bool:
@@ -146,8 +156,10 @@ def is_placeholder(value: str) -> bool:
     if not value or value[0] in "$<{%*[(`?-" or len(set(value)) <= 2:
         return True
     lowered = value.lower()
-    if any(mark in lowered for mark in _PLACEHOLDER_MARKS):
+    if _PLACEHOLDER_MARK.search(lowered) is not None:
         return True
+    if len(value) > _LONGEST_PLACEHOLDER_NAME * 2:  # separators at most double a name
+        return False
     return "".join(char for char in lowered if char.isalnum()) in _PLACEHOLDER_NAMES
 
 
