@@ -4,6 +4,7 @@ shaped as Claude Code writes them (thinking, tool use, sidechains, reminders, co
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import threading
@@ -398,6 +399,71 @@ def test_garbage_stdin_is_one_line_exit_one_and_no_output(orca_env: OrcaEnv, std
     status, stdout, stderr = _finish(process, 30.0)
     assert (status, stdout) == (1, "")
     assert len(stderr.strip().splitlines()) == 1 and stderr.startswith("orcactl hook:")
+
+
+def test_a_transcript_path_that_is_not_a_string_is_a_problem_not_a_crash(
+    tmp_path: Path, orca_env: OrcaEnv
+) -> None:
+    log = _transcript(tmp_path)
+    # an integer would be a file descriptor to open()
+    payload = {**_common(log, "Stop", stop_hook_active=False), "transcript_path": 1}
+    run = run_hook(orca_env, "claude-code", "Stop", payload, extra_args=("--no-start",))
+    assert (run.status, run.stdout) == (0, "")
+    failures = (orca_env.memory_root / "agent-hooks.jsonl").read_text().splitlines()
+    kinds = [json.loads(line)["kind"] for line in failures]
+    assert "transcript" in kinds and "internal" not in kinds
+
+
+@pytest.mark.parametrize("kind", ["fifo", "directory", "dev-zero", "symlink-loop", "200MB"])
+def test_a_transcript_that_is_no_regular_file_or_too_big_ends_in_time(
+    tmp_path: Path, orca_env: OrcaEnv, kind: str
+) -> None:
+    path = tmp_path / "transcript.jsonl"
+    if kind == "fifo":
+        os.mkfifo(path)  # no writer ever comes: a blocking open would wait forever
+    elif kind == "directory":
+        path.mkdir()
+    elif kind == "dev-zero":
+        path = Path("/dev/zero")
+    elif kind == "symlink-loop":
+        path.symlink_to(tmp_path / "loop")
+        (tmp_path / "loop").symlink_to(path)
+    else:
+        with path.open("wb") as handle:
+            handle.truncate(200 * 1024 * 1024)  # sparse: 200 MB without the disk
+    log = _transcript(tmp_path)
+    payload = {**_common(log, "Stop", stop_hook_active=False), "transcript_path": str(path)}
+    started = time.monotonic()
+    run = run_hook(orca_env, "claude-code", "Stop", payload, extra_args=("--no-start",), timeout=30)
+    assert time.monotonic() - started < 10.0
+    assert (run.status, run.stdout) == (0, "")
+    failures = (orca_env.memory_root / "agent-hooks.jsonl").read_text().splitlines()
+    reasons = [json.loads(line)["message"] for line in failures]
+    assert any(str(path) in reason for reason in reasons), reasons
+
+
+def test_a_transcript_line_still_being_written_is_read_once_complete(
+    tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess
+) -> None:
+    log = _transcript(tmp_path)
+    log.user("Remember that we use pnpm.")
+    line = json.dumps(
+        {
+            "type": "assistant",
+            "isSidechain": False,
+            "message": {"role": "assistant", "content": [{"type": "text", "text": "Noted."}]},
+        }
+    ).encode()
+    log.append_raw(line[:40])  # Claude Code is in the middle of writing the final entry
+    process = _spawn_hook(orca_env, "Stop")
+    process.stdin.write(json.dumps(_common(log, "Stop", stop_hook_active=False)).encode())  # type: ignore[union-attr]
+    process.stdin.close()  # type: ignore[union-attr]
+    time.sleep(0.3)
+    log.append_raw(line[40:] + b"\n")
+    status, stdout, stderr = _finish(process, 30.0)
+    assert (status, stdout, stderr) == (0, "", "")
+    jobs = _jobs(daemon)
+    assert len(jobs) == 1
 
 
 @pytest.mark.slow

@@ -75,7 +75,13 @@ def _final_turn(payload: dict[str, Any], context: HookContext) -> transcript.Tur
     path = payload.get("transcript_path")
     deadline = time.monotonic() + min(FINAL_ENTRY_WAIT_S, max(0.0, context.remaining() / 4))
     while True:
-        turns = _turns(path)
+        try:
+            turns = _turns(path)
+        except transcript.PartialLine:  # the agent is still writing: read it again shortly
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(FINAL_ENTRY_POLL_S)
+            continue
         if not turns:
             return None
         if turns[-1].assistant or turns[-1].api_error or time.monotonic() >= deadline:

@@ -55,9 +55,15 @@ def _final_turn(payload: dict[str, Any], context: HookContext) -> transcript.Tur
     turn_id = text_field(payload, "turn_id")
     deadline = time.monotonic() + min(FINAL_ENTRY_WAIT_S, max(0.0, context.remaining() / 4))
     while True:
-        turn = transcript.codex_turn(
-            transcript.read_transcript(payload.get("transcript_path")), turn_id
-        )
+        try:
+            turn = transcript.codex_turn(
+                transcript.read_transcript(payload.get("transcript_path")), turn_id
+            )
+        except transcript.PartialLine:  # the agent is still writing: read it again shortly
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(FINAL_ENTRY_POLL_S)
+            continue
         if turn.assistant or turn.api_error or turn.aborted or time.monotonic() >= deadline:
             return turn
         time.sleep(FINAL_ENTRY_POLL_S)

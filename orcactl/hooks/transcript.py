@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
+import stat
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -44,6 +46,10 @@ class TranscriptProblem(Exception):
         self.reason = reason
 
 
+class PartialLine(TranscriptProblem):
+    """The last line is still being written: the same read a moment later may succeed."""
+
+
 class Turn:
     """One root turn as the transcript records it."""
 
@@ -57,21 +63,35 @@ class Turn:
         self.aborted = False  # the user interrupted the turn
 
 
-def read_transcript(path: str | None) -> bytes:
+def read_transcript(path: object) -> bytes:
     """The transcript's bytes; TranscriptProblem when there is none or it is over the bound."""
     if not path:
         raise TranscriptProblem("the session has no persistent transcript")
+    if not isinstance(path, str):  # an integer would be opened as a file descriptor
+        raise TranscriptProblem("the hook input's transcript_path is not a string")
+    over = f"transcript {path} is over {TRANSCRIPT_MAX_BYTES // (1024 * 1024)} MiB"
     try:
-        with open(path, "rb") as handle:
-            data = handle.read(TRANSCRIPT_MAX_BYTES + 1)
+        # non-blocking: opening a FIFO must not wait for a writer that never comes
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
         raise TranscriptProblem(f"transcript {path} does not exist") from None
+    except (OSError, ValueError) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc)
+        raise TranscriptProblem(f"transcript {path} cannot be read: {reason}") from None
+    try:
+        status = os.fstat(descriptor)
+        if not stat.S_ISREG(status.st_mode):  # a directory, FIFO, socket or device
+            raise TranscriptProblem(f"transcript {path} is not a regular file")
+        if status.st_size > TRANSCRIPT_MAX_BYTES:
+            raise TranscriptProblem(over)
+        with os.fdopen(descriptor, "rb", closefd=False) as handle:
+            data = handle.read(TRANSCRIPT_MAX_BYTES + 1)
     except OSError as exc:
         raise TranscriptProblem(f"transcript {path} cannot be read: {exc.strerror}") from None
+    finally:
+        os.close(descriptor)
     if len(data) > TRANSCRIPT_MAX_BYTES:
-        raise TranscriptProblem(
-            f"transcript {path} is over {TRANSCRIPT_MAX_BYTES // (1024 * 1024)} MiB"
-        )
+        raise TranscriptProblem(over)
     return data
 
 
@@ -91,7 +111,9 @@ def _entries(data: bytes, wanted: tuple[bytes, ...]) -> list[dict[str, Any]]:
             continue
         try:
             entry = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
+            if number == unterminated:
+                raise PartialLine("transcript its last line is not complete JSON") from None
             where = "its last line" if number >= len(lines) - 1 else f"line {number}"
             raise TranscriptProblem(f"transcript {where} is not complete JSON") from None
         if isinstance(entry, dict):
