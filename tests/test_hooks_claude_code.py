@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from orcactl.hooks import transcript
+from orcactl.hooks import failures, transcript
 from tests.harness import DaemonProcess, OrcaEnv
 from tests.hook_helpers import ORCACTL, ClaudeTranscript, run_hook
 
@@ -526,3 +526,21 @@ def test_the_answer_is_ascii_json_whatever_the_locale(
     )
     assert (run.status, run.stderr) == (0, "")
     assert run.stdout.isascii() and "app → CDN → 世界" in run.context
+
+
+def test_the_hook_problem_file_is_private_bounded_and_holds_short_lines(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ORCA_HOME", str(tmp_path / "home"))
+    path = failures.failures_path()
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"x" * (3 * 1024 * 1024) + b"\n")  # left by an older orcactl, world-readable
+    path.chmod(0o644)
+    huge_cwd = "/" + "d" * 100_000
+    for _ in range(300):
+        failures.record_failure("claude-code", "Stop", "bad_input", f"cwd {huge_cwd!r} is bad")
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert path.stat().st_size <= failures.FAILURES_MAX_BYTES + 1024
+    recorded = failures.read_failures()
+    assert recorded and all(len(f["message"]) <= failures.MESSAGE_MAX_CHARS for f in recorded)
+    assert not list(path.parent.glob("*.tmp"))

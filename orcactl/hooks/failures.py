@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
 FAILURES_FILE = "agent-hooks.jsonl"
 FAILURES_MAX_BYTES = 64 * 1024  # past this the older half is dropped
+MESSAGE_MAX_CHARS = 300  # a message naming an agent-given path or cwd stays one short line
 FAILURES_SHOWN = 5
 
 
@@ -35,28 +36,39 @@ def failures_path() -> Path:
 def record_failure(agent: str, event: str, kind: str, message: str) -> None:
     """Append one problem; a failure to record is itself ignored (the hook already told stderr)."""
     at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    line = json.dumps({"at": at, "agent": agent, "event": event, "kind": kind, "message": message})
+    if len(message) > MESSAGE_MAX_CHARS:
+        message = message[: MESSAGE_MAX_CHARS - 3] + "..."
+    fields = {"at": at, "agent": agent[:40], "event": event[:40], "kind": kind, "message": message}
+    line = json.dumps(fields)
     path = failures_path()
     try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW
+        descriptor = os.open(path, flags, 0o600)
+        os.fchmod(descriptor, 0o600)  # private even when an older file was not
         with os.fdopen(descriptor, "a", encoding="utf-8") as handle:
             handle.write(line + "\n")
             size = handle.tell()
         if size > FAILURES_MAX_BYTES:
-            _trim(path)
+            _trim(path, size)
     except OSError:
         pass
 
 
-def _trim(path: Path) -> None:
-    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-    kept = "\n".join(lines[len(lines) // 2 :]) + "\n"
-    temporary = path.with_name(path.name + ".tmp")
-    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-        handle.write(kept)
-    os.replace(temporary, path)
+def _trim(path: Path, size: int) -> None:
+    """Keep the newest whole lines of the last half of the bound (the file may be far larger)."""
+    with path.open("rb") as handle:
+        handle.seek(size - FAILURES_MAX_BYTES // 2)
+        tail = handle.read(FAILURES_MAX_BYTES // 2)
+    kept = tail.partition(b"\n")[2]  # the first line read is cut
+    temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(kept)
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
 
 
 def read_failures(path: Path | None = None) -> list[dict[str, Any]]:
