@@ -1,16 +1,21 @@
 """Redaction throughput in MB/s, next to two plain-text baselines measured in the same run.
 
 Run: python bench/redaction.py
+     python bench/redaction.py --against REV   # also the detector of git revision REV, on the
+                                               # same inputs, timed alternately with this one
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import random
 import re
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 import typing
 from collections.abc import Callable
@@ -93,9 +98,59 @@ def measure_redaction(repeats: int = 7) -> dict[str, float]:
     return results
 
 
+DETECTOR_FILES = ("secrets.py", "secret_tokens.py", "secret_values.py")
+
+
+def load_detector(revision: str) -> typing.Any:
+    """The secret detector as it was at `revision`, imported under its own package name."""
+    package = "orcad_at_" + re.sub(r"\W", "_", revision)
+    directory = Path(tempfile.mkdtemp()) / package
+    directory.mkdir()
+    (directory / "__init__.py").write_text("", encoding="utf-8")
+    for name in DETECTOR_FILES:
+        shown = subprocess.run(
+            ["git", "show", f"{revision}:orcad/{name}"], cwd=ROOT, capture_output=True, text=True
+        )
+        if shown.returncode == 0:  # older revisions have the detector in one file
+            source = shown.stdout.replace("from orcad.secret", f"from {package}.secret")
+            (directory / name).write_text(source, encoding="utf-8")
+    sys.path.insert(0, str(directory.parent))
+    spec = importlib.util.spec_from_file_location(f"{package}.secrets", directory / "secrets.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def compare(revision: str, repeats: int) -> None:
+    """MB/s of this detector and of `revision`'s on the same inputs; medians of alternate runs."""
+    baseline = load_detector(revision)
+    inputs = {
+        "corpus": corpus_text(),
+        "mixed_with_secrets": mixed_text(MEGABYTE, with_secrets=True),
+        "mixed_no_secrets": mixed_text(MEGABYTE, with_secrets=False),
+    }
+    print(f"\nagainst {revision}: medians of {repeats} alternate runs")
+    print(f"{'input':20} {revision:>12} {'now':>10} {'now/then time':>14}")
+    for name, text in inputs.items():
+        megabytes = len(text.encode("utf-8")) / MEGABYTE
+        then: list[float] = []
+        now: list[float] = []
+        for _ in range(repeats):
+            then.append(median_seconds(baseline.redact, text, 1))
+            now.append(median_seconds(redact, text, 1))
+        then_s, now_s = statistics.median(then), statistics.median(now)
+        print(
+            f"{name:20} {megabytes / then_s:10.1f}/s {megabytes / now_s:8.1f}/s"
+            f" {now_s / then_s:13.2f}x"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--against", metavar="REV", help="also time the detector of git REV")
     arguments = parser.parse_args()
     results = measure_redaction(arguments.repeats)
     print(f"redaction throughput, median of {arguments.repeats} runs")
@@ -109,6 +164,8 @@ def main() -> None:
             f" {results[f'{name}.lower_mb_s']:7.1f}/s {results[f'{name}.redact_over_split']:13.2f}"
             f" {results[f'{name}.redact_over_lower']:13.3f}"
         )
+    if arguments.against:
+        compare(arguments.against, arguments.repeats * 3)
 
 
 if __name__ == "__main__":
