@@ -37,8 +37,9 @@ if __package__ in (None, ""):  # run as `python bench/<name>.py`: make the repos
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import percentile, rss_mib
-from bench.eval_data import FACTS, PROMPTS
-from bench.eval_recall import load_automatic, score
+from bench.eval_data import FACTS
+from bench.eval_data import PROMPTS as LABELLED
+from bench.eval_recall import load_automatic
 from orcad.capture import projections
 from orcad.deliberate.store import (
     DuplicateRecord,
@@ -55,6 +56,27 @@ from protocol.trio_client import open_client
 from tests.harness import DaemonProcess, OrcaEnv
 
 FETCH = 16  # what recall asks the deliberate search for (twice the record cap)
+PROMPTS = [(prompt, wanted) for _kind, prompt, wanted in LABELLED if wanted]
+
+
+def score(ranked: list[list[str]], expected: list[list[str]]) -> dict[str, float]:
+    """hit@6 and MRR of rankings against the ids that answer each prompt."""
+    hits = reciprocal = 0.0
+    for ranking, wanted in zip(ranked, expected, strict=True):
+        ranks = [position for position, item in enumerate(ranking, 1) if item in wanted]
+        hits += bool(ranks and ranks[0] <= 6)
+        reciprocal += 1.0 / ranks[0] if ranks else 0.0
+    return {"hit@6": round(hits / len(expected), 3), "mrr": round(reciprocal / len(expected), 3)}
+
+
+def wait_for_backfill(daemon: DaemonProcess, timeout: float = 600.0) -> None:
+    """Measure the steady state: every record embedded by the model in use."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        embedding = daemon.call("daemon.status", {}).embedding
+        if embedding is None or embedding.state != "ready" or not embedding.pending:
+            return
+        time.sleep(0.2)
 INDEX_FETCH = 12
 
 # Words developers write in memory records; drawn with a Zipf-like skew, so a few of them
@@ -246,13 +268,13 @@ async def concurrent_load(
 
 
 def run(sizes: list[int], requests: int, sessions: int, per_session: int,
-        progress: Callable[[str], None]) -> dict[str, Any]:
+        progress: Callable[[str], None], *, embedding: str = "builtin") -> dict[str, Any]:
     prompts = latency_prompts()
     report: dict[str, Any] = {"sizes": [], "prompts": len(prompts)}
     with tempfile.TemporaryDirectory(prefix="orcad-bench-recall-") as temp:
         root = Path(temp)
         orca = OrcaEnv(root)
-        orca.write_config("[extraction]\nworkers = 0\n")
+        orca.write_config(f'[extraction]\nworkers = 0\n[recall]\nembedding = "{embedding}"\n')
         workdir = root / "repo"
         workdir.mkdir()
         cwd = str(workdir)
@@ -266,6 +288,7 @@ def run(sizes: list[int], requests: int, sessions: int, per_session: int,
             progress(f"growing the deliberate database to {size} records")
             populator.grow_to(size)
             daemon.start()
+            wait_for_backfill(daemon)
             progress(f"measuring at {size} records")
             figures = measure(
                 daemon, cwd, database=orca.deliberate_db, project_dir=project_dir,
@@ -333,11 +356,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--sessions", type=int, default=64)
     parser.add_argument("--per-session", type=int, default=20)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--embedding", default="builtin",
+                        help='[recall] embedding for the daemon ("none": lexical, as before)')
     args = parser.parse_args(argv)
     configure_logging(sys.stderr, level=logging.WARNING)  # in-process ledger writes stay quiet
     sizes = [int(size) for size in args.sizes.split(",")]
     report = run(sizes, args.requests, args.sessions, args.per_session,
-                 lambda line: print(line, file=sys.stderr, flush=True))
+                 lambda line: print(line, file=sys.stderr, flush=True), embedding=args.embedding)
     if args.json:
         print(json.dumps(report, indent=2))
     else:

@@ -130,7 +130,7 @@ def load_matrix(
         return cached
     rows = connection.execute(
         "SELECT v.row_id, m.workspace_id, v.vector FROM memory_vectors AS v "
-        "JOIN memories AS m ON m.row_id = v.row_id WHERE v.model = ?",
+        "JOIN memories AS m ON m.row_id = v.row_id WHERE v.model = ? ORDER BY v.row_id",
         (model,),
     ).fetchall()
     matrix: npt.NDArray[np.float32] = np.zeros((0, 0), dtype=np.float32)
@@ -228,11 +228,12 @@ def hybrid_search(  # noqa: PLR0917 - one search's inputs
             best = best[np.isfinite(scores[best])]
             cosines = {int(matrix.row_ids[i]): float(scores[i]) for i in best}
             row_ids += [r for r in cosines if r not in row_ids]
-            # the lexical matches' own cosines, where they have a vector
-            positions = {int(r): i for i, r in enumerate(matrix.row_ids)}
+            # the lexical matches' own cosines, where they have a vector (row ids are sorted)
             for row_id in row_ids:
-                if row_id not in cosines and row_id in positions:
-                    cosines[row_id] = float(scores[positions[row_id]])
+                if row_id not in cosines:
+                    at = int(np.searchsorted(matrix.row_ids, row_id))
+                    if at < len(matrix.row_ids) and matrix.row_ids[at] == row_id:
+                        cosines[row_id] = float(scores[at])
     records = _records(connection, row_ids)
     found = [Found(records[row_id], cosines.get(row_id)) for row_id in row_ids if row_id in records]
     return HybridResult(found, list(chosen), counts, total)

@@ -19,7 +19,6 @@ from orcad.limits import STARTUP_PROJECT_MAX_BYTES, STARTUP_USER_MAX_BYTES
 from orcad.recall import rank
 from orcad.recall.automatic import ProjectMemorySearch
 from orcad.recall.embedding import Array, Embeddings
-from orcad.recall.select import stems
 from orcad.recall.service import Announcer, RecallService, SessionJobs, disabled_for_bare
 from orcad.recall.snapshots import SnapshotStore
 from orcad.rpc import claim_direct_answer
@@ -140,7 +139,7 @@ class DeliberateRecall:
                     key=item.record.id,
                     text=item.record.content,
                     recorded_at=item.record.updated_at,
-                    coverage=rank.coverage(stems(item.record.content), weights),
+                    coverage=rank.coverage(rank.text_stems(item.record.content), weights),
                     cosine=cosines[item.record.id],
                 )
                 for item in found.found

@@ -70,9 +70,15 @@ def coverage(text_stems: Iterable[str], weights: Mapping[str, float]) -> float:
     return sum(weights.get(token, 0.0) for token in set(text_stems)) / total
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=16384)
+def text_stems(text: str) -> frozenset[str]:
+    """The stems of a stored text (cached: the same records come back prompt after prompt)."""
+    return frozenset(stems(text))
+
+
+@functools.lru_cache(maxsize=16384)
 def significant_stems(text: str) -> frozenset[str]:
-    return frozenset(token for token in stems(text) if not is_weak_term(token))
+    return frozenset(token for token in text_stems(text) if not is_weak_term(token))
 
 
 def near_duplicates(first: str, second: str) -> bool:
