@@ -1,9 +1,10 @@
 """Secret detection and redaction for text that may be stored or sent.
 
-Pure module: no I/O. Every rule is a literal-anchored regex (or a small scanner) so a
-scan is linear in the input; token rules are skipped outright when their trigger literal
-is absent from the text's long unbroken runs, so the common no-secret path is one pass to
-find those runs plus a few substring searches.
+Pure module: no I/O. The rules: token formats and other shaped secrets (`secret_formats`,
+with the token table in `secret_tokens`), `name = value` assignments (here), and credentials in
+plain words: flags, netrc, sentences (`secret_values`). Token rules are skipped outright when
+their trigger literal is absent from the text's long unbroken runs, so the common no-secret path
+is one pass to find those runs plus a few substring searches.
 """
 
 from __future__ import annotations
@@ -12,15 +13,27 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
-from orcad.secret_tokens import ANCHORED_RULES, TOKEN_RULES, WORDY_RULES
+from orcad.secret_formats import (
+    DISCORD_BOT,
+    Finder,
+    Span,
+    anchored_finder,
+    every_match,
+    find_authorization,
+    find_azure_client_secret,
+    find_discord_bot,
+    find_private_keys,
+    find_putty_keys,
+    find_telegram,
+    find_url_credentials,
+    token_finder,
+)
+from orcad.secret_tokens import ANCHORED_RULES, TOKEN_RULES
 from orcad.secret_values import (
-    WORD_LIKE,
-    character_classes,
     find_credential_flags,
     find_netrc_passwords,
     find_stated_passwords,
     is_credential_literal,
-    is_placeholder,
     looks_random,
 )
 
@@ -34,12 +47,7 @@ class SecretMatch:
     end: int
 
 
-Span = tuple[int, int]
-# A finder gets the original text and its ASCII-lowered twin (same length) and yields spans.
-Finder = Callable[[str, str], Iterator[Span]]
-
 _ASCII_LOWER = {code: code + 32 for code in range(ord("A"), ord("Z") + 1)}
-_ALNUM = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
 
 
 def _lowered(text: str) -> str:
@@ -47,96 +55,6 @@ def _lowered(text: str) -> str:
     if len(lowered) != len(text):  # a few code points lower to two; keep offsets aligned
         lowered = text.translate(_ASCII_LOWER)
     return lowered
-
-
-def _every_match(pattern: re.Pattern[str], text: str) -> Iterator[re.Match[str]]:
-    """The leftmost match at every start, so a rejected match cannot hide one inside it."""
-    position = 0
-    while (match := pattern.search(text, position)) is not None:
-        yield match
-        position = match.start() + 1
-
-
-def _starts_word(text: str, start: int) -> bool:
-    return start == 0 or text[start - 1] not in _ALNUM
-
-
-def _ends_word(text: str, end: int) -> bool:
-    return end == len(text) or text[end] not in _ALNUM
-
-
-# ---------------------------------------------------------------- token formats
-def _token_finder(name: str, triggers: tuple[str, ...], pattern: str, bounded: bool) -> Finder:
-    # The start boundary (no letter, digit, - or _ before) is checked right after the first
-    # literal, which keeps the fast prefix search and stops rescans inside runs like xoxb-xoxb-.
-    if bounded:
-        if not pattern[0].isalnum():
-            raise ValueError(f"bounded token pattern must start with a literal: {pattern}")
-        first = pattern[0]
-        pattern = f"{first}(?<![A-Za-z0-9_\\-]{first}){pattern[1:]}"
-    compiled = re.compile(pattern)
-    wordy = name in WORDY_RULES
-    group = 1 if compiled.groups else 0  # a group marks the secret inside its context
-
-    def find(text: str, lowered: str) -> Iterator[Span]:
-        for match in _every_match(compiled, text):
-            start, end = match.span(group)
-            if bounded and not (_starts_word(text, start) and _ends_word(text, end)):
-                continue
-            if wordy and WORD_LIKE.match(text, start, end):
-                continue  # kebab-case names such as sk-some-long-flag-name
-            if _is_example_token(text, start, end):
-                continue
-            yield start, end
-
-    return find
-
-
-def _is_example_token(text: str, start: int, end: int) -> bool:
-    """Documentation's stand-ins: lin_api_XXXXXXXX..., AKIAIOSFODNN7EXAMPLE."""
-    tail = text[max(start, end - 16) : end]
-    return len(set(tail)) < 5 or "EXAMPLE" in text[start:end].upper()
-
-
-# ----------------------------------------------------------- private key blocks
-_KEY_BEGIN = re.compile(r"-----BEGIN ((?:[A-Z0-9]{1,12} ){0,3}PRIVATE KEY(?: BLOCK)?)-----")
-# A cut-off block (no END line) still loses its base64 body: lines of key material.
-_KEY_BODY = re.compile(r"(?:(?:\\[nr]|[ \t\r\n])+[A-Za-z0-9+/=]{16,})*")
-
-
-def _find_private_keys(text: str, lowered: str) -> Iterator[Span]:
-    if "PRIVATE KEY" not in text:
-        return
-    position = 0
-    unterminated: set[str] = set()  # labels with no END after some point never get one later
-    while (begin := _KEY_BEGIN.search(text, position)) is not None:
-        end_marker = f"-----END {begin.group(1)}-----"
-        end_at = -1 if end_marker in unterminated else text.find(end_marker, begin.end())
-        if end_at < 0:
-            unterminated.add(end_marker)
-        if end_at >= 0:
-            stop = end_at + len(end_marker)
-        else:
-            body = _KEY_BODY.match(text, begin.end())
-            stop = body.end() if body is not None else begin.end()
-        yield begin.start(), stop
-        position = stop
-
-
-# ----------------------------------------------------- credentials inside URLs
-_URL_USERINFO = re.compile(r"://([^\s/?#@:\[\]\"'<>]{0,256}):([^\s/?#@\[\]\"'<>]{1,256})@")
-_SCHEME_TAIL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]{0,31}\Z")
-
-
-def _find_url_credentials(text: str, lowered: str) -> Iterator[Span]:
-    if "://" not in text:
-        return
-    for match in _every_match(_URL_USERINFO, text):
-        if _SCHEME_TAIL.search(text, max(0, match.start() - 32), match.start()) is None:
-            continue
-        password = match.group(2)
-        if not is_placeholder(password):
-            yield match.span(2)
 
 
 # ------------------------------------------------- key = value style assignments
@@ -179,7 +97,7 @@ def _assignment_finder(keyword: str, pattern: str) -> Finder:
     def find(text: str, lowered: str) -> Iterator[Span]:
         if keyword not in lowered:
             return
-        for match in _every_match(compiled, lowered):
+        for match in every_match(compiled, lowered):
             if keyword == "key" and not _KEY_QUALIFIER.search(
                 lowered, max(0, match.start() - 16), match.start()
             ):
@@ -223,106 +141,10 @@ _ANNOTATED_DEFAULT = re.compile(
 def _find_aws_secret(text: str, lowered: str) -> Iterator[Span]:
     if "access" not in lowered:
         return
-    for match in _every_match(_AWS_SECRET, lowered):
+    for match in every_match(_AWS_SECRET, lowered):
         start, end = match.span(1)
         if looks_random(text[start:end]):
             yield start, end
-
-
-# --------------------------------------------------------- authorization headers
-_BEARER = re.compile(r"bearer[ \t]{1,8}([a-z0-9\-._~+/]{16,1024}=*)(?![a-z0-9\-._~+/=])")
-_BASIC = re.compile(r"authorization\"?[ \t]*[:=][ \t]*\"?basic[ \t]{1,8}([a-z0-9+/]{8,1024}={0,2})")
-
-
-def _find_authorization(text: str, lowered: str) -> Iterator[Span]:
-    if "bearer" in lowered:
-        for match in _every_match(_BEARER, lowered):
-            start, end = match.span(1)
-            value = text[start:end]
-            if looks_random(value) or value.count(".") == 2:
-                yield start, end
-    if "basic" in lowered:
-        for match in _every_match(_BASIC, lowered):
-            start, end = match.span(1)
-            value = text[start:end]
-            if not WORD_LIKE.match(value) and character_classes(value) >= 2:
-                yield start, end
-
-
-# ------------------------------------------------------------- special formats
-_TELEGRAM = re.compile(r":AA[A-Za-z0-9_\-]{33}(?![A-Za-z0-9_\-])")
-_DISCORD_BOT = re.compile(r"[MNO][A-Za-z0-9_\-]{23,27}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,40}")
-
-
-def _find_telegram(text: str, lowered: str) -> Iterator[Span]:
-    if ":AA" not in text:
-        return
-    for match in _every_match(_TELEGRAM, text):
-        start = match.start()
-        digits = start
-        while digits > 0 and start - digits < 11 and text[digits - 1].isdigit():
-            digits -= 1
-        if 8 <= start - digits <= 10 and _starts_word(text, digits):
-            yield digits, match.end()
-
-
-def _find_discord_bot(text: str, lowered: str) -> Iterator[Span]:
-    for match in _every_match(_DISCORD_BOT, text):
-        start, end = match.span()
-        if (
-            _starts_word(text, start)
-            and _ends_word(text, end)
-            and _encodes_snowflake(match.group())
-        ):
-            yield start, end
-
-
-# Characters base64 can produce at positions 0..3 of a group encoding three ASCII digits.
-_BASE64_OF_DIGITS = ("MNO", "DTjz", "AEIMQUYcgk", "wxyz012345")
-
-
-def _encodes_snowflake(token: str) -> bool:
-    # the first part is the bot's numeric id in base64, so it decodes to ASCII digits
-    return all(token[index] in _BASE64_OF_DIGITS[index % 4] for index in range(16))
-
-
-def _anchored_finder(literal: str, head: int, pattern: str) -> Finder:
-    compiled = re.compile(pattern)
-
-    def find(text: str, lowered: str) -> Iterator[Span]:
-        at = text.find(literal, head)
-        while at >= 0:
-            match = compiled.match(text, at - head)
-            if match is not None and not _is_example_token(text, *match.span()):
-                yield match.span()
-            at = text.find(literal, at + 1)
-
-    return find
-
-
-# Azure AD client secrets hold a `~`, which no long run does, so a token gate cannot open them.
-_AZURE_CLIENT_SECRET = re.compile(
-    r"(?<![A-Za-z0-9_~.\-])[A-Za-z0-9_~.]{3}[0-9]Q~[A-Za-z0-9_~.\-]{31,34}(?![A-Za-z0-9_~.\-])"
-)
-_PUTTY_KEY = re.compile(
-    r"PuTTY-User-Key-File-[23]:[^\n]{0,200}\n(?:[^\n]{0,200}\n){0,80}?Private-MAC: ?[0-9a-f]{40,64}"
-)
-
-
-def _find_azure_client_secret(text: str, lowered: str) -> Iterator[Span]:
-    # one memchr pass for "~" (rare in prose and code) beats a two-character substring search
-    tilde = text.find("~", 4)
-    while tilde >= 0:
-        if text[tilde - 1] == "Q":
-            match = _AZURE_CLIENT_SECRET.match(text, tilde - 5)
-            if match is not None:
-                yield match.span()
-        tilde = text.find("~", tilde + 1)
-
-
-def _find_putty_keys(text: str, lowered: str) -> Iterator[Span]:
-    for match in _PUTTY_KEY.finditer(text):
-        yield match.span()
 
 
 # ------------------------------------------------------------------ rule table
@@ -384,22 +206,22 @@ _ASSIGNMENT_FINDERS = tuple(
     _assignment_finder(keyword, pattern) for keyword, pattern in _ASSIGNMENT_KEYWORDS
 )
 _RULES: tuple[tuple[str, Finder, Gate], ...] = (
-    ("private_key_block", _find_private_keys, _always),
+    ("private_key_block", find_private_keys, _always),
     *(
-        (name, _token_finder(name, triggers, pattern, bounded), _token_gate(triggers, pattern))
+        (name, token_finder(name, triggers, pattern, bounded), _token_gate(triggers, pattern))
         for name, triggers, pattern, bounded in TOKEN_RULES
     ),
-    ("telegram_bot_token", _find_telegram, _always),
-    ("discord_bot_token", _find_discord_bot, lambda runs: _DISCORD_BOT.search(runs) is not None),
+    ("telegram_bot_token", find_telegram, _always),
+    ("discord_bot_token", find_discord_bot, lambda runs: DISCORD_BOT.search(runs) is not None),
     *(
-        (name, _anchored_finder(literal, head, pattern), _any_trigger((literal,)))
+        (name, anchored_finder(literal, head, pattern), _any_trigger((literal,)))
         for name, literal, head, pattern in ANCHORED_RULES
     ),
-    ("azure_ad_client_secret", _find_azure_client_secret, _always),
-    ("putty_private_key", _find_putty_keys, _any_trigger(("PuTTY-User-Key-File-",))),
-    ("url_credentials", _find_url_credentials, _always),
+    ("azure_ad_client_secret", find_azure_client_secret, _always),
+    ("putty_private_key", find_putty_keys, _any_trigger(("PuTTY-User-Key-File-",))),
+    ("url_credentials", find_url_credentials, _always),
     ("aws_secret_access_key", _find_aws_secret, _always),
-    ("authorization_header", _find_authorization, _always),
+    ("authorization_header", find_authorization, _always),
     *(("credential_assignment", finder, _always) for finder in _ASSIGNMENT_FINDERS),
     ("password_flag", find_credential_flags, _always),
     ("netrc_password", find_netrc_passwords, _always),

@@ -13,6 +13,7 @@ PURE_MODULES = [
     "orcad.limits",
     "orcad.query",
     "orcad.secrets",
+    "orcad.secret_formats",
     "orcad.secret_tokens",
     "orcad.secret_values",
     "orcad.capture.output",

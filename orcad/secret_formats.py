@@ -1,0 +1,208 @@
+"""Secret formats with a shape of their own: provider tokens, private key blocks, URL userinfo,
+Authorization headers, bot tokens. Each finder gets the text and its ASCII-lowered twin (same
+length) and yields the spans of what it finds.
+
+Pure module: no I/O. Every rule is a literal-anchored regex (or a small scanner), so a scan is
+linear in the input.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+
+from orcad.secret_tokens import WORDY_RULES
+from orcad.secret_values import WORD_LIKE, character_classes, is_placeholder, looks_random
+
+Span = tuple[int, int]
+# A finder gets the original text and its ASCII-lowered twin (same length) and yields spans.
+Finder = Callable[[str, str], Iterator[Span]]
+
+
+_ALNUM = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+
+
+def every_match(pattern: re.Pattern[str], text: str) -> Iterator[re.Match[str]]:
+    """The leftmost match at every start, so a rejected match cannot hide one inside it."""
+    position = 0
+    while (match := pattern.search(text, position)) is not None:
+        yield match
+        position = match.start() + 1
+
+
+def _starts_word(text: str, start: int) -> bool:
+    return start == 0 or text[start - 1] not in _ALNUM
+
+
+def _ends_word(text: str, end: int) -> bool:
+    return end == len(text) or text[end] not in _ALNUM
+
+
+# ---------------------------------------------------------------- token formats
+def token_finder(name: str, triggers: tuple[str, ...], pattern: str, bounded: bool) -> Finder:
+    # The start boundary (no letter, digit, - or _ before) is checked right after the first
+    # literal, which keeps the fast prefix search and stops rescans inside runs like xoxb-xoxb-.
+    if bounded:
+        if not pattern[0].isalnum():
+            raise ValueError(f"bounded token pattern must start with a literal: {pattern}")
+        first = pattern[0]
+        pattern = f"{first}(?<![A-Za-z0-9_\\-]{first}){pattern[1:]}"
+    compiled = re.compile(pattern)
+    wordy = name in WORDY_RULES
+    group = 1 if compiled.groups else 0  # a group marks the secret inside its context
+
+    def find(text: str, lowered: str) -> Iterator[Span]:
+        for match in every_match(compiled, text):
+            start, end = match.span(group)
+            if bounded and not (_starts_word(text, start) and _ends_word(text, end)):
+                continue
+            if wordy and WORD_LIKE.match(text, start, end):
+                continue  # kebab-case names such as sk-some-long-flag-name
+            if is_example_token(text, start, end):
+                continue
+            yield start, end
+
+    return find
+
+
+def is_example_token(text: str, start: int, end: int) -> bool:
+    """Documentation's stand-ins: lin_api_XXXXXXXX..., AKIAIOSFODNN7EXAMPLE."""
+    tail = text[max(start, end - 16) : end]
+    return len(set(tail)) < 5 or "EXAMPLE" in text[start:end].upper()
+
+
+# ----------------------------------------------------------- private key blocks
+_KEY_BEGIN = re.compile(r"-----BEGIN ((?:[A-Z0-9]{1,12} ){0,3}PRIVATE KEY(?: BLOCK)?)-----")
+# A cut-off block (no END line) still loses its base64 body: lines of key material.
+_KEY_BODY = re.compile(r"(?:(?:\\[nr]|[ \t\r\n])+[A-Za-z0-9+/=]{16,})*")
+
+
+def find_private_keys(text: str, lowered: str) -> Iterator[Span]:
+    if "PRIVATE KEY" not in text:
+        return
+    position = 0
+    unterminated: set[str] = set()  # labels with no END after some point never get one later
+    while (begin := _KEY_BEGIN.search(text, position)) is not None:
+        end_marker = f"-----END {begin.group(1)}-----"
+        end_at = -1 if end_marker in unterminated else text.find(end_marker, begin.end())
+        if end_at < 0:
+            unterminated.add(end_marker)
+        if end_at >= 0:
+            stop = end_at + len(end_marker)
+        else:
+            body = _KEY_BODY.match(text, begin.end())
+            stop = body.end() if body is not None else begin.end()
+        yield begin.start(), stop
+        position = stop
+
+
+# ----------------------------------------------------- credentials inside URLs
+_URL_USERINFO = re.compile(r"://([^\s/?#@:\[\]\"'<>]{0,256}):([^\s/?#@\[\]\"'<>]{1,256})@")
+_SCHEME_TAIL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]{0,31}\Z")
+
+
+def find_url_credentials(text: str, lowered: str) -> Iterator[Span]:
+    if "://" not in text:
+        return
+    for match in every_match(_URL_USERINFO, text):
+        if _SCHEME_TAIL.search(text, max(0, match.start() - 32), match.start()) is None:
+            continue
+        password = match.group(2)
+        if not is_placeholder(password):
+            yield match.span(2)
+
+
+# --------------------------------------------------------- authorization headers
+_BEARER = re.compile(r"bearer[ \t]{1,8}([a-z0-9\-._~+/]{16,1024}=*)(?![a-z0-9\-._~+/=])")
+_BASIC = re.compile(r"authorization\"?[ \t]*[:=][ \t]*\"?basic[ \t]{1,8}([a-z0-9+/]{8,1024}={0,2})")
+
+
+def find_authorization(text: str, lowered: str) -> Iterator[Span]:
+    if "bearer" in lowered:
+        for match in every_match(_BEARER, lowered):
+            start, end = match.span(1)
+            value = text[start:end]
+            if looks_random(value) or value.count(".") == 2:
+                yield start, end
+    if "basic" in lowered:
+        for match in every_match(_BASIC, lowered):
+            start, end = match.span(1)
+            value = text[start:end]
+            if not WORD_LIKE.match(value) and character_classes(value) >= 2:
+                yield start, end
+
+
+# ------------------------------------------------------------- special formats
+_TELEGRAM = re.compile(r":AA[A-Za-z0-9_\-]{33}(?![A-Za-z0-9_\-])")
+DISCORD_BOT = re.compile(r"[MNO][A-Za-z0-9_\-]{23,27}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,40}")
+
+
+def find_telegram(text: str, lowered: str) -> Iterator[Span]:
+    if ":AA" not in text:
+        return
+    for match in every_match(_TELEGRAM, text):
+        start = match.start()
+        digits = start
+        while digits > 0 and start - digits < 11 and text[digits - 1].isdigit():
+            digits -= 1
+        if 8 <= start - digits <= 10 and _starts_word(text, digits):
+            yield digits, match.end()
+
+
+def find_discord_bot(text: str, lowered: str) -> Iterator[Span]:
+    for match in every_match(DISCORD_BOT, text):
+        start, end = match.span()
+        if (
+            _starts_word(text, start)
+            and _ends_word(text, end)
+            and _encodes_snowflake(match.group())
+        ):
+            yield start, end
+
+
+# Characters base64 can produce at positions 0..3 of a group encoding three ASCII digits.
+_BASE64_OF_DIGITS = ("MNO", "DTjz", "AEIMQUYcgk", "wxyz012345")
+
+
+def _encodes_snowflake(token: str) -> bool:
+    # the first part is the bot's numeric id in base64, so it decodes to ASCII digits
+    return all(token[index] in _BASE64_OF_DIGITS[index % 4] for index in range(16))
+
+
+def anchored_finder(literal: str, head: int, pattern: str) -> Finder:
+    compiled = re.compile(pattern)
+
+    def find(text: str, lowered: str) -> Iterator[Span]:
+        at = text.find(literal, head)
+        while at >= 0:
+            match = compiled.match(text, at - head)
+            if match is not None and not is_example_token(text, *match.span()):
+                yield match.span()
+            at = text.find(literal, at + 1)
+
+    return find
+
+
+# Azure AD client secrets hold a `~`, which no long run does, so a token gate cannot open them.
+_AZURE_CLIENT_SECRET = re.compile(
+    r"(?<![A-Za-z0-9_~.\-])[A-Za-z0-9_~.]{3}[0-9]Q~[A-Za-z0-9_~.\-]{31,34}(?![A-Za-z0-9_~.\-])"
+)
+_PUTTY_KEY = re.compile(
+    r"PuTTY-User-Key-File-[23]:[^\n]{0,200}\n(?:[^\n]{0,200}\n){0,80}?Private-MAC: ?[0-9a-f]{40,64}"
+)
+
+
+def find_azure_client_secret(text: str, lowered: str) -> Iterator[Span]:
+    # one memchr pass for "~" (rare in prose and code) beats a two-character substring search
+    tilde = text.find("~", 4)
+    while tilde >= 0:
+        if text[tilde - 1] == "Q":
+            match = _AZURE_CLIENT_SECRET.match(text, tilde - 5)
+            if match is not None:
+                yield match.span()
+        tilde = text.find("~", tilde + 1)
+
+
+def find_putty_keys(text: str, lowered: str) -> Iterator[Span]:
+    for match in _PUTTY_KEY.finditer(text):
+        yield match.span()
