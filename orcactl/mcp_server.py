@@ -13,6 +13,7 @@ import argparse
 import json
 import os
 import secrets
+import shlex
 import sys
 import threading
 from typing import Annotated, Any, Literal
@@ -24,8 +25,8 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
 
-from orcactl.connect import connect
-from protocol.client import Client, DaemonUnavailable
+from orcactl.connect import CommandError, connect
+from protocol.client import Client, DaemonUnavailable, ProtocolViolation
 from protocol.errors import RemoteError
 
 WRITE_RULE = (
@@ -45,6 +46,9 @@ INSTRUCTIONS = (
     "on it. " + WRITE_RULE
 )
 
+# Calls that change nothing, so sending one again after a lost connection is harmless.
+READ_ONLY = frozenset({"memory.search", "recall", "session.open"})
+
 DECISIONS = {
     "allow_once": "Apply this change once",
     "allow_session": "Apply, and allow memory changes for the rest of this session",
@@ -62,7 +66,11 @@ class ApprovalChoice(BaseModel):
 
 
 class DaemonSession:
-    """The server's orcad session: opened on first use, opened again if it expired."""
+    """The server's orcad session: opened on first use, opened again if it expired.
+
+    Each tool call connects anew: an idle server holds no connection the daemon could evict at
+    its connection limit, and a daemon restarted between calls is simply reached again.
+    """
 
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
@@ -90,12 +98,25 @@ class DaemonSession:
     def call_blocking(self, method: str, params: dict[str, Any]) -> Any:
         with self._lock:
             try:
-                return self._call(method, params)
+                try:
+                    return self._call(method, params)
+                except (BrokenPipeError, ConnectionError) as exc:
+                    # Sending failed (nothing reached the daemon) or the call changes nothing:
+                    # once more on a new connection, to a daemon that restarted or closed ours.
+                    if not (isinstance(exc, BrokenPipeError) or method in READ_ONLY):
+                        raise
+                    self.close()
+                    return self._call(method, params)
+                finally:
+                    self.close()
             except RemoteError as exc:
                 raise ToolError(f"orca: {exc.error.message} ({exc.kind})") from None
-            except (OSError, DaemonUnavailable, msgspec.MsgspecError) as exc:
-                self.close()
+            except (CommandError, OSError, DaemonUnavailable, ProtocolViolation) as exc:
                 raise ToolError(f"orca: cannot reach orcad: {exc}") from None
+            except msgspec.MsgspecError as exc:
+                raise ToolError(
+                    f"orca: orcad sent an answer this server cannot read: {exc}"
+                ) from None
 
     def _call(self, method: str, params: dict[str, Any]) -> Any:
         if self._client is None:
@@ -129,10 +150,9 @@ def _supports_elicitation(ctx: Context) -> bool:
 
 
 def approve_command(session: DaemonSession, approval_id: str) -> str:
-    return (
-        f"orcactl memory approve {approval_id} --session-id {session.session_id} "
-        f"--cwd {session.cwd} --decision allow_once"
-    )
+    words = ["orcactl", "memory", "approve", approval_id, "--session-id", session.session_id]
+    words += ["--cwd", session.cwd, "--decision", "allow_once"]
+    return shlex.join(words)  # a directory with spaces or quotes stays one argument
 
 
 def build_server(session: DaemonSession) -> MCPServer:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -297,3 +298,51 @@ async def test_hooks_and_the_mcp_server_of_one_session_side_by_side(
             assert stop.status == 0 and stop.stderr == ""
     assert not (orca_env.memory_root / "agent-hooks.jsonl").exists()  # no stale_session anywhere
     assert len(_records(daemon, project)) == 3
+
+
+async def test_a_restarted_daemon_is_reached_again_without_a_tool_error(
+    tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess
+) -> None:
+    project = _project(tmp_path)
+    async with mcp_session(orca_env, project, "--mode", "auto") as session:
+        saved = await session.call_tool(
+            "memory_manage",
+            {"action": "save", "content": "We use pnpm", "kind": "fact", "is_global": False},
+        )
+        assert not saved.is_error, _text(saved)
+        await trio.to_thread.run_sync(daemon.restart)  # an upgrade, a crash and restart
+        found = await session.call_tool("memory_search", {"query": "pnpm"})
+        assert not found.is_error, _text(found)
+        assert "We use pnpm" in _text(found)
+        kept = await session.call_tool("remember", {"text": "The API lives under /v2"})
+        assert not kept.is_error, _text(kept)
+        await trio.to_thread.run_sync(daemon.restart)
+        forgot = await session.call_tool(
+            "memory_manage", {"action": "forget", "id": json.loads(_text(found))[0]["id"]}
+        )
+        assert not forgot.is_error, _text(forgot)
+    assert _records(daemon, project) == []
+
+
+async def test_the_approval_command_survives_a_directory_with_spaces_and_quotes(
+    tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess
+) -> None:
+    project = tmp_path / "my project's repo"
+    project.mkdir()
+    async with mcp_session(orca_env, project) as session:
+        result = await session.call_tool(
+            "memory_manage",
+            {"action": "save", "content": "We use pnpm", "kind": "fact", "is_global": False},
+        )
+        text = _text(result)
+        assert "Pending approval" in text, text
+        command = shlex.split(text[text.index("orcactl memory approve") :])
+        approved = await trio.run_process(
+            [ORCACTL, *command[1:]],
+            capture_stdout=True,
+            capture_stderr=True,
+            env=orca_env.env,
+            check=False,
+        )
+        assert approved.returncode == 0, approved.stderr
+    assert [r.content for r in _records(daemon, project)] == ["We use pnpm"]
