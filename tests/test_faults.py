@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 
 from orcactl.commands.doctor_faults import Finding, guarded
-from orcad.deliberate import store
+from orcad.deliberate import store, vectors
+from orcad.errors import StorageError
 from protocol.errors import RemoteError
 from tests.faults_helpers import fill_up, small_filesystem
 from tests.harness import DaemonProcess, OrcaEnv
@@ -79,6 +80,30 @@ def damage_a_page(path: Path, page: int) -> None:
     start_at = page * PAGE + 100
     data[start_at : start_at + 3900] = b"\xff" * 3900
     path.write_bytes(bytes(data))
+
+
+def leaf_pages(path: Path, table: str) -> list[int]:
+    """The 0-based numbers of the b-tree leaf pages that hold `table`'s rows (SQLite's dbstat)."""
+    connection = sqlite3.connect(path)
+    try:
+        assert connection.execute("PRAGMA page_size").fetchone()[0] == PAGE
+        rows = connection.execute(
+            "SELECT pageno FROM dbstat WHERE name = ? AND pagetype = 'leaf' ORDER BY pageno",
+            (table,),
+        ).fetchall()
+    except sqlite3.OperationalError as exc:  # SQLite built without dbstat
+        pytest.skip(f"this SQLite cannot say which pages hold a table: {exc}")
+    finally:
+        connection.close()
+    return [pageno - 1 for (pageno,) in rows]
+
+
+def damage_a_record_page(path: Path) -> None:
+    """Damage a leaf page of the records table in the middle of the file: rows are certainly
+    lost, whatever else (indexes, vectors, FTS) the schema keeps in the file."""
+    pages = leaf_pages(path, "memories")
+    assert len(pages) > 3, pages
+    damage_a_page(path, pages[len(pages) // 2])
 
 
 def turn(session: Any, turn_id: str, text: str = "remember that we deploy with make") -> dict:
@@ -250,7 +275,8 @@ def test_a_damaged_memory_database_refuses_changes_until_repaired(
     cwd = workdir(tmp_path)
     database = orca_env.deliberate_db
     build_memory_database(database)
-    damage_a_page(database, database.stat().st_size // PAGE // 3)
+    damage_a_record_page(database)
+    as_damaged = database.read_bytes()
 
     daemon = start(orca_env, daemon_factory)
     messages = recent(daemon, "memory_db_corrupt")
@@ -276,18 +302,30 @@ def test_a_damaged_memory_database_refuses_changes_until_repaired(
     assert len(found) == 1 and str(database) in found[0]["detail"]
     assert ".dump" in found[0]["fix"]
 
+    time.sleep(1.5)  # background work (the vector backfill) gets its turns at the file
+    daemon.stop()
+    assert database.read_bytes() == as_damaged  # not even on close: nothing went into it
     if shutil.which("sqlite3") is None:
         pytest.skip("no sqlite3 command line here to follow the repair steps with")
-    daemon.stop()  # the repair steps doctor gives, followed literally
+    # the repair steps doctor gives, followed literally
     recovered = Path(f"{database}.recovered")
-    command = re.search(r"^stop orcad; (.*\| sqlite3 \S+\.recovered); mv ", found[0]["fix"])
-    assert command is not None and command.group(1).endswith(f"| sqlite3 {recovered}")
+    command = re.search(r"^stop orcad; (.*); mv (\S+) (\S+) \(and its", found[0]["fix"])
+    assert command is not None, found[0]["fix"]
+    assert (command.group(2), command.group(3)) == (str(database), f"{database}.damaged")
+    assert f"| sqlite3 {recovered};" in command.group(1)
     subprocess.run(command.group(1), shell=True, check=True, capture_output=True)  # noqa: S602
     for suffix in ("", "-wal", "-shm"):
         if Path(f"{database}{suffix}").exists():
             os.replace(f"{database}{suffix}", f"{database}.damaged{suffix}")
     os.replace(recovered, database)
     database.chmod(0o600)
+    connection = sqlite3.connect(database)
+    kept = connection.execute("SELECT count(*) FROM memories").fetchone()[0]
+    assert 3000 - 200 <= kept < 3000  # only what the damaged page held is lost
+    assert connection.execute("SELECT total FROM record_count").fetchone()[0] == kept
+    assert connection.execute("PRAGMA quick_check").fetchone()[0] == "ok"
+    connection.execute("INSERT INTO memories_fts (memories_fts) VALUES ('integrity-check')")
+    connection.close()
     daemon.start()
     assert recent(daemon, "memory_db_corrupt") == []
     session = daemon.call("session.open", {"cwd": cwd, "mode": "yolo"})
@@ -303,6 +341,11 @@ def test_a_damaged_memory_database_refuses_changes_until_repaired(
         },
     )
     assert saved.outcome == "applied"
+    found_again = daemon.call(
+        "memory.search",
+        {"session_id": session.session_id, "epoch": session.epoch, "query": "widgets"},
+    )
+    assert found_again.records  # the recovered records are searchable
     code, findings = doctor(orca_env)
     assert problems(findings, "databases") == []
 
@@ -399,10 +442,33 @@ def test_sqlite3_quick_check_finds_the_damaged_page_the_tests_make(tmp_path: Pat
     connection = sqlite3.connect(database)
     assert connection.execute("PRAGMA quick_check").fetchone()[0] == "ok"
     connection.close()
-    damage_a_page(database, database.stat().st_size // PAGE // 3)
+    damage_a_record_page(database)
     connection = sqlite3.connect(database)
     assert connection.execute("PRAGMA quick_check").fetchone()[0] != "ok"
     connection.close()
+
+
+def test_no_caller_can_write_into_a_damaged_memory_database(tmp_path: Path) -> None:
+    """Not only the store's own changes: recall's vector backfill and its schema step go
+    through query_blocking, and must not write into the damaged b-tree either."""
+    database = tmp_path / "memory.sqlite3"
+    build_memory_database(database, records=500)
+    damage_a_record_page(database)
+    as_damaged = database.read_bytes()
+    deliberate = store.DeliberateStore(database)
+    deliberate.open_blocking()
+    assert deliberate.damage is not None
+    try:
+        with pytest.raises(StorageError) as refused:
+            deliberate.query_blocking(vectors.ensure_schema)
+        assert refused.value.data["reason"] == "corrupt"
+        assert "failed its integrity check" in refused.value.message
+        found = deliberate.search_blocking("w", "widgets", 5)  # reads go on
+        assert all("widgets" in record.content for record in found)
+    finally:
+        deliberate.close()
+    assert database.read_bytes() == as_damaged
+    assert not Path(f"{database}-wal").exists() or Path(f"{database}-wal").stat().st_size == 0
 
 
 def test_a_doctor_check_that_fails_is_a_finding_not_a_crash() -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import shlex
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
@@ -26,7 +27,7 @@ from orcad.query import (
     plan_terms,
 )
 from orcad.sqlite_worker import SQLiteWorker, connect_private, integrity_problem
-from orcad.storage_faults import is_corruption
+from orcad.storage_faults import fault_reason, is_corruption
 from protocol.types import RecordKind
 
 T = TypeVar("T")
@@ -414,14 +415,38 @@ def add_workspace_grant(
         )
 
 
+# .dump of a damaged table ends in "ROLLBACK; -- due to errors", which would throw away every
+# row it did read; it is turned into COMMIT. Then, in a second sqlite3 (the first has not
+# loaded the full-text table the dump declares), the schema version is set and the full-text
+# index and the record count are rebuilt from the rows that survived.
+_DUMP_COMMIT = "sed 's/^ROLLBACK; -- due to errors$/COMMIT;/'"
+_AFTER_RESTORE = (
+    f"PRAGMA user_version = {SCHEMA_VERSION}; "  # noqa: S608 - the user runs it; a constant
+    "INSERT INTO memories_fts (memories_fts) VALUES ('rebuild'); "
+    "UPDATE record_count SET total = (SELECT count(*) FROM memories);"
+)
+
+
 def repair_steps(path: Path) -> str:
     """How a user repairs a damaged memory database (quoted by the refusal and by doctor)."""
+    damaged = shlex.quote(str(path))
+    recovered = shlex.quote(f"{path}.recovered")
     return (
-        f"stop orcad; (sqlite3 {path} .dump; echo 'PRAGMA user_version = {SCHEMA_VERSION};') "
-        f"| sqlite3 {path}.recovered; mv {path} {path}.damaged (and its -wal and -shm); "
-        f"mv {path}.recovered {path}; start orcad (rows on the damaged pages may be lost; "
-        "a backup of the file, restored the same way, loses nothing newer than it)"
+        f"stop orcad; sqlite3 {damaged} .dump | {_DUMP_COMMIT} | sqlite3 {recovered}; "
+        f'sqlite3 {recovered} "{_AFTER_RESTORE}"; mv {damaged} '
+        f"{shlex.quote(f'{path}.damaged')} (and its -wal and -shm); mv {recovered} {damaged}; "
+        "start orcad (rows on the damaged pages may be lost; a backup of the file, restored "
+        "the same way, loses nothing newer than it)"
     )
+
+
+def fence_if_damaged(connection: sqlite3.Connection) -> str | None:
+    """quick_check the database; when it is damaged, make the connection read-only, so that no
+    caller (the vector backfill, a schema step) can write into a damaged b-tree."""
+    problem = integrity_problem(connection)
+    if problem is not None:
+        connection.execute("PRAGMA query_only = ON")
+    return problem
 
 
 class DeliberateStore:
@@ -442,7 +467,7 @@ class DeliberateStore:
     def open_blocking(self) -> None:
         """Open, migrate and check now (startup), so that a broken database is reported early."""
         self._db.run_blocking(lambda connection: None)
-        self._note_damage(self._db.run_blocking(integrity_problem))
+        self._note_damage(self._db.run_blocking(fence_if_damaged))
 
     def _note_damage(self, problem: str | None) -> None:
         if problem is None or self.damage is not None:
@@ -458,6 +483,13 @@ class DeliberateStore:
             f"{repair_steps(self.path)}"
         )
 
+    def _storage_error(self, exc: BaseException) -> StorageError:
+        if self.damage is not None and fault_reason(exc) == "read_only":  # fenced: say why
+            return StorageError(self._damage_message(), reason="corrupt", path=str(self.path))
+        reason = fault_reason(exc)
+        extra = {} if reason is None else {"reason": reason}
+        return StorageError(f"memory database {self.path}: {exc}", **extra)
+
     def close(self) -> None:
         self._db.close()
 
@@ -468,9 +500,9 @@ class DeliberateStore:
             result = await self._db.run(work)
         except (sqlite3.Error, OSError) as exc:
             if is_corruption(exc):
-                problem = await self._db.run(integrity_problem)
+                problem = await self._db.run(fence_if_damaged)
                 self._note_damage(problem or str(exc))
-            raise StorageError(f"memory database {self.path}: {exc}") from exc
+            raise self._storage_error(exc) from exc
         if writes and not self._files_secured_after_write:
             # The -wal and -shm files can first appear with the first write.
             await self._db.run(lambda _connection: secure_database_files(self.path))
@@ -486,8 +518,8 @@ class DeliberateStore:
             return self._db.run_blocking(lambda c: search_records(c, workspace_id, text, limit))
         except (sqlite3.Error, OSError) as exc:
             if is_corruption(exc):
-                self._note_damage(self._db.run_blocking(integrity_problem) or str(exc))
-            raise StorageError(f"memory database {self.path}: {exc}") from exc
+                self._note_damage(self._db.run_blocking(fence_if_damaged) or str(exc))
+            raise self._storage_error(exc) from exc
 
     def query_blocking(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """Run `work(connection)` from a worker thread (recall's vector search and backfill)."""
@@ -495,8 +527,8 @@ class DeliberateStore:
             return self._db.run_blocking(work)
         except (sqlite3.Error, OSError) as exc:
             if is_corruption(exc):
-                self._note_damage(self._db.run_blocking(integrity_problem) or str(exc))
-            raise StorageError(f"memory database {self.path}: {exc}") from exc
+                self._note_damage(self._db.run_blocking(fence_if_damaged) or str(exc))
+            raise self._storage_error(exc) from exc
 
     async def query(self, work: Callable[[sqlite3.Connection], T]) -> T:
         return await self._run(work)

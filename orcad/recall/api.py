@@ -201,7 +201,21 @@ class Backfill:
         self._seen_changes = None  # our own write moved the counter
         return len(rows)
 
+    def refresh_blocking(self) -> None:
+        """Read the progress now (status is right before the first batch is done)."""
+        service = self._daemon.deliberate
+        model = self._embeddings.model_id
+        if service is None or model is None or service.store.damage is not None:
+            return
+        self.embedded, self.pending = service.store.query_blocking(
+            lambda connection: progress(connection, model)
+        )
+
     async def run(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        try:
+            await trio.to_thread.run_sync(self.refresh_blocking)
+        except Exception as exc:  # reported by the first step's failure as well
+            log.warning("recall.backfill_failed", error=f"{type(exc).__name__}: {exc}")
         task_status.started()
         while True:
             try:

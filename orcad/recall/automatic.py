@@ -147,15 +147,18 @@ class ProjectMemorySearch:
     ) -> list[AutomaticCandidate]:
         vectors = self._vectors(cache)
         weights = rank.query_weights(terms, frequency, len(cache.candidates))
+        embedded = [i for i in cache.candidates if i in vectors]
+        cosines: dict[str, float] = {}
+        if embedded:
+            scores = np.stack([vectors[i] for i in embedded]) @ query_vector
+            cosines = dict(zip(embedded, scores.tolist(), strict=True))
         pool = [
             rank.Candidate(
                 key=candidate.id,
                 text=candidate.fact,
                 recorded_at=candidate.recorded_at,
                 coverage=rank.coverage(cache.stems[candidate.id], weights),
-                cosine=(
-                    float(vectors[candidate.id] @ query_vector) if candidate.id in vectors else None
-                ),
+                cosine=cosines.get(candidate.id),
             )
             for candidate in cache.candidates.values()
         ]

@@ -34,7 +34,10 @@ from orcad.recall.select import stem, stems
 LEXICAL_WEIGHT = 0.7  # the built-in model's calibrated values (orcad/recall/model/MODEL.txt)
 RELEVANCE_FLOOR = 0.56
 NEAR_DUPLICATE = 0.5  # Jaccard of significant word stems from which two texts say the same
-_NEWER_STEP = 1e-6  # how far above its older near-duplicate a correction is placed
+_NEWER_STEP = 1e-6
+# candidates looked at per entry shown: a correction is worded like what it corrects, so it
+# scores close to it; the long tail of weak candidates is never compared
+CONSIDERED_PER_SHOWN = 3  # how far above its older near-duplicate a correction is placed
 
 
 @dataclass(frozen=True)
@@ -63,11 +66,12 @@ def query_weights(
     return weights
 
 
-def coverage(text_stems: Iterable[str], weights: Mapping[str, float]) -> float:
+def coverage(stems_of_text: Iterable[str], weights: Mapping[str, float]) -> float:
     total = sum(weights.values())
     if total <= 0:
         return 0.0
-    return sum(weights.get(token, 0.0) for token in set(text_stems)) / total
+    found = stems_of_text if isinstance(stems_of_text, (set, frozenset)) else set(stems_of_text)
+    return sum(weight for term, weight in weights.items() if term in found) / total
 
 
 @functools.lru_cache(maxsize=16384)
@@ -113,11 +117,12 @@ def rank(
         scored = {c.key: relevance(c, floor, lexical_weight) for c in candidates}
     else:
         scored = {c.key: c.coverage for c in candidates if c.coverage > 0}
-    pool = [c for c in candidates if c.key in scored]
+    pool = sorted(
+        (c for c in candidates if c.key in scored), key=lambda c: -scored[c.key]
+    )[:CONSIDERED_PER_SHOWN * limit]
     # a correction inherits the score of the older near-duplicate it corrects, plus a step
-    # (only the older candidates that could be shown matter, which bounds the comparisons)
-    leaders = sorted(pool, key=lambda c: -scored[c.key])[: 2 * limit]
-    for older in sorted(leaders, key=lambda c: c.recorded_at):
+    # (only older candidates that could be shown matter, which bounds the comparisons)
+    for older in sorted(pool[:limit], key=lambda c: c.recorded_at):
         for newer in pool:
             if newer.recorded_at > older.recorded_at and near_duplicates(older.text, newer.text):
                 scored[newer.key] = max(scored[newer.key], scored[older.key] + _NEWER_STEP)
