@@ -103,11 +103,13 @@ def edit_hooks(text: str, path: Path, agent: str, orcactl: str, *, remove: bool)
     if not isinstance(hooks, dict):
         raise Unparseable(f"{path}: `hooks` is not an object")
     events = CLAUDE_HOOKS if agent == "claude-code" else CODEX_HOOKS
+    places: dict[str, int] = {}  # where each event's orca group was: it goes back there
+    emptied: set[str] = set()
     for event in list(hooks):
         groups = hooks[event]
         if not isinstance(groups, list):
             continue
-        kept = []
+        kept: list[Any] = []
         for group in groups:
             handlers = group.get("hooks") if isinstance(group, dict) else None
             if isinstance(handlers, list):
@@ -117,14 +119,14 @@ def edit_hooks(text: str, path: Path, agent: str, orcactl: str, *, remove: bool)
                     if not (isinstance(h, dict) and _is_ours(h.get("command"), agent))
                 ]
                 if not others and handlers:
+                    places.setdefault(event, len(kept))
                     continue  # a group that only ran orca
                 kept.append({**group, "hooks": others})
                 continue
             kept.append(group)
-        if kept:
-            hooks[event] = kept
-        else:
-            del hooks[event]
+        if groups and not kept:
+            emptied.add(event)
+        hooks[event] = kept  # emptied events leave at the end, so the keys keep their order
     if not remove:
         for event, timeout in events.items():
             handler = {
@@ -132,7 +134,13 @@ def edit_hooks(text: str, path: Path, agent: str, orcactl: str, *, remove: bool)
                 "command": hook_command(orcactl, agent, event),
                 "timeout": timeout,
             }
-            hooks.setdefault(event, []).append({"hooks": [handler]})
+            groups = hooks.setdefault(event, [])
+            if not isinstance(groups, list):
+                raise Unparseable(f"{path}: `hooks.{event}` is not a list")
+            groups.insert(places.get(event, len(groups)), {"hooks": [handler]})
+    for event in emptied:
+        if not hooks[event]:
+            del hooks[event]
     if hooks:
         data["hooks"] = hooks
     else:

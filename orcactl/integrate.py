@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import difflib
 import os
-import shutil
 import sys
 import tempfile
 import time
@@ -54,6 +53,20 @@ def _read(path: Path) -> str | None:
         raise Unparseable(f"{path} cannot be read ({exc})") from None
 
 
+def _check_writable(path: Path) -> None:
+    """A file (or the file a symlink names) that cannot be replaced is reported before anything
+    is written: a read-only settings file is the user's choice, not ours to override."""
+    real = Path(os.path.realpath(path))
+    # no write bit at all is a choice even for root, whom os.access lets write anything
+    if real.exists() and (not os.access(real, os.W_OK) or not real.stat().st_mode & 0o222):
+        raise Unparseable(f"{path} is read-only")
+    parent = real.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise Unparseable(f"{path} cannot be written (its directory {parent} is read-only)")
+
+
 def plan(args: argparse.Namespace, env: dict[str, str]) -> list[Change]:
     project = Path(os.path.abspath(args.cwd or os.getcwd())) if args.project else None
     orcactl = args.orcactl or agent_configs.orcactl_path(env, sys.argv[0], sys.executable)
@@ -80,7 +93,10 @@ def plan(args: argparse.Namespace, env: dict[str, str]) -> list[Change]:
             after = agent_configs.edit_orca_config(text, target.path, args.agent, remove=remove)
         if before is None and not after:
             continue  # nothing to remove from a file that does not exist
-        changes.append(Change(target.path, before, after))
+        change = Change(target.path, before, after)
+        if change.changed:
+            _check_writable(target.path)
+        changes.append(change)
     return changes
 
 
@@ -93,27 +109,41 @@ def _backup_path(path: Path, stamp: str) -> Path:
     return backup
 
 
+def _back_up(path: Path, stamp: str) -> Path:
+    """A private copy (0600 whatever the file's mode: ~/.claude.json may hold credentials)."""
+    backup = _backup_path(path, stamp)
+    descriptor = os.open(backup, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(descriptor, "wb") as handle:
+        handle.write(path.read_bytes())
+    return backup
+
+
 def write(change: Change, stamp: str) -> Path | None:
     """Back the file up, then replace it atomically (or remove it when nothing is left in it:
-    a JSON file that held only orca's entries); the backup's path (None: a new file)."""
-    change.path.parent.mkdir(parents=True, exist_ok=True)
+    a JSON file that held only orca's entries); the backup's path (None: a new file).
+
+    A symlink (a dotfiles checkout, say) stays a symlink: the file it names is replaced."""
+    real = Path(os.path.realpath(change.path))
+    real.parent.mkdir(parents=True, exist_ok=True)
     backup = None
     mode = 0o600
+    after = change.after
     if change.before is not None:
-        backup = _backup_path(change.path, stamp)
-        shutil.copy2(change.path, backup)
-        mode = change.path.stat().st_mode & 0o777
-        if not change.after:
+        backup = _back_up(change.path, stamp)
+        mode = real.stat().st_mode & 0o777
+        if not after and not change.path.is_symlink():
             change.path.unlink()
             return backup
-    descriptor, temporary = tempfile.mkstemp(dir=change.path.parent, prefix=".orca-")
+        if not after and change.path.suffix == ".json":
+            after = "{}\n"  # a linked file is the user's: emptied, never deleted
+    descriptor, temporary = tempfile.mkstemp(dir=real.parent, prefix=".orca-")
     try:
         with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-            handle.write(change.after)
+            handle.write(after)
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(temporary, mode)
-        os.replace(temporary, change.path)
+        os.replace(temporary, real)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise

@@ -109,6 +109,8 @@ def test_codex_keeps_comments_and_other_servers(orca_env: OrcaEnv) -> None:
         ("settings.json", "{ not json"),
         ("settings.json", "[1, 2]"),
         ("settings.json", '{"hooks": 3}'),
+        ("settings.json", '{"hooks": {"Stop": "notify-send done"}}'),
+        ("settings.json", '{\n  // my settings\n  "model": "opus"\n}'),
     ],
 )
 def test_a_file_that_does_not_parse_is_reported_and_nothing_changes(
@@ -228,3 +230,57 @@ def test_doctor_reports_each_agent_found(orca_env: OrcaEnv) -> None:
     assert _integrate(orca_env, "codex", env=env).returncode == 0
     after = agents()
     assert [f["status"] for f in after] == ["ok", "ok"]
+
+
+def test_a_symlinked_settings_file_stays_a_symlink_and_backups_are_private(
+    orca_env: OrcaEnv,
+) -> None:
+    dotfiles = orca_env.root / "dotfiles"
+    dotfiles.mkdir()
+    target = dotfiles / "claude-settings.json"
+    target.write_text(json.dumps(CLAUDE_SETTINGS, indent=2))
+    target.chmod(0o644)
+    settings_path = _home(orca_env) / ".claude" / "settings.json"
+    settings_path.parent.mkdir(parents=True)
+    settings_path.symlink_to(target)
+    run = _integrate(orca_env, "claude-code")
+    assert run.returncode == 0, run.stderr
+    assert settings_path.is_symlink() and settings_path.resolve() == target
+    assert "SessionStart" in json.loads(target.read_text())["hooks"]
+    assert target.stat().st_mode & 0o777 == 0o644  # the user's mode is kept
+    backups = list(settings_path.parent.glob("settings.json.orca-backup-*"))
+    assert len(backups) == 1 and json.loads(backups[0].read_text()) == CLAUDE_SETTINGS
+    assert backups[0].stat().st_mode & 0o777 == 0o600
+    assert sorted(p.name for p in dotfiles.iterdir()) == ["claude-settings.json"]
+    assert _integrate(orca_env, "claude-code", "--remove").returncode == 0
+    assert settings_path.is_symlink() and json.loads(target.read_text()) == CLAUDE_SETTINGS
+
+
+def test_a_read_only_settings_file_is_reported_and_nothing_changes(orca_env: OrcaEnv) -> None:
+    settings_path = _home(orca_env) / ".claude" / "settings.json"
+    settings_path.parent.mkdir(parents=True)
+    settings_path.write_text(json.dumps(CLAUDE_SETTINGS))
+    settings_path.chmod(0o444)
+    run = _integrate(orca_env, "claude-code")
+    assert run.returncode == 1 and "read-only" in run.stderr and "Traceback" not in run.stderr
+    assert json.loads(settings_path.read_text()) == CLAUDE_SETTINGS
+    assert sorted(p.name for p in settings_path.parent.iterdir()) == ["settings.json"]
+    assert not (_home(orca_env) / ".claude.json").exists()
+
+
+def test_a_second_run_changes_nothing_when_other_hooks_come_after_ours(
+    orca_env: OrcaEnv,
+) -> None:
+    settings_path = _home(orca_env) / ".claude" / "settings.json"
+    settings_path.parent.mkdir(parents=True)
+    assert _integrate(orca_env, "claude-code").returncode == 0
+    settings = json.loads(settings_path.read_text())
+    later = {"hooks": [{"type": "command", "command": "notify-send done"}]}
+    settings["hooks"]["Stop"].append(later)  # another tool, installed after orca
+    settings_path.write_text(json.dumps(settings, indent=2) + "\n")
+    before = settings_path.read_text()
+    again = _integrate(orca_env, "claude-code")
+    assert again.returncode == 0 and "nothing to change" in again.stdout, again.stdout
+    assert settings_path.read_text() == before
+    assert _integrate(orca_env, "claude-code", "--remove").returncode == 0
+    assert json.loads(settings_path.read_text())["hooks"] == {"Stop": [later]}
