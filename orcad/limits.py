@@ -27,6 +27,8 @@ RECALL_DELIBERATE_MAX_RECORDS = 8
 RECALL_DELIBERATE_MAX_CHARS = 4096
 QUERY_MAX_TERMS = 12
 QUERY_MAX_CONSIDERED = 64  # distinct prompt terms among which the most selective 12 are kept
+RECALL_BACKFILL_BATCH = 64  # records embedded per background step (the store thread is shared)
+RECALL_BACKFILL_IDLE_S = 0.5  # pause of the background embedding when nothing needs a vector
 
 # Recall snapshots (spec: a provider continuation keeps the original turn's recall)
 RECALL_SNAPSHOTS_IN_MEMORY = 1024  # newest (session, turn) snapshots answered from memory

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from orcad.limits import QUERY_MAX_TERMS
+from orcad.limits import QUERY_MAX_CONSIDERED, QUERY_MAX_TERMS
 from orcad.query import (
     FTS5_TOKENIZE,
     POSTINGS_BUDGET,
@@ -258,3 +258,9 @@ def test_with_counts_rare_matching_terms_win_over_unknown_and_common_ones() -> N
     chosen = most_selective(terms, {**counts, "t05": 3}, 3)
     assert chosen == ["t05", "t18", "t19"]
     assert most_selective(terms[:3], counts, 3) == terms[:3]  # fitting: all, unchanged
+
+
+def test_at_most_64_distinct_terms_are_considered() -> None:
+    words = [f"term{i:03d}" for i in range(QUERY_MAX_CONSIDERED + 1)]
+    assert distinct_terms(" ".join(words)) == words[:QUERY_MAX_CONSIDERED]
+    assert distinct_terms(" ".join(words[:QUERY_MAX_CONSIDERED])) == words[:QUERY_MAX_CONSIDERED]

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from orcad.limits import RECALL_BACKFILL_BATCH
 from tests.fake_openai import FakeOpenAI, stall_before_headers
 from tests.harness import DaemonProcess, OrcaEnv
 from tests.test_recall_daemon import Agent, add_facts, project_dir, texts
@@ -95,24 +96,24 @@ def test_records_from_before_the_model_are_embedded_in_the_background(
     daemon = start(orca_env, daemon_factory, '[recall]\nembedding = "none"\n')
     assert daemon.call("daemon.status", {}).embedding.state == "off"
     agent = Agent(daemon, workdir)
-    for n in range(70):  # more than one backfill batch
+    for n in range(RECALL_BACKFILL_BATCH + 6):  # more than one backfill batch
         agent.save(f"Service number {n} listens on port {7000 + n}.")
     agent.save("The frontend uses pnpm, never npm or yarn.")
     orca_env.write_config("[extraction]\nworkers = 0\n")  # upgrade: the built-in model
     daemon.restart()
-    embedding = wait_for_backfill(daemon, 71)
+    embedding = wait_for_backfill(daemon, RECALL_BACKFILL_BATCH + 7)
     database = sqlite3.connect(daemon.call("daemon.status", {}).deliberate_db)
     try:
         rows = database.execute("SELECT model, count(*) FROM memory_vectors GROUP BY model")
-        assert rows.fetchall() == [(embedding.model, 71)]
+        assert rows.fetchall() == [(embedding.model, RECALL_BACKFILL_BATCH + 7)]
     finally:
         database.close()
     agent = Agent(daemon, workdir)
     result = agent.recall("which package manager does the frontend use?")
     assert result.deliberate[0].content == "The frontend uses pnpm, never npm or yarn."
     # a changed record loses its vector and gets a new one
-    agent.save("Service number 70 was retired.")
-    wait_for_backfill(daemon, 72)
+    agent.save("Service number 1 was retired.")
+    wait_for_backfill(daemon, RECALL_BACKFILL_BATCH + 8)
 
 
 def test_a_model_that_cannot_load_leaves_recall_lexical_and_says_why(

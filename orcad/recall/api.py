@@ -15,7 +15,12 @@ from orcad.clock import format_time
 from orcad.deliberate.store import StoredRecord
 from orcad.deliberate.vectors import VectorMatrix, hybrid_search, pending, progress, store_vectors
 from orcad.explicit import append_fact, format_fact, read_bounded, remember_fact
-from orcad.limits import STARTUP_PROJECT_MAX_BYTES, STARTUP_USER_MAX_BYTES
+from orcad.limits import (
+    RECALL_BACKFILL_BATCH,
+    RECALL_BACKFILL_IDLE_S,
+    STARTUP_PROJECT_MAX_BYTES,
+    STARTUP_USER_MAX_BYTES,
+)
 from orcad.recall import rank
 from orcad.recall.automatic import ProjectMemorySearch
 from orcad.recall.embedding import Array, Embeddings
@@ -39,8 +44,6 @@ if TYPE_CHECKING:
 log = structlog.get_logger("orcad.recall")
 
 PROJECT_MEMORY_FILE = "memory.md"
-BACKFILL_BATCH = 64  # records embedded per step, so the store's thread is never held long
-BACKFILL_IDLE_S = 0.5  # pause when nothing needs a vector
 
 
 class ExplicitFacts:
@@ -187,7 +190,7 @@ class Backfill:
                 return None  # nothing written since the last pass found nothing to do
             self.embedded, self.pending = progress(connection, model)
             self._seen_changes = connection.total_changes
-            return pending(connection, model, BACKFILL_BATCH) if self.pending else []
+            return pending(connection, model, RECALL_BACKFILL_BATCH) if self.pending else []
 
         rows = store.query_blocking(read)
         if not rows:
@@ -227,7 +230,7 @@ class Backfill:
                 log.debug("recall.backfill_batch", embedded=done, pending=self.pending)
                 await trio.lowlevel.checkpoint()
             else:
-                await trio.sleep(BACKFILL_IDLE_S)
+                await trio.sleep(RECALL_BACKFILL_IDLE_S)
 
     def status(self) -> EmbeddingStatus:
         embeddings = self._embeddings

@@ -117,9 +117,8 @@ def rank(
         scored = {c.key: relevance(c, floor, lexical_weight) for c in candidates}
     else:
         scored = {c.key: c.coverage for c in candidates if c.coverage > 0}
-    pool = sorted(
-        (c for c in candidates if c.key in scored), key=lambda c: -scored[c.key]
-    )[:CONSIDERED_PER_SHOWN * limit]
+    pool = sorted((c for c in candidates if c.key in scored), key=lambda c: -scored[c.key])
+    pool = pool[: CONSIDERED_PER_SHOWN * limit]
     # a correction inherits the score of the older near-duplicate it corrects, plus a step
     # (only older candidates that could be shown matter, which bounds the comparisons)
     for older in sorted(pool[:limit], key=lambda c: c.recorded_at):
