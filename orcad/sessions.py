@@ -4,8 +4,9 @@ Opening an existing session id again returns a strictly higher epoch, durable be
 answer; calls carrying an older epoch are stale. An open with `join` attaches to a session that
 is open at its current epoch instead (cooperating processes of one agent session: its hooks and
 its MCP server), so they never fence each other. A session no call has touched for the idle
-expiry stops counting as open and must be opened again. A session's snapshot (mode, interactive,
-auto_approve, bare, history, auto memory, workspace and project) never changes after open.
+expiry stops counting as open and must be opened (or joined) again. A session's snapshot
+(mode, interactive, auto_approve, bare, history, auto memory, workspace and project) never
+changes after open.
 """
 
 from __future__ import annotations
@@ -225,16 +226,24 @@ class SessionStore:
         return session
 
     async def join(self, params: SessionOpenParams) -> Session | None:
-        """The open session `join` attaches to at its current epoch, or None to open as usual."""
+        """The session `join` attaches to at its current epoch, or None to open as usual.
+
+        A session that only went idle past the expiry is joined too, at the same epoch: expiry
+        says its processes fell silent, not that another process superseded them, so a
+        cooperating process still holding that epoch (an MCP server) must not be fenced by it.
+        """
         if not params.join or params.session_id is None:
             return None
         session = await self._current(params.session_id)
         now = self._clock.now()
-        if session is None or session.closed or self._idle(session.session_id, now):
+        if session is None or session.closed:
             return None
+        revived = self._idle(session.session_id, now)
         self._open_epochs[session.session_id] = session.epoch
         self._last_used[session.session_id] = now
-        log.info("session.joined", session_id=session.session_id, epoch=session.epoch)
+        log.info(
+            "session.joined", session_id=session.session_id, epoch=session.epoch, revived=revived
+        )
         return session
 
     async def _current(self, session_id: str) -> Session | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import msgspec
@@ -14,7 +15,7 @@ from orcad.sessions import SessionStore
 from protocol.errors import RemoteError
 from protocol.types import SessionOpenParams
 from tests.deliberate_helpers import SettableClock
-from tests.harness import DaemonProcess
+from tests.harness import DaemonProcess, OrcaEnv
 
 
 def _store(tmp_path: Path, clock: SettableClock, expiry: float = 60.0) -> SessionStore:
@@ -72,10 +73,17 @@ async def test_a_session_idle_past_the_expiry_stops_counting_and_its_calls_fail(
     assert store.open_count == 0
     with pytest.raises(NotFound, match="expired"):
         await store.require("ses_agent", epoch)
-    again, joined = await _open(store, tmp_path, join=True)  # an expired session is not joined
-    assert (again, joined) == (epoch + 1, False)
-    await store.require("ses_agent", again)
+    # Joining revives it at the same epoch: going quiet is not being superseded, so a process
+    # that still holds the epoch goes on; a plain open still fences it.
+    again, joined = await _open(store, tmp_path, join=True)
+    assert (again, joined) == (epoch, True)
     assert store.open_count == 1
+    await store.require("ses_agent", epoch)
+    clock.advance(61.0)
+    fresh, joined = await _open(store, tmp_path, join=False)
+    assert (fresh, joined) == (epoch + 1, False)
+    with pytest.raises(StaleSession):
+        await store.require("ses_agent", epoch)
     store.close()
 
 
@@ -106,4 +114,27 @@ def test_join_over_the_wire(tmp_path: Path, daemon: DaemonProcess) -> None:
         with pytest.raises(RemoteError) as stale:
             client.call("session.close", {"session_id": "agent-1", "epoch": 1})
         assert stale.value.kind == "stale_session"
+        assert client.call("daemon.status").sessions == 1
+
+
+def test_a_joined_process_is_not_fenced_when_another_joins_after_the_expiry(
+    tmp_path: Path, orca_env: OrcaEnv, daemon_factory: list[DaemonProcess]
+) -> None:
+    # An agent left alone past the expiry: its next prompt's hook joins before its MCP server
+    # (joined with --session-id) calls again; the server must not find itself fenced.
+    orca_env.write_config("[sessions]\nidle_expiry_s = 0.5\n")
+    daemon = DaemonProcess(orca_env)
+    daemon_factory.append(daemon)
+    daemon.start()
+    project = tmp_path / "repo"
+    project.mkdir()
+    params = {"cwd": str(project), "session_id": "claude-code:agent-1", "join": True}
+    with daemon.client() as client:
+        server = client.call("session.open", params)
+        ids = {"session_id": server.session_id, "epoch": server.epoch}
+        client.call("memory.search", {**ids, "limit": 1})
+        time.sleep(0.8)
+        hook = client.call("session.open", params)
+        assert (hook.epoch, hook.joined) == (server.epoch, True)
+        client.call("memory.search", {**ids, "limit": 1})  # not stale_session
         assert client.call("daemon.status").sessions == 1
