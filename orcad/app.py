@@ -27,7 +27,7 @@ from orcad.paths import Paths
 from orcad.rpc import AsyncHandler, Router, SyncHandler
 from orcad.sessions import Session, SessionStore, start_epochs_above
 from orcad.state_db import LOSS, move_aside, state_db_problem
-from orcad.storage_faults import is_corruption, storage_error_of
+from orcad.storage_faults import fault_reason, is_corruption, storage_error_of
 from orcad.supervision import supervised
 from protocol.types import (
     PROTOCOL_VERSION,
@@ -75,6 +75,10 @@ class FaultRecordingRouter(Router):
             try:
                 return await handler(params)
             except StorageError as exc:
+                if "reason" not in exc.data:  # raised by a store around an OSError: say which
+                    reason = fault_reason(exc)
+                    if reason is not None:
+                        exc.data["reason"] = reason
                 self._note(method, exc)
                 raise
             except (OSError, sqlite3.Error) as exc:

@@ -310,6 +310,13 @@ async def test_the_daemon_restarts_a_crashed_background_task_and_lists_the_crash
     daemon.sessions.close()
 
 
+def _raised_from(cause: Exception) -> StorageError:
+    """A StorageError as the file helpers raise it: no reason of its own, the OS error as cause."""
+    error = StorageError(f"cannot write /m/jobs/x.json: {cause}", path="/m/jobs/x.json")
+    error.__cause__ = cause
+    return error
+
+
 @pytest.mark.parametrize(
     ("failure", "code", "reason"),
     [
@@ -319,6 +326,12 @@ async def test_the_daemon_restarts_a_crashed_background_task_and_lists_the_crash
         (sqlite3.OperationalError("database or disk is full"), -32017, "disk_full"),
         (sqlite3.DatabaseError("database disk image is malformed"), -32017, "corrupt"),
         (StorageError("cannot write x", reason="disk_full"), -32017, "disk_full"),
+        (
+            _raised_from(OSError(errno.ENOSPC, "No space left on device", "/m/jobs/x.json")),
+            -32017,
+            "disk_full",
+        ),
+        (_raised_from(sqlite3.DatabaseError("file is not a database")), -32017, "corrupt"),
         (OSError(errno.ENOENT, "No such file or directory"), -32603, None),
         (ValueError("a bug"), -32603, None),
     ],
