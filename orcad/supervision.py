@@ -65,10 +65,13 @@ async def supervised(
             log.error(
                 "background.crashed", task=name, restart_in_s=delay, **describe_exception(cause)
             )
+            # One message per task and error type, whatever the delay: a task that keeps
+            # crashing keeps one entry current instead of pushing other problems out.
             record(
                 "background_crashed",
-                f"background task {name} crashed ({type(cause).__name__}); "
-                f"restarting it in {delay:g} s",
+                f"background task {name} crashed ({type(cause).__name__}); it is restarted "
+                f"after {RESTART_FIRST_DELAY_S:g} s, doubling to {RESTART_MAX_DELAY_S:g} s while "
+                "it keeps crashing (event background.crashed in the log has the details)",
             )
         await trio.sleep(delay)
 

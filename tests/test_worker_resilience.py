@@ -262,6 +262,33 @@ async def test_a_task_that_crashes_after_starting_is_restarted_and_recorded(
     assert "flaky" in recorded[0][1] and "RuntimeError" in recorded[0][1]
 
 
+async def test_a_task_that_keeps_crashing_backs_off_to_the_cap_and_does_not_flood_the_errors(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    daemon = _daemon(tmp_path)
+    daemon.record_error("memory_db_corrupt", "memory.sqlite3 is damaged")
+    runs: list[float] = []
+
+    async def hopeless(*, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        runs.append(trio.current_time())
+        task_status.started()
+        raise OSError(errno.EIO, "Input/output error")
+
+    async with trio.open_nursery() as nursery:
+        await nursery.start(supervised, "writer", hopeless, daemon.record_error)
+        await trio.sleep(3600)
+        nursery.cancel_scope.cancel()
+    gaps = [round(b - a, 3) for a, b in itertools.pairwise(runs)]
+    assert gaps[:7] == [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, RESTART_MAX_DELAY_S]
+    assert set(gaps[6:]) == {RESTART_MAX_DELAY_S}  # capped, and it keeps being restarted
+    assert len(runs) > 55
+    crashes = [e for e in daemon.recent_errors if e.kind == "background_crashed"]
+    assert len(crashes) == 1  # one crash after another is one entry, kept current
+    assert "writer" in crashes[0].message and "OSError" in crashes[0].message
+    assert [e.kind for e in daemon.recent_errors] == ["memory_db_corrupt", "background_crashed"]
+    daemon.sessions.close()
+
+
 async def test_a_task_that_fails_before_starting_is_a_startup_failure() -> None:
     async def broken(*, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         raise StorageError("cannot list the projects directory")
