@@ -246,7 +246,8 @@ def test_forgetting_leaves_no_copy_under_the_memory_roots(
     forgot = daemon.call("memory.manage", {**yolo, "action": "forget", "id": record.id})
     assert forgot.outcome == "applied"
     assert holders("quartz-lemur-17", *roots) == []
-    assert holders("orchid-falcon-42", *roots) == []
+    # the database's remains (index segments, free pages, WAL) are purged off the request path
+    wait_for(lambda: holders("orchid-falcon-42", *roots) == [], timeout=10)
     daemon.stop()  # a clean shutdown writes nothing back
     assert holders("quartz-lemur-17", *roots) == []
     assert holders("orchid-falcon-42", *roots) == []
@@ -424,3 +425,36 @@ def test_orcactl_grants_list_and_revoke(
     )
     bad = orcactl(orca_env, "grants", "revoke", "everything")
     assert bad.returncode == 1 and "grant id" in bad.stderr
+
+
+@pytest.mark.slow
+def test_a_forget_cut_short_by_a_crash_is_purged_at_the_next_start(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    daemon = started(orca_env, daemon_factory)
+    project = tmp_path / "project"
+    project.mkdir()
+    yolo = open_session(daemon, project, mode="yolo")
+    secret_words = "Deploy keys rotate with the heron-basalt-88 runbook."
+    for index in range(30):  # several index segments, so the forgotten terms are not alone
+        daemon.call(
+            "memory.manage",
+            {
+                **yolo,
+                "action": "save",
+                "content": f"filler fact {index} about builds",
+                "kind": "fact",
+                "is_global": False,
+            },
+        )
+    record = daemon.call(
+        "memory.manage",
+        {**yolo, "action": "save", "content": secret_words, "kind": "fact", "is_global": False},
+    ).record
+    daemon.call("memory.manage", {**yolo, "action": "forget", "id": record.id})
+    daemon.kill()  # before the purge runs
+    daemon.start()
+    roots = (orca_env.home, orca_env.config_dir)
+    wait_for(lambda: holders("heron-basalt-88", *roots) == [], timeout=10)  # opening purges
+    assert holders("heron", *roots) == [] and holders("basalt", *roots) == []
+    assert holders("filler fact 7", *roots)

@@ -42,7 +42,7 @@ from orcad.deliberate.store import (
     is_record_id,
     new_record_id,
 )
-from orcad.errors import Disabled, InvalidParams, NotFound
+from orcad.errors import Disabled, InvalidParams, NotFound, StorageError
 from orcad.limits import APPROVAL_TTL_S, MEMORY_CONTENT_MAX_CHARS
 from orcad.secrets import redact, secret_kinds
 from orcad.sessions import Session, SessionStore
@@ -62,6 +62,7 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger("orcad.deliberate")
 
+PURGE_DELAY_S = 0.5  # forgets within this share one purge of the database
 SENSITIVE_CONTENT_DENIAL = "the content looks like a secret ({kinds}); nothing was stored"
 PREVIEW_CHARS = 60
 
@@ -156,6 +157,30 @@ class DeliberateMemory:
         self.session_grants = SessionGrants()
         # Removes other copies of forgotten text (recall snapshots); set by install.
         self.purge_copies: Callable[[list[str]], Awaitable[None]] | None = None
+        self._purge_wanted = trio.Event()
+
+    async def run_purger(
+        self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Background task: after forgets, purge the database of their remains (FTS segments,
+        free pages, WAL). Purging costs time in proportion to the index, so it runs off the
+        request path, once for the forgets of the last PURGE_DELAY_S; startup purges what a
+        crash left, and closing purges what is pending."""
+        task_status.started()
+        while True:
+            await self._purge_wanted.wait()
+            await trio.sleep(PURGE_DELAY_S)
+            await self.purge_now()
+
+    async def purge_now(self) -> None:
+        if not self._purge_wanted.is_set():
+            return
+        self._purge_wanted = trio.Event()
+        try:
+            await self.store.purge_deleted()
+        except StorageError as exc:
+            log.warning("memory.purge_failed", error=str(exc))
+            self._purge_wanted.set()  # tried again after the next delay
 
     async def _session(self, params: SessionParams) -> Session:
         session = await self._sessions.require(params.session_id, params.epoch)
@@ -366,6 +391,7 @@ class DeliberateMemory:
             if forgotten is None:
                 raise NotFound(f"no memory record {record_id!r} is visible from this workspace")
             record, verb = forgotten, "Forgot"
+            self._purge_wanted.set()  # the database's remains, soon (see run_purger)
             if self.purge_copies is not None:
                 await self.purge_copies([forgotten.content])
         else:
@@ -494,7 +520,10 @@ def install(daemon: Daemon) -> DeliberateMemory:
     service.purge_copies = purge_copies
 
     async def close() -> None:
+        with trio.CancelScope(shield=True):
+            await service.purge_now()
         await trio.to_thread.run_sync(store.close)
 
+    daemon.background.append(service.run_purger)
     daemon.closers.append(close)
     return service

@@ -362,8 +362,6 @@ def forget_visible_record(
             "public_id, kind, content, workspace_id, workspace_root, created_at, updated_at",
             {"id": public_id, "workspace": workspace_id},
         ).fetchone()
-    if row:
-        purge_deleted_text(connection)
     return _record(row) if row else None
 
 
@@ -465,9 +463,18 @@ class DeliberateStore:
         self.on_damage: Callable[[str], None] | None = None  # told once, with the message
 
     def open_blocking(self) -> None:
-        """Open, migrate and check now (startup), so that a broken database is reported early."""
+        """Open, migrate and check now (startup), so that a broken database is reported early.
+
+        An intact database is then purged of deleted text a crash may have left behind."""
         self._db.run_blocking(lambda connection: None)
         self._note_damage(self._db.run_blocking(fence_if_damaged))
+        if self.damage is None:
+            with contextlib.suppress(sqlite3.Error):  # the next forget purges again
+                self._db.run_blocking(purge_deleted_text)
+
+    async def purge_deleted(self) -> None:
+        """Remove the remains of deleted records (see purge_deleted_text)."""
+        await self._run(purge_deleted_text, writes=True)
 
     def _note_damage(self, problem: str | None) -> None:
         if problem is None or self.damage is not None:
