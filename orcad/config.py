@@ -16,7 +16,7 @@ import msgspec
 from orcad import limits
 from orcad.errors import StartupError
 
-PositiveSeconds = Annotated[float, msgspec.Meta(gt=0)]
+PositiveSeconds = Annotated[float, msgspec.Meta(gt=0, le=limits.CONFIG_SECONDS_MAX)]
 
 
 class OpenAIConfig(msgspec.Struct, frozen=True, kw_only=True):
@@ -44,7 +44,9 @@ class ExtractionConfig(msgspec.Struct, frozen=True, kw_only=True):
     timeout_s: PositiveSeconds = 120.0
     max_retries: Annotated[int, msgspec.Meta(ge=0, le=100)] = limits.DEFAULT_MAX_RETRIES
     reschedule_s: PositiveSeconds = limits.DEFAULT_RESCHEDULE_S
-    retry_base_s: Annotated[float, msgspec.Meta(ge=0)] = limits.DEFAULT_RETRY_BASE_S  # 0: at once
+    retry_base_s: Annotated[float, msgspec.Meta(ge=0, le=limits.CONFIG_SECONDS_MAX)] = (
+        limits.DEFAULT_RETRY_BASE_S  # 0: at once
+    )
     retry_max_s: PositiveSeconds = limits.DEFAULT_RETRY_MAX_S
     openai: OpenAIConfig = OpenAIConfig()
     command: CommandConfig = CommandConfig()

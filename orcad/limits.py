@@ -12,6 +12,7 @@ DEFAULT_MAX_RETRIES = 3  # failed attempts retried up to this many times
 DEFAULT_RESCHEDULE_S = 30.0  # back-off after a transient job-store or lock failure
 DEFAULT_RETRY_BASE_S = 2.0  # first wait after a failed attempt; doubles per failure (jittered)
 DEFAULT_RETRY_MAX_S = 300.0  # longest wait between two attempts of one job
+CONFIG_SECONDS_MAX = 365 * 24 * 3600.0  # longest duration a config key takes (now + it is a date)
 LEASE_RENEW_FRACTION = 3  # a lease is renewed every lease_s / 3 by wall clock
 
 # Extractor output (PROTOCOL.md, Extractor output)

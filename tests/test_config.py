@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import math
+import time
 from pathlib import Path
 
 import pytest
 
+from orcad import limits
+from orcad.capture import leases, schedule
+from orcad.capture.records import new_job
 from orcad.config import Config, load_config, parse_config
 from orcad.errors import StartupError
 from orcad.sessions import read_auto_memory
@@ -75,6 +80,52 @@ send_timeout_s = 2.5
 def test_bad_values_name_the_key(text: str, key: str) -> None:
     with pytest.raises(StartupError, match=f"key `{key}"):
         parse_config(text, "c.toml")
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "extraction.lease_s",
+        "extraction.timeout_s",
+        "extraction.reschedule_s",
+        "extraction.retry_base_s",
+        "extraction.retry_max_s",
+        "server.idle_timeout_s",
+        "sessions.idle_expiry_s",
+    ],
+)
+def test_a_duration_is_at_most_a_year(key: str) -> None:
+    """inf or 1e12 used to be taken; a job's next attempt (now + the wait) then could not be
+    written as a date, and every failed attempt was an internal error."""
+    table, name = key.split(".")
+    config, _unknown = parse_config(f"[{table}]\n{name} = {limits.CONFIG_SECONDS_MAX!r}", "c")
+    assert getattr(getattr(config, table), name) == limits.CONFIG_SECONDS_MAX
+    for too_long in ("inf", "1e12", repr(math.nextafter(limits.CONFIG_SECONDS_MAX, math.inf))):
+        with pytest.raises(StartupError, match=f"key `{key}`"):
+            parse_config(f"[{table}]\n{name} = {too_long}", "c.toml")
+
+
+def test_the_longest_waits_still_make_a_job_file() -> None:
+    now = time.time()
+    job = new_job(
+        job_id="job_" + "1" * 32,
+        project_id="p" * 64,
+        session_id="s",
+        turn_id="t1",
+        source="user: hi",
+        source_digest="0" * 64,
+        source_bytes=8,
+        source_truncated=False,
+        now=now,
+    )
+    longest = schedule.retry_backoff(10**9, limits.CONFIG_SECONDS_MAX, limits.CONFIG_SECONDS_MAX, 1)
+    assert longest == limits.CONFIG_SECONDS_MAX
+    leased = leases.claim(job, owner="w", now=now, lease_s=limits.CONFIG_SECONDS_MAX, max_retries=3)
+    assert leased.lease is not None
+    failed = leases.fail(
+        leased, token=leased.lease.token, now=now, error="down", max_retries=3, backoff_s=longest
+    )
+    assert failed.not_before_time() == pytest.approx(now + longest, abs=0.01)
 
 
 def test_invalid_toml_is_a_clear_error() -> None:
