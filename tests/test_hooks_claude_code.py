@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from orcactl.hooks import failures, transcript
+from orcactl.hooks import common, failures, transcript
 from tests.harness import DaemonProcess, OrcaEnv
 from tests.hook_helpers import ORCACTL, ClaudeTranscript, run_hook
 
@@ -544,3 +544,55 @@ def test_the_hook_problem_file_is_private_bounded_and_holds_short_lines(
     recorded = failures.read_failures()
     assert recorded and all(len(f["message"]) <= failures.MESSAGE_MAX_CHARS for f in recorded)
     assert not list(path.parent.glob("*.tmp"))
+
+
+@pytest.mark.slow
+def test_a_prompt_and_a_turn_over_orcads_request_bound_are_still_recalled_and_captured(
+    tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess
+) -> None:
+    log = _transcript(tmp_path)
+    start = _common(log, "SessionStart", source="startup")
+    assert run_hook(orca_env, "claude-code", "SessionStart", start).stderr == ""
+    pasted = "ERROR worker 7 timed out after 30 s\n" * 300_000  # ~10 MB of log, over 8 MiB
+    prompt = pasted + "Fix it, and remember that we use pnpm."
+    submit = run_hook(
+        orca_env,
+        "claude-code",
+        "UserPromptSubmit",
+        _common(log, "UserPromptSubmit", prompt=prompt),
+    )
+    assert (submit.status, submit.stderr) == (0, "")
+    log.user(prompt)
+    log.text("Fixed the timeout; noted that you use pnpm.")
+    stop = run_hook(orca_env, "claude-code", "Stop", _common(log, "Stop", stop_hook_active=False))
+    assert (stop.status, stop.stderr) == (0, "")
+    assert len(_jobs(daemon)) == 1
+    assert not (orca_env.memory_root / "agent-hooks.jsonl").exists()
+
+
+def test_half_an_emoji_in_a_prompt_does_not_lose_the_recall(
+    tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess
+) -> None:
+    log = _transcript(tmp_path)
+    prompt = "deploy it \ud83d please"  # what JSON.stringify writes for a lone surrogate
+    payload = json.dumps(_common(log, "UserPromptSubmit", prompt=prompt))
+    assert "\\ud83d" in payload
+    run = run_hook(orca_env, "claude-code", "UserPromptSubmit", payload)
+    assert (run.status, run.stderr) == (0, "")
+    assert not (orca_env.memory_root / "agent-hooks.jsonl").exists()
+
+
+def test_bounded_messages_keep_each_ones_ends_then_the_first_and_the_newest() -> None:
+    limit = common.SEND_TEXT_MAX_CHARS
+    long = "a" * limit + "MIDDLE" + "z" * limit
+    (cut,) = common.bounded_messages([{"role": "user", "content": long}])
+    assert len(cut["content"]) <= limit and "MIDDLE" not in cut["content"]
+    assert cut["content"].startswith("a") and cut["content"].endswith("z")
+    many = [{"role": "user", "content": "first " + "u" * limit}]
+    many += [{"role": "assistant", "content": f"{n} " + "x" * limit} for n in range(20)]
+    kept = common.bounded_messages(many)
+    assert sum(len(m["content"]) for m in kept) <= common.SEND_TURN_MAX_CHARS
+    assert kept[0]["content"].startswith("first")
+    assert kept[-1]["content"].startswith("19 ") and len(kept) < len(many)
+    small = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
+    assert common.bounded_messages(small) == small  # under every bound: unchanged

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING
 from orcactl.hooks import transcript
 from orcactl.hooks.common import (
     HookContext,
+    bounded,
+    bounded_messages,
     open_session,
     render_startup,
     text_field,
@@ -66,7 +68,7 @@ def prompt_submit(payload: dict[str, Any], context: HookContext) -> Answer:
         turn_id = transcript.turn_id_for(TURN_PREFIX, session_id, ordinal, turns[ordinal].prompt)
     with context.connect() as client:
         _opened, ids = open_session(client, context, payload)
-        result = client.call("recall", {**ids, "turn_id": turn_id, "prompt": prompt})
+        result = client.call("recall", {**ids, "turn_id": turn_id, "prompt": bounded(prompt)})
     return _context_answer("UserPromptSubmit", str(result.get("context") or ""))
 
 
@@ -120,9 +122,10 @@ def turn_report(
         report["outcome"] = "failed"
     if not turn.assistant:
         report["transcript_committed"] = False  # the final assistant entry is not recorded
-    report["messages"] = [{"role": "user", "content": turn.prompt}] + [
-        {"role": "assistant", "content": text} for text in turn.assistant
-    ]
+    report["messages"] = bounded_messages(
+        [{"role": "user", "content": turn.prompt}]
+        + [{"role": "assistant", "content": text} for text in turn.assistant]
+    )
     return report
 
 

@@ -11,7 +11,14 @@ import time
 from typing import TYPE_CHECKING
 
 from orcactl.hooks import transcript
-from orcactl.hooks.common import HookContext, open_session, render_startup, text_field
+from orcactl.hooks.common import (
+    HookContext,
+    bounded,
+    bounded_messages,
+    open_session,
+    render_startup,
+    text_field,
+)
 from orcactl.hooks.failures import record_failure
 
 if TYPE_CHECKING:
@@ -47,7 +54,7 @@ def prompt_submit(payload: dict[str, Any], context: HookContext) -> Answer:
     turn_id = _turn_id(payload)
     with context.connect() as client:
         _opened, ids = open_session(client, context, payload)
-        result = client.call("recall", {**ids, "turn_id": turn_id, "prompt": prompt})
+        result = client.call("recall", {**ids, "turn_id": turn_id, "prompt": bounded(prompt)})
     return _context_answer("UserPromptSubmit", str(result.get("context") or ""))
 
 
@@ -94,7 +101,7 @@ def turn_report(payload: dict[str, Any], context: HookContext, *, failed: bool) 
         report["transcript_committed"] = False  # the final agent message is not in the rollout
     messages = [{"role": "user", "content": turn.prompt}] if turn.prompt else []
     messages += [{"role": "assistant", "content": text} for text in turn.assistant]
-    report["messages"] = messages
+    report["messages"] = bounded_messages(messages)
     return report
 
 

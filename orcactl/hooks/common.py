@@ -22,6 +22,14 @@ PERMISSION_MODES: dict[str, tuple[str, bool]] = {
 }
 
 
+# Text a hook sends orcad, per message and per turn: far above what orcad keeps of a turn (its
+# 32 KiB source keeps the first message's ends and the newest messages), far below its 8 MiB
+# request bound, which a pasted log could pass (orcad would close the connection).
+SEND_TEXT_MAX_CHARS = 256 * 1024
+SEND_TURN_MAX_CHARS = 2 * 1024 * 1024
+CUT_MARK = "\n[...]\n"
+
+
 class HookInputError(Exception):
     """The agent sent something that is not this event's hook input."""
 
@@ -101,3 +109,27 @@ def render_startup(startup: dict[str, Any]) -> str:
         + "\n\n".join(parts)
         + "\n</orca-startup-memory>\n"
     )
+
+
+def bounded(text: str) -> str:
+    """The text, or its start and its end when it is over SEND_TEXT_MAX_CHARS."""
+    if len(text) <= SEND_TEXT_MAX_CHARS:
+        return text
+    half = (SEND_TEXT_MAX_CHARS - len(CUT_MARK)) // 2
+    return text[:half] + CUT_MARK + text[-half:]
+
+
+def bounded_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each message bounded; over SEND_TURN_MAX_CHARS, the first and the newest that fit (what
+    orcad keeps of a turn anyway)."""
+    cut = [{**message, "content": bounded(str(message["content"]))} for message in messages]
+    if sum(len(m["content"]) for m in cut) <= SEND_TURN_MAX_CHARS or len(cut) < 2:
+        return cut
+    room = SEND_TURN_MAX_CHARS - len(cut[0]["content"])
+    newest: list[dict[str, Any]] = []
+    for message in reversed(cut[1:]):
+        room -= len(message["content"])
+        if room < 0:
+            break
+        newest.append(message)
+    return [cut[0], *reversed(newest)]

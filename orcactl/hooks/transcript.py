@@ -128,7 +128,8 @@ def clean_text(text: str) -> str:
 
 def turn_id_for(agent: str, session_id: str, ordinal: int, prompt: str) -> str:
     """A turn id that the submit hook and the stop hook derive alike for the same prompt."""
-    digest = hashlib.sha256(f"{agent}\0{session_id}\0{ordinal}\0{prompt}".encode()).hexdigest()
+    key = f"{agent}\0{session_id}\0{ordinal}\0{prompt}".encode("utf-8", "surrogatepass")
+    digest = hashlib.sha256(key).hexdigest()  # a lone surrogate (a broken emoji) still hashes
     return f"{agent}_{digest[:32]}"
 
 

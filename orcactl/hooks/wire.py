@@ -73,7 +73,9 @@ class HookClient:
     def call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         request_id = next(self._ids)
         request = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
-        self._sock.sendall(json.dumps(request, ensure_ascii=False).encode() + b"\n")
+        # a lone surrogate (half an emoji an agent passed on) becomes U+FFFD, not a failed call
+        line = json.dumps(request, ensure_ascii=False).encode("utf-8", "replace") + b"\n"
+        self._sock.sendall(line)
         while True:
             answer = json.loads(self._read_line())
             if not isinstance(answer, dict) or answer.get("id") != request_id:
