@@ -137,6 +137,7 @@ class Daemon:
             self.paths.state_db, self.clock, self.loaded.config.sessions.idle_expiry_s
         )
         self.state_db_users.append(self.sessions.close)
+        self.sessions.on_corrupt = self._recover_state_db_async
         self.started_at = self.clock.now()
         self.router.add("daemon.ping", self.ping, early=True)
         self.router.add("daemon.status", self.status)
@@ -232,6 +233,9 @@ class Daemon:
         if problem is not None:
             with self._state_db_lock:
                 self.recreate_state_db(problem)
+
+    async def _recover_state_db_async(self, reported: str) -> None:
+        await trio.to_thread.run_sync(self.recover_state_db, reported)
 
     def recover_state_db(self, reported: str) -> None:
         """SQLite reported the state database damaged while running (blocking): check it, and

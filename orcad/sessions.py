@@ -14,7 +14,9 @@ from __future__ import annotations
 import collections
 import secrets
 import sqlite3
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import TypeVar
 
 import msgspec
 import structlog
@@ -26,10 +28,13 @@ from orcad.config import Config, ProjectConfig, parse_config
 from orcad.errors import InvalidParams, NotFound, StaleSession, StartupError
 from orcad.identity import ProjectIdentity, derive_project
 from orcad.sqlite_worker import SQLiteWorker, connect_private
+from orcad.storage_faults import is_corruption
 from orcad.workspace import Workspace, canonical_directory, derive_workspace
 from protocol.types import History, Mode, SessionOpenParams
 
 log = structlog.get_logger("orcad.sessions")
+
+T = TypeVar("T")
 
 
 class Session(msgspec.Struct, frozen=True, kw_only=True):
@@ -143,6 +148,8 @@ class SessionStore:
         self._cache: collections.OrderedDict[str, Session] = collections.OrderedDict()
         self._open_epochs: dict[str, int] = {}  # session id -> its open epoch (daemon.status)
         self._last_used: dict[str, float] = {}  # session id -> time of its latest call
+        # Replaces a damaged database (the daemon sets it); the call is then run once more.
+        self.on_corrupt: Callable[[str], Awaitable[None]] | None = None
 
     @staticmethod
     def _connect(path: Path) -> sqlite3.Connection:
@@ -152,6 +159,17 @@ class SessionStore:
 
     def close(self) -> None:
         self._db.close()
+
+    async def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """`work` on the database; one SQLite reports damaged is replaced (what it held is
+        lost, and said) and `work` runs again on the new one, whatever call found it."""
+        try:
+            return await self._db.run(work)
+        except sqlite3.DatabaseError as exc:
+            if not is_corruption(exc) or self.on_corrupt is None:
+                raise
+            await self.on_corrupt(str(exc))
+        return await self._db.run(work)
 
     @property
     def open_count(self) -> int:
@@ -218,7 +236,7 @@ class SessionStore:
                 )
             return session
 
-        session = await self._db.run(persist)
+        session = await self._run(persist)
         self._remember(session)
         self._open_epochs[session_id] = session.epoch
         self._last_used[session_id] = now
@@ -249,7 +267,7 @@ class SessionStore:
     async def _current(self, session_id: str) -> Session | None:
         session = self._cache.get(session_id)
         if session is None:
-            session = await self._db.run(lambda c: self._load(c, session_id))
+            session = await self._run(lambda c: self._load(c, session_id))
             if session is not None:
                 self._remember(session)
         return session
@@ -286,17 +304,20 @@ class SessionStore:
         def persist(connection: sqlite3.Connection) -> int:
             with connection:
                 connection.execute("BEGIN IMMEDIATE")
-                (current,) = connection.execute(
+                row = connection.execute(
                     "SELECT epoch FROM sessions WHERE session_id = ?", (session_id,)
                 ).fetchone()
+                if row is None:  # lost with a damaged database: closing it needs no row
+                    return epoch
+                current = int(row[0])
                 if current == epoch:
                     connection.execute(
                         "UPDATE sessions SET snapshot = ? WHERE session_id = ? AND epoch = ?",
                         (msgspec.json.encode(closed).decode(), session_id, epoch),
                     )
-            return int(current)
+            return current
 
-        current = await self._db.run(persist)
+        current = await self._run(persist)
         if current != epoch:  # reopened while this close waited: the new epoch stays open
             raise StaleSession(
                 f"session {session_id} was reopened (epoch {current}); this caller holds "

@@ -18,9 +18,14 @@ from typing import Any
 import pytest
 
 from orcactl.commands.doctor_faults import Finding, guarded
+from orcad.clock import SystemClock
+from orcad.config import Config
 from orcad.deliberate import store, vectors
-from orcad.errors import StorageError
+from orcad.errors import NotFound, StorageError
+from orcad.sessions import SessionStore
+from orcad.state_db import move_aside
 from protocol.errors import RemoteError
+from protocol.types import SessionOpenParams
 from tests.faults_helpers import fill_up, small_filesystem
 from tests.harness import DaemonProcess, OrcaEnv
 
@@ -214,6 +219,8 @@ def test_a_state_database_damaged_while_running_is_recreated_on_the_next_open(
     daemon = start(orca_env, daemon_factory)
     daemon.call("session.open", {"cwd": cwd})
     daemon.restart()  # sound at start; no connection to the file is open yet
+    daemon.call("daemon.status")  # answered once started: the check at start is behind us
+    assert recent(daemon, "state_db_recreated") == []
     state_db = orca_env.memory_root / "daemon-state.sqlite3"
     for suffix in ("-wal", "-shm"):
         Path(f"{state_db}{suffix}").unlink(missing_ok=True)
@@ -222,6 +229,44 @@ def test_a_state_database_damaged_while_running_is_recreated_on_the_next_open(
     assert opened.epoch > time.time() - 120
     assert len(recent(daemon, "state_db_recreated")) == 1
     assert list(orca_env.memory_root.glob("daemon-state.sqlite3.damaged-*"))
+
+
+def test_a_state_database_damaged_while_running_is_recreated_on_any_session_call(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    cwd = workdir(tmp_path)
+    daemon = start(orca_env, daemon_factory)
+    first = daemon.call("session.open", {"cwd": cwd, "session_id": "ses_" + "1" * 32})
+    daemon.restart()  # sound at start; nothing cached: the next call reads the file
+    daemon.call("daemon.status")  # answered once started: the check at start is behind us
+    assert recent(daemon, "state_db_recreated") == []
+    state_db = orca_env.memory_root / "daemon-state.sqlite3"
+    for suffix in ("-wal", "-shm"):
+        Path(f"{state_db}{suffix}").unlink(missing_ok=True)
+    state_db.write_bytes(b"this is not a database\n" * 400)
+    # a call that only reads a session finds the damage: the file is replaced, the session is
+    # gone with it (that is said), and the caller is told to open it again, not "storage"
+    lost = remote_error(daemon, "session.close", {"session_id": first.session_id, "epoch": 1})
+    assert lost.code == -32014, lost
+    assert len(recent(daemon, "state_db_recreated")) == 1
+    assert daemon.call("session.open", {"cwd": cwd}).epoch > time.time() - 120
+    assert len(recent(daemon, "state_db_recreated")) == 1
+
+
+async def test_a_session_held_in_memory_closes_after_its_database_was_replaced(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "daemon-state.sqlite3"
+    sessions = SessionStore(path, SystemClock())
+    session = await sessions.open(
+        SessionOpenParams(cwd=workdir(tmp_path)), tmp_path / "config.toml", Config()
+    )
+    sessions.close()  # what replacing a damaged state database does, in this order
+    move_aside(path)
+    await sessions.close_session(session.session_id, session.epoch)
+    with pytest.raises(NotFound):
+        await sessions.require(session.session_id, session.epoch)
+    sessions.close()
 
 
 def test_a_state_database_damaged_under_recall_is_replaced_and_recall_answers(
