@@ -62,3 +62,18 @@ MAX_ANSWERS_OWED_PER_CONNECTION = 64  # then the connection is not read until it
 MAX_JSON_NESTING = 64  # deeper arrays/objects are refused before any decoder recurses
 BUSY_ANSWER_WAIT_S = 1.0  # how long the "busy" answer to a refused connection may take to send
 SHUTDOWN_GRACE_S = 5.0  # in-flight requests get this long to finish on SIGTERM
+
+# Waits and back-offs (spec: Capture and Recovery; Storage). Each is named once, here.
+SQLITE_BUSY_TIMEOUT_MS = 5000  # a store waits this long for another connection's write lock
+INDEX_BUSY_TIMEOUT_MS = 2000  # index.sqlite3 readers: a rebuild that takes longer is a miss
+STALE_INDEX_TEMP_AGE_S = 600.0  # an index temp file this old was left by a crash, not a build
+PROJECT_LOCK_TIMEOUT_S = 5.0  # longer contention for a project lock is a transient failure
+RETRY_AFTER_MAX_S = 3600.0  # a provider's Retry-After cannot park a job for longer than this
+RELEASE_GRACE_S = 10.0  # at shutdown, how long a worker may spend handing its lease back
+RESTART_FIRST_DELAY_S = 1.0  # a crashed background task is started again after this long...
+RESTART_MAX_DELAY_S = 60.0  # ...doubling per crash in a row, up to this
+RESTART_STABLE_AFTER_S = 300.0  # a task that ran this long before crashing starts over at 1 s
+HEALTH_REPORT_INTERVAL_S = 30.0  # how often `systemctl --user status orcad` gets fresh numbers
+DOCTOR_PROVIDER_TIMEOUT_S = 3.0  # doctor's probe of the extraction endpoint
+DOCTOR_STUCK_AFTER_MIN_S = 3600.0  # an active job untouched this long is not merely queued
+DOCTOR_DAEMON_TIMEOUT_S = 10.0  # doctor's calls to a running daemon

@@ -14,6 +14,7 @@ from typing import TypeVar
 
 import trio
 
+from orcad.limits import SQLITE_BUSY_TIMEOUT_MS
 from orcad.threads import run_sync_now
 
 T = TypeVar("T")
@@ -52,7 +53,7 @@ def connect_private(path: Path, *, wal: bool = True) -> sqlite3.Connection:
     """Open (creating) a database whose files are private to the user."""
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     connection = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
-    connection.execute("PRAGMA busy_timeout = 5000")
+    connection.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
     if wal:
         connection.execute("PRAGMA journal_mode = WAL")
     connection.execute("PRAGMA synchronous = FULL")

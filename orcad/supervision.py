@@ -9,6 +9,12 @@ from typing import TYPE_CHECKING, Any
 import structlog
 import trio
 
+from orcad.limits import (
+    HEALTH_REPORT_INTERVAL_S,
+    RESTART_FIRST_DELAY_S,
+    RESTART_MAX_DELAY_S,
+    RESTART_STABLE_AFTER_S,
+)
 from orcad.log import describe_exception
 from orcad.notify import Notifier
 from protocol.types import StatusParams, StatusResult
@@ -17,11 +23,6 @@ if TYPE_CHECKING:
     from orcad.app import Daemon
 
 log = structlog.get_logger("orcad.supervision")
-
-HEALTH_REPORT_INTERVAL_S = 30.0  # how often `systemctl --user status orcad` gets fresh numbers
-RESTART_FIRST_DELAY_S = 1.0  # a crashed background task is started again after this long...
-RESTART_MAX_DELAY_S = 60.0  # ...doubling per crash in a row, up to this
-RESTART_STABLE_AFTER_S = 300.0  # a task that ran this long before crashing starts over at 1 s
 
 
 def restart_delay(previous_delay: float | None, ran_s: float) -> float:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from orcad import limits
 from orcad.capture import leases, schedule
 from orcad.capture.records import JobRecord, Provenance, PublishOutcome, new_job
 from orcad.capture.schedule import JobView, PoolState, plan, view_of
@@ -142,7 +143,7 @@ def test_retry_after_is_honoured_and_capped() -> None:
     parked = leases.fail(
         claimed(job()), token=1, now=T0, error="429", max_retries=3, retry_after=10**9
     )
-    assert leases.is_claimable(parked, T0 + leases.RETRY_AFTER_MAX_S)
+    assert leases.is_claimable(parked, T0 + limits.RETRY_AFTER_MAX_S)
 
 
 def test_error_messages_are_redacted_and_bounded() -> None:

@@ -24,14 +24,10 @@ from orcad.capture.schedule import JobView, PoolState, plan
 from orcad.capture.service import CaptureService
 from orcad.config import Config, ExtractionConfig, LoadedConfig
 from orcad.errors import StorageError
+from orcad.limits import RESTART_FIRST_DELAY_S, RESTART_MAX_DELAY_S
 from orcad.paths import resolve_paths
 from orcad.rpc import Dispatcher
-from orcad.supervision import (
-    RESTART_FIRST_DELAY_S,
-    RESTART_MAX_DELAY_S,
-    restart_delay,
-    supervised,
-)
+from orcad.supervision import restart_delay, supervised
 from protocol.types import StatusParams
 
 T0 = 1_800_000_000.0

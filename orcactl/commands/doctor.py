@@ -34,15 +34,18 @@ from orcactl.integrate import agent_findings
 from orcad.clock import parse_time
 from orcad.config import Config, load_config
 from orcad.errors import StartupError, StorageError
+from orcad.limits import (
+    DOCTOR_DAEMON_TIMEOUT_S,
+    DOCTOR_PROVIDER_TIMEOUT_S,
+    DOCTOR_STUCK_AFTER_MIN_S,
+)
 from orcad.paths import Paths, resolve_paths
 from protocol.client import Client, DaemonUnavailable, ProtocolViolation
 from protocol.errors import RemoteError
 from protocol.types import EmbeddingStatus, JobSummary
 
 METHOD_NOT_FOUND = -32601
-PROVIDER_TIMEOUT_S = 3.0
 DEFAULT_MIN_FREE_MB = 200
-STUCK_AFTER_MIN_S = 3600.0  # an active job untouched this long is not merely queued
 STUCK_LEASES = 10  # ...or this many lease periods, when leases are long
 FILE_SCAN_LIMIT = 10000  # entries looked at under the memory root
 
@@ -93,7 +96,7 @@ def judge_private(check: str, path: Path, info: os.stat_result, uid: int) -> lis
 
 
 def stuck_after_s(config: Config) -> float:
-    return max(STUCK_AFTER_MIN_S, STUCK_LEASES * config.extraction.lease_s)
+    return max(DOCTOR_STUCK_AFTER_MIN_S, STUCK_LEASES * config.extraction.lease_s)
 
 
 def judge_jobs(jobs: list[JobSummary], now: float, stuck_after: float) -> list[Finding]:
@@ -189,7 +192,7 @@ def check_runtime_and_socket(
         )
         return found, None
     try:
-        client = Client(str(sock), timeout=10)
+        client = Client(str(sock), timeout=DOCTOR_DAEMON_TIMEOUT_S)
         pid = client.call("daemon.ping").pid
     except (DaemonUnavailable, OSError) as exc:
         found.append(
@@ -301,7 +304,7 @@ def check_provider(config: Config) -> Finding:
     if key:
         request.add_header("Authorization", f"Bearer {key}")
     try:
-        with _NO_REDIRECTS.open(request, timeout=PROVIDER_TIMEOUT_S) as response:
+        with _NO_REDIRECTS.open(request, timeout=DOCTOR_PROVIDER_TIMEOUT_S) as response:
             return Finding("provider", "ok", f"{url} answered {response.status}")
     except urllib.error.HTTPError as exc:
         if 300 <= exc.code < 400:  # orcad does not follow redirects either

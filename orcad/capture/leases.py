@@ -31,11 +31,11 @@ from orcad.capture.records import (
 from orcad.capture.states import JobEvent, next_state
 from orcad.clock import format_time
 from orcad.errors import LeaseLost
+from orcad.limits import RETRY_AFTER_MAX_S
 from orcad.secrets import redact
 
 JOB_ERRORS_KEPT = 8  # newest attempt errors kept in a job file
 ERROR_MESSAGE_MAX_CHARS = 500
-RETRY_AFTER_MAX_S = 3600.0  # a provider cannot park a job for longer than this
 BUILTIN_OWNER_PREFIX = "orcad:"  # built-in workers are orcad:<instance>:w<n>
 
 

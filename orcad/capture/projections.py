@@ -35,6 +35,7 @@ from orcad import limits
 from orcad.capture.ledger import CandidateRecord, Ledger
 from orcad.durable_files import fsync_directory, replace_file_atomically
 from orcad.errors import StorageError
+from orcad.limits import INDEX_BUSY_TIMEOUT_MS, STALE_INDEX_TEMP_AGE_S
 from orcad.query import FTS5_TOKENIZE, match_expression
 from protocol.types import IndexState
 
@@ -43,7 +44,6 @@ INDEX_FILE = "index.sqlite3"
 INDEX_FORMAT = "1"
 INDEX_TOKENIZER = FTS5_TOKENIZE  # "porter unicode61 remove_diacritics 2", as deliberate search
 _INDEX_SIDE_FILES = ("-wal", "-shm", "-journal")
-_STALE_TEMP_AGE_S = 600.0  # an index temp file this old was left by a crash, not a live build
 _OPEN_INDEXES_MAX = 64  # cached read connections kept, least recently used dropped first
 
 log = structlog.get_logger("orcad.capture.projections")
@@ -298,7 +298,7 @@ def _open_read_only(path: Path) -> sqlite3.Connection:
         raise sqlite3.OperationalError(f"{path} is not a regular file")
     uri = f"file:{quote(str(path))}?mode=ro"
     connection = sqlite3.connect(uri, uri=True, check_same_thread=False, isolation_level=None)
-    connection.execute("PRAGMA busy_timeout = 2000")
+    connection.execute(f"PRAGMA busy_timeout = {INDEX_BUSY_TIMEOUT_MS}")
     return connection
 
 
@@ -373,9 +373,8 @@ def _drop_cached(project_dir: Path) -> None:
 
 def _remove_stale_index_temps(target: Path) -> None:
     # temps of a build running right now (a concurrent rebuild) are young; only old ones go
-    cutoff = time.time() - _STALE_TEMP_AGE_S
+    cutoff = time.time() - STALE_INDEX_TEMP_AGE_S
     for temp in target.parent.glob(f".{INDEX_FILE}.*.tmp*"):
         with contextlib.suppress(OSError):
             if temp.stat().st_mtime < cutoff:
                 temp.unlink()
-

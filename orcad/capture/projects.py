@@ -23,12 +23,12 @@ import msgspec
 from orcad.clock import format_time
 from orcad.durable_files import replace_file_atomically
 from orcad.errors import NotFound, StorageError
+from orcad.limits import PROJECT_LOCK_TIMEOUT_S
 
 PROJECT_FILE = "project.json"
 PROJECT_FILE_FORMAT = "orcad.project/1"
 LOCK_FILE = ".lock"
 JOBS_DIR = "jobs"
-PROJECT_LOCK_TIMEOUT_S = 5.0  # longer contention is a transient lock failure
 _PROJECT_ID = re.compile(r"[0-9a-f]{64}\Z")
 
 T = TypeVar("T")

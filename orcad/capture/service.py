@@ -46,7 +46,6 @@ from orcad.capture.ledger import (
 )
 from orcad.capture.output import MalformedOutput, parse_extractor_output
 from orcad.capture.projects import (
-    PROJECT_LOCK_TIMEOUT_S,
     ProjectFile,
     ensure_directories,
     list_project_ids,
@@ -109,7 +108,7 @@ class CaptureService:
         config: Config,
         clock: Clock,
         record_error: ErrorRecorder,
-        lock_timeout: float = PROJECT_LOCK_TIMEOUT_S,
+        lock_timeout: float = limits.PROJECT_LOCK_TIMEOUT_S,
     ) -> None:
         self.projects_dir = projects_dir
         self.config_file = config_file

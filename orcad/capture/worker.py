@@ -22,12 +22,11 @@ from orcad.capture.projects import ProjectLockTimeout
 from orcad.capture.records import JobRecord, Provenance
 from orcad.capture.service import CaptureService
 from orcad.errors import ExtractionRejected, LeaseLost, NotFound, StorageError
+from orcad.limits import RELEASE_GRACE_S
 from orcad.log import describe_exception
 from orcad.providers import Provider, ProviderError
 
 log = structlog.get_logger("orcad.capture.worker")
-
-RELEASE_GRACE_S = 10.0  # at shutdown, how long a worker may spend handing its lease back
 
 
 class WorkerPool:
