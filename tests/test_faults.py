@@ -481,6 +481,38 @@ def test_an_exhausted_job_can_be_retried_once_more(
     assert orcactl(orca_env, "jobs", "retry", "nope").returncode == 1
 
 
+def test_jobs_retry_in_every_other_state_is_refused_for_its_state_and_changes_nothing(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    daemon = start(orca_env, daemon_factory, "[extraction]\nworkers = 0\n")
+    session = daemon.call("session.open", {"cwd": workdir(tmp_path)})
+    jobs = [daemon.call("turn.completed", turn(session, f"t{n}")).job_id for n in range(3)]
+    committed, leased, pending = jobs
+    claimed = daemon.call("jobs.claim", {"worker": "w"})
+    assert claimed.job.job_id == committed
+    daemon.call(
+        "jobs.publish",
+        {
+            "job_id": committed,
+            "token": claimed.lease.token,
+            "output": "NOTHING",
+            "provider": "test",
+            "model": "m",
+        },
+    )
+    assert daemon.call("jobs.claim", {"worker": "w"}).job.job_id == leased
+    # the backlog is full: a job that is not exhausted is still refused for its state
+    for number in range(3, 65):  # 64 active with the leased and the pending one
+        daemon.call("turn.completed", turn(session, f"t{number}"))
+    before = {j.job_id: (j.state, j.attempts) for j in daemon.call("jobs.list").jobs}
+    for job_id, state in ((committed, "committed"), (leased, "leased"), (pending, "pending")):
+        error = remote_error(daemon, "jobs.retry", {"job_id": job_id})
+        assert (error.code, error.data["kind"], error.data["state"]) == (-32013, "conflict", state)
+        assert "only an exhausted job" in str(error)
+    after = {j.job_id: (j.state, j.attempts) for j in daemon.call("jobs.list").jobs}
+    assert after == before
+
+
 def test_sqlite3_quick_check_finds_the_damaged_page_the_tests_make(tmp_path: Path) -> None:
     database = tmp_path / "memory.sqlite3"
     build_memory_database(database, records=500)

@@ -686,6 +686,13 @@ class CaptureService:
         """An exhausted job pending again, attempts reset (jobs.retry): Conflict for any other
         state, or when the project's backlog is already full."""
         project_id = self._project_of(job_id)
+        view = self._jobs.get(job_id)
+        if view is not None and view.state != "exhausted":  # its state first, not the backlog
+            raise Conflict(
+                f"job {job_id} is {view.state}; only an exhausted job is retried",
+                job_id=job_id,
+                state=view.state,
+            )
         if self.active_jobs(project_id) >= limits.ACTIVE_JOBS_PER_PROJECT:
             raise Conflict(
                 f"project {project_id} already has {limits.ACTIVE_JOBS_PER_PROJECT} active jobs; "
