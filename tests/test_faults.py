@@ -419,6 +419,25 @@ def test_a_damaged_ledger_is_listed_as_corrupt_and_doctor_says_how_to_fix_it(
             daemon.stop()
 
 
+def test_a_damaged_project_file_is_reported_by_doctor_with_its_own_fix(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    daemon = start(orca_env, daemon_factory, "[extraction]\nworkers = 0\n")
+    session = daemon.call("session.open", {"cwd": workdir(tmp_path)})
+    directory = orca_env.memory_root / "projects" / session.project.id
+    (directory / "project.json").write_bytes(b"\xff{ not a project record\n")
+    assert [p.corrupt for p in daemon.call("projects.list").projects] == [True]
+    for running in (True, False):
+        code, findings = doctor(orca_env)
+        assert code == 1, (running, findings)
+        [found] = problems(findings, "index")
+        assert session.project.id in found["detail"] and "project.json" in found["detail"]
+        assert f"{directory}/project.json" in found["fix"]
+        assert "candidates.jsonl" not in found["fix"]  # the ledger is sound: leave it alone
+        if running:
+            daemon.stop()
+
+
 def test_a_truncated_job_file_stays_visible_with_its_id_and_is_kept(
     orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
 ) -> None:
@@ -450,6 +469,54 @@ def test_a_truncated_job_file_stays_visible_with_its_id_and_is_kept(
         if running:
             daemon.stop()
     assert job_file.read_bytes() == truncated
+
+
+@pytest.mark.slow
+def test_doctor_survives_any_damaged_file_and_fails_for_those_that_hold_memory(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    daemon = start(orca_env, daemon_factory)
+    session = daemon.call("session.open", {"cwd": workdir(tmp_path), "mode": "yolo"})
+    ids = {"session_id": session.session_id, "epoch": session.epoch}
+    daemon.call("remember", {**ids, "text": "we deploy on Tuesdays", "scope": "project"})
+    daemon.call("remember", {**ids, "text": "I like tabs", "scope": "user"})
+    daemon.call("turn.completed", turn(session, "t1"))
+    daemon.call("turn.completed", turn(session, "t2", "remember that the linter is ruff"))
+    deadline = time.monotonic() + 30
+    while any(j.state != "committed" for j in daemon.call("jobs.list").jobs):
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    saved = daemon.call(
+        "memory.manage",
+        {**ids, "action": "save", "content": "a fact", "kind": "fact", "is_global": True},
+    )
+    assert saved.outcome == "applied"
+    daemon.call("recall", {**ids, "turn_id": "t3", "prompt": "how do we deploy"})
+    daemon.stop()
+    roots = [orca_env.home, orca_env.config_dir]
+    pristine = tmp_path / "pristine"
+    for root in roots:
+        shutil.copytree(root, pristine / root.name, symlinks=True)
+    files = sorted(p for root in roots for p in root.rglob("*") if p.is_file())
+    must_fail = {
+        "config.toml",
+        "daemon-state.sqlite3",
+        "memory.sqlite3",
+        "candidates.jsonl",
+        "project.json",
+        "index.sqlite3",
+    }
+    assert must_fail <= {f.name for f in files}, files
+    assert any(f.parent.name == "jobs" for f in files)
+    for path in files:
+        for root in roots:
+            shutil.rmtree(root)
+            shutil.copytree(pristine / root.name, root, symlinks=True)
+        path.write_bytes(b"\xff\xfe\x00 not what was here {[\n" * 64)
+        code, findings = doctor(orca_env)  # never a traceback, always the report
+        if path.name in must_fail or path.parent.name == "jobs":
+            assert code == 1, (path, findings)
+            assert all(f["fix"] for f in findings if f["status"] == "problem"), findings
 
 
 # --- jobs.retry -----------------------------------------------------------------------------

@@ -447,6 +447,9 @@ def check_projects_offline(paths: Paths, config: Config) -> list[Finding]:
     ids = projects.list_project_ids(paths.projects_dir)
     for project_id in ids:
         directory = paths.projects_dir / project_id
+        described = projects.read_project_file(directory, project_id)
+        if described.problem is not None:
+            found.append(judge_damaged_project(project_id, directory, described.problem))
         try:
             current = ledger.read_ledger(directory)
         except StorageError as exc:

@@ -154,12 +154,20 @@ def judge_damaged_jobs(damaged: list[Any]) -> list[Finding]:
 
 
 def judge_damaged_project(project_id: str, directory: Path, problem: str | None) -> Finding:
+    """A damaged project file, with the fix for the file the problem names (the ledger's when
+    it names none)."""
     detail = problem or "its files are damaged"
-    return Finding(
-        "index",
-        "problem",
-        f"project {project_id}: {detail}",
-        f"move the damaged file aside (e.g. mv {directory}/candidates.jsonl "
-        f"{directory}/candidates.jsonl.damaged): the ledger starts empty, held jobs run again "
-        f"and job files keep the evidence; orcactl inspect {project_id} shows the rest",
-    )
+    fixes = []
+    if "project.json" in detail:
+        fixes.append(
+            f"mv {directory}/project.json {directory}/project.json.damaged (it only records "
+            "where the project was seen; the next session opened in it writes it again)"
+        )
+    if "project.json" not in detail or "candidates.jsonl" in detail:
+        fixes.append(
+            f"move the damaged file aside (e.g. mv {directory}/candidates.jsonl "
+            f"{directory}/candidates.jsonl.damaged): the ledger starts empty, held jobs run "
+            "again and job files keep the evidence"
+        )
+    fixes.append(f"orcactl inspect {project_id} shows the rest")
+    return Finding("index", "problem", f"project {project_id}: {detail}", "; ".join(fixes))
