@@ -79,6 +79,12 @@ def recent(daemon: DaemonProcess, kind: str) -> list[str]:
     return [e.message for e in daemon.call("daemon.status").recent_errors if e.kind == kind]
 
 
+def all_files(orca: OrcaEnv) -> list[Path]:
+    return sorted(
+        p for root in (orca.home, orca.config_dir) for p in root.rglob("*") if p.is_file()
+    )
+
+
 def damage_a_page(path: Path, page: int) -> None:
     """Overwrite most of one database page with 0xff bytes (a torn or rotted sector)."""
     data = bytearray(path.read_bytes())
@@ -134,7 +140,16 @@ def test_a_full_disk_is_a_storage_error_on_every_path_and_is_recorded(
         daemon = start(orca_env, daemon_factory, "[extraction]\nworkers = 0\n")
         session = daemon.call("session.open", {"cwd": cwd, "mode": "yolo"})
         ids = {"session_id": session.session_id, "epoch": session.epoch}
+        daemon.call("remember", {**ids, "text": "we deploy on Tuesdays", "scope": "project"})
+        held = daemon.call("turn.completed", turn(session, "t0")).job_id
+        lease = daemon.call("jobs.claim", {"worker": "w", "lease_s": 600}).lease
+        before = {p: p.read_bytes() for p in all_files(orca_env)}
         fillers = [fill_up(orca_env.home), fill_up(orca_env.config_dir)]
+        facts = "\n".join(
+            json.dumps({"category": "project", "fact": f"deploys use make target {n} " * 8})
+            for n in range(8)
+        )
+        publish = {"job_id": held, "token": lease.token, "output": facts, "provider": "t"}
         failing = {
             "session.open": {"cwd": cwd},
             "turn.completed": turn(session, "t1"),
@@ -146,6 +161,7 @@ def test_a_full_disk_is_a_storage_error_on_every_path_and_is_recorded(
                 "is_global": True,
             },
             "remember": {**ids, "text": "we deploy on Tuesdays " * 40, "scope": "user"},
+            "jobs.publish": {**publish, "model": "m"},
         }
         for method, params in failing.items():
             error = remote_error(daemon, method, params)
@@ -167,8 +183,16 @@ def test_a_full_disk_is_a_storage_error_on_every_path_and_is_recorded(
         assert daemon.proc is not None and daemon.proc.poll() is None  # still serving
         for filler in fillers:
             filler.unlink()
+        # nothing half-written: no temp file left, every file as it was or whole and new
+        after = all_files(orca_env)
+        assert [p for p in after if p.name.endswith(".tmp") or ".tmp" in p.name] == []
+        for path, data in before.items():
+            if path.suffix in (".md", ".jsonl", ".json") and path.name != "filler.bin":
+                assert path.read_bytes() == data, path
         again = daemon.call("session.open", {"cwd": cwd})  # space is back: it works again
         assert again.epoch == 1
+        published = daemon.call("jobs.publish", {**publish, "model": "m"})  # and the held job
+        assert published.state == "committed"
         daemon.stop()
 
 
