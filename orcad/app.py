@@ -25,6 +25,7 @@ from orcad.errors import StorageError
 from orcad.log import describe_exception
 from orcad.paths import Paths
 from orcad.rpc import AsyncHandler, Router, SyncHandler
+from orcad.secrets import redact
 from orcad.sessions import Session, SessionStore, start_epochs_above
 from orcad.state_db import LOSS, move_aside, state_db_problem
 from orcad.storage_faults import fault_reason, is_corruption, storage_error_of
@@ -150,7 +151,10 @@ class Daemon:
 
     def record_error(self, kind: str, message: str) -> None:
         """Remember a problem for daemon.status (and doctor); the caller logs it. A problem
-        already listed moves to the end with its new time instead of crowding others out."""
+        already listed moves to the end with its new time instead of crowding others out.
+        A secret quoted by an error (a URL's password, a key in an endpoint's answer) is
+        replaced, since daemon.status and doctor show these to anyone who asks."""
+        message = redact(message)
         for entry in self.recent_errors:
             if entry.kind == kind and entry.message == message:
                 self.recent_errors.remove(entry)

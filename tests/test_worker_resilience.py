@@ -397,3 +397,16 @@ def test_a_problem_listed_again_moves_to_the_end_instead_of_crowding_others_out(
     daemon.record_error("storage", "disk full")
     assert [e.kind for e in daemon.recent_errors] == ["ledger_corrupt", "storage"]
     daemon.sessions.close()
+
+
+def test_a_secret_quoted_by_an_error_is_not_listed(tmp_path: Path) -> None:
+    daemon = _daemon(tmp_path)
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    daemon.record_error("recall", f"deliberate recall failed: ConnectError: bad token {token}")
+    daemon.record_error("embedding", "cannot reach https://me:hunter2secret@embed.example/v1")
+    listed = " ".join(e.message for e in daemon.status(StatusParams()).recent_errors)
+    assert token not in listed and "hunter2secret" not in listed, listed
+    assert "deliberate recall failed" in listed and "embed.example" in listed
+    daemon.record_error("recall", f"deliberate recall failed: ConnectError: bad token {token}")
+    assert len(daemon.recent_errors) == 2  # the same problem again is still one entry
+    daemon.sessions.close()
