@@ -45,8 +45,9 @@ async def supervised(
     *,
     task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Run `task` (started with `nursery.start`) and start it again whenever it crashes after
-    it started; a failure before it started is a startup failure and propagates."""
+    """Run `task` (started with `nursery.start`) and start it again whenever it crashes or
+    returns after it started (background tasks run until the daemon stops, so a return is a
+    bug too); a failure before it first started is a startup failure and propagates."""
     started = False
     delay: float | None = None
     while True:
@@ -57,7 +58,14 @@ async def supervised(
                 if not started:
                     started = True
                     task_status.started()
-            return  # the task finished on its own
+            delay = restart_delay(delay, trio.current_time() - began)
+            log.error("background.stopped", task=name, restart_in_s=delay)
+            record(
+                "background_stopped",
+                f"background task {name} stopped on its own; it is restarted after "
+                f"{RESTART_FIRST_DELAY_S:g} s, doubling to {RESTART_MAX_DELAY_S:g} s while it "
+                "keeps stopping",
+            )
         except Exception as exc:
             cause: Any = _innermost(exc)
             if not started:  # a startup failure: reported as itself, not as a nursery's group

@@ -285,6 +285,26 @@ async def test_a_task_that_keeps_crashing_backs_off_to_the_cap_and_does_not_floo
     daemon.sessions.close()
 
 
+async def test_a_task_that_returns_is_started_again_and_recorded_once(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    daemon = _daemon(tmp_path)
+    runs: list[float] = []
+
+    async def quitter(*, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        runs.append(trio.current_time())
+        task_status.started()
+
+    async with trio.open_nursery() as nursery:
+        await nursery.start(supervised, "purger", quitter, daemon.record_error)
+        await trio.sleep(10)
+        nursery.cancel_scope.cancel()
+    assert [round(b - a, 3) for a, b in itertools.pairwise(runs)] == [1.0, 2.0, 4.0]
+    [stopped] = daemon.recent_errors
+    assert stopped.kind == "background_stopped" and "purger" in stopped.message
+    daemon.sessions.close()
+
+
 async def test_a_task_that_fails_before_starting_is_a_startup_failure() -> None:
     async def broken(*, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         raise StorageError("cannot list the projects directory")
