@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from orcactl.commands.doctor_faults import Finding, guarded
+from orcactl.commands.doctor_faults import Finding, guarded, judge_daemon_errors
 from orcad.clock import SystemClock
 from orcad.config import Config
 from orcad.deliberate import store, vectors
@@ -25,7 +25,7 @@ from orcad.errors import NotFound, StorageError
 from orcad.sessions import SessionStore
 from orcad.state_db import move_aside
 from protocol.errors import RemoteError
-from protocol.types import SessionOpenParams
+from protocol.types import RecentError, SessionOpenParams
 from tests.faults_helpers import fill_up, small_filesystem
 from tests.harness import DaemonProcess, OrcaEnv
 
@@ -649,6 +649,19 @@ def test_a_doctor_check_that_fails_is_a_finding_not_a_crash() -> None:
     assert finding.fix
     fine = [Finding("memory", "ok", "private")]
     assert guarded("memory", lambda: fine) == fine
+
+
+def test_doctor_shows_every_crash_the_daemon_recorded() -> None:
+    at = "2026-12-01T00:00:00.000Z"
+    recorded = [
+        RecentError(at=at, kind=kind, message=f"{kind} happened")
+        for kind in ("background_crashed", "background_stopped", "connection", "storage")
+    ]
+    found = judge_daemon_errors(recorded)
+    assert [(f.status, f.detail.split(" ")[1]) for f in found] == [
+        ("problem", f"{e.kind}:") for e in recorded
+    ]
+    assert all(f.fix for f in found)
 
 
 def test_doctor_leaves_the_database_files_private(orca_env: OrcaEnv) -> None:

@@ -34,6 +34,10 @@ DAEMON_FAULT_FIXES = {
     "memory_db_corrupt": "see the databases check for the repair steps",
     "background_crashed": "a bug: the task was restarted; please report it with the daemon log "
     "(journalctl --user -u orcad)",
+    "background_stopped": "a bug: the task was restarted; please report it with the daemon log "
+    "(journalctl --user -u orcad)",
+    "connection": "a bug: only that connection was closed; please report it with the daemon "
+    "log (event connection.failed)",
     "job_store": "check the named file or lock; the project's jobs are tried again after "
     "extraction.reschedule_s",
     "provider_config": "fix the [extraction] configuration and restart orcad",
