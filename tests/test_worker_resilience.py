@@ -15,6 +15,7 @@ import pytest
 import trio
 import trio.testing
 
+from orcad import limits
 from orcad.app import Daemon, FaultRecordingRouter
 from orcad.capture import leases, schedule
 from orcad.capture.jobstore import read_job, write_job
@@ -23,7 +24,7 @@ from orcad.capture.records import JobRecord, new_job
 from orcad.capture.schedule import JobView, PoolState, plan
 from orcad.capture.service import CaptureService
 from orcad.config import Config, ExtractionConfig, LoadedConfig
-from orcad.errors import StorageError
+from orcad.errors import Conflict, StorageError
 from orcad.limits import RESTART_FIRST_DELAY_S, RESTART_MAX_DELAY_S
 from orcad.paths import resolve_paths
 from orcad.rpc import Dispatcher
@@ -181,6 +182,46 @@ async def test_a_lock_failure_holds_that_project_only_for_reschedule_s(tmp_path:
     assert found.job is not None and found.job.job_id == "job_" + "a" * 32
     stored = read_job(projects_dir / PROJECT_A, found.job.job_id)
     assert stored is not None and (stored.state, stored.attempts) == ("leased", 0)
+
+
+async def test_retries_at_the_same_moment_never_fill_the_backlog_past_its_cap(
+    tmp_path: Path,
+) -> None:
+    projects_dir = tmp_path / "projects"
+    old_umask = os.umask(0o077)
+    try:
+        for number in range(limits.ACTIVE_JOBS_PER_PROJECT - 1):
+            _pending_job(projects_dir, PROJECT_A, f"job_{number:032x}", T0 + number)
+        exhausted = [f"job_{'e' * 31}{n}" for n in range(2)]
+        for job_id in exhausted:
+            _pending_job(projects_dir, PROJECT_A, job_id, T0 - 1)
+            job = read_job(projects_dir / PROJECT_A, job_id)
+            assert job is not None
+            write_job(projects_dir / PROJECT_A, msgspec.structs.replace(job, state="exhausted"))
+    finally:
+        os.umask(old_umask)
+    service = CaptureService(
+        projects_dir=projects_dir,
+        config_file=tmp_path / "config.toml",
+        config=Config(),
+        clock=SteppedClock(T0 + 100),
+        record_error=lambda kind, message: None,
+    )
+    await service.load()
+    assert service.active_jobs(PROJECT_A) == limits.ACTIVE_JOBS_PER_PROJECT - 1
+    outcomes: list[str] = []
+
+    async def retry(job_id: str) -> None:
+        try:
+            outcomes.append((await service.retry(job_id)).state)
+        except Conflict:
+            outcomes.append("refused")
+
+    async with trio.open_nursery() as nursery:
+        for job_id in exhausted:
+            nursery.start_soon(retry, job_id)
+    assert sorted(outcomes) == ["pending", "refused"]
+    assert service.active_jobs(PROJECT_A) == limits.ACTIVE_JOBS_PER_PROJECT
 
 
 async def test_failed_attempts_back_off_so_a_brief_outage_does_not_exhaust_a_job(

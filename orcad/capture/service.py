@@ -532,9 +532,13 @@ class CaptureService:
         return view.project_id
 
     async def _change(
-        self, job_id: str, rule: Callable[[JobRecord, float], JobRecord]
+        self,
+        job_id: str,
+        rule: Callable[[JobRecord, float], JobRecord],
+        check: Callable[[], None] | None = None,
     ) -> JobRecord:
-        """Apply a lease rule to the job as stored, under the project lock, and write it."""
+        """Apply a lease rule to the job as stored, under the project lock, and write it;
+        `check` runs first under the same lock (so what it counts cannot change meanwhile)."""
 
         def work(directory: Path) -> JobRecord:
             job = read_job(directory, job_id)
@@ -548,6 +552,8 @@ class CaptureService:
         project_id = self._project_of(job_id)
         directory = self.project_dir(project_id)
         async with self._project_locks[project_id]:
+            if check is not None:
+                check()
             try:
                 changed = await trio.to_thread.run_sync(self._locked_blocking, directory, work)
             except NotFound:
@@ -693,12 +699,14 @@ class CaptureService:
                 job_id=job_id,
                 state=view.state,
             )
-        if self.active_jobs(project_id) >= limits.ACTIVE_JOBS_PER_PROJECT:
-            raise Conflict(
-                f"project {project_id} already has {limits.ACTIVE_JOBS_PER_PROJECT} active jobs; "
-                "retry this one when some have finished",
-                job_id=job_id,
-            )
+
+        def backlog_has_room() -> None:  # under the project lock, like admission's count
+            if self.active_jobs(project_id) >= limits.ACTIVE_JOBS_PER_PROJECT:
+                raise Conflict(
+                    f"project {project_id} already has {limits.ACTIVE_JOBS_PER_PROJECT} active "
+                    "jobs; retry this one when some have finished",
+                    job_id=job_id,
+                )
 
         def rule(job: JobRecord, now: float) -> JobRecord:
             try:
@@ -706,7 +714,7 @@ class CaptureService:
             except leases.NotRetryable as exc:
                 raise Conflict(str(exc), job_id=job_id, state=job.state) from exc
 
-        job = await self._change(job_id, rule)
+        job = await self._change(job_id, rule, backlog_has_room)
         log.info("job.retried", job_id=job_id, project_id=project_id)
         return job
 
