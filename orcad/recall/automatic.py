@@ -145,24 +145,33 @@ class ProjectMemorySearch:
         query_vector: Array,
         limit: int,
     ) -> list[AutomaticCandidate]:
+        assert self._embeddings is not None
         vectors = self._vectors(cache)
         weights = rank.query_weights(terms, frequency, len(cache.candidates))
-        embedded = [i for i in cache.candidates if i in vectors]
-        cosines: dict[str, float] = {}
+        total = sum(weights.values()) or 1.0
+        ids = list(cache.candidates)
+        cosines = np.full(len(ids), np.nan, dtype=np.float32)
+        embedded = [n for n, i in enumerate(ids) if i in vectors]
         if embedded:
-            scores = np.stack([vectors[i] for i in embedded]) @ query_vector
-            cosines = dict(zip(embedded, scores.tolist(), strict=True))
+            cosines[embedded] = np.stack([vectors[ids[n]] for n in embedded]) @ query_vector
+        covered = np.zeros(len(ids), dtype=np.float32)
+        for n, i in enumerate(ids):
+            found = cache.stems[i]
+            covered[n] = sum(weight for term, weight in weights.items() if term in found) / total
+        # only the most relevant few become ranking candidates (128 would cost more than search)
+        weight = self._embeddings.lexical_weight
+        relevance = np.where(np.isnan(cosines), covered, cosines + weight * covered)
+        best = np.argsort(-relevance, kind="stable")[: rank.CONSIDERED_PER_SHOWN * limit]
         pool = [
             rank.Candidate(
-                key=candidate.id,
-                text=candidate.fact,
-                recorded_at=candidate.recorded_at,
-                coverage=rank.coverage(cache.stems[candidate.id], weights),
-                cosine=cosines.get(candidate.id),
+                key=ids[n],
+                text=cache.candidates[ids[n]].fact,
+                recorded_at=cache.candidates[ids[n]].recorded_at,
+                coverage=float(covered[n]),
+                cosine=None if np.isnan(cosines[n]) else float(cosines[n]),
             )
-            for candidate in cache.candidates.values()
+            for n in best.tolist()
         ]
-        assert self._embeddings is not None
         chosen = rank.rank(
             pool,
             semantic=True,

@@ -26,7 +26,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from orcad.query import is_weak_term
 from orcad.recall.select import stem, stems
@@ -40,8 +40,7 @@ _NEWER_STEP = 1e-6
 CONSIDERED_PER_SHOWN = 3  # how far above its older near-duplicate a correction is placed
 
 
-@dataclass(frozen=True)
-class Candidate:
+class Candidate(NamedTuple):  # a tuple: recall builds one per stored fact, per prompt
     key: str
     text: str
     recorded_at: float  # unix seconds; newer wins among near-duplicates
@@ -66,8 +65,12 @@ def query_weights(
     return weights
 
 
-def coverage(stems_of_text: Iterable[str], weights: Mapping[str, float]) -> float:
-    total = sum(weights.values())
+def coverage(
+    stems_of_text: Iterable[str], weights: Mapping[str, float], total: float | None = None
+) -> float:
+    """The weighted share of query terms in the text; `total` is sum(weights) if known."""
+    if total is None:
+        total = sum(weights.values())
     if total <= 0:
         return 0.0
     found = stems_of_text if isinstance(stems_of_text, (set, frozenset)) else set(stems_of_text)
@@ -85,10 +88,11 @@ def significant_stems(text: str) -> frozenset[str]:
     return frozenset(token for token in text_stems(text) if not is_weak_term(token))
 
 
+@functools.lru_cache(maxsize=65536)  # the same stored texts meet again prompt after prompt
 def near_duplicates(first: str, second: str) -> bool:
     a, b = significant_stems(first), significant_stems(second)
-    if not a or not b:
-        return False
+    if not a or not b or min(len(a), len(b)) < NEAR_DUPLICATE * max(len(a), len(b)):
+        return False  # (the Jaccard index is at most the ratio of the sizes)
     return len(a & b) / len(a | b) >= NEAR_DUPLICATE
 
 

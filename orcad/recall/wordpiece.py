@@ -7,6 +7,7 @@ model's vocabulary is looked up with the tokens the model itself would have seen
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Sequence
 
@@ -32,8 +33,16 @@ def _is_cjk(code: int) -> bool:
     )
 
 
+# ASCII text, the usual case, in one regular expression: every printable non-alphanumeric
+# ASCII character is punctuation to BERT, and control characters are dropped
+_ASCII_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_ASCII_WORD = re.compile(r"[a-z0-9]+|[!-/:-@\[-`{-~]")
+
+
 def basic_words(text: str) -> list[str]:
     """Lower-cased, accent-free words with every punctuation and CJK character on its own."""
+    if text.isascii():
+        return _ASCII_WORD.findall(_ASCII_CONTROL.sub("", text.lower()))
     folded = unicodedata.normalize("NFD", text.lower())
     out: list[str] = []
     current: list[str] = []
