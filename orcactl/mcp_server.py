@@ -26,6 +26,7 @@ from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
 
 from orcactl.connect import CommandError, connect
+from orcactl.hooks.common import bounded
 from protocol.client import Client, DaemonUnavailable, ProtocolViolation
 from protocol.errors import RemoteError
 
@@ -48,6 +49,10 @@ INSTRUCTIONS = (
 
 # Calls that change nothing, so sending one again after a lost connection is harmless.
 READ_ONLY = frozenset({"memory.search", "recall", "session.open"})
+# Text to keep is refused past this (orcad's own limits are far lower and say so); text to
+# search with is cut to its ends. Either way no request nears orcad's 8 MiB bound, past which
+# it closes the connection instead of answering.
+KEPT_TEXT_MAX_CHARS = 64 * 1024
 
 DECISIONS = {
     "allow_once": "Apply this change once",
@@ -95,7 +100,22 @@ class DaemonSession:
         self.ids = {"session_id": opened.session_id, "epoch": opened.epoch}
         return self.ids
 
+    def _checked(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        checked = dict(params)
+        for name in ("prompt", "query"):
+            if isinstance(checked.get(name), str):
+                checked[name] = bounded(checked[name])
+        for name in ("content", "text"):
+            value = checked.get(name)
+            if isinstance(value, str) and len(value) > KEPT_TEXT_MAX_CHARS:
+                raise ToolError(
+                    f"orca: {name} is {len(value)} characters; a memory record or fact is one "
+                    "short statement"
+                )
+        return checked
+
     def call_blocking(self, method: str, params: dict[str, Any]) -> Any:
+        params = self._checked(method, params)
         with self._lock:
             try:
                 try:

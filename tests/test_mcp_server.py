@@ -32,10 +32,14 @@ def _project(tmp_path: Path) -> Path:
 
 @asynccontextmanager
 async def mcp_session(
-    orca: OrcaEnv, cwd: Path, *args: str, elicit: Elicit | None = None
+    orca: OrcaEnv,
+    cwd: Path,
+    *args: str,
+    elicit: Elicit | None = None,
+    env: dict[str, str] | None = None,
 ) -> AsyncIterator[ClientSession]:
     params = StdioServerParameters(
-        command=ORCACTL, args=["mcp", "--cwd", str(cwd), *args], env=orca.env
+        command=ORCACTL, args=["mcp", "--cwd", str(cwd), *args], env={**orca.env, **(env or {})}
     )
     with open(orca.root / "mcp-stderr.log", "a") as errlog:  # noqa: ASYNC230  (a local file)
         async with (
@@ -346,3 +350,23 @@ async def test_the_approval_command_survives_a_directory_with_spaces_and_quotes(
         )
         assert approved.returncode == 0, approved.stderr
     assert [r.content for r in _records(daemon, project)] == ["We use pnpm"]
+
+
+async def test_arguments_over_orcads_request_bound_get_a_clear_answer(
+    tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess
+) -> None:
+    project = _project(tmp_path)
+    huge = "we deploy through ArgoCD " * 400_000  # 10 MB: orcad takes at most 8 MiB a request
+    async with mcp_session(orca_env, project, "--mode", "yolo") as session:
+        saved = await session.call_tool(
+            "memory_manage",
+            {"action": "save", "content": huge, "kind": "fact", "is_global": False},
+        )
+        assert saved.is_error and "characters" in _text(saved), _text(saved)
+        kept = await session.call_tool("remember", {"text": huge})
+        assert kept.is_error and "characters" in _text(kept), _text(kept)
+        recalled = await session.call_tool("recall", {"prompt": huge})
+        assert not recalled.is_error, _text(recalled)
+        found = await session.call_tool("memory_search", {"query": huge})
+        assert not found.is_error, _text(found)
+    assert _records(daemon, project) == []
