@@ -27,6 +27,7 @@ from pydantic import BaseModel, Field
 
 from orcactl.connect import CommandError, connect
 from orcactl.hooks.common import bounded
+from orcactl.hooks.runner import RECURSION_GUARD
 from protocol.client import Client, DaemonUnavailable, ProtocolViolation
 from protocol.errors import RemoteError
 
@@ -49,6 +50,7 @@ INSTRUCTIONS = (
 
 # Calls that change nothing, so sending one again after a lost connection is harmless.
 READ_ONLY = frozenset({"memory.search", "recall", "session.open"})
+CHANGES = frozenset({"memory.manage", "memory.approve", "remember"})
 # Text to keep is refused past this (orcad's own limits are far lower and say so); text to
 # search with is cut to its ends. Either way no request nears orcad's 8 MiB bound, past which
 # it closes the connection instead of answering.
@@ -101,6 +103,9 @@ class DaemonSession:
         return self.ids
 
     def _checked(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        if method in CHANGES and os.environ.get(RECURSION_GUARD):
+            # an agent CLI run as orca's extractor must not write the memory it feeds
+            raise ToolError("orca: memory is not changed from inside an extraction run")
         checked = dict(params)
         for name in ("prompt", "query"):
             if isinstance(checked.get(name), str):

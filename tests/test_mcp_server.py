@@ -370,3 +370,23 @@ async def test_arguments_over_orcads_request_bound_get_a_clear_answer(
         found = await session.call_tool("memory_search", {"query": huge})
         assert not found.is_error, _text(found)
     assert _records(daemon, project) == []
+
+
+async def test_an_extraction_run_cannot_change_memory_through_the_server(
+    tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess
+) -> None:
+    project = _project(tmp_path)
+    guard = {"ORCA_EXTRACTION": "1"}  # set by the command provider for the agent CLI it runs
+    async with mcp_session(orca_env, project, "--mode", "yolo", env=guard) as session:
+        saved = await session.call_tool(
+            "memory_manage",
+            {"action": "save", "content": "We use pnpm", "kind": "fact", "is_global": False},
+        )
+        assert saved.is_error and "extraction" in _text(saved), _text(saved)
+        kept = await session.call_tool("remember", {"text": "We use pnpm", "scope": "user"})
+        assert kept.is_error and "extraction" in _text(kept), _text(kept)
+        assert not (await session.call_tool("memory_search", {})).is_error  # reading is fine
+    assert _records(daemon, project) == []
+    with daemon.client() as client:
+        opened = client.call("session.open", {"cwd": str(project)})
+        assert "pnpm" not in opened.startup.user
