@@ -31,8 +31,8 @@ from typing import NamedTuple
 from orcad.query import is_weak_term
 from orcad.recall.select import stem, stems
 
-LEXICAL_WEIGHT = 0.7  # the built-in model's calibrated values (orcad/recall/model/MODEL.txt)
-RELEVANCE_FLOOR = 0.56
+LEXICAL_WEIGHT = 0.5  # the built-in model's calibrated values (orcad/recall/model/MODEL.txt)
+RELEVANCE_FLOOR = 0.46
 NEAR_DUPLICATE = 0.5  # Jaccard of significant word stems from which two texts say the same
 _NEWER_STEP = 1e-6
 # candidates looked at per entry shown: a correction is worded like what it corrects, so it
