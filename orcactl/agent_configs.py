@@ -243,10 +243,12 @@ def orcactl_path(env: dict[str, str], argv0: str, executable: str) -> str:
     """The absolute orcactl the agents should run: the running one, else the one next to this
     Python, else the one on PATH."""
     running = Path(os.path.abspath(argv0))
-    if running.name == "orcactl" and running.is_file():
+    # os.path.isfile, not Path.is_file: a directory the user cannot search is "not here",
+    # where Path.is_file raises PermissionError
+    if running.name == "orcactl" and os.path.isfile(running):
         return str(running)
     beside = Path(executable).parent / "orcactl"
-    if beside.is_file():
+    if os.path.isfile(beside):
         return str(beside)
     return _which("orcactl", env) or str(beside)
 
@@ -254,7 +256,7 @@ def orcactl_path(env: dict[str, str], argv0: str, executable: str) -> str:
 def _which(name: str, env: dict[str, str]) -> str | None:
     for directory in env.get("PATH", "").split(os.pathsep):
         candidate = Path(directory) / name
-        if directory and candidate.is_file() and os.access(candidate, os.X_OK):
+        if directory and os.path.isfile(candidate) and os.access(candidate, os.X_OK):
             return str(candidate)
     return None
 

@@ -284,3 +284,25 @@ def test_a_second_run_changes_nothing_when_other_hooks_come_after_ours(
     assert settings_path.read_text() == before
     assert _integrate(orca_env, "claude-code", "--remove").returncode == 0
     assert json.loads(settings_path.read_text())["hooks"] == {"Stop": [later]}
+
+
+def test_a_path_entry_that_cannot_be_searched_is_skipped_not_a_crash(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from orcactl import agent_configs
+
+    locked, usable = tmp_path / "locked", tmp_path / "bin"
+    usable.mkdir()
+    (usable / "orcactl").write_text("#!/bin/sh\n")
+    (usable / "orcactl").chmod(0o755)
+    real_stat = agent_configs.os.stat
+
+    def stat(path: Any, *args: Any, **kwargs: Any) -> Any:
+        if str(path).startswith(str(locked)):  # what a non-root user meets in a 0700 dir
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_stat(path, *args, **kwargs)
+
+    monkeypatch.setattr(agent_configs.os, "stat", stat)
+    env = {"PATH": f"{locked}:{usable}"}
+    found = agent_configs.orcactl_path(env, str(locked / "python"), str(locked / "python"))
+    assert found == str(usable / "orcactl")
