@@ -180,8 +180,15 @@ def main() -> None:
     parser.add_argument(
         "--floor",
         type=float,
-        default=0.46,
+        default=0.24,
         help="relevance floor recall uses with this model (bench/calibrate_recall)",
+    )
+    parser.add_argument(
+        "--gate",
+        type=float,
+        default=0.46,
+        help="relevance the best candidate must reach for recall to inject anything "
+        "(bench/calibrate_recall)",
     )
     parser.add_argument(
         "--lexical-weight",
@@ -223,7 +230,7 @@ def main() -> None:
         f"source: {SOURCE} (Apache-2.0), distilled by scripts/build_static_embedding.py\n"
         f"mode: {args.mode}\n{trained}dims: {args.dims}\ntokens: {len(vocab)}\n"
         "licence: Apache-2.0 (the source model's); vocab.txt is the source model's\n"
-        f"floor: {args.floor}\nlexical_weight: {args.lexical_weight}\n"
+        f"floor: {args.floor}\ngate: {args.gate}\nlexical_weight: {args.lexical_weight}\n"
     )
     print(f"wrote {args.out} ({codes.shape[0]} x {codes.shape[1]} int8)")
 

@@ -63,7 +63,7 @@ def test_builtin_model_embeds_unit_vectors_and_ranks_meaning(builtin: Any) -> No
     assert not vectors[3].any()  # no tokens: a zero row, cosine 0 with everything
     assert vectors[0] @ vectors[1] > vectors[0] @ vectors[2]
     assert builtin.model_id.startswith("minilm-l6-static-")
-    assert 0 < builtin.floor < 1 and builtin.lexical_weight >= 0
+    assert 0 < builtin.floor <= builtin.gate < 1 and builtin.lexical_weight >= 0
 
 
 def test_prompt_embedding_is_fast(builtin: Any) -> None:
@@ -107,11 +107,15 @@ def test_static_model_with_mismatched_shapes_is_refused(tmp_path: Path) -> None:
     (directory / "vocab.txt").write_text("[UNK]\na\nb\n")
     (directory / "MODEL.txt").write_text("id: tiny\nfloor: 0.4\nlexical_weight: 0.2\n")
     tiny = load_embedder(str(directory))
-    assert tiny is not None and (tiny.model_id, tiny.floor, tiny.lexical_weight) == (
+    assert tiny is not None and (tiny.model_id, tiny.floor, tiny.gate, tiny.lexical_weight) == (
         "tiny",
         0.4,
+        0.4,  # no gate given: at the floor, so it changes nothing
         0.2,
     )
+    (directory / "MODEL.txt").write_text("id: tiny\nfloor: 0.2\ngate: 0.5\n")
+    gated = load_embedder(str(directory))
+    assert gated is not None and (gated.floor, gated.gate) == (0.2, 0.5)
 
 
 def write_tiny_bert(directory: Path, *, hidden: int = 8, layers: int = 2) -> None:
@@ -164,7 +168,7 @@ def test_a_local_bert_model_directory_is_run_in_process(tmp_path: Path) -> None:
     write_tiny_bert(directory)
     model = load_embedder(str(directory))
     assert model is not None and model.model_id.startswith("bert-tiny-bert-")
-    assert model.floor == DEFAULT_FLOOR
+    assert model.floor == model.gate == DEFAULT_FLOOR
     first = model.embed(["deploys", "cake"])
     assert first.shape == (2, 8)
     assert np.allclose(np.linalg.norm(first, axis=1), 1.0, atol=1e-5)

@@ -1,5 +1,5 @@
-"""Hybrid ranking (orcad/recall/rank.py): the relevance floor, corrections first, the lexical
-mode without a model, and candidates without a vector."""
+"""Hybrid ranking (orcad/recall/rank.py): the relevance floor and gate, corrections first, the
+lexical mode without a model, and candidates without a vector."""
 
 from __future__ import annotations
 
@@ -27,8 +27,13 @@ def keys(chosen: list[Candidate]) -> list[str]:
     return [c.key for c in chosen]
 
 
-def ranked(pool: list[Candidate], limit: int = 6, semantic: bool = True) -> list[str]:
-    return keys(rank(pool, semantic=semantic, limit=limit, floor=FLOOR, lexical_weight=WEIGHT))
+def ranked(
+    pool: list[Candidate], limit: int = 6, semantic: bool = True, gate: float | None = None
+) -> list[str]:
+    chosen = rank(
+        pool, semantic=semantic, limit=limit, floor=FLOOR, lexical_weight=WEIGHT, gate=gate
+    )
+    return keys(chosen)
 
 
 def test_nothing_above_the_floor_injects_nothing() -> None:
@@ -46,6 +51,36 @@ def test_the_floor_is_inclusive_and_cosine_and_coverage_add() -> None:
         cand("c", "gamma", cos=0.49),
     ]
     assert ranked(pool) == ["a", "b"]  # b: 0.3 + 0.2 = 0.5 ties a at the floor; then by key
+
+
+def test_below_the_gate_nothing_is_injected_though_candidates_pass_the_floor() -> None:
+    pool = [cand("a", "alpha", cos=0.69), cand("b", "beta", cos=0.55)]
+    assert ranked(pool, gate=0.7) == []  # the best (0.69) does not reach the gate
+    assert ranked(pool, gate=0.69) == ["a", "b"]  # inclusive; then the floor decides
+
+
+def test_past_the_gate_weaker_candidates_above_the_floor_come_along() -> None:
+    pool = [
+        cand("best", "alpha", cos=0.8),
+        cand("weak", "beta", cos=0.51),  # would not pass a threshold of 0.7 on its own
+        cand("under", "gamma", cos=0.49),
+    ]
+    assert ranked(pool, gate=0.7) == ["best", "weak"]
+
+
+def test_a_gate_at_or_below_the_floor_changes_nothing() -> None:
+    pool = [cand("a", "alpha", cos=0.45), cand("b", "beta", cos=0.6), cand("c", "gamma", cos=0.5)]
+    assert ranked(pool, gate=0.3) == ranked(pool, gate=FLOOR) == ranked(pool) == ["b", "c"]
+
+
+def test_a_candidate_without_a_vector_that_shares_a_term_opens_the_gate() -> None:
+    pool = [cand("words", "alpha", cov=0.2, cos=None), cand("near", "beta", cos=0.55)]
+    assert ranked(pool, gate=0.9) == ["words", "near"]  # 0.5 + 0.1 (from the floor), then 0.55
+
+
+def test_the_gate_does_not_apply_without_a_model() -> None:
+    pool = [cand("a", "alpha", cov=0.1, cos=None)]
+    assert ranked(pool, semantic=False, gate=0.99) == ["a"]
 
 
 def test_order_is_by_relevance_then_newer_and_limited() -> None:

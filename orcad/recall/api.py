@@ -150,6 +150,7 @@ class DeliberateRecall:
             semantic=True,
             limit=limit,
             floor=embeddings.floor,
+            gate=embeddings.gate,
             lexical_weight=embeddings.lexical_weight,
         )
         return [to_entry(by_key[c.key]) for c in chosen]

@@ -177,6 +177,7 @@ class ProjectMemorySearch:
             semantic=True,
             limit=limit,
             floor=self._embeddings.floor,
+            gate=self._embeddings.gate,
             lexical_weight=self._embeddings.lexical_weight,
         )
         return [cache.candidates[c.key] for c in chosen]

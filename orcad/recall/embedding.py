@@ -42,12 +42,14 @@ class EmbeddingUnavailable(Exception):
 # for a model without calibrated values: those of all-MiniLM-L6-v2 run whole (README)
 DEFAULT_FLOOR = 0.34
 DEFAULT_LEXICAL_WEIGHT = 0.0
+DEFAULT_GATE = DEFAULT_FLOOR  # a gate at the floor adds nothing to it
 
 
 class Embedder(Protocol):
     model_id: str
     dims: int
     floor: float  # relevance floor of orcad.recall.rank for this model's cosines
+    gate: float  # what the best candidate must reach for anything to be injected
     lexical_weight: float
 
     def embed(self, texts: Sequence[str]) -> Array: ...
@@ -84,6 +86,7 @@ class StaticEmbedder:
         self.model_id = model_id
         self.dims = int(codes.shape[1])
         self.floor = DEFAULT_FLOOR
+        self.gate = DEFAULT_GATE
         self.lexical_weight = DEFAULT_LEXICAL_WEIGHT
 
     def embed(self, texts: Sequence[str]) -> Array:
@@ -114,6 +117,7 @@ def load_static(directory: Path) -> StaticEmbedder:
     fields = dict(line.split(":", 1) for line in described.splitlines() if ":" in line)
     try:
         embedder.floor = float(fields.get("floor", DEFAULT_FLOOR))
+        embedder.gate = float(fields.get("gate", embedder.floor))
         embedder.lexical_weight = float(fields.get("lexical_weight", DEFAULT_LEXICAL_WEIGHT))
     except ValueError as exc:
         raise EmbeddingUnavailable(f"{directory / 'MODEL.txt'}: {exc}") from exc
@@ -155,6 +159,7 @@ class TransformerEmbedder:
         self.model_id = model_id
         self.dims = int(weights["embeddings.word_embeddings.weight"].shape[1])
         self.floor = DEFAULT_FLOOR
+        self.gate = DEFAULT_GATE
         self.lexical_weight = DEFAULT_LEXICAL_WEIGHT
 
     def embed(self, texts: Sequence[str]) -> Array:
@@ -198,6 +203,7 @@ class EndpointEmbedder:
         self.model_id = f"endpoint-{model}"
         self.dims = 0  # known after the first answer
         self.floor = DEFAULT_FLOOR
+        self.gate = DEFAULT_GATE
         self.lexical_weight = DEFAULT_LEXICAL_WEIGHT
 
     def embed(self, texts: Sequence[str]) -> Array:
@@ -294,6 +300,10 @@ class Embeddings:
     @property
     def floor(self) -> float:
         return DEFAULT_FLOOR if self.embedder is None else self.embedder.floor
+
+    @property
+    def gate(self) -> float:
+        return DEFAULT_GATE if self.embedder is None else self.embedder.gate
 
     @property
     def lexical_weight(self) -> float:

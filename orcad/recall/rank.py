@@ -8,12 +8,17 @@ Each candidate (an automatic fact or a deliberate record) has
 - `cosine`: the cosine between the prompt's and the candidate's embeddings, or None when there
   is none (no model, or the candidate is not embedded yet).
 
-With an embedding, relevance = cosine + lexical_weight * coverage, and a candidate is injected
-only when its relevance reaches the floor. Both numbers belong to the model (cosines of
-different models are on different scales): the built-in model's are in its MODEL.txt, chosen by
-bench/calibrate_recall.py on the labelled set of bench/eval_recall.py (README "How recall
-ranks"). A candidate without a vector (its embedding failed) competes on its coverage alone
-and passes the floor when it shares a term, so recall is lexical as before for it. Without an
+With an embedding, relevance = cosine + lexical_weight * coverage, and two thresholds decide
+what is injected: nothing at all unless the best candidate's relevance reaches the gate (does
+anything stored fit this prompt?), and then every candidate whose relevance reaches the floor
+(which of them fit?). A fact asked for in other words is often no closer to its prompt than
+the nearest fact is to an unrelated prompt, so one threshold has to choose between the two;
+with a gate, a low floor keeps those weak true matches when the prompt is about the project
+at all. The numbers belong to the model (cosines of different models are on different scales):
+the built-in model's are in its MODEL.txt, chosen by bench/calibrate_recall.py on the labelled
+set of bench/eval_recall.py (README "How recall ranks"). A candidate without a vector (its
+embedding failed) competes on its coverage alone and passes the floor and the gate when it
+shares a term, so recall is lexical as before for it. Without an
 embedding the order is lexical, as before: every candidate sharing a term, by coverage then
 recency, no floor.
 
@@ -32,7 +37,8 @@ from orcad.query import is_weak_term
 from orcad.recall.select import stem, stems
 
 LEXICAL_WEIGHT = 0.5  # the built-in model's calibrated values (orcad/recall/model/MODEL.txt)
-RELEVANCE_FLOOR = 0.46
+RELEVANCE_FLOOR = 0.24
+RELEVANCE_GATE = 0.46
 NEAR_DUPLICATE = 0.5  # Jaccard of significant word stems from which two texts say the same
 _NEWER_STEP = 1e-6
 # candidates looked at per entry shown: a correction is worded like what it corrects, so it
@@ -111,11 +117,13 @@ def rank(
     limit: int,
     floor: float = RELEVANCE_FLOOR,
     lexical_weight: float = LEXICAL_WEIGHT,
+    gate: float | None = RELEVANCE_GATE,
 ) -> list[Candidate]:
     """The candidates worth injecting, best first, at most `limit`.
 
-    `semantic` says whether an embedding is in use (then the floor applies); candidates are the
-    union of lexical and nearest-vector matches, each once.
+    `semantic` says whether an embedding is in use (then the gate and the floor apply; a gate
+    of None, or one at or below the floor, changes nothing); candidates are the union of
+    lexical and nearest-vector matches, each once.
     """
     if semantic:
         scored = {c.key: relevance(c, floor, lexical_weight) for c in candidates}
@@ -131,5 +139,9 @@ def rank(
                 scored[newer.key] = max(scored[newer.key], scored[older.key] + _NEWER_STEP)
     ordered = sorted(pool, key=lambda c: (-scored[c.key], -c.recorded_at, c.key))
     if semantic:
+        if gate is not None and not any(
+            scored[c.key] >= gate or (c.cosine is None and c.coverage > 0) for c in ordered
+        ):
+            return []
         ordered = [c for c in ordered if scored[c.key] >= floor]
     return ordered[:limit]
