@@ -34,11 +34,11 @@ from orcad.capture import inspection, leases
 from orcad.capture.eligibility import TurnFacts, ineligible_reason
 from orcad.capture.projects import is_project_id
 from orcad.capture.records import Provenance
-from orcad.capture.service import Admission, Announcer, CaptureService
+from orcad.capture.service import Admission, CaptureService
 from orcad.capture.worker import WorkerPool
 from orcad.errors import InvalidParams, StorageError
 from orcad.providers import ProviderConfigError, build_provider
-from orcad.rpc import AsyncHandler, SyncHandler, claim_direct_answer
+from orcad.rpc import AsyncHandler, SyncHandler
 from orcad.sessions import Session
 from protocol.types import (
     ClaimedJob,
@@ -139,11 +139,7 @@ class CaptureApi:
         if reason is not None or source is None:
             log.info("turn.ineligible", session_id=session.session_id, reason=reason)
             return TurnCompletedResult(eligible=False, reason=reason, job_id=None, duplicate=False)
-        # Answered from the worker thread once the job file is durable (see orcad.rpc).
-        admission = await self.service.admit(
-            session, params.turn_id, source, claim_announcer=claim_turn_announcer
-        )
-        return turn_result(admission)
+        return turn_result(await self.service.admit(session, params.turn_id, source))
 
     # --- jobs.* -----------------------------------------------------------------------------
 
@@ -226,14 +222,6 @@ class CaptureApi:
         recall = self.daemon.recall
         if recall is not None and hasattr(recall, "snapshots"):
             await recall.snapshots.purge(texts)
-
-
-def claim_turn_announcer() -> Announcer | None:
-    """The turn.completed request's writer, claimed for the admission's thread, if free."""
-    direct = claim_direct_answer()
-    if direct is None:
-        return None
-    return lambda admission: direct.send(turn_result(admission))
 
 
 def turn_result(admission: Admission) -> TurnCompletedResult:

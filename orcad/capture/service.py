@@ -1,9 +1,8 @@
 """The capture service: admits turns as durable jobs and runs the lease engine over job files.
 
 Job files are the truth; an in-memory index of every job (built by scanning at start, updated
-after every write) serves scheduling, counts and waits. It belongs to the event loop, except
-that an admission's worker thread hands its new job over through `_arrivals` (a deque, safe
-across threads) before the client is answered; every reader takes the arrivals in first.
+on the event loop after every write, before the request that made it is answered) serves
+scheduling, counts and waits.
 
 Every change to a project's jobs or ledger runs in a thread holding the project's cross-process
 lock, behind a per-project trio lock so that this process never contends with itself; the
@@ -16,7 +15,6 @@ from __future__ import annotations
 import collections
 import random
 import secrets
-from collections import deque
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Literal, TypeVar
@@ -71,7 +69,6 @@ log = structlog.get_logger("orcad.capture")
 
 T = TypeVar("T")
 Barrier = Literal["clear", "timed_out", "none"]
-Announcer = Callable[["Admission"], None]  # tells the client, from the admission's thread
 ErrorRecorder = Callable[[str, str], None]
 ADMISSION_THREADS = 8  # job files written at once (one per project); more only queue on the disk
 INLINE_SOURCE_CHARS = 8 * 1024  # redacting this much inline costs less than a thread hop (~0.15 ms)
@@ -118,7 +115,6 @@ class CaptureService:
         self._record_error = record_error
         self._lock_timeout = lock_timeout
         self._jobs: dict[str, JobView] = {}  # change only through _put_view/_drop_view
-        self._arrivals: deque[JobRecord] = deque()  # admitted in a thread, not yet indexed
         self._admission_threads = trio.CapacityLimiter(ADMISSION_THREADS)
         self._state_counts: collections.Counter[str] = collections.Counter()
         self._active_by_project: collections.Counter[str] = collections.Counter()
@@ -140,7 +136,6 @@ class CaptureService:
     # --- status (daemon.status) -----------------------------------------------------------
 
     def job_counts(self) -> JobCounts:
-        self._absorb_arrivals()
         counts = self._state_counts  # kept current on every index change: O(1) per recall
         return JobCounts(
             pending=counts["pending"],
@@ -155,11 +150,9 @@ class CaptureService:
         return self.busy_workers
 
     def project_count(self) -> int:
-        self._absorb_arrivals()
         return len(self._projects)
 
     def views(self, project_id: str | None = None) -> list[JobView]:
-        self._absorb_arrivals()
         return [
             view
             for view in self._jobs.values()
@@ -167,7 +160,6 @@ class CaptureService:
         ]
 
     def active_jobs(self, project_id: str) -> int:
-        self._absorb_arrivals()
         return self._active_by_project[project_id]
 
     def _put_view(self, view: JobView) -> None:
@@ -185,7 +177,6 @@ class CaptureService:
                 self._active_by_project[old.project_id] -= 1
 
     def known_projects(self) -> set[str]:
-        self._absorb_arrivals()
         return set(self._projects)
 
     # --- for recall -------------------------------------------------------------------------
@@ -200,7 +191,6 @@ class CaptureService:
         """Wait until every job of the session that is queued or running now is finished
         (committed, exhausted or cancelled): "clear"; "timed_out" after `timeout` seconds;
         "none" when the session has no such job. Jobs admitted later are not waited for."""
-        self._absorb_arrivals()
         waiting = [
             self._finished_event(view.job_id)
             for view in self._jobs.values()
@@ -242,7 +232,6 @@ class CaptureService:
         self, project_id: str | None = None, state: str | None = None
     ) -> list[JobSummary]:
         """Jobs as jobs.list shows them, oldest first."""
-        self._absorb_arrivals()
         found = [
             summary
             for summary in self._summaries.values()
@@ -271,12 +260,7 @@ class CaptureService:
         self.report("job_file_damaged", f"job {found.job_id}: {found.problem}")
 
     def _index(self, job: JobRecord) -> None:
-        self._absorb_arrivals()  # an arrival is older than any change made on the loop
         self._record(job)
-
-    def _absorb_arrivals(self) -> None:
-        while self._arrivals:
-            self._record(self._arrivals.popleft())
 
     def _record(self, job: JobRecord) -> None:
         self._put_view(view_of(job))
@@ -287,7 +271,6 @@ class CaptureService:
         self.notify()
 
     def _unindex(self, job_ids: Iterable[str]) -> None:
-        self._absorb_arrivals()
         for job_id in job_ids:
             self._drop_view(job_id)
             self._summaries.pop(job_id, None)
@@ -438,22 +421,10 @@ class CaptureService:
         if session.project_id not in self._ensured:
             await self.record_visit(session, only_if_missing=True)
 
-    async def admit(
-        self,
-        session: Session,
-        turn_id: str,
-        source: BuiltSource,
-        *,
-        claim_announcer: Callable[[], Announcer | None] | None = None,
-    ) -> Admission:
+    async def admit(self, session: Session, turn_id: str, source: BuiltSource) -> Admission:
         """A durable job for this turn, or the existing one (same session, turn and source
-        digest), or `backlog_full` when the project already has 64 active jobs.
-
-        `claim_announcer()` is called on the event loop just before the worker thread starts,
-        with the project's lock held; the announcer it returns, if any, is called in the thread
-        as soon as the answer is final: the job file durable and the job visible to every
-        reader of the index.
-        """
+        digest), or `backlog_full` when the project already has 64 active jobs. The job is in
+        the index when this returns, so the caller's next request sees it."""
         project_id = session.project_id
         job_id = derive_job_id(session.session_id, turn_id, source.digest)
         record = new_job(
@@ -470,18 +441,6 @@ class CaptureService:
         await self.ensure_project(session)
         directory = self.project_dir(project_id)
         new_file = prepare_job_file(directory, record)
-
-        def work() -> tuple[Admission, JobRecord | None]:
-            job, duplicate = create()
-            if job is None:
-                admission = Admission(job_id=None, reason="backlog_full")
-            else:
-                admission = Admission(job_id=job.job_id, duplicate=duplicate)
-                if not duplicate or not known:
-                    self._arrivals.append(job)  # counted and listed from now on
-            if announce is not None:
-                announce(admission)
-            return admission, job
 
         def create() -> tuple[JobRecord | None, bool]:
             if known:  # every job file is in the index (loaded at start, added on creation)
@@ -502,11 +461,16 @@ class CaptureService:
         try:
             active = self.active_jobs(project_id)
             known = job_id in self._jobs
-            announce = None if claim_announcer is None else claim_announcer()
-            admission, job = await run_sync_now(work, self._admission_threads)
-            self._absorb_arrivals()  # before the next admission counts
+            job, duplicate = await run_sync_now(create, self._admission_threads)
+            if job is not None and (not duplicate or not known):
+                self._record(job)  # before the next admission counts
         finally:
             lock.release()
+        admission = (
+            Admission(job_id=None, reason="backlog_full")
+            if job is None
+            else Admission(job_id=job.job_id, duplicate=duplicate)
+        )
         if job is None:
             log.info("job.refused", reason="backlog_full", project_id=project_id, active=active)
         elif admission.duplicate:
@@ -525,7 +489,6 @@ class CaptureService:
     # --- the lease engine -------------------------------------------------------------------
 
     def _project_of(self, job_id: str) -> str:
-        self._absorb_arrivals()
         view = self._jobs.get(job_id)
         if view is None:
             raise NotFound(f"unknown job {job_id!r}; list jobs with jobs.list")

@@ -24,15 +24,12 @@ from orcad.limits import (
 from orcad.recall import rank
 from orcad.recall.automatic import ProjectMemorySearch
 from orcad.recall.embedding import Array, Embeddings
-from orcad.recall.service import Announcer, RecallService, SessionJobs, disabled_for_bare
+from orcad.recall.service import RecallService, SessionJobs, disabled_for_bare
 from orcad.recall.snapshots import SnapshotStore
-from orcad.rpc import claim_direct_answer
 from orcad.sessions import Session
 from protocol.types import (
     DeliberateEntry,
     EmbeddingStatus,
-    RecallParams,
-    RecallResult,
     RememberParams,
     RememberResult,
     Startup,
@@ -270,12 +267,6 @@ def active_job_count(daemon: Daemon) -> int:
     return counts.pending + counts.leased
 
 
-def claim_recall_announcer() -> Announcer | None:
-    """The recall request's writer, claimed for the search thread, if it is free."""
-    direct = claim_direct_answer()
-    return None if direct is None else direct.send
-
-
 def install(daemon: Daemon) -> RecallService:
     snapshots = SnapshotStore(daemon.paths.state_db)
     snapshots.on_write_failed = lambda message: daemon.record_error("storage", message)
@@ -310,10 +301,7 @@ def install(daemon: Daemon) -> RecallService:
         daemon.background.append(backfill.run)
     explicit = ExplicitFacts(daemon)
 
-    async def recall(params: RecallParams) -> RecallResult:
-        return await service.recall(params, claim_announcer=claim_recall_announcer)
-
-    daemon.router.add("recall", recall)
+    daemon.router.add("recall", service.recall)
     daemon.router.add("remember", explicit.remember)
     daemon.startup_reader = explicit.read_startup
     daemon.background.append(snapshots.run_writer)
