@@ -31,6 +31,7 @@ class Behaviour:
     def __init__(self) -> None:
         self.thread_may_answer = threading.Event()
         self.threads_done = 0
+        self.answered = threading.Event()  # a thread's work is done
 
     async def close(self, params: SessionCloseParams) -> PingResult:
         kind = params.session_id
@@ -47,6 +48,7 @@ class Behaviour:
             if kind == "raise in the thread":
                 raise RuntimeError("failed before the answer was final")
             self.threads_done += 1
+            self.answered.set()
             return LARGE if kind == "large" else THREADED
 
         result = await trio.to_thread.run_sync(work)
@@ -199,8 +201,7 @@ async def test_an_answer_the_socket_cannot_take_at_once_arrives_whole(tmp_path: 
     async with serving(tmp_path, behaviour) as client:
         await client.send_all(request(1, "large"))
         await client.send_all(PING)
-        while behaviour.threads_done == 0:  # the client reads only once the answer is final
-            await trio.sleep(0.01)
+        await trio.to_thread.run_sync(behaviour.answered.wait, 10)  # read only after that
         await trio.sleep(0.05)
         answers = await read_lines(client, 2)
     by_id = {answer["id"]: answer for answer in answers}
