@@ -34,7 +34,6 @@ log = structlog.get_logger("orcad.server")
 
 RECEIVE_CHUNK = 65536
 ACCEPT_CAPACITY_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
-ACCEPT_RETRY_S = 0.1  # after the process ran out of descriptors, as trio.serve_listeners does
 
 
 class _Connection:
@@ -125,7 +124,7 @@ class Server:
                     raise
                 # Out of file descriptors: the connections we have must go on; retry shortly.
                 log.error("connection.accept_failed", error=os.strerror(exc.errno or 0))
-                await trio.sleep(ACCEPT_RETRY_S)
+                await trio.sleep(limits.ACCEPT_RETRY_S)
                 continue
             connections.start_soon(self._serve_connection, stream)
 

@@ -43,7 +43,7 @@ from orcad.deliberate.store import (
 )
 from orcad.errors import Disabled, InvalidParams, NotFound, StorageError
 from orcad.host import Host
-from orcad.limits import APPROVAL_TTL_S, MEMORY_CONTENT_MAX_CHARS
+from orcad.limits import APPROVAL_TTL_S, DELIBERATE_PURGE_DELAY_S, MEMORY_CONTENT_MAX_CHARS
 from orcad.secrets import redact, secret_kinds
 from orcad.sessions import Session, SessionStore
 from protocol.types import (
@@ -59,7 +59,6 @@ from protocol.types import (
 
 log = structlog.get_logger("orcad.deliberate")
 
-PURGE_DELAY_S = 0.5  # forgets within this share one purge of the database
 SENSITIVE_CONTENT_DENIAL = "the content looks like a secret ({kinds}); nothing was stored"
 PREVIEW_CHARS = 60
 
@@ -161,12 +160,12 @@ class DeliberateMemory:
     ) -> None:
         """Background task: after forgets, purge the database of their remains (FTS segments,
         free pages, WAL). Purging costs time in proportion to the index, so it runs off the
-        request path, once for the forgets of the last PURGE_DELAY_S; startup purges what a
-        crash left, and closing purges what is pending."""
+        request path, once for the forgets of the last DELIBERATE_PURGE_DELAY_S; startup purges
+        what a crash left, and closing purges what is pending."""
         task_status.started()
         while True:
             await self._purge_wanted.wait()
-            await trio.sleep(PURGE_DELAY_S)
+            await trio.sleep(DELIBERATE_PURGE_DELAY_S)
             await self.purge_now()
 
     async def purge_now(self) -> None:
