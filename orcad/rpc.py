@@ -39,9 +39,7 @@ AsyncHandler = Callable[[Any], Awaitable[Result]]
 SyncHandler = Callable[[Any], Result]
 RequestId = int | str | None
 Reply = bytes | None
-
-
-DeferredReply = Callable[[], Awaitable[Reply]]
+DeferredReply = Callable[[], Awaitable[Reply]]  # the answer of a request that may block
 
 
 _ENVELOPE_KEYS = frozenset({"jsonrpc", "method", "params", "id"})

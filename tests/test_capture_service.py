@@ -20,6 +20,8 @@ from orcad.identity import ProjectIdentity, derive_project
 from orcad.sessions import Session
 from protocol.types import ProjectsInspectParams
 
+pytestmark = pytest.mark.inprocess
+
 PROVENANCE = Provenance(provider="test", model="", prompt_version="v")
 
 

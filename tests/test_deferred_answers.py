@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+import pytest
 import structlog.testing
 import trio
 import trio.testing
@@ -19,6 +20,8 @@ import trio.testing
 from orcad.rpc import Router
 from protocol.types import PingResult, SessionCloseParams
 from tests.inprocess import serving as serving_routes
+
+pytestmark = pytest.mark.inprocess
 
 THREADED = PingResult(protocol=1, version="threaded", pid=1)  # any result type does
 THREADED_JSON = {"protocol": 1, "version": "threaded", "pid": 1}

@@ -21,6 +21,8 @@ from orcad.limits import (
 from protocol.errors import RemoteError
 from tests.deliberate_helpers import InProcessDaemon, SettableClock
 
+pytestmark = pytest.mark.inprocess
+
 GITHUB_TOKEN = "ghp_" + "Zq8Lm2Np4Rt6Vx9Bc1Df3Gh5Jk7Mn0Pq2St4"
 
 

@@ -28,6 +28,8 @@ from protocol.errors import RemoteError
 from protocol.types import AutomaticEntry, DeliberateEntry, ExtractedFact
 from tests.harness import DaemonProcess, OrcaEnv
 
+pytestmark = pytest.mark.daemon
+
 _turns = itertools.count(1)
 
 

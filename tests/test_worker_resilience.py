@@ -31,6 +31,8 @@ from orcad.rpc import Dispatcher
 from orcad.supervision import restart_delay, supervised
 from protocol.types import StatusParams
 
+pytestmark = pytest.mark.inprocess
+
 T0 = 1_800_000_000.0
 PROJECT_A = "a" * 64
 PROJECT_B = "b" * 64
