@@ -8,8 +8,9 @@ connection with too many answers owed stops being read until its client catches 
 connection limit is reached, the connection longest without a complete request makes room.
 
 This is the only module that writes to a connection. The dispatcher hands it each answer as
-bytes: at once for a request that cannot block (sent by the reader itself), or from a task of
-the request's own; both go out whole under the connection's send lock.
+bytes: at once for a request that cannot block (the reader sends it when the connection's send
+lock is free), or from a task of the request's own; every answer goes out through `_write`,
+whole, under that lock.
 """
 
 from __future__ import annotations
@@ -267,12 +268,7 @@ class Server:
                                     self._answer_ready, stream, connection, send_lock, outcome
                                 )
                                 continue
-                            connection.sending_since = trio.current_time()
-                            try:  # inline rather than through _send: this is every ping's path
-                                await stream.send_all(outcome)
-                            finally:
-                                connection.sending_since = None
-                                send_lock.release()
+                            await self._write(stream, connection, send_lock, outcome)
             if connection.idle_closed:
                 log.info("connection.idle_closed", idle_timeout_s=self._config.idle_timeout_s)
 
@@ -298,19 +294,29 @@ class Server:
         if self._in_flight == 0:
             self._idle.set()
 
-    @staticmethod
+    @classmethod
     async def _send(
+        cls,
         stream: trio.SocketStream,
         connection: _Connection,
         send_lock: trio.Lock,
         reply: bytes | None,
     ) -> None:
+        """Wait for the connection's send lock, then write `reply` (nothing for None)."""
         if reply is None:
             return
         try:
             send_lock.acquire_nowait()  # the common case: nobody else is writing
         except trio.WouldBlock:
             await send_lock.acquire()
+        await cls._write(stream, connection, send_lock, reply)
+
+    @staticmethod
+    async def _write(
+        stream: trio.SocketStream, connection: _Connection, send_lock: trio.Lock, reply: bytes
+    ) -> None:
+        """Every answer goes out here, whole: the caller has just taken `send_lock`, and it is
+        released once the answer is written (or the write failed)."""
         connection.sending_since = trio.current_time()
         try:
             await stream.send_all(reply)
