@@ -1,7 +1,9 @@
-"""The daemon's composition: configuration, stores and services, and the method table.
+"""The daemon's composition root: configuration, the session store, the daemon's own methods
+(daemon.*, session.*), and the features, installed in order and wired to each other here.
 
-Features install themselves into a `Daemon` by adding routes, lifecycle hooks and status
-contributors; the server knows only the router.
+A `Daemon` is the host every feature is given (orcad.host.Host): a router, the sessions, the
+clock, the paths, error recording and lifecycle registration. What one feature needs of
+another is handed to it explicitly in `install_features`; the server knows only the router.
 """
 
 from __future__ import annotations
@@ -13,15 +15,16 @@ import sqlite3
 import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 import trio
 
 from orcad import __version__
 from orcad.clock import Clock, SystemClock, format_time
-from orcad.config import LoadedConfig
+from orcad.config import Config, LoadedConfig
 from orcad.errors import StorageError
+from orcad.host import BackgroundTask, Closer, SessionHook
 from orcad.log import describe_exception
 from orcad.paths import Paths
 from orcad.rpc import AsyncHandler, Router, SyncHandler
@@ -49,13 +52,16 @@ from protocol.types import (
     WorkspaceRef,
 )
 
+if TYPE_CHECKING:
+    from orcad.capture.service import CaptureService
+    from orcad.deliberate.api import DeliberateMemory
+    from orcad.recall.api import RecallFeature
+
 log = structlog.get_logger("orcad.app")
 
 RECENT_ERRORS_KEPT = 20
 
-SessionHook = Callable[[Session], Awaitable[None]]
 StartupReader = Callable[[Session], Awaitable[Startup]]
-BackgroundTask = Callable[..., Awaitable[None]]  # started with nursery.start(task)
 
 
 class FaultRecordingRouter(Router):
@@ -118,13 +124,9 @@ class Daemon:
     session_opened_hooks: list[SessionHook] = field(default_factory=list)
     startup_reader: StartupReader | None = None
     background: list[BackgroundTask] = field(default_factory=list)
-    closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+    closers: list[Closer] = field(default_factory=list)
     capture_status: CaptureStatus | None = None
-    embedding_status: Callable[[], EmbeddingStatus] | None = None  # set by recall
-    # Feature services, set by their install functions (typed where they are defined).
-    deliberate: Any = None
-    capture: Any = None
-    recall: Any = None
+    embedding_status: Callable[[], EmbeddingStatus] | None = None
     sessions: SessionStore = field(init=False)
     connections: Callable[[], int] = lambda: 0
     # Blocking callables that drop a connection to the state database (before it is replaced).
@@ -146,8 +148,20 @@ class Daemon:
         self.router.add("session.close", self.close_session)
 
     @property
-    def config(self) -> Any:
+    def config(self) -> Config:
         return self.loaded.config
+
+    def run_in_background(self, task: BackgroundTask) -> None:
+        self.background.append(task)
+
+    def close_at_exit(self, closer: Closer) -> None:
+        self.closers.append(closer)
+
+    def on_session_opened(self, hook: SessionHook) -> None:
+        self.session_opened_hooks.append(hook)
+
+    def share_state_db(self, drop_connection: Callable[[], None]) -> None:
+        self.state_db_users.append(drop_connection)
 
     def record_error(self, kind: str, message: str) -> None:
         """Remember a problem for daemon.status (and doctor); the caller logs it. A problem
@@ -293,29 +307,46 @@ class Daemon:
         self.sessions.close()
 
 
-def build_daemon(paths: Paths, loaded: LoadedConfig, clock: Clock | None = None) -> Daemon:
+@dataclass(frozen=True)
+class Features:
+    """The installed features, for the composition root and for tests that drive one."""
+
+    deliberate: DeliberateMemory
+    capture: CaptureService
+    recall: RecallFeature
+
+
+def build_daemon(
+    paths: Paths, loaded: LoadedConfig, clock: Clock | None = None
+) -> tuple[Daemon, Features]:
     """A fully installed daemon (the process itself installs features after it starts serving)."""
     daemon = Daemon(paths=paths, loaded=loaded, clock=clock or SystemClock())
-    install_features(daemon)
+    features = install_features(daemon)
     daemon.router.mark_ready()
-    return daemon
+    return daemon, features
 
 
-def install_features(daemon: Daemon) -> None:
-    """Each feature adds its routes and hooks, in dependency order.
+def install_features(daemon: Daemon) -> Features:
+    """Install each feature in dependency order and connect what one needs of another.
 
     Runs before any feature request is served, off the event loop in the daemon process: it
     imports the feature modules and opens their stores.
     """
-    from orcad.deliberate.api import install as install_deliberate  # noqa: PLC0415
-
-    daemon.check_state_db()
-    install_deliberate(daemon)
-    # automatic capture (turn.completed, jobs.*, projects.*, ledger.forget):
     from orcad.capture.api import install as install_capture  # noqa: PLC0415
-
-    install_capture(daemon)
-    # recall and explicit facts (recall, remember, startup):
+    from orcad.deliberate.api import install as install_deliberate  # noqa: PLC0415
     from orcad.recall.api import install as install_recall  # noqa: PLC0415
 
-    install_recall(daemon)
+    daemon.check_state_db()
+    # memory.search, memory.manage, memory.approve, grants.*:
+    deliberate = install_deliberate(daemon)
+    # turn.completed, jobs.*, projects.*, ledger.forget:
+    capture, capture_routes = install_capture(daemon)
+    daemon.capture_status = capture
+    # recall, remember, the startup context:
+    recall = install_recall(daemon, capture=capture, deliberate=deliberate)
+    daemon.startup_reader = recall.explicit.read_startup
+    daemon.embedding_status = recall.backfill.status
+    # a forgotten fact or record leaves no copy in a recall snapshot:
+    deliberate.purge_copies = recall.snapshots.purge
+    capture_routes.purge_copies = recall.snapshots.purge
+    return Features(deliberate=deliberate, capture=capture, recall=recall)

@@ -17,12 +17,11 @@ import structlog
 
 from orcad.durable_files import replace_file_atomically
 from orcad.errors import InvalidParams, StorageError
-from orcad.limits import EXPLICIT_FACT_MAX_CHARS
+from orcad.limits import EXPLICIT_FACT_MAX_CHARS, EXPLICIT_LOCK_TIMEOUT_S
 from orcad.secrets import secret_kinds
 
 log = structlog.get_logger("orcad.explicit")
 
-LOCK_TIMEOUT_S = 10.0
 LOCK_SUFFIX = ".lock"
 
 
@@ -94,11 +93,11 @@ def remember_fact(path: Path, text: str) -> int:
     line = format_fact(text)
     try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        with filelock.FileLock(str(lock_path_for(path)), timeout=LOCK_TIMEOUT_S):
+        with filelock.FileLock(str(lock_path_for(path)), timeout=EXPLICIT_LOCK_TIMEOUT_S):
             return append_fact(path, line)
     except filelock.Timeout as exc:
         raise StorageError(
-            f"{path} is locked by another process for more than {LOCK_TIMEOUT_S:.0f} s; "
+            f"{path} is locked by another process for more than {EXPLICIT_LOCK_TIMEOUT_S:.0f} s; "
             "try again, or look for a stuck orcad or orcactl"
         ) from exc
     except OSError as exc:

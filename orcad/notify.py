@@ -10,9 +10,9 @@ from collections.abc import MutableMapping
 
 import structlog
 
-log = structlog.get_logger("orcad.notify")
+from orcad.limits import NOTIFY_SEND_TIMEOUT_S
 
-NOTIFY_SEND_TIMEOUT_S = 1.0  # the manager reads promptly; never stall the daemon on it
+log = structlog.get_logger("orcad.notify")
 
 
 def notify_address(value: str) -> str | None:

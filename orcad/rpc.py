@@ -8,18 +8,14 @@ up the others on its connection.
 
 This is the only place where exceptions become error objects: OrcaError subclasses map to their
 code and kind, anything else is logged with its traceback and answered with a bare -32603.
-
-An async handler whose result becomes final inside a worker thread may send it from there
-(`claim_direct_answer`): answering from the event loop would first cost a wake-up of the loop
-after the thread ends, which on a small VM is as long as everything else turn.completed does.
+Handlers return results and never see the connection; the server alone writes answers.
 """
 
 from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable
-from contextvars import ContextVar
-from typing import Any, Protocol
+from typing import Any
 
 import msgspec
 import structlog
@@ -43,24 +39,7 @@ AsyncHandler = Callable[[Any], Awaitable[Result]]
 SyncHandler = Callable[[Any], Result]
 RequestId = int | str | None
 Reply = bytes | None
-
-
-class AnswerWriter(Protocol):
-    """The connection's side of a direct answer (the server implements it)."""
-
-    def claim(self) -> bool:
-        """On the event loop, in the request's own task: take the connection's writer for this
-        request if nobody is writing; it stays taken until the request has been answered."""
-        ...
-
-    def write_from_thread(self, data: bytes) -> None:
-        """In a worker thread the request's task waits for, after a successful claim: write
-        `data` to the peer now (the event loop sends whatever the socket could not take)."""
-        ...
-
-
-class DeferredReply(Protocol):
-    def __call__(self, writer: AnswerWriter | None = None) -> Awaitable[Reply]: ...
+DeferredReply = Callable[[], Awaitable[Reply]]  # the answer of a request that may block
 
 
 _ENVELOPE_KEYS = frozenset({"jsonrpc", "method", "params", "id"})
@@ -92,41 +71,6 @@ class _Envelope(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 _encoder = msgspec.json.Encoder()
 _envelope_decoder = msgspec.json.Decoder(_Envelope)
-
-
-class DirectAnswer:
-    """Sends the current request's answer from a worker thread, once its result is final.
-
-    The handler must then return that same result (it is checked, and a difference is logged
-    as a bug): the event loop's own answer is dropped, since a request is answered once.
-    """
-
-    __slots__ = ("_request_id", "_writer", "sent")
-
-    def __init__(self, writer: AnswerWriter, request_id: RequestId) -> None:
-        self._writer = writer
-        self._request_id = request_id
-        self.sent: bytes | None = None
-
-    def send(self, result: Result) -> None:
-        """In the worker thread: encode the answer and write it to the client now."""
-        self.sent = _encoder.encode(_Success(id=self._request_id, result=result)) + b"\n"
-        self._writer.write_from_thread(self.sent)
-
-
-_direct_answer: ContextVar[DirectAnswer | None] = ContextVar("orcad_direct_answer", default=None)
-
-
-def claim_direct_answer() -> DirectAnswer | None:
-    """For an async handler, on the event loop, just before its last step goes to a worker
-    thread: a DirectAnswer when the request owes an answer and its connection's writer is free
-    now, else None (answer by returning, as usual). Holding the claim keeps other answers on
-    the connection waiting, so claim late. One claim per request."""
-    direct = _direct_answer.get()
-    if direct is None or not direct._writer.claim():
-        return None
-    _direct_answer.set(None)
-    return direct
 
 
 class _Route:
@@ -252,10 +196,10 @@ class Dispatcher:
         try:
             envelope = _envelope_decoder.decode(line)
         except (msgspec.ValidationError, msgspec.DecodeError):
-            return lambda writer=None: self.handle_line(line)
+            return lambda: self.handle_line(line)
         route = self._router.get(envelope.method)
         if envelope.jsonrpc != "2.0" or route is None or not self._router.serves_now(route.method):
-            return lambda writer=None: self.handle_line(line)
+            return lambda: self.handle_line(line)
         request_id = _NO_ID if envelope.id is msgspec.UNSET else envelope.id
         try:
             raw = envelope.params if bytes(envelope.params) != b"null" else b"{}"
@@ -263,7 +207,7 @@ class Dispatcher:
         except msgspec.ValidationError as exc:
             return _encode(self._failure(request_id, _invalid_params(exc)))
         if route.is_async:
-            return lambda writer=None: self._run_async(route, params, request_id, writer)
+            return lambda: self._run_async(route, params, request_id)
         try:
             result = route.handler(params)
             # Encoded here so that a result msgspec cannot encode is a -32603, not a dead reader.
@@ -273,32 +217,14 @@ class Dispatcher:
         except Exception as exc:
             return _encode(self._exception_answer(exc, envelope.method, request_id))
 
-    async def _run_async(
-        self, route: _Route, params: Params, request_id: object, writer: AnswerWriter | None
-    ) -> Reply:
-        direct = None
-        if writer is not None and request_id is not _NO_ID:
-            direct = DirectAnswer(writer, _safe_id(request_id))
-        token = _direct_answer.set(direct)
+    async def _run_async(self, route: _Route, params: Params, request_id: object) -> Reply:
         try:
             result = await route.handler(params)  # type: ignore[misc]
             if request_id is _NO_ID:
                 return None
-            reply = _encode(_Success(id=_safe_id(request_id), result=result))
+            return _encode(_Success(id=_safe_id(request_id), result=result))
         except Exception as exc:
-            if direct is not None and direct.sent is not None:
-                # the client has its answer already; this error is only for the log
-                log.error(
-                    "rpc.error_after_direct_answer",
-                    method=route.method,
-                    error_type=type(exc).__qualname__,
-                )
             return _encode(self._exception_answer(exc, route.method, request_id))
-        finally:
-            _direct_answer.reset(token)
-        if direct is not None and direct.sent is not None and direct.sent != reply:
-            log.error("rpc.direct_answer_differs", method=route.method)
-        return reply
 
     async def handle_line(self, line: bytes) -> Reply:
         """The general path: any line, including batches and every malformed shape."""

@@ -20,6 +20,7 @@ import filelock
 import msgspec
 
 from orcad.errors import StartupError
+from orcad.limits import SOCKET_PROBE_TIMEOUT_S
 from orcad.paths import Paths
 
 PRIVATE_DIR = 0o700
@@ -142,7 +143,7 @@ def read_instance(path: Path) -> Instance | None:
 def socket_is_live(path: Path) -> bool:
     """Does something accept connections on this Unix socket path?"""
     probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    probe.settimeout(1.0)
+    probe.settimeout(SOCKET_PROBE_TIMEOUT_S)
     try:
         probe.connect(str(path))
     except (ConnectionRefusedError, FileNotFoundError):

@@ -6,8 +6,11 @@ its answers, or belongs to another uid is closed without touching any other conn
 whose client vanished, or whose handling failed in a way nobody foresaw (logged once). A
 connection with too many answers owed stops being read until its client catches up. When the
 connection limit is reached, the connection longest without a complete request makes room.
-A request may hold the send lock while a worker thread writes its answer (see
-`orcad.rpc.claim_direct_answer`).
+
+This is the only module that writes to a connection. The dispatcher hands it each answer as
+bytes: at once for a request that cannot block (the reader sends it when the connection's send
+lock is free), or from a task of the request's own; every answer goes out through `_write`,
+whole, under that lock.
 """
 
 from __future__ import annotations
@@ -32,7 +35,6 @@ log = structlog.get_logger("orcad.server")
 
 RECEIVE_CHUNK = 65536
 ACCEPT_CAPACITY_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
-ACCEPT_RETRY_S = 0.1  # after the process ran out of descriptors, as trio.serve_listeners does
 
 
 class _Connection:
@@ -66,55 +68,6 @@ class _Connection:
     def close(self, reason: str) -> None:
         self.closed_because = reason
         self.scope.cancel()
-
-
-class _ThreadAnswerWriter:
-    """One request's claim on its connection's writer, for an answer written by a worker thread
-    (orcad.rpc.AnswerWriter). The request's task holds the connection's send lock from the claim
-    until it ends, then sends whatever the thread's non-blocking writes left unsent."""
-
-    __slots__ = ("_fd", "_send_lock", "_task", "claimed", "error", "unsent", "wrote")
-
-    def __init__(self, fd: int, send_lock: trio.Lock) -> None:
-        self._fd = fd
-        self._send_lock = send_lock
-        self._task = trio.lowlevel.current_task()  # the request's task: it releases the claim
-        self.claimed = False
-        self.wrote = False
-        self.unsent = b""
-        self.error: OSError | None = None
-
-    def claim(self) -> bool:
-        if self.claimed or trio.lowlevel.current_task() is not self._task:
-            return False
-        try:
-            self._send_lock.acquire_nowait()
-        except trio.WouldBlock:
-            return False
-        self.claimed = True
-        return True
-
-    def write_from_thread(self, data: bytes) -> None:
-        # Only after claim(), from a thread the task waits for: the descriptor stays open and
-        # nobody else writes to it until the task has finished.
-        if not self.claimed or self.wrote:
-            raise RuntimeError("an answer is written once, and only after a successful claim")
-        self.wrote = True
-        view = memoryview(data)
-        try:
-            while view:
-                view = view[os.write(self._fd, view) :]
-        except BlockingIOError:
-            pass  # the peer's receive buffer is full: the event loop sends the rest
-        except OSError as exc:
-            self.error = exc
-        self.unsent = bytes(view)
-
-    def remaining(self, reply: bytes | None) -> bytes | None:
-        """What the event loop must still send once the handler has returned."""
-        if self.error is not None:
-            raise trio.BrokenResourceError("the client went away") from self.error
-        return (self.unsent or None) if self.wrote else reply
 
 
 def peer_uid(sock: trio.socket.SocketType) -> int | None:
@@ -172,7 +125,7 @@ class Server:
                     raise
                 # Out of file descriptors: the connections we have must go on; retry shortly.
                 log.error("connection.accept_failed", error=os.strerror(exc.errno or 0))
-                await trio.sleep(ACCEPT_RETRY_S)
+                await trio.sleep(limits.ACCEPT_RETRY_S)
                 continue
             connections.start_soon(self._serve_connection, stream)
 
@@ -306,21 +259,16 @@ class Server:
                             try:
                                 send_lock.acquire_nowait()
                             except trio.WouldBlock:
-                                # Another answer is being written (perhaps by a worker thread):
-                                # a task waits for it, so the reader neither stalls nor, when
-                                # stopped by a drain or the idle sweep, drops an answer owed.
+                                # Another answer is being written: a task waits for it, so the
+                                # reader neither stalls nor, when stopped by a drain or the
+                                # idle sweep, drops an answer owed.
                                 await owed.acquire()
                                 self._begin_request()
                                 requests.start_soon(
                                     self._answer_ready, stream, connection, send_lock, outcome
                                 )
                                 continue
-                            connection.sending_since = trio.current_time()
-                            try:  # inline rather than through _send: this is every ping's path
-                                await stream.send_all(outcome)
-                            finally:
-                                connection.sending_since = None
-                                send_lock.release()
+                            await self._write(stream, connection, send_lock, outcome)
             if connection.idle_closed:
                 log.info("connection.idle_closed", idle_timeout_s=self._config.idle_timeout_s)
 
@@ -346,29 +294,35 @@ class Server:
         if self._in_flight == 0:
             self._idle.set()
 
-    @staticmethod
+    @classmethod
     async def _send(
+        cls,
         stream: trio.SocketStream,
         connection: _Connection,
         send_lock: trio.Lock,
         reply: bytes | None,
-        *,
-        lock_held: bool = False,
     ) -> None:
+        """Wait for the connection's send lock, then write `reply` (nothing for None)."""
         if reply is None:
             return
-        if not lock_held:
-            try:
-                send_lock.acquire_nowait()  # the common case: nobody else is writing
-            except trio.WouldBlock:
-                await send_lock.acquire()
+        try:
+            send_lock.acquire_nowait()  # the common case: nobody else is writing
+        except trio.WouldBlock:
+            await send_lock.acquire()
+        await cls._write(stream, connection, send_lock, reply)
+
+    @staticmethod
+    async def _write(
+        stream: trio.SocketStream, connection: _Connection, send_lock: trio.Lock, reply: bytes
+    ) -> None:
+        """Every answer goes out here, whole: the caller has just taken `send_lock`, and it is
+        released once the answer is written (or the write failed)."""
         connection.sending_since = trio.current_time()
         try:
             await stream.send_all(reply)
         finally:
             connection.sending_since = None
-            if not lock_held:
-                send_lock.release()
+            send_lock.release()
 
     async def _answer_ready(
         self,
@@ -392,16 +346,10 @@ class Server:
         send_lock: trio.Lock,
         produce: DeferredReply,
     ) -> None:
-        writer = _ThreadAnswerWriter(stream.socket.fileno(), send_lock)
         try:
-            reply = await produce(writer)
-            if writer.claimed:  # the lock is ours until the finally below
-                reply = writer.remaining(reply)
-            await self._send(stream, connection, send_lock, reply, lock_held=writer.claimed)
+            await self._send(stream, connection, send_lock, await produce())
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass  # the client went away; nothing is owed
         finally:
-            if writer.claimed:
-                send_lock.release()
             connection.answers_owed.release()
             self._end_request()

@@ -7,6 +7,24 @@ import pytest
 
 from tests.harness import DaemonProcess, OrcaEnv
 
+# Every test module says which tier it is in (`pytestmark = pytest.mark.<tier>`); see README,
+# Running the tests.
+TIERS = ("pure", "inprocess", "daemon", "crash")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    untiered = sorted(
+        {
+            item.nodeid.split("::")[0]
+            for item in items
+            if not any(item.get_closest_marker(tier) for tier in TIERS)
+        }
+    )
+    if untiered:
+        raise pytest.UsageError(
+            f"test modules without a tier marker ({', '.join(TIERS)}): {', '.join(untiered)}"
+        )
+
 
 @pytest.fixture
 def orca_env(tmp_path: Path) -> OrcaEnv:

@@ -42,7 +42,8 @@ class InProcessDaemon:
             "HOME": str(root / "user-home"),
         }
         self.paths = resolve_paths(env)
-        self.daemon: Daemon = build_daemon(
+        self.daemon: Daemon
+        self.daemon, self.features = build_daemon(
             self.paths, LoadedConfig(config=Config(), path=None, unknown_keys=[]), clock
         )
         self.dispatcher = Dispatcher(self.daemon.router)

@@ -22,6 +22,8 @@ from orcad.errors import StartupError
 from protocol.client import Client
 from tests.harness import DaemonProcess, OrcaEnv
 
+pytestmark = pytest.mark.daemon
+
 # Puts the passed descriptor at fd 3, announces it for this very process (or for the pid given),
 # then becomes orcad: what systemd does between fork and exec.
 ACTIVATION_WRAPPER = """

@@ -20,6 +20,8 @@ from protocol.errors import RemoteError
 from tests.external_worker import fact_output, job_file, read_job_file, turn_params, wait_for
 from tests.harness import DaemonProcess, OrcaEnv
 
+pytestmark = pytest.mark.daemon
+
 
 def start(orca_env: OrcaEnv, factory: list[DaemonProcess], config: str = "") -> DaemonProcess:
     orca_env.write_config(config)

@@ -11,6 +11,8 @@ from orcad.capture.schedule import JobView, PoolState, plan, view_of
 from orcad.clock import parse_time
 from orcad.errors import LeaseLost
 
+pytestmark = pytest.mark.pure
+
 T0 = 1_800_000_000.0
 LEASE = 60.0
 

@@ -20,6 +20,8 @@ from orcad.identity import ProjectIdentity, derive_project
 from orcad.sessions import Session
 from protocol.types import ProjectsInspectParams
 
+pytestmark = pytest.mark.inprocess
+
 PROVENANCE = Provenance(provider="test", model="", prompt_version="v")
 
 
@@ -56,15 +58,15 @@ def session(tmp_path: Path, session_id: str) -> Session:
 async def admit(service: CaptureService, owner: Session, turn_id: str) -> str:
     source = build_source([("user", f"message of {turn_id}")])
     assert source is not None
-    admission = await service.admit(owner, turn_id, source)
+    admission = await service.admissions.admit(owner, turn_id, source)
     assert admission.job_id is not None
     return admission.job_id
 
 
 async def finish(service: CaptureService, job_id: str) -> None:
-    job = await service.claim_job(job_id, "w", 60.0)
+    job = await service.leases.claim_job(job_id, "w", 60.0)
     assert job is not None and job.lease is not None
-    await service.publish(job_id, job.lease.token, "NOTHING", PROVENANCE)
+    await service.leases.publish(job_id, job.lease.token, "NOTHING", PROVENANCE)
 
 
 async def test_no_queued_job_means_none(tmp_path: Path) -> None:
@@ -92,12 +94,12 @@ async def test_clear_once_every_job_queued_at_the_call_is_finished(tmp_path: Pat
         later = await admit(service, mine, "t3")  # admitted after the call: not waited for
         await finish(service, first)
         assert results == []
-        job = await service.claim_job(second, "w", 60.0)
+        job = await service.leases.claim_job(second, "w", 60.0)
         assert job is not None and job.lease is not None
-        await service.fail(second, job.lease.token, "boom")  # exhausted is finished too
+        await service.leases.fail(second, job.lease.token, "boom")  # exhausted is finished too
     assert results == ["clear"]
-    assert {view.job_id: view.state for view in service.views()}[later] == "pending"
-    assert {view.job_id: view.state for view in service.views()}[other] == "pending"
+    assert {view.job_id: view.state for view in service.index.views()}[later] == "pending"
+    assert {view.job_id: view.state for view in service.index.views()}[other] == "pending"
 
 
 async def test_times_out_while_work_is_backlogged(
@@ -139,11 +141,11 @@ async def test_a_job_file_removed_behind_the_daemon_is_skipped_and_forgotten(
     mine = session(tmp_path, "ses_1")
     gone = await admit(service, mine, "t1")
     kept = await admit(service, mine, "t2")
-    (service.project_dir(mine.project_id) / "jobs" / f"{gone}.json").unlink()
-    found = await service.claim_pass("w", 60.0)
+    (service.projects.project_dir(mine.project_id) / "jobs" / f"{gone}.json").unlink()
+    found = await service.leases.claim_pass("w", 60.0)
     assert found.job is not None and found.job.job_id == kept
-    assert [view.job_id for view in service.views()] == [kept]
-    assert service.job_counts().leased == 1 and service.job_counts().pending == 0
+    assert [view.job_id for view in service.index.views()] == [kept]
+    assert service.index.job_counts().leased == 1 and service.index.job_counts().pending == 0
 
 
 async def test_counts_kept_on_every_change_match_a_recount(tmp_path: Path) -> None:
@@ -151,19 +153,21 @@ async def test_counts_kept_on_every_change_match_a_recount(tmp_path: Path) -> No
     owner = session(tmp_path, "ses_counts")
     jobs = [await admit(service, owner, f"turn-{n}") for n in range(5)]
     await finish(service, jobs[0])
-    failing = await service.claim_job(jobs[1], "w", 60.0)
+    failing = await service.leases.claim_job(jobs[1], "w", 60.0)
     assert failing is not None and failing.lease is not None
-    await service.fail(jobs[1], failing.lease.token, "provider broke")  # no retries: exhausted
-    leased = await service.claim_job(jobs[2], "w", 60.0)
+    await service.leases.fail(
+        jobs[1], failing.lease.token, "provider broke"
+    )  # no retries: exhausted
+    leased = await service.leases.claim_job(jobs[2], "w", 60.0)
     assert leased is not None
 
     def recount(state: str) -> int:
-        return sum(1 for view in service.views() if view.state == state)
+        return sum(1 for view in service.index.views() if view.state == state)
 
-    counts = service.job_counts()
+    counts = service.index.job_counts()
     assert (counts.pending, counts.leased, counts.committed, counts.exhausted) == (2, 1, 1, 1)
     assert counts.pending == recount("pending") and counts.exhausted == recount("exhausted")
-    assert service.active_jobs(owner.project_id) == 3  # pending and leased; not exhausted
-    await service.load()  # re-indexing from the files changes nothing
-    assert service.job_counts() == counts
-    assert service.active_jobs(owner.project_id) == 3
+    assert service.index.active_jobs(owner.project_id) == 3  # pending and leased; not exhausted
+    await service.leases.load()  # re-indexing from the files changes nothing
+    assert service.index.job_counts() == counts
+    assert service.index.active_jobs(owner.project_id) == 3

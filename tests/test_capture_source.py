@@ -7,6 +7,7 @@ import hashlib
 import json
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -19,6 +20,8 @@ from orcad.capture.source import (
     prepare_blocks,
 )
 from orcad.secrets import contains_secret
+
+pytestmark = pytest.mark.pure
 
 LIMIT = limits.SOURCE_MAX_BYTES
 CORPUS = Path(__file__).parent / "corpus" / "secrets.jsonl"

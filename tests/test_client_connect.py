@@ -11,6 +11,8 @@ import pytest
 
 from protocol.client import Client
 
+pytestmark = pytest.mark.inprocess
+
 
 def full_backlog(path: Path) -> tuple[socket.socket, list[socket.socket]]:
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from orcad.clock import format_time, parse_time
+
+pytestmark = pytest.mark.pure
 
 
 def test_format_is_rfc3339_utc_with_milliseconds() -> None:

@@ -15,6 +15,8 @@ from orcad.config import Config, load_config, parse_config
 from orcad.errors import StartupError
 from orcad.sessions import read_auto_memory
 
+pytestmark = pytest.mark.pure
+
 
 def test_defaults_match_the_architecture() -> None:
     config = Config()

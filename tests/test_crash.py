@@ -17,6 +17,8 @@ from protocol.errors import RemoteError
 from tests.external_worker import turn_params, wait_for
 from tests.harness import DaemonProcess, OrcaEnv
 
+pytestmark = pytest.mark.crash
+
 ROUNDS = 5
 TURNS_PER_ROUND = 20  # 100 facts in all: below the ledger's 128, so none is rotated out
 

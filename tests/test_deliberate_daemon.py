@@ -19,6 +19,8 @@ from orcactl import approval
 from protocol.errors import RemoteError
 from tests.harness import DaemonProcess, OrcaEnv
 
+pytestmark = pytest.mark.daemon
+
 
 def mode_of(path: Path) -> int:
     return stat.S_IMODE(path.stat().st_mode)

@@ -21,6 +21,8 @@ from orcad.deliberate.review import is_transient_note, review_content
 from orcad.errors import InvalidParams, NotFound
 from orcad.limits import APPROVAL_TTL_S, AUTO_REVIEW_MAX_CHARS, PENDING_APPROVALS_MAX
 
+pytestmark = pytest.mark.pure
+
 MODES = ("normal", "plan", "auto", "yolo")
 
 

@@ -21,6 +21,8 @@ from orcad.limits import (
 from protocol.errors import RemoteError
 from tests.deliberate_helpers import InProcessDaemon, SettableClock
 
+pytestmark = pytest.mark.inprocess
+
 GITHUB_TOKEN = "ghp_" + "Zq8Lm2Np4Rt6Vx9Bc1Df3Gh5Jk7Mn0Pq2St4"
 
 
@@ -626,7 +628,7 @@ async def test_search_for_recall_uses_the_same_ranking_and_visibility(
     b = await orca.open(tmp_path / "b", mode="yolo")
     mine = (await save(orca, a, "alpha deploys with helm"))["record"]
     await save(orca, b, "beta deploys with helm")
-    service = orca.daemon.deliberate
+    service = orca.features.deliberate
     session = await orca.daemon.sessions.require(a["session_id"], a["epoch"])
     entries = await service.search_for_recall(session, "how do we deploy?", 8)
     assert [e.id for e in entries] == [mine["id"]]

@@ -26,6 +26,8 @@ from orcad.deliberate.store import (
 from orcad.errors import StorageError
 from tests.test_query import HOSTILE_TEXT
 
+pytestmark = pytest.mark.inprocess
+
 
 def record(content: str, workspace: str | None = "w1", at: float = 1.0) -> StoredRecord:
     return StoredRecord(

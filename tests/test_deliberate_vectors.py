@@ -25,6 +25,8 @@ from orcad.deliberate.vectors import (
     store_vectors,
 )
 
+pytestmark = pytest.mark.inprocess
+
 
 @pytest.fixture
 def connection(tmp_path: Path) -> Iterator[sqlite3.Connection]:

@@ -17,6 +17,8 @@ from orcad.errors import NotFound
 from orcad.rpc import Dispatcher, Router
 from protocol.types import PingParams, PingResult, SessionCloseParams
 
+pytestmark = pytest.mark.pure
+
 
 def ping(params: PingParams) -> PingResult:
     """A handler that cannot block: answered inline."""

@@ -21,6 +21,8 @@ from orcad.capture import jobstore, ledger, projections, projects
 from orcad.capture.records import AttemptError, new_job
 from tests.harness import DaemonProcess, OrcaEnv
 
+pytestmark = pytest.mark.daemon
+
 PROJECT_ID = "a" * 64
 
 

@@ -12,6 +12,8 @@ from orcad import durable_files
 from orcad.durable_files import create_file_exclusively, replace_file_atomically
 from orcad.errors import StorageError
 
+pytestmark = pytest.mark.inprocess
+
 ROUTES = ["unnamed", "temp"]
 
 

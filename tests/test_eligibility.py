@@ -9,6 +9,8 @@ import pytest
 
 from orcad.capture.eligibility import TurnFacts, ineligible_reason
 
+pytestmark = pytest.mark.pure
+
 ELIGIBLE: dict[str, Any] = {
     "bare": False,
     "auto_memory": True,

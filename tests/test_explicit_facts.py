@@ -16,6 +16,8 @@ from orcad.limits import EXPLICIT_FACT_MAX_CHARS, STARTUP_PROJECT_MAX_BYTES, STA
 from protocol.errors import RemoteError
 from tests.harness import DaemonProcess, OrcaEnv
 
+pytestmark = pytest.mark.daemon
+
 FAKE_GITHUB_TOKEN = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
 
 

@@ -29,6 +29,8 @@ from protocol.types import RecentError, SessionOpenParams
 from tests.faults_helpers import fill_up, small_filesystem
 from tests.harness import DaemonProcess, OrcaEnv
 
+pytestmark = pytest.mark.crash
+
 PAGE = 4096
 
 

@@ -11,9 +11,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from orcad.clock import parse_time
 from tests.external_worker import read_job_file, turn_params
 from tests.harness import REPO_ROOT, DaemonProcess, OrcaEnv
+
+pytestmark = pytest.mark.crash
 
 LEASE_S = 1.0
 

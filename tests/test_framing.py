@@ -11,6 +11,8 @@ from hypothesis import strategies as st
 
 from protocol.framing import FramingClosed, LineFramer, LineTooLong, json_nesting_exceeds
 
+pytestmark = pytest.mark.pure
+
 lines_strategy = st.lists(
     st.binary(min_size=1, max_size=200)
     .map(lambda b: b.replace(b"\n", b"x").replace(b"\r", b"y"))

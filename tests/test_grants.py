@@ -14,6 +14,8 @@ import pytest
 from protocol.errors import RemoteError
 from tests.deliberate_helpers import InProcessDaemon, SettableClock
 
+pytestmark = pytest.mark.inprocess
+
 
 @pytest.fixture
 async def orca(tmp_path: Path) -> AsyncIterator[InProcessDaemon]:

@@ -18,6 +18,8 @@ from orcad.providers.heuristic import (
     third_person,
 )
 
+pytestmark = pytest.mark.pure
+
 
 def facts(source: str) -> list[tuple[str, str]]:
     return [(f.category, f.fact) for f in extract_facts(source)]

@@ -9,6 +9,8 @@ import pytest
 from orcad.capture.source import build_source
 from orcad.providers.heuristic import heuristic_output
 
+pytestmark = pytest.mark.pure
+
 _LOG = "\n".join(
     f"npm ERR! code ERESOLVE line {i} could not resolve dependency tree" for i in range(400)
 )

@@ -20,6 +20,8 @@ from orcactl.hooks import common, failures, transcript
 from tests.harness import DaemonProcess, OrcaEnv
 from tests.hook_helpers import ORCACTL, ClaudeTranscript, run_hook
 
+pytestmark = pytest.mark.daemon
+
 SESSION = "6f1e2d3c-4b5a-4978-8a1b-2c3d4e5f6a7b"
 
 

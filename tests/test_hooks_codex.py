@@ -15,6 +15,8 @@ from orcactl.hooks import transcript
 from tests.harness import DaemonProcess, OrcaEnv
 from tests.hook_helpers import CodexRollout, HookRun, codex_schema, run_hook
 
+pytestmark = pytest.mark.daemon
+
 SESSION = "0199a213-81c0-7800-8aa1-bbab2a035a53"
 SCHEMA_NAMES = {
     "UserPromptSubmit": "user-prompt-submit",

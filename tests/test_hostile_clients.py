@@ -24,6 +24,8 @@ from orcad.paths import resolve_paths
 from protocol.client import Client
 from tests.harness import DaemonProcess, OrcaEnv
 
+pytestmark = pytest.mark.daemon
+
 STATUS = b'{"jsonrpc":"2.0","id":1,"method":"daemon.status"}\n'
 
 

@@ -13,6 +13,8 @@ from hypothesis import strategies as st
 
 from orcad.identity import derive_project, normalize_origin, origin_url_from_config
 
+pytestmark = pytest.mark.inprocess
+
 # --- normalize_origin -----------------------------------------------------------------------
 
 SAME_REPOSITORY = [

@@ -16,6 +16,8 @@ from orcad.providers.command import CommandProvider
 from tests.harness import OrcaEnv
 from tests.hook_helpers import ORCACTL
 
+pytestmark = pytest.mark.daemon
+
 CLAUDE_SETTINGS = {
     "model": "opus",
     "permissions": {"allow": ["Bash(npm test:*)"]},

@@ -19,6 +19,8 @@ from orcad.capture.states import (
 )
 from protocol.types import JobState as WireJobState
 
+pytestmark = pytest.mark.pure
+
 EXPECTED: dict[tuple[str, str], str] = {
     ("pending", "claim"): "leased",
     ("leased", "take_over"): "leased",

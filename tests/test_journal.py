@@ -8,8 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from orcad.journal import render_journal_line, stderr_is_journal
 from tests.harness import DaemonProcess, OrcaEnv
+
+pytestmark = pytest.mark.daemon
 
 
 def journal_stream_of(path: Path) -> str:

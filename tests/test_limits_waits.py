@@ -7,9 +7,13 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from orcad import limits
 from orcad.capture import projections
 from orcad.sqlite_worker import connect_private
+
+pytestmark = pytest.mark.inprocess
 
 
 def test_a_store_connection_waits_the_named_busy_timeout(tmp_path: Path) -> None:

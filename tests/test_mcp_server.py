@@ -19,7 +19,8 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from tests.harness import DaemonProcess, OrcaEnv
 from tests.hook_helpers import ORCACTL, ClaudeTranscript, run_hook
 
-pytestmark = pytest.mark.slow  # each test starts the server process (the SDK imports slowly)
+# slow: each test starts the server process (the SDK imports slowly)
+pytestmark = [pytest.mark.daemon, pytest.mark.slow]
 
 Elicit = Callable[[Any, types.ElicitRequestParams], Awaitable[types.ElicitResult | types.ErrorData]]
 

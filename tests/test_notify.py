@@ -10,11 +10,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from orcad.notify import Notifier, notify_address, status_line
 from orcad.supervision import describe_health
 from protocol.client import Client
 from protocol.types import JobCounts, RecentError, StatusResult, WorkersStatus
 from tests.harness import DaemonProcess, OrcaEnv
+
+pytestmark = pytest.mark.daemon
 
 RECEIVE_TIMEOUT_S = 20.0
 

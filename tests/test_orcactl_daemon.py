@@ -7,8 +7,12 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from protocol.client import Client
 from tests.harness import DaemonProcess, OrcaEnv
+
+pytestmark = pytest.mark.daemon
 
 
 def orcactl(orca_env: OrcaEnv, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:

@@ -17,6 +17,8 @@ import pytest
 from orcactl.connect import EXIT_ERROR
 from orcactl.main import main
 
+pytestmark = pytest.mark.inprocess
+
 BEHAVIOURS = ("close", "reset", "junk", "wrong_shape")
 
 

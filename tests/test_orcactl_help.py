@@ -6,7 +6,11 @@ import argparse
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
 from orcactl.main import build_parser
+
+pytestmark = pytest.mark.pure
 
 
 def _subparsers(

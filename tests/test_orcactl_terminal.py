@@ -7,8 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from orcactl.terminal import neutralize
 from tests.harness import DaemonProcess
+
+pytestmark = pytest.mark.daemon
 
 
 def test_control_characters_print_as_text() -> None:

@@ -19,6 +19,8 @@ from orcad import __version__
 from tests.harness import DaemonProcess, OrcaEnv
 from tests.test_deliberate_daemon import run_on_terminal
 
+pytestmark = pytest.mark.daemon
+
 
 def orcactl(
     orca_env: OrcaEnv, *args: str, env: dict[str, str] | None = None

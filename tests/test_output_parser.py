@@ -15,6 +15,8 @@ from orcad.capture.output import MalformedOutput, parse_extractor_output
 from protocol.types import ExtractedFact
 from tests.harness import REPO_ROOT
 
+pytestmark = pytest.mark.pure
+
 
 def line(category: str, fact: str) -> str:
     return json.dumps({"category": category, "fact": fact})

@@ -23,6 +23,8 @@ from tests.external_worker import fact_output, turn_params, wait_for
 from tests.fake_openai import FakeOpenAI, ok
 from tests.harness import DaemonProcess, OrcaEnv
 
+pytestmark = pytest.mark.daemon
+
 KEY_VARIABLE = "ORCA_PRIVACY_TEST_KEY"
 KEY = "sk-privacy-test-7c1e0a9b3d5f42"
 

@@ -26,6 +26,8 @@ from orcad.capture.projections import (
 )
 from protocol.types import ExtractedFact
 
+pytestmark = pytest.mark.inprocess
+
 PROVENANCE = Provenance(
     session_id="sess-7", turn_id="turn-3", provider="openai", model="llama3.2", prompt_version="v1"
 )

@@ -13,6 +13,8 @@ from protocol.schema import SCHEMA_PATH, render_schema
 from protocol.types import METHODS, Params
 from tests.harness import REPO_ROOT
 
+pytestmark = pytest.mark.pure
+
 
 def test_checked_in_schema_is_current() -> None:
     assert SCHEMA_PATH.read_text(encoding="utf-8") == render_schema(), (

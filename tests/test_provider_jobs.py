@@ -28,6 +28,8 @@ from tests.fake_openai import (
 )
 from tests.harness import DaemonProcess, OrcaEnv
 
+pytestmark = pytest.mark.daemon
+
 KEY_VARIABLE = "ORCA_JOBS_TEST_KEY"
 KEY = "sk-jobs-test-0f3a9c2e7b5d41e8a6c3"
 ANSWER = '{"category": "project", "fact": "This repository deploys with `make release`."}'

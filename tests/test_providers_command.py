@@ -15,6 +15,8 @@ from orcad.providers import build_provider, prompt
 from orcad.providers.base import ProviderError
 from orcad.providers.command import CommandProvider
 
+pytestmark = pytest.mark.inprocess
+
 SOURCE = "user: I prefer concise status updates"
 ANSWER = '{"category": "user", "fact": "The user prefers concise status updates."}'
 

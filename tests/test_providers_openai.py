@@ -26,6 +26,8 @@ from tests.fake_openai import (
     streamed,
 )
 
+pytestmark = pytest.mark.inprocess
+
 KEY_VARIABLE = "ORCA_TEST_EXTRACTOR_KEY"
 KEY = "sk-test-5e1f0c9a7b3d4e2f8a6c1b0d9e7f3a2c"
 SOURCE = "user: remember that this repository deploys with `make release`\n\nassistant: Noted."

@@ -13,6 +13,8 @@ from orcactl.commands import provider as provider_command
 from orcactl.connect import CommandError
 from tests.fake_openai import FakeOpenAI, junk, streamed
 
+pytestmark = pytest.mark.inprocess
+
 KEY_VARIABLE = "ORCA_TEST_PROVIDER_KEY"
 ANSWER = '{"category": "project", "fact": "This repository deploys with `make release`."}'
 CORPUS = Path(__file__).parent / "corpus" / "secrets.jsonl"

@@ -21,6 +21,8 @@ from orcad.providers.openai_wire import (
     parse_retry_after,
 )
 
+pytestmark = pytest.mark.pure
+
 
 def event(content: str | None = None, finish_reason: str | None = None) -> bytes:
     delta = {} if content is None else {"content": content}

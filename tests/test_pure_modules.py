@@ -9,6 +9,8 @@ import pytest
 
 from tests.harness import REPO_ROOT
 
+pytestmark = pytest.mark.pure
+
 PURE_MODULES = [
     "orcad.limits",
     "orcad.query",

@@ -22,6 +22,8 @@ from orcad.query import (
     quote_term,
 )
 
+pytestmark = pytest.mark.inprocess
+
 RECORDS = [
     "release checks use cargo test --workspace",
     "I prefer concise status updates",

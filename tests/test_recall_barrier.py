@@ -16,6 +16,8 @@ from orcad.limits import RECALL_BARRIER_S
 from tests.harness import DaemonProcess, OrcaEnv
 from tests.test_recall_daemon import Agent, add_facts, project_dir, texts
 
+pytestmark = pytest.mark.daemon
+
 DEPLOY_FACT = "This repository deploys with `make release`."
 
 

@@ -28,6 +28,8 @@ from protocol.errors import RemoteError
 from protocol.types import AutomaticEntry, DeliberateEntry, ExtractedFact
 from tests.harness import DaemonProcess, OrcaEnv
 
+pytestmark = pytest.mark.daemon
+
 _turns = itertools.count(1)
 
 
@@ -155,9 +157,8 @@ def test_snapshot_is_stable_for_a_turn_and_fresh_for_the_next(
 def test_a_recall_answered_from_its_search_thread_is_the_turns_snapshot(
     daemon: DaemonProcess, orca_env: OrcaEnv, workdir: Path
 ) -> None:
-    # The first recall of a turn is answered by the thread that searched, before the event
-    # loop has stored the snapshot: a repeat sent the moment the answer arrives, on this
-    # connection or another, must still get that same snapshot.
+    # A repeat sent the moment the first recall's answer arrives, on this connection or
+    # another, must get that same snapshot.
     agent = Agent(daemon, workdir)
     add_facts(project_dir(orca_env, agent.project_id), ["Deploys go through staging first."])
     with daemon.client() as first, daemon.client() as second:

@@ -25,6 +25,8 @@ from orcad.recall.embedding import (
 from orcad.recall.wordpiece import WordPiece, basic_words
 from tests.fake_openai import FakeOpenAI, stall_before_headers, status
 
+pytestmark = pytest.mark.inprocess
+
 # token ids from the reference BERT tokenizer (Hugging Face `tokenizers`) over the same vocab
 REFERENCE = [
     ("Customers get 429s!", [6304, 2131, 4413, 2683, 2015, 999]),

@@ -8,6 +8,8 @@ import pytest
 from bench.eval_data import CORRECTIONS, FACTS, PROMPTS, STALE, distractors
 from bench.eval_recall import run, score
 
+pytestmark = pytest.mark.daemon
+
 
 def test_evaluation_set_is_well_formed() -> None:
     ids = [fact_id for fact_id, *_rest in FACTS] + [new for new, *_rest in CORRECTIONS]

@@ -7,8 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.harness import REPO_ROOT, DaemonProcess, OrcaEnv
 from tests.test_recall_daemon import add_facts, project_dir
+
+pytestmark = pytest.mark.daemon
 
 
 def orcactl(orca_env: OrcaEnv, *args: str) -> subprocess.CompletedProcess[str]:

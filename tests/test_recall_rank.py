@@ -3,6 +3,8 @@ lexical mode without a model, and candidates without a vector."""
 
 from __future__ import annotations
 
+import pytest
+
 from orcad.recall.rank import (
     Candidate,
     coverage,
@@ -12,6 +14,8 @@ from orcad.recall.rank import (
     rank,
 )
 from orcad.recall.select import stems
+
+pytestmark = pytest.mark.pure
 
 FLOOR = 0.5
 WEIGHT = 0.5

@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -35,6 +36,8 @@ from orcad.recall.select import (
 )
 from protocol.types import AutomaticEntry, DeliberateEntry
 from tests.harness import REPO_ROOT
+
+pytestmark = pytest.mark.pure
 
 NOW = 1_800_000_000.0
 

@@ -17,6 +17,8 @@ from tests.harness import DaemonProcess, OrcaEnv
 from tests.test_recall_daemon import Agent, add_facts, project_dir, texts
 from tests.test_recall_embedding import answer_embeddings
 
+pytestmark = pytest.mark.daemon
+
 FACTS = [
     "The response cache is capped at 500 entries per tenant.",
     "This repository deploys with `make release`.",

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import trio
 import trio.lowlevel
 
 from orcad.recall.snapshots import SnapshotStore
 from protocol.types import RecallResult
+
+pytestmark = pytest.mark.inprocess
 
 
 def result(snapshot: str, context: str = "") -> RecallResult:

@@ -15,6 +15,8 @@ from orcad.errors import StartupError
 from orcad.paths import Paths, resolve_paths
 from orcad.runtime import prepare_runtime_dir
 
+pytestmark = pytest.mark.inprocess
+
 
 @pytest.fixture
 def tmp_parent() -> Iterator[Path]:

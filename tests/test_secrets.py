@@ -25,6 +25,8 @@ from orcad.secrets import (
     redact,
 )
 
+pytestmark = pytest.mark.pure
+
 CORPUS = Path(__file__).parent / "corpus"
 
 

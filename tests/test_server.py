@@ -26,6 +26,8 @@ from protocol.types import Empty, PingResult, SessionCloseParams
 from tests.harness import DaemonProcess, OrcaEnv
 from tests.inprocess import serving
 
+pytestmark = pytest.mark.daemon
+
 
 def raw_connection(daemon: DaemonProcess) -> socket.socket:
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

@@ -20,6 +20,8 @@ from orcactl.commands import service
 from tests.harness import REPO_ROOT, OrcaEnv
 from tests.test_service_units import ServiceCli, read_unit
 
+pytestmark = pytest.mark.daemon
+
 MAX_EXPOSURE = 4.0
 _EXPOSURE = re.compile(r"Overall exposure level for \S+: (\d+\.\d+)")
 # The lines that only the sandbox adds (the unit before it rated 9.6 UNSAFE).

@@ -28,7 +28,7 @@ from tests.harness import OrcaEnv
 from tests.test_provider_jobs import ANSWER, capture_turn, configure, wait_settled
 from tests.test_service_units import read_unit
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.daemon, pytest.mark.slow]
 
 UNIT = read_unit(service_files.reference_service_unit())["Service"]
 _CALL = re.compile(r"^\d+\s+([a-z_0-9]+)\((.*)$")

@@ -24,6 +24,8 @@ from orcactl.commands.service import find_orcad
 from orcad import activation
 from tests.harness import REPO_ROOT, DaemonProcess, OrcaEnv
 
+pytestmark = pytest.mark.daemon
+
 # The installed `orcad` script beside this interpreter when there is one (a pip install),
 # else `python -m orcad` (a source checkout): what `service install` must write.
 EXPECTED_ORCAD, EXPECTED_ENVIRONMENT = find_orcad(None)

@@ -17,6 +17,8 @@ from protocol.types import SessionOpenParams
 from tests.deliberate_helpers import SettableClock
 from tests.harness import DaemonProcess, OrcaEnv
 
+pytestmark = pytest.mark.inprocess
+
 
 def _store(tmp_path: Path, clock: SettableClock, expiry: float = 60.0) -> SessionStore:
     return SessionStore(tmp_path / "state.sqlite3", clock, expiry)

@@ -15,6 +15,8 @@ from orcad.errors import NotFound, StaleSession
 from orcad.sessions import SessionStore
 from protocol.types import SessionOpenParams
 
+pytestmark = pytest.mark.inprocess
+
 
 async def test_a_close_overtaken_by_a_reopen_leaves_the_new_epoch_open(tmp_path: Path) -> None:
     store = SessionStore(tmp_path / "state.sqlite3", SystemClock())

@@ -1,4 +1,8 @@
+import pytest
+
 from tests.harness import DaemonProcess
+
+pytestmark = pytest.mark.daemon
 
 
 def test_ping_answers_with_protocol_version(daemon: DaemonProcess) -> None:

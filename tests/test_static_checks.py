@@ -5,7 +5,11 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from tests.harness import REPO_ROOT
+
+pytestmark = pytest.mark.pure
 
 
 def test_ruff_finds_nothing() -> None:

@@ -10,6 +10,8 @@ import trio.testing
 
 from orcad.threads import run_sync_now
 
+pytestmark = pytest.mark.inprocess
+
 
 async def test_returns_the_result_and_raises_the_exception() -> None:
     limiter = trio.CapacityLimiter(2)

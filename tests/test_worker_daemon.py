@@ -19,6 +19,8 @@ import pytest
 from orcad.clock import parse_time
 from tests.harness import DaemonProcess, OrcaEnv
 
+pytestmark = pytest.mark.daemon
+
 T = TypeVar("T")
 
 FLAKY_PROVIDER = """import sys, time

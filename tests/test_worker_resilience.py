@@ -31,6 +31,8 @@ from orcad.rpc import Dispatcher
 from orcad.supervision import restart_delay, supervised
 from protocol.types import StatusParams
 
+pytestmark = pytest.mark.inprocess
+
 T0 = 1_800_000_000.0
 PROJECT_A = "a" * 64
 PROJECT_B = "b" * 64
@@ -163,22 +165,22 @@ async def test_a_lock_failure_holds_that_project_only_for_reschedule_s(tmp_path:
         record_error=lambda kind, message: errors.append((kind, message)),
         lock_timeout=0.05,
     )
-    await service.load()
+    await service.leases.load()
     other_process = filelock.FileLock(str(projects_dir / PROJECT_A / LOCK_FILE), thread_local=False)
     other_process.acquire()
     try:
-        found = await service.claim_pass("w", 60.0)
+        found = await service.leases.claim_pass("w", 60.0)
         # project A's lock is held elsewhere: B's job is taken in the same pass, nobody sleeps
         assert found.job is not None and found.job.project_id == PROJECT_B
         assert [kind for kind, _ in errors] == ["job_store"]
-        again = await service.claim_pass("w", 60.0)
+        again = await service.leases.claim_pass("w", 60.0)
         assert again.job is None and again.wake_at == T0 + 10 + 30.0
         clock.value = T0 + 39.9
-        assert (await service.claim_pass("w", 60.0)).job is None  # still held
+        assert (await service.leases.claim_pass("w", 60.0)).job is None  # still held
     finally:
         other_process.release()
     clock.value = T0 + 40.0
-    found = await service.claim_pass("w", 60.0)
+    found = await service.leases.claim_pass("w", 60.0)
     assert found.job is not None and found.job.job_id == "job_" + "a" * 32
     stored = read_job(projects_dir / PROJECT_A, found.job.job_id)
     assert stored is not None and (stored.state, stored.attempts) == ("leased", 0)
@@ -207,13 +209,13 @@ async def test_retries_at_the_same_moment_never_fill_the_backlog_past_its_cap(
         clock=SteppedClock(T0 + 100),
         record_error=lambda kind, message: None,
     )
-    await service.load()
-    assert service.active_jobs(PROJECT_A) == limits.ACTIVE_JOBS_PER_PROJECT - 1
+    await service.leases.load()
+    assert service.index.active_jobs(PROJECT_A) == limits.ACTIVE_JOBS_PER_PROJECT - 1
     outcomes: list[str] = []
 
     async def retry(job_id: str) -> None:
         try:
-            outcomes.append((await service.retry(job_id)).state)
+            outcomes.append((await service.leases.retry(job_id)).state)
         except Conflict:
             outcomes.append("refused")
 
@@ -221,7 +223,7 @@ async def test_retries_at_the_same_moment_never_fill_the_backlog_past_its_cap(
         for job_id in exhausted:
             nursery.start_soon(retry, job_id)
     assert sorted(outcomes) == ["pending", "refused"]
-    assert service.active_jobs(PROJECT_A) == limits.ACTIVE_JOBS_PER_PROJECT
+    assert service.index.active_jobs(PROJECT_A) == limits.ACTIVE_JOBS_PER_PROJECT
 
 
 async def test_failed_attempts_back_off_so_a_brief_outage_does_not_exhaust_a_job(
@@ -242,17 +244,17 @@ async def test_failed_attempts_back_off_so_a_brief_outage_does_not_exhaust_a_job
         clock=clock,
         record_error=lambda kind, message: None,
     )
-    await service.load()
+    await service.leases.load()
     waits = []
     for _ in range(3):  # the provider is down: three failed attempts, each backed off
-        found = await service.claim_pass("w", 60.0)
+        found = await service.leases.claim_pass("w", 60.0)
         assert found.job is not None and found.job.lease is not None
-        failed = await service.fail(job_id, found.job.lease.token, "connection refused")
+        failed = await service.leases.fail(job_id, found.job.lease.token, "connection refused")
         assert failed.state == "pending"
         ready_at = failed.not_before_time()
         assert ready_at is not None
         waits.append(ready_at - clock.value)
-        nothing = await service.claim_pass("w", 60.0)
+        nothing = await service.leases.claim_pass("w", 60.0)
         assert nothing.job is None and nothing.wake_at == ready_at  # no back-to-back retry
         clock.value = ready_at
     for number, wait in enumerate(waits, start=1):
@@ -260,7 +262,7 @@ async def test_failed_attempts_back_off_so_a_brief_outage_does_not_exhaust_a_job
         assert full / 2 - 0.002 <= wait <= full + 0.002, waits
     # 1 s of outage would have used all four attempts back to back; now 7 s and more pass
     assert sum(waits) >= 3.5
-    found = await service.claim_pass("w", 60.0)
+    found = await service.leases.claim_pass("w", 60.0)
     assert found.job is not None and found.job.attempts == 3  # the last retry is still there
 
 

@@ -41,10 +41,9 @@ from orcad.limits import (
 )
 from orcad.paths import Paths, resolve_paths
 from protocol.client import Client, DaemonUnavailable, ProtocolViolation
-from protocol.errors import RemoteError
+from protocol.errors import ErrorCode, RemoteError
 from protocol.types import EmbeddingStatus, JobSummary
 
-METHOD_NOT_FOUND = -32601
 DEFAULT_MIN_FREE_MB = 200
 STUCK_LEASES = 10  # ...or this many lease periods, when leases are long
 FILE_SCAN_LIMIT = 10000  # entries looked at under the memory root
@@ -342,7 +341,7 @@ def _offered(client: Client, method: str, params: dict[str, Any]) -> tuple[Any, 
     try:
         return client.call(method, params), None
     except RemoteError as exc:
-        if exc.code == METHOD_NOT_FOUND:
+        if exc.code == ErrorCode.METHOD_NOT_FOUND:
             return None, Finding(
                 method.partition(".")[0], "skipped", f"the daemon does not offer {method}"
             )

@@ -1,45 +1,29 @@
-"""Installs automatic-memory capture into the daemon.
+"""Automatic-memory capture's routes: `turn.completed`, `jobs.list`, `jobs.claim`,
+`jobs.renew`, `jobs.publish`, `jobs.fail`, `jobs.release`, `jobs.retry`, `projects.list`,
+`projects.inspect`, `ledger.forget`.
 
-Routes: `turn.completed`, `jobs.list`, `jobs.claim`, `jobs.renew`, `jobs.publish`, `jobs.fail`,
-`jobs.release`, `jobs.retry`, `projects.list`, `projects.inspect`, `ledger.forget`.
-Background: the job index is loaded at start (leases of a previous daemon's workers go back to
-pending) and the built-in worker pool runs until shutdown. A session-open hook records
-project.json and wakes the workers, so pending and expired work resumes whenever a session
-opens for a project.
-
-What other features may use (`daemon.capture` is a CaptureService, `daemon.capture_status` too):
-
-- `await daemon.capture.wait_session_jobs(session_id, timeout) -> "clear" | "timed_out" |
-  "none"`: waits for the session's jobs that are queued (pending) or running (leased) at the
-  moment of the call to finish (committed, exhausted or cancelled); "none" when there are none.
-  Jobs admitted after the call are not waited for.
-- `daemon.capture.project_dir(project_id) -> Path`: the project's memory directory
-  (`memory_root/projects/<project-id>`); NotFound for a value that is not a project id.
-- `await daemon.capture.read_committed_ledger(project_id) -> orcad.capture.ledger.Ledger`: the
-  last committed ledger (`ledger.read_ledger` in a thread; no lock needed, the file is only
-  ever replaced whole).
-- `await daemon.capture.run_locked(project_id, fn)`: runs `fn(project_dir)` in a thread under
-  the project's cross-process lock, for anything that must not interleave with a publish.
+Each route checks its request, calls one part of the capture service (orcad.capture.service)
+and turns what it returns into the wire result. `install` builds the service from the host's
+collaborators and registers the routes, the session-open hook and the background run.
 """
 
 from __future__ import annotations
 
-import os
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable
 
 import structlog
-import trio
 
 from orcad.capture import inspection, leases
+from orcad.capture.admission import Admission
 from orcad.capture.eligibility import TurnFacts, ineligible_reason
 from orcad.capture.projects import is_project_id
 from orcad.capture.records import Provenance
-from orcad.capture.service import Admission, Announcer, CaptureService
-from orcad.capture.worker import WorkerPool
-from orcad.errors import InvalidParams, StorageError
-from orcad.providers import ProviderConfigError, build_provider
-from orcad.rpc import AsyncHandler, SyncHandler, claim_direct_answer
-from orcad.sessions import Session
+from orcad.capture.service import CaptureService
+from orcad.config import Config
+from orcad.errors import InvalidParams
+from orcad.host import Host
+from orcad.rpc import AsyncHandler, SyncHandler
+from orcad.sessions import SessionStore
 from protocol.types import (
     ClaimedJob,
     JobsClaimParams,
@@ -67,56 +51,25 @@ from protocol.types import (
     TurnCompletedResult,
 )
 
-if TYPE_CHECKING:
-    from orcad.app import Daemon
-
 log = structlog.get_logger("orcad.capture")
 
 EXTERNAL_PROMPT_VERSION = "external"  # jobs.publish does not say which prompt a worker used
 
 
-class CaptureApi:
-    def __init__(self, daemon: Daemon, service: CaptureService) -> None:
-        self.daemon = daemon
+TextPurger = Callable[[list[str]], Awaitable[object]]
+
+
+class CaptureRoutes:
+    def __init__(self, service: CaptureService, sessions: SessionStore, config: Config) -> None:
         self.service = service
-        self.pool: WorkerPool | None = None
-
-    # --- lifecycle --------------------------------------------------------------------------
-
-    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Load the job index, then run the built-in workers until cancelled."""
-        await self.service.load()
-        self.pool = self.build_pool()
-        if self.pool is None:
-            task_status.started()
-            await trio.sleep_forever()
-        await self.pool.run(task_status=task_status)
-
-    def build_pool(self) -> WorkerPool | None:
-        extraction = self.daemon.config.extraction
-        if extraction.workers == 0:
-            log.info("workers.none", reason="extraction.workers is 0; jobs wait for jobs.claim")
-            return None
-        try:
-            provider = build_provider(extraction, os.environ)
-        except ProviderConfigError as exc:
-            self.service.report("provider_config", str(exc))
-            return None
-        log.info("workers.started", workers=extraction.workers, provider=provider.name)
-        return WorkerPool(self.service, provider, extraction.workers)
-
-    async def on_session_opened(self, session: Session) -> None:
-        if session.auto_memory:
-            try:
-                await self.service.record_visit(session)
-            except StorageError as exc:
-                self.service.report("project_metadata", exc.message)
-        self.service.notify()  # pending and expired work resumes when a session opens
+        self.sessions = sessions
+        self.config = config
+        self.purge_copies: TextPurger | None = None  # drops other copies of a forgotten fact
 
     # --- turn.completed ---------------------------------------------------------------------
 
     async def turn_completed(self, params: TurnCompletedParams) -> TurnCompletedResult:
-        session = await self.daemon.sessions.require(params.session_id, params.epoch)
+        session = await self.sessions.require(params.session_id, params.epoch)
         reason = ineligible_reason(
             TurnFacts(
                 bare=session.bare,
@@ -131,7 +84,7 @@ class CaptureApi:
         )
         source = None
         if reason is None:
-            source = await self.service.build_source(
+            source = await self.service.admissions.build_source(
                 [(message.role, message.content) for message in params.messages]
             )
             if source is None:
@@ -139,18 +92,15 @@ class CaptureApi:
         if reason is not None or source is None:
             log.info("turn.ineligible", session_id=session.session_id, reason=reason)
             return TurnCompletedResult(eligible=False, reason=reason, job_id=None, duplicate=False)
-        # Answered from the worker thread once the job file is durable (see orcad.rpc).
-        admission = await self.service.admit(
-            session, params.turn_id, source, claim_announcer=claim_turn_announcer
-        )
-        return turn_result(admission)
+        return turn_result(await self.service.admissions.admit(session, params.turn_id, source))
 
     # --- jobs.* -----------------------------------------------------------------------------
 
     def list_jobs(self, params: JobsListParams) -> JobsListResult:
-        damaged = self.service.damaged_jobs(params.project_id) if params.state is None else []
+        index = self.service.index
+        damaged = index.damaged_jobs(params.project_id) if params.state is None else []
         return JobsListResult(
-            jobs=self.service.summaries(params.project_id, params.state), damaged=damaged
+            jobs=index.summaries(params.project_id, params.state), damaged=damaged
         )
 
     async def claim(self, params: JobsClaimParams) -> JobsClaimResult:
@@ -164,8 +114,10 @@ class CaptureApi:
             raise InvalidParams(
                 "project_id must be 64 lowercase hex digits (see projects.list)", field="project_id"
             )
-        lease_s = params.lease_s or self.daemon.config.extraction.lease_s
-        found = await self.service.claim_pass(params.worker, lease_s, project_id=params.project_id)
+        lease_s = params.lease_s or self.config.extraction.lease_s
+        found = await self.service.leases.claim_pass(
+            params.worker, lease_s, project_id=params.project_id
+        )
         job = found.job
         if job is None or job.lease is None:
             return JobsClaimResult(job=None, lease=None)
@@ -182,8 +134,8 @@ class CaptureApi:
         )
 
     async def renew(self, params: JobsRenewParams) -> JobsRenewResult:
-        lease_s = params.lease_s or self.daemon.config.extraction.lease_s
-        job = await self.service.renew(params.job_id, params.token, lease_s)
+        lease_s = params.lease_s or self.config.extraction.lease_s
+        job = await self.service.leases.renew(params.job_id, params.token, lease_s)
         assert job.lease is not None
         return JobsRenewResult(expires_at=job.lease.expires_at)
 
@@ -191,7 +143,9 @@ class CaptureApi:
         provenance = Provenance(
             provider=params.provider, model=params.model, prompt_version=EXTERNAL_PROMPT_VERSION
         )
-        result = await self.service.publish(params.job_id, params.token, params.output, provenance)
+        result = await self.service.leases.publish(
+            params.job_id, params.token, params.output, provenance
+        )
         return JobsPublishResult(
             state="committed",
             added=result.added,
@@ -200,15 +154,15 @@ class CaptureApi:
         )
 
     async def fail(self, params: JobsFailParams) -> JobsFailResult:
-        job = await self.service.fail(params.job_id, params.token, params.error)
+        job = await self.service.leases.fail(params.job_id, params.token, params.error)
         return JobsFailResult(state=job.state, attempts=job.attempts)
 
     async def release(self, params: JobsReleaseParams) -> JobsReleaseResult:
-        job = await self.service.release(params.job_id, params.token)
+        job = await self.service.leases.release(params.job_id, params.token)
         return JobsReleaseResult(state=job.state)
 
     async def retry(self, params: JobsRetryParams) -> JobsRetryResult:
-        job = await self.service.retry(params.job_id)
+        job = await self.service.leases.retry(params.job_id)
         return JobsRetryResult(state=job.state)
 
     # --- inspection -------------------------------------------------------------------------
@@ -220,20 +174,7 @@ class CaptureApi:
         return await inspection.inspect_project(self.service, params)
 
     async def forget(self, params: LedgerForgetParams) -> LedgerForgetResult:
-        return await inspection.forget(self.service, params, self._purge_copies)
-
-    async def _purge_copies(self, texts: list[str]) -> None:
-        recall = self.daemon.recall
-        if recall is not None and hasattr(recall, "snapshots"):
-            await recall.snapshots.purge(texts)
-
-
-def claim_turn_announcer() -> Announcer | None:
-    """The turn.completed request's writer, claimed for the admission's thread, if free."""
-    direct = claim_direct_answer()
-    if direct is None:
-        return None
-    return lambda admission: direct.send(turn_result(admission))
+        return await inspection.forget(self.service, params, self.purge_copies)
 
 
 def turn_result(admission: Admission) -> TurnCompletedResult:
@@ -246,15 +187,15 @@ def turn_result(admission: Admission) -> TurnCompletedResult:
     )
 
 
-def install(daemon: Daemon) -> CaptureService:
+def install(host: Host) -> tuple[CaptureService, CaptureRoutes]:
     service = CaptureService(
-        projects_dir=daemon.paths.projects_dir,
-        config_file=daemon.paths.config_file,
-        config=daemon.config,
-        clock=daemon.clock,
-        record_error=daemon.record_error,
+        projects_dir=host.paths.projects_dir,
+        config_file=host.paths.config_file,
+        config=host.config,
+        clock=host.clock,
+        record_error=host.record_error,
     )
-    api = CaptureApi(daemon, service)
+    api = CaptureRoutes(service, host.sessions, host.config)
     routes: dict[str, AsyncHandler | SyncHandler] = {
         "turn.completed": api.turn_completed,
         "jobs.list": api.list_jobs,
@@ -269,9 +210,7 @@ def install(daemon: Daemon) -> CaptureService:
         "ledger.forget": api.forget,
     }
     for method, handler in routes.items():
-        daemon.router.add(method, handler)
-    daemon.session_opened_hooks.append(api.on_session_opened)
-    daemon.background.append(api.run)
-    daemon.capture = service
-    daemon.capture_status = service
-    return service
+        host.router.add(method, handler)
+    host.on_session_opened(service.on_session_opened)
+    host.run_in_background(service.run)
+    return service, api

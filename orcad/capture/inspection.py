@@ -63,15 +63,16 @@ def _project_info(
     )
 
 
-async def list_projects(service: CaptureService) -> ProjectsListResult:
+async def list_projects(capture: CaptureService) -> ProjectsListResult:
     project_ids = sorted(
-        set(await trio.to_thread.run_sync(service.list_project_ids)) | service.known_projects()
+        set(await trio.to_thread.run_sync(capture.projects.list_project_ids))
+        | capture.index.known_projects()
     )
 
     def read_all() -> list[tuple[str, ProjectFile, int | None, str | None]]:
         rows = []
         for project_id in project_ids:
-            directory = service.project_dir(project_id)
+            directory = capture.projects.project_dir(project_id)
             found = read_project_file(directory, project_id)
             ledger_problem = None
             try:
@@ -86,14 +87,14 @@ async def list_projects(service: CaptureService) -> ProjectsListResult:
         record = found.record
         problem = "; ".join(p for p in (found.problem, ledger_problem) if p) or None
         if ledger_problem is not None:
-            service.report("ledger_corrupt", ledger_problem)
+            capture.problems.report("ledger_corrupt", ledger_problem)
         projects.append(
             ProjectSummary(
                 id=project_id,
                 identity=record.project_identity if record is not None else "",
                 last_seen_cwd=record.last_seen_cwd if record is not None else None,
                 candidates=count or 0,
-                active_jobs=service.active_jobs(project_id),
+                active_jobs=capture.index.active_jobs(project_id),
                 corrupt=problem is not None,
                 problem=problem,
             )
@@ -121,11 +122,11 @@ def resolve_project(params: ProjectsInspectParams) -> tuple[str, str]:
 
 
 async def inspect_project(
-    service: CaptureService, params: ProjectsInspectParams
+    capture: CaptureService, params: ProjectsInspectParams
 ) -> ProjectsInspectResult:
     # deriving a project from a cwd reads the file system (realpath, Git config)
     project_id, identity = await trio.to_thread.run_sync(resolve_project, params)
-    directory = service.project_dir(project_id)
+    directory = capture.projects.project_dir(project_id)
 
     def read() -> tuple[ProjectFile, Ledger, IndexState]:
         if not directory.is_dir():
@@ -138,7 +139,7 @@ async def inspect_project(
 
     found, ledger, state = await trio.to_thread.run_sync(read)
     if found.problem is not None:
-        service.report("project_metadata_corrupt", found.problem)
+        capture.problems.report("project_metadata_corrupt", found.problem)
     return ProjectsInspectResult(
         project=_project_info(project_id, directory, found, identity),
         ledger=LedgerInfo(
@@ -147,14 +148,14 @@ async def inspect_project(
             candidates=[to_candidate(record) for record in ledger.candidates],
         ),
         index=IndexInfo(state=state),
-        jobs=service.summaries(project_id),
+        jobs=capture.index.summaries(project_id),
     )
 
 
 async def forget(
-    service: CaptureService,
+    capture: CaptureService,
     params: LedgerForgetParams,
-    purge_copies: Callable[[list[str]], Awaitable[None]] | None = None,
+    purge_copies: Callable[[list[str]], Awaitable[object]] | None = None,
 ) -> LedgerForgetResult:
     """Remove one candidate if the caller saw the current revision (idempotent).
 
@@ -164,11 +165,11 @@ async def forget(
     `purge_copies` then drops other copies of the text (recall snapshots)."""
     if not is_project_id(params.project_id):
         raise NotFound(f"{params.project_id!r} is not a project id (see projects.list)")
-    directory = service.project_dir(params.project_id)
+    directory = capture.projects.project_dir(params.project_id)
     if not await trio.to_thread.run_sync(directory.is_dir):
         raise NotFound(f"no memory is stored for project {params.project_id}")
     committed = [
-        view.job_id for view in service.views(params.project_id) if view.state == "committed"
+        view.job_id for view in capture.index.views(params.project_id) if view.state == "committed"
     ]
 
     def work(directory: Path) -> tuple[LedgerForgetResult, list[str], str | None]:
@@ -188,10 +189,10 @@ async def forget(
         )
         return forgotten, problems, candidate.fact if candidate is not None else None
 
-    result, problems, fact = await service.run_locked(params.project_id, work)
-    service._unindex(result.purged_jobs)
+    result, problems, fact = await capture.projects.run_locked(params.project_id, work)
+    capture.index.drop(result.purged_jobs)
     for problem in problems:
-        service.report("projection_failed", problem)
+        capture.problems.report("projection_failed", problem)
     if result.removed and fact is not None and purge_copies is not None:
         await purge_copies([fact])
     log.info(

@@ -67,7 +67,7 @@ def write_job(project_dir: Path, job: JobRecord) -> None:
 
 class NewJobFile(NamedTuple):
     """A new job's file, encoded on the event loop so that the thread that writes it does
-    nothing but the system calls (see CaptureService.admit)."""
+    nothing but the system calls (see Admissions.admit)."""
 
     path: Path
     data: bytes

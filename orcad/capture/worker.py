@@ -1,6 +1,6 @@
 """Built-in extraction workers (`extraction.workers` of them; 0 means none).
 
-Each worker loops: plan (schedule.plan through CaptureService.claim_pass), claim the oldest
+Each worker loops: plan (schedule.plan through LeaseEngine.claim_pass), claim the oldest
 claimable job of a project whose auto memory is on now, call the provider under the overall
 `timeout_s` deadline while renewing the lease every lease_s / 3, then publish, fail or release
 as schedule.after_attempt says. When nothing is claimable it sleeps until the plan's wake time
@@ -18,9 +18,9 @@ import structlog
 import trio
 
 from orcad.capture import leases, schedule
+from orcad.capture.lease_engine import LeaseEngine
 from orcad.capture.projects import ProjectLockTimeout
 from orcad.capture.records import JobRecord, Provenance
-from orcad.capture.service import CaptureService
 from orcad.errors import ExtractionRejected, LeaseLost, NotFound, StorageError
 from orcad.limits import RELEASE_GRACE_S
 from orcad.log import describe_exception
@@ -30,8 +30,8 @@ log = structlog.get_logger("orcad.capture.worker")
 
 
 class WorkerPool:
-    def __init__(self, service: CaptureService, provider: Provider, workers: int) -> None:
-        self.service = service
+    def __init__(self, engine: LeaseEngine, provider: Provider, workers: int) -> None:
+        self.engine = engine
         self.provider = provider
         self.workers = workers
         self.running: set[str] = set()  # job ids held by this pool's workers
@@ -51,14 +51,14 @@ class WorkerPool:
             task_status.started()
 
     async def work(self, number: int) -> None:
-        service = self.service
-        owner = leases.builtin_owner(service.instance, number)
+        engine = self.engine
+        owner = leases.builtin_owner(engine.instance, number)
         retry_at: float | None = None
         while True:
-            changed = service.changed_event()
-            extraction = service.config.extraction
+            changed = engine.index.changed_event()
+            extraction = engine.config.extraction
             try:
-                found = await service.claim_pass(
+                found = await engine.claim_pass(
                     owner,
                     extraction.lease_s,
                     running=frozenset(self.running),
@@ -73,7 +73,7 @@ class WorkerPool:
                 try:
                     await self.attempt(owner, found.job)
                 except StorageError as exc:
-                    service.hold_project(project_id, exc)
+                    engine.hold_project(project_id, exc)
                 except Exception as exc:  # a bug must not stop the worker for good
                     # type and frames only: an exception's message may quote turn text
                     log.error(
@@ -82,26 +82,26 @@ class WorkerPool:
                         job_id=found.job.job_id,
                         **describe_exception(exc),
                     )
-                    service.hold_project(
+                    engine.hold_project(
                         project_id, StorageError(f"worker error: {type(exc).__name__}")
                     )
                 continue
             if retry_at is not None:
                 # rescheduled: wait the whole back-off out, whatever changes meanwhile
-                await trio.sleep(max(0.0, retry_at - service.clock.now()))
+                await trio.sleep(max(0.0, retry_at - engine.clock.now()))
                 retry_at = None
                 continue
             await self._sleep(changed, found.wake_at)
 
     def _reschedule(self, owner: str, error: StorageError) -> float:
-        reschedule_s = self.service.config.extraction.reschedule_s
+        reschedule_s = self.engine.config.extraction.reschedule_s
         log.warning("worker.rescheduled", worker=owner, delay_s=reschedule_s, error=error.message)
-        self.service.report("job_store", error.message)
-        return schedule.reschedule_at(self.service.clock.now(), reschedule_s)
+        self.engine.problems.report("job_store", error.message)
+        return schedule.reschedule_at(self.engine.clock.now(), reschedule_s)
 
     async def _sleep(self, changed: trio.Event, wake_at: float | None) -> None:
         """Until something changes, or until `wake_at` (wall-clock seconds)."""
-        delay = math.inf if wake_at is None else max(0.0, wake_at - self.service.clock.now())
+        delay = math.inf if wake_at is None else max(0.0, wake_at - self.engine.clock.now())
         with trio.move_on_after(delay):
             await changed.wait()
 
@@ -109,9 +109,9 @@ class WorkerPool:
         """One provider call for a leased job, then publish, fail, release or drop."""
         assert job.lease is not None
         token = job.lease.token
-        service = self.service
+        engine = self.engine
         self.running.add(job.job_id)
-        service.busy_workers += 1
+        engine.busy_workers += 1
         settled = False  # the lease was published, failed, released or lost
         try:
             end, output, retry_after = await self._extract(job, token)
@@ -119,11 +119,11 @@ class WorkerPool:
             try:
                 if action == "publish":
                     try:
-                        await service.publish(job.job_id, token, output, self.provenance)
+                        await engine.publish(job.job_id, token, output, self.provenance)
                     except ExtractionRejected as exc:
                         log.info("job.output_rejected", job_id=job.job_id, error=exc.message)
                 elif action == "fail":
-                    await service.fail(job.job_id, token, output, retry_after)
+                    await engine.fail(job.job_id, token, output, retry_after)
                 elif action == "drop":
                     log.info("lease.lost", job_id=job.job_id, worker=owner, token=token)
             except (LeaseLost, NotFound) as exc:
@@ -137,12 +137,12 @@ class WorkerPool:
             if not settled:
                 with trio.CancelScope(shield=True), trio.move_on_after(RELEASE_GRACE_S):
                     await self._release_quietly(job.job_id, token)
-            service.busy_workers -= 1
+            engine.busy_workers -= 1
             self.running.discard(job.job_id)
 
     async def _release_quietly(self, job_id: str, token: int) -> None:
         try:
-            await self.service.release(job_id, token)
+            await self.engine.release(job_id, token)
         except (LeaseLost, NotFound):
             pass
         except StorageError as exc:
@@ -153,7 +153,7 @@ class WorkerPool:
     ) -> tuple[schedule.AttemptEnd, str, float | None]:
         """Call the provider with the lease kept renewed; (how it ended, output or error
         message, retry_after)."""
-        extraction = self.service.config.extraction
+        extraction = self.engine.config.extraction
         lost = trio.Event()
         end: schedule.AttemptEnd = "timed_out"
         text = f"provider gave no answer within timeout_s={extraction.timeout_s:g} s"
@@ -179,11 +179,11 @@ class WorkerPool:
         self, job_id: str, token: int, lost: trio.Event, provider_scope: trio.CancelScope
     ) -> None:
         """Renew every lease_s / 3 by the clock, whatever the provider is (not) sending."""
-        lease_s = self.service.config.extraction.lease_s
+        lease_s = self.engine.config.extraction.lease_s
         while True:
             await trio.sleep(schedule.renew_interval(lease_s))
             try:
-                await self.service.renew(job_id, token, lease_s)
+                await self.engine.renew(job_id, token, lease_s)
             except (LeaseLost, NotFound):
                 lost.set()
                 provider_scope.cancel()

@@ -1,7 +1,7 @@
 """Deliberate memory as daemon methods: memory.search, memory.manage, memory.approve.
 
-`install(daemon)` opens the store, routes the three methods, sets `daemon.deliberate` to the
-`DeliberateMemory` service and adds a closer. For recall, the service offers
+`install(host)` opens the store, routes the three methods, adds a closer and returns the
+`DeliberateMemory` service, which the composition root hands to recall. For recall, it offers
 
     async def search_for_recall(session: Session, text: str, limit: int) -> list[DeliberateEntry]
     def search_for_recall_blocking(...)  # the same, for a caller already in a worker thread
@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
 
 import msgspec
 import structlog
@@ -43,7 +42,8 @@ from orcad.deliberate.store import (
     new_record_id,
 )
 from orcad.errors import Disabled, InvalidParams, NotFound, StorageError
-from orcad.limits import APPROVAL_TTL_S, MEMORY_CONTENT_MAX_CHARS
+from orcad.host import Host
+from orcad.limits import APPROVAL_TTL_S, DELIBERATE_PURGE_DELAY_S, MEMORY_CONTENT_MAX_CHARS
 from orcad.secrets import redact, secret_kinds
 from orcad.sessions import Session, SessionStore
 from protocol.types import (
@@ -57,12 +57,8 @@ from protocol.types import (
     SessionParams,
 )
 
-if TYPE_CHECKING:
-    from orcad.app import Daemon
-
 log = structlog.get_logger("orcad.deliberate")
 
-PURGE_DELAY_S = 0.5  # forgets within this share one purge of the database
 SENSITIVE_CONTENT_DENIAL = "the content looks like a secret ({kinds}); nothing was stored"
 PREVIEW_CHARS = 60
 
@@ -147,7 +143,7 @@ def validate_change(params: MemoryManageParams) -> PendingChange:
 
 
 class DeliberateMemory:
-    """The service behind memory.*; `daemon.deliberate` points at it."""
+    """The service behind memory.*."""
 
     def __init__(self, store: DeliberateStore, clock: Clock, sessions: SessionStore) -> None:
         self.store = store
@@ -156,7 +152,7 @@ class DeliberateMemory:
         self.pending = PendingApprovals()
         self.session_grants = SessionGrants()
         # Removes other copies of forgotten text (recall snapshots); set by install.
-        self.purge_copies: Callable[[list[str]], Awaitable[None]] | None = None
+        self.purge_copies: Callable[[list[str]], Awaitable[object]] | None = None
         self._purge_wanted = trio.Event()
 
     async def run_purger(
@@ -164,12 +160,12 @@ class DeliberateMemory:
     ) -> None:
         """Background task: after forgets, purge the database of their remains (FTS segments,
         free pages, WAL). Purging costs time in proportion to the index, so it runs off the
-        request path, once for the forgets of the last PURGE_DELAY_S; startup purges what a
-        crash left, and closing purges what is pending."""
+        request path, once for the forgets of the last DELIBERATE_PURGE_DELAY_S; startup purges
+        what a crash left, and closing purges what is pending."""
         task_status.started()
         while True:
             await self._purge_wanted.wait()
-            await trio.sleep(PURGE_DELAY_S)
+            await trio.sleep(DELIBERATE_PURGE_DELAY_S)
             await self.purge_now()
 
     async def purge_now(self) -> None:
@@ -490,40 +486,34 @@ def _recall_entries(records: list[StoredRecord]) -> list[DeliberateEntry]:
     ]
 
 
-def _report_damage(daemon: Daemon, message: str) -> None:
-    log.error("memory.damaged", path=str(daemon.paths.deliberate_db))
-    daemon.record_error("memory_db_corrupt", message)
+def _report_damage(host: Host, message: str) -> None:
+    log.error("memory.damaged", path=str(host.paths.deliberate_db))
+    host.record_error("memory_db_corrupt", message)
 
 
-def install(daemon: Daemon) -> DeliberateMemory:
-    store = DeliberateStore(daemon.paths.deliberate_db)
-    store.on_damage = lambda message: _report_damage(daemon, message)
+def install(host: Host) -> DeliberateMemory:
+    """The deliberate-memory service, its routes, its purger and its closer. `purge_copies`
+    is left for the composition root to connect (to recall's snapshots)."""
+    store = DeliberateStore(host.paths.deliberate_db)
+    store.on_damage = lambda message: _report_damage(host, message)
     try:
         store.open_blocking()
     except Exception as exc:  # memory.* then answer -32017; the daemon serves everything else
-        log.error("memory.open_failed", path=str(daemon.paths.deliberate_db), error=str(exc))
-        daemon.record_error("storage", f"memory database {daemon.paths.deliberate_db}: {exc}")
-    service = DeliberateMemory(store, daemon.clock, daemon.sessions)
-    daemon.deliberate = service
-    daemon.router.add("memory.search", service.search)
-    daemon.router.add("memory.manage", service.manage)
-    daemon.router.add("memory.approve", service.approve)
-    grants = GrantsService(service, daemon.sessions)
-    daemon.router.add("grants.list", grants.list)
-    daemon.router.add("grants.revoke", grants.revoke)
-
-    async def purge_copies(texts: list[str]) -> None:
-        recall = daemon.recall
-        if recall is not None and hasattr(recall, "snapshots"):
-            await recall.snapshots.purge(texts)
-
-    service.purge_copies = purge_copies
+        log.error("memory.open_failed", path=str(host.paths.deliberate_db), error=str(exc))
+        host.record_error("storage", f"memory database {host.paths.deliberate_db}: {exc}")
+    service = DeliberateMemory(store, host.clock, host.sessions)
+    host.router.add("memory.search", service.search)
+    host.router.add("memory.manage", service.manage)
+    host.router.add("memory.approve", service.approve)
+    grants = GrantsService(service, host.sessions)
+    host.router.add("grants.list", grants.list)
+    host.router.add("grants.revoke", grants.revoke)
 
     async def close() -> None:
         with trio.CancelScope(shield=True):
             await service.purge_now()
         await trio.to_thread.run_sync(store.close)
 
-    daemon.background.append(service.run_purger)
-    daemon.closers.append(close)
+    host.run_in_background(service.run_purger)
+    host.close_at_exit(close)
     return service

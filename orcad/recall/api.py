@@ -1,20 +1,30 @@
-"""Installs recall and explicit facts into the daemon: `recall`, `remember`, startup context."""
+"""Recall and explicit facts as daemon methods: `recall`, `remember`, and the startup context.
+
+`install(host, capture=..., deliberate=...)` is given the automatic memory (the capture
+feature's project directories, locks and job barrier) and the deliberate-memory service
+explicitly; it routes the two methods and returns the parts the composition root connects:
+the snapshots (purged when memory is forgotten), the startup reader and the embedding status.
+"""
 
 from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import structlog
 import trio
 import trio.lowlevel
 
+from orcad.capture.project_access import ProjectAccess
+from orcad.capture.service import CaptureService
 from orcad.clock import format_time
+from orcad.deliberate.api import DeliberateMemory
 from orcad.deliberate.store import StoredRecord
 from orcad.deliberate.vectors import VectorMatrix, hybrid_search, pending, progress, store_vectors
 from orcad.explicit import append_fact, format_fact, read_bounded, remember_fact
+from orcad.host import Host
 from orcad.limits import (
     RECALL_BACKFILL_BATCH,
     RECALL_BACKFILL_IDLE_S,
@@ -24,22 +34,16 @@ from orcad.limits import (
 from orcad.recall import rank
 from orcad.recall.automatic import ProjectMemorySearch
 from orcad.recall.embedding import Array, Embeddings
-from orcad.recall.service import Announcer, RecallService, SessionJobs, disabled_for_bare
+from orcad.recall.service import RecallService, disabled_for_bare
 from orcad.recall.snapshots import SnapshotStore
-from orcad.rpc import claim_direct_answer
 from orcad.sessions import Session
 from protocol.types import (
     DeliberateEntry,
     EmbeddingStatus,
-    RecallParams,
-    RecallResult,
     RememberParams,
     RememberResult,
     Startup,
 )
-
-if TYPE_CHECKING:
-    from orcad.app import Daemon
 
 log = structlog.get_logger("orcad.recall")
 
@@ -49,33 +53,30 @@ PROJECT_MEMORY_FILE = "memory.md"
 class ExplicitFacts:
     """`remember` and the startup context: user.md and each project's memory.md."""
 
-    def __init__(self, daemon: Daemon) -> None:
-        self._daemon = daemon
+    def __init__(self, host: Host, projects: ProjectAccess) -> None:
+        self._host = host
+        self._projects = projects
 
     def project_file(self, project_id: str) -> Path:
-        return project_directory(self._daemon, project_id) / PROJECT_MEMORY_FILE
+        return self._projects.project_dir(project_id) / PROJECT_MEMORY_FILE
 
     async def remember(self, params: RememberParams) -> RememberResult:
-        session = await self._daemon.sessions.require(params.session_id, params.epoch)
+        session = await self._host.sessions.require(params.session_id, params.epoch)
         disabled_for_bare(session, "remember")
-        capture = self._daemon.capture
         if params.scope == "user":
-            path = self._daemon.paths.user_memory_file
+            path = self._host.paths.user_memory_file
             size = await trio.to_thread.run_sync(remember_fact, path, params.text)
-        elif capture is not None and hasattr(capture, "run_locked"):
+        else:
             # memory.md is written under the project's lock, like the ledger beside it
             line = format_fact(params.text)
             path = self.project_file(session.project_id)
-            size = await capture.run_locked(
+            size = await self._projects.run_locked(
                 session.project_id, lambda directory: append_fact(path, line)
             )
-        else:
-            path = self.project_file(session.project_id)
-            size = await trio.to_thread.run_sync(remember_fact, path, params.text)
         return RememberResult(path=str(path), bytes=size)
 
     async def read_startup(self, session: Session) -> Startup:
-        user_file = self._daemon.paths.user_memory_file
+        user_file = self._host.paths.user_memory_file
         project_file = self.project_file(session.project_id)
 
         def read() -> Startup:
@@ -86,21 +87,13 @@ class ExplicitFacts:
         return await trio.to_thread.run_sync(read)
 
 
-def project_directory(daemon: Daemon, project_id: str) -> Path:
-    """The project's memory directory, as the capture feature names it when installed."""
-    capture = daemon.capture
-    if capture is not None and hasattr(capture, "project_dir"):
-        return Path(capture.project_dir(project_id))
-    return daemon.paths.projects_dir / project_id
-
-
 class DeliberateRecall:
-    """The deliberate part of recall, from the deliberate-memory service when installed: with
-    the prompt's vector, hybrid (lexical and nearest vectors, ranked by orcad.recall.rank);
-    without, the store's lexical search as before."""
+    """The deliberate part of recall, from the deliberate-memory service: with the prompt's
+    vector, hybrid (lexical and nearest vectors, ranked by orcad.recall.rank); without, the
+    store's lexical search as before."""
 
-    def __init__(self, daemon: Daemon, embeddings: Embeddings | None = None) -> None:
-        self._daemon = daemon
+    def __init__(self, service: DeliberateMemory, embeddings: Embeddings | None = None) -> None:
+        self._service = service
         self._embeddings = embeddings
         self._matrix: list[VectorMatrix | None] = [None]
 
@@ -112,9 +105,7 @@ class DeliberateRecall:
         limit: int,
         query_vector: Array | None = None,
     ) -> list[DeliberateEntry]:
-        service = self._daemon.deliberate
-        if service is None:
-            return []
+        service = self._service
         if session.bare or not prompt.strip() or limit < 1:
             return []
         embeddings = self._embeddings
@@ -171,8 +162,8 @@ class Backfill:
     since the last pass, or all of them after an upgrade or a model change), in small batches
     in the background; recall ranks them lexically until then."""
 
-    def __init__(self, daemon: Daemon, embeddings: Embeddings) -> None:
-        self._daemon = daemon
+    def __init__(self, service: DeliberateMemory, embeddings: Embeddings) -> None:
+        self._service = service
         self._embeddings = embeddings
         self.embedded = 0
         self.pending = 0
@@ -180,9 +171,9 @@ class Backfill:
 
     def step_blocking(self) -> int:
         """One batch: how many records were embedded (0 when there is nothing to do)."""
-        service = self._daemon.deliberate
+        service = self._service
         model = self._embeddings.model_id
-        if service is None or model is None or service.store.damage is not None:
+        if model is None or service.store.damage is not None:
             return 0
         store = service.store
 
@@ -207,9 +198,9 @@ class Backfill:
 
     def refresh_blocking(self) -> None:
         """Read the progress now (status is right before the first batch is done)."""
-        service = self._daemon.deliberate
+        service = self._service
         model = self._embeddings.model_id
-        if service is None or model is None or service.store.damage is not None:
+        if model is None or service.store.damage is not None:
             return
         self.embedded, self.pending = service.store.query_blocking(
             lambda connection: progress(connection, model)
@@ -245,8 +236,8 @@ class Backfill:
         )
 
 
-def load_embeddings(daemon: Daemon) -> Embeddings:
-    config = daemon.config.recall
+def load_embeddings(host: Host) -> Embeddings:
+    config = host.config.recall
     embeddings = Embeddings.load(
         config.embedding,
         base_url=config.endpoint.base_url,
@@ -256,68 +247,58 @@ def load_embeddings(daemon: Daemon) -> Embeddings:
     )
     if embeddings.state == "unavailable":
         log.warning("recall.embedding_unavailable", reason=embeddings.reason)
-        daemon.record_error("embedding", f"recall is lexical only: {embeddings.reason}")
+        host.record_error("embedding", f"recall is lexical only: {embeddings.reason}")
     else:
         log.info("recall.embedding_loaded", model=embeddings.model_id, setting=config.embedding)
     return embeddings
 
 
-def active_job_count(daemon: Daemon) -> int:
-    """Queued and running extraction jobs of every session (0 without capture)."""
-    status = daemon.capture_status
-    if status is None:
-        return 0
-    counts = status.job_counts()
-    return counts.pending + counts.leased
+@dataclass(frozen=True)
+class RecallFeature:
+    """What the composition root connects after installing recall."""
+
+    service: RecallService
+    snapshots: SnapshotStore
+    explicit: ExplicitFacts
+    backfill: Backfill
 
 
-def claim_recall_announcer() -> Announcer | None:
-    """The recall request's writer, claimed for the search thread, if it is free."""
-    direct = claim_direct_answer()
-    return None if direct is None else direct.send
-
-
-def install(daemon: Daemon) -> RecallService:
-    snapshots = SnapshotStore(daemon.paths.state_db)
-    snapshots.on_write_failed = lambda message: daemon.record_error("storage", message)
-    daemon.state_db_users.append(snapshots.forget_database)
+def install(host: Host, *, capture: CaptureService, deliberate: DeliberateMemory) -> RecallFeature:
+    snapshots = SnapshotStore(host.paths.state_db)
+    snapshots.on_write_failed = lambda message: host.record_error("storage", message)
+    host.share_state_db(snapshots.forget_database)
 
     async def recover_state_db(problem: str) -> None:
-        await trio.to_thread.run_sync(daemon.recover_state_db, problem)
+        await trio.to_thread.run_sync(host.recover_state_db, problem)
 
     snapshots.on_corrupt = recover_state_db
-    jobs: SessionJobs | None = (
-        daemon.capture if hasattr(daemon.capture, "wait_session_jobs") else None
-    )
-    embeddings = load_embeddings(daemon)
-    backfill = Backfill(daemon, embeddings)
+    embeddings = load_embeddings(host)
+    backfill = Backfill(deliberate, embeddings)
+    projects = capture.projects
+
+    def active_jobs() -> int:
+        """Queued and running extraction jobs of every session."""
+        counts = capture.index.job_counts()
+        return counts.pending + counts.leased
+
     service = RecallService(
-        sessions=daemon.sessions,
-        clock=daemon.clock,
+        sessions=host.sessions,
+        clock=host.clock,
         snapshots=snapshots,
         automatic=ProjectMemorySearch(
-            lambda project_id: project_directory(daemon, project_id),
-            daemon.record_error,
-            embeddings=embeddings,
+            projects.project_dir, host.record_error, embeddings=embeddings
         ),
-        deliberate=DeliberateRecall(daemon, embeddings),
-        jobs=jobs,
-        active_jobs=lambda: active_job_count(daemon),
+        deliberate=DeliberateRecall(deliberate, embeddings),
+        jobs=capture,
+        active_jobs=active_jobs,
         embeddings=embeddings,
-        record_error=daemon.record_error,
+        record_error=host.record_error,
     )
-    daemon.embedding_status = backfill.status
     if embeddings.embedder is not None:
-        daemon.background.append(backfill.run)
-    explicit = ExplicitFacts(daemon)
-
-    async def recall(params: RecallParams) -> RecallResult:
-        return await service.recall(params, claim_announcer=claim_recall_announcer)
-
-    daemon.router.add("recall", recall)
-    daemon.router.add("remember", explicit.remember)
-    daemon.startup_reader = explicit.read_startup
-    daemon.background.append(snapshots.run_writer)
-    daemon.closers.append(snapshots.aclose)
-    daemon.recall = service
-    return service
+        host.run_in_background(backfill.run)
+    explicit = ExplicitFacts(host, projects)
+    host.router.add("recall", service.recall)
+    host.router.add("remember", explicit.remember)
+    host.run_in_background(snapshots.run_writer)
+    host.close_at_exit(snapshots.aclose)
+    return RecallFeature(service=service, snapshots=snapshots, explicit=explicit, backfill=backfill)

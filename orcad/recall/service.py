@@ -58,10 +58,6 @@ class DeliberateSearch(Protocol):
     ) -> list[DeliberateEntry]: ...
 
 
-Announcer = Callable[[RecallResult], None]  # sends the result to the client, from a thread
-ClaimAnnouncer = Callable[[], Announcer | None]
-
-
 class SessionJobs(Protocol):
     # the capture feature's signature (a bounded wait that reports how it ended)
     async def wait_session_jobs(self, session_id: str, timeout: float) -> Barrier: ...  # noqa: ASYNC109
@@ -107,30 +103,22 @@ class RecallService:
         self.barrier_s = barrier_s
         self._search_threads = trio.CapacityLimiter(SEARCH_THREADS)
 
-    async def recall(
-        self, params: RecallParams, *, claim_announcer: ClaimAnnouncer | None = None
-    ) -> RecallResult:
-        """The turn's snapshot, taken now if this is its first recall. `claim_announcer()` is
-        called just before the search thread starts; the announcer it returns, if any, gets
-        the result in that thread, as soon as it is final (a client waits for no loop wake-up).
-        """
+    async def recall(self, params: RecallParams) -> RecallResult:
+        """The turn's snapshot, taken now if this is its first recall."""
         session = await self.sessions.require(params.session_id, params.epoch)
         disabled_for_bare(session, "recall")
         return await self.snapshots.get_or_take(
             (session.session_id, params.turn_id),
-            lambda: self.take(session, params, claim_announcer),
+            lambda: self.take(session, params),
         )
 
-    async def take(
-        self, session: Session, params: RecallParams, claim_announcer: ClaimAnnouncer | None = None
-    ) -> RecallResult:
+    async def take(self, session: Session, params: RecallParams) -> RecallResult:
         """A fresh recall for the turn (no snapshot consulted)."""
         barrier = await self.wait_barrier(session)
         terms = distinct_terms(params.prompt)  # each part keeps its most selective 12
         if terms:
-            announce = None if claim_announcer is None else claim_announcer()
             result = await run_sync_now(
-                lambda: self._search_and_compose(session, params.prompt, terms, barrier, announce),
+                lambda: self._search_and_compose(session, params.prompt, terms, barrier),
                 self._search_threads,
             )
         else:
@@ -152,7 +140,6 @@ class RecallService:
         prompt: str,
         terms: list[str],
         barrier: Barrier,
-        announce: Announcer | None,
     ) -> RecallResult:
         """Both searches and the result in one worker thread: a thread hop costs about as much
         as the automatic search itself, and side by side the two only contend for the
@@ -174,10 +161,7 @@ class RecallService:
                 )
             except Exception as exc:
                 self._part_failed("deliberate", exc, session)
-        result = self._compose(automatic, deliberate, barrier)
-        if announce is not None:
-            announce(result)
-        return result
+        return self._compose(automatic, deliberate, barrier)
 
     def _prompt_vector(self, prompt: str) -> Array | None:
         if self.embeddings is None or self.embeddings.embedder is None:

@@ -21,7 +21,11 @@ import msgspec
 import structlog
 import trio
 
-from orcad.limits import RECALL_SNAPSHOTS_IN_MEMORY, RECALL_SNAPSHOTS_PERSISTED
+from orcad.limits import (
+    RECALL_SNAPSHOTS_IN_MEMORY,
+    RECALL_SNAPSHOTS_PERSISTED,
+    SNAPSHOT_WRITE_DELAY_S,
+)
 from orcad.sqlite_worker import SQLiteWorker, connect_private
 from orcad.storage_faults import is_corruption
 from protocol.types import RecallResult
@@ -42,7 +46,6 @@ CREATE TABLE IF NOT EXISTS recall_snapshots (
 
 # The writer gathers snapshots for this long before one transaction writes them all, so that
 # persisting costs one commit per interval rather than one per recall.
-SNAPSHOT_WRITE_DELAY_S = 0.5
 
 _encoder = msgspec.json.Encoder()
 _decoder = msgspec.json.Decoder(RecallResult)

@@ -1,0 +1,119 @@
+"""Admission (turn.completed): a turn's source becomes a durable job, then an index entry.
+
+The job file is created and fsynced in a worker thread; the job is put in the index on the
+event loop, under the project's in-process lock, before `admit` returns, so that whatever the
+client sends after its answer (on any connection) sees the job. Only this process admits jobs
+for its index, and a job file is created without ever replacing one, so admission needs no
+cross-process lock (every later change takes it).
+"""
+
+from __future__ import annotations
+
+import msgspec
+import structlog
+import trio
+
+from orcad import limits
+from orcad.capture.index import JobIndex
+from orcad.capture.jobstore import create_job, prepare_job_file, read_job
+from orcad.capture.project_access import ProjectAccess
+from orcad.capture.records import JobRecord, new_job
+from orcad.capture.source import BuiltSource, build_source, derive_job_id
+from orcad.clock import Clock
+from orcad.failpoints import failpoint
+from orcad.sessions import Session
+from orcad.threads import run_sync_now
+
+log = structlog.get_logger("orcad.capture")
+
+ADMISSION_THREADS = 8  # job files written at once (one per project); more only queue on the disk
+INLINE_SOURCE_CHARS = 8 * 1024  # redacting this much inline costs less than a thread hop (~0.15 ms)
+
+
+class Admission(msgspec.Struct, frozen=True, kw_only=True):
+    """What turn.completed answers once the source is built (None job_id: not admitted)."""
+
+    job_id: str | None
+    duplicate: bool = False
+    reason: str | None = None
+
+
+async def acquire_soon(lock: trio.Lock) -> None:
+    """Take `lock`, without the scheduling point `Lock.acquire` adds when it is free: the
+    caller's next await (a thread hop) is one, and each costs ~10 us on a turn's answer."""
+    try:
+        lock.acquire_nowait()
+    except trio.WouldBlock:
+        await lock.acquire()
+
+
+class Admissions:
+    def __init__(self, *, projects: ProjectAccess, index: JobIndex, clock: Clock) -> None:
+        self._projects = projects
+        self._index = index
+        self._clock = clock
+        self._threads = trio.CapacityLimiter(ADMISSION_THREADS)
+
+    async def build_source(self, messages: list[tuple[str, str]]) -> BuiltSource | None:
+        if sum(len(content) for _, content in messages) <= INLINE_SOURCE_CHARS:
+            return build_source(messages)
+        return await trio.to_thread.run_sync(build_source, messages)
+
+    async def admit(self, session: Session, turn_id: str, source: BuiltSource) -> Admission:
+        """A durable job for this turn, or the existing one (same session, turn and source
+        digest), or `backlog_full` when the project already has 64 active jobs. The job is in
+        the index when this returns."""
+        project_id = session.project_id
+        job_id = derive_job_id(session.session_id, turn_id, source.digest)
+        record = new_job(
+            job_id=job_id,
+            project_id=project_id,
+            session_id=session.session_id,
+            turn_id=turn_id,
+            source=source.text,
+            source_digest=source.digest,
+            source_bytes=source.size,
+            source_truncated=source.truncated,
+            now=self._clock.now(),
+        )
+        await self._projects.ensure_project(session)
+        directory = self._projects.project_dir(project_id)
+        new_file = prepare_job_file(directory, record)
+
+        def create() -> tuple[JobRecord | None, bool]:
+            if known:  # every job file is in the index (loaded at start, added on creation)
+                existing = read_job(directory, job_id)
+                if existing is not None:
+                    return existing, True
+            if active >= limits.ACTIVE_JOBS_PER_PROJECT:
+                return None, False
+            if not create_job(new_file):  # created meanwhile by another process
+                return read_job(directory, job_id), True
+            failpoint("jobs.after_job_write")
+            return record, False
+
+        lock = self._projects.lock(project_id)
+        await acquire_soon(lock)
+        try:
+            active = self._index.active_jobs(project_id)
+            known = job_id in self._index
+            job, duplicate = await run_sync_now(create, self._threads)
+            if job is not None and (not duplicate or not known):
+                self._index.put(job)  # before the next admission counts
+        finally:
+            lock.release()
+        if job is None:
+            log.info("job.refused", reason="backlog_full", project_id=project_id, active=active)
+            return Admission(job_id=None, reason="backlog_full")
+        if duplicate:
+            log.info("job.duplicate", job_id=job.job_id, state=job.state)
+        else:
+            log.info(
+                "job.admitted",
+                job_id=job.job_id,
+                project_id=project_id,
+                session_id=session.session_id,
+                bytes=source.size,
+                truncated=source.truncated,
+            )
+        return Admission(job_id=job.job_id, duplicate=duplicate)

@@ -1,0 +1,191 @@
+"""The job index: every job as last written or read, owned by the event loop.
+
+Job files are the truth; this index (filled by scanning at start, updated on the event loop
+after every write, before the request that made it is answered) serves scheduling, counts,
+listings and the recall barrier. Every change goes through `put` and `drop`, which keep the
+counts current (daemon.status reads them on every call) and wake whoever waits: workers on
+`changed_event`, recalls on a job finishing.
+"""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Callable, Iterable
+from typing import Literal
+
+import trio
+
+from orcad.capture.jobstore import DamagedJobFile
+from orcad.capture.records import JobRecord, summary_of
+from orcad.capture.schedule import JobView, view_of
+from orcad.capture.states import ACTIVE_STATES, TERMINAL_STATES
+from orcad.errors import NotFound
+from protocol.types import DamagedJob, JobCounts, JobSummary
+
+Barrier = Literal["clear", "timed_out", "none"]
+
+
+class JobIndex:
+    def __init__(self) -> None:
+        self._views: dict[str, JobView] = {}
+        self._summaries: dict[str, JobSummary] = {}
+        self._state_counts: collections.Counter[str] = collections.Counter()
+        self._active_by_project: collections.Counter[str] = collections.Counter()
+        self._projects: set[str] = set()
+        self._damaged: dict[str, DamagedJobFile] = {}  # job id -> its file that does not parse
+        self._finished: dict[str, trio.Event] = {}  # job id -> set once the job is terminal
+        self._changed = trio.Event()
+
+    # --- changes ----------------------------------------------------------------------------
+
+    def put(self, job: JobRecord, *, notify: bool = True) -> None:
+        """The job as just written or read; wakes the workers unless told not to."""
+        self._drop_view(job.job_id)
+        view = view_of(job)
+        self._views[job.job_id] = view
+        self._state_counts[view.state] += 1
+        if view.state in ACTIVE_STATES:
+            self._active_by_project[view.project_id] += 1
+        self._summaries[job.job_id] = summary_of(job)
+        self._projects.add(job.project_id)
+        if job.state in TERMINAL_STATES:
+            self._job_finished(job.job_id)
+        if notify:
+            self.notify()
+
+    def drop(self, job_ids: Iterable[str]) -> None:
+        """Jobs whose files are gone (deleted, or found damaged)."""
+        for job_id in job_ids:
+            self._drop_view(job_id)
+            self._summaries.pop(job_id, None)
+            self._job_finished(job_id)
+
+    def mark_damaged(self, found: DamagedJobFile) -> None:
+        """A job whose file no longer parses: out of the index, listed as damaged."""
+        self.drop([found.job_id])
+        self._damaged[found.job_id] = found
+
+    def add_project(self, project_id: str) -> None:
+        self._projects.add(project_id)
+
+    def _drop_view(self, job_id: str) -> None:
+        old = self._views.pop(job_id, None)
+        if old is not None:
+            self._state_counts[old.state] -= 1
+            if old.state in ACTIVE_STATES:
+                self._active_by_project[old.project_id] -= 1
+
+    def _job_finished(self, job_id: str) -> None:
+        event = self._finished.pop(job_id, None)
+        if event is not None:
+            event.set()
+
+    # --- change notification (workers wait on it) -------------------------------------------
+
+    def changed_event(self) -> trio.Event:
+        """An event set at the next change to any job (take it before planning)."""
+        return self._changed
+
+    def notify(self) -> None:
+        self._changed.set()
+        self._changed = trio.Event()
+
+    # --- reads ------------------------------------------------------------------------------
+
+    def __contains__(self, job_id: str) -> bool:
+        return job_id in self._views
+
+    def view(self, job_id: str) -> JobView | None:
+        return self._views.get(job_id)
+
+    def project_of(self, job_id: str) -> str:
+        view = self._views.get(job_id)
+        if view is None:
+            raise NotFound(f"unknown job {job_id!r}; list jobs with jobs.list")
+        return view.project_id
+
+    def views(self, project_id: str | None = None) -> list[JobView]:
+        return [
+            view
+            for view in self._views.values()
+            if project_id is None or view.project_id == project_id
+        ]
+
+    def active_jobs(self, project_id: str) -> int:
+        return self._active_by_project[project_id]
+
+    def job_counts(self) -> JobCounts:
+        counts = self._state_counts
+        return JobCounts(
+            pending=counts["pending"],
+            leased=counts["leased"],
+            committed=counts["committed"],
+            exhausted=counts["exhausted"],
+            cancelled=counts["cancelled"],
+            damaged=len(self._damaged),
+        )
+
+    def project_count(self) -> int:
+        return len(self._projects)
+
+    def known_projects(self) -> set[str]:
+        return set(self._projects)
+
+    def summaries(
+        self, project_id: str | None = None, state: str | None = None
+    ) -> list[JobSummary]:
+        """Jobs as jobs.list shows them, oldest first."""
+        found = [
+            summary
+            for summary in self._summaries.values()
+            if (project_id is None or summary.project_id == project_id)
+            and (state is None or summary.state == state)
+        ]
+        return sorted(found, key=lambda summary: (summary.created_at, summary.job_id))
+
+    def damaged_jobs(self, project_id: str | None = None) -> list[DamagedJob]:
+        """Job files that do not parse (kept as found), for jobs.list and doctor."""
+        return [
+            DamagedJob(
+                job_id=found.job_id,
+                project_id=found.project_id,
+                path=found.path,
+                problem=found.problem,
+            )
+            for found in sorted(self._damaged.values(), key=lambda found: found.path)
+            if project_id is None or found.project_id == project_id
+        ]
+
+    # --- the recall barrier -----------------------------------------------------------------
+
+    async def wait_session_jobs(
+        self,
+        session_id: str,
+        timeout: float,  # noqa: ASYNC109 (recall's interface: a bounded wait that says how it ended)
+        *,
+        cannot_finish: Callable[[JobView], bool] = lambda view: False,
+    ) -> Barrier:
+        """Wait until every job of the session that is queued or running now is finished
+        (committed, exhausted or cancelled): "clear"; "timed_out" after `timeout` seconds;
+        "none" when the session has no such job. Jobs admitted later are not waited for, nor
+        those that `cannot_finish` for now."""
+        waiting = [
+            self._finished_event(view.job_id)
+            for view in self._views.values()
+            if view.session_id == session_id
+            and view.state in ACTIVE_STATES
+            and not cannot_finish(view)
+        ]
+        if not waiting:
+            return "none"
+        with trio.move_on_after(timeout):
+            for event in waiting:
+                await event.wait()
+            return "clear"
+        return "timed_out"
+
+    def _finished_event(self, job_id: str) -> trio.Event:
+        event = self._finished.get(job_id)
+        if event is None:
+            event = self._finished[job_id] = trio.Event()
+        return event

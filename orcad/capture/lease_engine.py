@@ -1,0 +1,361 @@
+"""The lease engine: claim, renew, fail, release, retry, publish and recover jobs.
+
+The daemon's own workers and external workers (jobs.*) go through the same engine. Each
+change reads the job from its file in a thread holding the project's locks, applies a pure
+lease rule (`leases`) at the clock reading taken there, writes the result, and puts it in the
+index on the event loop before the project's in-process lock is let go; fencing is checked
+where the write happens (`publishing` for a publish). Which job to claim next is planned by
+`schedule.plan`; a project whose lock or job files fail is held back for `reschedule_s`.
+"""
+
+from __future__ import annotations
+
+import random
+import secrets
+from collections.abc import Callable
+from pathlib import Path
+
+import msgspec
+import structlog
+import trio
+
+from orcad import limits
+from orcad.capture import leases, schedule
+from orcad.capture.index import JobIndex
+from orcad.capture.jobstore import (
+    CorruptJobFile,
+    DamagedJobFile,
+    damaged_job_file,
+    read_job,
+    scan_all_jobs,
+    write_job,
+)
+from orcad.capture.ledger import LedgerCorrupt, LedgerFileState, ledger_file_state
+from orcad.capture.output import MalformedOutput, parse_extractor_output
+from orcad.capture.problems import Problems
+from orcad.capture.project_access import ProjectAccess
+from orcad.capture.publishing import Published, PublishResult, publish_job
+from orcad.capture.records import JobRecord, Provenance
+from orcad.capture.schedule import PoolState
+from orcad.clock import Clock
+from orcad.config import Config
+from orcad.errors import Conflict, ExtractionRejected, NotFound, StorageError
+
+log = structlog.get_logger("orcad.capture")
+
+
+class ClaimPass(msgspec.Struct, frozen=True, kw_only=True):
+    job: JobRecord | None  # leased to the caller, or None
+    wake_at: float | None  # when something may become claimable (plan), if nothing was
+
+
+class LeaseEngine:
+    def __init__(
+        self,
+        *,
+        projects: ProjectAccess,
+        index: JobIndex,
+        config: Config,
+        clock: Clock,
+        problems: Problems,
+    ) -> None:
+        self.projects = projects
+        self.index = index
+        self.config = config
+        self.clock = clock
+        self.problems = problems
+        self.instance = secrets.token_hex(6)  # names this daemon's built-in lease owners
+        self.busy_workers = 0
+        self._held_until: dict[str, float] = {}  # project -> no claim before (lock/store failed)
+        self._jitter = random.Random()  # spreads retries of jobs that failed together
+
+    # --- start ------------------------------------------------------------------------------
+
+    async def load(self) -> None:
+        """Index every job file; hand leases of a previous daemon's workers back to pending."""
+        scan = await trio.to_thread.run_sync(scan_all_jobs, self.projects.projects_dir)
+        for problem in scan.problems:
+            self.problems.report("job_store", problem)
+        for found in scan.damaged:
+            self._mark_damaged(found)
+        for project_id in scan.projects:
+            self.index.add_project(project_id)
+        orphans: list[JobRecord] = []
+        for job in scan.jobs:
+            self.index.put(job, notify=False)
+            if leases.held_by_previous_daemon(job, self.instance):
+                orphans.append(job)
+        for job in orphans:
+            try:
+                await self._recover(job)
+            except StorageError as exc:
+                self.problems.report("job_store", exc.message)
+        log.info("jobs.loaded", jobs=len(scan.jobs), projects=len(scan.projects))
+        self.index.notify()
+
+    async def _recover(self, stale: JobRecord) -> None:
+        def work(directory: Path) -> JobRecord | None:
+            job = read_job(directory, stale.job_id)
+            if job is None or not leases.held_by_previous_daemon(job, self.instance):
+                return None
+            recovered = leases.recover(job, now=self.clock.now())
+            write_job(directory, recovered)
+            return recovered
+
+        async with self.projects.lock(stale.project_id):
+            recovered = await self.projects.run_with_lock_held(stale.project_id, work)
+            if recovered is not None:
+                self.index.put(recovered)
+        if recovered is not None:
+            log.info("job.recovered", job_id=recovered.job_id, project_id=recovered.project_id)
+
+    def _mark_damaged(self, found: DamagedJobFile) -> None:
+        self.index.mark_damaged(found)
+        self.problems.report("job_file_damaged", f"job {found.job_id}: {found.problem}")
+
+    # --- one change ---------------------------------------------------------------------------
+
+    async def _change(
+        self,
+        job_id: str,
+        rule: Callable[[JobRecord, float], JobRecord],
+        check: Callable[[], None] | None = None,
+    ) -> JobRecord:
+        """Apply a lease rule to the job as stored, under the project lock, and write it;
+        `check` runs first under the same lock (so what it counts cannot change meanwhile)."""
+
+        def work(directory: Path) -> JobRecord:
+            job = read_job(directory, job_id)
+            if job is None:
+                raise NotFound(f"job {job_id} no longer exists")
+            changed = rule(job, self.clock.now())
+            if changed is not job:
+                write_job(directory, changed)
+            return changed
+
+        project_id = self.index.project_of(job_id)
+        async with self.projects.lock(project_id):
+            if check is not None:
+                check()
+            try:
+                changed = await self.projects.run_with_lock_held(project_id, work)
+            except NotFound:
+                self.index.drop([job_id])  # its file was removed behind our back
+                raise
+            except CorruptJobFile as exc:
+                self._mark_damaged(damaged_job_file(project_id, job_id, exc))
+                raise
+            self.index.put(changed)  # before another task can take the project's turn
+        return changed
+
+    # --- claiming ---------------------------------------------------------------------------
+
+    async def claim_pass(
+        self,
+        owner: str,
+        lease_s: float,
+        *,
+        project_id: str | None = None,
+        running: frozenset[str] = frozenset(),
+        retry_at: float | None = None,
+    ) -> ClaimPass:
+        """Claim the oldest claimable job (of projects whose jobs may run, see
+        ProjectAccess.jobs_may_run).
+
+        When a project's jobs were held back for a damaged ledger, the pass asks to be
+        repeated after reschedule_s, to notice the file being fixed or moved aside."""
+        now = self.clock.now()
+        self._held_until = {p: at for p, at in self._held_until.items() if at > now}
+        state = PoolState(
+            jobs=tuple(self.index.views(project_id)),
+            running=running,
+            retry_at=retry_at,
+            held_until=dict(self._held_until),
+        )
+        work_plan = schedule.plan(now, state)
+        wake_at = work_plan.wake_at
+        may_run: dict[str, bool] = {}
+        for view in work_plan.claim:
+            if view.project_id in self._held_until:
+                continue  # held during this pass
+            try:
+                if view.project_id not in may_run:
+                    may_run[view.project_id] = await self.projects.jobs_may_run(view.project_id)
+                    if self.projects.ledger_damaged(view.project_id):
+                        retry = schedule.reschedule_at(now, self.config.extraction.reschedule_s)
+                        wake_at = retry if wake_at is None else min(wake_at, retry)
+                if not may_run[view.project_id]:
+                    continue
+                job = await self.claim_job(view.job_id, owner, lease_s)
+            except (NotFound, CorruptJobFile):
+                continue  # the job file is gone or damaged (and now out of the index)
+            except StorageError as exc:  # that project's lock or files: the others go on
+                held = self.hold_project(view.project_id, exc)
+                wake_at = held if wake_at is None else min(wake_at, held)
+                continue
+            if job is not None:
+                return ClaimPass(job=job, wake_at=None)
+        return ClaimPass(job=None, wake_at=wake_at)
+
+    def hold_project(self, project_id: str, error: StorageError) -> float:
+        """No claim of the project's jobs for reschedule_s (its lock or store failed); other
+        projects' jobs are not held up. When it may be tried again."""
+        reschedule_s = self.config.extraction.reschedule_s
+        until = schedule.reschedule_at(self.clock.now(), reschedule_s)
+        self._held_until[project_id] = until
+        log.warning(
+            "project.rescheduled", project_id=project_id, delay_s=reschedule_s, error=error.message
+        )
+        self.problems.report("job_store", error.message)
+        self.index.notify()  # a worker waiting on the held project plans again
+        return until
+
+    async def claim_job(self, job_id: str, owner: str, lease_s: float) -> JobRecord | None:
+        """Lease one job to `owner`; None when it is not claimable (any more)."""
+        max_retries = self.config.extraction.max_retries
+        claimed: list[bool] = []
+
+        def rule(job: JobRecord, now: float) -> JobRecord:
+            try:
+                changed = leases.claim(
+                    job, now=now, owner=owner, lease_s=lease_s, max_retries=max_retries
+                )
+            except leases.NotClaimable:
+                return job
+            claimed.append(changed.state == "leased")
+            return changed
+
+        job = await self._change(job_id, rule)
+        if job.state == "exhausted" and claimed == [False]:
+            log.info("job.exhausted", job_id=job_id, attempts=job.attempts, reason="lease_expired")
+        if claimed != [True] or job.lease is None:
+            return None
+        log.info(
+            "job.claimed",
+            job_id=job_id,
+            worker=owner,
+            token=job.lease.token,
+            attempt=job.attempts + 1,
+        )
+        return job
+
+    # --- a lease held -----------------------------------------------------------------------
+
+    async def renew(self, job_id: str, token: int, lease_s: float) -> JobRecord:
+        return await self._change(
+            job_id, lambda job, now: leases.renew(job, token=token, now=now, lease_s=lease_s)
+        )
+
+    async def release(self, job_id: str, token: int) -> JobRecord:
+        job = await self._change(job_id, lambda job, now: leases.release(job, token=token, now=now))
+        log.info("job.released", job_id=job_id, token=token)
+        return job
+
+    async def fail(
+        self, job_id: str, token: int, error: str, retry_after: float | None = None
+    ) -> JobRecord:
+        extraction = self.config.extraction
+        jitter = self._jitter.random()
+
+        def rule(job: JobRecord, now: float) -> JobRecord:
+            backoff_s = schedule.retry_backoff(
+                job.attempts + 1, extraction.retry_base_s, extraction.retry_max_s, jitter
+            )
+            return leases.fail(
+                job,
+                token=token,
+                now=now,
+                error=error,
+                max_retries=extraction.max_retries,
+                retry_after=retry_after,
+                backoff_s=backoff_s,
+            )
+
+        job = await self._change(job_id, rule)
+        event = "job.exhausted" if job.state == "exhausted" else "job.failed"
+        log.info(event, job_id=job_id, attempts=job.attempts, error=job.errors[-1].message)
+        return job
+
+    async def retry(self, job_id: str) -> JobRecord:
+        """An exhausted job pending again, attempts reset (jobs.retry): Conflict for any other
+        state, or when the project's backlog is already full."""
+        project_id = self.index.project_of(job_id)
+        view = self.index.view(job_id)
+        if view is not None and view.state != "exhausted":  # its state first, not the backlog
+            raise Conflict(
+                f"job {job_id} is {view.state}; only an exhausted job is retried",
+                job_id=job_id,
+                state=view.state,
+            )
+
+        def backlog_has_room() -> None:  # under the project lock, like admission's count
+            if self.index.active_jobs(project_id) >= limits.ACTIVE_JOBS_PER_PROJECT:
+                raise Conflict(
+                    f"project {project_id} already has {limits.ACTIVE_JOBS_PER_PROJECT} active "
+                    "jobs; retry this one when some have finished",
+                    job_id=job_id,
+                )
+
+        def rule(job: JobRecord, now: float) -> JobRecord:
+            try:
+                return leases.retry(job, now=now)
+            except leases.NotRetryable as exc:
+                raise Conflict(str(exc), job_id=job_id, state=job.state) from exc
+
+        job = await self._change(job_id, rule, backlog_has_room)
+        log.info("job.retried", job_id=job_id, project_id=project_id)
+        return job
+
+    async def publish(
+        self, job_id: str, token: int, output: str, provenance: Provenance
+    ) -> PublishResult:
+        """Parse the extractor output and, if the lease still holds, merge its facts into the
+        ledger and commit the job. Malformed output is a failed attempt (ExtractionRejected)."""
+        try:
+            facts = parse_extractor_output(output)
+        except MalformedOutput as exc:
+            job = await self.fail(job_id, token, f"extractor output rejected: {exc.reason}")
+            raise ExtractionRejected(
+                f"the extractor output was rejected ({exc.reason}); the attempt was counted "
+                f"({job.attempts} so far) and the lease released",
+                job_id=job_id,
+                state=job.state,
+                attempts=job.attempts,
+            ) from exc
+        project_id = self.index.project_of(job_id)
+
+        def work(directory: Path) -> tuple[Published, LedgerFileState]:
+            published = publish_job(
+                directory,
+                job_id=job_id,
+                token=token,
+                facts=facts,
+                provenance=provenance,
+                now=self.clock.now(),
+                project_views=project_views,
+            )
+            return published, ledger_file_state(directory)
+
+        async with self.projects.lock(project_id):
+            project_views = self.index.views(project_id)
+            try:
+                published, ledger_state = await self.projects.run_with_lock_held(project_id, work)
+            except LedgerCorrupt:
+                self.projects.ledger_suspect(project_id)
+                raise
+            self.projects.ledger_written(project_id, ledger_state)
+            self.index.drop(published.pruned)
+            self.index.put(published.result.job)
+        result, pruned = published.result, published.pruned
+        for problem in published.problems:
+            self.problems.report("projection_failed", problem)
+        log.info(
+            "job.committed",
+            job_id=job_id,
+            project_id=project_id,
+            added=result.added,
+            duplicates=result.duplicates,
+            rejected=result.rejected,
+            pruned=len(pruned),
+        )
+        return result

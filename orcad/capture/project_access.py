@@ -1,0 +1,186 @@
+"""The way into a project's memory directory: its locks, its project.json, and whether its
+jobs may run now.
+
+Every change to a project's jobs or ledger runs in a thread holding the project's
+cross-process lock, behind a per-project trio lock so that this process never contends with
+itself. Whether a project's jobs may be handed to a worker depends on its auto-memory setting
+(read from disk each time) and on its ledger being readable, which is re-checked only when
+the ledger file changes.
+"""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+import structlog
+import trio
+
+from orcad import limits
+from orcad.capture.index import JobIndex
+from orcad.capture.ledger import LedgerCorrupt, LedgerFileState, ledger_file_state, read_ledger
+from orcad.capture.problems import Problems
+from orcad.capture.projects import (
+    ProjectFile,
+    ensure_directories,
+    list_project_ids,
+    project_dir,
+    read_project_file,
+    record_project_visit,
+    run_with_project_lock,
+)
+from orcad.capture.schedule import JobView
+from orcad.clock import Clock
+from orcad.config import Config
+from orcad.errors import StorageError
+from orcad.sessions import Session, read_auto_memory
+
+log = structlog.get_logger("orcad.capture")
+
+T = TypeVar("T")
+
+
+class ProjectAccess:
+    def __init__(
+        self,
+        *,
+        projects_dir: Path,
+        config_file: Path,
+        config: Config,
+        clock: Clock,
+        index: JobIndex,
+        problems: Problems,
+        lock_timeout: float = limits.PROJECT_LOCK_TIMEOUT_S,
+    ) -> None:
+        self.projects_dir = projects_dir
+        self._config_file = config_file
+        self._config = config
+        self._clock = clock
+        self._index = index
+        self._problems = problems
+        self._lock_timeout = lock_timeout
+        self._locks: collections.defaultdict[str, trio.Lock] = collections.defaultdict(trio.Lock)
+        self._ensured: set[str] = set()  # project directories created (with project.json)
+        self._ledger_checks: dict[str, tuple[LedgerFileState, bool]] = {}  # project -> usable
+
+    def project_dir(self, project_id: str) -> Path:
+        return project_dir(self.projects_dir, project_id)
+
+    def list_project_ids(self) -> list[str]:
+        return list_project_ids(self.projects_dir)
+
+    # --- locking ----------------------------------------------------------------------------
+
+    def lock(self, project_id: str) -> trio.Lock:
+        """The project's in-process lock: hold it across a read of the index and the change
+        made from it."""
+        return self._locks[project_id]
+
+    async def run_locked(self, project_id: str, work: Callable[[Path], T]) -> T:
+        """Run `work(project_dir)` in a thread holding the project lock (in-process first)."""
+        async with self._locks[project_id]:
+            return await self.run_with_lock_held(project_id, work)
+
+    async def run_with_lock_held(self, project_id: str, work: Callable[[Path], T]) -> T:
+        """`run_locked` for a caller already holding the project's in-process lock."""
+        directory = self.project_dir(project_id)
+        return await trio.to_thread.run_sync(self._locked_blocking, directory, work)
+
+    def _locked_blocking(self, directory: Path, work: Callable[[Path], T]) -> T:
+        try:
+            ensure_directories(directory)
+        except OSError as exc:
+            raise StorageError(f"cannot create {directory}: {exc.strerror or exc}") from exc
+        return run_with_project_lock(directory, lambda: work(directory), self._lock_timeout)
+
+    # --- project.json -----------------------------------------------------------------------
+
+    async def record_visit(self, session: Session, *, only_if_missing: bool = False) -> ProjectFile:
+        """project.json for a session's project: identity and the last working directory.
+
+        With `only_if_missing` (the first admission in this process: sessions survive restarts,
+        so the open hook may not have run here), an existing file is read and left as it is.
+        """
+
+        def work(directory: Path) -> ProjectFile:
+            if only_if_missing:
+                found = read_project_file(directory, session.project_id)
+                if found.record is not None or found.problem is not None:
+                    return found
+            return record_project_visit(
+                directory,
+                project_id=session.project_id,
+                identity=session.project_identity,
+                root=session.project_root,
+                cwd=session.cwd,
+                now=self._clock.now(),
+            )
+
+        found = await self.run_locked(session.project_id, work)
+        self._index.add_project(session.project_id)
+        self._ensured.add(session.project_id)
+        if found.problem is not None:
+            self._problems.report("project_metadata_corrupt", found.problem)
+        return found
+
+    async def ensure_project(self, session: Session) -> None:
+        """The project's directory and project.json, before its first job in this process
+        (sessions survive restarts, so the session-open hook may not have run here)."""
+        if session.project_id not in self._ensured:
+            await self.record_visit(session, only_if_missing=True)
+
+    async def read_project(self, project_id: str) -> ProjectFile:
+        directory = self.project_dir(project_id)
+        return await trio.to_thread.run_sync(read_project_file, directory, project_id)
+
+    # --- whether jobs may run ---------------------------------------------------------------
+
+    async def jobs_may_run(self, project_id: str) -> bool:
+        """Whether the project's jobs may be handed to a worker now: its auto memory is on
+        (user config plus the trusted project's config, read from disk; the root is the last
+        one recorded in project.json) and its ledger is not damaged. A damaged ledger cannot
+        take a publish, so extracting would call a provider for nothing; it is re-read only
+        when the file changes (moving it aside lets the jobs run)."""
+        checked = self._ledger_checks.get(project_id)
+
+        def read() -> tuple[bool, LedgerFileState, str | None]:
+            directory = self.project_dir(project_id)
+            found = read_project_file(directory, project_id)
+            root = found.record.root if found.record is not None else ""
+            enabled = read_auto_memory(self._config_file, root, self._config)
+            state = ledger_file_state(directory)
+            if checked is not None and checked[0] == state:
+                return enabled, state, None
+            try:
+                read_ledger(directory)
+            except LedgerCorrupt as exc:
+                return enabled, state, exc.message
+            return enabled, state, None
+
+        enabled, state, damage = await trio.to_thread.run_sync(read)
+        if checked is None or checked[0] != state:
+            checked = self._ledger_checks[project_id] = (state, damage is None)
+            if damage is not None:
+                self._problems.report("ledger_corrupt", damage)
+                log.warning("jobs.held", project_id=project_id, reason="ledger_corrupt")
+        return enabled and checked[1]
+
+    def ledger_damaged(self, project_id: str) -> bool:
+        """The project's ledger was found damaged at its last check (and not changed since)."""
+        checked = self._ledger_checks.get(project_id)
+        return checked is not None and not checked[1]
+
+    def ledger_written(self, project_id: str, state: LedgerFileState) -> None:
+        """The ledger was just read and written whole: usable at this file state."""
+        self._ledger_checks[project_id] = (state, True)
+
+    def ledger_suspect(self, project_id: str) -> None:
+        """The ledger failed to parse during a change: read it again before the next claim."""
+        self._ledger_checks.pop(project_id, None)
+
+    def held_for_damage(self, view: JobView) -> bool:
+        """A queued job of a project whose ledger is damaged: it cannot finish before the
+        ledger is repaired, so a recall must not wait for it."""
+        return view.state == "pending" and self.ledger_damaged(view.project_id)
