@@ -6,15 +6,15 @@ deduplicated and shuffled):
 - `--summaries FILE` (repeatable, with `--take N` each): tab-separated package indexes with a
   header line and the one-line summary in the column whose header starts with "summary" (the
   shipped model used indexes of PyPI's and npm's package summaries: 150,000 and 50,000 texts;
-  the npm one started some summaries with a bracketed note of its own, "[tested here: ...]",
-  dropped with `--drop-prefix`);
+  the npm one started some summaries with a bracketed annotation of the index's own, dropped
+  with `--drop-prefix`);
 - Debian package descriptions (`apt-cache dumpavail`), split into sentences (80,000);
 - the first paragraph of docstrings of the Python files under `--docstrings DIR` (60,000).
 
 A text is kept when it is ASCII, 25 to 300 characters long and mostly letters.
 
     python scripts/gather_corpus.py --summaries pypi.tsv --take 150000 --drop-prefix '' \\
-        --summaries npm.tsv --take 50000 --drop-prefix '^\\[tested here:[^]]*\\]' \\
+        --summaries npm.tsv --take 50000 --drop-prefix 'REGEX' \\
         --docstrings .venv/lib/python3.11/site-packages --out corpus.txt
 """
 
