@@ -228,3 +228,27 @@ def test_endpoint_failures_give_no_vector_within_the_deadline() -> None:
         assert loaded.embed(["back"]) is not None and loaded.reason is None  # it works again
     with pytest.raises(EmbeddingUnavailable, match="base_url and model"):
         EndpointEmbedder("", "", None, 1.0)
+
+
+@pytest.mark.parametrize(
+    ("line", "named"),
+    [
+        ("floor: abc", "floor"),
+        ("gate: nan", "gate"),
+        ("gate: inf", "gate"),
+        ("lexical_weight: -0.5", "lexical_weight"),
+        ("floor:", "floor"),
+    ],
+)
+def test_a_model_file_with_a_bad_ranking_number_is_not_loaded(
+    tmp_path: Path, line: str, named: str
+) -> None:
+    directory = tmp_path / "static"
+    directory.mkdir()
+    np.savez(
+        directory / "vectors.npz", codes=np.zeros((3, 4), np.int8), scale=np.ones(3, np.float32)
+    )
+    (directory / "vocab.txt").write_text("[UNK]\na\nb\n")
+    (directory / "MODEL.txt").write_text(f"id: tiny\n{line}\n")
+    with pytest.raises(EmbeddingUnavailable, match=f"MODEL.txt: {named} must be a number"):
+        load_embedder(str(directory))

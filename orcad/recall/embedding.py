@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import zipfile
 from collections.abc import Sequence
@@ -114,13 +115,26 @@ def load_static(directory: Path) -> StaticEmbedder:
         raise EmbeddingUnavailable(f"{directory / 'vectors.npz'}: codes are not int8")
     embedder = StaticEmbedder(codes, scale, vocab, model_id)
     fields = dict(line.split(":", 1) for line in described.splitlines() if ":" in line)
-    try:
-        embedder.floor = float(fields.get("floor", DEFAULT_FLOOR))
-        embedder.gate = float(fields.get("gate", embedder.floor))
-        embedder.lexical_weight = float(fields.get("lexical_weight", DEFAULT_LEXICAL_WEIGHT))
-    except ValueError as exc:
-        raise EmbeddingUnavailable(f"{directory / 'MODEL.txt'}: {exc}") from exc
+    embedder.floor = _setting(fields, "floor", DEFAULT_FLOOR, directory)
+    embedder.gate = _setting(fields, "gate", embedder.floor, directory)
+    embedder.lexical_weight = _setting(fields, "lexical_weight", DEFAULT_LEXICAL_WEIGHT, directory)
     return embedder
+
+
+def _setting(fields: dict[str, str], name: str, default: float, directory: Path) -> float:
+    """A ranking number of MODEL.txt: finite and not negative (a NaN floor or gate would make
+    recall inject nothing, silently)."""
+    text = fields.get(name)
+    if text is None:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        wanted = f"{name} must be a number of at least 0"
+        raise EmbeddingUnavailable(f"{directory / 'MODEL.txt'}: {wanted}, not {text.strip()!r}")
+    return value
 
 
 _SAFETENSORS_DTYPES = {"F32": np.float32, "F16": np.float16, "BF16": None, "I64": np.int64}
