@@ -95,37 +95,36 @@ def main() -> None:
         if gate >= floor - 1e-9
     ]
     for weight, floor, gate in settings:
-        if True:
-            row = {"weight": weight, "floor": floor, "gate": gate}
-            for name, (docs, top, prompts) in prepared.items():
-                hits = {"shares": [], "other": [], "none": []}
-                stale = 0
-                for cls, wanted, candidates in prompts:
-                    ranked = [
-                        docs[int(c.key)][0]
-                        for c in rank.rank(
-                            candidates,
-                            semantic=True,
-                            limit=top,
-                            floor=floor,
-                            lexical_weight=weight,
-                            gate=gate,
-                        )
-                    ]
-                    if cls == "none":
-                        hits[cls].append(not ranked)
-                    else:
-                        hits[cls].append(bool(set(ranked) & set(wanted)))
-                    for new in wanted:
-                        old = STALE.get(new)
-                        if old in ranked and (
-                            new not in ranked or ranked.index(old) < ranked.index(new)
-                        ):
-                            stale += 1
-                for cls, values in hits.items():
-                    row[f"{name[:4]}_{cls}"] = round(sum(values) / len(values), 3)
-                row[f"{name[:4]}_stale"] = stale
-            results.append(row)
+        row = {"weight": weight, "floor": floor, "gate": gate}
+        for name, (docs, top, prompts) in prepared.items():
+            hits = {"shares": [], "other": [], "none": []}
+            stale = 0
+            for cls, wanted, candidates in prompts:
+                ranked = [
+                    docs[int(c.key)][0]
+                    for c in rank.rank(
+                        candidates,
+                        semantic=True,
+                        limit=top,
+                        floor=floor,
+                        lexical_weight=weight,
+                        gate=gate,
+                    )
+                ]
+                if cls == "none":
+                    hits[cls].append(not ranked)
+                else:
+                    hits[cls].append(bool(set(ranked) & set(wanted)))
+                for new in wanted:
+                    old = STALE.get(new)
+                    if old in ranked and (
+                        new not in ranked or ranked.index(old) < ranked.index(new)
+                    ):
+                        stale += 1
+            for cls, values in hits.items():
+                row[f"{name[:4]}_{cls}"] = round(sum(values) / len(values), 3)
+            row[f"{name[:4]}_stale"] = stale
+        results.append(row)
     # the "shares" class must not lose what lexical recall already finds; among the settings
     # that keep it, the one that answers most of the rest right
     top_shares = max(r["auto_shares"] for r in results)
