@@ -24,10 +24,9 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.eval_data import CORRECTIONS, FACTS, PROMPTS, STALE, distractors
-from orcad.query import derive_query_terms
+from orcad.query import derive_query_terms, stem, stems
 from orcad.recall import rank
 from orcad.recall.embedding import BUILTIN_DIR, load_embedder
-from orcad.recall.select import stem, stems
 
 POOL = 16  # per kind of match, as recall fetches
 # A prompt that shares one distinctive word with a fact in other forms ("deploying" for

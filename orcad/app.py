@@ -54,7 +54,7 @@ from protocol.types import (
 
 if TYPE_CHECKING:
     from orcad.capture.service import CaptureService
-    from orcad.deliberate.api import DeliberateMemory
+    from orcad.deliberate.service import DeliberateMemory
     from orcad.recall.api import RecallFeature
 
 log = structlog.get_logger("orcad.app")

@@ -3,6 +3,7 @@
 A temp file is written beside the target and fsynced, then renamed over it (or hard-linked to
 a name that must not exist yet), then the directory is fsynced. Readers see the old bytes or the
 new ones, never a mixture; after a crash the target is whole. OSError becomes StorageError.
+`file_signature` is what every cache of a file's contents is keyed by.
 """
 
 from __future__ import annotations
@@ -15,6 +16,19 @@ from pathlib import Path
 
 from orcad.errors import StorageError
 from orcad.failpoints import failpoint
+
+FileSignature = tuple[int, int, int, int]  # (device, inode, size, mtime in ns)
+
+
+def file_signature(path: Path) -> FileSignature | None:
+    """What changes whenever a file is replaced, moved aside or edited; None when it cannot be
+    stat'ed (absent, or unreadable: reading it then says why). Every cache of a file's
+    contents in the daemon is keyed by this."""
+    try:
+        status = os.stat(path)
+    except OSError:
+        return None
+    return (status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns)
 
 
 def _temp_beside(path: Path) -> Path:

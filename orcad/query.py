@@ -53,6 +53,45 @@ def tokenize(text: str) -> list[str]:
     return _TOKEN.findall(_fold(text))
 
 
+# Light stemming, for the rankings computed in process (FTS5 stems with Porter by itself).
+_VOWELS = frozenset("aeiouy")
+_KEEP_DOUBLE = frozenset("lsz")
+
+
+def _has_vowel(text: str) -> bool:
+    return any(char in _VOWELS for char in text)
+
+
+def stem(word: str) -> str:
+    """A light English suffix stripper, applied alike to queries and facts.
+
+    Not Porter's algorithm, but it folds the same families that matter for recall:
+    deploy/deploys/deployed/deploying/deployment, release/released/releasing, migrate/migration.
+    """
+    if len(word) <= 3 or not word.isalpha():
+        return word
+    if word.endswith("sses"):
+        word = word[:-2]
+    elif word.endswith("ies") and len(word) > 4:
+        word = word[:-3] + "y"
+    elif word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        word = word[:-1]
+    for suffix in ("ments", "ment", "ingly", "ing", "edly", "ed", "ation", "ations"):
+        base = word[: -len(suffix)]
+        if word.endswith(suffix) and len(base) >= 3 and _has_vowel(base):
+            word = base + ("at" if suffix.startswith("ation") else "")
+            if len(word) > 3 and word[-1] == word[-2] and word[-1] not in _VOWELS | _KEEP_DOUBLE:
+                word = word[:-1]
+            break
+    if word.endswith("e") and len(word) > 4:
+        word = word[:-1]
+    return word
+
+
+def stems(text: str) -> set[str]:
+    return {stem(token) for token in tokenize(text)}
+
+
 def is_weak_term(term: str) -> bool:
     """A stop word or a single character: kept only when nothing better is there."""
     return term in STOP_WORDS or len(term) < 2

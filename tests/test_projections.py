@@ -16,14 +16,13 @@ from orcad.capture.projections import (
     INDEX_FILE,
     MARKDOWN_FILE,
     IndexUnavailable,
-    close_index_connections,
     ensure_index,
     index_state,
     publish_projections,
     rebuild_index,
     render_markdown,
-    search_index,
 )
+from orcad.recall.automatic import ProjectCache, search_index
 from protocol.types import ExtractedFact
 
 pytestmark = pytest.mark.inprocess
@@ -33,10 +32,12 @@ PROVENANCE = Provenance(
 )
 
 
-@pytest.fixture(autouse=True)
-def _close_cached_connections() -> Iterator[None]:
-    yield
-    close_index_connections()
+@pytest.fixture
+def cache() -> Iterator[ProjectCache]:
+    """Recall's cache of one project, whose open index connection the searches reuse."""
+    opened = ProjectCache()
+    yield opened
+    opened.close_index()
 
 
 def with_facts(ledger: Ledger, *facts: str, now: float = 1_800_000_000.0, job: str = "") -> Ledger:
@@ -149,67 +150,71 @@ def test_index_schema_uses_the_shared_tokenizer_and_records_the_fingerprint(tmp_
     ]
 
 
-def test_search_stems_folds_diacritics_and_ranks(tmp_path: Path) -> None:
+def test_search_stems_folds_diacritics_and_ranks(tmp_path: Path, cache: ProjectCache) -> None:
     ledger = with_facts(Ledger(), "This repository deploys with make release.", now=1.0)
     ledger = with_facts(ledger, "The café on the corner serves the team lunch.", now=2.0)
     ledger = with_facts(ledger, "Deploy notes live in the wiki; deploy deploy deploy.", now=3.0)
     commit(tmp_path, ledger)
     ids = {c.fact.split()[1]: c.id for c in ledger.candidates}
-    found = search_index(tmp_path, ["deploying"], 10, fingerprint=ledger.fingerprint)
+    found = search_index(cache, tmp_path, ["deploying"], 10, ledger.fingerprint)
     assert [candidate_id for candidate_id, _ in found] == [ids["notes"], ids["repository"]]
     assert found[0][1] < found[1][1]  # bm25: lower is better
-    assert [i for i, _ in search_index(tmp_path, ["cafe"], 10)] == [ids["café"]]
-    assert search_index(tmp_path, ["absent"], 10) == []
-    assert search_index(tmp_path, [], 10) == []
-    assert len(search_index(tmp_path, ["deploying"], 1)) == 1
+    assert [i for i, _ in search_index(cache, tmp_path, ["cafe"], 10, ledger.fingerprint)] == [
+        ids["café"]
+    ]
+    assert search_index(cache, tmp_path, ["absent"], 10, ledger.fingerprint) == []
+    assert search_index(cache, tmp_path, [], 10, ledger.fingerprint) == []
+    assert len(search_index(cache, tmp_path, ["deploying"], 1, ledger.fingerprint)) == 1
 
 
-def test_equal_ranks_come_newest_first(tmp_path: Path) -> None:
+def test_equal_ranks_come_newest_first(tmp_path: Path, cache: ProjectCache) -> None:
     ledger = with_facts(Ledger(), "alpha beta", now=10.0)
     ledger = with_facts(ledger, "alpha gamma", now=30.0)
     ledger = with_facts(ledger, "alpha delta", now=20.0)
     commit(tmp_path, ledger)
-    found = search_index(tmp_path, ["alpha"], 10)
+    found = search_index(cache, tmp_path, ["alpha"], 10, ledger.fingerprint)
     assert len({rank for _, rank in found}) == 1
     by_id = {c.id: c.fact for c in ledger.candidates}
     assert [by_id[i] for i, _ in found] == ["alpha gamma", "alpha delta", "alpha beta"]
 
 
-def test_search_terms_are_literals_never_query_syntax(tmp_path: Path) -> None:
+def test_search_terms_are_literals_never_query_syntax(tmp_path: Path, cache: ProjectCache) -> None:
     ledger = with_facts(Ledger(), 'Quote " and NEAR(star*) OR AND are just words')
     commit(tmp_path, ledger)
     for term in ['"', "NEAR(", "star*", "OR", "AND", "-x", "col:fact", "\x00"]:
-        search_index(tmp_path, [term], 5)  # must not raise
-    assert len(search_index(tmp_path, ["near"], 5)) == 1
+        search_index(cache, tmp_path, [term], 5, ledger.fingerprint)  # must not raise
+    assert len(search_index(cache, tmp_path, ["near"], 5, ledger.fingerprint)) == 1
 
 
-def test_cached_search_sees_a_replaced_index(tmp_path: Path) -> None:
+def test_cached_search_sees_a_replaced_index(tmp_path: Path, cache: ProjectCache) -> None:
     first = with_facts(Ledger(), "alpha first")
     commit(tmp_path, first)
-    assert len(search_index(tmp_path, ["alpha"], 10, fingerprint=first.fingerprint)) == 1
+    assert len(search_index(cache, tmp_path, ["alpha"], 10, first.fingerprint)) == 1
     second = with_facts(first, "alpha second")
     commit(tmp_path, second)
-    assert len(search_index(tmp_path, ["alpha"], 10, fingerprint=second.fingerprint)) == 2
+    assert len(search_index(cache, tmp_path, ["alpha"], 10, second.fingerprint)) == 2
 
 
-def test_search_refuses_a_stale_missing_or_corrupt_index(tmp_path: Path) -> None:
+def test_search_refuses_a_stale_missing_or_corrupt_index(
+    tmp_path: Path, cache: ProjectCache
+) -> None:
     ledger = with_facts(Ledger(), "alpha")
     commit(tmp_path, ledger)
     newer = with_facts(ledger, "alpha two")
     write_ledger(tmp_path, newer)  # committed, projections not yet published
     with pytest.raises(IndexUnavailable) as caught:
-        search_index(tmp_path, ["alpha"], 10, fingerprint=newer.fingerprint)
+        search_index(cache, tmp_path, ["alpha"], 10, newer.fingerprint)
     assert caught.value.state == "stale"
     (tmp_path / INDEX_FILE).write_bytes(b"not a database at all" * 100)
     with pytest.raises(IndexUnavailable) as caught:
-        search_index(tmp_path, ["alpha"], 10, fingerprint=newer.fingerprint)
+        search_index(cache, tmp_path, ["alpha"], 10, newer.fingerprint)
     assert caught.value.state == "corrupt"
     (tmp_path / INDEX_FILE).unlink()
     with pytest.raises(IndexUnavailable) as caught:
-        search_index(tmp_path, ["alpha"], 10)
+        search_index(cache, tmp_path, ["alpha"], 10, newer.fingerprint)
     assert caught.value.state == "missing"
     assert ensure_index(tmp_path, newer) == "missing"
-    assert len(search_index(tmp_path, ["alpha"], 10, fingerprint=newer.fingerprint)) == 2
+    assert len(search_index(cache, tmp_path, ["alpha"], 10, newer.fingerprint)) == 2
 
 
 def damage_deleted(path: Path) -> None:
@@ -251,7 +256,7 @@ def damage_replaced_by_directory(path: Path) -> None:
     ],
 )
 def test_index_state_detects_damage(
-    tmp_path: Path, damage: Callable[[Path], None], expected: str
+    tmp_path: Path, damage: Callable[[Path], None], expected: str, cache: ProjectCache
 ) -> None:
     ledger = numbered(40)
     commit(tmp_path, ledger)
@@ -260,12 +265,12 @@ def test_index_state_detects_damage(
     assert index_state(tmp_path, ledger) == expected
     if expected == "corrupt":
         with pytest.raises(IndexUnavailable):
-            search_index(tmp_path, ["numbered"], 5)
+            search_index(cache, tmp_path, ["numbered"], 5, ledger.fingerprint)
     if damage is damage_replaced_by_directory:
         (tmp_path / INDEX_FILE).rmdir()
     rebuild_index(tmp_path, ledger)
     assert index_state(tmp_path, ledger) == "current"
-    assert len(search_index(tmp_path, ["numbered"], 50, fingerprint=ledger.fingerprint)) == 40
+    assert len(search_index(cache, tmp_path, ["numbered"], 50, ledger.fingerprint)) == 40
 
 
 def test_index_state_stale_after_an_unpublished_change_and_current_after_rebuild(
@@ -292,18 +297,18 @@ def test_rebuild_removes_leftover_wal_and_shm(tmp_path: Path) -> None:
     assert index_state(tmp_path, ledger) == "current"
 
 
-def test_empty_ledger_indexes_as_current(tmp_path: Path) -> None:
+def test_empty_ledger_indexes_as_current(tmp_path: Path, cache: ProjectCache) -> None:
     assert index_state(tmp_path, Ledger()) == "missing"
     assert publish_projections(tmp_path, Ledger()) == []
     assert index_state(tmp_path, Ledger()) == "current"
-    assert search_index(tmp_path, ["anything"], 5) == []
+    assert search_index(cache, tmp_path, ["anything"], 5, Ledger().fingerprint) == []
 
 
 # --- failure never fails the commit; the next write repairs -----------------------------------
 
 
 def test_index_failure_does_not_fail_the_commit_and_the_next_write_repairs(
-    tmp_path: Path,
+    tmp_path: Path, cache: ProjectCache
 ) -> None:
     (tmp_path / INDEX_FILE).mkdir()
     ledger = with_facts(Ledger(), "First")
@@ -321,7 +326,7 @@ def test_index_failure_does_not_fail_the_commit_and_the_next_write_repairs(
     newer = with_facts(ledger, "Second")
     assert commit(tmp_path, newer) == []
     assert index_state(tmp_path, newer) == "current"
-    assert len(search_index(tmp_path, ["first", "second"], 5, fingerprint=newer.fingerprint)) == 2
+    assert len(search_index(cache, tmp_path, ["first", "second"], 5, newer.fingerprint)) == 2
 
 
 def test_markdown_failure_does_not_stop_the_index(tmp_path: Path) -> None:

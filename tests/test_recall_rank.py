@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from orcad.query import stems
 from orcad.recall.rank import (
     Candidate,
     coverage,
@@ -13,7 +14,6 @@ from orcad.recall.rank import (
     query_weights,
     rank,
 )
-from orcad.recall.select import stems
 
 pytestmark = pytest.mark.pure
 

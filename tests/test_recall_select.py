@@ -9,13 +9,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from orcad.clock import format_time
+from orcad.capture.ledger import CandidateRecord
+from orcad.clock import format_time, parse_time
 from orcad.limits import (
     RECALL_AUTOMATIC_MAX_BYTES,
     RECALL_AUTOMATIC_MAX_ENTRIES,
     RECALL_DELIBERATE_MAX_CHARS,
     RECALL_DELIBERATE_MAX_RECORDS,
 )
+from orcad.query import stem
+from orcad.recall.automatic import rank_by_overlap
 from orcad.recall.render import (
     AUTOMATIC_FRAME_BYTES,
     CLOSE_TAG,
@@ -26,14 +29,7 @@ from orcad.recall.render import (
     format_age,
     render_context,
 )
-from orcad.recall.select import (
-    AutomaticCandidate,
-    cap_automatic,
-    cap_deliberate,
-    rank_by_overlap,
-    stem,
-    to_entry,
-)
+from orcad.recall.select import cap_automatic, cap_deliberate, to_entry
 from protocol.types import AutomaticEntry, DeliberateEntry
 from tests.harness import REPO_ROOT
 
@@ -189,15 +185,27 @@ def test_stem_folds_word_families() -> None:
     assert stem("css") == "css"
 
 
-def candidate(n: int, fact: str, recorded_at: float) -> AutomaticCandidate:
-    return AutomaticCandidate(
+def candidate(n: int, fact: str, recorded_at: float) -> CandidateRecord:
+    return CandidateRecord(
         id=f"cand_{n:032x}",
         category="project",
         fact=fact,
+        key=fact.lower(),
         session_id="ses_1",
         turn_id=f"t{n}",
-        recorded_at=recorded_at,
+        job_id=f"job_{n}",
+        recorded_at=format_time(recorded_at),
+        provider="heuristic",
+        model="-",
+        prompt_version="v1",
     )
+
+
+def overlap(
+    records: list[CandidateRecord], terms: list[str], **limits: int
+) -> list[CandidateRecord]:
+    recorded = {record.id: parse_time(record.recorded_at) for record in records}
+    return rank_by_overlap(records, recorded, terms, **limits)
 
 
 def test_fallback_ranks_by_overlap_then_recency() -> None:
@@ -205,7 +213,7 @@ def test_fallback_ranks_by_overlap_then_recency() -> None:
     new = candidate(2, "Deployment goes through the staging cluster first", NOW - 10)
     both = candidate(3, "Releases are deployed by the release bot", NOW - 500)
     unrelated = candidate(4, "The user prefers tabs", NOW)
-    ranked = rank_by_overlap([old, new, both, unrelated], ["deploying", "release"])
+    ranked = overlap([old, new, both, unrelated], ["deploying", "release"])
     assert ranked[0] == both  # shares both terms
     assert ranked[1:] == [new, old]  # one shared term each; newer first
     assert unrelated not in ranked
@@ -214,20 +222,20 @@ def test_fallback_ranks_by_overlap_then_recency() -> None:
 def test_fallback_rarer_terms_weigh_more() -> None:
     common = [candidate(n, f"the project uses python {n}", NOW - n) for n in range(10)]
     rare = candidate(99, "the project deploys with kubernetes", NOW - 100)
-    ranked = rank_by_overlap([*common, rare], ["python", "kubernetes"], limit=3)
+    ranked = overlap([*common, rare], ["python", "kubernetes"], limit=3)
     assert ranked[0] == rare
 
 
 def test_fallback_scan_is_bounded_to_the_newest() -> None:
     pool = [candidate(n, "deploys", NOW - n) for n in range(300)]
-    ranked = rank_by_overlap(pool, ["deploy"], limit=500, scan_limit=128)
+    ranked = overlap(pool, ["deploy"], limit=500, scan_limit=128)
     assert len(ranked) == 128
     assert ranked[0].id == pool[0].id
 
 
 def test_fallback_with_no_terms_or_candidates_is_empty() -> None:
-    assert rank_by_overlap([], ["deploy"]) == []
-    assert rank_by_overlap([candidate(1, "deploys", NOW)], []) == []
+    assert overlap([], ["deploy"]) == []
+    assert overlap([candidate(1, "deploys", NOW)], []) == []
 
 
 def test_to_entry_reports_age_and_time() -> None:

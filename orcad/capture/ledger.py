@@ -37,7 +37,12 @@ import msgspec
 
 from orcad import limits
 from orcad.clock import format_time
-from orcad.durable_files import remove_stale_temps, replace_file_atomically
+from orcad.durable_files import (
+    FileSignature,
+    file_signature,
+    remove_stale_temps,
+    replace_file_atomically,
+)
 from orcad.errors import Conflict, StorageError
 from orcad.secrets import contains_secret
 from protocol.types import Candidate, Category, ExtractedFact, LedgerInfo
@@ -339,16 +344,12 @@ def read_ledger(project_dir: Path) -> Ledger:
         raise LedgerCorrupt(path, str(exc)) from exc
 
 
-LedgerFileState = tuple[int, int, int] | None  # (inode, size, mtime in ns); None when absent
+LedgerFileState = FileSignature | None  # None when absent
 
 
 def ledger_file_state(project_dir: Path) -> LedgerFileState:
     """What changes whenever candidates.jsonl is replaced, moved aside or edited."""
-    try:
-        status = ledger_path(project_dir).stat()
-    except FileNotFoundError:
-        return None
-    return (status.st_ino, status.st_size, status.st_mtime_ns)
+    return file_signature(ledger_path(project_dir))
 
 
 def write_ledger(project_dir: Path, ledger: Ledger) -> None:
@@ -360,5 +361,3 @@ def write_ledger(project_dir: Path, ledger: Ledger) -> None:
     path = ledger_path(project_dir)
     remove_stale_temps(path)
     replace_file_atomically(path, encode_ledger(ledger), failpoints="ledger")
-
-

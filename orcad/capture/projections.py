@@ -6,13 +6,9 @@ missing, stale or corrupt) repairs it.
 
 The index is never modified in place: every publish builds a fresh database in a temp file
 beside it and renames it over `index.sqlite3`. Its `meta` table holds the fingerprint of the
-ledger it was built from, so "current" means "meta fingerprint == ledger fingerprint".
-
-Searches reuse one read-only connection per project directory. A cached connection is valid
-while `index.sqlite3` is the same file (device, inode, size, mtime) it was opened on; a
-replaced or deleted file is noticed by one stat per search, and the connection is reopened.
-The fingerprint read at open time is compared with the caller's ledger fingerprint, so a
-search never silently answers from a stale index.
+ledger it was built from, so "current" means "meta fingerprint == ledger fingerprint". This
+module owns the index's format (`open_index` checks a file and reads its fingerprint); recall
+searches it (orcad.recall.automatic).
 """
 
 from __future__ import annotations
@@ -21,11 +17,8 @@ import contextlib
 import os
 import secrets
 import sqlite3
-import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
@@ -36,7 +29,7 @@ from orcad.capture.ledger import CandidateRecord, Ledger
 from orcad.durable_files import fsync_directory, replace_file_atomically
 from orcad.errors import StorageError
 from orcad.limits import INDEX_BUSY_TIMEOUT_MS, STALE_INDEX_TEMP_AGE_S
-from orcad.query import FTS5_TOKENIZE, match_expression
+from orcad.query import FTS5_TOKENIZE
 from protocol.types import IndexState
 
 MARKDOWN_FILE = "auto-memory.md"
@@ -44,7 +37,6 @@ INDEX_FILE = "index.sqlite3"
 INDEX_FORMAT = "1"
 INDEX_TOKENIZER = FTS5_TOKENIZE  # "porter unicode61 remove_diacritics 2", as deliberate search
 _INDEX_SIDE_FILES = ("-wal", "-shm", "-journal")
-_OPEN_INDEXES_MAX = 64  # cached read connections kept, least recently used dropped first
 
 log = structlog.get_logger("orcad.capture.projections")
 
@@ -165,7 +157,6 @@ def rebuild_index(project_dir: Path, ledger: Ledger) -> None:
     merely stale and the next check rebuilds it. Raises StorageError when it cannot.
     """
     target = index_path(project_dir)
-    forget_index_connection(project_dir)
     for suffix in ("", *_INDEX_SIDE_FILES):
         path = target.with_name(target.name + suffix)
         try:
@@ -184,16 +175,25 @@ def index_state(project_dir: Path, ledger: Ledger) -> IndexState:
     if not os.path.lexists(path):
         return "missing"
     try:
-        connection = _open_read_only(path)
-    except (sqlite3.Error, OSError):
+        connection, fingerprint = open_index(path)
+    except IndexUnavailable:
         return "corrupt"
-    try:
-        fingerprint = _checked_fingerprint(connection)
-    except (sqlite3.Error, ValueError):
-        return "corrupt"
-    finally:
-        connection.close()
+    connection.close()
     return "current" if fingerprint == ledger.fingerprint else "stale"
+
+
+def open_index(path: Path) -> tuple[sqlite3.Connection, str]:
+    """A read-only connection to an index that passes SQLite's quick check, and the ledger
+    fingerprint it was built from. IndexUnavailable("corrupt") when it is not such an index."""
+    try:
+        connection = _open_read_only(path)
+    except (sqlite3.Error, OSError) as exc:
+        raise IndexUnavailable("corrupt", str(exc)) from exc
+    try:
+        return connection, _checked_fingerprint(connection)
+    except (sqlite3.Error, ValueError) as exc:
+        connection.close()
+        raise IndexUnavailable("corrupt", str(exc)) from exc
 
 
 def ensure_index(project_dir: Path, ledger: Ledger) -> IndexState:
@@ -202,51 +202,6 @@ def ensure_index(project_dir: Path, ledger: Ledger) -> IndexState:
     if state != "current":
         rebuild_index(project_dir, ledger)
     return state
-
-
-def search_index(
-    project_dir: Path, terms: list[str], limit: int, *, fingerprint: str | None = None
-) -> list[tuple[str, float]]:
-    """Candidate ids matching `terms` with their bm25 rank (lower is better), best first;
-    equal ranks newest first. With `fingerprint` (the ledger's), a stale index raises
-    IndexUnavailable("stale") instead of answering. IndexUnavailable when missing or corrupt.
-
-    No term planning (`orcad.query.plan_terms`): the ledger holds at most 128 candidates, so
-    every doclist is tiny and bm25 over all terms costs less than counting them first.
-    """
-    if limit <= 0 or not terms:
-        return []
-    expression = match_expression(terms)
-    if not expression:
-        return []
-    with _open_indexes_lock:
-        opened = _cached_index(project_dir)
-        if fingerprint is not None and opened.fingerprint != fingerprint:
-            raise IndexUnavailable("stale")
-        try:
-            rows = opened.connection.execute(
-                "SELECT candidate_id, bm25(candidates) AS rank FROM candidates "
-                "WHERE candidates MATCH ? ORDER BY rank, recorded_at DESC LIMIT ?",
-                (expression, limit),
-            ).fetchall()
-        except sqlite3.Error as exc:
-            _drop_cached(project_dir)
-            raise IndexUnavailable("corrupt", str(exc)) from exc
-    return [(str(candidate_id), float(rank)) for candidate_id, rank in rows]
-
-
-def forget_index_connection(project_dir: Path) -> None:
-    """Close the cached search connection of one project, if any."""
-    with _open_indexes_lock:
-        _drop_cached(project_dir)
-
-
-def close_index_connections() -> None:
-    """Close every cached search connection (daemon shutdown, tests)."""
-    with _open_indexes_lock:
-        while _open_indexes:
-            _, opened = _open_indexes.popitem()
-            opened.connection.close()
 
 
 _SCHEMA = (
@@ -314,61 +269,6 @@ def _checked_fingerprint(connection: sqlite3.Connection) -> str:
     if str(count) != meta.get("candidates"):
         raise ValueError("row count differs from the meta row")
     return str(meta["fingerprint"])
-
-
-@dataclass
-class _OpenIndex:
-    connection: sqlite3.Connection
-    identity: tuple[int, int, int, int]  # st_dev, st_ino, st_size, st_mtime_ns
-    fingerprint: str
-
-
-_open_indexes: OrderedDict[Path, _OpenIndex] = OrderedDict()
-_open_indexes_lock = threading.Lock()
-
-
-def _file_identity(path: Path) -> tuple[int, int, int, int]:
-    status = path.stat()
-    return (status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns)
-
-
-def _cached_index(project_dir: Path) -> _OpenIndex:
-    """The open index of a project, reopened if the file changed; hold the lock to call."""
-    path = index_path(project_dir)
-    try:
-        identity = _file_identity(path)
-    except FileNotFoundError as exc:
-        _drop_cached(project_dir)
-        raise IndexUnavailable("missing") from exc
-    except OSError as exc:
-        _drop_cached(project_dir)
-        raise IndexUnavailable("corrupt", str(exc)) from exc
-    opened = _open_indexes.get(project_dir)
-    if opened is not None and opened.identity == identity:
-        _open_indexes.move_to_end(project_dir)
-        return opened
-    _drop_cached(project_dir)
-    try:
-        connection = _open_read_only(path)
-    except (sqlite3.Error, OSError) as exc:
-        raise IndexUnavailable("corrupt", str(exc)) from exc
-    try:
-        fingerprint = _checked_fingerprint(connection)
-    except (sqlite3.Error, ValueError) as exc:
-        connection.close()
-        raise IndexUnavailable("corrupt", str(exc)) from exc
-    opened = _OpenIndex(connection, identity, fingerprint)
-    _open_indexes[project_dir] = opened
-    while len(_open_indexes) > _OPEN_INDEXES_MAX:
-        _, oldest = _open_indexes.popitem(last=False)
-        oldest.connection.close()
-    return opened
-
-
-def _drop_cached(project_dir: Path) -> None:
-    opened = _open_indexes.pop(project_dir, None)
-    if opened is not None:
-        opened.connection.close()
 
 
 def _remove_stale_index_temps(target: Path) -> None:

@@ -30,7 +30,7 @@ from protocol.types import (
 )
 
 if TYPE_CHECKING:
-    from orcad.deliberate.api import DeliberateMemory
+    from orcad.deliberate.service import DeliberateMemory
 
 log = structlog.get_logger("orcad.deliberate.grants")
 

@@ -1,21 +1,35 @@
-"""The automatic part of recall: the project's ledger, searched through its FTS5 index.
+"""The automatic part of recall: every search of a project's automatic memory, in one place.
 
-The ledger is the truth and the index a derived cache keyed by the ledger's fingerprint
-(spec: Storage). Before searching, the index is checked against the ledger; a missing, stale
-or corrupt index is rebuilt from the ledger. When it cannot be rebuilt (or the index module
-fails in any way), the candidates are ranked in process by lexical overlap plus recency, so
-recall keeps answering without its cache.
+The ledger (`candidates.jsonl`) is the truth; the FTS5 index (`index.sqlite3`, written by
+orcad.capture.projections) is a cache derived from it and stamped with its fingerprint. For each
+project recall keeps one `ProjectCache`: the ledger's records and what recall derives from them
+(each record's time, word stems and vector), and the open read-only connection to the index with
+the fingerprint it was built from. Both files are keyed by the same `file_signature` (device,
+inode, size, mtime), so a steady project costs two `stat` calls and one query per recall, and a
+replaced file is noticed on the next one.
 
-The ledger is re-read only when its file changed (inode, size or mtime differ), and the index
-state is re-checked only when the ledger or the index files changed, so a steady project costs
-a few `stat` calls and one query per recall.
+One search, given the prompt's distinct terms (derived once per recall, orcad.query):
+1. the ledger, re-read only when its signature changed;
+2. the most selective 12 terms among this project's records;
+3. the lexical ranking: bm25 from the index, which is checked against the ledger fingerprint and
+   rebuilt once when missing, stale or corrupt; when it cannot be used at all, `rank_by_overlap`
+   ranks the ledger's records in process (shared rare terms, then recency), so recall keeps
+   answering without its cache;
+4. with the prompt's vector, the hybrid ranking instead (orcad.recall.rank: cosine plus
+   coverage, floor and gate, corrections first) over every record; the index is still checked
+   and repaired in step 3, so it is current whenever recall falls back to it.
+
+The answer is the ledger's own records (`CandidateRecord`), best first; orcad.recall.select
+turns the chosen ones into wire entries.
 """
 
 from __future__ import annotations
 
-import os
+import math
+import sqlite3
 import threading
-from collections.abc import Callable
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,57 +37,114 @@ import numpy as np
 import structlog
 
 from orcad.capture import projections
-from orcad.capture.ledger import Ledger, ledger_path, read_ledger
+from orcad.capture.ledger import CandidateRecord, Ledger, ledger_path, read_ledger
+from orcad.capture.projections import IndexUnavailable
 from orcad.clock import parse_time
+from orcad.durable_files import FileSignature, file_signature
 from orcad.errors import StorageError
-from orcad.query import most_selective
+from orcad.limits import LEDGER_MAX_CANDIDATES, RECALL_AUTOMATIC_MAX_ENTRIES
+from orcad.query import match_expression, most_selective, stem, stems
 from orcad.recall import rank
 from orcad.recall.embedding import Array, Embeddings
-from orcad.recall.select import AutomaticCandidate, rank_by_overlap, stem, stems
 
 log = structlog.get_logger("orcad.recall.automatic")
 
-FileSignature = tuple[int, int, int] | None  # (inode, size, mtime_ns), None when absent
 ErrorRecorder = Callable[[str, str], None]
+PROJECTS_CACHED = 64  # projects whose ledger and open index are kept, least recently used dropped
 
-
-def file_signature(path: Path) -> FileSignature:
-    try:
-        stat = os.stat(path)
-    except OSError:
-        return None
-    return (stat.st_ino, stat.st_size, stat.st_mtime_ns)
-
-
-def to_candidates(ledger: Ledger) -> list[AutomaticCandidate]:
-    return [
-        AutomaticCandidate(
-            id=record.id,
-            category=record.category,
-            fact=record.fact,
-            session_id=record.session_id,
-            turn_id=record.turn_id,
-            recorded_at=parse_time(record.recorded_at),
-        )
-        for record in ledger.candidates
-    ]
+# bm25 is lower-is-better; equal ranks newest first
+_INDEX_QUERY = (
+    "SELECT candidate_id, bm25(candidates) AS rank FROM candidates "
+    "WHERE candidates MATCH ? ORDER BY rank, recorded_at DESC LIMIT ?"
+)
 
 
 @dataclass
 class ProjectCache:
-    ledger_signature: FileSignature = None
+    """What recall keeps of one project between recalls (see the module docstring)."""
+
+    ledger_signature: FileSignature | None = None
     ledger: Ledger | None = None
-    candidates: dict[str, AutomaticCandidate] = field(default_factory=dict)
-    # derived from the ledger like index.sqlite3: each candidate's stems and its vector under
-    # `vectors_model`, kept while the candidate is in the ledger
+    records: dict[str, CandidateRecord] = field(default_factory=dict)
+    recorded: dict[str, float] = field(default_factory=dict)  # unix seconds, per record
     stems: dict[str, frozenset[str]] = field(default_factory=dict)
-    vectors: dict[str, Array] = field(default_factory=dict)
+    vectors: dict[str, Array] = field(default_factory=dict)  # under `vectors_model`
     vectors_model: str | None = None
+    index_signature: FileSignature | None = None
+    index: sqlite3.Connection | None = None
+    index_fingerprint: str = ""
     lock: threading.Lock = field(default_factory=threading.Lock)  # one search per project at once
+
+    def close_index(self) -> None:
+        if self.index is not None:
+            self.index.close()
+        self.index, self.index_signature, self.index_fingerprint = None, None, ""
+
+
+def search_index(
+    cache: ProjectCache, project_dir: Path, terms: Sequence[str], limit: int, fingerprint: str
+) -> list[tuple[str, float]]:
+    """Candidate ids matching `terms` in the project's index with their bm25 rank (lower is
+    better), best first, equal ranks newest first; through the cache's open connection, which
+    is reopened when the file changed. IndexUnavailable when the index is missing, corrupt, or
+    stale (built from another ledger than `fingerprint`'s).
+
+    No term planning (orcad.query.plan_terms): the ledger holds at most 128 candidates, so
+    every doclist is tiny and bm25 over all terms costs less than counting them first.
+    """
+    path = projections.index_path(project_dir)
+    signature = file_signature(path)
+    if signature is None:
+        cache.close_index()
+        raise IndexUnavailable("missing")
+    if cache.index is None or signature != cache.index_signature:
+        cache.close_index()
+        cache.index, cache.index_fingerprint = projections.open_index(path)
+        cache.index_signature = signature
+    if cache.index_fingerprint != fingerprint:
+        raise IndexUnavailable("stale")
+    expression = match_expression(terms)
+    if limit <= 0 or not expression:
+        return []
+    try:
+        rows = cache.index.execute(_INDEX_QUERY, (expression, limit)).fetchall()
+    except sqlite3.Error as exc:
+        cache.close_index()
+        raise IndexUnavailable("corrupt", str(exc)) from exc
+    return [(str(candidate_id), float(bm25)) for candidate_id, bm25 in rows]
+
+
+def rank_by_overlap(
+    records: Sequence[CandidateRecord],
+    recorded: Mapping[str, float],
+    terms: Sequence[str],
+    limit: int = RECALL_AUTOMATIC_MAX_ENTRIES,
+    scan_limit: int = LEDGER_MAX_CANDIDATES,
+) -> list[CandidateRecord]:
+    """The fallback ranking: records sharing at least one query term, rarer shared terms
+    first, then newer first (`recorded`: unix seconds by record id). Only the newest
+    `scan_limit` records are scanned, so the work is bounded."""
+    query = {stem(term) for term in terms if term}
+    if not query or not records:
+        return []
+    pool = sorted(records, key=lambda r: recorded[r.id], reverse=True)[:scan_limit]
+    documents = [(record, stems(record.fact) & query) for record in pool]
+    frequency: dict[str, int] = {}
+    for _record, shared in documents:
+        for term in shared:
+            frequency[term] = frequency.get(term, 0) + 1
+    total = len(documents)
+    scored = []
+    for record, shared in documents:
+        if shared:
+            score = sum(math.log(1.0 + total / frequency[term]) for term in shared)
+            scored.append((-score, -recorded[record.id], record.id, record))
+    scored.sort(key=lambda item: item[:3])
+    return [item[3] for item in scored[:limit]]
 
 
 class ProjectMemorySearch:
-    """Recall's search over each project's ledger and index (one instance per daemon)."""
+    """Recall's search over each project's automatic memory (one instance per daemon)."""
 
     def __init__(
         self,
@@ -87,7 +158,8 @@ class ProjectMemorySearch:
         self._record_error = record_error
         self._use_index = use_index
         self._embeddings = embeddings
-        self._projects: dict[str, ProjectCache] = {}
+        self._projects: OrderedDict[str, ProjectCache] = OrderedDict()
+        self._projects_lock = threading.Lock()
 
     def search_blocking(
         self,
@@ -95,14 +167,35 @@ class ProjectMemorySearch:
         terms: list[str],
         limit: int,
         query_vector: Array | None = None,
-    ) -> list[AutomaticCandidate]:
-        """The candidates to inject, best first. `terms` may be longer than 12: the most
-        selective among this project's candidates are used. With `query_vector` (the prompt's
+    ) -> list[CandidateRecord]:
+        """The records to inject, best first. `terms` may be longer than 12: the most
+        selective among this project's records are used. With `query_vector` (the prompt's
         embedding) the ranking is hybrid and floored (orcad.recall.rank)."""
         directory = self._project_dir(project_id)
-        cache = self._projects.setdefault(project_id, ProjectCache())
+        cache = self._cache(project_id)
         with cache.lock:
             return self._search_locked(project_id, directory, cache, terms, limit, query_vector)
+
+    def close(self) -> None:
+        """Close every open index connection (daemon shutdown, tests)."""
+        with self._projects_lock:
+            caches, self._projects = list(self._projects.values()), OrderedDict()
+        for cache in caches:
+            with cache.lock:
+                cache.close_index()
+
+    def _cache(self, project_id: str) -> ProjectCache:
+        with self._projects_lock:
+            cache = self._projects.get(project_id)
+            if cache is None:
+                cache = self._projects[project_id] = ProjectCache()
+                while len(self._projects) > PROJECTS_CACHED:
+                    # a search still using the dropped cache finishes with it; its connection
+                    # closes when that search lets go of it
+                    self._projects.popitem(last=False)
+            else:
+                self._projects.move_to_end(project_id)
+            return cache
 
     def _search_locked(  # noqa: PLR0917 - one search's state, passed down once
         self,
@@ -112,7 +205,7 @@ class ProjectMemorySearch:
         terms: list[str],
         limit: int,
         query_vector: Array | None = None,
-    ) -> list[AutomaticCandidate]:
+    ) -> list[CandidateRecord]:
         try:
             ledger = self._current_ledger(directory, cache)
         except StorageError as exc:
@@ -127,15 +220,59 @@ class ProjectMemorySearch:
             return lexical
         return self._hybrid(cache, terms, frequency, query_vector, limit)
 
+    def _current_ledger(self, directory: Path, cache: ProjectCache) -> Ledger:
+        signature = file_signature(ledger_path(directory))
+        if cache.ledger is None or signature is None or signature != cache.ledger_signature:
+            ledger = read_ledger(directory)
+            records = {record.id: record for record in ledger.candidates}
+            recorded = {record.id: parse_time(record.recorded_at) for record in records.values()}
+            cache.ledger, cache.ledger_signature = ledger, signature
+            cache.records, cache.recorded = records, recorded
+            cache.stems = {i: s for i, s in cache.stems.items() if i in records}
+            cache.vectors = {i: v for i, v in cache.vectors.items() if i in records}
+        return cache.ledger
+
     def _document_frequency(self, cache: ProjectCache, terms: list[str]) -> dict[str, int]:
-        for candidate_id, candidate in cache.candidates.items():
-            if candidate_id not in cache.stems:
-                cache.stems[candidate_id] = frozenset(stems(candidate.fact))
+        for record_id, record in cache.records.items():
+            if record_id not in cache.stems:
+                cache.stems[record_id] = frozenset(stems(record.fact))
         keys = {term: stem(term) for term in terms}
         return {
             term: sum(1 for found in cache.stems.values() if key in found)
             for term, key in keys.items()
         }
+
+    def _lexical(  # noqa: PLR0917 - one search's state, passed down once
+        self,
+        project_id: str,
+        directory: Path,
+        ledger: Ledger,
+        cache: ProjectCache,
+        terms: list[str],
+        limit: int,
+    ) -> list[CandidateRecord]:
+        """The lexical ranking: the FTS5 index, or in process when it cannot be used."""
+        if self._use_index:
+            try:
+                ids = self._index_ids(directory, ledger, cache, terms, limit)
+                return [cache.records[i] for i in ids if i in cache.records]
+            except Exception as exc:  # whatever broke the index, the ledger still answers
+                self._problem("recall.index_unusable", f"{type(exc).__name__}: {exc}", project_id)
+        return rank_by_overlap(list(cache.records.values()), cache.recorded, terms, limit)
+
+    @staticmethod
+    def _index_ids(
+        directory: Path, ledger: Ledger, cache: ProjectCache, terms: list[str], limit: int
+    ) -> list[str]:
+        """Ids from the FTS5 index, rebuilding it once when missing, stale or corrupt."""
+        try:
+            found = search_index(cache, directory, terms, limit, ledger.fingerprint)
+        except IndexUnavailable as unavailable:
+            cache.close_index()
+            projections.rebuild_index(directory, ledger)
+            log.info("recall.index_rebuilt", project_dir=str(directory), was=unavailable.state)
+            found = search_index(cache, directory, terms, limit, ledger.fingerprint)
+        return [candidate_id for candidate_id, _rank in found]
 
     def _hybrid(
         self,
@@ -144,12 +281,12 @@ class ProjectMemorySearch:
         frequency: dict[str, int],
         query_vector: Array,
         limit: int,
-    ) -> list[AutomaticCandidate]:
+    ) -> list[CandidateRecord]:
         assert self._embeddings is not None
         vectors = self._vectors(cache)
-        weights = rank.query_weights(terms, frequency, len(cache.candidates))
+        weights = rank.query_weights(terms, frequency, len(cache.records))
         total = sum(weights.values()) or 1.0
-        ids = list(cache.candidates)
+        ids = list(cache.records)
         cosines = np.full(len(ids), np.nan, dtype=np.float32)
         embedded = [n for n, i in enumerate(ids) if i in vectors]
         if embedded:
@@ -165,8 +302,8 @@ class ProjectMemorySearch:
         pool = [
             rank.Candidate(
                 key=ids[n],
-                text=cache.candidates[ids[n]].fact,
-                recorded_at=cache.candidates[ids[n]].recorded_at,
+                text=cache.records[ids[n]].fact,
+                recorded_at=cache.recorded[ids[n]],
                 coverage=float(covered[n]),
                 cosine=None if np.isnan(cosines[n]) else float(cosines[n]),
             )
@@ -180,61 +317,21 @@ class ProjectMemorySearch:
             gate=self._embeddings.gate,
             lexical_weight=self._embeddings.lexical_weight,
         )
-        return [cache.candidates[c.key] for c in chosen]
+        return [cache.records[c.key] for c in chosen]
 
     def _vectors(self, cache: ProjectCache) -> dict[str, Array]:
-        """Each candidate's vector under the current model, embedding the new ones."""
+        """Each record's vector under the current model, embedding the new ones."""
         assert self._embeddings is not None
         model = self._embeddings.model_id
         if model != cache.vectors_model:
             cache.vectors, cache.vectors_model = {}, model
-        missing = [c for c in cache.candidates.values() if c.id not in cache.vectors]
+        missing = [r for r in cache.records.values() if r.id not in cache.vectors]
         if missing:
-            matrix = self._embeddings.embed([c.fact for c in missing])
+            matrix = self._embeddings.embed([r.fact for r in missing])
             if matrix is not None:
-                for candidate, row in zip(missing, matrix, strict=True):
-                    cache.vectors[candidate.id] = np.ascontiguousarray(row)
+                for record, row in zip(missing, matrix, strict=True):
+                    cache.vectors[record.id] = np.ascontiguousarray(row)
         return cache.vectors
-
-    def _lexical(  # noqa: PLR0917 - one search's state, passed down once
-        self,
-        project_id: str,
-        directory: Path,
-        ledger: Ledger,
-        cache: ProjectCache,
-        terms: list[str],
-        limit: int,
-    ) -> list[AutomaticCandidate]:
-        """The lexical ranking: the FTS5 index, or in process when it cannot be used."""
-        if self._use_index:
-            try:
-                ids = self._search_index(directory, ledger, terms, limit)
-                return [cache.candidates[i] for i in ids if i in cache.candidates]
-            except Exception as exc:  # whatever broke the index, the ledger still answers
-                self._problem("recall.index_unusable", f"{type(exc).__name__}: {exc}", project_id)
-        return rank_by_overlap(list(cache.candidates.values()), terms, limit)
-
-    def _current_ledger(self, directory: Path, cache: ProjectCache) -> Ledger:
-        signature = file_signature(ledger_path(directory))
-        if cache.ledger is None or signature is None or signature != cache.ledger_signature:
-            ledger = read_ledger(directory)
-            cache.ledger, cache.ledger_signature = ledger, signature
-            cache.candidates = {c.id: c for c in to_candidates(ledger)}
-            cache.stems = {i: s for i, s in cache.stems.items() if i in cache.candidates}
-            cache.vectors = {i: v for i, v in cache.vectors.items() if i in cache.candidates}
-        return cache.ledger
-
-    @staticmethod
-    def _search_index(directory: Path, ledger: Ledger, terms: list[str], limit: int) -> list[str]:
-        """Ids from the FTS5 index, rebuilding it once when missing, stale or corrupt."""
-        fingerprint = ledger.fingerprint
-        try:
-            found = projections.search_index(directory, terms, limit, fingerprint=fingerprint)
-        except projections.IndexUnavailable as unavailable:
-            projections.rebuild_index(directory, ledger)
-            log.info("recall.index_rebuilt", project_dir=str(directory), was=unavailable.state)
-            found = projections.search_index(directory, terms, limit, fingerprint=fingerprint)
-        return [candidate_id for candidate_id, _rank in found]
 
     def _problem(self, kind: str, message: str, project_id: str) -> None:
         log.warning(kind, project_id=project_id, error=message)

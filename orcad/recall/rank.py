@@ -33,8 +33,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import NamedTuple
 
-from orcad.query import is_weak_term
-from orcad.recall.select import stem, stems
+from orcad.query import is_weak_term, stem, stems
 
 LEXICAL_WEIGHT = 0.5  # the built-in model's calibrated values (orcad/recall/model/MODEL.txt)
 RELEVANCE_FLOOR = 0.24

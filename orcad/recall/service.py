@@ -16,6 +16,7 @@ from typing import Protocol
 import structlog
 import trio
 
+from orcad.capture.ledger import CandidateRecord
 from orcad.clock import Clock
 from orcad.errors import Disabled
 from orcad.limits import (
@@ -26,7 +27,7 @@ from orcad.limits import (
 from orcad.query import distinct_terms
 from orcad.recall.embedding import Array, Embeddings
 from orcad.recall.render import render_context
-from orcad.recall.select import AutomaticCandidate, cap_automatic, cap_deliberate, to_entry
+from orcad.recall.select import cap_automatic, cap_deliberate, to_entry
 from orcad.recall.snapshots import SnapshotStore
 from orcad.sessions import Session, SessionStore
 from orcad.threads import run_sync_now
@@ -44,7 +45,7 @@ SEARCH_THREADS = 4  # recalls searching at once; more only queue on the stores' 
 class AutomaticSearch(Protocol):
     def search_blocking(
         self, project_id: str, terms: list[str], limit: int, query_vector: Array | None = None
-    ) -> list[AutomaticCandidate]: ...
+    ) -> list[CandidateRecord]: ...
 
 
 class DeliberateSearch(Protocol):
@@ -145,7 +146,7 @@ class RecallService:
         as the automatic search itself, and side by side the two only contend for the
         interpreter lock."""
         vector = self._prompt_vector(prompt)
-        automatic: list[AutomaticCandidate] = []
+        automatic: list[CandidateRecord] = []
         if session.auto_memory:
             try:
                 automatic = self.automatic.search_blocking(
@@ -177,13 +178,13 @@ class RecallService:
 
     def _compose(
         self,
-        automatic: list[AutomaticCandidate],
+        automatic: list[CandidateRecord],
         deliberate: list[DeliberateEntry],
         barrier: Barrier,
     ) -> RecallResult:
         """Caps, context and a new snapshot id: pure, so that it can run in the search thread."""
         now = self.clock.now()
-        automatic_entries = cap_automatic(to_entry(candidate, now) for candidate in automatic)
+        automatic_entries = cap_automatic(to_entry(record, now) for record in automatic)
         deliberate_entries = cap_deliberate(deliberate, now)
         context = render_context(automatic_entries, deliberate_entries, now)
         return RecallResult(

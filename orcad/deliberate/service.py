@@ -1,0 +1,484 @@
+"""Deliberate memory's service: memory.search, memory.manage and memory.approve, and the
+search that recall uses.
+
+`DeliberateMemory` offers recall
+
+    async def search_for_recall(session: Session, text: str, limit: int) -> list[DeliberateEntry]
+    def search_for_recall_blocking(...)  # the same, for a caller already in a worker thread
+
+the visible records matching `text`, best first (same ranking as memory.search), at most `limit`;
+empty for a bare session or text without terms. Character caps are the caller's.
+
+Order of checks for a change: session (bare -> -32016), params (-32602 with the field), target
+visibility (-32014), secret and exact-duplicate refusals (every mode), then the policy
+(plan/normal/auto/yolo) and, in auto mode, the automatic review.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable
+
+import msgspec
+import structlog
+import trio
+
+from orcad.clock import Clock, format_time
+from orcad.deliberate.approvals import (
+    PendingApprovals,
+    PendingChange,
+    SessionGrants,
+    new_approval_id,
+)
+from orcad.deliberate.policy import PolicyDecision, decide
+from orcad.deliberate.review import review_content
+from orcad.deliberate.store import (
+    GLOBAL_GRANT_KEY,
+    DeliberateStore,
+    DuplicateRecord,
+    StoredRecord,
+    is_record_id,
+    new_record_id,
+)
+from orcad.errors import Disabled, InvalidParams, NotFound, StorageError
+from orcad.limits import APPROVAL_TTL_S, DELIBERATE_PURGE_DELAY_S, MEMORY_CONTENT_MAX_CHARS
+from orcad.secrets import redact, secret_kinds
+from orcad.sessions import Session, SessionStore
+from protocol.types import (
+    DeliberateEntry,
+    MemoryApproveParams,
+    MemoryManageParams,
+    MemoryManageResult,
+    MemoryRecord,
+    MemorySearchParams,
+    MemorySearchResult,
+    SessionParams,
+)
+
+log = structlog.get_logger("orcad.deliberate")
+
+SENSITIVE_CONTENT_DENIAL = "the content looks like a secret ({kinds}); nothing was stored"
+PREVIEW_CHARS = 60
+
+
+def scope_name(record: StoredRecord) -> str:
+    return "global" if record.is_global else "workspace"
+
+
+def to_wire(record: StoredRecord) -> MemoryRecord:
+    return MemoryRecord(
+        id=record.id,
+        kind=record.kind,
+        content=record.content,
+        scope="global" if record.is_global else "workspace",
+        workspace_root=record.workspace_root,
+        created_at=format_time(record.created_at),
+        updated_at=format_time(record.updated_at),
+    )
+
+
+def preview(content: str) -> str:
+    """One line, short, secrets redacted: what a summary quotes of the content."""
+    line = re.sub(r"\s+", " ", redact(content)).strip()
+    return line if len(line) <= PREVIEW_CHARS else line[: PREVIEW_CHARS - 1] + "…"
+
+
+# Line breaks and other control characters a directory name may hold: a summary is one line.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f\x85\u2028\u2029]")
+
+
+def _scope_phrase(is_global: bool, root: str) -> str:
+    shown = _CONTROL.sub(lambda m: ascii(m.group())[1:-1], root)
+    return "global memory" if is_global else f"workspace memory ({shown})"
+
+
+def validate_change(params: MemoryManageParams) -> PendingChange:
+    """The requested change with its fields checked (-32602 naming the field)."""
+
+    def forbid(field: str, why: str) -> None:
+        if getattr(params, field) is not None:
+            raise InvalidParams(
+                f"`{field}` is not accepted for {params.action}: {why}", field=field
+            )
+
+    content = None if params.content is None else params.content.strip()
+    if content is not None:
+        if not content:
+            raise InvalidParams("`content` must not be blank", field="content")
+        if len(content) > MEMORY_CONTENT_MAX_CHARS:
+            raise InvalidParams(
+                f"`content` has {len(content)} characters; the limit is {MEMORY_CONTENT_MAX_CHARS}",
+                field="content",
+            )
+    if params.action == "save":
+        forbid("id", "a new record gets its id from the daemon")
+        for field in ("content", "kind", "is_global"):
+            if getattr(params, field) is None:
+                raise InvalidParams(f"save requires `{field}`", field=field)
+    elif params.action == "update":
+        if params.id is None:
+            raise InvalidParams("update requires `id`", field="id")
+        forbid("is_global", "a record keeps its scope; save a new one and forget this one")
+        if content is None and params.kind is None:
+            raise InvalidParams("update requires `content` or `kind`", field="content")
+    else:
+        if params.id is None:
+            raise InvalidParams("forget requires `id`", field="id")
+        forbid("content", "forget takes only the id")
+        forbid("kind", "forget takes only the id")
+        forbid("is_global", "forget takes only the id")
+    return PendingChange(
+        approval_id="",
+        session_id=params.session_id,
+        epoch=params.epoch,
+        action=params.action,
+        record_id=params.id,
+        content=content,
+        kind=params.kind,
+        is_global=params.is_global,
+        created_at=0.0,
+    )
+
+
+class DeliberateMemory:
+    """The service behind memory.*."""
+
+    def __init__(self, store: DeliberateStore, clock: Clock, sessions: SessionStore) -> None:
+        self.store = store
+        self._clock = clock
+        self._sessions = sessions
+        self.pending = PendingApprovals()
+        self.session_grants = SessionGrants()
+        # Removes other copies of forgotten text (recall snapshots); set by install.
+        self.purge_copies: Callable[[list[str]], Awaitable[object]] | None = None
+        self._purge_wanted = trio.Event()
+
+    async def run_purger(
+        self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Background task: after forgets, purge the database of their remains (FTS segments,
+        free pages, WAL). Purging costs time in proportion to the index, so it runs off the
+        request path, once for the forgets of the last DELIBERATE_PURGE_DELAY_S; startup purges
+        what a crash left, and closing purges what is pending."""
+        task_status.started()
+        while True:
+            await self._purge_wanted.wait()
+            await trio.sleep(DELIBERATE_PURGE_DELAY_S)
+            await self.purge_now()
+
+    async def purge_now(self) -> None:
+        if not self._purge_wanted.is_set():
+            return
+        self._purge_wanted = trio.Event()
+        try:
+            await self.store.purge_deleted()
+        except StorageError as exc:
+            log.warning("memory.purge_failed", error=str(exc))
+            self._purge_wanted.set()  # tried again after the next delay
+
+    async def _session(self, params: SessionParams) -> Session:
+        session = await self._sessions.require(params.session_id, params.epoch)
+        if session.bare:
+            raise Disabled("memory tools are disabled in a bare session")
+        return session
+
+    # --- search ------------------------------------------------------------------------------
+
+    async def search(self, params: MemorySearchParams) -> MemorySearchResult:
+        session = await self._session(params)
+        if params.query is None or not params.query.strip():
+            records = await self.store.recent(session.workspace_id, params.limit)
+        else:
+            records = await self.store.search(session.workspace_id, params.query, params.limit)
+        return MemorySearchResult(records=[to_wire(record) for record in records])
+
+    async def search_for_recall(
+        self, session: Session, text: str, limit: int
+    ) -> list[DeliberateEntry]:
+        if session.bare or not text.strip() or limit < 1:
+            return []
+        return _recall_entries(await self.store.search(session.workspace_id, text, limit))
+
+    def search_for_recall_blocking(
+        self, session: Session, text: str, limit: int
+    ) -> list[DeliberateEntry]:
+        """`search_for_recall` from a worker thread (recall runs both of its searches in one)."""
+        if session.bare or not text.strip() or limit < 1:
+            return []
+        return _recall_entries(self.store.search_blocking(session.workspace_id, text, limit))
+
+    # --- manage ------------------------------------------------------------------------------
+
+    async def manage(self, params: MemoryManageParams) -> MemoryManageResult:
+        session = await self._session(params)
+        change = validate_change(params)
+        if change.action == "forget":
+            # A forget the policy lets through whatever its scope needs no prior read.
+            decision = await self._decide(session, is_global=None)
+            if decision.action in ("apply", "review"):  # the review always accepts a forget
+                return await self._apply(session, change)
+        target = await self._target(session, change)
+        refusal = await self._refusal(session, change, target)
+        if refusal is not None:
+            return refusal
+        decision = await self._decide(session, is_global=changes_global(change, target))
+        if decision.action == "deny":
+            return self._denied(session, change, decision.reason or "denied", target)
+        if decision.action == "review" and change.action != "forget":
+            assert change.content is not None or target is not None
+            verdict = review_content(
+                change.content if change.content is not None else target.content,  # type: ignore[union-attr]
+                duplicate_id=None,  # duplicates were refused above, in every mode
+            )
+            if not verdict.accepted:
+                return self._denied(session, change, verdict.reason or "review refused", target)
+        if decision.action == "ask":
+            return self._ask(session, change, target)
+        return await self._apply(session, change, target)
+
+    async def _decide(self, session: Session, *, is_global: bool | None) -> PolicyDecision:
+        """`is_global`: the scope the change touches (None: unknown yet, so no grant counts).
+
+        A grant covers the scope it was given for: a workspace grant that workspace's records,
+        the global grant global memory."""
+        granted = False
+        asks = session.mode == "normal" and session.interactive and not session.auto_approve
+        if asks and is_global is not None:
+            granted = self.session_grants.covers(session.session_id, is_global=is_global)
+            grant_key = GLOBAL_GRANT_KEY if is_global else session.workspace_id
+            granted = granted or await self.store.has_workspace_grant(grant_key)
+        return decide(
+            mode=session.mode,
+            interactive=session.interactive,
+            auto_approve=session.auto_approve,
+            granted=granted,
+        )
+
+    async def approve(self, params: MemoryApproveParams) -> MemoryManageResult:
+        session = await self._session(params)
+        change = self.pending.take(
+            params.approval_id, session.session_id, session.epoch, self._clock.now()
+        )
+        if params.decision == "deny":
+            target = await self._target_or_none(session, change)
+            log.info("memory.declined", approval_id=change.approval_id, action=change.action)
+            return self._denied(session, change, "declined by the user", target)
+        # Memory may have changed while the user decided: check again before applying.
+        target = await self._target(session, change)
+        is_global = changes_global(change, target)
+        now = self._clock.now()
+        if params.decision == "allow_session":
+            self.session_grants.grant(
+                session.session_id,
+                is_global=is_global,
+                workspace_root=session.workspace_root,
+                now=now,
+            )
+        elif params.decision == "allow_workspace":  # for a global change: the global grant
+            if is_global:
+                await self.store.add_workspace_grant(GLOBAL_GRANT_KEY, "", now)
+            else:
+                await self.store.add_workspace_grant(
+                    session.workspace_id, session.workspace_root, now
+                )
+        log.info(
+            "memory.approved",
+            approval_id=change.approval_id,
+            decision=params.decision,
+            scope="global" if is_global else "workspace",
+        )
+        refusal = await self._refusal(session, change, target)
+        if refusal is not None:
+            return refusal
+        return await self._apply(session, change)
+
+    # --- steps -------------------------------------------------------------------------------
+
+    async def _target(self, session: Session, change: PendingChange) -> StoredRecord | None:
+        if change.action == "save":
+            return None
+        record_id = change.record_id or ""
+        record = None
+        if is_record_id(record_id):  # anything else cannot be a record: not found, no query
+            record = await self.store.visible(session.workspace_id, record_id)
+        if record is None:
+            raise NotFound(f"no memory record {record_id!r} is visible from this workspace")
+        return record
+
+    async def _target_or_none(self, session: Session, change: PendingChange) -> StoredRecord | None:
+        try:
+            return await self._target(session, change)
+        except NotFound:
+            return None
+
+    async def _refusal(
+        self, session: Session, change: PendingChange, target: StoredRecord | None
+    ) -> MemoryManageResult | None:
+        """Secrets and exact duplicates are refused whatever the mode."""
+        if change.content is None:
+            if change.action == "update" and target is not None and change.kind == target.kind:
+                return self._unchanged(target)
+            return None
+        kinds = secret_kinds(change.content)
+        if kinds:
+            log.info("memory.denied", action=change.action, reason="secret", kinds=kinds)
+            denial = SENSITIVE_CONTENT_DENIAL.format(kinds=kinds)
+            return self._denied(session, change, denial, target)
+        if target is not None:
+            scope_workspace = target.workspace_id
+        else:
+            scope_workspace = None if change.is_global else session.workspace_id
+        existing = await self.store.same_content(scope_workspace, change.content)
+        if existing is None:
+            return None
+        if target is not None and existing.id == target.id:
+            if change.kind is None or change.kind == target.kind:
+                return self._unchanged(target)
+            return None
+        return self._duplicate(existing)
+
+    def _ask(
+        self, session: Session, change: PendingChange, target: StoredRecord | None
+    ) -> MemoryManageResult:
+        now = self._clock.now()
+        pending = msgspec.structs.replace(change, approval_id=new_approval_id(), created_at=now)
+        self.pending.add(pending, now)
+        log.info("memory.pending", approval_id=pending.approval_id, action=change.action)
+        return MemoryManageResult(
+            outcome="pending_approval",
+            approval_id=pending.approval_id,
+            reason=f"waiting for the user (memory.approve {pending.approval_id}, valid "
+            f"{APPROVAL_TTL_S:.0f} s)",
+            record=to_wire(target) if target is not None else None,
+            summary=f"Approval needed to {describe(session, change, target)}.",
+        )
+
+    async def _apply(
+        self, session: Session, change: PendingChange, known_target: StoredRecord | None = None
+    ) -> MemoryManageResult:
+        """Carry the change out; `known_target` was read in this same request (no re-read)."""
+        now = self._clock.now()
+        if change.action == "save":
+            assert change.content is not None and change.kind is not None
+            record = StoredRecord(
+                id=new_record_id(),
+                kind=change.kind,
+                content=change.content,
+                workspace_id=None if change.is_global else session.workspace_id,
+                workspace_root=session.workspace_root,
+                created_at=now,
+                updated_at=now,
+            )
+            try:
+                await self.store.insert(record)
+            except DuplicateRecord:
+                existing = await self.store.same_content(record.workspace_id, record.content)
+                if existing is None:
+                    raise
+                return self._duplicate(existing)
+            verb = "Saved"
+        elif change.action == "forget":
+            record_id = change.record_id or ""
+            forgotten = None
+            if is_record_id(record_id):
+                forgotten = await self.store.forget_visible(session.workspace_id, record_id)
+            if forgotten is None:
+                raise NotFound(f"no memory record {record_id!r} is visible from this workspace")
+            record, verb = forgotten, "Forgot"
+            self._purge_wanted.set()  # the database's remains, soon (see run_purger)
+            if self.purge_copies is not None:
+                await self.purge_copies([forgotten.content])
+        else:
+            target = known_target or await self._target(session, change)
+            assert target is not None
+            content = change.content if change.content is not None else target.content
+            kind = change.kind if change.kind is not None else target.kind
+            try:
+                updated = await self.store.update(target.id, content, kind, now)
+            except DuplicateRecord:
+                existing = await self.store.same_content(target.workspace_id, content)
+                if existing is None:
+                    raise
+                return self._duplicate(existing)
+            if not updated:
+                raise NotFound(f"memory record {target.id} was forgotten meanwhile")
+            record = msgspec.structs.replace(target, content=content, kind=kind, updated_at=now)
+            verb = "Updated"
+        log.info(
+            "memory.applied", action=change.action, record_id=record.id, scope=scope_name(record)
+        )
+        return MemoryManageResult(
+            outcome="applied",
+            approval_id=None,
+            reason=None,
+            record=to_wire(record),
+            summary=f"{verb} {_scope_phrase(record.is_global, record.workspace_root)} "
+            f'{record.id} ({record.kind}): "{preview(record.content)}".',
+        )
+
+    def _denied(
+        self, session: Session, change: PendingChange, reason: str, target: StoredRecord | None
+    ) -> MemoryManageResult:
+        log.info("memory.denied", action=change.action)
+        return MemoryManageResult(
+            outcome="denied",
+            approval_id=None,
+            reason=reason,
+            record=to_wire(target) if target is not None else None,
+            summary=f"Nothing changed; denied: {describe(session, change, target)} ({reason}).",
+        )
+
+    def _duplicate(self, existing: StoredRecord) -> MemoryManageResult:
+        scope = _scope_phrase(existing.is_global, existing.workspace_root)
+        return MemoryManageResult(
+            outcome="denied",
+            approval_id=None,
+            reason=f"an identical {scope_name(existing)} record already exists ({existing.id})",
+            record=to_wire(existing),
+            summary=f"Nothing changed: identical {scope} {existing.id} already exists.",
+        )
+
+    def _unchanged(self, target: StoredRecord) -> MemoryManageResult:
+        return MemoryManageResult(
+            outcome="denied",
+            approval_id=None,
+            reason=f"the update would not change {target.id}",
+            record=to_wire(target),
+            summary=f"Nothing changed: {scope_name(target)} memory {target.id} already says that.",
+        )
+
+
+def describe(session: Session, change: PendingChange, target: StoredRecord | None) -> str:
+    """The proposed change in words, one line: what and in which scope."""
+    if change.action == "save":
+        scope = _scope_phrase(bool(change.is_global), session.workspace_root)
+        return f'save {scope} ({change.kind}): "{preview(change.content or "")}"'
+    assert target is not None
+    scope = _scope_phrase(target.is_global, target.workspace_root)
+    if change.action == "forget":
+        return f'forget {scope} {target.id}: "{preview(target.content)}"'
+    new_content = change.content if change.content is not None else target.content
+    return (
+        f"update {scope} {target.id} ({change.kind or target.kind}): "
+        f'"{preview(target.content)}" -> "{preview(new_content)}"'
+    )
+
+
+def changes_global(change: PendingChange, target: StoredRecord | None) -> bool:
+    """Whether the change touches global memory (a save's scope, else its target's)."""
+    if target is not None:
+        return target.is_global
+    return bool(change.is_global)
+
+
+def _recall_entries(records: list[StoredRecord]) -> list[DeliberateEntry]:
+    return [
+        DeliberateEntry(
+            id=r.id,
+            kind=r.kind,
+            content=r.content,
+            scope="global" if r.is_global else "workspace",
+            updated_at=format_time(r.updated_at),
+        )
+        for r in records
+    ]

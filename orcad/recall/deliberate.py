@@ -1,0 +1,174 @@
+"""The deliberate part of recall: ranking the deliberate records for a prompt (hybrid with the
+prompt's vector, lexical without), and the background backfill that embeds records written
+before the model, or under another one.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+
+import structlog
+import trio
+import trio.lowlevel
+
+from orcad.clock import format_time
+from orcad.deliberate.service import DeliberateMemory
+from orcad.deliberate.store import StoredRecord
+from orcad.deliberate.vectors import VectorMatrix, hybrid_search, pending, progress, store_vectors
+from orcad.limits import RECALL_BACKFILL_BATCH, RECALL_BACKFILL_IDLE_S
+from orcad.recall import rank
+from orcad.recall.embedding import Array, Embeddings
+from orcad.sessions import Session
+from protocol.types import DeliberateEntry, EmbeddingStatus
+
+log = structlog.get_logger("orcad.recall")
+
+
+class DeliberateRecall:
+    """The deliberate part of recall, from the deliberate-memory service: with the prompt's
+    vector, hybrid (lexical and nearest vectors, ranked by orcad.recall.rank); without, the
+    store's lexical search as before."""
+
+    def __init__(self, service: DeliberateMemory, embeddings: Embeddings | None = None) -> None:
+        self._service = service
+        self._embeddings = embeddings
+        self._matrix: list[VectorMatrix | None] = [None]
+
+    def search_blocking(
+        self,
+        session: Session,
+        prompt: str,
+        terms: Sequence[str],
+        limit: int,
+        query_vector: Array | None = None,
+    ) -> list[DeliberateEntry]:
+        service = self._service
+        if session.bare or not prompt.strip() or limit < 1:
+            return []
+        embeddings = self._embeddings
+        model = None if embeddings is None else embeddings.model_id
+        vector = query_vector if model is not None else None
+        found = service.store.query_blocking(
+            lambda connection: hybrid_search(
+                connection, session.workspace_id, terms, vector, model, limit, self._matrix
+            )
+        )
+        if vector is None or embeddings is None:  # lexical, as before: bm25 order
+            return [to_entry(item.record) for item in found.found]
+        cosines = {item.record.id: item.cosine for item in found.found}
+        unembedded = [item.record for item in found.found if item.cosine is None]
+        if unembedded:  # written since the backfill's last pass: embed them for this recall
+            matrix = embeddings.embed([record.content for record in unembedded])
+            if matrix is not None:
+                for record, row in zip(unembedded, matrix, strict=True):
+                    cosines[record.id] = float(row @ query_vector)
+        weights = rank.query_weights(found.terms, found.frequency, found.total)
+        by_key = {item.record.id: item.record for item in found.found}
+        chosen = rank.rank(
+            [
+                rank.Candidate(
+                    key=item.record.id,
+                    text=item.record.content,
+                    recorded_at=item.record.updated_at,
+                    coverage=rank.coverage(rank.text_stems(item.record.content), weights),
+                    cosine=cosines[item.record.id],
+                )
+                for item in found.found
+            ],
+            semantic=True,
+            limit=limit,
+            floor=embeddings.floor,
+            gate=embeddings.gate,
+            lexical_weight=embeddings.lexical_weight,
+        )
+        return [to_entry(by_key[c.key]) for c in chosen]
+
+
+def to_entry(record: StoredRecord) -> DeliberateEntry:
+    return DeliberateEntry(
+        id=record.id,
+        kind=record.kind,
+        content=record.content,
+        scope="global" if record.is_global else "workspace",
+        updated_at=format_time(record.updated_at),
+    )
+
+
+class Backfill:
+    """Embeds deliberate records that have no vector of the current model (records written
+    since the last pass, or all of them after an upgrade or a model change), in small batches
+    in the background; recall ranks them lexically until then."""
+
+    def __init__(self, service: DeliberateMemory, embeddings: Embeddings) -> None:
+        self._service = service
+        self._embeddings = embeddings
+        self.embedded = 0
+        self.pending = 0
+        self._seen_changes: int | None = None
+
+    def step_blocking(self) -> int:
+        """One batch: how many records were embedded (0 when there is nothing to do)."""
+        service = self._service
+        model = self._embeddings.model_id
+        if model is None or service.store.damage is not None:
+            return 0
+        store = service.store
+
+        def read(connection: sqlite3.Connection) -> list[tuple[int, str]] | None:
+            if self._seen_changes == connection.total_changes and not self.pending:
+                return None  # nothing written since the last pass found nothing to do
+            self.embedded, self.pending = progress(connection, model)
+            self._seen_changes = connection.total_changes
+            return pending(connection, model, RECALL_BACKFILL_BATCH) if self.pending else []
+
+        rows = store.query_blocking(read)
+        if not rows:
+            return 0
+        vectors = self._embeddings.embed([content for _row, content in rows])
+        if vectors is None:
+            return 0
+        stored = store.query_blocking(lambda c: store_vectors(c, model, rows, vectors))
+        self.embedded += stored
+        self.pending = max(0, self.pending - stored)
+        self._seen_changes = None  # our own write moved the counter
+        return len(rows)
+
+    def refresh_blocking(self) -> None:
+        """Read the progress now (status is right before the first batch is done)."""
+        service = self._service
+        model = self._embeddings.model_id
+        if model is None or service.store.damage is not None:
+            return
+        self.embedded, self.pending = service.store.query_blocking(
+            lambda connection: progress(connection, model)
+        )
+
+    async def run(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        try:
+            await trio.to_thread.run_sync(self.refresh_blocking)
+        except Exception as exc:  # reported by the first step's failure as well
+            log.warning("recall.backfill_failed", error=f"{type(exc).__name__}: {exc}")
+        task_status.started()
+        while True:
+            try:
+                done = await trio.to_thread.run_sync(self.step_blocking)
+            except Exception as exc:  # a damaged database or a broken model: retry later
+                log.warning("recall.backfill_failed", error=f"{type(exc).__name__}: {exc}")
+                done = 0
+            if done:
+                log.debug("recall.backfill_batch", embedded=done, pending=self.pending)
+                await trio.lowlevel.checkpoint()
+            else:
+                await trio.sleep(RECALL_BACKFILL_IDLE_S)
+
+    def status(self) -> EmbeddingStatus:
+        embeddings = self._embeddings
+        return EmbeddingStatus(
+            state=embeddings.state,  # type: ignore[arg-type]
+            setting=embeddings.setting,
+            model=embeddings.model_id,
+            reason=embeddings.reason,
+            embedded=self.embedded,
+            pending=self.pending,
+        )

@@ -1,0 +1,57 @@
+"""Explicit facts as the daemon serves them: `remember` (user.md or the project's memory.md)
+and the startup context a session is given (both files, bounded). The file format and its
+atomic writes are orcad.explicit's.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import trio
+
+from orcad.capture.project_access import ProjectAccess
+from orcad.explicit import append_fact, format_fact, read_bounded, remember_fact
+from orcad.host import Host
+from orcad.limits import STARTUP_PROJECT_MAX_BYTES, STARTUP_USER_MAX_BYTES
+from orcad.recall.service import disabled_for_bare
+from orcad.sessions import Session
+from protocol.types import RememberParams, RememberResult, Startup
+
+PROJECT_MEMORY_FILE = "memory.md"
+
+
+class ExplicitFacts:
+    """`remember` and the startup context: user.md and each project's memory.md."""
+
+    def __init__(self, host: Host, projects: ProjectAccess) -> None:
+        self._host = host
+        self._projects = projects
+
+    def project_file(self, project_id: str) -> Path:
+        return self._projects.project_dir(project_id) / PROJECT_MEMORY_FILE
+
+    async def remember(self, params: RememberParams) -> RememberResult:
+        session = await self._host.sessions.require(params.session_id, params.epoch)
+        disabled_for_bare(session, "remember")
+        if params.scope == "user":
+            path = self._host.paths.user_memory_file
+            size = await trio.to_thread.run_sync(remember_fact, path, params.text)
+        else:
+            # memory.md is written under the project's lock, like the ledger beside it
+            line = format_fact(params.text)
+            path = self.project_file(session.project_id)
+            size = await self._projects.run_locked(
+                session.project_id, lambda directory: append_fact(path, line)
+            )
+        return RememberResult(path=str(path), bytes=size)
+
+    async def read_startup(self, session: Session) -> Startup:
+        user_file = self._host.paths.user_memory_file
+        project_file = self.project_file(session.project_id)
+
+        def read() -> Startup:
+            user, user_cut = read_bounded(user_file, STARTUP_USER_MAX_BYTES)
+            project, project_cut = read_bounded(project_file, STARTUP_PROJECT_MAX_BYTES)
+            return Startup(user=user, project=project, truncated=user_cut or project_cut)
+
+        return await trio.to_thread.run_sync(read)
