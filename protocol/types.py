@@ -93,11 +93,13 @@ class RecentError(Result, frozen=True, kw_only=True):
 
 
 class EmbeddingStatus(Result, frozen=True, kw_only=True):
-    """Recall's embedding model: "ready", "off" (configured none) or "unavailable" (why in
-    `reason`; recall is lexical). `embedded`/`pending`: deliberate records with and without a
-    vector of this model (the background backfill's progress)."""
+    """Recall's embedding model: "ready", "loading" (the daemon loads it in the background just
+    after it starts; a recall meanwhile waits for it), "off" (configured none) or "unavailable"
+    (why in `reason`; recall is lexical). `embedded`/`pending`: deliberate records with and
+    without a vector of this model (the background backfill's progress); `model` is null until
+    the model is loaded."""
 
-    state: Literal["ready", "off", "unavailable"]
+    state: Literal["ready", "loading", "off", "unavailable"]
     setting: str
     model: str | None = None
     reason: str | None = None

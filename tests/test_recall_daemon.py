@@ -225,7 +225,10 @@ def test_deliberate_caps_eight_records_and_4096_characters(
     used = sum(len(deliberate_line(entry, now)) for entry in entries)
     assert used <= RECALL_DELIBERATE_MAX_CHARS - DELIBERATE_FRAME_CHARS
     assert len(result.context) <= RECALL_DELIBERATE_MAX_CHARS  # the whole block, frame included
-    assert len(result.deliberate) == 3  # each rendered record is a little over 900 characters
+    # each rendered note is a little over 900 characters: three fit, a fourth would not (a short
+    # record the model finds related may still come along in the room they leave)
+    notes = [r for r in result.deliberate if r.content.startswith("Profiling note")]
+    assert len(notes) == 3
     assert all(r.scope == "workspace" and r.kind == "fact" for r in result.deliberate)
 
 

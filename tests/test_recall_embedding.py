@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import struct
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -94,6 +95,47 @@ def test_settings_none_missing_and_broken(tmp_path: Path) -> None:
     assert loaded.embed(["anything"]) is None
     assert Embeddings.load("none").state == "off"
     assert Embeddings.load("builtin").state == "ready"
+
+
+def test_a_deferred_model_loads_once_and_its_users_wait_for_the_load() -> None:
+    started, release = threading.Event(), threading.Event()
+    loads: list[int] = []
+
+    def slow_loader() -> Any:
+        loads.append(1)
+        started.set()
+        release.wait(10)
+        return load_static(BUILTIN_DIR)
+
+    embeddings = Embeddings("builtin", None, loader=slow_loader)
+    assert embeddings.state == "loading" and embeddings.loaded_model_id is None
+    loader = threading.Thread(target=embeddings.load_blocking)
+    loader.start()
+    assert started.wait(10)
+    answers: list[Any] = []
+    user = threading.Thread(target=lambda: answers.append(embeddings.embed(["deploys"])))
+    user.start()
+    user.join(0.3)
+    assert user.is_alive() and not answers  # a recall waits for the model, never goes lexical
+    assert embeddings.state == "loading"  # while status never waits
+    release.set()
+    loader.join(10)
+    user.join(10)
+    assert answers[0] is not None and answers[0].shape == (1, load_static(BUILTIN_DIR).dims)
+    assert embeddings.state == "ready" and embeddings.loaded_model_id == embeddings.model_id
+    embeddings.load_blocking()
+    assert loads == [1]
+
+
+def test_a_deferred_model_that_fails_to_load_leaves_recall_lexical() -> None:
+    def broken_loader() -> Any:
+        raise RuntimeError("the disk said no")
+
+    embeddings = Embeddings("builtin", None, loader=broken_loader)
+    assert embeddings.embed(["anything"]) is None  # the first use loads, and fails
+    assert embeddings.state == "unavailable" and "the disk said no" in (embeddings.reason or "")
+    assert Embeddings.deferred("none").state == "off"
+    assert Embeddings.deferred("builtin").state == "loading"
 
 
 def test_static_model_with_mismatched_shapes_is_refused(tmp_path: Path) -> None:

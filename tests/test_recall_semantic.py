@@ -41,6 +41,17 @@ def start(orca_env: OrcaEnv, factory: list[DaemonProcess], config: str = "") -> 
     return daemon.start()
 
 
+def loaded_status(daemon: DaemonProcess) -> Any:
+    """daemon.status once the model's background load has ended, one way or the other."""
+    deadline = time.monotonic() + 30
+    while True:
+        status = daemon.call("daemon.status", {})
+        if status.embedding.state != "loading":
+            return status
+        assert time.monotonic() < deadline, status.embedding
+        time.sleep(0.02)
+
+
 def wait_for_backfill(daemon: DaemonProcess, records: int) -> Any:
     deadline = time.monotonic() + 30
     while True:
@@ -55,7 +66,7 @@ def test_builtin_model_by_default_and_nothing_injected_for_an_unrelated_prompt(
     orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], workdir: Path
 ) -> None:
     daemon = start(orca_env, daemon_factory)
-    embedding = daemon.call("daemon.status", {}).embedding
+    embedding = loaded_status(daemon).embedding
     assert embedding.state == "ready" and embedding.setting == "builtin"
     assert embedding.model.startswith("minilm-l6-static-")
     agent = Agent(daemon, workdir)
@@ -123,7 +134,7 @@ def test_a_model_that_cannot_load_leaves_recall_lexical_and_says_why(
 ) -> None:
     missing = tmp_path / "no-such-model"
     daemon = start(orca_env, daemon_factory, f'[recall]\nembedding = "{missing}"\n')
-    status = daemon.call("daemon.status", {})
+    status = loaded_status(daemon)
     assert status.embedding.state == "unavailable" and str(missing) in status.embedding.reason
     assert any(e.kind == "embedding" for e in status.recent_errors)
     agent = Agent(daemon, workdir)
@@ -144,7 +155,7 @@ def test_an_endpoint_model_and_its_failure_within_the_deadline(
             f'base_url = "{server.base_url}"\nmodel = "embed-test"\ntimeout_s = 0.5\n'
         )
         daemon = start(orca_env, daemon_factory, config)
-        assert daemon.call("daemon.status", {}).embedding.model == "endpoint-embed-test"
+        assert loaded_status(daemon).embedding.model == "endpoint-embed-test"
         agent = Agent(daemon, workdir)
         add_facts(project_dir(orca_env, agent.project_id), FACTS)
         result = agent.recall("make release deploys")

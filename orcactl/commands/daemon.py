@@ -100,6 +100,8 @@ def describe_embedding(embedding: EmbeddingStatus) -> str:
         return 'off (recall is lexical: [recall] embedding = "none")'
     if embedding.state == "unavailable":
         return f"UNAVAILABLE, recall is lexical: {embedding.reason}"
+    if embedding.state == "loading":
+        return f"loading ({embedding.setting}; a recall meanwhile waits for it)"
     text = f"{embedding.model}; {embedding.embedded} records embedded"
     if embedding.pending:
         text += f", {embedding.pending} pending (embedding in the background)"

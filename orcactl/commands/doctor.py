@@ -412,6 +412,8 @@ def judge_embedding(embedding: EmbeddingStatus | None) -> Finding:
             f"recall is lexical only: {embedding.reason}; fix [recall] embedding in config.toml "
             '(or set it to "builtin") and restart orcad',
         )
+    if embedding.state == "loading":
+        return Finding("embedding", "ok", f"{embedding.setting}: loading, just after start")
     detail = f"{embedding.model}: {embedding.embedded} records embedded"
     if embedding.pending:
         detail += f", {embedding.pending} pending (embedding in the background)"

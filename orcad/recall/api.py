@@ -18,7 +18,7 @@ import trio
 
 from orcad.capture.service import CaptureService
 from orcad.deliberate.service import DeliberateMemory
-from orcad.host import Host
+from orcad.host import BackgroundTask, Host
 from orcad.recall.automatic import ProjectMemorySearch
 from orcad.recall.deliberate import Backfill, DeliberateRecall
 from orcad.recall.embedding import Embeddings
@@ -29,21 +29,47 @@ from orcad.recall.snapshots import SnapshotStore
 log = structlog.get_logger("orcad.recall")
 
 
-def load_embeddings(host: Host) -> Embeddings:
+def embeddings_of(host: Host) -> Embeddings:
+    """The configured model, not loaded yet (`model_loader` loads it once the daemon serves)."""
     config = host.config.recall
-    embeddings = Embeddings.load(
+    return Embeddings.deferred(
         config.embedding,
         base_url=config.endpoint.base_url,
         model=config.endpoint.model,
         api_key_env=config.endpoint.api_key_env,
         timeout_s=config.endpoint.timeout_s,
     )
-    if embeddings.state == "unavailable":
-        log.warning("recall.embedding_unavailable", reason=embeddings.reason)
-        host.record_error("embedding", f"recall is lexical only: {embeddings.reason}")
-    else:
-        log.info("recall.embedding_loaded", model=embeddings.model_id, setting=config.embedding)
-    return embeddings
+
+
+def model_loader(host: Host, embeddings: Embeddings, backfill: Backfill) -> BackgroundTask:
+    """The background task that loads the model off the start-up path (numpy's arrays and the
+    vocabulary take about as long as the rest of the start), says how it went, and then runs
+    the backfill for as long as the daemon does."""
+    reported = False
+
+    async def load_then_backfill(
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        nonlocal reported
+        task_status.started()
+        await trio.to_thread.run_sync(embeddings.load_blocking)
+        if not reported:
+            reported = True
+            if embeddings.state == "unavailable":
+                log.warning("recall.embedding_unavailable", reason=embeddings.reason)
+                host.record_error("embedding", f"recall is lexical only: {embeddings.reason}")
+            else:
+                log.info(
+                    "recall.embedding_loaded",
+                    model=embeddings.loaded_model_id,
+                    setting=embeddings.setting,
+                )
+        if embeddings.state == "ready":
+            await backfill.run()
+        else:
+            await trio.sleep_forever()  # lexical recall; nothing to embed
+
+    return load_then_backfill
 
 
 @dataclass(frozen=True)
@@ -65,7 +91,7 @@ def install(host: Host, *, capture: CaptureService, deliberate: DeliberateMemory
         await trio.to_thread.run_sync(host.recover_state_db, problem)
 
     snapshots.on_corrupt = recover_state_db
-    embeddings = load_embeddings(host)
+    embeddings = embeddings_of(host)
     backfill = Backfill(deliberate, embeddings)
     projects = capture.projects
 
@@ -87,8 +113,8 @@ def install(host: Host, *, capture: CaptureService, deliberate: DeliberateMemory
         embeddings=embeddings,
         record_error=host.record_error,
     )
-    if embeddings.embedder is not None:
-        host.run_in_background(backfill.run)
+    if embeddings.setting != "none":
+        host.run_in_background(model_loader(host, embeddings, backfill))
     explicit = ExplicitFacts(host, projects)
     host.router.add("recall", service.recall)
     host.router.add("remember", explicit.remember)

@@ -144,12 +144,12 @@ class Backfill:
             lambda connection: progress(connection, model)
         )
 
-    async def run(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+    async def run(self) -> None:
+        """Embed pending records batch after batch, for as long as the daemon runs."""
         try:
             await trio.to_thread.run_sync(self.refresh_blocking)
         except Exception as exc:  # reported by the first step's failure as well
             log.warning("recall.backfill_failed", error=f"{type(exc).__name__}: {exc}")
-        task_status.started()
         while True:
             try:
                 done = await trio.to_thread.run_sync(self.step_blocking)
@@ -167,7 +167,7 @@ class Backfill:
         return EmbeddingStatus(
             state=embeddings.state,  # type: ignore[arg-type]
             setting=embeddings.setting,
-            model=embeddings.model_id,
+            model=embeddings.loaded_model_id,
             reason=embeddings.reason,
             embedded=self.embedded,
             pending=self.pending,

@@ -18,8 +18,9 @@ import hashlib
 import json
 import math
 import os
+import threading
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -271,12 +272,63 @@ def load_embedder(
 
 
 class Embeddings:
-    """The daemon's embedding model (or why there is none), shared by both parts of recall."""
+    """The daemon's embedding model (or why there is none), shared by both parts of recall.
 
-    def __init__(self, setting: str, embedder: Embedder | None, reason: str | None = None):
+    The daemon loads the model in a worker thread once it serves (`deferred`, then
+    `load_blocking`), so loading costs no start-up time. Until then `state` is "loading"; the
+    model's users (recall and the backfill, in worker threads) wait for the load through
+    `embedder`, so a recall made at once ranks as every later one does. `state` and
+    `loaded_model_id` never wait: they are read on the event loop.
+    """
+
+    def __init__(
+        self,
+        setting: str,
+        embedder: Embedder | None,
+        reason: str | None = None,
+        *,
+        loader: Callable[[], Embedder | None] | None = None,
+    ) -> None:
         self.setting = setting
-        self.embedder = embedder
+        self._embedder = embedder
         self.reason = reason  # why no model was loaded, or the last failure of a loaded one
+        self._loader = loader
+        self._load_lock = threading.Lock()
+        self._loaded = threading.Event()
+        if loader is None:
+            self._loaded.set()
+
+    @classmethod
+    def deferred(
+        cls,
+        setting: str,
+        *,
+        base_url: str = "",
+        model: str = "",
+        api_key_env: str = "",
+        timeout_s: float = 0.5,
+        floor: float | None = None,
+        lexical_weight: float | None = None,
+    ) -> Embeddings:
+        """The model `setting` names, loaded by the first `load_blocking` or use."""
+        if setting == "none":
+            return cls(setting, None)
+
+        def load() -> Embedder | None:
+            embedder = load_embedder(
+                setting,
+                base_url=base_url,
+                model=model,
+                api_key_env=api_key_env,
+                timeout_s=timeout_s,
+            )
+            if embedder is not None and floor is not None:
+                embedder.floor = floor
+            if embedder is not None and lexical_weight is not None:
+                embedder.lexical_weight = lexical_weight
+            return embedder
+
+        return cls(setting, None, loader=load)
 
     @classmethod
     def load(
@@ -290,58 +342,88 @@ class Embeddings:
         floor: float | None = None,
         lexical_weight: float | None = None,
     ) -> Embeddings:
-        try:
-            embedder = load_embedder(
-                setting,
-                base_url=base_url,
-                model=model,
-                api_key_env=api_key_env,
-                timeout_s=timeout_s,
-            )
-        except EmbeddingUnavailable as exc:
-            return cls(setting, None, str(exc))
-        except Exception as exc:  # a broken model file must never stop the daemon
-            return cls(setting, None, f"cannot load embedding model {setting}: {exc!r}")
-        if embedder is not None and floor is not None:
-            embedder.floor = floor
-        if embedder is not None and lexical_weight is not None:
-            embedder.lexical_weight = lexical_weight
-        return cls(setting, embedder)
+        """The model `setting` names, loaded now."""
+        embeddings = cls.deferred(
+            setting,
+            base_url=base_url,
+            model=model,
+            api_key_env=api_key_env,
+            timeout_s=timeout_s,
+            floor=floor,
+            lexical_weight=lexical_weight,
+        )
+        embeddings.load_blocking()
+        return embeddings
+
+    def load_blocking(self) -> None:
+        """Load the model once; a caller during the load waits for it. Never raises: a model
+        that cannot be loaded leaves recall lexical, with the reason kept."""
+        with self._load_lock:
+            if self._loaded.is_set() or self._loader is None:
+                return
+            try:
+                self._embedder = self._loader()
+            except EmbeddingUnavailable as exc:
+                self.reason = str(exc)
+            except Exception as exc:  # a broken model file must never stop the daemon
+                self.reason = f"cannot load embedding model {self.setting}: {exc!r}"
+            finally:
+                self._loaded.set()
+
+    @property
+    def embedder(self) -> Embedder | None:
+        """The model, or None when there is none; waits for its load (worker threads only)."""
+        if not self._loaded.is_set():
+            self.load_blocking()
+        return self._embedder
 
     @property
     def model_id(self) -> str | None:
-        return None if self.embedder is None else self.embedder.model_id
+        embedder = self.embedder
+        return None if embedder is None else embedder.model_id
+
+    @property
+    def loaded_model_id(self) -> str | None:
+        """The model's id once it is loaded, without waiting (status, on the event loop)."""
+        return None if self._embedder is None else self._embedder.model_id
 
     @property
     def floor(self) -> float:
-        return DEFAULT_FLOOR if self.embedder is None else self.embedder.floor
+        embedder = self.embedder
+        return DEFAULT_FLOOR if embedder is None else embedder.floor
 
     @property
     def gate(self) -> float:
-        return DEFAULT_GATE if self.embedder is None else self.embedder.gate
+        embedder = self.embedder
+        return DEFAULT_GATE if embedder is None else embedder.gate
 
     @property
     def lexical_weight(self) -> float:
-        return DEFAULT_LEXICAL_WEIGHT if self.embedder is None else self.embedder.lexical_weight
+        embedder = self.embedder
+        return DEFAULT_LEXICAL_WEIGHT if embedder is None else embedder.lexical_weight
 
     @property
     def state(self) -> str:
-        if self.embedder is not None:
+        """ready, loading, off or unavailable; never waits."""
+        if not self._loaded.is_set():
+            return "loading"
+        if self._embedder is not None:
             return "ready"
         return "off" if self.setting == "none" else "unavailable"
 
     def embed(self, texts: Sequence[str]) -> Array | None:
         """Unit rows for `texts`, or None when the model fails (the failure is kept)."""
-        if self.embedder is None:
+        embedder = self.embedder
+        if embedder is None:
             return None
         try:
-            matrix = self.embedder.embed(texts)
+            matrix = embedder.embed(texts)
         except EmbeddingUnavailable as exc:
             self.reason = str(exc)
             return None
         except Exception as exc:  # recall falls back to lexical whatever the model did
             self.reason = f"embedding failed: {exc!r}"
             return None
-        if self.reason is not None and self.embedder is not None:
+        if self.reason is not None:
             self.reason = None  # it works again
         return matrix
