@@ -19,6 +19,7 @@ import trio
 from orcad.capture.service import CaptureService
 from orcad.deliberate.service import DeliberateMemory
 from orcad.host import BackgroundTask, Host
+from orcad.limits import RECALL_MODEL_LOAD_DELAY_S
 from orcad.recall.automatic import ProjectMemorySearch
 from orcad.recall.deliberate import Backfill, DeliberateRecall
 from orcad.recall.embedding import Embeddings
@@ -42,9 +43,9 @@ def embeddings_of(host: Host) -> Embeddings:
 
 
 def model_loader(host: Host, embeddings: Embeddings, backfill: Backfill) -> BackgroundTask:
-    """The background task that loads the model off the start-up path (numpy's arrays and the
-    vocabulary take about as long as the rest of the start), says how it went, and then runs
-    the backfill for as long as the daemon does."""
+    """The background task that loads the model off the start-up path (its arrays and
+    vocabulary take about a third as long as the rest of the start), says how it went, and
+    then runs the backfill for as long as the daemon does."""
     reported = False
 
     async def load_then_backfill(
@@ -52,6 +53,7 @@ def model_loader(host: Host, embeddings: Embeddings, backfill: Backfill) -> Back
     ) -> None:
         nonlocal reported
         task_status.started()
+        await trio.sleep(RECALL_MODEL_LOAD_DELAY_S)  # a recall before then loads it itself
         await trio.to_thread.run_sync(embeddings.load_blocking)
         if not reported:
             reported = True
