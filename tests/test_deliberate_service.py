@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import trio
 
 from orcad.limits import (
     APPROVAL_TTL_S,
@@ -18,7 +19,10 @@ from orcad.limits import (
     MEMORY_CONTENT_MAX_CHARS,
     SEARCH_LIMIT_DEFAULT,
 )
+from orcad.query import distinct_terms
+from orcad.recall.deliberate import DeliberateRecall
 from protocol.errors import RemoteError
+from protocol.types import DeliberateEntry
 from tests.deliberate_helpers import InProcessDaemon, SettableClock
 
 pytestmark = pytest.mark.inprocess
@@ -621,19 +625,23 @@ async def test_stale_epoch_is_refused(orca: InProcessDaemon, tmp_path: Path) -> 
     assert error.error.code == -32010
 
 
-async def test_search_for_recall_uses_the_same_ranking_and_visibility(
+async def test_recall_searches_the_same_store_with_the_same_visibility(
     orca: InProcessDaemon, tmp_path: Path
 ) -> None:
     a = await orca.open(tmp_path / "a", mode="yolo")
     b = await orca.open(tmp_path / "b", mode="yolo")
     mine = (await save(orca, a, "alpha deploys with helm"))["record"]
     await save(orca, b, "beta deploys with helm")
-    service = orca.features.deliberate
+    recall = DeliberateRecall(orca.features.deliberate)  # lexical: no model
     session = await orca.daemon.sessions.require(a["session_id"], a["epoch"])
-    entries = await service.search_for_recall(session, "how do we deploy?", 8)
+
+    def search(prompt: str) -> list[DeliberateEntry]:
+        return recall.search_blocking(session, prompt, distinct_terms(prompt), 8)
+
+    entries = await trio.to_thread.run_sync(search, "how do we deploy?")
     assert [e.id for e in entries] == [mine["id"]]
     assert entries[0].scope == "workspace"
-    assert await service.search_for_recall(session, "🎉", 8) == []
+    assert await trio.to_thread.run_sync(search, "🎉") == []
 
 
 async def test_a_reopened_session_cannot_approve_what_its_earlier_epoch_proposed(

@@ -1,13 +1,5 @@
-"""Deliberate memory's service: memory.search, memory.manage and memory.approve, and the
-search that recall uses.
-
-`DeliberateMemory` offers recall
-
-    async def search_for_recall(session: Session, text: str, limit: int) -> list[DeliberateEntry]
-    def search_for_recall_blocking(...)  # the same, for a caller already in a worker thread
-
-the visible records matching `text`, best first (same ranking as memory.search), at most `limit`;
-empty for a bare session or text without terms. Character caps are the caller's.
+"""Deliberate memory's service: memory.search, memory.manage and memory.approve. Recall reads
+the same store through orcad.recall.deliberate.
 
 Order of checks for a change: session (bare -> -32016), params (-32602 with the field), target
 visibility (-32014), secret and exact-duplicate refusals (every mode), then the policy
@@ -45,7 +37,6 @@ from orcad.limits import APPROVAL_TTL_S, DELIBERATE_PURGE_DELAY_S, MEMORY_CONTEN
 from orcad.secrets import redact, secret_kinds
 from orcad.sessions import Session, SessionStore
 from protocol.types import (
-    DeliberateEntry,
     MemoryApproveParams,
     MemoryManageParams,
     MemoryManageResult,
@@ -191,21 +182,6 @@ class DeliberateMemory:
         else:
             records = await self.store.search(session.workspace_id, params.query, params.limit)
         return MemorySearchResult(records=[to_wire(record) for record in records])
-
-    async def search_for_recall(
-        self, session: Session, text: str, limit: int
-    ) -> list[DeliberateEntry]:
-        if session.bare or not text.strip() or limit < 1:
-            return []
-        return _recall_entries(await self.store.search(session.workspace_id, text, limit))
-
-    def search_for_recall_blocking(
-        self, session: Session, text: str, limit: int
-    ) -> list[DeliberateEntry]:
-        """`search_for_recall` from a worker thread (recall runs both of its searches in one)."""
-        if session.bare or not text.strip() or limit < 1:
-            return []
-        return _recall_entries(self.store.search_blocking(session.workspace_id, text, limit))
 
     # --- manage ------------------------------------------------------------------------------
 
@@ -469,16 +445,3 @@ def changes_global(change: PendingChange, target: StoredRecord | None) -> bool:
     if target is not None:
         return target.is_global
     return bool(change.is_global)
-
-
-def _recall_entries(records: list[StoredRecord]) -> list[DeliberateEntry]:
-    return [
-        DeliberateEntry(
-            id=r.id,
-            kind=r.kind,
-            content=r.content,
-            scope="global" if r.is_global else "workspace",
-            updated_at=format_time(r.updated_at),
-        )
-        for r in records
-    ]
