@@ -334,16 +334,20 @@ def install_features(daemon: Daemon) -> Features:
     """
     from orcad.capture.api import install as install_capture  # noqa: PLC0415
     from orcad.deliberate.api import install as install_deliberate  # noqa: PLC0415
+    from orcad.recall.api import embeddings_of  # noqa: PLC0415
     from orcad.recall.api import install as install_recall  # noqa: PLC0415
+    from orcad.recall.automatic import fact_embedder  # noqa: PLC0415
 
     daemon.check_state_db()
     # memory.search, memory.manage, memory.approve, grants.*:
     deliberate = install_deliberate(daemon)
+    # recall's model (loaded in the background), also used to embed facts as they are published
+    embeddings = embeddings_of(daemon)
     # turn.completed, jobs.*, projects.*, ledger.forget:
-    capture, capture_routes = install_capture(daemon)
+    capture, capture_routes = install_capture(daemon, embed_facts=fact_embedder(embeddings))
     daemon.capture_status = capture
     # recall, remember, the startup context:
-    recall = install_recall(daemon, capture=capture, deliberate=deliberate)
+    recall = install_recall(daemon, capture=capture, deliberate=deliberate, embeddings=embeddings)
     daemon.startup_reader = recall.explicit.read_startup
     daemon.embedding_status = recall.backfill.status
     # a forgotten fact or record leaves no copy in a recall snapshot:

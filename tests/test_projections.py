@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import sqlite3
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from structlog.testing import capture_logs
@@ -16,13 +17,17 @@ from orcad.capture.projections import (
     INDEX_FILE,
     MARKDOWN_FILE,
     IndexUnavailable,
+    IndexVectors,
     ensure_index,
     index_state,
     publish_projections,
+    read_index_vectors,
     rebuild_index,
     render_markdown,
 )
-from orcad.recall.automatic import ProjectCache, search_index
+from orcad.query import distinct_terms
+from orcad.recall.automatic import ProjectCache, ProjectMemorySearch, fact_embedder, search_index
+from orcad.recall.embedding import BUILTIN_DIR, Embeddings, load_static
 from protocol.types import ExtractedFact
 
 pytestmark = pytest.mark.inprocess
@@ -58,10 +63,10 @@ def numbered(count: int) -> Ledger:
     return ledger
 
 
-def commit(project: Path, ledger: Ledger) -> list[str]:
+def commit(project: Path, ledger: Ledger, vectors: IndexVectors | None = None) -> list[str]:
     """What the capture writer does under the project lock."""
     write_ledger(project, ledger)
-    return publish_projections(project, ledger)
+    return publish_projections(project, ledger, vectors)
 
 
 # --- auto-memory.md -------------------------------------------------------------------------
@@ -347,3 +352,83 @@ def test_publish_repairs_a_garbage_index_in_the_same_write(tmp_path: Path) -> No
     assert index_state(tmp_path, ledger) == "corrupt"
     assert publish_projections(tmp_path, ledger) == []
     assert index_state(tmp_path, ledger) == "current"
+
+
+# --- the facts' vectors in the index --------------------------------------------------------
+
+
+def test_the_index_keeps_its_facts_vectors_across_publishes_and_rebuilds(tmp_path: Path) -> None:
+    alpha, beta = b"\x01\x00" * 4, b"\x02\x00" * 4
+    first = with_facts(Ledger(), "alpha one")
+    commit(tmp_path, first, IndexVectors("model-a", {"alpha one": alpha}))
+    second = with_facts(first, "beta two")
+    commit(tmp_path, second, IndexVectors("model-a", {"beta two": beta}))
+    both = IndexVectors("model-a", {"alpha one": alpha, "beta two": beta})
+    assert read_index_vectors(tmp_path / INDEX_FILE) == both
+    third = with_facts(second, "gamma three")
+    commit(tmp_path, third)  # published without a model: what the index had is kept
+    assert read_index_vectors(tmp_path / INDEX_FILE) == both
+    rebuild_index(tmp_path, third)
+    assert read_index_vectors(tmp_path / INDEX_FILE) == both
+    assert index_state(tmp_path, third) == "current"
+    # a fact that leaves the ledger takes its vector along
+    fewer = Ledger(third.revision + 1, third.candidates[1:], third.merged_jobs)
+    commit(tmp_path, fewer)
+    assert read_index_vectors(tmp_path / INDEX_FILE) == IndexVectors("model-a", {"beta two": beta})
+    # another model's vectors replace the old model's
+    delta = b"\x04\x00" * 4
+    fourth = with_facts(fewer, "delta four")
+    commit(tmp_path, fourth, IndexVectors("model-b", {"delta four": delta}))
+    replaced = IndexVectors("model-b", {"delta four": delta})
+    assert read_index_vectors(tmp_path / INDEX_FILE) == replaced
+
+
+def test_an_index_from_before_vectors_is_current_and_holds_none(tmp_path: Path) -> None:
+    ledger = with_facts(Ledger(), "alpha one")
+    commit(tmp_path, ledger, IndexVectors("model-a", {"alpha one": b"\x01\x00"}))
+    database = sqlite3.connect(tmp_path / INDEX_FILE)
+    database.execute("DROP TABLE vectors")
+    database.execute("DELETE FROM meta WHERE key = 'vector_model'")
+    database.commit()
+    database.close()
+    assert index_state(tmp_path, ledger) == "current"
+    assert read_index_vectors(tmp_path / INDEX_FILE) is None
+    (tmp_path / INDEX_FILE).write_bytes(b"garbage" * 100)
+    assert read_index_vectors(tmp_path / INDEX_FILE) is None
+
+
+class CountingModel:
+    """The built-in model, noting every text it is asked to embed."""
+
+    def __init__(self) -> None:
+        self.inner = load_static(BUILTIN_DIR)
+        self.model_id, self.dims = self.inner.model_id, self.inner.dims
+        self.floor, self.gate = self.inner.floor, self.inner.gate
+        self.lexical_weight = self.inner.lexical_weight
+        self.texts: list[str] = []
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        self.texts += texts
+        return self.inner.embed(texts)
+
+
+def test_recall_reads_fact_vectors_from_the_index_and_embeds_only_the_others(
+    tmp_path: Path,
+) -> None:
+    model = CountingModel()
+    embeddings = Embeddings("builtin", model)
+    facts = ["The frontend uses pnpm, never npm.", "Releases are cut on Thursdays."]
+    ledger = with_facts(Ledger(), *facts)
+    commit(tmp_path, ledger, fact_embedder(embeddings)(facts[:1]))  # only the first one's
+    search = ProjectMemorySearch(lambda _project: tmp_path, embeddings=embeddings)
+    prompt = "which package manager does the frontend use?"
+    query = embeddings.embed([prompt])
+    assert query is not None
+    model.texts.clear()
+    found = search.search_blocking("p", distinct_terms(prompt), 12, query[0])
+    assert [record.fact for record in found][:1] == facts[:1]
+    assert model.texts == facts[1:]  # the first fact's vector came from the index
+    model.texts.clear()
+    search.search_blocking("p", distinct_terms(prompt), 12, query[0])
+    assert model.texts == []  # and both are kept between recalls
+    search.close()

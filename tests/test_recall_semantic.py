@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from orcad.limits import RECALL_BACKFILL_BATCH
+from tests.external_worker import fact_output, turn_params
 from tests.fake_openai import FakeOpenAI, stall_before_headers
 from tests.harness import DaemonProcess, OrcaEnv
 from tests.test_recall_daemon import Agent, add_facts, project_dir, texts
@@ -187,3 +188,36 @@ def test_a_broken_memory_database_leaves_automatic_recall_working(
     assert any(
         e.kind in ("storage", "recall") for e in daemon.call("daemon.status", {}).recent_errors
     )
+
+
+def test_published_facts_carry_their_vectors_into_the_index(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], workdir: Path
+) -> None:
+    daemon = start(orca_env, daemon_factory)  # no workers: the test publishes
+    model = loaded_status(daemon).embedding.model
+    session = daemon.call("session.open", {"cwd": str(workdir)})
+    index = project_dir(orca_env, session.project.id) / "index.sqlite3"
+    facts = ["The frontend uses pnpm, never npm or yarn.", "Releases are cut on Thursdays."]
+    for number, fact in enumerate(facts):
+        job_id = daemon.call("turn.completed", turn_params(session, f"t{number}")).job_id
+        token = daemon.call("jobs.claim", {"worker": "w"}).lease.token
+        publish = {"job_id": job_id, "token": token, "output": fact_output(fact)}
+        publish |= {"provider": "x", "model": "y"}
+        assert daemon.call("jobs.publish", publish).added == 1
+    database = sqlite3.connect(index)
+    try:
+        (stored_model,) = database.execute(
+            "SELECT value FROM meta WHERE key = 'vector_model'"
+        ).fetchone()
+        rows = database.execute(
+            "SELECT c.fact, length(v.vector) FROM vectors AS v "
+            "JOIN candidates AS c ON c.candidate_id = v.candidate_id"
+        ).fetchall()
+    finally:
+        database.close()
+    # the second publish rebuilt the index and kept the first fact's vector
+    assert stored_model == model
+    assert sorted(fact for fact, _size in rows) == sorted(facts)
+    assert {size for _fact, size in rows} == {2 * 256}  # float16, the built-in model's 256 dims
+    agent = Agent(daemon, workdir)
+    assert texts(agent.recall("which package manager does the frontend use?"))[0] == facts[0]

@@ -16,6 +16,7 @@ import structlog
 from orcad.capture import inspection, leases
 from orcad.capture.admission import Admission
 from orcad.capture.eligibility import TurnFacts, ineligible_reason
+from orcad.capture.lease_engine import FactEmbedder
 from orcad.capture.projects import is_project_id
 from orcad.capture.records import Provenance
 from orcad.capture.service import CaptureService
@@ -187,13 +188,18 @@ def turn_result(admission: Admission) -> TurnCompletedResult:
     )
 
 
-def install(host: Host) -> tuple[CaptureService, CaptureRoutes]:
+def install(
+    host: Host, *, embed_facts: FactEmbedder | None = None
+) -> tuple[CaptureService, CaptureRoutes]:
+    """Capture's routes and background run; `embed_facts` (recall's model) gives published
+    facts their vectors in the index."""
     service = CaptureService(
         projects_dir=host.paths.projects_dir,
         config_file=host.paths.config_file,
         config=host.config,
         clock=host.clock,
         record_error=host.record_error,
+        embed_facts=embed_facts,
     )
     api = CaptureRoutes(service, host.sessions, host.config)
     routes: dict[str, AsyncHandler | SyncHandler] = {

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import random
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import msgspec
@@ -34,12 +34,17 @@ from orcad.capture.ledger import LedgerCorrupt, LedgerFileState, ledger_file_sta
 from orcad.capture.output import MalformedOutput, parse_extractor_output
 from orcad.capture.problems import Problems
 from orcad.capture.project_access import ProjectAccess
+from orcad.capture.projections import IndexVectors
 from orcad.capture.publishing import Published, PublishResult, publish_job
 from orcad.capture.records import JobRecord, Provenance
 from orcad.capture.schedule import PoolState
 from orcad.clock import Clock
 from orcad.config import Config
 from orcad.errors import Conflict, ExtractionRejected, NotFound, StorageError
+
+# the facts' embeddings for the index (orcad.recall.automatic.fact_embedder); never raises,
+# None when there is no model or it failed
+FactEmbedder = Callable[[Sequence[str]], IndexVectors | None]
 
 log = structlog.get_logger("orcad.capture")
 
@@ -58,8 +63,10 @@ class LeaseEngine:
         config: Config,
         clock: Clock,
         problems: Problems,
+        embed_facts: FactEmbedder | None = None,
     ) -> None:
         self.projects = projects
+        self.embed_facts = embed_facts
         self.index = index
         self.config = config
         self.clock = clock
@@ -323,6 +330,10 @@ class LeaseEngine:
                 attempts=job.attempts,
             ) from exc
         project_id = self.index.project_of(job_id)
+        vectors = None
+        if facts and self.embed_facts is not None:  # before the lock: a model takes its time
+            texts = [fact.fact for fact in facts]
+            vectors = await trio.to_thread.run_sync(self.embed_facts, texts)
 
         def work(directory: Path) -> tuple[Published, LedgerFileState]:
             published = publish_job(
@@ -333,6 +344,7 @@ class LeaseEngine:
                 provenance=provenance,
                 now=self.clock.now(),
                 project_views=project_views,
+                vectors=vectors,
             )
             return published, ledger_file_state(directory)
 

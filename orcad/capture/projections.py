@@ -9,6 +9,13 @@ beside it and renames it over `index.sqlite3`. Its `meta` table holds the finger
 ledger it was built from, so "current" means "meta fingerprint == ledger fingerprint". This
 module owns the index's format (`open_index` checks a file and reads its fingerprint); recall
 searches it (orcad.recall.automatic).
+
+The index also holds the facts' embeddings (table `vectors`, float16 bytes, all of the model
+named by meta `vector_model`): a publish brings the vectors of its new facts, made before the
+project lock is taken (`IndexVectors`), and every rebuild carries over the vectors of the facts
+still in the ledger from the index it replaces. So the vectors are derived like the rest of the
+index; an index without them (built before embeddings, or whose model is not recall's) only
+means recall embeds those facts itself.
 """
 
 from __future__ import annotations
@@ -18,8 +25,9 @@ import os
 import secrets
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import NamedTuple
 from urllib.parse import quote
 
 import structlog
@@ -41,6 +49,13 @@ _INDEX_SIDE_FILES = ("-wal", "-shm", "-journal")
 log = structlog.get_logger("orcad.capture.projections")
 
 
+class IndexVectors(NamedTuple):
+    """Embeddings of fact texts by one model: the text -> float16 vector bytes."""
+
+    model: str
+    by_text: Mapping[str, bytes]
+
+
 class IndexUnavailable(Exception):
     """The index cannot answer for this ledger; `state` says why (missing, stale, corrupt)."""
 
@@ -52,19 +67,22 @@ class IndexUnavailable(Exception):
 # --- publication ----------------------------------------------------------------------------
 
 
-def publish_projections(project_dir: Path, ledger: Ledger) -> list[str]:
-    """Rewrite auto-memory.md and index.sqlite3 from `ledger`; the problems, never an exception.
+def publish_projections(
+    project_dir: Path, ledger: Ledger, vectors: IndexVectors | None = None
+) -> list[str]:
+    """Rewrite auto-memory.md and index.sqlite3 from `ledger` (with `vectors` of new facts);
+    the problems, never an exception.
 
     Call after every successful `write_ledger`, still holding the project lock.
     """
     problems: list[str] = []
-    steps: tuple[tuple[str, Callable[[Path, Ledger], None]], ...] = (
-        (MARKDOWN_FILE, write_markdown),
-        (INDEX_FILE, write_index),
+    steps: tuple[tuple[str, Callable[[], None]], ...] = (
+        (MARKDOWN_FILE, lambda: write_markdown(project_dir, ledger)),
+        (INDEX_FILE, lambda: write_index(project_dir, ledger, vectors)),
     )
     for name, publish in steps:
         try:
-            publish(project_dir, ledger)
+            publish()
         except Exception as exc:  # a projection must never fail the commit before it
             problems.append(f"{name}: {exc}")
             log.warning(
@@ -131,13 +149,24 @@ def index_path(project_dir: Path) -> Path:
     return project_dir / INDEX_FILE
 
 
-def write_index(project_dir: Path, ledger: Ledger) -> None:
-    """Build a fresh index for `ledger` beside the old one and rename it into place."""
+def write_index(
+    project_dir: Path,
+    ledger: Ledger,
+    vectors: IndexVectors | None = None,
+    previous: IndexVectors | None = None,
+) -> None:
+    """Build a fresh index for `ledger` beside the old one and rename it into place. Its
+    vectors: `vectors` (new facts) over those of `previous` (read from the old index unless
+    given) of the same model."""
     target = index_path(project_dir)
     _remove_stale_index_temps(target)
+    if previous is None:
+        previous = read_index_vectors(target)
+    if vectors is None or (previous is not None and previous.model == vectors.model):
+        vectors = _merged(previous, vectors)
     temp = target.with_name(f".{INDEX_FILE}.{secrets.token_hex(8)}.tmp")
     try:
-        _build_index_file(temp, ledger)
+        _build_index_file(temp, ledger, vectors)
         for suffix in _INDEX_SIDE_FILES:  # a leftover journal must never be applied to the new file
             with contextlib.suppress(FileNotFoundError):
                 target.with_name(target.name + suffix).unlink()
@@ -157,6 +186,7 @@ def rebuild_index(project_dir: Path, ledger: Ledger) -> None:
     merely stale and the next check rebuilds it. Raises StorageError when it cannot.
     """
     target = index_path(project_dir)
+    previous = read_index_vectors(target)  # what can be read of it before it goes
     for suffix in ("", *_INDEX_SIDE_FILES):
         path = target.with_name(target.name + suffix)
         try:
@@ -165,7 +195,7 @@ def rebuild_index(project_dir: Path, ledger: Ledger) -> None:
             pass
         except OSError as exc:
             raise StorageError(f"cannot remove {path}: {exc.strerror}", path=str(path)) from exc
-    write_index(project_dir, ledger)
+    write_index(project_dir, ledger, previous=previous or IndexVectors("", {}))
     log.info("index.rebuilt", project_dir=str(project_dir), revision=ledger.revision)
 
 
@@ -196,6 +226,36 @@ def open_index(path: Path) -> tuple[sqlite3.Connection, str]:
         raise IndexUnavailable("corrupt", str(exc)) from exc
 
 
+def read_index_vectors(path: Path) -> IndexVectors | None:
+    """The vectors an index holds, by fact text; None when it holds none or cannot be read
+    (the vectors are a cache: a damaged index only costs recall some embedding)."""
+    try:
+        connection, _fingerprint = open_index(path)
+    except IndexUnavailable:
+        return None
+    try:
+        row = connection.execute("SELECT value FROM meta WHERE key = 'vector_model'").fetchone()
+        if row is None:
+            return None
+        rows = connection.execute(
+            "SELECT c.fact, v.vector FROM vectors AS v "
+            "JOIN candidates AS c ON c.candidate_id = v.candidate_id"
+        ).fetchall()
+    except sqlite3.Error:
+        return None
+    finally:
+        connection.close()
+    return IndexVectors(str(row[0]), {str(fact): bytes(vector) for fact, vector in rows})
+
+
+def _merged(previous: IndexVectors | None, new: IndexVectors | None) -> IndexVectors | None:
+    if previous is None or not previous.model:
+        return new
+    if new is None:
+        return previous
+    return IndexVectors(new.model, {**previous.by_text, **new.by_text})
+
+
 def ensure_index(project_dir: Path, ledger: Ledger) -> IndexState:
     """Rebuild the index unless it is current; the state found before. StorageError on failure."""
     state = index_state(project_dir, ledger)
@@ -209,10 +269,11 @@ _SCHEMA = (
     "category UNINDEXED, recorded_at UNINDEXED, session_id UNINDEXED, turn_id UNINDEXED, "
     f"tokenize = '{INDEX_TOKENIZER}')",
     "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    "CREATE TABLE vectors (candidate_id TEXT PRIMARY KEY, vector BLOB NOT NULL)",
 )
 
 
-def _build_index_file(path: Path, ledger: Ledger) -> None:
+def _build_index_file(path: Path, ledger: Ledger, vectors: IndexVectors | None) -> None:
     os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))  # private whatever umask
     connection = sqlite3.connect(str(path), isolation_level=None)
     try:
@@ -229,15 +290,23 @@ def _build_index_file(path: Path, ledger: Ledger) -> None:
                 for c in ledger.candidates
             ],
         )
-        connection.executemany(
-            "INSERT INTO meta (key, value) VALUES (?, ?)",
-            [
-                ("format", INDEX_FORMAT),
-                ("fingerprint", ledger.fingerprint),
-                ("revision", str(ledger.revision)),
-                ("candidates", str(len(ledger.candidates))),
-            ],
-        )
+        meta = [
+            ("format", INDEX_FORMAT),
+            ("fingerprint", ledger.fingerprint),
+            ("revision", str(ledger.revision)),
+            ("candidates", str(len(ledger.candidates))),
+        ]
+        if vectors is not None and vectors.model:
+            meta.append(("vector_model", vectors.model))
+            connection.executemany(
+                "INSERT OR IGNORE INTO vectors (candidate_id, vector) VALUES (?, ?)",
+                [
+                    (c.id, vectors.by_text[c.fact])
+                    for c in ledger.candidates
+                    if c.fact in vectors.by_text
+                ],
+            )
+        connection.executemany("INSERT INTO meta (key, value) VALUES (?, ?)", meta)
         connection.execute("COMMIT")
     finally:
         connection.close()

@@ -19,7 +19,7 @@ from orcad.capture import leases, schedule
 from orcad.capture.jobstore import delete_jobs, read_job, write_job
 from orcad.capture.ledger import Provenance as LedgerProvenance
 from orcad.capture.ledger import merge_job_candidates, read_ledger, write_ledger
-from orcad.capture.projections import publish_projections
+from orcad.capture.projections import IndexVectors, publish_projections
 from orcad.capture.records import JobRecord, Provenance, PublishOutcome
 from orcad.capture.schedule import JobView, view_of
 from orcad.errors import NotFound
@@ -52,11 +52,12 @@ def publish_job(
     provenance: Provenance,
     now: float,
     project_views: Sequence[JobView],
+    vectors: IndexVectors | None = None,
 ) -> Published:
     """Commit `facts` for the job if `token` still holds its lease (LeaseLost otherwise).
 
     Blocking; call with the project lock held. `project_views` are the project's other jobs as
-    indexed, for retention.
+    indexed, for retention; `vectors` are the facts' embeddings, for the index.
     """
     job = read_job(directory, job_id)
     if job is None:
@@ -91,7 +92,7 @@ def publish_job(
     others = [view for view in project_views if view.job_id != job_id]
     pruned = schedule.committed_jobs_to_prune([*others, view_of(committed)])
     delete_jobs(directory, pruned)
-    problems = publish_projections(directory, ledger)
+    problems = publish_projections(directory, ledger, vectors)
     result = PublishResult(
         job=committed, added=merged.added, duplicates=merged.duplicates, rejected=merged.rejected
     )

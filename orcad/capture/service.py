@@ -22,7 +22,7 @@ import trio
 from orcad import limits
 from orcad.capture.admission import Admissions
 from orcad.capture.index import Barrier, JobIndex
-from orcad.capture.lease_engine import LeaseEngine
+from orcad.capture.lease_engine import FactEmbedder, LeaseEngine
 from orcad.capture.problems import ErrorRecorder, Problems
 from orcad.capture.project_access import ProjectAccess
 from orcad.capture.worker import WorkerPool
@@ -46,6 +46,7 @@ class CaptureService:
         clock: Clock,
         record_error: ErrorRecorder,
         lock_timeout: float = limits.PROJECT_LOCK_TIMEOUT_S,
+        embed_facts: FactEmbedder | None = None,
     ) -> None:
         self.config = config
         self.problems = Problems(record_error)
@@ -66,6 +67,7 @@ class CaptureService:
             config=config,
             clock=clock,
             problems=self.problems,
+            embed_facts=embed_facts,
         )
         self.pool: WorkerPool | None = None
 

@@ -84,7 +84,13 @@ class RecallFeature:
     backfill: Backfill
 
 
-def install(host: Host, *, capture: CaptureService, deliberate: DeliberateMemory) -> RecallFeature:
+def install(
+    host: Host,
+    *,
+    capture: CaptureService,
+    deliberate: DeliberateMemory,
+    embeddings: Embeddings,
+) -> RecallFeature:
     snapshots = SnapshotStore(host.paths.state_db)
     snapshots.on_write_failed = lambda message: host.record_error("storage", message)
     host.share_state_db(snapshots.forget_database)
@@ -93,7 +99,6 @@ def install(host: Host, *, capture: CaptureService, deliberate: DeliberateMemory
         await trio.to_thread.run_sync(host.recover_state_db, problem)
 
     snapshots.on_corrupt = recover_state_db
-    embeddings = embeddings_of(host)
     backfill = Backfill(deliberate, embeddings)
     projects = capture.projects
 

@@ -17,7 +17,10 @@ One search, given the prompt's distinct terms (derived once per recall, orcad.qu
    answering without its cache;
 4. with the prompt's vector, the hybrid ranking instead (orcad.recall.rank: cosine plus
    coverage, floor and gate, corrections first) over every record; the index is still checked
-   and repaired in step 3, so it is current whenever recall falls back to it.
+   and repaired in step 3, so it is current whenever recall falls back to it. The records'
+   vectors come from the index (written with the facts, `fact_embedder`), read once per index
+   file; a record the index has no vector for (another model, an index from before) is
+   embedded here and kept in the cache.
 
 The answer is the ledger's own records (`CandidateRecord`), best first; orcad.recall.select
 turns the chosen ones into wire entries.
@@ -38,7 +41,7 @@ import structlog
 
 from orcad.capture import projections
 from orcad.capture.ledger import CandidateRecord, Ledger, ledger_path, read_ledger
-from orcad.capture.projections import IndexUnavailable
+from orcad.capture.projections import IndexUnavailable, IndexVectors
 from orcad.clock import parse_time
 from orcad.durable_files import FileSignature, file_signature
 from orcad.errors import StorageError
@@ -73,6 +76,7 @@ class ProjectCache:
     index_signature: FileSignature | None = None
     index: sqlite3.Connection | None = None
     index_fingerprint: str = ""
+    index_vectors_read: FileSignature | None = None  # the index file whose vectors were read
     lock: threading.Lock = field(default_factory=threading.Lock)  # one search per project at once
 
     def close_index(self) -> None:
@@ -112,6 +116,36 @@ def search_index(
         cache.close_index()
         raise IndexUnavailable("corrupt", str(exc)) from exc
     return [(str(candidate_id), float(bm25)) for candidate_id, bm25 in rows]
+
+
+def stored_vectors(index: sqlite3.Connection, model: str | None) -> dict[str, Array]:
+    """The vectors an open index holds for its candidates, if they are of `model`."""
+    try:
+        row = index.execute("SELECT value FROM meta WHERE key = 'vector_model'").fetchone()
+        if row is None or row[0] != model:
+            return {}
+        rows = index.execute("SELECT candidate_id, vector FROM vectors").fetchall()
+    except sqlite3.Error:  # an index from before vectors, or a damaged one: embed instead
+        return {}
+    return {
+        str(candidate_id): np.frombuffer(vector, dtype=np.float16).astype(np.float32)
+        for candidate_id, vector in rows
+    }
+
+
+def fact_embedder(embeddings: Embeddings) -> Callable[[Sequence[str]], IndexVectors | None]:
+    """What capture calls (in a worker thread, before the project lock) to store the vectors of
+    a job's facts in the index; None when there is no model or it failed."""
+
+    def embed(texts: Sequence[str]) -> IndexVectors | None:
+        model = embeddings.model_id
+        matrix = embeddings.embed(list(texts)) if model is not None else None
+        if model is None or matrix is None:
+            return None
+        rows = matrix.astype(np.float16)
+        return IndexVectors(model, {text: rows[n].tobytes() for n, text in enumerate(texts)})
+
+    return embed
 
 
 def rank_by_overlap(
@@ -320,11 +354,17 @@ class ProjectMemorySearch:
         return [cache.records[c.key] for c in chosen]
 
     def _vectors(self, cache: ProjectCache) -> dict[str, Array]:
-        """Each record's vector under the current model, embedding the new ones."""
+        """Each record's vector under the current model: from the index, else embedded now."""
         assert self._embeddings is not None
         model = self._embeddings.model_id
         if model != cache.vectors_model:
             cache.vectors, cache.vectors_model = {}, model
+            cache.index_vectors_read = None
+        if cache.index is not None and cache.index_vectors_read != cache.index_signature:
+            cache.index_vectors_read = cache.index_signature
+            for record_id, vector in stored_vectors(cache.index, model).items():
+                if record_id in cache.records:
+                    cache.vectors.setdefault(record_id, vector)
         missing = [r for r in cache.records.values() if r.id not in cache.vectors]
         if missing:
             matrix = self._embeddings.embed([r.fact for r in missing])
