@@ -83,7 +83,9 @@ def wait_for_backfill(daemon: DaemonProcess, timeout: float = 600.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         embedding = daemon.call("daemon.status", {}).embedding
-        if embedding is None or embedding.state != "ready" or not embedding.pending:
+        if embedding is None or embedding.state in ("off", "unavailable"):
+            return
+        if embedding.state == "ready" and not embedding.pending:
             return
         time.sleep(0.2)
 

@@ -33,6 +33,7 @@ RECALL_BACKFILL_IDLE_S = 0.5  # pause of the background embedding when nothing n
 # the embedding model loads this long after the daemon serves (or at the first recall, if
 # sooner): loading holds the interpreter lock and would slow the start it overlaps
 RECALL_MODEL_LOAD_DELAY_S = 0.5
+VECTOR_MATRIX_REFRESH_S = 1.0  # deliberate vectors in memory are reloaded at most this often
 
 # Recall snapshots (spec: a provider continuation keeps the original turn's recall)
 RECALL_SNAPSHOTS_IN_MEMORY = 1024  # newest (session, turn) snapshots answered from memory

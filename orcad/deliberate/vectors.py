@@ -7,14 +7,20 @@ current model is embedded by recall's background backfill (`pending` / `store_ve
 The table is created if missing on first use (no schema version step: nothing else depends on
 it, and an older orcad simply ignores it).
 
-Searches keep the vectors of the current model in memory as one matrix, reloaded only after a
-change to the database (the connection's change counter or SQLite's data_version moved).
+Searches keep the vectors of the current model in memory as one matrix, reloaded after a
+change to the database (the connection's change counter or SQLite's data_version moved), but
+at most once every VECTOR_MATRIX_REFRESH_S: while the backfill writes a batch after batch, a
+reload per recall would cost more than the search (about 30 ms at 10k records). Meanwhile a
+search may see a vector that has just been deleted or replaced: harmless, since the records
+themselves are always read from the database (a deleted one is not found, and a record
+without a vector in the matrix still comes through its words).
 Every function takes the connection and runs on the store's SQLite thread.
 """
 
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -23,6 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 from orcad.deliberate.store import StoredRecord, record_total, term_document_counts
+from orcad.limits import VECTOR_MATRIX_REFRESH_S
 from orcad.query import match_expression, most_selective, plan_terms
 
 SCHEMA = (
@@ -99,6 +106,7 @@ class VectorMatrix:
 
     model: str
     version: tuple[int, int]
+    loaded_at: float  # time.monotonic()
     row_ids: npt.NDArray[np.int64]
     workspaces: list[str | None]
     matrix: npt.NDArray[np.float32]
@@ -126,7 +134,11 @@ def load_matrix(
 ) -> VectorMatrix:
     ensure_schema(connection)
     version = _version(connection)
-    if cached is not None and cached.model == model and cached.version == version:
+    now = time.monotonic()
+    fresh = cached is not None and (
+        cached.version == version or now - cached.loaded_at < VECTOR_MATRIX_REFRESH_S
+    )
+    if cached is not None and cached.model == model and fresh:
         return cached
     rows = connection.execute(
         "SELECT v.row_id, m.workspace_id, v.vector FROM memory_vectors AS v "
@@ -140,6 +152,7 @@ def load_matrix(
     return VectorMatrix(
         model=model,
         version=version,
+        loaded_at=now,
         row_ids=np.array([r[0] for r in rows], dtype=np.int64),
         workspaces=[r[1] for r in rows],
         matrix=matrix,

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 import structlog
 
 from orcad.capture import projections
@@ -54,6 +55,7 @@ log = structlog.get_logger("orcad.recall.automatic")
 
 ErrorRecorder = Callable[[str, str], None]
 PROJECTS_CACHED = 64  # projects whose ledger and open index are kept, least recently used dropped
+STEM_MASKS_CACHED = 4096  # per project: which records contain a stem, for the stems last asked
 
 # bm25 is lower-is-better; equal ranks newest first
 _INDEX_QUERY = (
@@ -71,8 +73,13 @@ class ProjectCache:
     records: dict[str, CandidateRecord] = field(default_factory=dict)
     recorded: dict[str, float] = field(default_factory=dict)  # unix seconds, per record
     stems: dict[str, frozenset[str]] = field(default_factory=dict)
+    # per stem, which records (in `records` order) contain it; cleared with the ledger
+    stem_masks: dict[str, npt.NDArray[np.bool_]] = field(default_factory=dict)
     vectors: dict[str, Array] = field(default_factory=dict)  # under `vectors_model`
     vectors_model: str | None = None
+    # `vectors` stacked in `records` order (zero rows where there is none) and which rows are
+    # real; None when `vectors` changed since
+    stacked: tuple[Array, npt.NDArray[np.bool_]] | None = None
     index_signature: FileSignature | None = None
     index: sqlite3.Connection | None = None
     index_fingerprint: str = ""
@@ -96,6 +103,24 @@ def search_index(
     No term planning (orcad.query.plan_terms): the ledger holds at most 128 candidates, so
     every doclist is tiny and bm25 over all terms costs less than counting them first.
     """
+    index = open_current_index(cache, project_dir, fingerprint)
+    expression = match_expression(terms)
+    if limit <= 0 or not expression:
+        return []
+    try:
+        rows = index.execute(_INDEX_QUERY, (expression, limit)).fetchall()
+    except sqlite3.Error as exc:
+        cache.close_index()
+        raise IndexUnavailable("corrupt", str(exc)) from exc
+    return [(str(candidate_id), float(bm25)) for candidate_id, bm25 in rows]
+
+
+def open_current_index(
+    cache: ProjectCache, project_dir: Path, fingerprint: str
+) -> sqlite3.Connection:
+    """The cache's connection to the project's index, reopened when the file changed.
+    IndexUnavailable when the index is missing, corrupt (it fails SQLite's quick check), or
+    stale (built from another ledger than `fingerprint`'s)."""
     path = projections.index_path(project_dir)
     signature = file_signature(path)
     if signature is None:
@@ -107,15 +132,7 @@ def search_index(
         cache.index_signature = signature
     if cache.index_fingerprint != fingerprint:
         raise IndexUnavailable("stale")
-    expression = match_expression(terms)
-    if limit <= 0 or not expression:
-        return []
-    try:
-        rows = cache.index.execute(_INDEX_QUERY, (expression, limit)).fetchall()
-    except sqlite3.Error as exc:
-        cache.close_index()
-        raise IndexUnavailable("corrupt", str(exc)) from exc
-    return [(str(candidate_id), float(bm25)) for candidate_id, bm25 in rows]
+    return cache.index
 
 
 def stored_vectors(index: sqlite3.Connection, model: str | None) -> dict[str, Array]:
@@ -249,9 +266,9 @@ class ProjectMemorySearch:
             return []
         frequency = self._document_frequency(cache, terms)
         terms = most_selective(terms, frequency)
-        lexical = self._lexical(project_id, directory, ledger, cache, terms, limit)
         if query_vector is None or self._embeddings is None:
-            return lexical
+            return self._lexical(project_id, directory, ledger, cache, terms, limit)
+        self._index_for_vectors(project_id, directory, ledger, cache)
         return self._hybrid(cache, terms, frequency, query_vector, limit)
 
     def _current_ledger(self, directory: Path, cache: ProjectCache) -> Ledger:
@@ -262,19 +279,24 @@ class ProjectMemorySearch:
             recorded = {record.id: parse_time(record.recorded_at) for record in records.values()}
             cache.ledger, cache.ledger_signature = ledger, signature
             cache.records, cache.recorded = records, recorded
-            cache.stems = {i: s for i, s in cache.stems.items() if i in records}
+            cache.stems = {i: frozenset(stems(r.fact)) for i, r in records.items()}
+            cache.stem_masks = {}
             cache.vectors = {i: v for i, v in cache.vectors.items() if i in records}
+            cache.stacked = None
         return cache.ledger
 
+    @staticmethod
+    def _stem_mask(cache: ProjectCache, key: str) -> npt.NDArray[np.bool_]:
+        mask = cache.stem_masks.get(key)
+        if mask is None:
+            if len(cache.stem_masks) >= STEM_MASKS_CACHED:
+                cache.stem_masks.clear()
+            found = (key in cache.stems[i] for i in cache.records)
+            mask = cache.stem_masks[key] = np.fromiter(found, np.bool_, len(cache.records))
+        return mask
+
     def _document_frequency(self, cache: ProjectCache, terms: list[str]) -> dict[str, int]:
-        for record_id, record in cache.records.items():
-            if record_id not in cache.stems:
-                cache.stems[record_id] = frozenset(stems(record.fact))
-        keys = {term: stem(term) for term in terms}
-        return {
-            term: sum(1 for found in cache.stems.values() if key in found)
-            for term, key in keys.items()
-        }
+        return {term: int(self._stem_mask(cache, stem(term)).sum()) for term in terms}
 
     def _lexical(  # noqa: PLR0917 - one search's state, passed down once
         self,
@@ -293,6 +315,25 @@ class ProjectMemorySearch:
             except Exception as exc:  # whatever broke the index, the ledger still answers
                 self._problem("recall.index_unusable", f"{type(exc).__name__}: {exc}", project_id)
         return rank_by_overlap(list(cache.records.values()), cache.recorded, terms, limit)
+
+    def _index_for_vectors(
+        self, project_id: str, directory: Path, ledger: Ledger, cache: ProjectCache
+    ) -> None:
+        """Open the index for its vectors (hybrid ranking needs no bm25), rebuilding it once
+        when missing, stale or corrupt, so that it is current whenever recall falls back to
+        it. Without it, the facts are embedded here."""
+        if not self._use_index:
+            return
+        try:
+            try:
+                open_current_index(cache, directory, ledger.fingerprint)
+            except IndexUnavailable as unavailable:
+                cache.close_index()
+                projections.rebuild_index(directory, ledger)
+                log.info("recall.index_rebuilt", project_dir=str(directory), was=unavailable.state)
+                open_current_index(cache, directory, ledger.fingerprint)
+        except Exception as exc:  # whatever broke the index, the ledger still answers
+            self._problem("recall.index_unusable", f"{type(exc).__name__}: {exc}", project_id)
 
     @staticmethod
     def _index_ids(
@@ -317,21 +358,17 @@ class ProjectMemorySearch:
         limit: int,
     ) -> list[CandidateRecord]:
         assert self._embeddings is not None
-        vectors = self._vectors(cache)
-        weights = rank.query_weights(terms, frequency, len(cache.records))
-        total = sum(weights.values()) or 1.0
         ids = list(cache.records)
-        cosines = np.full(len(ids), np.nan, dtype=np.float32)
-        embedded = [n for n, i in enumerate(ids) if i in vectors]
-        if embedded:
-            cosines[embedded] = np.stack([vectors[ids[n]] for n in embedded]) @ query_vector
+        weights = rank.query_weights(terms, frequency, len(ids))
+        total = sum(weights.values()) or 1.0
         covered = np.zeros(len(ids), dtype=np.float32)
-        for n, i in enumerate(ids):
-            found = cache.stems[i]
-            covered[n] = sum(weight for term, weight in weights.items() if term in found) / total
+        for key, term_weight in weights.items():
+            covered += np.float32(term_weight / total) * self._stem_mask(cache, key)
+        matrix, embedded = self._stacked(cache)
+        cosines = np.where(embedded, matrix @ query_vector, np.nan)
         # only the most relevant few become ranking candidates (128 would cost more than search)
         weight = self._embeddings.lexical_weight
-        relevance = np.where(np.isnan(cosines), covered, cosines + weight * covered)
+        relevance = np.where(embedded, cosines + weight * covered, covered)
         best = np.argsort(-relevance, kind="stable")[: rank.CONSIDERED_PER_SHOWN * limit]
         pool = [
             rank.Candidate(
@@ -339,7 +376,7 @@ class ProjectMemorySearch:
                 text=cache.records[ids[n]].fact,
                 recorded_at=cache.recorded[ids[n]],
                 coverage=float(covered[n]),
-                cosine=None if np.isnan(cosines[n]) else float(cosines[n]),
+                cosine=float(cosines[n]) if embedded[n] else None,
             )
             for n in best.tolist()
         ]
@@ -353,6 +390,21 @@ class ProjectMemorySearch:
         )
         return [cache.records[c.key] for c in chosen]
 
+    def _stacked(self, cache: ProjectCache) -> tuple[Array, npt.NDArray[np.bool_]]:
+        """The records' vectors as one matrix in `records` order, and which rows are real."""
+        vectors = self._vectors(cache)
+        if cache.stacked is None:
+            assert self._embeddings is not None
+            dims = next((len(v) for v in vectors.values()), 1)
+            matrix = np.zeros((len(cache.records), dims), dtype=np.float32)
+            embedded = np.zeros(len(cache.records), dtype=np.bool_)
+            for n, record_id in enumerate(cache.records):
+                vector = vectors.get(record_id)
+                if vector is not None and len(vector) == dims:
+                    matrix[n], embedded[n] = vector, True
+            cache.stacked = (matrix, embedded)
+        return cache.stacked
+
     def _vectors(self, cache: ProjectCache) -> dict[str, Array]:
         """Each record's vector under the current model: from the index, else embedded now."""
         assert self._embeddings is not None
@@ -360,17 +412,20 @@ class ProjectMemorySearch:
         if model != cache.vectors_model:
             cache.vectors, cache.vectors_model = {}, model
             cache.index_vectors_read = None
+            cache.stacked = None
         if cache.index is not None and cache.index_vectors_read != cache.index_signature:
             cache.index_vectors_read = cache.index_signature
             for record_id, vector in stored_vectors(cache.index, model).items():
-                if record_id in cache.records:
-                    cache.vectors.setdefault(record_id, vector)
+                if record_id in cache.records and record_id not in cache.vectors:
+                    cache.vectors[record_id] = vector
+                    cache.stacked = None
         missing = [r for r in cache.records.values() if r.id not in cache.vectors]
         if missing:
             matrix = self._embeddings.embed([r.fact for r in missing])
             if matrix is not None:
                 for record, row in zip(missing, matrix, strict=True):
                     cache.vectors[record.id] = np.ascontiguousarray(row)
+                cache.stacked = None
         return cache.vectors
 
     def _problem(self, kind: str, message: str, project_id: str) -> None:

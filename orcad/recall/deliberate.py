@@ -105,6 +105,7 @@ class Backfill:
         self._embeddings = embeddings
         self.embedded = 0
         self.pending = 0
+        self.counted = False  # the counts above are known (status says "loading" until then)
         self._seen_changes: int | None = None
 
     def step_blocking(self) -> int:
@@ -119,6 +120,7 @@ class Backfill:
             if self._seen_changes == connection.total_changes and not self.pending:
                 return None  # nothing written since the last pass found nothing to do
             self.embedded, self.pending = progress(connection, model)
+            self.counted = True
             self._seen_changes = connection.total_changes
             return pending(connection, model, RECALL_BACKFILL_BATCH) if self.pending else []
 
@@ -150,6 +152,8 @@ class Backfill:
             await trio.to_thread.run_sync(self.refresh_blocking)
         except Exception as exc:  # reported by the first step's failure as well
             log.warning("recall.backfill_failed", error=f"{type(exc).__name__}: {exc}")
+        finally:
+            self.counted = True  # counted, or nothing to count: status stops saying loading
         while True:
             try:
                 done = await trio.to_thread.run_sync(self.step_blocking)
@@ -164,8 +168,11 @@ class Backfill:
 
     def status(self) -> EmbeddingStatus:
         embeddings = self._embeddings
+        state = embeddings.state
+        if state == "ready" and not self.counted:
+            state = "loading"  # the model is in, the backfill has not counted yet
         return EmbeddingStatus(
-            state=embeddings.state,  # type: ignore[arg-type]
+            state=state,  # type: ignore[arg-type]
             setting=embeddings.setting,
             model=embeddings.loaded_model_id,
             reason=embeddings.reason,

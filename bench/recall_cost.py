@@ -1,0 +1,141 @@
+"""What the embedding model costs recall: the built-in model against lexical-only recall
+(`embedding = "none"`, recall as it was before embeddings), on the same data, interleaved.
+
+Two real orcad processes on copies of one home (the project ledger of 128 facts, the deliberate
+database grown to each size and fully embedded), both serving the same working directory. Each
+round sends the same new-turn recall to one and then the other, so both see the same machine
+load. Prints recall p50/p99 of each and the ratio of the p50s (issue target: at most 2x at 10k
+deliberate records).
+
+    .venv/bin/python -m bench.recall_cost [--sizes 1000,10000] [--requests 300] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # run as `python bench/<name>.py`: make the repository importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.common import percentile, rss_mib
+from bench.eval_recall import load_automatic
+from bench.recall import Populator, latency_prompts, wait_for_backfill
+from orcad.log import configure_logging
+from tests.harness import DaemonProcess, OrcaEnv
+
+CONFIG = '[extraction]\nworkers = 0\n[recall]\nembedding = "{embedding}"\n'
+
+
+def measure(daemons: dict[str, DaemonProcess], cwd: str, prompts: list[str], requests: int,
+            size: int) -> dict[str, Any]:
+    samples: dict[str, list[float]] = {name: [] for name in daemons}
+    clients = {name: daemon.client() for name, daemon in daemons.items()}
+    try:
+        ids = {}
+        for name, client in clients.items():
+            opened = client.call("session.open", {"cwd": cwd, "mode": "normal"})
+            ids[name] = {"session_id": opened.session_id, "epoch": opened.epoch}
+        for number in range(requests + 30):  # the first 30 warm caches
+            prompt = prompts[number % len(prompts)]
+            order = list(clients) if number % 2 == 0 else list(reversed(clients))
+            for name in order:
+                params = {**ids[name], "turn_id": f"c-{size}-{number}", "prompt": prompt}
+                started = time.perf_counter()
+                clients[name].call("recall", params)
+                if number >= 30:
+                    samples[name].append(time.perf_counter() - started)
+    finally:
+        for client in clients.values():
+            client.close()
+    figures: dict[str, Any] = {"records": size}
+    for name, values in samples.items():
+        figures[name] = (percentile(values, 0.5), percentile(values, 0.99))
+        process = daemons[name].proc
+        assert process is not None
+        figures[f"{name}_rss_mib"] = rss_mib(process.pid)
+    figures["ratio"] = figures["builtin"][0] / figures["none"][0]
+    return figures
+
+
+def run(sizes: list[int], requests: int) -> list[dict[str, Any]]:
+    prompts = latency_prompts()
+    report = []
+    with tempfile.TemporaryDirectory(prefix="orcad-bench-recall-cost-") as temp:
+        base = Path(temp)
+        workdir = base / "repo"  # outside both homes: both daemons see the same project
+        workdir.mkdir()
+        cwd = str(workdir)
+        homes = {"builtin": base / "builtin", "none": base / "none"}
+        homes["builtin"].mkdir()
+        orca = OrcaEnv(homes["builtin"])
+        orca.write_config(CONFIG.format(embedding="builtin"))
+        daemon = DaemonProcess(orca).start()
+        opened = daemon.call("session.open", {"cwd": cwd})
+        load_automatic(orca.memory_root / "projects" / opened.project.id, time.time())
+        populator = Populator(orca.deliberate_db, opened.workspace.id, opened.workspace.root)
+        daemon.stop()
+        for size in sizes:
+            print(f"growing the deliberate database to {size} records", file=sys.stderr)
+            populator.grow_to(size)
+            daemon.start()
+            wait_for_backfill(daemon)
+            daemon.call("recall", {  # the ledger's facts get their vectors in memory too
+                "session_id": opened.session_id, "epoch": opened.epoch, "turn_id": "warm",
+                "prompt": prompts[0],
+            })
+            daemon.stop()
+            shutil.rmtree(homes["none"], ignore_errors=True)
+            shutil.copytree(homes["builtin"], homes["none"], symlinks=True)
+            lexical = OrcaEnv(homes["none"])
+            lexical.write_config(CONFIG.format(embedding="none"))
+            daemons = {"builtin": daemon.start(), "none": DaemonProcess(lexical).start()}
+            try:
+                print(f"measuring at {size} records", file=sys.stderr)
+                figures = measure(daemons, cwd, prompts, requests, size)
+            finally:
+                daemons["none"].stop()
+                daemon.stop()
+            report.append(figures)
+            print(format_figures(figures), file=sys.stderr)
+    return report
+
+
+def format_figures(figures: dict[str, Any]) -> str:
+    def ms(value: float) -> str:
+        return f"{value * 1e3:7.3f} ms"
+
+    return "\n".join([
+        f"{figures['records']:>7} deliberate records, ledger of 128:",
+        f"  recall, built-in model  p50 {ms(figures['builtin'][0])}"
+        f"  p99 {ms(figures['builtin'][1])}  RSS {figures['builtin_rss_mib']:.1f} MiB",
+        f"  recall, lexical only    p50 {ms(figures['none'][0])}  p99 {ms(figures['none'][1])}"
+        f"  RSS {figures['none_rss_mib']:.1f} MiB",
+        f"  ratio of the p50s: {figures['ratio']:.2f}x  (target <= 2x at 10k)",
+    ])
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="1000,10000")
+    parser.add_argument("--requests", type=int, default=300, help="timed recalls per daemon")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    configure_logging(sys.stderr, level=logging.WARNING)
+    report = run([int(size) for size in args.sizes.split(",")], args.requests)
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        for figures in report:
+            print(format_figures(figures))
+
+
+if __name__ == "__main__":
+    main()
