@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,6 +25,7 @@ from orcad.deliberate.vectors import (
     progress,
     store_vectors,
 )
+from orcad.limits import VECTOR_MATRIX_REFRESH_S
 
 pytestmark = pytest.mark.inprocess
 
@@ -109,7 +111,12 @@ def test_hybrid_search_joins_lexical_and_nearest_visible_records(
     matrix = cache[0]
     assert load_matrix(connection, "m1", matrix) is matrix  # unchanged database: reused
     save(connection, 5, "a new record")
-    assert load_matrix(connection, "m1", matrix) is not matrix
+    # a change is picked up, but at most once every VECTOR_MATRIX_REFRESH_S
+    assert load_matrix(connection, "m1", matrix) is matrix
+    aged = dataclasses.replace(matrix, loaded_at=matrix.loaded_at - VECTOR_MATRIX_REFRESH_S)
+    reloaded = load_matrix(connection, "m1", aged)
+    assert reloaded is not aged and reloaded.version != matrix.version
+    assert load_matrix(connection, "m1", reloaded) is reloaded
     lexical = hybrid_search(connection, "ws1", ["cache"], None, None, 5, [None])
     assert [(f.record.content, f.cosine) for f in lexical.found] == [
         ("the cache holds tenants", None)
