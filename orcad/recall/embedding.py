@@ -22,7 +22,7 @@ import threading
 import zipfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -331,27 +331,9 @@ class Embeddings:
         return cls(setting, None, loader=load)
 
     @classmethod
-    def load(
-        cls,
-        setting: str,
-        *,
-        base_url: str = "",
-        model: str = "",
-        api_key_env: str = "",
-        timeout_s: float = 0.5,
-        floor: float | None = None,
-        lexical_weight: float | None = None,
-    ) -> Embeddings:
-        """The model `setting` names, loaded now."""
-        embeddings = cls.deferred(
-            setting,
-            base_url=base_url,
-            model=model,
-            api_key_env=api_key_env,
-            timeout_s=timeout_s,
-            floor=floor,
-            lexical_weight=lexical_weight,
-        )
+    def load(cls, setting: str, **options: Any) -> Embeddings:
+        """The model `setting` names, loaded now (`options` as for `deferred`)."""
+        embeddings = cls.deferred(setting, **options)
         embeddings.load_blocking()
         return embeddings
 
