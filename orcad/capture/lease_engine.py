@@ -4,8 +4,10 @@ The daemon's own workers and external workers (jobs.*) go through the same engin
 change reads the job from its file in a thread holding the project's locks, applies a pure
 lease rule (`leases`) at the clock reading taken there, writes the result, and puts it in the
 index on the event loop before the project's in-process lock is let go; fencing is checked
-where the write happens (`publishing` for a publish). Which job to claim next is planned by
-`schedule.plan`; a project whose lock or job files fail is held back for `reschedule_s`.
+where the write happens (`publishing` for a publish). A publish embeds its facts (with the
+`embed_facts` it was given, recall's model) before it takes the lock, for the index. Which job
+to claim next is planned by `schedule.plan`; a project whose lock or job files fail is held
+back for `reschedule_s`.
 """
 
 from __future__ import annotations

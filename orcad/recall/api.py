@@ -1,9 +1,11 @@
 """Recall and explicit facts as daemon methods: `recall`, `remember`, and the startup context.
 
-`install(host, capture=..., deliberate=...)` is given the automatic memory (the capture
-feature's project directories, locks and job barrier) and the deliberate-memory service
-explicitly; it routes the two methods and returns the parts the composition root connects:
-the snapshots (purged when memory is forgotten), the startup reader and the embedding status.
+`install(host, capture=..., deliberate=..., embeddings=...)` is given the automatic memory
+(the capture feature's project directories, locks and job barrier), the deliberate-memory
+service and the embedding model (`embeddings_of`, made first because capture embeds the facts
+it publishes) explicitly; it routes the two methods, starts the model's load and the backfill,
+and returns the parts the composition root connects: the snapshots (purged when memory is
+forgotten), the startup reader and the embedding status.
 The work is done elsewhere: the turn's recall in orcad.recall.service, its two searches in
 orcad.recall.automatic and orcad.recall.deliberate, `remember` and startup in
 orcad.recall.explicit.
