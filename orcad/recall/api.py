@@ -68,6 +68,7 @@ def model_loader(host: Host, embeddings: Embeddings, backfill: Backfill) -> Back
                     model=embeddings.loaded_model_id,
                     setting=embeddings.setting,
                 )
+            backfill.announced = True
         if embeddings.state == "ready":
             await backfill.run()
         else:

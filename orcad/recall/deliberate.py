@@ -106,6 +106,7 @@ class Backfill:
         self.embedded = 0
         self.pending = 0
         self.counted = False  # the counts above are known (status says "loading" until then)
+        self.announced = False  # the model's load was reported (and a failure recorded)
         self._seen_changes: int | None = None
 
     def step_blocking(self) -> int:
@@ -169,8 +170,8 @@ class Backfill:
     def status(self) -> EmbeddingStatus:
         embeddings = self._embeddings
         state = embeddings.state
-        if state == "ready" and not self.counted:
-            state = "loading"  # the model is in, the backfill has not counted yet
+        if state != "off" and (not self.announced or (state == "ready" and not self.counted)):
+            state = "loading"  # until the load is reported and the backfill has counted
         return EmbeddingStatus(
             state=state,  # type: ignore[arg-type]
             setting=embeddings.setting,
