@@ -5,22 +5,22 @@ orcad.capture.projections) is a cache derived from it and stamped with its finge
 project recall keeps one `ProjectCache`: the ledger's records and what recall derives from them
 (each record's time, word stems and vector), and the open read-only connection to the index with
 the fingerprint it was built from. Both files are keyed by the same `file_signature` (device,
-inode, size, mtime), so a steady project costs two `stat` calls and one query per recall, and a
-replaced file is noticed on the next one.
+inode, size, mtime), so a steady project costs two `stat` calls (and, without a model, one
+bm25 query) per recall, and a replaced file is noticed on the next one.
 
 One search, given the prompt's distinct terms (derived once per recall, orcad.query):
 1. the ledger, re-read only when its signature changed;
 2. the most selective 12 terms among this project's records;
-3. the lexical ranking: bm25 from the index, which is checked against the ledger fingerprint and
-   rebuilt once when missing, stale or corrupt; when it cannot be used at all, `rank_by_overlap`
-   ranks the ledger's records in process (shared rare terms, then recency), so recall keeps
-   answering without its cache;
-4. with the prompt's vector, the hybrid ranking instead (orcad.recall.rank: cosine plus
-   coverage, floor and gate, corrections first) over every record; the index is still checked
-   and repaired in step 3, so it is current whenever recall falls back to it. The records'
-   vectors come from the index (written with the facts, `fact_embedder`), read once per index
-   file; a record the index has no vector for (another model, an index from before) is
-   embedded here and kept in the cache.
+3. the index, checked against the ledger fingerprint and rebuilt once when missing, stale or
+   corrupt (so it is current whenever recall needs it);
+4. without the prompt's vector, the lexical ranking: bm25 from the index; when the index cannot
+   be used at all, `rank_by_overlap` ranks the ledger's records in process (shared rare terms,
+   then recency), so recall keeps answering without its cache;
+5. with the prompt's vector, the hybrid ranking instead (orcad.recall.rank: cosine plus
+   coverage, floor and gate, corrections first) over every record, with no bm25 query. The
+   records' vectors come from the index (written with the facts, `fact_embedder`), read once
+   per index file; a record the index has no vector for (another model, an index from before,
+   an index that cannot be used) is embedded here and kept in the cache.
 
 The answer is the ledger's own records (`CandidateRecord`), best first; orcad.recall.select
 turns the chosen ones into wire entries.
@@ -328,26 +328,30 @@ class ProjectMemorySearch:
             try:
                 open_current_index(cache, directory, ledger.fingerprint)
             except IndexUnavailable as unavailable:
-                cache.close_index()
-                projections.rebuild_index(directory, ledger)
-                log.info("recall.index_rebuilt", project_dir=str(directory), was=unavailable.state)
+                self._rebuild(directory, ledger, cache, unavailable)
                 open_current_index(cache, directory, ledger.fingerprint)
         except Exception as exc:  # whatever broke the index, the ledger still answers
             self._problem("recall.index_unusable", f"{type(exc).__name__}: {exc}", project_id)
 
-    @staticmethod
     def _index_ids(
-        directory: Path, ledger: Ledger, cache: ProjectCache, terms: list[str], limit: int
+        self, directory: Path, ledger: Ledger, cache: ProjectCache, terms: list[str], limit: int
     ) -> list[str]:
         """Ids from the FTS5 index, rebuilding it once when missing, stale or corrupt."""
         try:
             found = search_index(cache, directory, terms, limit, ledger.fingerprint)
         except IndexUnavailable as unavailable:
-            cache.close_index()
-            projections.rebuild_index(directory, ledger)
-            log.info("recall.index_rebuilt", project_dir=str(directory), was=unavailable.state)
+            self._rebuild(directory, ledger, cache, unavailable)
             found = search_index(cache, directory, terms, limit, ledger.fingerprint)
         return [candidate_id for candidate_id, _rank in found]
+
+    @staticmethod
+    def _rebuild(
+        directory: Path, ledger: Ledger, cache: ProjectCache, unavailable: IndexUnavailable
+    ) -> None:
+        """Build the index again from the ledger (StorageError when it cannot)."""
+        cache.close_index()
+        projections.rebuild_index(directory, ledger)
+        log.info("recall.index_rebuilt", project_dir=str(directory), was=unavailable.state)
 
     def _hybrid(
         self,
