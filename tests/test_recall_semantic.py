@@ -221,3 +221,30 @@ def test_published_facts_carry_their_vectors_into_the_index(
     assert {size for _fact, size in rows} == {2 * 256}  # float16, the built-in model's 256 dims
     agent = Agent(daemon, workdir)
     assert texts(agent.recall("which package manager does the frontend use?"))[0] == facts[0]
+
+
+def test_nothing_that_looks_like_a_secret_reaches_the_embedding_endpoint(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], workdir: Path
+) -> None:
+    token = "ghp_Zq8Lm2Np4Rt6Vx9Bc1Df3Gh5Jk7Mn0Pq2St4"
+    with FakeOpenAI() as server:
+        server.default = answer_embeddings
+        config = (
+            '[recall]\nembedding = "endpoint"\n[recall.endpoint]\n'
+            f'base_url = "{server.base_url}"\nmodel = "embed-test"\ntimeout_s = 2.0\n'
+        )
+        daemon = start(orca_env, daemon_factory, config)
+        session = daemon.call("session.open", {"cwd": str(workdir)})
+        job_id = daemon.call("turn.completed", turn_params(session, "t1")).job_id
+        token_of_lease = daemon.call("jobs.claim", {"worker": "w"}).lease.token
+        output = fact_output(f"The CI token is {token}.", "Releases are cut on Thursdays.")
+        publish = {"job_id": job_id, "token": token_of_lease, "output": output}
+        published = daemon.call("jobs.publish", publish | {"provider": "x", "model": "y"})
+        assert (published.added, published.rejected) == (1, 1)
+        sent = [r.json()["input"] for r in server.requests if r.path.endswith("/embeddings")]
+        assert ["Releases are cut on Thursdays."] in sent  # the clean fact was embedded
+        agent = Agent(daemon, workdir)
+        agent.recall(f"why does CI reject {token} when releases are cut?")
+        prompts = [r.json()["input"] for r in server.requests if "why does CI" in r.body.decode()]
+        assert prompts and "[REDACTED:" in prompts[0][0]  # the prompt went, redacted
+        assert all(token not in r.body.decode() for r in server.requests)

@@ -43,6 +43,7 @@ from orcad.capture.schedule import PoolState
 from orcad.clock import Clock
 from orcad.config import Config
 from orcad.errors import Conflict, ExtractionRejected, NotFound, StorageError
+from orcad.secrets import secret_kinds
 
 # the facts' embeddings for the index (orcad.recall.automatic.fact_embedder); never raises,
 # None when there is no model or it failed
@@ -333,8 +334,10 @@ class LeaseEngine:
             ) from exc
         project_id = self.index.project_of(job_id)
         vectors = None
-        if facts and self.embed_facts is not None:  # before the lock: a model takes its time
-            texts = [fact.fact for fact in facts]
+        # before the lock: a model takes its time. A fact that looks like a secret is refused
+        # by the merge, and never goes to a model (which may be an endpoint elsewhere) either.
+        texts = [fact.fact for fact in facts if not secret_kinds(fact.fact)]
+        if texts and self.embed_facts is not None:
             vectors = await trio.to_thread.run_sync(self.embed_facts, texts)
 
         def work(directory: Path) -> tuple[Published, LedgerFileState]:

@@ -29,6 +29,7 @@ import numpy.typing as npt
 
 from orcad.recall import bert
 from orcad.recall.wordpiece import WordPiece
+from orcad.secrets import redact
 
 Array = npt.NDArray[np.float32]
 BUILTIN_DIR = Path(__file__).resolve().parent / "model"
@@ -203,7 +204,8 @@ def load_transformer(directory: Path) -> TransformerEmbedder:
 
 
 class EndpointEmbedder:
-    """An OpenAI-compatible `/v1/embeddings` server, each call bounded by `timeout_s`."""
+    """An OpenAI-compatible `/v1/embeddings` server, each call bounded by `timeout_s`. Texts are
+    redacted before they are sent (a prompt may hold a pasted secret)."""
 
     def __init__(self, base_url: str, model: str, api_key: str | None, timeout_s: float):
         if not base_url or not model:
@@ -228,7 +230,8 @@ class EndpointEmbedder:
         try:
             response = httpx.post(
                 self.url,
-                json={"model": self.model, "input": list(texts)},
+                # leaves the machine: what looks like a secret goes as its placeholder
+                json={"model": self.model, "input": [redact(text) for text in texts]},
                 headers=self.headers,
                 timeout=self.timeout_s,
             )
