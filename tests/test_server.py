@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -190,7 +191,10 @@ def test_connection_limit_answers_busy_when_every_connection_is_owed_answers(
         greedy.append(sock)
     time.sleep(0.5)  # the daemon accepts both and blocks writing to them; until then, evictable
     extra = raw_connection(daemon)
-    extra.sendall(b'{"jsonrpc":"2.0","id":1,"method":"daemon.ping"}\n')
+    # the daemon answers busy as it accepts and closes; on a Unix socket a request sent after
+    # that close fails with EPIPE, and the answer is still there to read
+    with contextlib.suppress(BrokenPipeError):
+        extra.sendall(b'{"jsonrpc":"2.0","id":1,"method":"daemon.ping"}\n')
     reply = read_line(extra)
     assert (reply["error"]["code"], reply["error"]["data"]["kind"]) == (-32001, "busy")
     assert_closed(extra)
