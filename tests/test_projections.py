@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+import os
 import sqlite3
 import stat
 from collections.abc import Callable, Iterator, Sequence
@@ -26,7 +28,13 @@ from orcad.capture.projections import (
     render_markdown,
 )
 from orcad.query import distinct_terms
-from orcad.recall.automatic import ProjectCache, ProjectMemorySearch, fact_embedder, search_index
+from orcad.recall.automatic import (
+    PROJECTS_CACHED,
+    ProjectCache,
+    ProjectMemorySearch,
+    fact_embedder,
+    search_index,
+)
 from orcad.recall.embedding import BUILTIN_DIR, Embeddings, load_static
 from protocol.types import ExtractedFact
 
@@ -432,3 +440,51 @@ def test_recall_reads_fact_vectors_from_the_index_and_embeds_only_the_others(
     search.search_blocking("p", distinct_terms(prompt), 12, query[0])
     assert model.texts == []  # and both are kept between recalls
     search.close()
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [b"", b"\x01", b"\x00\x3c" * 7, b"\x00\x7e" * 256, b"\x00\x7c" * 256],  # wrong size, NaN, inf
+    ids=["empty", "odd-bytes", "too-short", "nan", "inf"],
+)
+def test_a_damaged_stored_vector_is_embedded_again(tmp_path: Path, damage: bytes) -> None:
+    model = CountingModel()
+    embeddings = Embeddings("builtin", model)
+    facts = ["The frontend uses pnpm, never npm.", "Releases are cut on Thursdays."]
+    ledger = with_facts(Ledger(), *facts)
+    vectors = fact_embedder(embeddings)(facts)
+    assert vectors is not None
+    commit(tmp_path, ledger, IndexVectors(vectors.model, {**vectors.by_text, facts[1]: damage}))
+    search = ProjectMemorySearch(lambda _project: tmp_path, embeddings=embeddings)
+    prompt = "which package manager does the frontend use?"
+    query = embeddings.embed([prompt])
+    assert query is not None
+    model.texts.clear()
+    found = search.search_blocking("p", distinct_terms(prompt), 12, query[0])
+    assert [record.fact for record in found][:1] == facts[:1]
+    assert model.texts == facts[1:]  # the damaged one only, the other came from the index
+    search.close()
+
+
+def test_at_most_64_projects_keep_an_index_open(tmp_path: Path) -> None:
+    projects = {f"p{n}": tmp_path / f"p{n}" for n in range(PROJECTS_CACHED + 6)}
+    for directory in projects.values():
+        directory.mkdir()
+        commit(directory, with_facts(Ledger(), "alpha deploys with make"))
+    search = ProjectMemorySearch(projects.__getitem__)
+    for project_id in projects:
+        assert search.search_blocking(project_id, ["alpha"], 5)
+    gc.collect()
+    open_indexes = [
+        fd
+        for fd in Path("/proc/self/fd").iterdir()
+        if str(tmp_path) in os.path.realpath(fd) and os.path.realpath(fd).endswith(INDEX_FILE)
+    ]
+    assert len(open_indexes) == PROJECTS_CACHED
+    search.close()
+    gc.collect()
+    assert not [
+        fd
+        for fd in Path("/proc/self/fd").iterdir()
+        if os.path.realpath(fd).endswith(INDEX_FILE) and str(tmp_path) in os.path.realpath(fd)
+    ]

@@ -135,8 +135,10 @@ def open_current_index(
     return cache.index
 
 
-def stored_vectors(index: sqlite3.Connection, model: str | None) -> dict[str, Array]:
-    """The vectors an open index holds for its candidates, if they are of `model`."""
+def stored_vectors(index: sqlite3.Connection, model: str | None, dims: int) -> dict[str, Array]:
+    """The vectors an open index holds for its candidates, if they are of `model`. A vector
+    that is not `dims` finite numbers (0: any length) is left out, and its fact embedded again:
+    the index is a file anyone may damage."""
     try:
         row = index.execute("SELECT value FROM meta WHERE key = 'vector_model'").fetchone()
         if row is None or row[0] != model:
@@ -144,10 +146,15 @@ def stored_vectors(index: sqlite3.Connection, model: str | None) -> dict[str, Ar
         rows = index.execute("SELECT candidate_id, vector FROM vectors").fetchall()
     except sqlite3.Error:  # an index from before vectors, or a damaged one: embed instead
         return {}
-    return {
-        str(candidate_id): np.frombuffer(vector, dtype=np.float16).astype(np.float32)
-        for candidate_id, vector in rows
-    }
+    vectors: dict[str, Array] = {}
+    for candidate_id, blob in rows:
+        if not isinstance(blob, bytes) or not blob or len(blob) % 2:
+            continue
+        vector = np.frombuffer(blob, dtype=np.float16).astype(np.float32)
+        if (dims and len(vector) != dims) or not np.isfinite(vector).all():
+            continue
+        vectors[str(candidate_id)] = vector
+    return vectors
 
 
 def fact_embedder(embeddings: Embeddings) -> Callable[[Sequence[str]], IndexVectors | None]:
@@ -419,7 +426,9 @@ class ProjectMemorySearch:
             cache.stacked = None
         if cache.index is not None and cache.index_vectors_read != cache.index_signature:
             cache.index_vectors_read = cache.index_signature
-            for record_id, vector in stored_vectors(cache.index, model).items():
+            embedder = self._embeddings.embedder
+            dims = 0 if embedder is None else embedder.dims
+            for record_id, vector in stored_vectors(cache.index, model, dims).items():
                 if record_id in cache.records and record_id not in cache.vectors:
                     cache.vectors[record_id] = vector
                     cache.stacked = None
