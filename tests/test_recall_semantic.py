@@ -42,6 +42,14 @@ def start(orca_env: OrcaEnv, factory: list[DaemonProcess], config: str = "") -> 
     return daemon.start()
 
 
+def endpoint_config(server: FakeOpenAI, timeout_s: float) -> str:
+    """[recall] for an embedding endpoint served by `server` (model "embed-test")."""
+    return (
+        '[recall]\nembedding = "endpoint"\n[recall.endpoint]\n'
+        f'base_url = "{server.base_url}"\nmodel = "embed-test"\ntimeout_s = {timeout_s}\n'
+    )
+
+
 def loaded_status(daemon: DaemonProcess) -> Any:
     """daemon.status once the model's background load has ended, one way or the other."""
     deadline = time.monotonic() + 30
@@ -151,11 +159,7 @@ def test_an_endpoint_model_and_its_failure_within_the_deadline(
 ) -> None:
     with FakeOpenAI() as server:
         server.default = answer_embeddings
-        config = (
-            '[recall]\nembedding = "endpoint"\n[recall.endpoint]\n'
-            f'base_url = "{server.base_url}"\nmodel = "embed-test"\ntimeout_s = 0.5\n'
-        )
-        daemon = start(orca_env, daemon_factory, config)
+        daemon = start(orca_env, daemon_factory, endpoint_config(server, 0.5))
         assert loaded_status(daemon).embedding.model == "endpoint-embed-test"
         agent = Agent(daemon, workdir)
         add_facts(project_dir(orca_env, agent.project_id), FACTS)
@@ -229,11 +233,7 @@ def test_nothing_that_looks_like_a_secret_reaches_the_embedding_endpoint(
     token = "ghp_Zq8Lm2Np4Rt6Vx9Bc1Df3Gh5Jk7Mn0Pq2St4"
     with FakeOpenAI() as server:
         server.default = answer_embeddings
-        config = (
-            '[recall]\nembedding = "endpoint"\n[recall.endpoint]\n'
-            f'base_url = "{server.base_url}"\nmodel = "embed-test"\ntimeout_s = 2.0\n'
-        )
-        daemon = start(orca_env, daemon_factory, config)
+        daemon = start(orca_env, daemon_factory, endpoint_config(server, 2.0))
         session = daemon.call("session.open", {"cwd": str(workdir)})
         job_id = daemon.call("turn.completed", turn_params(session, "t1")).job_id
         token_of_lease = daemon.call("jobs.claim", {"worker": "w"}).lease.token
