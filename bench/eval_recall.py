@@ -133,12 +133,15 @@ def run(config: str = "", progress: Callable[[str], None] = lambda _line: None) 
                 time.sleep(0.01)  # corrections are updated strictly later
                 for new, _old, _c, kind, text in CORRECTIONS:
                     record_facts[save(text, kind)] = new
+                saved_records = len(record_facts) + len(distractors())
                 deadline = time.monotonic() + 120
                 while time.monotonic() < deadline:  # until the backfill has embedded them all
                     embedding = client.call("daemon.status", {}).embedding
-                    if embedding is None or embedding.state != "ready" or not embedding.pending:
-                        break
-                    time.sleep(0.2)
+                    if embedding is None or embedding.state in ("off", "unavailable"):
+                        break  # lexical recall: nothing to wait for
+                    if embedding.embedded >= saved_records and not embedding.pending:
+                        break  # (its counts may lag a save, so every record is counted)
+                    time.sleep(0.05)
                 progress(
                     f"loaded {len(ALL_FACTS)} facts into the ledger, and those plus "
                     f"{len(distractors())} distractors into the deliberate store"
@@ -192,6 +195,12 @@ def run(config: str = "", progress: Callable[[str], None] = lambda _line: None) 
         if (row["wanted"] and not set(row[part][: TOP[part]]) & set(row["wanted"]))
         or (not row["wanted"] and row[part])
     ]
+    report["stale"] = [
+        (row["class"], part, row["prompt"])
+        for row in rows
+        for part in ("automatic", "deliberate")
+        if score(part, [row]).get("stale_first")
+    ]
     return report
 
 
@@ -221,7 +230,11 @@ def print_table(report: dict[str, Any]) -> None:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
-    parser.add_argument("--misses", action="store_true", help="list every missed prompt")
+    parser.add_argument(
+        "--misses",
+        action="store_true",
+        help="list every missed prompt, and every one that shows an outdated fact first",
+    )
     parser.add_argument("--config", default="", help="extra config.toml text for the daemon")
     args = parser.parse_args(argv)
     configure_logging(sys.stderr, level=logging.WARNING)  # in-process ledger writes stay quiet
@@ -233,6 +246,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.misses:
         for kind, part, prompt in report["misses"]:
             print(f"  miss ({kind}, {part}): {prompt}")
+        for kind, part, prompt in report["stale"]:
+            print(f"  outdated first ({kind}, {part}): {prompt}")
 
 
 if __name__ == "__main__":

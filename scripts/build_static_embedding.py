@@ -180,20 +180,34 @@ def main() -> None:
     parser.add_argument(
         "--floor",
         type=float,
-        default=0.24,
+        default=0.22,
         help="relevance floor recall uses with this model (bench/calibrate_recall)",
     )
     parser.add_argument(
         "--gate",
         type=float,
-        default=0.46,
-        help="relevance the best candidate must reach for recall to inject anything "
-        "(bench/calibrate_recall)",
+        default=0.08,
+        help="relevance the best candidate must reach for recall to inject anything, before "
+        "the prompt's closeness to the unrelated prompts is added (bench/calibrate_recall)",
+    )
+    parser.add_argument(
+        "--unrelated-weight",
+        type=float,
+        default=1.0,
+        help="how much a prompt's cosine with the nearest of orcad/recall/unrelated_prompts.txt "
+        "raises its gate (bench/calibrate_recall)",
+    )
+    parser.add_argument(
+        "--lexical-gate",
+        type=float,
+        default=0.4,
+        help="coverage of the prompt's terms from which a candidate opens the gate on its words "
+        "alone (bench/calibrate_recall)",
     )
     parser.add_argument(
         "--lexical-weight",
         type=float,
-        default=0.5,
+        default=0.3,
         help="weight of lexical coverage beside cosine (bench/calibrate_recall)",
     )
     args = parser.parse_args()
@@ -231,6 +245,7 @@ def main() -> None:
         f"mode: {args.mode}\n{trained}dims: {args.dims}\ntokens: {len(vocab)}\n"
         "licence: Apache-2.0 (the source model's); vocab.txt is the source model's\n"
         f"floor: {args.floor}\ngate: {args.gate}\nlexical_weight: {args.lexical_weight}\n"
+        f"unrelated_weight: {args.unrelated_weight}\nlexical_gate: {args.lexical_gate}\n"
     )
     print(f"wrote {args.out} ({codes.shape[0]} x {codes.shape[1]} int8)")
 

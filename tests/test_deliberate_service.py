@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 import trio
 
+from orcad.deliberate.vectors import VectorMatrix
 from orcad.limits import (
     APPROVAL_TTL_S,
     AUTO_REVIEW_MAX_CHARS,
@@ -20,7 +21,8 @@ from orcad.limits import (
     SEARCH_LIMIT_DEFAULT,
 )
 from orcad.query import distinct_terms
-from orcad.recall.deliberate import DeliberateRecall
+from orcad.recall.deliberate import Backfill, DeliberateRecall
+from orcad.recall.embedding import Embeddings
 from protocol.errors import RemoteError
 from protocol.types import DeliberateEntry
 from tests.deliberate_helpers import InProcessDaemon, SettableClock
@@ -642,6 +644,35 @@ async def test_recall_searches_the_same_store_with_the_same_visibility(
     assert [e.id for e in entries] == [mine["id"]]
     assert entries[0].scope == "workspace"
     assert await trio.to_thread.run_sync(search, "🎉") == []
+
+
+async def test_a_recall_right_after_the_backfill_finds_what_it_embedded(
+    orca: InProcessDaemon, tmp_path: Path
+) -> None:
+    """Recall reloads its vectors in memory at most once a second after a change, so the
+    backfill drops them after its last batch: a record it has just embedded is found by meaning
+    at once (here the record shares no word with the prompt)."""
+    a = await orca.open(tmp_path / "a", mode="yolo")
+    session = await orca.daemon.sessions.require(a["session_id"], a["epoch"])
+    embeddings = Embeddings.load("builtin")
+    in_memory: list[VectorMatrix | None] = [None]
+    recall = DeliberateRecall(orca.features.deliberate, embeddings, in_memory)
+    backfill = Backfill(orca.features.deliberate, embeddings, in_memory)
+    prompt = "oldest iPhone we target"
+    vector = embeddings.embed([prompt])
+    assert vector is not None
+
+    def search() -> list[str]:
+        found = recall.search_blocking(session, prompt, distinct_terms(prompt), 8, vector[0])
+        return [entry.content for entry in found]
+
+    await save(orca, a, "Storybook runs on port 6006.")
+    assert await trio.to_thread.run_sync(backfill.step_blocking) == 1
+    assert await trio.to_thread.run_sync(search) == []  # the vectors are now in memory
+    fact = "The mobile app supports iOS 16 and Android 10 as the minimum versions."
+    await save(orca, a, fact)
+    assert await trio.to_thread.run_sync(backfill.step_blocking) == 1
+    assert await trio.to_thread.run_sync(search) == [fact]
 
 
 async def test_a_reopened_session_cannot_approve_what_its_earlier_epoch_proposed(

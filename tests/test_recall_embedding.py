@@ -14,14 +14,17 @@ from typing import Any
 import numpy as np
 import pytest
 
+from orcad.recall import embedding
 from orcad.recall.embedding import (
     BUILTIN_DIR,
     DEFAULT_FLOOR,
+    DEFAULT_GATE,
     Embeddings,
     EmbeddingUnavailable,
     EndpointEmbedder,
     load_embedder,
     load_static,
+    read_unrelated_prompts,
 )
 from orcad.recall.wordpiece import WordPiece, basic_words
 from tests.fake_openai import FakeOpenAI, stall_before_headers, status
@@ -66,7 +69,62 @@ def test_builtin_model_embeds_unit_vectors_and_ranks_meaning(builtin: Any) -> No
     assert not vectors[3].any()  # no tokens: a zero row, cosine 0 with everything
     assert vectors[0] @ vectors[1] > vectors[0] @ vectors[2]
     assert builtin.model_id.startswith("minilm-l6-static-")
-    assert 0 < builtin.floor <= builtin.gate < 1 and builtin.lexical_weight >= 0
+    assert 0 < builtin.floor < 1 and 0 <= builtin.gate < 1 and builtin.lexical_weight >= 0
+    assert builtin.unrelated_weight > 0  # calibrated with the unrelated prompts
+
+
+def test_a_prompt_like_the_unrelated_ones_must_clear_a_higher_gate(builtin: Any) -> None:
+    embeddings = Embeddings("builtin", builtin)
+    chat, general, project = builtin.embed(
+        [
+            "thanks, that was helpful",
+            "how does a red-black tree stay balanced?",
+            "which phones must the mobile app support",
+        ]
+    )
+    gates = [embeddings.gate_for(vector) for vector in (chat, general, project)]
+    assert all(gate >= builtin.gate for gate in gates)
+    assert min(gates[:2]) > gates[2] + 0.2, gates  # general talk needs a much closer record
+    assert embeddings.gate_for(None) == builtin.gate  # no prompt vector: the model's own gate
+    assert embeddings.gate_for(np.zeros(builtin.dims, np.float32)) == builtin.gate
+    assert Embeddings("none", None).gate_for(project) == DEFAULT_GATE
+
+
+def test_the_unrelated_prompts_file_is_read_strictly(tmp_path: Path) -> None:
+    shipped = read_unrelated_prompts()
+    assert len(shipped) >= 300 and len(set(shipped)) == len(shipped)
+    listed = tmp_path / "prompts.txt"
+    listed.write_text("# general talk\n\n  tell me a joke  \nthanks\n")
+    assert read_unrelated_prompts(listed) == ["tell me a joke", "thanks"]
+    listed.write_text("# only a comment\n\n")
+    with pytest.raises(EmbeddingUnavailable, match="holds no prompts"):
+        read_unrelated_prompts(listed)
+    with pytest.raises(EmbeddingUnavailable, match="cannot read the unrelated prompts"):
+        read_unrelated_prompts(tmp_path / "missing.txt")
+    listed.write_bytes(b"\xff\xfe bad utf-8")
+    with pytest.raises(EmbeddingUnavailable, match="cannot read the unrelated prompts"):
+        read_unrelated_prompts(listed)
+
+
+def test_a_model_calibrated_with_unrelated_prompts_does_not_load_without_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    directory = tmp_path / "static"
+    directory.mkdir()
+    np.savez(
+        directory / "vectors.npz", codes=np.ones((3, 4), np.int8), scale=np.ones(3, np.float32)
+    )
+    (directory / "vocab.txt").write_text("[UNK]\na\nb\n")
+    (directory / "MODEL.txt").write_text("id: tiny\ngate: 0.1\nunrelated_weight: 0.5\n")
+    loaded = Embeddings.load(str(directory))
+    assert loaded.state == "ready" and loaded.gate_for(loaded.embed(["a"])[0]) == 0.1 + 0.5
+    monkeypatch.setattr(embedding, "UNRELATED_PROMPTS", tmp_path / "gone.txt")
+    missing = Embeddings.load(str(directory))  # it would rank without its calibrated gate
+    assert missing.state == "unavailable" and missing.embed(["a"]) is None
+    assert "cannot read the unrelated prompts" in (missing.reason or "")
+    (directory / "MODEL.txt").write_text("id: tiny\ngate: 0.1\n")  # not calibrated with them
+    plain = Embeddings.load(str(directory))
+    assert plain.state == "ready" and plain.gate_for(plain.embed(["a"])[0]) == 0.1
 
 
 def test_prompt_embedding_is_fast(builtin: Any) -> None:
@@ -279,6 +337,8 @@ def test_endpoint_failures_give_no_vector_within_the_deadline() -> None:
         ("gate: nan", "gate"),
         ("gate: inf", "gate"),
         ("lexical_weight: -0.5", "lexical_weight"),
+        ("unrelated_weight: -1", "unrelated_weight"),
+        ("lexical_gate: nan", "lexical_gate"),
         ("floor:", "floor"),
     ],
 )

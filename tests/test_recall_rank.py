@@ -77,6 +77,26 @@ def test_a_gate_at_or_below_the_floor_changes_nothing() -> None:
     assert ranked(pool, gate=0.3) == ranked(pool, gate=FLOOR) == ranked(pool) == ["b", "c"]
 
 
+def test_a_candidate_covering_the_lexical_gate_opens_the_gate_on_its_words() -> None:
+    pool = [cand("words", "alpha", cos=0.2, cov=0.4), cand("meaning", "beta", cos=0.6)]
+    chosen = rank(pool, semantic=True, limit=6, floor=FLOOR, lexical_weight=WEIGHT, gate=0.9)
+    assert chosen == []  # best relevance 0.6 < 0.9, and no lexical gate
+    opened = rank(
+        pool, semantic=True, limit=6, floor=FLOOR, lexical_weight=WEIGHT, gate=0.9, lexical_gate=0.4
+    )
+    assert keys(opened) == ["meaning"]  # opened by "words" (0.4 >= 0.4), below the floor (0.4)
+    below = rank(
+        pool,
+        semantic=True,
+        limit=6,
+        floor=FLOOR,
+        lexical_weight=WEIGHT,
+        gate=0.9,
+        lexical_gate=0.41,
+    )
+    assert below == []
+
+
 def test_a_candidate_without_a_vector_that_shares_a_term_opens_the_gate() -> None:
     pool = [cand("words", "alpha", cov=0.2, cos=None), cand("near", "beta", cos=0.55)]
     assert ranked(pool, gate=0.9) == ["words", "near"]  # 0.5 + 0.1 (from the floor), then 0.55

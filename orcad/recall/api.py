@@ -20,6 +20,7 @@ import trio
 
 from orcad.capture.service import CaptureService
 from orcad.deliberate.service import DeliberateMemory
+from orcad.deliberate.vectors import VectorMatrix
 from orcad.host import BackgroundTask, Host
 from orcad.limits import RECALL_MODEL_LOAD_DELAY_S
 from orcad.recall.automatic import ProjectMemorySearch
@@ -102,7 +103,8 @@ def install(
         await trio.to_thread.run_sync(host.recover_state_db, problem)
 
     snapshots.on_corrupt = recover_state_db
-    backfill = Backfill(deliberate, embeddings)
+    vectors_in_memory: list[VectorMatrix | None] = [None]  # recall's, dropped by the backfill
+    backfill = Backfill(deliberate, embeddings, vectors_in_memory)
     projects = capture.projects
 
     def active_jobs() -> int:
@@ -117,7 +119,7 @@ def install(
         automatic=ProjectMemorySearch(
             projects.project_dir, host.record_error, embeddings=embeddings
         ),
-        deliberate=DeliberateRecall(deliberate, embeddings),
+        deliberate=DeliberateRecall(deliberate, embeddings, vectors_in_memory),
         jobs=capture,
         active_jobs=active_jobs,
         embeddings=embeddings,

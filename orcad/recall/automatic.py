@@ -396,8 +396,9 @@ class ProjectMemorySearch:
             semantic=True,
             limit=limit,
             floor=self._embeddings.floor,
-            gate=self._embeddings.gate,
+            gate=self._embeddings.gate_for(query_vector),
             lexical_weight=self._embeddings.lexical_weight,
+            lexical_gate=self._embeddings.lexical_gate,
         )
         return [cache.records[c.key] for c in chosen]
 

@@ -30,10 +30,16 @@ class DeliberateRecall:
     vector, hybrid (lexical and nearest vectors, ranked by orcad.recall.rank); without, the
     store's lexical search as before."""
 
-    def __init__(self, service: DeliberateMemory, embeddings: Embeddings | None = None) -> None:
+    def __init__(
+        self,
+        service: DeliberateMemory,
+        embeddings: Embeddings | None = None,
+        matrix: list[VectorMatrix | None] | None = None,
+    ) -> None:
         self._service = service
         self._embeddings = embeddings
-        self._matrix: list[VectorMatrix | None] = [None]
+        # the vectors in memory, shared with the Backfill (which drops them when it is done)
+        self._matrix: list[VectorMatrix | None] = [None] if matrix is None else matrix
 
     def search_blocking(
         self,
@@ -79,8 +85,9 @@ class DeliberateRecall:
             semantic=True,
             limit=limit,
             floor=embeddings.floor,
-            gate=embeddings.gate,
+            gate=embeddings.gate_for(vector),
             lexical_weight=embeddings.lexical_weight,
+            lexical_gate=embeddings.lexical_gate,
         )
         return [to_entry(by_key[c.key]) for c in chosen]
 
@@ -100,9 +107,18 @@ class Backfill:
     since the last pass, or all of them after an upgrade or a model change), in small batches
     in the background; recall ranks them lexically until then."""
 
-    def __init__(self, service: DeliberateMemory, embeddings: Embeddings) -> None:
+    def __init__(
+        self,
+        service: DeliberateMemory,
+        embeddings: Embeddings,
+        matrix: list[VectorMatrix | None] | None = None,
+    ) -> None:
         self._service = service
         self._embeddings = embeddings
+        # recall's vectors in memory: reloaded at most once a second while batches are written
+        # (orcad.deliberate.vectors), so dropped after the last one, for the next recall to see
+        # every record just embedded
+        self._matrix: list[VectorMatrix | None] = [None] if matrix is None else matrix
         self.embedded = 0
         self.pending = 0
         self.counted = False  # the counts above are known (status says "loading" until then)
@@ -131,7 +147,14 @@ class Backfill:
         vectors = self._embeddings.embed([content for _row, content in rows])
         if vectors is None:
             return 0
-        stored = store.query_blocking(lambda c: store_vectors(c, model, rows, vectors))
+
+        def write(connection: sqlite3.Connection) -> int:
+            stored = store_vectors(connection, model, rows, vectors)
+            if stored >= self.pending:  # the pass is done (the matrix is only used here)
+                self._matrix[0] = None
+            return stored
+
+        stored = store.query_blocking(write)
         self.embedded += stored
         self.pending = max(0, self.pending - stored)
         self._seen_changes = None  # our own write moved the counter

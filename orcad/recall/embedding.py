@@ -33,6 +33,9 @@ from orcad.secrets import redact
 
 Array = npt.NDArray[np.float32]
 BUILTIN_DIR = Path(__file__).resolve().parent / "model"
+# prompts about nothing a project stores (general knowledge, chat, edits to the code on screen):
+# the closer a prompt is to them, the higher the bar a stored record must clear (`prompt_gate`)
+UNRELATED_PROMPTS = Path(__file__).resolve().parent / "unrelated_prompts.txt"
 MAX_TOKENS = 256  # a record's first tokens carry its meaning; bounds the work per text
 TRANSFORMER_MAX_TOKENS = 128
 
@@ -45,6 +48,7 @@ class EmbeddingUnavailable(Exception):
 DEFAULT_FLOOR = 0.34
 DEFAULT_LEXICAL_WEIGHT = 0.0
 DEFAULT_GATE = DEFAULT_FLOOR  # a gate at the floor adds nothing to it
+DEFAULT_UNRELATED_WEIGHT = 0.0
 
 
 class Embedder(Protocol):
@@ -53,6 +57,9 @@ class Embedder(Protocol):
     floor: float  # relevance floor of orcad.recall.rank for this model's cosines
     gate: float  # what the best candidate must reach for anything to be injected
     lexical_weight: float
+    # how much a prompt's closeness to UNRELATED_PROMPTS raises its gate (0: not at all)
+    unrelated_weight: float
+    lexical_gate: float | None  # coverage from which a candidate opens the gate on its words
 
     def embed(self, texts: Sequence[str]) -> Array: ...
 
@@ -90,6 +97,8 @@ class StaticEmbedder:
         self.floor = DEFAULT_FLOOR
         self.gate = DEFAULT_GATE
         self.lexical_weight = DEFAULT_LEXICAL_WEIGHT
+        self.unrelated_weight = DEFAULT_UNRELATED_WEIGHT
+        self.lexical_gate: float | None = None
 
     def embed(self, texts: Sequence[str]) -> Array:
         out = np.zeros((len(texts), self.dims), dtype=np.float32)
@@ -120,6 +129,11 @@ def load_static(directory: Path) -> StaticEmbedder:
     embedder.floor = _setting(fields, "floor", DEFAULT_FLOOR, directory)
     embedder.gate = _setting(fields, "gate", embedder.floor, directory)
     embedder.lexical_weight = _setting(fields, "lexical_weight", DEFAULT_LEXICAL_WEIGHT, directory)
+    embedder.unrelated_weight = _setting(
+        fields, "unrelated_weight", DEFAULT_UNRELATED_WEIGHT, directory
+    )
+    if "lexical_gate" in fields:
+        embedder.lexical_gate = _setting(fields, "lexical_gate", 0.0, directory)
     return embedder
 
 
@@ -176,6 +190,8 @@ class TransformerEmbedder:
         self.floor = DEFAULT_FLOOR
         self.gate = DEFAULT_GATE
         self.lexical_weight = DEFAULT_LEXICAL_WEIGHT
+        self.unrelated_weight = DEFAULT_UNRELATED_WEIGHT
+        self.lexical_gate: float | None = None
 
     def embed(self, texts: Sequence[str]) -> Array:
         out = np.zeros((len(texts), self.dims), dtype=np.float32)
@@ -221,6 +237,8 @@ class EndpointEmbedder:
         self.floor = DEFAULT_FLOOR
         self.gate = DEFAULT_GATE
         self.lexical_weight = DEFAULT_LEXICAL_WEIGHT
+        self.unrelated_weight = DEFAULT_UNRELATED_WEIGHT
+        self.lexical_gate: float | None = None
 
     def embed(self, texts: Sequence[str]) -> Array:
         if not texts:
@@ -274,6 +292,27 @@ def load_embedder(
     return load_transformer(directory)
 
 
+def read_unrelated_prompts(path: Path | None = None) -> list[str]:
+    """The reference prompts (UNRELATED_PROMPTS unless `path` is given), one per line; blank
+    lines and # comments are skipped."""
+    path = UNRELATED_PROMPTS if path is None else path
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise EmbeddingUnavailable(f"cannot read the unrelated prompts {path}: {exc}") from exc
+    prompts = [line.strip() for line in lines if line.strip() and not line.startswith("#")]
+    if not prompts:
+        raise EmbeddingUnavailable(f"{path} holds no prompts")
+    return prompts
+
+
+def unrelated_reference(embedder: Embedder | None) -> Array | None:
+    """The unrelated prompts' vectors, for a model calibrated with them (else None)."""
+    if embedder is None or embedder.unrelated_weight <= 0:
+        return None
+    return embedder.embed(read_unrelated_prompts())
+
+
 class Embeddings:
     """The daemon's embedding model (or why there is none), shared by both parts of recall.
 
@@ -298,6 +337,7 @@ class Embeddings:
         self._loader = loader
         self._load_lock = threading.Lock()
         self._loaded = threading.Event()
+        self._unrelated = unrelated_reference(embedder)
         if loader is None:
             self._loaded.set()
 
@@ -347,7 +387,9 @@ class Embeddings:
             if self._loaded.is_set() or self._loader is None:
                 return
             try:
-                self._embedder = self._loader()
+                embedder = self._loader()
+                self._unrelated = unrelated_reference(embedder)
+                self._embedder = embedder
             except EmbeddingUnavailable as exc:
                 self.reason = str(exc)
             except Exception as exc:  # a broken model file must never stop the daemon
@@ -381,6 +423,23 @@ class Embeddings:
     def gate(self) -> float:
         embedder = self.embedder
         return DEFAULT_GATE if embedder is None else embedder.gate
+
+    def gate_for(self, prompt_vector: Array | None) -> float:
+        """What the best candidate must reach for anything to be injected for this prompt: the
+        model's gate, raised by the prompt's closeness to the nearest prompt about nothing a
+        project stores ("explain the CAP theorem", "thanks", "rename this variable")."""
+        embedder = self.embedder
+        if embedder is None:
+            return DEFAULT_GATE
+        if prompt_vector is None or self._unrelated is None:
+            return embedder.gate
+        closeness = max(0.0, float(np.max(self._unrelated @ prompt_vector)))
+        return embedder.gate + embedder.unrelated_weight * closeness
+
+    @property
+    def lexical_gate(self) -> float | None:
+        embedder = self.embedder
+        return None if embedder is None else embedder.lexical_gate
 
     @property
     def lexical_weight(self) -> float:

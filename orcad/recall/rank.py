@@ -14,11 +14,18 @@ anything stored fit this prompt?), and then every candidate whose relevance reac
 (which of them fit?). A fact asked for in other words is often no closer to its prompt than
 the nearest fact is to an unrelated prompt, so one threshold has to choose between the two;
 with a gate, a low floor keeps those weak true matches when the prompt is about the project
-at all. The numbers belong to the model (cosines of different models are on different scales):
-the built-in model's are in its MODEL.txt, chosen by bench/calibrate_recall.py on the labelled
+at all. The gate is the prompt's own (orcad.recall.embedding.Embeddings.gate_for): the model's
+gate plus its cosine with the nearest of a set of prompts about nothing a project stores, so
+"explain the CAP theorem" must find a record closer to it than a general question is, while
+"which phones must we support" clears it with a weaker match. The numbers belong to the model
+(cosines of different models are on different scales): the built-in model's are in its
+MODEL.txt, chosen by bench/calibrate_recall.py on the labelled
 set of bench/eval_recall.py (README "How recall ranks"). A candidate without a vector (its
 embedding failed) competes on its coverage alone and passes the floor and the gate when it
-shares a term, so recall is lexical as before for it. Without an
+shares a term, so recall is lexical as before for it. A candidate whose coverage reaches the
+`lexical_gate` opens the gate on its words alone: in a small store, a prompt sharing a
+distinctive word with one record ("which package manager does the frontend use?") may be no
+closer to it in meaning than to a general question about a context manager. Without an
 embedding the order is lexical, as before: every candidate sharing a term, by coverage then
 recency, no floor.
 
@@ -35,9 +42,6 @@ from typing import NamedTuple
 
 from orcad.query import is_weak_term, stem, stems
 
-LEXICAL_WEIGHT = 0.5  # the built-in model's calibrated values (orcad/recall/model/MODEL.txt)
-RELEVANCE_FLOOR = 0.24
-RELEVANCE_GATE = 0.46
 NEAR_DUPLICATE = 0.5  # Jaccard of significant word stems from which two texts say the same
 _NEWER_STEP = 1e-6
 # candidates looked at per entry shown: a correction is worded like what it corrects, so it
@@ -101,9 +105,7 @@ def near_duplicates(first: str, second: str) -> bool:
     return len(a & b) / len(a | b) >= NEAR_DUPLICATE
 
 
-def relevance(
-    candidate: Candidate, floor: float = RELEVANCE_FLOOR, lexical_weight: float = LEXICAL_WEIGHT
-) -> float:
+def relevance(candidate: Candidate, floor: float, lexical_weight: float) -> float:
     if candidate.cosine is None:  # lexical as before: any shared term passes the floor
         return floor + lexical_weight * candidate.coverage if candidate.coverage > 0 else -1.0
     return candidate.cosine + lexical_weight * candidate.coverage
@@ -114,9 +116,10 @@ def rank(
     *,
     semantic: bool,
     limit: int,
-    floor: float = RELEVANCE_FLOOR,
-    lexical_weight: float = LEXICAL_WEIGHT,
-    gate: float | None = RELEVANCE_GATE,
+    floor: float,
+    lexical_weight: float,
+    gate: float | None,
+    lexical_gate: float | None = None,
 ) -> list[Candidate]:
     """The candidates worth injecting, best first, at most `limit`.
 
@@ -139,7 +142,10 @@ def rank(
     ordered = sorted(pool, key=lambda c: (-scored[c.key], -c.recorded_at, c.key))
     if semantic:
         if gate is not None and not any(
-            scored[c.key] >= gate or (c.cosine is None and c.coverage > 0) for c in ordered
+            scored[c.key] >= gate
+            or (c.cosine is None and c.coverage > 0)
+            or (lexical_gate is not None and c.coverage >= lexical_gate)
+            for c in ordered
         ):
             return []
         ordered = [c for c in ordered if scored[c.key] >= floor]
