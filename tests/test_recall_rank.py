@@ -77,6 +77,25 @@ def test_a_gate_at_or_below_the_floor_changes_nothing() -> None:
     assert ranked(pool, gate=0.3) == ranked(pool, gate=FLOOR) == ranked(pool) == ["b", "c"]
 
 
+def test_records_cut_from_one_template_do_not_fill_the_block() -> None:
+    templated = [
+        cand(
+            f"t{n}", f"The {name} database is MySQL 5.7 and is backed up weekly.", cos=0.9 - n / 100
+        )
+        for n, name in enumerate(["survey-engine", "lab-results", "fleet-tracker", "sensor-hub"])
+    ]
+    other = cand("other", "Ask before running destructive database commands.", cos=0.7)
+    assert ranked([*templated, other], limit=3) == ["t0", "t1", "other"]
+    assert ranked([*templated, other], limit=6) == ["t0", "t1", "other"]  # never the rest
+
+
+def test_a_correction_and_what_it_corrects_are_both_shown() -> None:
+    old = cand("old", "Logs are shipped to Loki and kept for 14 days.", at=1.0, cos=0.8)
+    new = cand("new", "Logs are shipped to Loki and are now kept for 30 days.", at=2.0, cos=0.7)
+    third = cand("third", "Logs are shipped to Loki and kept for 60 days.", at=0.5, cos=0.75)
+    assert ranked([old, new, third]) == ["new", "old"]  # the oldest of three alike is left out
+
+
 def test_a_candidate_covering_the_lexical_gate_opens_the_gate_on_its_words() -> None:
     pool = [cand("words", "alpha", cos=0.2, cov=0.4), cand("meaning", "beta", cos=0.6)]
     chosen = rank(pool, semantic=True, limit=6, floor=FLOOR, lexical_weight=WEIGHT, gate=0.9)

@@ -47,6 +47,7 @@ _NEWER_STEP = 1e-6
 # candidates looked at per entry shown: a correction is worded like what it corrects, so it
 # scores close to it; the long tail of weak candidates is never compared
 CONSIDERED_PER_SHOWN = 3  # how far above its older near-duplicate a correction is placed
+ALIKE_SHOWN = 2  # near-duplicates of one another shown together, at most
 
 
 class Candidate(NamedTuple):  # a tuple: recall builds one per stored fact, per prompt
@@ -149,4 +150,18 @@ def rank(
         ):
             return []
         ordered = [c for c in ordered if scored[c.key] >= floor]
-    return ordered[:limit]
+    return varied(ordered, limit)
+
+
+def varied(ordered: Sequence[Candidate], limit: int) -> list[Candidate]:
+    """At most `limit` of `ordered`, in order, leaving out a candidate that says nearly the
+    same as ALIKE_SHOWN of those already taken (a correction and what it corrects both stay;
+    ten records cut from one template do not fill the block)."""
+    chosen: list[Candidate] = []
+    for candidate in ordered:
+        alike = sum(1 for c in chosen if near_duplicates(c.text, candidate.text))
+        if alike < ALIKE_SHOWN:
+            chosen.append(candidate)
+            if len(chosen) == limit:
+                break
+    return chosen
