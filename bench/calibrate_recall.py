@@ -1,21 +1,22 @@
-"""Calibrate recall's lexical weight, floor, gate, unrelated weight and lexical gate on the
-labelled set (bench/eval_data.py).
+"""Calibrate recall's lexical weight, floor, gate, unrelated and project weights and lexical
+gate on the labelled set (bench/eval_data.py).
 
 In process, without a daemon: every fact, correction and distractor is embedded with the chosen
 model, and for each prompt the ranking module (orcad/recall/rank.py) ranks all of them (the
 automatic part: the 128 ledger facts, top 6; the deliberate part: facts plus 1,000 distractors,
 top 8; and a new user's small store: the prompt's wanted facts and three others, top 6) for a
-grid of settings. A prompt's gate is `gate + unrelated_weight x closeness`, its closeness being
-its cosine with the nearest of orcad/recall/unrelated_prompts.txt, as the daemon computes it
-(`Embeddings.gate_for`); a candidate covering at least the lexical gate of the prompt's weighted
-terms opens it on its words alone. Prints the best setting at each unrelated weight and the
-chosen one's neighbours (hit@k of the "shares" and "other" classes, the share of "none" prompts
-left empty). The chosen setting keeps "shares" hit@6 >= 0.95 (or its best) in the automatic part
-and >= 0.9 in the small store, has a lexical weight of at least MIN_LEXICAL_WEIGHT, leaves at
-least 85% of the "none" prompts empty in the automatic and deliberate parts (or as many as any
-setting does), and among those finds the most "other" facts in those parts. With --folds 2, it
-also chooses on half of the prompts and scores the other half, as a check that the choice is not
-fitted to these prompts alone.
+grid of settings. A prompt's gate is `gate + unrelated_weight x its cosine with the nearest of
+orcad/recall/unrelated_prompts.txt - project_weight x its cosine with the nearest of
+orcad/recall/project_prompts.txt`, as the daemon computes it (`Embeddings.gate_for`); a
+candidate covering at least the lexical gate of the prompt's weighted terms opens it on its
+words alone. Prints the best setting at each unrelated and project weight and the chosen one's
+neighbours (hit@k of the "shares" and "other" classes, the share of "none" prompts left empty).
+The chosen setting keeps "shares" hit@6 >= 0.95 (or its best) in the automatic part and >= 0.9
+in the small store, has a lexical weight of at least MIN_LEXICAL_WEIGHT, leaves at least 85% of
+the "none" prompts empty in the automatic and deliberate parts (or as many as any setting does),
+and among those finds the most "other" facts in those parts. With --folds 2, it also chooses on
+half of the prompts and scores the other half, as a check that the choice is not fitted to these
+prompts alone.
 
     .venv/bin/python -m bench.calibrate_recall [--model DIR] [--folds 2]
 """
@@ -35,7 +36,13 @@ if __package__ in (None, ""):
 from bench.eval_data import CORRECTIONS, FACTS, PROMPTS, distractors
 from orcad.query import derive_query_terms, stem, stems
 from orcad.recall import rank
-from orcad.recall.embedding import BUILTIN_DIR, load_embedder, read_unrelated_prompts
+from orcad.recall.embedding import (
+    BUILTIN_DIR,
+    PROJECT_PROMPTS,
+    UNRELATED_PROMPTS,
+    load_embedder,
+    read_prompts,
+)
 
 POOL = 16  # per kind of match, as recall fetches
 # A prompt that shares one distinctive word with a fact in other forms ("deploying" for
@@ -76,6 +83,7 @@ WEIGHTS = (0.0, 0.1, 0.2, 0.3, 0.5, 0.7)
 FLOORS = [round(float(f), 2) for f in np.arange(0.1, 0.7, 0.02)]
 GATES = [round(float(g), 2) for g in np.arange(-0.1, 0.8, 0.02)]
 UNRELATED_WEIGHTS = (0.0, 0.5, 0.75, 1.0)
+PROJECT_WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0)
 EMPTY_TARGET = 0.85  # of unrelated prompts left empty, in both parts
 SHARES_TARGET = 0.95  # of prompts sharing a word with their fact, found in the automatic part
 # in a small store the gate costs more of those: there every term is rare, so a shared word
@@ -95,7 +103,7 @@ class Outcomes:
     gate only decides whether that ranking is shown, so the gate grid costs no ranking."""
 
     def __init__(self, prepared, closeness, classes):  # type: ignore[no-untyped-def]
-        self.closeness = closeness
+        self.closeness = closeness  # (to the unrelated prompts, to the project prompts)
         self.classes = classes
         self.table = {}
         for weight in WEIGHTS:
@@ -124,15 +132,16 @@ class Outcomes:
                 self.table[weight, floor] = entry
 
     def figures(self, setting, subset):  # type: ignore[no-untyped-def]
-        weight, floor, gate, unrelated, lexical_gate = setting
+        weight, floor, gate, unrelated, project, lexical_gate = setting
         row = {
             "weight": weight,
             "floor": floor,
             "gate": gate,
             "unrelated": unrelated,
+            "project": project,
             "lexical_gate": lexical_gate,
         }
-        bar = gate + unrelated * self.closeness
+        bar = gate + unrelated * self.closeness[0] - project * self.closeness[1]
         for name, (found, best, covered) in self.table[weight, floor].items():
             shown = found & ((best >= bar) | (covered >= lexical_gate))
             for cls in ("shares", "other", "none"):
@@ -145,13 +154,16 @@ class Outcomes:
 def choose(outcomes, subset):  # type: ignore[no-untyped-def]
     """Every setting's figures on `subset`, and the chosen one (see the module docstring)."""
     rows = [
-        outcomes.figures((weight, floor, gate, unrelated, lexical_gate), subset)
+        outcomes.figures((weight, floor, gate, unrelated, project, lexical_gate), subset)
         for weight in WEIGHTS
+        if weight >= MIN_LEXICAL_WEIGHT
         for floor in FLOORS
         for unrelated in UNRELATED_WEIGHTS
+        for project in PROJECT_WEIGHTS
         for gate in GATES
         for lexical_gate in LEXICAL_GATES
-        if unrelated > 0 or gate >= floor - 1e-9  # without it, a gate below the floor is none
+        # without them, a gate below the floor is none
+        if unrelated > 0 or project > 0 or gate >= floor - 1e-9
     ]
     targets = {"auto_shares": SHARES_TARGET, "smal_shares": SMALL_SHARES_TARGET}
     shares = {k: min(target, max(r[k] for r in rows)) for k, target in targets.items()}
@@ -182,13 +194,13 @@ def main() -> None:
     args = parser.parse_args()
     embedder = load_embedder(args.model)
     assert embedder is not None
-    unrelated = embedder.embed(read_unrelated_prompts())
+    references = [embedder.embed(read_prompts(p)) for p in (UNRELATED_PROMPTS, PROJECT_PROMPTS)]
     parts = {
         "automatic": (ALL, 6),
         "deliberate": ([("x", t) for t in distractors()] + ALL, 8),
     }
     queries = embedder.embed([prompt for _cls, prompt, _wanted in PROMPTS])
-    closeness = np.maximum(0.0, (queries @ unrelated.T).max(axis=1))
+    closeness = [np.maximum(0.0, (queries @ r.T).max(axis=1)) for r in references]
     classes = np.array([cls for cls, _prompt, _wanted in PROMPTS])
     prepared = {}
     for name, (docs, top) in parts.items():
@@ -215,14 +227,19 @@ def main() -> None:
     outcomes = Outcomes(prepared, closeness, classes)
     everyone = np.ones(len(PROMPTS), dtype=bool)
     rows, quiet, best, merit = choose(outcomes, everyone)
-    for unrelated_weight in UNRELATED_WEIGHTS:
-        candidates = [r for r in quiet if r["unrelated"] == unrelated_weight]
-        if candidates:
-            print("best at unrelated weight", unrelated_weight, max(candidates, key=merit))
+    for unrelated in UNRELATED_WEIGHTS:
+        for project in PROJECT_WEIGHTS:
+            candidates = [
+                r for r in quiet if (r["unrelated"], r["project"]) == (unrelated, project)
+            ]
+            if candidates:
+                print(f"best at weights {unrelated} / {project}:", max(candidates, key=merit))
     keys = list(rows[0])
     print(" ".join(f"{k:>11}" for k in keys))
     for r in rows:
-        same = all(r[k] == best[k] for k in ("weight", "floor", "unrelated", "lexical_gate"))
+        same = all(
+            r[k] == best[k] for k in ("weight", "floor", "unrelated", "project", "lexical_gate")
+        )
         if (same and round(r["gate"] * 100) % 4 == 0) or r is best:
             print(" ".join(f"{r[k]:>11}" for k in keys) + ("  <- chosen" if r is best else ""))
     print("chosen:", best)
@@ -233,7 +250,7 @@ def main() -> None:
             halves[np.flatnonzero(classes == cls)[::2]] = True
         for name, fit in (("first", halves), ("second", ~halves)):
             _rows, _quiet, chosen, _merit = choose(outcomes, fit)
-            setting = tuple(chosen[k] for k in ("weight", "floor", "gate", "unrelated"))
+            setting = tuple(chosen[k] for k in ("weight", "floor", "gate", "unrelated", "project"))
             held = outcomes.figures((*setting, chosen["lexical_gate"]), ~fit)
             print(f"chosen on the {name} half:", chosen)
             print("   scored on the other half:", {k: held[k] for k in FIGURES})

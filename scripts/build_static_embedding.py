@@ -180,15 +180,15 @@ def main() -> None:
     parser.add_argument(
         "--floor",
         type=float,
-        default=0.22,
+        default=0.2,
         help="relevance floor recall uses with this model (bench/calibrate_recall)",
     )
     parser.add_argument(
         "--gate",
         type=float,
-        default=0.08,
+        default=0.38,
         help="relevance the best candidate must reach for recall to inject anything, before "
-        "the prompt's closeness to the unrelated prompts is added (bench/calibrate_recall)",
+        "the prompt's closeness to the reference prompts moves it (bench/calibrate_recall)",
     )
     parser.add_argument(
         "--unrelated-weight",
@@ -196,6 +196,13 @@ def main() -> None:
         default=1.0,
         help="how much a prompt's cosine with the nearest of orcad/recall/unrelated_prompts.txt "
         "raises its gate (bench/calibrate_recall)",
+    )
+    parser.add_argument(
+        "--project-weight",
+        type=float,
+        default=0.75,
+        help="how much a prompt's cosine with the nearest of orcad/recall/project_prompts.txt "
+        "lowers its gate (bench/calibrate_recall)",
     )
     parser.add_argument(
         "--lexical-gate",
@@ -245,7 +252,8 @@ def main() -> None:
         f"mode: {args.mode}\n{trained}dims: {args.dims}\ntokens: {len(vocab)}\n"
         "licence: Apache-2.0 (the source model's); vocab.txt is the source model's\n"
         f"floor: {args.floor}\ngate: {args.gate}\nlexical_weight: {args.lexical_weight}\n"
-        f"unrelated_weight: {args.unrelated_weight}\nlexical_gate: {args.lexical_gate}\n"
+        f"unrelated_weight: {args.unrelated_weight}\nproject_weight: {args.project_weight}\n"
+        f"lexical_gate: {args.lexical_gate}\n"
     )
     print(f"wrote {args.out} ({codes.shape[0]} x {codes.shape[1]} int8)")
 

@@ -413,7 +413,9 @@ class CountingModel:
         self.model_id, self.dims = self.inner.model_id, self.inner.dims
         self.floor, self.gate = self.inner.floor, self.inner.gate
         self.lexical_weight = self.inner.lexical_weight
-        self.unrelated_weight, self.lexical_gate = 0.0, self.inner.lexical_gate
+        # no reference prompts: only the texts recall embeds for the index are counted
+        self.unrelated_weight = self.project_weight = 0.0
+        self.lexical_gate = self.inner.lexical_gate
         self.texts: list[str] = []
 
     def embed(self, texts: Sequence[str]) -> Any:

@@ -184,18 +184,38 @@ def test_snapshot_survives_a_daemon_restart(
     assert agent.recall("run the migrations", turn_id="turn-R") == first
 
 
+# different enough that no two are near-duplicates
+STEPS = list(
+    enumerate(
+        [
+            "freeze the schema",
+            "tag the commit",
+            "build wheels",
+            "sign artefacts",
+            "warm caches",
+            "drain workers",
+            "notify support",
+            "rotate credentials",
+            "snapshot volumes",
+            "update dashboards",
+        ]
+    )
+)
+
+
 def test_automatic_caps_six_entries_and_3072_bytes(
     daemon: DaemonProcess, orca_env: OrcaEnv, workdir: Path
 ) -> None:
     agent = Agent(daemon, workdir)
     directory = project_dir(orca_env, agent.project_id)
-    add_facts(directory, [f"Deploy step {n}: run the release checklist." for n in range(10)])
+    # ten different facts (recall shows at most two that say nearly the same)
+    add_facts(directory, [f"To deploy, {task} for the release." for _n, task in STEPS])
     result = agent.recall("deploy release")
     assert len(result.automatic) == RECALL_AUTOMATIC_MAX_ENTRIES
 
     # 394 characters (a fact may have 400) but about 770 UTF-8 bytes: the byte cap binds first
-    long_fact = "Changelog notes: " + "é" * 377
-    add_facts(directory, [f"{n} {long_fact}" for n in range(10)])
+    long_fact = "é" * 370
+    add_facts(directory, [f"Changelog notes {task}: {long_fact}" for _n, task in STEPS])
     result = agent.recall("changelog notes")
     lines = [automatic_line(AutomaticEntry(**_fields(e))).encode() for e in result.automatic]
     assert all("é" in entry.text for entry in result.automatic)
@@ -214,13 +234,13 @@ def test_deliberate_caps_eight_records_and_4096_characters(
     daemon: DaemonProcess, workdir: Path
 ) -> None:
     agent = Agent(daemon, workdir, mode="yolo")
-    for n in range(RECALL_DELIBERATE_MAX_RECORDS + 2):
-        agent.save(f"Benchmark rule {n}: pin the CPU governor.")
+    for n, task in STEPS[: RECALL_DELIBERATE_MAX_RECORDS + 2]:
+        agent.save(f"Benchmark rule {n}: {task} first.")
     result = agent.recall("benchmark rules")
     assert len(result.deliberate) == RECALL_DELIBERATE_MAX_RECORDS
 
-    for n in range(8):
-        agent.save(f"Profiling note {n}: " + "p" * 900)
+    for _n, task in STEPS[:8]:
+        agent.save(f"Profiling note {task}: " + "p" * 890)
     result = agent.recall("profiling note")
     now = time.time()
     entries = [DeliberateEntry(**_record_fields(r)) for r in result.deliberate]

@@ -19,12 +19,14 @@ from orcad.recall.embedding import (
     BUILTIN_DIR,
     DEFAULT_FLOOR,
     DEFAULT_GATE,
+    PROJECT_PROMPTS,
+    UNRELATED_PROMPTS,
     Embeddings,
     EmbeddingUnavailable,
     EndpointEmbedder,
     load_embedder,
     load_static,
-    read_unrelated_prompts,
+    read_prompts,
 )
 from orcad.recall.wordpiece import WordPiece, basic_words
 from tests.fake_openai import FakeOpenAI, stall_before_headers, status
@@ -83,30 +85,32 @@ def test_a_prompt_like_the_unrelated_ones_must_clear_a_higher_gate(builtin: Any)
         ]
     )
     gates = [embeddings.gate_for(vector) for vector in (chat, general, project)]
-    assert all(gate >= builtin.gate for gate in gates)
     assert min(gates[:2]) > gates[2] + 0.2, gates  # general talk needs a much closer record
+    assert max(gates[:2]) > builtin.gate > gates[2]  # raised, and lowered for a project's own
     assert embeddings.gate_for(None) == builtin.gate  # no prompt vector: the model's own gate
     assert embeddings.gate_for(np.zeros(builtin.dims, np.float32)) == builtin.gate
     assert Embeddings("none", None).gate_for(project) == DEFAULT_GATE
 
 
-def test_the_unrelated_prompts_file_is_read_strictly(tmp_path: Path) -> None:
-    shipped = read_unrelated_prompts()
-    assert len(shipped) >= 300 and len(set(shipped)) == len(shipped)
+def test_the_reference_prompt_files_are_read_strictly(tmp_path: Path) -> None:
+    unrelated, project = read_prompts(UNRELATED_PROMPTS), read_prompts(PROJECT_PROMPTS)
+    for shipped in (unrelated, project):
+        assert len(shipped) >= 300 and len(set(shipped)) == len(shipped)
+    assert not set(unrelated) & set(project)
     listed = tmp_path / "prompts.txt"
     listed.write_text("# general talk\n\n  tell me a joke  \nthanks\n")
-    assert read_unrelated_prompts(listed) == ["tell me a joke", "thanks"]
+    assert read_prompts(listed) == ["tell me a joke", "thanks"]
     listed.write_text("# only a comment\n\n")
     with pytest.raises(EmbeddingUnavailable, match="holds no prompts"):
-        read_unrelated_prompts(listed)
-    with pytest.raises(EmbeddingUnavailable, match="cannot read the unrelated prompts"):
-        read_unrelated_prompts(tmp_path / "missing.txt")
+        read_prompts(listed)
+    with pytest.raises(EmbeddingUnavailable, match="cannot read the reference prompts"):
+        read_prompts(tmp_path / "missing.txt")
     listed.write_bytes(b"\xff\xfe bad utf-8")
-    with pytest.raises(EmbeddingUnavailable, match="cannot read the unrelated prompts"):
-        read_unrelated_prompts(listed)
+    with pytest.raises(EmbeddingUnavailable, match="cannot read the reference prompts"):
+        read_prompts(listed)
 
 
-def test_a_model_calibrated_with_unrelated_prompts_does_not_load_without_them(
+def test_a_model_calibrated_with_reference_prompts_does_not_load_without_them(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     directory = tmp_path / "static"
@@ -117,11 +121,18 @@ def test_a_model_calibrated_with_unrelated_prompts_does_not_load_without_them(
     (directory / "vocab.txt").write_text("[UNK]\na\nb\n")
     (directory / "MODEL.txt").write_text("id: tiny\ngate: 0.1\nunrelated_weight: 0.5\n")
     loaded = Embeddings.load(str(directory))
+    # every text embeds to the same vector here: closeness 1 to each reference prompt
     assert loaded.state == "ready" and loaded.gate_for(loaded.embed(["a"])[0]) == 0.1 + 0.5
-    monkeypatch.setattr(embedding, "UNRELATED_PROMPTS", tmp_path / "gone.txt")
-    missing = Embeddings.load(str(directory))  # it would rank without its calibrated gate
-    assert missing.state == "unavailable" and missing.embed(["a"]) is None
-    assert "cannot read the unrelated prompts" in (missing.reason or "")
+    (directory / "MODEL.txt").write_text("id: tiny\ngate: 0.9\nproject_weight: 0.25\n")
+    lowered = Embeddings.load(str(directory))
+    assert lowered.gate_for(lowered.embed(["a"])[0]) == 0.9 - 0.25
+    for name, weight in (("UNRELATED_PROMPTS", "unrelated"), ("PROJECT_PROMPTS", "project")):
+        with monkeypatch.context() as patch:
+            patch.setattr(embedding, name, tmp_path / "gone.txt")
+            (directory / "MODEL.txt").write_text(f"id: tiny\n{weight}_weight: 0.5\n")
+            missing = Embeddings.load(str(directory))  # it would rank without its calibration
+            assert missing.state == "unavailable" and missing.embed(["a"]) is None
+            assert "cannot read the reference prompts" in (missing.reason or "")
     (directory / "MODEL.txt").write_text("id: tiny\ngate: 0.1\n")  # not calibrated with them
     plain = Embeddings.load(str(directory))
     assert plain.state == "ready" and plain.gate_for(plain.embed(["a"])[0]) == 0.1
@@ -338,6 +349,7 @@ def test_endpoint_failures_give_no_vector_within_the_deadline() -> None:
         ("gate: inf", "gate"),
         ("lexical_weight: -0.5", "lexical_weight"),
         ("unrelated_weight: -1", "unrelated_weight"),
+        ("project_weight: x", "project_weight"),
         ("lexical_gate: nan", "lexical_gate"),
         ("floor:", "floor"),
     ],

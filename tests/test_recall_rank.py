@@ -89,6 +89,19 @@ def test_records_cut_from_one_template_do_not_fill_the_block() -> None:
     assert ranked([*templated, other], limit=6) == ["t0", "t1", "other"]  # never the rest
 
 
+def test_a_correction_ranks_first_when_a_template_pushed_what_it_corrects_down() -> None:
+    templated = [
+        cand(
+            f"t{n}", f"The {name} database is MySQL 5.7 and is backed up weekly.", cos=0.9 - n / 100
+        )
+        for n, name in enumerate(["survey-engine", "lab-results", "fleet-tracker", "sensor-hub"])
+    ]
+    old = cand("old", "API tokens for customers expire after 90 days.", at=1.0, cos=0.6)
+    new = cand("new", "API tokens for customers now expire after 30 days.", at=2.0, cos=0.55)
+    # "old" is fifth by score but third once the template's copies are left out
+    assert ranked([*templated, old, new], limit=3) == ["t0", "t1", "new"]
+
+
 def test_a_correction_and_what_it_corrects_are_both_shown() -> None:
     old = cand("old", "Logs are shipped to Loki and kept for 14 days.", at=1.0, cos=0.8)
     new = cand("new", "Logs are shipped to Loki and are now kept for 30 days.", at=2.0, cos=0.7)

@@ -224,7 +224,7 @@ def test_published_facts_carry_their_vectors_into_the_index(
     assert sorted(fact for fact, _size in rows) == sorted(facts)
     assert {size for _fact, size in rows} == {2 * 256}  # float16, the built-in model's 256 dims
     agent = Agent(daemon, workdir)
-    assert texts(agent.recall("should the frontend use npm or yarn?"))[0] == facts[0]
+    assert texts(agent.recall("which package manager does the frontend use?"))[0] == facts[0]
 
 
 def test_nothing_that_looks_like_a_secret_reaches_the_embedding_endpoint(

@@ -208,10 +208,12 @@ def hybrid_search(  # noqa: PLR0917 - one search's inputs
     model: str | None,
     limit: int,
     cache: list[VectorMatrix | None],
+    nearest: int | None = None,
 ) -> HybridResult:
-    """The union of the best lexical matches and the nearest vectors among visible records
-    (each at most `limit`), with the term counts ranking needs. `cache[0]` holds the matrix
-    between calls."""
+    """The union of at most `limit` best lexical matches and `nearest` (default `limit`)
+    nearest vectors among visible records, with the term counts ranking needs. `cache[0]`
+    holds the matrix between calls."""
+    nearest = limit if nearest is None else nearest
     total = record_total(connection)
     counts = term_document_counts(connection, list(terms)) if terms else {}
     chosen = most_selective(terms, counts)
@@ -237,7 +239,7 @@ def hybrid_search(  # noqa: PLR0917 - one search's inputs
         if len(matrix.row_ids) and matrix.matrix.shape[1] == query_vector.shape[0]:
             scores = matrix.matrix @ query_vector
             scores[~matrix.visible(workspace_id)] = -np.inf
-            best = np.argpartition(-scores, min(limit, len(scores) - 1))[:limit]
+            best = np.argpartition(-scores, min(nearest, len(scores) - 1))[:nearest]
             best = best[np.isfinite(scores[best])]
             cosines = {int(matrix.row_ids[i]): float(scores[i]) for i in best}
             row_ids += [r for r in cosines if r not in row_ids]

@@ -22,6 +22,10 @@ from orcad.recall.embedding import Array, Embeddings
 from orcad.sessions import Session
 from protocol.types import DeliberateEntry, EmbeddingStatus
 
+# nearest vectors fetched per record recall may show: a correction is worded like what it
+# corrects but may be a little farther from the prompt, and must come along to rank above it;
+# and with at most two alike shown, records cut from one template take fewer places
+NEAREST_PER_SHOWN = 1.5
 log = structlog.get_logger("orcad.recall")
 
 
@@ -57,7 +61,14 @@ class DeliberateRecall:
         vector = query_vector if model is not None else None
         found = service.store.query_blocking(
             lambda connection: hybrid_search(
-                connection, session.workspace_id, terms, vector, model, limit, self._matrix
+                connection,
+                session.workspace_id,
+                terms,
+                vector,
+                model,
+                limit,
+                self._matrix,
+                nearest=int(NEAREST_PER_SHOWN * limit),
             )
         )
         if vector is None or embeddings is None:  # lexical, as before: bm25 order

@@ -34,8 +34,10 @@ from orcad.secrets import redact
 Array = npt.NDArray[np.float32]
 BUILTIN_DIR = Path(__file__).resolve().parent / "model"
 # prompts about nothing a project stores (general knowledge, chat, edits to the code on screen):
-# the closer a prompt is to them, the higher the bar a stored record must clear (`prompt_gate`)
+# the closer a prompt is to them, the higher the bar a stored record must clear; and prompts
+# that ask about a project's own setup, which lower it (`Embeddings.gate_for`)
 UNRELATED_PROMPTS = Path(__file__).resolve().parent / "unrelated_prompts.txt"
+PROJECT_PROMPTS = Path(__file__).resolve().parent / "project_prompts.txt"
 MAX_TOKENS = 256  # a record's first tokens carry its meaning; bounds the work per text
 TRANSFORMER_MAX_TOKENS = 128
 
@@ -49,6 +51,7 @@ DEFAULT_FLOOR = 0.34
 DEFAULT_LEXICAL_WEIGHT = 0.0
 DEFAULT_GATE = DEFAULT_FLOOR  # a gate at the floor adds nothing to it
 DEFAULT_UNRELATED_WEIGHT = 0.0
+DEFAULT_PROJECT_WEIGHT = 0.0
 
 
 class Embedder(Protocol):
@@ -57,8 +60,10 @@ class Embedder(Protocol):
     floor: float  # relevance floor of orcad.recall.rank for this model's cosines
     gate: float  # what the best candidate must reach for anything to be injected
     lexical_weight: float
-    # how much a prompt's closeness to UNRELATED_PROMPTS raises its gate (0: not at all)
+    # how much a prompt's closeness to UNRELATED_PROMPTS raises its gate, and its closeness to
+    # PROJECT_PROMPTS lowers it (0: not at all)
     unrelated_weight: float
+    project_weight: float
     lexical_gate: float | None  # coverage from which a candidate opens the gate on its words
 
     def embed(self, texts: Sequence[str]) -> Array: ...
@@ -98,6 +103,7 @@ class StaticEmbedder:
         self.gate = DEFAULT_GATE
         self.lexical_weight = DEFAULT_LEXICAL_WEIGHT
         self.unrelated_weight = DEFAULT_UNRELATED_WEIGHT
+        self.project_weight = DEFAULT_PROJECT_WEIGHT
         self.lexical_gate: float | None = None
 
     def embed(self, texts: Sequence[str]) -> Array:
@@ -132,6 +138,7 @@ def load_static(directory: Path) -> StaticEmbedder:
     embedder.unrelated_weight = _setting(
         fields, "unrelated_weight", DEFAULT_UNRELATED_WEIGHT, directory
     )
+    embedder.project_weight = _setting(fields, "project_weight", DEFAULT_PROJECT_WEIGHT, directory)
     if "lexical_gate" in fields:
         embedder.lexical_gate = _setting(fields, "lexical_gate", 0.0, directory)
     return embedder
@@ -191,6 +198,7 @@ class TransformerEmbedder:
         self.gate = DEFAULT_GATE
         self.lexical_weight = DEFAULT_LEXICAL_WEIGHT
         self.unrelated_weight = DEFAULT_UNRELATED_WEIGHT
+        self.project_weight = DEFAULT_PROJECT_WEIGHT
         self.lexical_gate: float | None = None
 
     def embed(self, texts: Sequence[str]) -> Array:
@@ -238,6 +246,7 @@ class EndpointEmbedder:
         self.gate = DEFAULT_GATE
         self.lexical_weight = DEFAULT_LEXICAL_WEIGHT
         self.unrelated_weight = DEFAULT_UNRELATED_WEIGHT
+        self.project_weight = DEFAULT_PROJECT_WEIGHT
         self.lexical_gate: float | None = None
 
     def embed(self, texts: Sequence[str]) -> Array:
@@ -292,25 +301,36 @@ def load_embedder(
     return load_transformer(directory)
 
 
-def read_unrelated_prompts(path: Path | None = None) -> list[str]:
-    """The reference prompts (UNRELATED_PROMPTS unless `path` is given), one per line; blank
-    lines and # comments are skipped."""
-    path = UNRELATED_PROMPTS if path is None else path
+def read_prompts(path: Path) -> list[str]:
+    """Reference prompts, one per line; blank lines and # comments are skipped."""
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as exc:
-        raise EmbeddingUnavailable(f"cannot read the unrelated prompts {path}: {exc}") from exc
+        raise EmbeddingUnavailable(f"cannot read the reference prompts {path}: {exc}") from exc
     prompts = [line.strip() for line in lines if line.strip() and not line.startswith("#")]
     if not prompts:
         raise EmbeddingUnavailable(f"{path} holds no prompts")
     return prompts
 
 
-def unrelated_reference(embedder: Embedder | None) -> Array | None:
-    """The unrelated prompts' vectors, for a model calibrated with them (else None)."""
-    if embedder is None or embedder.unrelated_weight <= 0:
+def reference(embedder: Embedder | None, weight: float, path: Path) -> Array | None:
+    """The vectors of the prompts in `path`, for a model calibrated with them (else None)."""
+    if embedder is None or weight <= 0:
         return None
-    return embedder.embed(read_unrelated_prompts())
+    return embedder.embed(read_prompts(path))
+
+
+def references(embedder: Embedder | None) -> tuple[Array, int] | None:
+    """The vectors of the unrelated prompts and then of the project prompts, each set only if
+    the model is calibrated with it, and where the second begins; None when neither is."""
+    if embedder is None:
+        return None
+    unrelated = reference(embedder, embedder.unrelated_weight, UNRELATED_PROMPTS)
+    project = reference(embedder, embedder.project_weight, PROJECT_PROMPTS)
+    if unrelated is None and project is None:
+        return None
+    parts = [part for part in (unrelated, project) if part is not None]
+    return np.concatenate(parts), 0 if unrelated is None else len(unrelated)
 
 
 class Embeddings:
@@ -337,7 +357,7 @@ class Embeddings:
         self._loader = loader
         self._load_lock = threading.Lock()
         self._loaded = threading.Event()
-        self._unrelated = unrelated_reference(embedder)
+        self._references = references(embedder)
         if loader is None:
             self._loaded.set()
 
@@ -388,7 +408,7 @@ class Embeddings:
                 return
             try:
                 embedder = self._loader()
-                self._unrelated = unrelated_reference(embedder)
+                self._references = references(embedder)
                 self._embedder = embedder
             except EmbeddingUnavailable as exc:
                 self.reason = str(exc)
@@ -427,14 +447,23 @@ class Embeddings:
     def gate_for(self, prompt_vector: Array | None) -> float:
         """What the best candidate must reach for anything to be injected for this prompt: the
         model's gate, raised by the prompt's closeness to the nearest prompt about nothing a
-        project stores ("explain the CAP theorem", "thanks", "rename this variable")."""
+        project stores ("explain the CAP theorem", "thanks", "rename this variable") and
+        lowered by its closeness to the nearest that asks about a project's own setup ("who
+        approves infra changes", "what's our staging URL again")."""
         embedder = self.embedder
         if embedder is None:
             return DEFAULT_GATE
-        if prompt_vector is None or self._unrelated is None:
+        if prompt_vector is None or self._references is None:
             return embedder.gate
-        closeness = max(0.0, float(np.max(self._unrelated @ prompt_vector)))
-        return embedder.gate + embedder.unrelated_weight * closeness
+        prompts, split = self._references
+        cosines = prompts @ prompt_vector  # one product for both sets
+        unrelated = max(0.0, float(cosines[:split].max())) if split else 0.0
+        project = max(0.0, float(cosines[split:].max())) if split < len(cosines) else 0.0
+        return (
+            embedder.gate
+            + embedder.unrelated_weight * unrelated
+            - embedder.project_weight * project
+        )
 
     @property
     def lexical_gate(self) -> float | None:

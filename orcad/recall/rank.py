@@ -134,33 +134,38 @@ def rank(
         scored = {c.key: c.coverage for c in candidates if c.coverage > 0}
     pool = sorted((c for c in candidates if c.key in scored), key=lambda c: -scored[c.key])
     pool = pool[: CONSIDERED_PER_SHOWN * limit]
+    if (
+        semantic
+        and gate is not None
+        and not any(
+            scored[c.key] >= gate
+            or (c.cosine is None and c.coverage > 0)
+            or (lexical_gate is not None and c.coverage >= lexical_gate)
+            for c in pool
+        )
+    ):
+        return []  # (a correction's step below cannot lift the best over the gate)
     # a correction inherits the score of the older near-duplicate it corrects, plus a step
-    # (only older candidates that could be shown matter, which bounds the comparisons)
-    for older in sorted(pool[:limit], key=lambda c: c.recorded_at):
+    # (only older candidates that could be shown matter, which bounds the comparisons; with
+    # at most two alike shown, those can come from deeper in the pool than `limit`)
+    first = sorted(pool, key=lambda c: (-scored[c.key], -c.recorded_at, c.key))
+    for older in sorted(_varied(first, limit), key=lambda c: c.recorded_at):
         for newer in pool:
             if newer.recorded_at > older.recorded_at and near_duplicates(older.text, newer.text):
                 scored[newer.key] = max(scored[newer.key], scored[older.key] + _NEWER_STEP)
     ordered = sorted(pool, key=lambda c: (-scored[c.key], -c.recorded_at, c.key))
     if semantic:
-        if gate is not None and not any(
-            scored[c.key] >= gate
-            or (c.cosine is None and c.coverage > 0)
-            or (lexical_gate is not None and c.coverage >= lexical_gate)
-            for c in ordered
-        ):
-            return []
         ordered = [c for c in ordered if scored[c.key] >= floor]
-    return varied(ordered, limit)
+    return _varied(ordered, limit)
 
 
-def varied(ordered: Sequence[Candidate], limit: int) -> list[Candidate]:
+def _varied(ordered: Sequence[Candidate], limit: int) -> list[Candidate]:
     """At most `limit` of `ordered`, in order, leaving out a candidate that says nearly the
     same as ALIKE_SHOWN of those already taken (a correction and what it corrects both stay;
     ten records cut from one template do not fill the block)."""
     chosen: list[Candidate] = []
     for candidate in ordered:
-        alike = sum(1 for c in chosen if near_duplicates(c.text, candidate.text))
-        if alike < ALIKE_SHOWN:
+        if sum(1 for c in chosen if near_duplicates(c.text, candidate.text)) < ALIKE_SHOWN:
             chosen.append(candidate)
             if len(chosen) == limit:
                 break
