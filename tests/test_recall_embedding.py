@@ -110,16 +110,23 @@ def test_the_reference_prompt_files_are_read_strictly(tmp_path: Path) -> None:
         read_prompts(listed)
 
 
-def test_a_model_calibrated_with_reference_prompts_does_not_load_without_them(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    directory = tmp_path / "static"
+def tiny_static_model(directory: Path, described: str) -> Path:
+    """A static model of three tokens whose vectors are all the same (MODEL.txt: `described`)."""
     directory.mkdir()
     np.savez(
         directory / "vectors.npz", codes=np.ones((3, 4), np.int8), scale=np.ones(3, np.float32)
     )
     (directory / "vocab.txt").write_text("[UNK]\na\nb\n")
-    (directory / "MODEL.txt").write_text("id: tiny\ngate: 0.1\nunrelated_weight: 0.5\n")
+    (directory / "MODEL.txt").write_text(described)
+    return directory
+
+
+def test_a_model_calibrated_with_reference_prompts_does_not_load_without_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    directory = tiny_static_model(
+        tmp_path / "static", "id: tiny\ngate: 0.1\nunrelated_weight: 0.5\n"
+    )
     loaded = Embeddings.load(str(directory))
     # every text embeds to the same vector here: closeness 1 to each reference prompt
     assert loaded.state == "ready" and loaded.gate_for(loaded.embed(["a"])[0]) == 0.1 + 0.5
@@ -357,12 +364,6 @@ def test_endpoint_failures_give_no_vector_within_the_deadline() -> None:
 def test_a_model_file_with_a_bad_ranking_number_is_not_loaded(
     tmp_path: Path, line: str, named: str
 ) -> None:
-    directory = tmp_path / "static"
-    directory.mkdir()
-    np.savez(
-        directory / "vectors.npz", codes=np.zeros((3, 4), np.int8), scale=np.ones(3, np.float32)
-    )
-    (directory / "vocab.txt").write_text("[UNK]\na\nb\n")
-    (directory / "MODEL.txt").write_text(f"id: tiny\n{line}\n")
+    directory = tiny_static_model(tmp_path / "static", f"id: tiny\n{line}\n")
     with pytest.raises(EmbeddingUnavailable, match=f"MODEL.txt: {named} must be a number"):
         load_embedder(str(directory))
