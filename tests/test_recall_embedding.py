@@ -98,7 +98,7 @@ def test_the_reference_prompt_files_are_read_strictly(tmp_path: Path) -> None:
         assert len(shipped) >= 300 and len(set(shipped)) == len(shipped)
     assert not set(unrelated) & set(project)
     listed = tmp_path / "prompts.txt"
-    listed.write_text("# general talk\n\n  tell me a joke  \nthanks\n")
+    listed.write_text("# general talk\n\n  tell me a joke  \n  # indented note\nthanks\n")
     assert read_prompts(listed) == ["tell me a joke", "thanks"]
     listed.write_text("# only a comment\n\n")
     with pytest.raises(EmbeddingUnavailable, match="holds no prompts"):

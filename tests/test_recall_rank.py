@@ -102,6 +102,35 @@ def test_a_correction_ranks_first_when_a_template_pushed_what_it_corrects_down()
     assert ranked([*templated, old, new], limit=3) == ["t0", "t1", "new"]
 
 
+def test_a_chain_of_corrections_is_shown_newest_first() -> None:
+    first = cand("A", "Staging deploys go through job stage-deploy on the release branch.", at=4.0)
+    second = cand(
+        "B", "Staging deploys now go through workflow stage-deploy on the release branch.", at=5.0
+    )
+    third = cand("C", "Staging deploys now go through workflow ship-staging on main.", at=8.0)
+    pool = [first._replace(cosine=0.63), second._replace(cosine=0.25), third._replace(cosine=0.54)]
+    assert near_duplicates(first.text, second.text) and near_duplicates(second.text, third.text)
+    assert not near_duplicates(first.text, third.text)
+    # B would be left out at first (alike to A and C); once lifted above A it is shown, and C,
+    # which corrects B, must then rank above it
+    assert rank(pool, semantic=True, limit=8, floor=0.2, lexical_weight=0.3, gate=None) == [
+        pool[2],
+        pool[1],
+        pool[0],
+    ]
+
+
+def test_an_outdated_record_is_not_shown_when_its_correction_is_left_out() -> None:
+    old = cand("O", "Nightly backups run at 02:00.", at=1.0, cos=0.29)
+    new = cand("N", "Nightly backups run at 03:00 UTC, after the ETL.", at=2.0, cos=0.8)
+    later = cand("T1", "Nightly backups now run at 04:00 UTC, after the ETL and vacuum.", at=4.0)
+    other = cand("T2", "Nightly backups run at 03:30 UTC after the ETL on replicas.", at=3.0)
+    pool = [old, new, later._replace(cosine=0.67), other._replace(cosine=0.61)]
+    # T1 and T2 both correct N, which is left out as alike to both; O, which N corrects, goes too
+    chosen = rank(pool, semantic=True, limit=8, floor=0.2, lexical_weight=0.3, gate=None)
+    assert keys(chosen) == ["T1", "T2"]
+
+
 def test_a_correction_and_what_it_corrects_are_both_shown() -> None:
     old = cand("old", "Logs are shipped to Loki and kept for 14 days.", at=1.0, cos=0.8)
     new = cand("new", "Logs are shipped to Loki and are now kept for 30 days.", at=2.0, cos=0.7)

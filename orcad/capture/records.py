@@ -117,6 +117,7 @@ def new_job(
         source=source,
     )
 
+
 def summary_of(job: JobRecord) -> JobSummary:
     return JobSummary(
         job_id=job.job_id,

@@ -161,7 +161,9 @@ class Backfill:
 
         def write(connection: sqlite3.Connection) -> int:
             stored = store_vectors(connection, model, rows, vectors)
-            if stored >= self.pending:  # the pass is done (the matrix is only used here)
+            if stored >= self.pending or len(rows) < RECALL_BACKFILL_BATCH:
+                # the pass is done (a record deleted meanwhile stores nothing): recall reloads
+                # its vectors at its next search (on this thread, the store's, like every use)
                 self._matrix[0] = None
             return stored
 

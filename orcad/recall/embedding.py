@@ -307,7 +307,8 @@ def read_prompts(path: Path) -> list[str]:
         lines = path.read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as exc:
         raise EmbeddingUnavailable(f"cannot read the reference prompts {path}: {exc}") from exc
-    prompts = [line.strip() for line in lines if line.strip() and not line.startswith("#")]
+    prompts = [line.strip() for line in lines]
+    prompts = [line for line in prompts if line and not line.startswith("#")]
     if not prompts:
         raise EmbeddingUnavailable(f"{path} holds no prompts")
     return prompts

@@ -11,26 +11,28 @@ Each candidate (an automatic fact or a deliberate record) has
 With an embedding, relevance = cosine + lexical_weight * coverage, and two thresholds decide
 what is injected: nothing at all unless the best candidate's relevance reaches the gate (does
 anything stored fit this prompt?), and then every candidate whose relevance reaches the floor
-(which of them fit?). A fact asked for in other words is often no closer to its prompt than
-the nearest fact is to an unrelated prompt, so one threshold has to choose between the two;
-with a gate, a low floor keeps those weak true matches when the prompt is about the project
-at all. The gate is the prompt's own (orcad.recall.embedding.Embeddings.gate_for): the model's
-gate plus its cosine with the nearest of a set of prompts about nothing a project stores, so
-"explain the CAP theorem" must find a record closer to it than a general question is, while
-"which phones must we support" clears it with a weaker match. The numbers belong to the model
-(cosines of different models are on different scales): the built-in model's are in its
-MODEL.txt, chosen by bench/calibrate_recall.py on the labelled
-set of bench/eval_recall.py (README "How recall ranks"). A candidate without a vector (its
-embedding failed) competes on its coverage alone and passes the floor and the gate when it
-shares a term, so recall is lexical as before for it. A candidate whose coverage reaches the
-`lexical_gate` opens the gate on its words alone: in a small store, a prompt sharing a
-distinctive word with one record ("which package manager does the frontend use?") may be no
-closer to it in meaning than to a general question about a context manager. Without an
-embedding the order is lexical, as before: every candidate sharing a term, by coverage then
-recency, no floor.
+(which of them fit?). A fact asked for in other words is often no closer to its prompt than the
+nearest fact is to an unrelated prompt, so one threshold has to choose between the two; with a
+gate, a low floor keeps those weak true matches when the prompt is about the project at all. The
+gate is the prompt's own (orcad.recall.embedding.Embeddings.gate_for): the model's gate, raised
+by the prompt's cosine with the nearest of a set of prompts about nothing a project stores and
+lowered by its cosine with the nearest of a set about a project's own setup (each times its
+weight), so "explain the CAP theorem" must find a record closer to it than a general question
+is, while "which phones must we support" clears it with a weaker match. The numbers belong to
+the model (cosines of different models are on different scales): the built-in model's are in its
+MODEL.txt, chosen by bench/calibrate_recall.py on the labelled set of bench/eval_recall.py
+(README "How recall ranks"). A candidate without a vector (its embedding failed) competes on its
+coverage alone and passes the floor and the gate when it shares a term, so recall is lexical as
+before for it. A candidate whose coverage reaches the `lexical_gate` opens the gate on its words
+alone: in a small store, a prompt sharing a distinctive word with one record ("which package
+manager does the frontend use?") may be no closer to it in meaning than to a general question
+about a context manager. Without an embedding the order is lexical, as before: every candidate
+sharing a term, by coverage then recency, no floor.
 
 Corrections first: a newer candidate that is a near-duplicate of an older one (most of their
-significant words shared) is ranked just above it, whatever their own scores.
+significant words shared) is ranked just above it, whatever their own scores. At most two
+near-duplicates of one another are shown, and never an outdated record whose correction is
+left out.
 """
 
 from __future__ import annotations
@@ -145,14 +147,24 @@ def rank(
         )
     ):
         return []  # (a correction's step below cannot lift the best over the gate)
-    # a correction inherits the score of the older near-duplicate it corrects, plus a step
-    # (only older candidates that could be shown matter, which bounds the comparisons; with
-    # at most two alike shown, those can come from deeper in the pool than `limit`)
-    first = sorted(pool, key=lambda c: (-scored[c.key], -c.recorded_at, c.key))
-    for older in sorted(_varied(first, limit), key=lambda c: c.recorded_at):
-        for newer in pool:
-            if newer.recorded_at > older.recorded_at and near_duplicates(older.text, newer.text):
-                scored[newer.key] = max(scored[newer.key], scored[older.key] + _NEWER_STEP)
+    # a correction inherits the score of the older near-duplicate it corrects, plus a step,
+    # for every older candidate that would be shown (which bounds the comparisons); lifting
+    # changes what is shown, so until nothing moves (each lift goes to a newer candidate, so
+    # this ends; the second round usually finds nothing)
+    lifted = True
+    while lifted:
+        lifted = False
+        shown = _varied(sorted(pool, key=lambda c: (-scored[c.key], -c.recorded_at, c.key)), limit)
+        for older in sorted(shown, key=lambda c: c.recorded_at):
+            step = scored[older.key] + _NEWER_STEP
+            for newer in pool:
+                if (
+                    newer.recorded_at > older.recorded_at
+                    and scored[newer.key] < step
+                    and near_duplicates(older.text, newer.text)
+                ):
+                    scored[newer.key] = step
+                    lifted = True
     ordered = sorted(pool, key=lambda c: (-scored[c.key], -c.recorded_at, c.key))
     if semantic:
         ordered = [c for c in ordered if scored[c.key] >= floor]
@@ -161,12 +173,23 @@ def rank(
 
 def _varied(ordered: Sequence[Candidate], limit: int) -> list[Candidate]:
     """At most `limit` of `ordered`, in order, leaving out a candidate that says nearly the
-    same as ALIKE_SHOWN of those already taken (a correction and what it corrects both stay;
-    ten records cut from one template do not fill the block)."""
+    same as ALIKE_SHOWN of those already taken (ten records cut from one template do not fill
+    the block), and one that a newer left-out candidate corrects (an outdated record is never
+    shown without its correction)."""
     chosen: list[Candidate] = []
+    left_out: list[Candidate] = []
     for candidate in ordered:
-        if sum(1 for c in chosen if near_duplicates(c.text, candidate.text)) < ALIKE_SHOWN:
-            chosen.append(candidate)
-            if len(chosen) == limit:
-                break
+        if (
+            any(
+                other.recorded_at > candidate.recorded_at
+                and near_duplicates(other.text, candidate.text)
+                for other in left_out
+            )
+            or sum(1 for c in chosen if near_duplicates(c.text, candidate.text)) >= ALIKE_SHOWN
+        ):
+            left_out.append(candidate)
+            continue
+        chosen.append(candidate)
+        if len(chosen) == limit:
+            break
     return chosen
