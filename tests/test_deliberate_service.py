@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 import trio
 
-from orcad.deliberate.vectors import VectorMatrix
 from orcad.limits import (
     APPROVAL_TTL_S,
     AUTO_REVIEW_MAX_CHARS,
@@ -21,8 +20,7 @@ from orcad.limits import (
     SEARCH_LIMIT_DEFAULT,
 )
 from orcad.query import distinct_terms
-from orcad.recall.deliberate import Backfill, DeliberateRecall
-from orcad.recall.embedding import Embeddings
+from orcad.recall.deliberate import DeliberateRecall
 from protocol.errors import RemoteError
 from protocol.types import DeliberateEntry
 from tests.deliberate_helpers import InProcessDaemon, SettableClock
@@ -654,10 +652,11 @@ async def test_a_recall_right_after_the_backfill_finds_what_it_embedded(
     at once (here the record shares no word with the prompt)."""
     a = await orca.open(tmp_path / "a", mode="yolo")
     session = await orca.daemon.sessions.require(a["session_id"], a["epoch"])
-    embeddings = Embeddings.load("builtin")
-    in_memory: list[VectorMatrix | None] = [None]
-    recall = DeliberateRecall(orca.features.deliberate, embeddings, in_memory)
-    backfill = Backfill(orca.features.deliberate, embeddings, in_memory)
+    # the daemon's own recall and backfill, as the composition root wires them
+    recall = orca.features.recall.service.deliberate
+    backfill = orca.features.recall.backfill
+    embeddings = orca.features.recall.service.embeddings
+    assert isinstance(recall, DeliberateRecall) and embeddings is not None
     prompt = "oldest iPhone we target"
     vector = embeddings.embed([prompt])
     assert vector is not None
