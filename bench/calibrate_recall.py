@@ -79,7 +79,7 @@ def part_candidates(docs, matrix, doc_stems, prompt, query):  # type: ignore[no-
     ]
 
 
-WEIGHTS = (0.0, 0.1, 0.2, 0.3, 0.5, 0.7)
+WEIGHTS = tuple(w for w in (0.0, 0.1, 0.2, 0.3, 0.5, 0.7) if w >= MIN_LEXICAL_WEIGHT)
 FLOORS = [round(float(f), 2) for f in np.arange(0.1, 0.7, 0.02)]
 GATES = [round(float(g), 2) for g in np.arange(-0.1, 0.8, 0.02)]
 UNRELATED_WEIGHTS = (0.0, 0.5, 0.75, 1.0)
@@ -87,8 +87,8 @@ PROJECT_WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0)
 EMPTY_TARGET = 0.85  # of unrelated prompts left empty, in both parts
 SHARES_TARGET = 0.95  # of prompts sharing a word with their fact, found in the automatic part
 # in a small store the gate costs more of those: there every term is rare, so a shared word
-# weighs little, and a prompt is as close to a general question as to the fact; 0.95 there
-# would leave the "other" class near 0.08 (a low floor and gate are then out of reach)
+# weighs little, and a prompt is as close to a general question as to the fact (with the
+# unrelated prompts alone, 0.95 there left the "other" class near 0.08)
 SMALL_SHARES_TARGET = 0.9
 FIGURES = (
     *("auto_shares", "auto_other", "auto_none", "deli_shares", "deli_other", "deli_none"),
@@ -156,7 +156,6 @@ def choose(outcomes, subset):  # type: ignore[no-untyped-def]
     rows = [
         outcomes.figures((weight, floor, gate, unrelated, project, lexical_gate), subset)
         for weight in WEIGHTS
-        if weight >= MIN_LEXICAL_WEIGHT
         for floor in FLOORS
         for unrelated in UNRELATED_WEIGHTS
         for project in PROJECT_WEIGHTS
@@ -167,11 +166,7 @@ def choose(outcomes, subset):  # type: ignore[no-untyped-def]
     ]
     targets = {"auto_shares": SHARES_TARGET, "smal_shares": SMALL_SHARES_TARGET}
     shares = {k: min(target, max(r[k] for r in rows)) for k, target in targets.items()}
-    feasible = [
-        r
-        for r in rows
-        if all(r[k] >= v for k, v in shares.items()) and r["weight"] >= MIN_LEXICAL_WEIGHT
-    ]
+    feasible = [r for r in rows if all(r[k] >= v for k, v in shares.items())]
     reach = min(EMPTY_TARGET, max(min(r["auto_none"], r["deli_none"]) for r in feasible))
     quiet = [r for r in feasible if min(r["auto_none"], r["deli_none"]) >= reach]
 
