@@ -432,17 +432,23 @@ def test_recall_reads_fact_vectors_from_the_index_and_embeds_only_the_others(
     ledger = with_facts(Ledger(), *facts)
     commit(tmp_path, ledger, fact_embedder(embeddings)(facts[:1]))  # only the first one's
     search = ProjectMemorySearch(lambda _project: tmp_path, embeddings=embeddings)
+    assert recall_first(search, embeddings, model) == facts[0]
+    assert model.texts == facts[1:]  # the first fact's vector came from the index
+    recall_first(search, embeddings, model)
+    assert model.texts == []  # and both are kept between recalls
+    search.close()
+
+
+def recall_first(search: ProjectMemorySearch, embeddings: Embeddings, model: CountingModel) -> str:
+    """The first fact recalled for the frontend's package manager; `model.texts` then holds
+    what the search embedded for itself."""
     prompt = "which package manager does the frontend use?"
     query = embeddings.embed([prompt])
     assert query is not None
     model.texts.clear()
     found = search.search_blocking("p", distinct_terms(prompt), 12, query[0])
-    assert [record.fact for record in found][:1] == facts[:1]
-    assert model.texts == facts[1:]  # the first fact's vector came from the index
-    model.texts.clear()
-    search.search_blocking("p", distinct_terms(prompt), 12, query[0])
-    assert model.texts == []  # and both are kept between recalls
-    search.close()
+    assert found
+    return found[0].fact
 
 
 @pytest.mark.parametrize(
@@ -459,12 +465,7 @@ def test_a_damaged_stored_vector_is_embedded_again(tmp_path: Path, damage: bytes
     assert vectors is not None
     commit(tmp_path, ledger, IndexVectors(vectors.model, {**vectors.by_text, facts[1]: damage}))
     search = ProjectMemorySearch(lambda _project: tmp_path, embeddings=embeddings)
-    prompt = "which package manager does the frontend use?"
-    query = embeddings.embed([prompt])
-    assert query is not None
-    model.texts.clear()
-    found = search.search_blocking("p", distinct_terms(prompt), 12, query[0])
-    assert [record.fact for record in found][:1] == facts[:1]
+    assert recall_first(search, embeddings, model) == facts[0]
     assert model.texts == facts[1:]  # the damaged one only, the other came from the index
     search.close()
 
