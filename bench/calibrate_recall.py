@@ -5,9 +5,11 @@ In process, without a daemon: every fact, correction and distractor is embedded 
 model, and for each prompt the ranking module (orcad/recall/rank.py) ranks all of them (the
 automatic part: the 128 ledger facts, top 6; the deliberate part: facts plus 1,000 distractors,
 top 8; and a new user's small store: the prompt's wanted facts and three others, top 6) for a
-grid of settings. A prompt's gate is `gate + unrelated_weight x its cosine with the nearest of
-orcad/recall/unrelated_prompts.txt - project_weight x its cosine with the nearest of
-orcad/recall/project_prompts.txt`, as the daemon computes it (`Embeddings.gate_for`); a
+grid of settings. A prompt's gate is `gate + unrelated_weight x the probability that it is
+about nothing a project stores - project_weight x its cosine with the nearest of
+orcad/recall/project_prompts.txt`, as the daemon computes it (`Embeddings.gate_for`; the
+probability comes from a logistic regression fitted on orcad/recall/unrelated_prompts.txt
+against the project prompts, none of them in the labelled set); a
 candidate covering at least the lexical gate of the prompt's weighted terms opens it on its
 words alone. Prints the best setting at each unrelated and project weight and the chosen one's
 neighbours (hit@k of the "shares" and "other" classes, the share of "none" prompts left empty).
@@ -42,6 +44,8 @@ from orcad.recall.embedding import (
     UNRELATED_PROMPTS,
     load_embedder,
     read_prompts,
+    unrelated_classifier,
+    unrelated_probability,
 )
 
 POOL = 16  # per kind of match, as recall fetches
@@ -82,7 +86,7 @@ def part_candidates(docs, matrix, doc_stems, prompt, query):  # type: ignore[no-
 WEIGHTS = tuple(w for w in (0.0, 0.1, 0.2, 0.3, 0.5, 0.7) if w >= MIN_LEXICAL_WEIGHT)
 FLOORS = [round(float(f), 2) for f in np.arange(0.1, 0.7, 0.02)]
 GATES = [round(float(g), 2) for g in np.arange(-0.1, 0.8, 0.02)]
-UNRELATED_WEIGHTS = (0.0, 0.5, 0.75, 1.0)
+UNRELATED_WEIGHTS = (0.0, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0)
 PROJECT_WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0)
 EMPTY_TARGET = 0.85  # of unrelated prompts left empty, in both parts
 SHARES_TARGET = 0.95  # of prompts sharing a word with their fact, found in the automatic part
@@ -103,7 +107,7 @@ class Outcomes:
     gate only decides whether that ranking is shown, so the gate grid costs no ranking."""
 
     def __init__(self, prepared, closeness, classes):  # type: ignore[no-untyped-def]
-        self.closeness = closeness  # (to the unrelated prompts, to the project prompts)
+        self.closeness = closeness  # (P(unrelated), closeness to the project prompts)
         self.classes = classes
         self.table = {}
         for weight in WEIGHTS:
@@ -189,13 +193,20 @@ def main() -> None:
     args = parser.parse_args()
     embedder = load_embedder(args.model)
     assert embedder is not None
-    references = [embedder.embed(read_prompts(p)) for p in (UNRELATED_PROMPTS, PROJECT_PROMPTS)]
+    unrelated, project = (
+        embedder.embed(read_prompts(p)) for p in (UNRELATED_PROMPTS, PROJECT_PROMPTS)
+    )
     parts = {
         "automatic": (ALL, 6),
         "deliberate": ([("x", t) for t in distractors()] + ALL, 8),
     }
     queries = embedder.embed([prompt for _cls, prompt, _wanted in PROMPTS])
-    closeness = [np.maximum(0.0, (queries @ r.T).max(axis=1)) for r in references]
+    # as Embeddings.gate_for: how likely each prompt is to be about nothing a project stores,
+    # and its closeness to the nearest project prompt
+    closeness = [
+        unrelated_probability(unrelated_classifier(unrelated, project), queries),
+        np.maximum(0.0, (queries @ project.T).max(axis=1)),
+    ]
     classes = np.array([cls for cls, _prompt, _wanted in PROMPTS])
     prepared = {}
     for name, (docs, top) in parts.items():

@@ -188,14 +188,15 @@ def main() -> None:
         type=float,
         default=0.38,
         help="relevance the best candidate must reach for recall to inject anything, before "
-        "the prompt's closeness to the reference prompts moves it (bench/calibrate_recall)",
+        "the prompt's likeness to the reference prompts moves it (bench/calibrate_recall)",
     )
     parser.add_argument(
         "--unrelated-weight",
         type=float,
         default=1.0,
-        help="how much a prompt's cosine with the nearest of orcad/recall/unrelated_prompts.txt "
-        "raises its gate (bench/calibrate_recall)",
+        help="how much the probability that a prompt is like orcad/recall/unrelated_prompts.txt "
+        "(a classifier fitted on them and the project prompts) raises its gate "
+        "(bench/calibrate_recall)",
     )
     parser.add_argument(
         "--project-weight",

@@ -26,7 +26,10 @@ from orcad.recall.embedding import (
     EndpointEmbedder,
     load_embedder,
     load_static,
+    normalize_rows,
     read_prompts,
+    unrelated_classifier,
+    unrelated_probability,
 )
 from orcad.recall.wordpiece import WordPiece, basic_words
 from tests.fake_openai import FakeOpenAI, stall_before_headers, status
@@ -92,6 +95,34 @@ def test_a_prompt_like_the_unrelated_ones_must_clear_a_higher_gate(builtin: Any)
     assert Embeddings("none", None).gate_for(project) == DEFAULT_GATE
 
 
+def test_the_unrelated_classifier_separates_what_it_was_fitted_on() -> None:
+    rng = np.random.default_rng(7)
+    centre = normalize_rows(rng.normal(size=(2, 16)).astype(np.float32))
+    unrelated = normalize_rows(centre[0] + 0.3 * rng.normal(size=(200, 16)).astype(np.float32))
+    project = normalize_rows(centre[1] + 0.3 * rng.normal(size=(150, 16)).astype(np.float32))
+    classifier = unrelated_classifier(unrelated, project)
+    assert classifier[0].shape == (16,) and classifier[0].dtype == np.float32
+    assert unrelated_probability(classifier, unrelated).mean() > 0.9
+    assert unrelated_probability(classifier, project).mean() < 0.1
+    # between the two, about even; and a probability, whatever the vector
+    middle = unrelated_probability(classifier, normalize_rows(centre.sum(0, keepdims=True)))[0]
+    assert 0.1 < middle < 0.9
+    far = unrelated_probability(classifier, np.stack([1e4 * centre[0], 1e4 * centre[1]]))
+    assert far[0] == pytest.approx(1.0) and far[1] == pytest.approx(0.0, abs=1e-20)
+
+
+def test_the_builtin_classifier_tells_general_talk_from_questions_about_a_project(
+    builtin: Any,
+) -> None:
+    classifier = unrelated_classifier(
+        builtin.embed(read_prompts(UNRELATED_PROMPTS)), builtin.embed(read_prompts(PROJECT_PROMPTS))
+    )
+    general = ["explain the CAP theorem", "sorry, I meant the other file", "thanks, that helped"]
+    own = ["customers get 429s", "which phones must we support", "how do I deploy this repo?"]
+    assert unrelated_probability(classifier, builtin.embed(general)).min() > 0.8
+    assert unrelated_probability(classifier, builtin.embed(own)).max() < 0.3
+
+
 def test_the_reference_prompt_files_are_read_strictly(tmp_path: Path) -> None:
     unrelated, project = read_prompts(UNRELATED_PROMPTS), read_prompts(PROJECT_PROMPTS)
     for shipped in (unrelated, project):
@@ -128,8 +159,12 @@ def test_a_model_calibrated_with_reference_prompts_does_not_load_without_them(
         tmp_path / "static", "id: tiny\ngate: 0.1\nunrelated_weight: 0.5\n"
     )
     loaded = Embeddings.load(str(directory))
-    # every text embeds to the same vector here: closeness 1 to each reference prompt
-    assert loaded.state == "ready" and loaded.gate_for(loaded.embed(["a"])[0]) == 0.1 + 0.5
+    # every text embeds to the same vector here, so the classifier cannot tell the reference
+    # sets apart: its probability is the unrelated prompts' share of them
+    unrelated, project = len(read_prompts(UNRELATED_PROMPTS)), len(read_prompts(PROJECT_PROMPTS))
+    share = unrelated / (unrelated + project)
+    assert loaded.state == "ready"
+    assert loaded.gate_for(loaded.embed(["a"])[0]) == pytest.approx(0.1 + 0.5 * share, abs=1e-4)
     (directory / "MODEL.txt").write_text("id: tiny\ngate: 0.9\nproject_weight: 0.25\n")
     lowered = Embeddings.load(str(directory))
     assert lowered.gate_for(lowered.embed(["a"])[0]) == 0.9 - 0.25

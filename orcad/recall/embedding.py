@@ -22,7 +22,7 @@ import threading
 import zipfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -33,11 +33,14 @@ from orcad.secrets import redact
 
 Array = npt.NDArray[np.float32]
 BUILTIN_DIR = Path(__file__).resolve().parent / "model"
-# prompts about nothing a project stores (general knowledge, chat, edits to the code on screen):
-# the closer a prompt is to them, the higher the bar a stored record must clear; and prompts
-# that ask about a project's own setup, which lower it (`Embeddings.gate_for`)
+# prompts about nothing a project stores (general knowledge, chat, edits to the code on screen)
+# and prompts that ask about a project's own setup: a classifier fitted on the two tells how
+# likely a prompt is to be of the first kind, which raises the bar a stored record must clear,
+# and closeness to the nearest of the second lowers it (`Embeddings.gate_for`)
 UNRELATED_PROMPTS = Path(__file__).resolve().parent / "unrelated_prompts.txt"
 PROJECT_PROMPTS = Path(__file__).resolve().parent / "project_prompts.txt"
+# the classifier's L2 penalty (1e-4 and 1e-3 did as well in bench/calibrate_recall.py)
+UNRELATED_L2 = 3e-4
 MAX_TOKENS = 256  # a record's first tokens carry its meaning; bounds the work per text
 TRANSFORMER_MAX_TOKENS = 128
 
@@ -60,8 +63,8 @@ class Embedder(Protocol):
     floor: float  # relevance floor of orcad.recall.rank for this model's cosines
     gate: float  # what the best candidate must reach for anything to be injected
     lexical_weight: float
-    # how much a prompt's closeness to UNRELATED_PROMPTS raises its gate, and its closeness to
-    # PROJECT_PROMPTS lowers it (0: not at all)
+    # how much a prompt's likeness to UNRELATED_PROMPTS (a probability) raises its gate, and its
+    # closeness to PROJECT_PROMPTS lowers it (0: not at all)
     unrelated_weight: float
     project_weight: float
     lexical_gate: float | None  # coverage from which a candidate opens the gate on its words
@@ -314,24 +317,54 @@ def read_prompts(path: Path) -> list[str]:
     return prompts
 
 
-def reference(embedder: Embedder | None, weight: float, path: Path) -> Array | None:
-    """The vectors of the prompts in `path`, for a model calibrated with them (else None)."""
-    if embedder is None or weight <= 0:
-        return None
-    return embedder.embed(read_prompts(path))
+class GateReferences(NamedTuple):
+    """What a prompt's gate is computed from (`Embeddings.gate_for`)."""
+
+    unrelated: tuple[Array, float] | None  # a linear classifier's weights and bias
+    project: Array | None  # the project prompts' vectors
 
 
-def references(embedder: Embedder | None) -> tuple[Array, int] | None:
-    """The vectors of the unrelated prompts and then of the project prompts, each set only if
-    the model is calibrated with it, and where the second begins; None when neither is."""
-    if embedder is None:
+def unrelated_classifier(unrelated: Array, project: Array) -> tuple[Array, float]:
+    """A logistic regression telling prompts like `unrelated` from prompts like `project`: the
+    weights and bias of P(about nothing a project stores | a prompt's vector). Fitted exactly
+    (Newton's method, L2 penalty UNRELATED_L2 on the weights), in a few milliseconds."""
+    features = np.hstack(
+        [np.concatenate([unrelated, project]), np.ones((len(unrelated) + len(project), 1))]
+    ).astype(np.float64)
+    labels = np.concatenate([np.ones(len(unrelated)), np.zeros(len(project))])
+    penalty = np.full(features.shape[1], UNRELATED_L2)
+    penalty[-1] = 1e-9  # the bias is not shrunk (only kept solvable)
+    weights = np.zeros(features.shape[1])
+    for _ in range(100):
+        probability = 1.0 / (1.0 + np.exp(-(features @ weights)))
+        gradient = features.T @ (probability - labels) / len(labels) + penalty * weights
+        curvature = probability * (1.0 - probability) / len(labels)
+        hessian = (features * curvature[:, None]).T @ features + np.diag(penalty)
+        step = np.linalg.solve(hessian, gradient)
+        weights -= step
+        if np.abs(step).max() < 1e-7:
+            break
+    return weights[:-1].astype(np.float32), float(weights[-1])
+
+
+def gate_references(embedder: Embedder | None) -> GateReferences | None:
+    """The classifier and the project prompts, each only if the model is calibrated with it
+    (a positive weight); None when neither is."""
+    if embedder is None or (embedder.unrelated_weight <= 0 and embedder.project_weight <= 0):
         return None
-    unrelated = reference(embedder, embedder.unrelated_weight, UNRELATED_PROMPTS)
-    project = reference(embedder, embedder.project_weight, PROJECT_PROMPTS)
-    if unrelated is None and project is None:
-        return None
-    parts = [part for part in (unrelated, project) if part is not None]
-    return np.concatenate(parts), 0 if unrelated is None else len(unrelated)
+    project = embedder.embed(read_prompts(PROJECT_PROMPTS))
+    classifier = None
+    if embedder.unrelated_weight > 0:
+        classifier = unrelated_classifier(embedder.embed(read_prompts(UNRELATED_PROMPTS)), project)
+    return GateReferences(classifier, project if embedder.project_weight > 0 else None)
+
+
+def unrelated_probability(classifier: tuple[Array, float], vectors: Array) -> Array:
+    """P(about nothing a project stores) for each row of `vectors`."""
+    weights, bias = classifier
+    logits = np.clip(vectors @ weights + bias, -60.0, 60.0)  # exp() stays finite
+    probability: Array = 1.0 / (1.0 + np.exp(-logits))
+    return probability
 
 
 class Embeddings:
@@ -358,7 +391,7 @@ class Embeddings:
         self._loader = loader
         self._load_lock = threading.Lock()
         self._loaded = threading.Event()
-        self._references = references(embedder)
+        self._references = gate_references(embedder)
         if loader is None:
             self._loaded.set()
 
@@ -409,7 +442,7 @@ class Embeddings:
                 return
             try:
                 embedder = self._loader()
-                self._references = references(embedder)
+                self._references = gate_references(embedder)
                 self._embedder = embedder
             except EmbeddingUnavailable as exc:
                 self.reason = str(exc)
@@ -447,24 +480,26 @@ class Embeddings:
 
     def gate_for(self, prompt_vector: Array | None) -> float:
         """What the best candidate must reach for anything to be injected for this prompt: the
-        model's gate, raised by the prompt's closeness to the nearest prompt about nothing a
-        project stores ("explain the CAP theorem", "thanks", "rename this variable") and
-        lowered by its closeness to the nearest that asks about a project's own setup ("who
-        approves infra changes", "what's our staging URL again")."""
+        model's gate, raised by how likely the prompt is to be about nothing a project stores
+        ("explain the CAP theorem", "thanks", "rename this variable"), by a classifier trained
+        on UNRELATED_PROMPTS against PROJECT_PROMPTS, and lowered by its closeness to the
+        nearest prompt that asks about a project's own setup ("who approves infra changes",
+        "what's our staging URL again"). A prompt without a vector (no tokens) gets the
+        model's gate."""
         embedder = self.embedder
         if embedder is None:
             return DEFAULT_GATE
-        if prompt_vector is None or self._references is None:
+        references = self._references
+        if prompt_vector is None or references is None or not prompt_vector.any():
             return embedder.gate
-        prompts, split = self._references
-        cosines = prompts @ prompt_vector  # one product for both sets
-        unrelated = max(0.0, float(cosines[:split].max())) if split else 0.0
-        project = max(0.0, float(cosines[split:].max())) if split < len(cosines) else 0.0
-        return (
-            embedder.gate
-            + embedder.unrelated_weight * unrelated
-            - embedder.project_weight * project
-        )
+        gate = embedder.gate
+        if references.unrelated is not None:
+            probability = unrelated_probability(references.unrelated, prompt_vector)
+            gate += embedder.unrelated_weight * float(probability)
+        if references.project is not None:
+            project = max(0.0, float((references.project @ prompt_vector).max()))
+            gate -= embedder.project_weight * project
+        return gate
 
     @property
     def lexical_gate(self) -> float | None:

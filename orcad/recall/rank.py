@@ -8,26 +8,25 @@ Each candidate (an automatic fact or a deliberate record) has
 - `cosine`: the cosine between the prompt's and the candidate's embeddings, or None when there
   is none (no model, or the candidate is not embedded yet).
 
-With an embedding, relevance = cosine + lexical_weight * coverage, and two thresholds decide
-what is injected: nothing at all unless the best candidate's relevance reaches the gate (does
-anything stored fit this prompt?), and then every candidate whose relevance reaches the floor
-(which of them fit?). A fact asked for in other words is often no closer to its prompt than the
-nearest fact is to an unrelated prompt, so one threshold has to choose between the two; with a
-gate, a low floor keeps those weak true matches when the prompt is about the project at all. The
-gate is the prompt's own (orcad.recall.embedding.Embeddings.gate_for): the model's gate, raised
-by the prompt's cosine with the nearest of a set of prompts about nothing a project stores and
-lowered by its cosine with the nearest of a set about a project's own setup (each times its
-weight), so "explain the CAP theorem" must find a record closer to it than a general question
-is, while "which phones must we support" clears it with a weaker match. The numbers belong to
-the model (cosines of different models are on different scales): the built-in model's are in its
-MODEL.txt, chosen by bench/calibrate_recall.py on the labelled set of bench/eval_recall.py
-(README "How recall ranks"). A candidate without a vector (its embedding failed) competes on its
-coverage alone and passes the floor and the gate when it shares a term, so recall is lexical as
-before for it. A candidate whose coverage reaches the `lexical_gate` opens the gate on its words
-alone: in a small store, a prompt sharing a distinctive word with one record ("which package
-manager does the frontend use?") may be no closer to it in meaning than to a general question
-about a context manager. Without an embedding the order is lexical, as before: every candidate
-sharing a term, by coverage then recency, no floor.
+With an embedding, relevance = cosine + lexical_weight * coverage, and two thresholds decide what
+is injected: nothing at all unless the best candidate's relevance reaches the gate (does anything
+stored fit this prompt?), and then every candidate whose relevance reaches the floor (which of them
+fit?). A fact asked for in other words is often no closer to its prompt than the nearest fact is to
+an unrelated prompt, so one threshold has to choose between the two; with a gate, a low floor keeps
+those weak true matches when the prompt is about the project at all. The gate is the prompt's own
+(orcad.recall.embedding.Embeddings.gate_for): the model's gate, raised by how likely the prompt is
+to be about nothing a project stores (a classifier fitted on reference prompts of both kinds) and
+lowered by its cosine with the nearest reference prompt about a project's own setup (each times its
+weight), so "explain the CAP theorem" needs a close record, while "which phones must we support"
+clears it with a weaker match. The numbers belong to the model (cosines of different models are on
+different scales): the built-in model's are in its MODEL.txt, chosen by bench/calibrate_recall.py
+on the labelled set of bench/eval_recall.py (README "How recall ranks"). A candidate without a
+vector (its embedding failed) competes on its coverage alone and passes the floor and the gate when
+it shares a term, so recall is lexical as before for it. A candidate whose coverage reaches the
+`lexical_gate` opens the gate on its words alone: in a small store, a prompt sharing a distinctive
+word with one record ("which package manager does the frontend use?") may be no closer to it in
+meaning than to a general question about a context manager. Without an embedding the order is
+lexical, as before: every candidate sharing a term, by coverage then recency, no floor.
 
 Corrections first: a newer candidate that is a near-duplicate of an older one (most of their
 significant words shared) is ranked just above it, whatever their own scores. At most two
