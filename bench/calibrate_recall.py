@@ -85,9 +85,9 @@ def part_candidates(docs, matrix, doc_stems, prompt, query):  # type: ignore[no-
 
 WEIGHTS = tuple(w for w in (0.0, 0.1, 0.2, 0.3, 0.5, 0.7) if w >= MIN_LEXICAL_WEIGHT)
 FLOORS = [round(float(f), 2) for f in np.arange(0.1, 0.7, 0.02)]
-GATES = [round(float(g), 2) for g in np.arange(-0.1, 0.8, 0.02)]
-UNRELATED_WEIGHTS = (0.0, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0)
-PROJECT_WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0)
+GATES = [round(float(g), 2) for g in np.arange(-0.8, 0.8, 0.04)]
+UNRELATED_WEIGHTS = (0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0)
+PROJECT_WEIGHTS = (0.0, 0.5, 0.75, 1.0, 1.25, 1.5)
 EMPTY_TARGET = 0.85  # of unrelated prompts left empty, in both parts
 SHARES_TARGET = 0.95  # of prompts sharing a word with their fact, found in the automatic part
 # in a small store the gate costs more of those: there every term is rare, so a shared word

@@ -115,9 +115,8 @@ def test_recall_returns_a_relevant_fact_with_provenance(
         ["This repository deploys with `make release`.", "The user prefers tabs over spaces."],
         now=time.time() - 7200,
     )
-    # (a vaguer "How do I go about deploying this?" reads like "go on" to the built-in model,
-    # which in a store this small finds nothing closer: see README "How recall ranks")
-    result = agent.recall("how do I deploy this repo?")
+    # a vague prompt, in other words than the fact's, in a store this small
+    result = agent.recall("How do I go about deploying this?")
     assert texts(result) == ["This repository deploys with `make release`."]
     entry = result.automatic[0]
     assert entry.category == "project"

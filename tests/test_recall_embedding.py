@@ -74,7 +74,7 @@ def test_builtin_model_embeds_unit_vectors_and_ranks_meaning(builtin: Any) -> No
     assert not vectors[3].any()  # no tokens: a zero row, cosine 0 with everything
     assert vectors[0] @ vectors[1] > vectors[0] @ vectors[2]
     assert builtin.model_id.startswith("minilm-l6-static-")
-    assert 0 < builtin.floor < 1 and 0 <= builtin.gate < 1 and builtin.lexical_weight >= 0
+    assert 0 < builtin.floor < 1 and -1 < builtin.gate < 1 and builtin.lexical_weight >= 0
     assert builtin.unrelated_weight > 0  # calibrated with the unrelated prompts
 
 
@@ -178,6 +178,9 @@ def test_a_model_calibrated_with_reference_prompts_does_not_load_without_them(
     (directory / "MODEL.txt").write_text("id: tiny\ngate: 0.1\n")  # not calibrated with them
     plain = Embeddings.load(str(directory))
     assert plain.state == "ready" and plain.gate_for(plain.embed(["a"])[0]) == 0.1
+    (directory / "MODEL.txt").write_text("id: tiny\ngate: -0.5\nunrelated_weight: 2\n")
+    signed = Embeddings.load(str(directory))  # a negative gate, raised by the probability
+    assert signed.gate_for(signed.embed(["a"])[0]) == pytest.approx(-0.5 + 2 * share, abs=1e-4)
 
 
 def test_prompt_embedding_is_fast(builtin: Any) -> None:
@@ -389,6 +392,7 @@ def test_endpoint_failures_give_no_vector_within_the_deadline() -> None:
         ("floor: abc", "floor"),
         ("gate: nan", "gate"),
         ("gate: inf", "gate"),
+        ("gate: -inf", "gate"),
         ("lexical_weight: -0.5", "lexical_weight"),
         ("unrelated_weight: -1", "unrelated_weight"),
         ("project_weight: x", "project_weight"),

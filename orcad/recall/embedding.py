@@ -136,7 +136,8 @@ def load_static(directory: Path) -> StaticEmbedder:
     embedder = StaticEmbedder(codes, scale, vocab, model_id)
     fields = dict(line.split(":", 1) for line in described.splitlines() if ":" in line)
     embedder.floor = _setting(fields, "floor", DEFAULT_FLOOR, directory)
-    embedder.gate = _setting(fields, "gate", embedder.floor, directory)
+    # the gate may be negative: a prompt's own adds the unrelated weight times a probability
+    embedder.gate = _setting(fields, "gate", embedder.floor, directory, signed=True)
     embedder.lexical_weight = _setting(fields, "lexical_weight", DEFAULT_LEXICAL_WEIGHT, directory)
     embedder.unrelated_weight = _setting(
         fields, "unrelated_weight", DEFAULT_UNRELATED_WEIGHT, directory
@@ -147,9 +148,11 @@ def load_static(directory: Path) -> StaticEmbedder:
     return embedder
 
 
-def _setting(fields: dict[str, str], name: str, default: float, directory: Path) -> float:
-    """A ranking number of MODEL.txt: finite and not negative (a NaN floor or gate would make
-    recall inject nothing, silently)."""
+def _setting(
+    fields: dict[str, str], name: str, default: float, directory: Path, *, signed: bool = False
+) -> float:
+    """A ranking number of MODEL.txt: finite, and not negative unless `signed` (a NaN floor or
+    gate would make recall inject nothing, silently)."""
     text = fields.get(name)
     if text is None:
         return default
@@ -157,8 +160,8 @@ def _setting(fields: dict[str, str], name: str, default: float, directory: Path)
         value = float(text)
     except ValueError:
         value = math.nan
-    if not math.isfinite(value) or value < 0:
-        wanted = f"{name} must be a number of at least 0"
+    if not math.isfinite(value) or (value < 0 and not signed):
+        wanted = f"{name} must be a number" if signed else f"{name} must be a number of at least 0"
         raise EmbeddingUnavailable(f"{directory / 'MODEL.txt'}: {wanted}, not {text.strip()!r}")
     return value
 
