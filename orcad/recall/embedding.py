@@ -339,7 +339,7 @@ def unrelated_classifier(unrelated: Array, project: Array) -> tuple[Array, float
     penalty[-1] = 1e-9  # the bias is not shrunk (only kept solvable)
     weights = np.zeros(features.shape[1])
     for _ in range(100):
-        probability = 1.0 / (1.0 + np.exp(-(features @ weights)))
+        probability = 1.0 / (1.0 + np.exp(-np.clip(features @ weights, -60.0, 60.0)))
         gradient = features.T @ (probability - labels) / len(labels) + penalty * weights
         curvature = probability * (1.0 - probability) / len(labels)
         hessian = (features * curvature[:, None]).T @ features + np.diag(penalty)
