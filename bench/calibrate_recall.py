@@ -8,8 +8,9 @@ top 8; and a new user's small store: the prompt's wanted facts and three others,
 grid of settings. A prompt's gate is `gate + unrelated_weight x the probability that it is
 about nothing a project stores - project_weight x its cosine with the nearest of
 orcad/recall/project_prompts.txt`, as the daemon computes it (`Embeddings.gate_for`; the
-probability comes from a logistic regression fitted on orcad/recall/unrelated_prompts.txt
-against the project prompts, none of them in the labelled set); a
+probability comes from a logistic regression over the prompt's vector and its cosines with the
+nearest prompt of each set, fitted on orcad/recall/unrelated_prompts.txt against the project
+prompts, none of them in the labelled set); a
 candidate covering at least the lexical gate of the prompt's weighted terms opens it on its
 words alone. Prints the best setting at each unrelated and project weight and the chosen one's
 neighbours (hit@k of the "shares" and "other" classes, the share of "none" prompts left empty).
@@ -42,10 +43,9 @@ from orcad.recall.embedding import (
     BUILTIN_DIR,
     PROJECT_PROMPTS,
     UNRELATED_PROMPTS,
+    GateReferences,
     load_embedder,
     read_prompts,
-    unrelated_classifier,
-    unrelated_probability,
 )
 
 POOL = 16  # per kind of match, as recall fetches
@@ -203,10 +203,9 @@ def main() -> None:
     queries = embedder.embed([prompt for _cls, prompt, _wanted in PROMPTS])
     # as Embeddings.gate_for: how likely each prompt is to be about nothing a project stores,
     # and its closeness to the nearest project prompt
-    closeness = [
-        unrelated_probability(unrelated_classifier(unrelated, project), queries),
-        np.maximum(0.0, (queries @ project.T).max(axis=1)),
-    ]
+    references = GateReferences(unrelated, project)
+    nearest = references.nearest(queries)
+    closeness = [references.probability(queries, nearest), np.maximum(0.0, nearest[:, 1])]
     classes = np.array([cls for cls, _prompt, _wanted in PROMPTS])
     prepared = {}
     for name, (docs, top) in parts.items():

@@ -186,14 +186,14 @@ def main() -> None:
     parser.add_argument(
         "--gate",
         type=float,
-        default=-0.48,
+        default=-0.28,
         help="relevance the best candidate must reach for recall to inject anything, before "
         "the prompt's likeness to the reference prompts moves it (bench/calibrate_recall)",
     )
     parser.add_argument(
         "--unrelated-weight",
         type=float,
-        default=2.5,
+        default=1.0,
         help="how much the probability that a prompt is like orcad/recall/unrelated_prompts.txt "
         "(a classifier fitted on them and the project prompts) raises its gate "
         "(bench/calibrate_recall)",
@@ -201,7 +201,7 @@ def main() -> None:
     parser.add_argument(
         "--project-weight",
         type=float,
-        default=1.25,
+        default=0.0,
         help="how much a prompt's cosine with the nearest of orcad/recall/project_prompts.txt "
         "lowers its gate (bench/calibrate_recall)",
     )

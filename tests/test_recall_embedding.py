@@ -24,12 +24,11 @@ from orcad.recall.embedding import (
     Embeddings,
     EmbeddingUnavailable,
     EndpointEmbedder,
+    GateReferences,
     load_embedder,
     load_static,
     normalize_rows,
     read_prompts,
-    unrelated_classifier,
-    unrelated_probability,
 )
 from orcad.recall.wordpiece import WordPiece, basic_words
 from tests.fake_openai import FakeOpenAI, stall_before_headers, status
@@ -89,7 +88,9 @@ def test_a_prompt_like_the_unrelated_ones_must_clear_a_higher_gate(builtin: Any)
     )
     gates = [embeddings.gate_for(vector) for vector in (chat, general, project)]
     assert min(gates[:2]) > gates[2] + 0.2, gates  # general talk needs a much closer record
-    assert max(gates[:2]) > builtin.gate > gates[2]  # raised, and lowered for a project's own
+    # raised by most of the unrelated weight for general talk, little for a project's own
+    assert min(gates[:2]) > builtin.gate + 0.7 * builtin.unrelated_weight, gates
+    assert gates[2] < builtin.gate + 0.3 * builtin.unrelated_weight, gates
     assert embeddings.gate_for(None) == builtin.gate  # no prompt vector: the model's own gate
     assert embeddings.gate_for(np.zeros(builtin.dims, np.float32)) == builtin.gate
     assert Embeddings("none", None).gate_for(project) == DEFAULT_GATE
@@ -100,27 +101,34 @@ def test_the_unrelated_classifier_separates_what_it_was_fitted_on() -> None:
     centre = normalize_rows(rng.normal(size=(2, 16)).astype(np.float32))
     unrelated = normalize_rows(centre[0] + 0.3 * rng.normal(size=(200, 16)).astype(np.float32))
     project = normalize_rows(centre[1] + 0.3 * rng.normal(size=(150, 16)).astype(np.float32))
-    classifier = unrelated_classifier(unrelated, project)
-    assert classifier[0].shape == (16,) and classifier[0].dtype == np.float32
-    assert unrelated_probability(classifier, unrelated).mean() > 0.9
-    assert unrelated_probability(classifier, project).mean() < 0.1
+    references = GateReferences(unrelated, project)
+    assert references.weights.dtype == np.float32
+    assert references.probability(unrelated).mean() > 0.9
+    assert references.probability(project).mean() < 0.1
     # between the two, about even; and a probability, whatever the vector
-    middle = unrelated_probability(classifier, normalize_rows(centre.sum(0, keepdims=True)))[0]
+    middle = references.probability(normalize_rows(centre.sum(0, keepdims=True)))[0]
     assert 0.1 < middle < 0.9
-    far = unrelated_probability(classifier, np.stack([1e4 * centre[0], 1e4 * centre[1]]))
+    far = references.probability(np.stack([1e4 * centre[0], 1e4 * centre[1]]))
     assert far[0] == pytest.approx(1.0) and far[1] == pytest.approx(0.0, abs=1e-20)
+    # and prompts it was not fitted on, drawn alike (their nearest reference prompt is never
+    # themselves, so the fit leaves each reference prompt out of its own nearest)
+    fresh = [
+        normalize_rows(c + 0.3 * rng.normal(size=(100, 16)).astype(np.float32)) for c in centre
+    ]
+    assert references.probability(fresh[0]).mean() > 0.9
+    assert references.probability(fresh[1]).mean() < 0.1
 
 
 def test_the_builtin_classifier_tells_general_talk_from_questions_about_a_project(
     builtin: Any,
 ) -> None:
-    classifier = unrelated_classifier(
+    references = GateReferences(
         builtin.embed(read_prompts(UNRELATED_PROMPTS)), builtin.embed(read_prompts(PROJECT_PROMPTS))
     )
     general = ["explain the CAP theorem", "sorry, I meant the other file", "thanks, that helped"]
     own = ["customers get 429s", "which phones must we support", "how do I deploy this repo?"]
-    assert unrelated_probability(classifier, builtin.embed(general)).min() > 0.8
-    assert unrelated_probability(classifier, builtin.embed(own)).max() < 0.3
+    assert references.probability(builtin.embed(general)).min() > 0.8
+    assert references.probability(builtin.embed(own)).max() < 0.3
 
 
 def test_the_reference_prompt_files_are_read_strictly(tmp_path: Path) -> None:

@@ -22,7 +22,7 @@ import threading
 import zipfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -39,8 +39,10 @@ BUILTIN_DIR = Path(__file__).resolve().parent / "model"
 # and closeness to the nearest of the second lowers it (`Embeddings.gate_for`)
 UNRELATED_PROMPTS = Path(__file__).resolve().parent / "unrelated_prompts.txt"
 PROJECT_PROMPTS = Path(__file__).resolve().parent / "project_prompts.txt"
-# the classifier's L2 penalty (1e-4 and 1e-3 did as well in bench/calibrate_recall.py)
+# the classifier's L2 penalty (1e-4 and 1e-3 did as well in bench/calibrate_recall.py), and
+# the scale of its two nearest-prompt features against the prompt's unit vector
 UNRELATED_L2 = 3e-4
+NEAREST_SCALE = 3.0
 MAX_TOKENS = 256  # a record's first tokens carry its meaning; bounds the work per text
 TRANSFORMER_MAX_TOKENS = 128
 
@@ -320,29 +322,18 @@ def read_prompts(path: Path) -> list[str]:
     return prompts
 
 
-class GateReferences(NamedTuple):
-    """What a prompt's gate is computed from (`Embeddings.gate_for`)."""
-
-    unrelated: tuple[Array, float] | None  # a linear classifier's weights and bias
-    project: Array | None  # the project prompts' vectors
-
-
-def unrelated_classifier(unrelated: Array, project: Array) -> tuple[Array, float]:
-    """A logistic regression telling prompts like `unrelated` from prompts like `project`: the
-    weights and bias of P(about nothing a project stores | a prompt's vector). Fitted exactly
-    (Newton's method, L2 penalty UNRELATED_L2 on the weights), in about 0.1 s at load."""
-    features = np.hstack(
-        [np.concatenate([unrelated, project]), np.ones((len(unrelated) + len(project), 1))]
-    ).astype(np.float64)
-    labels = np.concatenate([np.ones(len(unrelated)), np.zeros(len(project))])
-    penalty = np.full(features.shape[1], UNRELATED_L2)
+def fit_logistic(features: Array, labels: npt.NDArray[np.float64]) -> tuple[Array, float]:
+    """The weights and bias of an L2-penalised logistic regression (penalty UNRELATED_L2 on the
+    weights, none on the bias), fitted exactly by Newton's method."""
+    rows = np.hstack([features, np.ones((len(features), 1))]).astype(np.float64)
+    penalty = np.full(rows.shape[1], UNRELATED_L2)
     penalty[-1] = 1e-9  # the bias is not shrunk (only kept solvable)
-    weights = np.zeros(features.shape[1])
+    weights = np.zeros(rows.shape[1])
     for _ in range(100):
-        probability = 1.0 / (1.0 + np.exp(-np.clip(features @ weights, -60.0, 60.0)))
-        gradient = features.T @ (probability - labels) / len(labels) + penalty * weights
+        probability = 1.0 / (1.0 + np.exp(-np.clip(rows @ weights, -60.0, 60.0)))
+        gradient = rows.T @ (probability - labels) / len(labels) + penalty * weights
         curvature = probability * (1.0 - probability) / len(labels)
-        hessian = (features * curvature[:, None]).T @ features + np.diag(penalty)
+        hessian = (rows * curvature[:, None]).T @ rows + np.diag(penalty)
         step = np.linalg.solve(hessian, gradient)
         weights -= step
         if np.abs(step).max() < 1e-7:
@@ -350,24 +341,57 @@ def unrelated_classifier(unrelated: Array, project: Array) -> tuple[Array, float
     return weights[:-1].astype(np.float32), float(weights[-1])
 
 
+class GateReferences:
+    """The reference prompts' vectors and a classifier fitted on them: the probability that a
+    prompt is about nothing a project stores, from its vector and its cosines with the nearest
+    prompt of each set (each reference prompt's own nearest leaves it out). The nearest cosines
+    make it hold better on prompts it was not chosen on (README "How recall ranks"). Fitted in
+    about 0.1 s, when the model loads."""
+
+    def __init__(self, unrelated: Array, project: Array) -> None:
+        self.unrelated, self.project = unrelated, project
+        own = [unrelated @ unrelated.T, project @ project.T]
+        for square in own:
+            np.fill_diagonal(square, -1.0)  # a prompt is not its own nearest
+        nearest = [
+            np.stack([own[0].max(axis=1), (unrelated @ project.T).max(axis=1)], axis=1),
+            np.stack([(project @ unrelated.T).max(axis=1), own[1].max(axis=1)], axis=1),
+        ]
+        features = np.concatenate(
+            [self._features(unrelated, nearest[0]), self._features(project, nearest[1])]
+        )
+        labels = np.concatenate([np.ones(len(unrelated)), np.zeros(len(project))])
+        self.weights, self.bias = fit_logistic(features, labels)
+
+    @staticmethod
+    def _features(vectors: Array, nearest: Array) -> Array:
+        return np.hstack([vectors, NEAREST_SCALE * nearest]).astype(np.float32)
+
+    def nearest(self, vectors: Array) -> Array:
+        """Each row's cosine with the nearest unrelated and the nearest project prompt."""
+        return np.stack(
+            [(vectors @ self.unrelated.T).max(axis=1), (vectors @ self.project.T).max(axis=1)],
+            axis=1,
+        )
+
+    def probability(self, vectors: Array, nearest: Array | None = None) -> Array:
+        """P(about nothing a project stores) for each row of `vectors` (`nearest` as
+        `self.nearest(vectors)`, if already known)."""
+        if nearest is None:
+            nearest = self.nearest(vectors)
+        logits = self._features(vectors, nearest) @ self.weights + self.bias
+        probability: Array = 1.0 / (1.0 + np.exp(-np.clip(logits, -60.0, 60.0)))
+        return probability
+
+
 def gate_references(embedder: Embedder | None) -> GateReferences | None:
-    """The classifier and the project prompts, each only if the model is calibrated with it
-    (a positive weight); None when neither is."""
+    """The reference prompts of a model calibrated with them (a positive weight), else None."""
     if embedder is None or (embedder.unrelated_weight <= 0 and embedder.project_weight <= 0):
         return None
-    project = embedder.embed(read_prompts(PROJECT_PROMPTS))
-    classifier = None
-    if embedder.unrelated_weight > 0:
-        classifier = unrelated_classifier(embedder.embed(read_prompts(UNRELATED_PROMPTS)), project)
-    return GateReferences(classifier, project if embedder.project_weight > 0 else None)
-
-
-def unrelated_probability(classifier: tuple[Array, float], vectors: Array) -> Array:
-    """P(about nothing a project stores) for each row of `vectors`."""
-    weights, bias = classifier
-    logits = np.clip(vectors @ weights + bias, -60.0, 60.0)  # exp() stays finite
-    probability: Array = 1.0 / (1.0 + np.exp(-logits))
-    return probability
+    return GateReferences(
+        embedder.embed(read_prompts(UNRELATED_PROMPTS)),
+        embedder.embed(read_prompts(PROJECT_PROMPTS)),
+    )
 
 
 class Embeddings:
@@ -495,13 +519,14 @@ class Embeddings:
         references = self._references
         if prompt_vector is None or references is None or not prompt_vector.any():
             return embedder.gate
+        vectors = prompt_vector[None, :]
+        nearest = references.nearest(vectors)
         gate = embedder.gate
-        if references.unrelated is not None:
-            probability = unrelated_probability(references.unrelated, prompt_vector)
-            gate += embedder.unrelated_weight * float(probability)
-        if references.project is not None:
-            project = max(0.0, float((references.project @ prompt_vector).max()))
-            gate -= embedder.project_weight * project
+        if embedder.unrelated_weight > 0:
+            probability = references.probability(vectors, nearest)
+            gate += embedder.unrelated_weight * float(probability[0])
+        if embedder.project_weight > 0:
+            gate -= embedder.project_weight * max(0.0, float(nearest[0, 1]))
         return gate
 
     @property
