@@ -36,11 +36,11 @@ BUILTIN_DIR = Path(__file__).resolve().parent / "model"
 # prompts about nothing a project stores (general knowledge, chat, edits to the code on screen)
 # and prompts that ask about a project's own setup: a classifier fitted on the two tells how
 # likely a prompt is to be of the first kind, which raises the bar a stored record must clear,
-# and closeness to the nearest of the second lowers it (`Embeddings.gate_for`)
+# and closeness to the nearest of the second may lower it (`Embeddings.gate_for`)
 UNRELATED_PROMPTS = Path(__file__).resolve().parent / "unrelated_prompts.txt"
 PROJECT_PROMPTS = Path(__file__).resolve().parent / "project_prompts.txt"
-# the classifier's L2 penalty (1e-4 and 1e-3 did as well in bench/calibrate_recall.py), and
-# the scale of its two nearest-prompt features against the prompt's unit vector
+# the classifier's L2 penalty, and the scale of its two nearest-prompt features against the
+# prompt's unit vector (chosen with bench/calibrate_recall.py; README "How recall ranks")
 UNRELATED_L2 = 3e-4
 NEAREST_SCALE = 3.0
 MAX_TOKENS = 256  # a record's first tokens carry its meaning; bounds the work per text
@@ -507,12 +507,12 @@ class Embeddings:
 
     def gate_for(self, prompt_vector: Array | None) -> float:
         """What the best candidate must reach for anything to be injected for this prompt: the
-        model's gate, raised by how likely the prompt is to be about nothing a project stores
-        ("explain the CAP theorem", "thanks", "rename this variable"), by a classifier trained
-        on UNRELATED_PROMPTS against PROJECT_PROMPTS, and lowered by its closeness to the
-        nearest prompt that asks about a project's own setup ("who approves infra changes",
-        "what's our staging URL again"). A prompt without a vector (no tokens) gets the
-        model's gate."""
+        model's gate, raised (times the unrelated weight) by how likely the prompt is to be
+        about nothing a project stores ("explain the CAP theorem", "thanks", "rename this
+        variable"), by a classifier trained on UNRELATED_PROMPTS against PROJECT_PROMPTS, and
+        lowered (times the project weight) by its closeness to the nearest prompt that asks
+        about a project's own setup ("who approves infra changes", "what's our staging URL
+        again"). A prompt without a vector (no tokens) gets the model's gate."""
         embedder = self.embedder
         if embedder is None:
             return DEFAULT_GATE
