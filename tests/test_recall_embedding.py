@@ -91,6 +91,10 @@ def test_a_prompt_like_the_unrelated_ones_must_clear_a_higher_gate(builtin: Any)
     # raised by most of the unrelated weight for general talk, little for a project's own
     assert min(gates[:2]) > builtin.gate + 0.7 * builtin.unrelated_weight, gates
     assert gates[2] < builtin.gate + 0.3 * builtin.unrelated_weight, gates
+    # asked again (the second part of a recall), or with an equal copy: the same gate
+    assert embeddings.gate_for(project) == gates[2]
+    assert embeddings.gate_for(chat.copy()) == pytest.approx(gates[0], abs=1e-6)
+    assert embeddings.gate_for(project) == gates[2]
     assert embeddings.gate_for(None) == builtin.gate  # no prompt vector: the model's own gate
     assert embeddings.gate_for(np.zeros(builtin.dims, np.float32)) == builtin.gate
     assert Embeddings("none", None).gate_for(project) == DEFAULT_GATE

@@ -350,6 +350,7 @@ class GateReferences:
 
     def __init__(self, unrelated: Array, project: Array) -> None:
         self.unrelated, self.project = unrelated, project
+        self._stacked = np.ascontiguousarray(np.concatenate([unrelated, project]))
         own = [unrelated @ unrelated.T, project @ project.T]
         for square in own:
             np.fill_diagonal(square, -1.0)  # a prompt is not its own nearest
@@ -369,10 +370,9 @@ class GateReferences:
 
     def nearest(self, vectors: Array) -> Array:
         """Each row's cosine with the nearest unrelated and the nearest project prompt."""
-        return np.stack(
-            [(vectors @ self.unrelated.T).max(axis=1), (vectors @ self.project.T).max(axis=1)],
-            axis=1,
-        )
+        cosines = vectors @ self._stacked.T  # one product for both sets
+        split = len(self.unrelated)
+        return np.stack([cosines[:, :split].max(axis=1), cosines[:, split:].max(axis=1)], axis=1)
 
     def probability(self, vectors: Array, nearest: Array | None = None) -> Array:
         """P(about nothing a project stores) for each row of `vectors` (`nearest` as
@@ -419,6 +419,7 @@ class Embeddings:
         self._load_lock = threading.Lock()
         self._loaded = threading.Event()
         self._references = gate_references(embedder)
+        self._last_gate: tuple[Array, float] | None = None
         if loader is None:
             self._loaded.set()
 
@@ -519,6 +520,9 @@ class Embeddings:
         references = self._references
         if prompt_vector is None or references is None or not prompt_vector.any():
             return embedder.gate
+        last = self._last_gate  # both parts of one recall ask with the same vector
+        if last is not None and last[0] is prompt_vector:
+            return last[1]
         vectors = prompt_vector[None, :]
         nearest = references.nearest(vectors)
         gate = embedder.gate
@@ -527,6 +531,8 @@ class Embeddings:
             gate += embedder.unrelated_weight * float(probability[0])
         if embedder.project_weight > 0:
             gate -= embedder.project_weight * max(0.0, float(nearest[0, 1]))
+        # held, so no later vector can have its identity; one assignment, safe across threads
+        self._last_gate = (prompt_vector, gate)
         return gate
 
     @property
