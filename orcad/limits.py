@@ -83,6 +83,9 @@ DOCTOR_STUCK_AFTER_MIN_S = 3600.0  # an active job untouched this long is not me
 DOCTOR_DAEMON_TIMEOUT_S = 10.0  # doctor's calls to a running daemon
 EXPLICIT_LOCK_TIMEOUT_S = 10.0  # user.md / memory.md locked by another process this long fails
 SOCKET_PROBE_TIMEOUT_S = 1.0  # is another daemon answering on the socket path?
+# a daemon that stopped serving holds its lock while it drains and closes (SHUTDOWN_GRACE_S and
+# its stores); a new one waits this long for it
+STOPPING_HOLDER_WAIT_S = 10.0
 NOTIFY_SEND_TIMEOUT_S = 1.0  # the service manager reads promptly; never stall the daemon on it
 ACCEPT_RETRY_S = 0.1  # after the process ran out of descriptors, as trio.serve_listeners does
 SNAPSHOT_WRITE_DELAY_S = 0.5  # recall snapshots taken within this are written in one batch

@@ -14,13 +14,14 @@ import errno
 import os
 import socket
 import stat
+import time
 from pathlib import Path
 
 import filelock
 import msgspec
 
 from orcad.errors import StartupError
-from orcad.limits import SOCKET_PROBE_TIMEOUT_S
+from orcad.limits import SOCKET_PROBE_TIMEOUT_S, STOPPING_HOLDER_WAIT_S
 from orcad.paths import Paths
 
 PRIVATE_DIR = 0o700
@@ -78,7 +79,10 @@ def prepare_runtime_dir(paths: Paths) -> None:
 
 class InstanceLock:
     """Held for the daemon's whole life: one daemon per memory root (whatever its socket) and
-    one per socket path. A second daemon fails at once, naming the first."""
+    one per socket path. A second daemon fails at once, naming the first, unless the first no
+    longer serves its socket: a stopping daemon removes its socket first and holds the lock
+    until its stores are closed, so a start right after a stop (`orcactl` starting one on
+    demand, a restart) waits up to STOPPING_HOLDER_WAIT_S for it rather than failing."""
 
     def __init__(self, paths: Paths) -> None:
         self._paths = paths
@@ -91,11 +95,12 @@ class InstanceLock:
             self._root_lock.acquire(timeout=0)
         except filelock.Timeout:
             holder = read_instance(self._paths.instance_file)
-            who = f"pid {holder.pid}, serving {holder.socket}" if holder else "another process"
-            raise StartupError(
-                f"orcad is already running on the memory in {self._paths.memory_root} ({who}); "
-                "stop it first, or set ORCA_HOME to run a daemon with separate memory"
-            ) from None
+            if not self._stopped_serving(holder):
+                who = f"pid {holder.pid}, serving {holder.socket}" if holder else "another process"
+                raise StartupError(
+                    f"orcad is already running on the memory in {self._paths.memory_root} "
+                    f"({who}); stop it first, or set ORCA_HOME to run a daemon with separate memory"
+                ) from None
         try:
             self._socket_lock.acquire(timeout=0)
         except filelock.Timeout:
@@ -108,6 +113,23 @@ class InstanceLock:
             self._paths.instance_file,
             msgspec.json.encode(Instance(pid=os.getpid(), socket=str(self._paths.socket))),
         )
+
+    def _stopped_serving(self, holder: Instance | None) -> bool:
+        """Whether the holder, not serving its socket, let go of the lock within
+        STOPPING_HOLDER_WAIT_S (then the lock is ours). A holder that serves it, or starts to
+        (a daemon starting at the same moment), is running: no wait."""
+        if holder is None:
+            return False
+        deadline = time.monotonic() + STOPPING_HOLDER_WAIT_S
+        while time.monotonic() < deadline:
+            if socket_is_live(Path(holder.socket)):
+                return False
+            try:
+                self._root_lock.acquire(timeout=0.1)
+            except filelock.Timeout:
+                continue
+            return True
+        return False
 
     def release(self) -> None:
         with contextlib.suppress(FileNotFoundError):

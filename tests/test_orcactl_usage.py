@@ -153,6 +153,7 @@ def test_ping_says_it_started_orcad_and_times_only_the_round_trip(orca_env: Orca
         while orca_env.socket.exists() and time.monotonic() < deadline:
             time.sleep(0.05)
     shown = orcactl(orca_env, "ping")
+    assert "(pid " in shown.stdout, (shown.returncode, shown.stdout, shown.stderr)
     try:
         pid = int(shown.stdout.split("(pid ")[1].split(",")[0])
         assert shown.stdout.startswith(f"orcad was not running; started it (pid {pid}, log ")

@@ -19,7 +19,11 @@ import pytest
 import trio
 import trio.testing
 
+from orcad.errors import StartupError
+from orcad.limits import STOPPING_HOLDER_WAIT_S
+from orcad.paths import resolve_paths
 from orcad.rpc import Router
+from orcad.runtime import InstanceLock, read_instance
 from protocol.client import Client
 from protocol.errors import RemoteError
 from protocol.trio_client import open_client
@@ -313,6 +317,67 @@ def test_second_instance_is_refused_naming_the_first(daemon: DaemonProcess) -> N
     assert f"pid {daemon.proc.pid}" in result.stderr
     assert str(daemon.orca.socket) in result.stderr
     assert daemon.call("daemon.ping").pid == daemon.proc.pid
+
+
+# another process holding the instance lock as a daemon does: `serve` also listens on its socket
+HOLD_THE_LOCK = """
+import socket, sys, time
+from orcad.paths import resolve_paths
+from orcad.runtime import InstanceLock
+paths = resolve_paths()
+lock = InstanceLock(paths)
+lock.acquire()
+if sys.argv[2] == "serve":
+    listening = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listening.bind(str(paths.socket))
+    listening.listen(1)
+print("held", flush=True)
+time.sleep(float(sys.argv[1]))
+lock.release()
+"""
+
+
+def hold_the_lock(orca_env: OrcaEnv, seconds: float, mode: str) -> subprocess.Popen[str]:
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_THE_LOCK, str(seconds), mode],
+        env=orca_env.env,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+    return holder
+
+
+def test_a_start_right_after_a_stop_waits_for_the_stopping_daemon(orca_env: OrcaEnv) -> None:
+    # a stopping daemon removes its socket first and holds the lock until its stores are closed;
+    # `orcactl` (or a restart) starting one then must not fail with "already running"
+    holder = hold_the_lock(orca_env, 1.5, "stopped")
+    paths = resolve_paths(orca_env.env)
+    began = time.monotonic()
+    lock = InstanceLock(paths)
+    try:
+        lock.acquire()
+        waited = time.monotonic() - began
+        assert 0.8 < waited < STOPPING_HOLDER_WAIT_S, waited
+        assert holder.wait(timeout=10) == 0
+        instance = read_instance(paths.instance_file)
+        assert instance is not None and instance.pid == os.getpid()
+    finally:
+        lock.release()
+        holder.kill()
+        holder.communicate()  # reaps it and closes its pipe
+
+
+def test_a_start_beside_a_daemon_that_serves_is_refused_at_once(orca_env: OrcaEnv) -> None:
+    holder = hold_the_lock(orca_env, 30, "serve")
+    began = time.monotonic()
+    try:
+        with pytest.raises(StartupError, match=f"already running .*pid {holder.pid}"):
+            InstanceLock(resolve_paths(orca_env.env)).acquire()
+        assert time.monotonic() - began < 2.0  # no wait for a daemon that is running
+    finally:
+        holder.kill()
+        holder.communicate()  # reaps it and closes its pipe
 
 
 def test_stale_socket_after_sigkill_is_replaced(daemon: DaemonProcess) -> None:
