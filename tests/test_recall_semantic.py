@@ -95,6 +95,37 @@ def test_builtin_model_by_default_and_nothing_injected_for_an_unrelated_prompt(
     assert result.deliberate[0].content == "This repository deploys with `make release`."
 
 
+def test_careless_and_hostile_prompts_get_a_bounded_answer_and_no_secret_back(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], workdir: Path
+) -> None:
+    """Every prompt is embedded and gated: none of these may fail, exceed a cap, echo a pasted
+    secret, or leave the daemon unable to answer the next, ordinary prompt."""
+    daemon = start(orca_env, daemon_factory)
+    assert loaded_status(daemon).embedding.state == "ready"
+    agent = Agent(daemon, workdir)
+    add_facts(project_dir(orca_env, agent.project_id), FACTS)
+    for fact in FACTS:
+        agent.save(fact)
+    secret = "AKIAIOSFODNN7EXAMPLE"
+    prompts = [
+        "",  # no tokens: no vector at all
+        " \t\n ",
+        "\x00\x01\x1b[31m\u202e\ufffd",
+        "\U0001f680" * 2000,
+        "[" * 5000 + "]" * 5000,
+        f"my aws key is {secret} and the db password is hunter2, deploy with it",
+        "deploy " * 40_000 + "make release",  # about 300 kB, the deciding word last
+        "x" * 300_000,  # one huge token
+    ]
+    for prompt in prompts:
+        result = agent.recall(prompt)
+        assert result.bytes == len(result.context.encode()) <= 3072 + 4096 * 4, prompt[:40]
+        assert len(result.automatic) <= 6 and len(result.deliberate) <= 8
+        assert secret not in result.context and "hunter2" not in result.context
+    result = agent.recall("how does this repository deploy a release?")
+    assert texts(result)[0] == "This repository deploys with `make release`."
+
+
 def test_a_correction_ranks_above_the_fact_it_corrects(
     orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], workdir: Path
 ) -> None:

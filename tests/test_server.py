@@ -19,6 +19,7 @@ import pytest
 import trio
 import trio.testing
 
+from orcad import runtime
 from orcad.errors import StartupError
 from orcad.limits import STOPPING_HOLDER_WAIT_S
 from orcad.paths import resolve_paths
@@ -366,6 +367,21 @@ def test_a_start_right_after_a_stop_waits_for_the_stopping_daemon(orca_env: Orca
         lock.release()
         holder.kill()
         holder.communicate()  # reaps it and closes its pipe
+
+
+def test_a_start_waits_no_longer_than_its_limit_for_a_daemon_that_never_lets_go(
+    orca_env: OrcaEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(runtime, "STOPPING_HOLDER_WAIT_S", 0.6)
+    holder = hold_the_lock(orca_env, 30, "stopped")  # no socket, and it keeps the lock
+    began = time.monotonic()
+    try:
+        with pytest.raises(StartupError, match=f"already running .*pid {holder.pid}"):
+            InstanceLock(resolve_paths(orca_env.env)).acquire()
+        assert 0.5 < time.monotonic() - began < 3.0
+    finally:
+        holder.kill()
+        holder.communicate()
 
 
 def test_a_start_beside_a_daemon_that_serves_is_refused_at_once(orca_env: OrcaEnv) -> None:

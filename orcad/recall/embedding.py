@@ -349,8 +349,8 @@ class GateReferences:
     about 0.1 s, when the model loads."""
 
     def __init__(self, unrelated: Array, project: Array) -> None:
-        self.unrelated, self.project = unrelated, project
         self._stacked = np.ascontiguousarray(np.concatenate([unrelated, project]))
+        self._split = len(unrelated)  # the project prompts' first row
         own = [unrelated @ unrelated.T, project @ project.T]
         for square in own:
             np.fill_diagonal(square, -1.0)  # a prompt is not its own nearest
@@ -371,7 +371,7 @@ class GateReferences:
     def nearest(self, vectors: Array) -> Array:
         """Each row's cosine with the nearest unrelated and the nearest project prompt."""
         cosines = vectors @ self._stacked.T  # one product for both sets
-        split = len(self.unrelated)
+        split = self._split
         return np.stack([cosines[:, :split].max(axis=1), cosines[:, split:].max(axis=1)], axis=1)
 
     def probability(self, vectors: Array, nearest: Array | None = None) -> Array:
