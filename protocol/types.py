@@ -470,6 +470,9 @@ class LedgerForgetResult(Result, frozen=True, kw_only=True):
     revision: int
     removed: bool
     purged_jobs: list[str] = []  # committed jobs deleted because their source held the fact
+    # jobs still waiting (pending, leased, exhausted): their publish cannot add the fact back,
+    # and (unless keep_evidence) its text is cut out of their sources
+    waiting_jobs: list[str] = []
 
 
 # --- approval grants ------------------------------------------------------------------------

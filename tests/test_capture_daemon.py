@@ -699,6 +699,7 @@ def test_orcactl_projects_inspect_jobs_and_forget(
         "revision": inspected.ledger.revision + 1,
         "removed": True,
         "purged_jobs": [job_id],  # the job whose source produced the fact is gone with it
+        "waiting_jobs": [],  # no job is left to publish it again
     }
     assert daemon.call("jobs.list", {}).jobs == []
     again = orcactl(orca_env, "forget", target.id, "--cwd", str(cwd))

@@ -23,6 +23,7 @@ from orcad.capture.ledger import (
     decode_ledger,
     encode_ledger,
     forget,
+    forgotten_digest,
     ledger_info,
     merge_job_candidates,
     normalize_fact,
@@ -205,6 +206,20 @@ def test_forget_with_a_stale_revision_conflicts_while_the_candidate_exists() -> 
         forget(ledger, ledger.candidates[0].id, expected_revision=1)
     assert caught.value.data["revision"] == 2
     assert caught.value.kind == "conflict"
+
+
+def test_a_fact_forgotten_while_its_job_waited_counts_as_a_duplicate() -> None:
+    forgotten = [forgotten_digest("The cluster is named quartz.")]
+    assert "quartz" not in forgotten[0]  # only a digest of the text is kept
+    facts = [fact("THE CLUSTER  is named quartz!"), fact("Builds run on blue runners.")]
+    ledger, result = merge_job_candidates(
+        Ledger(), "job_a", facts, PROVENANCE, NOW, forgotten=forgotten
+    )
+    assert [c.fact for c in ledger.candidates] == ["Builds run on blue runners."]
+    assert (result.added, result.duplicates) == (1, 1)
+    # another job was not told: the same fact is a new decision there
+    ledger, result = merge_job_candidates(ledger, "job_b", facts[:1], PROVENANCE, NOW)
+    assert result.added == 1
 
 
 def test_ledger_info_is_the_inspect_view() -> None:

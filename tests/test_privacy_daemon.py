@@ -460,3 +460,74 @@ def test_a_forget_cut_short_by_a_crash_is_purged_at_the_next_start(
     wait_for(lambda: holders("heron-basalt-88", *roots) == [], timeout=10)  # opening purges
     assert holders("heron", *roots) == [] and holders("basalt", *roots) == []
     assert holders("filler fact 7", *roots)
+
+
+@pytest.mark.slow
+def test_a_forgotten_fact_does_not_come_back_from_jobs_still_waiting(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    orca_env.write_config("[extraction]\nworkers = 0\n")  # jobs wait for this test's claims
+    daemon = started(orca_env, daemon_factory)
+    project = tmp_path / "project"
+    project.mkdir()
+    fact = "The staging cluster is named quartz-lemur-17."
+    other = "Builds run on the blue runners."
+    session = daemon.call("session.open", {"cwd": str(project)})
+
+    def turn(turn_id: str, text: str) -> str:
+        return str(daemon.call("turn.completed", turn_params(session, turn_id, text)).job_id)
+
+    def claim() -> Any:
+        claimed = daemon.call("jobs.claim", {"worker": "test"})
+        assert claimed.job is not None
+        return claimed
+
+    def publish(claimed: Any, *facts: str) -> Any:
+        return daemon.call(
+            "jobs.publish",
+            {
+                "job_id": claimed.job.job_id,
+                "token": claimed.lease.token,
+                "output": fact_output(*facts),
+                "provider": "external",
+                "model": "test",
+            },
+        )
+
+    def ledger_facts() -> list[str]:
+        inspected = daemon.call("projects.inspect", {"cwd": str(project)})
+        return [candidate.fact for candidate in inspected.ledger.candidates]
+
+    first = turn("t1", f"note that {fact.upper()}")  # the case differs from the fact's
+    assert publish(claim(), fact).added == 1
+    # said again, twice more, before the forget: one job is taken by a worker, one still queued
+    leased = turn("t2", f"Reminder:  the staging\ncluster is named quartz-lemur-17! And {other}")
+    queued = turn("t3", f"again: {fact} Thanks.")
+    in_flight = claim()
+    assert in_flight.job.job_id == leased
+
+    inspected = daemon.call("projects.inspect", {"cwd": str(project)})
+    result = daemon.call(
+        "ledger.forget",
+        {
+            "project_id": inspected.project.id,
+            "candidate_id": inspected.ledger.candidates[0].id,
+            "revision": inspected.ledger.revision,
+        },
+    )
+    assert result.removed and result.purged_jobs == [first]
+    assert sorted(result.waiting_jobs) == sorted([leased, queued])
+    roots = (orca_env.home, orca_env.config_dir)
+    assert holders("quartz-lemur-17", *roots) == []  # cut out of the waiting jobs' sources
+    assert holders("blue runners", *roots)  # the rest of their text stays for extraction
+
+    # the worker that held a job before the forget publishes what it extracted then
+    published = publish(in_flight, fact, other)
+    assert (published.added, published.duplicates) == (1, 1)
+    # and the job still queued, whatever its extractor makes of it
+    assert publish(claim(), fact).duplicates == 1
+    assert ledger_facts() == [other]
+    # a turn after the forget may teach the fact again: that is a new decision
+    turn("t4", f"for the record, {fact}")
+    assert publish(claim(), fact).added == 1
+    assert sorted(ledger_facts()) == sorted([fact, other])

@@ -189,6 +189,11 @@ def run_forget(args: argparse.Namespace) -> int:
             )
         elif args.keep_evidence:
             print("kept the jobs whose source holds it (--keep-evidence)")
+        if result.waiting_jobs:
+            print(
+                f"{len(result.waiting_jobs)} job(s) not yet published will not add it back: "
+                + ", ".join(result.waiting_jobs)
+            )
     else:
         print(f"{args.candidate_id} is not in the ledger (already forgotten); nothing changed")
     return EXIT_OK

@@ -3,17 +3,26 @@ revisioned way to remove an automatic-memory candidate."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
+import msgspec
 import structlog
 import trio
 
-from orcad.capture.jobstore import delete_jobs, read_job
-from orcad.capture.ledger import CandidateRecord, Ledger, read_ledger, write_ledger
+from orcad.capture.jobstore import delete_jobs, read_job, write_job
+from orcad.capture.ledger import (
+    CandidateRecord,
+    Ledger,
+    forgotten_digest,
+    read_ledger,
+    write_ledger,
+)
 from orcad.capture.ledger import forget as forget_candidate
 from orcad.capture.projections import index_state, publish_projections
 from orcad.capture.projects import ProjectFile, is_project_id, read_project_file
+from orcad.capture.records import JobRecord
 from orcad.capture.service import CaptureService
 from orcad.errors import InvalidParams, NotFound, StorageError
 from orcad.identity import derive_project
@@ -33,6 +42,10 @@ from protocol.types import (
 )
 
 log = structlog.get_logger("orcad.capture")
+
+# jobs that may still publish facts: a worker's, one waiting for one, and one a person may retry
+WAITING_STATES = frozenset({"pending", "leased", "exhausted"})
+FORGOTTEN_MARK = "[forgotten]"  # what stands in a waiting job's source for a forgotten fact
 
 
 def to_candidate(record: CandidateRecord) -> Candidate:
@@ -160,7 +173,9 @@ async def forget(
     """Remove one candidate if the caller saw the current revision (idempotent).
 
     Unless `keep_evidence`, the committed jobs whose source held the fact (the one that
-    produced it, and any other holding its text) are deleted first, then the ledger is
+    produced it, and any other holding its text) are deleted first. Jobs still waiting
+    (pending, leased or exhausted) are told the fact's digest, so their publish cannot add it
+    back, and unless `keep_evidence` its text is cut out of their sources. Then the ledger is
     written: a crash in between leaves the candidate, and forgetting it again finishes.
     `purge_copies` then drops other copies of the text (recall snapshots)."""
     if not is_project_id(params.project_id):
@@ -168,29 +183,40 @@ async def forget(
     directory = capture.projects.project_dir(params.project_id)
     if not await trio.to_thread.run_sync(directory.is_dir):
         raise NotFound(f"no memory is stored for project {params.project_id}")
-    committed = [
-        view.job_id for view in capture.index.views(params.project_id) if view.state == "committed"
-    ]
+    views = capture.index.views(params.project_id)
+    committed = [view.job_id for view in views if view.state == "committed"]
+    waiting = [view.job_id for view in views if view.state in WAITING_STATES]
 
-    def work(directory: Path) -> tuple[LedgerForgetResult, list[str], str | None]:
+    def work(
+        directory: Path,
+    ) -> tuple[LedgerForgetResult, list[JobRecord], list[str], str | None]:
         before = read_ledger(directory)
         candidate = before.find(params.candidate_id)
         ledger, result = forget_candidate(before, params.candidate_id, params.revision)
         problems: list[str] = []
         purged: list[str] = []
+        shielded: list[JobRecord] = []
         if result.removed:
             assert candidate is not None
             if not params.keep_evidence:
                 purged = purge_evidence(directory, candidate, committed)
+            shielded = shield_waiting_jobs(
+                directory, candidate, waiting, scrub=not params.keep_evidence
+            )
             write_ledger(directory, ledger)
             problems = publish_projections(directory, ledger)
         forgotten = LedgerForgetResult(
-            revision=result.revision, removed=result.removed, purged_jobs=purged
+            revision=result.revision,
+            removed=result.removed,
+            purged_jobs=purged,
+            waiting_jobs=[job.job_id for job in shielded],
         )
-        return forgotten, problems, candidate.fact if candidate is not None else None
+        return forgotten, shielded, problems, candidate.fact if candidate is not None else None
 
-    result, problems, fact = await capture.projects.run_locked(params.project_id, work)
+    result, shielded, problems, fact = await capture.projects.run_locked(params.project_id, work)
     capture.index.drop(result.purged_jobs)
+    for job in shielded:
+        capture.index.put(job)
     for problem in problems:
         capture.problems.report("projection_failed", problem)
     if result.removed and fact is not None and purge_copies is not None:
@@ -202,12 +228,46 @@ async def forget(
         removed=result.removed,
         revision=result.revision,
         purged_jobs=len(result.purged_jobs),
+        waiting_jobs=len(result.waiting_jobs),
     )
     return result
 
 
 def _folded(text: str) -> str:
     return " ".join(text.split()).casefold()
+
+
+def shield_waiting_jobs(
+    directory: Path, candidate: CandidateRecord, waiting: list[str], *, scrub: bool
+) -> list[JobRecord]:
+    """Tell every job that may still publish (`waiting`) that the candidate's fact is forgotten,
+    and (with `scrub`) cut the fact's text out of its source; the jobs as written.
+
+    Blocking; call with the project lock held, which every lease change also takes, so no
+    worker's write can undo this one. A damaged job file is left as found."""
+    digest = forgotten_digest(candidate.fact)
+    # the fact as a run of its words: any case, any whitespace between them, and without the
+    # closing punctuation an extractor may have added
+    words = candidate.fact.strip().rstrip(".!?;:, ").split()
+    pattern = re.compile(r"\s+".join(map(re.escape, words)), re.IGNORECASE) if words else None
+    shielded: list[JobRecord] = []
+    for job_id in waiting:
+        try:
+            job = read_job(directory, job_id)
+        except (StorageError, NotFound):
+            continue
+        if job is None or job.state not in WAITING_STATES or digest in job.forgotten:
+            continue
+        source = job.source
+        if scrub and pattern is not None:
+            source = pattern.sub(FORGOTTEN_MARK, source)
+            folded = _folded(candidate.fact.strip().rstrip(".!?;:, "))
+            if folded and folded in _folded(source):  # a case the pattern misses (say, "ß")
+                source = _folded(source).replace(folded, FORGOTTEN_MARK)
+        changed = msgspec.structs.replace(job, source=source, forgotten=[*job.forgotten, digest])
+        write_job(directory, changed)
+        shielded.append(changed)
+    return shielded
 
 
 def purge_evidence(directory: Path, candidate: CandidateRecord, committed: list[str]) -> list[str]:

@@ -28,7 +28,7 @@ import hashlib
 import re
 import secrets
 import unicodedata
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -159,6 +159,12 @@ def normalize_fact(text: str) -> str:
         key = trimmed
 
 
+def forgotten_digest(text: str) -> str:
+    """What a waiting job keeps of a fact forgotten while it waited: the sha256 of its
+    duplicate key, so its publish cannot add the fact back and the text itself is not kept."""
+    return hashlib.sha256(normalize_fact(text).encode("utf-8")).hexdigest()
+
+
 def new_candidate_id() -> str:
     return CANDIDATE_ID_PREFIX + secrets.token_hex(16)
 
@@ -170,12 +176,14 @@ def merge_job_candidates(
     provenance: Provenance,
     now: float,
     *,
+    forgotten: Collection[str] = (),
     new_id: Callable[[], str] = new_candidate_id,
 ) -> tuple[Ledger, MergeResult]:
     """The ledger after merging one job's parsed facts, and what happened to them.
 
     Facts matching the secret detector are dropped (`rejected`); facts whose normalized text
-    is already in the ledger, or earlier in the same job, are dropped (`duplicates`); near
+    is already in the ledger, or earlier in the same job, or was forgotten while the job waited
+    (its `forgotten_digest` is in `forgotten`) are dropped (`duplicates`); near
     duplicates are kept with their own provenance. Only the newest 128 candidates are kept.
     A job already merged adds nothing and returns the counts of its first merge with
     `replayed=True` and the ledger unchanged (publish after a crash is idempotent).
@@ -193,7 +201,9 @@ def merge_job_candidates(
             rejected += 1
             continue
         key = normalize_fact(fact.fact)
-        if key in known:
+        if key in known or (
+            forgotten and hashlib.sha256(key.encode("utf-8")).hexdigest() in forgotten
+        ):
             duplicates += 1
             continue
         known.add(key)

@@ -79,6 +79,7 @@ def publish_job(
             prompt_version=provenance.prompt_version,
         ),
         now,
+        forgotten=job.forgotten,
     )
     if ledger is not before:
         write_ledger(directory, ledger)

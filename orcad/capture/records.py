@@ -51,7 +51,7 @@ class JobRecord(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
     state: JobState
     created_at: str
     updated_at: str
-    source_digest: str  # sha256 hex of `source` (UTF-8): part of the idempotency key
+    source_digest: str  # sha256 hex of `source` as admitted (UTF-8): the idempotency key's part
     source_bytes: int
     source_truncated: bool
     source: str  # the exact bounded, redacted input every attempt is given
@@ -63,6 +63,9 @@ class JobRecord(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
     provenance: Provenance | None = None  # of the publish that committed the job
     outcome: PublishOutcome | None = None
     committed_at: str | None = None
+    # facts forgotten (ledger.forget) while the job waited, as ledger.forgotten_digest: its
+    # publish never adds them back; their text is also cut out of `source`
+    forgotten: list[str] = []
 
     def lease_expires(self) -> float | None:
         return parse_time(self.lease.expires_at) if self.lease is not None else None
