@@ -1,27 +1,31 @@
 """Calibrate recall's lexical weight, floor, gate, unrelated and project weights and lexical
-gate on the labelled set (bench/eval_data.py).
+gate on labelled sets (bench/eval_data.py and bench/eval_data_fresh.py by default: two
+projects, written apart).
 
 In process, without a daemon: every fact, correction and distractor is embedded with the chosen
 model, and for each prompt the ranking module (orcad/recall/rank.py) ranks all of them (the
 automatic part: the 128 ledger facts, top 6; the deliberate part: facts plus 1,000 distractors,
 top 8; and a new user's small store: the prompt's wanted facts and three others, top 6) for a
-grid of settings. A prompt's gate is `gate + unrelated_weight x the probability that it is
-about nothing a project stores - project_weight x its cosine with the nearest of
-orcad/recall/project_prompts.txt`, as the daemon computes it (`Embeddings.gate_for`; the
-probability comes from a logistic regression over the prompt's vector and its cosines with the
-nearest prompt of each set, fitted on orcad/recall/unrelated_prompts.txt against the project
-prompts, none of them in the labelled set); a
-candidate covering at least the lexical gate of the prompt's weighted terms opens it on its
-words alone. Prints the best setting at each unrelated and project weight and the chosen one's
-neighbours (hit@k of the "shares" and "other" classes, the share of "none" prompts left empty).
-The chosen setting keeps "shares" hit@6 >= 0.95 (or its best) in the automatic part and >= 0.9
-in the small store, has a lexical weight of at least MIN_LEXICAL_WEIGHT, leaves at least 85% of
-the "none" prompts empty in the automatic and deliberate parts (or as many as any setting does),
-and among those finds the most "other" facts in those parts. With --folds 2, it also chooses on
-half of the prompts and scores the other half, as a check that the choice is not fitted to these
-prompts alone.
+grid of settings; a prompt meets only the stores of its own set. A prompt's gate is `gate +
+unrelated_weight x the probability that it is about nothing a project stores - project_weight x
+its cosine with the nearest of orcad/recall/project_prompts.txt`, as the daemon computes it
+(`Embeddings.gates_for`; the probability comes from a logistic regression over the prompt's
+vector, its cosines with the nearest prompt of each set and its words, fitted on
+orcad/recall/unrelated_prompts.txt against the project prompts, none of them within cosine 0.7
+of a labelled prompt); a candidate covering at least the lexical gate (raised by the same
+unrelated_weight x probability) of the prompt's weighted terms opens it on its words alone.
+Prints the best setting at each unrelated and project weight and the chosen one's neighbours
+(hit@k of the "shares" and "other" classes, the share of "none" prompts left empty, in the set
+that leaves the fewest). The chosen setting keeps "shares" hit@6 >= 0.95 (or its best) in the
+automatic part and >= 0.9 in the small store, has a lexical weight of at least
+MIN_LEXICAL_WEIGHT, leaves at least 85% of the "none" prompts of each set empty in the
+automatic and deliberate parts (or as many as any setting does), and among those finds the
+most "other" facts in those parts. With --folds 2, it also chooses on half of the prompts and
+scores the other half; with --score check, it scores the chosen setting and the model's own on
+bench/eval_data_check.py, which no choice ever sees.
 
-    .venv/bin/python -m bench.calibrate_recall [--model DIR] [--folds 2]
+    .venv/bin/python -m bench.calibrate_recall [--model DIR] [--sets main,fresh] [--folds 2]
+        [--score check]
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ import numpy as np
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.eval_data import CORRECTIONS, FACTS, PROMPTS, distractors
+from bench.eval_recall import Labelled
 from orcad.query import derive_query_terms, stem, stems
 from orcad.recall import rank
 from orcad.recall.embedding import (
@@ -56,8 +60,7 @@ MIN_LEXICAL_WEIGHT = 0.3
 # For the same reason the coverage that opens the gate on words alone is at most 0.4: in a
 # store of 71 records, "which package manager does the frontend use?" covers 0.44 of the one
 # record about the frontend, and is closer to "what is a context manager" than to it.
-LEXICAL_GATES = (0.3, 0.35, 0.4)
-ALL = [(f, t) for f, _c, _k, t in FACTS] + [(n, t) for n, _o, _c, _k, t in CORRECTIONS]
+LEXICAL_GATES = (None, 0.3, 0.35, 0.4)  # None first: without one, when it does as well
 
 
 def part_candidates(docs, matrix, doc_stems, prompt, query):  # type: ignore[no-untyped-def]
@@ -98,6 +101,7 @@ FIGURES = (
     *("auto_shares", "auto_other", "auto_none", "deli_shares", "deli_other", "deli_none"),
     *("smal_shares", "smal_other", "smal_none"),
 )
+SETTING_KEYS = ("weight", "floor", "gate", "unrelated", "project")
 SMALL_STORE_OTHERS = 3  # facts beside the wanted ones in a prompt's small store
 
 
@@ -106,9 +110,10 @@ class Outcomes:
     gate) holds a wanted fact, or for an unrelated prompt anything, and its best relevance. The
     gate only decides whether that ranking is shown, so the gate grid costs no ranking."""
 
-    def __init__(self, prepared, closeness, classes):  # type: ignore[no-untyped-def]
+    def __init__(self, prepared, closeness, classes, groups):  # type: ignore[no-untyped-def]
         self.closeness = closeness  # (P(unrelated), closeness to the project prompts)
         self.classes = classes
+        self.groups = groups  # each prompt's labelled set
         self.table = {}
         for weight in WEIGHTS:
             for floor in FLOORS:
@@ -146,12 +151,24 @@ class Outcomes:
             "lexical_gate": lexical_gate,
         }
         bar = gate + unrelated * self.closeness[0] - project * self.closeness[1]
+        # as Embeddings.gates_for: the lexical gate rises with the prompt's gate
+        lexical_bar = (
+            np.inf if lexical_gate is None else lexical_gate + unrelated * self.closeness[0]
+        )
         for name, (found, best, covered) in self.table[weight, floor].items():
-            shown = found & ((best >= bar) | (covered >= lexical_gate))
-            for cls in ("shares", "other", "none"):
-                mask = subset & (self.classes == cls)
-                value = shown[mask].mean() if cls != "none" else 1 - shown[mask].mean()
-                row[f"{name[:4]}_{cls}"] = round(float(value), 3)
+            shown = found & ((best >= bar) | (covered >= lexical_bar))
+            for cls in ("shares", "other"):
+                row[f"{name[:4]}_{cls}"] = round(
+                    float(shown[subset & (self.classes == cls)].mean()), 3
+                )
+            # unrelated prompts left empty: in the set that leaves the fewest (each set is a
+            # different project, and a setting must hold for each one, not on average)
+            empty = [
+                1 - shown[mask].mean()
+                for group in np.unique(self.groups)
+                if (mask := subset & (self.classes == "none") & (self.groups == group)).any()
+            ]
+            row[f"{name[:4]}_none"] = round(float(min(empty)), 3)
         return row
 
 
@@ -186,27 +203,22 @@ def choose(outcomes, subset):  # type: ignore[no-untyped-def]
     return rows, quiet, max(quiet, key=merit), merit
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default=str(BUILTIN_DIR))
-    parser.add_argument("--folds", type=int, choices=(1, 2), default=1)
-    args = parser.parse_args()
-    embedder = load_embedder(args.model)
-    assert embedder is not None
-    unrelated, project = (
-        embedder.embed(read_prompts(p)) for p in (UNRELATED_PROMPTS, PROJECT_PROMPTS)
-    )
+def prepare(labelled: Labelled, embedder, references):  # type: ignore[no-untyped-def]
+    """One labelled set's prompt classes, closeness to the reference prompts (P(unrelated),
+    cosine with the nearest project prompt), and every prompt's candidates in each part."""
+    everything = [(i, t) for i, _c, _k, t in labelled.all_facts()]
+    prompts = labelled.prompts
     parts = {
-        "automatic": (ALL, 6),
-        "deliberate": ([("x", t) for t in distractors()] + ALL, 8),
+        "automatic": (everything, 6),
+        "deliberate": ([("x", t) for t in labelled.distractors] + everything, 8),
     }
-    queries = embedder.embed([prompt for _cls, prompt, _wanted in PROMPTS])
-    # as Embeddings.gate_for: how likely each prompt is to be about nothing a project stores,
+    queries = embedder.embed([prompt for _cls, prompt, _wanted in prompts])
+    # as Embeddings.gates_for: how likely each prompt is to be about nothing a project stores,
     # and its closeness to the nearest project prompt
-    references = GateReferences(unrelated, project)
     nearest = references.nearest(queries)
-    closeness = [references.probability(queries, nearest), np.maximum(0.0, nearest[:, 1])]
-    classes = np.array([cls for cls, _prompt, _wanted in PROMPTS])
+    asked = [prompt for _cls, prompt, _wanted in prompts]
+    closeness = (references.probability(queries, asked, nearest), np.maximum(0.0, nearest[:, 1]))
+    classes = np.array([cls for cls, _prompt, _wanted in prompts])
     prepared = {}
     for name, (docs, top) in parts.items():
         matrix = embedder.embed([t for _i, t in docs])
@@ -215,22 +227,60 @@ def main() -> None:
             top,
             [
                 (cls, wanted, docs, part_candidates(docs, matrix, doc_stems, prompt, query))
-                for (cls, prompt, wanted), query in zip(PROMPTS, queries, strict=True)
+                for (cls, prompt, wanted), query in zip(prompts, queries, strict=True)
             ],
         )
     # a new user's store: each prompt against its wanted facts and a few others, where every
     # term is rare and a prompt shares one word with the fact it wants
     chance = random.Random(1)
     small = []
-    for (cls, prompt, wanted), query in zip(PROMPTS, queries, strict=True):
-        others = chance.sample([i for i, _t in ALL if i not in wanted], SMALL_STORE_OTHERS)
-        docs = [(i, t) for i, t in ALL if i in wanted or i in others]
+    for (cls, prompt, wanted), query in zip(prompts, queries, strict=True):
+        others = chance.sample([i for i, _t in everything if i not in wanted], SMALL_STORE_OTHERS)
+        docs = [(i, t) for i, t in everything if i in wanted or i in others]
         matrix = embedder.embed([t for _i, t in docs])
         doc_stems = [stems(t) for _i, t in docs]
         small.append((cls, wanted, docs, part_candidates(docs, matrix, doc_stems, prompt, query)))
     prepared["small"] = (6, small)
-    outcomes = Outcomes(prepared, closeness, classes)
-    everyone = np.ones(len(PROMPTS), dtype=bool)
+    return classes, closeness, prepared
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default=str(BUILTIN_DIR))
+    parser.add_argument("--folds", type=int, choices=(1, 2), default=1)
+    parser.add_argument(
+        "--sets",
+        default="main,fresh",
+        help="labelled sets to choose on, comma-separated (main, fresh, check)",
+    )
+    parser.add_argument(
+        "--score",
+        default="",
+        help="also score the chosen setting and the model's own on these sets (e.g. check), "
+        "which the choice never sees",
+    )
+    args = parser.parse_args()
+    embedder = load_embedder(args.model)
+    assert embedder is not None
+    texts = read_prompts(UNRELATED_PROMPTS), read_prompts(PROJECT_PROMPTS)
+    references = GateReferences(embedder.embed(texts[0]), embedder.embed(texts[1]), texts)
+
+    def gathered(names: str):  # type: ignore[no-untyped-def]
+        sets = [prepare(Labelled.named(name), embedder, references) for name in names.split(",")]
+        classes = np.concatenate([c for c, _n, _p in sets])
+        groups = np.concatenate(
+            [np.full(len(c), number) for number, (c, _n, _p) in enumerate(sets)]
+        )
+        closeness = [np.concatenate([n[i] for _c, n, _p in sets]) for i in (0, 1)]
+        prepared = {
+            part: (sets[0][2][part][0], [row for _c, _n, p in sets for row in p[part][1]])
+            for part in sets[0][2]
+        }
+        return prepared, closeness, classes, groups
+
+    prepared, closeness, classes, groups = gathered(args.sets)
+    outcomes = Outcomes(prepared, closeness, classes, groups)
+    everyone = np.ones(len(classes), dtype=bool)
     rows, quiet, best, merit = choose(outcomes, everyone)
     for unrelated in UNRELATED_WEIGHTS:
         for project in PROJECT_WEIGHTS:
@@ -240,25 +290,39 @@ def main() -> None:
             if candidates:
                 print(f"best at weights {unrelated} / {project}:", max(candidates, key=merit))
     keys = list(rows[0])
-    print(" ".join(f"{k:>11}" for k in keys))
+    print(" ".join(f"{k:>12}" for k in keys))
     for r in rows:
         same = all(
             r[k] == best[k] for k in ("weight", "floor", "unrelated", "project", "lexical_gate")
         )
         if (same and round(r["gate"] * 100) % 4 == 0) or r is best:
-            print(" ".join(f"{r[k]:>11}" for k in keys) + ("  <- chosen" if r is best else ""))
+            print(" ".join(f"{r[k]!s:>12}" for k in keys) + ("  <- chosen" if r is best else ""))
     print("chosen:", best)
     if args.folds == 2:
         # every other prompt of each class: choose on one half, score on the other
-        halves = np.zeros(len(PROMPTS), dtype=bool)
+        halves = np.zeros(len(classes), dtype=bool)
         for cls in set(classes):
             halves[np.flatnonzero(classes == cls)[::2]] = True
         for name, fit in (("first", halves), ("second", ~halves)):
             _rows, _quiet, chosen, _merit = choose(outcomes, fit)
-            setting = tuple(chosen[k] for k in ("weight", "floor", "gate", "unrelated", "project"))
+            setting = tuple(chosen[k] for k in SETTING_KEYS)
             held = outcomes.figures((*setting, chosen["lexical_gate"]), ~fit)
             print(f"chosen on the {name} half:", chosen)
             print("   scored on the other half:", {k: held[k] for k in FIGURES})
+    own = (
+        embedder.lexical_weight,
+        embedder.floor,
+        embedder.gate,
+        embedder.unrelated_weight,
+        embedder.project_weight,
+        embedder.lexical_gate,
+    )
+    for name in filter(None, args.score.split(",")):
+        scored = Outcomes(*gathered(name))
+        chosen_setting = tuple(best[k] for k in (*SETTING_KEYS, "lexical_gate"))
+        for label, setting in (("chosen", chosen_setting), ("the model's", own)):
+            figures = scored.figures(setting, np.ones(len(scored.classes), dtype=bool))
+            print(f"{label} setting on {name}:", {k: figures[k] for k in FIGURES})
 
 
 if __name__ == "__main__":

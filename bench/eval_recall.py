@@ -1,4 +1,5 @@
-"""Recall quality on the labelled set in bench/eval_data.py, per prompt class and part.
+"""Recall quality on a labelled set (bench/eval_data.py, or with --set the fresh or check set),
+per prompt class and part.
 
 Runs a real orcad on a temporary home. The facts (then their later corrections) become
 automatic-memory candidates through the real ledger and its index, and deliberate records
@@ -9,12 +10,14 @@ hit@6; deliberate, hit@8) it prints hit@k, MRR, the share of nothing-relevant pr
 with an empty part, how often an outdated fact ranks above its correction, mean bytes
 injected, recall p50, and the daemon's RSS.
 
-    .venv/bin/python -m bench.eval_recall [--json] [--config 'TOML']
+    .venv/bin/python -m bench.eval_recall [--set main|fresh|check] [--misses] [--json]
+        [--config 'TOML']
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import logging
 import secrets
@@ -24,12 +27,11 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 if __package__ in (None, ""):  # run as `python bench/<name>.py`: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.eval_data import CORRECTIONS, FACTS, PROMPTS, STALE, distractors
 from orcad.capture.ledger import Provenance, merge_job_candidates, read_ledger, write_ledger
 from orcad.capture.projections import publish_projections
 from orcad.log import configure_logging
@@ -39,28 +41,56 @@ from tests.harness import DaemonProcess, OrcaEnv
 
 TOP = {"automatic": 6, "deliberate": 8}
 CLASSES = ("shares", "other", "none")
+# bench/eval_data.py, bench/eval_data_fresh.py, bench/eval_data_check.py: each written apart
+# from the others, by authors who saw neither them nor the reference prompts; recall's settings
+# are chosen on main and fresh, and check is never used to choose anything
+LABELLED_SETS = {
+    "main": "bench.eval_data",
+    "fresh": "bench.eval_data_fresh",
+    "check": "bench.eval_data_check",
+}
 
-# every stored text, in the order it was recorded: (fact id, category, kind, text)
-ALL_FACTS = [*FACTS, *((new, cat, kind, text) for new, _old, cat, kind, text in CORRECTIONS)]
+
+class Labelled(NamedTuple):
+    """One labelled set: its facts, their later corrections, prompts and distractors."""
+
+    facts: list[tuple[str, str, str, str]]  # (fact id, category, kind, text)
+    corrections: list[tuple[str, str, str, str, str]]  # (new id, old id, category, kind, text)
+    prompts: list[tuple[str, str, list[str]]]  # (class, prompt, ids that answer it)
+    stale: dict[str, str]  # correction id -> the fact id it corrects
+    distractors: list[str]
+
+    @classmethod
+    def named(cls, name: str = "main") -> Labelled:
+        module = importlib.import_module(LABELLED_SETS[name])
+        return cls(
+            module.FACTS, module.CORRECTIONS, module.PROMPTS, module.STALE, module.distractors()
+        )
+
+    def all_facts(self) -> list[tuple[str, str, str, str]]:
+        """Every stored text, in the order it was recorded: (fact id, category, kind, text)."""
+        later = ((new, cat, kind, text) for new, _old, cat, kind, text in self.corrections)
+        return [*self.facts, *later]
 
 
-def load_automatic(project_dir: Path, now: float) -> dict[str, str]:
+def load_automatic(project_dir: Path, now: float, labelled: Labelled) -> dict[str, str]:
     """Commit every fact, then the corrections, to the project ledger, 8 per job as extraction
     would. Returns candidate id -> fact id."""
     project_dir.mkdir(parents=True, exist_ok=True)
     ledger = read_ledger(project_dir)
-    for start in range(0, len(ALL_FACTS), 8):
-        batch = ALL_FACTS[start : start + 8]
+    everything = labelled.all_facts()
+    for start in range(0, len(everything), 8):
+        batch = everything[start : start + 8]
         ledger, _ = merge_job_candidates(
             ledger,
             "job_" + secrets.token_hex(16),
             [ExtractedFact(category, text) for _id, category, _kind, text in batch],  # type: ignore[arg-type]
             Provenance("ses_eval", f"turn-{start}", "eval", "none", "eval"),
-            now - (len(ALL_FACTS) - start) * 60,
+            now - (len(everything) - start) * 60,
         )
     write_ledger(project_dir, ledger)
     publish_projections(project_dir, ledger)
-    by_text = {text: fact_id for fact_id, _c, _k, text in ALL_FACTS}
+    by_text = {text: fact_id for fact_id, _c, _k, text in everything}
     return {candidate.id: by_text[candidate.fact] for candidate in ledger.candidates}
 
 
@@ -71,8 +101,9 @@ def rss_mib(pid: int) -> float:
     return 0.0
 
 
-def score(part: str, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """The figures of one part over the prompts of one class."""
+def score(part: str, rows: Sequence[dict[str, Any]], stale: dict[str, str]) -> dict[str, Any]:
+    """The figures of one part over the prompts of one class (`stale`: correction id -> the
+    fact id it corrects)."""
     top = TOP[part]
     wanted_rows = [row for row in rows if row["wanted"]]
     hits = reciprocal = 0.0
@@ -85,7 +116,7 @@ def score(part: str, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         if ranks:
             reciprocal += 1.0 / ranks[0]
         for new in row["wanted"]:
-            old = STALE.get(new)
+            old = stale.get(new)
             if old in ranking and (new not in ranking or ranking.index(old) < ranking.index(new)):
                 stale_first += 1
     figures: dict[str, Any] = {"prompts": len(rows)}
@@ -99,7 +130,13 @@ def score(part: str, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return figures
 
 
-def run(config: str = "", progress: Callable[[str], None] = lambda _line: None) -> dict[str, Any]:
+def run(
+    config: str = "",
+    progress: Callable[[str], None] = lambda _line: None,
+    labelled: Labelled | None = None,
+) -> dict[str, Any]:
+    """The figures of one labelled set (main by default) through a real daemon."""
+    labelled = labelled or Labelled.named()
     with tempfile.TemporaryDirectory(prefix="orcad-eval-") as temp:
         root = Path(temp)
         orca = OrcaEnv(root)
@@ -112,7 +149,7 @@ def run(config: str = "", progress: Callable[[str], None] = lambda _line: None) 
                 opened = client.call("session.open", {"cwd": str(workdir), "mode": "yolo"})
                 ids = {"session_id": opened.session_id, "epoch": opened.epoch}
                 project_dir = orca.memory_root / "projects" / opened.project.id
-                candidate_facts = load_automatic(project_dir, time.time())
+                candidate_facts = load_automatic(project_dir, time.time(), labelled)
 
                 def save(text: str, kind: str) -> str:
                     saved = client.call(
@@ -127,13 +164,15 @@ def run(config: str = "", progress: Callable[[str], None] = lambda _line: None) 
                     )
                     return str(saved.record.id)
 
-                record_facts = {save(text, kind): fact_id for fact_id, _c, kind, text in FACTS}
-                for text in distractors():
+                record_facts = {
+                    save(text, kind): fact_id for fact_id, _c, kind, text in labelled.facts
+                }
+                for text in labelled.distractors:
                     save(text, "fact")
                 time.sleep(0.01)  # corrections are updated strictly later
-                for new, _old, _c, kind, text in CORRECTIONS:
+                for new, _old, _c, kind, text in labelled.corrections:
                     record_facts[save(text, kind)] = new
-                saved_records = len(record_facts) + len(distractors())
+                saved_records = len(record_facts) + len(labelled.distractors)
                 deadline = time.monotonic() + 120
                 while time.monotonic() < deadline:  # until the backfill has embedded them all
                     embedding = client.call("daemon.status", {}).embedding
@@ -143,11 +182,11 @@ def run(config: str = "", progress: Callable[[str], None] = lambda _line: None) 
                         break  # (its counts may lag a save, so every record is counted)
                     time.sleep(0.05)
                 progress(
-                    f"loaded {len(ALL_FACTS)} facts into the ledger, and those plus "
-                    f"{len(distractors())} distractors into the deliberate store"
+                    f"loaded {len(labelled.all_facts())} facts into the ledger, and those plus "
+                    f"{len(labelled.distractors)} distractors into the deliberate store"
                 )
                 rows: list[dict[str, Any]] = []
-                for number, (kind, prompt, wanted) in enumerate(PROMPTS):
+                for number, (kind, prompt, wanted) in enumerate(labelled.prompts):
                     started = time.perf_counter()
                     result = client.call(
                         "recall", {**ids, "turn_id": f"eval-{number}", "prompt": prompt}
@@ -177,12 +216,16 @@ def run(config: str = "", progress: Callable[[str], None] = lambda _line: None) 
                 rss = rss_mib(daemon.proc.pid)
         finally:
             daemon.stop()
-    report: dict[str, Any] = {"facts": len(ALL_FACTS), "prompts": len(rows), "rss_mib": rss}
+    report: dict[str, Any] = {
+        "facts": len(labelled.all_facts()),
+        "prompts": len(rows),
+        "rss_mib": rss,
+    }
     for kind in CLASSES:
         chosen = [row for row in rows if row["class"] == kind]
         report[kind] = {
-            "automatic": score("automatic", chosen),
-            "deliberate": score("deliberate", chosen),
+            "automatic": score("automatic", chosen, labelled.stale),
+            "deliberate": score("deliberate", chosen, labelled.stale),
             "block_empty": round(sum(1 for row in chosen if not row["bytes"]) / len(chosen), 3),
             "mean_block_bytes": round(statistics.fmean(row["bytes"] for row in chosen), 1),
             "max_block_bytes": max(row["bytes"] for row in chosen),
@@ -199,7 +242,7 @@ def run(config: str = "", progress: Callable[[str], None] = lambda _line: None) 
         (row["class"], part, row["prompt"])
         for row in rows
         for part in ("automatic", "deliberate")
-        if score(part, [row]).get("stale_first")
+        if score(part, [row], labelled.stale).get("stale_first")
     ]
     return report
 
@@ -236,9 +279,17 @@ def main(argv: list[str] | None = None) -> None:
         help="list every missed prompt, and every one that shows an outdated fact first",
     )
     parser.add_argument("--config", default="", help="extra config.toml text for the daemon")
+    parser.add_argument(
+        "--set",
+        choices=sorted(LABELLED_SETS),
+        default="main",
+        help="the labelled set: main (bench/eval_data.py), fresh or check "
+        "(bench/eval_data_fresh.py, bench/eval_data_check.py: each written apart from the others; "
+        "check is never used to choose a setting)",
+    )
     args = parser.parse_args(argv)
     configure_logging(sys.stderr, level=logging.WARNING)  # in-process ledger writes stay quiet
-    report = run(args.config, lambda line: print(line, file=sys.stderr))
+    report = run(args.config, lambda line: print(line, file=sys.stderr), Labelled.named(args.set))
     if args.json:
         print(json.dumps(report, indent=2))
         return

@@ -205,13 +205,12 @@ class InProcessRecall:
 
     def recall(self, prompt: str) -> str:
         terms = distinct_terms(prompt)
-        matrix = self.embeddings.embed([prompt]) if self.embeddings.embedder else None
-        vector = None if matrix is None else matrix[0]
+        query = self.embeddings.query(prompt)
         automatic = self.automatic.search_blocking(
-            self.session.project_id, terms, AUTOMATIC_FETCH, vector
+            self.session.project_id, terms, AUTOMATIC_FETCH, query
         )
         deliberate = self.deliberate.search_blocking(
-            self.session, prompt, terms, DELIBERATE_FETCH, vector
+            self.session, prompt, terms, DELIBERATE_FETCH, query
         )
         now = self.clock.now()
         return render_context(

@@ -180,20 +180,20 @@ def main() -> None:
     parser.add_argument(
         "--floor",
         type=float,
-        default=0.2,
+        default=0.18,
         help="relevance floor recall uses with this model (bench/calibrate_recall)",
     )
     parser.add_argument(
         "--gate",
         type=float,
-        default=-0.28,
+        default=-0.68,
         help="relevance the best candidate must reach for recall to inject anything, before "
         "the prompt's likeness to the reference prompts moves it (bench/calibrate_recall)",
     )
     parser.add_argument(
         "--unrelated-weight",
         type=float,
-        default=1.0,
+        default=1.5,
         help="how much the probability that a prompt is like orcad/recall/unrelated_prompts.txt "
         "(a classifier fitted on them and the project prompts) raises its gate "
         "(bench/calibrate_recall)",
@@ -208,14 +208,14 @@ def main() -> None:
     parser.add_argument(
         "--lexical-gate",
         type=float,
-        default=0.4,
+        default=0.3,
         help="coverage of the prompt's terms from which a candidate opens the gate on its words "
         "alone (bench/calibrate_recall)",
     )
     parser.add_argument(
         "--lexical-weight",
         type=float,
-        default=0.5,
+        default=0.3,
         help="weight of lexical coverage beside cosine (bench/calibrate_recall)",
     )
     args = parser.parse_args()

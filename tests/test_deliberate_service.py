@@ -658,11 +658,11 @@ async def test_a_recall_right_after_the_backfill_finds_what_it_embedded(
     embeddings = orca.features.recall.service.embeddings
     assert isinstance(recall, DeliberateRecall) and embeddings is not None
     prompt = "oldest iPhone we target"
-    vector = embeddings.embed([prompt])
-    assert vector is not None
+    query = embeddings.query(prompt)
+    assert query is not None
 
     def search() -> list[str]:
-        found = recall.search_blocking(session, prompt, distinct_terms(prompt), 8, vector[0])
+        found = recall.search_blocking(session, prompt, distinct_terms(prompt), 8, query)
         return [entry.content for entry in found]
 
     await save(orca, a, "Storybook runs on port 6006.")

@@ -90,9 +90,18 @@ def every_file(*roots: Path) -> list[Path]:
 
 
 def holders(needle: str, *roots: Path) -> list[str]:
-    """The files whose bytes contain `needle` (SQLite files, their WAL, logs: everything)."""
+    """The files whose bytes contain `needle` (SQLite files, their WAL, logs: everything). A
+    file the daemon removes between the listing and the read (a rotated journal, a temporary
+    file replaced) holds nothing."""
     encoded = needle.encode("utf-8")
-    return [str(path) for path in every_file(*roots) if encoded in path.read_bytes()]
+    found = []
+    for path in every_file(*roots):
+        try:
+            if encoded in path.read_bytes():
+                found.append(str(path))
+        except FileNotFoundError:
+            continue
+    return found
 
 
 def remote_error(call: Any) -> RemoteError:

@@ -443,10 +443,10 @@ def recall_first(search: ProjectMemorySearch, embeddings: Embeddings, model: Cou
     """The first fact recalled for the frontend's package manager; `model.texts` then holds
     what the search embedded for itself."""
     prompt = "which package manager does the frontend use?"
-    query = embeddings.embed([prompt])
+    query = embeddings.query(prompt)
     assert query is not None
     model.texts.clear()
-    found = search.search_blocking("p", distinct_terms(prompt), 12, query[0])
+    found = search.search_blocking("p", distinct_terms(prompt), 12, query)
     assert found
     return found[0].fact
 

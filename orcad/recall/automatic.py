@@ -49,7 +49,7 @@ from orcad.errors import StorageError
 from orcad.limits import LEDGER_MAX_CANDIDATES, RECALL_AUTOMATIC_MAX_ENTRIES
 from orcad.query import match_expression, most_selective, stem, stems
 from orcad.recall import rank
-from orcad.recall.embedding import Array, Embeddings
+from orcad.recall.embedding import Array, Embeddings, PromptQuery
 
 log = structlog.get_logger("orcad.recall.automatic")
 
@@ -224,15 +224,15 @@ class ProjectMemorySearch:
         project_id: str,
         terms: list[str],
         limit: int,
-        query_vector: Array | None = None,
+        query: PromptQuery | None = None,
     ) -> list[CandidateRecord]:
         """The records to inject, best first. `terms` may be longer than 12: the most
-        selective among this project's records are used. With `query_vector` (the prompt's
-        embedding) the ranking is hybrid and floored (orcad.recall.rank)."""
+        selective among this project's records are used. With `query` (the prompt's embedding
+        and gates) the ranking is hybrid and floored (orcad.recall.rank)."""
         directory = self._project_dir(project_id)
         cache = self._cache(project_id)
         with cache.lock:
-            return self._search_locked(project_id, directory, cache, terms, limit, query_vector)
+            return self._search_locked(project_id, directory, cache, terms, limit, query)
 
     def close(self) -> None:
         """Close every open index connection (daemon shutdown, tests)."""
@@ -262,7 +262,7 @@ class ProjectMemorySearch:
         cache: ProjectCache,
         terms: list[str],
         limit: int,
-        query_vector: Array | None = None,
+        query: PromptQuery | None = None,
     ) -> list[CandidateRecord]:
         try:
             ledger = self._current_ledger(directory, cache)
@@ -273,10 +273,10 @@ class ProjectMemorySearch:
             return []
         frequency = self._document_frequency(cache, terms)
         terms = most_selective(terms, frequency)
-        if query_vector is None or self._embeddings is None:
+        if query is None or self._embeddings is None:
             return self._lexical(project_id, directory, ledger, cache, terms, limit)
         self._index_for_vectors(project_id, directory, ledger, cache)
-        return self._hybrid(cache, terms, frequency, query_vector, limit)
+        return self._hybrid(cache, terms, frequency, query, limit)
 
     def _current_ledger(self, directory: Path, cache: ProjectCache) -> Ledger:
         signature = file_signature(ledger_path(directory))
@@ -365,7 +365,7 @@ class ProjectMemorySearch:
         cache: ProjectCache,
         terms: list[str],
         frequency: dict[str, int],
-        query_vector: Array,
+        query: PromptQuery,
         limit: int,
     ) -> list[CandidateRecord]:
         assert self._embeddings is not None
@@ -376,7 +376,7 @@ class ProjectMemorySearch:
         for key, term_weight in weights.items():
             covered += np.float32(term_weight / total) * self._stem_mask(cache, key)
         matrix, embedded = self._stacked(cache)
-        cosines = np.where(embedded, matrix @ query_vector, np.nan)
+        cosines = np.where(embedded, matrix @ query.vector, np.nan)
         # only the most relevant few become ranking candidates (128 would cost more than search)
         weight = self._embeddings.lexical_weight
         relevance = np.where(embedded, cosines + weight * covered, covered)
@@ -396,9 +396,9 @@ class ProjectMemorySearch:
             semantic=True,
             limit=limit,
             floor=self._embeddings.floor,
-            gate=self._embeddings.gate_for(query_vector),
+            gate=query.gates.gate,
             lexical_weight=self._embeddings.lexical_weight,
-            lexical_gate=self._embeddings.lexical_gate,
+            lexical_gate=query.gates.lexical,
         )
         return [cache.records[c.key] for c in chosen]
 

@@ -18,7 +18,7 @@ from orcad.deliberate.store import StoredRecord
 from orcad.deliberate.vectors import VectorMatrix, hybrid_search, pending, progress, store_vectors
 from orcad.limits import RECALL_BACKFILL_BATCH, RECALL_BACKFILL_IDLE_S
 from orcad.recall import rank
-from orcad.recall.embedding import Array, Embeddings
+from orcad.recall.embedding import Embeddings, PromptQuery
 from orcad.sessions import Session
 from protocol.types import DeliberateEntry, EmbeddingStatus
 
@@ -51,14 +51,14 @@ class DeliberateRecall:
         prompt: str,
         terms: Sequence[str],
         limit: int,
-        query_vector: Array | None = None,
+        query: PromptQuery | None = None,
     ) -> list[DeliberateEntry]:
         service = self._service
         if session.bare or not prompt.strip() or limit < 1:
             return []
         embeddings = self._embeddings
         model = None if embeddings is None else embeddings.model_id
-        vector = query_vector if model is not None else None
+        vector = query.vector if query is not None and model is not None else None
         found = service.store.query_blocking(
             lambda connection: hybrid_search(
                 connection,
@@ -71,7 +71,7 @@ class DeliberateRecall:
                 nearest=int(NEAREST_PER_SHOWN * limit),
             )
         )
-        if vector is None or embeddings is None:  # lexical, as before: bm25 order
+        if vector is None or query is None or embeddings is None:  # lexical, as before: bm25
             return [to_entry(item.record) for item in found.found]
         cosines = {item.record.id: item.cosine for item in found.found}
         unembedded = [item.record for item in found.found if item.cosine is None]
@@ -79,9 +79,10 @@ class DeliberateRecall:
             matrix = embeddings.embed([record.content for record in unembedded])
             if matrix is not None:
                 for record, row in zip(unembedded, matrix, strict=True):
-                    cosines[record.id] = float(row @ query_vector)
+                    cosines[record.id] = float(row @ vector)
         weights = rank.query_weights(found.terms, found.frequency, found.total)
         by_key = {item.record.id: item.record for item in found.found}
+        gates = query.gates
         chosen = rank.rank(
             [
                 rank.Candidate(
@@ -96,9 +97,9 @@ class DeliberateRecall:
             semantic=True,
             limit=limit,
             floor=embeddings.floor,
-            gate=embeddings.gate_for(vector),
+            gate=gates.gate,
             lexical_weight=embeddings.lexical_weight,
-            lexical_gate=embeddings.lexical_gate,
+            lexical_gate=gates.lexical,
         )
         return [to_entry(by_key[c.key]) for c in chosen]
 

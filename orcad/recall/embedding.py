@@ -14,15 +14,18 @@ lexically.
 
 from __future__ import annotations
 
+import collections
 import hashlib
+import itertools
 import json
 import math
 import os
+import re
 import threading
 import zipfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -36,13 +39,19 @@ BUILTIN_DIR = Path(__file__).resolve().parent / "model"
 # prompts about nothing a project stores (general knowledge, chat, edits to the code on screen)
 # and prompts that ask about a project's own setup: a classifier fitted on the two tells how
 # likely a prompt is to be of the first kind, which raises the bar a stored record must clear,
-# and closeness to the nearest of the second may lower it (`Embeddings.gate_for`)
+# and closeness to the nearest of the second may lower it (`Embeddings.gates_for`)
 UNRELATED_PROMPTS = Path(__file__).resolve().parent / "unrelated_prompts.txt"
 PROJECT_PROMPTS = Path(__file__).resolve().parent / "project_prompts.txt"
-# the classifier's L2 penalty, and the scale of its two nearest-prompt features against the
-# prompt's unit vector (chosen with bench/calibrate_recall.py; README "How recall ranks")
+# the classifier's L2 penalty, the scale of its two nearest-prompt features against the
+# prompt's unit vector, and of its words (a prompt's words and word pairs seen in at least
+# WORD_MIN_COUNT reference prompts, together of unit length); chosen with the held-out sets of
+# bench/eval_data_fresh.py and bench/eval_data_check.py (README "How recall ranks")
 UNRELATED_L2 = 3e-4
 NEAREST_SCALE = 3.0
+WORD_SCALE = 2.0
+WORD_MIN_COUNT = 5
+_WORD = re.compile(r"[a-z0-9']+")
+FIT_BLOCK = 256  # rows of the classifier's features at a time in its fit
 MAX_TOKENS = 256  # a record's first tokens carry its meaning; bounds the work per text
 TRANSFORMER_MAX_TOKENS = 128
 
@@ -324,33 +333,67 @@ def read_prompts(path: Path) -> list[str]:
 
 def fit_logistic(features: Array, labels: npt.NDArray[np.float64]) -> tuple[Array, float]:
     """The weights and bias of an L2-penalised logistic regression (penalty UNRELATED_L2 on the
-    weights, none on the bias), fitted exactly by Newton's method."""
-    rows = np.hstack([features, np.ones((len(features), 1))]).astype(np.float64)
-    penalty = np.full(rows.shape[1], UNRELATED_L2)
+    weights, none on the bias), fitted by Newton's method. The curvature is summed over blocks
+    of rows in float32: the fit runs in the model's loading thread, whose allocator keeps what
+    it once held, so it must not copy the features whole."""
+    count, width = features.shape
+    penalty = np.full(width + 1, UNRELATED_L2, dtype=np.float32)
     penalty[-1] = 1e-9  # the bias is not shrunk (only kept solvable)
-    weights = np.zeros(rows.shape[1])
+    weights = np.zeros(width + 1, dtype=np.float32)
+    gradient = np.empty(width + 1, dtype=np.float32)
     for _ in range(100):
-        probability = 1.0 / (1.0 + np.exp(-np.clip(rows @ weights, -60.0, 60.0)))
-        gradient = rows.T @ (probability - labels) / len(labels) + penalty * weights
-        curvature = probability * (1.0 - probability) / len(labels)
-        hessian = (rows * curvature[:, None]).T @ rows + np.diag(penalty)
+        logits = features @ weights[:-1] + weights[-1]
+        probability = 1.0 / (1.0 + np.exp(-np.clip(logits, -60.0, 60.0)))
+        residual = ((probability - labels) / count).astype(np.float32)
+        gradient[:-1] = features.T @ residual
+        gradient[-1] = residual.sum()
+        gradient += penalty * weights
+        curvature = (probability * (1.0 - probability) / count).astype(np.float32)
+        hessian = np.diag(penalty)
+        for start in range(0, count, FIT_BLOCK):
+            block = features[start : start + FIT_BLOCK]
+            weighted = block * curvature[start : start + FIT_BLOCK, None]
+            hessian[:-1, :-1] += weighted.T @ block
+            hessian[:-1, -1] += weighted.sum(axis=0)
+        hessian[-1, :-1] = hessian[:-1, -1]
+        hessian[-1, -1] += curvature.sum()
         step = np.linalg.solve(hessian, gradient)
         weights -= step
-        if np.abs(step).max() < 1e-7:
+        if np.abs(step).max() < 1e-5:
             break
-    return weights[:-1].astype(np.float32), float(weights[-1])
+    return weights[:-1].copy(), float(weights[-1])
+
+
+def word_features(text: str) -> set[str]:
+    """A prompt's lower-cased words and pairs of adjacent words ("what is", "do we")."""
+    words = _WORD.findall(text.lower())
+    return {*words, *(f"{first} {second}" for first, second in itertools.pairwise(words))}
 
 
 class GateReferences:
-    """The reference prompts' vectors and a classifier fitted on them: the probability that a
-    prompt is about nothing a project stores, from its vector and its cosines with the nearest
-    prompt of each set (each reference prompt's own nearest leaves it out). The nearest cosines
-    make it hold better on prompts it was not chosen on (README "How recall ranks"). Fitted in
-    about 0.1 s, when the model loads."""
+    """The reference prompts and a classifier fitted on them: the probability that a prompt is
+    about nothing a project stores, from its vector, its cosines with the nearest prompt of
+    each set (each reference prompt's own nearest leaves it out) and its words. The vector
+    says what a prompt is about; the words say how it asks ("explain", "what is", "thanks"
+    against "do we", "our", "where is the"), which the mean of its token vectors blurs. Each
+    part made the classifier hold better on prompts it was not fitted on (README "How recall
+    ranks"). Fitted in about a second, when the model loads."""
 
-    def __init__(self, unrelated: Array, project: Array) -> None:
+    def __init__(
+        self,
+        unrelated: Array,
+        project: Array,
+        texts: tuple[Sequence[str], Sequence[str]],
+    ) -> None:
+        if (len(texts[0]), len(texts[1])) != (len(unrelated), len(project)):
+            raise ValueError("one text per reference vector")
         self._stacked = np.ascontiguousarray(np.concatenate([unrelated, project]))
         self._split = len(unrelated)  # the project prompts' first row
+        counts = collections.Counter(
+            feature for text in (*texts[0], *texts[1]) for feature in word_features(text)
+        )
+        kept = sorted(feature for feature, count in counts.items() if count >= WORD_MIN_COUNT)
+        self._vocabulary = {feature: column for column, feature in enumerate(kept)}
         own = [unrelated @ unrelated.T, project @ project.T]
         for square in own:
             np.fill_diagonal(square, -1.0)  # a prompt is not its own nearest
@@ -359,14 +402,21 @@ class GateReferences:
             np.stack([(project @ unrelated.T).max(axis=1), own[1].max(axis=1)], axis=1),
         ]
         features = np.concatenate(
-            [self._features(unrelated, nearest[0]), self._features(project, nearest[1])]
+            [
+                self._features(unrelated, nearest[0], texts[0]),
+                self._features(project, nearest[1], texts[1]),
+            ]
         )
         labels = np.concatenate([np.ones(len(unrelated)), np.zeros(len(project))])
         self.weights, self.bias = fit_logistic(features, labels)
 
-    @staticmethod
-    def _features(vectors: Array, nearest: Array) -> Array:
-        return np.hstack([vectors, NEAREST_SCALE * nearest]).astype(np.float32)
+    def _features(self, vectors: Array, nearest: Array, texts: Sequence[str]) -> Array:
+        words = np.zeros((len(texts), len(self._vocabulary)), dtype=np.float32)
+        for row, text in enumerate(texts):
+            columns = [self._vocabulary[f] for f in word_features(text) if f in self._vocabulary]
+            if columns:
+                words[row, columns] = WORD_SCALE / math.sqrt(len(columns))
+        return np.hstack([vectors, NEAREST_SCALE * nearest, words]).astype(np.float32)
 
     def nearest(self, vectors: Array) -> Array:
         """Each row's cosine with the nearest unrelated and the nearest project prompt."""
@@ -374,12 +424,14 @@ class GateReferences:
         split = self._split
         return np.stack([cosines[:, :split].max(axis=1), cosines[:, split:].max(axis=1)], axis=1)
 
-    def probability(self, vectors: Array, nearest: Array | None = None) -> Array:
-        """P(about nothing a project stores) for each row of `vectors` (`nearest` as
-        `self.nearest(vectors)`, if already known)."""
+    def probability(
+        self, vectors: Array, texts: Sequence[str], nearest: Array | None = None
+    ) -> Array:
+        """P(about nothing a project stores) for each row of `vectors`, the vectors of `texts`
+        (`nearest` as `self.nearest(vectors)`, if already known)."""
         if nearest is None:
             nearest = self.nearest(vectors)
-        logits = self._features(vectors, nearest) @ self.weights + self.bias
+        logits = self._features(vectors, nearest, texts) @ self.weights + self.bias
         probability: Array = 1.0 / (1.0 + np.exp(-np.clip(logits, -60.0, 60.0)))
         return probability
 
@@ -388,10 +440,22 @@ def gate_references(embedder: Embedder | None) -> GateReferences | None:
     """The reference prompts of a model calibrated with them (a positive weight), else None."""
     if embedder is None or (embedder.unrelated_weight <= 0 and embedder.project_weight <= 0):
         return None
-    return GateReferences(
-        embedder.embed(read_prompts(UNRELATED_PROMPTS)),
-        embedder.embed(read_prompts(PROJECT_PROMPTS)),
-    )
+    unrelated, project = read_prompts(UNRELATED_PROMPTS), read_prompts(PROJECT_PROMPTS)
+    return GateReferences(embedder.embed(unrelated), embedder.embed(project), (unrelated, project))
+
+
+class PromptGates(NamedTuple):
+    """What a prompt's candidates must reach for anything to be injected (orcad.recall.rank)."""
+
+    gate: float  # the best candidate's relevance
+    lexical: float | None  # or a candidate's coverage of the prompt's terms (None: never)
+
+
+class PromptQuery(NamedTuple):
+    """A prompt as both parts of recall rank with it: computed once per recall."""
+
+    vector: Array  # its unit embedding
+    gates: PromptGates
 
 
 class Embeddings:
@@ -419,7 +483,6 @@ class Embeddings:
         self._load_lock = threading.Lock()
         self._loaded = threading.Event()
         self._references = gate_references(embedder)
-        self._last_gate: tuple[Array, float] | None = None
         if loader is None:
             self._loaded.set()
 
@@ -506,39 +569,44 @@ class Embeddings:
         embedder = self.embedder
         return DEFAULT_GATE if embedder is None else embedder.gate
 
-    def gate_for(self, prompt_vector: Array | None) -> float:
-        """What the best candidate must reach for anything to be injected for this prompt: the
-        model's gate, raised (times the unrelated weight) by how likely the prompt is to be
-        about nothing a project stores ("explain the CAP theorem", "thanks", "rename this
-        variable"), by a classifier trained on UNRELATED_PROMPTS against PROJECT_PROMPTS, and
-        lowered (times the project weight) by its closeness to the nearest prompt that asks
-        about a project's own setup ("who approves infra changes", "what's our staging URL
-        again"). A prompt without a vector (no tokens) gets the model's gate."""
+    def query(self, prompt: str) -> PromptQuery | None:
+        """The prompt's vector and gates, or None without a model (or when it fails)."""
+        if self.embedder is None:
+            return None
+        matrix = self.embed([prompt])
+        if matrix is None:
+            return None
+        return PromptQuery(matrix[0], self.gates_for(matrix[0], prompt))
+
+    def gates_for(self, prompt_vector: Array, prompt: str) -> PromptGates:
+        """What the candidates for `prompt` (embedded as `prompt_vector`) must reach for
+        anything to be injected.
+
+        The gate (on relevance) is the model's gate, raised (times the unrelated weight) by how
+        likely the prompt is to be about nothing a project stores ("explain the CAP theorem",
+        "thanks", "rename this variable"), by a classifier trained on UNRELATED_PROMPTS against
+        PROJECT_PROMPTS, and lowered (times the project weight) by its closeness to the nearest
+        prompt that asks about a project's own setup ("who approves infra changes", "what's
+        our staging URL again"). The lexical gate (on coverage) rises with the same
+        probability, so "thanks, that worked" does not open it by sharing "work" with a fact.
+        A prompt without a vector (no tokens) gets the model's own gates."""
         embedder = self.embedder
         if embedder is None:
-            return DEFAULT_GATE
+            return PromptGates(DEFAULT_GATE, None)
         references = self._references
-        if prompt_vector is None or references is None or not prompt_vector.any():
-            return embedder.gate
-        last = self._last_gate  # both parts of one recall ask with the same vector
-        if last is not None and last[0] is prompt_vector:
-            return last[1]
+        if references is None or not prompt_vector.any():
+            return PromptGates(embedder.gate, embedder.lexical_gate)
         vectors = prompt_vector[None, :]
         nearest = references.nearest(vectors)
-        gate = embedder.gate
+        gate, lexical = embedder.gate, embedder.lexical_gate
         if embedder.unrelated_weight > 0:
-            probability = references.probability(vectors, nearest)
-            gate += embedder.unrelated_weight * float(probability[0])
+            probability = float(references.probability(vectors, [prompt], nearest)[0])
+            raised = embedder.unrelated_weight * probability
+            gate += raised
+            lexical = None if lexical is None else lexical + raised
         if embedder.project_weight > 0:
             gate -= embedder.project_weight * max(0.0, float(nearest[0, 1]))
-        # held, so no later vector can have its identity; one assignment, safe across threads
-        self._last_gate = (prompt_vector, gate)
-        return gate
-
-    @property
-    def lexical_gate(self) -> float | None:
-        embedder = self.embedder
-        return None if embedder is None else embedder.lexical_gate
+        return PromptGates(gate, lexical)
 
     @property
     def lexical_weight(self) -> float:

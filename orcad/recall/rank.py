@@ -14,7 +14,7 @@ stored fit this prompt?), and then every candidate whose relevance reaches the f
 fit?). A fact asked for in other words is often no closer to its prompt than the nearest fact is to
 an unrelated prompt, so one threshold has to choose between the two; with a gate, a low floor keeps
 those weak true matches when the prompt is about the project at all. The gate is the prompt's own
-(orcad.recall.embedding.Embeddings.gate_for): the model's gate, raised by how likely the prompt is
+(orcad.recall.embedding.Embeddings.gates_for): the model's gate, raised by how likely the prompt is
 to be about nothing a project stores (a classifier fitted on reference prompts of both kinds) and
 lowered by its cosine with the nearest reference prompt about a project's own setup (each times its
 weight), so "explain the CAP theorem" needs a close record, while "which phones must we support"
@@ -25,7 +25,9 @@ vector (its embedding failed) competes on its coverage alone and passes the floo
 it shares a term, so recall is lexical as before for it. A candidate whose coverage reaches the
 `lexical_gate` opens the gate on its words alone: in a small store, a prompt sharing a distinctive
 word with one record ("which package manager does the frontend use?") may be no closer to it in
-meaning than to a general question about a context manager. Without an embedding the order is
+meaning than to a general question about a context manager. The lexical gate is the prompt's own
+too, raised as the gate is, so "thanks, that worked" does not open it by sharing "work" with a
+fact. Without an embedding the order is
 lexical, as before: every candidate sharing a term, by coverage then recency, no floor.
 
 Corrections first: a newer candidate that is a near-duplicate of an older one (most of their

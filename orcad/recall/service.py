@@ -25,7 +25,7 @@ from orcad.limits import (
     RECALL_DELIBERATE_MAX_RECORDS,
 )
 from orcad.query import distinct_terms
-from orcad.recall.embedding import Array, Embeddings
+from orcad.recall.embedding import Embeddings, PromptQuery
 from orcad.recall.render import render_context
 from orcad.recall.select import cap_automatic, cap_deliberate, to_entry
 from orcad.recall.snapshots import SnapshotStore
@@ -44,7 +44,7 @@ SEARCH_THREADS = 4  # recalls searching at once; more only queue on the stores' 
 
 class AutomaticSearch(Protocol):
     def search_blocking(
-        self, project_id: str, terms: list[str], limit: int, query_vector: Array | None = None
+        self, project_id: str, terms: list[str], limit: int, query: PromptQuery | None = None
     ) -> list[CandidateRecord]: ...
 
 
@@ -55,7 +55,7 @@ class DeliberateSearch(Protocol):
         prompt: str,
         terms: Sequence[str],
         limit: int,
-        query_vector: Array | None = None,
+        query: PromptQuery | None = None,
     ) -> list[DeliberateEntry]: ...
 
 
@@ -145,12 +145,12 @@ class RecallService:
         """Both searches and the result in one worker thread: a thread hop costs about as much
         as the automatic search itself, and side by side the two only contend for the
         interpreter lock."""
-        vector = self._prompt_vector(prompt)
+        query = None if self.embeddings is None else self.embeddings.query(prompt)
         automatic: list[CandidateRecord] = []
         if session.auto_memory:
             try:
                 automatic = self.automatic.search_blocking(
-                    session.project_id, terms, AUTOMATIC_FETCH, vector
+                    session.project_id, terms, AUTOMATIC_FETCH, query
                 )
             except Exception as exc:  # one part's failure must not take the other down
                 self._part_failed("automatic", exc, session)
@@ -158,17 +158,11 @@ class RecallService:
         if self.deliberate is not None:
             try:
                 deliberate = self.deliberate.search_blocking(
-                    session, prompt, terms, DELIBERATE_FETCH, vector
+                    session, prompt, terms, DELIBERATE_FETCH, query
                 )
             except Exception as exc:
                 self._part_failed("deliberate", exc, session)
         return self._compose(automatic, deliberate, barrier)
-
-    def _prompt_vector(self, prompt: str) -> Array | None:
-        if self.embeddings is None or self.embeddings.embedder is None:
-            return None
-        matrix = self.embeddings.embed([prompt])
-        return None if matrix is None else matrix[0]
 
     def _part_failed(self, part: str, exc: Exception, session: Session) -> None:
         message = f"{part} recall failed: {type(exc).__name__}: {exc}"
