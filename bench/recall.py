@@ -40,7 +40,7 @@ if __package__ in (None, ""):  # run as `python bench/<name>.py`: make the repos
 from bench.common import percentile, rss_mib
 from bench.eval_data import FACTS
 from bench.eval_data import PROMPTS as LABELLED
-from bench.eval_recall import load_automatic
+from bench.eval_recall import Labelled, load_automatic
 from orcad.clock import SystemClock
 from orcad.deliberate.service import DeliberateMemory
 from orcad.deliberate.store import (
@@ -340,7 +340,7 @@ def run(sizes: list[int], requests: int, sessions: int, per_session: int,
         daemon = DaemonProcess(orca).start()
         opened = daemon.call("session.open", {"cwd": cwd})
         project_dir = orca.memory_root / "projects" / opened.project.id
-        load_automatic(project_dir, time.time())
+        load_automatic(project_dir, time.time(), Labelled.named())
         populator = Populator(orca.deliberate_db, opened.workspace.id, opened.workspace.root)
         daemon.stop()
         for size in sizes:

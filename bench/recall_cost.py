@@ -26,7 +26,7 @@ if __package__ in (None, ""):  # run as `python bench/<name>.py`: make the repos
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import percentile, rss_mib
-from bench.eval_recall import load_automatic
+from bench.eval_recall import Labelled, load_automatic
 from bench.recall import Populator, latency_prompts, wait_for_backfill
 from orcad.log import configure_logging
 from tests.harness import DaemonProcess, OrcaEnv
@@ -79,7 +79,9 @@ def run(sizes: list[int], requests: int) -> list[dict[str, Any]]:
         orca.write_config(CONFIG.format(embedding="builtin"))
         daemon = DaemonProcess(orca).start()
         opened = daemon.call("session.open", {"cwd": cwd})
-        load_automatic(orca.memory_root / "projects" / opened.project.id, time.time())
+        load_automatic(
+            orca.memory_root / "projects" / opened.project.id, time.time(), Labelled.named()
+        )
         populator = Populator(orca.deliberate_db, opened.workspace.id, opened.workspace.root)
         daemon.stop()
         for size in sizes:

@@ -25,7 +25,8 @@ sentence-transformers at build time only; the corpus is one text per line
     python scripts/gather_corpus.py --out corpus.txt [--summaries FILE.tsv ...]
     python scripts/build_static_embedding.py --mode token --corpus corpus.txt --texts 300000
 
-Writes orcad/recall/model/{vectors.npz,vocab.txt,MODEL.txt}.
+Writes orcad/recall/model/{vectors.npz,vocab.txt,MODEL.txt}, then the unrelated-prompt
+classifier fitted for the new model (gate.npz, scripts/fit_gate.py).
 """
 
 from __future__ import annotations
@@ -34,10 +35,14 @@ import argparse
 import hashlib
 import json
 import shutil
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
+
+if __package__ in (None, ""):  # run as `python scripts/build_static_embedding.py`
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from orcad.recall.bert import forward
 from orcad.recall.embedding import read_safetensors
@@ -257,6 +262,10 @@ def main() -> None:
         f"lexical_gate: {args.lexical_gate}\n"
     )
     print(f"wrote {args.out} ({codes.shape[0]} x {codes.shape[1]} int8)")
+    if args.unrelated_weight > 0:  # the daemon would otherwise fit it at every start
+        from scripts.fit_gate import fit_gate  # noqa: PLC0415
+
+        fit_gate(args.out)
 
 
 if __name__ == "__main__":

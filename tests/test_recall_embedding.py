@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
+import shutil
 import struct
 import threading
 import time
@@ -20,15 +21,18 @@ from orcad.recall.embedding import (
     BUILTIN_DIR,
     DEFAULT_FLOOR,
     DEFAULT_GATE,
+    GATE_FILE,
     PROJECT_PROMPTS,
     UNRELATED_PROMPTS,
     Embeddings,
     EmbeddingUnavailable,
     EndpointEmbedder,
     GateReferences,
+    gate_digest,
     load_embedder,
     load_static,
     normalize_rows,
+    read_fitted_gate,
     read_prompts,
     word_features,
 )
@@ -158,6 +162,53 @@ def test_the_unrelated_classifier_learns_how_a_prompt_asks_from_its_words() -> N
         "we use",
         "use redis",
     }
+
+
+def test_the_builtin_model_ships_its_classifier_fitted_and_current(builtin: Any) -> None:
+    """gate.npz must be refitted (scripts/fit_gate.py) whenever the reference prompts, the
+    model or the fit change: the daemon would otherwise fit its own at every start."""
+    texts = read_prompts(UNRELATED_PROMPTS), read_prompts(PROJECT_PROMPTS)
+    shipped = read_fitted_gate(BUILTIN_DIR / GATE_FILE)
+    assert shipped is not None, "run scripts/fit_gate.py"
+    assert shipped.digest == gate_digest(builtin.model_id, texts), "run scripts/fit_gate.py"
+    vectors = builtin.embed(texts[0]), builtin.embed(texts[1])
+    loaded = GateReferences(*vectors, texts, shipped)
+    fitted = GateReferences(*vectors, texts)  # what the daemon would fit for itself
+    asked = [
+        "explain the CAP theorem",
+        "which phones must we support",
+        "thanks!",
+        "do we use redis",
+    ]
+    assert loaded.probability(builtin.embed(asked), asked) == pytest.approx(
+        fitted.probability(builtin.embed(asked), asked), abs=1e-5
+    )
+
+
+def test_a_stale_or_damaged_fitted_classifier_is_fitted_again(builtin: Any, tmp_path: Path) -> None:
+    directory = tmp_path / "model"
+    shutil.copytree(BUILTIN_DIR, directory)
+    expected = Embeddings("builtin", builtin).query("explain the CAP theorem")
+    shipped = read_fitted_gate(BUILTIN_DIR / GATE_FILE)
+    assert expected is not None and shipped is not None
+
+    def store(path: Path, weights: Any, digest: str = shipped.digest) -> None:
+        words = np.array(shipped.words)
+        np.savez(path, weights=weights, bias=shipped.bias, words=words, digest=np.str_(digest))
+
+    damaged = {
+        "garbage": lambda path: path.write_bytes(b"not a zip file"),
+        "missing": lambda path: path.unlink(),
+        "stale": lambda path: store(path, np.zeros_like(shipped.weights), "0" * 64),
+        "short": lambda path: store(path, shipped.weights[:-1]),
+        "nan": lambda path: store(path, np.full_like(shipped.weights, np.nan)),
+    }
+    for name, damage in damaged.items():
+        shutil.copy(BUILTIN_DIR / GATE_FILE, directory / GATE_FILE)
+        damage(directory / GATE_FILE)
+        query = Embeddings.load(str(directory)).query("explain the CAP theorem")
+        assert query is not None, name
+        assert query.gates.gate == pytest.approx(expected.gates.gate, abs=1e-5), name
 
 
 def test_the_builtin_classifier_tells_general_talk_from_questions_about_a_project(

@@ -52,6 +52,10 @@ WORD_SCALE = 2.0
 WORD_MIN_COUNT = 5
 _WORD = re.compile(r"[a-z0-9']+")
 FIT_BLOCK = 256  # rows of the classifier's features at a time in its fit
+# the classifier fitted ahead of time, beside a static model (scripts/fit_gate.py); a change to
+# how it is fitted or used bumps the version, so that an old file is fitted again
+GATE_FILE = "gate.npz"
+GATE_FIT_VERSION = 1
 MAX_TOKENS = 256  # a record's first tokens carry its meaning; bounds the work per text
 TRANSFORMER_MAX_TOKENS = 128
 
@@ -119,6 +123,7 @@ class StaticEmbedder:
         self.unrelated_weight = DEFAULT_UNRELATED_WEIGHT
         self.project_weight = DEFAULT_PROJECT_WEIGHT
         self.lexical_gate: float | None = None
+        self.directory: Path | None = None  # where it was loaded from (its GATE_FILE is there)
 
     def embed(self, texts: Sequence[str]) -> Array:
         out = np.zeros((len(texts), self.dims), dtype=np.float32)
@@ -145,6 +150,7 @@ def load_static(directory: Path) -> StaticEmbedder:
     if codes.dtype != np.int8:
         raise EmbeddingUnavailable(f"{directory / 'vectors.npz'}: codes are not int8")
     embedder = StaticEmbedder(codes, scale, vocab, model_id)
+    embedder.directory = directory
     fields = dict(line.split(":", 1) for line in described.splitlines() if ":" in line)
     embedder.floor = _setting(fields, "floor", DEFAULT_FLOOR, directory)
     # the gate may be negative: a prompt's own adds the unrelated weight times a probability
@@ -364,6 +370,56 @@ def fit_logistic(features: Array, labels: npt.NDArray[np.float64]) -> tuple[Arra
     return weights[:-1].copy(), float(weights[-1])
 
 
+class FittedGate(NamedTuple):
+    """A classifier fitted ahead of time (GATE_FILE beside a static model), with the digest of
+    everything its fit depends on: used only while that digest still matches."""
+
+    weights: Array
+    bias: float
+    words: list[str]  # the word features, in the order of their weights
+    digest: str
+
+
+def gate_digest(model_id: str, texts: tuple[Sequence[str], Sequence[str]]) -> str:
+    """What a fit of the unrelated-prompt classifier depends on: the model (by id), the
+    reference prompts and the fit's constants."""
+    inputs = {
+        "model": model_id,
+        "unrelated": list(texts[0]),
+        "project": list(texts[1]),
+        "constants": [UNRELATED_L2, NEAREST_SCALE, WORD_SCALE, WORD_MIN_COUNT, GATE_FIT_VERSION],
+    }
+    return hashlib.sha256(json.dumps(inputs).encode("utf-8")).hexdigest()
+
+
+def read_fitted_gate(path: Path) -> FittedGate | None:
+    """The fitted classifier stored at `path`, or None when there is none or it is unreadable
+    (the daemon then fits its own)."""
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            weights = data["weights"].astype(np.float32)
+            bias = float(data["bias"])
+            words = [str(word) for word in data["words"]]
+            digest = str(data["digest"])
+    except (OSError, KeyError, ValueError, TypeError, EOFError, zipfile.BadZipFile):
+        return None
+    if weights.ndim != 1 or not np.isfinite(weights).all() or not math.isfinite(bias):
+        return None
+    return FittedGate(weights, bias, words, digest)
+
+
+def write_fitted_gate(path: Path, references: GateReferences, digest: str) -> None:
+    """Store `references`' classifier (scripts/fit_gate.py; the build's step, not the daemon's)."""
+    words = sorted(references.vocabulary, key=references.vocabulary.__getitem__)
+    np.savez_compressed(
+        path,
+        weights=references.weights,
+        bias=np.float64(references.bias),
+        words=np.array(words, dtype=np.str_),
+        digest=np.str_(digest),
+    )
+
+
 def word_features(text: str) -> set[str]:
     """A prompt's lower-cased words and pairs of adjacent words ("what is", "do we")."""
     words = _WORD.findall(text.lower())
@@ -384,16 +440,22 @@ class GateReferences:
         unrelated: Array,
         project: Array,
         texts: tuple[Sequence[str], Sequence[str]],
+        fitted: FittedGate | None = None,
     ) -> None:
+        """Fit on the reference prompts, unless `fitted` (already checked against them)."""
         if (len(texts[0]), len(texts[1])) != (len(unrelated), len(project)):
             raise ValueError("one text per reference vector")
         self._stacked = np.ascontiguousarray(np.concatenate([unrelated, project]))
         self._split = len(unrelated)  # the project prompts' first row
+        if fitted is not None and len(fitted.weights) == unrelated.shape[1] + 2 + len(fitted.words):
+            self.vocabulary = {feature: column for column, feature in enumerate(fitted.words)}
+            self.weights, self.bias = fitted.weights, fitted.bias
+            return
         counts = collections.Counter(
             feature for text in (*texts[0], *texts[1]) for feature in word_features(text)
         )
         kept = sorted(feature for feature, count in counts.items() if count >= WORD_MIN_COUNT)
-        self._vocabulary = {feature: column for column, feature in enumerate(kept)}
+        self.vocabulary = {feature: column for column, feature in enumerate(kept)}
         own = [unrelated @ unrelated.T, project @ project.T]
         for square in own:
             np.fill_diagonal(square, -1.0)  # a prompt is not its own nearest
@@ -411,9 +473,9 @@ class GateReferences:
         self.weights, self.bias = fit_logistic(features, labels)
 
     def _features(self, vectors: Array, nearest: Array, texts: Sequence[str]) -> Array:
-        words = np.zeros((len(texts), len(self._vocabulary)), dtype=np.float32)
+        words = np.zeros((len(texts), len(self.vocabulary)), dtype=np.float32)
         for row, text in enumerate(texts):
-            columns = [self._vocabulary[f] for f in word_features(text) if f in self._vocabulary]
+            columns = [self.vocabulary[f] for f in word_features(text) if f in self.vocabulary]
             if columns:
                 words[row, columns] = WORD_SCALE / math.sqrt(len(columns))
         return np.hstack([vectors, NEAREST_SCALE * nearest, words]).astype(np.float32)
@@ -437,11 +499,17 @@ class GateReferences:
 
 
 def gate_references(embedder: Embedder | None) -> GateReferences | None:
-    """The reference prompts of a model calibrated with them (a positive weight), else None."""
+    """The reference prompts of a model calibrated with them (a positive weight), else None.
+    The classifier comes fitted with a static model (its GATE_FILE) when it was fitted for this
+    model and these prompts; otherwise it is fitted now (about a second)."""
     if embedder is None or (embedder.unrelated_weight <= 0 and embedder.project_weight <= 0):
         return None
-    unrelated, project = read_prompts(UNRELATED_PROMPTS), read_prompts(PROJECT_PROMPTS)
-    return GateReferences(embedder.embed(unrelated), embedder.embed(project), (unrelated, project))
+    texts = read_prompts(UNRELATED_PROMPTS), read_prompts(PROJECT_PROMPTS)
+    directory = getattr(embedder, "directory", None)
+    fitted = read_fitted_gate(directory / GATE_FILE) if isinstance(directory, Path) else None
+    if fitted is not None and fitted.digest != gate_digest(embedder.model_id, texts):
+        fitted = None
+    return GateReferences(embedder.embed(texts[0]), embedder.embed(texts[1]), texts, fitted)
 
 
 class PromptGates(NamedTuple):

@@ -1,0 +1,60 @@
+"""Fit the unrelated-prompt classifier of a static model ahead of time, so that the daemon
+loads it instead of fitting it at every start (about a second of CPU).
+
+Writes `gate.npz` into the model directory (the built-in one by default): the classifier's
+weights, bias and word features, with the digest of what the fit depends on (the model's id,
+orcad/recall/unrelated_prompts.txt and project_prompts.txt, the fit's constants). The daemon
+uses the file only while that digest matches, and fits its own otherwise; a test fails while
+the built-in model's file is out of date. Run it after changing either prompt file or the model
+(scripts/build_static_embedding.py runs it):
+
+    python scripts/fit_gate.py [--model DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as `python scripts/fit_gate.py`
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from orcad.recall.embedding import (
+    BUILTIN_DIR,
+    GATE_FILE,
+    PROJECT_PROMPTS,
+    UNRELATED_PROMPTS,
+    GateReferences,
+    gate_digest,
+    load_static,
+    read_prompts,
+    write_fitted_gate,
+)
+
+
+def fit_gate(directory: Path) -> Path:
+    """Fit the classifier for the static model in `directory` and store it there."""
+    model = load_static(directory)
+    texts = read_prompts(UNRELATED_PROMPTS), read_prompts(PROJECT_PROMPTS)
+    started = time.monotonic()
+    references = GateReferences(model.embed(texts[0]), model.embed(texts[1]), texts)
+    path = directory / GATE_FILE
+    write_fitted_gate(path, references, gate_digest(model.model_id, texts))
+    print(
+        f"fitted on {len(texts[0])} + {len(texts[1])} reference prompts "
+        f"({len(references.vocabulary)} word features) in {time.monotonic() - started:.1f} s; "
+        f"wrote {path}"
+    )
+    return path
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", type=Path, default=BUILTIN_DIR, help="a static model directory")
+    fit_gate(parser.parse_args().model)
+
+
+if __name__ == "__main__":
+    main()
