@@ -11,6 +11,7 @@ ids of every fact that answers them; a prompt scores a hit when any of them is i
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 
 # (id, automatic category, deliberate kind, text)
 FACTS: list[tuple[str, str, str, str]] = [
@@ -410,13 +411,19 @@ _TEMPLATES = (
 )
 
 
-def distractors(count: int = 1000) -> list[str]:
-    """`count` distinct distractor records, the same on every run, in a mixed order."""
+def fill_templates(components: Sequence[str], templates: Sequence[str], count: int) -> list[str]:
+    """`count` distinct records, each template filled with each component (and a port, a number
+    and an hour), the same on every run, in a mixed order: the distractors of a labelled set."""
     out: list[str] = []
-    for index in range(len(_COMPONENTS) * len(_TEMPLATES)):
-        component = _COMPONENTS[index % len(_COMPONENTS)]
-        template = _TEMPLATES[index // len(_COMPONENTS)]
+    for index in range(len(components) * len(templates)):
+        component = components[index % len(components)]
+        template = templates[index // len(components)]
         text = template.format(c=component, p=7000 + index % 997, n=2 + index % 29, h=index % 24)
         out.append(text[0].upper() + text[1:])
     random.Random(12).shuffle(out)
     return out[:count]
+
+
+def distractors(count: int = 1000) -> list[str]:
+    """`count` distinct distractor records, the same on every run, in a mixed order."""
+    return fill_templates(_COMPONENTS, _TEMPLATES, count)

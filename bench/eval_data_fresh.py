@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-import random
+from bench.eval_data import fill_templates
 
 # (id, automatic category, deliberate kind, text)
 FACTS: list[tuple[str, str, str, str]] = [
@@ -354,11 +354,4 @@ _TEMPLATES = (
 
 def distractors(count: int = 1000) -> list[str]:
     """`count` distinct distractor records, the same on every run, in a mixed order."""
-    out: list[str] = []
-    for index in range(len(_COMPONENTS) * len(_TEMPLATES)):
-        component = _COMPONENTS[index % len(_COMPONENTS)]
-        template = _TEMPLATES[index // len(_COMPONENTS)]
-        text = template.format(c=component, p=7000 + index % 997, n=2 + index % 29, h=index % 24)
-        out.append(text[0].upper() + text[1:])
-    random.Random(12).shuffle(out)
-    return out[:count]
+    return fill_templates(_COMPONENTS, _TEMPLATES, count)
