@@ -162,6 +162,8 @@ def test_the_unrelated_classifier_learns_how_a_prompt_asks_from_its_words() -> N
         "we use",
         "use redis",
     }
+    # of a pasted log, its first words only, as of its tokens
+    assert "tail" not in word_features("error " * 300 + "tail")
 
 
 def test_the_builtin_model_ships_its_classifier_fitted_and_current(builtin: Any) -> None:

@@ -50,7 +50,7 @@ UNRELATED_L2 = 3e-4
 NEAREST_SCALE = 3.0
 WORD_SCALE = 2.0
 WORD_MIN_COUNT = 5
-_WORD = re.compile(r"[a-z0-9']+")
+_WORD = re.compile(r"[a-z0-9']+", re.IGNORECASE)
 FIT_BLOCK = 256  # rows of the classifier's features at a time in its fit
 # the classifier fitted ahead of time, beside a static model (scripts/fit_gate.py); a change to
 # how it is fitted or used bumps the version, so that an old file is fitted again
@@ -421,8 +421,10 @@ def write_fitted_gate(path: Path, references: GateReferences, digest: str) -> No
 
 
 def word_features(text: str) -> set[str]:
-    """A prompt's lower-cased words and pairs of adjacent words ("what is", "do we")."""
-    words = _WORD.findall(text.lower())
+    """A prompt's lower-cased words and pairs of adjacent words ("what is", "do we"): of its
+    first MAX_TOKENS words, as its vector is of its first tokens (a pasted log adds nothing)."""
+    found = itertools.islice(_WORD.finditer(text), MAX_TOKENS)
+    words = [match.group().lower() for match in found]
     return {*words, *(f"{first} {second}" for first, second in itertools.pairwise(words))}
 
 
@@ -433,7 +435,7 @@ class GateReferences:
     says what a prompt is about; the words say how it asks ("explain", "what is", "thanks"
     against "do we", "our", "where is the"), which the mean of its token vectors blurs. Each
     part made the classifier hold better on prompts it was not fitted on (README "How recall
-    ranks"). Fitted in about a second, when the model loads."""
+    ranks"). Fitting takes about a second; a static model ships it fitted (GATE_FILE)."""
 
     def __init__(
         self,
