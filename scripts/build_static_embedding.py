@@ -213,9 +213,9 @@ def main() -> None:
     parser.add_argument(
         "--lexical-gate",
         type=float,
-        default=0.3,
+        default=None,
         help="coverage of the prompt's terms from which a candidate opens the gate on its words "
-        "alone (bench/calibrate_recall)",
+        "alone, raised as the gate is (bench/calibrate_recall; default: none)",
     )
     parser.add_argument(
         "--lexical-weight",
@@ -259,7 +259,7 @@ def main() -> None:
         "licence: Apache-2.0 (the source model's); vocab.txt is the source model's\n"
         f"floor: {args.floor}\ngate: {args.gate}\nlexical_weight: {args.lexical_weight}\n"
         f"unrelated_weight: {args.unrelated_weight}\nproject_weight: {args.project_weight}\n"
-        f"lexical_gate: {args.lexical_gate}\n"
+        + ("" if args.lexical_gate is None else f"lexical_gate: {args.lexical_gate}\n")
     )
     print(f"wrote {args.out} ({codes.shape[0]} x {codes.shape[1]} int8)")
     if args.unrelated_weight > 0:  # the daemon would otherwise fit it at every start

@@ -1,5 +1,5 @@
 """Fit the unrelated-prompt classifier of a static model ahead of time, so that the daemon
-loads it instead of fitting it at every start (about a second of CPU).
+loads it instead of fitting it at every start (about two seconds of CPU).
 
 Writes `gate.npz` into the model directory (the built-in one by default): the classifier's
 weights, bias and word features, with the digest of what the fit depends on (the model's id,

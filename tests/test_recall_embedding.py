@@ -5,11 +5,13 @@ recall lexical."""
 from __future__ import annotations
 
 import copy
+import io
 import json
 import shutil
 import struct
 import threading
 import time
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -112,6 +114,22 @@ def test_a_prompt_like_the_unrelated_ones_must_clear_a_higher_gate(builtin: Any)
     assert Embeddings("none", None).query(prompts[2]) is None
 
 
+def test_a_classifier_that_fails_leaves_recall_strict_and_says_why(
+    builtin: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    embeddings = Embeddings("builtin", builtin)
+
+    def broken(*_args: Any) -> Any:
+        raise ValueError("shapes do not match")
+
+    monkeypatch.setattr(GateReferences, "probability", broken)
+    query = embeddings.query("which phones must we support")
+    assert query is not None and query.vector.any()
+    # as for a prompt surely unrelated: only a record that fits closely is injected
+    assert query.gates.gate == pytest.approx(builtin.gate + builtin.unrelated_weight)
+    assert "classifier failed" in (embeddings.reason or "")
+
+
 def test_the_unrelated_classifier_separates_what_it_was_fitted_on() -> None:
     rng = np.random.default_rng(7)
     centre = normalize_rows(rng.normal(size=(2, 16)).astype(np.float32))
@@ -194,6 +212,17 @@ def test_a_stale_or_damaged_fitted_classifier_is_fitted_again(builtin: Any, tmp_
     shipped = read_fitted_gate(BUILTIN_DIR / GATE_FILE)
     assert expected is not None and shipped is not None
 
+    def flipped(data: bytes) -> bytes:
+        """`data` with one byte of its compressed weights flipped, so that inflating fails."""
+        for offset in range(64, len(data)):
+            damaged = data[:offset] + bytes([data[offset] ^ 0xFF]) + data[offset + 1 :]
+            try:
+                with np.load(io.BytesIO(damaged)) as arrays:
+                    arrays["weights"]
+            except zlib.error:
+                return damaged
+        raise AssertionError("no flipped byte breaks the compressed weights")
+
     def store(path: Path, weights: Any, digest: str = shipped.digest) -> None:
         words = np.array(shipped.words)
         np.savez(path, weights=weights, bias=shipped.bias, words=words, digest=np.str_(digest))
@@ -204,6 +233,14 @@ def test_a_stale_or_damaged_fitted_classifier_is_fitted_again(builtin: Any, tmp_
         "stale": lambda path: store(path, np.zeros_like(shipped.weights), "0" * 64),
         "short": lambda path: store(path, shipped.weights[:-1]),
         "nan": lambda path: store(path, np.full_like(shipped.weights, np.nan)),
+        "repeated word": lambda path: np.savez(
+            path,
+            weights=shipped.weights,
+            bias=shipped.bias,
+            words=np.array([shipped.words[0], *shipped.words[:-1]]),
+            digest=np.str_(shipped.digest),
+        ),
+        "corrupt": lambda path: path.write_bytes(flipped(path.read_bytes())),
     }
     for name, damage in damaged.items():
         shutil.copy(BUILTIN_DIR / GATE_FILE, directory / GATE_FILE)
@@ -271,7 +308,6 @@ def test_a_model_calibrated_with_reference_prompts_does_not_load_without_them(
     # every text embeds to the same vector here: only the words of a prompt move it
     assert loaded.state == "ready"
     share = (gate_of(loaded) - 0.1) / 0.5  # the probability the classifier gives "a"
-    assert 0 < share < 1
     (directory / "MODEL.txt").write_text("id: tiny\ngate: 0.9\nproject_weight: 0.25\n")
     lowered = Embeddings.load(str(directory))
     assert gate_of(lowered) == 0.9 - 0.25

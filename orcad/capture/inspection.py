@@ -13,6 +13,7 @@ import trio
 
 from orcad.capture.jobstore import delete_jobs, read_job, write_job
 from orcad.capture.ledger import (
+    TRAILING_PUNCTUATION,
     CandidateRecord,
     Ledger,
     forgotten_digest,
@@ -183,9 +184,6 @@ async def forget(
     directory = capture.projects.project_dir(params.project_id)
     if not await trio.to_thread.run_sync(directory.is_dir):
         raise NotFound(f"no memory is stored for project {params.project_id}")
-    views = capture.index.views(params.project_id)
-    committed = [view.job_id for view in views if view.state == "committed"]
-    waiting = [view.job_id for view in views if view.state in WAITING_STATES]
 
     def work(
         directory: Path,
@@ -213,10 +211,17 @@ async def forget(
         )
         return forgotten, shielded, problems, candidate.fact if candidate is not None else None
 
-    result, shielded, problems, fact = await capture.projects.run_locked(params.project_id, work)
-    capture.index.drop(result.purged_jobs)
-    for job in shielded:
-        capture.index.put(job)
+    # the index is read under the project's lock, as publish reads it: a job admitted while
+    # this forget waited for the lock is among the waiting ones
+    async with capture.projects.lock(params.project_id):
+        views = capture.index.views(params.project_id)
+        committed = [view.job_id for view in views if view.state == "committed"]
+        waiting = [view.job_id for view in views if view.state in WAITING_STATES]
+        forgotten = await capture.projects.run_with_lock_held(params.project_id, work)
+        result, shielded, problems, fact = forgotten
+        capture.index.drop(result.purged_jobs)
+        for job in shielded:
+            capture.index.put(job)
     for problem in problems:
         capture.problems.report("projection_failed", problem)
     if result.removed and fact is not None and purge_copies is not None:
@@ -237,6 +242,39 @@ def _folded(text: str) -> str:
     return " ".join(text.split()).casefold()
 
 
+class FactText:
+    """Where a forgotten fact's text stands in a job's source: its words in any case, with any
+    whitespace between them, with or without the closing punctuation an extractor may have
+    added, and not inside a longer word ("use tabs" is not in "use tabsize")."""
+
+    def __init__(self, fact: str) -> None:
+        core = fact.strip().rstrip(TRAILING_PUNCTUATION).strip()
+        words = core.split()
+        start = r"(?<!\w)" if words and re.match(r"\w", words[0]) else ""
+        end = r"(?!\w)" if words and re.search(r"\w$", words[-1]) else ""
+        body = r"\s+".join(map(re.escape, words))
+        self.pattern = re.compile(start + body + end, re.IGNORECASE) if words else None
+        # the same on fully case-folded text ("STRASSE" for "Straße"), where offsets shift
+        folded = start + re.escape(_folded(core)) + end
+        self.folded_pattern = re.compile(folded) if words else None
+
+    def found_in(self, source: str) -> bool:
+        if self.pattern is None or self.folded_pattern is None:
+            return False
+        return bool(self.pattern.search(source) or self.folded_pattern.search(_folded(source)))
+
+    def cut_from(self, source: str) -> str:
+        """`source` with every occurrence replaced by FORGOTTEN_MARK. An occurrence that only
+        full case folding finds takes the whole source with it: the text must go, and its
+        offsets in the original cannot be trusted."""
+        if self.pattern is None or self.folded_pattern is None:
+            return source
+        cut, count = self.pattern.subn(FORGOTTEN_MARK, source)
+        if count == 0 and self.folded_pattern.search(_folded(source)):
+            return FORGOTTEN_MARK
+        return cut
+
+
 def shield_waiting_jobs(
     directory: Path, candidate: CandidateRecord, waiting: list[str], *, scrub: bool
 ) -> list[JobRecord]:
@@ -246,25 +284,21 @@ def shield_waiting_jobs(
     Blocking; call with the project lock held, which every lease change also takes, so no
     worker's write can undo this one. A damaged job file is left as found."""
     digest = forgotten_digest(candidate.fact)
-    # the fact as a run of its words: any case, any whitespace between them, and without the
-    # closing punctuation an extractor may have added
-    words = candidate.fact.strip().rstrip(".!?;:, ").split()
-    pattern = re.compile(r"\s+".join(map(re.escape, words)), re.IGNORECASE) if words else None
+    text = FactText(candidate.fact)
     shielded: list[JobRecord] = []
     for job_id in waiting:
         try:
             job = read_job(directory, job_id)
         except (StorageError, NotFound):
             continue
-        if job is None or job.state not in WAITING_STATES or digest in job.forgotten:
+        if job is None or job.state not in WAITING_STATES:
             continue
-        source = job.source
-        if scrub and pattern is not None:
-            source = pattern.sub(FORGOTTEN_MARK, source)
-            folded = _folded(candidate.fact.strip().rstrip(".!?;:, "))
-            if folded and folded in _folded(source):  # a case the pattern misses (say, "ß")
-                source = _folded(source).replace(folded, FORGOTTEN_MARK)
-        changed = msgspec.structs.replace(job, source=source, forgotten=[*job.forgotten, digest])
+        source = text.cut_from(job.source) if scrub else job.source
+        known = job.forgotten_digests()
+        told = known if digest in known else [*known, digest]
+        if source == job.source and told is known:
+            continue  # told and cut before (a forget repeated after a crash)
+        changed = msgspec.structs.replace(job, source=source, forgotten=told)
         write_job(directory, changed)
         shielded.append(changed)
     return shielded
@@ -274,7 +308,7 @@ def purge_evidence(directory: Path, candidate: CandidateRecord, committed: list[
     """Delete the committed jobs whose source produced or holds the candidate's fact; their ids.
 
     Blocking; call with the project lock held. A damaged job file is left as found."""
-    fact = _folded(candidate.fact)
+    text = FactText(candidate.fact)
     purged: list[str] = []
     for job_id in dict.fromkeys([candidate.job_id, *committed]):
         try:
@@ -283,7 +317,7 @@ def purge_evidence(directory: Path, candidate: CandidateRecord, committed: list[
             continue
         if job is None or job.state != "committed":
             continue
-        if job_id == candidate.job_id or fact in _folded(job.source):
+        if job_id == candidate.job_id or text.found_in(job.source):
             purged.append(job_id)
     delete_jobs(directory, purged)
     return purged

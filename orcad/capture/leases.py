@@ -188,6 +188,7 @@ def commit(
         outcome=outcome,
         committed_at=stamp,
         updated_at=stamp,
+        forgotten=msgspec.UNSET,  # applied by this publish; nothing is left to tell
     )
 
 

@@ -50,7 +50,7 @@ from protocol.types import Candidate, Category, ExtractedFact, LedgerInfo
 LEDGER_FILE = "candidates.jsonl"
 LEDGER_FORMAT = "orcad.candidates/1"
 CANDIDATE_ID_PREFIX = "cand_"
-_TRAILING_PUNCTUATION = ".!?;:,\u2026\u3002\uff01\uff1f"  # also ellipsis and CJK full stops
+TRAILING_PUNCTUATION = ".!?;:,\u2026\u3002\uff01\uff1f"  # also ellipsis and CJK full stops
 _WHITESPACE_RUN = re.compile(r"\s+")
 _CANDIDATE_ID = re.compile(r"cand_[0-9a-f]{32}\Z")
 
@@ -153,7 +153,7 @@ def normalize_fact(text: str) -> str:
     while True:
         folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", key).casefold())
         collapsed = _WHITESPACE_RUN.sub(" ", folded).strip()
-        trimmed = collapsed.rstrip(_TRAILING_PUNCTUATION).strip()
+        trimmed = collapsed.rstrip(TRAILING_PUNCTUATION).strip()
         if trimmed == key:
             return key
         key = trimmed

@@ -79,7 +79,7 @@ def publish_job(
             prompt_version=provenance.prompt_version,
         ),
         now,
-        forgotten=job.forgotten,
+        forgotten=job.forgotten_digests(),
     )
     if ledger is not before:
         write_ledger(directory, ledger)

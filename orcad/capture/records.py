@@ -52,6 +52,7 @@ class JobRecord(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
     created_at: str
     updated_at: str
     source_digest: str  # sha256 hex of `source` as admitted (UTF-8): the idempotency key's part
+    # (a forget may cut a fact's text out of `source` later; the digest stays)
     source_bytes: int
     source_truncated: bool
     source: str  # the exact bounded, redacted input every attempt is given
@@ -64,8 +65,13 @@ class JobRecord(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
     outcome: PublishOutcome | None = None
     committed_at: str | None = None
     # facts forgotten (ledger.forget) while the job waited, as ledger.forgotten_digest: its
-    # publish never adds them back; their text is also cut out of `source`
-    forgotten: list[str] = []
+    # publish never adds them back (unless keep_evidence, ledger.forget also cut their text out
+    # of `source`). Absent until a forget tells the job, so that a job file stays readable by an
+    # older orcad, and cleared when the job commits.
+    forgotten: list[str] | msgspec.UnsetType = msgspec.UNSET
+
+    def forgotten_digests(self) -> list[str]:
+        return [] if isinstance(self.forgotten, msgspec.UnsetType) else self.forgotten
 
     def lease_expires(self) -> float | None:
         return parse_time(self.lease.expires_at) if self.lease is not None else None

@@ -44,18 +44,19 @@ UNRELATED_PROMPTS = Path(__file__).resolve().parent / "unrelated_prompts.txt"
 PROJECT_PROMPTS = Path(__file__).resolve().parent / "project_prompts.txt"
 # the classifier's L2 penalty, the scale of its two nearest-prompt features against the
 # prompt's unit vector, and of its words (a prompt's words and word pairs seen in at least
-# WORD_MIN_COUNT reference prompts, together of unit length); chosen with the held-out sets of
-# bench/eval_data_fresh.py and bench/eval_data_check.py (README "How recall ranks")
+# WORD_MIN_COUNT reference prompts, together of length WORD_SCALE); chosen by the AUC of the
+# classifier on the labelled sets' prompts (README "How recall ranks")
 UNRELATED_L2 = 3e-4
 NEAREST_SCALE = 3.0
 WORD_SCALE = 2.0
 WORD_MIN_COUNT = 5
 _WORD = re.compile(r"[a-z0-9']+", re.IGNORECASE)
 FIT_BLOCK = 256  # rows of the classifier's features at a time in its fit
+FIT_STEPS = 50  # Newton steps at most (the built-in model's converges in 8)
 # the classifier fitted ahead of time, beside a static model (scripts/fit_gate.py); a change to
 # how it is fitted or used bumps the version, so that an old file is fitted again
 GATE_FILE = "gate.npz"
-GATE_FIT_VERSION = 1
+GATE_FIT_VERSION = 2
 MAX_TOKENS = 256  # a record's first tokens carry its meaning; bounds the work per text
 TRANSFORMER_MAX_TOKENS = 128
 
@@ -339,35 +340,41 @@ def read_prompts(path: Path) -> list[str]:
 
 def fit_logistic(features: Array, labels: npt.NDArray[np.float64]) -> tuple[Array, float]:
     """The weights and bias of an L2-penalised logistic regression (penalty UNRELATED_L2 on the
-    weights, none on the bias), fitted by Newton's method. The curvature is summed over blocks
-    of rows in float32: the fit runs in the model's loading thread, whose allocator keeps what
-    it once held, so it must not copy the features whole."""
+    weights, none on the bias), fitted by Newton's method in float64. The gradient and the
+    curvature are summed over blocks of rows: the fit may run in the model's loading thread,
+    whose allocator keeps what it once held, so it never copies the features whole.
+    EmbeddingUnavailable if it does not converge to finite weights."""
     count, width = features.shape
-    penalty = np.full(width + 1, UNRELATED_L2, dtype=np.float32)
+    penalty = np.full(width + 1, UNRELATED_L2)
     penalty[-1] = 1e-9  # the bias is not shrunk (only kept solvable)
-    weights = np.zeros(width + 1, dtype=np.float32)
-    gradient = np.empty(width + 1, dtype=np.float32)
-    for _ in range(100):
-        logits = features @ weights[:-1] + weights[-1]
-        probability = 1.0 / (1.0 + np.exp(-np.clip(logits, -60.0, 60.0)))
-        residual = ((probability - labels) / count).astype(np.float32)
-        gradient[:-1] = features.T @ residual
-        gradient[-1] = residual.sum()
-        gradient += penalty * weights
-        curvature = (probability * (1.0 - probability) / count).astype(np.float32)
+    weights = np.zeros(width + 1)
+    for _ in range(FIT_STEPS):
+        gradient = penalty * weights
         hessian = np.diag(penalty)
+        curvature_sum = 0.0
         for start in range(0, count, FIT_BLOCK):
-            block = features[start : start + FIT_BLOCK]
-            weighted = block * curvature[start : start + FIT_BLOCK, None]
+            block = features[start : start + FIT_BLOCK].astype(np.float64)
+            logits = block @ weights[:-1] + weights[-1]
+            probability = 1.0 / (1.0 + np.exp(-np.clip(logits, -60.0, 60.0)))
+            residual = (probability - labels[start : start + FIT_BLOCK]) / count
+            curvature = probability * (1.0 - probability) / count
+            gradient[:-1] += block.T @ residual
+            gradient[-1] += residual.sum()
+            weighted = block * curvature[:, None]
             hessian[:-1, :-1] += weighted.T @ block
             hessian[:-1, -1] += weighted.sum(axis=0)
+            curvature_sum += float(curvature.sum())
         hessian[-1, :-1] = hessian[:-1, -1]
-        hessian[-1, -1] += curvature.sum()
+        hessian[-1, -1] += curvature_sum
         step = np.linalg.solve(hessian, gradient)
         weights -= step
-        if np.abs(step).max() < 1e-5:
+        if not np.isfinite(weights).all():
             break
-    return weights[:-1].copy(), float(weights[-1])
+        if np.abs(step).max() < 1e-7:
+            return weights[:-1].astype(np.float32), float(weights[-1])
+    raise EmbeddingUnavailable(
+        f"the unrelated-prompt classifier did not converge in {FIT_STEPS} Newton steps"
+    )
 
 
 class FittedGate(NamedTuple):
@@ -401,9 +408,11 @@ def read_fitted_gate(path: Path) -> FittedGate | None:
             bias = float(data["bias"])
             words = [str(word) for word in data["words"]]
             digest = str(data["digest"])
-    except (OSError, KeyError, ValueError, TypeError, EOFError, zipfile.BadZipFile):
+    except Exception:  # missing, truncated, corrupt (zlib), or not one at all
         return None
     if weights.ndim != 1 or not np.isfinite(weights).all() or not math.isfinite(bias):
+        return None
+    if len(set(words)) != len(words):
         return None
     return FittedGate(weights, bias, words, digest)
 
@@ -435,7 +444,7 @@ class GateReferences:
     says what a prompt is about; the words say how it asks ("explain", "what is", "thanks"
     against "do we", "our", "where is the"), which the mean of its token vectors blurs. Each
     part made the classifier hold better on prompts it was not fitted on (README "How recall
-    ranks"). Fitting takes about a second; a static model ships it fitted (GATE_FILE)."""
+    ranks"). Fitting takes about two seconds; a static model ships it fitted (GATE_FILE)."""
 
     def __init__(
         self,
@@ -443,12 +452,18 @@ class GateReferences:
         project: Array,
         texts: tuple[Sequence[str], Sequence[str]],
         fitted: FittedGate | None = None,
+        *,
+        classify: bool = True,
     ) -> None:
-        """Fit on the reference prompts, unless `fitted` (already checked against them)."""
+        """Fit on the reference prompts, unless `fitted` (already checked against them) or
+        not `classify` (only `nearest` is wanted: a model with no unrelated weight)."""
         if (len(texts[0]), len(texts[1])) != (len(unrelated), len(project)):
             raise ValueError("one text per reference vector")
         self._stacked = np.ascontiguousarray(np.concatenate([unrelated, project]))
         self._split = len(unrelated)  # the project prompts' first row
+        if not classify:
+            self.vocabulary, self.weights, self.bias = {}, np.zeros(0, np.float32), 0.0
+            return
         if fitted is not None and len(fitted.weights) == unrelated.shape[1] + 2 + len(fitted.words):
             self.vocabulary = {feature: column for column, feature in enumerate(fitted.words)}
             self.weights, self.bias = fitted.weights, fitted.bias
@@ -503,7 +518,7 @@ class GateReferences:
 def gate_references(embedder: Embedder | None) -> GateReferences | None:
     """The reference prompts of a model calibrated with them (a positive weight), else None.
     The classifier comes fitted with a static model (its GATE_FILE) when it was fitted for this
-    model and these prompts; otherwise it is fitted now (about a second)."""
+    model and these prompts; otherwise it is fitted now (about two seconds)."""
     if embedder is None or (embedder.unrelated_weight <= 0 and embedder.project_weight <= 0):
         return None
     texts = read_prompts(UNRELATED_PROMPTS), read_prompts(PROJECT_PROMPTS)
@@ -511,7 +526,8 @@ def gate_references(embedder: Embedder | None) -> GateReferences | None:
     fitted = read_fitted_gate(directory / GATE_FILE) if isinstance(directory, Path) else None
     if fitted is not None and fitted.digest != gate_digest(embedder.model_id, texts):
         fitted = None
-    return GateReferences(embedder.embed(texts[0]), embedder.embed(texts[1]), texts, fitted)
+    vectors = embedder.embed(texts[0]), embedder.embed(texts[1])
+    return GateReferences(*vectors, texts, fitted, classify=embedder.unrelated_weight > 0)
 
 
 class PromptGates(NamedTuple):
@@ -646,7 +662,19 @@ class Embeddings:
         matrix = self.embed([prompt])
         if matrix is None:
             return None
-        return PromptQuery(matrix[0], self.gates_for(matrix[0], prompt))
+        try:
+            gates = self.gates_for(matrix[0], prompt)
+        except Exception as exc:  # a broken classifier must not fail the recall
+            self.reason = f"the unrelated-prompt classifier failed: {exc!r}"
+            embedder = self.embedder
+            assert embedder is not None
+            # as for a prompt it is sure is unrelated: only a close record is injected
+            gate = embedder.gate + embedder.unrelated_weight
+            lexical = embedder.lexical_gate
+            gates = PromptGates(
+                gate, None if lexical is None else lexical + embedder.unrelated_weight
+            )
+        return PromptQuery(matrix[0], gates)
 
     def gates_for(self, prompt_vector: Array, prompt: str) -> PromptGates:
         """What the candidates for `prompt` (embedded as `prompt_vector`) must reach for

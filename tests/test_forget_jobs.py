@@ -1,0 +1,141 @@
+"""What ledger.forget does to job files, in process on real files: committed jobs holding the
+fact are purged, jobs still waiting are told its digest and have its text cut out, whatever
+the case, whitespace, closing punctuation or script, and never a longer word's."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from orcad.capture.inspection import purge_evidence, shield_waiting_jobs
+from orcad.capture.jobstore import job_file_exists, read_job, write_job
+from orcad.capture.ledger import CandidateRecord, forgotten_digest
+from orcad.capture.records import encode_job, new_job
+from orcad.clock import format_time
+
+pytestmark = pytest.mark.inprocess
+
+NOW = 1_800_000_000.0
+
+
+def job(directory: Path, number: int, source: str, state: str = "pending") -> str:
+    (directory / "jobs").mkdir(exist_ok=True)
+    job_id = f"job_{number:032x}"
+    record = new_job(
+        job_id=job_id,
+        project_id="p",
+        session_id="ses_1",
+        turn_id=f"t{number}",
+        source=source,
+        source_digest=hashlib.sha256(source.encode()).hexdigest(),
+        source_bytes=len(source.encode()),
+        source_truncated=False,
+        now=NOW,
+    )
+    write_job(directory, msgspec.structs.replace(record, state=state))
+    return job_id
+
+
+def candidate(fact: str, job_id: str = "job_" + "f" * 32) -> CandidateRecord:
+    return CandidateRecord(
+        id="cand_" + "a" * 32,
+        category="project",
+        fact=fact,
+        key=fact.lower(),
+        session_id="ses_1",
+        turn_id="t0",
+        job_id=job_id,
+        recorded_at=format_time(NOW),
+        provider="heuristic",
+        model="-",
+        prompt_version="v1",
+    )
+
+
+def source_of(directory: Path, job_id: str) -> str:
+    found = read_job(directory, job_id)
+    assert found is not None
+    return found.source
+
+
+@pytest.mark.parametrize(
+    ("fact", "source", "cut"),
+    [
+        (
+            "The staging cluster is named quartz-lemur-17.",
+            "user: Reminder:  the staging\ncluster is named QUARTZ-LEMUR-17! Thanks",
+            "user: Reminder:  [forgotten]! Thanks",
+        ),
+        (
+            "项目使用 uv 管理依赖。",
+            "user: 项目使用 uv 管理依赖\uff0c好吗",
+            "user: [forgotten]\uff0c好吗",
+        ),
+        ("Prefer tabs…", "prefer tabs, not spaces", "[forgotten], not spaces"),
+        ("Use tabs.", "we use tabsize 4; use tabs", "we use tabsize 4; [forgotten]"),
+        # only full case folding finds it: no offset can be trusted, so the source goes whole
+        ("Die Straße heißt Main.", "DIE STRASSE HEISST MAIN\n    CamelCase", "[forgotten]"),
+    ],
+    ids=["case-and-whitespace", "cjk-punctuation", "ellipsis", "word-boundary", "full-folding"],
+)
+def test_a_waiting_job_loses_the_fact_and_keeps_the_rest(
+    tmp_path: Path, fact: str, source: str, cut: str
+) -> None:
+    waiting = job(tmp_path, 1, source)
+    shielded = shield_waiting_jobs(tmp_path, candidate(fact), [waiting], scrub=True)
+    assert [found.job_id for found in shielded] == [waiting]
+    assert source_of(tmp_path, waiting) == cut
+    stored = read_job(tmp_path, waiting)
+    assert stored is not None and stored.forgotten_digests() == [forgotten_digest(fact)]
+
+
+def test_keep_evidence_then_a_plain_forget_still_cuts_the_text(tmp_path: Path) -> None:
+    fact = "Builds run on the blue runners."
+    waiting = job(tmp_path, 1, f"note: {fact}")
+    assert shield_waiting_jobs(tmp_path, candidate(fact), [waiting], scrub=False)
+    assert source_of(tmp_path, waiting) == f"note: {fact}"  # kept, but told
+    # the fact taught again and forgotten without --keep-evidence: told once, now cut
+    again = shield_waiting_jobs(tmp_path, candidate(fact), [waiting], scrub=True)
+    assert [found.job_id for found in again] == [waiting]
+    assert source_of(tmp_path, waiting) == "note: [forgotten]."
+    assert again[0].forgotten_digests() == [forgotten_digest(fact)]
+    # and repeated (a forget retried after a crash): nothing left to change
+    assert shield_waiting_jobs(tmp_path, candidate(fact), [waiting], scrub=True) == []
+
+
+def test_only_jobs_that_may_still_publish_are_told(tmp_path: Path) -> None:
+    fact = "Builds run on the blue runners."
+    jobs = {
+        state: job(tmp_path, number, f"{fact} ({state})", state)
+        for number, state in enumerate(("pending", "leased", "exhausted", "committed"), 1)
+    }
+    shielded = shield_waiting_jobs(tmp_path, candidate(fact), list(jobs.values()), scrub=True)
+    assert {found.job_id for found in shielded} == {
+        jobs["pending"],
+        jobs["leased"],
+        jobs["exhausted"],
+    }
+    assert source_of(tmp_path, jobs["committed"]) == f"{fact} (committed)"
+    untouched = read_job(tmp_path, jobs["committed"])
+    assert untouched is not None and untouched.forgotten_digests() == []
+
+
+def test_a_job_file_without_forgotten_digests_is_written_as_before(tmp_path: Path) -> None:
+    """An older orcad (which forbids unknown fields) can still read a job no forget told."""
+    pending = read_job(tmp_path, job(tmp_path, 1, "hello"))
+    assert pending is not None and b"forgotten" not in encode_job(pending)
+
+
+def test_committed_jobs_are_purged_by_the_same_match(tmp_path: Path) -> None:
+    fact = "The staging cluster is named quartz-lemur-17."
+    producer = job(tmp_path, 1, "anything", "committed")
+    holder = job(
+        tmp_path, 2, "the staging\ncluster is named quartz-lemur-17! and more", "committed"
+    )
+    longer = job(tmp_path, 3, "the staging cluster is named quartz-lemur-170", "committed")
+    purged = purge_evidence(tmp_path, candidate(fact, producer), [producer, holder, longer])
+    assert purged == [producer, holder]
+    assert not job_file_exists(tmp_path, holder) and job_file_exists(tmp_path, longer)
