@@ -186,7 +186,7 @@ async def forget(
         raise NotFound(f"no memory is stored for project {params.project_id}")
 
     def work(
-        directory: Path,
+        directory: Path, committed: list[str], waiting: list[str]
     ) -> tuple[LedgerForgetResult, list[JobRecord], list[str], str | None]:
         before = read_ledger(directory)
         candidate = before.find(params.candidate_id)
@@ -217,7 +217,9 @@ async def forget(
         views = capture.index.views(params.project_id)
         committed = [view.job_id for view in views if view.state == "committed"]
         waiting = [view.job_id for view in views if view.state in WAITING_STATES]
-        forgotten = await capture.projects.run_with_lock_held(params.project_id, work)
+        forgotten = await capture.projects.run_with_lock_held(
+            params.project_id, lambda directory: work(directory, committed, waiting)
+        )
         result, shielded, problems, fact = forgotten
         capture.index.drop(result.purged_jobs)
         for job in shielded:
