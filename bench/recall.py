@@ -338,49 +338,55 @@ def run(sizes: list[int], requests: int, sessions: int, per_session: int,
         workdir.mkdir()
         cwd = str(workdir)
         daemon = DaemonProcess(orca).start()
-        opened = daemon.call("session.open", {"cwd": cwd})
-        project_dir = orca.memory_root / "projects" / opened.project.id
-        load_automatic(project_dir, time.time(), Labelled.named())
-        populator = Populator(orca.deliberate_db, opened.workspace.id, opened.workspace.root)
-        daemon.stop()
+        try:  # a daemon is never left running when the bench fails
+            opened = daemon.call("session.open", {"cwd": cwd})
+            project_dir = orca.memory_root / "projects" / opened.project.id
+            load_automatic(project_dir, time.time(), Labelled.named())
+            populator = Populator(orca.deliberate_db, opened.workspace.id, opened.workspace.root)
+        finally:
+            daemon.stop()
         for size in sizes:
             progress(f"growing the deliberate database to {size} records")
             populator.grow_to(size)
             daemon.start()
-            wait_for_backfill(daemon)
-            progress(f"measuring at {size} records")
-            in_process = InProcessRecall(
-                root, orca.deliberate_db, project_dir, bench_session(opened, cwd), embedding
-            )
             try:
-                figures = measure(
-                    daemon, cwd, in_process=in_process, database=orca.deliberate_db,
-                    workspace_id=opened.workspace.id, prompts=prompts, requests=requests,
+                wait_for_backfill(daemon)
+                progress(f"measuring at {size} records")
+                in_process = InProcessRecall(
+                    root, orca.deliberate_db, project_dir, bench_session(opened, cwd), embedding
                 )
+                try:
+                    figures = measure(
+                        daemon, cwd, in_process=in_process, database=orca.deliberate_db,
+                        workspace_id=opened.workspace.id, prompts=prompts, requests=requests,
+                    )
+                finally:
+                    in_process.close()
+                found = quality(
+                    daemon, cwd, orca.deliberate_db, opened.workspace.id, populator.eval_records
+                )
+                load = trio.run(
+                    concurrent_load, str(orca.socket), cwd, prompts, sessions, per_session
+                )
+                assert daemon.proc is not None
+                entry = {
+                    "records": populator.count,
+                    "ping": figures["ping"],
+                    "recall": figures["recall"],
+                    "recall_snapshot": figures["snapshot"],
+                    "in_process_planned": figures["planned"],
+                    "in_process_naive": figures["naive"],
+                    "floor": figures["ping"][0] + figures["planned"][0],
+                    "hit@6": found,
+                    "load": load,
+                    "rss_mib": rss_mib(daemon.proc.pid),
+                }
+                entry["recall_over_floor"] = entry["recall"][0] / entry["floor"]
+                entry["recall_over_naive"] = entry["recall"][0] / entry["in_process_naive"][0]
+                report["sizes"].append(entry)
+                progress(format_entry(entry))
             finally:
-                in_process.close()
-            found = quality(
-                daemon, cwd, orca.deliberate_db, opened.workspace.id, populator.eval_records
-            )
-            load = trio.run(concurrent_load, str(orca.socket), cwd, prompts, sessions, per_session)
-            assert daemon.proc is not None
-            entry = {
-                "records": populator.count,
-                "ping": figures["ping"],
-                "recall": figures["recall"],
-                "recall_snapshot": figures["snapshot"],
-                "in_process_planned": figures["planned"],
-                "in_process_naive": figures["naive"],
-                "floor": figures["ping"][0] + figures["planned"][0],
-                "hit@6": found,
-                "load": load,
-                "rss_mib": rss_mib(daemon.proc.pid),
-            }
-            entry["recall_over_floor"] = entry["recall"][0] / entry["floor"]
-            entry["recall_over_naive"] = entry["recall"][0] / entry["in_process_naive"][0]
-            report["sizes"].append(entry)
-            progress(format_entry(entry))
-            daemon.stop()
+                daemon.stop()
     return report
 
 

@@ -78,22 +78,26 @@ def run(sizes: list[int], requests: int) -> list[dict[str, Any]]:
         orca = OrcaEnv(homes["builtin"])
         orca.write_config(CONFIG.format(embedding="builtin"))
         daemon = DaemonProcess(orca).start()
-        opened = daemon.call("session.open", {"cwd": cwd})
-        load_automatic(
-            orca.memory_root / "projects" / opened.project.id, time.time(), Labelled.named()
-        )
-        populator = Populator(orca.deliberate_db, opened.workspace.id, opened.workspace.root)
-        daemon.stop()
+        try:  # a daemon is never left running when the bench fails
+            opened = daemon.call("session.open", {"cwd": cwd})
+            load_automatic(
+                orca.memory_root / "projects" / opened.project.id, time.time(), Labelled.named()
+            )
+            populator = Populator(orca.deliberate_db, opened.workspace.id, opened.workspace.root)
+        finally:
+            daemon.stop()
         for size in sizes:
             print(f"growing the deliberate database to {size} records", file=sys.stderr)
             populator.grow_to(size)
             daemon.start()
-            wait_for_backfill(daemon)
-            daemon.call("recall", {  # the ledger's facts get their vectors in memory too
-                "session_id": opened.session_id, "epoch": opened.epoch, "turn_id": "warm",
-                "prompt": prompts[0],
-            })
-            daemon.stop()
+            try:
+                wait_for_backfill(daemon)
+                daemon.call("recall", {  # the ledger's facts get their vectors in memory too
+                    "session_id": opened.session_id, "epoch": opened.epoch, "turn_id": "warm",
+                    "prompt": prompts[0],
+                })
+            finally:
+                daemon.stop()
             shutil.rmtree(homes["none"], ignore_errors=True)
             shutil.copytree(homes["builtin"], homes["none"], symlinks=True)
             lexical = OrcaEnv(homes["none"])
