@@ -540,3 +540,42 @@ def test_a_forgotten_fact_does_not_come_back_from_jobs_still_waiting(
     turn("t4", f"for the record, {fact}")
     assert publish(claim(), fact).added == 1
     assert sorted(ledger_facts()) == sorted([fact, other])
+
+
+@pytest.mark.slow
+def test_an_updated_record_leaves_no_copy_of_its_old_text(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    daemon = started(orca_env, daemon_factory)
+    project = tmp_path / "project"
+    project.mkdir()
+    yolo = open_session(daemon, project, mode="yolo")
+    for index in range(30):  # several index segments, so the old terms are not alone
+        daemon.call(
+            "memory.manage",
+            {
+                **yolo,
+                "action": "save",
+                "content": f"filler fact {index} about builds",
+                "kind": "fact",
+                "is_global": False,
+            },
+        )
+    record = daemon.call(
+        "memory.manage",
+        {
+            **yolo,
+            "action": "save",
+            "content": "Always tag releases as orchid-falcon-42.",
+            "kind": "fact",
+            "is_global": False,
+        },
+    ).record
+    roots = (orca_env.home, orca_env.config_dir)
+    assert holders("orchid-falcon-42", *roots)
+    daemon.call(
+        "memory.manage",
+        {**yolo, "action": "update", "id": record.id, "content": "Tag releases with the date."},
+    )
+    wait_for(lambda: holders("orchid-falcon-42", *roots) == [], timeout=10)
+    assert holders("Tag releases with the date", *roots)

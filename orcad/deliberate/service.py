@@ -147,10 +147,11 @@ class DeliberateMemory:
     async def run_purger(
         self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
     ) -> None:
-        """Background task: after forgets, purge the database of their remains (FTS segments,
-        free pages, WAL). Purging costs time in proportion to the index, so it runs off the
-        request path, once for the forgets of the last DELIBERATE_PURGE_DELAY_S; startup purges
-        what a crash left, and closing purges what is pending."""
+        """Background task: after forgets, and updates that change a record's text, purge the
+        database of the old text's remains (FTS segments, free pages, WAL). Purging costs time
+        in proportion to the index, so it runs off the request path, once for the changes of
+        the last DELIBERATE_PURGE_DELAY_S; startup purges what a crash left, and closing purges
+        what is pending."""
         task_status.started()
         while True:
             await self._purge_wanted.wait()
@@ -380,6 +381,8 @@ class DeliberateMemory:
                 raise NotFound(f"memory record {target.id} was forgotten meanwhile")
             record = msgspec.structs.replace(target, content=content, kind=kind, updated_at=now)
             verb = "Updated"
+            if content != target.content:  # the old text goes as a forgotten record's does
+                self._purge_wanted.set()
         log.info(
             "memory.applied", action=change.action, record_id=record.id, scope=scope_name(record)
         )
