@@ -572,6 +572,10 @@ def test_an_updated_record_leaves_no_copy_of_its_old_text(
         },
     ).record
     roots = (orca_env.home, orca_env.config_dir)
+    for turn in ("r1", "r2"):  # recall snapshots holding the old text, in memory and on disk
+        recalled = daemon.call("recall", {**yolo, "turn_id": turn, "prompt": "release tags"})
+        assert any("orchid-falcon-42" in entry.content for entry in recalled.deliberate)
+    time.sleep(1.0)  # the snapshot writer persists within half a second
     assert holders("orchid-falcon-42", *roots)
     daemon.call(
         "memory.manage",

@@ -383,6 +383,8 @@ class DeliberateMemory:
             verb = "Updated"
             if content != target.content:  # the old text goes as a forgotten record's does
                 self._purge_wanted.set()
+                if self.purge_copies is not None:
+                    await self.purge_copies([target.content])
         log.info(
             "memory.applied", action=change.action, record_id=record.id, scope=scope_name(record)
         )
