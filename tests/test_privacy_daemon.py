@@ -115,6 +115,19 @@ def open_session(daemon: DaemonProcess, cwd: Path, **options: Any) -> dict[str, 
     return {"session_id": opened.session_id, "epoch": opened.epoch}
 
 
+def save(daemon: DaemonProcess, session: dict[str, Any], content: str) -> Any:
+    """A workspace fact saved through memory.manage (the session applies it: yolo)."""
+    params = {**session, "action": "save", "content": content, "kind": "fact", "is_global": False}
+    return daemon.call("memory.manage", params).record
+
+
+def save_fillers(daemon: DaemonProcess, session: dict[str, Any]) -> None:
+    """30 filler records: several index segments, so the terms a test saves next and looks
+    for later are not alone in theirs."""
+    for index in range(30):
+        save(daemon, session, f"filler fact {index} about builds")
+
+
 def committed(daemon: DaemonProcess, job_id: str) -> bool:
     return any(
         j.job_id == job_id and j.state == "committed" for j in daemon.call("jobs.list", {}).jobs
@@ -225,10 +238,7 @@ def test_forgetting_leaves_no_copy_under_the_memory_roots(
     ).job_id
     wait_for(lambda: committed(daemon, job_id), timeout=60)
     yolo = open_session(daemon, project, mode="yolo")
-    record = daemon.call(
-        "memory.manage",
-        {**yolo, "action": "save", "content": deliberate, "kind": "fact", "is_global": False},
-    ).record
+    record = save(daemon, yolo, deliberate)
     for turn in ("r1", "r2"):  # snapshots holding both texts, in memory and on disk
         recalled = daemon.call(
             "recall", {**yolo, "turn_id": turn, "prompt": "staging cluster releases tag"}
@@ -447,21 +457,8 @@ def test_a_forget_cut_short_by_a_crash_is_purged_at_the_next_start(
     project.mkdir()
     yolo = open_session(daemon, project, mode="yolo")
     secret_words = "Deploy keys rotate with the heron-basalt-88 runbook."
-    for index in range(30):  # several index segments, so the forgotten terms are not alone
-        daemon.call(
-            "memory.manage",
-            {
-                **yolo,
-                "action": "save",
-                "content": f"filler fact {index} about builds",
-                "kind": "fact",
-                "is_global": False,
-            },
-        )
-    record = daemon.call(
-        "memory.manage",
-        {**yolo, "action": "save", "content": secret_words, "kind": "fact", "is_global": False},
-    ).record
+    save_fillers(daemon, yolo)
+    record = save(daemon, yolo, secret_words)
     daemon.call("memory.manage", {**yolo, "action": "forget", "id": record.id})
     daemon.kill()  # before the purge runs
     daemon.start()
@@ -550,27 +547,8 @@ def test_an_updated_record_leaves_no_copy_of_its_old_text(
     project = tmp_path / "project"
     project.mkdir()
     yolo = open_session(daemon, project, mode="yolo")
-    for index in range(30):  # several index segments, so the old terms are not alone
-        daemon.call(
-            "memory.manage",
-            {
-                **yolo,
-                "action": "save",
-                "content": f"filler fact {index} about builds",
-                "kind": "fact",
-                "is_global": False,
-            },
-        )
-    record = daemon.call(
-        "memory.manage",
-        {
-            **yolo,
-            "action": "save",
-            "content": "Always tag releases as orchid-falcon-42.",
-            "kind": "fact",
-            "is_global": False,
-        },
-    ).record
+    save_fillers(daemon, yolo)
+    record = save(daemon, yolo, "Always tag releases as orchid-falcon-42.")
     roots = (orca_env.home, orca_env.config_dir)
     for turn in ("r1", "r2"):  # recall snapshots holding the old text, in memory and on disk
         recalled = daemon.call("recall", {**yolo, "turn_id": turn, "prompt": "release tags"})

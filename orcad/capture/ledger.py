@@ -162,7 +162,11 @@ def normalize_fact(text: str) -> str:
 def forgotten_digest(text: str) -> str:
     """What a waiting job keeps of a fact forgotten while it waited: the sha256 of its
     duplicate key, so its publish cannot add the fact back and the text itself is not kept."""
-    return hashlib.sha256(normalize_fact(text).encode("utf-8")).hexdigest()
+    return _key_digest(normalize_fact(text))
+
+
+def _key_digest(key: str) -> str:
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()
 
 
 def new_candidate_id() -> str:
@@ -201,9 +205,7 @@ def merge_job_candidates(
             rejected += 1
             continue
         key = normalize_fact(fact.fact)
-        if key in known or (
-            forgotten and hashlib.sha256(key.encode("utf-8")).hexdigest() in forgotten
-        ):
+        if key in known or (forgotten and _key_digest(key) in forgotten):
             duplicates += 1
             continue
         known.add(key)
