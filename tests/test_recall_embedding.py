@@ -263,6 +263,28 @@ def test_the_builtin_classifier_tells_general_talk_from_questions_about_a_projec
     assert references.probability(builtin.embed(own), own).max() < 0.5
 
 
+def test_a_project_name_is_distinctive_and_a_word_in_general_use_is_not(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    embeddings = Embeddings("builtin", load_static(BUILTIN_DIR))
+    terms = ["kapt", "testcontainers", "gradle", "docker", "clustering", "outofmemoryerror"]
+    frequency = dict.fromkeys(terms, 1)
+    # "gradle" and "docker" are named by reference prompts about something else, "clustering"
+    # stems to a vocabulary word, and the error's name is in no stored text
+    frequency["outofmemoryerror"] = 0
+    assert embeddings.distinctive(terms, frequency) == {"kapt", "testcontainer"}
+    # without the general words every word would look like a name: then none is distinctive
+    monkeypatch.setattr(embedding, "BUILTIN_DIR", tmp_path)
+    embedding.general_words.cache_clear()
+    try:
+        assert embedding.general_words() == frozenset()
+        assert embeddings.distinctive(terms, frequency) == frozenset()
+    finally:
+        monkeypatch.undo()
+        embedding.general_words.cache_clear()
+    assert "gradle" in embedding.general_words()
+
+
 def test_the_reference_prompt_files_are_read_strictly(tmp_path: Path) -> None:
     unrelated, project = read_prompts(UNRELATED_PROMPTS), read_prompts(PROJECT_PROMPTS)
     for shipped in (unrelated, project):

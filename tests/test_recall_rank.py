@@ -9,6 +9,7 @@ from orcad.query import stems
 from orcad.recall.rank import (
     Candidate,
     coverage,
+    distinctive_terms,
     idf,
     near_duplicates,
     query_weights,
@@ -156,6 +157,26 @@ def test_a_candidate_covering_the_lexical_gate_opens_the_gate_on_its_words() -> 
         lexical_gate=0.41,
     )
     assert below == []
+
+
+def test_a_distinctive_term_is_a_rare_name_general_words_do_not_have() -> None:
+    general = frozenset({"gradle", "build", "memory", "cluster", "error"})
+    frequency = {"kapt": 1, "gradle": 1, "build": 1, "clustering": 1, "g104": 2, "ktor": 3}
+    frequency |= {"8080": 1, "jq": 1, "gosec": 2, "retrofit": 0}
+    terms = [*frequency, "unseen"]
+    # "gradle" and "build" are general; "clustering" stems to "cluster"; "ktor" is in 3 texts;
+    # "8080" has no letter; "jq" is short; "retrofit" and "unseen" are in no text
+    assert distinctive_terms(terms, frequency, general) == {"kapt", "g104", "gosec"}
+
+
+def test_a_candidate_holding_a_distinctive_term_opens_the_gate() -> None:
+    error = cand("kapt", "The Gradle daemon needs -Xmx6g; less makes kapt fail.", cos=0.3, cov=0.5)
+    other = cand("other", "Builds run on the shared runners.", cos=0.35)
+    pool = [error, other]
+    args = {"semantic": True, "limit": 6, "floor": 0.2, "lexical_weight": 0.0, "gate": 0.9}
+    assert rank(pool, **args) == []  # best relevance 0.35 < 0.9
+    assert keys(rank(pool, **args, distinctive=frozenset({"kapt"}))) == ["other", "kapt"]
+    assert rank(pool, **args, distinctive=frozenset({"ktor"})) == []  # held by no candidate
 
 
 def test_a_candidate_without_a_vector_that_shares_a_term_opens_the_gate() -> None:

@@ -129,6 +129,32 @@ def test_careless_and_hostile_prompts_get_a_bounded_answer_and_no_secret_back(
     assert texts(result)[0] == "This repository deploys with `make release`."
 
 
+def test_a_pasted_error_naming_a_tool_of_the_project_finds_its_fact(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], workdir: Path
+) -> None:
+    """A pasted error reads like a question about the code on screen, which the gate keeps
+    empty; a name in it that general words do not have and one stored text holds opens it."""
+    daemon = start(orca_env, daemon_factory)
+    loaded_status(daemon)
+    agent = Agent(daemon, workdir)
+    kapt = "The Gradle daemon needs `-Xmx6g` in gradle.properties; less memory makes kapt fail."
+    containers = "Go integration tests use testcontainers, so Docker must be running locally."
+    facts = [*FACTS, kapt, containers]
+    add_facts(project_dir(orca_env, agent.project_id), facts)
+    for fact in facts:
+        agent.save(fact)
+    for prompt, fact in (
+        ("gradle build dies with OutOfMemoryError in kapt", kapt),
+        ("testcontainers wont start on my mac, says it cant find a socket", containers),
+    ):
+        result = agent.recall(prompt)
+        assert texts(result)[0] == fact, (prompt, texts(result))
+        assert result.deliberate[0].content == fact, prompt
+    # a tool everybody uses is no name of the project's, even when one fact holds it
+    result = agent.recall("explain what a docker image layer is")
+    assert (result.automatic, result.deliberate) == ([], [])
+
+
 def test_a_correction_ranks_above_the_fact_it_corrects(
     orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], workdir: Path
 ) -> None:

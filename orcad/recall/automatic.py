@@ -399,6 +399,7 @@ class ProjectMemorySearch:
             gate=query.gates.gate,
             lexical_weight=self._embeddings.lexical_weight,
             lexical_gate=query.gates.lexical,
+            distinctive=self._embeddings.distinctive(terms, frequency),
         )
         return [cache.records[c.key] for c in chosen]
 

@@ -15,6 +15,7 @@ lexically.
 from __future__ import annotations
 
 import collections
+import functools
 import hashlib
 import itertools
 import json
@@ -23,14 +24,16 @@ import os
 import re
 import threading
 import zipfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
+from orcad.query import stem, tokenize
 from orcad.recall import bert
+from orcad.recall.rank import distinctive_terms
 from orcad.recall.wordpiece import WordPiece
 from orcad.secrets import redact
 
@@ -530,6 +533,23 @@ def gate_references(embedder: Embedder | None) -> GateReferences | None:
     return GateReferences(*vectors, texts, fitted, classify=embedder.unrelated_weight > 0)
 
 
+@functools.lru_cache(maxsize=1)
+def general_words() -> frozenset[str]:
+    """Words in general use, each with its stem: the whole words of the built-in model's
+    vocabulary (BERT's, drawn from English books and Wikipedia) and every word of the reference
+    prompts about something else (which name the tools everybody uses: git, docker, gradle).
+    A prompt's term outside them that few stored texts hold names something of the project's
+    own (orcad.recall.rank.distinctive_terms). Empty when the files cannot be read."""
+    try:
+        vocab = read_vocab(BUILTIN_DIR / "vocab.txt")
+        prompts = read_prompts(UNRELATED_PROMPTS)
+    except (OSError, EmbeddingUnavailable, UnicodeDecodeError):
+        return frozenset()
+    words = {word for word in vocab if word.isalpha()}
+    words.update(token for prompt in prompts for token in tokenize(prompt))
+    return frozenset(words | {stem(word) for word in words})
+
+
 class PromptGates(NamedTuple):
     """What a prompt's candidates must reach for anything to be injected (orcad.recall.rank)."""
 
@@ -620,6 +640,7 @@ class Embeddings:
             try:
                 embedder = self._loader()
                 self._references = gate_references(embedder)
+                general_words()  # read now, not at the first recall
                 self._embedder = embedder
             except EmbeddingUnavailable as exc:
                 self.reason = str(exc)
@@ -705,6 +726,17 @@ class Embeddings:
         if embedder.project_weight > 0:
             gate -= embedder.project_weight * max(0.0, float(nearest[0, 1]))
         return PromptGates(gate, lexical)
+
+    def distinctive(
+        self, terms: Sequence[str], document_frequency: Mapping[str, int]
+    ) -> frozenset[str]:
+        """The stems of the query `terms` that open the gate by themselves (a store's own
+        names: orcad.recall.rank.distinctive_terms); none when the general words cannot be
+        read, for then every word would look like a name."""
+        general = general_words()
+        if not general:
+            return frozenset()
+        return distinctive_terms(terms, document_frequency, general)
 
     @property
     def lexical_weight(self) -> float:

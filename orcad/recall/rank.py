@@ -22,13 +22,17 @@ clears it with a weaker match. The numbers belong to the model (cosines of diffe
 different scales): the built-in model's are in its MODEL.txt, chosen by bench/calibrate_recall.py
 on the labelled set of bench/eval_recall.py (README "How recall ranks"). A candidate without a
 vector (its embedding failed) competes on its coverage alone and passes the floor and the gate when
-it shares a term, so recall is lexical as before for it. A candidate whose coverage reaches the
-`lexical_gate` opens the gate on its words alone: in a small store, a prompt sharing a distinctive
-word with one record ("which package manager does the frontend use?") may be no closer to it in
-meaning than to a general question about a context manager. The lexical gate is the prompt's own
-too, raised as the gate is, so "thanks, that worked" does not open it by sharing "work" with a
-fact. Without an embedding the order is
-lexical, as before: every candidate sharing a term, by coverage then recency, no floor.
+it shares a term, so recall is lexical as before for it. A candidate holding a distinctive term
+of the prompt opens the gate too: a word that general English does not have, that no reference
+prompt about something else uses, and that only one or two stored texts contain names something
+of this project ("kapt", "testcontainers"), so a pasted error that names it is about the project
+however much it reads like a question about the code on screen. A candidate whose coverage
+reaches the `lexical_gate` opens the gate on its words alone: in a small store, a prompt sharing
+a distinctive word with one record ("which package manager does the frontend use?") may be no
+closer to it in meaning than to a general question about a context manager. The lexical gate
+is the prompt's own too, raised as the gate is, so "thanks, that worked" does not open it by
+sharing "work" with a fact. Without an embedding the order is lexical, as before: every
+candidate sharing a term, by coverage then recency, no floor.
 
 Corrections first: a newer candidate that is a near-duplicate of an older one (most of their
 significant words shared) is ranked just above it, whatever their own scores. At most two
@@ -51,6 +55,8 @@ _NEWER_STEP = 1e-6
 # scores close to it; the long tail of weak candidates is never compared
 CONSIDERED_PER_SHOWN = 3  # how far above its older near-duplicate a correction is placed
 ALIKE_SHOWN = 2  # near-duplicates of one another shown together, at most
+DISTINCTIVE_MATCHES = 2  # stored texts holding a term, at most, for it to be distinctive
+DISTINCTIVE_LENGTH = 4  # characters of a distinctive term, at least
 
 
 class Candidate(NamedTuple):  # a tuple: recall builds one per stored fact, per prompt
@@ -101,6 +107,23 @@ def significant_stems(text: str) -> frozenset[str]:
     return frozenset(token for token in text_stems(text) if not is_weak_term(token))
 
 
+def distinctive_terms(
+    terms: Iterable[str], document_frequency: Mapping[str, int], general: frozenset[str]
+) -> frozenset[str]:
+    """The stems of the query terms that name something of this store's own: held by one or
+    two of its texts, with a letter and at least four characters, and neither the term nor its
+    stem among the `general` words (orcad.recall.embedding.general_words)."""
+    return frozenset(
+        stem(term)
+        for term in terms
+        if 0 < document_frequency.get(term, 0) <= DISTINCTIVE_MATCHES
+        and len(term) >= DISTINCTIVE_LENGTH
+        and any(char.isalpha() for char in term)
+        and term not in general
+        and stem(term) not in general
+    )
+
+
 @functools.lru_cache(maxsize=65536)  # the same stored texts meet again prompt after prompt
 def near_duplicates(first: str, second: str) -> bool:
     a, b = significant_stems(first), significant_stems(second)
@@ -124,12 +147,14 @@ def rank(
     lexical_weight: float,
     gate: float | None,
     lexical_gate: float | None = None,
+    distinctive: frozenset[str] = frozenset(),
 ) -> list[Candidate]:
     """The candidates worth injecting, best first, at most `limit`.
 
     `semantic` says whether an embedding is in use (then the gate and the floor apply; a gate
     of None, or one at or below the floor, changes nothing); candidates are the union of
-    lexical and nearest-vector matches, each once.
+    lexical and nearest-vector matches, each once. A candidate holding one of the
+    `distinctive` stems (`distinctive_terms`) opens the gate.
     """
     if semantic:
         scored = {c.key: relevance(c, floor, lexical_weight) for c in candidates}
@@ -144,6 +169,7 @@ def rank(
             scored[c.key] >= gate
             or (c.cosine is None and c.coverage > 0)
             or (lexical_gate is not None and c.coverage >= lexical_gate)
+            or not distinctive.isdisjoint(text_stems(c.text))
             for c in pool
         )
     ):
