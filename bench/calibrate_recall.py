@@ -13,7 +13,9 @@ its cosine with the nearest of orcad/recall/project_prompts.txt`, as the daemon 
 vector, its cosines with the nearest prompt of each set and its words, fitted on
 orcad/recall/unrelated_prompts.txt against the project prompts, none of them within cosine 0.7
 of a labelled prompt); a candidate covering at least the lexical gate (raised by the same
-unrelated_weight x probability) of the prompt's weighted terms opens it on its words alone.
+unrelated_weight x probability) of the prompt's weighted terms opens it on its words alone,
+and so does one holding a distinctive term of the prompt (`rank.distinctive_terms`: a name
+of the store's own that general words do not have).
 Prints the best setting at each unrelated and project weight and the chosen one's neighbours
 (hit@k of the "shares" and "other" classes, the share of "none" prompts left empty, in the set
 that leaves the fewest). The chosen setting keeps "shares" hit@6 >= 0.95 (or its best) in the
@@ -48,6 +50,7 @@ from orcad.recall.embedding import (
     PROJECT_PROMPTS,
     UNRELATED_PROMPTS,
     GateReferences,
+    general_words,
     load_embedder,
     read_prompts,
 )
@@ -74,7 +77,8 @@ def part_candidates(docs, matrix, doc_stems, prompt, query):  # type: ignore[no-
     lexical = [
         i for i in sorted(range(len(docs)), key=lambda i: -covered[i])[:POOL] if covered[i] > 0
     ]
-    return [
+    distinctive = rank.distinctive_terms(terms, frequency, general_words())
+    return distinctive, [
         rank.Candidate(
             key=f"{i}",
             text=docs[i][1],
@@ -107,8 +111,9 @@ SMALL_STORE_OTHERS = 3  # facts beside the wanted ones in a prompt's small store
 
 class Outcomes:
     """Per (lexical weight, floor): for every prompt and part, whether its ranking (before the
-    gate) holds a wanted fact, or for an unrelated prompt anything, and its best relevance. The
-    gate only decides whether that ranking is shown, so the gate grid costs no ranking."""
+    gate) holds a wanted fact, or for an unrelated prompt anything, its best relevance and
+    coverage, and whether a candidate holding a distinctive term opens the gate. The gate only
+    decides whether that ranking is shown, so the gate grid costs no ranking."""
 
     def __init__(self, prepared, closeness, classes, groups):  # type: ignore[no-untyped-def]
         self.closeness = closeness  # (P(unrelated), closeness to the project prompts)
@@ -119,8 +124,8 @@ class Outcomes:
             for floor in FLOORS:
                 entry = {}
                 for name, (top, prompts) in prepared.items():
-                    found, best, covered = [], [], []
-                    for cls, wanted, docs, candidates in prompts:
+                    found, best, covered, opened = [], [], [], []
+                    for cls, wanted, docs, (distinctive, candidates) in prompts:
                         ranked = rank.rank(
                             candidates,
                             semantic=True,
@@ -131,13 +136,20 @@ class Outcomes:
                         )
                         ids = {docs[int(c.key)][0] for c in ranked}
                         found.append(bool(ids) if cls == "none" else bool(ids & set(wanted)))
-                        scores = sorted(
-                            ((rank.relevance(c, floor, weight), c.coverage) for c in candidates),
-                            reverse=True,
+                        considered = sorted(
+                            candidates, key=lambda c: -rank.relevance(c, floor, weight)
                         )[: rank.CONSIDERED_PER_SHOWN * top]  # what rank() looks at
-                        best.append(scores[0][0] if scores else -1.0)
-                        covered.append(max((cov for _r, cov in scores), default=0.0))
-                    entry[name] = (np.array(found), np.array(best), np.array(covered))
+                        best.append(
+                            rank.relevance(considered[0], floor, weight) if considered else -1.0
+                        )
+                        covered.append(max((c.coverage for c in considered), default=0.0))
+                        opened.append(
+                            any(
+                                not distinctive.isdisjoint(rank.text_stems(c.text))
+                                for c in considered
+                            )
+                        )
+                    entry[name] = tuple(map(np.array, (found, best, covered, opened)))
                 self.table[weight, floor] = entry
 
     def figures(self, setting, subset):  # type: ignore[no-untyped-def]
@@ -155,8 +167,8 @@ class Outcomes:
         lexical_bar = (
             np.inf if lexical_gate is None else lexical_gate + unrelated * self.closeness[0]
         )
-        for name, (found, best, covered) in self.table[weight, floor].items():
-            shown = found & ((best >= bar) | (covered >= lexical_bar))
+        for name, (found, best, covered, opened) in self.table[weight, floor].items():
+            shown = found & ((best >= bar) | (covered >= lexical_bar) | opened)
             for cls in ("shares", "other"):
                 row[f"{name[:4]}_{cls}"] = round(
                     float(shown[subset & (self.classes == cls)].mean()), 3
