@@ -92,7 +92,7 @@ def part_candidates(docs, matrix, doc_stems, prompt, query):  # type: ignore[no-
 
 WEIGHTS = tuple(w for w in (0.0, 0.1, 0.2, 0.3, 0.5, 0.7) if w >= MIN_LEXICAL_WEIGHT)
 FLOORS = [round(float(f), 2) for f in np.arange(0.1, 0.7, 0.02)]
-GATES = [round(float(g), 2) for g in np.arange(-0.8, 0.8, 0.04)]
+GATES = [round(float(g), 2) for g in np.arange(-1.2, 0.8, 0.04)]
 UNRELATED_WEIGHTS = (0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0)
 PROJECT_WEIGHTS = (0.0, 0.5, 0.75, 1.0, 1.25, 1.5)
 EMPTY_TARGET = 0.85  # of unrelated prompts left empty, in both parts
@@ -184,7 +184,7 @@ class Outcomes:
         return row
 
 
-def choose(outcomes, subset):  # type: ignore[no-untyped-def]
+def choose(outcomes, subset, empty_target=EMPTY_TARGET):  # type: ignore[no-untyped-def]
     """Every setting's figures on `subset`, and the chosen one (see the module docstring)."""
     rows = [
         outcomes.figures((weight, floor, gate, unrelated, project, lexical_gate), subset)
@@ -200,7 +200,7 @@ def choose(outcomes, subset):  # type: ignore[no-untyped-def]
     targets = {"auto_shares": SHARES_TARGET, "smal_shares": SMALL_SHARES_TARGET}
     shares = {k: min(target, max(r[k] for r in rows)) for k, target in targets.items()}
     feasible = [r for r in rows if all(r[k] >= v for k, v in shares.items())]
-    reach = min(EMPTY_TARGET, max(min(r["auto_none"], r["deli_none"]) for r in feasible))
+    reach = min(empty_target, max(min(r["auto_none"], r["deli_none"]) for r in feasible))
     quiet = [r for r in feasible if min(r["auto_none"], r["deli_none"]) >= reach]
 
     def merit(r: dict[str, float]) -> tuple[float, ...]:
@@ -266,6 +266,13 @@ def main() -> None:
         help="labelled sets to choose on, comma-separated (main, fresh, check)",
     )
     parser.add_argument(
+        "--empty",
+        type=float,
+        default=EMPTY_TARGET,
+        help="share of each set's unrelated prompts a setting must leave empty in both parts "
+        f"(default {EMPTY_TARGET})",
+    )
+    parser.add_argument(
         "--score",
         default="",
         help="also score the chosen setting and the model's own on these sets (e.g. check), "
@@ -293,7 +300,7 @@ def main() -> None:
     prepared, closeness, classes, groups = gathered(args.sets)
     outcomes = Outcomes(prepared, closeness, classes, groups)
     everyone = np.ones(len(classes), dtype=bool)
-    rows, quiet, best, merit = choose(outcomes, everyone)
+    rows, quiet, best, merit = choose(outcomes, everyone, args.empty)
     for unrelated in UNRELATED_WEIGHTS:
         for project in PROJECT_WEIGHTS:
             candidates = [
@@ -316,7 +323,7 @@ def main() -> None:
         for cls in set(classes):
             halves[np.flatnonzero(classes == cls)[::2]] = True
         for name, fit in (("first", halves), ("second", ~halves)):
-            _rows, _quiet, chosen, _merit = choose(outcomes, fit)
+            _rows, _quiet, chosen, _merit = choose(outcomes, fit, args.empty)
             setting = tuple(chosen[k] for k in SETTING_KEYS)
             held = outcomes.figures((*setting, chosen["lexical_gate"]), ~fit)
             print(f"chosen on the {name} half:", chosen)

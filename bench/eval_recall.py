@@ -49,6 +49,7 @@ LABELLED_SETS = {
     "main": "bench.eval_data",
     "fresh": "bench.eval_data_fresh",
     "check": "bench.eval_data_check",
+    "fourth": "bench.eval_data_fourth",
 }
 
 

@@ -191,7 +191,7 @@ def main() -> None:
     parser.add_argument(
         "--gate",
         type=float,
-        default=-0.68,
+        default=-0.64,
         help="relevance the best candidate must reach for recall to inject anything, before "
         "the prompt's likeness to the reference prompts moves it (bench/calibrate_recall)",
     )
