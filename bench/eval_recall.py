@@ -216,6 +216,14 @@ def run(
                     )
                 assert daemon.proc is not None
                 rss = rss_mib(daemon.proc.pid)
+                # a part that failed answered nothing: its figures would measure the failure
+                failed = [
+                    e.message
+                    for e in client.call("daemon.status", {}).recent_errors
+                    if e.kind == "recall"
+                ]
+                if failed:
+                    raise RuntimeError(f"recall failed during the evaluation: {failed[-1]}")
         finally:
             daemon.stop()
     report: dict[str, Any] = {
