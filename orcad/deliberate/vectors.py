@@ -110,18 +110,20 @@ class VectorMatrix:
     row_ids: npt.NDArray[np.int64]
     workspaces: list[str | None]
     matrix: npt.NDArray[np.float32]
-    masks: dict[str, npt.NDArray[np.bool_]] = field(default_factory=dict)
+    hidden_rows: dict[str, npt.NDArray[np.intp]] = field(default_factory=dict)
 
-    def visible(self, workspace_id: str) -> npt.NDArray[np.bool_]:
-        mask = self.masks.get(workspace_id)
-        if mask is None:
-            mask = np.array(
-                [w is None or w == workspace_id for w in self.workspaces], dtype=np.bool_
-            )
-            if len(self.masks) > 64:
-                self.masks.clear()
-            self.masks[workspace_id] = mask
-        return mask
+    def hidden(self, workspace_id: str) -> npt.NDArray[np.intp]:
+        """The rows a session of `workspace_id` may not see (another workspace's records), as
+        indices: kept per workspace, for a recall reads them every time."""
+        rows = self.hidden_rows.get(workspace_id)
+        if rows is None:
+            rows = np.flatnonzero(
+                [w is not None and w != workspace_id for w in self.workspaces]
+            ).astype(np.intp)
+            if len(self.hidden_rows) > 64:
+                self.hidden_rows.clear()
+            self.hidden_rows[workspace_id] = rows
+        return rows
 
 
 def _version(connection: sqlite3.Connection) -> tuple[int, int]:
@@ -238,7 +240,7 @@ def hybrid_search(  # noqa: PLR0917 - one search's inputs
         cache[0] = matrix
         if len(matrix.row_ids) and matrix.matrix.shape[1] == query_vector.shape[0]:
             scores = matrix.matrix @ query_vector
-            scores[~matrix.visible(workspace_id)] = -np.inf
+            scores[matrix.hidden(workspace_id)] = -np.inf
             best = np.argpartition(-scores, min(nearest, len(scores) - 1))[:nearest]
             best = best[np.isfinite(scores[best])]
             cosines = {int(matrix.row_ids[i]): float(scores[i]) for i in best}

@@ -513,7 +513,18 @@ class GateReferences:
         (`nearest` as `self.nearest(vectors)`, if already known)."""
         if nearest is None:
             nearest = self.nearest(vectors)
-        logits = self._features(vectors, nearest, texts) @ self.weights + self.bias
+        # `_features` @ weights, without the rows of word features (mostly zeros): recall asks
+        # this once per prompt
+        dims = vectors.shape[1]
+        logits = vectors @ self.weights[:dims] + NEAREST_SCALE * (
+            nearest @ self.weights[dims : dims + 2]
+        )
+        words = self.weights[dims + 2 :]
+        for row, text in enumerate(texts):
+            columns = [self.vocabulary[f] for f in word_features(text) if f in self.vocabulary]
+            if columns:
+                logits[row] += WORD_SCALE / math.sqrt(len(columns)) * float(words[columns].sum())
+        logits += np.float32(self.bias)
         probability: Array = 1.0 / (1.0 + np.exp(-np.clip(logits, -60.0, 60.0)))
         return probability
 
