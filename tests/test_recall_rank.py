@@ -162,10 +162,11 @@ def test_a_candidate_covering_the_lexical_gate_opens_the_gate_on_its_words() -> 
 def test_a_distinctive_term_is_a_rare_name_general_words_do_not_have() -> None:
     general = frozenset({"gradle", "build", "memory", "cluster", "error"})
     frequency = {"kapt": 1, "gradle": 1, "build": 1, "clustering": 1, "g104": 2, "ktor": 3}
-    frequency |= {"8080": 1, "jq": 1, "gosec": 2, "retrofit": 0}
+    frequency |= {"8080": 1, "jq": 1, "zqx": 1, "gosec": 2, "retrofit": 0}
     terms = [*frequency, "unseen"]
-    # "gradle" and "build" are general; "clustering" stems to "cluster"; "ktor" is in 3 texts;
-    # "8080" has no letter; "jq" is short; "retrofit" and "unseen" are in no text
+    # "gradle" and "build" are general; "clustering" stems to "cluster"; "ktor" is in 3 texts
+    # (one more than DISTINCTIVE_MATCHES); "8080" has no letter; "jq" and "zqx" are shorter than
+    # DISTINCTIVE_LENGTH (4, as "kapt"); "retrofit" and "unseen" are in no text
     assert distinctive_terms(terms, frequency, general) == {"kapt", "g104", "gosec"}
 
 
