@@ -11,6 +11,7 @@ quoted terms are stemmed by FTS5 itself when the query runs.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Mapping, Sequence
@@ -62,6 +63,9 @@ def _has_vowel(text: str) -> bool:
     return any(char in _VOWELS for char in text)
 
 
+STEM_CACHED_LENGTH = 40  # longer words are stemmed anew each time: they cannot fill the cache
+
+
 def stem(word: str) -> str:
     """A light English suffix stripper, applied alike to queries and facts.
 
@@ -70,6 +74,17 @@ def stem(word: str) -> str:
     """
     if len(word) <= 3 or not word.isalpha():
         return word
+    if len(word) <= STEM_CACHED_LENGTH:  # recall stems the same words prompt after prompt
+        return _cached_stem(word)
+    return _stem(word)
+
+
+@functools.lru_cache(maxsize=65536)
+def _cached_stem(word: str) -> str:
+    return _stem(word)
+
+
+def _stem(word: str) -> str:
     if word.endswith("sses"):
         word = word[:-2]
     elif word.endswith("ies") and len(word) > 4:

@@ -14,12 +14,15 @@ from orcad.limits import QUERY_MAX_CONSIDERED, QUERY_MAX_TERMS
 from orcad.query import (
     FTS5_TOKENIZE,
     POSTINGS_BUDGET,
+    STEM_CACHED_LENGTH,
+    _cached_stem,
     derive_query_terms,
     distinct_terms,
     match_expression,
     most_selective,
     plan_terms,
     quote_term,
+    stem,
 )
 
 pytestmark = pytest.mark.inprocess
@@ -266,3 +269,16 @@ def test_at_most_64_distinct_terms_are_considered() -> None:
     words = [f"term{i:03d}" for i in range(QUERY_MAX_CONSIDERED + 1)]
     assert distinct_terms(" ".join(words)) == words[:QUERY_MAX_CONSIDERED]
     assert distinct_terms(" ".join(words[:QUERY_MAX_CONSIDERED])) == words[:QUERY_MAX_CONSIDERED]
+
+
+def test_stems_are_cached_for_words_of_ordinary_length_only() -> None:
+    # recall stems the same words prompt after prompt; a pasted blob of long made-up words must
+    # not fill the cache, and must stem just as an ordinary word does
+    assert stem("deployments") == stem("deploying") == "deploy"
+    long_word = "x" * STEM_CACHED_LENGTH + "deployments"
+    before = _cached_stem.cache_info().currsize
+    for n in range(200):
+        word = f"{long_word}{'a' * n}ing"
+        assert stem(word) == word[: -len("ing")]
+    assert stem(long_word) == long_word[: -len("s")].removesuffix("ment")
+    assert _cached_stem.cache_info().currsize == before

@@ -3,11 +3,14 @@ lexical mode without a model, and candidates without a vector."""
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from orcad.query import stems
 from orcad.recall.rank import (
     Candidate,
+    alike_in_pool,
     coverage,
     distinctive_terms,
     idf,
@@ -218,6 +221,39 @@ def test_near_duplicates_need_most_significant_words_shared() -> None:
         "Logs are kept in Loki for 14 days.", "Metrics are kept in Prometheus."
     )
     assert not near_duplicates("", "anything")
+
+
+def test_the_near_duplicates_found_in_a_pool_are_exactly_those_of_every_pair() -> None:
+    # ranking compares only texts sharing a stem of their prefixes; it must miss no pair that
+    # comparing every pair finds, on pools of texts overlapping by every share of their words
+    rng = random.Random(7)
+    pools_with_pairs = pools_without = 0
+    words = [f"w{n}x" for n in range(40)] + ["deploy", "cache", "queue", "nightly", "replica"]
+    for _ in range(300):
+        base = rng.sample(words, rng.randint(1, 12))
+        pool = []
+        for n in range(rng.randint(1, 30)):
+            text = list(base)
+            for _ in range(rng.randint(0, 8)):  # replace, drop or add words
+                choice = rng.random()
+                if choice < 0.4 and text:
+                    text[rng.randrange(len(text))] = rng.choice(words)
+                elif choice < 0.6 and len(text) > 1:
+                    text.pop(rng.randrange(len(text)))
+                else:
+                    text.append(rng.choice(words))
+            pool.append(cand(f"c{n}", " ".join(text)))
+        pool.append(cand("empty", "the of and"))  # stop words only: no significant stem
+        expected = {
+            c.key: {o.key for o in pool if o.key != c.key and near_duplicates(c.text, o.text)}
+            for c in pool
+        }
+        assert {key: set(found) for key, found in alike_in_pool(pool).items()} == expected
+        if any(expected.values()):
+            pools_with_pairs += 1
+        else:
+            pools_without += 1
+    assert pools_with_pairs > 100 and pools_without > 10  # both kinds were tried
 
 
 def test_without_a_model_the_order_is_lexical_with_no_floor() -> None:

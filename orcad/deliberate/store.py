@@ -12,7 +12,7 @@ import os
 import secrets
 import shlex
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
@@ -140,7 +140,8 @@ _INSERT = (
 )
 
 
-def _record(row: tuple[object, ...]) -> StoredRecord:
+def record_from_row(row: Sequence[object]) -> StoredRecord:
+    """A record from the columns of `_SELECT_RECORDS`, in that order, checked."""
     public_id, kind, content, workspace_id, root, created, updated = row
     return msgspec.convert(
         {
@@ -277,7 +278,7 @@ def search_by_match(
     rows = connection.execute(
         _SEARCH, {"match": expression, "workspace": workspace_id, "limit": limit}
     )
-    return [_record(row) for row in rows]
+    return [record_from_row(row) for row in rows]
 
 
 def recent_records(
@@ -287,7 +288,7 @@ def recent_records(
         _RECENT,
         {"workspace": workspace_id, "limit": limit},
     )
-    return [_record(row) for row in rows]
+    return [record_from_row(row) for row in rows]
 
 
 def visible_record(
@@ -297,7 +298,7 @@ def visible_record(
         _VISIBLE_BY_ID,
         {"id": public_id, "workspace": workspace_id},
     ).fetchone()
-    return _record(row) if row else None
+    return record_from_row(row) if row else None
 
 
 def same_content_record(
@@ -308,7 +309,7 @@ def same_content_record(
         _SAME_CONTENT,
         (scope_workspace_id or "", content),
     ).fetchone()
-    return _record(row) if row else None
+    return record_from_row(row) if row else None
 
 
 def insert_record(connection: sqlite3.Connection, record: StoredRecord) -> StoredRecord:
@@ -362,7 +363,7 @@ def forget_visible_record(
             "public_id, kind, content, workspace_id, workspace_root, created_at, updated_at",
             {"id": public_id, "workspace": workspace_id},
         ).fetchone()
-    return _record(row) if row else None
+    return record_from_row(row) if row else None
 
 
 def purge_deleted_text(connection: sqlite3.Connection) -> None:

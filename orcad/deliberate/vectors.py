@@ -24,11 +24,15 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-import msgspec
 import numpy as np
 import numpy.typing as npt
 
-from orcad.deliberate.store import StoredRecord, record_total, term_document_counts
+from orcad.deliberate.store import (
+    StoredRecord,
+    record_from_row,
+    record_total,
+    term_document_counts,
+)
 from orcad.limits import VECTOR_MATRIX_REFRESH_S
 from orcad.query import match_expression, most_selective, plan_terms
 
@@ -185,21 +189,7 @@ def _records(connection: sqlite3.Connection, row_ids: Sequence[int]) -> dict[int
         f"SELECT m.row_id, {_COLUMNS} FROM memories AS m WHERE m.row_id IN ({marks})",  # noqa: S608 - placeholders only
         list(row_ids),
     ).fetchall()
-    out: dict[int, StoredRecord] = {}
-    for row_id, public_id, kind, content, workspace_id, root, created, updated in rows:
-        out[int(row_id)] = msgspec.convert(
-            {
-                "id": public_id,
-                "kind": kind,
-                "content": content,
-                "workspace_id": workspace_id,
-                "workspace_root": root,
-                "created_at": created,
-                "updated_at": updated,
-            },
-            StoredRecord,
-        )
-    return out
+    return {int(row[0]): record_from_row(row[1:]) for row in rows}
 
 
 def hybrid_search(  # noqa: PLR0917 - one search's inputs
@@ -243,14 +233,14 @@ def hybrid_search(  # noqa: PLR0917 - one search's inputs
             scores[matrix.hidden(workspace_id)] = -np.inf
             best = np.argpartition(-scores, min(nearest, len(scores) - 1))[:nearest]
             best = best[np.isfinite(scores[best])]
-            cosines = {int(matrix.row_ids[i]): float(scores[i]) for i in best}
+            cosines = dict(zip(matrix.row_ids[best].tolist(), scores[best].tolist(), strict=True))
+            lexical = [r for r in row_ids if r not in cosines]
             row_ids += [r for r in cosines if r not in row_ids]
-            # the lexical matches' own cosines, where they have a vector (row ids are sorted)
-            for row_id in row_ids:
-                if row_id not in cosines:
-                    at = int(np.searchsorted(matrix.row_ids, row_id))
-                    if at < len(matrix.row_ids) and matrix.row_ids[at] == row_id:
-                        cosines[row_id] = float(scores[at])
+            if lexical:  # their own cosines, where they have a vector (row ids are sorted)
+                at = np.searchsorted(matrix.row_ids, lexical)
+                for row_id, index in zip(lexical, at.tolist(), strict=True):
+                    if index < len(matrix.row_ids) and int(matrix.row_ids[index]) == row_id:
+                        cosines[row_id] = float(scores[index])
     records = _records(connection, row_ids)
     found = [Found(records[row_id], cosines.get(row_id)) for row_id in row_ids if row_id in records]
     return HybridResult(found, list(chosen), counts, total)

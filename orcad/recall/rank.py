@@ -132,6 +132,37 @@ def near_duplicates(first: str, second: str) -> bool:
     return len(a & b) / len(a | b) >= NEAR_DUPLICATE
 
 
+@functools.lru_cache(maxsize=16384)
+def _prefix(text: str) -> tuple[str, ...]:
+    """The first of a text's significant stems in sorted order, as many as two near-duplicates
+    must share at least one of (prefix filtering: texts whose Jaccard index reaches t share one
+    of the first n - ceil(t * n) + 1 elements of each set under any fixed order)."""
+    ordered = sorted(significant_stems(text))
+    return tuple(ordered[: len(ordered) - math.ceil(NEAR_DUPLICATE * len(ordered)) + 1])
+
+
+def alike_in_pool(pool: Sequence[Candidate]) -> dict[str, frozenset[str]]:
+    """Each candidate's near-duplicates in `pool`, by key. Only pairs sharing a prefix stem
+    are compared, so a pool of unrelated texts costs one pass over their prefixes instead of
+    a comparison of every pair."""
+    by_stem: dict[str, list[Candidate]] = {}
+    alike: dict[str, set[str]] = {c.key: set() for c in pool}
+    for candidate in pool:
+        compared: set[str] = set()
+        for token in _prefix(candidate.text):
+            holders = by_stem.setdefault(token, [])
+            for other in holders:
+                if other.key not in compared:
+                    compared.add(other.key)
+                    if near_duplicates(other.text, candidate.text):
+                        alike[other.key].add(candidate.key)
+                        alike[candidate.key].add(other.key)
+            holders.append(candidate)
+    for key, keys in alike.items():
+        keys.discard(key)
+    return {key: frozenset(keys) for key, keys in alike.items()}
+
+
 def relevance(candidate: Candidate, floor: float, lexical_weight: float) -> float:
     if candidate.cosine is None:  # lexical as before: any shared term passes the floor
         return floor + lexical_weight * candidate.coverage if candidate.coverage > 0 else -1.0
@@ -178,45 +209,45 @@ def rank(
     # for every older candidate that would be shown (which bounds the comparisons); lifting
     # changes what is shown, so until nothing moves (each lift goes to a newer candidate, so
     # this ends; the second round usually finds nothing)
+    alike = alike_in_pool(pool)
+    by_key = {c.key: c for c in pool}
     lifted = True
     while lifted:
         lifted = False
-        shown = _varied(sorted(pool, key=lambda c: (-scored[c.key], -c.recorded_at, c.key)), limit)
+        ordered = sorted(pool, key=lambda c: (-scored[c.key], -c.recorded_at, c.key))
+        shown = _varied(ordered, limit, alike)
         for older in sorted(shown, key=lambda c: c.recorded_at):
             step = scored[older.key] + _NEWER_STEP
-            for newer in pool:
-                if (
-                    newer.recorded_at > older.recorded_at
-                    and scored[newer.key] < step
-                    and near_duplicates(older.text, newer.text)
-                ):
-                    scored[newer.key] = step
+            for key in alike[older.key]:
+                if by_key[key].recorded_at > older.recorded_at and scored[key] < step:
+                    scored[key] = step
                     lifted = True
     ordered = sorted(pool, key=lambda c: (-scored[c.key], -c.recorded_at, c.key))
     if semantic:
         ordered = [c for c in ordered if scored[c.key] >= floor]
-    return _varied(ordered, limit)
+    return _varied(ordered, limit, alike)
 
 
-def _varied(ordered: Sequence[Candidate], limit: int) -> list[Candidate]:
+def _varied(
+    ordered: Sequence[Candidate], limit: int, alike: Mapping[str, frozenset[str]]
+) -> list[Candidate]:
     """At most `limit` of `ordered`, in order, leaving out a candidate that says nearly the
     same as ALIKE_SHOWN of those already taken (ten records cut from one template do not fill
     the block), and one that a newer left-out candidate corrects (an outdated record is never
-    shown without its correction)."""
+    shown without its correction). `alike` holds each candidate's near-duplicates
+    (`alike_in_pool`)."""
     chosen: list[Candidate] = []
-    left_out: list[Candidate] = []
+    chosen_keys: set[str] = set()
+    left_out: dict[str, float] = {}  # key -> recorded_at
     for candidate in ordered:
-        if (
-            any(
-                other.recorded_at > candidate.recorded_at
-                and near_duplicates(other.text, candidate.text)
-                for other in left_out
-            )
-            or sum(1 for c in chosen if near_duplicates(c.text, candidate.text)) >= ALIKE_SHOWN
+        near = alike[candidate.key]
+        if len(near & chosen_keys) >= ALIKE_SHOWN or any(
+            left_out[key] > candidate.recorded_at for key in near if key in left_out
         ):
-            left_out.append(candidate)
+            left_out[candidate.key] = candidate.recorded_at
             continue
         chosen.append(candidate)
+        chosen_keys.add(candidate.key)
         if len(chosen) == limit:
             break
     return chosen
