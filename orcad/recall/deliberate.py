@@ -81,6 +81,7 @@ class DeliberateRecall:
                 for record, row in zip(unembedded, matrix, strict=True):
                     cosines[record.id] = float(row @ vector)
         weights = rank.query_weights(found.terms, found.frequency, found.total)
+        weight_total = sum(weights.values())
         by_key = {item.record.id: item.record for item in found.found}
         gates = query.gates
         chosen = rank.rank(
@@ -89,7 +90,9 @@ class DeliberateRecall:
                     key=item.record.id,
                     text=item.record.content,
                     recorded_at=item.record.updated_at,
-                    coverage=rank.coverage(rank.text_stems(item.record.content), weights),
+                    coverage=rank.coverage(
+                        rank.text_stems(item.record.content), weights, weight_total
+                    ),
                     cosine=cosines[item.record.id],
                 )
                 for item in found.found
