@@ -7,7 +7,12 @@ round sends the same new-turn recall to one and then the other, so both see the 
 load. Prints recall p50/p99 of each and the ratio of the p50s (issue target: at most 2x at 10k
 deliberate records).
 
-    .venv/bin/python -m bench.recall_cost [--sizes 1000,10000] [--requests 300] [--json]
+`--busy N` keeps N other processes spinning on the CPU while it measures, as a build or a test
+run does on a developer's machine (on this 2-core machine, `--busy 1` leaves one core to the
+two daemons and the client).
+
+    .venv/bin/python -m bench.recall_cost [--sizes 1000,10000] [--requests 300] [--busy N]
+        [--json]
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import argparse
 import json
 import logging
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -65,7 +71,14 @@ def measure(daemons: dict[str, DaemonProcess], cwd: str, prompts: list[str], req
     return figures
 
 
-def run(sizes: list[int], requests: int) -> list[dict[str, Any]]:
+def busy_processes(count: int) -> list[subprocess.Popen[bytes]]:
+    """`count` processes that spin on the CPU until killed."""
+    return [
+        subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)
+    ]
+
+
+def run(sizes: list[int], requests: int, busy: int = 0) -> list[dict[str, Any]]:
     prompts = latency_prompts()
     report = []
     with tempfile.TemporaryDirectory(prefix="orcad-bench-recall-cost-") as temp:
@@ -103,10 +116,15 @@ def run(sizes: list[int], requests: int) -> list[dict[str, Any]]:
             lexical = OrcaEnv(homes["none"])
             lexical.write_config(CONFIG.format(embedding="none"))
             daemons = {"builtin": daemon.start(), "none": DaemonProcess(lexical).start()}
+            spinning = busy_processes(busy)
             try:
                 print(f"measuring at {size} records", file=sys.stderr)
                 figures = measure(daemons, cwd, prompts, requests, size)
+                figures["busy"] = busy
             finally:
+                for process in spinning:
+                    process.kill()
+                    process.wait()
                 daemons["none"].stop()
                 daemon.stop()
             report.append(figures)
@@ -119,7 +137,9 @@ def format_figures(figures: dict[str, Any]) -> str:
         return f"{value * 1e3:7.3f} ms"
 
     return "\n".join([
-        f"{figures['records']:>7} deliberate records, ledger of 128:",
+        f"{figures['records']:>7} deliberate records, ledger of 128"
+        + (f", {figures['busy']} busy processes" if figures.get("busy") else "")
+        + ":",
         f"  recall, built-in model  p50 {ms(figures['builtin'][0])}"
         f"  p99 {ms(figures['builtin'][1])}  RSS {figures['builtin_rss_mib']:.1f} MiB",
         f"  recall, lexical only    p50 {ms(figures['none'][0])}  p99 {ms(figures['none'][1])}"
@@ -132,10 +152,13 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000,10000")
     parser.add_argument("--requests", type=int, default=300, help="timed recalls per daemon")
+    parser.add_argument(
+        "--busy", type=int, default=0, help="other processes spinning on the CPU meanwhile"
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     configure_logging(sys.stderr, level=logging.WARNING)
-    report = run([int(size) for size in args.sizes.split(",")], args.requests)
+    report = run([int(size) for size in args.sizes.split(",")], args.requests, args.busy)
     if args.json:
         print(json.dumps(report, indent=2))
     else:

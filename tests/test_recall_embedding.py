@@ -7,8 +7,11 @@ from __future__ import annotations
 import copy
 import io
 import json
+import os
 import shutil
 import struct
+import subprocess
+import sys
 import threading
 import time
 import zlib
@@ -40,6 +43,7 @@ from orcad.recall.embedding import (
 )
 from orcad.recall.wordpiece import WordPiece, basic_words
 from tests.fake_openai import FakeOpenAI, stall_before_headers, status
+from tests.harness import REPO_ROOT
 
 pytestmark = pytest.mark.inprocess
 
@@ -575,3 +579,46 @@ def test_a_model_file_with_a_bad_ranking_number_is_not_loaded(
     directory = tiny_static_model(tmp_path / "static", f"id: tiny\n{line}\n")
     with pytest.raises(EmbeddingUnavailable, match=f"MODEL.txt: {named} must be a number"):
         load_embedder(str(directory))
+
+
+BLAS_THREADS_SCRIPT = """
+import json, sys
+import numpy
+from threadpoolctl import threadpool_info
+from orcad.recall.embedding import Embeddings
+
+def counts():
+    return [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]
+
+before = counts()
+Embeddings.load(sys.argv[1])
+print(json.dumps([before, counts()]))
+"""
+
+
+@pytest.mark.parametrize(
+    ("setting", "environment", "limited"),
+    [
+        ("builtin", {}, True),  # one thread once a model is loaded
+        ("builtin", {"OPENBLAS_NUM_THREADS": "2"}, False),  # a count the user set stays
+        ("builtin", {"OMP_NUM_THREADS": "2"}, False),
+        ("none", {}, False),  # no model, no numpy work: nothing to change
+    ],
+)
+def test_a_loaded_model_runs_blas_on_one_thread_unless_the_user_chose(
+    setting: str, environment: dict[str, str], limited: bool
+) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in embedding.BLAS_ENVIRONMENT}
+    done = subprocess.run(
+        [sys.executable, "-c", BLAS_THREADS_SCRIPT, setting],
+        env={**env, **environment, "PYTHONPATH": str(REPO_ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    before, after = json.loads(done.stdout)
+    assert before, "numpy's BLAS was not found"
+    if "OPENBLAS_NUM_THREADS" in environment:
+        assert before == [2] * len(before)  # (so the assertion below can fail)
+    assert after == ([1] * len(before) if limited else before)

@@ -30,12 +30,15 @@ from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 import numpy.typing as npt
+import structlog
 
 from orcad.query import stem, tokenize
 from orcad.recall import bert
 from orcad.recall.rank import distinctive_terms
 from orcad.recall.wordpiece import WordPiece
 from orcad.secrets import redact
+
+log = structlog.get_logger("orcad.recall")
 
 Array = npt.NDArray[np.float32]
 BUILTIN_DIR = Path(__file__).resolve().parent / "model"
@@ -440,6 +443,36 @@ def word_features(text: str) -> set[str]:
     return {*words, *(f"{first} {second}" for first, second in itertools.pairwise(words))}
 
 
+# Environment variables by which a user sets the BLAS library's thread count (OpenBLAS, OpenMP
+# builds, MKL, Apple's Accelerate, BLIS); when one is set, orcad leaves the count alone
+BLAS_ENVIRONMENT = (
+    "OPENBLAS_NUM_THREADS",
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "VECLIB_MAXIMUM_THREADS",
+    "BLIS_NUM_THREADS",
+)
+
+
+def limit_blas_threads() -> None:
+    """Run numpy's BLAS on one thread in this process, unless the environment sets a count.
+
+    Recall's products are small (a prompt's vector against at most some 10,000 rows): split
+    over several threads, each call waits for all of them, and on a machine busy with a build
+    one of them is often not running, so recall took three times as long (README "Recall
+    cost"); the idle threads also spin between calls, taking the CPU from other processes."""
+    if any(os.environ.get(name) for name in BLAS_ENVIRONMENT):
+        return
+    try:
+        # imported here, in the model's loading thread: it takes some milliseconds, which the
+        # daemon's start need not wait for
+        from threadpoolctl import threadpool_limits  # noqa: PLC0415
+
+        threadpool_limits(1, user_api="blas")
+    except Exception as exc:  # recall still works with the library's own thread count
+        log.warning("recall.blas_threads_unchanged", error=f"{type(exc).__name__}: {exc}")
+
+
 class GateReferences:
     """The reference prompts and a classifier fitted on them: the probability that a prompt is
     about nothing a project stores, from its vector, its cosines with the nearest prompt of
@@ -650,6 +683,8 @@ class Embeddings:
                 return
             try:
                 embedder = self._loader()
+                if embedder is not None:
+                    limit_blas_threads()
                 self._references = gate_references(embedder)
                 general_words()  # read now, not at the first recall
                 self._embedder = embedder
