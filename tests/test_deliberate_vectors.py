@@ -84,6 +84,37 @@ def test_a_vector_goes_with_its_record_and_with_its_old_content(
     assert store_vectors(connection, "m1", [(1, "alpha deploys")], np.stack([unit(1, 0)])) == 0
 
 
+def test_vectors_of_another_width_or_not_finite_are_left_out_and_embedded_again(
+    connection: sqlite3.Connection,
+) -> None:
+    # one model id, vectors of two widths (an endpoint's server changed model), a damaged blob
+    # and a vector holding NaN: the search goes on with the good ones and the others rank on
+    # their words
+    for row, text in enumerate(["alpha deploys", "beta caches", "gamma queues", "delta logs"], 1):
+        save(connection, row, text)
+    good = unit(1, 0, 0).astype(np.float16).tobytes()
+    wider = unit(1, 0, 0, 0).astype(np.float16).tobytes()
+    broken = np.array([np.nan, 1, 0], dtype=np.float16).tobytes()
+    with connection:
+        connection.execute(
+            "CREATE TABLE IF NOT EXISTS memory_vectors "
+            "(row_id INTEGER PRIMARY KEY, model TEXT NOT NULL, vector BLOB NOT NULL)"
+        )
+        for row, blob in [(1, good), (2, wider), (3, broken), (4, good[:5])]:
+            connection.execute(
+                "INSERT INTO memory_vectors (row_id, model, vector) VALUES (?, 'm1', ?)",
+                (row, blob),
+            )
+    found = hybrid_search(connection, "ws1", ["caches"], unit(1, 0, 0), "m1", 5, [None])
+    cosines = {f.record.content: f.cosine for f in found.found}
+    assert cosines == {"beta caches": None, "alpha deploys": pytest.approx(1.0, abs=1e-3)}
+    # those of another width are embedded again (a NaN in a vector of the right width can only
+    # be damage: it stays out of the search)
+    assert progress(connection, "m1", 3) == (2, 2)
+    assert sorted(c for _r, c in pending(connection, "m1", 10, 3)) == ["beta caches", "delta logs"]
+    assert progress(connection, "m1") == (4, 0)  # width unknown yet: every vector counts
+
+
 def test_hybrid_search_joins_lexical_and_nearest_visible_records(
     connection: sqlite3.Connection,
 ) -> None:
@@ -109,14 +140,14 @@ def test_hybrid_search_joins_lexical_and_nearest_visible_records(
     assert cosines["alpha deploys with make"] == pytest.approx(0.0, abs=1e-3)
     assert found.total == 4 and found.terms == ["deploys"]
     matrix = cache[0]
-    assert load_matrix(connection, "m1", matrix) is matrix  # unchanged database: reused
+    assert load_matrix(connection, "m1", matrix, 3) is matrix  # unchanged database: reused
     save(connection, 5, "a new record")
     # a change is picked up, but at most once every VECTOR_MATRIX_REFRESH_S
-    assert load_matrix(connection, "m1", matrix) is matrix
+    assert load_matrix(connection, "m1", matrix, 3) is matrix
     aged = dataclasses.replace(matrix, loaded_at=matrix.loaded_at - VECTOR_MATRIX_REFRESH_S)
-    reloaded = load_matrix(connection, "m1", aged)
+    reloaded = load_matrix(connection, "m1", aged, 3)
     assert reloaded is not aged and reloaded.version != matrix.version
-    assert load_matrix(connection, "m1", reloaded) is reloaded
+    assert load_matrix(connection, "m1", reloaded, 3) is reloaded
     lexical = hybrid_search(connection, "ws1", ["cache"], None, None, 5, [None])
     assert [(f.record.content, f.cosine) for f in lexical.found] == [
         ("the cache holds tenants", None)

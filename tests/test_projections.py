@@ -14,7 +14,15 @@ import pytest
 from structlog.testing import capture_logs
 
 from orcad import limits
-from orcad.capture.ledger import Ledger, Provenance, merge_job_candidates, write_ledger
+from orcad.capture.ledger import (
+    Ledger,
+    LedgerCorrupt,
+    Provenance,
+    ledger_path,
+    merge_job_candidates,
+    read_ledger,
+    write_ledger,
+)
 from orcad.capture.projections import (
     INDEX_FILE,
     MARKDOWN_FILE,
@@ -35,7 +43,7 @@ from orcad.recall.automatic import (
     fact_embedder,
     search_index,
 )
-from orcad.recall.embedding import BUILTIN_DIR, Embeddings, load_static
+from orcad.recall.embedding import BUILTIN_DIR, Embeddings, EmbeddingUnavailable, load_static
 from protocol.types import ExtractedFact
 
 pytestmark = pytest.mark.inprocess
@@ -468,6 +476,51 @@ def test_a_damaged_stored_vector_is_embedded_again(tmp_path: Path, damage: bytes
     assert recall_first(search, embeddings, model) == facts[0]
     assert model.texts == facts[1:]  # the damaged one only, the other came from the index
     search.close()
+
+
+class BatchesFail(CountingModel):
+    """Embeds one text at a time, but times out on a batch (an endpoint whose deadline fits
+    a prompt and not 128 facts)."""
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        if len(texts) > 1:
+            raise EmbeddingUnavailable("endpoint: timed out")
+        return super().embed(texts)
+
+
+def test_facts_that_could_not_be_embedded_are_recalled_by_their_words(tmp_path: Path) -> None:
+    model = BatchesFail()
+    embeddings = Embeddings("endpoint", model)
+    facts = ["The frontend uses pnpm, never npm.", "Releases are cut on Thursdays."]
+    commit(tmp_path, with_facts(Ledger(), *facts))  # an index without vectors
+    search = ProjectMemorySearch(lambda _project: tmp_path, embeddings=embeddings)
+    assert recall_first(search, embeddings, model) == facts[0]  # lexical for them
+    search.close()
+
+
+def test_a_ledger_with_a_time_orcad_did_not_write_is_corrupt_and_recall_answers_empty(
+    tmp_path: Path,
+) -> None:
+    facts = ["The frontend uses pnpm, never npm.", "Releases are cut on Thursdays."]
+    ledger = with_facts(Ledger(), *facts)
+    commit(tmp_path, ledger)
+    path = ledger_path(tmp_path)
+    edited = path.read_text().replace(ledger.candidates[1].recorded_at, "last Tuesday", 1)
+    path.write_text(edited)
+    with pytest.raises(LedgerCorrupt):
+        read_ledger(tmp_path)
+    problems: list[str] = []
+    embeddings = Embeddings.load("builtin")
+    for model in (None, embeddings):  # lexical, and with a model
+        search = ProjectMemorySearch(
+            lambda _project: tmp_path,
+            embeddings=model,
+            record_error=lambda kind, _message: problems.append(kind),
+        )
+        query = None if model is None else model.query("which package manager?")
+        assert search.search_blocking("p", ["package", "manager"], 12, query) == []
+        search.close()
+    assert problems == ["recall.ledger_unreadable"] * 2
 
 
 def test_at_most_64_projects_keep_an_index_open(tmp_path: Path) -> None:

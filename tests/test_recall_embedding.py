@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from orcad.recall import embedding
 from orcad.recall.embedding import (
@@ -74,6 +76,72 @@ def test_wordpiece_splits_as_bert_does(builtin: Any) -> None:
 def test_wordpiece_unknown_piece_makes_the_word_unknown() -> None:
     pieces = WordPiece(["[UNK]", "ab", "##c"])
     assert pieces.encode("abc abd") == [1, 2, 0]
+
+
+def _greedy_reference(pieces: WordPiece, word: str) -> tuple[int, ...]:
+    """BERT's longest-match-first split, trying every end of the word (no length bound)."""
+    if len(word) > 100:
+        return (pieces.unknown_id,)
+    found, start = [], 0
+    while start < len(word):
+        for end in range(len(word), start, -1):
+            piece = word[start:end] if start == 0 else "##" + word[start:end]
+            if piece in pieces.ids:
+                found.append(pieces.ids[piece])
+                start = end
+                break
+        else:
+            return (pieces.unknown_id,)
+    return tuple(found)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    text=st.text(
+        alphabet=st.sampled_from(list("abcdefghijklmnopqrstuvwxyz0123456789 .,-_'é日\u200b\n"))
+        | st.characters(),
+        max_size=400,
+    ),
+    limit=st.integers(min_value=0, max_value=40),
+)
+def test_wordpiece_with_a_limit_gives_the_first_ids_and_splits_as_without_bound(
+    builtin: Any, text: str, limit: int
+) -> None:
+    tokens = builtin.tokens
+    assert tokens.encode(text, limit) == tokens.encode(text)[:limit]
+    for word in basic_words(text):
+        assert tokens.word_ids(word) == _greedy_reference(tokens, word), word
+
+
+def test_wordpiece_finds_the_longest_pieces_of_its_vocabulary(builtin: Any) -> None:
+    tokens = builtin.tokens
+    longest = sorted(tokens.ids, key=lambda t: -len(t.removeprefix("##")))[:40]
+    for token in longest:
+        piece = token.removeprefix("##")
+        for word in (piece, "a" + piece, piece + "s", "un" + piece + "ing"):
+            assert tokens.word_ids(word) == _greedy_reference(tokens, word), word
+
+
+def test_a_pasted_megabyte_costs_what_its_first_words_do(builtin: Any) -> None:
+    # a log of digests: every word new, each a long search in the vocabulary
+    lines = [f"layer sha256:{n:064x} pulled" for n in range(12_000)]
+    pasted = "\n".join(lines) + " and then zzq" + "q" * 500
+    tokens = WordPiece(list(builtin.tokens.ids))  # its own cache
+    looked_up: list[str] = []
+    split = tokens.word_ids
+
+    def counting(word: str) -> tuple[int, ...]:
+        looked_up.append(word)
+        return split(word)
+
+    tokens.word_ids = counting  # type: ignore[method-assign]
+    ids = tokens.encode(pasted, embedding.MAX_TOKENS)
+    assert len(ids) == embedding.MAX_TOKENS
+    assert len(looked_up) <= embedding.MAX_TOKENS  # each word gives at least one id
+    assert builtin.embed([pasted]).shape == (1, builtin.dims)
+    # words longer than BERT's limit are one unknown id and are never kept in the cache
+    tokens.encode("x" * 5_000 + " " + "y" * 101)
+    assert all(len(word) <= 100 for word in tokens._cache)
 
 
 def test_builtin_model_embeds_unit_vectors_and_ranks_meaning(builtin: Any) -> None:

@@ -284,3 +284,27 @@ def test_coverage_weighs_rare_and_unknown_terms() -> None:
     assert 0 < coverage(text, weights) < 1
     assert coverage(stems("nothing here"), weights) == 0.0
     assert coverage(text, {}) == 0.0
+
+
+def test_a_candidate_whose_cosine_is_not_a_number_ranks_on_its_words() -> None:
+    good = cand("good", "the frontend uses pnpm", cos=0.8)
+    weak = cand("weak", "releases are cut on thursdays", cos=0.6)
+    broken = cand("nan", "the frontend lints with eslint", cov=0.5, cos=float("nan"))
+    assert ranked([broken, weak, good]) == ["good", "nan", "weak"]  # FLOOR + WEIGHT * 0.5
+    silent = cand("inf", "another", cov=0.0, cos=float("inf"))
+    assert ranked([silent, weak, good]) == ["good", "weak"]  # no shared term: not shown
+    assert ranked([broken], gate=0.9) == ["nan"]  # opens the gate on its words, as without one
+
+
+def test_a_key_given_twice_ranks_once_as_its_first_candidate() -> None:
+    first = cand("k", "the frontend uses pnpm", at=1, cos=0.9)
+    again = cand("k", "the frontend uses pnpm now", at=2, cos=0.7)
+    chosen = rank(
+        [first, again, cand("o", "other", cos=0.6)],
+        semantic=True,
+        limit=6,
+        floor=FLOOR,
+        lexical_weight=WEIGHT,
+        gate=None,
+    )
+    assert [(c.key, c.cosine) for c in chosen] == [("k", 0.9), ("o", 0.6)]

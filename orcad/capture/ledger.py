@@ -36,7 +36,7 @@ from pathlib import Path
 import msgspec
 
 from orcad import limits
-from orcad.clock import format_time
+from orcad.clock import format_time, parse_time
 from orcad.durable_files import (
     FileSignature,
     file_signature,
@@ -82,6 +82,10 @@ class CandidateRecord(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_
     provider: str
     model: str
     prompt_version: str
+
+    def __post_init__(self) -> None:
+        # recall orders by it: a ledger holding another string is corrupt (ValueError)
+        parse_time(self.recorded_at)
 
 
 class MergedJob(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):

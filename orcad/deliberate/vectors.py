@@ -48,6 +48,7 @@ _COLUMNS = (
     "m.public_id, m.kind, m.content, m.workspace_id, m.workspace_root, m.created_at, m.updated_at"
 )
 VECTOR_DTYPE = np.float16  # half the bytes; cosine ranks are unchanged at this precision
+VECTOR_BYTES = np.dtype(VECTOR_DTYPE).itemsize  # per dimension
 
 
 def ensure_schema(connection: sqlite3.Connection) -> None:
@@ -62,23 +63,27 @@ def ensure_schema(connection: sqlite3.Connection) -> None:
             connection.execute(statement)
 
 
-def pending(connection: sqlite3.Connection, model: str, limit: int) -> list[tuple[int, str]]:
-    """Up to `limit` records without a vector of `model`, newest first: (row_id, content)."""
+def pending(
+    connection: sqlite3.Connection, model: str, limit: int, dims: int = 0
+) -> list[tuple[int, str]]:
+    """Up to `limit` records without a vector of `model` (one `dims` wide, when `dims` is
+    known), newest first: (row_id, content)."""
     ensure_schema(connection)
     rows = connection.execute(
         "SELECT m.row_id, m.content FROM memories AS m LEFT JOIN memory_vectors AS v "
-        "ON v.row_id = m.row_id AND v.model = ? WHERE v.row_id IS NULL "
-        "ORDER BY m.row_id DESC LIMIT ?",
-        (model, limit),
+        "ON v.row_id = m.row_id AND v.model = ? AND (? = 0 OR length(v.vector) = ?) "
+        "WHERE v.row_id IS NULL ORDER BY m.row_id DESC LIMIT ?",
+        (model, dims, dims * VECTOR_BYTES, limit),
     ).fetchall()
     return [(int(row_id), str(content)) for row_id, content in rows]
 
 
-def progress(connection: sqlite3.Connection, model: str) -> tuple[int, int]:
-    """(records with a vector of `model`, records without one)."""
+def progress(connection: sqlite3.Connection, model: str, dims: int = 0) -> tuple[int, int]:
+    """(records with a vector of `model`, `dims` wide when known; records without one)."""
     ensure_schema(connection)
     embedded = connection.execute(
-        "SELECT count(*) FROM memory_vectors WHERE model = ?", (model,)
+        "SELECT count(*) FROM memory_vectors WHERE model = ? AND (? = 0 OR length(vector) = ?)",
+        (model, dims, dims * VECTOR_BYTES),
     ).fetchone()[0]
     return int(embedded), record_total(connection) - int(embedded)
 
@@ -136,25 +141,34 @@ def _version(connection: sqlite3.Connection) -> tuple[int, int]:
 
 
 def load_matrix(
-    connection: sqlite3.Connection, model: str, cached: VectorMatrix | None
+    connection: sqlite3.Connection, model: str, cached: VectorMatrix | None, dims: int
 ) -> VectorMatrix:
+    """The vectors of `model` that are `dims` wide and finite. Any other is left out, so its
+    record ranks on its words: one of another width (an endpoint's server that answers with
+    another model under the same name, or a damaged row) is embedded again by the backfill
+    (`pending`); one holding NaN or inf could only be a damaged row, and stays out."""
     ensure_schema(connection)
     version = _version(connection)
     now = time.monotonic()
     fresh = cached is not None and (
         cached.version == version or now - cached.loaded_at < VECTOR_MATRIX_REFRESH_S
     )
-    if cached is not None and cached.model == model and fresh:
+    if cached is not None and cached.model == model and cached.matrix.shape[1] == dims and fresh:
         return cached
     rows = connection.execute(
         "SELECT v.row_id, m.workspace_id, v.vector FROM memory_vectors AS v "
-        "JOIN memories AS m ON m.row_id = v.row_id WHERE v.model = ? ORDER BY v.row_id",
-        (model,),
+        "JOIN memories AS m ON m.row_id = v.row_id WHERE v.model = ? AND length(v.vector) = ? "
+        "ORDER BY v.row_id",
+        (model, dims * VECTOR_BYTES),
     ).fetchall()
-    matrix: npt.NDArray[np.float32] = np.zeros((0, 0), dtype=np.float32)
+    matrix: npt.NDArray[np.float32] = np.zeros((0, dims), dtype=np.float32)
     if rows:
         packed = np.frombuffer(b"".join(r[2] for r in rows), dtype=VECTOR_DTYPE)
-        matrix = packed.reshape(len(rows), -1).astype(np.float32)
+        matrix = packed.reshape(len(rows), dims).astype(np.float32)
+        finite = np.flatnonzero(np.isfinite(matrix).all(axis=1))
+        if len(finite) < len(rows):
+            rows = [rows[index] for index in finite.tolist()]
+            matrix = matrix[finite]
     return VectorMatrix(
         model=model,
         version=version,
@@ -226,9 +240,9 @@ def hybrid_search(  # noqa: PLR0917 - one search's inputs
             ]
     cosines: dict[int, float] = {}
     if query_vector is not None and model is not None:
-        matrix = load_matrix(connection, model, cache[0])
+        matrix = load_matrix(connection, model, cache[0], len(query_vector))
         cache[0] = matrix
-        if len(matrix.row_ids) and matrix.matrix.shape[1] == query_vector.shape[0]:
+        if len(matrix.row_ids):
             scores = matrix.matrix @ query_vector
             scores[matrix.hidden(workspace_id)] = -np.inf
             best = np.argpartition(-scores, min(nearest, len(scores) - 1))[:nearest]

@@ -375,7 +375,7 @@ class ProjectMemorySearch:
         covered = np.zeros(len(ids), dtype=np.float32)
         for key, term_weight in weights.items():
             covered += np.float32(term_weight / total) * self._stem_mask(cache, key)
-        matrix, embedded = self._stacked(cache)
+        matrix, embedded = self._stacked(cache, len(query.vector))
         cosines = np.where(embedded, matrix @ query.vector, np.nan)
         # only the most relevant few become ranking candidates (128 would cost more than search)
         weight = self._embeddings.lexical_weight
@@ -403,12 +403,12 @@ class ProjectMemorySearch:
         )
         return [cache.records[c.key] for c in chosen]
 
-    def _stacked(self, cache: ProjectCache) -> tuple[Array, npt.NDArray[np.bool_]]:
-        """The records' vectors as one matrix in `records` order, and which rows are real."""
+    def _stacked(self, cache: ProjectCache, dims: int) -> tuple[Array, npt.NDArray[np.bool_]]:
+        """The records' vectors as one matrix in `records` order, `dims` wide (the prompt's),
+        and which rows are real: a record without a vector of that width (none could be made,
+        or an endpoint now answers in another width) ranks on its words."""
         vectors = self._vectors(cache)
-        if cache.stacked is None:
-            assert self._embeddings is not None
-            dims = next((len(v) for v in vectors.values()), 1)
+        if cache.stacked is None or cache.stacked[0].shape[1] != dims:
             matrix = np.zeros((len(cache.records), dims), dtype=np.float32)
             embedded = np.zeros(len(cache.records), dtype=np.bool_)
             for n, record_id in enumerate(cache.records):

@@ -148,14 +148,15 @@ class Backfill:
         if model is None or service.store.damage is not None:
             return 0
         store = service.store
+        dims = self._dims()
 
         def read(connection: sqlite3.Connection) -> list[tuple[int, str]] | None:
             if self._seen_changes == connection.total_changes and not self.pending:
                 return None  # nothing written since the last pass found nothing to do
-            self.embedded, self.pending = progress(connection, model)
+            self.embedded, self.pending = progress(connection, model, dims)
             self.counted = True
             self._seen_changes = connection.total_changes
-            return pending(connection, model, RECALL_BACKFILL_BATCH) if self.pending else []
+            return pending(connection, model, RECALL_BACKFILL_BATCH, dims) if self.pending else []
 
         rows = store.query_blocking(read)
         if not rows:
@@ -184,9 +185,15 @@ class Backfill:
         model = self._embeddings.model_id
         if model is None or service.store.damage is not None:
             return
+        dims = self._dims()
         self.embedded, self.pending = service.store.query_blocking(
-            lambda connection: progress(connection, model)
+            lambda connection: progress(connection, model, dims)
         )
+
+    def _dims(self) -> int:
+        """The model's width, or 0 while unknown (an endpoint's, before its first answer)."""
+        embedder = self._embeddings.embedder
+        return 0 if embedder is None else embedder.dims
 
     async def run(self) -> None:
         """Embed pending records batch after batch, for as long as the daemon runs."""

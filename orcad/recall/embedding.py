@@ -135,7 +135,7 @@ class StaticEmbedder:
     def embed(self, texts: Sequence[str]) -> Array:
         out = np.zeros((len(texts), self.dims), dtype=np.float32)
         for row, text in enumerate(texts):
-            ids = self.tokens.encode(text)[:MAX_TOKENS]
+            ids = self.tokens.encode(text, MAX_TOKENS)
             if ids:
                 out[row] = (self.codes[ids] * self.scale[ids, None]).mean(axis=0)
         return normalize_rows(out)
@@ -234,7 +234,7 @@ class TransformerEmbedder:
     def embed(self, texts: Sequence[str]) -> Array:
         out = np.zeros((len(texts), self.dims), dtype=np.float32)
         for row, text in enumerate(texts):
-            ids = [self.cls, *self.tokens.encode(text)[: TRANSFORMER_MAX_TOKENS - 2], self.sep]
+            ids = [self.cls, *self.tokens.encode(text, TRANSFORMER_MAX_TOKENS - 2), self.sep]
             out[row] = bert.forward(self.weights, np.array([ids]), self.heads)[0].mean(axis=0)
         return normalize_rows(out)
 
@@ -300,9 +300,12 @@ class EndpointEmbedder:
         if (
             matrix.ndim != 2
             or len(matrix) != len(texts)
+            or matrix.shape[1] == 0
             or (self.dims and matrix.shape[1] != self.dims)
         ):
             raise EmbeddingUnavailable(f"embedding endpoint {self.url}: answer of wrong shape")
+        if not np.isfinite(matrix).all():
+            raise EmbeddingUnavailable(f"embedding endpoint {self.url}: answer holds NaN or inf")
         self.dims = int(matrix.shape[1])
         return normalize_rows(matrix)
 

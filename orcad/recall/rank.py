@@ -57,6 +57,9 @@ CONSIDERED_PER_SHOWN = 3  # how far above its older near-duplicate a correction 
 ALIKE_SHOWN = 2  # near-duplicates of one another shown together, at most
 DISTINCTIVE_MATCHES = 2  # stored texts holding a term, at most, for it to be distinctive
 DISTINCTIVE_LENGTH = 4  # characters of a distinctive term, at least
+# stored texts whose stems are kept between prompts: a pool is at most 3 x 16 texts a part, so
+# this spans many prompts; a stored text's stems may take kilobytes, so not many more
+TEXTS_CACHED = 4096
 
 
 class Candidate(NamedTuple):  # a tuple: recall builds one per stored fact, per prompt
@@ -96,13 +99,13 @@ def coverage(
     return sum(weight for term, weight in weights.items() if term in found) / total
 
 
-@functools.lru_cache(maxsize=16384)
+@functools.lru_cache(maxsize=TEXTS_CACHED)
 def text_stems(text: str) -> frozenset[str]:
     """The stems of a stored text (cached: the same records come back prompt after prompt)."""
     return frozenset(stems(text))
 
 
-@functools.lru_cache(maxsize=16384)
+@functools.lru_cache(maxsize=TEXTS_CACHED)
 def significant_stems(text: str) -> frozenset[str]:
     return frozenset(token for token in text_stems(text) if not is_weak_term(token))
 
@@ -124,7 +127,7 @@ def distinctive_terms(
     )
 
 
-@functools.lru_cache(maxsize=65536)  # the same stored texts meet again prompt after prompt
+@functools.lru_cache(maxsize=4 * TEXTS_CACHED)  # the same texts meet again prompt after prompt
 def near_duplicates(first: str, second: str) -> bool:
     a, b = significant_stems(first), significant_stems(second)
     if not a or not b or min(len(a), len(b)) < NEAR_DUPLICATE * max(len(a), len(b)):
@@ -132,7 +135,7 @@ def near_duplicates(first: str, second: str) -> bool:
     return len(a & b) / len(a | b) >= NEAR_DUPLICATE
 
 
-@functools.lru_cache(maxsize=16384)
+@functools.lru_cache(maxsize=TEXTS_CACHED)
 def _prefix(text: str) -> tuple[str, ...]:
     """The first of a text's significant stems in sorted order, as many as two near-duplicates
     must share at least one of (prefix filtering: texts whose Jaccard index reaches t share one
@@ -164,7 +167,8 @@ def alike_in_pool(pool: Sequence[Candidate]) -> dict[str, frozenset[str]]:
 
 
 def relevance(candidate: Candidate, floor: float, lexical_weight: float) -> float:
-    if candidate.cosine is None:  # lexical as before: any shared term passes the floor
+    if candidate.cosine is None or not math.isfinite(candidate.cosine):
+        # lexical as before (no vector, or a broken one): any shared term passes the floor
         return floor + lexical_weight * candidate.coverage if candidate.coverage > 0 else -1.0
     return candidate.cosine + lexical_weight * candidate.coverage
 
@@ -184,21 +188,24 @@ def rank(
 
     `semantic` says whether an embedding is in use (then the gate and the floor apply; a gate
     of None, or one at or below the floor, changes nothing); candidates are the union of
-    lexical and nearest-vector matches, each once. A candidate holding one of the
-    `distinctive` stems (`distinctive_terms`) opens the gate.
+    lexical and nearest-vector matches, each once (a key given twice ranks as its first). A
+    candidate holding one of the `distinctive` stems (`distinctive_terms`) opens the gate.
     """
+    unique: dict[str, Candidate] = {}
+    for candidate in candidates:  # a key ranks once, as its first candidate
+        unique.setdefault(candidate.key, candidate)
     if semantic:
-        scored = {c.key: relevance(c, floor, lexical_weight) for c in candidates}
+        scored = {key: relevance(c, floor, lexical_weight) for key, c in unique.items()}
     else:
-        scored = {c.key: c.coverage for c in candidates if c.coverage > 0}
-    pool = sorted((c for c in candidates if c.key in scored), key=lambda c: -scored[c.key])
+        scored = {key: c.coverage for key, c in unique.items() if c.coverage > 0}
+    pool = sorted((c for c in unique.values() if c.key in scored), key=lambda c: -scored[c.key])
     pool = pool[: CONSIDERED_PER_SHOWN * limit]
     if (
         semantic
         and gate is not None
         and not any(
             scored[c.key] >= gate
-            or (c.cosine is None and c.coverage > 0)
+            or ((c.cosine is None or not math.isfinite(c.cosine)) and c.coverage > 0)
             or (lexical_gate is not None and c.coverage >= lexical_gate)
             or not distinctive.isdisjoint(text_stems(c.text))
             for c in pool

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 MAX_WORD_CHARS = 100  # BERT's limit: a longer "word" is one unknown token
+WORD_CACHE_ENTRIES = 65536  # words whose ids are kept: prompts bring endless new words
 CONTINUATION = "##"
 
 
@@ -41,10 +42,16 @@ _ASCII_WORD = re.compile(r"[a-z0-9]+|[!-/:-@\[-`{-~]")
 
 def basic_words(text: str) -> list[str]:
     """Lower-cased, accent-free words with every punctuation and CJK character on its own."""
+    return list(iter_basic_words(text))
+
+
+def iter_basic_words(text: str) -> Iterator[str]:
+    """`basic_words`, one at a time: a caller that needs only the first few stops the work."""
     if text.isascii():
-        return _ASCII_WORD.findall(_ASCII_CONTROL.sub("", text.lower()))
+        for match in _ASCII_WORD.finditer(_ASCII_CONTROL.sub("", text.lower())):
+            yield match.group()
+        return
     folded = unicodedata.normalize("NFD", text.lower())
-    out: list[str] = []
     current: list[str] = []
     for char in folded:
         code = ord(char)
@@ -57,18 +64,17 @@ def basic_words(text: str) -> list[str]:
             continue
         if char.isspace():
             if current:
-                out.append("".join(current))
+                yield "".join(current)
                 current = []
         elif _is_punctuation(char) or _is_cjk(code):
             if current:
-                out.append("".join(current))
+                yield "".join(current)
                 current = []
-            out.append(char)
+            yield char
         else:
             current.append(char)
     if current:
-        out.append("".join(current))
-    return out
+        yield "".join(current)
 
 
 class WordPiece:
@@ -77,6 +83,8 @@ class WordPiece:
     def __init__(self, vocabulary: Sequence[str], unknown: str = "[UNK]") -> None:
         self.ids = {token: index for index, token in enumerate(vocabulary)}
         self.unknown_id = self.ids.get(unknown, 0)
+        # no piece is longer than the longest vocabulary entry: the longest match starts there
+        self._longest = max((len(t.removeprefix(CONTINUATION)) for t in self.ids), default=1)
         self._cache: dict[str, tuple[int, ...]] = {}
 
     def word_ids(self, word: str) -> tuple[int, ...]:
@@ -84,7 +92,8 @@ class WordPiece:
         if cached is not None:
             return cached
         result = self._split(word)
-        if len(self._cache) < 65536:  # bounded: prompts bring endless new words
+        # bounded in entries and in the length of a word (longer ones are a single unknown)
+        if len(self._cache) < WORD_CACHE_ENTRIES and len(word) <= MAX_WORD_CHARS:
             self._cache[word] = result
         return result
 
@@ -94,7 +103,7 @@ class WordPiece:
         pieces: list[int] = []
         start = 0
         while start < len(word):
-            end = len(word)
+            end = min(len(word), start + self._longest)
             found = -1
             while start < end:
                 piece = word[start:end] if start == 0 else CONTINUATION + word[start:end]
@@ -108,9 +117,13 @@ class WordPiece:
             start = end
         return tuple(pieces)
 
-    def encode(self, text: str) -> list[int]:
-        """The vocabulary ids of `text`, without [CLS]/[SEP]."""
+    def encode(self, text: str, limit: int | None = None) -> list[int]:
+        """The vocabulary ids of `text`, without [CLS]/[SEP]; with `limit`, only its first
+        `limit` ids, and the rest of the text is not looked at (a pasted megabyte of log costs
+        what its first words do)."""
         ids: list[int] = []
-        for word in basic_words(text):
+        for word in iter_basic_words(text):
+            if limit is not None and len(ids) >= limit:
+                break
             ids.extend(self.word_ids(word))
-        return ids
+        return ids if limit is None else ids[:limit]
