@@ -152,3 +152,40 @@ def test_hybrid_search_joins_lexical_and_nearest_visible_records(
     assert [(f.record.content, f.cosine) for f in lexical.found] == [
         ("the cache holds tenants", None)
     ]
+
+
+def test_nearest_vectors_come_from_global_and_own_records_however_rows_interleave(
+    connection: sqlite3.Connection,
+) -> None:
+    # rows of three workspaces and global records written in turn; each workspace's search
+    # multiplies only its own and the global rows, and finds its lexical matches' cosines
+    workspaces = ["ws1", "ws2", None, "ws3"]
+    for n in range(1, 41):
+        save(connection, n, f"note {n} about topic{n}", workspace=workspaces[n % 4])
+    rows = pending(connection, "m1", 100)
+    angle = {row: 0.02 * row for row, _content in rows}
+    vectors = np.stack([unit(np.cos(angle[row]), np.sin(angle[row]), 0) for row, _c in rows])
+    store_vectors(connection, "m1", rows, vectors)
+    cache: list[VectorMatrix | None] = [None]
+    for workspace in ("ws1", "ws2", "ws3", "ws-none"):
+        visible = {n for n in range(1, 41) if workspaces[n % 4] in (workspace, None)}
+        # the prompt points at row 40's angle: the nearest rows the workspace may see come back
+        found = hybrid_search(
+            connection,
+            workspace,
+            ["topic7"],
+            unit(np.cos(0.8), np.sin(0.8), 0),
+            "m1",
+            3,
+            cache,
+            nearest=4,
+        )
+        ids = [int(f.record.id.removeprefix("mem_"), 16) for f in found.found]
+        assert set(ids) <= visible | {7}
+        nearest = sorted(visible, key=lambda n: abs(0.02 * n - 0.8))[:4]
+        assert set(nearest) <= set(ids)
+        cosines = {i: f.cosine for i, f in zip(ids, found.found, strict=True)}
+        if 7 in visible:  # the lexical match, with its own cosine
+            assert cosines[7] == pytest.approx(float(np.cos(0.8 - 0.14)), abs=2e-3)
+        else:
+            assert 7 not in cosines

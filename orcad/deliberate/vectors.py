@@ -22,7 +22,7 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
@@ -111,28 +111,31 @@ def store_vectors(
 
 @dataclass
 class VectorMatrix:
-    """The vectors of one model as a matrix, with the row ids and scopes they belong to."""
+    """The vectors of one model as a matrix, global records' rows first and then each
+    workspace's together, so that a search multiplies only the rows it may see (two slices)."""
 
     model: str
     version: tuple[int, int]
     loaded_at: float  # time.monotonic()
-    row_ids: npt.NDArray[np.int64]
-    workspaces: list[str | None]
+    row_ids: npt.NDArray[np.int64]  # of each row, in the matrix's order
     matrix: npt.NDArray[np.float32]
-    hidden_rows: dict[str, npt.NDArray[np.intp]] = field(default_factory=dict)
+    spans: dict[str | None, tuple[int, int]]  # workspace (None: global) -> its rows [start, end)
+    by_row_id: npt.NDArray[np.intp]  # the rows in order of their row ids (for lookups)
+    sorted_row_ids: npt.NDArray[np.int64]  # row_ids[by_row_id]
 
-    def hidden(self, workspace_id: str) -> npt.NDArray[np.intp]:
-        """The rows a session of `workspace_id` may not see (another workspace's records), as
-        indices: kept per workspace, for a recall reads them every time."""
-        rows = self.hidden_rows.get(workspace_id)
-        if rows is None:
-            rows = np.flatnonzero(
-                [w is not None and w != workspace_id for w in self.workspaces]
-            ).astype(np.intp)
-            if len(self.hidden_rows) > 64:
-                self.hidden_rows.clear()
-            self.hidden_rows[workspace_id] = rows
-        return rows
+    def visible(self, workspace_id: str) -> list[tuple[int, int]]:
+        """The row spans a session of `workspace_id` may see: global records and its own."""
+        spans = [self.spans.get(None), self.spans.get(workspace_id)]
+        return [span for span in spans if span is not None]
+
+    def index_of(self, row_ids: Sequence[int]) -> list[int | None]:
+        """Each row id's row in the matrix, or None when it has no vector here."""
+        ordered = self.sorted_row_ids
+        at = np.searchsorted(ordered, row_ids).tolist()
+        return [
+            int(self.by_row_id[i]) if i < len(ordered) and int(ordered[i]) == row_id else None
+            for row_id, i in zip(row_ids, at, strict=True)
+        ]
 
 
 def _version(connection: sqlite3.Connection) -> tuple[int, int]:
@@ -158,7 +161,7 @@ def load_matrix(
     rows = connection.execute(
         "SELECT v.row_id, m.workspace_id, v.vector FROM memory_vectors AS v "
         "JOIN memories AS m ON m.row_id = v.row_id WHERE v.model = ? AND length(v.vector) = ? "
-        "ORDER BY v.row_id",
+        "ORDER BY m.workspace_id IS NOT NULL, m.workspace_id, v.row_id",
         (model, dims * VECTOR_BYTES),
     ).fetchall()
     matrix: npt.NDArray[np.float32] = np.zeros((0, dims), dtype=np.float32)
@@ -169,13 +172,21 @@ def load_matrix(
         if len(finite) < len(rows):
             rows = [rows[index] for index in finite.tolist()]
             matrix = matrix[finite]
+    spans: dict[str | None, tuple[int, int]] = {}
+    for index, (_row_id, workspace, _vector) in enumerate(rows):
+        start = spans.get(workspace, (index, index))[0]
+        spans[workspace] = (start, index + 1)
+    row_ids = np.array([r[0] for r in rows], dtype=np.int64)
+    by_row_id = np.argsort(row_ids, kind="stable").astype(np.intp)
     return VectorMatrix(
         model=model,
         version=version,
         loaded_at=now,
-        row_ids=np.array([r[0] for r in rows], dtype=np.int64),
-        workspaces=[r[1] for r in rows],
+        row_ids=row_ids,
         matrix=matrix,
+        spans=spans,
+        by_row_id=by_row_id,
+        sorted_row_ids=row_ids[by_row_id],
     )
 
 
@@ -242,19 +253,20 @@ def hybrid_search(  # noqa: PLR0917 - one search's inputs
     if query_vector is not None and model is not None:
         matrix = load_matrix(connection, model, cache[0], len(query_vector))
         cache[0] = matrix
-        if len(matrix.row_ids):
-            scores = matrix.matrix @ query_vector
-            scores[matrix.hidden(workspace_id)] = -np.inf
+        spans = matrix.visible(workspace_id)
+        if spans:
+            scores = np.concatenate([matrix.matrix[a:b] @ query_vector for a, b in spans])
+            rows = np.concatenate([np.arange(a, b) for a, b in spans])
             best = np.argpartition(-scores, min(nearest, len(scores) - 1))[:nearest]
-            best = best[np.isfinite(scores[best])]
-            cosines = dict(zip(matrix.row_ids[best].tolist(), scores[best].tolist(), strict=True))
+            cosines = dict(
+                zip(matrix.row_ids[rows[best]].tolist(), scores[best].tolist(), strict=True)
+            )
             lexical = [r for r in row_ids if r not in cosines]
             row_ids += [r for r in cosines if r not in row_ids]
-            if lexical:  # their own cosines, where they have a vector (row ids are sorted)
-                at = np.searchsorted(matrix.row_ids, lexical)
-                for row_id, index in zip(lexical, at.tolist(), strict=True):
-                    if index < len(matrix.row_ids) and int(matrix.row_ids[index]) == row_id:
-                        cosines[row_id] = float(scores[index])
+            # the lexical matches' own cosines, where they have a vector
+            for row_id, index in zip(lexical, matrix.index_of(lexical), strict=True):
+                if index is not None:
+                    cosines[row_id] = float(matrix.matrix[index] @ query_vector)
     records = _records(connection, row_ids)
     found = [Found(records[row_id], cosines.get(row_id)) for row_id in row_ids if row_id in records]
     return HybridResult(found, list(chosen), counts, total)
