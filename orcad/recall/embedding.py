@@ -462,8 +462,10 @@ def limit_blas_threads() -> None:
 
     Recall's products are small (a prompt's vector against at most some 10,000 rows): split
     over several threads, each call waits for all of them, and on a machine busy with a build
-    one of them is often not running, so recall took three times as long (README "Recall
-    cost"); the idle threads also spin between calls, taking the CPU from other processes."""
+    one of them is often not running, so recall took two to three times as long (README
+    "Recall cost"); the idle threads also spin between calls, taking the CPU from other
+    processes. A whole transformer (a model directory) would gain from more: the environment
+    gives it more."""
     if any(os.environ.get(name) for name in BLAS_ENVIRONMENT):
         return
     try:
