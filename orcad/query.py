@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 from orcad.limits import QUERY_MAX_CONSIDERED, QUERY_MAX_TERMS
 
@@ -45,8 +45,36 @@ POSTINGS_BUDGET = 1000
 
 def _fold(text: str) -> str:
     """Lower-case and strip diacritics, as unicode61 with remove_diacritics does."""
-    decomposed = unicodedata.normalize("NFD", text.lower())
+    lowered = text.lower()
+    if lowered.isascii():  # nothing to decompose: the usual case, without a loop in Python
+        return lowered
+    decomposed = unicodedata.normalize("NFD", lowered)
     return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+
+
+FOLD_CHUNK_CHARS = 16384  # text folded and tokenized at a time by distinct_terms
+# characters of a prompt distinct_terms reads at most: far more than any pasted log needs for
+# its terms, and a bound on what one without whitespace costs (folding it is a loop in Python)
+QUERY_READ_CHARS = 1 << 18
+_SPACE = re.compile(r"\s")
+
+
+def _chunks(text: str) -> Iterator[str]:
+    """`text` in pieces of about FOLD_CHUNK_CHARS, each cut just before a whitespace character:
+    a token never spans one, and folding (NFD) gives the same result piece by piece, since a
+    whitespace character is a starter that nothing before it combines with."""
+    start = 0
+    while start < len(text):
+        end = start + FOLD_CHUNK_CHARS
+        if end < len(text):
+            cut = max(text.rfind(" ", start + 1, end), text.rfind("\n", start + 1, end))
+            if cut > start:
+                end = cut
+            else:  # no space or newline in the piece: up to the next whitespace of any kind
+                found = _SPACE.search(text, end)
+                end = len(text) if found is None else found.start()
+        yield text[start:end]
+        start = end
 
 
 def tokenize(text: str) -> list[str]:
@@ -114,15 +142,21 @@ def is_weak_term(term: str) -> bool:
 
 def distinct_terms(text: str, max_terms: int = QUERY_MAX_CONSIDERED) -> list[str]:
     """The distinct terms of `text` in order of first appearance, weak terms (stop words,
-    single characters) left out when any other term exists; at most `max_terms`."""
+    single characters) left out when any other term exists; at most `max_terms`, from its first
+    QUERY_READ_CHARS characters."""
     distinct: list[str] = []
     seen: set[str] = set()
-    for token in tokenize(text):
-        if token not in seen:
-            seen.add(token)
-            distinct.append(token)
-    strong = [term for term in distinct if not is_weak_term(term)]
-    return (strong if strong else distinct)[:max_terms]
+    strong = 0
+    for chunk in _chunks(text[:QUERY_READ_CHARS]):  # read only as far as the terms go
+        for token in _TOKEN.findall(_fold(chunk)):
+            if token not in seen:
+                seen.add(token)
+                distinct.append(token)
+                strong += not is_weak_term(token)
+        if strong >= max_terms:
+            break
+    strong_terms = [term for term in distinct if not is_weak_term(term)]
+    return (strong_terms if strong_terms else distinct)[:max_terms]
 
 
 def most_selective(

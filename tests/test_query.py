@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import subprocess
 import sys
+import unicodedata
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from orcad import query
 from orcad.limits import QUERY_MAX_CONSIDERED, QUERY_MAX_TERMS
 from orcad.query import (
     FTS5_TOKENIZE,
@@ -282,3 +285,68 @@ def test_stems_are_cached_for_words_of_ordinary_length_only() -> None:
         assert stem(word) == word[: -len("ing")]
     assert stem(long_word) == long_word[: -len("s")].removesuffix("ment")
     assert _cached_stem.cache_info().currsize == before
+
+
+def _distinct_terms_at_once(text: str, max_terms: int) -> list[str]:
+    """distinct_terms as it was: the whole text folded and tokenized in one go."""
+    decomposed = unicodedata.normalize("NFD", text.lower())
+    folded = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+    distinct = list(dict.fromkeys(re.findall(query._TOKEN, folded)))
+    strong = [term for term in distinct if not query.is_weak_term(term)]
+    return (strong if strong else distinct)[:max_terms]
+
+
+PIECES = st.sampled_from(
+    [
+        " ",
+        "\n",
+        "\t",
+        "  ",
+        "the",
+        "of",
+        "a",
+        "deploy",
+        "Σ",
+        "ΣΑΣ",
+        "é",
+        "e\u0301",
+        "\u0301",
+        "日本",
+        "x_y",
+        "k8s",
+        "\u00a0",
+        "ﬁle",
+        "İstanbul",
+        "ǅ",
+        "\ue000",
+    ]
+)
+
+
+@settings(
+    max_examples=400,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(
+    pieces=st.lists(st.one_of(PIECES, HOSTILE_TEXT), max_size=80),
+    chunk=st.integers(min_value=1, max_value=12),
+    max_terms=st.integers(min_value=1, max_value=8),
+)
+def test_terms_read_piece_by_piece_are_those_of_the_whole_text(
+    pieces: list[str], chunk: int, max_terms: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = "".join(pieces)
+    with monkeypatch.context() as patch:
+        patch.setattr(query, "FOLD_CHUNK_CHARS", chunk)
+        assert distinct_terms(text, max_terms) == _distinct_terms_at_once(text, max_terms)
+
+
+def test_a_pasted_log_is_read_only_as_far_as_its_terms_go(monkeypatch: pytest.MonkeyPatch) -> None:
+    folded: list[int] = []
+    fold = query._fold
+    monkeypatch.setattr(query, "_fold", lambda text: folded.append(len(text)) or fold(text))
+    lines = [f"layer sha256:{n:064x} pulled from the registry" for n in range(100_000)]
+    terms = distinct_terms("\n".join(lines))
+    assert len(terms) == QUERY_MAX_CONSIDERED and terms[0] == "layer"
+    assert sum(folded) <= 2 * query.FOLD_CHUNK_CHARS  # of some 7 MB

@@ -119,6 +119,8 @@ def test_careless_and_hostile_prompts_get_a_bounded_answer_and_no_secret_back(
         f"my aws key is {secret} and the db password is hunter2, deploy with it",
         "deploy " * 40_000 + "make release",  # about 300 kB, the deciding word last
         "x" * 300_000,  # one huge token
+        "\u00e9" * 4_000_000,  # 8 MB on the wire, not ASCII, no whitespace: read in part
+        "\n".join(f"layer sha256:{n:064x} pulled" for n in range(40_000)),  # a 3 MB paste
         # thousands of made-up names none of the general words have, and one a fact holds
         " ".join(f"zq{n}vex" for n in range(30_000)) + " pnpm",
     ]

@@ -64,6 +64,9 @@ FIT_STEPS = 50  # Newton steps at most (the built-in model's converges in 8)
 GATE_FILE = "gate.npz"
 GATE_FIT_VERSION = 2
 MAX_TOKENS = 256  # a record's first tokens carry its meaning; bounds the work per text
+# characters of a text read for its tokens, at most: a bound on what a pasted megabyte without
+# whitespace costs (splitting non-ASCII text into words is a loop in Python)
+EMBED_READ_CHARS = 65536
 TRANSFORMER_MAX_TOKENS = 128
 
 
@@ -135,7 +138,7 @@ class StaticEmbedder:
     def embed(self, texts: Sequence[str]) -> Array:
         out = np.zeros((len(texts), self.dims), dtype=np.float32)
         for row, text in enumerate(texts):
-            ids = self.tokens.encode(text, MAX_TOKENS)
+            ids = self.tokens.encode(text[:EMBED_READ_CHARS], MAX_TOKENS)
             if ids:
                 out[row] = (self.codes[ids] * self.scale[ids, None]).mean(axis=0)
         return normalize_rows(out)
@@ -234,7 +237,11 @@ class TransformerEmbedder:
     def embed(self, texts: Sequence[str]) -> Array:
         out = np.zeros((len(texts), self.dims), dtype=np.float32)
         for row, text in enumerate(texts):
-            ids = [self.cls, *self.tokens.encode(text, TRANSFORMER_MAX_TOKENS - 2), self.sep]
+            ids = [
+                self.cls,
+                *self.tokens.encode(text[:EMBED_READ_CHARS], TRANSFORMER_MAX_TOKENS - 2),
+                self.sep,
+            ]
             out[row] = bert.forward(self.weights, np.array([ids]), self.heads)[0].mean(axis=0)
         return normalize_rows(out)
 
