@@ -189,3 +189,22 @@ def test_nearest_vectors_come_from_global_and_own_records_however_rows_interleav
             assert cosines[7] == pytest.approx(float(np.cos(0.8 - 0.14)), abs=2e-3)
         else:
             assert 7 not in cosines
+
+
+def test_a_row_number_reused_by_another_workspace_within_the_refresh_is_not_shown(
+    connection: sqlite3.Connection,
+) -> None:
+    # the vectors in memory are kept up to VECTOR_MATRIX_REFRESH_S; meanwhile ws1 forgets its
+    # newest record and ws2 saves one, which SQLite gives the same row number
+    save(connection, 1, "alpha deploys")
+    save(connection, 2, "beta caches")
+    rows = pending(connection, "m1", 10)
+    store_vectors(connection, "m1", rows, np.stack([unit(1, 0), unit(0, 1)]))
+    cache: list[VectorMatrix | None] = [None]
+    hybrid_search(connection, "ws1", [], unit(0, 1), "m1", 5, cache)  # loads the matrix
+    delete_record(connection, f"mem_{2:032x}")
+    save(connection, 99, "another workspace's plan", workspace="ws2")
+    reused = connection.execute("SELECT row_id FROM memories WHERE content LIKE 'another%'")
+    assert reused.fetchone()[0] == 2  # (the case this test is about)
+    found = hybrid_search(connection, "ws1", ["plan"], unit(0, 1), "m1", 5, cache)
+    assert [f.record.content for f in found.found] == ["alpha deploys"]

@@ -144,6 +144,20 @@ def test_a_pasted_megabyte_costs_what_its_first_words_do(builtin: Any) -> None:
     assert all(len(word) <= 100 for word in tokens._cache)
 
 
+def test_a_long_text_that_is_not_ascii_is_read_for_its_first_64k_characters(builtin: Any) -> None:
+    question = " why does the deploy to staging fail?"
+    ascii_blob, accented_blob = "f" * 70_000, "\u00e9" * 70_000
+    # ASCII is split by a regular expression: a long blob costs nothing, the question counts
+    assert builtin.embed([ascii_blob + question])[0].any()
+    assert np.allclose(
+        builtin.embed([ascii_blob + question]), builtin.embed(["f" * 101 + question])
+    )
+    # other text is read for its first EMBED_READ_CHARS characters: here only the blob (one
+    # unknown token), so a pasted megabyte of one word costs what 64k characters do
+    cut = builtin.embed([accented_blob + question])
+    assert np.allclose(cut, builtin.embed([accented_blob]))
+
+
 def test_builtin_model_embeds_unit_vectors_and_ranks_meaning(builtin: Any) -> None:
     vectors = builtin.embed(
         ["ship the release to production", "deploy to prod", "bake a chocolate cake", ""]
@@ -610,6 +624,33 @@ def test_endpoint_embeds_through_a_real_http_server(monkeypatch: pytest.MonkeyPa
         assert request.path.endswith("/embeddings")
         assert request.json() == {"model": "nomic", "input": ["deploy prod", "bake cake"]}
         assert request.headers["authorization"] == "Bearer k-123"
+
+
+def answer_nan_for_poison(handler: Any, state: FakeOpenAI) -> None:
+    """As a server that fails on one input of a batch: NaN for it (json.dumps writes NaN)."""
+    inputs = state.requests[-1].json()["input"]
+    data = [
+        {"index": i, "embedding": [float("nan")] * 32 if "poison" in t else hashed_vector(t)}
+        for i, t in enumerate(inputs)
+    ]
+    handler.send_fixed(200, json.dumps({"data": data}).encode(), "application/json", {})
+
+
+def test_endpoint_keeps_a_batch_when_one_answer_is_not_a_number_and_sends_at_most_64k() -> None:
+    with FakeOpenAI() as server:
+        server.default = answer_nan_for_poison
+        loaded = Embeddings.load("endpoint", base_url=server.base_url, model="m", timeout_s=2.0)
+        vectors = loaded.embed(["deploy prod", "poison pill", "bake cake"])
+        assert vectors is not None and np.isfinite(vectors).all()
+        assert not vectors[1].any()  # nothing said: a zero row, cosine 0 with everything
+        assert np.allclose(np.linalg.norm(vectors[[0, 2]], axis=1), 1.0, atol=1e-5)
+        loaded.embed(["x" * 1_000_000])
+        assert len(server.requests[-1].json()["input"][0]) == embedding.EMBED_READ_CHARS
+        # a key across the cut is redacted before it: no part of it leaves the machine
+        key = "AKIAZ3QWERTY7ABCDEFG"  # (AWS's documented example key is left as it is)
+        loaded.embed(["y " * (embedding.EMBED_READ_CHARS // 2 - 5) + key + " z" * 10])
+        sent = server.requests[-1].json()["input"][0]
+        assert len(sent) == embedding.EMBED_READ_CHARS and "AKIA" not in sent
 
 
 def test_endpoint_failures_give_no_vector_within_the_deadline() -> None:

@@ -206,13 +206,20 @@ class HybridResult:
     total: int  # records in the store
 
 
-def _records(connection: sqlite3.Connection, row_ids: Sequence[int]) -> dict[int, StoredRecord]:
+def _records(
+    connection: sqlite3.Connection, workspace_id: str, row_ids: Sequence[int]
+) -> dict[int, StoredRecord]:
+    """The records of `row_ids` that a session of `workspace_id` may see. The vectors in memory
+    may be up to VECTOR_MATRIX_REFRESH_S old, and SQLite gives a deleted newest row's number to
+    the next record, which may be another workspace's: visibility is checked here, on the
+    records themselves."""
     if not row_ids:
         return {}
     marks = ",".join("?" * len(row_ids))
     rows = connection.execute(
-        f"SELECT m.row_id, {_COLUMNS} FROM memories AS m WHERE m.row_id IN ({marks})",  # noqa: S608 - placeholders only
-        list(row_ids),
+        f"SELECT m.row_id, {_COLUMNS} FROM memories AS m WHERE m.row_id IN ({marks}) "  # noqa: S608 - placeholders only
+        "AND (m.workspace_id = ? OR m.workspace_id IS NULL)",
+        [*row_ids, workspace_id],
     ).fetchall()
     return {int(row[0]): record_from_row(row[1:]) for row in rows}
 
@@ -267,6 +274,6 @@ def hybrid_search(  # noqa: PLR0917 - one search's inputs
             for row_id, index in zip(lexical, matrix.index_of(lexical), strict=True):
                 if index is not None:
                     cosines[row_id] = float(matrix.matrix[index] @ query_vector)
-    records = _records(connection, row_ids)
+    records = _records(connection, workspace_id, row_ids)
     found = [Found(records[row_id], cosines.get(row_id)) for row_id in row_ids if row_id in records]
     return HybridResult(found, list(chosen), counts, total)

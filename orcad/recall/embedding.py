@@ -64,8 +64,10 @@ FIT_STEPS = 50  # Newton steps at most (the built-in model's converges in 8)
 GATE_FILE = "gate.npz"
 GATE_FIT_VERSION = 2
 MAX_TOKENS = 256  # a record's first tokens carry its meaning; bounds the work per text
-# characters of a text read for its tokens, at most: a bound on what a pasted megabyte without
-# whitespace costs (splitting non-ASCII text into words is a loop in Python)
+# characters of a text that is not all ASCII read for its tokens, at most: splitting such text
+# into words is a loop in Python, and a pasted megabyte of one word would take it all (ASCII
+# text is split by a regular expression, which stops at the first MAX_TOKENS words itself);
+# also what an endpoint is sent of a text at most (servers embed a text's first tokens)
 EMBED_READ_CHARS = 65536
 TRANSFORMER_MAX_TOKENS = 128
 
@@ -95,6 +97,11 @@ class Embedder(Protocol):
     lexical_gate: float | None  # coverage from which a candidate opens the gate on its words
 
     def embed(self, texts: Sequence[str]) -> Array: ...
+
+
+def readable(text: str) -> str:
+    """What of `text` is read for its tokens (EMBED_READ_CHARS)."""
+    return text if text.isascii() else text[:EMBED_READ_CHARS]
 
 
 def normalize_rows(matrix: Array) -> Array:
@@ -138,7 +145,7 @@ class StaticEmbedder:
     def embed(self, texts: Sequence[str]) -> Array:
         out = np.zeros((len(texts), self.dims), dtype=np.float32)
         for row, text in enumerate(texts):
-            ids = self.tokens.encode(text[:EMBED_READ_CHARS], MAX_TOKENS)
+            ids = self.tokens.encode(readable(text), MAX_TOKENS)
             if ids:
                 out[row] = (self.codes[ids] * self.scale[ids, None]).mean(axis=0)
         return normalize_rows(out)
@@ -239,7 +246,7 @@ class TransformerEmbedder:
         for row, text in enumerate(texts):
             ids = [
                 self.cls,
-                *self.tokens.encode(text[:EMBED_READ_CHARS], TRANSFORMER_MAX_TOKENS - 2),
+                *self.tokens.encode(readable(text), TRANSFORMER_MAX_TOKENS - 2),
                 self.sep,
             ]
             out[row] = bert.forward(self.weights, np.array([ids]), self.heads)[0].mean(axis=0)
@@ -295,7 +302,11 @@ class EndpointEmbedder:
             response = httpx.post(
                 self.url,
                 # leaves the machine: what looks like a secret goes as its placeholder
-                json={"model": self.model, "input": [redact(text) for text in texts]},
+                json={
+                    "model": self.model,
+                    # redacted whole, then cut: a cut first could leave half a secret
+                    "input": [redact(text)[:EMBED_READ_CHARS] for text in texts],
+                },
                 headers=self.headers,
                 timeout=self.timeout_s,
             )
@@ -311,9 +322,10 @@ class EndpointEmbedder:
             or (self.dims and matrix.shape[1] != self.dims)
         ):
             raise EmbeddingUnavailable(f"embedding endpoint {self.url}: answer of wrong shape")
-        if not np.isfinite(matrix).all():
-            raise EmbeddingUnavailable(f"embedding endpoint {self.url}: answer holds NaN or inf")
         self.dims = int(matrix.shape[1])
+        # a row holding NaN or inf says nothing: a zero row (cosine 0 with everything), as for
+        # a text without tokens, so the others of the batch are kept
+        matrix[~np.isfinite(matrix).all(axis=1)] = 0.0
         return normalize_rows(matrix)
 
 
