@@ -148,7 +148,7 @@ def distinct_terms(text: str, max_terms: int = QUERY_MAX_CONSIDERED) -> list[str
     seen: set[str] = set()
     strong = 0
     for chunk in _chunks(text[:QUERY_READ_CHARS]):  # read only as far as the terms go
-        for token in _TOKEN.findall(_fold(chunk)):
+        for token in tokenize(chunk):
             if token not in seen:
                 seen.add(token)
                 distinct.append(token)
