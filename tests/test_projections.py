@@ -507,7 +507,7 @@ def test_a_ledger_with_a_time_orcad_did_not_write_is_corrupt_and_recall_answers_
     path = ledger_path(tmp_path)
     edited = path.read_text().replace(ledger.candidates[1].recorded_at, "last Tuesday", 1)
     path.write_text(edited)
-    with pytest.raises(LedgerCorrupt):
+    with pytest.raises(LedgerCorrupt, match="line 2 is not a candidate: Invalid isoformat"):
         read_ledger(tmp_path)
     problems: list[str] = []
     embeddings = Embeddings.load("builtin")
