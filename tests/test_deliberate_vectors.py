@@ -57,6 +57,14 @@ def unit(*values: float) -> np.ndarray:
     return vector / np.linalg.norm(vector)
 
 
+def embed_two(connection: sqlite3.Connection) -> None:
+    """Two records of ws1 (rows 1 and 2), each with a vector of model m1."""
+    save(connection, 1, "alpha deploys")
+    save(connection, 2, "beta caches")
+    rows = pending(connection, "m1", 10)
+    store_vectors(connection, "m1", rows, np.stack([unit(1, 0), unit(0, 1)]))
+
+
 def test_pending_store_and_progress(connection: sqlite3.Connection) -> None:
     save(connection, 1, "alpha deploys")
     save(connection, 2, "beta caches")
@@ -72,10 +80,7 @@ def test_pending_store_and_progress(connection: sqlite3.Connection) -> None:
 def test_a_vector_goes_with_its_record_and_with_its_old_content(
     connection: sqlite3.Connection,
 ) -> None:
-    save(connection, 1, "alpha deploys")
-    save(connection, 2, "beta caches")
-    rows = pending(connection, "m1", 10)
-    store_vectors(connection, "m1", rows, np.stack([unit(1, 0), unit(0, 1)]))
+    embed_two(connection)
     update_record(connection, f"mem_{1:032x}", "alpha deploys twice", "fact", 9.0)
     assert [c for _r, c in pending(connection, "m1", 10)] == ["alpha deploys twice"]
     delete_record(connection, f"mem_{2:032x}")
@@ -196,10 +201,7 @@ def test_a_row_number_reused_by_another_workspace_within_the_refresh_is_not_show
 ) -> None:
     # the vectors in memory are kept up to VECTOR_MATRIX_REFRESH_S; meanwhile ws1 forgets its
     # newest record and ws2 saves one, which SQLite gives the same row number
-    save(connection, 1, "alpha deploys")
-    save(connection, 2, "beta caches")
-    rows = pending(connection, "m1", 10)
-    store_vectors(connection, "m1", rows, np.stack([unit(1, 0), unit(0, 1)]))
+    embed_two(connection)
     cache: list[VectorMatrix | None] = [None]
     hybrid_search(connection, "ws1", [], unit(0, 1), "m1", 5, cache)  # loads the matrix
     delete_record(connection, f"mem_{2:032x}")

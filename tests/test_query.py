@@ -285,6 +285,21 @@ def test_stems_are_cached_for_words_of_ordinary_length_only() -> None:
         assert stem(word) == word[: -len("ing")]
     assert stem(long_word) == long_word[: -len("s")].removesuffix("ment")
     assert _cached_stem.cache_info().currsize == before
+    at_limit = "z" * (STEM_CACHED_LENGTH - len("deploying")) + "deploying"  # 40: cached
+    assert stem(at_limit) == at_limit[: -len("ing")]
+    assert _cached_stem.cache_info().currsize == before + 1
+    assert stem("z" + at_limit) == "z" + at_limit[: -len("ing")]  # 41 characters: not
+    assert _cached_stem.cache_info().currsize == before + 1
+
+
+def test_terms_are_read_from_the_first_query_read_chars_characters_only() -> None:
+    filler = "é " * ((query.QUERY_READ_CHARS - len("inside")) // 2)
+    text = filler + "inside"
+    assert len(text) == query.QUERY_READ_CHARS
+    assert distinct_terms(text) == ["inside"]  # its last character is read
+    # one character more is not: the word is cut at the bound and the next one never read
+    assert distinct_terms(text + "x beyond") == ["inside"]
+    assert distinct_terms(filler[8:] + "beyond inside") == ["beyond", "inside"]  # both fit
 
 
 def _distinct_terms_at_once(text: str, max_terms: int) -> list[str]:
