@@ -92,7 +92,7 @@ def part_candidates(docs, matrix, doc_stems, prompt, query):  # type: ignore[no-
 
 WEIGHTS = tuple(w for w in (0.0, 0.1, 0.2, 0.3, 0.5, 0.7) if w >= MIN_LEXICAL_WEIGHT)
 FLOORS = [round(float(f), 2) for f in np.arange(0.1, 0.7, 0.02)]
-GATES = [round(float(g), 2) for g in np.arange(-1.2, 0.8, 0.04)]
+GATES = [round(float(g), 2) for g in np.arange(-2.0, 0.8, 0.04)]
 UNRELATED_WEIGHTS = (0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0)
 PROJECT_WEIGHTS = (0.0, 0.5, 0.75, 1.0, 1.25, 1.5)
 EMPTY_TARGET = 0.85  # of unrelated prompts left empty, in both parts
@@ -119,38 +119,42 @@ class Outcomes:
         self.closeness = closeness  # (P(unrelated), closeness to the project prompts)
         self.classes = classes
         self.groups = groups  # each prompt's labelled set
+        self.prepared = prepared
         self.table = {}
         for weight in WEIGHTS:
             for floor in FLOORS:
-                entry = {}
-                for name, (top, prompts) in prepared.items():
-                    found, best, covered, opened = [], [], [], []
-                    for cls, wanted, docs, (distinctive, candidates) in prompts:
-                        ranked = rank.rank(
-                            candidates,
-                            semantic=True,
-                            limit=top,
-                            floor=floor,
-                            lexical_weight=weight,
-                            gate=None,
-                        )
-                        ids = {docs[int(c.key)][0] for c in ranked}
-                        found.append(bool(ids) if cls == "none" else bool(ids & set(wanted)))
-                        considered = sorted(
-                            candidates, key=lambda c: -rank.relevance(c, floor, weight)
-                        )[: rank.CONSIDERED_PER_SHOWN * top]  # what rank() looks at
-                        best.append(
-                            rank.relevance(considered[0], floor, weight) if considered else -1.0
-                        )
-                        covered.append(max((c.coverage for c in considered), default=0.0))
-                        opened.append(
-                            any(
-                                not distinctive.isdisjoint(rank.text_stems(c.text))
-                                for c in considered
-                            )
-                        )
-                    entry[name] = tuple(map(np.array, (found, best, covered, opened)))
-                self.table[weight, floor] = entry
+                self.rank_all(weight, floor)
+
+    def rank_all(self, weight, floor):  # type: ignore[no-untyped-def]
+        """Every prompt ranked at this lexical weight and floor (self.table's entry)."""
+        if (weight, floor) not in self.table:
+            entry = {}
+            for name, (top, prompts) in self.prepared.items():
+                found, best, covered, opened = [], [], [], []
+                for cls, wanted, docs, (distinctive, candidates) in prompts:
+                    ranked = rank.rank(
+                        candidates,
+                        semantic=True,
+                        limit=top,
+                        floor=floor,
+                        lexical_weight=weight,
+                        gate=None,
+                    )
+                    ids = {docs[int(c.key)][0] for c in ranked}
+                    found.append(bool(ids) if cls == "none" else bool(ids & set(wanted)))
+                    considered = sorted(
+                        candidates, key=lambda c: -rank.relevance(c, floor, weight)
+                    )[: rank.CONSIDERED_PER_SHOWN * top]  # what rank() looks at
+                    best.append(
+                        rank.relevance(considered[0], floor, weight) if considered else -1.0
+                    )
+                    covered.append(max((c.coverage for c in considered), default=0.0))
+                    opened.append(
+                        any(not distinctive.isdisjoint(rank.text_stems(c.text)) for c in considered)
+                    )
+                entry[name] = tuple(map(np.array, (found, best, covered, opened)))
+            self.table[weight, floor] = entry
+        return self.table[weight, floor]
 
     def figures(self, setting, subset):  # type: ignore[no-untyped-def]
         weight, floor, gate, unrelated, project, lexical_gate = setting
@@ -167,7 +171,7 @@ class Outcomes:
         lexical_bar = (
             np.inf if lexical_gate is None else lexical_gate + unrelated * self.closeness[0]
         )
-        for name, (found, best, covered, opened) in self.table[weight, floor].items():
+        for name, (found, best, covered, opened) in self.rank_all(weight, floor).items():
             shown = found & ((best >= bar) | (covered >= lexical_bar) | opened)
             for cls in ("shares", "other"):
                 row[f"{name[:4]}_{cls}"] = round(

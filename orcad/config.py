@@ -72,7 +72,7 @@ class EmbeddingEndpointConfig(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class RecallConfig(msgspec.Struct, frozen=True, kw_only=True):
-    # "builtin", "none", "endpoint", or the path of a local model directory
+    # "builtin", "static", "none", "endpoint", or the path of a local model directory
     embedding: Annotated[str, msgspec.Meta(min_length=1)] = "builtin"
     endpoint: EmbeddingEndpointConfig = EmbeddingEndpointConfig()
 

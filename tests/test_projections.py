@@ -43,7 +43,7 @@ from orcad.recall.automatic import (
     fact_embedder,
     search_index,
 )
-from orcad.recall.embedding import BUILTIN_DIR, Embeddings, EmbeddingUnavailable, load_static
+from orcad.recall.embedding import Embeddings, EmbeddingUnavailable, load_embedder
 from protocol.types import ExtractedFact
 
 pytestmark = pytest.mark.inprocess
@@ -417,7 +417,9 @@ class CountingModel:
     """The built-in model, noting every text it is asked to embed."""
 
     def __init__(self) -> None:
-        self.inner = load_static(BUILTIN_DIR)
+        inner = load_embedder("builtin")
+        assert inner is not None
+        self.inner = inner
         self.model_id, self.dims = self.inner.model_id, self.inner.dims
         self.floor, self.gate = self.inner.floor, self.inner.gate
         self.lexical_weight = self.inner.lexical_weight
@@ -435,6 +437,7 @@ def test_recall_reads_fact_vectors_from_the_index_and_embeds_only_the_others(
     tmp_path: Path,
 ) -> None:
     model = CountingModel()
+    assert model.dims == DIMS
     embeddings = Embeddings("builtin", model)
     facts = ["The frontend uses pnpm, never npm.", "Releases are cut on Thursdays."]
     ledger = with_facts(Ledger(), *facts)
@@ -459,9 +462,12 @@ def recall_first(search: ProjectMemorySearch, embeddings: Embeddings, model: Cou
     return found[0].fact
 
 
+DIMS = 384  # the built-in model's
+
+
 @pytest.mark.parametrize(
     "damage",
-    [b"", b"\x01", b"\x00\x3c" * 7, b"\x00\x7e" * 256, b"\x00\x7c" * 256],  # wrong size, NaN, inf
+    [b"", b"\x01", b"\x00\x3c" * 7, b"\x00\x7e" * DIMS, b"\x00\x7c" * DIMS],  # size, NaN, inf
     ids=["empty", "odd-bytes", "too-short", "nan", "inf"],
 )
 def test_a_damaged_stored_vector_is_embedded_again(tmp_path: Path, damage: bytes) -> None:

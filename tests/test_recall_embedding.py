@@ -1,10 +1,11 @@
-"""Recall's embedding models: the tokenizer, the built-in static model, a local BERT model
-directory, an OpenAI-compatible endpoint (a real loopback server), and the failures that leave
-recall lexical."""
+"""Recall's embedding models: the tokenizer, the built-in ONNX sentence model, the shipped
+static model, a local BERT model directory, an OpenAI-compatible endpoint (a real loopback
+server), and the failures that leave recall lexical."""
 
 from __future__ import annotations
 
 import copy
+import hashlib
 import io
 import json
 import os
@@ -30,6 +31,7 @@ from orcad.recall.embedding import (
     DEFAULT_GATE,
     GATE_FILE,
     PROJECT_PROMPTS,
+    STATIC_DIR,
     UNRELATED_PROMPTS,
     Embeddings,
     EmbeddingUnavailable,
@@ -63,7 +65,14 @@ REFERENCE = [
 
 @pytest.fixture(scope="module")
 def builtin() -> Any:
-    return load_static(BUILTIN_DIR)
+    model = load_embedder("builtin")
+    assert model is not None
+    return model
+
+
+@pytest.fixture(scope="module")
+def static() -> Any:
+    return load_static(STATIC_DIR)
 
 
 def test_wordpiece_splits_as_bert_does(builtin: Any) -> None:
@@ -166,7 +175,7 @@ def test_builtin_model_embeds_unit_vectors_and_ranks_meaning(builtin: Any) -> No
     assert np.allclose(np.linalg.norm(vectors[:3], axis=1), 1.0, atol=1e-5)
     assert not vectors[3].any()  # no tokens: a zero row, cosine 0 with everything
     assert vectors[0] @ vectors[1] > vectors[0] @ vectors[2]
-    assert builtin.model_id.startswith("minilm-l6-static-")
+    assert builtin.model_id.startswith("minilm-l6-int8-") and builtin.dims == 384
     assert 0 < builtin.floor < 1 and builtin.lexical_weight >= 0
     assert builtin.unrelated_weight > 0  # calibrated with the unrelated prompts
     # a prompt surely about the project meets only the floor; one surely about nothing stored
@@ -274,16 +283,28 @@ def test_the_unrelated_classifier_learns_how_a_prompt_asks_from_its_words() -> N
     assert "tail" not in word_features("error " * 300 + "tail")
 
 
-def test_the_builtin_model_ships_its_classifier_fitted_and_current(builtin: Any) -> None:
+@pytest.mark.parametrize("shipped_model", ["builtin", "static"])
+def test_each_shipped_model_ships_its_classifier_fitted_and_current(
+    shipped_model: str, request: pytest.FixtureRequest
+) -> None:
     """gate.npz must be refitted (scripts/fit_gate.py) whenever the reference prompts, the
     model or the fit change: the daemon would otherwise fit its own at every start."""
+    model = request.getfixturevalue(shipped_model)
     texts = read_prompts(UNRELATED_PROMPTS), read_prompts(PROJECT_PROMPTS)
-    shipped = read_fitted_gate(BUILTIN_DIR / GATE_FILE)
+    shipped = read_fitted_gate(model.directory / GATE_FILE)
     assert shipped is not None, "run scripts/fit_gate.py"
-    assert shipped.digest == gate_digest(builtin.model_id, texts), "run scripts/fit_gate.py"
-    vectors = builtin.embed(texts[0]), builtin.embed(texts[1])
+    assert shipped.digest == gate_digest(model.model_id, texts), "run scripts/fit_gate.py"
+    vectors = model.embed(texts[0]), model.embed(texts[1])
+    if shipped_model == "builtin":  # the transformer's reference vectors come stored
+        assert shipped.references is not None
+        for stored, embedded in zip(shipped.references, vectors, strict=True):
+            assert stored.shape == embedded.shape
+            assert np.abs(stored - embedded).max() < 2e-3  # float16
+    else:
+        assert shipped.references is None  # a static model embeds them in milliseconds
     loaded = GateReferences(*vectors, texts, shipped)
     fitted = GateReferences(*vectors, texts)  # what the daemon would fit for itself
+    builtin = model
     asked = [
         "explain the CAP theorem",
         "which phones must we support",
@@ -295,11 +316,11 @@ def test_the_builtin_model_ships_its_classifier_fitted_and_current(builtin: Any)
     )
 
 
-def test_a_stale_or_damaged_fitted_classifier_is_fitted_again(builtin: Any, tmp_path: Path) -> None:
+def test_a_stale_or_damaged_fitted_classifier_is_fitted_again(static: Any, tmp_path: Path) -> None:
     directory = tmp_path / "model"
-    shutil.copytree(BUILTIN_DIR, directory)
-    expected = Embeddings("builtin", builtin).query("explain the CAP theorem")
-    shipped = read_fitted_gate(BUILTIN_DIR / GATE_FILE)
+    shutil.copytree(STATIC_DIR, directory)
+    expected = Embeddings("static", static).query("explain the CAP theorem")
+    shipped = read_fitted_gate(STATIC_DIR / GATE_FILE)
     assert expected is not None and shipped is not None
 
     def flipped(data: bytes) -> bytes:
@@ -333,7 +354,7 @@ def test_a_stale_or_damaged_fitted_classifier_is_fitted_again(builtin: Any, tmp_
         "corrupt": lambda path: path.write_bytes(flipped(path.read_bytes())),
     }
     for name, damage in damaged.items():
-        shutil.copy(BUILTIN_DIR / GATE_FILE, directory / GATE_FILE)
+        shutil.copy(STATIC_DIR / GATE_FILE, directory / GATE_FILE)
         damage(directory / GATE_FILE)
         query = Embeddings.load(str(directory)).query("explain the CAP theorem")
         assert query is not None, name
@@ -356,7 +377,7 @@ def test_the_builtin_classifier_tells_general_talk_from_questions_about_a_projec
 def test_a_project_name_is_distinctive_and_a_word_in_general_use_is_not(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    embeddings = Embeddings("builtin", load_static(BUILTIN_DIR))
+    embeddings = Embeddings("static", load_static(STATIC_DIR))
     terms = ["kapt", "testcontainers", "gradle", "docker", "clustering", "outofmemoryerror"]
     frequency = dict.fromkeys(terms, 1)
     # "gradle" and "docker" are named by reference prompts about something else, "clustering"
@@ -464,6 +485,7 @@ def test_settings_none_missing_and_broken(tmp_path: Path) -> None:
     assert loaded.embed(["anything"]) is None
     assert Embeddings.load("none").state == "off"
     assert Embeddings.load("builtin").state == "ready"
+    assert Embeddings.load("static").state == "ready"
 
 
 def test_a_deferred_model_loads_once_and_its_users_wait_for_the_load() -> None:
@@ -474,9 +496,9 @@ def test_a_deferred_model_loads_once_and_its_users_wait_for_the_load() -> None:
         loads.append(1)
         started.set()
         release.wait(10)
-        return load_static(BUILTIN_DIR)
+        return load_static(STATIC_DIR)
 
-    embeddings = Embeddings("builtin", None, loader=slow_loader)
+    embeddings = Embeddings("static", None, loader=slow_loader)
     assert embeddings.state == "loading" and embeddings.loaded_model_id is None
     loader = threading.Thread(target=embeddings.load_blocking)
     loader.start()
@@ -490,7 +512,7 @@ def test_a_deferred_model_loads_once_and_its_users_wait_for_the_load() -> None:
     release.set()
     loader.join(10)
     user.join(10)
-    assert answers[0] is not None and answers[0].shape == (1, load_static(BUILTIN_DIR).dims)
+    assert answers[0] is not None and answers[0].shape == (1, load_static(STATIC_DIR).dims)
     assert embeddings.state == "ready" and embeddings.loaded_model_id == embeddings.model_id
     embeddings.load_blocking()
     assert loads == [1]
@@ -731,3 +753,95 @@ def test_a_loaded_model_runs_blas_on_one_thread_unless_the_user_chose(
     if "OPENBLAS_NUM_THREADS" in environment:
         assert before == [2] * len(before)  # (so the assertion below can fail)
     assert after == ([1] * len(before) if limited else before)
+
+
+ONNX_FIXTURES = REPO_ROOT / "tests" / "onnx"  # written by tests/onnx/make_fixtures.py
+
+
+def onnx_model_dir(
+    tmp_path: Path, graph: str, described: str | None = None, name: str | None = None
+) -> Path:
+    directory = tmp_path / (name or graph.removesuffix(".onnx"))
+    directory.mkdir()
+    shutil.copy(ONNX_FIXTURES / graph, directory / "model.onnx")
+    shutil.copy(ONNX_FIXTURES / "vocab.txt", directory / "vocab.txt")
+    if described is not None:
+        (directory / "MODEL.txt").write_text(described)
+    return directory
+
+
+def test_a_local_onnx_export_is_run_with_the_inputs_it_declares_and_mean_pooled(
+    tmp_path: Path,
+) -> None:
+    directory = onnx_model_dir(tmp_path, "exported.onnx")
+    model = load_embedder(str(directory))
+    assert model is not None and model.dims == 4
+    # ids [CLS]=2 deploy=4 [SEP]=3: rows (0,0,1,0), (2,0,0,0), (0,0,0,1), averaged
+    expected = normalize_rows(np.array([[2 / 3, 0, 1 / 3, 1 / 3]], np.float32))
+    assert np.allclose(model.embed(["deploy"]), expected, atol=1e-6)
+    assert not model.embed([""]).any()  # no tokens: a zero row, as for every model
+    # a model of the user's without MODEL.txt: its id is its file's digest, default settings
+    digest = hashlib.sha256((directory / "model.onnx").read_bytes()).hexdigest()[:16]
+    assert model.model_id == f"onnx-exported-{digest}"
+    assert (model.floor, model.gate) == (DEFAULT_FLOOR, DEFAULT_GATE)
+    (directory / "MODEL.txt").write_text("id: mine\nfloor: 0.3\n")
+    described = load_embedder(str(directory))
+    assert described is not None and (described.model_id, described.floor) == ("mine", 0.3)
+
+
+def test_an_onnx_model_that_cannot_serve_is_refused_with_the_reason(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    foreign = onnx_model_dir(tmp_path, "pixels.onnx")
+    with pytest.raises(EmbeddingUnavailable, match=r"inputs \['pixels'\] are not a sentence"):
+        load_embedder(str(foreign))
+    damaged = onnx_model_dir(tmp_path, "exported.onnx")
+    (damaged / "model.onnx").write_bytes(b"\x08\x07 not a graph")
+    with pytest.raises(EmbeddingUnavailable, match="onnxruntime cannot load"):
+        load_embedder(str(damaged))
+    loaded = Embeddings.load(str(damaged))
+    assert loaded.state == "unavailable" and "onnxruntime cannot load" in (loaded.reason or "")
+    negative = onnx_model_dir(tmp_path, "exported.onnx", "id: x\nfloor: -1\n", "negative")
+    with pytest.raises(EmbeddingUnavailable, match="floor must be a number of at least 0"):
+        load_embedder(str(negative))
+    # without onnxruntime (a platform it has no build for) the built-in model says what to do
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)
+    with pytest.raises(EmbeddingUnavailable, match=r'onnxruntime cannot be imported.*"static"'):
+        load_embedder("builtin")
+    assert Embeddings.load("static").state == "ready"  # the static model needs only numpy
+
+
+def test_the_builtin_model_loads_its_reference_vectors_and_embeds_them_when_damaged(
+    builtin: Any, tmp_path: Path
+) -> None:
+    texts = read_prompts(UNRELATED_PROMPTS), read_prompts(PROJECT_PROMPTS)
+    prompt = "explain the CAP theorem"
+    embedded = GateReferences(builtin.embed(texts[0]), builtin.embed(texts[1]), texts)
+    expected = embedded.probability(builtin.embed([prompt]), [prompt])[0]
+    started = time.perf_counter()
+    shipped = Embeddings.load("builtin")
+    assert time.perf_counter() - started < 3  # embedding the 3,500 prompts takes seconds more
+    query = shipped.query(prompt)
+    assert query is not None
+    gate = builtin.gate + builtin.unrelated_weight * expected
+    assert query.gates.gate == pytest.approx(gate, abs=2e-3)  # stored as float16
+    directory = tmp_path / "minilm"
+    shutil.copytree(BUILTIN_DIR, directory)
+    fitted = read_fitted_gate(BUILTIN_DIR / GATE_FILE)
+    assert fitted is not None and fitted.references is not None
+    unrelated, project = fitted.references
+    arrays = {
+        "weights": fitted.weights,
+        "bias": fitted.bias,
+        "words": np.array(fitted.words),
+        "digest": np.str_(fitted.digest),
+    }
+    for name, damaged in {
+        "nan": {"unrelated": np.full_like(unrelated, np.nan), "project": project},
+        "narrow": {"unrelated": unrelated[:, :16], "project": project[:, :16]},
+        "short": {"unrelated": unrelated[:-1], "project": project},
+    }.items():
+        np.savez(directory / GATE_FILE, **arrays, **damaged)
+        again = Embeddings.load(str(directory)).query(prompt)
+        assert again is not None, name
+        assert again.gates.gate == pytest.approx(gate, abs=1e-4), name  # embedded again

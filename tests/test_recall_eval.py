@@ -8,10 +8,9 @@ import pytest
 from bench.eval_data import STALE
 from bench.eval_recall import LABELLED_SETS, Labelled, run, score
 from orcad.recall.embedding import (
-    BUILTIN_DIR,
     PROJECT_PROMPTS,
     UNRELATED_PROMPTS,
-    load_static,
+    load_embedder,
     read_prompts,
 )
 
@@ -39,7 +38,8 @@ def test_evaluation_set_is_well_formed(name: str) -> None:
     assert set(stale.values()) <= set(ids) and any(new in w for *_p, w in prompts for new in stale)
     # the reference prompts that set each prompt's gate were written without these prompts;
     # one copied in, or a close paraphrase, would be measured as its own answer
-    model = load_static(BUILTIN_DIR)
+    model = load_embedder("builtin")
+    assert model is not None
     asked = model.embed([prompt for _kind, prompt, _wanted in prompts])
     for path in (UNRELATED_PROMPTS, PROJECT_PROMPTS):
         closest = (model.embed(read_prompts(path)) @ asked.T).max()

@@ -77,7 +77,7 @@ def test_builtin_model_by_default_and_nothing_injected_for_an_unrelated_prompt(
     daemon = start(orca_env, daemon_factory)
     embedding = loaded_status(daemon).embedding
     assert embedding.state == "ready" and embedding.setting == "builtin"
-    assert embedding.model.startswith("minilm-l6-static-")
+    assert embedding.model.startswith("minilm-l6-int8-")
     agent = Agent(daemon, workdir)
     # the last two prompts below share a word with one of these: not enough for small talk
     facts = [*FACTS, "Integration tests work only with the services of `make services` up."]
@@ -286,7 +286,7 @@ def test_published_facts_carry_their_vectors_into_the_index(
     # the second publish rebuilt the index and kept the first fact's vector
     assert stored_model == model
     assert sorted(fact for fact, _size in rows) == sorted(facts)
-    assert {size for _fact, size in rows} == {2 * 256}  # float16, the built-in model's 256 dims
+    assert {size for _fact, size in rows} == {2 * 384}  # float16, the built-in model's 384 dims
     agent = Agent(daemon, workdir)
     assert texts(agent.recall("which package manager does the frontend use?"))[0] == facts[0]
 

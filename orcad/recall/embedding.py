@@ -1,11 +1,14 @@
-"""Text embeddings for recall: the built-in static model, a local BERT model, or an endpoint.
+"""Text embeddings for recall: the built-in sentence model, a static one, a local model, or an
+endpoint.
 
-`[recall] embedding` chooses: "builtin" (default; the static model shipped in
-orcad/recall/model, distilled from all-MiniLM-L6-v2 by scripts/build_static_embedding.py),
-"none" (lexical recall only), "endpoint" (an OpenAI-compatible `/v1/embeddings` server, with a
-deadline), or the path of a local model directory: either a static model laid out as the
-built-in one (vectors.npz + vocab.txt) or a BERT sentence model (config.json, vocab.txt,
-model.safetensors; run in numpy, mean-pooled). Nothing is ever downloaded.
+`[recall] embedding` chooses: "builtin" (default; all-MiniLM-L6-v2 as an int8 ONNX graph in
+orcad/recall/minilm, written by scripts/build_onnx_model.py and run by onnxruntime), "static"
+(the static model shipped in orcad/recall/model, distilled from the same model by
+scripts/build_static_embedding.py and run in numpy: lighter, and ranks worse), "none" (lexical
+recall only), "endpoint" (an OpenAI-compatible `/v1/embeddings` server, with a deadline), or the
+path of a local model directory: an ONNX sentence model (model.onnx + vocab.txt), a static model
+laid out as the shipped one (vectors.npz + vocab.txt) or a BERT sentence model (config.json,
+vocab.txt, model.safetensors; run in numpy, mean-pooled). Nothing is ever downloaded.
 
 Every embedder returns unit-length float32 rows (a zero row for a text with no tokens), so a
 dot product is the cosine. Any failure is an `EmbeddingUnavailable`; recall then ranks
@@ -15,6 +18,7 @@ lexically.
 from __future__ import annotations
 
 import collections
+import ctypes
 import functools
 import hashlib
 import itertools
@@ -41,7 +45,9 @@ from orcad.secrets import redact
 log = structlog.get_logger("orcad.recall")
 
 Array = npt.NDArray[np.float32]
-BUILTIN_DIR = Path(__file__).resolve().parent / "model"
+BUILTIN_DIR = Path(__file__).resolve().parent / "minilm"  # the default model
+STATIC_DIR = Path(__file__).resolve().parent / "model"
+ONNX_FILE = "model.onnx"
 # prompts about nothing a project stores (general knowledge, chat, edits to the code on screen)
 # and prompts that ask about a project's own setup: a classifier fitted on the two tells how
 # likely a prompt is to be of the first kind, which raises the bar a stored record must clear,
@@ -168,6 +174,12 @@ def load_static(directory: Path) -> StaticEmbedder:
         raise EmbeddingUnavailable(f"{directory / 'vectors.npz'}: codes are not int8")
     embedder = StaticEmbedder(codes, scale, vocab, model_id)
     embedder.directory = directory
+    apply_settings(embedder, described, directory)
+    return embedder
+
+
+def apply_settings(embedder: Embedder, described: str, directory: Path) -> None:
+    """The ranking settings a model's MODEL.txt (`described`) gives, onto `embedder`."""
     fields = dict(line.split(":", 1) for line in described.splitlines() if ":" in line)
     embedder.floor = _setting(fields, "floor", DEFAULT_FLOOR, directory)
     # the gate may be negative: a prompt's own adds the unrelated weight times a probability
@@ -179,7 +191,6 @@ def load_static(directory: Path) -> StaticEmbedder:
     embedder.project_weight = _setting(fields, "project_weight", DEFAULT_PROJECT_WEIGHT, directory)
     if "lexical_gate" in fields:
         embedder.lexical_gate = _setting(fields, "lexical_gate", 0.0, directory)
-    return embedder
 
 
 def _setting(
@@ -271,6 +282,125 @@ def load_transformer(directory: Path) -> TransformerEmbedder:
     return TransformerEmbedder(weights, vocab, heads, model_id)
 
 
+# the inputs an ONNX sentence model may declare, each given for one text of n tokens: the
+# built-in graph takes ids and positions; exports of Hugging Face models take ids, a mask and
+# token types
+_ONNX_INPUTS: dict[str, Callable[[npt.NDArray[np.int64]], npt.NDArray[np.int64]]] = {
+    "input_ids": lambda ids: ids,
+    "position_ids": lambda ids: np.arange(ids.shape[1], dtype=np.int64)[None],
+    "attention_mask": np.ones_like,
+    "token_type_ids": np.zeros_like,
+}
+
+
+class OnnxEmbedder:
+    """A BERT-style sentence model as an ONNX graph, run by onnxruntime on one thread, one text
+    at a time (no padding): its first output, mean-pooled over the tokens when it is per token.
+    """
+
+    def __init__(self, session: Any, vocab: list[str], model_id: str, directory: Path):
+        self.session = session
+        self.tokens = WordPiece(vocab)
+        self.cls = self.tokens.ids.get("[CLS]", 101)
+        self.sep = self.tokens.ids.get("[SEP]", 102)
+        self.model_id = model_id
+        self.directory: Path | None = directory
+        self.inputs = [node.name for node in session.get_inputs()]
+        unknown = [name for name in self.inputs if name not in _ONNX_INPUTS]
+        if "input_ids" not in self.inputs or unknown:
+            raise EmbeddingUnavailable(
+                f"{directory / ONNX_FILE}: inputs {self.inputs} are not a sentence model's (it "
+                f"must take input_ids, and may take {sorted(set(_ONNX_INPUTS) - {'input_ids'})})"
+            )
+        self.dims = int(self._run([self.cls, self.sep]).shape[0])
+        self.floor = DEFAULT_FLOOR
+        self.gate = DEFAULT_GATE
+        self.lexical_weight = DEFAULT_LEXICAL_WEIGHT
+        self.unrelated_weight = DEFAULT_UNRELATED_WEIGHT
+        self.project_weight = DEFAULT_PROJECT_WEIGHT
+        self.lexical_gate: float | None = None
+
+    def _run(self, tokens: list[int]) -> Array:
+        ids = np.array([tokens], dtype=np.int64)
+        output = self.session.run(None, {name: _ONNX_INPUTS[name](ids) for name in self.inputs})
+        vector = np.asarray(output[0], dtype=np.float32)
+        if vector.ndim == 3:  # per token: mean-pooled
+            vector = vector.mean(axis=1)
+        if vector.shape[0] != 1 or vector.ndim != 2:
+            raise EmbeddingUnavailable(f"the ONNX model answered shape {vector.shape}")
+        row: Array = vector[0]
+        return row
+
+    def embed(self, texts: Sequence[str]) -> Array:
+        out = np.zeros((len(texts), self.dims), dtype=np.float32)
+        for row, text in enumerate(texts):
+            tokens = self.tokens.encode(readable(text), TRANSFORMER_MAX_TOKENS - 2)
+            if tokens:
+                out[row] = self._run([self.cls, *tokens, self.sep])
+        return normalize_rows(out)
+
+
+def load_onnx(directory: Path) -> OnnxEmbedder:
+    """The ONNX sentence model in `directory` (model.onnx, vocab.txt, and MODEL.txt for its id
+    and ranking settings when it has one). EmbeddingUnavailable when onnxruntime is missing or
+    the model cannot be run."""
+    try:
+        import onnxruntime  # type: ignore[import-untyped]  # noqa: PLC0415 (in the loading thread)
+    except ImportError as exc:
+        raise EmbeddingUnavailable(
+            f"onnxruntime cannot be imported ({exc}); reinstall orcad, or set "
+            '[recall] embedding = "static"'
+        ) from exc
+    path = directory / ONNX_FILE
+    try:
+        vocab = read_vocab(directory / "vocab.txt")
+        described = directory / "MODEL.txt"
+        text = described.read_text(encoding="utf-8") if described.exists() else ""
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = 1  # small products: see limit_blas_threads
+        options.inter_op_num_threads = 1
+        options.log_severity_level = 3  # errors only: they come back as exceptions
+        model_id = next(
+            (line[3:].strip() for line in text.splitlines() if line.startswith("id:")), ""
+        )
+        if not model_id:  # a model of the user's: its id is its file's digest
+            model_id = f"onnx-{directory.name}-{file_digest(path)[:16]}"
+        session = onnxruntime.InferenceSession(
+            str(path), options, providers=["CPUExecutionProvider"]
+        )
+    except (OSError, UnicodeDecodeError) as exc:
+        raise EmbeddingUnavailable(f"cannot load the ONNX model in {directory}: {exc}") from exc
+    except Exception as exc:  # onnxruntime's own errors (a damaged or foreign graph)
+        raise EmbeddingUnavailable(f"onnxruntime cannot load {path}: {exc}") from exc
+    try:
+        embedder = OnnxEmbedder(session, vocab, model_id, directory)
+    except EmbeddingUnavailable:
+        raise
+    except Exception as exc:
+        raise EmbeddingUnavailable(f"onnxruntime cannot run {path}: {exc}") from exc
+    apply_settings(embedder, text, directory)
+    release_freed_memory()
+    return embedder
+
+
+def file_digest(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as file:
+        while chunk := file.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def release_freed_memory() -> None:
+    """Give the C heap's free pages back to the system (glibc only): loading a model parses
+    its file into buffers that are freed, but that glibc would otherwise keep (about 20 MiB
+    for the built-in model)."""
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc
+        pass
+
+
 class EndpointEmbedder:
     """An OpenAI-compatible `/v1/embeddings` server, each call bounded by `timeout_s`. Texts are
     redacted before they are sent (a prompt may hold a pasted secret)."""
@@ -342,12 +472,16 @@ def load_embedder(
     if setting == "none":
         return None
     if setting == "builtin":
-        return load_static(BUILTIN_DIR)
+        return load_onnx(BUILTIN_DIR)
+    if setting == "static":
+        return load_static(STATIC_DIR)
     if setting == "endpoint":
         return EndpointEmbedder(base_url, model, os.environ.get(api_key_env), timeout_s)
     directory = Path(setting).expanduser()
     if not directory.is_dir():
         raise EmbeddingUnavailable(f"embedding model directory {directory} does not exist")
+    if (directory / ONNX_FILE).exists():
+        return load_onnx(directory)
     if (directory / "vectors.npz").exists():
         return load_static(directory)
     return load_transformer(directory)
@@ -413,6 +547,9 @@ class FittedGate(NamedTuple):
     bias: float
     words: list[str]  # the word features, in the order of their weights
     digest: str
+    # the reference prompts' vectors, unrelated then project (float16 on disk), when stored:
+    # a transformer takes seconds to embed them, which a daemon's start should not wait for
+    references: tuple[Array, Array] | None = None
 
 
 def gate_digest(model_id: str, texts: tuple[Sequence[str], Sequence[str]]) -> str:
@@ -436,25 +573,41 @@ def read_fitted_gate(path: Path) -> FittedGate | None:
             bias = float(data["bias"])
             words = [str(word) for word in data["words"]]
             digest = str(data["digest"])
+            references = None
+            if "unrelated" in data.files and "project" in data.files:
+                references = (
+                    data["unrelated"].astype(np.float32),
+                    data["project"].astype(np.float32),
+                )
     except Exception:  # missing, truncated, corrupt (zlib), or not one at all
         return None
     if weights.ndim != 1 or not np.isfinite(weights).all() or not math.isfinite(bias):
         return None
     if len(set(words)) != len(words):
         return None
-    return FittedGate(weights, bias, words, digest)
+    if references is not None and not all(
+        vectors.ndim == 2 and np.isfinite(vectors).all() for vectors in references
+    ):
+        references = None  # embedded again, as without them
+    return FittedGate(weights, bias, words, digest, references)
 
 
-def write_fitted_gate(path: Path, references: GateReferences, digest: str) -> None:
-    """Store `references`' classifier (scripts/fit_gate.py; the build's step, not the daemon's)."""
+def write_fitted_gate(
+    path: Path, references: GateReferences, digest: str, *, with_vectors: bool = False
+) -> None:
+    """Store `references`' classifier (scripts/fit_gate.py; the build's step, not the daemon's),
+    and with `with_vectors` the reference prompts' vectors too."""
     words = sorted(references.vocabulary, key=references.vocabulary.__getitem__)
-    np.savez_compressed(
-        path,
-        weights=references.weights,
-        bias=np.float64(references.bias),
-        words=np.array(words, dtype=np.str_),
-        digest=np.str_(digest),
-    )
+    arrays: dict[str, Any] = {
+        "weights": references.weights,
+        "bias": np.float64(references.bias),
+        "words": np.array(words, dtype=np.str_),
+        "digest": np.str_(digest),
+    }
+    if with_vectors:
+        arrays["unrelated"] = references.unrelated.astype(np.float16)
+        arrays["project"] = references.project.astype(np.float16)
+    np.savez_compressed(path, **arrays)
 
 
 def word_features(text: str) -> set[str]:
@@ -521,6 +674,7 @@ class GateReferences:
             raise ValueError("one text per reference vector")
         self._stacked = np.ascontiguousarray(np.concatenate([unrelated, project]))
         self._split = len(unrelated)  # the project prompts' first row
+        self.unrelated, self.project = self._stacked[: self._split], self._stacked[self._split :]
         if not classify:
             self.vocabulary, self.weights, self.bias = {}, np.zeros(0, np.float32), 0.0
             return
@@ -597,7 +751,15 @@ def gate_references(embedder: Embedder | None) -> GateReferences | None:
     fitted = read_fitted_gate(directory / GATE_FILE) if isinstance(directory, Path) else None
     if fitted is not None and fitted.digest != gate_digest(embedder.model_id, texts):
         fitted = None
-    vectors = embedder.embed(texts[0]), embedder.embed(texts[1])
+    if (
+        fitted is not None
+        and fitted.references is not None
+        and [vectors.shape for vectors in fitted.references]
+        == [(len(texts[0]), embedder.dims), (len(texts[1]), embedder.dims)]
+    ):
+        vectors = fitted.references
+    else:
+        vectors = embedder.embed(texts[0]), embedder.embed(texts[1])
     return GateReferences(*vectors, texts, fitted, classify=embedder.unrelated_weight > 0)
 
 
