@@ -9,10 +9,13 @@ deliberate records).
 
 `--busy N` keeps N other processes spinning on the CPU while it measures, as a build or a test
 run does on a developer's machine (on this 2-core machine, `--busy 1` leaves one core to the
-two daemons and the client).
+two daemons and the client). `--embedding` measures another model than the built-in one
+("static", a model directory). The prompts are bench/recall.py's (three or four questions
+run together, about 44 tokens; a prompt's embedding grows with its tokens), or with `--prompts
+labelled` the labelled set's (bench/eval_data.py: one question each, about 12 tokens).
 
     .venv/bin/python -m bench.recall_cost [--sizes 1000,10000] [--requests 300] [--busy N]
-        [--json]
+        [--embedding SETTING] [--prompts bench|labelled] [--json]
 """
 
 from __future__ import annotations
@@ -78,8 +81,14 @@ def busy_processes(count: int) -> list[subprocess.Popen[bytes]]:
     ]
 
 
-def run(sizes: list[int], requests: int, busy: int = 0) -> list[dict[str, Any]]:
-    prompts = latency_prompts()
+def run(
+    sizes: list[int],
+    requests: int,
+    busy: int = 0,
+    embedding: str = "builtin",
+    prompts: list[str] | None = None,
+) -> list[dict[str, Any]]:
+    prompts = prompts or latency_prompts()
     report = []
     with tempfile.TemporaryDirectory(prefix="orcad-bench-recall-cost-") as temp:
         base = Path(temp)
@@ -89,7 +98,7 @@ def run(sizes: list[int], requests: int, busy: int = 0) -> list[dict[str, Any]]:
         homes = {"builtin": base / "builtin", "none": base / "none"}
         homes["builtin"].mkdir()
         orca = OrcaEnv(homes["builtin"])
-        orca.write_config(CONFIG.format(embedding="builtin"))
+        orca.write_config(CONFIG.format(embedding=embedding))
         daemon = DaemonProcess(orca).start()
         try:  # a daemon is never left running when the bench fails
             opened = daemon.call("session.open", {"cwd": cwd})
@@ -140,7 +149,7 @@ def format_figures(figures: dict[str, Any]) -> str:
         f"{figures['records']:>7} deliberate records, ledger of 128"
         + (f", {figures['busy']} busy processes" if figures.get("busy") else "")
         + ":",
-        f"  recall, built-in model  p50 {ms(figures['builtin'][0])}"
+        f"  recall, with the model  p50 {ms(figures['builtin'][0])}"
         f"  p99 {ms(figures['builtin'][1])}  RSS {figures['builtin_rss_mib']:.1f} MiB",
         f"  recall, lexical only    p50 {ms(figures['none'][0])}  p99 {ms(figures['none'][1])}"
         f"  RSS {figures['none_rss_mib']:.1f} MiB",
@@ -155,10 +164,21 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--busy", type=int, default=0, help="other processes spinning on the CPU meanwhile"
     )
+    parser.add_argument("--embedding", default="builtin", help="the model's [recall] embedding")
+    parser.add_argument("--prompts", choices=("bench", "labelled"), default="bench")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     configure_logging(sys.stderr, level=logging.WARNING)
-    report = run([int(size) for size in args.sizes.split(",")], args.requests, args.busy)
+    prompts = None
+    if args.prompts == "labelled":
+        prompts = [prompt for _kind, prompt, _wanted in Labelled.named().prompts]
+    report = run(
+        [int(size) for size in args.sizes.split(",")],
+        args.requests,
+        args.busy,
+        args.embedding,
+        prompts,
+    )
     if args.json:
         print(json.dumps(report, indent=2))
     else:

@@ -19,6 +19,8 @@ from orcad.deliberate.store import (
 )
 from orcad.deliberate.vectors import (
     VectorMatrix,
+    _records,
+    _records_query,
     hybrid_search,
     load_matrix,
     pending,
@@ -210,3 +212,25 @@ def test_a_row_number_reused_by_another_workspace_within_the_refresh_is_not_show
     assert reused.fetchone()[0] == 2  # (the case this test is about)
     found = hybrid_search(connection, "ws1", ["plan"], unit(0, 1), "m1", 5, cache)
     assert [f.record.content for f in found.found] == ["alpha deploys"]
+
+
+def test_the_records_of_a_search_are_read_by_row_id_whatever_the_workspace_holds(
+    connection: sqlite3.Connection,
+) -> None:
+    """SQLite answered the visibility test with the workspace's index, reading every record
+    of the workspace (1.5 ms a recall at 10k records) instead of the few row ids asked for."""
+    with connection:
+        for n in range(3000):
+            save(connection, n, f"record number {n} about component {n % 97}")
+    plan = connection.execute(
+        "EXPLAIN QUERY PLAN " + _records_query(24), [*range(1, 25), "ws1"]
+    ).fetchall()
+    steps = " / ".join(str(row[-1]) for row in plan)
+    assert "INTEGER PRIMARY KEY" in steps and "memories_workspace" not in steps, steps
+    found = _records(connection, "ws1", [5, 17, 2999])
+    assert sorted(record.content for record in found.values()) == [
+        "record number 16 about component 16",
+        "record number 2998 about component 88",
+        "record number 4 about component 4",
+    ]
+    assert _records(connection, "ws2", [5, 17]) == {}  # still only what the workspace may see

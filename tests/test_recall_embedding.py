@@ -845,3 +845,41 @@ def test_the_builtin_model_loads_its_reference_vectors_and_embeds_them_when_dama
         again = Embeddings.load(str(directory)).query(prompt)
         assert again is not None, name
         assert again.gates.gate == pytest.approx(gate, abs=1e-4), name  # embedded again
+
+
+HEAP_SCRIPT = """
+import json, threading
+from orcad.recall.embedding import Embeddings
+
+def rss_mib():
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * 4096 / 2**20
+
+embeddings = Embeddings.load("builtin")
+
+def recall(prompt):  # as the daemon does: in a worker thread
+    thread = threading.Thread(target=embeddings.query, args=(prompt,))
+    thread.start()
+    thread.join()
+
+recall("which phones must we support")
+before = rss_mib()
+for number in range(10):
+    recall(" ".join(f"word{number}x{n}" for n in range(300)))  # 128 tokens, the most read
+print(json.dumps(rss_mib() - before))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's heap, /proc")
+def test_long_prompts_leave_no_memory_behind_once_the_model_loads() -> None:
+    """glibc would otherwise keep the buffers of a long prompt's run in the recall thread's
+    heap for good (13 MiB after one 128-token prompt, measured without the fixed threshold)."""
+    done = subprocess.run(
+        [sys.executable, "-c", HEAP_SCRIPT],
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    assert json.loads(done.stdout) < 4.0

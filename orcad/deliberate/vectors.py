@@ -206,6 +206,17 @@ class HybridResult:
     total: int  # records in the store
 
 
+def _records_query(count: int) -> str:
+    """Records by row id, visible to a workspace. The `+` keeps SQLite from answering the
+    workspace test with its index: it chose that index (every record of the workspace, 1.5 ms
+    at 10k) over the row ids (0.03 ms)."""
+    marks = ",".join("?" * count)
+    return (
+        f"SELECT m.row_id, {_COLUMNS} FROM memories AS m WHERE m.row_id IN ({marks}) "  # noqa: S608 - placeholders only
+        "AND (+m.workspace_id = ? OR +m.workspace_id IS NULL)"
+    )
+
+
 def _records(
     connection: sqlite3.Connection, workspace_id: str, row_ids: Sequence[int]
 ) -> dict[int, StoredRecord]:
@@ -215,12 +226,7 @@ def _records(
     records themselves."""
     if not row_ids:
         return {}
-    marks = ",".join("?" * len(row_ids))
-    rows = connection.execute(
-        f"SELECT m.row_id, {_COLUMNS} FROM memories AS m WHERE m.row_id IN ({marks}) "  # noqa: S608 - placeholders only
-        "AND (m.workspace_id = ? OR m.workspace_id IS NULL)",
-        [*row_ids, workspace_id],
-    ).fetchall()
+    rows = connection.execute(_records_query(len(row_ids)), [*row_ids, workspace_id]).fetchall()
     return {int(row[0]): record_from_row(row[1:]) for row in rows}
 
 
