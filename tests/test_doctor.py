@@ -17,8 +17,10 @@ from typing import Any
 import msgspec
 import pytest
 
+from orcactl.commands.doctor import judge_embedding
 from orcad.capture import jobstore, ledger, projections, projects
 from orcad.capture.records import AttemptError, new_job
+from protocol.types import EmbeddingStatus
 from tests.harness import DaemonProcess, OrcaEnv
 
 pytestmark = pytest.mark.daemon
@@ -428,3 +430,40 @@ def test_running_daemon_reports_exhausted_jobs_and_broken_indexes(
     index = [f for f in findings if f["check"] == "index"]
     assert len(index) == 1
     assert index[0]["detail"] == f"project {PROJECT_ID}: index is corrupt"
+
+
+def test_an_embedding_model_that_cannot_load(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    broken = tmp_path / "model"
+    broken.mkdir()
+    (broken / "model.onnx").write_bytes(b"\x08\x07 not a graph")
+    (broken / "vocab.txt").write_text("[UNK]\n")
+    orca_env.write_config(f'[recall]\nembedding = "{broken}"\n')
+    status, findings = doctor(orca_env)  # no daemon: doctor loads the model itself
+    assert status == 1
+    found = only_problem(findings, "embedding")
+    assert "onnxruntime cannot load" in found["detail"]
+    assert found["fix"] == 'fix [recall] embedding in config.toml, or set it to "builtin"'
+
+    daemon = DaemonProcess(orca_env)
+    daemon_factory.append(daemon)
+    daemon.start()
+    deadline = time.monotonic() + 30
+    while daemon.call("daemon.status").embedding.state == "loading":
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    status, findings = doctor(orca_env)  # as the daemon reports it
+    found = only_problem(findings, "embedding")
+    assert "recall is lexical only: onnxruntime cannot load" in found["detail"]
+    assert found["fix"].startswith('fix [recall] embedding in config.toml, or set it to "builtin"')
+
+
+def test_the_builtin_model_unavailable_points_at_the_static_one() -> None:
+    finding = judge_embedding(
+        EmbeddingStatus(
+            state="unavailable", setting="builtin", reason="onnxruntime cannot be imported"
+        )
+    )
+    assert finding.status == "problem" and "onnxruntime cannot be imported" in finding.detail
+    assert 'set [recall] embedding = "static"' in finding.fix

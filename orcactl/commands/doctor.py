@@ -409,8 +409,8 @@ def judge_embedding(embedding: EmbeddingStatus | None) -> Finding:
         return Finding(
             "embedding",
             "problem",
-            f"recall is lexical only: {embedding.reason}; fix [recall] embedding in config.toml "
-            '(or set it to "builtin") and restart orcad',
+            f"recall is lexical only: {embedding.reason}",
+            embedding_fix(embedding.setting) + ", then restart orcad",
         )
     if embedding.state == "loading":
         return Finding("embedding", "ok", f"{embedding.setting}: loading, just after start")
@@ -420,6 +420,13 @@ def judge_embedding(embedding: EmbeddingStatus | None) -> Finding:
     if embedding.reason:
         return Finding("embedding", "problem", f"{detail}; last failure: {embedding.reason}")
     return Finding("embedding", "ok", detail)
+
+
+def embedding_fix(setting: str) -> str:
+    """What to do when the model `setting` names cannot be loaded."""
+    if setting == "builtin":  # onnxruntime missing, or the package's files damaged
+        return 'reinstall orcad, or set [recall] embedding = "static" in config.toml'
+    return 'fix [recall] embedding in config.toml, or set it to "builtin"'
 
 
 def check_embedding_offline(config: Config) -> Finding:
@@ -434,7 +441,9 @@ def check_embedding_offline(config: Config) -> Finding:
     try:
         embedder = load_embedder(setting)
     except EmbeddingUnavailable as exc:
-        return Finding("embedding", "problem", f"{exc}; recall would be lexical only")
+        return Finding(
+            "embedding", "problem", f"{exc}; recall would be lexical only", embedding_fix(setting)
+        )
     return Finding("embedding", "ok", f"{getattr(embedder, 'model_id', setting)} loads")
 
 
