@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from orcad.deliberate import vectors as vectors_module
 from orcad.deliberate.store import (
     StoredRecord,
     delete_record,
@@ -234,3 +235,22 @@ def test_the_records_of_a_search_are_read_by_row_id_whatever_the_workspace_holds
         "record number 4 about component 4",
     ]
     assert _records(connection, "ws2", [5, 17]) == {}  # still only what the workspace may see
+
+
+def test_vectors_read_a_slice_at_a_time_load_as_when_read_whole(
+    connection: sqlite3.Connection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    workspaces = ["ws1", "ws2", None, "ws3"]
+    for n in range(1, 41):
+        save(connection, n, f"note {n} about topic{n}", workspace=workspaces[n % 4])
+    rows = pending(connection, "m1", 100)
+    vectors = np.stack([unit(1, 0.01 * row, 0) for row, _content in rows])
+    vectors[5, 1] = np.nan  # damaged: left out wherever its slice falls
+    store_vectors(connection, "m1", rows, vectors)
+    whole = load_matrix(connection, "m1", None, 3)
+    monkeypatch.setattr(vectors_module, "VECTOR_READ_ROWS", 3)
+    sliced = load_matrix(connection, "m1", None, 3)
+    assert len(whole.row_ids) == 39 and rows[5][0] not in whole.row_ids.tolist()
+    assert whole.spans == sliced.spans and len(whole.spans) == 4
+    for field in ("row_ids", "matrix", "by_row_id", "sorted_row_ids"):
+        assert np.array_equal(getattr(whole, field), getattr(sliced, field)), field
