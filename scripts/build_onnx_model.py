@@ -35,7 +35,7 @@ import numpy as np
 if __package__ in (None, ""):  # run as `python scripts/build_onnx_model.py`
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from orcad.recall.embedding import BUILTIN_DIR, ONNX_FILE, read_safetensors
+from orcad.recall.embedding import BUILTIN_DIR, ONNX_FILE, no_telemetry, read_safetensors
 
 OPSET = 17  # has LayerNormalization; onnxruntime 1.16 and later run it
 
@@ -153,6 +153,7 @@ def bert_graph(weights: dict[str, np.ndarray], heads: int) -> Any:
 
 def build(source: Path, out: Path) -> str:
     """Write the quantized model and vocabulary into `out`; return the model's id."""
+    no_telemetry()  # onnxruntime.quantization imports onnxruntime
     import onnx  # noqa: PLC0415 (the model extra: building only)
     from onnxruntime.quantization import QuantType, quantize_dynamic  # noqa: PLC0415 (the model extra: building only)
 

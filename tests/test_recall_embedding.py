@@ -37,6 +37,7 @@ from orcad.recall.embedding import (
     EmbeddingUnavailable,
     EndpointEmbedder,
     GateReferences,
+    OnnxEmbedder,
     gate_digest,
     load_embedder,
     load_static,
@@ -291,7 +292,8 @@ def test_each_shipped_model_ships_its_classifier_fitted_and_current(
     model or the fit change: the daemon would otherwise fit its own at every start."""
     model = request.getfixturevalue(shipped_model)
     texts = read_prompts(UNRELATED_PROMPTS), read_prompts(PROJECT_PROMPTS)
-    shipped = read_fitted_gate(model.directory / GATE_FILE)
+    shapes = (len(texts[0]), model.dims), (len(texts[1]), model.dims)
+    shipped = read_fitted_gate(model.directory / GATE_FILE, shapes)
     assert shipped is not None, "run scripts/fit_gate.py"
     assert shipped.digest == gate_digest(model.model_id, texts), "run scripts/fit_gate.py"
     vectors = model.embed(texts[0]), model.embed(texts[1])
@@ -300,8 +302,9 @@ def test_each_shipped_model_ships_its_classifier_fitted_and_current(
         for stored, embedded in zip(shipped.references, vectors, strict=True):
             assert stored.shape == embedded.shape
             assert np.abs(stored - embedded).max() < 2e-3  # float16
-    else:
-        assert shipped.references is None  # a static model embeds them in milliseconds
+    else:  # a static model embeds them in milliseconds
+        with np.load(model.directory / GATE_FILE) as stored:
+            assert "unrelated" not in stored.files
     loaded = GateReferences(*vectors, texts, shipped)
     fitted = GateReferences(*vectors, texts)  # what the daemon would fit for itself
     builtin = model
@@ -789,6 +792,16 @@ def test_a_local_onnx_export_is_run_with_the_inputs_it_declares_and_mean_pooled(
     assert described is not None and (described.model_id, described.floor) == ("mine", 0.3)
 
 
+def test_a_text_an_onnx_model_answers_with_nan_for_is_a_text_without_meaning(
+    tmp_path: Path,
+) -> None:
+    model = load_embedder(str(onnx_model_dir(tmp_path, "prod_is_nan.onnx")))
+    assert model is not None
+    vectors = model.embed(["deploy prod", "deploy"])
+    assert not vectors[0].any()  # a zero row: cosine 0 with everything, never NaN
+    assert np.allclose(np.linalg.norm(vectors[1]), 1.0)
+
+
 def test_an_onnx_model_that_cannot_serve_is_refused_with_the_reason(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -804,7 +817,28 @@ def test_an_onnx_model_that_cannot_serve_is_refused_with_the_reason(
     negative = onnx_model_dir(tmp_path, "exported.onnx", "id: x\nfloor: -1\n", "negative")
     with pytest.raises(EmbeddingUnavailable, match="floor must be a number of at least 0"):
         load_embedder(str(negative))
-    # without onnxruntime (a platform it has no build for) the built-in model says what to do
+    for graph, reason in [
+        ("all_nan.onnx", r"answered \[\(4,\), \(4,\)\], not finite,"),
+        ("per_length.onnx", r"answered \[\(2,\), \(4,\)\] for texts of 2 and 4 tokens"),
+    ]:
+        with pytest.raises(EmbeddingUnavailable, match=reason):
+            load_embedder(str(onnx_model_dir(tmp_path, graph)))
+    # a model file that never ends (a FIFO, a device) is refused, not read until it does
+    endless = onnx_model_dir(tmp_path, "exported.onnx", name="endless")
+    (endless / "model.onnx").unlink()
+    (endless / "model.onnx").symlink_to("/dev/zero")
+    with pytest.raises(EmbeddingUnavailable, match="is not a regular file"):
+        load_embedder(str(endless))
+    (endless / "model.onnx").unlink()
+    os.mkfifo(endless / "model.onnx")
+    with pytest.raises(EmbeddingUnavailable, match="is not a regular file"):
+        load_embedder(str(endless))
+    (endless / "model.onnx").unlink()
+    shutil.copy(ONNX_FIXTURES / "exported.onnx", endless / "model.onnx")
+    os.mkfifo(endless / "MODEL.txt")
+    with pytest.raises(EmbeddingUnavailable, match="is not a regular file"):
+        load_embedder(str(endless))
+    # without onnxruntime (a broken install) the built-in model says what to do
     monkeypatch.setitem(sys.modules, "onnxruntime", None)
     with pytest.raises(EmbeddingUnavailable, match=r'onnxruntime cannot be imported.*"static"'):
         load_embedder("builtin")
@@ -812,22 +846,30 @@ def test_an_onnx_model_that_cannot_serve_is_refused_with_the_reason(
 
 
 def test_the_builtin_model_loads_its_reference_vectors_and_embeds_them_when_damaged(
-    builtin: Any, tmp_path: Path
+    builtin: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     texts = read_prompts(UNRELATED_PROMPTS), read_prompts(PROJECT_PROMPTS)
     prompt = "explain the CAP theorem"
     embedded = GateReferences(builtin.embed(texts[0]), builtin.embed(texts[1]), texts)
     expected = embedded.probability(builtin.embed([prompt]), [prompt])[0]
-    started = time.perf_counter()
+    embedded_texts: list[str] = []
+    embed = OnnxEmbedder.embed
+
+    def counting(self: Any, texts: Any) -> Any:
+        embedded_texts.extend(texts)
+        return embed(self, texts)
+
+    monkeypatch.setattr(OnnxEmbedder, "embed", counting)
     shipped = Embeddings.load("builtin")
-    assert time.perf_counter() - started < 3  # embedding the 3,500 prompts takes seconds more
+    assert embedded_texts == []  # the 3,500 reference prompts come stored
     query = shipped.query(prompt)
     assert query is not None
     gate = builtin.gate + builtin.unrelated_weight * expected
     assert query.gates.gate == pytest.approx(gate, abs=2e-3)  # stored as float16
     directory = tmp_path / "minilm"
     shutil.copytree(BUILTIN_DIR, directory)
-    fitted = read_fitted_gate(BUILTIN_DIR / GATE_FILE)
+    shapes = (len(texts[0]), builtin.dims), (len(texts[1]), builtin.dims)
+    fitted = read_fitted_gate(BUILTIN_DIR / GATE_FILE, shapes)
     assert fitted is not None and fitted.references is not None
     unrelated, project = fitted.references
     arrays = {
@@ -840,11 +882,18 @@ def test_the_builtin_model_loads_its_reference_vectors_and_embeds_them_when_dama
         "nan": {"unrelated": np.full_like(unrelated, np.nan), "project": project},
         "narrow": {"unrelated": unrelated[:, :16], "project": project[:, :16]},
         "short": {"unrelated": unrelated[:-1], "project": project},
+        "integers": {"unrelated": unrelated.astype(np.int8), "project": project},
+        # a small file that would inflate to 800 MB: its header is read, not its data
+        "huge": {"unrelated": np.zeros((len(texts[0]), 60_000), np.float16), "project": project},
     }.items():
-        np.savez(directory / GATE_FILE, **arrays, **damaged)
+        np.savez_compressed(directory / GATE_FILE, **arrays, **damaged)
+        stored = read_fitted_gate(directory / GATE_FILE, shapes)
+        assert stored is not None and stored.references is None, name
+        embedded_texts.clear()
         again = Embeddings.load(str(directory)).query(prompt)
         assert again is not None, name
-        assert again.gates.gate == pytest.approx(gate, abs=1e-4), name  # embedded again
+        assert again.gates.gate == pytest.approx(gate, abs=1e-4), name
+        assert len(embedded_texts) > 3000, name  # embedded again
 
 
 HEAP_SCRIPT = """
@@ -883,3 +932,26 @@ def test_long_prompts_leave_no_memory_behind_once_the_model_loads() -> None:
         check=True,
     )
     assert json.loads(done.stdout) < 4.0
+
+
+def test_loading_the_builtin_model_writes_nothing_in_the_users_home(tmp_path: Path) -> None:
+    """onnxruntime's Linux builds would write a device id and a queue of telemetry events
+    under ~/.cache/Microsoft/DeveloperTools/.onnxruntime when imported."""
+    home = tmp_path / "home"
+    home.mkdir()
+    script = (
+        "from orcad.recall.embedding import Embeddings\n"
+        "embeddings = Embeddings.load('builtin')\n"
+        "assert embeddings.state == 'ready', embeddings.reason\n"
+        "assert embeddings.query('which phones must we support') is not None\n"
+    )
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("ORT_DISABLE_TELEMETRY", "XDG_CACHE_HOME")
+    }
+    subprocess.run(
+        [sys.executable, "-c", script],
+        env={**env, "HOME": str(home), "PYTHONPATH": str(REPO_ROOT)},
+        timeout=120,
+        check=True,
+    )
+    assert list(home.rglob("*")) == []

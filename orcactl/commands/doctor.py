@@ -410,7 +410,7 @@ def judge_embedding(embedding: EmbeddingStatus | None) -> Finding:
             "embedding",
             "problem",
             f"recall is lexical only: {embedding.reason}",
-            embedding_fix(embedding.setting) + ", then restart orcad",
+            embedding_fix(embedding.setting, embedding.reason or "") + ", then restart orcad",
         )
     if embedding.state == "loading":
         return Finding("embedding", "ok", f"{embedding.setting}: loading, just after start")
@@ -422,9 +422,10 @@ def judge_embedding(embedding: EmbeddingStatus | None) -> Finding:
     return Finding("embedding", "ok", detail)
 
 
-def embedding_fix(setting: str) -> str:
-    """What to do when the model `setting` names cannot be loaded."""
-    if setting == "builtin":  # onnxruntime missing, or the package's files damaged
+def embedding_fix(setting: str, reason: str) -> str:
+    """What to do when the model `setting` names cannot be loaded, for `reason`."""
+    if setting == "builtin" or "onnxruntime cannot be imported" in reason:
+        # the package's files damaged, or onnxruntime missing: "builtin" needs it too
         return 'reinstall orcad, or set [recall] embedding = "static" in config.toml'
     return 'fix [recall] embedding in config.toml, or set it to "builtin"'
 
@@ -442,7 +443,10 @@ def check_embedding_offline(config: Config) -> Finding:
         embedder = load_embedder(setting)
     except EmbeddingUnavailable as exc:
         return Finding(
-            "embedding", "problem", f"{exc}; recall would be lexical only", embedding_fix(setting)
+            "embedding",
+            "problem",
+            f"{exc}; recall would be lexical only",
+            embedding_fix(setting, str(exc)),
         )
     return Finding("embedding", "ok", f"{getattr(embedder, 'model_id', setting)} loads")
 

@@ -26,6 +26,7 @@ import json
 import math
 import os
 import re
+import stat
 import threading
 import zipfile
 from collections.abc import Callable, Mapping, Sequence
@@ -48,6 +49,7 @@ Array = npt.NDArray[np.float32]
 BUILTIN_DIR = Path(__file__).resolve().parent / "minilm"  # the default model
 STATIC_DIR = Path(__file__).resolve().parent / "model"
 ONNX_FILE = "model.onnx"
+ONNXRUNTIME_TELEMETRY = "ORT_DISABLE_TELEMETRY"  # see no_telemetry
 # prompts about nothing a project stores (general knowledge, chat, edits to the code on screen)
 # and prompts that ask about a project's own setup: a classifier fitted on the two tells how
 # likely a prompt is to be of the first kind, which raises the bar a stored record must clear,
@@ -65,7 +67,7 @@ WORD_MIN_COUNT = 5
 _WORD = re.compile(r"[a-z0-9']+", re.IGNORECASE)
 FIT_BLOCK = 256  # rows of the classifier's features at a time in its fit
 FIT_STEPS = 50  # Newton steps at most (the built-in model's converges in 8)
-# the classifier fitted ahead of time, beside a static model (scripts/fit_gate.py); a change to
+# the classifier fitted ahead of time, beside a shipped model (scripts/fit_gate.py); a change to
 # how it is fitted or used bumps the version, so that an old file is fitted again
 GATE_FILE = "gate.npz"
 GATE_FIT_VERSION = 2
@@ -117,7 +119,16 @@ def normalize_rows(matrix: Array) -> Array:
     return result
 
 
+def require_regular_file(path: Path) -> None:
+    """OSError unless `path` is a regular file (after symbolic links): a model's files are
+    read whole, and a FIFO or a device such as /dev/zero would never end, leaving every recall
+    waiting for the model to load."""
+    if not stat.S_ISREG(path.stat().st_mode):
+        raise OSError(f"{path} is not a regular file")
+
+
 def read_vocab(path: Path) -> list[str]:
+    require_regular_file(path)
     words = path.read_text(encoding="utf-8").split("\n")
     if words and words[-1] == "":
         words.pop()
@@ -159,6 +170,8 @@ class StaticEmbedder:
 
 def load_static(directory: Path) -> StaticEmbedder:
     try:
+        require_regular_file(directory / "vectors.npz")
+        require_regular_file(directory / "MODEL.txt")
         with np.load(directory / "vectors.npz") as data:
             codes, scale = data["codes"], data["scale"].astype(np.float32)
         vocab = read_vocab(directory / "vocab.txt")
@@ -306,13 +319,26 @@ class OnnxEmbedder:
         self.model_id = model_id
         self.directory: Path | None = directory
         self.inputs = [node.name for node in session.get_inputs()]
+        self.output = session.get_outputs()[0].name  # the only one computed
         unknown = [name for name in self.inputs if name not in _ONNX_INPUTS]
         if "input_ids" not in self.inputs or unknown:
             raise EmbeddingUnavailable(
                 f"{directory / ONNX_FILE}: inputs {self.inputs} are not a sentence model's (it "
                 f"must take input_ids, and may take {sorted(set(_ONNX_INPUTS) - {'input_ids'})})"
             )
-        self.dims = int(self._run([self.cls, self.sep]).shape[0])
+        probes = [
+            self._run([self.cls, self.sep]),
+            self._run([self.cls, self.cls, self.cls, self.sep]),
+        ]
+        widths = {len(probe) for probe in probes}
+        finite = all(np.isfinite(probe).all() for probe in probes)
+        if len(widths) != 1 or min(widths) < 1 or not finite:
+            answered = [probe.shape for probe in probes]
+            raise EmbeddingUnavailable(
+                f"{directory / ONNX_FILE} is not a sentence model: it answered {answered}"
+                f"{'' if finite else ', not finite,'} for texts of 2 and 4 tokens"
+            )
+        self.dims = widths.pop()
         self.floor = DEFAULT_FLOOR
         self.gate = DEFAULT_GATE
         self.lexical_weight = DEFAULT_LEXICAL_WEIGHT
@@ -322,7 +348,9 @@ class OnnxEmbedder:
 
     def _run(self, tokens: list[int]) -> Array:
         ids = np.array([tokens], dtype=np.int64)
-        output = self.session.run(None, {name: _ONNX_INPUTS[name](ids) for name in self.inputs})
+        output = self.session.run(
+            [self.output], {name: _ONNX_INPUTS[name](ids) for name in self.inputs}
+        )
         vector = np.asarray(output[0], dtype=np.float32)
         if vector.ndim == 3:  # per token: mean-pooled
             vector = vector.mean(axis=1)
@@ -337,13 +365,23 @@ class OnnxEmbedder:
             tokens = self.tokens.encode(readable(text), TRANSFORMER_MAX_TOKENS - 2)
             if tokens:
                 out[row] = self._run([self.cls, *tokens, self.sep])
+        out[~np.isfinite(out).all(axis=1)] = 0.0  # as for a text without meaning
         return normalize_rows(out)
+
+
+def no_telemetry() -> None:
+    """Keep onnxruntime from collecting telemetry. Its Linux builds otherwise write a device id
+    and a queue of events for upload under ~/.cache/Microsoft/DeveloperTools/.onnxruntime as
+    soon as the library is imported; it reads this variable then, so it is set before the
+    first import (and so for this process's children too)."""
+    os.environ[ONNXRUNTIME_TELEMETRY] = "1"
 
 
 def load_onnx(directory: Path) -> OnnxEmbedder:
     """The ONNX sentence model in `directory` (model.onnx, vocab.txt, and MODEL.txt for its id
     and ranking settings when it has one). EmbeddingUnavailable when onnxruntime is missing or
     the model cannot be run."""
+    no_telemetry()
     try:
         import onnxruntime  # type: ignore[import-untyped]  # noqa: PLC0415 (in the loading thread)
     except ImportError as exc:
@@ -353,13 +391,17 @@ def load_onnx(directory: Path) -> OnnxEmbedder:
         ) from exc
     path = directory / ONNX_FILE
     try:
+        require_regular_file(path)
         vocab = read_vocab(directory / "vocab.txt")
         described = directory / "MODEL.txt"
-        text = described.read_text(encoding="utf-8") if described.exists() else ""
+        text = ""
+        if described.exists():
+            require_regular_file(described)
+            text = described.read_text(encoding="utf-8")
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = 1  # small products: see limit_blas_threads
         options.inter_op_num_threads = 1
-        options.log_severity_level = 3  # errors only: they come back as exceptions
+        options.log_severity_level = 4  # none but fatal: errors come back as exceptions
         # no arena: it would keep the largest activations it ever held (a 128-token text's)
         options.enable_cpu_mem_arena = False
         model_id = next(
@@ -557,7 +599,7 @@ def fit_logistic(features: Array, labels: npt.NDArray[np.float64]) -> tuple[Arra
 
 
 class FittedGate(NamedTuple):
-    """A classifier fitted ahead of time (GATE_FILE beside a static model), with the digest of
+    """A classifier fitted ahead of time (GATE_FILE beside a shipped model), with the digest of
     everything its fit depends on: used only while that digest still matches."""
 
     weights: Array
@@ -581,17 +623,26 @@ def gate_digest(model_id: str, texts: tuple[Sequence[str], Sequence[str]]) -> st
     return hashlib.sha256(json.dumps(inputs).encode("utf-8")).hexdigest()
 
 
-def read_fitted_gate(path: Path) -> FittedGate | None:
+def read_fitted_gate(
+    path: Path, shapes: tuple[tuple[int, int], tuple[int, int]] | None = None
+) -> FittedGate | None:
     """The fitted classifier stored at `path`, or None when there is none or it is unreadable
-    (the daemon then fits its own)."""
+    (the daemon then fits its own). Its reference vectors are read only when they have
+    `shapes` (unrelated, project), checked before they are inflated: a user's model directory
+    could hold a small file that inflates to gigabytes."""
     try:
+        require_regular_file(path)
         with np.load(path, allow_pickle=False) as data:
             weights = data["weights"].astype(np.float32)
             bias = float(data["bias"])
             words = [str(word) for word in data["words"]]
             digest = str(data["digest"])
             references = None
-            if "unrelated" in data.files and "project" in data.files:
+            names = ("unrelated", "project")
+            if shapes is not None and all(
+                _stored_shape(data, name) == shape
+                for name, shape in zip(names, shapes, strict=True)
+            ):
                 references = (
                     data["unrelated"].astype(np.float32),
                     data["project"].astype(np.float32),
@@ -607,6 +658,24 @@ def read_fitted_gate(path: Path) -> FittedGate | None:
     ):
         references = None  # embedded again, as without them
     return FittedGate(weights, bias, words, digest, references)
+
+
+def _stored_shape(data: Any, name: str) -> tuple[int, ...] | None:
+    """The shape of array `name` of an opened .npz, from its header alone (None: absent, or
+    not a plain float16 or float32 array)."""
+    if name not in data.files:
+        return None
+    with data.zip.open(name + ".npy") as member:
+        version = np.lib.format.read_magic(member)
+        reader = (
+            np.lib.format.read_array_header_1_0
+            if version == (1, 0)
+            else np.lib.format.read_array_header_2_0
+        )
+        shape, _fortran, dtype = reader(member)
+    if dtype not in (np.dtype(np.float16), np.dtype(np.float32)):
+        return None
+    return tuple(int(size) for size in shape)
 
 
 def write_fitted_gate(
@@ -674,7 +743,7 @@ class GateReferences:
     says what a prompt is about; the words say how it asks ("explain", "what is", "thanks"
     against "do we", "our", "where is the"), which the mean of its token vectors blurs. Each
     part made the classifier hold better on prompts it was not fitted on (README "How recall
-    ranks"). Fitting takes about two seconds; a static model ships it fitted (GATE_FILE)."""
+    ranks"). Fitting takes about two seconds; a shipped model comes with it fitted (GATE_FILE)."""
 
     def __init__(
         self,
@@ -759,21 +828,20 @@ class GateReferences:
 
 def gate_references(embedder: Embedder | None) -> GateReferences | None:
     """The reference prompts of a model calibrated with them (a positive weight), else None.
-    The classifier comes fitted with a static model (its GATE_FILE) when it was fitted for this
-    model and these prompts; otherwise it is fitted now (about two seconds)."""
+    The classifier comes fitted with a shipped model (its GATE_FILE, with the reference
+    vectors for a transformer) when it was fitted for this model and these prompts; otherwise
+    it is fitted now (about two seconds, and the embedding of the reference prompts)."""
     if embedder is None or (embedder.unrelated_weight <= 0 and embedder.project_weight <= 0):
         return None
     texts = read_prompts(UNRELATED_PROMPTS), read_prompts(PROJECT_PROMPTS)
     directory = getattr(embedder, "directory", None)
-    fitted = read_fitted_gate(directory / GATE_FILE) if isinstance(directory, Path) else None
+    shapes = (len(texts[0]), embedder.dims), (len(texts[1]), embedder.dims)
+    fitted = None
+    if isinstance(directory, Path):
+        fitted = read_fitted_gate(directory / GATE_FILE, shapes)
     if fitted is not None and fitted.digest != gate_digest(embedder.model_id, texts):
         fitted = None
-    if (
-        fitted is not None
-        and fitted.references is not None
-        and [vectors.shape for vectors in fitted.references]
-        == [(len(texts[0]), embedder.dims), (len(texts[1]), embedder.dims)]
-    ):
+    if fitted is not None and fitted.references is not None:
         vectors = fitted.references
     else:
         vectors = embedder.embed(texts[0]), embedder.embed(texts[1])

@@ -6,6 +6,10 @@ extra; the graphs are committed, so the tests do not):
 - exported.onnx: shaped like a Hugging Face export of a sentence model (inputs input_ids,
   attention_mask, token_type_ids; output per token, (1, n, 4)): each token's row of a 4-wide
   table, so a text's vector is the mean of its tokens' rows.
+- prod_is_nan.onnx: the same, but the row of "prod" holds NaN (a model that answers NaN for
+  some texts only).
+- all_nan.onnx: the same, every row NaN (refused at load).
+- per_length.onnx: answers (1, n), one number per token: no fixed width (refused at load).
 - pixels.onnx: a graph that takes something else (an image), to be refused.
 """
 
@@ -28,7 +32,8 @@ def table() -> np.ndarray:
     return rows
 
 
-def exported() -> None:
+def exported(name: str = "exported.onnx", rows: np.ndarray | None = None) -> None:
+    rows = table() if rows is None else rows
     graph = helper.make_graph(
         [
             helper.make_node("Gather", ["table", "input_ids"], ["gathered"]),
@@ -46,11 +51,23 @@ def exported() -> None:
             for name in ("input_ids", "attention_mask", "token_type_ids")
         ],
         [helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT, [1, "n", 4])],
-        [numpy_helper.from_array(table(), "table"), numpy_helper.from_array(np.array([2]), "last")],
+        [numpy_helper.from_array(rows, "table"), numpy_helper.from_array(np.array([2]), "last")],
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
-    save(model, str(HERE / "exported.onnx"))
+    save(model, str(HERE / name))
+
+
+def per_length() -> None:
+    graph = helper.make_graph(
+        [helper.make_node("Cast", ["input_ids"], ["out"], to=TensorProto.FLOAT)],
+        "per_length",
+        [helper.make_tensor_value_info("input_ids", TensorProto.INT64, [1, "n"])],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, [1, "n"])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    save(model, str(HERE / "per_length.onnx"))
 
 
 def pixels() -> None:
@@ -67,5 +84,10 @@ def pixels() -> None:
 
 if __name__ == "__main__":
     exported()
+    nan_prod = table()
+    nan_prod[6] = np.nan  # "prod"
+    exported("prod_is_nan.onnx", nan_prod)
+    exported("all_nan.onnx", np.full_like(table(), np.nan))
+    per_length()
     pixels()
     (HERE / "vocab.txt").write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\ndeploy\nstaging\nprod\n##s\n")
