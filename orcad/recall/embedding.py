@@ -137,7 +137,19 @@ def read_vocab(path: Path) -> list[str]:
     return words
 
 
-class StaticEmbedder:
+class RankingSettings:
+    """What a model's MODEL.txt sets for ranking (`apply_settings`), at their defaults until it
+    does; see `Embedder`."""
+
+    floor: float = DEFAULT_FLOOR
+    gate: float = DEFAULT_GATE
+    lexical_weight: float = DEFAULT_LEXICAL_WEIGHT
+    unrelated_weight: float = DEFAULT_UNRELATED_WEIGHT
+    project_weight: float = DEFAULT_PROJECT_WEIGHT
+    lexical_gate: float | None = None
+
+
+class StaticEmbedder(RankingSettings):
     """One int8 vector (with a per-row scale) per vocabulary token; a text is their mean."""
 
     def __init__(self, codes: npt.NDArray[np.int8], scale: Array, vocab: list[str], model_id: str):
@@ -151,12 +163,6 @@ class StaticEmbedder:
         self.tokens = WordPiece(vocab)
         self.model_id = model_id
         self.dims = int(codes.shape[1])
-        self.floor = DEFAULT_FLOOR
-        self.gate = DEFAULT_GATE
-        self.lexical_weight = DEFAULT_LEXICAL_WEIGHT
-        self.unrelated_weight = DEFAULT_UNRELATED_WEIGHT
-        self.project_weight = DEFAULT_PROJECT_WEIGHT
-        self.lexical_gate: float | None = None
         self.directory: Path | None = None  # where it was loaded from (its GATE_FILE is there)
 
     def embed(self, texts: Sequence[str]) -> Array:
@@ -247,7 +253,7 @@ def read_safetensors(path: Path) -> dict[str, Array]:
     return tensors
 
 
-class TransformerEmbedder:
+class TransformerEmbedder(RankingSettings):
     """A BERT sentence model (e.g. all-MiniLM-L6-v2) run in numpy, mean-pooled."""
 
     def __init__(self, weights: dict[str, Array], vocab: list[str], heads: int, model_id: str):
@@ -258,12 +264,6 @@ class TransformerEmbedder:
         self.sep = self.tokens.ids.get("[SEP]", 102)
         self.model_id = model_id
         self.dims = int(weights["embeddings.word_embeddings.weight"].shape[1])
-        self.floor = DEFAULT_FLOOR
-        self.gate = DEFAULT_GATE
-        self.lexical_weight = DEFAULT_LEXICAL_WEIGHT
-        self.unrelated_weight = DEFAULT_UNRELATED_WEIGHT
-        self.project_weight = DEFAULT_PROJECT_WEIGHT
-        self.lexical_gate: float | None = None
 
     def embed(self, texts: Sequence[str]) -> Array:
         out = np.zeros((len(texts), self.dims), dtype=np.float32)
@@ -306,7 +306,7 @@ _ONNX_INPUTS: dict[str, Callable[[npt.NDArray[np.int64]], npt.NDArray[np.int64]]
 }
 
 
-class OnnxEmbedder:
+class OnnxEmbedder(RankingSettings):
     """A BERT-style sentence model as an ONNX graph, run by onnxruntime on one thread, one text
     at a time (no padding): its first output, mean-pooled over the tokens when it is per token.
     """
@@ -339,12 +339,6 @@ class OnnxEmbedder:
                 f"{'' if finite else ', not finite,'} for texts of 2 and 4 tokens"
             )
         self.dims = widths.pop()
-        self.floor = DEFAULT_FLOOR
-        self.gate = DEFAULT_GATE
-        self.lexical_weight = DEFAULT_LEXICAL_WEIGHT
-        self.unrelated_weight = DEFAULT_UNRELATED_WEIGHT
-        self.project_weight = DEFAULT_PROJECT_WEIGHT
-        self.lexical_gate: float | None = None
 
     def _run(self, tokens: list[int]) -> Array:
         ids = np.array([tokens], dtype=np.int64)
@@ -460,7 +454,7 @@ def release_freed_memory() -> None:
         pass
 
 
-class EndpointEmbedder:
+class EndpointEmbedder(RankingSettings):
     """An OpenAI-compatible `/v1/embeddings` server, each call bounded by `timeout_s`. Texts are
     redacted before they are sent (a prompt may hold a pasted secret)."""
 
@@ -475,12 +469,6 @@ class EndpointEmbedder:
         self.timeout_s = timeout_s
         self.model_id = f"endpoint-{model}"
         self.dims = 0  # known after the first answer
-        self.floor = DEFAULT_FLOOR
-        self.gate = DEFAULT_GATE
-        self.lexical_weight = DEFAULT_LEXICAL_WEIGHT
-        self.unrelated_weight = DEFAULT_UNRELATED_WEIGHT
-        self.project_weight = DEFAULT_PROJECT_WEIGHT
-        self.lexical_gate: float | None = None
 
     def embed(self, texts: Sequence[str]) -> Array:
         if not texts:
