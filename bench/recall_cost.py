@@ -12,7 +12,7 @@ run does on a developer's machine (on this 2-core machine, `--busy 1` leaves one
 two daemons and the client). `--embedding` measures another model than the built-in one
 ("static", a model directory). The prompts are bench/recall.py's (three or four questions
 run together, about 44 tokens; a prompt's embedding grows with its tokens), or with `--prompts
-labelled` the labelled set's (bench/eval_data.py: one question each, about 12 tokens).
+labelled` the labelled set's (bench/eval_data.py: one question each, a median of 8 tokens).
 
     .venv/bin/python -m bench.recall_cost [--sizes 1000,10000] [--requests 300] [--busy N]
         [--embedding SETTING] [--prompts bench|labelled] [--json]
