@@ -441,13 +441,42 @@ def test_recall_reads_fact_vectors_from_the_index_and_embeds_only_the_others(
     embeddings = Embeddings("builtin", model)
     facts = ["The frontend uses pnpm, never npm.", "Releases are cut on Thursdays."]
     ledger = with_facts(Ledger(), *facts)
-    commit(tmp_path, ledger, fact_embedder(embeddings)(facts[:1]))  # only the first one's
+    commit(tmp_path, ledger, fact_embedder(embeddings)(facts[:1], tmp_path))  # the first one's
     search = ProjectMemorySearch(lambda _project: tmp_path, embeddings=embeddings)
     assert recall_first(search, embeddings, model) == facts[0]
     assert model.texts == facts[1:]  # the first fact's vector came from the index
     recall_first(search, embeddings, model)
     assert model.texts == []  # and both are kept between recalls
     search.close()
+
+
+def test_after_a_model_change_a_publish_embeds_the_facts_the_index_has_none_for(
+    tmp_path: Path,
+) -> None:
+    """A rebuild carries over only vectors of the model it is given: without this, the facts
+    published before the change would be embedded by recall again after every start."""
+    model = CountingModel()
+    embeddings = Embeddings("builtin", model)
+    embed = fact_embedder(embeddings)
+    older = ["The frontend uses pnpm, never npm.", "Releases are cut on Thursdays."]
+    ledger = with_facts(Ledger(), *older)
+    commit(tmp_path, ledger, IndexVectors("an-older-model", {f: b"\x00\x3c" * 256 for f in older}))
+    new = "Staging deploys run from the deploy-staging workflow."
+    vectors = embed([new], tmp_path)  # before the lock, as capture calls it
+    assert vectors is not None and vectors.model == model.model_id
+    assert model.texts == [new, *older] and set(vectors.by_text) == {new, *older}
+    ledger = with_facts(ledger, new)
+    commit(tmp_path, ledger, vectors)
+    stored = read_index_vectors(tmp_path / INDEX_FILE)
+    assert stored is not None and stored.model == model.model_id
+    assert set(stored.by_text) == {new, *older}
+    search = ProjectMemorySearch(lambda _project: tmp_path, embeddings=embeddings)
+    assert recall_first(search, embeddings, model) == older[0]
+    assert model.texts == []  # every vector came from the index
+    search.close()
+    model.texts.clear()
+    assert embed(["One more fact."], tmp_path) is not None
+    assert model.texts == ["One more fact."]  # the others have theirs now
 
 
 def recall_first(search: ProjectMemorySearch, embeddings: Embeddings, model: CountingModel) -> str:
@@ -475,7 +504,7 @@ def test_a_damaged_stored_vector_is_embedded_again(tmp_path: Path, damage: bytes
     embeddings = Embeddings("builtin", model)
     facts = ["The frontend uses pnpm, never npm.", "Releases are cut on Thursdays."]
     ledger = with_facts(Ledger(), *facts)
-    vectors = fact_embedder(embeddings)(facts)
+    vectors = fact_embedder(embeddings)(facts, tmp_path)
     assert vectors is not None
     commit(tmp_path, ledger, IndexVectors(vectors.model, {**vectors.by_text, facts[1]: damage}))
     search = ProjectMemorySearch(lambda _project: tmp_path, embeddings=embeddings)

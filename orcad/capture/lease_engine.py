@@ -45,9 +45,10 @@ from orcad.config import Config
 from orcad.errors import Conflict, ExtractionRejected, NotFound, StorageError
 from orcad.secrets import secret_kinds
 
-# the facts' embeddings for the index (orcad.recall.automatic.fact_embedder); never raises,
-# None when there is no model or it failed
-FactEmbedder = Callable[[Sequence[str]], IndexVectors | None]
+# the embeddings for the index of a job's facts and of the project's (its directory) other
+# facts the index has none for (orcad.recall.automatic.fact_embedder); never raises, None when
+# there is no model or it failed
+FactEmbedder = Callable[[Sequence[str], Path], IndexVectors | None]
 
 log = structlog.get_logger("orcad.capture")
 
@@ -338,7 +339,9 @@ class LeaseEngine:
         # by the merge, and never goes to a model (which may be an endpoint elsewhere) either.
         texts = [fact.fact for fact in facts if not secret_kinds(fact.fact)]
         if texts and self.embed_facts is not None:
-            vectors = await trio.to_thread.run_sync(self.embed_facts, texts)
+            vectors = await trio.to_thread.run_sync(
+                self.embed_facts, texts, self.projects.project_dir(project_id)
+            )
 
         def work(directory: Path) -> tuple[Published, LedgerFileState]:
             published = publish_job(
