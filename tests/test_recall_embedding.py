@@ -792,6 +792,16 @@ def test_a_local_onnx_export_is_run_with_the_inputs_it_declares_and_mean_pooled(
     assert described is not None and (described.model_id, described.floor) == ("mine", 0.3)
 
 
+def test_an_onnx_model_reads_a_text_for_its_first_126_tokens(tmp_path: Path) -> None:
+    model = load_embedder(str(onnx_model_dir(tmp_path, "exported.onnx")))
+    assert model is not None
+    assert embedding.TRANSFORMER_MAX_TOKENS - 2 == 126  # with [CLS] and [SEP]: 128
+    last_read, first_unread = "deploy " * 125 + "staging", "deploy " * 126 + "staging"
+    vectors = model.embed([last_read, "deploy " * 125, first_unread, "deploy " * 126])
+    assert not np.allclose(vectors[0], vectors[1])  # the 126th token counts
+    assert np.allclose(vectors[2], vectors[3])  # the 127th does not
+
+
 def test_a_text_an_onnx_model_answers_with_nan_for_is_a_text_without_meaning(
     tmp_path: Path,
 ) -> None:
