@@ -965,3 +965,14 @@ def test_loading_the_builtin_model_writes_nothing_in_the_users_home(tmp_path: Pa
         check=True,
     )
     assert list(home.rglob("*")) == []
+
+
+def test_telemetry_is_turned_off_when_a_model_is_configured_not_in_the_loading_thread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv(embedding.ONNXRUNTIME_TELEMETRY, raising=False)
+    Embeddings.deferred("none")
+    assert embedding.ONNXRUNTIME_TELEMETRY not in os.environ
+    deferred = Embeddings.deferred("builtin")
+    assert os.environ[embedding.ONNXRUNTIME_TELEMETRY] == "1"
+    assert deferred.state == "loading"  # set before any load

@@ -367,8 +367,11 @@ def no_telemetry() -> None:
     """Keep onnxruntime from collecting telemetry. Its Linux builds otherwise write a device id
     and a queue of events for upload under ~/.cache/Microsoft/DeveloperTools/.onnxruntime as
     soon as the library is imported; it reads this variable then, so it is set before the
-    first import (and so for this process's children too)."""
-    os.environ[ONNXRUNTIME_TELEMETRY] = "1"
+    first import (and so for this process's children too). The daemon sets it when it is
+    configured (`Embeddings.deferred`, on the main thread), so the loading thread finds it set
+    and never changes the environment while other threads may start processes."""
+    if os.environ.get(ONNXRUNTIME_TELEMETRY) != "1":
+        os.environ[ONNXRUNTIME_TELEMETRY] = "1"
 
 
 def load_onnx(directory: Path) -> OnnxEmbedder:
@@ -910,6 +913,7 @@ class Embeddings:
         """The model `setting` names, loaded by the first `load_blocking` or use."""
         if setting == "none":
             return cls(setting, None)
+        no_telemetry()  # now, on the caller's thread, not in the loading one
 
         def load() -> Embedder | None:
             embedder = load_embedder(
