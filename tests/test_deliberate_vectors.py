@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from orcad.deliberate import vectors as vectors_module
+from orcad.deliberate.row_products import Int8Rows
 from orcad.deliberate.store import (
     StoredRecord,
     delete_record,
@@ -123,8 +124,9 @@ def test_vectors_of_another_width_or_not_finite_are_left_out_and_embedded_again(
     assert progress(connection, "m1") == (4, 0)  # width unknown yet: every vector counts
 
 
+@pytest.mark.parametrize("int8", [False, True], ids=["float32", "int8"])
 def test_hybrid_search_joins_lexical_and_nearest_visible_records(
-    connection: sqlite3.Connection,
+    connection: sqlite3.Connection, int8: bool
 ) -> None:
     save(connection, 1, "alpha deploys with make")
     save(connection, 2, "the cache holds tenants")
@@ -139,7 +141,9 @@ def test_hybrid_search_joins_lexical_and_nearest_visible_records(
     }
     store_vectors(connection, "m1", rows, np.stack([by_content[c] for _r, c in rows]))
     cache: list[VectorMatrix | None] = [None]
-    found = hybrid_search(connection, "ws1", ["deploys"], unit(0, 0, 1), "m1", 2, cache)
+    found = hybrid_search(
+        connection, "ws1", ["deploys"], unit(0, 0, 1), "m1", 2, cache, int8=int8
+    )
     contents = [f.record.content for f in found.found]
     assert contents[0] == "alpha deploys with make"  # the lexical match
     assert "global rule about releases" in contents  # nearest visible vector
@@ -148,22 +152,25 @@ def test_hybrid_search_joins_lexical_and_nearest_visible_records(
     assert cosines["alpha deploys with make"] == pytest.approx(0.0, abs=1e-3)
     assert found.total == 4 and found.terms == ["deploys"]
     matrix = cache[0]
-    assert load_matrix(connection, "m1", matrix, 3) is matrix  # unchanged database: reused
+    assert matrix is not None and isinstance(matrix.products, Int8Rows) == int8
+    assert load_matrix(connection, "m1", matrix, 3, int8=int8) is matrix  # unchanged: reused
+    assert load_matrix(connection, "m1", matrix, 3, int8=not int8) is not matrix  # other form
     save(connection, 5, "a new record")
     # a change is picked up, but at most once every VECTOR_MATRIX_REFRESH_S
-    assert load_matrix(connection, "m1", matrix, 3) is matrix
+    assert load_matrix(connection, "m1", matrix, 3, int8=int8) is matrix
     aged = dataclasses.replace(matrix, loaded_at=matrix.loaded_at - VECTOR_MATRIX_REFRESH_S)
-    reloaded = load_matrix(connection, "m1", aged, 3)
+    reloaded = load_matrix(connection, "m1", aged, 3, int8=int8)
     assert reloaded is not aged and reloaded.version != matrix.version
-    assert load_matrix(connection, "m1", reloaded, 3) is reloaded
+    assert load_matrix(connection, "m1", reloaded, 3, int8=int8) is reloaded
     lexical = hybrid_search(connection, "ws1", ["cache"], None, None, 5, [None])
     assert [(f.record.content, f.cosine) for f in lexical.found] == [
         ("the cache holds tenants", None)
     ]
 
 
+@pytest.mark.parametrize("int8", [False, True], ids=["float32", "int8"])
 def test_nearest_vectors_come_from_global_and_own_records_however_rows_interleave(
-    connection: sqlite3.Connection,
+    connection: sqlite3.Connection, int8: bool
 ) -> None:
     # rows of three workspaces and global records written in turn; each workspace's search
     # multiplies only its own and the global rows, and finds its lexical matches' cosines
@@ -187,6 +194,7 @@ def test_nearest_vectors_come_from_global_and_own_records_however_rows_interleav
             3,
             cache,
             nearest=4,
+            int8=int8,
         )
         ids = [int(f.record.id.removeprefix("mem_"), 16) for f in found.found]
         assert set(ids) <= visible | {7}
@@ -247,10 +255,18 @@ def test_vectors_read_a_slice_at_a_time_load_as_when_read_whole(
     vectors = np.stack([unit(1, 0.01 * row, 0) for row, _content in rows])
     vectors[5, 1] = np.nan  # damaged: left out wherever its slice falls
     store_vectors(connection, "m1", rows, vectors)
-    whole = load_matrix(connection, "m1", None, 3)
-    monkeypatch.setattr(vectors_module, "VECTOR_READ_ROWS", 3)
-    sliced = load_matrix(connection, "m1", None, 3)
-    assert len(whole.row_ids) == 39 and rows[5][0] not in whole.row_ids.tolist()
-    assert whole.spans == sliced.spans and len(whole.spans) == 4
-    for field in ("row_ids", "matrix", "by_row_id", "sorted_row_ids"):
-        assert np.array_equal(getattr(whole, field), getattr(sliced, field)), field
+    query = unit(1, 0.2, 0.1)
+    every = [(0, 39)]
+    for int8 in (False, True):
+        whole = load_matrix(connection, "m1", None, 3, int8=int8)
+        with monkeypatch.context() as patched:
+            patched.setattr(vectors_module, "VECTOR_READ_ROWS", 3)
+            sliced = load_matrix(connection, "m1", None, 3, int8=int8)
+        assert len(whole.row_ids) == 39 and rows[5][0] not in whole.row_ids.tolist()
+        assert whole.spans == sliced.spans and len(whole.spans) == 4
+        for field in ("row_ids", "by_row_id", "sorted_row_ids"):
+            assert np.array_equal(getattr(whole, field), getattr(sliced, field)), field
+        scores = whole.products.scores(query, every)
+        assert np.array_equal(scores, sliced.products.scores(query, every))
+        expected = np.stack([unit(1, 0.01 * row, 0) for row in whole.row_ids.tolist()]) @ query
+        assert np.allclose(scores, expected, atol=5e-3 if int8 else 1e-3)

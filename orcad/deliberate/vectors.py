@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from orcad.deliberate.row_products import FloatRows, Int8Rows, RowProducts, quantize_rows
 from orcad.deliberate.store import (
     StoredRecord,
     record_from_row,
@@ -119,7 +120,7 @@ class VectorMatrix:
     version: tuple[int, int]
     loaded_at: float  # time.monotonic()
     row_ids: npt.NDArray[np.int64]  # of each row, in the matrix's order
-    matrix: npt.NDArray[np.float32]
+    products: RowProducts  # the rows themselves, as float32 or int8 (orcad.deliberate.row_products)
     spans: dict[str | None, tuple[int, int]]  # workspace (None: global) -> its rows [start, end)
     by_row_id: npt.NDArray[np.intp]  # the rows in order of their row ids (for lookups)
     sorted_row_ids: npt.NDArray[np.int64]  # row_ids[by_row_id]
@@ -145,19 +146,31 @@ def _version(connection: sqlite3.Connection) -> tuple[int, int]:
 
 
 def load_matrix(
-    connection: sqlite3.Connection, model: str, cached: VectorMatrix | None, dims: int
+    connection: sqlite3.Connection,
+    model: str,
+    cached: VectorMatrix | None,
+    dims: int,
+    *,
+    int8: bool = False,
 ) -> VectorMatrix:
-    """The vectors of `model` that are `dims` wide and finite. Any other is left out, so its
-    record ranks on its words: one of another width (an endpoint's server that answers with
-    another model under the same name, or a damaged row) is embedded again by the backfill
-    (`pending`); one holding NaN or inf could only be a damaged row, and stays out."""
+    """The vectors of `model` that are `dims` wide and finite, as int8 rows multiplied by
+    onnxruntime when `int8` (a model that runs on it), else as float32 rows. Any other vector is
+    left out, so its record ranks on its words: one of another width (an endpoint's server that
+    answers with another model under the same name, or a damaged row) is embedded again by the
+    backfill (`pending`); one holding NaN or inf could only be a damaged row, and stays out."""
     ensure_schema(connection)
     version = _version(connection)
     now = time.monotonic()
     fresh = cached is not None and (
         cached.version == version or now - cached.loaded_at < VECTOR_MATRIX_REFRESH_S
     )
-    if cached is not None and cached.model == model and cached.matrix.shape[1] == dims and fresh:
+    if (
+        cached is not None
+        and cached.model == model
+        and cached.products.dims == dims
+        and isinstance(cached.products, Int8Rows) == int8
+        and fresh
+    ):
         return cached
     cursor = connection.execute(
         "SELECT v.row_id, m.workspace_id, v.vector FROM memory_vectors AS v "
@@ -167,20 +180,31 @@ def load_matrix(
     )
     ids: list[int] = []
     workspaces: list[str | None] = []
-    parts = [np.zeros((0, dims), dtype=np.float32)]
+    parts: list[npt.NDArray[np.float32]] = [np.zeros((0, dims), dtype=np.float32)]
+    codes: list[npt.NDArray[np.int8]] = [np.zeros((0, dims), dtype=np.int8)]
+    scales: list[npt.NDArray[np.float32]] = [np.zeros(0, dtype=np.float32)]
     # a slice of rows at a time: 10k rows read whole left 8 MiB of freed Python objects in the
-    # C heap, which it keeps
+    # C heap, which it keeps (and the float32 rows of an int8 matrix are never all held)
     while rows := cursor.fetchmany(VECTOR_READ_ROWS):
         packed = np.frombuffer(b"".join(r[2] for r in rows), dtype=VECTOR_DTYPE)
         part = packed.reshape(len(rows), dims).astype(np.float32)
         finite = np.flatnonzero(np.isfinite(part).all(axis=1))
-        parts.append(part[finite])
+        if int8:
+            part_codes, part_scale = quantize_rows(part[finite])
+            codes.append(part_codes)
+            scales.append(part_scale)
+        else:
+            parts.append(part[finite])
         kept = [rows[index] for index in finite.tolist()]
         ids.extend(row[0] for row in kept)
         workspaces.extend(row[1] for row in kept)
-        del rows, kept
-    matrix: npt.NDArray[np.float32] = np.concatenate(parts)
-    del parts
+        del rows, kept, part
+    products: RowProducts
+    if int8:
+        products = Int8Rows(np.concatenate(codes), np.concatenate(scales))
+    else:
+        products = FloatRows(np.concatenate(parts))
+    del parts, codes, scales
     spans: dict[str | None, tuple[int, int]] = {}
     for index, workspace in enumerate(workspaces):
         start = spans.get(workspace, (index, index))[0]
@@ -192,7 +216,7 @@ def load_matrix(
         version=version,
         loaded_at=now,
         row_ids=row_ids,
-        matrix=matrix,
+        products=products,
         spans=spans,
         by_row_id=by_row_id,
         sorted_row_ids=row_ids[by_row_id],
@@ -248,10 +272,12 @@ def hybrid_search(  # noqa: PLR0917 - one search's inputs
     limit: int,
     cache: list[VectorMatrix | None],
     nearest: int | None = None,
+    *,
+    int8: bool = False,
 ) -> HybridResult:
     """The union of at most `limit` best lexical matches and `nearest` (default `limit`)
     nearest vectors among visible records, with the term counts ranking needs. `cache[0]`
-    holds the matrix between calls."""
+    holds the matrix between calls (`int8`: as for `load_matrix`)."""
     nearest = limit if nearest is None else nearest
     total = record_total(connection)
     counts = term_document_counts(connection, list(terms)) if terms else {}
@@ -273,22 +299,24 @@ def hybrid_search(  # noqa: PLR0917 - one search's inputs
             ]
     cosines: dict[int, float] = {}
     if query_vector is not None and model is not None:
-        matrix = load_matrix(connection, model, cache[0], len(query_vector))
+        matrix = load_matrix(connection, model, cache[0], len(query_vector), int8=int8)
         cache[0] = matrix
         spans = matrix.visible(workspace_id)
         if spans:
-            scores = np.concatenate([matrix.matrix[a:b] @ query_vector for a, b in spans])
+            every = matrix.products.scores(query_vector, spans)  # read only inside `spans`
             rows = np.concatenate([np.arange(a, b) for a, b in spans])
+            scores = every[rows]
             best = np.argpartition(-scores, min(nearest, len(scores) - 1))[:nearest]
             cosines = dict(
                 zip(matrix.row_ids[rows[best]].tolist(), scores[best].tolist(), strict=True)
             )
             lexical = [r for r in row_ids if r not in cosines]
             row_ids += [r for r in cosines if r not in row_ids]
-            # the lexical matches' own cosines, where they have a vector
+            # the lexical matches' own cosines, where they have a vector in a visible span
+            # (a row number reused within the refresh may sit in another workspace's)
             for row_id, index in zip(lexical, matrix.index_of(lexical), strict=True):
-                if index is not None:
-                    cosines[row_id] = float(matrix.matrix[index] @ query_vector)
+                if index is not None and any(a <= index < b for a, b in spans):
+                    cosines[row_id] = float(every[index])
     records = _records(connection, workspace_id, row_ids)
     found = [Found(records[row_id], cosines.get(row_id)) for row_id in row_ids if row_id in records]
     return HybridResult(found, list(chosen), counts, total)

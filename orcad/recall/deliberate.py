@@ -69,6 +69,7 @@ class DeliberateRecall:
                 limit,
                 self._matrix,
                 nearest=int(NEAREST_PER_SHOWN * limit),
+                int8=embeddings is not None and embeddings.int8_products,
             )
         )
         if vector is None or query is None or embeddings is None:  # lexical, as before: bm25

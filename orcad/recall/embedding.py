@@ -974,6 +974,13 @@ class Embeddings:
         return None if embedder is None else embedder.model_id
 
     @property
+    def int8_products(self) -> bool:
+        """Whether stored vectors are multiplied as int8 rows by onnxruntime
+        (orcad.deliberate.row_products): only for a model that runs on it, which has loaded it
+        already; another keeps float32 rows in numpy."""
+        return isinstance(self.embedder, OnnxEmbedder)
+
+    @property
     def loaded_model_id(self) -> str | None:
         """The model's id once it is loaded, without waiting (status, on the event loop)."""
         return None if self._embedder is None else self._embedder.model_id

@@ -1,0 +1,52 @@
+"""The product of a prompt's vector with the stored vectors (orcad/deliberate/row_products.py):
+int8 rows run by onnxruntime agree with float32 rows in numpy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from orcad.deliberate.row_products import FloatRows, Int8Rows, quantize_rows
+
+pytestmark = pytest.mark.inprocess
+
+
+def unit_rows(count: int, dims: int, seed: int = 7) -> np.ndarray:
+    rows = np.random.default_rng(seed).standard_normal((count, dims)).astype(np.float32)
+    return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+
+def test_int8_rows_give_the_float_cosines_within_their_precision() -> None:
+    matrix = unit_rows(2000, 384)
+    matrix[17] = 0.0  # a text without meaning embeds as a zero row
+    query = unit_rows(1, 384, seed=8)[0]
+    exact = matrix @ query
+    every = [(0, len(matrix))]
+    approximate = Int8Rows(*quantize_rows(matrix)).scores(query, every)
+    assert approximate.dtype == np.float32 and approximate.shape == exact.shape
+    assert np.abs(approximate - exact).max() < 3e-3
+    assert approximate[17] == 0.0
+    assert np.array_equal(FloatRows(matrix).scores(query, every), exact)
+    nearest = set(np.argsort(-exact)[:10].tolist())
+    assert len(nearest & set(np.argsort(-approximate)[:12].tolist())) == 10
+
+
+def test_float_rows_compute_only_the_spans_asked_for() -> None:
+    matrix = unit_rows(10, 4)
+    query = unit_rows(1, 4, seed=3)[0]
+    scores = FloatRows(matrix).scores(query, [(0, 2), (6, 10)])
+    assert np.allclose(scores[[0, 1, 6, 7, 8, 9]], (matrix @ query)[[0, 1, 6, 7, 8, 9]])
+    assert np.isneginf(scores[2:6]).all()
+
+
+def test_no_rows_give_no_scores() -> None:
+    empty = np.zeros((0, 8), dtype=np.float32)
+    assert Int8Rows(*quantize_rows(empty)).scores(np.ones(8, dtype=np.float32), []).shape == (0,)
+
+
+def test_quantized_rows_keep_their_sign_and_scale() -> None:
+    matrix = np.array([[0.5, -1.0, 0.25], [0.0, 0.0, 0.0]], dtype=np.float32)
+    codes, scale = quantize_rows(matrix)
+    assert codes.tolist() == [[64, -127, 32], [0, 0, 0]]
+    assert scale.tolist() == pytest.approx([1 / 127, 1.0])
+
