@@ -39,6 +39,7 @@ from orcad.recall.embedding import (
     GateReferences,
     OnnxEmbedder,
     gate_digest,
+    gate_references,
     load_embedder,
     load_static,
     normalize_rows,
@@ -256,6 +257,36 @@ def test_the_unrelated_classifier_separates_what_it_was_fitted_on() -> None:
     ]
     assert probability(fresh[0]).mean() > 0.9
     assert probability(fresh[1]).mean() < 0.1
+
+
+def test_reference_vectors_kept_as_int8_rows_give_the_same_nearest_and_probability() -> None:
+    rng = np.random.default_rng(11)
+    unrelated = normalize_rows(rng.normal(size=(300, 384)).astype(np.float32))
+    project = normalize_rows(rng.normal(size=(200, 384)).astype(np.float32))
+    references = GateReferences(unrelated, project, ([""] * 300, [""] * 200))
+    prompts = normalize_rows(
+        np.concatenate([unrelated[:5] + 0.2 * rng.normal(size=(5, 384)), project[:5]]).astype(
+            np.float32
+        )
+    )
+    nearest = references.nearest(prompts)
+    probability = references.probability(prompts, [""] * 10)
+    references.keep_as_int8()
+    assert np.abs(references.nearest(prompts) - nearest).max() < 3e-3
+    assert np.abs(references.probability(prompts, [""] * 10) - probability).max() < 0.01
+    with pytest.raises(RuntimeError, match="int8 rows only"):
+        _ = references.unrelated  # gone: the float rows are not kept beside them
+
+
+def test_the_builtin_model_keeps_its_reference_vectors_as_int8_rows(builtin: Any) -> None:
+    references = gate_references(builtin)
+    assert references is not None
+    with pytest.raises(RuntimeError, match="int8 rows only"):
+        _ = references.project
+    static = load_embedder("static")
+    assert static is not None
+    kept = gate_references(static)
+    assert kept is not None and len(kept.project) > 0  # numpy only: float rows
 
 
 def test_the_unrelated_classifier_learns_how_a_prompt_asks_from_its_words() -> None:
@@ -875,7 +906,8 @@ def test_the_builtin_model_loads_its_reference_vectors_and_embeds_them_when_dama
     query = shipped.query(prompt)
     assert query is not None
     gate = builtin.gate + builtin.unrelated_weight * expected
-    assert query.gates.gate == pytest.approx(gate, abs=2e-3)  # stored as float16
+    # stored as float16, multiplied as int8 rows (orcad.deliberate.row_products)
+    assert query.gates.gate == pytest.approx(gate, abs=2e-3)
     directory = tmp_path / "minilm"
     shutil.copytree(BUILTIN_DIR, directory)
     shapes = (len(texts[0]), builtin.dims), (len(texts[1]), builtin.dims)
@@ -902,7 +934,7 @@ def test_the_builtin_model_loads_its_reference_vectors_and_embeds_them_when_dama
         embedded_texts.clear()
         again = Embeddings.load(str(directory)).query(prompt)
         assert again is not None, name
-        assert again.gates.gate == pytest.approx(gate, abs=1e-4), name
+        assert again.gates.gate == pytest.approx(gate, abs=2e-3), name  # as int8 rows
         assert len(embedded_texts) > 3000, name  # embedded again
 
 

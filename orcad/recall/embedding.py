@@ -37,6 +37,7 @@ import numpy as np
 import numpy.typing as npt
 import structlog
 
+from orcad.deliberate.row_products import Int8Rows, quantize_rows
 from orcad.query import stem, tokenize
 from orcad.recall import bert
 from orcad.recall.rank import distinctive_terms
@@ -751,7 +752,7 @@ class GateReferences:
             raise ValueError("one text per reference vector")
         self._stacked = np.ascontiguousarray(np.concatenate([unrelated, project]))
         self._split = len(unrelated)  # the project prompts' first row
-        self.unrelated, self.project = self._stacked[: self._split], self._stacked[self._split :]
+        self._int8: Int8Rows | None = None  # the vectors, once `keep_as_int8`
         if not classify:
             self.vocabulary, self.weights, self.bias = {}, np.zeros(0, np.float32), 0.0
             return
@@ -780,6 +781,28 @@ class GateReferences:
         labels = np.concatenate([np.ones(len(unrelated)), np.zeros(len(project))])
         self.weights, self.bias = fit_logistic(features, labels)
 
+    @property
+    def unrelated(self) -> Array:
+        return self._float_rows()[: self._split]
+
+    @property
+    def project(self) -> Array:
+        return self._float_rows()[self._split :]
+
+    def _float_rows(self) -> Array:
+        if self._int8 is not None:
+            raise RuntimeError("the reference vectors are kept as int8 rows only")
+        return self._stacked
+
+    def keep_as_int8(self) -> None:
+        """Keep the reference vectors only as int8 rows multiplied by onnxruntime
+        (orcad.deliberate.row_products), for a model that runs on it: 1.3 MiB instead of 5.1
+        for the built-in model's, and a faster product. `nearest` and `probability` work as
+        before, with cosines within about 0.002; `unrelated` and `project` are gone."""
+        if self._int8 is None:
+            self._int8 = Int8Rows(*quantize_rows(self._stacked))
+            self._stacked = np.zeros((0, self._stacked.shape[1]), dtype=np.float32)
+
     def _features(self, vectors: Array, nearest: Array, texts: Sequence[str]) -> Array:
         words = np.zeros((len(texts), len(self.vocabulary)), dtype=np.float32)
         for row, text in enumerate(texts):
@@ -790,7 +813,10 @@ class GateReferences:
 
     def nearest(self, vectors: Array) -> Array:
         """Each row's cosine with the nearest unrelated and the nearest project prompt."""
-        cosines = vectors @ self._stacked.T  # one product for both sets
+        if self._int8 is not None:
+            cosines = np.stack([self._int8.scores(vector, ()) for vector in vectors])
+        else:
+            cosines = vectors @ self._stacked.T  # one product for both sets
         split = self._split
         return np.stack([cosines[:, :split].max(axis=1), cosines[:, split:].max(axis=1)], axis=1)
 
@@ -836,7 +862,10 @@ def gate_references(embedder: Embedder | None) -> GateReferences | None:
         vectors = fitted.references
     else:
         vectors = embedder.embed(texts[0]), embedder.embed(texts[1])
-    return GateReferences(*vectors, texts, fitted, classify=embedder.unrelated_weight > 0)
+    references = GateReferences(*vectors, texts, fitted, classify=embedder.unrelated_weight > 0)
+    if isinstance(embedder, OnnxEmbedder):
+        references.keep_as_int8()
+    return references
 
 
 @functools.lru_cache(maxsize=1)
