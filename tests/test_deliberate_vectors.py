@@ -141,9 +141,7 @@ def test_hybrid_search_joins_lexical_and_nearest_visible_records(
     }
     store_vectors(connection, "m1", rows, np.stack([by_content[c] for _r, c in rows]))
     cache: list[VectorMatrix | None] = [None]
-    found = hybrid_search(
-        connection, "ws1", ["deploys"], unit(0, 0, 1), "m1", 2, cache, int8=int8
-    )
+    found = hybrid_search(connection, "ws1", ["deploys"], unit(0, 0, 1), "m1", 2, cache, int8=int8)
     contents = [f.record.content for f in found.found]
     assert contents[0] == "alpha deploys with make"  # the lexical match
     assert "global rule about releases" in contents  # nearest visible vector

@@ -49,4 +49,3 @@ def test_quantized_rows_keep_their_sign_and_scale() -> None:
     codes, scale = quantize_rows(matrix)
     assert codes.tolist() == [[64, -127, 32], [0, 0, 0]]
     assert scale.tolist() == pytest.approx([1 / 127, 1.0])
-
