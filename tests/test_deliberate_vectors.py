@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from orcad.deliberate import vectors as vectors_module
-from orcad.deliberate.row_products import Int8Rows
+from orcad.deliberate.row_products import FloatRows, Int8Rows
 from orcad.deliberate.store import (
     StoredRecord,
     delete_record,
@@ -268,3 +268,24 @@ def test_vectors_read_a_slice_at_a_time_load_as_when_read_whole(
         assert np.array_equal(scores, sliced.products.scores(query, every))
         expected = np.stack([unit(1, 0.01 * row, 0) for row in whole.row_ids.tolist()]) @ query
         assert np.allclose(scores, expected, atol=5e-3 if int8 else 1e-3)
+
+
+def test_rows_onnxruntime_refuses_to_multiply_as_int8_are_multiplied_by_numpy(
+    connection: sqlite3.Connection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    embed_two(connection)
+
+    def refused(*_args: object) -> None:
+        raise RuntimeError("no kernel for this")
+
+    monkeypatch.setattr(vectors_module, "Int8Rows", refused)
+    cache: list[VectorMatrix | None] = [None]
+    found = hybrid_search(connection, "ws1", [], unit(0, 1), "m1", 5, cache, int8=True)
+    cosines = {f.record.content: f.cosine for f in found.found}
+    assert cosines == {
+        "alpha deploys": pytest.approx(1.0, abs=1e-2),  # (rows are embedded newest first)
+        "beta caches": pytest.approx(0.0, abs=1e-2),
+    }
+    matrix = cache[0]
+    assert matrix is not None and isinstance(matrix.products, FloatRows)
+    assert load_matrix(connection, "m1", matrix, 2, int8=True) is matrix  # kept, not retried

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
+import structlog
 
 from orcad.deliberate.row_products import FloatRows, Int8Rows, RowProducts, quantize_rows
 from orcad.deliberate.store import (
@@ -51,6 +52,7 @@ _COLUMNS = (
 VECTOR_DTYPE = np.float16  # half the bytes; cosine ranks are unchanged at this precision
 VECTOR_BYTES = np.dtype(VECTOR_DTYPE).itemsize  # per dimension
 VECTOR_READ_ROWS = 1024  # vectors read from the database at a time
+log = structlog.get_logger("orcad.deliberate.vectors")
 
 
 def ensure_schema(connection: sqlite3.Connection) -> None:
@@ -121,6 +123,7 @@ class VectorMatrix:
     loaded_at: float  # time.monotonic()
     row_ids: npt.NDArray[np.int64]  # of each row, in the matrix's order
     products: RowProducts  # the rows themselves, as float32 or int8 (orcad.deliberate.row_products)
+    int8: bool  # int8 rows were asked for (`products` may still be float32: see load_matrix)
     spans: dict[str | None, tuple[int, int]]  # workspace (None: global) -> its rows [start, end)
     by_row_id: npt.NDArray[np.intp]  # the rows in order of their row ids (for lookups)
     sorted_row_ids: npt.NDArray[np.int64]  # row_ids[by_row_id]
@@ -168,7 +171,7 @@ def load_matrix(
         cached is not None
         and cached.model == model
         and cached.products.dims == dims
-        and isinstance(cached.products, Int8Rows) == int8
+        and cached.int8 == int8
         and fresh
     ):
         return cached
@@ -201,7 +204,13 @@ def load_matrix(
         del rows, kept, part
     products: RowProducts
     if int8:
-        products = Int8Rows(np.concatenate(codes), np.concatenate(scales))
+        all_codes, all_scales = np.concatenate(codes), np.concatenate(scales)
+        try:
+            products = Int8Rows(all_codes, all_scales)
+        except Exception as exc:  # onnxruntime refused it: the same rows, multiplied by numpy
+            log.warning("recall.int8_products_unavailable", error=f"{type(exc).__name__}: {exc}")
+            products = FloatRows(all_codes.astype(np.float32) * all_scales[:, None])
+        del all_codes, all_scales
     else:
         products = FloatRows(np.concatenate(parts))
     del parts, codes, scales
@@ -217,6 +226,7 @@ def load_matrix(
         loaded_at=now,
         row_ids=row_ids,
         products=products,
+        int8=int8,
         spans=spans,
         by_row_id=by_row_id,
         sorted_row_ids=row_ids[by_row_id],
