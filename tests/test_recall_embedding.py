@@ -25,6 +25,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from orcad.recall import embedding
+from orcad.recall import embedding as embedding_module
 from orcad.recall.embedding import (
     BUILTIN_DIR,
     DEFAULT_FLOOR,
@@ -287,6 +288,19 @@ def test_the_builtin_model_keeps_its_reference_vectors_as_int8_rows(builtin: Any
     assert static is not None
     kept = gate_references(static)
     assert kept is not None and len(kept.project) > 0  # numpy only: float rows
+
+
+def test_the_builtin_model_serves_with_float_reference_rows_when_int8_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def refused(*_args: object) -> None:
+        raise RuntimeError("no kernel for this")
+
+    monkeypatch.setattr(embedding_module, "Int8Rows", refused)
+    embeddings = Embeddings.load("builtin")
+    assert embeddings.state == "ready", embeddings.reason
+    query = embeddings.query("explain the CAP theorem")
+    assert query is not None and query.gates.gate > embeddings.gate  # the classifier works
 
 
 def test_the_unrelated_classifier_learns_how_a_prompt_asks_from_its_words() -> None:

@@ -224,8 +224,9 @@ def test_near_duplicates_need_most_significant_words_shared() -> None:
 
 
 def test_the_near_duplicates_found_in_a_pool_are_exactly_those_of_every_pair() -> None:
-    # ranking compares only texts sharing a stem of their prefixes; it must miss no pair that
-    # comparing every pair finds, on pools of texts overlapping by every share of their words
+    # ranking counts the shared stems of every pair at once, as a product of an incidence
+    # matrix; it must find exactly the pairs that comparing each pair finds, on pools of texts
+    # overlapping by every share of their words
     rng = random.Random(7)
     pools_with_pairs = pools_without = 0
     words = [f"w{n}x" for n in range(40)] + ["deploy", "cache", "queue", "nightly", "replica"]
@@ -254,6 +255,14 @@ def test_the_near_duplicates_found_in_a_pool_are_exactly_those_of_every_pair() -
         else:
             pools_without += 1
     assert pools_with_pairs > 100 and pools_without > 10  # both kinds were tried
+
+
+def test_a_key_given_twice_in_a_pool_is_not_its_own_near_duplicate() -> None:
+    text = "The staging database is Postgres 15 on the shared cluster."
+    pool = [cand("a", text), cand("a", text), cand("b", text)]
+    assert alike_in_pool(pool) == {"a": frozenset({"b"}), "b": frozenset({"a"})}
+    assert alike_in_pool([]) == {}
+    assert alike_in_pool([cand("solo", text)]) == {"solo": frozenset()}
 
 
 def test_without_a_model_the_order_is_lexical_with_no_floor() -> None:

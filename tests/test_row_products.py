@@ -24,7 +24,7 @@ def test_int8_rows_give_the_float_cosines_within_their_precision() -> None:
     every = [(0, len(matrix))]
     approximate = Int8Rows(*quantize_rows(matrix)).scores(query, every)
     assert approximate.dtype == np.float32 and approximate.shape == exact.shape
-    assert np.abs(approximate - exact).max() < 3e-3
+    assert np.abs(approximate - exact).max() < 5e-3
     assert approximate[17] == 0.0
     assert np.array_equal(FloatRows(matrix).scores(query, every), exact)
     nearest = set(np.argsort(-exact)[:10].tolist())
@@ -45,7 +45,7 @@ def test_no_rows_give_no_scores() -> None:
 
 
 def test_quantized_rows_keep_their_sign_and_scale() -> None:
-    matrix = np.array([[0.5, -1.0, 0.25], [0.0, 0.0, 0.0]], dtype=np.float32)
+    matrix = np.array([[1 / 3, -1.0, 0.0], [0.0, 0.0, 0.0]], dtype=np.float32)
     codes, scale = quantize_rows(matrix)
-    assert codes.tolist() == [[64, -127, 32], [0, 0, 0]]
-    assert scale.tolist() == pytest.approx([1 / 127, 1.0])
+    assert codes.tolist() == [[21, -63, 0], [0, 0, 0]]  # 7 bits: no 16-bit saturation
+    assert scale.tolist() == pytest.approx([1 / 63, 1.0])

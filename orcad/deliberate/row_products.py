@@ -1,14 +1,20 @@
 """A prompt's cosines with every stored vector: the one product each recall makes with the
-deliberate records' vectors.
+deliberate records' vectors (and with the reference prompts' behind its gate).
 
 Two forms, one interface (`scores`):
-- `FloatRows`: the vectors as float32 rows, multiplied by numpy (any model);
+- `FloatRows`: the vectors as float32 rows, multiplied by numpy (any model), only inside the
+  spans a search may see;
 - `Int8Rows`: the vectors as int8 rows with one scale each, multiplied by onnxruntime's
-  `DynamicQuantizeMatMul` with the rows packed once for its int8 kernels. For a model that
-  runs on onnxruntime anyway (the built-in one) this holds 10k vectors of 384 in 3.7 MiB
-  instead of 14.6, and multiplies them in about a third of the time when the rows are not in
-  the CPU's cache (a recall runs the model between two products, which evicts them). The
-  cosines it gives differ from float32's by at most about 0.002.
+  `DynamicQuantizeMatMul` with the rows packed once for its int8 kernels, every row at once.
+  For a model that runs on onnxruntime anyway (the built-in one), 10k vectors of 384 take
+  7.4 MiB in the session (its copy and its packed one) instead of 14.6 MiB, and a product
+  takes about a third of the time once the model's run has pushed the rows out of the CPU's
+  cache. Cosines differ from float32's by at most about 0.005.
+
+The rows use 7 bits (-63..63), as onnxruntime's `reduce_range`: the query is quantized to
+unsigned 8 bits, and on x86 CPUs without VNNI the int8 kernels add pairs of products in 16
+bits (VPMADDUBSW), which saturate for full-range weights (255 * 127 * 2 > 32767); with 7 bits
+they cannot (255 * 63 * 2 = 32130).
 
 The int8 product is a one-node ONNX graph whose initializers are the rows. It is written here
 as protobuf bytes (the `onnx` package is a build-time extra, and the graph is small), with the
@@ -24,7 +30,7 @@ import numpy as np
 import numpy.typing as npt
 
 Array = npt.NDArray[np.float32]
-INT8_MAX = 127
+INT8_MAX = 63  # 7 bits: see the module docstring
 
 # onnx.proto: TensorProto.DataType
 _FLOAT, _INT8 = 1, 3
@@ -55,7 +61,8 @@ class FloatRows:
 
 
 def quantize_rows(matrix: Array) -> tuple[npt.NDArray[np.int8], Array]:
-    """Each row as int8 codes and its scale (code * scale ~ value); a zero row has scale 1."""
+    """Each row as int8 codes within +-INT8_MAX and its scale (code * scale ~ value); a zero
+    row has scale 1."""
     peak = np.abs(matrix).max(axis=1) if len(matrix) else np.zeros(0, dtype=np.float32)
     scale = np.where(peak > 0, peak / INT8_MAX, 1.0).astype(np.float32)
     codes = np.clip(np.rint(matrix / scale[:, None]), -INT8_MAX, INT8_MAX).astype(np.int8)
@@ -64,7 +71,7 @@ def quantize_rows(matrix: Array) -> tuple[npt.NDArray[np.int8], Array]:
 
 class Int8Rows:
     """Rows given as int8 codes and scales (`quantize_rows`), multiplied by onnxruntime. Only
-    the session keeps them (packed for its kernels)."""
+    the session keeps them (as given and packed for its kernels)."""
 
     def __init__(self, codes: npt.NDArray[np.int8], scale: Array) -> None:
         import onnxruntime  # type: ignore[import-untyped]  # noqa: PLC0415 (only with an ONNX model)

@@ -140,8 +140,9 @@ def near_duplicates(first: str, second: str) -> bool:
 def alike_in_pool(pool: Sequence[Candidate]) -> dict[str, frozenset[str]]:
     """Each candidate's near-duplicates in `pool`, by key (`near_duplicates` of every pair):
     all pairs at once, as one product of the candidates' stem-incidence matrix with itself
-    (the shared stems of each pair): about 0.1 ms for a pool of 32 texts, where comparing the
-    pairs that share a stem took twice that on records alike in form."""
+    (the shared stems of each pair): 0.1-0.2 ms for a pool of 32 texts, where comparing the
+    pairs that shared a prefix stem took 0.05 ms for unlike texts but 0.4-0.55 ms for records
+    alike in form."""
     stem_sets = [significant_stems(c.text) for c in pool]
     columns: dict[str, int] = {}
     rows: list[int] = []
@@ -160,7 +161,8 @@ def alike_in_pool(pool: Sequence[Candidate]) -> dict[str, frozenset[str]]:
     keys = [c.key for c in pool]
     found_alike: dict[str, list[str]] = {}
     for first, second in zip(*(side.tolist() for side in np.nonzero(near)), strict=True):
-        found_alike.setdefault(keys[first], []).append(keys[second])
+        if keys[first] != keys[second]:  # (a key given twice is not its own near-duplicate)
+            found_alike.setdefault(keys[first], []).append(keys[second])
     return {key: frozenset(found_alike.get(key, ())) for key in keys}
 
 
