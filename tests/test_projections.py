@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import gc
 import os
 import sqlite3
@@ -14,6 +15,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from orcad import limits
+from orcad.capture import projections
 from orcad.capture.ledger import (
     Ledger,
     LedgerCorrupt,
@@ -477,6 +479,59 @@ def test_after_a_model_change_a_publish_embeds_the_facts_the_index_has_none_for(
     model.texts.clear()
     assert embed(["One more fact."], tmp_path) is not None
     assert model.texts == ["One more fact."]  # the others have theirs now
+
+
+def test_facts_recall_embeds_for_itself_are_written_to_the_index_once(tmp_path: Path) -> None:
+    """A project not published to since an upgrade (its index holds another model's vectors,
+    or none) would otherwise have its facts embedded again at its first recall after every
+    start."""
+    model = CountingModel()
+    embeddings = Embeddings("builtin", model)
+    facts = ["The frontend uses pnpm, never npm.", "Releases are cut on Thursdays."]
+    ledger = with_facts(Ledger(), *facts)
+    commit(tmp_path, ledger, IndexVectors("an-older-model", {f: b"\x00\x3c" * 256 for f in facts}))
+    search = ProjectMemorySearch(lambda _project: tmp_path, embeddings=embeddings)
+    assert recall_first(search, embeddings, model) == facts[0]
+    assert sorted(model.texts) == sorted(facts)  # embedded here, once
+    stored = read_index_vectors(tmp_path / INDEX_FILE)
+    assert stored is not None and stored.model == model.model_id
+    assert set(stored.by_text) == set(facts)
+    assert index_state(tmp_path, ledger) == "current"
+    assert recall_first(search, embeddings, model) == facts[0]
+    assert model.texts == []
+    search.close()
+    restarted = ProjectMemorySearch(lambda _project: tmp_path, embeddings=embeddings)
+    assert recall_first(restarted, embeddings, model) == facts[0]
+    assert model.texts == []  # every vector came from the index
+    restarted.close()
+
+
+def test_facts_recall_embeds_are_kept_in_memory_when_the_index_cannot_be_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model = CountingModel()
+    embeddings = Embeddings("builtin", model)
+    facts = ["The frontend uses pnpm, never npm.", "Releases are cut on Thursdays."]
+    ledger = with_facts(Ledger(), *facts)
+    commit(tmp_path, ledger)  # an index without vectors
+    problems: list[tuple[str, str]] = []
+    search = ProjectMemorySearch(
+        lambda _project: tmp_path,
+        embeddings=embeddings,
+        record_error=lambda kind, message: problems.append((kind, message)),
+    )
+
+    def disk_full(*_args: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(projections, "_build_index_file", disk_full)
+    assert recall_first(search, embeddings, model) == facts[0]
+    assert sorted(model.texts) == sorted(facts)
+    assert [kind for kind, _message in problems] == ["recall.index_unusable"]
+    assert index_state(tmp_path, ledger) == "current"  # the one it had
+    assert recall_first(search, embeddings, model) == facts[0]
+    assert model.texts == [] and len(problems) == 1  # kept in memory, not retried
+    search.close()
 
 
 def recall_first(search: ProjectMemorySearch, embeddings: Embeddings, model: CountingModel) -> str:
