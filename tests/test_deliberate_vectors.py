@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from orcad.deliberate import vectors as vectors_module
-from orcad.deliberate.row_products import FloatRows, Int8Rows
+from orcad.deliberate.row_products import FloatRows, SpannedInt8Rows
 from orcad.deliberate.store import (
     StoredRecord,
     delete_record,
@@ -150,7 +150,7 @@ def test_hybrid_search_joins_lexical_and_nearest_visible_records(
     assert cosines["alpha deploys with make"] == pytest.approx(0.0, abs=1e-3)
     assert found.total == 4 and found.terms == ["deploys"]
     matrix = cache[0]
-    assert matrix is not None and isinstance(matrix.products, Int8Rows) == int8
+    assert matrix is not None and isinstance(matrix.products, SpannedInt8Rows) == int8
     assert load_matrix(connection, "m1", matrix, 3, int8=int8) is matrix  # unchanged: reused
     assert load_matrix(connection, "m1", matrix, 3, int8=not int8) is not matrix  # other form
     save(connection, 5, "a new record")
@@ -280,7 +280,6 @@ def test_vectors_read_a_slice_at_a_time_load_as_when_read_whole(
     vectors[5, 1] = np.nan  # damaged: left out wherever its slice falls
     store_vectors(connection, "m1", rows, vectors)
     query = unit(1, 0.2, 0.1)
-    every = [(0, 39)]
     for int8 in (False, True):
         whole = load_matrix(connection, "m1", None, 3, int8=int8)
         with monkeypatch.context() as patched:
@@ -290,6 +289,7 @@ def test_vectors_read_a_slice_at_a_time_load_as_when_read_whole(
         assert whole.spans == sliced.spans and len(whole.spans) == 4
         for field in ("row_ids", "by_row_id", "sorted_row_ids"):
             assert np.array_equal(getattr(whole, field), getattr(sliced, field)), field
+        every = list(whole.spans.values())  # the four workspaces' spans: every row
         scores = whole.products.scores(query, every)
         assert np.array_equal(scores, sliced.products.scores(query, every))
         expected = np.stack([unit(1, 0.01 * row, 0) for row in whole.row_ids.tolist()]) @ query
@@ -304,7 +304,7 @@ def test_rows_onnxruntime_refuses_to_multiply_as_int8_are_multiplied_by_numpy(
     def refused(*_args: object) -> None:
         raise RuntimeError("no kernel for this")
 
-    monkeypatch.setattr(vectors_module, "Int8Rows", refused)
+    monkeypatch.setattr(vectors_module, "SpannedInt8Rows", refused)
     cache: list[VectorMatrix | None] = [None]
     found = hybrid_search(connection, "ws1", [], unit(0, 1), "m1", 5, cache, int8=True)
     cosines = {f.record.content: f.cosine for f in found.found}

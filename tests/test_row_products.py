@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from orcad.deliberate.row_products import FloatRows, Int8Rows, quantize_rows
+from orcad.deliberate import row_products
+from orcad.deliberate.row_products import FloatRows, Int8Rows, SpannedInt8Rows, quantize_rows
 
 pytestmark = pytest.mark.inprocess
 
@@ -49,3 +50,28 @@ def test_quantized_rows_keep_their_sign_and_scale() -> None:
     codes, scale = quantize_rows(matrix)
     assert codes.tolist() == [[21, -63, 0], [0, 0, 0]]  # 7 bits: no 16-bit saturation
     assert scale.tolist() == pytest.approx([1 / 63, 1.0])
+
+
+def test_spanned_rows_multiply_only_the_products_holding_the_spans_asked_for(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(row_products, "SPAN_PRODUCT_ROWS", 40)
+    matrix = unit_rows(130, 384)
+    query = unit_rows(1, 384, seed=5)[0]
+    exact = matrix @ query
+    # global rows, one large workspace, two small ones: the small two share one product
+    spans = [(0, 10), (10, 100), (100, 120), (120, 130)]
+    rows = SpannedInt8Rows(*quantize_rows(matrix), spans)
+    small = rows.scores(query, [(0, 10), (120, 130)])
+    assert np.isneginf(small[10:100]).all()  # the large workspace's product was not run
+    computed = np.r_[0:10, 100:130]
+    assert np.abs(small[computed] - exact[computed]).max() < 5e-3
+    large = rows.scores(query, [(10, 100)])
+    assert np.abs(large[10:100] - exact[10:100]).max() < 5e-3
+    assert np.isneginf(large[np.r_[0:10, 100:130]]).all()
+    every = rows.scores(query, spans)
+    assert np.abs(every - exact).max() < 5e-3
+    with pytest.raises(ValueError, match="do not cover"):
+        SpannedInt8Rows(*quantize_rows(matrix), [(0, 10), (20, 130)])
+    empty = SpannedInt8Rows(*quantize_rows(np.zeros((0, 384), dtype=np.float32)), [])
+    assert empty.scores(query, []).shape == (0,)

@@ -5,7 +5,8 @@ Two forms, one interface (`scores`):
 - `FloatRows`: the vectors as float32 rows, multiplied by numpy (any model), only inside the
   spans a search may see;
 - `Int8Rows`: the vectors as int8 rows with one scale each, multiplied by onnxruntime's
-  `DynamicQuantizeMatMul` with the rows packed once for its int8 kernels, every row at once.
+  `DynamicQuantizeMatMul` with the rows packed once for its int8 kernels, every row at once
+  (`SpannedInt8Rows`: in a few such products, by span).
   For a model that runs on onnxruntime anyway (the built-in one), 10k vectors of 384 take
   7.4 MiB in the session (its copy and its packed one) instead of 14.6 MiB, and a product
   takes about a third of the time once the model's run has pushed the rows out of the CPU's
@@ -31,6 +32,7 @@ import numpy.typing as npt
 
 Array = npt.NDArray[np.float32]
 INT8_MAX = 63  # 7 bits: see the module docstring
+SPAN_PRODUCT_ROWS = 4096  # a span of this many rows or more gets a product of its own
 
 # onnx.proto: TensorProto.DataType
 _FLOAT, _INT8 = 1, 3
@@ -43,8 +45,9 @@ class RowProducts(Protocol):
     dims: int
 
     def scores(self, query: Array, spans: Sequence[tuple[int, int]]) -> Array:
-        """The cosines of `query` with every row; only rows inside `spans` ([start, end)) are
-        meant to be read (a form may leave the others uncomputed)."""
+        """The cosines of `query` with every row; only rows inside `spans` (some of the spans
+        the rows were grouped in, [start, end)) are meant to be read (a form may leave the
+        others uncomputed)."""
         ...
 
 
@@ -96,6 +99,46 @@ class Int8Rows:
             return np.zeros(0, dtype=np.float32)
         query_row = np.ascontiguousarray(query, dtype=np.float32).reshape(1, self.dims)
         out: Array = self._session.run(["y"], {"q": query_row})[0][0]
+        return out
+
+
+class SpannedInt8Rows:
+    """Int8 rows in spans (each workspace's rows, the global records'), each span of at least
+    SPAN_PRODUCT_ROWS rows in a product of its own and the smaller ones together in one, so
+    that a search multiplies only the products holding the spans it may see: in a database of
+    one large workspace and others, a session of another does not pay for the large one. (A
+    product per span would cost about 0.36 MiB each, too much for many small workspaces.)
+    Rows outside the products multiplied are left at -inf."""
+
+    def __init__(
+        self, codes: npt.NDArray[np.int8], scale: Array, spans: Sequence[tuple[int, int]]
+    ) -> None:
+        self.rows, self.dims = int(codes.shape[0]), int(codes.shape[1])
+        ordered = sorted(spans)
+        if [start for start, _end in ordered[1:]] != [end for _start, end in ordered[:-1]] or (
+            ordered and (ordered[0][0], ordered[-1][1]) != (0, self.rows)
+        ):
+            raise ValueError(f"spans {ordered} do not cover {self.rows} rows in turn")
+        self._large = [
+            (start, end, Int8Rows(codes[start:end], scale[start:end]))
+            for start, end in ordered
+            if end - start >= SPAN_PRODUCT_ROWS
+        ]
+        small = [(start, end) for start, end in ordered if end - start < SPAN_PRODUCT_ROWS]
+        self._small_spans = frozenset(small)
+        self._small_rows = np.concatenate(
+            [np.arange(start, end) for start, end in small] or [np.zeros(0, dtype=np.intp)]
+        )
+        self._small = Int8Rows(codes[self._small_rows], scale[self._small_rows])
+
+    def scores(self, query: Array, spans: Sequence[tuple[int, int]]) -> Array:
+        out = np.full(self.rows, -np.inf, dtype=np.float32)
+        wanted = set(spans)
+        for start, end, product in self._large:
+            if (start, end) in wanted:
+                out[start:end] = product.scores(query, ())
+        if self._small.rows and not wanted.isdisjoint(self._small_spans):
+            out[self._small_rows] = self._small.scores(query, ())
         return out
 
 

@@ -28,7 +28,7 @@ import numpy as np
 import numpy.typing as npt
 import structlog
 
-from orcad.deliberate.row_products import FloatRows, Int8Rows, RowProducts, quantize_rows
+from orcad.deliberate.row_products import FloatRows, RowProducts, SpannedInt8Rows, quantize_rows
 from orcad.deliberate.store import (
     StoredRecord,
     record_from_row,
@@ -202,11 +202,15 @@ def load_matrix(
         ids.extend(row[0] for row in kept)
         workspaces.extend(row[1] for row in kept)
         del rows, kept, part
+    spans: dict[str | None, tuple[int, int]] = {}
+    for index, workspace in enumerate(workspaces):
+        start = spans.get(workspace, (index, index))[0]
+        spans[workspace] = (start, index + 1)
     products: RowProducts
     if int8:
         all_codes, all_scales = np.concatenate(codes), np.concatenate(scales)
         try:
-            products = Int8Rows(all_codes, all_scales)
+            products = SpannedInt8Rows(all_codes, all_scales, list(spans.values()))
         except Exception as exc:  # onnxruntime refused it: the same rows, multiplied by numpy
             log.warning("recall.int8_products_unavailable", error=f"{type(exc).__name__}: {exc}")
             products = FloatRows(all_codes.astype(np.float32) * all_scales[:, None])
@@ -214,10 +218,6 @@ def load_matrix(
     else:
         products = FloatRows(np.concatenate(parts))
     del parts, codes, scales
-    spans: dict[str | None, tuple[int, int]] = {}
-    for index, workspace in enumerate(workspaces):
-        start = spans.get(workspace, (index, index))[0]
-        spans[workspace] = (start, index + 1)
     row_ids = np.array(ids, dtype=np.int64)
     by_row_id = np.argsort(row_ids, kind="stable").astype(np.intp)
     return VectorMatrix(
