@@ -25,7 +25,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from orcad.recall import embedding
-from orcad.recall import embedding as embedding_module
 from orcad.recall.embedding import (
     BUILTIN_DIR,
     DEFAULT_FLOOR,
@@ -296,7 +295,7 @@ def test_the_builtin_model_serves_with_float_reference_rows_when_int8_is_refused
     def refused(*_args: object) -> None:
         raise RuntimeError("no kernel for this")
 
-    monkeypatch.setattr(embedding_module, "Int8Rows", refused)
+    monkeypatch.setattr(embedding, "Int8Rows", refused)
     embeddings = Embeddings.load("builtin")
     assert embeddings.state == "ready", embeddings.reason
     query = embeddings.query("explain the CAP theorem")
