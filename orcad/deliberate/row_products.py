@@ -72,26 +72,32 @@ def quantize_rows(matrix: Array) -> tuple[npt.NDArray[np.int8], Array]:
     return codes, scale
 
 
+def onnxruntime_session(model: str | bytes) -> Any:
+    """An onnxruntime session of `model` (a path or the graph's bytes) as orcad runs every
+    graph: on the calling thread alone (recall's products are small; see
+    orcad.recall.embedding.limit_blas_threads), silent but for fatal errors (the others come
+    back as exceptions), and without a memory arena, which would keep the largest buffers it
+    ever held (a 128-token text's activations)."""
+    import onnxruntime  # type: ignore[import-untyped]  # noqa: PLC0415 (only with an ONNX model)
+
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
+    options.log_severity_level = 4
+    options.enable_cpu_mem_arena = False
+    return onnxruntime.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+
+
 class Int8Rows:
     """Rows given as int8 codes and scales (`quantize_rows`), multiplied by onnxruntime. Only
     the session keeps them (as given and packed for its kernels)."""
 
     def __init__(self, codes: npt.NDArray[np.int8], scale: Array) -> None:
-        import onnxruntime  # type: ignore[import-untyped]  # noqa: PLC0415 (only with an ONNX model)
-
         self.rows, self.dims = int(codes.shape[0]), int(codes.shape[1])
         self._session: Any = None
         if not self.rows:
             return
-        graph = product_graph(codes, scale)
-        options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = 1
-        options.inter_op_num_threads = 1
-        options.log_severity_level = 4
-        options.enable_cpu_mem_arena = False
-        self._session = onnxruntime.InferenceSession(
-            graph, options, providers=["CPUExecutionProvider"]
-        )
+        self._session = onnxruntime_session(product_graph(codes, scale))
 
     def scores(self, query: Array, spans: Sequence[tuple[int, int]]) -> Array:
         del spans  # every row: one product is cheaper than one per span

@@ -37,7 +37,7 @@ import numpy as np
 import numpy.typing as npt
 import structlog
 
-from orcad.deliberate.row_products import Int8Rows, quantize_rows
+from orcad.deliberate.row_products import Int8Rows, onnxruntime_session, quantize_rows
 from orcad.query import stem, tokenize
 from orcad.recall import bert
 from orcad.recall.rank import distinctive_terms
@@ -381,7 +381,7 @@ def load_onnx(directory: Path) -> OnnxEmbedder:
     the model cannot be run."""
     no_telemetry()
     try:
-        import onnxruntime  # type: ignore[import-untyped]  # noqa: PLC0415 (in the loading thread)
+        import onnxruntime  # type: ignore[import-untyped]  # noqa: F401, PLC0415 (imported here to say why it cannot be)
     except ImportError as exc:
         raise EmbeddingUnavailable(
             f"onnxruntime cannot be imported ({exc}); reinstall orcad, or set "
@@ -396,20 +396,12 @@ def load_onnx(directory: Path) -> OnnxEmbedder:
         if described.exists():
             require_regular_file(described)
             text = described.read_text(encoding="utf-8")
-        options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = 1  # small products: see limit_blas_threads
-        options.inter_op_num_threads = 1
-        options.log_severity_level = 4  # none but fatal: errors come back as exceptions
-        # no arena: it would keep the largest activations it ever held (a 128-token text's)
-        options.enable_cpu_mem_arena = False
         model_id = next(
             (line[3:].strip() for line in text.splitlines() if line.startswith("id:")), ""
         )
         if not model_id:  # a model of the user's: its id is its file's digest
             model_id = f"onnx-{directory.name}-{file_digest(path)[:16]}"
-        session = onnxruntime.InferenceSession(
-            str(path), options, providers=["CPUExecutionProvider"]
-        )
+        session = onnxruntime_session(str(path))
     except (OSError, UnicodeDecodeError) as exc:
         raise EmbeddingUnavailable(f"cannot load the ONNX model in {directory}: {exc}") from exc
     except Exception as exc:  # onnxruntime's own errors (a damaged or foreign graph)
