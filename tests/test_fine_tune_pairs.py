@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from bench.eval_recall import LABELLED_SETS, Labelled
-from scripts.fine_tune_model import PAIRS, PROMPTS_PER_FACT, read_pairs
+from scripts.fine_tune_model import PAIRS, PROMPTS_PER_FACT, check_directories, read_pairs
 
 pytestmark = pytest.mark.pure
 
@@ -55,19 +55,55 @@ GOOD = {"fact": "f", "kind": "fact", "prompts": ["a", "b", "c"], "hard_negative"
     ("line", "complaint"),
     [
         ("{not json", "not JSON"),
-        (json.dumps([GOOD]), "expected fact"),
-        (json.dumps({**GOOD, "kind": "rumour"}), "expected fact"),
-        (json.dumps({**GOOD, "prompts": ["a", "b"]}), "3 prompts"),
-        (json.dumps({**GOOD, "prompts": ["a", " ", "c"]}), "3 prompts"),
-        (json.dumps({**GOOD, "extra": 1}), "expected fact"),
-        (json.dumps({k: v for k, v in GOOD.items() if k != "hard_negative"}), "expected fact"),
+        (json.dumps([GOOD]), "expected an object"),
+        (json.dumps({**GOOD, "extra": 1}), "expected exactly the fields"),
+        (json.dumps({k: v for k, v in GOOD.items() if k != "hard_negative"}), "expected exactly"),
+        (json.dumps({**GOOD, "fact": 7}), "fact: expected a non-empty string"),
+        (json.dumps({**GOOD, "fact": " "}), "fact: expected a non-empty string"),
+        (json.dumps({**GOOD, "kind": "rumour"}), "kind: expected one of"),
+        (json.dumps({**GOOD, "kind": ["fact"]}), "kind: expected one of"),
+        (json.dumps({**GOOD, "prompts": ["a", "b"]}), "prompts: expected a list of 3"),
+        (json.dumps({**GOOD, "prompts": "abc"}), "prompts: expected a list of 3"),
+        (
+            json.dumps({**GOOD, "prompts": ["a", " ", "c"]}),
+            "prompts: expected 3 different non-empty strings",
+        ),
+        (
+            json.dumps({**GOOD, "prompts": ["a", "a", "c"]}),
+            "prompts: expected 3 different non-empty strings",
+        ),
+        (json.dumps({**GOOD, "hard_negative": ""}), "hard_negative: expected"),
+        (json.dumps({**GOOD, "hard_negative": "f"}), "hard_negative: expected"),
+        (json.dumps({**GOOD, "prompts": ["x", "y", "z"]}), "fact: the same as line 1's"),
     ],
 )
 def test_a_bad_line_is_named_with_its_number(tmp_path: Path, line: str, complaint: str) -> None:
     path = tmp_path / "pairs.jsonl"
     path.write_text(json.dumps(GOOD) + "\n\n" + line + "\n", encoding="utf-8")
-    with pytest.raises(SystemExit, match=rf"pairs.jsonl:3: .*{complaint}"):
+    with pytest.raises(SystemExit, match=rf"pairs.jsonl:3: {re.escape(complaint)}"):
         read_pairs(path)
+
+
+def test_an_unreadable_file_is_named(tmp_path: Path) -> None:
+    with pytest.raises(SystemExit, match=r"cannot read .*missing\.jsonl"):
+        read_pairs(tmp_path / "missing.jsonl")
+    binary = tmp_path / "binary.jsonl"
+    binary.write_bytes(b"\xff\xfe{}")
+    with pytest.raises(SystemExit, match=r"cannot read .*binary\.jsonl"):
+        read_pairs(binary)
+
+
+def test_the_source_must_hold_a_model_and_differ_from_the_output(tmp_path: Path) -> None:
+    source = tmp_path / "model"
+    source.mkdir()
+    (source / "config.json").write_text("{}", encoding="utf-8")
+    with pytest.raises(SystemExit, match=re.escape("no model.safetensors, vocab.txt")):
+        check_directories(source, tmp_path / "out")
+    for name in ("model.safetensors", "vocab.txt"):
+        (source / name).write_bytes(b"")
+    check_directories(source, tmp_path / "out")
+    with pytest.raises(SystemExit, match="is the source model's directory"):
+        check_directories(source, source / ".." / "model")
 
 
 def test_an_empty_file_is_refused(tmp_path: Path) -> None:
