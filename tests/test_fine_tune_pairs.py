@@ -29,6 +29,7 @@ def test_shipped_pairs_are_well_formed_and_distinct() -> None:
     assert not set(facts) & {r["hard_negative"] for r in records}
 
 
+@pytest.mark.slow
 def test_shipped_pairs_stay_apart_from_the_labelled_sets() -> None:
     """A training text that overlaps a labelled fact or prompt by more than half its words
     (Jaccard) would let the sets measure what the model was taught, not what it learned."""
