@@ -16,6 +16,8 @@ of a labelled prompt); a candidate covering at least the lexical gate (raised by
 unrelated_weight x probability) of the prompt's weighted terms opens it on its words alone,
 and so does one holding a distinctive term of the prompt (`rank.distinctive_terms`: a name
 of the store's own that general words do not have).
+Settings whose gate plus unrelated weight reaches 1 + w (the best relevance there is) are left
+out, so that no prompt is closed even to a record that fits it closely.
 Prints the best setting at each unrelated and project weight and the chosen one's neighbours
 (hit@k of the "shares" and "other" classes, the share of "none" prompts left empty, in the set
 that leaves the fewest). The chosen setting keeps "shares" hit@6 >= 0.95 (or its best) in the
@@ -200,6 +202,10 @@ def choose(outcomes, subset, empty_target=EMPTY_TARGET):  # type: ignore[no-unty
         for lexical_gate in LEXICAL_GATES
         # without them, a gate below the floor is none
         if unrelated > 0 or project > 0 or gate >= floor - 1e-9
+        # a prompt surely about nothing stored (and near no project prompt) can still be
+        # answered by a record that fits it closely enough: its gate stays under the best
+        # relevance there is (a cosine of 1 and every term covered)
+        if gate + unrelated < 1 + weight
     ]
     targets = {"auto_shares": SHARES_TARGET, "smal_shares": SMALL_SHARES_TARGET}
     shares = {k: min(target, max(r[k] for r in rows)) for k, target in targets.items()}

@@ -204,9 +204,17 @@ def test_a_prompt_like_the_unrelated_ones_must_clear_a_higher_gate(builtin: Any)
     # raised by most of the unrelated weight for general talk, little for a project's own
     assert min(gates[:2]) > builtin.gate + 0.7 * builtin.unrelated_weight, gates
     assert gates[2] < builtin.gate + 0.3 * builtin.unrelated_weight, gates
-    # the lexical gate rises by as much: "thanks" does not open it by sharing a word
-    for found in both:
-        assert found.lexical == pytest.approx(0.3 + found.gate - builtin.gate)
+    # the lexical gate rises by as much: "thanks" does not open it by sharing a word (the
+    # project weight lowers only the gate on relevance)
+    references = gate_references(model)
+    assert references is not None
+    for prompt, found in zip(prompts, both, strict=True):
+        vector = builtin.embed([prompt])
+        nearest = references.nearest(vector)
+        raised = builtin.unrelated_weight * references.probability(vector, [prompt], nearest)[0]
+        assert found.lexical == pytest.approx(0.3 + raised)
+        lowered = builtin.project_weight * max(0.0, nearest[0, 1])
+        assert found.gate == pytest.approx(builtin.gate + raised - lowered)
     project = builtin.embed(prompts[2:])[0]
     assert embeddings.gates_for(project, prompts[2]) == both[2]  # the same, asked again
     own = (builtin.gate, 0.3)  # no tokens, no vector: the model's own gates
@@ -918,7 +926,9 @@ def test_the_builtin_model_loads_its_reference_vectors_and_embeds_them_when_dama
     assert embedded_texts == []  # the 3,500 reference prompts come stored
     query = shipped.query(prompt)
     assert query is not None
-    gate = builtin.gate + builtin.unrelated_weight * expected
+    nearest_project = embedded.nearest(builtin.embed([prompt]))[0, 1]
+    lowered = builtin.project_weight * max(0.0, nearest_project)
+    gate = builtin.gate + builtin.unrelated_weight * expected - lowered
     # stored as float16, multiplied as int8 rows (orcad.deliberate.row_products)
     assert query.gates.gate == pytest.approx(gate, abs=2e-3)
     directory = tmp_path / "minilm"

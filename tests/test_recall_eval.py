@@ -76,7 +76,8 @@ def test_score_counts_hits_ranks_empty_parts_and_stale_first() -> None:
 # its fine-tuning measured main 1.0 / 1.0, 0.77 / 0.541, 0.98 / 0.961; fresh 1.0 / 1.0, 0.786 /
 # 0.571, 0.886 / 0.886; check 1.0 / 1.0, 0.682 / 0.5, 0.886 / 0.886; fourth 1.0 / 1.0, 0.659 /
 # 0.386, 0.8 / 0.8: the fine-tuned model finds far more facts asked for in other words and
-# leaves two more of check's unrelated prompts filled (README "The embedding model").
+# leaves two more of check's unrelated prompts filled and one more of fourth's (README "The
+# embedding model").
 FLOORS = {
     # 0.981 / 0.981, 0.797 / 0.649, 0.98 / 0.98
     "main": (0.97, 0.97, 0.77, 0.62, 0.95, 0.95),
@@ -84,8 +85,8 @@ FLOORS = {
     "fresh": (0.97, 0.97, 0.85, 0.83, 0.88, 0.88),
     # 1.0 / 1.0, 0.727 / 0.659, 0.829 / 0.829
     "check": (0.97, 0.97, 0.7, 0.63, 0.8, 0.8),
-    # 1.0 / 1.0, 0.841 / 0.75, 0.8 / 0.8
-    "fourth": (0.97, 0.97, 0.81, 0.72, 0.77, 0.77),
+    # 1.0 / 1.0, 0.841 / 0.75, 0.771 / 0.771
+    "fourth": (0.97, 0.97, 0.81, 0.72, 0.74, 0.74),
 }
 
 
