@@ -9,9 +9,9 @@ hard negative: a fact of the same project that shares everyday words with a prom
 answers none of them. They were written for this purpose, apart from bench/'s labelled sets
 and without sight of them, asking for at least two prompts of each fact that share no content
 word with it; by orcad's own query terms and stems, 2,269 of the 2,847 prompts share none,
-and 925 of the 949 facts have two or more such prompts. Records
-whose words overlap a labelled set's fact or prompt by more than half (Jaccard; 11 of 960)
-were removed, so those sets still judge the result; tests/test_fine_tune_pairs.py keeps it so.
+and 925 of the 949 facts have two or more such prompts. Records whose words overlap a
+labelled set's fact or prompt by more than half (Jaccard; 11 of 960) were removed, so those
+sets still judge the result; tests/test_fine_tune_pairs.py keeps it so.
 
 Training: each prompt against its fact, with every other fact and hard negative in the batch as
 negatives (multiple-negatives ranking loss over mean-pooled, normalized vectors, cosine scale
@@ -42,8 +42,6 @@ PAIRS = Path(__file__).resolve().parent / "fine_tune_pairs.jsonl"
 KINDS = frozenset({"preference", "fact", "workflow", "decision"})
 PROMPTS_PER_FACT = 3
 MAX_TOKENS = 128  # as the daemon embeds (orcad/recall/embedding.py TRANSFORMER_MAX_TOKENS)
-
-
 FIELDS = ("fact", "kind", "prompts", "hard_negative")
 SOURCE_FILES = ("config.json", "model.safetensors", "vocab.txt")
 
