@@ -86,7 +86,7 @@ def read_pairs(path: Path) -> list[dict[str, Any]]:
             continue
         try:
             record = json.loads(line)
-        except json.JSONDecodeError as e:
+        except (json.JSONDecodeError, RecursionError) as e:  # RecursionError: nested too deep
             raise SystemExit(f"{path}:{number}: not JSON ({e})") from None
         problem = record_problem(record)
         if problem is None and record["fact"] in first_line:

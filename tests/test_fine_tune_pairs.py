@@ -56,6 +56,7 @@ GOOD = {"fact": "f", "kind": "fact", "prompts": ["a", "b", "c"], "hard_negative"
     ("line", "complaint"),
     [
         ("{not json", "not JSON"),
+        ("[" * 100_000, "not JSON"),  # nested too deep for the parser
         (json.dumps([GOOD]), "expected an object"),
         (json.dumps({**GOOD, "extra": 1}), "expected exactly the fields"),
         (json.dumps({k: v for k, v in GOOD.items() if k != "hard_negative"}), "expected exactly"),

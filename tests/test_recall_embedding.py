@@ -923,7 +923,7 @@ def test_the_builtin_model_loads_its_reference_vectors_and_embeds_them_when_dama
 
     monkeypatch.setattr(OnnxEmbedder, "embed", counting)
     shipped = Embeddings.load("builtin")
-    assert embedded_texts == []  # the 3,500 reference prompts come stored
+    assert embedded_texts == []  # the 3,647 reference prompts come stored
     query = shipped.query(prompt)
     assert query is not None
     nearest_project = embedded.nearest(builtin.embed([prompt]))[0, 1]
