@@ -30,6 +30,9 @@ QUERY_MAX_TERMS = 12
 QUERY_MAX_CONSIDERED = 64  # distinct prompt terms among which the most selective 12 are kept
 RECALL_BACKFILL_BATCH = 64  # records embedded per background step (the store thread is shared)
 RECALL_BACKFILL_IDLE_S = 0.5  # pause of the background embedding when nothing needs a vector
+# a record the model refuses (an endpoint's 400 for a text too long for it) while it embeds
+# others is left to its words for this long, then tried again: it must not hold up the rest
+RECALL_BACKFILL_REFUSED_RETRY_S = 600.0
 # the embedding model loads this long after the daemon serves (or at the first recall, if
 # sooner): loading holds the interpreter lock and would slow the start it overlaps
 RECALL_MODEL_LOAD_DELAY_S = 0.5

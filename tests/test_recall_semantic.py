@@ -13,7 +13,7 @@ import pytest
 
 from orcad.limits import RECALL_BACKFILL_BATCH
 from tests.external_worker import fact_output, turn_params
-from tests.fake_openai import FakeOpenAI, stall_before_headers
+from tests.fake_openai import FakeOpenAI, stall_before_headers, status
 from tests.harness import DaemonProcess, OrcaEnv
 from tests.test_recall_daemon import Agent, add_facts, project_dir, texts
 from tests.test_recall_embedding import answer_embeddings
@@ -200,6 +200,72 @@ def test_records_from_before_the_model_are_embedded_in_the_background(
     # a changed record loses its vector and gets a new one
     agent.save("Service number 1 was retired.")
     wait_for_backfill(daemon, RECALL_BACKFILL_BATCH + 8)
+
+
+def refusing_long_inputs(limit: int) -> Any:
+    """An endpoint that refuses a request holding an input longer than `limit` characters, as
+    llama.cpp's server does for a text longer than its batch ("input is too large")."""
+
+    def respond(handler: Any, state: FakeOpenAI) -> None:
+        if any(len(text) > limit for text in state.requests[-1].json()["input"]):
+            status(400, "input is too large to process")(handler, state)
+        else:
+            answer_embeddings(handler, state)
+
+    return respond
+
+
+def wait_for_progress(daemon: DaemonProcess, embedded: int, pending: int) -> Any:
+    deadline = time.monotonic() + 30
+    while True:
+        seen = daemon.call("daemon.status", {})
+        if (seen.embedding.embedded, seen.embedding.pending) == (embedded, pending):
+            return seen
+        assert time.monotonic() < deadline, seen.embedding
+        time.sleep(0.05)
+
+
+def test_a_record_the_endpoint_refuses_does_not_keep_the_others_from_their_vectors(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], workdir: Path
+) -> None:
+    long_record = "The staging cluster runbook:" + " drain the nodes one by one." * 20
+    with FakeOpenAI() as server:
+        server.default = refusing_long_inputs(200)
+        daemon = start(orca_env, daemon_factory, '[recall]\nembedding = "none"\n')
+        agent = Agent(daemon, workdir)
+        for n in range(3):
+            agent.save(f"Service number {n} listens on port {7000 + n}.")
+        agent.save(long_record)  # in the middle of the one batch the backfill sends
+        for n in range(3, 6):
+            agent.save(f"Service number {n} listens on port {7000 + n}.")
+        orca_env.write_config("[extraction]\nworkers = 0\n" + endpoint_config(server, 2.0))
+        daemon.restart()
+        # every record but the refused one gets its vector; that one stays pending
+        seen = wait_for_progress(daemon, 6, 1)
+        assert any(
+            error.kind == "embedding" and "refused 1 deliberate record" in error.message
+            for error in seen.recent_errors
+        ), seen.recent_errors
+        result = Agent(daemon, workdir).recall("how do I drain the staging cluster nodes?")
+        assert long_record in [entry.content for entry in result.deliberate]  # by its words
+
+
+def test_an_endpoint_that_is_down_refuses_no_record(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], workdir: Path
+) -> None:
+    with FakeOpenAI() as server:
+        server.default = status(503, "loading the model")
+        daemon = start(orca_env, daemon_factory, '[recall]\nembedding = "none"\n')
+        agent = Agent(daemon, workdir)
+        for n in range(4):
+            agent.save(f"Service number {n} listens on port {7000 + n}.")
+        orca_env.write_config("[extraction]\nworkers = 0\n" + endpoint_config(server, 2.0))
+        daemon.restart()
+        server.wait_for_requests(6)  # batches and probes have failed meanwhile
+        seen = wait_for_progress(daemon, 0, 4)
+        assert not any("refused" in error.message for error in seen.recent_errors)
+        server.default = answer_embeddings  # back up: nothing was left aside for later
+        wait_for_backfill(daemon, 4)
 
 
 def test_a_model_that_cannot_load_leaves_recall_lexical_and_says_why(

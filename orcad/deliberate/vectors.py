@@ -19,9 +19,10 @@ Every function takes the connection and runs on the store's SQLite thread.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -68,16 +69,21 @@ def ensure_schema(connection: sqlite3.Connection) -> None:
 
 
 def pending(
-    connection: sqlite3.Connection, model: str, limit: int, dims: int = 0
+    connection: sqlite3.Connection,
+    model: str,
+    limit: int,
+    dims: int = 0,
+    skip: Collection[int] = (),
 ) -> list[tuple[int, str]]:
     """Up to `limit` records without a vector of `model` (one `dims` wide, when `dims` is
-    known), newest first: (row_id, content)."""
+    known), newest first, leaving out the row ids in `skip`: (row_id, content)."""
     ensure_schema(connection)
     rows = connection.execute(
         "SELECT m.row_id, m.content FROM memories AS m LEFT JOIN memory_vectors AS v "
         "ON v.row_id = m.row_id AND v.model = ? AND (? = 0 OR length(v.vector) = ?) "
-        "WHERE v.row_id IS NULL ORDER BY m.row_id DESC LIMIT ?",
-        (model, dims, dims * VECTOR_BYTES, limit),
+        "WHERE v.row_id IS NULL AND m.row_id NOT IN (SELECT value FROM json_each(?)) "
+        "ORDER BY m.row_id DESC LIMIT ?",
+        (model, dims, dims * VECTOR_BYTES, json.dumps(sorted(skip)), limit),
     ).fetchall()
     return [(int(row_id), str(content)) for row_id, content in rows]
 

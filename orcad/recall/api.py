@@ -104,7 +104,7 @@ def install(
 
     snapshots.on_corrupt = recover_state_db
     vectors_in_memory: list[VectorMatrix | None] = [None]  # recall's, dropped by the backfill
-    backfill = Backfill(deliberate, embeddings, vectors_in_memory)
+    backfill = Backfill(deliberate, embeddings, vectors_in_memory, host.record_error)
     projects = capture.projects
 
     def active_jobs() -> int:

@@ -6,8 +6,11 @@ before the model, or under another one.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 
+import numpy as np
+import numpy.typing as npt
 import structlog
 import trio
 import trio.lowlevel
@@ -16,7 +19,11 @@ from orcad.clock import format_time
 from orcad.deliberate.service import DeliberateMemory
 from orcad.deliberate.store import StoredRecord
 from orcad.deliberate.vectors import VectorMatrix, hybrid_search, pending, progress, store_vectors
-from orcad.limits import RECALL_BACKFILL_BATCH, RECALL_BACKFILL_IDLE_S
+from orcad.limits import (
+    RECALL_BACKFILL_BATCH,
+    RECALL_BACKFILL_IDLE_S,
+    RECALL_BACKFILL_REFUSED_RETRY_S,
+)
 from orcad.recall import rank
 from orcad.recall.embedding import Embeddings, PromptQuery
 from orcad.sessions import Session
@@ -26,6 +33,8 @@ from protocol.types import DeliberateEntry, EmbeddingStatus
 # corrects but may be a little farther from the prompt, and must come along to rank above it;
 # and with at most two alike shown, records cut from one template take fewer places
 NEAREST_PER_SHOWN = 1.5
+# embedded when a batch fails, to tell a model that is failing from records it refuses
+PROBE_TEXT = "probe"
 log = structlog.get_logger("orcad.recall")
 
 
@@ -122,13 +131,18 @@ def to_entry(record: StoredRecord) -> DeliberateEntry:
 class Backfill:
     """Embeds deliberate records that have no vector of the current model (records written
     since the last pass, or all of them after an upgrade or a model change), in small batches
-    in the background; recall ranks them lexically until then."""
+    in the background; recall ranks them lexically until then. When a batch fails while the
+    model embeds a probe, its records are embedded one at a time, and those the model refuses
+    (an endpoint's 400 for a text too long for it) are left to their words and tried again
+    after RECALL_BACKFILL_REFUSED_RETRY_S: one such record must not keep every older one
+    without a vector. They stay counted as pending, and the refusal is recorded."""
 
     def __init__(
         self,
         service: DeliberateMemory,
         embeddings: Embeddings,
         matrix: list[VectorMatrix | None] | None = None,
+        record_error: Callable[[str, str], None] | None = None,
     ) -> None:
         self._service = service
         self._embeddings = embeddings
@@ -141,6 +155,8 @@ class Backfill:
         self.counted = False  # the counts above are known (status says "loading" until then)
         self.announced = False  # the model's load was reported (and a failure recorded)
         self._seen_changes: int | None = None
+        self._refused: dict[int, float] = {}  # row id -> when the model refused it (monotonic)
+        self._record_error = record_error
 
     def step_blocking(self) -> int:
         """One batch: how many records were embedded (0 when there is nothing to do)."""
@@ -150,21 +166,35 @@ class Backfill:
             return 0
         store = service.store
         dims = self._dims()
+        now = time.monotonic()
+        refused = self._refused = {
+            row: at
+            for row, at in self._refused.items()
+            if now - at < RECALL_BACKFILL_REFUSED_RETRY_S
+        }
 
         def read(connection: sqlite3.Connection) -> list[tuple[int, str]] | None:
-            if self._seen_changes == connection.total_changes and not self.pending:
+            if self._seen_changes == connection.total_changes and self.pending <= len(refused):
                 return None  # nothing written since the last pass found nothing to do
             self.embedded, self.pending = progress(connection, model, dims)
             self.counted = True
             self._seen_changes = connection.total_changes
-            return pending(connection, model, RECALL_BACKFILL_BATCH, dims) if self.pending else []
+            if self.pending <= 0:
+                return []
+            return pending(connection, model, RECALL_BACKFILL_BATCH, dims, skip=refused)
 
         rows = store.query_blocking(read)
         if not rows:
             return 0
+        tried = len(rows)
         vectors = self._embeddings.embed([content for _row, content in rows])
         if vectors is None:
-            return 0
+            isolated = self._one_at_a_time(rows)
+            if isolated is None:
+                return 0  # the model is failing: the next pass tries again
+            rows, vectors = isolated
+            if not rows:
+                return tried  # all refused: on to the next batch
 
         def write(connection: sqlite3.Connection) -> int:
             stored = store_vectors(connection, model, rows, vectors)
@@ -178,7 +208,41 @@ class Backfill:
         self.embedded += stored
         self.pending = max(0, self.pending - stored)
         self._seen_changes = None  # our own write moved the counter
-        return len(rows)
+        return tried
+
+    def _one_at_a_time(
+        self, rows: list[tuple[int, str]]
+    ) -> tuple[list[tuple[int, str]], npt.NDArray[np.float32]] | None:
+        """After `rows` failed as a batch: None if the model fails a probe too (it is down, or
+        broken); else each row alone: the rows embedded and their vectors, the others noted as
+        refused."""
+        embeddings = self._embeddings
+        if embeddings.embed([PROBE_TEXT]) is None:
+            return None
+        kept: list[tuple[int, str]] = []
+        vectors: list[npt.NDArray[np.float32]] = []
+        refused: list[int] = []
+        reason = ""
+        for row in rows:
+            vector = embeddings.embed([row[1]])
+            if vector is None:
+                refused.append(row[0])
+                reason = embeddings.reason or reason
+            else:
+                kept.append(row)
+                vectors.append(vector[0])
+        now = time.monotonic()
+        self._refused.update((row_id, now) for row_id in refused)
+        if refused:
+            message = (
+                f"the embedding model refused {len(refused)} deliberate record(s), which are "
+                f"ranked by their words until it takes them (tried again every "
+                f"{RECALL_BACKFILL_REFUSED_RETRY_S:.0f} s): {reason}"
+            )
+            log.warning("recall.backfill_refused", rows=refused, reason=reason)
+            if self._record_error is not None:
+                self._record_error("embedding", message)
+        return kept, (np.stack(vectors) if vectors else np.zeros((0, 0), dtype=np.float32))
 
     def refresh_blocking(self) -> None:
         """Read the progress now (status is right before the first batch is done)."""
