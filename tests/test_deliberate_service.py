@@ -648,8 +648,9 @@ async def test_a_recall_right_after_the_backfill_finds_what_it_embedded(
     orca: InProcessDaemon, tmp_path: Path
 ) -> None:
     """Recall reloads its vectors in memory at most once a second after a change, so the
-    backfill drops them after its last batch: a record it has just embedded is found by meaning
-    at once (here the record shares no word with the prompt)."""
+    backfill reads them again after its last batch: a record it has just embedded is found by
+    meaning at once (here the record shares no word with the prompt), and the recall reads
+    no vectors itself (at 10k records that took 100 ms of the first recall after a save)."""
     a = await orca.open(tmp_path / "a", mode="yolo")
     session = await orca.daemon.sessions.require(a["session_id"], a["epoch"])
     # the daemon's own recall and backfill, as the composition root wires them
@@ -671,7 +672,15 @@ async def test_a_recall_right_after_the_backfill_finds_what_it_embedded(
     fact = "The mobile app supports iOS 16 and Android 10 as the minimum versions."
     await save(orca, a, fact)
     assert await trio.to_thread.run_sync(backfill.step_blocking) == 1
+    in_memory = recall._matrix  # shared with the backfill, as the composition root wires them
+    loaded = in_memory[0]
+    assert loaded is not None and len(loaded.row_ids) == 2
     assert await trio.to_thread.run_sync(search) == [fact]
+    assert in_memory[0] is loaded  # the search used the vectors the backfill read
+    in_memory[0] = None  # as after a start: the backfill reads them before the first recall
+    await trio.to_thread.run_sync(backfill.preload_blocking)
+    preloaded = in_memory[0]
+    assert preloaded is not None and len(preloaded.row_ids) == 2
 
 
 async def test_a_reopened_session_cannot_approve_what_its_earlier_epoch_proposed(
