@@ -40,8 +40,9 @@ def run(records: int, rounds: int, wait: float, embedding: str) -> dict[str, Any
         orca.write_config(f'[extraction]\nworkers = 0\n[recall]\nembedding = "{embedding}"\n')
         workdir = root / "repo"
         workdir.mkdir()
-        daemon = DaemonProcess(orca).start()
+        daemon = DaemonProcess(orca)
         try:  # a daemon is never left running when the bench fails
+            daemon.start()
             opened = daemon.call("session.open", {"cwd": str(workdir)})
             load_automatic(
                 orca.memory_root / "projects" / opened.project.id, time.time(), Labelled.named()
@@ -51,9 +52,12 @@ def run(records: int, rounds: int, wait: float, embedding: str) -> dict[str, Any
             daemon.stop()
         print(f"growing the deliberate database to {records} records", file=sys.stderr)
         populator.grow_to(records)
-        daemon.start()
         try:
+            daemon.start()
             wait_for_backfill(daemon)
+            state = daemon.call("daemon.status", {}).embedding
+            if state.state != "ready":  # else every recall would be lexical, and as fast
+                raise SystemExit(f"the {embedding} model is {state.state}: {state.reason}")
             plain: list[float] = []
             after: list[float] = []
             with daemon.client() as client:

@@ -4,7 +4,8 @@
 Two real orcad processes on copies of one home (the project ledger of 128 facts, the deliberate
 database grown to each size and fully embedded), both serving the same working directory. Each
 round sends the same new-turn recall to one and then the other, so both see the same machine
-load. Prints recall p50/p99 of each and the ratio of the p50s.
+load. Prints recall p50/p99 of each, the ratio of the p50s, and the entries each injected per
+recall (a daemon whose search fails answers fast and empty).
 
 `--against REV` adds a third daemon: orcad as it was at git revision REV (its files, from `git
 archive`), with its own defaults, on a third copy of the home. Recall before embeddings existed
@@ -54,6 +55,7 @@ REPOSITORY = Path(__file__).resolve().parent.parent
 def measure(daemons: dict[str, DaemonProcess], cwd: str, prompts: list[str], requests: int,
             size: int) -> dict[str, Any]:
     samples: dict[str, list[float]] = {name: [] for name in daemons}
+    entries: dict[str, int] = dict.fromkeys(daemons, 0)  # injected: a daemon that fails is fast
     clients = {name: daemon.client() for name, daemon in daemons.items()}
     try:
         ids = {}
@@ -66,9 +68,10 @@ def measure(daemons: dict[str, DaemonProcess], cwd: str, prompts: list[str], req
             for name in order:
                 params = {**ids[name], "turn_id": f"c-{size}-{number}", "prompt": prompt}
                 started = time.perf_counter()
-                clients[name].call("recall", params)
+                result = clients[name].call("recall", params)
                 if number >= 30:
                     samples[name].append(time.perf_counter() - started)
+                    entries[name] += len(result.automatic) + len(result.deliberate)
     finally:
         for client in clients.values():
             client.close()
@@ -78,6 +81,7 @@ def measure(daemons: dict[str, DaemonProcess], cwd: str, prompts: list[str], req
         process = daemons[name].proc
         assert process is not None
         figures[f"{name}_rss_mib"] = rss_mib(process.pid)
+        figures[f"{name}_entries"] = entries[name] / max(1, len(values))
     figures["ratio"] = figures["builtin"][0] / figures["none"][0]
     if "against" in figures:
         figures["ratio_against"] = figures["builtin"][0] / figures["against"][0]
@@ -131,8 +135,9 @@ def run(
         homes["builtin"].mkdir()
         orca = OrcaEnv(homes["builtin"])
         orca.write_config(CONFIG.format(embedding=embedding))
-        daemon = DaemonProcess(orca).start()
+        daemon = DaemonProcess(orca)
         try:  # a daemon is never left running when the bench fails
+            daemon.start()
             opened = daemon.call("session.open", {"cwd": cwd})
             load_automatic(
                 orca.memory_root / "projects" / opened.project.id, time.time(), Labelled.named()
@@ -143,8 +148,8 @@ def run(
         for size in sizes:
             print(f"growing the deliberate database to {size} records", file=sys.stderr)
             populator.grow_to(size)
-            daemon.start()
             try:
+                daemon.start()
                 wait_for_backfill(daemon)
                 daemon.call("recall", {  # the ledger's facts get their vectors in memory too
                     "session_id": opened.session_id, "epoch": opened.epoch, "turn_id": "warm",
@@ -163,13 +168,13 @@ def run(
                 shutil.copytree(homes["builtin"], homes["against"], symlinks=True)
                 older = OrcaEnv(homes["against"], extra_env={"PYTHONPATH": str(code)})
                 older.write_config(REVISION_CONFIG)
-            daemons: dict[str, DaemonProcess] = {}
+            daemons = {"builtin": daemon, "none": DaemonProcess(lexical)}
+            if older is not None:
+                daemons["against"] = DaemonProcess(older)
             spinning: list[subprocess.Popen[bytes]] = []
-            try:  # whichever daemons started are stopped, whatever fails
-                daemons["builtin"] = daemon.start()
-                daemons["none"] = DaemonProcess(lexical).start()
-                if older is not None:
-                    daemons["against"] = DaemonProcess(older).start()
+            try:  # every daemon is stopped, whichever fails to start
+                for started in daemons.values():
+                    started.start()
                 spinning = busy_processes(busy)
                 print(f"measuring at {size} records", file=sys.stderr)
                 figures = measure(daemons, cwd, prompts, requests, size)
@@ -181,7 +186,10 @@ def run(
                     process.kill()
                     process.wait()
                 for started in daemons.values():
-                    started.stop()
+                    try:
+                        started.stop()
+                    except Exception:  # (subprocess.TimeoutExpired) the others are stopped too
+                        started.kill()
             report.append(figures)
             print(format_figures(figures), file=sys.stderr)
     return report
@@ -196,15 +204,17 @@ def format_figures(figures: dict[str, Any]) -> str:
         + (f", {figures['busy']} busy processes" if figures.get("busy") else "")
         + ":",
         f"  recall, with the model  p50 {ms(figures['builtin'][0])}"
-        f"  p99 {ms(figures['builtin'][1])}  RSS {figures['builtin_rss_mib']:.1f} MiB",
+        f"  p99 {ms(figures['builtin'][1])}  RSS {figures['builtin_rss_mib']:.1f} MiB"
+        f"  entries {figures['builtin_entries']:.1f}",
         f"  recall, lexical only    p50 {ms(figures['none'][0])}  p99 {ms(figures['none'][1])}"
-        f"  RSS {figures['none_rss_mib']:.1f} MiB",
+        f"  RSS {figures['none_rss_mib']:.1f} MiB  entries {figures['none_entries']:.1f}",
         f"  ratio of the p50s: {figures['ratio']:.2f}x",
     ]
     if "against" in figures:
         lines += [
             f"  recall at {figures['revision']:<12} p50 {ms(figures['against'][0])}"
-            f"  p99 {ms(figures['against'][1])}  RSS {figures['against_rss_mib']:.1f} MiB",
+            f"  p99 {ms(figures['against'][1])}  RSS {figures['against_rss_mib']:.1f} MiB"
+            f"  entries {figures['against_entries']:.1f}",
             f"  with the model / {figures['revision']}: {figures['ratio_against']:.2f}x"
             f" (target <= 2x at 10k); lexical only / {figures['revision']}:"
             f" {figures['none_over_against']:.2f}x",

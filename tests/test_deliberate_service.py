@@ -20,7 +20,8 @@ from orcad.limits import (
     SEARCH_LIMIT_DEFAULT,
 )
 from orcad.query import distinct_terms
-from orcad.recall.deliberate import DeliberateRecall
+from orcad.recall import deliberate as recall_deliberate
+from orcad.recall.deliberate import Backfill, DeliberateRecall, RefusedTexts
 from protocol.errors import RemoteError
 from protocol.types import DeliberateEntry
 from tests.deliberate_helpers import InProcessDaemon, SettableClock
@@ -648,9 +649,10 @@ async def test_a_recall_right_after_the_backfill_finds_what_it_embedded(
     orca: InProcessDaemon, tmp_path: Path
 ) -> None:
     """Recall reloads its vectors in memory at most once a second after a change, so the
-    backfill reads them again after its last batch: a record it has just embedded is found by
-    meaning at once (here the record shares no word with the prompt), and the recall reads
-    no vectors itself (at 10k records that took 100 ms of the first recall after a save)."""
+    backfill reads them again after its last batch (or, if it read them less than a second
+    before, drops them for recall to read): a record it has just embedded is found by meaning
+    at once (here the record shares no word with the prompt), and the first recall after a save
+    reads no vectors itself (at 10k records that took it 100 ms)."""
     a = await orca.open(tmp_path / "a", mode="yolo")
     session = await orca.daemon.sessions.require(a["session_id"], a["epoch"])
     # the daemon's own recall and backfill, as the composition root wires them
@@ -666,21 +668,35 @@ async def test_a_recall_right_after_the_backfill_finds_what_it_embedded(
         found = recall.search_blocking(session, prompt, distinct_terms(prompt), 8, query)
         return [entry.content for entry in found]
 
+    in_memory = recall._matrix  # shared with the backfill, as the composition root wires them
     await save(orca, a, "Storybook runs on port 6006.")
     assert await trio.to_thread.run_sync(backfill.step_blocking) == 1
-    assert await trio.to_thread.run_sync(search) == []  # the vectors are now in memory
+    loaded = in_memory[0]
+    assert loaded is not None and len(loaded.row_ids) == 1  # read by the backfill
+    assert await trio.to_thread.run_sync(search) == []
+    assert in_memory[0] is loaded  # the search used them: it read no vectors itself
     fact = "The mobile app supports iOS 16 and Android 10 as the minimum versions."
     await save(orca, a, fact)
     assert await trio.to_thread.run_sync(backfill.step_blocking) == 1
-    in_memory = recall._matrix  # shared with the backfill, as the composition root wires them
-    loaded = in_memory[0]
-    assert loaded is not None and len(loaded.row_ids) == 2
+    assert in_memory[0] is None  # read too recently by the backfill: dropped, for recall
     assert await trio.to_thread.run_sync(search) == [fact]
-    assert in_memory[0] is loaded  # the search used the vectors the backfill read
-    in_memory[0] = None  # as after a start: the backfill reads them before the first recall
-    await trio.to_thread.run_sync(backfill.preload_blocking)
+    # after a start, a backfill with nothing to embed reads them before the first recall
+    in_memory[0] = None
+    started = Backfill(orca.features.deliberate, embeddings, in_memory)
+    assert await trio.to_thread.run_sync(started.step_blocking) == 0
     preloaded = in_memory[0]
     assert preloaded is not None and len(preloaded.row_ids) == 2
+
+
+def test_refused_texts_are_tried_again_after_a_while(monkeypatch: pytest.MonkeyPatch) -> None:
+    refused = RefusedTexts()
+    refused.add(["a text too long for the model"])
+    assert refused.holds("a text too long for the model")
+    assert refused.current() == {"a text too long for the model"}
+    assert not refused.holds("a text the model took")
+    monkeypatch.setattr(recall_deliberate, "RECALL_BACKFILL_REFUSED_RETRY_S", 0.0)
+    assert not refused.holds("a text too long for the model")
+    assert refused.current() == frozenset()
 
 
 async def test_a_reopened_session_cannot_approve_what_its_earlier_epoch_proposed(

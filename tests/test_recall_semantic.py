@@ -229,25 +229,52 @@ def test_a_record_the_endpoint_refuses_does_not_keep_the_others_from_their_vecto
     orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], workdir: Path
 ) -> None:
     long_record = "The staging cluster runbook:" + " drain the nodes one by one." * 20
+    count = RECALL_BACKFILL_BATCH + 6  # short records: more than one batch
     with FakeOpenAI() as server:
         server.default = refusing_long_inputs(200)
         daemon = start(orca_env, daemon_factory, '[recall]\nembedding = "none"\n')
         agent = Agent(daemon, workdir)
-        for n in range(3):
+        for n in range(count):
             agent.save(f"Service number {n} listens on port {7000 + n}.")
-        agent.save(long_record)  # in the middle of the one batch the backfill sends
-        for n in range(3, 6):
-            agent.save(f"Service number {n} listens on port {7000 + n}.")
+            if n == count - 3:  # among the newest: in the first batch the backfill sends
+                agent.save(long_record)
         orca_env.write_config("[extraction]\nworkers = 0\n" + endpoint_config(server, 2.0))
         daemon.restart()
         # every record but the refused one gets its vector; that one stays pending
-        seen = wait_for_progress(daemon, 6, 1)
+        seen = wait_for_progress(daemon, count, 1)
         assert any(
             error.kind == "embedding" and "refused 1 deliberate record" in error.message
             for error in seen.recent_errors
         ), seen.recent_errors
+        time.sleep(1.5)  # three idle passes of the backfill
+
+        def sent_long() -> int:
+            return sum(long_record in r.json()["input"] for r in server.requests)
+
+        assert sent_long() == 2  # in its batch, then alone: not again while it is refused
         result = Agent(daemon, workdir).recall("how do I drain the staging cluster nodes?")
         assert long_record in [entry.content for entry in result.deliberate]  # by its words
+        assert sent_long() == 2  # recall did not send it either
+
+
+def test_an_endpoint_that_refuses_everything_marks_no_record(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], workdir: Path
+) -> None:
+    """A server that refuses every request (a model name it does not know) is not taken for
+    one that refuses some records: nothing is left aside, and all are embedded once it works."""
+    with FakeOpenAI() as server:
+        server.default = status(400, "model 'embed-test' not found")
+        daemon = start(orca_env, daemon_factory, '[recall]\nembedding = "none"\n')
+        agent = Agent(daemon, workdir)
+        for n in range(4):
+            agent.save(f"Service number {n} listens on port {7000 + n}.")
+        orca_env.write_config("[extraction]\nworkers = 0\n" + endpoint_config(server, 2.0))
+        daemon.restart()
+        server.wait_for_requests(4)  # batches and probes refused meanwhile
+        seen = wait_for_progress(daemon, 0, 4)
+        assert not any("refused" in error.message for error in seen.recent_errors)
+        server.default = answer_embeddings
+        wait_for_backfill(daemon, 4)
 
 
 def test_an_endpoint_that_is_down_refuses_no_record(

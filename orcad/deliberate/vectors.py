@@ -19,7 +19,6 @@ Every function takes the connection and runs on the store's SQLite thread.
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import time
 from collections.abc import Collection, Sequence
@@ -73,19 +72,19 @@ def pending(
     model: str,
     limit: int,
     dims: int = 0,
-    skip: Collection[int] = (),
+    skip: Collection[str] = (),
 ) -> list[tuple[int, str]]:
     """Up to `limit` records without a vector of `model` (one `dims` wide, when `dims` is
-    known), newest first, leaving out the row ids in `skip`: (row_id, content)."""
+    known), newest first, leaving out those whose content is in `skip`: (row_id, content)."""
     ensure_schema(connection)
     rows = connection.execute(
         "SELECT m.row_id, m.content FROM memories AS m LEFT JOIN memory_vectors AS v "
         "ON v.row_id = m.row_id AND v.model = ? AND (? = 0 OR length(v.vector) = ?) "
-        "WHERE v.row_id IS NULL AND m.row_id NOT IN (SELECT value FROM json_each(?)) "
-        "ORDER BY m.row_id DESC LIMIT ?",
-        (model, dims, dims * VECTOR_BYTES, json.dumps(sorted(skip)), limit),
+        "WHERE v.row_id IS NULL ORDER BY m.row_id DESC LIMIT ?",
+        (model, dims, dims * VECTOR_BYTES, limit + len(skip)),
     ).fetchall()
-    return [(int(row_id), str(content)) for row_id, content in rows]
+    kept = [(int(row_id), str(content)) for row_id, content in rows if content not in skip]
+    return kept[:limit]
 
 
 def progress(connection: sqlite3.Connection, model: str, dims: int = 0) -> tuple[int, int]:

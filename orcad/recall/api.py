@@ -24,7 +24,7 @@ from orcad.deliberate.vectors import VectorMatrix
 from orcad.host import BackgroundTask, Host
 from orcad.limits import RECALL_MODEL_LOAD_DELAY_S
 from orcad.recall.automatic import ProjectMemorySearch
-from orcad.recall.deliberate import Backfill, DeliberateRecall
+from orcad.recall.deliberate import Backfill, DeliberateRecall, RefusedTexts
 from orcad.recall.embedding import Embeddings
 from orcad.recall.explicit import ExplicitFacts
 from orcad.recall.service import RecallService
@@ -103,8 +103,9 @@ def install(
         await trio.to_thread.run_sync(host.recover_state_db, problem)
 
     snapshots.on_corrupt = recover_state_db
-    vectors_in_memory: list[VectorMatrix | None] = [None]  # recall's, dropped by the backfill
-    backfill = Backfill(deliberate, embeddings, vectors_in_memory, host.record_error)
+    vectors_in_memory: list[VectorMatrix | None] = [None]  # recall's, read by the backfill
+    refused = RefusedTexts()  # what the model would not embed: neither sends it again soon
+    backfill = Backfill(deliberate, embeddings, vectors_in_memory, host.record_error, refused)
     projects = capture.projects
 
     def active_jobs() -> int:
@@ -119,7 +120,7 @@ def install(
         automatic=ProjectMemorySearch(
             projects.project_dir, host.record_error, embeddings=embeddings
         ),
-        deliberate=DeliberateRecall(deliberate, embeddings, vectors_in_memory),
+        deliberate=DeliberateRecall(deliberate, embeddings, vectors_in_memory, refused),
         jobs=capture,
         active_jobs=active_jobs,
         embeddings=embeddings,

@@ -6,6 +6,7 @@ before the model, or under another one.
 from __future__ import annotations
 
 import sqlite3
+import threading
 import time
 from collections.abc import Callable, Sequence
 
@@ -30,9 +31,15 @@ from orcad.limits import (
     RECALL_BACKFILL_BATCH,
     RECALL_BACKFILL_IDLE_S,
     RECALL_BACKFILL_REFUSED_RETRY_S,
+    VECTOR_MATRIX_REFRESH_S,
 )
 from orcad.recall import rank
-from orcad.recall.embedding import Embeddings, PromptQuery
+from orcad.recall.embedding import (
+    EmbeddingRefused,
+    Embeddings,
+    EmbeddingUnavailable,
+    PromptQuery,
+)
 from orcad.sessions import Session
 from protocol.types import DeliberateEntry, EmbeddingStatus
 
@@ -55,11 +62,13 @@ class DeliberateRecall:
         service: DeliberateMemory,
         embeddings: Embeddings | None = None,
         matrix: list[VectorMatrix | None] | None = None,
+        refused: RefusedTexts | None = None,
     ) -> None:
         self._service = service
         self._embeddings = embeddings
-        # the vectors in memory, shared with the Backfill (which drops them when it is done)
+        # the vectors in memory, shared with the Backfill (which reads them after its passes)
         self._matrix: list[VectorMatrix | None] = [None] if matrix is None else matrix
+        self._refused = refused  # texts the model refused, shared with the Backfill
 
     def search_blocking(
         self,
@@ -91,7 +100,12 @@ class DeliberateRecall:
         if vector is None or query is None or embeddings is None:  # lexical, as before: bm25
             return [to_entry(item.record) for item in found.found]
         cosines = {item.record.id: item.cosine for item in found.found}
-        unembedded = [item.record for item in found.found if item.cosine is None]
+        refused = self._refused
+        unembedded = [
+            item.record
+            for item in found.found
+            if item.cosine is None and (refused is None or not refused.holds(item.record.content))
+        ]
         if unembedded:  # written since the backfill's last pass: embed them for this recall
             matrix = embeddings.embed([record.content for record in unembedded])
             if matrix is not None:
@@ -135,14 +149,55 @@ def to_entry(record: StoredRecord) -> DeliberateEntry:
     )
 
 
+class RefusedTexts:
+    """Texts the embedding model refused (an endpoint's 400 for a text too long for it), with
+    when: the backfill leaves the records holding them to their words, and recall does not send
+    them again either, until RECALL_BACKFILL_REFUSED_RETRY_S has passed. Keyed by the text, so
+    an edited record, or a new one in a deleted one's row, is tried at once. Shared by the
+    backfill's thread and recall's, hence the lock."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._texts: dict[str, float] = {}  # text -> when it was refused (monotonic)
+
+    def add(self, texts: Sequence[str]) -> None:
+        now = time.monotonic()
+        with self._lock:
+            self._texts.update((text, now) for text in texts)
+
+    def holds(self, text: str) -> bool:
+        with self._lock:
+            at = self._texts.get(text)
+        return at is not None and time.monotonic() - at < RECALL_BACKFILL_REFUSED_RETRY_S
+
+    def current(self) -> frozenset[str]:
+        """The texts still refused (those refused longer ago are dropped)."""
+        now = time.monotonic()
+        with self._lock:
+            self._texts = {
+                text: at
+                for text, at in self._texts.items()
+                if now - at < RECALL_BACKFILL_REFUSED_RETRY_S
+            }
+            return frozenset(self._texts)
+
+
 class Backfill:
     """Embeds deliberate records that have no vector of the current model (records written
     since the last pass, or all of them after an upgrade or a model change), in small batches
-    in the background; recall ranks them lexically until then. When a batch fails while the
-    model embeds a probe, its records are embedded one at a time, and those the model refuses
-    (an endpoint's 400 for a text too long for it) are left to their words and tried again
-    after RECALL_BACKFILL_REFUSED_RETRY_S: one such record must not keep every older one
-    without a vector. They stay counted as pending, and the refusal is recorded."""
+    in the background; recall ranks them lexically until then.
+
+    A batch that fails because the model is down (an endpoint that does not answer, answers 5xx
+    or 429) is tried again at the next pass. One that the model refuses (an endpoint's 400, 413
+    or 422) is embedded one record at a time, provided the model embeds a probe (else it
+    refuses everything: a model name the server does not know); the records it refuses are left
+    to their words (`RefusedTexts`), stay counted as pending, and the refusal is recorded: one
+    such record must not keep every older one without a vector.
+
+    At the end of a pass, and when it finds nothing to do after a start, it reads the vectors
+    recall keeps in memory, so that the next recall does not (100 ms at 10k records); at most
+    once per ten times that took, and at least VECTOR_MATRIX_REFRESH_S apart (sooner, it drops
+    them, and recall reads them at its next search)."""
 
     def __init__(
         self,
@@ -150,66 +205,68 @@ class Backfill:
         embeddings: Embeddings,
         matrix: list[VectorMatrix | None] | None = None,
         record_error: Callable[[str, str], None] | None = None,
+        refused: RefusedTexts | None = None,
     ) -> None:
         self._service = service
         self._embeddings = embeddings
-        # recall's vectors in memory: reloaded at most once a second while batches are written
-        # (orcad.deliberate.vectors), so dropped after the last one, for the next recall to see
-        # every record just embedded
+        # recall's vectors in memory, shared with DeliberateRecall
         self._matrix: list[VectorMatrix | None] = [None] if matrix is None else matrix
+        self.refused = RefusedTexts() if refused is None else refused
         self.embedded = 0
         self.pending = 0
         self.counted = False  # the counts above are known (status says "loading" until then)
         self.announced = False  # the model's load was reported (and a failure recorded)
         self._seen_changes: int | None = None
-        self._refused: dict[int, float] = {}  # row id -> when the model refused it (monotonic)
+        self._seen_refused: frozenset[str] = frozenset()
+        self._nothing_to_do = False  # the last read found no record it could embed
+        self._stale = True  # recall's vectors in memory may lack some this backfill stored
+        self._next_read_at = 0.0  # monotonic: when the vectors may be read again
         self._record_error = record_error
 
     def step_blocking(self) -> int:
-        """One batch: how many records were embedded (0 when there is nothing to do)."""
+        """One batch: how many records were embedded or refused (0 when there is nothing to
+        do, or the model failed)."""
         service = self._service
         model = self._embeddings.model_id
         if model is None or service.store.damage is not None:
             return 0
         store = service.store
         dims = self._dims()
-        now = time.monotonic()
-        refused = self._refused = {
-            row: at
-            for row, at in self._refused.items()
-            if now - at < RECALL_BACKFILL_REFUSED_RETRY_S
-        }
+        refused = self.refused.current()
 
         def read(connection: sqlite3.Connection) -> list[tuple[int, str]] | None:
-            if self._seen_changes == connection.total_changes and self.pending <= len(refused):
-                return None  # nothing written since the last pass found nothing to do
+            unchanged = self._seen_changes == connection.total_changes
+            if unchanged and self._nothing_to_do and refused >= self._seen_refused:
+                return None  # nothing written, and no refusal expired, since the last read
             self.embedded, self.pending = progress(connection, model, dims)
             self.counted = True
             self._seen_changes = connection.total_changes
-            if self.pending <= 0:
-                return []
-            return pending(connection, model, RECALL_BACKFILL_BATCH, dims, skip=refused)
+            self._seen_refused = refused
+            rows = pending(connection, model, RECALL_BACKFILL_BATCH, dims, skip=refused)
+            self._nothing_to_do = not rows
+            return rows
 
         rows = store.query_blocking(read)
         if not rows:
+            if self._stale:  # the pass found nothing more to embed: recall's vectors are due
+                store.query_blocking(lambda connection: self._read_vectors(connection, model))
             return 0
         tried = len(rows)
-        vectors = self._embeddings.embed([content for _row, content in rows])
-        if vectors is None:
+        try:
+            vectors = self._embeddings.try_embed([content for _row, content in rows])
+        except EmbeddingRefused:
             isolated = self._one_at_a_time(rows)
             if isolated is None:
-                return 0  # the model is failing: the next pass tries again
+                return 0  # the model refuses or fails everything: the next pass tries again
             rows, vectors = isolated
-            if not rows:
-                return tried  # all refused: on to the next batch
+        except EmbeddingUnavailable:
+            return 0  # the model is down or broken (the reason is kept): the next pass
 
         def write(connection: sqlite3.Connection) -> int:
-            stored = store_vectors(connection, model, rows, vectors)
-            if stored >= self.pending or len(rows) < RECALL_BACKFILL_BATCH:
-                # the pass is done (a record deleted meanwhile stores nothing): the vectors
-                # recall keeps in memory are read again now, here in the background, so that
-                # the next recall does not (100 ms at 10k records, on the store's thread)
-                self._reload_matrix(connection, model, int(vectors.shape[1]))
+            stored = store_vectors(connection, model, rows, vectors) if rows else 0
+            self._stale = self._stale or stored > 0
+            if tried < RECALL_BACKFILL_BATCH:  # the last batch of the pass
+                self._read_vectors(connection, model)
             return stored
 
         stored = store.query_blocking(write)
@@ -218,58 +275,69 @@ class Backfill:
         self._seen_changes = None  # our own write moved the counter
         return tried
 
-    def _reload_matrix(self, connection: sqlite3.Connection, model: str, dims: int) -> None:
+    def _read_vectors(self, connection: sqlite3.Connection, model: str) -> None:
+        """Read recall's vectors in memory again, on the store's thread; if they were read here
+        too recently, drop them instead, for recall to read them at its next search (as it did
+        after every pass before)."""
+        now = time.monotonic()
+        dims = self._dims()
+        if not dims:
+            return  # (an endpoint's width is known once it has answered)
+        self._matrix[0] = None  # (the old and the new are not held at once)
+        self._stale = False
+        if now < self._next_read_at:
+            return
         try:
             self._matrix[0] = load_matrix(
                 connection, model, None, dims, int8=self._embeddings.int8_products
             )
+        except sqlite3.DatabaseError:
+            raise  # the store's own handling: a damaged database is reported as such
         except Exception as exc:  # recall reads them itself at its next search, as before
-            self._matrix[0] = None
             log.warning("recall.vectors_unread", error=f"{type(exc).__name__}: {exc}")
-
-    def preload_blocking(self) -> None:
-        """Read the vectors recall keeps in memory, if a model is loaded and they are not: the
-        first recall after a start then does not pay for it."""
-        model = self._embeddings.model_id
-        dims = self._dims()
-        store = self._service.store
-        if model is None or not dims or store.damage is not None or self._matrix[0] is not None:
-            return
-        store.query_blocking(lambda connection: self._reload_matrix(connection, model, dims))
+        finished = time.monotonic()
+        self._next_read_at = finished + max(VECTOR_MATRIX_REFRESH_S, 10 * (finished - now))
 
     def _one_at_a_time(
         self, rows: list[tuple[int, str]]
     ) -> tuple[list[tuple[int, str]], npt.NDArray[np.float32]] | None:
-        """After `rows` failed as a batch: None if the model fails a probe too (it is down, or
-        broken); else each row alone: the rows embedded and their vectors, the others noted as
-        refused."""
+        """After the model refused `rows` as a batch: None if it will not embed a probe either;
+        else each row alone, until one fails for another reason than a refusal (the rest wait
+        for the next pass): the rows embedded and their vectors. The refused are noted."""
         embeddings = self._embeddings
-        if embeddings.embed([PROBE_TEXT]) is None:
+        try:
+            embeddings.try_embed([PROBE_TEXT])
+        except EmbeddingUnavailable:
             return None
         kept: list[tuple[int, str]] = []
         vectors: list[npt.NDArray[np.float32]] = []
-        refused: list[int] = []
+        refused: list[str] = []
         reason = ""
         for row in rows:
-            vector = embeddings.embed([row[1]])
-            if vector is None:
-                refused.append(row[0])
-                reason = embeddings.reason or reason
-            else:
-                kept.append(row)
-                vectors.append(vector[0])
-        now = time.monotonic()
-        self._refused.update((row_id, now) for row_id in refused)
+            try:
+                vector = embeddings.try_embed([row[1]])
+            except EmbeddingRefused as exc:
+                refused.append(row[1])
+                reason = str(exc)
+                continue
+            except EmbeddingUnavailable:
+                break  # down meanwhile: not the record's fault
+            kept.append(row)
+            vectors.append(vector[0])
         if refused:
+            self.refused.add(refused)
             message = (
                 f"the embedding model refused {len(refused)} deliberate record(s), which are "
-                f"ranked by their words until it takes them (tried again every "
+                f"ranked by their words until it takes them (tried again after "
                 f"{RECALL_BACKFILL_REFUSED_RETRY_S:.0f} s): {reason}"
             )
-            log.warning("recall.backfill_refused", rows=refused, reason=reason)
+            log.warning("recall.backfill_refused", records=len(refused), reason=reason)
             if self._record_error is not None:
                 self._record_error("embedding", message)
-        return kept, (np.stack(vectors) if vectors else np.zeros((0, 0), dtype=np.float32))
+        if not kept and not refused:
+            return None
+        dims = len(vectors[0]) if vectors else 0
+        return kept, (np.stack(vectors) if vectors else np.zeros((0, dims), dtype=np.float32))
 
     def refresh_blocking(self) -> None:
         """Read the progress now (status is right before the first batch is done)."""
@@ -295,11 +363,6 @@ class Backfill:
             log.warning("recall.backfill_failed", error=f"{type(exc).__name__}: {exc}")
         finally:
             self.counted = True  # counted, or nothing to count: status stops saying loading
-        if not self.pending:  # (else the pass's end reads them)
-            try:
-                await trio.to_thread.run_sync(self.preload_blocking)
-            except Exception as exc:  # recall reads them at its first search instead
-                log.warning("recall.vectors_unread", error=f"{type(exc).__name__}: {exc}")
         while True:
             try:
                 done = await trio.to_thread.run_sync(self.step_blocking)

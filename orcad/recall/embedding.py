@@ -85,6 +85,16 @@ class EmbeddingUnavailable(Exception):
     """No embedding could be made; the message says why (shown by status and doctor)."""
 
 
+class EmbeddingRefused(EmbeddingUnavailable):
+    """The model answered that it will not embed this input: an endpoint's 400, 413 or 422
+    (llama.cpp's server for a text longer than its batch). The input may be at fault, or the
+    request as a whole (a model name the server does not know)."""
+
+
+# an endpoint's statuses that refuse what was sent, rather than say it cannot answer now
+REFUSING_STATUSES = frozenset({400, 413, 422})
+
+
 # for a model without calibrated values: those of all-MiniLM-L6-v2 run whole (README)
 DEFAULT_FLOOR = 0.34
 DEFAULT_LEXICAL_WEIGHT = 0.0
@@ -486,6 +496,10 @@ class EndpointEmbedder(RankingSettings):
             response.raise_for_status()
             items = sorted(response.json()["data"], key=lambda item: item["index"])
             matrix = np.array([item["embedding"] for item in items], dtype=np.float32)
+        except httpx.HTTPStatusError as exc:
+            refused = exc.response.status_code in REFUSING_STATUSES
+            error = EmbeddingRefused if refused else EmbeddingUnavailable
+            raise error(f"embedding endpoint {self.url}: {exc}") from exc
         except (httpx.HTTPError, KeyError, TypeError, ValueError) as exc:
             raise EmbeddingUnavailable(f"embedding endpoint {self.url}: {exc}") from exc
         if (
@@ -1098,17 +1112,26 @@ class Embeddings:
 
     def embed(self, texts: Sequence[str]) -> Array | None:
         """Unit rows for `texts`, or None when the model fails (the failure is kept)."""
+        try:
+            return self.try_embed(texts)
+        except EmbeddingUnavailable:
+            return None
+
+    def try_embed(self, texts: Sequence[str]) -> Array:
+        """Unit rows for `texts`; EmbeddingRefused when the model refuses them, else
+        EmbeddingUnavailable when it fails or there is none (the failure is kept as the
+        reason, as by `embed`)."""
         embedder = self.embedder
         if embedder is None:
-            return None
+            raise EmbeddingUnavailable(self.reason or "no embedding model")
         try:
             matrix = embedder.embed(texts)
         except EmbeddingUnavailable as exc:
             self.reason = str(exc)
-            return None
+            raise
         except Exception as exc:  # recall falls back to lexical whatever the model did
             self.reason = f"embedding failed: {exc!r}"
-            return None
+            raise EmbeddingUnavailable(self.reason) from exc
         if self.reason is not None:
             self.reason = None  # it works again
         return matrix
