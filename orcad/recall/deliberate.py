@@ -196,8 +196,10 @@ class Backfill:
 
     At the end of a pass, and when it finds nothing to do after a start, it reads the vectors
     recall keeps in memory, so that the next recall does not (100 ms at 10k records); at most
-    once per ten times that took, and at least VECTOR_MATRIX_REFRESH_S apart (sooner, it drops
-    them, and recall reads them at its next search)."""
+    once per twice the time that took (so that records saved one after another cannot keep the
+    store's thread reading them more than a third of the time), and at least
+    VECTOR_MATRIX_REFRESH_S apart; sooner, it drops them, and recall reads them at its next
+    search."""
 
     def __init__(
         self,
@@ -296,7 +298,7 @@ class Backfill:
         except Exception as exc:  # recall reads them itself at its next search, as before
             log.warning("recall.vectors_unread", error=f"{type(exc).__name__}: {exc}")
         finished = time.monotonic()
-        self._next_read_at = finished + max(VECTOR_MATRIX_REFRESH_S, 10 * (finished - now))
+        self._next_read_at = finished + max(VECTOR_MATRIX_REFRESH_S, 2 * (finished - now))
 
     def _one_at_a_time(
         self, rows: list[tuple[int, str]]
