@@ -257,41 +257,29 @@ def test_a_record_the_endpoint_refuses_does_not_keep_the_others_from_their_vecto
         assert sent_long() == 2  # recall did not send it either
 
 
-def test_an_endpoint_that_refuses_everything_marks_no_record(
-    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], workdir: Path
+@pytest.mark.parametrize(
+    "failure",
+    [status(400, "model 'embed-test' not found"), status(503, "loading the model")],
+    ids=["refuses-everything", "down"],
+)
+def test_an_endpoint_that_fails_everything_sets_no_record_aside(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], workdir: Path, failure: Any
 ) -> None:
-    """A server that refuses every request (a model name it does not know) is not taken for
-    one that refuses some records: nothing is left aside, and all are embedded once it works."""
+    """A server that refuses every request (a model name it does not know: the probe is
+    refused too) or cannot answer is not taken for one that refuses some records: nothing is
+    set aside, and every record is embedded as soon as it works."""
     with FakeOpenAI() as server:
-        server.default = status(400, "model 'embed-test' not found")
+        server.default = failure
         daemon = start(orca_env, daemon_factory, '[recall]\nembedding = "none"\n')
         agent = Agent(daemon, workdir)
         for n in range(4):
             agent.save(f"Service number {n} listens on port {7000 + n}.")
         orca_env.write_config("[extraction]\nworkers = 0\n" + endpoint_config(server, 2.0))
         daemon.restart()
-        server.wait_for_requests(4)  # batches and probes refused meanwhile
+        server.wait_for_requests(4)  # passes have failed meanwhile
         seen = wait_for_progress(daemon, 0, 4)
         assert not any("refused" in error.message for error in seen.recent_errors)
         server.default = answer_embeddings
-        wait_for_backfill(daemon, 4)
-
-
-def test_an_endpoint_that_is_down_refuses_no_record(
-    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], workdir: Path
-) -> None:
-    with FakeOpenAI() as server:
-        server.default = status(503, "loading the model")
-        daemon = start(orca_env, daemon_factory, '[recall]\nembedding = "none"\n')
-        agent = Agent(daemon, workdir)
-        for n in range(4):
-            agent.save(f"Service number {n} listens on port {7000 + n}.")
-        orca_env.write_config("[extraction]\nworkers = 0\n" + endpoint_config(server, 2.0))
-        daemon.restart()
-        server.wait_for_requests(6)  # batches and probes have failed meanwhile
-        seen = wait_for_progress(daemon, 0, 4)
-        assert not any("refused" in error.message for error in seen.recent_errors)
-        server.default = answer_embeddings  # back up: nothing was left aside for later
         wait_for_backfill(daemon, 4)
 
 
