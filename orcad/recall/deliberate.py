@@ -267,7 +267,7 @@ class Backfill:
         def write(connection: sqlite3.Connection) -> int:
             stored = store_vectors(connection, model, rows, vectors) if rows else 0
             self._stale = self._stale or stored > 0
-            if tried < RECALL_BACKFILL_BATCH:  # the last batch of the pass
+            if tried < RECALL_BACKFILL_BATCH and self._stale:  # the last batch of the pass
                 self._read_vectors(connection, model)
             return stored
 
