@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 import trio
 
@@ -22,6 +23,12 @@ from orcad.limits import (
 from orcad.query import distinct_terms
 from orcad.recall import deliberate as recall_deliberate
 from orcad.recall.deliberate import Backfill, DeliberateRecall, RefusedTexts
+from orcad.recall.embedding import (
+    EmbeddingRefused,
+    Embeddings,
+    EmbeddingUnavailable,
+    RankingSettings,
+)
 from protocol.errors import RemoteError
 from protocol.types import DeliberateEntry
 from tests.deliberate_helpers import InProcessDaemon, SettableClock
@@ -686,6 +693,83 @@ async def test_a_recall_right_after_the_backfill_finds_what_it_embedded(
     assert await trio.to_thread.run_sync(started.step_blocking) == 0
     preloaded = in_memory[0]
     assert preloaded is not None and len(preloaded.row_ids) == 2
+
+
+class ScriptedEmbedder(RankingSettings):
+    """An embedding model that refuses any text holding "TOO LONG" (as an endpoint's 400), and
+    times out once `calls_left` reaches 0; else a vector from the text's length."""
+
+    model_id = "scripted"
+    dims = 4
+
+    def __init__(self) -> None:
+        self.calls_left: int | None = None  # None: it never times out
+        self.sent: list[str] = []
+
+    def embed(self, texts: Any) -> Any:
+        self.sent.extend(texts)
+        if self.calls_left is not None:
+            if self.calls_left <= 0:
+                raise EmbeddingUnavailable("timed out")
+            self.calls_left -= 1
+        if any("TOO LONG" in text for text in texts):
+            raise EmbeddingRefused("400: input is too large to process")
+        rows = np.array([[len(text), 1.0, 2.0, 3.0] for text in texts], dtype=np.float32)
+        return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+
+async def test_the_backfill_sets_aside_only_what_the_model_refuses(
+    orca: InProcessDaemon, tmp_path: Path
+) -> None:
+    a = await orca.open(tmp_path / "a", mode="yolo")
+    model = ScriptedEmbedder()
+    backfill = Backfill(orca.features.deliberate, Embeddings("scripted", model))
+
+    async def step() -> int:
+        result: int = await trio.to_thread.run_sync(backfill.step_blocking)
+        return result
+
+    await save(orca, a, "Service one listens on port 7001.")
+    refused = (await save(orca, a, "TOO LONG: the staging runbook."))["record"]
+    await save(orca, a, "Service two listens on port 7002.")
+    # the batch is refused, the probe is not: each record alone; only the refused one is set aside
+    assert await step() == 3
+    assert backfill.refused.current() == {"TOO LONG: the staging runbook."}
+    assert (backfill.embedded, backfill.pending) == (2, 1)
+    # not sent again while nothing changed, nor along with a new record
+    sent = len(model.sent)
+    assert await step() == 0 and len(model.sent) == sent
+    await save(orca, a, "Service three listens on port 7003.")
+    assert await step() == 1
+    assert model.sent[sent:] == ["Service three listens on port 7003."]
+    # an edited record is tried at once, though its row was set aside
+    await orca.call(
+        "memory.manage",
+        {**a, "action": "update", "id": refused["id"], "content": "The staging runbook."},
+    )
+    assert await step() == 1
+    assert (backfill.embedded, backfill.pending) == (4, 0)
+    # a model that times out while the records are tried one by one sets none of them aside
+    await save(orca, a, "TOO LONG: the production runbook.")
+    await save(orca, a, "Service four listens on port 7004.")
+    model.calls_left = 2  # the batch (refused) and the probe; the first record times out
+    assert await step() == 0
+    assert backfill.refused.current() == {"TOO LONG: the staging runbook."}
+    assert backfill.pending == 2
+    model.calls_left = None  # back: the next pass embeds one and sets the other aside
+    assert await step() == 2
+    assert "TOO LONG: the production runbook." in backfill.refused.current()
+    assert (backfill.embedded, backfill.pending) == (5, 1)
+    # with set-aside texts no record holds any more, a record that a failed pass could not
+    # embed is embedded at the next one
+    production = (await search(orca, a, query="production runbook"))[0]
+    await orca.call("memory.manage", {**a, "action": "forget", "id": production["id"]})
+    await save(orca, a, "Service five listens on port 7005.")
+    model.calls_left = 0
+    assert await step() == 0
+    model.calls_left = None
+    assert await step() == 1
+    assert (backfill.embedded, backfill.pending) == (6, 0)
 
 
 def test_refused_texts_are_tried_again_after_a_while(monkeypatch: pytest.MonkeyPatch) -> None:
