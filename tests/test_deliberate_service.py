@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 import trio
 
+from orcad.deliberate.vectors import text_digest
 from orcad.limits import (
     APPROVAL_TTL_S,
     AUTO_REVIEW_MAX_CHARS,
@@ -734,7 +735,7 @@ async def test_the_backfill_sets_aside_only_what_the_model_refuses(
     await save(orca, a, "Service two listens on port 7002.")
     # the batch is refused, the probe is not: each record alone; only the refused one is set aside
     assert await step() == 3
-    assert backfill.refused.current() == {"TOO LONG: the staging runbook."}
+    assert backfill.refused.current() == {text_digest("TOO LONG: the staging runbook.")}
     assert (backfill.embedded, backfill.pending) == (2, 1)
     # not sent again while nothing changed, nor along with a new record
     sent = len(model.sent)
@@ -754,11 +755,11 @@ async def test_the_backfill_sets_aside_only_what_the_model_refuses(
     await save(orca, a, "Service four listens on port 7004.")
     model.calls_left = 2  # the batch (refused) and the probe; the first record times out
     assert await step() == 0
-    assert backfill.refused.current() == {"TOO LONG: the staging runbook."}
+    assert backfill.refused.current() == {text_digest("TOO LONG: the staging runbook.")}
     assert backfill.pending == 2
     model.calls_left = None  # back: the next pass embeds one and sets the other aside
     assert await step() == 2
-    assert "TOO LONG: the production runbook." in backfill.refused.current()
+    assert text_digest("TOO LONG: the production runbook.") in backfill.refused.current()
     assert (backfill.embedded, backfill.pending) == (5, 1)
     # with set-aside texts no record holds any more, a record that a failed pass could not
     # embed is embedded at the next one
@@ -776,7 +777,7 @@ def test_refused_texts_are_tried_again_after_a_while(monkeypatch: pytest.MonkeyP
     refused = RefusedTexts()
     refused.add(["a text too long for the model"])
     assert refused.holds("a text too long for the model")
-    assert refused.current() == {"a text too long for the model"}
+    assert refused.current() == {text_digest("a text too long for the model")}
     assert not refused.holds("a text the model took")
     monkeypatch.setattr(recall_deliberate, "RECALL_BACKFILL_REFUSED_RETRY_S", 0.0)
     assert not refused.holds("a text too long for the model")

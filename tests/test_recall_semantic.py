@@ -61,14 +61,19 @@ def loaded_status(daemon: DaemonProcess) -> Any:
         time.sleep(0.02)
 
 
-def wait_for_backfill(daemon: DaemonProcess, records: int) -> Any:
+def wait_for_progress(daemon: DaemonProcess, embedded: int, pending: int) -> Any:
+    """daemon.status once the backfill counts `embedded` records embedded and `pending` not."""
     deadline = time.monotonic() + 30
     while True:
-        embedding = daemon.call("daemon.status", {}).embedding
-        if embedding.embedded == records and embedding.pending == 0:
-            return embedding
-        assert time.monotonic() < deadline, embedding
+        seen = daemon.call("daemon.status", {})
+        if (seen.embedding.embedded, seen.embedding.pending) == (embedded, pending):
+            return seen
+        assert time.monotonic() < deadline, seen.embedding
         time.sleep(0.05)
+
+
+def wait_for_backfill(daemon: DaemonProcess, records: int) -> Any:
+    return wait_for_progress(daemon, records, 0).embedding
 
 
 def test_builtin_model_by_default_and_nothing_injected_for_an_unrelated_prompt(
@@ -213,16 +218,6 @@ def refusing_long_inputs(limit: int) -> Any:
             answer_embeddings(handler, state)
 
     return respond
-
-
-def wait_for_progress(daemon: DaemonProcess, embedded: int, pending: int) -> Any:
-    deadline = time.monotonic() + 30
-    while True:
-        seen = daemon.call("daemon.status", {})
-        if (seen.embedding.embedded, seen.embedding.pending) == (embedded, pending):
-            return seen
-        assert time.monotonic() < deadline, seen.embedding
-        time.sleep(0.05)
 
 
 def test_a_record_the_endpoint_refuses_does_not_keep_the_others_from_their_vectors(

@@ -19,6 +19,7 @@ Every function takes the connection and runs on the store's SQLite thread.
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 import time
 from collections.abc import Collection, Sequence
@@ -72,10 +73,11 @@ def pending(
     model: str,
     limit: int,
     dims: int = 0,
-    skip: Collection[str] = (),
+    skip: Collection[bytes] = (),
 ) -> list[tuple[int, str]]:
     """Up to `limit` records without a vector of `model` (one `dims` wide, when `dims` is
-    known), newest first, leaving out those whose content is in `skip`: (row_id, content)."""
+    known), newest first, leaving out those whose content's `text_digest` is in `skip`:
+    (row_id, content)."""
     ensure_schema(connection)
     rows = connection.execute(
         "SELECT m.row_id, m.content FROM memories AS m LEFT JOIN memory_vectors AS v "
@@ -83,8 +85,18 @@ def pending(
         "WHERE v.row_id IS NULL ORDER BY m.row_id DESC LIMIT ?",
         (model, dims, dims * VECTOR_BYTES, limit + len(skip)),
     ).fetchall()
-    kept = [(int(row_id), str(content)) for row_id, content in rows if content not in skip]
+    kept = [
+        (int(row_id), str(content))
+        for row_id, content in rows
+        if not skip or text_digest(content) not in skip
+    ]
     return kept[:limit]
+
+
+def text_digest(text: str) -> bytes:
+    """What is kept of a record's text to know it again (`pending`'s skip): its sha256, so no
+    copy of a text outlives its record."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
 
 
 def progress(connection: sqlite3.Connection, model: str, dims: int = 0) -> tuple[int, int]:

@@ -26,6 +26,7 @@ from orcad.deliberate.vectors import (
     pending,
     progress,
     store_vectors,
+    text_digest,
 )
 from orcad.limits import (
     RECALL_BACKFILL_BATCH,
@@ -152,34 +153,35 @@ def to_entry(record: StoredRecord) -> DeliberateEntry:
 class RefusedTexts:
     """Texts the embedding model refused (an endpoint's 400 for a text too long for it), with
     when: the backfill leaves the records holding them to their words, and recall does not send
-    them again either, until RECALL_BACKFILL_REFUSED_RETRY_S has passed. Keyed by the text, so
-    an edited record, or a new one in a deleted one's row, is tried at once. Shared by the
-    backfill's thread and recall's, hence the lock."""
+    them again either, until RECALL_BACKFILL_REFUSED_RETRY_S has passed. Keyed by the text's
+    digest (`text_digest`: a forgotten record leaves no copy here), so an edited record, or a
+    new one in a deleted one's row, is tried at once. Shared by the backfill's thread and
+    recall's, hence the lock."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._texts: dict[str, float] = {}  # text -> when it was refused (monotonic)
+        self._digests: dict[bytes, float] = {}  # text digest -> when refused (monotonic)
 
     def add(self, texts: Sequence[str]) -> None:
         now = time.monotonic()
         with self._lock:
-            self._texts.update((text, now) for text in texts)
+            self._digests.update((text_digest(text), now) for text in texts)
 
     def holds(self, text: str) -> bool:
         with self._lock:
-            at = self._texts.get(text)
+            at = self._digests.get(text_digest(text)) if self._digests else None
         return at is not None and time.monotonic() - at < RECALL_BACKFILL_REFUSED_RETRY_S
 
-    def current(self) -> frozenset[str]:
-        """The texts still refused (those refused longer ago are dropped)."""
+    def current(self) -> frozenset[bytes]:
+        """The digests of the texts still refused (those refused longer ago are dropped)."""
         now = time.monotonic()
         with self._lock:
-            self._texts = {
-                text: at
-                for text, at in self._texts.items()
+            self._digests = {
+                digest: at
+                for digest, at in self._digests.items()
                 if now - at < RECALL_BACKFILL_REFUSED_RETRY_S
             }
-            return frozenset(self._texts)
+            return frozenset(self._digests)
 
 
 class Backfill:
@@ -219,7 +221,7 @@ class Backfill:
         self.counted = False  # the counts above are known (status says "loading" until then)
         self.announced = False  # the model's load was reported (and a failure recorded)
         self._seen_changes: int | None = None
-        self._seen_refused: frozenset[str] = frozenset()
+        self._seen_refused: frozenset[bytes] = frozenset()
         self._nothing_to_do = False  # the last read found no record it could embed
         self._stale = True  # recall's vectors in memory may lack some this backfill stored
         self._next_read_at = 0.0  # monotonic: when the vectors may be read again
