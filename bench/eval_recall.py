@@ -175,12 +175,20 @@ def run(
                 for new, _old, _c, kind, text in labelled.corrections:
                     record_facts[save(text, kind)] = new
                 saved_records = len(record_facts) + len(labelled.distractors)
+                # the ledger's facts, written there directly, have no vector: a first recall
+                # notes the project for the backfill, which embeds them in the background
+                note = "a first recall notes the project for the backfill"
+                client.call("recall", {**ids, "turn_id": "eval-note", "prompt": note})
                 deadline = time.monotonic() + 120
                 while time.monotonic() < deadline:  # until the backfill has embedded them all
                     embedding = client.call("daemon.status", {}).embedding
                     if embedding is None or embedding.state in ("off", "unavailable"):
                         break  # lexical recall: nothing to wait for
-                    if embedding.embedded >= saved_records and not embedding.pending:
+                    if (
+                        embedding.embedded >= saved_records
+                        and not embedding.pending
+                        and not embedding.facts_pending
+                    ):
                         break  # (its counts may lag a save, so every record is counted)
                     time.sleep(0.05)
                 progress(

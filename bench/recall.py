@@ -78,14 +78,22 @@ def score(ranked: list[list[str]], expected: list[list[str]]) -> dict[str, float
     return {"hit@6": round(hits / len(expected), 3), "mrr": round(reciprocal / len(expected), 3)}
 
 
-def wait_for_backfill(daemon: DaemonProcess, timeout: float = 600.0) -> None:
-    """Measure the steady state: every record embedded by the model in use."""
+def wait_for_backfill(
+    daemon: DaemonProcess, timeout: float = 600.0, *, session: Any = None
+) -> None:
+    """Measure the steady state: every record embedded by the model in use, and every fact of
+    `session`'s project (an opened session; its first recall notes the project for the
+    backfill: facts written into the ledger directly have no vector)."""
+    if session is not None:
+        ids = {"session_id": session.session_id, "epoch": session.epoch}
+        prompt = "a first recall notes the project for the backfill"
+        daemon.call("recall", {**ids, "turn_id": f"note-{time.time()}", "prompt": prompt})
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         embedding = daemon.call("daemon.status", {}).embedding
         if embedding is None or embedding.state in ("off", "unavailable"):
             return
-        if embedding.state == "ready" and not embedding.pending:
+        if embedding.state == "ready" and not embedding.pending and not embedding.facts_pending:
             return
         time.sleep(0.2)
 
@@ -350,7 +358,7 @@ def run(sizes: list[int], requests: int, sessions: int, per_session: int,
             populator.grow_to(size)
             daemon.start()
             try:
-                wait_for_backfill(daemon)
+                wait_for_backfill(daemon, session=opened)
                 progress(f"measuring at {size} records")
                 in_process = InProcessRecall(
                     root, orca.deliberate_db, project_dir, bench_session(opened, cwd), embedding

@@ -54,7 +54,7 @@ def run(records: int, rounds: int, wait: float, embedding: str) -> dict[str, Any
         populator.grow_to(records)
         try:
             daemon.start()
-            wait_for_backfill(daemon)
+            wait_for_backfill(daemon, session=opened)
             state = daemon.call("daemon.status", {}).embedding
             if state.state != "ready":  # else every recall would be lexical, and as fast
                 raise SystemExit(f"the {embedding} model is {state.state}: {state.reason}")

@@ -150,11 +150,7 @@ def run(
             populator.grow_to(size)
             try:
                 daemon.start()
-                wait_for_backfill(daemon)
-                daemon.call("recall", {  # the ledger's facts get their vectors in memory too
-                    "session_id": opened.session_id, "epoch": opened.epoch, "turn_id": "warm",
-                    "prompt": prompts[0],
-                })
+                wait_for_backfill(daemon, session=opened)  # the ledger's facts' vectors too
             finally:
                 daemon.stop()
             shutil.rmtree(homes["none"], ignore_errors=True)

@@ -36,6 +36,13 @@ RECALL_BACKFILL_REFUSED_RETRY_S = 600.0
 # the embedding model loads this long after the daemon serves (or at the first recall, if
 # sooner): loading holds the interpreter lock and would slow the start it overlaps
 RECALL_MODEL_LOAD_DELAY_S = 0.5
+# an embedding endpoint that failed is not asked again for this long, doubled after each
+# failure in a row up to the maximum: one that hangs would cost its deadline on every recall
+EMBEDDING_COOLDOWN_S = 1.0
+EMBEDDING_COOLDOWN_MAX_S = 30.0
+# the least an endpoint gets for one batch of the background embedding (recall's own deadline,
+# set for one prompt, would cut a batch every time on a slow server)
+EMBEDDING_BACKGROUND_TIMEOUT_S = 5.0
 VECTOR_MATRIX_REFRESH_S = 1.0  # deliberate vectors in memory are reloaded at most this often
 
 # Recall snapshots (spec: a provider continuation keeps the original turn's recall)

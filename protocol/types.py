@@ -96,8 +96,10 @@ class EmbeddingStatus(Result, frozen=True, kw_only=True):
     """Recall's embedding model: "ready", "loading" (the daemon loads it in the background just
     after it starts; a recall meanwhile waits for it), "off" (configured none) or "unavailable"
     (why in `reason`; recall is lexical). `embedded`/`pending`: deliberate records with and
-    without a vector of this model (the background backfill's progress); `model` is null until
-    the model is loaded."""
+    without a vector of this model (the background backfill's progress); `facts_pending`:
+    automatic facts of the projects recalled since the start that have none yet (they rank on
+    their words until the backfill has embedded them); `model` is null until the model is
+    loaded."""
 
     state: Literal["ready", "loading", "off", "unavailable"]
     setting: str
@@ -105,6 +107,7 @@ class EmbeddingStatus(Result, frozen=True, kw_only=True):
     reason: str | None = None
     embedded: int = 0
     pending: int = 0
+    facts_pending: int = 0
 
 
 class StatusResult(Result, frozen=True, kw_only=True):

@@ -435,7 +435,7 @@ class CountingModel:
         return self.inner.embed(texts)
 
 
-def test_recall_reads_fact_vectors_from_the_index_and_embeds_only_the_others(
+def test_recall_reads_fact_vectors_from_the_index_and_the_backfill_embeds_only_the_others(
     tmp_path: Path,
 ) -> None:
     model = CountingModel()
@@ -446,9 +446,11 @@ def test_recall_reads_fact_vectors_from_the_index_and_embeds_only_the_others(
     commit(tmp_path, ledger, fact_embedder(embeddings)(facts[:1], tmp_path))  # the first one's
     search = ProjectMemorySearch(lambda _project: tmp_path, embeddings=embeddings)
     assert recall_first(search, embeddings, model) == facts[0]
+    assert model.texts == [] and search.facts_pending() == 1  # recall embeds none itself
+    assert backfill(search) == 1
     assert model.texts == facts[1:]  # the first fact's vector came from the index
     recall_first(search, embeddings, model)
-    assert model.texts == []  # and both are kept between recalls
+    assert model.texts == [] and search.facts_pending() == 0  # and both are kept
     search.close()
 
 
@@ -481,32 +483,35 @@ def test_after_a_model_change_a_publish_embeds_the_facts_the_index_has_none_for(
     assert model.texts == ["One more fact."]  # the others have theirs now
 
 
-def test_facts_recall_embeds_for_itself_are_written_to_the_index_once(tmp_path: Path) -> None:
+def test_facts_the_backfill_embeds_are_written_to_the_index_once(tmp_path: Path) -> None:
     """A project not published to since an upgrade (its index holds another model's vectors,
-    or none) would otherwise have its facts embedded again at its first recall after every
-    start."""
+    or none) would otherwise have its facts embedded again after every start."""
     model = CountingModel()
     embeddings = Embeddings("builtin", model)
     facts = ["The frontend uses pnpm, never npm.", "Releases are cut on Thursdays."]
     ledger = with_facts(Ledger(), *facts)
     commit(tmp_path, ledger, IndexVectors("an-older-model", {f: b"\x00\x3c" * 256 for f in facts}))
     search = ProjectMemorySearch(lambda _project: tmp_path, embeddings=embeddings)
-    assert recall_first(search, embeddings, model) == facts[0]
-    assert sorted(model.texts) == sorted(facts)  # embedded here, once
+    assert backfill(search) == 0  # nothing recalled yet: nothing known to want a vector
+    assert recall_first(search, embeddings, model) == facts[0]  # by their words meanwhile
+    assert model.texts == [] and search.facts_pending() == 2
+    assert backfill(search) == 2
+    assert sorted(model.texts) == sorted(facts)  # embedded once
     stored = read_index_vectors(tmp_path / INDEX_FILE)
     assert stored is not None and stored.model == model.model_id
     assert set(stored.by_text) == set(facts)
     assert index_state(tmp_path, ledger) == "current"
     assert recall_first(search, embeddings, model) == facts[0]
-    assert model.texts == []
+    assert model.texts == [] and backfill(search) == 0
     search.close()
     restarted = ProjectMemorySearch(lambda _project: tmp_path, embeddings=embeddings)
     assert recall_first(restarted, embeddings, model) == facts[0]
+    assert restarted.facts_pending() == 0 and backfill(restarted) == 0
     assert model.texts == []  # every vector came from the index
     restarted.close()
 
 
-def test_facts_recall_embeds_are_kept_in_memory_when_the_index_cannot_be_written(
+def test_facts_the_backfill_embeds_are_kept_in_memory_when_the_index_cannot_be_written(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     model = CountingModel()
@@ -526,17 +531,29 @@ def test_facts_recall_embeds_are_kept_in_memory_when_the_index_cannot_be_written
 
     monkeypatch.setattr(projections, "_build_index_file", disk_full)
     assert recall_first(search, embeddings, model) == facts[0]
+    assert backfill(search) == 2
     assert sorted(model.texts) == sorted(facts)
     assert [kind for kind, _message in problems] == ["recall.index_unusable"]
     assert index_state(tmp_path, ledger) == "current"  # the one it had
     assert recall_first(search, embeddings, model) == facts[0]
-    assert model.texts == [] and len(problems) == 1  # kept in memory, not retried
+    assert model.texts == [] and backfill(search) == 0  # kept in memory, not retried
+    assert len(problems) == 1 and search.facts_pending() == 0
     search.close()
+
+
+def backfill(search: ProjectMemorySearch) -> int:
+    """The automatic facts' backfill, batch after batch until it has nothing more it can embed
+    (as the daemon runs it, between the deliberate records' batches): how many it embedded."""
+    embedded = 0
+    while done := search.embed_missing_blocking():
+        embedded += done
+    return embedded
 
 
 def recall_first(search: ProjectMemorySearch, embeddings: Embeddings, model: CountingModel) -> str:
     """The first fact recalled for the frontend's package manager; `model.texts` then holds
-    what the search embedded for itself."""
+    what the search embedded (nothing: the backfill embeds what the index has no vector
+    for)."""
     prompt = "which package manager does the frontend use?"
     query = embeddings.query(prompt)
     assert query is not None
@@ -564,6 +581,7 @@ def test_a_damaged_stored_vector_is_embedded_again(tmp_path: Path, damage: bytes
     commit(tmp_path, ledger, IndexVectors(vectors.model, {**vectors.by_text, facts[1]: damage}))
     search = ProjectMemorySearch(lambda _project: tmp_path, embeddings=embeddings)
     assert recall_first(search, embeddings, model) == facts[0]
+    assert backfill(search) == 1
     assert model.texts == facts[1:]  # the damaged one only, the other came from the index
     search.close()
 
@@ -585,6 +603,8 @@ def test_facts_that_could_not_be_embedded_are_recalled_by_their_words(tmp_path: 
     commit(tmp_path, with_facts(Ledger(), *facts))  # an index without vectors
     search = ProjectMemorySearch(lambda _project: tmp_path, embeddings=embeddings)
     assert recall_first(search, embeddings, model) == facts[0]  # lexical for them
+    assert backfill(search) == 0 and search.facts_pending() == 2  # tried at the next pass
+    assert recall_first(search, embeddings, model) == facts[0]
     search.close()
 
 

@@ -24,7 +24,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from orcad.limits import EMBEDDING_COOLDOWN_MAX_S
 from orcad.recall import embedding
+from orcad.recall.breaker import EndpointBreaker
 from orcad.recall.embedding import (
     BUILTIN_DIR,
     DEFAULT_FLOOR,
@@ -33,6 +35,7 @@ from orcad.recall.embedding import (
     PROJECT_PROMPTS,
     STATIC_DIR,
     UNRELATED_PROMPTS,
+    EmbeddingRefused,
     Embeddings,
     EmbeddingUnavailable,
     EndpointEmbedder,
@@ -730,19 +733,93 @@ def test_endpoint_keeps_a_batch_when_one_answer_is_not_a_number_and_sends_at_mos
         assert len(sent) == embedding.EMBED_READ_CHARS and "AKIA" not in sent
 
 
-def test_endpoint_failures_give_no_vector_within_the_deadline() -> None:
+def endpoint_on_a_clock(server: FakeOpenAI, now: list[float]) -> Embeddings:
+    """The endpoint model of `server`, its rests timed by `now[0]` (seconds)."""
+    loaded = Embeddings.load("endpoint", base_url=server.base_url, model="m", timeout_s=0.3)
+    endpoint = loaded.embedder
+    assert isinstance(endpoint, EndpointEmbedder)
+    endpoint.breaker = EndpointBreaker(lambda: now[0])
+    return loaded
+
+
+def test_endpoint_failures_give_no_vector_within_the_deadline_and_rest_the_endpoint() -> None:
+    now = [0.0]
     with FakeOpenAI() as server:
-        loaded = Embeddings.load("endpoint", base_url=server.base_url, model="m", timeout_s=0.3)
+        loaded = endpoint_on_a_clock(server, now)
         server.script(stall_before_headers(3.0), status(500))
         started = time.monotonic()
         assert loaded.embed(["slow"]) is None
         assert time.monotonic() - started < 2.0
         assert "embedding endpoint" in (loaded.reason or "")
+        # resting: answered at once, without asking the server (a hung one costs its deadline)
+        started = time.monotonic()
+        assert loaded.embed(["again"]) is None
+        assert time.monotonic() - started < 0.2
+        assert len(server.requests) == 1
+        assert "asked again in 1.0 s" in (loaded.reason or "")
+        now[0] = 1.0  # the rest is over: asked again, and a 500 doubles the rest
         assert loaded.embed(["error"]) is None
+        assert loaded.reason == (
+            f"embedding endpoint {server.base_url}/embeddings answered 500 Internal Server Error"
+        )
+        now[0] = 2.9
+        assert loaded.embed(["still resting"]) is None and len(server.requests) == 2
+        assert "failed 2 time(s) in a row; asked again in 0.1 s" in (loaded.reason or "")
+        now[0] = 3.0
         server.default = answer_embeddings
         assert loaded.embed(["back"]) is not None and loaded.reason is None  # it works again
+        server.script(status(500))  # a failure after an answer rests it one second again
+        assert loaded.embed(["error"]) is None
+        now[0] = 4.0
+        assert loaded.embed(["back"]) is not None and len(server.requests) == 5
     with pytest.raises(EmbeddingUnavailable, match="base_url and model"):
         EndpointEmbedder("", "", None, 1.0)
+
+
+def test_an_endpoint_rests_as_long_as_its_retry_after_asks_within_the_cap() -> None:
+    now = [0.0]
+    with FakeOpenAI() as server:
+        loaded = endpoint_on_a_clock(server, now)
+        server.script(status(429, retry_after="7"), status(503, retry_after="99999"))
+        server.default = answer_embeddings
+        assert loaded.embed(["busy"]) is None
+        now[0] = 6.9
+        assert loaded.embed(["busy"]) is None and len(server.requests) == 1
+        now[0] = 7.0
+        assert loaded.embed(["busy"]) is None and len(server.requests) == 2
+        now[0] = 7.0 + EMBEDDING_COOLDOWN_MAX_S - 0.1  # the cap, not the server's day
+        assert loaded.embed(["busy"]) is None and len(server.requests) == 2
+        now[0] = 7.0 + EMBEDDING_COOLDOWN_MAX_S
+        assert loaded.embed(["busy"]) is not None and len(server.requests) == 3
+
+
+def test_a_refusing_endpoint_is_up_and_is_not_rested() -> None:
+    now = [0.0]
+    with FakeOpenAI() as server:
+        loaded = endpoint_on_a_clock(server, now)
+        server.script(status(400, "input too long"))
+        server.default = answer_embeddings
+        with pytest.raises(EmbeddingRefused):
+            loaded.try_embed(["x" * 5000])
+        assert loaded.embed(["short"]) is not None and len(server.requests) == 2
+
+
+def test_after_a_rest_one_caller_asks_the_endpoint_while_the_others_skip_it() -> None:
+    now = [0.0]
+    with FakeOpenAI() as server:
+        loaded = endpoint_on_a_clock(server, now)
+        server.script(status(500), stall_before_headers(3.0))
+        assert loaded.embed(["error"]) is None
+        now[0] = 1.0
+        asking = threading.Thread(target=loaded.embed, args=(["slow"],))
+        asking.start()
+        server.wait_for_requests(2)
+        started = time.monotonic()
+        assert loaded.embed(["meanwhile"]) is None  # not a second call waiting on a hung server
+        assert time.monotonic() - started < 0.2
+        assert "being asked again now" in (loaded.reason or "")
+        asking.join()
+        assert len(server.requests) == 2
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,10 @@ from typing import Any
 
 import pytest
 
+from orcactl.commands.daemon import describe_embedding
+from orcad.capture.projections import read_index_vectors
 from orcad.limits import RECALL_BACKFILL_BATCH
+from protocol.types import EmbeddingStatus
 from tests.external_worker import fact_output, turn_params
 from tests.fake_openai import FakeOpenAI, stall_before_headers, status
 from tests.harness import DaemonProcess, OrcaEnv
@@ -76,6 +79,20 @@ def wait_for_backfill(daemon: DaemonProcess, records: int) -> Any:
     return wait_for_progress(daemon, records, 0).embedding
 
 
+def add_embedded_facts(
+    orca_env: OrcaEnv, agent: Agent, facts: list[str], now: float | None = None
+) -> None:
+    """Facts in the project's ledger with their vectors, as a publish leaves them. Written
+    there directly they have none (as facts from before an upgrade): a first recall notes the
+    project, and the backfill embeds them in the background."""
+    add_facts(project_dir(orca_env, agent.project_id), facts, now=now)
+    agent.recall("a first recall notes the project for the backfill")
+    deadline = time.monotonic() + 30
+    while (seen := agent.daemon.call("daemon.status", {}).embedding).facts_pending:
+        assert time.monotonic() < deadline, seen
+        time.sleep(0.02)
+
+
 def test_builtin_model_by_default_and_nothing_injected_for_an_unrelated_prompt(
     orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], workdir: Path
 ) -> None:
@@ -86,7 +103,7 @@ def test_builtin_model_by_default_and_nothing_injected_for_an_unrelated_prompt(
     agent = Agent(daemon, workdir)
     # the last two prompts below share a word with one of these: not enough for small talk
     facts = [*FACTS, "Integration tests work only with the services of `make services` up."]
-    add_facts(project_dir(orca_env, agent.project_id), facts)
+    add_embedded_facts(orca_env, agent, facts)
     for fact in facts:
         agent.save(fact)
     unrelated = ("explain the CAP theorem", "sorry, I meant the other file")
@@ -111,7 +128,7 @@ def test_careless_and_hostile_prompts_get_a_bounded_answer_and_no_secret_back(
     daemon = start(orca_env, daemon_factory)
     assert loaded_status(daemon).embedding.state == "ready"
     agent = Agent(daemon, workdir)
-    add_facts(project_dir(orca_env, agent.project_id), FACTS)
+    add_embedded_facts(orca_env, agent, FACTS)
     for fact in FACTS:
         agent.save(fact)
     secret = "AKIAIOSFODNN7EXAMPLE"
@@ -149,7 +166,7 @@ def test_a_pasted_error_naming_a_tool_of_the_project_finds_its_fact(
     kapt = "The Gradle daemon needs `-Xmx6g` in gradle.properties; less memory makes kapt fail."
     containers = "Go integration tests use testcontainers, so Docker must be running locally."
     facts = [*FACTS, kapt, containers]
-    add_facts(project_dir(orca_env, agent.project_id), facts)
+    add_embedded_facts(orca_env, agent, facts)
     for fact in facts:
         agent.save(fact)
     for prompt, fact in (
@@ -169,10 +186,9 @@ def test_a_correction_ranks_above_the_fact_it_corrects(
 ) -> None:
     daemon = start(orca_env, daemon_factory)
     agent = Agent(daemon, workdir)
-    directory = project_dir(orca_env, agent.project_id)
     old, new = "Logs are kept in Loki for 14 days.", "Logs are now kept in Loki for 30 days."
-    add_facts(directory, [old], now=time.time() - 3600)
-    add_facts(directory, [new])
+    add_facts(project_dir(orca_env, agent.project_id), [old], now=time.time() - 3600)
+    add_embedded_facts(orca_env, agent, [new])
     agent.save(old)
     time.sleep(0.01)
     agent.save(new)
@@ -205,6 +221,49 @@ def test_records_from_before_the_model_are_embedded_in_the_background(
     # a changed record loses its vector and gets a new one
     agent.save("Service number 1 was retired.")
     wait_for_backfill(daemon, RECALL_BACKFILL_BATCH + 8)
+
+
+def test_facts_from_before_the_model_are_embedded_in_the_background(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], workdir: Path
+) -> None:
+    """Recall does not embed a project's facts itself (128 facts took 0.4 s, and an endpoint's
+    deadline cut them every time): they rank on their words until the backfill has embedded
+    them, which it does once recall has noted the project, and keeps them in the index."""
+    daemon = start(orca_env, daemon_factory)
+    loaded_status(daemon)
+    agent = Agent(daemon, workdir)
+    directory = project_dir(orca_env, agent.project_id)
+    add_facts(directory, FACTS)  # as before an upgrade: the index holds no vector
+    throttle = "The public API throttles each token to 100 requests a minute."
+    prompt = "customers keep getting 429s from us"  # no word of it in the fact
+    assert texts(agent.recall(prompt)) == []  # by their words: nothing, and no wait
+    deadline = time.monotonic() + 30
+    while (seen := daemon.call("daemon.status", {})).embedding.facts_pending:
+        assert time.monotonic() < deadline, seen.embedding
+        time.sleep(0.02)
+    assert texts(agent.recall(prompt))[0] == throttle
+    stored = read_index_vectors(directory / "index.sqlite3")
+    assert stored is not None and stored.model == seen.embedding.model
+    assert set(stored.by_text) == set(FACTS)
+    index_written = (directory / "index.sqlite3").stat().st_mtime_ns
+    daemon.restart()
+    loaded_status(daemon)
+    agent = Agent(daemon, workdir)
+    assert texts(agent.recall(prompt))[0] == throttle  # from the index, at once
+    assert daemon.call("daemon.status", {}).embedding.facts_pending == 0
+    assert (directory / "index.sqlite3").stat().st_mtime_ns == index_written
+
+
+def test_status_says_how_many_records_and_facts_wait_for_a_vector() -> None:
+    embedding = EmbeddingStatus(
+        state="ready", setting="builtin", model="m-1", embedded=70, pending=3, facts_pending=128
+    )
+    assert describe_embedding(embedding) == (
+        "m-1; 70 records embedded, 3 pending (embedding in the background); "
+        "128 automatic facts pending (embedding in the background)"
+    )
+    done = EmbeddingStatus(state="ready", setting="builtin", model="m-1", embedded=73)
+    assert describe_embedding(done) == "m-1; 73 records embedded"
 
 
 def refusing_long_inputs(limit: int) -> Any:
@@ -312,6 +371,15 @@ def test_an_endpoint_model_and_its_failure_within_the_deadline(
         assert time.monotonic() - started < 3.0
         assert texts(result) == ["This repository deploys with `make release`."]  # lexical
         assert daemon.call("daemon.status", {}).embedding.reason is not None
+        # the hung endpoint rests (one second, then two): the next recalls do not wait on it
+        asked = len(server.requests)
+        for number in range(5):
+            result = agent.recall("deploys")
+            assert texts(result) == ["This repository deploys with `make release`."]
+            if not number:
+                reason = daemon.call("daemon.status", {}).embedding.reason or ""
+                assert "asked again in" in reason
+        assert len(server.requests) <= asked + 1
 
 
 def test_a_broken_memory_database_leaves_automatic_recall_working(

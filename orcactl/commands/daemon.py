@@ -105,6 +105,8 @@ def describe_embedding(embedding: EmbeddingStatus) -> str:
     text = f"{embedding.model}; {embedding.embedded} records embedded"
     if embedding.pending:
         text += f", {embedding.pending} pending (embedding in the background)"
+    if embedding.facts_pending:
+        text += f"; {embedding.facts_pending} automatic facts pending (embedding in the background)"
     if embedding.reason:
         text += f"; last failure: {embedding.reason}"
     return text

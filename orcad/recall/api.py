@@ -105,8 +105,16 @@ def install(
     snapshots.on_corrupt = recover_state_db
     vectors_in_memory: list[VectorMatrix | None] = [None]  # recall's, read by the backfill
     refused = RefusedTexts()  # what the model would not embed: neither sends it again soon
-    backfill = Backfill(deliberate, embeddings, vectors_in_memory, host.record_error, refused)
     projects = capture.projects
+    automatic = ProjectMemorySearch(projects.project_dir, host.record_error, embeddings=embeddings)
+    backfill = Backfill(
+        deliberate,
+        embeddings,
+        vectors_in_memory,
+        record_error=host.record_error,
+        refused=refused,
+        facts=automatic,
+    )
 
     def active_jobs() -> int:
         """Queued and running extraction jobs of every session."""
@@ -117,9 +125,7 @@ def install(
         sessions=host.sessions,
         clock=host.clock,
         snapshots=snapshots,
-        automatic=ProjectMemorySearch(
-            projects.project_dir, host.record_error, embeddings=embeddings
-        ),
+        automatic=automatic,
         deliberate=DeliberateRecall(deliberate, embeddings, vectors_in_memory, refused),
         jobs=capture,
         active_jobs=active_jobs,

@@ -20,8 +20,9 @@ One search, given the prompt's distinct terms (derived once per recall, orcad.qu
    coverage, floor and gate, corrections first) over every record, with no bm25 query. The
    records' vectors come from the index (written with the facts, `fact_embedder`), read once
    per index file; a record the index has no vector for (another model, an index from before,
-   an index that cannot be used) is embedded here, kept in the cache, and written to the index
-   with the others (`_save_vectors`).
+   an index that cannot be used) ranks on its words until the backfill has embedded it in the
+   background (`embed_missing_blocking`), which keeps it in the cache and writes the index
+   again with the others (`_save_vectors`).
 
 The answer is the ledger's own records (`CandidateRecord`), best first; orcad.recall.select
 turns the chosen ones into wire entries.
@@ -47,10 +48,14 @@ from orcad.capture.projections import IndexUnavailable, IndexVectors
 from orcad.clock import parse_time
 from orcad.durable_files import FileSignature, file_signature
 from orcad.errors import StorageError
-from orcad.limits import LEDGER_MAX_CANDIDATES, RECALL_AUTOMATIC_MAX_ENTRIES
+from orcad.limits import (
+    LEDGER_MAX_CANDIDATES,
+    RECALL_AUTOMATIC_MAX_ENTRIES,
+    RECALL_BACKFILL_BATCH,
+)
 from orcad.query import match_expression, most_selective, stem, stems
 from orcad.recall import rank
-from orcad.recall.embedding import Array, Embeddings, PromptQuery
+from orcad.recall.embedding import Array, Embeddings, EmbeddingUnavailable, PromptQuery
 from orcad.secrets import secret_kinds
 
 log = structlog.get_logger("orcad.recall.automatic")
@@ -86,8 +91,6 @@ class ProjectCache:
     index: sqlite3.Connection | None = None
     index_fingerprint: str = ""
     index_vectors_read: FileSignature | None = None  # the index file whose vectors were read
-    # facts were embedded here that the index holds no vector for: written to it once
-    unsaved_vectors: bool = False
     lock: threading.Lock = field(default_factory=threading.Lock)  # one search per project at once
 
     def close_index(self) -> None:
@@ -166,8 +169,8 @@ def fact_embedder(embeddings: Embeddings) -> Callable[[Sequence[str], Path], Ind
     a job's facts in the project's index, and of the ledger's facts that the index holds none
     for under the current model; None when there is no model or it failed. A rebuild carries
     over only vectors of the model it is given, so after a model change the older facts would
-    otherwise never get theirs, and recall would embed them again after every start (128
-    facts: 0.44 s with the built-in model)."""
+    otherwise never get theirs, and the backfill would embed them again after every start
+    (128 facts: 0.44 s with the built-in model)."""
 
     def embed(texts: Sequence[str], project_dir: Path) -> IndexVectors | None:
         model = embeddings.model_id
@@ -175,7 +178,7 @@ def fact_embedder(embeddings: Embeddings) -> Callable[[Sequence[str], Path], Ind
             return None
         wanted = list(dict.fromkeys(texts))
         wanted += facts_without_vectors(project_dir, model, set(wanted))
-        matrix = embeddings.embed(wanted)
+        matrix = embeddings.embed(wanted, background=True)
         if matrix is None:
             return None
         rows = matrix.astype(np.float16)
@@ -246,6 +249,8 @@ class ProjectMemorySearch:
         self._use_index = use_index
         self._embeddings = embeddings
         self._projects: OrderedDict[str, ProjectCache] = OrderedDict()
+        # projects whose facts recall found without vectors, with how many: the backfill's
+        self._wanting: OrderedDict[str, int] = OrderedDict()
         self._projects_lock = threading.Lock()
 
     def search_blocking(
@@ -305,10 +310,7 @@ class ProjectMemorySearch:
         if query is None or self._embeddings is None:
             return self._lexical(project_id, directory, ledger, cache, terms, limit)
         self._index_for_vectors(project_id, directory, ledger, cache)
-        found = self._hybrid(cache, terms, frequency, query, limit)
-        if cache.unsaved_vectors:
-            self._save_vectors(project_id, directory, ledger, cache)
-        return found
+        return self._hybrid(project_id, cache, terms, frequency, query, limit)
 
     def _current_ledger(self, directory: Path, cache: ProjectCache) -> Ledger:
         signature = file_signature(ledger_path(directory))
@@ -392,8 +394,9 @@ class ProjectMemorySearch:
         projections.rebuild_index(directory, ledger)
         log.info("recall.index_rebuilt", project_dir=str(directory), was=unavailable.state)
 
-    def _hybrid(
+    def _hybrid(  # noqa: PLR0917 - one search's state, passed down once
         self,
+        project_id: str,
         cache: ProjectCache,
         terms: list[str],
         frequency: dict[str, int],
@@ -407,7 +410,7 @@ class ProjectMemorySearch:
         covered = np.zeros(len(ids), dtype=np.float32)
         for key, term_weight in weights.items():
             covered += np.float32(term_weight / total) * self._stem_mask(cache, key)
-        matrix, embedded = self._stacked(cache, len(query.vector))
+        matrix, embedded = self._stacked(project_id, cache, len(query.vector))
         cosines = np.where(embedded, matrix @ query.vector, np.nan)
         # only the most relevant few become ranking candidates (128 would cost more than search)
         weight = self._embeddings.lexical_weight
@@ -435,11 +438,13 @@ class ProjectMemorySearch:
         )
         return [cache.records[c.key] for c in chosen]
 
-    def _stacked(self, cache: ProjectCache, dims: int) -> tuple[Array, npt.NDArray[np.bool_]]:
+    def _stacked(
+        self, project_id: str, cache: ProjectCache, dims: int
+    ) -> tuple[Array, npt.NDArray[np.bool_]]:
         """The records' vectors as one matrix in `records` order, `dims` wide (the prompt's),
         and which rows are real: a record without a vector of that width (none could be made,
         or an endpoint now answers in another width) ranks on its words."""
-        vectors = self._vectors(cache)
+        vectors = self._vectors(project_id, cache)
         if cache.stacked is None or cache.stacked[0].shape[1] != dims:
             matrix = np.zeros((len(cache.records), dims), dtype=np.float32)
             embedded = np.zeros(len(cache.records), dtype=np.bool_)
@@ -450,8 +455,10 @@ class ProjectMemorySearch:
             cache.stacked = (matrix, embedded)
         return cache.stacked
 
-    def _vectors(self, cache: ProjectCache) -> dict[str, Array]:
-        """Each record's vector under the current model: from the index, else embedded now."""
+    def _vectors(self, project_id: str, cache: ProjectCache) -> dict[str, Array]:
+        """Each record's vector under the current model, from the index. Records it holds none
+        for rank on their words until the backfill has embedded them (`embed_missing_blocking`):
+        the project is noted for it, with how many."""
         assert self._embeddings is not None
         model = self._embeddings.model_id
         if model != cache.vectors_model:
@@ -466,29 +473,80 @@ class ProjectMemorySearch:
                 if record_id in cache.records and record_id not in cache.vectors:
                     cache.vectors[record_id] = vector
                     cache.stacked = None
-        missing = [r for r in cache.records.values() if r.id not in cache.vectors]
-        if missing:
-            matrix = self._embeddings.embed([r.fact for r in missing])
-            if matrix is not None:
-                for record, row in zip(missing, matrix, strict=True):
-                    cache.vectors[record.id] = np.ascontiguousarray(row)
-                cache.stacked = None
-                cache.unsaved_vectors = True
+        missing = sum(1 for record_id in cache.records if record_id not in cache.vectors)
+        with self._projects_lock:
+            if missing and model is not None:
+                self._wanting[project_id] = missing
+            else:
+                self._wanting.pop(project_id, None)
         return cache.vectors
+
+    def facts_pending(self) -> int:
+        """Facts of the projects recalled lately that have no vector yet (the backfill's
+        progress, for status)."""
+        with self._projects_lock:
+            return sum(self._wanting.values())
+
+    def embed_missing_blocking(self) -> int:
+        """One batch of the backfill for automatic facts: for a project whose facts recall
+        found without vectors (an upgrade, a model change, an index that could not be kept),
+        embed up to RECALL_BACKFILL_BATCH of them, keep them and write the index again with
+        every vector (as a rebuild, without the project lock). How many were embedded: 0 when
+        no project wants any, or the model failed (the project is tried at the next pass)."""
+        embeddings = self._embeddings
+        if embeddings is None:
+            return 0
+        with self._projects_lock:
+            project_id = next(iter(self._wanting), None)
+            cache = None if project_id is None else self._projects.get(project_id)
+            if project_id is not None and cache is None:
+                del self._wanting[project_id]  # dropped from the cache: its next recall asks
+        if project_id is None or cache is None:
+            return 0
+        directory = self._project_dir(project_id)
+        with cache.lock:
+            try:
+                ledger = self._current_ledger(directory, cache)
+            except StorageError:
+                ledger = None  # recall reports it
+            if ledger is None or not self._use_index:
+                with self._projects_lock:
+                    self._wanting.pop(project_id, None)
+                return 0
+            self._index_for_vectors(project_id, directory, ledger, cache)
+            vectors = self._vectors(project_id, cache)
+            model = cache.vectors_model
+            chosen = [r for r in cache.records.values() if r.id not in vectors]
+            chosen = chosen[:RECALL_BACKFILL_BATCH]
+        if not chosen or model is None:
+            return 0
+        try:
+            matrix = embeddings.try_embed([record.fact for record in chosen], background=True)
+        except EmbeddingUnavailable:
+            return 0  # the model is down or refuses them (the reason is kept): the next pass
+        with cache.lock:
+            if cache.vectors_model != model:
+                return 0  # (another model since: the next pass)
+            for record, row in zip(chosen, matrix, strict=True):
+                if cache.records.get(record.id) == record:
+                    cache.vectors[record.id] = np.ascontiguousarray(row)
+            cache.stacked = None
+            if cache.ledger is not None:
+                self._save_vectors(project_id, directory, cache.ledger, cache)
+            self._vectors(project_id, cache)  # (the count left)
+        return len(chosen)
 
     def _save_vectors(
         self, project_id: str, directory: Path, ledger: Ledger, cache: ProjectCache
     ) -> None:
-        """Write the index again with the vectors of every fact, once after facts were embedded
-        here: otherwise a project whose index holds none of the current model's (one not
-        published to since an upgrade or a model change) would have them embedded again at its
-        first recall after every start (128 facts: 0.44 s with the built-in model). Without the
-        project lock, as a rebuild: a publish that wins the rename leaves this index stale, and
-        the next search rebuilds it carrying these vectors over."""
-        cache.unsaved_vectors = False  # one attempt per embedding, whatever happens
+        """Write the index again with the vectors of every fact, after the backfill embedded
+        some: otherwise a project whose index holds none of the current model's (one not
+        published to since an upgrade or a model change) would have them embedded again after
+        every start. Without the project lock, as a rebuild: a publish that wins the rename
+        leaves this index stale, and the next search rebuilds it carrying these vectors over."""
         model = cache.vectors_model
         if not self._use_index or cache.index is None or model is None:
-            return  # no usable index to keep them in: recall embeds them in memory
+            return  # no usable index to keep them in: they stay in memory
         vectors = IndexVectors(
             model,
             {

@@ -9,6 +9,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Sequence
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -150,6 +151,15 @@ def to_entry(record: StoredRecord) -> DeliberateEntry:
     )
 
 
+class FactBackfill(Protocol):
+    """The automatic part's share of the backfill (orcad.recall.automatic.ProjectMemorySearch):
+    the facts of projects recalled lately that have no vector yet."""
+
+    def embed_missing_blocking(self) -> int: ...
+
+    def facts_pending(self) -> int: ...
+
+
 class RefusedTexts:
     """Texts the embedding model refused (an endpoint's 400 for a text too long for it), with
     when: the backfill leaves the records holding them to their words, and recall does not send
@@ -187,7 +197,8 @@ class RefusedTexts:
 class Backfill:
     """Embeds deliberate records that have no vector of the current model (records written
     since the last pass, or all of them after an upgrade or a model change), in small batches
-    in the background; recall ranks them lexically until then.
+    in the background; recall ranks them lexically until then. Between its batches it embeds
+    the automatic facts recall found without vectors (`facts`), as lexical until then.
 
     A batch that fails because the model is down (an endpoint that does not answer, answers 5xx
     or 429) is tried again at the next pass. One that the model refuses (an endpoint's 400, 413
@@ -208,10 +219,13 @@ class Backfill:
         service: DeliberateMemory,
         embeddings: Embeddings,
         matrix: list[VectorMatrix | None] | None = None,
+        *,
         record_error: Callable[[str, str], None] | None = None,
         refused: RefusedTexts | None = None,
+        facts: FactBackfill | None = None,
     ) -> None:
         self._service = service
+        self._facts = facts
         self._embeddings = embeddings
         # recall's vectors in memory, shared with DeliberateRecall
         self._matrix: list[VectorMatrix | None] = [None] if matrix is None else matrix
@@ -257,7 +271,9 @@ class Backfill:
             return 0
         tried = len(rows)
         try:
-            vectors = self._embeddings.try_embed([content for _row, content in rows])
+            vectors = self._embeddings.try_embed(
+                [content for _row, content in rows], background=True
+            )
         except EmbeddingRefused:
             isolated = self._one_at_a_time(rows)
             if isolated is None:
@@ -310,7 +326,7 @@ class Backfill:
         for the next pass): the rows embedded and their vectors. The refused are noted."""
         embeddings = self._embeddings
         try:
-            embeddings.try_embed([PROBE_TEXT])
+            embeddings.try_embed([PROBE_TEXT], background=True)
         except EmbeddingUnavailable:
             return None
         kept: list[tuple[int, str]] = []
@@ -319,7 +335,7 @@ class Backfill:
         reason = ""
         for row in rows:
             try:
-                vector = embeddings.try_embed([row[1]])
+                vector = embeddings.try_embed([row[1]], background=True)
             except EmbeddingRefused as exc:
                 refused.append(row[1])
                 reason = str(exc)
@@ -367,12 +383,16 @@ class Backfill:
             log.warning("recall.backfill_failed", error=f"{type(exc).__name__}: {exc}")
         finally:
             self.counted = True  # counted, or nothing to count: status stops saying loading
+        steps = [self.step_blocking]
+        if self._facts is not None:
+            steps.append(self._facts.embed_missing_blocking)
         while True:
-            try:
-                done = await trio.to_thread.run_sync(self.step_blocking)
-            except Exception as exc:  # a damaged database or a broken model: retry later
-                log.warning("recall.backfill_failed", error=f"{type(exc).__name__}: {exc}")
-                done = 0
+            done = 0
+            for step in steps:
+                try:
+                    done += await trio.to_thread.run_sync(step)
+                except Exception as exc:  # a damaged database or a broken model: retry later
+                    log.warning("recall.backfill_failed", error=f"{type(exc).__name__}: {exc}")
             if done:
                 log.debug("recall.backfill_batch", embedded=done, pending=self.pending)
                 await trio.lowlevel.checkpoint()
@@ -391,4 +411,5 @@ class Backfill:
             reason=embeddings.reason,
             embedded=self.embedded,
             pending=self.pending,
+            facts_pending=0 if self._facts is None else self._facts.facts_pending(),
         )

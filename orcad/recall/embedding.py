@@ -28,6 +28,8 @@ import os
 import re
 import stat
 import threading
+import time
+import weakref
 import zipfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -38,8 +40,11 @@ import numpy.typing as npt
 import structlog
 
 from orcad.deliberate.row_products import Int8Rows, onnxruntime_session, quantize_rows
+from orcad.limits import EMBEDDING_BACKGROUND_TIMEOUT_S
+from orcad.providers.openai_wire import parse_retry_after
 from orcad.query import stem, tokenize
 from orcad.recall import bert
+from orcad.recall.breaker import EndpointBreaker
 from orcad.recall.rank import distinctive_terms
 from orcad.recall.wordpiece import WordPiece
 from orcad.secrets import redact
@@ -82,7 +87,12 @@ TRANSFORMER_MAX_TOKENS = 128
 
 
 class EmbeddingUnavailable(Exception):
-    """No embedding could be made; the message says why (shown by status and doctor)."""
+    """No embedding could be made; the message says why (shown by status and doctor).
+    `retry_after`: the seconds an endpoint asked to be left alone (its Retry-After), if any."""
+
+    def __init__(self, message: str, *, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 class EmbeddingRefused(EmbeddingUnavailable):
@@ -475,14 +485,51 @@ class EndpointEmbedder(RankingSettings):
         self.timeout_s = timeout_s
         self.model_id = f"endpoint-{model}"
         self.dims = 0  # known after the first answer
+        self.breaker = EndpointBreaker()
+        self._client: Any = None  # one httpx.Client, made at the first call
+        self._client_lock = threading.Lock()
 
-    def embed(self, texts: Sequence[str]) -> Array:
+    def embed(self, texts: Sequence[str], *, timeout_s: float | None = None) -> Array:
+        """Unit rows for `texts`, within `timeout_s` (default: the configured one);
+        EmbeddingRefused when the server refuses them, else EmbeddingUnavailable when it fails,
+        or failed lately and rests (orcad.recall.breaker)."""
         if not texts:
             return np.zeros((0, max(self.dims, 1)), dtype=np.float32)
+        resting = self.breaker.resting()
+        if resting is not None:
+            raise EmbeddingUnavailable(resting)
+        try:
+            matrix = self._post(texts, self.timeout_s if timeout_s is None else timeout_s)
+        except EmbeddingRefused:
+            self.breaker.succeeded()  # it answered: the input is at fault, not the server
+            raise
+        except EmbeddingUnavailable as exc:
+            self.breaker.failed(str(exc), exc.retry_after)
+            raise
+        except Exception as exc:
+            self.breaker.failed(f"embedding endpoint {self.url}: {exc!r}")
+            raise
+        self.breaker.succeeded()
+        return matrix
+
+    def _http(self) -> Any:
+        """The client every call shares, and with it its open connections: each one made anew
+        (as `httpx.post` does) builds a TLS context first, about 30 ms on every recall."""
+        import httpx  # noqa: PLC0415 - as in `_post`
+
+        with self._client_lock:
+            if self._client is None:
+                self._client = httpx.Client()
+                # its connections are closed with it when this embedder goes
+                weakref.finalize(self, self._client.close)
+            return self._client
+
+    def _post(self, texts: Sequence[str], timeout_s: float) -> Array:
         import httpx  # noqa: PLC0415 - only for an endpoint: it would add ~45 ms to every start
 
+        client = self._http()
         try:
-            response = httpx.post(
+            response = client.post(
                 self.url,
                 # leaves the machine: what looks like a secret goes as its placeholder
                 json={
@@ -491,15 +538,21 @@ class EndpointEmbedder(RankingSettings):
                     "input": [redact(text)[:EMBED_READ_CHARS] for text in texts],
                 },
                 headers=self.headers,
-                timeout=self.timeout_s,
+                timeout=timeout_s,
             )
             response.raise_for_status()
             items = sorted(response.json()["data"], key=lambda item: item["index"])
             matrix = np.array([item["embedding"] for item in items], dtype=np.float32)
         except httpx.HTTPStatusError as exc:
-            refused = exc.response.status_code in REFUSING_STATUSES
-            error = EmbeddingRefused if refused else EmbeddingUnavailable
-            raise error(f"embedding endpoint {self.url}: {exc}") from exc
+            answer = exc.response
+            message = f"embedding endpoint {self.url} answered {answer.status_code}"
+            message += f" {answer.reason_phrase}" if answer.reason_phrase else ""
+            if answer.status_code in REFUSING_STATUSES:
+                raise EmbeddingRefused(message) from exc
+            retry_after = parse_retry_after(
+                answer.headers.get("retry-after"), now_epoch=time.time()
+            )
+            raise EmbeddingUnavailable(message, retry_after=retry_after) from exc
         except (httpx.HTTPError, KeyError, TypeError, ValueError) as exc:
             raise EmbeddingUnavailable(f"embedding endpoint {self.url}: {exc}") from exc
         if (
@@ -1110,22 +1163,29 @@ class Embeddings:
             return "ready"
         return "off" if self.setting == "none" else "unavailable"
 
-    def embed(self, texts: Sequence[str]) -> Array | None:
-        """Unit rows for `texts`, or None when the model fails (the failure is kept)."""
+    def embed(self, texts: Sequence[str], *, background: bool = False) -> Array | None:
+        """Unit rows for `texts`, or None when the model fails (the failure is kept;
+        `background` as for `try_embed`)."""
         try:
-            return self.try_embed(texts)
+            return self.try_embed(texts, background=background)
         except EmbeddingUnavailable:
             return None
 
-    def try_embed(self, texts: Sequence[str]) -> Array:
+    def try_embed(self, texts: Sequence[str], *, background: bool = False) -> Array:
         """Unit rows for `texts`; EmbeddingRefused when the model refuses them, else
         EmbeddingUnavailable when it fails or there is none (the failure is kept as the
-        reason, as by `embed`)."""
+        reason, as by `embed`). `background`: for the backfill, which no one waits for: an
+        endpoint gets at least EMBEDDING_BACKGROUND_TIMEOUT_S for a batch that recall's deadline
+        (set for one prompt) would cut every time on a slow server."""
         embedder = self.embedder
         if embedder is None:
             raise EmbeddingUnavailable(self.reason or "no embedding model")
         try:
-            matrix = embedder.embed(texts)
+            if background and isinstance(embedder, EndpointEmbedder):
+                timeout_s = max(embedder.timeout_s, EMBEDDING_BACKGROUND_TIMEOUT_S)
+                matrix = embedder.embed(texts, timeout_s=timeout_s)
+            else:
+                matrix = embedder.embed(texts)
         except EmbeddingUnavailable as exc:
             self.reason = str(exc)
             raise
