@@ -5,16 +5,20 @@ project ledger and as deliberate records): one configured with an OpenAI-compati
 endpoint, one with `embedding = "none"` (lexical recall, the baseline). The endpoint is a real
 HTTP server on loopback that embeds with the built-in model in this process, and later stops
 answering (it reads each request and never replies, as a host gone from the network does).
-Recalls alternate between the two daemons; prints p50, p99 and max of each phase, and the
-requests the hung endpoint received. Without a rest after a failure, every recall waited the
-endpoint's deadline (0.5 s by default) once or more.
+Recalls alternate between the two daemons, back to back while the endpoint answers, one pair
+every 50 ms while it hangs (the rests are seconds long); prints p50, p99 and max of each phase,
+how many recalls waited on the hung endpoint (half its deadline or more) and the requests it
+received. Without a rest after a failure, every recall waited the endpoint's deadline (0.5 s
+by default) once or more.
 
-    .venv/bin/python -m bench.recall_endpoint_down [--requests 200] [--timeout 0.5] [--json]
+    .venv/bin/python -m bench.recall_endpoint_down [--requests 200] [--timeout 0.5]
+        [--hung-seconds 40] [--json]
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import logging
 import statistics
@@ -33,6 +37,8 @@ from orcad.log import configure_logging
 from orcad.recall.embedding import Embeddings
 from tests.fake_openai import FakeOpenAI, stall_before_headers
 from tests.harness import DaemonProcess, OrcaEnv
+
+PACE_S = 0.05  # between recalls while the endpoint hangs
 
 
 def embedding_server(model: Embeddings) -> Any:
@@ -57,11 +63,11 @@ def figures(samples: list[float]) -> dict[str, float]:
     }
 
 
-def run(requests: int, timeout_s: float) -> dict[str, Any]:
+def run(requests: int, timeout_s: float, hung_s: float) -> dict[str, Any]:
     labelled = Labelled.named()
     prompts = [prompt for _kind, prompt, _wanted in labelled.prompts]
     model = Embeddings.load("builtin")
-    report: dict[str, Any] = {"requests": requests, "timeout_s": timeout_s}
+    report: dict[str, Any] = {"requests": requests, "timeout_s": timeout_s, "hung_s": hung_s}
     with (
         tempfile.TemporaryDirectory(prefix="orcad-bench-endpoint-") as temp,
         FakeOpenAI() as server,
@@ -99,8 +105,15 @@ def run(requests: int, timeout_s: float) -> dict[str, Any]:
                 if phase == "hung":
                     server.default = stall_before_headers(3600.0)
                     asked = len(server.requests)
+                    ends = time.monotonic() + hung_s
                 samples: dict[str, list[float]] = {"endpoint": [], "lexical": []}
-                for number in range(requests):
+                for number in itertools.count():
+                    if phase == "answering" and number == requests:
+                        break
+                    if phase == "hung":  # an agent's pace: the rests are seconds long
+                        if time.monotonic() >= ends:
+                            break
+                        time.sleep(PACE_S)
                     for name, daemon in daemons.items():
                         started = time.perf_counter()
                         daemon.call(
@@ -115,6 +128,9 @@ def run(requests: int, timeout_s: float) -> dict[str, Any]:
                         samples[name].append(time.perf_counter() - started)
                 report[phase] = {name: figures(taken) for name, taken in samples.items()}
             report["hung"]["requests_received"] = len(server.requests) - asked
+            waited = [t for t in samples["endpoint"] if t >= timeout_s / 2]
+            report["hung"]["recalls"] = len(samples["endpoint"])
+            report["hung"]["recalls_waiting"] = len(waited)
             status = daemons["endpoint"].call("daemon.status", {})
             report["hung"]["reason"] = status.embedding.reason
         finally:
@@ -128,14 +144,20 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=200, help="recalls per phase and daemon")
     parser.add_argument("--timeout", type=float, default=0.5, help="the endpoint's timeout_s")
+    parser.add_argument(
+        "--hung-seconds", type=float, default=40.0, help="how long the endpoint hangs"
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     configure_logging(sys.stderr, level=logging.WARNING)
-    report = run(args.requests, args.timeout)
+    report = run(args.requests, args.timeout, args.hung_seconds)
     if args.json:
         print(json.dumps(report, indent=2))
         return
-    print(f"{args.requests} recalls per phase, endpoint deadline {args.timeout} s")
+    print(
+        f"endpoint deadline {args.timeout} s; answering: {args.requests} recalls each; hung: "
+        f"{args.hung_seconds:.0f} s, a recall each every {PACE_S * 1000:.0f} ms"
+    )
     for phase in ("answering", "hung"):
         lexical = report[phase]["lexical"]
         for name in ("endpoint", "lexical"):
@@ -144,7 +166,11 @@ def main(argv: list[str] | None = None) -> None:
                 f"  {phase:9} {name:8} p50 {taken['p50']:8.2f} ms  p99 {taken['p99']:8.2f} ms  "
                 f"max {taken['max']:8.2f} ms  p50 {taken['p50'] / lexical['p50']:5.2f}x lexical"
             )
-    print(f"  requests the hung endpoint received: {report['hung']['requests_received']}")
+    hung = report["hung"]
+    print(
+        f"  while hung: {hung['recalls_waiting']} of {hung['recalls']} recalls waited on the "
+        f"endpoint; it received {hung['requests_received']} requests"
+    )
     print(f"  status says: {report['hung']['reason']}")
 
 

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 import trio
 
+from orcad.capture.projections import read_index_vectors
 from orcad.deliberate.vectors import text_digest
 from orcad.limits import (
     APPROVAL_TTL_S,
@@ -23,6 +24,7 @@ from orcad.limits import (
 )
 from orcad.query import distinct_terms
 from orcad.recall import deliberate as recall_deliberate
+from orcad.recall.automatic import ProjectMemorySearch
 from orcad.recall.deliberate import Backfill, DeliberateRecall, RefusedTexts
 from orcad.recall.embedding import (
     EmbeddingRefused,
@@ -33,6 +35,7 @@ from orcad.recall.embedding import (
 from protocol.errors import RemoteError
 from protocol.types import DeliberateEntry
 from tests.deliberate_helpers import InProcessDaemon, SettableClock
+from tests.test_recall_daemon import add_facts
 
 pytestmark = pytest.mark.inprocess
 
@@ -820,3 +823,56 @@ async def test_summaries_stay_one_line_for_a_workspace_path_with_a_newline(
     for result in (saved, pending):
         assert "\n" not in result["summary"] and "workspace memory" in result["summary"]
         assert "line one\\nline two" in result["summary"]
+
+
+async def test_the_backfill_embeds_the_facts_recall_noted_project_by_project(
+    orca: InProcessDaemon, tmp_path: Path
+) -> None:
+    """Facts without a vector (after an upgrade) wait for the backfill: a batch the model
+    fails is tried again half as large (a slow server), a batch it refuses one fact at a time
+    (the refused one set aside, not sent again), and the projects take turns, so that one
+    whose facts the model fails holds up no other."""
+    model = ScriptedEmbedder()
+    embeddings = Embeddings("scripted", model)
+    many = [f"Service number {n} listens on port {7000 + n}." for n in range(40)]
+    facts = {
+        "a": ["TOO LONG: the whole staging runbook.", "Releases are cut on Thursdays."],
+        "b": ["The frontend uses pnpm.", "Deploys need two approvals."],
+        "c": many,
+    }
+    directories = {project: tmp_path / project for project in facts}
+    for project, texts in facts.items():
+        add_facts(directories[project], texts)
+    search = ProjectMemorySearch(directories.__getitem__, embeddings=embeddings)
+    errors: list[tuple[str, str]] = []
+    backfill = Backfill(
+        orca.features.deliberate,
+        embeddings,
+        record_error=lambda kind, message: errors.append((kind, message)),
+        facts=search,
+    )
+    assert backfill.facts_step_blocking() == 0  # no recall yet: no project noted
+    query = embeddings.query("which port")
+    for project in ("a", "b", "c"):  # recall notes each (and ranks them by their words)
+        search.search_blocking(project, ["port"], 6, query)
+    assert search.facts_pending() == 44
+    # a: refused as a batch, then one at a time; only the refused fact is set aside
+    assert backfill.facts_step_blocking() == 2
+    assert backfill.refused.current() == {text_digest(facts["a"][0])}
+    assert [kind for kind, _message in errors] == ["embedding"]
+    assert "refused 1 automatic fact(s)" in errors[0][1]
+    assert backfill.facts_step_blocking() == 2  # b's turn
+    model.calls_left = 0  # c: the model times out on 40 facts at once
+    assert backfill.facts_step_blocking() == 0
+    model.calls_left = None
+    sent = len(model.sent)
+    assert backfill.facts_step_blocking() == 32  # half as many
+    assert backfill.facts_step_blocking() == 8
+    assert model.sent[sent:] == many  # (32 then 8, in the ledger's order)
+    assert search.facts_pending() == 1  # a's refused fact, left to its words
+    sent = len(model.sent)
+    assert backfill.facts_step_blocking() == 0 and len(model.sent) == sent  # not sent again
+    for project in ("b", "c"):  # every vector is in the index, for the next start
+        stored = read_index_vectors(directories[project] / "index.sqlite3")
+        assert stored is not None and set(stored.by_text) == set(facts[project])
+    search.close()

@@ -447,18 +447,20 @@ def test_recall_reads_fact_vectors_from_the_index_and_the_backfill_embeds_only_t
     search = ProjectMemorySearch(lambda _project: tmp_path, embeddings=embeddings)
     assert recall_first(search, embeddings, model) == facts[0]
     assert model.texts == [] and search.facts_pending() == 1  # recall embeds none itself
-    assert backfill(search) == 1
+    assert backfill(search, embeddings) == 1
     assert model.texts == facts[1:]  # the first fact's vector came from the index
     recall_first(search, embeddings, model)
     assert model.texts == [] and search.facts_pending() == 0  # and both are kept
     search.close()
 
 
-def test_after_a_model_change_a_publish_embeds_the_facts_the_index_has_none_for(
+def test_after_a_model_change_a_publish_embeds_its_facts_and_the_backfill_the_older_ones(
     tmp_path: Path,
 ) -> None:
-    """A rebuild carries over only vectors of the model it is given: without this, the facts
-    published before the change would be embedded by recall again after every start."""
+    """A rebuild carries over only vectors of the model it is given: the facts published
+    before the change lose theirs, rank on their words, and get new ones from the backfill
+    once recall has noted the project. The publish embeds only its own facts, within recall's
+    deadline: the job is still leased, and recall's barrier waits for it."""
     model = CountingModel()
     embeddings = Embeddings("builtin", model)
     embed = fact_embedder(embeddings)
@@ -468,19 +470,19 @@ def test_after_a_model_change_a_publish_embeds_the_facts_the_index_has_none_for(
     new = "Staging deploys run from the deploy-staging workflow."
     vectors = embed([new], tmp_path)  # before the lock, as capture calls it
     assert vectors is not None and vectors.model == model.model_id
-    assert model.texts == [new, *older] and set(vectors.by_text) == {new, *older}
+    assert model.texts == [new] and set(vectors.by_text) == {new}
     ledger = with_facts(ledger, new)
     commit(tmp_path, ledger, vectors)
     stored = read_index_vectors(tmp_path / INDEX_FILE)
     assert stored is not None and stored.model == model.model_id
-    assert set(stored.by_text) == {new, *older}
+    assert set(stored.by_text) == {new}
     search = ProjectMemorySearch(lambda _project: tmp_path, embeddings=embeddings)
-    assert recall_first(search, embeddings, model) == older[0]
-    assert model.texts == []  # every vector came from the index
+    assert recall_first(search, embeddings, model) == older[0]  # by its words meanwhile
+    assert model.texts == [] and search.facts_pending() == 2
+    assert backfill(search, embeddings) == 2 and sorted(model.texts) == sorted(older)
+    stored = read_index_vectors(tmp_path / INDEX_FILE)
+    assert stored is not None and set(stored.by_text) == {new, *older}
     search.close()
-    model.texts.clear()
-    assert embed(["One more fact."], tmp_path) is not None
-    assert model.texts == ["One more fact."]  # the others have theirs now
 
 
 def test_facts_the_backfill_embeds_are_written_to_the_index_once(tmp_path: Path) -> None:
@@ -492,21 +494,21 @@ def test_facts_the_backfill_embeds_are_written_to_the_index_once(tmp_path: Path)
     ledger = with_facts(Ledger(), *facts)
     commit(tmp_path, ledger, IndexVectors("an-older-model", {f: b"\x00\x3c" * 256 for f in facts}))
     search = ProjectMemorySearch(lambda _project: tmp_path, embeddings=embeddings)
-    assert backfill(search) == 0  # nothing recalled yet: nothing known to want a vector
+    assert backfill(search, embeddings) == 0  # nothing recalled yet: nothing known to want a vector
     assert recall_first(search, embeddings, model) == facts[0]  # by their words meanwhile
     assert model.texts == [] and search.facts_pending() == 2
-    assert backfill(search) == 2
+    assert backfill(search, embeddings) == 2
     assert sorted(model.texts) == sorted(facts)  # embedded once
     stored = read_index_vectors(tmp_path / INDEX_FILE)
     assert stored is not None and stored.model == model.model_id
     assert set(stored.by_text) == set(facts)
     assert index_state(tmp_path, ledger) == "current"
     assert recall_first(search, embeddings, model) == facts[0]
-    assert model.texts == [] and backfill(search) == 0
+    assert model.texts == [] and backfill(search, embeddings) == 0
     search.close()
     restarted = ProjectMemorySearch(lambda _project: tmp_path, embeddings=embeddings)
     assert recall_first(restarted, embeddings, model) == facts[0]
-    assert restarted.facts_pending() == 0 and backfill(restarted) == 0
+    assert restarted.facts_pending() == 0 and backfill(restarted, embeddings) == 0
     assert model.texts == []  # every vector came from the index
     restarted.close()
 
@@ -531,22 +533,27 @@ def test_facts_the_backfill_embeds_are_kept_in_memory_when_the_index_cannot_be_w
 
     monkeypatch.setattr(projections, "_build_index_file", disk_full)
     assert recall_first(search, embeddings, model) == facts[0]
-    assert backfill(search) == 2
+    assert backfill(search, embeddings) == 2
     assert sorted(model.texts) == sorted(facts)
     assert [kind for kind, _message in problems] == ["recall.index_unusable"]
     assert index_state(tmp_path, ledger) == "current"  # the one it had
     assert recall_first(search, embeddings, model) == facts[0]
-    assert model.texts == [] and backfill(search) == 0  # kept in memory, not retried
+    assert model.texts == [] and backfill(search, embeddings) == 0  # kept in memory, not retried
     assert len(problems) == 1 and search.facts_pending() == 0
     search.close()
 
 
-def backfill(search: ProjectMemorySearch) -> int:
-    """The automatic facts' backfill, batch after batch until it has nothing more it can embed
-    (as the daemon runs it, between the deliberate records' batches): how many it embedded."""
+def backfill(search: ProjectMemorySearch, embeddings: Embeddings) -> int:
+    """What the daemon's backfill does with the facts recall noted (orcad.recall.deliberate
+    `Backfill.facts_step_blocking`, with no refusal), batch after batch until the model fails
+    or nothing is left: how many facts it embedded."""
     embedded = 0
-    while done := search.embed_missing_blocking():
-        embedded += done
+    while (batch := search.facts_to_embed(64, frozenset())) is not None:
+        matrix = embeddings.embed([record.fact for record in batch.records], background=True)
+        kept = 0 if matrix is None else search.keep_fact_vectors(batch, matrix)
+        if not kept:
+            break
+        embedded += kept
     return embedded
 
 
@@ -581,7 +588,7 @@ def test_a_damaged_stored_vector_is_embedded_again(tmp_path: Path, damage: bytes
     commit(tmp_path, ledger, IndexVectors(vectors.model, {**vectors.by_text, facts[1]: damage}))
     search = ProjectMemorySearch(lambda _project: tmp_path, embeddings=embeddings)
     assert recall_first(search, embeddings, model) == facts[0]
-    assert backfill(search) == 1
+    assert backfill(search, embeddings) == 1
     assert model.texts == facts[1:]  # the damaged one only, the other came from the index
     search.close()
 
@@ -603,7 +610,9 @@ def test_facts_that_could_not_be_embedded_are_recalled_by_their_words(tmp_path: 
     commit(tmp_path, with_facts(Ledger(), *facts))  # an index without vectors
     search = ProjectMemorySearch(lambda _project: tmp_path, embeddings=embeddings)
     assert recall_first(search, embeddings, model) == facts[0]  # lexical for them
-    assert backfill(search) == 0 and search.facts_pending() == 2  # tried at the next pass
+    assert (
+        backfill(search, embeddings) == 0 and search.facts_pending() == 2
+    )  # tried at the next pass
     assert recall_first(search, embeddings, model) == facts[0]
     search.close()
 

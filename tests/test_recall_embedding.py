@@ -733,12 +733,13 @@ def test_endpoint_keeps_a_batch_when_one_answer_is_not_a_number_and_sends_at_mos
         assert len(sent) == embedding.EMBED_READ_CHARS and "AKIA" not in sent
 
 
-def endpoint_on_a_clock(server: FakeOpenAI, now: list[float]) -> Embeddings:
+def endpoint_on_a_clock(server: FakeOpenAI, now: list[float], timeout_s: float = 0.3) -> Embeddings:
     """The endpoint model of `server`, its rests timed by `now[0]` (seconds)."""
-    loaded = Embeddings.load("endpoint", base_url=server.base_url, model="m", timeout_s=0.3)
+    loaded = Embeddings.load("endpoint", base_url=server.base_url, model="m", timeout_s=timeout_s)
     endpoint = loaded.embedder
     assert isinstance(endpoint, EndpointEmbedder)
     endpoint.breaker = EndpointBreaker(lambda: now[0])
+    endpoint.background_breaker = EndpointBreaker(lambda: now[0])
     return loaded
 
 
@@ -751,10 +752,8 @@ def test_endpoint_failures_give_no_vector_within_the_deadline_and_rest_the_endpo
         assert loaded.embed(["slow"]) is None
         assert time.monotonic() - started < 2.0
         assert "embedding endpoint" in (loaded.reason or "")
-        # resting: answered at once, without asking the server (a hung one costs its deadline)
-        started = time.monotonic()
+        # resting: answered without asking the server (a hung one costs its deadline)
         assert loaded.embed(["again"]) is None
-        assert time.monotonic() - started < 0.2
         assert len(server.requests) == 1
         assert "asked again in 1.0 s" in (loaded.reason or "")
         now[0] = 1.0  # the rest is over: asked again, and a 500 doubles the rest
@@ -807,19 +806,58 @@ def test_a_refusing_endpoint_is_up_and_is_not_rested() -> None:
 def test_after_a_rest_one_caller_asks_the_endpoint_while_the_others_skip_it() -> None:
     now = [0.0]
     with FakeOpenAI() as server:
-        loaded = endpoint_on_a_clock(server, now)
-        server.script(status(500), stall_before_headers(3.0))
+        loaded = endpoint_on_a_clock(server, now, timeout_s=30.0)
+        server.script(status(500), stall_before_headers(30.0))
         assert loaded.embed(["error"]) is None
         now[0] = 1.0
         asking = threading.Thread(target=loaded.embed, args=(["slow"],))
         asking.start()
         server.wait_for_requests(2)
-        started = time.monotonic()
         assert loaded.embed(["meanwhile"]) is None  # not a second call waiting on a hung server
-        assert time.monotonic() - started < 0.2
         assert "being asked again now" in (loaded.reason or "")
-        asking.join()
         assert len(server.requests) == 2
+        server.closing.set()  # the hung call ends (without an answer)
+        asking.join()
+    assert len(server.requests) == 2
+
+
+def test_calls_made_before_a_rest_neither_lengthen_it_nor_end_a_trial() -> None:
+    """Calls waiting together on a hung endpoint fail together: one failure, one rest."""
+    now = [0.0]
+    breaker = EndpointBreaker(lambda: now[0])
+    first, second = breaker.admit(), breaker.admit()
+    assert first.resting is None and second.resting is None
+    breaker.failed(first.round, "timed out")
+    breaker.failed(second.round, "timed out")  # (made before the rest began)
+    assert breaker.admit().resting == "timed out (failed 1 time(s) in a row; asked again in 1.0 s)"
+    now[0] = 1.0
+    trial = breaker.admit()
+    assert trial.resting is None
+    breaker.failed(second.round, "timed out")  # a straggler of the first round ends no trial
+    assert breaker.admit().resting == "timed out (being asked again now)"
+    breaker.failed(trial.round, "timed out again")
+    now[0] = 2.9
+    assert breaker.admit().resting == (
+        "timed out again (failed 2 time(s) in a row; asked again in 0.1 s)"
+    )
+    now[0] = 3.0
+    assert breaker.admit().resting is None
+
+
+def test_the_backfill_failing_a_batch_does_not_rest_the_endpoint_for_recall() -> None:
+    """A batch too large for a slow server within the backfill's deadline says nothing about a
+    prompt: recall still asks the endpoint, and its answer ends the backfill's rest too."""
+    now = [0.0]
+    with FakeOpenAI() as server:
+        loaded = endpoint_on_a_clock(server, now)
+        server.script(status(503))
+        server.default = answer_embeddings
+        assert loaded.embed(["a batch of the backfill"], background=True) is None
+        assert loaded.embed(["the backfill again"], background=True) is None  # it rests
+        assert len(server.requests) == 1
+        assert loaded.embed(["a prompt"]) is not None and len(server.requests) == 2
+        assert loaded.embed(["the backfill again"], background=True) is not None
+        assert len(server.requests) == 3
 
 
 @pytest.mark.parametrize(

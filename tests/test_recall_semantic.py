@@ -361,7 +361,7 @@ def test_an_endpoint_model_and_its_failure_within_the_deadline(
         daemon = start(orca_env, daemon_factory, endpoint_config(server, 0.5))
         assert loaded_status(daemon).embedding.model == "endpoint-embed-test"
         agent = Agent(daemon, workdir)
-        add_facts(project_dir(orca_env, agent.project_id), FACTS)
+        add_embedded_facts(orca_env, agent, FACTS)  # (the backfill then has nothing to ask)
         result = agent.recall("make release deploys")
         assert "This repository deploys with `make release`." in texts(result)
         assert any(r.json()["model"] == "embed-test" for r in server.requests)

@@ -37,26 +37,23 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 import structlog
 
 from orcad.capture import projections
-from orcad.capture.ledger import CandidateRecord, Ledger, LedgerCorrupt, ledger_path, read_ledger
+from orcad.capture.ledger import CandidateRecord, Ledger, ledger_path, read_ledger
 from orcad.capture.projections import IndexUnavailable, IndexVectors
 from orcad.clock import parse_time
+from orcad.deliberate.vectors import text_digest
 from orcad.durable_files import FileSignature, file_signature
 from orcad.errors import StorageError
-from orcad.limits import (
-    LEDGER_MAX_CANDIDATES,
-    RECALL_AUTOMATIC_MAX_ENTRIES,
-    RECALL_BACKFILL_BATCH,
-)
+from orcad.limits import LEDGER_MAX_CANDIDATES, RECALL_AUTOMATIC_MAX_ENTRIES
 from orcad.query import match_expression, most_selective, stem, stems
 from orcad.recall import rank
-from orcad.recall.embedding import Array, Embeddings, EmbeddingUnavailable, PromptQuery
-from orcad.secrets import secret_kinds
+from orcad.recall.embedding import Array, Embeddings, PromptQuery
 
 log = structlog.get_logger("orcad.recall.automatic")
 
@@ -69,6 +66,14 @@ _INDEX_QUERY = (
     "SELECT candidate_id, bm25(candidates) AS rank FROM candidates "
     "WHERE candidates MATCH ? ORDER BY rank, recorded_at DESC LIMIT ?"
 )
+
+
+class FactBatch(NamedTuple):
+    """Facts of one project for the backfill to embed with `model`."""
+
+    project_id: str
+    model: str
+    records: list[CandidateRecord]
 
 
 @dataclass
@@ -166,42 +171,24 @@ def stored_vectors(index: sqlite3.Connection, model: str | None, dims: int) -> d
 
 def fact_embedder(embeddings: Embeddings) -> Callable[[Sequence[str], Path], IndexVectors | None]:
     """What capture calls (in a worker thread, before the project lock) to store the vectors of
-    a job's facts in the project's index, and of the ledger's facts that the index holds none
-    for under the current model; None when there is no model or it failed. A rebuild carries
-    over only vectors of the model it is given, so after a model change the older facts would
-    otherwise never get theirs, and the backfill would embed them again after every start
-    (128 facts: 0.44 s with the built-in model)."""
+    a job's facts in the project's index; None when there is no model or it failed (the facts
+    then rank on their words until the backfill embeds them). Within recall's deadline: the
+    job is still leased, and recall's barrier waits for it. The project's older facts that the
+    index holds no vector for (after a model change a rebuild keeps only the new model's) are
+    left to the backfill, once recall notes the project."""
 
-    def embed(texts: Sequence[str], project_dir: Path) -> IndexVectors | None:
+    def embed(texts: Sequence[str], _project_dir: Path) -> IndexVectors | None:
         model = embeddings.model_id
         if model is None:
             return None
         wanted = list(dict.fromkeys(texts))
-        wanted += facts_without_vectors(project_dir, model, set(wanted))
-        matrix = embeddings.embed(wanted, background=True)
+        matrix = embeddings.embed(wanted)
         if matrix is None:
             return None
         rows = matrix.astype(np.float16)
         return IndexVectors(model, {text: rows[n].tobytes() for n, text in enumerate(wanted)})
 
     return embed
-
-
-def facts_without_vectors(project_dir: Path, model: str, known: set[str]) -> list[str]:
-    """The ledger's facts, outside `known`, that the index has no vector of `model` for (none
-    that looks like a secret: those never go to a model). Read without the project lock: both
-    files are only ever replaced whole, and a fact added meanwhile comes with its own."""
-    try:
-        ledger = read_ledger(project_dir)
-    except (LedgerCorrupt, StorageError):
-        return []  # the publish reports it
-    stored = projections.read_index_vectors(projections.index_path(project_dir))
-    have = stored.by_text if stored is not None and stored.model == model else {}
-    return [
-        record.fact
-        for record in ledger.candidates
-        if record.fact not in have and record.fact not in known and not secret_kinds(record.fact)
-    ]
 
 
 def rank_by_overlap(
@@ -284,7 +271,8 @@ class ProjectMemorySearch:
                 while len(self._projects) > PROJECTS_CACHED:
                     # a search still using the dropped cache finishes with it; its connection
                     # closes when that search lets go of it
-                    self._projects.popitem(last=False)
+                    dropped, _cache = self._projects.popitem(last=False)
+                    self._wanting.pop(dropped, None)  # its next recall notes it again
             else:
                 self._projects.move_to_end(project_id)
             return cache
@@ -362,7 +350,7 @@ class ProjectMemorySearch:
     ) -> None:
         """Open the index for its vectors (hybrid ranking needs no bm25), rebuilding it once
         when missing, stale or corrupt, so that it is current whenever recall falls back to
-        it. Without it, the facts are embedded here."""
+        it. Without it, the facts' vectors are the ones the backfill keeps in memory."""
         if not self._use_index:
             return
         try:
@@ -487,66 +475,84 @@ class ProjectMemorySearch:
         with self._projects_lock:
             return sum(self._wanting.values())
 
-    def embed_missing_blocking(self) -> int:
-        """One batch of the backfill for automatic facts: for a project whose facts recall
-        found without vectors (an upgrade, a model change, an index that could not be kept),
-        embed up to RECALL_BACKFILL_BATCH of them, keep them and write the index again with
-        every vector (as a rebuild, without the project lock). How many were embedded: 0 when
-        no project wants any, or the model failed (the project is tried at the next pass)."""
-        embeddings = self._embeddings
-        if embeddings is None:
-            return 0
+    def facts_to_embed(self, limit: int, skip: frozenset[bytes]) -> FactBatch | None:
+        """For the backfill: up to `limit` facts without a vector of a project recall noted
+        (an upgrade, a model change, an index that could not be kept), leaving out those whose
+        text's digest is in `skip` (refused by the model lately); None when there are none.
+        The projects take turns, so that one whose facts the model fails holds up no other."""
+        model = None if self._embeddings is None else self._embeddings.model_id
+        if model is None:
+            return None
         with self._projects_lock:
-            project_id = next(iter(self._wanting), None)
-            cache = None if project_id is None else self._projects.get(project_id)
-            if project_id is not None and cache is None:
-                del self._wanting[project_id]  # dropped from the cache: its next recall asks
-        if project_id is None or cache is None:
-            return 0
-        directory = self._project_dir(project_id)
-        with cache.lock:
-            try:
-                ledger = self._current_ledger(directory, cache)
-            except StorageError:
-                ledger = None  # recall reports it
-            if ledger is None or not self._use_index:
+            noted = list(self._wanting)
+        for project_id in noted:
+            with self._projects_lock:
+                cache = self._projects.get(project_id)
+            if cache is None:
+                continue  # (dropped from the cache meanwhile)
+            with cache.lock:
+                if not self._refresh_locked(project_id, cache):
+                    continue
+                chosen = [
+                    record
+                    for record in cache.records.values()
+                    if record.id not in cache.vectors and text_digest(record.fact) not in skip
+                ][:limit]
+            if chosen:
                 with self._projects_lock:
-                    self._wanting.pop(project_id, None)
-                return 0
-            self._index_for_vectors(project_id, directory, ledger, cache)
-            vectors = self._vectors(project_id, cache)
-            model = cache.vectors_model
-            chosen = [r for r in cache.records.values() if r.id not in vectors]
-            chosen = chosen[:RECALL_BACKFILL_BATCH]
-        if not chosen or model is None:
-            return 0
-        try:
-            matrix = embeddings.try_embed([record.fact for record in chosen], background=True)
-        except EmbeddingUnavailable:
-            return 0  # the model is down or refuses them (the reason is kept): the next pass
-        with cache.lock:
-            if cache.vectors_model != model:
-                return 0  # (another model since: the next pass)
-            for record, row in zip(chosen, matrix, strict=True):
-                if cache.records.get(record.id) == record:
-                    cache.vectors[record.id] = np.ascontiguousarray(row)
-            cache.stacked = None
-            if cache.ledger is not None:
-                self._save_vectors(project_id, directory, cache.ledger, cache)
-            self._vectors(project_id, cache)  # (the count left)
-        return len(chosen)
+                    if project_id in self._wanting:
+                        self._wanting.move_to_end(project_id)
+                return FactBatch(project_id, model, chosen)
+        return None
 
-    def _save_vectors(
-        self, project_id: str, directory: Path, ledger: Ledger, cache: ProjectCache
-    ) -> None:
+    def keep_fact_vectors(self, batch: FactBatch, matrix: Array) -> int:
+        """Keep the vectors the backfill made for `batch` (one row per fact) and write the
+        project's index again with every fact's vector; how many were kept (a fact no longer
+        in the ledger, or changed, is not)."""
+        with self._projects_lock:
+            cache = self._projects.get(batch.project_id)
+        if cache is None:
+            return 0  # dropped from the cache: its next recall notes it again
+        with cache.lock:
+            # the ledger and the index as they are now: a publish may have landed meanwhile,
+            # with its own facts' vectors, which the index written below must keep
+            if not self._refresh_locked(batch.project_id, cache):
+                return 0
+            if cache.vectors_model != batch.model:
+                return 0  # (another model since)
+            kept = 0
+            for record, row in zip(batch.records, matrix, strict=True):
+                if cache.records.get(record.id) == record and record.id not in cache.vectors:
+                    cache.vectors[record.id] = np.ascontiguousarray(row)
+                    kept += 1
+            if kept:
+                cache.stacked = None
+                if cache.ledger is not None:
+                    self._save_vectors(batch.project_id, self._project_dir(batch.project_id), cache)
+            self._vectors(batch.project_id, cache)  # (the count left)
+        return kept
+
+    def _refresh_locked(self, project_id: str, cache: ProjectCache) -> bool:
+        """The project's ledger, index and stored vectors as recall would read them now, or
+        False when the ledger cannot be read (recall reports it)."""
+        directory = self._project_dir(project_id)
+        try:
+            ledger = self._current_ledger(directory, cache)
+        except StorageError:
+            return False
+        self._index_for_vectors(project_id, directory, ledger, cache)
+        self._vectors(project_id, cache)
+        return True
+
+    def _save_vectors(self, project_id: str, directory: Path, cache: ProjectCache) -> None:
         """Write the index again with the vectors of every fact, after the backfill embedded
         some: otherwise a project whose index holds none of the current model's (one not
         published to since an upgrade or a model change) would have them embedded again after
         every start. Without the project lock, as a rebuild: a publish that wins the rename
         leaves this index stale, and the next search rebuilds it carrying these vectors over."""
-        model = cache.vectors_model
-        if not self._use_index or cache.index is None or model is None:
-            return  # no usable index to keep them in: they stay in memory
+        model, ledger = cache.vectors_model, cache.ledger
+        if not self._use_index or cache.index is None or model is None or ledger is None:
+            return  # no usable index to keep them in: they stay in memory (while cached)
         vectors = IndexVectors(
             model,
             {

@@ -36,7 +36,9 @@ from orcad.limits import (
     VECTOR_MATRIX_REFRESH_S,
 )
 from orcad.recall import rank
+from orcad.recall.automatic import FactBatch
 from orcad.recall.embedding import (
+    Array,
     EmbeddingRefused,
     Embeddings,
     EmbeddingUnavailable,
@@ -155,9 +157,26 @@ class FactBackfill(Protocol):
     """The automatic part's share of the backfill (orcad.recall.automatic.ProjectMemorySearch):
     the facts of projects recalled lately that have no vector yet."""
 
-    def embed_missing_blocking(self) -> int: ...
+    def facts_to_embed(self, limit: int, skip: frozenset[bytes]) -> FactBatch | None: ...
+
+    def keep_fact_vectors(self, batch: FactBatch, matrix: Array) -> int: ...
 
     def facts_pending(self) -> int: ...
+
+
+class BatchSize:
+    """How many texts the backfill sends the model at once: RECALL_BACKFILL_BATCH, halved after
+    a batch the model failed (a slow server that cannot embed that many within the deadline),
+    doubled back after each batch it embeds."""
+
+    def __init__(self) -> None:
+        self.size = RECALL_BACKFILL_BATCH
+
+    def failed(self) -> None:
+        self.size = max(1, self.size // 2)
+
+    def succeeded(self) -> None:
+        self.size = min(RECALL_BACKFILL_BATCH, self.size * 2)
 
 
 class RefusedTexts:
@@ -201,11 +220,12 @@ class Backfill:
     the automatic facts recall found without vectors (`facts`), as lexical until then.
 
     A batch that fails because the model is down (an endpoint that does not answer, answers 5xx
-    or 429) is tried again at the next pass. One that the model refuses (an endpoint's 400, 413
-    or 422) is embedded one record at a time, provided the model embeds a probe (else it
-    refuses everything: a model name the server does not know); the records it refuses are left
-    to their words (`RefusedTexts`), stay counted as pending, and the refusal is recorded: one
-    such record must not keep every older one without a vector.
+    or 429) is tried again at the next pass, half as large (`BatchSize`). One that the model
+    refuses (an endpoint's 400, 413 or 422) is embedded one text at a time, provided the model
+    embeds a probe (else it refuses everything: a model name the server does not know); the
+    records and facts it refuses are left to their words (`RefusedTexts`), stay counted as
+    pending, and the refusal is recorded: one such text must not keep every other one without a
+    vector.
 
     At the end of a pass, and when it finds nothing to do after a start, it reads the vectors
     recall keeps in memory, so that the next recall does not (100 ms at 10k records); at most
@@ -240,6 +260,8 @@ class Backfill:
         self._stale = True  # recall's vectors in memory may lack some this backfill stored
         self._next_read_at = 0.0  # monotonic: when the vectors may be read again
         self._record_error = record_error
+        self._record_batch = BatchSize()
+        self._fact_batch = BatchSize()
 
     def step_blocking(self) -> int:
         """One batch: how many records were embedded or refused (0 when there is nothing to
@@ -251,6 +273,7 @@ class Backfill:
         store = service.store
         dims = self._dims()
         refused = self.refused.current()
+        batch = self._record_batch.size
 
         def read(connection: sqlite3.Connection) -> list[tuple[int, str]] | None:
             unchanged = self._seen_changes == connection.total_changes
@@ -260,7 +283,7 @@ class Backfill:
             self.counted = True
             self._seen_changes = connection.total_changes
             self._seen_refused = refused
-            rows = pending(connection, model, RECALL_BACKFILL_BATCH, dims, skip=refused)
+            rows = pending(connection, model, batch, dims, skip=refused)
             self._nothing_to_do = not rows
             return rows
 
@@ -270,22 +293,18 @@ class Backfill:
                 store.query_blocking(lambda connection: self._read_vectors(connection, model))
             return 0
         tried = len(rows)
-        try:
-            vectors = self._embeddings.try_embed(
-                [content for _row, content in rows], background=True
-            )
-        except EmbeddingRefused:
-            isolated = self._one_at_a_time(rows)
-            if isolated is None:
-                return 0  # the model refuses or fails everything: the next pass tries again
-            rows, vectors = isolated
-        except EmbeddingUnavailable:
-            return 0  # the model is down or broken (the reason is kept): the next pass
+        embedded = self._embed(
+            [content for _row, content in rows], self._record_batch, "deliberate record(s)"
+        )
+        if embedded is None:
+            return 0  # the model is down, or refuses everything: the next pass tries again
+        kept, vectors = embedded
+        rows = [rows[n] for n in kept]
 
         def write(connection: sqlite3.Connection) -> int:
             stored = store_vectors(connection, model, rows, vectors) if rows else 0
             self._stale = self._stale or stored > 0
-            if tried < RECALL_BACKFILL_BATCH and self._stale:  # the last batch of the pass
+            if tried < batch and self._stale:  # the last batch of the pass
                 self._read_vectors(connection, model)
             return stored
 
@@ -318,46 +337,76 @@ class Backfill:
         finished = time.monotonic()
         self._next_read_at = finished + max(VECTOR_MATRIX_REFRESH_S, 2 * (finished - now))
 
-    def _one_at_a_time(
-        self, rows: list[tuple[int, str]]
-    ) -> tuple[list[tuple[int, str]], npt.NDArray[np.float32]] | None:
-        """After the model refused `rows` as a batch: None if it will not embed a probe either;
-        else each row alone, until one fails for another reason than a refusal (the rest wait
-        for the next pass): the rows embedded and their vectors. The refused are noted."""
+    def facts_step_blocking(self) -> int:
+        """One batch of the automatic facts recall found without a vector: how many were
+        embedded or refused (0 when there is nothing to do, or the model failed)."""
+        facts = self._facts
+        if facts is None or self._embeddings.model_id is None:
+            return 0
+        batch = facts.facts_to_embed(self._fact_batch.size, self.refused.current())
+        if batch is None:
+            return 0
+        embedded = self._embed(
+            [r.fact for r in batch.records], self._fact_batch, "automatic fact(s)"
+        )
+        if embedded is None:
+            return 0  # the model is down, or refuses everything: the next pass tries again
+        kept, vectors = embedded
+        facts.keep_fact_vectors(batch._replace(records=[batch.records[n] for n in kept]), vectors)
+        return len(batch.records)
+
+    def _embed(
+        self, texts: list[str], size: BatchSize, what: str
+    ) -> tuple[list[int], npt.NDArray[np.float32]] | None:
+        """Embed a batch for the backfill: which of `texts` were embedded (their indices) and
+        their vectors, or None when the model failed them (the batch `size` then halves) or
+        refuses everything. A batch the model refuses is embedded one text at a time, if it
+        embeds a probe, until one fails for another reason than a refusal (the rest wait for
+        the next pass); the refused are set aside, and recorded as a problem with `what`."""
         embeddings = self._embeddings
+        try:
+            vectors = embeddings.try_embed(texts, background=True)
+        except EmbeddingRefused:
+            pass
+        except EmbeddingUnavailable:
+            size.failed()
+            return None
+        else:
+            size.succeeded()
+            return list(range(len(texts))), vectors
         try:
             embeddings.try_embed([PROBE_TEXT], background=True)
         except EmbeddingUnavailable:
             return None
-        kept: list[tuple[int, str]] = []
-        vectors: list[npt.NDArray[np.float32]] = []
+        kept: list[int] = []
+        rows: list[npt.NDArray[np.float32]] = []
         refused: list[str] = []
         reason = ""
-        for row in rows:
+        for number, text in enumerate(texts):
             try:
-                vector = embeddings.try_embed([row[1]], background=True)
+                vector = embeddings.try_embed([text], background=True)
             except EmbeddingRefused as exc:
-                refused.append(row[1])
+                refused.append(text)
                 reason = str(exc)
                 continue
             except EmbeddingUnavailable:
-                break  # down meanwhile: not the record's fault
-            kept.append(row)
-            vectors.append(vector[0])
+                break  # down meanwhile: not the text's fault
+            kept.append(number)
+            rows.append(vector[0])
         if refused:
             self.refused.add(refused)
             message = (
-                f"the embedding model refused {len(refused)} deliberate record(s), which are "
-                f"ranked by their words until it takes them (tried again after "
+                f"the embedding model refused {len(refused)} {what}, which are ranked by "
+                f"their words until it takes them (tried again after "
                 f"{RECALL_BACKFILL_REFUSED_RETRY_S:.0f} s): {reason}"
             )
-            log.warning("recall.backfill_refused", records=len(refused), reason=reason)
+            log.warning("recall.backfill_refused", what=what, texts=len(refused), reason=reason)
             if self._record_error is not None:
                 self._record_error("embedding", message)
         if not kept and not refused:
             return None
-        dims = len(vectors[0]) if vectors else 0
-        return kept, (np.stack(vectors) if vectors else np.zeros((0, dims), dtype=np.float32))
+        dims = len(rows[0]) if rows else 0
+        return kept, (np.stack(rows) if rows else np.zeros((0, dims), dtype=np.float32))
 
     def refresh_blocking(self) -> None:
         """Read the progress now (status is right before the first batch is done)."""
@@ -383,9 +432,7 @@ class Backfill:
             log.warning("recall.backfill_failed", error=f"{type(exc).__name__}: {exc}")
         finally:
             self.counted = True  # counted, or nothing to count: status stops saying loading
-        steps = [self.step_blocking]
-        if self._facts is not None:
-            steps.append(self._facts.embed_missing_blocking)
+        steps = [self.step_blocking, self.facts_step_blocking]
         while True:
             done = 0
             for step in steps:

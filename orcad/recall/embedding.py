@@ -485,32 +485,46 @@ class EndpointEmbedder(RankingSettings):
         self.timeout_s = timeout_s
         self.model_id = f"endpoint-{model}"
         self.dims = 0  # known after the first answer
+        # recall's calls and the backfill's rest apart: a batch the backfill could not get
+        # embedded (a slow server, its longer deadline) must not leave recall lexical
         self.breaker = EndpointBreaker()
+        self.background_breaker = EndpointBreaker()
         self._client: Any = None  # one httpx.Client, made at the first call
         self._client_lock = threading.Lock()
 
-    def embed(self, texts: Sequence[str], *, timeout_s: float | None = None) -> Array:
-        """Unit rows for `texts`, within `timeout_s` (default: the configured one);
-        EmbeddingRefused when the server refuses them, else EmbeddingUnavailable when it fails,
-        or failed lately and rests (orcad.recall.breaker)."""
+    def embed(self, texts: Sequence[str], *, background: bool = False) -> Array:
+        """Unit rows for `texts`; EmbeddingRefused when the server refuses them, else
+        EmbeddingUnavailable when it fails, or failed lately and rests (orcad.recall.breaker).
+        `background`: a call of the backfill, which no one waits for: it gets at least
+        EMBEDDING_BACKGROUND_TIMEOUT_S (recall's deadline is set for one prompt) and rests on
+        its own failures only."""
         if not texts:
             return np.zeros((0, max(self.dims, 1)), dtype=np.float32)
-        resting = self.breaker.resting()
-        if resting is not None:
-            raise EmbeddingUnavailable(resting)
+        breaker = self.background_breaker if background else self.breaker
+        admitted = breaker.admit()
+        if admitted.resting is not None:
+            raise EmbeddingUnavailable(admitted.resting)
+        timeout_s = self.timeout_s
+        if background:
+            timeout_s = max(timeout_s, EMBEDDING_BACKGROUND_TIMEOUT_S)
         try:
-            matrix = self._post(texts, self.timeout_s if timeout_s is None else timeout_s)
+            matrix = self._post(texts, timeout_s)
         except EmbeddingRefused:
-            self.breaker.succeeded()  # it answered: the input is at fault, not the server
+            self._answered()  # the input is at fault, not the server
             raise
         except EmbeddingUnavailable as exc:
-            self.breaker.failed(str(exc), exc.retry_after)
+            breaker.failed(admitted.round, str(exc), exc.retry_after)
             raise
         except Exception as exc:
-            self.breaker.failed(f"embedding endpoint {self.url}: {exc!r}")
+            breaker.failed(admitted.round, f"embedding endpoint {self.url}: {exc!r}")
             raise
-        self.breaker.succeeded()
+        self._answered()
         return matrix
+
+    def _answered(self) -> None:
+        """The server answers: whichever rest it was in is over."""
+        self.breaker.succeeded()
+        self.background_breaker.succeeded()
 
     def _http(self) -> Any:
         """The client every call shares, and with it its open connections: each one made anew
@@ -1174,16 +1188,14 @@ class Embeddings:
     def try_embed(self, texts: Sequence[str], *, background: bool = False) -> Array:
         """Unit rows for `texts`; EmbeddingRefused when the model refuses them, else
         EmbeddingUnavailable when it fails or there is none (the failure is kept as the
-        reason, as by `embed`). `background`: for the backfill, which no one waits for: an
-        endpoint gets at least EMBEDDING_BACKGROUND_TIMEOUT_S for a batch that recall's deadline
-        (set for one prompt) would cut every time on a slow server."""
+        reason, as by `embed`). `background`: for the backfill, which no one waits for (an
+        endpoint gives it a longer deadline, and rests apart from recall's calls)."""
         embedder = self.embedder
         if embedder is None:
             raise EmbeddingUnavailable(self.reason or "no embedding model")
         try:
             if background and isinstance(embedder, EndpointEmbedder):
-                timeout_s = max(embedder.timeout_s, EMBEDDING_BACKGROUND_TIMEOUT_S)
-                matrix = embedder.embed(texts, timeout_s=timeout_s)
+                matrix = embedder.embed(texts, background=True)
             else:
                 matrix = embedder.embed(texts)
         except EmbeddingUnavailable as exc:
