@@ -29,7 +29,7 @@ from orcad.recall.deliberate import Backfill, DeliberateRecall, RefusedTexts
 from orcad.recall.embedding import (
     EmbeddingRefused,
     Embeddings,
-    EmbeddingUnavailable,
+    EmbeddingTimedOut,
     RankingSettings,
 )
 from protocol.errors import RemoteError
@@ -700,23 +700,27 @@ async def test_a_recall_right_after_the_backfill_finds_what_it_embedded(
 
 
 class ScriptedEmbedder(RankingSettings):
-    """An embedding model that refuses any text holding "TOO LONG" (as an endpoint's 400), and
-    times out once `calls_left` reaches 0; else a vector from the text's length."""
+    """An embedding model that refuses any text holding "TOO LONG" (as an endpoint's 400), or
+    every text once `refuse_all`; times out on a batch holding "SLOW" with another text, and
+    on any once `calls_left` reaches 0; else a vector from the text's length."""
 
     model_id = "scripted"
     dims = 4
 
     def __init__(self) -> None:
         self.calls_left: int | None = None  # None: it never times out
+        self.refuse_all = False
         self.sent: list[str] = []
 
     def embed(self, texts: Any) -> Any:
         self.sent.extend(texts)
         if self.calls_left is not None:
             if self.calls_left <= 0:
-                raise EmbeddingUnavailable("timed out")
+                raise EmbeddingTimedOut("timed out")
             self.calls_left -= 1
-        if any("TOO LONG" in text for text in texts):
+        if len(texts) > 1 and any("SLOW" in text for text in texts):
+            raise EmbeddingTimedOut("timed out")
+        if self.refuse_all or any("TOO LONG" in text for text in texts):
             raise EmbeddingRefused("400: input is too large to process")
         rows = np.array([[len(text), 1.0, 2.0, 3.0] for text in texts], dtype=np.float32)
         return rows / np.linalg.norm(rows, axis=1, keepdims=True)
@@ -875,4 +879,45 @@ async def test_the_backfill_embeds_the_facts_recall_noted_project_by_project(
     for project in ("b", "c"):  # every vector is in the index, for the next start
         stored = read_index_vectors(directories[project] / "index.sqlite3")
         assert stored is not None and set(stored.by_text) == set(facts[project])
+    search.close()
+
+
+async def test_a_project_the_model_fails_holds_up_no_other_and_a_refusing_model_rests(
+    orca: InProcessDaemon, tmp_path: Path
+) -> None:
+    model = ScriptedEmbedder()
+    embeddings = Embeddings("scripted", model)
+    facts = {
+        "a": ["SLOW: the whole architecture document.", "Releases are cut on Thursdays."],
+        "b": ["The frontend uses pnpm.", "Deploys need two approvals."],
+    }
+    directories = {project: tmp_path / project for project in facts}
+    for project, texts in facts.items():
+        add_facts(directories[project], texts)
+    search = ProjectMemorySearch(directories.__getitem__, embeddings=embeddings)
+    backfill = Backfill(orca.features.deliberate, embeddings, facts=search)
+    query = embeddings.query("which port")
+    for project in ("a", "b"):
+        search.search_blocking(project, ["port"], 6, query)
+    assert backfill.facts_step_blocking() == 0  # a's batch times out: b's turn next
+    assert backfill.facts_step_blocking() == 2
+    assert search.facts_pending() == 2
+    # a's batch halves at each timeout (64 after b's success: six times) until the slow fact
+    # goes alone
+    assert [backfill.facts_step_blocking() for _ in range(9)] == [0] * 6 + [1, 1, 0]
+    assert search.facts_pending() == 0
+    # a model that refuses everything, the probe too (a model name the server does not know),
+    # is left alone for a while rather than sent a batch and a probe every pass
+    add_facts(directories["b"], ["Staging deploys run from the deploy-staging workflow."])
+    search.search_blocking("b", ["port"], 6, query)
+    model.refuse_all = True
+    sent = len(model.sent)
+    assert backfill.facts_step_blocking() == 0
+    assert model.sent[sent:] == [
+        "Staging deploys run from the deploy-staging workflow.",
+        recall_deliberate.PROBE_TEXT,
+    ]
+    assert backfill.facts_step_blocking() == 0 and backfill.step_blocking() == 0
+    assert len(model.sent) == sent + 2
+    assert search.facts_pending() == 1 and not backfill.refused.current()
     search.close()

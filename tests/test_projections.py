@@ -38,6 +38,7 @@ from orcad.capture.projections import (
     render_markdown,
 )
 from orcad.query import distinct_terms
+from orcad.recall import automatic
 from orcad.recall.automatic import (
     PROJECTS_CACHED,
     ProjectCache,
@@ -543,13 +544,64 @@ def test_facts_the_backfill_embeds_are_kept_in_memory_when_the_index_cannot_be_w
     search.close()
 
 
+def test_a_publish_during_the_backfills_embedding_keeps_its_facts_vectors(
+    tmp_path: Path,
+) -> None:
+    """The backfill embeds outside the project's cache lock; a publish that lands meanwhile
+    writes the index with its new fact's vector, and the index the backfill writes after it
+    must keep that vector (else the fact is embedded again) and be current."""
+    model = CountingModel()
+    embeddings = Embeddings("builtin", model)
+    facts = ["The frontend uses pnpm, never npm.", "Releases are cut on Thursdays."]
+    ledger = with_facts(Ledger(), *facts)
+    commit(tmp_path, ledger)  # an index without vectors
+    search = ProjectMemorySearch(lambda _project: tmp_path, embeddings=embeddings)
+    recall_first(search, embeddings, model)
+    batch = search.facts_to_embed(64, frozenset())
+    assert batch is not None and [r.fact for r in batch.records] == facts
+    matrix = embeddings.embed(facts, purpose="backfill")
+    assert matrix is not None
+    new = "Staging deploys run from the deploy-staging workflow."
+    ledger = with_facts(ledger, new, job="job_published_meanwhile")
+    commit(tmp_path, ledger, fact_embedder(embeddings)([new], tmp_path))
+    assert search.keep_fact_vectors(batch, matrix) == 2
+    stored = read_index_vectors(tmp_path / INDEX_FILE)
+    assert stored is not None and set(stored.by_text) == {*facts, new}
+    assert index_state(tmp_path, ledger) == "current"
+    assert recall_first(search, embeddings, model) == facts[0]
+    assert model.texts == [] and search.facts_pending() == 0
+    search.close()
+
+
+def test_a_project_dropped_from_the_cache_is_no_longer_counted_as_waiting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(automatic, "PROJECTS_CACHED", 1)
+    model = CountingModel()
+    embeddings = Embeddings("builtin", model)
+    directories = {"p1": tmp_path / "p1", "p2": tmp_path / "p2"}
+    for directory in directories.values():
+        directory.mkdir()
+    commit(directories["p1"], with_facts(Ledger(), "alpha", "beta"))
+    commit(directories["p2"], with_facts(Ledger(), "gamma", "delta", "epsilon"))
+    search = ProjectMemorySearch(directories.__getitem__, embeddings=embeddings)
+    query = embeddings.query("which package manager?")
+    search.search_blocking("p1", ["alpha"], 6, query)
+    assert search.facts_pending() == 2
+    search.search_blocking("p2", ["gamma"], 6, query)  # p1 leaves the cache
+    assert search.facts_pending() == 3
+    assert backfill(search, embeddings) == 3
+    assert search.facts_pending() == 0
+    search.close()
+
+
 def backfill(search: ProjectMemorySearch, embeddings: Embeddings) -> int:
     """What the daemon's backfill does with the facts recall noted (orcad.recall.deliberate
     `Backfill.facts_step_blocking`, with no refusal), batch after batch until the model fails
     or nothing is left: how many facts it embedded."""
     embedded = 0
     while (batch := search.facts_to_embed(64, frozenset())) is not None:
-        matrix = embeddings.embed([record.fact for record in batch.records], background=True)
+        matrix = embeddings.embed([record.fact for record in batch.records], purpose="backfill")
         kept = 0 if matrix is None else search.keep_fact_vectors(batch, matrix)
         if not kept:
             break

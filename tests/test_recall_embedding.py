@@ -852,11 +852,11 @@ def test_the_backfill_failing_a_batch_does_not_rest_the_endpoint_for_recall() ->
         loaded = endpoint_on_a_clock(server, now)
         server.script(status(503))
         server.default = answer_embeddings
-        assert loaded.embed(["a batch of the backfill"], background=True) is None
-        assert loaded.embed(["the backfill again"], background=True) is None  # it rests
+        assert loaded.embed(["a batch of the backfill"], purpose="backfill") is None
+        assert loaded.embed(["the backfill again"], purpose="backfill") is None  # it rests
         assert len(server.requests) == 1
         assert loaded.embed(["a prompt"]) is not None and len(server.requests) == 2
-        assert loaded.embed(["the backfill again"], background=True) is not None
+        assert loaded.embed(["the backfill again"], purpose="backfill") is not None
         assert len(server.requests) == 3
 
 

@@ -45,9 +45,9 @@ from orcad.config import Config
 from orcad.errors import Conflict, ExtractionRejected, NotFound, StorageError
 from orcad.secrets import secret_kinds
 
-# the embeddings for the index of a job's facts and of the project's (its directory) other
-# facts the index has none for (orcad.recall.automatic.fact_embedder); never raises, None when
-# there is no model or it failed
+# the embeddings of a job's facts for the project's index (its directory), within recall's
+# deadline (orcad.recall.automatic.fact_embedder); never raises, None when there is no model
+# or it failed (the backfill embeds them then)
 FactEmbedder = Callable[[Sequence[str], Path], IndexVectors | None]
 
 log = structlog.get_logger("orcad.capture")

@@ -21,8 +21,8 @@ One search, given the prompt's distinct terms (derived once per recall, orcad.qu
    records' vectors come from the index (written with the facts, `fact_embedder`), read once
    per index file; a record the index has no vector for (another model, an index from before,
    an index that cannot be used) ranks on its words until the backfill has embedded it in the
-   background (`embed_missing_blocking`), which keeps it in the cache and writes the index
-   again with the others (`_save_vectors`).
+   background (`facts_to_embed`, `keep_fact_vectors`), which keeps it in the cache and writes
+   the index again with the others (`_save_vectors`).
 
 The answer is the ledger's own records (`CandidateRecord`), best first; orcad.recall.select
 turns the chosen ones into wire entries.
@@ -54,6 +54,7 @@ from orcad.limits import LEDGER_MAX_CANDIDATES, RECALL_AUTOMATIC_MAX_ENTRIES
 from orcad.query import match_expression, most_selective, stem, stems
 from orcad.recall import rank
 from orcad.recall.embedding import Array, Embeddings, PromptQuery
+from orcad.secrets import secret_kinds
 
 log = structlog.get_logger("orcad.recall.automatic")
 
@@ -87,6 +88,8 @@ class ProjectCache:
     stems: dict[str, frozenset[str]] = field(default_factory=dict)
     # per stem, which records (in `records` order) contain it; cleared with the ledger
     stem_masks: dict[str, npt.NDArray[np.bool_]] = field(default_factory=dict)
+    # per record recall found without a vector: whether it looks like a secret (never embedded)
+    unembeddable: dict[str, bool] = field(default_factory=dict)
     vectors: dict[str, Array] = field(default_factory=dict)  # under `vectors_model`
     vectors_model: str | None = None
     # `vectors` stacked in `records` order (zero rows where there is none) and which rows are
@@ -182,7 +185,7 @@ def fact_embedder(embeddings: Embeddings) -> Callable[[Sequence[str], Path], Ind
         if model is None:
             return None
         wanted = list(dict.fromkeys(texts))
-        matrix = embeddings.embed(wanted)
+        matrix = embeddings.embed(wanted, purpose="publish")
         if matrix is None:
             return None
         rows = matrix.astype(np.float16)
@@ -310,6 +313,7 @@ class ProjectMemorySearch:
             cache.records, cache.recorded = records, recorded
             cache.stems = {i: frozenset(stems(r.fact)) for i, r in records.items()}
             cache.stem_masks = {}
+            cache.unembeddable = {}
             cache.vectors = {i: v for i, v in cache.vectors.items() if i in records}
             cache.stacked = None
         return cache.ledger
@@ -445,8 +449,9 @@ class ProjectMemorySearch:
 
     def _vectors(self, project_id: str, cache: ProjectCache) -> dict[str, Array]:
         """Each record's vector under the current model, from the index. Records it holds none
-        for rank on their words until the backfill has embedded them (`embed_missing_blocking`):
-        the project is noted for it, with how many."""
+        for rank on their words until the backfill has embedded them (`facts_to_embed`): the
+        project is noted for it, with how many (a fact that looks like a secret never goes to
+        a model, and is not counted)."""
         assert self._embeddings is not None
         model = self._embeddings.model_id
         if model != cache.vectors_model:
@@ -461,13 +466,22 @@ class ProjectMemorySearch:
                 if record_id in cache.records and record_id not in cache.vectors:
                     cache.vectors[record_id] = vector
                     cache.stacked = None
-        missing = sum(1 for record_id in cache.records if record_id not in cache.vectors)
+        missing = len(self._missing(cache))
         with self._projects_lock:
-            if missing and model is not None:
+            if missing and model is not None and self._projects.get(project_id) is cache:
                 self._wanting[project_id] = missing
-            else:
+            else:  # (a cache dropped meanwhile is the next recall's to note again)
                 self._wanting.pop(project_id, None)
         return cache.vectors
+
+    @staticmethod
+    def _missing(cache: ProjectCache) -> list[CandidateRecord]:
+        """The records that have no vector and may get one."""
+        missing = [r for r in cache.records.values() if r.id not in cache.vectors]
+        for record in missing:
+            if record.id not in cache.unembeddable:
+                cache.unembeddable[record.id] = bool(secret_kinds(record.fact))
+        return [record for record in missing if not cache.unembeddable[record.id]]
 
     def facts_pending(self) -> int:
         """Facts of the projects recalled lately that have no vector yet (the backfill's
@@ -488,16 +502,14 @@ class ProjectMemorySearch:
         for project_id in noted:
             with self._projects_lock:
                 cache = self._projects.get(project_id)
-            if cache is None:
-                continue  # (dropped from the cache meanwhile)
+                if cache is None:  # dropped from the cache meanwhile
+                    self._wanting.pop(project_id, None)
+                    continue
             with cache.lock:
                 if not self._refresh_locked(project_id, cache):
                     continue
-                chosen = [
-                    record
-                    for record in cache.records.values()
-                    if record.id not in cache.vectors and text_digest(record.fact) not in skip
-                ][:limit]
+                missing = self._missing(cache)
+                chosen = [r for r in missing if text_digest(r.fact) not in skip][:limit]
             if chosen:
                 with self._projects_lock:
                     if project_id in self._wanting:
@@ -550,6 +562,11 @@ class ProjectMemorySearch:
         published to since an upgrade or a model change) would have them embedded again after
         every start. Without the project lock, as a rebuild: a publish that wins the rename
         leaves this index stale, and the next search rebuilds it carrying these vectors over."""
+        # a publish that landed since the ledger was read: its facts, and their vectors in the
+        # index it wrote, are read first, so that the index written here keeps them
+        moved = file_signature(ledger_path(directory)) != cache.ledger_signature
+        if moved and not self._refresh_locked(project_id, cache):
+            return
         model, ledger = cache.vectors_model, cache.ledger
         if not self._use_index or cache.index is None or model is None or ledger is None:
             return  # no usable index to keep them in: they stay in memory (while cached)

@@ -41,6 +41,7 @@ from orcad.recall.embedding import (
     Array,
     EmbeddingRefused,
     Embeddings,
+    EmbeddingTimedOut,
     EmbeddingUnavailable,
     PromptQuery,
 )
@@ -166,8 +167,8 @@ class FactBackfill(Protocol):
 
 class BatchSize:
     """How many texts the backfill sends the model at once: RECALL_BACKFILL_BATCH, halved after
-    a batch the model failed (a slow server that cannot embed that many within the deadline),
-    doubled back after each batch it embeds."""
+    a batch that timed out (a slow server that cannot embed that many within the deadline) or
+    that the model took only one text at a time, doubled back after each batch it embeds."""
 
     def __init__(self) -> None:
         self.size = RECALL_BACKFILL_BATCH
@@ -220,7 +221,8 @@ class Backfill:
     the automatic facts recall found without vectors (`facts`), as lexical until then.
 
     A batch that fails because the model is down (an endpoint that does not answer, answers 5xx
-    or 429) is tried again at the next pass, half as large (`BatchSize`). One that the model
+    or 429) is tried again at the next pass, half as large if it timed out (`BatchSize`). One
+    that the model
     refuses (an endpoint's 400, 413 or 422) is embedded one text at a time, provided the model
     embeds a probe (else it refuses everything: a model name the server does not know); the
     records and facts it refuses are left to their words (`RefusedTexts`), stay counted as
@@ -262,6 +264,8 @@ class Backfill:
         self._record_error = record_error
         self._record_batch = BatchSize()
         self._fact_batch = BatchSize()
+        self._refusing_s = 0.0  # how long the model that refused everything is left alone
+        self._refusing_until = 0.0  # monotonic
 
     def step_blocking(self) -> int:
         """One batch: how many records were embedded or refused (0 when there is nothing to
@@ -359,32 +363,46 @@ class Backfill:
         self, texts: list[str], size: BatchSize, what: str
     ) -> tuple[list[int], npt.NDArray[np.float32]] | None:
         """Embed a batch for the backfill: which of `texts` were embedded (their indices) and
-        their vectors, or None when the model failed them (the batch `size` then halves) or
-        refuses everything. A batch the model refuses is embedded one text at a time, if it
-        embeds a probe, until one fails for another reason than a refusal (the rest wait for
-        the next pass); the refused are set aside, and recorded as a problem with `what`."""
+        their vectors, or None when the model failed them or refuses everything.
+
+        A batch that times out is sent half as large next time (`size`). A batch the model
+        refuses is embedded one text at a time, if it embeds a probe, until one fails for
+        another reason than a refusal (the rest wait for the next pass); the refused are set
+        aside, and recorded as a problem with `what`; if it took each text alone, the batch was
+        too large for it (a limit on a request), and halves too. A model that refuses even the
+        probe (a model name the server does not know) is not asked again for a while, longer
+        each time (`_rest_after_refusal`)."""
         embeddings = self._embeddings
+        if time.monotonic() < self._refusing_until:
+            return None
         try:
-            vectors = embeddings.try_embed(texts, background=True)
+            vectors = embeddings.try_embed(texts, purpose="backfill")
         except EmbeddingRefused:
             pass
-        except EmbeddingUnavailable:
+        except EmbeddingTimedOut:
             size.failed()
+            return None
+        except EmbeddingUnavailable:
             return None
         else:
             size.succeeded()
+            self._refusing_s = 0.0
             return list(range(len(texts))), vectors
         try:
-            embeddings.try_embed([PROBE_TEXT], background=True)
+            embeddings.try_embed([PROBE_TEXT], purpose="backfill")
+        except EmbeddingRefused:
+            self._rest_after_refusal()
+            return None
         except EmbeddingUnavailable:
             return None
+        self._refusing_s = 0.0
         kept: list[int] = []
         rows: list[npt.NDArray[np.float32]] = []
         refused: list[str] = []
         reason = ""
         for number, text in enumerate(texts):
             try:
-                vector = embeddings.try_embed([text], background=True)
+                vector = embeddings.try_embed([text], purpose="backfill")
             except EmbeddingRefused as exc:
                 refused.append(text)
                 reason = str(exc)
@@ -405,8 +423,16 @@ class Backfill:
                 self._record_error("embedding", message)
         if not kept and not refused:
             return None
+        if kept and not refused and len(kept) == len(texts):
+            size.failed()  # each alone, not all at once
         dims = len(rows[0]) if rows else 0
         return kept, (np.stack(rows) if rows else np.zeros((0, dims), dtype=np.float32))
+
+    def _rest_after_refusal(self) -> None:
+        """The model refuses everything: leave it alone, from a second (the server may be
+        loading the model) up to RECALL_BACKFILL_REFUSED_RETRY_S, twice as long each time."""
+        self._refusing_s = min(RECALL_BACKFILL_REFUSED_RETRY_S, max(1.0, 2 * self._refusing_s))
+        self._refusing_until = time.monotonic() + self._refusing_s
 
     def refresh_blocking(self) -> None:
         """Read the progress now (status is right before the first batch is done)."""

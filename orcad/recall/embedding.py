@@ -33,7 +33,7 @@ import weakref
 import zipfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple, Protocol
+from typing import Any, Literal, NamedTuple, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -100,6 +100,15 @@ class EmbeddingRefused(EmbeddingUnavailable):
     (llama.cpp's server for a text longer than its batch). The input may be at fault, or the
     request as a whole (a model name the server does not know)."""
 
+
+class EmbeddingTimedOut(EmbeddingUnavailable):
+    """The model took longer than the deadline: the batch may be too large for it."""
+
+
+# who asks for an embedding: recall (for a prompt, within recall's deadline), a publish (a
+# job's facts, within recall's deadline: recall's barrier waits for the job), or the backfill
+# (no one waits: a longer deadline); an endpoint rests recall's calls apart from the others
+Purpose = Literal["recall", "publish", "backfill"]
 
 # an endpoint's statuses that refuse what was sent, rather than say it cannot answer now
 REFUSING_STATUSES = frozenset({400, 413, 422})
@@ -485,32 +494,32 @@ class EndpointEmbedder(RankingSettings):
         self.timeout_s = timeout_s
         self.model_id = f"endpoint-{model}"
         self.dims = 0  # known after the first answer
-        # recall's calls and the backfill's rest apart: a batch the backfill could not get
-        # embedded (a slow server, its longer deadline) must not leave recall lexical
+        # recall's calls rest apart from the others: a batch a slow server could not embed in
+        # time says nothing about one prompt, and an answer given within the backfill's longer
+        # deadline says nothing about recall's
         self.breaker = EndpointBreaker()
         self.background_breaker = EndpointBreaker()
         self._client: Any = None  # one httpx.Client, made at the first call
         self._client_lock = threading.Lock()
 
-    def embed(self, texts: Sequence[str], *, background: bool = False) -> Array:
-        """Unit rows for `texts`; EmbeddingRefused when the server refuses them, else
-        EmbeddingUnavailable when it fails, or failed lately and rests (orcad.recall.breaker).
-        `background`: a call of the backfill, which no one waits for: it gets at least
-        EMBEDDING_BACKGROUND_TIMEOUT_S (recall's deadline is set for one prompt) and rests on
-        its own failures only."""
+    def embed(self, texts: Sequence[str], *, purpose: Purpose = "recall") -> Array:
+        """Unit rows for `texts`; EmbeddingRefused when the server refuses them,
+        EmbeddingTimedOut past the deadline, else EmbeddingUnavailable when it fails, or failed
+        lately and rests (orcad.recall.breaker). The backfill gets at least
+        EMBEDDING_BACKGROUND_TIMEOUT_S (recall's deadline is set for one prompt)."""
         if not texts:
             return np.zeros((0, max(self.dims, 1)), dtype=np.float32)
-        breaker = self.background_breaker if background else self.breaker
+        breaker = self.breaker if purpose == "recall" else self.background_breaker
         admitted = breaker.admit()
         if admitted.resting is not None:
             raise EmbeddingUnavailable(admitted.resting)
         timeout_s = self.timeout_s
-        if background:
+        if purpose == "backfill":
             timeout_s = max(timeout_s, EMBEDDING_BACKGROUND_TIMEOUT_S)
         try:
             matrix = self._post(texts, timeout_s)
         except EmbeddingRefused:
-            self._answered()  # the input is at fault, not the server
+            self._answered(purpose)  # the input is at fault, not the server
             raise
         except EmbeddingUnavailable as exc:
             breaker.failed(admitted.round, str(exc), exc.retry_after)
@@ -518,12 +527,14 @@ class EndpointEmbedder(RankingSettings):
         except Exception as exc:
             breaker.failed(admitted.round, f"embedding endpoint {self.url}: {exc!r}")
             raise
-        self._answered()
+        self._answered(purpose)
         return matrix
 
-    def _answered(self) -> None:
-        """The server answers: whichever rest it was in is over."""
-        self.breaker.succeeded()
+    def _answered(self, purpose: Purpose) -> None:
+        """The server answered within the deadline of `purpose`: that rest is over, and
+        recall's answer (the shortest deadline) ends the others' too."""
+        if purpose == "recall":
+            self.breaker.succeeded()
         self.background_breaker.succeeded()
 
     def _http(self) -> Any:
@@ -567,6 +578,9 @@ class EndpointEmbedder(RankingSettings):
                 answer.headers.get("retry-after"), now_epoch=time.time()
             )
             raise EmbeddingUnavailable(message, retry_after=retry_after) from exc
+        except httpx.TimeoutException as exc:
+            message = f"embedding endpoint {self.url}: timed out after {timeout_s:g} s"
+            raise EmbeddingTimedOut(message) from exc
         except (httpx.HTTPError, KeyError, TypeError, ValueError) as exc:
             raise EmbeddingUnavailable(f"embedding endpoint {self.url}: {exc}") from exc
         if (
@@ -1177,25 +1191,25 @@ class Embeddings:
             return "ready"
         return "off" if self.setting == "none" else "unavailable"
 
-    def embed(self, texts: Sequence[str], *, background: bool = False) -> Array | None:
+    def embed(self, texts: Sequence[str], *, purpose: Purpose = "recall") -> Array | None:
         """Unit rows for `texts`, or None when the model fails (the failure is kept;
-        `background` as for `try_embed`)."""
+        `purpose` as for `try_embed`)."""
         try:
-            return self.try_embed(texts, background=background)
+            return self.try_embed(texts, purpose=purpose)
         except EmbeddingUnavailable:
             return None
 
-    def try_embed(self, texts: Sequence[str], *, background: bool = False) -> Array:
+    def try_embed(self, texts: Sequence[str], *, purpose: Purpose = "recall") -> Array:
         """Unit rows for `texts`; EmbeddingRefused when the model refuses them, else
         EmbeddingUnavailable when it fails or there is none (the failure is kept as the
-        reason, as by `embed`). `background`: for the backfill, which no one waits for (an
-        endpoint gives it a longer deadline, and rests apart from recall's calls)."""
+        reason, as by `embed`). `purpose`: who asks (an endpoint's deadline and rest depend on
+        it)."""
         embedder = self.embedder
         if embedder is None:
             raise EmbeddingUnavailable(self.reason or "no embedding model")
         try:
-            if background and isinstance(embedder, EndpointEmbedder):
-                matrix = embedder.embed(texts, background=True)
+            if isinstance(embedder, EndpointEmbedder):
+                matrix = embedder.embed(texts, purpose=purpose)
             else:
                 matrix = embedder.embed(texts)
         except EmbeddingUnavailable as exc:
