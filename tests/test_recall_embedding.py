@@ -860,6 +860,25 @@ def test_the_backfill_failing_a_batch_does_not_rest_the_endpoint_for_recall() ->
         assert len(server.requests) == 3
 
 
+def test_a_publish_failure_rests_no_recall_and_a_backfill_answer_ends_no_recall_rest() -> None:
+    """A publish (a job's facts) failing on a slow server says nothing about a prompt; an
+    answer within the backfill's longer deadline says nothing about recall's."""
+    now = [0.0]
+    with FakeOpenAI() as server:
+        loaded = endpoint_on_a_clock(server, now)
+        server.script(status(503))
+        server.default = answer_embeddings
+        assert loaded.embed(["eight facts of a job"], purpose="publish") is None
+        assert loaded.embed(["a prompt"]) is not None and len(server.requests) == 2
+        server.script(status(503))
+        assert loaded.embed(["a prompt"]) is None  # recall rests now
+        assert loaded.embed(["a batch"], purpose="backfill") is not None
+        assert len(server.requests) == 4
+        assert loaded.embed(["a prompt"]) is None and len(server.requests) == 4  # still
+        now[0] = 1.0
+        assert loaded.embed(["a prompt"]) is not None and len(server.requests) == 5
+
+
 @pytest.mark.parametrize(
     ("line", "named"),
     [
