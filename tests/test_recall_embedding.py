@@ -844,9 +844,11 @@ def test_calls_made_before_a_rest_neither_lengthen_it_nor_end_a_trial() -> None:
     assert breaker.admit().resting is None
 
 
-def test_the_backfill_failing_a_batch_does_not_rest_the_endpoint_for_recall() -> None:
-    """A batch too large for a slow server within the backfill's deadline says nothing about a
-    prompt: recall still asks the endpoint, and its answer ends the backfill's rest too."""
+def test_recall_rests_apart_from_the_backfill_and_publishes() -> None:
+    """A batch or a job's facts too many for a slow server within the deadline say nothing
+    about a prompt: recall still asks the endpoint, and its answer ends the others' rest. An
+    answer within the backfill's longer deadline says nothing about recall's: it ends no rest
+    of recall's."""
     now = [0.0]
     with FakeOpenAI() as server:
         loaded = endpoint_on_a_clock(server, now)
@@ -854,29 +856,19 @@ def test_the_backfill_failing_a_batch_does_not_rest_the_endpoint_for_recall() ->
         server.default = answer_embeddings
         assert loaded.embed(["a batch of the backfill"], purpose="backfill") is None
         assert loaded.embed(["the backfill again"], purpose="backfill") is None  # it rests
+        assert loaded.embed(["eight facts of a job"], purpose="publish") is None  # (so do they)
         assert len(server.requests) == 1
         assert loaded.embed(["a prompt"]) is not None and len(server.requests) == 2
         assert loaded.embed(["the backfill again"], purpose="backfill") is not None
-        assert len(server.requests) == 3
-
-
-def test_a_publish_failure_rests_no_recall_and_a_backfill_answer_ends_no_recall_rest() -> None:
-    """A publish (a job's facts) failing on a slow server says nothing about a prompt; an
-    answer within the backfill's longer deadline says nothing about recall's."""
-    now = [0.0]
-    with FakeOpenAI() as server:
-        loaded = endpoint_on_a_clock(server, now)
         server.script(status(503))
-        server.default = answer_embeddings
         assert loaded.embed(["eight facts of a job"], purpose="publish") is None
-        assert loaded.embed(["a prompt"]) is not None and len(server.requests) == 2
+        assert loaded.embed(["a prompt"]) is not None and len(server.requests) == 5
         server.script(status(503))
         assert loaded.embed(["a prompt"]) is None  # recall rests now
         assert loaded.embed(["a batch"], purpose="backfill") is not None
-        assert len(server.requests) == 4
-        assert loaded.embed(["a prompt"]) is None and len(server.requests) == 4  # still
+        assert loaded.embed(["a prompt"]) is None and len(server.requests) == 7  # still
         now[0] = 1.0
-        assert loaded.embed(["a prompt"]) is not None and len(server.requests) == 5
+        assert loaded.embed(["a prompt"]) is not None and len(server.requests) == 8
 
 
 @pytest.mark.parametrize(
