@@ -222,12 +222,11 @@ class Backfill:
 
     A batch that fails because the model is down (an endpoint that does not answer, answers 5xx
     or 429) is tried again at the next pass, half as large if it timed out (`BatchSize`). One
-    that the model
-    refuses (an endpoint's 400, 413 or 422) is embedded one text at a time, provided the model
-    embeds a probe (else it refuses everything: a model name the server does not know); the
-    records and facts it refuses are left to their words (`RefusedTexts`), stay counted as
-    pending, and the refusal is recorded: one such text must not keep every other one without a
-    vector.
+    that the model refuses (an endpoint's 400, 413 or 422) is embedded one text at a time,
+    provided the model embeds a probe (else it refuses everything: a model name the server does
+    not know, and it is left alone for a while); the records and facts it refuses are left to
+    their words (`RefusedTexts`), stay counted as pending, and the refusal is recorded: one
+    such text must not keep every other one without a vector.
 
     At the end of a pass, and when it finds nothing to do after a start, it reads the vectors
     recall keeps in memory, so that the next recall does not (100 ms at 10k records); at most
