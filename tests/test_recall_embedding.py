@@ -33,10 +33,12 @@ from orcad.recall.embedding import (
     DEFAULT_GATE,
     GATE_FILE,
     PROJECT_PROMPTS,
+    PURPOSES,
     STATIC_DIR,
     UNRELATED_PROMPTS,
     EmbeddingRefused,
     Embeddings,
+    EmbeddingTimedOut,
     EmbeddingUnavailable,
     EndpointEmbedder,
     GateReferences,
@@ -738,8 +740,7 @@ def endpoint_on_a_clock(server: FakeOpenAI, now: list[float], timeout_s: float =
     loaded = Embeddings.load("endpoint", base_url=server.base_url, model="m", timeout_s=timeout_s)
     endpoint = loaded.embedder
     assert isinstance(endpoint, EndpointEmbedder)
-    endpoint.breaker = EndpointBreaker(lambda: now[0])
-    endpoint.background_breaker = EndpointBreaker(lambda: now[0])
+    endpoint.breakers = {purpose: EndpointBreaker(lambda: now[0]) for purpose in PURPOSES}
     return loaded
 
 
@@ -844,11 +845,27 @@ def test_calls_made_before_a_rest_neither_lengthen_it_nor_end_a_trial() -> None:
     assert breaker.admit().resting is None
 
 
-def test_recall_rests_apart_from_the_backfill_and_publishes() -> None:
-    """A batch or a job's facts too many for a slow server within the deadline say nothing
-    about a prompt: recall still asks the endpoint, and its answer ends the others' rest. An
-    answer within the backfill's longer deadline says nothing about recall's: it ends no rest
-    of recall's."""
+def test_the_backfill_waits_for_a_slow_server_longer_than_recall_or_a_publish(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Recall's deadline (here 0.3 s) is set for one prompt, and a publish's is recall's (the
+    barrier waits for it); the backfill's batches get at least EMBEDDING_BACKGROUND_TIMEOUT_S."""
+    with FakeOpenAI() as server:
+        loaded = endpoint_on_a_clock(server, [0.0])
+        server.default = stall_before_headers(1.0, then=answer_embeddings)
+        assert loaded.embed(["a prompt"]) is None
+        assert loaded.embed(["eight facts of a job"], purpose="publish") is None
+        assert "timed out after 0.3 s" in (loaded.reason or "")
+        assert loaded.embed(["a batch"], purpose="backfill") is not None
+        monkeypatch.setattr(embedding, "EMBEDDING_BACKGROUND_TIMEOUT_S", 0.5)
+        with pytest.raises(EmbeddingTimedOut, match=r"timed out after 0\.5 s"):
+            loaded.try_embed(["a batch"], purpose="backfill")
+
+
+def test_each_purpose_rests_on_its_own_failures_and_a_shorter_deadlines_answer_ends_all() -> None:
+    """A batch or a job's facts too many for a slow server say nothing about a prompt, nor a
+    failure within recall's deadline about the backfill's longer one; an answer within recall's
+    (or a publish's, the same) ends every rest, one within the backfill's only its own."""
     now = [0.0]
     with FakeOpenAI() as server:
         loaded = endpoint_on_a_clock(server, now)
@@ -856,19 +873,19 @@ def test_recall_rests_apart_from_the_backfill_and_publishes() -> None:
         server.default = answer_embeddings
         assert loaded.embed(["a batch of the backfill"], purpose="backfill") is None
         assert loaded.embed(["the backfill again"], purpose="backfill") is None  # it rests
-        assert loaded.embed(["eight facts of a job"], purpose="publish") is None  # (so do they)
         assert len(server.requests) == 1
-        assert loaded.embed(["a prompt"]) is not None and len(server.requests) == 2
+        assert loaded.embed(["eight facts of a job"], purpose="publish") is not None
         assert loaded.embed(["the backfill again"], purpose="backfill") is not None
         server.script(status(503))
         assert loaded.embed(["eight facts of a job"], purpose="publish") is None
         assert loaded.embed(["a prompt"]) is not None and len(server.requests) == 5
+        assert loaded.embed(["eight facts of a job"], purpose="publish") is not None
         server.script(status(503))
         assert loaded.embed(["a prompt"]) is None  # recall rests now
         assert loaded.embed(["a batch"], purpose="backfill") is not None
-        assert loaded.embed(["a prompt"]) is None and len(server.requests) == 7  # still
+        assert loaded.embed(["a prompt"]) is None and len(server.requests) == 8  # still
         now[0] = 1.0
-        assert loaded.embed(["a prompt"]) is not None and len(server.requests) == 8
+        assert loaded.embed(["a prompt"]) is not None and len(server.requests) == 9
 
 
 @pytest.mark.parametrize(

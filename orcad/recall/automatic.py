@@ -436,7 +436,7 @@ class ProjectMemorySearch:
         """The records' vectors as one matrix in `records` order, `dims` wide (the prompt's),
         and which rows are real: a record without a vector of that width (none could be made,
         or an endpoint now answers in another width) ranks on its words."""
-        vectors = self._vectors(project_id, cache)
+        vectors = self._vectors(cache)
         if cache.stacked is None or cache.stacked[0].shape[1] != dims:
             matrix = np.zeros((len(cache.records), dims), dtype=np.float32)
             embedded = np.zeros(len(cache.records), dtype=np.bool_)
@@ -445,13 +445,12 @@ class ProjectMemorySearch:
                 if vector is not None and len(vector) == dims:
                     matrix[n], embedded[n] = vector, True
             cache.stacked = (matrix, embedded)
+            self._note(project_id, cache)  # (only then can the facts without one change)
         return cache.stacked
 
-    def _vectors(self, project_id: str, cache: ProjectCache) -> dict[str, Array]:
-        """Each record's vector under the current model, from the index. Records it holds none
-        for rank on their words until the backfill has embedded them (`facts_to_embed`): the
-        project is noted for it, with how many (a fact that looks like a secret never goes to
-        a model, and is not counted)."""
+    def _vectors(self, cache: ProjectCache) -> dict[str, Array]:
+        """Each record's vector under the current model, from the index (records it holds none
+        for rank on their words until the backfill has embedded them: `_note`)."""
         assert self._embeddings is not None
         model = self._embeddings.model_id
         if model != cache.vectors_model:
@@ -466,13 +465,22 @@ class ProjectMemorySearch:
                 if record_id in cache.records and record_id not in cache.vectors:
                     cache.vectors[record_id] = vector
                     cache.stacked = None
+        return cache.vectors
+
+    def _note(self, project_id: str, cache: ProjectCache) -> None:
+        """Note the project for the backfill (`facts_to_embed`) with how many of its facts
+        have no vector, or drop it when none lacks one (a fact that looks like a secret never
+        goes to a model, and is not counted)."""
         missing = len(self._missing(cache))
         with self._projects_lock:
-            if missing and model is not None and self._projects.get(project_id) is cache:
+            if (
+                missing
+                and cache.vectors_model is not None
+                and self._projects.get(project_id) is cache
+            ):
                 self._wanting[project_id] = missing
             else:  # (a cache dropped meanwhile is the next recall's to note again)
                 self._wanting.pop(project_id, None)
-        return cache.vectors
 
     @staticmethod
     def _missing(cache: ProjectCache) -> list[CandidateRecord]:
@@ -541,7 +549,7 @@ class ProjectMemorySearch:
                 cache.stacked = None
                 if cache.ledger is not None:
                     self._save_vectors(batch.project_id, self._project_dir(batch.project_id), cache)
-            self._vectors(batch.project_id, cache)  # (the count left)
+            self._note(batch.project_id, cache)  # (the count left)
         return kept
 
     def _refresh_locked(self, project_id: str, cache: ProjectCache) -> bool:
@@ -553,7 +561,8 @@ class ProjectMemorySearch:
         except StorageError:
             return False
         self._index_for_vectors(project_id, directory, ledger, cache)
-        self._vectors(project_id, cache)
+        self._vectors(cache)
+        self._note(project_id, cache)
         return True
 
     def _save_vectors(self, project_id: str, directory: Path, cache: ProjectCache) -> None:

@@ -109,6 +109,7 @@ class EmbeddingTimedOut(EmbeddingUnavailable):
 # job's facts, within recall's deadline: recall's barrier waits for the job), or the backfill
 # (no one waits: a longer deadline); an endpoint rests recall's calls apart from the others
 Purpose = Literal["recall", "publish", "backfill"]
+PURPOSES: tuple[Purpose, ...] = ("recall", "publish", "backfill")
 
 # an endpoint's statuses that refuse what was sent, rather than say it cannot answer now
 REFUSING_STATUSES = frozenset({400, 413, 422})
@@ -494,11 +495,12 @@ class EndpointEmbedder(RankingSettings):
         self.timeout_s = timeout_s
         self.model_id = f"endpoint-{model}"
         self.dims = 0  # known after the first answer
-        # recall's calls rest apart from the others: a batch a slow server could not embed in
-        # time says nothing about one prompt, and an answer given within the backfill's longer
-        # deadline says nothing about recall's
-        self.breaker = EndpointBreaker()
-        self.background_breaker = EndpointBreaker()
+        # each purpose rests on its own failures: a batch a slow server could not embed in time
+        # says nothing about one prompt, nor a failure within recall's deadline about the
+        # backfill's longer one
+        self.breakers: dict[Purpose, EndpointBreaker] = {
+            purpose: EndpointBreaker() for purpose in PURPOSES
+        }
         self._client: Any = None  # one httpx.Client, made at the first call
         self._client_lock = threading.Lock()
 
@@ -509,7 +511,7 @@ class EndpointEmbedder(RankingSettings):
         EMBEDDING_BACKGROUND_TIMEOUT_S (recall's deadline is set for one prompt)."""
         if not texts:
             return np.zeros((0, max(self.dims, 1)), dtype=np.float32)
-        breaker = self.breaker if purpose == "recall" else self.background_breaker
+        breaker = self.breakers[purpose]
         admitted = breaker.admit()
         if admitted.resting is not None:
             raise EmbeddingUnavailable(admitted.resting)
@@ -531,11 +533,12 @@ class EndpointEmbedder(RankingSettings):
         return matrix
 
     def _answered(self, purpose: Purpose) -> None:
-        """The server answered within the deadline of `purpose`: that rest is over, and
-        recall's answer (the shortest deadline) ends the others' too."""
-        if purpose == "recall":
-            self.breaker.succeeded()
-        self.background_breaker.succeeded()
+        """The server answered within the deadline of `purpose`: the rests of the purposes
+        with that deadline or a longer one are over (an answer within the backfill's says
+        nothing about recall's)."""
+        ended = ("backfill",) if purpose == "backfill" else PURPOSES
+        for each in ended:
+            self.breakers[each].succeeded()
 
     def _http(self) -> Any:
         """The client every call shares, and with it its open connections: each one made anew
