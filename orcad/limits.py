@@ -43,6 +43,10 @@ EMBEDDING_COOLDOWN_MAX_S = 30.0
 # the least an endpoint gets for one batch of the background embedding (recall's own deadline,
 # set for one prompt, would cut a batch every time on a slow server)
 EMBEDDING_BACKGROUND_TIMEOUT_S = 5.0
+# an endpoint's answer is read up to this much a text, plus the base (a vector of 8,192 numbers
+# as JSON takes about 200 KiB): a larger one is a failure, not something to hold in memory
+EMBEDDING_ANSWER_BYTES_PER_TEXT = 256 * 1024
+EMBEDDING_ANSWER_BASE_BYTES = 64 * 1024
 VECTOR_MATRIX_REFRESH_S = 1.0  # deliberate vectors in memory are reloaded at most this often
 
 # Recall snapshots (spec: a provider continuation keeps the original turn's recall)

@@ -299,3 +299,53 @@ def disconnect_mid_stream(content: str, *, pieces_before: int = 2) -> Behaviour:
         handler.abort()
 
     return respond
+
+
+def trickled_headers(every_s: float, lines: int = 1000) -> Behaviour:
+    """A status line, then a header line every `every_s`, never ending the headers: each read
+    gets something well within any per-read timeout."""
+
+    def respond(handler: _Handler, state: FakeOpenAI) -> None:
+        handler.wfile.write(b"HTTP/1.1 200 OK\r\n")
+        handler.wfile.flush()
+        for _ in range(lines):
+            if state.closing.wait(every_s):
+                break
+            handler.wfile.write(b"X-Still-Thinking: yes\r\n")
+            handler.wfile.flush()
+        handler.close_connection = True
+
+    return respond
+
+
+def trickled_body(body: bytes, every_s: float) -> Behaviour:
+    """A 200 whose chunked JSON body comes a byte every `every_s`."""
+
+    def respond(handler: _Handler, state: FakeOpenAI) -> None:
+        handler.send_response(200)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Transfer-Encoding", "chunked")
+        handler.end_headers()
+        for byte in body:
+            if state.closing.wait(every_s):
+                return
+            handler.send_chunk(bytes([byte]))
+        handler.end_chunks()
+
+    return respond
+
+
+def endless_body(piece: bytes = b"[0.5, " * 10_000) -> Behaviour:
+    """A 200 whose chunked JSON body never ends, as fast as the client reads it."""
+
+    def respond(handler: _Handler, state: FakeOpenAI) -> None:
+        handler.send_response(200)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Transfer-Encoding", "chunked")
+        handler.end_headers()
+        handler.send_chunk(b'{"data": [{"index": 0, "embedding": ')
+        while not state.closing.is_set():
+            handler.send_chunk(piece)
+        handler.close_connection = True
+
+    return respond

@@ -5,6 +5,7 @@ server), and the failures that leave recall lexical."""
 from __future__ import annotations
 
 import copy
+import gc
 import hashlib
 import io
 import json
@@ -53,7 +54,15 @@ from orcad.recall.embedding import (
     word_features,
 )
 from orcad.recall.wordpiece import WordPiece, basic_words
-from tests.fake_openai import FakeOpenAI, stall_before_headers, status
+from tests.fake_openai import (
+    FakeOpenAI,
+    endless_body,
+    junk,
+    stall_before_headers,
+    status,
+    trickled_body,
+    trickled_headers,
+)
 from tests.harness import REPO_ROOT
 
 pytestmark = pytest.mark.inprocess
@@ -802,6 +811,72 @@ def test_a_refusing_endpoint_is_up_and_is_not_rested() -> None:
         with pytest.raises(EmbeddingRefused):
             loaded.try_embed(["x" * 5000])
         assert loaded.embed(["short"]) is not None and len(server.requests) == 2
+
+
+@pytest.mark.parametrize(
+    "trickle",
+    [
+        pytest.param(trickled_headers(every_s=0.05), id="headers"),
+        pytest.param(
+            trickled_body(b'{"data": [{"index": 0, "embedding": [0.25, 0.5, 0.75, 1.0]}]}', 0.1),
+            id="body",
+        ),
+    ],
+)
+def test_a_server_that_trickles_its_answer_is_cut_at_the_deadline(trickle: Any) -> None:
+    """Each piece comes well within any per-read timeout: only a deadline on the whole request
+    ends it (the body alone takes 6 s, the headers 50 s)."""
+    now = [0.0]
+    with FakeOpenAI() as server:
+        loaded = endpoint_on_a_clock(server, now, timeout_s=0.3)
+        server.script(trickle)
+        server.default = answer_embeddings
+        started = time.monotonic()
+        assert loaded.embed(["slow"]) is None
+        assert time.monotonic() - started < 2.0
+        assert (
+            loaded.reason
+            == f"embedding endpoint {server.base_url}/embeddings: timed out after 0.3 s"
+        )
+        assert loaded.embed(["resting"]) is None and len(server.requests) == 1
+        now[0] = 1.0  # the next request after the rest is answered as usual
+        assert loaded.embed(["back"]) is not None and loaded.reason is None
+
+
+def test_an_endless_or_absurd_answer_is_refused_without_holding_it() -> None:
+    limit = embedding.EMBEDDING_ANSWER_BASE_BYTES + embedding.EMBEDDING_ANSWER_BYTES_PER_TEXT
+    now = [0.0]
+    with FakeOpenAI() as server:
+        loaded = endpoint_on_a_clock(server, now, timeout_s=1.0)
+        server.script(endless_body(), junk(b"[" * 100_000, "application/json"))
+        server.default = answer_embeddings
+        assert loaded.embed(["one text"]) is None  # (read and dropped until the deadline)
+        assert loaded.reason == (
+            f"embedding endpoint {server.base_url}/embeddings: "
+            f"its answer is larger than {limit} bytes"
+        )
+        now[0] = 1.0  # nested past what a JSON parser recurses into: a failure, no crash
+        assert loaded.embed(["one text"]) is None
+        assert "embedding endpoint" in (loaded.reason or "")
+        now[0] = 3.0
+        assert loaded.embed(["one text"]) is not None and len(server.requests) == 3
+
+
+def test_the_endpoint_client_ends_with_its_model() -> None:
+    """Its event loop runs on a thread of its own, which goes when the model does."""
+    with FakeOpenAI() as server:
+        server.default = answer_embeddings
+        before = set(threading.enumerate())
+        loaded = Embeddings.load("endpoint", base_url=server.base_url, model="m", timeout_s=2.0)
+        assert loaded.embed(["x"]) is not None
+        started = [
+            t for t in set(threading.enumerate()) - before if t.name == "orcad-embedding-http"
+        ]
+        assert len(started) == 1 and started[0].is_alive()
+        del loaded
+        gc.collect()
+        started[0].join(timeout=5.0)
+        assert not started[0].is_alive()
 
 
 def test_after_a_rest_one_caller_asks_the_endpoint_while_the_others_skip_it() -> None:

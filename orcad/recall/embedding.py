@@ -40,7 +40,11 @@ import numpy.typing as npt
 import structlog
 
 from orcad.deliberate.row_products import Int8Rows, onnxruntime_session, quantize_rows
-from orcad.limits import EMBEDDING_BACKGROUND_TIMEOUT_S
+from orcad.limits import (
+    EMBEDDING_ANSWER_BASE_BYTES,
+    EMBEDDING_ANSWER_BYTES_PER_TEXT,
+    EMBEDDING_BACKGROUND_TIMEOUT_S,
+)
 from orcad.providers.openai_wire import parse_retry_after
 from orcad.query import stem, tokenize
 from orcad.recall import bert
@@ -501,7 +505,7 @@ class EndpointEmbedder(RankingSettings):
         self.breakers: dict[Purpose, EndpointBreaker] = {
             purpose: EndpointBreaker() for purpose in PURPOSES
         }
-        self._client: Any = None  # one httpx.Client, made at the first call
+        self._client: Any = None  # its DeadlineClient, made at the first call
         self._client_lock = threading.Lock()
 
     def embed(self, texts: Sequence[str], *, purpose: Purpose = "recall") -> Array:
@@ -541,50 +545,62 @@ class EndpointEmbedder(RankingSettings):
             self.breakers[each].succeeded()
 
     def _http(self) -> Any:
-        """The client every call shares, and with it its open connections: each one made anew
-        (as `httpx.post` does) builds a TLS context first, about 30 ms on every recall."""
-        import httpx  # noqa: PLC0415 - as in `_post`
+        """The client every call shares (orcad.recall.endpoint_http), and with it its open
+        connections: each one made anew (as `httpx.post` does) builds a TLS context first,
+        about 30 ms on every recall."""
+        # only for an endpoint: httpx would add ~45 ms to every start
+        from orcad.recall.endpoint_http import DeadlineClient  # noqa: PLC0415
 
         with self._client_lock:
             if self._client is None:
-                self._client = httpx.Client()
-                # its connections are closed with it when this embedder goes
+                self._client = DeadlineClient()
+                # its loop and connections end with it when this embedder goes
                 weakref.finalize(self, self._client.close)
             return self._client
 
+    def start(self) -> None:
+        """Start the HTTP client's loop (imports included, about 0.2 s), which the first
+        request would otherwise wait for."""
+        self._http().start()
+
     def _post(self, texts: Sequence[str], timeout_s: float) -> Array:
-        import httpx  # noqa: PLC0415 - only for an endpoint: it would add ~45 ms to every start
+        import httpx  # noqa: PLC0415 - as in `_http`
+
+        from orcad.recall.endpoint_http import AnswerTooLarge, DeadlinePassed  # noqa: PLC0415
 
         client = self._http()
         try:
-            response = client.post(
+            answer = client.post_json(
                 self.url,
                 # leaves the machine: what looks like a secret goes as its placeholder
-                json={
+                {
                     "model": self.model,
                     # redacted whole, then cut: a cut first could leave half a secret
                     "input": [redact(text)[:EMBED_READ_CHARS] for text in texts],
                 },
                 headers=self.headers,
-                timeout=timeout_s,
+                deadline_s=timeout_s,
+                max_bytes=EMBEDDING_ANSWER_BASE_BYTES
+                + len(texts) * EMBEDDING_ANSWER_BYTES_PER_TEXT,
             )
-            response.raise_for_status()
-            items = sorted(response.json()["data"], key=lambda item: item["index"])
-            matrix = np.array([item["embedding"] for item in items], dtype=np.float32)
-        except httpx.HTTPStatusError as exc:
-            answer = exc.response
-            message = f"embedding endpoint {self.url} answered {answer.status_code}"
-            message += f" {answer.reason_phrase}" if answer.reason_phrase else ""
-            if answer.status_code in REFUSING_STATUSES:
-                raise EmbeddingRefused(message) from exc
-            retry_after = parse_retry_after(
-                answer.headers.get("retry-after"), now_epoch=time.time()
-            )
-            raise EmbeddingUnavailable(message, retry_after=retry_after) from exc
-        except httpx.TimeoutException as exc:
+        except (DeadlinePassed, httpx.TimeoutException) as exc:
             message = f"embedding endpoint {self.url}: timed out after {timeout_s:g} s"
             raise EmbeddingTimedOut(message) from exc
-        except (httpx.HTTPError, KeyError, TypeError, ValueError) as exc:
+        except AnswerTooLarge as exc:
+            raise EmbeddingUnavailable(f"embedding endpoint {self.url}: {exc}") from exc
+        except httpx.HTTPError as exc:
+            raise EmbeddingUnavailable(f"embedding endpoint {self.url}: {exc}") from exc
+        if answer.status >= 400:
+            message = f"embedding endpoint {self.url} answered {answer.status}"
+            message += f" {answer.reason}" if answer.reason else ""
+            if answer.status in REFUSING_STATUSES:
+                raise EmbeddingRefused(message)
+            retry_after = parse_retry_after(answer.retry_after, now_epoch=time.time())
+            raise EmbeddingUnavailable(message, retry_after=retry_after)
+        try:
+            items = sorted(json.loads(answer.body)["data"], key=lambda item: item["index"])
+            matrix = np.array([item["embedding"] for item in items], dtype=np.float32)
+        except (KeyError, TypeError, ValueError, RecursionError) as exc:
             raise EmbeddingUnavailable(f"embedding endpoint {self.url}: {exc}") from exc
         if (
             matrix.ndim != 2
@@ -617,7 +633,9 @@ def load_embedder(
     if setting == "static":
         return load_static(STATIC_DIR)
     if setting == "endpoint":
-        return EndpointEmbedder(base_url, model, os.environ.get(api_key_env), timeout_s)
+        endpoint = EndpointEmbedder(base_url, model, os.environ.get(api_key_env), timeout_s)
+        endpoint.start()  # now, in the loading thread, not in the first recall
+        return endpoint
     directory = Path(setting).expanduser()
     if not directory.is_dir():
         raise EmbeddingUnavailable(f"embedding model directory {directory} does not exist")

@@ -1,0 +1,163 @@
+"""HTTP for the embedding endpoint: each request bounded by one deadline and its answer by a size.
+
+httpx's timeouts bound each network operation, not the request. A server that sends its answer a
+few bytes at a time, each within the timeout, kept a recall with a 0.5 s deadline waiting 3.5 s,
+and one that kept trickling would have held it, and the search thread under it, for as long as it
+liked. Its answer was also read whole, whatever its size.
+
+So the requests are made on a trio event loop of their own, on a thread of its own, each under a
+cancel scope that ends it at the deadline whatever the server does, and the body is read up to a
+limit. Callers block on it from any thread (recall's and the backfill's workers). The loop and its
+httpx client (with its kept-alive connections, and the proxies the environment names) are made
+at the first request and live until `close`.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import trio
+
+
+class DeadlinePassed(Exception):
+    """The request was still unanswered, or its answer unread, at its deadline."""
+
+
+class AnswerTooLarge(Exception):
+    """The answer's body was longer than the limit given."""
+
+
+@dataclass(frozen=True)
+class Answer:
+    status: int
+    reason: str
+    retry_after: str | None
+    body: bytes  # empty for an error status (not read)
+
+
+class DeadlineClient:
+    """Blocking `post_json` calls made on a private event loop, each ending by its deadline."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._token: trio.lowlevel.TrioToken | None = None
+        self._client: httpx.AsyncClient | None = None
+        self._stop: trio.Event | None = None
+        self._thread: threading.Thread | None = None
+        self._failed: BaseException | None = None
+        self._ready = threading.Event()  # the loop is running, or failed to start
+
+    def post_json(
+        self,
+        url: str,
+        payload: Any,
+        *,
+        headers: Mapping[str, str],
+        deadline_s: float,
+        max_bytes: int,
+    ) -> Answer:
+        """POST `payload` as JSON. DeadlinePassed when the answer is not read within
+        `deadline_s` of the call, AnswerTooLarge past `max_bytes`, httpx.HTTPError when the
+        request fails otherwise."""
+        token = self.start()
+        try:
+            return trio.from_thread.run(
+                self._post, url, payload, headers, deadline_s, max_bytes, trio_token=token
+            )
+        except trio.RunFinishedError as exc:  # closed meanwhile
+            raise httpx.TransportError("the embedding endpoint's client is closed") from exc
+
+    async def _post(
+        self,
+        url: str,
+        payload: Any,
+        headers: Mapping[str, str],
+        deadline_s: float,
+        max_bytes: int,
+    ) -> Answer:
+        client = self._client
+        assert client is not None
+        too_large = False
+        with trio.move_on_after(deadline_s):
+            # httpx's own timeouts are the deadline too, so none is shorter than the request's
+            async with client.stream(
+                "POST",
+                url,
+                json=payload,
+                # a compressed answer could swell far past the limit within one chunk
+                headers={**headers, "Accept-Encoding": "identity"},
+                timeout=deadline_s,
+            ) as response:
+                retry_after = response.headers.get("retry-after")
+                if response.status_code >= 400:  # its body is never used
+                    return Answer(response.status_code, response.reason_phrase, retry_after, b"")
+                body = bytearray()
+                # past the limit the rest is read and dropped, to its end or the deadline:
+                # leaving httpx's chain of async generators unfinished would leave them to the
+                # garbage collector (a cancellation finishes them)
+                async for chunk in response.aiter_bytes():
+                    too_large = too_large or len(body) + len(chunk) > max_bytes
+                    if not too_large:
+                        body += chunk
+                if not too_large:
+                    return Answer(
+                        response.status_code, response.reason_phrase, retry_after, bytes(body)
+                    )
+        if too_large:
+            raise AnswerTooLarge(f"its answer is larger than {max_bytes} bytes")
+        raise DeadlinePassed
+
+    def start(self) -> trio.lowlevel.TrioToken:
+        """The loop's token, the loop and its client started first if they are not running."""
+        with self._lock:
+            token = self._token
+            if token is None:
+                thread = threading.Thread(
+                    target=self._run, name="orcad-embedding-http", daemon=True
+                )
+                self._ready.clear()
+                thread.start()
+                self._ready.wait()
+                token = self._token
+                if token is None:  # the loop's thread sets it, or `_failed`
+                    raise httpx.TransportError(f"cannot start the HTTP client: {self._failed!r}")
+                self._thread = thread
+            return token
+
+    def _run(self) -> None:
+        try:
+            trio.run(self._serve)
+        except BaseException as exc:  # kept for the callers, who raise it
+            self._failed = exc
+        finally:
+            self._ready.set()
+
+    async def _serve(self) -> None:
+        token = trio.lowlevel.current_trio_token()
+        try:
+            async with httpx.AsyncClient() as client:
+                self._client = client
+                self._stop = trio.Event()
+                self._token = token
+                self._ready.set()
+                await self._stop.wait()
+        finally:
+            if self._token is token:  # ended by a failure: the next request starts anew
+                self._token = None
+
+    def close(self) -> None:
+        """End the loop and close the client's connections (a later call starts them anew)."""
+        with self._lock:
+            token, stop, thread = self._token, self._stop, self._thread
+            self._token = self._stop = self._client = self._thread = None
+        if token is None or stop is None or thread is None:
+            return
+        try:
+            trio.from_thread.run_sync(stop.set, trio_token=token)
+        except trio.RunFinishedError:
+            return
+        thread.join(timeout=5.0)
