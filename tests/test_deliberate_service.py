@@ -882,6 +882,54 @@ async def test_the_backfill_embeds_the_facts_recall_noted_project_by_project(
     search.close()
 
 
+async def test_the_backfill_embeds_the_facts_of_projects_no_recall_has_reached(
+    orca: InProcessDaemon, tmp_path: Path
+) -> None:
+    """After an upgrade, a project nobody recalls still gets its facts embedded, and counted
+    in status: the backfill looks at every project on disk once, one whose index holds every
+    vector costs nothing more, and a project recall has cached is counted once."""
+    model = ScriptedEmbedder()
+    embeddings = Embeddings("scripted", model)
+    facts = {
+        "a": ["Releases are cut on Thursdays.", "Deploys need two approvals."],
+        "b": [
+            "The frontend uses pnpm.",
+            "Staging is at staging.example.com.",
+            "CI runs on Buildkite.",
+        ],
+        "c": ["The API throttles each token to 100 requests a minute."],
+        "d": ["Backups run nightly at 02:00 UTC."],
+    }
+    directories = {project: tmp_path / project for project in facts}
+    for project, texts in facts.items():
+        add_facts(directories[project], texts)
+    search = ProjectMemorySearch(
+        directories.__getitem__, embeddings=embeddings, list_projects=lambda: sorted(facts)
+    )
+    backfill = Backfill(orca.features.deliberate, embeddings, facts=search)
+    search.search_blocking("d", ["backups"], 6, embeddings.query("when do backups run"))
+    assert backfill.facts_step_blocking() == 1  # d, which recall noted, first
+    query = embeddings.query("how fast may a token call")
+    sent = len(model.sent)
+    search.search_blocking("c", ["token"], 6, query)
+    assert search.facts_pending() == 1  # c, noted by its recall; a and b not looked at yet
+    assert backfill.facts_step_blocking() == 1  # c's turn
+    assert search.facts_pending() == 0
+    assert backfill.facts_step_blocking() == 2  # then the projects on disk: a
+    assert search.facts_pending() == 3  # b found so too, counted once
+    assert backfill.facts_step_blocking() == 3
+    assert search.facts_pending() == 0
+    assert backfill.facts_step_blocking() == 0  # c and d were not looked at again
+    assert model.sent[sent:] == facts["c"] + facts["a"] + facts["b"]
+    for project, texts in facts.items():  # every vector is in the index, for the next start
+        stored = read_index_vectors(directories[project] / "index.sqlite3")
+        assert stored is not None and set(stored.by_text) == set(texts)
+    # nothing is kept of a project the backfill finished and no recall asked for (its cache
+    # holds its facts and vectors): recall's own are
+    assert list(search._projects) == ["d", "c"]
+    search.close()
+
+
 async def test_a_project_the_model_fails_holds_up_no_other_and_a_refusing_model_rests(
     orca: InProcessDaemon, tmp_path: Path
 ) -> None:

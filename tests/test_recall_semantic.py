@@ -254,6 +254,33 @@ def test_facts_from_before_the_model_are_embedded_in_the_background(
     assert (directory / "index.sqlite3").stat().st_mtime_ns == index_written
 
 
+def test_facts_of_a_project_no_recall_reaches_are_embedded_after_a_start(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], workdir: Path
+) -> None:
+    """An upgrade embeds every project's facts in the background, not only those of projects
+    recalled since: with no recall at all, the index of each gets its vectors, status counts
+    them until then, and the first recall after ranks them by meaning at once."""
+    daemon = start(orca_env, daemon_factory, '[recall]\nembedding = "none"\n')
+    agents = [Agent(daemon, workdir), Agent(daemon, workdir.parent)]
+    directories = [project_dir(orca_env, agent.project_id) for agent in agents]
+    for directory in directories:
+        add_facts(directory, FACTS)  # written without a model: the indexes hold no vector
+    orca_env.write_config("[extraction]\nworkers = 0\n")  # the built-in model
+    daemon.restart()
+    deadline = time.monotonic() + 30
+    while not all(
+        (stored := read_index_vectors(directory / "index.sqlite3")) is not None
+        and set(stored.by_text) == set(FACTS)
+        for directory in directories
+    ):
+        assert time.monotonic() < deadline, daemon.call("daemon.status", {}).embedding
+        time.sleep(0.05)
+    assert daemon.call("daemon.status", {}).embedding.facts_pending == 0
+    agent = Agent(daemon, workdir.parent)
+    prompt = "customers keep getting 429s from us"  # no word of it in the fact
+    assert texts(agent.recall(prompt))[0] == FACTS[3]
+
+
 def test_status_says_how_many_records_and_facts_wait_for_a_vector() -> None:
     embedding = EmbeddingStatus(
         state="ready", setting="builtin", model="m-1", embedded=70, pending=3, facts_pending=128

@@ -106,7 +106,12 @@ def install(
     vectors_in_memory: list[VectorMatrix | None] = [None]  # recall's, read by the backfill
     refused = RefusedTexts()  # what the model would not embed: neither sends it again soon
     projects = capture.projects
-    automatic = ProjectMemorySearch(projects.project_dir, host.record_error, embeddings=embeddings)
+    automatic = ProjectMemorySearch(
+        projects.project_dir,
+        host.record_error,
+        embeddings=embeddings,
+        list_projects=projects.list_project_ids,
+    )
     backfill = Backfill(
         deliberate,
         embeddings,

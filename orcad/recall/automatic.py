@@ -22,7 +22,9 @@ One search, given the prompt's distinct terms (derived once per recall, orcad.qu
    per index file; a record the index has no vector for (another model, an index from before,
    an index that cannot be used) ranks on its words until the backfill has embedded it in the
    background (`facts_to_embed`, `keep_fact_vectors`), which keeps it in the cache and writes
-   the index again with the others (`_save_vectors`).
+   the index again with the others (`_save_vectors`). The backfill also looks once, after a
+   start, at every project on disk that recall has not cached (`_check_on_disk`), so that a
+   project no recall has reached since an upgrade is embedded and counted too.
 
 The answer is the ledger's own records (`CandidateRecord`), best first; orcad.recall.select
 turns the chosen ones into wire entries.
@@ -30,6 +32,7 @@ turns the chosen ones into wire entries.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import sqlite3
 import threading
@@ -60,6 +63,9 @@ log = structlog.get_logger("orcad.recall.automatic")
 
 ErrorRecorder = Callable[[str, str], None]
 PROJECTS_CACHED = 64  # projects whose ledger and open index are kept, least recently used dropped
+# projects on disk the backfill looks at for facts without a vector, at most, per batch it asks
+# for (the first after a start lists them all)
+PROJECTS_CHECKED_PER_BATCH = 16
 STEM_MASKS_CACHED = 4096  # per project: which records contain a stem, for the stems last asked
 
 # bm25 is lower-is-better; equal ranks newest first
@@ -233,6 +239,7 @@ class ProjectMemorySearch:
         *,
         use_index: bool = True,
         embeddings: Embeddings | None = None,
+        list_projects: Callable[[], list[str]] | None = None,
     ) -> None:
         self._project_dir = project_dir
         self._record_error = record_error
@@ -241,6 +248,13 @@ class ProjectMemorySearch:
         self._projects: OrderedDict[str, ProjectCache] = OrderedDict()
         # projects whose facts recall found without vectors, with how many: the backfill's
         self._wanting: OrderedDict[str, int] = OrderedDict()
+        # every project on disk, so that the facts of one no recall has reached since an
+        # upgrade are embedded (and counted) too: those not looked at yet (None: not listed
+        # yet), and those found with facts without a vector, with how many, until cached
+        self._list_projects = list_projects
+        self._unchecked: list[str] | None = None
+        self._on_disk: dict[str, int] = {}
+        self._backfill_only: set[str] = set()  # cached for the backfill, not asked for by recall
         self._projects_lock = threading.Lock()
 
     def search_blocking(
@@ -266,18 +280,25 @@ class ProjectMemorySearch:
             with cache.lock:
                 cache.close_index()
 
-    def _cache(self, project_id: str) -> ProjectCache:
+    def _cache(self, project_id: str, *, recall: bool = True) -> ProjectCache:
+        """The project's cache, made if there is none; `recall`: for a recall (else for the
+        backfill, which leaves the order of use alone)."""
         with self._projects_lock:
             cache = self._projects.get(project_id)
             if cache is None:
                 cache = self._projects[project_id] = ProjectCache()
+                if not recall:
+                    self._backfill_only.add(project_id)
                 while len(self._projects) > PROJECTS_CACHED:
                     # a search still using the dropped cache finishes with it; its connection
                     # closes when that search lets go of it
                     dropped, _cache = self._projects.popitem(last=False)
                     self._wanting.pop(dropped, None)  # its next recall notes it again
-            else:
+                    self._backfill_only.discard(dropped)
+            elif recall:
                 self._projects.move_to_end(project_id)
+            if recall:
+                self._backfill_only.discard(project_id)
             return cache
 
     def _search_locked(  # noqa: PLR0917 - one search's state, passed down once
@@ -473,11 +494,10 @@ class ProjectMemorySearch:
         goes to a model, and is not counted)."""
         missing = len(self._missing(cache))
         with self._projects_lock:
-            if (
-                missing
-                and cache.vectors_model is not None
-                and self._projects.get(project_id) is cache
-            ):
+            cached = self._projects.get(project_id) is cache
+            if cached:
+                self._on_disk.pop(project_id, None)  # counted here from now on
+            if missing and cache.vectors_model is not None and cached:
                 self._wanting[project_id] = missing
             else:  # (a cache dropped meanwhile is the next recall's to note again)
                 self._wanting.pop(project_id, None)
@@ -492,16 +512,17 @@ class ProjectMemorySearch:
         return [record for record in missing if not cache.unembeddable[record.id]]
 
     def facts_pending(self) -> int:
-        """Facts of the projects recalled lately that have no vector yet (the backfill's
-        progress, for status)."""
+        """Facts that have no vector yet, of the projects recalled lately and of those the
+        backfill found so on disk (its progress, for status)."""
         with self._projects_lock:
-            return sum(self._wanting.values())
+            return sum(self._wanting.values()) + sum(self._on_disk.values())
 
     def facts_to_embed(self, limit: int, skip: frozenset[bytes]) -> FactBatch | None:
-        """For the backfill: up to `limit` facts without a vector of a project recall noted
-        (an upgrade, a model change, an index that could not be kept), leaving out those whose
-        text's digest is in `skip` (refused by the model lately); None when there are none.
-        The projects take turns, so that one whose facts the model fails holds up no other."""
+        """For the backfill: up to `limit` facts without a vector (after an upgrade, a model
+        change, an index that could not be kept) of a project recall noted, or else of one on
+        disk (`_check_on_disk`), leaving out those whose text's digest is in `skip` (refused by
+        the model lately); None when there are none. The projects take turns, so that one
+        whose facts the model fails holds up no other."""
         model = None if self._embeddings is None else self._embeddings.model_id
         if model is None:
             return None
@@ -513,17 +534,94 @@ class ProjectMemorySearch:
                 if cache is None:  # dropped from the cache meanwhile
                     self._wanting.pop(project_id, None)
                     continue
-            with cache.lock:
-                if not self._refresh_locked(project_id, cache):
-                    continue
-                missing = self._missing(cache)
-                chosen = [r for r in missing if text_digest(r.fact) not in skip][:limit]
-            if chosen:
-                with self._projects_lock:
-                    if project_id in self._wanting:
-                        self._wanting.move_to_end(project_id)
-                return FactBatch(project_id, model, chosen)
+            batch = self._batch_of(project_id, cache, model, limit, skip)
+            if batch is not None:
+                return batch
+        self._check_on_disk(PROJECTS_CHECKED_PER_BATCH)
+        with self._projects_lock:
+            found = list(self._on_disk)
+        for project_id in found:
+            cache = self._cache(project_id, recall=False)
+            batch = self._batch_of(project_id, cache, model, limit, skip)
+            with self._projects_lock:  # now noted (or unreadable: recall reports that)
+                self._on_disk.pop(project_id, None)
+            if batch is not None:
+                return batch
+            self._release(project_id, cache)
         return None
+
+    def _batch_of(
+        self, project_id: str, cache: ProjectCache, model: str, limit: int, skip: frozenset[bytes]
+    ) -> FactBatch | None:
+        with cache.lock:
+            if not self._refresh_locked(project_id, cache):
+                return None
+            missing = self._missing(cache)
+            chosen = [r for r in missing if text_digest(r.fact) not in skip][:limit]
+        if not chosen:
+            return None
+        with self._projects_lock:
+            if project_id in self._wanting:
+                self._wanting.move_to_end(project_id)
+        return FactBatch(project_id, model, chosen)
+
+    def _check_on_disk(self, most: int) -> None:
+        """Look at up to `most` projects on disk that are not cached, for facts without a
+        vector of the current model, and count them (`_on_disk`): without this, a project no
+        recall has reached since an upgrade would be embedded only after its first recall,
+        and status would not count it. Nothing is kept of a project but its count."""
+        if self._list_projects is None:
+            return
+        with self._projects_lock:
+            if self._unchecked is None:
+                self._unchecked = list(reversed(self._list_projects()))
+            unchecked = self._unchecked
+        for _ in range(most):
+            with self._projects_lock:
+                if not unchecked:
+                    return
+                project_id = unchecked.pop()
+                if project_id in self._projects:
+                    continue  # recall's (and noted, if it lacks any)
+            missing = self._missing_on_disk(project_id)
+            with self._projects_lock:
+                if missing and project_id not in self._projects:
+                    self._on_disk[project_id] = missing
+
+    def _missing_on_disk(self, project_id: str) -> int:
+        """How many facts of a project that is not cached have no vector and may get one, read
+        in a cache of its own that is dropped after; 0 when its ledger cannot be read (its
+        recall reports that)."""
+        directory = self._project_dir(project_id)
+        cache = ProjectCache()
+        try:
+            ledger = self._current_ledger(directory, cache)
+            if not ledger.candidates:
+                return 0
+            if self._use_index:
+                with contextlib.suppress(Exception):  # (then no vector: all are counted)
+                    open_current_index(cache, directory, ledger.fingerprint)
+            self._vectors(cache)
+            return len(self._missing(cache))
+        except StorageError:
+            return 0
+        finally:
+            cache.close_index()
+
+    def _release(self, project_id: str, cache: ProjectCache) -> None:
+        """Drop the cache of a project the backfill cached and no recall asked for, once it
+        has no fact left to embed (the cache holds its facts and vectors)."""
+        with self._projects_lock:
+            if (
+                project_id not in self._backfill_only
+                or project_id in self._wanting
+                or self._projects.get(project_id) is not cache
+            ):
+                return
+            del self._projects[project_id]
+            self._backfill_only.discard(project_id)
+        with cache.lock:
+            cache.close_index()
 
     def keep_fact_vectors(self, batch: FactBatch, matrix: Array) -> int:
         """Keep the vectors the backfill made for `batch` (one row per fact) and write the
@@ -550,6 +648,7 @@ class ProjectMemorySearch:
                 if cache.ledger is not None:
                     self._save_vectors(batch.project_id, self._project_dir(batch.project_id), cache)
             self._note(batch.project_id, cache)  # (the count left)
+        self._release(batch.project_id, cache)
         return kept
 
     def _refresh_locked(self, project_id: str, cache: ProjectCache) -> bool:
