@@ -23,6 +23,7 @@ from orcad.limits import (
     SEARCH_LIMIT_DEFAULT,
 )
 from orcad.query import distinct_terms
+from orcad.recall import automatic
 from orcad.recall import deliberate as recall_deliberate
 from orcad.recall.automatic import ProjectMemorySearch
 from orcad.recall.deliberate import Backfill, DeliberateRecall, RefusedTexts
@@ -925,8 +926,52 @@ async def test_the_backfill_embeds_the_facts_of_projects_no_recall_has_reached(
         stored = read_index_vectors(directories[project] / "index.sqlite3")
         assert stored is not None and set(stored.by_text) == set(texts)
     # nothing is kept of a project the backfill finished and no recall asked for (its cache
-    # holds its facts and vectors): recall's own are
-    assert list(search._projects) == ["d", "c"]
+    # holds its facts and vectors), and recall's own are all kept
+    assert list(search._projects) == ["d", "c"] and not search._backfill_caches
+    search.close()
+
+
+async def test_the_backfill_of_projects_on_disk_leaves_recalls_caches_alone(
+    orca: InProcessDaemon, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The projects the backfill reads on disk are kept apart from the ones recall keeps (with
+    room for two here), so they push none of them out; a project recall read by its words alone
+    (a prompt without a vector: nothing noted) is counted and embedded too; and one whose
+    facts left were all refused waits, counted but not kept, until a refusal expires."""
+    monkeypatch.setattr(automatic, "PROJECTS_CACHED", 2)
+    model = ScriptedEmbedder()
+    embeddings = Embeddings("scripted", model)
+    facts = {
+        "a": ["Releases are cut on Thursdays.", "Deploys need two approvals."],
+        "b": ["TOO LONG: the whole staging runbook.", "The frontend uses pnpm."],
+        "r1": ["The API throttles each token to 100 requests a minute."],
+        "r2": ["Backups run nightly at 02:00 UTC."],
+    }
+    directories = {project: tmp_path / project for project in facts}
+    for project, texts in facts.items():
+        add_facts(directories[project], texts)
+    search = ProjectMemorySearch(
+        directories.__getitem__, embeddings=embeddings, list_projects=lambda: sorted(facts)
+    )
+    backfill = Backfill(orca.features.deliberate, embeddings, facts=search)
+    for project in ("r1", "r2"):  # by their words: no vector for the prompt, nothing noted
+        assert search.search_blocking(project, ["nightly", "token"], 6)
+    assert search.facts_pending() == 0
+    steps = [backfill.facts_step_blocking() for _ in range(8)]
+    assert sum(steps) == 6 and steps[-2:] == [0, 0]
+    for project, texts in facts.items():
+        stored = read_index_vectors(directories[project] / "index.sqlite3")
+        assert stored is not None and set(stored.by_text) == set(texts) - {facts["b"][0]}
+    assert search.facts_pending() == 1  # b's refused fact, left to its words
+    assert list(search._projects) == ["r1", "r2"] and not search._backfill_caches
+    sent = len(model.sent)
+    assert backfill.facts_step_blocking() == 0 and len(model.sent) == sent
+    monkeypatch.setattr(recall_deliberate, "RECALL_BACKFILL_REFUSED_RETRY_S", 0.0)
+    backfill.facts_step_blocking()  # the refusal expired: b is read and its fact sent again
+    assert facts["b"][0] in model.sent[sent:]
+    monkeypatch.setattr(recall_deliberate, "RECALL_BACKFILL_REFUSED_RETRY_S", 600.0)
+    assert backfill.facts_step_blocking() == 0  # (refused again: b is let go at the next pass)
+    assert search.facts_pending() == 1 and not search._backfill_caches
     search.close()
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import gc
+import gzip
 import hashlib
 import io
 import json
@@ -843,23 +844,57 @@ def test_a_server_that_trickles_its_answer_is_cut_at_the_deadline(trickle: Any) 
         assert loaded.embed(["back"]) is not None and loaded.reason is None
 
 
-def test_an_endless_or_absurd_answer_is_refused_without_holding_it() -> None:
+def test_an_endless_compressed_or_absurd_answer_is_refused_without_holding_it() -> None:
     limit = embedding.EMBEDDING_ANSWER_BASE_BYTES + embedding.EMBEDDING_ANSWER_BYTES_PER_TEXT
+    bomb = gzip.compress(b" " * 50_000_000)  # 49 KiB that would swell to 48 MiB
+
+    def compressed(handler: Any, state: FakeOpenAI) -> None:
+        handler.send_fixed(200, bomb, "application/json", {"Content-Encoding": "gzip"})
+
     now = [0.0]
     with FakeOpenAI() as server:
-        loaded = endpoint_on_a_clock(server, now, timeout_s=1.0)
-        server.script(endless_body(), junk(b"[" * 100_000, "application/json"))
+        loaded = endpoint_on_a_clock(server, now, timeout_s=10.0)
+        server.script(endless_body(), compressed, junk(b"[" * 100_000, "application/json"))
         server.default = answer_embeddings
-        assert loaded.embed(["one text"]) is None  # (read and dropped until the deadline)
+        started = time.monotonic()
+        assert loaded.embed(["one text"]) is None
+        assert time.monotonic() - started < 5.0  # cut at the limit, not at the deadline
         assert loaded.reason == (
             f"embedding endpoint {server.base_url}/embeddings: "
             f"its answer is larger than {limit} bytes"
         )
-        now[0] = 1.0  # nested past what a JSON parser recurses into: a failure, no crash
+        now[0] = 1.0  # asked for none, the answer came compressed: not decoded
+        assert loaded.embed(["one text"]) is None
+        assert server.requests[-1].headers["accept-encoding"] == "identity"
+        assert loaded.reason == (
+            f"embedding endpoint {server.base_url}/embeddings: "
+            "its answer is compressed (gzip), unasked"
+        )
+        now[0] = 3.0  # nested past what a JSON parser recurses into: a failure, no crash
         assert loaded.embed(["one text"]) is None
         assert "embedding endpoint" in (loaded.reason or "")
-        now[0] = 3.0
-        assert loaded.embed(["one text"]) is not None and len(server.requests) == 3
+        now[0] = 7.0
+        assert loaded.embed(["one text"]) is not None and len(server.requests) == 4
+
+
+def test_a_request_cut_by_the_clients_close_is_a_failure_and_the_client_starts_again() -> None:
+    now = [0.0]
+    with FakeOpenAI() as server:
+        loaded = endpoint_on_a_clock(server, now, timeout_s=10.0)
+        server.script(stall_before_headers(5.0))
+        server.default = answer_embeddings
+        endpoint = loaded.embedder
+        assert isinstance(endpoint, EndpointEmbedder)
+        results: list[Any] = []
+        waiting = threading.Thread(target=lambda: results.append(loaded.embed(["slow"])))
+        waiting.start()
+        server.wait_for_requests(1)
+        endpoint._http().close()  # as when the model goes while a request waits
+        waiting.join(timeout=5.0)
+        assert results == [None]  # a failure like any other, not an exception
+        assert (loaded.reason or "").startswith(f"embedding endpoint {server.base_url}/")
+        now[0] = 1.0  # the failure rested it (its trial had an outcome); then it answers again
+        assert loaded.embed(["back"]) is not None
 
 
 def test_the_endpoint_client_ends_with_its_model() -> None:

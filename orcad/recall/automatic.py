@@ -105,6 +105,7 @@ class ProjectCache:
     index: sqlite3.Connection | None = None
     index_fingerprint: str = ""
     index_vectors_read: FileSignature | None = None  # the index file whose vectors were read
+    unsaved: bool = False  # the backfill's vectors could not be written to the index
     lock: threading.Lock = field(default_factory=threading.Lock)  # one search per project at once
 
     def close_index(self) -> None:
@@ -250,11 +251,15 @@ class ProjectMemorySearch:
         self._wanting: OrderedDict[str, int] = OrderedDict()
         # every project on disk, so that the facts of one no recall has reached since an
         # upgrade are embedded (and counted) too: those not looked at yet (None: not listed
-        # yet), and those found with facts without a vector, with how many, until cached
+        # yet), and those found with facts without a vector, with how many, until the backfill
+        # takes them up, in caches of its own (apart from recall's, which they must not push
+        # out), dropped when it is done; one whose facts left were all refused waits, uncached,
+        # until a refusal expires (with the refusals it saw)
         self._list_projects = list_projects
         self._unchecked: list[str] | None = None
         self._on_disk: dict[str, int] = {}
-        self._backfill_only: set[str] = set()  # cached for the backfill, not asked for by recall
+        self._backfill_caches: dict[str, ProjectCache] = {}
+        self._refused_only: dict[str, frozenset[bytes]] = {}
         self._projects_lock = threading.Lock()
 
     def search_blocking(
@@ -275,31 +280,32 @@ class ProjectMemorySearch:
     def close(self) -> None:
         """Close every open index connection (daemon shutdown, tests)."""
         with self._projects_lock:
-            caches, self._projects = list(self._projects.values()), OrderedDict()
+            caches = [*self._projects.values(), *self._backfill_caches.values()]
+            self._projects, self._backfill_caches = OrderedDict(), {}
         for cache in caches:
             with cache.lock:
                 cache.close_index()
 
-    def _cache(self, project_id: str, *, recall: bool = True) -> ProjectCache:
-        """The project's cache, made if there is none; `recall`: for a recall (else for the
-        backfill, which leaves the order of use alone)."""
+    def _cache(self, project_id: str) -> ProjectCache:
+        """Recall's cache of the project (the backfill's, if it has one), made if there is
+        none; the least recently used is dropped past PROJECTS_CACHED."""
         with self._projects_lock:
             cache = self._projects.get(project_id)
-            if cache is None:
-                cache = self._projects[project_id] = ProjectCache()
-                if not recall:
-                    self._backfill_only.add(project_id)
-                while len(self._projects) > PROJECTS_CACHED:
-                    # a search still using the dropped cache finishes with it; its connection
-                    # closes when that search lets go of it
-                    dropped, _cache = self._projects.popitem(last=False)
-                    self._wanting.pop(dropped, None)  # its next recall notes it again
-                    self._backfill_only.discard(dropped)
-            elif recall:
+            if cache is not None:
                 self._projects.move_to_end(project_id)
-            if recall:
-                self._backfill_only.discard(project_id)
+                return cache
+            cache = self._backfill_caches.pop(project_id, None) or ProjectCache()
+            self._projects[project_id] = cache
+            while len(self._projects) > PROJECTS_CACHED:
+                # a search still using the dropped cache finishes with it; its connection
+                # closes when that search lets go of it
+                dropped, _cache = self._projects.popitem(last=False)
+                self._wanting.pop(dropped, None)  # its next recall notes it again
             return cache
+
+    def _cached(self, project_id: str) -> ProjectCache | None:
+        """The project's cache, recall's or the backfill's (with `_projects_lock` held)."""
+        return self._projects.get(project_id) or self._backfill_caches.get(project_id)
 
     def _search_locked(  # noqa: PLR0917 - one search's state, passed down once
         self,
@@ -494,7 +500,7 @@ class ProjectMemorySearch:
         goes to a model, and is not counted)."""
         missing = len(self._missing(cache))
         with self._projects_lock:
-            cached = self._projects.get(project_id) is cache
+            cached = self._cached(project_id) is cache
             if cached:
                 self._on_disk.pop(project_id, None)  # counted here from now on
             if missing and cache.vectors_model is not None and cached:
@@ -513,7 +519,7 @@ class ProjectMemorySearch:
 
     def facts_pending(self) -> int:
         """Facts that have no vector yet, of the projects recalled lately and of those the
-        backfill found so on disk (its progress, for status)."""
+        backfill found so on disk (its progress, for status; a refused fact counts)."""
         with self._projects_lock:
             return sum(self._wanting.values()) + sum(self._on_disk.values())
 
@@ -530,25 +536,36 @@ class ProjectMemorySearch:
             noted = list(self._wanting)
         for project_id in noted:
             with self._projects_lock:
-                cache = self._projects.get(project_id)
+                cache = self._cached(project_id)
                 if cache is None:  # dropped from the cache meanwhile
                     self._wanting.pop(project_id, None)
                     continue
             batch = self._batch_of(project_id, cache, model, limit, skip)
             if batch is not None:
                 return batch
+            self._release(project_id, cache, skip)
         self._check_on_disk(PROJECTS_CHECKED_PER_BATCH)
         with self._projects_lock:
-            found = list(self._on_disk)
+            found = [p for p in self._on_disk if not self._refused_still(p, skip)]
         for project_id in found:
-            cache = self._cache(project_id, recall=False)
+            with self._projects_lock:
+                self._refused_only.pop(project_id, None)
+                cache = self._cached(project_id)
+                if cache is None:
+                    cache = self._backfill_caches[project_id] = ProjectCache()
             batch = self._batch_of(project_id, cache, model, limit, skip)
             with self._projects_lock:  # now noted (or unreadable: recall reports that)
                 self._on_disk.pop(project_id, None)
             if batch is not None:
                 return batch
-            self._release(project_id, cache)
+            self._release(project_id, cache, skip)
         return None
+
+    def _refused_still(self, project_id: str, skip: frozenset[bytes]) -> bool:
+        """Whether every fact of `project_id` left was refused, and none of the refusals seen
+        then has expired since (with `_projects_lock` held)."""
+        seen = self._refused_only.get(project_id)
+        return seen is not None and skip >= seen
 
     def _batch_of(
         self, project_id: str, cache: ProjectCache, model: str, limit: int, skip: frozenset[bytes]
@@ -566,26 +583,37 @@ class ProjectMemorySearch:
         return FactBatch(project_id, model, chosen)
 
     def _check_on_disk(self, most: int) -> None:
-        """Look at up to `most` projects on disk that are not cached, for facts without a
-        vector of the current model, and count them (`_on_disk`): without this, a project no
-        recall has reached since an upgrade would be embedded only after its first recall,
-        and status would not count it. Nothing is kept of a project but its count."""
+        """Look at up to `most` projects on disk for facts without a vector of the current
+        model, and count them: without this, a project no recall has reached since an upgrade
+        would be embedded only after its first recall, and status would not count it. One
+        that is not cached is read in a cache of its own that is dropped after (`_on_disk`
+        keeps its count); one recall has cached is noted as recall notes it."""
         if self._list_projects is None:
             return
         with self._projects_lock:
-            if self._unchecked is None:
-                self._unchecked = list(reversed(self._list_projects()))
             unchecked = self._unchecked
+        if unchecked is None:
+            try:
+                listed = self._list_projects()
+            except OSError as exc:  # (looked at once: a later recall notes a project itself)
+                self._problem("recall.projects_unlisted", f"{type(exc).__name__}: {exc}", "")
+                listed = []
+            unchecked = list(reversed(listed))
+            with self._projects_lock:
+                self._unchecked = unchecked
         for _ in range(most):
             with self._projects_lock:
                 if not unchecked:
                     return
                 project_id = unchecked.pop()
-                if project_id in self._projects:
-                    continue  # recall's (and noted, if it lacks any)
+                cache = self._cached(project_id)
+            if cache is not None:  # a lexical recall, or none with terms, did not note it
+                with cache.lock:
+                    self._refresh_locked(project_id, cache)
+                continue
             missing = self._missing_on_disk(project_id)
             with self._projects_lock:
-                if missing and project_id not in self._projects:
+                if missing and self._cached(project_id) is None:
                     self._on_disk[project_id] = missing
 
     def _missing_on_disk(self, project_id: str) -> int:
@@ -608,18 +636,24 @@ class ProjectMemorySearch:
         finally:
             cache.close_index()
 
-    def _release(self, project_id: str, cache: ProjectCache) -> None:
-        """Drop the cache of a project the backfill cached and no recall asked for, once it
-        has no fact left to embed (the cache holds its facts and vectors)."""
+    def _release(
+        self, project_id: str, cache: ProjectCache, skip: frozenset[bytes] | None = None
+    ) -> None:
+        """Drop the backfill's cache of a project once it has nothing left to send: it holds
+        the project's facts and vectors. Facts still missing (all refused: `skip`, the
+        refusals it saw) stay counted, uncached, until a refusal expires. A project whose
+        vectors could not be written to its index (they are in memory only) is kept."""
         with self._projects_lock:
-            if (
-                project_id not in self._backfill_only
-                or project_id in self._wanting
-                or self._projects.get(project_id) is not cache
-            ):
+            if self._backfill_caches.get(project_id) is not cache or cache.unsaved:
                 return
-            del self._projects[project_id]
-            self._backfill_only.discard(project_id)
+            missing = self._wanting.pop(project_id, 0)
+            if missing:
+                if skip is None:  # (a batch was just kept: its turn again, not released)
+                    self._wanting[project_id] = missing
+                    return
+                self._on_disk[project_id] = missing
+                self._refused_only[project_id] = skip
+            del self._backfill_caches[project_id]
         with cache.lock:
             cache.close_index()
 
@@ -628,7 +662,7 @@ class ProjectMemorySearch:
         project's index again with every fact's vector; how many were kept (a fact no longer
         in the ledger, or changed, is not)."""
         with self._projects_lock:
-            cache = self._projects.get(batch.project_id)
+            cache = self._cached(batch.project_id)
         if cache is None:
             return 0  # dropped from the cache: its next recall notes it again
         with cache.lock:
@@ -672,6 +706,7 @@ class ProjectMemorySearch:
         leaves this index stale, and the next search rebuilds it carrying these vectors over."""
         # a publish that landed since the ledger was read: its facts, and their vectors in the
         # index it wrote, are read first, so that the index written here keeps them
+        cache.unsaved = True  # until the index holds them
         moved = file_signature(ledger_path(directory)) != cache.ledger_signature
         if moved and not self._refresh_locked(project_id, cache):
             return
@@ -691,6 +726,7 @@ class ProjectMemorySearch:
         except StorageError as exc:
             self._problem("recall.index_unusable", exc.message, project_id)
             return
+        cache.unsaved = False
         cache.close_index()  # the next search opens the new file, and reads its vectors
 
     def _problem(self, kind: str, message: str, project_id: str) -> None:

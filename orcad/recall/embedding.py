@@ -530,7 +530,7 @@ class EndpointEmbedder(RankingSettings):
         except EmbeddingUnavailable as exc:
             breaker.failed(admitted.round, str(exc), exc.retry_after)
             raise
-        except Exception as exc:
+        except BaseException as exc:  # whatever it was, the trial it may be has an outcome
             breaker.failed(admitted.round, f"embedding endpoint {self.url}: {exc!r}")
             raise
         self._answered(purpose)

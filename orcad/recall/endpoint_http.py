@@ -49,7 +49,6 @@ class DeadlineClient:
         self._stop: trio.Event | None = None
         self._thread: threading.Thread | None = None
         self._failed: BaseException | None = None
-        self._ready = threading.Event()  # the loop is running, or failed to start
 
     def post_json(
         self,
@@ -61,15 +60,18 @@ class DeadlineClient:
         max_bytes: int,
     ) -> Answer:
         """POST `payload` as JSON. DeadlinePassed when the answer is not read within
-        `deadline_s` of the call, AnswerTooLarge past `max_bytes`, httpx.HTTPError when the
-        request fails otherwise."""
+        `deadline_s` of the call, AnswerTooLarge past `max_bytes` (or compressed, which it was
+        asked not to be), httpx.HTTPError when the request fails otherwise."""
         token = self.start()
         try:
             return trio.from_thread.run(
                 self._post, url, payload, headers, deadline_s, max_bytes, trio_token=token
             )
-        except trio.RunFinishedError as exc:  # closed meanwhile
-            raise httpx.TransportError("the embedding endpoint's client is closed") from exc
+        except (trio.RunFinishedError, trio.Cancelled) as exc:  # the loop ended meanwhile
+            with self._lock:
+                if self._token is token:
+                    self._token = None  # the next request starts it anew
+            raise httpx.TransportError("the embedding endpoint's client was closed") from exc
 
     async def _post(
         self,
@@ -80,9 +82,11 @@ class DeadlineClient:
         max_bytes: int,
     ) -> Answer:
         client = self._client
-        assert client is not None
+        if client is None:
+            raise httpx.TransportError("the embedding endpoint's client was closed")
+        answer: Answer | None = None
         too_large = False
-        with trio.move_on_after(deadline_s):
+        with trio.move_on_after(deadline_s) as scope:
             # httpx's own timeouts are the deadline too, so none is shorter than the request's
             async with client.stream(
                 "POST",
@@ -93,20 +97,27 @@ class DeadlineClient:
                 timeout=deadline_s,
             ) as response:
                 retry_after = response.headers.get("retry-after")
-                if response.status_code >= 400:  # its body is never used
-                    return Answer(response.status_code, response.reason_phrase, retry_after, b"")
-                body = bytearray()
-                # past the limit the rest is read and dropped, to its end or the deadline:
-                # leaving httpx's chain of async generators unfinished would leave them to the
-                # garbage collector (a cancellation finishes them)
-                async for chunk in response.aiter_bytes():
-                    too_large = too_large or len(body) + len(chunk) > max_bytes
+                status, reason = response.status_code, response.reason_phrase
+                if status >= 400:  # its body is never used
+                    answer = Answer(status, reason, retry_after, b"")
+                elif response.headers.get("content-encoding", "identity") != "identity":
+                    encoding = response.headers["content-encoding"]
+                    raise AnswerTooLarge(f"its answer is compressed ({encoding}), unasked")
+                else:
+                    body = bytearray()
+                    # past the limit the request is cancelled rather than left: httpx's chain
+                    # of async generators must finish (a cancellation finishes them), not be
+                    # left to the garbage collector
+                    async for chunk in response.aiter_bytes():
+                        if len(body) + len(chunk) > max_bytes:
+                            too_large = True
+                            scope.cancel()
+                        elif not too_large:
+                            body += chunk
                     if not too_large:
-                        body += chunk
-                if not too_large:
-                    return Answer(
-                        response.status_code, response.reason_phrase, retry_after, bytes(body)
-                    )
+                        answer = Answer(status, reason, retry_after, bytes(body))
+        if answer is not None:  # (read whole, even if the deadline came as it closed)
+            return answer
         if too_large:
             raise AnswerTooLarge(f"its answer is larger than {max_bytes} bytes")
         raise DeadlinePassed
@@ -116,34 +127,34 @@ class DeadlineClient:
         with self._lock:
             token = self._token
             if token is None:
+                ready = threading.Event()  # the loop runs, or failed to start
                 thread = threading.Thread(
-                    target=self._run, name="orcad-embedding-http", daemon=True
+                    target=self._run, args=(ready,), name="orcad-embedding-http", daemon=True
                 )
-                self._ready.clear()
                 thread.start()
-                self._ready.wait()
+                ready.wait()
                 token = self._token
                 if token is None:  # the loop's thread sets it, or `_failed`
                     raise httpx.TransportError(f"cannot start the HTTP client: {self._failed!r}")
                 self._thread = thread
             return token
 
-    def _run(self) -> None:
+    def _run(self, ready: threading.Event) -> None:
         try:
-            trio.run(self._serve)
+            trio.run(self._serve, ready)
         except BaseException as exc:  # kept for the callers, who raise it
             self._failed = exc
         finally:
-            self._ready.set()
+            ready.set()
 
-    async def _serve(self) -> None:
+    async def _serve(self, ready: threading.Event) -> None:
         token = trio.lowlevel.current_trio_token()
         try:
             async with httpx.AsyncClient() as client:
                 self._client = client
                 self._stop = trio.Event()
                 self._token = token
-                self._ready.set()
+                ready.set()
                 await self._stop.wait()
         finally:
             if self._token is token:  # ended by a failure: the next request starts anew
