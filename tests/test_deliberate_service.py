@@ -883,6 +883,20 @@ async def test_the_backfill_embeds_the_facts_recall_noted_project_by_project(
     search.close()
 
 
+def projects_on_disk(
+    tmp_path: Path, facts: dict[str, list[str]], embeddings: Embeddings
+) -> tuple[dict[str, Path], ProjectMemorySearch]:
+    """A project of each of `facts` (committed without vectors, as before an upgrade), and a
+    search that lists them as the daemon's does."""
+    directories = {project: tmp_path / project for project in facts}
+    for project, texts in facts.items():
+        add_facts(directories[project], texts)
+    search = ProjectMemorySearch(
+        directories.__getitem__, embeddings=embeddings, list_projects=lambda: sorted(facts)
+    )
+    return directories, search
+
+
 async def test_the_backfill_embeds_the_facts_of_projects_no_recall_has_reached(
     orca: InProcessDaemon, tmp_path: Path
 ) -> None:
@@ -901,12 +915,7 @@ async def test_the_backfill_embeds_the_facts_of_projects_no_recall_has_reached(
         "c": ["The API throttles each token to 100 requests a minute."],
         "d": ["Backups run nightly at 02:00 UTC."],
     }
-    directories = {project: tmp_path / project for project in facts}
-    for project, texts in facts.items():
-        add_facts(directories[project], texts)
-    search = ProjectMemorySearch(
-        directories.__getitem__, embeddings=embeddings, list_projects=lambda: sorted(facts)
-    )
+    directories, search = projects_on_disk(tmp_path, facts, embeddings)
     backfill = Backfill(orca.features.deliberate, embeddings, facts=search)
     search.search_blocking("d", ["backups"], 6, embeddings.query("when do backups run"))
     assert backfill.facts_step_blocking() == 1  # d, which recall noted, first
@@ -947,12 +956,7 @@ async def test_the_backfill_of_projects_on_disk_leaves_recalls_caches_alone(
         "r1": ["The API throttles each token to 100 requests a minute."],
         "r2": ["Backups run nightly at 02:00 UTC."],
     }
-    directories = {project: tmp_path / project for project in facts}
-    for project, texts in facts.items():
-        add_facts(directories[project], texts)
-    search = ProjectMemorySearch(
-        directories.__getitem__, embeddings=embeddings, list_projects=lambda: sorted(facts)
-    )
+    directories, search = projects_on_disk(tmp_path, facts, embeddings)
     backfill = Backfill(orca.features.deliberate, embeddings, facts=search)
     for project in ("r1", "r2"):  # by their words: no vector for the prompt, nothing noted
         assert search.search_blocking(project, ["nightly", "token"], 6)

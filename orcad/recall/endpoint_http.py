@@ -17,7 +17,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import httpx
 import trio
@@ -37,6 +37,14 @@ class Answer:
     reason: str
     retry_after: str | None
     body: bytes  # empty for an error status (not read)
+
+
+class _Request(NamedTuple):
+    url: str
+    payload: Any
+    headers: Mapping[str, str]
+    deadline_s: float
+    max_bytes: int
 
 
 class DeadlineClient:
@@ -63,24 +71,17 @@ class DeadlineClient:
         `deadline_s` of the call, AnswerTooLarge past `max_bytes` (or compressed, which it was
         asked not to be), httpx.HTTPError when the request fails otherwise."""
         token = self.start()
+        request = _Request(url, payload, headers, deadline_s, max_bytes)
         try:
-            return trio.from_thread.run(
-                self._post, url, payload, headers, deadline_s, max_bytes, trio_token=token
-            )
+            return trio.from_thread.run(self._post, request, trio_token=token)
         except (trio.RunFinishedError, trio.Cancelled) as exc:  # the loop ended meanwhile
             with self._lock:
                 if self._token is token:
                     self._token = None  # the next request starts it anew
             raise httpx.TransportError("the embedding endpoint's client was closed") from exc
 
-    async def _post(
-        self,
-        url: str,
-        payload: Any,
-        headers: Mapping[str, str],
-        deadline_s: float,
-        max_bytes: int,
-    ) -> Answer:
+    async def _post(self, request: _Request) -> Answer:
+        url, payload, headers, deadline_s, max_bytes = request
         client = self._client
         if client is None:
             raise httpx.TransportError("the embedding endpoint's client was closed")
