@@ -98,8 +98,8 @@ class EmbeddingStatus(Result, frozen=True, kw_only=True):
     (why in `reason`; recall is lexical). `embedded`/`pending`: deliberate records with and
     without a vector of this model (the background backfill's progress); `facts_pending`:
     automatic facts without one yet in the projects recall keeps (the 64 recalled last) and in
-    the projects on disk the backfill has looked at since the start (they rank on their words
-    until it has embedded them); `model` is null until the model is loaded."""
+    the other projects on disk, counted once after a start (they rank on their words until the
+    backfill has embedded them); `model` is null until the model is loaded."""
 
     state: Literal["ready", "loading", "off", "unavailable"]
     setting: str

@@ -14,8 +14,11 @@ import numpy as np
 import pytest
 import trio
 
+from orcad.capture import projections
+from orcad.capture.ledger import ledger_path
 from orcad.capture.projections import read_index_vectors
 from orcad.deliberate.vectors import text_digest
+from orcad.errors import StorageError
 from orcad.limits import (
     APPROVAL_TTL_S,
     AUTO_REVIEW_MAX_CHARS,
@@ -976,6 +979,36 @@ async def test_the_backfill_of_projects_on_disk_leaves_recalls_caches_alone(
     monkeypatch.setattr(recall_deliberate, "RECALL_BACKFILL_REFUSED_RETRY_S", 600.0)
     assert backfill.facts_step_blocking() == 0  # (refused again: b is let go at the next pass)
     assert search.facts_pending() == 1 and not search._backfill_caches
+    search.close()
+
+
+async def test_a_project_on_disk_the_backfill_cannot_finish_is_let_go(
+    orca: InProcessDaemon, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An index that cannot be written, or a ledger that cannot be read, lets the backfill's
+    cache of a project go: no cache (each with an open connection) piles up per project, and
+    no count is left that nothing would lower."""
+    model = ScriptedEmbedder()
+    embeddings = Embeddings("scripted", model)
+    facts = {f"p{n}": [f"Service number {n} listens on port {7000 + n}."] for n in range(3)}
+    facts["q"] = ["Releases are cut on Thursdays."]
+    directories, search = projects_on_disk(tmp_path, facts, embeddings)
+    backfill = Backfill(orca.features.deliberate, embeddings, facts=search)
+
+    def disk_full(*args: Any, **kwargs: Any) -> None:
+        raise StorageError("No space left on device")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(projections, "write_index", disk_full)
+        assert [backfill.facts_step_blocking() for _ in range(3)] == [1, 1, 1]
+        assert not search._backfill_caches
+    model.calls_left = 0  # q's batch fails: q waits for the model, in the backfill's cache
+    assert backfill.facts_step_blocking() == 0
+    assert search.facts_pending() == 1 and list(search._backfill_caches) == ["q"]
+    ledger_path(directories["q"]).write_text("not a ledger\n")
+    model.calls_left = None
+    assert backfill.facts_step_blocking() == 0
+    assert search.facts_pending() == 0 and not search._backfill_caches
     search.close()
 
 

@@ -33,6 +33,7 @@ turns the chosen ones into wire entries.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import math
 import sqlite3
 import threading
@@ -105,7 +106,6 @@ class ProjectCache:
     index: sqlite3.Connection | None = None
     index_fingerprint: str = ""
     index_vectors_read: FileSignature | None = None  # the index file whose vectors were read
-    unsaved: bool = False  # the backfill's vectors could not be written to the index
     lock: threading.Lock = field(default_factory=threading.Lock)  # one search per project at once
 
     def close_index(self) -> None:
@@ -501,8 +501,9 @@ class ProjectMemorySearch:
         missing = len(self._missing(cache))
         with self._projects_lock:
             cached = self._cached(project_id) is cache
-            if cached:
-                self._on_disk.pop(project_id, None)  # counted here from now on
+            if cached:  # counted here from now on
+                self._on_disk.pop(project_id, None)
+                self._refused_only.pop(project_id, None)
             if missing and cache.vectors_model is not None and cached:
                 self._wanting[project_id] = missing
             else:  # (a cache dropped meanwhile is the next recall's to note again)
@@ -540,10 +541,10 @@ class ProjectMemorySearch:
                 if cache is None:  # dropped from the cache meanwhile
                     self._wanting.pop(project_id, None)
                     continue
-            batch = self._batch_of(project_id, cache, model, limit, skip)
-            if batch is not None:
-                return batch
-            self._release(project_id, cache, skip)
+            taken = self._batch_of(project_id, cache, model, limit, skip)
+            if isinstance(taken, FactBatch):
+                return taken
+            self._release(project_id, cache, taken)
         self._check_on_disk(PROJECTS_CHECKED_PER_BATCH)
         with self._projects_lock:
             found = [p for p in self._on_disk if not self._refused_still(p, skip)]
@@ -553,12 +554,12 @@ class ProjectMemorySearch:
                 cache = self._cached(project_id)
                 if cache is None:
                     cache = self._backfill_caches[project_id] = ProjectCache()
-            batch = self._batch_of(project_id, cache, model, limit, skip)
+            taken = self._batch_of(project_id, cache, model, limit, skip)
             with self._projects_lock:  # now noted (or unreadable: recall reports that)
                 self._on_disk.pop(project_id, None)
-            if batch is not None:
-                return batch
-            self._release(project_id, cache, skip)
+            if isinstance(taken, FactBatch):
+                return taken
+            self._release(project_id, cache, taken)
         return None
 
     def _refused_still(self, project_id: str, skip: frozenset[bytes]) -> bool:
@@ -569,20 +570,29 @@ class ProjectMemorySearch:
 
     def _batch_of(
         self, project_id: str, cache: ProjectCache, model: str, limit: int, skip: frozenset[bytes]
-    ) -> FactBatch | None:
+    ) -> FactBatch | frozenset[bytes] | None:
+        """The project's next batch; else the digests of the facts it has left without a
+        vector, all refused lately (empty: none left); None when its ledger cannot be read."""
         with cache.lock:
             if not self._refresh_locked(project_id, cache):
                 return None
             missing = self._missing(cache)
-            chosen = [r for r in missing if text_digest(r.fact) not in skip][:limit]
+            digests = [text_digest(r.fact) for r in missing]
+            chosen = [r for r, d in zip(missing, digests, strict=True) if d not in skip][:limit]
         if not chosen:
-            return None
+            return frozenset(digests)
         with self._projects_lock:
             if project_id in self._wanting:
                 self._wanting.move_to_end(project_id)
         return FactBatch(project_id, model, chosen)
 
-    def _check_on_disk(self, most: int) -> None:
+    def count_on_disk(self) -> None:
+        """Look at every project on disk now (`_check_on_disk`), so that status counts their
+        facts from the start (the backfill does this before its first batch)."""
+        if self._embeddings is not None and self._embeddings.model_id is not None:
+            self._check_on_disk(None)
+
+    def _check_on_disk(self, most: int | None) -> None:
         """Look at up to `most` projects on disk for facts without a vector of the current
         model, and count them: without this, a project no recall has reached since an upgrade
         would be embedded only after its first recall, and status would not count it. One
@@ -601,7 +611,7 @@ class ProjectMemorySearch:
             unchecked = list(reversed(listed))
             with self._projects_lock:
                 self._unchecked = unchecked
-        for _ in range(most):
+        for _ in itertools.count() if most is None else range(most):
             with self._projects_lock:
                 if not unchecked:
                     return
@@ -637,22 +647,24 @@ class ProjectMemorySearch:
             cache.close_index()
 
     def _release(
-        self, project_id: str, cache: ProjectCache, skip: frozenset[bytes] | None = None
+        self, project_id: str, cache: ProjectCache, refused: frozenset[bytes] | None
     ) -> None:
-        """Drop the backfill's cache of a project once it has nothing left to send: it holds
-        the project's facts and vectors. Facts still missing (all refused: `skip`, the
-        refusals it saw) stay counted, uncached, until a refusal expires. A project whose
-        vectors could not be written to its index (they are in memory only) is kept."""
+        """Drop the backfill's cache of a project once it has nothing left to send (it holds
+        the project's facts and vectors): with `refused`, the digests of the facts it has left,
+        all refused lately, which stay counted, uncached, until one of those refusals expires;
+        with None (its ledger could not be read), uncounted: its recall reports the ledger and
+        notes it again. (Vectors its index could not be written with go too: they are
+        embedded again after a start, or when a recall notes the project.)"""
         with self._projects_lock:
-            if self._backfill_caches.get(project_id) is not cache or cache.unsaved:
+            if self._backfill_caches.get(project_id) is not cache:
                 return
             missing = self._wanting.pop(project_id, 0)
-            if missing:
-                if skip is None:  # (a batch was just kept: its turn again, not released)
-                    self._wanting[project_id] = missing
-                    return
+            if missing and refused:
                 self._on_disk[project_id] = missing
-                self._refused_only[project_id] = skip
+                self._refused_only[project_id] = refused
+            elif missing and refused is not None:  # (after a batch: more to send, its turn)
+                self._wanting[project_id] = missing
+                return
             del self._backfill_caches[project_id]
         with cache.lock:
             cache.close_index()
@@ -682,7 +694,7 @@ class ProjectMemorySearch:
                 if cache.ledger is not None:
                     self._save_vectors(batch.project_id, self._project_dir(batch.project_id), cache)
             self._note(batch.project_id, cache)  # (the count left)
-        self._release(batch.project_id, cache)
+        self._release(batch.project_id, cache, frozenset())
         return kept
 
     def _refresh_locked(self, project_id: str, cache: ProjectCache) -> bool:
@@ -706,7 +718,6 @@ class ProjectMemorySearch:
         leaves this index stale, and the next search rebuilds it carrying these vectors over."""
         # a publish that landed since the ledger was read: its facts, and their vectors in the
         # index it wrote, are read first, so that the index written here keeps them
-        cache.unsaved = True  # until the index holds them
         moved = file_signature(ledger_path(directory)) != cache.ledger_signature
         if moved and not self._refresh_locked(project_id, cache):
             return
@@ -726,7 +737,6 @@ class ProjectMemorySearch:
         except StorageError as exc:
             self._problem("recall.index_unusable", exc.message, project_id)
             return
-        cache.unsaved = False
         cache.close_index()  # the next search opens the new file, and reads its vectors
 
     def _problem(self, kind: str, message: str, project_id: str) -> None:

@@ -164,6 +164,8 @@ class FactBackfill(Protocol):
 
     def facts_pending(self) -> int: ...
 
+    def count_on_disk(self) -> None: ...
+
 
 class BatchSize:
     """How many texts the backfill sends the model at once: RECALL_BACKFILL_BATCH, halved after
@@ -435,6 +437,8 @@ class Backfill:
 
     def refresh_blocking(self) -> None:
         """Read the progress now (status is right before the first batch is done)."""
+        if self._facts is not None:
+            self._facts.count_on_disk()
         service = self._service
         model = self._embeddings.model_id
         if model is None or service.store.damage is not None:

@@ -39,6 +39,14 @@ class Answer:
     body: bytes  # empty for an error status (not read)
 
 
+# each loop's own client: a request that reaches a loop being closed never uses the next one's
+_CLIENT: trio.lowlevel.RunVar[httpx.AsyncClient] = trio.lowlevel.RunVar("client")
+
+
+def _identity(encoding: str) -> bool:
+    return encoding.strip().lower() in {"", "identity"}  # (codings ignore case)
+
+
 class _Request(NamedTuple):
     url: str
     payload: Any
@@ -53,7 +61,6 @@ class DeadlineClient:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._token: trio.lowlevel.TrioToken | None = None
-        self._client: httpx.AsyncClient | None = None
         self._stop: trio.Event | None = None
         self._thread: threading.Thread | None = None
         self._failed: BaseException | None = None
@@ -82,9 +89,10 @@ class DeadlineClient:
 
     async def _post(self, request: _Request) -> Answer:
         url, payload, headers, deadline_s, max_bytes = request
-        client = self._client
-        if client is None:
-            raise httpx.TransportError("the embedding endpoint's client was closed")
+        try:
+            client = _CLIENT.get()
+        except LookupError as exc:  # (the loop is closing)
+            raise httpx.TransportError("the embedding endpoint's client was closed") from exc
         answer: Answer | None = None
         too_large = False
         with trio.move_on_after(deadline_s) as scope:
@@ -101,7 +109,7 @@ class DeadlineClient:
                 status, reason = response.status_code, response.reason_phrase
                 if status >= 400:  # its body is never used
                     answer = Answer(status, reason, retry_after, b"")
-                elif response.headers.get("content-encoding", "identity") != "identity":
+                elif not _identity(response.headers.get("content-encoding", "")):
                     encoding = response.headers["content-encoding"]
                     raise AnswerTooLarge(f"its answer is compressed ({encoding}), unasked")
                 else:
@@ -152,7 +160,7 @@ class DeadlineClient:
         token = trio.lowlevel.current_trio_token()
         try:
             async with httpx.AsyncClient() as client:
-                self._client = client
+                _CLIENT.set(client)
                 self._stop = trio.Event()
                 self._token = token
                 ready.set()
@@ -165,7 +173,7 @@ class DeadlineClient:
         """End the loop and close the client's connections (a later call starts them anew)."""
         with self._lock:
             token, stop, thread = self._token, self._stop, self._thread
-            self._token = self._stop = self._client = self._thread = None
+            self._token = self._stop = self._thread = None
         if token is None or stop is None or thread is None:
             return
         try:
