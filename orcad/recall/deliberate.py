@@ -156,7 +156,8 @@ def to_entry(record: StoredRecord) -> DeliberateEntry:
 
 class FactBackfill(Protocol):
     """The automatic part's share of the backfill (orcad.recall.automatic.ProjectMemorySearch):
-    the facts of projects recalled lately that have no vector yet."""
+    the facts that have no vector yet, of projects recalled lately and of every project on disk
+    (`count_on_disk`, once before the first batch)."""
 
     def facts_to_embed(self, limit: int, skip: frozenset[bytes]) -> FactBatch | None: ...
 

@@ -9,7 +9,7 @@ So the requests are made on a trio event loop of their own, on a thread of its o
 cancel scope that ends it at the deadline whatever the server does, and the body is read up to a
 limit. Callers block on it from any thread (recall's and the backfill's workers). The loop and its
 httpx client (with its kept-alive connections, and the proxies the environment names) are made
-at the first request and live until `close`.
+by `start` (when the model loads, else at the first request) and live until `close`.
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ class DeadlinePassed(Exception):
 
 
 class AnswerTooLarge(Exception):
-    """The answer's body was longer than the limit given."""
+    """The answer's body was longer than the limit given, or compressed (unasked), so that it
+    could swell past it."""
 
 
 @dataclass(frozen=True)
