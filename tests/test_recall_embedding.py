@@ -877,6 +877,29 @@ def test_an_endless_compressed_or_absurd_answer_is_refused_without_holding_it() 
         assert loaded.embed(["one text"]) is not None and len(server.requests) == 4
 
 
+@pytest.mark.parametrize("over", [0, 1], ids=["at-the-limit", "one-byte-over"])
+def test_an_answer_is_read_up_to_its_limit_and_not_a_byte_more(over: int) -> None:
+    """Two texts may take 64 KiB plus 256 KiB each: an answer of exactly that many bytes (a
+    real one, padded with the whitespace JSON allows) is read; one byte more is refused."""
+    limit = embedding.EMBEDDING_ANSWER_BASE_BYTES + 2 * embedding.EMBEDDING_ANSWER_BYTES_PER_TEXT
+    data = [{"index": i, "embedding": hashed_vector(t)} for i, t in enumerate(["a", "b"])]
+    body = json.dumps({"data": data}).encode()
+    body += b" " * (limit + over - len(body))
+
+    def padded(handler: Any, state: FakeOpenAI) -> None:
+        handler.send_fixed(200, body, "application/json", {})
+
+    with FakeOpenAI() as server:
+        server.default = padded
+        loaded = Embeddings.load("endpoint", base_url=server.base_url, model="m", timeout_s=5.0)
+        vectors = loaded.embed(["a", "b"])
+        if over:
+            assert vectors is None
+            assert (loaded.reason or "").endswith(f"its answer is larger than {limit} bytes")
+        else:
+            assert vectors is not None and vectors.shape == (2, 32)
+
+
 def test_a_request_cut_by_the_clients_close_is_a_failure_and_the_client_starts_again() -> None:
     now = [0.0]
     with FakeOpenAI() as server:

@@ -33,7 +33,6 @@ turns the chosen ones into wire entries.
 from __future__ import annotations
 
 import contextlib
-import itertools
 import math
 import sqlite3
 import threading
@@ -64,9 +63,6 @@ log = structlog.get_logger("orcad.recall.automatic")
 
 ErrorRecorder = Callable[[str, str], None]
 PROJECTS_CACHED = 64  # projects whose ledger and open index are kept, least recently used dropped
-# projects on disk the backfill looks at for facts without a vector, at most, per batch it asks
-# for (the first after a start lists them all)
-PROJECTS_CHECKED_PER_BATCH = 16
 STEM_MASKS_CACHED = 4096  # per project: which records contain a stem, for the stems last asked
 
 # bm25 is lower-is-better; equal ranks newest first
@@ -545,7 +541,7 @@ class ProjectMemorySearch:
             if isinstance(taken, FactBatch):
                 return taken
             self._release(project_id, cache, taken)
-        self._check_on_disk(PROJECTS_CHECKED_PER_BATCH)
+        self._check_on_disk()  # (once: the backfill's count at its start, or now)
         with self._projects_lock:
             found = [p for p in self._on_disk if not self._refused_still(p, skip)]
         for project_id in found:
@@ -590,14 +586,14 @@ class ProjectMemorySearch:
         """Look at every project on disk now (`_check_on_disk`), so that status counts their
         facts from the start (the backfill does this before its first batch)."""
         if self._embeddings is not None and self._embeddings.model_id is not None:
-            self._check_on_disk(None)
+            self._check_on_disk()
 
-    def _check_on_disk(self, most: int | None) -> None:
-        """Look at up to `most` projects on disk for facts without a vector of the current
-        model, and count them: without this, a project no recall has reached since an upgrade
-        would be embedded only after its first recall, and status would not count it. One
-        that is not cached is read in a cache of its own that is dropped after (`_on_disk`
-        keeps its count); one recall has cached is noted as recall notes it."""
+    def _check_on_disk(self) -> None:
+        """Look once at every project on disk for facts without a vector of the current model,
+        and count them: without this, a project no recall has reached since an upgrade would
+        be embedded only after its first recall, and status would not count it. One that is
+        not cached is read in a cache of its own that is dropped after (`_on_disk` keeps its
+        count); one recall has cached is noted as recall notes it."""
         if self._list_projects is None:
             return
         with self._projects_lock:
@@ -611,7 +607,7 @@ class ProjectMemorySearch:
             unchecked = list(reversed(listed))
             with self._projects_lock:
                 self._unchecked = unchecked
-        for _ in itertools.count() if most is None else range(most):
+        while True:
             with self._projects_lock:
                 if not unchecked:
                     return

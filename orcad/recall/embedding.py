@@ -586,9 +586,7 @@ class EndpointEmbedder(RankingSettings):
         except (DeadlinePassed, httpx.TimeoutException) as exc:
             message = f"embedding endpoint {self.url}: timed out after {timeout_s:g} s"
             raise EmbeddingTimedOut(message) from exc
-        except AnswerTooLarge as exc:
-            raise EmbeddingUnavailable(f"embedding endpoint {self.url}: {exc}") from exc
-        except httpx.HTTPError as exc:
+        except (AnswerTooLarge, httpx.HTTPError) as exc:
             raise EmbeddingUnavailable(f"embedding endpoint {self.url}: {exc}") from exc
         if answer.status >= 400:
             message = f"embedding endpoint {self.url} answered {answer.status}"
