@@ -43,7 +43,32 @@ def test_evaluation_set_is_well_formed(name: str) -> None:
     asked = model.embed([prompt for _kind, prompt, _wanted in prompts])
     for path in (UNRELATED_PROMPTS, PROJECT_PROMPTS):
         closest = (model.embed(read_prompts(path)) @ asked.T).max()
-        assert closest < 0.7, (path, closest)
+        assert closest < PARAPHRASE, (path, closest)
+
+
+# Close paraphrases score 0.79-0.98 with the built-in model, two different requests of one kind
+# ("undo that" / "no no no, revert that") 0.66-0.72. Its int8 products differ between CPUs
+# (tests/test_recall_embedding.py: INT8_KERNELS_DIFFER): one pair scores 0.683 with the float
+# weights, 0.691 where the products are exact and 0.708 on an AVX2 CPU without VNNI. So the
+# line sits between the two groups, clear of that.
+PARAPHRASE = 0.75
+
+
+@pytest.mark.parametrize(
+    ("prompt", "paraphrase"),
+    [
+        ("How many approvals does a pull request need?", "how many approvals does a PR need"),
+        ("undo that", "revert that"),
+        ("how do vaccines work", "explain how vaccines work"),
+    ],
+)
+def test_a_close_paraphrase_is_over_the_line_the_reference_prompts_keep_under(
+    prompt: str, paraphrase: str
+) -> None:
+    model = load_embedder("builtin")
+    assert model is not None
+    vectors = model.embed([prompt, paraphrase])
+    assert vectors[0] @ vectors[1] > PARAPHRASE
 
 
 def test_score_counts_hits_ranks_empty_parts_and_stale_first() -> None:
