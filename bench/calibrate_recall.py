@@ -11,9 +11,10 @@ unrelated_weight x the probability that it is about nothing a project stores - p
 its cosine with the nearest of orcad/recall/project_prompts.txt`, as the daemon computes it
 (`Embeddings.gates_for`; the probability comes from a logistic regression over the prompt's
 vector, its cosines with the nearest prompt of each set and its words, fitted on
-orcad/recall/unrelated_prompts.txt against the project prompts, none of them within cosine 0.7
-of a labelled prompt); a candidate covering at least the lexical gate (raised by the same
-unrelated_weight x probability) of the prompt's weighted terms opens it on its words alone,
+orcad/recall/unrelated_prompts.txt against the project prompts, none of them within cosine
+0.75 of a labelled prompt: tests/test_recall_eval.py); a candidate covering at least the lexical
+gate (raised by the same unrelated_weight x probability) of the prompt's weighted terms opens it
+on its words alone,
 and so does one holding a distinctive term of the prompt (`rank.distinctive_terms`: a name
 of the store's own that general words do not have).
 Settings whose gate plus unrelated weight reaches 1 + w (the best relevance there is) are left
