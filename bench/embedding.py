@@ -3,11 +3,12 @@
 Times each prompt's embedding alone and with its gates (`Embeddings.query`, what recall runs
 once per turn) for the built-in model, against the static model on the same prompts,
 interleaved prompt by prompt so that both see the same machine load. Prompts: every labelled
-set's (one question each, median 8 tokens) and bench/recall.py's (three or four questions run
-together, about 44 tokens). Prints p50/p99, the tokens per prompt, the ratio of the p50s and
-which int8 products this CPU runs: the built-in model's are exact with VNNI (AVX-512 or AVX)
-and on ARM, and saturate pairs of products at 16 bits on a CPU with AVX2 alone, so its vectors
-differ slightly there (tests/test_recall_embedding.py: INT8_KERNELS_DIFFER).
+set's (one question each, a median of 13 tokens with [CLS] and [SEP]) and bench/recall.py's
+(three or four questions run together, about 40). Prints p50/p99, the tokens per prompt, the
+ratio of the p50s and which int8 products this CPU runs: the built-in model's are exact with
+VNNI (AVX-512 or AVX) and, by its kernels' design, on ARM, and saturate pairs of products at
+16 bits on an x86 CPU without VNNI, so its vectors differ slightly there
+(tests/test_recall_embedding.py: INT8_KERNELS_DIFFER).
 
     .venv/bin/python -m bench.embedding [--rounds 3] [--json]
 """
@@ -39,7 +40,7 @@ def int8_products() -> str:
     """Which int8 kernels onnxruntime picks on this CPU, as far as its flags tell."""
     machine = platform.machine().lower()
     if machine in {"arm64", "aarch64"}:
-        return "exact (ARM)"
+        return "exact (ARM: dot-product kernels; not measured)"
     try:
         flags = set(Path("/proc/cpuinfo").read_text(encoding="ascii", errors="replace").split())
     except OSError:
@@ -47,7 +48,7 @@ def int8_products() -> str:
     if flags & {"avx512_vnni", "avx_vnni"}:
         return "exact (VNNI)"
     if "avx2" in flags:
-        return "saturating (AVX2 without VNNI)"
+        return "saturating (x86 without VNNI)"
     return "unknown"
 
 

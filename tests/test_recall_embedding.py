@@ -352,9 +352,9 @@ def test_the_unrelated_classifier_learns_how_a_prompt_asks_from_its_words() -> N
 
 
 # How far apart the built-in model's vectors of the same texts may be on two CPUs (the mean and
-# the least cosine). onnxruntime's int8 products are exact with VNNI (AVX-512 or AVX) and on
-# ARM; there the stored reference vectors (made on an AVX-512 VNNI CPU) equal this CPU's to
-# float16 precision. With AVX2 alone (vpmaddubsw) a pair of products saturates at 16 bits:
+# the least cosine). onnxruntime's int8 products are exact with VNNI (AVX-512 or AVX); there
+# the stored reference vectors (made on an AVX-512 VNNI CPU) equal this CPU's to float16
+# precision. Without VNNI (vpmaddubsw: AVX2) a pair of products saturates at 16 bits:
 # the reference prompts' vectors there are at mean 0.989, least 0.948 of the stored ones.
 INT8_KERNELS_DIFFER = (0.98, 0.93)
 
