@@ -542,15 +542,6 @@ def test_a_model_calibrated_with_reference_prompts_does_not_load_without_them(
     assert gate_of(signed) == pytest.approx(-0.5 + 2 * share, abs=1e-4)
 
 
-def test_prompt_embedding_is_fast(builtin: Any) -> None:
-    prompt = "customers are getting 429 errors from the public API since this morning"
-    builtin.embed([prompt])
-    started = time.perf_counter()
-    for _ in range(50):
-        builtin.embed([prompt])
-    assert (time.perf_counter() - started) / 50 < 0.005  # the 5 ms budget, with room
-
-
 def test_settings_none_missing_and_broken(tmp_path: Path) -> None:
     assert load_embedder("none") is None
     with pytest.raises(EmbeddingUnavailable, match="does not exist"):
