@@ -51,6 +51,7 @@ LABELLED_SETS = {
     "check": "bench.eval_data_check",
     "fourth": "bench.eval_data_fourth",
     "fifth": "bench.eval_data_fifth",
+    "sixth": "bench.eval_data_sixth",
 }
 
 
@@ -302,10 +303,10 @@ def main(argv: list[str] | None = None) -> None:
         "--set",
         choices=sorted(LABELLED_SETS),
         default="main",
-        help="the labelled set: main (bench/eval_data.py), fresh, check, fourth or fifth "
+        help="the labelled set: main (bench/eval_data.py), fresh, check, fourth, fifth or sixth "
         "(bench/eval_data_fresh.py, bench/eval_data_check.py, bench/eval_data_fourth.py, "
-        "bench/eval_data_fifth.py: each written apart from the others; check, fourth and fifth "
-        "are never used to choose a setting)",
+        "bench/eval_data_fifth.py, bench/eval_data_sixth.py: each written apart from the "
+        "others; check, fourth, fifth and sixth are never used to choose a setting)",
     )
     args = parser.parse_args(argv)
     configure_logging(sys.stderr, level=logging.WARNING)  # in-process ledger writes stay quiet
