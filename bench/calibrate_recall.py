@@ -80,7 +80,8 @@ def part_candidates(docs, matrix, doc_stems, prompt, query):  # type: ignore[no-
     lexical = [
         i for i in sorted(range(len(docs)), key=lambda i: -covered[i])[:POOL] if covered[i] > 0
     ]
-    distinctive = rank.distinctive_terms(terms, frequency, general_words())
+    names = rank.compound_names(prompt)
+    distinctive = rank.distinctive_terms(terms, frequency, general_words(), names)
     return distinctive, [
         rank.Candidate(
             key=f"{i}",
@@ -153,7 +154,7 @@ class Outcomes:
                     )
                     covered.append(max((c.coverage for c in considered), default=0.0))
                     opened.append(
-                        any(not distinctive.isdisjoint(rank.text_stems(c.text)) for c in considered)
+                        any(rank.holds_distinctive(c.text, distinctive) for c in considered)
                     )
                 entry[name] = tuple(map(np.array, (found, best, covered, opened)))
             self.table[weight, floor] = entry

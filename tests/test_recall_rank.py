@@ -11,8 +11,10 @@ from orcad.query import stems
 from orcad.recall.rank import (
     Candidate,
     alike_in_pool,
+    compound_names,
     coverage,
     distinctive_terms,
+    holds_distinctive,
     idf,
     near_duplicates,
     query_weights,
@@ -181,6 +183,55 @@ def test_a_candidate_holding_a_distinctive_term_opens_the_gate() -> None:
     assert rank(pool, **args) == []  # best relevance 0.35 < 0.9
     assert keys(rank(pool, **args, distinctive=frozenset({"kapt"}))) == ["other", "kapt"]
     assert rank(pool, **args, distinctive=frozenset({"ktor"})) == []  # held by no candidate
+
+
+def test_a_compound_name_is_the_prompt_s_name_joined_from_parts() -> None:
+    prompt = (
+        "what does LGX_DRY_RUN=1 do? see ledger.tax.round_up, x_y, v2.1 and the read-only pay-relay"
+    )
+    assert compound_names(prompt) == {
+        "lgx_dry_run",
+        "ledger.tax.round_up",
+        "v2.1",
+        "read-only",
+        "pay-relay",
+    }  # "x_y" is shorter than DISTINCTIVE_LENGTH
+    assert compound_names("explain big O notation simply, e.g. for sorting") == frozenset()
+    # a run far longer than a name is a paste; a paste of names gives its first 64 of them
+    assert compound_names("a_" * 200 + "b") == frozenset()
+    pasted = compound_names(" ".join(f"src/mod_{n}/main.py" for n in range(1000)))
+    assert len(pasted) == 64 and "src/mod_0/main.py" in pasted
+
+
+def test_a_compound_name_is_distinctive_when_a_part_is_rare_and_it_is_no_english_word() -> None:
+    general = frozenset({"dry", "run", "read", "only", "relay", "ledger", "tax", "round", "up"})
+    frequency = {"lgx": 3, "dry": 1, "run": 28, "read": 1, "pay": 1, "relay": 5}
+    frequency |= {"ledger": 5, "tax": 3, "round": 9, "up": 9, "v2": 1, "1": 1}
+    names = ["lgx_dry_run", "dry-run", "read-only", "pay-relay", "ledger.tax.round_up", "zz-top"]
+    # each term alone is not distinctive here: "lgx" is short, the others general or common
+    assert distinctive_terms(frequency, frequency, general) == frozenset()
+    # "lgx_dry_run" is joined as only code is and "dry" is in one text; "pay-relay" has a part
+    # that is no general word; "dry-run" and "read-only" are English; every part of
+    # "ledger.tax.round_up" is in three texts or more; no part of "zz-top" is in any text
+    found = distinctive_terms(frequency, frequency, general, names)
+    assert found == {"lgx_dry_run", "pay-relay"}
+
+
+def test_a_text_holds_a_compound_name_only_whole() -> None:
+    distinctive = frozenset({"lgx_dry_run"})
+    assert holds_distinctive("`LGX_DRY_RUN=1` logs payloads without sending them.", distinctive)
+    assert not holds_distinctive("A dry run of the lgx job logs payloads.", distinctive)
+    assert holds_distinctive("Upgrades of kapt need a clean build.", frozenset({"kapt"}))
+
+
+def test_a_candidate_holding_a_compound_name_opens_the_gate() -> None:
+    flag = cand("flag", "`LGX_DRY_RUN=1` logs outgoing payloads without sending them.", cos=0.3)
+    words = cand("words", "Every run of the dry sync logs lgx payloads.", cos=0.35)
+    args = {"semantic": True, "limit": 6, "floor": 0.2, "lexical_weight": 0.0, "gate": 0.9}
+    assert rank([flag, words], **args) == []  # best relevance 0.35 < 0.9
+    opened = rank([flag, words], **args, distinctive=frozenset({"lgx_dry_run"}))
+    assert keys(opened) == ["words", "flag"]
+    assert rank([words], **args, distinctive=frozenset({"lgx_dry_run"})) == []
 
 
 def test_a_candidate_without_a_vector_that_shares_a_term_opens_the_gate() -> None:

@@ -181,6 +181,31 @@ def test_a_pasted_error_naming_a_tool_of_the_project_finds_its_fact(
     assert (result.automatic, result.deliberate) == ([], [])
 
 
+def test_a_prompt_naming_a_setting_of_the_project_finds_its_fact(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], workdir: Path
+) -> None:
+    """ "what does X do" reads like a general question, which the gate keeps empty, and the
+    terms of an environment variable's name are words in general use ("dry", "run"); the whole
+    name, which one stored text holds, opens it."""
+    daemon = start(orca_env, daemon_factory)
+    loaded_status(daemon)
+    agent = Agent(daemon, workdir)
+    flag = (
+        "The ledger exporter reads exporter.toml plus env vars prefixed LGX_; `LGX_DRY_RUN=1` "
+        "writes the batch files to /tmp instead of uploading them to the bank's SFTP server."
+    )
+    facts = [*FACTS, flag]
+    add_embedded_facts(orca_env, agent, facts)
+    for fact in facts:
+        agent.save(fact)
+    result = agent.recall("what does LGX_DRY_RUN=1 do")
+    assert texts(result)[0] == flag, texts(result)
+    assert result.deliberate[0].content == flag
+    # the same words apart are no name: the gate stays shut for a general question
+    result = agent.recall("what does a dry run do")
+    assert (result.automatic, result.deliberate) == ([], [])
+
+
 def test_a_correction_ranks_above_the_fact_it_corrects(
     orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], workdir: Path
 ) -> None:

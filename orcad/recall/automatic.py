@@ -449,7 +449,7 @@ class ProjectMemorySearch:
             gate=query.gates.gate,
             lexical_weight=self._embeddings.lexical_weight,
             lexical_gate=query.gates.lexical,
-            distinctive=self._embeddings.distinctive(terms, frequency),
+            distinctive=self._embeddings.distinctive(terms, frequency, query.names),
         )
         return [cache.records[c.key] for c in chosen]
 

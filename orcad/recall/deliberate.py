@@ -139,7 +139,7 @@ class DeliberateRecall:
             gate=gates.gate,
             lexical_weight=embeddings.lexical_weight,
             lexical_gate=gates.lexical,
-            distinctive=embeddings.distinctive(found.terms, found.frequency),
+            distinctive=embeddings.distinctive(found.terms, found.frequency, query.names),
         )
         return [to_entry(by_key[c.key]) for c in chosen]
 

@@ -49,7 +49,7 @@ from orcad.providers.openai_wire import parse_retry_after
 from orcad.query import stem, tokenize
 from orcad.recall import bert
 from orcad.recall.breaker import EndpointBreaker
-from orcad.recall.rank import distinctive_terms
+from orcad.recall.rank import compound_names, distinctive_terms
 from orcad.recall.wordpiece import WordPiece
 from orcad.secrets import redact
 
@@ -1007,6 +1007,7 @@ class PromptQuery(NamedTuple):
 
     vector: Array  # its unit embedding
     gates: PromptGates
+    names: frozenset[str] = frozenset()  # its compound names (orcad.recall.rank.compound_names)
 
 
 class Embeddings:
@@ -1153,7 +1154,7 @@ class Embeddings:
             gates = PromptGates(
                 gate, None if lexical is None else lexical + embedder.unrelated_weight
             )
-        return PromptQuery(matrix[0], gates)
+        return PromptQuery(matrix[0], gates, compound_names(prompt))
 
     def gates_for(self, prompt_vector: Array, prompt: str) -> PromptGates:
         """What the candidates for `prompt` (embedded as `prompt_vector`) must reach for
@@ -1186,15 +1187,18 @@ class Embeddings:
         return PromptGates(gate, lexical)
 
     def distinctive(
-        self, terms: Sequence[str], document_frequency: Mapping[str, int]
+        self,
+        terms: Sequence[str],
+        document_frequency: Mapping[str, int],
+        names: frozenset[str] = frozenset(),
     ) -> frozenset[str]:
-        """The stems of the query `terms` that open the gate by themselves (a store's own
-        names: orcad.recall.rank.distinctive_terms); none when the general words cannot be
-        read, for then every word would look like a name."""
+        """The stems of the query `terms`, and the prompt's compound `names`, that open the
+        gate by themselves (a store's own names: orcad.recall.rank.distinctive_terms); none
+        when the general words cannot be read, for then every word would look like a name."""
         general = general_words()
         if not general:
             return frozenset()
-        return distinctive_terms(terms, document_frequency, general)
+        return distinctive_terms(terms, document_frequency, general, names)
 
     @property
     def lexical_weight(self) -> float:

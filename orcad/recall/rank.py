@@ -26,7 +26,9 @@ it shares a term, so recall is lexical as before for it. A candidate holding a d
 of the prompt opens the gate too: a word that general English does not have, that no reference
 prompt about something else uses, and that only one or two stored texts contain names something
 of this project ("kapt", "testcontainers"), so a pasted error that names it is about the project
-however much it reads like a question about the code on screen. A candidate whose coverage
+however much it reads like a question about the code on screen; so does a name the prompt joins
+from parts ("LGX_DRY_RUN", "ledger.tax.round_up") that such a text holds whole, though its parts
+are words in general use. A candidate whose coverage
 reaches the `lexical_gate` opens the gate on its words alone: in a small store, a prompt sharing
 a distinctive word with one record ("which package manager does the frontend use?") may be no
 closer to it in meaning than to a general question about a context manager. The lexical gate
@@ -44,12 +46,14 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import NamedTuple
 
 import numpy as np
 
-from orcad.query import is_weak_term, stem, stems
+from orcad.limits import QUERY_MAX_CONSIDERED
+from orcad.query import QUERY_READ_CHARS, is_weak_term, stem, stems, tokenize
 
 NEAR_DUPLICATE = 0.5  # Jaccard of significant word stems from which two texts say the same
 _NEWER_STEP = 1e-6
@@ -59,6 +63,13 @@ CONSIDERED_PER_SHOWN = 3  # how far above its older near-duplicate a correction 
 ALIKE_SHOWN = 2  # near-duplicates of one another shown together, at most
 DISTINCTIVE_MATCHES = 2  # stored texts holding a term, at most, for it to be distinctive
 DISTINCTIVE_LENGTH = 4  # characters of a distinctive term, at least
+# a name joined from parts: "LGX_DRY_RUN", "ledger.tax.round_up", "infra/rules.sql", "pay-relay"
+# (starting only where a word starts: a match tried inside a long word would read the rest of
+# it again at each of its characters)
+_COMPOUND = re.compile(r"(?<![^\W_])[^\W_]+(?:[_./-]+[^\W_]+)+")
+_JOINS = "_./-"
+_NAME_MAX = 128  # characters of a compound name, at most: a longer run is no name but a paste
+_CODE_JOINS = frozenset("_./")  # joins only code uses; "-" joins English words too ("read-only")
 # stored texts whose stems are kept between prompts: a pool is at most 3 x 16 texts a part, so
 # this spans many prompts; a stored text's stems may take kilobytes, so not many more
 TEXTS_CACHED = 4096
@@ -112,13 +123,39 @@ def significant_stems(text: str) -> frozenset[str]:
     return frozenset(token for token in text_stems(text) if not is_weak_term(token))
 
 
+def compound_names(prompt: str) -> frozenset[str]:
+    """The prompt's names joined from parts (`LGX_DRY_RUN`, `ledger.tax.round_up`,
+    `pay-relay`), casefolded, with a letter and DISTINCTIVE_LENGTH to _NAME_MAX characters: the
+    whole name, which its query terms ("lgx", "dry", "run") split into words in general use. The
+    first QUERY_MAX_CONSIDERED of them, from as much of the prompt as its terms are read from."""
+    text = prompt[:QUERY_READ_CHARS]
+    if not any(join in text for join in _JOINS):
+        return frozenset()
+    names: dict[str, None] = {}  # in order of appearance
+    for match in _COMPOUND.finditer(text):
+        name = match.group().casefold()
+        if DISTINCTIVE_LENGTH <= len(name) <= _NAME_MAX and any(char.isalpha() for char in name):
+            names[name] = None
+            if len(names) == QUERY_MAX_CONSIDERED:
+                break
+    return frozenset(names)
+
+
 def distinctive_terms(
-    terms: Iterable[str], document_frequency: Mapping[str, int], general: frozenset[str]
+    terms: Iterable[str],
+    document_frequency: Mapping[str, int],
+    general: frozenset[str],
+    names: Iterable[str] = (),
 ) -> frozenset[str]:
     """The stems of the query terms that name something of this store's own: held by one or
     two of its texts, with a letter and at least four characters, and neither the term nor its
-    stem among the `general` words (orcad.recall.embedding.general_words)."""
-    return frozenset(
+    stem among the `general` words (orcad.recall.embedding.general_words). And those of the
+    prompt's compound `names` (`compound_names`) that do too: the rarest of the name's parts
+    counted in `document_frequency` is held by one or two texts, and the name is joined by a
+    character only code uses or has a part that is not a general word ("read-only" is English,
+    "pay-relay" a name). A text holds such a name when it contains it whole
+    (`holds_distinctive`)."""
+    own = {
         stem(term)
         for term in terms
         if 0 < document_frequency.get(term, 0) <= DISTINCTIVE_MATCHES
@@ -126,7 +163,29 @@ def distinctive_terms(
         and any(char.isalpha() for char in term)
         and term not in general
         and stem(term) not in general
-    )
+    }
+    for name in names:
+        parts = tokenize(name)
+        counted = [document_frequency[part] for part in parts if part in document_frequency]
+        if not counted or not 0 < min(counted) <= DISTINCTIVE_MATCHES:
+            continue
+        if not _CODE_JOINS.isdisjoint(name) or any(
+            part not in general and stem(part) not in general for part in parts
+        ):
+            own.add(name)
+    return frozenset(own)
+
+
+def holds_distinctive(text: str, distinctive: frozenset[str]) -> bool:
+    """Whether `text` holds one of `distinctive_terms`: a stem among its own, or a compound
+    name within it, whole."""
+    if not distinctive.isdisjoint(text_stems(text)):
+        return True
+    names = [name for name in distinctive if _COMPOUND.fullmatch(name)]
+    if not names:
+        return False
+    folded = text.casefold()
+    return any(name in folded for name in names)
 
 
 @functools.lru_cache(maxsize=4 * TEXTS_CACHED)  # the same texts meet again prompt after prompt
@@ -207,7 +266,7 @@ def rank(
             scored[c.key] >= gate
             or ((c.cosine is None or not math.isfinite(c.cosine)) and c.coverage > 0)
             or (lexical_gate is not None and c.coverage >= lexical_gate)
-            or not distinctive.isdisjoint(text_stems(c.text))
+            or holds_distinctive(c.text, distinctive)
             for c in pool
         )
     ):
