@@ -734,30 +734,6 @@ FACTS: list[tuple[str, str, str, str]] = [
         "The smoke suite is `lk smoke staging`: it makes a real Stripe test-mode booking in the demo hotel 'Casa Teste', checks the Booking.com sandbox received the ARI, then cancels it; it takes about 4 minutes.",
     ),
     (
-        "s122",
-        "user",
-        "preference",
-        'In Go code, wrap errors with `fmt.Errorf("...: %w", err)` and never panic outside main; adapters return a typed `*adapters.PartnerError` for OTA-side failures.',
-    ),
-    (
-        "s123",
-        "project",
-        "workflow",
-        "After fixing a channel mapping, run `lk chan resync <hotel_id> --days 365` to push the full ARI calendar to every mapped OTA; on Booking.com it takes about 10 minutes per hotel because of the rate limit.",
-    ),
-    (
-        "s124",
-        "project",
-        "fact",
-        "The extranet is served as static files from a GCS bucket behind Cloud CDN at app.lodgekeep.com; every PR gets a preview build at pr-<number>.extranet.lodgekeep.dev pointing at the staging API.",
-    ),
-    (
-        "s125",
-        "project",
-        "fact",
-        "Bookings not checked in by 06:00 hotel local time on the day after arrival are marked `no_show` by the task `booking.mark_no_shows`, and the no-show fee from the cancellation policy is charged off-session.",
-    ),
-    (
         "s126",
         "project",
         "workflow",
