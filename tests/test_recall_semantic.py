@@ -184,9 +184,9 @@ def test_a_pasted_error_naming_a_tool_of_the_project_finds_its_fact(
 def test_a_prompt_naming_a_setting_of_the_project_finds_its_fact(
     orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], workdir: Path
 ) -> None:
-    """ "what does X do" reads like a general question, which the gate keeps empty, and the
-    terms of an environment variable's name are words in general use ("dry", "run"); the whole
-    name, which one stored text holds, opens it."""
+    """A prompt asking what a setting does reads like a general question, which the gate keeps
+    empty, and the terms of an environment variable's name are words in general use ("dry",
+    "run"); the whole name, which one stored text holds, opens it."""
     daemon = start(orca_env, daemon_factory)
     loaded_status(daemon)
     agent = Agent(daemon, workdir)
