@@ -994,7 +994,7 @@ PROMPTS: list[tuple[str, str, list[str]]] = [
     ),
     (
         "none",
-        "TypeError: Cannot read properties of undefined (reading 'map') at renderRows (table.tsx:42:18) what does this mean",
+        "RangeError: Maximum call stack size exceeded at flattenTree (tree.ts:18:9), why does this recurse forever",
         [],
     ),
     ("none", "how do i list every branch that's already merged into main", []),
