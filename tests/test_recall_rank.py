@@ -199,6 +199,8 @@ def test_a_compound_name_is_the_prompt_s_name_joined_from_parts() -> None:
     assert compound_names("explain big O notation simply, e.g. for sorting") == frozenset()
     # a run far longer than a name is a paste; a paste of names gives its first 64 of them
     assert compound_names("a_" * 200 + "b") == frozenset()
+    longest = "a" * 63 + "_" + "b" * 64  # 128 characters, the most a name may have
+    assert compound_names(f"{longest} {longest}c") == {longest}
     pasted = compound_names(" ".join(f"src/mod_{n}/main.py" for n in range(1000)))
     assert len(pasted) == 64 and "src/mod_0/main.py" in pasted
 
