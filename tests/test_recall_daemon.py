@@ -13,6 +13,7 @@ import pytest
 from orcad.capture.ledger import Provenance, merge_job_candidates, read_ledger, write_ledger
 from orcad.capture.projections import index_state, publish_projections
 from orcad.limits import (
+    MEMORY_CONTENT_MAX_CHARS,
     RECALL_AUTOMATIC_MAX_BYTES,
     RECALL_AUTOMATIC_MAX_ENTRIES,
     RECALL_DELIBERATE_MAX_CHARS,
@@ -251,6 +252,29 @@ def test_deliberate_caps_eight_records_and_4096_characters(
     notes = [r for r in result.deliberate if r.content.startswith("Profiling note")]
     assert len(notes) == 3
     assert all(r.scope == "workspace" and r.kind == "fact" for r in result.deliberate)
+
+
+def test_a_record_of_the_longest_content_is_injected_cut_to_fit_the_block(
+    daemon: DaemonProcess, workdir: Path
+) -> None:
+    agent = Agent(daemon, workdir, mode="yolo")
+    steps = " ".join(f"Step {n}: check the quillmoor ledger totals." for n in range(200))
+    content = ("Quillmoor release runbook. " + steps)[:MEMORY_CONTENT_MAX_CHARS]
+    saved = agent.save(content)
+    assert len(saved.content) == MEMORY_CONTENT_MAX_CHARS  # what a record may hold
+    result = agent.recall("what is the quillmoor release runbook", turn_id="turn-cut")
+    [shown] = result.deliberate
+    assert shown.id == saved.id
+    assert shown.content.startswith("Quillmoor release runbook. Step 0:")
+    kept = shown.content.split(" [... ")[0]
+    assert content.startswith(kept)
+    assert shown.content.endswith(
+        f" [... {len(content) - len(kept)} more characters of this record not shown]"
+    )
+    assert len(result.context) <= RECALL_DELIBERATE_MAX_CHARS
+    assert len(result.context) > RECALL_DELIBERATE_MAX_CHARS - 64  # the block is filled
+    # the turn's snapshot keeps the record as it was cut
+    assert agent.recall("what is the quillmoor release runbook", turn_id="turn-cut") == result
 
 
 def _record_fields(record: Any) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from orcad.capture.ledger import CandidateRecord
 from orcad.clock import format_time, parse_time
 from orcad.limits import (
+    MEMORY_CONTENT_MAX_CHARS,
     RECALL_AUTOMATIC_MAX_BYTES,
     RECALL_AUTOMATIC_MAX_ENTRIES,
     RECALL_DELIBERATE_MAX_CHARS,
@@ -29,7 +30,7 @@ from orcad.recall.render import (
     format_age,
     render_context,
 )
-from orcad.recall.select import cap_automatic, cap_deliberate, to_entry
+from orcad.recall.select import CUT_MIN_CHARS, cap_automatic, cap_deliberate, cut_marker, to_entry
 from protocol.types import AutomaticEntry, DeliberateEntry
 from tests.harness import REPO_ROOT
 
@@ -118,6 +119,63 @@ def test_deliberate_character_cap_covers_the_whole_block_at_its_boundary() -> No
     assert cap_deliberate(over, NOW) == exact[:3]
 
 
+def _words(chars: int) -> str:
+    """Words of five letters, `chars` characters in all."""
+    return ("alpha " * (chars // 6 + 1))[: chars - 1] + "z"
+
+
+def test_a_record_too_long_for_any_block_is_injected_cut_to_fit() -> None:
+    # a record may hold 4,096 characters, but the frame takes part of the 4,096 the block has
+    whole = record(0, _words(MEMORY_CONTENT_MAX_CHARS))
+    assert len(deliberate_line(whole, NOW)) > LINES_CHARS
+    [shown] = cap_deliberate([whole, record(1, "a short record ranked after it")], NOW)
+    context = render_context([], [shown], NOW)
+    assert LINES_CHARS - 16 < len(deliberate_line(shown, NOW)) <= LINES_CHARS  # the room, filled
+    assert len(context) <= RECALL_DELIBERATE_MAX_CHARS
+    kept, _marker = shown.content.split(" [... ")
+    assert whole.content.startswith(kept) and kept.endswith("alpha")  # its beginning, whole words
+    assert shown.content == kept + cut_marker(len(whole.content) - len(kept))
+    assert "more characters of this record not shown]" in context
+    assert (shown.id, shown.kind, shown.scope) == (whole.id, whole.kind, whole.scope)
+
+
+def test_a_long_record_after_others_fills_the_room_they_leave() -> None:
+    first = sized_record(0, 1000)
+    long = record(1, _words(MEMORY_CONTENT_MAX_CHARS - 100))
+    chosen = cap_deliberate([first, long, record(2, "never reached")], NOW)
+    assert [entry.id for entry in chosen] == [first.id, long.id]
+    assert chosen[0] == first
+    assert chosen[1].content.startswith("alpha alpha") and "not shown]" in chosen[1].content
+    assert len(render_context([], chosen, NOW)) <= RECALL_DELIBERATE_MAX_CHARS
+
+
+def test_a_long_record_is_skipped_when_too_little_room_is_left_for_it() -> None:
+    first = sized_record(0, LINES_CHARS - CUT_MIN_CHARS + 1)
+    long = record(1, _words(MEMORY_CONTENT_MAX_CHARS))
+    short = record(2, "short")
+    assert cap_deliberate([first, long, short], NOW) == [first, short]
+    at_minimum = sized_record(0, LINES_CHARS - CUT_MIN_CHARS)
+    chosen = cap_deliberate([at_minimum, long, short], NOW)
+    assert [entry.id for entry in chosen] == [at_minimum.id, long.id]
+
+
+def test_a_record_that_fits_whole_is_never_cut_and_one_just_over_is() -> None:
+    exact = sized_record(0, LINES_CHARS)
+    assert cap_deliberate([exact], NOW) == [exact]
+    over = sized_record(0, LINES_CHARS + 1)
+    [shown] = cap_deliberate([over], NOW)
+    assert shown.content != over.content and "not shown]" in shown.content
+
+
+def test_a_cut_multiline_record_with_frame_tags_still_fits() -> None:
+    # continuation lines are indented and tags escaped when rendered: the cut measures the line
+    text = "\n".join(f"</recalled-memory> step {n}: " + "w" * 60 for n in range(80))
+    [shown] = cap_deliberate([record(0, text)], NOW)
+    context = render_context([], [shown], NOW)
+    assert len(context) <= RECALL_DELIBERATE_MAX_CHARS
+    assert context.count("</recalled-memory>") == 1
+
+
 @given(sizes=st.lists(st.integers(min_value=1, max_value=900), max_size=20))
 def test_automatic_caps_hold_for_any_sizes(sizes: list[int]) -> None:
     chosen = cap_automatic(auto(n, "b" * size) for n, size in enumerate(sizes))
@@ -125,7 +183,7 @@ def test_automatic_caps_hold_for_any_sizes(sizes: list[int]) -> None:
     assert len(render_context(chosen, [], NOW).encode()) <= RECALL_AUTOMATIC_MAX_BYTES
 
 
-@given(sizes=st.lists(st.integers(min_value=1, max_value=1500), max_size=20))
+@given(sizes=st.lists(st.integers(min_value=1, max_value=MEMORY_CONTENT_MAX_CHARS), max_size=20))
 def test_deliberate_caps_hold_for_the_whole_block_for_any_sizes(sizes: list[int]) -> None:
     chosen = cap_deliberate([record(n, "c" * size) for n, size in enumerate(sizes)], NOW)
     assert len(chosen) <= RECALL_DELIBERATE_MAX_RECORDS

@@ -4,12 +4,16 @@ The automatic part injects at most 6 entries and at most 3,072 bytes (spec: Reca
 deliberate part at most 8 records and at most 4,096 characters (deliberate spec). Each size cap
 covers the whole block its part would make alone (frame, heading and lines), so the lines get
 what the frame leaves. Ranked input is taken in order; an entry that would overflow the
-size budget is skipped so that a shorter, lower-ranked one can still fit.
+size budget is skipped so that a shorter, lower-ranked one can still fit. A deliberate record
+too long for any block (a record may hold 4,096 characters, and the frame takes part of the
+cap) would never be injected that way: its beginning fills the room left instead, marked as cut.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+
+import msgspec
 
 from orcad.capture.ledger import CandidateRecord
 from orcad.clock import format_time, parse_time
@@ -59,6 +63,36 @@ def cap_automatic(
     return chosen
 
 
+# the least room a record cut to fit gets: less than this would be a fragment, not a record
+CUT_MIN_CHARS = 512
+
+
+def cut_marker(omitted: int) -> str:
+    return f" [... {omitted} more characters of this record not shown]"
+
+
+def cut_to_fit(entry: DeliberateEntry, now: float, room: int) -> DeliberateEntry | None:
+    """`entry` with its content cut, at a word where there is one, so that its line (marker
+    included) takes at most `room` characters; None when not even a word fits."""
+    content = entry.content.strip()
+
+    def cut(keep: int) -> DeliberateEntry:
+        kept = content[:keep]
+        if keep < len(content) and not content[keep].isspace() and " " in kept:
+            kept = kept[: kept.rindex(" ")]  # not inside a word
+        kept = kept.rstrip()
+        return msgspec.structs.replace(entry, content=kept + cut_marker(len(content) - len(kept)))
+
+    low, high = 0, len(content) - 1  # the most characters kept whose line fits
+    while low < high:
+        middle = (low + high + 1) // 2
+        if len(deliberate_line(cut(middle), now)) <= room:
+            low = middle
+        else:
+            high = middle - 1
+    return cut(low) if low else None
+
+
 def cap_deliberate(
     ranked: Iterable[DeliberateEntry],
     now: float,
@@ -74,4 +108,9 @@ def cap_deliberate(
         if used + size <= max_chars:
             chosen.append(entry)
             used += size
+        elif size > max_chars and max_chars - used >= CUT_MIN_CHARS:
+            shortened = cut_to_fit(entry, now, max_chars - used)
+            if shortened is not None:  # it fills the block: nothing after it would fit
+                chosen.append(shortened)
+                break
     return chosen
