@@ -167,6 +167,14 @@ def test_a_record_that_fits_whole_is_never_cut_and_one_just_over_is() -> None:
     assert shown.content != over.content and "not shown]" in shown.content
 
 
+def test_a_record_is_cut_between_words_on_any_white_space() -> None:
+    text = "\n".join(["sevenxx"] * 700)  # one word a line, no spaces
+    [shown] = cap_deliberate([record(0, text)], NOW)
+    kept = shown.content.split(" [... ")[0]
+    assert kept.split("\n") == ["sevenxx"] * (kept.count("\n") + 1)
+    assert 300 < kept.count("\n") < 700
+
+
 def test_a_cut_multiline_record_with_frame_tags_still_fits() -> None:
     # continuation lines are indented and tags escaped when rendered: the cut measures the line
     text = "\n".join(f"</recalled-memory> step {n}: " + "w" * 60 for n in range(80))

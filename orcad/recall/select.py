@@ -11,6 +11,7 @@ cap) would never be injected that way: its beginning fills the room left instead
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 import msgspec
@@ -65,6 +66,7 @@ def cap_automatic(
 
 # the least room a record cut to fit gets: less than this would be a fragment, not a record
 CUT_MIN_CHARS = 512
+_LAST_WORD = re.compile(r"\s+\S*\Z")
 
 
 def cut_marker(omitted: int) -> str:
@@ -78,8 +80,9 @@ def cut_to_fit(entry: DeliberateEntry, now: float, room: int) -> DeliberateEntry
 
     def cut(keep: int) -> DeliberateEntry:
         kept = content[:keep]
-        if keep < len(content) and not content[keep].isspace() and " " in kept:
-            kept = kept[: kept.rindex(" ")]  # not inside a word
+        partial = _LAST_WORD.search(kept)
+        if keep < len(content) and not content[keep].isspace() and partial is not None:
+            kept = kept[: partial.start()]  # not inside a word
         kept = kept.rstrip()
         return msgspec.structs.replace(entry, content=kept + cut_marker(len(content) - len(kept)))
 
