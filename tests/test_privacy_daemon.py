@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from orcad.limits import MEMORY_CONTENT_MAX_CHARS
 from protocol.client import Client
 from protocol.errors import RemoteError
 from tests.external_worker import fact_output, turn_params, wait_for
@@ -561,3 +562,35 @@ def test_an_updated_record_leaves_no_copy_of_its_old_text(
     )
     wait_for(lambda: holders("orchid-falcon-42", *roots) == [], timeout=10)
     assert holders("Tag releases with the date", *roots)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("action", ["forget", "update"])
+def test_a_record_recalled_cut_to_fit_leaves_no_snapshot_behind(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path, action: str
+) -> None:
+    # a record too long for the block is recalled cut: its snapshots hold only its beginning,
+    # so the whole text is no needle for them; the record's id is
+    daemon = started(orca_env, daemon_factory)
+    project = tmp_path / "project"
+    project.mkdir()
+    yolo = open_session(daemon, project, mode="yolo")
+    steps = " ".join(f"Step {n}: rotate the garnet-lynx-77 keys." for n in range(150))
+    record = save(daemon, yolo, ("Garnet-lynx-77 runbook. " + steps)[:MEMORY_CONTENT_MAX_CHARS])
+    roots = (orca_env.home, orca_env.config_dir)
+    for turn in ("r1", "r2"):  # snapshots holding its beginning, in memory and on disk
+        recalled = daemon.call("recall", {**yolo, "turn_id": turn, "prompt": "garnet-lynx-77"})
+        [shown] = recalled.deliberate
+        assert shown.id == record.id and shown.content != record.content  # cut
+    time.sleep(1.0)  # the snapshot writer persists within half a second
+    snapshots = orca_env.home / "memory" / "daemon-state.sqlite3"
+    assert any(path.startswith(str(snapshots)) for path in holders("rotate the garnet", *roots))
+    if action == "forget":
+        params = {**yolo, "action": "forget", "id": record.id}
+    else:
+        params = {**yolo, "action": "update", "id": record.id, "content": "Keys rotate monthly."}
+    assert daemon.call("memory.manage", params).outcome == "applied"
+    wait_for(lambda: holders("rotate the garnet", *roots) == [], timeout=10)
+    # the turn asks again: a fresh recall, without the old text
+    again = daemon.call("recall", {**yolo, "turn_id": "r1", "prompt": "garnet-lynx-77"})
+    assert "rotate the garnet" not in again.context

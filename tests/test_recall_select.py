@@ -30,7 +30,14 @@ from orcad.recall.render import (
     format_age,
     render_context,
 )
-from orcad.recall.select import CUT_MIN_CHARS, cap_automatic, cap_deliberate, cut_marker, to_entry
+from orcad.recall.select import (
+    CUT_MIN_CHARS,
+    CUT_WORD_MAX_CHARS,
+    cap_automatic,
+    cap_deliberate,
+    cut_marker,
+    to_entry,
+)
 from protocol.types import AutomaticEntry, DeliberateEntry
 from tests.harness import REPO_ROOT
 
@@ -173,6 +180,29 @@ def test_a_record_is_cut_between_words_on_any_white_space() -> None:
     kept = shown.content.split(" [... ")[0]
     assert kept.split("\n") == ["sevenxx"] * (kept.count("\n") + 1)
     assert 300 < kept.count("\n") < 700
+
+
+def test_a_long_token_is_cut_inside_rather_than_dropped_whole() -> None:
+    content = "Deploy key: " + "Q" * 4000  # a key, a URL: one word longer than the room
+    [shown] = cap_deliberate([record(0, content)], NOW)
+    kept = shown.content.split(" [... ")[0]
+    assert kept.startswith("Deploy key: QQQ") and content.startswith(kept)
+    assert LINES_CHARS - 8 < len(deliberate_line(shown, NOW)) <= LINES_CHARS  # the room, filled
+    # a word is kept whole when it is short: the cut goes back to the space before it
+    words = "Deploy key: " + " ".join(["W" * CUT_WORD_MAX_CHARS] * 60)
+    [shown] = cap_deliberate([record(0, words)], NOW)
+    kept = shown.content.split(" [... ")[0]
+    assert kept.split(" ")[2:] == ["W" * CUT_WORD_MAX_CHARS] * (len(kept.split(" ")) - 2)
+
+
+def test_a_cut_after_a_long_blank_run_is_still_a_prefix_that_fills_the_room() -> None:
+    # a long run of white space: each try at a cut looks back a word's length, not the run's
+    content = ("alpha " + " " * 3400 + "x " + "y " * 2000)[:MEMORY_CONTENT_MAX_CHARS].strip()
+    [shown] = cap_deliberate([record(0, content)], NOW)
+    kept = shown.content.split(" [... ")[0]
+    assert content.startswith(kept) and kept.endswith(" y")
+    assert shown.content == kept + cut_marker(len(content) - len(kept))
+    assert len(render_context([], [shown], NOW)) <= RECALL_DELIBERATE_MAX_CHARS
 
 
 def test_a_cut_multiline_record_with_frame_tags_still_fits() -> None:

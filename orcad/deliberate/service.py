@@ -140,8 +140,9 @@ class DeliberateMemory:
         self._sessions = sessions
         self.pending = PendingApprovals()
         self.session_grants = SessionGrants()
-        # Removes other copies of forgotten text (recall snapshots); set by install.
-        self.purge_copies: Callable[[list[str]], Awaitable[object]] | None = None
+        # Removes other copies of forgotten text (recall snapshots holding the text, or the
+        # record by id: it may be shown cut); set by install.
+        self.purge_copies: Callable[[list[str], list[str]], Awaitable[object]] | None = None
         self._purge_wanted = trio.Event()
 
     async def run_purger(
@@ -364,7 +365,7 @@ class DeliberateMemory:
             record, verb = forgotten, "Forgot"
             self._purge_wanted.set()  # the database's remains, soon (see run_purger)
             if self.purge_copies is not None:
-                await self.purge_copies([forgotten.content])
+                await self.purge_copies([forgotten.content], [forgotten.id])
         else:
             target = known_target or await self._target(session, change)
             assert target is not None
@@ -384,7 +385,7 @@ class DeliberateMemory:
             if content != target.content:  # the old text goes as a forgotten record's does
                 self._purge_wanted.set()
                 if self.purge_copies is not None:
-                    await self.purge_copies([target.content])
+                    await self.purge_copies([target.content], [target.id])
         log.info(
             "memory.applied", action=change.action, record_id=record.id, scope=scope_name(record)
         )

@@ -11,7 +11,6 @@ cap) would never be injected that way: its beginning fills the room left instead
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 
 import msgspec
@@ -66,7 +65,9 @@ def cap_automatic(
 
 # the least room a record cut to fit gets: less than this would be a fragment, not a record
 CUT_MIN_CHARS = 512
-_LAST_WORD = re.compile(r"\s+\S*\Z")
+# a cut goes back to the white space before a word it would split, at most this far: a longer
+# token is cut inside rather than dropped whole
+CUT_WORD_MAX_CHARS = 64
 
 
 def cut_marker(omitted: int) -> str:
@@ -80,9 +81,11 @@ def cut_to_fit(entry: DeliberateEntry, now: float, room: int) -> DeliberateEntry
 
     def cut(keep: int) -> DeliberateEntry:
         kept = content[:keep]
-        partial = _LAST_WORD.search(kept)
-        if keep < len(content) and not content[keep].isspace() and partial is not None:
-            kept = kept[: partial.start()]  # not inside a word
+        if keep < len(content) and not content[keep].isspace():  # not inside a word...
+            for end in range(keep - 1, max(0, keep - CUT_WORD_MAX_CHARS) - 1, -1):
+                if content[end].isspace():
+                    kept = content[:end]
+                    break  # (...unless it is a long token: a key, a path, a URL)
         kept = kept.rstrip()
         return msgspec.structs.replace(entry, content=kept + cut_marker(len(content) - len(kept)))
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import collections
 import sqlite3
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
 import msgspec
@@ -199,10 +199,13 @@ class SnapshotStore:
         while len(self._persisted_keys) > capacity:
             self._persisted_keys.popitem(last=False)
 
-    async def purge(self, texts: list[str]) -> int:
-        """Drop every snapshot holding one of `texts` (forgotten memory), in memory and on disk;
-        how many were dropped. The turns they fixed get a fresh recall if they ask again."""
+    async def purge(self, texts: Sequence[str], ids: Sequence[str] = ()) -> int:
+        """Drop every snapshot holding one of `texts` (forgotten memory), or an entry with one
+        of `ids` (a deliberate record's, which a snapshot may hold cut to fit: see
+        orcad.recall.select.cut_to_fit), in memory and on disk; how many were dropped. The turns
+        they fixed get a fresh recall if they ask again."""
         needles = [_encoder.encode(text)[1:-1] for text in texts if text]
+        needles += [_encoder.encode(record_id) for record_id in ids if record_id]  # quoted
         if not needles:
             return 0
 
