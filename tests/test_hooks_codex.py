@@ -215,3 +215,29 @@ def test_daemon_down_answers_an_empty_valid_payload(tmp_path: Path, orca_env: Or
     assert len(run.stderr.strip().splitlines()) == 1
     failure = json.loads((orca_env.memory_root / "agent-hooks.jsonl").read_text().splitlines()[-1])
     assert (failure["agent"], failure["kind"]) == ("codex", "unreachable")
+
+
+def test_a_turn_id_longer_than_orcad_takes_is_named_by_its_digest(
+    tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess
+) -> None:
+    log = _rollout(tmp_path)
+    turn = "turn-" + "9" * 300  # Codex's are UUIDs; orcad takes at most 256 characters
+    prompt = "Remember that our staging deploys go through ArgoCD."
+    log.user_turn(turn, prompt)
+    submit = _hook(
+        orca_env, "UserPromptSubmit", _payload(log, "UserPromptSubmit", turn_id=turn, prompt=prompt)
+    )
+    assert submit.answer == {}  # recalled (nothing yet), not failed
+    assert not (orca_env.memory_root / "agent-hooks.jsonl").exists()
+    log.agent("Noted: staging deploys go through ArgoCD.")
+    stop = _payload(
+        log,
+        "Stop",
+        turn_id=turn,
+        stop_hook_active=False,
+        last_assistant_message="Noted: staging deploys go through ArgoCD.",
+    )
+    _hook(orca_env, "Stop", stop)
+    [job] = _jobs(daemon)
+    assert job.turn_id == transcript.turn_id_for("codex", "", 0, turn)
+    assert job.turn_id.startswith("codex_") and len(job.turn_id) <= 256

@@ -26,7 +26,8 @@ from orcad.recall.render import (
     deliberate_line,
 )
 from protocol.errors import RemoteError
-from protocol.types import AutomaticEntry, DeliberateEntry, ExtractedFact
+from protocol.types import TURN_ID_MAX_CHARS, AutomaticEntry, DeliberateEntry, ExtractedFact
+from tests.external_worker import turn_params
 from tests.harness import DaemonProcess, OrcaEnv
 
 pytestmark = pytest.mark.daemon
@@ -322,6 +323,26 @@ def test_auto_memory_off_keeps_only_the_deliberate_part(
     assert [d.content for d in result.deliberate] == ["Release notes live in docs/releases."]
     assert result.barrier == "none"
     assert "Automatic memory" not in result.context
+
+
+def test_a_turn_id_longer_than_256_characters_is_refused_and_changes_nothing(
+    daemon: DaemonProcess, workdir: Path
+) -> None:
+    # a turn id keys a job and a snapshot and is shown in the context: it is bounded
+    agent = Agent(daemon, workdir)
+    longest = "t" * TURN_ID_MAX_CHARS
+    assert agent.recall("anything", turn_id=longest).snapshot_id.startswith("snap_")
+    for method, params in (
+        ("recall", {**agent.ids, "turn_id": longest + "t", "prompt": "anything"}),
+        ("turn.completed", turn_params(agent, longest + "t", "remember: we deploy with make")),
+    ):
+        with pytest.raises(RemoteError) as caught:
+            daemon.call(method, params)
+        assert caught.value.code == -32602
+        assert "turn_id" in str(caught.value) and "256" in str(caught.value)
+    assert daemon.call("jobs.list", {}).jobs == []
+    accepted = daemon.call("turn.completed", turn_params(agent, longest, "we deploy with make"))
+    assert accepted.eligible
 
 
 def test_stale_epoch_is_refused(daemon: DaemonProcess, workdir: Path) -> None:

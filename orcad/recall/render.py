@@ -56,18 +56,28 @@ def format_age(seconds: float) -> str:
     return "just now"
 
 
+def _without_tags(text: str) -> str:
+    """`text` unable to open or close the frame."""
+    return _TAG.sub(lambda m: f"&lt;{m.group(1)}{m.group(2)}", text)
+
+
 def _entry_text(text: str) -> str:
     """One list item's text: no frame tags inside, continuation lines indented."""
-    safe = _TAG.sub(lambda m: f"&lt;{m.group(1)}{m.group(2)}", text.strip())
+    safe = _without_tags(text.strip())
     lines = [line.rstrip() for line in safe.splitlines() if line.strip()]
     return "\n  ".join(lines)
+
+
+def _field(text: str) -> str:
+    """A provenance field (a turn id is the client's): one line, no frame tags inside."""
+    return _without_tags(" ".join(text.split()))
 
 
 def automatic_line(entry: AutomaticEntry) -> str:
     """The rendered line of one automatic entry, newline included (what the byte cap counts)."""
     return (
-        f"- [{entry.category} | {format_age(entry.age_s)} | session {entry.session_id} | "
-        f"turn {entry.turn_id}] {_entry_text(entry.text)}\n"
+        f"- [{entry.category} | {format_age(entry.age_s)} | session {_field(entry.session_id)} "
+        f"| turn {_field(entry.turn_id)}] {_entry_text(entry.text)}\n"
     )
 
 
