@@ -15,10 +15,11 @@ PROTOCOL_VERSION = 1
 
 Timestamp = str  # RFC 3339 UTC, e.g. 2026-11-30T07:00:00.123Z
 NonEmpty = Annotated[str, msgspec.Meta(min_length=1)]
-# A turn id keys a job and a recall snapshot, and is shown in recalled context: an agent's turn
-# id or a digest fits many times over, a transcript pasted there does not.
-TURN_ID_MAX_CHARS = 256
-TurnId = Annotated[str, msgspec.Meta(min_length=1, max_length=TURN_ID_MAX_CHARS)]
+# The ids a client names (a session, a turn) key sessions, jobs and recall snapshots and are
+# shown in recalled context: an agent's id or a digest fits many times over, a transcript
+# pasted there does not.
+CLIENT_ID_MAX_CHARS = 256
+ClientId = Annotated[str, msgspec.Meta(min_length=1, max_length=CLIENT_ID_MAX_CHARS)]
 Epoch = Annotated[int, msgspec.Meta(ge=1)]
 Token = Annotated[int, msgspec.Meta(ge=1)]
 Revision = Annotated[int, msgspec.Meta(ge=0)]
@@ -138,7 +139,7 @@ class StatusResult(Result, frozen=True, kw_only=True):
 
 class SessionOpenParams(Params, frozen=True, kw_only=True):
     cwd: NonEmpty
-    session_id: NonEmpty | None = None
+    session_id: ClientId | None = None
     history: History = "persistent"
     mode: Mode = "normal"
     interactive: bool = True
@@ -189,7 +190,7 @@ class Message(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=T
 
 
 class TurnCompletedParams(SessionParams, frozen=True, kw_only=True):
-    turn_id: TurnId
+    turn_id: ClientId
     root: bool = True
     subagent: bool = False
     outcome: Outcome
@@ -206,7 +207,7 @@ class TurnCompletedResult(Result, frozen=True, kw_only=True):
 
 
 class RecallParams(SessionParams, frozen=True, kw_only=True):
-    turn_id: TurnId
+    turn_id: ClientId
     prompt: str
 
 

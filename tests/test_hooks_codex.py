@@ -4,6 +4,7 @@ schema (copies in tests/schemas/codex/, source named in its README)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,8 @@ import jsonschema
 import pytest
 
 from orcactl.hooks import transcript
+from orcactl.hooks.common import agent_id
+from protocol.types import CLIENT_ID_MAX_CHARS
 from tests.harness import DaemonProcess, OrcaEnv
 from tests.hook_helpers import CodexRollout, HookRun, codex_schema, run_hook
 
@@ -239,5 +242,15 @@ def test_a_turn_id_longer_than_orcad_takes_is_named_by_its_digest(
     )
     _hook(orca_env, "Stop", stop)
     [job] = _jobs(daemon)
-    assert job.turn_id == transcript.turn_id_for("codex", "", 0, turn)
-    assert job.turn_id.startswith("codex_") and len(job.turn_id) <= 256
+    assert job.turn_id == "codex_" + hashlib.sha256(turn.encode()).hexdigest()[:32]
+
+
+def test_an_agent_id_too_long_for_orcad_is_named_by_its_digest() -> None:
+    uuid = "0199a213-81c0-7800-8aa1-bbab2a035a53"
+    assert agent_id("codex", ":", uuid) == f"codex:{uuid}"
+    fits = "x" * (CLIENT_ID_MAX_CHARS - len("codex:"))
+    assert agent_id("codex", ":", fits) == f"codex:{fits}"
+    longer = fits + "x"
+    digest = hashlib.sha256(longer.encode()).hexdigest()[:32]
+    assert agent_id("codex", ":", longer) == f"codex:{digest}"
+    assert agent_id("codex", ":", "\ud800" * 300).startswith("codex:")  # a lone surrogate

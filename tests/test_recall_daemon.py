@@ -26,7 +26,7 @@ from orcad.recall.render import (
     deliberate_line,
 )
 from protocol.errors import RemoteError
-from protocol.types import TURN_ID_MAX_CHARS, AutomaticEntry, DeliberateEntry, ExtractedFact
+from protocol.types import CLIENT_ID_MAX_CHARS, AutomaticEntry, DeliberateEntry, ExtractedFact
 from tests.external_worker import turn_params
 from tests.harness import DaemonProcess, OrcaEnv
 
@@ -325,12 +325,12 @@ def test_auto_memory_off_keeps_only_the_deliberate_part(
     assert "Automatic memory" not in result.context
 
 
-def test_a_turn_id_longer_than_256_characters_is_refused_and_changes_nothing(
+def test_a_turn_or_session_id_longer_than_256_characters_is_refused_and_changes_nothing(
     daemon: DaemonProcess, workdir: Path
 ) -> None:
     # a turn id keys a job and a snapshot and is shown in the context: it is bounded
     agent = Agent(daemon, workdir)
-    longest = "t" * TURN_ID_MAX_CHARS
+    longest = "t" * CLIENT_ID_MAX_CHARS
     assert agent.recall("anything", turn_id=longest).snapshot_id.startswith("snap_")
     for method, params in (
         ("recall", {**agent.ids, "turn_id": longest + "t", "prompt": "anything"}),
@@ -343,6 +343,12 @@ def test_a_turn_id_longer_than_256_characters_is_refused_and_changes_nothing(
     assert daemon.call("jobs.list", {}).jobs == []
     accepted = daemon.call("turn.completed", turn_params(agent, longest, "we deploy with make"))
     assert accepted.eligible
+    # and so is a session id a client chooses
+    opened = daemon.call("session.open", {"cwd": str(workdir), "session_id": "s" * 256})
+    assert opened.session_id == "s" * 256
+    with pytest.raises(RemoteError) as caught:
+        daemon.call("session.open", {"cwd": str(workdir), "session_id": "s" * 257})
+    assert caught.value.code == -32602 and "session_id" in str(caught.value)
 
 
 def test_stale_epoch_is_refused(daemon: DaemonProcess, workdir: Path) -> None:

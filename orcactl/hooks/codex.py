@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from orcactl.hooks import transcript
 from orcactl.hooks.common import (
     HookContext,
+    agent_id,
     bounded,
     bounded_messages,
     open_session,
@@ -20,7 +21,6 @@ from orcactl.hooks.common import (
     text_field,
 )
 from orcactl.hooks.failures import record_failure
-from protocol.types import TURN_ID_MAX_CHARS
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -34,12 +34,7 @@ FINAL_ENTRY_POLL_S = 0.1
 
 
 def _turn_id(payload: dict[str, Any]) -> str:
-    """orcad's name for Codex's turn: its id, or a digest of it when that would be longer than
-    orcad takes (Codex's are UUIDs)."""
-    turn = text_field(payload, "turn_id")
-    if len(AGENT) + 1 + len(turn) <= TURN_ID_MAX_CHARS:
-        return f"{AGENT}_{turn}"
-    return transcript.turn_id_for(AGENT, "", 0, turn)
+    return agent_id(AGENT, "_", text_field(payload, "turn_id"))
 
 
 def _context_answer(event: str, text: str) -> dict[str, Any]:

@@ -3,11 +3,13 @@ process of one agent session joins, permission modes, and the startup-facts bloc
 
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 from typing import TYPE_CHECKING
 
 from orcactl.hooks.wire import HookClient, connect
+from protocol.types import CLIENT_ID_MAX_CHARS
 
 if TYPE_CHECKING:
     from typing import Any
@@ -66,6 +68,16 @@ def mode_of(payload: dict[str, Any]) -> tuple[str, bool]:
     return PERMISSION_MODES.get(str(payload.get("permission_mode", "default")), ("normal", True))
 
 
+def agent_id(agent: str, separator: str, value: str) -> str:
+    """orcad's name for an agent's session or turn id: `agent`, `separator` and the id, or the
+    id's digest in its place when that would be longer than orcad takes (agents' are UUIDs)."""
+    name = f"{agent}{separator}{value}"
+    if len(name) <= CLIENT_ID_MAX_CHARS:
+        return name
+    digest = hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    return f"{agent}{separator}{digest}"
+
+
 def session_params(context: HookContext, payload: dict[str, Any], *, join: bool) -> dict[str, Any]:
     """session.open for the agent's session: every hook process joins the open session; only a
     new agent process (a startup or resume) opens it anew, which fences the previous one."""
@@ -77,7 +89,7 @@ def session_params(context: HookContext, payload: dict[str, Any], *, join: bool)
     persistent = bool(payload.get("transcript_path"))
     return {
         "cwd": cwd,
-        "session_id": f"{context.agent}:{agent_session}",
+        "session_id": agent_id(context.agent, ":", agent_session),
         "history": "persistent" if persistent else "disabled",
         "mode": mode,
         "interactive": interactive,
