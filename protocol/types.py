@@ -15,9 +15,9 @@ PROTOCOL_VERSION = 1
 
 Timestamp = str  # RFC 3339 UTC, e.g. 2026-11-30T07:00:00.123Z
 NonEmpty = Annotated[str, msgspec.Meta(min_length=1)]
-# The ids a client names (a session, a turn) key sessions, jobs and recall snapshots and are
-# shown in recalled context: an agent's id or a digest fits many times over, a transcript
-# pasted there does not.
+# The names a client gives (a session, a turn, a worker, a provider and its model) key
+# sessions, jobs and snapshots, are kept with every fact and shown in recalled context: an
+# agent's id, a digest or a model's name fits many times over, a transcript pasted there does not.
 CLIENT_ID_MAX_CHARS = 256
 ClientId = Annotated[str, msgspec.Meta(min_length=1, max_length=CLIENT_ID_MAX_CHARS)]
 Epoch = Annotated[int, msgspec.Meta(ge=1)]
@@ -326,7 +326,7 @@ class JobsListResult(Result, frozen=True, kw_only=True):
 
 
 class JobsClaimParams(Params, frozen=True, kw_only=True):
-    worker: NonEmpty
+    worker: ClientId
     project_id: str | None = None
     lease_s: LeaseSeconds | None = None
 
@@ -364,8 +364,8 @@ class JobsPublishParams(Params, frozen=True, kw_only=True):
     job_id: NonEmpty
     token: Token
     output: str
-    provider: NonEmpty
-    model: str
+    provider: ClientId
+    model: Annotated[str, msgspec.Meta(max_length=CLIENT_ID_MAX_CHARS)]
 
 
 class JobsPublishResult(Result, frozen=True, kw_only=True):

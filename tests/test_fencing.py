@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from orcad.clock import parse_time
-from tests.external_worker import read_job_file, turn_params
+from protocol.errors import RemoteError
+from tests.external_worker import fact_output, read_job_file, turn_params
 from tests.harness import REPO_ROOT, DaemonProcess, OrcaEnv
 
 pytestmark = pytest.mark.crash
@@ -131,3 +132,34 @@ def test_fencing_tokens_keep_increasing_across_a_restart(
     daemon.call("jobs.release", {"job_id": job_id, "token": held.lease.token})
     after = daemon.call("jobs.claim", {"worker": "w"})
     assert [before.lease.token, held.lease.token, after.lease.token] == [1, 2, 3]
+
+
+def test_a_worker_provider_or_model_name_over_256_characters_is_refused_and_changes_nothing(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    # the worker's name is kept with the lease and its errors, the provider's and the model's
+    # with every fact the job adds: each is bounded
+    orca_env.write_config("[extraction]\nworkers = 0\n")
+    daemon = DaemonProcess(orca_env)
+    daemon_factory.append(daemon)
+    daemon.start()
+    project = tmp_path / "project"
+    project.mkdir()
+    session = daemon.call("session.open", {"cwd": str(project)})
+    job_id = daemon.call("turn.completed", turn_params(session, "t1")).job_id
+    with pytest.raises(RemoteError) as caught:
+        daemon.call("jobs.claim", {"worker": "w" * 257})
+    assert caught.value.code == -32602 and "worker" in str(caught.value)
+    [job] = daemon.call("jobs.list", {}).jobs
+    assert job.state == "pending"
+    held = daemon.call("jobs.claim", {"worker": "w" * 256, "lease_s": 30})
+    output = fact_output("Deploys use make ship.")
+    publish = {"job_id": job_id, "token": held.lease.token, "output": output}
+    for names in ({"provider": "p" * 257, "model": "m"}, {"provider": "p", "model": "m" * 257}):
+        with pytest.raises(RemoteError) as caught:
+            daemon.call("jobs.publish", {**publish, **names})
+        assert caught.value.code == -32602
+    [job] = daemon.call("jobs.list", {}).jobs
+    assert job.state == "leased"  # nothing was published
+    done = daemon.call("jobs.publish", {**publish, "provider": "p" * 256, "model": "m" * 256})
+    assert (done.state, done.added) == ("committed", 1)
