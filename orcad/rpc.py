@@ -206,6 +206,8 @@ class Dispatcher:
             params = route.decoder.decode(raw)
         except msgspec.ValidationError as exc:
             return _encode(self._failure(request_id, _invalid_params(exc)))
+        except msgspec.DecodeError:  # the envelope parsed, its params do not (invalid UTF-8)
+            return lambda: self.handle_line(line)
         if route.is_async:
             return lambda: self._run_async(route, params, request_id)
         try:

@@ -94,6 +94,17 @@ def test_protocol_errors_on_one_connection_leave_it_usable(daemon: DaemonProcess
     assert (error["code"], error["data"]["field"]) == (-32602, "colour")
     sock.sendall(b"\x00\xff\xfe garbage \x80\n")
     assert read_line(sock)["error"]["code"] == -32700
+    # a well-formed request whose params hold invalid UTF-8, beside one in flight
+    sock.sendall(
+        b'{"jsonrpc":"2.0","id":5,"method":"daemon.ping"}\n'
+        b'{"jsonrpc":"2.0","id":6,"method":"session.open","params":{"cwd":"/\xff"}}\n'
+    )
+    answers = {}
+    for _ in range(2):
+        answer = read_line(sock)
+        answers[answer["id"]] = answer
+    assert answers[5]["result"]["protocol"] == 1
+    assert answers[None]["error"]["code"] == -32700
     sock.sendall(b'{"jsonrpc":"2.0","id":4,"method":"daemon.ping"}\n')
     assert read_line(sock)["result"]["protocol"] == 1
     sock.close()
