@@ -16,7 +16,11 @@ pytestmark = pytest.mark.inprocess
 
 def result(snapshot: str, context: str = "") -> RecallResult:
     return RecallResult(
-        snapshot_id=snapshot, barrier="none", automatic=[], deliberate=[], context=context,
+        snapshot_id=snapshot,
+        barrier="none",
+        automatic=[],
+        deliberate=[],
+        context=context,
         bytes=len(context.encode()),
     )
 
@@ -137,3 +141,69 @@ async def test_purge_drops_snapshots_holding_forgotten_text_everywhere(tmp_path:
 
 async def _ready(value: RecallResult) -> RecallResult:
     return value
+
+
+class RacedTaker:
+    """A recall that reads `text` (as a store does before a forget commits), then waits until
+    released; once the memory is forgotten, its next takes read without it."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.forgotten = False
+        self.read = trio.Event()
+        self.release = trio.Event()
+        self.calls = 0
+
+    async def __call__(self) -> RecallResult:
+        self.calls += 1
+        seen = "" if self.forgotten else self.text
+        self.read.set()
+        await self.release.wait()
+        return result(f"snap_{self.calls}", seen)
+
+
+@pytest.mark.parametrize("persisted", [False, True])
+async def test_a_recall_in_flight_during_a_purge_does_not_keep_what_was_forgotten(
+    tmp_path: Path, persisted: bool
+) -> None:
+    store = SnapshotStore(tmp_path / "state.sqlite3" if persisted else None, write_delay_s=0)
+    take = RacedTaker("garnet-lynx")
+    answers: list[RecallResult] = []
+
+    async def ask() -> None:
+        answers.append(await store.get_or_take(("s", "t"), take))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(ask)
+        await take.read.wait()  # the recall has read the memory...
+        take.forgotten = True  # ...which is forgotten now, and its copies purged
+        assert await store.purge(["garnet-lynx"]) == 0  # nothing was kept yet
+        take.release.set()
+    # the recall read it again without the forgotten text: that is what it answered and kept
+    assert take.calls == 2
+    assert [answer.context for answer in answers] == [""]
+    await store.flush()
+    kept = await store.get_or_take(("s", "t"), take)
+    assert kept == answers[0] and take.calls == 2
+    if persisted:
+        reopened = SnapshotStore(tmp_path / "state.sqlite3")
+        assert (await reopened.get_or_take(("s", "t"), take)).context == ""
+        await reopened.aclose()
+    await store.aclose()
+
+
+async def test_a_purge_of_other_text_lets_a_recall_in_flight_keep_its_snapshot() -> None:
+    store = SnapshotStore(None)
+    take = RacedTaker("garnet-lynx")
+    answers: list[RecallResult] = []
+
+    async def ask() -> None:
+        answers.append(await store.get_or_take(("s", "t"), take))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(ask)
+        await take.read.wait()
+        await store.purge(["something else"])
+        take.release.set()
+    assert take.calls == 1 and answers[0].context == "garnet-lynx"
+    assert await store.get_or_take(("s", "t"), take) == answers[0]

@@ -47,6 +47,9 @@ CREATE TABLE IF NOT EXISTS recall_snapshots (
 # The writer gathers snapshots for this long before one transaction writes them all, so that
 # persisting costs one commit per interval rather than one per recall.
 
+# A recall that read memory forgotten meanwhile is taken again this many times at most.
+RETAKES_AFTER_PURGE = 2
+
 _encoder = msgspec.json.Encoder()
 _decoder = msgspec.json.Decoder(RecallResult)
 
@@ -69,6 +72,10 @@ class SnapshotStore:
         self._persisted_keys: collections.OrderedDict[SnapshotKey, None] = collections.OrderedDict()
         self._keys_loaded = database_path is None
         self._in_flight: dict[SnapshotKey, trio.Event] = {}
+        # Purges counted, and the needles of those made while a recall was being taken: it may
+        # have read what they forget, and must not keep it (`get_or_take`).
+        self._purges = 0
+        self._purged_while_taking: list[tuple[int, list[bytes]]] = []
         self._unwritten: list[tuple[SnapshotKey, RecallResult]] = []
         self._wake_writer = trio.Event()
         self._all_written = trio.Event()
@@ -108,7 +115,20 @@ class SnapshotStore:
             await running.wait()  # then look again: the first caller may have failed
         done = self._in_flight[key] = trio.Event()
         try:
-            result = await take()
+            for _attempt in range(RETAKES_AFTER_PURGE + 1):
+                purges_before = self._purges
+                result = await take()
+                missed = [
+                    needle
+                    for count, needles in self._purged_while_taking
+                    if count > purges_before
+                    for needle in needles
+                ]
+                if not missed or not _holds(_encoder.encode(result), missed):
+                    break
+                # memory forgotten while this recall read it: recall again, without it
+            else:
+                return result  # forgets keep racing it: answered once, never kept
             self._remember(key, result)
             self._unwritten.append((key, result))
             if self._all_written.is_set():
@@ -117,6 +137,8 @@ class SnapshotStore:
             return result
         finally:
             del self._in_flight[key]
+            if not self._in_flight:
+                self._purged_while_taking.clear()
             done.set()
 
     async def _lookup(self, key: SnapshotKey) -> RecallResult | None:
@@ -208,10 +230,12 @@ class SnapshotStore:
         needles += [_encoder.encode(record_id) for record_id in ids if record_id]  # quoted
         if not needles:
             return 0
+        self._purges += 1
+        if self._in_flight:
+            self._purged_while_taking.append((self._purges, needles))
 
         def holds(result: RecallResult) -> bool:
-            encoded = _encoder.encode(result)
-            return any(needle in encoded for needle in needles)
+            return _holds(_encoder.encode(result), needles)
 
         dropped = [key for key, result in self._memory.items() if holds(result)]
         for key in dropped:
@@ -237,6 +261,10 @@ class SnapshotStore:
         await self.flush()
         if self._db is not None:
             self._db.close()
+
+
+def _holds(encoded: bytes, needles: Sequence[bytes]) -> bool:
+    return any(needle in encoded for needle in needles)
 
 
 def _load_keys(connection: sqlite3.Connection) -> list[SnapshotKey]:
@@ -276,7 +304,7 @@ def _purge(connection: sqlite3.Connection, needles: list[bytes]) -> list[Snapsho
     for seq, session_id, turn_id, result in connection.execute(
         "SELECT seq, session_id, turn_id, result FROM recall_snapshots"
     ):
-        if any(needle in bytes(result) for needle in needles):
+        if _holds(bytes(result), needles):
             found.append((seq, session_id, turn_id))
     if found:
         connection.execute("PRAGMA secure_delete = ON")
