@@ -117,6 +117,21 @@ _YAML_TAG = re.compile(r"![A-Za-z]+\Z")
 _LABEL_PART = r"(?>[a-zA-Z]{1,3}+[0-9]{1,4}+|[A-Z][a-z]++|[a-z]++|[A-Z]++|[0-9]++)"
 WORD_LIKE = re.compile(rf"{_LABEL_PART}(?:[\-_.+]{_LABEL_PART})*\Z")
 _LETTERS_ONLY = re.compile(r"[A-Za-z_]+\Z")
+# Words chosen as a password, joined as a label is: three or more capitalised ones
+# (Orbit-Lantern-Velvet-9), or four or more long lower-case ones joined by hyphens, which code
+# does not name things with (correct-horse-battery-staple). A label has shorter or fewer parts
+# (tls-cert-2024, my-app-tls, X-Forwarded-For, get_user_password).
+_CAPITALISED_WORD = re.compile(r"[A-Z][a-z]{2,}\Z")
+_LONG_LOWER_WORD = re.compile(r"[a-z]{4,}\Z")
+_LABEL_JOINS = re.compile(r"[\-_+]")
+
+
+def is_passphrase(value: str) -> bool:
+    """Whether `value`, which looks like a label (WORD_LIKE), is rather a passphrase."""
+    capitalised = sum(1 for part in _LABEL_JOINS.split(value) if _CAPITALISED_WORD.match(part))
+    if capitalised >= 3:
+        return True
+    return sum(1 for part in value.split("-") if _LONG_LOWER_WORD.match(part)) >= 4
 
 
 def shannon_entropy(value: str) -> float:
@@ -218,14 +233,18 @@ def is_credential_literal(value: str, *, quoted: bool, upper_key: bool, bare: bo
     if is_placeholder(value) or is_reference(value):
         return False
     if bare:
-        return len(value) >= 6 and _mixed(value) and WORD_LIKE.match(value) is None
+        return len(value) >= 6 and _mixed(value) and not _label(value)
     if quoted:
         return len(value) >= 4
     if value.isdigit():
         return len(value) >= 4
-    if _LETTERS_ONLY.match(value) or WORD_LIKE.match(value):
+    if _LETTERS_ONLY.match(value) or _label(value):
         return upper_key and len(value) >= 4
     return len(value) >= 4
+
+
+def _label(value: str) -> bool:
+    return WORD_LIKE.match(value) is not None and not is_passphrase(value)
 
 
 def _stated_password(value: str) -> bool:
@@ -233,7 +252,7 @@ def _stated_password(value: str) -> bool:
     return (
         len(value) >= 6
         and _mixed(value)
-        and WORD_LIKE.match(value) is None
+        and not _label(value)
         and not is_placeholder(value)
         and not is_reference(value)
     )

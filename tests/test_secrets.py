@@ -118,6 +118,12 @@ CHOSEN_PASSWORDS = {
     'password: str = "hunter2x"': "hunter2x",
     "vault login --password letmeinnow": "letmeinnow",
     'db_password: Optional[str] = "Hunter22"': "Hunter22",
+    # passphrases: words joined as a label would be, but capitalised or long and many
+    "password: Orbit-Lantern-Velvet-9": "Orbit-Lantern-Velvet-9",
+    "passphrase: Orbit-Lantern-Velvet-9": "Orbit-Lantern-Velvet-9",
+    "secret: Orbit-Lantern-Velvet-9": "Orbit-Lantern-Velvet-9",
+    "the passphrase is Orbit-Lantern-Velvet-9": "Orbit-Lantern-Velvet-9",
+    "password: correct-horse-battery-staple": "correct-horse-battery-staple",
 }
 
 
@@ -145,6 +151,11 @@ def test_chosen_passwords_are_secrets(text: str) -> None:
         'password: str = ""',
         "bypass: bool = True",
         "secret: my-app-tls",
+        "password: tls-cert-2024",
+        "password: X-Forwarded-For",
+        "password: staging-api-token",
+        "password = get_user_password_from_vault",
+        "the password hasher is Microsoft.AspNetCore.Identity",
         "docker run -p 8080:80 nginx",
         "the password is stored in the vault under kv/prod/db",
         "AKIAIOSFODNN7EXAMPLE",
