@@ -150,6 +150,8 @@ class SessionStore:
         self._last_used: dict[str, float] = {}  # session id -> time of its latest call
         # Replaces a damaged database (the daemon sets it); the call is then run once more.
         self.on_corrupt: Callable[[str], Awaitable[None]] | None = None
+        # Told the id of a session closed or expired (what lasts as long as a session ends).
+        self.on_ended: list[Callable[[str], None]] = []
 
     @staticmethod
     def _connect(path: Path) -> sqlite3.Connection:
@@ -187,7 +189,12 @@ class SessionStore:
         for session_id in expired:
             del self._open_epochs[session_id]
             log.info("session.expired", session_id=session_id, idle_s=self.idle_expiry_s)
+            self._ended(session_id)
         return expired
+
+    def _ended(self, session_id: str) -> None:
+        for listener in self.on_ended:
+            listener(session_id)
 
     def _remember(self, session: Session) -> None:
         """Cache a snapshot; the least recently used beyond the bound are read again on demand."""
@@ -331,6 +338,7 @@ class SessionStore:
             del self._open_epochs[session_id]
         self._last_used.pop(session_id, None)
         log.info("session.closed", session_id=session_id, epoch=epoch)
+        self._ended(session_id)
 
     @staticmethod
     def _load(connection: sqlite3.Connection, session_id: str) -> Session | None:

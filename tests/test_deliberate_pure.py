@@ -175,15 +175,45 @@ def test_expired_changes_are_dropped_and_the_count_is_bounded() -> None:
 
 def test_session_grants_cover_their_session_and_scope_only() -> None:
     grants = SessionGrants()
-    assert not grants.covers("ses_a", is_global=False)
+    assert not grants.covers("ses_a", is_global=False, workspace_root="/ws")
     grants.grant("ses_a", is_global=False, workspace_root="/ws", now=1.0)
-    assert grants.covers("ses_a", is_global=False)
-    assert not grants.covers("ses_a", is_global=True)
-    assert not grants.covers("ses_b", is_global=False)
+    assert grants.covers("ses_a", is_global=False, workspace_root="/ws")
+    assert not grants.covers("ses_a", is_global=True, workspace_root="/ws")
+    assert not grants.covers("ses_b", is_global=False, workspace_root="/ws")
     assert [g.session_id for g in grants.all()] == ["ses_a"]
     assert grants.revoke("ses_a", is_global=False)
     assert not grants.revoke("ses_a", is_global=False)
-    assert not grants.covers("ses_a", is_global=False)
+    assert not grants.covers("ses_a", is_global=False, workspace_root="/ws")
+
+
+def test_a_session_workspace_grant_covers_the_workspace_it_was_given_in() -> None:
+    # the same session id reopened in another workspace is asked again there
+    grants = SessionGrants()
+    grants.grant("ses_a", is_global=False, workspace_root="/a", now=1.0)
+    assert not grants.covers("ses_a", is_global=False, workspace_root="/b")
+    grants.grant("ses_a", is_global=False, workspace_root="/b", now=2.0)
+    assert grants.covers("ses_a", is_global=False, workspace_root="/b")
+    assert [g.workspace_root for g in grants.all()] == ["/b"]
+    # global memory is one scope wherever the session is
+    grants.grant("ses_a", is_global=True, workspace_root="/a", now=3.0)
+    assert grants.covers("ses_a", is_global=True, workspace_root="/c")
+    grants.drop_session("ses_a")
+    assert grants.all() == []
+
+
+def test_a_session_proposing_many_changes_cannot_push_out_anothers() -> None:
+    approvals = PendingApprovals()
+    mine = change(session_id="ses_b", created_at=0.0)
+    approvals.add(mine, now=0.0)
+    flood = [change(created_at=1.0) for _ in range(PENDING_APPROVALS_MAX + 5)]
+    for pending in flood:
+        approvals.add(pending, now=1.0)
+    assert len(approvals) == PENDING_APPROVALS_MAX
+    assert approvals.take(mine.approval_id, "ses_b", 1, now=2.0) == mine
+    with pytest.raises(NotFound):  # the flood's own oldest went
+        approvals.take(flood[0].approval_id, "ses_a", 1, now=2.0)
+    approvals.drop_session("ses_a")
+    assert len(approvals) == 0
 
 
 @pytest.mark.parametrize(

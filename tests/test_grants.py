@@ -163,3 +163,31 @@ async def test_revoking_a_malformed_grant_id_is_refused(
     with pytest.raises(RemoteError) as caught:
         await orca.call("grants.revoke", {"grant_id": grant_id})
     assert caught.value.error.code == -32602
+
+
+async def test_a_session_grant_ends_with_its_session_and_stays_in_its_workspace(
+    orca: InProcessDaemon, tmp_path: Path
+) -> None:
+    session = await orca.open(tmp_path / "first")
+    await grant(orca, session, "allow_session", is_global=False)
+    assert (await save(orca, session, "covered", is_global=False))["outcome"] == "applied"
+    # the same session id opened anew in another workspace is asked there
+    moved = await orca.open(tmp_path / "second", session_id=session["session_id"])
+    assert (await save(orca, moved, "elsewhere", is_global=False))["outcome"] == "pending_approval"
+    back = await orca.open(tmp_path / "first", session_id=session["session_id"])
+    assert (await save(orca, back, "home again", is_global=False))["outcome"] == "applied"
+    # closing the session ends its grants and its pending changes
+    pending = await save(orca, back, "left pending", is_global=True)
+    assert pending["outcome"] == "pending_approval"
+    await orca.call("session.close", back)
+    assert (await orca.call("grants.list", {}))["grants"] == []
+    reopened = await orca.open(tmp_path / "first", session_id=session["session_id"])
+    assert (await save(orca, reopened, "asks again", is_global=False))[
+        "outcome"
+    ] == "pending_approval"
+    with pytest.raises(RemoteError) as caught:
+        await orca.call(
+            "memory.approve",
+            {**reopened, "approval_id": pending["approval_id"], "decision": "allow_once"},
+        )
+    assert caught.value.code == -32014

@@ -3,7 +3,7 @@
 Pending approvals live in memory only: each belongs to one session epoch (a reopened session
 may have another mode or workspace than the one the user was asked about), expires `APPROVAL_TTL_S`
 after it was created, and is removed by the first memory.approve that names it (single use).
-Session grants are in memory (a session does not outlive the daemon's knowledge of it);
+Session grants are in memory, and end when their session closes or expires;
 workspace and global grants are persisted by the store, in the deliberate database next to the
 records they guard, so they survive restarts and go away with that database. A grant covers the
 scope of the change it was given for: a workspace's records, or global memory.
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 import secrets
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 
 import msgspec
 
@@ -59,10 +59,20 @@ class PendingApprovals:
         return len(self._pending)
 
     def add(self, change: PendingChange, now: float) -> None:
+        """Keep `change`; beyond the bound, the oldest change of the session that has the most
+        goes, so that one session proposing many cannot push out another's."""
         self.drop_expired(now)
         self._pending[change.approval_id] = change
         while len(self._pending) > self._max_pending:
-            self._pending.popitem(last=False)
+            counts = Counter(pending.session_id for pending in self._pending.values())
+            busiest = max(counts, key=counts.__getitem__)
+            oldest = next(a for a, p in self._pending.items() if p.session_id == busiest)
+            del self._pending[oldest]
+
+    def drop_session(self, session_id: str) -> None:
+        """A closed session's changes can no longer be approved."""
+        for approval_id in [a for a, p in self._pending.items() if p.session_id == session_id]:
+            del self._pending[approval_id]
 
     def drop_expired(self, now: float) -> None:
         for approval_id in [a for a, change in self._pending.items() if is_expired(change, now)]:
@@ -93,24 +103,31 @@ class SessionGrant(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class SessionGrants:
-    """allow_session grants, by session id (surviving a reopen) and by the scope approved."""
+    """allow_session grants, by session id and by the scope approved, until the session closes
+    (a reopen in the same workspace keeps them). A workspace grant covers the workspace it was
+    given in: the same session id reopened elsewhere is asked again."""
 
     def __init__(self) -> None:
         self._grants: dict[tuple[str, bool], SessionGrant] = {}
 
     def grant(self, session_id: str, *, is_global: bool, workspace_root: str, now: float) -> None:
-        self._grants.setdefault(
-            (session_id, is_global),
-            SessionGrant(
-                session_id=session_id,
-                is_global=is_global,
-                workspace_root=workspace_root,
-                granted_at=now,
-            ),
+        held = self._grants.get((session_id, is_global))
+        if held is not None and (is_global or held.workspace_root == workspace_root):
+            return
+        self._grants[session_id, is_global] = SessionGrant(
+            session_id=session_id,
+            is_global=is_global,
+            workspace_root=workspace_root,
+            granted_at=now,
         )
 
-    def covers(self, session_id: str, *, is_global: bool) -> bool:
-        return (session_id, is_global) in self._grants
+    def covers(self, session_id: str, *, is_global: bool, workspace_root: str) -> bool:
+        held = self._grants.get((session_id, is_global))
+        return held is not None and (is_global or held.workspace_root == workspace_root)
+
+    def drop_session(self, session_id: str) -> None:
+        for key in [key for key in self._grants if key[0] == session_id]:
+            del self._grants[key]
 
     def revoke(self, session_id: str, *, is_global: bool) -> bool:
         return self._grants.pop((session_id, is_global), None) is not None

@@ -140,10 +140,16 @@ class DeliberateMemory:
         self._sessions = sessions
         self.pending = PendingApprovals()
         self.session_grants = SessionGrants()
+        sessions.on_ended.append(self._session_ended)
         # Removes other copies of forgotten text (recall snapshots holding the text, or the
         # record by id: it may be shown cut); set by install.
         self.purge_copies: Callable[[list[str], list[str]], Awaitable[object]] | None = None
         self._purge_wanted = trio.Event()
+
+    def _session_ended(self, session_id: str) -> None:
+        """A closed or expired session's grants and pending changes end with it."""
+        self.session_grants.drop_session(session_id)
+        self.pending.drop_session(session_id)
 
     async def run_purger(
         self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
@@ -222,7 +228,9 @@ class DeliberateMemory:
         granted = False
         asks = session.mode == "normal" and session.interactive and not session.auto_approve
         if asks and is_global is not None:
-            granted = self.session_grants.covers(session.session_id, is_global=is_global)
+            granted = self.session_grants.covers(
+                session.session_id, is_global=is_global, workspace_root=session.workspace_root
+            )
             grant_key = GLOBAL_GRANT_KEY if is_global else session.workspace_id
             granted = granted or await self.store.has_workspace_grant(grant_key)
         return decide(
