@@ -35,7 +35,14 @@ _FRAME_TEXT = f"{OPEN_TAG}\n{FRAME}\n{CLOSE_TAG}\n"
 AUTOMATIC_FRAME_BYTES = len(f"{_FRAME_TEXT}\n{AUTOMATIC_HEADING}\n".encode())
 DELIBERATE_FRAME_CHARS = len(f"{_FRAME_TEXT}\n{DELIBERATE_HEADING}\n")
 
-_TAG = re.compile(r"<(/?)(recalled-memory)", re.IGNORECASE)
+# The frame's tags, also written with white space or invisible characters inside them (a
+# zero-width space, a soft hyphen, a direction mark), which a reader would still take for a tag.
+# Possessive, so that a long run of them is read once (a text is up to 32 KiB).
+_INVISIBLE = r"[\s\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]*+"
+_TAG = re.compile(
+    rf"<{_INVISIBLE}(/?){_INVISIBLE}({_INVISIBLE.join(map(re.escape, 'recalled-memory'))})",
+    re.IGNORECASE,
+)
 
 _UNITS = (
     (365 * 86400, "year"),
