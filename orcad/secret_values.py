@@ -247,17 +247,6 @@ def _label(value: str) -> bool:
     return WORD_LIKE.match(value) is not None and not is_passphrase(value)
 
 
-def _stated_password(value: str) -> bool:
-    """A value in a sentence: must look chosen (letters with digits or symbols), not a word."""
-    return (
-        len(value) >= 6
-        and _mixed(value)
-        and not _label(value)
-        and not is_placeholder(value)
-        and not is_reference(value)
-    )
-
-
 # ---------------------------------------------------------------- command lines
 _VALUE = r"(?:\"([^\"\n]{1,256}+)\"|'([^'\n]{1,256}+)'|([^\s\"'`;&|()<>]{1,256}+))"
 _LONG_FLAG = re.compile(
@@ -334,8 +323,11 @@ def find_credential_flags(text: str, lowered: str) -> Iterator[Span]:
 
 # ------------------------------------------------------------------------ netrc
 _NETRC_PASSWORD = re.compile(r"password[ \t]+([^\s]{1,256})")
-_NETRC_LOGIN = re.compile(r"(?:^|[ \t])login[ \t]+[^\s]{1,128}[ \t]+\Z")
+_NETRC_LOGIN = re.compile(r"(?<![^ \t\n])login[ \t]+[^\s]{1,128}[ \t]+\Z")
 _NETRC_CONTEXT = 200  # a password on its own line belongs to a machine/login just above
+# How far back on its line a password's login is looked for: the whole line was searched again
+# for each password on it, quadratic on a long line of them.
+_NETRC_REACH = 256
 
 
 def find_netrc_passwords(text: str, lowered: str) -> Iterator[Span]:
@@ -344,10 +336,12 @@ def find_netrc_passwords(text: str, lowered: str) -> Iterator[Span]:
         return
     for match in _NETRC_PASSWORD.finditer(lowered):
         keyword = match.start()
-        line = lowered.rfind("\n", 0, keyword) + 1
-        before = lowered[line:keyword]
-        if before and not before.isspace():
-            if "login" not in before or _NETRC_LOGIN.search(before) is None:
+        reach = max(0, keyword - _NETRC_REACH)
+        newline = lowered.rfind("\n", reach, keyword)
+        line = newline + 1 if newline >= 0 or reach == 0 else -1  # -1: starts out of reach
+        before = lowered[max(line, reach) : keyword]
+        if line < 0 or (before and not before.isspace()):
+            if "login" not in before or _NETRC_LOGIN.search(lowered, reach, keyword) is None:
                 continue
         else:
             context = lowered[max(0, line - _NETRC_CONTEXT) : line]
@@ -366,24 +360,238 @@ _COMPOUND = (
     r"strength|complexity|manager|reset|prompt|file|store|storage|validation|validator|expiry|"
     r"expiration|history|change|hint|input|check|scheme|algorithm|salt|rotation|flow|form|page"
 )
+_STATED_VERB = (
+    r"[ \t]+(?:is|was|are|becomes|became|reads|(?:changed|reset|set)[ \t]+to)"
+    r"(?:[ \t]+(?:now|still|just|(?:changed|reset|set|updated)[ \t]+to))?"
+)
+_STATED_VALUE = r"[ \t]+[\"'`]?(?P<value>[^\s\"'`()\[\]{}<>]{4,128}+)(?![(\[{<])"
 _STATEMENT = re.compile(
     r"pass(?:word|phrase|wd|code)"  # a literal prefix lets the engine skip ahead
     rf"(?![a-z0-9_\-])(?![ \t]+(?:{_COMPOUND})\b)"
-    r"(?:[ \t]+[^\s.,;:!?=]{1,30}){0,8}?"
-    r"(?:[ \t]*[:=]|[ \t]+(?:is|was|are|becomes|became|reads|(?:changed|reset|set)[ \t]+to)"
-    r"(?:[ \t]+(?:now|still|just|(?:changed|reset|set|updated)[ \t]+to))?)"
-    r"[ \t]+[\"'`]?([^\s\"'`()\[\]{}<>]{4,128}+)(?![(\[{<])"
+    r"(?P<words>(?:[ \t]+[^\s.,;:!?=]{1,30}+){0,8}?)"
+    # `said`: a verb and a colon ("the password is: X") introduce the value and nothing else
+    rf"(?:(?P<op>[ \t]*[:=])|{_STATED_VERB}(?P<said>[ \t]*:)?)" + _STATED_VALUE
 )
+# "log in with the password X", "use password X": a verb or preposition gives the value.
+_NAMED_VALUE = re.compile(
+    r"pass(?:word|phrase|wd|code)(?![ \t]+(?:" + _COMPOUND + r")\b)" + _STATED_VALUE
+)
+_GIVEN_WITH = re.compile(
+    r"(?<![a-z0-9_])(?:with|using|use|enter|type|try|tried|entered|typed)[ \t]+"
+    r"(?:(?:the|a|my|your|our|this|that|its|their)[ \t]+)?(?:[a-z0-9_\-]{1,20}[ \t]+)?\Z"
+)
+_GIVEN_WITH_REACH = 64
+# "wifi password: X": a word of prose names the password; code declares one with these words
+# (`private password: Secret`), and these describe a derived value (`hashed password: bcrypt`).
+_PROSE_LABEL = re.compile(r"(?<![a-z0-9_\-.$@])([a-z]{2,20})[ \t]+\Z")
+_NOT_PROSE = frozenset(
+    [
+        "public",
+        "private",
+        "protected",
+        "readonly",
+        "static",
+        "final",
+        "const",
+        "let",
+        "var",
+        "val",
+        "pub",
+        "mut",
+        "export",
+        "declare",
+        "internal",
+        "override",
+        "lateinit",
+        "def",
+        "fn",
+        "func",
+        "abstract",
+        "required",
+        "optional",
+        "hashed",
+        "salted",
+        "encrypted",
+        "encoded",
+        "hash",
+        "stored",
+        "cached",
+        "masked",
+        "expected",
+        "old",
+    ]
+)
+# A single word in a clear statement is the password unless it describes one.
+_DESCRIPTIVE = frozenset(
+    [
+        "blank",
+        "same",
+        "above",
+        "below",
+        "unknown",
+        "wrong",
+        "invalid",
+        "incorrect",
+        "correct",
+        "valid",
+        "secure",
+        "insecure",
+        "weak",
+        "strong",
+        "long",
+        "short",
+        "random",
+        "temporary",
+        "here",
+        "there",
+        "known",
+        "shown",
+        "given",
+        "never",
+        "always",
+        "available",
+        "unavailable",
+        "visible",
+        "bcrypt",
+        "scrypt",
+        "argon",
+        "pbkdf",
+        "plaintext",
+        "cleartext",
+        "plain",
+        "unchanged",
+        "disabled",
+        "enabled",
+        "missing",
+        "pending",
+        "none",
+        "prompt",
+        "auto",
+        "ignore",
+        "inherit",
+        "unused",
+    ]
+)
+_CAPITALISED_OR_LOWER = re.compile(r"[A-Za-z][a-z]*\Z")
 _TRAILING = ".,;:)]}`'\""
+_CLAUSE_ENDS = ".,;:!?)"
+
+
+def _stated_password(value: str) -> bool:
+    """A value in a sentence: must look chosen (letters with digits or symbols), not a word."""
+    return (
+        len(value) >= 6
+        and _mixed(value)
+        and not _label(value)
+        and not is_placeholder(value)
+        and not is_reference(value)
+    )
+
+
+def _clearly_stated(value: str, *, clause_ends: bool) -> bool:
+    """A value a sentence plainly gives as the password ("password is: qwerty"): any value of
+    four characters or more, unless it is a placeholder, a reference or a word that describes
+    the password (stored, required, hashed, bcrypt); a lone word must end the clause."""
+    if len(value) < 4 or is_placeholder(value) or is_reference(value):
+        return False
+    if not value.isalpha():
+        return value[0] != "-"
+    lowered = value.lower()
+    return (
+        clause_ends
+        and _CAPITALISED_OR_LOWER.match(value) is not None  # not a type: SecretStr, CharArray
+        and lowered not in _DESCRIPTIVE
+        and not lowered.endswith(("ed", "ing"))
+    )
+
+
+def _clause_ends(text: str, value_end: int, stripped_end: int) -> bool:
+    """The value ends its clause: punctuation follows it, or the line or the text ends."""
+    if any(char in _CLAUSE_ENDS for char in text[stripped_end:value_end]):
+        return True
+    rest = text[value_end : value_end + 8].lstrip(" \t")
+    return not rest or rest[0] in "\r\n("
+
+
+def _value_end(text: str, start: int, end: int) -> int:
+    while end > start and text[end - 1] in _TRAILING:
+        end -= 1
+    return end
 
 
 def find_stated_passwords(text: str, lowered: str) -> Iterator[Span]:
-    """A password stated in words: "the root password on the staging box is Winter2024!"."""
+    """A password stated in words: "the root password on the staging box is Winter2024!",
+    "the admin password is: qwerty", "wifi password: correcthorse", "log in with the
+    password letmein2024"."""
     if "pass" not in lowered:
         return
     for match in _STATEMENT.finditer(lowered):
-        start, end = match.span(1)
-        while end > start and text[end - 1] in _TRAILING:
-            end -= 1
+        start, value_end = match.span("value")
+        end = _value_end(text, start, value_end)
+        value = text[start:end]
+        if _stated_password(value) or (
+            _said_plainly(match, lowered)
+            and _clearly_stated(value, clause_ends=_clause_ends(text, value_end, end))
+        ):
+            yield start, end
+    for match in _NAMED_VALUE.finditer(lowered):
+        keyword = match.start()
+        if _GIVEN_WITH.search(lowered, max(0, keyword - _GIVEN_WITH_REACH), keyword) is None:
+            continue
+        start, end = match.span("value")
+        end = _value_end(text, start, end)
         if _stated_password(text[start:end]):
             yield start, end
+
+
+def _said_plainly(match: re.Match[str], lowered: str) -> bool:
+    """The statement gives the password and nothing else: "password is: X", "wifi password: X"."""
+    if match.group("said") is not None:
+        return True
+    op = match.group("op")
+    return (
+        op is not None
+        and op.strip() == ":"
+        and not match.group("words")
+        and _prose_label(lowered, match.start())
+    )
+
+
+def _prose_label(lowered: str, keyword: int) -> bool:
+    """A word of prose right before the password's name, on the same line ("wifi password")."""
+    label = _PROSE_LABEL.search(lowered, max(0, keyword - 32), keyword)
+    return label is not None and label.group(1) not in _NOT_PROSE
+
+
+# "the api key is 3f9a...", "the token is kT9v...": a value a sentence gives for a key, token or
+# secret is one when it looks generated, as it must be after such a name in an assignment.
+_KEY_STATEMENT_TAIL = (
+    r"(?![a-z0-9_\-])"
+    r"(?:[ \t]+[^\s.,;:!?=]{1,30}+){0,8}?"
+    rf"(?:[ \t]*:|{_STATED_VERB}[ \t]*:?)"
+    r"[ \t]+[\"'`]?([^\s\"'`()\[\]{}<>]{16,256}+)(?![(\[{<])"
+)
+# one pattern per name: a literal prefix lets the engine skip ahead (an alternation does not)
+_KEY_STATEMENTS = tuple(
+    (name, re.compile(name + _KEY_STATEMENT_TAIL)) for name in ("token", "secret", "key")
+)
+# "key" alone is too common (primary key, cache key): only these qualifiers make it a credential.
+_KEY_QUALIFIER = re.compile(
+    r"(?:api|access|secret|private|signing|encryption|master|auth|client|account|app|license)"
+    r"[_\-. ]?\Z"
+)
+
+
+def find_stated_keys(text: str, lowered: str) -> Iterator[Span]:
+    """A generated value stated for an API key, token or secret in words."""
+    for name, pattern in _KEY_STATEMENTS:
+        if name not in lowered:
+            continue
+        for match in pattern.finditer(lowered):
+            at = match.start()
+            if name == "key" and not _KEY_QUALIFIER.search(lowered, max(0, at - 16), at):
+                continue
+            start, end = match.span(1)
+            end = _value_end(text, start, end)
+            if end - start >= 16 and looks_random(text[start:end]):
+                yield start, end

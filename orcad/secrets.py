@@ -32,6 +32,7 @@ from orcad.secret_tokens import ANCHORED_RULES, TOKEN_RULES
 from orcad.secret_values import (
     find_credential_flags,
     find_netrc_passwords,
+    find_stated_keys,
     find_stated_passwords,
     is_credential_literal,
     looks_random,
@@ -223,6 +224,8 @@ _RULES: tuple[tuple[str, Finder, Gate], ...] = (
     ("aws_secret_access_key", _find_aws_secret, _always),
     ("authorization_header", find_authorization, _always),
     *(("credential_assignment", finder, _always) for finder in _ASSIGNMENT_FINDERS),
+    # "the api key is 3f9a...": a generated value given in words, an assignment without `=`
+    ("credential_assignment", find_stated_keys, _always),
     ("password_flag", find_credential_flags, _always),
     ("netrc_password", find_netrc_passwords, _always),
     ("password_statement", find_stated_passwords, _always),

@@ -124,6 +124,21 @@ CHOSEN_PASSWORDS = {
     "secret: Orbit-Lantern-Velvet-9": "Orbit-Lantern-Velvet-9",
     "the passphrase is Orbit-Lantern-Velvet-9": "Orbit-Lantern-Velvet-9",
     "password: correct-horse-battery-staple": "correct-horse-battery-staple",
+    # found by an adversarial review: passwords given in words without "is" after the name
+    "log in with the password letmein2024": "letmein2024",
+    "use password Sup3rS3cret! to connect": "Sup3rS3cret!",
+    "the admin password is: qwerty": "qwerty",
+    "the root password was: toor.": "toor",
+    "the pin code password is: 4921": "4921",
+    "wifi password: correcthorse": "correcthorse",
+    "Guest wifi password: Sunflower\nssid: office": "Sunflower",
+}
+# Keys and tokens stated in words count when their value looks generated.
+STATED_KEYS = {
+    "the api key is 3f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c": "3f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c",
+    "the token is kT9vQ2mX8pL4nR7sW1zY6bH3cJ5fD0gA": "kT9vQ2mX8pL4nR7sW1zY6bH3cJ5fD0gA",
+    "The client secret for prod is qP3xV8nK2mL7wR4t.": "qP3xV8nK2mL7wR4t",
+    "our access key was set to AK7Q2M9X4L8P3N6R": "AK7Q2M9X4L8P3N6R",
 }
 
 
@@ -131,6 +146,38 @@ CHOSEN_PASSWORDS = {
 def test_chosen_passwords_are_secrets(text: str) -> None:
     assert contains_secret(text)
     assert CHOSEN_PASSWORDS[text] not in redact(text)
+
+
+@pytest.mark.parametrize("text", STATED_KEYS, ids=range(len(STATED_KEYS)))
+def test_keys_stated_in_words_are_secrets(text: str) -> None:
+    assert contains_secret(text)
+    assert STATED_KEYS[text] not in redact(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "redacted"),
+    [
+        (
+            "log in with the password letmein2024 first",
+            "log in with the password [REDACTED:password_statement] first",
+        ),
+        (
+            "the admin password is: qwerty.",
+            "the admin password is: [REDACTED:password_statement].",
+        ),
+        ("wifi password: correcthorse", "wifi password: [REDACTED:password_statement]"),
+        (
+            "the api key is 3f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c, rotate it",
+            "the api key is [REDACTED:credential_assignment], rotate it",
+        ),
+        (
+            "the token is kT9vQ2mX8pL4nR7sW1zY6bH3cJ5fD0gA",
+            "the token is [REDACTED:credential_assignment]",
+        ),
+    ],
+)
+def test_stated_credentials_lose_only_their_value(text: str, redacted: str) -> None:
+    assert redact(text) == redacted
 
 
 @pytest.mark.parametrize(
@@ -160,6 +207,36 @@ def test_chosen_passwords_are_secrets(text: str) -> None:
         "the password is stored in the vault under kv/prod/db",
         "AKIAIOSFODNN7EXAMPLE",
         "lin_api_XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX",
+        # sentences about passwords, keys and tokens that state none
+        "the password is stored in the vault",
+        "the password is hashed with argon2",
+        "the password is required",
+        "the password is: required",
+        "the password is: stored in the vault",
+        "the password is: hashed",
+        "the token is refreshed every hour",
+        "the api key is read from the environment",
+        "the api key is in 1password",
+        "the api key is sha256-hashed",
+        "the secret is Base64-encoded",
+        "the primary key is 3f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c",
+        "the cache key is user_profile_settings_v2",
+        "the token is stored in GITHUB_TOKEN_FILE_PATH",
+        "log in with the password manager",
+        "log in with the password you chose",
+        "use the password from the vault",
+        "the password field is empty",
+        "wifi password: see the office wiki",
+        "wifi password: ask the front desk",
+        "wifi password: unchanged",
+        "hashed password: bcrypt",
+        "ssh password: disabled",
+        "password expires: never",
+        "password: qwerty",
+        "private password: SecretStr;",
+        "val password: CharArray",
+        "def login(user, password: str):",
+        "    password: Secret",
     ],
 )
 def test_password_lookalikes_stay_storable(text: str) -> None:
@@ -278,6 +355,12 @@ FRAGMENTS = (
     "--password ",
     "Q~",
     "Winter2024!",
+    " is: ",
+    "with the password ",
+    "wifi password: ",
+    "the api key is ",
+    "the token is ",
+    "qwerty",
 )
 mixed_text = st.lists(st.sampled_from(FRAGMENTS) | st.text(max_size=6), max_size=40).map("".join)
 any_text = st.text(max_size=300) | mixed_text
@@ -353,6 +436,11 @@ ADVERSARIAL = {
     "bearer repeats": "Bearer " * 14_000,
     "dotted runs": ("M" * 25 + ".") * 4_000,
     "stated passwords": "the password for the box is " * 4_000,
+    "said passwords": "the wifi password is: " * 4_000,
+    "passwords given with": "log in with the password " * 4_000,
+    "stated keys": "the api key for the box is " * 4_000,
+    "stated tokens": "the token is: the token " * 4_000,
+    "long words after a name": ("token " + "a" * 40 + " ") * 2_000,
     "netrc words": "machine login password " * 5_000,
     "login flags": "docker login -u x " * 6_000 + "-p",
     "curl users": "curl -u a " * 10_000 + ":",
