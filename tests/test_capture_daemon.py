@@ -306,6 +306,52 @@ def test_malformed_output_is_a_failed_attempt_that_releases_the_lease(
     assert (done.state, done.added) == ("committed", 1)
 
 
+LONE_SURROGATE_FACT = '{"category": "project", "fact": "x\\ud800y"}'  # valid JSON, not UTF-8
+
+
+def test_a_fact_holding_a_lone_surrogate_is_rejected_output(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    daemon = start(orca_env, daemon_factory, NO_WORKERS)
+    session = daemon.call("session.open", {"cwd": str(project_dir(tmp_path))})
+    job_id = daemon.call("turn.completed", turn_params(session, "t1")).job_id
+    claimed = daemon.call("jobs.claim", {"worker": "w"})
+    publish = {
+        "job_id": job_id,
+        "token": claimed.lease.token,
+        "output": LONE_SURROGATE_FACT,
+        "provider": "x",
+        "model": "y",
+    }
+    error = remote_error(daemon, "jobs.publish", publish)  # before: -32603, lease kept
+    assert (error.code, error.kind) == (-32012, "extraction_rejected")
+    job = read_job_file(orca_env.memory_root, session.project.id, job_id)
+    assert (job["state"], job["attempts"], job["lease"]) == ("pending", 1, None)
+    assert "not valid UTF-8" in job["errors"][0]["message"]
+
+
+def test_a_provider_answering_a_lone_surrogate_exhausts_the_job(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    code = f"import sys; sys.stdin.read(); print({LONE_SURROGATE_FACT!r})"
+    config = (
+        '[extraction]\nprovider = "command"\nworkers = 1\nmax_retries = 1\nretry_base_s = 0.0\n'
+        f"[extraction.command]\nargv = {json.dumps([sys.executable, '-c', code])}\n"
+    )
+    daemon = start(orca_env, daemon_factory, config)
+    session = daemon.call("session.open", {"cwd": str(project_dir(tmp_path))})
+    job_id = daemon.call("turn.completed", turn_params(session, "t1")).job_id
+    job = wait_for(  # before: the worker crashed on each attempt, which was never counted
+        lambda: (
+            (j := read_job_file(orca_env.memory_root, session.project.id, job_id))["state"]
+            == "exhausted"
+            and j
+        )
+    )
+    assert job["attempts"] == 2
+    assert all("not valid UTF-8" in error["message"] for error in job["errors"])
+
+
 def test_a_stale_token_changes_nothing(
     orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
 ) -> None:

@@ -84,6 +84,7 @@ MALFORMED = [
     (line("User", "x"), "unknown category"),
     ('{"category": null, "fact": "x"}', "unknown category"),
     ('{"category": "user", "fact": 3}', "fact is not a string"),
+    ('{"category": "user", "fact": "x\\ud800y"}', "fact is not valid UTF-8"),  # lone surrogate
     (line("user", "   "), "fact is empty"),
     (line("user", ""), "fact is empty"),
     ("```\n" + line("user", "x"), "not closed"),

@@ -94,6 +94,8 @@ def _parse_fact_line(number: int, line: str) -> ExtractedFact:
         raise MalformedOutput(f"line {number}: unknown category")
     if not isinstance(fact, str):
         raise MalformedOutput(f"line {number}: fact is not a string")
+    if not _is_utf8_text(fact):  # a \ud800 escape decodes to a lone surrogate
+        raise MalformedOutput(f"line {number}: fact is not valid UTF-8 text")
     fact = fact.strip()
     if not fact:
         raise MalformedOutput(f"line {number}: fact is empty")
@@ -103,6 +105,14 @@ def _parse_fact_line(number: int, line: str) -> ExtractedFact:
             f"{limits.EXTRACTOR_FACT_MAX_CHARS}-character limit"
         )
     return ExtractedFact(category=category, fact=fact)  # type: ignore[arg-type]
+
+
+def _is_utf8_text(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _object_without_repeats(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
