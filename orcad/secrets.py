@@ -38,7 +38,14 @@ from orcad.secret_values import (
     looks_random,
 )
 
-__all__ = ["SecretMatch", "contains_secret", "find_secrets", "redact", "secret_kinds"]
+__all__ = [
+    "SecretMatch",
+    "contains_secret",
+    "find_secrets",
+    "redact",
+    "secret_kinds",
+    "shorten_redacted",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -329,3 +336,25 @@ def redact(text: str) -> str:
         matches = find_secrets(text)
         passes += 1
     return text
+
+
+_MARKER = re.compile(r"\[REDACTED:[^\]\s]*\]")
+ELLIPSIS = "…"
+
+
+def shorten_redacted(redacted: str, max_chars: int, *, keep_end: bool = False) -> str:
+    """Text `redact` has already been through, cut to at most `max_chars` characters with an
+    ellipsis marking the cut: its start is kept, or its end with `keep_end`.
+
+    Redact the whole text before shortening it: a secret cut first loses the prefix or suffix
+    that made it recognisable. A cut that would split a ``[REDACTED:<rule>]`` marker moves off
+    the marker instead, so the kept text never holds half of one.
+    """
+    if len(redacted) <= max_chars:
+        return redacted
+    room = max(max_chars - len(ELLIPSIS), 0)
+    cut = len(redacted) - room if keep_end else room
+    for marker in _MARKER.finditer(redacted):
+        if marker.start() < cut < marker.end():
+            cut = marker.end() if keep_end else marker.start()
+    return ELLIPSIS + redacted[cut:] if keep_end else redacted[:cut] + ELLIPSIS

@@ -148,6 +148,14 @@ def test_retry_after_is_honoured_and_capped() -> None:
     assert leases.is_claimable(parked, T0 + limits.RETRY_AFTER_MAX_S)
 
 
+def test_an_error_message_cut_at_a_redaction_keeps_no_half_marker() -> None:
+    secret = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    failed = leases.fail(
+        claimed(job()), token=1, now=T0, error="x" * 490 + " " + secret, max_retries=3
+    )
+    assert failed.errors[-1].message == "x" * 490 + " …"  # before: it ended "[REDACTED"
+
+
 def test_error_messages_are_redacted_and_bounded() -> None:
     secret = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
     failed = leases.fail(

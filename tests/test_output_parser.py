@@ -103,6 +103,16 @@ def test_malformed_outputs_are_rejected_with_a_short_reason(text: str, reason: s
     assert len(caught.value.reason) <= 200
 
 
+def test_a_secret_quoted_in_a_reason_is_redacted_before_the_reason_is_shortened() -> None:
+    token = "ghp_" + "Qm8vT2pL9xR4nK7sW1zY6bH3cJ5fD0gA9eK2"
+    key = "k" * 160 + " " + token  # the token straddles the 200-character cut of the reason
+    with pytest.raises(MalformedOutput) as caught:
+        parse_extractor_output(json.dumps({"category": "user", "fact": "x", key: 1}))
+    assert "unexpected key" in caught.value.reason
+    assert "Qm8v" not in caught.value.reason and "Qm8v" not in str(caught.value)
+    assert len(caught.value.reason) <= 200
+
+
 def test_eight_facts_pass_and_nine_fail() -> None:
     eight = "\n".join(
         line("project", f"Fact number {n}.") for n in range(limits.EXTRACTOR_MAX_FACTS)

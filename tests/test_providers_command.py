@@ -13,7 +13,7 @@ from orcad import limits
 from orcad.config import CommandConfig, ExtractionConfig
 from orcad.providers import build_provider, prompt
 from orcad.providers.base import ProviderError
-from orcad.providers.command import CommandProvider
+from orcad.providers.command import STDERR_TAIL_CHARS, CommandProvider
 
 pytestmark = pytest.mark.inprocess
 
@@ -71,6 +71,27 @@ async def test_non_zero_exit_records_the_end_of_stderr() -> None:
     assert "exited with status 3" in message
     assert message.endswith("model not found: tiny")
     assert len(message) < 700
+
+
+TOKEN = "ghp_" + "Qm8vT2pL9xR4nK7sW1zY6bH3cJ5fD0gA9eK2"
+
+
+async def stderr_message(stderr: str) -> str:
+    code = f"import sys; sys.stdin.read(); sys.stderr.write({stderr!r}); sys.exit(1)"
+    with pytest.raises(ProviderError) as caught:
+        await CommandProvider(python(code)).extract(SOURCE, deadline=trio.current_time() + 20)
+    return caught.value.message
+
+
+async def test_a_secret_in_stderr_is_redacted_before_the_end_is_kept() -> None:
+    message = await stderr_message(f"Error: bad credentials {TOKEN} " + "y" * 461)
+    assert "Qm8v" not in message  # before: all but the token's first 10 characters were kept
+    assert message.endswith("[REDACTED:github_token] " + "y" * 461)
+
+
+async def test_the_end_of_stderr_keeps_no_half_marker() -> None:
+    message = await stderr_message(f"{TOKEN} " + "y" * (STDERR_TAIL_CHARS - 10))
+    assert message.endswith(": … " + "y" * (STDERR_TAIL_CHARS - 10))
 
 
 async def test_timeout_kills_the_whole_group(tmp_path: Path) -> None:

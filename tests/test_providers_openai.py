@@ -7,6 +7,7 @@ import json
 import socket
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 import trio
@@ -32,6 +33,7 @@ KEY_VARIABLE = "ORCA_TEST_EXTRACTOR_KEY"
 KEY = "sk-test-5e1f0c9a7b3d4e2f8a6c1b0d9e7f3a2c"
 SOURCE = "user: remember that this repository deploys with `make release`\n\nassistant: Noted."
 ANSWER = '{"category": "project", "fact": "This repository deploys with `make release`."}'
+OTHER_TOKEN = "ghp_" + "Qm8vT2pL9xR4nK7sW1zY6bH3cJ5fD0gA9eK2"  # not the configured key
 
 
 @pytest.fixture
@@ -173,6 +175,46 @@ async def test_an_error_inside_a_200_answer_never_echoes_the_key(
     assert "not allowed" in error.message
     assert KEY not in error.message and "[key]" in error.message
     assert KEY not in repr(error.__cause__) and KEY not in repr(error.__context__)
+
+
+async def test_a_secret_in_an_error_body_is_redacted_before_the_reason_is_cut(
+    server: FakeOpenAI,
+) -> None:
+    server.script(status(401, "bad credentials " + "x" * 170 + " " + OTHER_TOKEN))
+    error = await failure(make_provider(server))
+    assert "Qm8v" not in error.message  # before: the first 15 characters of the token were kept
+    assert "bad credentials" in error.message
+
+
+async def test_the_key_in_a_long_error_inside_a_200_answer_is_masked_before_the_cut(
+    server: FakeOpenAI,
+) -> None:
+    error_object = json.dumps({"error": {"message": "x" * 185 + " " + KEY}})
+    server.script(junk(error_object.encode(), "application/json"))
+    error = await failure(make_provider(server, stream=False))
+    assert KEY[:12] not in error.message  # before: the key's start survived the cut
+
+
+async def test_a_secret_cut_by_the_error_body_limit_is_dropped(server: FakeOpenAI) -> None:
+    body = b"\n" * (4096 - 20) + OTHER_TOKEN.encode()  # the read limit cuts the token
+    server.script(lambda handler, state: handler.send_fixed(502, body, "text/plain", {}))
+    error = await failure(make_provider(server))
+    assert "ghp_" not in error.message
+    assert error.message == f"HTTP 502 from {server.base_url}/chat/completions: Bad Gateway"
+
+
+async def test_a_secret_quoted_by_a_protocol_error_is_redacted_before_the_cut(
+    server: FakeOpenAI,
+) -> None:
+    def bad_header(handler: Any, state: FakeOpenAI) -> None:
+        line = b"y" * 145 + b" " + OTHER_TOKEN.encode()  # no colon: an illegal header line
+        handler.wfile.write(b"HTTP/1.1 200 OK\r\n" + line + b"\r\n\r\n")
+        handler.close_connection = True
+
+    server.script(bad_header)
+    error = await failure(make_provider(server))
+    assert "illegal header line" in error.message
+    assert "Qm8v" not in error.message  # before: the first 20 characters of the token were kept
 
 
 async def test_junk_body_fails(server: FakeOpenAI) -> None:

@@ -137,6 +137,44 @@ def test_error_reason_forms() -> None:
     assert len(error_reason(b"x" * 5000)) == 200
 
 
+TOKEN = "ghp_" + "Qm8vT2pL9xR4nK7sW1zY6bH3cJ5fD0gA9eK2"
+
+
+def test_error_reason_redacts_before_it_cuts() -> None:
+    body = json.dumps({"error": {"message": "x" * 185 + " " + TOKEN}}).encode()
+    reason = error_reason(body)
+    assert reason == "x" * 185 + " …"  # before: the token's first 13 characters were kept
+    marker_at_the_cut = json.dumps({"error": {"message": "x" * 190 + " " + TOKEN}}).encode()
+    assert error_reason(marker_at_the_cut) == "x" * 190 + " …"  # no half marker either
+
+
+def test_error_reason_masks_the_key_before_it_cuts() -> None:
+    key = "local-server-key-8f3a9c2e7b1d4f6a"  # a format the detector does not know
+    body = json.dumps({"error": {"message": "x" * 190 + " " + key}}).encode()
+    assert error_reason(body, secrets=(key,)) == "x" * 190 + " [key]"
+
+
+def test_error_reason_of_a_cut_body_drops_the_word_the_cut_went_through() -> None:
+    assert error_reason(b"bad credentials " + TOKEN[:20].encode(), whole=False) == (
+        "bad credentials"
+    )
+    cut_json = b'{"error": {"message": "bad credentials ' + TOKEN[:20].encode()
+    assert error_reason(cut_json, whole=False) == "bad credentials"
+    assert error_reason(b"bad credentials", whole=True) == "bad credentials"
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_an_error_reported_inside_an_answer_is_masked_before_it_is_cut(stream: bool) -> None:
+    key = "local-server-key-8f3a9c2e7b1d4f6a"
+    error_object = json.dumps({"error": {"message": "x" * 190 + " " + key}})
+    with pytest.raises(WireError) as caught:
+        if stream:
+            StreamedAnswer(secrets=(key,)).feed_event(error_object)
+        else:
+            completion_content(error_object.encode(), secrets=(key,))
+    assert str(caught.value).endswith("x" * 190 + " [key]")
+
+
 def test_completion_content() -> None:
     body = {"choices": [{"message": {"content": "NOTHING"}, "finish_reason": "stop"}]}
     assert completion_content(json.dumps(body).encode()) == "NOTHING"

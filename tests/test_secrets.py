@@ -23,6 +23,7 @@ from orcad.secrets import (
     contains_secret,
     find_secrets,
     redact,
+    shorten_redacted,
 )
 
 pytestmark = pytest.mark.pure
@@ -478,3 +479,18 @@ def test_module_imports_without_trio_or_sqlite() -> None:
         cwd=Path(__file__).parent.parent,
     )
     assert result.stdout.strip() == "[]"
+
+
+def test_shortening_redacted_text_never_splits_a_marker() -> None:
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    text = redact(f"a {token} b {token} c")
+    assert text == "a [REDACTED:github_token] b [REDACTED:github_token] c"
+    for max_chars in range(1, len(text) + 2):
+        for keep_end in (False, True):
+            short = shorten_redacted(text, max_chars, keep_end=keep_end)
+            assert len(short) <= max(max_chars, 1)
+            kept = short.strip("…")
+            assert kept in text
+            assert kept.count("[") == kept.count("]")  # whole markers or none
+    assert shorten_redacted(text, 20) == "a …"
+    assert shorten_redacted(text, 3, keep_end=True) == "… c"

@@ -32,7 +32,7 @@ from orcad.capture.states import JobEvent, next_state
 from orcad.clock import format_time
 from orcad.errors import LeaseLost
 from orcad.limits import RETRY_AFTER_MAX_S
-from orcad.secrets import redact
+from orcad.secrets import redact, shorten_redacted
 
 JOB_ERRORS_KEPT = 8  # newest attempt errors kept in a job file
 ERROR_MESSAGE_MAX_CHARS = 500
@@ -230,7 +230,7 @@ def recover(job: JobRecord, *, now: float) -> JobRecord:
 def clean_error_message(message: str) -> str:
     """Error text safe to store: redacted, one line, shortened."""
     flat = " ".join(redact(message).split())
-    return flat[:ERROR_MESSAGE_MAX_CHARS] or "unspecified error"
+    return shorten_redacted(flat, ERROR_MESSAGE_MAX_CHARS) or "unspecified error"
 
 
 def _with_error(

@@ -11,6 +11,7 @@ import json
 from typing import Any, get_args
 
 from orcad import limits
+from orcad.secrets import redact, shorten_redacted
 from protocol.types import Category, ExtractedFact
 
 NOTHING = "NOTHING"
@@ -25,8 +26,9 @@ class MalformedOutput(ValueError):
     """The output breaks the format; `reason` is short and safe to record in the job."""
 
     def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason[:_REASON_MAX_CHARS]
+        # a reason may quote the output (an unexpected key): redacted whole, then shortened
+        self.reason = shorten_redacted(redact(reason), _REASON_MAX_CHARS)
+        super().__init__(self.reason)
 
 
 def parse_extractor_output(text: str) -> list[ExtractedFact]:
@@ -88,7 +90,7 @@ def _parse_fact_line(number: int, line: str) -> ExtractedFact:
         extra = sorted(keys - _FIELDS)
         missing = sorted(_FIELDS - keys)
         detail = f"unexpected key {extra[0]!r}" if extra else f"missing key {missing[0]!r}"
-        raise MalformedOutput(f"line {number}: {detail}"[:_REASON_MAX_CHARS])
+        raise MalformedOutput(f"line {number}: {detail}")
     category, fact = value["category"], value["fact"]
     if not isinstance(category, str) or category not in CATEGORIES:
         raise MalformedOutput(f"line {number}: unknown category")

@@ -18,6 +18,7 @@ import trio
 from orcad import limits
 from orcad.providers import prompt
 from orcad.providers.base import ProviderError
+from orcad.secrets import redact, shorten_redacted
 
 EXTRACTION_ENV: Final = "ORCA_EXTRACTION"  # orcactl.hooks.runner's recursion guard
 STDERR_TAIL_CHARS: Final = 500  # the end of stderr recorded with a failed attempt
@@ -126,9 +127,9 @@ def _exit_description(returncode: int | None) -> str:
 
 
 def _tail(stderr: bytearray) -> str:
-    text = bytes(stderr).decode("utf-8", errors="replace").strip()
+    """The end of stderr on one line. It is redacted before it is cut: a secret straddling the
+    cut would otherwise lose the prefix that makes it recognisable."""
+    text = redact(bytes(stderr).decode("utf-8", errors="replace")).strip()
     if not text:
         return "(no stderr)"
-    if len(text) > STDERR_TAIL_CHARS:
-        text = "…" + text[-STDERR_TAIL_CHARS:]
-    return " ".join(text.split())
+    return " ".join(shorten_redacted(text, STDERR_TAIL_CHARS, keep_end=True).split())

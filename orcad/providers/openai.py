@@ -24,6 +24,7 @@ from orcad.config import OpenAIConfig
 from orcad.providers import prompt
 from orcad.providers.base import ProviderError
 from orcad.providers.openai_wire import (
+    ERROR_REASON_MAX_CHARS,
     EventStreamDecoder,
     StreamedAnswer,
     WireError,
@@ -32,6 +33,7 @@ from orcad.providers.openai_wire import (
     parse_retry_after,
     request_body,
 )
+from orcad.secrets import redact, shorten_redacted
 
 RETRY_AFTER_STATUSES: Final = frozenset({429, 503})
 ERROR_BODY_MAX_BYTES: Final = 4096  # enough of an error body to find its message
@@ -121,7 +123,7 @@ class OpenAIProvider:
         )
 
     async def _post(self, body: bytes) -> str:
-        answer = StreamedAnswer()
+        answer = StreamedAnswer(secrets=self._secrets())
         try:
             async with (
                 self._client() as client,
@@ -135,7 +137,8 @@ class OpenAIProvider:
                 if "text/event-stream" in content_type:
                     return await self._read_stream(response, answer)
                 return completion_content(
-                    await _read_limited(response, limits.EXTRACTOR_OUTPUT_MAX_BYTES * 4)
+                    await _read_limited(response, limits.EXTRACTOR_OUTPUT_MAX_BYTES * 4),
+                    secrets=self._secrets(),
                 )
         except WireError as exc:
             raise ProviderError(f"{self.url}: {exc}") from exc
@@ -178,9 +181,15 @@ class OpenAIProvider:
                 answer.feed_event(payload)
         return answer.text()
 
+    def _secrets(self) -> tuple[str, ...]:
+        return (self._api_key,) if self._api_key else ()
+
     async def _http_error(self, response: httpx.Response) -> ProviderError:
-        body = await _read_limited(response, ERROR_BODY_MAX_BYTES, truncate=True)
-        reason = error_reason(body, secrets=(self._api_key or "",)) or response.reason_phrase
+        # one byte past the limit tells a body that was cut from one that just fits
+        body = await _read_limited(response, ERROR_BODY_MAX_BYTES + 1, truncate=True)
+        whole = len(body) <= ERROR_BODY_MAX_BYTES
+        reason = error_reason(body[:ERROR_BODY_MAX_BYTES], secrets=self._secrets(), whole=whole)
+        reason = reason or response.reason_phrase
         retry_after = None
         if response.status_code in RETRY_AFTER_STATUSES:
             retry_after = parse_retry_after(
@@ -209,5 +218,5 @@ async def _read_limited(
 
 
 def _describe(exc: Exception) -> str:
-    text = str(exc) or type(exc).__name__
-    return text if len(text) < 200 else text[:199] + "…"
+    # the text may quote what the server sent: redacted whole before it is shortened
+    return shorten_redacted(redact(str(exc) or type(exc).__name__), ERROR_REASON_MAX_CHARS)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from orcad import limits
+from orcad.secrets import redact, shorten_redacted
 
 ERROR_REASON_MAX_CHARS = 200  # the part of a server's error text recorded in the job
 EVENT_LINE_MAX_BYTES = 64 * 1024  # one SSE line; a delta is a few hundred bytes at most
@@ -55,9 +56,15 @@ def parse_retry_after(value: str | None, *, now_epoch: float) -> float | None:
     return max(0.0, when.timestamp() - now_epoch)
 
 
-def error_reason(body: bytes, *, secrets: tuple[str, ...] = ()) -> str:
-    """A short, single-line reason from an error body; any secret in it is masked."""
+def error_reason(body: bytes, *, secrets: tuple[str, ...] = (), whole: bool = True) -> str:
+    """A short, single-line reason from an error body; any secret in it is masked.
+
+    `whole` is False for a body cut at the read limit: the word the cut went through is dropped,
+    since a secret cut in two is no longer recognised and its start would be kept.
+    """
     text = body.decode("utf-8", errors="replace")
+    if not whole:
+        text = re.sub(r"\S*\Z", "", text)
     try:
         decoded = json.loads(text)
     except ValueError:
@@ -70,18 +77,18 @@ def error_reason(body: bytes, *, secrets: tuple[str, ...] = ()) -> str:
             error = error.get("message", error)
         if error is not None:
             text = error if isinstance(error, str) else json.dumps(error)
-    text = re.sub(r"[\x00-\x1f\x7f]+", " ", text)
-    text = re.sub(r"\s+", " ", text).strip()
     for secret in secrets:
         if secret:
             text = text.replace(secret, "[key]")
-    if len(text) > ERROR_REASON_MAX_CHARS:
-        text = text[: ERROR_REASON_MAX_CHARS - 1] + "…"
-    return text
+    # redacted whole, then shortened: a cut first would leave the rest of a secret it went through
+    text = redact(text)
+    text = re.sub(r"[\x00-\x1f\x7f]+", " ", text)
+    text = re.sub(r"\s+", " ", text).strip()
+    return shorten_redacted(text, ERROR_REASON_MAX_CHARS)
 
 
-def completion_content(body: bytes) -> str:
-    """The answer text of a non-streamed chat completion."""
+def completion_content(body: bytes, *, secrets: tuple[str, ...] = ()) -> str:
+    """The answer text of a non-streamed chat completion; `secrets` are masked in errors."""
     try:
         decoded = json.loads(body)
     except ValueError as exc:
@@ -89,7 +96,7 @@ def completion_content(body: bytes) -> str:
     if not isinstance(decoded, dict):
         raise WireError("the response is not a JSON object")
     if "error" in decoded:
-        raise WireError(f"the server reported an error: {error_reason(body)}")
+        raise WireError(f"the server reported an error: {error_reason(body, secrets=secrets)}")
     choices = decoded.get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         raise WireError("the response has no choices")
@@ -155,6 +162,7 @@ class StreamedAnswer:
     """Accumulates the deltas of a streamed completion and knows whether it ended properly."""
 
     max_bytes: int = limits.EXTRACTOR_OUTPUT_MAX_BYTES
+    secrets: tuple[str, ...] = ()  # masked in an error the server reports mid-stream
     parts: list[str] = field(default_factory=list)
     size: int = 0
     finish_reason: str | None = None
@@ -176,9 +184,8 @@ class StreamedAnswer:
         if not isinstance(chunk, dict):
             raise WireError("the stream carried an event that is not a JSON object")
         if "error" in chunk:
-            raise WireError(
-                f"the server reported an error mid-stream: {error_reason(payload.encode())}"
-            )
+            reason = error_reason(payload.encode(), secrets=self.secrets)
+            raise WireError(f"the server reported an error mid-stream: {reason}")
         choices = chunk.get("choices")
         if not isinstance(choices, list):
             raise WireError("a stream event has no choices")
