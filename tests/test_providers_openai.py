@@ -18,7 +18,9 @@ from orcad.providers.base import ProviderError
 from orcad.providers.openai import OpenAIProvider
 from orcad.providers.openai_wire import request_body
 from tests.fake_openai import (
+    Behaviour,
     FakeOpenAI,
+    completion_json,
     disconnect_mid_stream,
     junk,
     ok,
@@ -175,6 +177,35 @@ async def test_an_error_inside_a_200_answer_never_echoes_the_key(
     assert "not allowed" in error.message
     assert KEY not in error.message and "[key]" in error.message
     assert KEY not in repr(error.__cause__) and KEY not in repr(error.__context__)
+
+
+def redirect(code: int, location: str) -> Behaviour:
+    """A redirect whose body is a well-formed completion, as a misconfigured proxy might send."""
+
+    def respond(handler: Any, state: FakeOpenAI) -> None:
+        body = completion_json(ANSWER)
+        handler.send_fixed(code, body, "application/json", {"Location": location})
+
+    return respond
+
+
+@pytest.mark.parametrize("code", [301, 302, 303, 307, 308])
+async def test_a_redirect_is_a_failed_attempt_and_is_not_followed(
+    server: FakeOpenAI, code: int
+) -> None:
+    server.script(redirect(code, f"{server.base_url}/elsewhere/chat/completions"))
+    error = await failure(make_provider(server))  # before: its body was taken as the answer
+    assert error.message == (
+        f"HTTP {code} from {server.base_url}/chat/completions: "
+        f"redirect to {server.base_url}/elsewhere/chat/completions not followed"
+    )
+    assert [request.path for request in server.requests] == ["/v1/chat/completions"]
+
+
+async def test_any_status_outside_2xx_is_a_failed_attempt(server: FakeOpenAI) -> None:
+    server.script(lambda handler, state: handler.send_fixed(300, b"", "text/plain", {}))
+    error = await failure(make_provider(server))
+    assert error.message == f"HTTP 300 from {server.base_url}/chat/completions: Multiple Choices"
 
 
 async def test_a_secret_in_an_error_body_is_redacted_before_the_reason_is_cut(

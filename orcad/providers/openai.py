@@ -99,9 +99,10 @@ class OpenAIProvider:
         return not key or (key not in exc.message and key not in repr(exc.__cause__))
 
     def _without_key(self, exc: ProviderError) -> ProviderError:
-        assert self._api_key is not None
-        masked = exc.message.replace(self._api_key, "[key]")
-        return ProviderError(masked, retry_after=exc.retry_after)
+        return ProviderError(self._masked(exc.message), retry_after=exc.retry_after)
+
+    def _masked(self, text: str) -> str:
+        return text.replace(self._api_key, "[key]") if self._api_key else text
 
     def _timeouts(self) -> httpx.Timeout:
         config = self._config
@@ -131,7 +132,7 @@ class OpenAIProvider:
                     "POST", self.url, content=body, headers=self.request_headers()
                 ) as response,
             ):
-                if response.status_code >= 400:
+                if not response.is_success:  # redirects are not followed: 3xx is a failure too
                     raise await self._http_error(response)
                 content_type = response.headers.get("content-type", "")
                 if "text/event-stream" in content_type:
@@ -189,6 +190,10 @@ class OpenAIProvider:
         body = await _read_limited(response, ERROR_BODY_MAX_BYTES + 1, truncate=True)
         whole = len(body) <= ERROR_BODY_MAX_BYTES
         reason = error_reason(body[:ERROR_BODY_MAX_BYTES], secrets=self._secrets(), whole=whole)
+        location = response.headers.get("location")
+        if location is not None and response.is_redirect:  # the key would go where it points
+            shown = shorten_redacted(redact(self._masked(location)), ERROR_REASON_MAX_CHARS)
+            reason = f"redirect to {shown} not followed"
         reason = reason or response.reason_phrase
         retry_after = None
         if response.status_code in RETRY_AFTER_STATUSES:
