@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import subprocess
 import threading
@@ -598,3 +599,17 @@ def test_bounded_messages_keep_each_ones_ends_then_the_first_and_the_newest() ->
     assert kept[-1]["content"].startswith("19 ") and len(kept) < len(many)
     small = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
     assert common.bounded_messages(small) == small  # under every bound: unchanged
+
+
+_LAZY_REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
+
+
+@given(
+    st.lists(
+        st.sampled_from(["<system-reminder>", "</system-reminder>", "a", " ", "\n", "<", "/"]),
+        max_size=40,
+    )
+)
+def test_reminders_are_cut_as_the_first_closing_tag_after_each_opening(parts: list[str]) -> None:
+    text = "".join(parts)
+    assert transcript.clean_text(text) == _LAZY_REMINDER.sub("", text).strip()

@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import stat
 from typing import TYPE_CHECKING
 
@@ -22,7 +21,8 @@ if TYPE_CHECKING:
 
 TRANSCRIPT_MAX_BYTES = 64 * 1024 * 1024  # a longer transcript is not parsed by a hook
 
-_REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
+_REMINDER_OPEN = "<system-reminder>"
+_REMINDER_CLOSE = "</system-reminder>"
 # Entries Claude Code writes for slash commands and their output: not a prompt, not captured.
 _COMMAND_PREFIXES = (
     "<command-name>",
@@ -122,8 +122,22 @@ def _entries(data: bytes, wanted: tuple[bytes, ...]) -> list[dict[str, Any]]:
 
 
 def clean_text(text: str) -> str:
-    """Text without the system reminders an agent inserts, trimmed."""
-    return _REMINDER.sub("", text).strip()
+    """Text without the system reminders an agent inserts, trimmed: each opening tag to the
+    first closing tag after it. One pass (a pattern with a lazy `.*?` reads on to the end for
+    every opening tag left unclosed: a pasted prompt of them took seconds, in every later hook
+    of the session, which reads the whole transcript)."""
+    if _REMINDER_OPEN not in text:
+        return text.strip()
+    kept: list[str] = []
+    position = 0
+    while (start := text.find(_REMINDER_OPEN, position)) >= 0:
+        end = text.find(_REMINDER_CLOSE, start + len(_REMINDER_OPEN))
+        if end < 0:  # no closing tag after it, nor after any later one: the rest stays
+            break
+        kept.append(text[position:start])
+        position = end + len(_REMINDER_CLOSE)
+    kept.append(text[position:])
+    return "".join(kept).strip()
 
 
 def turn_id_for(agent: str, session_id: str, ordinal: int, prompt: str) -> str:
