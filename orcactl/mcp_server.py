@@ -136,6 +136,14 @@ class DaemonSession:
                     self.close()
             except RemoteError as exc:
                 raise ToolError(f"orca: {exc.error.message} ({exc.kind})") from None
+            except TimeoutError as exc:
+                if method in READ_ONLY:
+                    raise ToolError(f"orca: orcad did not answer in time: {exc}") from None
+                # the request may have reached it: the change may be made once it catches up
+                raise ToolError(
+                    "orca: orcad did not answer in time, so whether the change was made is not "
+                    "known; look with memory_search (or in the memory files) before trying again"
+                ) from None
             except (CommandError, OSError, DaemonUnavailable, ProtocolViolation) as exc:
                 raise ToolError(f"orca: cannot reach orcad: {exc}") from None
             except msgspec.MsgspecError as exc:

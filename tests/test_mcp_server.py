@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import shlex
 import subprocess
@@ -15,7 +16,9 @@ import trio
 from mcp import types
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.server.mcpserver.exceptions import ToolError
 
+from orcactl.mcp_server import DaemonSession
 from tests.harness import DaemonProcess, OrcaEnv
 from tests.hook_helpers import ORCACTL, ClaudeTranscript, run_hook
 
@@ -391,3 +394,23 @@ async def test_an_extraction_run_cannot_change_memory_through_the_server(
     with daemon.client() as client:
         opened = client.call("session.open", {"cwd": str(project)})
         assert "pnpm" not in opened.startup.user
+
+
+@pytest.mark.parametrize(
+    ("method", "said"),
+    [("remember", "whether the change was made is not known"), ("memory.search", "in time")],
+)
+def test_a_change_orcad_did_not_answer_in_time_is_not_reported_as_failed(
+    tmp_path: Path, method: str, said: str
+) -> None:
+    # the request may have reached a busy orcad, which makes the change once it catches up: a
+    # model told "failed" would make it a second time
+    args = argparse.Namespace(cwd=str(tmp_path), session_id=None, mode="normal", no_start=True)
+    session = DaemonSession(args)
+
+    def times_out(method: str, params: dict[str, Any]) -> Any:
+        raise TimeoutError("timed out")
+
+    session._call = times_out  # type: ignore[method-assign]
+    with pytest.raises(ToolError, match=said):
+        session.call_blocking(method, {"text": "We use yarn", "scope": "project", "query": "x"})
