@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Iterator
 
@@ -95,8 +96,9 @@ def _command_parsers(parser: argparse.ArgumentParser) -> Iterator[argparse.Argum
 
 def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
-    sys.stdout = SafeWriter(sys.stdout)
-    sys.stderr = SafeWriter(sys.stderr)
+    # started with stdout or stderr closed, Python gives None: what is written there is lost
+    sys.stdout = SafeWriter(sys.stdout or open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115
+    sys.stderr = SafeWriter(sys.stderr or open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115
     try:
         status = args.run(args)
     except CommandError as exc:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shlex
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +18,7 @@ from orcactl.hooks import transcript
 from orcactl.hooks.common import agent_id
 from protocol.types import CLIENT_ID_MAX_CHARS
 from tests.harness import DaemonProcess, OrcaEnv
-from tests.hook_helpers import CodexRollout, HookRun, codex_schema, run_hook
+from tests.hook_helpers import ORCACTL, CodexRollout, HookRun, codex_schema, run_hook
 
 pytestmark = pytest.mark.daemon
 
@@ -254,3 +256,21 @@ def test_an_agent_id_too_long_for_orcad_is_named_by_its_digest() -> None:
     digest = hashlib.sha256(longer.encode()).hexdigest()[:32]
     assert agent_id("codex", ":", longer) == f"codex:{digest}"
     assert agent_id("codex", ":", "\ud800" * 300).startswith("codex:")  # a lone surrogate
+
+
+@pytest.mark.parametrize("closed", ["<&-", ">&-", "2>&-", "<&- >&- 2>&-"])
+def test_a_hook_started_with_a_closed_stream_ends_without_a_traceback(
+    tmp_path: Path, orca_env: OrcaEnv, closed: str
+) -> None:
+    payload = json.dumps({"session_id": "s", "turn_id": "t", "cwd": str(tmp_path)})
+    command = " ".join(shlex.quote(part) for part in [ORCACTL, "--no-start", "hook", "codex"])
+    result = subprocess.run(
+        ["bash", "-c", f"{command} Stop {closed}"],
+        input=payload,
+        env=orca_env.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert "Traceback" not in result.stdout + result.stderr
+    assert result.returncode in (0, 1)  # a failure to flush a closed stream exits 120

@@ -106,6 +106,8 @@ def _arm_watchdog(agent: str, event: str, answer: dict[str, Any] | None, budget:
 
 def _read_input(deadline: float) -> dict[str, Any]:
     """The hook input, read until the agent closes stdin, within `deadline` (monotonic)."""
+    if sys.stdin is None:  # started with stdin closed
+        raise HookInputError("the hook has no stdin to read its input from")
     descriptor = sys.stdin.fileno()
     chunks: list[bytes] = []
     size = 0
