@@ -2,7 +2,9 @@
 
 The command runs in a new session (its own process group). When the deadline passes, the output
 grows past the limit, or the call is cancelled, the whole group is killed with SIGKILL and reaped,
-so no helper process it started outlives the attempt. A non-zero exit is a failed attempt whose
+so no helper process it started outlives the attempt; so is a helper left holding the pipes open
+after the command exited (its answer is what it wrote). A helper that leaves the group (setsid)
+is out of reach. A non-zero exit is a failed attempt whose
 message carries the end of stderr.
 """
 
@@ -23,6 +25,9 @@ from orcad.secrets import redact, shorten_redacted
 EXTRACTION_ENV: Final = "ORCA_EXTRACTION"  # orcactl.hooks.runner's recursion guard
 STDERR_TAIL_CHARS: Final = 500  # the end of stderr recorded with a failed attempt
 _READ_CHUNK: Final = 65536
+# After the command exits, its pipes are read this much longer for what is still in them; a
+# helper process it left holding them open is then killed with the rest of its group.
+EXIT_DRAIN_S: Final = 0.5
 
 
 class CommandProvider:
@@ -54,19 +59,37 @@ class CommandProvider:
         stdout = bytearray()
         stderr = bytearray()
         finished = False
+        pipes_closed = trio.Event()
+
+        async def collect(stop_when_over_limit: trio.CancelScope) -> None:
+            async with trio.open_nursery() as pipes:
+                pipes.start_soon(_collect, process.stdout, stdout, stop_when_over_limit)
+                pipes.start_soon(_collect, process.stderr, stderr, None)
+            pipes_closed.set()
+
+        async def end_after_exit(nursery: trio.Nursery) -> None:
+            """Once the command has exited, what it wrote is its answer: a helper it left
+            running that keeps the pipes open (a forked child) does not hold it up."""
+            await process.wait()
+            with trio.move_on_after(EXIT_DRAIN_S):
+                await pipes_closed.wait()
+            nursery.cancel_scope.cancel()
+
         try:
             with trio.move_on_at(deadline) as scope:
                 async with trio.open_nursery() as nursery:
                     nursery.start_soon(
                         _feed_stdin, process, prompt.render_text(source).encode("utf-8")
                     )
-                    nursery.start_soon(_collect, process.stdout, stdout, nursery.cancel_scope)
-                    nursery.start_soon(_collect, process.stderr, stderr, None)
+                    nursery.start_soon(collect, nursery.cancel_scope)
+                    nursery.start_soon(end_after_exit, nursery)
                 if len(stdout) > limits.EXTRACTOR_OUTPUT_MAX_BYTES:
                     limit = limits.EXTRACTOR_OUTPUT_MAX_BYTES
                     raise ProviderError(f"{self.argv[0]!r} wrote more than {limit} bytes; killed")
                 await process.wait()
                 finished = True
+                if not pipes_closed.is_set():  # its helpers go with it
+                    _kill_group(process)
             if scope.cancelled_caught:
                 raise ProviderError(
                     f"{self.argv[0]!r} did not finish within {budget:.1f} s; killed"
