@@ -46,7 +46,8 @@ class Change:
 
 def _read(path: Path) -> str | None:
     try:
-        return path.read_text(encoding="utf-8")
+        # bytes, decoded: reading as text would turn the file's CRLF line endings into LF
+        return path.read_bytes().decode("utf-8")
     except FileNotFoundError:
         return None
     except (OSError, UnicodeDecodeError) as exc:
@@ -138,8 +139,8 @@ def write(change: Change, stamp: str) -> Path | None:
             after = "{}\n"  # a linked file is the user's: emptied, never deleted
     descriptor, temporary = tempfile.mkstemp(dir=real.parent, prefix=".orca-")
     try:
-        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-            handle.write(after)
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(after.encode("utf-8"))
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(temporary, mode)

@@ -1,0 +1,203 @@
+"""`orcactl integrate` against configuration files written in unusual but valid ways (dotted TOML
+keys, inline tables, CRLF, lone-surrogate JSON escapes, huge numbers) and against config paths
+that are not regular files: the rest of each file keeps its meaning, or nothing changes."""
+
+from __future__ import annotations
+
+import copy
+import subprocess
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from orcactl import agent_configs
+from orcactl.agent_configs import Unparseable
+from tests.harness import OrcaEnv
+from tests.hook_helpers import ORCACTL
+
+ORCA = "/opt/orca/bin/orcactl"
+WANTED = {"command": ORCA, "args": ["mcp"]}
+PATH = Path("/home/u/.codex/config.toml")
+
+LAYOUTS = {
+    "dotted server, then a root key": 'mcp_servers.other.command = "x"\nmodel = "o3"\n',
+    "dotted server, then dotted features": (
+        'mcp_servers.other.command = "x"\nfeatures.web = true\nmodel = "o3"\n'
+    ),
+    "dotted features before a table": (
+        '# mine\nfeatures.web = true  # keep\n\n[mcp_servers.other]\ncommand = "x"\n'
+    ),
+    "super-table and keys after tables": (
+        'model = "o3"\n[mcp_servers]\n[mcp_servers.other]\ncommand = "x"\n'
+        '[profiles.fast]\nmodel = "o4-mini"\n'
+    ),
+    "features table between tables": (
+        '[features]\nweb = true\n\n[mcp_servers.other]\ncommand = "x"\n[tui]\nnotify = true\n'
+    ),
+    "features sub-table only": "[features.sub]\nx = 1\n",
+    "codex_hooks false in a table": "[features]\ncodex_hooks = false\nweb = true\n",
+    "dotted inside a table": '[mcp_servers]\nother.command = "x"\nother.args = ["a"]\n',
+    "a header inside a multi-line string": 'note = """\n[features]\n"""\nfeatures.web = true\n',
+    "inline server table": 'mcp_servers = { other = { command = "x" } }\nmodel = "o3"\n',
+    "inline features table": 'features = { web = true }\nmodel = "o3"\n',
+    "no final newline": '# just a comment\nmodel = "o3"',
+    "empty": "",
+    "CRLF": (
+        '# c\r\nmodel = "o3"\r\nfeatures.web = true\r\n\r\n[mcp_servers.other]\r\ncommand = "x"\r\n'
+    ),
+}
+
+
+def _without_orca(data: dict[str, Any]) -> dict[str, Any]:
+    data = copy.deepcopy(data)
+    servers = data.get("mcp_servers", {})
+    servers.pop("orca", None)
+    if not servers:
+        data.pop("mcp_servers", None)
+    features = data.get("features", {})
+    features.pop("codex_hooks", None)
+    if not features:
+        data.pop("features", None)
+    return data
+
+
+def _edit(text: str, *, remove: bool = False) -> str:
+    return agent_configs.edit_codex_config(text, PATH, ORCA, None, None, remove=remove)
+
+
+def _lone_newlines(text: str) -> int:
+    return text.count("\n") - text.count("\r\n")
+
+
+@pytest.mark.pure
+@pytest.mark.parametrize("layout", LAYOUTS, ids=list(LAYOUTS))
+def test_codex_config_keeps_the_meaning_of_every_user_key(layout: str) -> None:
+    text = LAYOUTS[layout]
+    before = tomllib.loads(text)
+    first = _edit(text)
+    after = tomllib.loads(first)
+    assert after["mcp_servers"]["orca"] == WANTED
+    assert after["features"]["codex_hooks"] is True
+    assert _without_orca(after) == _without_orca(before)
+    assert _edit(first) == first  # a second run changes no byte
+    if "\r\n" in text:  # the file's own line ending, not a mix
+        assert _lone_newlines(first) == 0
+    removed = _edit(first, remove=True)
+    data = tomllib.loads(removed)
+    assert "orca" not in data.get("mcp_servers", {})
+    assert _without_orca(data) == _without_orca(before)
+    if "codex_hooks" not in before.get("features", {}):
+        # codex_hooks = true stays (documented); everything else is as it was
+        assert data.get("features", {}).pop("codex_hooks") is True
+        if not data.get("features", {}):
+            data.pop("features", None)
+        assert data == before
+    if "\r\n" in text:
+        assert _lone_newlines(removed) == 0
+
+
+@pytest.mark.pure
+def test_an_orca_entry_from_another_orcactl_is_replaced_in_place() -> None:
+    text = _edit('mcp_servers.other.command = "x"\nmodel = "o3"\n').replace(ORCA, "/old/orcactl")
+    again = _edit(text)
+    data = tomllib.loads(again)
+    assert data["mcp_servers"]["orca"] == WANTED and data["model"] == "o3"
+    assert _edit(again) == again
+
+
+@pytest.mark.pure
+@pytest.mark.parametrize(
+    "text",
+    [
+        "mcp_servers = 3\n",
+        'features = "on"\n',
+        '[[mcp_servers]]\nname = "x"\n',
+    ],
+)
+def test_a_codex_config_of_the_wrong_shape_is_refused_naming_the_file(text: str) -> None:
+    with pytest.raises(Unparseable, match=str(PATH)):
+        _edit(text)
+
+
+def _integrate(
+    orca: OrcaEnv, *args: str, env: dict[str, str] | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [ORCACTL, "integrate", *args],
+        capture_output=True,
+        text=True,
+        env={**orca.env, **(env or {})},
+        timeout=timeout,
+    )
+
+
+@pytest.mark.daemon
+def test_codex_with_dotted_keys_and_crlf_end_to_end(orca_env: OrcaEnv) -> None:
+    codex_home = orca_env.root / "codex-home"
+    codex_home.mkdir()
+    config = codex_home / "config.toml"
+    original = (
+        b'# mine\r\nmcp_servers.other.command = "x"\r\nfeatures.web = true\r\nmodel = "o3"\r\n'
+    )
+    config.write_bytes(original)
+    env = {"CODEX_HOME": str(codex_home)}
+    run = _integrate(orca_env, "codex", env=env)
+    assert run.returncode == 0, run.stderr
+    first = config.read_bytes()
+    assert b"\n" not in first.replace(b"\r\n", b"")
+    data = tomllib.loads(first.decode())
+    assert data["model"] == "o3" and data["features"] == {"web": True, "codex_hooks": True}
+    assert data["mcp_servers"]["other"] == {"command": "x"}
+    again = _integrate(orca_env, "codex", env=env)
+    assert "nothing to change" in again.stdout and config.read_bytes() == first
+    assert _integrate(orca_env, "codex", "--remove", env=env).returncode == 0
+    data = tomllib.loads(config.read_bytes().decode())
+    assert data == {
+        "mcp_servers": {"other": {"command": "x"}},
+        "features": {"web": True, "codex_hooks": True},
+        "model": "o3",
+    }
+
+
+@pytest.mark.daemon
+def test_an_inline_server_table_gets_orca_inline(orca_env: OrcaEnv) -> None:
+    codex_home = orca_env.root / "codex-home"
+    codex_home.mkdir()
+    config = codex_home / "config.toml"
+    config.write_text('mcp_servers = { other = { command = "x" } }\nfeatures = { web = true }\n')
+    run = _integrate(orca_env, "codex", env={"CODEX_HOME": str(codex_home)})
+    assert run.returncode == 0 and "Traceback" not in run.stderr, run.stderr
+    data = tomllib.loads(config.read_text())
+    assert data["mcp_servers"]["other"] == {"command": "x"}
+    assert data["mcp_servers"]["orca"]["command"] == ORCACTL
+    assert data["features"] == {"web": True, "codex_hooks": True}
+
+
+@pytest.mark.pure
+@pytest.mark.parametrize(
+    "text",
+    [
+        "extraction.timeout = 30\nauto_memory = true\n",
+        "extraction = { timeout = 30 }\nauto_memory = true\n",
+        "# orca\r\nauto_memory = true\r\n[extraction]\r\ntimeout = 30\r\n",
+        "",
+    ],
+)
+def test_orca_config_keeps_the_meaning_of_every_user_key(text: str) -> None:
+    orca_path = Path("/home/u/.orca/config.toml")
+    before = tomllib.loads(text)
+    first = agent_configs.edit_orca_config(text, orca_path, "codex", remove=False)
+    after = tomllib.loads(first)
+    extraction = after.pop("extraction")
+    assert extraction.pop("provider") == "command"
+    assert extraction.pop("command") == {"argv": ["codex", "exec", "-"]}
+    if extraction:
+        after["extraction"] = extraction
+    assert after == before
+    assert agent_configs.edit_orca_config(first, orca_path, "codex", remove=False) == first
+    if "\r\n" in text:
+        assert _lone_newlines(first) == 0
+    removed = agent_configs.edit_orca_config(first, orca_path, "codex", remove=True)
+    assert tomllib.loads(removed) == before
