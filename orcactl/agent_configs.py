@@ -90,7 +90,11 @@ def _load_json(text: str, path: Path) -> dict[str, Any]:
     if not text.strip():
         return {}
     try:
-        data = json.loads(text)
+        data = json.loads(
+            text,
+            parse_float=partial(_finite_number, path),
+            parse_constant=partial(_no_constant, path),
+        )
     except ValueError as exc:
         raise Unparseable(f"{path} is not valid JSON ({exc})") from None
     if not isinstance(data, dict):
@@ -98,8 +102,32 @@ def _load_json(text: str, path: Path) -> dict[str, Any]:
     return data
 
 
+def _finite_number(path: Path, literal: str) -> float:
+    """A JSON number as a float; one too large for a float (`1e400`) would be written back as
+    `Infinity`, which is not JSON: the file is refused instead."""
+    value = float(literal)
+    if math.isinf(value):
+        raise Unparseable(
+            f"{path}: the number {literal[:40]} is too large to be written back unchanged"
+        )
+    return value
+
+
+def _no_constant(path: Path, literal: str) -> float:
+    """NaN, Infinity and -Infinity are Python's extensions, not JSON."""
+    raise Unparseable(f"{path} is not valid JSON ({literal} is not a JSON value)")
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _dump_json(data: dict[str, Any]) -> str:
-    return json.dumps(data, indent=2, ensure_ascii=False) + "\n" if data else ""
+    """The JSON text; a lone surrogate (`"\\ud83d"`, which Node writes for a cut emoji) is
+    written back as the same escape: it has no UTF-8 encoding of its own."""
+    if not data:
+        return ""
+    text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    return _SURROGATE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
 
 
 def edit_hooks(text: str, path: Path, agent: str, orcactl: str, *, remove: bool) -> str:

@@ -97,6 +97,12 @@ def plan(args: argparse.Namespace, env: dict[str, str]) -> list[Change]:
         change = Change(target.path, before, after)
         if change.changed:
             _check_writable(target.path)
+            try:  # every new text is known to be writable before the first file is written
+                after.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                raise Unparseable(
+                    f"{target.path} cannot be written back as UTF-8 ({exc})"
+                ) from None
         changes.append(change)
     return changes
 

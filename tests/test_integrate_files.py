@@ -4,7 +4,9 @@ that are not regular files: the rest of each file keeps its meaning, or nothing 
 
 from __future__ import annotations
 
+import argparse
 import copy
+import json
 import subprocess
 import tomllib
 from pathlib import Path
@@ -201,3 +203,80 @@ def test_orca_config_keeps_the_meaning_of_every_user_key(text: str) -> None:
         assert _lone_newlines(first) == 0
     removed = agent_configs.edit_orca_config(first, orca_path, "codex", remove=True)
     assert tomllib.loads(removed) == before
+
+
+def _home(orca: OrcaEnv) -> Path:
+    return orca.root / "user-home"
+
+
+@pytest.mark.daemon
+def test_a_lone_surrogate_escape_in_claude_json_is_written_back_as_it_was(
+    orca_env: OrcaEnv,
+) -> None:
+    settings = _home(orca_env) / ".claude" / "settings.json"
+    settings.parent.mkdir(parents=True)
+    settings.write_text('{"model": "opus"}\n')
+    claude_json = _home(orca_env) / ".claude.json"
+    claude_json.write_text(r'{"projects":{"/x":{"lastPrompt":"broken emoji \ud83d"}}}')
+    run = _integrate(orca_env, "claude-code")
+    assert run.returncode == 0 and "Traceback" not in run.stderr, run.stderr
+    written = claude_json.read_text()
+    assert r"broken emoji \ud83d" in written
+    data = json.loads(written)
+    assert data["projects"] == {"/x": {"lastPrompt": "broken emoji \ud83d"}}
+    assert data["mcpServers"]["orca"]["command"] == ORCACTL
+    assert "SessionStart" in json.loads(settings.read_text())["hooks"]
+    assert _integrate(orca_env, "claude-code", "--remove").returncode == 0
+    assert json.loads(claude_json.read_text()) == {
+        "projects": {"/x": {"lastPrompt": "broken emoji \ud83d"}}
+    }
+
+
+@pytest.mark.inprocess
+def test_a_text_that_cannot_be_encoded_stops_everything_before_the_first_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from orcactl import integrate
+    from orcactl.connect import CommandError
+
+    home = tmp_path / "home"
+    (home / ".claude").mkdir(parents=True)
+    settings = home / ".claude" / "settings.json"
+    settings.write_text('{"model": "opus"}\n')
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+    monkeypatch.setattr(
+        agent_configs, "edit_claude_mcp", lambda *args, **kwargs: '{"x": "\ud83d"}\n'
+    )
+    args = argparse.Namespace(
+        agent="claude-code",
+        project=False,
+        cwd=None,
+        dry_run=False,
+        remove=False,
+        extractor=False,
+        orcactl=ORCA,
+        json=False,
+    )
+    with pytest.raises(CommandError, match=r"\.claude\.json"):
+        integrate.run_integrate(args)
+    assert settings.read_text() == '{"model": "opus"}\n'
+    assert sorted(p.name for p in home.iterdir()) == [".claude"]
+    assert sorted(p.name for p in settings.parent.iterdir()) == ["settings.json"]
+
+
+@pytest.mark.daemon
+@pytest.mark.parametrize("number", ["1e400", "-1e400", "Infinity", "NaN"])
+def test_a_number_json_cannot_hold_is_refused_not_written_as_infinity(
+    orca_env: OrcaEnv, number: str
+) -> None:
+    settings = _home(orca_env) / ".claude" / "settings.json"
+    settings.parent.mkdir(parents=True)
+    text = f'{{"limit": {number}}}\n'
+    settings.write_text(text)
+    run = _integrate(orca_env, "claude-code")
+    assert run.returncode == 1 and str(settings) in run.stderr, run.stderr
+    assert "Traceback" not in run.stderr
+    assert settings.read_text() == text
+    assert sorted(p.name for p in settings.parent.iterdir()) == ["settings.json"]
+    assert not (_home(orca_env) / ".claude.json").exists()
