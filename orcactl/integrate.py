@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import os
+import stat
 import sys
 import tempfile
 import time
@@ -45,9 +46,30 @@ class Change:
 
 
 def _read(path: Path) -> str | None:
+    """The file's text (None: no file there). A path whose real target is not a regular file (a
+    FIFO, a device, a directory, a dangling symlink) is refused: it is never opened in a way that
+    could block, and never replaced by a regular file."""
     try:
+        status = os.stat(path)  # follows a symlink to what it names; opens nothing
+    except FileNotFoundError:
+        if os.path.islink(path):
+            raise Unparseable(
+                f"{path} is a symlink to {os.readlink(path)}, which does not exist"
+            ) from None
+        return None
+    except OSError as exc:
+        raise Unparseable(f"{path} cannot be read ({exc})") from None
+    if not stat.S_ISREG(status.st_mode):
+        raise Unparseable(f"{path} is not a regular file")
+    try:
+        # O_NONBLOCK: should it have become a FIFO since the stat, the open does not wait
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+        with os.fdopen(descriptor, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                raise Unparseable(f"{path} is not a regular file")
+            data = handle.read()
         # bytes, decoded: reading as text would turn the file's CRLF line endings into LF
-        return path.read_bytes().decode("utf-8")
+        return data.decode("utf-8")
     except FileNotFoundError:
         return None
     except (OSError, UnicodeDecodeError) as exc:

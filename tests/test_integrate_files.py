@@ -7,6 +7,8 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import os
+import stat
 import subprocess
 import tomllib
 from pathlib import Path
@@ -280,3 +282,48 @@ def test_a_number_json_cannot_hold_is_refused_not_written_as_infinity(
     assert settings.read_text() == text
     assert sorted(p.name for p in settings.parent.iterdir()) == ["settings.json"]
     assert not (_home(orca_env) / ".claude.json").exists()
+
+
+@pytest.mark.daemon
+def test_a_fifo_at_a_config_path_is_refused_even_in_a_dry_run_without_blocking(
+    orca_env: OrcaEnv,
+) -> None:
+    settings = _home(orca_env) / ".claude" / "settings.json"
+    settings.parent.mkdir(parents=True)
+    os.mkfifo(settings)
+    for args in (["--dry-run"], []):
+        run = _integrate(orca_env, "claude-code", *args, timeout=20)
+        assert run.returncode == 1 and f"{settings} is not a regular file" in run.stderr
+        assert "Traceback" not in run.stderr
+        assert stat.S_ISFIFO(os.lstat(settings).st_mode)
+        assert sorted(p.name for p in settings.parent.iterdir()) == ["settings.json"]
+        assert not (_home(orca_env) / ".claude.json").exists()
+
+
+@pytest.mark.daemon
+@pytest.mark.skipif(os.geteuid() != 0, reason="mknod needs root")
+def test_a_symlink_to_a_device_is_refused_and_the_device_stays(orca_env: OrcaEnv) -> None:
+    device = orca_env.root / "null-device"
+    os.mknod(device, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    codex_home = orca_env.root / "codex-home"
+    codex_home.mkdir()
+    (codex_home / "config.toml").symlink_to(device)
+    run = _integrate(orca_env, "codex", env={"CODEX_HOME": str(codex_home)})
+    assert run.returncode == 1 and "config.toml is not a regular file" in run.stderr, run.stderr
+    assert stat.S_ISCHR(os.stat(device).st_mode)
+    assert sorted(p.name for p in codex_home.iterdir()) == ["config.toml"]
+
+
+@pytest.mark.daemon
+def test_a_dangling_symlink_or_a_directory_is_refused(orca_env: OrcaEnv) -> None:
+    settings = _home(orca_env) / ".claude" / "settings.json"
+    settings.parent.mkdir(parents=True)
+    settings.symlink_to(orca_env.root / "dotfiles" / "missing.json")
+    run = _integrate(orca_env, "claude-code")
+    assert run.returncode == 1 and f"{settings} is a symlink to" in run.stderr, run.stderr
+    assert not (orca_env.root / "dotfiles").exists()
+    (_home(orca_env) / ".claude.json").mkdir()
+    settings.unlink()
+    run = _integrate(orca_env, "claude-code")
+    assert run.returncode == 1 and ".claude.json is not a regular file" in run.stderr
+    assert sorted(p.name for p in settings.parent.iterdir()) == []
