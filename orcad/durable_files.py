@@ -4,6 +4,10 @@ A temp file is written beside the target and fsynced, then renamed over it (or h
 a name that must not exist yet), then the directory is fsynced. Readers see the old bytes or the
 new ones, never a mixture; after a crash the target is whole. OSError becomes StorageError.
 `file_signature` is what every cache of a file's contents is keyed by.
+
+A temp file is named `.<target>.<pid>-<random>.tmp`, and this process keeps the set of temps it
+is writing right now, so a temp that no live writer owns (a crash's leftover, which may hold text
+since forgotten) can be told apart from one being written and removed (`remove_leftover_temps`).
 """
 
 from __future__ import annotations
@@ -11,7 +15,11 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import secrets
+import threading
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from orcad.errors import StorageError
@@ -31,8 +39,25 @@ def file_signature(path: Path) -> FileSignature | None:
     return (status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns)
 
 
-def _temp_beside(path: Path) -> Path:
-    return path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
+_writing: set[str] = set()  # the names of the temps this process is writing now (each unique)
+_writing_guard = threading.Lock()
+# `.<target>.<pid>-<random>.tmp`, and the side files SQLite may add (`-journal`); a temp written
+# before the pid was part of the name has none
+_TEMP_NAME = re.compile(r"\.(?P<target>.+)\.(?:(?P<pid>[0-9]+)-)?(?P<token>[0-9a-f]{16})\.tmp")
+
+
+@contextlib.contextmanager
+def temp_beside(path: Path) -> Iterator[Path]:
+    """A new temp file name beside `path`, known to be in use by this process until the block
+    ends (remove_leftover_temps leaves it alone meanwhile). The caller creates and removes it."""
+    temp = path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(8)}.tmp")
+    with _writing_guard:
+        _writing.add(temp.name)
+    try:
+        yield temp
+    finally:
+        with _writing_guard:
+            _writing.discard(temp.name)
 
 
 def _write_synced(temp: Path, data: bytes) -> None:
@@ -65,22 +90,56 @@ def remove_stale_temps(path: Path) -> None:
             stale.unlink()
 
 
+def remove_leftover_temps(directory: Path, target: str = "*", max_age_s: float = 0.0) -> None:
+    """Remove the temps (and their side files) of `target` files in `directory` that no live
+    writer is using: safe without the files' lock. A temp is in use while this process writes it
+    (temp_beside), or while the process named in it lives and it is younger than `max_age_s`
+    (a writer in another process); a temp without a pid in its name was left by an earlier
+    version, and only one daemon uses a memory root at a time."""
+    for temp in directory.glob(f".{target}.*.tmp*"):
+        if not _in_use(temp, max_age_s):
+            with contextlib.suppress(OSError):
+                temp.unlink()
+
+
+def _in_use(temp: Path, max_age_s: float) -> bool:
+    name = _TEMP_NAME.match(temp.name)
+    if name is None or name["pid"] is None:
+        return False
+    pid = int(name["pid"])
+    if pid == os.getpid():
+        with _writing_guard:
+            return name.group(0) in _writing  # the temp itself, also for its side files
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False  # its writer died
+    except PermissionError:
+        pass  # a live process of another user
+    try:
+        return time.time() - temp.stat().st_mtime < max_age_s
+    except OSError:
+        return False
+
+
 def replace_file_atomically(path: Path, data: bytes, *, failpoints: str | None = None) -> None:
     """Replace `path` with `data` durably. With `failpoints="x"`, the points
     `x.after_temp_write` and `x.after_rename` are honoured (crash tests)."""
-    temp = _temp_beside(path)
-    try:
-        _write_synced(temp, data)
-        if failpoints:
-            failpoint(f"{failpoints}.after_temp_write")
-        os.replace(temp, path)
-        if failpoints:
-            failpoint(f"{failpoints}.after_rename")
-        fsync_directory(path.parent)
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            temp.unlink()
-        raise StorageError(f"cannot write {path}: {exc.strerror or exc}", path=str(path)) from exc
+    with temp_beside(path) as temp:
+        try:
+            _write_synced(temp, data)
+            if failpoints:
+                failpoint(f"{failpoints}.after_temp_write")
+            os.replace(temp, path)
+            if failpoints:
+                failpoint(f"{failpoints}.after_rename")
+            fsync_directory(path.parent)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                temp.unlink()
+            raise StorageError(
+                f"cannot write {path}: {exc.strerror or exc}", path=str(path)
+            ) from exc
 
 
 def create_file_exclusively(path: Path, data: bytes) -> bool:
@@ -131,19 +190,19 @@ def _link_unnamed_file(path: Path, data: bytes) -> bool | None:
 
 
 def _link_temp_file(path: Path, data: bytes) -> bool:
-    temp = _temp_beside(path)
-    try:
-        _write_synced(temp, data)
+    with temp_beside(path) as temp:
         try:
-            os.link(temp, path)
-        except FileExistsError:
-            return False
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(temp)
-        fsync_directory(path.parent)
-    except OSError:
-        with contextlib.suppress(OSError):
-            temp.unlink()
-        raise
+            _write_synced(temp, data)
+            try:
+                os.link(temp, path)
+            except FileExistsError:
+                return False
+            finally:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(temp)
+            fsync_directory(path.parent)
+        except OSError:
+            with contextlib.suppress(OSError):
+                temp.unlink()
+            raise
     return True

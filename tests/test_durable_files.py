@@ -4,12 +4,19 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from orcad import durable_files
-from orcad.durable_files import create_file_exclusively, replace_file_atomically
+from orcad.durable_files import (
+    create_file_exclusively,
+    remove_leftover_temps,
+    replace_file_atomically,
+    temp_beside,
+)
 from orcad.errors import StorageError
 
 pytestmark = pytest.mark.inprocess
@@ -57,3 +64,42 @@ def test_replace_swaps_the_whole_content(tmp_path: Path) -> None:
     replace_file_atomically(path, b"two\n")
     assert path.read_bytes() == b"two\n"
     assert sorted(os.listdir(tmp_path)) == ["ledger"]
+
+
+# --- temps a crash left behind ------------------------------------------------------------------
+
+
+def dead_pid() -> int:
+    """The pid of a process that has ended (and been reaped)."""
+    ended = subprocess.Popen([sys.executable, "-c", ""])
+    ended.wait()
+    return ended.pid
+
+
+def test_leftover_temps_go_and_those_being_written_stay(tmp_path: Path) -> None:
+    target = tmp_path / "index.sqlite3"
+    other = os.getppid()  # a live process that is not this one
+    leftovers = [
+        f".index.sqlite3.{dead_pid()}-{'a' * 16}.tmp",  # its writer died
+        f".index.sqlite3.{dead_pid()}-{'b' * 16}.tmp-journal",  # and SQLite's side file
+        f".index.sqlite3.{'c' * 16}.tmp",  # named before temps named their writer
+        f".index.sqlite3.{os.getpid()}-{'d' * 16}.tmp",  # this process is not writing it
+        f".index.sqlite3.{other}-{'e' * 16}.tmp",  # another process's, but old
+    ]
+    for name in leftovers:
+        (tmp_path / name).write_bytes(b"forgotten text")
+    os.utime(tmp_path / leftovers[-1], (1.0, 1.0))
+    young = tmp_path / f".index.sqlite3.{other}-{'f' * 16}.tmp"  # another live writer's
+    young.write_bytes(b"being written")
+    unrelated = tmp_path / f".auto-memory.md.{dead_pid()}-{'a' * 16}.tmp"
+    unrelated.write_bytes(b"another file's")
+    with temp_beside(target) as writing:
+        writing.write_bytes(b"being written here")
+        remove_leftover_temps(tmp_path, "index.sqlite3", max_age_s=600.0)
+        assert writing.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [writing.name, young.name, unrelated.name]
+    )
+    remove_leftover_temps(tmp_path, "index.sqlite3", max_age_s=600.0)
+    assert not writing.exists()  # its writer is done with it
+    assert young.exists() and unrelated.exists()

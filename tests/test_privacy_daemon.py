@@ -279,6 +279,52 @@ def test_forgetting_leaves_no_copy_under_the_memory_roots(
 
 
 @pytest.mark.slow
+def test_forgetting_removes_the_temp_files_a_crash_left_holding_the_fact(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    orca_env.write_config("[extraction]\nworkers = 0\n")  # this test publishes itself
+    daemon = started(orca_env, daemon_factory)
+    project = tmp_path / "project"
+    project.mkdir()
+    fact = "The staging cluster is named quartz-lemur-17."
+    session = daemon.call("session.open", {"cwd": str(project)})
+    turn = turn_params(session, "t1", f"note that {fact} Builds run on the blue runners.")
+    job_id = daemon.call("turn.completed", turn).job_id
+    claimed = daemon.call("jobs.claim", {"worker": "test"})
+    output = fact_output(fact, "Builds run on the blue runners.")
+    params = {"output": output, "provider": "external", "model": "test"}
+    daemon.call("jobs.publish", {"job_id": job_id, "token": claimed.lease.token, **params})
+    directory = orca_env.memory_root / "projects" / session.project.id
+    assert daemon.proc is not None
+    dead = daemon.proc.pid
+    daemon.kill()
+    # what writes cut short by a SIGKILL leave: temps named by the dead daemon, and by a
+    # version that did not name them
+    copies = {
+        "candidates.jsonl": directory / "candidates.jsonl",
+        "auto-memory.md": directory / "auto-memory.md",
+        "index.sqlite3": directory / "index.sqlite3",
+        f"jobs/{job_id}.json": directory / "jobs" / f"{job_id}.json",
+    }
+    for name, original in copies.items():
+        for token in (f"{dead}-{'a' * 16}", "b" * 16):
+            folder, _, file = name.rpartition("/")
+            leftover = directory / folder / f".{file}.{token}.tmp"
+            leftover.write_bytes(original.read_bytes())
+    daemon.start()
+    roots = (orca_env.home, orca_env.config_dir)
+    assert len(holders("quartz-lemur-17", *roots)) > len(copies)
+
+    inspected = daemon.call("projects.inspect", {"cwd": str(project)})
+    target = next(c for c in inspected.ledger.candidates if "quartz" in c.fact)
+    forgotten = {"project_id": inspected.project.id, "candidate_id": target.id}
+    result = daemon.call("ledger.forget", {**forgotten, "revision": inspected.ledger.revision})
+    assert result.removed
+    assert holders("quartz-lemur-17", *roots) == []
+    assert holders("blue runners", *roots)  # the other fact stays
+
+
+@pytest.mark.slow
 def test_keep_evidence_keeps_the_jobs(
     orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], provider: FakeOpenAI, tmp_path: Path
 ) -> None:

@@ -21,7 +21,11 @@ from orcad.capture.ledger import (
     write_ledger,
 )
 from orcad.capture.ledger import forget as forget_candidate
-from orcad.capture.projections import index_state, publish_projections
+from orcad.capture.projections import (
+    index_state,
+    publish_projections,
+    remove_crash_leftovers,
+)
 from orcad.capture.projects import ProjectFile, is_project_id, read_project_file
 from orcad.capture.records import JobRecord
 from orcad.capture.service import CaptureService
@@ -203,6 +207,8 @@ async def forget(
             )
             write_ledger(directory, ledger)
             problems = publish_projections(directory, ledger)
+        # a crash's temp files may hold the fact too, also when an earlier forget removed it
+        remove_crash_leftovers(directory)
         forgotten = LedgerForgetResult(
             revision=result.revision,
             removed=result.removed,

@@ -22,9 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 import sqlite3
-import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import NamedTuple
@@ -33,8 +31,15 @@ from urllib.parse import quote
 import structlog
 
 from orcad import limits
-from orcad.capture.ledger import CandidateRecord, Ledger
-from orcad.durable_files import fsync_directory, replace_file_atomically
+from orcad.capture.ledger import CandidateRecord, Ledger, ledger_path
+from orcad.capture.projects import JOBS_DIR
+from orcad.durable_files import (
+    fsync_directory,
+    remove_leftover_temps,
+    remove_stale_temps,
+    replace_file_atomically,
+    temp_beside,
+)
 from orcad.errors import StorageError
 from orcad.limits import INDEX_BUSY_TIMEOUT_MS, STALE_INDEX_TEMP_AGE_S
 from orcad.query import FTS5_TOKENIZE
@@ -116,7 +121,11 @@ def render_markdown(ledger: Ledger) -> str:
 
 
 def write_markdown(project_dir: Path, ledger: Ledger) -> None:
-    replace_file_atomically(project_dir / MARKDOWN_FILE, render_markdown(ledger).encode())
+    """Replace auto-memory.md (with the project lock held, which every writer of it holds: the
+    temps a crash left beside it, which may hold facts since forgotten, go first)."""
+    path = project_dir / MARKDOWN_FILE
+    remove_stale_temps(path)
+    replace_file_atomically(path, render_markdown(ledger).encode())
 
 
 def _markdown_text(fact: str) -> str:
@@ -159,24 +168,24 @@ def write_index(
     vectors: `vectors` (new facts) over those of `previous` (read from the old index unless
     given) of the same model."""
     target = index_path(project_dir)
-    _remove_stale_index_temps(target)
+    remove_index_leftovers(project_dir)
     if previous is None:
         previous = read_index_vectors(target)
     if vectors is None or (previous is not None and previous.model == vectors.model):
         vectors = _merged(previous, vectors)
-    temp = target.with_name(f".{INDEX_FILE}.{secrets.token_hex(8)}.tmp")
-    try:
-        _build_index_file(temp, ledger, vectors)
-        for suffix in _INDEX_SIDE_FILES:  # a leftover journal must never be applied to the new file
-            with contextlib.suppress(FileNotFoundError):
-                target.with_name(target.name + suffix).unlink()
-        os.replace(temp, target)
-        fsync_directory(project_dir)
-    except (OSError, sqlite3.Error) as exc:
-        for leftover in (temp, temp.with_name(temp.name + "-journal")):
-            with contextlib.suppress(OSError):
-                leftover.unlink()
-        raise StorageError(f"cannot write {target}: {exc}", path=str(target)) from exc
+    with temp_beside(target) as temp:
+        try:
+            _build_index_file(temp, ledger, vectors)
+            for suffix in _INDEX_SIDE_FILES:  # a leftover journal must never apply to the new file
+                with contextlib.suppress(FileNotFoundError):
+                    target.with_name(target.name + suffix).unlink()
+            os.replace(temp, target)
+            fsync_directory(project_dir)
+        except (OSError, sqlite3.Error) as exc:
+            for leftover in (temp, temp.with_name(temp.name + "-journal")):
+                with contextlib.suppress(OSError):
+                    leftover.unlink()
+            raise StorageError(f"cannot write {target}: {exc}", path=str(target)) from exc
 
 
 def rebuild_index(project_dir: Path, ledger: Ledger) -> None:
@@ -340,10 +349,19 @@ def _checked_fingerprint(connection: sqlite3.Connection) -> str:
     return str(meta["fingerprint"])
 
 
-def _remove_stale_index_temps(target: Path) -> None:
-    # temps of a build running right now (a concurrent rebuild) are young; only old ones go
-    cutoff = time.time() - STALE_INDEX_TEMP_AGE_S
-    for temp in target.parent.glob(f".{INDEX_FILE}.*.tmp*"):
-        with contextlib.suppress(OSError):
-            if temp.stat().st_mtime < cutoff:
-                temp.unlink()
+def remove_index_leftovers(project_dir: Path) -> None:
+    """Remove the index temps no live build is using. Recall rebuilds the index without the
+    project lock, so a build may be running right now, in this process (its temp is known) or,
+    briefly, in another; the temps of a writer that died are leftovers, which may hold facts
+    since forgotten."""
+    remove_leftover_temps(project_dir, INDEX_FILE, STALE_INDEX_TEMP_AGE_S)
+
+
+def remove_crash_leftovers(project_dir: Path) -> None:
+    """Remove the temps a crash left beside the project's ledger, derived files and job files.
+    Call with the project lock held, which every writer of the ledger and auto-memory.md holds;
+    the index and new job files are written without it, so only their unused temps go."""
+    remove_stale_temps(ledger_path(project_dir))
+    remove_stale_temps(project_dir / MARKDOWN_FILE)
+    remove_index_leftovers(project_dir)
+    remove_leftover_temps(project_dir / JOBS_DIR)
