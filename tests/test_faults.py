@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from orcactl.commands.doctor_faults import Finding, guarded, judge_daemon_errors
+from orcad.capture.ledger import Ledger, Provenance, merge_job_candidates, write_ledger
 from orcad.clock import SystemClock
 from orcad.config import Config
 from orcad.deliberate import store, vectors
@@ -25,7 +26,7 @@ from orcad.errors import NotFound, StorageError
 from orcad.sessions import SessionStore
 from orcad.state_db import move_aside
 from protocol.errors import RemoteError
-from protocol.types import RecentError, SessionOpenParams
+from protocol.types import ExtractedFact, RecentError, SessionOpenParams
 from tests.faults_helpers import fill_up, small_filesystem
 from tests.harness import DaemonProcess, OrcaEnv
 
@@ -441,6 +442,68 @@ def test_a_damaged_ledger_is_listed_as_corrupt_and_doctor_says_how_to_fix_it(
         found = problems(findings, "index")
         assert len(found) == 1 and session.project.id in found[0]["detail"]
         assert "candidates.jsonl" in found[0]["fix"]
+        if running:
+            daemon.stop()
+
+
+def test_a_ledger_that_is_a_symbolic_link_is_damaged_never_read_or_replaced(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    fact = ExtractedFact(category="project", fact="The release train leaves from platform nine.")
+    provenance = Provenance("ses_x", "t0", "external", "m", "v1")
+    outside, _ = merge_job_candidates(Ledger(), "job_" + "e" * 32, [fact], provenance, time.time())
+    write_ledger(elsewhere, outside)
+    before = (elsewhere / "candidates.jsonl").read_bytes()
+    daemon = start(orca_env, daemon_factory, "[extraction]\nworkers = 0\n")
+    session = daemon.call("session.open", {"cwd": workdir(tmp_path)})
+    ledger = orca_env.memory_root / "projects" / session.project.id / "candidates.jsonl"
+    ledger.symlink_to(elsewhere / "candidates.jsonl")
+    job_id = daemon.call("turn.completed", turn(session, "t1")).job_id
+    assert daemon.call("jobs.claim", {"worker": "outside"}).job is None  # held, as for damage
+    ids = {"session_id": session.session_id, "epoch": session.epoch}
+    recalled = daemon.call("recall", {**ids, "turn_id": "t2", "prompt": "release train platform"})
+    assert not [entry for entry in recalled.automatic if "platform nine" in entry.text]
+    listed = daemon.call("projects.list").projects
+    assert [(p.id, p.corrupt, p.candidates) for p in listed] == [(session.project.id, True, 0)]
+    assert listed[0].problem is not None and "symbolic link" in listed[0].problem
+    assert any("symbolic link" in message for message in recent(daemon, "ledger_corrupt"))
+    states = {job.job_id: job.state for job in daemon.call("jobs.list", {}).jobs}
+    assert states[job_id] == "pending"
+    for running in (True, False):
+        code, findings = doctor(orca_env)
+        assert code == 1
+        [found] = problems(findings, "index")
+        assert "symbolic link" in found["detail"] and "candidates.jsonl" in found["fix"]
+        if running:
+            daemon.stop()
+    assert ledger.is_symlink() and (elsewhere / "candidates.jsonl").read_bytes() == before
+
+
+def test_a_derived_file_that_is_a_symbolic_link_is_reported_and_left_alone(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    daemon = start(orca_env, daemon_factory, "[extraction]\nworkers = 0\n")
+    session = daemon.call("session.open", {"cwd": workdir(tmp_path)})
+    markdown = orca_env.memory_root / "projects" / session.project.id / "auto-memory.md"
+    markdown.symlink_to(victim)
+    job_id = daemon.call("turn.completed", turn(session, "t1")).job_id
+    claimed = daemon.call("jobs.claim", {"worker": "outside"})
+    output = '{"category": "project", "fact": "We deploy with make."}'
+    publish = {"job_id": job_id, "token": claimed.lease.token, "output": output}
+    assert daemon.call("jobs.publish", {**publish, "provider": "p", "model": "m"}).added == 1
+    assert markdown.is_symlink() and victim.read_text() == "precious\n"
+    assert any("symbolic link" in message for message in recent(daemon, "projection_failed"))
+    [listed] = daemon.call("projects.list").projects
+    assert listed.corrupt and listed.problem is not None and "auto-memory.md" in listed.problem
+    for running in (True, False):
+        code, findings = doctor(orca_env)
+        assert code == 1
+        [found] = problems(findings, "index")
+        assert f"rm {markdown}" in found["fix"] and "mv" not in found["fix"]
         if running:
             daemon.stop()
 

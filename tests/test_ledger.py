@@ -349,6 +349,33 @@ def test_unreadable_ledger_path_is_a_storage_error(tmp_path: Path) -> None:
         write_ledger(tmp_path, Ledger(1))
 
 
+def test_a_ledger_that_is_a_symbolic_link_is_damaged_never_read_or_replaced(
+    tmp_path: Path,
+) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    outside, _ = merge(Ledger(), "job_a", "A fact from outside the memory root")
+    write_ledger(elsewhere, outside)
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / LEDGER_FILE).symlink_to(elsewhere / LEDGER_FILE)
+    with pytest.raises(LedgerCorrupt) as caught:
+        read_ledger(project)
+    assert "symbolic link" in caught.value.message
+    newer, _ = merge(Ledger(), "job_b", "A new fact")
+    with pytest.raises(LedgerCorrupt):
+        write_ledger(project, newer)
+    assert (project / LEDGER_FILE).is_symlink()
+    assert read_ledger(elsewhere) == outside
+
+
+def test_a_ledger_that_is_not_a_regular_file_is_damaged(tmp_path: Path) -> None:
+    (tmp_path / LEDGER_FILE).mkdir()
+    with pytest.raises(LedgerCorrupt) as caught:
+        read_ledger(tmp_path)
+    assert "not a regular file" in caught.value.message
+
+
 def test_ledger_module_does_not_pull_in_trio_or_sqlite() -> None:
     code = (
         "import sys, orcad.capture.ledger; "

@@ -37,6 +37,7 @@ from orcad.capture.projections import (
     rebuild_index,
     render_markdown,
 )
+from orcad.errors import StorageError
 from orcad.query import distinct_terms
 from orcad.recall import automatic
 from orcad.recall.automatic import (
@@ -326,6 +327,34 @@ def test_empty_ledger_indexes_as_current(tmp_path: Path, cache: ProjectCache) ->
     assert publish_projections(tmp_path, Ledger()) == []
     assert index_state(tmp_path, Ledger()) == "current"
     assert search_index(cache, tmp_path, ["anything"], 5, Ledger().fingerprint) == []
+
+
+# --- derived files that are symbolic links ---------------------------------------------------
+
+
+def test_derived_files_that_are_links_are_never_read_or_written_through(tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    outside = with_facts(Ledger(), "A fact from outside the memory root")
+    commit(elsewhere, outside)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / MARKDOWN_FILE).symlink_to(victim)
+    (project / INDEX_FILE).symlink_to(elsewhere / INDEX_FILE)
+    ledger = with_facts(Ledger(), "A fact of this project")
+    assert projections.symlink_problem(project) is not None
+    # the index is damaged, not an index of the other ledger's facts
+    assert index_state(project, outside) == "corrupt"
+    with pytest.raises(StorageError, match="symbolic link"):
+        rebuild_index(project, ledger)
+    problems = commit(project, ledger)
+    assert [problem.partition(":")[0] for problem in problems] == [MARKDOWN_FILE, INDEX_FILE]
+    assert all("symbolic link" in problem for problem in problems)
+    assert (project / MARKDOWN_FILE).is_symlink() and (project / INDEX_FILE).is_symlink()
+    assert victim.read_text() == "precious\n"
+    assert index_state(elsewhere, outside) == "current"
 
 
 # --- failure never fails the commit; the next write repairs -----------------------------------

@@ -24,9 +24,12 @@ Writers must hold the project's cross-process lock around read, merge/forget and
 
 from __future__ import annotations
 
+import errno
 import hashlib
+import os
 import re
 import secrets
+import stat
 import unicodedata
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
@@ -344,20 +347,41 @@ def ledger_path(project_dir: Path) -> Path:
 def read_ledger(project_dir: Path) -> Ledger:
     """The project's ledger; an empty one (revision 0) when the file does not exist.
 
-    Raises LedgerCorrupt when the file exists but is not a complete ledger, and StorageError
-    when it cannot be read. Readers need no lock: the file is only ever replaced whole.
+    Raises LedgerCorrupt when the file exists but is not a complete ledger (or not a regular
+    file: a symbolic link could bring in, and a write replace, a file outside the memory root),
+    and StorageError when it cannot be read. Readers need no lock: the file is only ever
+    replaced whole.
     """
     path = ledger_path(project_dir)
     try:
-        data = path.read_bytes()
+        data = _read_regular_file(path)
     except FileNotFoundError:
         return Ledger()
     except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.EMLINK):  # what O_NOFOLLOW answers for a link
+            raise LedgerCorrupt(path, "it is a symbolic link") from exc
         raise StorageError(f"cannot read {path}: {exc.strerror}", path=str(path)) from exc
+    if data is None:
+        raise LedgerCorrupt(path, "it is not a regular file")
     try:
         return decode_ledger(data)
     except ValueError as exc:
         raise LedgerCorrupt(path, str(exc)) from exc
+
+
+def _read_regular_file(path: Path) -> bytes | None:
+    """The bytes of a regular file, never through a link; None when it is another kind of file
+    (non-blocking, so a FIFO cannot hang the reader)."""
+    descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    try:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            return None
+        chunks = []
+        while chunk := os.read(descriptor, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(descriptor)
 
 
 LedgerFileState = FileSignature | None  # None when absent
@@ -375,5 +399,7 @@ def write_ledger(project_dir: Path, ledger: Ledger) -> None:
     Raises StorageError if the file could not be replaced; the old ledger is then intact.
     """
     path = ledger_path(project_dir)
+    if path.is_symlink():  # replacing it would silently drop what it stands for
+        raise LedgerCorrupt(path, "it is a symbolic link")
     remove_stale_temps(path)
     replace_file_atomically(path, encode_ledger(ledger), failpoints="ledger")

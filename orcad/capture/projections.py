@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
+import stat
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import NamedTuple
@@ -124,6 +125,7 @@ def write_markdown(project_dir: Path, ledger: Ledger) -> None:
     """Replace auto-memory.md (with the project lock held, which every writer of it holds: the
     temps a crash left beside it, which may hold facts since forgotten, go first)."""
     path = project_dir / MARKDOWN_FILE
+    _refuse_link(path)
     remove_stale_temps(path)
     replace_file_atomically(path, render_markdown(ledger).encode())
 
@@ -168,6 +170,7 @@ def write_index(
     vectors: `vectors` (new facts) over those of `previous` (read from the old index unless
     given) of the same model."""
     target = index_path(project_dir)
+    _refuse_link(target)
     remove_index_leftovers(project_dir)
     if previous is None:
         previous = read_index_vectors(target)
@@ -195,6 +198,7 @@ def rebuild_index(project_dir: Path, ledger: Ledger) -> None:
     merely stale and the next check rebuilds it. Raises StorageError when it cannot.
     """
     target = index_path(project_dir)
+    _refuse_link(target)
     previous = read_index_vectors(target)  # what can be read of it before it goes
     for suffix in ("", *_INDEX_SIDE_FILES):
         path = target.with_name(target.name + suffix)
@@ -327,9 +331,10 @@ def _build_index_file(path: Path, ledger: Ledger, vectors: IndexVectors | None) 
 
 
 def _open_read_only(path: Path) -> sqlite3.Connection:
-    if not path.is_file():
+    # a link could serve another file's facts: like anything not a regular file, it is corrupt
+    if not stat.S_ISREG(os.lstat(path).st_mode):
         raise sqlite3.OperationalError(f"{path} is not a regular file")
-    uri = f"file:{quote(str(path))}?mode=ro"
+    uri = f"file:{quote(str(path))}?mode=ro&nofollow=1"
     connection = sqlite3.connect(uri, uri=True, check_same_thread=False, isolation_level=None)
     connection.execute(f"PRAGMA busy_timeout = {INDEX_BUSY_TIMEOUT_MS}")
     return connection
@@ -365,3 +370,24 @@ def remove_crash_leftovers(project_dir: Path) -> None:
     remove_stale_temps(project_dir / MARKDOWN_FILE)
     remove_index_leftovers(project_dir)
     remove_leftover_temps(project_dir / JOBS_DIR)
+
+
+def symlink_problem(project_dir: Path) -> str | None:
+    """What is wrong when a derived file is a symbolic link: it is never read or replaced
+    through (the ledger's own link is reported by read_ledger)."""
+    for path in (project_dir / MARKDOWN_FILE, index_path(project_dir)):
+        if path.is_symlink():
+            return _link_message(path)
+    return None
+
+
+def _refuse_link(path: Path) -> None:
+    if path.is_symlink():
+        raise StorageError(_link_message(path), path=str(path), reason="corrupt")
+
+
+def _link_message(path: Path) -> str:
+    return (
+        f"{path} is a symbolic link, which orcad never reads or writes through; remove the "
+        "link and orcad rebuilds the file from the ledger"
+    )
