@@ -469,9 +469,6 @@ def check_projects_offline(paths: Paths, config: Config) -> list[Finding]:
         except StorageError as exc:
             found.append(judge_damaged_project(project_id, directory, str(exc)))
             continue
-        linked = projections.symlink_problem(directory)
-        if linked is not None:
-            found.append(judge_damaged_project(project_id, directory, linked))
         found.append(
             judge_index(
                 project_id, projections.index_state(directory, current), current.revision, directory

@@ -157,9 +157,6 @@ def judge_damaged_jobs(damaged: list[Any]) -> list[Finding]:
     ]
 
 
-DERIVED_FILES = ("auto-memory.md", "index.sqlite3")  # rebuilt from the ledger
-
-
 def judge_damaged_project(project_id: str, directory: Path, problem: str | None) -> Finding:
     """A damaged project file, with the fix for the file the problem names (the ledger's when
     it names none)."""
@@ -170,13 +167,7 @@ def judge_damaged_project(project_id: str, directory: Path, problem: str | None)
             f"mv {directory}/project.json {directory}/project.json.damaged (it only records "
             "where the project was seen; the next session opened in it writes it again)"
         )
-    linked = [name for name in DERIVED_FILES if f"{name} is a symbolic link" in detail]
-    fixes.extend(
-        f"rm {directory}/{name} (orcad never reads or writes through a link; it rebuilds the "
-        "file from the ledger)"
-        for name in linked
-    )
-    if ("project.json" not in detail and not linked) or "candidates.jsonl" in detail:
+    if "project.json" not in detail or "candidates.jsonl" in detail:
         fixes.append(
             f"move the damaged file aside (e.g. mv {directory}/candidates.jsonl "
             f"{directory}/candidates.jsonl.damaged): the ledger starts empty, held jobs run "

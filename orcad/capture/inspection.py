@@ -25,7 +25,6 @@ from orcad.capture.projections import (
     index_state,
     publish_projections,
     remove_crash_leftovers,
-    symlink_problem,
 )
 from orcad.capture.projects import ProjectFile, is_project_id, read_project_file
 from orcad.capture.records import JobRecord
@@ -88,7 +87,7 @@ async def list_projects(capture: CaptureService) -> ProjectsListResult:
         | capture.index.known_projects()
     )
 
-    def read_all() -> list[tuple[str, ProjectFile, int | None, str | None, str | None]]:
+    def read_all() -> list[tuple[str, ProjectFile, int | None, str | None]]:
         rows = []
         for project_id in project_ids:
             directory = capture.projects.project_dir(project_id)
@@ -98,19 +97,15 @@ async def list_projects(capture: CaptureService) -> ProjectsListResult:
                 count: int | None = len(read_ledger(directory).candidates)
             except StorageError as exc:
                 count, ledger_problem = None, exc.message
-            rows.append((project_id, found, count, ledger_problem, symlink_problem(directory)))
+            rows.append((project_id, found, count, ledger_problem))
         return rows
 
     projects = []
-    for project_id, found, count, ledger_problem, derived in await trio.to_thread.run_sync(
-        read_all
-    ):
+    for project_id, found, count, ledger_problem in await trio.to_thread.run_sync(read_all):
         record = found.record
-        problem = "; ".join(p for p in (found.problem, ledger_problem, derived) if p) or None
+        problem = "; ".join(p for p in (found.problem, ledger_problem) if p) or None
         if ledger_problem is not None:
             capture.problems.report("ledger_corrupt", ledger_problem)
-        if derived is not None:
-            capture.problems.report("projection_failed", derived)
         projects.append(
             ProjectSummary(
                 id=project_id,

@@ -125,7 +125,6 @@ def write_markdown(project_dir: Path, ledger: Ledger) -> None:
     """Replace auto-memory.md (with the project lock held, which every writer of it holds: the
     temps a crash left beside it, which may hold facts since forgotten, go first)."""
     path = project_dir / MARKDOWN_FILE
-    _refuse_link(path)
     remove_stale_temps(path)
     replace_file_atomically(path, render_markdown(ledger).encode())
 
@@ -170,7 +169,6 @@ def write_index(
     vectors: `vectors` (new facts) over those of `previous` (read from the old index unless
     given) of the same model."""
     target = index_path(project_dir)
-    _refuse_link(target)
     remove_index_leftovers(project_dir)
     if previous is None:
         previous = read_index_vectors(target)
@@ -198,7 +196,6 @@ def rebuild_index(project_dir: Path, ledger: Ledger) -> None:
     merely stale and the next check rebuilds it. Raises StorageError when it cannot.
     """
     target = index_path(project_dir)
-    _refuse_link(target)
     previous = read_index_vectors(target)  # what can be read of it before it goes
     for suffix in ("", *_INDEX_SIDE_FILES):
         path = target.with_name(target.name + suffix)
@@ -370,24 +367,3 @@ def remove_crash_leftovers(project_dir: Path) -> None:
     remove_stale_temps(project_dir / MARKDOWN_FILE)
     remove_index_leftovers(project_dir)
     remove_leftover_temps(project_dir / JOBS_DIR)
-
-
-def symlink_problem(project_dir: Path) -> str | None:
-    """What is wrong when a derived file is a symbolic link: it is never read or replaced
-    through (the ledger's own link is reported by read_ledger)."""
-    for path in (project_dir / MARKDOWN_FILE, index_path(project_dir)):
-        if path.is_symlink():
-            return _link_message(path)
-    return None
-
-
-def _refuse_link(path: Path) -> None:
-    if path.is_symlink():
-        raise StorageError(_link_message(path), path=str(path), reason="corrupt")
-
-
-def _link_message(path: Path) -> str:
-    return (
-        f"{path} is a symbolic link, which orcad never reads or writes through; remove the "
-        "link and orcad rebuilds the file from the ledger"
-    )
