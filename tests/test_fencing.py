@@ -111,9 +111,10 @@ def test_a_frozen_worker_cannot_publish_after_another_took_over(
     assert job["fence"] == taken["token"]
 
 
-def test_fencing_tokens_keep_increasing_across_a_restart(
+def daemon_with_a_job(
     orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
-) -> None:
+) -> tuple[DaemonProcess, str]:
+    """A daemon without workers of its own, and a pending job for an outside worker."""
     orca_env.write_config("[extraction]\nworkers = 0\n")
     daemon = DaemonProcess(orca_env)
     daemon_factory.append(daemon)
@@ -121,7 +122,13 @@ def test_fencing_tokens_keep_increasing_across_a_restart(
     project = tmp_path / "project"
     project.mkdir()
     session = daemon.call("session.open", {"cwd": str(project)})
-    job_id = daemon.call("turn.completed", turn_params(session, "t1")).job_id
+    return daemon, daemon.call("turn.completed", turn_params(session, "t1")).job_id
+
+
+def test_fencing_tokens_keep_increasing_across_a_restart(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    daemon, job_id = daemon_with_a_job(orca_env, daemon_factory, tmp_path)
     before = daemon.call("jobs.claim", {"worker": "w", "lease_s": 30})
     daemon.call("jobs.release", {"job_id": job_id, "token": before.lease.token})
     held = daemon.call("jobs.claim", {"worker": "w", "lease_s": 30})
@@ -139,14 +146,7 @@ def test_a_worker_provider_or_model_name_over_256_characters_is_refused_and_chan
 ) -> None:
     # the worker's name is kept with the lease and its errors, the provider's and the model's
     # with every fact the job adds: each is bounded
-    orca_env.write_config("[extraction]\nworkers = 0\n")
-    daemon = DaemonProcess(orca_env)
-    daemon_factory.append(daemon)
-    daemon.start()
-    project = tmp_path / "project"
-    project.mkdir()
-    session = daemon.call("session.open", {"cwd": str(project)})
-    job_id = daemon.call("turn.completed", turn_params(session, "t1")).job_id
+    daemon, job_id = daemon_with_a_job(orca_env, daemon_factory, tmp_path)
     with pytest.raises(RemoteError) as caught:
         daemon.call("jobs.claim", {"worker": "w" * 257})
     assert caught.value.code == -32602 and "worker" in str(caught.value)

@@ -36,14 +36,14 @@ args = ["--read-only"]
 
 
 def _integrate(
-    orca: OrcaEnv, *args: str, env: dict[str, str] | None = None
+    orca: OrcaEnv, *args: str, env: dict[str, str] | None = None, timeout: float = 60
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [ORCACTL, "integrate", *args],
         capture_output=True,
         text=True,
         env={**orca.env, **(env or {})},
-        timeout=60,
+        timeout=timeout,
     )
 
 

@@ -9,7 +9,6 @@ import copy
 import json
 import os
 import stat
-import subprocess
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ from orcactl import agent_configs
 from orcactl.agent_configs import Unparseable
 from tests.harness import OrcaEnv
 from tests.hook_helpers import ORCACTL
+from tests.test_integrate import _integrate
 
 ORCA = "/opt/orca/bin/orcactl"
 WANTED = {"command": ORCA, "args": ["mcp"]}
@@ -123,18 +123,6 @@ def test_an_orca_entry_from_another_orcactl_is_replaced_in_place() -> None:
 def test_a_codex_config_of_the_wrong_shape_is_refused_naming_the_file(text: str) -> None:
     with pytest.raises(Unparseable, match=str(PATH)):
         _edit(text)
-
-
-def _integrate(
-    orca: OrcaEnv, *args: str, env: dict[str, str] | None = None, timeout: float = 60
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [ORCACTL, "integrate", *args],
-        capture_output=True,
-        text=True,
-        env={**orca.env, **(env or {})},
-        timeout=timeout,
-    )
 
 
 @pytest.mark.daemon

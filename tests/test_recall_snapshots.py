@@ -8,7 +8,7 @@ import pytest
 import trio
 import trio.lowlevel
 
-from orcad.recall.snapshots import SnapshotStore
+from orcad.recall.snapshots import RETAKES_AFTER_PURGE, SnapshotStore
 from protocol.types import RecallResult
 
 pytestmark = pytest.mark.inprocess
@@ -207,3 +207,21 @@ async def test_a_purge_of_other_text_lets_a_recall_in_flight_keep_its_snapshot()
         take.release.set()
     assert take.calls == 1 and answers[0].context == "garnet-lynx"
     assert await store.get_or_take(("s", "t"), take) == answers[0]
+
+
+async def test_a_recall_raced_by_a_forget_on_every_take_is_answered_but_never_kept() -> None:
+    store = SnapshotStore(None)
+    calls = 0
+
+    async def raced() -> RecallResult:
+        nonlocal calls
+        calls += 1
+        await store.purge(["garnet-lynx"])  # forgotten while each take reads it
+        return result(f"snap_{calls}", "garnet-lynx")
+
+    first = await store.get_or_take(("s", "t"), raced)
+    assert calls == RETAKES_AFTER_PURGE + 1  # taken again, up to the bound
+    assert first.snapshot_id == f"snap_{calls}"
+    second = await store.get_or_take(("s", "t"), raced)  # nothing was kept for the turn
+    assert second.snapshot_id != first.snapshot_id
+    assert store.statistics() == {"in_memory": 0, "persisted_keys": 0, "unwritten": 0}
