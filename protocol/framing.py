@@ -67,7 +67,9 @@ class LineFramer:
         return len(self._buffer)
 
 
-_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+# A string, or an unterminated one running to the end of the line: no quote is scanned twice,
+# which a line of `"\"\"\"...` would otherwise cost for each of its quotes (quadratic time).
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\\?\Z)', re.DOTALL)
 _OPEN_AS_TWO = bytes.maketrans(b"[{]}", b"\x02\x02\x00\x00")
 _NOT_BRACKETS = bytes(set(range(256)) - set(b"[]{}"))
 
@@ -76,9 +78,10 @@ def json_nesting_exceeds(line: bytes, limit: int) -> bool:
     """Does this JSON text nest arrays and objects deeper than `limit`? Checked before decoding,
     since a decoder recurses once per level and a line of a thousand `[` would exhaust it.
 
-    Cheap for ordinary lines (two byte counts); otherwise strings are removed, then the depth
-    after each bracket is a running sum (each opener counted 2, closer 0, minus its position).
-    Text that is not valid JSON may be judged deeper than it is, never shallower.
+    Cheap for ordinary lines (two byte counts); otherwise strings are removed in one linear
+    pass, then the depth after each bracket is a running sum (each opener counted 2, closer 0,
+    minus its position). Text that is not valid JSON may be judged deeper than it is, and
+    shallower only past an unterminated string, where every decoder stops anyway.
     """
     if line.count(b"[") + line.count(b"{") <= limit:
         return False

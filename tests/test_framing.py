@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import time
 
 import pytest
 from hypothesis import given
@@ -106,3 +107,14 @@ def test_json_nesting_limit_boundary_and_brackets_inside_strings() -> None:
     assert json_nesting_exceeds(b"[" * 100_000, 64)  # unterminated: still refused
     assert not json_nesting_exceeds(b'["' + b"[" * 1000 + b'"]', 64)
     assert not json_nesting_exceeds(b"[]" * 10_000, 1)  # many, but shallow
+
+
+def test_json_nesting_takes_linear_time_when_every_quote_opens_a_string() -> None:
+    # `"\"\"\"...` never closes: each of its quotes starts a string that runs to the end.
+    line = b"[" * 65 + b'"' + b'\\"' * 20_000  # 40 KB: seconds when quadratic
+    started = time.perf_counter()
+    assert json_nesting_exceeds(line, 64)  # the brackets before the string still count
+    assert time.perf_counter() - started < 1.0
+    assert not json_nesting_exceeds(b'["' + b'\\"' * 1000 + b"[" * 1000, 64)  # all in a string
+    assert not json_nesting_exceeds(b'["a\\' + b"[" * 1000, 64)
+    assert json_nesting_exceeds(b'[["a\\\\"]' + b"[" * 1000 + b'"b"', 64)  # an escaped backslash
