@@ -77,6 +77,8 @@ DEFAULT_IDLE_TIMEOUT_S = 600.0
 DEFAULT_SEND_TIMEOUT_S = 30.0  # a client that takes no answer for this long is disconnected
 DEFAULT_REQUEST_LINE_TIMEOUT_S = 30.0  # a request line must be complete this long after its start
 MAX_ANSWERS_OWED_PER_CONNECTION = 64  # then the connection is not read until its client reads
+# a batch is answered as one line by one task: its size bounds that answer and that task's time
+MAX_BATCH_REQUESTS = 64
 MAX_JSON_NESTING = 64  # deeper arrays/objects are refused before any decoder recurses
 BUSY_ANSWER_WAIT_S = 1.0  # how long the "busy" answer to a refused connection may take to send
 SHUTDOWN_GRACE_S = 5.0  # in-flight requests get this long to finish on SIGTERM

@@ -146,6 +146,13 @@ _TOO_DEEP = InvalidRequest(
 )
 
 
+_TOO_MANY_IN_BATCH = InvalidRequest(
+    f"a batch holds at most {limits.MAX_BATCH_REQUESTS} requests; nothing in this one was run "
+    "(send it as smaller batches, or one request per line)",
+    limit=limits.MAX_BATCH_REQUESTS,
+)
+
+
 def error_object(error: OrcaError) -> ErrorObject:
     return ErrorObject(code=int(error.code), message=error.message, data=error.to_data())
 
@@ -247,6 +254,8 @@ class Dispatcher:
         if isinstance(message, list):
             if not message:
                 return encode_error(InvalidRequest("an empty batch is not a request"))
+            if len(message) > limits.MAX_BATCH_REQUESTS:
+                return encode_error(_TOO_MANY_IN_BATCH)
             answers = [await self._handle_one(item) for item in message]
             present = [answer for answer in answers if answer is not None]
             if not present:

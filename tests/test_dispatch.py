@@ -13,6 +13,7 @@ import trio.testing
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from orcad import limits
 from orcad.errors import NotFound
 from orcad.rpc import Dispatcher, Router
 from protocol.types import PingParams, PingResult, SessionCloseParams
@@ -141,6 +142,33 @@ async def test_batch_mixes_results_errors_and_notifications(
     assert reply[0]["result"]["protocol"] == 1
     assert reply[1]["error"]["code"] == -32601
     assert reply[2]["error"]["code"] == -32600
+
+
+async def test_a_batch_over_the_limit_is_refused_whole_and_runs_nothing(path: str) -> None:
+    # Answers of a batch are written as one line: 8 MiB of `daemon.status` once built a 100 MB
+    # answer while every other client waited for it.
+    calls: list[int] = []
+
+    def counted_ping(params: PingParams) -> PingResult:
+        calls.append(1)
+        return ping(params)
+
+    router = Router()
+    router.add("daemon.ping", counted_ping)
+    router.mark_ready()
+    dispatcher = Dispatcher(router)
+    request = {"jsonrpc": "2.0", "id": 1, "method": "daemon.ping"}
+    full = await answer(dispatcher, path=path, message=[request] * limits.MAX_BATCH_REQUESTS)
+    assert len(full) == len(calls) == limits.MAX_BATCH_REQUESTS
+    calls.clear()
+    for size in (limits.MAX_BATCH_REQUESTS + 1, 100_000):
+        reply = await answer(dispatcher, path=path, message=[request] * size)
+        assert reply["id"] is None
+        assert (reply["error"]["code"], reply["error"]["data"]) == (
+            -32600,
+            {"kind": "invalid_request", "limit": limits.MAX_BATCH_REQUESTS},
+        )
+    assert calls == []
 
 
 async def test_batch_of_notifications_gets_no_answer(dispatcher: Dispatcher, path: str) -> None:
