@@ -302,6 +302,8 @@ class SessionStore:
                 "open it again to continue"
             )
         self._last_used[session_id] = now
+        # Open at this epoch: counted even when opened before a restart (only its epoch lasted).
+        self._open_epochs[session_id] = session.epoch
         return session
 
     async def close_session(self, session_id: str, epoch: int) -> None:

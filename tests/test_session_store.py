@@ -88,3 +88,21 @@ async def test_snapshots_beyond_the_cache_bound_are_read_back_from_the_database(
     with pytest.raises(NotFound, match="closed"):
         await store.require("ses_1", opened[1].epoch)
     store.close()
+
+
+async def test_a_session_still_in_use_after_a_restart_counts_as_open(tmp_path: Path) -> None:
+    store = SessionStore(tmp_path / "state.sqlite3", SystemClock())
+    config_file = tmp_path / "config.toml"
+    opened = [
+        await store.open(SessionOpenParams(cwd=str(tmp_path)), config_file, Config())
+        for _ in range(2)
+    ]
+    await store.close_session(opened[1].session_id, opened[1].epoch)
+    store.close()
+    restarted = SessionStore(tmp_path / "state.sqlite3", SystemClock())  # the daemon restarted
+    assert restarted.open_count == 0  # nobody has called yet
+    await restarted.require(opened[0].session_id, opened[0].epoch)  # its agent goes on
+    assert restarted.open_count == 1
+    await restarted.close_session(opened[0].session_id, opened[0].epoch)
+    assert restarted.open_count == 0
+    restarted.close()
