@@ -28,6 +28,12 @@ class ProtocolViolation(Exception):
     """The peer sent something that is not a JSON-RPC response."""
 
 
+class RequestRefused(RemoteError, ConnectionError):
+    """An error the daemon could tie to no request (its id is null): it refused the connection
+    (busy), or could not read the line it was sent (too large, nested too deep). It answers the
+    request in flight, and is a ConnectionError too, since the daemon may have closed it."""
+
+
 class Client:
     def __init__(self, socket_path: str, *, timeout: float | None = 30.0) -> None:
         self.socket_path = socket_path
@@ -87,10 +93,18 @@ class Client:
         method is known, else as plain JSON values.
         """
         request_id = next(self._ids)
-        self._sock.sendall(encode_line(Request(method, params or {}, request_id)))
+        try:
+            self._sock.sendall(encode_line(Request(method, params or {}, request_id)))
+        except (BrokenPipeError, ConnectionResetError) as exc:
+            refusal = self._refusal()  # refused (busy) and closed before the request arrived
+            if refusal is not None:
+                raise refusal from exc
+            raise
         while True:
             line = self._read_line()
             response = response_decoder.decode(line)
+            if response.id is None and response.error is not None:
+                raise RequestRefused(response.error)
             if response.id != request_id:
                 continue  # a late answer to a request we gave up on
             if response.error is not None:
@@ -101,6 +115,16 @@ class Client:
             if result_type is None:
                 return msgspec.json.decode(raw)
             return msgspec.json.decode(raw, type=result_type)
+
+    def _refusal(self) -> RequestRefused | None:
+        """The error a closing daemon left on the connection, if it left one."""
+        try:
+            while True:
+                response = response_decoder.decode(self._read_line())
+                if response.id is None and response.error is not None:
+                    return RequestRefused(response.error)
+        except (OSError, ProtocolViolation, msgspec.MsgspecError):
+            return None
 
     def send_raw(self, data: bytes) -> None:
         """Send bytes as they are (for tests and diagnostics)."""

@@ -10,8 +10,13 @@ from typing import Any
 import msgspec
 import trio
 
-from protocol.client import CLIENT_MAX_LINE_BYTES, DaemonUnavailable, ProtocolViolation
-from protocol.errors import RemoteError
+from protocol.client import (
+    CLIENT_MAX_LINE_BYTES,
+    DaemonUnavailable,
+    ProtocolViolation,
+    RequestRefused,
+)
+from protocol.errors import ErrorObject, RemoteError
 from protocol.framing import LineFramer, LineTooLong
 from protocol.jsonrpc import Request, Response, encode_line, response_decoder
 from protocol.types import METHODS, Params
@@ -24,6 +29,7 @@ class TrioClient:
         self._ids = itertools.count(1)
         self._waiting: dict[int, trio.MemorySendChannel[Response]] = {}
         self._closed: BaseException | None = None
+        self._refusal: ErrorObject | None = None  # why the daemon closed, when it said
 
     async def call(self, method: str, params: Params | dict[str, Any] | None = None) -> Any:
         """Send one request; return its decoded result or raise RemoteError."""
@@ -38,6 +44,8 @@ class TrioClient:
             try:
                 response = await receive.receive()
             except trio.EndOfChannel:
+                if self._refusal is not None:
+                    raise RequestRefused(self._refusal) from self._closed
                 raise ConnectionError("the daemon closed the connection") from self._closed
         finally:
             self._waiting.pop(request_id, None)
@@ -59,6 +67,8 @@ class TrioClient:
                     if isinstance(event, LineTooLong):
                         raise ProtocolViolation("response line exceeds the client limit")
                     response = response_decoder.decode(event)
+                    if response.id is None and response.error is not None:
+                        self._refusal = response.error
                     channel = (
                         self._waiting.get(response.id) if isinstance(response.id, int) else None
                     )

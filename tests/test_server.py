@@ -25,7 +25,7 @@ from orcad.limits import STOPPING_HOLDER_WAIT_S
 from orcad.paths import resolve_paths
 from orcad.rpc import Router
 from orcad.runtime import InstanceLock, read_instance
-from protocol.client import Client
+from protocol.client import Client, RequestRefused
 from protocol.errors import RemoteError
 from protocol.trio_client import open_client
 from protocol.types import Empty, PingResult, SessionCloseParams
@@ -139,6 +139,30 @@ def test_oversized_line_closes_only_that_connection(
     bystander.close()
 
 
+async def test_the_clients_raise_the_error_the_daemon_gave_for_a_line_it_could_not_read(
+    orca_env: OrcaEnv, daemon_factory: list
+) -> None:
+    # Such an error has a null id: the clients once skipped it as an answer to another
+    # request, then said the connection closed (too large) or waited for ever (too deep).
+    daemon = start(orca_env, daemon_factory, "[server]\nmax_message_bytes = 4096\n")
+    deep: list = []
+    for _ in range(100):
+        deep = [deep]
+    with daemon.client(timeout=None) as client:
+        with pytest.raises(RequestRefused) as too_deep:
+            client.call("daemon.ping", {"pad": deep})
+        assert (too_deep.value.code, too_deep.value.kind) == (-32600, "invalid_request")
+        assert client.call("daemon.ping").protocol == 1  # that connection goes on
+        with pytest.raises(RequestRefused) as too_large:
+            client.call("daemon.ping", {"pad": "x" * 5000})
+    assert (too_large.value.code, too_large.value.kind) == (-32600, "message_too_large")
+    assert isinstance(too_large.value, ConnectionError)
+    async with open_client(str(orca_env.socket)) as trio_client:
+        with pytest.raises(RequestRefused) as refused:
+            await trio_client.call("daemon.ping", {"pad": "x" * 5000})
+    assert refused.value.kind == "message_too_large"
+
+
 def test_half_a_message_then_disconnect_harms_nobody(daemon: DaemonProcess) -> None:
     for _ in range(5):
         sock = raw_connection(daemon)
@@ -215,6 +239,11 @@ def test_connection_limit_answers_busy_when_every_connection_is_owed_answers(
     assert (reply["error"]["code"], reply["error"]["data"]["kind"]) == (-32001, "busy")
     assert_closed(extra)
     extra.close()
+    for _ in range(3):  # the client library says busy too, whether its request was sent or not
+        with daemon.client() as client, pytest.raises(RequestRefused) as refused:
+            client.call("daemon.ping")
+        assert (refused.value.code, refused.value.kind) == (-32001, "busy")
+        assert "max_connections" in refused.value.error.message
     for sock in greedy:
         sock.close()
     pinged_client(daemon).close()  # the slots are reusable once the daemon sees the closes
