@@ -42,6 +42,7 @@ class _Connection:
     close idle, trickling and stuck connections, and what eviction needs to choose one."""
 
     __slots__ = (
+        "answer_cut",
         "answers_owed",
         "closed_because",
         "idle_closed",
@@ -62,6 +63,9 @@ class _Connection:
         self.sending_since: float | None = None
         self.idle_closed = False
         self.closed_because: str | None = None
+        # An answer's write was cancelled part way (a drain or the idle sweep stopped the reader
+        # writing it): whatever followed would be read as the rest of that line, so nothing does.
+        self.answer_cut = False
         # Requests read but not yet answered; at the bound the reader waits (back-pressure).
         self.answers_owed = trio.Semaphore(max_answers_owed)
 
@@ -317,9 +321,15 @@ class Server:
     ) -> None:
         """Every answer goes out here, whole: the caller has just taken `send_lock`, and it is
         released once the answer is written (or the write failed)."""
+        if connection.answer_cut:
+            send_lock.release()
+            return
         connection.sending_since = trio.current_time()
         try:
             await stream.send_all(reply)
+        except trio.Cancelled:
+            connection.answer_cut = True
+            raise
         finally:
             connection.sending_since = None
             send_lock.release()

@@ -601,3 +601,46 @@ def test_running_out_of_file_descriptors_keeps_the_daemon_alive(
         hog.close()
     assert daemon.call("daemon.ping").pid == daemon.proc.pid
     assert daemon.stop() == 0
+
+
+async def test_a_drain_that_cuts_an_answer_short_sends_nothing_after_it(tmp_path: Path) -> None:
+    entered, release = trio.Event(), trio.Event()
+
+    async def slow_close(params: SessionCloseParams) -> Empty:
+        entered.set()
+        await release.wait()
+        return Empty()
+
+    def large_status(params: object) -> dict[str, str]:
+        return {"pad": "x" * 100_000}
+
+    router = Router()
+    router.add("daemon.status", large_status)  # type: ignore[arg-type]
+    router.add("session.close", slow_close)
+    async with serving(router, tmp_path) as served:
+        client = served.client
+        params = {"session_id": "s", "epoch": 1}
+        close = {"jsonrpc": "2.0", "id": "slow", "method": "session.close", "params": params}
+        await client.send_all(json.dumps(close).encode() + b"\n")
+        await entered.wait()
+        # Answers the client does not read, until the reader is stuck writing one of them...
+        for request_id in range(20):
+            await client.send_all(
+                b'{"jsonrpc":"2.0","id":%d,"method":"daemon.status"}\n' % request_id
+            )
+        await trio.testing.wait_all_tasks_blocked()
+        drained = served.start_draining()  # ...which the drain cuts short
+        await trio.testing.wait_all_tasks_blocked()
+        release.set()
+        received = b""
+        with trio.move_on_after(10):
+            try:
+                while chunk := await client.receive_some():
+                    received += chunk
+            except trio.BrokenResourceError:
+                pass
+        await drained.wait()
+    *complete, cut = received.split(b"\n")
+    assert cut.startswith(b'{"jsonrpc":"2.0","id":')
+    for line in complete:  # no answer written after the cut one, where it would end that line
+        json.loads(line)
