@@ -211,9 +211,9 @@ class Dispatcher:
         try:
             raw = envelope.params if bytes(envelope.params) != b"null" else b"{}"
             params = route.decoder.decode(raw)
-        except msgspec.ValidationError as exc:
-            return _encode(self._failure(request_id, _invalid_params(exc)))
-        except msgspec.DecodeError:  # the envelope parsed, its params do not (invalid UTF-8)
+        except (msgspec.ValidationError, msgspec.DecodeError):
+            # Judged as the general path judges it (a number out of range there is no request,
+            # not bad params), so that a line's answer never depends on the path it took.
             return lambda: self.handle_line(line)
         if route.is_async:
             return lambda: self._run_async(route, params, request_id)

@@ -225,6 +225,21 @@ async def test_invalid_params_name_the_field(
     assert field in reply["error"]["message"]
 
 
+@pytest.mark.parametrize(
+    "params",
+    [b'{"session_id":"s","epoch":1e400}', b'{"session_id":"s","epoch":-1e999}', b"[1e400]"],
+)
+async def test_a_number_out_of_range_in_params_gets_one_answer_whatever_the_path(
+    dispatcher: Dispatcher, path: str, params: bytes
+) -> None:
+    # Valid JSON that no request can hold: the line cannot be read as a request, whether it is
+    # answered at once or after startup, alone or in a batch (README, What one client can do).
+    line = b'{"jsonrpc":"2.0","id":1,"method":"session.close","params":%s}' % params
+    reply = await answer(dispatcher, path=path, message=line)
+    assert reply["id"] is None
+    assert (reply["error"]["code"], reply["error"]["data"]) == (-32600, {"kind": "invalid_request"})
+
+
 async def test_daemon_errors_carry_code_and_kind(dispatcher: Dispatcher, path: str) -> None:
     reply = await answer(
         dispatcher,
