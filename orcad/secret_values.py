@@ -247,8 +247,24 @@ def _label(value: str) -> bool:
     return WORD_LIKE.match(value) is not None and not is_passphrase(value)
 
 
+# ------------------------------------------------------------------ value bounds
+# Characters of key material (base64, hex, URL-safe tokens): a detection the length bound cut
+# between two of them (CUT_VALUE) takes the rest of the run (`secrets.find_secrets`).
+CUT_VALUE = re.compile(r"[A-Za-z0-9+/]{2}")
+VALUE_RUN = re.compile(r"[A-Za-z0-9+/=_\-]*")
+
+
+def _quoted_value(quote: str) -> str:
+    """A value in `quote`s (one group): closed, or still going on where the bound cuts it, so
+    that a long quoted token is found at all."""
+    return rf"{quote}([^{quote}\n]{{1,256}}+)(?:{quote}|(?=[^{quote}\n]))"
+
+
+QUOTED_VALUES = _quoted_value('"') + "|" + _quoted_value("'")  # two groups
+
+
 # ---------------------------------------------------------------- command lines
-_VALUE = r"(?:\"([^\"\n]{1,256}+)\"|'([^'\n]{1,256}+)'|([^\s\"'`;&|()<>]{1,256}+))"
+_VALUE = rf"(?:{QUOTED_VALUES}|([^\s\"'`;&|()<>]{{1,256}}+))"
 _LONG_FLAG = re.compile(
     r"--(?:[a-z0-9]{1,20}-){0,4}(?:password|passwd|passphrase|pass|pwd|secret)(?:=|[ \t]+)" + _VALUE
 )

@@ -30,6 +30,9 @@ from orcad.secret_formats import (
 )
 from orcad.secret_tokens import ANCHORED_RULES, TOKEN_RULES
 from orcad.secret_values import (
+    CUT_VALUE,
+    QUOTED_VALUES,
+    VALUE_RUN,
     find_credential_flags,
     find_netrc_passwords,
     find_stated_keys,
@@ -88,7 +91,7 @@ _KEY_QUALIFIER = re.compile(
 )
 _ASSIGNMENT_TAIL = (
     r"[\"']?[ \t]{0,8}(?:=>|:=|==?|:)[ \t]{0,8}"
-    r"(?:\"([^\"\n]{1,256}+)\"|'([^'\n]{1,256}+)'|"
+    rf"(?:{QUOTED_VALUES}|"
     # an & inside a value is kept unless a query parameter (&name=) follows
     r"((?:[^\s\"'`,;&=(){}\[\]<>]|&(?![a-z_][a-z0-9_.\-]{0,64}=)){1,256}+=*))"
 )
@@ -142,7 +145,8 @@ def _assignment_finder(keyword: str, pattern: str) -> Finder:
 
 # After a type annotation, the default a name is declared with: `: Optional[str] = "..."`.
 _ANNOTATED_DEFAULT = re.compile(
-    r"(?:\[[^\]\n]{0,64}\])?[ \t]*=[ \t]*(?:\"([^\"\n]{1,256}+)\"|'([^'\n]{1,256}+)')"
+    r"(?:\[[^\]\n]{0,64}\])?[ \t]*=[ \t]*"
+    rf"(?:{QUOTED_VALUES})"
 )
 
 
@@ -286,13 +290,24 @@ def find_secrets(text: str) -> list[SecretMatch]:
     merged: list[SecretMatch] = []
     rule, start, end = candidates[0][3], candidates[0][0], -candidates[0][1]
     for next_start, negative_end, _, next_rule in candidates[1:]:
+        if next_start >= end:
+            end = _through_value(text, end)
         if next_start < end:  # overlap: redact the union so no fragment survives
             end = max(end, -negative_end)
             continue
         merged.append(SecretMatch(rule, start, end))
         rule, start, end = next_rule, next_start, -negative_end
-    merged.append(SecretMatch(rule, start, end))
+    merged.append(SecretMatch(rule, start, _through_value(text, end)))
     return merged
+
+
+def _through_value(text: str, end: int) -> int:
+    """Where a detection ending at `end` really ends: a finder's length bound (256 characters
+    of a value) can cut a long one, such as a 1,000-character session token, whose tail must
+    go too. The rest of a run of key-material characters the cut went through is taken."""
+    if 0 < end < len(text) and CUT_VALUE.fullmatch(text, end - 1, end + 1):
+        return VALUE_RUN.match(text, end).end()  # type: ignore[union-attr]
+    return end
 
 
 def contains_secret(text: str) -> bool:

@@ -249,6 +249,34 @@ def test_assignment_redacts_only_the_value() -> None:
     assert redact(text) == 'DB_PASSWORD="[REDACTED:credential_assignment]"\nDB_HOST=db.internal'
 
 
+# An AWS session token is about 400 to 1,000 characters; a cut at a finder's length bound must
+# not leave its tail (or, quoted, the whole of it) in the text.
+LONG_VALUE = (
+    "IQoJb3JpZ2luX2VjEJr//////////wEaCXVzLWVhc3QtMSJHMEUCIQDx7Pz3Vq9mK2nL8rT5wYbC1dE4fG6hJ0kM"
+    "3pQ7sU9vX2yZ4aB6cD8eF0gH2iJ4kL6mN8oP0qR2sT4uV6wX8yZ0aB2cD4eF6gH8iJ0kL2mN4oP6qR8sT0uV2wX"
+) * 5
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "AWS_SESSION_TOKEN={}",
+        "aws_session_token = {}",
+        'aws_session_token = "{}"',
+        '{{"token": "{}"}}',
+        "export DB_PASSWORD='{}'",
+        "--password {}",
+        "the api key is {}",
+    ],
+)
+def test_values_longer_than_a_finder_bound_are_redacted_whole(template: str) -> None:
+    text = template.format(LONG_VALUE)
+    redacted = redact(text)
+    assert "[REDACTED:" in redacted
+    for piece in (LONG_VALUE[:24], LONG_VALUE[-24:], LONG_VALUE[300:324]):
+        assert piece not in redacted
+
+
 def test_url_credentials_keep_user_and_host() -> None:
     text = "postgres://app:Zq81xLpW0v@db.internal:5432/prod"
     assert redact(text) == "postgres://app:[REDACTED:url_credentials]@db.internal:5432/prod"
