@@ -217,9 +217,11 @@ def streamed(
     send_done: bool = True,
     stall_after_first_s: float = 0.0,
     keepalive_every_s: float | None = None,
+    hold_open_s: float = 0.0,
 ) -> Behaviour:
     """An SSE answer in pieces of `chunk_chars`, `gap_s` apart; optionally one long silence
-    after the first piece (during which `: ping` comments go out every `keepalive_every_s`)."""
+    after the first piece (during which `: ping` comments go out every `keepalive_every_s`),
+    and a silence of `hold_open_s` after the answer, before the body ends."""
 
     def respond(handler: _Handler, state: FakeOpenAI) -> None:
         handler.start_event_stream()
@@ -233,7 +235,24 @@ def streamed(
             handler.send_chunk(sse_event(None, finish_reason=finish_reason))
         if send_done:
             handler.send_chunk(b"data: [DONE]\n\n")
+        if hold_open_s:
+            state.closing.wait(hold_open_s)
         handler.end_chunks()
+
+    return respond
+
+
+def endless_stream(first: bytes = b"", piece: bytes = b": ping\n\n") -> Behaviour:
+    """An SSE body that starts with `first` and then repeats `piece` until the server closes,
+    as fast as the client reads it: a model stuck in a loop, or a proxy's keep-alives."""
+
+    def respond(handler: _Handler, state: FakeOpenAI) -> None:
+        handler.start_event_stream()
+        if first:  # an empty chunk would end the body
+            handler.send_chunk(first)
+        while not state.closing.is_set():
+            handler.send_chunk(piece)
+        handler.close_connection = True
 
     return respond
 

@@ -22,8 +22,11 @@ from tests.fake_openai import (
     FakeOpenAI,
     completion_json,
     disconnect_mid_stream,
+    endless_body,
+    endless_stream,
     junk,
     ok,
+    sse_event,
     stall_before_headers,
     status,
     streamed,
@@ -294,6 +297,36 @@ async def test_runaway_answer_is_stopped_at_the_output_limit(server: FakeOpenAI)
     assert "grew past 16384 bytes" in error.message
 
 
+async def test_endless_runaway_stream_fails_at_the_output_limit_not_the_deadline(
+    server: FakeOpenAI,
+) -> None:
+    server.script(endless_stream(piece=sse_event("x" * 1000)))
+    error = await failure(make_provider(server), within=10.0)
+    assert "grew past 16384 bytes" in error.message
+
+
+async def test_broken_event_followed_by_endless_keepalives_fails_at_once(
+    server: FakeOpenAI,
+) -> None:
+    server.script(endless_stream(first=b"data: {not json\n\n"))
+    error = await failure(make_provider(server), within=10.0)
+    assert "not JSON" in error.message
+
+
+async def test_answer_done_before_the_server_falls_silent_is_returned(
+    server: FakeOpenAI,
+) -> None:
+    server.script(streamed(ANSWER, hold_open_s=10.0))
+    assert await extract(make_provider(server, idle=0.3)) == ANSWER
+
+
+async def test_finished_answer_without_done_marker_survives_a_silent_server(
+    server: FakeOpenAI,
+) -> None:
+    server.script(streamed(ANSWER, send_done=False, hold_open_s=10.0))
+    assert await extract(make_provider(server, idle=0.3)) == ANSWER
+
+
 async def test_unreachable_endpoint_says_so() -> None:
     with socket.socket() as probe:  # a port that was free a moment ago and has no listener
         probe.bind(("127.0.0.1", 0))
@@ -357,6 +390,14 @@ async def test_long_error_body_is_cut_to_a_short_reason(server: FakeOpenAI) -> N
         f"HTTP 502 from {server.base_url}/chat/completions: bad gateway"
     )
     assert len(error.message) < 300
+
+
+async def test_endless_unstreamed_body_fails_at_the_size_limit_not_the_deadline(
+    server: FakeOpenAI,
+) -> None:
+    server.script(endless_body())
+    error = await failure(make_provider(server, stream=False), within=10.0)
+    assert "larger than 65536 bytes" in error.message
 
 
 async def test_oversized_unstreamed_answer_fails(server: FakeOpenAI) -> None:

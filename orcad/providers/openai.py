@@ -149,37 +149,42 @@ class OpenAIProvider:
             ) from exc
         except httpx.ConnectError as exc:
             raise ProviderError(f"cannot connect to {self.url}: {_describe(exc)}") from exc
-        except httpx.TimeoutException as exc:
-            raise ProviderError(
-                f"{self.url} was silent for more than {self._config.idle_timeout_s} s"
-            ) from exc
         except httpx.HTTPError as exc:
-            if answer.complete:  # the server finished the answer, then dropped the connection
+            if answer.complete:  # the server finished the answer, then went silent or away
                 try:
                     return answer.text()
                 except WireError:
                     pass
+            if isinstance(exc, httpx.TimeoutException):
+                raise ProviderError(
+                    f"{self.url} was silent for more than {self._config.idle_timeout_s} s"
+                ) from exc
             raise ProviderError(f"{self.url}: the response broke off: {_describe(exc)}") from exc
 
     async def _read_stream(self, response: httpx.Response, answer: StreamedAnswer) -> str:
         decoder = EventStreamDecoder()
         problem: WireError | None = None
-        # The body is always read to its end (real servers close right after [DONE]): breaking
-        # out of httpx's chain of async generators would leave them for the garbage collector.
-        async for data in response.aiter_bytes():
-            if problem is not None or answer.done:
-                continue
-            try:
-                for payload in decoder.feed(data):
-                    if not answer.done:
-                        answer.feed_event(payload)
-            except WireError as exc:
-                problem = exc
+        # Reading stops at [DONE] or the first problem, whatever the server sends after it (a
+        # model looping past the output limit, keep-alives): by a cancelled read, which unwinds
+        # httpx's chain of async generators at once, where a break would leave them unclosed.
+        with trio.CancelScope() as reading:
+            async for data in response.aiter_bytes():
+                if problem is not None or answer.done:
+                    continue  # until the cancelled read: chunks httpx already holds
+                try:
+                    for payload in decoder.feed(data):
+                        if not answer.done:
+                            answer.feed_event(payload)
+                except WireError as exc:
+                    problem = exc
+                if problem is not None or answer.done:
+                    reading.cancel()
         if problem is not None:
             raise problem
-        for payload in decoder.feed_end():
-            if not answer.done:
-                answer.feed_event(payload)
+        if not reading.cancelled_caught:
+            for payload in decoder.feed_end():
+                if not answer.done:
+                    answer.feed_event(payload)
         return answer.text()
 
     def _secrets(self) -> tuple[str, ...]:
@@ -209,14 +214,18 @@ async def _read_limited(
 ) -> bytes:
     """At most max_bytes of the body; a longer body is an error unless truncate is set.
 
-    The rest is read and dropped rather than abandoned, for the reason given in _read_stream.
+    Reading stops past the limit (by a cancelled read, as in _read_stream): a body that never
+    ends costs no more than one that is just too long.
     """
     received = bytearray()
     oversized = False
-    async for chunk in response.aiter_bytes():
-        if not oversized:
-            received.extend(chunk)
-            oversized = len(received) > max_bytes
+    with trio.CancelScope() as reading:
+        async for chunk in response.aiter_bytes():
+            if not oversized:
+                received.extend(chunk)
+                oversized = len(received) > max_bytes
+                if oversized:
+                    reading.cancel()
     if oversized and not truncate:
         raise WireError(f"the response is larger than {max_bytes} bytes")
     return bytes(received[:max_bytes])
