@@ -278,6 +278,30 @@ def test_failures_are_retried_three_times_then_the_job_is_exhausted(
     assert [(job.job_id, job.last_error) for job in listed] == [(job_id, "no luck")]
 
 
+def test_a_secret_in_an_external_workers_provenance_is_not_recorded(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    daemon = start(orca_env, daemon_factory, NO_WORKERS)
+    session = daemon.call("session.open", {"cwd": str(project_dir(tmp_path))})
+    job_id = daemon.call("turn.completed", turn_params(session, "t1", "We use pnpm.")).job_id
+    claimed = daemon.call("jobs.claim", {"worker": "w"})
+    key = "sk-proj-" + "Qm8vT2pL9xR4nK7sW1zY6bH3cJ5fD0gA9eK2"
+    daemon.call(
+        "jobs.publish",
+        {
+            "job_id": job_id,
+            "token": claimed.lease.token,
+            "output": fact_output("This repository uses pnpm."),
+            "provider": "llm",
+            "model": f"llm -m gpt-4o-mini --key {key}",
+        },
+    )
+    project = orca_env.memory_root / "projects" / session.project.id
+    written = [path for path in project.rglob("*") if path.is_file()]
+    assert [path.name for path in written if key.encode() in path.read_bytes()] == []
+    assert "llm -m gpt-4o-mini --key [REDACTED:" in (project / "candidates.jsonl").read_text()
+
+
 def test_malformed_output_is_a_failed_attempt_that_releases_the_lease(
     orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
 ) -> None:

@@ -126,3 +126,29 @@ def test_a_project_whose_lock_is_held_elsewhere_does_not_hold_up_other_projects(
     waited = parse_time(claim["timestamp"]) - parse_time(rescheduled[0]["timestamp"])
     assert waited >= 4.0  # and no sooner than reschedule_s after the lock failure
     assert "job_store" in [e.kind for e in daemon.call("daemon.status").recent_errors]
+
+
+def test_a_key_on_the_extractor_command_line_is_not_recorded_with_its_facts(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    # llm, curl and friends take the key as an argument; the command line is the model name
+    key = "sk-proj-" + "Qm8vT2pL9xR4nK7sW1zY6bH3cJ5fD0gA9eK2"
+    script = tmp_path / "extract.py"
+    script.write_text(
+        "import sys; sys.stdin.read()\n"
+        'print(\'{"category": "project", "fact": "We deploy with make release."}\')\n'
+    )
+    argv = json.dumps([sys.executable, str(script), "--key", key])
+    config = (
+        f'[extraction]\nprovider = "command"\nworkers = 1\n[extraction.command]\nargv = {argv}\n'
+    )
+    daemon = start(orca_env, daemon_factory, config)
+    session = daemon.call("session.open", {"cwd": workdir(tmp_path, "project")})
+    job_id = daemon.call("turn.completed", turn(session, "t1")).job_id
+    wait_for(lambda: job_state(daemon, job_id).state == "committed", 30)
+    project = orca_env.memory_root / "projects" / session.project.id
+    written = [path for path in project.rglob("*") if path.is_file()]
+    assert {path.name for path in written} >= {"candidates.jsonl", "auto-memory.md"}
+    assert [path.name for path in written if key.encode() in path.read_bytes()] == []
+    ledger = (project / "candidates.jsonl").read_text()
+    assert "--key [REDACTED:openai_api_key]" in ledger  # the rest of the command line stays

@@ -24,7 +24,7 @@ from orcad.capture.records import JobRecord, Provenance, PublishOutcome
 from orcad.capture.schedule import JobView, view_of
 from orcad.errors import NotFound
 from orcad.failpoints import failpoint
-from orcad.secrets import secret_kinds
+from orcad.secrets import redact, secret_kinds
 from protocol.types import ExtractedFact
 
 log = structlog.get_logger("orcad.capture")
@@ -63,6 +63,12 @@ def publish_job(
     if job is None:
         raise NotFound(f"job {job_id} no longer exists")
     leases.check_holder(job, token, now)  # fencing, where the write happens
+    # a command line (the command provider's model) or a worker's own name can carry a key
+    provenance = Provenance(
+        provider=redact(provenance.provider),
+        model=redact(provenance.model),
+        prompt_version=redact(provenance.prompt_version),
+    )
     refused = [kinds for kinds in (secret_kinds(fact.fact) for fact in facts) if kinds]
     if refused:  # the merge drops them; say which kinds, never the values
         log.info("ledger.secrets_refused", job_id=job_id, facts=len(refused), kinds=refused)
