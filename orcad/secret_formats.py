@@ -97,7 +97,12 @@ def find_private_keys(text: str, lowered: str) -> Iterator[Span]:
 
 
 # ----------------------------------------------------- credentials inside URLs
-_URL_USERINFO = re.compile(r"://([^\s/?#@:\[\]\"'<>]{0,256}):([^\s/?#@\[\]\"'<>]{1,256})@")
+_URL_USERINFO = re.compile(
+    r"://([^\s/?#@:\[\]\"'<>]{0,256}):"
+    # the password runs to the authority's last @: it is pasted with @ # ? / unescaped (but
+    # holds no other URL's ://, which keeps a text of scheme markers linear)
+    r"((?:[^\s\"'<>:]|:(?!//)){1,256}?)@(?![^\s/?#@\"'<>]*+@)"
+)
 _SCHEME_TAIL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]{0,31}\Z")
 
 

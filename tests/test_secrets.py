@@ -282,6 +282,50 @@ def test_url_credentials_keep_user_and_host() -> None:
     assert redact(text) == "postgres://app:[REDACTED:url_credentials]@db.internal:5432/prod"
 
 
+@pytest.mark.parametrize(
+    ("text", "redacted"),
+    [  # passwords with the characters people choose, pasted unescaped from a .env file
+        (
+            "mongodb://admin:P@ssw0rd!@mongo:27017",
+            "mongodb://admin:[REDACTED:url_credentials]@mongo:27017",
+        ),
+        (
+            "postgres://app:Secr3t@Pass2024@db.internal:5432/prod",
+            "postgres://app:[REDACTED:url_credentials]@db.internal:5432/prod",
+        ),
+        (
+            "DATABASE_URL=mysql://app:xK9#mP2vL7@127.0.0.1/prod",
+            "DATABASE_URL=mysql://app:[REDACTED:url_credentials]@127.0.0.1/prod",
+        ),
+        (
+            "redis://default:ab?cd1234@redis:6379/0",
+            "redis://default:[REDACTED:url_credentials]@redis:6379/0",
+        ),
+        (
+            "postgres://app:q8Zr/2vLx+0pWn@db/prod?sslmode=require",
+            "postgres://app:[REDACTED:url_credentials]@db/prod?sslmode=require",
+        ),
+    ],
+)
+def test_url_passwords_with_reserved_characters_are_redacted_whole(
+    text: str, redacted: str
+) -> None:
+    assert redact(text) == redacted
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "ssh://git@github.com:org/repo.git",
+        "see https://example.com/a:b@c for the user:password@host form",
+        "https://api.example.com/v1/users/@me",
+        "https://host/x?next=https://other/y@z",
+    ],
+)
+def test_urls_without_a_password_stay_as_they_are(text: str) -> None:
+    assert redact(text) == text
+
+
 def test_private_key_block_is_redacted_whole() -> None:
     body = (
         "MIIEowIBAAKCAQEAy8Dbv8prpJ/0kKhlGeJYozo2t60EG8L0561g13R29LvMR5hy\n"
@@ -456,6 +500,7 @@ ADVERSARIAL = {
     "key headers without end": "-----BEGIN PRIVATE KEY-----" * 4_000,
     "scheme markers": "://" * 33_000,
     "userinfo without at": "x://" + "a:" * 50_000,
+    "userinfo at signs": "x://a:" + "b@" * 50_000,
     "assignment operators": 'password="' * 10_000,
     "assignment keys": "api_key=" * 12_500,
     "prefix repeats": "sk-" * 33_000 + "ghp_" * 25_000,
