@@ -89,8 +89,16 @@ _KEY_QUALIFIER = re.compile(
     r"(?:api|access|secret|private|signing|encryption|master|auth|client|account|app|license)"
     r"[_\-. ]?\Z"
 )
+# What may follow the credential word in a name and still leave it the credential's name: an
+# environment, a rotation or a version (API_KEY_PROD, SECRET_KEY_BASE, GITHUB_TOKEN_2), never
+# another noun (TOKEN_URL, PASSWORD_HASH, KEY_ID).
+_NAME_QUALIFIERS = (
+    r"(?:[_\-.](?:prod|production|live|dev|development|staging|stage|stg|test|testing|qa|uat|"
+    r"sandbox|local|base|old|new|prev|previous|next|current|primary|secondary|backup|main|"
+    r"default|v?[0-9]{1,3}))*"
+)
 _ASSIGNMENT_TAIL = (
-    r"[\"']?[ \t]{0,8}(?:=>|:=|==?|:)[ \t]{0,8}"
+    _NAME_QUALIFIERS + r"[\"']?[ \t]{0,8}(?:=>|:=|==?|:)[ \t]{0,8}"
     rf"(?:{QUOTED_VALUES}|"
     # an & inside a value is kept unless a query parameter (&name=) follows
     r"((?:[^\s\"'`,;&=(){}\[\]<>]|&(?![a-z_][a-z0-9_.\-]{0,64}=)){1,256}+=*))"

@@ -277,6 +277,39 @@ def test_values_longer_than_a_finder_bound_are_redacted_whole(template: str) -> 
         assert piece not in redacted
 
 
+@pytest.mark.parametrize(
+    "name",
+    [
+        "SECRET_KEY_BASE",  # Rails
+        "API_KEY_PROD",
+        "STRIPE_SECRET_KEY_LIVE",
+        "DB_PASSWORD_PROD",
+        "DB_PASS_STAGING",
+        "GITHUB_TOKEN_2",
+        "AUTH_TOKEN_V2",
+        "db-password-dev",
+    ],
+)
+def test_credential_names_with_an_environment_or_version_suffix_are_secrets(name: str) -> None:
+    value = "Qm8vT2pL9xR4nK7sW1zY6bH3cJ5fD0gA"
+    assert redact(f"{name}={value}") == f"{name}=[REDACTED:credential_assignment]"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "TOKEN_URL=https://auth.example.com/oauth/token",
+        "PASSWORD_HASH_ROUNDS=12",
+        "KEY_ID=abc123",
+        "PASSWORD_MIN_LENGTH=12",
+        "SECRET_NAME=prod-db-credentials",
+        "DB_PASSWORD_FILE=/run/secrets/db_password",
+    ],
+)
+def test_names_that_only_mention_a_credential_stay_storable(text: str) -> None:
+    assert find_secrets(text) == []
+
+
 def test_url_credentials_keep_user_and_host() -> None:
     text = "postgres://app:Zq81xLpW0v@db.internal:5432/prod"
     assert redact(text) == "postgres://app:[REDACTED:url_credentials]@db.internal:5432/prod"
