@@ -369,6 +369,37 @@ def find_netrc_passwords(text: str, lowered: str) -> Iterator[Span]:
             yield start, end
 
 
+# ---------------------------------------------------------------------- markup
+# <password>X</password> (Maven's settings.xml, Spring, Jenkins) and .NET's
+# <add key="SmtpPassword" value="X" />: a name ending in a credential word gives a literal.
+_MARKUP_NAME = (
+    r"[a-z0-9_.:\-]{0,40}?(?P<word>pass(?:word|wd|phrase)?|pwd|secret|token|credentials?|"
+    r"(?:api|access|secret|private|signing|client|auth|account|app)[_\-.]?key)"
+)
+_XML_ELEMENT = re.compile(rf"<(?P<name>{_MARKUP_NAME})>(?P<value>[^<\n]{{1,256}}+)</(?P=name)>")
+_XML_SETTING = re.compile(
+    rf"key=\"(?P<name>{_MARKUP_NAME})\"[ \t]{{1,8}}value=\"(?P<value>[^\"\n]{{1,256}}+)\""
+)
+
+
+def find_markup_credentials(text: str, lowered: str) -> Iterator[Span]:
+    """The values of credential-named XML elements and key/value settings."""
+    if "</" not in lowered and "value=" not in lowered:
+        return
+    for pattern in (_XML_ELEMENT, _XML_SETTING):
+        for match in pattern.finditer(lowered):
+            start, end = match.span("value")
+            value = text[start:end].strip()
+            word = match["word"]
+            if word == "token" or word.endswith("key"):  # these must look generated
+                credential = looks_random(value)
+            else:  # a password or secret is a password whatever its entropy
+                bare = word in ("secret", "credential", "credentials") and match["name"] == word
+                credential = is_credential_literal(value, quoted=True, upper_key=False, bare=bare)
+            if credential:
+                yield start, end
+
+
 # -------------------------------------------------------------------- sentences
 # "password" followed by these names another thing ("the password policy is NIST-800-63b").
 _COMPOUND = (

@@ -34,6 +34,7 @@ from orcad.secret_values import (
     QUOTED_VALUES,
     VALUE_RUN,
     find_credential_flags,
+    find_markup_credentials,
     find_netrc_passwords,
     find_stated_keys,
     find_stated_passwords,
@@ -245,6 +246,7 @@ _RULES: tuple[tuple[str, Finder, Gate], ...] = (
     *(("credential_assignment", finder, _always) for finder in _ASSIGNMENT_FINDERS),
     # "the api key is 3f9a...": a generated value given in words, an assignment without `=`
     ("credential_assignment", find_stated_keys, _always),
+    ("credential_assignment", find_markup_credentials, _always),
     ("password_flag", find_credential_flags, _always),
     ("netrc_password", find_netrc_passwords, _always),
     ("password_statement", find_stated_passwords, _always),

@@ -310,6 +310,57 @@ def test_names_that_only_mention_a_credential_stay_storable(text: str) -> None:
     assert find_secrets(text) == []
 
 
+@pytest.mark.parametrize(
+    ("text", "redacted"),
+    [  # Maven's settings.xml, .NET's app.config, Spring and Jenkins XML
+        (
+            "<server><id>nexus</id><username>deploy</username>"
+            "<password>Hunter2024!</password></server>",
+            "<server><id>nexus</id><username>deploy</username>"
+            "<password>[REDACTED:credential_assignment]</password></server>",
+        ),
+        (
+            "<Password>correcthorse</Password>",
+            "<Password>[REDACTED:credential_assignment]</Password>",
+        ),
+        (
+            "<db.password>s3cr3tP4ss</db.password>",
+            "<db.password>[REDACTED:credential_assignment]</db.password>",
+        ),
+        (
+            "<apiToken>Qm8vT2pL9xR4nK7sW1zY6bH3cJ5fD0gA</apiToken>",
+            "<apiToken>[REDACTED:credential_assignment]</apiToken>",
+        ),
+        (
+            '<add key="ApiKey" value="Qm8vT2pL9xR4nK7sW1zY6bH3cJ5fD0gA" />',
+            '<add key="ApiKey" value="[REDACTED:credential_assignment]" />',
+        ),
+        (
+            '<add key="SmtpPassword" value="Hunter2024" />',
+            '<add key="SmtpPassword" value="[REDACTED:credential_assignment]" />',
+        ),
+    ],
+)
+def test_credentials_in_xml_elements_and_settings_are_secrets(text: str, redacted: str) -> None:
+    assert redact(text) == redacted
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "<password>${env.NEXUS_PASSWORD}</password>",
+        "<password>{DESede}encrypted</password>",
+        "<token>refresh</token>",
+        "<passwordPolicy>strict</passwordPolicy>",
+        '<add key="ApiKeyHeader" value="X-Api-Key" />',
+        '<add key="PasswordMinLength" value="12" />',
+        "<secret>my-app-tls</secret>",
+    ],
+)
+def test_xml_that_only_mentions_a_credential_stays_storable(text: str) -> None:
+    assert find_secrets(text) == []
+
+
 def test_url_credentials_keep_user_and_host() -> None:
     text = "postgres://app:Zq81xLpW0v@db.internal:5432/prod"
     assert redact(text) == "postgres://app:[REDACTED:url_credentials]@db.internal:5432/prod"
@@ -554,6 +605,8 @@ ADVERSARIAL = {
     "long flags": "--password --password-file " * 4_000,
     "azure tildes": "abc1Q~" * 15_000,
     "putty headers": "PuTTY-User-Key-File-2: x\n" * 4_000,
+    "xml elements": "<password>" * 10_000,
+    "xml settings": 'key="password" value="' * 5_000,
 }
 
 
