@@ -21,6 +21,7 @@ from orcad.secret_formats import (
     every_match,
     find_authorization,
     find_azure_client_secret,
+    find_azure_sas_signature,
     find_discord_bot,
     find_private_keys,
     find_putty_keys,
@@ -239,6 +240,7 @@ _RULES: tuple[tuple[str, Finder, Gate], ...] = (
         for name, literal, head, pattern in ANCHORED_RULES
     ),
     ("azure_ad_client_secret", find_azure_client_secret, _always),
+    ("azure_sas_signature", find_azure_sas_signature, _always),
     ("putty_private_key", find_putty_keys, _any_trigger(("PuTTY-User-Key-File-",))),
     ("url_credentials", find_url_credentials, _always),
     ("aws_secret_access_key", _find_aws_secret, _always),

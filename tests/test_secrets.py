@@ -361,6 +361,25 @@ def test_xml_that_only_mentions_a_credential_stays_storable(text: str) -> None:
     assert find_secrets(text) == []
 
 
+@pytest.mark.parametrize(
+    "signature",
+    [
+        "k2v9x7q1m3n8b4c6z0p5w2e7r9t1y3u5Qm8vT2pL9xR4%3D",
+        "Ab1%2Fx7q1m3n8b4c6z0p5w2e7r9t1y3u5Qm8vT2p%2BL9x%3D",  # an early %2F ends a long run
+        "k2v9x7q1m3n8b4c6z0p5w2e7r9t1y3u5Qm8vT2pL9xR4=",
+    ],
+)
+def test_azure_sas_signature_is_redacted(signature: str) -> None:
+    url = (
+        "https://acme.blob.core.windows.net/backups/db.bak?sp=r&st=2026-01-01T00:00:00Z"
+        f"&se=2026-02-01T00:00:00Z&spr=https&sv=2022-11-02&sr=b&sig={signature}"
+    )
+    redacted = redact(f'azcopy copy "{url}" ./db.bak')
+    assert signature not in redacted
+    assert '&sig=[REDACTED:azure_sas_signature]"' in redacted
+    assert "acme.blob.core.windows.net/backups/db.bak?sp=r" in redacted
+
+
 def test_url_credentials_keep_user_and_host() -> None:
     text = "postgres://app:Zq81xLpW0v@db.internal:5432/prod"
     assert redact(text) == "postgres://app:[REDACTED:url_credentials]@db.internal:5432/prod"

@@ -1009,11 +1009,38 @@ def build_password_lookalikes(c: Corpus) -> None:
         c.lookalike("aws_example", "AWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE in the docs")
 
 
+def build_sas_signatures(c: Corpus) -> None:
+    """Azure shared access signatures, and URLs with a sig= that is none (added last, so the
+    records before them stay as they were)."""
+    for _ in range(6):
+        raw = c.mixed(BASE64, 43) + "="
+        value = c.rng.choice([raw, raw.replace("+", "%2B").replace("/", "%2F").replace("=", "%3D")])
+        url = (
+            f"https://{c.chars(LOWER, 8)}.blob.core.windows.net/{c.chars(LOWER, 6)}/data.bin"
+            f"?sp=r&st=2026-01-01T00:00:00Z&se=2026-02-01T00:00:00Z&spr=https&sv=2022-11-02"
+            f"&sr=b&sig={value}"
+        )
+        text = c.rng.choice(['azcopy copy "{u}" ./data.bin', "SAS_URL={u}", "download from {u}"])
+        c.secret("azure_sas_signature", value, text.format(u=url))
+    for _ in range(4):
+        c.lookalike(
+            "sas_stand_in",
+            c.rng.choice(
+                [
+                    "https://acct.blob.core.windows.net/c/f?sv=2022-11-02&sig=<signature>",
+                    "append &sig=... to the blob URL",
+                    f"?sig={c.chars(HEX, 12)}&v=2",
+                ]
+            ),
+        )
+
+
 def build() -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     corpus = Corpus(SEED)
     build_secrets(corpus)
     build_lookalikes(corpus)
     build_password_lookalikes(corpus)
+    build_sas_signatures(corpus)
     return corpus.secrets, corpus.lookalikes
 
 
