@@ -8,6 +8,7 @@ linear in the input.
 
 from __future__ import annotations
 
+import base64
 import re
 from collections.abc import Callable, Iterator
 
@@ -135,6 +136,38 @@ def find_authorization(text: str, lowered: str) -> Iterator[Span]:
             value = text[start:end]
             if not WORD_LIKE.match(value) and character_classes(value) >= 2:
                 yield start, end
+
+
+# ---------------------------------------------------- registry auth (user:password)
+# ~/.docker/config.json's "auth" and .npmrc's _auth hold base64 of "user:password".
+# (starts with its literal, so the regex engine skips ahead; the name's start is checked after)
+_AUTH_VALUE = re.compile(
+    r"auth[\"']?[ \t]{0,8}[:=][ \t]{0,8}[\"']?([a-z0-9+/]{8,1024}+={0,2})(?![a-z0-9+/=])"
+)
+_NAME_CHARACTERS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-")
+
+
+def find_registry_auth(text: str, lowered: str) -> Iterator[Span]:
+    if "auth" not in lowered:
+        return
+    for match in _AUTH_VALUE.finditer(lowered):
+        name_start = match.start()
+        if name_start > 0 and lowered[name_start - 1] == "_":  # _auth
+            name_start -= 1
+        if name_start > 0 and lowered[name_start - 1] in _NAME_CHARACTERS:
+            continue  # oauth, basic_auth
+        start, end = match.span(1)
+        if _is_user_and_password(text[start:end]):
+            yield start, end
+
+
+def _is_user_and_password(value: str) -> bool:
+    try:
+        decoded = base64.b64decode(value + "=" * (-len(value) % 4), validate=True).decode()
+    except (ValueError, UnicodeDecodeError):  # binascii.Error is a ValueError
+        return False
+    user, colon, password = decoded.partition(":")
+    return bool(user and colon and password) and decoded.isprintable() and " " not in decoded
 
 
 # ------------------------------------------------------------- special formats

@@ -25,6 +25,7 @@ from orcad.secret_formats import (
     find_discord_bot,
     find_private_keys,
     find_putty_keys,
+    find_registry_auth,
     find_telegram,
     find_url_credentials,
     token_finder,
@@ -245,6 +246,7 @@ _RULES: tuple[tuple[str, Finder, Gate], ...] = (
     ("url_credentials", find_url_credentials, _always),
     ("aws_secret_access_key", _find_aws_secret, _always),
     ("authorization_header", find_authorization, _always),
+    ("registry_auth", find_registry_auth, _always),
     *(("credential_assignment", finder, _always) for finder in _ASSIGNMENT_FINDERS),
     # "the api key is 3f9a...": a generated value given in words, an assignment without `=`
     ("credential_assignment", find_stated_keys, _always),

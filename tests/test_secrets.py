@@ -380,6 +380,39 @@ def test_azure_sas_signature_is_redacted(signature: str) -> None:
     assert "acme.blob.core.windows.net/backups/db.bak?sp=r" in redacted
 
 
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        (  # ~/.docker/config.json; the value is base64 of "deploy:Hunter2024!"
+            '{"auths": {"registry.example.com": {"auth": "ZGVwbG95Okh1bnRlcjIwMjQh"}}}',
+            "ZGVwbG95Okh1bnRlcjIwMjQh",
+        ),
+        (  # .npmrc
+            "//npm.example.com/:_auth=ZGVwbG95Okh1bnRlcjIwMjQh\nalways-auth=true",
+            "ZGVwbG95Okh1bnRlcjIwMjQh",
+        ),
+        ("auth: ZGVwbG95Okh1bnRlcjIwMjQh", "ZGVwbG95Okh1bnRlcjIwMjQh"),
+    ],
+)
+def test_base64_user_and_password_under_an_auth_key_is_redacted(text: str, value: str) -> None:
+    redacted = redact(text)
+    assert value not in redacted
+    assert "[REDACTED:registry_auth]" in redacted
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '"auth": "required"',
+        "auth: oauth2",
+        '"auth": "Ym9ndXMgdmFsdWUgd2l0aG91dCBjb2xvbg=="',  # base64, but of no user:password
+        "_auth=${NPM_AUTH}",
+    ],
+)
+def test_auth_keys_without_credentials_stay_storable(text: str) -> None:
+    assert find_secrets(text) == []
+
+
 def test_url_credentials_keep_user_and_host() -> None:
     text = "postgres://app:Zq81xLpW0v@db.internal:5432/prod"
     assert redact(text) == "postgres://app:[REDACTED:url_credentials]@db.internal:5432/prod"

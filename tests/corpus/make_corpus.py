@@ -1035,12 +1035,37 @@ def build_sas_signatures(c: Corpus) -> None:
         )
 
 
+def build_registry_auths(c: Corpus) -> None:
+    """base64 of user:password under an auth key (Docker, npm), and values that are not one."""
+    for _ in range(6):
+        user = c.chars(LOWER, c.rng.randint(4, 10))
+        password = c.mixed(ALNUM + "!#%^*-_", c.rng.randint(10, 24))
+        value = base64.b64encode(f"{user}:{password}".encode()).decode()
+        shape = c.rng.choice(
+            [
+                '{{"auths": {{"registry.example.com": {{"auth": "{v}"}}}}}}',
+                "//npm.example.com/:_auth={v}\nalways-auth=true",
+                '"auth": "{v}",\n"email": "ci@example.com"',
+            ]
+        )
+        c.secret("registry_auth", value, shape.format(v=value))
+    for _ in range(4):
+        words = base64.b64encode(c.rng.choice(["no colon here", "just-a-label"]).encode())
+        c.lookalike(
+            "auth_stand_in",
+            c.rng.choice(['"auth": "required"', "_auth=${{NPM_AUTH}}", '"auth": "{w}"']).format(
+                w=words.decode()
+            ),
+        )
+
+
 def build() -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     corpus = Corpus(SEED)
     build_secrets(corpus)
     build_lookalikes(corpus)
     build_password_lookalikes(corpus)
     build_sas_signatures(corpus)
+    build_registry_auths(corpus)
     return corpus.secrets, corpus.lookalikes
 
 
