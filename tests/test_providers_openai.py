@@ -313,6 +313,12 @@ async def test_broken_event_followed_by_endless_keepalives_fails_at_once(
     assert "not JSON" in error.message
 
 
+async def test_event_that_never_ends_fails_before_it_fills_memory(server: FakeOpenAI) -> None:
+    server.script(endless_stream(piece=b"data: " + b"x" * 60_000 + b"\n"))
+    error = await failure(make_provider(server), within=10.0)
+    assert "event larger than" in error.message
+
+
 async def test_answer_done_before_the_server_falls_silent_is_returned(
     server: FakeOpenAI,
 ) -> None:

@@ -100,6 +100,14 @@ def test_endless_line_is_an_error() -> None:
         EventStreamDecoder().feed(b"data: " + b"x" * 70_000)
 
 
+def test_endless_event_of_short_lines_is_an_error() -> None:
+    decoder = EventStreamDecoder()
+    line = b"data: " + b"x" * 1000 + b"\n"  # no blank line ever completes the event
+    with pytest.raises(WireError, match="event larger than"):
+        for _ in range(100):
+            decoder.feed(line)
+
+
 def test_invalid_utf8_is_an_error() -> None:
     with pytest.raises(WireError, match="not UTF-8"):
         EventStreamDecoder().feed(b"data: \xff\xfe\n")

@@ -17,6 +17,7 @@ from orcad.secrets import redact, shorten_redacted
 
 ERROR_REASON_MAX_CHARS = 200  # the part of a server's error text recorded in the job
 EVENT_LINE_MAX_BYTES = 64 * 1024  # one SSE line; a delta is a few hundred bytes at most
+EVENT_MAX_BYTES = 64 * 1024  # the data lines of one event: no more than one line may hold
 CUT_OFF_FINISH_REASONS = frozenset({"length", "content_filter"})
 _MESSAGE_FIELD = re.compile(r'"message"\s*:\s*"((?:[^"\\]|\\.)*)')
 
@@ -116,6 +117,7 @@ class EventStreamDecoder:
     """Server-sent events: returns the data of each event a blank line completes."""
 
     _data: list[str] = field(default_factory=list)
+    _data_bytes: int = 0  # of the event being read: a server that never ends one is cut off
     _partial: bytearray = field(default_factory=bytearray)
 
     def feed(self, data: bytes) -> list[str]:
@@ -147,13 +149,16 @@ class EventStreamDecoder:
         if not line:
             if not self._data:
                 return []
-            payload, self._data = "\n".join(self._data), []
+            payload, self._data, self._data_bytes = "\n".join(self._data), [], 0
             return [payload]
         if line.startswith(":"):
             return []  # a comment: servers send these as keep-alives
         name, _, value = line.partition(":")
         if name == "data":
             self._data.append(value.removeprefix(" "))
+            self._data_bytes += len(value.encode("utf-8"))
+            if self._data_bytes > EVENT_MAX_BYTES:
+                raise WireError(f"the stream has an event larger than {EVENT_MAX_BYTES} bytes")
         return []
 
 
