@@ -97,6 +97,26 @@ def find_private_keys(text: str, lowered: str) -> Iterator[Span]:
         position = stop
 
 
+# A whole PEM block encoded once more in base64 (kubeconfig client-key-data, a Kubernetes
+# secret's tls.key, a CI variable): "-----BEGIN" encodes to LS0tLS1CRUdJTi, and the decoded
+# head says whether the block is a private key (a certificate is not a secret).
+ENCODED_PEM_TRIGGER = "LS0tLS1CRUdJTi"
+_ENCODED_PEM = re.compile(ENCODED_PEM_TRIGGER + r"[A-Za-z0-9+/]{16,}+={0,2}")
+_ENCODED_PEM_HEAD_CHARS = 80  # 60 bytes decoded: the longest BEGIN line fits
+
+
+def find_encoded_private_keys(text: str, lowered: str) -> Iterator[Span]:
+    for match in _ENCODED_PEM.finditer(text):
+        head = match.group()[:_ENCODED_PEM_HEAD_CHARS]
+        try:
+            decoded = base64.b64decode(head[: len(head) // 4 * 4])
+        except ValueError:  # binascii.Error: padding where it cannot be
+            continue
+        begin = decoded.split(b"\n", 1)[0]
+        if _KEY_BEGIN.match(begin.decode("ascii", "replace")) is not None:
+            yield match.span()
+
+
 # ----------------------------------------------------- credentials inside URLs
 _URL_USERINFO = re.compile(
     r"://([^\s/?#@:\[\]\"'<>]{0,256}):"

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from orcad.secret_formats import (
     DISCORD_BOT,
+    ENCODED_PEM_TRIGGER,
     Finder,
     Span,
     anchored_finder,
@@ -23,6 +24,7 @@ from orcad.secret_formats import (
     find_azure_client_secret,
     find_azure_sas_signature,
     find_discord_bot,
+    find_encoded_private_keys,
     find_private_keys,
     find_putty_keys,
     find_registry_auth,
@@ -230,6 +232,7 @@ _ASSIGNMENT_FINDERS = tuple(
 )
 _RULES: tuple[tuple[str, Finder, Gate], ...] = (
     ("private_key_block", find_private_keys, _always),
+    ("private_key_block", find_encoded_private_keys, _any_trigger((ENCODED_PEM_TRIGGER,))),
     *(
         (name, token_finder(name, triggers, pattern, bounded), _token_gate(triggers, pattern))
         for name, triggers, pattern, bounded in TOKEN_RULES

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import runpy
@@ -469,6 +470,35 @@ def test_private_key_block_is_redacted_whole() -> None:
     )
     text = f"before\n-----BEGIN RSA PRIVATE KEY-----\n{body}\n-----END RSA PRIVATE KEY-----\nafter"
     assert redact(text) == "before\n[REDACTED:private_key_block]\nafter"
+
+
+ENCODED_KEY = base64.b64encode(
+    b"-----BEGIN RSA PRIVATE KEY-----\n"
+    b"MIIEowIBAAKCAQEAy8Dbv8prpJ/0kKhlGeJYozo2t60EG8L0561g13R29LvMR5hy\n"
+    b"vGZlGJpmn65+A4xHXInJYiPuKzrKUnApeLZ+vw1HocOAZtWK0z3r26uA8kQYOKX9\n"
+    b"-----END RSA PRIVATE KEY-----\n"
+).decode()
+
+
+@pytest.mark.parametrize(
+    "template",
+    [  # a kubeconfig, a Kubernetes TLS secret, a CI variable
+        "users:\n- name: admin\n  user:\n    client-key-data: {}\n",
+        "data:\n  tls.crt: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0t\n  tls.key: {}\n",
+        "SSH_PRIVATE_KEY_B64={}",
+    ],
+)
+def test_base64_encoded_private_key_is_redacted_whole(template: str) -> None:
+    redacted = redact(template.format(ENCODED_KEY))
+    assert ENCODED_KEY[:20] not in redacted and ENCODED_KEY[-20:] not in redacted
+    assert "[REDACTED:private_key_block]" in redacted
+
+
+def test_base64_encoded_certificate_is_not_a_secret() -> None:
+    certificate = base64.b64encode(
+        b"-----BEGIN CERTIFICATE-----\nMIIDdzCCAl+gAwIBAgIEAgAAuTANBgkqhkiG9w0BAQUFADBa\n"
+    ).decode()
+    assert find_secrets(f"client-certificate-data: {certificate}") == []
 
 
 def test_overlapping_detections_are_merged_into_one_span() -> None:
