@@ -158,6 +158,33 @@ def find_authorization(text: str, lowered: str) -> Iterator[Span]:
                 yield start, end
 
 
+# ------------------------------------------------------------------ session cookies
+# A session cookie logs whoever holds it in: in a Cookie or Set-Cookie header, or curl's -b and
+# --cookie ("Copy as cURL" carries them all), a pair whose name names a session or a login and
+# whose value looks generated.
+_COOKIE_HEADER = re.compile(r"cookie[\"']?[ \t]*:")  # also Set-Cookie
+_CURL_COOKIE_FLAG = re.compile(r"-(?<![a-z0-9_\-]-)(?:b|-cookie)[ \t=]")  # -b is curl's
+_COOKIE_LINE_MAX = 8192
+_COOKIE_PAIR = re.compile(r"(?:^|[;\s\"'])([a-z0-9_.\-]{1,64})=([^;\s\"',]{1,4096})")
+_SESSION_NAME = re.compile(r"sess|sid|auth|token|jwt|login|remember|identity")
+
+
+def find_session_cookies(text: str, lowered: str) -> Iterator[Span]:
+    patterns = [_COOKIE_HEADER] if "cookie" in lowered else []
+    if "curl" in lowered:
+        patterns.append(_CURL_COOKIE_FLAG)
+    for start in (start for pattern in patterns for start in pattern.finditer(lowered)):
+        line_end = lowered.find("\n", start.end(), start.end() + _COOKIE_LINE_MAX)
+        line_end = start.end() + _COOKIE_LINE_MAX if line_end < 0 else line_end
+        for pair in _COOKIE_PAIR.finditer(lowered, start.end(), line_end):
+            if _SESSION_NAME.search(pair[1]) is None:
+                continue
+            value_start, value_end = pair.span(2)
+            value = text[value_start:value_end].replace("%3D", "=").replace("%3d", "=")
+            if looks_random(value.rstrip("=")):
+                yield value_start, value_end
+
+
 # ---------------------------------------------------- registry auth (user:password)
 # ~/.docker/config.json's "auth" and .npmrc's _auth hold base64 of "user:password".
 # (starts with its literal, so the regex engine skips ahead; the name's start is checked after)

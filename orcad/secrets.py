@@ -28,6 +28,7 @@ from orcad.secret_formats import (
     find_private_keys,
     find_putty_keys,
     find_registry_auth,
+    find_session_cookies,
     find_telegram,
     find_url_credentials,
     token_finder,
@@ -250,6 +251,7 @@ _RULES: tuple[tuple[str, Finder, Gate], ...] = (
     ("aws_secret_access_key", _find_aws_secret, _always),
     ("authorization_header", find_authorization, _always),
     ("registry_auth", find_registry_auth, _always),
+    ("session_cookie", find_session_cookies, _always),
     *(("credential_assignment", finder, _always) for finder in _ASSIGNMENT_FINDERS),
     # "the api key is 3f9a...": a generated value given in words, an assignment without `=`
     ("credential_assignment", find_stated_keys, _always),

@@ -463,6 +463,40 @@ def test_urls_without_a_password_stay_as_they_are(text: str) -> None:
     assert redact(text) == text
 
 
+SESSION = "k2v9x7q1m3n8b4c6z0p5w2e7r9t1y3u5"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [  # "Copy as cURL" from a browser, and the headers of a response
+        f"curl 'https://app.example.com/api' -H 'cookie: _ga=GA1.1.17; sessionid={SESSION}'",
+        f'curl -b "session={SESSION}" https://app.example.com/api',
+        f"curl --cookie 'connect.sid=s%3A{SESSION}.Qm8vT2pL9xR4' https://x",
+        f"Cookie: PHPSESSID={SESSION}; theme=dark",
+        f"Cookie: JSESSIONID={SESSION.upper()}",
+        f"Set-Cookie: user_session={SESSION}; path=/; secure; HttpOnly",
+        f"Cookie: laravel_session={SESSION}%3D",
+    ],
+)
+def test_session_cookies_are_redacted(text: str) -> None:
+    redacted = redact(text)
+    assert SESSION not in redacted and SESSION.upper() not in redacted
+    assert "[REDACTED:session_cookie]" in redacted
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Cookie: theme=dark; lang=en-GB; _ga=GA1.1.1234567890.1700000000",
+        "Set-Cookie: session=; Max-Age=0; path=/",
+        "the session cookie is HttpOnly; its name is sessionid",
+        "Cookie: sessionid=<your-session-id>",
+    ],
+)
+def test_cookies_without_a_session_value_stay_storable(text: str) -> None:
+    assert find_secrets(text) == []
+
+
 def test_private_key_block_is_redacted_whole() -> None:
     body = (
         "MIIEowIBAAKCAQEAy8Dbv8prpJ/0kKhlGeJYozo2t60EG8L0561g13R29LvMR5hy\n"

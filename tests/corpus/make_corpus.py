@@ -1059,6 +1059,33 @@ def build_registry_auths(c: Corpus) -> None:
         )
 
 
+def build_session_cookies(c: Corpus) -> None:
+    """Session cookies in headers and curl commands, and cookies that hold no session."""
+    names = ("sessionid", "session", "PHPSESSID", "JSESSIONID", "connect.sid", "user_session")
+    for index in range(6):
+        value = c.mixed(URLSAFE, c.rng.randint(24, 40))
+        shape = c.rng.choice(
+            [
+                "curl 'https://app.example.com/api' -H 'cookie: _ga=GA1.1.17; {n}={v}'",
+                "Cookie: {n}={v}; theme=dark",
+                "Set-Cookie: {n}={v}; Path=/; Secure; HttpOnly",
+                'curl -b "{n}={v}" https://app.example.com/api',
+            ]
+        )
+        c.secret("session_cookie", value, shape.format(n=names[index], v=value))
+    for _ in range(4):
+        c.lookalike(
+            "cookie_without_session",
+            c.rng.choice(
+                [
+                    "Cookie: theme=dark; lang=en-GB; _ga=GA1.1.1234567890.1700000000",
+                    "Set-Cookie: session=; Max-Age=0; Path=/",
+                    "Cookie: sessionid=<your-session-id>",
+                ]
+            ),
+        )
+
+
 def build() -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     corpus = Corpus(SEED)
     build_secrets(corpus)
@@ -1066,6 +1093,7 @@ def build() -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     build_password_lookalikes(corpus)
     build_sas_signatures(corpus)
     build_registry_auths(corpus)
+    build_session_cookies(corpus)
     return corpus.secrets, corpus.lookalikes
 
 
