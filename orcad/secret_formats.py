@@ -141,6 +141,11 @@ def find_url_credentials(text: str, lowered: str) -> Iterator[Span]:
 # --------------------------------------------------------- authorization headers
 _BEARER = re.compile(r"bearer[ \t]{1,8}([a-z0-9\-._~+/]{16,1024}=*)(?![a-z0-9\-._~+/=])")
 _BASIC = re.compile(r"authorization\"?[ \t]*[:=][ \t]*\"?basic[ \t]{1,8}([a-z0-9+/]{8,1024}={0,2})")
+# Any other scheme (Token, ApiKey, sso-key, ...): the credential after it, when it looks generated
+_OTHER_SCHEME = re.compile(
+    r"authorization\"?[ \t]*[:=][ \t]*\"?(?!bearer|basic)[a-z][a-z0-9\-]{1,24}[ \t]{1,8}"
+    r"([a-z0-9\-._~+/:]{16,1024}=*)(?![a-z0-9\-._~+/:=])"
+)
 
 
 def find_authorization(text: str, lowered: str) -> Iterator[Span]:
@@ -155,6 +160,11 @@ def find_authorization(text: str, lowered: str) -> Iterator[Span]:
             start, end = match.span(1)
             value = text[start:end]
             if not WORD_LIKE.match(value) and character_classes(value) >= 2:
+                yield start, end
+    if "authorization" in lowered:
+        for match in every_match(_OTHER_SCHEME, lowered):
+            start, end = match.span(1)
+            if looks_random(text[start:end].replace(":", "")):
                 yield start, end
 
 

@@ -497,6 +497,33 @@ def test_cookies_without_a_session_value_stay_storable(text: str) -> None:
     assert find_secrets(text) == []
 
 
+@pytest.mark.parametrize(
+    "header",
+    [  # Django REST framework, GitHub's older form, Gitea, GoDaddy, Zendesk-style
+        "Authorization: Token 9944b09199c62bcf9418ad846dd0e4bbdfc6ee4b",
+        "authorization: token Qm8vT2pL9xR4nK7sW1zY6bH3cJ5fD0gA",
+        "Authorization: sso-key Qm8vT2pL9xR4nK7sW:1zY6bH3cJ5fD0gA9eK2",
+        '-H "Authorization: ApiKey Qm8vT2pL9xR4nK7sW1zY6bH3cJ5fD0gA"',
+    ],
+)
+def test_authorization_header_with_any_scheme_loses_its_credential(header: str) -> None:
+    redacted = redact(header)
+    assert "[REDACTED:authorization_header]" in redacted
+    assert "Qm8vT2pL9xR4nK7sW" not in redacted and "9944b09199c62bcf" not in redacted
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Authorization: Token <your-token>",
+        "Authorization: Token ${API_TOKEN}",
+        "the Authorization: Token header is required",
+    ],
+)
+def test_authorization_header_without_a_credential_stays_storable(text: str) -> None:
+    assert find_secrets(text) == []
+
+
 def test_private_key_block_is_redacted_whole() -> None:
     body = (
         "MIIEowIBAAKCAQEAy8Dbv8prpJ/0kKhlGeJYozo2t60EG8L0561g13R29LvMR5hy\n"
