@@ -282,6 +282,31 @@ _TOOL_FLAGS = (
     ("-p", "mysql", re.compile(r"mysql[a-z]{0,6}[^\n|;&]{0,300}?[ \t]-p" + _VALUE)),
     ("-p", "sshpass", re.compile(r"sshpass[ \t]+-p[ \t]*" + _VALUE)),
     ("-a", "redis-cli", re.compile(r"redis-cli[^\n|;&]{0,300}?[ \t]-a[ \t]+" + _VALUE)),
+    # mongo, mongosh, mongodump, ... take -p PASSWORD (their port is --port)
+    (
+        "-p",
+        "mongo",
+        re.compile(r"mongo[a-z]{0,8}(?![a-z0-9_\-])[^\n|;&]{0,300}?[ \t]-p(?:=|[ \t]+)" + _VALUE),
+    ),
+    (
+        "pass",
+        "keytool",
+        re.compile(
+            r"keytool[^\n|;&]{0,300}?[ \t]-(?:src|dest)?(?:store|key)pass(?:=|[ \t]+)" + _VALUE
+        ),
+    ),
+    # zip -P PASSWORD; 7z -pPASSWORD (no space); openssl enc -k PASSWORD
+    ("-p", "zip", re.compile(r"(?<![a-z0-9_\-])zip[ \t][^\n|;&]{0,300}?[ \t]-p[ \t]+" + _VALUE)),
+    ("-p", "7z", re.compile(r"(?<![a-z0-9_\-])7za?[ \t][^\n|;&]{0,300}?[ \t]-p" + _VALUE)),
+    ("-k", "openssl", re.compile(r"openssl[^\n|;&]{0,300}?[ \t]-k[ \t]+" + _VALUE)),
+    (
+        "-u",
+        "smbclient",
+        re.compile(
+            r"smbclient[^\n|;&]{0,300}?[ \t]-u[ \t]+[\"']?[^\s%\"']{1,128}%"
+            r"([^\s\"']{1,256}+)"
+        ),
+    ),
     (
         "-u",
         "curl",
@@ -293,7 +318,10 @@ _TOOL_FLAGS = (
 )
 
 
-_SHORT_FLAG = re.compile(r"-(?<![a-z0-9]-)[pau]")  # every tool flag above: -p, -a, -u, --user
+# `docker run -p 27017:27017 mongo` on the line of a tool: a port mapping, not a password
+_PORT_MAPPING = re.compile(r"(?:[0-9.]+:)?[0-9]{1,5}:[0-9]{1,5}(?:/(?:tcp|udp))?\Z")
+# every tool flag above: -p, -a, -u, -k, --user, -storepass, -keypass, -srcstorepass, ...
+_SHORT_FLAG = re.compile(r"-(?<![a-z0-9]-)[pauksd]")
 
 
 def _given_password(value: str) -> bool:
@@ -333,7 +361,7 @@ def find_credential_flags(text: str, lowered: str) -> Iterator[Span]:
         for match in pattern.finditer(lowered):
             start, end, quoted = _value_span(match)
             value = text[start:end]
-            if _given_password(value):
+            if _given_password(value) and _PORT_MAPPING.match(value) is None:
                 yield start, end
 
 

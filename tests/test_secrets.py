@@ -524,6 +524,57 @@ def test_authorization_header_without_a_credential_stays_storable(text: str) -> 
     assert find_secrets(text) == []
 
 
+@pytest.mark.parametrize(
+    ("text", "redacted"),
+    [
+        (
+            "mongosh -u admin -p Hunter2024 --authenticationDatabase admin",
+            "mongosh -u admin -p [REDACTED:password_flag] --authenticationDatabase admin",
+        ),
+        (
+            "mongodump --host db -u admin -p 'Hunter 2024' --out /backup",
+            "mongodump --host db -u admin -p '[REDACTED:password_flag]' --out /backup",
+        ),
+        (
+            "keytool -importcert -keystore app.jks -storepass Hunter2024",
+            "keytool -importcert -keystore app.jks -storepass [REDACTED:password_flag]",
+        ),
+        (
+            "zip -r -P Hunter2024 backup.zip data/",
+            "zip -r -P [REDACTED:password_flag] backup.zip data/",
+        ),
+        ("7z a -pHunter2024 backup.7z data/", "7z a -p[REDACTED:password_flag] backup.7z data/"),
+        (
+            "smbclient //nas/share -U bob%Hunter2024",
+            "smbclient //nas/share -U bob%[REDACTED:password_flag]",
+        ),
+        (
+            "openssl enc -aes-256-cbc -k Hunter2024 -in db.sql -out db.enc",
+            "openssl enc -aes-256-cbc -k [REDACTED:password_flag] -in db.sql -out db.enc",
+        ),
+    ],
+)
+def test_more_command_line_passwords_are_redacted(text: str, redacted: str) -> None:
+    assert redact(text) == redacted
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "mongod --port 27017 -p",
+        "run mongo in docker: docker run -d -p 27017:27017 mongo:7",
+        "login to the box, then docker run -p 127.0.0.1:8080:80/tcp nginx",
+        "zip -r backup.zip data/ -x '*.tmp'",
+        "7z x -o/tmp/out backup.7z",
+        "keytool -list -keystore app.jks",
+        "smbclient -L //nas -U bob",
+        "openssl req -new -key server.key -out server.csr",
+    ],
+)
+def test_command_lines_without_a_password_stay_storable(text: str) -> None:
+    assert find_secrets(text) == []
+
+
 def test_private_key_block_is_redacted_whole() -> None:
     body = (
         "MIIEowIBAAKCAQEAy8Dbv8prpJ/0kKhlGeJYozo2t60EG8L0561g13R29LvMR5hy\n"
