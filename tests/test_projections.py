@@ -137,6 +137,14 @@ def test_markdown_keeps_each_fact_on_one_line_and_comments_closed() -> None:
     assert comment.count("-->") == 1 and comment.endswith("-->")
 
 
+def test_markdown_holds_no_terminal_control_sequence() -> None:
+    # a fact (model output) can carry escapes in JSON; `cat auto-memory.md` must not run them
+    fact = "Deploys \x1b]52;c;ZWNobyBoaQ==\x07 via \x1b[2Jmake\x9b1m release\x00."
+    markdown = render_markdown(with_facts(Ledger(), fact))
+    assert not [char for char in markdown if char not in "\n" and not char.isprintable()]
+    assert "- **project**: Deploys \\x1b]52;c;ZWNobyBoaQ==\\x07 via \\x1b[2Jmake" in markdown
+
+
 def test_publish_writes_both_files_privately(tmp_path: Path) -> None:
     ledger = with_facts(Ledger(), "Deploys go through make release.")
     assert commit(tmp_path, ledger) == []

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import sqlite3
 import stat
 from collections.abc import Callable, Mapping
@@ -129,13 +130,22 @@ def write_markdown(project_dir: Path, ledger: Ledger) -> None:
     replace_file_atomically(path, render_markdown(ledger).encode())
 
 
+# C0 and C1 controls and DEL, which a terminal showing the file (`cat`) would act on (an escape
+# sequence can retitle it, clear it or write the clipboard): written as \xNN instead
+_CONTROL_CHARACTERS = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
+def _visible(text: str) -> str:
+    return _CONTROL_CHARACTERS.sub(lambda match: f"\\x{ord(match.group()):02x}", text)
+
+
 def _markdown_text(fact: str) -> str:
     # one line per fact, and a fact cannot open a comment that would hide the entries after it
-    return " ".join(fact.split()).replace("<!--", "&lt;!--")
+    return _visible(" ".join(fact.split())).replace("<!--", "&lt;!--")
 
 
 def _comment_value(value: str) -> str:
-    return "_".join(value.split()).replace("--", "-\u2010") or "-"
+    return _visible("_".join(value.split())).replace("--", "-\u2010") or "-"
 
 
 def _provenance_comment(candidate: CandidateRecord) -> str:
