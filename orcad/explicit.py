@@ -10,6 +10,7 @@ file, keeping the newest whole lines (spec: the files are loaded with bounded si
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import filelock
@@ -50,7 +51,16 @@ def format_fact(text: str) -> str:
             field="text",
         )
     lines = [line.rstrip() for line in fact.replace("\r\n", "\n").replace("\r", "\n").split("\n")]
-    return "- " + "\n  ".join(line for line in lines if line) + "\n"
+    return "- " + "\n  ".join(_visible(line) for line in lines if line) + "\n"
+
+
+# C0 and C1 controls but tab, and DEL: the files are read with `cat`, and a terminal acts on an
+# escape sequence (retitles, clears, writes the clipboard); they are written as \xNN instead
+_CONTROL_CHARACTERS = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f]")
+
+
+def _visible(line: str) -> str:
+    return _CONTROL_CHARACTERS.sub(lambda match: f"\\x{ord(match.group()):02x}", line)
 
 
 def append_line(existing: bytes, line: str) -> bytes:

@@ -48,6 +48,12 @@ def test_format_fact_makes_one_list_item_per_fact() -> None:
     )
 
 
+def test_format_fact_writes_control_characters_visibly() -> None:
+    # user.md and memory.md are read with `cat`: an escape sequence must not reach the terminal
+    line = explicit.format_fact("deploys \x1b]0;pwned\x07 with \x1b[2Jmake\x00 release")
+    assert line == "- deploys \\x1b]0;pwned\\x07 with \\x1b[2Jmake\\x00 release\n"
+
+
 def test_format_fact_length_boundary() -> None:
     assert explicit.format_fact("x" * EXPLICIT_FACT_MAX_CHARS).startswith("- x")
     with pytest.raises(InvalidParams) as caught:
