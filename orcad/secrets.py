@@ -79,13 +79,17 @@ def _lowered(text: str) -> str:
 _ASSIGNMENT_KEYWORDS: tuple[tuple[str, str], ...] = (
     ("pass", "pass(?:word|wd|phrase)?"),  # one scan for the four
     ("pwd", "pwd"),
+    ("pw", "(?<![a-z0-9])pw"),  # DB_PW, pw: (a whole name part: not npw)
+    ("mnemonic", "mnemonic"),  # a wallet's recovery phrase
     ("secret", "secret"),
     ("token", "token"),
     ("key", "key"),
     ("credential", "credentials?"),
 )
 # Names that only ever hold a credential: any literal value is one, whatever its entropy.
-_PLAIN_KEYWORDS = frozenset({"pass", "pwd", "secret"})
+_PLAIN_KEYWORDS = frozenset({"pass", "pwd", "pw", "mnemonic", "secret"})
+# A recovery phrase is words separated by spaces: unquoted, it runs to the end of its line.
+_PHRASE_KEYWORDS = frozenset({"mnemonic"})
 _PASS_NAME = re.compile("pass(?:word|wd|phrase)?")
 # Alone (not client_secret), these often name a stored secret rather than hold one.
 _BARE_KEYWORDS = frozenset({"secret", "credential"})
@@ -139,6 +143,9 @@ def _assignment_finder(keyword: str, pattern: str) -> Finder:
                     start, end = default.span(group)
             if group == 3 and end < len(text) and text[end] in "([":
                 continue  # a call or subscript such as os.environ["X"]
+            if group == 3 and keyword in _PHRASE_KEYWORDS:
+                line_end = text.find("\n", end)
+                end = start + len(text[start : len(text) if line_end < 0 else line_end].rstrip())
             value = text[start:end]
             if looks_random(value):
                 yield start, end

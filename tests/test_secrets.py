@@ -414,6 +414,38 @@ def test_auth_keys_without_credentials_stay_storable(text: str) -> None:
     assert find_secrets(text) == []
 
 
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("DB_PW=Hunter2024", "Hunter2024"),
+        ("LDAP_BIND_PW='Tr0ub4dor&3'", "Tr0ub4dor&3"),
+        ("pw: Tr0ub4dor&3", "Tr0ub4dor&3"),
+        (  # a wallet's recovery phrase: whoever has it has the funds
+            'MNEMONIC="abandon ability able about above absent absorb abstract absurd abuse"',
+            "absent absorb abstract absurd abuse",
+        ),
+        (
+            "mnemonic: abandon ability able about above absent absorb abstract absurd abuse\n"
+            "network: mainnet",
+            "absent absorb abstract absurd abuse",
+        ),
+    ],
+)
+def test_pw_names_and_recovery_phrases_are_secrets(text: str, value: str) -> None:
+    redacted = redact(text)
+    assert value not in redacted
+    assert "[REDACTED:credential_assignment]" in redacted
+    assert "network: mainnet" in redact(text + "\nnetwork: mainnet")
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["pwd = os.getcwd()", "cd $PWD", "npw = 3", "mnemonic: str", "mnemonic = generate()"],
+)
+def test_pw_and_mnemonic_lookalikes_stay_storable(text: str) -> None:
+    assert find_secrets(text) == []
+
+
 def test_url_credentials_keep_user_and_host() -> None:
     text = "postgres://app:Zq81xLpW0v@db.internal:5432/prod"
     assert redact(text) == "postgres://app:[REDACTED:url_credentials]@db.internal:5432/prod"
