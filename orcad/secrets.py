@@ -180,6 +180,20 @@ def _find_aws_secret(text: str, lowered: str) -> Iterator[Span]:
             yield start, end
 
 
+# A URL query's key= or auth= (Firebase, many web APIs): a generated value there is a key;
+# `key` and `auth` alone are too common for the assignment rule.
+_QUERY_KEY = re.compile(r"[?&](?:key|auth)=([^&#\s\"'<>]{16,1024}+)")
+
+
+def _find_query_keys(text: str, lowered: str) -> Iterator[Span]:
+    if "key=" not in lowered and "auth=" not in lowered:
+        return
+    for match in _QUERY_KEY.finditer(lowered):
+        start, end = match.span(1)
+        if looks_random(text[start:end]):
+            yield start, end
+
+
 # ------------------------------------------------------------------ rule table
 # Every token format is one unbroken run of these characters, at least this long (the shortest,
 # a Slack token, is 15). Prose has few such runs, so the token rules' trigger literals are
@@ -256,6 +270,7 @@ _RULES: tuple[tuple[str, Finder, Gate], ...] = (
     ("putty_private_key", find_putty_keys, _any_trigger(("PuTTY-User-Key-File-",))),
     ("url_credentials", find_url_credentials, _always),
     ("aws_secret_access_key", _find_aws_secret, _always),
+    ("credential_assignment", _find_query_keys, _always),
     ("authorization_header", find_authorization, _always),
     ("registry_auth", find_registry_auth, _always),
     ("session_cookie", find_session_cookies, _always),
@@ -276,7 +291,7 @@ RULE_NAMES: tuple[str, ...] = tuple(dict.fromkeys(name for name, _, _ in _RULES)
 _ALWAYS_OPEN = tuple((name, finder) for name, finder, gate in _RULES if gate is _always)
 # Rules whose every match holds an assignment operator (`=` or `:`): eight full scans of the
 # text for their keywords are skipped, for the price of two one-character ones, without one.
-_NEED_AN_OPERATOR = frozenset((_find_aws_secret, *_ASSIGNMENT_FINDERS))
+_NEED_AN_OPERATOR = frozenset((_find_aws_secret, _find_query_keys, *_ASSIGNMENT_FINDERS))
 _ALWAYS_OPEN_WITHOUT_OPERATOR = tuple(
     (name, finder) for name, finder in _ALWAYS_OPEN if finder not in _NEED_AN_OPERATOR
 )

@@ -446,6 +446,35 @@ def test_pw_and_mnemonic_lookalikes_stay_storable(text: str) -> None:
     assert find_secrets(text) == []
 
 
+@pytest.mark.parametrize(
+    ("url", "redacted"),
+    [
+        (
+            "https://acme.firebaseio.com/users.json?auth=Qm8vT2pL9xR4nK7sW1zY6bH3cJ5fD0gA9eK2",
+            "https://acme.firebaseio.com/users.json?auth=[REDACTED:credential_assignment]",
+        ),
+        (
+            "https://api.example.com/v1/geocode?q=Paris&key=Qm8vT2pL9xR4nK7sW1zY6bH3cJ5fD0gA",
+            "https://api.example.com/v1/geocode?q=Paris&key=[REDACTED:credential_assignment]",
+        ),
+    ],
+)
+def test_generated_key_or_auth_in_a_url_query_is_redacted(url: str, redacted: str) -> None:
+    assert redact(url) == redacted
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://example.com/search?key=value&sort=asc",
+        "https://example.com/cache?key=user_profile_settings_v2",
+        "https://example.com/login?auth=sso",
+    ],
+)
+def test_plain_key_or_auth_in_a_url_query_stays(url: str) -> None:
+    assert find_secrets(url) == []
+
+
 def test_url_credentials_keep_user_and_host() -> None:
     text = "postgres://app:Zq81xLpW0v@db.internal:5432/prod"
     assert redact(text) == "postgres://app:[REDACTED:url_credentials]@db.internal:5432/prod"
