@@ -618,6 +618,43 @@ async def test_approval_rechecks_memory_changed_meanwhile(
     assert error.error.code == -32014
 
 
+async def test_an_update_of_the_kind_keeps_text_another_session_changed_meanwhile(
+    orca: InProcessDaemon, tmp_path: Path
+) -> None:
+    retyper = await orca.open(tmp_path / "ws", mode="yolo")
+    writer = await orca.open(tmp_path / "ws", mode="yolo")
+    record = (await save(orca, writer, "Deploys run from the main branch"))["record"]
+    store = orca.features.deliberate.store
+    write = store.update
+    interleaved: list[dict[str, Any]] = []
+
+    async def after_the_other_writer(*args: Any, **kwargs: Any) -> Any:
+        # the writer's update lands between the retyper's read of the record and its write
+        store.update = write  # type: ignore[method-assign]
+        interleaved.append(
+            await orca.call(
+                "memory.manage",
+                {
+                    **writer,
+                    "action": "update",
+                    "id": record["id"],
+                    "content": "Deploys run from the release branch",
+                },
+            )
+        )
+        return await write(*args, **kwargs)
+
+    store.update = after_the_other_writer  # type: ignore[method-assign]
+    retyped = await orca.call(
+        "memory.manage", {**retyper, "action": "update", "id": record["id"], "kind": "decision"}
+    )
+    assert interleaved[0]["outcome"] == "applied" and retyped["outcome"] == "applied"
+    both = {"content": "Deploys run from the release branch", "kind": "decision"}
+    [stored] = await search(orca, writer)
+    assert {name: stored[name] for name in both} == both
+    assert {name: retyped["record"][name] for name in both} == both  # what was written, said
+
+
 # --- sessions ---------------------------------------------------------------------------------
 
 

@@ -377,20 +377,20 @@ class DeliberateMemory:
         else:
             target = known_target or await self._target(session, change)
             assert target is not None
-            content = change.content if change.content is not None else target.content
-            kind = change.kind if change.kind is not None else target.kind
-            try:
-                updated = await self.store.update(target.id, content, kind, now)
+            try:  # only what the change names is written: another session may have changed
+                # the rest since the target was read
+                updated = await self.store.update(target.id, change.content, change.kind, now)
             except DuplicateRecord:
-                existing = await self.store.same_content(target.workspace_id, content)
+                assert change.content is not None
+                existing = await self.store.same_content(target.workspace_id, change.content)
                 if existing is None:
                     raise
                 return self._duplicate(existing)
-            if not updated:
+            if updated is None:
                 raise NotFound(f"memory record {target.id} was forgotten meanwhile")
-            record = msgspec.structs.replace(target, content=content, kind=kind, updated_at=now)
+            record = updated
             verb = "Updated"
-            if content != target.content:  # the old text goes as a forgotten record's does
+            if record.content != target.content:  # the old text goes as a forgotten record's does
                 self._purge_wanted.set()
                 if self.purge_copies is not None:
                     await self.purge_copies([target.content], [target.id])

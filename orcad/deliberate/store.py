@@ -333,17 +333,30 @@ def insert_record(connection: sqlite3.Connection, record: StoredRecord) -> Store
 
 
 def update_record(
-    connection: sqlite3.Connection, public_id: str, content: str, kind: RecordKind, now: float
-) -> bool:
+    connection: sqlite3.Connection,
+    public_id: str,
+    content: str | None,
+    kind: RecordKind | None,
+    now: float,
+) -> StoredRecord | None:
+    """Set the content and/or kind (None: left as stored, so that a change another session made
+    to it meanwhile is not undone); the record as updated, None if it is gone."""
+    columns = ["updated_at = :now"]
+    columns += ["content = :content"] if content is not None else []
+    columns += ["kind = :kind"] if kind is not None else []
+    statement = (
+        f"UPDATE memories SET {', '.join(columns)} WHERE public_id = :id RETURNING "  # noqa: S608 - constant column names
+        "public_id, kind, content, workspace_id, workspace_root, created_at, updated_at"
+    )
     try:
         with connection:
-            cursor = connection.execute(
-                "UPDATE memories SET content = ?, kind = ?, updated_at = ? WHERE public_id = ?",
-                (content, kind, now, public_id),
-            )
+            row = connection.execute(
+                statement,
+                {"id": public_id, "content": content, "kind": kind, "now": now},
+            ).fetchone()
     except sqlite3.IntegrityError as exc:
         raise DuplicateRecord(content) from exc
-    return cursor.rowcount == 1
+    return record_from_row(row) if row else None
 
 
 def delete_record(connection: sqlite3.Connection, public_id: str) -> bool:
@@ -555,7 +568,9 @@ class DeliberateStore:
     async def insert(self, record: StoredRecord) -> StoredRecord:
         return await self._run(lambda c: insert_record(c, record), writes=True)
 
-    async def update(self, public_id: str, content: str, kind: RecordKind, now: float) -> bool:
+    async def update(
+        self, public_id: str, content: str | None, kind: RecordKind | None, now: float
+    ) -> StoredRecord | None:
         return await self._run(
             lambda c: update_record(c, public_id, content, kind, now), writes=True
         )
