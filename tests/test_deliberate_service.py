@@ -6,6 +6,7 @@ Real SQLite files under tmp_path; the clock is injected so approval expiry needs
 from __future__ import annotations
 
 import itertools
+import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ import numpy as np
 import pytest
 import trio
 
+from orcad import sqlite_worker
 from orcad.capture import projections
 from orcad.capture.ledger import ledger_path
 from orcad.capture.projections import read_index_vectors
@@ -653,6 +655,36 @@ async def test_an_update_of_the_kind_keeps_text_another_session_changed_meanwhil
     [stored] = await search(orca, writer)
     assert {name: stored[name] for name in both} == both
     assert {name: retyped["record"][name] for name in both} == both  # what was written, said
+
+
+@pytest.mark.parametrize("action", ["forget", "update"])
+async def test_a_change_whose_snapshot_purge_must_wait_is_applied_and_purged_later(
+    tmp_path: Path, clock: SettableClock, monkeypatch: pytest.MonkeyPatch, action: str
+) -> None:
+    monkeypatch.setattr(sqlite_worker, "SQLITE_BUSY_TIMEOUT_MS", 50)  # a lock fails fast
+    orca = InProcessDaemon(tmp_path, clock)
+    try:
+        session = await orca.open(tmp_path / "ws", mode="yolo")
+        record = (await save(orca, session, "The staging cluster is quartz-lemur-17"))["record"]
+        turn = {**session, "turn_id": "t1", "prompt": "which staging cluster is it?"}
+        assert "quartz-lemur-17" in (await orca.call("recall", turn))["context"]
+        await orca.features.recall.snapshots.flush()
+        change = {"id": record["id"]}
+        if action == "update":
+            change["content"] = "The staging cluster is basalt-heron-9"
+        holder = sqlite3.connect(orca.paths.state_db, isolation_level=None)
+        holder.execute("BEGIN IMMEDIATE")  # another process holds the state database's lock
+        try:
+            result = await orca.call("memory.manage", {**session, "action": action, **change})
+        finally:
+            holder.execute("ROLLBACK")
+            holder.close()
+        assert result["outcome"] == "applied"  # it was: the answer says so, not -32603
+        await orca.features.deliberate.purge_now()  # what the purger does next
+        assert "quartz-lemur-17" not in (await orca.call("recall", turn))["context"]
+        assert b"quartz-lemur-17" not in orca.paths.state_db.read_bytes()
+    finally:
+        await orca.aclose()
 
 
 # --- sessions ---------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ visibility (-32014), secret and exact-duplicate refusals (every mode), then the 
 from __future__ import annotations
 
 import re
+import sqlite3
 from collections.abc import Awaitable, Callable
 
 import msgspec
@@ -144,6 +145,8 @@ class DeliberateMemory:
         # Removes other copies of forgotten text (recall snapshots holding the text, or the
         # record by id: it may be shown cut); set by install.
         self.purge_copies: Callable[[list[str], list[str]], Awaitable[object]] | None = None
+        self._copies_left: list[tuple[list[str], list[str]]] = []  # purges to try again
+        self._remains_left = False  # deleted text may remain in the database's pages or WAL
         self._purge_wanted = trio.Event()
 
     def _session_ended(self, session_id: str) -> None:
@@ -155,7 +158,8 @@ class DeliberateMemory:
         self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
     ) -> None:
         """Background task: after forgets, and updates that change a record's text, purge the
-        database of the old text's remains (FTS segments, free pages, WAL). Purging costs time
+        database of the old text's remains (FTS segments, free pages, WAL), and retry the
+        purges of other copies that could not be made at once. Purging costs time
         in proportion to the index, so it runs off the request path, once for the changes of
         the last DELIBERATE_PURGE_DELAY_S; startup purges what a crash left, and closing purges
         what is pending."""
@@ -169,11 +173,31 @@ class DeliberateMemory:
         if not self._purge_wanted.is_set():
             return
         self._purge_wanted = trio.Event()
+        left, self._copies_left = self._copies_left, []
+        for texts, ids in left:
+            await self._drop_copies(texts, ids)
+        if not self._remains_left:  # only copies were left: the index needs no merging again
+            return
+        self._remains_left = False
         try:
             await self.store.purge_deleted()
         except StorageError as exc:
             log.warning("memory.purge_failed", error=str(exc))
+            self._remains_left = True
             self._purge_wanted.set()  # tried again after the next delay
+
+    async def _drop_copies(self, texts: list[str], ids: list[str]) -> None:
+        """Drop the other copies of text that left memory. The change is made by then, so a
+        purge that fails (the state database locked by another process, or failing) does not
+        fail the request: it is tried again by the purger (see run_purger)."""
+        if self.purge_copies is None:
+            return
+        try:
+            await self.purge_copies(texts, ids)
+        except (StorageError, sqlite3.Error, OSError) as exc:
+            log.warning("memory.copies_purge_failed", error=str(exc))
+            self._copies_left.append((texts, ids))
+            self._purge_wanted.set()
 
     async def _session(self, params: SessionParams) -> Session:
         session = await self._sessions.require(params.session_id, params.epoch)
@@ -371,9 +395,9 @@ class DeliberateMemory:
             if forgotten is None:
                 raise NotFound(f"no memory record {record_id!r} is visible from this workspace")
             record, verb = forgotten, "Forgot"
+            self._remains_left = True
             self._purge_wanted.set()  # the database's remains, soon (see run_purger)
-            if self.purge_copies is not None:
-                await self.purge_copies([forgotten.content], [forgotten.id])
+            await self._drop_copies([forgotten.content], [forgotten.id])
         else:
             target = known_target or await self._target(session, change)
             assert target is not None
@@ -391,9 +415,9 @@ class DeliberateMemory:
             record = updated
             verb = "Updated"
             if record.content != target.content:  # the old text goes as a forgotten record's does
+                self._remains_left = True
                 self._purge_wanted.set()
-                if self.purge_copies is not None:
-                    await self.purge_copies([target.content], [target.id])
+                await self._drop_copies([target.content], [target.id])
         log.info(
             "memory.applied", action=change.action, record_id=record.id, scope=scope_name(record)
         )
