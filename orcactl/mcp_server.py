@@ -56,10 +56,13 @@ CHANGES = frozenset({"memory.manage", "memory.approve", "remember"})
 # it closes the connection instead of answering.
 KEPT_TEXT_MAX_CHARS = 64 * 1024
 
-DECISIONS = {
+DECISIONS = {  # a grant covers the scope of the change it is given on (orcad decides)
     "allow_once": "Apply this change once",
-    "allow_session": "Apply, and allow memory changes for the rest of this session",
-    "allow_workspace": "Apply, and allow memory changes in this workspace from now on",
+    "allow_session": "Apply, and apply this session's later changes to the same memory "
+    "(this workspace's, or global) without asking",
+    "allow_workspace": "Apply, and from now on apply later changes to the same memory without "
+    "asking, from any session: this workspace's memory, or for a global change global memory "
+    "from any workspace",
 }
 
 

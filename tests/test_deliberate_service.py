@@ -567,6 +567,16 @@ async def test_allow_session_grants_this_session_only(
     assert (await save(orca, other, "third change"))["outcome"] == "pending_approval"
 
 
+async def test_a_global_change_asks_saying_what_a_workspace_grant_on_it_covers(
+    orca: InProcessDaemon, tmp_path: Path
+) -> None:
+    session = await orca.open(tmp_path / "ws")
+    local = await save(orca, session, "we use pnpm")
+    shared = await save(orca, session, "I prefer rebase", is_global=True)
+    assert "global memory, from any workspace" in shared["summary"]
+    assert "any workspace" not in local["summary"]
+
+
 async def test_allow_workspace_persists_for_that_workspace_across_sessions_and_restarts(
     tmp_path: Path, clock: SettableClock
 ) -> None:

@@ -163,6 +163,35 @@ async def test_normal_mode_asks_the_user_through_elicitation(
         assert contents == expected[decision]
 
 
+async def test_the_prompt_for_a_global_change_says_what_a_workspace_grant_covers(
+    tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess
+) -> None:
+    asked: list[str] = []
+
+    async def grant_workspace(_context: Any, params: types.ElicitRequestParams) -> Any:
+        schema = getattr(params, "requested_schema", {})
+        asked.append(params.message + json.dumps(schema))
+        return types.ElicitResult(action="accept", content={"decision": "allow_workspace"})
+
+    here, elsewhere = _project(tmp_path), tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    async with mcp_session(orca_env, here, elicit=grant_workspace) as session:
+        saved = await session.call_tool(
+            "memory_manage",
+            {"action": "save", "content": "I prefer rebase", "kind": "fact", "is_global": True},
+        )
+        assert not saved.is_error, _text(saved)
+    # what the answer granted: global changes from another workspace apply without asking
+    with daemon.client() as client:
+        opened = client.call("session.open", {"cwd": str(elsewhere)})
+        ids = {"session_id": opened.session_id, "epoch": opened.epoch}
+        [record] = client.call("memory.search", {**ids}).records
+        forgot = client.call("memory.manage", {**ids, "action": "forget", "id": record.id})
+        assert forgot.outcome == "applied"
+    [prompt] = asked
+    assert "in this workspace" not in prompt and "any workspace" in prompt, prompt
+
+
 async def test_without_elicitation_the_change_waits_for_orcactl(
     tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess
 ) -> None:

@@ -51,6 +51,11 @@ log = structlog.get_logger("orcad.deliberate")
 
 SENSITIVE_CONTENT_DENIAL = "the content looks like a secret ({kinds}); nothing was stored"
 PREVIEW_CHARS = 60
+# A prompt offers "this workspace" for every change; on a global change that grant is wider.
+GLOBAL_GRANT_NOTE = (
+    " Allowing it for the workspace allows every later change to global memory, from any "
+    "workspace, without asking."
+)
 
 
 def scope_name(record: StoredRecord) -> str:
@@ -360,7 +365,8 @@ class DeliberateMemory:
             reason=f"waiting for the user (memory.approve {pending.approval_id}, valid "
             f"{APPROVAL_TTL_S:.0f} s)",
             record=to_wire(target) if target is not None else None,
-            summary=f"Approval needed to {describe(session, change, target)}.",
+            summary=f"Approval needed to {describe(session, change, target)}."
+            + (GLOBAL_GRANT_NOTE if changes_global(change, target) else ""),
         )
 
     async def _apply(
