@@ -264,6 +264,8 @@ class SessionStore:
         if session is None or session.closed:
             return None
         revived = self._idle(session.session_id, now)
+        if revived:  # it did expire: what lasts as long as a session (grants) ends, as it would
+            self._ended(session.session_id)  # have had anything noticed the expiry first
         self._open_epochs[session.session_id] = session.epoch
         self._last_used[session.session_id] = now
         log.info(

@@ -102,6 +102,28 @@ async def test_grant_scope_matrix(
         assert denied["outcome"] == "denied"
 
 
+@pytest.mark.parametrize("noticed", [True, False])
+async def test_a_session_grant_ends_when_its_session_expires_even_if_it_is_joined_again(
+    tmp_path: Path, noticed: bool
+) -> None:
+    clock = SettableClock()
+    orca = InProcessDaemon(tmp_path, clock)
+    try:
+        workspace = tmp_path / "ws"
+        session = await orca.open(workspace, session_id="claude-code:s1")
+        await grant(orca, session, "allow_session", is_global=False)
+        clock.advance(orca.daemon.sessions.idle_expiry_s + 1)
+        if noticed:  # whether anything looked at the sessions meanwhile changes nothing
+            await orca.call("daemon.status", {})
+        joined = await orca.open(workspace, session_id="claude-code:s1", join=True)
+        assert joined == session  # revived at the same epoch
+        again = await save(orca, joined, "after the expiry", is_global=False)
+        assert again["outcome"] == "pending_approval"
+        assert (await orca.call("grants.list", {}))["grants"] == []
+    finally:
+        await orca.aclose()
+
+
 async def test_a_workspace_grant_covers_only_its_own_workspace(
     orca: InProcessDaemon, tmp_path: Path
 ) -> None:
