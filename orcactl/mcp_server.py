@@ -22,6 +22,7 @@ import anyio
 import msgspec
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.shared.exceptions import MCPError
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
 
@@ -244,12 +245,18 @@ def build_server(session: DaemonSession) -> MCPServer:
                 params[name] = value
         result = await session.call("memory.manage", params)
         if result.outcome == "pending_approval" and result.approval_id is not None:
+            waiting = (
+                f"Pending approval: {result.summary} Nothing has changed yet. The user can "
+                f"approve it with: {approve_command(session, result.approval_id)}"
+            )
             if not _supports_elicitation(ctx):
-                return (
-                    f"Pending approval: {result.summary} Nothing has changed yet. The user can "
-                    f"approve it with: {approve_command(session, result.approval_id)}"
+                return waiting
+            try:
+                answer = await ctx.elicit(
+                    f"{result.summary} Allow this memory change?", ApprovalChoice
                 )
-            answer = await ctx.elicit(f"{result.summary} Allow this memory change?", ApprovalChoice)
+            except (MCPError, ValueError):  # the client failed to ask, or answered off-schema
+                return waiting
             decision = answer.data.decision if answer.action == "accept" else "deny"
             result = await session.call(
                 "memory.approve", {"approval_id": result.approval_id, "decision": decision}

@@ -192,6 +192,31 @@ async def test_the_prompt_for_a_global_change_says_what_a_workspace_grant_covers
     assert "in this workspace" not in prompt and "any workspace" in prompt, prompt
 
 
+@pytest.mark.parametrize(
+    "reply",
+    [
+        types.ElicitResult(action="accept", content={"decision": "allow_everything"}),
+        types.ErrorData(code=-32603, message="the client could not show the question"),
+    ],
+)
+async def test_an_approval_question_that_fails_leaves_the_change_pending_for_orcactl(
+    tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess, reply: Any
+) -> None:
+    async def elicit(_context: Any, _params: types.ElicitRequestParams) -> Any:
+        return reply
+
+    project = _project(tmp_path)
+    async with mcp_session(orca_env, project, elicit=elicit) as session:
+        result = await session.call_tool(
+            "memory_manage",
+            {"action": "save", "content": "We use pnpm", "kind": "fact", "is_global": False},
+        )
+    text = _text(result)
+    assert not result.is_error and "Pending approval" in text and "orcactl memory approve" in text
+    assert _records(daemon, project) == []
+    assert "Traceback" not in (orca_env.root / "mcp-stderr.log").read_text()
+
+
 async def test_without_elicitation_the_change_waits_for_orcactl(
     tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess
 ) -> None:
