@@ -129,7 +129,15 @@ def test_socket_that_nobody_answers(orca_env: OrcaEnv) -> None:
     assert "nothing answers" in only_problem(findings, "socket")["detail"]
 
 
-def test_socket_answering_outside_the_protocol(orca_env: OrcaEnv) -> None:
+@pytest.mark.parametrize(
+    "answer",
+    [
+        b"hello, this is not orcad\n",
+        # another JSON-RPC server: an error object where orcad's ping result would be
+        b'{"jsonrpc": "2.0", "id": 1, "error": {"code": -32601, "message": "no such method"}}\n',
+    ],
+)
+def test_socket_answering_outside_the_protocol(orca_env: OrcaEnv, answer: bytes) -> None:
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(str(orca_env.socket))
     orca_env.socket.chmod(0o600)
@@ -139,7 +147,7 @@ def test_socket_answering_outside_the_protocol(orca_env: OrcaEnv) -> None:
         connection, _ = listener.accept()
         with connection:
             connection.recv(65536)
-            connection.sendall(b"hello, this is not orcad\n")
+            connection.sendall(answer)
 
     server = threading.Thread(target=answer_junk, daemon=True)
     server.start()

@@ -204,7 +204,8 @@ def check_runtime_and_socket(
             )
         )
         return found, None
-    except (ProtocolViolation, msgspec.MsgspecError) as exc:
+    except (ProtocolViolation, msgspec.MsgspecError, RemoteError) as exc:
+        # orcad answers daemon.ping with its pid, never an error: an error is another server
         client.close()
         found.append(
             Finding(
