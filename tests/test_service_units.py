@@ -8,12 +8,15 @@ changes nothing.
 from __future__ import annotations
 
 import configparser
+import contextlib
 import json
 import os
 import plistlib
 import shutil
+import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -88,7 +91,11 @@ def systemd_analyze_verify(
     env = dict(os.environ, HOME=str(home), XDG_RUNTIME_DIR=str(runtime))
     return subprocess.run(
         ["systemd-analyze", "--user", "verify", *map(str, units)],
-        env=env, capture_output=True, text=True, timeout=120, check=False,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
 
 
@@ -136,7 +143,8 @@ def test_systemd_analyze_verifies_the_checked_in_units(tmp_path: Path) -> None:
     (home / ".local" / "bin" / "orcad").symlink_to(sys.executable)  # %h/.local/bin/orcad exists
     result = systemd_analyze_verify(
         [REPO_ROOT / "systemd" / "orcad.socket", REPO_ROOT / "systemd" / "orcad.service"],
-        home, tmp_path / "runtime",
+        home,
+        tmp_path / "runtime",
     )
     assert (result.returncode, result.stdout + result.stderr) == (0, "")
 
@@ -185,7 +193,11 @@ class ServiceCli:
     def run(self, *args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             [sys.executable, "-m", "orcactl", "service", *args],
-            env=self.env, capture_output=True, text=True, timeout=60, check=False,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
         )
 
     def systemctl_calls(self) -> list[list[str]]:
@@ -362,3 +374,41 @@ def test_uninstall_removes_a_dangling_unit_symlink(orca_env: OrcaEnv, tmp_path: 
     assert result.returncode == 0, result.stderr
     assert not (cli.unit_dir / "orcad.service").is_symlink()
     assert f"removed {cli.unit_dir / 'orcad.service'}" in result.stdout.splitlines()
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        b"hello, this is not orcad\n",
+        b'{"jsonrpc": "2.0", "id": 1, "error": {"code": -32601, "message": "no such method"}}\n',
+    ],
+)
+def test_status_with_something_else_on_the_socket_reports_no_daemon(
+    orca_env: OrcaEnv, answer: bytes
+) -> None:
+    systemd_socket = orca_env.root / "xdg-runtime" / "orca" / "orcad.sock"
+    systemd_socket.parent.mkdir(mode=0o700)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(systemd_socket))
+    listener.listen()
+
+    def answer_each() -> None:
+        with contextlib.suppress(OSError):  # closed when the test is done
+            while True:
+                connection, _ = listener.accept()
+                with connection:
+                    connection.recv(65536)
+                    connection.sendall(answer)
+
+    threading.Thread(target=answer_each, daemon=True).start()
+    cli = ServiceCli(orca_env, fake_systemctl=True)
+    try:
+        status = cli.run("status", "--json")
+        install = cli.run("install")
+    finally:
+        listener.close()
+    assert "Traceback" not in status.stderr + install.stderr
+    report = json.loads(status.stdout)
+    assert (status.returncode, report["daemon_pid"]) == (1, None)
+    assert install.returncode == 0, install.stderr
+    assert "ran: systemctl --user start orcad.socket orcad.service" in install.stdout

@@ -17,11 +17,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from orcactl import service_files
 from orcactl.arguments import executable_file
 from orcactl.connect import EXIT_ERROR, EXIT_OK, print_json
 from orcad.paths import resolve_paths, runtime_dir_for
-from protocol.client import Client, DaemonUnavailable
+from protocol.client import Client, DaemonUnavailable, ProtocolViolation
+from protocol.errors import RemoteError
 
 COMMAND_TIMEOUT_S = 60.0
 UNITS = (service_files.SOCKET_UNIT, service_files.SERVICE_UNIT)
@@ -253,10 +256,12 @@ def unit_states(query: str) -> dict[str, str]:
 
 
 def daemon_pid(socket_path: Path) -> int | None:
+    """The pid of the orcad answering on the socket; None when nothing does, or something that
+    is not orcad (it answers outside the protocol, or with an error where orcad gives its pid)."""
     try:
         with Client(str(socket_path), timeout=5) as client:
             return int(client.call("daemon.ping").pid)
-    except (DaemonUnavailable, OSError):
+    except (DaemonUnavailable, OSError, ProtocolViolation, msgspec.MsgspecError, RemoteError):
         return None
 
 
