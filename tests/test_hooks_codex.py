@@ -258,14 +258,20 @@ def test_an_agent_id_too_long_for_orcad_is_named_by_its_digest() -> None:
     assert agent_id("codex", ":", "\ud800" * 300).startswith("codex:")  # a lone surrogate
 
 
-@pytest.mark.parametrize("closed", ["<&-", ">&-", "2>&-", "<&- >&- 2>&-"])
+# `hook codex Stop` as `integrate` writes it (straight to the hook runner), and with a global
+# option before `hook` (through orcactl's full command line)
+HOOK_COMMANDS = [["hook", "codex", "Stop", "--no-start"], ["--no-start", "hook", "codex", "Stop"]]
+
+
+@pytest.mark.parametrize("words", HOOK_COMMANDS, ids=["direct", "full"])
+@pytest.mark.parametrize("closed", ["<&-", ">&-", "2>&-", "<&- >&- 2>&-", "2>/dev/full"])
 def test_a_hook_started_with_a_closed_stream_ends_without_a_traceback(
-    tmp_path: Path, orca_env: OrcaEnv, closed: str
+    tmp_path: Path, orca_env: OrcaEnv, closed: str, words: list[str]
 ) -> None:
     payload = json.dumps({"session_id": "s", "turn_id": "t", "cwd": str(tmp_path)})
-    command = " ".join(shlex.quote(part) for part in [ORCACTL, "--no-start", "hook", "codex"])
+    command = shlex.join([ORCACTL, *words])
     result = subprocess.run(
-        ["bash", "-c", f"{command} Stop {closed}"],
+        ["bash", "-c", f"{command} {closed}"],
         input=payload,
         env=orca_env.env,
         capture_output=True,
@@ -274,3 +280,9 @@ def test_a_hook_started_with_a_closed_stream_ends_without_a_traceback(
     )
     assert "Traceback" not in result.stdout + result.stderr
     assert result.returncode in (0, 1)  # a failure to flush a closed stream exits 120
+    redirections = closed.split()
+    if ">&-" not in redirections:
+        # what Codex reads is its answer alone: the line orcad's absence gets goes nowhere else
+        assert json.loads(result.stdout) == {}
+        if "<&-" not in redirections:
+            assert result.returncode == 0

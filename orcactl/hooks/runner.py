@@ -8,6 +8,7 @@ exits 1, which both agents treat as a non-blocking error; it never exits 2 (thei
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -76,9 +77,22 @@ def _parse_args(argv: list[str]) -> tuple[str, str, str | None, bool]:
     return positional[0], positional[1], explicit_socket, start
 
 
+def _say(line: str) -> None:
+    """One line for the agent's log on stderr. Never on stdout, which holds only the answer
+    (print(file=None), what a closed stderr gives, would write there), and a stderr that fails
+    does not stop the answer."""
+    if sys.stderr is None:
+        return
+    try:
+        sys.stderr.write(f"orcactl hook: {line}\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+
+
 def _print_answer(answer: dict[str, Any] | None) -> None:
     signal.setitimer(signal.ITIMER_REAL, 0)  # answering now: the watchdog must not answer too
-    if answer is None:
+    if answer is None or sys.stdout is None:  # None: started with stdout closed
         return
     # ASCII escapes: valid JSON whatever the locale's encoding and whatever the daemon sent
     try:
@@ -94,10 +108,11 @@ def _arm_watchdog(agent: str, event: str, answer: dict[str, Any] | None, budget:
 
     def expire(_signum: int, _frame: object) -> None:
         message = f"gave up after its {budget:g} s budget"
-        print(f"orcactl hook: orca memory skipped: {message}", file=sys.stderr)
+        _say(f"orca memory skipped: {message}")
         record_failure(agent, event, "timeout", message)
         if answer is not None:
-            os.write(1, (json.dumps(answer) + "\n").encode())
+            with contextlib.suppress(OSError):  # stdout closed: nobody reads an answer
+                os.write(1, (json.dumps(answer) + "\n").encode())
         os._exit(EXIT_OK)
 
     signal.signal(signal.SIGALRM, expire)
@@ -141,13 +156,13 @@ def run(argv: list[str]) -> int:
     try:
         agent, event, explicit_socket, start = _parse_args(argv)
     except HookInputError as exc:
-        print(f"orcactl hook: {exc}", file=sys.stderr)
+        _say(str(exc))
         return EXIT_BAD_INPUT
     module = _agent_module(agent)
     handler = module.EVENTS.get(event)
     if handler is None:
         known = ", ".join(module.EVENTS)
-        print(f"orcactl hook: {agent} has no event {event!r} (known: {known})", file=sys.stderr)
+        _say(f"{agent} has no event {event!r} (known: {known})")
         return EXIT_BAD_INPUT
     if os.environ.get(RECURSION_GUARD):
         _print_answer(module.empty_answer(event))  # an extraction run: never captured
@@ -158,7 +173,7 @@ def run(argv: list[str]) -> int:
     try:
         payload = _read_input(started + budget * INPUT_SHARE)
     except (HookInputError, OSError) as exc:
-        print(f"orcactl hook: {exc}", file=sys.stderr)
+        _say(str(exc))
         record_failure(agent, event, "bad_input", str(exc))
         _print_answer(module.empty_answer(event))
         return EXIT_BAD_INPUT
@@ -168,7 +183,7 @@ def run(argv: list[str]) -> int:
         context = HookContext(agent, event, socket_path(explicit_socket), deadline, start)
         answer = handler(payload, context)
     except HookInputError as exc:
-        print(f"orcactl hook: {exc}", file=sys.stderr)
+        _say(str(exc))
         record_failure(agent, event, "bad_input", str(exc))
         _print_answer(module.empty_answer(event))
         return EXIT_BAD_INPUT
@@ -176,12 +191,12 @@ def run(argv: list[str]) -> int:
         kind = exc.kind if isinstance(exc, DaemonError) else "unreachable"
         if isinstance(exc, (OSError, ValueError)) and not isinstance(exc, Unreachable):
             kind = "connection"
-        print(f"orcactl hook: orca memory skipped: {exc}", file=sys.stderr)
+        _say(f"orca memory skipped: {exc}")
         record_failure(agent, event, kind, str(exc))
         answer = module.empty_answer(event)
     except Exception as exc:  # a hook never breaks the agent, nor shows a traceback
         # the type only: an unexpected error's text might quote the turn
-        print(f"orcactl hook: orca memory skipped: {type(exc).__name__}", file=sys.stderr)
+        _say(f"orca memory skipped: {type(exc).__name__}")
         record_failure(agent, event, "internal", type(exc).__name__)
         answer = module.empty_answer(event)
     _print_answer(answer)
