@@ -187,6 +187,27 @@ def test_off_a_terminal_a_change_waits_and_the_printed_command_approves_it(
     assert [r["content"] for r in records(daemon.orca, ws)] == [text]
 
 
+def test_with_stdin_closed_a_change_waits_as_off_a_terminal(
+    daemon: DaemonProcess, tmp_path: Path
+) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    save = ["memory", "save", "tabs, not spaces", "--kind", "preference", "--workspace"]
+    command = shlex.join([sys.executable, "-m", "orcactl", *save, "--cwd", str(ws)])
+    asked = subprocess.run(
+        ["bash", "-c", f"{command} <&-"],  # started as a job that has no stdin at all
+        env=daemon.orca.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert "Traceback" not in asked.stderr
+    assert asked.returncode == 4, asked.stderr
+    assert "needs approval and there is no terminal to ask on" in asked.stderr
+    assert records(daemon.orca, ws) == []
+
+
 def test_approve_option_grants_the_workspace(daemon: DaemonProcess, tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()
