@@ -165,6 +165,16 @@ def test_project_level_files(orca_env: OrcaEnv, tmp_path: Path) -> None:
     assert not (_home(orca_env) / ".claude").exists()  # nothing user-level
 
 
+def test_a_project_directory_that_does_not_exist_is_bad_usage(
+    orca_env: OrcaEnv, tmp_path: Path
+) -> None:
+    typo = tmp_path / "repo-typo"
+    result = _integrate(orca_env, "codex", "--project", "--cwd", str(typo))
+    assert result.returncode == 2
+    assert f"--cwd: {typo} does not exist" in result.stderr
+    assert not typo.exists()  # no project directory made up around its files
+
+
 def test_the_extractor_option_sets_the_command_provider(orca_env: OrcaEnv) -> None:
     orca_env.write_config("# orca\nauto_memory = true\n")
     assert _integrate(orca_env, "claude-code").returncode == 0

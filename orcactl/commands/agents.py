@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import argparse
 
+from orcactl.arguments import existing_directory
+
 AGENTS = ("claude-code", "codex")
 
 
@@ -62,7 +64,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     integrate.add_argument(
         "--project", action="store_true", help="the project's configuration files (at --cwd)"
     )
-    integrate.add_argument("--cwd", metavar="DIR", help="project directory (default: current)")
+    integrate.add_argument(
+        "--cwd",
+        metavar="DIR",
+        type=existing_directory,
+        help="project directory (default: current)",
+    )
     integrate.add_argument("--dry-run", action="store_true", help="print the diffs, change nothing")
     integrate.add_argument("--remove", action="store_true", help="take orca out again")
     integrate.add_argument(
