@@ -60,7 +60,8 @@ def existing_directory(text: str) -> str:
 
 
 def executable_file(value: str) -> str:
-    """argparse type for --orcad: an existing regular file this user may execute."""
+    """argparse type for --orcad and --orcactl: an existing regular file this user may execute,
+    as an absolute path (what a service or an agent runs from another directory)."""
     path = os.path.abspath(os.path.expanduser(value))
     if not os.path.exists(path):
         raise argparse.ArgumentTypeError(f"{path} does not exist")

@@ -175,6 +175,33 @@ def test_a_project_directory_that_does_not_exist_is_bad_usage(
     assert not typo.exists()  # no project directory made up around its files
 
 
+def test_the_orcactl_option_is_written_as_an_absolute_path_to_an_executable(
+    orca_env: OrcaEnv, tmp_path: Path
+) -> None:
+    wrapper = tmp_path / "bin" / "orcactl"
+    wrapper.parent.mkdir()
+    wrapper.write_text(f'#!/bin/sh\nexec {ORCACTL} "$@"\n')
+    wrapper.chmod(0o755)
+    settings = _home(orca_env) / ".claude" / "settings.json"
+    relative = subprocess.run(
+        [ORCACTL, "integrate", "claude-code", "--orcactl", "bin/orcactl"],
+        capture_output=True,
+        text=True,
+        env=orca_env.env,
+        cwd=tmp_path,
+        timeout=60,
+    )
+    assert relative.returncode == 0, relative.stderr
+    # the agent runs hooks from wherever it is: a relative path would not be found there
+    hooks = json.loads(settings.read_text())
+    assert _commands(hooks, "Stop") == [f"{wrapper} hook claude-code Stop"]
+    before = settings.read_text()
+    missing = _integrate(orca_env, "claude-code", "--orcactl", str(tmp_path / "nowhere"))
+    assert missing.returncode == 2
+    assert f"--orcactl: {tmp_path / 'nowhere'} does not exist" in missing.stderr
+    assert settings.read_text() == before
+
+
 def test_the_extractor_option_sets_the_command_provider(orca_env: OrcaEnv) -> None:
     orca_env.write_config("# orca\nauto_memory = true\n")
     assert _integrate(orca_env, "claude-code").returncode == 0

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from orcactl.arguments import existing_directory
+from orcactl.arguments import executable_file, existing_directory
 
 AGENTS = ("claude-code", "codex")
 
@@ -78,7 +78,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="also make the agent's own CLI (claude -p, codex exec) orca's extraction provider",
     )
     integrate.add_argument(
-        "--orcactl", metavar="PATH", help="the orcactl the agent runs (default: this one)"
+        "--orcactl",
+        metavar="PATH",
+        type=executable_file,
+        help="the orcactl the agent runs (default: this one)",
     )
     integrate.add_argument("--json", action="store_true", help="print what changed as JSON")
     integrate.set_defaults(run=run_integrate)
