@@ -83,7 +83,17 @@ def hook_command(orcactl: str, agent: str, event: str) -> str:
 
 
 def _is_ours(command: object, agent: str) -> bool:
-    return isinstance(command, str) and f" hook {agent} " in f"{command} " and "orcactl" in command
+    """A command that runs `<orcactl> hook <agent> ...`, whatever the program is called (a
+    wrapper given with --orcactl), or that names orcactl (`python -m orcactl hook ...`)."""
+    if not isinstance(command, str):
+        return False
+    try:
+        words = shlex.split(command)
+    except ValueError:  # unbalanced quotes: not a command integrate wrote
+        words = []
+    if words[1:3] == ["hook", agent]:
+        return True
+    return f" hook {agent} " in f"{command} " and "orcactl" in command
 
 
 def _load_json(text: str, path: Path) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import trio
 
+from orcactl.integrate import agent_status
 from orcad.providers.command import CommandProvider
 from tests.harness import OrcaEnv
 from tests.hook_helpers import ORCACTL
@@ -200,6 +201,25 @@ def test_the_orcactl_option_is_written_as_an_absolute_path_to_an_executable(
     assert missing.returncode == 2
     assert f"--orcactl: {tmp_path / 'nowhere'} does not exist" in missing.stderr
     assert settings.read_text() == before
+
+
+def test_hooks_run_through_a_wrapper_are_still_orcas(orca_env: OrcaEnv, tmp_path: Path) -> None:
+    wrapper = tmp_path / "orca-for-agents"  # a script that runs orcactl, named otherwise
+    wrapper.write_text(f'#!/bin/sh\nexec {ORCACTL} "$@"\n')
+    wrapper.chmod(0o755)
+    settings_path = _home(orca_env) / ".claude" / "settings.json"
+    settings_path.parent.mkdir(parents=True)
+    settings_path.write_text(json.dumps(CLAUDE_SETTINGS))
+    for _ in range(2):
+        run = _integrate(orca_env, "claude-code", "--orcactl", str(wrapper))
+        assert run.returncode == 0, run.stderr
+    settings = json.loads(settings_path.read_text())
+    for event in ("SessionStart", "UserPromptSubmit", "Stop", "SessionEnd"):
+        ours = [c for c in _commands(settings, event) if c.startswith(str(wrapper))]
+        assert ours == [f"{wrapper} hook claude-code {event}"]  # once, not once per run
+    assert agent_status("claude-code", {**orca_env.env, "PATH": "/usr/bin:/bin"})[1]
+    assert _integrate(orca_env, "claude-code", "--remove").returncode == 0
+    assert json.loads(settings_path.read_text()) == CLAUDE_SETTINGS
 
 
 def test_the_extractor_option_sets_the_command_provider(orca_env: OrcaEnv) -> None:
