@@ -28,6 +28,7 @@ MCP_NAME = "orca"
 # Seconds each hook may run (the agents' `timeout`); the hook keeps within them itself.
 CLAUDE_HOOKS = {"SessionStart": 10, "UserPromptSubmit": 10, "Stop": 30, "SessionEnd": 10}
 CODEX_HOOKS = {"SessionStart": 10, "UserPromptSubmit": 10, "Stop": 30}
+CODEX_HOOKS_FLAG = "features.codex_hooks = true"
 # The agents' own non-interactive CLIs, offered as orca's `command` extraction provider.
 EXTRACTOR_ARGV = {"claude-code": ["claude", "-p"], "codex": ["codex", "exec", "-"]}
 
@@ -549,5 +550,9 @@ def missing_entries(text: str, path: Path, kind: str, agent: str) -> list[str]:
     if kind == "claude-mcp":
         servers = _load_json(text, path).get("mcpServers")
         return [] if isinstance(servers, dict) and MCP_NAME in servers else ["MCP server"]
-    servers = _meaning(text, path).get("mcp_servers")
-    return [] if isinstance(servers, dict) and MCP_NAME in servers else ["MCP server"]
+    data = _meaning(text, path)
+    servers, features = data.get("mcp_servers"), data.get("features")
+    missing = [] if isinstance(servers, dict) and MCP_NAME in servers else ["MCP server"]
+    if not (isinstance(features, dict) and features.get("codex_hooks") is True):
+        missing.append(CODEX_HOOKS_FLAG)  # Codex runs no hook without it
+    return missing

@@ -237,7 +237,8 @@ def agent_status(agent: str, env: dict[str, str]) -> tuple[bool, bool, str]:
     everything = (
         len(agent_configs.CLAUDE_HOOKS if agent == "claude-code" else agent_configs.CODEX_HOOKS) + 1
     )
-    if len(missing) == everything:
+    # not connected: none of orca's own entries, whether or not the flag is set (other hooks)
+    if len([entry for entry in missing if entry != agent_configs.CODEX_HOOKS_FLAG]) == everything:
         return True, False, f"{agent}: found, not connected to orca"
     if missing:
         return True, False, f"{agent}: partly connected (missing {', '.join(missing)})"

@@ -289,6 +289,11 @@ def test_doctor_reports_each_agent_found(orca_env: OrcaEnv) -> None:
     assert _integrate(orca_env, "codex", env=env).returncode == 0
     after = agents()
     assert [f["status"] for f in after] == ["ok", "ok"]
+    # Codex runs no hook without its feature flag: registered hooks alone are not connected
+    config = codex_home / "config.toml"
+    config.write_text(config.read_text().replace("codex_hooks = true", "codex_hooks = false"))
+    flag_off = agents()[1]
+    assert flag_off["status"] == "problem" and "codex_hooks" in flag_off["detail"]
 
 
 def test_a_symlinked_settings_file_stays_a_symlink_and_backups_are_private(
