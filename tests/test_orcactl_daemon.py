@@ -51,6 +51,7 @@ def test_status_of_a_running_daemon(daemon: DaemonProcess) -> None:
     assert "active (running)" in result.stdout
     assert f"Main PID: {daemon.proc.pid}" in result.stdout
     data = json.loads(orcactl(daemon.orca, "status", "--json").stdout)
+    assert data["running"] is True  # the key a script checks, as when it is not running
     assert data["pid"] == daemon.proc.pid
     assert data["socket"] == str(daemon.orca.socket)
     states = {"pending", "leased", "committed", "exhausted", "cancelled"}

@@ -164,7 +164,7 @@ def run_status(args: argparse.Namespace) -> int:
     config = _status_config(status)
     hooks = recent_failures()
     if args.json:
-        report = {**msgspec.to_builtins(status), "config_file": config}
+        report = {"running": True, **msgspec.to_builtins(status), "config_file": config}
         print_json({**report, "agent_hook_problems": hooks} if hooks else report)
     else:
         print("\n".join([render_status(status, config), *status_lines(hooks)]))
