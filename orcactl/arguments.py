@@ -34,11 +34,24 @@ def positive_seconds(text: str) -> float:
     return value
 
 
+def utf8_text(text: str) -> str:
+    """Text a request can carry. Bytes that are not UTF-8 (a terminal in another encoding) reach
+    Python as lone surrogates, which no JSON encoder writes."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise argparse.ArgumentTypeError("the text is not valid UTF-8") from None
+    return text
+
+
+utf8_text.__name__ = "text"  # argparse names the type in its own messages
+
+
 def text_of_at_most(max_chars: int) -> Callable[[str], str]:
     """Text that is not blank and, trimmed, has at most max_chars characters."""
 
     def parse(text: str) -> str:
-        trimmed = text.strip()
+        trimmed = utf8_text(text).strip()
         if not trimmed:
             raise argparse.ArgumentTypeError("the text is empty")
         if len(trimmed) > max_chars:
@@ -56,6 +69,12 @@ def existing_directory(text: str) -> str:
     if not os.path.isdir(path):
         reason = "is not a directory" if os.path.exists(path) else "does not exist"
         raise argparse.ArgumentTypeError(f"{path} {reason}")
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        raise argparse.ArgumentTypeError(
+            "the directory's path is not valid UTF-8, which orcad cannot be sent"
+        ) from None
     return path
 
 

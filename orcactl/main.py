@@ -110,6 +110,13 @@ def main(argv: list[str] | None = None) -> None:
         status = 130
     except BrokenPipeError:
         status = EXIT_ERROR
+    except UnicodeEncodeError:  # the working directory, say: its name's bytes are not UTF-8
+        print(
+            "orcactl: a path or text in this request is not valid UTF-8, and orcad's JSON "
+            "cannot carry it (is the current directory's name in another encoding?)",
+            file=sys.stderr,
+        )
+        status = EXIT_ERROR
     except CONNECTION_FAILURES as exc:  # the daemon died mid-call or spoke another protocol
         failure = connection_failure(exc)
         print(f"orcactl: {failure}", file=sys.stderr)

@@ -65,6 +65,13 @@ BAD_USAGE = [
     (["provider", "test", "--timeout", "inf"], "--timeout: inf is not a positive"),
     (["provider", "test", "   "], "TEXT is empty"),
     (["ping", "--bogus"], "unrecognized arguments: --bogus"),
+    # a Latin-1 byte (what a terminal in another encoding sends): Python keeps it as a lone
+    # surrogate, which no JSON request can carry
+    (["remember", "caf\udce9 au lait"], "argument TEXT: the text is not valid UTF-8"),
+    (["recall", "caf\udce9"], "argument PROMPT: the text is not valid UTF-8"),
+    (["memory", "search", "caf\udce9"], "argument query: the text is not valid UTF-8"),
+    (["memory", "save", "caf\udce9", "--kind", "fact", "--global"], "not valid UTF-8"),
+    (["provider", "test", "caf\udce9"], "argument TEXT: the text is not valid UTF-8"),
     (["no-such-command"], "invalid choice"),
 ]
 
@@ -78,6 +85,30 @@ def test_bad_usage_is_exit_2_and_reaches_no_daemon(
     assert message in result.stderr
     assert "Traceback" not in result.stderr
     assert not orca_env.socket.exists()  # nothing was sent: it would have started orcad
+
+
+def test_a_working_directory_whose_name_is_not_utf8_is_a_clear_error(
+    daemon: DaemonProcess, tmp_path: Path
+) -> None:
+    latin1 = tmp_path / os.fsdecode(b"caf\xe9")  # made on a system with another encoding
+    latin1.mkdir()
+    for argv in (["recall", "x"], ["remember", "x"], ["memory", "list"], ["inspect"]):
+        result = subprocess.run(
+            [sys.executable, "-m", "orcactl", *argv],
+            env=daemon.orca.env,
+            cwd=latin1,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert "Traceback" not in result.stderr
+        assert result.returncode == 1
+        assert "not valid UTF-8" in result.stderr
+    as_option = orcactl(daemon.orca, "recall", "x", "--cwd", str(latin1))
+    assert as_option.returncode == 2
+    assert "--cwd: the directory's path is not valid UTF-8" in as_option.stderr
 
 
 def test_a_value_in_range_is_accepted(daemon: DaemonProcess, tmp_path: Path) -> None:

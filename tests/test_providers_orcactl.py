@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import io
 import json
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -166,3 +168,14 @@ def test_bad_config_is_a_clear_error(home: Path) -> None:
     (home / "config.toml").write_text('[extraction]\nprovider = "magic"\n', encoding="utf-8")
     with pytest.raises(CommandError, match=r"extraction\.provider"):
         orcactl_provider_test()
+
+
+@pytest.mark.parametrize("errors", ["strict", "surrogateescape"])  # a UTF-8 or a C locale
+def test_stdin_that_is_not_utf8_is_bad_usage(
+    home: Path, monkeypatch: pytest.MonkeyPatch, errors: str
+) -> None:
+    latin1 = io.TextIOWrapper(io.BytesIO(b"caf\xe9 au lait"), encoding="utf-8", errors=errors)
+    monkeypatch.setattr(sys, "stdin", latin1)
+    with pytest.raises(CommandError, match="not valid UTF-8") as raised:
+        orcactl_provider_test("-")
+    assert raised.value.status == 2

@@ -14,7 +14,7 @@ import sys
 from typing import Any
 
 from orcactl import approval
-from orcactl.arguments import bounded_int, existing_directory, text_of_at_most
+from orcactl.arguments import bounded_int, existing_directory, text_of_at_most, utf8_text
 from orcactl.connect import (
     EXIT_DECLINED,
     EXIT_ERROR,
@@ -51,7 +51,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         return parser
 
     search = add("search", "search records visible from this workspace (no query: most recent)")
-    search.add_argument("query", nargs="?", help="free text; at most 12 terms are used")
+    search.add_argument(
+        "query", nargs="?", type=utf8_text, help="free text; at most 12 terms are used"
+    )
     search.add_argument("--limit", type=LIMIT, default=8, help="1 to 20 (default 8)")
     search.set_defaults(run=run_search)
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import trio
 
-from orcactl.arguments import positive_seconds
+from orcactl.arguments import positive_seconds, utf8_text
 from orcactl.connect import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CommandError, print_json
 from orcad import limits
 from orcad.capture.output import MalformedOutput, parse_extractor_output
@@ -46,7 +46,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "The text is redacted first, as captured turns are."
         ),
     )
-    test.add_argument("text", nargs="?", metavar="TEXT", help="the sample exchange")
+    test.add_argument("text", nargs="?", metavar="TEXT", type=utf8_text, help="the sample exchange")
     test.add_argument("--json", action="store_true", help="print one JSON object")
     test.add_argument(
         "--timeout",
@@ -63,7 +63,10 @@ def sample_source(text: str | None) -> str:
         source = SAMPLE_SOURCE
     else:
         if text == "-":
-            text = sys.stdin.read()
+            try:
+                text = utf8_text(sys.stdin.read())
+            except (UnicodeDecodeError, argparse.ArgumentTypeError):
+                raise CommandError("the text on stdin is not valid UTF-8", EXIT_USAGE) from None
         text = text.strip()
         if not text:
             raise CommandError("TEXT is empty", EXIT_USAGE)

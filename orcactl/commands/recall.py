@@ -12,7 +12,7 @@ import secrets
 from collections.abc import Callable
 from typing import Any
 
-from orcactl.arguments import existing_directory, text_of_at_most
+from orcactl.arguments import existing_directory, text_of_at_most, utf8_text
 from orcactl.connect import EXIT_OK, connect, print_json, remote_failure
 from orcad.limits import EXPLICIT_FACT_MAX_CHARS
 from protocol.client import Client
@@ -26,7 +26,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description="Run one recall for PROMPT in a fresh session opened for --cwd and print "
         "the context block an agent would inject before its model request.",
     )
-    recall.add_argument("prompt", metavar="PROMPT", help="the user's message for the turn")
+    recall.add_argument(
+        "prompt", metavar="PROMPT", type=utf8_text, help="the user's message for the turn"
+    )
     recall.add_argument(
         "--cwd",
         metavar="DIR",
