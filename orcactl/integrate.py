@@ -189,6 +189,12 @@ def run_integrate(args: argparse.Namespace) -> int:
         ) from None
     pending = [change for change in changes if change.changed]
     if args.dry_run:
+        if args.json:
+            diffs = [{"path": str(change.path), "diff": change.diff()} for change in pending]
+            print_json(
+                {"agent": args.agent, "removed": args.remove, "dry_run": True, "changed": diffs}
+            )
+            return EXIT_OK
         for change in pending:
             print(change.diff(), end="")
         if not pending:
@@ -200,7 +206,9 @@ def run_integrate(args: argparse.Namespace) -> int:
         backup = write(change, stamp)
         report.append({"path": str(change.path), "backup": str(backup) if backup else None})
     if args.json:
-        print_json({"agent": args.agent, "removed": args.remove, "changed": report})
+        print_json(
+            {"agent": args.agent, "removed": args.remove, "dry_run": False, "changed": report}
+        )
     elif not report:
         state = "disconnected" if args.remove else "connected"
         print(f"{args.agent}: already {state}; nothing to change")

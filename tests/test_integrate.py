@@ -149,6 +149,18 @@ def test_dry_run_prints_a_diff_and_writes_nothing(orca_env: OrcaEnv) -> None:
     assert f"+++ {config_dir / '.claude.json'}" in run.stdout
     assert "hook claude-code UserPromptSubmit" in run.stdout
     assert not config_dir.exists()
+    env = {"CLAUDE_CONFIG_DIR": str(config_dir)}
+    as_json = _integrate(orca_env, "claude-code", "--dry-run", "--json", env=env)
+    assert as_json.returncode == 0, as_json.stderr
+    report = json.loads(as_json.stdout)  # one JSON document, as with every --json
+    assert (report["agent"], report["removed"], report["dry_run"]) == ("claude-code", False, True)
+    changed = {entry["path"]: entry["diff"] for entry in report["changed"]}
+    assert set(changed) == {str(config_dir / "settings.json"), str(config_dir / ".claude.json")}
+    assert "hook claude-code UserPromptSubmit" in changed[str(config_dir / "settings.json")]
+    assert not config_dir.exists()
+    assert _integrate(orca_env, "claude-code", "--json", env=env).returncode == 0
+    again = json.loads(_integrate(orca_env, "claude-code", "--dry-run", "--json", env=env).stdout)
+    assert again["changed"] == []
 
 
 def test_project_level_files(orca_env: OrcaEnv, tmp_path: Path) -> None:
