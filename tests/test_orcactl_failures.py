@@ -6,6 +6,7 @@ the connection after reading the request) or answers with something that is not 
 
 from __future__ import annotations
 
+import json
 import socket
 import struct
 import threading
@@ -19,7 +20,16 @@ from orcactl.main import main
 
 pytestmark = pytest.mark.inprocess
 
-BEHAVIOURS = ("close", "reset", "junk", "wrong_shape")
+BEHAVIOURS = ("close", "reset", "junk", "wrong_shape", "dies_after_open")
+# A session.open answer: the daemon then dies on the command's own request.
+OPENED = {
+    "session_id": "orcactl:1",
+    "epoch": 1,
+    "project": {"id": "p", "identity": "/w", "root": "/w"},
+    "workspace": {"id": "w", "root": "/w"},
+    "auto_memory": True,
+    "startup": {"user": "", "project": "", "truncated": False},
+}
 
 
 def _serve(listener: socket.socket, behaviour: str) -> None:
@@ -29,7 +39,11 @@ def _serve(listener: socket.socket, behaviour: str) -> None:
         except OSError:
             return  # the listener was closed: the test is over
         with connection:
-            connection.recv(65536)
+            request = connection.recv(65536)
+            if behaviour == "dies_after_open" and b'"session.open"' in request:
+                answer = {"jsonrpc": "2.0", "id": json.loads(request)["id"], "result": OPENED}
+                connection.sendall(json.dumps(answer).encode() + b"\n")
+                connection.recv(65536)  # the command's request: the daemon dies on it
             if behaviour == "reset":  # linger 0: close sends RST, as when the process is killed
                 connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             elif behaviour == "junk":
@@ -62,13 +76,21 @@ def run_orcactl(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, st
 
 @pytest.mark.parametrize(
     "command",
-    [["ping"], ["status"], ["memory", "list"], ["recall", "hello"], ["projects"], ["jobs"]],
+    [
+        ["ping"],
+        ["status"],
+        ["memory", "list"],
+        ["recall", "hello"],
+        ["remember", "tabs, not spaces"],
+        ["projects"],
+        ["jobs"],
+    ],
 )
 def test_a_daemon_that_fails_mid_call_gives_a_message_and_exit_1(
     broken_daemon: Path, capsys: pytest.CaptureFixture[str], command: list[str], tmp_path: Path
 ) -> None:
     argv = ["--socket", str(broken_daemon), "--no-start", *command]
-    if command[0] in ("memory", "recall"):
+    if command[0] in ("memory", "recall", "remember"):
         argv += ["--cwd", str(tmp_path)]
     status, err = run_orcactl(capsys, *argv)
     assert status == EXIT_ERROR

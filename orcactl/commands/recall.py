@@ -7,6 +7,7 @@ call and close the session again.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import secrets
 from collections.abc import Callable
@@ -68,7 +69,11 @@ def _in_session(args: argparse.Namespace, work: Callable[[Client, dict[str, Any]
             try:
                 return work(client, ids)
             finally:
-                client.call("session.close", ids)
+                # best effort, as in `orcactl memory`: a close on a connection the daemon dropped
+                # would hide the failure to report (a broken pipe, which main() prints nothing
+                # for), and a session left open only expires
+                with contextlib.suppress(RemoteError, OSError):
+                    client.call("session.close", ids)
         except RemoteError as exc:
             raise remote_failure(exc) from None
 
