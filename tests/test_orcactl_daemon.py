@@ -42,6 +42,7 @@ def test_status_when_not_running_exits_3_and_starts_nothing(orca_env: OrcaEnv) -
             "error": None,
             "changed_since_start": None,
         },
+        "agent_hook_problems": [],  # there whether or not a hook recorded one
     }
 
 
@@ -52,6 +53,7 @@ def test_status_of_a_running_daemon(daemon: DaemonProcess) -> None:
     assert f"Main PID: {daemon.proc.pid}" in result.stdout
     data = json.loads(orcactl(daemon.orca, "status", "--json").stdout)
     assert data["running"] is True  # the key a script checks, as when it is not running
+    assert data["agent_hook_problems"] == []
     assert data["pid"] == daemon.proc.pid
     assert data["socket"] == str(daemon.orca.socket)
     states = {"pending", "leased", "committed", "exhausted", "cancelled"}

@@ -151,7 +151,7 @@ def run_status(args: argparse.Namespace) -> int:
         hooks = recent_failures()
         if args.json:
             report = {"running": False, "socket": socket_path(args), "config_file": config}
-            print_json({**report, "agent_hook_problems": hooks} if hooks else report)
+            print_json({**report, "agent_hook_problems": hooks})
         else:
             print(
                 f"\N{WHITE CIRCLE} orcad - memory daemon for coding agents\n"
@@ -165,7 +165,7 @@ def run_status(args: argparse.Namespace) -> int:
     hooks = recent_failures()
     if args.json:
         report = {"running": True, **msgspec.to_builtins(status), "config_file": config}
-        print_json({**report, "agent_hook_problems": hooks} if hooks else report)
+        print_json({**report, "agent_hook_problems": hooks})
     else:
         print("\n".join([render_status(status, config), *status_lines(hooks)]))
     return EXIT_OK
