@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 from collections.abc import Callable
+
+from protocol.types import CLIENT_ID_MAX_CHARS
+
+_PROJECT_ID = re.compile(r"[0-9a-f]{64}")  # sha256 of the project identity, as orcad names it
 
 
 def bounded_int(low: int, high: int | None = None) -> Callable[[str], int]:
@@ -89,3 +94,20 @@ def executable_file(value: str) -> str:
     if not os.access(path, os.X_OK):
         raise argparse.ArgumentTypeError(f"{path} is not executable (chmod +x it)")
     return path
+
+
+def project_id(text: str) -> str:
+    if not _PROJECT_ID.fullmatch(text):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a project id (64 lowercase hex digits; orcactl projects lists them)"
+        )
+    return text
+
+
+def client_id(text: str) -> str:
+    """A session id as orcad takes one: 1 to CLIENT_ID_MAX_CHARS characters."""
+    if not 1 <= len(text) <= CLIENT_ID_MAX_CHARS:
+        raise argparse.ArgumentTypeError(
+            f"the id has {len(text)} characters; 1 to {CLIENT_ID_MAX_CHARS} are allowed"
+        )
+    return utf8_text(text)

@@ -65,6 +65,12 @@ BAD_USAGE = [
     (["provider", "test", "--timeout", "inf"], "--timeout: inf is not a positive"),
     (["provider", "test", "   "], "TEXT is empty"),
     (["ping", "--bogus"], "unrecognized arguments: --bogus"),
+    # a mistyped project id listed "no jobs" (jobs.list filters on it without a check)
+    (["jobs", "--project", "a3bd35dd"], "--project: 'a3bd35dd' is not a project id"),
+    (["inspect", "--project", "A" * 64], "--project: " + repr("A" * 64) + " is not a project id"),
+    (["forget", "cand_x", "--project", "x"], "--project: 'x' is not a project id"),
+    (["memory", "approve", "apr_x", "--session-id", "", "--decision", "deny"], "--session-id"),
+    (["grants", "list", "--session-id", "s" * 257], "--session-id: the id has 257 characters"),
     # a Latin-1 byte (what a terminal in another encoding sends): Python keeps it as a lone
     # surrogate, which no JSON request can carry
     (["remember", "caf\udce9 au lait"], "argument TEXT: the text is not valid UTF-8"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 
+from orcactl.arguments import client_id
 from orcactl.connect import EXIT_OK, call, print_json
 from protocol.types import GrantsListResult, GrantsRevokeResult
 
@@ -15,7 +16,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     actions = grants.add_subparsers(dest="grants_action", metavar="{list,revoke}", required=True)
     listing = actions.add_parser("list", help="list grants (all, or those for a session/workspace)")
-    listing.add_argument("--session-id", metavar="ID", help="only grants that apply to a session")
+    listing.add_argument(
+        "--session-id",
+        metavar="ID",
+        type=client_id,
+        help="only grants that apply to a session",
+    )
     listing.add_argument(
         "--workspace", metavar="PATH", help="only grants for this workspace root (and global)"
     )

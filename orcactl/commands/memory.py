@@ -14,7 +14,13 @@ import sys
 from typing import Any
 
 from orcactl import approval
-from orcactl.arguments import bounded_int, existing_directory, text_of_at_most, utf8_text
+from orcactl.arguments import (
+    bounded_int,
+    client_id,
+    existing_directory,
+    text_of_at_most,
+    utf8_text,
+)
 from orcactl.connect import (
     EXIT_DECLINED,
     EXIT_ERROR,
@@ -86,7 +92,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     approve = add("approve", "decide on a change another client left pending (e.g. orcactl mcp)")
     approve.add_argument("approval_id", metavar="ID", help="the apr_... id the client showed")
     approve.add_argument(
-        "--session-id", required=True, help="the session that asked (named with the id)"
+        "--session-id",
+        required=True,
+        type=client_id,
+        help="the session that asked (named with the id)",
     )
     approve.add_argument(
         "--decision",

@@ -8,7 +8,7 @@ import argparse
 import os
 from typing import Any
 
-from orcactl.arguments import existing_directory
+from orcactl.arguments import existing_directory, project_id
 from orcactl.connect import EXIT_OK, call, print_json
 from protocol.types import (
     JobsListResult,
@@ -38,13 +38,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         type=existing_directory,
         help="a directory inside the project (default: .)",
     )
-    inspect.add_argument("--project", metavar="ID", help="a project id instead of a path")
+    inspect.add_argument(
+        "--project", metavar="ID", type=project_id, help="a project id instead of a path"
+    )
     inspect.add_argument("--json", action="store_true", help="print the result as JSON")
     inspect.set_defaults(run=run_inspect)
 
     jobs = subparsers.add_parser("jobs", help="list extraction jobs")
     jobs.add_argument("--state", choices=JOB_STATES, help="only jobs in this state")
-    jobs.add_argument("--project", metavar="ID", help="only this project's jobs")
+    jobs.add_argument("--project", metavar="ID", type=project_id, help="only this project's jobs")
     jobs.add_argument("--json", action="store_true", help="print the result as JSON")
     jobs.set_defaults(run=run_jobs)
     jobs_actions = jobs.add_subparsers(dest="jobs_action", metavar="{retry}")
@@ -61,7 +63,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     forget.add_argument("candidate_id", metavar="ID", help="a cand_... id shown by inspect")
     forget.add_argument(
-        "--project", metavar="ID", help="the project id (default: this directory's)"
+        "--project",
+        metavar="ID",
+        type=project_id,
+        help="the project id (default: this directory's)",
     )
     forget.add_argument(
         "--cwd", type=existing_directory, help="a directory inside the project (default: .)"
