@@ -338,3 +338,18 @@ def test_status_reports_a_config_path_that_is_not_a_file(orca_env: OrcaEnv) -> N
     shown = orcactl(orca_env, "status")
     assert shown.returncode == 3
     assert f"Config: {config} (does NOT parse: " in shown.stdout, shown.stdout
+
+
+def test_a_fifo_at_the_config_path_is_reported_without_waiting_for_a_writer(
+    orca_env: OrcaEnv,
+) -> None:
+    config = orca_env.home / "config.toml"
+    os.mkfifo(config)  # opening it for reading would wait for a writer that never comes
+    shown = orcactl(orca_env, "status", "--json")
+    assert shown.returncode == 3
+    assert json.loads(shown.stdout)["config_file"]["error"] == f"{config}: not a regular file"
+    tested = orcactl(orca_env, "provider", "test")
+    assert (tested.returncode, tested.stderr) == (1, f"orcactl: {config}: not a regular file\n")
+    doctor = orcactl(orca_env, "--no-start", "doctor", "--json")
+    [finding] = [f for f in json.loads(doctor.stdout)["findings"] if f["check"] == "config"]
+    assert finding["status"] == "problem" and "not a regular file" in finding["detail"]

@@ -10,6 +10,7 @@ from typing import Any
 
 import msgspec
 
+from orcactl.config_file import load_user_config
 from orcactl.connect import (
     EXIT_NOT_RUNNING,
     EXIT_OK,
@@ -24,7 +25,6 @@ from orcactl.connect import (
 )
 from orcactl.hooks.failures import recent_failures, status_lines
 from orcad.clock import parse_time
-from orcad.config import load_config
 from orcad.errors import StartupError
 from orcad.paths import resolve_paths
 from protocol.errors import RemoteError
@@ -67,7 +67,7 @@ def config_report(path: Path, started_at: str | None) -> dict[str, Any]:
     if not report["exists"]:
         return report
     try:
-        load_config(path)
+        load_user_config(path)
         report["parses"] = True
     except StartupError as exc:
         report.update(parses=False, error=str(exc))
