@@ -549,6 +549,29 @@ def test_the_hook_problem_file_is_private_bounded_and_holds_short_lines(
     assert not list(path.parent.glob("*.tmp"))
 
 
+def test_a_fifo_at_the_hook_problem_file_blocks_neither_a_hook_nor_status(
+    tmp_path: Path, orca_env: OrcaEnv
+) -> None:
+    orca_env.memory_root.mkdir()
+    os.mkfifo(orca_env.memory_root / "agent-hooks.jsonl")  # nobody reads it, nobody writes it
+    payload = {"session_id": "s1", "cwd": str(tmp_path), "prompt": "hi"}
+    # well inside the 8 s budget: an open that waits for a reader would hold it to the end,
+    # and then hold the watchdog, which records the timeout there too
+    run = run_hook(
+        orca_env, "claude-code", "UserPromptSubmit", payload, extra_args=("--no-start",), timeout=6
+    )
+    assert run.status == 0 and "orcad is not running" in run.stderr
+    status = subprocess.run(
+        [ORCACTL, "status", "--json"],
+        env=orca_env.env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert status.returncode == 3 and json.loads(status.stdout)["agent_hook_problems"] == []
+
+
 @pytest.mark.slow
 def test_a_prompt_and_a_turn_over_orcads_request_bound_are_still_recalled_and_captured(
     tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -43,8 +44,12 @@ def record_failure(agent: str, event: str, kind: str, message: str) -> None:
     path = failures_path()
     try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW
+        # O_NONBLOCK: a FIFO there must not hold the hook (nor its watchdog) until a reader comes
+        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK
         descriptor = os.open(path, flags, 0o600)
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            os.close(descriptor)
+            return
         os.fchmod(descriptor, 0o600)  # private even when an older file was not
         with os.fdopen(descriptor, "a", encoding="utf-8") as handle:
             handle.write(line + "\n")
@@ -74,7 +79,12 @@ def _trim(path: Path, size: int) -> None:
 def read_failures(path: Path | None = None) -> list[dict[str, Any]]:
     """Every recorded problem, oldest first; lines that do not parse are skipped."""
     try:
-        text = (path or failures_path()).read_text(encoding="utf-8", errors="replace")
+        # non-blocking: opening a FIFO for reading would wait for a writer that never comes
+        descriptor = os.open(path or failures_path(), os.O_RDONLY | os.O_NONBLOCK)
+        with os.fdopen(descriptor, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+                return []
+            text = handle.read().decode("utf-8", errors="replace")
     except OSError:
         return []
     failures = []
