@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
+import stat
 import subprocess
 import sys
 import time
@@ -51,8 +53,20 @@ def start_daemon(path: str) -> tuple[subprocess.Popen[bytes], int]:
     log_path = daemon_log_path()
     log_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     env = dict(os.environ, ORCA_SOCKET=path)
-    # it holds session ids and project paths: private whatever the umask, even if made earlier
-    descriptor = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    # it holds session ids and project paths: private whatever the umask, even if made earlier;
+    # non-blocking, since a FIFO there would hold the open until a reader came
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK
+    not_a_file = CommandError(f"cannot start orcad: its log {log_path} is not a regular file")
+    try:
+        descriptor = os.open(log_path, flags, 0o600)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:  # a FIFO nobody reads
+            raise not_a_file from None
+        raise
+    if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+        os.close(descriptor)
+        raise not_a_file
+    os.set_blocking(descriptor, True)  # what orcad inherits: ordinary writes
     os.fchmod(descriptor, 0o600)
     with os.fdopen(descriptor, "ab") as log_file:
         offset = log_file.seek(0, os.SEEK_END)

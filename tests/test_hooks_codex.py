@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shlex
 import subprocess
 from pathlib import Path
@@ -286,3 +287,14 @@ def test_a_hook_started_with_a_closed_stream_ends_without_a_traceback(
         assert json.loads(result.stdout) == {}
         if "<&-" not in redirections:
             assert result.returncode == 0
+
+
+def test_a_fifo_at_the_daemon_log_leaves_the_hook_its_answer(
+    tmp_path: Path, orca_env: OrcaEnv
+) -> None:
+    orca_env.home.mkdir(exist_ok=True)
+    os.mkfifo(orca_env.home / "orcad.log")  # starting orcad would wait to open it for good
+    payload = {"session_id": "s", "turn_id": "t", "cwd": str(tmp_path), "prompt": "hi"}
+    run = run_hook(orca_env, "codex", "UserPromptSubmit", payload, timeout=6)
+    assert (run.status, run.answer) == (0, {})
+    assert "its log" in run.stderr and "is not a regular file" in run.stderr

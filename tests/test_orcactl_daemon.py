@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -109,3 +110,12 @@ def test_a_daemon_that_cannot_start_is_reported_at_once_with_its_reason(orca_env
     assert "extraction.workers" in result.stderr
     assert "Traceback" not in result.stderr
     assert time.monotonic() - started < 10  # not the whole start timeout
+
+
+def test_a_fifo_at_the_daemon_log_is_refused_not_waited_on(orca_env: OrcaEnv) -> None:
+    log = orca_env.home / "orcad.log"
+    os.mkfifo(log)  # opening it to append would wait for a reader that never comes
+    result = orcactl(orca_env, "ping", timeout=30)
+    assert result.returncode == 1
+    assert result.stderr == f"orcactl: cannot start orcad: its log {log} is not a regular file\n"
+    assert not orca_env.socket.exists()

@@ -108,9 +108,12 @@ def connect(path: str, *, deadline: float, start: bool = True) -> HookClient:
             raise Unreachable(f"orcad is not running (no answer on {path})") from exc
     except OSError as exc:
         raise Unreachable(f"cannot connect to orcad at {path}: {exc}") from exc
-    from orcactl.connect import start_daemon  # noqa: PLC0415  (only when orcad is down)
+    from orcactl.connect import CommandError, start_daemon  # noqa: PLC0415  (orcad is down)
 
-    process, _offset = start_daemon(path)
+    try:
+        process, _offset = start_daemon(path)
+    except CommandError as exc:  # its log cannot be opened to start it with
+        raise Unreachable(str(exc)) from None
     while time.monotonic() < deadline:
         try:
             client = HookClient(path, max(0.1, deadline - time.monotonic()))
