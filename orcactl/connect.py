@@ -6,6 +6,7 @@ import argparse
 import errno
 import json
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -182,8 +183,14 @@ def connection_failure(exc: BaseException) -> CommandError:
     return CommandError(str(exc))  # another OSError (a file it could not write, say)
 
 
+# DEL and the C1 controls, which JSON leaves raw in strings: escaped here, or the terminal filter
+# (orcactl.terminal) would turn each into the text `\x85`, which is not a JSON escape
+_RAW_CONTROLS = re.compile("[\x7f-\x9f]")
+
+
 def to_json(value: Any) -> str:
-    return json.dumps(msgspec.to_builtins(value), indent=2, ensure_ascii=False)
+    text = json.dumps(msgspec.to_builtins(value), indent=2, ensure_ascii=False)
+    return _RAW_CONTROLS.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
 
 
 def print_json(value: Any) -> None:

@@ -45,3 +45,26 @@ def test_a_record_with_an_escape_sequence_is_shown_escaped(
     assert "\x1b" not in shown.stdout and "\x07" not in shown.stdout
     as_json = orcactl("memory", "search", "build release", "--json", "--cwd", str(tmp_path))
     assert json.loads(as_json.stdout)["records"][0]["content"] == content  # JSON keeps it exact
+
+
+@pytest.mark.parametrize("control", ["\x7f", "\x85", "\x9b"])  # DEL, NEL, CSI: JSON allows them
+def test_json_output_with_del_or_a_c1_control_is_still_json(
+    daemon: DaemonProcess, tmp_path: Path, control: str
+) -> None:
+    content = f"deploys go through {control} ArgoCD"
+
+    def orcactl(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "orcactl", *args, "--cwd", str(tmp_path)],
+            env=daemon.orca.env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    saved = orcactl("memory", "save", content, "--kind", "fact", "--workspace", "--yes", "--json")
+    assert saved.returncode == 0, saved.stderr
+    listed = orcactl("memory", "list", "--json")
+    assert listed.returncode == 0, listed.stderr
+    assert control not in listed.stdout  # nothing raw reaches the terminal
+    assert json.loads(listed.stdout)["records"][0]["content"] == content  # and it is JSON, exact
