@@ -97,6 +97,7 @@ def wait_for_backfill(
             return
         time.sleep(0.2)
 
+
 # Words developers write in memory records; drawn with a Zipf-like skew, so a few of them
 # appear in a large share of records, as "test", "use" or "run" do in real notes.
 DOMAIN_WORDS = """
@@ -117,8 +118,10 @@ def pseudo_word(rng: random.Random) -> str:
 
 
 def generated_record(rng: random.Random, rare: list[str]) -> str:
-    words = [DOMAIN_WORDS[min(int(rng.paretovariate(1.1)) - 1, len(DOMAIN_WORDS) - 1)]
-             for _ in range(rng.randint(5, 9))]
+    words = [
+        DOMAIN_WORDS[min(int(rng.paretovariate(1.1)) - 1, len(DOMAIN_WORDS) - 1)]
+        for _ in range(rng.randint(5, 9))
+    ]
     words += [rng.choice(rare) for _ in range(rng.randint(2, 4))]
     words += [rng.choice(FILLERS) for _ in range(rng.randint(2, 5))]
     rng.shuffle(words)
@@ -157,9 +160,7 @@ class Populator:
                     self.count += 1
             while self.count < size:
                 draw = self.rng.random()
-                workspace = (
-                    self.workspace_id if draw < 0.5 else None if draw < 0.75 else "other-ws"
-                )
+                workspace = self.workspace_id if draw < 0.5 else None if draw < 0.75 else "other-ws"
                 content = generated_record(self.rng, self.rare)
                 age = self.rng.uniform(0, 365 * 86400)
                 try:
@@ -172,8 +173,12 @@ class Populator:
 
     def _record(self, kind: str, content: str, workspace: str | None, at: float) -> StoredRecord:
         return StoredRecord(
-            id=new_record_id(), kind=kind, content=content,  # type: ignore[arg-type]
-            workspace_id=workspace, workspace_root=self.workspace_root, created_at=at,
+            id=new_record_id(),
+            kind=kind,
+            content=content,  # type: ignore[arg-type]
+            workspace_id=workspace,
+            workspace_root=self.workspace_root,
+            created_at=at,
             updated_at=at,
         )
 
@@ -235,23 +240,43 @@ class InProcessRecall:
 def bench_session(opened: Any, cwd: str) -> Session:
     """The daemon's session as recall's searches read it (workspace, project, not bare)."""
     return Session(
-        session_id=opened.session_id, epoch=opened.epoch, cwd=cwd,
-        workspace_id=opened.workspace.id, workspace_root=opened.workspace.root,
-        project_id=opened.project.id, project_identity="", project_root=cwd, history="persistent",
-        mode="normal", interactive=False, auto_approve=False, bare=False, auto_memory=True,
+        session_id=opened.session_id,
+        epoch=opened.epoch,
+        cwd=cwd,
+        workspace_id=opened.workspace.id,
+        workspace_root=opened.workspace.root,
+        project_id=opened.project.id,
+        project_identity="",
+        project_root=cwd,
+        history="persistent",
+        mode="normal",
+        interactive=False,
+        auto_approve=False,
+        bare=False,
+        auto_memory=True,
         opened_at=time.time(),
     )
 
 
 def measure(
-    daemon: DaemonProcess, cwd: str, *, in_process: InProcessRecall, database: Path,
-    workspace_id: str, prompts: list[str], requests: int,
+    daemon: DaemonProcess,
+    cwd: str,
+    *,
+    in_process: InProcessRecall,
+    database: Path,
+    workspace_id: str,
+    prompts: list[str],
+    requests: int,
 ) -> dict[str, Any]:
     """One loop, interleaved, so that every figure sees the same machine load:
     ping, recall of a new turn, recall of that turn again (its snapshot: the same payload
     with no search), recall's work in process, the naive plan in process."""
     samples: dict[str, list[float]] = {
-        "ping": [], "recall": [], "snapshot": [], "planned": [], "naive": []
+        "ping": [],
+        "recall": [],
+        "snapshot": [],
+        "planned": [],
+        "naive": [],
     }
     connection = open_database(database)
     try:
@@ -298,8 +323,10 @@ def quality(
     connection = open_database(database)
     try:
         naive = [
-            [eval_records.get(i, i) for i in
-             _naive_search(connection, workspace_id, derive_query_terms(prompt))]
+            [
+                eval_records.get(i, i)
+                for i in _naive_search(connection, workspace_id, derive_query_terms(prompt))
+            ]
             for prompt, _wanted in PROMPTS
         ]
     finally:
@@ -334,8 +361,15 @@ async def concurrent_load(
     return {"sessions": sessions, "recalls": done, "per_s": done / elapsed, "errors": errors}
 
 
-def run(sizes: list[int], requests: int, sessions: int, per_session: int,
-        progress: Callable[[str], None], *, embedding: str = "builtin") -> dict[str, Any]:
+def run(
+    sizes: list[int],
+    requests: int,
+    sessions: int,
+    per_session: int,
+    progress: Callable[[str], None],
+    *,
+    embedding: str = "builtin",
+) -> dict[str, Any]:
     prompts = latency_prompts()
     report: dict[str, Any] = {"sizes": [], "prompts": len(prompts)}
     with tempfile.TemporaryDirectory(prefix="orcad-bench-recall-") as temp:
@@ -365,8 +399,13 @@ def run(sizes: list[int], requests: int, sessions: int, per_session: int,
                 )
                 try:
                     figures = measure(
-                        daemon, cwd, in_process=in_process, database=orca.deliberate_db,
-                        workspace_id=opened.workspace.id, prompts=prompts, requests=requests,
+                        daemon,
+                        cwd,
+                        in_process=in_process,
+                        database=orca.deliberate_db,
+                        workspace_id=opened.workspace.id,
+                        prompts=prompts,
+                        requests=requests,
                     )
                 finally:
                     in_process.close()
@@ -405,27 +444,29 @@ def ms(seconds: float) -> str:
 def format_entry(entry: dict[str, Any]) -> str:
     load = entry["load"]
     found = entry["hit@6"]
-    return "\n".join([
-        f"{entry['records']:>7} deliberate records, ledger of 128:",
-        f"  recall          p50 {ms(entry['recall'][0])}  p99 {ms(entry['recall'][1])}",
-        f"  same turn again p50 {ms(entry['recall_snapshot'][0])}"
-        f"  p99 {ms(entry['recall_snapshot'][1])}  (snapshot: payload without search)",
-        f"  daemon.ping     p50 {ms(entry['ping'][0])}  p99 {ms(entry['ping'][1])}",
-        f"  in-process, recall's work   p50 {ms(entry['in_process_planned'][0])}"
-        f"  p99 {ms(entry['in_process_planned'][1])}",
-        f"  in-process, naive 12 terms  p50 {ms(entry['in_process_naive'][0])}"
-        f"  p99 {ms(entry['in_process_naive'][1])}",
-        f"  recall p50 / (ping + in-process work) = {entry['recall_over_floor']:.2f}"
-        f"   (target <= 1.5)",
-        f"  recall p50 / naive in-process        = {entry['recall_over_naive']:.2f}"
-        f"   (target at 100k <= 0.25)",
-        f"  deliberate hit@6 on the evaluation prompts: recall {found['recall']['hit@6']:.3f}"
-        f" (MRR {found['recall']['mrr']:.3f}), naive plan {found['naive']['hit@6']:.3f}"
-        f" (MRR {found['naive']['mrr']:.3f})",
-        f"  {load['sessions']} concurrent sessions: {load['recalls']} recalls,"
-        f" {load['per_s']:.0f} recalls/s, {len(load['errors'])} errors",
-        f"  daemon RSS {entry['rss_mib']:.1f} MiB",
-    ])
+    return "\n".join(
+        [
+            f"{entry['records']:>7} deliberate records, ledger of 128:",
+            f"  recall          p50 {ms(entry['recall'][0])}  p99 {ms(entry['recall'][1])}",
+            f"  same turn again p50 {ms(entry['recall_snapshot'][0])}"
+            f"  p99 {ms(entry['recall_snapshot'][1])}  (snapshot: payload without search)",
+            f"  daemon.ping     p50 {ms(entry['ping'][0])}  p99 {ms(entry['ping'][1])}",
+            f"  in-process, recall's work   p50 {ms(entry['in_process_planned'][0])}"
+            f"  p99 {ms(entry['in_process_planned'][1])}",
+            f"  in-process, naive 12 terms  p50 {ms(entry['in_process_naive'][0])}"
+            f"  p99 {ms(entry['in_process_naive'][1])}",
+            f"  recall p50 / (ping + in-process work) = {entry['recall_over_floor']:.2f}"
+            f"   (target <= 1.5)",
+            f"  recall p50 / naive in-process        = {entry['recall_over_naive']:.2f}"
+            f"   (target at 100k <= 0.25)",
+            f"  deliberate hit@6 on the evaluation prompts: recall {found['recall']['hit@6']:.3f}"
+            f" (MRR {found['recall']['mrr']:.3f}), naive plan {found['naive']['hit@6']:.3f}"
+            f" (MRR {found['naive']['mrr']:.3f})",
+            f"  {load['sessions']} concurrent sessions: {load['recalls']} recalls,"
+            f" {load['per_s']:.0f} recalls/s, {len(load['errors'])} errors",
+            f"  daemon RSS {entry['rss_mib']:.1f} MiB",
+        ]
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -435,13 +476,22 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--sessions", type=int, default=64)
     parser.add_argument("--per-session", type=int, default=20)
     parser.add_argument("--json", action="store_true")
-    parser.add_argument("--embedding", default="builtin",
-                        help='[recall] embedding for the daemon ("none": lexical, as before)')
+    parser.add_argument(
+        "--embedding",
+        default="builtin",
+        help='[recall] embedding for the daemon ("none": lexical, as before)',
+    )
     args = parser.parse_args(argv)
     configure_logging(sys.stderr, level=logging.WARNING)  # in-process ledger writes stay quiet
     sizes = [int(size) for size in args.sizes.split(",")]
-    report = run(sizes, args.requests, args.sessions, args.per_session,
-                 lambda line: print(line, file=sys.stderr, flush=True), embedding=args.embedding)
+    report = run(
+        sizes,
+        args.requests,
+        args.sessions,
+        args.per_session,
+        lambda line: print(line, file=sys.stderr, flush=True),
+        embedding=args.embedding,
+    )
     if args.json:
         print(json.dumps(report, indent=2))
     else:

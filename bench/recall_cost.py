@@ -52,8 +52,9 @@ REVISION_CONFIG = "[extraction]\nworkers = 0\n"  # an older orcad may not know [
 REPOSITORY = Path(__file__).resolve().parent.parent
 
 
-def measure(daemons: dict[str, DaemonProcess], cwd: str, prompts: list[str], requests: int,
-            size: int) -> dict[str, Any]:
+def measure(
+    daemons: dict[str, DaemonProcess], cwd: str, prompts: list[str], requests: int, size: int
+) -> dict[str, Any]:
     samples: dict[str, list[float]] = {name: [] for name in daemons}
     entries: dict[str, int] = dict.fromkeys(daemons, 0)  # injected: a daemon that fails is fast
     clients = {name: daemon.client() for name, daemon in daemons.items()}
@@ -94,14 +95,19 @@ def export_revision(revision: str, directory: Path) -> Path:
     reason when it is not a commit here)."""
     resolved = subprocess.run(
         ["git", "rev-parse", "--verify", "--quiet", f"{revision}^{{commit}}"],
-        cwd=REPOSITORY, capture_output=True, text=True, check=False,
+        cwd=REPOSITORY,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     if resolved.returncode != 0:
         raise SystemExit(f"--against {revision}: not a commit of {REPOSITORY}")
     directory.mkdir()
     archive = subprocess.run(
         ["git", "archive", "--format=tar", resolved.stdout.strip()],
-        cwd=REPOSITORY, capture_output=True, check=True,
+        cwd=REPOSITORY,
+        capture_output=True,
+        check=True,
     )
     subprocess.run(["tar", "-x", "-C", str(directory)], input=archive.stdout, check=True)
     return directory
@@ -109,9 +115,7 @@ def export_revision(revision: str, directory: Path) -> Path:
 
 def busy_processes(count: int) -> list[subprocess.Popen[bytes]]:
     """`count` processes that spin on the CPU until killed."""
-    return [
-        subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)
-    ]
+    return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
 
 
 def run(

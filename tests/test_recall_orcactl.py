@@ -18,7 +18,12 @@ pytestmark = pytest.mark.daemon
 def orcactl(orca_env: OrcaEnv, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "orcactl", "--no-start", *args],
-        env=orca_env.env, cwd=REPO_ROOT, capture_output=True, text=True, timeout=60, check=False,
+        env=orca_env.env,
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
 
 
