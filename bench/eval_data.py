@@ -264,7 +264,7 @@ PROMPTS: list[tuple[str, str, list[str]]] = [
     ("other", "k8s probe endpoints for the new container", ["f120"]),
     ("other", "resize avatars on upload", ["f117"]),
     ("other", "which bundler and UI library does the SPA use?", ["f051"]),
-    # written later, as a check of the first calibration (README "How recall ranks")
+    # written later, as a check of the first calibration (docs/recall.md, "How recall ranks")
     ("other", "how do I bump the interpreter version", ["c01", "f087"]),
     ("other", "how long do we keep application output around", ["c02", "f064"]),
     ("other", "how wide may a source file be", ["c03", "f032"]),

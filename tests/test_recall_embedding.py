@@ -452,7 +452,7 @@ def test_the_builtin_classifier_tells_general_talk_from_questions_about_a_projec
     general = ["explain the CAP theorem", "sorry, I meant the other file", "thanks, that helped"]
     own = ["customers get 429s", "which phones must we support", "how do I deploy this repo?"]
     # each on its side of even odds (measured 0.70 and more, 0.47 and less), and every general
-    # prompt above every project one; the held-out sets measure the rest (README)
+    # prompt above every project one; the held-out sets measure the rest (docs/recall.md)
     assert references.probability(builtin.embed(general), general).min() > 0.6
     assert references.probability(builtin.embed(own), own).max() < 0.5
 

@@ -97,11 +97,11 @@ def test_score_counts_hits_ranks_empty_parts_and_stale_first() -> None:
 
 # (shares automatic, shares deliberate, other automatic, other deliberate, none automatic, none
 # deliberate) that each set must keep, a little under what the built-in model was measured at
-# (README "Measuring recall"), each set's measured figures beside it. all-MiniLM-L6-v2 before
+# (README, "Measuring recall"), each set's measured figures beside it. all-MiniLM-L6-v2 before
 # its fine-tuning measured main 1.0 / 1.0, 0.77 / 0.541, 0.98 / 0.961; fresh 1.0 / 1.0, 0.786 /
 # 0.571, 0.886 / 0.886; check 1.0 / 1.0, 0.682 / 0.5, 0.886 / 0.886; fourth 1.0 / 1.0, 0.659 /
 # 0.386, 0.8 / 0.8: the fine-tuned model finds far more facts asked for in other words and
-# leaves two more of check's unrelated prompts filled and one more of fourth's (README "The
+# leaves two more of check's unrelated prompts filled and one more of fourth's (docs/recall.md, "The
 # embedding model").
 FLOORS = {
     # 0.981 / 0.981, 0.797 / 0.649, 0.98 / 0.98

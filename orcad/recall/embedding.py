@@ -69,7 +69,7 @@ PROJECT_PROMPTS = Path(__file__).resolve().parent / "project_prompts.txt"
 # the classifier's L2 penalty, the scale of its two nearest-prompt features against the
 # prompt's unit vector, and of its words (a prompt's words and word pairs seen in at least
 # WORD_MIN_COUNT reference prompts, together of length WORD_SCALE); chosen by the AUC of the
-# classifier on the labelled sets' prompts (README "How recall ranks")
+# classifier on the labelled sets' prompts (docs/recall.md, "How recall ranks")
 UNRELATED_L2 = 3e-4
 NEAREST_SCALE = 3.0
 WORD_SCALE = 2.0
@@ -119,7 +119,7 @@ PURPOSES: tuple[Purpose, ...] = ("recall", "publish", "backfill")
 REFUSING_STATUSES = frozenset({400, 413, 422})
 
 
-# for a model without calibrated values: those of all-MiniLM-L6-v2 run whole (README)
+# for a model without calibrated values: those of all-MiniLM-L6-v2 run whole (docs/recall.md)
 DEFAULT_FLOOR = 0.34
 DEFAULT_LEXICAL_WEIGHT = 0.0
 DEFAULT_GATE = DEFAULT_FLOOR  # a gate at the floor adds nothing to it
@@ -818,7 +818,7 @@ def limit_blas_threads() -> None:
 
     Recall's products are small (a prompt's vector against at most some 10,000 rows): split
     over several threads, each call waits for all of them, and on a machine busy with a build
-    one of them is often not running, so recall took two to three times as long (README
+    one of them is often not running, so recall took two to three times as long (docs/recall.md,
     "Recall cost"); the idle threads also spin between calls, taking the CPU from other
     processes. A whole transformer (a model directory) would gain from more: the environment
     gives it more."""
@@ -840,8 +840,9 @@ class GateReferences:
     each set (each reference prompt's own nearest leaves it out) and its words. The vector
     says what a prompt is about; the words say how it asks ("explain", "what is", "thanks"
     against "do we", "our", "where is the"), which the mean of its token vectors blurs. Each
-    part made the classifier hold better on prompts it was not fitted on (README "How recall
-    ranks"). Fitting takes about two seconds; a shipped model comes with it fitted (GATE_FILE)."""
+    part made the classifier hold better on prompts it was not fitted on (docs/recall.md, "How
+    recall ranks"). Fitting takes about two seconds; a shipped model comes with it fitted
+    (GATE_FILE)."""
 
     def __init__(
         self,

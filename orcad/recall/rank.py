@@ -20,7 +20,7 @@ lowered by its cosine with the nearest reference prompt about a project's own se
 weight), so "explain the CAP theorem" needs a close record, while "which phones must we support"
 clears it with a weaker match. The numbers belong to the model (cosines of different models are on
 different scales): the built-in model's are in its MODEL.txt, chosen by bench/calibrate_recall.py
-on the labelled set of bench/eval_recall.py (README "How recall ranks"). A candidate without a
+on the labelled set of bench/eval_recall.py (docs/recall.md). A candidate without a
 vector (its embedding failed) competes on its coverage alone and passes the floor and the gate when
 it shares a term, so recall is lexical as before for it. A candidate holding a distinctive term
 of the prompt opens the gate too: a word that general English does not have, that no reference
