@@ -9,14 +9,16 @@ import json
 import os
 import shlex
 import subprocess
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 import pytest
 
-from orcactl.hooks import transcript
-from orcactl.hooks.common import agent_id
+from orcactl.hooks import codex, transcript
+from orcactl.hooks.common import HookContext, agent_id
 from protocol.types import CLIENT_ID_MAX_CHARS
 from tests.harness import DaemonProcess, OrcaEnv
 from tests.hook_helpers import ORCACTL, CodexRollout, HookRun, codex_schema, run_hook
@@ -85,6 +87,51 @@ def test_the_turn_is_read_from_its_task_started_event(tmp_path: Path) -> None:
     )
     first = transcript.codex_turn(log.path.read_bytes(), "t1")
     assert (first.prompt, first.assistant) == ("first", ["first answer"])
+
+
+def _stop_context() -> HookContext:
+    return HookContext("codex", "Stop", "/nonexistent.sock", time.monotonic() + 10, start=False)
+
+
+def test_stop_waits_for_the_final_answer_behind_an_earlier_note(tmp_path: Path) -> None:
+    # Codex may run Stop before its rollout holds the last agent message, while it already
+    # holds a note the agent wrote before a tool call: the answer must not be left out.
+    log = _rollout(tmp_path)
+    log.user_turn("t1", "Remember that staging deploys go through ArgoCD.")
+    log.agent("Let me look at the workflows first.")
+    log.shell("ls .github/workflows", "ci.yml")
+    final = "Noted: staging deploys go through ArgoCD."
+    payload = _payload(
+        log, "Stop", turn_id="t1", stop_hook_active=False, last_assistant_message=final
+    )
+    writer = threading.Timer(0.3, log.agent, args=(final,))
+    writer.start()
+    try:
+        report = codex.turn_report(payload, _stop_context(), failed=False)
+    finally:
+        writer.join()
+    assert [m["content"] for m in report["messages"]] == [
+        "Remember that staging deploys go through ArgoCD.",
+        "Let me look at the workflows first.",
+        final,
+    ]
+    assert report["transcript_committed"] is True
+
+
+def test_a_final_answer_the_rollout_never_shows_comes_from_the_input(tmp_path: Path) -> None:
+    log = _rollout(tmp_path)
+    log.user_turn("t1", "We always squash merge.")
+    log.agent("Checking the repository settings.")
+    payload = _payload(
+        log, "Stop", turn_id="t1", stop_hook_active=False, last_assistant_message="Understood."
+    )
+    started = time.monotonic()
+    report = codex.turn_report(payload, _stop_context(), failed=False)
+    assert time.monotonic() - started < codex.FINAL_ENTRY_WAIT_S + 1.0
+    assert [m["content"] for m in report["messages"]][-2:] == [
+        "Checking the repository settings.",
+        "Understood.",
+    ]
 
 
 @pytest.mark.slow
