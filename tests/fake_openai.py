@@ -14,6 +14,7 @@ arrived. Usable from any test, in-process providers and daemon subprocesses alik
 
 from __future__ import annotations
 
+import gzip
 import json
 import socket
 import threading
@@ -366,5 +367,20 @@ def endless_body(piece: bytes = b"[0.5, " * 10_000) -> Behaviour:
         while not state.closing.is_set():
             handler.send_chunk(piece)
         handler.close_connection = True
+
+    return respond
+
+
+def gzipped(body: bytes, *, unasked: bool = False) -> Behaviour:
+    """`body` gzip-compressed as a JSON answer, as servers do for clients that accept gzip (or
+    always, with `unasked`); otherwise sent as it is."""
+
+    def respond(handler: _Handler, state: FakeOpenAI) -> None:
+        accepted = handler.headers.get("Accept-Encoding", "")
+        if unasked or "gzip" in accepted:
+            extra = {"Content-Encoding": "gzip"}
+            handler.send_fixed(200, gzip.compress(body), "application/json", extra)
+        else:
+            handler.send_fixed(200, body, "application/json", {})
 
     return respond

@@ -24,6 +24,7 @@ from tests.fake_openai import (
     disconnect_mid_stream,
     endless_body,
     endless_stream,
+    gzipped,
     junk,
     ok,
     sse_event,
@@ -410,3 +411,16 @@ async def test_oversized_unstreamed_answer_fails(server: FakeOpenAI) -> None:
     server.script(ok("y" * 100_000))
     error = await failure(make_provider(server))
     assert "larger than" in error.message
+
+
+async def test_the_answer_is_asked_for_uncompressed(server: FakeOpenAI) -> None:
+    # a compressed body is read past its size bound: a few KiB inflate to gigabytes
+    server.script(gzipped(completion_json(ANSWER)))
+    assert await extract(make_provider(server, stream=False)) == ANSWER
+    assert server.requests[0].headers["accept-encoding"] == "identity"
+
+
+async def test_a_compressed_answer_that_was_not_asked_for_is_refused(server: FakeOpenAI) -> None:
+    server.script(gzipped(b"\0" * 50_000_000, unasked=True))
+    error = await failure(make_provider(server, stream=False))
+    assert "gzip" in error.message

@@ -67,6 +67,9 @@ class OpenAIProvider:
             "Content-Type": "application/json",
             "Accept": "text/event-stream" if self._config.stream else "application/json",
             "User-Agent": USER_AGENT,
+            # httpx asks for gzip by default and inflates what comes: the size bounds below
+            # count inflated bytes, and one compressed chunk can inflate to gigabytes
+            "Accept-Encoding": "identity",
         }
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
@@ -134,6 +137,10 @@ class OpenAIProvider:
             ):
                 if not response.is_success:  # redirects are not followed: 3xx is a failure too
                     raise await self._http_error(response)
+                encoding = response.headers.get("content-encoding", "identity").strip().lower()
+                if encoding not in ("", "identity"):
+                    shown = shorten_redacted(redact(encoding), 40)
+                    raise ProviderError(f"{self.url}: its answer is compressed ({shown}), unasked")
                 content_type = response.headers.get("content-type", "")
                 if "text/event-stream" in content_type:
                     return await self._read_stream(response, answer)
