@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import trio
 
+from orcad.capture.output import MalformedOutput, parse_extractor_output
 from orcad.config import ExtractionConfig, OpenAIConfig
 from orcad.providers import ProviderConfigError, build_provider, prompt
 from orcad.providers.base import ProviderError
@@ -424,3 +425,31 @@ async def test_a_compressed_answer_that_was_not_asked_for_is_refused(server: Fak
     server.script(gzipped(b"\0" * 50_000_000, unasked=True))
     error = await failure(make_provider(server, stream=False))
     assert "gzip" in error.message
+
+
+THINKING = "<think>\nThe user wants the deploy command kept. {not json}\n</think>\n\n"
+
+
+@pytest.mark.parametrize("stream", [True, False])
+async def test_a_reasoning_models_leading_think_block_is_dropped(
+    server: FakeOpenAI, stream: bool
+) -> None:
+    server.script(streamed(THINKING + ANSWER, chunk_chars=7) if stream else ok(THINKING + ANSWER))
+    text = await extract(make_provider(server, stream=stream))
+    assert text.strip() == ANSWER
+    assert parse_extractor_output(text)[0].fact == "This repository deploys with `make release`."
+
+
+async def test_a_think_block_that_never_closes_fails(server: FakeOpenAI) -> None:
+    server.script(ok("<think>\nstill thinking " + ANSWER))
+    error = await failure(make_provider(server))
+    assert "<think>" in error.message
+
+
+async def test_only_a_leading_think_block_is_dropped(server: FakeOpenAI) -> None:
+    # after the answer has begun, the strict format decides: the parser rejects this
+    server.script(ok(ANSWER + "\n<think>more</think>"))
+    text = await extract(make_provider(server))
+    assert text == ANSWER + "\n<think>more</think>"
+    with pytest.raises(MalformedOutput):
+        parse_extractor_output(text)

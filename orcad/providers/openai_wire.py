@@ -109,7 +109,24 @@ def completion_content(body: bytes, *, secrets: tuple[str, ...] = ()) -> str:
     content = message.get("content") if isinstance(message, dict) else None
     if not isinstance(content, str):
         raise WireError("the response has no message content")
-    return content
+    return without_reasoning(content)
+
+
+_THINK_OPEN = "<think>"
+_THINK_CLOSE = "</think>"
+
+
+def without_reasoning(content: str) -> str:
+    """The answer after the `<think>...</think>` block reasoning models (DeepSeek-R1, Qwen3, ...)
+    open their content with; only a leading one goes, and everything after it is left to the
+    strict extractor format. The answer is already within its size bound, so is the search."""
+    stripped = content.lstrip()
+    if not stripped.startswith(_THINK_OPEN):
+        return content
+    end = stripped.find(_THINK_CLOSE, len(_THINK_OPEN))
+    if end < 0:
+        raise WireError("the answer's leading <think> block is never closed")
+    return stripped[end + len(_THINK_CLOSE) :]
 
 
 @dataclass
@@ -216,4 +233,4 @@ class StreamedAnswer:
             raise WireError("the stream ended before the answer was complete")
         if self.finish_reason in CUT_OFF_FINISH_REASONS:
             raise WireError(f"the answer was cut off (finish_reason {self.finish_reason})")
-        return "".join(self.parts)
+        return without_reasoning("".join(self.parts))
