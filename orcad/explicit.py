@@ -73,8 +73,10 @@ def append_line(existing: bytes, line: str) -> bytes:
 def newest_lines(data: bytes, max_bytes: int, *, cut: bool) -> tuple[str, bool]:
     """At most `max_bytes` of `data`, keeping its end, as text; and whether anything was dropped.
 
-    `cut` says `data` is already the tail of a larger file. Whole lines are kept; when even
-    the last line is too long, its end is kept (starting at a character boundary).
+    `cut` says `data` is already the tail of a larger file. Whole facts are kept: the text
+    starts at a list item, never at the indented continuation of one whose start was dropped.
+    When not even the newest item fits, its newest whole lines are kept, and when even the last
+    line is too long, its end (starting at a character boundary).
     """
     truncated = cut or len(data) > max_bytes
     if len(data) > max_bytes:
@@ -88,7 +90,21 @@ def newest_lines(data: bytes, max_bytes: int, *, cut: bool) -> tuple[str, bool]:
         else:
             while data and (data[0] & 0xC0) == 0x80:  # skip UTF-8 continuation bytes
                 data = data[1:]
+            return data.decode("utf-8", errors="replace"), truncated
+    if truncated:
+        data = data[_first_item(data) :]
     return data.decode("utf-8", errors="replace"), truncated
+
+
+def _first_item(data: bytes) -> int:
+    """Where the first line of `data` that starts a fact (is not indented) begins; 0 if none."""
+    position = 0
+    while position < len(data) and data[position] in b" \t":
+        newline = data.find(b"\n", position)
+        if newline < 0:
+            return 0
+        position = newline + 1
+    return position if position < len(data) else 0
 
 
 # --- files ----------------------------------------------------------------------------------

@@ -100,6 +100,23 @@ def test_read_bounded_boundary(tmp_path: Path) -> None:
     assert explicit.read_bounded(path, 13) == ("- a\n- 123456\n", False)
 
 
+def test_read_bounded_never_starts_inside_a_multi_line_fact(tmp_path: Path) -> None:
+    path = tmp_path / "user.md"
+    explicit.remember_fact(path, "old fact")
+    explicit.remember_fact(path, "the staging box is reached through\nbastion.example.com:2222")
+    explicit.remember_fact(path, "new")
+    whole = path.read_text()
+    assert "\n  bastion.example.com:2222\n" in whole
+    for limit in range(len("- new\n"), len(whole)):
+        text, truncated = explicit.read_bounded(path, limit)
+        assert truncated
+        assert whole.endswith(text)
+        assert text.startswith("- "), (limit, text)  # a whole fact, never its second line
+    # a file edited by hand whose newest item alone is too long still shows its end
+    path.write_text("- a\n- one long item\n  that goes on\n")
+    assert explicit.read_bounded(path, 16) == ("  that goes on\n", True)
+
+
 def test_remember_fact_keeps_every_concurrent_append(tmp_path: Path) -> None:
     path = tmp_path / "projects" / "p" / "memory.md"
     threads = [
