@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import unicodedata
 
 import pytest
 from hypothesis import given
@@ -171,11 +172,26 @@ categories = st.sampled_from(["user", "feedback", "project", "reference"])
 facts_text = st.text(min_size=1, max_size=limits.EXTRACTOR_FACT_MAX_CHARS).filter(
     lambda text: text.strip() == text and text != ""
 )
+# the bidirectional formatting characters: marks, embeddings, overrides and isolates
+BIDI_CONTROLS = frozenset({"LRE", "RLE", "PDF", "LRO", "RLO", "LRI", "RLI", "FSI", "PDI"})
+BIDI_MARKS = "\u061c\u200e\u200f"
+
+
+def escaped_by_the_parser(char: str) -> bool:
+    return (
+        (unicodedata.category(char) == "Cc" and char not in "\t\n")
+        or unicodedata.bidirectional(char) in BIDI_CONTROLS
+        or char in BIDI_MARKS
+    )
+
+
+# facts a round trip keeps as they are: no character the parser writes as an escape
+plain_facts_text = facts_text.filter(lambda text: not any(map(escaped_by_the_parser, text)))
 
 
 @given(
     facts=st.lists(
-        st.tuples(categories, facts_text), min_size=1, max_size=limits.EXTRACTOR_MAX_FACTS
+        st.tuples(categories, plain_facts_text), min_size=1, max_size=limits.EXTRACTOR_MAX_FACTS
     ),
     fenced=st.sampled_from([None, "```", "```json"]),
     ascii_json=st.booleans(),
@@ -236,3 +252,20 @@ def test_arbitrary_json_lines_only_ever_raise_malformed_output(
         assert obj["category"] == fact.category
         assert isinstance(obj["fact"], str)
         assert obj["fact"].strip() == fact.fact
+
+
+def test_control_and_bidirectional_characters_in_a_fact_are_written_as_escapes() -> None:
+    fact = "deploy with \x1b]0;owned\x07make \u202erelease\u202c\x7f\x85\tnow\nthen"
+    [parsed] = parse_extractor_output(line("project", fact))
+    assert parsed.fact == (
+        "deploy with \\x1b]0;owned\\x07make \\u202erelease\\u202c\\x7f\\x85\tnow\nthen"
+    )
+
+
+@given(facts_text)
+def test_no_parsed_fact_holds_a_control_character(fact: str) -> None:
+    try:
+        [parsed] = parse_extractor_output(line("user", fact))
+    except MalformedOutput:
+        return
+    assert not any(map(escaped_by_the_parser, parsed.fact))

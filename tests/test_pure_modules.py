@@ -13,6 +13,7 @@ pytestmark = pytest.mark.pure
 
 PURE_MODULES = [
     "orcad.limits",
+    "orcad.control_characters",
     "orcad.query",
     "orcad.secrets",
     "orcad.secret_formats",

@@ -11,6 +11,7 @@ import json
 from typing import Any, get_args
 
 from orcad import limits
+from orcad.control_characters import escape_control_characters
 from orcad.secrets import redact, shorten_redacted
 from protocol.types import Category, ExtractedFact
 
@@ -106,6 +107,9 @@ def _parse_fact_line(number: int, line: str) -> ExtractedFact:
             f"line {number}: fact is {len(fact)} characters, over the "
             f"{limits.EXTRACTOR_FACT_MAX_CHARS}-character limit"
         )
+    # the ledger never holds a terminal escape or a bidirectional override: the limit is the
+    # model's, counted before the escapes that make them visible
+    fact = escape_control_characters(fact)
     return ExtractedFact(category=category, fact=fact)  # type: ignore[arg-type]
 
 

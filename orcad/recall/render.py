@@ -11,6 +11,7 @@ import re
 from collections.abc import Sequence
 
 from orcad.clock import parse_time
+from orcad.control_characters import escape_control_characters
 from protocol.types import AutomaticEntry, DeliberateEntry
 
 OPEN_TAG = "<recalled-memory>"
@@ -69,15 +70,17 @@ def _without_tags(text: str) -> str:
 
 
 def _entry_text(text: str) -> str:
-    """One list item's text: no frame tags inside, continuation lines indented."""
-    safe = _without_tags(text.strip())
+    """One list item's text: no frame tags or control characters inside (facts are escaped
+    when parsed, records and older ledgers may not be), continuation lines indented."""
+    safe = _without_tags(escape_control_characters(text.strip()))
     lines = [line.rstrip() for line in safe.splitlines() if line.strip()]
     return "\n  ".join(lines)
 
 
 def _field(text: str) -> str:
-    """A provenance field (a turn id is the client's): one line, no frame tags inside."""
-    return _without_tags(" ".join(text.split()))
+    """A provenance field (a turn id is the client's): one line, no frame tags or control
+    characters inside."""
+    return _without_tags(escape_control_characters(" ".join(text.split())))
 
 
 def automatic_line(entry: AutomaticEntry) -> str:
