@@ -670,3 +670,61 @@ def find_stated_keys(text: str, lowered: str) -> Iterator[Span]:
             end = _value_end(text, start, end)
             if end - start >= 16 and looks_random(text[start:end]):
                 yield start, end
+
+
+# ---------------------------------------------------------------- YAML blocks
+# `password: |` (or >, |-, >+2, ...): the value is the block of lines indented below the key.
+_YAML_BLOCK_KEY = re.compile(
+    r"^(?P<indent>[ \t]*)(?:-[ \t]+)?[\"']?(?:[a-z0-9_.\-]{0,40}?[_.\-])?"
+    r"(?P<word>pass(?:word|wd|phrase)?|pwd|secret|token|credentials?|"
+    r"(?:api|access|secret|private|signing|client|auth|account|app)[_\-.]?key)"
+    r"[\"']?[ \t]*:[ \t]*[|>][1-9+\-]{0,2}[ \t]*(?:#[^\n]*)?\n",
+    re.MULTILINE,
+)
+_YAML_BLOCK_MAX_LINES = 64  # a password or a wrapped token is a line or a few
+
+
+def find_yaml_block_credentials(text: str, lowered: str) -> Iterator[Span]:
+    """The value of a YAML block scalar under a credential's name: `password: |` and the
+    lines indented below it."""
+    if ": |" not in lowered and ": >" not in lowered:
+        return
+    for match in _YAML_BLOCK_KEY.finditer(lowered):
+        start, end = _yaml_block(text, match.end(), len(match.group("indent")))
+        if start >= end:
+            continue
+        value = text[start:end]
+        word = match.group("word")
+        if word == "token" or word.endswith("key"):  # these must look generated
+            credential = looks_random("".join(value.split()))
+        elif "\n" in value:  # many lines: a wrapped value has no spaces, prose has
+            lines = value.split()
+            credential = len(lines) == value.count("\n") + 1 and _mixed("".join(lines))
+        else:
+            bare = word in ("secret", "credential", "credentials")
+            credential = is_credential_literal(value, quoted=True, upper_key=False, bare=bare)
+        if credential:
+            yield start, end
+
+
+def _yaml_block(text: str, at: int, key_indent: int) -> Span:
+    """The span of the content of the block starting at `at`: the lines indented deeper than
+    its key (blank lines inside it included), without the indentation and the line ends
+    around it."""
+    start = end = -1
+    position = at
+    for _ in range(_YAML_BLOCK_MAX_LINES):
+        line_end = text.find("\n", position)
+        line_end = len(text) if line_end < 0 else line_end
+        line = text[position:line_end]
+        content = line.lstrip(" \t")
+        if content:
+            if len(line) - len(content) <= key_indent:
+                break
+            if start < 0:
+                start = line_end - len(content)
+            end = position + len(line.rstrip())
+        if line_end >= len(text):
+            break
+        position = line_end + 1
+    return (start, end) if start >= 0 else (0, 0)

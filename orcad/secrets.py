@@ -43,6 +43,7 @@ from orcad.secret_values import (
     find_netrc_passwords,
     find_stated_keys,
     find_stated_passwords,
+    find_yaml_block_credentials,
     is_credential_literal,
     looks_random,
 )
@@ -278,6 +279,7 @@ _RULES: tuple[tuple[str, Finder, Gate], ...] = (
     # "the api key is 3f9a...": a generated value given in words, an assignment without `=`
     ("credential_assignment", find_stated_keys, _always),
     ("credential_assignment", find_markup_credentials, _always),
+    ("credential_assignment", find_yaml_block_credentials, _always),
     ("password_flag", find_credential_flags, _always),
     ("netrc_password", find_netrc_passwords, _always),
     ("password_statement", find_stated_passwords, _always),
@@ -291,7 +293,9 @@ RULE_NAMES: tuple[str, ...] = tuple(dict.fromkeys(name for name, _, _ in _RULES)
 _ALWAYS_OPEN = tuple((name, finder) for name, finder, gate in _RULES if gate is _always)
 # Rules whose every match holds an assignment operator (`=` or `:`): eight full scans of the
 # text for their keywords are skipped, for the price of two one-character ones, without one.
-_NEED_AN_OPERATOR = frozenset((_find_aws_secret, _find_query_keys, *_ASSIGNMENT_FINDERS))
+_NEED_AN_OPERATOR = frozenset(
+    (_find_aws_secret, _find_query_keys, find_yaml_block_credentials, *_ASSIGNMENT_FINDERS)
+)
 _ALWAYS_OPEN_WITHOUT_OPERATOR = tuple(
     (name, finder) for name, finder in _ALWAYS_OPEN if finder not in _NEED_AN_OPERATOR
 )

@@ -447,6 +447,48 @@ def test_pw_and_mnemonic_lookalikes_stay_storable(text: str) -> None:
 
 
 @pytest.mark.parametrize(
+    ("text", "redacted"),
+    [
+        (
+            "password: |\n  hunter2longvalue\nhost: db",
+            "password: |\n  [REDACTED:credential_assignment]\nhost: db",
+        ),
+        (
+            "db:\n  password: >-\n    Sup3rLongSecret\n  user: app\n",
+            "db:\n  password: >-\n    [REDACTED:credential_assignment]\n  user: app\n",
+        ),
+        (
+            "  - name: x\n    client_secret: |-\n      qP3xV8nK2mL7wR4t\n",
+            "  - name: x\n    client_secret: |-\n      [REDACTED:credential_assignment]\n",
+        ),
+        (  # a token wrapped over lines goes whole
+            "api_key: |\n  3f9a8b7c6d5e4f3a\n  2b1c0d9e8f7a6b5c\nregion: eu\n",
+            "api_key: |\n  [REDACTED:credential_assignment]\nregion: eu\n",
+        ),
+    ],
+)
+def test_credentials_in_yaml_block_scalars_are_redacted(text: str, redacted: str) -> None:
+    assert redact(text) == redacted
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "description: |\n  The password must be 12 characters\n",
+        "password: |\n  Use the one from the vault.\n  Ask ops.\n",
+        "password: |\n  ${DB_PASSWORD}\n",
+        "password_policy: |\n  min length 12\n",
+        "token: |\n  refreshed every hour\n",
+        "bypass: |\n  hunter2longvalue\n",
+        "password: |\nhost: x",
+        "run: |\n  make test\n",
+    ],
+)
+def test_yaml_blocks_without_a_credential_stay_storable(text: str) -> None:
+    assert find_secrets(text) == []
+
+
+@pytest.mark.parametrize(
     ("url", "redacted"),
     [
         (

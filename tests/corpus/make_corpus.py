@@ -1086,6 +1086,34 @@ def build_session_cookies(c: Corpus) -> None:
         )
 
 
+def build_yaml_blocks(c: Corpus) -> None:
+    """YAML block scalars (`password: |` and the lines below) under a credential's name, and
+    blocks under other names or holding prose."""
+    for index in range(6):
+        if index % 2:
+            value = c.mixed(URLSAFE, 32)
+            name = c.rng.choice(["api_key", "auth_token", "client_secret"])
+        else:
+            value, name = chosen_password(c), c.rng.choice(["password", "db_password", "passwd"])
+        shape = c.rng.choice(
+            [
+                "{n}: |\n  {v}\nuser: app\n",
+                "database:\n  {n}: >-\n    {v}\n  host: db.internal\n",
+                "env:\n  - name: app\n    {n}: |-\n      {v}\n",
+            ]
+        )
+        c.secret("credential_assignment", value, shape.format(n=name, v=value))
+    for text in (
+        "description: |\n  The password must be at least 12 characters.\n",
+        "password: |\n  Ask ops for it.\n  It rotates monthly.\n",
+        "password: |\n  ${DB_PASSWORD}\n",
+        "password_policy: >\n  min-length-12\n",
+        "token: |\n  refreshed every hour\n",
+        "run: |\n  make test\n  make release\n",
+    ):
+        c.lookalike("yaml_block", text)
+
+
 def build() -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     corpus = Corpus(SEED)
     build_secrets(corpus)
@@ -1094,6 +1122,7 @@ def build() -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     build_sas_signatures(corpus)
     build_registry_auths(corpus)
     build_session_cookies(corpus)
+    build_yaml_blocks(corpus)
     return corpus.secrets, corpus.lookalikes
 
 
