@@ -318,6 +318,50 @@ _TOOL_FLAGS = (
 )
 
 
+# A shell word: quoted, or unquoted up to a space or an operator.
+_WORD = r"(?:\"[^\"\n]{0,256}\"|'[^'\n]{0,256}'|[^\s\"'`;&|()<>]{1,256})"
+# htpasswd -b takes the password as its last argument: `htpasswd -b[c|B|...] FILE USER PASS`,
+# or `htpasswd -nb USER PASS` (no file). Its flags are read in the text as written, since -B
+# (bcrypt) is not -b (batch).
+_HTPASSWD = re.compile(
+    r"(?<![a-z0-9_\-])htpasswd(?P<flags>(?:[ \t]+-[a-z]{1,6}(?:[ \t]+[0-9]{1,2})?){1,4})"
+    rf"(?P<arguments>(?:[ \t]+{_WORD}){{1,2}}?)[ \t]+"
+    + _VALUE
+    + r"(?=[ \t]*(?:$|[\n;&|)<>#]|[0-9]>))"
+)
+# `echo PASS | sudo -S ...`: sudo reads the password from its standard input (-S, not -s)
+_SUDO_STDIN = re.compile(
+    r"(?<![a-z0-9_\-])echo[ \t]+(?:-[ne]{1,2}[ \t]+)?"
+    + _VALUE
+    + r"[ \t]*\|[ \t]*sudo(?:[ \t]+-[a-z]{1,8}(?:[ \t]+[a-z0-9_\-]{1,32})??)*?"
+    r"[ \t]+-(?P<flag>[a-z]{0,7}s[a-z]{0,7})(?![a-z0-9_\-])"
+)
+
+
+def find_piped_and_batch_passwords(text: str, lowered: str) -> Iterator[Span]:
+    """Passwords given as a plain argument: `htpasswd -b FILE USER PASS`, and piped to a
+    command that reads them: `echo PASS | sudo -S CMD`."""
+    if "htpasswd" in lowered:
+        for match in _HTPASSWD.finditer(lowered):
+            flags = text[match.start("flags") : match.end("flags")]
+            if not re.search(r"-[a-zA-Z]*b", flags):
+                continue
+            arguments = len(text[match.start("arguments") : match.end("arguments")].split())
+            if arguments != (1 if re.search(r"-[a-zA-Z]*n", flags) else 2):
+                continue
+            group = next(g for g in (3, 4, 5) if match.start(g) >= 0)  # after the named two
+            start, end = match.span(group)
+            if _given_password(text[start:end]):
+                yield start, end
+    if "sudo" in lowered and "echo" in lowered:
+        for match in _SUDO_STDIN.finditer(lowered):
+            if "S" not in text[match.start("flag") : match.end("flag")]:
+                continue
+            start, end, _ = _value_span(match)
+            if _given_password(text[start:end]):
+                yield start, end
+
+
 # `docker run -p 27017:27017 mongo` on the line of a tool: a port mapping, not a password
 _PORT_MAPPING = re.compile(r"(?:[0-9.]+:)?[0-9]{1,5}:[0-9]{1,5}(?:/(?:tcp|udp))?\Z")
 # every tool flag above: -p, -a, -u, -k, --user, -storepass, -keypass, -srcstorepass, ...

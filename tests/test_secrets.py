@@ -655,6 +655,26 @@ def test_authorization_header_without_a_credential_stays_storable(text: str) -> 
             "openssl enc -aes-256-cbc -k Hunter2024 -in db.sql -out db.enc",
             "openssl enc -aes-256-cbc -k [REDACTED:password_flag] -in db.sql -out db.enc",
         ),
+        (
+            "htpasswd -b /etc/nginx/.htpasswd admin Adm1nPass",
+            "htpasswd -b /etc/nginx/.htpasswd admin [REDACTED:password_flag]",
+        ),
+        (
+            "sudo htpasswd -bB -C 12 .htpasswd alice 'S3cret pass' && nginx -s reload",
+            "sudo htpasswd -bB -C 12 .htpasswd alice '[REDACTED:password_flag]' && nginx -s reload",
+        ),
+        (
+            "htpasswd -nb admin hunter2 > auth",
+            "htpasswd -nb admin [REDACTED:password_flag] > auth",
+        ),
+        (
+            "echo 'Hunter2pass' | sudo -S apt-get update",
+            "echo '[REDACTED:password_flag]' | sudo -S apt-get update",
+        ),
+        (
+            "echo -n hunter2pass | sudo -u deploy -kS systemctl restart app",
+            "echo -n [REDACTED:password_flag] | sudo -u deploy -kS systemctl restart app",
+        ),
     ],
 )
 def test_more_command_line_passwords_are_redacted(text: str, redacted: str) -> None:
@@ -672,6 +692,15 @@ def test_more_command_line_passwords_are_redacted(text: str, redacted: str) -> N
         "keytool -list -keystore app.jks",
         "smbclient -L //nas -U bob",
         "openssl req -new -key server.key -out server.csr",
+        "htpasswd -c /etc/nginx/.htpasswd admin",
+        "htpasswd -B /etc/nginx/.htpasswd admin",
+        "htpasswd -D .htpasswd alice",
+        "htpasswd -b .htpasswd alice $PASSWORD",
+        "use htpasswd -b to give the password on the command line",
+        "echo hello | sudo tee /etc/motd",
+        "echo 'deb http://deb.example.com stable main' | sudo tee -a /etc/apt/sources.list",
+        'echo "$SUDO_PASSWORD" | sudo -S true',
+        "echo whoami | sudo -s",
     ],
 )
 def test_command_lines_without_a_password_stay_storable(text: str) -> None:

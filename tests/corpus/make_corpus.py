@@ -1114,6 +1114,31 @@ def build_yaml_blocks(c: Corpus) -> None:
         c.lookalike("yaml_block", text)
 
 
+def build_batch_and_piped_passwords(c: Corpus) -> None:
+    """`htpasswd -b FILE USER PASS` and `echo PASS | sudo -S`, and the same commands without
+    a password."""
+    shapes = (
+        "htpasswd -b /etc/nginx/.htpasswd {u} {v}",
+        "sudo htpasswd -bc /etc/apache2/.htpasswd {u} '{v}'",
+        "htpasswd -nbB {u} {v} > traefik/users",
+        "echo '{v}' | sudo -S systemctl restart nginx",
+        "echo {v} | sudo -S -u {u} make install",
+    )
+    for index in range(10):
+        value = chosen_password(c)
+        text = shapes[index % len(shapes)].format(u=c.chars(LOWER, 5), v=value)
+        c.secret("password_flag", value, text)
+    for text in (
+        "htpasswd -c /etc/nginx/.htpasswd admin",
+        "htpasswd -B .htpasswd alice",
+        "htpasswd -b .htpasswd alice $HTPASSWD",
+        "echo 'export PATH=$PATH:/opt/bin' | sudo tee -a /etc/profile",
+        'echo "$SUDO_PASS" | sudo -S true',
+        "echo 1 | sudo tee /proc/sys/net/ipv4/ip_forward",
+    ):
+        c.lookalike("command_without_password", text)
+
+
 def build() -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     corpus = Corpus(SEED)
     build_secrets(corpus)
@@ -1123,6 +1148,7 @@ def build() -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     build_registry_auths(corpus)
     build_session_cookies(corpus)
     build_yaml_blocks(corpus)
+    build_batch_and_piped_passwords(corpus)
     return corpus.secrets, corpus.lookalikes
 
 
