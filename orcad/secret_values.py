@@ -362,6 +362,31 @@ def find_piped_and_batch_passwords(text: str, lowered: str) -> Iterator[Span]:
                 yield start, end
 
 
+# Redis: `requirepass PASS` / `masterauth PASS` in redis.conf (a directive starts its line),
+# `CONFIG SET requirepass PASS`, `redis-server --requirepass PASS`. `foobared` is the
+# example redis.conf gives.
+_REDIS_PASSWORD = re.compile(
+    r"(?:^[ \t]*|config[ \t]+set[ \t]+|--)(?:requirepass|masterauth)(?:=|[ \t]+)" + _VALUE,
+    re.MULTILINE,
+)
+
+
+def find_redis_passwords(text: str, lowered: str) -> Iterator[Span]:
+    """`requirepass PASS` and `masterauth PASS`, as a directive, a command or a flag."""
+    if "requirepass" not in lowered and "masterauth" not in lowered:
+        return
+    for match in _REDIS_PASSWORD.finditer(lowered):
+        start, end, _ = _value_span(match)
+        value = text[start:end]
+        if lowered[match.start() : start].lstrip(" \t")[0] in "rm":  # a directive, not prose:
+            line_end = lowered.find("\n", match.end())  # its one argument ends the line
+            rest = lowered[match.end() : len(lowered) if line_end < 0 else line_end]
+            if rest.strip(" \t\r\"'"):
+                continue
+        if _given_password(value) and value.lower() != "foobared":
+            yield start, end
+
+
 # `docker run -p 27017:27017 mongo` on the line of a tool: a port mapping, not a password
 _PORT_MAPPING = re.compile(r"(?:[0-9.]+:)?[0-9]{1,5}:[0-9]{1,5}(?:/(?:tcp|udp))?\Z")
 # every tool flag above: -p, -a, -u, -k, --user, -storepass, -keypass, -srcstorepass, ...

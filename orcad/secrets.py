@@ -42,6 +42,7 @@ from orcad.secret_values import (
     find_markup_credentials,
     find_netrc_passwords,
     find_piped_and_batch_passwords,
+    find_redis_passwords,
     find_stated_keys,
     find_stated_passwords,
     find_yaml_block_credentials,
@@ -283,6 +284,7 @@ _RULES: tuple[tuple[str, Finder, Gate], ...] = (
     ("credential_assignment", find_yaml_block_credentials, _always),
     ("password_flag", find_credential_flags, _always),
     ("password_flag", find_piped_and_batch_passwords, _always),
+    ("credential_assignment", find_redis_passwords, _always),
     ("netrc_password", find_netrc_passwords, _always),
     ("password_statement", find_stated_passwords, _always),
 )

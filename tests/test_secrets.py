@@ -489,6 +489,44 @@ def test_yaml_blocks_without_a_credential_stay_storable(text: str) -> None:
 
 
 @pytest.mark.parametrize(
+    ("text", "redacted"),
+    [
+        ("requirepass s3cretRedis!", "requirepass [REDACTED:credential_assignment]"),
+        (
+            "bind 127.0.0.1\nmasterauth letmeinplease\nport 6379",
+            "bind 127.0.0.1\nmasterauth [REDACTED:credential_assignment]\nport 6379",
+        ),
+        (
+            "redis-cli CONFIG SET requirepass 'Hunter2pass'",
+            "redis-cli CONFIG SET requirepass '[REDACTED:credential_assignment]'",
+        ),
+        (
+            "redis-server --requirepass Hunter2pass --port 6380",
+            "redis-server --requirepass [REDACTED:credential_assignment] --port 6380",
+        ),
+    ],
+)
+def test_redis_passwords_are_redacted(text: str, redacted: str) -> None:
+    assert redact(text) == redacted
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "# requirepass foobared",
+        "requirepass foobared",
+        "set requirepass in redis.conf",
+        "requirepass directive controls who may connect",
+        "requirepass <password>",
+        "requirepass ${REDIS_PASSWORD}",
+        'requirepass ""',
+    ],
+)
+def test_redis_settings_without_a_password_stay_storable(text: str) -> None:
+    assert find_secrets(text) == []
+
+
+@pytest.mark.parametrize(
     ("url", "redacted"),
     [
         (

@@ -1139,6 +1139,26 @@ def build_batch_and_piped_passwords(c: Corpus) -> None:
         c.lookalike("command_without_password", text)
 
 
+def build_redis_passwords(c: Corpus) -> None:
+    """Redis's requirepass and masterauth, and mentions of them that set nothing."""
+    shapes = (
+        "bind 127.0.0.1\nrequirepass {v}\nport 6379\n",
+        "masterauth {v}",
+        "redis-cli CONFIG SET requirepass '{v}'",
+        "redis-server --requirepass {v} --appendonly yes",
+    )
+    for index in range(6):
+        value = chosen_password(c)
+        c.secret("credential_assignment", value, shapes[index % len(shapes)].format(v=value))
+    for text in (
+        "# requirepass foobared",
+        "set requirepass in redis.conf and restart",
+        "requirepass directive controls who may connect",
+        "requirepass ${REDIS_PASSWORD}",
+    ):
+        c.lookalike("redis_setting", text)
+
+
 def build() -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     corpus = Corpus(SEED)
     build_secrets(corpus)
@@ -1149,6 +1169,7 @@ def build() -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     build_session_cookies(corpus)
     build_yaml_blocks(corpus)
     build_batch_and_piped_passwords(corpus)
+    build_redis_passwords(corpus)
     return corpus.secrets, corpus.lookalikes
 
 
