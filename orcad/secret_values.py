@@ -466,6 +466,32 @@ def find_netrc_passwords(text: str, lowered: str) -> Iterator[Span]:
             yield start, end
 
 
+# ----------------------------------------------------------------------- pgpass
+# A line of ~/.pgpass: hostname:port:database:username:password, `*` for any of the first four
+# and `\:` for a colon inside a field. The whole line is the five fields (or a quoted one, as
+# `echo '...' >> ~/.pgpass` writes it): /etc/passwd lines have seven, addresses no port field.
+_PGPASS_FIELD = r"(?:[^\s:\\\"']|\\.){1,128}"
+_PGPASS_LINE = re.compile(
+    r"(?:^[ \t]*|[\"'])[a-z0-9_.\-*\[\]]{1,253}:(?:[0-9]{1,5}|\*):"
+    rf"{_PGPASS_FIELD}:{_PGPASS_FIELD}:((?:[^\s:\\\"']|\\.){{1,256}})(?=[\"']|[ \t]*$)",
+    re.MULTILINE,
+)
+_PGPASS_PORT = re.compile(r":(?:[0-9]{1,5}|\*):")
+
+
+def find_pgpass_passwords(text: str, lowered: str) -> Iterator[Span]:
+    """The password field of a .pgpass line."""
+    if _PGPASS_PORT.search(lowered) is None:
+        return
+    for match in _PGPASS_LINE.finditer(lowered):
+        host = lowered[match.start() : lowered.index(":", match.start())].strip(" \t\"'")
+        if host.isdigit():  # a time or a counter (12:30:45:...), not a host name
+            continue
+        start, end = match.span(1)
+        if _given_password(text[start:end]):
+            yield start, end
+
+
 # ---------------------------------------------------------------------- markup
 # <password>X</password> (Maven's settings.xml, Spring, Jenkins) and .NET's
 # <add key="SmtpPassword" value="X" />: a name ending in a credential word gives a literal.

@@ -41,6 +41,7 @@ from orcad.secret_values import (
     find_credential_flags,
     find_markup_credentials,
     find_netrc_passwords,
+    find_pgpass_passwords,
     find_piped_and_batch_passwords,
     find_redis_passwords,
     find_stated_keys,
@@ -286,6 +287,7 @@ _RULES: tuple[tuple[str, Finder, Gate], ...] = (
     ("password_flag", find_piped_and_batch_passwords, _always),
     ("credential_assignment", find_redis_passwords, _always),
     ("netrc_password", find_netrc_passwords, _always),
+    ("pgpass_password", find_pgpass_passwords, _always),
     ("password_statement", find_stated_passwords, _always),
 )
 _PRIORITY = {name: index for index, (name, _, _) in enumerate(_RULES)}
@@ -298,7 +300,13 @@ _ALWAYS_OPEN = tuple((name, finder) for name, finder, gate in _RULES if gate is 
 # Rules whose every match holds an assignment operator (`=` or `:`): eight full scans of the
 # text for their keywords are skipped, for the price of two one-character ones, without one.
 _NEED_AN_OPERATOR = frozenset(
-    (_find_aws_secret, _find_query_keys, find_yaml_block_credentials, *_ASSIGNMENT_FINDERS)
+    (
+        _find_aws_secret,
+        _find_query_keys,
+        find_yaml_block_credentials,
+        find_pgpass_passwords,
+        *_ASSIGNMENT_FINDERS,
+    )
 )
 _ALWAYS_OPEN_WITHOUT_OPERATOR = tuple(
     (name, finder) for name, finder in _ALWAYS_OPEN if finder not in _NEED_AN_OPERATOR

@@ -527,6 +527,45 @@ def test_redis_settings_without_a_password_stay_storable(text: str) -> None:
 
 
 @pytest.mark.parametrize(
+    ("text", "redacted"),
+    [
+        (
+            "localhost:5432:mydb:postgres:S3cretPw",
+            "localhost:5432:mydb:postgres:[REDACTED:pgpass_password]",
+        ),
+        (
+            "*:*:*:replicator:hunter2pass\ndb.internal:5432:app:app:pa\\:ss1",
+            "*:*:*:replicator:[REDACTED:pgpass_password]\n"
+            "db.internal:5432:app:app:[REDACTED:pgpass_password]",
+        ),
+        (
+            "echo 'db.internal:5432:app:deploy:Hunter2024' >> ~/.pgpass",
+            "echo 'db.internal:5432:app:deploy:[REDACTED:pgpass_password]' >> ~/.pgpass",
+        ),
+    ],
+)
+def test_pgpass_lines_lose_their_password(text: str, redacted: str) -> None:
+    assert redact(text) == redacted
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "root:x:0:0:root:/root:/bin/bash",
+        "docker:x:999:alice",
+        "fe80::1:2:3:4",
+        "00:1a:2b:3c:4d:5e",
+        "10:20:30:40:5000",
+        "localhost:5432:*:postgres:$PGPASSWORD",
+        "localhost:5432:*:*:<password>",
+        "the format is hostname:port:database:username:password",
+    ],
+)
+def test_colon_separated_lines_that_are_no_pgpass_entry_stay_storable(text: str) -> None:
+    assert find_secrets(text) == []
+
+
+@pytest.mark.parametrize(
     ("url", "redacted"),
     [
         (

@@ -1159,6 +1159,30 @@ def build_redis_passwords(c: Corpus) -> None:
         c.lookalike("redis_setting", text)
 
 
+def build_pgpass_lines(c: Corpus) -> None:
+    """~/.pgpass lines, and colon-separated lines that are none."""
+    shapes = (
+        "{h}:5432:{d}:{u}:{v}",
+        "*:*:*:{u}:{v}",
+        "echo '{h}:5432:*:{u}:{v}' >> ~/.pgpass && chmod 600 ~/.pgpass",
+        "localhost:5432:{d}:{u}:{v}\n{h}:6432:*:{u}:{v}",
+    )
+    for index in range(6):
+        value = chosen_password(c).replace(":", "")
+        host, database, user = f"{c.chars(LOWER, 6)}.internal", c.chars(LOWER, 4), c.chars(LOWER, 5)
+        text = shapes[index % len(shapes)].format(h=host, d=database, u=user, v=value)
+        c.secret("pgpass_password", value, text)
+    for text in (
+        "root:x:0:0:root:/root:/bin/bash",
+        "nobody:*:-2:-2:Unprivileged User:/var/empty:/usr/bin/false",
+        "2001:db8:85a3:8d3:1319",
+        "12:30:45:67:8901",
+        "hostname:port:database:username:password",
+        "localhost:5432:*:postgres:${PGPASSWORD}",
+    ):
+        c.lookalike("colon_separated", text)
+
+
 def build() -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     corpus = Corpus(SEED)
     build_secrets(corpus)
@@ -1170,6 +1194,7 @@ def build() -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     build_yaml_blocks(corpus)
     build_batch_and_piped_passwords(corpus)
     build_redis_passwords(corpus)
+    build_pgpass_lines(corpus)
     return corpus.secrets, corpus.lookalikes
 
 
