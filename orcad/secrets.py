@@ -151,6 +151,10 @@ def _assignment_finder(keyword: str, pattern: str) -> Finder:
                 line_end = text.find("\n", end)
                 end = start + len(text[start : len(text) if line_end < 0 else line_end].rstrip())
             value = text[start:end]
+            if group == 3 and plain:
+                end = _rest_of_setting(text, match.start(), end)
+                if text[match.start() : name_end].isupper():  # an environment value: all of it
+                    value = text[start:end]
             if looks_random(value):
                 yield start, end
             elif plain or keyword == "credential":
@@ -166,6 +170,24 @@ def _assignment_finder(keyword: str, pattern: str) -> Finder:
                     yield start, end
 
     return find
+
+
+# A setting that starts its line (.env, YAML, INI: `SESSION_SECRET=keyboard cat`) has the rest
+# of the line as its unquoted value, up to a comment; words only, so that code is not taken.
+_SETTING_NAME = re.compile(r"[ \t]*(?:export[ \t]+|-[ \t]+)?[A-Za-z0-9_.\-]*\Z")
+_MORE_WORDS = re.compile(
+    r"(?:[ \t]+(?!#)[^\s\"'`;&|(){}\[\]<>=]{1,64}+){1,16}+(?=[ \t]*(?:#|\r?$))", re.M
+)
+
+
+def _rest_of_setting(text: str, name: int, end: int) -> int:
+    """Where the unquoted value of the setting whose name holds `name` and whose first word
+    ends at `end` really ends: the end of its line's words when the setting starts the line."""
+    line = text.rfind("\n", 0, name) + 1
+    if name - line > 128 or _SETTING_NAME.match(text, line, name) is None:
+        return end
+    more = _MORE_WORDS.match(text, end)
+    return end if more is None else more.end()
 
 
 # After a type annotation, the default a name is declared with: `: Optional[str] = "..."`.

@@ -566,6 +566,51 @@ def test_colon_separated_lines_that_are_no_pgpass_entry_stay_storable(text: str)
 
 
 @pytest.mark.parametrize(
+    ("text", "redacted"),
+    [
+        ("SESSION_SECRET=keyboard cat", "SESSION_SECRET=[REDACTED:credential_assignment]"),
+        (
+            "export DB_PASSWORD=correct horse battery staple # rotated\nPORT=3000",
+            "export DB_PASSWORD=[REDACTED:credential_assignment] # rotated\nPORT=3000",
+        ),
+        (
+            "  - SESSION_SECRET: open sesame 42\n  - PORT: 3000",
+            "  - SESSION_SECRET: [REDACTED:credential_assignment]\n  - PORT: 3000",
+        ),
+        (
+            "password: hunter2x and more\nuser: app",
+            "password: [REDACTED:credential_assignment]\nuser: app",
+        ),
+        ('SESSION_SECRET="keyboard cat"', 'SESSION_SECRET="[REDACTED:credential_assignment]"'),
+        (  # not a setting of its own line: code goes on after the value
+            "if password == hunter2x and ok:",
+            "if password == [REDACTED:credential_assignment] and ok:",
+        ),
+        (
+            "DB_PASSWORD=hunter2; echo done",
+            "DB_PASSWORD=[REDACTED:credential_assignment]; echo done",
+        ),
+    ],
+)
+def test_an_unquoted_setting_loses_its_whole_value_spaces_included(
+    text: str, redacted: str
+) -> None:
+    assert redact(text) == redacted
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "SESSION_SECRET=$SESSION_SECRET node app.js",
+        "SESSION_SECRET=<set me> # later",
+        "export SECRET_FILE=/run/secrets/app",
+    ],
+)
+def test_settings_with_a_reference_and_words_after_it_stay_storable(text: str) -> None:
+    assert find_secrets(text) == []
+
+
+@pytest.mark.parametrize(
     ("url", "redacted"),
     [
         (

@@ -1183,6 +1183,21 @@ def build_pgpass_lines(c: Corpus) -> None:
         c.lookalike("colon_separated", text)
 
 
+def build_settings_with_spaces(c: Corpus) -> None:
+    """Unquoted environment settings whose value holds spaces, and settings of references."""
+    words = ("keyboard cat", "open sesame", "correct horse battery staple", "blue monkey 42")
+    shapes = ("SESSION_SECRET={v}", "export DB_PASSWORD={v}\nPORT=3000", "JWT_SECRET={v} # old")
+    for index in range(6):
+        value = words[index % len(words)] + c.rng.choice(["", " 7", "!"])
+        c.secret("credential_assignment", value, shapes[index % len(shapes)].format(v=value))
+    for text in (
+        "SESSION_SECRET=$SESSION_SECRET node app.js",
+        "SESSION_SECRET=<set me> # later",
+        "export SECRET_FILE=/run/secrets/app",
+    ):
+        c.lookalike("setting_reference", text)
+
+
 def build() -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     corpus = Corpus(SEED)
     build_secrets(corpus)
@@ -1195,6 +1210,7 @@ def build() -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     build_batch_and_piped_passwords(corpus)
     build_redis_passwords(corpus)
     build_pgpass_lines(corpus)
+    build_settings_with_spaces(corpus)
     return corpus.secrets, corpus.lookalikes
 
 
