@@ -675,6 +675,30 @@ def _clearly_stated(value: str, *, clause_ends: bool) -> bool:
     )
 
 
+# How English words that describe a password end ("the password is unrecoverable"): a long
+# word of letters that ends otherwise is rather words run together as one.
+_DESCRIBING_ENDS = (
+    "ed", "ing", "able", "ible", "ly", "tion", "tions", "sion", "ment", "ness", "ive", "ful",
+    "less", "ous", "ies", "ity", "ize", "ise", "al", "ic", "ent", "ant", "ary", "ory", "ence",
+    "ance", "ist", "ism", "ward", "wards", "worthy", "where", "ever", "self", "proof", "wise",
+    "like", "some", "out",
+)  # fmt: skip
+
+
+def _joined_words(value: str) -> bool:
+    """A password of letters alone, stated in a sentence ("my password is
+    correcthorsebatterystaple"): long, in one case (not a type such as PasswordManager),
+    and not ending as a describing word does."""
+    return (
+        len(value) >= 12
+        and value.isalpha()
+        and _CAPITALISED_OR_LOWER.match(value) is not None
+        and not value.lower().endswith(_DESCRIBING_ENDS)
+        and "pass" not in value.lower()  # mypasswordhere: a stand-in
+        and not is_placeholder(value)
+    )
+
+
 def _clause_ends(text: str, value_end: int, stripped_end: int) -> bool:
     """The value ends its clause: punctuation follows it, or the line or the text ends."""
     if any(char in _CLAUSE_ENDS for char in text[stripped_end:value_end]):
@@ -699,9 +723,11 @@ def find_stated_passwords(text: str, lowered: str) -> Iterator[Span]:
         start, value_end = match.span("value")
         end = _value_end(text, start, value_end)
         value = text[start:end]
-        if _stated_password(value) or (
-            _said_plainly(match, lowered)
-            and _clearly_stated(value, clause_ends=_clause_ends(text, value_end, end))
+        clause_ends = _clause_ends(text, value_end, end)
+        if (
+            _stated_password(value)
+            or (_said_plainly(match, lowered) and _clearly_stated(value, clause_ends=clause_ends))
+            or (match.group("op") is None and clause_ends and _joined_words(value))
         ):
             yield start, end
     for match in _NAMED_VALUE.finditer(lowered):

@@ -134,6 +134,9 @@ CHOSEN_PASSWORDS = {
     "the pin code password is: 4921": "4921",
     "wifi password: correcthorse": "correcthorse",
     "Guest wifi password: Sunflower\nssid: office": "Sunflower",
+    # letters alone, long and run together: a password, however ordinary its characters
+    "my password is correcthorsebatterystaple": "correcthorsebatterystaple",
+    "the wifi password is letmeinplease.": "letmeinplease",
 }
 # Keys and tokens stated in words count when their value looks generated.
 STATED_KEYS = {
@@ -239,6 +242,14 @@ def test_stated_credentials_lose_only_their_value(text: str, redacted: str) -> N
         "val password: CharArray",
         "def login(user, password: str):",
         "    password: Secret",
+        "the password is configurable.",
+        "the password is unrecoverable",
+        "the password is alphanumeric",
+        "the password is straightforward",
+        "the password is untrustworthy",
+        "the password is PasswordManager",
+        "the password is mypasswordhere",
+        "the password is automatically generated",
     ],
 )
 def test_password_lookalikes_stay_storable(text: str) -> None:

@@ -1198,6 +1198,24 @@ def build_settings_with_spaces(c: Corpus) -> None:
         c.lookalike("setting_reference", text)
 
 
+def build_joined_word_passwords(c: Corpus) -> None:
+    """Passwords of letters alone, words run together, stated in a sentence; and sentences
+    that describe a password with one long word."""
+    words = ("correct", "horse", "battery", "staple", "purple", "monkey", "dishwasher", "velvet")
+    shapes = ("my password is {v}", "the wifi password is {v}.", "FYI the admin password was {v}")
+    for index in range(6):
+        value = "".join(c.rng.sample(words, 3))
+        c.secret("password_statement", value, shapes[index % len(shapes)].format(v=value))
+    for text in (
+        "the password is configurable.",
+        "the password is unrecoverable",
+        "the password is straightforward",
+        "the password is PasswordManager",
+        "the password is automatically generated",
+    ):
+        c.lookalike("password_described", text)
+
+
 def build() -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     corpus = Corpus(SEED)
     build_secrets(corpus)
@@ -1211,6 +1229,7 @@ def build() -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     build_redis_passwords(corpus)
     build_pgpass_lines(corpus)
     build_settings_with_spaces(corpus)
+    build_joined_word_passwords(corpus)
     return corpus.secrets, corpus.lookalikes
 
 
