@@ -759,6 +759,37 @@ def _prose_label(lowered: str, keyword: int) -> bool:
     return label is not None and label.group(1) not in _NOT_PROSE
 
 
+# The word for password in other languages, and their verb "is": German (Passwort, Kennwort;
+# compounds such as Datenbankpasswort end in them), Spanish, French, Portuguese, Italian
+# (password), Dutch, Polish, Swedish, Danish/Norwegian, Finnish, Turkish, Russian/Ukrainian,
+# Chinese, Japanese, Korean.
+_FOREIGN_PASSWORD = re.compile(
+    r"(?:passwort|kennwort|(?<![^\W\d_])(?:contrase[ñn]a|mot de passe|senha|wachtwoord|has[łl]o|"
+    r"l[öo]senord|adgangskode|passord|salasana|[şs]ifre|пароль|密码|密碼|パスワード|비밀번호))"
+    r"(?![^\W\d_])(?P<words>(?:[ \t]+[^\s.,;:!?=\uff1a]{1,30}+){0,6}?)"
+    r"(?:[ \t]*[:=\uff1a][ \t]*|[ \t]+(?:ist|lautet|war|es|era|est|était|é|is|jest|är|er|on|je|"
+    r"это|—|-)[ \t]+)" + _STATED_VALUE.replace(r"[ \t]+", "", 1)
+)
+_FOREIGN_TRIGGERS = (
+    "wort", "contrase", "passe", "senha", "wachtwoord", "has", "senord", "adgangskode",
+    "passord", "salasana", "ifre", "пароль", "密码", "密碼", "パスワード", "비밀번호",
+)  # fmt: skip
+
+
+def find_foreign_passwords(text: str, lowered: str) -> Iterator[Span]:
+    """A password given after the word for password in another language: "Passwort:
+    Geheim2024", "la contraseña es Secreto123", "пароль: qwerty123", "密码\uff1aabc12345"."""
+    if not any(trigger in lowered for trigger in _FOREIGN_TRIGGERS):
+        return
+    for match in _FOREIGN_PASSWORD.finditer(lowered):
+        start, value_end = match.span("value")
+        end = _value_end(text, start, value_end)
+        # letters with digits or symbols only: a lone word may be one that describes the
+        # password ("Passwort: erforderlich"), and only English ones are known here
+        if _stated_password(text[start:end]):
+            yield start, end
+
+
 # "the api key is 3f9a...", "the token is kT9v...": a value a sentence gives for a key, token or
 # secret is one when it looks generated, as it must be after such a name in an assignment.
 _KEY_STATEMENT_TAIL = (

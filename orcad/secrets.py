@@ -39,6 +39,7 @@ from orcad.secret_values import (
     QUOTED_VALUES,
     VALUE_RUN,
     find_credential_flags,
+    find_foreign_passwords,
     find_markup_credentials,
     find_netrc_passwords,
     find_pgpass_passwords,
@@ -311,6 +312,7 @@ _RULES: tuple[tuple[str, Finder, Gate], ...] = (
     ("netrc_password", find_netrc_passwords, _always),
     ("pgpass_password", find_pgpass_passwords, _always),
     ("password_statement", find_stated_passwords, _always),
+    ("password_statement", find_foreign_passwords, _always),
 )
 _PRIORITY = {name: index for index, (name, _, _) in enumerate(_RULES)}
 

@@ -622,6 +622,55 @@ def test_settings_with_a_reference_and_words_after_it_stay_storable(text: str) -
 
 
 @pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("Passwort: geheimnis2024", "geheimnis2024"),
+        ("Das Passwort ist Geheim2024!", "Geheim2024!"),
+        ("Datenbankpasswort: s3cret!x", "s3cret!x"),
+        ("La contraseña es Secreto123", "Secreto123"),
+        ("mot de passe: motdepasse42", "motdepasse42"),
+        ("A senha é Brasil2024", "Brasil2024"),
+        (
+            "\u041f\u0430\u0440\u043e\u043b\u044c: \u0421\u0435\u043a\u0440\u0435\u04422024",
+            "\u0421\u0435\u043a\u0440\u0435\u04422024",
+        ),
+        ("密码\uff1aabc12345", "abc12345"),
+        ("パスワード: hunter2x", "hunter2x"),
+        ("비밀번호: abcd1234", "abcd1234"),
+        ("wachtwoord: Welkom01", "Welkom01"),
+        ("hasło: Tajne2024", "Tajne2024"),
+    ],
+)
+def test_passwords_after_the_word_in_other_languages_are_redacted(text: str, value: str) -> None:
+    redacted = redact(text)
+    assert value not in redacted
+    assert "[REDACTED:password_statement]" in redacted
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Passwort: siehe Wiki",
+        "Passwort: erforderlich",
+        "Passwortrichtlinie: mindestens 12 Zeichen",
+        "Das Passwort ist falsch",
+        "Passwort vergessen?",
+        "Passwort isolated1",
+        "resenha: ótimo filme 2024",
+        "la contraseña es incorrecta",
+        "mot de passe oublié",
+        "пароль неверный",
+        "Passwort-Manager: KeePassXC",
+        "Kennwort: ********",
+        "Passwort: <Ihr Passwort>",
+        "contraseña: ${DB_PASS}",
+    ],
+)
+def test_other_languages_mentioning_a_password_stay_storable(text: str) -> None:
+    assert find_secrets(text) == []
+
+
+@pytest.mark.parametrize(
     ("url", "redacted"),
     [
         (

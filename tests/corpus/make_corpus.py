@@ -1216,6 +1216,32 @@ def build_joined_word_passwords(c: Corpus) -> None:
         c.lookalike("password_described", text)
 
 
+def build_other_language_passwords(c: Corpus) -> None:
+    """Passwords after the word for password in other languages, and sentences about one."""
+    shapes = (
+        "Passwort: {v}",
+        "Das Passwort für den Server ist {v}",
+        "la contraseña es {v}",
+        "mot de passe : {v}",
+        "A senha do banco é {v}",
+        "пароль: {v}",
+        "密码\uff1a{v}",
+        "wachtwoord = {v}",
+    )
+    for index in range(8):
+        value = chosen_password(c)
+        c.secret("password_statement", value, shapes[index % len(shapes)].format(v=value))
+    for text in (
+        "Passwort: siehe Wiki",
+        "Passwortrichtlinie: mindestens 12 Zeichen",
+        "la contraseña es incorrecta",
+        "mot de passe oublié ?",
+        "resenha: ótimo filme de 2024",
+        "пароль неверный",
+    ):
+        c.lookalike("other_language", text)
+
+
 def build() -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     corpus = Corpus(SEED)
     build_secrets(corpus)
@@ -1230,6 +1256,7 @@ def build() -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     build_pgpass_lines(corpus)
     build_settings_with_spaces(corpus)
     build_joined_word_passwords(corpus)
+    build_other_language_passwords(corpus)
     return corpus.secrets, corpus.lookalikes
 
 
