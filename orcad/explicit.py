@@ -10,12 +10,12 @@ file, keeping the newest whole lines (spec: the files are loaded with bounded si
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 
 import filelock
 import structlog
 
+from orcad.control_characters import escape_control_characters
 from orcad.durable_files import replace_file_atomically
 from orcad.errors import InvalidParams, StorageError
 from orcad.limits import EXPLICIT_FACT_MAX_CHARS, EXPLICIT_LOCK_TIMEOUT_S
@@ -54,13 +54,10 @@ def format_fact(text: str) -> str:
     return "- " + "\n  ".join(_visible(line) for line in lines if line) + "\n"
 
 
-# C0 and C1 controls but tab, and DEL: the files are read with `cat`, and a terminal acts on an
-# escape sequence (retitles, clears, writes the clipboard); they are written as \xNN instead
-_CONTROL_CHARACTERS = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f]")
-
-
 def _visible(line: str) -> str:
-    return _CONTROL_CHARACTERS.sub(lambda match: f"\\x{ord(match.group()):02x}", line)
+    # the files are read with `cat`: a terminal acts on an escape sequence (retitles, clears,
+    # writes the clipboard) and a bidirectional override reorders what a reader sees
+    return escape_control_characters(line)
 
 
 def append_line(existing: bytes, line: str) -> bytes:

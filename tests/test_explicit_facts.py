@@ -54,6 +54,12 @@ def test_format_fact_writes_control_characters_visibly() -> None:
     assert line == "- deploys \\x1b]0;pwned\\x07 with \\x1b[2Jmake\\x00 release\n"
 
 
+def test_format_fact_writes_bidirectional_overrides_visibly() -> None:
+    # U+202E shows a reader of `cat user.md` the text after it reversed; U+2066 isolates
+    line = explicit.format_fact("deploy with make \u202eesaeler\u202c and \u2066x\u2069")
+    assert line == "- deploy with make \\u202eesaeler\\u202c and \\u2066x\\u2069\n"
+
+
 def test_format_fact_length_boundary() -> None:
     assert explicit.format_fact("x" * EXPLICIT_FACT_MAX_CHARS).startswith("- x")
     with pytest.raises(InvalidParams) as caught:

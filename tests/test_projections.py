@@ -145,6 +145,13 @@ def test_markdown_holds_no_terminal_control_sequence() -> None:
     assert "- **project**: Deploys \\x1b]52;c;ZWNobyBoaQ==\\x07 via \\x1b[2Jmake" in markdown
 
 
+def test_markdown_holds_no_bidirectional_override() -> None:
+    # a ledger written before facts were escaped when parsed may still hold one
+    markdown = render_markdown(with_facts(Ledger(), "Deploy with make \u202eesaeler\u202c now."))
+    assert "\u202e" not in markdown and "\u202c" not in markdown
+    assert "- **project**: Deploy with make \\u202eesaeler\\u202c now." in markdown
+
+
 def test_publish_writes_both_files_privately(tmp_path: Path) -> None:
     ledger = with_facts(Ledger(), "Deploys go through make release.")
     assert commit(tmp_path, ledger) == []

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import sqlite3
 import stat
 from collections.abc import Callable, Mapping
@@ -35,6 +34,7 @@ import structlog
 from orcad import limits
 from orcad.capture.ledger import CandidateRecord, Ledger, ledger_path
 from orcad.capture.projects import JOBS_DIR
+from orcad.control_characters import escape_control_characters
 from orcad.durable_files import (
     fsync_directory,
     remove_leftover_temps,
@@ -130,13 +130,11 @@ def write_markdown(project_dir: Path, ledger: Ledger) -> None:
     replace_file_atomically(path, render_markdown(ledger).encode())
 
 
-# C0 and C1 controls and DEL, which a terminal showing the file (`cat`) would act on (an escape
-# sequence can retitle it, clear it or write the clipboard): written as \xNN instead
-_CONTROL_CHARACTERS = re.compile("[\x00-\x1f\x7f-\x9f]")
-
-
 def _visible(text: str) -> str:
-    return _CONTROL_CHARACTERS.sub(lambda match: f"\\x{ord(match.group()):02x}", text)
+    # a terminal showing the file (`cat`) acts on an escape sequence (retitles, clears, writes
+    # the clipboard) and a bidirectional override reorders what a reader sees (white space is
+    # collapsed before this, so tab and newline are gone)
+    return escape_control_characters(text)
 
 
 def _markdown_text(fact: str) -> str:
