@@ -188,7 +188,9 @@ def _rest_of_setting(text: str, name: int, end: int) -> int:
     if name - line > 128 or _SETTING_NAME.match(text, line, name) is None:
         return end
     more = _MORE_WORDS.match(text, end)
-    return end if more is None else more.end()
+    if more is None or any(word[0] == "-" or "/" in word for word in more.group().split()):
+        return end  # a flag or a path: a command run with the setting (PGPASSWORD=x psql -h db)
+    return more.end()
 
 
 # After a type annotation, the default a name is declared with: `: Optional[str] = "..."`.

@@ -601,6 +601,14 @@ def test_colon_separated_lines_that_are_no_pgpass_entry_stay_storable(text: str)
             "DB_PASSWORD=hunter2; echo done",
             "DB_PASSWORD=[REDACTED:credential_assignment]; echo done",
         ),
+        (  # a command run with the setting keeps its flags and paths
+            "PGPASSWORD=S3cretPass psql -h db.internal app",
+            "PGPASSWORD=[REDACTED:credential_assignment] psql -h db.internal app",
+        ),
+        (
+            "DB_PASSWORD=hunter2 ./run.sh --verbose",
+            "DB_PASSWORD=[REDACTED:credential_assignment] ./run.sh --verbose",
+        ),
     ],
 )
 def test_an_unquoted_setting_loses_its_whole_value_spaces_included(
