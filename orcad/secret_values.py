@@ -466,6 +466,39 @@ def find_netrc_passwords(text: str, lowered: str) -> Iterator[Span]:
             yield start, end
 
 
+# -------------------------------------------------------------------------- SQL
+# CREATE/ALTER USER ... IDENTIFIED [WITH plugin] BY 'x' (MySQL, Oracle: there unquoted too),
+# CREATE/ALTER ROLE|USER ... [LOGIN|WITH|ENCRYPTED] PASSWORD 'x' (PostgreSQL, Snowflake, ...),
+# SET PASSWORD ... = PASSWORD('x') (MySQL). `IDENTIFIED BY PASSWORD '*6BB4...'` gives a hash.
+_SQL_PASSWORDS = (
+    re.compile(
+        r"(?<![a-z0-9_])identified[ \t]+(?:with[ \t]+[a-z0-9_'\"]{1,64}[ \t]+)?by[ \t]+"
+        rf"(?:{QUOTED_VALUES})"
+    ),
+    # unquoted (Oracle) only in the statement: "identified by their email" is prose
+    re.compile(
+        r"(?<![a-z0-9_])(?:create|alter)[ \t]+user(?![a-z0-9_])[^;\n]{0,300}?[ \t]identified"
+        r"[ \t]+by[ \t]+(?!password(?![a-z0-9_]))([a-z0-9_#$!@%^&*+\-]{1,128}+)"
+    ),
+    re.compile(
+        r"(?<![a-z0-9_])(?:create|alter)[ \t]+(?:user|role)(?![a-z0-9_])[^;\n]{0,300}?[ \t]"
+        r"password[ \t]+" + rf"(?:{QUOTED_VALUES})"
+    ),
+    re.compile(r"(?<![a-z0-9_])password[ \t]*\([ \t]*" + rf"(?:{QUOTED_VALUES})[ \t]*\)"),
+)
+
+
+def find_sql_passwords(text: str, lowered: str) -> Iterator[Span]:
+    """Passwords in SQL statements that create or change a user."""
+    if "identified" not in lowered and "password" not in lowered:
+        return
+    for pattern in _SQL_PASSWORDS:
+        for match in pattern.finditer(lowered):
+            start, end, _ = _value_span(match)
+            if _given_password(text[start:end]):
+                yield start, end
+
+
 # ----------------------------------------------------------------------- pgpass
 # A line of ~/.pgpass: hostname:port:database:username:password, `*` for any of the first four
 # and `\:` for a colon inside a field. The whole line is the five fields (or a quoted one, as

@@ -679,6 +679,53 @@ def test_other_languages_mentioning_a_password_stay_storable(text: str) -> None:
 
 
 @pytest.mark.parametrize(
+    ("text", "redacted"),
+    [
+        (
+            "CREATE USER app IDENTIFIED BY 'S3cretPass';",
+            "CREATE USER app IDENTIFIED BY '[REDACTED:credential_assignment]';",
+        ),
+        (
+            "CREATE USER 'app'@'%' IDENTIFIED WITH mysql_native_password BY 'S3cretPass';",
+            "CREATE USER 'app'@'%' IDENTIFIED WITH mysql_native_password BY "
+            "'[REDACTED:credential_assignment]';",
+        ),
+        (
+            "ALTER USER scott IDENTIFIED BY tiger2024;",
+            "ALTER USER scott IDENTIFIED BY [REDACTED:credential_assignment];",
+        ),
+        (
+            "CREATE ROLE app LOGIN PASSWORD 'S3cretPass';",
+            "CREATE ROLE app LOGIN PASSWORD '[REDACTED:credential_assignment]';",
+        ),
+        (
+            "SET PASSWORD FOR 'root'@'localhost' = PASSWORD('S3cretPass');",
+            "SET PASSWORD FOR 'root'@'localhost' = PASSWORD('[REDACTED:credential_assignment]');",
+        ),
+    ],
+)
+def test_passwords_in_sql_user_statements_are_redacted(text: str, redacted: str) -> None:
+    assert redact(text) == redacted
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "GRANT ALL ON db.* TO 'app'@'%' IDENTIFIED BY PASSWORD '*6BB4837EB74329105EE45';",
+        "CREATE USER app IDENTIFIED BY :password;",
+        "CREATE USER app IDENTIFIED BY '${DB_PASSWORD}';",
+        "ALTER ROLE app PASSWORD NULL;",
+        "CREATE ROLE app LOGIN PASSWORD %s",
+        "the user is identified by their email",
+        "hash_password(password)",
+        "verify_password('hunter22')",
+    ],
+)
+def test_sql_without_a_password_stays_storable(text: str) -> None:
+    assert find_secrets(text) == []
+
+
+@pytest.mark.parametrize(
     ("url", "redacted"),
     [
         (

@@ -1242,6 +1242,27 @@ def build_other_language_passwords(c: Corpus) -> None:
         c.lookalike("other_language", text)
 
 
+def build_sql_passwords(c: Corpus) -> None:
+    """SQL that creates or changes a user with a password, and SQL that gives none."""
+    shapes = (
+        "CREATE USER {u} IDENTIFIED BY '{v}';",
+        "ALTER USER '{u}'@'%' IDENTIFIED WITH caching_sha2_password BY '{v}';",
+        "CREATE ROLE {u} LOGIN PASSWORD '{v}';",
+        "ALTER USER {u} WITH ENCRYPTED PASSWORD '{v}';",
+        "SET PASSWORD FOR '{u}'@'localhost' = PASSWORD('{v}');",
+    )
+    for index in range(5):
+        value = chosen_password(c).replace("'", "")
+        c.secret("credential_assignment", value, shapes[index].format(u=c.chars(LOWER, 5), v=value))
+    for text in (
+        "CREATE USER app IDENTIFIED BY :password;",
+        "ALTER ROLE app PASSWORD NULL;",
+        "users are identified by their email address",
+        "if not verify_password(password, user.hash):",
+    ):
+        c.lookalike("sql_without_password", text)
+
+
 def build() -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     corpus = Corpus(SEED)
     build_secrets(corpus)
@@ -1257,6 +1278,7 @@ def build() -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     build_settings_with_spaces(corpus)
     build_joined_word_passwords(corpus)
     build_other_language_passwords(corpus)
+    build_sql_passwords(corpus)
     return corpus.secrets, corpus.lookalikes
 
 
