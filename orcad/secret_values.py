@@ -338,6 +338,46 @@ _SUDO_STDIN = re.compile(
 )
 
 
+# (command that must occur, pattern whose first groups are the value): commands that take a
+# password as a plain argument or read one piped in
+_ARGUMENT_PASSWORDS = (
+    # `echo 'user:PASS' | chpasswd`, `chpasswd <<< 'user:PASS'`
+    (
+        "chpasswd",
+        re.compile(
+            r"(?<![a-z0-9_\-])echo[ \t]+(?:-[ne]{1,2}[ \t]+)?[\"']?[a-z0-9_.\-]{1,32}:"
+            r"([^\s\"'|;&]{1,256}+)[\"']?[ \t]*\|[ \t]*(?:sudo[ \t]+)?chpasswd"
+        ),
+    ),
+    (
+        "chpasswd",
+        re.compile(r"chpasswd[ \t]*<<<[ \t]*[\"']?[a-z0-9_.\-]{1,32}:([^\s\"'|;&]{1,256}+)"),
+    ),
+    # Windows: `net user NAME PASS [/add]` (`*` prompts for it)
+    (
+        "net",
+        re.compile(
+            # a command: starts its line (after a prompt such as C:\>) or follows && ; |
+            r"(?:^[ \t]*(?:[a-z]:\\[^>\n]{0,200}>[ \t]*|ps[ \t][^>\n]{0,200}>[ \t]*)?|[;&|][ \t]*)"
+            r"net[ \t]+user[ \t]+[^\s/]{1,64}[ \t]+" + _VALUE + r"(?=[ \t]+/|[ \t]*(?:$|[\r\n&|]))",
+            re.MULTILINE,
+        ),
+    ),
+    (
+        "rabbitmqctl",
+        re.compile(
+            r"rabbitmqctl[ \t]+(?:[^\n|;&]{0,100}?[ \t])?(?:add_user|change_password)[ \t]+"
+            r"[^\s]{1,64}[ \t]+" + _VALUE
+        ),
+    ),
+    ("mysqladmin", re.compile(r"mysqladmin[^\n|;&]{0,300}?[ \t]password[ \t]+" + _VALUE)),
+)
+# ldapsearch, ldapadd, ldapmodify, ldappasswd, ...: -w PASS (-W prompts: read as written)
+_LDAP_PASSWORD = re.compile(
+    r"(?<![a-z0-9_\-])ldap[a-z]{2,10}[^\n|;&]{0,300}?[ \t]-w[ \t]+" + _VALUE
+)
+
+
 def find_piped_and_batch_passwords(text: str, lowered: str) -> Iterator[Span]:
     """Passwords given as a plain argument: `htpasswd -b FILE USER PASS`, and piped to a
     command that reads them: `echo PASS | sudo -S CMD`."""
@@ -352,6 +392,18 @@ def find_piped_and_batch_passwords(text: str, lowered: str) -> Iterator[Span]:
             group = next(g for g in (3, 4, 5) if match.start(g) >= 0)  # after the named two
             start, end = match.span(group)
             if _given_password(text[start:end]):
+                yield start, end
+    for command, pattern in _ARGUMENT_PASSWORDS:
+        if command in lowered:
+            for match in pattern.finditer(lowered):
+                start, end, _ = _value_span(match)
+                if _given_password(text[start:end]):
+                    yield start, end
+    if "ldap" in lowered and "-w" in text:
+        for match in _LDAP_PASSWORD.finditer(lowered):
+            start, end, _ = _value_span(match)
+            flag = text.rfind("-", match.start(), start)
+            if text[flag + 1] == "w" and _given_password(text[start:end]):
                 yield start, end
     if "sudo" in lowered and "echo" in lowered:
         for match in _SUDO_STDIN.finditer(lowered):

@@ -912,6 +912,24 @@ def test_authorization_header_without_a_credential_stays_storable(text: str) -> 
             "echo -n hunter2pass | sudo -u deploy -kS systemctl restart app",
             "echo -n [REDACTED:password_flag] | sudo -u deploy -kS systemctl restart app",
         ),
+        ("echo 'root:Hunter2024' | chpasswd", "echo 'root:[REDACTED:password_flag]' | chpasswd"),
+        ("chpasswd <<< 'app:S3cretPass'", "chpasswd <<< 'app:[REDACTED:password_flag]'"),
+        (
+            "C:\\> net user admin P@ssw0rd12 /add",
+            "C:\\> net user admin [REDACTED:password_flag] /add",
+        ),
+        (
+            "rabbitmqctl add_user app S3cretPass",
+            "rabbitmqctl add_user app [REDACTED:password_flag]",
+        ),
+        (
+            "ldapsearch -x -D cn=admin -w S3cretPass -b dc=example",
+            "ldapsearch -x -D cn=admin -w [REDACTED:password_flag] -b dc=example",
+        ),
+        (
+            "mysqladmin -u root password S3cretPass",
+            "mysqladmin -u root password [REDACTED:password_flag]",
+        ),
     ],
 )
 def test_more_command_line_passwords_are_redacted(text: str, redacted: str) -> None:
@@ -938,6 +956,13 @@ def test_more_command_line_passwords_are_redacted(text: str, redacted: str) -> N
         "echo 'deb http://deb.example.com stable main' | sudo tee -a /etc/apt/sources.list",
         'echo "$SUDO_PASSWORD" | sudo -S true',
         "echo whoami | sudo -s",
+        "echo $USER:$PASS | chpasswd",
+        "net user admin *",
+        "net user admin /delete",
+        "the net user count grew",
+        "ldapsearch -x -D cn=admin -W -b dc=example",
+        "rabbitmqctl add_user app $RABBIT_PASS",
+        "mysqladmin -u root -p password",
     ],
 )
 def test_command_lines_without_a_password_stay_storable(text: str) -> None:

@@ -1263,6 +1263,28 @@ def build_sql_passwords(c: Corpus) -> None:
         c.lookalike("sql_without_password", text)
 
 
+def build_argument_passwords(c: Corpus) -> None:
+    """Commands that take a password as a plain argument or piped in, and the same commands
+    without one."""
+    shapes = (
+        "echo '{u}:{v}' | sudo chpasswd",
+        "net user {u} {v} /add",
+        "rabbitmqctl add_user {u} {v}",
+        "ldapadd -x -D cn={u},dc=example,dc=com -w {v} -f users.ldif",
+        "mysqladmin -u {u} password {v}",
+    )
+    for index in range(5):
+        value = chosen_password(c)
+        c.secret("password_flag", value, shapes[index].format(u=c.chars(LOWER, 5), v=value))
+    for text in (
+        "net user admin /delete",
+        "ldapsearch -x -D cn=admin -W -b dc=example,dc=com",
+        "the net user count grew",
+        "rabbitmqctl list_users",
+    ):
+        c.lookalike("command_without_password", text)
+
+
 def build() -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     corpus = Corpus(SEED)
     build_secrets(corpus)
@@ -1279,6 +1301,7 @@ def build() -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     build_joined_word_passwords(corpus)
     build_other_language_passwords(corpus)
     build_sql_passwords(corpus)
+    build_argument_passwords(corpus)
     return corpus.secrets, corpus.lookalikes
 
 
