@@ -355,7 +355,7 @@ _ARGUMENT_PASSWORDS = (
     ),
     # Windows: `net user NAME PASS [/add]` (`*` prompts for it)
     (
-        "net",
+        "net user",
         re.compile(
             # a command: starts its line (after a prompt such as C:\>) or follows && ; |
             r"(?:^[ \t]*(?:[a-z]:\\[^>\n]{0,200}>[ \t]*|ps[ \t][^>\n]{0,200}>[ \t]*)?|[;&|][ \t]*)"
@@ -522,30 +522,56 @@ def find_netrc_passwords(text: str, lowered: str) -> Iterator[Span]:
 # CREATE/ALTER USER ... IDENTIFIED [WITH plugin] BY 'x' (MySQL, Oracle: there unquoted too),
 # CREATE/ALTER ROLE|USER ... [LOGIN|WITH|ENCRYPTED] PASSWORD 'x' (PostgreSQL, Snowflake, ...),
 # SET PASSWORD ... = PASSWORD('x') (MySQL). `IDENTIFIED BY PASSWORD '*6BB4...'` gives a hash.
+# (literals that must all occur, pattern): each pattern starts with a literal, which lets the
+# engine skip ahead; the character before the match is checked after it
 _SQL_PASSWORDS = (
-    re.compile(
-        r"(?<![a-z0-9_])identified[ \t]+(?:with[ \t]+[a-z0-9_'\"]{1,64}[ \t]+)?by[ \t]+"
-        rf"(?:{QUOTED_VALUES})"
+    (
+        ("identified",),
+        re.compile(
+            r"identified[ \t]+(?:with[ \t]+[a-z0-9_'\"]{1,64}[ \t]+)?by[ \t]+"
+            rf"(?:{QUOTED_VALUES})"
+        ),
     ),
     # unquoted (Oracle) only in the statement: "identified by their email" is prose
-    re.compile(
-        r"(?<![a-z0-9_])(?:create|alter)[ \t]+user(?![a-z0-9_])[^;\n]{0,300}?[ \t]identified"
-        r"[ \t]+by[ \t]+(?!password(?![a-z0-9_]))([a-z0-9_#$!@%^&*+\-]{1,128}+)"
+    (
+        ("identified", "user"),
+        re.compile(
+            r"user(?![a-z0-9_])[^;\n]{0,300}?[ \t]identified[ \t]+by[ \t]+"
+            r"(?!password(?![a-z0-9_]))([a-z0-9_#$!@%^&*+\-]{1,128}+)"
+        ),
     ),
-    re.compile(
-        r"(?<![a-z0-9_])(?:create|alter)[ \t]+(?:user|role)(?![a-z0-9_])[^;\n]{0,300}?[ \t]"
-        r"password[ \t]+" + rf"(?:{QUOTED_VALUES})"
+    (
+        ("password", "user"),
+        re.compile(r"user(?![a-z0-9_])[^;\n]{0,300}?[ \t]password[ \t]+" + rf"(?:{QUOTED_VALUES})"),
     ),
-    re.compile(r"(?<![a-z0-9_])password[ \t]*\([ \t]*" + rf"(?:{QUOTED_VALUES})[ \t]*\)"),
+    (
+        ("password", "role"),
+        re.compile(r"role(?![a-z0-9_])[^;\n]{0,300}?[ \t]password[ \t]+" + rf"(?:{QUOTED_VALUES})"),
+    ),
+    (("password",), re.compile(r"password[ \t]*\([ \t]*" + rf"(?:{QUOTED_VALUES})[ \t]*\)")),
 )
+_CREATE_OR_ALTER = re.compile(r"(?:create|alter)[ \t]+\Z")
 
 
 def find_sql_passwords(text: str, lowered: str) -> Iterator[Span]:
     """Passwords in SQL statements that create or change a user."""
     if "identified" not in lowered and "password" not in lowered:
         return
-    for pattern in _SQL_PASSWORDS:
+    statement = "create" in lowered or "alter" in lowered  # CREATE|ALTER USER|ROLE ...
+    for literals, pattern in _SQL_PASSWORDS:
+        if pattern.pattern.startswith(("user", "role")) and not statement:
+            continue
+        if not all(literal in lowered for literal in literals):
+            continue
         for match in pattern.finditer(lowered):
+            at = match.start()
+            if at and (lowered[at - 1].isalnum() or lowered[at - 1] == "_"):
+                continue
+            if (  # CREATE|ALTER USER|ROLE
+                match.re.pattern.startswith(("user", "role"))
+                and _CREATE_OR_ALTER.search(lowered, max(0, at - 16), at) is None
+            ):
+                continue
             start, end, _ = _value_span(match)
             if _given_password(text[start:end]):
                 yield start, end
@@ -855,16 +881,23 @@ _FOREIGN_PASSWORD = re.compile(
     r"(?:[ \t]*[:=\uff1a][ \t]*|[ \t]+(?:ist|lautet|war|es|era|est|était|é|is|jest|är|er|on|je|"
     r"это|—|-)[ \t]+)" + _STATED_VALUE.replace(r"[ \t]+", "", 1)
 )
+# the words' telling parts: ASCII ones alone are looked for in ASCII text
+# (the Polish, Swedish and Turkish words are written with their diacritics)
+_FOREIGN_ASCII_TRIGGERS = (
+    "wort", "contrasena", "mot de passe", "senha", "wachtwoord", "adgangskode", "passord",
+    "salasana",
+)  # fmt: skip
 _FOREIGN_TRIGGERS = (
-    "wort", "contrase", "passe", "senha", "wachtwoord", "has", "senord", "adgangskode",
-    "passord", "salasana", "ifre", "пароль", "密码", "密碼", "パスワード", "비밀번호",
+    *_FOREIGN_ASCII_TRIGGERS, "contraseña", "hasło", "lösenord", "şifre", "пароль", "密码", "密碼",
+    "パスワード", "비밀번호",
 )  # fmt: skip
 
 
 def find_foreign_passwords(text: str, lowered: str) -> Iterator[Span]:
     """A password given after the word for password in another language: "Passwort:
     Geheim2024", "la contraseña es Secreto123", "пароль: qwerty123", "密码\uff1aabc12345"."""
-    if not any(trigger in lowered for trigger in _FOREIGN_TRIGGERS):
+    triggers = _FOREIGN_ASCII_TRIGGERS if lowered.isascii() else _FOREIGN_TRIGGERS
+    if not any(trigger in lowered for trigger in triggers):
         return
     for match in _FOREIGN_PASSWORD.finditer(lowered):
         start, value_end = match.span("value")
