@@ -372,9 +372,23 @@ _ARGUMENT_PASSWORDS = (
     ),
     ("mysqladmin", re.compile(r"mysqladmin[^\n|;&]{0,300}?[ \t]password[ \t]+" + _VALUE)),
 )
-# ldapsearch, ldapadd, ldapmodify, ldappasswd, ...: -w PASS (-W prompts: read as written)
-_LDAP_PASSWORD = re.compile(
-    r"(?<![a-z0-9_\-])ldap[a-z]{2,10}[^\n|;&]{0,300}?[ \t]-w[ \t]+" + _VALUE
+# (command, flag letter as written, pattern): flags whose other case means something else, so
+# they are read in the text as written. ldapsearch, ldapadd, ...: -w PASS (-W prompts); SQL
+# Server's sqlcmd and bcp: -P PASS (-p prints statistics); ssh-keygen: -N NEW_PASSPHRASE (-n
+# names principals).
+_CASED_FLAG_PASSWORDS = (
+    (
+        "ldap",
+        "w",
+        re.compile(r"(?<![a-z0-9_\-])ldap[a-z]{2,10}[^\n|;&]{0,300}?[ \t]-w[ \t]+" + _VALUE),
+    ),
+    ("sqlcmd", "P", re.compile(r"sqlcmd[^\n|;&]{0,300}?[ \t]-p[ \t]*" + _VALUE)),
+    (
+        "bcp",
+        "P",
+        re.compile(r"(?<![a-z0-9_\-])bcp[ \t][^\n|;&]{0,300}?[ \t]-p[ \t]*" + _VALUE),
+    ),
+    ("ssh-keygen", "N", re.compile(r"ssh-keygen[^\n|;&]{0,300}?[ \t]-n[ \t]+" + _VALUE)),
 )
 
 
@@ -399,12 +413,13 @@ def find_piped_and_batch_passwords(text: str, lowered: str) -> Iterator[Span]:
                 start, end, _ = _value_span(match)
                 if _given_password(text[start:end]):
                     yield start, end
-    if "ldap" in lowered and "-w" in text:
-        for match in _LDAP_PASSWORD.finditer(lowered):
-            start, end, _ = _value_span(match)
-            flag = text.rfind("-", match.start(), start)
-            if text[flag + 1] == "w" and _given_password(text[start:end]):
-                yield start, end
+    for command, letter, pattern in _CASED_FLAG_PASSWORDS:
+        if command in lowered and f"-{letter}" in text:
+            for match in pattern.finditer(lowered):
+                start, end, _ = _value_span(match)
+                flag = text.rfind("-", match.start(), start)
+                if text[flag + 1] == letter and _given_password(text[start:end]):
+                    yield start, end
     if "sudo" in lowered and "echo" in lowered:
         for match in _SUDO_STDIN.finditer(lowered):
             if "S" not in text[match.start("flag") : match.end("flag")]:

@@ -930,6 +930,18 @@ def test_authorization_header_without_a_credential_stays_storable(text: str) -> 
             "mysqladmin -u root password S3cretPass",
             "mysqladmin -u root password [REDACTED:password_flag]",
         ),
+        (
+            "sqlcmd -S db -U sa -P S3cretPass -Q 'select 1'",
+            "sqlcmd -S db -U sa -P [REDACTED:password_flag] -Q 'select 1'",
+        ),
+        (
+            "bcp dbo.t out t.dat -S db -U sa -PS3cretPass -c",
+            "bcp dbo.t out t.dat -S db -U sa -P[REDACTED:password_flag] -c",
+        ),
+        (
+            "ssh-keygen -t ed25519 -N 'S3cretPass' -f key",
+            "ssh-keygen -t ed25519 -N '[REDACTED:password_flag]' -f key",
+        ),
     ],
 )
 def test_more_command_line_passwords_are_redacted(text: str, redacted: str) -> None:
@@ -963,6 +975,10 @@ def test_more_command_line_passwords_are_redacted(text: str, redacted: str) -> N
         "ldapsearch -x -D cn=admin -W -b dc=example",
         "rabbitmqctl add_user app $RABBIT_PASS",
         "mysqladmin -u root -p password",
+        "sqlcmd -S db -E -p 1",
+        "ssh-keygen -s ca -I id -n alice,bobby key.pub",
+        "ssh-keygen -t ed25519 -N '' -f key",
+        "bcp dbo.t out t.dat -S db -T -c",
     ],
 )
 def test_command_lines_without_a_password_stay_storable(text: str) -> None:

@@ -1285,6 +1285,25 @@ def build_argument_passwords(c: Corpus) -> None:
         c.lookalike("command_without_password", text)
 
 
+def build_cased_flag_passwords(c: Corpus) -> None:
+    """Password flags whose other case means something else (sqlcmd -P, ssh-keygen -N), and
+    the other case."""
+    shapes = (
+        "sqlcmd -S db.internal -U sa -P {v} -i migrate.sql",
+        "bcp dbo.orders out orders.dat -S db -U sa -P {v} -c",
+        "ssh-keygen -t ed25519 -N '{v}' -f deploy_key",
+    )
+    for index in range(3):
+        value = chosen_password(c).replace("'", "")
+        c.secret("password_flag", value, shapes[index].format(v=value))
+    for text in (
+        "sqlcmd -S db.internal -E -p 1 -i report.sql",
+        "ssh-keygen -s ca_key -I deploy -n alice,bobby deploy_key.pub",
+        "ssh-keygen -t ed25519 -N '' -f deploy_key",
+    ):
+        c.lookalike("cased_flag", text)
+
+
 def build() -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     corpus = Corpus(SEED)
     build_secrets(corpus)
@@ -1302,6 +1321,7 @@ def build() -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     build_other_language_passwords(corpus)
     build_sql_passwords(corpus)
     build_argument_passwords(corpus)
+    build_cased_flag_passwords(corpus)
     return corpus.secrets, corpus.lookalikes
 
 
