@@ -83,7 +83,7 @@ def _lowered(text: str) -> str:
 # ------------------------------------------------- key = value style assignments
 # Identifiers whose last part names a credential; plurals and longer words never end here.
 _ASSIGNMENT_KEYWORDS: tuple[tuple[str, str], ...] = (
-    ("pass", "pass(?:word|wd|phrase)?"),  # one scan for the four
+    ("pass", "pass(?:word|wd|phrase|code)?"),  # one scan for the five
     ("pwd", "pwd"),
     ("pw", "(?<![a-z0-9])pw"),  # DB_PW, pw: (a whole name part: not npw)
     ("mnemonic", "mnemonic"),  # a wallet's recovery phrase
@@ -96,7 +96,7 @@ _ASSIGNMENT_KEYWORDS: tuple[tuple[str, str], ...] = (
 _PLAIN_KEYWORDS = frozenset({"pass", "pwd", "pw", "mnemonic", "secret"})
 # A recovery phrase is words separated by spaces: unquoted, it runs to the end of its line.
 _PHRASE_KEYWORDS = frozenset({"mnemonic"})
-_PASS_NAME = re.compile("pass(?:word|wd|phrase)?")
+_PASS_NAME = re.compile("pass(?:word|wd|phrase|code)?")
 # Alone (not client_secret), these often name a stored secret rather than hold one.
 _BARE_KEYWORDS = frozenset({"secret", "credential"})
 _NAME_CHARACTERS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-")

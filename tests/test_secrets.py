@@ -134,6 +134,9 @@ CHOSEN_PASSWORDS = {
     "the pin code password is: 4921": "4921",
     "wifi password: correcthorse": "correcthorse",
     "Guest wifi password: Sunflower\nssid: office": "Sunflower",
+    # a passcode is a password of digits
+    "passcode: 839201": "839201",
+    "DOOR_PASSCODE=4921": "4921",
     # letters alone, long and run together: a password, however ordinary its characters
     "my password is correcthorsebatterystaple": "correcthorsebatterystaple",
     "the wifi password is letmeinplease.": "letmeinplease",
@@ -250,6 +253,11 @@ def test_stated_credentials_lose_only_their_value(text: str, redacted: str) -> N
         "the password is PasswordManager",
         "the password is mypasswordhere",
         "the password is automatically generated",
+        "passcode: required",
+        "passcode_length: 6",
+        "passcode = get_code()",
+        "passcode: 12",
+        "PASSCODE_DIGITS=6",
     ],
 )
 def test_password_lookalikes_stay_storable(text: str) -> None:

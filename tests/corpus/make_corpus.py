@@ -1304,6 +1304,15 @@ def build_cased_flag_passwords(c: Corpus) -> None:
         c.lookalike("cased_flag", text)
 
 
+def build_passcodes(c: Corpus) -> None:
+    """Passcodes (passwords of digits) set by name, and names that only mention one."""
+    for shape in ("passcode: {v}", "DOOR_PASSCODE={v}", "alarm_passcode = '{v}'"):
+        value = c.chars(DIGITS, c.rng.randint(4, 8))
+        c.secret("credential_assignment", value, shape.format(v=value))
+    for text in ("passcode_length: 6", "PASSCODE_DIGITS=6", "passcode = prompt_for_code()"):
+        c.lookalike("passcode_setting", text)
+
+
 def build() -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     corpus = Corpus(SEED)
     build_secrets(corpus)
@@ -1322,6 +1331,7 @@ def build() -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     build_sql_passwords(corpus)
     build_argument_passwords(corpus)
     build_cased_flag_passwords(corpus)
+    build_passcodes(corpus)
     return corpus.secrets, corpus.lookalikes
 
 
