@@ -318,6 +318,18 @@ def test_an_extraction_run_is_never_captured(tmp_path: Path, orca_env: OrcaEnv) 
     assert not (orca_env.memory_root / "agent-hooks.jsonl").exists()
 
 
+@pytest.mark.parametrize("active", ["false", "true", 0, None, []])
+def test_a_stop_hook_active_that_is_not_a_boolean_is_not_a_continuation(
+    tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess, active: object
+) -> None:
+    # Claude Code documents stop_hook_active as a boolean: only true marks a forced continuation
+    log = _transcript(tmp_path)
+    _turn(log, "Remember that we deploy staging through ArgoCD.", "Noted: ArgoCD for staging.")
+    run = run_hook(orca_env, "claude-code", "Stop", _common(log, "Stop", stop_hook_active=active))
+    assert (run.status, run.stdout, run.stderr) == (0, "", "")
+    assert len(_jobs(daemon)) == 1
+
+
 def test_a_partial_transcript_is_not_captured_and_is_reported(
     tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess
 ) -> None:

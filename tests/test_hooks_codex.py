@@ -259,6 +259,20 @@ def test_no_transcript_means_no_capture_and_no_failure(
     assert not (orca_env.memory_root / "agent-hooks.jsonl").exists()
 
 
+def test_a_stop_hook_active_that_is_not_a_boolean_is_not_a_continuation(
+    tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess
+) -> None:
+    # Codex's schema makes stop_hook_active a boolean: only true marks a forced continuation
+    log = _rollout(tmp_path)
+    log.user_turn("turn-1", "Remember that our staging deploys go through ArgoCD.")
+    log.agent("Noted: staging deploys go through ArgoCD.")
+    payload = _payload(
+        log, "Stop", turn_id="turn-1", stop_hook_active=False, last_assistant_message="Noted."
+    )
+    _hook(orca_env, "Stop", {**payload, "stop_hook_active": "false"})
+    assert [job.turn_id for job in _jobs(daemon)] == ["codex_turn-1"]
+
+
 def test_daemon_down_answers_an_empty_valid_payload(tmp_path: Path, orca_env: OrcaEnv) -> None:
     log = _rollout(tmp_path)
     payload = _payload(log, "UserPromptSubmit", turn_id="t1", prompt="hi")

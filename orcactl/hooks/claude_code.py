@@ -16,6 +16,7 @@ from orcactl.hooks.common import (
     HookContext,
     bounded,
     bounded_messages,
+    forced_continuation,
     open_session,
     render_startup,
     text_field,
@@ -97,7 +98,7 @@ def turn_report(
     """turn.completed's params (without session ids) for the Stop that just came in."""
     session_id = text_field(payload, "session_id")
     report: dict[str, Any] = {
-        "root": not payload.get("stop_hook_active", False),  # a forced continuation
+        "root": not forced_continuation(payload),
         "subagent": bool(payload.get("agent_id")) or context.event == "SubagentStop",
         "outcome": "failed" if failed else "succeeded",
         "verifier": "none",

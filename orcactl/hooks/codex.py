@@ -16,6 +16,7 @@ from orcactl.hooks.common import (
     agent_id,
     bounded,
     bounded_messages,
+    forced_continuation,
     open_session,
     render_startup,
     text_field,
@@ -100,7 +101,7 @@ def _final_turn(payload: dict[str, Any], context: HookContext) -> transcript.Tur
 def turn_report(payload: dict[str, Any], context: HookContext, *, failed: bool) -> dict[str, Any]:
     report: dict[str, Any] = {
         "turn_id": _turn_id(payload),
-        "root": not payload.get("stop_hook_active", False),
+        "root": not forced_continuation(payload),
         "subagent": bool(payload.get("agent_id")) or context.event == "SubagentStop",
         "outcome": "failed" if failed else "succeeded",
         "verifier": "none",

@@ -64,6 +64,12 @@ def text_field(payload: dict[str, Any], name: str, *, required: bool = True) -> 
     raise HookInputError(f"the hook input has no {name!r} string")
 
 
+def forced_continuation(payload: dict[str, Any]) -> bool:
+    """Whether a stop hook made the agent go on: both agents document `stop_hook_active` as a
+    boolean, so only JSON true counts ("false", a string, must not drop a root turn)."""
+    return payload.get("stop_hook_active") is True
+
+
 def mode_of(payload: dict[str, Any]) -> tuple[str, bool]:
     return PERMISSION_MODES.get(str(payload.get("permission_mode", "default")), ("normal", True))
 
