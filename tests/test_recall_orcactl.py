@@ -68,3 +68,25 @@ def test_remember_refusal_is_a_clear_error(daemon: DaemonProcess, orca_env: Orca
     assert done.returncode == 1
     assert "secret" in done.stderr and "invalid_params" in done.stderr
     assert token not in done.stderr
+
+
+def test_remember_dash_reads_the_fact_from_stdin(daemon: DaemonProcess, orca_env: OrcaEnv) -> None:
+    def remember(stdin: bytes) -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run(
+            [sys.executable, "-m", "orcactl", "--no-start", "remember", "-"],
+            env=orca_env.env,
+            cwd=REPO_ROOT,
+            input=stdin,
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
+
+    done = remember(b"We deploy staging through ArgoCD\n")
+    assert done.returncode == 0, done.stderr
+    assert (orca_env.memory_root / "user.md").read_text() == "- We deploy staging through ArgoCD\n"
+    for stdin, said in ((b" \n", b"empty"), (b"caf\xe9", b"UTF-8"), (b"y" * 2001, b"at most 2000")):
+        refused = remember(stdin)
+        assert refused.returncode == 2 and said in refused.stderr, refused.stderr
+        assert b"Traceback" not in refused.stderr
+    assert (orca_env.memory_root / "user.md").read_text() == "- We deploy staging through ArgoCD\n"
