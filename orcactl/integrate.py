@@ -93,7 +93,8 @@ def _check_writable(path: Path) -> None:
 def plan(args: argparse.Namespace, env: dict[str, str]) -> list[Change]:
     project = Path(os.path.abspath(args.cwd or os.getcwd())) if args.project else None
     orcactl = args.orcactl or agent_configs.orcactl_path(env, sys.argv[0], sys.executable)
-    socket = env.get("ORCA_SOCKET") or None  # MCP clients may start us without it
+    # MCP clients may start us without it, and from their own directory: written absolute
+    socket = os.path.abspath(env["ORCA_SOCKET"]) if env.get("ORCA_SOCKET") else None
     found = agent_configs.targets(args.agent, project, env)
     if args.extractor:
         found.append(Target(resolve_paths(env).config_file, "orca-config"))

@@ -106,6 +106,27 @@ def test_codex_keeps_comments_and_other_servers(orca_env: OrcaEnv) -> None:
     assert not (codex_home / "hooks.json").exists()
 
 
+def test_a_relative_orca_socket_is_written_as_an_absolute_path(orca_env: OrcaEnv) -> None:
+    # the agent starts the MCP server from its own directory, not from where integrate ran
+    codex_home = orca_env.root / "codex-home"
+    codex_home.mkdir()
+    env = {**orca_env.env, "CODEX_HOME": str(codex_home), "ORCA_SOCKET": "run/orcad.sock"}
+    for agent in ("claude-code", "codex"):
+        done = subprocess.run(
+            [ORCACTL, "integrate", agent],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=orca_env.root,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr
+    claude = json.loads((_home(orca_env) / ".claude.json").read_text())["mcpServers"]["orca"]
+    codex = tomllib.loads((codex_home / "config.toml").read_text())["mcp_servers"]["orca"]
+    for args in (claude["args"], codex["args"]):
+        assert args[args.index("--socket") + 1] == str(orca_env.root / "run" / "orcad.sock")
+
+
 @pytest.mark.parametrize(
     ("name", "garbage"),
     [
