@@ -71,6 +71,8 @@ BAD_USAGE = [
     (["forget", "cand_x", "--project", "x"], "--project: 'x' is not a project id"),
     (["memory", "approve", "apr_x", "--session-id", "", "--decision", "deny"], "--session-id"),
     (["grants", "list", "--session-id", "s" * 257], "--session-id: the id has 257 characters"),
+    # a mistyped workspace listed "no grants" (grants.list filters on it without a check)
+    (["grants", "list", "--workspace", "/nonexistent/dir"], "--workspace: /nonexistent/dir does"),
     # a Latin-1 byte (what a terminal in another encoding sends): Python keeps it as a lone
     # surrogate, which no JSON request can carry
     (["remember", "caf\udce9 au lait"], "argument TEXT: the text is not valid UTF-8"),

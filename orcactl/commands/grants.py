@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from orcactl.arguments import client_id
+from orcactl.arguments import client_id, existing_directory
 from orcactl.connect import EXIT_OK, call, print_json
 from protocol.types import GrantsListResult, GrantsRevokeResult
 
@@ -23,7 +23,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="only grants that apply to a session",
     )
     listing.add_argument(
-        "--workspace", metavar="PATH", help="only grants for this workspace root (and global)"
+        "--workspace",
+        metavar="PATH",
+        type=existing_directory,
+        help="only grants for this workspace root (and global)",
     )
     listing.add_argument("--json", action="store_true", help="print the result as JSON")
     listing.set_defaults(run=run_list)
