@@ -162,7 +162,9 @@ class DaemonSession:
         try:
             return self._client.call(method, {**ids, **params})
         except RemoteError as exc:
-            if exc.kind != "not_found" or "session" not in exc.error.message:
+            # only orcad's "this session is gone" names it in data; any other not_found (a
+            # record, an approval) is the tool's answer
+            if exc.kind != "not_found" or exc.data.get("session_id") != ids["session_id"]:
                 raise
         # The session expired or was closed while the server sat idle: open it again.
         ids = self._open(self._client)

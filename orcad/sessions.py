@@ -282,10 +282,13 @@ class SessionStore:
         return session
 
     async def require(self, session_id: str, epoch: int) -> Session:
-        """The open session at this epoch; StaleSession for an older epoch, NotFound otherwise."""
+        """The open session at this epoch; StaleSession for an older epoch, NotFound otherwise
+        (its data naming the session: what tells a client to open it again)."""
         session = await self._current(session_id)
         if session is None:
-            raise NotFound(f"unknown session {session_id!r}; call session.open first")
+            raise NotFound(
+                f"unknown session {session_id!r}; call session.open first", session_id=session_id
+            )
         if epoch < session.epoch:
             raise StaleSession(
                 f"session {session_id} was reopened (epoch {session.epoch}); this caller holds "
@@ -293,15 +296,18 @@ class SessionStore:
                 current_epoch=session.epoch,
             )
         if epoch > session.epoch:
-            raise NotFound(f"session {session_id} has no epoch {epoch}")
+            raise NotFound(f"session {session_id} has no epoch {epoch}", session_id=session_id)
         if session.closed:
-            raise NotFound(f"session {session_id} is closed; open it again to continue")
+            raise NotFound(
+                f"session {session_id} is closed; open it again to continue", session_id=session_id
+            )
         now = self._clock.now()
         if self._idle(session_id, now):
             self.expire_idle()
             raise NotFound(
                 f"session {session_id} expired after {self.idle_expiry_s:g} s without a call; "
-                "open it again to continue"
+                "open it again to continue",
+                session_id=session_id,
             )
         self._last_used[session_id] = now
         # Open at this epoch: counted even when opened before a restart (only its epoch lasted).

@@ -468,3 +468,38 @@ def test_a_change_orcad_did_not_answer_in_time_is_not_reported_as_failed(
     session._call = times_out  # type: ignore[method-assign]
     with pytest.raises(ToolError, match=said):
         session.call_blocking(method, {"text": "We use yarn", "scope": "project", "query": "x"})
+
+
+def test_only_the_error_that_says_the_session_is_gone_opens_it_again(
+    tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess
+) -> None:
+    # orcad's not_found also names unknown records and approvals, whose messages may well
+    # contain "session": those are the tool's answer, not a reason to open the session again
+    args = argparse.Namespace(
+        cwd=str(_project(tmp_path)),
+        session_id=None,
+        mode="normal",
+        no_start=True,
+        socket=str(orca_env.socket),
+    )
+    opens: list[int] = []
+
+    class Counted(DaemonSession):
+        def _open(self, client: Any) -> dict[str, Any]:
+            opens.append(1)
+            return super()._open(client)
+
+    session = Counted(args)
+    session.call_blocking("memory.search", {"limit": 1})
+    assert len(opens) == 1
+    for method, params in (
+        ("memory.approve", {"approval_id": "apr_session", "decision": "deny"}),
+        ("memory.manage", {"action": "forget", "id": "mem_session"}),
+    ):
+        with pytest.raises(ToolError, match="not_found"):
+            session.call_blocking(method, params)
+    assert len(opens) == 1
+    assert session.ids is not None
+    daemon.call("session.close", session.ids)  # closed (or expired) meanwhile: opened again
+    session.call_blocking("memory.search", {"limit": 1})
+    assert len(opens) == 2
