@@ -103,6 +103,26 @@ RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6
 """
 
 
+class UncarriableValue(ValueError):
+    """A path or word that a unit file or a plist cannot hold as it is."""
+
+
+def check_carriable(name: str, value: str) -> None:
+    """Refuse what would break the file or change meaning in it: a unit file is line-based,
+    and a plist is XML, which has no control characters and reads a carriage return as a newline."""
+    if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in value):
+        raise UncarriableValue(
+            f"{name} {value!r} contains a control character (a newline, say), which a service "
+            "file cannot carry; use a path without one"
+        )
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise UncarriableValue(
+            f"{name} {value!r} is not valid UTF-8, which a service file cannot carry"
+        ) from None
+
+
 def _systemd_quote(word: str, *, expands_variables: bool = True) -> str:
     """One word of an ExecStart= (which expands $VARS) or Environment= line, taken literally."""
     escaped = word.replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%")

@@ -349,6 +349,22 @@ def test_launchd_dry_run_renders_a_plist_for_this_user(orca_env: OrcaEnv) -> Non
     assert not plist_path.exists()
 
 
+@pytest.mark.parametrize("manager", ["systemd", "launchd"])
+@pytest.mark.parametrize("name", ["ho\nme", "ho\x01me", "ho\rme"])
+def test_a_path_a_service_file_cannot_carry_is_refused(
+    orca_env: OrcaEnv, manager: str, name: str
+) -> None:
+    # a unit file is line-based, and XML (a plist) has no control characters and reads \r as \n
+    cli = ServiceCli(orca_env, fake_systemctl=True)
+    cli.env["ORCA_HOME"] = str(orca_env.root / name)
+    result = cli.run("install", "--manager", manager)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "ORCA_HOME" in result.stderr and "control character" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not cli.unit_dir.exists() and not (Path(cli.env["HOME"]) / "Library").exists()
+    assert cli.systemctl_calls() == []
+
+
 def test_install_writes_through_no_symlink_left_at_its_temporary_path(
     orca_env: OrcaEnv, tmp_path: Path
 ) -> None:

@@ -21,7 +21,7 @@ import msgspec
 
 from orcactl import service_files
 from orcactl.arguments import executable_file
-from orcactl.connect import EXIT_ERROR, EXIT_OK, print_json
+from orcactl.connect import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CommandError, print_json
 from orcad.paths import resolve_paths, runtime_dir_for
 from protocol.client import Client, DaemonUnavailable, ProtocolViolation
 from protocol.errors import RemoteError
@@ -101,12 +101,24 @@ def launchd_plist_path(environ: dict[str, str] | os._Environ[str]) -> Path:
     return home / "Library" / "LaunchAgents" / f"{service_files.LAUNCHD_LABEL}.plist"
 
 
+def _checked(argv: list[str], values: dict[str, str]) -> None:
+    """Every value written into the unit or plist, checked before anything is written."""
+    try:
+        for word in argv:
+            service_files.check_carriable("the orcad command's", word)
+        for name, value in values.items():
+            service_files.check_carriable(name, value)
+    except service_files.UncarriableValue as exc:
+        raise CommandError(str(exc), EXIT_USAGE) from None
+
+
 def wanted_files(args: argparse.Namespace) -> dict[Path, bytes]:
     """Each file install writes, with its content."""
     if args.manager == "systemd":
         unit_dir = systemd_unit_dir(os.environ)
         argv, environment = find_orcad(getattr(args, "orcad", None))
         carried = service_files.carried_environment(os.environ)
+        _checked(argv, {**environment, **carried})
         exec_start = service_files.systemd_exec_line(argv)
         service = service_files.systemd_service_unit(
             exec_start,
@@ -121,12 +133,10 @@ def wanted_files(args: argparse.Namespace) -> dict[Path, bytes]:
     paths = resolve_paths()
     argv, environment = find_orcad(getattr(args, "orcad", None))
     home = Path(os.environ.get("HOME") or Path.home())
-    plist = service_files.launchd_plist(
-        argv,
-        str(paths.socket),
-        str(home / "Library" / "Logs" / "orcad.log"),
-        {**environment, **service_files.carried_environment(os.environ)},
-    )
+    log_path = str(home / "Library" / "Logs" / "orcad.log")
+    carried = {**environment, **service_files.carried_environment(os.environ)}
+    _checked(argv, {**carried, "the socket path": str(paths.socket), "the log path": log_path})
+    plist = service_files.launchd_plist(argv, str(paths.socket), log_path, carried)
     return {launchd_plist_path(os.environ): plist}
 
 
