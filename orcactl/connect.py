@@ -11,11 +11,13 @@ import stat
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
+import orcad
 from orcad.paths import resolve_paths
 from protocol.client import Client, DaemonUnavailable, ProtocolViolation
 from protocol.errors import RemoteError
@@ -53,7 +55,7 @@ def start_daemon(path: str) -> tuple[subprocess.Popen[bytes], int]:
     process and the log's size before it started (where its own lines begin)."""
     log_path = daemon_log_path()
     log_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    env = dict(os.environ, ORCA_SOCKET=path)
+    env = daemon_environment(os.environ, path)
     # it holds session ids and project paths: private whatever the umask, even if made earlier;
     # non-blocking, since a FIFO there would hold the open until a reader came
     flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK
@@ -79,8 +81,30 @@ def start_daemon(path: str) -> tuple[subprocess.Popen[bytes], int]:
             env=env,
             start_new_session=True,
             close_fds=True,
+            cwd="/",  # a daemon must not keep the caller's directory busy (or unmountable)
         )
     return process, offset
+
+
+# What orcad reads paths from: made absolute for a daemon that runs in / (the caller's relative
+# ORCA_HOME=home still names the same files).
+PATH_VARIABLES = ("ORCA_HOME", "ORCA_CONFIG_DIR", "XDG_RUNTIME_DIR", "XDG_CONFIG_HOME", "HOME")
+
+
+def daemon_environment(environ: Mapping[str, str], socket: str) -> dict[str, str]:
+    """The environment of an orcad started here: paths absolute, and this orcad package on its
+    path when it is not installed (a source checkout found through the current directory)."""
+    env = dict(environ, ORCA_SOCKET=os.path.abspath(socket))
+    for name in PATH_VARIABLES:
+        if env.get(name):
+            env[name] = os.path.abspath(env[name])
+    python_path = [os.path.abspath(p) for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    package_parent = str(Path(orcad.__file__).resolve().parent.parent)
+    if not any(part in package_parent for part in ("site-packages", "dist-packages")):
+        python_path.insert(0, package_parent)
+    if python_path:
+        env["PYTHONPATH"] = os.pathsep.join(python_path)
+    return env
 
 
 def startup_failure(offset: int) -> str:

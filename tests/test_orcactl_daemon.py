@@ -119,3 +119,38 @@ def test_a_fifo_at_the_daemon_log_is_refused_not_waited_on(orca_env: OrcaEnv) ->
     assert result.returncode == 1
     assert result.stderr == f"orcactl: cannot start orcad: its log {log} is not a regular file\n"
     assert not orca_env.socket.exists()
+
+
+def test_a_started_daemon_holds_no_working_directory_and_keeps_relative_paths(
+    orca_env: OrcaEnv,
+) -> None:
+    # started from a directory the user may later remove or unmount: it must not keep it busy,
+    # and paths given relative to it (ORCA_HOME=home) must still mean the same files
+    work = orca_env.root
+    env = {
+        **orca_env.env,
+        "ORCA_HOME": "home",
+        "ORCA_CONFIG_DIR": "config",
+        "ORCA_SOCKET": "run/orcad.sock",
+    }
+    result = subprocess.run(
+        [sys.executable, "-m", "orcactl", "ping", "--json"],
+        env=env,
+        cwd=work,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    pid = json.loads(result.stdout)["pid"]
+    try:
+        assert os.readlink(f"/proc/{pid}/cwd") == "/"
+        with Client(str(orca_env.socket)) as client:
+            assert client.call("daemon.ping").pid == pid
+        assert (orca_env.home / "orcad.log").exists()
+        assert (orca_env.memory_root).is_dir()
+    finally:
+        subprocess.run(["kill", "-TERM", str(pid)], check=False)
+        deadline = time.monotonic() + 15
+        while orca_env.socket.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
