@@ -18,7 +18,9 @@ from typing import Any
 import msgspec
 
 import orcad
+from orcad.errors import StartupError
 from orcad.paths import resolve_paths
+from orcad.runtime import check_home_directory
 from protocol.client import Client, DaemonUnavailable, ProtocolViolation
 from protocol.errors import RemoteError
 
@@ -54,6 +56,10 @@ def start_daemon(path: str) -> tuple[subprocess.Popen[bytes], int]:
     """Start orcad in the background, detached, logging to $ORCA_HOME/orcad.log; returns the
     process and the log's size before it started (where its own lines begin)."""
     log_path = daemon_log_path()
+    try:
+        check_home_directory(log_path.parent)
+    except StartupError as exc:
+        raise CommandError(f"cannot start orcad: {exc}", EXIT_NOT_RUNNING) from None
     log_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     env = daemon_environment(os.environ, path)
     # it holds session ids and project paths: private whatever the umask, even if made earlier;

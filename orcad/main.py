@@ -27,6 +27,7 @@ from orcad.rpc import Dispatcher
 from orcad.runtime import (
     InstanceLock,
     bind_private_socket,
+    check_home_directory,
     clear_stale_socket,
     prepare_runtime_dir,
 )
@@ -151,6 +152,7 @@ def run(argv: list[str] | None = None) -> int:
     lock: InstanceLock | None = None
     listening: Listening | None = None
     try:
+        check_home_directory(paths.home)
         loaded = load_config(paths.config_file)
         for key in loaded.unknown_keys:
             log.warning("config.unknown_key", key=key, path=loaded.path)

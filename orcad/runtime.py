@@ -54,6 +54,25 @@ def _under_tmp(path: Path) -> bool:
     return path == tmp or tmp in path.parents
 
 
+def check_home_directory(home: Path) -> None:
+    """orca's home must be a directory when it exists: anything else there would only show as
+    errors about paths inside it (config.toml, memory/) that name no cause."""
+    try:
+        info = home.stat()
+    except FileNotFoundError:
+        return
+    except NotADirectoryError:
+        raise StartupError(
+            f"{home} (ORCA_HOME) cannot be a directory: a path above it is not a directory"
+        ) from None
+    if not stat.S_ISDIR(info.st_mode):
+        what = "a regular file" if stat.S_ISREG(info.st_mode) else "not a directory"
+        raise StartupError(
+            f"{home} (ORCA_HOME) is {what}, not a directory; move it away or set ORCA_HOME to "
+            "a directory"
+        )
+
+
 def prepare_runtime_dir(paths: Paths) -> None:
     """Create the runtime dir 0700 (and a /tmp fallback parent), refusing unsafe ones."""
     runtime = paths.runtime_dir

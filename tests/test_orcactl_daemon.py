@@ -154,3 +154,29 @@ def test_a_started_daemon_holds_no_working_directory_and_keeps_relative_paths(
         deadline = time.monotonic() + 15
         while orca_env.socket.exists() and time.monotonic() < deadline:
             time.sleep(0.05)
+
+
+def test_an_orca_home_that_is_a_file_is_named_as_such(orca_env: OrcaEnv) -> None:
+    home = orca_env.root / "orca-home"
+    home.write_text("not a directory\n")
+    env = {**orca_env.env, "ORCA_HOME": str(home)}
+    said = f"{home} (ORCA_HOME) is a regular file, not a directory"
+
+    def run(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", *argv], env=env, capture_output=True, text=True, timeout=60
+        )
+
+    daemon = run("orcad")
+    assert daemon.returncode == 1 and said in daemon.stderr, daemon.stderr
+    assert "config.toml" not in daemon.stderr
+    for argv in (["ping"], ["remember", "We use pnpm"]):
+        started = run("orcactl", *argv)
+        assert started.returncode == 3 and said in started.stderr, started.stderr
+        assert "Errno" not in started.stderr
+    doctor = run("orcactl", "doctor")
+    assert f"[FAIL] home: {said}" in doctor.stdout, doctor.stdout
+    assert "Not a directory" not in doctor.stdout
+    status = run("orcactl", "status")
+    assert said in status.stdout and "defaults apply" not in status.stdout, status.stdout
+    assert home.read_text() == "not a directory\n"

@@ -27,6 +27,7 @@ from orcactl.hooks.failures import recent_failures, status_lines
 from orcad.clock import parse_time
 from orcad.errors import StartupError
 from orcad.paths import resolve_paths
+from orcad.runtime import check_home_directory
 from protocol.errors import RemoteError
 from protocol.types import EmbeddingStatus, PingResult, StatusResult
 
@@ -65,6 +66,10 @@ def config_report(path: Path, started_at: str | None) -> dict[str, Any]:
     report["error"] = None
     report["changed_since_start"] = None
     if not report["exists"]:
+        try:
+            check_home_directory(path.parent)  # a file at ORCA_HOME: no config can be there
+        except StartupError as exc:
+            report["error"] = str(exc)
         return report
     try:
         load_user_config(path)
@@ -80,6 +85,8 @@ def config_report(path: Path, started_at: str | None) -> dict[str, Any]:
 def describe_config(report: dict[str, Any]) -> str:
     path = report["path"]
     if not report["exists"]:
+        if report["error"]:
+            return f"{path} (cannot be read: {report['error']})"
         return f"{path} (missing: defaults apply)"
     if not report["parses"]:
         return f"{path} (does NOT parse: {report['error']})"

@@ -41,6 +41,7 @@ from orcad.limits import (
     DOCTOR_STUCK_AFTER_MIN_S,
 )
 from orcad.paths import Paths, resolve_paths
+from orcad.runtime import check_home_directory
 from protocol.client import Client, DaemonUnavailable, ProtocolViolation
 from protocol.errors import ErrorCode, RemoteError
 from protocol.types import EmbeddingStatus, JobSummary
@@ -517,14 +518,22 @@ def diagnose(args: argparse.Namespace) -> list[Finding]:
     paths = resolve_paths()
     uid = os.getuid()
     found, client = check_runtime_and_socket(paths, Path(socket_path(args)), uid)
-    found.extend(guarded("memory", lambda: check_storage(paths, uid)))
+    try:
+        check_home_directory(paths.home)
+        home_ok = True
+    except StartupError as exc:  # the memory, config and index checks would only echo it
+        found.append(Finding("home", "problem", str(exc)))
+        home_ok = False
+    if home_ok:
+        found.extend(guarded("memory", lambda: check_storage(paths, uid)))
     configured = [Config()]
 
     def config_check() -> list[Finding]:
         findings, configured[0] = check_config(paths)
         return findings
 
-    found.extend(guarded("config", config_check))
+    if home_ok:
+        found.extend(guarded("config", config_check))
     config = configured[0]
     found.extend(guarded("provider", lambda: [check_provider(config)]))
     found.extend(guarded("databases", lambda: check_databases(paths, client is not None)))
@@ -541,8 +550,9 @@ def diagnose(args: argparse.Namespace) -> list[Finding]:
             found.extend(
                 guarded("index", lambda: check_projects_live(live, config, paths.projects_dir))
             )
-        else:
+        elif home_ok:
             found.extend(guarded("index", lambda: check_projects_offline(paths, config)))
+        if client is None:
             found.extend(guarded("embedding", lambda: [check_embedding_offline(config)]))
     finally:
         if client is not None:
