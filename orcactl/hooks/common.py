@@ -19,7 +19,7 @@ PERMISSION_MODES: dict[str, tuple[str, bool]] = {
     "default": ("normal", True),
     "acceptEdits": ("normal", True),  # file edits are pre-approved, memory changes are not
     "plan": ("plan", True),
-    "dontAsk": ("normal", False),  # nothing is asked: a change not granted before is denied
+    "dontAsk": ("normal", False),  # headless: orcad denies its memory changes, grants or not
     "bypassPermissions": ("yolo", True),
 }
 
