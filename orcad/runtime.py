@@ -136,12 +136,13 @@ class InstanceLock:
     def _stopped_serving(self, holder: Instance | None) -> bool:
         """Whether the holder, not serving its socket, let go of the lock within
         STOPPING_HOLDER_WAIT_S (then the lock is ours). A holder that serves it, or starts to
-        (a daemon starting at the same moment), is running: no wait."""
-        if holder is None:
-            return False
+        (a daemon starting at the same moment), is running: no wait. A holder not named yet has
+        only just taken the lock (a start racing ours): it writes the instance file next, so it
+        is read again rather than taken for a daemon that runs."""
         deadline = time.monotonic() + STOPPING_HOLDER_WAIT_S
         while time.monotonic() < deadline:
-            if socket_is_live(Path(holder.socket)):
+            holder = holder or read_instance(self._paths.instance_file)
+            if holder is not None and socket_is_live(Path(holder.socket)):
                 return False
             try:
                 self._root_lock.acquire(timeout=0.1)

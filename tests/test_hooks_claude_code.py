@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import socket
 import subprocess
 import threading
@@ -13,11 +14,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+import filelock
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from orcactl.hooks import common, failures, transcript
+from orcad.paths import resolve_paths
+from orcad.runtime import read_instance
 from tests.harness import DaemonProcess, OrcaEnv
 from tests.hook_helpers import ORCACTL, ClaudeTranscript, run_hook
 
@@ -289,6 +293,47 @@ def test_a_hook_starts_orcad_when_none_runs(tmp_path: Path, orca_env: OrcaEnv) -
         import signal
 
         os.kill(pid, signal.SIGTERM)
+
+
+@pytest.mark.slow
+def test_a_hook_waits_for_an_orcad_that_another_start_is_bringing_up(
+    tmp_path: Path, orca_env: OrcaEnv
+) -> None:
+    # Another orcad (another hook's) has just taken the memory's lock and not yet written who it
+    # is: the orcad this hook starts must wait for it, not exit at once and leave the hook
+    # to give up with its budget unspent.
+    paths = resolve_paths(orca_env.env)
+    paths.memory_root.mkdir(mode=0o700, parents=True)
+    (paths.memory_root / "user.md").write_text("- I prefer concise status updates\n")
+    lock = filelock.FileLock(str(paths.instance_lock), mode=0o600)
+    lock.acquire()
+    log = _transcript(tmp_path)
+    payload = tmp_path / "session-start.json"
+    payload.write_text(json.dumps(_common(log, "SessionStart", source="startup")))
+    with payload.open() as stdin:
+        hook = subprocess.Popen(
+            [ORCACTL, "hook", "claude-code", "SessionStart"],
+            stdin=stdin,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=orca_env.env,
+            text=True,
+        )
+    try:
+        try:
+            with pytest.raises(subprocess.TimeoutExpired):
+                hook.wait(timeout=1.5)  # still waiting while the other start holds the lock
+        finally:
+            lock.release()
+        stdout, stderr = hook.communicate(timeout=30)
+        assert (hook.returncode, stderr) == (0, "")
+        assert "I prefer concise status updates" in stdout
+    finally:
+        hook.kill()
+        hook.communicate()
+        holder = read_instance(paths.instance_file)
+        if holder is not None:
+            os.kill(holder.pid, signal.SIGTERM)
 
 
 @pytest.mark.parametrize("stdin", ["", "not json", "[1, 2]", '{"prompt": "no session id"}'])

@@ -114,11 +114,15 @@ def connect(path: str, *, deadline: float, start: bool = True) -> HookClient:
         process, _offset = start_daemon(path)
     except CommandError as exc:  # its log cannot be opened to start it with
         raise Unreachable(str(exc)) from None
+    retried = False
     while time.monotonic() < deadline:
         try:
             client = HookClient(path, max(0.1, deadline - time.monotonic()))
         except (FileNotFoundError, ConnectionRefusedError):
             if process.poll() is not None and process.returncode != 0:
+                if not retried:  # it may have lost to another orcad, serving by now: once more
+                    retried = True
+                    continue
                 raise Unreachable(
                     f"orcad could not start (exit status {process.returncode}); "
                     "see orcad.log under ORCA_HOME"
