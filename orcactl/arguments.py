@@ -5,8 +5,10 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import sys
 from collections.abc import Callable
 
+from orcactl.connect import EXIT_USAGE, CommandError
 from protocol.types import CLIENT_ID_MAX_CHARS
 
 _PROJECT_ID = re.compile(r"[0-9a-f]{64}")  # sha256 of the project identity, as orcad names it
@@ -111,3 +113,16 @@ def client_id(text: str) -> str:
             f"the id has {len(text)} characters; 1 to {CLIENT_ID_MAX_CHARS} are allowed"
         )
     return utf8_text(text)
+
+
+def text_or_stdin(text: str, parse: Callable[[str], str]) -> str:
+    """TEXT as argparse checked it, or for '-' the text on stdin, checked by the same `parse`:
+    what it refuses is bad usage (exit 2), as it would be on the command line."""
+    if text != "-":
+        return text
+    try:
+        return parse(sys.stdin.read())
+    except UnicodeDecodeError:
+        raise CommandError("the text on stdin is not valid UTF-8", EXIT_USAGE) from None
+    except argparse.ArgumentTypeError as exc:
+        raise CommandError(f"the text on stdin: {exc}", EXIT_USAGE) from None

@@ -190,6 +190,34 @@ def test_orcactl_save_search_update_forget(
     assert "I like short answers" in orcactl(orca_env, "list", cwd=other).stdout
 
 
+def test_orcactl_save_and_update_dash_read_the_text_from_stdin(
+    daemon: DaemonProcess, orca_env: OrcaEnv, tmp_path: Path
+) -> None:
+    # as `orcactl remember -` and `orcactl provider test -`: never a record that says "-"
+    ws = tmp_path / "ws"
+    ws.mkdir()
+
+    def memory(stdin: bytes, *args: str) -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run(
+            [sys.executable, "-m", "orcactl", "--no-start", "memory", *args, "--cwd", str(ws)],
+            env=orca_env.env,
+            input=stdin,
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
+
+    saved = memory(b"lint with ruff\n", "save", "-", "--kind", "fact", "--workspace", "--yes")
+    assert saved.returncode == 0, saved.stderr
+    record_id = json.loads(orcactl(orca_env, "list", "--json", cwd=ws).stdout)["records"][0]["id"]
+    updated = memory(b"lint with ruff and mypy", "update", record_id, "-", "--yes")
+    assert updated.returncode == 0, updated.stderr
+    refused = memory(b"  \n", "save", "-", "--kind", "fact", "--workspace", "--yes")
+    assert refused.returncode == 2 and b"empty" in refused.stderr, refused.stderr
+    records = json.loads(orcactl(orca_env, "list", "--json", cwd=ws).stdout)["records"]
+    assert [r["content"] for r in records] == ["lint with ruff and mypy"]
+
+
 def test_orcactl_off_a_terminal_without_yes_declines_with_exit_4(
     daemon: DaemonProcess, orca_env: OrcaEnv, tmp_path: Path
 ) -> None:

@@ -19,6 +19,7 @@ from orcactl.arguments import (
     client_id,
     existing_directory,
     text_of_at_most,
+    text_or_stdin,
     utf8_text,
 )
 from orcactl.connect import (
@@ -68,7 +69,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     listing.set_defaults(run=run_search, query=None)
 
     save = add("save", "save a record (asks for approval)")
-    save.add_argument("text", type=CONTENT, help="the record's text: one durable fact")
+    save.add_argument(
+        "text", type=CONTENT, help="the record's text: one durable fact ('-' reads it from stdin)"
+    )
     save.add_argument("--kind", required=True, choices=KINDS, help="what sort of record it is")
     scope = save.add_mutually_exclusive_group(required=True)
     scope.add_argument("--global", dest="is_global", action="store_true", help="visible everywhere")
@@ -80,7 +83,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
     update = add("update", "replace a record's text (asks for approval)")
     update.add_argument("id", help="the mem_... id shown by search or list")
-    update.add_argument("text", type=CONTENT, help="the record's new text")
+    update.add_argument(
+        "text", type=CONTENT, help="the record's new text ('-' reads it from stdin)"
+    )
     add_approval_options(update)
     update.set_defaults(run=run_manage, action="update")
 
@@ -183,11 +188,12 @@ def _decide(args: argparse.Namespace, summary: str) -> str | None:
 def run_manage(args: argparse.Namespace) -> int:
     params: dict[str, Any] = {"action": args.action}
     if args.action == "save":
-        params.update(content=args.text, kind=args.kind, is_global=args.is_global)
+        content = text_or_stdin(args.text, CONTENT)
+        params.update(content=content, kind=args.kind, is_global=args.is_global)
     else:
         params["id"] = args.id
         if args.action == "update":
-            params["content"] = args.text
+            params["content"] = text_or_stdin(args.text, CONTENT)
     declined = unapproved = False
     with connect(args) as client:
         session = _Session(client, _cwd(args))

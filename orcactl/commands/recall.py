@@ -10,12 +10,11 @@ import argparse
 import contextlib
 import os
 import secrets
-import sys
 from collections.abc import Callable
 from typing import Any
 
-from orcactl.arguments import existing_directory, text_of_at_most, utf8_text
-from orcactl.connect import EXIT_OK, EXIT_USAGE, CommandError, connect, print_json, remote_failure
+from orcactl.arguments import existing_directory, text_of_at_most, text_or_stdin, utf8_text
+from orcactl.connect import EXIT_OK, connect, print_json, remote_failure
 from orcad.limits import EXPLICIT_FACT_MAX_CHARS
 from protocol.client import Client
 from protocol.errors import RemoteError
@@ -98,22 +97,9 @@ def run_recall(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _fact(text: str) -> str:
-    """TEXT, or for '-' the text on stdin (as `orcactl provider test` reads it), checked as
-    argparse checks TEXT."""
-    if text != "-":
-        return text
-    try:
-        return FACT(sys.stdin.read())
-    except UnicodeDecodeError:
-        raise CommandError("the text on stdin is not valid UTF-8", EXIT_USAGE) from None
-    except argparse.ArgumentTypeError as exc:
-        raise CommandError(f"the text on stdin: {exc}", EXIT_USAGE) from None
-
-
 def run_remember(args: argparse.Namespace) -> int:
     scope = "project" if args.project else "user"
-    text = _fact(args.text)
+    text = text_or_stdin(args.text, FACT)
     result = _in_session(
         args, lambda client, ids: client.call("remember", {**ids, "text": text, "scope": scope})
     )
