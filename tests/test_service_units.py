@@ -349,6 +349,18 @@ def test_launchd_dry_run_renders_a_plist_for_this_user(orca_env: OrcaEnv) -> Non
     assert not plist_path.exists()
 
 
+def test_launchd_gets_a_relative_orca_socket_as_an_absolute_path(orca_env: OrcaEnv) -> None:
+    # launchd resolves nothing against the directory install ran in
+    cli = ServiceCli(orca_env, fake_systemctl=False)
+    cli.env["ORCA_SOCKET"] = "run/orcad.sock"
+    result = cli.run("install", "--manager", "launchd", "--dry-run", "--json")
+    assert result.returncode == 0, result.stderr
+    agent = plistlib.loads(json.loads(result.stdout)["steps"][0]["content"].encode())
+    expected = str(Path.cwd() / "run" / "orcad.sock")  # where orcactl ran
+    assert agent["Sockets"]["Listeners"]["SockPathName"] == expected
+    assert agent["EnvironmentVariables"]["ORCA_SOCKET"] == expected
+
+
 @pytest.mark.parametrize("manager", ["systemd", "launchd"])
 @pytest.mark.parametrize("name", ["ho\nme", "ho\x01me", "ho\rme"])
 def test_a_path_a_service_file_cannot_carry_is_refused(

@@ -133,10 +133,11 @@ def wanted_files(args: argparse.Namespace) -> dict[Path, bytes]:
     paths = resolve_paths()
     argv, environment = find_orcad(getattr(args, "orcad", None))
     home = Path(os.environ.get("HOME") or Path.home())
-    log_path = str(home / "Library" / "Logs" / "orcad.log")
+    log_path = os.path.abspath(home / "Library" / "Logs" / "orcad.log")
+    socket = os.path.abspath(paths.socket)  # launchd has no directory to resolve it against
     carried = {**environment, **service_files.carried_environment(os.environ)}
-    _checked(argv, {**carried, "the socket path": str(paths.socket), "the log path": log_path})
-    plist = service_files.launchd_plist(argv, str(paths.socket), log_path, carried)
+    _checked(argv, {**carried, "the socket path": socket, "the log path": log_path})
+    plist = service_files.launchd_plist(argv, socket, log_path, carried)
     return {launchd_plist_path(os.environ): plist}
 
 
