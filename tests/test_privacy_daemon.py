@@ -640,3 +640,27 @@ def test_a_record_recalled_cut_to_fit_leaves_no_snapshot_behind(
     # the turn asks again: a fresh recall, without the old text
     again = daemon.call("recall", {**yolo, "turn_id": "r1", "prompt": "garnet-lynx-77"})
     assert "rotate the garnet" not in again.context
+
+
+def test_orcactl_grants_list_for_a_directory_inside_the_workspace(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    # --workspace names the workspace as --cwd does: from any directory inside the repository
+    daemon = started(orca_env, daemon_factory)
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "src").mkdir()
+    session = open_session(daemon, repo / "src")
+    pending = daemon.call(
+        "memory.manage",
+        {**session, "action": "save", "content": "use uv", "kind": "fact", "is_global": False},
+    )
+    daemon.call(
+        "memory.approve",
+        {**session, "approval_id": pending.approval_id, "decision": "allow_workspace"},
+    )
+    for where in (repo, repo / "src"):
+        listed = orcactl(orca_env, "grants", "list", "--workspace", str(where))
+        assert listed.returncode == 0, listed.stderr
+        [line] = listed.stdout.splitlines()
+        assert line.startswith("workspace:") and str(repo.resolve()) in line

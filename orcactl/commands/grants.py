@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import os
 
 from orcactl.arguments import client_id, existing_directory
 from orcactl.connect import EXIT_OK, call, print_json
+from orcad.workspace import derive_workspace
 from protocol.types import GrantsListResult, GrantsRevokeResult
 
 
@@ -26,7 +26,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--workspace",
         metavar="PATH",
         type=existing_directory,
-        help="only grants for this workspace root (and global)",
+        help="only grants for the workspace PATH is in (and global)",
     )
     listing.add_argument("--json", action="store_true", help="print the result as JSON")
     listing.set_defaults(run=run_list)
@@ -41,7 +41,8 @@ def run_list(args: argparse.Namespace) -> int:
     if args.session_id:
         params["session_id"] = args.session_id
     if args.workspace:
-        params["workspace"] = os.path.realpath(args.workspace)
+        # the workspace the directory is in, as orcad derives it for a session opened there
+        params["workspace"] = derive_workspace(args.workspace).root
     result: GrantsListResult = call(args, "grants.list", params)
     if args.json:
         print_json(result)
