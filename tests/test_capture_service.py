@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 from pathlib import Path
 
@@ -9,6 +10,7 @@ import pytest
 import trio
 import trio.testing
 
+from orcad import sqlite_worker
 from orcad.capture import inspection
 from orcad.capture.records import Provenance
 from orcad.capture.service import CaptureService
@@ -19,6 +21,8 @@ from orcad.errors import NotFound
 from orcad.identity import ProjectIdentity, derive_project
 from orcad.sessions import Session
 from protocol.types import ProjectsInspectParams
+from tests.deliberate_helpers import InProcessDaemon, SettableClock
+from tests.test_recall_daemon import add_facts
 
 pytestmark = pytest.mark.inprocess
 
@@ -171,3 +175,39 @@ async def test_counts_kept_on_every_change_match_a_recount(tmp_path: Path) -> No
     await service.leases.load()  # re-indexing from the files changes nothing
     assert service.index.job_counts() == counts
     assert service.index.active_jobs(owner.project_id) == 3
+
+
+async def test_a_forget_whose_snapshot_purge_must_wait_is_applied_and_purged_later(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sqlite_worker, "SQLITE_BUSY_TIMEOUT_MS", 50)  # a lock fails fast
+    orca = InProcessDaemon(tmp_path, SettableClock())
+    try:
+        workdir = tmp_path / "ws"
+        await trio.Path(workdir).mkdir()
+        opened = await orca.call("session.open", {"cwd": str(workdir)})
+        project_id = opened["project"]["id"]
+        add_facts(orca.paths.projects_dir / project_id, ["The staging cluster is quartz-lemur-17."])
+        session = {"session_id": opened["session_id"], "epoch": opened["epoch"]}
+        turn = {**session, "turn_id": "t1", "prompt": "which staging cluster is it?"}
+        assert "quartz-lemur-17" in (await orca.call("recall", turn))["context"]
+        await orca.features.recall.snapshots.flush()
+        inspected = await orca.call("projects.inspect", {"project_id": project_id})
+        forget = {
+            "project_id": project_id,
+            "candidate_id": inspected["ledger"]["candidates"][0]["id"],
+            "revision": inspected["ledger"]["revision"],
+        }
+        holder = sqlite3.connect(orca.paths.state_db, isolation_level=None)
+        holder.execute("BEGIN IMMEDIATE")  # another process holds the state database's lock
+        try:
+            result = await orca.call("ledger.forget", forget)
+        finally:
+            holder.execute("ROLLBACK")
+            holder.close()
+        assert result["removed"]  # it was: the answer says so, not -32603
+        assert "quartz-lemur-17" not in (await orca.call("recall", turn))["context"]
+        await orca.features.recall.snapshots.flush()  # what the writer does next
+        assert b"quartz-lemur-17" not in orca.paths.state_db.read_bytes()
+    finally:
+        await orca.aclose()

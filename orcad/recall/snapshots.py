@@ -76,6 +76,9 @@ class SnapshotStore:
         # have read what they forget, and must not keep it (`get_or_take`).
         self._purges = 0
         self._purged_while_taking: list[tuple[int, list[bytes]]] = []
+        # Needles of purges the database refused (its lock held by another process, say): tried
+        # again before the table is next read or written; until then nothing holding one is read.
+        self._owed: list[bytes] = []
         self._unwritten: list[tuple[SnapshotKey, RecallResult]] = []
         self._wake_writer = trio.Event()
         self._all_written = trio.Event()
@@ -149,6 +152,8 @@ class SnapshotStore:
         if self._db is None:
             return None
         try:
+            if self._owed:
+                await self._purge_on_disk([])
             if not self._keys_loaded:
                 keys = await self._db.run(_load_keys)
                 if not self._keys_loaded:
@@ -163,6 +168,8 @@ class SnapshotStore:
                 raise
             await self.on_corrupt(str(exc))  # a lost snapshot: this turn gets a fresh recall
             return None
+        if stored is not None and self._owed and _holds(_encoder.encode(stored), self._owed):
+            return None  # forgotten, though its purge is still owed: a fresh recall
         if stored is not None:
             self._remember(key, stored)
         return stored
@@ -198,6 +205,9 @@ class SnapshotStore:
                 self._all_written.set()
 
     async def _write_unwritten(self) -> None:
+        if self._db is not None and self._owed:
+            with trio.CancelScope(shield=True):
+                await self._purge_on_disk([])
         if self._db is None or not self._unwritten:
             self._unwritten.clear()
             return
@@ -242,19 +252,40 @@ class SnapshotStore:
             del self._memory[key]
         self._unwritten = [(key, result) for key, result in self._unwritten if not holds(result)]
         if self._db is not None:
-            deleted = await self._db.run(lambda connection: _purge(connection, needles))
-            for key in deleted:
-                self._persisted_keys.pop(key, None)
+            deleted = await self._purge_on_disk(needles)
             dropped.extend(key for key in deleted if key not in dropped)
         if dropped:
             log.info("recall.snapshots_purged", snapshots=len(dropped))
         return len(dropped)
+
+    async def _purge_on_disk(self, needles: list[bytes]) -> list[SnapshotKey]:
+        """Delete the table's rows holding a needle, or one still owed; the keys deleted. The
+        forget that asked is made by then, so a database that refuses (another process holds
+        its lock past the busy timeout, or it fails) does not fail it: the purge is owed, and
+        the writer tries it again (see `_owed`)."""
+        assert self._db is not None
+        wanted = list(dict.fromkeys([*self._owed, *needles]))
+        try:
+            deleted = await self._db.run(lambda connection: _purge(connection, wanted))
+        except sqlite3.Error as exc:
+            log.warning("recall.snapshot_purge_failed", error=str(exc))
+            self._owed = wanted
+            self._wake_writer.set()
+            if is_corruption(exc) and self.on_corrupt is not None:
+                with trio.CancelScope(shield=True):
+                    await self.on_corrupt(str(exc))
+            return []
+        self._owed = []
+        for key in deleted:
+            self._persisted_keys.pop(key, None)
+        return deleted
 
     def forget_database(self) -> None:
         """Drop the connection (blocking): the state database is being replaced by a new one."""
         if self._db is not None:
             self._db.close()
         self._persisted_keys.clear()
+        self._owed = []  # the table they were owed by is gone
         self._keys_loaded = self._db is None
 
     async def aclose(self) -> None:
