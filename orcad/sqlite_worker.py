@@ -65,6 +65,21 @@ def connect_private(path: Path, *, wal: bool = True) -> sqlite3.Connection:
     return connection
 
 
+def truncate_wal(connection: sqlite3.Connection, *, wait: bool = True) -> bool:
+    """Copy the WAL back into the database and empty it, so that no old page image (a deleted
+    row's text) stays in it; False when another connection's read still needs the WAL. The
+    busy timeout is waited for such a reader to end, unless not `wait` (a retry)."""
+    timeout_ms = int(connection.execute("PRAGMA busy_timeout").fetchone()[0])
+    if not wait:
+        connection.execute("PRAGMA busy_timeout = 0")
+    try:
+        busy, _log, _copied = connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+    finally:
+        if not wait:
+            connection.execute(f"PRAGMA busy_timeout = {timeout_ms}")
+    return bool(busy == 0)
+
+
 QUICK_CHECK_ROWS = 5  # problems quoted from PRAGMA quick_check; the first few say enough
 INTEGRITY_PROBLEM_MAX_CHARS = 400
 

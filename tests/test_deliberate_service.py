@@ -697,6 +697,31 @@ async def test_a_change_whose_snapshot_purge_must_wait_is_applied_and_purged_lat
         await orca.aclose()
 
 
+async def test_a_forget_read_past_by_another_connection_leaves_no_text_once_it_ends(
+    tmp_path: Path, clock: SettableClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sqlite_worker, "SQLITE_BUSY_TIMEOUT_MS", 50)  # a reader is waited for
+    orca = InProcessDaemon(tmp_path, clock)
+    try:
+        session = await orca.open(tmp_path / "ws", mode="yolo")
+        record = (await save(orca, session, "The staging cluster is quartz-lemur-17"))["record"]
+        reader = sqlite3.connect(orca.paths.deliberate_db, isolation_level=None)
+        reader.execute("BEGIN")
+        reader.execute("SELECT count(*) FROM memories").fetchone()  # a snapshot the WAL serves
+        try:
+            forget = {**session, "action": "forget", "id": record["id"]}
+            assert (await orca.call("memory.manage", forget))["outcome"] == "applied"
+            await orca.features.deliberate.purge_now()  # the checkpoint must wait for the reader
+        finally:
+            reader.execute("ROLLBACK")
+            reader.close()
+        await orca.features.deliberate.purge_now()  # what the purger does next
+        files = [orca.paths.deliberate_db.with_name(f"memory.sqlite3{s}") for s in ("", "-wal")]
+        assert all(b"quartz-lemur-17" not in path.read_bytes() for path in files if path.exists())
+    finally:
+        await orca.aclose()
+
+
 # --- sessions ---------------------------------------------------------------------------------
 
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import pytest
 import trio
 import trio.lowlevel
 
+from orcad import sqlite_worker
 from orcad.recall.snapshots import RETAKES_AFTER_PURGE, SnapshotStore
 from protocol.types import RecallResult
 
@@ -137,6 +139,28 @@ async def test_purge_drops_snapshots_holding_forgotten_text_everywhere(tmp_path:
     assert (await reopened.get_or_take(("s", "written"), take)).snapshot_id == "snap_1"
     assert (await reopened.get_or_take(("s", "kept"), take)).snapshot_id == "c"
     await reopened.aclose()
+
+
+async def test_a_purge_read_past_by_another_connection_leaves_no_text_once_it_ends(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sqlite_worker, "SQLITE_BUSY_TIMEOUT_MS", 50)  # a reader is waited for
+    database = tmp_path / "state.sqlite3"
+    store = SnapshotStore(database, write_delay_s=0.0)
+    await store.get_or_take(("s", "t"), lambda: _ready(result("a", "uses quartz-lemur")))
+    await store.flush()
+    reader = sqlite3.connect(database, isolation_level=None)
+    reader.execute("BEGIN")
+    reader.execute("SELECT count(*) FROM recall_snapshots").fetchone()  # a snapshot of the WAL
+    try:
+        assert await store.purge(["quartz-lemur"]) == 1
+    finally:
+        reader.execute("ROLLBACK")
+        reader.close()
+    await store.flush()  # what the writer does next
+    for sibling in await trio.Path(tmp_path).iterdir():
+        assert b"quartz-lemur" not in await sibling.read_bytes(), sibling
+    await store.aclose()
 
 
 async def _ready(value: RecallResult) -> RecallResult:

@@ -152,6 +152,7 @@ class DeliberateMemory:
         self.purge_copies: Callable[[list[str], list[str]], Awaitable[object]] | None = None
         self._copies_left: list[tuple[list[str], list[str]]] = []  # purges to try again
         self._remains_left = False  # deleted text may remain in the database's pages or WAL
+        self._wal_left = False  # a reader kept the purge from emptying the WAL
         self._purge_wanted = trio.Event()
 
     def _session_ended(self, session_id: str) -> None:
@@ -181,15 +182,21 @@ class DeliberateMemory:
         left, self._copies_left = self._copies_left, []
         for texts, ids in left:
             await self._drop_copies(texts, ids)
-        if not self._remains_left:  # only copies were left: the index needs no merging again
-            return
-        self._remains_left = False
+        if not self._remains_left and not self._wal_left:
+            return  # only copies were left: the index needs no merging again
+        remains, self._remains_left = self._remains_left, False
         try:
-            await self.store.purge_deleted()
+            emptied = await (self.store.purge_deleted() if remains else self.store.truncate_wal())
         except StorageError as exc:
             log.warning("memory.purge_failed", error=str(exc))
-            self._remains_left = True
+            self._remains_left = remains
             self._purge_wanted.set()  # tried again after the next delay
+            return
+        if not emptied and not self._wal_left:
+            log.warning("memory.checkpoint_busy")  # another connection reads: tried again
+        self._wal_left = not emptied
+        if not emptied:
+            self._purge_wanted.set()
 
     async def _drop_copies(self, texts: list[str], ids: list[str]) -> None:
         """Drop the other copies of text that left memory. The change is made by then, so a

@@ -26,7 +26,7 @@ from orcad.query import (
     match_expression,
     plan_terms,
 )
-from orcad.sqlite_worker import SQLiteWorker, connect_private, integrity_problem
+from orcad.sqlite_worker import SQLiteWorker, connect_private, integrity_problem, truncate_wal
 from orcad.storage_faults import fault_reason, is_corruption
 from protocol.types import RecordKind
 
@@ -379,13 +379,14 @@ def forget_visible_record(
     return record_from_row(row) if row else None
 
 
-def purge_deleted_text(connection: sqlite3.Connection) -> None:
+def purge_deleted_text(connection: sqlite3.Connection) -> bool:
     """Leave no copy of deleted text: FTS5 keeps a deleted row's terms in its old segments until
     they merge (optimize merges them all), and the WAL keeps old page images until a checkpoint
-    copies it back and truncates it. secure_delete zeroes the pages freed on the way."""
+    copies it back and truncates it. secure_delete zeroes the pages freed on the way. False when
+    another connection's read kept the WAL (see truncate_wal)."""
     with connection:
         connection.execute("INSERT INTO memories_fts (memories_fts) VALUES ('optimize')")
-    connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    return truncate_wal(connection)
 
 
 # The global grant is the grant row with no workspace (workspace ids are sha256 hex).
@@ -486,9 +487,14 @@ class DeliberateStore:
             with contextlib.suppress(sqlite3.Error):  # the next forget purges again
                 self._db.run_blocking(purge_deleted_text)
 
-    async def purge_deleted(self) -> None:
-        """Remove the remains of deleted records (see purge_deleted_text)."""
-        await self._run(purge_deleted_text, writes=True)
+    async def purge_deleted(self) -> bool:
+        """Remove the remains of deleted records (see purge_deleted_text); False when the WAL,
+        which may still hold some, could not be emptied yet (`truncate_wal` then)."""
+        return await self._run(purge_deleted_text, writes=True)
+
+    async def truncate_wal(self) -> bool:
+        """Try again, without waiting, to empty a WAL another connection's read kept."""
+        return await self._run(lambda connection: truncate_wal(connection, wait=False))
 
     def _note_damage(self, problem: str | None) -> None:
         if problem is None or self.damage is not None:

@@ -26,7 +26,7 @@ from orcad.limits import (
     RECALL_SNAPSHOTS_PERSISTED,
     SNAPSHOT_WRITE_DELAY_S,
 )
-from orcad.sqlite_worker import SQLiteWorker, connect_private
+from orcad.sqlite_worker import SQLiteWorker, connect_private, truncate_wal
 from orcad.storage_faults import is_corruption
 from protocol.types import RecallResult
 
@@ -79,6 +79,9 @@ class SnapshotStore:
         # Needles of purges the database refused (its lock held by another process, say): tried
         # again before the table is next read or written; until then nothing holding one is read.
         self._owed: list[bytes] = []
+        # A purge's checkpoint another connection's read kept from emptying the WAL, which may
+        # still hold the purged rows' old pages: tried again, without waiting, by the writer.
+        self._checkpoint_owed = False
         self._unwritten: list[tuple[SnapshotKey, RecallResult]] = []
         self._wake_writer = trio.Event()
         self._all_written = trio.Event()
@@ -205,7 +208,7 @@ class SnapshotStore:
                 self._all_written.set()
 
     async def _write_unwritten(self) -> None:
-        if self._db is not None and self._owed:
+        if self._db is not None and (self._owed or self._checkpoint_owed):
             with trio.CancelScope(shield=True):
                 await self._purge_on_disk([])
         if self._db is None or not self._unwritten:
@@ -265,8 +268,11 @@ class SnapshotStore:
         the writer tries it again (see `_owed`)."""
         assert self._db is not None
         wanted = list(dict.fromkeys([*self._owed, *needles]))
+        owed = self._checkpoint_owed
         try:
-            deleted = await self._db.run(lambda connection: _purge(connection, wanted))
+            deleted, truncated = await self._db.run(
+                lambda connection: _purge(connection, wanted, checkpoint_owed=owed)
+            )
         except sqlite3.Error as exc:
             log.warning("recall.snapshot_purge_failed", error=str(exc))
             self._owed = wanted
@@ -276,6 +282,11 @@ class SnapshotStore:
                     await self.on_corrupt(str(exc))
             return []
         self._owed = []
+        if not truncated:
+            if not self._checkpoint_owed:
+                log.warning("recall.snapshot_checkpoint_busy")
+            self._wake_writer.set()
+        self._checkpoint_owed = not truncated
         for key in deleted:
             self._persisted_keys.pop(key, None)
         return deleted
@@ -286,6 +297,7 @@ class SnapshotStore:
             self._db.close()
         self._persisted_keys.clear()
         self._owed = []  # the table they were owed by is gone
+        self._checkpoint_owed = False
         self._keys_loaded = self._db is None
 
     async def aclose(self) -> None:
@@ -329,12 +341,15 @@ def _store(connection: sqlite3.Connection, rows: list[tuple[str, str, bytes]], k
         )
 
 
-def _purge(connection: sqlite3.Connection, needles: list[bytes]) -> list[SnapshotKey]:
-    """Delete the rows whose result holds a needle, leaving no copy in free pages or the WAL."""
+def _purge(
+    connection: sqlite3.Connection, needles: list[bytes], *, checkpoint_owed: bool
+) -> tuple[list[SnapshotKey], bool]:
+    """Delete the rows whose result holds a needle, leaving no copy in free pages or the WAL;
+    their keys, and whether the WAL was emptied (see truncate_wal). A checkpoint owed by an
+    earlier purge is tried again without waiting for readers."""
     found: list[tuple[int, str, str]] = []
-    for seq, session_id, turn_id, result in connection.execute(
-        "SELECT seq, session_id, turn_id, result FROM recall_snapshots"
-    ):
+    query = "SELECT seq, session_id, turn_id, result FROM recall_snapshots"
+    for seq, session_id, turn_id, result in connection.execute(query) if needles else ():
         if _holds(bytes(result), needles):
             found.append((seq, session_id, turn_id))
     if found:
@@ -343,5 +358,5 @@ def _purge(connection: sqlite3.Connection, needles: list[bytes]) -> list[Snapsho
             connection.executemany(
                 "DELETE FROM recall_snapshots WHERE seq = ?", [(seq,) for seq, _, _ in found]
             )
-        connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    return [(session_id, turn_id) for _, session_id, turn_id in found]
+    truncated = truncate_wal(connection, wait=bool(found)) if found or checkpoint_owed else True
+    return [(session_id, turn_id) for _, session_id, turn_id in found], truncated
