@@ -76,6 +76,8 @@ DEFAULT_MAX_CONNECTIONS = 256
 DEFAULT_IDLE_TIMEOUT_S = 600.0
 DEFAULT_SEND_TIMEOUT_S = 30.0  # a client that takes no answer for this long is disconnected
 DEFAULT_REQUEST_LINE_TIMEOUT_S = 30.0  # a request line must be complete this long after its start
+# the connection sweep runs at a quarter of its shortest timeout, but never more often than this
+CONNECTION_SWEEP_MIN_S = 0.05
 MAX_ANSWERS_OWED_PER_CONNECTION = 64  # then the connection is not read until its client reads
 # a batch is answered as one line by one task: its size bounds that answer and that task's time
 MAX_BATCH_REQUESTS = 64

@@ -144,7 +144,8 @@ class Server:
         send_timeout = self._config.send_timeout_s
         idle_timeout = self._config.idle_timeout_s
         line_timeout = self._config.request_line_timeout_s
-        period = min(1.0, send_timeout / 4, idle_timeout / 4, line_timeout / 4)
+        shortest = min(1.0, send_timeout / 4, idle_timeout / 4, line_timeout / 4)
+        period = max(limits.CONNECTION_SWEEP_MIN_S, shortest)  # a tiny timeout must not spin
         while True:
             await trio.sleep(period)
             now = trio.current_time()

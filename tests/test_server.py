@@ -272,6 +272,31 @@ def test_idle_connection_is_closed(orca_env: OrcaEnv, daemon_factory: list) -> N
     assert any(e["event"] == "connection.idle_closed" for e in daemon.log_events())
 
 
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU time a process has used so far (Linux)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_a_tiny_idle_timeout_does_not_make_the_idle_daemon_spin(
+    orca_env: OrcaEnv, daemon_factory: list
+) -> None:
+    daemon = start(orca_env, daemon_factory, "[server]\nidle_timeout_s = 0.000001\n")
+    sock = raw_connection(daemon)
+    assert_closed(sock)  # the timeout still holds
+    sock.close()
+    assert daemon.proc is not None
+    used = []  # CPU seconds per half second: loading recall's model costs some at first
+    for _ in range(20):
+        before = cpu_seconds(daemon.proc.pid)
+        time.sleep(0.5)
+        used.append(cpu_seconds(daemon.proc.pid) - before)
+        if used[-1] < 0.1:
+            break
+    assert used[-1] < 0.1, used  # a sweep every 250 ns took a whole core
+
+
 @pytest.mark.skipif(os.getuid() != 0, reason="needs root to connect as another uid")
 def test_peer_with_another_uid_is_refused(orca_env: OrcaEnv, daemon_factory: list) -> None:
     # A directory the stranger can traverse, and a socket it may open: only SO_PEERCRED is left.
