@@ -6,7 +6,9 @@ parse, or a key with a bad value, is a startup error naming the key.
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -154,10 +156,22 @@ def parse_config(
     return parsed, unknown
 
 
+def read_config_text(path: Path) -> str:
+    """The text of a config file. A path that is not a regular file (a FIFO, a device, a
+    directory) is refused with StartupError without waiting: reading a FIFO waits for a writer
+    that may never come. Raises FileNotFoundError, OSError and UnicodeDecodeError as reading
+    does."""
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    with open(descriptor, "rb") as file:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise StartupError(f"{path}: not a regular file")
+        return file.read().decode("utf-8")
+
+
 def load_config(path: Path) -> LoadedConfig:
     """Read the user config; a missing file means defaults."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_config_text(path)
     except FileNotFoundError:
         return LoadedConfig(config=Config(), path=None, unknown_keys=[])
     except (OSError, UnicodeDecodeError) as exc:

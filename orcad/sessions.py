@@ -24,7 +24,7 @@ import trio
 
 from orcad import limits
 from orcad.clock import Clock
-from orcad.config import Config, ProjectConfig, parse_config
+from orcad.config import Config, ProjectConfig, parse_config, read_config_text
 from orcad.errors import InvalidParams, NotFound, StaleSession, StartupError
 from orcad.identity import ProjectIdentity, derive_project
 from orcad.sqlite_worker import SQLiteWorker, connect_private
@@ -101,7 +101,7 @@ def read_auto_memory(config_file: Path, project_root: str, fallback: Config) -> 
     """
     user = fallback
     try:
-        user, _unknown = parse_config(config_file.read_text(encoding="utf-8"), str(config_file))
+        user, _unknown = parse_config(read_config_text(config_file), str(config_file))
     except FileNotFoundError:
         user = Config()
     except (OSError, UnicodeDecodeError, StartupError) as exc:
@@ -110,7 +110,7 @@ def read_auto_memory(config_file: Path, project_root: str, fallback: Config) -> 
     if project_root in {str(Path(p)) for p in user.trusted_projects}:
         project_file = Path(project_root) / ".orca" / "config.toml"
         try:
-            text = project_file.read_text(encoding="utf-8")
+            text = read_config_text(project_file)
             project, _unknown = parse_config(text, str(project_file), ProjectConfig)
             if project.auto_memory is not None:
                 enabled = project.auto_memory

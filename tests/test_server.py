@@ -378,6 +378,31 @@ def test_runtime_dir_owned_by_another_user_is_refused(orca_env: OrcaEnv) -> None
     assert "owned by uid 65534" in result.stderr
 
 
+def test_a_config_file_that_is_not_a_regular_file_is_refused(orca_env: OrcaEnv) -> None:
+    os.mkfifo(orca_env.home / "config.toml")  # reading it would wait for a writer
+    command = [sys.executable, "-m", "orcad"]
+    result = subprocess.run(command, env=orca_env.env, capture_output=True, text=True, timeout=20)
+    assert result.returncode == 1, result.stderr
+    assert f"{orca_env.home / 'config.toml'}: not a regular file" in result.stderr
+
+
+@pytest.mark.parametrize("which", ["user", "project"])
+def test_a_session_opens_when_a_config_file_became_a_fifo(
+    orca_env: OrcaEnv, daemon_factory: list, tmp_path: Path, which: str
+) -> None:
+    project = tmp_path / "project"
+    (project / ".orca").mkdir(parents=True)
+    user_file = orca_env.home / "config.toml"
+    daemon = start(orca_env, daemon_factory, f"trusted_projects = [{str(project)!r}]\n")
+    fifo = user_file if which == "user" else project / ".orca" / "config.toml"
+    fifo.unlink(missing_ok=True)
+    os.mkfifo(fifo)  # read at every session open
+    with daemon.client(timeout=15) as client:
+        opened = client.call("session.open", {"cwd": str(project)})
+    assert opened.auto_memory is True  # the last good value
+    assert any(e["event"].startswith("config.") for e in daemon.log_events())
+
+
 def test_second_instance_is_refused_naming_the_first(daemon: DaemonProcess) -> None:
     result = refused_start(daemon.orca.env)
     assert f"pid {daemon.proc.pid}" in result.stderr
