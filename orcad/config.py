@@ -100,23 +100,29 @@ class LoadedConfig(msgspec.Struct, frozen=True, kw_only=True):
     unknown_keys: list[str]
 
 
-_AT_PATH = re.compile(r" - at `\$\.?([^`]*)`")
-_FIELD = re.compile(r"field `([^`]+)`")
+# msgspec ends a message with where it failed (` - at `$.a.b[0]``) and names a missing or
+# unknown field whole between backticks; a name a client chose may hold backticks itself, so
+# both are matched from the ends of the message, never up to the first backtick.
+_AT_PATH = re.compile(r" - at `\$\.?([^`]*)`\Z")
+_FIELD = re.compile(r"\AObject (?:contains unknown|missing required) field `(.*)`\Z", re.DOTALL)
 
 
-def error_field_path(error: msgspec.ValidationError) -> str:
-    """The dotted path of the field a msgspec validation error is about (`` for the root)."""
+def explain_validation_error(
+    error: msgspec.ValidationError, data: object = None
+) -> tuple[str, str]:
+    """The dotted path of the field a msgspec validation error is about (`` for the root), and
+    the message without its location. With the `data` that failed, an unknown top-level name
+    that only looks like it has a location (`` a` - at `$.b ``) is named whole."""
     message = str(error)
+    whole = _FIELD.match(message)
+    if whole and isinstance(data, dict) and whole.group(1) in data:
+        return whole.group(1), message
     at = _AT_PATH.search(message)
-    path = at.group(1) if at else ""
-    named = _FIELD.search(message)
+    reason, path = (message[: at.start()], at.group(1)) if at else (message, "")
+    named = _FIELD.match(reason)
     if named:
         path = f"{path}.{named.group(1)}" if path else named.group(1)
-    return path
-
-
-def error_reason(error: msgspec.ValidationError) -> str:
-    return _AT_PATH.sub("", str(error))
+    return path, reason
 
 
 def find_unknown_keys(
@@ -151,8 +157,8 @@ def parse_config(
     try:
         parsed = msgspec.convert(data, struct, strict=True)
     except msgspec.ValidationError as exc:
-        key = error_field_path(exc) or "(top level)"
-        raise StartupError(f"{source}: key `{key}`: {error_reason(exc)}") from exc
+        key, reason = explain_validation_error(exc, data)
+        raise StartupError(f"{source}: key `{key or '(top level)'}`: {reason}") from exc
     return parsed, unknown
 
 

@@ -22,7 +22,7 @@ import structlog
 import trio
 
 from orcad import limits
-from orcad.config import error_field_path, error_reason
+from orcad.config import explain_validation_error
 from orcad.errors import (
     InvalidParams,
     InvalidRequest,
@@ -168,10 +168,10 @@ def encode_error(error: OrcaError, request_id: RequestId = None) -> bytes:
     return _encoder.encode(_Failure(id=request_id, error=error_object(error))) + b"\n"
 
 
-def _invalid_params(exc: msgspec.ValidationError) -> InvalidParams:
-    field = error_field_path(exc)
+def _invalid_params(exc: msgspec.ValidationError, raw: object) -> InvalidParams:
+    field, reason = explain_validation_error(exc, raw)
     return InvalidParams(
-        f"invalid params: {error_reason(exc)}" + (f" (field `{field}`)" if field else ""),
+        f"invalid params: {reason}" + (f" (field `{field}`)" if field else ""),
         field=field or "params",
     )
 
@@ -184,7 +184,7 @@ def decode_params(params_type: type[Params], raw: object) -> Params:
     try:
         return msgspec.convert(raw, params_type, strict=True)
     except msgspec.ValidationError as exc:
-        raise _invalid_params(exc) from exc
+        raise _invalid_params(exc, raw) from exc
 
 
 def _encode(answer: _Success | _Failure | None) -> Reply:

@@ -205,6 +205,9 @@ async def test_unknown_method(dispatcher: Dispatcher, path: str) -> None:
     ("params", "field"),
     [
         ({"bogus": 1}, "bogus"),
+        ({"ev`il": 1}, "ev`il"),  # an unknown name is reported whole, whatever it holds
+        ({"`": 1}, "`"),
+        ({"a` - at `$.epoch": 1}, "a` - at `$.epoch"),
         ({"session_id": "s"}, "epoch"),
         ({"session_id": "s", "epoch": "1"}, "epoch"),
         ({"session_id": "s", "epoch": 0}, "epoch"),

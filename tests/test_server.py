@@ -79,6 +79,19 @@ def refused_start(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return result
 
 
+def test_an_unknown_field_holding_backticks_is_named_whole_at_its_path(
+    daemon: DaemonProcess,
+) -> None:
+    sock = raw_connection(daemon)
+    message = {"role": "user", "content": "hi", "x`y - at `$.turn_id": 1}
+    params = {"session_id": "s", "epoch": 1, "turn_id": "t", "messages": [message]}
+    request = {"jsonrpc": "2.0", "id": 1, "method": "turn.completed", "params": params}
+    sock.sendall(json.dumps(request).encode() + b"\n")
+    error = read_line(sock)["error"]
+    assert (error["code"], error["data"]["field"]) == (-32602, "messages[0].x`y - at `$.turn_id")
+    sock.close()
+
+
 def test_protocol_errors_on_one_connection_leave_it_usable(daemon: DaemonProcess) -> None:
     sock = raw_connection(daemon)
     sock.sendall(b"this is not json\n")
