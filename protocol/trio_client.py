@@ -23,6 +23,11 @@ from protocol.types import METHODS, Params
 
 
 class TrioClient:
+    """Requests in flight at once on one connection. An error the daemon ties to no request
+    (a line it could not read: too large, nested too deep) cannot be told apart from the answers
+    still owed, so it ends the client: every call in flight, and every later one, raises
+    RequestRefused with it."""
+
     def __init__(self, stream: trio.SocketStream) -> None:
         self._stream = stream
         self._send_lock = trio.Lock()
@@ -34,6 +39,8 @@ class TrioClient:
     async def call(self, method: str, params: Params | dict[str, Any] | None = None) -> Any:
         """Send one request; return its decoded result or raise RemoteError."""
         if self._closed is not None:
+            if self._refusal is not None:
+                raise RequestRefused(self._refusal) from self._closed
             raise ConnectionError("connection closed") from self._closed
         request_id = next(self._ids)
         send, receive = trio.open_memory_channel[Response](1)
@@ -69,6 +76,7 @@ class TrioClient:
                     response = response_decoder.decode(event)
                     if response.id is None and response.error is not None:
                         self._refusal = response.error
+                        return  # refuses every call in flight (finally), not one at random
                     channel = (
                         self._waiting.get(response.id) if isinstance(response.id, int) else None
                     )

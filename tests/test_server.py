@@ -174,6 +174,13 @@ async def test_the_clients_raise_the_error_the_daemon_gave_for_a_line_it_could_n
         with pytest.raises(RequestRefused) as refused:
             await trio_client.call("daemon.ping", {"pad": "x" * 5000})
     assert refused.value.kind == "message_too_large"
+    with trio.fail_after(10):  # the daemon answers at once and keeps the connection open
+        async with open_client(str(orca_env.socket)) as trio_client:
+            with pytest.raises(RequestRefused) as refused:
+                await trio_client.call("daemon.ping", {"pad": deep})
+            with pytest.raises(RequestRefused):  # nothing tells later answers from lost ones
+                await trio_client.call("daemon.ping")
+    assert (refused.value.code, refused.value.kind) == (-32600, "invalid_request")
 
 
 def test_half_a_message_then_disconnect_harms_nobody(daemon: DaemonProcess) -> None:
