@@ -67,24 +67,59 @@ class LineFramer:
         return len(self._buffer)
 
 
-# A string, or an unterminated one running to the end of the line: no quote is scanned twice,
-# which a line of `"\"\"\"...` would otherwise cost for each of its quotes (quadratic time).
-_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\\?\Z)', re.DOTALL)
-_OPEN_AS_TWO = bytes.maketrans(b"[{]}", b"\x02\x02\x00\x00")
-_NOT_BRACKETS = bytes(set(range(256)) - set(b"[]{}"))
+# What a line's nesting depends on: quotes and brackets, `{}` counted as `[]`, once the escaped
+# backslashes and quotes inside strings are gone (outside strings, JSON has no backslash).
+_AS_SQUARE = bytes.maketrans(b"{}", b"[]")
+_NOT_QUOTES_OR_BRACKETS = bytes(set(range(256)) - set(b'"[]{}'))
+# a string left of those, or an unterminated one running to the end of the line
+_STRING_MARKS = re.compile(rb'"[^"]*(?:"|\Z)')
+_BRACKET_RUN = re.compile(rb"\[+|\]+")
+_DEPTH_CHUNK = 64 * 1024  # brackets walked at once: bounds the runs held in memory
 
 
 def json_nesting_exceeds(line: bytes, limit: int) -> bool:
     """Does this JSON text nest arrays and objects deeper than `limit`? Checked before decoding,
     since a decoder recurses once per level and a line of a thousand `[` would exhaust it.
 
-    Cheap for ordinary lines (two byte counts); otherwise strings are removed in one linear
-    pass, then the depth after each bracket is a running sum (each opener counted 2, closer 0,
-    minus its position). Text that is not valid JSON may be judged deeper than it is, and
-    shallower only past an unterminated string, where every decoder stops anyway.
+    Cheap for ordinary lines (two byte counts). Otherwise only the brackets outside strings
+    are kept, each step a pass over bytes in C: escaped backslashes and quotes go, then every
+    byte but quotes and brackets, then the strings. Removing every innermost pair `[]` lowers
+    the deepest point by one while it is deeper than where the line ends, so up to `limit`
+    such rounds run while they shrink the brackets much, and the depth of what is left is
+    walked run by run. Text that is not valid JSON may be judged deeper or shallower than it
+    is, but only past its first invalid byte, where every decoder stops.
     """
     if line.count(b"[") + line.count(b"{") <= limit:
         return False
-    brackets = _JSON_STRING.sub(b"", line).translate(_OPEN_AS_TWO, _NOT_BRACKETS)
-    depths = map(operator.sub, itertools.accumulate(brackets), itertools.count(1))
-    return max(depths, default=0) > limit
+    unescaped = line.replace(b"\\\\", b"").replace(b'\\"', b"")
+    marks = unescaped.translate(_AS_SQUARE, _NOT_QUOTES_OR_BRACKETS).replace(b'""', b"")
+    brackets = _STRING_MARKS.sub(b"", marks) if b'"' in marks else marks
+    left_open = 2 * brackets.count(b"[") - len(brackets)  # the depth where the line ends
+    if left_open > limit:
+        return True
+    brackets += b"]" * max(left_open, 0)  # closed, so that only innermost pairs are deepest
+    rounds = 0
+    while rounds < limit:
+        shorter = brackets.replace(b"[]", b"")
+        removed = len(brackets) - len(shorter)
+        if not removed:
+            return False  # nothing left above depth 0: the line was at most `rounds` deep
+        brackets = shorter
+        rounds += 1
+        if removed * 4 < len(brackets) + removed:
+            break  # few pairs per round: walking the runs left is cheaper
+    return _deepest(brackets) > limit - rounds
+
+
+def _deepest(brackets: bytes) -> int:
+    """The greatest depth after a prefix of `brackets` (only `[` and `]`)."""
+    deepest = depth = 0
+    for start in range(0, len(brackets), _DEPTH_CHUNK):
+        chunk = brackets[start : start + _DEPTH_CHUNK]
+        runs = list(map(len, _BRACKET_RUN.findall(chunk)))
+        if chunk.startswith(b"]"):
+            runs.insert(0, 0)  # runs alternate: opening ones at even positions
+        rises = map(operator.sub, runs[0::2], itertools.chain((0,), runs[1::2]))
+        deepest = max(deepest, *itertools.accumulate(rises, initial=depth))
+        depth += 2 * chunk.count(b"[") - len(chunk)
+    return deepest

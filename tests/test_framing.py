@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 import time
+import tracemalloc
 
 import pytest
 from hypothesis import given
@@ -13,6 +14,8 @@ from hypothesis import strategies as st
 from protocol.framing import FramingClosed, LineFramer, LineTooLong, json_nesting_exceeds
 
 pytestmark = pytest.mark.pure
+
+LARGEST_LINE = 8 * 1024 * 1024  # server.max_message_bytes by default
 
 lines_strategy = st.lists(
     st.binary(min_size=1, max_size=200)
@@ -107,6 +110,25 @@ def test_json_nesting_limit_boundary_and_brackets_inside_strings() -> None:
     assert json_nesting_exceeds(b"[" * 100_000, 64)  # unterminated: still refused
     assert not json_nesting_exceeds(b'["' + b"[" * 1000 + b'"]', 64)
     assert not json_nesting_exceeds(b"[]" * 10_000, 1)  # many, but shallow
+
+
+@pytest.mark.parametrize(
+    "unit", [b'"[",', b'{"role":"user","content":"hi"},', b"[],", b"[" * 9 + b"]" * 9 + b","]
+)
+def test_json_nesting_of_a_largest_line_costs_little_memory_and_time(unit: bytes) -> None:
+    # 8 MiB of many strings, objects or short arrays: the check once held a copy of each piece
+    # between strings (355 MiB for `"[",`) and took half a second of the event loop
+    line = b"[" + unit * (LARGEST_LINE // len(unit)) + b"[]]"
+    started = time.perf_counter()
+    assert not json_nesting_exceeds(line, 64)
+    assert time.perf_counter() - started < 1.0
+    tracemalloc.start()
+    try:
+        json_nesting_exceeds(line, 64)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 3 * len(line)
 
 
 def test_json_nesting_takes_linear_time_when_every_quote_opens_a_string() -> None:
