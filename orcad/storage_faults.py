@@ -1,8 +1,8 @@
 """Which operating-system and SQLite failures are storage faults, and what each one means.
 
-A full disk, a quota, a read-only file system or a damaged database is not a bug in orcad: the
-client gets -32017 `storage` with the reason, and the fault is recorded for daemon.status and
-doctor. Everything else stays an internal error.
+A full disk, a quota, a read-only file system, a damaged database or one another process keeps
+locked is not a bug in orcad: the client gets -32017 `storage` with the reason, and the fault is
+recorded for daemon.status and doctor. Everything else stays an internal error.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Literal
 
 from orcad.errors import StorageError
 
-FaultReason = Literal["disk_full", "read_only", "corrupt", "io_error"]
+FaultReason = Literal["disk_full", "read_only", "corrupt", "io_error", "locked"]
 
 _ERRNO_REASONS: dict[int, FaultReason] = {
     errno.ENOSPC: "disk_full",
@@ -28,12 +28,16 @@ _SQLITE_REASONS: dict[int, FaultReason] = {
     11: "corrupt",  # SQLITE_CORRUPT: "database disk image is malformed"
     26: "corrupt",  # SQLITE_NOTADB: "file is not a database"
     10: "io_error",  # SQLITE_IOERR
+    5: "locked",  # SQLITE_BUSY: another connection held the lock past the busy timeout
+    6: "locked",  # SQLITE_LOCKED
 }
 _ADVICE: dict[FaultReason, str] = {
     "disk_full": "free disk space (or raise the quota) and try again; nothing was half-written",
     "read_only": "the file system is read-only; remount it read-write and try again",
     "corrupt": "the database is damaged; orcactl doctor says how to repair it",
     "io_error": "the disk reported an I/O error; check it (dmesg) and try again",
+    "locked": "another process keeps the database locked (a sqlite3 shell, a backup); "
+    "end it and try again",
 }
 
 

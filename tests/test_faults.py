@@ -280,6 +280,23 @@ def test_a_state_database_damaged_while_running_is_recreated_on_any_session_call
     assert len(recent(daemon, "state_db_recreated")) == 1
 
 
+def test_a_state_database_another_process_holds_locked_is_a_storage_error(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    cwd = workdir(tmp_path)
+    daemon = start(orca_env, daemon_factory)
+    holder = sqlite3.connect(orca_env.memory_root / "daemon-state.sqlite3", isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # a sqlite3 shell, a backup
+    try:
+        locked = remote_error(daemon, "session.open", {"cwd": cwd})
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert (locked.code, locked.data.get("reason")) == (-32017, "locked"), locked
+    assert "Traceback" not in daemon.stderr()
+    assert daemon.call("session.open", {"cwd": cwd}).epoch > 0  # once it is let go
+
+
 async def test_a_session_held_in_memory_closes_after_its_database_was_replaced(
     tmp_path: Path,
 ) -> None:
