@@ -6,9 +6,10 @@ trio event loop and no two threads use one connection at once.
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
 
@@ -65,18 +66,24 @@ def connect_private(path: Path, *, wal: bool = True) -> sqlite3.Connection:
     return connection
 
 
+@contextlib.contextmanager
+def without_waiting(connection: sqlite3.Connection) -> Iterator[None]:
+    """Within it, a lock another connection holds fails at once instead of being waited for
+    (a retry that must not hold the connection for the busy timeout)."""
+    timeout_ms = int(connection.execute("PRAGMA busy_timeout").fetchone()[0])
+    connection.execute("PRAGMA busy_timeout = 0")
+    try:
+        yield
+    finally:
+        connection.execute(f"PRAGMA busy_timeout = {timeout_ms}")
+
+
 def truncate_wal(connection: sqlite3.Connection, *, wait: bool = True) -> bool:
     """Copy the WAL back into the database and empty it, so that no old page image (a deleted
     row's text) stays in it; False when another connection's read still needs the WAL. The
     busy timeout is waited for such a reader to end, unless not `wait` (a retry)."""
-    timeout_ms = int(connection.execute("PRAGMA busy_timeout").fetchone()[0])
-    if not wait:
-        connection.execute("PRAGMA busy_timeout = 0")
-    try:
+    with contextlib.nullcontext() if wait else without_waiting(connection):
         busy, _log, _copied = connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-    finally:
-        if not wait:
-            connection.execute(f"PRAGMA busy_timeout = {timeout_ms}")
     return bool(busy == 0)
 
 

@@ -163,6 +163,34 @@ async def test_a_purge_read_past_by_another_connection_leaves_no_text_once_it_en
     await store.aclose()
 
 
+async def test_a_purge_the_database_refused_is_owed_and_never_read_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sqlite_worker, "SQLITE_BUSY_TIMEOUT_MS", 1000)
+    database = tmp_path / "state.sqlite3"
+    store = SnapshotStore(database, write_delay_s=0.0)
+    await store.get_or_take(("s", "t"), lambda: _ready(result("a", "uses quartz-lemur")))
+    await store.flush()
+    store.forget_database()  # its keys are read again from the table
+    holder = sqlite3.connect(database, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # another process holds the lock
+    try:
+        assert await store.purge(["quartz-lemur"]) == 1  # from memory; the table refused
+        started = trio.current_time()
+        again = await store.get_or_take(("s", "t"), Taker())
+        assert trio.current_time() - started < 0.5  # the retry did not wait on the lock
+        assert again.snapshot_id == "snap_1" and "quartz-lemur" not in again.context
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    await store.flush()  # the owed purge, then the new snapshot
+    assert b"quartz-lemur" not in database.read_bytes()
+    reopened = SnapshotStore(database)
+    assert (await reopened.get_or_take(("s", "t"), Taker())).snapshot_id == "snap_1"
+    await reopened.aclose()
+    await store.aclose()
+
+
 async def _ready(value: RecallResult) -> RecallResult:
     return value
 

@@ -13,6 +13,7 @@ Concurrent first recalls of one turn are coalesced: the second waits for the fir
 from __future__ import annotations
 
 import collections
+import contextlib
 import sqlite3
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
@@ -26,7 +27,7 @@ from orcad.limits import (
     RECALL_SNAPSHOTS_PERSISTED,
     SNAPSHOT_WRITE_DELAY_S,
 )
-from orcad.sqlite_worker import SQLiteWorker, connect_private, truncate_wal
+from orcad.sqlite_worker import SQLiteWorker, connect_private, truncate_wal, without_waiting
 from orcad.storage_faults import is_corruption
 from protocol.types import RecallResult
 
@@ -155,8 +156,8 @@ class SnapshotStore:
         if self._db is None:
             return None
         try:
-            if self._owed:
-                await self._purge_on_disk([])
+            if self._owed:  # without waiting: a recall does not wait on another's lock
+                await self._purge_on_disk([], wait=False)
             if not self._keys_loaded:
                 keys = await self._db.run(_load_keys)
                 if not self._keys_loaded:
@@ -210,7 +211,7 @@ class SnapshotStore:
     async def _write_unwritten(self) -> None:
         if self._db is not None and (self._owed or self._checkpoint_owed):
             with trio.CancelScope(shield=True):
-                await self._purge_on_disk([])
+                await self._purge_on_disk([], wait=False)
         if self._db is None or not self._unwritten:
             self._unwritten.clear()
             return
@@ -261,20 +262,25 @@ class SnapshotStore:
             log.info("recall.snapshots_purged", snapshots=len(dropped))
         return len(dropped)
 
-    async def _purge_on_disk(self, needles: list[bytes]) -> list[SnapshotKey]:
+    async def _purge_on_disk(self, needles: list[bytes], *, wait: bool = True) -> list[SnapshotKey]:
         """Delete the table's rows holding a needle, or one still owed; the keys deleted. The
         forget that asked is made by then, so a database that refuses (another process holds
         its lock past the busy timeout, or it fails) does not fail it: the purge is owed, and
-        the writer tries it again (see `_owed`)."""
+        tried again, without waiting (not `wait`), before the table is next used and by the
+        writer (see `_owed`)."""
         assert self._db is not None
         wanted = list(dict.fromkeys([*self._owed, *needles]))
         owed = self._checkpoint_owed
+
+        def purge(connection: sqlite3.Connection) -> tuple[list[SnapshotKey], bool]:
+            with contextlib.nullcontext() if wait else without_waiting(connection):
+                return _purge(connection, wanted, checkpoint_owed=owed)
+
         try:
-            deleted, truncated = await self._db.run(
-                lambda connection: _purge(connection, wanted, checkpoint_owed=owed)
-            )
+            deleted, truncated = await self._db.run(purge)
         except sqlite3.Error as exc:
-            log.warning("recall.snapshot_purge_failed", error=str(exc))
+            if needles:  # a new purge: its retries are not logged again
+                log.warning("recall.snapshot_purge_failed", error=str(exc))
             self._owed = wanted
             self._wake_writer.set()
             if is_corruption(exc) and self.on_corrupt is not None:
