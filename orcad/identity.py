@@ -11,16 +11,22 @@ repository agree. Ports are dropped because the same repository is commonly serv
 on a custom port and over https on the default one.
 
 The origin URL is read from the repository's config file directly (no git binary). `include`
-directives and `url.<base>.insteadOf` rewrites are not followed.
+directives and `url.<base>.insteadOf` rewrites are not followed. Only regular files are read,
+and only their first GIT_FILE_MAX_BYTES: a FIFO or a device under `.git` (an unpacked archive
+may hold anything) is as good as absent.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
+
+from orcad.limits import GIT_FILE_MAX_BYTES
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +135,15 @@ def _local_path(path: str) -> str:
 # --- reading the repository (I/O) -----------------------------------------------------------
 
 
+def _read_git_file(path: Path) -> bytes:
+    """The start of a regular file; OSError for anything else, which is never waited on."""
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    with open(descriptor, "rb") as file:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        return file.read(GIT_FILE_MAX_BYTES)
+
+
 def git_common_dir(work_tree: Path) -> Path | None:
     """The directory holding the repository's shared config, for a main worktree, a linked
     worktree (`.git` file pointing at `<main>/.git/worktrees/<name>`) or a submodule."""
@@ -137,7 +152,7 @@ def git_common_dir(work_tree: Path) -> Path | None:
         git_dir = dot_git
     elif dot_git.is_file():
         try:
-            first_line = dot_git.read_text(encoding="utf-8").splitlines()[0]
+            first_line = _read_git_file(dot_git).decode("utf-8").splitlines()[0]
         except (OSError, UnicodeDecodeError, IndexError):
             return None
         if not first_line.startswith("gitdir:"):
@@ -146,7 +161,7 @@ def git_common_dir(work_tree: Path) -> Path | None:
     else:
         return None
     try:
-        common = (git_dir / "commondir").read_text(encoding="utf-8").strip()
+        common = _read_git_file(git_dir / "commondir").decode("utf-8").strip()
     except (OSError, UnicodeDecodeError):
         common = ""
     resolved = git_dir / common if common else git_dir
@@ -160,7 +175,7 @@ def _repository_root(common_dir: Path) -> Path:
 
 def _origin_identity(common_dir: Path, work_tree: Path) -> str | None:
     try:
-        config_text = (common_dir / "config").read_text(encoding="utf-8", errors="replace")
+        config_text = _read_git_file(common_dir / "config").decode("utf-8", errors="replace")
     except OSError:
         return None
     url = origin_url_from_config(config_text)

@@ -67,6 +67,9 @@ AUTO_REVIEW_MAX_CHARS = 1000  # auto mode's review refuses longer content as not
 APPROVAL_TTL_S = 300.0  # a pending memory change waits this long for memory.approve
 PENDING_APPROVALS_MAX = 256  # oldest pending changes are dropped beyond this many
 
+# A .git file, commondir or config is read this far at most to find a project's origin
+GIT_FILE_MAX_BYTES = 1024 * 1024
+
 # Sessions: one whose clients have all gone quiet this long stops counting as open
 DEFAULT_SESSION_IDLE_EXPIRY_S = 3600.0
 

@@ -5,13 +5,19 @@ from __future__ import annotations
 import hashlib
 import os
 import subprocess
+import threading
 from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from orcad.identity import derive_project, normalize_origin, origin_url_from_config
+from orcad.identity import (
+    ProjectIdentity,
+    derive_project,
+    normalize_origin,
+    origin_url_from_config,
+)
 
 pytestmark = pytest.mark.inprocess
 
@@ -244,3 +250,23 @@ def test_unparseable_origin_falls_back_to_the_root(tmp_path: Path) -> None:
     git("init", "-q", cwd=repository)
     git("remote", "add", "origin", "not-a-url", cwd=repository)
     assert derive_project(repository).identity == str(repository.resolve())
+
+
+@pytest.mark.parametrize("name", ["config", "commondir"])
+def test_a_git_file_that_is_a_fifo_is_not_waited_on(tmp_path: Path, name: str) -> None:
+    # an unpacked archive may hold anything under .git: reading a FIFO waits for a writer
+    repository = tmp_path / "unpacked"
+    repository.mkdir()
+    git("init", "-q", cwd=repository)
+    fifo = repository / ".git" / name
+    fifo.unlink(missing_ok=True)
+    os.mkfifo(fifo)
+    found: list[ProjectIdentity] = []
+    deriving = threading.Thread(target=lambda: found.append(derive_project(repository)))
+    deriving.start()
+    deriving.join(timeout=10)
+    if deriving.is_alive():  # let it go before failing, so the thread ends
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        deriving.join()
+        pytest.fail(f"derive_project waited on .git/{name}")
+    assert found[0].identity == str(repository.resolve())
