@@ -52,6 +52,22 @@ def daemon_log_path() -> Path:
     return resolve_paths().home / "orcad.log"
 
 
+# orcad.log is only appended to: at each start past this size it becomes orcad.log.1 (the one
+# before that is dropped), so the log of a daemon started again and again stays bounded.
+DAEMON_LOG_ROTATE_BYTES = 8 * 1024 * 1024
+
+
+def rotate_daemon_log(log_path: Path) -> None:
+    """Move a log grown past its bound to `orcad.log.1`; anything but a regular file is left for
+    the open that follows to refuse."""
+    try:
+        info = log_path.lstat()
+        if stat.S_ISREG(info.st_mode) and info.st_size > DAEMON_LOG_ROTATE_BYTES:
+            os.replace(log_path, log_path.with_name(log_path.name + ".1"))
+    except FileNotFoundError:  # none yet, or another start moved it first
+        pass
+
+
 def start_daemon(path: str) -> tuple[subprocess.Popen[bytes], int]:
     """Start orcad in the background, detached, logging to $ORCA_HOME/orcad.log; returns the
     process and the log's size before it started (where its own lines begin)."""
@@ -61,6 +77,7 @@ def start_daemon(path: str) -> tuple[subprocess.Popen[bytes], int]:
     except StartupError as exc:
         raise CommandError(f"cannot start orcad: {exc}", EXIT_NOT_RUNNING) from None
     log_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    rotate_daemon_log(log_path)
     env = daemon_environment(os.environ, path)
     # it holds session ids and project paths: private whatever the umask, even if made earlier;
     # non-blocking, since a FIFO there would hold the open until a reader came

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import subprocess
 import sys
 import time
 
 import pytest
 
+from orcactl.connect import DAEMON_LOG_ROTATE_BYTES
 from protocol.client import Client
 from tests.harness import DaemonProcess, OrcaEnv
 
@@ -119,6 +121,26 @@ def test_a_fifo_at_the_daemon_log_is_refused_not_waited_on(orca_env: OrcaEnv) ->
     assert result.returncode == 1
     assert result.stderr == f"orcactl: cannot start orcad: its log {log} is not a regular file\n"
     assert not orca_env.socket.exists()
+
+
+def test_a_daemon_log_past_its_bound_is_rotated_at_the_next_start(orca_env: OrcaEnv) -> None:
+    log = orca_env.home / "orcad.log"
+    orca_env.home.mkdir(parents=True, exist_ok=True)
+    old = b'{"event": "an old line"}\n' * (DAEMON_LOG_ROTATE_BYTES // 25 + 1)
+    log.write_bytes(old)
+    (orca_env.home / "orcad.log.1").write_bytes(b"the log before that\n")
+    result = orcactl(orca_env, "ping", "--json")
+    assert result.returncode == 0, result.stderr
+    pid = json.loads(result.stdout)["pid"]
+    try:
+        assert (orca_env.home / "orcad.log.1").read_bytes() == old
+        assert log.stat().st_size < len(old)  # a new log, holding only this daemon's lines
+        assert stat.S_IMODE(log.stat().st_mode) == 0o600
+    finally:
+        subprocess.run(["kill", "-TERM", str(pid)], check=False)
+        deadline = time.monotonic() + 15
+        while orca_env.socket.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
 
 
 def test_a_started_daemon_holds_no_working_directory_and_keeps_relative_paths(
