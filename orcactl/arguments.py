@@ -115,13 +115,21 @@ def client_id(text: str) -> str:
     return utf8_text(text)
 
 
+# What '-' reads of stdin at most: far more than any fact or record holds, and a bound on an
+# endless one (`yes | orcactl remember -`), which is refused rather than read to its end.
+STDIN_TEXT_MAX_CHARS = 1 << 20
+
+
 def text_or_stdin(text: str, parse: Callable[[str], str]) -> str:
     """TEXT as argparse checked it, or for '-' the text on stdin, checked by the same `parse`:
     what it refuses is bad usage (exit 2), as it would be on the command line."""
     if text != "-":
         return text
     try:
-        return parse(sys.stdin.read())
+        read = sys.stdin.read(STDIN_TEXT_MAX_CHARS + 1)
+        if len(read) > STDIN_TEXT_MAX_CHARS:
+            raise argparse.ArgumentTypeError(f"more than {STDIN_TEXT_MAX_CHARS} characters")
+        return parse(read)
     except UnicodeDecodeError:
         raise CommandError("the text on stdin is not valid UTF-8", EXIT_USAGE) from None
     except argparse.ArgumentTypeError as exc:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import resource
 import subprocess
 import sys
 from pathlib import Path
@@ -90,3 +91,29 @@ def test_remember_dash_reads_the_fact_from_stdin(daemon: DaemonProcess, orca_env
         assert refused.returncode == 2 and said in refused.stderr, refused.stderr
         assert b"Traceback" not in refused.stderr
     assert (orca_env.memory_root / "user.md").read_text() == "- We deploy staging through ArgoCD\n"
+
+
+def test_remember_dash_stops_reading_an_endless_stdin(orca_env: OrcaEnv) -> None:
+    # `yes | orcactl remember -`, or `< /dev/zero`: what is read is bounded, not held whole until
+    # the end that never comes (the address space is capped so a regression fails, not swaps)
+    endless = subprocess.Popen(["yes", "a fact"], stdout=subprocess.PIPE)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "orcactl", "--no-start", "remember", "-"],
+            env=orca_env.env,
+            cwd=REPO_ROOT,
+            stdin=endless.stdout,
+            capture_output=True,
+            timeout=60,
+            check=False,
+            preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30)),
+        )
+    finally:
+        endless.kill()
+        endless.wait()
+        assert endless.stdout is not None
+        endless.stdout.close()
+    assert done.returncode == 2, done.stderr
+    assert b"Traceback" not in done.stderr
+    assert b"the text on stdin" in done.stderr and b"characters" in done.stderr
+    assert not (orca_env.memory_root / "user.md").exists()
