@@ -64,7 +64,9 @@ def rotate_daemon_log(log_path: Path) -> None:
         info = log_path.lstat()
         if stat.S_ISREG(info.st_mode) and info.st_size > DAEMON_LOG_ROTATE_BYTES:
             os.replace(log_path, log_path.with_name(log_path.name + ".1"))
-    except FileNotFoundError:  # none yet, or another start moved it first
+    except OSError:
+        # none yet, or another start moved it first; or it cannot be moved aside (orcad.log.1
+        # a directory, say): housekeeping, so the daemon starts all the same and it grows on
         pass
 
 

@@ -202,3 +202,23 @@ def test_an_orca_home_that_is_a_file_is_named_as_such(orca_env: OrcaEnv) -> None
     status = run("orcactl", "status")
     assert said in status.stdout and "defaults apply" not in status.stdout, status.stdout
     assert home.read_text() == "not a directory\n"
+
+
+def test_a_log_that_cannot_be_rotated_does_not_stop_the_start(orca_env: OrcaEnv) -> None:
+    # rotating is housekeeping: when orcad.log.1 cannot be replaced (a directory there, say),
+    # the daemon still starts, logging on where it did
+    log = orca_env.home / "orcad.log"
+    orca_env.home.mkdir(parents=True, exist_ok=True)
+    log.write_bytes(b"x" * (DAEMON_LOG_ROTATE_BYTES + 1))
+    (orca_env.home / "orcad.log.1").mkdir()
+    result = orcactl(orca_env, "ping", "--json")
+    assert result.returncode == 0, result.stderr
+    pid = json.loads(result.stdout)["pid"]
+    try:
+        assert (orca_env.home / "orcad.log.1").is_dir()
+        assert log.stat().st_size > DAEMON_LOG_ROTATE_BYTES
+    finally:
+        subprocess.run(["kill", "-TERM", str(pid)], check=False)
+        deadline = time.monotonic() + 15
+        while orca_env.socket.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
