@@ -59,11 +59,14 @@ DAEMON_LOG_ROTATE_BYTES = 8 * 1024 * 1024
 
 def rotate_daemon_log(log_path: Path) -> None:
     """Move a log grown past its bound to `orcad.log.1`; anything but a regular file is left for
-    the open that follows to refuse."""
+    the open that follows to refuse. A symbolic link (the log kept elsewhere) is followed: the
+    file it names is what grows, so that file is moved aside beside itself, and the open that
+    follows creates a new one through the link."""
     try:
-        info = log_path.lstat()
+        real = Path(os.path.realpath(log_path))
+        info = real.lstat()
         if stat.S_ISREG(info.st_mode) and info.st_size > DAEMON_LOG_ROTATE_BYTES:
-            os.replace(log_path, log_path.with_name(log_path.name + ".1"))
+            os.replace(real, real.with_name(real.name + ".1"))
     except OSError:
         # none yet, or another start moved it first; or it cannot be moved aside (orcad.log.1
         # a directory, say): housekeeping, so the daemon starts all the same and it grows on

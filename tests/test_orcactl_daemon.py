@@ -222,3 +222,29 @@ def test_a_log_that_cannot_be_rotated_does_not_stop_the_start(orca_env: OrcaEnv)
         deadline = time.monotonic() + 15
         while orca_env.socket.exists() and time.monotonic() < deadline:
             time.sleep(0.05)
+
+
+def test_a_symlinked_daemon_log_is_rotated_where_it_points(orca_env: OrcaEnv) -> None:
+    # orcad.log kept elsewhere through a link: the file it names is what grows, so that file
+    # is moved aside (beside itself) and the link then names a new log
+    elsewhere = orca_env.root / "logs"
+    elsewhere.mkdir()
+    target = elsewhere / "orcad.log"
+    old = b"x" * (DAEMON_LOG_ROTATE_BYTES + 1)
+    target.write_bytes(old)
+    orca_env.home.mkdir(parents=True, exist_ok=True)
+    log = orca_env.home / "orcad.log"
+    log.symlink_to(target)
+    result = orcactl(orca_env, "ping", "--json")
+    assert result.returncode == 0, result.stderr
+    pid = json.loads(result.stdout)["pid"]
+    try:
+        assert (elsewhere / "orcad.log.1").read_bytes() == old
+        assert log.is_symlink() and log.resolve() == target
+        assert target.stat().st_size < len(old)
+        assert stat.S_IMODE(target.stat().st_mode) == 0o600
+    finally:
+        subprocess.run(["kill", "-TERM", str(pid)], check=False)
+        deadline = time.monotonic() + 15
+        while orca_env.socket.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
