@@ -29,8 +29,15 @@ MCP_NAME = "orca"
 CLAUDE_HOOKS = {"SessionStart": 10, "UserPromptSubmit": 10, "Stop": 30, "SessionEnd": 10}
 CODEX_HOOKS = {"SessionStart": 10, "UserPromptSubmit": 10, "Stop": 30}
 CODEX_HOOKS_FLAG = "features.codex_hooks = true"
-# The agents' own non-interactive CLIs, offered as orca's `command` extraction provider.
-EXTRACTOR_ARGV = {"claude-code": ["claude", "-p"], "codex": ["codex", "exec", "-"]}
+# The agents' own non-interactive CLIs, offered as orca's `command` extraction provider. orcad
+# runs them in its own working directory (/ when orcactl starts it, the home directory under
+# systemd), where `codex exec` refuses to run without --skip-git-repo-check.
+EXTRACTOR_ARGV = {
+    "claude-code": ["claude", "-p"],
+    "codex": ["codex", "exec", "--skip-git-repo-check", "-"],
+}
+# What earlier versions wrote: still orca's to replace or remove.
+OLDER_EXTRACTOR_ARGV = {"claude-code": [], "codex": [["codex", "exec", "-"]]}
 
 
 class Unparseable(Exception):
@@ -442,7 +449,10 @@ def edit_orca_config(text: str, path: Path, agent: str, *, remove: bool) -> str:
     argv = EXTRACTOR_ARGV[agent]
     extraction = _table_of(data, "extraction", path)
     command = extraction.get("command")
-    ours = isinstance(command, dict) and list(command.get("argv", [])) == argv
+    ours = isinstance(command, dict) and list(command.get("argv", [])) in [
+        argv,
+        *OLDER_EXTRACTOR_ARGV[agent],
+    ]
     expected = copy.deepcopy(data)
     if remove:
         if not ours:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+import time
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -14,6 +16,7 @@ import trio
 
 from orcactl.integrate import agent_status
 from orcad.providers.command import CommandProvider
+from protocol.client import Client
 from tests.harness import OrcaEnv
 from tests.hook_helpers import ORCACTL
 
@@ -403,3 +406,76 @@ def test_a_path_entry_that_cannot_be_searched_is_skipped_not_a_crash(
     env = {"PATH": f"{locked}:{usable}"}
     found = agent_configs.orcactl_path(env, str(locked / "python"), str(locked / "python"))
     assert found == str(usable / "orcactl")
+
+
+# `codex exec` as it behaves: outside a Git repository (or a directory the user trusted) it
+# refuses to run unless told --skip-git-repo-check
+FAKE_CODEX = """#!{python}
+import os, sys
+cwd = os.getcwd()
+trusted = any(
+    os.path.exists(os.path.join(d, ".git"))
+    for d in [cwd] + [cwd.rsplit("/", n)[0] or "/" for n in range(1, cwd.count("/") + 1)]
+)
+if "--skip-git-repo-check" not in sys.argv and not trusted:
+    print("Not inside a trusted directory and --skip-git-repo-check was not specified.",
+          file=sys.stderr)
+    sys.exit(1)
+sys.stdin.read()
+print("NOTHING")
+"""
+
+
+def test_the_codex_extractor_runs_in_an_orcad_started_from_a_repository(
+    orca_env: OrcaEnv, tmp_path: Path
+) -> None:
+    # a Codex hook starts orcad from the project (a Git repository); orcad runs in /, where
+    # `codex exec` would refuse to run: the extractor integrate writes must run there all the same
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    codex = bin_dir / "codex"
+    codex.write_text(FAKE_CODEX.format(python=sys.executable))
+    codex.chmod(0o755)
+    codex_home = orca_env.root / "codex-home"
+    codex_home.mkdir()
+    env = {
+        **orca_env.env,
+        "CODEX_HOME": str(codex_home),
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+    }
+    orca_env.write_config("[extraction]\nworkers = 1\nmax_retries = 0\n")
+    assert _integrate(orca_env, "codex", "--extractor", env=env).returncode == 0
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    started = subprocess.run(
+        [ORCACTL, "ping", "--json"], env=env, cwd=repo, capture_output=True, text=True, timeout=60
+    )
+    assert started.returncode == 0, started.stderr
+    pid = json.loads(started.stdout)["pid"]
+    try:
+        with Client(str(orca_env.socket)) as client:
+            session = client.call("session.open", {"cwd": str(repo.resolve())})
+            job_id = client.call(
+                "turn.completed",
+                {
+                    "session_id": session.session_id,
+                    "epoch": session.epoch,
+                    "turn_id": "t1",
+                    "outcome": "succeeded",
+                    "verifier": "none",
+                    "transcript_committed": True,
+                    "messages": [{"role": "user", "content": "we deploy with make release"}],
+                },
+            ).job_id
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                job = next(j for j in client.call("jobs.list").jobs if j.job_id == job_id)
+                if job.state not in ("pending", "running"):
+                    break
+                time.sleep(0.05)
+            assert job.state == "committed", job
+    finally:
+        subprocess.run(["kill", "-TERM", str(pid)], check=False)
+        deadline = time.monotonic() + 15
+        while orca_env.socket.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)

@@ -184,7 +184,7 @@ def test_orca_config_keeps_the_meaning_of_every_user_key(text: str) -> None:
     after = tomllib.loads(first)
     extraction = after.pop("extraction")
     assert extraction.pop("provider") == "command"
-    assert extraction.pop("command") == {"argv": ["codex", "exec", "-"]}
+    assert extraction.pop("command") == {"argv": ["codex", "exec", "--skip-git-repo-check", "-"]}
     if extraction:
         after["extraction"] = extraction
     assert after == before
@@ -315,3 +315,19 @@ def test_a_dangling_symlink_or_a_directory_is_refused(orca_env: OrcaEnv) -> None
     run = _integrate(orca_env, "claude-code")
     assert run.returncode == 1 and ".claude.json is not a regular file" in run.stderr
     assert sorted(p.name for p in settings.parent.iterdir()) == []
+
+
+@pytest.mark.pure
+def test_an_older_codex_extractor_is_upgraded_and_removable() -> None:
+    # written before `codex exec` was told to skip its Git check: still orca's
+    orca_path = Path("/home/u/.orca/config.toml")
+    older = '[extraction]\nprovider = "command"\n'
+    older += '[extraction.command]\nargv = ["codex", "exec", "-"]\n'
+    upgraded = agent_configs.edit_orca_config(older, orca_path, "codex", remove=False)
+    assert tomllib.loads(upgraded)["extraction"]["command"]["argv"] == [
+        "codex",
+        "exec",
+        "--skip-git-repo-check",
+        "-",
+    ]
+    assert agent_configs.edit_orca_config(older, orca_path, "codex", remove=True) == ""
