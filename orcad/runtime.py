@@ -60,6 +60,11 @@ def check_home_directory(home: Path) -> None:
     try:
         info = home.stat()
     except FileNotFoundError:
+        if home.is_symlink():  # made at start otherwise; a link to nowhere cannot be
+            raise StartupError(
+                f"{home} (ORCA_HOME) is a symbolic link to {os.readlink(home)}, which does not "
+                "exist (a drive not mounted?); create that directory or set ORCA_HOME to one"
+            ) from None
         return
     except NotADirectoryError:
         raise StartupError(

@@ -248,3 +248,29 @@ def test_a_symlinked_daemon_log_is_rotated_where_it_points(orca_env: OrcaEnv) ->
         deadline = time.monotonic() + 15
         while orca_env.socket.exists() and time.monotonic() < deadline:
             time.sleep(0.05)
+
+
+def test_an_orca_home_that_is_a_dangling_symlink_is_named_as_such(orca_env: OrcaEnv) -> None:
+    # ~/.orca linked to a drive that is not mounted (or a directory since removed)
+    home = orca_env.root / "orca-home"
+    target = orca_env.root / "unmounted" / "orca"
+    home.symlink_to(target)
+    env = {**orca_env.env, "ORCA_HOME": str(home)}
+    said = f"{home} (ORCA_HOME) is a symbolic link to {target}, which does not exist"
+
+    def run(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", *argv], env=env, capture_output=True, text=True, timeout=60
+        )
+
+    daemon = run("orcad")
+    assert daemon.returncode == 1 and said in daemon.stderr, daemon.stderr
+    for argv in (["ping"], ["remember", "We use pnpm"]):
+        started = run("orcactl", *argv)
+        assert started.returncode == 3 and said in started.stderr, started.stderr
+        assert "Errno" not in started.stderr
+    doctor = run("orcactl", "doctor")
+    assert f"[FAIL] home: {said}" in doctor.stdout, doctor.stdout
+    status = run("orcactl", "status")
+    assert said in status.stdout and "defaults apply" not in status.stdout, status.stdout
+    assert home.is_symlink() and not target.exists()  # nothing made where it points
