@@ -93,13 +93,14 @@ def test_remember_dash_reads_the_fact_from_stdin(daemon: DaemonProcess, orca_env
     assert (orca_env.memory_root / "user.md").read_text() == "- We deploy staging through ArgoCD\n"
 
 
-def test_remember_dash_stops_reading_an_endless_stdin(orca_env: OrcaEnv) -> None:
+@pytest.mark.parametrize("command", [["remember", "-"], ["provider", "test", "-"]])
+def test_a_dash_stops_reading_an_endless_stdin(orca_env: OrcaEnv, command: list[str]) -> None:
     # `yes | orcactl remember -`, or `< /dev/zero`: what is read is bounded, not held whole until
     # the end that never comes (the address space is capped so a regression fails, not swaps)
     endless = subprocess.Popen(["yes", "a fact"], stdout=subprocess.PIPE)
     try:
         done = subprocess.run(
-            [sys.executable, "-m", "orcactl", "--no-start", "remember", "-"],
+            [sys.executable, "-m", "orcactl", "--no-start", *command],
             env=orca_env.env,
             cwd=REPO_ROOT,
             stdin=endless.stdout,

@@ -15,7 +15,7 @@ from typing import Any
 
 import trio
 
-from orcactl.arguments import positive_seconds, utf8_text
+from orcactl.arguments import positive_seconds, text_or_stdin, utf8_text
 from orcactl.config_file import load_user_config
 from orcactl.connect import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CommandError, print_json
 from orcad import limits
@@ -63,12 +63,7 @@ def sample_source(text: str | None) -> str:
     if text is None:
         source = SAMPLE_SOURCE
     else:
-        if text == "-":
-            try:
-                text = utf8_text(sys.stdin.read())
-            except (UnicodeDecodeError, argparse.ArgumentTypeError):
-                raise CommandError("the text on stdin is not valid UTF-8", EXIT_USAGE) from None
-        text = text.strip()
+        text = text_or_stdin(text, utf8_text).strip()
         if not text:
             raise CommandError("TEXT is empty", EXIT_USAGE)
         source = text if text.startswith(("user:", "assistant:")) else f"user: {text}"
