@@ -73,6 +73,14 @@ def rotate_daemon_log(log_path: Path) -> None:
         pass
 
 
+def _is_devnull(info: os.stat_result) -> bool:
+    try:
+        null = os.stat(os.devnull)
+    except OSError:
+        return False
+    return stat.S_ISCHR(info.st_mode) and info.st_rdev == null.st_rdev
+
+
 def start_daemon(path: str) -> tuple[subprocess.Popen[bytes], int]:
     """Start orcad in the background, detached, logging to $ORCA_HOME/orcad.log; returns the
     process and the log's size before it started (where its own lines begin)."""
@@ -94,11 +102,14 @@ def start_daemon(path: str) -> tuple[subprocess.Popen[bytes], int]:
         if exc.errno == errno.ENXIO:  # a FIFO nobody reads
             raise not_a_file from None
         raise
-    if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+    opened = os.fstat(descriptor)
+    discarded = _is_devnull(opened)  # orcad.log linked to /dev/null: the log is not wanted
+    if not stat.S_ISREG(opened.st_mode) and not discarded:
         os.close(descriptor)
         raise not_a_file
     os.set_blocking(descriptor, True)  # what orcad inherits: ordinary writes
-    os.fchmod(descriptor, 0o600)
+    if not discarded:
+        os.fchmod(descriptor, 0o600)
     with os.fdopen(descriptor, "ab") as log_file:
         offset = log_file.seek(0, os.SEEK_END)
         process = subprocess.Popen(

@@ -114,6 +114,21 @@ def test_a_daemon_that_cannot_start_is_reported_at_once_with_its_reason(orca_env
     assert time.monotonic() - started < 10  # not the whole start timeout
 
 
+def test_a_daemon_log_linked_to_dev_null_discards_the_log(orca_env: OrcaEnv) -> None:
+    orca_env.home.mkdir(parents=True, exist_ok=True)
+    (orca_env.home / "orcad.log").symlink_to(os.devnull)
+    result = orcactl(orca_env, "ping", "--json")
+    assert result.returncode == 0, result.stderr
+    pid = json.loads(result.stdout)["pid"]
+    try:
+        assert os.readlink(orca_env.home / "orcad.log") == os.devnull
+    finally:
+        subprocess.run(["kill", "-TERM", str(pid)], check=False)
+        deadline = time.monotonic() + 15
+        while orca_env.socket.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+
 def test_a_fifo_at_the_daemon_log_is_refused_not_waited_on(orca_env: OrcaEnv) -> None:
     log = orca_env.home / "orcad.log"
     os.mkfifo(log)  # opening it to append would wait for a reader that never comes
