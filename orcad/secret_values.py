@@ -774,10 +774,11 @@ _CLAUSE_ENDS = ".,;:!?)"
 
 
 def _stated_password(value: str) -> bool:
-    """A value in a sentence: must look chosen (letters with digits or symbols), not a word."""
+    """A value in a sentence: must look chosen (letters with digits or symbols), not a word.
+    A question mark after a word ends a question ("enter their password again?")."""
     return (
         len(value) >= 6
-        and _mixed(value)
+        and _mixed(value.rstrip("?"))
         and not _label(value)
         and not is_placeholder(value)
         and not is_reference(value)

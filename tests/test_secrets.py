@@ -140,6 +140,7 @@ CHOSEN_PASSWORDS = {
     # letters alone, long and run together: a password, however ordinary its characters
     "my password is correcthorsebatterystaple": "correcthorsebatterystaple",
     "the wifi password is letmeinplease.": "letmeinplease",
+    "log in with the password hunter2?": "hunter2",
 }
 # Keys and tokens stated in words count when their value looks generated.
 STATED_KEYS = {
@@ -258,6 +259,10 @@ def test_stated_credentials_lose_only_their_value(text: str, redacted: str) -> N
         "passcode = get_code()",
         "passcode: 12",
         "PASSCODE_DIGITS=6",
+        # a question about the password: its mark ends the question, not a chosen value
+        "how long are users signed in before they have to enter their password again?",
+        "Do users need to type the password twice?",
+        "is the password correct?",
     ],
 )
 def test_password_lookalikes_stay_storable(text: str) -> None:
