@@ -94,8 +94,11 @@ _ASSIGNMENT_KEYWORDS: tuple[tuple[str, str], ...] = (
 )
 # Names that only ever hold a credential: any literal value is one, whatever its entropy.
 _PLAIN_KEYWORDS = frozenset({"pass", "pwd", "pw", "mnemonic", "secret"})
-# A recovery phrase is words separated by spaces: unquoted, it runs to the end of its line.
+# A recovery phrase is words separated by spaces: unquoted, it runs over the words of its line,
+# at most as many as a phrase has (one name is not read to the line's end again for every
+# name on a long line).
 _PHRASE_KEYWORDS = frozenset({"mnemonic"})
+_PHRASE_WORDS = re.compile(r"(?:[ \t]++\S{1,64}+(?!\S)){0,32}+")
 _PASS_NAME = re.compile("pass(?:word|wd|phrase|code)?")
 # Alone (not client_secret), these often name a stored secret rather than hold one.
 _BARE_KEYWORDS = frozenset({"secret", "credential"})
@@ -150,8 +153,7 @@ def _assignment_finder(keyword: str, pattern: str) -> Finder:
             if group == 3 and end < len(text) and text[end] in "([":
                 continue  # a call or subscript such as os.environ["X"]
             if group == 3 and keyword in _PHRASE_KEYWORDS:
-                line_end = text.find("\n", end)
-                end = start + len(text[start : len(text) if line_end < 0 else line_end].rstrip())
+                end = _PHRASE_WORDS.match(text, end).end()  # type: ignore[union-attr]
             value = text[start:end]
             if group == 3 and plain:
                 end = _rest_of_setting(text, match.start(), end)

@@ -8,6 +8,7 @@ import re
 import runpy
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -460,6 +461,18 @@ def test_pw_names_and_recovery_phrases_are_secrets(text: str, value: str) -> Non
     assert value not in redacted
     assert "[REDACTED:credential_assignment]" in redacted
     assert "network: mainnet" in redact(text + "\nnetwork: mainnet")
+
+
+def test_a_line_of_recovery_phrase_names_costs_linear_time() -> None:
+    # each name took the rest of its line as its phrase and judged it whole: quadratic, 64 s
+    # for 100 KB of `MNEMONIC=`
+    text = "MNEMONIC=" * 4_500
+    started = time.perf_counter()
+    redact(text)
+    assert time.perf_counter() - started < 1.0
+    phrase = " ".join(["abandon", "ability", "able", "about", "above", "absent"] * 4)
+    line = f"MNEMONIC={phrase}\nnetwork: mainnet"
+    assert redact(line) == "MNEMONIC=[REDACTED:credential_assignment]\nnetwork: mainnet"
 
 
 @pytest.mark.parametrize(
