@@ -94,11 +94,11 @@ _ASSIGNMENT_KEYWORDS: tuple[tuple[str, str], ...] = (
 )
 # Names that only ever hold a credential: any literal value is one, whatever its entropy.
 _PLAIN_KEYWORDS = frozenset({"pass", "pwd", "pw", "mnemonic", "secret"})
-# A recovery phrase is words separated by spaces: unquoted, it runs over the words of its line,
-# at most as many as a phrase has (one name is not read to the line's end again for every
-# name on a long line).
+# A recovery phrase is words separated by spaces: unquoted, it runs over the words of its line
+# up to a comment, at most as many as a phrase has (one name is not read to the line's end
+# again for every name on a long line).
 _PHRASE_KEYWORDS = frozenset({"mnemonic"})
-_PHRASE_WORDS = re.compile(r"(?:[ \t]++\S{1,64}+(?!\S)){0,32}+")
+_PHRASE_WORDS = re.compile(r"(?:[ \t]++(?!#)\S{1,64}+(?!\S)){0,32}+")
 _PASS_NAME = re.compile("pass(?:word|wd|phrase|code)?")
 # Alone (not client_secret), these often name a stored secret rather than hold one.
 _BARE_KEYWORDS = frozenset({"secret", "credential"})

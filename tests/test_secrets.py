@@ -476,6 +476,19 @@ def test_a_line_of_recovery_phrase_names_costs_linear_time() -> None:
 
 
 @pytest.mark.parametrize(
+    "comment", ["# TODO: move it to the vault", "# the example wallet", "# yours, replace it"]
+)
+def test_a_recovery_phrase_stops_at_its_comment(comment: str) -> None:
+    # the phrase ran to the end of its line: a comment naming a placeholder mark (todo,
+    # example, your, replace) made the whole phrase a placeholder, left in the clear
+    phrase = "abandon ability able about above absent absorb abstract absurd abuse access acid"
+    for text in (f"MNEMONIC={phrase}  {comment}", f"  mnemonic: {phrase} {comment}\nx: 1"):
+        redacted = redact(text)
+        assert "absorb" not in redacted
+        assert comment in redacted
+
+
+@pytest.mark.parametrize(
     "text",
     ["pwd = os.getcwd()", "cd $PWD", "npw = 3", "mnemonic: str", "mnemonic = generate()"],
 )
