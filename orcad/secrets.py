@@ -99,6 +99,9 @@ _PLAIN_KEYWORDS = frozenset({"pass", "pwd", "pw", "mnemonic", "secret"})
 # again for every name on a long line).
 _PHRASE_KEYWORDS = frozenset({"mnemonic"})
 _PHRASE_WORDS = re.compile(r"(?:[ \t]++(?!#)\S{1,64}+(?!\S)){0,32}+")
+# 12 to 25 words of a wordlist (BIP39's are 3 to 8 letters): a phrase whatever its words, some
+# of which (sample, example, replace) would otherwise mark an example value.
+_RECOVERY_PHRASE = re.compile(r"[a-z]{3,8}(?:[ \t]+[a-z]{3,8}){11,24}\Z")
 _PASS_NAME = re.compile("pass(?:word|wd|phrase|code)?")
 # Alone (not client_secret), these often name a stored secret rather than hold one.
 _BARE_KEYWORDS = frozenset({"secret", "credential"})
@@ -154,6 +157,9 @@ def _assignment_finder(keyword: str, pattern: str) -> Finder:
                 continue  # a call or subscript such as os.environ["X"]
             if group == 3 and keyword in _PHRASE_KEYWORDS:
                 end = _PHRASE_WORDS.match(text, end).end()  # type: ignore[union-attr]
+            if keyword in _PHRASE_KEYWORDS and _RECOVERY_PHRASE.match(lowered, start, end):
+                yield start, end
+                continue
             value = text[start:end]
             if group == 3 and plain:
                 end = _rest_of_setting(text, match.start(), end)

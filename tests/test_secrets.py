@@ -476,6 +476,27 @@ def test_a_line_of_recovery_phrase_names_costs_linear_time() -> None:
 
 
 @pytest.mark.parametrize(
+    "text",
+    [
+        "MNEMONIC=cable sample absent zoo example vivid trust ocean replace coin mind glass",
+        'MNEMONIC="cable sample absent zoo example vivid trust ocean replace coin mind glass"',
+        "mnemonic: cable sample absent zoo example vivid trust ocean replace coin mind glass",
+    ],
+)
+def test_a_recovery_phrase_holding_a_placeholder_word_is_redacted(text: str) -> None:
+    # sample, example and replace are words of the BIP39 list, and also marks of an example
+    # value: a phrase holding one of them was judged a placeholder and kept in the clear
+    assert "vivid" not in redact(text)
+
+
+@pytest.mark.parametrize(
+    "text", ["MNEMONIC=your twelve word recovery phrase here", "mnemonic: <replace me>"]
+)
+def test_a_recovery_phrase_placeholder_stays_storable(text: str) -> None:
+    assert find_secrets(text) == []
+
+
+@pytest.mark.parametrize(
     "comment", ["# TODO: move it to the vault", "# the example wallet", "# yours, replace it"]
 )
 def test_a_recovery_phrase_stops_at_its_comment(comment: str) -> None:
