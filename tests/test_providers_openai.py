@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import email.utils
+import gzip
 import json
 import socket
 import time
+import tracemalloc
 from collections.abc import Iterator
 from typing import Any
 
@@ -425,6 +427,25 @@ async def test_a_compressed_answer_that_was_not_asked_for_is_refused(server: Fak
     server.script(gzipped(b"\0" * 50_000_000, unasked=True))
     error = await failure(make_provider(server, stream=False))
     assert "gzip" in error.message
+
+
+async def test_a_compressed_error_body_is_not_inflated(server: FakeOpenAI) -> None:
+    # an error's body was read through httpx's inflating reader before any check: 50 KB of
+    # gzip held 50 MB in memory at once to quote 512 bytes of it as the reason
+    bomb = gzip.compress(b"\0" * 50_000_000)
+
+    def respond(handler: Any, _state: FakeOpenAI) -> None:
+        handler.send_fixed(500, bomb, "text/plain", {"Content-Encoding": "gzip"})
+
+    server.script(respond)
+    tracemalloc.start()
+    try:
+        error = await failure(make_provider(server, stream=False))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert error.message.startswith(f"HTTP 500 from {server.base_url}/chat/completions")
+    assert peak < 5_000_000
 
 
 THINKING = "<think>\nThe user wants the deploy command kept. {not json}\n</think>\n\n"

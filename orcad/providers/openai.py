@@ -137,9 +137,8 @@ class OpenAIProvider:
             ):
                 if not response.is_success:  # redirects are not followed: 3xx is a failure too
                     raise await self._http_error(response)
-                encoding = response.headers.get("content-encoding", "identity").strip().lower()
-                if encoding not in ("", "identity"):
-                    shown = shorten_redacted(redact(encoding), 40)
+                if not _uncompressed(response):
+                    shown = shorten_redacted(redact(response.headers["content-encoding"]), 40)
                     raise ProviderError(f"{self.url}: its answer is compressed ({shown}), unasked")
                 content_type = response.headers.get("content-type", "")
                 if "text/event-stream" in content_type:
@@ -198,10 +197,12 @@ class OpenAIProvider:
         return (self._api_key,) if self._api_key else ()
 
     async def _http_error(self, response: httpx.Response) -> ProviderError:
-        # one byte past the limit tells a body that was cut from one that just fits
-        body = await _read_limited(response, ERROR_BODY_MAX_BYTES + 1, truncate=True)
-        whole = len(body) <= ERROR_BODY_MAX_BYTES
-        reason = error_reason(body[:ERROR_BODY_MAX_BYTES], secrets=self._secrets(), whole=whole)
+        reason = ""
+        if _uncompressed(response):  # a compressed one would be inflated before it is cut
+            # one byte past the limit tells a body that was cut from one that just fits
+            body = await _read_limited(response, ERROR_BODY_MAX_BYTES + 1, truncate=True)
+            whole = len(body) <= ERROR_BODY_MAX_BYTES
+            reason = error_reason(body[:ERROR_BODY_MAX_BYTES], secrets=self._secrets(), whole=whole)
         location = response.headers.get("location")
         if location is not None and response.is_redirect:  # the key would go where it points
             shown = shorten_redacted(redact(self._masked(location)), ERROR_REASON_MAX_CHARS)
@@ -214,6 +215,11 @@ class OpenAIProvider:
             )
         message = f"HTTP {response.status_code} from {self.url}: {reason}"
         return ProviderError(message, retry_after=retry_after)
+
+
+def _uncompressed(response: httpx.Response) -> bool:
+    """The body is sent as it is: httpx inflates any other coding as it reads, past a bound."""
+    return response.headers.get("content-encoding", "").strip().lower() in ("", "identity")
 
 
 async def _read_limited(
