@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import random
 import time
 import tracemalloc
 
@@ -140,3 +141,92 @@ def test_json_nesting_takes_linear_time_when_every_quote_opens_a_string() -> Non
     assert not json_nesting_exceeds(b'["' + b'\\"' * 1000 + b"[" * 1000, 64)  # all in a string
     assert not json_nesting_exceeds(b'["a\\' + b"[" * 1000, 64)
     assert json_nesting_exceeds(b'[["a\\\\"]' + b"[" * 1000 + b'"b"', 64)  # an escaped backslash
+
+
+def _scanned_depth(line: bytes) -> int:
+    """The deepest nesting of JSON text, read byte by byte: the reference the check is held to."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for byte in line:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif byte == ord("\\"):
+                escaped = True
+            elif byte == ord('"'):
+                in_string = False
+        elif byte == ord('"'):
+            in_string = True
+        elif byte in b"[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif byte in b"]}":
+            depth -= 1
+    return deepest
+
+
+# strings made of what the check treats specially: quotes, backslashes (escaped ones before a
+# quote), brackets, and text that is not ASCII (written as it is or as \u escapes)
+_tricky_text = st.text(
+    alphabet=st.sampled_from(['"', "\\", "[", "]", "{", "}", "a", "é", "\u202e", "😀", "\t", "\n"])
+)
+_tricky_values = st.recursive(
+    st.none() | st.integers() | _tricky_text,
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(_tricky_text, children, max_size=3)
+    ),
+    max_leaves=60,
+)
+
+
+@given(
+    _tricky_values,
+    st.integers(min_value=0, max_value=12),
+    st.booleans(),
+    st.sampled_from([None, 0, 1]),
+)
+def test_json_nesting_agrees_with_a_byte_by_byte_scan(
+    value: object, limit: int, ascii_only: bool, indent: int | None
+) -> None:
+    text = json.dumps(value, ensure_ascii=ascii_only, indent=indent).replace("\n", " ")
+    line = text.encode()
+    assert json_nesting_exceeds(line, limit) == (_scanned_depth(line) > limit)
+
+
+def _random_walk_line(seed: int, steps: int, ceiling: int) -> bytes:
+    """A valid JSON line of `steps` moves that goes as deep as `ceiling`, with strings holding
+    escaped quotes, backslashes and brackets between them."""
+    rng = random.Random(seed)
+    parts = ["["]
+    stack = ["["]  # the outermost array stays open to the end
+    needs_comma = False
+    strings = ['"\\\\"', '"\\"["', '"[[{"', '"\\\\\\"]"', '"é]"', '"x"']
+    for _ in range(steps):
+        move = rng.random()
+        full = stack[-1] == "{" and needs_comma  # an object here holds one member
+        if full or (stack[-1] == "[" and len(stack) > 1 and 0.45 <= move < 0.8):
+            parts.append("]" if stack.pop() == "[" else "}")
+            needs_comma = True
+        elif len(stack) < ceiling and move < 0.45:
+            parts.append("," if needs_comma else "")
+            opener = rng.choice("[{")
+            parts.append("[" if opener == "[" else "{" + rng.choice(strings) + ":")
+            stack.append(opener)
+            needs_comma = False
+        else:
+            parts.append(("," if needs_comma else "") + rng.choice(strings))
+            needs_comma = True
+    if stack[-1] == "{" and not needs_comma:
+        parts.append("1")
+    parts.extend("]" if opener == "[" else "}" for opener in reversed(stack))
+    return "".join(parts).encode()
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_json_nesting_of_long_random_lines_agrees_with_a_byte_by_byte_scan(seed: int) -> None:
+    # long enough that the rounds of removing innermost pairs stop early and the rest is
+    # walked in more than one chunk
+    line = _random_walk_line(seed, 150_000, 60 + seed)
+    depth = _scanned_depth(line)
+    for limit in (depth - 1, depth, 64):
+        assert json_nesting_exceeds(line, limit) == (depth > limit)
