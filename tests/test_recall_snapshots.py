@@ -191,6 +191,35 @@ async def test_a_purge_the_database_refused_is_owed_and_never_read_back(
     await store.aclose()
 
 
+async def test_a_purge_still_owed_when_the_daemon_stops_is_made_at_the_next_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the owed needles lived in memory only: a stop while another process still held the lock
+    # left the snapshot on disk, and after a restart its turn was answered with forgotten text
+    monkeypatch.setattr(sqlite_worker, "SQLITE_BUSY_TIMEOUT_MS", 50)
+    database = tmp_path / "state.sqlite3"
+    store = SnapshotStore(database, write_delay_s=0.0)
+    await store.get_or_take(("s", "t"), lambda: _ready(result("a", "uses quartz-lemur")))
+    await store.get_or_take(("s", "other"), lambda: _ready(result("b", "uses blue runners")))
+    await store.flush()
+    holder = sqlite3.connect(database, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # another process holds the lock, past the stop
+    try:
+        assert await store.purge(["quartz-lemur"]) == 1  # from memory; the table refused
+        await store.aclose()  # the stop's retry is refused too
+        assert (tmp_path / "state.sqlite3.purge-owed").exists()
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    reopened = SnapshotStore(database)
+    again = await reopened.get_or_take(("s", "t"), Taker())
+    assert again.snapshot_id == "snap_1" and "quartz-lemur" not in again.context
+    await reopened.aclose()
+    for sibling in await trio.Path(tmp_path).iterdir():
+        assert b"quartz-lemur" not in await sibling.read_bytes(), sibling
+    assert not (tmp_path / "state.sqlite3.purge-owed").exists()
+
+
 async def _ready(value: RecallResult) -> RecallResult:
     return value
 

@@ -22,6 +22,7 @@ import msgspec
 import structlog
 import trio
 
+from orcad.durable_files import fsync_directory
 from orcad.limits import (
     RECALL_SNAPSHOTS_IN_MEMORY,
     RECALL_SNAPSHOTS_PERSISTED,
@@ -83,22 +84,32 @@ class SnapshotStore:
         # A purge's checkpoint another connection's read kept from emptying the WAL, which may
         # still hold the purged rows' old pages: tried again, without waiting, by the writer.
         self._checkpoint_owed = False
+        # A file beside the database while a purge is owed: the needles live in memory only,
+        # so a daemon that stops owing one empties the table when it next opens it.
+        self._marker = None if database_path is None else owed_marker(database_path)
         self._unwritten: list[tuple[SnapshotKey, RecallResult]] = []
         self._wake_writer = trio.Event()
         self._all_written = trio.Event()
         self._all_written.set()
         self._db: SQLiteWorker | None = None
         if database_path is not None:
-            self._db = SQLiteWorker(lambda: self._connect(database_path))
+            marker = owed_marker(database_path)
+            self._db = SQLiteWorker(lambda: self._connect(database_path, marker))
         self.on_write_failed: Callable[[str], None] | None = None  # daemon.status hears of it
         self.on_corrupt: Callable[[str], Awaitable[None]] | None = None  # replaces the database
 
-    @staticmethod
-    def _connect(path: Path) -> sqlite3.Connection:
+    def _connect(self, path: Path, marker: Path) -> sqlite3.Connection:
         connection = connect_private(path)
         # A snapshot is a cache: losing the last commits on power loss is acceptable.
         connection.execute("PRAGMA synchronous = NORMAL")
         connection.executescript(_SCHEMA)
+        if marker.exists():  # a purge was still owed when the daemon stopped
+            try:
+                if not _purge_all(connection, marker):
+                    self._checkpoint_owed = True  # a reader kept the WAL: the writer retries
+            except sqlite3.Error:
+                connection.close()
+                raise
         return connection
 
     def statistics(self) -> dict[str, int]:
@@ -271,10 +282,18 @@ class SnapshotStore:
         assert self._db is not None
         wanted = list(dict.fromkeys([*self._owed, *needles]))
         owed = self._checkpoint_owed
+        marker = self._marker
 
         def purge(connection: sqlite3.Connection) -> tuple[list[SnapshotKey], bool]:
-            with contextlib.nullcontext() if wait else without_waiting(connection):
-                return _purge(connection, wanted, checkpoint_owed=owed)
+            try:
+                with contextlib.nullcontext() if wait else without_waiting(connection):
+                    purged = _purge(connection, wanted, checkpoint_owed=owed)
+            except sqlite3.Error:
+                _mark_owed(marker)  # before the forget is answered: a stop does not lose it
+                raise
+            if marker is not None and wanted:
+                marker.unlink(missing_ok=True)
+            return purged
 
         try:
             deleted, truncated = await self._db.run(purge)
@@ -310,6 +329,33 @@ class SnapshotStore:
         await self.flush()
         if self._db is not None:
             self._db.close()
+
+
+def owed_marker(database_path: Path) -> Path:
+    """The file that says a snapshot purge is owed (it holds no text)."""
+    return database_path.with_name(database_path.name + ".purge-owed")
+
+
+def _mark_owed(marker: Path | None) -> None:
+    if marker is None or marker.exists():
+        return
+    try:
+        marker.touch(mode=0o600)
+        fsync_directory(marker.parent)
+    except OSError as exc:  # the purge is still owed in memory
+        log.warning("recall.snapshot_purge_mark_failed", error=str(exc))
+
+
+def _purge_all(connection: sqlite3.Connection, marker: Path) -> bool:
+    """Delete every snapshot, leaving no copy in free pages, then the marker: which texts were
+    forgotten is not known any more, and a snapshot is only a cache. Whether the WAL was
+    emptied too (see truncate_wal)."""
+    connection.execute("PRAGMA secure_delete = ON")
+    connection.execute("DELETE FROM recall_snapshots")
+    truncated = truncate_wal(connection)
+    marker.unlink(missing_ok=True)
+    log.warning("recall.snapshots_dropped_for_owed_purge")
+    return truncated
 
 
 def _holds(encoded: bytes, needles: Sequence[bytes]) -> bool:
