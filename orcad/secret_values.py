@@ -478,12 +478,24 @@ def _value_span(match: re.Match[str]) -> tuple[int, int, bool]:
     return match.start(), match.end(), False
 
 
+# The words after a flag that speak of it ("the --password option"): an unquoted one of these
+# names the flag, it does not give its value.
+_FLAG_NOUNS = frozenset(
+    (
+        "option", "flag", "argument", "parameter", "switch", "setting", "value",
+        "options", "flags", "arguments", "parameters", "switches", "settings", "values",
+    )
+)  # fmt: skip
+
+
 def find_credential_flags(text: str, lowered: str) -> Iterator[Span]:
     """Passwords given on a command line: --password X, docker login -p X, mysql -pX, ..."""
     if "--" in lowered and ("pass" in lowered or "secret" in lowered or "pwd" in lowered):
         for match in _LONG_FLAG.finditer(lowered):
             start, end, quoted = _value_span(match)
             value = text[start:end]
+            if not quoted and lowered[start:end].rstrip(_TRAILING) in _FLAG_NOUNS:
+                continue
             # a shell argument is a literal, as an environment value is (upper_key)
             if value[0] != "-" and is_credential_literal(
                 value, quoted=quoted, upper_key=True, bare=False

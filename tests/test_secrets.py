@@ -142,6 +142,8 @@ CHOSEN_PASSWORDS = {
     "my password is correcthorsebatterystaple": "correcthorsebatterystaple",
     "the wifi password is letmeinplease.": "letmeinplease",
     "log in with the password hunter2?": "hunter2",
+    "vault login --password 'option' now": "option",  # quoted: a value, whatever the word
+    "mytool --password optionsX9": "optionsX9",
 }
 # Keys and tokens stated in words count when their value looks generated.
 STATED_KEYS = {
@@ -264,6 +266,11 @@ def test_stated_credentials_lose_only_their_value(text: str, redacted: str) -> N
         "how long are users signed in before they have to enter their password again?",
         "Do users need to type the password twice?",
         "is the password correct?",
+        # prose about a password flag: the word after it names the flag, not its value
+        "information can be provided via the --username and --password options",
+        "use --password-stdin instead of the --password option.",
+        "pass the --password flag to set it, or the --secret argument",
+        "the --passphrase parameter is deprecated; use the --password switch instead",
     ],
 )
 def test_password_lookalikes_stay_storable(text: str) -> None:
