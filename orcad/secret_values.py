@@ -109,7 +109,8 @@ _REFERENCE_PREFIXES = (
     "secretref:",
     "op:",
 )
-_DOTTED_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:(?:\.|::|->)[A-Za-z_][A-Za-z0-9_]*)+\Z")
+# (a colon after one ends a block header in code: `if token == other.token:`)
+_DOTTED_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:(?:\.|::|->)[A-Za-z_][A-Za-z0-9_]*)+:?\Z")
 _PROJECT_ID = re.compile(r"(?:mem|job|cand|apr)_[0-9a-f]{32}\Z")
 _YAML_TAG = re.compile(r"![A-Za-z]+\Z")
 # Names and labels (tls-cert-2024, GITHUB_TOKEN_2, v1.2.3): every part is one kind of thing.

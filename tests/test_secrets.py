@@ -266,6 +266,10 @@ def test_stated_credentials_lose_only_their_value(text: str, redacted: str) -> N
         "how long are users signed in before they have to enter their password again?",
         "Do users need to type the password twice?",
         "is the password correct?",
+        # a comparison in a block header: the colon ends the line of code, not the name
+        "if token == other.token:",
+        "    if password == form.password:",
+        "elif session.token == claim.token: return",
         # prose about a password flag: the word after it names the flag, not its value
         "information can be provided via the --username and --password options",
         "use --password-stdin instead of the --password option.",
