@@ -553,10 +553,13 @@ def find_netrc_passwords(text: str, lowered: str) -> Iterator[Span]:
 # (literals that must all occur, pattern): each pattern starts with a literal, which lets the
 # engine skip ahead; the character before the match is checked after it
 _SQL_PASSWORDS = (
+    # quoted, in a statement that creates or changes a user or role, or grants (MySQL 5): a
+    # sentence says what a thing is "identified by 'name'"
     (
         ("identified",),
         re.compile(
-            r"identified[ \t]+(?:with[ \t]+[a-z0-9_'\"]{1,64}[ \t]+)?by[ \t]+"
+            r"(?:(?:create|alter)[ \t]+(?:user|role)|grant)(?![a-z0-9_])[^;]{0,300}?"
+            r"\sidentified[ \t]+(?:with[ \t]+[a-z0-9_'\"]{1,64}[ \t]+)?by[ \t]+"
             rf"(?:{QUOTED_VALUES})"
         ),
     ),

@@ -762,6 +762,16 @@ def test_other_languages_mentioning_a_password_stay_storable(text: str) -> None:
             "'[REDACTED:credential_assignment]';",
         ),
         (
+            "GRANT ALL ON db.* TO 'app'@'localhost' IDENTIFIED BY 'S3cretPass';",
+            "GRANT ALL ON db.* TO 'app'@'localhost' IDENTIFIED BY "
+            "'[REDACTED:credential_assignment]';",
+        ),
+        (
+            "CREATE USER app\n  IDENTIFIED BY 'S3cretPass'\n  DEFAULT TABLESPACE users;",
+            "CREATE USER app\n  IDENTIFIED BY '[REDACTED:credential_assignment]'\n"
+            "  DEFAULT TABLESPACE users;",
+        ),
+        (
             "ALTER USER scott IDENTIFIED BY tiger2024;",
             "ALTER USER scott IDENTIFIED BY [REDACTED:credential_assignment];",
         ),
@@ -788,6 +798,10 @@ def test_passwords_in_sql_user_statements_are_redacted(text: str, redacted: str)
         "ALTER ROLE app PASSWORD NULL;",
         "CREATE ROLE app LOGIN PASSWORD %s",
         "the user is identified by their email",
+        # prose naming what identifies a thing, quoted: no statement creates a user
+        "Load and return a dynamic library identified by 'name'.",
+        "Each job is identified by 'job_id' in the table.",
+        'the package is identified by "numpy" on PyPI',
         "hash_password(password)",
         "verify_password('hunter22')",
     ],
