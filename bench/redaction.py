@@ -98,7 +98,18 @@ def measure_redaction(repeats: int = 7) -> dict[str, float]:
     return results
 
 
-DETECTOR_FILES = ("secrets.py", "secret_tokens.py", "secret_values.py")
+def detector_files(revision: str) -> list[str]:
+    """The detector's modules at `revision`: orcad/secrets.py and every orcad/secret_*.py beside
+    it (older revisions have it in one file, later ones in three, then four)."""
+    listed = subprocess.run(
+        ["git", "ls-tree", "--name-only", revision, "orcad/"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    names = [Path(line).name for line in listed.stdout.splitlines()]
+    return [n for n in names if n == "secrets.py" or re.fullmatch(r"secret_\w+\.py", n)]
 
 
 def load_detector(revision: str) -> typing.Any:
@@ -107,13 +118,16 @@ def load_detector(revision: str) -> typing.Any:
     directory = Path(tempfile.mkdtemp()) / package
     directory.mkdir()
     (directory / "__init__.py").write_text("", encoding="utf-8")
-    for name in DETECTOR_FILES:
+    for name in detector_files(revision):
         shown = subprocess.run(
-            ["git", "show", f"{revision}:orcad/{name}"], cwd=ROOT, capture_output=True, text=True
+            ["git", "show", f"{revision}:orcad/{name}"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
         )
-        if shown.returncode == 0:  # older revisions have the detector in one file
-            source = shown.stdout.replace("from orcad.secret", f"from {package}.secret")
-            (directory / name).write_text(source, encoding="utf-8")
+        source = shown.stdout.replace("from orcad.secret", f"from {package}.secret")
+        (directory / name).write_text(source, encoding="utf-8")
     sys.path.insert(0, str(directory.parent))
     spec = importlib.util.spec_from_file_location(f"{package}.secrets", directory / "secrets.py")
     assert spec is not None and spec.loader is not None
