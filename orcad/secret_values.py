@@ -623,15 +623,23 @@ _PGPASS_PORT = re.compile(r":(?:[0-9]{1,5}|\*):")
 
 def find_pgpass_passwords(text: str, lowered: str) -> Iterator[Span]:
     """The password field of a .pgpass line."""
-    if _PGPASS_PORT.search(lowered) is None:
-        return
-    for match in _PGPASS_LINE.finditer(lowered):
-        host = lowered[match.start() : lowered.index(":", match.start())].strip(" \t\"'")
-        if host.isdigit():  # a time or a counter (12:30:45:...), not a host name
-            continue
-        start, end = match.span(1)
-        if _given_password(text[start:end]):
-            yield start, end
+    line_end = -1
+    # only the lines holding a port field are matched (a match never crosses a line): the whole
+    # pattern tried at every line start and quote of a long text cost more than the rest
+    for port in _PGPASS_PORT.finditer(lowered):
+        if port.start() < line_end:
+            continue  # on a line already matched
+        line_start = lowered.rfind("\n", 0, port.start()) + 1
+        line_end = lowered.find("\n", port.end())
+        if line_end < 0:
+            line_end = len(lowered)
+        for match in _PGPASS_LINE.finditer(lowered, line_start, line_end):
+            host = lowered[match.start() : lowered.index(":", match.start())].strip(" \t\"'")
+            if host.isdigit():  # a time or a counter (12:30:45:...), not a host name
+                continue
+            start, end = match.span(1)
+            if _given_password(text[start:end]):
+                yield start, end
 
 
 # ---------------------------------------------------------------------- markup
