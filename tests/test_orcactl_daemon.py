@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import stat
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 
 import pytest
 
@@ -26,6 +28,21 @@ def orcactl(orca_env: OrcaEnv, *args: str, timeout: float = 60) -> subprocess.Co
         text=True,
         timeout=timeout,
     )
+
+
+@contextlib.contextmanager
+def started_by_orcactl(orca_env: OrcaEnv) -> Iterator[int]:
+    """A daemon `orcactl ping` started in the background (its pid), stopped afterwards."""
+    result = orcactl(orca_env, "ping", "--json")
+    assert result.returncode == 0, result.stderr
+    pid: int = json.loads(result.stdout)["pid"]
+    try:
+        yield pid
+    finally:
+        subprocess.run(["kill", "-TERM", str(pid)], check=False)
+        deadline = time.monotonic() + 15
+        while orca_env.socket.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
 
 
 def test_status_when_not_running_exits_3_and_starts_nothing(orca_env: OrcaEnv) -> None:
@@ -71,18 +88,10 @@ def test_ping_with_no_start_fails_with_3(orca_env: OrcaEnv) -> None:
 
 
 def test_ping_starts_the_daemon_on_demand(orca_env: OrcaEnv) -> None:
-    result = orcactl(orca_env, "ping", "--json")
-    assert result.returncode == 0, result.stderr
-    pid = json.loads(result.stdout)["pid"]
-    try:
+    with started_by_orcactl(orca_env) as pid:
         with Client(str(orca_env.socket)) as client:
             assert client.call("daemon.ping").pid == pid
         assert (orca_env.home / "orcad.log").exists()
-    finally:
-        subprocess.run(["kill", "-TERM", str(pid)], check=False)
-        deadline = time.monotonic() + 15
-        while orca_env.socket.exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
 
 
 def test_socket_option_overrides_the_environment(daemon: DaemonProcess, orca_env: OrcaEnv) -> None:
@@ -117,16 +126,8 @@ def test_a_daemon_that_cannot_start_is_reported_at_once_with_its_reason(orca_env
 def test_a_daemon_log_linked_to_dev_null_discards_the_log(orca_env: OrcaEnv) -> None:
     orca_env.home.mkdir(parents=True, exist_ok=True)
     (orca_env.home / "orcad.log").symlink_to(os.devnull)
-    result = orcactl(orca_env, "ping", "--json")
-    assert result.returncode == 0, result.stderr
-    pid = json.loads(result.stdout)["pid"]
-    try:
+    with started_by_orcactl(orca_env):
         assert os.readlink(orca_env.home / "orcad.log") == os.devnull
-    finally:
-        subprocess.run(["kill", "-TERM", str(pid)], check=False)
-        deadline = time.monotonic() + 15
-        while orca_env.socket.exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
 
 
 def test_a_fifo_at_the_daemon_log_is_refused_not_waited_on(orca_env: OrcaEnv) -> None:
@@ -144,18 +145,10 @@ def test_a_daemon_log_past_its_bound_is_rotated_at_the_next_start(orca_env: Orca
     old = b'{"event": "an old line"}\n' * (DAEMON_LOG_ROTATE_BYTES // 25 + 1)
     log.write_bytes(old)
     (orca_env.home / "orcad.log.1").write_bytes(b"the log before that\n")
-    result = orcactl(orca_env, "ping", "--json")
-    assert result.returncode == 0, result.stderr
-    pid = json.loads(result.stdout)["pid"]
-    try:
+    with started_by_orcactl(orca_env):
         assert (orca_env.home / "orcad.log.1").read_bytes() == old
         assert log.stat().st_size < len(old)  # a new log, holding only this daemon's lines
         assert stat.S_IMODE(log.stat().st_mode) == 0o600
-    finally:
-        subprocess.run(["kill", "-TERM", str(pid)], check=False)
-        deadline = time.monotonic() + 15
-        while orca_env.socket.exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
 
 
 def test_a_started_daemon_holds_no_working_directory_and_keeps_relative_paths(
@@ -226,17 +219,9 @@ def test_a_log_that_cannot_be_rotated_does_not_stop_the_start(orca_env: OrcaEnv)
     orca_env.home.mkdir(parents=True, exist_ok=True)
     log.write_bytes(b"x" * (DAEMON_LOG_ROTATE_BYTES + 1))
     (orca_env.home / "orcad.log.1").mkdir()
-    result = orcactl(orca_env, "ping", "--json")
-    assert result.returncode == 0, result.stderr
-    pid = json.loads(result.stdout)["pid"]
-    try:
+    with started_by_orcactl(orca_env):
         assert (orca_env.home / "orcad.log.1").is_dir()
         assert log.stat().st_size > DAEMON_LOG_ROTATE_BYTES
-    finally:
-        subprocess.run(["kill", "-TERM", str(pid)], check=False)
-        deadline = time.monotonic() + 15
-        while orca_env.socket.exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
 
 
 def test_a_symlinked_daemon_log_is_rotated_where_it_points(orca_env: OrcaEnv) -> None:
@@ -250,19 +235,11 @@ def test_a_symlinked_daemon_log_is_rotated_where_it_points(orca_env: OrcaEnv) ->
     orca_env.home.mkdir(parents=True, exist_ok=True)
     log = orca_env.home / "orcad.log"
     log.symlink_to(target)
-    result = orcactl(orca_env, "ping", "--json")
-    assert result.returncode == 0, result.stderr
-    pid = json.loads(result.stdout)["pid"]
-    try:
+    with started_by_orcactl(orca_env):
         assert (elsewhere / "orcad.log.1").read_bytes() == old
         assert log.is_symlink() and log.resolve() == target
         assert target.stat().st_size < len(old)
         assert stat.S_IMODE(target.stat().st_mode) == 0o600
-    finally:
-        subprocess.run(["kill", "-TERM", str(pid)], check=False)
-        deadline = time.monotonic() + 15
-        while orca_env.socket.exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
 
 
 def test_an_orca_home_that_is_a_dangling_symlink_is_named_as_such(orca_env: OrcaEnv) -> None:
