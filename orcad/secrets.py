@@ -287,8 +287,34 @@ def _always(runs: str) -> bool:
     return True
 
 
+# `password: _PasswordType | None = None`, `private_key: Ed25519PrivateKey | Ed448PrivateKey`:
+# a name annotated with a type (a union, or a default after it) is code, not a credential
+_ANNOTATED_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
+_AFTER_A_TYPE = re.compile(r"[ \t]*(?:\|[ \t]*[A-Za-z_]|=(?!=))")
+
+
+def _type_annotation(text: str, start: int, end: int) -> bool:
+    return (
+        _ANNOTATED_NAME.fullmatch(text, start, end) is not None
+        and text[max(0, start - 8) : start].rstrip(" \t").endswith(":")
+        and _AFTER_A_TYPE.match(text, end) is not None
+    )
+
+
+def _not_annotations(finder: Finder) -> Finder:
+    """`finder` without the values that are type annotations."""
+
+    def find(text: str, lowered: str) -> Iterator[Span]:
+        for start, end in finder(text, lowered):
+            if not _type_annotation(text, start, end):
+                yield start, end
+
+    return find
+
+
 _ASSIGNMENT_FINDERS = tuple(
-    _assignment_finder(keyword, pattern) for keyword, pattern in _ASSIGNMENT_KEYWORDS
+    _not_annotations(_assignment_finder(keyword, pattern))
+    for keyword, pattern in _ASSIGNMENT_KEYWORDS
 )
 _RULES: tuple[tuple[str, Finder, Gate], ...] = (
     ("private_key_block", find_private_keys, _always),
@@ -314,7 +340,7 @@ _RULES: tuple[tuple[str, Finder, Gate], ...] = (
     ("session_cookie", find_session_cookies, _always),
     *(("credential_assignment", finder, _always) for finder in _ASSIGNMENT_FINDERS),
     # "the api key is 3f9a...": a generated value given in words, an assignment without `=`
-    ("credential_assignment", find_stated_keys, _always),
+    ("credential_assignment", _not_annotations(find_stated_keys), _always),
     ("credential_assignment", find_markup_credentials, _always),
     ("credential_assignment", find_yaml_block_credentials, _always),
     ("password_flag", find_credential_flags, _always),
@@ -323,7 +349,7 @@ _RULES: tuple[tuple[str, Finder, Gate], ...] = (
     ("credential_assignment", find_sql_passwords, _always),
     ("netrc_password", find_netrc_passwords, _always),
     ("pgpass_password", find_pgpass_passwords, _always),
-    ("password_statement", find_stated_passwords, _always),
+    ("password_statement", _not_annotations(find_stated_passwords), _always),
     ("password_statement", find_foreign_passwords, _always),
 )
 _PRIORITY = {name: index for index, (name, _, _) in enumerate(_RULES)}

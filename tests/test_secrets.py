@@ -275,10 +275,23 @@ def test_stated_credentials_lose_only_their_value(text: str, redacted: str) -> N
         "use --password-stdin instead of the --password option.",
         "pass the --password flag to set it, or the --secret argument",
         "the --passphrase parameter is deprecated; use the --password switch instead",
+        # type annotations: a union, or a default after the type
+        "    password: _PasswordType | None = None",
+        "    private_key: Ed25519PrivateKey | Ed448PrivateKey",
+        "    api_token: Token_v2 = field(default=None)",
     ],
 )
 def test_password_lookalikes_stay_storable(text: str) -> None:
     assert find_secrets(text) == []
+
+
+def test_a_value_after_a_name_is_a_secret_unless_a_type_follows_it() -> None:
+    # what tells an annotation from a credential is what follows the value, not its shape
+    assert [m.rule for m in find_secrets("password: S3cr3t_Pass")] == ["credential_assignment"]
+    assert [m.rule for m in find_secrets("password: S3cr3t_Pass\nhost: db")] == [
+        "credential_assignment"
+    ]
+    assert find_secrets("password: S3cr3t_Pass | None = None") == []
 
 
 def test_assignment_redacts_only_the_value() -> None:
