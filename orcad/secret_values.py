@@ -393,6 +393,21 @@ _CASED_FLAG_PASSWORDS = (
 )
 
 
+# Words of prose that follow a command's name where its password would go ("rabbitmqctl
+# add_user admin then set_permissions", "bcp out with -P from the vault"): not its value
+_PROSE_NOT_A_VALUE = frozenset(
+    (
+        "then", "from", "with", "and", "the", "for", "into", "onto", "when", "where", "which",
+        "while", "after", "before", "again", "first", "here", "there", "this", "that", "your",
+        "their", "some", "only", "also", "instead", "later", "below", "above", "next",
+    )
+)  # fmt: skip
+
+
+def _argument_password(value: str) -> bool:
+    return _given_password(value) and value.rstrip(_TRAILING).lower() not in _PROSE_NOT_A_VALUE
+
+
 def find_piped_and_batch_passwords(text: str, lowered: str) -> Iterator[Span]:
     """Passwords given as a plain argument: `htpasswd -b FILE USER PASS`, and piped to a
     command that reads them: `echo PASS | sudo -S CMD`."""
@@ -406,27 +421,27 @@ def find_piped_and_batch_passwords(text: str, lowered: str) -> Iterator[Span]:
                 continue
             group = next(g for g in (3, 4, 5) if match.start(g) >= 0)  # after the named two
             start, end = match.span(group)
-            if _given_password(text[start:end]):
+            if _argument_password(text[start:end]):
                 yield start, end
     for command, pattern in _ARGUMENT_PASSWORDS:
         if command in lowered:
             for match in pattern.finditer(lowered):
                 start, end, _ = _value_span(match)
-                if _given_password(text[start:end]):
+                if _argument_password(text[start:end]):
                     yield start, end
     for command, letter, pattern in _CASED_FLAG_PASSWORDS:
         if command in lowered and f"-{letter}" in text:
             for match in pattern.finditer(lowered):
                 start, end, _ = _value_span(match)
                 flag = text.rfind("-", match.start(), start)
-                if text[flag + 1] == letter and _given_password(text[start:end]):
+                if text[flag + 1] == letter and _argument_password(text[start:end]):
                     yield start, end
     if "sudo" in lowered and "echo" in lowered:
         for match in _SUDO_STDIN.finditer(lowered):
             if "S" not in text[match.start("flag") : match.end("flag")]:
                 continue
             start, end, _ = _value_span(match)
-            if _given_password(text[start:end]):
+            if _argument_password(text[start:end]):
                 yield start, end
 
 
@@ -864,6 +879,19 @@ def _value_end(text: str, start: int, end: int) -> int:
     return end
 
 
+# Commands named after passwd ("chpasswd reads user:password pairs"): their name is no password
+_PASSWD_COMMANDS = ("ch", "ht", "smb", "g", "k", "yp", "rpc.yp", "ldap", "sasl")
+
+
+def _passwd_command(lowered: str, keyword: int) -> bool:
+    if not lowered.startswith("passwd", keyword):
+        return False
+    before = keyword
+    while before > 0 and (lowered[before - 1].isalpha() or lowered[before - 1] == "."):
+        before -= 1
+    return lowered[before:keyword] in _PASSWD_COMMANDS
+
+
 def find_stated_passwords(text: str, lowered: str) -> Iterator[Span]:
     """A password stated in words: "the root password on the staging box is Winter2024!",
     "the admin password is: qwerty", "wifi password: correcthorse", "log in with the
@@ -871,6 +899,8 @@ def find_stated_passwords(text: str, lowered: str) -> Iterator[Span]:
     if "pass" not in lowered:
         return
     for match in _STATEMENT.finditer(lowered):
+        if _passwd_command(lowered, match.start()):
+            continue
         start, value_end = match.span("value")
         end = _value_end(text, start, value_end)
         value = text[start:end]
@@ -883,6 +913,8 @@ def find_stated_passwords(text: str, lowered: str) -> Iterator[Span]:
             yield start, end
     for match in _NAMED_VALUE.finditer(lowered):
         keyword = match.start()
+        if _passwd_command(lowered, keyword):
+            continue
         if _GIVEN_WITH.search(lowered, max(0, keyword - _GIVEN_WITH_REACH), keyword) is None:
             continue
         start, end = match.span("value")

@@ -279,6 +279,11 @@ def test_stated_credentials_lose_only_their_value(text: str, redacted: str) -> N
         "    password: _PasswordType | None = None",
         "    private_key: Ed25519PrivateKey | Ed448PrivateKey",
         "    api_token: Token_v2 = field(default=None)",
+        # commands named after passwd, and prose where a command's password would go
+        "chpasswd reads user:password pairs from stdin",
+        "smbpasswd is: smb-tool2",
+        "rabbitmqctl add_user admin then set_permissions",
+        "bcp out with -P from the vault",
     ],
 )
 def test_password_lookalikes_stay_storable(text: str) -> None:
