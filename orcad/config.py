@@ -6,9 +6,7 @@ parse, or a key with a bad value, is a startup error naming the key.
 
 from __future__ import annotations
 
-import os
 import re
-import stat
 import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -16,6 +14,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from orcad import limits
+from orcad.durable_files import NotARegularFile, read_regular_file
 from orcad.errors import StartupError
 
 PositiveSeconds = Annotated[float, msgspec.Meta(gt=0, le=limits.CONFIG_SECONDS_MAX)]
@@ -167,11 +166,10 @@ def read_config_text(path: Path) -> str:
     directory) is refused with StartupError without waiting: reading a FIFO waits for a writer
     that may never come. Raises FileNotFoundError, OSError and UnicodeDecodeError as reading
     does."""
-    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    with open(descriptor, "rb") as file:
-        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
-            raise StartupError(f"{path}: not a regular file")
-        return file.read().decode("utf-8")
+    try:
+        return read_regular_file(path).decode("utf-8")
+    except NotARegularFile:
+        raise StartupError(f"{path}: not a regular file") from None
 
 
 def load_config(path: Path) -> LoadedConfig:

@@ -18,14 +18,13 @@ may hold anything) is as good as absent.
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import os
 import re
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from orcad.durable_files import read_regular_file
 from orcad.limits import GIT_FILE_MAX_BYTES
 
 
@@ -137,11 +136,7 @@ def _local_path(path: str) -> str:
 
 def _read_git_file(path: Path) -> bytes:
     """The start of a regular file; OSError for anything else, which is never waited on."""
-    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    with open(descriptor, "rb") as file:
-        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
-            raise OSError(errno.EINVAL, "not a regular file", str(path))
-        return file.read(GIT_FILE_MAX_BYTES)
+    return read_regular_file(path, GIT_FILE_MAX_BYTES)
 
 
 def git_common_dir(work_tree: Path) -> Path | None:

@@ -10,7 +10,6 @@ from typing import Any
 
 import msgspec
 
-from orcactl.config_file import load_user_config
 from orcactl.connect import (
     EXIT_NOT_RUNNING,
     EXIT_OK,
@@ -25,6 +24,7 @@ from orcactl.connect import (
 )
 from orcactl.hooks.failures import recent_failures, status_lines
 from orcad.clock import parse_time
+from orcad.config import load_config
 from orcad.errors import StartupError
 from orcad.paths import resolve_paths
 from orcad.runtime import check_home_directory
@@ -72,7 +72,7 @@ def config_report(path: Path, started_at: str | None) -> dict[str, Any]:
             report["error"] = str(exc)
         return report
     try:
-        load_user_config(path)
+        load_config(path)
         report["parses"] = True
     except StartupError as exc:
         report.update(parses=False, error=str(exc))

@@ -29,11 +29,10 @@ from orcactl.commands.doctor_faults import (
     judge_damaged_jobs,
     judge_damaged_project,
 )
-from orcactl.config_file import load_user_config
 from orcactl.connect import EXIT_ERROR, EXIT_OK, print_json, socket_path
 from orcactl.integrate import agent_findings
 from orcad.clock import parse_time
-from orcad.config import Config
+from orcad.config import Config, load_config
 from orcad.errors import StartupError, StorageError
 from orcad.limits import (
     DOCTOR_DAEMON_TIMEOUT_S,
@@ -257,7 +256,7 @@ def _walk(root: Path, *, only_named: bool, db: Path) -> list[Path]:
 
 def check_config(paths: Paths) -> tuple[list[Finding], Config]:
     try:
-        loaded = load_user_config(paths.config_file)
+        loaded = load_config(paths.config_file)
     except StartupError as exc:
         return [Finding("config", "problem", str(exc), f"edit {paths.config_file}")], Config()
     if loaded.path is None:

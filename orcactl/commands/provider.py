@@ -16,11 +16,10 @@ from typing import Any
 import trio
 
 from orcactl.arguments import positive_seconds, text_or_stdin, utf8_text
-from orcactl.config_file import load_user_config
 from orcactl.connect import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CommandError, print_json
 from orcad import limits
 from orcad.capture.output import MalformedOutput, parse_extractor_output
-from orcad.config import Config
+from orcad.config import Config, load_config
 from orcad.errors import StartupError
 from orcad.paths import resolve_paths
 from orcad.providers import Provider, ProviderConfigError, build_provider
@@ -74,7 +73,7 @@ def sample_source(text: str | None) -> str:
 
 def user_config() -> Config:
     try:
-        return load_user_config(resolve_paths().config_file).config
+        return load_config(resolve_paths().config_file).config
     except StartupError as exc:
         raise CommandError(str(exc)) from None
 
