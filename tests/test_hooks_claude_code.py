@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from orcactl.hooks import common, failures, transcript
+from orcactl.hooks import claude_code, common, failures, transcript
 from orcad.paths import resolve_paths
 from orcad.runtime import read_instance
 from tests.harness import DaemonProcess, OrcaEnv
@@ -87,6 +87,79 @@ def test_only_root_user_text_and_assistant_text_are_read(tmp_path: Path) -> None
     text = json.dumps([turns[0].prompt, turns[0].assistant])
     for leaked in ("chain of thought", "kubectl", "pod/web-1", "manifests", "Caveat", "opus"):
         assert leaked not in text
+
+
+def _stop_context() -> common.HookContext:
+    return common.HookContext(
+        "claude-code", "Stop", "/nonexistent.sock", time.monotonic() + 10, start=False
+    )
+
+
+def test_stop_waits_for_the_final_answer_behind_an_earlier_note(tmp_path: Path) -> None:
+    # Claude Code may run Stop before the transcript holds the turn's last assistant text,
+    # while it holds a note written before a tool call: the answer must not be left out.
+    log = _transcript(tmp_path)
+    log.user("Remember that staging deploys go through ArgoCD.")
+    log.text("Let me look at the workflows first.")
+    log.tool_call("Bash", {"command": "ls .github/workflows"}, "ci.yml")
+    final = "Noted: staging deploys go through ArgoCD."
+    payload = _common(log, "Stop", stop_hook_active=False, last_assistant_message=final)
+    writer = threading.Timer(0.3, log.text, args=(final,))
+    writer.start()
+    try:
+        report = claude_code.turn_report(payload, _stop_context())
+    finally:
+        writer.join()
+    assert [m["content"] for m in report["messages"]] == [
+        "Remember that staging deploys go through ArgoCD.",
+        "Let me look at the workflows first.",
+        final,
+    ]
+    assert report["transcript_committed"] is True
+
+
+@pytest.mark.parametrize("earlier", [["Checking the repository settings."], []])
+def test_a_final_answer_the_transcript_never_shows_comes_from_the_input(
+    tmp_path: Path, earlier: list[str]
+) -> None:
+    log = _transcript(tmp_path)
+    log.user("We always squash merge.")
+    for text in earlier:
+        log.text(text)
+    payload = _common(log, "Stop", stop_hook_active=False, last_assistant_message="Understood.")
+    started = time.monotonic()
+    report = claude_code.turn_report(payload, _stop_context())
+    assert time.monotonic() - started < claude_code.FINAL_ENTRY_WAIT_S + 1.0
+    assert [m["content"] for m in report["messages"]] == [
+        "We always squash merge.",
+        *earlier,
+        "Understood.",
+    ]
+    assert report["transcript_committed"] is True
+
+
+def test_a_final_answer_already_written_is_neither_waited_for_nor_doubled(
+    tmp_path: Path,
+) -> None:
+    log = _transcript(tmp_path)
+    log.user("Remember that we use pnpm.")
+    log.text("Noted.")
+    log.text("We use **pnpm**  for every package.")
+    payload = _common(
+        log,
+        "Stop",
+        stop_hook_active=False,
+        # the input's copy may join the message's text blocks and space them differently
+        last_assistant_message="Noted.\n\nWe use **pnpm** for every package.",
+    )
+    started = time.monotonic()
+    report = claude_code.turn_report(payload, _stop_context())
+    assert time.monotonic() - started < claude_code.FINAL_ENTRY_WAIT_S / 2
+    assert [m["content"] for m in report["messages"]] == [
+        "Remember that we use pnpm.",
+        "Noted.",
+        "We use **pnpm**  for every package.",
+    ]
 
 
 def test_the_submitted_prompt_and_the_stopped_turn_get_one_turn_id(tmp_path: Path) -> None:

@@ -16,7 +16,9 @@ from orcactl.hooks.common import (
     HookContext,
     bounded,
     bounded_messages,
+    final_message,
     forced_continuation,
+    holds_final,
     open_session,
     render_startup,
     text_field,
@@ -74,8 +76,14 @@ def prompt_submit(payload: dict[str, Any], context: HookContext) -> Answer:
 
 
 def _final_turn(payload: dict[str, Any], context: HookContext) -> transcript.Turn | None:
-    """The turn that just ended, waiting briefly for its last assistant entry."""
+    """The turn that just ended, once the transcript holds its final answer: Claude Code may
+    run Stop before it has written the last assistant entry, while the turn already holds
+    others (a note before a tool call) or none, so the transcript is read again until the turn
+    ends with the answer the input names (`last_assistant_message`; without one, until it has
+    any assistant text), for at most a second. A final answer the transcript never shows comes
+    from the input, so the answer is never left out."""
     path = payload.get("transcript_path")
+    final = final_message(payload)
     deadline = time.monotonic() + min(FINAL_ENTRY_WAIT_S, max(0.0, context.remaining() / 4))
     while True:
         try:
@@ -87,8 +95,13 @@ def _final_turn(payload: dict[str, Any], context: HookContext) -> transcript.Tur
             continue
         if not turns:
             return None
-        if turns[-1].assistant or turns[-1].api_error or time.monotonic() >= deadline:
-            return turns[-1]
+        turn = turns[-1]
+        if holds_final(turn.assistant, final) or turn.api_error:
+            return turn
+        if time.monotonic() >= deadline:
+            if final:
+                turn.assistant.append(final)
+            return turn
         time.sleep(FINAL_ENTRY_POLL_S)
 
 

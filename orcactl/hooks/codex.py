@@ -16,7 +16,9 @@ from orcactl.hooks.common import (
     agent_id,
     bounded,
     bounded_messages,
+    final_message,
     forced_continuation,
+    holds_final,
     open_session,
     render_startup,
     text_field,
@@ -60,16 +62,6 @@ def prompt_submit(payload: dict[str, Any], context: HookContext) -> Answer:
     return _context_answer("UserPromptSubmit", str(result.get("context") or ""))
 
 
-def _final_message(payload: dict[str, Any]) -> str:
-    """The turn's final answer as the Stop input gives it ("" when it gives none)."""
-    final = payload.get("last_assistant_message")
-    return transcript.clean_text(final) if isinstance(final, str) else ""
-
-
-def _has_final(turn: transcript.Turn, final: str) -> bool:
-    return bool(turn.assistant) and (not final or turn.assistant[-1] == final)
-
-
 def _final_turn(payload: dict[str, Any], context: HookContext) -> transcript.Turn:
     """The turn as the rollout holds it once its final answer is there: Codex may run the hook
     before the rollout has the last agent message, while it holds earlier ones (a note before a
@@ -77,7 +69,7 @@ def _final_turn(payload: dict[str, Any], context: HookContext) -> transcript.Tur
     names, for at most a second. A turn whose rollout never shows that answer but holds others
     gets it from the input, so the answer is never left out."""
     turn_id = text_field(payload, "turn_id")
-    final = _final_message(payload)
+    final = final_message(payload)
     deadline = time.monotonic() + min(FINAL_ENTRY_WAIT_S, max(0.0, context.remaining() / 4))
     while True:
         try:
@@ -89,7 +81,7 @@ def _final_turn(payload: dict[str, Any], context: HookContext) -> transcript.Tur
                 raise
             time.sleep(FINAL_ENTRY_POLL_S)
             continue
-        if _has_final(turn, final) or turn.api_error or turn.aborted:
+        if holds_final(turn.assistant, final) or turn.api_error or turn.aborted:
             return turn
         if time.monotonic() >= deadline:
             if turn.assistant and final:

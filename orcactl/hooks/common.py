@@ -8,6 +8,7 @@ import os
 import time
 from typing import TYPE_CHECKING
 
+from orcactl.hooks import transcript
 from orcactl.hooks.wire import HookClient, connect
 from protocol.types import CLIENT_ID_MAX_CHARS
 
@@ -68,6 +69,23 @@ def forced_continuation(payload: dict[str, Any]) -> bool:
     """Whether a stop hook made the agent go on: both agents document `stop_hook_active` as a
     boolean, so only JSON true counts ("false", a string, must not drop a root turn)."""
     return payload.get("stop_hook_active") is True
+
+
+def final_message(payload: dict[str, Any]) -> str:
+    """The turn's final answer as the Stop input gives it (`last_assistant_message`), or ""."""
+    final = payload.get("last_assistant_message")
+    return transcript.clean_text(final) if isinstance(final, str) else ""
+
+
+def holds_final(assistant: list[str], final: str) -> bool:
+    """Whether a turn's assistant texts, as the transcript holds them, end with its final
+    answer (`final_message`; any text will do when the input gives none). Spacing aside: the
+    input's copy may join the message's text blocks with blank lines."""
+    if not assistant:
+        return False
+    if not final:
+        return True
+    return " ".join(" ".join(assistant).split()).endswith(" ".join(final.split()))
 
 
 def mode_of(payload: dict[str, Any]) -> tuple[str, bool]:
