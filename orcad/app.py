@@ -141,6 +141,7 @@ class Daemon:
         )
         self.state_db_users.append(self.sessions.close)
         self.sessions.on_corrupt = self._recover_state_db_async
+        self.run_in_background(self.sessions.run_sweeper)
         self.started_at = self.clock.now()
         self.router.add("daemon.ping", self.ping, early=True)
         self.router.add("daemon.status", self.status)

@@ -72,6 +72,11 @@ GIT_FILE_MAX_BYTES = 1024 * 1024
 
 # Sessions: one whose clients have all gone quiet this long stops counting as open
 DEFAULT_SESSION_IDLE_EXPIRY_S = 3600.0
+# A session's row (its epoch and snapshot) is deleted once no call has touched it this long
+# (or twice the idle expiry, if longer); the sweep runs this often, deleting this many at most
+SESSION_ROW_RETENTION_S = 30 * 24 * 3600.0
+SESSION_SWEEP_INTERVAL_S = 3600.0
+SESSION_SWEEP_MAX_ROWS = 1000
 
 # Wire (PROTOCOL.md, Transport)
 DEFAULT_MAX_MESSAGE_BYTES = 8 * 1024 * 1024

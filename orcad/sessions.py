@@ -7,6 +7,12 @@ its MCP server), so they never fence each other. A session no call has touched f
 expiry stops counting as open and must be opened (or joined) again. A session's snapshot
 (mode, interactive, auto_approve, bare, history, auto memory, workspace and project) never
 changes after open.
+
+A session's row is kept while it may still be called or joined: the periodic sweep deletes
+those no call has touched for the retention (far past the idle expiry, so only sessions that
+ended or expired long ago), a bounded number per pass. Each deletion first raises the stored
+epoch floor to the deleted epoch, and an id without a row opens above the floor: a pruned id
+opened again gets an epoch above any it had, so a holder of an old one stays fenced.
 """
 
 from __future__ import annotations
@@ -64,7 +70,8 @@ _SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
     session_id TEXT PRIMARY KEY,
     epoch INTEGER NOT NULL,
-    snapshot TEXT NOT NULL
+    snapshot TEXT NOT NULL,
+    last_used REAL
 );
 CREATE TABLE IF NOT EXISTS epoch_base (
     only INTEGER PRIMARY KEY CHECK (only = 1),
@@ -73,12 +80,27 @@ CREATE TABLE IF NOT EXISTS epoch_base (
 """
 
 
+def _create_schema(connection: sqlite3.Connection) -> None:
+    """The tables, with `last_used` added to a database written before it existed (its rows
+    count from their open)."""
+    connection.executescript(_SCHEMA)
+    columns = {row[1] for row in connection.execute("PRAGMA table_info(sessions)")}
+    if "last_used" not in columns:
+        with connection:
+            connection.execute("BEGIN IMMEDIATE")
+            connection.execute("ALTER TABLE sessions ADD COLUMN last_used REAL")
+            connection.execute(
+                "UPDATE sessions SET last_used = json_extract(snapshot, '$.opened_at')"
+            )
+    connection.execute("CREATE INDEX IF NOT EXISTS sessions_last_used ON sessions (last_used)")
+
+
 def start_epochs_above(path: Path, base: int) -> None:
     """A new state database (replacing a damaged one) whose sessions start above `base`, so
     that a process still holding an epoch from the lost database is fenced, not matched."""
     connection = connect_private(path)
     try:
-        connection.executescript(_SCHEMA)
+        _create_schema(connection)
         connection.execute("INSERT OR REPLACE INTO epoch_base (only, base) VALUES (1, ?)", (base,))
     finally:
         connection.close()
@@ -156,7 +178,7 @@ class SessionStore:
     @staticmethod
     def _connect(path: Path) -> sqlite3.Connection:
         connection = connect_private(path)
-        connection.executescript(_SCHEMA)
+        _create_schema(connection)
         return connection
 
     def close(self) -> None:
@@ -236,10 +258,11 @@ class SessionStore:
                     opened_at=now,
                 )
                 connection.execute(
-                    "INSERT INTO sessions (session_id, epoch, snapshot) VALUES (?, ?, ?) "
-                    "ON CONFLICT(session_id) DO UPDATE SET epoch = excluded.epoch, "
-                    "snapshot = excluded.snapshot",
-                    (session_id, epoch, msgspec.json.encode(session).decode()),
+                    "INSERT INTO sessions (session_id, epoch, snapshot, last_used) "
+                    "VALUES (?, ?, ?, ?) ON CONFLICT(session_id) DO UPDATE SET "
+                    "epoch = excluded.epoch, snapshot = excluded.snapshot, "
+                    "last_used = excluded.last_used",
+                    (session_id, epoch, msgspec.json.encode(session).decode(), now),
                 )
             return session
 
@@ -317,6 +340,7 @@ class SessionStore:
     async def close_session(self, session_id: str, epoch: int) -> None:
         session = await self.require(session_id, epoch)
         closed = msgspec.structs.replace(session, closed=True)
+        now = self._clock.now()
 
         def persist(connection: sqlite3.Connection) -> int:
             with connection:
@@ -329,8 +353,9 @@ class SessionStore:
                 current = int(row[0])
                 if current == epoch:
                     connection.execute(
-                        "UPDATE sessions SET snapshot = ? WHERE session_id = ? AND epoch = ?",
-                        (msgspec.json.encode(closed).decode(), session_id, epoch),
+                        "UPDATE sessions SET snapshot = ?, last_used = ? "
+                        "WHERE session_id = ? AND epoch = ?",
+                        (msgspec.json.encode(closed).decode(), now, session_id, epoch),
                     )
             return current
 
@@ -349,6 +374,66 @@ class SessionStore:
         self._last_used.pop(session_id, None)
         log.info("session.closed", session_id=session_id, epoch=epoch)
         self._ended(session_id)
+
+    @property
+    def retention_s(self) -> float:
+        """How long a row is kept after its session's last call: far past the idle expiry."""
+        return max(limits.SESSION_ROW_RETENTION_S, 2 * self.idle_expiry_s)
+
+    async def run_sweeper(
+        self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Background task: sweep once per SESSION_SWEEP_INTERVAL_S (the first an interval
+        after the start, by when the sessions still in use have made a call)."""
+        task_status.started()
+        while True:
+            await trio.sleep(limits.SESSION_SWEEP_INTERVAL_S)
+            try:
+                await self.sweep()
+            except sqlite3.Error as exc:  # a full disk or a lock held elsewhere: next time
+                log.warning("session.sweep_failed", error=str(exc))
+
+    async def sweep(self) -> list[str]:
+        """Expire idle sessions, store when each session in memory was last called, and delete
+        the rows (at most SESSION_SWEEP_MAX_ROWS) of sessions untouched for the retention,
+        raising the epoch floor to their epochs first; the ids deleted."""
+        self.expire_idle()
+        cutoff = self._clock.now() - self.retention_s
+        touched = [(used, session_id, used) for session_id, used in self._last_used.items()]
+
+        def prune(connection: sqlite3.Connection) -> list[str]:
+            with connection:
+                connection.execute("BEGIN IMMEDIATE")
+                connection.executemany(
+                    "UPDATE sessions SET last_used = ? WHERE session_id = ? "
+                    "AND (last_used IS NULL OR last_used < ?)",
+                    touched,
+                )
+                rows = connection.execute(
+                    "SELECT session_id, epoch FROM sessions WHERE last_used < ? "
+                    "ORDER BY last_used LIMIT ?",
+                    (cutoff, limits.SESSION_SWEEP_MAX_ROWS),
+                ).fetchall()
+                if not rows:
+                    return []
+                connection.execute(
+                    "INSERT INTO epoch_base (only, base) VALUES (1, ?) "
+                    "ON CONFLICT(only) DO UPDATE SET base = MAX(base, excluded.base)",
+                    (max(int(epoch) for _, epoch in rows),),
+                )
+                connection.executemany(
+                    "DELETE FROM sessions WHERE session_id = ?", [(sid,) for sid, _ in rows]
+                )
+            return [str(session_id) for session_id, _ in rows]
+
+        pruned = await self._run(prune)
+        for session_id in pruned:
+            self._cache.pop(session_id, None)
+            self._last_used.pop(session_id, None)
+            self._open_epochs.pop(session_id, None)
+        if pruned:
+            log.info("session.rows_pruned", count=len(pruned), retention_s=self.retention_s)
+        return pruned
 
     @staticmethod
     def _load(connection: sqlite3.Connection, session_id: str) -> Session | None:

@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 from pathlib import Path
 
+import msgspec
 import pytest
 import trio
 import trio.testing
 
+from orcad import limits
 from orcad.clock import SystemClock
 from orcad.config import Config
 from orcad.errors import NotFound, StaleSession
-from orcad.sessions import SessionStore
+from orcad.sessions import Session, SessionStore
 from protocol.types import SessionOpenParams
+from tests.deliberate_helpers import InProcessDaemon, SettableClock
 
 pytestmark = pytest.mark.inprocess
 
@@ -106,3 +110,126 @@ async def test_a_session_still_in_use_after_a_restart_counts_as_open(tmp_path: P
     await restarted.close_session(opened[0].session_id, opened[0].epoch)
     assert restarted.open_count == 0
     restarted.close()
+
+
+def _rows(path: Path) -> dict[str, int]:
+    connection = sqlite3.connect(path)
+    try:
+        return dict(connection.execute("SELECT session_id, epoch FROM sessions").fetchall())
+    finally:
+        connection.close()
+
+
+async def test_rows_of_sessions_ended_long_ago_are_pruned_and_their_ids_stay_fenced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("orcad.limits.SESSION_SWEEP_MAX_ROWS", 7)
+    clock = SettableClock()
+    path = tmp_path / "state.sqlite3"
+    store = SessionStore(path, clock)
+    config_file = tmp_path / "config.toml"
+
+    async def open_session(session_id: str) -> Session:
+        params = SessionOpenParams(cwd=str(tmp_path), session_id=session_id)
+        return await store.open(params, config_file, Config())
+
+    ended: dict[str, Session] = {}
+    for n in range(10):
+        first = await open_session(f"ses_old{n}")
+        ended[first.session_id] = await open_session(first.session_id)  # reopened: epoch 2
+        if n % 2:
+            await store.close_session(first.session_id, ended[first.session_id].epoch)
+        # the others just expire
+    in_use = await open_session("ses_in_use")  # opened as long ago, called all along
+    start = clock.value
+    while clock.value < start + store.retention_s + 1:
+        clock.value += store.idle_expiry_s / 2
+        await store.require("ses_in_use", in_use.epoch)
+        if clock.value == start + store.retention_s / 2:
+            assert await store.sweep() == []  # nothing is that old yet
+    assert len(await store.sweep()) == 7  # bounded per pass
+    assert len(_rows(path)) == 4
+    store.close()
+    store = SessionStore(path, clock)  # the daemon restarted: its last call is on file
+    assert len(await store.sweep()) == 3
+    assert _rows(path) == {"ses_in_use": in_use.epoch}
+    assert (await store.require("ses_in_use", in_use.epoch)).closed is False
+
+    old = ended["ses_old3"]
+    with pytest.raises(NotFound):  # its row is gone: not accepted, whatever the epoch
+        await store.require("ses_old3", old.epoch)
+    reopened = await open_session("ses_old3")
+    assert reopened.epoch > old.epoch
+    assert (await store.require("ses_old3", reopened.epoch)).closed is False
+    with pytest.raises(StaleSession):
+        await store.require("ses_old3", old.epoch)
+    store.close()
+    restarted = SessionStore(path, clock)
+    with pytest.raises(StaleSession):
+        await restarted.require("ses_old3", old.epoch)
+    assert (await restarted.require("ses_old3", reopened.epoch)).epoch == reopened.epoch
+    restarted.close()
+
+
+async def test_a_state_database_without_last_use_times_keeps_its_sessions(tmp_path: Path) -> None:
+    path = tmp_path / "state.sqlite3"
+    clock = SettableClock()
+    opened_at = clock.value
+    connection = sqlite3.connect(path)  # as a daemon before last_used was stored wrote it
+    connection.executescript(
+        "CREATE TABLE sessions (session_id TEXT PRIMARY KEY, epoch INTEGER NOT NULL, "
+        "snapshot TEXT NOT NULL);"
+    )
+    store = SessionStore(tmp_path / "new.sqlite3", clock)
+    session = await store.open(
+        SessionOpenParams(cwd=str(tmp_path), session_id="ses_kept"), tmp_path / "c.toml", Config()
+    )
+    store.close()
+    encoded = msgspec.json.encode(session).decode()
+    with connection:
+        connection.execute("INSERT INTO sessions VALUES ('ses_kept', 4, ?)", (encoded,))
+    connection.close()
+    store = SessionStore(path, clock)
+    clock.value = opened_at + store.retention_s - 1
+    assert await store.sweep() == []
+    assert _rows(path) == {"ses_kept": 4}
+    clock.value = opened_at + store.retention_s + 1
+    assert await store.sweep() == ["ses_kept"]
+    reopened = await store.open(
+        SessionOpenParams(cwd=str(tmp_path), session_id="ses_kept"), tmp_path / "c.toml", Config()
+    )
+    assert reopened.epoch == 5
+    store.close()
+
+
+async def test_the_daemon_sweeps_session_rows_periodically(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, autojump_clock: trio.testing.MockClock
+) -> None:
+    clock = SettableClock()
+    orca = InProcessDaemon(tmp_path, clock)
+    sessions = orca.daemon.sessions
+    try:
+        opened = await orca.open(tmp_path / "ws")
+        await orca.call("session.close", opened)
+        clock.advance(sessions.retention_s + 1)
+        swept: list[list[str]] = []
+        done = trio.Event()
+        sweep = sessions.sweep
+
+        async def observed_sweep() -> list[str]:
+            swept.append(await sweep())
+            done.set()
+            return swept[-1]
+
+        monkeypatch.setattr(sessions, "sweep", observed_sweep)
+        (sweeper,) = [t for t in orca.daemon.background if t == sessions.run_sweeper]
+        started = trio.current_time()
+        async with trio.open_nursery() as nursery:
+            await nursery.start(sweeper)
+            await done.wait()
+            nursery.cancel_scope.cancel()
+        assert trio.current_time() - started >= limits.SESSION_SWEEP_INTERVAL_S
+        assert swept == [[opened["session_id"]]]
+        assert _rows(orca.paths.state_db) == {}
+    finally:
+        await orca.aclose()
