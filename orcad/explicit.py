@@ -4,7 +4,9 @@ Each fact is one Markdown list item appended at the end, so the newest facts are
 takes the file's lock, writes the whole new file to a temporary sibling, fsyncs it, renames it
 over the old one and fsyncs the directory: a reader never sees half a file, and a crash leaves
 either the old or the new file. Startup hands a session at most a fixed number of bytes of each
-file, keeping the newest whole lines (spec: the files are loaded with bounded size).
+file, keeping the newest whole lines (spec: the files are loaded with bounded size), with
+control characters a file written by hand or by an older version holds escaped as `remember`
+writes them.
 """
 
 from __future__ import annotations
@@ -58,6 +60,13 @@ def _visible(line: str) -> str:
     # the files are read with `cat`: a terminal acts on an escape sequence (retitles, clears,
     # writes the clipboard) and a bidirectional override reorders what a reader sees
     return escape_control_characters(line)
+
+
+def visible_bytes(data: bytes) -> bytes:
+    """`data` with control and bidirectional formatting characters escaped as `remember`
+    writes them (a CRLF line end is a newline); bytes that are not UTF-8 are kept as they are."""
+    text = data.replace(b"\r\n", b"\n").decode("utf-8", errors="surrogateescape")
+    return escape_control_characters(text).encode("utf-8", errors="surrogateescape")
 
 
 def append_line(existing: bytes, line: str) -> bytes:
@@ -151,7 +160,8 @@ def append_fact(path: Path, line: str) -> int:
 def read_bounded(path: Path, max_bytes: int) -> tuple[str, bool]:
     """The newest whole lines of `path` within `max_bytes`, and whether lines were left out.
 
-    A missing file is empty. Only the file's tail is read, however large the file is.
+    A missing file is empty. Only the file's tail is read, however large the file is. The
+    bound counts the text as returned, control characters escaped.
     """
     try:
         with open(path, "rb") as handle:
@@ -164,6 +174,7 @@ def read_bounded(path: Path, max_bytes: int) -> tuple[str, bool]:
     except OSError as exc:
         log.warning("explicit.unreadable", path=str(path), error=str(exc))
         return "", False
+    data = visible_bytes(data)  # the bound counts what is returned; the tail read covers it
     if start == 0:
         return newest_lines(data, max_bytes, cut=False)
     text, _ = newest_lines(data, max_bytes, cut=False)  # the extra byte decides the first line

@@ -250,3 +250,25 @@ def test_bare_sessions_cannot_remember_and_get_no_startup(
     assert caught.value.code == -32016
     assert caught.value.kind == "disabled"
     assert (orca_env.memory_root / "user.md").read_text() == "- a user fact\n"
+
+
+def test_startup_escapes_control_characters_a_file_holds_raw(
+    daemon: DaemonProcess, orca_env: OrcaEnv, tmp_path: Path
+) -> None:
+    session = open_session(daemon, tmp_path)
+    project_id = session["opened"].project.id  # type: ignore[attr-defined]
+    user_file = orca_env.memory_root / "user.md"
+    # written by hand, or before facts were escaped: raw escapes, an override, CRLF line ends
+    user_file.write_bytes(
+        "- retitle \x1b]0;owned\x07 and \u202eesrever\u202c\r\n- kept \\x1b as written\r\n".encode()
+    )
+    project_file = orca_env.memory_root / "projects" / project_id / "memory.md"
+    project_file.write_bytes(b"- old\n" + b"- \x1b[2J" * (STARTUP_PROJECT_MAX_BYTES // 6) + b"\n")
+    startup = daemon.call("session.open", {"cwd": str(tmp_path)}).startup
+    assert startup.user == (
+        "- retitle \\x1b]0;owned\\x07 and \\u202eesrever\\u202c\n- kept \\x1b as written\n"
+    )
+    assert startup.truncated is True  # escaped, the project file no longer fits whole
+    assert len(startup.project.encode()) <= STARTUP_PROJECT_MAX_BYTES
+    assert "\x1b" not in startup.project and startup.project.endswith("- \\x1b[2J\n")
+    assert explicit.read_bounded(user_file, 1000) == (startup.user, False)

@@ -449,3 +449,41 @@ def test_a_corrupt_ledger_leaves_the_deliberate_part_working(
     result = agent.recall("deploys")
     assert result.automatic == []
     assert [d.content for d in result.deliberate] == ["Deploys need two approvals."]
+
+
+def test_control_characters_an_older_ledger_or_a_record_holds_are_escaped_in_every_text(
+    daemon: DaemonProcess, orca_env: OrcaEnv, workdir: Path
+) -> None:
+    agent = Agent(daemon, workdir)
+    directory = project_dir(orca_env, agent.project_id)
+    # written raw, as a version before the extractor output was escaped wrote its ledger
+    raw = "Deploys retitle \x1b]0;owned\x07 the terminal \u202eesaeler\u202c and \x9b2J clear it."
+    escaped = "Deploys write \\x1b[2J as text, escaped once already."
+    add_facts(directory, [raw, escaped])
+    record = agent.save("Deploys need two approvals\x1b[8m hidden\x1b[0m \u2066first\u2069.")
+    result = agent.recall("deploys", turn_id="turn-control")
+    assert sorted(texts(result)) == [
+        "Deploys retitle \\x1b]0;owned\\x07 the terminal \\u202eesaeler\\u202c and \\x9b2J "
+        "clear it.",
+        escaped,  # not escaped twice
+    ]
+    assert [entry.content for entry in result.deliberate] == [
+        "Deploys need two approvals\\x1b[8m hidden\\x1b[0m \\u2066first\\u2069."
+    ]
+    for text in [*texts(result), *(e.content for e in result.deliberate), result.context]:
+        assert not any(character in text for character in "\x1b\x07\x9b\u202e\u2066"), text
+    # forgetting the raw fact (or the record) still drops the turn's snapshot holding it escaped
+    inspected = daemon.call("projects.inspect", {"cwd": str(workdir)})
+    target = next(c for c in inspected.ledger.candidates if c.fact == raw)
+    daemon.call(
+        "ledger.forget",
+        {
+            "project_id": inspected.project.id,
+            "candidate_id": target.id,
+            "revision": inspected.ledger.revision,
+        },
+    )
+    again = agent.recall("deploys", turn_id="turn-control")
+    assert again.snapshot_id != result.snapshot_id
+    assert texts(again) == [escaped]
+    assert record.content.startswith("Deploys need")

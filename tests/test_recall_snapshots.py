@@ -5,13 +5,14 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import msgspec
 import pytest
 import trio
 import trio.lowlevel
 
 from orcad import sqlite_worker
 from orcad.recall.snapshots import RETAKES_AFTER_PURGE, SnapshotStore
-from protocol.types import RecallResult
+from protocol.types import AutomaticEntry, DeliberateEntry, RecallResult
 
 pytestmark = pytest.mark.inprocess
 
@@ -306,3 +307,39 @@ async def test_a_recall_raced_by_a_forget_on_every_take_is_answered_but_never_ke
     second = await store.get_or_take(("s", "t"), raced)  # nothing was kept for the turn
     assert second.snapshot_id != first.snapshot_id
     assert store.statistics() == {"in_memory": 0, "persisted_keys": 0, "unwritten": 0}
+
+
+async def test_a_snapshot_persisted_with_raw_control_characters_is_answered_escaped(
+    tmp_path: Path,
+) -> None:
+    database = tmp_path / "state.sqlite3"
+    raw = "Deploys retitle \x1b]0;owned\x07 the terminal \u202eesaeler"
+    shown = "Deploys retitle \\x1b]0;owned\\x07 the terminal \\u202eesaeler"
+    entry = AutomaticEntry(
+        id="cand_1",
+        category="project",
+        text=raw,
+        age_s=1.0,
+        session_id="ses_a",
+        turn_id="turn-0",
+        recorded_at="2026-11-30T07:00:00.000Z",
+    )
+    record = DeliberateEntry(
+        id="mem_1", kind="fact", content=raw, scope="workspace", updated_at=entry.recorded_at
+    )
+    old = msgspec.structs.replace(
+        result("snap_old", f"- {shown}\n"), automatic=[entry], deliberate=[record]
+    )
+    store = SnapshotStore(database)  # as a version that answered entries raw persisted it
+    await store.get_or_take(("ses_a", "turn-1"), lambda: _ready(old))
+    await store.aclose()
+
+    reopened = SnapshotStore(database)
+    take = Taker()
+    again = await reopened.get_or_take(("ses_a", "turn-1"), take)
+    assert take.calls == 0
+    assert again.snapshot_id == "snap_old"
+    assert [e.text for e in again.automatic] == [shown]
+    assert [e.content for e in again.deliberate] == [shown]
+    assert (again.context, again.bytes) == (old.context, old.bytes)  # escaped already
+    await reopened.aclose()

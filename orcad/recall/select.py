@@ -7,6 +7,10 @@ what the frame leaves. Ranked input is taken in order; an entry that would overf
 size budget is skipped so that a shorter, lower-ranked one can still fit. A deliberate record
 too long for any block (a record may hold 4,096 characters, and the frame takes part of the
 cap) would never be injected that way: its beginning fills the room left instead, marked as cut.
+
+Every text an entry carries has its control and bidirectional formatting characters written
+visibly, as the block writes them: a ledger written before extracted facts were escaped, and
+deliberate records (stored as given), may hold them raw.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import msgspec
 
 from orcad.capture.ledger import CandidateRecord
 from orcad.clock import format_time, parse_time
+from orcad.control_characters import escape_control_characters
 from orcad.limits import (
     RECALL_AUTOMATIC_MAX_BYTES,
     RECALL_AUTOMATIC_MAX_ENTRIES,
@@ -29,7 +34,7 @@ from orcad.recall.render import (
     automatic_line,
     deliberate_line,
 )
-from protocol.types import AutomaticEntry, DeliberateEntry
+from protocol.types import AutomaticEntry, DeliberateEntry, RecallResult
 
 
 def to_entry(record: CandidateRecord, now: float) -> AutomaticEntry:
@@ -38,11 +43,33 @@ def to_entry(record: CandidateRecord, now: float) -> AutomaticEntry:
     return AutomaticEntry(
         id=record.id,
         category=record.category,
-        text=record.fact,
+        text=escape_control_characters(record.fact),
         age_s=round(max(0.0, now - recorded_at), 3),
         session_id=record.session_id,
         turn_id=record.turn_id,
         recorded_at=format_time(recorded_at),
+    )
+
+
+def visible_record(entry: DeliberateEntry) -> DeliberateEntry:
+    """A deliberate record as recall answers it: its content escaped like the block's."""
+    content = escape_control_characters(entry.content)
+    return entry if content == entry.content else msgspec.structs.replace(entry, content=content)
+
+
+def visible_result(result: RecallResult) -> RecallResult:
+    """A recall result with every text escaped as recall answers it now: one persisted by a
+    version that answered the entries raw."""
+    context = escape_control_characters(result.context)
+    return msgspec.structs.replace(
+        result,
+        automatic=[
+            msgspec.structs.replace(entry, text=escape_control_characters(entry.text))
+            for entry in result.automatic
+        ],
+        deliberate=[visible_record(entry) for entry in result.deliberate],
+        context=context,
+        bytes=len(context.encode("utf-8")),
     )
 
 

@@ -27,7 +27,7 @@ from orcad.limits import (
 from orcad.query import distinct_terms
 from orcad.recall.embedding import Embeddings, PromptQuery
 from orcad.recall.render import render_context
-from orcad.recall.select import cap_automatic, cap_deliberate, to_entry
+from orcad.recall.select import cap_automatic, cap_deliberate, to_entry, visible_record
 from orcad.recall.snapshots import SnapshotStore
 from orcad.sessions import Session, SessionStore
 from orcad.threads import run_sync_now
@@ -179,7 +179,7 @@ class RecallService:
         """Caps, context and a new snapshot id: pure, so that it can run in the search thread."""
         now = self.clock.now()
         automatic_entries = cap_automatic(to_entry(record, now) for record in automatic)
-        deliberate_entries = cap_deliberate(deliberate, now)
+        deliberate_entries = cap_deliberate(map(visible_record, deliberate), now)
         context = render_context(automatic_entries, deliberate_entries, now)
         return RecallResult(
             snapshot_id=new_snapshot_id(),

@@ -22,12 +22,14 @@ import msgspec
 import structlog
 import trio
 
+from orcad.control_characters import escape_control_characters
 from orcad.durable_files import fsync_directory
 from orcad.limits import (
     RECALL_SNAPSHOTS_IN_MEMORY,
     RECALL_SNAPSHOTS_PERSISTED,
     SNAPSHOT_WRITE_DELAY_S,
 )
+from orcad.recall.select import visible_result
 from orcad.sqlite_worker import SQLiteWorker, connect_private, truncate_wal, without_waiting
 from orcad.storage_faults import is_corruption
 from protocol.types import RecallResult
@@ -250,8 +252,10 @@ class SnapshotStore:
         """Drop every snapshot holding one of `texts` (forgotten memory), or an entry with one
         of `ids` (a deliberate record's, which a snapshot may hold cut to fit: see
         orcad.recall.select.cut_to_fit), in memory and on disk; how many were dropped. The turns
-        they fixed get a fresh recall if they ask again."""
-        needles = [_encoder.encode(text)[1:-1] for text in texts if text]
+        they fixed get a fresh recall if they ask again. A text is looked for as recall
+        answers it too, its control characters escaped."""
+        forms = {form for text in texts if text for form in (text, escape_control_characters(text))}
+        needles = [_encoder.encode(text)[1:-1] for text in sorted(forms)]
         needles += [_encoder.encode(record_id) for record_id in ids if record_id]  # quoted
         if not needles:
             return 0
@@ -374,7 +378,7 @@ def _load_result(connection: sqlite3.Connection, key: SnapshotKey) -> RecallResu
     if row is None:
         return None
     try:
-        return _decoder.decode(row[0])
+        return visible_result(_decoder.decode(row[0]))  # written raw by an older version
     except msgspec.DecodeError:
         log.warning("recall.snapshot_unreadable", session_id=key[0], turn_id=key[1])
         return None
