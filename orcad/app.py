@@ -207,11 +207,10 @@ class Daemon:
         )
 
     async def open_session(self, params: SessionOpenParams) -> SessionOpenResult:
-        joined = await self.sessions.join(params)
-        if joined is not None:
-            return await self._opened(joined, joined=True)
         try:
-            session = await self.sessions.open(params, self.paths.config_file, self.config)
+            session, joined = await self.sessions.open_or_join(
+                params, self.paths.config_file, self.config
+            )
         except sqlite3.DatabaseError as exc:
             if not is_corruption(exc):
                 translated = storage_error_of(exc, str(self.paths.state_db))
@@ -219,7 +218,11 @@ class Daemon:
                     raise
                 raise translated from exc
             await trio.to_thread.run_sync(self.recover_state_db, str(exc))
-            session = await self.sessions.open(params, self.paths.config_file, self.config)
+            session, joined = await self.sessions.open_or_join(
+                params, self.paths.config_file, self.config
+            )
+        if joined:
+            return await self._opened(session, joined=True)
         for hook in self.session_opened_hooks:
             await hook(session)
         return await self._opened(session, joined=False)

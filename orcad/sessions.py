@@ -3,8 +3,9 @@
 Opening an existing session id again returns a strictly higher epoch, durable before the
 answer; calls carrying an older epoch are stale. An open with `join` attaches to a session that
 is open at its current epoch instead (cooperating processes of one agent session: its hooks and
-its MCP server), so they never fence each other. A session no call has touched for the idle
-expiry stops counting as open and must be opened (or joined) again. A session's snapshot
+its MCP server), so they never fence each other, even when they join at once a session that is
+not open (the first opens it, the others join that epoch). A session no call has touched for
+the idle expiry stops counting as open and must be opened (or joined) again. A session's snapshot
 (mode, interactive, auto_approve, bare, history, auto memory, workspace and project) never
 changes after open.
 
@@ -225,7 +226,25 @@ class SessionStore:
         while len(self._cache) > SESSION_CACHE_MAX:
             self._cache.popitem(last=False)
 
+    async def open_or_join(
+        self, params: SessionOpenParams, config_file: Path, config: Config
+    ) -> tuple[Session, bool]:
+        """The session `params` asks for, and whether it was joined (see `join`) or opened."""
+        joined = await self.join(params)
+        if joined is not None:
+            return joined, True
+        return await self._open(params, config_file, config)
+
     async def open(self, params: SessionOpenParams, config_file: Path, config: Config) -> Session:
+        session, _joined = await self._open(params, config_file, config)
+        return session
+
+    async def _open(
+        self, params: SessionOpenParams, config_file: Path, config: Config
+    ) -> tuple[Session, bool]:
+        """Open the session at a new epoch. With `join`, a session found open by then is joined
+        instead: another process of the agent (joining too) opened it since `join` looked, and
+        the two must share one epoch, not fence each other."""
         # Path resolution, the Git lookup and the config reads touch the disk: off the loop.
         directory, workspace, project, auto_memory = await trio.to_thread.run_sync(
             _derive_identity, params.cwd, config_file, config
@@ -233,12 +252,16 @@ class SessionStore:
         session_id = params.session_id or new_session_id()
         now = self._clock.now()
 
-        def persist(connection: sqlite3.Connection) -> Session:
+        def persist(connection: sqlite3.Connection) -> tuple[Session, bool]:
             with connection:
                 connection.execute("BEGIN IMMEDIATE")
                 row = connection.execute(
-                    "SELECT epoch FROM sessions WHERE session_id = ?", (session_id,)
+                    "SELECT epoch, snapshot FROM sessions WHERE session_id = ?", (session_id,)
                 ).fetchone()
+                if row and params.join:
+                    current = _session_decoder.decode(row[1])
+                    if not current.closed:
+                        return current, True
                 epoch = row[0] + 1 if row else _first_epoch(connection)
                 session = Session(
                     session_id=session_id,
@@ -264,14 +287,19 @@ class SessionStore:
                     "last_used = excluded.last_used",
                     (session_id, epoch, msgspec.json.encode(session).decode(), now),
                 )
-            return session
+            return session, False
 
-        session = await self._run(persist)
+        session, joined = await self._run(persist)
         self._remember(session)
         self._open_epochs[session_id] = session.epoch
         self._last_used[session_id] = now
-        log.info("session.opened", session_id=session_id, epoch=session.epoch, mode=session.mode)
-        return session
+        if joined:
+            log.info("session.joined", session_id=session_id, epoch=session.epoch, revived=False)
+        else:
+            log.info(
+                "session.opened", session_id=session_id, epoch=session.epoch, mode=session.mode
+            )
+        return session, joined
 
     async def join(self, params: SessionOpenParams) -> Session | None:
         """The session `join` attaches to at its current epoch, or None to open as usual.

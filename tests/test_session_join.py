@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import pytest
+import trio
 
 from orcad import limits
 from orcad.config import Config, parse_config
@@ -47,6 +50,32 @@ async def test_joining_processes_share_the_epoch_and_a_plain_open_fences_them(
     assert (restarted, restarted_joined) == (2, False)
     with pytest.raises(StaleSession):
         await store.require("ses_agent", mcp)
+    assert store.open_count == 1
+    store.close()
+
+
+@pytest.mark.parametrize("closed_before", [False, True])
+async def test_processes_joining_at_once_a_session_not_open_share_one_epoch(
+    tmp_path: Path, closed_before: bool
+) -> None:
+    store = _store(tmp_path, SettableClock())
+    params = SessionOpenParams(cwd=str(tmp_path), session_id="ses_agent", join=True)
+    config_file = tmp_path / "config.toml"
+    if closed_before:
+        first = await store.open(params, config_file, Config())
+        await store.close_session("ses_agent", first.epoch)
+    answers: list[tuple[int, bool]] = []
+
+    async def join() -> None:  # a hook and the MCP server, say, at the same moment
+        session, joined = await store.open_or_join(params, config_file, Config())
+        answers.append((session.epoch, joined))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(join)
+        nursery.start_soon(join)
+    epoch = 2 if closed_before else 1
+    assert sorted(answers) == [(epoch, False), (epoch, True)]
+    await store.require("ses_agent", epoch)  # neither fenced the other
     assert store.open_count == 1
     store.close()
 
@@ -140,3 +169,30 @@ def test_a_joined_process_is_not_fenced_when_another_joins_after_the_expiry(
         assert (hook.epoch, hook.joined) == (server.epoch, True)
         client.call("memory.search", {**ids, "limit": 1})  # not stale_session
         assert client.call("daemon.status").sessions == 1
+
+
+def test_processes_joining_at_once_over_the_wire_are_not_fenced(
+    tmp_path: Path, daemon: DaemonProcess
+) -> None:
+    # A hook and the MCP server of one agent whose session the daemon does not have open (never
+    # opened here, closed, or lost): both join at the same moment, on their own connections.
+    project = tmp_path / "repo"
+    project.mkdir()
+    for attempt in range(5):
+        params = {"cwd": str(project), "session_id": f"claude-code:s{attempt}", "join": True}
+        start = threading.Barrier(2)
+        answers: list[Any] = []
+
+        def join(params: dict[str, Any], start: threading.Barrier, answers: list[Any]) -> None:
+            with daemon.client() as client:
+                start.wait()
+                answers.append(client.call("session.open", params))
+
+        threads = [threading.Thread(target=join, args=(params, start, answers)) for _ in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert sorted((a.epoch, a.joined) for a in answers) == [(1, False), (1, True)]
+        ids = {"session_id": params["session_id"], "epoch": 1}
+        daemon.call("memory.search", {**ids, "limit": 1})  # not stale_session
