@@ -86,8 +86,9 @@ def targets(agent: str, project: Path | None, env: dict[str, str]) -> list[Targe
     ]
 
 
-def hook_command(orcactl: str, agent: str, event: str) -> str:
-    return f"{shlex.quote(orcactl)} hook {agent} {event}"
+def hook_command(orcactl: str, agent: str, event: str, socket: str | None = None) -> str:
+    command = f"{shlex.quote(orcactl)} hook {agent} {event}"
+    return f"{command} --socket {shlex.quote(socket)}" if socket else command
 
 
 def _is_ours(command: object, agent: str) -> bool:
@@ -148,8 +149,11 @@ def _dump_json(data: dict[str, Any]) -> str:
     return _SURROGATE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
 
 
-def edit_hooks(text: str, path: Path, agent: str, orcactl: str, *, remove: bool) -> str:
-    """settings.json (Claude Code) or hooks.json (Codex): our hook groups out, then back in."""
+def edit_hooks(
+    text: str, path: Path, agent: str, orcactl: str, socket: str | None = None, *, remove: bool
+) -> str:
+    """settings.json (Claude Code) or hooks.json (Codex): our hook groups out, then back in,
+    each with `--socket` when one is given."""
     data = _load_json(text, path)
     hooks = data.get("hooks", {})
     if not isinstance(hooks, dict):
@@ -183,7 +187,7 @@ def edit_hooks(text: str, path: Path, agent: str, orcactl: str, *, remove: bool)
         for event, timeout in events.items():
             handler = {
                 "type": "command",
-                "command": hook_command(orcactl, agent, event),
+                "command": hook_command(orcactl, agent, event, socket),
                 "timeout": timeout,
             }
             groups = hooks.setdefault(event, [])
@@ -551,8 +555,8 @@ def missing_entries(text: str, path: Path, kind: str, agent: str) -> list[str]:
                 for handler in group["hooks"]
                 if isinstance(handler, dict)
             ]
-            if not any(
-                _is_ours(command, agent) and str(command).endswith(f" {event}")
+            if not any(  # the event, then nothing or the options (`--socket PATH`)
+                _is_ours(command, agent) and f" hook {agent} {event} " in f"{command} "
                 for command in commands
             ):
                 missing.append(f"{event} hook")

@@ -93,8 +93,13 @@ def _check_writable(path: Path) -> None:
 def plan(args: argparse.Namespace, env: dict[str, str]) -> list[Change]:
     project = Path(os.path.abspath(args.cwd or os.getcwd())) if args.project else None
     orcactl = args.orcactl or agent_configs.orcactl_path(env, sys.argv[0], sys.executable)
-    # MCP clients may start us without it, and from their own directory: written absolute
-    socket = os.path.abspath(env["ORCA_SOCKET"]) if env.get("ORCA_SOCKET") else None
+    # MCP clients may start us without ORCA_SOCKET, and from their own directory: written
+    # absolute. A --socket is in no environment the agent has, so its hooks carry it too.
+    chosen = getattr(args, "socket", None)
+    hook_socket = os.path.abspath(chosen) if chosen else None
+    socket = hook_socket or (
+        os.path.abspath(env["ORCA_SOCKET"]) if env.get("ORCA_SOCKET") else None
+    )
     found = agent_configs.targets(args.agent, project, env)
     if args.extractor:
         found.append(Target(resolve_paths(env).config_file, "orca-config"))
@@ -104,7 +109,9 @@ def plan(args: argparse.Namespace, env: dict[str, str]) -> list[Change]:
         text = before or ""
         remove = args.remove
         if target.kind in ("claude-hooks", "codex-hooks"):
-            after = agent_configs.edit_hooks(text, target.path, args.agent, orcactl, remove=remove)
+            after = agent_configs.edit_hooks(
+                text, target.path, args.agent, orcactl, hook_socket, remove=remove
+            )
         elif target.kind == "claude-mcp":
             after = agent_configs.edit_claude_mcp(
                 text, target.path, orcactl, socket, project, remove=remove

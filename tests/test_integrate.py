@@ -130,6 +130,48 @@ def test_a_relative_orca_socket_is_written_as_an_absolute_path(orca_env: OrcaEnv
         assert args[args.index("--socket") + 1] == str(orca_env.root / "run" / "orcad.sock")
 
 
+@pytest.mark.parametrize("where", ["before", "after"])
+def test_the_socket_option_is_written_into_the_mcp_server_and_every_hook(
+    orca_env: OrcaEnv, where: str
+) -> None:
+    # agents run hooks and MCP servers from their own directory and environment, where neither
+    # --socket nor the ORCA_SOCKET of this shell reaches: the chosen socket is written, absolute
+    codex_home = orca_env.root / "codex-home"
+    codex_home.mkdir()
+    env = {**orca_env.env, "CODEX_HOME": str(codex_home)}
+    chosen = orca_env.root / "elsewhere" / "orcad.sock"
+    for agent in ("claude-code", "codex"):
+        command = (
+            [ORCACTL, "--socket", "elsewhere/orcad.sock", "integrate", agent]
+            if where == "before"
+            else [ORCACTL, "integrate", agent, "--socket", "elsewhere/orcad.sock"]
+        )
+        done = subprocess.run(
+            command, capture_output=True, text=True, env=env, cwd=orca_env.root, timeout=60
+        )
+        assert done.returncode == 0, done.stderr
+    claude = json.loads((_home(orca_env) / ".claude.json").read_text())["mcpServers"]["orca"]
+    codex = tomllib.loads((codex_home / "config.toml").read_text())["mcp_servers"]["orca"]
+    for args in (claude["args"], codex["args"]):
+        assert args[args.index("--socket") + 1] == str(chosen)
+    settings = json.loads((_home(orca_env) / ".claude" / "settings.json").read_text())
+    hooks = json.loads((codex_home / "hooks.json").read_text())
+    for agent, written in (("claude-code", settings), ("codex", hooks)):
+        for event in written["hooks"]:
+            assert _commands(written, event) == [
+                f"{ORCACTL} hook {agent} {event} --socket {chosen}"
+            ]
+        assert agent_status(agent, env)[1], agent_status(agent, env)  # doctor: connected
+    again = subprocess.run(
+        [ORCACTL, "--socket", str(chosen), "integrate", "claude-code"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert again.returncode == 0 and "nothing to change" in again.stdout
+
+
 @pytest.mark.parametrize(
     ("name", "garbage"),
     [
