@@ -18,7 +18,7 @@ import filelock
 import structlog
 
 from orcad.control_characters import escape_control_characters
-from orcad.durable_files import replace_file_atomically
+from orcad.durable_files import open_regular_file, read_regular_file, replace_file_atomically
 from orcad.errors import InvalidParams, StorageError
 from orcad.limits import EXPLICIT_FACT_MAX_CHARS, EXPLICIT_LOCK_TIMEOUT_S
 from orcad.secrets import secret_kinds
@@ -144,7 +144,7 @@ def append_fact(path: Path, line: str) -> int:
     StorageError (nothing written) when the file cannot be read or replaced.
     """
     try:
-        existing = path.read_bytes()
+        existing = read_regular_file(path)  # a FIFO would wait for a writer, holding the lock
     except FileNotFoundError:
         existing = b""
     except OSError as exc:
@@ -160,11 +160,12 @@ def append_fact(path: Path, line: str) -> int:
 def read_bounded(path: Path, max_bytes: int) -> tuple[str, bool]:
     """The newest whole lines of `path` within `max_bytes`, and whether lines were left out.
 
-    A missing file is empty. Only the file's tail is read, however large the file is. The
+    A missing file is empty; so is one that cannot be read, or is not a regular file (a FIFO
+    would wait for a writer), which is logged. Only the file's tail is read, however large. The
     bound counts the text as returned, control characters escaped.
     """
     try:
-        with open(path, "rb") as handle:
+        with open_regular_file(path) as handle:
             size = os.fstat(handle.fileno()).st_size
             start = max(0, size - max_bytes - 1)  # one byte more tells whether a line starts there
             handle.seek(start)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import stat
+import subprocess
 import threading
 from pathlib import Path
 
@@ -15,6 +17,7 @@ from orcad.errors import InvalidParams
 from orcad.limits import EXPLICIT_FACT_MAX_CHARS, STARTUP_PROJECT_MAX_BYTES, STARTUP_USER_MAX_BYTES
 from protocol.errors import RemoteError
 from tests.harness import DaemonProcess, OrcaEnv
+from tests.hook_helpers import ORCACTL
 
 pytestmark = pytest.mark.daemon
 
@@ -197,6 +200,44 @@ def test_an_unreadable_project_memory_file_is_a_storage_error(
     assert (caught.value.code, caught.value.kind) == (-32017, "storage")
     assert str(memory_file) in caught.value.error.message
     assert memory_file.is_dir() and not any(memory_file.iterdir())  # nothing was written
+
+
+def test_a_fifo_at_user_md_or_memory_md_is_refused_and_blocks_nothing(
+    daemon: DaemonProcess, orca_env: OrcaEnv, tmp_path: Path
+) -> None:
+    # opening a FIFO for reading waits for a writer: remember and every session start would hang
+    session = open_session(daemon, tmp_path)
+    project_id = session["opened"].project.id  # type: ignore[attr-defined]
+    user_file = orca_env.memory_root / "user.md"
+    project_file = orca_env.memory_root / "projects" / project_id / "memory.md"
+    project_file.parent.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(user_file, 0o600)
+    os.mkfifo(project_file, 0o600)
+    with daemon.client(timeout=10) as client:
+        for scope, path in (("user", user_file), ("project", project_file)):
+            with pytest.raises(RemoteError) as caught:
+                client.call(
+                    "remember",
+                    {
+                        "session_id": session["session_id"],
+                        "epoch": session["epoch"],
+                        "text": "we deploy on Fridays",
+                        "scope": scope,
+                    },
+                )
+            assert (caught.value.code, caught.value.kind) == (-32017, "storage")
+            assert f"{path}: not a regular file" in caught.value.error.message
+        startup = client.call("session.open", {"cwd": str(tmp_path)}).startup
+    assert (startup.user, startup.project, startup.truncated) == ("", "", False)
+    done = subprocess.run(
+        [ORCACTL, "--no-start", "remember", "--cwd", str(tmp_path), "we deploy on Fridays"],
+        capture_output=True,
+        text=True,
+        env=orca_env.env,
+        timeout=30,
+    )
+    assert done.returncode == 1 and f"{user_file}: not a regular file" in done.stderr
+    assert stat.S_ISFIFO(user_file.stat().st_mode) and stat.S_ISFIFO(project_file.stat().st_mode)
 
 
 def test_remember_length_boundary_through_the_daemon(daemon: DaemonProcess, tmp_path: Path) -> None:
