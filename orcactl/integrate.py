@@ -23,6 +23,7 @@ from orcactl.commands.doctor_faults import Finding
 from orcactl.connect import EXIT_OK, CommandError, print_json
 from orcactl.hooks.failures import failures_path, recent_failures
 from orcad.paths import resolve_paths
+from orcad.regular_files import NotARegularFile, read_regular_file
 
 
 @dataclass
@@ -62,16 +63,12 @@ def _read(path: Path) -> str | None:
     if not stat.S_ISREG(status.st_mode):
         raise Unparseable(f"{path} is not a regular file")
     try:
-        # O_NONBLOCK: should it have become a FIFO since the stat, the open does not wait
-        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
-        with os.fdopen(descriptor, "rb") as handle:
-            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-                raise Unparseable(f"{path} is not a regular file")
-            data = handle.read()
         # bytes, decoded: reading as text would turn the file's CRLF line endings into LF
-        return data.decode("utf-8")
+        return read_regular_file(path).decode("utf-8")
     except FileNotFoundError:
         return None
+    except NotARegularFile:  # it became one since the stat: the open did not wait
+        raise Unparseable(f"{path} is not a regular file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise Unparseable(f"{path} cannot be read ({exc})") from None
 

@@ -14,8 +14,8 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from orcad import limits
-from orcad.durable_files import NotARegularFile, read_regular_file
 from orcad.errors import StartupError
+from orcad.regular_files import NotARegularFile, read_regular_file
 
 PositiveSeconds = Annotated[float, msgspec.Meta(gt=0, le=limits.CONFIG_SECONDS_MAX)]
 

@@ -5,9 +5,6 @@ a name that must not exist yet), then the directory is fsynced. Readers see the 
 new ones, never a mixture; after a crash the target is whole. OSError becomes StorageError.
 `file_signature` is what every cache of a file's contents is keyed by.
 
-`read_regular_file` (and `open_regular_file`, for a reader that seeks) is the read side's one
-guard: a path that is not a regular file is refused without waiting on it.
-
 A temp file is named `.<target>.<pid>-<random>.tmp`, and this process keeps the set of temps it
 is writing right now, so a temp that no live writer owns (a crash's leftover, which may hold text
 since forgotten) can be told apart from one being written and removed (`remove_leftover_temps`).
@@ -20,43 +17,15 @@ import errno
 import os
 import re
 import secrets
-import stat
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import BinaryIO
 
 from orcad.errors import StorageError
 from orcad.failpoints import failpoint
 
 FileSignature = tuple[int, int, int, int]  # (device, inode, size, mtime in ns)
-
-
-class NotARegularFile(OSError):
-    """A FIFO, device, socket or directory where a file was expected."""
-
-
-def read_regular_file(path: Path, limit: int = -1, *, follow_symlinks: bool = True) -> bytes:
-    """The bytes of the regular file at `path` (its first `limit` when given), as
-    open_regular_file opens it."""
-    with open_regular_file(path, follow_symlinks=follow_symlinks) as file:
-        return file.read(limit)
-
-
-@contextlib.contextmanager
-def open_regular_file(path: Path, *, follow_symlinks: bool = True) -> Iterator[BinaryIO]:
-    """The regular file at `path`, open for reading in binary. Opened without waiting: reading
-    a FIFO would wait for a writer that may never come, and a device such as /dev/zero never
-    ends, so anything but a regular file raises NotARegularFile. With `follow_symlinks=False`
-    a symbolic link is not followed (ELOOP). Other errors are raised as opening and reading
-    raise them (FileNotFoundError, PermissionError, ...)."""
-    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow_symlinks else os.O_NOFOLLOW)
-    descriptor = os.open(path, flags)
-    with open(descriptor, "rb") as file:
-        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
-            raise NotARegularFile(errno.EINVAL, "not a regular file", str(path))
-        yield file
 
 
 def file_signature(path: Path) -> FileSignature | None:

@@ -18,9 +18,10 @@ import filelock
 import structlog
 
 from orcad.control_characters import escape_control_characters
-from orcad.durable_files import open_regular_file, read_regular_file, replace_file_atomically
+from orcad.durable_files import replace_file_atomically
 from orcad.errors import InvalidParams, StorageError
 from orcad.limits import EXPLICIT_FACT_MAX_CHARS, EXPLICIT_LOCK_TIMEOUT_S
+from orcad.regular_files import open_regular_file, read_regular_file
 from orcad.secrets import secret_kinds
 
 log = structlog.get_logger("orcad.explicit")

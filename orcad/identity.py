@@ -24,8 +24,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from orcad.durable_files import read_regular_file
 from orcad.limits import GIT_FILE_MAX_BYTES
+from orcad.regular_files import read_regular_file
 
 
 @dataclass(frozen=True, slots=True)

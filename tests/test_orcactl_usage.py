@@ -339,7 +339,9 @@ def test_status_reports_a_config_path_that_is_not_a_file(orca_env: OrcaEnv) -> N
     config.mkdir()
     shown = orcactl(orca_env, "status")
     assert shown.returncode == 3
-    assert f"Config: {config} (does NOT parse: " in shown.stdout, shown.stdout
+    assert f"Config: {config} (does NOT parse: {config}: not a regular file)" in shown.stdout, (
+        shown.stdout
+    )
 
 
 def test_a_fifo_at_the_config_path_is_reported_without_waiting_for_a_writer(

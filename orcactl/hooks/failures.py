@@ -13,6 +13,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from orcad.regular_files import read_regular_file
+
 if TYPE_CHECKING:
     from typing import Any
 
@@ -79,13 +81,8 @@ def _trim(path: Path, size: int) -> None:
 def read_failures(path: Path | None = None) -> list[dict[str, Any]]:
     """Every recorded problem, oldest first; lines that do not parse are skipped."""
     try:
-        # non-blocking: opening a FIFO for reading would wait for a writer that never comes
-        descriptor = os.open(path or failures_path(), os.O_RDONLY | os.O_NONBLOCK)
-        with os.fdopen(descriptor, "rb") as handle:
-            if not stat.S_ISREG(os.fstat(descriptor).st_mode):
-                return []
-            text = handle.read().decode("utf-8", errors="replace")
-    except OSError:
+        text = read_regular_file(path or failures_path()).decode("utf-8", errors="replace")
+    except OSError:  # a FIFO or device there included (never waited on)
         return []
     failures = []
     for line in text.splitlines():

@@ -13,8 +13,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import stat
 from typing import TYPE_CHECKING
+
+from orcad.regular_files import NotARegularFile, open_regular_file
 
 if TYPE_CHECKING:
     from typing import Any
@@ -71,25 +72,17 @@ def read_transcript(path: object) -> bytes:
         raise TranscriptProblem("the hook input's transcript_path is not a string")
     over = f"transcript {path} is over {TRANSCRIPT_MAX_BYTES // (1024 * 1024)} MiB"
     try:
-        # non-blocking: opening a FIFO must not wait for a writer that never comes
-        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        with open_regular_file(path) as handle:
+            if os.fstat(handle.fileno()).st_size > TRANSCRIPT_MAX_BYTES:
+                raise TranscriptProblem(over)
+            data = handle.read(TRANSCRIPT_MAX_BYTES + 1)
     except FileNotFoundError:
         raise TranscriptProblem(f"transcript {path} does not exist") from None
+    except NotARegularFile:  # a directory, FIFO, socket or device
+        raise TranscriptProblem(f"transcript {path} is not a regular file") from None
     except (OSError, ValueError) as exc:
         reason = getattr(exc, "strerror", None) or str(exc)
         raise TranscriptProblem(f"transcript {path} cannot be read: {reason}") from None
-    try:
-        status = os.fstat(descriptor)
-        if not stat.S_ISREG(status.st_mode):  # a directory, FIFO, socket or device
-            raise TranscriptProblem(f"transcript {path} is not a regular file")
-        if status.st_size > TRANSCRIPT_MAX_BYTES:
-            raise TranscriptProblem(over)
-        with os.fdopen(descriptor, "rb", closefd=False) as handle:
-            data = handle.read(TRANSCRIPT_MAX_BYTES + 1)
-    except OSError as exc:
-        raise TranscriptProblem(f"transcript {path} cannot be read: {exc.strerror}") from None
-    finally:
-        os.close(descriptor)
     if len(data) > TRANSCRIPT_MAX_BYTES:
         raise TranscriptProblem(over)
     return data

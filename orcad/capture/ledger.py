@@ -26,10 +26,8 @@ from __future__ import annotations
 
 import errno
 import hashlib
-import os
 import re
 import secrets
-import stat
 import unicodedata
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
@@ -47,6 +45,7 @@ from orcad.durable_files import (
     replace_file_atomically,
 )
 from orcad.errors import Conflict, StorageError
+from orcad.regular_files import NotARegularFile, read_regular_file
 from orcad.secrets import contains_secret
 from protocol.types import Candidate, Category, ExtractedFact, LedgerInfo
 
@@ -354,34 +353,19 @@ def read_ledger(project_dir: Path) -> Ledger:
     """
     path = ledger_path(project_dir)
     try:
-        data = _read_regular_file(path)
+        data = read_regular_file(path, follow_symlinks=False)
     except FileNotFoundError:
         return Ledger()
+    except NotARegularFile as exc:
+        raise LedgerCorrupt(path, "it is not a regular file") from exc
     except OSError as exc:
         if exc.errno in (errno.ELOOP, errno.EMLINK):  # what O_NOFOLLOW answers for a link
             raise LedgerCorrupt(path, "it is a symbolic link") from exc
         raise StorageError(f"cannot read {path}: {exc.strerror}", path=str(path)) from exc
-    if data is None:
-        raise LedgerCorrupt(path, "it is not a regular file")
     try:
         return decode_ledger(data)
     except ValueError as exc:
         raise LedgerCorrupt(path, str(exc)) from exc
-
-
-def _read_regular_file(path: Path) -> bytes | None:
-    """The bytes of a regular file, never through a link; None when it is another kind of file
-    (non-blocking, so a FIFO cannot hang the reader)."""
-    descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    try:
-        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
-            return None
-        chunks = []
-        while chunk := os.read(descriptor, 1 << 20):
-            chunks.append(chunk)
-        return b"".join(chunks)
-    finally:
-        os.close(descriptor)
 
 
 LedgerFileState = FileSignature | None  # None when absent
