@@ -9,6 +9,7 @@ import re
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -676,6 +677,64 @@ def test_the_hook_problem_file_is_private_bounded_and_holds_short_lines(
     assert path.stat().st_size <= failures.FAILURES_MAX_BYTES + 1024
     recorded = failures.read_failures()
     assert recorded and all(len(f["message"]) <= failures.MESSAGE_MAX_CHARS for f in recorded)
+    assert not list(path.parent.glob("*.tmp"))
+
+
+# One process appending hook problems on each line of stdin, as many hooks failing at once do.
+_PROBLEM_WRITER = """
+import sys
+from orcactl.hooks import failures
+writer, lines = sys.argv[1], int(sys.argv[2])
+for round_ in sys.stdin:
+    for n in range(lines):
+        message = f"w{writer} r{round_.strip()} n{n} " + "x" * 250
+        failures.record_failure("claude-code", "Stop", "bad_input", message)
+    print("done", flush=True)
+"""
+
+
+def test_hooks_recording_problems_at_once_lose_no_line_and_keep_the_bound(
+    tmp_path: Path, orca_env: OrcaEnv
+) -> None:
+    # the file is just under its bound when several hooks append at once: each may trim it, and
+    # a trim must keep every line appended meanwhile (this round's lines fit in the half kept)
+    writers, lines, rounds = 6, 12, 30
+    path = orca_env.memory_root / "agent-hooks.jsonl"
+    orca_env.memory_root.mkdir(parents=True)
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-c", _PROBLEM_WRITER, str(writer), str(lines)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=orca_env.env,
+            text=True,
+        )
+        for writer in range(writers)
+    ]
+    filler = json.dumps({"at": "2026-01-01T00:00:00Z", "message": "older " + "o" * 200}) + "\n"
+    try:
+        for round_ in range(rounds):
+            path.write_text(filler * ((failures.FAILURES_MAX_BYTES - 1000) // len(filler)))
+            for process in processes:
+                assert process.stdin is not None
+                process.stdin.write(f"{round_}\n")
+                process.stdin.flush()
+            for process in processes:
+                assert process.stdout is not None
+                assert process.stdout.readline() == "done\n"
+            found = [
+                f["message"].split()[:3]
+                for f in failures.read_failures(path)
+                if f["message"].startswith("w")
+            ]
+            expected = [
+                [f"w{w}", f"r{round_}", f"n{n}"] for w in range(writers) for n in range(lines)
+            ]
+            assert sorted(found) == sorted(expected), f"round {round_}"
+            assert path.stat().st_size <= failures.FAILURES_MAX_BYTES
+    finally:
+        for process in processes:
+            process.communicate(timeout=30)  # closes its stdin: the writer ends
     assert not list(path.parent.glob("*.tmp"))
 
 

@@ -1,7 +1,8 @@
 """Hook problems, kept where `orcactl status` and `orcactl doctor` find them afterwards.
 
 A hook must never fail the agent, so it cannot report a problem by failing: it appends one line
-to `<memory root>/agent-hooks.jsonl` (private, bounded) and goes on. Never turn content.
+to `<memory root>/agent-hooks.jsonl` (private, bounded, under `agent-hooks.jsonl.lock`) and goes
+on. Never turn content.
 """
 
 from __future__ import annotations
@@ -22,6 +23,11 @@ FAILURES_FILE = "agent-hooks.jsonl"
 FAILURES_MAX_BYTES = 64 * 1024  # past this the older half is dropped
 MESSAGE_MAX_CHARS = 300  # a message naming an agent-given path or cwd stays one short line
 FAILURES_SHOWN = 5
+LOCK_SUFFIX = ".lock"  # agent-hooks.jsonl.lock: taken to append and trim
+# How long a hook waits for another's append and trim (milliseconds each) before it leaves its
+# own problem unrecorded; the watchdog's record must not outlast the hook's budget either.
+FAILURES_LOCK_TIMEOUT_S = 1.0
+LOCK_POLL_S = 0.005
 
 
 def memory_root() -> Path:
@@ -42,36 +48,47 @@ def record_failure(agent: str, event: str, kind: str, message: str) -> None:
     if len(message) > MESSAGE_MAX_CHARS:
         message = message[: MESSAGE_MAX_CHARS - 3] + "..."
     fields = {"at": at, "agent": agent[:40], "event": event[:40], "kind": kind, "message": message}
-    line = json.dumps(fields)
+    line = json.dumps(fields) + "\n"
     path = failures_path()
     try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        # O_NONBLOCK: a FIFO there must not hold the hook (nor its watchdog) until a reader comes
-        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK
-        descriptor = os.open(path, flags, 0o600)
-        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
-            os.close(descriptor)
-            return
-        os.fchmod(descriptor, 0o600)  # private even when an older file was not
-        with os.fdopen(descriptor, "a", encoding="utf-8") as handle:
-            handle.write(line + "\n")
-            size = handle.tell()
-        if size > FAILURES_MAX_BYTES:
-            _trim(path, size)
-    except OSError:
+        import filelock  # noqa: PLC0415  (only a hook that met a problem loads it)
+
+        # hooks of several agents fail at once: a trim replaces the file, and an append or
+        # another trim meanwhile would go to the replaced one and be lost
+        lock = filelock.FileLock(str(path.with_name(path.name + LOCK_SUFFIX)), mode=0o600)
+        with lock.acquire(timeout=FAILURES_LOCK_TIMEOUT_S, poll_interval=LOCK_POLL_S):
+            _append(path, line.encode("utf-8"))
+    except OSError:  # filelock.Timeout included
         pass
 
 
-def _trim(path: Path, size: int) -> None:
+def _append(path: Path, line: bytes) -> None:
+    """Append `line`, then trim the file to its bound; the caller holds the file's lock."""
+    # O_NONBLOCK: a FIFO there must not hold the hook (nor its watchdog) until a reader comes
+    flags = os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    descriptor = os.open(path, flags, 0o600)
+    try:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            return
+        os.fchmod(descriptor, 0o600)  # private even when an older file was not
+        os.write(descriptor, line)
+        size = os.fstat(descriptor).st_size
+        if size > FAILURES_MAX_BYTES:
+            _trim(path, descriptor, size)
+    finally:
+        os.close(descriptor)
+
+
+def _trim(path: Path, descriptor: int, size: int) -> None:
     """Keep the newest whole lines of the last half of the bound (the file may be far larger)."""
-    with path.open("rb") as handle:
-        handle.seek(size - FAILURES_MAX_BYTES // 2)
-        tail = handle.read(FAILURES_MAX_BYTES // 2)
+    tail = os.pread(descriptor, FAILURES_MAX_BYTES // 2, size - FAILURES_MAX_BYTES // 2)
     kept = tail.partition(b"\n")[2]  # the first line read is cut
     temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
+    temp = os.open(temporary, flags, 0o600)
     try:
-        with os.fdopen(descriptor, "wb") as handle:
+        with os.fdopen(temp, "wb") as handle:
             handle.write(kept)
         os.replace(temporary, path)
     finally:
