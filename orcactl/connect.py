@@ -55,6 +55,9 @@ def daemon_log_path() -> Path:
 # orcad.log is only appended to: at each start past this size it becomes orcad.log.1 (the one
 # before that is dropped), so the log of a daemon started again and again stays bounded.
 DAEMON_LOG_ROTATE_BYTES = 8 * 1024 * 1024
+# How long a start waits for another's rotation (a stat, a rename and an open) before it starts
+# without rotating: a hook starting orcad has seconds in all.
+DAEMON_LOG_LOCK_TIMEOUT_S = 1.0
 
 
 def rotate_daemon_log(log_path: Path) -> None:
@@ -71,6 +74,26 @@ def rotate_daemon_log(log_path: Path) -> None:
         # none yet, or another start moved it first; or it cannot be moved aside (orcad.log.1
         # a directory, say): housekeeping, so the daemon starts all the same and it grows on
         pass
+
+
+def open_daemon_log(log_path: Path) -> int:
+    """orcad.log opened to append, rotated first when past its bound, under `orcad.log.lock`:
+    two starts at once would both find it past the bound, and the second would move the
+    first's new log over the old one in orcad.log.1. Without the lock, nothing is rotated.
+    Non-blocking, since a FIFO there would hold the open until a reader came."""
+    import filelock  # noqa: PLC0415  (only a start needs it)
+
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK
+    lock = filelock.FileLock(str(log_path.with_name(log_path.name + ".lock")), mode=0o600)
+    try:
+        lock.acquire(timeout=DAEMON_LOG_LOCK_TIMEOUT_S, poll_interval=0.01)
+    except OSError:  # filelock.Timeout included: rotating is housekeeping
+        return os.open(log_path, flags, 0o600)
+    try:
+        rotate_daemon_log(log_path)
+        return os.open(log_path, flags, 0o600)  # the next start finds this new log, not the old
+    finally:
+        lock.release()
 
 
 def _is_devnull(info: os.stat_result) -> bool:
@@ -90,14 +113,11 @@ def start_daemon(path: str) -> tuple[subprocess.Popen[bytes], int]:
     except StartupError as exc:
         raise CommandError(f"cannot start orcad: {exc}", EXIT_NOT_RUNNING) from None
     log_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    rotate_daemon_log(log_path)
     env = daemon_environment(os.environ, path)
-    # it holds session ids and project paths: private whatever the umask, even if made earlier;
-    # non-blocking, since a FIFO there would hold the open until a reader came
-    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK
+    # it holds session ids and project paths: private whatever the umask, even if made earlier
     not_a_file = CommandError(f"cannot start orcad: its log {log_path} is not a regular file")
     try:
-        descriptor = os.open(log_path, flags, 0o600)
+        descriptor = open_daemon_log(log_path)
     except OSError as exc:
         if exc.errno == errno.ENXIO:  # a FIFO nobody reads
             raise not_a_file from None

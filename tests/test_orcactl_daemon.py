@@ -151,6 +151,63 @@ def test_a_daemon_log_past_its_bound_is_rotated_at_the_next_start(orca_env: Orca
         assert stat.S_IMODE(log.stat().st_mode) == 0o600
 
 
+# orcactl's start path up to orcad itself, once per line of stdin: where orcad would run, one
+# line is written to the log it was given (spawning real daemons would make the race too rare)
+_STARTER = """
+import subprocess, sys
+from orcactl import connect
+
+class Orcad:
+    def __init__(self, argv, *, stdout, **options):
+        stdout.write(b"started\\n")
+        stdout.flush()
+
+subprocess.Popen = Orcad
+for _ in sys.stdin:
+    connect.start_daemon(sys.argv[1])
+    print("done", flush=True)
+"""
+
+
+def test_starts_at_once_rotate_the_daemon_log_once_and_keep_the_old_one(
+    orca_env: OrcaEnv,
+) -> None:
+    # each start moves a log past its bound to orcad.log.1: two at once must not both move it,
+    # or the second moves the first's new log over the old one, which is then lost
+    starters, rounds = 6, 150
+    log = orca_env.home / "orcad.log"
+    orca_env.home.mkdir(parents=True, exist_ok=True)
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-c", _STARTER, str(orca_env.socket)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=orca_env.env,
+            text=True,
+        )
+        for _ in range(starters)
+    ]
+    try:
+        for round_ in range(rounds):
+            log.write_bytes(f"round {round_}\n".encode())
+            os.truncate(log, DAEMON_LOG_ROTATE_BYTES + 1)  # sparse: past the bound, cheaply
+            for process in processes:
+                assert process.stdin is not None
+                process.stdin.write("start\n")
+                process.stdin.flush()
+            for process in processes:
+                assert process.stdout is not None
+                assert process.stdout.readline() == "done\n"
+            kept = orca_env.home / "orcad.log.1"
+            assert kept.stat().st_size == DAEMON_LOG_ROTATE_BYTES + 1, f"round {round_}"
+            with kept.open("rb") as old:
+                assert old.read(20).startswith(f"round {round_}\n".encode())
+            assert log.read_bytes() == b"started\n" * starters, f"round {round_}"
+    finally:
+        for process in processes:
+            process.communicate(timeout=30)  # closes its stdin: the starter ends
+
+
 def test_a_started_daemon_holds_no_working_directory_and_keeps_relative_paths(
     orca_env: OrcaEnv,
 ) -> None:
