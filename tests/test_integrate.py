@@ -512,7 +512,7 @@ def test_the_codex_extractor_runs_in_an_orcad_started_from_a_repository(
             deadline = time.monotonic() + 30
             while time.monotonic() < deadline:
                 job = next(j for j in client.call("jobs.list").jobs if j.job_id == job_id)
-                if job.state not in ("pending", "running"):
+                if job.state not in ("pending", "leased"):
                     break
                 time.sleep(0.05)
             assert job.state == "committed", job
