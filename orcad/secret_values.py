@@ -248,6 +248,48 @@ def _label(value: str) -> bool:
     return WORD_LIKE.match(value) is not None and not is_passphrase(value)
 
 
+# Words that make a setting's value of several words prose or code rather than a passphrase:
+# English function words, the verbs that point elsewhere, and the keywords of an expression
+# (`password = the one in the vault`, `password: ask ops for it`, `password = a if b else c`).
+_PROSE_OR_CODE_WORDS = frozenset(
+    (
+        "the", "a", "an", "this", "that", "these", "those", "its", "their", "our", "your", "my",
+        "his", "her", "some", "any", "no", "each", "every", "all", "it", "they", "we", "you",
+        "one", "ones", "in", "on", "at", "of", "to", "for", "from", "with", "without", "by",
+        "via", "into", "as", "per", "than", "about", "after", "before", "until", "and", "or",
+        "not", "nor", "but", "if", "else", "elif", "then", "is", "are", "was", "were", "be",
+        "been", "has", "have", "had", "do", "does", "did", "will", "would", "can", "could",
+        "should", "must", "may", "might", "see", "ask", "use", "same", "set", "unset", "stored",
+        "kept", "managed", "generated", "rotated", "required", "needed", "provided", "given",
+        "lambda", "await", "yield", "new", "typeof", "none", "null", "nil", "true", "false",
+    )
+)  # fmt: skip
+
+
+_OPERATOR = re.compile(r"[+\-*/%^|&!~<>]+\Z")
+
+
+def is_phrase_value(value: str) -> bool:
+    """Whether the unquoted value of several words that a lower-case setting ends its line with
+    (`password = open sesame 42`, `db_password: correct horse battery`) is a passphrase: no
+    word of prose or code among them (nor an operator, a keyword argument, a list's comma, a
+    reference), not a placeholder, and not a name in capitals (`pwd: Jim Meyering`)."""
+    words = value.split()
+    return (
+        len(words) >= 2
+        and not is_placeholder(value)
+        and not all(word.istitle() and word.isalpha() for word in words)
+        and not any(
+            word.lower() in _PROSE_OR_CODE_WORDS
+            or ":" in word
+            or word.endswith(",")
+            or _OPERATOR.match(word) is not None
+            or is_reference(word)
+            for word in words
+        )
+    )
+
+
 # ------------------------------------------------------------------ value bounds
 # Characters of key material (base64, hex, URL-safe tokens): a detection the length bound cut
 # between two of them (CUT_VALUE) takes the rest of the run (`secrets.find_secrets`).

@@ -50,6 +50,7 @@ from orcad.secret_values import (
     find_stated_passwords,
     find_yaml_block_credentials,
     is_credential_literal,
+    is_phrase_value,
     looks_random,
 )
 
@@ -162,9 +163,20 @@ def _assignment_finder(keyword: str, pattern: str) -> Finder:
                 continue
             value = text[start:end]
             if group == 3 and plain:
+                first_word_end = end
                 end = _rest_of_setting(text, match.start(), end)
-                if text[match.start() : name_end].isupper():  # an environment value: all of it
+                name = text[match.start() : name_end]
+                if name.isupper():  # an environment value: all of it
                     value = text[start:end]
+                elif (  # a config file's value of several words: a passphrase, or prose
+                    end > first_word_end
+                    and name.islower()
+                    and not _bare_name(keyword, lowered, match.start())
+                    and keyword not in _PHRASE_KEYWORDS
+                    and is_phrase_value(text[start:end])
+                ):
+                    yield start, end
+                    continue
             if looks_random(value):
                 yield start, end
             elif plain or keyword == "credential":
@@ -175,11 +187,16 @@ def _assignment_finder(keyword: str, pattern: str) -> Finder:
                     value,
                     quoted=group != 3,
                     upper_key=text[match.start() : name_end].isupper(),
-                    bare=keyword in _BARE_KEYWORDS and before not in _NAME_CHARACTERS,
+                    bare=_bare_name(keyword, lowered, match.start()),
                 ):
                     yield start, end
 
     return find
+
+
+def _bare_name(keyword: str, lowered: str, at: int) -> bool:
+    """`secret` or `credentials` alone, not the last part of a longer name (client_secret)."""
+    return keyword in _BARE_KEYWORDS and (at == 0 or lowered[at - 1] not in _NAME_CHARACTERS)
 
 
 # A setting that starts its line (.env, YAML, INI: `SESSION_SECRET=keyboard cat`) has the rest

@@ -719,6 +719,49 @@ def test_settings_with_a_reference_and_words_after_it_stay_storable(text: str) -
 
 
 @pytest.mark.parametrize(
+    ("text", "redacted"),
+    [
+        ("password = open sesame 42", "password = [REDACTED:credential_assignment]"),
+        (
+            "db_password: correct horse battery\nhost: db",
+            "db_password: [REDACTED:credential_assignment]\nhost: db",
+        ),
+        (
+            "[client]\npassword = blue monkey 42  # rotated\nuser = app",
+            "[client]\npassword = [REDACTED:credential_assignment]  # rotated\nuser = app",
+        ),
+        (
+            "  - session_secret: keyboard cat",
+            "  - session_secret: [REDACTED:credential_assignment]",
+        ),
+    ],
+)
+def test_a_lower_case_setting_of_several_words_is_a_secret(text: str, redacted: str) -> None:
+    # an unquoted lower-case value was judged by its first word alone, read as a variable
+    assert redact(text) == redacted
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "password = the one in the vault",
+        "password: ask ops for it",
+        "db_password: same as staging",
+        "password: not set yet",
+        "password = see 1Password",
+        "password = user_password if user else default_password",
+        "password = generate_password length: 12",
+        "secret: db credentials prod",
+        "Password: rotated every quarter",
+        "pw = pw + c",
+        "pwd: Jim Meyering",
+    ],
+)
+def test_a_lower_case_setting_of_prose_or_code_stays_storable(text: str) -> None:
+    assert find_secrets(text) == []
+
+
+@pytest.mark.parametrize(
     ("text", "value"),
     [
         ("Passwort: geheimnis2024", "geheimnis2024"),
@@ -1314,6 +1357,7 @@ ADVERSARIAL = {
     "putty headers": "PuTTY-User-Key-File-2: x\n" * 4_000,
     "xml elements": "<password>" * 10_000,
     "xml settings": 'key="password" value="' * 5_000,
+    "settings of words": "password = the one in\n" * 4_500,
 }
 
 

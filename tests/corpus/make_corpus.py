@@ -1313,6 +1313,36 @@ def build_passcodes(c: Corpus) -> None:
         c.lookalike("passcode_setting", text)
 
 
+def build_lower_case_settings_with_spaces(c: Corpus) -> None:
+    """Config files' lower-case settings whose unquoted value is words and spaces, and
+    settings whose words are prose or code."""
+    words = ("open sesame", "correct horse battery", "keyboard cat", "blue monkey", "tiger lily")
+    shapes = (
+        "password = {v}",
+        "[client]\nuser = app\npassword = {v}\n",
+        "database:\n  db_password: {v}\n  host: db.internal\n",
+        "smtp_pass: {v}  # rotated in March",
+        "  - session_secret: {v}\n  - port: 3000",
+        "admin_passphrase={v}",
+    )
+    for index in range(12):
+        value = words[index % len(words)] + c.rng.choice(["", " 42", " 7!", " staple"])
+        c.secret("credential_assignment", value, shapes[index % len(shapes)].format(v=value))
+    for text in (
+        "password = the one in the vault",
+        "password: ask ops for it",
+        "db_password: same as staging",
+        "password: not set yet",
+        "password = see 1Password",
+        "password = user_password if user else default_password",
+        "password = generate_password length: 12",
+        "pw = pw + c",
+        "pwd: Jim Meyering",
+        "secret: db credentials prod",
+    ):
+        c.lookalike("setting_of_prose", text)
+
+
 def build() -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     corpus = Corpus(SEED)
     build_secrets(corpus)
@@ -1332,6 +1362,7 @@ def build() -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     build_argument_passwords(corpus)
     build_cased_flag_passwords(corpus)
     build_passcodes(corpus)
+    build_lower_case_settings_with_spaces(corpus)
     return corpus.secrets, corpus.lookalikes
 
 
