@@ -992,8 +992,9 @@ _FOREIGN_PASSWORD = re.compile(
     r"(?:passwort|kennwort|(?<![^\W\d_])(?:contrase[ñn]a|mot de passe|senha|wachtwoord|has[łl]o|"
     r"l[öo]senord|adgangskode|passord|salasana|[şs]ifre|пароль|密码|密碼|パスワード|비밀번호))"
     r"(?![^\W\d_])(?P<words>(?:[ \t]+[^\s.,;:!?=\uff1a]{1,30}+){0,6}?)"
-    r"(?:[ \t]*[:=\uff1a][ \t]*|[ \t]+(?:ist|lautet|war|es|era|est|était|é|is|jest|är|er|on|je|"
-    r"это|—|-)[ \t]+)" + _STATED_VALUE.replace(r"[ \t]+", "", 1)
+    r"(?:(?P<op>[ \t]*[:=\uff1a])[ \t]*|"
+    r"[ \t]+(?:ist|lautet|war|es|era|est|était|é|is|jest|är|er|on|je|это|—|-)[ \t]+)"
+    + _STATED_VALUE.replace(r"[ \t]+", "", 1)
 )
 # the words' telling parts: ASCII ones alone are looked for in ASCII text
 # (the Polish, Swedish and Turkish words are written with their diacritics)
@@ -1007,18 +1008,82 @@ _FOREIGN_TRIGGERS = (
 )  # fmt: skip
 
 
+# Words of those languages that describe a password rather than give one ("Passwort:
+# erforderlich", "mot de passe : oublié", "contraseña: incorrecta"), and the words themselves.
+_FOREIGN_DESCRIPTIVE = frozenset(
+    (
+        # German
+        "erforderlich", "benötigt", "notwendig", "pflicht", "pflichtfeld", "optional", "leer",
+        "falsch", "richtig", "korrekt", "ungültig", "gültig", "vergessen", "geändert",
+        "abgelaufen", "gesperrt", "unbekannt", "kein", "keins", "keines", "keine", "nein",
+        "siehe", "gespeichert", "verschlüsselt", "gehasht", "versteckt", "verborgen",
+        "deaktiviert", "aktiviert", "unverändert", "zurückgesetzt", "sicher", "unsicher",
+        "schwach", "stark", "lang", "kurz", "zufällig", "temporär", "fehlt", "falsches",
+        # French
+        "requis", "obligatoire", "facultatif", "optionnel", "vide", "incorrect", "incorrecte",
+        "invalide", "valide", "oublié", "expiré", "inconnu", "aucun", "aucune", "modifié",
+        "chiffré", "masqué", "caché", "défini", "sécurisé", "faible", "fort", "temporaire",
+        "aléatoire",
+        # Spanish and Portuguese
+        "requerida", "requerido", "obligatoria", "obligatorio", "opcional", "vacía", "vacío",
+        "incorrecta", "incorrecto", "inválida", "válida", "correcta", "olvidada", "caducada",
+        "expirada", "desconocida", "ninguna", "ninguno", "cifrada", "oculta", "segura", "débil",
+        "fuerte", "temporal", "aleatoria", "obrigatória", "obrigatório", "vazia", "incorreta",
+        "correta", "esquecida", "desconhecida", "nenhuma", "criptografada", "fraca", "forte",
+        "temporária", "aleatória",
+        # Dutch, Polish, Swedish, Danish, Norwegian, Finnish, Turkish, Russian
+        "verplicht", "optioneel", "leeg", "onjuist", "ongeldig", "geldig", "juist", "vergeten",
+        "verlopen", "onbekend", "geen", "versleuteld", "veilig", "zwak", "sterk", "tijdelijk",
+        "willekeurig", "wymagane", "wymagany", "opcjonalne", "puste", "nieprawidłowe",
+        "błędne", "zapomniane", "wygasło", "brak", "zobacz", "nieznane", "obligatoriskt",
+        "valfritt", "tomt", "felaktigt", "ogiltigt", "glömt", "utgånget", "okänt", "inget",
+        "påkrevd", "påkrævet", "valgfri", "valgfritt", "forkert", "ugyldig", "glemt",
+        "udløbet", "utløpt", "ukendt", "ukjent", "ingen", "pakollinen", "valinnainen", "tyhjä",
+        "väärä", "virheellinen", "unohtunut", "vanhentunut", "tuntematon", "gerekli", "zorunlu",
+        "boş", "yanl\u0131\u015f", "hatal\u0131", "geçersiz", "unutuldu", "bilinmiyor", "неверный",
+        "неправильный", "обязательно", "обязательный", "требуется", "пустой", "пусто",
+        "необязательно", "забыт", "забыли", "истёк", "истек", "неизвестен", "скрыт",
+        "зашифрован",
+        # the word for password itself
+        "passwort", "kennwort", "contraseña", "contrasena", "senha", "wachtwoord", "hasło",
+        "lösenord", "adgangskode", "passord", "salasana", "şifre", "пароль",
+    )
+)  # fmt: skip
+
+
+def _foreign_word_given(value: str, *, clause_ends: bool) -> bool:
+    """A lone word after the word for password and a colon ("Kennwort: geheim", "contraseña:
+    gatito"): one in one case (not a type), that ends its clause and describes nothing."""
+    lowered = value.lower()
+    return (
+        clause_ends
+        and len(value) >= 4
+        and value.isalpha()
+        and (value.islower() or value.istitle())  # a script without case gives no sign
+        and lowered not in _FOREIGN_DESCRIPTIVE
+        and lowered not in _DESCRIPTIVE
+        and not is_placeholder(value)
+    )
+
+
 def find_foreign_passwords(text: str, lowered: str) -> Iterator[Span]:
     """A password given after the word for password in another language: "Passwort:
-    Geheim2024", "la contraseña es Secreto123", "пароль: qwerty123", "密码\uff1aabc12345"."""
+    Geheim2024", "la contraseña es Secreto123", "пароль: qwerty123", "密码\uff1aabc12345",
+    and a lone word after a colon: "Kennwort: geheim"."""
     triggers = _FOREIGN_ASCII_TRIGGERS if lowered.isascii() else _FOREIGN_TRIGGERS
     if not any(trigger in lowered for trigger in triggers):
         return
     for match in _FOREIGN_PASSWORD.finditer(lowered):
         start, value_end = match.span("value")
         end = _value_end(text, start, value_end)
-        # letters with digits or symbols only: a lone word may be one that describes the
-        # password ("Passwort: erforderlich"), and only English ones are known here
-        if _stated_password(text[start:end]):
+        value = text[start:end]
+        # a lone word after a verb may be one that describes the password ("Das Passwort ist
+        # falsch"); after a colon only those known here do
+        if _stated_password(value) or (
+            match.group("op") is not None
+            and not match.group("words")
+            and _foreign_word_given(value, clause_ends=_clause_ends(text, value_end, end))
+        ):
             yield start, end
 
 

@@ -813,6 +813,47 @@ def test_other_languages_mentioning_a_password_stay_storable(text: str) -> None:
 @pytest.mark.parametrize(
     ("text", "redacted"),
     [
+        ("Kennwort: geheim", "Kennwort: [REDACTED:password_statement]"),
+        ("mot de passe : soleil", "mot de passe : [REDACTED:password_statement]"),
+        ("contraseña: gatito", "contraseña: [REDACTED:password_statement]"),
+        ("WLAN-Passwort: Sonnenblume.", "WLAN-Passwort: [REDACTED:password_statement]."),
+        ("senha: saudade\nusuário: ana", "senha: [REDACTED:password_statement]\nusuário: ana"),
+        ("wachtwoord: tulpen", "wachtwoord: [REDACTED:password_statement]"),
+        ("пароль: котик", "пароль: [REDACTED:password_statement]"),
+    ],
+)
+def test_a_single_word_after_the_word_in_other_languages_is_a_password(
+    text: str, redacted: str
+) -> None:
+    # only a value mixing letters with digits or symbols counted: a word was let through
+    assert redact(text) == redacted
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Passwort: erforderlich",
+        "Kennwort: optional",
+        "Passwort: vergessen?",
+        "Passwort: falsch",
+        "mot de passe : requis",
+        "mot de passe : oublié",
+        "contraseña: incorrecta",
+        "contraseña: obligatoria",
+        "senha: obrigatória",
+        "wachtwoord: verplicht",
+        "пароль: неверный",
+        "Passwort: siehe unten",
+        "Das Passwort ist geheim",
+    ],
+)
+def test_a_word_describing_the_password_in_other_languages_stays_storable(text: str) -> None:
+    assert find_secrets(text) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "redacted"),
+    [
         (
             "CREATE USER app IDENTIFIED BY 'S3cretPass';",
             "CREATE USER app IDENTIFIED BY '[REDACTED:credential_assignment]';",
@@ -1358,6 +1399,7 @@ ADVERSARIAL = {
     "xml elements": "<password>" * 10_000,
     "xml settings": 'key="password" value="' * 5_000,
     "settings of words": "password = the one in\n" * 4_500,
+    "foreign words after a colon": "Kennwort: " * 10_000,
 }
 
 

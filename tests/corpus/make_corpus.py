@@ -1343,6 +1343,41 @@ def build_lower_case_settings_with_spaces(c: Corpus) -> None:
         c.lookalike("setting_of_prose", text)
 
 
+def build_foreign_single_word_passwords(c: Corpus) -> None:
+    """A lone word given after the word for password and a colon in another language, and
+    lone words there that describe the password."""
+    shapes = (
+        "Kennwort: {v}",
+        "WLAN-Passwort: {v}",
+        "mot de passe : {v}",
+        "contraseña: {v}\nusuario: admin",
+        "senha: {v}",
+        "wachtwoord: {v}",
+        "lösenord: {v}",
+        "пароль: {v}",
+    )
+    words = (
+        "geheim", "Sonnenblume", "soleil", "gatito", "saudade", "tulpen", "kanelbulle", "котик",
+        "Bergkristall", "papillon", "mariposa", "fortaleza",
+    )  # fmt: skip
+    for index in range(12):
+        value = words[index % len(words)]
+        c.secret("password_statement", value, shapes[index % len(shapes)].format(v=value))
+    for text in (
+        "Passwort: erforderlich",
+        "Kennwort: optional",
+        "Passwort: falsch",
+        "mot de passe : requis",
+        "contraseña: incorrecta",
+        "senha: obrigatória",
+        "wachtwoord: verplicht",
+        "пароль: неверный",
+        "Passwort: siehe unten",
+        "Das Passwort ist geheim",
+    ):
+        c.lookalike("other_language_described", text)
+
+
 def build() -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     corpus = Corpus(SEED)
     build_secrets(corpus)
@@ -1363,6 +1398,7 @@ def build() -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     build_cased_flag_passwords(corpus)
     build_passcodes(corpus)
     build_lower_case_settings_with_spaces(corpus)
+    build_foreign_single_word_passwords(corpus)
     return corpus.secrets, corpus.lookalikes
 
 
