@@ -934,10 +934,32 @@ def _passwd_command(lowered: str, keyword: int) -> bool:
     return lowered[before:keyword] in _PASSWD_COMMANDS
 
 
+# What a password stated with words between it and its verb belongs to ("the password for
+# the guest network is ..."): other words there make it a setting ("password timeout is 3600")
+_OWNER_WORDS = frozenset(("for", "on", "of", "to", "at", "in", "from"))
+# A PIN, written so (a pin is a part, a GPIO line): "my PIN is 4821", "Card PIN: 7302"
+_PIN_STATEMENT = re.compile(
+    r"PIN(?<![A-Za-z0-9_\-.$@]PIN)(?:[ \t]+(?:code|number))?"  # the literal first: skips ahead
+    rf"(?:[ \t]*:|{_STATED_VERB}[ \t]*:?)[ \t]+([0-9]{{4,12}}+)(?![0-9])"
+)
+
+
+def _stated_digits(value: str, words: str) -> bool:
+    """Digits alone, given for the password in a sentence ("the wifi password is 84736251"):
+    four or more, the password's own (no word but an owner's between it and the verb)."""
+    between = words.split()
+    return 4 <= len(value) <= 16 and value.isdigit() and (not between or between[0] in _OWNER_WORDS)
+
+
 def find_stated_passwords(text: str, lowered: str) -> Iterator[Span]:
     """A password stated in words: "the root password on the staging box is Winter2024!",
     "the admin password is: qwerty", "wifi password: correcthorse", "log in with the
-    password letmein2024"."""
+    password letmein2024", "the wifi password is 84736251", "my PIN is 4821"."""
+    if "PIN" in text:
+        for match in _PIN_STATEMENT.finditer(text):
+            start, end = match.span(1)
+            if _clause_ends(text, end + (text[end : end + 1] in _CLAUSE_ENDS), end):
+                yield start, end
     if "pass" not in lowered:
         return
     for match in _STATEMENT.finditer(lowered):
@@ -951,6 +973,7 @@ def find_stated_passwords(text: str, lowered: str) -> Iterator[Span]:
             _stated_password(value)
             or (_said_plainly(match, lowered) and _clearly_stated(value, clause_ends=clause_ends))
             or (match.group("op") is None and clause_ends and _joined_words(value))
+            or (clause_ends and _stated_digits(value, match.group("words")))
         ):
             yield start, end
     for match in _NAMED_VALUE.finditer(lowered):

@@ -290,6 +290,46 @@ def test_password_lookalikes_stay_storable(text: str) -> None:
     assert find_secrets(text) == []
 
 
+@pytest.mark.parametrize(
+    ("text", "redacted"),
+    [
+        ("the wifi password is 84736251", "the wifi password is [REDACTED:password_statement]"),
+        (
+            "FYI the door passcode is now 4821.",
+            "FYI the door passcode is now [REDACTED:password_statement].",
+        ),
+        (
+            "the password for the guest network is 55512345, ask at the desk",
+            "the password for the guest network is [REDACTED:password_statement], ask at the desk",
+        ),
+        ("my PIN is 4821", "my PIN is [REDACTED:password_statement]"),
+        ("the SIM PIN code is 904417.", "the SIM PIN code is [REDACTED:password_statement]."),
+        ("Card PIN: 7302", "Card PIN: [REDACTED:password_statement]"),
+    ],
+)
+def test_a_password_of_digits_stated_in_a_sentence_is_redacted(text: str, redacted: str) -> None:
+    # a stated value had to mix letters with digits or symbols: digits alone were kept
+    assert redact(text) == redacted
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the password timeout is 3600",
+        "password iterations is 100000",
+        "the password is 1234 characters long",
+        "the password was rotated in 2024",
+        "the password is 123",
+        "the pin is 2048",
+        "LED_PIN = 1234",
+        "PIN 13 is the onboard LED",
+        "the PIN is 4 digits long",
+    ],
+)
+def test_numbers_in_sentences_about_a_password_stay_storable(text: str) -> None:
+    assert find_secrets(text) == []
+
+
 def test_a_value_after_a_name_is_a_secret_unless_a_type_follows_it() -> None:
     # what tells an annotation from a credential is what follows the value, not its shape
     assert [m.rule for m in find_secrets("password: S3cr3t_Pass")] == ["credential_assignment"]
@@ -1400,6 +1440,7 @@ ADVERSARIAL = {
     "xml settings": 'key="password" value="' * 5_000,
     "settings of words": "password = the one in\n" * 4_500,
     "foreign words after a colon": "Kennwort: " * 10_000,
+    "stated PINs": "the PIN is " * 9_000,
 }
 
 

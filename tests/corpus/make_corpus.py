@@ -1378,6 +1378,35 @@ def build_foreign_single_word_passwords(c: Corpus) -> None:
         c.lookalike("other_language_described", text)
 
 
+def build_stated_digit_passwords(c: Corpus) -> None:
+    """Passwords and PINs of digits alone stated in a sentence, and numbers in sentences
+    about a password that are settings or counts."""
+    shapes = (
+        "the wifi password is {v}",
+        "FYI the door passcode is now {v}.",
+        "the password for the guest network is {v}, ask at the desk",
+        "my PIN is {v}",
+        "the SIM PIN code is {v}.",
+        "Card PIN: {v}",
+        "the alarm password was changed to {v}",
+        "new voicemail PIN is {v}; change it after the first call",
+    )
+    for index in range(8):
+        value = c.chars(DIGITS, c.rng.randint(4, 10))
+        c.secret("password_statement", value, shapes[index].format(v=value))
+    for text in (
+        "the password timeout is 3600",
+        "password iterations is 100000",
+        "the password is 1234 characters long",
+        "the password was rotated in 2024",
+        "the pin is 2048",
+        "LED_PIN = 1234",
+        "PIN 13 is the onboard LED",
+        "the PIN is 4 digits long",
+    ):
+        c.lookalike("number_about_a_password", text)
+
+
 def build() -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     corpus = Corpus(SEED)
     build_secrets(corpus)
@@ -1399,6 +1428,7 @@ def build() -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     build_passcodes(corpus)
     build_lower_case_settings_with_spaces(corpus)
     build_foreign_single_word_passwords(corpus)
+    build_stated_digit_passwords(corpus)
     return corpus.secrets, corpus.lookalikes
 
 
