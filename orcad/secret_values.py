@@ -174,9 +174,15 @@ def is_placeholder(value: str) -> bool:
     lowered = value.lower()
     if _PLACEHOLDER_MARK.search(lowered) is not None:
         return True
+    if "/" in lowered and _alnum(lowered.rsplit("/", 1)[1]) in _PLACEHOLDER_NAMES:
+        return True  # a pair naming its parts: user/pass, username/password
     if len(value) > _LONGEST_PLACEHOLDER_NAME * 2:  # separators at most double a name
         return False
-    return "".join(char for char in lowered if char.isalnum()) in _PLACEHOLDER_NAMES
+    return _alnum(lowered) in _PLACEHOLDER_NAMES
+
+
+def _alnum(value: str) -> str:
+    return "".join(char for char in value if char.isalnum())
 
 
 def is_reference(value: str) -> bool:
@@ -603,6 +609,68 @@ def find_netrc_passwords(text: str, lowered: str) -> Iterator[Span]:
             yield start, end
 
 
+# ------------------------------------------------------------ login pairs
+# A user and a password given together: `login: admin / S3cretPass`, `creds: root/toor`, "the
+# default credentials are admin/admin123", `username & password: grafana / Gr4fana!`. Found
+# from the slash (one character is looked for at memchr speed, where each word would cost a
+# scan of the text): the name and the user end right before it, on its line; the slash has
+# spaces on both sides or neither, as a pair is written ("login: see /docs/login" is a path).
+_PAIR_HEAD = re.compile(
+    r"(?<![a-z0-9_\-])(?P<name>login|logon|cred(?:s|entials?)|"
+    r"user(?:name)?[ \t]*(?:/|&|and)[ \t]*pass(?:word)?)"
+    r"(?:[ \t]*[:=][ \t]*|[ \t]+(?:is|are|was|were)[ \t]+)"
+    r"[a-z0-9_.@+\-]{1,64}(?P<before>[ \t]*)\Z"
+)
+_PAIR_REACH = 128
+_PAIR_VALUE = re.compile(r"(?P<after>[ \t]*)(?P<value>[^\s\"'`/]{1,128}+)")
+# `user NAME pass VALUE` (as netrc writes `login NAME password VALUE`) before a password's name
+_USER_BEFORE = re.compile(r"(?<![a-z0-9_\-])user(?:name)?[ \t]+(?P<user>[^\s]{1,64})[ \t]+\Z")
+_USER_REACH = 80
+# anonymous FTP takes any password, by custom an email address: none is a secret
+_ANONYMOUS_USERS = frozenset(("anonymous", "ftp"))
+
+
+def _chosen(value: str) -> bool:
+    """A password a pair gives: letters with digits or symbols, or digits alone, 4 or more."""
+    return (
+        len(value) >= 4
+        and (_mixed(value) or value.isdigit())
+        and not is_placeholder(value)
+        and not is_reference(value)
+    )
+
+
+def _pair_ends(text: str, value_end: int, stripped_end: int) -> bool:
+    """The pair ends its clause, or its cell of a Markdown table."""
+    rest = text[value_end : value_end + 8].lstrip(" \t")
+    return rest[:1] == "|" or _clause_ends(text, value_end, stripped_end)
+
+
+def find_login_pairs(text: str, lowered: str) -> Iterator[Span]:
+    """The password of a user and password given as a pair: `login: admin / S3cretPass`."""
+    slash = lowered.find("/")
+    while slash >= 0:
+        reach = max(0, slash - _PAIR_REACH)
+        reach = max(reach, lowered.rfind("\n", reach, slash) + 1)  # on the slash's line
+        window = lowered[reach:slash]
+        head = (
+            _PAIR_HEAD.search(lowered, reach, slash)
+            if "log" in window or "cred" in window or "user" in window
+            else None
+        )
+        tail = _PAIR_VALUE.match(lowered, slash + 1) if head is not None else None
+        if head is not None and tail is not None and bool(head["before"]) == bool(tail["after"]):
+            start, value_end = tail.span("value")
+            end = _value_end(text, start, value_end)
+            value = text[start:end]
+            credentials = head["name"].startswith("cred")
+            if _pair_ends(text, value_end, end) and (
+                _chosen(value) or (credentials and len(value) >= 4 and not is_placeholder(value))
+            ):
+                yield start, end
+        slash = lowered.find("/", slash + 1)
+
+
 # -------------------------------------------------------------------------- SQL
 # CREATE/ALTER USER ... IDENTIFIED [WITH plugin] BY 'x' (MySQL, Oracle: there unquoted too),
 # CREATE/ALTER ROLE|USER ... [LOGIN|WITH|ENCRYPTED] PASSWORD 'x' (PostgreSQL, Snowflake, ...),
@@ -749,9 +817,10 @@ _STATEMENT = re.compile(
     # `said`: a verb and a colon ("the password is: X") introduce the value and nothing else
     rf"(?:(?P<op>[ \t]*[:=])|{_STATED_VERB}(?P<said>[ \t]*:)?)" + _STATED_VALUE
 )
-# "log in with the password X", "use password X": a verb or preposition gives the value.
+# "log in with the password X", "use password X": a verb or preposition gives the value;
+# "user admin pass X": a user named before it (then `pass` alone names it too).
 _NAMED_VALUE = re.compile(
-    r"pass(?:word|phrase|wd|code)(?![ \t]+(?:" + _COMPOUND + r")\b)" + _STATED_VALUE
+    r"pass(?P<long>word|phrase|wd|code)?(?![ \t]+(?:" + _COMPOUND + r")\b)" + _STATED_VALUE
 )
 _GIVEN_WITH = re.compile(
     r"(?<![a-z0-9_])(?:with|using|use|enter|type|try|tried|entered|typed)[ \t]+"
@@ -954,7 +1023,8 @@ def _stated_digits(value: str, words: str) -> bool:
 def find_stated_passwords(text: str, lowered: str) -> Iterator[Span]:
     """A password stated in words: "the root password on the staging box is Winter2024!",
     "the admin password is: qwerty", "wifi password: correcthorse", "log in with the
-    password letmein2024", "the wifi password is 84736251", "my PIN is 4821"."""
+    password letmein2024", "the wifi password is 84736251", "my PIN is 4821", "user admin
+    pass hunter2"."""
     if "PIN" in text:
         for match in _PIN_STATEMENT.finditer(text):
             start, end = match.span(1)
@@ -980,10 +1050,22 @@ def find_stated_passwords(text: str, lowered: str) -> Iterator[Span]:
         keyword = match.start()
         if _passwd_command(lowered, keyword):
             continue
-        if _GIVEN_WITH.search(lowered, max(0, keyword - _GIVEN_WITH_REACH), keyword) is None:
-            continue
         start, end = match.span("value")
         end = _value_end(text, start, end)
+        reach = max(0, keyword - _USER_REACH)
+        user = (  # the substring test first: this runs for every password's name in a text
+            _USER_BEFORE.search(lowered, reach, keyword)
+            if "user" in lowered[reach:keyword]
+            else None
+        )
+        if user is not None:  # `user NAME pass VALUE`
+            if user["user"].rstrip(_TRAILING) not in _ANONYMOUS_USERS and _chosen(text[start:end]):
+                yield start, end
+            continue
+        if match["long"] is None:
+            continue  # `pass` alone is a verb
+        if _GIVEN_WITH.search(lowered, max(0, keyword - _GIVEN_WITH_REACH), keyword) is None:
+            continue
         if _stated_password(text[start:end]):
             yield start, end
 

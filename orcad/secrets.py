@@ -40,6 +40,7 @@ from orcad.secret_values import (
     VALUE_RUN,
     find_credential_flags,
     find_foreign_passwords,
+    find_login_pairs,
     find_markup_credentials,
     find_netrc_passwords,
     find_pgpass_passwords,
@@ -368,6 +369,7 @@ _RULES: tuple[tuple[str, Finder, Gate], ...] = (
     ("pgpass_password", find_pgpass_passwords, _always),
     ("password_statement", _not_annotations(find_stated_passwords), _always),
     ("password_statement", find_foreign_passwords, _always),
+    ("password_statement", find_login_pairs, _always),
 )
 _PRIORITY = {name: index for index, (name, _, _) in enumerate(_RULES)}
 

@@ -330,6 +330,57 @@ def test_numbers_in_sentences_about_a_password_stay_storable(text: str) -> None:
     assert find_secrets(text) == []
 
 
+@pytest.mark.parametrize(
+    ("text", "redacted"),
+    [
+        ("login: admin / S3cretPass", "login: admin / [REDACTED:password_statement]"),
+        ("Login: deploy/Hunter2024!", "Login: deploy/[REDACTED:password_statement]"),
+        ("user admin pass hunter2", "user admin pass [REDACTED:password_statement]"),
+        (
+            "ssh in as user ops password Tr0ub4dor&3 then sudo",
+            "ssh in as user ops password [REDACTED:password_statement] then sudo",
+        ),
+        ("creds: root/toor", "creds: root/[REDACTED:password_statement]"),
+        (
+            "the default credentials are admin/admin123.",
+            "the default credentials are admin/[REDACTED:password_statement].",
+        ),
+        (
+            "username & password: grafana / Gr4fana!",
+            "username & password: grafana / [REDACTED:password_statement]",
+        ),
+    ],
+)
+def test_a_user_and_password_given_as_a_pair_lose_the_password(text: str, redacted: str) -> None:
+    # only `credentials: root/toor` was caught, by the whole value's symbols: a pair after
+    # login, creds or user and pass, and `user NAME pass VALUE`, were kept in the clear
+    assert redact(text) == redacted
+    assert find_secrets("credentials: root/toor")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "login: see /docs/login",
+        "login: GET/POST",
+        "login: username/password",
+        "login: email / phone",
+        "login: SSO/LDAP",
+        "credentials: user/pass",
+        "creds: aws/gcp",
+        "login: oauth/oidc then redirect",
+        "user admin password reset",
+        "the user root password field is empty",
+        "user name password form",
+        "login: admin / ${ADMIN_PASSWORD}",
+        "user admin pass <password>",
+        "ftp.login() # default, i.e.: user anonymous, passwd anonymous@",
+    ],
+)
+def test_pairs_of_words_after_login_or_user_stay_storable(text: str) -> None:
+    assert find_secrets(text) == []
+
+
 def test_a_value_after_a_name_is_a_secret_unless_a_type_follows_it() -> None:
     # what tells an annotation from a credential is what follows the value, not its shape
     assert [m.rule for m in find_secrets("password: S3cr3t_Pass")] == ["credential_assignment"]
@@ -1441,6 +1492,8 @@ ADVERSARIAL = {
     "settings of words": "password = the one in\n" * 4_500,
     "foreign words after a colon": "Kennwort: " * 10_000,
     "stated PINs": "the PIN is " * 9_000,
+    "login pairs": "login: a / " * 9_000,
+    "user and pass words": "user admin pass " * 6_000,
 }
 
 

@@ -1407,6 +1407,38 @@ def build_stated_digit_passwords(c: Corpus) -> None:
         c.lookalike("number_about_a_password", text)
 
 
+def build_login_pairs(c: Corpus) -> None:
+    """A user and password given as a pair or as `user NAME pass VALUE`, and pairs of words
+    or paths after login, credentials or user."""
+    shapes = (
+        "login: {u} / {v}",
+        "Login: {u}/{v}",
+        "creds: {u}/{v}",
+        "the default credentials are {u}/{v}.",
+        "username & password: {u} / {v}",
+        "user {u} pass {v}",
+        "ssh in as user {u} password {v} then sudo",
+        "| staging | login: {u}/{v} |",
+    )
+    for index in range(8):
+        value = chosen_password(c).replace("/", "")
+        text = shapes[index].format(u=c.chars(LOWER, 5), v=value)
+        c.secret("password_statement", value, text)
+    for text in (
+        "login: see /docs/login",
+        "login: GET/POST",
+        "login: username/password",
+        "login: email / phone",
+        "credentials: user/pass",
+        "creds: aws/gcp",
+        "user admin password reset",
+        "the user root password field is empty",
+        "login: admin / ${ADMIN_PASSWORD}",
+        "ftp.login() # default, i.e.: user anonymous, passwd anonymous@",
+    ):
+        c.lookalike("login_pair_of_words", text)
+
+
 def build() -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     corpus = Corpus(SEED)
     build_secrets(corpus)
@@ -1429,6 +1461,7 @@ def build() -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     build_lower_case_settings_with_spaces(corpus)
     build_foreign_single_word_passwords(corpus)
     build_stated_digit_passwords(corpus)
+    build_login_pairs(corpus)
     return corpus.secrets, corpus.lookalikes
 
 
