@@ -157,6 +157,10 @@ def _assignment_finder(keyword: str, pattern: str) -> Finder:
                     start, end = default.span(group)
             if group == 3 and end < len(text) and text[end] in "([":
                 continue  # a call or subscript such as os.environ["X"]
+            if group == 3 and text[end - 1] == ":" and "==" in lowered[name_end:start]:
+                end -= 1  # `if token == Literal:` ends a block header, not the value
+                if start == end:
+                    continue
             if group == 3 and keyword in _PHRASE_KEYWORDS:
                 end = _PHRASE_WORDS.match(text, end).end()  # type: ignore[union-attr]
             if keyword in _PHRASE_KEYWORDS and _RECOVERY_PHRASE.match(lowered, start, end):

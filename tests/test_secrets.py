@@ -381,6 +381,33 @@ def test_pairs_of_words_after_login_or_user_stay_storable(text: str) -> None:
     assert find_secrets(text) == []
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "if token == Literal:",
+        "if password == DEFAULT_PASSWORD:",
+        "    elif token == Literal: return",
+        "while secret == EMPTY_SECRET:",
+        "    if pwd == DefaultPwd:",
+        "if api_key == MissingApiKey:",
+    ],
+)
+def test_a_comparison_with_a_name_in_a_block_header_stays_storable(text: str) -> None:
+    # the colon that ends the header was read as part of the value, which then no longer
+    # looked like a name: `Literal:` passed for key material, `DEFAULT_PASSWORD:` for a password
+    assert find_secrets(text) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [("if password == Hunter2024:", "Hunter2024"), ("if password == 's3cret':", "s3cret")],
+)
+def test_a_comparison_with_a_literal_in_a_block_header_is_a_secret(text: str, value: str) -> None:
+    redacted = redact(text)
+    assert value not in redacted
+    assert redacted.endswith("]:") or redacted.endswith("]':")
+
+
 def test_a_value_after_a_name_is_a_secret_unless_a_type_follows_it() -> None:
     # what tells an annotation from a credential is what follows the value, not its shape
     assert [m.rule for m in find_secrets("password: S3cr3t_Pass")] == ["credential_assignment"]
@@ -1494,6 +1521,7 @@ ADVERSARIAL = {
     "stated PINs": "the PIN is " * 9_000,
     "login pairs": "login: a / " * 9_000,
     "user and pass words": "user admin pass " * 6_000,
+    "comparisons in block headers": "if token == Literal:\n" * 4_800,
 }
 
 

@@ -1439,6 +1439,24 @@ def build_login_pairs(c: Corpus) -> None:
         c.lookalike("login_pair_of_words", text)
 
 
+def build_comparisons_in_block_headers(c: Corpus) -> None:
+    """A credential's name compared with a name or a constant in a block header, and with a
+    literal."""
+    for shape in ("if password == '{v}':", 'elif db_password == "{v}":', "if pwd == {v}:"):
+        value = chosen_password(c).replace("'", "").replace('"', "")
+        c.secret("credential_assignment", value, shape.format(v=value))
+    for text in (
+        "if token == Literal:",
+        "if password == DEFAULT_PASSWORD:",
+        "    elif token == Literal: return",
+        "while secret == EMPTY_SECRET:",
+        "    if pwd == DefaultPwd:",
+        "if api_key == MissingApiKey:",
+        "        if request.creation_token == creation_token:",
+    ):
+        c.lookalike("comparison_in_code", text)
+
+
 def build() -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     corpus = Corpus(SEED)
     build_secrets(corpus)
@@ -1462,6 +1480,7 @@ def build() -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     build_foreign_single_word_passwords(corpus)
     build_stated_digit_passwords(corpus)
     build_login_pairs(corpus)
+    build_comparisons_in_block_headers(corpus)
     return corpus.secrets, corpus.lookalikes
 
 
