@@ -1254,9 +1254,11 @@ def find_yaml_block_credentials(text: str, lowered: str) -> Iterator[Span]:
         elif "\n" in value:  # many lines: a wrapped value has no spaces, prose has
             lines = value.split()
             credential = len(lines) == value.count("\n") + 1 and _mixed("".join(lines))
-        else:
+        else:  # one line: of several words, a passphrase (not prose such as "Ask ops.")
             bare = word in ("secret", "credential", "credentials")
-            credential = is_credential_literal(value, quoted=True, upper_key=False, bare=bare)
+            credential = is_credential_literal(value, quoted=True, upper_key=False, bare=bare) and (
+                len(value.split()) == 1 or is_phrase_value(value)
+            )
         if credential:
             yield start, end
 

@@ -707,6 +707,36 @@ def test_yaml_blocks_without_a_credential_stay_storable(text: str) -> None:
 
 
 @pytest.mark.parametrize(
+    "text",
+    [
+        "password: |\n  Use the one from the vault.\n",
+        "db_password: >-\n    Ask ops for it.\nhost: db\n",
+        "password: |\n  Stored in Vault under kv/prod/db.\n",
+        "secret: |\n  Rotated monthly by the platform team.\n",
+        "passphrase: >\n  See the runbook\n",
+    ],
+)
+def test_a_yaml_block_of_one_line_of_prose_stays_storable(text: str) -> None:
+    # one line of prose in a block under a password's name passed for a password, since a
+    # block's value is a literal (several lines of it were already told apart)
+    assert find_secrets(text) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("password: |\n  open sesame 42\nhost: db\n", "open sesame 42"),
+        ("db_password: >-\n    correct horse battery staple\n", "correct horse battery staple"),
+        ("password: |\n  Hunter 2024!\n", "Hunter 2024!"),
+    ],
+)
+def test_a_yaml_block_of_one_line_of_words_is_a_password(text: str, value: str) -> None:
+    redacted = redact(text)
+    assert value not in redacted
+    assert "[REDACTED:credential_assignment]" in redacted
+
+
+@pytest.mark.parametrize(
     ("text", "redacted"),
     [
         ("requirepass s3cretRedis!", "requirepass [REDACTED:credential_assignment]"),

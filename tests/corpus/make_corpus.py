@@ -1457,6 +1457,27 @@ def build_comparisons_in_block_headers(c: Corpus) -> None:
         c.lookalike("comparison_in_code", text)
 
 
+def build_yaml_blocks_of_one_line(c: Corpus) -> None:
+    """A block scalar of one line of words under a password's name: a passphrase, or prose."""
+    words = ("open sesame", "correct horse battery staple", "blue monkey", "tiger lily")
+    shapes = (
+        "password: |\n  {v}\nhost: db\n",
+        "database:\n  db_password: >-\n    {v}\n  user: app\n",
+        "passphrase: |-\n  {v}\n",
+    )
+    for index in range(6):
+        value = words[index % len(words)] + c.rng.choice(["", " 42", " 7!"])
+        c.secret("credential_assignment", value, shapes[index % len(shapes)].format(v=value))
+    for text in (
+        "password: |\n  Use the one from the vault.\n",
+        "db_password: >-\n    Ask ops for it.\nhost: db\n",
+        "password: |\n  Stored in Vault under kv/prod/db.\n",
+        "secret: |\n  Rotated monthly by the platform team.\n",
+        "passphrase: >\n  See the runbook\n",
+    ):
+        c.lookalike("yaml_block_of_prose", text)
+
+
 def build() -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     corpus = Corpus(SEED)
     build_secrets(corpus)
@@ -1481,6 +1502,7 @@ def build() -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     build_stated_digit_passwords(corpus)
     build_login_pairs(corpus)
     build_comparisons_in_block_headers(corpus)
+    build_yaml_blocks_of_one_line(corpus)
     return corpus.secrets, corpus.lookalikes
 
 
