@@ -22,6 +22,7 @@ from orcad.secrets import (
     SecretMatch,
     _always,
     _long_runs,
+    _open_rules,
     contains_secret,
     find_secrets,
     redact,
@@ -1500,6 +1501,27 @@ def test_only_always_open_rules_run_without_a_long_run() -> None:
     gated = [name for name, _, gate in _RULES if gate is not _always]
     assert gated
     assert all(not gate("") for _, _, gate in _RULES if gate is not _always)
+
+
+def _rules_by_each_gate(text: str) -> list[str]:
+    """What `_open_rules` must answer: every rule whose own gate opens, in the rules' order."""
+    runs = _long_runs(text)
+    if len(runs) > 4_096:
+        runs = " ".join(set(runs.split(" ")))
+    has_operator = "=" in text or ":" in text
+    return [
+        name
+        for name, finder, gate in _RULES
+        if gate(runs) and (has_operator or finder not in _NEED_AN_OPERATOR)
+    ]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from([record["text"] for record in [*SECRETS, *LOOKALIKES]]), run_text)
+def test_the_rules_opened_by_trigger_are_those_each_gate_opens(corpus: str, noise: str) -> None:
+    # _open_rules looks the triggers of every rule up at once instead of asking each gate
+    for text in (corpus, noise, noise + " " + corpus):
+        assert [name for name, _ in _open_rules(text)] == _rules_by_each_gate(text)
 
 
 def test_rules_said_to_need_an_operator_find_nothing_without_one() -> None:
