@@ -26,7 +26,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
 
-from orcactl.connect import CommandError, connect
+from orcactl.connect import CommandError, connect, socket_path
 from orcactl.hooks.common import bounded
 from orcactl.hooks.runner import RECURSION_GUARD
 from protocol.client import Client, DaemonUnavailable, ProtocolViolation
@@ -190,6 +190,10 @@ def _supports_elicitation(ctx: Context) -> bool:
 
 def approve_command(session: DaemonSession, approval_id: str) -> str:
     words = ["orcactl", "memory", "approve", approval_id, "--session-id", session.session_id]
+    if getattr(session.args, "socket", None) or os.environ.get("ORCA_SOCKET"):
+        # the pending change lives in the daemon this server was pointed at; the user's shell
+        # may not name it (integrate writes --socket, the agent may set ORCA_SOCKET)
+        words += ["--socket", socket_path(session.args)]
     words += ["--cwd", session.cwd, "--decision", "allow_once"]
     return shlex.join(words)  # a directory with spaces or quotes stays one argument
 

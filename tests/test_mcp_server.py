@@ -410,6 +410,41 @@ async def test_the_approval_command_survives_a_directory_with_spaces_and_quotes(
     assert [r.content for r in _records(daemon, project)] == ["We use pnpm"]
 
 
+async def test_the_approval_command_reaches_the_daemon_the_server_was_given(
+    tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess
+) -> None:
+    # integrate registers `orcactl mcp --socket PATH` when ORCA_SOCKET was set; the shell the
+    # user approves from need not have it set
+    project = _project(tmp_path)
+    shell = {k: v for k, v in orca_env.env.items() if k != "ORCA_SOCKET"}
+    params = StdioServerParameters(
+        command=ORCACTL,
+        args=["mcp", "--cwd", str(project), "--socket", str(orca_env.socket)],
+        env=shell,
+    )
+    async with (
+        stdio_client(params) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        result = await session.call_tool(
+            "memory_manage",
+            {"action": "save", "content": "We use pnpm", "kind": "fact", "is_global": False},
+        )
+        text = _text(result)
+        assert "Pending approval" in text, text
+        command = shlex.split(text[text.index("orcactl memory approve") :])
+        approved = await trio.run_process(
+            [ORCACTL, *command[1:], "--no-start"],
+            capture_stdout=True,
+            capture_stderr=True,
+            env=shell,
+            check=False,
+        )
+        assert approved.returncode == 0, approved.stderr
+    assert [r.content for r in _records(daemon, project)] == ["We use pnpm"]
+
+
 async def test_arguments_over_orcads_request_bound_get_a_clear_answer(
     tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess
 ) -> None:
