@@ -173,6 +173,17 @@ class DaemonSession:
     async def call(self, method: str, params: dict[str, Any]) -> Any:
         return await anyio.to_thread.run_sync(self.call_blocking, method, params)
 
+    def close_session(self) -> None:
+        """Close the session this server opened: housekeeping at exit, so a daemon that is not
+        running is not started for it (nor is a session opened again to be closed)."""
+        if self.ids is None or self.join:
+            return
+        try:
+            with connect(self.args, start=False) as client:
+                client.call("session.close", self.ids)
+        except (CommandError, OSError, RemoteError, ProtocolViolation, msgspec.MsgspecError):
+            pass  # the daemon expires sessions it no longer hears from
+
     def close(self) -> None:
         if self._client is not None:
             self._client.close()
@@ -307,10 +318,6 @@ def run(args: argparse.Namespace) -> int:
     try:
         build_server(session).run("stdio")
     finally:
-        if session.ids is not None and not session.join:
-            try:
-                session.call_blocking("session.close", {})
-            except ToolError:
-                pass  # the daemon expires sessions it no longer hears from
+        session.close_session()
         session.close()
     return 0

@@ -19,6 +19,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.server.mcpserver.exceptions import ToolError
 
 from orcactl.mcp_server import DaemonSession
+from protocol.client import Client, DaemonUnavailable
 from tests.harness import DaemonProcess, OrcaEnv
 from tests.hook_helpers import ORCACTL, ClaudeTranscript, run_hook
 
@@ -304,6 +305,18 @@ def test_the_server_exits_cleanly_when_stdin_closes(
     assert completed.returncode == 0, completed.stderr
     assert json.loads(completed.stdout.splitlines()[0])["id"] == 1
     assert "Traceback" not in completed.stderr
+
+
+async def test_a_server_that_exits_after_orcad_stopped_does_not_start_it_again(
+    tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess
+) -> None:
+    # closing its session at exit is housekeeping: a daemon the user stopped stays stopped
+    async with mcp_session(orca_env, _project(tmp_path)) as session:
+        assert not (await session.call_tool("memory_search", {})).is_error
+        await trio.to_thread.run_sync(daemon.stop)
+    with pytest.raises(DaemonUnavailable):
+        Client(str(orca_env.socket), timeout=5).close()
+    assert not (orca_env.home / "orcad.log").exists()  # where orcactl logs a daemon it starts
 
 
 async def test_hooks_and_the_mcp_server_of_one_session_side_by_side(
