@@ -57,6 +57,12 @@ CHANGES = frozenset({"memory.manage", "memory.approve", "remember"})
 # it closes the connection instead of answering.
 KEPT_TEXT_MAX_CHARS = 64 * 1024
 
+# A change sent without an answer back: a model told it failed would make it a second time.
+UNKNOWN_OUTCOME = (
+    "orca: {why}, so whether the change was made is not known; look with memory_search (or in "
+    "the memory files) before trying again"
+)
+
 DECISIONS = {  # a grant covers the scope of the change it is given on (orcad decides)
     "allow_once": "Apply this change once",
     "allow_session": "Apply, and apply this session's later changes to the same memory "
@@ -145,8 +151,14 @@ class DaemonSession:
                     raise ToolError(f"orca: orcad did not answer in time: {exc}") from None
                 # the request may have reached it: the change may be made once it catches up
                 raise ToolError(
-                    "orca: orcad did not answer in time, so whether the change was made is not "
-                    "known; look with memory_search (or in the memory files) before trying again"
+                    UNKNOWN_OUTCOME.format(why="orcad did not answer in time")
+                ) from None
+            except ConnectionError as exc:
+                if method in READ_ONLY or isinstance(exc, (BrokenPipeError, DaemonUnavailable)):
+                    raise ToolError(f"orca: cannot reach orcad: {exc}") from None
+                # the request may have reached it: it may have made the change before it died
+                raise ToolError(
+                    UNKNOWN_OUTCOME.format(why=f"the connection to orcad was lost ({exc})")
                 ) from None
             except (CommandError, OSError, DaemonUnavailable, ProtocolViolation) as exc:
                 raise ToolError(f"orca: cannot reach orcad: {exc}") from None

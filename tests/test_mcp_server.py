@@ -5,7 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 import shlex
+import socket
+import struct
 import subprocess
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -516,6 +519,56 @@ def test_a_change_orcad_did_not_answer_in_time_is_not_reported_as_failed(
     session._call = times_out  # type: ignore[method-assign]
     with pytest.raises(ToolError, match=said):
         session.call_blocking(method, {"text": "We use yarn", "scope": "project", "query": "x"})
+
+
+def _dies_on_each_request(listener: socket.socket, how: str, received: list[bytes]) -> None:
+    """A daemon that reads a request and dies before answering it (closes, or resets)."""
+    while True:
+        try:
+            connection, _ = listener.accept()
+        except OSError:
+            return  # the listener was closed: the test is over
+        with connection:
+            received.append(connection.recv(65536))
+            if how == "reset":  # linger 0: close sends RST, as when the process is killed
+                connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+
+
+@pytest.mark.parametrize("how", ["close", "reset"])
+@pytest.mark.parametrize(
+    ("method", "said"),
+    [
+        ("remember", "whether the change was made is not known"),
+        ("memory.manage", "whether the change was made is not known"),
+        ("memory.approve", "whether the change was made is not known"),
+        ("memory.search", "cannot reach orcad"),
+    ],
+)
+def test_a_change_orcad_died_on_is_not_reported_as_failed(
+    tmp_path: Path, how: str, method: str, said: str
+) -> None:
+    # the request reached orcad, which may have made the change before it died: a model told
+    # "cannot reach orcad" would make it a second time
+    path = tmp_path / "dying.sock"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(path))
+    listener.listen()
+    received: list[bytes] = []
+    thread = threading.Thread(target=_dies_on_each_request, args=(listener, how, received))
+    thread.start()
+    args = argparse.Namespace(
+        cwd=str(tmp_path), session_id=None, mode="normal", no_start=True, socket=str(path)
+    )
+    session = DaemonSession(args)
+    session.ids = {"session_id": "mcp:1", "epoch": 1}  # opened earlier
+    try:
+        with pytest.raises(ToolError, match=said):
+            session.call_blocking(method, {"text": "We use yarn", "scope": "project"})
+    finally:
+        listener.shutdown(socket.SHUT_RDWR)
+        listener.close()
+        thread.join(timeout=10)
+    assert len(received) == (2 if method == "memory.search" else 1)  # a change is not repeated
 
 
 def test_only_the_error_that_says_the_session_is_gone_opens_it_again(
