@@ -937,6 +937,28 @@ async def test_summaries_stay_one_line_for_a_workspace_path_with_a_newline(
         assert "line one\\nline two" in result["summary"]
 
 
+async def test_summaries_show_terminal_escapes_and_bidi_overrides_as_text(
+    orca: InProcessDaemon, tmp_path: Path
+) -> None:
+    # a summary is the approval question a user answers (orcactl's prompt, an MCP client's
+    # elicitation): an escape sequence must not drive their terminal, nor an override show
+    # them other text than the change holds
+    content = "Use \u202estaging\u202c \x1b]0;title\x07 \x9b2J"
+    odd = tmp_path / "repo\u202e"
+    applied = await save(orca, await orca.open(odd, mode="yolo"), content)
+    asking = await orca.open(odd)
+    pending = await save(orca, asking, content + " twice")
+    forgetting = await orca.call(
+        "memory.manage", {**asking, "action": "forget", "id": applied["record"]["id"]}
+    )
+    for result in (applied, pending, forgetting):
+        summary = result["summary"]
+        assert not any(ch in summary for ch in "\x1b\x07\x9b\u202e\u202c"), summary
+        assert "Use \\u202estaging\\u202c \\x1b]0;title\\x07 \\x9b2J" in summary, summary
+        assert "repo\\u202e" in summary, summary
+    assert applied["record"]["content"] == content  # the record keeps what was written
+
+
 async def test_the_backfill_embeds_the_facts_recall_noted_project_by_project(
     orca: InProcessDaemon, tmp_path: Path
 ) -> None:

@@ -17,6 +17,7 @@ import structlog
 import trio
 
 from orcad.clock import Clock, format_time
+from orcad.control_characters import escape_control_characters
 from orcad.deliberate.approvals import (
     PendingApprovals,
     PendingChange,
@@ -75,8 +76,9 @@ def to_wire(record: StoredRecord) -> MemoryRecord:
 
 
 def preview(content: str) -> str:
-    """One line, short, secrets redacted: what a summary quotes of the content."""
-    line = re.sub(r"\s+", " ", redact(content)).strip()
+    """One line, short, secrets redacted, controls and bidirectional overrides written out (a
+    summary is the question a user approves on): what a summary quotes of the content."""
+    line = escape_control_characters(re.sub(r"\s+", " ", redact(content)).strip())
     return line if len(line) <= PREVIEW_CHARS else line[: PREVIEW_CHARS - 1] + "…"
 
 
@@ -85,7 +87,7 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f\x85\u2028\u2029]")
 
 
 def _scope_phrase(is_global: bool, root: str) -> str:
-    shown = _CONTROL.sub(lambda m: ascii(m.group())[1:-1], root)
+    shown = escape_control_characters(_CONTROL.sub(lambda m: ascii(m.group())[1:-1], root))
     return "global memory" if is_global else f"workspace memory ({shown})"
 
 
