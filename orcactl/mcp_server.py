@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import secrets
 import shlex
 import sys
@@ -202,8 +203,15 @@ class DaemonSession:
             self._client = None
 
 
+# What JSON leaves raw in strings and a terminal or a reader acts on: DEL, the C1 controls (0x9b
+# is CSI) and the bidirectional formatting characters (U+202E shows the text after it reversed).
+# Written as \uNNNN escapes, the JSON still decodes to the record as stored.
+_RAW_IN_JSON = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
 def _dump(value: Any) -> str:
-    return json.dumps(msgspec.to_builtins(value), ensure_ascii=False, indent=1)
+    text = json.dumps(msgspec.to_builtins(value), ensure_ascii=False, indent=1)
+    return _RAW_IN_JSON.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
 
 
 def _supports_elicitation(ctx: Context) -> bool:

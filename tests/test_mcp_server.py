@@ -378,6 +378,23 @@ async def test_hooks_and_the_mcp_server_of_one_session_side_by_side(
     assert len(_records(daemon, project)) == 3
 
 
+async def test_search_results_carry_controls_and_bidi_overrides_only_as_json_escapes(
+    tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess
+) -> None:
+    # JSON escapes C0 controls but leaves C1 ones (0x9b is a terminal's CSI) and U+202E raw;
+    # the agent shows tool results to the user
+    content = "Deploy to \u202estaging\u202c only \x9b2J \x1b[2J"
+    async with mcp_session(orca_env, _project(tmp_path), "--mode", "yolo") as session:
+        saved = await session.call_tool(
+            "memory_manage",
+            {"action": "save", "content": content, "kind": "fact", "is_global": False},
+        )
+        assert not saved.is_error, _text(saved)
+        found = _text(await session.call_tool("memory_search", {"query": "deploy staging"}))
+    assert not any(ch in found for ch in "\x1b\x9b\u202e\u202c"), found
+    assert [record["content"] for record in json.loads(found)] == [content]
+
+
 async def test_a_restarted_daemon_is_reached_again_without_a_tool_error(
     tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess
 ) -> None:
