@@ -177,9 +177,15 @@ class DaemonSession:
         except RemoteError as exc:
             # only orcad's "this session is gone" names it in data; any other not_found (a
             # record, an approval) is the tool's answer
-            if exc.kind != "not_found" or exc.data.get("session_id") != ids["session_id"]:
+            gone = exc.kind == "not_found" and exc.data.get("session_id") == ids["session_id"]
+            # A joined server is one of the agent's own processes, as its hooks are: the agent's
+            # startup open (which may come after the server first joined) fences none of them.
+            # orcad refuses a stale epoch before doing anything, so the call is simply made again.
+            fenced = exc.kind == "stale_session" and self.join
+            if not (gone or fenced):
                 raise
-        # The session expired or was closed while the server sat idle: open it again.
+        # The session expired or was closed while the server sat idle, or the agent opened it
+        # anew: open (join) it again.
         ids = self._open(self._client)
         return self._client.call(method, {**ids, **params})
 

@@ -395,6 +395,35 @@ async def test_search_results_carry_controls_and_bidi_overrides_only_as_json_esc
     assert [record["content"] for record in json.loads(found)] == [content]
 
 
+async def test_a_joined_server_that_started_before_the_agents_session_is_not_fenced_by_it(
+    tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess
+) -> None:
+    # an agent starts its MCP servers and runs its SessionStart hook side by side: the server
+    # may join (so open) the session first, and the hook's startup open then raises the epoch
+    project = _project(tmp_path)
+    session_id = "9f86d081-884c-4d63-9a2f-0b6e6a7f1b2c"
+    startup = {
+        "session_id": session_id,
+        "transcript_path": str(tmp_path / "t" / f"{session_id}.jsonl"),
+        "cwd": str(project),
+        "permission_mode": "bypassPermissions",
+        "hook_event_name": "SessionStart",
+        "source": "startup",
+    }
+    joined = ("--session-id", f"claude-code:{session_id}")
+    async with mcp_session(orca_env, project, *joined) as session:
+        assert not (await session.call_tool("memory_search", {})).is_error
+        assert run_hook(orca_env, "claude-code", "SessionStart", startup).status == 0
+        found = await session.call_tool("memory_search", {})
+        assert not found.is_error, _text(found)
+        saved = await session.call_tool(
+            "memory_manage",
+            {"action": "save", "content": "We use pnpm", "kind": "fact", "is_global": False},
+        )
+        assert not saved.is_error, _text(saved)  # the agent's session, in its mode (yolo)
+    assert [r.content for r in _records(daemon, project)] == ["We use pnpm"]
+
+
 async def test_a_restarted_daemon_is_reached_again_without_a_tool_error(
     tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess
 ) -> None:
