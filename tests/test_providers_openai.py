@@ -272,6 +272,33 @@ async def test_junk_model_text_is_returned_for_the_parser_to_reject(server: Fake
     assert await extract(make_provider(server)) == "Sure! Here are some facts you might like."
 
 
+DEEP_JSON = b"[" * 5000  # nested past the JSON decoder's recursion limit
+
+
+@pytest.mark.parametrize("stream", [True, False])
+async def test_json_nested_too_deep_is_not_json(server: FakeOpenAI, stream: bool) -> None:
+    if stream:
+        server.script(junk(b"data: " + DEEP_JSON + b"\n\n", "text/event-stream"))
+    else:
+        server.script(junk(DEEP_JSON, "application/json"))
+    error = await failure(make_provider(server, stream=stream))  # before: RecursionError
+    assert "not JSON" in error.message
+
+
+async def test_an_error_body_nested_too_deep_keeps_the_status_and_retry_after(
+    server: FakeOpenAI,
+) -> None:
+    body = DEEP_JSON[:4000]  # within the error body's read limit
+    server.script(
+        lambda handler, state: handler.send_fixed(
+            429, body, "application/json", {"Retry-After": "7"}
+        )
+    )
+    error = await failure(make_provider(server))  # before: RecursionError, status lost
+    assert error.message.startswith(f"HTTP 429 from {server.base_url}/chat/completions: ")
+    assert error.retry_after == 7.0
+
+
 async def test_disconnect_mid_stream_fails(server: FakeOpenAI) -> None:
     server.script(disconnect_mid_stream(ANSWER))
     error = await failure(make_provider(server))

@@ -39,6 +39,15 @@ def request_body(
     return json.dumps(body, ensure_ascii=False).encode("utf-8")
 
 
+def _json(document: str | bytes) -> Any:
+    """json.loads, where a document nested deeper than the decoder recurses is not JSON either
+    (ValueError, like any other that is not): a server controls the nesting."""
+    try:
+        return json.loads(document)
+    except RecursionError as exc:
+        raise ValueError("JSON nested too deeply") from exc
+
+
 def parse_retry_after(value: str | None, *, now_epoch: float) -> float | None:
     """Seconds to wait from a Retry-After header (delta-seconds or an HTTP date), never negative."""
     if value is None or not value.strip():
@@ -67,7 +76,7 @@ def error_reason(body: bytes, *, secrets: tuple[str, ...] = (), whole: bool = Tr
     if not whole:
         text = re.sub(r"\S*\Z", "", text)
     try:
-        decoded = json.loads(text)
+        decoded = _json(text)
     except ValueError:
         decoded = None
         if cut_short := _MESSAGE_FIELD.search(text):  # a JSON error body cut at the read limit
@@ -91,7 +100,7 @@ def error_reason(body: bytes, *, secrets: tuple[str, ...] = (), whole: bool = Tr
 def completion_content(body: bytes, *, secrets: tuple[str, ...] = ()) -> str:
     """The answer text of a non-streamed chat completion; `secrets` are masked in errors."""
     try:
-        decoded = json.loads(body)
+        decoded = _json(body)
     except ValueError as exc:
         raise WireError("the response is not JSON") from exc
     if not isinstance(decoded, dict):
@@ -200,7 +209,7 @@ class StreamedAnswer:
             self.done = True
             return
         try:
-            chunk = json.loads(payload)
+            chunk = _json(payload)
         except ValueError as exc:
             raise WireError("the stream carried an event that is not JSON") from exc
         if not isinstance(chunk, dict):
