@@ -110,6 +110,27 @@ def test_output_the_parser_rejects_is_exit_1(
     assert "would be a failed attempt" in captured.err
 
 
+@pytest.mark.parametrize("as_json", [False, True])
+def test_an_answer_holding_a_lone_surrogate_is_shown_escaped_with_the_reason(
+    home: Path, server: FakeOpenAI, capsys: pytest.CaptureFixture[str], as_json: bool
+) -> None:
+    use_openai(home, server.base_url)
+    body = b'{"choices": [{"message": {"content": "NOTHING \\ud800"}, "finish_reason": "stop"}]}'
+    server.script(junk(body, "application/json"))
+    # before: printing the raw output raised UnicodeEncodeError, reported as a bad path
+    assert orcactl_provider_test(*(["--json"] if as_json else [])) == 1
+    captured = capsys.readouterr()
+    if as_json:
+        report = json.loads(captured.out)
+        assert report["raw_output"] == "NOTHING \\ud800"
+        assert report["error"] == (
+            "the output would be a failed attempt: output is not valid UTF-8 text"
+        )
+    else:
+        assert "raw output:\n  NOTHING \\ud800" in captured.out
+        assert "output is not valid UTF-8 text" in captured.err
+
+
 def test_protocol_junk_is_exit_1_with_reason(
     home: Path, server: FakeOpenAI, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -99,7 +99,10 @@ def run(args: argparse.Namespace) -> int:
         report.update(elapsed_s=time.perf_counter() - started, raw_output=None, facts=None)
         report["error"] = exc.message + _hint(exc.message, config)
         return _finish(report, args.json)
-    report.update(elapsed_s=time.perf_counter() - started, raw_output=output)
+    # a JSON answer can carry a lone surrogate (an escaped \ud800) that no output can encode:
+    # shown as that escape; the parser below says why such output fails
+    shown = output.encode("utf-8", "backslashreplace").decode("utf-8")
+    report.update(elapsed_s=time.perf_counter() - started, raw_output=shown)
     try:
         facts = parse_extractor_output(output)
     except MalformedOutput as exc:
