@@ -11,7 +11,7 @@ import trio
 
 from orcad import limits
 from orcad.config import CommandConfig, ExtractionConfig
-from orcad.providers import build_provider, prompt
+from orcad.providers import ProviderConfigError, build_provider, prompt
 from orcad.providers.base import ProviderError
 from orcad.providers.command import STDERR_TAIL_CHARS, CommandProvider
 
@@ -165,6 +165,14 @@ async def test_command_that_ignores_its_input_still_answers() -> None:
         big_source, deadline=trio.current_time() + 20
     )
     assert output.strip() == "NOTHING"
+
+
+@pytest.mark.parametrize("argv", [["llm\x00"], ["llm", "-m", "tiny\x00model"]])
+def test_a_command_line_holding_a_nul_is_a_config_error(argv: list[str]) -> None:
+    # before: ValueError (embedded null byte) from every attempt, then the job exhausted
+    config = ExtractionConfig(provider="command", command=CommandConfig(argv=argv))
+    with pytest.raises(ProviderConfigError, match=r"extraction\.command\.argv"):
+        build_provider(config, {})
 
 
 def test_model_is_the_command_line() -> None:

@@ -420,6 +420,24 @@ def test_base_url_must_be_http() -> None:
         build_provider(ExtractionConfig(provider="openai", openai=settings), {})
 
 
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1:abc/v1",  # before: httpx.InvalidURL on every attempt, then exhausted
+        "http://127.0.0.1:99999/v1",
+        "http://[::1/v1",  # before: ValueError from build_provider, and orcad would not start
+        "http://[zz]/v1",
+        "http://127.0.0.1\x00/v1",
+    ],
+)
+def test_a_base_url_no_request_can_be_sent_to_is_a_config_error(url: str) -> None:
+    settings = OpenAIConfig(base_url=url)
+    with pytest.raises(
+        ProviderConfigError, match=r"extraction\.openai\.base_url .* is not a valid"
+    ):
+        build_provider(ExtractionConfig(provider="openai", openai=settings), {})
+
+
 async def test_long_error_body_is_cut_to_a_short_reason(server: FakeOpenAI) -> None:
     server.script(status(502, "bad gateway " * 2000))
     error = await failure(make_provider(server))

@@ -47,10 +47,19 @@ def build_provider(config: ExtractionConfig, environ: Mapping[str, str]) -> Prov
     if config.provider == "command":
         from orcad.providers.command import CommandProvider  # noqa: PLC0415
 
+        if any("\x00" in word for word in config.command.argv):  # no process can be given it
+            raise ProviderConfigError(
+                "extraction.command.argv holds a NUL character (\\u0000); remove it"
+            )
         return CommandProvider(config.command.argv)
-    from orcad.providers.openai import OpenAIProvider  # noqa: PLC0415
+    from orcad.providers.openai import OpenAIProvider, url_problem  # noqa: PLC0415
 
     settings = config.openai
+    if (problem := url_problem(settings.base_url)) is not None:
+        raise ProviderConfigError(
+            f"extraction.openai.base_url {settings.base_url!r} is not a valid URL ({problem}); "
+            "use e.g. http://127.0.0.1:8080/v1"
+        )
     parts = urlsplit(settings.base_url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ProviderConfigError(

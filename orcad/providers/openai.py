@@ -15,6 +15,7 @@ from __future__ import annotations
 import ssl
 import time
 from typing import Final
+from urllib.parse import urlsplit
 
 import httpx
 import trio
@@ -42,6 +43,17 @@ USER_AGENT: Final = "orcad-extractor"
 
 def chat_completions_url(base_url: str) -> str:
     return base_url.rstrip("/") + "/chat/completions"
+
+
+def url_problem(base_url: str) -> str | None:
+    """Why no request can be sent to this base URL (a port that is no port, a broken [IPv6]
+    literal, a control character), or None."""
+    try:
+        _ = urlsplit(base_url).port  # a port out of range or not a number raises ValueError
+        httpx.URL(chat_completions_url(base_url))
+    except (ValueError, httpx.InvalidURL) as exc:
+        return shorten_redacted(redact(str(exc)), ERROR_REASON_MAX_CHARS)
+    return None
 
 
 class OpenAIProvider:
