@@ -32,10 +32,11 @@ from orcad.capture.states import JobEvent, next_state
 from orcad.clock import format_time
 from orcad.errors import LeaseLost
 from orcad.limits import RETRY_AFTER_MAX_S
-from orcad.secrets import redact, shorten_redacted
+from orcad.secrets import ELLIPSIS, redact, shorten_redacted
 
 JOB_ERRORS_KEPT = 8  # newest attempt errors kept in a job file
 ERROR_MESSAGE_MAX_CHARS = 500
+ERROR_INPUT_MAX_CHARS = 16 * 1024  # of a longer error only this start is redacted and kept
 BUILTIN_OWNER_PREFIX = "orcad:"  # built-in workers are orcad:<instance>:w<n>
 
 
@@ -228,8 +229,22 @@ def recover(job: JobRecord, *, now: float) -> JobRecord:
 
 
 def clean_error_message(message: str) -> str:
-    """Error text safe to store: redacted, one line, shortened."""
+    """Error text safe to store: redacted, one line, shortened.
+
+    Only the start of a long message is read (jobs.fail takes any length, and this runs under
+    the project lock): redaction costs time per character, and only the start is kept. The
+    word that cut goes through is dropped, since half a secret may not be recognised.
+    """
+    cut = len(message) > ERROR_INPUT_MAX_CHARS
+    if cut:
+        head = message[:ERROR_INPUT_MAX_CHARS]
+        if not head[-1].isspace() and not message[ERROR_INPUT_MAX_CHARS].isspace():
+            words = head.rsplit(None, 1)
+            head = words[0] if len(words) == 2 else ""
+        message = head
     flat = " ".join(redact(message).split())
+    if cut:
+        flat = f"{flat} {ELLIPSIS}" if flat else ELLIPSIS
     return shorten_redacted(flat, ERROR_MESSAGE_MAX_CHARS) or "unspecified error"
 
 
