@@ -5,7 +5,11 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import os
+import signal
+import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +18,8 @@ import pytest
 from orcactl.commands import provider as provider_command
 from orcactl.connect import CommandError
 from tests.fake_openai import FakeOpenAI, junk, streamed
+from tests.harness import REPO_ROOT
+from tests.test_providers_command import wait_gone
 
 pytestmark = pytest.mark.inprocess
 
@@ -200,3 +206,39 @@ def test_stdin_that_is_not_utf8_is_bad_usage(
     with pytest.raises(CommandError, match="not valid UTF-8") as raised:
         orcactl_provider_test("-")
     assert raised.value.status == 2
+
+
+def test_ctrl_c_during_a_command_extraction_ends_quietly_and_kills_the_command(
+    home: Path, tmp_path: Path
+) -> None:
+    started = tmp_path / "started"
+    script = tmp_path / "slow.py"
+    script.write_text(
+        "import os, sys, time\n"
+        f"open({str(started)!r}, 'w').write(str(os.getpid()))\n"
+        "time.sleep(60)\n"
+    )
+    (home / "config.toml").write_text(
+        '[extraction]\nprovider = "command"\ntimeout_s = 60.0\n[extraction.command]\n'
+        f"argv = {json.dumps([sys.executable, str(script)])}\n",
+        encoding="utf-8",
+    )
+    env = {**os.environ, "ORCA_HOME": str(home), "PYTHONPATH": str(REPO_ROOT)}
+    orcactl = subprocess.Popen(
+        [sys.executable, "-m", "orcactl", "provider", "test"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not (started.exists() and started.read_text()) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        orcactl.send_signal(signal.SIGINT)
+        _, err = orcactl.communicate(timeout=30)
+    finally:
+        orcactl.kill()
+    assert orcactl.returncode == 130  # before: 1, with a KeyboardInterrupt exception group
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err
+    assert wait_gone([int(started.read_text())]) == []
