@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import email.utils
 import gzip
+import importlib.util
 import json
 import socket
 import time
@@ -436,6 +437,43 @@ def test_a_base_url_no_request_can_be_sent_to_is_a_config_error(url: str) -> Non
         ProviderConfigError, match=r"extraction\.openai\.base_url .* is not a valid"
     ):
         build_provider(ExtractionConfig(provider="openai", openai=settings), {})
+
+
+NO_SOCKSIO = importlib.util.find_spec("socksio") is None
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [
+        ("HTTPS_PROXY", "bogus://proxy.example:3128"),  # before: ValueError on every attempt
+        ("HTTPS_PROXY", "http://proxy.example:port"),  # before: httpx.InvalidURL
+        ("SSL_CERT_FILE", "/nonexistent/ca.pem"),  # before: FileNotFoundError
+        pytest.param(
+            "ALL_PROXY",
+            "socks5://127.0.0.1:1080",  # before: ImportError (socksio is optional)
+            marks=pytest.mark.skipif(not NO_SOCKSIO, reason="socksio is installed"),
+        ),
+    ],
+)
+def test_an_environment_no_http_client_can_be_made_in_is_a_config_error(
+    monkeypatch: pytest.MonkeyPatch, variable: str, value: str
+) -> None:
+    for name in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy", "SSL_CERT_FILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv(variable, value)
+    settings = OpenAIConfig(base_url="https://api.example.com/v1", api_key_env=KEY_VARIABLE)
+    with pytest.raises(ProviderConfigError, match=r"cannot make an HTTP client") as raised:
+        build_provider(ExtractionConfig(provider="openai", openai=settings), {KEY_VARIABLE: KEY})
+    assert variable in str(raised.value) or "SSL_CERT_FILE" in str(raised.value)
+
+
+def test_a_proxy_variable_is_no_concern_of_a_loopback_server(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("HTTPS_PROXY", "bogus://proxy.example:3128")
+    monkeypatch.setenv("HTTP_PROXY", "bogus://proxy.example:3128")
+    settings = OpenAIConfig(base_url="http://127.0.0.1:1/v1")
+    build_provider(ExtractionConfig(provider="openai", openai=settings), {})  # never used there
 
 
 async def test_long_error_body_is_cut_to_a_short_reason(server: FakeOpenAI) -> None:

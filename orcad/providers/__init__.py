@@ -4,6 +4,8 @@ The API key of the `openai` provider comes from the environment variable `api_ke
 never from a file. A server on a loopback address (a local llama.cpp, vLLM, Ollama or LM Studio)
 usually needs no key, so an unset or empty variable means "send no Authorization header" there;
 for any other host it is a configuration error, because a hosted API would only answer 401.
+So is a base URL no request can be sent to, or an environment (proxy variables, SSL_CERT_FILE)
+in which no HTTP client can be made: found once here, instead of failing every attempt.
 """
 
 from __future__ import annotations
@@ -75,4 +77,11 @@ def build_provider(config: ExtractionConfig, environ: Mapping[str, str]) -> Prov
             f"export {settings.api_key_env} in orcad's environment, or name another variable"
         )
     # Proxy variables are for reaching the outside; a loopback server is always reached directly.
-    return OpenAIProvider(settings, api_key=api_key, trust_env=not loopback)
+    provider = OpenAIProvider(settings, api_key=api_key, trust_env=not loopback)
+    if (problem := provider.client_problem()) is not None:
+        raise ProviderConfigError(
+            f"cannot make an HTTP client for {settings.base_url} in orcad's environment "
+            f"({problem}); check its proxy variables (HTTPS_PROXY, HTTP_PROXY, ALL_PROXY) and "
+            "SSL_CERT_FILE / SSL_CERT_DIR"
+        )
+    return provider

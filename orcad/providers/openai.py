@@ -131,6 +131,18 @@ class OpenAIProvider:
             pool=config.connect_timeout_s,
         )
 
+    def client_problem(self) -> str | None:
+        """Why no HTTP client can be made in this process's environment, or None: a proxy
+        variable with a scheme httpx does not know or a socks proxy without its optional
+        package, an SSL_CERT_FILE that cannot be read. The environment does not change while
+        orcad runs, so this is checked once, when the provider is built."""
+        try:
+            self._client()  # made and dropped: it opens nothing until a request is sent
+        except (OSError, ValueError, ImportError, httpx.InvalidURL) as exc:
+            text = f"{type(exc).__name__}: {exc}"
+            return shorten_redacted(redact(text), ERROR_REASON_MAX_CHARS)  # a proxy's password
+        return None
+
     def _client(self) -> httpx.AsyncClient:
         if self._ssl_context is None:
             self._ssl_context = httpx.create_ssl_context(trust_env=self._trust_env)
