@@ -439,6 +439,15 @@ def test_a_base_url_no_request_can_be_sent_to_is_a_config_error(url: str) -> Non
         build_provider(ExtractionConfig(provider="openai", openai=settings), {})
 
 
+@pytest.mark.parametrize("pasted", [KEY + "\u2026", KEY[:10] + "\u00a0" + KEY[10:], "\u200b" + KEY])
+def test_a_key_no_http_header_can_carry_is_a_config_error(pasted: str) -> None:
+    # before: UnicodeEncodeError on every attempt (and orcactl blamed the directory's name)
+    settings = OpenAIConfig(base_url="https://api.example.com/v1", api_key_env=KEY_VARIABLE)
+    with pytest.raises(ProviderConfigError, match=f"{KEY_VARIABLE} .* not ASCII") as raised:
+        build_provider(ExtractionConfig(provider="openai", openai=settings), {KEY_VARIABLE: pasted})
+    assert KEY[:8] not in str(raised.value) and KEY[-8:] not in str(raised.value)
+
+
 NO_SOCKSIO = importlib.util.find_spec("socksio") is None
 
 

@@ -76,6 +76,12 @@ def build_provider(config: ExtractionConfig, environ: Mapping[str, str]) -> Prov
             f"not set, and {parts.hostname} is not a loopback address, so it needs an API key: "
             f"export {settings.api_key_env} in orcad's environment, or name another variable"
         )
+    if api_key is not None and not api_key.isascii():  # never quoted: it is the key
+        raise ProviderConfigError(
+            f"the API key in {settings.api_key_env} holds a character that is not ASCII, which "
+            "no HTTP header can carry (a pasted ellipsis, a non-breaking or zero-width space?); "
+            "set the variable again"
+        )
     # Proxy variables are for reaching the outside; a loopback server is always reached directly.
     provider = OpenAIProvider(settings, api_key=api_key, trust_env=not loopback)
     if (problem := provider.client_problem()) is not None:
