@@ -19,7 +19,7 @@ from orcactl.commands import (
     service,
 )
 from orcactl.connect import CONNECTION_FAILURES, EXIT_ERROR, CommandError, connection_failure
-from orcactl.terminal import SafeWriter
+from orcactl.terminal import OutputClosed, SafeWriter
 from orcad import __version__
 from protocol.types import PROTOCOL_VERSION
 
@@ -108,8 +108,8 @@ def main(argv: list[str] | None = None) -> None:
         status = exc.status
     except KeyboardInterrupt:
         status = 130
-    except BrokenPipeError:
-        status = EXIT_ERROR
+    except OutputClosed:  # nobody reads what orcactl says any more; a broken pipe to orcad
+        status = EXIT_ERROR  # is a connection failure, reported below
     except UnicodeEncodeError:  # the working directory, say: its name's bytes are not UTF-8
         print(
             "orcactl: a path or text in this request is not valid UTF-8, and orcad's JSON "

@@ -14,6 +14,11 @@ def neutralize(text: str) -> str:
     return text.translate(_ESCAPED)
 
 
+class OutputClosed(Exception):
+    """Whoever read orcactl's output went away (`orcactl jobs | head -1`): a broken pipe on
+    stdout or stderr, told apart from one on the daemon's socket, which is a failure to report."""
+
+
 class SafeWriter:
     """A text stream that writes everything through `neutralize`."""
 
@@ -21,10 +26,16 @@ class SafeWriter:
         self._stream = stream
 
     def write(self, text: str) -> int:
-        return self._stream.write(neutralize(text))
+        try:
+            return self._stream.write(neutralize(text))
+        except BrokenPipeError:
+            raise OutputClosed from None
 
     def flush(self) -> None:
-        self._stream.flush()
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            raise OutputClosed from None
 
     def isatty(self) -> bool:
         return self._stream.isatty()

@@ -112,6 +112,25 @@ def test_usage_error_exits_2(orca_env: OrcaEnv) -> None:
     assert result.returncode == 2
 
 
+def test_output_nobody_reads_ends_quietly_with_exit_1(orca_env: OrcaEnv) -> None:
+    """`orcactl status | head -0`: the reader is gone before orcactl writes."""
+    reader, writer = os.pipe()
+    os.close(reader)
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "orcactl", "status"],
+            env=orca_env.env,
+            stdout=writer,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        os.close(writer)
+    assert result.returncode == 1
+    assert result.stderr == ""
+
+
 def test_a_daemon_that_cannot_start_is_reported_at_once_with_its_reason(orca_env: OrcaEnv) -> None:
     orca_env.write_config("[extraction]\nworkers = -1\n")
     started = time.monotonic()

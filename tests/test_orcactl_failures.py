@@ -20,7 +20,7 @@ from orcactl.main import main
 
 pytestmark = pytest.mark.inprocess
 
-BEHAVIOURS = ("close", "reset", "junk", "wrong_shape", "dies_after_open")
+BEHAVIOURS = ("close", "reset", "junk", "wrong_shape", "dies_after_open", "gone_after_open")
 # A session.open answer: the daemon then dies on the command's own request.
 OPENED = {
     "session_id": "orcactl:1",
@@ -40,6 +40,12 @@ def _serve(listener: socket.socket, behaviour: str) -> None:
             return  # the listener was closed: the test is over
         with connection:
             request = connection.recv(65536)
+            if behaviour == "gone_after_open" and b'"session.open"' in request:
+                # it stops reading before it answers: the command's own request then fails to
+                # send (a broken pipe on the socket, not on orcactl's stdout)
+                connection.shutdown(socket.SHUT_RD)
+                answer = {"jsonrpc": "2.0", "id": json.loads(request)["id"], "result": OPENED}
+                connection.sendall(json.dumps(answer).encode() + b"\n")
             if behaviour == "dies_after_open" and b'"session.open"' in request:
                 answer = {"jsonrpc": "2.0", "id": json.loads(request)["id"], "result": OPENED}
                 connection.sendall(json.dumps(answer).encode() + b"\n")
