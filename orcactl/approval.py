@@ -43,13 +43,15 @@ def ask(summary: str, stdin: TextIO, stdout: TextIO) -> str:
     return "deny"
 
 
-def approving_command(args: argparse.Namespace, cwd: str) -> str:
-    """The orcactl command that makes the same change and approves it once."""
+def approving_command(args: argparse.Namespace, cwd: str, content: str | None) -> str:
+    """The orcactl command that makes the same change and approves it once. `content` is the
+    text sent, written out even when it came from stdin ('-'), which is not there to read again
+    (trimmed, as orcad stores it)."""
     words = ["orcactl", "memory", args.action]
     if args.action in ("update", "forget"):
         words.append(args.id)
-    if args.action in ("save", "update"):
-        words.append(args.text)
+    if content is not None:
+        words.append(content.strip())
     if args.action == "save":
         words += ["--kind", args.kind, "--global" if args.is_global else "--workspace"]
     if getattr(args, "socket", None):

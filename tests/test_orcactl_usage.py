@@ -226,6 +226,31 @@ def test_off_a_terminal_a_change_waits_and_the_printed_command_approves_it(
     assert [r["content"] for r in records(daemon.orca, ws)] == [text]
 
 
+def test_the_printed_command_approves_text_that_was_read_from_stdin(
+    daemon: DaemonProcess, tmp_path: Path
+) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    text = "deploys go through 'make release'"
+    save = ["memory", "save", "-", "--kind", "fact", "--workspace", "--cwd", str(ws)]
+    asked = subprocess.run(
+        [sys.executable, "-m", "orcactl", *save],
+        env=daemon.orca.env,
+        input=text + "\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert asked.returncode == 4, asked.stderr
+    command = asked.stderr.split("To approve it once, run:\n  ", 1)[1].splitlines()[0]
+    words = shlex.split(command)
+    assert text in words  # the text itself: stdin is not there to read it from again
+    approved = orcactl(daemon.orca, *words[1:])
+    assert approved.returncode == 0, approved.stderr
+    assert [r["content"] for r in records(daemon.orca, ws)] == [text]
+
+
 def test_with_stdin_closed_a_change_waits_as_off_a_terminal(
     daemon: DaemonProcess, tmp_path: Path
 ) -> None:

@@ -212,10 +212,11 @@ def run_manage(args: argparse.Namespace) -> int:
         finally:
             session.close()
     if unapproved:
+        command = approval.approving_command(args, _cwd(args), params.get("content"))
         print(
             f"orcactl: this change needs approval and there is no terminal to ask on, so "
             f"nothing changed.\n{result.summary}\nTo approve it once, run:\n  "
-            f"{approval.approving_command(args, _cwd(args))}\n(or use --approve session or "
+            f"{command}\n(or use --approve session or "
             "--approve workspace instead of --yes)",
             file=sys.stderr,
         )
