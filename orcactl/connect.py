@@ -178,17 +178,18 @@ def startup_failure(offset: int) -> str:
     return said[-1].removeprefix("orcad: ") if said else ""
 
 
-def _ping(path: str) -> Client | None:
+def _ping(path: str) -> tuple[Client, int] | None:
+    """A client on the daemon answering at `path`, and that daemon's pid."""
     try:
         client = Client(path)
     except (DaemonUnavailable, ConnectionError):
         return None
     try:
-        client.call("daemon.ping")
+        pid: int = client.call("daemon.ping").pid
     except ConnectionError:
         client.close()
         return None
-    return client
+    return client, pid
 
 
 def connect(args: argparse.Namespace, *, start: bool | None = None) -> Client:
@@ -214,14 +215,16 @@ def open_client(
     process, offset = start_daemon(path)
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
-        client = _ping(path)
-        if client is not None:
-            return client, process
+        answered = _ping(path)
+        if answered is not None:
+            # another orcactl's start may have won while this one's is still on its way out
+            client, pid = answered
+            return client, (process if pid == process.pid else None)
         if process.poll() is not None:
             # It exited: another orcactl may have started one first; otherwise say why.
-            client = _ping(path)
-            if client is not None:
-                return client, None
+            answered = _ping(path)
+            if answered is not None:
+                return answered[0], None
             reason = startup_failure(offset) or f"exit status {process.returncode}"
             raise CommandError(
                 f"orcad could not start: {reason} (log: {daemon_log_path()})", EXIT_NOT_RUNNING

@@ -16,6 +16,7 @@ import pytest
 
 from orcactl import approval
 from orcad import __version__
+from orcad.limits import STOPPING_HOLDER_WAIT_S
 from tests.harness import DaemonProcess, OrcaEnv
 from tests.test_deliberate_daemon import run_on_terminal
 
@@ -200,6 +201,54 @@ def test_ping_says_it_started_orcad_and_times_only_the_round_trip(orca_env: Orca
         os.kill(pid, 15)
         while orca_env.socket.exists() and time.monotonic() < deadline + 15:
             time.sleep(0.05)
+
+
+def test_of_pings_at_once_only_the_one_whose_start_answers_says_it_started_orcad(
+    orca_env: OrcaEnv,
+) -> None:
+    # each starts an orcad; one wins the memory, the others exit, and their orcactl finds the
+    # winner answering: it did not start that one
+    pings = [
+        subprocess.Popen(
+            [sys.executable, "-m", "orcactl", "ping", "--json"],
+            env=orca_env.env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(4)
+    ]
+    answers = [ping.communicate(timeout=60) for ping in pings]
+    results = [json.loads(out) for out, _ in answers if out]
+    pids = {result["pid"] for result in results}
+    try:
+        assert [ping.returncode for ping in pings] == [0] * 4, [err for _, err in answers]
+        assert len(pids) == 1
+        assert [result["started"] for result in results].count(True) == 1
+    finally:
+        # the other starts give up once they see the winner serve: stopped before them, it
+        # would leave its memory to one of them
+        deadline = time.monotonic() + STOPPING_HOLDER_WAIT_S + 15
+        while _orcads_of(orca_env) - pids and time.monotonic() < deadline:
+            time.sleep(0.05)
+        for pid in pids:
+            os.kill(pid, 15)
+        while orca_env.socket.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+
+def _orcads_of(orca_env: OrcaEnv) -> set[int]:
+    """The processes running with this environment's ORCA_HOME (the orcads started for it)."""
+    wanted = f"ORCA_HOME={orca_env.home}".encode()
+    found = set()
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and wanted in (entry / "environ").read_bytes().split(b"\0"):
+                found.add(int(entry.name))
+        except OSError:
+            continue  # gone meanwhile
+    return found
 
 
 # --- approval ---------------------------------------------------------------------------------
