@@ -81,6 +81,13 @@ BAD_USAGE = [
     (["memory", "search", "caf\udce9"], "argument query: the text is not valid UTF-8"),
     (["memory", "save", "caf\udce9", "--kind", "fact", "--global"], "not valid UTF-8"),
     (["provider", "test", "caf\udce9"], "argument TEXT: the text is not valid UTF-8"),
+    # an id is sent as it is typed: one that no request can carry is refused the same way
+    (["memory", "update", "mem_\udce9", "x"], "argument id: the text is not valid UTF-8"),
+    (["memory", "forget", "mem_\udce9"], "argument id: the text is not valid UTF-8"),
+    (["memory", "approve", "apr_\udce9", "--session-id", "s", "--decision", "deny"], "ID: the"),
+    (["grants", "revoke", "workspace:\udce9"], "argument ID: the text is not valid UTF-8"),
+    (["jobs", "retry", "job_\udce9"], "argument ID: the text is not valid UTF-8"),
+    (["forget", "cand_\udce9"], "argument ID: the text is not valid UTF-8"),
     (["no-such-command"], "invalid choice"),
 ]
 

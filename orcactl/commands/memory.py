@@ -82,7 +82,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     save.set_defaults(run=run_manage, action="save")
 
     update = add("update", "replace a record's text (asks for approval)")
-    update.add_argument("id", help="the mem_... id shown by search or list")
+    update.add_argument("id", type=utf8_text, help="the mem_... id shown by search or list")
     update.add_argument(
         "text", type=CONTENT, help="the record's new text ('-' reads it from stdin)"
     )
@@ -90,12 +90,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     update.set_defaults(run=run_manage, action="update")
 
     forget = add("forget", "delete a record (asks for approval)")
-    forget.add_argument("id", help="the mem_... id shown by search or list")
+    forget.add_argument("id", type=utf8_text, help="the mem_... id shown by search or list")
     add_approval_options(forget)
     forget.set_defaults(run=run_manage, action="forget")
 
     approve = add("approve", "decide on a change another client left pending (e.g. orcactl mcp)")
-    approve.add_argument("approval_id", metavar="ID", help="the apr_... id the client showed")
+    approve.add_argument(
+        "approval_id", metavar="ID", type=utf8_text, help="the apr_... id the client showed"
+    )
     approve.add_argument(
         "--session-id",
         required=True,

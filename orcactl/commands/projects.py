@@ -8,7 +8,7 @@ import argparse
 import os
 from typing import Any
 
-from orcactl.arguments import existing_directory, project_id
+from orcactl.arguments import existing_directory, project_id, utf8_text
 from orcactl.connect import EXIT_OK, call, print_json
 from protocol.types import (
     JobsListResult,
@@ -53,7 +53,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     retry = jobs_actions.add_parser(
         "retry", help="run an exhausted job again (its attempts start over)"
     )
-    retry.add_argument("job_id", metavar="ID", help="a job_... id shown by orcactl jobs")
+    retry.add_argument(
+        "job_id", metavar="ID", type=utf8_text, help="a job_... id shown by orcactl jobs"
+    )
     retry.add_argument("--json", action="store_true", help="print the result as JSON")
     retry.set_defaults(run=run_jobs_retry)
 
@@ -61,7 +63,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "forget",
         help="remove one automatic-memory candidate (checked against the ledger revision)",
     )
-    forget.add_argument("candidate_id", metavar="ID", help="a cand_... id shown by inspect")
+    forget.add_argument(
+        "candidate_id", metavar="ID", type=utf8_text, help="a cand_... id shown by inspect"
+    )
     forget.add_argument(
         "--project",
         metavar="ID",
