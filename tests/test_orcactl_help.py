@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -65,3 +66,20 @@ def test_the_readme_table_lists_every_command() -> None:
             row.startswith(f"| `orcactl {name} ") or row.startswith(f"| `orcactl {name}`")
             for row in rows
         ), f"README's orcactl table lacks `orcactl {name}`"
+
+
+def test_every_orcactl_command_the_readme_names_exists() -> None:
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    commands = {name for name, _parser, _listed in leaf_commands()}
+    groups = {name.split()[0] for name in commands}
+    named = re.findall(r"`orcactl ([^`]*)`", readme)
+    for block in re.findall(r"^```[a-z]*\n(.*?)^```", readme, flags=re.MULTILINE | re.DOTALL):
+        named += re.findall(r"^\s*(?:\$ )?orcactl (.*)$", block, flags=re.MULTILINE)
+    assert len(named) > 50
+    for mention in named:
+        words = mention.split()
+        if not words or words[0].startswith("-"):
+            continue  # a global option: `orcactl --version`
+        assert words[0] in groups, f"README names `orcactl {mention}`, which does not exist"
+        if words[0] not in commands and len(words) > 1 and words[1][0].isalpha():
+            assert f"{words[0]} {words[1]}" in commands, f"README names `orcactl {mention}`"
