@@ -25,7 +25,8 @@ from protocol.types import PROTOCOL_VERSION
 
 COMMAND_GROUPS = [daemon, recall, memory, grants, projects, provider, service, doctor, agents]
 
-EPILOG = """exit status: 0 success; 1 the daemon answered with an error; 2 bad usage;
+EPILOG = """exit status: 0 success; 1 the daemon answered with an error, or the command failed
+(doctor or service status found a problem, say); 2 bad usage;
 3 orcad is not running (and was not started); 4 a pending change was not approved.
 Without --no-start, a command that needs the daemon starts it when none answers."""
 
