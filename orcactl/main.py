@@ -109,6 +109,10 @@ def main(argv: list[str] | None = None) -> None:
         status = exc.status
     except KeyboardInterrupt:
         status = 130
+    except BaseExceptionGroup as group:  # Ctrl-C inside a trio nursery (provider test) is Ctrl-C
+        if group.subgroup(KeyboardInterrupt) is None:
+            raise
+        status = 130
     except OutputClosed:  # nobody reads what orcactl says any more; a broken pipe to orcad
         status = EXIT_ERROR  # is a connection failure, reported below
     except UnicodeEncodeError:  # the working directory, say: its name's bytes are not UTF-8

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import signal
 import subprocess
 import sys
 import time
@@ -256,6 +257,33 @@ def _orcads_of(orca_env: OrcaEnv) -> set[int]:
         except OSError:
             continue  # gone meanwhile
     return found
+
+
+def test_ctrl_c_while_a_provider_test_runs_ends_it_with_130_and_no_traceback(
+    orca_env: OrcaEnv,
+) -> None:
+    started = orca_env.root / "extracting"
+    script = f"touch {shlex.quote(str(started))}; exec sleep 60"
+    orca_env.write_config(
+        '[extraction]\nprovider = "command"\ntimeout_s = 60\n'
+        f"[extraction.command]\nargv = {json.dumps(['sh', '-c', script])}\n"
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-m", "orcactl", "provider", "test", "I prefer tabs"],
+        env=orca_env.env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 30
+    while not started.exists() and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert started.exists(), "the provider's command never ran"
+    process.send_signal(signal.SIGINT)  # the user's Ctrl-C, in the middle of the extraction
+    _out, err = process.communicate(timeout=30)
+    assert "Traceback" not in err
+    assert process.returncode == 130, err
 
 
 # --- approval ---------------------------------------------------------------------------------
