@@ -71,8 +71,31 @@ def text_of_at_most(max_chars: int) -> Callable[[str], str]:
     return parse
 
 
+CWD_GONE = (
+    "the current directory no longer exists (it was removed or renamed after the shell entered "
+    "it); cd to one that does"
+)
+
+
+def current_directory() -> str:
+    """The working directory; one removed under the shell is bad usage, named as such, before
+    any request (os.getcwd fails with a bare ENOENT there)."""
+    try:
+        return os.getcwd()
+    except FileNotFoundError:
+        raise CommandError(f"{CWD_GONE}, or give --cwd DIR", EXIT_USAGE) from None
+
+
+def _absolute(text: str) -> str:
+    """An argument's path made absolute; a relative one needs the current directory."""
+    try:
+        return os.path.abspath(os.path.expanduser(text))
+    except FileNotFoundError:
+        raise argparse.ArgumentTypeError(f"{text} is relative and {CWD_GONE}") from None
+
+
 def existing_directory(text: str) -> str:
-    path = os.path.abspath(os.path.expanduser(text))
+    path = _absolute(text)
     if not os.path.isdir(path):
         reason = "is not a directory" if os.path.exists(path) else "does not exist"
         raise argparse.ArgumentTypeError(f"{path} {reason}")
@@ -88,7 +111,7 @@ def existing_directory(text: str) -> str:
 def executable_file(value: str) -> str:
     """argparse type for --orcad and --orcactl: an existing regular file this user may execute,
     as an absolute path (what a service or an agent runs from another directory)."""
-    path = os.path.abspath(os.path.expanduser(value))
+    path = _absolute(value)
     if not os.path.exists(path):
         raise argparse.ArgumentTypeError(f"{path} does not exist")
     if not os.path.isfile(path):

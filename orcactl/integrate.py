@@ -19,6 +19,7 @@ from pathlib import Path
 
 from orcactl import agent_configs
 from orcactl.agent_configs import Target, Unparseable
+from orcactl.arguments import current_directory
 from orcactl.commands.doctor_faults import Finding
 from orcactl.connect import EXIT_OK, CommandError, print_json
 from orcactl.hooks.failures import failures_path, recent_failures
@@ -88,7 +89,7 @@ def _check_writable(path: Path) -> None:
 
 
 def plan(args: argparse.Namespace, env: dict[str, str]) -> list[Change]:
-    project = Path(os.path.abspath(args.cwd or os.getcwd())) if args.project else None
+    project = Path(args.cwd or current_directory()) if args.project else None
     orcactl = args.orcactl or agent_configs.orcactl_path(env, sys.argv[0], sys.executable)
     # MCP clients may start us without ORCA_SOCKET, and from their own directory: written
     # absolute. A --socket is in no environment the agent has, so its hooks carry it too.

@@ -128,6 +128,43 @@ def test_a_working_directory_whose_name_is_not_utf8_is_a_clear_error(
     assert "--cwd: the directory's path is not valid UTF-8" in as_option.stderr
 
 
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["recall", "x"],
+        ["remember", "x"],
+        ["memory", "list"],
+        ["memory", "save", "x", "--kind", "fact", "--global", "--yes"],
+        ["inspect"],
+        ["forget", "cand_x"],
+        ["integrate", "codex", "--project", "--dry-run"],
+        ["recall", "x", "--cwd", "."],  # relative: there is nothing to resolve it against
+        ["inspect", "sub"],
+        ["integrate", "codex", "--orcactl", "bin/orcactl", "--dry-run"],
+    ],
+    ids=" ".join,
+)
+def test_a_current_directory_that_was_removed_is_bad_usage_named_as_such(
+    orca_env: OrcaEnv, tmp_path: Path, argv: list[str]
+) -> None:
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    in_gone = ["sh", "-c", f'cd {shlex.quote(str(gone))} && rmdir "$PWD" && exec "$@"', "sh"]
+    result = subprocess.run(
+        [*in_gone, sys.executable, "-m", "orcactl", *argv],
+        env=orca_env.env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert "Traceback" not in result.stderr
+    assert result.returncode == 2, result.stderr
+    assert "current directory no longer exists" in result.stderr
+    assert not orca_env.socket.exists()  # refused before any request: nothing was started
+
+
 def test_a_value_in_range_is_accepted(daemon: DaemonProcess, tmp_path: Path) -> None:
     for limit in ("1", "20"):
         result = orcactl(daemon.orca, "memory", "list", "--limit", limit, "--cwd", str(tmp_path))

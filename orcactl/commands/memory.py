@@ -9,7 +9,6 @@ change stays unapproved (exit 4) and the command that approves it is printed.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from typing import Any
 
@@ -17,6 +16,7 @@ from orcactl import approval
 from orcactl.arguments import (
     bounded_int,
     client_id,
+    current_directory,
     existing_directory,
     text_of_at_most,
     text_or_stdin,
@@ -135,7 +135,7 @@ class _Session:
 
 
 def _cwd(args: argparse.Namespace) -> str:
-    return os.path.abspath(args.cwd or os.getcwd())
+    return str(args.cwd or current_directory())
 
 
 def render_record(record: MemoryRecord) -> str:
@@ -145,8 +145,9 @@ def render_record(record: MemoryRecord) -> str:
 
 
 def run_search(args: argparse.Namespace) -> int:
+    cwd = _cwd(args)
     with connect(args) as client:
-        session = _Session(client, _cwd(args))
+        session = _Session(client, cwd)
         try:
             params: dict[str, Any] = {**session.ids, "limit": args.limit}
             if args.query is not None:
@@ -197,8 +198,9 @@ def run_manage(args: argparse.Namespace) -> int:
         if args.action == "update":
             params["content"] = text_or_stdin(args.text, CONTENT)
     declined = unapproved = False
+    cwd = _cwd(args)
     with connect(args) as client:
-        session = _Session(client, _cwd(args))
+        session = _Session(client, cwd)
         try:
             result: MemoryManageResult = session.call("memory.manage", {**session.ids, **params})
             if result.outcome == "pending_approval" and result.approval_id is not None:
@@ -214,7 +216,7 @@ def run_manage(args: argparse.Namespace) -> int:
         finally:
             session.close()
     if unapproved:
-        command = approval.approving_command(args, _cwd(args), params.get("content"))
+        command = approval.approving_command(args, cwd, params.get("content"))
         print(
             f"orcactl: this change needs approval and there is no terminal to ask on, so "
             f"nothing changed.\n{result.summary}\nTo approve it once, run:\n  "
@@ -233,10 +235,11 @@ def run_manage(args: argparse.Namespace) -> int:
 
 def run_approve(args: argparse.Namespace) -> int:
     """Join the asking session at its epoch (an approval belongs to it) and decide."""
+    cwd = _cwd(args)
     with connect(args) as client:
         try:
             opened = client.call(
-                "session.open", {"cwd": _cwd(args), "session_id": args.session_id, "join": True}
+                "session.open", {"cwd": cwd, "session_id": args.session_id, "join": True}
             )
             if not opened.joined:
                 client.call(

@@ -5,10 +5,9 @@ revisioned forgetting."""
 from __future__ import annotations
 
 import argparse
-import os
 from typing import Any
 
-from orcactl.arguments import existing_directory, project_id, utf8_text
+from orcactl.arguments import current_directory, existing_directory, project_id, utf8_text
 from orcactl.connect import EXIT_OK, call, print_json
 from protocol.types import (
     JobsListResult,
@@ -88,7 +87,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def _project_params(project: str | None, path: str | None) -> dict[str, Any]:
     if project:
         return {"project_id": project}
-    return {"cwd": os.path.abspath(path or os.getcwd())}
+    return {"cwd": path or current_directory()}
 
 
 def run_projects(args: argparse.Namespace) -> int:

@@ -8,12 +8,17 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
 import secrets
 from collections.abc import Callable
 from typing import Any
 
-from orcactl.arguments import existing_directory, text_of_at_most, text_or_stdin, utf8_text
+from orcactl.arguments import (
+    current_directory,
+    existing_directory,
+    text_of_at_most,
+    text_or_stdin,
+    utf8_text,
+)
 from orcactl.connect import EXIT_OK, connect, print_json, remote_failure
 from orcad.limits import EXPLICIT_FACT_MAX_CHARS
 from protocol.client import Client
@@ -63,7 +68,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def _in_session(args: argparse.Namespace, work: Callable[[Client, dict[str, Any]], Any]) -> Any:
     """Open a session for --cwd, run `work(client, session ids)`, close the session."""
-    cwd = os.path.abspath(args.cwd or os.getcwd())
+    cwd = args.cwd or current_directory()
     with connect(args) as client:
         try:
             opened = client.call("session.open", {"cwd": cwd, "mode": "normal"})
