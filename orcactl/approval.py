@@ -47,14 +47,15 @@ def approving_command(args: argparse.Namespace, cwd: str, content: str | None) -
     """The orcactl command that makes the same change and approves it once. `content` is the
     text sent, written out even when it came from stdin ('-'), which is not there to read again
     (trimmed, as orcad stores it)."""
-    words = ["orcactl", "memory", args.action]
-    if args.action in ("update", "forget"):
-        words.append(args.id)
+    positional = [args.id] if args.action in ("update", "forget") else []
     if content is not None:
-        words.append(content.strip())
+        positional.append(content.strip())
+    options = []
     if args.action == "save":
-        words += ["--kind", args.kind, "--global" if args.is_global else "--workspace"]
+        options += ["--kind", args.kind, "--global" if args.is_global else "--workspace"]
     if getattr(args, "socket", None):
-        words += ["--socket", args.socket]
-    words += ["--cwd", cwd, "--yes"]
-    return shlex.join(words)
+        options += ["--socket", args.socket]
+    options += ["--cwd", cwd, "--yes"]
+    if any(word.startswith("-") for word in positional):  # text such as "-O2": after `--`
+        return shlex.join(["orcactl", "memory", args.action, *options, "--", *positional])
+    return shlex.join(["orcactl", "memory", args.action, *positional, *options])

@@ -372,6 +372,22 @@ def test_the_printed_command_approves_text_that_was_read_from_stdin(
     assert [r["content"] for r in records(daemon.orca, ws)] == [text]
 
 
+def test_the_printed_command_approves_text_that_looks_like_an_option(
+    daemon: DaemonProcess, tmp_path: Path
+) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    text = "-O2"  # given after `--`, as argparse needs it
+    asked = orcactl(
+        daemon.orca, "memory", "save", "--kind", "fact", "--workspace", "--cwd", str(ws), "--", text
+    )
+    assert asked.returncode == 4, asked.stderr
+    command = asked.stderr.split("To approve it once, run:\n  ", 1)[1].splitlines()[0]
+    approved = orcactl(daemon.orca, *shlex.split(command)[1:])
+    assert approved.returncode == 0, approved.stderr
+    assert [r["content"] for r in records(daemon.orca, ws)] == [text]
+
+
 def test_with_stdin_closed_a_change_waits_as_off_a_terminal(
     daemon: DaemonProcess, tmp_path: Path
 ) -> None:
