@@ -94,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
     }
     started = time.perf_counter()
     try:
-        output = _run_interruptibly(provider, source, timeout_s)
+        output = trio.run(_extract_once, provider, source, timeout_s)
     except ProviderError as exc:
         report.update(elapsed_s=time.perf_counter() - started, raw_output=None, facts=None)
         report["error"] = exc.message + _hint(exc.message, config)
@@ -110,17 +110,6 @@ def run(args: argparse.Namespace) -> int:
     else:
         report.update(facts=[{"category": f.category, "fact": f.fact} for f in facts], error=None)
     return _finish(report, args.json)
-
-
-def _run_interruptibly(provider: Provider, source: str, timeout_s: float) -> str:
-    """One extraction; Ctrl-C comes out as KeyboardInterrupt (orcactl's exit status 130), not
-    wrapped in the exception group of the provider's nursery it was delivered in."""
-    try:
-        return trio.run(_extract_once, provider, source, timeout_s)
-    except BaseExceptionGroup as group:
-        if group.subgroup(KeyboardInterrupt) is not None:
-            raise KeyboardInterrupt from None
-        raise
 
 
 async def _extract_once(provider: Provider, source: str, timeout_s: float) -> str:
