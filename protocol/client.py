@@ -37,6 +37,7 @@ class RequestRefused(RemoteError, ConnectionError):
 class Client:
     def __init__(self, socket_path: str, *, timeout: float | None = 30.0) -> None:
         self.socket_path = socket_path
+        self._timeout = timeout  # for each call: its send, and the whole wait for its answer
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._sock.settimeout(timeout)
         try:
@@ -93,6 +94,7 @@ class Client:
         method is known, else as plain JSON values.
         """
         request_id = next(self._ids)
+        self._sock.settimeout(self._timeout)  # (a wait for an earlier answer shortened it)
         try:
             self._sock.sendall(encode_line(Request(method, params or {}, request_id)))
         except (BrokenPipeError, ConnectionResetError) as exc:
@@ -100,8 +102,11 @@ class Client:
             if refusal is not None:
                 raise refusal from exc
             raise
+        # the timeout bounds the whole wait for this answer: a server sending other lines (or
+        # one byte at a time) must not restart it with each read
+        deadline = None if self._timeout is None else time.monotonic() + self._timeout
         while True:
-            line = self._read_line()
+            line = self._read_line(deadline)
             response = response_decoder.decode(line)
             if response.id is None and response.error is not None:
                 raise RequestRefused(response.error)
@@ -133,8 +138,15 @@ class Client:
     def read_raw_line(self) -> bytes:
         return self._read_line()
 
-    def _read_line(self) -> bytes:
+    def _read_line(self, deadline: float | None = None) -> bytes:
+        """The next line, read by `deadline` (time.monotonic()) when given, else within the
+        socket's timeout for each read."""
         while not self._lines:
+            if deadline is not None:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise TimeoutError("timed out")
+                self._sock.settimeout(remaining)
             data = self._sock.recv(65536)
             if not data:
                 raise ConnectionError("the daemon closed the connection")

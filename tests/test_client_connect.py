@@ -52,3 +52,48 @@ def test_a_backlog_that_stays_full_fails_after_the_timeout(tmp_path: Path) -> No
     assert 0.25 < time.monotonic() - started < 3
     for sock in [server, *waiting]:
         sock.close()
+
+
+def _server_that_answers_with(path: Path, chunks: list[bytes], pause: float) -> threading.Thread:
+    """A foreign server: takes one connection and one request, then sends `chunks` over and
+    over, `pause` apart, until the client goes away."""
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(path))
+    server.listen(1)
+
+    def serve() -> None:
+        connection, _ = server.accept()
+        with connection, server:
+            connection.recv(65536)
+            try:
+                while True:
+                    for chunk in chunks:
+                        connection.sendall(chunk)
+                        time.sleep(pause)
+            except OSError:  # the client gave up
+                pass
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    return thread
+
+
+@pytest.mark.parametrize(
+    ("chunks", "pause"),
+    [
+        ([b'{"jsonrpc":"2.0","id":999,"result":{}}\n'], 0.01),  # answers to other requests
+        ([b'{"jsonrpc":"2.0",'], 0.05),  # an answer that never ends, a little at a time
+    ],
+    ids=["other ids", "trickle"],
+)
+def test_the_timeout_bounds_the_whole_wait_for_an_answer(
+    tmp_path: Path, chunks: list[bytes], pause: float
+) -> None:
+    # each read restarted the timeout: a server sending anything but the answer held it forever
+    path = tmp_path / "s.sock"
+    thread = _server_that_answers_with(path, chunks, pause)
+    started = time.monotonic()
+    with Client(str(path), timeout=0.5) as client, pytest.raises(TimeoutError):
+        client.call("daemon.ping")
+    assert time.monotonic() - started < 3.0
+    thread.join(timeout=5)
