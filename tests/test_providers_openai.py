@@ -20,7 +20,7 @@ from orcad.config import ExtractionConfig, OpenAIConfig
 from orcad.providers import ProviderConfigError, build_provider, prompt
 from orcad.providers.base import ProviderError
 from orcad.providers.openai import OpenAIProvider
-from orcad.providers.openai_wire import request_body
+from orcad.providers.openai_wire import error_reason, request_body
 from tests.fake_openai import (
     Behaviour,
     FakeOpenAI,
@@ -566,3 +566,23 @@ async def test_only_a_leading_think_block_is_dropped(server: FakeOpenAI) -> None
     assert text == ANSWER + "\n<think>more</think>"
     with pytest.raises(MalformedOutput):
         parse_extractor_output(text)
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        (b"upstream failed: token sk-abc", "upstream failed: token"),  # the cut word is dropped
+        (b"upstream failed ", "upstream failed"),  # the cut fell between words
+        (b"x" * 20, ""),
+    ],
+)
+def test_a_body_cut_at_the_read_limit_loses_the_word_cut_through(body: bytes, reason: str) -> None:
+    assert error_reason(body, whole=False) == reason
+
+
+def test_the_word_cut_through_is_found_in_linear_time() -> None:
+    # one long word and a space: a pattern anchored at the end retried the word from each of
+    # its characters (a 4 KiB body took 0.1 s, on the event loop; this one took seconds)
+    started = time.perf_counter()
+    assert error_reason(b"x" * 65_535 + b" ", whole=False).startswith("xxx")  # nothing cut
+    assert time.perf_counter() - started < 1.0
