@@ -94,6 +94,18 @@ def _absolute(text: str) -> str:
         raise argparse.ArgumentTypeError(f"{text} is relative and {CWD_GONE}") from None
 
 
+def socket_file(text: str) -> str:
+    """argparse type for --socket: the path made absolute (`~` expanded, which a shell leaves in
+    `--socket=~/x.sock`), as the hooks, MCP servers and commands it is written into reach it
+    from anywhere; it must be valid UTF-8, as it is shown in JSON."""
+    path = _absolute(text)
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        raise argparse.ArgumentTypeError("the socket's path is not valid UTF-8") from None
+    return path
+
+
 def existing_directory(text: str) -> str:
     path = _absolute(text)
     if not os.path.isdir(path):

@@ -7,6 +7,7 @@ import os
 import sys
 from collections.abc import Iterator
 
+from orcactl.arguments import socket_file
 from orcactl.commands import (
     agents,
     daemon,
@@ -57,7 +58,11 @@ def build_parser() -> argparse.ArgumentParser:
 GLOBAL_OPTIONS: list[tuple[str, dict[str, object]]] = [
     (
         "--socket",
-        {"metavar": "PATH", "help": "daemon socket (default: $ORCA_SOCKET or the runtime dir)"},
+        {
+            "metavar": "PATH",
+            "type": socket_file,
+            "help": "daemon socket (default: $ORCA_SOCKET or the runtime dir)",
+        },
     ),
     (
         "--no-start",

@@ -519,3 +519,26 @@ def test_a_fifo_at_the_config_path_is_reported_without_waiting_for_a_writer(
     doctor = orcactl(orca_env, "--no-start", "doctor", "--json")
     [finding] = [f for f in json.loads(doctor.stdout)["findings"] if f["check"] == "config"]
     assert finding["status"] == "problem" and "not a regular file" in finding["detail"]
+
+
+def test_the_socket_option_is_expanded_made_absolute_and_must_be_utf8(
+    orca_env: OrcaEnv, tmp_path: Path
+) -> None:
+    # a shell leaves `~` in `--socket=~/x.sock`: the path was used as `./~/x.sock`
+    env = {**orca_env.env, "HOME": str(tmp_path)}
+    for args in (
+        ("--socket=~/x.sock", "status", "--json"),
+        ("status", "--json", "--socket=~/x.sock"),
+    ):
+        shown = orcactl(orca_env, "--no-start", *args, env=env)
+        assert shown.returncode == 3, shown.stderr
+        assert json.loads(shown.stdout)["socket"] == str(tmp_path / "x.sock")
+    bad = subprocess.run(
+        [sys.executable, "-m", "orcactl", "--no-start", "--socket", b"/tmp/\xff.sock", "status"],
+        env=orca_env.env,
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert bad.returncode == 2
+    assert b"--socket: the socket's path is not valid UTF-8" in bad.stderr
