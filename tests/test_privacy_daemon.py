@@ -474,6 +474,23 @@ def test_orcactl_grants_list_and_revoke(
     assert orcactl(orca_env, "grants", "list", "--workspace", str(tmp_path)).stdout.startswith(
         "no grants"
     )
+    other = tmp_path / "other"  # (the workspace grant above covers the project's changes)
+    other.mkdir()
+    second = open_session(daemon, other)
+    for_session = daemon.call(
+        "memory.manage",
+        {**second, "action": "save", "content": "use ruff", "kind": "fact", "is_global": False},
+    )
+    daemon.call(
+        "memory.approve",
+        {**second, "approval_id": for_session.approval_id, "decision": "allow_session"},
+    )
+    [line] = [
+        line
+        for line in orcactl(orca_env, "grants", "list").stdout.splitlines()
+        if not line.startswith(grant_id)
+    ]
+    assert f"  session {second['session_id']}  " in line and "session session" not in line
     revoked = orcactl(orca_env, "grants", "revoke", grant_id)
     assert revoked.returncode == 0 and "revoked" in revoked.stdout
     again = orcactl(orca_env, "grants", "revoke", grant_id, "--json")

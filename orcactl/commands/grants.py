@@ -53,8 +53,15 @@ def run_list(args: argparse.Namespace) -> int:
         print("no grants: every memory change in normal mode asks")
     for grant in result.grants:
         where = grant.workspace_root or "global memory"
-        who = f" session {grant.session_id}" if grant.session_id else ""
-        print(f"{grant.grant_id}  {grant.scope}{who}  {where}  since {grant.granted_at}")
+        # "session s_1", "workspace", "workspace of session s_1"
+        scope = grant.scope
+        if grant.session_id:
+            scope = (
+                f"session {grant.session_id}"
+                if scope == "session"
+                else f"{scope} of session {grant.session_id}"
+            )
+        print(f"{grant.grant_id}  {scope}  {where}  since {grant.granted_at}")
     return EXIT_OK
 
 

@@ -203,5 +203,8 @@ def run_forget(args: argparse.Namespace) -> int:
                 + ", ".join(result.waiting_jobs)
             )
     else:
-        print(f"{args.candidate_id} is not in the ledger (already forgotten); nothing changed")
+        print(
+            f"{args.candidate_id} is not in the ledger (already forgotten, or never there); "
+            "nothing changed"
+        )
     return EXIT_OK
