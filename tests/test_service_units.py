@@ -394,6 +394,36 @@ def test_install_writes_through_no_symlink_left_at_its_temporary_path(
     assert not (cli.unit_dir / "orcad.service.tmp").exists()
 
 
+@pytest.mark.parametrize("kind", ["directory", "fifo", "link to a fifo"])
+def test_install_over_what_is_no_unit_file_writes_nothing_or_replaces_the_link(
+    orca_env: OrcaEnv, tmp_path: Path, kind: str
+) -> None:
+    # a directory at orcad.service failed after orcad.socket was written (a half install, and
+    # a bare "[Errno 21]"); a FIFO there, or a link to one, held install reading it
+    cli = ServiceCli(orca_env, fake_systemctl=True)
+    cli.unit_dir.mkdir(parents=True)
+    service = cli.unit_dir / "orcad.service"
+    if kind == "directory":
+        service.mkdir()
+    elif kind == "fifo":
+        os.mkfifo(service)
+    else:
+        os.mkfifo(tmp_path / "fifo")
+        service.symlink_to(tmp_path / "fifo")
+    result = cli.run("install")
+    if kind == "link to a fifo":  # the link is replaced, as any link there is
+        assert result.returncode == 0, result.stderr
+        assert not service.is_symlink() and "ExecStart=" in service.read_text()
+        return
+    what = "a directory" if kind == "directory" else "not a regular file"
+    assert (result.returncode, result.stderr) == (
+        1,
+        f"orcactl: cannot install: {service} is {what}; nothing was written\n",
+    )
+    assert sorted(path.name for path in cli.unit_dir.iterdir()) == ["orcad.service"]
+    assert cli.systemctl_calls() == []
+
+
 def test_uninstall_removes_a_dangling_unit_symlink(orca_env: OrcaEnv, tmp_path: Path) -> None:
     cli = ServiceCli(orca_env, fake_systemctl=True)
     cli.unit_dir.mkdir(parents=True)

@@ -54,12 +54,12 @@ def run_list(args: argparse.Namespace) -> int:
     for grant in result.grants:
         where = grant.workspace_root or "global memory"
         # "session s_1", "workspace", "workspace of session s_1"
-        scope = grant.scope
+        scope: str = grant.scope
         if grant.session_id:
             scope = (
                 f"session {grant.session_id}"
-                if scope == "session"
-                else f"{scope} of session {grant.session_id}"
+                if grant.scope == "session"
+                else f"{grant.scope} of session {grant.session_id}"
             )
         print(f"{grant.grant_id}  {scope}  {where}  since {grant.granted_at}")
     return EXIT_OK

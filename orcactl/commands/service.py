@@ -11,6 +11,7 @@ import contextlib
 import os
 import shlex
 import shutil
+import stat
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -23,6 +24,7 @@ from orcactl import service_files
 from orcactl.arguments import executable_file
 from orcactl.connect import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CommandError, print_json
 from orcad.paths import resolve_paths, runtime_dir_for
+from orcad.regular_files import NotARegularFile, read_regular_file
 from protocol.client import Client, DaemonUnavailable, ProtocolViolation
 from protocol.errors import RemoteError
 
@@ -164,10 +166,10 @@ class Steps:
     def write(self, path: Path, content: bytes) -> bool:
         """Write `path` if its content differs; True when it changed (or would)."""
         try:
-            if path.read_bytes() == content:
+            if read_regular_file(path) == content:
                 self.say("unchanged", f"unchanged {path}", path=str(path))
                 return False
-        except FileNotFoundError:
+        except (FileNotFoundError, NotARegularFile):  # (a link to a FIFO: replaced, not read)
             pass
         if self.dry_run:
             text = content.decode()
@@ -284,10 +286,25 @@ def systemd_socket_path() -> Path:
 # --- install --------------------------------------------------------------------------------
 
 
+def _refuse_what_cannot_be_replaced(path: Path) -> None:
+    """A unit or plist path holding something a file cannot be renamed over (a directory), or
+    that is no file at all (a FIFO, which reading would wait on), is a failure named as such."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
+        kind = "a directory" if stat.S_ISDIR(mode) else "not a regular file"
+        raise CommandError(f"cannot install: {path} is {kind}; nothing was written")
+
+
 def run_install(args: argparse.Namespace) -> int:
     steps = Steps(dry_run=args.dry_run, json=args.json)
     changed = False
-    for path, content in wanted_files(args).items():
+    wanted = wanted_files(args)
+    for path in wanted:  # before anything is written: no half install
+        _refuse_what_cannot_be_replaced(path)
+    for path, content in wanted.items():
         changed = steps.write(path, content) or changed
     if args.manager == "systemd":
         for directory in service_files.writable_directories(os.environ):
