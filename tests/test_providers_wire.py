@@ -44,14 +44,14 @@ def assemble(body: bytes, splits: list[int]) -> str:
 @given(
     pieces=st.lists(st.text(min_size=1, max_size=20), min_size=1, max_size=20),
     splits=st.lists(st.integers(min_value=0, max_value=10_000), max_size=30),
-    crlf=st.booleans(),
+    line_end=st.sampled_from([b"\n", b"\r\n", b"\r"]),  # the three the SSE format allows
+    bom=st.booleans(),  # a stream may start with a byte order mark, which is not data
 )
 def test_any_split_of_any_stream_reassembles_the_content(
-    pieces: list[str], splits: list[int], crlf: bool
+    pieces: list[str], splits: list[int], line_end: bytes, bom: bool
 ) -> None:
     body = b"".join(event(p) for p in pieces) + event(finish_reason="stop") + b"data: [DONE]\n\n"
-    if crlf:
-        body = body.replace(b"\n", b"\r\n")
+    body = (b"\xef\xbb\xbf" if bom else b"") + body.replace(b"\n", line_end)
     assert assemble(body, splits) == "".join(pieces)
 
 

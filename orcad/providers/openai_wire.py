@@ -148,6 +148,10 @@ def without_reasoning(content: str) -> str:
     return stripped[end + len(_THINK_CLOSE) :]
 
 
+_BOM = b"\xef\xbb\xbf"
+_LINE_END = re.compile(rb"\r\n|\r|\n")
+
+
 @dataclass
 class EventStreamDecoder:
     """Server-sent events: returns the data of each event a blank line completes."""
@@ -155,14 +159,32 @@ class EventStreamDecoder:
     _data: list[str] = field(default_factory=list)
     _data_bytes: int = 0  # of the event being read: a server that never ends one is cut off
     _partial: bytearray = field(default_factory=bytearray)
+    _started: bool = False  # the stream's first bytes were seen (a byte order mark dropped)
+    _after_cr: bool = False  # the last line ended in CR: a LF first in the next bytes is its end
 
     def feed(self, data: bytes) -> list[str]:
-        """Take the next bytes of the body, split anywhere."""
+        """Take the next bytes of the body, split anywhere. Lines end in LF, CRLF or CR alone,
+        as the format allows, and a byte order mark the stream starts with is not data."""
         self._partial.extend(data)
+        if not self._started:
+            if len(self._partial) < len(_BOM) and _BOM.startswith(self._partial):
+                return []  # (perhaps the start of one)
+            if self._partial.startswith(_BOM):
+                del self._partial[: len(_BOM)]
+            self._started = True
         payloads: list[str] = []
-        while (end := self._partial.find(b"\n")) >= 0:
-            raw = bytes(self._partial[:end])
-            del self._partial[: end + 1]
+        while self._partial:
+            if self._after_cr:  # the last line ended in a CR: a LF now is the rest of its end
+                if self._partial[:1] == b"\n":
+                    del self._partial[:1]
+                self._after_cr = False
+                continue
+            end = _LINE_END.search(self._partial)
+            if end is None:
+                break
+            raw = bytes(self._partial[: end.start()])
+            del self._partial[: end.end()]
+            self._after_cr = end.group() == b"\r"
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
@@ -175,13 +197,16 @@ class EventStreamDecoder:
     def feed_end(self) -> list[str]:
         """The body ended: an unterminated last line and event still count."""
         payloads: list[str] = []
+        if not self._started:  # a body shorter than a byte order mark
+            self._started = True
+            if _BOM.startswith(self._partial):
+                self._partial.clear()
         if self._partial:
             payloads.extend(self.feed(b"\n"))
         payloads.extend(self.feed_line(""))
         return payloads
 
     def feed_line(self, line: str) -> list[str]:
-        line = line.rstrip("\r")
         if not line:
             if not self._data:
                 return []
