@@ -30,6 +30,7 @@ from pydantic import BaseModel, Field
 from orcactl.connect import CommandError, connect, socket_path
 from orcactl.hooks.common import bounded
 from orcactl.hooks.runner import RECURSION_GUARD
+from orcad.control_characters import BIDI_FORMATTING
 from protocol.client import Client, DaemonUnavailable, ProtocolViolation
 from protocol.errors import RemoteError
 
@@ -212,7 +213,7 @@ class DaemonSession:
 # What JSON leaves raw in strings and a terminal or a reader acts on: DEL, the C1 controls (0x9b
 # is CSI) and the bidirectional formatting characters (U+202E shows the text after it reversed).
 # Written as \uNNNN escapes, the JSON still decodes to the record as stored.
-_RAW_IN_JSON = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_RAW_IN_JSON = re.compile(f"[\x7f-\x9f{BIDI_FORMATTING}]")
 
 
 def _dump(value: Any) -> str:

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import re
 
-# C0 controls but tab and newline, DEL, C1 controls, and the bidirectional formatting
-# characters: marks (U+061C, U+200E, U+200F), embeddings and overrides, isolates
-_CONTROL_CHARACTERS = re.compile(
-    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]"
-)
+# The bidirectional formatting characters, as a character class's ranges: marks (U+061C,
+# U+200E, U+200F), embeddings and overrides, isolates
+BIDI_FORMATTING = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+# C0 controls but tab and newline, DEL, C1 controls, and the bidirectional formatting characters
+_CONTROL_CHARACTERS = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{BIDI_FORMATTING}]")
 
 
 def _escape(match: re.Match[str]) -> str:
