@@ -326,6 +326,16 @@ def test_ctrl_c_while_a_provider_test_runs_ends_it_with_130_and_no_traceback(
 # --- approval ---------------------------------------------------------------------------------
 
 
+def approve_as_printed(orca_env: OrcaEnv, asked: subprocess.CompletedProcess[str]) -> list[str]:
+    """Run the command a change left waiting printed to approve it; its words."""
+    command = asked.stderr.split("To approve it once, run:\n  ", 1)[1].splitlines()[0]
+    words = shlex.split(command)
+    assert words[0] == "orcactl" and "--yes" in words
+    approved = orcactl(orca_env, *words[1:])
+    assert approved.returncode == 0, approved.stderr
+    return words
+
+
 def test_off_a_terminal_a_change_waits_and_the_printed_command_approves_it(
     daemon: DaemonProcess, tmp_path: Path
 ) -> None:
@@ -339,11 +349,7 @@ def test_off_a_terminal_a_change_waits_and_the_printed_command_approves_it(
     assert "needs approval and there is no terminal to ask on" in asked.stderr
     assert "declined" not in asked.stderr and asked.stdout == ""
     assert records(daemon.orca, ws) == []
-    command = asked.stderr.split("To approve it once, run:\n  ", 1)[1].splitlines()[0]
-    words = shlex.split(command)
-    assert words[0] == "orcactl" and words[-1] == "--yes"
-    approved = orcactl(daemon.orca, *words[1:])
-    assert approved.returncode == 0, approved.stderr
+    assert approve_as_printed(daemon.orca, asked)[-1] == "--yes"
     assert [r["content"] for r in records(daemon.orca, ws)] == [text]
 
 
@@ -364,11 +370,8 @@ def test_the_printed_command_approves_text_that_was_read_from_stdin(
         check=False,
     )
     assert asked.returncode == 4, asked.stderr
-    command = asked.stderr.split("To approve it once, run:\n  ", 1)[1].splitlines()[0]
-    words = shlex.split(command)
-    assert text in words  # the text itself: stdin is not there to read it from again
-    approved = orcactl(daemon.orca, *words[1:])
-    assert approved.returncode == 0, approved.stderr
+    # the text itself: stdin is not there to read it from again
+    assert text in approve_as_printed(daemon.orca, asked)
     assert [r["content"] for r in records(daemon.orca, ws)] == [text]
 
 
@@ -382,9 +385,7 @@ def test_the_printed_command_approves_text_that_looks_like_an_option(
         daemon.orca, "memory", "save", "--kind", "fact", "--workspace", "--cwd", str(ws), "--", text
     )
     assert asked.returncode == 4, asked.stderr
-    command = asked.stderr.split("To approve it once, run:\n  ", 1)[1].splitlines()[0]
-    approved = orcactl(daemon.orca, *shlex.split(command)[1:])
-    assert approved.returncode == 0, approved.stderr
+    approve_as_printed(daemon.orca, asked)
     assert [r["content"] for r in records(daemon.orca, ws)] == [text]
 
 

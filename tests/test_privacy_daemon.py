@@ -458,14 +458,18 @@ def test_orcactl_grants_list_and_revoke(
     project = tmp_path / "project"
     project.mkdir()
     session = open_session(daemon, project)
-    pending = daemon.call(
-        "memory.manage",
-        {**session, "action": "save", "content": "use uv", "kind": "fact", "is_global": False},
-    )
-    daemon.call(
-        "memory.approve",
-        {**session, "approval_id": pending.approval_id, "decision": "allow_workspace"},
-    )
+
+    def save_and_grant(session: dict[str, Any], content: str, decision: str) -> None:
+        pending = daemon.call(
+            "memory.manage",
+            {**session, "action": "save", "content": content, "kind": "fact", "is_global": False},
+        )
+        daemon.call(
+            "memory.approve",
+            {**session, "approval_id": pending.approval_id, "decision": decision},
+        )
+
+    save_and_grant(session, "use uv", "allow_workspace")
     listed = orcactl(orca_env, "grants", "list")
     assert listed.returncode == 0, listed.stderr
     [line] = listed.stdout.splitlines()
@@ -477,14 +481,7 @@ def test_orcactl_grants_list_and_revoke(
     other = tmp_path / "other"  # (the workspace grant above covers the project's changes)
     other.mkdir()
     second = open_session(daemon, other)
-    for_session = daemon.call(
-        "memory.manage",
-        {**second, "action": "save", "content": "use ruff", "kind": "fact", "is_global": False},
-    )
-    daemon.call(
-        "memory.approve",
-        {**second, "approval_id": for_session.approval_id, "decision": "allow_session"},
-    )
+    save_and_grant(second, "use ruff", "allow_session")
     [line] = [
         line
         for line in orcactl(orca_env, "grants", "list").stdout.splitlines()
