@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -25,12 +26,21 @@ pytestmark = pytest.mark.daemon
 
 
 def orcactl(
-    orca_env: OrcaEnv, *args: str, env: dict[str, str] | None = None
+    orca_env: OrcaEnv,
+    *args: str | bytes,
+    env: dict[str, str] | None = None,
+    prefix: Sequence[str] = (),
+    cwd: Path | None = None,
+    stdin: str | None = None,
 ) -> subprocess.CompletedProcess[str]:
+    """orcactl run in a process of its own, run by `prefix` (a shell) when given; its stdin is
+    `stdin`, or nothing (never a terminal)."""
     return subprocess.run(
-        [sys.executable, "-m", "orcactl", *args],
+        [*prefix, sys.executable, "-m", "orcactl", *args],
         env=env or orca_env.env,
-        stdin=subprocess.DEVNULL,  # never a terminal
+        cwd=cwd,
+        input=stdin,
+        stdin=subprocess.DEVNULL if stdin is None else None,
         capture_output=True,
         text=True,
         timeout=60,
@@ -110,16 +120,7 @@ def test_a_working_directory_whose_name_is_not_utf8_is_a_clear_error(
     latin1 = tmp_path / os.fsdecode(b"caf\xe9")  # made on a system with another encoding
     latin1.mkdir()
     for argv in (["recall", "x"], ["remember", "x"], ["memory", "list"], ["inspect"]):
-        result = subprocess.run(
-            [sys.executable, "-m", "orcactl", *argv],
-            env=daemon.orca.env,
-            cwd=latin1,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
+        result = orcactl(daemon.orca, *argv, cwd=latin1)
         assert "Traceback" not in result.stderr
         assert result.returncode == 1
         assert "not valid UTF-8" in result.stderr
@@ -150,15 +151,7 @@ def test_a_current_directory_that_was_removed_is_bad_usage_named_as_such(
     gone = tmp_path / "gone"
     gone.mkdir()
     in_gone = ["sh", "-c", f'cd {shlex.quote(str(gone))} && rmdir "$PWD" && exec "$@"', "sh"]
-    result = subprocess.run(
-        [*in_gone, sys.executable, "-m", "orcactl", *argv],
-        env=orca_env.env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    result = orcactl(orca_env, *argv, prefix=in_gone)
     assert "Traceback" not in result.stderr
     assert result.returncode == 2, result.stderr
     assert "current directory no longer exists" in result.stderr
@@ -360,15 +353,7 @@ def test_the_printed_command_approves_text_that_was_read_from_stdin(
     ws.mkdir()
     text = "deploys go through 'make release'"
     save = ["memory", "save", "-", "--kind", "fact", "--workspace", "--cwd", str(ws)]
-    asked = subprocess.run(
-        [sys.executable, "-m", "orcactl", *save],
-        env=daemon.orca.env,
-        input=text + "\n",
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    asked = orcactl(daemon.orca, *save, stdin=text + "\n")
     assert asked.returncode == 4, asked.stderr
     # the text itself: stdin is not there to read it from again
     assert text in approve_as_printed(daemon.orca, asked)
@@ -534,12 +519,6 @@ def test_the_socket_option_is_expanded_made_absolute_and_must_be_utf8(
         shown = orcactl(orca_env, "--no-start", *args, env=env)
         assert shown.returncode == 3, shown.stderr
         assert json.loads(shown.stdout)["socket"] == str(tmp_path / "x.sock")
-    bad = subprocess.run(
-        [sys.executable, "-m", "orcactl", "--no-start", "--socket", b"/tmp/\xff.sock", "status"],
-        env=orca_env.env,
-        capture_output=True,
-        timeout=60,
-        check=False,
-    )
+    bad = orcactl(orca_env, "--no-start", "--socket", b"/tmp/\xff.sock", "status")
     assert bad.returncode == 2
-    assert b"--socket: the socket's path is not valid UTF-8" in bad.stderr
+    assert "--socket: the socket's path is not valid UTF-8" in bad.stderr
