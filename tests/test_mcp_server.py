@@ -62,6 +62,20 @@ def _text(result: types.CallToolResult) -> str:
     return "\n".join(block.text for block in result.content if isinstance(block, types.TextContent))
 
 
+async def _approve_as_printed(text: str, env: dict[str, str], *extra: str) -> None:
+    """Run, as a user would in a shell with `env`, the approval command a tool answer printed
+    (a shell word each, as `shlex` splits them)."""
+    command = shlex.split(text[text.index("orcactl memory approve") :])
+    approved = await trio.run_process(
+        [ORCACTL, *command[1:], *extra],
+        capture_stdout=True,
+        capture_stderr=True,
+        env=env,
+        check=False,
+    )
+    assert approved.returncode == 0, approved.stderr
+
+
 def _records(daemon: DaemonProcess, cwd: Path) -> list[Any]:
     with daemon.client() as client:
         opened = client.call("session.open", {"cwd": str(cwd)})
@@ -237,16 +251,8 @@ async def test_without_elicitation_the_change_waits_for_orcactl(
         )
         text = _text(result)
         assert not result.is_error and "Pending approval" in text
-        command = text[text.index("orcactl memory approve") :].split()
         assert _records(daemon, project) == []
-        approved = await trio.run_process(
-            [ORCACTL, *command[1:]],
-            capture_stdout=True,
-            capture_stderr=True,
-            env=orca_env.env,
-            check=False,
-        )
-        assert approved.returncode == 0, approved.stderr
+        await _approve_as_printed(text, orca_env.env)
     assert [r.content for r in _records(daemon, project)] == ["Deploys go through ArgoCD"]
 
 
@@ -460,15 +466,7 @@ async def test_the_approval_command_survives_a_directory_with_spaces_and_quotes(
         )
         text = _text(result)
         assert "Pending approval" in text, text
-        command = shlex.split(text[text.index("orcactl memory approve") :])
-        approved = await trio.run_process(
-            [ORCACTL, *command[1:]],
-            capture_stdout=True,
-            capture_stderr=True,
-            env=orca_env.env,
-            check=False,
-        )
-        assert approved.returncode == 0, approved.stderr
+        await _approve_as_printed(text, orca_env.env)
     assert [r.content for r in _records(daemon, project)] == ["We use pnpm"]
 
 
@@ -495,15 +493,7 @@ async def test_the_approval_command_reaches_the_daemon_the_server_was_given(
         )
         text = _text(result)
         assert "Pending approval" in text, text
-        command = shlex.split(text[text.index("orcactl memory approve") :])
-        approved = await trio.run_process(
-            [ORCACTL, *command[1:], "--no-start"],
-            capture_stdout=True,
-            capture_stderr=True,
-            env=shell,
-            check=False,
-        )
-        assert approved.returncode == 0, approved.stderr
+        await _approve_as_printed(text, shell, "--no-start")
     assert [r.content for r in _records(daemon, project)] == ["We use pnpm"]
 
 
