@@ -163,6 +163,21 @@ def test_a_final_answer_already_written_is_neither_waited_for_nor_doubled(
     ]
 
 
+spaced_text = st.text(alphabet="ab \n\t", max_size=12)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(spaced_text, max_size=6), spaced_text)
+def test_a_final_answer_is_held_when_the_texts_end_with_it_spacing_aside(
+    assistant: list[str], final: str
+) -> None:
+    # compared on the last texts only: the same answer as comparing all of them
+    answer = common.final_answer({"last_assistant_message": final})
+    everything = " ".join(" ".join(assistant).split())
+    expected = bool(assistant) and everything.endswith(answer.spaced)
+    assert common.holds_final(assistant, answer) == expected
+
+
 def test_the_submitted_prompt_and_the_stopped_turn_get_one_turn_id(tmp_path: Path) -> None:
     log = _transcript(tmp_path)
     _turn(log, "first question", "first answer")

@@ -16,7 +16,7 @@ from orcactl.hooks.common import (
     HookContext,
     bounded,
     bounded_messages,
-    final_message,
+    final_answer,
     forced_continuation,
     holds_final,
     open_session,
@@ -83,7 +83,7 @@ def _final_turn(payload: dict[str, Any], context: HookContext) -> transcript.Tur
     any assistant text), for at most a second. A final answer the transcript never shows comes
     from the input, so the answer is never left out."""
     path = payload.get("transcript_path")
-    final = final_message(payload)
+    final = final_answer(payload)
     deadline = time.monotonic() + min(FINAL_ENTRY_WAIT_S, max(0.0, context.remaining() / 4))
     while True:
         try:
@@ -99,8 +99,8 @@ def _final_turn(payload: dict[str, Any], context: HookContext) -> transcript.Tur
         if holds_final(turn.assistant, final) or turn.api_error:
             return turn
         if time.monotonic() >= deadline:
-            if final:
-                turn.assistant.append(final)
+            if final.text:
+                turn.assistant.append(final.text)
             return turn
         time.sleep(FINAL_ENTRY_POLL_S)
 

@@ -16,7 +16,7 @@ from orcactl.hooks.common import (
     agent_id,
     bounded,
     bounded_messages,
-    final_message,
+    final_answer,
     forced_continuation,
     holds_final,
     open_session,
@@ -69,7 +69,7 @@ def _final_turn(payload: dict[str, Any], context: HookContext) -> transcript.Tur
     names, for at most a second. A turn whose rollout never shows that answer but holds others
     gets it from the input, so the answer is never left out."""
     turn_id = text_field(payload, "turn_id")
-    final = final_message(payload)
+    final = final_answer(payload)
     deadline = time.monotonic() + min(FINAL_ENTRY_WAIT_S, max(0.0, context.remaining() / 4))
     while True:
         try:
@@ -84,8 +84,8 @@ def _final_turn(payload: dict[str, Any], context: HookContext) -> transcript.Tur
         if holds_final(turn.assistant, final) or turn.api_error or turn.aborted:
             return turn
         if time.monotonic() >= deadline:
-            if turn.assistant and final:
-                turn.assistant.append(final)
+            if turn.assistant and final.text:
+                turn.assistant.append(final.text)
             return turn
         time.sleep(FINAL_ENTRY_POLL_S)
 

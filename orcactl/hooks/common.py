@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import os
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from orcactl.hooks import transcript
 from orcactl.hooks.wire import HookClient, connect
@@ -71,21 +71,37 @@ def forced_continuation(payload: dict[str, Any]) -> bool:
     return payload.get("stop_hook_active") is True
 
 
-def final_message(payload: dict[str, Any]) -> str:
-    """The turn's final answer as the Stop input gives it (`last_assistant_message`), or ""."""
+class FinalAnswer(NamedTuple):
+    """The turn's final answer as the Stop input gives it (`last_assistant_message`)."""
+
+    text: str  # cleaned as transcript text is ("" when the input gives none)
+    spaced: str  # its words, one space apart: the transcript's copy is compared by these
+
+
+def final_answer(payload: dict[str, Any]) -> FinalAnswer:
     final = payload.get("last_assistant_message")
-    return transcript.clean_text(final) if isinstance(final, str) else ""
+    text = transcript.clean_text(final) if isinstance(final, str) else ""
+    return FinalAnswer(text, " ".join(text.split()))
 
 
-def holds_final(assistant: list[str], final: str) -> bool:
+def holds_final(assistant: list[str], final: FinalAnswer) -> bool:
     """Whether a turn's assistant texts, as the transcript holds them, end with its final
-    answer (`final_message`; any text will do when the input gives none). Spacing aside: the
-    input's copy may join the message's text blocks with blank lines."""
+    answer (any text will do when the input gives none). Spacing aside: the input's copy may
+    join the message's text blocks with blank lines. Only the last texts, as long as the answer,
+    are compared: the hook reads the transcript again and again while it waits."""
     if not assistant:
         return False
-    if not final:
+    if not final.spaced:
         return True
-    return " ".join(" ".join(assistant).split()).endswith(" ".join(final.split()))
+    tail: list[str] = []
+    size = -1
+    for text in reversed(assistant):
+        if words := " ".join(text.split()):
+            tail.append(words)
+            size += len(words) + 1
+            if size >= len(final.spaced):
+                break
+    return " ".join(reversed(tail)).endswith(final.spaced)
 
 
 def mode_of(payload: dict[str, Any]) -> tuple[str, bool]:
