@@ -61,9 +61,17 @@ def test_comments_and_other_fields_are_ignored() -> None:
     assert assemble(body, []) == "hi"
 
 
-def test_multi_line_data_is_joined_with_newlines() -> None:
-    decoder = EventStreamDecoder()
-    assert decoder.feed(b'data: {"a":\ndata: 1}\n\n') == ['{"a":\n1}']
+@pytest.mark.parametrize("line_end", [b"\n", b"\r\n", b"\r"])
+def test_multi_line_data_is_joined_with_newlines_wherever_the_body_is_cut(
+    line_end: bytes,
+) -> None:
+    # a CRLF cut between its CR and LF ends one line, not two: a blank line between the data
+    # lines would end the event early, in two halves
+    body = b'data: {"a":\ndata: 1}\n\n'.replace(b"\n", line_end)
+    for cut in range(len(body) + 1):
+        decoder = EventStreamDecoder()
+        events = decoder.feed(body[:cut]) + decoder.feed(body[cut:]) + decoder.feed_end()
+        assert events == ['{"a":\n1}'], cut
 
 
 def test_usage_only_chunks_are_accepted() -> None:

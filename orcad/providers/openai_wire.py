@@ -172,21 +172,20 @@ class EventStreamDecoder:
             if self._partial.startswith(_BOM):
                 del self._partial[: len(_BOM)]
             self._started = True
+        if self._after_cr and self._partial:  # a LF now is the rest of the last line's end
+            if self._partial[:1] == b"\n":
+                del self._partial[:1]
+            self._after_cr = False
+        *lines, rest = _LINE_END.split(self._partial)  # at C speed, however many lines
         payloads: list[str] = []
-        while self._partial:
-            if self._after_cr:  # the last line ended in a CR: a LF now is the rest of its end
-                if self._partial[:1] == b"\n":
-                    del self._partial[:1]
-                self._after_cr = False
-                continue
-            end = _LINE_END.search(self._partial)
-            if end is None:
-                break
-            raw = bytes(self._partial[: end.start()])
-            del self._partial[: end.end()]
-            self._after_cr = end.group() == b"\r"
+        if lines:
+            self._after_cr = self._partial.endswith(b"\r")  # perhaps a CRLF's CR, cut in two
+            self._partial = bytearray(rest)
+        for raw in lines:
+            if not raw and not self._data:
+                continue  # a blank line with no event to complete (keep-alives, stray ends)
             try:
-                line = raw.decode("utf-8")
+                line = bytes(raw).decode("utf-8")
             except UnicodeDecodeError as exc:
                 raise WireError("the stream is not UTF-8") from exc
             payloads.extend(self.feed_line(line))
