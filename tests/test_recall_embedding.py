@@ -768,7 +768,9 @@ def inputs_asked(server: FakeOpenAI, count: int) -> list[list[str]]:
 def test_endpoint_failures_give_no_vector_within_the_deadline_and_rest_the_endpoint() -> None:
     now = [0.0]
     with FakeOpenAI() as server:
-        loaded = endpoint_on_a_clock(server, now)
+        # a deadline of 1 s, a third of the stall: at 0.3 s a loaded machine could cut the
+        # request before it reached the server, whose script then answered the next one
+        loaded = endpoint_on_a_clock(server, now, timeout_s=1.0)
         server.script(stall_before_headers(3.0), status(500))
         started = time.monotonic()
         assert loaded.embed(["slow"]) is None
