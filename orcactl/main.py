@@ -101,13 +101,14 @@ def _command_parsers(parser: argparse.ArgumentParser) -> Iterator[argparse.Argum
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = build_parser().parse_args(argv)
     # started with a standard stream closed, Python gives None: what is written there is lost,
-    # and a closed stdin is no terminal to ask on (it reads as an empty one)
+    # and a closed stdin is no terminal to ask on (it reads as an empty one). The writers go in
+    # before parsing, since a usage error repeats the arguments it did not understand.
     sys.stdin = sys.stdin or open(os.devnull, encoding="utf-8")  # noqa: SIM115
     sys.stdout = SafeWriter(sys.stdout or open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115
     sys.stderr = SafeWriter(sys.stderr or open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115
     try:
+        args = build_parser().parse_args(argv)
         status = args.run(args)
     except CommandError as exc:
         print(f"orcactl: {exc}", file=sys.stderr)

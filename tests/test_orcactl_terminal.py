@@ -68,3 +68,27 @@ def test_json_output_with_del_or_a_c1_control_is_still_json(
     assert listed.returncode == 0, listed.stderr
     assert control not in listed.stdout  # nothing raw reaches the terminal
     assert json.loads(listed.stdout)["records"][0]["content"] == content  # and it is JSON, exact
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["status", "--bogus", "\x1b]0;pwned\x07"],  # argparse repeats an unknown argument
+        ["\x1b[2Jstatus"],  # and an unknown command
+        ["memory", "list", "--limit", "\x1b[31m5"],  # and a value its type refused
+    ],
+    ids=["unknown argument", "unknown command", "bad value"],
+)
+def test_a_usage_error_shows_control_characters_of_the_arguments_as_text(
+    argv: list[str],
+) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "orcactl", *argv],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 2, result.stderr
+    assert "\\x1b" in result.stderr  # the argument is named, escaped
+    assert "\x1b" not in result.stderr and "\x07" not in result.stderr
