@@ -408,6 +408,28 @@ def test_approve_option_grants_the_workspace(daemon: DaemonProcess, tmp_path: Pa
     assert orcactl(daemon.orca, *save[:-1], str(other), "third").returncode == 4
 
 
+def test_saving_what_memory_already_says_succeeds_and_changes_nothing(
+    daemon: DaemonProcess, tmp_path: Path
+) -> None:
+    save = ["memory", "save", "--kind", "fact", "--workspace", "--yes", "--cwd", str(tmp_path)]
+    first = orcactl(daemon.orca, *save, "builds use pnpm")
+    assert first.returncode == 0, first.stderr
+    again = orcactl(daemon.orca, *save, "  builds use pnpm\n", "--json")
+    assert again.returncode == 0, again.stderr  # the memory holds it, as asked
+    assert json.loads(again.stdout)["outcome"] == "denied"  # and the daemon says nothing changed
+    [record] = records(daemon.orca, tmp_path)
+    update = ["memory", "update", record["id"], "builds use pnpm", "--yes", "--cwd", str(tmp_path)]
+    unchanged = orcactl(daemon.orca, *update)
+    assert unchanged.returncode == 0, unchanged.stderr
+    assert "already says that" in unchanged.stdout
+    other = orcactl(daemon.orca, *save, "builds use yarn")
+    assert other.returncode == 0, other.stderr
+    # an update onto another record's text is refused: the record asked for did not get it
+    clash = orcactl(daemon.orca, *update[:3], "builds use yarn", *update[4:])
+    assert clash.returncode == 1, clash.stdout
+    assert [r["content"] for r in records(daemon.orca, tmp_path)].count("builds use pnpm") == 1
+
+
 @pytest.mark.parametrize(
     ("answer", "status", "decision"),
     [
