@@ -4,8 +4,11 @@ failpoints, each followed by a restart that must find a consistent state."""
 from __future__ import annotations
 
 import collections
+import json
 import os
 import random
+import signal
+import sys
 import threading
 from pathlib import Path
 
@@ -16,6 +19,7 @@ from orcad.failpoints import FAILPOINT_ENV, FAILPOINT_EXIT_STATUS
 from protocol.errors import RemoteError
 from tests.external_worker import turn_params, wait_for
 from tests.harness import DaemonProcess, OrcaEnv
+from tests.test_providers_command import process_gone, wait_gone
 
 pytestmark = pytest.mark.crash
 
@@ -149,3 +153,49 @@ def test_each_failpoint_ends_in_a_correct_state_after_restart(
     assert not list(project_dir.glob(".*.tmp"))
     markdown = (project_dir / "auto-memory.md").read_text()
     assert "pnpm" in markdown and "ruff" in markdown
+
+
+# A provider command that hangs, with a helper that ignores SIGTERM; the helper says who they
+# are once it does.
+HUNG_HELPER = """import os, signal, sys, time
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+with open(sys.argv[1] + ".tmp", "w") as out:
+    out.write(f"{os.getppid()} {os.getpid()}")
+os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+time.sleep(600)
+"""
+HUNG_PROVIDER = f"""import subprocess, sys, time
+sys.stdin.read()
+subprocess.Popen([sys.executable, "-c", {HUNG_HELPER!r}, sys.argv[1]])
+time.sleep(600)
+"""
+
+
+def test_a_provider_command_does_not_outlive_a_killed_daemon(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    # before: the command (and its helper) ran on, reparented, for as long as they liked
+    script = tmp_path / "hung_provider.py"
+    script.write_text(HUNG_PROVIDER)
+    pids_file = tmp_path / "pids"
+    argv = json.dumps([sys.executable, str(script), str(pids_file)])
+    orca_env.write_config(
+        '[extraction]\nprovider = "command"\nworkers = 1\ntimeout_s = 600\nlease_s = 600\n'
+        f"[extraction.command]\nargv = {argv}\n"
+    )
+    daemon = DaemonProcess(orca_env)
+    daemon_factory.append(daemon)
+    daemon.start()
+    session = daemon.call("session.open", {"cwd": str(project_path(tmp_path))})
+    daemon.call("turn.completed", turn_params(session, "t1", "We use pnpm for packages."))
+    wait_for(pids_file.exists)
+    pids = [int(pid) for pid in pids_file.read_text().split()]
+    try:
+        assert not any(process_gone(pid) for pid in pids)
+        daemon.kill()
+        # SIGTERM at once, SIGKILL a second later for what ignored it
+        assert wait_gone(pids, timeout=5.0) == []
+    finally:
+        for pid in pids:
+            if not process_gone(pid):
+                os.kill(pid, signal.SIGKILL)

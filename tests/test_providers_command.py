@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -11,7 +14,7 @@ import trio
 
 from orcad import limits
 from orcad.config import CommandConfig, ExtractionConfig
-from orcad.providers import ProviderConfigError, build_provider, prompt
+from orcad.providers import ProviderConfigError, build_provider, command_launcher, prompt
 from orcad.providers.base import ProviderError
 from orcad.providers.command import STDERR_TAIL_CHARS, CommandProvider
 
@@ -138,6 +141,104 @@ async def test_cancellation_kills_the_group_and_propagates(tmp_path: Path) -> No
         await CommandProvider(python(code)).extract(SOURCE, deadline=trio.current_time() + 30)
     assert scope.cancelled_caught
     assert wait_gone([int(pids.read_text())]) == []
+
+
+async def test_a_command_killed_by_a_signal_is_reported_so() -> None:
+    # the launcher between orcad and the command dies of the same signal
+    with pytest.raises(ProviderError, match="'sh' was killed by signal 15"):
+        await CommandProvider(["sh", "-c", "kill -TERM $$"]).extract(
+            SOURCE, deadline=trio.current_time() + 20
+        )
+
+
+@pytest.mark.parametrize("name", ["SIGTERM", "SIGINT", "SIGHUP"])
+async def test_a_signal_to_the_whole_group_is_the_command_s_to_answer(name: str) -> None:
+    # a service manager stopping everything signals the launcher too: the command's answer to
+    # it is what counts (a launcher that did not ignore them would end with a KeyboardInterrupt
+    # at SIGINT, killed at SIGHUP)
+    code = (
+        "import os, signal, sys; sys.stdin.read(); "
+        f"signal.signal(signal.{name}, lambda *_: (print('NOTHING'), sys.exit(0))); "
+        f"os.killpg(0, signal.{name}); signal.pause()"
+    )
+    output = await CommandProvider(python(code)).extract(SOURCE, deadline=trio.current_time() + 20)
+    assert output == "NOTHING\n"
+
+
+async def test_the_command_starts_with_no_signal_ignored() -> None:
+    # an ignored signal stays ignored across exec: SIGPIPE and SIGXFSZ (ignored by Python),
+    # SIGTERM (by the launcher) and glibc's internal 32 and 33 (by its posix_spawn) must not be
+    output = await CommandProvider(["grep", "SigIgn", "/proc/self/status"]).extract(
+        SOURCE, deadline=trio.current_time() + 20
+    )
+    ignored = int(output.split()[1], 16)
+    for number in (signal.SIGPIPE, signal.SIGTERM, signal.SIGXFSZ, 32, 33):
+        assert not ignored & (1 << (number - 1)), number
+
+
+# Stands in for orcad: it starts the launcher as orcad does (a new session) and waits to be
+# killed. "-c" runs the launcher with no pidfd_open, as on macOS or where a sandbox refuses it.
+STAND_IN = """import os, subprocess, sys
+launcher, watch, command = sys.argv[1], sys.argv[2], sys.argv[3:]
+run = [launcher]
+if watch == "parent pid":
+    run = ["-c", "import os, runpy, sys; del os.pidfd_open; sys.argv[0] = %r; "
+           "runpy.run_path(sys.argv[0], run_name='__main__')" % launcher]
+subprocess.Popen([sys.executable, "-I", "-S", *run, str(os.getpid()), *command],
+                 start_new_session=True, stdin=subprocess.DEVNULL)
+os.read(0, 1)
+"""
+# The command, and a helper of it that ignores SIGTERM; the helper writes both pids.
+HELPER = """import os, signal, sys, time
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+with open(sys.argv[1] + ".tmp", "w") as out:
+    out.write(f"{os.getppid()} {os.getpid()}")
+os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+time.sleep(600)
+"""
+
+
+@pytest.mark.parametrize("watch", ["pidfd", "parent pid"])
+def test_the_group_ends_when_orcad_dies(tmp_path: Path, watch: str) -> None:
+    pids_file = tmp_path / "pids"
+    command = [
+        sys.executable,
+        "-c",
+        "import subprocess, sys, time; "
+        f"subprocess.Popen([sys.executable, '-c', {HELPER!r}, {str(pids_file)!r}]); "
+        "time.sleep(600)",
+    ]
+    launcher = command_launcher.__file__
+    with subprocess.Popen(
+        [sys.executable, "-c", STAND_IN, launcher, watch, *command], stdin=subprocess.PIPE
+    ) as stand_in:
+        deadline = time.monotonic() + 20
+        while not pids_file.exists():
+            assert time.monotonic() < deadline and stand_in.poll() is None
+            time.sleep(0.02)
+        pids = [int(pid) for pid in pids_file.read_text().split()]
+        try:
+            stand_in.kill()
+            stand_in.wait()
+            started = time.monotonic()
+            assert wait_gone(pids, timeout=5.0) == []
+            # the command at SIGTERM, its helper at the SIGKILL GRACE_S later
+            assert time.monotonic() - started >= command_launcher.GRACE_S - 0.1
+        finally:
+            for pid in pids:
+                if not process_gone(pid):
+                    os.kill(pid, signal.SIGKILL)
+
+
+def test_the_launcher_runs_nothing_once_orcad_is_gone(tmp_path: Path) -> None:
+    # started too late: its parent is not the orcad it was told to watch
+    marker = tmp_path / "ran"
+    launched = subprocess.run(
+        [sys.executable, "-I", "-S", command_launcher.__file__, "1", "touch", str(marker)],
+        check=False,
+    )
+    assert launched.returncode == command_launcher.CANNOT_RUN_STATUS
+    assert not marker.exists()
 
 
 async def test_missing_executable_is_a_failed_attempt(tmp_path: Path) -> None:

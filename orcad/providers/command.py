@@ -1,11 +1,12 @@
 """Extraction through a local command: the prompt goes to its stdin, its stdout is the answer.
 
-The command runs in a new session (its own process group). When the deadline passes, the output
-grows past the limit, or the call is cancelled, the whole group is killed with SIGKILL and reaped,
-so no helper process it started outlives the attempt; so is a helper left holding the pipes open
-after the command exited (its answer is what it wrote). A helper that leaves the group (setsid)
-is out of reach. A non-zero exit is a failed attempt whose
-message carries the end of stderr.
+The command runs in a new session (its own process group), started by command_launcher, which
+exits as the command does and ends the group if orcad dies first (SIGKILL, a crash), when
+nothing here could. When the deadline passes, the output grows past the limit, or the call is
+cancelled, the whole group is killed with SIGKILL and reaped, so no helper process it started
+outlives the attempt; so is a helper left holding the pipes open after the command exited (its
+answer is what it wrote). A helper that leaves the group (setsid) is out of reach. A non-zero
+exit is a failed attempt whose message carries the end of stderr.
 """
 
 from __future__ import annotations
@@ -13,12 +14,13 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 from typing import Final
 
 import trio
 
 from orcad import limits
-from orcad.providers import prompt
+from orcad.providers import command_launcher, prompt
 from orcad.providers.base import ProviderError
 from orcad.secrets import redact, shorten_redacted
 
@@ -45,7 +47,7 @@ class CommandProvider:
         budget = deadline - trio.current_time()
         try:
             process = await trio.lowlevel.open_process(
-                self.argv,
+                _launched(self.argv),
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
@@ -134,6 +136,13 @@ async def _collect(
             elif len(into) > limits.EXTRACTOR_OUTPUT_MAX_BYTES:
                 stop_when_over_limit.cancel()
                 return
+
+
+def _launched(argv: list[str]) -> list[str]:
+    """The command line that runs `argv` through the launcher, isolated (-I: no environment
+    variables or user site read by it) and without site-packages (-S), so it starts fast."""
+    launcher = command_launcher.__file__
+    return [sys.executable, "-I", "-S", launcher, str(os.getpid()), *argv]
 
 
 def _kill_group(process: trio.Process) -> None:
