@@ -39,7 +39,7 @@ PARENT_POLL_S: Final = 0.1  # how often the parent pid is checked where there is
 # command gets them back at their defaults, as subprocess.Popen does. (_GROUP_SIGNALS are
 # ignored only after the command has started.)
 _RESTORED_SIGNALS: Final = tuple(
-    getattr(signal, name) for name in ("SIGPIPE", "SIGXFZ", "SIGXFSZ") if hasattr(signal, name)
+    getattr(signal, name) for name in ("SIGPIPE", "SIGXFSZ") if hasattr(signal, name)
 )
 # Signals that reach the launcher as one of the group (a service manager stopping everything,
 # `kill -- -PGID`): the command decides what they mean, the launcher relays its outcome.
