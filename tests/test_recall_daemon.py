@@ -185,6 +185,29 @@ def test_snapshot_survives_a_daemon_restart(
     assert agent.recall("run the migrations", turn_id="turn-R") == first
 
 
+def test_a_session_id_opened_again_gets_no_snapshot_of_its_earlier_opening(
+    daemon: DaemonProcess, orca_env: OrcaEnv, workdir: Path, tmp_path: Path
+) -> None:
+    first = Agent(daemon, workdir, session_id="ses_reused")
+    add_facts(project_dir(orca_env, first.project_id), ["Releases are cut from the trunk."])
+    taken = first.recall("cut the releases", turn_id="turn-1")
+    assert texts(taken) == ["Releases are cut from the trunk."]
+    daemon.call("session.close", first.ids)
+    elsewhere = tmp_path / "other"
+    elsewhere.mkdir()
+    moved = Agent(daemon, elsewhere, session_id="ses_reused")  # another project now
+    assert moved.project_id != first.project_id
+    again = moved.recall("cut the releases", turn_id="turn-1")
+    assert again.snapshot_id != taken.snapshot_id
+    assert again.automatic == []  # nothing of the first project's memory
+    assert moved.recall("anything", turn_id="turn-1") == again  # its own snapshot holds
+    back = Agent(daemon, workdir, session_id="ses_reused")  # the first workspace, a new epoch
+    assert back.recall("cut the releases", turn_id="turn-1").snapshot_id not in {
+        taken.snapshot_id,
+        again.snapshot_id,
+    }
+
+
 # different enough that no two are near-duplicates
 STEPS = list(
     enumerate(

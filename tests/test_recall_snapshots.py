@@ -11,10 +11,14 @@ import trio
 import trio.lowlevel
 
 from orcad import sqlite_worker
-from orcad.recall.snapshots import RETAKES_AFTER_PURGE, SnapshotStore
+from orcad.recall.snapshots import RETAKES_AFTER_PURGE, SnapshotKey, SnapshotStore
 from protocol.types import AutomaticEntry, DeliberateEntry, RecallResult
 
 pytestmark = pytest.mark.inprocess
+
+
+def key(session_id: str, turn_id: str, epoch: int = 1, workspace_id: str = "ws_a") -> SnapshotKey:
+    return SnapshotKey(session_id, epoch, workspace_id, turn_id)
 
 
 def result(snapshot: str, context: str = "") -> RecallResult:
@@ -41,9 +45,9 @@ class Taker:
 async def test_second_recall_of_a_turn_returns_the_first_snapshot() -> None:
     store = SnapshotStore(None)
     take = Taker()
-    first = await store.get_or_take(("s", "t1"), take)
-    again = await store.get_or_take(("s", "t1"), take)
-    other = await store.get_or_take(("s", "t2"), take)
+    first = await store.get_or_take(key("s", "t1"), take)
+    again = await store.get_or_take(key("s", "t1"), take)
+    other = await store.get_or_take(key("s", "t2"), take)
     assert again == first
     assert other.snapshot_id != first.snapshot_id
     assert take.calls == 2
@@ -55,7 +59,7 @@ async def test_concurrent_first_recalls_are_coalesced() -> None:
     results: list[RecallResult] = []
 
     async def ask() -> None:
-        results.append(await store.get_or_take(("s", "t"), take))
+        results.append(await store.get_or_take(key("s", "t"), take))
 
     async with trio.open_nursery() as nursery:
         for _ in range(5):
@@ -71,10 +75,10 @@ async def test_a_failed_take_does_not_fix_a_snapshot() -> None:
         raise RuntimeError("search failed")
 
     try:
-        await store.get_or_take(("s", "t"), fail)
+        await store.get_or_take(key("s", "t"), fail)
     except RuntimeError:
         pass
-    assert (await store.get_or_take(("s", "t"), Taker())).snapshot_id == "snap_1"
+    assert (await store.get_or_take(key("s", "t"), Taker())).snapshot_id == "snap_1"
 
 
 async def test_memory_is_bounded_and_the_table_answers_for_evicted_turns(tmp_path: Path) -> None:
@@ -82,27 +86,80 @@ async def test_memory_is_bounded_and_the_table_answers_for_evicted_turns(tmp_pat
     store = SnapshotStore(database, memory_capacity=2, persisted_capacity=3)
     take = Taker()
     for turn in range(4):
-        await store.get_or_take(("s", f"t{turn}"), take)
+        await store.get_or_take(key("s", f"t{turn}"), take)
     await store.flush()
     assert store.statistics()["in_memory"] == 2
     assert store.statistics()["persisted_keys"] == 3
     # t1 was evicted from memory but is in the table; t0 fell out of both bounds
-    assert (await store.get_or_take(("s", "t1"), take)).snapshot_id == "snap_2"
-    assert (await store.get_or_take(("s", "t0"), take)).snapshot_id == "snap_5"
+    assert (await store.get_or_take(key("s", "t1"), take)).snapshot_id == "snap_2"
+    assert (await store.get_or_take(key("s", "t0"), take)).snapshot_id == "snap_5"
     await store.aclose()
 
 
 async def test_snapshots_survive_a_new_store_on_the_same_database(tmp_path: Path) -> None:
     database = tmp_path / "state.sqlite3"
     store = SnapshotStore(database)
-    first = await store.get_or_take(("ses_a", "turn-1"), Taker())
+    first = await store.get_or_take(key("ses_a", "turn-1"), Taker())
     await store.aclose()
 
     reopened = SnapshotStore(database)
     take = Taker()
-    assert await reopened.get_or_take(("ses_a", "turn-1"), take) == first
+    assert await reopened.get_or_take(key("ses_a", "turn-1"), take) == first
     assert take.calls == 0
     await reopened.aclose()
+
+
+async def test_a_snapshot_is_answered_only_to_the_opening_and_workspace_it_was_taken_for(
+    tmp_path: Path,
+) -> None:
+    database = tmp_path / "state.sqlite3"
+    store = SnapshotStore(database)
+    take = Taker()
+    first = await store.get_or_take(key("ses_a", "turn-1"), take)
+    reopened = await store.get_or_take(key("ses_a", "turn-1", epoch=2), take)  # opened again
+    moved = await store.get_or_take(key("ses_a", "turn-1", workspace_id="ws_b"), take)
+    assert take.calls == 3
+    assert len({first.snapshot_id, reopened.snapshot_id, moved.snapshot_id}) == 3
+    await store.aclose()
+
+    restarted = SnapshotStore(database)  # the same from the table
+    take = Taker()
+    assert await restarted.get_or_take(key("ses_a", "turn-1"), take) == first
+    assert await restarted.get_or_take(key("ses_a", "turn-1", epoch=2), take) == reopened
+    assert take.calls == 0
+    await restarted.get_or_take(key("ses_a", "turn-1", epoch=3), take)
+    assert take.calls == 1  # a later opening takes its own
+    await restarted.aclose()
+
+
+async def test_a_table_of_snapshots_keyed_by_session_and_turn_alone_is_dropped(
+    tmp_path: Path,
+) -> None:
+    database = tmp_path / "state.sqlite3"
+    connection = sqlite3.connect(database)  # as a version that keyed by session and turn wrote it
+    connection.executescript(
+        "CREATE TABLE recall_snapshots (seq INTEGER PRIMARY KEY AUTOINCREMENT, "
+        "session_id TEXT NOT NULL, turn_id TEXT NOT NULL, result BLOB NOT NULL, "
+        "UNIQUE (session_id, turn_id));"
+    )
+    with connection:
+        connection.execute(
+            "INSERT INTO recall_snapshots (session_id, turn_id, result) VALUES (?, ?, ?)",
+            ("ses_a", "turn-1", msgspec.json.encode(result("snap_old", "other project"))),
+        )
+    connection.close()
+    store = SnapshotStore(database)
+    take = Taker()
+    assert (await store.get_or_take(key("ses_a", "turn-1"), take)).snapshot_id == "snap_1"
+    await store.aclose()
+    connection = sqlite3.connect(database)
+    try:
+        rows = connection.execute(
+            "SELECT session_id, epoch, workspace_id, turn_id FROM recall_snapshots"
+        ).fetchall()
+    finally:
+        connection.close()
+    assert rows == [("ses_a", 1, "ws_a", "turn-1")]
 
 
 async def test_the_writer_task_persists_in_the_background(tmp_path: Path) -> None:
@@ -110,13 +167,13 @@ async def test_the_writer_task_persists_in_the_background(tmp_path: Path) -> Non
     store = SnapshotStore(database, write_delay_s=0)
     async with trio.open_nursery() as nursery:
         await nursery.start(store.run_writer)
-        await store.get_or_take(("s", "t"), Taker())
+        await store.get_or_take(key("s", "t"), Taker())
         await store.wait_all_written()
         assert store.statistics()["persisted_keys"] == 1
         nursery.cancel_scope.cancel()
     reopened = SnapshotStore(database)
     take = Taker()
-    assert (await reopened.get_or_take(("s", "t"), take)).snapshot_id == "snap_1"
+    assert (await reopened.get_or_take(key("s", "t"), take)).snapshot_id == "snap_1"
     assert take.calls == 0
     await reopened.aclose()
     await store.aclose()
@@ -125,10 +182,10 @@ async def test_the_writer_task_persists_in_the_background(tmp_path: Path) -> Non
 async def test_purge_drops_snapshots_holding_forgotten_text_everywhere(tmp_path: Path) -> None:
     database = tmp_path / "state.sqlite3"
     store = SnapshotStore(database, write_delay_s=0.0)
-    await store.get_or_take(("s", "written"), lambda: _ready(result("a", "uses quartz-lemur")))
+    await store.get_or_take(key("s", "written"), lambda: _ready(result("a", "uses quartz-lemur")))
     await store.flush()
-    await store.get_or_take(("s", "unwritten"), lambda: _ready(result("b", 'quartz-lemur "x"')))
-    await store.get_or_take(("s", "kept"), lambda: _ready(result("c", "uses blue runners")))
+    await store.get_or_take(key("s", "unwritten"), lambda: _ready(result("b", 'quartz-lemur "x"')))
+    await store.get_or_take(key("s", "kept"), lambda: _ready(result("c", "uses blue runners")))
     assert await store.purge(["quartz-lemur"]) == 2
     await store.flush()
     assert await store.purge(["quartz-lemur"]) == 0  # idempotent
@@ -137,8 +194,8 @@ async def test_purge_drops_snapshots_holding_forgotten_text_everywhere(tmp_path:
         assert b"quartz-lemur" not in await sibling.read_bytes(), sibling
     reopened = SnapshotStore(database)
     take = Taker()
-    assert (await reopened.get_or_take(("s", "written"), take)).snapshot_id == "snap_1"
-    assert (await reopened.get_or_take(("s", "kept"), take)).snapshot_id == "c"
+    assert (await reopened.get_or_take(key("s", "written"), take)).snapshot_id == "snap_1"
+    assert (await reopened.get_or_take(key("s", "kept"), take)).snapshot_id == "c"
     await reopened.aclose()
 
 
@@ -148,7 +205,7 @@ async def test_a_purge_read_past_by_another_connection_leaves_no_text_once_it_en
     monkeypatch.setattr(sqlite_worker, "SQLITE_BUSY_TIMEOUT_MS", 50)  # a reader is waited for
     database = tmp_path / "state.sqlite3"
     store = SnapshotStore(database, write_delay_s=0.0)
-    await store.get_or_take(("s", "t"), lambda: _ready(result("a", "uses quartz-lemur")))
+    await store.get_or_take(key("s", "t"), lambda: _ready(result("a", "uses quartz-lemur")))
     await store.flush()
     reader = sqlite3.connect(database, isolation_level=None)
     reader.execute("BEGIN")
@@ -170,7 +227,7 @@ async def test_a_purge_the_database_refused_is_owed_and_never_read_back(
     monkeypatch.setattr(sqlite_worker, "SQLITE_BUSY_TIMEOUT_MS", 1000)
     database = tmp_path / "state.sqlite3"
     store = SnapshotStore(database, write_delay_s=0.0)
-    await store.get_or_take(("s", "t"), lambda: _ready(result("a", "uses quartz-lemur")))
+    await store.get_or_take(key("s", "t"), lambda: _ready(result("a", "uses quartz-lemur")))
     await store.flush()
     store.forget_database()  # its keys are read again from the table
     holder = sqlite3.connect(database, isolation_level=None)
@@ -178,7 +235,7 @@ async def test_a_purge_the_database_refused_is_owed_and_never_read_back(
     try:
         assert await store.purge(["quartz-lemur"]) == 1  # from memory; the table refused
         started = trio.current_time()
-        again = await store.get_or_take(("s", "t"), Taker())
+        again = await store.get_or_take(key("s", "t"), Taker())
         assert trio.current_time() - started < 0.5  # the retry did not wait on the lock
         assert again.snapshot_id == "snap_1" and "quartz-lemur" not in again.context
     finally:
@@ -187,7 +244,7 @@ async def test_a_purge_the_database_refused_is_owed_and_never_read_back(
     await store.flush()  # the owed purge, then the new snapshot
     assert b"quartz-lemur" not in database.read_bytes()
     reopened = SnapshotStore(database)
-    assert (await reopened.get_or_take(("s", "t"), Taker())).snapshot_id == "snap_1"
+    assert (await reopened.get_or_take(key("s", "t"), Taker())).snapshot_id == "snap_1"
     await reopened.aclose()
     await store.aclose()
 
@@ -200,8 +257,8 @@ async def test_a_purge_still_owed_when_the_daemon_stops_is_made_at_the_next_star
     monkeypatch.setattr(sqlite_worker, "SQLITE_BUSY_TIMEOUT_MS", 50)
     database = tmp_path / "state.sqlite3"
     store = SnapshotStore(database, write_delay_s=0.0)
-    await store.get_or_take(("s", "t"), lambda: _ready(result("a", "uses quartz-lemur")))
-    await store.get_or_take(("s", "other"), lambda: _ready(result("b", "uses blue runners")))
+    await store.get_or_take(key("s", "t"), lambda: _ready(result("a", "uses quartz-lemur")))
+    await store.get_or_take(key("s", "other"), lambda: _ready(result("b", "uses blue runners")))
     await store.flush()
     holder = sqlite3.connect(database, isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")  # another process holds the lock, past the stop
@@ -213,7 +270,7 @@ async def test_a_purge_still_owed_when_the_daemon_stops_is_made_at_the_next_star
         holder.execute("ROLLBACK")
         holder.close()
     reopened = SnapshotStore(database)
-    again = await reopened.get_or_take(("s", "t"), Taker())
+    again = await reopened.get_or_take(key("s", "t"), Taker())
     assert again.snapshot_id == "snap_1" and "quartz-lemur" not in again.context
     await reopened.aclose()
     for sibling in await trio.Path(tmp_path).iterdir():
@@ -253,7 +310,7 @@ async def test_a_recall_in_flight_during_a_purge_does_not_keep_what_was_forgotte
     answers: list[RecallResult] = []
 
     async def ask() -> None:
-        answers.append(await store.get_or_take(("s", "t"), take))
+        answers.append(await store.get_or_take(key("s", "t"), take))
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(ask)
@@ -265,11 +322,11 @@ async def test_a_recall_in_flight_during_a_purge_does_not_keep_what_was_forgotte
     assert take.calls == 2
     assert [answer.context for answer in answers] == [""]
     await store.flush()
-    kept = await store.get_or_take(("s", "t"), take)
+    kept = await store.get_or_take(key("s", "t"), take)
     assert kept == answers[0] and take.calls == 2
     if persisted:
         reopened = SnapshotStore(tmp_path / "state.sqlite3")
-        assert (await reopened.get_or_take(("s", "t"), take)).context == ""
+        assert (await reopened.get_or_take(key("s", "t"), take)).context == ""
         await reopened.aclose()
     await store.aclose()
 
@@ -280,7 +337,7 @@ async def test_a_purge_of_other_text_lets_a_recall_in_flight_keep_its_snapshot()
     answers: list[RecallResult] = []
 
     async def ask() -> None:
-        answers.append(await store.get_or_take(("s", "t"), take))
+        answers.append(await store.get_or_take(key("s", "t"), take))
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(ask)
@@ -288,7 +345,7 @@ async def test_a_purge_of_other_text_lets_a_recall_in_flight_keep_its_snapshot()
         await store.purge(["something else"])
         take.release.set()
     assert take.calls == 1 and answers[0].context == "garnet-lynx"
-    assert await store.get_or_take(("s", "t"), take) == answers[0]
+    assert await store.get_or_take(key("s", "t"), take) == answers[0]
 
 
 async def test_a_recall_raced_by_a_forget_on_every_take_is_answered_but_never_kept() -> None:
@@ -301,10 +358,10 @@ async def test_a_recall_raced_by_a_forget_on_every_take_is_answered_but_never_ke
         await store.purge(["garnet-lynx"])  # forgotten while each take reads it
         return result(f"snap_{calls}", "garnet-lynx")
 
-    first = await store.get_or_take(("s", "t"), raced)
+    first = await store.get_or_take(key("s", "t"), raced)
     assert calls == RETAKES_AFTER_PURGE + 1  # taken again, up to the bound
     assert first.snapshot_id == f"snap_{calls}"
-    second = await store.get_or_take(("s", "t"), raced)  # nothing was kept for the turn
+    second = await store.get_or_take(key("s", "t"), raced)  # nothing was kept for the turn
     assert second.snapshot_id != first.snapshot_id
     assert store.statistics() == {"in_memory": 0, "persisted_keys": 0, "unwritten": 0}
 
@@ -331,12 +388,12 @@ async def test_a_snapshot_persisted_with_raw_control_characters_is_answered_esca
         result("snap_old", f"- {shown}\n"), automatic=[entry], deliberate=[record]
     )
     store = SnapshotStore(database)  # as a version that answered entries raw persisted it
-    await store.get_or_take(("ses_a", "turn-1"), lambda: _ready(old))
+    await store.get_or_take(key("ses_a", "turn-1"), lambda: _ready(old))
     await store.aclose()
 
     reopened = SnapshotStore(database)
     take = Taker()
-    again = await reopened.get_or_take(("ses_a", "turn-1"), take)
+    again = await reopened.get_or_take(key("ses_a", "turn-1"), take)
     assert take.calls == 0
     assert again.snapshot_id == "snap_old"
     assert [e.text for e in again.automatic] == [shown]

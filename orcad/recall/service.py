@@ -28,7 +28,7 @@ from orcad.query import distinct_terms
 from orcad.recall.embedding import Embeddings, PromptQuery
 from orcad.recall.render import render_context
 from orcad.recall.select import cap_automatic, cap_deliberate, to_entry, visible_record
-from orcad.recall.snapshots import SnapshotStore
+from orcad.recall.snapshots import SnapshotKey, SnapshotStore
 from orcad.sessions import Session, SessionStore
 from orcad.threads import run_sync_now
 from protocol.types import Barrier, DeliberateEntry, RecallParams, RecallResult
@@ -105,11 +105,13 @@ class RecallService:
         self._search_threads = trio.CapacityLimiter(SEARCH_THREADS)
 
     async def recall(self, params: RecallParams) -> RecallResult:
-        """The turn's snapshot, taken now if this is its first recall."""
+        """The turn's snapshot, taken now if this is its first recall in this opening of the
+        session (its epoch) and its workspace."""
         session = await self.sessions.require(params.session_id, params.epoch)
         disabled_for_bare(session, "recall")
+        key = SnapshotKey(session.session_id, session.epoch, session.workspace_id, params.turn_id)
         return await self.snapshots.get_or_take(
-            (session.session_id, params.turn_id),
+            key,
             lambda: self.take(session, params),
         )
 

@@ -1,11 +1,16 @@
-"""Recall snapshots: the first recall of a (session, turn) fixes what that turn sees.
+"""Recall snapshots: the first recall of a turn fixes what that turn sees.
 
 A provider continuation asks again for the same turn and must get the same entries even if
-memory changed meanwhile (spec: Recall). Snapshots live in a bounded LRU in memory and are
-written behind, in batches, to the `recall_snapshots` table of the daemon state database, so a
-continuation after a daemon restart still sees its snapshot. The write is off the request path:
-a snapshot taken in the half second before a SIGKILL may be lost (that turn then gets a fresh
-recall); a clean shutdown flushes everything. The table keeps only the newest snapshots.
+memory changed meanwhile (spec: Recall). A snapshot belongs to the opening of the session that
+took it: it is keyed by session id, epoch, workspace and turn, so a session id opened again (a
+new epoch, in another workspace or the same one) never gets a snapshot taken for an earlier
+opening, which may hold another workspace's or project's memory.
+
+Snapshots live in a bounded LRU in memory and are written behind, in batches, to the
+`recall_snapshots` table of the daemon state database, so a continuation after a daemon restart
+still sees its snapshot. The write is off the request path: a snapshot taken in the half second
+before a SIGKILL may be lost (that turn then gets a fresh recall); a clean shutdown flushes
+everything. The table keeps only the newest snapshots.
 
 Concurrent first recalls of one turn are coalesced: the second waits for the first's result.
 """
@@ -17,6 +22,7 @@ import contextlib
 import sqlite3
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 import msgspec
 import structlog
@@ -36,15 +42,26 @@ from protocol.types import RecallResult
 
 log = structlog.get_logger("orcad.recall.snapshots")
 
-SnapshotKey = tuple[str, str]  # (session_id, turn_id)
+
+class SnapshotKey(NamedTuple):
+    """The turn a snapshot was taken for, in the session opening (epoch) and workspace that
+    asked: an opening's epoch and workspace never change, and a reopen raises the epoch."""
+
+    session_id: str
+    epoch: int
+    workspace_id: str
+    turn_id: str
+
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS recall_snapshots (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
     session_id TEXT NOT NULL,
+    epoch INTEGER NOT NULL,
+    workspace_id TEXT NOT NULL,
     turn_id TEXT NOT NULL,
     result BLOB NOT NULL,
-    UNIQUE (session_id, turn_id)
+    UNIQUE (session_id, epoch, workspace_id, turn_id)
 );
 """
 
@@ -104,14 +121,14 @@ class SnapshotStore:
         connection = connect_private(path)
         # A snapshot is a cache: losing the last commits on power loss is acceptable.
         connection.execute("PRAGMA synchronous = NORMAL")
-        connection.executescript(_SCHEMA)
-        if marker.exists():  # a purge was still owed when the daemon stopped
-            try:
-                if not _purge_all(connection, marker):
-                    self._checkpoint_owed = True  # a reader kept the WAL: the writer retries
-            except sqlite3.Error:
-                connection.close()
-                raise
+        try:
+            _create_schema(connection)
+            # a purge was still owed when the daemon stopped
+            if marker.exists() and not _purge_all(connection, marker):
+                self._checkpoint_owed = True  # a reader kept the WAL: the writer retries
+        except sqlite3.Error:
+            connection.close()
+            raise
         return connection
 
     def statistics(self) -> dict[str, int]:
@@ -229,7 +246,7 @@ class SnapshotStore:
             self._unwritten.clear()
             return
         batch, self._unwritten = self._unwritten, []
-        rows = [(key[0], key[1], _encoder.encode(result)) for key, result in batch]
+        rows = [(*key, _encoder.encode(result)) for key, result in batch]
         capacity = self._persisted_capacity
         try:
             with trio.CancelScope(shield=True):  # a started batch finishes, even at shutdown
@@ -362,33 +379,54 @@ def _purge_all(connection: sqlite3.Connection, marker: Path) -> bool:
     return truncated
 
 
+def _create_schema(connection: sqlite3.Connection) -> None:
+    """The table; one written before snapshots were keyed by epoch and workspace is dropped
+    (its rows cannot tell which opening of a session they were taken for, and a snapshot is
+    only a cache: those turns get a fresh recall), leaving no copy in free pages."""
+    columns = {row[1] for row in connection.execute("PRAGMA table_info(recall_snapshots)")}
+    if columns and "epoch" not in columns:
+        connection.execute("PRAGMA secure_delete = ON")
+        with connection:
+            connection.execute("BEGIN IMMEDIATE")
+            connection.execute("DROP TABLE IF EXISTS recall_snapshots")
+        log.info("recall.snapshots_dropped_for_new_keys")
+    connection.executescript(_SCHEMA)
+
+
 def _holds(encoded: bytes, needles: Sequence[bytes]) -> bool:
     return any(needle in encoded for needle in needles)
 
 
 def _load_keys(connection: sqlite3.Connection) -> list[SnapshotKey]:
-    rows = connection.execute("SELECT session_id, turn_id FROM recall_snapshots ORDER BY seq")
-    return [(row[0], row[1]) for row in rows]
+    rows = connection.execute(
+        "SELECT session_id, epoch, workspace_id, turn_id FROM recall_snapshots ORDER BY seq"
+    )
+    return [SnapshotKey(*row) for row in rows]
 
 
 def _load_result(connection: sqlite3.Connection, key: SnapshotKey) -> RecallResult | None:
     row = connection.execute(
-        "SELECT result FROM recall_snapshots WHERE session_id = ? AND turn_id = ?", key
+        "SELECT result FROM recall_snapshots "
+        "WHERE session_id = ? AND epoch = ? AND workspace_id = ? AND turn_id = ?",
+        key,
     ).fetchone()
     if row is None:
         return None
     try:
         return visible_result(_decoder.decode(row[0]))  # written raw by an older version
     except msgspec.DecodeError:
-        log.warning("recall.snapshot_unreadable", session_id=key[0], turn_id=key[1])
+        log.warning("recall.snapshot_unreadable", session_id=key.session_id, turn_id=key.turn_id)
         return None
 
 
-def _store(connection: sqlite3.Connection, rows: list[tuple[str, str, bytes]], keep: int) -> None:
+def _store(
+    connection: sqlite3.Connection, rows: list[tuple[str, int, str, str, bytes]], keep: int
+) -> None:
     with connection:
         connection.execute("BEGIN IMMEDIATE")
         connection.executemany(
-            "INSERT OR IGNORE INTO recall_snapshots (session_id, turn_id, result) VALUES (?, ?, ?)",
+            "INSERT OR IGNORE INTO recall_snapshots "
+            "(session_id, epoch, workspace_id, turn_id, result) VALUES (?, ?, ?, ?, ?)",
             rows,
         )
         connection.execute(
@@ -403,16 +441,18 @@ def _purge(
     """Delete the rows whose result holds a needle, leaving no copy in free pages or the WAL;
     their keys, and whether the WAL was emptied (see truncate_wal). A checkpoint owed by an
     earlier purge is tried again without waiting for readers."""
-    found: list[tuple[int, str, str]] = []
-    query = "SELECT seq, session_id, turn_id, result FROM recall_snapshots"
-    for seq, session_id, turn_id, result in connection.execute(query) if needles else ():
+    found: list[tuple[int, SnapshotKey]] = []
+    query = "SELECT seq, session_id, epoch, workspace_id, turn_id, result FROM recall_snapshots"
+    for seq, session_id, epoch, workspace_id, turn_id, result in (
+        connection.execute(query) if needles else ()
+    ):
         if _holds(bytes(result), needles):
-            found.append((seq, session_id, turn_id))
+            found.append((seq, SnapshotKey(session_id, epoch, workspace_id, turn_id)))
     if found:
         connection.execute("PRAGMA secure_delete = ON")
         with connection:
             connection.executemany(
-                "DELETE FROM recall_snapshots WHERE seq = ?", [(seq,) for seq, _, _ in found]
+                "DELETE FROM recall_snapshots WHERE seq = ?", [(seq,) for seq, _ in found]
             )
     truncated = truncate_wal(connection, wait=bool(found)) if found or checkpoint_owed else True
-    return [(session_id, turn_id) for _, session_id, turn_id in found], truncated
+    return [key for _, key in found], truncated
