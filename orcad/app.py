@@ -142,6 +142,7 @@ class Daemon:
         self.state_db_users.append(self.sessions.close)
         self.sessions.on_corrupt = self._recover_state_db_async
         self.run_in_background(self.sessions.run_sweeper)
+        self.run_in_background(self.sessions.run_last_use_writer)
         self.started_at = self.clock.now()
         self.router.add("daemon.ping", self.ping, early=True)
         self.router.add("daemon.status", self.status)
@@ -308,7 +309,7 @@ class Daemon:
                     closer=getattr(closer, "__qualname__", "?"),
                     **describe_exception(exc),
                 )
-        self.sessions.close()
+        await self.sessions.aclose()
 
 
 @dataclass(frozen=True)

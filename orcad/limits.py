@@ -77,6 +77,9 @@ DEFAULT_SESSION_IDLE_EXPIRY_S = 3600.0
 SESSION_ROW_RETENTION_S = 30 * 24 * 3600.0
 SESSION_SWEEP_INTERVAL_S = 3600.0
 SESSION_SWEEP_MAX_ROWS = 1000
+# The time of a session's last call is stored once the stored one trails it by this much (and
+# at a clean stop): after a crash, the idle expiry counts from at most this long before it
+SESSION_LAST_USE_WRITE_S = 60.0
 
 # Wire (PROTOCOL.md, Transport)
 DEFAULT_MAX_MESSAGE_BYTES = 8 * 1024 * 1024

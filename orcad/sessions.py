@@ -9,6 +9,12 @@ the idle expiry stops counting as open and must be opened (or joined) again. A s
 (mode, interactive, auto_approve, bare, history, auto memory, workspace and project) never
 changes after open.
 
+When a session was last called is kept in memory and stored in its row, so that the idle expiry
+holds across a daemon restart: the stored time is written at open and close, by a background
+writer as soon as it trails the last call by SESSION_LAST_USE_WRITE_S, and for every session at
+a clean stop. After a restart a session is idle from its stored time, which a crash leaves at
+most that much behind its last call.
+
 A session's row is kept while it may still be called or joined: the periodic sweep deletes
 those no call has touched for the retention (far past the idle expiry, so only sessions that
 ended or expired long ago), a bounded number per pass. Each deletion first raises the stored
@@ -19,6 +25,7 @@ opened again gets an epoch above any it had, so a holder of an old one stays fen
 from __future__ import annotations
 
 import collections
+import math
 import secrets
 import sqlite3
 from collections.abc import Awaitable, Callable
@@ -171,6 +178,8 @@ class SessionStore:
         self._cache: collections.OrderedDict[str, Session] = collections.OrderedDict()
         self._open_epochs: dict[str, int] = {}  # session id -> its open epoch (daemon.status)
         self._last_used: dict[str, float] = {}  # session id -> time of its latest call
+        self._stored_last_use: dict[str, float] = {}  # session id -> that time in its row
+        self._last_use_due = trio.Event()  # a stored time trails its last call: write it
         # Replaces a damaged database (the daemon sets it); the call is then run once more.
         self.on_corrupt: Callable[[str], Awaitable[None]] | None = None
         # Told the id of a session closed or expired (what lasts as long as a session ends).
@@ -204,6 +213,17 @@ class SessionStore:
     def _idle(self, session_id: str, now: float) -> bool:
         last = self._last_used.get(session_id)
         return last is not None and now - last > self.idle_expiry_s
+
+    def _used(self, session_id: str, now: float) -> None:
+        """A call at `now`; the writer is woken once the stored time trails it too far."""
+        self._last_used[session_id] = now
+        stored = self._stored_last_use.get(session_id, -math.inf)
+        if now - stored >= limits.SESSION_LAST_USE_WRITE_S:
+            self._last_use_due.set()
+
+    def _forget_use(self, session_id: str) -> None:
+        self._last_used.pop(session_id, None)
+        self._stored_last_use.pop(session_id, None)
 
     def expire_idle(self) -> list[str]:
         """Stop counting sessions idle past the expiry as open; their next call gets not_found."""
@@ -292,7 +312,10 @@ class SessionStore:
         session, joined = await self._run(persist)
         self._remember(session)
         self._open_epochs[session_id] = session.epoch
-        self._last_used[session_id] = now
+        if joined:
+            self._used(session_id, now)
+        else:  # written with the row
+            self._last_used[session_id] = self._stored_last_use[session_id] = now
         if joined:
             log.info("session.joined", session_id=session_id, epoch=session.epoch, revived=False)
         else:
@@ -318,18 +341,26 @@ class SessionStore:
         if revived:  # it did expire: what lasts as long as a session (grants) ends, as it would
             self._ended(session.session_id)  # have had anything noticed the expiry first
         self._open_epochs[session.session_id] = session.epoch
-        self._last_used[session.session_id] = now
+        self._used(session.session_id, now)
         log.info(
             "session.joined", session_id=session.session_id, epoch=session.epoch, revived=revived
         )
         return session
 
     async def _current(self, session_id: str) -> Session | None:
+        """The session's row as last written; a session this process has not seen called
+        (as after a restart) counts as last called when its row says."""
         session = self._cache.get(session_id)
         if session is None:
-            session = await self._run(lambda c: self._load(c, session_id))
-            if session is not None:
-                self._remember(session)
+            loaded = await self._run(lambda c: self._load(c, session_id))
+            if loaded is None:
+                return None
+            session, stored_last_use = loaded
+            self._remember(session)
+            known = session_id in self._last_used
+            if stored_last_use is not None and not session.closed and not known:
+                self._last_used[session_id] = stored_last_use
+                self._stored_last_use[session_id] = stored_last_use
         return session
 
     async def require(self, session_id: str, epoch: int) -> Session:
@@ -360,7 +391,7 @@ class SessionStore:
                 "open it again to continue",
                 session_id=session_id,
             )
-        self._last_used[session_id] = now
+        self._used(session_id, now)
         # Open at this epoch: counted even when opened before a restart (only its epoch lasted).
         self._open_epochs[session_id] = session.epoch
         return session
@@ -399,9 +430,58 @@ class SessionStore:
             del self._cache[session_id]  # a later call reads the closed snapshot from the database
         if self._open_epochs.get(session_id) == epoch:
             del self._open_epochs[session_id]
-        self._last_used.pop(session_id, None)
+        self._forget_use(session_id)
         log.info("session.closed", session_id=session_id, epoch=epoch)
         self._ended(session_id)
+
+    async def run_last_use_writer(
+        self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Background task: store the last use of the sessions called since it was stored,
+        whenever one's stored time trails its last call by SESSION_LAST_USE_WRITE_S: a session
+        in use costs one small write per interval at most, and one not called costs none."""
+        task_status.started()
+        while True:
+            await self._last_use_due.wait()
+            self._last_use_due = trio.Event()
+            try:
+                await self.store_last_use()
+            except sqlite3.Error as exc:  # a full disk or a lock held elsewhere: the next call
+                log.warning("session.last_use_write_failed", error=str(exc))
+                await trio.sleep(limits.SESSION_LAST_USE_WRITE_S)
+
+    async def store_last_use(self) -> None:
+        """Write the time of the last call of each session called since its row was written."""
+        due = [
+            (used, session_id, used)
+            for session_id, used in self._last_used.items()
+            if used > self._stored_last_use.get(session_id, -math.inf)
+        ]
+        if not due:
+            return
+
+        def write(connection: sqlite3.Connection) -> None:
+            with connection:
+                connection.execute("BEGIN IMMEDIATE")
+                connection.executemany(
+                    "UPDATE sessions SET last_used = ? WHERE session_id = ? "
+                    "AND (last_used IS NULL OR last_used < ?)",
+                    due,
+                )
+
+        await self._run(write)
+        for used, session_id, _ in due:
+            if session_id in self._last_used:  # not closed or pruned meanwhile
+                stored = self._stored_last_use.get(session_id, -math.inf)
+                self._stored_last_use[session_id] = max(stored, used)
+
+    async def aclose(self) -> None:
+        """At a clean stop: store every session's last call, then close the database."""
+        try:
+            await self.store_last_use()
+        except sqlite3.Error as exc:
+            log.warning("session.last_use_write_failed", error=str(exc))
+        self.close()
 
     @property
     def retention_s(self) -> float:
@@ -426,17 +506,12 @@ class SessionStore:
         the rows (at most SESSION_SWEEP_MAX_ROWS) of sessions untouched for the retention,
         raising the epoch floor to their epochs first; the ids deleted."""
         self.expire_idle()
+        await self.store_last_use()
         cutoff = self._clock.now() - self.retention_s
-        touched = [(used, session_id, used) for session_id, used in self._last_used.items()]
 
         def prune(connection: sqlite3.Connection) -> list[str]:
             with connection:
                 connection.execute("BEGIN IMMEDIATE")
-                connection.executemany(
-                    "UPDATE sessions SET last_used = ? WHERE session_id = ? "
-                    "AND (last_used IS NULL OR last_used < ?)",
-                    touched,
-                )
                 rows = connection.execute(
                     "SELECT session_id, epoch FROM sessions WHERE last_used < ? "
                     "ORDER BY last_used LIMIT ?",
@@ -457,15 +532,18 @@ class SessionStore:
         pruned = await self._run(prune)
         for session_id in pruned:
             self._cache.pop(session_id, None)
-            self._last_used.pop(session_id, None)
+            self._forget_use(session_id)
             self._open_epochs.pop(session_id, None)
         if pruned:
             log.info("session.rows_pruned", count=len(pruned), retention_s=self.retention_s)
         return pruned
 
     @staticmethod
-    def _load(connection: sqlite3.Connection, session_id: str) -> Session | None:
+    def _load(
+        connection: sqlite3.Connection, session_id: str
+    ) -> tuple[Session, float | None] | None:
+        """The session's snapshot and the last use stored with it."""
         row = connection.execute(
-            "SELECT snapshot FROM sessions WHERE session_id = ?", (session_id,)
+            "SELECT snapshot, last_used FROM sessions WHERE session_id = ?", (session_id,)
         ).fetchone()
-        return _session_decoder.decode(row[0]) if row else None
+        return (_session_decoder.decode(row[0]), row[1]) if row else None

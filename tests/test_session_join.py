@@ -196,3 +196,30 @@ def test_processes_joining_at_once_over_the_wire_are_not_fenced(
         assert sorted((a.epoch, a.joined) for a in answers) == [(1, False), (1, True)]
         ids = {"session_id": params["session_id"], "epoch": 1}
         daemon.call("memory.search", {**ids, "limit": 1})  # not stale_session
+
+
+def test_a_session_idle_past_the_expiry_across_a_crash_and_restart_is_expired(
+    tmp_path: Path, orca_env: OrcaEnv, daemon_factory: list[DaemonProcess]
+) -> None:
+    orca_env.write_config("[sessions]\nidle_expiry_s = 1.0\n")
+    daemon = DaemonProcess(orca_env)
+    daemon_factory.append(daemon)
+    daemon.start()
+    project = tmp_path / "repo"
+    project.mkdir()
+    params = {"cwd": str(project), "session_id": "claude-code:agent-1"}
+    opened = daemon.call("session.open", params)
+    ids = {"session_id": opened.session_id, "epoch": opened.epoch}
+    daemon.call("memory.search", {**ids, "limit": 1})
+    called = time.monotonic()
+    daemon.kill()
+    daemon.start()
+    time.sleep(max(0.0, called + 1.5 - time.monotonic()))  # the agent silent past the expiry
+    with pytest.raises(RemoteError) as expired:
+        daemon.call("memory.search", {**ids, "limit": 1})
+    assert expired.value.kind == "not_found"
+    assert expired.value.data["session_id"] == opened.session_id
+    assert "expired" in str(expired.value)
+    joined = daemon.call("session.open", {**params, "join": True})
+    assert (joined.epoch, joined.joined) == (opened.epoch, True)  # revived at its epoch
+    daemon.call("memory.search", {**ids, "limit": 1})

@@ -112,6 +112,81 @@ async def test_a_session_still_in_use_after_a_restart_counts_as_open(tmp_path: P
     restarted.close()
 
 
+async def test_a_session_idle_past_the_expiry_before_a_restart_is_expired_after_it(
+    tmp_path: Path,
+) -> None:
+    clock = SettableClock()
+    path = tmp_path / "state.sqlite3"
+    store = SessionStore(path, clock)
+    params = SessionOpenParams(cwd=str(tmp_path), session_id="ses_idle")
+    opened = await store.open(params, tmp_path / "config.toml", Config())
+    store.close()  # the daemon stops...
+    clock.advance(store.idle_expiry_s + 1)  # ...and starts again, the session's agent silent
+    restarted = SessionStore(path, clock)
+    with pytest.raises(NotFound, match="expired") as refused:
+        await restarted.require("ses_idle", opened.epoch)
+    assert refused.value.data == {"session_id": "ses_idle"}
+    assert restarted.open_count == 0
+    ended: list[str] = []
+    restarted.on_ended.append(ended.append)
+    joined = await restarted.join(msgspec.structs.replace(params, join=True))
+    assert joined is not None and joined.epoch == opened.epoch  # revived, as without a restart
+    assert ended == ["ses_idle"]
+    assert (await restarted.require("ses_idle", opened.epoch)).closed is False
+    restarted.close()
+
+
+def _last_use(path: Path) -> dict[str, float]:
+    connection = sqlite3.connect(path)
+    try:
+        return dict(connection.execute("SELECT session_id, last_used FROM sessions").fetchall())
+    finally:
+        connection.close()
+
+
+async def test_the_last_use_is_stored_once_it_trails_by_the_interval_and_at_a_clean_stop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = SettableClock()
+    path = tmp_path / "state.sqlite3"
+    store = SessionStore(path, clock)
+    params = SessionOpenParams(cwd=str(tmp_path), session_id="ses_busy")
+    session = await store.open(params, tmp_path / "config.toml", Config())
+    opened_at = clock.value
+    written = trio.Event()
+    store_last_use = store.store_last_use
+
+    async def observed_store_last_use() -> None:
+        await store_last_use()
+        written.set()
+
+    monkeypatch.setattr(store, "store_last_use", observed_store_last_use)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(store.run_last_use_writer)
+        clock.advance(limits.SESSION_LAST_USE_WRITE_S / 2)
+        await store.require("ses_busy", session.epoch)
+        await trio.testing.wait_all_tasks_blocked()
+        assert not written.is_set()  # the stored time trails by less than the interval
+        assert _last_use(path) == {"ses_busy": opened_at}
+        clock.advance(limits.SESSION_LAST_USE_WRITE_S / 2)
+        await store.require("ses_busy", session.epoch)
+        await written.wait()
+        nursery.cancel_scope.cancel()
+    assert _last_use(path) == {"ses_busy": clock.value}
+    clock.advance(1)
+    await store.require("ses_busy", session.epoch)  # a crash now would lose only this second
+    assert _last_use(path) == {"ses_busy": clock.value - 1}
+    await store.aclose()  # a clean stop stores it
+    assert _last_use(path) == {"ses_busy": clock.value}
+    clock.advance(store.idle_expiry_s)  # idle for exactly the expiry: still open
+    restarted = SessionStore(path, clock)
+    assert (await restarted.require("ses_busy", session.epoch)).closed is False
+    clock.advance(store.idle_expiry_s + 1)
+    with pytest.raises(NotFound, match="expired"):
+        await restarted.require("ses_busy", session.epoch)
+    restarted.close()
+
+
 def _rows(path: Path) -> dict[str, int]:
     connection = sqlite3.connect(path)
     try:
