@@ -27,6 +27,7 @@ from tests.test_recall_daemon import add_facts
 pytestmark = pytest.mark.inprocess
 
 PROVENANCE = Provenance(provider="test", model="", prompt_version="v")
+PROJECT_ID = "a" * 64
 
 
 def make_service(tmp_path: Path, max_retries: int = 3) -> CaptureService:
@@ -46,7 +47,7 @@ def session(tmp_path: Path, session_id: str) -> Session:
         cwd=str(tmp_path),
         workspace_id="w",
         workspace_root=str(tmp_path),
-        project_id="a" * 64,
+        project_id=PROJECT_ID,
         project_identity=str(tmp_path),
         project_root=str(tmp_path),
         history="persistent",
@@ -75,10 +76,12 @@ async def finish(service: CaptureService, job_id: str) -> None:
 
 async def test_no_queued_job_means_none(tmp_path: Path) -> None:
     service = make_service(tmp_path)
-    assert await service.wait_session_jobs("ses_1", 5.0) == "none"
+    assert await service.wait_session_jobs("ses_1", PROJECT_ID, 5.0) == "none"
     job_id = await admit(service, session(tmp_path, "ses_1"), "t1")
     await finish(service, job_id)
-    assert await service.wait_session_jobs("ses_1", 5.0) == "none"  # committed: not queued
+    assert (
+        await service.wait_session_jobs("ses_1", PROJECT_ID, 5.0) == "none"
+    )  # committed: not queued
 
 
 async def test_clear_once_every_job_queued_at_the_call_is_finished(tmp_path: Path) -> None:
@@ -91,7 +94,7 @@ async def test_clear_once_every_job_queued_at_the_call_is_finished(tmp_path: Pat
     async with trio.open_nursery() as nursery:
 
         async def wait() -> None:
-            results.append(await service.wait_session_jobs("ses_1", 30.0))
+            results.append(await service.wait_session_jobs("ses_1", PROJECT_ID, 30.0))
 
         nursery.start_soon(wait)
         await trio.testing.wait_all_tasks_blocked()
@@ -112,7 +115,7 @@ async def test_times_out_while_work_is_backlogged(
     service = make_service(tmp_path)
     await admit(service, session(tmp_path, "ses_1"), "t1")
     before = trio.current_time()
-    assert await service.wait_session_jobs("ses_1", 5.0) == "timed_out"
+    assert await service.wait_session_jobs("ses_1", PROJECT_ID, 5.0) == "timed_out"
     assert trio.current_time() - before == 5.0
 
 

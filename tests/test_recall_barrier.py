@@ -176,6 +176,28 @@ def test_other_sessions_jobs_do_not_hold_a_recall(
     assert other.recall("when do we ship").barrier == "none"
 
 
+def test_jobs_of_another_project_the_session_id_was_opened_in_do_not_hold_a_recall(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], workdir: Path, tmp_path: Path
+) -> None:
+    daemon = start(orca_env, daemon_factory, "[extraction]\nworkers = 0\n")
+    first = Agent(daemon, workdir, session_id="ses_moved")
+    completed = daemon.call(
+        "turn.completed", turn_completed(first, "t1", "remember that we ship on Mondays")
+    )
+    assert completed.eligible
+    daemon.call("session.close", first.ids)
+    elsewhere = tmp_path / "other"
+    elsewhere.mkdir()
+    moved = Agent(daemon, elsewhere, session_id="ses_moved")  # its queued job cannot change
+    assert moved.project_id != first.project_id  # what this project recalls
+    started = time.monotonic()
+    assert moved.recall("when do we ship").barrier == "none"
+    assert time.monotonic() - started < RECALL_BARRIER_S / 2
+    back = Agent(daemon, workdir, session_id="ses_moved")  # the job's project: it is waited for
+    assert back.recall("when do we ship").barrier == "timed_out"
+    assert [job.state for job in daemon.call("jobs.list", {}).jobs] == ["pending"]
+
+
 def test_a_job_held_for_a_damaged_ledger_does_not_hold_every_recall(
     daemon: DaemonProcess, orca_env: OrcaEnv, workdir: Path
 ) -> None:

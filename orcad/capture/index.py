@@ -161,18 +161,21 @@ class JobIndex:
     async def wait_session_jobs(
         self,
         session_id: str,
+        project_id: str,
         timeout: float,  # noqa: ASYNC109 (recall's interface: a bounded wait that says how it ended)
         *,
         cannot_finish: Callable[[JobView], bool] = lambda view: False,
     ) -> Barrier:
-        """Wait until every job of the session that is queued or running now is finished
-        (committed, exhausted or cancelled): "clear"; "timed_out" after `timeout` seconds;
-        "none" when the session has no such job. Jobs admitted later are not waited for, nor
-        those that `cannot_finish` for now."""
+        """Wait until every job of the session for the project that is queued or running now
+        is finished (committed, exhausted or cancelled): "clear"; "timed_out" after `timeout`
+        seconds; "none" when the session has no such job. Jobs admitted later are not waited
+        for, nor those that `cannot_finish` for now, nor those of another project (the session
+        id opened there before): they cannot change what this project recalls."""
         waiting = [
             self._finished_event(view.job_id)
             for view in self._views.values()
             if view.session_id == session_id
+            and view.project_id == project_id
             and view.state in ACTIVE_STATES
             and not cannot_finish(view)
         ]

@@ -71,11 +71,16 @@ class CaptureService:
         )
         self.pool: WorkerPool | None = None
 
-    async def wait_session_jobs(self, session_id: str, timeout: float) -> Barrier:  # noqa: ASYNC109 (recall's interface)
-        """The recall barrier: the session's queued and running jobs, except those held back
-        by a damaged ledger (see JobIndex.wait_session_jobs)."""
+    async def wait_session_jobs(
+        self,
+        session_id: str,
+        project_id: str,
+        timeout: float,  # noqa: ASYNC109 (recall's interface)
+    ) -> Barrier:
+        """The recall barrier: the session's queued and running jobs for the project, except
+        those held back by a damaged ledger (see JobIndex.wait_session_jobs)."""
         return await self.index.wait_session_jobs(
-            session_id, timeout, cannot_finish=self.projects.held_for_damage
+            session_id, project_id, timeout, cannot_finish=self.projects.held_for_damage
         )
 
     # --- lifecycle --------------------------------------------------------------------------

@@ -1,10 +1,10 @@
 """Recall for one turn: barrier, automatic and deliberate selection, caps, snapshot, context.
 
 Order of work for a turn's first recall: wait at most `RECALL_BARRIER_S` for this session's
-extraction jobs queued before the call (spec: the five-second barrier), derive the query terms
-once, search the project's automatic memory and the deliberate records at the same time, apply
-the caps, render the context and fix the result as the turn's snapshot. Later recalls of the
-same turn return that snapshot unchanged.
+extraction jobs for its project queued before the call (spec: the five-second barrier), derive
+the query terms once, search the project's automatic memory and the deliberate records at the
+same time, apply the caps, render the context and fix the result as the turn's snapshot. Later
+recalls of the same turn return that snapshot unchanged.
 """
 
 from __future__ import annotations
@@ -61,7 +61,12 @@ class DeliberateSearch(Protocol):
 
 class SessionJobs(Protocol):
     # the capture feature's signature (a bounded wait that reports how it ended)
-    async def wait_session_jobs(self, session_id: str, timeout: float) -> Barrier: ...  # noqa: ASYNC109
+    async def wait_session_jobs(
+        self,
+        session_id: str,
+        project_id: str,
+        timeout: float,  # noqa: ASYNC109
+    ) -> Barrier: ...
 
 
 def new_snapshot_id() -> str:
@@ -197,7 +202,9 @@ class RecallService:
             return "none"
         if self.active_jobs():  # only then can this session have something to wait for
             log.info("recall.barrier_wait", session_id=session.session_id)
-        barrier = await self.jobs.wait_session_jobs(session.session_id, self.barrier_s)
+        barrier = await self.jobs.wait_session_jobs(
+            session.session_id, session.project_id, self.barrier_s
+        )
         if barrier != "none":
             log.info("recall.barrier_done", session_id=session.session_id, barrier=barrier)
         return barrier
