@@ -30,6 +30,7 @@ from pydantic import BaseModel, Field
 from orcactl.connect import CommandError, connect, socket_path
 from orcactl.hooks.common import bounded
 from orcactl.hooks.runner import RECURSION_GUARD
+from orcactl.mcp_stdio import run_stdio
 from orcad.control_characters import BIDI_FORMATTING
 from protocol.client import Client, DaemonUnavailable, ProtocolViolation
 from protocol.errors import RemoteError
@@ -338,12 +339,12 @@ def build_server(session: DaemonSession) -> MCPServer:
 
 
 def run(args: argparse.Namespace) -> int:
-    # stdout carries the MCP protocol itself: the SDK needs the real stream, not orcactl's
-    # terminal-safe wrapper.
+    # stdout carries the MCP protocol itself, written by the transport on its own descriptor;
+    # orcactl's terminal-safe wrappers are for a terminal.
     sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
     session = DaemonSession(args)
     try:
-        build_server(session).run("stdio")
+        run_stdio(build_server(session))
     finally:
         session.close_session()
         session.close()

@@ -3,25 +3,34 @@
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
+import os
+import select
 import shlex
 import socket
 import struct
 import subprocess
+import termios
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 import trio
+import trio.testing
+from hypothesis import given
+from hypothesis import strategies as st
 from mcp import types
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.server.mcpserver.exceptions import ToolError
 
 from orcactl.mcp_server import DaemonSession
+from orcactl.mcp_stdio import Owed, Refused, judge
 from protocol.client import Client, DaemonUnavailable
 from tests.harness import DaemonProcess, OrcaEnv
 from tests.hook_helpers import ORCACTL, ClaudeTranscript, run_hook
@@ -640,3 +649,235 @@ def test_only_the_error_that_says_the_session_is_gone_opens_it_again(
     daemon.call("session.close", session.ids)  # closed (or expired) meanwhile: opened again
     session.call_blocking("memory.search", {"limit": 1})
     assert len(opens) == 2
+
+
+class RawServer:
+    """`orcactl mcp` spoken to in raw lines, for what the SDK's client never sends."""
+
+    def __init__(self, process: subprocess.Popen[bytes]) -> None:
+        assert process.stdin is not None and process.stdout is not None
+        self.process = process
+        self.stdin = process.stdin.fileno()
+        self.stdout = process.stdout.fileno()
+        self._unanswered = b""
+
+    def send(self, line: bytes) -> None:
+        self.write(line + b"\n")
+
+    def write(self, data: bytes) -> None:
+        while data:
+            data = data[os.write(self.stdin, data) :]
+
+    def receive(self, timeout: float = 30.0) -> Any:
+        """The next answer line, decoded; fails if none comes within `timeout`."""
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self._unanswered:
+            ready, _, _ = select.select([self.stdout], [], [], max(deadline - time.monotonic(), 0))
+            assert ready, f"no answer within {timeout} s"
+            chunk = os.read(self.stdout, 65536)
+            assert chunk, "the server closed its stdout"
+            self._unanswered += chunk
+        line, _, self._unanswered = self._unanswered.partition(b"\n")
+        return json.loads(line)
+
+    def call(self, request_id: int, method: str) -> Any:
+        self.send(json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method}).encode())
+        answer = self.receive()
+        assert answer["id"] == request_id and "result" in answer, answer
+        return answer["result"]
+
+    def feed(self, data: bytes, stall_s: float = 3.0) -> tuple[int, int]:
+        """Write `data` for as long as the server reads it; return how much was written and how
+        much the server read: all of it, or what it had once it took nothing more for `stall_s`."""
+        os.set_blocking(self.stdin, False)
+        sent = taken = 0
+        since = time.monotonic()
+        while taken < len(data) and time.monotonic() - since < stall_s:
+            select.select([], [self.stdin], [], 0.1)
+            if sent < len(data):
+                try:
+                    sent += os.write(self.stdin, data[sent : sent + 65536])
+                except BlockingIOError:
+                    pass
+            unread = struct.unpack("i", fcntl.ioctl(self.stdin, termios.FIONREAD, b"\0" * 4))[0]
+            if sent - unread > taken:
+                taken, since = sent - unread, time.monotonic()
+        os.set_blocking(self.stdin, True)
+        return sent, taken
+
+    def memory_kib(self, field: str) -> int:
+        """A memory figure of the server process (VmRSS, or VmHWM: the highest RSS so far)."""
+        status = Path(f"/proc/{self.process.pid}/status").read_text()
+        [line] = [line for line in status.splitlines() if line.startswith(f"{field}:")]
+        return int(line.split()[1])
+
+
+@contextmanager
+def raw_server(orca: OrcaEnv, cwd: Path) -> Iterator[RawServer]:
+    with (
+        open(orca.root / "mcp-stderr.log", "ab") as errlog,
+        subprocess.Popen(
+            [ORCACTL, "mcp", "--cwd", str(cwd)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=errlog,
+            env=orca.env,
+        ) as process,
+    ):
+        server = RawServer(process)
+        try:
+            initialize = {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "test", "version": "1"},
+                },
+            }
+            server.send(json.dumps(initialize).encode())
+            assert server.receive()["id"] == 1
+            server.send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
+            yield server
+            process.stdin.close()  # type: ignore[union-attr]
+            assert process.wait(timeout=30) == 0
+        finally:
+            process.kill()
+    assert "Traceback" not in (orca.root / "mcp-stderr.log").read_text()
+
+
+DEEP = b"[" * 300 + b"]" * 300
+
+
+# lines no SDK client sends, each with the answer it gets (no code: no answer at all)
+UNTAKEABLE = [
+    # a lone surrogate escape: valid JSON text, but no Unicode string
+    (
+        b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"memory_search",'
+        b'"arguments":{"query":"\\ud800"}}}',
+        2,
+        -32600,
+    ),
+    (b'{"jsonrpc":"2.0","id":"deep","method":"ping","params":{"x":' + DEEP + b"}}", "deep", -32600),
+    (b'{"jsonrpc":"2.0","id":3,"method":"ping","params":{"x":NaN}}', 3, -32600),
+    (b'{"jsonrpc":"2.0","id":4,"method":"ping","params":[1, 2]}', 4, -32600),
+    # nested too deep for the id to be read at all
+    (
+        b'{"jsonrpc":"2.0","id":5,"method":"ping","params":' + b"[" * 5000 + b"]" * 5000 + b"}",
+        None,
+        -32600,
+    ),
+    (b'{"jsonrpc":"2.0","id":6,"method":"ping"', None, -32700),
+    (b"\xff\xfe not json", None, -32700),
+    (b'[{"jsonrpc":"2.0","id":7,"method":"ping"}]', None, -32600),  # MCP has no batches
+    # a notification is never answered, nor a response
+    (b'{"jsonrpc":"2.0","method":"notifications/progress","params":{"x":"\\udc00"}}', None, None),
+    (b'{"jsonrpc":"2.0","id":8,"result":' + DEEP + b"}", None, None),
+    (b"   ", None, None),
+]
+
+
+def test_a_line_the_server_cannot_take_is_answered_and_the_next_one_served(
+    tmp_path: Path, orca_env: OrcaEnv
+) -> None:
+    with raw_server(orca_env, _project(tmp_path)) as server:
+        for number, (line, request_id, code) in enumerate(UNTAKEABLE):
+            server.send(line)
+            if code is not None:
+                answer = server.receive(timeout=10)
+                assert answer["id"] == request_id, (line[:80], answer)
+                assert answer["error"]["code"] == code and answer["error"]["message"], answer
+            # the next line is served (and answered first: the bad line got one answer at most)
+            assert server.call(100 + number, "ping") == {}
+        tools = server.call(99, "tools/list")["tools"]
+        assert {tool["name"] for tool in tools} >= {"memory_search", "remember"}
+
+
+def test_a_client_that_never_reads_its_answers_costs_the_server_bounded_memory(
+    tmp_path: Path, orca_env: OrcaEnv
+) -> None:
+    # each tools/list answer is several KiB: without back-pressure every request read is an
+    # answer held in memory until the client reads
+    count = 3000
+    requests = b"".join(
+        json.dumps({"jsonrpc": "2.0", "id": n, "method": "tools/list"}).encode() + b"\n"
+        for n in range(count)
+    )
+    with raw_server(orca_env, _project(tmp_path)) as server:
+        server.call(-1, "tools/list")
+        before = server.memory_kib("VmRSS")
+        sent, taken = server.feed(requests)
+        held = server.memory_kib("VmRSS") - before
+        assert taken < len(requests), "the server read every request while its answers piled up"
+        writer = threading.Thread(target=server.write, args=(requests[sent:],))
+        writer.start()  # the rest, while the answers are read
+        answered = sorted(server.receive()["id"] for _ in range(count))
+        writer.join(timeout=60)
+        assert answered == list(range(count))
+        peak = server.memory_kib("VmHWM") - before
+    # measured: 69 MiB held before the server stopped reading at 64 answers owed, 1.3 MiB after
+    assert held < 16 * 1024 and peak < 16 * 1024, (held, peak)
+
+
+async def test_answers_the_client_itself_holds_up_do_not_stop_the_reading() -> None:
+    # a tool call waiting on the user's answer to an elicitation is owed, but only the client
+    # can move it: counting it would stop reading the very line that carries that answer
+    owed = Owed(limit=2)
+    for request_id in (1, 2):
+        owed.read(types.JSONRPCRequest(jsonrpc="2.0", id=request_id, method="tools/call"))
+    assert owed.full
+    with trio.fail_after(5):  # the reading, waiting for room, goes on
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(owed.room)
+            await trio.testing.wait_all_tasks_blocked()
+            owed.written(types.JSONRPCRequest(jsonrpc="2.0", id=0, method="elicitation/create"))
+    assert not owed.full
+    owed.read(types.JSONRPCResponse(jsonrpc="2.0", id=0, result={}))
+    assert owed.full
+    cancelled = {"requestId": "1"}  # the SDK takes an id sent back as text
+    owed.read(
+        types.JSONRPCNotification(jsonrpc="2.0", method="notifications/cancelled", params=cancelled)
+    )
+    assert not owed.full
+    owed.written(types.JSONRPCResponse(jsonrpc="2.0", id=1, result={}))  # settled already
+    owed.read(types.JSONRPCRequest(jsonrpc="2.0", id=3, method="ping"))
+    assert owed.full
+    owed.written(
+        types.JSONRPCError(jsonrpc="2.0", id=3, error=types.ErrorData(code=1, message="x"))
+    )
+    assert not owed.full
+
+
+_TEXT = st.text(st.characters(min_codepoint=0x20, max_codepoint=0xE001, exclude_categories=()))
+_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | _TEXT,
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(_TEXT, children, max_size=3),
+    max_leaves=20,
+)
+_MESSAGES = st.fixed_dictionaries(
+    {},
+    optional={
+        "jsonrpc": st.sampled_from(["2.0", "1.0"]),
+        "id": _VALUES,
+        "method": st.sampled_from(["ping", "tools/list", "notifications/cancelled"]) | _TEXT,
+        "params": _VALUES,
+        "result": _VALUES,
+    },
+)
+
+
+@given(_MESSAGES, st.integers(min_value=0, max_value=400), st.binary(max_size=4))
+def test_every_line_is_passed_on_refused_or_dropped_and_what_goes_out_is_json(
+    message: dict[str, Any], cut: int, noise: bytes
+) -> None:
+    # ensure_ascii writes a lone surrogate as the escape a client may send; NaN goes out bare
+    whole = json.dumps(message).encode()
+    for line in (whole, whole[:cut] + noise + whole[cut:]):
+        verdict = judge(line)
+        if isinstance(verdict, Refused):
+            answer = json.loads(verdict.answer.model_dump_json(by_alias=True, exclude_unset=True))
+            if line is whole:  # noise may well make another id
+                assert answer["id"] is None or answer["id"] == message.get("id"), answer
+        elif verdict is not None:
+            verdict.model_dump_json(by_alias=True, exclude_unset=True)

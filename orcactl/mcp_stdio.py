@@ -1,0 +1,284 @@
+"""`orcactl mcp`'s stdio transport: the MCP SDK's server on stdin and stdout, one line a message.
+
+The SDK's own stdio transport drops every line it cannot validate without a word (a client
+waits for its timeout), and reads on while answers wait for a client that does not read them
+(the server's memory grows with every request). Here each line is judged first (`judge`): a
+request that cannot be taken is answered with a JSON-RPC error and the next line is served;
+and a request is read only while fewer than `MAX_ANSWERS_OWED` answers are owed, so a client
+that stops reading stops being read.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, BinaryIO
+
+import anyio
+import msgspec
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from mcp.server.mcpserver import MCPServer
+from mcp.shared.message import SessionMessage
+from mcp_types import (
+    INTERNAL_ERROR,
+    INVALID_REQUEST,
+    PARSE_ERROR,
+    ErrorData,
+    JSONRPCError,
+    JSONRPCMessage,
+    JSONRPCNotification,
+    JSONRPCRequest,
+    JSONRPCResponse,
+    RequestId,
+    jsonrpc_message_adapter,
+)
+
+from orcad.limits import MAX_ANSWERS_OWED_PER_CONNECTION, MAX_JSON_NESTING
+from protocol.framing import json_nesting_exceeds
+
+# As orcad bounds a connection: past this many answers owed, the client is not read until it
+# reads (an answer it waits for from the client, such as an elicitation's, is not counted).
+MAX_ANSWERS_OWED = MAX_ANSWERS_OWED_PER_CONNECTION
+
+TOO_DEEP = (
+    f"Invalid Request: the line nests arrays or objects more than {MAX_JSON_NESTING} levels "
+    "deep; no MCP message does"
+)
+NOT_UNICODE = (
+    "Invalid Request: the line holds what no JSON-RPC message can: a string with a lone "
+    "surrogate escape (\\ud800 to \\udfff unpaired), or a number that is out of range or not "
+    "finite"
+)
+NOT_A_MESSAGE = "Invalid Request: not a JSON-RPC 2.0 request, notification or response"
+NOT_JSON = "Parse error: the line is not JSON; send one JSON-RPC message per line"
+NOT_ENCODABLE = "Internal error: the answer could not be written as JSON"
+
+
+@dataclass(frozen=True)
+class Refused:
+    """A line that goes no further: `answer` is written back to the client instead."""
+
+    answer: JSONRPCError
+
+
+def _refused(request_id: RequestId | None, code: int, message: str) -> Refused:
+    error = ErrorData(code=code, message=message)
+    return Refused(JSONRPCError(jsonrpc="2.0", id=request_id, error=error))
+
+
+def _lenient(text: str) -> Any:
+    """What Python's own JSON reading makes of a line msgspec refused (it takes lone
+    surrogates, NaN and numbers out of range), or None when it is not JSON either."""
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+
+
+def _answer_id(value: object) -> RequestId | None:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return None
+        return value
+    return None
+
+
+def _refuse(value: object, message: str) -> Refused | None:
+    """The answer to a JSON line that is no message the server takes: to its id when it is a
+    request whose id can be read; none to a notification or a response (JSON-RPC answers
+    neither); to a null id otherwise."""
+    if isinstance(value, dict):
+        if "method" in value and "id" not in value:
+            return None
+        if "method" not in value and ("result" in value or "error" in value):
+            return None
+        return _refused(_answer_id(value.get("id")), INVALID_REQUEST, message)
+    return _refused(None, INVALID_REQUEST, message)
+
+
+def judge(line: bytes) -> JSONRPCMessage | Refused | None:
+    """One line from the client: the message to pass on, or the answer that refuses it, or
+    None when it is neither (a blank line, a malformed notification or response)."""
+    text = line.decode("utf-8", errors="replace")  # as the SDK reads it
+    if not text.strip():
+        return None
+    if json_nesting_exceeds(line, MAX_JSON_NESTING):  # before any decoder recurses into it
+        return _refuse(_lenient(text), TOO_DEEP)
+    try:
+        value = msgspec.json.decode(text)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        lenient = _lenient(text)
+        if lenient is None:
+            return _refused(None, PARSE_ERROR, NOT_JSON)
+        return _refuse(lenient, NOT_UNICODE)
+    try:
+        # validated as the SDK validates it: the line is now known to decode
+        return jsonrpc_message_adapter.validate_json(text, by_name=False)
+    except ValueError:
+        return _refuse(value, NOT_A_MESSAGE)
+
+
+class Owed:
+    """The answers owed to the client, less those waiting on the client's own answers."""
+
+    def __init__(self, limit: int = MAX_ANSWERS_OWED) -> None:
+        self.limit = limit
+        self._owed: Counter[str] = Counter()  # by id as text: the SDK takes a cancelled "7" as 7
+        self._asked: set[str] = set()  # the server's requests the client has not answered
+        self._changed = anyio.Event()
+
+    @property
+    def full(self) -> bool:
+        return self._owed.total() - len(self._asked) >= self.limit
+
+    async def room(self) -> None:
+        while self.full:
+            await self._changed.wait()
+
+    def _change(self) -> None:
+        self._changed.set()
+        self._changed = anyio.Event()
+
+    def _settle(self, request_id: object) -> None:
+        key = str(request_id)
+        if key in self._owed:
+            self._owed[key] -= 1
+            if not self._owed[key]:
+                del self._owed[key]
+            self._change()
+
+    def _answered(self, request_id: object) -> None:
+        if str(request_id) in self._asked:
+            self._asked.discard(str(request_id))
+            self._change()
+
+    def read(self, message: JSONRPCMessage) -> None:
+        """Count a message from the client."""
+        match message:
+            case JSONRPCRequest():
+                self._owed[str(message.id)] += 1
+            case JSONRPCResponse() | JSONRPCError():
+                self._answered(message.id)
+            case JSONRPCNotification(method="notifications/cancelled", params=dict() as params):
+                self._settle(params.get("requestId"))  # the SDK answers no cancelled request
+
+    def written(self, message: JSONRPCMessage) -> None:
+        """Count a message written to the client."""
+        match message:
+            case JSONRPCResponse() | JSONRPCError():
+                self._settle(message.id)
+            case JSONRPCRequest():
+                self._asked.add(str(message.id))
+                self._change()
+            case JSONRPCNotification(method="notifications/cancelled", params=dict() as params):
+                self._answered(params.get("requestId"))  # the server stopped waiting
+
+
+def _line(message: JSONRPCMessage) -> bytes | None:
+    """The message as a line, or for an answer that JSON cannot hold an error in its place."""
+    try:
+        text = message.model_dump_json(by_alias=True, exclude_unset=True)
+    except ValueError:
+        if not isinstance(message, (JSONRPCResponse, JSONRPCError)):
+            return None
+        failed = JSONRPCError(
+            jsonrpc="2.0",
+            id=message.id,
+            error=ErrorData(code=INTERNAL_ERROR, message=NOT_ENCODABLE),
+        )
+        text = failed.model_dump_json(by_alias=True, exclude_unset=True)
+    return text.encode("utf-8") + b"\n"
+
+
+def _write_line(wire: BinaryIO, data: bytes) -> None:
+    wire.write(data)
+    wire.flush()
+
+
+async def _read(
+    wire: BinaryIO,
+    to_server: MemoryObjectSendStream[SessionMessage | Exception],
+    to_client: MemoryObjectSendStream[SessionMessage],
+    owed: Owed,
+) -> None:
+    reading = anyio.CapacityLimiter(1)  # not the tools' threads: a busy orcad stalls no read
+    async with to_server, to_client:
+        while line := await anyio.to_thread.run_sync(
+            wire.readline, abandon_on_cancel=True, limiter=reading
+        ):
+            verdict = judge(line)
+            try:
+                if isinstance(verdict, Refused):
+                    await to_client.send(SessionMessage(verdict.answer))
+                elif verdict is not None:
+                    if isinstance(verdict, JSONRPCRequest):
+                        await owed.room()
+                    owed.read(verdict)
+                    await to_server.send(SessionMessage(verdict))
+            except anyio.BrokenResourceError:  # the writer found the client gone
+                return
+
+
+async def _write(
+    wire: BinaryIO,
+    from_server: MemoryObjectReceiveStream[SessionMessage],
+    owed: Owed,
+    scope: anyio.CancelScope,
+) -> None:
+    writing = anyio.CapacityLimiter(1)
+    async with from_server:
+        async for item in from_server:
+            data = _line(item.message)
+            if data is None:
+                continue
+            try:
+                await anyio.to_thread.run_sync(_write_line, wire, data, limiter=writing)
+            except OSError:  # the client closed its end: nobody is left to serve
+                scope.cancel()
+                return
+            owed.written(item.message)
+
+
+@contextmanager
+def _claimed_stdio() -> Iterator[tuple[BinaryIO, BinaryIO]]:
+    """stdin and stdout for the protocol alone, as the SDK's transport claims them: while
+    serving, file descriptor 0 reads the null device and 1 writes to stderr, so that stray
+    output (ours, a library's, a child's) never lands on the wire."""
+    sys.stdout.flush()
+    wire_in, wire_out = os.dup(0), os.dup(1)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    os.dup2(2, 1)
+    try:
+        # never closed: a reading thread may still wait on stdin when serving ends
+        yield os.fdopen(wire_in, "rb", closefd=False), os.fdopen(wire_out, "wb", closefd=False)
+    finally:
+        os.dup2(wire_out, 1)
+        os.dup2(wire_in, 0)
+
+
+async def serve(server: MCPServer, wire_in: BinaryIO, wire_out: BinaryIO) -> None:
+    """Serve one client until its stdin ends (or its stdout closes)."""
+    to_server, from_client = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    to_client, from_server = anyio.create_memory_object_stream[SessionMessage](0)
+    owed = Owed()
+    lowlevel = server._lowlevel_server  # what MCPServer.run_stdio_async runs on its streams
+    async with anyio.create_task_group() as group:
+        group.start_soon(_write, wire_out, from_server, owed, group.cancel_scope)
+        group.start_soon(_read, wire_in, to_server, to_client.clone(), owed)
+        await lowlevel.run(from_client, to_client, lowlevel.create_initialization_options())
+
+
+def run_stdio(server: MCPServer) -> None:
+    with _claimed_stdio() as (wire_in, wire_out):
+        anyio.run(serve, server, wire_in, wire_out)
