@@ -38,9 +38,15 @@ from mcp_types import (
     jsonrpc_message_adapter,
 )
 
-from orcad.limits import MAX_ANSWERS_OWED_PER_CONNECTION, MAX_JSON_NESTING
+from orcad.limits import (
+    DEFAULT_MAX_MESSAGE_BYTES,
+    MAX_ANSWERS_OWED_PER_CONNECTION,
+    MAX_JSON_NESTING,
+)
 from protocol.framing import json_nesting_exceeds
 
+# Twice orcad's request bound: text too long for orcad still reaches the tool that says so.
+MAX_LINE_BYTES = 2 * DEFAULT_MAX_MESSAGE_BYTES
 # As orcad bounds a connection: past this many answers owed, the client is not read until it
 # reads (an answer it waits for from the client, such as an elicitation's, is not counted).
 MAX_ANSWERS_OWED = MAX_ANSWERS_OWED_PER_CONNECTION
@@ -57,6 +63,10 @@ NOT_UNICODE = (
 NOT_A_MESSAGE = "Invalid Request: not a JSON-RPC 2.0 request, notification or response"
 NOT_JSON = "Parse error: the line is not JSON; send one JSON-RPC message per line"
 NOT_ENCODABLE = "Internal error: the answer could not be written as JSON"
+TOO_LONG = (
+    f"Invalid Request: the line is longer than {MAX_LINE_BYTES // 2**20} MiB and was not kept; "
+    "no MCP message for this server is that long"
+)
 
 
 @dataclass(frozen=True)
@@ -105,9 +115,12 @@ def _refuse(value: object, message: str) -> Refused | None:
     return _refused(None, INVALID_REQUEST, message)
 
 
-def judge(line: bytes) -> JSONRPCMessage | Refused | None:
-    """One line from the client: the message to pass on, or the answer that refuses it, or
-    None when it is neither (a blank line, a malformed notification or response)."""
+def judge(line: bytes | None) -> JSONRPCMessage | Refused | None:
+    """One line from the client (None: one too long to keep): the message to pass on, or the
+    answer that refuses it, or None when it is neither (a blank line, a malformed notification
+    or response)."""
+    if line is None:
+        return _refused(None, INVALID_REQUEST, TOO_LONG)
     text = line.decode("utf-8", errors="replace")  # as the SDK reads it
     if not text.strip():
         return None
@@ -199,6 +212,18 @@ def _line(message: JSONRPCMessage) -> bytes | None:
     return text.encode("utf-8") + b"\n"
 
 
+def _read_line(wire: BinaryIO) -> bytes | None:
+    """The next line (empty at the end of input), or None for one longer than MAX_LINE_BYTES,
+    which is read to its end without being kept."""
+    line = wire.readline(MAX_LINE_BYTES + 1)
+    if len(line) <= MAX_LINE_BYTES or line.endswith(b"\n"):
+        return line
+    del line  # held no longer than it takes to see that it is too long
+    while (rest := wire.readline(64 * 1024)) and not rest.endswith(b"\n"):
+        pass
+    return None
+
+
 def _write_line(wire: BinaryIO, data: bytes) -> None:
     wire.write(data)
     wire.flush()
@@ -212,9 +237,11 @@ async def _read(
 ) -> None:
     reading = anyio.CapacityLimiter(1)  # not the tools' threads: a busy orcad stalls no read
     async with to_server, to_client:
-        while line := await anyio.to_thread.run_sync(
-            wire.readline, abandon_on_cancel=True, limiter=reading
-        ):
+        while (
+            line := await anyio.to_thread.run_sync(
+                _read_line, wire, abandon_on_cancel=True, limiter=reading
+            )
+        ) != b"":
             verdict = judge(line)
             try:
                 if isinstance(verdict, Refused):

@@ -820,6 +820,26 @@ def test_a_client_that_never_reads_its_answers_costs_the_server_bounded_memory(
     assert held < 16 * 1024 and peak < 16 * 1024, (held, peak)
 
 
+def test_a_line_too_long_to_hold_is_refused_without_holding_it(
+    tmp_path: Path, orca_env: OrcaEnv
+) -> None:
+    # a client can send bytes without ever ending the line: the server must not keep them all
+    start = b'{"jsonrpc":"2.0","id":2,"method":"ping","params":{"x":"'
+    with raw_server(orca_env, _project(tmp_path)) as server:
+        before = server.memory_kib("VmRSS")
+        writer = threading.Thread(
+            target=server.write, args=(start + b"a" * (96 * 1024 * 1024) + b'"}}\n',)
+        )
+        writer.start()
+        answer = server.receive(timeout=60)
+        writer.join(timeout=60)
+        assert answer["id"] is None and answer["error"]["code"] == -32600, answer
+        assert "MiB" in answer["error"]["message"], answer
+        assert server.call(3, "ping") == {}
+        peak = server.memory_kib("VmHWM") - before
+    assert peak < 64 * 1024, peak
+
+
 async def test_answers_the_client_itself_holds_up_do_not_stop_the_reading() -> None:
     # a tool call waiting on the user's answer to an elicitation is owed, but only the client
     # can move it: counting it would stop reading the very line that carries that answer
