@@ -13,14 +13,16 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
 from collections import Counter
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 import anyio
 import msgspec
+from anyio.lowlevel import EventLoopToken, current_token
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.server.mcpserver import MCPServer
 from mcp.shared.message import SessionMessage
@@ -229,19 +231,36 @@ def _write_line(wire: BinaryIO, data: bytes) -> None:
     wire.flush()
 
 
+def _pump(
+    wire: BinaryIO, lines: MemoryObjectSendStream[bytes | None], token: EventLoopToken
+) -> None:
+    """Hand stdin's lines to the event loop, one at a time, until stdin ends.
+
+    A daemon thread of its own, not one of anyio's workers: a read blocked on a client that
+    keeps stdin open after serving ended (it closed its end of stdout) must not keep the
+    process alive.
+    """
+    try:
+        while (line := _read_line(wire)) != b"":
+            anyio.from_thread.run(lines.send, line, token=token)
+    except (OSError, anyio.BrokenResourceError, RuntimeError):
+        pass  # stdin failed (as good as its end), or serving is over (RunFinishedError)
+    finally:
+        with suppress(RuntimeError):
+            anyio.from_thread.run_sync(lines.close, token=token)
+
+
 async def _read(
     wire: BinaryIO,
     to_server: MemoryObjectSendStream[SessionMessage | Exception],
     to_client: MemoryObjectSendStream[SessionMessage],
     owed: Owed,
 ) -> None:
-    reading = anyio.CapacityLimiter(1)  # not the tools' threads: a busy orcad stalls no read
-    async with to_server, to_client:
-        while (
-            line := await anyio.to_thread.run_sync(
-                _read_line, wire, abandon_on_cancel=True, limiter=reading
-            )
-        ) != b"":
+    sender, lines = anyio.create_memory_object_stream[bytes | None](0)
+    pump = (wire, sender, current_token())
+    threading.Thread(target=_pump, args=pump, name="mcp stdin", daemon=True).start()
+    async with to_server, to_client, lines:
+        async for line in lines:
             verdict = judge(line)
             try:
                 if isinstance(verdict, Refused):

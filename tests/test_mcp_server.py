@@ -840,6 +840,18 @@ def test_a_line_too_long_to_hold_is_refused_without_holding_it(
     assert peak < 64 * 1024, peak
 
 
+def test_the_server_exits_when_its_client_stops_taking_answers(
+    tmp_path: Path, orca_env: OrcaEnv
+) -> None:
+    # the client closed its end of the server's stdout but not of its stdin: nobody is left to
+    # serve, and a server that waited on stdin would be left running for as long as it is open
+    with raw_server(orca_env, _project(tmp_path)) as server:
+        assert server.process.stdout is not None
+        server.process.stdout.close()
+        server.send(b'{"jsonrpc":"2.0","id":2,"method":"ping"}')
+        assert server.process.wait(timeout=30) == 0
+
+
 async def test_answers_the_client_itself_holds_up_do_not_stop_the_reading() -> None:
     # a tool call waiting on the user's answer to an elicitation is owed, but only the client
     # can move it: counting it would stop reading the very line that carries that answer
