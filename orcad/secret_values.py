@@ -1013,6 +1013,60 @@ _PIN_STATEMENT = re.compile(
 )
 
 
+# A pin in lower case is as often a part, a GPIO line or a version pin ("pin 12 of the header",
+# "pin numpy<2"): one is a PIN when it is someone's or something's ("my pin is 4821", "the card
+# pin: 7302", "the pin for the card is 0917"), or a line starts with it ("pin: 55731").
+_LOWER_PIN_STATEMENT = re.compile(
+    r"pin(?<![a-z0-9_\-.$@]pin)(?![a-z0-9_\-])(?:[ \t]+(?:code|number))?"
+    r"(?P<words>(?:[ \t]+[a-z]{1,20}+){0,4}?)"
+    rf"(?:(?P<op>[ \t]*:)|{_STATED_VERB}[ \t]*:?)[ \t]+(?P<value>[0-9]{{4,12}}+)(?![0-9])"
+)
+_PIN_OWNER = re.compile(
+    r"(?<![a-z0-9_\-])(?:(?:my|your|our|his|her|their)(?:[ \t]+[a-z]{2,12}){0,2}|card|debit|credit|"
+    r"bank|atm|sim|phone|door|alarm|voicemail|lock|safe|keypad|wps|bluetooth|pairing|unlock|"
+    r"default|garage|gate)[ \t]+\Z"
+)
+_PIN_OWNER_WORDS = frozenset(("for", "to"))
+_LINE_START = re.compile(r"(?:^|\n)[ \t]*(?:[-*>][ \t]+)?\Z")
+
+
+def _lower_case_pins(text: str, lowered: str) -> Iterator[Span]:
+    for match in _LOWER_PIN_STATEMENT.finditer(lowered):
+        at = match.start()
+        if text[at : at + 3] not in ("pin", "Pin"):
+            continue  # PIN in capitals is the other rule's
+        words = match["words"].split()
+        if words:
+            owned = words[0] in _PIN_OWNER_WORDS
+        else:
+            before = max(0, at - 40)
+            owned = _PIN_OWNER.search(lowered, before, at) is not None or (
+                match["op"] is not None and _LINE_START.search(lowered, before, at) is not None
+            )
+        start, end = match.span("value")
+        if owned and _number_ends_clause(text, end):
+            yield start, end
+
+
+def _number_ends_clause(text: str, end: int) -> bool:
+    """Digits end their clause: the line or the text ends, a punctuation mark followed by a
+    space does (not a version's dot: "4821.5"), or a word that starts another clause follows
+    ("my pin is 4821 if you need it", not "4821 characters long")."""
+    after = text[end : end + 2]
+    if after[:1] in _CLAUSE_ENDS:
+        after = after[1:]
+    if not after.strip(" \t") or after[:1] in "\r\n":
+        return True
+    following = _NEXT_WORD.match(text, end)
+    return following is not None and following[1].lower() in _CLAUSE_STARTS
+
+
+_NEXT_WORD = re.compile(r"[ \t]+([A-Za-z]{2,6})(?![A-Za-z])")
+_CLAUSE_STARTS = frozenset(
+    ("if", "until", "unless", "and", "but", "so", "when", "since", "while", "for", "in", "on")
+)
+
+
 def _stated_digits(value: str, words: str) -> bool:
     """Digits alone, given for the password in a sentence ("the wifi password is 84736251"):
     four or more, the password's own (no word but an owner's between it and the verb)."""
@@ -1030,6 +1084,8 @@ def find_stated_passwords(text: str, lowered: str) -> Iterator[Span]:
             start, end = match.span(1)
             if _clause_ends(text, end + (text[end : end + 1] in _CLAUSE_ENDS), end):
                 yield start, end
+    if "pin" in lowered:
+        yield from _lower_case_pins(text, lowered)
     if "pass" not in lowered:
         return
     for match in _STATEMENT.finditer(lowered):

@@ -334,6 +334,62 @@ def test_numbers_in_sentences_about_a_password_stay_storable(text: str) -> None:
 @pytest.mark.parametrize(
     ("text", "redacted"),
     [
+        ("my pin is 4821", "my pin is [REDACTED:password_statement]"),
+        (
+            "the pin for the card is 0917",
+            "the pin for the card is [REDACTED:password_statement]",
+        ),
+        ("pin: 55731", "pin: [REDACTED:password_statement]"),
+        ("your new pin is 4821.", "your new pin is [REDACTED:password_statement]."),
+        ("my bank card pin is 0000", "my bank card pin is [REDACTED:password_statement]"),
+        ("the sim pin: 1234", "the sim pin: [REDACTED:password_statement]"),
+        (
+            "- pin: 55731\n- puk: on the card",
+            "- pin: [REDACTED:password_statement]\n- puk: on the card",
+        ),
+        ("Pin: 4821", "Pin: [REDACTED:password_statement]"),
+        ("pin code: 55731", "pin code: [REDACTED:password_statement]"),
+        (
+            "the pin to the safe is 4821, do not share",
+            "the pin to the safe is [REDACTED:password_statement], do not share",
+        ),
+        (
+            "my pin number was changed to 90210",
+            "my pin number was changed to [REDACTED:password_statement]",
+        ),
+    ],
+)
+def test_a_pin_in_lower_case_that_is_someones_is_redacted(text: str, redacted: str) -> None:
+    # only PIN in capitals counted: "my pin is 4821" was kept as written
+    assert redact(text) == redacted
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "pin the version to 4.2.1",
+        "pin numpy<2",
+        "pins 3 and 4",
+        "pin 12 of the GPIO header",
+        "the dependency is pinned at 2024",
+        "the pin is 2048",
+        "gpio pin: 2048",
+        "led pin is 2048",
+        "pin: 4.2.1",
+        "my pin is 4821.5",
+        "my pin is 4 digits long",
+        "spin: 1234",
+        "the pin count is 1024",
+        "the pin of the header is 4096",
+    ],
+)
+def test_pins_that_are_parts_versions_or_counts_stay_storable(text: str) -> None:
+    assert find_secrets(text) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "redacted"),
+    [
         ("login: admin / S3cretPass", "login: admin / [REDACTED:password_statement]"),
         ("Login: deploy/Hunter2024!", "Login: deploy/[REDACTED:password_statement]"),
         ("user admin pass hunter2", "user admin pass [REDACTED:password_statement]"),

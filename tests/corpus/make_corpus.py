@@ -1478,6 +1478,59 @@ def build_yaml_blocks_of_one_line(c: Corpus) -> None:
         c.lookalike("yaml_block_of_prose", text)
 
 
+def build_lower_case_pins(c: Corpus) -> None:
+    """A PIN written in lower case, someone's or something's or starting its line, and pins
+    that are parts, GPIO lines, version pins and counts."""
+    shapes = (
+        "my pin is {v}",
+        "the pin for the card is {v}",
+        "pin: {v}",
+        "my debit card pin is {v}, please don't put it in the notes",
+        "your new pin is {v}.",
+        "the sim pin: {v}",
+        "door pin: {v}\nwifi: guest-network",
+        "the pin to the safe is {v}",
+        "- pin: {v}\n- puk: see the card",
+        "my pin number is {v}",
+        "the voicemail pin was changed to {v}.",
+        "Pin: {v}",
+        "our alarm pin is {v}; the gate opens with the fob",
+        "bluetooth pairing pin: {v}",
+        "hey, my bank pin is {v} if you need to check the statement",
+        "the default pin is {v} until the first login",
+    )
+    for shape in shapes:
+        value = c.chars(DIGITS, c.rng.randint(4, 8))
+        c.secret("password_statement", value, shape.format(v=value))
+    for text in (
+        "pin the version to 4.2.1",
+        "pin numpy<2",
+        "pins 3 and 4",
+        "pin 12 of the GPIO header",
+        "the dependency is pinned at 2024",
+        "pin requests==2.31.0 in requirements.txt",
+        "we pin the base image to python:3.12-slim",
+        "the LED is on pin 13",
+        "led_pin: 13",
+        "pin: 4.2.1",
+        "pin: 13",
+        "the pin count is 1024",
+        "pin it to 1.26.4 for now, 2.0 breaks the build",
+        "the pin for LED_BUILTIN is 13",
+        "the pin is 2048",
+        "gpio pin: 2048",
+        "data pin is 4096 on the new board",
+        "my pin is 4 digits long",
+        "pinned at 2024.1 until the regression is fixed",
+        "pin_memory: true",
+        "pin 2 and pin 3 have 3300 ohm pull-ups",
+        "spin: 2048",
+        "repin: 2024",
+        "the pin of the header is 4096",
+    ):
+        c.lookalike("pin_that_is_no_pin_code", text)
+
+
 def build() -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     corpus = Corpus(SEED)
     build_secrets(corpus)
@@ -1503,6 +1556,7 @@ def build() -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     build_login_pairs(corpus)
     build_comparisons_in_block_headers(corpus)
     build_yaml_blocks_of_one_line(corpus)
+    build_lower_case_pins(corpus)
     return corpus.secrets, corpus.lookalikes
 
 
