@@ -16,6 +16,9 @@ import re
 from collections import Counter
 from collections.abc import Iterator
 
+from orcad.secret_languages import OWNER_WORDS as FOREIGN_OWNER_WORDS
+from orcad.secret_languages import VERB_LANGUAGES, Language, describes_password
+
 Span = tuple[int, int]
 
 # Placeholders: a value holding one of these marks is an example or a template slot.
@@ -1151,10 +1154,11 @@ def _prose_label(lowered: str, keyword: int) -> bool:
 # Chinese, Japanese, Korean.
 _FOREIGN_PASSWORD = re.compile(
     r"(?:passwort|kennwort|(?<![^\W\d_])(?:contrase[ñn]a|mot de passe|senha|wachtwoord|has[łl]o|"
-    r"l[öo]senord|adgangskode|passord|salasana|[şs]ifre|пароль|密码|密碼|パスワード|비밀번호))"
+    r"l[öo]senord|adgangskode|passord|salasana|[şs]ifre|пароль|密码|密碼|パスワード|비밀번호|"
+    r"password(?=(?:[ \t]+[^\s.,;:!?=]{1,30}+){0,4}?[ \t]+è[ \t])))"  # Italian, before its verb
     r"(?![^\W\d_])(?P<words>(?:[ \t]+[^\s.,;:!?=\uff1a]{1,30}+){0,6}?)"
     r"(?:(?P<op>[ \t]*[:=\uff1a])[ \t]*|"
-    r"[ \t]+(?:ist|lautet|war|es|era|est|était|é|is|jest|är|er|on|je|это|—|-)[ \t]+)"
+    r"[ \t]+(?P<verb>ist|lautet|war|es|era|est|était|é|è|is|was|jest|är|er|on|je|это|—|-)[ \t]+)"
     + _STATED_VALUE.replace(r"[ \t]+", "", 1)
 )
 # the words' telling parts: ASCII ones alone are looked for in ASCII text
@@ -1227,23 +1231,47 @@ def _foreign_word_given(value: str, *, clause_ends: bool) -> bool:
     )
 
 
+def _foreign_word_stated(value: str, words: str, language: Language, *, clause_ends: bool) -> bool:
+    """A lone word after the word for password and the verb ("Das Passwort ist Sonnenblume",
+    "la contraseña es girasol"): one that a colon would give, with no words but an owner's
+    before the verb, that none of that language's describing words is or ends like ("ist
+    abgelaufen", "est incorrect", "es obligatoria")."""
+    between = words.split()
+    return (
+        (not between or between[0] in FOREIGN_OWNER_WORDS)
+        and _foreign_word_given(value, clause_ends=clause_ends)
+        and not describes_password(value, language)
+    )
+
+
 def find_foreign_passwords(text: str, lowered: str) -> Iterator[Span]:
     """A password given after the word for password in another language: "Passwort:
     Geheim2024", "la contraseña es Secreto123", "пароль: qwerty123", "密码\uff1aabc12345",
-    and a lone word after a colon: "Kennwort: geheim"."""
+    and a lone word after a colon, "Kennwort: geheim", or after the verb in German, Dutch,
+    French, Spanish, Portuguese and Italian: "Das Passwort ist Sonnenblume"."""
     triggers = _FOREIGN_ASCII_TRIGGERS if lowered.isascii() else _FOREIGN_TRIGGERS
-    if not any(trigger in lowered for trigger in triggers):
+    if not any(trigger in lowered for trigger in triggers) and not (
+        "è" in lowered and "password" in lowered  # Italian
+    ):
         return
     for match in _FOREIGN_PASSWORD.finditer(lowered):
         start, value_end = match.span("value")
         end = _value_end(text, start, value_end)
         value = text[start:end]
-        # a lone word after a verb may be one that describes the password ("Das Passwort ist
-        # falsch"); after a colon only those known here do
-        if _stated_password(value) or (
-            match.group("op") is not None
-            and not match.group("words")
-            and _foreign_word_given(value, clause_ends=_clause_ends(text, value_end, end))
+        if _stated_password(value):
+            yield start, end
+            continue
+        clause_ends = _clause_ends(text, value_end, end)
+        language = VERB_LANGUAGES.get(match["verb"] or "")
+        # after a colon, few words describe the password ("Passwort: erforderlich"); after a
+        # verb, any adjective or participle may ("Das Passwort ist abgelaufen")
+        if (
+            match["op"] is not None
+            and not match["words"]
+            and _foreign_word_given(value, clause_ends=clause_ends)
+        ) or (
+            language is not None
+            and _foreign_word_stated(value, match["words"], language, clause_ends=clause_ends)
         ):
             yield start, end
 

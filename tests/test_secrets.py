@@ -1059,6 +1059,60 @@ def test_a_word_describing_the_password_in_other_languages_stays_storable(text: 
 @pytest.mark.parametrize(
     ("text", "redacted"),
     [
+        ("Das Passwort ist Sonnenblume", "Das Passwort ist [REDACTED:password_statement]"),
+        (
+            "das Passwort für den Server ist Bergkristall.",
+            "das Passwort für den Server ist [REDACTED:password_statement].",
+        ),
+        ("le mot de passe est tournesol", "le mot de passe est [REDACTED:password_statement]"),
+        ("la contraseña es girasol", "la contraseña es [REDACTED:password_statement]"),
+        ("het wachtwoord is zonnebloem", "het wachtwoord is [REDACTED:password_statement]"),
+        ("la password è girasole", "la password è [REDACTED:password_statement]"),
+        (
+            "La password del wifi è farfalla.",
+            "La password del wifi è [REDACTED:password_statement].",
+        ),
+        ("la password è Girasole2024", "la password è [REDACTED:password_statement]"),
+        ("a senha é girassol", "a senha é [REDACTED:password_statement]"),
+    ],
+)
+def test_a_single_word_after_the_word_in_other_languages_and_a_verb_is_a_password(
+    text: str, redacted: str
+) -> None:
+    # only a word after a colon counted: after a verb, a word was let through
+    assert redact(text) == redacted
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "das Passwort ist zu kurz",
+        "Das Passwort ist abgelaufen.",
+        "Das Passwort ist hinterlegt",
+        "Das Passwort ist Pflicht",
+        "Das Passwort ist geheim",
+        "le mot de passe est incorrect",
+        "le mot de passe est expiré",
+        "le mot de passe est sensible",
+        "la contraseña es obligatoria",
+        "la contraseña es distinta",
+        "la password è scaduta",
+        "la password è temporanea",
+        "het wachtwoord is verlopen",
+        "het wachtwoord is opgeslagen",
+        "a senha é fraca",
+        "the password era began",
+    ],
+)
+def test_a_word_describing_the_password_after_a_verb_in_other_languages_stays_storable(
+    text: str,
+) -> None:
+    assert find_secrets(text) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "redacted"),
+    [
         (
             "CREATE USER app IDENTIFIED BY 'S3cretPass';",
             "CREATE USER app IDENTIFIED BY '[REDACTED:credential_assignment]';",
