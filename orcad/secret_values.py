@@ -1105,6 +1105,10 @@ def find_stated_passwords(text: str, lowered: str) -> Iterator[Span]:
             or (clause_ends and _stated_digits(value, match.group("words")))
         ):
             yield start, end
+        elif (match["op"] is None or _said_plainly(match, lowered)) and _owned(match["words"]):
+            phrase_end = _stated_passphrase(text, start)
+            if phrase_end:
+                yield start, phrase_end
     for match in _NAMED_VALUE.finditer(lowered):
         keyword = match.start()
         if _passwd_command(lowered, keyword):
@@ -1127,6 +1131,64 @@ def find_stated_passwords(text: str, lowered: str) -> Iterator[Span]:
             continue
         if _stated_password(text[start:end]):
             yield start, end
+
+
+def _owned(words: str) -> bool:
+    """No words between the password's name and its verb but an owner's ("for the router")."""
+    between = words.split()
+    return not between or between[0] in _OWNER_WORDS
+
+
+# A passphrase a sentence gives: three to eight lower-case words ("my password is correct horse
+# battery staple", "the wifi password is purple monkey dishwasher").
+_PASSPHRASE = re.compile(r"[a-z]{3,24}+(?:[ \t]+[a-z]{3,24}+){2,7}+(?![^\W\d_])")
+# Words of sentences that say what a password is like or where it is, besides the function words
+# (`_PROSE_OR_CODE_WORDS`): "the password is too short", "the password is sent in clear text".
+_SENTENCE_WORDS = frozenset(
+    (
+        "too", "very", "so", "also", "still", "only", "just", "now", "then", "quite", "really",
+        "pretty", "rather", "already", "always", "never", "often", "here", "there", "like",
+        "what", "which", "who", "whom", "whose", "where", "when", "why", "how", "yet", "because",
+        "since", "while", "though", "although", "unless", "whether", "either", "neither", "both",
+        "more", "most", "less", "least", "much", "many", "few", "other", "another", "such", "own",
+        "out", "off", "over", "under", "again", "once", "him", "them", "mine", "yours", "ours",
+        "theirs", "get", "got", "make", "made", "put", "send", "sent", "read", "write", "change",
+        "reset", "enter", "type", "contain", "contains", "include", "includes", "match",
+        "matches", "expire", "expires", "work", "works", "need", "needs", "take", "takes", "keep",
+        "keeps", "goes", "come", "comes", "let", "say", "says", "know", "show", "shown", "plus",
+        "case", "sensitive", "text", "plain", "clear", "clean", "characters", "chars", "digits",
+        "letters", "long", "less", "enough", "least", "default", "empty", "blank", "valid",
+        "wrong", "ignored", "never", "hash", "hashes", "salt", "file", "string", "value",
+        "field", "user", "users", "account", "server", "system", "database", "config",
+        "environment", "variable", "login", "password", "passwords", "secret", "token", "key",
+    )
+)  # fmt: skip
+
+
+def _stated_passphrase(text: str, start: int) -> int:
+    """Where the passphrase a sentence gives at `start` ends, or 0 if none is: words in lower
+    case, to the end of the clause (a closing quote may follow them), none of them a function
+    word, a word of such sentences or a participle or adverb (stored, hashed, randomly), and
+    at most one describing word ("correct horse battery staple", not "short and weak")."""
+    phrase = _PASSPHRASE.match(text, start)
+    if phrase is None:
+        return 0
+    end = phrase.end()
+    closing = text[end : end + 1]
+    after = end + (closing != "" and closing in "\"'`" and text[start - 1 : start] == closing)
+    mark = text[after : after + 1]
+    if not _clause_ends(text, after + (mark != "" and mark in _CLAUSE_ENDS), after):
+        return 0
+    describing = 0
+    for word in phrase.group().split():
+        if (
+            word in _PROSE_OR_CODE_WORDS
+            or word in _SENTENCE_WORDS
+            or word.endswith(("ed", "ing", "ly"))
+        ):
+            return 0
+        describing += word in _DESCRIPTIVE or word.endswith(_DESCRIBING_ENDS)
+    return end if describing <= 1 else 0
 
 
 def _said_plainly(match: re.Match[str], lowered: str) -> bool:

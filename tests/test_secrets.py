@@ -294,6 +294,58 @@ def test_password_lookalikes_stay_storable(text: str) -> None:
 @pytest.mark.parametrize(
     ("text", "redacted"),
     [
+        (
+            "my password is correct horse battery staple",
+            "my password is [REDACTED:password_statement]",
+        ),
+        (
+            "the wifi password is purple monkey dishwasher.",
+            "the wifi password is [REDACTED:password_statement].",
+        ),
+        (
+            "the password for the router is blue whale sunset, ask if it fails",
+            "the password for the router is [REDACTED:password_statement], ask if it fails",
+        ),
+        (
+            'ok so the password is "marble forest kitten"',
+            'ok so the password is "[REDACTED:password_statement]"',
+        ),
+        (
+            "the vault passphrase is: velvet anchor piano",
+            "the vault passphrase is: [REDACTED:password_statement]",
+        ),
+    ],
+)
+def test_a_passphrase_of_words_stated_in_a_sentence_is_redacted(text: str, redacted: str) -> None:
+    # only words run together counted ("correcthorsebatterystaple"): spaced, the first word
+    # was read as one describing the password, and the phrase was kept
+    assert redact(text) == redacted
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the password is wrong",
+        "the password is too short",
+        "password is required",
+        "the password is stored hashed",
+        "the password is the same as before",
+        "the password is sent in clear text",
+        "the password is case sensitive",
+        "the password is user supplied",
+        "the password is pretty weak honestly",
+        "the password is weak strong random",
+        "the password is still the default one",
+        "my password is correct horse battery staple and more words follow",
+    ],
+)
+def test_sentences_saying_what_a_password_is_like_stay_storable(text: str) -> None:
+    assert find_secrets(text) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "redacted"),
+    [
         ("the wifi password is 84736251", "the wifi password is [REDACTED:password_statement]"),
         (
             "FYI the door passcode is now 4821.",

@@ -1695,6 +1695,98 @@ def build_foreign_words_after_a_verb(c: Corpus) -> None:
         c.lookalike("other_language_described_after_a_verb", text)
 
 
+def build_passphrases_in_sentences(c: Corpus) -> None:
+    """A passphrase of lower-case words given in a sentence, and sentences that say what a
+    password is like or where it is in three words or more."""
+    for text, value in (
+        ("my password is correct horse battery staple", "correct horse battery staple"),
+        ("the wifi password is purple monkey dishwasher", "purple monkey dishwasher"),
+        ("FYI the admin password was orange tiger lamp", "orange tiger lamp"),
+        ("the password for the router is blue whale sunset.", "blue whale sunset"),
+        ("my passphrase is river stone candle moon", "river stone candle moon"),
+        ("the vault passphrase is: velvet anchor piano", "velvet anchor piano"),
+        ('ok so the password is "marble forest kitten"', "marble forest kitten"),
+        (
+            "the guest wifi password is happy yellow submarine, tell the visitors",
+            "happy yellow submarine",
+        ),
+        ("my password is now copper rabbit winter", "copper rabbit winter"),
+        ("the ssh key passphrase is tango lemon harbor", "tango lemon harbor"),
+        ("the password is correct horse battery staple", "correct horse battery staple"),
+        ("my password was changed to silver canyon echo", "silver canyon echo"),
+    ):
+        c.secret("password_statement", value, text)
+    for text in (
+        "the password is wrong",
+        "the password is too short",
+        "password is required",
+        "the password is stored hashed",
+        "the password is the same as before",
+        "the password is case sensitive",
+        "the password is sent in clear text",
+        "the password is never stored anywhere",
+        "the password is stored in the keychain",
+        "the password is read from stdin",
+        "the password is hashed with bcrypt",
+        "the password is not echoed",
+        "the password is too weak and too short",
+        "the password is whatever you set during setup",
+        "the password is valid for one hour",
+        "the password is user supplied",
+        "the password is plain text only",
+        "the password is case insensitive here",
+        "the password is randomly generated",
+        "the password is shown below the form",
+        "the password is optional for local connections",
+        "the password is saved in plain text",
+        "the password is set via environment variable",
+        "the password is taken from the config file",
+        "the password is ignored for socket auth",
+        "the password is passed as an argument",
+        "the password is empty by default",
+        "the password is asked for interactively",
+        "the password is provided by the user",
+        "the password is encrypted at rest",
+        "the password is admin password",
+        "the password is pretty weak honestly",
+        "the password is kept server side",
+        "the password is prompted once per session",
+        "the password is transmitted over https",
+        "the password is checked against the hash",
+        "the password is visible in process listings",
+        "the password is visible in ps output",
+        "the password is mandatory for remote access",
+        "the password is compared in constant time",
+        "the password is also required",
+        "the password is derived from the master key",
+        "the password is unique per user",
+        "the password is managed by vault",
+        "the password is part of the url",
+        "the password is still the default one",
+        "the password is different per environment",
+        "the password is obviously wrong",
+        "the password is verified server side",
+        "the password is stored as sha256 hash",
+        "the password is generated on first boot",
+        "the password was reset last week",
+        "the password was rotated yesterday",
+        "the password is your login name",
+        "the password is in the team vault",
+        "the password is on the sticky note",
+        "the password field is required",
+        "the password policy requires twelve characters",
+        "if the password is wrong twice, lock the account",
+        "the password is what protects the account",
+        "my password is way too short",
+        "the password is same as username",
+        "the password is root by default",
+        "password is mandatory field",
+        "password was incorrect try again",
+        "the password is weak strong random",
+    ):
+        c.lookalike("password_described_in_words", text)
+
+
 def build() -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     corpus = Corpus(SEED)
     build_secrets(corpus)
@@ -1722,6 +1814,7 @@ def build() -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     build_yaml_blocks_of_one_line(corpus)
     build_lower_case_pins(corpus)
     build_foreign_words_after_a_verb(corpus)
+    build_passphrases_in_sentences(corpus)
     return corpus.secrets, corpus.lookalikes
 
 
