@@ -1051,6 +1051,27 @@ def _lower_case_pins(text: str, lowered: str) -> Iterator[Span]:
             yield start, end
 
 
+# A PIN set by name: `PIN=4821`, `SIM_PIN: 4821`, `user_pin = 123456` (a PKCS#11 token's),
+# `pin_code: "0917"`. A name that only ends in pin is a GPIO line's (LED_PIN = 13, gpio_pin):
+# the name is pin alone, or its owner or "code" or "number" qualifies it.
+_PIN_SETTING = re.compile(
+    r"(?<![a-z0-9_\-.$@])(?:(?P<owner>sim|card|atm|bank|debit|credit|user|admin|default|door|"
+    r"alarm|voicemail|unlock|wps|bluetooth|pairing|smartcard|security|so)[_\-.]?)?"
+    r"pin(?P<code>[_\-.]?(?:code|number))?(?P<name_quote>[\"']?)[ \t]{0,8}(?P<op>=|:)[ \t]{0,8}"
+    r"(?P<quote>[\"']?)(?P<value>[0-9]{4,12}+)(?P=quote)(?![0-9a-z_\-:/]|\.[0-9])"
+)
+
+
+def find_pin_settings(text: str, lowered: str) -> Iterator[Span]:
+    """The digits of a PIN set by a name that holds one."""
+    if "pin" not in lowered:
+        return
+    for match in _PIN_SETTING.finditer(lowered):
+        if match["op"] == ":" and not (match["owner"] or match["code"] or match["name_quote"]):
+            continue  # "pin: 55731", "PIN: 7302": the sentences' (`find_stated_passwords`)
+        yield match.span("value")
+
+
 def _number_ends_clause(text: str, end: int) -> bool:
     """Digits end their clause: the line or the text ends, a punctuation mark followed by a
     space does (not a version's dot: "4821.5"), or a word that starts another clause follows

@@ -44,6 +44,7 @@ from orcad.secret_values import (
     find_markup_credentials,
     find_netrc_passwords,
     find_pgpass_passwords,
+    find_pin_settings,
     find_piped_and_batch_passwords,
     find_redis_passwords,
     find_sql_passwords,
@@ -383,6 +384,7 @@ _RULES: tuple[tuple[str, Finder, Gate], ...] = (
     ("password_flag", find_piped_and_batch_passwords, _always),
     ("credential_assignment", find_redis_passwords, _always),
     ("credential_assignment", find_sql_passwords, _always),
+    ("credential_assignment", find_pin_settings, _always),
     ("netrc_password", find_netrc_passwords, _always),
     ("pgpass_password", find_pgpass_passwords, _always),
     ("password_statement", _not_annotations(find_stated_passwords), _always),
@@ -404,6 +406,7 @@ _NEED_AN_OPERATOR = frozenset(
         _find_query_keys,
         find_yaml_block_credentials,
         find_pgpass_passwords,
+        find_pin_settings,
         *_ASSIGNMENT_FINDERS,
     )
 )

@@ -442,6 +442,41 @@ def test_pins_that_are_parts_versions_or_counts_stay_storable(text: str) -> None
 @pytest.mark.parametrize(
     ("text", "redacted"),
     [
+        ("SIM_PIN=4821", "SIM_PIN=[REDACTED:credential_assignment]"),
+        ("PIN=4821", "PIN=[REDACTED:credential_assignment]"),
+        ("export PIN_CODE=0917", "export PIN_CODE=[REDACTED:credential_assignment]"),
+        ('card_pin = "4821"', 'card_pin = "[REDACTED:credential_assignment]"'),
+        ("user_pin = 123456", "user_pin = [REDACTED:credential_assignment]"),
+        ('{"pin": "4821"}', '{"pin": "[REDACTED:credential_assignment]"}'),
+        ("so-pin: 87654321", "so-pin: [REDACTED:credential_assignment]"),
+    ],
+)
+def test_a_pin_set_by_a_name_that_holds_one_is_redacted(text: str, redacted: str) -> None:
+    # no assignment rule knew pin: `SIM_PIN=4821` was kept as written
+    assert redact(text) == redacted
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "LED_PIN = 1234",
+        "gpio_pin: 2048",
+        "pin_count = 1024",
+        "pin_timeout_ms = 5000",
+        "max_pin = 9999",
+        "pin = 13",
+        "pin = 4.2.1",
+        "pin: 2024-01-01",
+        "spin = 1234",
+    ],
+)
+def test_settings_named_after_a_gpio_pin_or_a_count_stay_storable(text: str) -> None:
+    assert find_secrets(text) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "redacted"),
+    [
         ("login: admin / S3cretPass", "login: admin / [REDACTED:password_statement]"),
         ("Login: deploy/Hunter2024!", "Login: deploy/[REDACTED:password_statement]"),
         ("user admin pass hunter2", "user admin pass [REDACTED:password_statement]"),

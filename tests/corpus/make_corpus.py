@@ -1787,6 +1787,44 @@ def build_passphrases_in_sentences(c: Corpus) -> None:
         c.lookalike("password_described_in_words", text)
 
 
+def build_pin_settings(c: Corpus) -> None:
+    """A PIN set by a name that holds one, and names that end in pin for a GPIO line, a count or
+    a version."""
+    shapes = (
+        "SIM_PIN={v}",
+        "export PIN_CODE={v}",
+        'card_pin = "{v}"',
+        "[token]\nuser_pin = {v}\nlabel = signing",
+        "PIN={v}",
+        '{{"pin": "{v}", "user": "ana"}}',
+        "so-pin: {v}",
+        "pin_number: '{v}'",
+        "DEFAULT_PIN={v} # factory setting",
+    )
+    for shape in shapes:
+        value = c.chars(DIGITS, c.rng.randint(4, 8))
+        c.secret("credential_assignment", value, shape.format(v=value))
+    for text in (
+        "LED_PIN = 1234",
+        "pin_count = 1024",
+        "gpio_pin: 2048",
+        "pin_timeout_ms = 5000",
+        "pinned: 2024",
+        "ping: 1234",
+        "pin = 13",
+        "pin_length: 6",
+        "PIN_RETRIES=3",
+        "spin = 1234",
+        "pin = 4.2.1",
+        "max_pin = 9999",
+        "pin_version: 2024",
+        "pin: 2024-01-01",
+        "pin: 12:30",
+        "RESET_PIN = 4096",
+    ):
+        c.lookalike("pin_setting_of_no_pin_code", text)
+
+
 def build() -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     corpus = Corpus(SEED)
     build_secrets(corpus)
@@ -1815,6 +1853,7 @@ def build() -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     build_lower_case_pins(corpus)
     build_foreign_words_after_a_verb(corpus)
     build_passphrases_in_sentences(corpus)
+    build_pin_settings(corpus)
     return corpus.secrets, corpus.lookalikes
 
 
