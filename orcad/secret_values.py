@@ -1238,7 +1238,7 @@ def _prose_label(lowered: str, keyword: int) -> bool:
 _FOREIGN_PASSWORD = re.compile(
     r"(?:passwort|kennwort|(?<![^\W\d_])(?:contrase[ñn]a|mot de passe|senha|wachtwoord|has[łl]o|"
     r"l[öo]senord|adgangskode|passord|salasana|[şs]ifre|пароль|密码|密碼|パスワード|비밀번호|"
-    r"password(?=(?:[ \t]+[^\s.,;:!?=]{1,30}+){0,4}?[ \t]+è[ \t])))"  # Italian, before its verb
+    r"password(?=(?:[ \t]+[^\s.,;:!?=]{1,30}+){0,4}?[ \t]+è[ \t:])))"  # Italian, before its verb
     r"(?![^\W\d_])(?P<words>(?:[ \t]+[^\s.,;:!?=\uff1a]{1,30}+){0,6}?)"
     r"(?:(?P<op>[ \t]*[:=\uff1a])[ \t]*|"
     r"[ \t]+(?P<verb>ist|lautet|war|es|era|est|était|é|è|is|was|jest|är|er|on|je|это|—|-)[ \t]+)"
@@ -1345,7 +1345,12 @@ def find_foreign_passwords(text: str, lowered: str) -> Iterator[Span]:
             yield start, end
             continue
         clause_ends = _clause_ends(text, value_end, end)
-        language = VERB_LANGUAGES.get(match["verb"] or "")
+        words, verb = match["words"], match["verb"]
+        if verb is None and match["op"] is not None:  # a verb and a colon: "Passwort lautet: X"
+            *before, last = words.split() or [""]
+            if last in VERB_LANGUAGES:
+                words, verb = " ".join(before), last
+        language = VERB_LANGUAGES.get(verb or "")
         # after a colon, few words describe the password ("Passwort: erforderlich"); after a
         # verb, any adjective or participle may ("Das Passwort ist abgelaufen")
         if (
@@ -1354,7 +1359,7 @@ def find_foreign_passwords(text: str, lowered: str) -> Iterator[Span]:
             and _foreign_word_given(value, clause_ends=clause_ends)
         ) or (
             language is not None
-            and _foreign_word_stated(value, match["words"], language, clause_ends=clause_ends)
+            and _foreign_word_stated(value, words, language, clause_ends=clause_ends)
         ):
             yield start, end
 

@@ -1200,6 +1200,33 @@ def test_a_word_describing_the_password_after_a_verb_in_other_languages_stays_st
 @pytest.mark.parametrize(
     ("text", "redacted"),
     [
+        ("Das Passwort lautet: Sonnenblume", "Das Passwort lautet: [REDACTED:password_statement]"),
+        (
+            "le mot de passe du wifi est : papillon.",
+            "le mot de passe du wifi est : [REDACTED:password_statement].",
+        ),
+        ("la contraseña es: girasol", "la contraseña es: [REDACTED:password_statement]"),
+        ("la password è: girasole", "la password è: [REDACTED:password_statement]"),
+    ],
+)
+def test_a_single_word_after_a_verb_and_a_colon_in_other_languages_is_a_password(
+    text: str, redacted: str
+) -> None:
+    # the verb before the colon was read as a word between the name and its value
+    assert redact(text) == redacted
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["Das Passwort ist: abgelaufen", "le mot de passe est : expiré", "la password è: scaduta"],
+)
+def test_a_describing_word_after_a_verb_and_a_colon_stays_storable(text: str) -> None:
+    assert find_secrets(text) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "redacted"),
+    [
         (
             "CREATE USER app IDENTIFIED BY 'S3cretPass';",
             "CREATE USER app IDENTIFIED BY '[REDACTED:credential_assignment]';",

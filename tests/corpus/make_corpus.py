@@ -1825,6 +1825,33 @@ def build_pin_settings(c: Corpus) -> None:
         c.lookalike("pin_setting_of_no_pin_code", text)
 
 
+def build_foreign_words_after_a_verb_and_a_colon(c: Corpus) -> None:
+    """A lone word after the word for password, the verb and a colon, and describing words
+    there."""
+    for text, value in (
+        ("Das Passwort lautet: Sonnenblume", "Sonnenblume"),
+        ("das WLAN-Passwort ist: Regenbogen", "Regenbogen"),
+        ("le mot de passe est : tournesol", "tournesol"),
+        ("le mot de passe du wifi est : papillon.", "papillon"),
+        ("la contraseña es: girasol", "girasol"),
+        ("het wachtwoord is: zonnebloem", "zonnebloem"),
+        ("la password è: girasole", "girasole"),
+        ("a senha é: girassol", "girassol"),
+    ):
+        c.secret("password_statement", value, text)
+    for text in (
+        "Das Passwort ist: falsch",
+        "Das Passwort ist: abgelaufen",
+        "le mot de passe est : incorrect",
+        "le mot de passe est : expiré",
+        "la contraseña es: obligatoria",
+        "het wachtwoord is: onjuist",
+        "la password è: scaduta",
+        "a senha é: fraca",
+    ):
+        c.lookalike("other_language_described_after_a_verb_and_a_colon", text)
+
+
 def build() -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     corpus = Corpus(SEED)
     build_secrets(corpus)
@@ -1854,6 +1881,7 @@ def build() -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     build_foreign_words_after_a_verb(corpus)
     build_passphrases_in_sentences(corpus)
     build_pin_settings(corpus)
+    build_foreign_words_after_a_verb_and_a_colon(corpus)
     return corpus.secrets, corpus.lookalikes
 
 
