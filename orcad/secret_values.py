@@ -1161,8 +1161,9 @@ def _owned(words: str) -> bool:
 
 
 # A passphrase a sentence gives: three to eight lower-case words ("my password is correct horse
-# battery staple", "the wifi password is purple monkey dishwasher").
-_PASSPHRASE = re.compile(r"[a-z]{3,24}+(?:[ \t]+[a-z]{3,24}+){2,7}+(?![^\W\d_])")
+# battery staple", "the wifi password is purple monkey dishwasher"), or two in quotes ("the
+# password is 'open sesame'").
+_PASSPHRASE = re.compile(r"[a-z]{3,24}+(?:[ \t]+[a-z]{3,24}+){1,7}+(?![^\W\d_])")
 # Words of sentences that say what a password is like or where it is, besides the function words
 # (`_PROSE_OR_CODE_WORDS`): "the password is too short", "the password is sent in clear text".
 _SENTENCE_WORDS = frozenset(
@@ -1187,8 +1188,8 @@ _SENTENCE_WORDS = frozenset(
 
 
 def _stated_passphrase(text: str, start: int) -> int:
-    """Where the passphrase a sentence gives at `start` ends, or 0 if none is: words in lower
-    case, to the end of the clause (a closing quote may follow them), none of them a function
+    """Where the passphrase a sentence gives at `start` ends, or 0 if none is: three words or
+    more in lower case (two in quotes), to the end of the clause, none of them a function
     word, a word of such sentences or a participle or adverb (stored, hashed, randomly), and
     at most one describing word ("correct horse battery staple", not "short and weak")."""
     phrase = _PASSPHRASE.match(text, start)
@@ -1196,7 +1197,10 @@ def _stated_passphrase(text: str, start: int) -> int:
         return 0
     end = phrase.end()
     closing = text[end : end + 1]
-    after = end + (closing != "" and closing in "\"'`" and text[start - 1 : start] == closing)
+    quoted = closing != "" and closing in "\"'`" and text[start - 1 : start] == closing
+    if len(phrase.group().split()) < 3 - quoted:
+        return 0
+    after = end + quoted
     mark = text[after : after + 1]
     if not _clause_ends(text, after + (mark != "" and mark in _CLAUSE_ENDS), after):
         return 0

@@ -346,6 +346,33 @@ def test_sentences_saying_what_a_password_is_like_stay_storable(text: str) -> No
 @pytest.mark.parametrize(
     ("text", "redacted"),
     [
+        ('the password is "open sesame"', 'the password is "[REDACTED:password_statement]"'),
+        (
+            "my wifi password is 'tiger rose'.",
+            "my wifi password is '[REDACTED:password_statement]'.",
+        ),
+    ],
+)
+def test_a_passphrase_of_two_words_in_quotes_is_redacted(text: str, redacted: str) -> None:
+    assert redact(text) == redacted
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'the password is "not set"',
+        'the password is "too short"',
+        'the password is "case sensitive"',
+        "the password is open sesame and more",
+    ],
+)
+def test_two_quoted_words_saying_what_a_password_is_like_stay_storable(text: str) -> None:
+    assert find_secrets(text) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "redacted"),
+    [
         ("the wifi password is 84736251", "the wifi password is [REDACTED:password_statement]"),
         (
             "FYI the door passcode is now 4821.",

@@ -1852,6 +1852,28 @@ def build_foreign_words_after_a_verb_and_a_colon(c: Corpus) -> None:
         c.lookalike("other_language_described_after_a_verb_and_a_colon", text)
 
 
+def build_quoted_two_word_passphrases(c: Corpus) -> None:
+    """A passphrase of two words in quotes in a sentence, and two quoted words that say what
+    a password is like."""
+    for text, value in (
+        ('the password is "open sesame"', "open sesame"),
+        ("my wifi password is 'tiger rose'.", "tiger rose"),
+        ("the vault passphrase is `blue monkey`", "blue monkey"),
+        ('FYI the admin password was "velvet anchor", change it', "velvet anchor"),
+    ):
+        c.secret("password_statement", value, text)
+    for text in (
+        'the password is "not set"',
+        'the password is "too short"',
+        'the password is "case sensitive"',
+        'the error says the password is "too weak"',
+        'the password is "same as username"',
+        "the password is 'plain text'",
+        'the password is "read only"',
+    ):
+        c.lookalike("password_described_in_quotes", text)
+
+
 def build() -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     corpus = Corpus(SEED)
     build_secrets(corpus)
@@ -1882,6 +1904,7 @@ def build() -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     build_passphrases_in_sentences(corpus)
     build_pin_settings(corpus)
     build_foreign_words_after_a_verb_and_a_colon(corpus)
+    build_quoted_two_word_passphrases(corpus)
     return corpus.secrets, corpus.lookalikes
 
 
