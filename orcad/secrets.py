@@ -141,11 +141,17 @@ def _assignment_finder(keyword: str, pattern: str) -> Finder:
     def find(text: str, lowered: str) -> Iterator[Span]:
         if keyword not in lowered:
             return
+        test_log: bool | None = None  # whether `text` is a test suite's log, once asked
         for match in every_match(compiled, lowered):
             if keyword == "key" and not _KEY_QUALIFIER.search(
                 lowered, max(0, match.start() - 16), match.start()
             ):
                 continue
+            if keyword == "pass" and _test_result(text, match.start()):
+                if test_log is None:
+                    test_log = _is_test_log(text)
+                if test_log:
+                    continue
             group = 1 if match.start(1) >= 0 else 2 if match.start(2) >= 0 else 3
             start, end = match.span(group)
             name_end = match.start() + len(keyword)
@@ -198,6 +204,25 @@ def _assignment_finder(keyword: str, pattern: str) -> Finder:
                     yield start, end
 
     return find
+
+
+# `PASS: gdb.base/break.exp: run to main`: a test suite's result line (Automake, DejaGnu),
+# which starts its line. A text holding two result lines or more is a test log.
+_TEST_RESULT = re.compile(r"PASS:[ \t]")
+_TEST_RESULTS = re.compile(
+    r"^[ \t]*(?:X?PASS|X?FAIL|KPASS|KFAIL|SKIP|ERROR|UNSUPPORTED|UNRESOLVED|UNTESTED):[ \t]",
+    re.MULTILINE,
+)
+
+
+def _test_result(text: str, at: int) -> bool:
+    line = text.rfind("\n", 0, at) + 1
+    return _TEST_RESULT.match(text, at) is not None and not text[line:at].strip(" \t")
+
+
+def _is_test_log(text: str) -> bool:
+    results = _TEST_RESULTS.finditer(text)
+    return next(results, None) is not None and next(results, None) is not None
 
 
 def _bare_name(keyword: str, lowered: str, at: int) -> bool:

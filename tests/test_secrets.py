@@ -1251,6 +1251,32 @@ def test_a_describing_word_after_a_verb_and_a_colon_stays_storable(text: str) ->
     assert find_secrets(text) == []
 
 
+def test_a_test_suites_log_stays_storable() -> None:
+    # each `PASS: name` line was read as a password setting, PASS being an upper-case name
+    log = (
+        "Running ./gdb.base/break.exp ...\n"
+        "PASS: gdb.base/break.exp: run to main\n"
+        "  PASS: gdb.base/break.exp: step over\n"
+        "FAIL: gdb.base/break.exp: finish\n"
+        "PASS: addr2line\n"
+        "DB_PASS: s3cr3tP4ss\n"
+    )
+    assert redact(log) == log.replace("s3cr3tP4ss", "[REDACTED:credential_assignment]")
+
+
+@pytest.mark.parametrize(
+    ("text", "redacted"),
+    [
+        ("PASS: hunter2", "PASS: [REDACTED:credential_assignment]"),
+        ("USER: admin\nPASS: hunter2\n", "USER: admin\nPASS: [REDACTED:credential_assignment]\n"),
+    ],
+)
+def test_a_password_given_with_pass_outside_a_test_log_is_redacted(
+    text: str, redacted: str
+) -> None:
+    assert redact(text) == redacted
+
+
 @pytest.mark.parametrize(
     ("text", "redacted"),
     [

@@ -1874,6 +1874,23 @@ def build_quoted_two_word_passphrases(c: Corpus) -> None:
         c.lookalike("password_described_in_quotes", text)
 
 
+def build_test_logs(c: Corpus) -> None:
+    """Test suites' logs, whose result lines start with PASS:, and a password given with PASS:
+    outside one."""
+    for shape in ("PASS: {v}", "USER: admin\nPASS: {v}\n"):
+        value = chosen_password(c)
+        c.secret("credential_assignment", value, shape.format(v=value))
+    for text in (
+        "PASS: addr2line\nPASS: ar long names\nFAIL: objdump -d\n",
+        "PASS: gdb.base/break.exp: run to main\nPASS: gdb.base/break.exp: step\n",
+        "============================================================================\n"
+        "PASS: tests/test-parse.sh\nSKIP: tests/test-net.sh\nXFAIL: tests/test-old.sh\n",
+        "Running ./gdb.ada/assign_1.exp ...\n  PASS: gdb.ada/assign_1.exp: set var $xxx to 1\n"
+        "  UNSUPPORTED: gdb.ada/tasks.exp\n",
+    ):
+        c.lookalike("test_log", text)
+
+
 def build() -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     corpus = Corpus(SEED)
     build_secrets(corpus)
@@ -1905,6 +1922,7 @@ def build() -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     build_pin_settings(corpus)
     build_foreign_words_after_a_verb_and_a_colon(corpus)
     build_quoted_two_word_passphrases(corpus)
+    build_test_logs(corpus)
     return corpus.secrets, corpus.lookalikes
 
 
