@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from orcad.secret_values import find_pin_settings
 from orcad.secrets import (
     _NEED_AN_OPERATOR,
     _RULES,
@@ -1760,6 +1761,54 @@ def test_redaction_is_idempotent_and_leaves_nothing_detectable(text: str) -> Non
     assert not contains_secret(once)
     if not find_secrets(text):
         assert once == text
+
+
+# A PIN set by name, as one pattern tried at every character: what find_pin_settings, which
+# looks only where "pin" is, must find.
+_PIN_SETTING_WHOLE = re.compile(
+    r"(?<![a-z0-9_\-.$@])(?:(?P<owner>sim|card|atm|bank|debit|credit|user|admin|default|door|"
+    r"alarm|voicemail|unlock|wps|bluetooth|pairing|smartcard|security|so)[_\-.]?)?"
+    r"pin(?P<code>[_\-.]?(?:code|number))?(?P<name_quote>[\"']?)[ \t]{0,8}(?P<op>=|:)[ \t]{0,8}"
+    r"(?P<quote>[\"']?)(?P<value>[0-9]{4,12}+)(?P=quote)(?![0-9a-z_\-:/]|\.[0-9])"
+)
+PIN_BEFORE = (
+    "",
+    " ",
+    "x",
+    "led_",
+    "gpio",
+    "sim_",
+    "SIM-",
+    "card.",
+    "so_",
+    "also_",
+    "$",
+    "@",
+    "my ",
+)
+PIN_NAMES = ("pin", "PIN", "pin_code", "pinnumber", "pin-code", "pins", "spin", "typing")
+PIN_AFTER = ("", "'", '"', " ", ":", "=")
+PIN_VALUES = ("4821", "123456789012", "98", "4.2.1", "2024-01-01", "4821x", '"4821"', "'0917'")
+pin_setting = st.tuples(
+    st.sampled_from(PIN_BEFORE),
+    st.sampled_from(PIN_NAMES),
+    st.sampled_from(PIN_AFTER),
+    st.sampled_from(("=", ":", " = ", ": ", " ")),
+    st.sampled_from(PIN_VALUES),
+    st.sampled_from(("", " ", ".", "\n", "/x", ":", ". next")),
+).map("".join)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(pin_setting | st.sampled_from(PIN_BEFORE), min_size=1, max_size=4).map("".join))
+def test_pin_settings_are_what_the_whole_pattern_finds(text: str) -> None:
+    lowered = text.lower()
+    expected = [
+        match.span("value")
+        for match in _PIN_SETTING_WHOLE.finditer(lowered)
+        if match["op"] == "=" or match["owner"] or match["code"] or match["name_quote"]
+    ]
+    assert list(find_pin_settings(text, lowered)) == expected
 
 
 run_text = st.text(alphabet="aZ09_-.+/= \n\t\u00e9\u20ac\ud800x", max_size=120) | any_text
