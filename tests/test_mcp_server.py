@@ -67,6 +67,19 @@ async def mcp_session(
             yield session
 
 
+# The first request a raw client sends, for the tests that speak to the server line by line.
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "test", "version": "1"},
+    },
+}
+
+
 def _text(result: types.CallToolResult) -> str:
     return "\n".join(block.text for block in result.content if isinstance(block, types.TextContent))
 
@@ -302,19 +315,9 @@ async def test_plan_mode_denies_secrets_are_refused_and_bad_arguments_are_tool_e
 def test_the_server_exits_cleanly_when_stdin_closes(
     tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess
 ) -> None:
-    initialize = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "test", "version": "1"},
-        },
-    }
     completed = subprocess.run(
         [ORCACTL, "mcp", "--cwd", str(_project(tmp_path))],
-        input=json.dumps(initialize) + "\n",
+        input=json.dumps(INITIALIZE) + "\n",
         capture_output=True,
         text=True,
         env=orca_env.env,
@@ -726,17 +729,7 @@ def raw_server(orca: OrcaEnv, cwd: Path) -> Iterator[RawServer]:
     ):
         server = RawServer(process)
         try:
-            initialize = {
-                "jsonrpc": "2.0",
-                "id": 1,
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": "2025-06-18",
-                    "capabilities": {},
-                    "clientInfo": {"name": "test", "version": "1"},
-                },
-            }
-            server.send(json.dumps(initialize).encode())
+            server.send(json.dumps(INITIALIZE).encode())
             assert server.receive()["id"] == 1
             server.send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
             yield server
