@@ -18,6 +18,7 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, BinaryIO
 
 import anyio
@@ -25,7 +26,7 @@ import msgspec
 from anyio.lowlevel import EventLoopToken, current_token
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.server.mcpserver import MCPServer
-from mcp.shared.message import SessionMessage
+from mcp.shared.message import ServerMessageMetadata, SessionMessage
 from mcp_types import (
     INTERNAL_ERROR,
     INVALID_REQUEST,
@@ -147,7 +148,7 @@ class Owed:
 
     def __init__(self, limit: int = MAX_ANSWERS_OWED) -> None:
         self.limit = limit
-        self._owed: Counter[str] = Counter()  # by id as text: the SDK takes a cancelled "7" as 7
+        self._owed: Counter[str] = Counter()  # by id as text
         self._asked: set[str] = set()  # the server's requests the client has not answered
         self._changed = anyio.Event()
 
@@ -183,8 +184,12 @@ class Owed:
                 self._owed[str(message.id)] += 1
             case JSONRPCResponse() | JSONRPCError():
                 self._answered(message.id)
-            case JSONRPCNotification(method="notifications/cancelled", params=dict() as params):
-                self._settle(params.get("requestId"))  # the SDK answers no cancelled request
+
+    async def unanswered(self, request_id: RequestId) -> None:
+        """The SDK settled a request without answering it (the client cancelled it while it
+        ran). A cancellation the SDK did not act on, such as one for a request whose answer
+        already waits to be written, settles nothing: that answer is still owed."""
+        self._settle(request_id)
 
     def written(self, message: JSONRPCMessage) -> None:
         """Count a message written to the client."""
@@ -265,9 +270,13 @@ async def _read(
             try:
                 if isinstance(verdict, Refused):
                     await to_client.send(SessionMessage(verdict.answer))
+                elif isinstance(verdict, JSONRPCRequest):
+                    await owed.room()
+                    owed.read(verdict)
+                    settled = partial(owed.unanswered, verdict.id)
+                    metadata = ServerMessageMetadata(on_request_unanswered=settled)
+                    await to_server.send(SessionMessage(verdict, metadata=metadata))
                 elif verdict is not None:
-                    if isinstance(verdict, JSONRPCRequest):
-                        await owed.room()
                     owed.read(verdict)
                     await to_server.send(SessionMessage(verdict))
             except anyio.BrokenResourceError:  # the writer found the client gone

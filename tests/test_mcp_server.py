@@ -813,6 +813,36 @@ def test_a_client_that_never_reads_its_answers_costs_the_server_bounded_memory(
     assert held < 16 * 1024 and peak < 16 * 1024, (held, peak)
 
 
+def test_a_client_that_cancels_what_it_does_not_read_still_costs_bounded_memory(
+    tmp_path: Path, orca_env: OrcaEnv
+) -> None:
+    # a cancellation that comes once the answer is made (it waits for the client to read it)
+    # stops nothing: the SDK writes that answer all the same, so the answer is still owed
+    count = 3000
+    cancelled = {"jsonrpc": "2.0", "method": "notifications/cancelled"}
+    requests = b"".join(
+        json.dumps({"jsonrpc": "2.0", "id": n, "method": "tools/list"}).encode()
+        + b"\n"
+        + json.dumps({**cancelled, "params": {"requestId": n}}).encode()
+        + b"\n"
+        for n in range(count)
+    )
+    with raw_server(orca_env, _project(tmp_path)) as server:
+        server.call(-1, "tools/list")
+        before = server.memory_kib("VmRSS")
+        sent, taken = server.feed(requests)
+        held = server.memory_kib("VmRSS") - before
+        assert taken < len(requests), "the server read every request while its answers piled up"
+        writer = threading.Thread(target=server.write, args=(requests[sent:],))
+        writer.start()
+        answered = [server.receive()["id"] for _ in range(count)]  # none was stopped
+        writer.join(timeout=60)
+        assert sorted(answered) == list(range(count))
+        assert server.call(count, "ping") == {}
+    # measured: 66 MiB held when each cancellation gave back the room its answer took
+    assert held < 16 * 1024, held
+
+
 def test_a_line_too_long_to_hold_is_refused_without_holding_it(
     tmp_path: Path, orca_env: OrcaEnv
 ) -> None:
@@ -860,10 +890,12 @@ async def test_answers_the_client_itself_holds_up_do_not_stop_the_reading() -> N
     assert not owed.full
     owed.read(types.JSONRPCResponse(jsonrpc="2.0", id=0, result={}))
     assert owed.full
-    cancelled = {"requestId": "1"}  # the SDK takes an id sent back as text
+    cancelled = {"requestId": 1}  # a cancellation alone settles nothing: the SDK may answer
     owed.read(
         types.JSONRPCNotification(jsonrpc="2.0", method="notifications/cancelled", params=cancelled)
     )
+    assert owed.full
+    await owed.unanswered(1)  # the SDK settled it without an answer
     assert not owed.full
     owed.written(types.JSONRPCResponse(jsonrpc="2.0", id=1, result={}))  # settled already
     owed.read(types.JSONRPCRequest(jsonrpc="2.0", id=3, method="ping"))
