@@ -138,9 +138,14 @@ def judge(line: bytes | None) -> JSONRPCMessage | Refused | None:
         return _refuse(lenient, NOT_UNICODE)
     try:
         # validated as the SDK validates it: the line is now known to decode
-        return jsonrpc_message_adapter.validate_json(text, by_name=False)
+        message = jsonrpc_message_adapter.validate_json(text, by_name=False)
     except ValueError:
         return _refuse(value, NOT_A_MESSAGE)
+    if isinstance(message, JSONRPCNotification) and "id" in value:
+        # a request whose id is no string or integer (null, true, 1.5): the SDK would take it
+        # as a notification, its extra member ignored, and never answer it
+        return _refuse(value, NOT_A_MESSAGE)
+    return message
 
 
 class Owed:

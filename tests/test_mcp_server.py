@@ -764,6 +764,10 @@ UNTAKEABLE = [
     (b'{"jsonrpc":"2.0","id":6,"method":"ping"', None, -32700),
     (b"\xff\xfe not json", None, -32700),
     (b'[{"jsonrpc":"2.0","id":7,"method":"ping"}]', None, -32600),  # MCP has no batches
+    # a request whose id is no string or integer, which is no notification either
+    (b'{"jsonrpc":"2.0","id":null,"method":"ping"}', None, -32600),
+    (b'{"jsonrpc":"2.0","id":true,"method":"tools/list"}', None, -32600),
+    (b'{"jsonrpc":"2.0","id":1.5,"method":"ping"}', None, -32600),
     # a notification is never answered, nor a response
     (b'{"jsonrpc":"2.0","method":"notifications/progress","params":{"x":"\\udc00"}}', None, None),
     (b'{"jsonrpc":"2.0","id":8,"result":' + DEEP + b"}", None, None),
