@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import sys
 import threading
 from collections import Counter
@@ -288,6 +289,20 @@ async def _read(
                 return
 
 
+def _watch_hangup(wire: BinaryIO, scope: anyio.CancelScope, token: EventLoopToken) -> None:
+    """End serving once the client closes its end of stdout, even while nothing is written.
+
+    A daemon thread, as `_pump`: poll() reports an error on a pipe whose reading end is closed
+    whatever events are asked for, and asked for none it waits for nothing else.
+    """
+    poller = select.poll()
+    poller.register(wire.fileno(), 0)
+    with suppress(OSError):
+        poller.poll()
+    with suppress(RuntimeError):  # serving is over already (RunFinishedError)
+        anyio.from_thread.run_sync(scope.cancel, token=token)
+
+
 async def _write(
     wire: BinaryIO,
     from_server: MemoryObjectReceiveStream[SessionMessage],
@@ -334,6 +349,8 @@ async def serve(server: MCPServer, wire_in: BinaryIO, wire_out: BinaryIO) -> Non
     owed = Owed()
     lowlevel = server._lowlevel_server  # what MCPServer.run_stdio_async runs on its streams
     async with anyio.create_task_group() as group:
+        watch = (wire_out, group.cancel_scope, current_token())
+        threading.Thread(target=_watch_hangup, args=watch, name="mcp stdout", daemon=True).start()
         group.start_soon(_write, wire_out, from_server, owed, group.cancel_scope)
         group.start_soon(_read, wire_in, to_server, to_client.clone(), owed)
         await lowlevel.run(from_client, to_client, lowlevel.create_initialization_options())

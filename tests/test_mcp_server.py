@@ -879,6 +879,17 @@ def test_the_server_exits_when_its_client_stops_taking_answers(
         assert server.process.wait(timeout=30) == 0
 
 
+def test_the_server_exits_when_its_client_closes_stdout_with_nothing_to_answer(
+    tmp_path: Path, orca_env: OrcaEnv
+) -> None:
+    # no answer is ever written to find the pipe broken: the server must notice by itself,
+    # not wait on a stdin the client keeps open, holding its session open all along
+    with raw_server(orca_env, _project(tmp_path)) as server:
+        assert server.process.stdout is not None
+        server.process.stdout.close()
+        assert server.process.wait(timeout=30) == 0
+
+
 async def test_answers_the_client_itself_holds_up_do_not_stop_the_reading() -> None:
     # a tool call waiting on the user's answer to an elicitation is owed, but only the client
     # can move it: counting it would stop reading the very line that carries that answer
