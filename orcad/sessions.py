@@ -88,9 +88,18 @@ CREATE TABLE IF NOT EXISTS epoch_base (
 """
 
 
-def _create_schema(connection: sqlite3.Connection) -> None:
+# PRAGMA user_version of a state database whose sessions' last calls are stored as this module
+# stores them (see the module's docstring). An older one stored them at open, close and by the
+# hourly sweep only, so a session in use may have one up to SESSION_SWEEP_INTERVAL_S behind.
+LAST_USE_KEPT_VERSION = 1
+
+
+def _create_schema(connection: sqlite3.Connection) -> bool:
     """The tables, with `last_used` added to a database written before it existed (its rows
-    count from their open)."""
+    count from their open); whether the database holds sessions whose last calls were stored
+    by an older version (see `_count_as_used`)."""
+    version = int(connection.execute("PRAGMA user_version").fetchone()[0])
+    older = version < LAST_USE_KEPT_VERSION and _has_sessions_table(connection)
     connection.executescript(_SCHEMA)
     columns = {row[1] for row in connection.execute("PRAGMA table_info(sessions)")}
     if "last_used" not in columns:
@@ -101,6 +110,29 @@ def _create_schema(connection: sqlite3.Connection) -> None:
                 "UPDATE sessions SET last_used = json_extract(snapshot, '$.opened_at')"
             )
     connection.execute("CREATE INDEX IF NOT EXISTS sessions_last_used ON sessions (last_used)")
+    if version < LAST_USE_KEPT_VERSION and not older:
+        connection.execute(f"PRAGMA user_version = {LAST_USE_KEPT_VERSION}")
+    return older
+
+
+def _has_sessions_table(connection: sqlite3.Connection) -> bool:
+    query = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'sessions'"
+    return connection.execute(query).fetchone() is not None
+
+
+def _count_as_used(connection: sqlite3.Connection, now: float, idle_expiry_s: float) -> None:
+    """On a database an older version wrote: the open sessions that may have been called
+    within the idle expiry count as called now, as that version counted every session after a
+    restart, so that an upgrade does not expire a session in use; the others keep their time."""
+    recent = now - idle_expiry_s - limits.SESSION_SWEEP_INTERVAL_S
+    with connection:
+        connection.execute("BEGIN IMMEDIATE")
+        connection.execute(
+            "UPDATE sessions SET last_used = ? WHERE last_used >= ? AND last_used < ? "
+            "AND NOT coalesce(json_extract(snapshot, '$.closed'), 0)",
+            (now, recent, now),
+        )
+        connection.execute(f"PRAGMA user_version = {LAST_USE_KEPT_VERSION}")
 
 
 def start_epochs_above(path: Path, base: int) -> None:
@@ -185,10 +217,14 @@ class SessionStore:
         # Told the id of a session closed or expired (what lasts as long as a session ends).
         self.on_ended: list[Callable[[str], None]] = []
 
-    @staticmethod
-    def _connect(path: Path) -> sqlite3.Connection:
+    def _connect(self, path: Path) -> sqlite3.Connection:
         connection = connect_private(path)
-        _create_schema(connection)
+        try:
+            if _create_schema(connection):
+                _count_as_used(connection, self._clock.now(), self.idle_expiry_s)
+        except sqlite3.Error:
+            connection.close()
+            raise
         return connection
 
     def close(self) -> None:

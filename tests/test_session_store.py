@@ -187,6 +187,56 @@ async def test_the_last_use_is_stored_once_it_trails_by_the_interval_and_at_a_cl
     restarted.close()
 
 
+async def test_an_upgrade_from_a_version_that_stored_the_last_use_hourly_expires_no_session_in_use(
+    tmp_path: Path,
+) -> None:
+    # that version stored a session's last call at open, close and by the hourly sweep only,
+    # and counted every session as fresh after a restart: a session called a minute before
+    # the upgrade may have a stored time over an hour old
+    clock = SettableClock()
+    path = tmp_path / "state.sqlite3"
+    store = SessionStore(path, clock)
+    config_file = tmp_path / "config.toml"
+    ids = ("ses_busy", "ses_gone", "ses_closed")
+    opened = {
+        session_id: await store.open(
+            SessionOpenParams(cwd=str(tmp_path), session_id=session_id), config_file, Config()
+        )
+        for session_id in ids
+    }
+    await store.close_session("ses_closed", opened["ses_closed"].epoch)
+    store.close()
+    connection = sqlite3.connect(path)
+    with connection:  # as that version left it: no user_version, and times well behind
+        connection.execute("PRAGMA user_version = 0")
+        stored = {
+            "ses_busy": clock.value - 60,  # its last sweep; called until the upgrade
+            "ses_gone": clock.value - 3 * store.idle_expiry_s - limits.SESSION_SWEEP_INTERVAL_S,
+            "ses_closed": clock.value - 60,
+        }
+        for session_id, last_used in stored.items():
+            connection.execute(
+                "UPDATE sessions SET last_used = ? WHERE session_id = ?", (last_used, session_id)
+            )
+    connection.close()
+    clock.advance(store.idle_expiry_s)  # the upgrade: over an hour since the busy one's sweep
+    upgraded = SessionStore(path, clock)
+    assert (await upgraded.require("ses_busy", opened["ses_busy"].epoch)).closed is False
+    with pytest.raises(NotFound, match="expired"):  # idle long before the upgrade
+        await upgraded.require("ses_gone", opened["ses_gone"].epoch)
+    await upgraded.aclose()
+    assert _last_use(path) == {
+        "ses_busy": clock.value,
+        "ses_gone": stored["ses_gone"],
+        "ses_closed": stored["ses_closed"],
+    }
+    clock.advance(store.idle_expiry_s + 1)  # converted once: from now on its stored time holds
+    restarted = SessionStore(path, clock)
+    with pytest.raises(NotFound, match="expired"):
+        await restarted.require("ses_busy", opened["ses_busy"].epoch)
+    restarted.close()
+
+
 def _rows(path: Path) -> dict[str, int]:
     connection = sqlite3.connect(path)
     try:
