@@ -315,12 +315,18 @@ async def _write(
             data = _line(item.message)
             if data is None:
                 continue
+            # a request of the server counts as asked before the client can see it (its answer
+            # may be read before this write returns); an answer is owed until it is written
+            asking = isinstance(item.message, JSONRPCRequest)
+            if asking:
+                owed.written(item.message)
             try:
                 await anyio.to_thread.run_sync(_write_line, wire, data, limiter=writing)
             except OSError:  # the client closed its end: nobody is left to serve
                 scope.cancel()
                 return
-            owed.written(item.message)
+            if not asking:
+                owed.written(item.message)
 
 
 @contextmanager

@@ -17,8 +17,9 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, cast
 
+import anyio
 import pytest
 import trio
 import trio.testing
@@ -28,9 +29,10 @@ from mcp import types
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.shared.message import SessionMessage
 
 from orcactl.mcp_server import DaemonSession
-from orcactl.mcp_stdio import Owed, Refused, judge
+from orcactl.mcp_stdio import Owed, Refused, _write, judge
 from protocol.client import Client, DaemonUnavailable
 from tests.harness import DaemonProcess, OrcaEnv
 from tests.hook_helpers import ORCACTL, ClaudeTranscript, run_hook
@@ -919,6 +921,39 @@ async def test_answers_the_client_itself_holds_up_do_not_stop_the_reading() -> N
         types.JSONRPCError(jsonrpc="2.0", id=3, error=types.ErrorData(code=1, message="x"))
     )
     assert not owed.full
+
+
+class _AnsweringClient:
+    """A stdout whose client answers the server's request before the write returns: the
+    answer is read while the writer still waits on its write."""
+
+    def __init__(self, owed: Owed) -> None:
+        self.owed = owed
+
+    def write(self, data: bytes) -> int:
+        request = json.loads(data)
+        answer = types.JSONRPCResponse(jsonrpc="2.0", id=request["id"], result={})
+        anyio.from_thread.run_sync(self.owed.read, answer)
+        return len(data)
+
+    def flush(self) -> None:
+        pass
+
+
+async def test_a_request_of_the_server_answered_at_once_is_not_counted_as_waiting() -> None:
+    owed = Owed(limit=1)
+    owed.read(types.JSONRPCRequest(jsonrpc="2.0", id=1, method="tools/call"))
+    assert owed.full
+    to_client, from_server = anyio.create_memory_object_stream[SessionMessage](0)
+    elicit = types.JSONRPCRequest(jsonrpc="2.0", id=0, method="elicitation/create", params={})
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            wire = cast(BinaryIO, _AnsweringClient(owed))
+            nursery.start_soon(_write, wire, from_server, owed, nursery.cancel_scope)
+            async with to_client:
+                await to_client.send(SessionMessage(elicit))
+    # answered: the tool call is owed again, and nothing is left waiting on the client
+    assert owed.full
 
 
 _TEXT = st.text(st.characters(min_codepoint=0x20, max_codepoint=0xE001, exclude_categories=()))
