@@ -333,8 +333,10 @@ async def _write(
 def _claimed_stdio() -> Iterator[tuple[BinaryIO, BinaryIO]]:
     """stdin and stdout for the protocol alone, as the SDK's transport claims them: while
     serving, file descriptor 0 reads the null device and 1 writes to stderr, so that stray
-    output (ours, a library's, a child's) never lands on the wire."""
-    sys.stdout.flush()
+    output (ours, a library's, a child's) never lands on the wire. Started with stdout closed,
+    there is no sys.stdout to flush (orcactl's main put the null device at descriptor 1)."""
+    if sys.stdout is not None:
+        sys.stdout.flush()
     wire_in, wire_out = os.dup(0), os.dup(1)
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)

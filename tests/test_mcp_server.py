@@ -892,6 +892,32 @@ def test_the_server_exits_when_its_client_closes_stdout_with_nothing_to_answer(
         assert server.process.wait(timeout=30) == 0
 
 
+@pytest.mark.parametrize("closed", ["<&-", ">&-", "2>&-", "<&- >&- 2>&-"])
+def test_a_server_started_with_a_closed_stream_ends_without_a_traceback(
+    tmp_path: Path, orca_env: OrcaEnv, closed: str
+) -> None:
+    requests = [
+        INITIALIZE,
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "ping"},
+    ]
+    command = shlex.join([ORCACTL, "mcp", "--cwd", str(_project(tmp_path))])
+    result = subprocess.run(
+        ["bash", "-c", f"{command} {closed}"],
+        input="".join(json.dumps(request) + "\n" for request in requests),
+        env=orca_env.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert "Traceback" not in result.stdout + result.stderr
+    assert result.returncode == 0, result.stderr
+    if ">&-" not in closed.split() and "<&-" not in closed.split():
+        # initialize is answered before the next line is read (the rest may be cut short by
+        # the end of stdin)
+        assert json.loads(result.stdout.splitlines()[0])["id"] == 1
+
+
 async def test_answers_the_client_itself_holds_up_do_not_stop_the_reading() -> None:
     # a tool call waiting on the user's answer to an elicitation is owed, but only the client
     # can move it: counting it would stop reading the very line that carries that answer
