@@ -397,6 +397,8 @@ class SessionStore:
             if stored_last_use is not None and not session.closed and not known:
                 self._last_used[session_id] = stored_last_use
                 self._stored_last_use[session_id] = stored_last_use
+                if self._idle(session_id, self._clock.now()):  # it expired while orcad was down
+                    log.info("session.expired", session_id=session_id, idle_s=self.idle_expiry_s)
         return session
 
     async def require(self, session_id: str, epoch: int) -> Session:

@@ -10,6 +10,7 @@ import msgspec
 import pytest
 import trio
 import trio.testing
+from structlog.testing import capture_logs
 
 from orcad import limits
 from orcad.clock import SystemClock
@@ -123,9 +124,10 @@ async def test_a_session_idle_past_the_expiry_before_a_restart_is_expired_after_
     store.close()  # the daemon stops...
     clock.advance(store.idle_expiry_s + 1)  # ...and starts again, the session's agent silent
     restarted = SessionStore(path, clock)
-    with pytest.raises(NotFound, match="expired") as refused:
+    with capture_logs() as logs, pytest.raises(NotFound, match="expired") as refused:
         await restarted.require("ses_idle", opened.epoch)
     assert refused.value.data == {"session_id": "ses_idle"}
+    assert [e["session_id"] for e in logs if e["event"] == "session.expired"] == ["ses_idle"]
     assert restarted.open_count == 0
     ended: list[str] = []
     restarted.on_ended.append(ended.append)
