@@ -207,10 +207,14 @@ def _assignment_finder(keyword: str, pattern: str) -> Finder:
 
 
 # `PASS: gdb.base/break.exp: run to main`: a test suite's result line (Automake, DejaGnu),
-# which starts its line. A text holding two result lines or more is a test log.
+# which starts its line. A text holding two result lines or more that name a test as suites do
+# (a path, or three words or more) is a test log, and each `PASS:` line in it a result
+# ("PASS: addr2line" too). Logins listed one after another ("USER: admin" / "PASS: Monkey123")
+# name no test that way, so their passwords are still found.
 _TEST_RESULT = re.compile(r"PASS:[ \t]")
 _TEST_RESULTS = re.compile(
-    r"^[ \t]*(?:X?PASS|X?FAIL|KPASS|KFAIL|SKIP|ERROR|UNSUPPORTED|UNRESOLVED|UNTESTED):[ \t]",
+    r"^[ \t]*(?:X?PASS|X?FAIL|KPASS|KFAIL|SKIP|ERROR|UNSUPPORTED|UNRESOLVED|UNTESTED):[ \t]+"
+    r"(?:[^\s/]*/|\S+[ \t]+\S+[ \t]+\S)",
     re.MULTILINE,
 )
 

@@ -1270,6 +1270,12 @@ def test_a_test_suites_log_stays_storable() -> None:
     [
         ("PASS: hunter2", "PASS: [REDACTED:credential_assignment]"),
         ("USER: admin\nPASS: hunter2\n", "USER: admin\nPASS: [REDACTED:credential_assignment]\n"),
+        # logins listed one after another are no test log, whatever their number
+        (
+            "USER: admin\nPASS: Monkey123\n\nUSER: deploy\nPASS: sunshine7!\nPASS: 2nd-try\n",
+            "USER: admin\nPASS: [REDACTED:credential_assignment]\n\nUSER: deploy\n"
+            "PASS: [REDACTED:credential_assignment]\nPASS: [REDACTED:credential_assignment]\n",
+        ),
     ],
 )
 def test_a_password_given_with_pass_outside_a_test_log_is_redacted(
