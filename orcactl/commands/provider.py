@@ -60,13 +60,16 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def sample_source(text: str | None) -> str:
     """The redacted, bounded source a captured turn with this text would produce."""
     if text is None:
-        source = SAMPLE_SOURCE
+        source = redact(SAMPLE_SOURCE)
     else:
         text = text_or_stdin(text, utf8_text).strip()
         if not text:
             raise CommandError("TEXT is empty", EXIT_USAGE)
-        source = text if text.startswith(("user:", "assistant:")) else f"user: {text}"
-    source = redact(source)
+        # redacted as a captured message is, before its role label: a rule that needs its
+        # line to start with the name ("pin: 4821") must see it do so
+        source = (
+            redact(text) if text.startswith(("user:", "assistant:")) else f"user: {redact(text)}"
+        )
     encoded = source.encode("utf-8")[: limits.SOURCE_MAX_BYTES]
     return encoded.decode("utf-8", errors="ignore")
 
