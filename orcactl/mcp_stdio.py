@@ -159,11 +159,21 @@ class Owed:
         self._changed = anyio.Event()
 
     @property
+    def waiting(self) -> int:
+        """The answers owed that the server can give without the client's own answers."""
+        return self._owed.total() - len(self._asked)
+
+    @property
     def full(self) -> bool:
-        return self._owed.total() - len(self._asked) >= self.limit
+        return self.waiting >= self.limit
 
     async def room(self) -> None:
         while self.full:
+            await self._changed.wait()
+
+    async def wait_settled(self) -> None:
+        """Wait until no answer is owed but those held up on the client's own answers."""
+        while self.waiting > 0:
             await self._changed.wait()
 
     def _change(self) -> None:
@@ -287,6 +297,9 @@ async def _read(
                     await to_server.send(SessionMessage(verdict))
             except anyio.BrokenResourceError:  # the writer found the client gone
                 return
+        # the SDK stops serving at the end of its input, cancelling the requests it still
+        # handles: it sees the end once they are answered (one held up on the client never is)
+        await owed.wait_settled()
 
 
 def _watch_hangup(wire: BinaryIO, scope: anyio.CancelScope, token: EventLoopToken) -> None:

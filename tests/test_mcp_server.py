@@ -685,6 +685,18 @@ class RawServer:
         line, _, self._unanswered = self._unanswered.partition(b"\n")
         return json.loads(line)
 
+    def receive_to_end(self, timeout: float = 60.0) -> list[Any]:
+        """Every answer line until the server closes its stdout, decoded; fails if that takes
+        longer than `timeout`."""
+        deadline = time.monotonic() + timeout
+        while True:
+            ready, _, _ = select.select([self.stdout], [], [], max(deadline - time.monotonic(), 0))
+            assert ready, f"stdout still open after {timeout} s"
+            chunk = os.read(self.stdout, 65536)
+            if not chunk:
+                return [json.loads(line) for line in self._unanswered.splitlines()]
+            self._unanswered += chunk
+
     def call(self, request_id: int, method: str) -> Any:
         self.send(json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method}).encode())
         answer = self.receive()
@@ -869,6 +881,43 @@ def test_a_line_too_long_to_hold_is_refused_without_holding_it(
     assert peak < 64 * 1024, peak
 
 
+def _request(request_id: int, method: str, params: dict[str, Any] | None = None) -> bytes:
+    request = {"jsonrpc": "2.0", "id": request_id, "method": method}
+    return json.dumps(request if params is None else {**request, "params": params}).encode()
+
+
+def test_every_request_read_before_stdin_ends_is_answered_before_the_server_exits(
+    tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess
+) -> None:
+    # a shell pipe, or a client that sends its last requests and closes stdin: the requests
+    # still being handled when the input ends are answered all the same
+    search = {"name": "memory_search", "arguments": {"query": "release checks"}}
+    with raw_server(orca_env, _project(tmp_path)) as server:
+        server.send(_request(2, "tools/call", search))
+        server.send(_request(3, "tools/list"))
+        server.send(_request(4, "ping"))
+        server.process.stdin.close()  # type: ignore[union-attr]
+        answers = server.receive_to_end()
+        assert server.process.wait(timeout=30) == 0
+    assert sorted(answer["id"] for answer in answers) == [2, 3, 4], answers
+    assert all("result" in answer for answer in answers), answers
+    [found] = [answer["result"] for answer in answers if answer["id"] == 2]
+    assert not found.get("isError"), found
+
+
+def test_a_client_that_closes_stdin_before_reading_still_gets_every_answer(
+    tmp_path: Path, orca_env: OrcaEnv
+) -> None:
+    # more requests than the server reads while their answers are owed: it reads the rest of
+    # its input only as the client takes answers, after the client closed stdin
+    count = 300
+    with raw_server(orca_env, _project(tmp_path)) as server:
+        server.write(b"".join(_request(n, "tools/list") + b"\n" for n in range(count)))
+        server.process.stdin.close()  # type: ignore[union-attr]
+        answers = server.receive_to_end()
+    assert sorted(answer["id"] for answer in answers) == list(range(count))
+
+
 def test_the_server_exits_when_its_client_stops_taking_answers(
     tmp_path: Path, orca_env: OrcaEnv
 ) -> None:
@@ -913,9 +962,8 @@ def test_a_server_started_with_a_closed_stream_ends_without_a_traceback(
     assert "Traceback" not in result.stdout + result.stderr
     assert result.returncode == 0, result.stderr
     if ">&-" not in closed.split() and "<&-" not in closed.split():
-        # initialize is answered before the next line is read (the rest may be cut short by
-        # the end of stdin)
-        assert json.loads(result.stdout.splitlines()[0])["id"] == 1
+        # every request read before stdin ended is answered
+        assert [json.loads(line)["id"] for line in result.stdout.splitlines()] == [1, 2]
 
 
 async def test_answers_the_client_itself_holds_up_do_not_stop_the_reading() -> None:
