@@ -5,18 +5,20 @@ waits for its timeout), and reads on while answers wait for a client that does n
 (the server's memory grows with every request). Here each line is judged first (`judge`): a
 request that cannot be taken is answered with a JSON-RPC error and the next line is served;
 and a request is read only while fewer than `MAX_ANSWERS_OWED` answers are owed, so a client
-that stops reading stops being read.
+that stops reading stops being read. When stdin ends, every request read is answered before
+serving ends, unless the client takes no answer for `STALL_DEADLINE_S`.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import select
 import sys
 import threading
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from functools import partial
@@ -54,6 +56,10 @@ MAX_LINE_BYTES = 2 * DEFAULT_MAX_MESSAGE_BYTES
 # As orcad bounds a connection: past this many answers owed, the client is not read until it
 # reads (an answer it waits for from the client, such as an elicitation's, is not counted).
 MAX_ANSWERS_OWED = MAX_ANSWERS_OWED_PER_CONNECTION
+# Once stdin has ended (MCP's stdio shutdown: the client closes it, waits for the server to exit,
+# then kills it), the answers still owed are waited for only while one is written at least this
+# often: a client that never reads them would otherwise keep the server running for ever.
+STALL_DEADLINE_S = 10.0
 
 TOO_DEEP = (
     f"Invalid Request: the line nests arrays or objects more than {MAX_JSON_NESTING} levels "
@@ -164,6 +170,11 @@ class Owed:
         return self._owed.total() - len(self._asked)
 
     @property
+    def total(self) -> int:
+        """Every answer owed, those held up on the client's own answers included."""
+        return self._owed.total()
+
+    @property
     def full(self) -> bool:
         return self.waiting >= self.limit
 
@@ -175,6 +186,15 @@ class Owed:
         """Wait until no answer is owed but those held up on the client's own answers."""
         while self.waiting > 0:
             await self._changed.wait()
+
+    async def wait_stalled(self, seconds: float) -> None:
+        """Wait until answers have been owed for `seconds` with nothing counted meanwhile: no
+        answer written or settled, no request read."""
+        while True:
+            with anyio.move_on_after(seconds if self._owed else math.inf) as timer:
+                await self._changed.wait()
+            if timer.cancelled_caught:
+                return
 
     def _change(self) -> None:
         self._changed.set()
@@ -198,8 +218,14 @@ class Owed:
         match message:
             case JSONRPCRequest():
                 self._owed[str(message.id)] += 1
+                self._change()
             case JSONRPCResponse() | JSONRPCError():
                 self._answered(message.id)
+
+    def refusing(self, answer: JSONRPCError) -> None:
+        """Count the answer to a line refused before the SDK saw it: owed as any other."""
+        self._owed[str(answer.id)] += 1
+        self._change()
 
     async def unanswered(self, request_id: RequestId) -> None:
         """The SDK settled a request without answering it (the client cancelled it while it
@@ -252,6 +278,29 @@ def _write_line(wire: BinaryIO, data: bytes) -> None:
     wire.flush()
 
 
+async def _write_abandonably(wire: BinaryIO, data: bytes) -> None:
+    """Write `data` in a daemon thread of its own, not in one of anyio's workers (the
+    interpreter waits for those at exit): a write blocked on a client that never reads is left
+    behind when serving gives up on that client."""
+    token = current_token()
+    done = anyio.Event()
+    failures: list[OSError] = []
+
+    def write() -> None:
+        try:
+            _write_line(wire, data)
+        except OSError as exc:
+            failures.append(exc)
+        finally:
+            with suppress(RuntimeError):  # serving is over (RunFinishedError)
+                anyio.from_thread.run_sync(done.set, token=token)
+
+    threading.Thread(target=write, name="mcp stdout write", daemon=True).start()
+    await done.wait()
+    if failures:
+        raise failures[0]
+
+
 def _pump(
     wire: BinaryIO, lines: MemoryObjectSendStream[bytes | None], token: EventLoopToken
 ) -> None:
@@ -276,6 +325,7 @@ async def _read(
     to_server: MemoryObjectSendStream[SessionMessage | Exception],
     to_client: MemoryObjectSendStream[SessionMessage],
     owed: Owed,
+    input_ended: anyio.Event,
 ) -> None:
     sender, lines = anyio.create_memory_object_stream[bytes | None](0)
     pump = (wire, sender, current_token())
@@ -285,6 +335,7 @@ async def _read(
             verdict = judge(line)
             try:
                 if isinstance(verdict, Refused):
+                    owed.refusing(verdict.answer)
                     await to_client.send(SessionMessage(verdict.answer))
                 elif isinstance(verdict, JSONRPCRequest):
                     await owed.room()
@@ -297,23 +348,33 @@ async def _read(
                     await to_server.send(SessionMessage(verdict))
             except anyio.BrokenResourceError:  # the writer found the client gone
                 return
+        input_ended.set()
         # the SDK stops serving at the end of its input, cancelling the requests it still
         # handles: it sees the end once they are answered (one held up on the client never is)
         await owed.wait_settled()
 
 
-def _watch_hangup(wire: BinaryIO, scope: anyio.CancelScope, token: EventLoopToken) -> None:
-    """End serving once the client closes its end of stdout, even while nothing is written.
+def _watch_hangup(
+    wire: BinaryIO, events: int, then: Callable[[], object], token: EventLoopToken
+) -> None:
+    """Call `then` once the client closes its end of `wire`, even while it is neither read nor
+    written: its end of stdout, or of stdin while reading waits for answers to be taken.
 
-    A daemon thread, as `_pump`: poll() reports an error on a pipe whose reading end is closed
-    whatever events are asked for, and asked for none it waits for nothing else.
+    A daemon thread, as `_pump`: poll() reports a hangup or an error on a pipe whose other end
+    is closed whatever events are asked for, and waits for nothing else but `events` (none for
+    stdout; for stdin, a socket's peer shutting down its writing).
     """
     poller = select.poll()
-    poller.register(wire.fileno(), 0)
+    poller.register(wire.fileno(), events)
     with suppress(OSError):
         poller.poll()
     with suppress(RuntimeError):  # serving is over already (RunFinishedError)
-        anyio.from_thread.run_sync(scope.cancel, token=token)
+        anyio.from_thread.run_sync(then, token=token)
+
+
+def _start_watching(wire: BinaryIO, events: int, then: Callable[[], object], name: str) -> None:
+    watch = (wire, events, then, current_token())
+    threading.Thread(target=_watch_hangup, args=watch, name=name, daemon=True).start()
 
 
 async def _write(
@@ -322,7 +383,6 @@ async def _write(
     owed: Owed,
     scope: anyio.CancelScope,
 ) -> None:
-    writing = anyio.CapacityLimiter(1)
     async with from_server:
         async for item in from_server:
             data = _line(item.message)
@@ -334,7 +394,7 @@ async def _write(
             if asking:
                 owed.written(item.message)
             try:
-                await anyio.to_thread.run_sync(_write_line, wire, data, limiter=writing)
+                await _write_abandonably(wire, data)
             except OSError:  # the client closed its end: nobody is left to serve
                 scope.cancel()
                 return
@@ -356,25 +416,49 @@ def _claimed_stdio() -> Iterator[tuple[BinaryIO, BinaryIO]]:
     os.close(null)
     os.dup2(2, 1)
     try:
-        # never closed: a reading thread may still wait on stdin when serving ends
+        # never closed: a reading thread may still wait on stdin when serving ends, and a
+        # writing one on stdout
         yield os.fdopen(wire_in, "rb", closefd=False), os.fdopen(wire_out, "wb", closefd=False)
     finally:
         os.dup2(wire_out, 1)
         os.dup2(wire_in, 0)
 
 
+async def _give_up_on_a_stalled_client(
+    owed: Owed, input_ended: anyio.Event, scope: anyio.CancelScope
+) -> None:
+    """End serving once stdin has ended and answers owed have gone untaken for
+    `STALL_DEADLINE_S`: the client is done with the server but does not read its answers."""
+    await input_ended.wait()
+    await owed.wait_stalled(STALL_DEADLINE_S)
+    lost = "1 answer owed to it was" if owed.total == 1 else f"{owed.total} answers owed to it were"
+    if sys.stderr is not None:  # None when started with stderr closed
+        print(
+            f"orcactl mcp: the client closed stdin and took no answer for "
+            f"{STALL_DEADLINE_S:g} s; {lost} not delivered",
+            file=sys.stderr,
+            flush=True,
+        )
+    scope.cancel()
+
+
 async def serve(server: MCPServer, wire_in: BinaryIO, wire_out: BinaryIO) -> None:
-    """Serve one client until its stdin ends (or its stdout closes)."""
+    """Serve one client until its stdin ends and every answer it is owed is written; or until
+    it closes its stdout, or takes no answer for `STALL_DEADLINE_S` after closing its stdin."""
     to_server, from_client = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     to_client, from_server = anyio.create_memory_object_stream[SessionMessage](0)
     owed = Owed()
+    input_ended = anyio.Event()
     lowlevel = server._lowlevel_server  # what MCPServer.run_stdio_async runs on its streams
     async with anyio.create_task_group() as group:
-        watch = (wire_out, group.cancel_scope, current_token())
-        threading.Thread(target=_watch_hangup, args=watch, name="mcp stdout", daemon=True).start()
-        group.start_soon(_write, wire_out, from_server, owed, group.cancel_scope)
-        group.start_soon(_read, wire_in, to_server, to_client.clone(), owed)
-        await lowlevel.run(from_client, to_client, lowlevel.create_initialization_options())
+        _start_watching(wire_out, 0, group.cancel_scope.cancel, "mcp stdout")
+        _start_watching(wire_in, select.POLLRDHUP, input_ended.set, "mcp stdin")
+        group.start_soon(_read, wire_in, to_server, to_client.clone(), owed, input_ended)
+        group.start_soon(_give_up_on_a_stalled_client, owed, input_ended, group.cancel_scope)
+        async with anyio.create_task_group() as answering:
+            answering.start_soon(_write, wire_out, from_server, owed, group.cancel_scope)
+            await lowlevel.run(from_client, to_client, lowlevel.create_initialization_options())
+        group.cancel_scope.cancel()  # every answer is written: no stall left to watch for
 
 
 def run_stdio(server: MCPServer) -> None:

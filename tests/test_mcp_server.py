@@ -6,6 +6,7 @@ import argparse
 import fcntl
 import json
 import os
+import re
 import select
 import shlex
 import socket
@@ -23,6 +24,7 @@ import anyio
 import pytest
 import trio
 import trio.testing
+from anyio.lowlevel import EventLoopToken, current_token
 from hypothesis import given
 from hypothesis import strategies as st
 from mcp import types
@@ -32,7 +34,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.shared.message import SessionMessage
 
 from orcactl.mcp_server import DaemonSession
-from orcactl.mcp_stdio import Owed, Refused, _write, judge
+from orcactl.mcp_stdio import STALL_DEADLINE_S, Owed, Refused, _write, judge
 from protocol.client import Client, DaemonUnavailable
 from tests.harness import DaemonProcess, OrcaEnv
 from tests.hook_helpers import ORCACTL, ClaudeTranscript, run_hook
@@ -896,13 +898,17 @@ def test_every_request_read_before_stdin_ends_is_answered_before_the_server_exit
         server.send(_request(2, "tools/call", search))
         server.send(_request(3, "tools/list"))
         server.send(_request(4, "ping"))
+        closed = time.monotonic()
         server.process.stdin.close()  # type: ignore[union-attr]
         answers = server.receive_to_end()
         assert server.process.wait(timeout=30) == 0
+        exited = time.monotonic() - closed
     assert sorted(answer["id"] for answer in answers) == [2, 3, 4], answers
     assert all("result" in answer for answer in answers), answers
     [found] = [answer["result"] for answer in answers if answer["id"] == 2]
     assert not found.get("isError"), found
+    # nothing was left owed once they were written: no reason to wait on a client that is gone
+    assert exited < STALL_DEADLINE_S, exited
 
 
 def test_a_client_that_closes_stdin_before_reading_still_gets_every_answer(
@@ -916,6 +922,30 @@ def test_a_client_that_closes_stdin_before_reading_still_gets_every_answer(
         server.process.stdin.close()  # type: ignore[union-attr]
         answers = server.receive_to_end()
     assert sorted(answer["id"] for answer in answers) == list(range(count))
+
+
+NEVER_READ = {
+    # the answers fill stdout's pipe while fewer than 64 are owed: stdin is read to its end
+    "a few requests": b"".join(_request(n, "tools/list") + b"\n" for n in range(40)),
+    # 64 answers owed: the server stops reading, so never reads to the end of its stdin
+    "many requests": b"".join(_request(n, "tools/list") + b"\n" for n in range(400)),
+    # each answered with an error, which is owed as much as any answer
+    "bad lines": b"x\n" * 1000,
+}
+
+
+@pytest.mark.parametrize("lines", NEVER_READ.values(), ids=NEVER_READ.keys())
+def test_a_client_that_never_reads_and_closes_stdin_does_not_keep_the_server_running(
+    tmp_path: Path, orca_env: OrcaEnv, lines: bytes
+) -> None:
+    # stdout stays open but is never read: the answers owed can never be written, and the
+    # client, done with the server, waits for it to exit
+    with raw_server(orca_env, _project(tmp_path)) as server:
+        server.write(lines)
+        server.process.stdin.close()  # type: ignore[union-attr]
+        assert server.process.wait(timeout=STALL_DEADLINE_S + 20) == 0
+    said = (orca_env.root / "mcp-stderr.log").read_text()
+    assert re.search(r"\b[1-9][0-9]* answers? owed to it (was|were) not delivered", said), said
 
 
 def test_the_server_exits_when_its_client_stops_taking_answers(
@@ -997,17 +1027,42 @@ async def test_answers_the_client_itself_holds_up_do_not_stop_the_reading() -> N
     assert not owed.full
 
 
+async def test_answers_owed_stall_once_none_is_written_for_the_whole_deadline(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    owed = Owed()
+    with trio.move_on_after(60) as idle:
+        await owed.wait_stalled(10)
+    assert idle.cancelled_caught  # nothing owed: nothing to give up on
+
+    async def answer_first_after(seconds: float) -> None:
+        await trio.sleep(seconds)
+        owed.written(types.JSONRPCResponse(jsonrpc="2.0", id=1, result={}))
+
+    for request_id in (1, 2):
+        owed.read(types.JSONRPCRequest(jsonrpc="2.0", id=request_id, method="tools/list"))
+    started = trio.current_time()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(answer_first_after, 6)
+        await owed.wait_stalled(10)
+    # the first answer, written at 6 s, starts the deadline again for the second
+    assert trio.current_time() - started == pytest.approx(16)
+    assert owed.total == 1
+
+
 class _AnsweringClient:
     """A stdout whose client answers the server's request before the write returns: the
-    answer is read while the writer still waits on its write."""
+    answer is read while the writer still waits on its write (in a thread, back to the event
+    loop of `token`)."""
 
-    def __init__(self, owed: Owed) -> None:
+    def __init__(self, owed: Owed, token: EventLoopToken) -> None:
         self.owed = owed
+        self.token = token
 
     def write(self, data: bytes) -> int:
         request = json.loads(data)
         answer = types.JSONRPCResponse(jsonrpc="2.0", id=request["id"], result={})
-        anyio.from_thread.run_sync(self.owed.read, answer)
+        anyio.from_thread.run_sync(self.owed.read, answer, token=self.token)
         return len(data)
 
     def flush(self) -> None:
@@ -1022,7 +1077,7 @@ async def test_a_request_of_the_server_answered_at_once_is_not_counted_as_waitin
     elicit = types.JSONRPCRequest(jsonrpc="2.0", id=0, method="elicitation/create", params={})
     with trio.fail_after(5):
         async with trio.open_nursery() as nursery:
-            wire = cast(BinaryIO, _AnsweringClient(owed))
+            wire = cast(BinaryIO, _AnsweringClient(owed, current_token()))
             nursery.start_soon(_write, wire, from_server, owed, nursery.cancel_scope)
             async with to_client:
                 await to_client.send(SessionMessage(elicit))
