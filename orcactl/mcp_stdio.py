@@ -60,6 +60,10 @@ MAX_ANSWERS_OWED = MAX_ANSWERS_OWED_PER_CONNECTION
 # then kills it), the answers still owed are waited for only while one is written at least this
 # often: a client that never reads them would otherwise keep the server running for ever.
 STALL_DEADLINE_S = 10.0
+# A socket's peer shutting down its writing, as a pipe's writer closing it: Linux's poll()
+# reports the former only when asked (POLLRDHUP); elsewhere there is no such flag, and a pipe's
+# hangup, reported unasked, is what there is to see.
+STDIN_HANGUP = getattr(select, "POLLRDHUP", 0)
 
 TOO_DEEP = (
     f"Invalid Request: the line nests arrays or objects more than {MAX_JSON_NESTING} levels "
@@ -452,7 +456,7 @@ async def serve(server: MCPServer, wire_in: BinaryIO, wire_out: BinaryIO) -> Non
     lowlevel = server._lowlevel_server  # what MCPServer.run_stdio_async runs on its streams
     async with anyio.create_task_group() as group:
         _start_watching(wire_out, 0, group.cancel_scope.cancel, "mcp stdout")
-        _start_watching(wire_in, select.POLLRDHUP, input_ended.set, "mcp stdin")
+        _start_watching(wire_in, STDIN_HANGUP, input_ended.set, "mcp stdin")
         group.start_soon(_read, wire_in, to_server, to_client.clone(), owed, input_ended)
         group.start_soon(_give_up_on_a_stalled_client, owed, input_ended, group.cancel_scope)
         async with anyio.create_task_group() as answering:
