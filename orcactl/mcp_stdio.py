@@ -2,16 +2,15 @@
 
 The SDK's own stdio transport drops every line it cannot validate without a word (a client
 waits for its timeout), and reads on while answers wait for a client that does not read them
-(the server's memory grows with every request). Here each line is judged first (`judge`): a
-request that cannot be taken is answered with a JSON-RPC error and the next line is served;
-and a request is read only while fewer than `MAX_ANSWERS_OWED` answers are owed, so a client
-that stops reading stops being read. When stdin ends, every request read is answered before
-serving ends, unless the client takes no answer for `STALL_DEADLINE_S`.
+(the server's memory grows with every request). Here each line is judged first
+(`mcp_lines.judge`): a request that cannot be taken is answered with a JSON-RPC error and the
+next line is served; and a request is read only while fewer than `MAX_ANSWERS_OWED` answers
+are owed, so a client that stops reading stops being read. When stdin ends, every request read
+is answered before serving ends, unless the client takes no answer for `STALL_DEADLINE_S`.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import select
@@ -20,39 +19,28 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
 from functools import partial
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 import anyio
-import msgspec
 from anyio.lowlevel import EventLoopToken, current_token
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.server.mcpserver import MCPServer
 from mcp.shared.message import ServerMessageMetadata, SessionMessage
 from mcp_types import (
-    INTERNAL_ERROR,
-    INVALID_REQUEST,
-    PARSE_ERROR,
-    ErrorData,
     JSONRPCError,
     JSONRPCMessage,
     JSONRPCNotification,
     JSONRPCRequest,
     JSONRPCResponse,
     RequestId,
-    jsonrpc_message_adapter,
 )
 
+from orcactl.mcp_lines import Refused, encoded, judge, read_line
 from orcad.limits import (
-    DEFAULT_MAX_MESSAGE_BYTES,
     MAX_ANSWERS_OWED_PER_CONNECTION,
-    MAX_JSON_NESTING,
 )
-from protocol.framing import json_nesting_exceeds
 
-# Twice orcad's request bound: text too long for orcad still reaches the tool that says so.
-MAX_LINE_BYTES = 2 * DEFAULT_MAX_MESSAGE_BYTES
 # As orcad bounds a connection: past this many answers owed, the client is not read until it
 # reads (an answer it waits for from the client, such as an elicitation's, is not counted).
 MAX_ANSWERS_OWED = MAX_ANSWERS_OWED_PER_CONNECTION
@@ -64,99 +52,6 @@ STALL_DEADLINE_S = 10.0
 # reports the former only when asked (POLLRDHUP); elsewhere there is no such flag, and a pipe's
 # hangup, reported unasked, is what there is to see.
 STDIN_HANGUP = getattr(select, "POLLRDHUP", 0)
-
-TOO_DEEP = (
-    f"Invalid Request: the line nests arrays or objects more than {MAX_JSON_NESTING} levels "
-    "deep; no MCP message does"
-)
-NOT_UNICODE = (
-    "Invalid Request: the line holds what no JSON-RPC message can: a string with a lone "
-    "surrogate escape (\\ud800 to \\udfff unpaired), or a number that is out of range or not "
-    "finite"
-)
-NOT_A_MESSAGE = "Invalid Request: not a JSON-RPC 2.0 request, notification or response"
-NOT_JSON = "Parse error: the line is not JSON; send one JSON-RPC message per line"
-NOT_ENCODABLE = "Internal error: the answer could not be written as JSON"
-TOO_LONG = (
-    f"Invalid Request: the line is longer than {MAX_LINE_BYTES // 2**20} MiB and was not kept; "
-    "no MCP message for this server is that long"
-)
-
-
-@dataclass(frozen=True)
-class Refused:
-    """A line that goes no further: `answer` is written back to the client instead."""
-
-    answer: JSONRPCError
-
-
-def _refused(request_id: RequestId | None, code: int, message: str) -> Refused:
-    error = ErrorData(code=code, message=message)
-    return Refused(JSONRPCError(jsonrpc="2.0", id=request_id, error=error))
-
-
-def _lenient(text: str) -> Any:
-    """What Python's own JSON reading makes of a line msgspec refused (it takes lone
-    surrogates, NaN and numbers out of range), or None when it is not JSON either."""
-    try:
-        return json.loads(text)
-    except (ValueError, RecursionError):
-        return None
-
-
-def _answer_id(value: object) -> RequestId | None:
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return None
-        return value
-    return None
-
-
-def _refuse(value: object, message: str) -> Refused | None:
-    """The answer to a JSON line that is no message the server takes: to its id when it is a
-    request whose id can be read; none to a notification or a response (JSON-RPC answers
-    neither); to a null id otherwise."""
-    if isinstance(value, dict):
-        if "method" in value and "id" not in value:
-            return None
-        if "method" not in value and ("result" in value or "error" in value):
-            return None
-        return _refused(_answer_id(value.get("id")), INVALID_REQUEST, message)
-    return _refused(None, INVALID_REQUEST, message)
-
-
-def judge(line: bytes | None) -> JSONRPCMessage | Refused | None:
-    """One line from the client (None: one too long to keep): the message to pass on, or the
-    answer that refuses it, or None when it is neither (a blank line, a malformed notification
-    or response)."""
-    if line is None:
-        return _refused(None, INVALID_REQUEST, TOO_LONG)
-    text = line.decode("utf-8", errors="replace")  # as the SDK reads it
-    if not text.strip():
-        return None
-    if json_nesting_exceeds(line, MAX_JSON_NESTING):  # before any decoder recurses into it
-        return _refuse(_lenient(text), TOO_DEEP)
-    try:
-        value = msgspec.json.decode(text)
-    except (msgspec.DecodeError, msgspec.ValidationError):
-        lenient = _lenient(text)
-        if lenient is None:
-            return _refused(None, PARSE_ERROR, NOT_JSON)
-        return _refuse(lenient, NOT_UNICODE)
-    try:
-        # validated as the SDK validates it: the line is now known to decode
-        message = jsonrpc_message_adapter.validate_json(text, by_name=False)
-    except ValueError:
-        return _refuse(value, NOT_A_MESSAGE)
-    if isinstance(message, JSONRPCNotification) and "id" in value:
-        # a request whose id is no string or integer (null, true, 1.5): the SDK would take it
-        # as a notification, its extra member ignored, and never answer it
-        return _refuse(value, NOT_A_MESSAGE)
-    return message
 
 
 class Owed:
@@ -249,34 +144,6 @@ class Owed:
                 self._answered(params.get("requestId"))  # the server stopped waiting
 
 
-def _line(message: JSONRPCMessage) -> bytes | None:
-    """The message as a line, or for an answer that JSON cannot hold an error in its place."""
-    try:
-        text = message.model_dump_json(by_alias=True, exclude_unset=True)
-    except ValueError:
-        if not isinstance(message, (JSONRPCResponse, JSONRPCError)):
-            return None
-        failed = JSONRPCError(
-            jsonrpc="2.0",
-            id=message.id,
-            error=ErrorData(code=INTERNAL_ERROR, message=NOT_ENCODABLE),
-        )
-        text = failed.model_dump_json(by_alias=True, exclude_unset=True)
-    return text.encode("utf-8") + b"\n"
-
-
-def _read_line(wire: BinaryIO) -> bytes | None:
-    """The next line (empty at the end of input), or None for one longer than MAX_LINE_BYTES,
-    which is read to its end without being kept."""
-    line = wire.readline(MAX_LINE_BYTES + 1)
-    if len(line) <= MAX_LINE_BYTES or line.endswith(b"\n"):
-        return line
-    del line  # held no longer than it takes to see that it is too long
-    while (rest := wire.readline(64 * 1024)) and not rest.endswith(b"\n"):
-        pass
-    return None
-
-
 def _write_line(wire: BinaryIO, data: bytes) -> None:
     wire.write(data)
     wire.flush()
@@ -315,7 +182,7 @@ def _pump(
     process alive.
     """
     try:
-        while (line := _read_line(wire)) != b"":
+        while (line := read_line(wire)) != b"":
             anyio.from_thread.run(lines.send, line, token=token)
     except (OSError, anyio.BrokenResourceError, RuntimeError):
         pass  # stdin failed (as good as its end), or serving is over (RunFinishedError)
@@ -389,7 +256,7 @@ async def _write(
 ) -> None:
     async with from_server:
         async for item in from_server:
-            data = _line(item.message)
+            data = encoded(item.message)
             if data is None:
                 continue
             # a request of the server counts as asked before the client can see it (its answer

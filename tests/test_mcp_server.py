@@ -33,8 +33,9 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.shared.message import SessionMessage
 
+from orcactl.mcp_lines import Refused, judge
 from orcactl.mcp_server import DaemonSession
-from orcactl.mcp_stdio import STALL_DEADLINE_S, Owed, Refused, _write, judge
+from orcactl.mcp_stdio import STALL_DEADLINE_S, Owed, _write
 from protocol.client import Client, DaemonUnavailable
 from tests.harness import DaemonProcess, OrcaEnv
 from tests.hook_helpers import ORCACTL, ClaudeTranscript, run_hook
