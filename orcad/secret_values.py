@@ -5,8 +5,9 @@ such as `password` or `api_key`: does it look generated (`looks_random`, for nam
 often ordinary words, like token and key), and is it a literal at all (`is_credential_literal`,
 for names that only ever hold a credential, like password and client_secret, where a
 human-chosen `hunter2` is as secret as random bytes). Placeholders and references are neither.
-The finders here cover the shapes that carry no `name = value` operator: command-line flags,
-netrc lines and sentences ("the password on the staging box is ...").
+The finders here cover the shapes that carry no `name = value` operator: netrc lines and
+sentences ("the password on the staging box is ..."); command-line flags are in
+`secret_commands`.
 """
 
 from __future__ import annotations
@@ -299,6 +300,17 @@ def is_phrase_value(value: str) -> bool:
     )
 
 
+def given_password(value: str) -> bool:
+    """A value after a password flag or keyword: at least 4 characters, not a flag, example
+    or reference (documentation writes `-p X` and `password PASS`)."""
+    return (
+        len(value.rstrip(TRAILING)) >= 4
+        and value[0] != "-"
+        and not is_placeholder(value)
+        and not is_reference(value)
+    )
+
+
 # ------------------------------------------------------------------ value bounds
 # Characters of key material (base64, hex, URL-safe tokens): a detection the length bound cut
 # between two of them (CUT_VALUE) takes the rest of the run (`secrets.find_secrets`).
@@ -315,269 +327,14 @@ def _quoted_value(quote: str) -> str:
 QUOTED_VALUES = _quoted_value('"') + "|" + _quoted_value("'")  # two groups
 
 
-# ---------------------------------------------------------------- command lines
-_VALUE = rf"(?:{QUOTED_VALUES}|([^\s\"'`;&|()<>]{{1,256}}+))"
-_LONG_FLAG = re.compile(
-    r"--(?:[a-z0-9]{1,20}-){0,4}(?:password|passwd|passphrase|pass|pwd|secret)(?:=|[ \t]+)" + _VALUE
-)
-# (flag that must occur, command that must occur, pattern): the flag is the cheaper test
-_TOOL_FLAGS = (
-    # registry logins take -p PASSWORD; elsewhere -p is a port or a path
-    (
-        "-p",
-        "login",
-        re.compile(
-            r"login(?![a-z0-9_\-])[^\n|;&]{0,300}?[ \t]-p(?:=|[ \t]+)" + _VALUE,
-        ),
-    ),
-    # mysql reads -pPASSWORD (no space; with a space it prompts)
-    ("-p", "mysql", re.compile(r"mysql[a-z]{0,6}[^\n|;&]{0,300}?[ \t]-p" + _VALUE)),
-    ("-p", "sshpass", re.compile(r"sshpass[ \t]+-p[ \t]*" + _VALUE)),
-    ("-a", "redis-cli", re.compile(r"redis-cli[^\n|;&]{0,300}?[ \t]-a[ \t]+" + _VALUE)),
-    # mongo, mongosh, mongodump, ... take -p PASSWORD (their port is --port)
-    (
-        "-p",
-        "mongo",
-        re.compile(r"mongo[a-z]{0,8}(?![a-z0-9_\-])[^\n|;&]{0,300}?[ \t]-p(?:=|[ \t]+)" + _VALUE),
-    ),
-    (
-        "pass",
-        "keytool",
-        re.compile(
-            r"keytool[^\n|;&]{0,300}?[ \t]-(?:src|dest)?(?:store|key)pass(?:=|[ \t]+)" + _VALUE
-        ),
-    ),
-    # zip -P PASSWORD; 7z -pPASSWORD (no space); openssl enc -k PASSWORD
-    ("-p", "zip", re.compile(r"(?<![a-z0-9_\-])zip[ \t][^\n|;&]{0,300}?[ \t]-p[ \t]+" + _VALUE)),
-    ("-p", "7z", re.compile(r"(?<![a-z0-9_\-])7za?[ \t][^\n|;&]{0,300}?[ \t]-p" + _VALUE)),
-    ("-k", "openssl", re.compile(r"openssl[^\n|;&]{0,300}?[ \t]-k[ \t]+" + _VALUE)),
-    (
-        "-u",
-        "smbclient",
-        re.compile(
-            r"smbclient[^\n|;&]{0,300}?[ \t]-u[ \t]+[\"']?[^\s%\"']{1,128}%"
-            r"([^\s\"']{1,256}+)"
-        ),
-    ),
-    (
-        "-u",
-        "curl",
-        re.compile(
-            r"curl[^\n|;&]{0,300}?[ \t](?:-u|--user)(?:=|[ \t]+)[\"']?[^\s:\"']{1,128}:"
-            r"([^\s\"']{1,256}+)"
-        ),
-    ),
-)
-
-
-# A shell word: quoted, or unquoted up to a space or an operator.
-_WORD = r"(?:\"[^\"\n]{0,256}\"|'[^'\n]{0,256}'|[^\s\"'`;&|()<>]{1,256})"
-# htpasswd -b takes the password as its last argument: `htpasswd -b[c|B|...] FILE USER PASS`,
-# or `htpasswd -nb USER PASS` (no file). Its flags are read in the text as written, since -B
-# (bcrypt) is not -b (batch).
-_HTPASSWD = re.compile(
-    r"(?<![a-z0-9_\-])htpasswd(?P<flags>(?:[ \t]+-[a-z]{1,6}(?:[ \t]+[0-9]{1,2})?){1,4})"
-    rf"(?P<arguments>(?:[ \t]+{_WORD}){{1,2}}?)[ \t]+"
-    + _VALUE
-    + r"(?=[ \t]*(?:$|[\n;&|)<>#]|[0-9]>))"
-)
-# `echo PASS | sudo -S ...`: sudo reads the password from its standard input (-S, not -s)
-_SUDO_STDIN = re.compile(
-    r"(?<![a-z0-9_\-])echo[ \t]+(?:-[ne]{1,2}[ \t]+)?"
-    + _VALUE
-    + r"[ \t]*\|[ \t]*sudo(?:[ \t]+-[a-z]{1,8}(?:[ \t]+[a-z0-9_\-]{1,32})??)*?"
-    r"[ \t]+-(?P<flag>[a-z]{0,7}s[a-z]{0,7})(?![a-z0-9_\-])"
-)
-
-
-# (command that must occur, pattern whose first groups are the value): commands that take a
-# password as a plain argument or read one piped in
-_ARGUMENT_PASSWORDS = (
-    # `echo 'user:PASS' | chpasswd`, `chpasswd <<< 'user:PASS'`
-    (
-        "chpasswd",
-        re.compile(
-            r"(?<![a-z0-9_\-])echo[ \t]+(?:-[ne]{1,2}[ \t]+)?[\"']?[a-z0-9_.\-]{1,32}:"
-            r"([^\s\"'|;&]{1,256}+)[\"']?[ \t]*\|[ \t]*(?:sudo[ \t]+)?chpasswd"
-        ),
-    ),
-    (
-        "chpasswd",
-        re.compile(r"chpasswd[ \t]*<<<[ \t]*[\"']?[a-z0-9_.\-]{1,32}:([^\s\"'|;&]{1,256}+)"),
-    ),
-    # Windows: `net user NAME PASS [/add]` (`*` prompts for it)
-    (
-        "net user",
-        re.compile(
-            # a command: starts its line (after a prompt such as C:\>) or follows && ; |
-            r"(?:^[ \t]*(?:[a-z]:\\[^>\n]{0,200}>[ \t]*|ps[ \t][^>\n]{0,200}>[ \t]*)?|[;&|][ \t]*)"
-            r"net[ \t]+user[ \t]+[^\s/]{1,64}[ \t]+" + _VALUE + r"(?=[ \t]+/|[ \t]*(?:$|[\r\n&|]))",
-            re.MULTILINE,
-        ),
-    ),
-    (
-        "rabbitmqctl",
-        re.compile(
-            r"rabbitmqctl[ \t]+(?:[^\n|;&]{0,100}?[ \t])?(?:add_user|change_password)[ \t]+"
-            r"[^\s]{1,64}[ \t]+" + _VALUE
-        ),
-    ),
-    ("mysqladmin", re.compile(r"mysqladmin[^\n|;&]{0,300}?[ \t]password[ \t]+" + _VALUE)),
-)
-# (command, flag letter as written, pattern): flags whose other case means something else, so
-# they are read in the text as written. ldapsearch, ldapadd, ...: -w PASS (-W prompts); SQL
-# Server's sqlcmd and bcp: -P PASS (-p prints statistics); ssh-keygen: -N NEW_PASSPHRASE (-n
-# names principals).
-_CASED_FLAG_PASSWORDS = (
-    (
-        "ldap",
-        "w",
-        re.compile(r"(?<![a-z0-9_\-])ldap[a-z]{2,10}[^\n|;&]{0,300}?[ \t]-w[ \t]+" + _VALUE),
-    ),
-    ("sqlcmd", "P", re.compile(r"sqlcmd[^\n|;&]{0,300}?[ \t]-p[ \t]*" + _VALUE)),
-    (
-        "bcp",
-        "P",
-        re.compile(r"(?<![a-z0-9_\-])bcp[ \t][^\n|;&]{0,300}?[ \t]-p[ \t]*" + _VALUE),
-    ),
-    ("ssh-keygen", "N", re.compile(r"ssh-keygen[^\n|;&]{0,300}?[ \t]-n[ \t]+" + _VALUE)),
-)
-
-
-# Words of prose that follow a command's name where its password would go ("rabbitmqctl
-# add_user admin then set_permissions", "bcp out with -P from the vault"): not its value
-_PROSE_NOT_A_VALUE = frozenset(
-    (
-        "then", "from", "with", "and", "the", "for", "into", "onto", "when", "where", "which",
-        "while", "after", "before", "again", "first", "here", "there", "this", "that", "your",
-        "their", "some", "only", "also", "instead", "later", "below", "above", "next",
-    )
-)  # fmt: skip
-
-
-def _argument_password(value: str) -> bool:
-    return _given_password(value) and value.rstrip(_TRAILING).lower() not in _PROSE_NOT_A_VALUE
-
-
-def find_piped_and_batch_passwords(text: str, lowered: str) -> Iterator[Span]:
-    """Passwords given as a plain argument: `htpasswd -b FILE USER PASS`, and piped to a
-    command that reads them: `echo PASS | sudo -S CMD`."""
-    if "htpasswd" in lowered:
-        for match in _HTPASSWD.finditer(lowered):
-            flags = text[match.start("flags") : match.end("flags")]
-            if not re.search(r"-[a-zA-Z]*b", flags):
-                continue
-            arguments = len(text[match.start("arguments") : match.end("arguments")].split())
-            if arguments != (1 if re.search(r"-[a-zA-Z]*n", flags) else 2):
-                continue
-            group = next(g for g in (3, 4, 5) if match.start(g) >= 0)  # after the named two
-            start, end = match.span(group)
-            if _argument_password(text[start:end]):
-                yield start, end
-    for command, pattern in _ARGUMENT_PASSWORDS:
-        if command in lowered:
-            for match in pattern.finditer(lowered):
-                start, end, _ = _value_span(match)
-                if _argument_password(text[start:end]):
-                    yield start, end
-    for command, letter, pattern in _CASED_FLAG_PASSWORDS:
-        if command in lowered and f"-{letter}" in text:
-            for match in pattern.finditer(lowered):
-                start, end, _ = _value_span(match)
-                flag = text.rfind("-", match.start(), start)
-                if text[flag + 1] == letter and _argument_password(text[start:end]):
-                    yield start, end
-    if "sudo" in lowered and "echo" in lowered:
-        for match in _SUDO_STDIN.finditer(lowered):
-            if "S" not in text[match.start("flag") : match.end("flag")]:
-                continue
-            start, end, _ = _value_span(match)
-            if _argument_password(text[start:end]):
-                yield start, end
-
-
-# Redis: `requirepass PASS` / `masterauth PASS` in redis.conf (a directive starts its line),
-# `CONFIG SET requirepass PASS`, `redis-server --requirepass PASS`. `foobared` is the
-# example redis.conf gives.
-_REDIS_PASSWORD = re.compile(
-    r"(?:^[ \t]*|config[ \t]+set[ \t]+|--)(?:requirepass|masterauth)(?:=|[ \t]+)" + _VALUE,
-    re.MULTILINE,
-)
-
-
-def find_redis_passwords(text: str, lowered: str) -> Iterator[Span]:
-    """`requirepass PASS` and `masterauth PASS`, as a directive, a command or a flag."""
-    if "requirepass" not in lowered and "masterauth" not in lowered:
-        return
-    for match in _REDIS_PASSWORD.finditer(lowered):
-        start, end, _ = _value_span(match)
-        value = text[start:end]
-        if lowered[match.start() : start].lstrip(" \t")[0] in "rm":  # a directive, not prose:
-            line_end = lowered.find("\n", match.end())  # its one argument ends the line
-            rest = lowered[match.end() : len(lowered) if line_end < 0 else line_end]
-            if rest.strip(" \t\r\"'"):
-                continue
-        if _given_password(value) and value.lower() != "foobared":
-            yield start, end
-
-
-# `docker run -p 27017:27017 mongo` on the line of a tool: a port mapping, not a password
-_PORT_MAPPING = re.compile(r"(?:[0-9.]+:)?[0-9]{1,5}:[0-9]{1,5}(?:/(?:tcp|udp))?\Z")
-# every tool flag above: -p, -a, -u, -k, --user, -storepass, -keypass, -srcstorepass, ...
-_SHORT_FLAG = re.compile(r"-(?<![a-z0-9]-)[pauksd]")
-
-
-def _given_password(value: str) -> bool:
-    """A value after a password flag or keyword: at least 4 characters, not a flag, example
-    or reference (documentation writes `-p X` and `password PASS`)."""
-    return (
-        len(value.rstrip(_TRAILING)) >= 4
-        and value[0] != "-"
-        and not is_placeholder(value)
-        and not is_reference(value)
-    )
-
-
-def _value_span(match: re.Match[str]) -> tuple[int, int, bool]:
+def value_span(match: re.Match[str]) -> tuple[int, int, bool]:
     for group in range(1, (match.lastindex or 0) + 1):
         if match.start(group) >= 0:
             return match.start(group), match.end(group), group < 3 and match.re.groups == 3
     return match.start(), match.end(), False
 
 
-# The words after a flag that speak of it ("the --password option"): an unquoted one of these
-# names the flag, it does not give its value.
-_FLAG_NOUNS = frozenset(
-    (
-        "option", "flag", "argument", "parameter", "switch", "setting", "value",
-        "options", "flags", "arguments", "parameters", "switches", "settings", "values",
-    )
-)  # fmt: skip
-
-
-def find_credential_flags(text: str, lowered: str) -> Iterator[Span]:
-    """Passwords given on a command line: --password X, docker login -p X, mysql -pX, ..."""
-    if "--" in lowered and ("pass" in lowered or "secret" in lowered or "pwd" in lowered):
-        for match in _LONG_FLAG.finditer(lowered):
-            start, end, quoted = _value_span(match)
-            value = text[start:end]
-            if not quoted and lowered[start:end].rstrip(_TRAILING) in _FLAG_NOUNS:
-                continue
-            # a shell argument is a literal, as an environment value is (upper_key)
-            if value[0] != "-" and is_credential_literal(
-                value, quoted=quoted, upper_key=True, bare=False
-            ):
-                yield start, end
-    if _SHORT_FLAG.search(lowered) is None:  # one cheap pass instead of five word searches
-        return
-    for flag, command, pattern in _TOOL_FLAGS:
-        if flag not in lowered or command not in lowered:
-            continue
-        for match in pattern.finditer(lowered):
-            start, end, quoted = _value_span(match)
-            value = text[start:end]
-            if _given_password(value) and _PORT_MAPPING.match(value) is None:
-                yield start, end
+TRAILING = ".,;:)]}`'\""
 
 
 # ------------------------------------------------------------------------ netrc
@@ -608,7 +365,7 @@ def find_netrc_passwords(text: str, lowered: str) -> Iterator[Span]:
                 continue
         start, end = match.span(1)
         value = text[start:end]
-        if _given_password(value):
+        if given_password(value):
             yield start, end
 
 
@@ -731,8 +488,8 @@ def find_sql_passwords(text: str, lowered: str) -> Iterator[Span]:
                 and _CREATE_OR_ALTER.search(lowered, max(0, at - 16), at) is None
             ):
                 continue
-            start, end, _ = _value_span(match)
-            if _given_password(text[start:end]):
+            start, end, _ = value_span(match)
+            if given_password(text[start:end]):
                 yield start, end
 
 
@@ -766,7 +523,7 @@ def find_pgpass_passwords(text: str, lowered: str) -> Iterator[Span]:
             if host.isdigit():  # a time or a counter (12:30:45:...), not a host name
                 continue
             start, end = match.span(1)
-            if _given_password(text[start:end]):
+            if given_password(text[start:end]):
                 yield start, end
 
 
@@ -922,7 +679,6 @@ _DESCRIPTIVE = frozenset(
     ]
 )
 _CAPITALISED_OR_LOWER = re.compile(r"[A-Za-z][a-z]*\Z")
-_TRAILING = ".,;:)]}`'\""
 _CLAUSE_ENDS = ".,;:!?)"
 
 
@@ -988,7 +744,7 @@ def _clause_ends(text: str, value_end: int, stripped_end: int) -> bool:
 
 
 def _value_end(text: str, start: int, end: int) -> int:
-    while end > start and text[end - 1] in _TRAILING:
+    while end > start and text[end - 1] in TRAILING:
         end -= 1
     return end
 
@@ -1159,7 +915,7 @@ def find_stated_passwords(text: str, lowered: str) -> Iterator[Span]:
             else None
         )
         if user is not None:  # `user NAME pass VALUE`
-            if user["user"].rstrip(_TRAILING) not in _ANONYMOUS_USERS and _chosen(text[start:end]):
+            if user["user"].rstrip(TRAILING) not in _ANONYMOUS_USERS and _chosen(text[start:end]):
                 yield start, end
             continue
         if match["long"] is None:

@@ -2,9 +2,9 @@
 
 Pure module: no I/O. The rules: token formats and other shaped secrets (`secret_formats`,
 with the token table in `secret_tokens`), `name = value` assignments (here), and credentials in
-plain words: flags, netrc, sentences (`secret_values`). Token rules are skipped outright when
-their trigger literal is absent from the text's long unbroken runs, so the common no-secret path
-is one pass to find those runs plus a few substring searches.
+plain words: flags (`secret_commands`), netrc, sentences (`secret_values`). Token rules are
+skipped outright when their trigger literal is absent from the text's long unbroken runs, so the
+common no-secret path is one pass to find those runs plus a few substring searches.
 """
 
 from __future__ import annotations
@@ -13,6 +13,11 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
+from orcad.secret_commands import (
+    find_credential_flags,
+    find_piped_and_batch_passwords,
+    find_redis_passwords,
+)
 from orcad.secret_formats import (
     DISCORD_BOT,
     ENCODED_PEM_TRIGGER,
@@ -38,15 +43,12 @@ from orcad.secret_values import (
     CUT_VALUE,
     QUOTED_VALUES,
     VALUE_RUN,
-    find_credential_flags,
     find_foreign_passwords,
     find_login_pairs,
     find_markup_credentials,
     find_netrc_passwords,
     find_pgpass_passwords,
     find_pin_settings,
-    find_piped_and_batch_passwords,
-    find_redis_passwords,
     find_sql_passwords,
     find_stated_keys,
     find_stated_passwords,

@@ -19,6 +19,7 @@ PURE_MODULES = [
     "orcad.secret_formats",
     "orcad.secret_tokens",
     "orcad.secret_values",
+    "orcad.secret_commands",
     "orcad.secret_languages",
     "orcad.capture.output",
     "orcad.capture.eligibility",

@@ -1,0 +1,270 @@
+"""Passwords given on a command line.
+
+Pure module: no I/O. Finds credential flags (`--password X`, `docker login -p X`, `mysql -pX`,
+`curl -u user:X`, `ldapsearch -w X`, ...), passwords given as a plain argument or piped to a
+command that reads them (`htpasswd -b FILE USER X`, `echo X | sudo -S ...`, `echo 'user:X' |
+chpasswd`, `net user NAME X`), and Redis's `requirepass X` and `masterauth X`. Leaves alone a
+flag that prose names ("the --password option"), a port mapping on a tool's line (`-p
+27017:27017`), a flag whose other case means something else (`ldapsearch -W` prompts), words of
+prose where a command's password would go ("rabbitmqctl add_user admin then ...") and the
+example redis.conf gives, `foobared`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from orcad.secret_values import (
+    QUOTED_VALUES,
+    TRAILING,
+    Span,
+    given_password,
+    is_credential_literal,
+    value_span,
+)
+
+_VALUE = rf"(?:{QUOTED_VALUES}|([^\s\"'`;&|()<>]{{1,256}}+))"
+_LONG_FLAG = re.compile(
+    r"--(?:[a-z0-9]{1,20}-){0,4}(?:password|passwd|passphrase|pass|pwd|secret)(?:=|[ \t]+)" + _VALUE
+)
+# (flag that must occur, command that must occur, pattern): the flag is the cheaper test
+_TOOL_FLAGS = (
+    # registry logins take -p PASSWORD; elsewhere -p is a port or a path
+    (
+        "-p",
+        "login",
+        re.compile(
+            r"login(?![a-z0-9_\-])[^\n|;&]{0,300}?[ \t]-p(?:=|[ \t]+)" + _VALUE,
+        ),
+    ),
+    # mysql reads -pPASSWORD (no space; with a space it prompts)
+    ("-p", "mysql", re.compile(r"mysql[a-z]{0,6}[^\n|;&]{0,300}?[ \t]-p" + _VALUE)),
+    ("-p", "sshpass", re.compile(r"sshpass[ \t]+-p[ \t]*" + _VALUE)),
+    ("-a", "redis-cli", re.compile(r"redis-cli[^\n|;&]{0,300}?[ \t]-a[ \t]+" + _VALUE)),
+    # mongo, mongosh, mongodump, ... take -p PASSWORD (their port is --port)
+    (
+        "-p",
+        "mongo",
+        re.compile(r"mongo[a-z]{0,8}(?![a-z0-9_\-])[^\n|;&]{0,300}?[ \t]-p(?:=|[ \t]+)" + _VALUE),
+    ),
+    (
+        "pass",
+        "keytool",
+        re.compile(
+            r"keytool[^\n|;&]{0,300}?[ \t]-(?:src|dest)?(?:store|key)pass(?:=|[ \t]+)" + _VALUE
+        ),
+    ),
+    # zip -P PASSWORD; 7z -pPASSWORD (no space); openssl enc -k PASSWORD
+    ("-p", "zip", re.compile(r"(?<![a-z0-9_\-])zip[ \t][^\n|;&]{0,300}?[ \t]-p[ \t]+" + _VALUE)),
+    ("-p", "7z", re.compile(r"(?<![a-z0-9_\-])7za?[ \t][^\n|;&]{0,300}?[ \t]-p" + _VALUE)),
+    ("-k", "openssl", re.compile(r"openssl[^\n|;&]{0,300}?[ \t]-k[ \t]+" + _VALUE)),
+    (
+        "-u",
+        "smbclient",
+        re.compile(
+            r"smbclient[^\n|;&]{0,300}?[ \t]-u[ \t]+[\"']?[^\s%\"']{1,128}%"
+            r"([^\s\"']{1,256}+)"
+        ),
+    ),
+    (
+        "-u",
+        "curl",
+        re.compile(
+            r"curl[^\n|;&]{0,300}?[ \t](?:-u|--user)(?:=|[ \t]+)[\"']?[^\s:\"']{1,128}:"
+            r"([^\s\"']{1,256}+)"
+        ),
+    ),
+)
+
+
+# A shell word: quoted, or unquoted up to a space or an operator.
+_WORD = r"(?:\"[^\"\n]{0,256}\"|'[^'\n]{0,256}'|[^\s\"'`;&|()<>]{1,256})"
+# htpasswd -b takes the password as its last argument: `htpasswd -b[c|B|...] FILE USER PASS`,
+# or `htpasswd -nb USER PASS` (no file). Its flags are read in the text as written, since -B
+# (bcrypt) is not -b (batch).
+_HTPASSWD = re.compile(
+    r"(?<![a-z0-9_\-])htpasswd(?P<flags>(?:[ \t]+-[a-z]{1,6}(?:[ \t]+[0-9]{1,2})?){1,4})"
+    rf"(?P<arguments>(?:[ \t]+{_WORD}){{1,2}}?)[ \t]+"
+    + _VALUE
+    + r"(?=[ \t]*(?:$|[\n;&|)<>#]|[0-9]>))"
+)
+# `echo PASS | sudo -S ...`: sudo reads the password from its standard input (-S, not -s)
+_SUDO_STDIN = re.compile(
+    r"(?<![a-z0-9_\-])echo[ \t]+(?:-[ne]{1,2}[ \t]+)?"
+    + _VALUE
+    + r"[ \t]*\|[ \t]*sudo(?:[ \t]+-[a-z]{1,8}(?:[ \t]+[a-z0-9_\-]{1,32})??)*?"
+    r"[ \t]+-(?P<flag>[a-z]{0,7}s[a-z]{0,7})(?![a-z0-9_\-])"
+)
+
+
+# (command that must occur, pattern whose first groups are the value): commands that take a
+# password as a plain argument or read one piped in
+_ARGUMENT_PASSWORDS = (
+    # `echo 'user:PASS' | chpasswd`, `chpasswd <<< 'user:PASS'`
+    (
+        "chpasswd",
+        re.compile(
+            r"(?<![a-z0-9_\-])echo[ \t]+(?:-[ne]{1,2}[ \t]+)?[\"']?[a-z0-9_.\-]{1,32}:"
+            r"([^\s\"'|;&]{1,256}+)[\"']?[ \t]*\|[ \t]*(?:sudo[ \t]+)?chpasswd"
+        ),
+    ),
+    (
+        "chpasswd",
+        re.compile(r"chpasswd[ \t]*<<<[ \t]*[\"']?[a-z0-9_.\-]{1,32}:([^\s\"'|;&]{1,256}+)"),
+    ),
+    # Windows: `net user NAME PASS [/add]` (`*` prompts for it)
+    (
+        "net user",
+        re.compile(
+            # a command: starts its line (after a prompt such as C:\>) or follows && ; |
+            r"(?:^[ \t]*(?:[a-z]:\\[^>\n]{0,200}>[ \t]*|ps[ \t][^>\n]{0,200}>[ \t]*)?|[;&|][ \t]*)"
+            r"net[ \t]+user[ \t]+[^\s/]{1,64}[ \t]+" + _VALUE + r"(?=[ \t]+/|[ \t]*(?:$|[\r\n&|]))",
+            re.MULTILINE,
+        ),
+    ),
+    (
+        "rabbitmqctl",
+        re.compile(
+            r"rabbitmqctl[ \t]+(?:[^\n|;&]{0,100}?[ \t])?(?:add_user|change_password)[ \t]+"
+            r"[^\s]{1,64}[ \t]+" + _VALUE
+        ),
+    ),
+    ("mysqladmin", re.compile(r"mysqladmin[^\n|;&]{0,300}?[ \t]password[ \t]+" + _VALUE)),
+)
+# (command, flag letter as written, pattern): flags whose other case means something else, so
+# they are read in the text as written. ldapsearch, ldapadd, ...: -w PASS (-W prompts); SQL
+# Server's sqlcmd and bcp: -P PASS (-p prints statistics); ssh-keygen: -N NEW_PASSPHRASE (-n
+# names principals).
+_CASED_FLAG_PASSWORDS = (
+    (
+        "ldap",
+        "w",
+        re.compile(r"(?<![a-z0-9_\-])ldap[a-z]{2,10}[^\n|;&]{0,300}?[ \t]-w[ \t]+" + _VALUE),
+    ),
+    ("sqlcmd", "P", re.compile(r"sqlcmd[^\n|;&]{0,300}?[ \t]-p[ \t]*" + _VALUE)),
+    (
+        "bcp",
+        "P",
+        re.compile(r"(?<![a-z0-9_\-])bcp[ \t][^\n|;&]{0,300}?[ \t]-p[ \t]*" + _VALUE),
+    ),
+    ("ssh-keygen", "N", re.compile(r"ssh-keygen[^\n|;&]{0,300}?[ \t]-n[ \t]+" + _VALUE)),
+)
+
+
+# Words of prose that follow a command's name where its password would go ("rabbitmqctl
+# add_user admin then set_permissions", "bcp out with -P from the vault"): not its value
+_PROSE_NOT_A_VALUE = frozenset(
+    (
+        "then", "from", "with", "and", "the", "for", "into", "onto", "when", "where", "which",
+        "while", "after", "before", "again", "first", "here", "there", "this", "that", "your",
+        "their", "some", "only", "also", "instead", "later", "below", "above", "next",
+    )
+)  # fmt: skip
+
+
+def _argument_password(value: str) -> bool:
+    return given_password(value) and value.rstrip(TRAILING).lower() not in _PROSE_NOT_A_VALUE
+
+
+def find_piped_and_batch_passwords(text: str, lowered: str) -> Iterator[Span]:
+    """Passwords given as a plain argument: `htpasswd -b FILE USER PASS`, and piped to a
+    command that reads them: `echo PASS | sudo -S CMD`."""
+    if "htpasswd" in lowered:
+        for match in _HTPASSWD.finditer(lowered):
+            flags = text[match.start("flags") : match.end("flags")]
+            if not re.search(r"-[a-zA-Z]*b", flags):
+                continue
+            arguments = len(text[match.start("arguments") : match.end("arguments")].split())
+            if arguments != (1 if re.search(r"-[a-zA-Z]*n", flags) else 2):
+                continue
+            group = next(g for g in (3, 4, 5) if match.start(g) >= 0)  # after the named two
+            start, end = match.span(group)
+            if _argument_password(text[start:end]):
+                yield start, end
+    for command, pattern in _ARGUMENT_PASSWORDS:
+        if command in lowered:
+            for match in pattern.finditer(lowered):
+                start, end, _ = value_span(match)
+                if _argument_password(text[start:end]):
+                    yield start, end
+    for command, letter, pattern in _CASED_FLAG_PASSWORDS:
+        if command in lowered and f"-{letter}" in text:
+            for match in pattern.finditer(lowered):
+                start, end, _ = value_span(match)
+                flag = text.rfind("-", match.start(), start)
+                if text[flag + 1] == letter and _argument_password(text[start:end]):
+                    yield start, end
+    if "sudo" in lowered and "echo" in lowered:
+        for match in _SUDO_STDIN.finditer(lowered):
+            if "S" not in text[match.start("flag") : match.end("flag")]:
+                continue
+            start, end, _ = value_span(match)
+            if _argument_password(text[start:end]):
+                yield start, end
+
+
+# Redis: `requirepass PASS` / `masterauth PASS` in redis.conf (a directive starts its line),
+# `CONFIG SET requirepass PASS`, `redis-server --requirepass PASS`. `foobared` is the
+# example redis.conf gives.
+_REDIS_PASSWORD = re.compile(
+    r"(?:^[ \t]*|config[ \t]+set[ \t]+|--)(?:requirepass|masterauth)(?:=|[ \t]+)" + _VALUE,
+    re.MULTILINE,
+)
+
+
+def find_redis_passwords(text: str, lowered: str) -> Iterator[Span]:
+    """`requirepass PASS` and `masterauth PASS`, as a directive, a command or a flag."""
+    if "requirepass" not in lowered and "masterauth" not in lowered:
+        return
+    for match in _REDIS_PASSWORD.finditer(lowered):
+        start, end, _ = value_span(match)
+        value = text[start:end]
+        if lowered[match.start() : start].lstrip(" \t")[0] in "rm":  # a directive, not prose:
+            line_end = lowered.find("\n", match.end())  # its one argument ends the line
+            rest = lowered[match.end() : len(lowered) if line_end < 0 else line_end]
+            if rest.strip(" \t\r\"'"):
+                continue
+        if given_password(value) and value.lower() != "foobared":
+            yield start, end
+
+
+# `docker run -p 27017:27017 mongo` on the line of a tool: a port mapping, not a password
+_PORT_MAPPING = re.compile(r"(?:[0-9.]+:)?[0-9]{1,5}:[0-9]{1,5}(?:/(?:tcp|udp))?\Z")
+# every tool flag above: -p, -a, -u, -k, --user, -storepass, -keypass, -srcstorepass, ...
+_SHORT_FLAG = re.compile(r"-(?<![a-z0-9]-)[pauksd]")
+
+
+# The words after a flag that speak of it ("the --password option"): an unquoted one of these
+# names the flag, it does not give its value.
+_FLAG_NOUNS = frozenset(
+    (
+        "option", "flag", "argument", "parameter", "switch", "setting", "value",
+        "options", "flags", "arguments", "parameters", "switches", "settings", "values",
+    )
+)  # fmt: skip
+
+
+def find_credential_flags(text: str, lowered: str) -> Iterator[Span]:
+    """Passwords given on a command line: --password X, docker login -p X, mysql -pX, ..."""
+    if "--" in lowered and ("pass" in lowered or "secret" in lowered or "pwd" in lowered):
+        for match in _LONG_FLAG.finditer(lowered):
+            start, end, quoted = value_span(match)
+            value = text[start:end]
+            if not quoted and lowered[start:end].rstrip(TRAILING) in _FLAG_NOUNS:
+                continue
+            # a shell argument is a literal, as an environment value is (upper_key)
+            if value[0] != "-" and is_credential_literal(
+                value, quoted=quoted, upper_key=True, bare=False
+            ):
+                yield start, end
+    if _SHORT_FLAG.search(lowered) is None:  # one cheap pass instead of five word searches
+        return
+    for flag, command, pattern in _TOOL_FLAGS:
+        if flag not in lowered or command not in lowered:
+            continue
+        for match in pattern.finditer(lowered):
+            start, end, quoted = value_span(match)
+            value = text[start:end]
+            if given_password(value) and _PORT_MAPPING.match(value) is None:
+                yield start, end
