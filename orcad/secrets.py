@@ -2,9 +2,10 @@
 
 Pure module: no I/O. The rules: token formats and other shaped secrets (`secret_formats`,
 with the token table in `secret_tokens`), `name = value` assignments (here), and credentials in
-plain words: flags (`secret_commands`), netrc, sentences (`secret_values`). Token rules are
-skipped outright when their trigger literal is absent from the text's long unbroken runs, so the
-common no-secret path is one pass to find those runs plus a few substring searches.
+plain words: command lines (`secret_commands`), netrc and other files (`secret_files`),
+sentences (`secret_values`). Token rules are skipped outright when their trigger literal is
+absent from the text's long unbroken runs, so the common no-secret path is one pass to find
+those runs plus a few substring searches.
 """
 
 from __future__ import annotations
@@ -17,6 +18,14 @@ from orcad.secret_commands import (
     find_credential_flags,
     find_piped_and_batch_passwords,
     find_redis_passwords,
+)
+from orcad.secret_files import (
+    find_login_pairs,
+    find_markup_credentials,
+    find_netrc_passwords,
+    find_pgpass_passwords,
+    find_sql_passwords,
+    find_yaml_block_credentials,
 )
 from orcad.secret_formats import (
     DISCORD_BOT,
@@ -44,15 +53,9 @@ from orcad.secret_values import (
     QUOTED_VALUES,
     VALUE_RUN,
     find_foreign_passwords,
-    find_login_pairs,
-    find_markup_credentials,
-    find_netrc_passwords,
-    find_pgpass_passwords,
     find_pin_settings,
-    find_sql_passwords,
     find_stated_keys,
     find_stated_passwords,
-    find_yaml_block_credentials,
     is_credential_literal,
     is_phrase_value,
     looks_random,

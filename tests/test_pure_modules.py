@@ -20,6 +20,7 @@ PURE_MODULES = [
     "orcad.secret_tokens",
     "orcad.secret_values",
     "orcad.secret_commands",
+    "orcad.secret_files",
     "orcad.secret_languages",
     "orcad.capture.output",
     "orcad.capture.eligibility",

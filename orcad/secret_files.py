@@ -1,0 +1,296 @@
+"""Credentials in the formats of files and notes.
+
+Pure module: no I/O. Finds netrc passwords (`machine host login user password X`), a user and
+password given as a pair (`login: admin / S3cretPass`, `creds: root/toor`), passwords in SQL
+statements that create or change a user (`CREATE USER ... IDENTIFIED BY 'X'`), the password
+field of a .pgpass line, the values of credential-named XML elements and key/value settings
+(`<password>X</password>`), and YAML block scalars under a credential's name (`password: |`).
+Leaves alone a path after a login's name ("login: see /docs/login"), a hash given with
+`IDENTIFIED BY PASSWORD '*6BB4...'`, /etc/passwd lines, times and counters (`12:30:45:...`),
+and a token or key that does not look generated.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from orcad.secret_values import (
+    QUOTED_VALUES,
+    Span,
+    chosen,
+    end_before_trailing,
+    given_password,
+    is_credential_literal,
+    is_phrase_value,
+    is_placeholder,
+    looks_random,
+    mixed,
+    value_ends_clause,
+    value_span,
+)
+
+# ------------------------------------------------------------------------ netrc
+_NETRC_PASSWORD = re.compile(r"password[ \t]+([^\s]{1,256})")
+_NETRC_LOGIN = re.compile(r"(?<![^ \t\n])login[ \t]+[^\s]{1,128}[ \t]+\Z")
+_NETRC_CONTEXT = 200  # a password on its own line belongs to a machine/login just above
+# How far back on its line a password's login is looked for: the whole line was searched again
+# for each password on it, quadratic on a long line of them.
+_NETRC_REACH = 256
+
+
+def find_netrc_passwords(text: str, lowered: str) -> Iterator[Span]:
+    """`machine host login user password X`, on one line or on its own line below them."""
+    if "password" not in lowered or ("machine" not in lowered and "login" not in lowered):
+        return
+    for match in _NETRC_PASSWORD.finditer(lowered):
+        keyword = match.start()
+        reach = max(0, keyword - _NETRC_REACH)
+        newline = lowered.rfind("\n", reach, keyword)
+        line = newline + 1 if newline >= 0 or reach == 0 else -1  # -1: starts out of reach
+        before = lowered[max(line, reach) : keyword]
+        if line < 0 or (before and not before.isspace()):
+            if "login" not in before or _NETRC_LOGIN.search(lowered, reach, keyword) is None:
+                continue
+        else:
+            context = lowered[max(0, line - _NETRC_CONTEXT) : line]
+            if "machine " not in context and "login " not in context:
+                continue
+        start, end = match.span(1)
+        value = text[start:end]
+        if given_password(value):
+            yield start, end
+
+
+# ------------------------------------------------------------ login pairs
+# A user and a password given together: `login: admin / S3cretPass`, `creds: root/toor`, "the
+# default credentials are admin/admin123", `username & password: grafana / Gr4fana!`. Found
+# from the slash (one character is looked for at memchr speed, where each word would cost a
+# scan of the text): the name and the user end right before it, on its line; the slash has
+# spaces on both sides or neither, as a pair is written ("login: see /docs/login" is a path).
+_PAIR_HEAD = re.compile(
+    r"(?<![a-z0-9_\-])(?P<name>login|logon|cred(?:s|entials?)|"
+    r"user(?:name)?[ \t]*(?:/|&|and)[ \t]*pass(?:word)?)"
+    r"(?:[ \t]*[:=][ \t]*|[ \t]+(?:is|are|was|were)[ \t]+)"
+    r"[a-z0-9_.@+\-]{1,64}(?P<before>[ \t]*)\Z"
+)
+_PAIR_REACH = 128
+_PAIR_VALUE = re.compile(r"(?P<after>[ \t]*)(?P<value>[^\s\"'`/]{1,128}+)")
+
+
+def _pair_ends(text: str, value_end: int, stripped_end: int) -> bool:
+    """The pair ends its clause, or its cell of a Markdown table."""
+    rest = text[value_end : value_end + 8].lstrip(" \t")
+    return rest[:1] == "|" or value_ends_clause(text, value_end, stripped_end)
+
+
+def find_login_pairs(text: str, lowered: str) -> Iterator[Span]:
+    """The password of a user and password given as a pair: `login: admin / S3cretPass`."""
+    slash = lowered.find("/")
+    while slash >= 0:
+        reach = max(0, slash - _PAIR_REACH)
+        reach = max(reach, lowered.rfind("\n", reach, slash) + 1)  # on the slash's line
+        window = lowered[reach:slash]
+        head = (
+            _PAIR_HEAD.search(lowered, reach, slash)
+            if "log" in window or "cred" in window or "user" in window
+            else None
+        )
+        tail = _PAIR_VALUE.match(lowered, slash + 1) if head is not None else None
+        if head is not None and tail is not None and bool(head["before"]) == bool(tail["after"]):
+            start, value_end = tail.span("value")
+            end = end_before_trailing(text, start, value_end)
+            value = text[start:end]
+            credentials = head["name"].startswith("cred")
+            if _pair_ends(text, value_end, end) and (
+                chosen(value) or (credentials and len(value) >= 4 and not is_placeholder(value))
+            ):
+                yield start, end
+        slash = lowered.find("/", slash + 1)
+
+
+# -------------------------------------------------------------------------- SQL
+# CREATE/ALTER USER ... IDENTIFIED [WITH plugin] BY 'x' (MySQL, Oracle: there unquoted too),
+# CREATE/ALTER ROLE|USER ... [LOGIN|WITH|ENCRYPTED] PASSWORD 'x' (PostgreSQL, Snowflake, ...),
+# SET PASSWORD ... = PASSWORD('x') (MySQL). `IDENTIFIED BY PASSWORD '*6BB4...'` gives a hash.
+# (literals that must all occur, pattern): each pattern starts with a literal, which lets the
+# engine skip ahead; the character before the match is checked after it
+_SQL_PASSWORDS = (
+    # quoted, in a statement that creates or changes a user or role, or grants (MySQL 5): a
+    # sentence says what a thing is "identified by 'name'"
+    (
+        ("identified",),
+        re.compile(
+            r"(?:(?:create|alter)[ \t]+(?:user|role)|grant)(?![a-z0-9_])[^;]{0,300}?"
+            r"\sidentified[ \t]+(?:with[ \t]+[a-z0-9_'\"]{1,64}[ \t]+)?by[ \t]+"
+            rf"(?:{QUOTED_VALUES})"
+        ),
+    ),
+    # unquoted (Oracle) only in the statement: "identified by their email" is prose
+    (
+        ("identified", "user"),
+        re.compile(
+            r"user(?![a-z0-9_])[^;\n]{0,300}?[ \t]identified[ \t]+by[ \t]+"
+            r"(?!password(?![a-z0-9_]))([a-z0-9_#$!@%^&*+\-]{1,128}+)"
+        ),
+    ),
+    (
+        ("password", "user"),
+        re.compile(r"user(?![a-z0-9_])[^;\n]{0,300}?[ \t]password[ \t]+" + rf"(?:{QUOTED_VALUES})"),
+    ),
+    (
+        ("password", "role"),
+        re.compile(r"role(?![a-z0-9_])[^;\n]{0,300}?[ \t]password[ \t]+" + rf"(?:{QUOTED_VALUES})"),
+    ),
+    (("password",), re.compile(r"password[ \t]*\([ \t]*" + rf"(?:{QUOTED_VALUES})[ \t]*\)")),
+)
+_CREATE_OR_ALTER = re.compile(r"(?:create|alter)[ \t]+\Z")
+
+
+def find_sql_passwords(text: str, lowered: str) -> Iterator[Span]:
+    """Passwords in SQL statements that create or change a user."""
+    if "identified" not in lowered and "password" not in lowered:
+        return
+    statement = "create" in lowered or "alter" in lowered  # CREATE|ALTER USER|ROLE ...
+    for literals, pattern in _SQL_PASSWORDS:
+        if pattern.pattern.startswith(("user", "role")) and not statement:
+            continue
+        if not all(literal in lowered for literal in literals):
+            continue
+        for match in pattern.finditer(lowered):
+            at = match.start()
+            if at and (lowered[at - 1].isalnum() or lowered[at - 1] == "_"):
+                continue
+            if (  # CREATE|ALTER USER|ROLE
+                match.re.pattern.startswith(("user", "role"))
+                and _CREATE_OR_ALTER.search(lowered, max(0, at - 16), at) is None
+            ):
+                continue
+            start, end, _ = value_span(match)
+            if given_password(text[start:end]):
+                yield start, end
+
+
+# ----------------------------------------------------------------------- pgpass
+# A line of ~/.pgpass: hostname:port:database:username:password, `*` for any of the first four
+# and `\:` for a colon inside a field. The whole line is the five fields (or a quoted one, as
+# `echo '...' >> ~/.pgpass` writes it): /etc/passwd lines have seven, addresses no port field.
+_PGPASS_FIELD = r"(?:[^\s:\\\"']|\\.){1,128}"
+_PGPASS_LINE = re.compile(
+    r"(?:^[ \t]*|[\"'])[a-z0-9_.\-*\[\]]{1,253}:(?:[0-9]{1,5}|\*):"
+    rf"{_PGPASS_FIELD}:{_PGPASS_FIELD}:((?:[^\s:\\\"']|\\.){{1,256}})(?=[\"']|[ \t]*$)",
+    re.MULTILINE,
+)
+_PGPASS_PORT = re.compile(r":(?:[0-9]{1,5}|\*):")
+
+
+def find_pgpass_passwords(text: str, lowered: str) -> Iterator[Span]:
+    """The password field of a .pgpass line."""
+    line_end = -1
+    # only the lines holding a port field are matched (a match never crosses a line): the whole
+    # pattern tried at every line start and quote of a long text cost more than the rest
+    for port in _PGPASS_PORT.finditer(lowered):
+        if port.start() < line_end:
+            continue  # on a line already matched
+        line_start = lowered.rfind("\n", 0, port.start()) + 1
+        line_end = lowered.find("\n", port.end())
+        if line_end < 0:
+            line_end = len(lowered)
+        for match in _PGPASS_LINE.finditer(lowered, line_start, line_end):
+            host = lowered[match.start() : lowered.index(":", match.start())].strip(" \t\"'")
+            if host.isdigit():  # a time or a counter (12:30:45:...), not a host name
+                continue
+            start, end = match.span(1)
+            if given_password(text[start:end]):
+                yield start, end
+
+
+# ---------------------------------------------------------------------- markup
+# <password>X</password> (Maven's settings.xml, Spring, Jenkins) and .NET's
+# <add key="SmtpPassword" value="X" />: a name ending in a credential word gives a literal.
+_MARKUP_NAME = (
+    r"[a-z0-9_.:\-]{0,40}?(?P<word>pass(?:word|wd|phrase)?|pwd|secret|token|credentials?|"
+    r"(?:api|access|secret|private|signing|client|auth|account|app)[_\-.]?key)"
+)
+_XML_ELEMENT = re.compile(rf"<(?P<name>{_MARKUP_NAME})>(?P<value>[^<\n]{{1,256}}+)</(?P=name)>")
+_XML_SETTING = re.compile(
+    rf"key=\"(?P<name>{_MARKUP_NAME})\"[ \t]{{1,8}}value=\"(?P<value>[^\"\n]{{1,256}}+)\""
+)
+
+
+def find_markup_credentials(text: str, lowered: str) -> Iterator[Span]:
+    """The values of credential-named XML elements and key/value settings."""
+    if "</" not in lowered and "value=" not in lowered:
+        return
+    for pattern in (_XML_ELEMENT, _XML_SETTING):
+        for match in pattern.finditer(lowered):
+            start, end = match.span("value")
+            value = text[start:end].strip()
+            word = match["word"]
+            if word == "token" or word.endswith("key"):  # these must look generated
+                credential = looks_random(value)
+            else:  # a password or secret is a password whatever its entropy
+                bare = word in ("secret", "credential", "credentials") and match["name"] == word
+                credential = is_credential_literal(value, quoted=True, upper_key=False, bare=bare)
+            if credential:
+                yield start, end
+
+
+# ---------------------------------------------------------------- YAML blocks
+# `password: |` (or >, |-, >+2, ...): the value is the block of lines indented below the key.
+_YAML_BLOCK_KEY = re.compile(
+    r"^(?P<indent>[ \t]*)(?:-[ \t]+)?[\"']?(?:[a-z0-9_.\-]{0,40}?[_.\-])?"
+    r"(?P<word>pass(?:word|wd|phrase)?|pwd|secret|token|credentials?|"
+    r"(?:api|access|secret|private|signing|client|auth|account|app)[_\-.]?key)"
+    r"[\"']?[ \t]*:[ \t]*[|>][1-9+\-]{0,2}[ \t]*(?:#[^\n]*)?\n",
+    re.MULTILINE,
+)
+_YAML_BLOCK_MAX_LINES = 64  # a password or a wrapped token is a line or a few
+
+
+def find_yaml_block_credentials(text: str, lowered: str) -> Iterator[Span]:
+    """The value of a YAML block scalar under a credential's name: `password: |` and the
+    lines indented below it."""
+    if ": |" not in lowered and ": >" not in lowered:
+        return
+    for match in _YAML_BLOCK_KEY.finditer(lowered):
+        start, end = _yaml_block(text, match.end(), len(match.group("indent")))
+        if start >= end:
+            continue
+        value = text[start:end]
+        word = match.group("word")
+        if word == "token" or word.endswith("key"):  # these must look generated
+            credential = looks_random("".join(value.split()))
+        elif "\n" in value:  # many lines: a wrapped value has no spaces, prose has
+            lines = value.split()
+            credential = len(lines) == value.count("\n") + 1 and mixed("".join(lines))
+        else:  # one line: of several words, a passphrase (not prose such as "Ask ops.")
+            bare = word in ("secret", "credential", "credentials")
+            credential = is_credential_literal(value, quoted=True, upper_key=False, bare=bare) and (
+                len(value.split()) == 1 or is_phrase_value(value)
+            )
+        if credential:
+            yield start, end
+
+
+def _yaml_block(text: str, at: int, key_indent: int) -> Span:
+    """The span of the content of the block starting at `at`: the lines indented deeper than
+    its key (blank lines inside it included), without the indentation and the line ends
+    around it."""
+    start = end = -1
+    position = at
+    for _ in range(_YAML_BLOCK_MAX_LINES):
+        line_end = text.find("\n", position)
+        line_end = len(text) if line_end < 0 else line_end
+        line = text[position:line_end]
+        content = line.lstrip(" \t")
+        if content:
+            if len(line) - len(content) <= key_indent:
+                break
+            if start < 0:
+                start = line_end - len(content)
+            end = position + len(line.rstrip())
+        if line_end >= len(text):
+            break
+        position = line_end + 1
+    return (start, end) if start >= 0 else (0, 0)
