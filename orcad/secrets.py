@@ -3,9 +3,9 @@
 Pure module: no I/O. The rules: token formats and other shaped secrets (`secret_formats`,
 with the token table in `secret_tokens`), `name = value` assignments (here), and credentials in
 plain words: command lines (`secret_commands`), netrc and other files (`secret_files`),
-sentences (`secret_values`). Token rules are skipped outright when their trigger literal is
-absent from the text's long unbroken runs, so the common no-secret path is one pass to find
-those runs plus a few substring searches.
+sentences (`secret_sentences`), each asking `secret_values` what a value is. Token rules are
+skipped outright when their trigger literal is absent from the text's long unbroken runs, so the
+common no-secret path is one pass to find those runs plus a few substring searches.
 """
 
 from __future__ import annotations
@@ -47,15 +47,17 @@ from orcad.secret_formats import (
     find_url_credentials,
     token_finder,
 )
+from orcad.secret_sentences import (
+    find_foreign_passwords,
+    find_pin_settings,
+    find_stated_keys,
+    find_stated_passwords,
+)
 from orcad.secret_tokens import ANCHORED_RULES, TOKEN_RULES
 from orcad.secret_values import (
     CUT_VALUE,
     QUOTED_VALUES,
     VALUE_RUN,
-    find_foreign_passwords,
-    find_pin_settings,
-    find_stated_keys,
-    find_stated_passwords,
     is_credential_literal,
     is_phrase_value,
     looks_random,

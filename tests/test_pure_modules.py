@@ -21,6 +21,7 @@ PURE_MODULES = [
     "orcad.secret_values",
     "orcad.secret_commands",
     "orcad.secret_files",
+    "orcad.secret_sentences",
     "orcad.secret_languages",
     "orcad.capture.output",
     "orcad.capture.eligibility",

@@ -1,0 +1,640 @@
+"""Passwords stated in words.
+
+Pure module: no I/O. Finds a password a sentence gives ("the root password on the staging box
+is Winter2024!", "the admin password is: qwerty", "log in with the password letmein2024",
+"the wifi password is 84736251", "my password is correct horse battery staple", "user admin
+pass hunter2"), a PIN ("my PIN is 4821", `PIN=4821`), a password after the word for password in
+another language ("Passwort: Geheim2024"), and a generated value stated for an API key, token
+or secret ("the api key is 3f9a..."). Leaves alone "password" followed by a word that names
+another thing ("the password policy is NIST-800-63b"), commands named after passwd ("chpasswd
+reads user:password pairs"), words that describe a password ("the password is too short",
+"Passwort: erforderlich"), a password with other words than an owner's between it and its verb
+("password timeout is 3600"), `pass` alone as a verb, a pin that is a part, a GPIO line or a
+version pin ("pin 12 of the header", `LED_PIN = 13`), and anonymous FTP's password.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from orcad.secret_languages import OWNER_WORDS as FOREIGN_OWNER_WORDS
+from orcad.secret_languages import VERB_LANGUAGES, Language, describes_password
+from orcad.secret_values import (
+    CLAUSE_ENDS,
+    PROSE_OR_CODE_WORDS,
+    TRAILING,
+    Span,
+    chosen,
+    end_before_trailing,
+    is_placeholder,
+    is_reference,
+    label,
+    looks_random,
+    mixed,
+    value_ends_clause,
+)
+
+# "password" followed by these names another thing ("the password policy is NIST-800-63b").
+_COMPOUND = (
+    r"policy|policies|length|hash|hashes|hashing|field|fields|format|rules?|requirements?|"
+    r"strength|complexity|manager|reset|prompt|file|store|storage|validation|validator|expiry|"
+    r"expiration|history|change|hint|input|check|scheme|algorithm|salt|rotation|flow|form|page"
+)
+_STATED_VERB = (
+    r"[ \t]+(?:is|was|are|becomes|became|reads|(?:changed|reset|set)[ \t]+to)"
+    r"(?:[ \t]+(?:now|still|just|(?:changed|reset|set|updated)[ \t]+to))?"
+)
+_STATED_VALUE = r"[ \t]+[\"'`]?(?P<value>[^\s\"'`()\[\]{}<>]{4,128}+)(?![(\[{<])"
+_STATEMENT = re.compile(
+    r"pass(?:word|phrase|wd|code)"  # a literal prefix lets the engine skip ahead
+    rf"(?![a-z0-9_\-])(?![ \t]+(?:{_COMPOUND})\b)"
+    r"(?P<words>(?:[ \t]+[^\s.,;:!?=]{1,30}+){0,8}?)"
+    # `said`: a verb and a colon ("the password is: X") introduce the value and nothing else
+    rf"(?:(?P<op>[ \t]*[:=])|{_STATED_VERB}(?P<said>[ \t]*:)?)" + _STATED_VALUE
+)
+# "log in with the password X", "use password X": a verb or preposition gives the value;
+# "user admin pass X": a user named before it (then `pass` alone names it too).
+_NAMED_VALUE = re.compile(
+    r"pass(?P<long>word|phrase|wd|code)?(?![ \t]+(?:" + _COMPOUND + r")\b)" + _STATED_VALUE
+)
+_GIVEN_WITH = re.compile(
+    r"(?<![a-z0-9_])(?:with|using|use|enter|type|try|tried|entered|typed)[ \t]+"
+    r"(?:(?:the|a|my|your|our|this|that|its|their)[ \t]+)?(?:[a-z0-9_\-]{1,20}[ \t]+)?\Z"
+)
+_GIVEN_WITH_REACH = 64
+# `user NAME pass VALUE` (as netrc writes `login NAME password VALUE`) before a password's name
+_USER_BEFORE = re.compile(r"(?<![a-z0-9_\-])user(?:name)?[ \t]+(?P<user>[^\s]{1,64})[ \t]+\Z")
+_USER_REACH = 80
+# anonymous FTP takes any password, by custom an email address: none is a secret
+_ANONYMOUS_USERS = frozenset(("anonymous", "ftp"))
+# "wifi password: X": a word of prose names the password; code declares one with these words
+# (`private password: Secret`), and these describe a derived value (`hashed password: bcrypt`).
+_PROSE_LABEL = re.compile(r"(?<![a-z0-9_\-.$@])([a-z]{2,20})[ \t]+\Z")
+_NOT_PROSE = frozenset(
+    [
+        "public",
+        "private",
+        "protected",
+        "readonly",
+        "static",
+        "final",
+        "const",
+        "let",
+        "var",
+        "val",
+        "pub",
+        "mut",
+        "export",
+        "declare",
+        "internal",
+        "override",
+        "lateinit",
+        "def",
+        "fn",
+        "func",
+        "abstract",
+        "required",
+        "optional",
+        "hashed",
+        "salted",
+        "encrypted",
+        "encoded",
+        "hash",
+        "stored",
+        "cached",
+        "masked",
+        "expected",
+        "old",
+    ]
+)
+# A single word in a clear statement is the password unless it describes one.
+_DESCRIPTIVE = frozenset(
+    [
+        "blank",
+        "same",
+        "above",
+        "below",
+        "unknown",
+        "wrong",
+        "invalid",
+        "incorrect",
+        "correct",
+        "valid",
+        "secure",
+        "insecure",
+        "weak",
+        "strong",
+        "long",
+        "short",
+        "random",
+        "temporary",
+        "here",
+        "there",
+        "known",
+        "shown",
+        "given",
+        "never",
+        "always",
+        "available",
+        "unavailable",
+        "visible",
+        "bcrypt",
+        "scrypt",
+        "argon",
+        "pbkdf",
+        "plaintext",
+        "cleartext",
+        "plain",
+        "unchanged",
+        "disabled",
+        "enabled",
+        "missing",
+        "pending",
+        "none",
+        "prompt",
+        "auto",
+        "ignore",
+        "inherit",
+        "unused",
+    ]
+)
+_CAPITALISED_OR_LOWER = re.compile(r"[A-Za-z][a-z]*\Z")
+
+
+def _stated_password(value: str) -> bool:
+    """A value in a sentence: must look chosen (letters with digits or symbols), not a word.
+    A question mark after a word ends a question ("enter their password again?")."""
+    return (
+        len(value) >= 6
+        and mixed(value.rstrip("?"))
+        and not label(value)
+        and not is_placeholder(value)
+        and not is_reference(value)
+    )
+
+
+def _clearly_stated(value: str, *, clause_ends: bool) -> bool:
+    """A value a sentence plainly gives as the password ("password is: qwerty"): any value of
+    four characters or more, unless it is a placeholder, a reference or a word that describes
+    the password (stored, required, hashed, bcrypt); a lone word must end the clause."""
+    if len(value) < 4 or is_placeholder(value) or is_reference(value):
+        return False
+    if not value.isalpha():
+        return value[0] != "-"
+    lowered = value.lower()
+    return (
+        clause_ends
+        and _CAPITALISED_OR_LOWER.match(value) is not None  # not a type: SecretStr, CharArray
+        and lowered not in _DESCRIPTIVE
+        and not lowered.endswith(("ed", "ing"))
+    )
+
+
+# How English words that describe a password end ("the password is unrecoverable"): a long
+# word of letters that ends otherwise is rather words run together as one.
+_DESCRIBING_ENDS = (
+    "ed", "ing", "able", "ible", "ly", "tion", "tions", "sion", "ment", "ness", "ive", "ful",
+    "less", "ous", "ies", "ity", "ize", "ise", "al", "ic", "ent", "ant", "ary", "ory", "ence",
+    "ance", "ist", "ism", "ward", "wards", "worthy", "where", "ever", "self", "proof", "wise",
+    "like", "some", "out",
+)  # fmt: skip
+
+
+def _joined_words(value: str) -> bool:
+    """A password of letters alone, stated in a sentence ("my password is
+    correcthorsebatterystaple"): long, in one case (not a type such as PasswordManager),
+    and not ending as a describing word does."""
+    return (
+        len(value) >= 12
+        and value.isalpha()
+        and _CAPITALISED_OR_LOWER.match(value) is not None
+        and not value.lower().endswith(_DESCRIBING_ENDS)
+        and "pass" not in value.lower()  # mypasswordhere: a stand-in
+        and not is_placeholder(value)
+    )
+
+
+# Commands named after passwd ("chpasswd reads user:password pairs"): their name is no password
+_PASSWD_COMMANDS = ("ch", "ht", "smb", "g", "k", "yp", "rpc.yp", "ldap", "sasl")
+
+
+def _passwd_command(lowered: str, keyword: int) -> bool:
+    if not lowered.startswith("passwd", keyword):
+        return False
+    before = keyword
+    while before > 0 and (lowered[before - 1].isalpha() or lowered[before - 1] == "."):
+        before -= 1
+    return lowered[before:keyword] in _PASSWD_COMMANDS
+
+
+# What a password stated with words between it and its verb belongs to ("the password for
+# the guest network is ..."): other words there make it a setting ("password timeout is 3600")
+_OWNER_WORDS = frozenset(("for", "on", "of", "to", "at", "in", "from"))
+# A PIN, written so (a pin is a part, a GPIO line): "my PIN is 4821", "Card PIN: 7302"
+_PIN_STATEMENT = re.compile(
+    r"PIN(?<![A-Za-z0-9_\-.$@]PIN)(?:[ \t]+(?:code|number))?"  # the literal first: skips ahead
+    rf"(?:[ \t]*:|{_STATED_VERB}[ \t]*:?)[ \t]+([0-9]{{4,12}}+)(?![0-9])"
+)
+
+
+# A pin in lower case is as often a part, a GPIO line or a version pin ("pin 12 of the header",
+# "pin numpy<2"): one is a PIN when it is someone's or something's ("my pin is 4821", "the card
+# pin: 7302", "the pin for the card is 0917"), or a line starts with it ("pin: 55731").
+_LOWER_PIN_STATEMENT = re.compile(
+    r"pin(?<![a-z0-9_\-.$@]pin)(?![a-z0-9_\-])(?:[ \t]+(?:code|number))?"
+    r"(?P<words>(?:[ \t]+[a-z]{1,20}+){0,4}?)"
+    rf"(?:(?P<op>[ \t]*:)|{_STATED_VERB}[ \t]*:?)[ \t]+(?P<value>[0-9]{{4,12}}+)(?![0-9])"
+)
+_PIN_OWNER = re.compile(
+    r"(?<![a-z0-9_\-])(?:(?:my|your|our|his|her|their)(?:[ \t]+[a-z]{2,12}){0,2}|card|debit|credit|"
+    r"bank|atm|sim|phone|door|alarm|voicemail|lock|safe|keypad|wps|bluetooth|pairing|unlock|"
+    r"default|garage|gate)[ \t]+\Z"
+)
+_PIN_OWNER_WORDS = frozenset(("for", "to"))
+_LINE_START = re.compile(r"(?:^|\n)[ \t]*(?:[-*>][ \t]+)?\Z")
+
+
+def _lower_case_pins(text: str, lowered: str) -> Iterator[Span]:
+    for match in _LOWER_PIN_STATEMENT.finditer(lowered):
+        at = match.start()
+        if text[at : at + 3] not in ("pin", "Pin"):
+            continue  # PIN in capitals is the other rule's
+        words = match["words"].split()
+        if words:
+            owned = words[0] in _PIN_OWNER_WORDS
+        else:
+            before = max(0, at - 40)
+            owned = _PIN_OWNER.search(lowered, before, at) is not None or (
+                match["op"] is not None and _LINE_START.search(lowered, before, at) is not None
+            )
+        start, end = match.span("value")
+        if owned and _number_ends_clause(text, end):
+            yield start, end
+
+
+# A PIN set by name: `PIN=4821`, `SIM_PIN: 4821`, `user_pin = 123456` (a PKCS#11 token's),
+# `pin_code: "0917"`. A name that only ends in pin is a GPIO line's (LED_PIN = 13, gpio_pin):
+# the name is pin alone, or its owner or "code" or "number" qualifies it.
+# Searched for only where "pin" is (the name's end), then the owner before it: a pattern that
+# opened with the owners' alternation was tried at every character of every text, and "pin" is
+# in "typing", "mapping" and "shipping", so that search cost 0.7x of all redaction.
+_PIN_SETTING = re.compile(
+    r"pin(?P<code>[_\-.]?(?:code|number))?(?P<name_quote>[\"']?)[ \t]{0,8}(?P<op>=|:)[ \t]{0,8}"
+    r"(?P<quote>[\"']?)(?P<value>[0-9]{4,12}+)(?P=quote)(?![0-9a-z_\-:/]|\.[0-9])"
+)
+_PIN_NAME_CHARACTERS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-.$@")
+_PIN_NAME_OWNER = re.compile(
+    r"(?<![a-z0-9_\-.$@])(?:sim|card|atm|bank|debit|credit|user|admin|default|door|alarm|"
+    r"voicemail|unlock|wps|bluetooth|pairing|smartcard|security|so)[_\-.]?\Z"
+)
+_PIN_NAME_OWNER_MAX = len("smartcard_")
+
+
+def find_pin_settings(text: str, lowered: str) -> Iterator[Span]:
+    """The digits of a PIN set by a name that holds one."""
+    at = lowered.find("pin")
+    while at != -1:
+        match = _PIN_SETTING.match(lowered, at)
+        if match is not None:
+            starts_name = at == 0 or lowered[at - 1] not in _PIN_NAME_CHARACTERS
+            owned = not starts_name and _PIN_NAME_OWNER.search(
+                lowered, max(0, at - _PIN_NAME_OWNER_MAX), at
+            )
+            # a name that only ends in pin is a GPIO line's (LED_PIN = 13); "pin: 55731" and
+            # "PIN: 7302" are the sentences' (`find_stated_passwords`)
+            if (starts_name or owned) and (
+                match["op"] == "=" or owned or match["code"] or match["name_quote"]
+            ):
+                yield match.span("value")
+        at = lowered.find("pin", at + 3)
+
+
+def _number_ends_clause(text: str, end: int) -> bool:
+    """Digits end their clause: the line or the text ends, a punctuation mark followed by a
+    space does (not a version's dot: "4821.5"), or a word that starts another clause follows
+    ("my pin is 4821 if you need it", not "4821 characters long")."""
+    after = text[end : end + 2]
+    if after[:1] in CLAUSE_ENDS:
+        after = after[1:]
+    if not after.strip(" \t") or after[:1] in "\r\n":
+        return True
+    following = _NEXT_WORD.match(text, end)
+    return following is not None and following[1].lower() in _CLAUSE_STARTS
+
+
+_NEXT_WORD = re.compile(r"[ \t]+([A-Za-z]{2,6})(?![A-Za-z])")
+_CLAUSE_STARTS = frozenset(
+    ("if", "until", "unless", "and", "but", "so", "when", "since", "while", "for", "in", "on")
+)
+
+
+def _stated_digits(value: str, words: str) -> bool:
+    """Digits alone, given for the password in a sentence ("the wifi password is 84736251"):
+    four or more, the password's own (no word but an owner's between it and the verb)."""
+    between = words.split()
+    return 4 <= len(value) <= 16 and value.isdigit() and (not between or between[0] in _OWNER_WORDS)
+
+
+def find_stated_passwords(text: str, lowered: str) -> Iterator[Span]:
+    """A password stated in words: "the root password on the staging box is Winter2024!",
+    "the admin password is: qwerty", "wifi password: correcthorse", "log in with the
+    password letmein2024", "the wifi password is 84736251", "my PIN is 4821", "user admin
+    pass hunter2"."""
+    if "PIN" in text:
+        for match in _PIN_STATEMENT.finditer(text):
+            start, end = match.span(1)
+            if value_ends_clause(text, end + (text[end : end + 1] in CLAUSE_ENDS), end):
+                yield start, end
+    if "pin" in lowered:
+        yield from _lower_case_pins(text, lowered)
+    if "pass" not in lowered:
+        return
+    for match in _STATEMENT.finditer(lowered):
+        if _passwd_command(lowered, match.start()):
+            continue
+        start, value_end = match.span("value")
+        end = end_before_trailing(text, start, value_end)
+        value = text[start:end]
+        clause_ends = value_ends_clause(text, value_end, end)
+        if (
+            _stated_password(value)
+            or (_said_plainly(match, lowered) and _clearly_stated(value, clause_ends=clause_ends))
+            or (match.group("op") is None and clause_ends and _joined_words(value))
+            or (clause_ends and _stated_digits(value, match.group("words")))
+        ):
+            yield start, end
+        elif (match["op"] is None or _said_plainly(match, lowered)) and _owned(match["words"]):
+            phrase_end = _stated_passphrase(text, start)
+            if phrase_end:
+                yield start, phrase_end
+    for match in _NAMED_VALUE.finditer(lowered):
+        keyword = match.start()
+        if _passwd_command(lowered, keyword):
+            continue
+        start, end = match.span("value")
+        end = end_before_trailing(text, start, end)
+        reach = max(0, keyword - _USER_REACH)
+        user = (  # the substring test first: this runs for every password's name in a text
+            _USER_BEFORE.search(lowered, reach, keyword)
+            if "user" in lowered[reach:keyword]
+            else None
+        )
+        if user is not None:  # `user NAME pass VALUE`
+            if user["user"].rstrip(TRAILING) not in _ANONYMOUS_USERS and chosen(text[start:end]):
+                yield start, end
+            continue
+        if match["long"] is None:
+            continue  # `pass` alone is a verb
+        if _GIVEN_WITH.search(lowered, max(0, keyword - _GIVEN_WITH_REACH), keyword) is None:
+            continue
+        if _stated_password(text[start:end]):
+            yield start, end
+
+
+def _owned(words: str) -> bool:
+    """No words between the password's name and its verb but an owner's ("for the router")."""
+    between = words.split()
+    return not between or between[0] in _OWNER_WORDS
+
+
+# A passphrase a sentence gives: three to eight lower-case words ("my password is correct horse
+# battery staple", "the wifi password is purple monkey dishwasher"), or two in quotes ("the
+# password is 'open sesame'").
+_PASSPHRASE = re.compile(r"[a-z]{3,24}+(?:[ \t]+[a-z]{3,24}+){1,7}+(?![^\W\d_])")
+# Words of sentences that say what a password is like or where it is, besides the function words
+# (`PROSE_OR_CODE_WORDS`): "the password is too short", "the password is sent in clear text".
+_SENTENCE_WORDS = frozenset(
+    (
+        "too", "very", "so", "also", "still", "only", "just", "now", "then", "quite", "really",
+        "pretty", "rather", "already", "always", "never", "often", "here", "there", "like",
+        "what", "which", "who", "whom", "whose", "where", "when", "why", "how", "yet", "because",
+        "since", "while", "though", "although", "unless", "whether", "either", "neither", "both",
+        "more", "most", "less", "least", "much", "many", "few", "other", "another", "such", "own",
+        "out", "off", "over", "under", "again", "once", "him", "them", "mine", "yours", "ours",
+        "theirs", "get", "got", "make", "made", "put", "send", "sent", "read", "write", "change",
+        "reset", "enter", "type", "contain", "contains", "include", "includes", "match",
+        "matches", "expire", "expires", "work", "works", "need", "needs", "take", "takes", "keep",
+        "keeps", "goes", "come", "comes", "let", "say", "says", "know", "show", "shown", "plus",
+        "case", "sensitive", "text", "plain", "clear", "clean", "characters", "chars", "digits",
+        "letters", "long", "less", "enough", "least", "default", "empty", "blank", "valid",
+        "wrong", "ignored", "never", "hash", "hashes", "salt", "file", "string", "value",
+        "field", "user", "users", "account", "server", "system", "database", "config",
+        "environment", "variable", "login", "password", "passwords", "secret", "token", "key",
+    )
+)  # fmt: skip
+
+
+def _stated_passphrase(text: str, start: int) -> int:
+    """Where the passphrase a sentence gives at `start` ends, or 0 if none is: three words or
+    more in lower case (two in quotes), to the end of the clause, none of them a function
+    word, a word of such sentences or a participle or adverb (stored, hashed, randomly), and
+    at most one describing word ("correct horse battery staple", not "short and weak")."""
+    phrase = _PASSPHRASE.match(text, start)
+    if phrase is None:
+        return 0
+    end = phrase.end()
+    closing = text[end : end + 1]
+    quoted = closing != "" and closing in "\"'`" and text[start - 1 : start] == closing
+    if len(phrase.group().split()) < 3 - quoted:
+        return 0
+    after = end + quoted
+    mark = text[after : after + 1]
+    if not value_ends_clause(text, after + (mark != "" and mark in CLAUSE_ENDS), after):
+        return 0
+    describing = 0
+    for word in phrase.group().split():
+        if (
+            word in PROSE_OR_CODE_WORDS
+            or word in _SENTENCE_WORDS
+            or word.endswith(("ed", "ing", "ly"))
+        ):
+            return 0
+        describing += word in _DESCRIPTIVE or word.endswith(_DESCRIBING_ENDS)
+    return end if describing <= 1 else 0
+
+
+def _said_plainly(match: re.Match[str], lowered: str) -> bool:
+    """The statement gives the password and nothing else: "password is: X", "wifi password: X"."""
+    if match.group("said") is not None:
+        return True
+    op = match.group("op")
+    return (
+        op is not None
+        and op.strip() == ":"
+        and not match.group("words")
+        and _prose_label(lowered, match.start())
+    )
+
+
+def _prose_label(lowered: str, keyword: int) -> bool:
+    """A word of prose right before the password's name, on the same line ("wifi password")."""
+    label = _PROSE_LABEL.search(lowered, max(0, keyword - 32), keyword)
+    return label is not None and label.group(1) not in _NOT_PROSE
+
+
+# The word for password in other languages, and their verb "is": German (Passwort, Kennwort;
+# compounds such as Datenbankpasswort end in them), Spanish, French, Portuguese, Italian
+# (password), Dutch, Polish, Swedish, Danish/Norwegian, Finnish, Turkish, Russian/Ukrainian,
+# Chinese, Japanese, Korean.
+_FOREIGN_PASSWORD = re.compile(
+    r"(?:passwort|kennwort|(?<![^\W\d_])(?:contrase[ñn]a|mot de passe|senha|wachtwoord|has[łl]o|"
+    r"l[öo]senord|adgangskode|passord|salasana|[şs]ifre|пароль|密码|密碼|パスワード|비밀번호|"
+    r"password(?=(?:[ \t]+[^\s.,;:!?=]{1,30}+){0,4}?[ \t]+è[ \t:])))"  # Italian, before its verb
+    r"(?![^\W\d_])(?P<words>(?:[ \t]+[^\s.,;:!?=\uff1a]{1,30}+){0,6}?)"
+    r"(?:(?P<op>[ \t]*[:=\uff1a])[ \t]*|"
+    r"[ \t]+(?P<verb>ist|lautet|war|es|era|est|était|é|è|is|was|jest|är|er|on|je|это|—|-)[ \t]+)"
+    + _STATED_VALUE.replace(r"[ \t]+", "", 1)
+)
+# the words' telling parts: ASCII ones alone are looked for in ASCII text
+# (the Polish, Swedish and Turkish words are written with their diacritics)
+_FOREIGN_ASCII_TRIGGERS = (
+    "wort", "contrasena", "mot de passe", "senha", "wachtwoord", "adgangskode", "passord",
+    "salasana",
+)  # fmt: skip
+_FOREIGN_TRIGGERS = (
+    *_FOREIGN_ASCII_TRIGGERS, "contraseña", "hasło", "lösenord", "şifre", "пароль", "密码", "密碼",
+    "パスワード", "비밀번호",
+)  # fmt: skip
+
+
+# Words of those languages that describe a password rather than give one ("Passwort:
+# erforderlich", "mot de passe : oublié", "contraseña: incorrecta"), and the words themselves.
+_FOREIGN_DESCRIPTIVE = frozenset(
+    (
+        # German
+        "erforderlich", "benötigt", "notwendig", "pflicht", "pflichtfeld", "optional", "leer",
+        "falsch", "richtig", "korrekt", "ungültig", "gültig", "vergessen", "geändert",
+        "abgelaufen", "gesperrt", "unbekannt", "kein", "keins", "keines", "keine", "nein",
+        "siehe", "gespeichert", "verschlüsselt", "gehasht", "versteckt", "verborgen",
+        "deaktiviert", "aktiviert", "unverändert", "zurückgesetzt", "sicher", "unsicher",
+        "schwach", "stark", "lang", "kurz", "zufällig", "temporär", "fehlt", "falsches",
+        # French
+        "requis", "obligatoire", "facultatif", "optionnel", "vide", "incorrect", "incorrecte",
+        "invalide", "valide", "oublié", "expiré", "inconnu", "aucun", "aucune", "modifié",
+        "chiffré", "masqué", "caché", "défini", "sécurisé", "faible", "fort", "temporaire",
+        "aléatoire",
+        # Spanish and Portuguese
+        "requerida", "requerido", "obligatoria", "obligatorio", "opcional", "vacía", "vacío",
+        "incorrecta", "incorrecto", "inválida", "válida", "correcta", "olvidada", "caducada",
+        "expirada", "desconocida", "ninguna", "ninguno", "cifrada", "oculta", "segura", "débil",
+        "fuerte", "temporal", "aleatoria", "obrigatória", "obrigatório", "vazia", "incorreta",
+        "correta", "esquecida", "desconhecida", "nenhuma", "criptografada", "fraca", "forte",
+        "temporária", "aleatória",
+        # Dutch, Polish, Swedish, Danish, Norwegian, Finnish, Turkish, Russian
+        "verplicht", "optioneel", "leeg", "onjuist", "ongeldig", "geldig", "juist", "vergeten",
+        "verlopen", "onbekend", "geen", "versleuteld", "veilig", "zwak", "sterk", "tijdelijk",
+        "willekeurig", "wymagane", "wymagany", "opcjonalne", "puste", "nieprawidłowe",
+        "błędne", "zapomniane", "wygasło", "brak", "zobacz", "nieznane", "obligatoriskt",
+        "valfritt", "tomt", "felaktigt", "ogiltigt", "glömt", "utgånget", "okänt", "inget",
+        "påkrevd", "påkrævet", "valgfri", "valgfritt", "forkert", "ugyldig", "glemt",
+        "udløbet", "utløpt", "ukendt", "ukjent", "ingen", "pakollinen", "valinnainen", "tyhjä",
+        "väärä", "virheellinen", "unohtunut", "vanhentunut", "tuntematon", "gerekli", "zorunlu",
+        "boş", "yanl\u0131\u015f", "hatal\u0131", "geçersiz", "unutuldu", "bilinmiyor", "неверный",
+        "неправильный", "обязательно", "обязательный", "требуется", "пустой", "пусто",
+        "необязательно", "забыт", "забыли", "истёк", "истек", "неизвестен", "скрыт",
+        "зашифрован",
+        # the word for password itself
+        "passwort", "kennwort", "contraseña", "contrasena", "senha", "wachtwoord", "hasło",
+        "lösenord", "adgangskode", "passord", "salasana", "şifre", "пароль",
+    )
+)  # fmt: skip
+
+
+def _foreign_word_given(value: str, *, clause_ends: bool) -> bool:
+    """A lone word after the word for password and a colon ("Kennwort: geheim", "contraseña:
+    gatito"): one in one case (not a type), that ends its clause and describes nothing."""
+    lowered = value.lower()
+    return (
+        clause_ends
+        and len(value) >= 4
+        and value.isalpha()
+        and (value.islower() or value.istitle())  # a script without case gives no sign
+        and lowered not in _FOREIGN_DESCRIPTIVE
+        and lowered not in _DESCRIPTIVE
+        and not is_placeholder(value)
+    )
+
+
+def _foreign_word_stated(value: str, words: str, language: Language, *, clause_ends: bool) -> bool:
+    """A lone word after the word for password and the verb ("Das Passwort ist Sonnenblume",
+    "la contraseña es girasol"): one that a colon would give, with no words but an owner's
+    before the verb, that none of that language's describing words is or ends like ("ist
+    abgelaufen", "est incorrect", "es obligatoria")."""
+    between = words.split()
+    return (
+        (not between or between[0] in FOREIGN_OWNER_WORDS)
+        and _foreign_word_given(value, clause_ends=clause_ends)
+        and not describes_password(value, language)
+    )
+
+
+def find_foreign_passwords(text: str, lowered: str) -> Iterator[Span]:
+    """A password given after the word for password in another language: "Passwort:
+    Geheim2024", "la contraseña es Secreto123", "пароль: qwerty123", "密码\uff1aabc12345",
+    and a lone word after a colon, "Kennwort: geheim", or after the verb in German, Dutch,
+    French, Spanish, Portuguese and Italian: "Das Passwort ist Sonnenblume"."""
+    triggers = _FOREIGN_ASCII_TRIGGERS if lowered.isascii() else _FOREIGN_TRIGGERS
+    if not any(trigger in lowered for trigger in triggers) and not (
+        "è" in lowered and "password" in lowered  # Italian
+    ):
+        return
+    for match in _FOREIGN_PASSWORD.finditer(lowered):
+        start, value_end = match.span("value")
+        end = end_before_trailing(text, start, value_end)
+        value = text[start:end]
+        if _stated_password(value):
+            yield start, end
+            continue
+        clause_ends = value_ends_clause(text, value_end, end)
+        words, verb = match["words"], match["verb"]
+        if verb is None and match["op"] is not None:  # a verb and a colon: "Passwort lautet: X"
+            *before, last = words.split() or [""]
+            if last in VERB_LANGUAGES:
+                words, verb = " ".join(before), last
+        language = VERB_LANGUAGES.get(verb or "")
+        # after a colon, few words describe the password ("Passwort: erforderlich"); after a
+        # verb, any adjective or participle may ("Das Passwort ist abgelaufen")
+        if (
+            match["op"] is not None
+            and not match["words"]
+            and _foreign_word_given(value, clause_ends=clause_ends)
+        ) or (
+            language is not None
+            and _foreign_word_stated(value, words, language, clause_ends=clause_ends)
+        ):
+            yield start, end
+
+
+# "the api key is 3f9a...", "the token is kT9v...": a value a sentence gives for a key, token or
+# secret is one when it looks generated, as it must be after such a name in an assignment.
+_KEY_STATEMENT_TAIL = (
+    r"(?![a-z0-9_\-])"
+    r"(?:[ \t]+[^\s.,;:!?=]{1,30}+){0,8}?"
+    rf"(?:[ \t]*:|{_STATED_VERB}[ \t]*:?)"
+    r"[ \t]+[\"'`]?([^\s\"'`()\[\]{}<>]{16,256}+)(?![(\[{<])"
+)
+# one pattern per name: a literal prefix lets the engine skip ahead (an alternation does not)
+_KEY_STATEMENTS = tuple(
+    (name, re.compile(name + _KEY_STATEMENT_TAIL)) for name in ("token", "secret", "key")
+)
+# "key" alone is too common (primary key, cache key): only these qualifiers make it a credential.
+_KEY_QUALIFIER = re.compile(
+    r"(?:api|access|secret|private|signing|encryption|master|auth|client|account|app|license)"
+    r"[_\-. ]?\Z"
+)
+
+
+def find_stated_keys(text: str, lowered: str) -> Iterator[Span]:
+    """A generated value stated for an API key, token or secret in words."""
+    for name, pattern in _KEY_STATEMENTS:
+        if name not in lowered:
+            continue
+        for match in pattern.finditer(lowered):
+            at = match.start()
+            if name == "key" and not _KEY_QUALIFIER.search(lowered, max(0, at - 16), at):
+                continue
+            start, end = match.span(1)
+            end = end_before_trailing(text, start, end)
+            if end - start >= 16 and looks_random(text[start:end]):
+                yield start, end
