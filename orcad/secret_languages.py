@@ -3,8 +3,8 @@
 Pure module: no I/O. "Das Passwort ist Sonnenblume" gives a password; "Das Passwort ist
 abgelaufen" says something about one. After the verb, unlike after a colon, the words that
 describe are many: each language's adjectives and participles, known here by the word itself or
-by how such words end. The secret detector (`secret_sentences.find_foreign_passwords`) asks
-`describes_password` of the one word a sentence ends with after the verb.
+by how such words end. The secret detector (`secret_foreign_sentences.find_foreign_passwords`)
+asks `describes_password` of the one word a sentence ends with after the verb.
 """
 
 from __future__ import annotations

@@ -1,16 +1,16 @@
-"""Passwords stated in words.
+"""Passwords stated in English words.
 
 Pure module: no I/O. Finds a password a sentence gives ("the root password on the staging box
 is Winter2024!", "the admin password is: qwerty", "log in with the password letmein2024",
 "the wifi password is 84736251", "my password is correct horse battery staple", "user admin
-pass hunter2"), a PIN ("my PIN is 4821", `PIN=4821`), a password after the word for password in
-another language ("Passwort: Geheim2024"), and a generated value stated for an API key, token
-or secret ("the api key is 3f9a..."). Leaves alone "password" followed by a word that names
-another thing ("the password policy is NIST-800-63b"), commands named after passwd ("chpasswd
-reads user:password pairs"), words that describe a password ("the password is too short",
-"Passwort: erforderlich"), a password with other words than an owner's between it and its verb
-("password timeout is 3600"), `pass` alone as a verb, a pin that is a part, a GPIO line or a
-version pin ("pin 12 of the header", `LED_PIN = 13`), and anonymous FTP's password.
+pass hunter2"), a PIN ("my PIN is 4821", `PIN=4821`), and a generated value stated for an API
+key, token or secret ("the api key is 3f9a..."). Leaves alone "password" followed by a word
+that names another thing ("the password policy is NIST-800-63b"), commands named after passwd
+("chpasswd reads user:password pairs"), words that describe a password ("the password is too
+short", "the password is stored hashed"), a password with other words than an owner's between
+it and its verb ("password timeout is 3600"), `pass` alone as a verb, a pin that is a part, a
+GPIO line or a version pin ("pin 12 of the header", `LED_PIN = 13`), and anonymous FTP's
+password. Other languages are `secret_foreign_sentences`'.
 """
 
 from __future__ import annotations
@@ -18,8 +18,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from orcad.secret_languages import OWNER_WORDS as FOREIGN_OWNER_WORDS
-from orcad.secret_languages import VERB_LANGUAGES, Language, describes_password
 from orcad.secret_values import (
     CLAUSE_ENDS,
     PROSE_OR_CODE_WORDS,
@@ -45,18 +43,18 @@ _STATED_VERB = (
     r"[ \t]+(?:is|was|are|becomes|became|reads|(?:changed|reset|set)[ \t]+to)"
     r"(?:[ \t]+(?:now|still|just|(?:changed|reset|set|updated)[ \t]+to))?"
 )
-_STATED_VALUE = r"[ \t]+[\"'`]?(?P<value>[^\s\"'`()\[\]{}<>]{4,128}+)(?![(\[{<])"
+STATED_VALUE = r"[ \t]+[\"'`]?(?P<value>[^\s\"'`()\[\]{}<>]{4,128}+)(?![(\[{<])"
 _STATEMENT = re.compile(
     r"pass(?:word|phrase|wd|code)"  # a literal prefix lets the engine skip ahead
     rf"(?![a-z0-9_\-])(?![ \t]+(?:{_COMPOUND})\b)"
     r"(?P<words>(?:[ \t]+[^\s.,;:!?=]{1,30}+){0,8}?)"
     # `said`: a verb and a colon ("the password is: X") introduce the value and nothing else
-    rf"(?:(?P<op>[ \t]*[:=])|{_STATED_VERB}(?P<said>[ \t]*:)?)" + _STATED_VALUE
+    rf"(?:(?P<op>[ \t]*[:=])|{_STATED_VERB}(?P<said>[ \t]*:)?)" + STATED_VALUE
 )
 # "log in with the password X", "use password X": a verb or preposition gives the value;
 # "user admin pass X": a user named before it (then `pass` alone names it too).
 _NAMED_VALUE = re.compile(
-    r"pass(?P<long>word|phrase|wd|code)?(?![ \t]+(?:" + _COMPOUND + r")\b)" + _STATED_VALUE
+    r"pass(?P<long>word|phrase|wd|code)?(?![ \t]+(?:" + _COMPOUND + r")\b)" + STATED_VALUE
 )
 _GIVEN_WITH = re.compile(
     r"(?<![a-z0-9_])(?:with|using|use|enter|type|try|tried|entered|typed)[ \t]+"
@@ -109,7 +107,7 @@ _NOT_PROSE = frozenset(
     ]
 )
 # A single word in a clear statement is the password unless it describes one.
-_DESCRIPTIVE = frozenset(
+DESCRIPTIVE = frozenset(
     [
         "blank",
         "same",
@@ -162,7 +160,7 @@ _DESCRIPTIVE = frozenset(
 _CAPITALISED_OR_LOWER = re.compile(r"[A-Za-z][a-z]*\Z")
 
 
-def _stated_password(value: str) -> bool:
+def stated_password(value: str) -> bool:
     """A value in a sentence: must look chosen (letters with digits or symbols), not a word.
     A question mark after a word ends a question ("enter their password again?")."""
     return (
@@ -186,7 +184,7 @@ def _clearly_stated(value: str, *, clause_ends: bool) -> bool:
     return (
         clause_ends
         and _CAPITALISED_OR_LOWER.match(value) is not None  # not a type: SecretStr, CharArray
-        and lowered not in _DESCRIPTIVE
+        and lowered not in DESCRIPTIVE
         and not lowered.endswith(("ed", "ing"))
     )
 
@@ -358,7 +356,7 @@ def find_stated_passwords(text: str, lowered: str) -> Iterator[Span]:
         value = text[start:end]
         clause_ends = value_ends_clause(text, value_end, end)
         if (
-            _stated_password(value)
+            stated_password(value)
             or (_said_plainly(match, lowered) and _clearly_stated(value, clause_ends=clause_ends))
             or (match.group("op") is None and clause_ends and _joined_words(value))
             or (clause_ends and _stated_digits(value, match.group("words")))
@@ -388,7 +386,7 @@ def find_stated_passwords(text: str, lowered: str) -> Iterator[Span]:
             continue  # `pass` alone is a verb
         if _GIVEN_WITH.search(lowered, max(0, keyword - _GIVEN_WITH_REACH), keyword) is None:
             continue
-        if _stated_password(text[start:end]):
+        if stated_password(text[start:end]):
             yield start, end
 
 
@@ -450,7 +448,7 @@ def _stated_passphrase(text: str, start: int) -> int:
             or word.endswith(("ed", "ing", "ly"))
         ):
             return 0
-        describing += word in _DESCRIPTIVE or word.endswith(_DESCRIBING_ENDS)
+        describing += word in DESCRIPTIVE or word.endswith(_DESCRIBING_ENDS)
     return end if describing <= 1 else 0
 
 
@@ -471,139 +469,6 @@ def _prose_label(lowered: str, keyword: int) -> bool:
     """A word of prose right before the password's name, on the same line ("wifi password")."""
     label = _PROSE_LABEL.search(lowered, max(0, keyword - 32), keyword)
     return label is not None and label.group(1) not in _NOT_PROSE
-
-
-# The word for password in other languages, and their verb "is": German (Passwort, Kennwort;
-# compounds such as Datenbankpasswort end in them), Spanish, French, Portuguese, Italian
-# (password), Dutch, Polish, Swedish, Danish/Norwegian, Finnish, Turkish, Russian/Ukrainian,
-# Chinese, Japanese, Korean.
-_FOREIGN_PASSWORD = re.compile(
-    r"(?:passwort|kennwort|(?<![^\W\d_])(?:contrase[ñn]a|mot de passe|senha|wachtwoord|has[łl]o|"
-    r"l[öo]senord|adgangskode|passord|salasana|[şs]ifre|пароль|密码|密碼|パスワード|비밀번호|"
-    r"password(?=(?:[ \t]+[^\s.,;:!?=]{1,30}+){0,4}?[ \t]+è[ \t:])))"  # Italian, before its verb
-    r"(?![^\W\d_])(?P<words>(?:[ \t]+[^\s.,;:!?=\uff1a]{1,30}+){0,6}?)"
-    r"(?:(?P<op>[ \t]*[:=\uff1a])[ \t]*|"
-    r"[ \t]+(?P<verb>ist|lautet|war|es|era|est|était|é|è|is|was|jest|är|er|on|je|это|—|-)[ \t]+)"
-    + _STATED_VALUE.replace(r"[ \t]+", "", 1)
-)
-# the words' telling parts: ASCII ones alone are looked for in ASCII text
-# (the Polish, Swedish and Turkish words are written with their diacritics)
-_FOREIGN_ASCII_TRIGGERS = (
-    "wort", "contrasena", "mot de passe", "senha", "wachtwoord", "adgangskode", "passord",
-    "salasana",
-)  # fmt: skip
-_FOREIGN_TRIGGERS = (
-    *_FOREIGN_ASCII_TRIGGERS, "contraseña", "hasło", "lösenord", "şifre", "пароль", "密码", "密碼",
-    "パスワード", "비밀번호",
-)  # fmt: skip
-
-
-# Words of those languages that describe a password rather than give one ("Passwort:
-# erforderlich", "mot de passe : oublié", "contraseña: incorrecta"), and the words themselves.
-_FOREIGN_DESCRIPTIVE = frozenset(
-    (
-        # German
-        "erforderlich", "benötigt", "notwendig", "pflicht", "pflichtfeld", "optional", "leer",
-        "falsch", "richtig", "korrekt", "ungültig", "gültig", "vergessen", "geändert",
-        "abgelaufen", "gesperrt", "unbekannt", "kein", "keins", "keines", "keine", "nein",
-        "siehe", "gespeichert", "verschlüsselt", "gehasht", "versteckt", "verborgen",
-        "deaktiviert", "aktiviert", "unverändert", "zurückgesetzt", "sicher", "unsicher",
-        "schwach", "stark", "lang", "kurz", "zufällig", "temporär", "fehlt", "falsches",
-        # French
-        "requis", "obligatoire", "facultatif", "optionnel", "vide", "incorrect", "incorrecte",
-        "invalide", "valide", "oublié", "expiré", "inconnu", "aucun", "aucune", "modifié",
-        "chiffré", "masqué", "caché", "défini", "sécurisé", "faible", "fort", "temporaire",
-        "aléatoire",
-        # Spanish and Portuguese
-        "requerida", "requerido", "obligatoria", "obligatorio", "opcional", "vacía", "vacío",
-        "incorrecta", "incorrecto", "inválida", "válida", "correcta", "olvidada", "caducada",
-        "expirada", "desconocida", "ninguna", "ninguno", "cifrada", "oculta", "segura", "débil",
-        "fuerte", "temporal", "aleatoria", "obrigatória", "obrigatório", "vazia", "incorreta",
-        "correta", "esquecida", "desconhecida", "nenhuma", "criptografada", "fraca", "forte",
-        "temporária", "aleatória",
-        # Dutch, Polish, Swedish, Danish, Norwegian, Finnish, Turkish, Russian
-        "verplicht", "optioneel", "leeg", "onjuist", "ongeldig", "geldig", "juist", "vergeten",
-        "verlopen", "onbekend", "geen", "versleuteld", "veilig", "zwak", "sterk", "tijdelijk",
-        "willekeurig", "wymagane", "wymagany", "opcjonalne", "puste", "nieprawidłowe",
-        "błędne", "zapomniane", "wygasło", "brak", "zobacz", "nieznane", "obligatoriskt",
-        "valfritt", "tomt", "felaktigt", "ogiltigt", "glömt", "utgånget", "okänt", "inget",
-        "påkrevd", "påkrævet", "valgfri", "valgfritt", "forkert", "ugyldig", "glemt",
-        "udløbet", "utløpt", "ukendt", "ukjent", "ingen", "pakollinen", "valinnainen", "tyhjä",
-        "väärä", "virheellinen", "unohtunut", "vanhentunut", "tuntematon", "gerekli", "zorunlu",
-        "boş", "yanl\u0131\u015f", "hatal\u0131", "geçersiz", "unutuldu", "bilinmiyor", "неверный",
-        "неправильный", "обязательно", "обязательный", "требуется", "пустой", "пусто",
-        "необязательно", "забыт", "забыли", "истёк", "истек", "неизвестен", "скрыт",
-        "зашифрован",
-        # the word for password itself
-        "passwort", "kennwort", "contraseña", "contrasena", "senha", "wachtwoord", "hasło",
-        "lösenord", "adgangskode", "passord", "salasana", "şifre", "пароль",
-    )
-)  # fmt: skip
-
-
-def _foreign_word_given(value: str, *, clause_ends: bool) -> bool:
-    """A lone word after the word for password and a colon ("Kennwort: geheim", "contraseña:
-    gatito"): one in one case (not a type), that ends its clause and describes nothing."""
-    lowered = value.lower()
-    return (
-        clause_ends
-        and len(value) >= 4
-        and value.isalpha()
-        and (value.islower() or value.istitle())  # a script without case gives no sign
-        and lowered not in _FOREIGN_DESCRIPTIVE
-        and lowered not in _DESCRIPTIVE
-        and not is_placeholder(value)
-    )
-
-
-def _foreign_word_stated(value: str, words: str, language: Language, *, clause_ends: bool) -> bool:
-    """A lone word after the word for password and the verb ("Das Passwort ist Sonnenblume",
-    "la contraseña es girasol"): one that a colon would give, with no words but an owner's
-    before the verb, that none of that language's describing words is or ends like ("ist
-    abgelaufen", "est incorrect", "es obligatoria")."""
-    between = words.split()
-    return (
-        (not between or between[0] in FOREIGN_OWNER_WORDS)
-        and _foreign_word_given(value, clause_ends=clause_ends)
-        and not describes_password(value, language)
-    )
-
-
-def find_foreign_passwords(text: str, lowered: str) -> Iterator[Span]:
-    """A password given after the word for password in another language: "Passwort:
-    Geheim2024", "la contraseña es Secreto123", "пароль: qwerty123", "密码\uff1aabc12345",
-    and a lone word after a colon, "Kennwort: geheim", or after the verb in German, Dutch,
-    French, Spanish, Portuguese and Italian: "Das Passwort ist Sonnenblume"."""
-    triggers = _FOREIGN_ASCII_TRIGGERS if lowered.isascii() else _FOREIGN_TRIGGERS
-    if not any(trigger in lowered for trigger in triggers) and not (
-        "è" in lowered and "password" in lowered  # Italian
-    ):
-        return
-    for match in _FOREIGN_PASSWORD.finditer(lowered):
-        start, value_end = match.span("value")
-        end = end_before_trailing(text, start, value_end)
-        value = text[start:end]
-        if _stated_password(value):
-            yield start, end
-            continue
-        clause_ends = value_ends_clause(text, value_end, end)
-        words, verb = match["words"], match["verb"]
-        if verb is None and match["op"] is not None:  # a verb and a colon: "Passwort lautet: X"
-            *before, last = words.split() or [""]
-            if last in VERB_LANGUAGES:
-                words, verb = " ".join(before), last
-        language = VERB_LANGUAGES.get(verb or "")
-        # after a colon, few words describe the password ("Passwort: erforderlich"); after a
-        # verb, any adjective or participle may ("Das Passwort ist abgelaufen")
-        if (
-            match["op"] is not None
-            and not match["words"]
-            and _foreign_word_given(value, clause_ends=clause_ends)
-        ) or (
-            language is not None
-            and _foreign_word_stated(value, words, language, clause_ends=clause_ends)
-        ):
-            yield start, end
 
 
 # "the api key is 3f9a...", "the token is kT9v...": a value a sentence gives for a key, token or

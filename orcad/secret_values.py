@@ -8,8 +8,8 @@ human-chosen `hunter2` is as secret as random bytes). Placeholders and reference
 The value bounds say where a value ends: at the length bound, its closing quote, the
 punctuation after it or the end of its clause. The finders of the shapes that carry no
 `name = value` operator ask these questions: `secret_commands` (command lines), `secret_files`
-(netrc, .pgpass, SQL, markup, YAML blocks, login pairs) and `secret_sentences` (passwords
-stated in words).
+(netrc, .pgpass, SQL, markup, YAML blocks, login pairs), `secret_sentences` and
+`secret_foreign_sentences` (passwords stated in words).
 """
 
 from __future__ import annotations

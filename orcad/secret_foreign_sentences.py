@@ -1,0 +1,151 @@
+"""Passwords stated after the word for password in another language.
+
+Pure module: no I/O. Finds "Passwort: Geheim2024", "la contraseña es Secreto123", "пароль:
+qwerty123", and a lone word after a colon ("Kennwort: geheim") or, in German, Dutch, French,
+Spanish, Portuguese and Italian, after the verb ("Das Passwort ist Sonnenblume"). Leaves alone
+the words of those languages that describe a password rather than give one ("Passwort:
+erforderlich", "mot de passe : oublié"), and after the verb a word that is or ends like one of
+that language's adjectives and participles (`secret_languages`: "Das Passwort ist abgelaufen").
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from orcad.secret_languages import OWNER_WORDS as FOREIGN_OWNER_WORDS
+from orcad.secret_languages import VERB_LANGUAGES, Language, describes_password
+from orcad.secret_sentences import DESCRIPTIVE, STATED_VALUE, stated_password
+from orcad.secret_values import Span, end_before_trailing, is_placeholder, value_ends_clause
+
+# The word for password in other languages, and their verb "is": German (Passwort, Kennwort;
+# compounds such as Datenbankpasswort end in them), Spanish, French, Portuguese, Italian
+# (password), Dutch, Polish, Swedish, Danish/Norwegian, Finnish, Turkish, Russian/Ukrainian,
+# Chinese, Japanese, Korean.
+_FOREIGN_PASSWORD = re.compile(
+    r"(?:passwort|kennwort|(?<![^\W\d_])(?:contrase[ñn]a|mot de passe|senha|wachtwoord|has[łl]o|"
+    r"l[öo]senord|adgangskode|passord|salasana|[şs]ifre|пароль|密码|密碼|パスワード|비밀번호|"
+    r"password(?=(?:[ \t]+[^\s.,;:!?=]{1,30}+){0,4}?[ \t]+è[ \t:])))"  # Italian, before its verb
+    r"(?![^\W\d_])(?P<words>(?:[ \t]+[^\s.,;:!?=\uff1a]{1,30}+){0,6}?)"
+    r"(?:(?P<op>[ \t]*[:=\uff1a])[ \t]*|"
+    r"[ \t]+(?P<verb>ist|lautet|war|es|era|est|était|é|è|is|was|jest|är|er|on|je|это|—|-)[ \t]+)"
+    + STATED_VALUE.replace(r"[ \t]+", "", 1)
+)
+# the words' telling parts: ASCII ones alone are looked for in ASCII text
+# (the Polish, Swedish and Turkish words are written with their diacritics)
+_FOREIGN_ASCII_TRIGGERS = (
+    "wort", "contrasena", "mot de passe", "senha", "wachtwoord", "adgangskode", "passord",
+    "salasana",
+)  # fmt: skip
+_FOREIGN_TRIGGERS = (
+    *_FOREIGN_ASCII_TRIGGERS, "contraseña", "hasło", "lösenord", "şifre", "пароль", "密码", "密碼",
+    "パスワード", "비밀번호",
+)  # fmt: skip
+
+
+# Words of those languages that describe a password rather than give one ("Passwort:
+# erforderlich", "mot de passe : oublié", "contraseña: incorrecta"), and the words themselves.
+_FOREIGN_DESCRIPTIVE = frozenset(
+    (
+        # German
+        "erforderlich", "benötigt", "notwendig", "pflicht", "pflichtfeld", "optional", "leer",
+        "falsch", "richtig", "korrekt", "ungültig", "gültig", "vergessen", "geändert",
+        "abgelaufen", "gesperrt", "unbekannt", "kein", "keins", "keines", "keine", "nein",
+        "siehe", "gespeichert", "verschlüsselt", "gehasht", "versteckt", "verborgen",
+        "deaktiviert", "aktiviert", "unverändert", "zurückgesetzt", "sicher", "unsicher",
+        "schwach", "stark", "lang", "kurz", "zufällig", "temporär", "fehlt", "falsches",
+        # French
+        "requis", "obligatoire", "facultatif", "optionnel", "vide", "incorrect", "incorrecte",
+        "invalide", "valide", "oublié", "expiré", "inconnu", "aucun", "aucune", "modifié",
+        "chiffré", "masqué", "caché", "défini", "sécurisé", "faible", "fort", "temporaire",
+        "aléatoire",
+        # Spanish and Portuguese
+        "requerida", "requerido", "obligatoria", "obligatorio", "opcional", "vacía", "vacío",
+        "incorrecta", "incorrecto", "inválida", "válida", "correcta", "olvidada", "caducada",
+        "expirada", "desconocida", "ninguna", "ninguno", "cifrada", "oculta", "segura", "débil",
+        "fuerte", "temporal", "aleatoria", "obrigatória", "obrigatório", "vazia", "incorreta",
+        "correta", "esquecida", "desconhecida", "nenhuma", "criptografada", "fraca", "forte",
+        "temporária", "aleatória",
+        # Dutch, Polish, Swedish, Danish, Norwegian, Finnish, Turkish, Russian
+        "verplicht", "optioneel", "leeg", "onjuist", "ongeldig", "geldig", "juist", "vergeten",
+        "verlopen", "onbekend", "geen", "versleuteld", "veilig", "zwak", "sterk", "tijdelijk",
+        "willekeurig", "wymagane", "wymagany", "opcjonalne", "puste", "nieprawidłowe",
+        "błędne", "zapomniane", "wygasło", "brak", "zobacz", "nieznane", "obligatoriskt",
+        "valfritt", "tomt", "felaktigt", "ogiltigt", "glömt", "utgånget", "okänt", "inget",
+        "påkrevd", "påkrævet", "valgfri", "valgfritt", "forkert", "ugyldig", "glemt",
+        "udløbet", "utløpt", "ukendt", "ukjent", "ingen", "pakollinen", "valinnainen", "tyhjä",
+        "väärä", "virheellinen", "unohtunut", "vanhentunut", "tuntematon", "gerekli", "zorunlu",
+        "boş", "yanl\u0131\u015f", "hatal\u0131", "geçersiz", "unutuldu", "bilinmiyor", "неверный",
+        "неправильный", "обязательно", "обязательный", "требуется", "пустой", "пусто",
+        "необязательно", "забыт", "забыли", "истёк", "истек", "неизвестен", "скрыт",
+        "зашифрован",
+        # the word for password itself
+        "passwort", "kennwort", "contraseña", "contrasena", "senha", "wachtwoord", "hasło",
+        "lösenord", "adgangskode", "passord", "salasana", "şifre", "пароль",
+    )
+)  # fmt: skip
+
+
+def _foreign_word_given(value: str, *, clause_ends: bool) -> bool:
+    """A lone word after the word for password and a colon ("Kennwort: geheim", "contraseña:
+    gatito"): one in one case (not a type), that ends its clause and describes nothing."""
+    lowered = value.lower()
+    return (
+        clause_ends
+        and len(value) >= 4
+        and value.isalpha()
+        and (value.islower() or value.istitle())  # a script without case gives no sign
+        and lowered not in _FOREIGN_DESCRIPTIVE
+        and lowered not in DESCRIPTIVE
+        and not is_placeholder(value)
+    )
+
+
+def _foreign_word_stated(value: str, words: str, language: Language, *, clause_ends: bool) -> bool:
+    """A lone word after the word for password and the verb ("Das Passwort ist Sonnenblume",
+    "la contraseña es girasol"): one that a colon would give, with no words but an owner's
+    before the verb, that none of that language's describing words is or ends like ("ist
+    abgelaufen", "est incorrect", "es obligatoria")."""
+    between = words.split()
+    return (
+        (not between or between[0] in FOREIGN_OWNER_WORDS)
+        and _foreign_word_given(value, clause_ends=clause_ends)
+        and not describes_password(value, language)
+    )
+
+
+def find_foreign_passwords(text: str, lowered: str) -> Iterator[Span]:
+    """A password given after the word for password in another language: "Passwort:
+    Geheim2024", "la contraseña es Secreto123", "пароль: qwerty123", "密码\uff1aabc12345",
+    and a lone word after a colon, "Kennwort: geheim", or after the verb in German, Dutch,
+    French, Spanish, Portuguese and Italian: "Das Passwort ist Sonnenblume"."""
+    triggers = _FOREIGN_ASCII_TRIGGERS if lowered.isascii() else _FOREIGN_TRIGGERS
+    if not any(trigger in lowered for trigger in triggers) and not (
+        "è" in lowered and "password" in lowered  # Italian
+    ):
+        return
+    for match in _FOREIGN_PASSWORD.finditer(lowered):
+        start, value_end = match.span("value")
+        end = end_before_trailing(text, start, value_end)
+        value = text[start:end]
+        if stated_password(value):
+            yield start, end
+            continue
+        clause_ends = value_ends_clause(text, value_end, end)
+        words, verb = match["words"], match["verb"]
+        if verb is None and match["op"] is not None:  # a verb and a colon: "Passwort lautet: X"
+            *before, last = words.split() or [""]
+            if last in VERB_LANGUAGES:
+                words, verb = " ".join(before), last
+        language = VERB_LANGUAGES.get(verb or "")
+        # after a colon, few words describe the password ("Passwort: erforderlich"); after a
+        # verb, any adjective or participle may ("Das Passwort ist abgelaufen")
+        if (
+            match["op"] is not None
+            and not match["words"]
+            and _foreign_word_given(value, clause_ends=clause_ends)
+        ) or (
+            language is not None
+            and _foreign_word_stated(value, words, language, clause_ends=clause_ends)
+        ):
+            yield start, end
