@@ -3,14 +3,14 @@
 Pure module: no I/O. Finds a password a sentence gives ("the root password on the staging box
 is Winter2024!", "the admin password is: qwerty", "log in with the password letmein2024",
 "the wifi password is 84736251", "my password is correct horse battery staple", "user admin
-pass hunter2"), a PIN ("my PIN is 4821", `PIN=4821`), and a generated value stated for an API
-key, token or secret ("the api key is 3f9a..."). Leaves alone "password" followed by a word
-that names another thing ("the password policy is NIST-800-63b"), commands named after passwd
-("chpasswd reads user:password pairs"), words that describe a password ("the password is too
-short", "the password is stored hashed"), a password with other words than an owner's between
-it and its verb ("password timeout is 3600"), `pass` alone as a verb, a pin that is a part, a
-GPIO line or a version pin ("pin 12 of the header", `LED_PIN = 13`), and anonymous FTP's
-password. Other languages are `secret_foreign_sentences`'.
+pass hunter2"), and a generated value stated for an API key, token or secret ("the api key is
+3f9a..."). Leaves alone "password" followed by a word that names another thing ("the password
+policy is NIST-800-63b"), commands named after passwd ("chpasswd reads user:password pairs"),
+words that describe a password ("the password is too short", "the password is stored
+hashed"), a password with other words than an owner's between it and its verb ("password
+timeout is 3600"), `pass` alone as a verb, and anonymous FTP's password. A PIN a sentence
+states is found here with the patterns of `secret_pins`; other languages are
+`secret_foreign_sentences`'.
 """
 
 from __future__ import annotations
@@ -18,9 +18,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from orcad.secret_pins import PIN_STATEMENT, lower_case_pins
 from orcad.secret_values import (
     CLAUSE_ENDS,
     PROSE_OR_CODE_WORDS,
+    STATED_VERB,
     TRAILING,
     Span,
     chosen,
@@ -39,17 +41,13 @@ _COMPOUND = (
     r"strength|complexity|manager|reset|prompt|file|store|storage|validation|validator|expiry|"
     r"expiration|history|change|hint|input|check|scheme|algorithm|salt|rotation|flow|form|page"
 )
-_STATED_VERB = (
-    r"[ \t]+(?:is|was|are|becomes|became|reads|(?:changed|reset|set)[ \t]+to)"
-    r"(?:[ \t]+(?:now|still|just|(?:changed|reset|set|updated)[ \t]+to))?"
-)
 STATED_VALUE = r"[ \t]+[\"'`]?(?P<value>[^\s\"'`()\[\]{}<>]{4,128}+)(?![(\[{<])"
 _STATEMENT = re.compile(
     r"pass(?:word|phrase|wd|code)"  # a literal prefix lets the engine skip ahead
     rf"(?![a-z0-9_\-])(?![ \t]+(?:{_COMPOUND})\b)"
     r"(?P<words>(?:[ \t]+[^\s.,;:!?=]{1,30}+){0,8}?)"
     # `said`: a verb and a colon ("the password is: X") introduce the value and nothing else
-    rf"(?:(?P<op>[ \t]*[:=])|{_STATED_VERB}(?P<said>[ \t]*:)?)" + STATED_VALUE
+    rf"(?:(?P<op>[ \t]*[:=])|{STATED_VERB}(?P<said>[ \t]*:)?)" + STATED_VALUE
 )
 # "log in with the password X", "use password X": a verb or preposition gives the value;
 # "user admin pass X": a user named before it (then `pass` alone names it too).
@@ -229,102 +227,6 @@ def _passwd_command(lowered: str, keyword: int) -> bool:
 # What a password stated with words between it and its verb belongs to ("the password for
 # the guest network is ..."): other words there make it a setting ("password timeout is 3600")
 _OWNER_WORDS = frozenset(("for", "on", "of", "to", "at", "in", "from"))
-# A PIN, written so (a pin is a part, a GPIO line): "my PIN is 4821", "Card PIN: 7302"
-_PIN_STATEMENT = re.compile(
-    r"PIN(?<![A-Za-z0-9_\-.$@]PIN)(?:[ \t]+(?:code|number))?"  # the literal first: skips ahead
-    rf"(?:[ \t]*:|{_STATED_VERB}[ \t]*:?)[ \t]+([0-9]{{4,12}}+)(?![0-9])"
-)
-
-
-# A pin in lower case is as often a part, a GPIO line or a version pin ("pin 12 of the header",
-# "pin numpy<2"): one is a PIN when it is someone's or something's ("my pin is 4821", "the card
-# pin: 7302", "the pin for the card is 0917"), or a line starts with it ("pin: 55731").
-_LOWER_PIN_STATEMENT = re.compile(
-    r"pin(?<![a-z0-9_\-.$@]pin)(?![a-z0-9_\-])(?:[ \t]+(?:code|number))?"
-    r"(?P<words>(?:[ \t]+[a-z]{1,20}+){0,4}?)"
-    rf"(?:(?P<op>[ \t]*:)|{_STATED_VERB}[ \t]*:?)[ \t]+(?P<value>[0-9]{{4,12}}+)(?![0-9])"
-)
-_PIN_OWNER = re.compile(
-    r"(?<![a-z0-9_\-])(?:(?:my|your|our|his|her|their)(?:[ \t]+[a-z]{2,12}){0,2}|card|debit|credit|"
-    r"bank|atm|sim|phone|door|alarm|voicemail|lock|safe|keypad|wps|bluetooth|pairing|unlock|"
-    r"default|garage|gate)[ \t]+\Z"
-)
-_PIN_OWNER_WORDS = frozenset(("for", "to"))
-_LINE_START = re.compile(r"(?:^|\n)[ \t]*(?:[-*>][ \t]+)?\Z")
-
-
-def _lower_case_pins(text: str, lowered: str) -> Iterator[Span]:
-    for match in _LOWER_PIN_STATEMENT.finditer(lowered):
-        at = match.start()
-        if text[at : at + 3] not in ("pin", "Pin"):
-            continue  # PIN in capitals is the other rule's
-        words = match["words"].split()
-        if words:
-            owned = words[0] in _PIN_OWNER_WORDS
-        else:
-            before = max(0, at - 40)
-            owned = _PIN_OWNER.search(lowered, before, at) is not None or (
-                match["op"] is not None and _LINE_START.search(lowered, before, at) is not None
-            )
-        start, end = match.span("value")
-        if owned and _number_ends_clause(text, end):
-            yield start, end
-
-
-# A PIN set by name: `PIN=4821`, `SIM_PIN: 4821`, `user_pin = 123456` (a PKCS#11 token's),
-# `pin_code: "0917"`. A name that only ends in pin is a GPIO line's (LED_PIN = 13, gpio_pin):
-# the name is pin alone, or its owner or "code" or "number" qualifies it.
-# Searched for only where "pin" is (the name's end), then the owner before it: a pattern that
-# opened with the owners' alternation was tried at every character of every text, and "pin" is
-# in "typing", "mapping" and "shipping", so that search cost 0.7x of all redaction.
-_PIN_SETTING = re.compile(
-    r"pin(?P<code>[_\-.]?(?:code|number))?(?P<name_quote>[\"']?)[ \t]{0,8}(?P<op>=|:)[ \t]{0,8}"
-    r"(?P<quote>[\"']?)(?P<value>[0-9]{4,12}+)(?P=quote)(?![0-9a-z_\-:/]|\.[0-9])"
-)
-_PIN_NAME_CHARACTERS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-.$@")
-_PIN_NAME_OWNER = re.compile(
-    r"(?<![a-z0-9_\-.$@])(?:sim|card|atm|bank|debit|credit|user|admin|default|door|alarm|"
-    r"voicemail|unlock|wps|bluetooth|pairing|smartcard|security|so)[_\-.]?\Z"
-)
-_PIN_NAME_OWNER_MAX = len("smartcard_")
-
-
-def find_pin_settings(text: str, lowered: str) -> Iterator[Span]:
-    """The digits of a PIN set by a name that holds one."""
-    at = lowered.find("pin")
-    while at != -1:
-        match = _PIN_SETTING.match(lowered, at)
-        if match is not None:
-            starts_name = at == 0 or lowered[at - 1] not in _PIN_NAME_CHARACTERS
-            owned = not starts_name and _PIN_NAME_OWNER.search(
-                lowered, max(0, at - _PIN_NAME_OWNER_MAX), at
-            )
-            # a name that only ends in pin is a GPIO line's (LED_PIN = 13); "pin: 55731" and
-            # "PIN: 7302" are the sentences' (`find_stated_passwords`)
-            if (starts_name or owned) and (
-                match["op"] == "=" or owned or match["code"] or match["name_quote"]
-            ):
-                yield match.span("value")
-        at = lowered.find("pin", at + 3)
-
-
-def _number_ends_clause(text: str, end: int) -> bool:
-    """Digits end their clause: the line or the text ends, a punctuation mark followed by a
-    space does (not a version's dot: "4821.5"), or a word that starts another clause follows
-    ("my pin is 4821 if you need it", not "4821 characters long")."""
-    after = text[end : end + 2]
-    if after[:1] in CLAUSE_ENDS:
-        after = after[1:]
-    if not after.strip(" \t") or after[:1] in "\r\n":
-        return True
-    following = _NEXT_WORD.match(text, end)
-    return following is not None and following[1].lower() in _CLAUSE_STARTS
-
-
-_NEXT_WORD = re.compile(r"[ \t]+([A-Za-z]{2,6})(?![A-Za-z])")
-_CLAUSE_STARTS = frozenset(
-    ("if", "until", "unless", "and", "but", "so", "when", "since", "while", "for", "in", "on")
-)
 
 
 def _stated_digits(value: str, words: str) -> bool:
@@ -340,12 +242,12 @@ def find_stated_passwords(text: str, lowered: str) -> Iterator[Span]:
     password letmein2024", "the wifi password is 84736251", "my PIN is 4821", "user admin
     pass hunter2"."""
     if "PIN" in text:
-        for match in _PIN_STATEMENT.finditer(text):
+        for match in PIN_STATEMENT.finditer(text):
             start, end = match.span(1)
             if value_ends_clause(text, end + (text[end : end + 1] in CLAUSE_ENDS), end):
                 yield start, end
     if "pin" in lowered:
-        yield from _lower_case_pins(text, lowered)
+        yield from lower_case_pins(text, lowered)
     if "pass" not in lowered:
         return
     for match in _STATEMENT.finditer(lowered):
@@ -476,7 +378,7 @@ def _prose_label(lowered: str, keyword: int) -> bool:
 _KEY_STATEMENT_TAIL = (
     r"(?![a-z0-9_\-])"
     r"(?:[ \t]+[^\s.,;:!?=]{1,30}+){0,8}?"
-    rf"(?:[ \t]*:|{_STATED_VERB}[ \t]*:?)"
+    rf"(?:[ \t]*:|{STATED_VERB}[ \t]*:?)"
     r"[ \t]+[\"'`]?([^\s\"'`()\[\]{}<>]{16,256}+)(?![(\[{<])"
 )
 # one pattern per name: a literal prefix lets the engine skip ahead (an alternation does not)

@@ -9,7 +9,7 @@ The value bounds say where a value ends: at the length bound, its closing quote,
 punctuation after it or the end of its clause. The finders of the shapes that carry no
 `name = value` operator ask these questions: `secret_commands` (command lines), `secret_files`
 (netrc, .pgpass, SQL, markup, YAML blocks, login pairs), `secret_sentences` and
-`secret_foreign_sentences` (passwords stated in words).
+`secret_foreign_sentences` (passwords stated in words), and `secret_pins` (PINs).
 """
 
 from __future__ import annotations
@@ -340,6 +340,13 @@ def value_span(match: re.Match[str]) -> tuple[int, int, bool]:
         if match.start(group) >= 0:
             return match.start(group), match.end(group), group < 3 and match.re.groups == 3
     return match.start(), match.end(), False
+
+
+# The verb a sentence gives a value with: "is", "was", "is now", "changed to", "was reset to"
+STATED_VERB = (
+    r"[ \t]+(?:is|was|are|becomes|became|reads|(?:changed|reset|set)[ \t]+to)"
+    r"(?:[ \t]+(?:now|still|just|(?:changed|reset|set|updated)[ \t]+to))?"
+)
 
 
 TRAILING = ".,;:)]}`'\""

@@ -3,10 +3,10 @@
 Pure module: no I/O. The rules: token formats and other shaped secrets (`secret_formats`,
 with the token table in `secret_tokens`), `name = value` assignments (here), and credentials in
 plain words: command lines (`secret_commands`), netrc and other files (`secret_files`),
-sentences (`secret_sentences`, `secret_foreign_sentences`), each asking `secret_values` what a
-value is. Token rules are skipped outright when their trigger literal is absent from the text's
-long unbroken runs, so the common no-secret path is one pass to find those runs plus a few
-substring searches.
+sentences and PINs (`secret_sentences`, `secret_foreign_sentences`, `secret_pins`), each asking
+`secret_values` what a value is. Token rules are skipped outright when their trigger literal is
+absent from the text's long unbroken runs, so the common no-secret path is one pass to find
+those runs plus a few substring searches.
 """
 
 from __future__ import annotations
@@ -49,7 +49,8 @@ from orcad.secret_formats import (
     find_url_credentials,
     token_finder,
 )
-from orcad.secret_sentences import find_pin_settings, find_stated_keys, find_stated_passwords
+from orcad.secret_pins import find_pin_settings
+from orcad.secret_sentences import find_stated_keys, find_stated_passwords
 from orcad.secret_tokens import ANCHORED_RULES, TOKEN_RULES
 from orcad.secret_values import (
     CUT_VALUE,

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from orcad.secret_sentences import find_pin_settings
+from orcad.secret_pins import find_pin_settings
 from orcad.secrets import (
     _NEED_AN_OPERATOR,
     _RULES,

@@ -1,0 +1,113 @@
+"""PINs: stated in a sentence, or set by a name that holds one.
+
+Pure module: no I/O. Holds the patterns of a PIN stated in a sentence, "my PIN is 4821",
+"Card PIN: 7302", "the pin for the card is 0917", "pin: 55731", which
+`secret_sentences.find_stated_passwords` applies, and finds a PIN set by name: `PIN=4821`,
+`SIM_PIN: 4821`, `user_pin = 123456`, `pin_code: "0917"`. Leaves alone a pin in lower case that
+is a part, a GPIO line or a version pin ("pin 12 of the header", "pin numpy<2") rather than
+someone's or something's, and a name that only ends in pin, a GPIO line's (`LED_PIN = 13`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from orcad.secret_values import CLAUSE_ENDS, STATED_VERB, Span
+
+# A PIN, written so (a pin is a part, a GPIO line): "my PIN is 4821", "Card PIN: 7302"
+PIN_STATEMENT = re.compile(
+    r"PIN(?<![A-Za-z0-9_\-.$@]PIN)(?:[ \t]+(?:code|number))?"  # the literal first: skips ahead
+    rf"(?:[ \t]*:|{STATED_VERB}[ \t]*:?)[ \t]+([0-9]{{4,12}}+)(?![0-9])"
+)
+
+
+# A pin in lower case is as often a part, a GPIO line or a version pin ("pin 12 of the header",
+# "pin numpy<2"): one is a PIN when it is someone's or something's ("my pin is 4821", "the card
+# pin: 7302", "the pin for the card is 0917"), or a line starts with it ("pin: 55731").
+_LOWER_PIN_STATEMENT = re.compile(
+    r"pin(?<![a-z0-9_\-.$@]pin)(?![a-z0-9_\-])(?:[ \t]+(?:code|number))?"
+    r"(?P<words>(?:[ \t]+[a-z]{1,20}+){0,4}?)"
+    rf"(?:(?P<op>[ \t]*:)|{STATED_VERB}[ \t]*:?)[ \t]+(?P<value>[0-9]{{4,12}}+)(?![0-9])"
+)
+_PIN_OWNER = re.compile(
+    r"(?<![a-z0-9_\-])(?:(?:my|your|our|his|her|their)(?:[ \t]+[a-z]{2,12}){0,2}|card|debit|credit|"
+    r"bank|atm|sim|phone|door|alarm|voicemail|lock|safe|keypad|wps|bluetooth|pairing|unlock|"
+    r"default|garage|gate)[ \t]+\Z"
+)
+_PIN_OWNER_WORDS = frozenset(("for", "to"))
+_LINE_START = re.compile(r"(?:^|\n)[ \t]*(?:[-*>][ \t]+)?\Z")
+
+
+def lower_case_pins(text: str, lowered: str) -> Iterator[Span]:
+    for match in _LOWER_PIN_STATEMENT.finditer(lowered):
+        at = match.start()
+        if text[at : at + 3] not in ("pin", "Pin"):
+            continue  # PIN in capitals is the other rule's
+        words = match["words"].split()
+        if words:
+            owned = words[0] in _PIN_OWNER_WORDS
+        else:
+            before = max(0, at - 40)
+            owned = _PIN_OWNER.search(lowered, before, at) is not None or (
+                match["op"] is not None and _LINE_START.search(lowered, before, at) is not None
+            )
+        start, end = match.span("value")
+        if owned and _number_ends_clause(text, end):
+            yield start, end
+
+
+# A PIN set by name: `PIN=4821`, `SIM_PIN: 4821`, `user_pin = 123456` (a PKCS#11 token's),
+# `pin_code: "0917"`. A name that only ends in pin is a GPIO line's (LED_PIN = 13, gpio_pin):
+# the name is pin alone, or its owner or "code" or "number" qualifies it.
+# Searched for only where "pin" is (the name's end), then the owner before it: a pattern that
+# opened with the owners' alternation was tried at every character of every text, and "pin" is
+# in "typing", "mapping" and "shipping", so that search cost 0.7x of all redaction.
+_PIN_SETTING = re.compile(
+    r"pin(?P<code>[_\-.]?(?:code|number))?(?P<name_quote>[\"']?)[ \t]{0,8}(?P<op>=|:)[ \t]{0,8}"
+    r"(?P<quote>[\"']?)(?P<value>[0-9]{4,12}+)(?P=quote)(?![0-9a-z_\-:/]|\.[0-9])"
+)
+_PIN_NAME_CHARACTERS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-.$@")
+_PIN_NAME_OWNER = re.compile(
+    r"(?<![a-z0-9_\-.$@])(?:sim|card|atm|bank|debit|credit|user|admin|default|door|alarm|"
+    r"voicemail|unlock|wps|bluetooth|pairing|smartcard|security|so)[_\-.]?\Z"
+)
+_PIN_NAME_OWNER_MAX = len("smartcard_")
+
+
+def find_pin_settings(text: str, lowered: str) -> Iterator[Span]:
+    """The digits of a PIN set by a name that holds one."""
+    at = lowered.find("pin")
+    while at != -1:
+        match = _PIN_SETTING.match(lowered, at)
+        if match is not None:
+            starts_name = at == 0 or lowered[at - 1] not in _PIN_NAME_CHARACTERS
+            owned = not starts_name and _PIN_NAME_OWNER.search(
+                lowered, max(0, at - _PIN_NAME_OWNER_MAX), at
+            )
+            # a name that only ends in pin is a GPIO line's (LED_PIN = 13); "pin: 55731" and
+            # "PIN: 7302" are the sentences' (`find_stated_passwords`)
+            if (starts_name or owned) and (
+                match["op"] == "=" or owned or match["code"] or match["name_quote"]
+            ):
+                yield match.span("value")
+        at = lowered.find("pin", at + 3)
+
+
+def _number_ends_clause(text: str, end: int) -> bool:
+    """Digits end their clause: the line or the text ends, a punctuation mark followed by a
+    space does (not a version's dot: "4821.5"), or a word that starts another clause follows
+    ("my pin is 4821 if you need it", not "4821 characters long")."""
+    after = text[end : end + 2]
+    if after[:1] in CLAUSE_ENDS:
+        after = after[1:]
+    if not after.strip(" \t") or after[:1] in "\r\n":
+        return True
+    following = _NEXT_WORD.match(text, end)
+    return following is not None and following[1].lower() in _CLAUSE_STARTS
+
+
+_NEXT_WORD = re.compile(r"[ \t]+([A-Za-z]{2,6})(?![A-Za-z])")
+_CLAUSE_STARTS = frozenset(
+    ("if", "until", "unless", "and", "but", "so", "when", "since", "while", "for", "in", "on")
+)
