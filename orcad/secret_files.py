@@ -18,14 +18,14 @@ from collections.abc import Iterator
 from orcad.secret_values import (
     QUOTED_VALUES,
     Span,
-    chosen,
     end_before_trailing,
     given_password,
+    is_chosen_password,
     is_credential_literal,
     is_phrase_value,
     is_placeholder,
     looks_random,
-    mixed,
+    mixes_letters_and_others,
     value_ends_clause,
     value_span,
 )
@@ -103,7 +103,8 @@ def find_login_pairs(text: str, lowered: str) -> Iterator[Span]:
             value = text[start:end]
             credentials = head["name"].startswith("cred")
             if _pair_ends(text, value_end, end) and (
-                chosen(value) or (credentials and len(value) >= 4 and not is_placeholder(value))
+                is_chosen_password(value)
+                or (credentials and len(value) >= 4 and not is_placeholder(value))
             ):
                 yield start, end
         slash = lowered.find("/", slash + 1)
@@ -263,7 +264,9 @@ def find_yaml_block_credentials(text: str, lowered: str) -> Iterator[Span]:
             credential = looks_random("".join(value.split()))
         elif "\n" in value:  # many lines: a wrapped value has no spaces, prose has
             lines = value.split()
-            credential = len(lines) == value.count("\n") + 1 and mixed("".join(lines))
+            credential = len(lines) == value.count("\n") + 1 and mixes_letters_and_others(
+                "".join(lines)
+            )
         else:  # one line: of several words, a passphrase (not prose such as "Ask ops.")
             bare = word in ("secret", "credential", "credentials")
             credential = is_credential_literal(value, quoted=True, upper_key=False, bare=bare) and (

@@ -25,13 +25,13 @@ from orcad.secret_values import (
     STATED_VERB,
     TRAILING,
     Span,
-    chosen,
     end_before_trailing,
+    is_chosen_password,
+    is_label,
     is_placeholder,
     is_reference,
-    label,
     looks_random,
-    mixed,
+    mixes_letters_and_others,
     value_ends_clause,
 )
 
@@ -163,8 +163,8 @@ def stated_password(value: str) -> bool:
     A question mark after a word ends a question ("enter their password again?")."""
     return (
         len(value) >= 6
-        and mixed(value.rstrip("?"))
-        and not label(value)
+        and mixes_letters_and_others(value.rstrip("?"))
+        and not is_label(value)
         and not is_placeholder(value)
         and not is_reference(value)
     )
@@ -281,7 +281,9 @@ def find_stated_passwords(text: str, lowered: str) -> Iterator[Span]:
             else None
         )
         if user is not None:  # `user NAME pass VALUE`
-            if user["user"].rstrip(TRAILING) not in _ANONYMOUS_USERS and chosen(text[start:end]):
+            if user["user"].rstrip(TRAILING) not in _ANONYMOUS_USERS and is_chosen_password(
+                text[start:end]
+            ):
                 yield start, end
             continue
         if match["long"] is None:

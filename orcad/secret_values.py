@@ -225,7 +225,7 @@ def looks_random(value: str) -> bool:
     return classes >= 2 and entropy >= 3.0
 
 
-def mixed(value: str) -> bool:
+def mixes_letters_and_others(value: str) -> bool:
     """Letters with digits or symbols, as a chosen password has and a word does not."""
     has_letter = any(c.isalpha() for c in value)
     return has_letter and any(not c.isalpha() for c in value)
@@ -242,17 +242,18 @@ def is_credential_literal(value: str, *, quoted: bool, upper_key: bool, bare: bo
     if is_placeholder(value) or is_reference(value):
         return False
     if bare:
-        return len(value) >= 6 and mixed(value) and not label(value)
+        return len(value) >= 6 and mixes_letters_and_others(value) and not is_label(value)
     if quoted:
         return len(value) >= 4
     if value.isdigit():
         return len(value) >= 4
-    if _LETTERS_ONLY.match(value) or label(value):
+    if _LETTERS_ONLY.match(value) or is_label(value):
         return upper_key and len(value) >= 4
     return len(value) >= 4
 
 
-def label(value: str) -> bool:
+def is_label(value: str) -> bool:
+    """A name or label (tls-cert-2024, GITHUB_TOKEN_2, v1.2.3), not words chosen as a password."""
     return WORD_LIKE.match(value) is not None and not is_passphrase(value)
 
 
@@ -309,11 +310,11 @@ def given_password(value: str) -> bool:
     )
 
 
-def chosen(value: str) -> bool:
+def is_chosen_password(value: str) -> bool:
     """A password a pair gives: letters with digits or symbols, or digits alone, 4 or more."""
     return (
         len(value) >= 4
-        and (mixed(value) or value.isdigit())
+        and (mixes_letters_and_others(value) or value.isdigit())
         and not is_placeholder(value)
         and not is_reference(value)
     )
