@@ -99,7 +99,7 @@ def _is_ours(command: object, agent: str) -> bool:
     try:
         words = shlex.split(command)
     except ValueError:  # unbalanced quotes: not a command integrate wrote
-        words = []
+        return False
     if words[1:3] == ["hook", agent]:
         return True
     return f" hook {agent} " in f"{command} " and "orcactl" in command
@@ -536,6 +536,31 @@ def _which(name: str, env: dict[str, str]) -> str | None:
         if directory and os.path.isfile(candidate) and os.access(candidate, os.X_OK):
             return str(candidate)
     return None
+
+
+def registered_programs(text: str, path: Path, kind: str, agent: str) -> list[str]:
+    """The programs orca's entries in a file run (for orcactl doctor, which checks each is
+    there: an orcactl since removed leaves the agent with hooks that all fail)."""
+    if kind in ("claude-hooks", "codex-hooks"):
+        hooks = _load_json(text, path).get("hooks")
+        commands = [
+            handler.get("command")
+            for groups in (hooks.values() if isinstance(hooks, dict) else [])
+            if isinstance(groups, list)
+            for group in groups
+            if isinstance(group, dict) and isinstance(group.get("hooks"), list)
+            for handler in group["hooks"]
+            if isinstance(handler, dict)
+        ]
+        ours = [shlex.split(command) for command in commands if _is_ours(command, agent)]
+        return [words[0] for words in ours if words]
+    if kind == "claude-mcp":
+        servers = _load_json(text, path).get("mcpServers")
+    else:
+        servers = _meaning(text, path).get("mcp_servers")
+    server = servers.get(MCP_NAME) if isinstance(servers, dict) else None
+    command = server.get("command") if isinstance(server, dict) else None
+    return [command] if isinstance(command, str) and command else []
 
 
 def missing_entries(text: str, path: Path, kind: str, agent: str) -> list[str]:

@@ -21,7 +21,7 @@ from orcactl import agent_configs
 from orcactl.agent_configs import Target, Unparseable
 from orcactl.arguments import current_directory
 from orcactl.commands.doctor_faults import Finding
-from orcactl.connect import EXIT_OK, CommandError, print_json
+from orcactl.connect import EXIT_OK, EXIT_USAGE, CommandError, print_json
 from orcactl.hooks.failures import failures_path, recent_failures
 from orcad.paths import resolve_paths
 from orcad.regular_files import NotARegularFile, read_regular_file
@@ -88,9 +88,26 @@ def _check_writable(path: Path) -> None:
         raise Unparseable(f"{path} cannot be written (its directory {parent} is read-only)")
 
 
+def _runnable(program: str) -> bool:
+    return os.path.isfile(program) and os.access(program, os.X_OK)
+
+
+def _default_orcactl(env: dict[str, str], remove: bool) -> str:
+    """The orcactl to register when none is given. One that is not there is refused: the agent
+    would fail every hook and never start the MCP server (--remove registers nothing)."""
+    orcactl = agent_configs.orcactl_path(env, sys.argv[0], sys.executable)
+    if not remove and not _runnable(orcactl):
+        raise CommandError(
+            f"no orcactl to register: {orcactl} does not exist or is not executable; "
+            "pass --orcactl PATH (the orcactl the agent should run)",
+            EXIT_USAGE,
+        )
+    return orcactl
+
+
 def plan(args: argparse.Namespace, env: dict[str, str]) -> list[Change]:
     project = Path(args.cwd or current_directory()) if args.project else None
-    orcactl = args.orcactl or agent_configs.orcactl_path(env, sys.argv[0], sys.executable)
+    orcactl = args.orcactl or _default_orcactl(env, args.remove)
     # MCP clients may start us without ORCA_SOCKET, and from their own directory: written
     # absolute. A --socket is in no environment the agent has, so its hooks carry it too.
     chosen = getattr(args, "socket", None)
@@ -241,13 +258,18 @@ def agent_status(agent: str, env: dict[str, str]) -> tuple[bool, bool, str]:
     if not found:
         return False, False, f"{agent} not found"
     missing: list[str] = []
+    programs: list[str] = []
     for target in agent_configs.targets(agent, None, env):
         try:
-            missing += agent_configs.missing_entries(
-                _read(target.path) or "", target.path, target.kind, agent
-            )
+            text = _read(target.path) or ""
+            missing += agent_configs.missing_entries(text, target.path, target.kind, agent)
+            programs += agent_configs.registered_programs(text, target.path, target.kind, agent)
         except Unparseable as exc:
             return True, False, str(exc)
+    for program in dict.fromkeys(programs):
+        found_program = program if os.sep in program else agent_configs._which(program, env)
+        if found_program is None or not _runnable(found_program):
+            return True, False, f"{agent}: the registered {program} does not exist or cannot run"
     everything = (
         len(agent_configs.CLAUDE_HOOKS if agent == "claude-code" else agent_configs.CODEX_HOOKS) + 1
     )

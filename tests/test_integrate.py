@@ -521,3 +521,39 @@ def test_the_codex_extractor_runs_in_an_orcad_started_from_a_repository(
         deadline = time.monotonic() + 15
         while orca_env.socket.exists() and time.monotonic() < deadline:
             time.sleep(0.05)
+
+
+def test_an_orcactl_that_is_not_there_is_never_registered(
+    orca_env: OrcaEnv, tmp_path: Path
+) -> None:
+    # A Python with no orcactl beside it and none on PATH (`python -m orcactl`): the default
+    # it would fall back to does not exist.
+    python = tmp_path / "bin" / "python3"
+    python.parent.mkdir()
+    python.symlink_to(os.path.realpath(sys.executable))
+    env = {
+        **orca_env.env,
+        "PATH": "/nonexistent",
+        "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[1]), *sys.path[1:]]),
+    }
+    settings = _home(orca_env) / ".claude" / "settings.json"
+    refused = subprocess.run(
+        [str(python), "-m", "orcactl", "integrate", "claude-code"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert refused.returncode == 2, refused.stderr
+    assert "pass --orcactl PATH" in refused.stderr and "Traceback" not in refused.stderr
+    assert not settings.exists() and not (_home(orca_env) / ".claude.json").exists()
+    # one registered earlier and since removed: doctor says so instead of "registered"
+    gone = tmp_path / "old" / "orcactl"
+    gone.parent.mkdir()
+    gone.write_text(f'#!/bin/sh\nexec {ORCACTL} "$@"\n')
+    gone.chmod(0o755)
+    assert _integrate(orca_env, "claude-code", "--orcactl", str(gone)).returncode == 0
+    assert agent_status("claude-code", orca_env.env)[1]
+    gone.unlink()
+    found, connected, detail = agent_status("claude-code", orca_env.env)
+    assert (found, connected) == (True, False) and str(gone) in detail
