@@ -74,18 +74,30 @@ def _read(path: Path) -> str | None:
         raise Unparseable(f"{path} cannot be read ({exc})") from None
 
 
-def _check_writable(path: Path) -> None:
-    """A file (or the file a symlink names) that cannot be replaced is reported before anything
-    is written: a read-only settings file is the user's choice, not ours to override."""
-    real = Path(os.path.realpath(path))
+def _read_only(path: Path) -> bool:
     # no write bit at all is a choice even for root, whom os.access lets write anything
-    if real.exists() and (not os.access(real, os.W_OK) or not real.stat().st_mode & 0o222):
+    return not os.access(path, os.W_OK) or not path.stat().st_mode & 0o222
+
+
+def _check_directory(path: Path, purpose: str) -> None:
+    directory = path.parent
+    while not directory.exists() and directory != directory.parent:
+        directory = directory.parent  # the one that will hold the directories made for it
+    if _read_only(directory) or not os.access(directory, os.X_OK):
+        raise Unparseable(f"{path} cannot be written ({purpose} {directory} is read-only)")
+
+
+def _check_writable(path: Path, backed_up: bool) -> None:
+    """Every place a change writes (the file, or the file a symlink names; the directory of its
+    temporary copy; the directory of its backup, beside the path itself) is checked before
+    anything is written: a read-only file or directory is the user's choice, not ours to
+    override, and finding it halfway would leave the agent half connected."""
+    real = Path(os.path.realpath(path))
+    if real.exists() and _read_only(real):
         raise Unparseable(f"{path} is read-only")
-    parent = real.parent
-    while not parent.exists() and parent != parent.parent:
-        parent = parent.parent
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise Unparseable(f"{path} cannot be written (its directory {parent} is read-only)")
+    _check_directory(real, "its directory")
+    if backed_up:  # written beside the path, which may be a symlink from elsewhere
+        _check_directory(path, "its backup's directory")
 
 
 def _runnable(program: str) -> bool:
@@ -141,7 +153,7 @@ def plan(args: argparse.Namespace, env: dict[str, str]) -> list[Change]:
             continue  # nothing to remove from a file that does not exist
         change = Change(target.path, before, after)
         if change.changed:
-            _check_writable(target.path)
+            _check_writable(target.path, backed_up=before is not None)
             try:  # every new text is known to be writable before the first file is written
                 after.encode("utf-8")
             except UnicodeEncodeError as exc:
@@ -162,17 +174,47 @@ def _backup_path(path: Path, stamp: str) -> Path:
 
 
 def _back_up(path: Path, stamp: str) -> Path:
-    """A private copy (0600 whatever the file's mode: ~/.claude.json may hold credentials)."""
+    """A private copy (0600 whatever the file's mode: ~/.claude.json may hold credentials); a
+    copy cut short (a full disk) is not left behind."""
     backup = _backup_path(path, stamp)
     descriptor = os.open(backup, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(descriptor, "wb") as handle:
-        handle.write(path.read_bytes())
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(path.read_bytes())
+    except BaseException:
+        backup.unlink(missing_ok=True)
+        raise
     return backup
 
 
-def write(change: Change, stamp: str) -> Path | None:
+def _replace(real: Path, data: bytes, mode: int) -> None:
+    """`real` holds `data` afterwards, or (any failure) is as it was: a temporary copy beside it
+    is renamed over it."""
+    descriptor, temporary = tempfile.mkstemp(dir=real.parent, prefix=".orca-")
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(temporary, mode)
+        os.replace(temporary, real)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+@dataclass(frozen=True)
+class Written:
+    """What one write did, enough to undo it."""
+
+    change: Change
+    backup: Path | None  # None: the file is new
+    mode: int
+
+
+def write(change: Change, stamp: str) -> Written:
     """Back the file up, then replace it atomically (or remove it when nothing is left in it:
-    a JSON file that held only orca's entries); the backup's path (None: a new file).
+    a JSON file that held only orca's entries).
 
     A symlink (a dotfiles checkout, say) stays a symlink: the file it names is replaced."""
     real = Path(os.path.realpath(change.path))
@@ -185,21 +227,58 @@ def write(change: Change, stamp: str) -> Path | None:
         mode = real.stat().st_mode & 0o777
         if not after and not change.path.is_symlink():
             change.path.unlink()
-            return backup
+            return Written(change, backup, mode)
         if not after and change.path.suffix == ".json":
             after = "{}\n"  # a linked file is the user's: emptied, never deleted
-    descriptor, temporary = tempfile.mkstemp(dir=real.parent, prefix=".orca-")
     try:
-        with os.fdopen(descriptor, "wb") as handle:
-            handle.write(after.encode("utf-8"))
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(temporary, mode)
-        os.replace(temporary, real)
+        _replace(real, after.encode("utf-8"), mode)
     except BaseException:
-        Path(temporary).unlink(missing_ok=True)
+        if backup is not None:  # the file is as it was: its copy would only mislead
+            backup.unlink(missing_ok=True)
         raise
-    return backup
+    return Written(change, backup, mode)
+
+
+def _undo(written: Written) -> None:
+    """The file as it was before `write`: its backup put back atomically, or a new file gone."""
+    real = Path(os.path.realpath(written.change.path))
+    if written.backup is None:
+        real.unlink(missing_ok=True)
+    else:
+        _replace(real, written.backup.read_bytes(), written.mode)
+        written.backup.unlink()
+
+
+def _undo_all(done: list[Written]) -> list[str]:
+    """Every file written so far put back, last first; what could not be, as advice."""
+    left = []
+    for written in reversed(done):
+        try:
+            _undo(written)
+        except OSError as exc:
+            saved = written.backup or "nothing (it was new)"
+            left.append(f"{written.change.path} ({exc.strerror or exc}; its backup: {saved})")
+    return left
+
+
+def write_all(pending: list[Change], stamp: str) -> list[Written]:
+    """All the changes, or (a write fails anyway: a full disk) none: those already made are put
+    back from their backups, and the error names the file that failed and why."""
+    done: list[Written] = []
+    for change in pending:
+        try:
+            done.append(write(change, stamp))
+        except OSError as exc:
+            left = _undo_all(done)
+            outcome = (
+                f"these could not be put back: {'; '.join(left)}"
+                if left
+                else "nothing was changed (files already written were put back)"
+            )
+            raise CommandError(
+                f"{change.path} could not be written ({exc.strerror or exc}); {outcome}"
+            ) from None
+    return done
 
 
 def run_integrate(args: argparse.Namespace) -> int:
@@ -224,10 +303,10 @@ def run_integrate(args: argparse.Namespace) -> int:
             print("nothing to change")
         return EXIT_OK
     stamp = time.strftime("%Y%m%dT%H%M%S")
-    report = []
-    for change in pending:
-        backup = write(change, stamp)
-        report.append({"path": str(change.path), "backup": str(backup) if backup else None})
+    report = [
+        {"path": str(done.change.path), "backup": str(done.backup) if done.backup else None}
+        for done in write_all(pending, stamp)
+    ]
     if args.json:
         print_json(
             {"agent": args.agent, "removed": args.remove, "dry_run": False, "changed": report}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import subprocess
 import sys
 import time
@@ -557,3 +558,58 @@ def test_an_orcactl_that_is_not_there_is_never_registered(
     gone.unlink()
     found, connected, detail = agent_status("claude-code", orca_env.env)
     assert (found, connected) == (True, False) and str(gone) in detail
+
+
+def test_a_symlink_in_a_read_only_directory_changes_nothing(orca_env: OrcaEnv) -> None:
+    # The file a symlink names is writable, but its backup goes beside the symlink.
+    dotfiles = orca_env.root / "dotfiles"
+    dotfiles.mkdir()
+    target = dotfiles / "claude-settings.json"
+    target.write_text(json.dumps(CLAUDE_SETTINGS))
+    claude = _home(orca_env) / ".claude"
+    claude.mkdir(parents=True)
+    (claude / "settings.json").symlink_to(target)
+    claude.chmod(0o555)
+    try:
+        run = _integrate(orca_env, "claude-code")
+    finally:
+        claude.chmod(0o755)
+    assert run.returncode == 1 and "Traceback" not in run.stderr
+    assert f"its backup's directory {claude} is read-only" in run.stderr
+    assert json.loads(target.read_text()) == CLAUDE_SETTINGS
+    assert sorted(p.name for p in claude.iterdir()) == ["settings.json"]
+    assert sorted(p.name for p in dotfiles.iterdir()) == ["claude-settings.json"]
+    assert not (_home(orca_env) / ".claude.json").exists()
+
+
+def test_a_write_that_fails_halfway_puts_back_the_files_already_written(
+    orca_env: OrcaEnv,
+) -> None:
+    settings_path = _home(orca_env) / ".claude" / "settings.json"
+    settings_path.parent.mkdir(parents=True)
+    settings_path.write_text(json.dumps(CLAUDE_SETTINGS))
+    claude_json = _home(orca_env) / ".claude.json"
+    claude_json.write_text(json.dumps({"projects": {"/src/app": {"notes": "x" * 20000}}}))
+    size = claude_json.stat().st_size
+    # No file may grow past the old ~/.claude.json (a full disk, as near as a process limit
+    # gets): its backup fits, settings.json is written, its new text does not fit.
+    limit = size + 16
+
+    def no_file_larger_than_the_limit() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    run = subprocess.run(
+        [ORCACTL, "integrate", "claude-code"],
+        capture_output=True,
+        text=True,
+        env=orca_env.env,
+        timeout=60,
+        preexec_fn=no_file_larger_than_the_limit,
+    )
+    assert run.returncode == 1 and "Traceback" not in run.stderr
+    assert f"{claude_json} could not be written (File too large)" in run.stderr
+    assert "nothing was changed" in run.stderr
+    assert json.loads(settings_path.read_text()) == CLAUDE_SETTINGS  # put back
+    assert claude_json.stat().st_size == size
+    assert sorted(p.name for p in settings_path.parent.iterdir()) == ["settings.json"]
+    assert sorted(p.name for p in claude_json.parent.iterdir()) == [".claude", ".claude.json"]
