@@ -1,8 +1,9 @@
 """What `orcactl integrate` writes into each agent's own configuration files, as pure edits:
 the text of a file in, its new text out. No file access here (orcactl.integrate does that).
 
-An entry is orca's when its command runs `<orcactl> hook <agent>` or its MCP server is named
-`orca`; everything else in a file is kept as it is (TOML comments included, through tomlkit).
+An entry is orca's when its command is one integrate writes (`<orcactl> hook <agent> <event>`,
+perhaps with `--socket PATH`) or its MCP server is named `orca`; everything else in a file is
+kept as it is (TOML comments included, through tomlkit).
 """
 
 from __future__ import annotations
@@ -91,18 +92,26 @@ def hook_command(orcactl: str, agent: str, event: str, socket: str | None = None
     return f"{command} --socket {shlex.quote(socket)}" if socket else command
 
 
-def _is_ours(command: object, agent: str) -> bool:
-    """A command that runs `<orcactl> hook <agent> ...`, whatever the program is called (a
-    wrapper given with --orcactl), or that names orcactl (`python -m orcactl hook ...`)."""
+def _hook_event(command: object, agent: str) -> str | None:
+    """The event of a command integrate wrote for `agent` (None: not orca's). Exactly that
+    shape: a program (whatever it is called: a wrapper given with --orcactl), `hook AGENT
+    EVENT`, then nothing or `--socket PATH`. A user's own command that runs orcactl among
+    other things (`bash -c 'orcactl hook ...; audit.sh'`) is the user's."""
     if not isinstance(command, str):
-        return False
+        return None
     try:
         words = shlex.split(command)
     except ValueError:  # unbalanced quotes: not a command integrate wrote
-        return False
-    if words[1:3] == ["hook", agent]:
-        return True
-    return f" hook {agent} " in f"{command} " and "orcactl" in command
+        return None
+    if len(words) not in (4, 6) or words[1:3] != ["hook", agent] or not words[3].isalpha():
+        return None
+    if len(words) == 6 and words[4] != "--socket":
+        return None
+    return words[3]
+
+
+def _is_ours(command: object, agent: str) -> bool:
+    return _hook_event(command, agent) is not None
 
 
 def _load_json(text: str, path: Path) -> dict[str, Any]:
@@ -153,7 +162,8 @@ def edit_hooks(
     text: str, path: Path, agent: str, orcactl: str, socket: str | None = None, *, remove: bool
 ) -> str:
     """settings.json (Claude Code) or hooks.json (Codex): our hook groups out, then back in,
-    each with `--socket` when one is given."""
+    each with `--socket` when one is given. Adding leaves orca's hooks on other events (one the
+    user added for `StopFailure`, say) alone; removing takes out all of orca's."""
     data = _load_json(text, path)
     hooks = data.get("hooks", {})
     if not isinstance(hooks, dict):
@@ -163,7 +173,7 @@ def edit_hooks(
     emptied: set[str] = set()
     for event in list(hooks):
         groups = hooks[event]
-        if not isinstance(groups, list):
+        if not isinstance(groups, list) or not (remove or event in events):
             continue
         kept: list[Any] = []
         for group in groups:
@@ -580,10 +590,7 @@ def missing_entries(text: str, path: Path, kind: str, agent: str) -> list[str]:
                 for handler in group["hooks"]
                 if isinstance(handler, dict)
             ]
-            if not any(  # the event, then nothing or the options (`--socket PATH`)
-                _is_ours(command, agent) and f" hook {agent} {event} " in f"{command} "
-                for command in commands
-            ):
+            if not any(_hook_event(command, agent) == event for command in commands):
                 missing.append(f"{event} hook")
         return missing
     if kind == "claude-mcp":

@@ -613,3 +613,30 @@ def test_a_write_that_fails_halfway_puts_back_the_files_already_written(
     assert claude_json.stat().st_size == size
     assert sorted(p.name for p in settings_path.parent.iterdir()) == ["settings.json"]
     assert sorted(p.name for p in claude_json.parent.iterdir()) == [".claude", ".claude.json"]
+
+
+def test_only_the_hooks_integrate_writes_are_orcas(orca_env: OrcaEnv) -> None:
+    wrapper = "bash -c 'orcactl hook claude-code Stop >/dev/null; ~/bin/audit.sh'"
+    failure = {"hooks": [{"type": "command", "command": f"{ORCACTL} hook claude-code StopFailure"}]}
+    subagent = {
+        "hooks": [{"type": "command", "command": f"{ORCACTL} hook claude-code SubagentStop"}]
+    }
+    mine = {
+        "hooks": {
+            "Stop": [{"hooks": [{"type": "command", "command": wrapper}]}],
+            "StopFailure": [failure],  # events the hook handles, registered by the user
+            "SubagentStop": [subagent],
+        }
+    }
+    settings_path = _home(orca_env) / ".claude" / "settings.json"
+    settings_path.parent.mkdir(parents=True)
+    settings_path.write_text(json.dumps(mine))
+    for _ in range(2):
+        assert _integrate(orca_env, "claude-code").returncode == 0
+        settings = json.loads(settings_path.read_text())
+        assert _commands(settings, "Stop") == [wrapper, f"{ORCACTL} hook claude-code Stop"]
+        assert settings["hooks"]["StopFailure"] == [failure]
+        assert settings["hooks"]["SubagentStop"] == [subagent]
+    assert _integrate(orca_env, "claude-code", "--remove").returncode == 0
+    removed = json.loads(settings_path.read_text())
+    assert removed == {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": wrapper}]}]}}
