@@ -11,7 +11,9 @@ import difflib
 import os
 import stat
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from orcactl.agent_configs import Unparseable
@@ -115,9 +117,9 @@ def _back_up(path: Path, stamp: str) -> Path:
     return backup
 
 
-def _replace(real: Path, data: bytes, mode: int) -> None:
+def _replace(real: Path, data: bytes, mode: int, check: Callable[[], None] = lambda: None) -> None:
     """`real` holds `data` afterwards, or (any failure) is as it was: a temporary copy beside it
-    is renamed over it."""
+    is renamed over it, after `check` (last thing before the rename) passes."""
     descriptor, temporary = tempfile.mkstemp(dir=real.parent, prefix=".orca-")
     try:
         with os.fdopen(descriptor, "wb") as handle:
@@ -125,10 +127,29 @@ def _replace(real: Path, data: bytes, mode: int) -> None:
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(temporary, mode)
+        check()
         os.replace(temporary, real)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+
+
+class ChangedMeanwhile(Exception):
+    """A file is no longer what integrate read: another program (the agent itself, rewriting
+    ~/.claude.json) wrote it in the meantime, and replacing it would lose that write."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(f"{path} was changed by another program while integrate was writing it")
+        self.path = path
+
+
+def _check_unchanged(change: Change) -> None:
+    try:
+        now: bytes | None = read_regular_file(change.path)
+    except FileNotFoundError:
+        now = None
+    if now != (None if change.before is None else change.before.encode("utf-8")):
+        raise ChangedMeanwhile(change.path)
 
 
 @dataclass(frozen=True)
@@ -142,24 +163,27 @@ class Written:
 
 def write(change: Change, stamp: str) -> Written:
     """Back the file up, then replace it atomically (or remove it when nothing is left in it:
-    a JSON file that held only orca's entries).
+    a JSON file that held only orca's entries), provided it still holds what was read.
 
     A symlink (a dotfiles checkout, say) stays a symlink: the file it names is replaced."""
     real = Path(os.path.realpath(change.path))
     real.parent.mkdir(parents=True, exist_ok=True)
+    unchanged = partial(_check_unchanged, change)
+    unchanged()
     backup = None
     mode = 0o600
     after = change.after
     if change.before is not None:
         backup = _back_up(change.path, stamp)
         mode = real.stat().st_mode & 0o777
-        if not after and not change.path.is_symlink():
-            change.path.unlink()
-            return Written(change, backup, mode)
-        if not after and change.path.suffix == ".json":
-            after = "{}\n"  # a linked file is the user's: emptied, never deleted
     try:
-        _replace(real, after.encode("utf-8"), mode)
+        if backup is not None and not after and not change.path.is_symlink():
+            unchanged()
+            change.path.unlink()
+        else:
+            if backup is not None and not after and change.path.suffix == ".json":
+                after = "{}\n"  # a linked file is the user's: emptied, never deleted
+            _replace(real, after.encode("utf-8"), mode, unchanged)
     except BaseException:
         if backup is not None:  # the file is as it was: its copy would only mislead
             backup.unlink(missing_ok=True)
@@ -189,21 +213,30 @@ def _undo_all(done: list[Written]) -> list[str]:
     return left
 
 
+def _reason(failure: Exception) -> str:
+    if isinstance(failure, ChangedMeanwhile):
+        return "another program changed it meanwhile"
+    return str(getattr(failure, "strerror", None) or failure)
+
+
 def write_all(pending: list[Change], stamp: str) -> list[Written]:
-    """All the changes, or (a write fails anyway: a full disk) none: those already made are put
-    back from their backups, and the error names the file that failed and why."""
+    """All the changes, or (a write fails anyway: a full disk; a file changed since it was read)
+    none: those already made are put back from their backups, and the error names the file that
+    failed and why."""
     done: list[Written] = []
     for change in pending:
         try:
             done.append(write(change, stamp))
-        except OSError as exc:
+        except (OSError, ChangedMeanwhile) as exc:
             left = _undo_all(done)
+            if isinstance(exc, ChangedMeanwhile) and not left:
+                raise  # nothing changed: the caller may read the files again and retry
             outcome = (
                 f"these could not be put back: {'; '.join(left)}"
                 if left
                 else "nothing was changed (files already written were put back)"
             )
             raise CommandError(
-                f"{change.path} could not be written ({exc.strerror or exc}); {outcome}"
+                f"{change.path} could not be written ({_reason(exc)}); {outcome}"
             ) from None
     return done

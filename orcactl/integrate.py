@@ -15,7 +15,14 @@ from pathlib import Path
 
 from orcactl import agent_configs
 from orcactl.agent_configs import Target, Unparseable
-from orcactl.agent_files import Change, check_writable, read_config, write_all
+from orcactl.agent_files import (
+    Change,
+    ChangedMeanwhile,
+    Written,
+    check_writable,
+    read_config,
+    write_all,
+)
 from orcactl.arguments import current_directory
 from orcactl.commands.doctor_faults import Finding
 from orcactl.connect import EXIT_OK, EXIT_USAGE, CommandError, print_json
@@ -87,16 +94,42 @@ def plan(args: argparse.Namespace, env: dict[str, str]) -> list[Change]:
     return changes
 
 
-def run_integrate(args: argparse.Namespace) -> int:
-    env = dict(os.environ)
+# Reads and writes of all the files while another program keeps writing one, before giving up.
+ATTEMPTS = 3
+
+
+def _pending(args: argparse.Namespace, env: dict[str, str]) -> list[Change]:
     try:
         changes = plan(args, env)
     except Unparseable as exc:
         raise CommandError(
             f"{exc}; nothing was changed. Fix or move that file and run again."
         ) from None
-    pending = [change for change in changes if change.changed]
+    return [change for change in changes if change.changed]
+
+
+def _apply(args: argparse.Namespace, env: dict[str, str]) -> list[Written]:
+    """Every change written. A file another program wrote after it was read is read again and
+    the change redone on what is there now; one that keeps changing is refused, nothing
+    changed, since replacing it would lose the other program's write."""
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    attempt = 1
+    while True:
+        try:
+            return write_all(_pending(args, env), stamp)
+        except ChangedMeanwhile as exc:
+            if attempt == ATTEMPTS:
+                raise CommandError(
+                    f"{exc} ({ATTEMPTS} times); nothing was changed. Close the program that "
+                    "writes it and run again."
+                ) from None
+            attempt += 1
+
+
+def run_integrate(args: argparse.Namespace) -> int:
+    env = dict(os.environ)
     if args.dry_run:
+        pending = _pending(args, env)
         if args.json:
             diffs = [{"path": str(change.path), "diff": change.diff()} for change in pending]
             print_json(
@@ -108,10 +141,9 @@ def run_integrate(args: argparse.Namespace) -> int:
         if not pending:
             print("nothing to change")
         return EXIT_OK
-    stamp = time.strftime("%Y%m%dT%H%M%S")
     report = [
         {"path": str(done.change.path), "backup": str(done.backup) if done.backup else None}
-        for done in write_all(pending, stamp)
+        for done in _apply(args, env)
     ]
     if args.json:
         print_json(
