@@ -223,6 +223,13 @@ def mcp_server(orcactl: str, socket: str | None, cwd: Path | None) -> dict[str, 
     return {"command": orcactl, "args": args}
 
 
+def _ours_updated(current: object, owned: dict[str, Any]) -> dict[str, Any]:
+    """orca's MCP entry with the keys integrate owns set, and every key the user added to it
+    (`env`, `timeout`) kept where it was."""
+    kept = current if isinstance(current, dict) else {}
+    return {**kept, **owned}
+
+
 def edit_claude_mcp(
     text: str, path: Path, orcactl: str, socket: str | None, cwd: Path | None, *, remove: bool
 ) -> str:
@@ -230,9 +237,13 @@ def edit_claude_mcp(
     servers = data.get("mcpServers", {})
     if not isinstance(servers, dict):
         raise Unparseable(f"{path}: `mcpServers` is not an object")
-    servers.pop(MCP_NAME, None)
-    if not remove:
-        servers[MCP_NAME] = {"type": "stdio", **mcp_server(orcactl, socket, cwd), "env": {}}
+    if remove:
+        servers.pop(MCP_NAME, None)
+    else:
+        servers[MCP_NAME] = _ours_updated(
+            servers.get(MCP_NAME), {"type": "stdio", **mcp_server(orcactl, socket, cwd)}
+        )
+        servers[MCP_NAME].setdefault("env", {})
     if servers:
         data["mcpServers"] = servers
     else:
@@ -390,16 +401,47 @@ def edit_codex_config(
     features = _table_of(data, "features", path)
     if remove:
         return _without_server(text, path)
-    wanted = mcp_server(orcactl, socket, cwd)
+    owned = mcp_server(orcactl, socket, cwd)
+    wanted = _ours_updated(servers.get(MCP_NAME), owned)
     if servers.get(MCP_NAME) == wanted and features.get("codex_hooks") is True:
         return text  # already there: not a byte changes
     newline = _newline(text)
+    added = _server_updated_in_place(text, data, owned, wanted)
+    if added is None:
+        added = _server_added(text, path, wanted, newline)
+    return _with_hooks_flag(added, data, features, path, newline)
+
+
+def _server_updated_in_place(
+    text: str, data: dict[str, Any], owned: dict[str, Any], wanted: dict[str, Any]
+) -> str | None:
+    """orca's existing server table with only the keys integrate owns set (the user's `env`
+    table, `timeout` and comments stay); None when there is none, or that changes a meaning."""
+    if not isinstance(data.get("mcp_servers", {}).get(MCP_NAME), dict):
+        return None
+    expected = copy.deepcopy(data)
+    expected["mcp_servers"][MCP_NAME] = wanted
+
+    def set_owned_keys() -> str:
+        document = tomlkit.parse(text)
+        server = document["mcp_servers"][MCP_NAME]
+        for key, value in owned.items():
+            server[key] = value
+        return document.as_string()
+
+    return _faithful(text, [set_owned_keys], expected)
+
+
+def _server_added(text: str, path: Path, wanted: dict[str, Any], newline: str) -> str:
+    """config.toml with orca's server taken out (if there) and `wanted` added as a table."""
     text = _without_server(text, path)
     data = tomllib.loads(text)
-
     expected = copy.deepcopy(data)
     expected.setdefault("mcp_servers", {})[MCP_NAME] = wanted
-    values = [f"{key} = {tomlkit.item(value).as_string()}" for key, value in wanted.items()]
+
+    def server_table() -> str:
+        values = [f"{key} = {tomlkit.item(value).as_string()}" for key, value in wanted.items()]
+        return _append(text, [f"[mcp_servers.{MCP_NAME}]", *values], newline)
 
     def inline_server() -> str:
         document = tomlkit.parse(text)
@@ -410,7 +452,7 @@ def edit_codex_config(
 
     added = _faithful(
         text,
-        [lambda: _append(text, [f"[mcp_servers.{MCP_NAME}]", *values], newline), inline_server],
+        [server_table, inline_server],
         expected,
     )
     if added is None:
@@ -418,9 +460,16 @@ def edit_codex_config(
             f"{path}: orca's MCP server cannot be added without changing what the rest of the "
             f"file means; add `[mcp_servers.{MCP_NAME}]` by hand"
         )
+    return added
+
+
+def _with_hooks_flag(
+    text: str, data: dict[str, Any], features: dict[str, Any], path: Path, newline: str
+) -> str:
+    """`features.codex_hooks = true` added where it keeps every other key's meaning."""
     if features.get("codex_hooks") is True:
-        return added
-    text, expected = added, copy.deepcopy(expected)
+        return text
+    expected = tomllib.loads(text)
     expected.setdefault("features", {})["codex_hooks"] = True  # hooks are behind this flag
     lines = text.splitlines(keepends=True)
     headers = [i for i, line in enumerate(lines) if _FEATURES_HEADER.fullmatch(line)]

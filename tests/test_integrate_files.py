@@ -331,3 +331,54 @@ def test_an_older_codex_extractor_is_upgraded_and_removable() -> None:
         "-",
     ]
     assert agent_configs.edit_orca_config(older, orca_path, "codex", remove=True) == ""
+
+
+@pytest.mark.daemon
+def test_what_the_user_added_to_orcas_mcp_entry_is_kept(orca_env: OrcaEnv) -> None:
+    codex_home = orca_env.root / "codex-home"
+    codex_home.mkdir()
+    config = codex_home / "config.toml"
+    config.write_text(
+        '[mcp_servers.orca]\ncommand = "/old/orcactl"\nargs = ["mcp"]\n'
+        "startup_timeout_sec = 30  # slow disk\n\n"
+        '[mcp_servers.orca.env]\nORCA_LOG = "debug"\n'
+    )
+    claude_json = _home(orca_env) / ".claude.json"
+    claude_json.write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "orca": {
+                        "type": "stdio",
+                        "command": "/old/orcactl",
+                        "args": ["mcp"],
+                        "env": {"ORCA_LOG": "debug"},
+                        "timeout": 30000,
+                    },
+                    "github": {"command": "github-mcp"},
+                }
+            }
+        )
+    )
+    env = {"CODEX_HOME": str(codex_home)}
+    for _ in range(2):
+        for agent in ("codex", "claude-code"):
+            run = _integrate(orca_env, agent, env=env)
+            assert run.returncode == 0, run.stderr
+        codex = tomllib.loads(config.read_text())["mcp_servers"]["orca"]
+        assert codex == {
+            "command": ORCACTL,
+            "args": ["mcp", "--socket", str(orca_env.socket)],
+            "startup_timeout_sec": 30,
+            "env": {"ORCA_LOG": "debug"},
+        }
+        assert "# slow disk" in config.read_text()
+        servers = json.loads(claude_json.read_text())["mcpServers"]
+        assert list(servers) == ["orca", "github"]
+        assert servers["orca"] == {
+            "type": "stdio",
+            "command": ORCACTL,
+            "args": ["mcp", "--socket", str(orca_env.socket)],
+            "env": {"ORCA_LOG": "debug"},
+            "timeout": 30000,
+        }
