@@ -125,6 +125,10 @@ def _load_json(text: str, path: Path) -> dict[str, Any]:
         )
     except ValueError as exc:
         raise Unparseable(f"{path} is not valid JSON ({exc})") from None
+    except RecursionError:  # Python's reader recurses once per level, to ~1000 levels
+        raise Unparseable(
+            f"{path} is not JSON orca can read (arrays or objects nested too deeply)"
+        ) from None
     if not isinstance(data, dict):
         raise Unparseable(f"{path} does not hold a JSON object")
     return data

@@ -9,6 +9,7 @@ import copy
 import json
 import os
 import stat
+import subprocess
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -382,3 +383,30 @@ def test_what_the_user_added_to_orcas_mcp_entry_is_kept(orca_env: OrcaEnv) -> No
             "env": {"ORCA_LOG": "debug"},
             "timeout": 30000,
         }
+
+
+@pytest.mark.daemon
+def test_json_nested_too_deeply_is_refused_naming_the_file(orca_env: OrcaEnv) -> None:
+    settings = _home(orca_env) / ".claude" / "settings.json"
+    settings.parent.mkdir(parents=True)
+    deep = '{"a": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    settings.write_text(deep)
+    run = _integrate(orca_env, "claude-code")
+    assert run.returncode == 1 and "Traceback" not in run.stderr
+    assert (
+        f"{settings} is not JSON orca can read" in run.stderr and "nested too deeply" in run.stderr
+    )
+    assert settings.read_text() == deep
+    assert sorted(p.name for p in settings.parent.iterdir()) == ["settings.json"]
+    assert not (_home(orca_env) / ".claude.json").exists()
+    doctor = subprocess.run(
+        [ORCACTL, "--no-start", "doctor", "--json"],
+        capture_output=True,
+        text=True,
+        env={**orca_env.env, "PATH": "/usr/bin:/bin"},
+        timeout=60,
+    )
+    assert "Traceback" not in doctor.stderr
+    agents = [f for f in json.loads(doctor.stdout)["findings"] if f["check"] == "agents"]
+    assert agents[0]["status"] == "problem" and str(settings) in agents[0]["detail"]
+    assert "nested too deeply" in agents[0]["detail"]
