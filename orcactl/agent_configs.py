@@ -1,5 +1,6 @@
 """What `orcactl integrate` writes into each agent's own configuration files, as pure edits:
-the text of a file in, its new text out. No file access here (orcactl.integrate does that).
+the text of a file in, its new text out. No file access here (orcactl.integrate does that);
+the TOML files' edits are in orcactl.toml_edits.
 
 An entry is orca's when its command is one integrate writes (`<orcactl> hook <agent> <event>`,
 perhaps with `--socket PATH`) or its MCP server is named `orca`; everything else in a file is
@@ -8,21 +9,16 @@ kept as it is (TOML comments included, through tomlkit).
 
 from __future__ import annotations
 
-import copy
 import json
 import math
 import os
 import re
 import shlex
 import tomllib
-from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
-
-import tomlkit
-import tomlkit.exceptions
 
 AGENTS = ("claude-code", "codex")
 MCP_NAME = "orca"
@@ -227,7 +223,7 @@ def mcp_server(orcactl: str, socket: str | None, cwd: Path | None) -> dict[str, 
     return {"command": orcactl, "args": args}
 
 
-def _ours_updated(current: object, owned: dict[str, Any]) -> dict[str, Any]:
+def updated_mcp_entry(current: object, owned: dict[str, Any]) -> dict[str, Any]:
     """orca's MCP entry with the keys integrate owns set, and every key the user added to it
     (`env`, `timeout`) kept where it was."""
     kept = current if isinstance(current, dict) else {}
@@ -244,7 +240,7 @@ def edit_claude_mcp(
     if remove:
         servers.pop(MCP_NAME, None)
     else:
-        servers[MCP_NAME] = _ours_updated(
+        servers[MCP_NAME] = updated_mcp_entry(
             servers.get(MCP_NAME), {"type": "stdio", **mcp_server(orcactl, socket, cwd)}
         )
         servers[MCP_NAME].setdefault("env", {})
@@ -255,328 +251,12 @@ def edit_claude_mcp(
     return _dump_json(data)
 
 
-def _load_toml(text: str, path: Path) -> tomlkit.TOMLDocument:
-    try:
-        return tomlkit.parse(text)
-    except tomlkit.exceptions.TOMLKitError as exc:
-        raise Unparseable(f"{path} is not valid TOML ({exc})") from None
-
-
-def _meaning(text: str, path: Path) -> dict[str, Any]:
+def toml_meaning(text: str, path: Path) -> dict[str, Any]:
     """What a TOML file says, as the agent's own parser reads it."""
     try:
         return tomllib.loads(text)
     except (tomllib.TOMLDecodeError, ValueError) as exc:
         raise Unparseable(f"{path} is not valid TOML ({exc})") from None
-
-
-def _newline(text: str) -> str:
-    """The file's own line ending (its first one), for every line orca adds."""
-    first = text.find("\n")
-    return "\r\n" if first > 0 and text[first - 1] == "\r" else "\n"
-
-
-def _lone_newlines(text: str) -> int:
-    return text.count("\n") - text.count("\r\n")
-
-
-def _tidy(text: str, newline: str = "\n") -> str:
-    """No trailing blank lines left behind by a removed table."""
-    return text.rstrip("\r\n") + newline if text.strip() else ""
-
-
-def _table(document: Any, key: str, path: Path) -> Any:
-    if key not in document:
-        document[key] = tomlkit.table()
-    table = document[key]
-    if not isinstance(table, dict):
-        raise Unparseable(f"{path}: `{key}` is not a table")
-    return table
-
-
-def _comparable(value: Any) -> Any:
-    """tomllib's data with NaN made equal to itself, so `x = nan` does not read as a change."""
-    if isinstance(value, dict):
-        return {key: _comparable(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_comparable(item) for item in value]
-    if isinstance(value, float) and math.isnan(value):
-        return ("nan",)
-    return value
-
-
-def _faithful(
-    text: str, candidates: Iterable[Callable[[], str]], expected: dict[str, Any]
-) -> str | None:
-    """The first candidate text that means exactly `expected` (and adds no line ending of another
-    kind); None when none does. A candidate that tomlkit cannot even build is skipped: every edit is
-    judged by what it means, never trusted for how it was made."""
-    newline = _newline(text)
-    for candidate in candidates:
-        try:
-            result = candidate()
-            if newline == "\r\n" and not _lone_newlines(text):
-                result = re.sub(r"(?<!\r)\n", "\r\n", result)  # what tomlkit added
-            meaning = tomllib.loads(result)
-        except Exception:  # noqa: S112 - tomlkit raises ValueError, KeyError, its own errors
-            continue
-        if _comparable(meaning) != _comparable(expected):
-            continue
-        if newline == "\r\n" and _lone_newlines(result) != _lone_newlines(text):
-            continue
-        return result
-    return None
-
-
-def _append(text: str, block: list[str], newline: str) -> str:
-    """A block of lines at the end of the file, after a blank line."""
-    if text.strip():
-        text = text if text.endswith("\n") else text + newline
-        text += newline
-    else:
-        text = ""
-    return text + "".join(line + newline for line in block)
-
-
-def _insert_after(text: str, index: int, line: str, newline: str) -> str:
-    """`line` after the file's line `index` (-1: as its first line)."""
-    lines = text.splitlines(keepends=True)
-    if index >= 0 and not lines[index].endswith("\n"):
-        lines[index] += newline
-    lines.insert(index + 1, line + newline)
-    return "".join(lines)
-
-
-def _table_of(data: dict[str, Any], key: str, path: Path) -> dict[str, Any]:
-    table = data.get(key, {})
-    if not isinstance(table, dict):
-        raise Unparseable(f"{path}: `{key}` is not a table")
-    return table
-
-
-def _without_server(text: str, path: Path) -> str:
-    """config.toml without orca's MCP server, everything else meaning what it meant."""
-    data = _meaning(text, path)
-    servers = _table_of(data, "mcp_servers", path)
-    if MCP_NAME not in servers:
-        return text
-    expected = copy.deepcopy(data)
-    del expected["mcp_servers"][MCP_NAME]
-    if not expected["mcp_servers"]:
-        del expected["mcp_servers"]
-
-    def by_tomlkit(drop_empty: bool) -> str:
-        document = tomlkit.parse(text)
-        table = document["mcp_servers"]
-        del table[MCP_NAME]
-        if drop_empty and not table:
-            del document["mcp_servers"]
-        return _tidy(document.as_string(), _newline(text))
-
-    kept = copy.deepcopy(expected)
-    kept.setdefault("mcp_servers", {})
-    result = _faithful(text, [lambda: by_tomlkit(True)], expected)
-    if result is None:
-        result = _faithful(text, [lambda: by_tomlkit(False)], kept)
-    if result is None:
-        raise Unparseable(
-            f"{path}: orca's `mcp_servers.{MCP_NAME}` cannot be taken out without changing what "
-            "the rest of the file means; take it out by hand"
-        )
-    return result
-
-
-_FEATURES_HEADER = re.compile(r"[ \t]*\[[ \t]*features[ \t]*\][ \t]*(#.*)?\r?\n?")
-_FEATURES_DOTTED = re.compile(r"[ \t]*features[ \t]*\.")
-
-
-def edit_codex_config(
-    text: str, path: Path, orcactl: str, socket: str | None, cwd: Path | None, *, remove: bool
-) -> str:
-    """config.toml: [mcp_servers.orca], and [features] codex_hooks = true for the hooks.
-
-    Every edit is checked against what the file means to a TOML parser: each of the user's keys
-    keeps its value and its table (a `[table]` header added after dotted keys would capture the
-    keys below it), or the file is refused, unchanged. Lines orca adds use the file's own line
-    ending."""
-    _load_toml(text, path)
-    data = _meaning(text, path)
-    servers = _table_of(data, "mcp_servers", path)
-    features = _table_of(data, "features", path)
-    if remove:
-        return _without_server(text, path)
-    owned = mcp_server(orcactl, socket, cwd)
-    wanted = _ours_updated(servers.get(MCP_NAME), owned)
-    if servers.get(MCP_NAME) == wanted and features.get("codex_hooks") is True:
-        return text  # already there: not a byte changes
-    newline = _newline(text)
-    added = _server_updated_in_place(text, data, owned, wanted)
-    if added is None:
-        added = _server_added(text, path, wanted, newline)
-    return _with_hooks_flag(added, data, features, path, newline)
-
-
-def _server_updated_in_place(
-    text: str, data: dict[str, Any], owned: dict[str, Any], wanted: dict[str, Any]
-) -> str | None:
-    """orca's existing server table with only the keys integrate owns set (the user's `env`
-    table, `timeout` and comments stay); None when there is none, or that changes a meaning."""
-    if not isinstance(data.get("mcp_servers", {}).get(MCP_NAME), dict):
-        return None
-    expected = copy.deepcopy(data)
-    expected["mcp_servers"][MCP_NAME] = wanted
-
-    def set_owned_keys() -> str:
-        document = tomlkit.parse(text)
-        server = document["mcp_servers"][MCP_NAME]
-        for key, value in owned.items():
-            server[key] = value
-        return document.as_string()
-
-    return _faithful(text, [set_owned_keys], expected)
-
-
-def _server_added(text: str, path: Path, wanted: dict[str, Any], newline: str) -> str:
-    """config.toml with orca's server taken out (if there) and `wanted` added as a table."""
-    text = _without_server(text, path)
-    data = tomllib.loads(text)
-    expected = copy.deepcopy(data)
-    expected.setdefault("mcp_servers", {})[MCP_NAME] = wanted
-
-    def server_table() -> str:
-        values = [f"{key} = {tomlkit.item(value).as_string()}" for key, value in wanted.items()]
-        return _append(text, [f"[mcp_servers.{MCP_NAME}]", *values], newline)
-
-    def inline_server() -> str:
-        document = tomlkit.parse(text)
-        server = tomlkit.inline_table()
-        server.update(wanted)
-        document["mcp_servers"][MCP_NAME] = server
-        return document.as_string()
-
-    added = _faithful(
-        text,
-        [server_table, inline_server],
-        expected,
-    )
-    if added is None:
-        raise Unparseable(
-            f"{path}: orca's MCP server cannot be added without changing what the rest of the "
-            f"file means; add `[mcp_servers.{MCP_NAME}]` by hand"
-        )
-    return added
-
-
-def _with_hooks_flag(
-    text: str, data: dict[str, Any], features: dict[str, Any], path: Path, newline: str
-) -> str:
-    """`features.codex_hooks = true` added where it keeps every other key's meaning."""
-    if features.get("codex_hooks") is True:
-        return text
-    expected = tomllib.loads(text)
-    expected.setdefault("features", {})["codex_hooks"] = True  # hooks are behind this flag
-    lines = text.splitlines(keepends=True)
-    headers = [i for i, line in enumerate(lines) if _FEATURES_HEADER.fullmatch(line)]
-    dotted = [i for i, line in enumerate(lines) if _FEATURES_DOTTED.match(line)]
-
-    def by_tomlkit() -> str:
-        document = tomlkit.parse(text)
-        if "features" not in document:
-            document["features"] = tomlkit.table()
-        document["features"]["codex_hooks"] = True
-        return document.as_string()
-
-    candidates: list[Callable[[], str]] = []
-    if "features" not in data:
-        candidates.append(lambda: _append(text, ["[features]", "codex_hooks = true"], newline))
-    candidates += [partial(_insert_after, text, i, "codex_hooks = true", newline) for i in headers]
-    candidates += [
-        partial(_insert_after, text, i, "features.codex_hooks = true", newline)
-        for i in reversed(dotted)
-    ]
-    candidates += [
-        lambda: _append(text, ["[features]", "codex_hooks = true"], newline),
-        by_tomlkit,
-        lambda: _insert_after(text, -1, "features.codex_hooks = true", newline),
-    ]
-    result = _faithful(text, candidates, expected)
-    if result is None:
-        raise Unparseable(
-            f"{path}: `features.codex_hooks = true` cannot be added without changing what the "
-            "rest of the file means; add it by hand"
-        )
-    return result
-
-
-def edit_orca_config(text: str, path: Path, agent: str, *, remove: bool) -> str:
-    """orca's config.toml: the agent's own CLI as the `command` extraction provider (each edit
-    checked against what the file means, as in edit_codex_config)."""
-    _load_toml(text, path)
-    data = _meaning(text, path)
-    argv = EXTRACTOR_ARGV[agent]
-    extraction = _table_of(data, "extraction", path)
-    command = extraction.get("command")
-    ours = isinstance(command, dict) and list(command.get("argv", [])) in [
-        argv,
-        *OLDER_EXTRACTOR_ARGV[agent],
-    ]
-    expected = copy.deepcopy(data)
-    if remove:
-        if not ours:
-            return text
-        table = expected["extraction"]
-        del table["command"]
-        if table.get("provider") == "command":
-            del table["provider"]
-        if not table:
-            del expected["extraction"]
-
-        def taken_out() -> str:
-            document = tomlkit.parse(text)
-            table = document["extraction"]
-            del table["command"]
-            if table.get("provider") == "command":
-                del table["provider"]
-            if not table:
-                del document["extraction"]
-            return _tidy(document.as_string(), _newline(text))
-
-        candidates = [taken_out]
-    else:
-        if extraction.get("provider") == "command" and command == {"argv": argv}:
-            return text  # already there: not a byte changes
-        table = expected.setdefault("extraction", {})
-        table["provider"] = "command"
-        table["command"] = {"argv": argv}
-        newline = _newline(text)
-        block = [
-            "[extraction]",
-            'provider = "command"',
-            "",
-            "[extraction.command]",
-            f"argv = {tomlkit.item(argv).as_string()}",
-        ]
-
-        def put_in(inline: bool) -> str:
-            document = tomlkit.parse(text)
-            table = _table(document, "extraction", path)
-            table["provider"] = "command"
-            command = tomlkit.inline_table() if inline else tomlkit.table()
-            command["argv"] = argv
-            table["command"] = command
-            return document.as_string()
-
-        candidates = [lambda: put_in(False), lambda: put_in(True)]
-        if "extraction" not in data:
-            candidates.insert(0, lambda: _append(text, block, newline))
-    result = _faithful(text, candidates, expected)
-    if result is None:
-        raise Unparseable(
-            f"{path}: the `[extraction]` settings cannot be "
-            f"{'taken out' if remove else 'written'} without changing what the rest of the "
-            "file means; edit them by hand"
-        )
-    return result
 
 
 def orcactl_path(env: dict[str, str], argv0: str, executable: str) -> str:
@@ -620,7 +300,7 @@ def registered_programs(text: str, path: Path, kind: str, agent: str) -> list[st
     if kind == "claude-mcp":
         servers = _load_json(text, path).get("mcpServers")
     else:
-        servers = _meaning(text, path).get("mcp_servers")
+        servers = toml_meaning(text, path).get("mcp_servers")
     server = servers.get(MCP_NAME) if isinstance(servers, dict) else None
     command = server.get("command") if isinstance(server, dict) else None
     return [command] if isinstance(command, str) and command else []
@@ -649,7 +329,7 @@ def missing_entries(text: str, path: Path, kind: str, agent: str) -> list[str]:
     if kind == "claude-mcp":
         servers = _load_json(text, path).get("mcpServers")
         return [] if isinstance(servers, dict) and MCP_NAME in servers else ["MCP server"]
-    data = _meaning(text, path)
+    data = toml_meaning(text, path)
     servers, features = data.get("mcp_servers"), data.get("features")
     missing = [] if isinstance(servers, dict) and MCP_NAME in servers else ["MCP server"]
     if not (isinstance(features, dict) and features.get("codex_hooks") is True):

@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from orcactl import agent_configs
+from orcactl import agent_configs, toml_edits
 from orcactl.agent_configs import Target, Unparseable
 from orcactl.agent_files import (
     Change,
@@ -74,11 +74,11 @@ def plan(args: argparse.Namespace, env: dict[str, str]) -> list[Change]:
                 text, target.path, orcactl, socket, project, remove=remove
             )
         elif target.kind == "codex-config":
-            after = agent_configs.edit_codex_config(
+            after = toml_edits.edit_codex_config(
                 text, target.path, orcactl, socket, project, remove=remove
             )
         else:
-            after = agent_configs.edit_orca_config(text, target.path, args.agent, remove=remove)
+            after = toml_edits.edit_orca_config(text, target.path, args.agent, remove=remove)
         if before is None and not after:
             continue  # nothing to remove from a file that does not exist
         change = Change(target.path, before, after)

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from orcactl import agent_configs
+from orcactl import agent_configs, toml_edits
 from orcactl.agent_configs import Unparseable
 from tests.harness import OrcaEnv
 from tests.hook_helpers import ORCACTL
@@ -69,7 +69,7 @@ def _without_orca(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def _edit(text: str, *, remove: bool = False) -> str:
-    return agent_configs.edit_codex_config(text, PATH, ORCA, None, None, remove=remove)
+    return toml_edits.edit_codex_config(text, PATH, ORCA, None, None, remove=remove)
 
 
 def _lone_newlines(text: str) -> int:
@@ -181,7 +181,7 @@ def test_an_inline_server_table_gets_orca_inline(orca_env: OrcaEnv) -> None:
 def test_orca_config_keeps_the_meaning_of_every_user_key(text: str) -> None:
     orca_path = Path("/home/u/.orca/config.toml")
     before = tomllib.loads(text)
-    first = agent_configs.edit_orca_config(text, orca_path, "codex", remove=False)
+    first = toml_edits.edit_orca_config(text, orca_path, "codex", remove=False)
     after = tomllib.loads(first)
     extraction = after.pop("extraction")
     assert extraction.pop("provider") == "command"
@@ -189,10 +189,10 @@ def test_orca_config_keeps_the_meaning_of_every_user_key(text: str) -> None:
     if extraction:
         after["extraction"] = extraction
     assert after == before
-    assert agent_configs.edit_orca_config(first, orca_path, "codex", remove=False) == first
+    assert toml_edits.edit_orca_config(first, orca_path, "codex", remove=False) == first
     if "\r\n" in text:
         assert _lone_newlines(first) == 0
-    removed = agent_configs.edit_orca_config(first, orca_path, "codex", remove=True)
+    removed = toml_edits.edit_orca_config(first, orca_path, "codex", remove=True)
     assert tomllib.loads(removed) == before
 
 
@@ -324,14 +324,14 @@ def test_an_older_codex_extractor_is_upgraded_and_removable() -> None:
     orca_path = Path("/home/u/.orca/config.toml")
     older = '[extraction]\nprovider = "command"\n'
     older += '[extraction.command]\nargv = ["codex", "exec", "-"]\n'
-    upgraded = agent_configs.edit_orca_config(older, orca_path, "codex", remove=False)
+    upgraded = toml_edits.edit_orca_config(older, orca_path, "codex", remove=False)
     assert tomllib.loads(upgraded)["extraction"]["command"]["argv"] == [
         "codex",
         "exec",
         "--skip-git-repo-check",
         "-",
     ]
-    assert agent_configs.edit_orca_config(older, orca_path, "codex", remove=True) == ""
+    assert toml_edits.edit_orca_config(older, orca_path, "codex", remove=True) == ""
 
 
 @pytest.mark.daemon
