@@ -14,22 +14,43 @@ class Workspace:
     root: str
 
 
+# Of a cwd quoted in an error, at most this many characters: a client may send a huge one.
+QUOTED_CWD_MAX_CHARS = 200
+
+
+def quoted_cwd(cwd: str) -> str:
+    """The cwd as an error message quotes it, its start only when it is long."""
+    if len(cwd) <= QUOTED_CWD_MAX_CHARS:
+        return repr(cwd)
+    return f"{cwd[:QUOTED_CWD_MAX_CHARS]!r}... ({len(cwd)} characters)"
+
+
 def canonical_directory(cwd: str) -> Path:
-    """The real path of an absolute, existing directory; ValueError otherwise."""
+    """The real path of an absolute, existing directory; ValueError otherwise, also for one
+    that cannot be looked up (too long, not searchable): that is the client's cwd, not a bug."""
     path = Path(cwd)
     if not path.is_absolute():
-        raise ValueError(f"cwd must be an absolute path, got {cwd!r}")
-    real = Path(os.path.realpath(path))
-    if not real.is_dir():
-        raise ValueError(f"cwd {cwd!r} is not an existing directory")
+        raise ValueError(f"cwd must be an absolute path, got {quoted_cwd(cwd)}")
+    try:
+        real = Path(os.path.realpath(path))
+        is_directory = real.is_dir()
+    except OSError as exc:
+        raise ValueError(f"cwd {quoted_cwd(cwd)} cannot be looked up: {exc.strerror}") from exc
+    if not is_directory:
+        raise ValueError(f"cwd {quoted_cwd(cwd)} is not an existing directory")
     return real
 
 
 def git_top_level(directory: Path) -> Path | None:
-    """The nearest enclosing directory with a `.git` entry (a directory, or a worktree's file)."""
+    """The nearest enclosing directory with a `.git` entry (a directory, or a worktree's file).
+    ValueError when one cannot be looked for: guessing past it could pick the wrong workspace."""
     for candidate in (directory, *directory.parents):
-        if (candidate / ".git").exists():
-            return candidate
+        try:
+            if (candidate / ".git").exists():
+                return candidate
+        except OSError as exc:
+            shown = quoted_cwd(str(candidate))
+            raise ValueError(f"cannot look for .git in {shown}: {exc.strerror}") from exc
     return None
 
 

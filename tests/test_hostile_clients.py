@@ -7,6 +7,7 @@ client on its own connection keeps getting answers throughout.
 from __future__ import annotations
 
 import json
+import os
 import random
 import socket
 import struct
@@ -234,6 +235,50 @@ def test_valid_json_numbers_out_of_range_are_refused_not_called_invalid_json(
 ) -> None:
     error = ask(started, line)["error"]
     assert (error["code"], error["data"]["kind"]) == (code, kind)
+    assert_alive(started)
+
+
+def directory_at_the_path_limit(parent: Path) -> str:
+    """A real directory whose path is so long that its `.git` cannot be looked for (the
+    kernel's 4095-byte bound), made one name at a time below `parent`."""
+    path = str(parent)
+    descriptor = os.open(path, os.O_DIRECTORY)
+    try:
+        while len(path) < 4091:
+            name = "d" * min(200, 4093 - len(path))
+            os.mkdir(name, dir_fd=descriptor)
+            inner = os.open(name, os.O_DIRECTORY, dir_fd=descriptor)
+            os.close(descriptor)
+            descriptor, path = inner, f"{path}/{name}"
+    finally:
+        os.close(descriptor)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("case", "problem"),
+    [
+        ("a path longer than the kernel takes", "File name too long"),
+        ("a name longer than the kernel takes", "File name too long"),
+        ("a directory too deep to look for .git in", "File name too long"),
+        ("a path through a regular file", "is not an existing directory"),
+    ],
+)
+def test_a_cwd_that_cannot_be_looked_up_is_a_bad_parameter_not_an_internal_error(
+    started: DaemonProcess, tmp_path: Path, case: str, problem: str
+) -> None:
+    (tmp_path / "file").write_text("")
+    cwd = {
+        "a path longer than the kernel takes": "/" + "a" * 5000,
+        "a name longer than the kernel takes": str(tmp_path / ("b" * 300)),
+        "a directory too deep to look for .git in": directory_at_the_path_limit(tmp_path),
+        "a path through a regular file": str(tmp_path / "file" / "inside"),
+    }[case]
+    request = {"jsonrpc": "2.0", "id": 1, "method": "session.open", "params": {"cwd": cwd}}
+    error = ask(started, json.dumps(request).encode())["error"]
+    assert (error["code"], error["data"]) == (-32602, {"kind": "invalid_params", "field": "cwd"})
+    assert problem in error["message"]
+    assert len(error["message"]) < 400  # the cwd is quoted by its start
     assert_alive(started)
 
 
