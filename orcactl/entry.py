@@ -7,14 +7,53 @@ from __future__ import annotations
 import os
 import sys
 
+# orcactl.main.GLOBAL_OPTIONS, which may come before a command (the hook runner takes them
+# too), and the other long options there, which an abbreviation must not match: argparse
+# takes any unique prefix.
+GLOBAL_OPTIONS = ("--socket", "--no-start", "--json")
+TOP_LEVEL_OPTIONS = (*GLOBAL_OPTIONS, "--help", "--version")
+
+
+def _global_option(item: str) -> str | None:
+    """The global option `item` names, in full or abbreviated as argparse takes it."""
+    name = item.partition("=")[0]
+    if len(name) < 3 or not name.startswith("--"):
+        return None
+    matches = [option for option in TOP_LEVEL_OPTIONS if option.startswith(name)]
+    if len(matches) == 1 and matches[0] in GLOBAL_OPTIONS:
+        return matches[0]
+    return None
+
+
+def hook_arguments(argv: list[str]) -> list[str] | None:
+    """The hook runner's arguments when `argv` is `[GLOBAL OPTIONS] hook ...`, else None. A
+    hook never goes through argparse, whose usage errors exit 2: the agents' "block"."""
+    leading: list[str] = []
+    index = 0
+    while index < len(argv):
+        item = argv[index]
+        if item == "hook":
+            return leading + argv[index + 1 :]
+        option = _global_option(item)
+        if option is None:
+            return None
+        _name, equals, value = item.partition("=")
+        leading.append(option + equals + value)
+        if option == "--socket" and not equals:
+            leading += argv[index + 1 : index + 2]
+            index += 1
+        index += 1
+    return None
+
 
 def main() -> None:
     os.umask(0o077)  # every file and directory orcactl creates is private to the user
     argv = sys.argv[1:]
-    if argv[:1] == ["hook"]:
+    hook_argv = hook_arguments(argv)
+    if hook_argv is not None:
         from orcactl.hooks.runner import run  # noqa: PLC0415
 
-        sys.exit(run(argv[1:]))
+        sys.exit(run(hook_argv))
     from orcactl.main import main as full_main  # noqa: PLC0415
 
     full_main()

@@ -1,8 +1,8 @@
 """`orcactl hook`, `orcactl mcp` and `orcactl integrate`: what connects a coding agent to orcad.
 
-`orcactl hook ...` normally never reaches this parser (orcactl.entry sends it straight to the
-hook runner, for speed); it is registered here for `--help` and for global options given
-before the command.
+`orcactl hook ...`, global options before it or not, never reaches this parser from the
+`orcactl` executable (orcactl.entry sends it straight to the hook runner, for speed and because
+argparse's usage errors exit 2); it is registered here for `--help` and for `orcactl.main`.
 """
 
 from __future__ import annotations

@@ -36,9 +36,9 @@ class Unreachable(Exception):
 
 
 def socket_path(explicit: str | None = None) -> str:
-    """The daemon's socket, resolved as orcactl resolves it."""
+    """The daemon's socket, resolved as orcactl resolves it (`~` expanded, made absolute)."""
     if explicit:
-        return os.path.abspath(explicit)
+        return os.path.abspath(os.path.expanduser(explicit))
     if os.environ.get("ORCA_SOCKET"):
         return os.environ["ORCA_SOCKET"]
     if os.environ.get("XDG_RUNTIME_DIR"):

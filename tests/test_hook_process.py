@@ -1,0 +1,78 @@
+"""How `orcactl hook` is started and ended, in real processes: the options before the command,
+signals, and the environment. Whatever comes, a hook never exits 2 (the agents' "block")."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from orcactl import entry
+from orcactl.main import GLOBAL_OPTIONS
+from tests.harness import DaemonProcess, OrcaEnv
+from tests.hook_helpers import ORCACTL
+
+pytestmark = pytest.mark.daemon
+
+
+def _orcactl(orca: OrcaEnv, *args: str, stdin: str = "{}", **env: str) -> tuple[int, str, str]:
+    completed = subprocess.run(
+        [ORCACTL, *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env={**orca.env, **env},
+        timeout=60,
+    )
+    return completed.returncode, completed.stdout, completed.stderr
+
+
+def test_the_scan_before_the_hook_knows_every_global_option() -> None:
+    assert set(entry.GLOBAL_OPTIONS) == {flag for flag, _keywords in GLOBAL_OPTIONS}
+
+
+@pytest.mark.parametrize(
+    "leading",
+    [
+        ("--no-start",),
+        ("--json",),
+        ("--socket", "/nonexistent/orcad.sock"),
+        ("--socket=/nonexistent/orcad.sock", "--no-start"),
+        ("--no-st", "--js"),  # abbreviated, as argparse takes them
+        ("--no-start=yes",),  # a flag given a value
+    ],
+)
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("hook", "claude", "Stop"),  # no such agent
+        ("hook", "claude-code", "Stop", "--bogus"),
+        ("hook", "claude-code"),
+    ],
+)
+def test_global_options_before_a_hook_never_make_it_exit_2(
+    orca_env: OrcaEnv, leading: tuple[str, ...], command: tuple[str, ...]
+) -> None:
+    status, stdout, stderr = _orcactl(orca_env, *leading, *command)
+    assert (status, stdout) == (1, "")
+    assert len(stderr.splitlines()) == 1 and stderr.startswith("orcactl hook: "), stderr
+
+
+@pytest.mark.parametrize("before", [True, False], ids=["before", "after"])
+def test_a_socket_given_before_or_after_the_hook_is_the_one_it_reaches(
+    tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess, before: bool
+) -> None:
+    # `~` expanded as for every orcactl command; the environment names a socket nobody serves
+    socket = "~/" + str(Path("..") / daemon.orca.socket.relative_to(orca_env.root))
+    options = (f"--socket={socket}", "--no-start")
+    hook = ("hook", "claude-code", "SessionStart")
+    payload = f'{{"session_id": "s1", "cwd": "{tmp_path}", "source": "startup"}}'
+    status, _stdout, stderr = _orcactl(
+        orca_env,
+        *((*options, *hook) if before else (*hook, *options)),
+        stdin=payload,
+        ORCA_SOCKET=str(tmp_path / "nobody.sock"),
+    )
+    assert (status, stderr) == (0, "")
+    assert daemon.call("daemon.status").sessions == 1
