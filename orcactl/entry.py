@@ -5,6 +5,7 @@ the full command line."""
 from __future__ import annotations
 
 import os
+import signal
 import sys
 
 # orcactl.main.GLOBAL_OPTIONS, which may come before a command (the hook runner takes them
@@ -12,6 +13,7 @@ import sys
 # takes any unique prefix.
 GLOBAL_OPTIONS = ("--socket", "--no-start", "--json")
 TOP_LEVEL_OPTIONS = (*GLOBAL_OPTIONS, "--help", "--version")
+EXIT_INTERRUPTED = 130  # what a shell reports for SIGINT; never 2, the agents' "block"
 
 
 def _global_option(item: str) -> str | None:
@@ -46,11 +48,18 @@ def hook_arguments(argv: list[str]) -> list[str] | None:
     return None
 
 
+def _interrupted(_signum: int, _frame: object) -> None:
+    """Ctrl-C ends a hook at once and quietly, as SIGTERM does: no traceback, no answer."""
+    os._exit(EXIT_INTERRUPTED)
+
+
 def main() -> None:
     os.umask(0o077)  # every file and directory orcactl creates is private to the user
     argv = sys.argv[1:]
     hook_argv = hook_arguments(argv)
     if hook_argv is not None:
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not ignored
+            signal.signal(signal.SIGINT, _interrupted)  # before the imports, which take a while
         from orcactl.hooks.runner import run  # noqa: PLC0415
 
         sys.exit(run(hook_argv))

@@ -3,6 +3,8 @@ signals, and the environment. Whatever comes, a hook never exits 2 (the agents' 
 
 from __future__ import annotations
 
+import signal
+import socket
 import subprocess
 from pathlib import Path
 
@@ -76,3 +78,39 @@ def test_a_socket_given_before_or_after_the_hook_is_the_one_it_reaches(
     )
     assert (status, stderr) == (0, "")
     assert daemon.call("daemon.status").sessions == 1
+
+
+@pytest.mark.parametrize("ignored", [False, True], ids=["default", "ignored-by-the-agent"])
+def test_ctrl_c_ends_a_hook_quietly_with_130_unless_the_agent_ignores_it(
+    tmp_path: Path, orca_env: OrcaEnv, ignored: bool
+) -> None:
+    # a peer that takes the request and never answers holds the hook mid-call
+    path = tmp_path / "silent.sock"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as server:
+        server.bind(str(path))
+        server.listen(1)
+        command = [ORCACTL, "--socket", str(path), "hook", "claude-code", "UserPromptSubmit"]
+        if ignored:  # a shell that ignores SIGINT passes that on to what it runs
+            command = ["sh", "-c", 'trap "" INT; exec "$0" "$@"', *command]
+        hook = subprocess.Popen(
+            command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=orca_env.env,
+        )
+        assert hook.stdin is not None
+        hook.stdin.write(f'{{"session_id": "s1", "cwd": "{tmp_path}", "prompt": "hi"}}'.encode())
+        hook.stdin.close()
+        hook.stdin = None
+        connection, _ = server.accept()
+        with connection, connection.makefile("rb") as requests:
+            assert b"session.open" in requests.readline()  # the hook is inside its call
+            hook.send_signal(signal.SIGINT)
+            stdout, stderr = hook.communicate(timeout=30)
+    assert b"Traceback" not in stderr and b"KeyboardInterrupt" not in stderr, stderr
+    if ignored:  # the hook went on until its time was spent (UserPromptSubmit: 8 s)
+        assert (hook.returncode, stdout) == (0, b"")
+        assert stderr.startswith(b"orcactl hook: orca memory skipped:"), stderr
+    else:
+        assert (hook.returncode, stdout, stderr) == (130, b"", b"")
