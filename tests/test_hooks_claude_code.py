@@ -812,22 +812,6 @@ def test_half_an_emoji_in_a_prompt_does_not_lose_the_recall(
     assert not (orca_env.memory_root / "agent-hooks.jsonl").exists()
 
 
-def test_bounded_messages_keep_each_ones_ends_then_the_first_and_the_newest() -> None:
-    limit = common.SEND_TEXT_MAX_CHARS
-    long = "a" * limit + "MIDDLE" + "z" * limit
-    (cut,) = common.bounded_messages([{"role": "user", "content": long}])
-    assert len(cut["content"]) <= limit and "MIDDLE" not in cut["content"]
-    assert cut["content"].startswith("a") and cut["content"].endswith("z")
-    many = [{"role": "user", "content": "first " + "u" * limit}]
-    many += [{"role": "assistant", "content": f"{n} " + "x" * limit} for n in range(20)]
-    kept = common.bounded_messages(many)
-    assert sum(len(m["content"]) for m in kept) <= common.SEND_TURN_MAX_CHARS
-    assert kept[0]["content"].startswith("first")
-    assert kept[-1]["content"].startswith("19 ") and len(kept) < len(many)
-    small = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
-    assert common.bounded_messages(small) == small  # under every bound: unchanged
-
-
 _LAZY_REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
 
 

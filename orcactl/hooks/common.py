@@ -9,7 +9,7 @@ import time
 from typing import TYPE_CHECKING, NamedTuple
 
 from orcactl.hooks import transcript
-from orcactl.hooks.wire import HookClient, connect
+from orcactl.hooks.wire import HookClient, connect, encode_json
 from protocol.types import CLIENT_ID_MAX_CHARS
 
 if TYPE_CHECKING:
@@ -25,11 +25,12 @@ PERMISSION_MODES: dict[str, tuple[str, bool]] = {
 }
 
 
-# Text a hook sends orcad, per message and per turn: far above what orcad keeps of a turn (its
-# 32 KiB source keeps the first message's ends and the newest messages), far below its 8 MiB
-# request bound, which a pasted log could pass (orcad would close the connection).
-SEND_TEXT_MAX_CHARS = 256 * 1024
-SEND_TURN_MAX_CHARS = 2 * 1024 * 1024
+# Bytes a hook sends orcad, as the request encodes them, per message and per turn: far above
+# what orcad keeps of a turn (its 32 KiB source keeps the first message's ends and the newest
+# messages), far below its 8 MiB request bound, which a pasted log could pass (orcad would close
+# the connection). Bytes, not characters: an emoji takes 4, a control character 6 (escaped).
+SEND_TEXT_MAX_BYTES = 256 * 1024
+SEND_TURN_MAX_BYTES = 2 * 1024 * 1024
 CUT_MARK = "\n[...]\n"
 
 
@@ -163,24 +164,42 @@ def render_startup(startup: dict[str, Any]) -> str:
     )
 
 
+def _part_within(text: str, budget: int, *, end: bool) -> str:
+    """The longest start (or end) of `text` whose encoding fits `budget` bytes. A character
+    takes 1 to 6 of them, and which varies along the text, so the length is found by halving."""
+
+    def part(count: int) -> str:
+        return text[len(text) - count :] if end else text[:count]
+
+    fits, over = 0, min(len(text), budget) + 1  # no more characters than bytes can fit
+    while over - fits > 1:
+        middle = (fits + over) // 2
+        if len(encode_json(part(middle))) <= budget:
+            fits = middle
+        else:
+            over = middle
+    return part(fits)
+
+
 def bounded(text: str) -> str:
-    """The text, or its start and its end when it is over SEND_TEXT_MAX_CHARS."""
-    if len(text) <= SEND_TEXT_MAX_CHARS:
+    """The text, or its start and its end when its encoding is over SEND_TEXT_MAX_BYTES."""
+    if len(text) <= SEND_TEXT_MAX_BYTES and len(encode_json(text)) <= SEND_TEXT_MAX_BYTES:
         return text
-    half = (SEND_TEXT_MAX_CHARS - len(CUT_MARK)) // 2
-    return text[:half] + CUT_MARK + text[-half:]
+    half = (SEND_TEXT_MAX_BYTES - len(encode_json(CUT_MARK))) // 2
+    return _part_within(text, half, end=False) + CUT_MARK + _part_within(text, half, end=True)
 
 
 def bounded_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Each message bounded; over SEND_TURN_MAX_CHARS, the first and the newest that fit (what
-    orcad keeps of a turn anyway)."""
+    """Each message bounded; over SEND_TURN_MAX_BYTES in all (each encoded whole), the first and
+    the newest that fit (what orcad keeps of a turn anyway)."""
     cut = [{**message, "content": bounded(str(message["content"]))} for message in messages]
-    if sum(len(m["content"]) for m in cut) <= SEND_TURN_MAX_CHARS or len(cut) < 2:
+    sizes = [len(encode_json(message)) for message in cut]
+    if sum(sizes) <= SEND_TURN_MAX_BYTES or len(cut) < 2:
         return cut
-    room = SEND_TURN_MAX_CHARS - len(cut[0]["content"])
+    room = SEND_TURN_MAX_BYTES - sizes[0]
     newest: list[dict[str, Any]] = []
-    for message in reversed(cut[1:]):
-        room -= len(message["content"])
+    for message, size in zip(reversed(cut[1:]), reversed(sizes[1:]), strict=True):
+        room -= size
         if room < 0:
             break
         newest.append(message)

@@ -20,6 +20,12 @@ ANSWER_MAX_BYTES = 64 * 1024 * 1024
 START_POLL_S = 0.05
 
 
+def encode_json(value: Any) -> bytes:
+    """`value` as a request carries it to orcad (the hooks bound what they send by this size).
+    A lone surrogate (half an emoji an agent passed on) becomes U+FFFD, not a failed call."""
+    return json.dumps(value, ensure_ascii=False).encode("utf-8", "replace")
+
+
 class DaemonError(Exception):
     """The daemon answered with a JSON-RPC error object."""
 
@@ -73,8 +79,7 @@ class HookClient:
     def call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         request_id = next(self._ids)
         request = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
-        # a lone surrogate (half an emoji an agent passed on) becomes U+FFFD, not a failed call
-        line = json.dumps(request, ensure_ascii=False).encode("utf-8", "replace") + b"\n"
+        line = encode_json(request) + b"\n"
         self._sock.sendall(line)
         while True:
             answer = json.loads(self._read_line())
