@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from orcactl import entry
+from orcactl.hooks import runner
 from orcactl.main import GLOBAL_OPTIONS
-from tests.harness import DaemonProcess, OrcaEnv
+from tests.harness import REPO_ROOT, DaemonProcess, OrcaEnv
 from tests.hook_helpers import ORCACTL
 
 pytestmark = pytest.mark.daemon
@@ -114,3 +115,16 @@ def test_ctrl_c_ends_a_hook_quietly_with_130_unless_the_agent_ignores_it(
         assert stderr.startswith(b"orcactl hook: orca memory skipped:"), stderr
     else:
         assert (hook.returncode, stdout, stderr) == (130, b"", b"")
+
+
+def test_input_over_the_bound_the_readme_states_is_refused_unread(orca_env: OrcaEnv) -> None:
+    bound = f"{runner.INPUT_MAX_BYTES >> 20} MiB"
+    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("### When something goes wrong\n", 1)[1].split("\n#", 1)[0]
+    assert f"is over {bound}" in " ".join(section.split())
+    prompt = "x" * runner.INPUT_MAX_BYTES  # valid JSON, one prompt too long to be read whole
+    stdin = f'{{"session_id": "s1", "cwd": "/", "prompt": "{prompt}"}}'
+    status, stdout, stderr = _orcactl(
+        orca_env, "hook", "claude-code", "UserPromptSubmit", "--no-start", stdin=stdin
+    )
+    assert (status, stdout, stderr) == (1, "", f"orcactl hook: hook input over {bound}\n")

@@ -135,7 +135,7 @@ def _read_input(deadline: float) -> dict[str, Any]:
             break
         size += len(chunk)
         if size > INPUT_MAX_BYTES:
-            raise HookInputError(f"hook input over {INPUT_MAX_BYTES} bytes")
+            raise HookInputError(f"hook input over {INPUT_MAX_BYTES >> 20} MiB")
         chunks.append(chunk)
     try:
         payload = json.loads(b"".join(chunks))
