@@ -29,7 +29,7 @@ from pydantic import BaseModel, Field
 
 from orcactl.connect import CommandError, connect, socket_path
 from orcactl.hooks.common import bounded
-from orcactl.hooks.runner import RECURSION_GUARD
+from orcactl.hooks.runner import extraction_run
 from orcactl.mcp_stdio import run_stdio
 from orcad.control_characters import BIDI_FORMATTING
 from protocol.client import Client, DaemonUnavailable, ProtocolViolation
@@ -116,7 +116,7 @@ class DaemonSession:
         return self.ids
 
     def _checked(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        if method in CHANGES and os.environ.get(RECURSION_GUARD):
+        if method in CHANGES and extraction_run():
             # an agent CLI run as orca's extractor must not write the memory it feeds
             raise ToolError("orca: memory is not changed from inside an extraction run")
         checked = dict(params)

@@ -128,3 +128,16 @@ def test_input_over_the_bound_the_readme_states_is_refused_unread(orca_env: Orca
         orca_env, "hook", "claude-code", "UserPromptSubmit", "--no-start", stdin=stdin
     )
     assert (status, stdout, stderr) == (1, "", f"orcactl hook: hook input over {bound}\n")
+
+
+@pytest.mark.parametrize("value", ["0", "", "yes"])
+def test_orca_extraction_other_than_1_leaves_a_hook_at_work(
+    tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess, value: str
+) -> None:
+    # README: a hook with ORCA_EXTRACTION=1 does nothing; the command provider sets just that
+    payload = f'{{"session_id": "s1", "cwd": "{tmp_path}", "source": "startup"}}'
+    status, _stdout, stderr = _orcactl(
+        orca_env, "hook", "claude-code", "SessionStart", stdin=payload, ORCA_EXTRACTION=value
+    )
+    assert (status, stderr) == (0, "")
+    assert daemon.call("daemon.status").sessions == 1

@@ -554,6 +554,18 @@ async def test_an_extraction_run_cannot_change_memory_through_the_server(
         assert "pnpm" not in opened.startup.user
 
 
+async def test_orca_extraction_other_than_1_is_no_extraction_run_for_the_server(
+    tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess
+) -> None:
+    project = _project(tmp_path)
+    async with mcp_session(orca_env, project, env={"ORCA_EXTRACTION": "0"}) as session:
+        kept = await session.call_tool("remember", {"text": "We use pnpm", "scope": "user"})
+        assert not kept.is_error, _text(kept)
+    with daemon.client() as client:
+        opened = client.call("session.open", {"cwd": str(project)})
+        assert "pnpm" in opened.startup.user
+
+
 @pytest.mark.parametrize(
     ("method", "said"),
     [("remember", "whether the change was made is not known"), ("memory.search", "in time")],

@@ -34,12 +34,18 @@ BUDGET_S = {"SessionStart": 8.0, "UserPromptSubmit": 8.0, "SessionEnd": 5.0}
 DEFAULT_BUDGET_S = 20.0  # Stop: reading a transcript and making the job durable
 # Of its budget, how much a hook waits for the agent to finish writing and close stdin.
 INPUT_SHARE = 0.5
-# Set in the environment of an extraction command: its own agent run must not be captured.
+# Set to 1 in the environment of an extraction command: its own agent run must not be captured.
 RECURSION_GUARD = "ORCA_EXTRACTION"
 
 USAGE = (
     "usage: orcactl hook {claude-code|codex} EVENT [--socket PATH] [--no-start] < hook-input.json"
 )
+
+
+def extraction_run() -> bool:
+    """Whether orca's `command` provider started this process (it sets ORCA_EXTRACTION=1, as
+    README says); any other value, 0 or empty, is not an extraction run."""
+    return os.environ.get(RECURSION_GUARD) == "1"
 
 
 def _agent_module(agent: str) -> ModuleType:
@@ -164,7 +170,7 @@ def run(argv: list[str]) -> int:
         known = ", ".join(module.EVENTS)
         _say(f"{agent} has no event {event!r} (known: {known})")
         return EXIT_BAD_INPUT
-    if os.environ.get(RECURSION_GUARD):
+    if extraction_run():
         _print_answer(module.empty_answer(event))  # an extraction run: never captured
         return EXIT_OK
     budget = BUDGET_S.get(event, DEFAULT_BUDGET_S)
