@@ -1,6 +1,7 @@
-"""What a hook sends orcad is bounded in bytes as the request encodes them, not in characters:
-a turn of emoji (4 bytes each) or control characters (6, escaped) still fits orcad's 8 MiB
-request bound, so it is captured, keeping each message's ends, the first and the newest."""
+"""What a hook sends orcad, as the request encodes it: bounded in bytes, not in characters, so a
+turn of emoji (4 bytes each) or control characters (6, escaped) still fits orcad's 8 MiB request
+bound and is captured, keeping each message's ends, the first and the newest; and half an emoji
+arrives as U+FFFD."""
 
 from __future__ import annotations
 
@@ -88,3 +89,35 @@ def test_a_turn_of_wide_characters_reaches_orcad_and_is_captured(
     jobs = [job for job in daemon.call("jobs.list", {}).jobs if session in job.session_id]
     assert len(jobs) == 1
     assert not (orca_env.memory_root / "agent-hooks.jsonl").exists()
+
+
+def test_half_an_emoji_is_encoded_as_u_fffd_and_two_halves_that_meet_as_the_emoji() -> None:
+    assert encode_json({"t": "a\ud83db"}) == '{"t": "a\ufffdb"}'.encode()
+    assert encode_json("\ud83d" + "\ude00") == '"\U0001f600"'.encode()
+    assert encode_json("x\ude00\ud83d") == '"x\ufffd\ufffd"'.encode()
+
+
+def test_half_an_emoji_in_a_turn_reaches_orcad_as_u_fffd(
+    tmp_path: Path, orca_env: OrcaEnv, daemon_factory: list[DaemonProcess]
+) -> None:
+    orca_env.write_config("[extraction]\nworkers = 0\n")  # the job waits to be claimed here
+    daemon = DaemonProcess(orca_env)
+    daemon_factory.append(daemon)
+    daemon.start()
+    session = "4d3c2b1a-0f9e-4d8c-8b7a-6f5e4d3c2b1a"
+    project = tmp_path / "repo"
+    project.mkdir()
+    log = ClaudeTranscript(tmp_path / "claude" / f"{session}.jsonl", session, str(project))
+    log.user("Deploy it \ud83d please, and remember that we use pnpm.")  # JSON: "\ud83d"
+    log.text("Deployed; noted that you use pnpm.")
+    payload = {
+        "session_id": session,
+        "transcript_path": str(log.path),
+        "cwd": str(project),
+        "hook_event_name": "Stop",
+        "stop_hook_active": False,
+    }
+    run = run_hook(orca_env, "claude-code", "Stop", json.dumps(payload))
+    assert (run.status, run.stderr) == (0, "")
+    source = daemon.call("jobs.claim", {"worker": "reader"}).job.source
+    assert "Deploy it \ufffd please" in source

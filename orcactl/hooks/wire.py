@@ -22,8 +22,14 @@ START_POLL_S = 0.05
 
 def encode_json(value: Any) -> bytes:
     """`value` as a request carries it to orcad (the hooks bound what they send by this size).
-    A lone surrogate (half an emoji an agent passed on) becomes U+FFFD, not a failed call."""
-    return json.dumps(value, ensure_ascii=False).encode("utf-8", "replace")
+    A lone surrogate (half an emoji an agent passed on) becomes U+FFFD, not a failed call; two
+    halves that meet (text blocks joined) become their emoji again."""
+    text = json.dumps(value, ensure_ascii=False)
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        whole = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+        return whole.encode("utf-8")
 
 
 class DaemonError(Exception):
