@@ -207,7 +207,3 @@ def run(argv: list[str]) -> int:
         answer = module.empty_answer(event)
     _print_answer(answer)
     return EXIT_OK
-
-
-def main(argv: list[str] | None = None) -> None:
-    sys.exit(run(sys.argv[1:] if argv is None else argv))
