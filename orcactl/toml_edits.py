@@ -9,7 +9,7 @@ import copy
 import math
 import re
 import tomllib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, MutableMapping
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -273,6 +273,17 @@ def _with_hooks_flag(
     return result
 
 
+def _without_extractor(config: MutableMapping[str, Any]) -> None:
+    """Take orca's extraction command out of `config` (what the file means, or the tomlkit
+    document itself): the command, the provider when it names it, and a table left empty."""
+    table = config["extraction"]
+    del table["command"]
+    if table.get("provider") == "command":
+        del table["provider"]
+    if not table:
+        del config["extraction"]
+
+
 def edit_orca_config(text: str, path: Path, agent: str, *, remove: bool) -> str:
     """orca's config.toml: the agent's own CLI as the `command` extraction provider (each edit
     checked against what the file means, as in edit_codex_config)."""
@@ -289,21 +300,11 @@ def edit_orca_config(text: str, path: Path, agent: str, *, remove: bool) -> str:
     if remove:
         if not ours:
             return text
-        table = expected["extraction"]
-        del table["command"]
-        if table.get("provider") == "command":
-            del table["provider"]
-        if not table:
-            del expected["extraction"]
+        _without_extractor(expected)
 
         def taken_out() -> str:
             document = tomlkit.parse(text)
-            table = document["extraction"]
-            del table["command"]
-            if table.get("provider") == "command":
-                del table["provider"]
-            if not table:
-                del document["extraction"]
+            _without_extractor(document)
             return _tidy(document.as_string(), _newline(text))
 
         candidates = [taken_out]

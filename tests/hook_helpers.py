@@ -72,6 +72,19 @@ class ClaudeTranscript:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.touch()
 
+    def payload(
+        self, event: str, *, permission_mode: str = "default", **extra: Any
+    ) -> dict[str, Any]:
+        """The hook JSON Claude Code sends for `event` in this transcript's session."""
+        return {
+            "session_id": self.session_id,
+            "transcript_path": str(self.path),
+            "cwd": self.cwd,
+            "permission_mode": permission_mode,
+            "hook_event_name": event,
+            **extra,
+        }
+
     def _write(self, entry: dict[str, Any], *, sidechain: bool = False) -> str:
         entry_id = str(uuid.uuid4())
         full = {

@@ -5,7 +5,6 @@ arrives as U+FFFD."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -77,14 +76,8 @@ def test_a_turn_of_wide_characters_reaches_orcad_and_is_captured(
     log.user("Print the table, and remember that we use pnpm.")
     for _ in range(9):  # 2.3 M characters, 9 MiB of emoji or 14 MiB of escapes
         log.text(character * (256 * 1024 - 10))
-    payload = {
-        "session_id": session,
-        "transcript_path": str(log.path),
-        "cwd": str(project),
-        "hook_event_name": "Stop",
-        "stop_hook_active": False,
-    }
-    run = run_hook(orca_env, "claude-code", "Stop", json.dumps(payload))
+    payload = log.payload("Stop", stop_hook_active=False)
+    run = run_hook(orca_env, "claude-code", "Stop", payload)
     assert (run.status, run.stdout, run.stderr) == (0, "", "")
     jobs = [job for job in daemon.call("jobs.list", {}).jobs if session in job.session_id]
     assert len(jobs) == 1
@@ -110,14 +103,8 @@ def test_half_an_emoji_in_a_turn_reaches_orcad_as_u_fffd(
     log = ClaudeTranscript(tmp_path / "claude" / f"{session}.jsonl", session, str(project))
     log.user("Deploy it \ud83d please, and remember that we use pnpm.")  # JSON: "\ud83d"
     log.text("Deployed; noted that you use pnpm.")
-    payload = {
-        "session_id": session,
-        "transcript_path": str(log.path),
-        "cwd": str(project),
-        "hook_event_name": "Stop",
-        "stop_hook_active": False,
-    }
-    run = run_hook(orca_env, "claude-code", "Stop", json.dumps(payload))
+    payload = log.payload("Stop", stop_hook_active=False)
+    run = run_hook(orca_env, "claude-code", "Stop", payload)
     assert (run.status, run.stderr) == (0, "")
     source = daemon.call("jobs.claim", {"worker": "reader"}).job.source
     assert "Deploy it \ufffd please" in source

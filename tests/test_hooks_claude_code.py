@@ -43,17 +43,6 @@ def _transcript(tmp_path: Path, session: str = SESSION) -> ClaudeTranscript:
     return ClaudeTranscript(path, session, str(project))
 
 
-def _common(log: ClaudeTranscript, event: str, **extra: Any) -> dict[str, Any]:
-    return {
-        "session_id": log.session_id,
-        "transcript_path": str(log.path),
-        "cwd": log.cwd,
-        "permission_mode": "default",
-        "hook_event_name": event,
-        **extra,
-    }
-
-
 def _jobs(daemon: DaemonProcess, session: str = SESSION) -> list[Any]:
     jobs = daemon.call("jobs.list", {}).jobs
     return [job for job in jobs if job.session_id == f"claude-code:{session}"]
@@ -104,7 +93,7 @@ def test_stop_waits_for_the_final_answer_behind_an_earlier_note(tmp_path: Path) 
     log.text("Let me look at the workflows first.")
     log.tool_call("Bash", {"command": "ls .github/workflows"}, "ci.yml")
     final = "Noted: staging deploys go through ArgoCD."
-    payload = _common(log, "Stop", stop_hook_active=False, last_assistant_message=final)
+    payload = log.payload("Stop", stop_hook_active=False, last_assistant_message=final)
     writer = threading.Timer(0.3, log.text, args=(final,))
     writer.start()
     try:
@@ -127,7 +116,7 @@ def test_a_final_answer_the_transcript_never_shows_comes_from_the_input(
     log.user("We always squash merge.")
     for text in earlier:
         log.text(text)
-    payload = _common(log, "Stop", stop_hook_active=False, last_assistant_message="Understood.")
+    payload = log.payload("Stop", stop_hook_active=False, last_assistant_message="Understood.")
     started = time.monotonic()
     report = claude_code.turn_report(payload, _stop_context())
     assert time.monotonic() - started < claude_code.FINAL_ENTRY_WAIT_S + 1.0
@@ -146,8 +135,7 @@ def test_a_final_answer_already_written_is_neither_waited_for_nor_doubled(
     log.user("Remember that we use pnpm.")
     log.text("Noted.")
     log.text("We use **pnpm**  for every package.")
-    payload = _common(
-        log,
+    payload = log.payload(
         "Stop",
         stop_hook_active=False,
         # the input's copy may join the message's text blocks and space them differently
@@ -245,7 +233,7 @@ def test_a_simulated_claude_code_session(
         orca_env,
         "claude-code",
         "SessionStart",
-        _common(log, "SessionStart", source="startup", model="claude-sonnet-4-5"),
+        log.payload("SessionStart", source="startup", model="claude-sonnet-4-5"),
     )
     assert start.status == 0 and start.answer is not None
     assert start.answer["hookSpecificOutput"]["hookEventName"] == "SessionStart"
@@ -257,14 +245,14 @@ def test_a_simulated_claude_code_session(
         orca_env,
         "claude-code",
         "UserPromptSubmit",
-        _common(log, "UserPromptSubmit", prompt=prompt1),
+        log.payload("UserPromptSubmit", prompt=prompt1),
     )
     assert (submit.status, submit.stdout) == (0, "")  # nothing recalled yet: no output at all
     _turn(log, prompt1, "Fixed the lockfile; noted that staging deploys go through ArgoCD.")
-    stop = run_hook(orca_env, "claude-code", "Stop", _common(log, "Stop", stop_hook_active=False))
+    stop = run_hook(orca_env, "claude-code", "Stop", log.payload("Stop", stop_hook_active=False))
     assert (stop.status, stop.stdout, stop.stderr) == (0, "", "")
     assert len(_jobs(daemon)) == 1
-    again = run_hook(orca_env, "claude-code", "Stop", _common(log, "Stop", stop_hook_active=False))
+    again = run_hook(orca_env, "claude-code", "Stop", log.payload("Stop", stop_hook_active=False))
     assert again.status == 0 and len(_jobs(daemon)) == 1  # a repeated Stop is the same job
 
     # Turn 2: recalled at submit (the barrier waits for turn 1's extraction).
@@ -273,7 +261,7 @@ def test_a_simulated_claude_code_session(
         orca_env,
         "claude-code",
         "UserPromptSubmit",
-        _common(log, "UserPromptSubmit", prompt=prompt2),
+        log.payload("UserPromptSubmit", prompt=prompt2),
     )
     assert submit2.answer is not None
     assert submit2.answer["hookSpecificOutput"]["hookEventName"] == "UserPromptSubmit"
@@ -282,7 +270,7 @@ def test_a_simulated_claude_code_session(
     log.text("They go through ArgoCD, as you told me.")
     # A forced continuation (a stop hook said go on) is not an eligible root turn...
     continuation = run_hook(
-        orca_env, "claude-code", "Stop", _common(log, "Stop", stop_hook_active=True)
+        orca_env, "claude-code", "Stop", log.payload("Stop", stop_hook_active=True)
     )
     assert continuation.status == 0 and len(_jobs(daemon)) == 1
     # ...and a recall for the same turn keeps its snapshot even after memory changed.
@@ -296,10 +284,10 @@ def test_a_simulated_claude_code_session(
         orca_env,
         "claude-code",
         "UserPromptSubmit",
-        _common(log, "UserPromptSubmit", prompt=prompt2),
+        log.payload("UserPromptSubmit", prompt=prompt2),
     )
     assert resubmit.context == submit2.context
-    stop2 = run_hook(orca_env, "claude-code", "Stop", _common(log, "Stop", stop_hook_active=False))
+    stop2 = run_hook(orca_env, "claude-code", "Stop", log.payload("Stop", stop_hook_active=False))
     assert stop2.status == 0 and len(_jobs(daemon)) == 2
 
     # Turn 3: a subagent's stop and a failed turn are not captured.
@@ -307,17 +295,17 @@ def test_a_simulated_claude_code_session(
         orca_env,
         "claude-code",
         "SubagentStop",
-        _common(log, "SubagentStop", stop_hook_active=False, agent_id="a1", agent_type="Explore"),
+        log.payload("SubagentStop", stop_hook_active=False, agent_id="a1", agent_type="Explore"),
     )
     assert subagent.status == 0 and len(_jobs(daemon)) == 2
     log.user("We always run pnpm install --frozen-lockfile in CI.")
     log.api_error()
-    failed = run_hook(orca_env, "claude-code", "Stop", _common(log, "Stop", stop_hook_active=False))
+    failed = run_hook(orca_env, "claude-code", "Stop", log.payload("Stop", stop_hook_active=False))
     assert failed.status == 0 and len(_jobs(daemon)) == 2
 
     # A resumed session: a new agent process fences the old epoch and goes on capturing.
     resumed = run_hook(
-        orca_env, "claude-code", "SessionStart", _common(log, "SessionStart", source="resume")
+        orca_env, "claude-code", "SessionStart", log.payload("SessionStart", source="resume")
     )
     assert resumed.status == 0 and "Staging deploys need a green CI run" in resumed.context
     prompt4 = "Note that our convention is to squash merge every pull request."
@@ -325,12 +313,12 @@ def test_a_simulated_claude_code_session(
         orca_env,
         "claude-code",
         "UserPromptSubmit",
-        _common(log, "UserPromptSubmit", prompt=prompt4),
+        log.payload("UserPromptSubmit", prompt=prompt4),
     )
     _turn(log, prompt4, "Understood, squash merges only.")
     assert (
         run_hook(
-            orca_env, "claude-code", "Stop", _common(log, "Stop", stop_hook_active=False)
+            orca_env, "claude-code", "Stop", log.payload("Stop", stop_hook_active=False)
         ).status
         == 0
     )
@@ -340,7 +328,7 @@ def test_a_simulated_claude_code_session(
         orca_env,
         "claude-code",
         "SessionEnd",
-        _common(log, "SessionEnd", reason="prompt_input_exit"),
+        log.payload("SessionEnd", reason="prompt_input_exit"),
     )
     assert (end.status, end.stdout) == (0, "")
     assert not (orca_env.memory_root / "agent-hooks.jsonl").exists()  # no hook failed
@@ -353,7 +341,7 @@ def test_daemon_unreachable_answers_nothing_and_exits_zero(
     tmp_path: Path, orca_env: OrcaEnv
 ) -> None:
     log = _transcript(tmp_path)
-    payload = _common(log, "UserPromptSubmit", prompt="hello")
+    payload = log.payload("UserPromptSubmit", prompt="hello")
     run = run_hook(orca_env, "claude-code", "UserPromptSubmit", payload, extra_args=("--no-start",))
     assert (run.status, run.stdout) == (0, "")
     assert len(run.stderr.strip().splitlines()) == 1 and "not running" in run.stderr
@@ -371,7 +359,7 @@ def test_daemon_unreachable_answers_nothing_and_exits_zero(
 def test_a_hook_starts_orcad_when_none_runs(tmp_path: Path, orca_env: OrcaEnv) -> None:
     log = _transcript(tmp_path)
     run = run_hook(
-        orca_env, "claude-code", "SessionStart", _common(log, "SessionStart", source="startup")
+        orca_env, "claude-code", "SessionStart", log.payload("SessionStart", source="startup")
     )
     assert (run.status, run.stderr) == (0, "")
     daemon = DaemonProcess(orca_env)
@@ -398,7 +386,7 @@ def test_a_hook_waits_for_an_orcad_that_another_start_is_bringing_up(
     lock.acquire()
     log = _transcript(tmp_path)
     payload = tmp_path / "session-start.json"
-    payload.write_text(json.dumps(_common(log, "SessionStart", source="startup")))
+    payload.write_text(json.dumps(log.payload("SessionStart", source="startup")))
     with payload.open() as stdin:
         hook = subprocess.Popen(
             [ORCACTL, "hook", "claude-code", "SessionStart"],
@@ -444,7 +432,7 @@ def test_an_extraction_run_is_never_captured(tmp_path: Path, orca_env: OrcaEnv) 
         orca_env,
         "claude-code",
         "Stop",
-        _common(log, "Stop", stop_hook_active=False),
+        log.payload("Stop", stop_hook_active=False),
         extra_args=("--no-start",),
         env={"ORCA_EXTRACTION": "1"},
     )
@@ -459,7 +447,7 @@ def test_a_stop_hook_active_that_is_not_a_boolean_is_not_a_continuation(
     # Claude Code documents stop_hook_active as a boolean: only true marks a forced continuation
     log = _transcript(tmp_path)
     _turn(log, "Remember that we deploy staging through ArgoCD.", "Noted: ArgoCD for staging.")
-    run = run_hook(orca_env, "claude-code", "Stop", _common(log, "Stop", stop_hook_active=active))
+    run = run_hook(orca_env, "claude-code", "Stop", log.payload("Stop", stop_hook_active=active))
     assert (run.status, run.stdout, run.stderr) == (0, "", "")
     assert len(_jobs(daemon)) == 1
 
@@ -470,7 +458,7 @@ def test_a_partial_transcript_is_not_captured_and_is_reported(
     log = _transcript(tmp_path)
     _turn(log, "Remember that we use pnpm.", "Noted.")
     log.append_raw(b'{"type": "assistant", "message": {"content": [{"type": "te')
-    run = run_hook(orca_env, "claude-code", "Stop", _common(log, "Stop", stop_hook_active=False))
+    run = run_hook(orca_env, "claude-code", "Stop", log.payload("Stop", stop_hook_active=False))
     assert (run.status, run.stdout) == (0, "")
     assert _jobs(daemon) == []
     failure = json.loads((orca_env.memory_root / "agent-hooks.jsonl").read_text().splitlines()[-1])
@@ -555,7 +543,7 @@ def test_a_transcript_path_that_is_not_a_string_is_a_problem_not_a_crash(
 ) -> None:
     log = _transcript(tmp_path)
     # an integer would be a file descriptor to open()
-    payload = {**_common(log, "Stop", stop_hook_active=False), "transcript_path": 1}
+    payload = {**log.payload("Stop", stop_hook_active=False), "transcript_path": 1}
     run = run_hook(orca_env, "claude-code", "Stop", payload, extra_args=("--no-start",))
     assert (run.status, run.stdout) == (0, "")
     failures = (orca_env.memory_root / "agent-hooks.jsonl").read_text().splitlines()
@@ -581,7 +569,7 @@ def test_a_transcript_that_is_no_regular_file_or_too_big_ends_in_time(
         with path.open("wb") as handle:
             handle.truncate(200 * 1024 * 1024)  # sparse: 200 MB without the disk
     log = _transcript(tmp_path)
-    payload = {**_common(log, "Stop", stop_hook_active=False), "transcript_path": str(path)}
+    payload = {**log.payload("Stop", stop_hook_active=False), "transcript_path": str(path)}
     started = time.monotonic()
     run = run_hook(orca_env, "claude-code", "Stop", payload, extra_args=("--no-start",), timeout=30)
     assert time.monotonic() - started < 10.0
@@ -605,7 +593,7 @@ def test_a_transcript_line_still_being_written_is_read_once_complete(
     ).encode()
     log.append_raw(line[:40])  # Claude Code is in the middle of writing the final entry
     process = _spawn_hook(orca_env, "Stop")
-    process.stdin.write(json.dumps(_common(log, "Stop", stop_hook_active=False)).encode())  # type: ignore[union-attr]
+    process.stdin.write(json.dumps(log.payload("Stop", stop_hook_active=False)).encode())  # type: ignore[union-attr]
     process.stdin.close()  # type: ignore[union-attr]
     time.sleep(0.3)
     log.append_raw(line[40:] + b"\n")
@@ -643,7 +631,7 @@ def test_a_daemon_that_never_finishes_its_answer_cannot_hold_the_hook(
             orca_env,
             "claude-code",
             "SessionEnd",
-            _common(log, "SessionEnd", reason="other"),
+            log.payload("SessionEnd", reason="other"),
             extra_args=("--socket", str(path)),
             timeout=30,
         )
@@ -670,7 +658,7 @@ def test_the_answer_is_ascii_json_whatever_the_locale(
         orca_env,
         "claude-code",
         "SessionStart",
-        _common(log, "SessionStart", source="startup"),
+        log.payload("SessionStart", source="startup"),
         env={"PYTHONIOENCODING": "latin-1"},  # a terminal locale that cannot encode the fact
     )
     assert (run.status, run.stderr) == (0, "")
@@ -781,7 +769,7 @@ def test_a_prompt_and_a_turn_over_orcads_request_bound_are_still_recalled_and_ca
     tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess
 ) -> None:
     log = _transcript(tmp_path)
-    start = _common(log, "SessionStart", source="startup")
+    start = log.payload("SessionStart", source="startup")
     assert run_hook(orca_env, "claude-code", "SessionStart", start).stderr == ""
     pasted = "ERROR worker 7 timed out after 30 s\n" * 300_000  # ~10 MB of log, over 8 MiB
     prompt = pasted + "Fix it, and remember that we use pnpm."
@@ -789,12 +777,12 @@ def test_a_prompt_and_a_turn_over_orcads_request_bound_are_still_recalled_and_ca
         orca_env,
         "claude-code",
         "UserPromptSubmit",
-        _common(log, "UserPromptSubmit", prompt=prompt),
+        log.payload("UserPromptSubmit", prompt=prompt),
     )
     assert (submit.status, submit.stderr) == (0, "")
     log.user(prompt)
     log.text("Fixed the timeout; noted that you use pnpm.")
-    stop = run_hook(orca_env, "claude-code", "Stop", _common(log, "Stop", stop_hook_active=False))
+    stop = run_hook(orca_env, "claude-code", "Stop", log.payload("Stop", stop_hook_active=False))
     assert (stop.status, stop.stderr) == (0, "")
     assert len(_jobs(daemon)) == 1
     assert not (orca_env.memory_root / "agent-hooks.jsonl").exists()
@@ -805,7 +793,7 @@ def test_half_an_emoji_in_a_prompt_does_not_lose_the_recall(
 ) -> None:
     log = _transcript(tmp_path)
     prompt = "deploy it \ud83d please"  # what JSON.stringify writes for a lone surrogate
-    payload = json.dumps(_common(log, "UserPromptSubmit", prompt=prompt))
+    payload = json.dumps(log.payload("UserPromptSubmit", prompt=prompt))
     assert "\\ud83d" in payload
     run = run_hook(orca_env, "claude-code", "UserPromptSubmit", payload)
     assert (run.status, run.stderr) == (0, "")

@@ -351,18 +351,13 @@ async def test_hooks_and_the_mcp_server_of_one_session_side_by_side(
     project = _project(tmp_path)
     session_id = "5d41402a-bc4b-4a76-b971-9d911017c592"
     log = ClaudeTranscript(tmp_path / "t" / f"{session_id}.jsonl", session_id, str(project))
-    common = {
-        "session_id": session_id,
-        "transcript_path": str(log.path),
-        "cwd": str(project),
-        "permission_mode": "bypassPermissions",
-    }
+    mode = "bypassPermissions"
     assert (
         run_hook(
             orca_env,
             "claude-code",
             "SessionStart",
-            {**common, "hook_event_name": "SessionStart", "source": "startup"},
+            log.payload("SessionStart", permission_mode=mode, source="startup"),
         ).status
         == 0
     )
@@ -375,7 +370,7 @@ async def test_hooks_and_the_mcp_server_of_one_session_side_by_side(
                 orca_env,
                 "claude-code",
                 "UserPromptSubmit",
-                {**common, "hook_event_name": "UserPromptSubmit", "prompt": prompt},
+                log.payload("UserPromptSubmit", permission_mode=mode, prompt=prompt),
             )
             assert submit.status == 0 and submit.stderr == ""
             saved = await session.call_tool(
@@ -394,7 +389,7 @@ async def test_hooks_and_the_mcp_server_of_one_session_side_by_side(
                 orca_env,
                 "claude-code",
                 "Stop",
-                {**common, "hook_event_name": "Stop", "stop_hook_active": False},
+                log.payload("Stop", permission_mode=mode, stop_hook_active=False),
             )
             assert stop.status == 0 and stop.stderr == ""
     assert not (orca_env.memory_root / "agent-hooks.jsonl").exists()  # no stale_session anywhere
@@ -425,14 +420,8 @@ async def test_a_joined_server_that_started_before_the_agents_session_is_not_fen
     # may join (so open) the session first, and the hook's startup open then raises the epoch
     project = _project(tmp_path)
     session_id = "9f86d081-884c-4d63-9a2f-0b6e6a7f1b2c"
-    startup = {
-        "session_id": session_id,
-        "transcript_path": str(tmp_path / "t" / f"{session_id}.jsonl"),
-        "cwd": str(project),
-        "permission_mode": "bypassPermissions",
-        "hook_event_name": "SessionStart",
-        "source": "startup",
-    }
+    log = ClaudeTranscript(tmp_path / "t" / f"{session_id}.jsonl", session_id, str(project))
+    startup = log.payload("SessionStart", permission_mode="bypassPermissions", source="startup")
     joined = ("--session-id", f"claude-code:{session_id}")
     async with mcp_session(orca_env, project, *joined) as session:
         assert not (await session.call_tool("memory_search", {})).is_error
@@ -955,26 +944,26 @@ def test_a_client_that_never_reads_and_closes_stdin_does_not_keep_the_server_run
     assert re.search(r"\b[1-9][0-9]* answers? owed to it (was|were) not delivered", said), said
 
 
-def test_the_server_exits_when_its_client_stops_taking_answers(
-    tmp_path: Path, orca_env: OrcaEnv
+@pytest.mark.parametrize(
+    "request_after",
+    [
+        # an answer is written and finds the pipe broken: nobody is left to serve, and a server
+        # that waited on stdin would be left running for as long as the client keeps it open
+        True,
+        # no answer is ever written to find the pipe broken: the server must notice by itself,
+        # not wait on a stdin the client keeps open, holding its session open all along
+        False,
+    ],
+    ids=["then-a-request", "nothing-to-answer"],
+)
+def test_the_server_exits_when_its_client_closes_stdout(
+    tmp_path: Path, orca_env: OrcaEnv, request_after: bool
 ) -> None:
-    # the client closed its end of the server's stdout but not of its stdin: nobody is left to
-    # serve, and a server that waited on stdin would be left running for as long as it is open
     with raw_server(orca_env, _project(tmp_path)) as server:
         assert server.process.stdout is not None
         server.process.stdout.close()
-        server.send(b'{"jsonrpc":"2.0","id":2,"method":"ping"}')
-        assert server.process.wait(timeout=30) == 0
-
-
-def test_the_server_exits_when_its_client_closes_stdout_with_nothing_to_answer(
-    tmp_path: Path, orca_env: OrcaEnv
-) -> None:
-    # no answer is ever written to find the pipe broken: the server must notice by itself,
-    # not wait on a stdin the client keeps open, holding its session open all along
-    with raw_server(orca_env, _project(tmp_path)) as server:
-        assert server.process.stdout is not None
-        server.process.stdout.close()
+        if request_after:
+            server.send(b'{"jsonrpc":"2.0","id":2,"method":"ping"}')
         assert server.process.wait(timeout=30) == 0
 
 
