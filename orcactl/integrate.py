@@ -50,13 +50,12 @@ def _default_orcactl(env: dict[str, str], remove: bool) -> str:
 def plan(args: argparse.Namespace, env: dict[str, str]) -> list[Change]:
     project = Path(args.cwd or current_directory()) if args.project else None
     orcactl = args.orcactl or _default_orcactl(env, args.remove)
-    # MCP clients may start us without ORCA_SOCKET, and from their own directory: written
-    # absolute. A --socket is in no environment the agent has, so its hooks carry it too.
-    chosen = getattr(args, "socket", None)
-    hook_socket = os.path.abspath(chosen) if chosen else None
-    socket = hook_socket or (
-        os.path.abspath(env["ORCA_SOCKET"]) if env.get("ORCA_SOCKET") else None
-    )
+    # Agents start MCP servers with a small environment and from their own directory, and an
+    # agent started from another shell runs its hooks without this one's ORCA_SOCKET: the
+    # socket chosen here (--socket, else ORCA_SOCKET) is written absolute into both, so that
+    # the hooks and the MCP server always reach the same daemon.
+    chosen = getattr(args, "socket", None) or env.get("ORCA_SOCKET")
+    socket = os.path.abspath(chosen) if chosen else None
     found = agent_configs.targets(args.agent, project, env)
     if args.extractor:
         found.append(Target(resolve_paths(env).config_file, "orca-config"))
@@ -67,7 +66,7 @@ def plan(args: argparse.Namespace, env: dict[str, str]) -> list[Change]:
         remove = args.remove
         if target.kind in ("claude-hooks", "codex-hooks"):
             after = agent_configs.edit_hooks(
-                text, target.path, args.agent, orcactl, hook_socket, remove=remove
+                text, target.path, args.agent, orcactl, socket, remove=remove
             )
         elif target.kind == "claude-mcp":
             after = agent_configs.edit_claude_mcp(

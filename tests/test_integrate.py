@@ -60,6 +60,12 @@ def _commands(settings: dict[str, Any], event: str) -> list[str]:
     return [h["command"] for group in settings["hooks"].get(event, []) for h in group["hooks"]]
 
 
+def _ours(orca: OrcaEnv, agent: str, event: str, program: object = ORCACTL) -> str:
+    """The hook command integrate writes in the test environment, whose ORCA_SOCKET it
+    carries."""
+    return f"{program} hook {agent} {event} --socket {orca.socket}"
+
+
 def test_claude_code_user_level_is_idempotent_and_removable(orca_env: OrcaEnv) -> None:
     settings_path = _home(orca_env) / ".claude" / "settings.json"
     settings_path.parent.mkdir(parents=True)
@@ -70,7 +76,7 @@ def test_claude_code_user_level_is_idempotent_and_removable(orca_env: OrcaEnv) -
     assert settings["model"] == "opus" and settings["permissions"] == CLAUDE_SETTINGS["permissions"]
     for event in ("SessionStart", "UserPromptSubmit", "Stop", "SessionEnd"):
         ours = [c for c in _commands(settings, event) if "orcactl" in c]
-        assert ours == [f"{ORCACTL} hook claude-code {event}"]
+        assert ours == [_ours(orca_env, "claude-code", event)]
     assert "notify-send done" in _commands(settings, "Stop")
     assert settings["hooks"]["PreToolUse"] == CLAUDE_SETTINGS["hooks"]["PreToolUse"]
     mcp = json.loads((_home(orca_env) / ".claude.json").read_text())["mcpServers"]["orca"]
@@ -102,7 +108,7 @@ def test_codex_keeps_comments_and_other_servers(orca_env: OrcaEnv) -> None:
     assert config["features"]["codex_hooks"] is True
     hooks = json.loads((codex_home / "hooks.json").read_text())["hooks"]
     assert set(hooks) == {"SessionStart", "UserPromptSubmit", "Stop"}
-    assert hooks["Stop"][0]["hooks"][0]["command"] == f"{ORCACTL} hook codex Stop"
+    assert hooks["Stop"][0]["hooks"][0]["command"] == _ours(orca_env, "codex", "Stop")
     assert "nothing to change" in _integrate(orca_env, "codex", env=env).stdout
     assert _integrate(orca_env, "codex", "--remove", env=env).returncode == 0
     after = (codex_home / "config.toml").read_text()
@@ -110,8 +116,12 @@ def test_codex_keeps_comments_and_other_servers(orca_env: OrcaEnv) -> None:
     assert not (codex_home / "hooks.json").exists()
 
 
-def test_a_relative_orca_socket_is_written_as_an_absolute_path(orca_env: OrcaEnv) -> None:
-    # the agent starts the MCP server from its own directory, not from where integrate ran
+def test_orca_socket_is_written_absolute_into_the_mcp_server_and_every_hook(
+    orca_env: OrcaEnv,
+) -> None:
+    # the agent starts the MCP server from its own directory, not from where integrate ran, and
+    # an agent started from another shell runs its hooks without this ORCA_SOCKET: both must
+    # name the same daemon, or automatic memory and the memory tools reach different ones
     codex_home = orca_env.root / "codex-home"
     codex_home.mkdir()
     env = {**orca_env.env, "CODEX_HOME": str(codex_home), "ORCA_SOCKET": "run/orcad.sock"}
@@ -127,8 +137,16 @@ def test_a_relative_orca_socket_is_written_as_an_absolute_path(orca_env: OrcaEnv
         assert done.returncode == 0, done.stderr
     claude = json.loads((_home(orca_env) / ".claude.json").read_text())["mcpServers"]["orca"]
     codex = tomllib.loads((codex_home / "config.toml").read_text())["mcp_servers"]["orca"]
+    chosen = orca_env.root / "run" / "orcad.sock"
     for args in (claude["args"], codex["args"]):
-        assert args[args.index("--socket") + 1] == str(orca_env.root / "run" / "orcad.sock")
+        assert args[args.index("--socket") + 1] == str(chosen)
+    settings = json.loads((_home(orca_env) / ".claude" / "settings.json").read_text())
+    hooks = json.loads((codex_home / "hooks.json").read_text())
+    for agent, written in (("claude-code", settings), ("codex", hooks)):
+        for event in written["hooks"]:
+            assert _commands(written, event) == [
+                f"{ORCACTL} hook {agent} {event} --socket {chosen}"
+            ]
 
 
 @pytest.mark.parametrize("where", ["before", "after"])
@@ -274,7 +292,7 @@ def test_the_orcactl_option_is_written_as_an_absolute_path_to_an_executable(
     assert relative.returncode == 0, relative.stderr
     # the agent runs hooks from wherever it is: a relative path would not be found there
     hooks = json.loads(settings.read_text())
-    assert _commands(hooks, "Stop") == [f"{wrapper} hook claude-code Stop"]
+    assert _commands(hooks, "Stop") == [_ours(orca_env, "claude-code", "Stop", wrapper)]
     before = settings.read_text()
     missing = _integrate(orca_env, "claude-code", "--orcactl", str(tmp_path / "nowhere"))
     assert missing.returncode == 2
@@ -295,7 +313,7 @@ def test_hooks_run_through_a_wrapper_are_still_orcas(orca_env: OrcaEnv, tmp_path
     settings = json.loads(settings_path.read_text())
     for event in ("SessionStart", "UserPromptSubmit", "Stop", "SessionEnd"):
         ours = [c for c in _commands(settings, event) if c.startswith(str(wrapper))]
-        assert ours == [f"{wrapper} hook claude-code {event}"]  # once, not once per run
+        assert ours == [_ours(orca_env, "claude-code", event, wrapper)]  # once, not per run
     assert agent_status("claude-code", {**orca_env.env, "PATH": "/usr/bin:/bin"})[1]
     assert _integrate(orca_env, "claude-code", "--remove").returncode == 0
     assert json.loads(settings_path.read_text()) == CLAUDE_SETTINGS
@@ -634,7 +652,7 @@ def test_only_the_hooks_integrate_writes_are_orcas(orca_env: OrcaEnv) -> None:
     for _ in range(2):
         assert _integrate(orca_env, "claude-code").returncode == 0
         settings = json.loads(settings_path.read_text())
-        assert _commands(settings, "Stop") == [wrapper, f"{ORCACTL} hook claude-code Stop"]
+        assert _commands(settings, "Stop") == [wrapper, _ours(orca_env, "claude-code", "Stop")]
         assert settings["hooks"]["StopFailure"] == [failure]
         assert settings["hooks"]["SubagentStop"] == [subagent]
     assert _integrate(orca_env, "claude-code", "--remove").returncode == 0
