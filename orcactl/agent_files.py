@@ -159,6 +159,37 @@ class Written:
     change: Change
     backup: Path | None  # None: the file is new
     mode: int
+    created: tuple[Path, ...] = ()  # directories made for it, outermost first
+
+
+def _make_parents(directory: Path) -> tuple[Path, ...]:
+    """`directory` and any missing parents made; those made, outermost first."""
+    missing = []
+    while not directory.exists() and directory != directory.parent:
+        missing.append(directory)
+        directory = directory.parent
+    made: list[Path] = []
+    try:
+        for path in reversed(missing):
+            try:
+                path.mkdir()
+            except FileExistsError:  # another program made it meanwhile: not ours to remove
+                continue
+            made.append(path)
+    except OSError:
+        _remove_empty(tuple(made))
+        raise
+    return tuple(made)
+
+
+def _remove_empty(created: tuple[Path, ...]) -> None:
+    """The directories made for a file that was taken back out, innermost first, while empty:
+    one that something else has put a file in since stays."""
+    for path in reversed(created):
+        try:
+            path.rmdir()
+        except OSError:
+            return
 
 
 def write(change: Change, stamp: str) -> Written:
@@ -167,16 +198,16 @@ def write(change: Change, stamp: str) -> Written:
 
     A symlink (a dotfiles checkout, say) stays a symlink: the file it names is replaced."""
     real = Path(os.path.realpath(change.path))
-    real.parent.mkdir(parents=True, exist_ok=True)
+    created = _make_parents(real.parent)
     unchanged = partial(_check_unchanged, change)
-    unchanged()
     backup = None
     mode = 0o600
     after = change.after
-    if change.before is not None:
-        backup = _back_up(change.path, stamp)
-        mode = real.stat().st_mode & 0o777
     try:
+        unchanged()
+        if change.before is not None:
+            backup = _back_up(change.path, stamp)
+            mode = real.stat().st_mode & 0o777
         if backup is not None and not after and not change.path.is_symlink():
             unchanged()
             change.path.unlink()
@@ -187,8 +218,9 @@ def write(change: Change, stamp: str) -> Written:
     except BaseException:
         if backup is not None:  # the file is as it was: its copy would only mislead
             backup.unlink(missing_ok=True)
+        _remove_empty(created)
         raise
-    return Written(change, backup, mode)
+    return Written(change, backup, mode, created)
 
 
 def _undo(written: Written) -> None:
@@ -196,6 +228,7 @@ def _undo(written: Written) -> None:
     real = Path(os.path.realpath(written.change.path))
     if written.backup is None:
         real.unlink(missing_ok=True)
+        _remove_empty(written.created)
     else:
         _replace(real, written.backup.read_bytes(), written.mode)
         written.backup.unlink()

@@ -633,6 +633,28 @@ def test_a_write_that_fails_halfway_puts_back_the_files_already_written(
     assert sorted(p.name for p in claude_json.parent.iterdir()) == [".claude", ".claude.json"]
 
 
+def test_a_directory_made_for_a_file_taken_back_out_is_removed(orca_env: OrcaEnv) -> None:
+    # ~/.claude does not exist yet: integrate makes it for settings.json, then ~/.claude.json
+    # cannot be written, and settings.json is taken back out; its directory must go with it
+    claude_json = _home(orca_env) / ".claude.json"
+    claude_json.write_text(json.dumps({"projects": {"/src/app": {"notes": "x" * 20000}}}))
+    limit = claude_json.stat().st_size + 16
+
+    def no_file_larger_than_the_limit() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    run = subprocess.run(
+        [ORCACTL, "integrate", "claude-code"],
+        capture_output=True,
+        text=True,
+        env=orca_env.env,
+        timeout=60,
+        preexec_fn=no_file_larger_than_the_limit,
+    )
+    assert run.returncode == 1 and "nothing was changed" in run.stderr, run.stderr
+    assert sorted(p.name for p in claude_json.parent.iterdir()) == [".claude.json"]
+
+
 def test_only_the_hooks_integrate_writes_are_orcas(orca_env: OrcaEnv) -> None:
     wrapper = "bash -c 'orcactl hook claude-code Stop >/dev/null; ~/bin/audit.sh'"
     failure = {"hooks": [{"type": "command", "command": f"{ORCACTL} hook claude-code StopFailure"}]}
