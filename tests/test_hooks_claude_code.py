@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 from orcactl.hooks import claude_code, common, failures, transcript
 from orcad.paths import resolve_paths
 from orcad.runtime import read_instance
+from protocol.types import CLIENT_ID_MAX_CHARS
 from tests.harness import DaemonProcess, OrcaEnv
 from tests.hook_helpers import ORCACTL, ClaudeTranscript, run_hook
 
@@ -812,3 +813,22 @@ _LAZY_REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL
 def test_reminders_are_cut_as_the_first_closing_tag_after_each_opening(parts: list[str]) -> None:
     text = "".join(parts)
     assert transcript.clean_text(text) == _LAZY_REMINDER.sub("", text).strip()
+
+
+def test_a_hook_loads_neither_msgspec_nor_the_protocol_package() -> None:
+    # a hook runs on every prompt: its start is the agent's wait, and msgspec with the protocol
+    # package is about a third of what it would import
+    code = (
+        "import sys\n"
+        "import orcactl.entry, orcactl.hooks.runner, orcactl.hooks.claude_code\n"
+        "import orcactl.hooks.codex\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'msgspec', 'protocol'}))"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert loaded.stdout.strip() == "[]"
+
+
+def test_the_hooks_session_id_bound_is_orcads() -> None:
+    assert common.CLIENT_ID_MAX_CHARS == CLIENT_ID_MAX_CHARS

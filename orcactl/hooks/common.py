@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from orcactl.hooks import transcript
 from orcactl.hooks.wire import HookClient, connect, encode_json
-from protocol.types import CLIENT_ID_MAX_CHARS
 
 if TYPE_CHECKING:
     from typing import Any
@@ -31,6 +30,9 @@ PERMISSION_MODES: dict[str, tuple[str, bool]] = {
 # the connection). Bytes, not characters: an emoji takes 4, a control character 6 (escaped).
 SEND_TEXT_MAX_BYTES = 256 * 1024
 SEND_TURN_MAX_BYTES = 2 * 1024 * 1024
+# protocol.types.CLIENT_ID_MAX_CHARS, named again: importing protocol loads msgspec, about a
+# third of a hook's imports, and a hook speaks its JSON with the standard library
+CLIENT_ID_MAX_CHARS = 256
 CUT_MARK = "\n[...]\n"
 
 
