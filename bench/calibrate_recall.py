@@ -48,13 +48,13 @@ if __package__ in (None, ""):
 from bench.eval_recall import Labelled
 from orcad.query import derive_query_terms, stem, stems
 from orcad.recall import rank
-from orcad.recall.embedding import (
-    BUILTIN_DIR,
+from orcad.recall.embedding import load_embedder
+from orcad.recall.local_models import BUILTIN_DIR
+from orcad.recall.prompt_gate import (
     PROJECT_PROMPTS,
     UNRELATED_PROMPTS,
     GateReferences,
     general_words,
-    load_embedder,
     read_prompts,
 )
 

@@ -30,7 +30,9 @@ if __package__ in (None, ""):  # run as `python bench/<name>.py`: make the repos
 from bench.common import percentile
 from bench.eval_recall import LABELLED_SETS, Labelled
 from bench.recall import latency_prompts
-from orcad.recall.embedding import TRANSFORMER_MAX_TOKENS, Embeddings, OnnxEmbedder, readable
+from orcad.recall.embedders import TRANSFORMER_MAX_TOKENS, readable
+from orcad.recall.embedding import Embeddings
+from orcad.recall.local_models import OnnxEmbedder
 
 MODELS = ("builtin", "static")
 WARM = 30

@@ -44,7 +44,7 @@ CLASSES = ("shares", "other", "none")
 # bench/eval_data.py, bench/eval_data_fresh.py, bench/eval_data_check.py: each written apart
 # from the others, by authors who saw neither them nor the reference prompts; recall's settings
 # are chosen on main and fresh, and check only scores them (the classifier's four constants in
-# orcad/recall/embedding.py were picked with all three sets' AUC in view)
+# orcad/recall/prompt_gate.py were picked with all three sets' AUC in view)
 LABELLED_SETS = {
     "main": "bench.eval_data",
     "fresh": "bench.eval_data_fresh",

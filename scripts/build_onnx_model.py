@@ -38,7 +38,7 @@ import numpy as np
 if __package__ in (None, ""):  # run as `python scripts/build_onnx_model.py`
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from orcad.recall.embedding import BUILTIN_DIR, ONNX_FILE, no_telemetry, read_safetensors
+from orcad.recall.local_models import BUILTIN_DIR, ONNX_FILE, no_telemetry, read_safetensors
 
 OPSET = 17  # has LayerNormalization; onnxruntime 1.16 and later run it
 

@@ -45,7 +45,7 @@ if __package__ in (None, ""):  # run as `python scripts/build_static_embedding.p
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from orcad.recall.bert import forward
-from orcad.recall.embedding import read_safetensors
+from orcad.recall.local_models import read_safetensors
 
 OUT = Path(__file__).resolve().parent.parent / "orcad" / "recall" / "model"
 SOURCE = "sentence-transformers/all-MiniLM-L6-v2"

@@ -44,7 +44,7 @@ from typing import Any
 PAIRS = Path(__file__).resolve().parent / "fine_tune_pairs.jsonl"
 KINDS = frozenset({"preference", "fact", "workflow", "decision"})
 PROMPTS_PER_FACT = 3
-MAX_TOKENS = 128  # as the daemon embeds (orcad/recall/embedding.py TRANSFORMER_MAX_TOKENS)
+MAX_TOKENS = 128  # as the daemon embeds (orcad/recall/embedders.py TRANSFORMER_MAX_TOKENS)
 FIELDS = ("fact", "kind", "prompts", "hard_negative")
 SOURCE_FILES = ("config.json", "model.safetensors", "vocab.txt")
 

@@ -23,16 +23,14 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as `python scripts/fit_gate.py`
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from orcad.recall.embedding import (
-    BUILTIN_DIR,
+from orcad.recall.embedding import load_embedder
+from orcad.recall.local_models import BUILTIN_DIR, STATIC_DIR, StaticEmbedder
+from orcad.recall.prompt_gate import (
     GATE_FILE,
     PROJECT_PROMPTS,
-    STATIC_DIR,
     UNRELATED_PROMPTS,
     GateReferences,
-    StaticEmbedder,
     gate_digest,
-    load_embedder,
     read_prompts,
     write_fitted_gate,
 )

@@ -32,12 +32,8 @@ from orcad.recall import automatic
 from orcad.recall import deliberate as recall_deliberate
 from orcad.recall.automatic import ProjectMemorySearch
 from orcad.recall.deliberate import Backfill, DeliberateRecall, RefusedTexts
-from orcad.recall.embedding import (
-    EmbeddingRefused,
-    Embeddings,
-    EmbeddingTimedOut,
-    RankingSettings,
-)
+from orcad.recall.embedders import EmbeddingRefused, EmbeddingTimedOut, RankingSettings
+from orcad.recall.embedding import Embeddings
 from protocol.errors import RemoteError
 from protocol.types import DeliberateEntry
 from tests.deliberate_helpers import InProcessDaemon, SettableClock

@@ -46,7 +46,8 @@ from orcad.recall.automatic import (
     fact_embedder,
     search_index,
 )
-from orcad.recall.embedding import Embeddings, EmbeddingUnavailable, load_embedder
+from orcad.recall.embedders import EmbeddingUnavailable
+from orcad.recall.embedding import Embeddings, load_embedder
 from protocol.types import ExtractedFact
 
 pytestmark = pytest.mark.inprocess

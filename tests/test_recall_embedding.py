@@ -26,30 +26,30 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from orcad.limits import EMBEDDING_COOLDOWN_MAX_S
-from orcad.recall import embedding
+from orcad.limits import (
+    EMBEDDING_COOLDOWN_MAX_S,
+)
+from orcad.recall import embedders, embedding, endpoint_embedder, local_models, prompt_gate
 from orcad.recall.breaker import EndpointBreaker
-from orcad.recall.embedding import (
-    BUILTIN_DIR,
+from orcad.recall.embedders import (
     DEFAULT_FLOOR,
     DEFAULT_GATE,
-    GATE_FILE,
-    PROJECT_PROMPTS,
     PURPOSES,
-    STATIC_DIR,
-    UNRELATED_PROMPTS,
     EmbeddingRefused,
-    Embeddings,
     EmbeddingTimedOut,
     EmbeddingUnavailable,
-    EndpointEmbedder,
+    normalize_rows,
+)
+from orcad.recall.embedding import Embeddings, load_embedder
+from orcad.recall.endpoint_embedder import EndpointEmbedder
+from orcad.recall.local_models import BUILTIN_DIR, STATIC_DIR, OnnxEmbedder, load_static
+from orcad.recall.prompt_gate import (
+    GATE_FILE,
+    PROJECT_PROMPTS,
+    UNRELATED_PROMPTS,
     GateReferences,
-    OnnxEmbedder,
     gate_digest,
     gate_references,
-    load_embedder,
-    load_static,
-    normalize_rows,
     read_fitted_gate,
     read_prompts,
     word_features,
@@ -161,9 +161,9 @@ def test_a_pasted_megabyte_costs_what_its_first_words_do(builtin: Any) -> None:
         return split(word)
 
     tokens.word_ids = counting  # type: ignore[method-assign]
-    ids = tokens.encode(pasted, embedding.MAX_TOKENS)
-    assert len(ids) == embedding.MAX_TOKENS
-    assert len(looked_up) <= embedding.MAX_TOKENS  # each word gives at least one id
+    ids = tokens.encode(pasted, embedders.MAX_TOKENS)
+    assert len(ids) == embedders.MAX_TOKENS
+    assert len(looked_up) <= embedders.MAX_TOKENS  # each word gives at least one id
     assert builtin.embed([pasted]).shape == (1, builtin.dims)
     # words longer than BERT's limit are one unknown id and are never kept in the cache
     tokens.encode("x" * 5_000 + " " + "y" * 101)
@@ -318,7 +318,7 @@ def test_the_builtin_model_serves_with_float_reference_rows_when_int8_is_refused
     def refused(*_args: object) -> None:
         raise RuntimeError("no kernel for this")
 
-    monkeypatch.setattr(embedding, "Int8Rows", refused)
+    monkeypatch.setattr(prompt_gate, "Int8Rows", refused)
     embeddings = Embeddings.load("builtin")
     assert embeddings.state == "ready", embeddings.reason
     query = embeddings.query("explain the CAP theorem")
@@ -468,15 +468,15 @@ def test_a_project_name_is_distinctive_and_a_word_in_general_use_is_not(
     frequency["outofmemoryerror"] = 0
     assert embeddings.distinctive(terms, frequency) == {"kapt", "testcontainer"}
     # without the general words every word would look like a name: then none is distinctive
-    monkeypatch.setattr(embedding, "BUILTIN_DIR", tmp_path)
-    embedding.general_words.cache_clear()
+    monkeypatch.setattr(prompt_gate, "BUILTIN_DIR", tmp_path)
+    prompt_gate.general_words.cache_clear()
     try:
-        assert embedding.general_words() == frozenset()
+        assert prompt_gate.general_words() == frozenset()
         assert embeddings.distinctive(terms, frequency) == frozenset()
     finally:
         monkeypatch.undo()
-        embedding.general_words.cache_clear()
-    assert "gradle" in embedding.general_words()
+        prompt_gate.general_words.cache_clear()
+    assert "gradle" in prompt_gate.general_words()
 
 
 def test_the_reference_prompt_files_are_read_strictly(tmp_path: Path) -> None:
@@ -529,7 +529,7 @@ def test_a_model_calibrated_with_reference_prompts_does_not_load_without_them(
     assert gate_of(lowered) == 0.9 - 0.25
     for name, weight in (("UNRELATED_PROMPTS", "unrelated"), ("PROJECT_PROMPTS", "project")):
         with monkeypatch.context() as patch:
-            patch.setattr(embedding, name, tmp_path / "gone.txt")
+            patch.setattr(prompt_gate, name, tmp_path / "gone.txt")
             (directory / "MODEL.txt").write_text(f"id: tiny\n{weight}_weight: 0.5\n")
             missing = Embeddings.load(str(directory))  # it would rank without its calibration
             assert missing.state == "unavailable" and missing.embed(["a"]) is None
@@ -741,12 +741,12 @@ def test_endpoint_keeps_a_batch_when_one_answer_is_not_a_number_and_sends_at_mos
         assert not vectors[1].any()  # nothing said: a zero row, cosine 0 with everything
         assert np.allclose(np.linalg.norm(vectors[[0, 2]], axis=1), 1.0, atol=1e-5)
         loaded.embed(["x" * 1_000_000])
-        assert len(server.requests[-1].json()["input"][0]) == embedding.EMBED_READ_CHARS
+        assert len(server.requests[-1].json()["input"][0]) == embedders.EMBED_READ_CHARS
         # a key across the cut is redacted before it: no part of it leaves the machine
         key = "AKIAZ3QWERTY7ABCDEFG"  # (AWS's documented example key is left as it is)
-        loaded.embed(["y " * (embedding.EMBED_READ_CHARS // 2 - 5) + key + " z" * 10])
+        loaded.embed(["y " * (embedders.EMBED_READ_CHARS // 2 - 5) + key + " z" * 10])
         sent = server.requests[-1].json()["input"][0]
-        assert len(sent) == embedding.EMBED_READ_CHARS and "AKIA" not in sent
+        assert len(sent) == embedders.EMBED_READ_CHARS and "AKIA" not in sent
 
 
 def endpoint_on_a_clock(server: FakeOpenAI, now: list[float], timeout_s: float = 0.3) -> Embeddings:
@@ -859,7 +859,10 @@ def test_a_server_that_trickles_its_answer_is_cut_at_the_deadline(trickle: Any) 
 
 
 def test_an_endless_compressed_or_absurd_answer_is_refused_without_holding_it() -> None:
-    limit = embedding.EMBEDDING_ANSWER_BASE_BYTES + embedding.EMBEDDING_ANSWER_BYTES_PER_TEXT
+    limit = (
+        endpoint_embedder.EMBEDDING_ANSWER_BASE_BYTES
+        + endpoint_embedder.EMBEDDING_ANSWER_BYTES_PER_TEXT
+    )
     bomb = gzip.compress(b" " * 50_000_000)  # 49 KiB that would swell to 48 MiB
 
     def compressed(handler: Any, state: FakeOpenAI) -> None:
@@ -895,7 +898,10 @@ def test_an_endless_compressed_or_absurd_answer_is_refused_without_holding_it() 
 def test_an_answer_is_read_up_to_its_limit_and_not_a_byte_more(over: int) -> None:
     """Two texts may take 64 KiB plus 256 KiB each: an answer of exactly that many bytes (a
     real one, padded with the whitespace JSON allows) is read; one byte more is refused."""
-    limit = embedding.EMBEDDING_ANSWER_BASE_BYTES + 2 * embedding.EMBEDDING_ANSWER_BYTES_PER_TEXT
+    limit = (
+        endpoint_embedder.EMBEDDING_ANSWER_BASE_BYTES
+        + 2 * endpoint_embedder.EMBEDDING_ANSWER_BYTES_PER_TEXT
+    )
     data = [{"index": i, "embedding": hashed_vector(t)} for i, t in enumerate(["a", "b"])]
     body = json.dumps({"data": data}).encode()
     body += b" " * (limit + over - len(body))
@@ -1004,7 +1010,7 @@ def test_the_backfill_waits_for_a_slow_server_longer_than_recall_or_a_publish(
         assert loaded.embed(["eight facts of a job"], purpose="publish") is None
         assert "timed out after 0.3 s" in (loaded.reason or "")
         assert loaded.embed(["a batch"], purpose="backfill") is not None
-        monkeypatch.setattr(embedding, "EMBEDDING_BACKGROUND_TIMEOUT_S", 0.5)
+        monkeypatch.setattr(endpoint_embedder, "EMBEDDING_BACKGROUND_TIMEOUT_S", 0.5)
         with pytest.raises(EmbeddingTimedOut, match=r"timed out after 0\.5 s"):
             loaded.try_embed(["a batch"], purpose="backfill")
 
@@ -1137,7 +1143,7 @@ def test_a_local_onnx_export_is_run_with_the_inputs_it_declares_and_mean_pooled(
 def test_an_onnx_model_reads_a_text_for_its_first_126_tokens(tmp_path: Path) -> None:
     model = load_embedder(str(onnx_model_dir(tmp_path, "exported.onnx")))
     assert model is not None
-    assert embedding.TRANSFORMER_MAX_TOKENS - 2 == 126  # with [CLS] and [SEP]: 128
+    assert embedders.TRANSFORMER_MAX_TOKENS - 2 == 126  # with [CLS] and [SEP]: 128
     last_read, first_unread = "deploy " * 125 + "staging", "deploy " * 126 + "staging"
     vectors = model.embed([last_read, "deploy " * 125, first_unread, "deploy " * 126])
     assert not np.allclose(vectors[0], vectors[1])  # the 126th token counts
@@ -1324,9 +1330,9 @@ def test_loading_the_builtin_model_writes_nothing_in_the_users_home(tmp_path: Pa
 def test_telemetry_is_turned_off_when_a_model_is_configured_not_in_the_loading_thread(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.delenv(embedding.ONNXRUNTIME_TELEMETRY, raising=False)
+    monkeypatch.delenv(local_models.ONNXRUNTIME_TELEMETRY, raising=False)
     Embeddings.deferred("none")
-    assert embedding.ONNXRUNTIME_TELEMETRY not in os.environ
+    assert local_models.ONNXRUNTIME_TELEMETRY not in os.environ
     deferred = Embeddings.deferred("builtin")
-    assert os.environ[embedding.ONNXRUNTIME_TELEMETRY] == "1"
+    assert os.environ[local_models.ONNXRUNTIME_TELEMETRY] == "1"
     assert deferred.state == "loading"  # set before any load

@@ -7,12 +7,8 @@ import pytest
 
 from bench.eval_data import STALE
 from bench.eval_recall import LABELLED_SETS, Labelled, run, score
-from orcad.recall.embedding import (
-    PROJECT_PROMPTS,
-    UNRELATED_PROMPTS,
-    load_embedder,
-    read_prompts,
-)
+from orcad.recall.embedding import load_embedder
+from orcad.recall.prompt_gate import PROJECT_PROMPTS, UNRELATED_PROMPTS, read_prompts
 
 pytestmark = pytest.mark.daemon
 

@@ -434,7 +434,8 @@ def embedding_fix(setting: str, reason: str) -> str:
 
 def check_embedding_offline(config: Config) -> Finding:
     """Whether the configured embedding model loads, without a daemon."""
-    from orcad.recall.embedding import EmbeddingUnavailable, load_embedder  # noqa: PLC0415 - numpy
+    from orcad.recall.embedders import EmbeddingUnavailable  # noqa: PLC0415 - numpy
+    from orcad.recall.embedding import load_embedder  # noqa: PLC0415 - numpy
 
     setting = config.recall.embedding
     if setting == "none":

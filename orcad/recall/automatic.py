@@ -56,7 +56,8 @@ from orcad.errors import StorageError
 from orcad.limits import LEDGER_MAX_CANDIDATES, RECALL_AUTOMATIC_MAX_ENTRIES
 from orcad.query import match_expression, most_selective, stem, stems
 from orcad.recall import rank
-from orcad.recall.embedding import Array, Embeddings, PromptQuery
+from orcad.recall.embedders import Array
+from orcad.recall.embedding import Embeddings, PromptQuery
 from orcad.secrets import secret_kinds
 
 log = structlog.get_logger("orcad.recall.automatic")

@@ -32,7 +32,7 @@ class Admission(NamedTuple):
 
 class EndpointBreaker:
     """Shared by the threads that call one endpoint for one purpose (recall's, a publish's or
-    the backfill's: orcad.recall.embedding.EndpointEmbedder)."""
+    the backfill's: orcad.recall.endpoint_embedder.EndpointEmbedder)."""
 
     def __init__(self, monotonic: Callable[[], float] = time.monotonic) -> None:
         self._lock = threading.Lock()

@@ -37,14 +37,8 @@ from orcad.limits import (
 )
 from orcad.recall import rank
 from orcad.recall.automatic import FactBatch
-from orcad.recall.embedding import (
-    Array,
-    EmbeddingRefused,
-    Embeddings,
-    EmbeddingTimedOut,
-    EmbeddingUnavailable,
-    PromptQuery,
-)
+from orcad.recall.embedders import Array, EmbeddingRefused, EmbeddingTimedOut, EmbeddingUnavailable
+from orcad.recall.embedding import Embeddings, PromptQuery
 from orcad.sessions import Session
 from protocol.types import DeliberateEntry, EmbeddingStatus
 

@@ -149,7 +149,7 @@ def distinctive_terms(
 ) -> frozenset[str]:
     """The stems of the query terms that name something of this store's own: held by one or
     two of its texts, with a letter and at least four characters, and neither the term nor its
-    stem among the `general` words (orcad.recall.embedding.general_words). And those of the
+    stem among the `general` words (orcad.recall.prompt_gate.general_words). And those of the
     prompt's compound `names` (`compound_names`) that do too: the rarest of the name's parts
     counted in `document_frequency` is held by one or two texts, and the name is joined by a
     character only code uses or has a part that is not a general word ("read-only" is English,
