@@ -213,3 +213,31 @@ async def test_a_session_grant_ends_with_its_session_and_stays_in_its_workspace(
             {**reopened, "approval_id": pending["approval_id"], "decision": "allow_once"},
         )
     assert caught.value.code == -32014
+
+
+@pytest.mark.parametrize("action", ["update", "forget"])
+async def test_an_approval_never_applies_to_a_record_changed_since_it_was_asked_for(
+    orca: InProcessDaemon, tmp_path: Path, action: str
+) -> None:
+    """The user approves the record the summary showed: another session's change to it
+    meanwhile makes the approval a conflict, and that change is kept."""
+    asker = await orca.open(tmp_path / "ws")
+    writer = await orca.open(tmp_path / "ws", mode="yolo")
+    record = (await save(orca, writer, "deploys run from main", is_global=False))["record"]
+    pending = await change(orca, asker, action, record["id"])
+    assert pending["outcome"] == "pending_approval"
+    assert "deploys run from main" in pending["summary"]
+    rewritten = "production database is db3, never db1"
+    await orca.call(
+        "memory.manage", {**writer, "action": "update", "id": record["id"], "content": rewritten}
+    )
+    with pytest.raises(RemoteError) as caught:
+        await orca.call(
+            "memory.approve",
+            {**asker, "approval_id": pending["approval_id"], "decision": "allow_workspace"},
+        )
+    assert caught.value.error.code == -32013
+    assert "changed" in caught.value.error.message
+    [kept] = (await orca.call("memory.search", {**writer}))["records"]
+    assert (kept["id"], kept["content"]) == (record["id"], rewritten)
+    assert (await orca.call("grants.list", {}))["grants"] == []  # nothing was granted either

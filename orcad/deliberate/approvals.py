@@ -3,6 +3,8 @@
 Pending approvals live in memory only: each belongs to one session epoch (a reopened session
 may have another mode or workspace than the one the user was asked about), expires `APPROVAL_TTL_S`
 after it was created, and is removed by the first memory.approve that names it (single use).
+An update or forget keeps the record as the user was shown it: approved, it applies only to
+that record as it still is.
 Session grants are in memory, and end when their session closes or expires;
 workspace and global grants are persisted by the store, in the deliberate database next to the
 records they guard, so they survive restarts and go away with that database. A grant covers the
@@ -34,6 +36,8 @@ class PendingChange(msgspec.Struct, frozen=True, kw_only=True):
     kind: RecordKind | None
     is_global: bool | None  # save
     created_at: float
+    # update and forget: the record's text and kind as the summary quoted them to the user
+    shown: tuple[str, RecordKind] | None = None
 
     def expires_at(self) -> float:
         return self.created_at + APPROVAL_TTL_S

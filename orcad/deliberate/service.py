@@ -34,7 +34,7 @@ from orcad.deliberate.store import (
     is_record_id,
     new_record_id,
 )
-from orcad.errors import Disabled, InvalidParams, NotFound, StorageError
+from orcad.errors import Conflict, Disabled, InvalidParams, NotFound, StorageError
 from orcad.limits import APPROVAL_TTL_S, DELIBERATE_PURGE_DELAY_S, MEMORY_CONTENT_MAX_CHARS
 from orcad.secrets import redact, secret_kinds
 from orcad.sessions import Session, SessionStore
@@ -289,6 +289,7 @@ class DeliberateMemory:
             return self._denied(session, change, "declined by the user", target)
         # Memory may have changed while the user decided: check again before applying.
         target = await self._target(session, change)
+        _check_unchanged(change, target)
         is_global = changes_global(change, target)
         now = self._clock.now()
         if params.decision == "allow_session":
@@ -365,7 +366,12 @@ class DeliberateMemory:
         self, session: Session, change: PendingChange, target: StoredRecord | None
     ) -> MemoryManageResult:
         now = self._clock.now()
-        pending = msgspec.structs.replace(change, approval_id=new_approval_id(), created_at=now)
+        pending = msgspec.structs.replace(
+            change,
+            approval_id=new_approval_id(),
+            created_at=now,
+            shown=None if target is None else (target.content, target.kind),
+        )
         self.pending.add(pending, now)
         log.info("memory.pending", approval_id=pending.approval_id, action=change.action)
         return MemoryManageResult(
@@ -490,6 +496,18 @@ def describe(session: Session, change: PendingChange, target: StoredRecord | Non
     return (
         f"update {scope} {target.id} ({change.kind or target.kind}): "
         f'"{preview(target.content)}" -> "{preview(new_content)}"'
+    )
+
+
+def _check_unchanged(change: PendingChange, target: StoredRecord | None) -> None:
+    """Conflict when another change rewrote the record after the user was asked: the approval
+    was given for the text and kind the summary showed, not for what replaced them."""
+    if change.shown is None or target is None or change.shown == (target.content, target.kind):
+        return
+    raise Conflict(
+        f"memory record {target.id} changed after this {change.action} was proposed (it now "
+        f'says "{preview(target.content)}"); nothing was changed or granted: call memory.manage '
+        "again to propose it against the record as it is now"
     )
 
 
