@@ -199,3 +199,46 @@ def test_a_provider_command_does_not_outlive_a_killed_daemon(
         for pid in pids:
             if not process_gone(pid):
                 os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.parametrize("action", ["forget", "update"])
+def test_a_record_change_cut_short_by_a_crash_leaves_no_old_text_in_recall_snapshots(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path, action: str
+) -> None:
+    """The change commits before the snapshots holding the old text are dropped: a crash in
+    between must not leave that text to be recalled, or on disk, after the restart."""
+    secret_word = "quartz-lemur-17"
+    daemon = DaemonProcess(orca_env)
+    daemon_factory.append(daemon)
+    daemon.start()
+    opened = daemon.call("session.open", {"cwd": str(project_path(tmp_path)), "mode": "yolo"})
+    session = {"session_id": opened.session_id, "epoch": opened.epoch}
+    saved = daemon.call(
+        "memory.manage",
+        {
+            **session,
+            "action": "save",
+            "kind": "fact",
+            "is_global": False,
+            "content": f"The vault is {secret_word}",
+        },
+    )
+    turn = {**session, "turn_id": "t1", "prompt": "which vault is it?"}
+    assert secret_word in daemon.call("recall", turn).context
+    daemon.stop()  # a clean stop writes the snapshot
+
+    orca_env.extra_env[FAILPOINT_ENV] = "memory.after_change_commit"
+    daemon.start()
+    change = {"id": saved.record.id}
+    if action == "update":
+        change["content"] = "The vault is basalt-heron-9"
+    with pytest.raises(OSError):  # stopped before answering
+        daemon.call("memory.manage", {**session, "action": action, **change})
+    assert daemon.proc is not None
+    assert daemon.proc.wait(timeout=20) == FAILPOINT_EXIT_STATUS
+
+    del orca_env.extra_env[FAILPOINT_ENV]
+    daemon.start()
+    assert secret_word not in daemon.call("recall", turn).context
+    state_files = orca_env.memory_root.glob("daemon-state.sqlite3*")
+    assert not [path for path in state_files if secret_word.encode() in path.read_bytes()]

@@ -35,6 +35,7 @@ from orcad.deliberate.store import (
     new_record_id,
 )
 from orcad.errors import Conflict, Disabled, InvalidParams, NotFound, StorageError
+from orcad.failpoints import failpoint
 from orcad.limits import APPROVAL_TTL_S, DELIBERATE_PURGE_DELAY_S, MEMORY_CONTENT_MAX_CHARS
 from orcad.secrets import redact, secret_kinds
 from orcad.sessions import Session, SessionStore
@@ -413,6 +414,7 @@ class DeliberateMemory:
             forgotten = None
             if is_record_id(record_id):
                 forgotten = await self.store.forget_visible(session.workspace_id, record_id)
+                failpoint("memory.after_change_commit")
             if forgotten is None:
                 raise NotFound(f"no memory record {record_id!r} is visible from this workspace")
             record, verb = forgotten, "Forgot"
@@ -425,6 +427,7 @@ class DeliberateMemory:
             try:  # only what the change names is written: another session may have changed
                 # the rest since the target was read
                 updated = await self.store.update(target.id, change.content, change.kind, now)
+                failpoint("memory.after_change_commit")
             except DuplicateRecord:
                 assert change.content is not None
                 existing = await self.store.same_content(target.workspace_id, change.content)

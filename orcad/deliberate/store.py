@@ -379,6 +379,23 @@ def forget_visible_record(
     return record_from_row(row) if row else None
 
 
+UPDATED_TIMES_BATCH = 500  # record ids looked up per statement (SQLite bounds its variables)
+
+
+def updated_times(connection: sqlite3.Connection, record_ids: Sequence[str]) -> dict[str, float]:
+    """When each of `record_ids` was last changed; a record that is gone is left out."""
+    times: dict[str, float] = {}
+    for start in range(0, len(record_ids), UPDATED_TIMES_BATCH):
+        batch = record_ids[start : start + UPDATED_TIMES_BATCH]
+        marks = ",".join("?" * len(batch))
+        rows = connection.execute(
+            f"SELECT public_id, updated_at FROM memories WHERE public_id IN ({marks})",  # noqa: S608 - placeholders only
+            batch,
+        )
+        times.update((str(public_id), float(updated)) for public_id, updated in rows)
+    return times
+
+
 def purge_deleted_text(connection: sqlite3.Connection) -> bool:
     """Leave no copy of deleted text: FTS5 keeps a deleted row's terms in its old segments until
     they merge (optimize merges them all), and the WAL keeps old page images until a checkpoint
@@ -559,6 +576,11 @@ class DeliberateStore:
 
     async def query(self, work: Callable[[sqlite3.Connection], T]) -> T:
         return await self._run(work)
+
+    def updated_times_blocking(self, record_ids: Sequence[str]) -> dict[str, float]:
+        """`updated_times` from a thread off the event loop (startup's check of the recall
+        snapshots); sqlite3.Error when the database cannot be read."""
+        return self._db.run_blocking(lambda c: updated_times(c, record_ids))
 
     async def recent(self, workspace_id: str, limit: int) -> list[StoredRecord]:
         return await self._run(lambda c: recent_records(c, workspace_id, limit))

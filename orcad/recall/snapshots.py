@@ -28,6 +28,7 @@ import msgspec
 import structlog
 import trio
 
+from orcad.clock import format_time
 from orcad.control_characters import escape_control_characters
 from orcad.durable_files import fsync_directory
 from orcad.limits import (
@@ -337,6 +338,31 @@ class SnapshotStore:
             self._persisted_keys.pop(key, None)
         return deleted
 
+    def drop_outdated_records_blocking(
+        self, updated_times: Callable[[list[str]], dict[str, float]]
+    ) -> int:
+        """At startup, before recall is served: drop every snapshot on disk that holds a
+        deliberate record gone or changed since it was taken (`updated_times`: the records'
+        last changes, the missing ones gone). A forget or update drops such snapshots only
+        after it commits, so a crash in between left the old text there, to be recalled again
+        by its turn. How many were dropped."""
+        if self._db is None:
+            return 0
+        try:
+            dropped, truncated = self._db.run_blocking(
+                lambda connection: drop_outdated_records(connection, updated_times)
+            )
+        except (sqlite3.Error, OSError) as exc:  # the writer's or a recall's first use says
+            log.warning("recall.snapshot_check_failed", error=str(exc))
+            return 0
+        finally:
+            self._db.close()  # opened again by its first use, as it would be without the check
+        if not truncated:  # a reader kept the WAL: the writer retries
+            self._checkpoint_owed = True
+        if dropped:
+            log.info("recall.outdated_snapshots_dropped", snapshots=dropped)
+        return dropped
+
     def forget_database(self) -> None:
         """Drop the connection (blocking): the state database is being replaced by a new one."""
         if self._db is not None:
@@ -377,6 +403,34 @@ def _purge_all(connection: sqlite3.Connection, marker: Path) -> bool:
     marker.unlink(missing_ok=True)
     log.warning("recall.snapshots_dropped_for_owed_purge")
     return truncated
+
+
+def drop_outdated_records(
+    connection: sqlite3.Connection, updated_times: Callable[[list[str]], dict[str, float]]
+) -> tuple[int, bool]:
+    """Delete the snapshots holding a deliberate record that `updated_times` no longer knows
+    at the time the snapshot shows (a record it cannot read counts as gone): how many, and
+    whether the WAL was emptied (see truncate_wal)."""
+    shown: dict[str, set[str]] = collections.defaultdict(set)
+    for (encoded,) in connection.execute("SELECT result FROM recall_snapshots"):
+        with contextlib.suppress(msgspec.DecodeError):  # never answered (see _load_result)
+            for entry in _decoder.decode(encoded).deliberate:
+                shown[entry.id].add(entry.updated_at)
+    if not shown:
+        return 0, True
+    try:
+        current = updated_times(sorted(shown))
+    except (sqlite3.Error, OSError) as exc:
+        log.warning("recall.snapshot_check_unverified", error=str(exc))
+        current = {}
+    outdated = [
+        record_id
+        for record_id, times in shown.items()
+        if record_id not in current or times != {format_time(current[record_id])}
+    ]
+    needles = [_encoder.encode(record_id) for record_id in outdated]  # quoted, as in purge
+    deleted, truncated = _purge(connection, needles, checkpoint_owed=False)
+    return len(deleted), truncated
 
 
 def _create_schema(connection: sqlite3.Connection) -> None:
