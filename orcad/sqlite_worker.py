@@ -22,8 +22,15 @@ T = TypeVar("T")
 
 
 class SQLiteWorker:
-    def __init__(self, connect: Callable[[], sqlite3.Connection]) -> None:
+    def __init__(
+        self,
+        connect: Callable[[], sqlite3.Connection],
+        replaced: Callable[[], bool] | None = None,
+    ) -> None:
+        """`replaced`, asked before each call: whether the file the connection has open is no
+        longer the one at its path, so that the call is made on a new connection to that one."""
         self._connect = connect
+        self._replaced = replaced
         self._connection: sqlite3.Connection | None = None
         self._thread_lock = threading.Lock()
         self._limiter = trio.CapacityLimiter(1)
@@ -39,6 +46,9 @@ class SQLiteWorker:
     def run_blocking(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """The same, for code already off the event loop (startup, tests, benchmarks)."""
         with self._thread_lock:
+            if self._connection is not None and self._replaced is not None and self._replaced():
+                self._connection.close()
+                self._connection = None
             if self._connection is None:
                 self._connection = self._connect()
             return work(self._connection)

@@ -241,3 +241,37 @@ async def test_an_approval_never_applies_to_a_record_changed_since_it_was_asked_
     [kept] = (await orca.call("memory.search", {**writer}))["records"]
     assert (kept["id"], kept["content"]) == (record["id"], rewritten)
     assert (await orca.call("grants.list", {}))["grants"] == []  # nothing was granted either
+
+
+@pytest.mark.parametrize("removed", [("", "-wal", "-shm"), ("",)])
+async def test_a_memory_database_deleted_under_orcad_takes_its_records_and_grants_with_it(
+    tmp_path: Path, removed: tuple[str, ...]
+) -> None:
+    """Deleting the database removes the memory it held (spec: One local database): orcad
+    stops serving the deleted file, and what it saves after lands in the new one."""
+    clock = SettableClock()
+    orca = InProcessDaemon(tmp_path, clock)
+    try:
+        session = await orca.open(tmp_path / "ws")
+        await grant(orca, session, "allow_workspace", is_global=False)
+        assert (await save(orca, session, "before deletion", is_global=False))[
+            "outcome"
+        ] == "applied"
+        for suffix in removed:  # `rm memory.sqlite3*`, or the database file alone
+            (orca.paths.deliberate_db.parent / f"memory.sqlite3{suffix}").unlink()
+        assert (await orca.call("memory.search", session))["records"] == []
+        assert (await orca.call("grants.list", {}))["grants"] == []
+        assert (await save(orca, session, "asks again", is_global=False))[
+            "outcome"
+        ] == "pending_approval"
+        writer = await orca.open(tmp_path / "ws", mode="yolo")
+        assert (await save(orca, writer, "after deletion", is_global=False))["outcome"] == "applied"
+    finally:
+        await orca.aclose()
+    restarted = InProcessDaemon(tmp_path, clock)
+    try:
+        session = await restarted.open(tmp_path / "ws", mode="yolo")
+        records = (await restarted.call("memory.search", session))["records"]
+        assert [record["content"] for record in records] == ["after deletion"]
+    finally:
+        await restarted.aclose()

@@ -489,10 +489,28 @@ class DeliberateStore:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._db = SQLiteWorker(lambda: open_database(path))
+        self._opened_file: tuple[int, int] | None = None  # (device, inode) of the file open
+        self._db = SQLiteWorker(self._open, replaced=self._file_replaced)
         self._files_secured_after_write = False
         self.damage: str | None = None  # what quick_check found wrong, until a restart
         self.on_damage: Callable[[str], None] | None = None  # told once, with the message
+
+    def _open(self) -> sqlite3.Connection:
+        connection = open_database(self.path)
+        status = os.stat(self.path)
+        self._opened_file = (status.st_dev, status.st_ino)
+        self._files_secured_after_write = False  # a new file gets its -wal and -shm anew
+        return connection
+
+    def _file_replaced(self) -> bool:
+        """Whether the database was deleted, moved or replaced since it was opened. Deleting
+        it removes the memory it held, moving it relocates that memory (spec: One local
+        database): calls then go to the file now at the path (a new, empty one if none)."""
+        try:
+            status = os.stat(self.path)
+        except FileNotFoundError:
+            return True
+        return (status.st_dev, status.st_ino) != self._opened_file
 
     def open_blocking(self) -> None:
         """Open, migrate and check now (startup), so that a broken database is reported early.
