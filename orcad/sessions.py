@@ -307,6 +307,10 @@ class SessionStore:
         )
         session_id = params.session_id or new_session_id()
         now = self._clock.now()
+        if self._idle(session_id, now):
+            # it expired unnoticed (the sweep is hourly): what lasts as long as a session
+            # (grants) ends before it is opened again, as when it is joined
+            self.expire_idle()
 
         def persist(connection: sqlite3.Connection) -> tuple[Session, bool]:
             with connection:

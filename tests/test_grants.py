@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from orcad.limits import DEFAULT_SESSION_IDLE_EXPIRY_S
 from protocol.errors import RemoteError
 from tests.deliberate_helpers import InProcessDaemon, SettableClock
 
@@ -275,3 +276,20 @@ async def test_a_memory_database_deleted_under_orcad_takes_its_records_and_grant
         assert [record["content"] for record in records] == ["after deletion"]
     finally:
         await restarted.aclose()
+
+
+async def test_a_session_grant_ends_when_its_session_expires_though_reopened_before_the_sweep(
+    orca: InProcessDaemon, tmp_path: Path
+) -> None:
+    """The hourly sweep is not what ends a session: opened again after its idle expiry (as an
+    agent resumes a session the next morning), it is asked again, as a joined one is."""
+    session = await orca.open(tmp_path / "ws")
+    await grant(orca, session, "allow_session", is_global=False)
+    await grant(orca, session, "allow_session", is_global=True)
+    assert (await save(orca, session, "covered", is_global=False))["outcome"] == "applied"
+    orca.clock.advance(DEFAULT_SESSION_IDLE_EXPIRY_S + 1)
+    reopened = await orca.open(tmp_path / "ws", session_id=session["session_id"])
+    for is_global in (False, True):
+        after = await save(orca, reopened, f"after expiry {is_global}", is_global=is_global)
+        assert after["outcome"] == "pending_approval"
+    assert (await orca.call("grants.list", {}))["grants"] == []
