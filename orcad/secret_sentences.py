@@ -15,6 +15,7 @@ states is found here with the patterns of `secret_pins`; other languages are
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterator
 
@@ -42,13 +43,16 @@ _COMPOUND = (
     r"expiration|history|change|hint|input|check|scheme|algorithm|salt|rotation|flow|form|page"
 )
 STATED_VALUE = r"[ \t]+[\"'`]?(?P<value>[^\s\"'`()\[\]{}<>]{4,128}+)(?![(\[{<])"
-_STATEMENT = re.compile(
-    r"pass(?:word|phrase|wd|code)"  # a literal prefix lets the engine skip ahead
+_AFTER_NAME = (
     rf"(?![a-z0-9_\-])(?![ \t]+(?:{_COMPOUND})\b)"
     r"(?P<words>(?:[ \t]+[^\s.,;:!?=]{1,30}+){0,8}?)"
     # `said`: a verb and a colon ("the password is: X") introduce the value and nothing else
     rf"(?:(?P<op>[ \t]*[:=])|{STATED_VERB}(?P<said>[ \t]*:)?)" + STATED_VALUE
 )
+# a literal prefix lets the engine skip ahead
+_STATEMENT = re.compile(r"pass(?:word|phrase|wd|code)" + _AFTER_NAME)
+# "the pw is X", "pw for the jenkins admin: X": the short name, a whole word (not `npw`)
+_SHORT_STATEMENT = re.compile(r"(?<![a-z0-9_\-./$@])pw" + _AFTER_NAME)
 # "log in with the password X", "use password X": a verb or preposition gives the value;
 # "user admin pass X": a user named before it (then `pass` alone names it too).
 _NAMED_VALUE = re.compile(
@@ -248,9 +252,12 @@ def find_stated_passwords(text: str, lowered: str) -> Iterator[Span]:
                 yield start, end
     if "pin" in lowered:
         yield from lower_case_pins(text, lowered)
-    if "pass" not in lowered:
+    if "pass" not in lowered and "pw" not in lowered:
         return
-    for match in _STATEMENT.finditer(lowered):
+    statements = _STATEMENT.finditer(lowered)
+    if "pw" in lowered:
+        statements = itertools.chain(statements, _SHORT_STATEMENT.finditer(lowered))
+    for match in statements:
         if _passwd_command(lowered, match.start()):
             continue
         start, value_end = match.span("value")

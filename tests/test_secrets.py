@@ -324,6 +324,41 @@ def test_a_passphrase_of_words_stated_in_a_sentence_is_redacted(text: str, redac
 
 
 @pytest.mark.parametrize(
+    ("text", "redacted"),
+    [
+        (
+            "pw for the jenkins admin: Jenk1ns!2024",
+            "pw for the jenkins admin: [REDACTED:password_statement]",
+        ),
+        ("the pw is Jenk1ns!2024", "the pw is [REDACTED:password_statement]"),
+        ("My pw is Qz7!pLm2, keep it", "My pw is [REDACTED:password_statement], keep it"),
+    ],
+)
+def test_a_password_stated_under_its_short_name_is_redacted(text: str, redacted: str) -> None:
+    assert redact(text) == redacted
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the pw is too short",
+        "the pw is stored hashed",
+        "pw reset link expires in 3600",
+        "the pw field is required",
+        "my pw is in the vault",
+        "pw for the db is in vault",
+        "the pw timeout is 3600",
+        "the pw is changeme",
+        "PW is a power-of-two width",
+        "the kpw is 4000",
+        "bcrypt.hashpw(pw, salt)",
+    ],
+)
+def test_sentences_about_a_pw_stay_storable(text: str) -> None:
+    assert find_secrets(text) == []
+
+
+@pytest.mark.parametrize(
     "text",
     [
         "the password is wrong",
