@@ -216,6 +216,19 @@ async def test_a_session_grant_ends_with_its_session_and_stays_in_its_workspace(
     assert caught.value.code == -32014
 
 
+async def test_a_session_grant_for_global_memory_holds_wherever_the_session_is_reopened(
+    orca: InProcessDaemon, tmp_path: Path
+) -> None:
+    # global memory is the same from every workspace: the grant for it goes with the session,
+    # while its grant for the first workspace's records stays there
+    session = await orca.open(tmp_path / "first")
+    await grant(orca, session, "allow_session", is_global=True)
+    await grant(orca, session, "allow_session", is_global=False)
+    moved = await orca.open(tmp_path / "second", session_id=session["session_id"])
+    assert (await save(orca, moved, "global too", is_global=True))["outcome"] == "applied"
+    assert (await save(orca, moved, "here", is_global=False))["outcome"] == "pending_approval"
+
+
 @pytest.mark.parametrize("action", ["update", "forget"])
 async def test_an_approval_never_applies_to_a_record_changed_since_it_was_asked_for(
     orca: InProcessDaemon, tmp_path: Path, action: str
