@@ -358,6 +358,7 @@ def install_features(daemon: Daemon) -> Features:
     # a forgotten fact or record leaves no copy in a recall snapshot:
     deliberate.purge_copies = recall.snapshots.purge
     capture_routes.purge_copies = recall.snapshots.purge
+    capture_routes.owe_purge = recall.snapshots.owe_purge_blocking
     # a forget or update a crash cut short before it dropped them leaves none either:
     recall.snapshots.drop_outdated_records_blocking(deliberate.store.updated_times_blocking)
     return Features(deliberate=deliberate, capture=capture, recall=recall)

@@ -17,7 +17,7 @@ import pytest
 from orcad.capture.ledger import read_ledger
 from orcad.failpoints import FAILPOINT_ENV, FAILPOINT_EXIT_STATUS
 from protocol.errors import RemoteError
-from tests.external_worker import turn_params, wait_for
+from tests.external_worker import fact_output, turn_params, wait_for
 from tests.harness import DaemonProcess, OrcaEnv
 from tests.test_providers_command import process_gone, wait_gone
 
@@ -234,6 +234,53 @@ def test_a_record_change_cut_short_by_a_crash_leaves_no_old_text_in_recall_snaps
         change["content"] = "The vault is basalt-heron-9"
     with pytest.raises(OSError):  # stopped before answering
         daemon.call("memory.manage", {**session, "action": action, **change})
+    assert daemon.proc is not None
+    assert daemon.proc.wait(timeout=20) == FAILPOINT_EXIT_STATUS
+
+    del orca_env.extra_env[FAILPOINT_ENV]
+    daemon.start()
+    assert secret_word not in daemon.call("recall", turn).context
+    state_files = orca_env.memory_root.glob("daemon-state.sqlite3*")
+    assert not [path for path in state_files if secret_word.encode() in path.read_bytes()]
+
+
+def test_a_fact_forget_cut_short_by_a_crash_leaves_it_in_no_recall_snapshot(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    """ledger.forget writes the ledger before it drops the recall snapshots holding the fact:
+    a crash in between must not leave the fact to be recalled by that turn after the restart,
+    or on disk."""
+    orca_env.write_config("[extraction]\nworkers = 0\n")  # this test publishes itself
+    secret_word = "quartz-lemur-17"
+    fact = f"The staging cluster is named {secret_word}."
+    daemon = DaemonProcess(orca_env)
+    daemon_factory.append(daemon)
+    daemon.start()
+    project = project_path(tmp_path)
+    session = daemon.call("session.open", {"cwd": str(project)})
+    job_id = daemon.call("turn.completed", turn_params(session, "t1", f"note that {fact}")).job_id
+    claimed = daemon.call("jobs.claim", {"worker": "test"})
+    published = {"output": fact_output(fact), "provider": "external", "model": "test"}
+    daemon.call("jobs.publish", {"job_id": job_id, "token": claimed.lease.token, **published})
+    turn = {
+        "session_id": session.session_id,
+        "epoch": session.epoch,
+        "turn_id": "t2",
+        "prompt": "what is the staging cluster named?",
+    }
+    assert secret_word in daemon.call("recall", turn).context
+    daemon.stop()  # a clean stop writes the snapshot
+
+    orca_env.extra_env[FAILPOINT_ENV] = "ledger.after_forget_commit"
+    daemon.start()
+    inspected = daemon.call("projects.inspect", {"cwd": str(project)})
+    forgotten = {
+        "project_id": inspected.project.id,
+        "candidate_id": inspected.ledger.candidates[0].id,
+        "revision": inspected.ledger.revision,
+    }
+    with pytest.raises(OSError):  # stopped before answering
+        daemon.call("ledger.forget", forgotten)
     assert daemon.proc is not None
     assert daemon.proc.wait(timeout=20) == FAILPOINT_EXIT_STATUS
 

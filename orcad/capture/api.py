@@ -66,6 +66,7 @@ class CaptureRoutes:
         self.sessions = sessions
         self.config = config
         self.purge_copies: TextPurger | None = None  # drops other copies of a forgotten fact
+        self.owe_purge: Callable[[], None] | None = None  # ... even if orcad dies before that
 
     # --- turn.completed ---------------------------------------------------------------------
 
@@ -175,7 +176,7 @@ class CaptureRoutes:
         return await inspection.inspect_project(self.service, params)
 
     async def forget(self, params: LedgerForgetParams) -> LedgerForgetResult:
-        return await inspection.forget(self.service, params, self.purge_copies)
+        return await inspection.forget(self.service, params, self.purge_copies, self.owe_purge)
 
 
 def turn_result(admission: Admission) -> TurnCompletedResult:

@@ -30,6 +30,7 @@ from orcad.capture.projects import ProjectFile, is_project_id, read_project_file
 from orcad.capture.records import JobRecord
 from orcad.capture.service import CaptureService
 from orcad.errors import InvalidParams, NotFound, StorageError
+from orcad.failpoints import failpoint
 from orcad.identity import derive_project
 from orcad.workspace import derive_workspace
 from protocol.types import (
@@ -174,6 +175,7 @@ async def forget(
     capture: CaptureService,
     params: LedgerForgetParams,
     purge_copies: Callable[[list[str]], Awaitable[object]] | None = None,
+    owe_purge: Callable[[], None] | None = None,
 ) -> LedgerForgetResult:
     """Remove one candidate if the caller saw the current revision (idempotent).
 
@@ -182,7 +184,9 @@ async def forget(
     (pending, leased or exhausted) are told the fact's digest, so their publish cannot add it
     back, and unless `keep_evidence` its text is cut out of their sources. Then the ledger is
     written: a crash in between leaves the candidate, and forgetting it again finishes.
-    `purge_copies` then drops other copies of the text (recall snapshots)."""
+    `purge_copies` then drops other copies of the text (recall snapshots); `owe_purge`, called
+    before the ledger is written, makes sure that a crash before that purge drops them at the
+    next start."""
     if not is_project_id(params.project_id):
         raise NotFound(f"{params.project_id!r} is not a project id (see projects.list)")
     directory = capture.projects.project_dir(params.project_id)
@@ -205,8 +209,11 @@ async def forget(
             shielded = shield_waiting_jobs(
                 directory, candidate, waiting, scrub=not params.keep_evidence
             )
+            if owe_purge is not None and purge_copies is not None:
+                owe_purge()
             write_ledger(directory, ledger)
             problems = publish_projections(directory, ledger)
+            failpoint("ledger.after_forget_commit")
         # a crash's temp files may hold the fact too, also when an earlier forget removed it
         remove_crash_leftovers(directory)
         forgotten = LedgerForgetResult(

@@ -338,6 +338,13 @@ class SnapshotStore:
             self._persisted_keys.pop(key, None)
         return deleted
 
+    def owe_purge_blocking(self) -> None:
+        """Mark a purge owed before a change that will ask for one is written (a fact's forget
+        writing the ledger): if the daemon dies before that purge, its next start drops every
+        snapshot, since which text was forgotten is not known then. The purge removes the mark
+        once it is done."""
+        _mark_owed(self._marker)
+
     def drop_outdated_records_blocking(
         self, updated_times: Callable[[list[str]], dict[str, float]]
     ) -> int:
