@@ -65,6 +65,11 @@ BAD_USAGE = [
     (["memory", "save", "x" * 4097, "--kind", "fact", "--global"], "at most 4096"),
     (["memory", "update", "mem_x", "\n"], "argument text: the text is empty"),
     (["memory", "save", "a", "--kind", "fact", "--global", "--approve", "always"], "--approve"),
+    # both given, one decision was silently dropped (whichever came last)
+    (
+        ["memory", "save", "a", "--kind", "fact", "--global", "--yes", "--approve", "workspace"],
+        "argument --approve: not allowed with argument --yes",
+    ),
     (["remember", ""], "argument TEXT: the text is empty"),
     (["remember", "y" * 2001], "at most 2000"),
     (["recall", "x", "--cwd", "/nonexistent/dir"], "--cwd: /nonexistent/dir does not exist"),

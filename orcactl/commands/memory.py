@@ -165,14 +165,15 @@ def run_search(args: argparse.Namespace) -> int:
 
 
 def add_approval_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
+    decision = parser.add_mutually_exclusive_group()  # two would leave one of them unheard
+    decision.add_argument(
         "--yes",
         dest="approve",
         action="store_const",
         const="once",
         help="approve the change once without asking (same as --approve once)",
     )
-    parser.add_argument(
+    decision.add_argument(
         "--approve",
         choices=tuple(approval.SCOPES),
         help="approve without asking: once, for this session, or for this workspace",
