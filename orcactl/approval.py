@@ -4,8 +4,11 @@ approves the change when there is no terminal to ask on."""
 from __future__ import annotations
 
 import argparse
+import re
 import shlex
 from typing import TextIO
+
+from orcad.control_characters import BIDI_FORMATTING
 
 PROMPT = "Apply this change? [o]nce, this [s]ession, this [w]orkspace, [N]o: "
 RETRY_HINT = "Answer o (once), s (this session), w (this workspace) or n (no)."
@@ -13,6 +16,12 @@ ASK_AT_MOST = 3  # unreadable answers before the change is declined
 
 # --approve SCOPE (and --yes, which is --approve once) -> memory.approve decision
 SCOPES = {"once": "allow_once", "session": "allow_session", "workspace": "allow_workspace"}
+
+# What a word of the printed command must not hold as it is: control characters, which would act
+# on the terminal, bidirectional formatting, which would show the command in another order than
+# the shell reads it, and tab and newline, which would not paste back as one line
+_UNPRINTABLE = re.compile(f"[\x00-\x1f\x7f-\x9f{BIDI_FORMATTING}]")
+_NAMED_ESCAPES = {"\n": "\\n", "\t": "\\t"}
 
 _ANSWERS = {
     **{word: "allow_once" for word in ("o", "once", "y", "yes")},
@@ -57,5 +66,27 @@ def approving_command(args: argparse.Namespace, cwd: str, content: str | None) -
         options += ["--socket", args.socket]
     options += ["--cwd", cwd, "--yes"]
     if any(word.startswith("-") for word in positional):  # text such as "-O2": after `--`
-        return shlex.join(["orcactl", "memory", args.action, *options, "--", *positional])
-    return shlex.join(["orcactl", "memory", args.action, *positional, *options])
+        words = ["orcactl", "memory", args.action, *options, "--", *positional]
+    else:
+        words = ["orcactl", "memory", args.action, *positional, *options]
+    return " ".join(map(shell_word, words))
+
+
+def shell_word(word: str) -> str:
+    """`word` quoted for a shell, as shlex.quote does; one holding a character that cannot be
+    printed as it is (`_UNPRINTABLE`) in ANSI-C quotes, `$'...'` (bash, zsh, ksh), each such
+    character written as its escape, so that the printed command is one line, shows what it
+    does, and pasted into the shell passes the text itself."""
+    if not _UNPRINTABLE.search(word):
+        return shlex.quote(word)
+    quoted = word.replace("\\", "\\\\").replace("'", "\\'")
+    return "$'" + _UNPRINTABLE.sub(_escape, quoted) + "'"
+
+
+def _escape(match: re.Match[str]) -> str:
+    character = match.group()
+    if character in _NAMED_ESCAPES:
+        return _NAMED_ESCAPES[character]
+    # its UTF-8 bytes, each as \xNN: a shell writes \uNNNN in its locale's encoding, and bash
+    # in the C locale leaves it as it is
+    return "".join(f"\\x{byte:02x}" for byte in character.encode("utf-8"))

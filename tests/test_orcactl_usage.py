@@ -379,6 +379,37 @@ def test_the_printed_command_approves_text_that_looks_like_an_option(
     assert [r["content"] for r in records(daemon.orca, ws)] == [text]
 
 
+@pytest.mark.parametrize(
+    "text",
+    ["tabs\there, a bell \a and an escape \x1b[31m", "a C1 control \x85 and an override \u202e"],
+)
+def test_the_printed_command_approves_text_holding_control_characters(
+    daemon: DaemonProcess, tmp_path: Path, text: str
+) -> None:
+    # printed raw, the command would act on the terminal; printed escaped inside ordinary
+    # quotes, pasting it would save other text: pasted into bash it must save this text
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    asked = orcactl(
+        daemon.orca, "memory", "save", text, "--kind", "fact", "--workspace", "--cwd", str(ws)
+    )
+    assert asked.returncode == 4, asked.stderr
+    command = asked.stderr.split("To approve it once, run:\n  ", 1)[1].splitlines()[0]
+    assert command.startswith("orcactl ") and command.isprintable()
+    program = shlex.join([sys.executable, "-m", "orcactl"])
+    approved = subprocess.run(
+        ["bash", "-c", program + command.removeprefix("orcactl")],
+        env={**daemon.orca.env, "LC_ALL": "C"},  # whatever the shell's locale
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert approved.returncode == 0, approved.stderr
+    assert [r["content"] for r in records(daemon.orca, ws)] == [text]
+
+
 def test_with_stdin_closed_a_change_waits_as_off_a_terminal(
     daemon: DaemonProcess, tmp_path: Path
 ) -> None:
