@@ -18,6 +18,7 @@ from typing import Any
 import msgspec
 
 import orcad
+from orcad.control_characters import BIDI_FORMATTING
 from orcad.errors import StartupError
 from orcad.paths import resolve_paths
 from orcad.runtime import check_home_directory
@@ -269,9 +270,10 @@ def connection_failure(exc: BaseException) -> CommandError:
     return CommandError(str(exc))  # another OSError (a file it could not write, say)
 
 
-# DEL and the C1 controls, which JSON leaves raw in strings: escaped here, or the terminal filter
-# (orcactl.terminal) would turn each into the text `\x85`, which is not a JSON escape
-_RAW_CONTROLS = re.compile("[\x7f-\x9f]")
+# DEL, the C1 controls and the bidirectional formatting characters, which JSON leaves raw in
+# strings: escaped here, or the terminal filter (orcactl.terminal) would turn a control into the
+# text `\x85`, which is not a JSON escape
+_RAW_CONTROLS = re.compile(f"[\x7f-\x9f{BIDI_FORMATTING}]")
 
 
 def to_json(value: Any) -> str:

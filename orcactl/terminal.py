@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from typing import TextIO
 
-# C0 controls except newline and tab, DEL, and the C1 range, shown as \xNN.
-_CONTROL = [*range(0x00, 0x09), *range(0x0B, 0x20), 0x7F, *range(0x80, 0xA0)]
-_ESCAPED = {code: f"\\x{code:02x}" for code in _CONTROL}
+from orcad.control_characters import escape_control_characters
 
 
 def neutralize(text: str) -> str:
-    return text.translate(_ESCAPED)
+    """C0 controls but newline and tab, DEL and the C1 range as \\xNN; the bidirectional
+    formatting characters as \\uNNNN, since an override shows a reader the text in another
+    order than it is (a stored fact, or a command to copy)."""
+    return escape_control_characters(text)
 
 
 class OutputClosed(Exception):

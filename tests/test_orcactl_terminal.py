@@ -18,6 +18,11 @@ pytestmark = pytest.mark.daemon
 def test_control_characters_print_as_text() -> None:
     assert neutralize("a\x1b[2Jb\x07\x9b\x7f") == "a\\x1b[2Jb\\x07\\x9b\\x7f"
     assert neutralize("line one\n\tline two ünïcode ✓") == "line one\n\tline two ünïcode ✓"
+    # a bidirectional override shows a reader the text in another order than it is
+    assert (
+        neutralize("ok \u202etxt.exe\u202c \u2066x\u2069")
+        == "ok \\u202etxt.exe\\u202c \\u2066x\\u2069"
+    )
 
 
 def test_a_record_with_an_escape_sequence_is_shown_escaped(
@@ -47,7 +52,8 @@ def test_a_record_with_an_escape_sequence_is_shown_escaped(
     assert json.loads(as_json.stdout)["records"][0]["content"] == content  # JSON keeps it exact
 
 
-@pytest.mark.parametrize("control", ["\x7f", "\x85", "\x9b"])  # DEL, NEL, CSI: JSON allows them
+# DEL, NEL, CSI and a bidirectional override: JSON allows them raw
+@pytest.mark.parametrize("control", ["\x7f", "\x85", "\x9b", "\u202e"])
 def test_json_output_with_del_or_a_c1_control_is_still_json(
     daemon: DaemonProcess, tmp_path: Path, control: str
 ) -> None:
