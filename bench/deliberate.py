@@ -25,15 +25,15 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as `python bench/deliberate.py`: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from orcad.deliberate.store import (
+from orcad.deliberate.queries import (
     _INSERT,
     StoredRecord,
     delete_record,
     insert_record,
     new_record_id,
-    open_database,
     search_records,
 )
+from orcad.deliberate.schema import open_database
 from orcad.query import derive_query_terms, match_expression
 
 _COMMON_TEXT = "the a to of and in is for on with use uses we our this that it run runs"

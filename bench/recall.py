@@ -42,16 +42,16 @@ from bench.eval_data import FACTS
 from bench.eval_data import PROMPTS as LABELLED
 from bench.eval_recall import Labelled, load_automatic
 from orcad.clock import SystemClock
-from orcad.deliberate.service import DeliberateMemory
-from orcad.deliberate.store import (
-    DeliberateStore,
+from orcad.deliberate.queries import (
     DuplicateRecord,
     StoredRecord,
     insert_record,
     new_record_id,
-    open_database,
     search_by_match,
 )
+from orcad.deliberate.schema import open_database
+from orcad.deliberate.service import DeliberateMemory
+from orcad.deliberate.store import DeliberateStore
 from orcad.log import configure_logging
 from orcad.query import derive_query_terms, distinct_terms, match_expression
 from orcad.recall.automatic import ProjectMemorySearch

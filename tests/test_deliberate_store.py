@@ -9,20 +9,18 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from orcad.deliberate.store import (
-    SCHEMA_VERSION,
+from orcad.deliberate.queries import (
     StoredRecord,
     delete_record,
     insert_record,
     is_record_id,
-    migrate,
     new_record_id,
-    open_database,
     record_total,
     search_records,
     term_document_counts,
     update_record,
 )
+from orcad.deliberate.schema import SCHEMA_VERSION, migrate, open_database
 from orcad.errors import StorageError
 from tests.test_query import HOSTILE_TEXT
 
@@ -126,7 +124,7 @@ def test_hostile_search_text_never_breaks_the_store(
 
 
 def test_large_indexes_query_only_the_selective_terms(connection: sqlite3.Connection) -> None:
-    from orcad.deliberate.store import planned_match
+    from orcad.deliberate.queries import planned_match
     from orcad.query import POSTINGS_BUDGET
 
     for i in range(POSTINGS_BUDGET + 5):

@@ -11,14 +11,9 @@ import numpy as np
 import pytest
 
 from orcad.deliberate import vectors as vectors_module
+from orcad.deliberate.queries import StoredRecord, delete_record, insert_record, update_record
 from orcad.deliberate.row_products import FloatRows, SpannedInt8Rows
-from orcad.deliberate.store import (
-    StoredRecord,
-    delete_record,
-    insert_record,
-    open_database,
-    update_record,
-)
+from orcad.deliberate.schema import open_database
 from orcad.deliberate.vectors import (
     VectorMatrix,
     _records,

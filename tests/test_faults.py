@@ -21,7 +21,7 @@ from orcactl.commands.doctor_faults import Finding, guarded, judge_daemon_errors
 from orcad.capture.ledger import Ledger, Provenance, merge_job_candidates, write_ledger
 from orcad.clock import SystemClock
 from orcad.config import Config
-from orcad.deliberate import store, vectors
+from orcad.deliberate import queries, schema, store, vectors
 from orcad.errors import NotFound, StorageError
 from orcad.sessions import SessionStore
 from orcad.state_db import move_aside
@@ -336,16 +336,16 @@ def test_a_state_database_damaged_under_recall_is_replaced_and_recall_answers(
 def build_memory_database(path: Path, records: int = 3000) -> None:
     old_umask = os.umask(0o077)
     try:
-        connection = store.open_database(path)
+        connection = schema.open_database(path)
     finally:
         os.umask(old_umask)
     now = time.time()
     with connection:
         for number in range(records):
-            store.insert_record(
+            queries.insert_record(
                 connection,
-                store.StoredRecord(
-                    id=store.new_record_id(),
+                queries.StoredRecord(
+                    id=queries.new_record_id(),
                     kind="fact",
                     content=f"deploy fact {number} about widgets {'x' * (number % 50)}",
                     workspace_id=None,

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from orcad.deliberate.store import repair_steps
+from orcad.deliberate.schema import repair_steps
 from orcad.paths import Paths
 from orcad.sqlite_worker import integrity_problem
 from orcad.state_db import damaged_copies, state_db_problem

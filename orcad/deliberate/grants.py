@@ -19,7 +19,7 @@ from orcad.deliberate.approvals import (
     session_grant_id,
     workspace_grant_id,
 )
-from orcad.deliberate.store import GLOBAL_GRANT_KEY
+from orcad.deliberate.queries import GLOBAL_GRANT_KEY
 from orcad.sessions import SessionStore
 from protocol.types import (
     Grant,

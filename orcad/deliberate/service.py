@@ -25,15 +25,15 @@ from orcad.deliberate.approvals import (
     new_approval_id,
 )
 from orcad.deliberate.policy import PolicyDecision, decide
-from orcad.deliberate.review import review_content
-from orcad.deliberate.store import (
+from orcad.deliberate.queries import (
     GLOBAL_GRANT_KEY,
-    DeliberateStore,
     DuplicateRecord,
     StoredRecord,
     is_record_id,
     new_record_id,
 )
+from orcad.deliberate.review import review_content
+from orcad.deliberate.store import DeliberateStore
 from orcad.errors import Conflict, Disabled, InvalidParams, NotFound, StorageError
 from orcad.failpoints import failpoint
 from orcad.limits import APPROVAL_TTL_S, DELIBERATE_PURGE_DELAY_S, MEMORY_CONTENT_MAX_CHARS

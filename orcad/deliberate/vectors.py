@@ -29,13 +29,13 @@ import numpy as np
 import numpy.typing as npt
 import structlog
 
-from orcad.deliberate.row_products import FloatRows, RowProducts, SpannedInt8Rows, quantize_rows
-from orcad.deliberate.store import (
+from orcad.deliberate.queries import (
     StoredRecord,
     record_from_row,
     record_total,
     term_document_counts,
 )
+from orcad.deliberate.row_products import FloatRows, RowProducts, SpannedInt8Rows, quantize_rows
 from orcad.limits import VECTOR_MATRIX_REFRESH_S
 from orcad.query import match_expression, most_selective, plan_terms
 

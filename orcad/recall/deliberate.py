@@ -18,8 +18,8 @@ import trio
 import trio.lowlevel
 
 from orcad.clock import format_time
+from orcad.deliberate.queries import StoredRecord
 from orcad.deliberate.service import DeliberateMemory
-from orcad.deliberate.store import StoredRecord
 from orcad.deliberate.vectors import (
     VectorMatrix,
     hybrid_search,

@@ -1,0 +1,313 @@
+"""The SQL of the deliberate-memory database: records (`mem_` ids; row ids stay inside), their
+search, and workspace grants. Each function takes a connection and runs on the store's SQLite
+worker thread (orcad.deliberate.store), never on the event loop.
+"""
+
+from __future__ import annotations
+
+import secrets
+import sqlite3
+from collections.abc import Sequence
+
+import msgspec
+
+from orcad.query import (
+    POSTINGS_BUDGET,
+    derive_query_terms,
+    match_expression,
+    plan_terms,
+)
+from orcad.sqlite_worker import truncate_wal
+from protocol.types import RecordKind
+
+RECORD_ID_PREFIX = "mem_"
+RECORD_ID_HEX = 32
+
+
+class StoredRecord(msgspec.Struct, frozen=True, kw_only=True):
+    id: str  # the public mem_ id
+    kind: RecordKind
+    content: str
+    workspace_id: str | None  # None for a global record
+    workspace_root: str  # where it was saved from, kept for global records too
+    created_at: float
+    updated_at: float
+
+    @property
+    def is_global(self) -> bool:
+        return self.workspace_id is None
+
+
+class DuplicateRecord(Exception):
+    """The same content already exists in that scope (the unique index said so)."""
+
+
+def new_record_id() -> str:
+    return RECORD_ID_PREFIX + secrets.token_hex(RECORD_ID_HEX // 2)
+
+
+def is_record_id(text: str) -> bool:
+    hex_part = text[len(RECORD_ID_PREFIX) :]
+    return (
+        text.startswith(RECORD_ID_PREFIX)
+        and len(hex_part) == RECORD_ID_HEX
+        and all(ch in "0123456789abcdef" for ch in hex_part)
+    )
+
+
+_SELECT_RECORDS = (
+    "SELECT public_id, kind, content, workspace_id, workspace_root, created_at, updated_at "
+    "FROM memories "
+)
+_VISIBLE = "(workspace_id = :workspace OR workspace_id IS NULL)"
+_SEARCH = (
+    "SELECT m.public_id, m.kind, m.content, m.workspace_id, m.workspace_root, m.created_at, "
+    "m.updated_at FROM memories_fts JOIN memories AS m ON m.row_id = memories_fts.rowid "
+    "WHERE memories_fts MATCH :match AND (m.workspace_id = :workspace OR m.workspace_id IS NULL) "
+    "ORDER BY bm25(memories_fts), m.updated_at DESC, m.row_id DESC LIMIT :limit"
+)
+_RECENT = (
+    _SELECT_RECORDS + "WHERE " + _VISIBLE + " ORDER BY updated_at DESC, row_id DESC LIMIT :limit"
+)
+_VISIBLE_BY_ID = _SELECT_RECORDS + "WHERE public_id = :id AND " + _VISIBLE
+_SAME_CONTENT = _SELECT_RECORDS + "WHERE ifnull(workspace_id, '') = ? AND content = ?"
+_INSERT = (
+    "INSERT INTO memories (public_id, kind, content, workspace_id, workspace_root, created_at, "
+    "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+def record_from_row(row: Sequence[object]) -> StoredRecord:
+    """A record from the columns of `_SELECT_RECORDS`, in that order, checked."""
+    public_id, kind, content, workspace_id, root, created, updated = row
+    return msgspec.convert(
+        {
+            "id": public_id,
+            "kind": kind,
+            "content": content,
+            "workspace_id": workspace_id,
+            "workspace_root": root,
+            "created_at": created,
+            "updated_at": updated,
+        },
+        StoredRecord,
+    )
+
+
+def term_document_counts(
+    connection: sqlite3.Connection, terms: list[str], cap: int = POSTINGS_BUDGET + 1
+) -> dict[str, int]:
+    """How many records contain each term (FTS5 stems it), counted up to `cap`.
+
+    Reading a whole doclist costs as much as the naive query; the planner only needs to know
+    whether a term fits the postings budget, so counting stops at `cap`.
+    """
+    counts: dict[str, int] = {}
+    for term in terms:
+        row = connection.execute(
+            "SELECT count(*) FROM (SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? "
+            "LIMIT ?)",
+            (match_expression([term]) or '""', cap),
+        ).fetchone()
+        counts[term] = int(row[0])
+    return counts
+
+
+def record_total(connection: sqlite3.Connection) -> int:
+    return int(connection.execute("SELECT total FROM record_count").fetchone()[0])
+
+
+def planned_match(connection: sqlite3.Connection, text: str) -> str:
+    """The MATCH expression for `text`: its terms, planned by selectivity ('' if no terms)."""
+    terms = derive_query_terms(text)
+    if not terms:
+        return ""
+    total = record_total(connection)
+    if total <= POSTINGS_BUDGET:  # every term is cheap: counting would cost more than it saves
+        return match_expression(terms)
+    counts = term_document_counts(connection, terms)
+    return match_expression(plan_terms(terms, counts, total))
+
+
+def search_records(
+    connection: sqlite3.Connection, workspace_id: str, text: str, limit: int
+) -> list[StoredRecord]:
+    """Visible records matching `text`, best bm25 first, more recently updated first on ties."""
+    expression = planned_match(connection, text)
+    if not expression:
+        return []
+    return search_by_match(connection, workspace_id, expression, limit)
+
+
+def search_by_match(
+    connection: sqlite3.Connection, workspace_id: str, expression: str, limit: int
+) -> list[StoredRecord]:
+    """Visible records for an FTS5 MATCH `expression` (benchmarks compare plans through this)."""
+    rows = connection.execute(
+        _SEARCH, {"match": expression, "workspace": workspace_id, "limit": limit}
+    )
+    return [record_from_row(row) for row in rows]
+
+
+def recent_records(
+    connection: sqlite3.Connection, workspace_id: str, limit: int
+) -> list[StoredRecord]:
+    rows = connection.execute(
+        _RECENT,
+        {"workspace": workspace_id, "limit": limit},
+    )
+    return [record_from_row(row) for row in rows]
+
+
+def visible_record(
+    connection: sqlite3.Connection, workspace_id: str, public_id: str
+) -> StoredRecord | None:
+    row = connection.execute(
+        _VISIBLE_BY_ID,
+        {"id": public_id, "workspace": workspace_id},
+    ).fetchone()
+    return record_from_row(row) if row else None
+
+
+def same_content_record(
+    connection: sqlite3.Connection, scope_workspace_id: str | None, content: str
+) -> StoredRecord | None:
+    """The record holding exactly `content` in that scope (None = global), if any."""
+    row = connection.execute(
+        _SAME_CONTENT,
+        (scope_workspace_id or "", content),
+    ).fetchone()
+    return record_from_row(row) if row else None
+
+
+def insert_record(connection: sqlite3.Connection, record: StoredRecord) -> StoredRecord:
+    try:
+        with connection:
+            connection.execute(
+                _INSERT,
+                (
+                    record.id,
+                    record.kind,
+                    record.content,
+                    record.workspace_id,
+                    record.workspace_root,
+                    record.created_at,
+                    record.updated_at,
+                ),
+            )
+    except sqlite3.IntegrityError as exc:
+        raise DuplicateRecord(record.content) from exc
+    return record
+
+
+def update_record(
+    connection: sqlite3.Connection,
+    public_id: str,
+    content: str | None,
+    kind: RecordKind | None,
+    now: float,
+) -> StoredRecord | None:
+    """Set the content and/or kind (None: left as stored, so that a change another session made
+    to it meanwhile is not undone); the record as updated, None if it is gone."""
+    columns = ["updated_at = :now"]
+    columns += ["content = :content"] if content is not None else []
+    columns += ["kind = :kind"] if kind is not None else []
+    statement = (
+        f"UPDATE memories SET {', '.join(columns)} WHERE public_id = :id RETURNING "  # noqa: S608 - constant column names
+        "public_id, kind, content, workspace_id, workspace_root, created_at, updated_at"
+    )
+    try:
+        with connection:
+            row = connection.execute(
+                statement,
+                {"id": public_id, "content": content, "kind": kind, "now": now},
+            ).fetchone()
+    except sqlite3.IntegrityError as exc:
+        raise DuplicateRecord(content) from exc
+    return record_from_row(row) if row else None
+
+
+def delete_record(connection: sqlite3.Connection, public_id: str) -> bool:
+    with connection:
+        cursor = connection.execute("DELETE FROM memories WHERE public_id = ?", (public_id,))
+    return cursor.rowcount == 1
+
+
+def forget_visible_record(
+    connection: sqlite3.Connection, workspace_id: str, public_id: str
+) -> StoredRecord | None:
+    """Delete the record if this workspace can see it; the deleted record, else None."""
+    with connection:
+        row = connection.execute(
+            "DELETE FROM memories WHERE public_id = :id "
+            "AND (workspace_id = :workspace OR workspace_id IS NULL) RETURNING "
+            "public_id, kind, content, workspace_id, workspace_root, created_at, updated_at",
+            {"id": public_id, "workspace": workspace_id},
+        ).fetchone()
+    return record_from_row(row) if row else None
+
+
+UPDATED_TIMES_BATCH = 500  # record ids looked up per statement (SQLite bounds its variables)
+
+
+def updated_times(connection: sqlite3.Connection, record_ids: Sequence[str]) -> dict[str, float]:
+    """When each of `record_ids` was last changed; a record that is gone is left out."""
+    times: dict[str, float] = {}
+    for start in range(0, len(record_ids), UPDATED_TIMES_BATCH):
+        batch = record_ids[start : start + UPDATED_TIMES_BATCH]
+        marks = ",".join("?" * len(batch))
+        rows = connection.execute(
+            f"SELECT public_id, updated_at FROM memories WHERE public_id IN ({marks})",  # noqa: S608 - placeholders only
+            batch,
+        )
+        times.update((str(public_id), float(updated)) for public_id, updated in rows)
+    return times
+
+
+def purge_deleted_text(connection: sqlite3.Connection) -> bool:
+    """Leave no copy of deleted text: FTS5 keeps a deleted row's terms in its old segments until
+    they merge (optimize merges them all), and the WAL keeps old page images until a checkpoint
+    copies it back and truncates it. secure_delete zeroes the pages freed on the way. False when
+    another connection's read kept the WAL (see truncate_wal)."""
+    with connection:
+        connection.execute("INSERT INTO memories_fts (memories_fts) VALUES ('optimize')")
+    return truncate_wal(connection)
+
+
+# The global grant is the grant row with no workspace (workspace ids are sha256 hex).
+GLOBAL_GRANT_KEY = ""
+
+
+def list_grants(connection: sqlite3.Connection) -> list[tuple[str, str, float]]:
+    """Persisted grants as (workspace_id or GLOBAL_GRANT_KEY, workspace_root, granted_at)."""
+    rows = connection.execute(
+        "SELECT workspace_id, workspace_root, granted_at FROM workspace_grants "
+        "ORDER BY granted_at, workspace_id"
+    ).fetchall()
+    return [(str(a), str(b), float(c)) for a, b, c in rows]
+
+
+def revoke_grant(connection: sqlite3.Connection, workspace_id: str) -> bool:
+    with connection:
+        cursor = connection.execute(
+            "DELETE FROM workspace_grants WHERE workspace_id = ?", (workspace_id,)
+        )
+    return cursor.rowcount == 1
+
+
+def has_workspace_grant(connection: sqlite3.Connection, workspace_id: str) -> bool:
+    row = connection.execute(
+        "SELECT 1 FROM workspace_grants WHERE workspace_id = ?", (workspace_id,)
+    ).fetchone()
+    return row is not None
+
+
+def add_workspace_grant(
+    connection: sqlite3.Connection, workspace_id: str, workspace_root: str, now: float
+) -> None:
+    with connection:
+        connection.execute(
+            "INSERT INTO workspace_grants (workspace_id, workspace_root, granted_at) "
+            "VALUES (?, ?, ?) ON CONFLICT(workspace_id) DO NOTHING",
+            (workspace_id, workspace_root, now),
+        )
