@@ -9,6 +9,7 @@ import os
 import re
 import shutil
 import sqlite3
+import stat
 import subprocess
 import sys
 import time
@@ -570,6 +571,29 @@ def test_a_truncated_job_file_stays_visible_with_its_id_and_is_kept(
         if running:
             daemon.stop()
     assert job_file.read_bytes() == truncated
+
+
+def test_a_job_file_that_is_a_fifo_is_damaged_and_never_waited_on(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    # reading a FIFO waits for a writer that never comes: every call of the job store with it
+    daemon = start(orca_env, daemon_factory, "[extraction]\nworkers = 0\n")
+    session = daemon.call("session.open", {"cwd": workdir(tmp_path)})
+    job_id = daemon.call("turn.completed", turn(session, "t1")).job_id
+    daemon.stop()
+    job_file = orca_env.memory_root / "projects" / session.project.id / "jobs" / f"{job_id}.json"
+    job_file.unlink()
+    os.mkfifo(job_file, 0o600)
+
+    daemon.start()
+    with daemon.client(timeout=10) as client:
+        other = client.call("session.open", {"cwd": workdir(tmp_path, "other")})
+        assert client.call("turn.completed", turn(other, "t1")).eligible
+        listed = client.call("jobs.list")
+        assert [(d.job_id, d.path) for d in listed.damaged] == [(job_id, str(job_file))]
+        assert "not a regular file" in listed.damaged[0].problem
+        assert client.call("daemon.status").jobs.damaged == 1
+    assert stat.S_ISFIFO(job_file.lstat().st_mode)  # left as found
 
 
 @pytest.mark.slow

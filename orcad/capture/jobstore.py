@@ -20,6 +20,7 @@ from orcad.capture.records import JobRecord, decode_job, encode_job
 from orcad.durable_files import create_file_exclusively, fsync_directory, replace_file_atomically
 from orcad.errors import NotFound, StorageError
 from orcad.failpoints import failpoint
+from orcad.regular_files import NotARegularFile, read_regular_file
 
 _JOB_ID = re.compile(r"job_[0-9a-f]{32}\Z")
 _JOB_FILE = re.compile(r"(job_[0-9a-f]{32})\.json\Z")
@@ -41,23 +42,33 @@ def job_path(project_dir: Path, job_id: str) -> Path:
 
 
 def read_job(project_dir: Path, job_id: str) -> JobRecord | None:
-    """The job in its file; None when there is no such file."""
+    """The job in its file; None when there is no such file.
+
+    Anything but a regular file there (a FIFO, a device, a directory) is a damaged job file,
+    refused before a byte is read: reading a FIFO would wait for a writer for good, and with
+    it every caller of the job store."""
     path = job_path(project_dir, job_id)
     try:
-        data = path.read_bytes()
+        data = read_regular_file(path)
     except FileNotFoundError:
         return None
+    except NotARegularFile as exc:
+        raise _damaged(path, "it is not a regular file") from exc
     except OSError as exc:
         raise StorageError(f"cannot read {path}: {exc.strerror or exc}", path=str(path)) from exc
     try:
         return decode_job(data)
     except msgspec.DecodeError as exc:
-        raise CorruptJobFile(
-            f"job file {path} is damaged ({exc}); it was left as found and its job is held: "
-            "restore the file from a backup, or move it out of jobs/ to give the job up, then "
-            "restart orcad",
-            path=str(path),
-        ) from exc
+        raise _damaged(path, str(exc)) from exc
+
+
+def _damaged(path: Path, problem: str) -> CorruptJobFile:
+    return CorruptJobFile(
+        f"job file {path} is damaged ({problem}); it was left as found and its job is held: "
+        "restore the file from a backup, or move it out of jobs/ to give the job up, then "
+        "restart orcad",
+        path=str(path),
+    )
 
 
 def write_job(project_dir: Path, job: JobRecord) -> None:
