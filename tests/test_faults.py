@@ -540,6 +540,28 @@ def test_a_damaged_project_file_is_reported_by_doctor_with_its_own_fix(
             daemon.stop()
 
 
+def test_a_project_file_that_is_a_fifo_is_damaged_and_never_waited_on(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    # project.json is read at every session open and listing: a FIFO there must not hang them
+    daemon = start(orca_env, daemon_factory, "[extraction]\nworkers = 0\n")
+    cwd = workdir(tmp_path)
+    session = daemon.call("session.open", {"cwd": cwd})
+    project_file = orca_env.memory_root / "projects" / session.project.id / "project.json"
+    project_file.unlink()
+    os.mkfifo(project_file, 0o600)
+    with daemon.client(timeout=10) as client:
+        assert client.call("session.open", {"cwd": cwd}).project.id == session.project.id
+        client.call("session.open", {"cwd": workdir(tmp_path, "other")})
+        listed = {p.id: p for p in client.call("projects.list").projects}
+        damaged = listed[session.project.id]
+        assert damaged.corrupt and damaged.problem is not None
+        assert "not a regular file" in damaged.problem
+        inspected = client.call("projects.inspect", {"cwd": cwd})
+        assert inspected.project.corrupt
+    assert stat.S_ISFIFO(project_file.lstat().st_mode)  # left as found
+
+
 def test_a_truncated_job_file_stays_visible_with_its_id_and_is_kept(
     orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
 ) -> None:

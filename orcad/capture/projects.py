@@ -24,6 +24,7 @@ from orcad.clock import format_time
 from orcad.durable_files import replace_file_atomically
 from orcad.errors import NotFound, StorageError
 from orcad.limits import PROJECT_LOCK_TIMEOUT_S
+from orcad.regular_files import NotARegularFile, read_regular_file
 
 PROJECT_FILE = "project.json"
 PROJECT_FILE_FORMAT = "orcad.project/1"
@@ -75,11 +76,15 @@ def ensure_directories(directory: Path) -> None:
 
 
 def read_project_file(directory: Path, project_id: str) -> ProjectFile:
+    """What project.json says, or its problem. Anything but a regular file there (a FIFO, a
+    device) is refused before a byte is read: reading a FIFO would wait for a writer for good."""
     path = directory / PROJECT_FILE
     try:
-        data = path.read_bytes()
+        data = read_regular_file(path)
     except FileNotFoundError:
         return ProjectFile()
+    except NotARegularFile:
+        return ProjectFile(problem=f"{path} is not a regular file; left as found")
     except OSError as exc:
         return ProjectFile(problem=f"cannot read {path}: {exc.strerror or exc}")
     try:
