@@ -317,6 +317,30 @@ async def test_finish_reason_without_done_marker_is_complete(server: FakeOpenAI)
     assert await extract(make_provider(server)) == ANSWER
 
 
+# an emoji's UTF-16 halves, as separate characters: what a server escaping UTF-16 sends
+ROCKET_HALVES = "\ud83d\ude80"
+
+
+async def test_an_emoji_whose_halves_come_in_two_events_is_one_character(
+    server: FakeOpenAI,
+) -> None:
+    answer = '{"category": "project", "fact": "Release tags end in ' + ROCKET_HALVES + '."}'
+    server.script(streamed(answer, chunk_chars=1))  # one half per event
+    output = await extract(make_provider(server))
+    [fact] = parse_extractor_output(output)
+    assert fact.fact == "Release tags end in \U0001f680."
+
+
+async def test_a_lone_surrogate_in_a_stream_is_output_the_parser_refuses(
+    server: FakeOpenAI,
+) -> None:
+    answer = '{"category": "project", "fact": "We deploy ' + ROCKET_HALVES[0] + ' with make."}'
+    server.script(streamed(answer))
+    output = await extract(make_provider(server))
+    with pytest.raises(MalformedOutput, match="not valid UTF-8"):
+        parse_extractor_output(output)
+
+
 async def test_answer_cut_off_at_token_limit_fails(server: FakeOpenAI) -> None:
     server.script(streamed(ANSWER, finish_reason="length"))
     error = await failure(make_provider(server))

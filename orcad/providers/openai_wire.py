@@ -263,7 +263,8 @@ class StreamedAnswer:
         content = delta.get("content") if isinstance(delta, dict) else None
         if isinstance(content, str) and content:
             self.parts.append(content)
-            self.size += len(content.encode("utf-8"))
+            # half of a surrogate pair (a \ud83d escape) has no UTF-8 of its own: see text()
+            self.size += len(content.encode("utf-8", "surrogatepass"))
             if self.size > self.max_bytes:
                 raise WireError(f"the answer grew past {self.max_bytes} bytes")
         finish_reason = choice.get("finish_reason")
@@ -276,4 +277,15 @@ class StreamedAnswer:
             raise WireError("the stream ended before the answer was complete")
         if self.finish_reason in CUT_OFF_FINISH_REASONS:
             raise WireError(f"the answer was cut off (finish_reason {self.finish_reason})")
-        return without_reasoning("".join(self.parts))
+        return without_reasoning(_paired_surrogates("".join(self.parts)))
+
+
+def _paired_surrogates(text: str) -> str:
+    """`text` with each surrogate pair made the one character it stands for. A server that
+    escapes text as UTF-16 may send an emoji's two halves in two events; a lone half stays, for
+    the extractor-output parser to refuse."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+    return text
