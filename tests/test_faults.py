@@ -464,6 +464,20 @@ def test_a_damaged_ledger_is_listed_as_corrupt_and_doctor_says_how_to_fix_it(
             daemon.stop()
 
 
+def test_orcactl_projects_names_the_damaged_file(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    # a damaged ledger is not a damaged project.json: the listing says which file to look at
+    daemon = start(orca_env, daemon_factory, "[extraction]\nworkers = 0\n")
+    session = daemon.call("session.open", {"cwd": workdir(tmp_path)})
+    directory = orca_env.memory_root / "projects" / session.project.id
+    (directory / "candidates.jsonl").write_text('{"this is": "not a ledger"\n')
+    shown = orcactl(orca_env, "projects")
+    assert shown.returncode == 0, shown.stderr
+    assert "project.json" not in shown.stdout
+    assert f"{directory}/candidates.jsonl" in shown.stdout and "damaged" in shown.stdout
+
+
 def test_a_ledger_that_is_a_symbolic_link_is_damaged_never_read_or_replaced(
     orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
 ) -> None:

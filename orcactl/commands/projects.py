@@ -99,11 +99,14 @@ def run_projects(args: argparse.Namespace) -> int:
         print("no projects with automatic memory yet")
         return EXIT_OK
     for project in result.projects:
-        flag = "  [project.json damaged]" if project.corrupt else ""
+        # the problem may be the ledger's, project.json's or both: it names the file
+        flag = "  [damaged]" if project.corrupt else ""
         print(f"{project.id}{flag}")
         print(f"  identity: {project.identity or '(unknown)'}")
         print(f"  last cwd: {project.last_seen_cwd or '(unknown)'}")
         print(f"  {project.candidates} candidates, {project.active_jobs} active jobs")
+        if project.problem:
+            print(f"  problem:  {project.problem}")
     return EXIT_OK
 
 
