@@ -787,3 +787,32 @@ def test_orcactl_projects_inspect_jobs_and_forget(
         },
     )
     assert (error.code, error.kind) == (-32013, "conflict")
+
+
+def test_orcactl_forget_of_another_projects_candidate_says_where_it_is(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    # "already forgotten" for an id another project holds would leave the fact in memory
+    daemon = start(orca_env, daemon_factory)
+    here, there = project_dir(tmp_path, "here"), project_dir(tmp_path, "there")
+    daemon.call("session.open", {"cwd": str(here)})
+    session = daemon.call("session.open", {"cwd": str(there)})
+    daemon.call("turn.completed", turn_params(session, "t1", "We use pnpm."))
+    wait_for(lambda: daemon.call("jobs.list", {}).jobs[0].state == "committed")
+    [target] = daemon.call("projects.inspect", {"cwd": str(there)}).ledger.candidates
+    broken = daemon.call("session.open", {"cwd": str(project_dir(tmp_path, "broken"))})
+    ledger = orca_env.memory_root / "projects" / broken.project.id / "candidates.jsonl"
+    ledger.write_text("not a ledger\n")  # looked past, not a reason to fail
+
+    for output in ((), ("--json",)):
+        refused = orcactl(orca_env, "forget", target.id, "--cwd", str(here), *output)
+        assert refused.returncode == 1
+        assert "already forgotten" not in refused.stdout + refused.stderr
+        assert f"--project {session.project.id}" in refused.stderr
+    held = daemon.call("projects.inspect", {"cwd": str(there)}).ledger.candidates
+    assert [c.id for c in held] == [target.id]
+
+    forgot = orcactl(orca_env, "forget", target.id, "--project", session.project.id)
+    assert forgot.returncode == 0 and "forgot" in forgot.stdout
+    again = orcactl(orca_env, "forget", target.id, "--cwd", str(here))
+    assert again.returncode == 0 and "already forgotten" in again.stdout

@@ -8,7 +8,7 @@ import argparse
 from typing import Any
 
 from orcactl.arguments import current_directory, existing_directory, project_id, utf8_text
-from orcactl.connect import EXIT_OK, call, print_json
+from orcactl.connect import EXIT_OK, CommandError, call, print_json
 from protocol.types import (
     JobsListResult,
     JobsRetryResult,
@@ -189,6 +189,8 @@ def run_forget(args: argparse.Namespace) -> int:
             "keep_evidence": args.keep_evidence,
         },
     )
+    if not result.removed:
+        _refuse_if_held_elsewhere(args, inspected.project.id)
     if args.json:
         print_json(result)
     elif result.removed:
@@ -211,3 +213,25 @@ def run_forget(args: argparse.Namespace) -> int:
             "nothing changed"
         )
     return EXIT_OK
+
+
+def _refuse_if_held_elsewhere(args: argparse.Namespace, searched: str) -> None:
+    """A candidate id another project's ledger holds (one copied from `orcactl inspect` of
+    that project) is not forgotten: saying "already forgotten" would leave the fact in memory
+    while the user believes it gone. A project whose ledger cannot be read is skipped."""
+    listed: ProjectsListResult = call(args, "projects.list", {})
+    for project in listed.projects:
+        if project.id == searched:
+            continue
+        try:
+            other: ProjectsInspectResult = call(
+                args, "projects.inspect", {"project_id": project.id}
+            )
+        except CommandError:  # a damaged ledger: nothing in it can be forgotten now
+            continue
+        if any(candidate.id == args.candidate_id for candidate in other.ledger.candidates):
+            raise CommandError(
+                f"{args.candidate_id} is not in project {searched} but in project {project.id} "
+                f"({project.identity or 'identity unknown'}); nothing changed. To forget it "
+                f"there: orcactl forget {args.candidate_id} --project {project.id}"
+            )
