@@ -816,3 +816,22 @@ def test_orcactl_forget_of_another_projects_candidate_says_where_it_is(
     assert forgot.returncode == 0 and "forgot" in forgot.stdout
     again = orcactl(orca_env, "forget", target.id, "--cwd", str(here))
     assert again.returncode == 0 and "already forgotten" in again.stdout
+
+
+def test_a_job_files_temp_left_by_a_crash_is_removed_at_the_next_start(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    # a SIGKILL between a job write and its rename leaves `.<file>.<pid>-<random>.tmp`, which
+    # holds the job's source: the start's scan of the jobs removes it
+    daemon = start(orca_env, daemon_factory, NO_WORKERS)
+    session = daemon.call("session.open", {"cwd": str(project_dir(tmp_path))})
+    job_id = daemon.call("turn.completed", turn_params(session, "t1", "We use pnpm.")).job_id
+    assert daemon.proc is not None
+    dead = daemon.proc.pid
+    daemon.kill()
+    jobs = orca_env.memory_root / "projects" / session.project.id / "jobs"
+    leftover = jobs / f".{job_id}.json.{dead}-{'a' * 16}.tmp"
+    leftover.write_bytes((jobs / f"{job_id}.json").read_bytes())
+    daemon.start()
+    assert [job.job_id for job in daemon.call("jobs.list", {}).jobs] == [job_id]
+    assert not leftover.exists()

@@ -24,7 +24,9 @@ from orcad.regular_files import NotARegularFile, read_regular_file
 
 _JOB_ID = re.compile(r"job_[0-9a-f]{32}\Z")
 _JOB_FILE = re.compile(r"(job_[0-9a-f]{32})\.json\Z")
-_TEMP_FILE = re.compile(r"\.job_[0-9a-f]{32}\.json\.[0-9a-f]+\.tmp\Z")
+# a crash's leftover temp (durable_files names it `.<file>.<pid>-<random>.tmp`; without the
+# pid before temps named their writer)
+_TEMP_FILE = re.compile(r"\.job_[0-9a-f]{32}\.json\.(?:[0-9]+-)?[0-9a-f]+\.tmp\Z")
 
 
 class CorruptJobFile(StorageError):
