@@ -632,6 +632,28 @@ def test_a_job_file_that_is_a_fifo_is_damaged_and_never_waited_on(
     assert stat.S_ISFIFO(job_file.lstat().st_mode)  # left as found
 
 
+def test_a_job_file_whose_time_is_no_time_is_damaged_and_orcad_starts(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    # the file parses as JSON of the right shape: only the scheduler reads its times
+    daemon = start(orca_env, daemon_factory, "[extraction]\nworkers = 0\n")
+    session = daemon.call("session.open", {"cwd": workdir(tmp_path)})
+    job_id = daemon.call("turn.completed", turn(session, "t1")).job_id
+    daemon.stop()
+    job_file = orca_env.memory_root / "projects" / session.project.id / "jobs" / f"{job_id}.json"
+    edited = json.loads(job_file.read_bytes())
+    edited["created_at"] = "yesterday"
+    job_file.write_text(json.dumps(edited))
+
+    daemon.start()
+    listed = daemon.call("jobs.list")
+    assert [d.job_id for d in listed.damaged] == [job_id]
+    assert "created_at" in listed.damaged[0].problem
+    other = daemon.call("session.open", {"cwd": workdir(tmp_path, "other")})
+    assert daemon.call("turn.completed", turn(other, "t1")).eligible
+    assert json.loads(job_file.read_bytes()) == edited  # left as found
+
+
 @pytest.mark.slow
 def test_doctor_survives_any_damaged_file_and_fails_for_those_that_hold_memory(
     orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path

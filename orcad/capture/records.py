@@ -96,7 +96,26 @@ def decode_job(data: bytes) -> JobRecord:
     job = _decoder.decode(data)
     if job.format != JOB_FILE_FORMAT:
         raise msgspec.DecodeError(f"unknown job file format {job.format[:40]!r}")
+    for name, value in _times(job):
+        try:
+            parse_time(value)
+        except ValueError as exc:  # read later by the scheduler, where it would stop orcad
+            raise msgspec.DecodeError(f"{name} is not a time: {value[:40]!r}") from exc
     return job
+
+
+def _times(job: JobRecord) -> list[tuple[str, str]]:
+    """The job's time fields that are set, by name."""
+    times = [
+        ("created_at", job.created_at),
+        ("updated_at", job.updated_at),
+        ("not_before", job.not_before),
+        ("committed_at", job.committed_at),
+    ]
+    if job.lease is not None:
+        times += [("lease.expires_at", job.lease.expires_at)]
+        times += [("lease.claimed_at", job.lease.claimed_at)]
+    return [(name, value) for name, value in times if value is not None]
 
 
 def new_job(
