@@ -221,3 +221,25 @@ def test_a_job_held_for_a_damaged_ledger_does_not_hold_every_recall(
         result = agent.recall("how do we deploy", turn_id=turn)
         assert time.monotonic() - started < RECALL_BARRIER_S / 2
         assert result.barrier == "none"
+
+
+def test_a_job_no_provider_can_take_does_not_hold_every_recall(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], workdir: Path
+) -> None:
+    # a provider that cannot be built (its key variable is not in orcad's environment): no
+    # built-in worker runs, and waiting for one added the whole bound to every turn
+    daemon = start(
+        orca_env,
+        daemon_factory,
+        "[extraction]\nprovider = 'openai'\n[extraction.openai]\n"
+        "base_url = 'https://api.example.com/v1'\napi_key_env = 'ORCA_TEST_UNSET_KEY'\n",
+    )
+    assert any(e.kind == "provider_config" for e in daemon.call("daemon.status").recent_errors)
+    agent = Agent(daemon, workdir)
+    completed = daemon.call("turn.completed", turn_completed(agent, "t1", "remember we ship"))
+    assert completed.eligible
+    for turn in ("t2", "t3"):
+        started = time.monotonic()
+        assert agent.recall("when do we ship", turn_id=turn).barrier == "none"
+        assert time.monotonic() - started < RECALL_BARRIER_S / 2
+    assert [job.state for job in daemon.call("jobs.list", {}).jobs] == ["pending"]  # kept

@@ -25,6 +25,7 @@ from orcad.capture.index import Barrier, JobIndex
 from orcad.capture.lease_engine import FactEmbedder, LeaseEngine
 from orcad.capture.problems import ErrorRecorder, Problems
 from orcad.capture.project_access import ProjectAccess
+from orcad.capture.schedule import JobView
 from orcad.capture.worker import WorkerPool
 from orcad.clock import Clock
 from orcad.config import Config
@@ -70,6 +71,7 @@ class CaptureService:
             embed_facts=embed_facts,
         )
         self.pool: WorkerPool | None = None
+        self.provider_broken = False  # no provider could be built: no built-in worker runs
 
     async def wait_session_jobs(
         self,
@@ -78,10 +80,18 @@ class CaptureService:
         timeout: float,  # noqa: ASYNC109 (recall's interface)
     ) -> Barrier:
         """The recall barrier: the session's queued and running jobs for the project, except
-        those held back by a damaged ledger (see JobIndex.wait_session_jobs)."""
+        those that cannot finish for now (see JobIndex.wait_session_jobs)."""
         return await self.index.wait_session_jobs(
-            session_id, project_id, timeout, cannot_finish=self.projects.held_for_damage
+            session_id, project_id, timeout, cannot_finish=self.cannot_finish
         )
+
+    def cannot_finish(self, view: JobView) -> bool:
+        """A queued job no worker will take before something is repaired: its project's ledger
+        is damaged, or the configured provider could not be built (the jobs wait for a restart
+        with a fixed config). A recall waiting for it would only add its whole bound."""
+        if self.provider_broken and view.state == "pending":
+            return True
+        return self.projects.held_for_damage(view)
 
     # --- lifecycle --------------------------------------------------------------------------
 
@@ -103,6 +113,7 @@ class CaptureService:
             provider = build_provider(extraction, os.environ)
         except ProviderConfigError as exc:
             self.problems.report("provider_config", str(exc))
+            self.provider_broken = True
             return None
         log.info("workers.started", workers=extraction.workers, provider=provider.name)
         return WorkerPool(self.leases, provider, extraction.workers)
