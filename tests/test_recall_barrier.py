@@ -13,6 +13,7 @@ import pytest
 
 from orcad.capture.projects import LOCK_FILE
 from orcad.limits import RECALL_BARRIER_S
+from tests.fake_openai import FakeOpenAI, status
 from tests.harness import DaemonProcess, OrcaEnv
 from tests.test_recall_daemon import Agent, add_facts, project_dir, texts
 
@@ -243,3 +244,28 @@ def test_a_job_no_provider_can_take_does_not_hold_every_recall(
         assert agent.recall("when do we ship", turn_id=turn).barrier == "none"
         assert time.monotonic() - started < RECALL_BARRIER_S / 2
     assert [job.state for job in daemon.call("jobs.list", {}).jobs] == ["pending"]  # kept
+
+
+def test_a_job_waiting_out_a_retry_after_does_not_hold_every_recall(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], workdir: Path
+) -> None:
+    # a 503 asking for two minutes: the job may not be claimed before the barrier ends
+    with FakeOpenAI(default=status(503, "overloaded", retry_after="120")) as server:
+        daemon = start(
+            orca_env,
+            daemon_factory,
+            "[extraction]\nprovider = 'openai'\n"
+            f"[extraction.openai]\nbase_url = '{server.base_url}'\n",
+        )
+        agent = Agent(daemon, workdir)
+        daemon.call("turn.completed", turn_completed(agent, "t1", "remember that we ship"))
+        deadline = time.monotonic() + 10
+        while daemon.call("jobs.list", {}).jobs[0].attempts == 0:
+            assert time.monotonic() < deadline, "the provider was never asked"
+            time.sleep(0.05)
+        for turn in ("t2", "t3"):
+            started = time.monotonic()
+            assert agent.recall("when do we ship", turn_id=turn).barrier == "none"
+            assert time.monotonic() - started < RECALL_BARRIER_S / 2
+        [job] = daemon.call("jobs.list", {}).jobs
+        assert (job.state, job.attempts) == ("pending", 1)  # still waiting, not dropped

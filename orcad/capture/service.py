@@ -50,6 +50,7 @@ class CaptureService:
         embed_facts: FactEmbedder | None = None,
     ) -> None:
         self.config = config
+        self.clock = clock
         self.problems = Problems(record_error)
         self.index = JobIndex()
         self.projects = ProjectAccess(
@@ -81,15 +82,22 @@ class CaptureService:
     ) -> Barrier:
         """The recall barrier: the session's queued and running jobs for the project, except
         those that cannot finish for now (see JobIndex.wait_session_jobs)."""
+        ends = self.clock.now() + timeout
         return await self.index.wait_session_jobs(
-            session_id, project_id, timeout, cannot_finish=self.cannot_finish
+            session_id,
+            project_id,
+            timeout,
+            cannot_finish=lambda view: self.cannot_finish(view, ends),
         )
 
-    def cannot_finish(self, view: JobView) -> bool:
-        """A queued job no worker will take before something is repaired: its project's ledger
-        is damaged, or the configured provider could not be built (the jobs wait for a restart
-        with a fixed config). A recall waiting for it would only add its whole bound."""
-        if self.provider_broken and view.state == "pending":
+    def cannot_finish(self, view: JobView, ends: float) -> bool:
+        """A queued job no worker will take before the barrier `ends` (wall clock): its
+        project's ledger is damaged, the configured provider could not be built (the jobs wait
+        for a restart with a fixed config), or it may not be claimed before then (a provider's
+        Retry-After, a back-off). A recall waiting for it would only add its whole bound."""
+        if view.state != "pending":
+            return False
+        if self.provider_broken or (view.not_before is not None and view.not_before >= ends):
             return True
         return self.projects.held_for_damage(view)
 
