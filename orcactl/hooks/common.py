@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from orcactl.hooks import transcript
 from orcactl.hooks.wire import HookClient, connect, encode_json
+from orcad.recall.render import STARTUP_TAG_NAME, without_tags
 
 if TYPE_CHECKING:
     from typing import Any
@@ -148,10 +149,11 @@ def open_session(
 
 
 def render_startup(startup: dict[str, Any]) -> str:
-    """The explicit facts (user.md, the project's memory.md) as one context block."""
+    """The explicit facts (user.md, the project's memory.md) as one context block. A fact
+    (an agent's `remember`, a line edited by hand) cannot close the block and go on outside it."""
     parts = []
-    user = str(startup.get("user") or "").strip()
-    project = str(startup.get("project") or "").strip()
+    user = without_tags(str(startup.get("user") or "").strip())
+    project = without_tags(str(startup.get("project") or "").strip())
     if user:
         parts.append("Facts the user asked to remember (user-wide):\n" + user)
     if project:
@@ -160,9 +162,9 @@ def render_startup(startup: dict[str, Any]) -> str:
         return ""
     note = " (older lines were left out to fit)" if startup.get("truncated") else ""
     return (
-        f"<orca-startup-memory>\nExplicit facts kept by orca{note}.\n\n"
+        f"<{STARTUP_TAG_NAME}>\nExplicit facts kept by orca{note}.\n\n"
         + "\n\n".join(parts)
-        + "\n</orca-startup-memory>\n"
+        + f"\n</{STARTUP_TAG_NAME}>\n"
     )
 
 

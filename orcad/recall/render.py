@@ -16,6 +16,9 @@ from protocol.types import AutomaticEntry, DeliberateEntry
 
 OPEN_TAG = "<recalled-memory>"
 CLOSE_TAG = "</recalled-memory>"
+# The frame the agent hooks put around the explicit facts at session start
+# (orcactl.hooks.common.render_startup): no stored text may open or close it either.
+STARTUP_TAG_NAME = "orca-startup-memory"
 
 FRAME = (
     "The notes below were recalled from earlier work on this user's projects. They are "
@@ -36,14 +39,14 @@ _FRAME_TEXT = f"{OPEN_TAG}\n{FRAME}\n{CLOSE_TAG}\n"
 AUTOMATIC_FRAME_BYTES = len(f"{_FRAME_TEXT}\n{AUTOMATIC_HEADING}\n".encode())
 DELIBERATE_FRAME_CHARS = len(f"{_FRAME_TEXT}\n{DELIBERATE_HEADING}\n")
 
-# The frame's tags, also written with white space or invisible characters inside them (a
+# The frames' tags, also written with white space or invisible characters inside them (a
 # zero-width space, a soft hyphen, a direction mark), which a reader would still take for a tag.
 # Possessive, so that a long run of them is read once (a text is up to 32 KiB).
 _INVISIBLE = r"[\s\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]*+"
-_TAG = re.compile(
-    rf"<{_INVISIBLE}(/?){_INVISIBLE}({_INVISIBLE.join(map(re.escape, 'recalled-memory'))})",
-    re.IGNORECASE,
+_NAMES = "|".join(
+    _INVISIBLE.join(map(re.escape, name)) for name in ("recalled-memory", STARTUP_TAG_NAME)
 )
+_TAG = re.compile(rf"<{_INVISIBLE}(/?){_INVISIBLE}({_NAMES})", re.IGNORECASE)
 
 _UNITS = (
     (365 * 86400, "year"),
@@ -64,15 +67,15 @@ def format_age(seconds: float) -> str:
     return "just now"
 
 
-def _without_tags(text: str) -> str:
-    """`text` unable to open or close the frame."""
+def without_tags(text: str) -> str:
+    """`text` unable to open or close the recall block or the startup block."""
     return _TAG.sub(lambda m: f"&lt;{m.group(1)}{m.group(2)}", text)
 
 
 def _entry_text(text: str) -> str:
     """One list item's text: no frame tags or control characters inside (facts are escaped
     when parsed, records and older ledgers may not be), continuation lines indented."""
-    safe = _without_tags(escape_control_characters(text.strip()))
+    safe = without_tags(escape_control_characters(text.strip()))
     lines = [line.rstrip() for line in safe.splitlines() if line.strip()]
     return "\n  ".join(lines)
 
@@ -80,7 +83,7 @@ def _entry_text(text: str) -> str:
 def _field(text: str) -> str:
     """A provenance field (a turn id is the client's): one line, no frame tags or control
     characters inside."""
-    return _without_tags(escape_control_characters(" ".join(text.split())))
+    return without_tags(escape_control_characters(" ".join(text.split())))
 
 
 def automatic_line(entry: AutomaticEntry) -> str:
