@@ -3,7 +3,9 @@
 Text a model or a client wrote reaches terminals (`orcactl`, `cat`) and agents' context: an
 escape sequence there can retitle or clear a terminal or write its clipboard, and a
 bidirectional override (U+202E) shows a reader text in another order than a model reads it.
-They are written as `\\xNN` (as the Markdown files write C0 and C1 controls) or `\\uNNNN`.
+Unicode tag characters (U+E0000 to U+E007F) spell ASCII text no reader sees but a model reads
+("ASCII smuggling"): a fact could carry hidden orders past the user who reviews it. They are
+written as `\\xNN` (as the Markdown files write C0 and C1 controls), `\\uNNNN` or `\\UNNNNNNNN`.
 """
 
 from __future__ import annotations
@@ -13,16 +15,21 @@ import re
 # The bidirectional formatting characters, as a character class's ranges: marks (U+061C,
 # U+200E, U+200F), embeddings and overrides, isolates
 BIDI_FORMATTING = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
-# C0 controls but tab and newline, DEL, C1 controls, and the bidirectional formatting characters
-_CONTROL_CHARACTERS = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{BIDI_FORMATTING}]")
+# The tag characters: invisible, each stands for an ASCII character a model can read
+TAG_CHARACTERS = "\U000e0000-\U000e007f"
+# C0 controls but tab and newline, DEL, C1 controls, the bidirectional formatting characters and
+# the tag characters
+_CONTROL_CHARACTERS = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{BIDI_FORMATTING}{TAG_CHARACTERS}]")
 
 
 def _escape(match: re.Match[str]) -> str:
     code = ord(match.group())
-    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+    if code <= 0xFF:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
 def escape_control_characters(text: str) -> str:
-    """`text` with each control or bidirectional formatting character written as an escape;
-    tab and newline are kept."""
+    """`text` with each control, bidirectional formatting or tag character written as an
+    escape; tab and newline are kept."""
     return _CONTROL_CHARACTERS.sub(_escape, text)

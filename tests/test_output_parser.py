@@ -182,6 +182,7 @@ def escaped_by_the_parser(char: str) -> bool:
         (unicodedata.category(char) == "Cc" and char not in "\t\n")
         or unicodedata.bidirectional(char) in BIDI_CONTROLS
         or char in BIDI_MARKS
+        or 0xE0000 <= ord(char) <= 0xE007F  # tag characters: text no reader sees
     )
 
 
