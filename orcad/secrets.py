@@ -49,6 +49,7 @@ from orcad.secret_formats import (
     find_url_credentials,
     token_finder,
 )
+from orcad.secret_invisible import visible_text
 from orcad.secret_pins import find_pin_settings
 from orcad.secret_sentences import find_stated_keys, find_stated_passwords
 from orcad.secret_tokens import ANCHORED_RULES, TOKEN_RULES
@@ -493,7 +494,30 @@ def _open_rules(text: str) -> Iterable[tuple[str, Finder]]:
 
 
 def find_secrets(text: str) -> list[SecretMatch]:
-    """Every secret in `text`, sorted by start; overlapping detections are merged."""
+    """Every secret in `text`, sorted by start; overlapping detections are merged. A secret
+    split by characters no reader sees (a zero-width space, a soft hyphen) is found too."""
+    found = _find_secrets(text)
+    visible = visible_text(text)
+    if visible is None:
+        return found
+    for match in _find_secrets(visible.text):
+        found.append(SecretMatch(match.rule, *visible.span(match.start, match.end)))
+    return _merged(sorted(found, key=lambda match: (match.start, -match.end)))
+
+
+def _merged(matches: list[SecretMatch]) -> list[SecretMatch]:
+    """Sorted `matches` with each overlapping run made one (named by its first)."""
+    merged: list[SecretMatch] = []
+    for match in matches:
+        if merged and match.start < merged[-1].end:
+            last = merged[-1]
+            merged[-1] = SecretMatch(last.rule, last.start, max(last.end, match.end))
+        else:
+            merged.append(match)
+    return merged
+
+
+def _find_secrets(text: str) -> list[SecretMatch]:
     if not text:
         return []
     lowered = _lowered(text)
@@ -531,6 +555,8 @@ def _through_value(text: str, end: int) -> int:
 def contains_secret(text: str) -> bool:
     if not text:
         return False
+    if visible_text(text) is not None:
+        return bool(find_secrets(text))
     lowered = _lowered(text)
     return any(next(finder(text, lowered), None) is not None for _, finder in _open_rules(text))
 

@@ -344,3 +344,14 @@ def test_no_fact_can_close_the_startup_block_an_agent_is_given(
     assert tags == ["<orca-startup-memory", "</orca-startup-memory"], context
     assert context.startswith("<orca-startup-memory>\n")
     assert context.endswith("</orca-startup-memory>\n")
+
+
+def test_remember_refuses_a_token_split_by_a_zero_width_space(
+    daemon: DaemonProcess, orca_env: OrcaEnv, tmp_path: Path
+) -> None:
+    session = open_session(daemon, tmp_path)
+    split = f"{FAKE_GITHUB_TOKEN[:12]}\u200b{FAKE_GITHUB_TOKEN[12:]}"  # shown whole by `cat`
+    with pytest.raises(RemoteError) as caught:
+        remember(daemon, session, f"CI pushes with {split}", "user")
+    assert caught.value.code == -32602 and "github_token" in caught.value.error.message
+    assert not (orca_env.memory_root / "user.md").exists()

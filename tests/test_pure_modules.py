@@ -24,6 +24,7 @@ PURE_MODULES = [
     "orcad.secret_sentences",
     "orcad.secret_foreign_sentences",
     "orcad.secret_pins",
+    "orcad.secret_invisible",
     "orcad.secret_languages",
     "orcad.capture.output",
     "orcad.capture.eligibility",

@@ -1987,3 +1987,23 @@ def test_shortening_redacted_text_never_splits_a_marker() -> None:
             assert kept.count("[") == kept.count("]")  # whole markers or none
     assert shorten_redacted(text, 20) == "a …"
     assert shorten_redacted(text, 3, keep_end=True) == "… c"
+
+
+INVISIBLE = ["\u200b", "\u00ad", "\u2060", "\ufeff", "\u200d"]
+
+
+@pytest.mark.parametrize("invisible", INVISIBLE)
+def test_a_token_split_by_a_character_no_reader_sees_is_still_found(invisible: str) -> None:
+    # a page or a chat puts a zero-width space or a soft hyphen in a long word so it can wrap;
+    # copied with the token, it is shown whole and still works once taken out
+    token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    text = f"CI pushes with {token[:12]}{invisible}{token[12:]} for now"
+    assert contains_secret(text)
+    assert [match.rule for match in find_secrets(text)] == ["github_token"]
+    assert redact(text) == "CI pushes with [REDACTED:github_token] for now"
+
+
+def test_invisible_characters_alone_are_no_secret() -> None:
+    text = "wrap\u00adpable words and a zero\u200bwidth space, nothing else"
+    assert not contains_secret(text)
+    assert find_secrets(text) == [] and redact(text) == text
