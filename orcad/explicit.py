@@ -142,10 +142,13 @@ def remember_fact(path: Path, text: str) -> int:
 def append_fact(path: Path, line: str) -> int:
     """Append a formatted fact to `path` atomically; the caller holds the file's lock.
 
-    StorageError (nothing written) when the file cannot be read or replaced.
+    StorageError (nothing written) when the file cannot be read or replaced. A symbolic link
+    (a user.md kept with the user's dotfiles) stays one: the file it points to gets the fact, as
+    startup reads that file.
     """
+    target = Path(os.path.realpath(path))
     try:
-        existing = read_regular_file(path)  # a FIFO would wait for a writer, holding the lock
+        existing = read_regular_file(target)  # a FIFO would wait for a writer, holding the lock
     except FileNotFoundError:
         existing = b""
     except OSError as exc:
@@ -153,7 +156,7 @@ def append_fact(path: Path, line: str) -> int:
             f"could not read {path}: {exc.strerror or exc}; nothing was changed", path=str(path)
         ) from exc
     content = append_line(existing, line)
-    replace_file_atomically(path, content)
+    replace_file_atomically(target, content)
     log.info("explicit.remembered", path=str(path), bytes=len(content))
     return len(content)
 

@@ -355,3 +355,27 @@ def test_remember_refuses_a_token_split_by_a_zero_width_space(
         remember(daemon, session, f"CI pushes with {split}", "user")
     assert caught.value.code == -32602 and "github_token" in caught.value.error.message
     assert not (orca_env.memory_root / "user.md").exists()
+
+
+@pytest.mark.parametrize("scope", ["user", "project"])
+def test_remember_writes_through_a_symbolic_link_and_keeps_it(
+    daemon: DaemonProcess, orca_env: OrcaEnv, tmp_path: Path, scope: str
+) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    session = open_session(daemon, repo)
+    project_id = session["opened"].project.id  # type: ignore[attr-defined]
+    dotfiles = tmp_path / "dotfiles" / "orca.md"  # the file kept in the user's dotfiles
+    dotfiles.parent.mkdir()
+    dotfiles.write_text("- kept in dotfiles\n")
+    memory_file = orca_env.memory_root / "user.md"
+    if scope == "project":
+        memory_file = orca_env.memory_root / "projects" / project_id / "memory.md"
+    memory_file.parent.mkdir(parents=True, exist_ok=True)
+    memory_file.symlink_to(dotfiles)
+    result = remember(daemon, session, "deploys go through ArgoCD", scope)
+    assert memory_file.is_symlink() and memory_file.resolve() == dotfiles
+    assert dotfiles.read_text() == "- kept in dotfiles\n- deploys go through ArgoCD\n"
+    assert result.bytes == dotfiles.stat().st_size  # type: ignore[attr-defined]
+    startup = daemon.call("session.open", {"cwd": str(repo)}).startup
+    assert "- deploys go through ArgoCD\n" in getattr(startup, scope)
