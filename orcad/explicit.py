@@ -133,9 +133,9 @@ def remember_fact(path: Path, text: str) -> int:
             f"{path} is locked by another process for more than {EXPLICIT_LOCK_TIMEOUT_S:.0f} s; "
             "try again, or look for a stuck orcad or orcactl"
         ) from exc
-    except OSError as exc:
+    except OSError as exc:  # the lock file or the directory: named, not the fact file
         raise StorageError(
-            f"could not write {path}: {exc.strerror or exc}; nothing was changed"
+            f"could not write {exc.filename or path}: {exc.strerror or exc}; nothing was changed"
         ) from exc
 
 

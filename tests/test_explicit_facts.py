@@ -379,3 +379,18 @@ def test_remember_writes_through_a_symbolic_link_and_keeps_it(
     assert result.bytes == dotfiles.stat().st_size  # type: ignore[attr-defined]
     startup = daemon.call("session.open", {"cwd": str(repo)}).startup
     assert "- deploys go through ArgoCD\n" in getattr(startup, scope)
+
+
+def test_a_directory_at_the_lock_is_named_not_user_md(
+    daemon: DaemonProcess, orca_env: OrcaEnv, tmp_path: Path
+) -> None:
+    session = open_session(daemon, tmp_path)
+    user_file = orca_env.memory_root / "user.md"
+    user_file.write_text("- kept\n")
+    lock = orca_env.memory_root / "user.md.lock"
+    lock.mkdir()
+    with pytest.raises(RemoteError) as caught:
+        remember(daemon, session, "we deploy on Fridays", "user")
+    assert (caught.value.code, caught.value.kind) == (-32017, "storage")
+    assert caught.value.error.message.startswith(f"could not write {lock}: ")
+    assert user_file.read_text() == "- kept\n" and lock.is_dir()
