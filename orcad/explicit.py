@@ -27,6 +27,7 @@ from orcad.secrets import secret_kinds
 log = structlog.get_logger("orcad.explicit")
 
 LOCK_SUFFIX = ".lock"
+_CONTINUATION_BYTES = bytes(range(0x80, 0xC0))  # of a UTF-8 character, after its first byte
 
 
 # --- pure ---------------------------------------------------------------------------------
@@ -64,10 +65,11 @@ def _visible(line: str) -> str:
 
 
 def visible_bytes(data: bytes) -> bytes:
-    """`data` with control and bidirectional formatting characters escaped as `remember`
-    writes them (a CRLF line end is a newline); bytes that are not UTF-8 are kept as they are."""
-    text = data.replace(b"\r\n", b"\n").decode("utf-8", errors="surrogateescape")
-    return escape_control_characters(text).encode("utf-8", errors="surrogateescape")
+    """`data` as startup hands it over: control and bidirectional formatting characters escaped
+    as `remember` writes them, a CRLF line end as a newline, and each byte that is not UTF-8 as
+    U+FFFD (three bytes, which the bound must count)."""
+    text = data.replace(b"\r\n", b"\n").decode("utf-8", errors="replace")
+    return escape_control_characters(text).encode("utf-8")
 
 
 def append_line(existing: bytes, line: str) -> bytes:
@@ -179,8 +181,14 @@ def read_bounded(path: Path, max_bytes: int) -> tuple[str, bool]:
     except OSError as exc:
         log.warning("explicit.unreadable", path=str(path), error=str(exc))
         return "", False
-    data = visible_bytes(data)  # the bound counts what is returned; the tail read covers it
     if start == 0:
-        return newest_lines(data, max_bytes, cut=False)
-    text, _ = newest_lines(data, max_bytes, cut=False)  # the extra byte decides the first line
-    return text, True
+        return newest_lines(visible_bytes(data), max_bytes, cut=False)
+    # The extra byte decides the first line: a newline there, and the rest starts a line;
+    # anything else, and the rest starts inside one. Decided on the text as handed over, since
+    # a CRLF line end made a newline can leave the tail short of the bound; the rest of a
+    # character the read started inside is no text.
+    data = visible_bytes(data.lstrip(_CONTINUATION_BYTES))
+    if not data.startswith(b"\n"):
+        return newest_lines(data, max_bytes, cut=True)[0], True
+    data = data[1:]
+    return newest_lines(data[_first_item(data) :], max_bytes, cut=False)[0], True

@@ -394,3 +394,26 @@ def test_a_directory_at_the_lock_is_named_not_user_md(
     assert (caught.value.code, caught.value.kind) == (-32017, "storage")
     assert caught.value.error.message.startswith(f"could not write {lock}: ")
     assert user_file.read_text() == "- kept\n" and lock.is_dir()
+
+
+def test_startup_from_a_file_with_crlf_line_ends_starts_at_a_whole_fact(
+    daemon: DaemonProcess, orca_env: OrcaEnv, tmp_path: Path
+) -> None:
+    # a user.md saved by an editor that writes CRLF, over the bound: each CRLF handed over as a
+    # newline leaves the tail short of the bound, and the line it starts inside must not count
+    facts = [f"- fact {n}: never deploy on Fridays without the release manager" for n in range(300)]
+    (orca_env.memory_root / "user.md").write_bytes("\r\n".join(facts).encode() + b"\r\n")
+    startup = open_session(daemon, tmp_path)["opened"].startup  # type: ignore[attr-defined]
+    assert startup.truncated is True
+    assert len(startup.user.encode()) <= STARTUP_USER_MAX_BYTES
+    lines = startup.user.splitlines()
+    assert lines[-1] == facts[-1] and set(lines) <= set(facts), lines[0]
+
+
+def test_startup_counts_bytes_that_are_not_utf8_as_handed_over(tmp_path: Path) -> None:
+    # a user.md written in Latin-1: each byte that is not UTF-8 is handed over as U+FFFD, three
+    path = tmp_path / "user.md"
+    path.write_bytes(b"- caf\xe9 au lait\n" + b"- r\xe9sum\xe9 \xe0 jour\n" * 20)
+    text, truncated = explicit.read_bounded(path, 100)
+    assert truncated is True and len(text.encode()) <= 100
+    assert text.startswith("- r\ufffdsum\ufffd \ufffd jour\n")
