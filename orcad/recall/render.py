@@ -43,10 +43,26 @@ DELIBERATE_FRAME_CHARS = len(f"{_FRAME_TEXT}\n{DELIBERATE_HEADING}\n")
 # zero-width space, a soft hyphen, a direction mark), which a reader would still take for a tag.
 # Possessive, so that a long run of them is read once (a text is up to 32 KiB).
 _INVISIBLE = r"[\s\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]*+"
-_NAMES = "|".join(
-    _INVISIBLE.join(map(re.escape, name)) for name in ("recalled-memory", STARTUP_TAG_NAME)
-)
-_TAG = re.compile(rf"<{_INVISIBLE}(/?){_INVISIBLE}({_NAMES})", re.IGNORECASE)
+# ...and written with look-alikes a model reads the same: a full-width or small angle bracket
+# or slash, full-width letters, and the words joined by another dash, an underscore, white
+# space or nothing ("</recalled_memory>", the same in full-width characters)
+_LESS_THAN = "[<\u2039\u27e8\u3008\ufe64\uff1c]"
+_SLASH = "[/\u2044\u2215\uff0f]"
+_JOINER = r"[-_\s\u2010-\u2015\u2212\ufe63\uff0d\uff3f]*+"
+
+
+def _word(word: str) -> str:
+    """A pattern of `word` in ASCII or full-width letters, invisible characters allowed inside
+    (the pattern is compiled to ignore case)."""
+    return _INVISIBLE.join(f"[{letter}{chr(ord(letter) + 0xFEE0)}]" for letter in word)
+
+
+def _name(name: str) -> str:
+    return f"{_INVISIBLE}{_JOINER}{_INVISIBLE}".join(map(_word, name.split("-")))
+
+
+_NAMES = "|".join(map(_name, ("recalled-memory", STARTUP_TAG_NAME)))
+_TAG = re.compile(rf"{_LESS_THAN}{_INVISIBLE}({_SLASH}?){_INVISIBLE}({_NAMES})", re.IGNORECASE)
 
 _UNITS = (
     (365 * 86400, "year"),
