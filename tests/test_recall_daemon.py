@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 import secrets
 import time
 from pathlib import Path
@@ -534,3 +535,19 @@ def test_text_hidden_in_tag_characters_reaches_neither_a_file_nor_an_agent(
     for text in shown:
         assert not any(0xE0000 <= ord(character) <= 0xE007F for character in text), text
         assert "Deploys" in text and "\\U000e0069\\U000e0067\\U000e006e" in text  # "ign"
+
+
+def test_a_record_of_control_characters_cut_to_fit_counts_its_own_characters(
+    daemon: DaemonProcess, workdir: Path
+) -> None:
+    agent = Agent(daemon, workdir)
+    content = "zebrafish " + "\x01" * (MEMORY_CONTENT_MAX_CHARS - 10)  # four times as long escaped
+    agent.save(content)
+    result = agent.recall("zebrafish", turn_id="turn-escaped-cut")
+    [cut] = result.deliberate
+    shown, omitted = re.fullmatch(
+        r"(.*) \[\.\.\. (\d+) more characters of this record not shown\]", cut.content, re.DOTALL
+    ).groups()  # type: ignore[union-attr]
+    assert shown.startswith("zebrafish \\x01") and re.fullmatch(r"(\\x01)+", shown[10:])
+    assert int(omitted) + len(shown[10:]) // 4 == len(content) - 10  # the record's characters
+    assert len(result.context) <= RECALL_DELIBERATE_MAX_CHARS

@@ -186,7 +186,9 @@ class RecallService:
         """Caps, context and a new snapshot id: pure, so that it can run in the search thread."""
         now = self.clock.now()
         automatic_entries = cap_automatic(to_entry(record, now) for record in automatic)
-        deliberate_entries = cap_deliberate(map(visible_record, deliberate), now)
+        # capped as stored, escaped once chosen: a record cut to fit is cut between its own
+        # characters (never inside an escape) and its marker counts them as memory.search has them
+        deliberate_entries = list(map(visible_record, cap_deliberate(deliberate, now)))
         context = render_context(automatic_entries, deliberate_entries, now)
         return RecallResult(
             snapshot_id=new_snapshot_id(),
