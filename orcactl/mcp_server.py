@@ -31,7 +31,7 @@ from orcactl.connect import CommandError, connect, socket_path
 from orcactl.hooks.common import bounded
 from orcactl.hooks.runner import extraction_run
 from orcactl.mcp_stdio import run_stdio
-from orcad.control_characters import BIDI_FORMATTING
+from orcad.control_characters import BIDI_FORMATTING, TAG_CHARACTERS
 from protocol.client import Client, DaemonUnavailable, ProtocolViolation
 from protocol.errors import RemoteError
 
@@ -212,14 +212,23 @@ class DaemonSession:
 
 
 # What JSON leaves raw in strings and a terminal or a reader acts on: DEL, the C1 controls (0x9b
-# is CSI) and the bidirectional formatting characters (U+202E shows the text after it reversed).
-# Written as \uNNNN escapes, the JSON still decodes to the record as stored.
-_RAW_IN_JSON = re.compile(f"[\x7f-\x9f{BIDI_FORMATTING}]")
+# is CSI), the bidirectional formatting characters (U+202E shows the text after it reversed) and
+# the tag characters (text no reader sees, which the model reads). Written as \uNNNN escapes (a
+# surrogate pair for a tag character), the JSON still decodes to the record as stored.
+_RAW_IN_JSON = re.compile(f"[\x7f-\x9f{BIDI_FORMATTING}{TAG_CHARACTERS}]")
+
+
+def _json_escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    high, low = divmod(code - 0x10000, 0x400)
+    return f"\\u{0xD800 + high:04x}\\u{0xDC00 + low:04x}"
 
 
 def _dump(value: Any) -> str:
     text = json.dumps(msgspec.to_builtins(value), ensure_ascii=False, indent=1)
-    return _RAW_IN_JSON.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
+    return _RAW_IN_JSON.sub(_json_escape, text)
 
 
 def _supports_elicitation(ctx: Context) -> bool:
