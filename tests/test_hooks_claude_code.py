@@ -832,3 +832,41 @@ def test_a_hook_loads_neither_msgspec_nor_the_protocol_package() -> None:
 
 def test_the_hooks_session_id_bound_is_orcads() -> None:
     assert common.CLIENT_ID_MAX_CHARS == CLIENT_ID_MAX_CHARS
+
+
+@pytest.mark.parametrize("transcript_kept", [False, True])
+def test_a_prompt_repeated_without_a_readable_transcript_is_a_new_turn(
+    tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess, transcript_kept: bool
+) -> None:
+    # without a transcript to place it in (none kept, or one that cannot be read), "continue"
+    # asked again is a new turn: it must not get the first one's snapshot
+    project = _project(tmp_path)
+    payload: dict[str, Any] = {
+        "session_id": SESSION,
+        "cwd": str(project),
+        "hook_event_name": "UserPromptSubmit",
+        "prompt": "how do we run the wombat checks",
+    }
+    if transcript_kept:
+        broken = tmp_path / "broken.jsonl"
+        broken.write_text('{"type": "user" garbage\n')
+        payload["transcript_path"] = str(broken)
+    first = run_hook(orca_env, "claude-code", "UserPromptSubmit", payload)
+    assert (first.status, first.stdout) == (0, "")  # nothing stored yet
+    with daemon.client() as client:
+        opened = client.call("session.open", {"cwd": str(project), "mode": "yolo"})
+        saved = client.call(
+            "memory.manage",
+            {
+                "session_id": opened.session_id,
+                "epoch": opened.epoch,
+                "action": "save",
+                "content": "The wombat checks run with make wombat-check",
+                "kind": "fact",
+                "is_global": False,
+            },
+        )
+        assert saved.outcome == "applied"
+    again = run_hook(orca_env, "claude-code", "UserPromptSubmit", payload)
+    assert again.status == 0
+    assert "make wombat-check" in again.context

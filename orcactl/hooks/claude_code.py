@@ -8,6 +8,7 @@ same turn again (the daemon answers it as a duplicate).
 
 from __future__ import annotations
 
+import secrets
 import time
 from typing import TYPE_CHECKING
 
@@ -56,19 +57,27 @@ def _turns(path: str | None) -> list[transcript.Turn]:
     return transcript.claude_turns(transcript.read_transcript(path))
 
 
+def _submitted_turn_id(turns: list[transcript.Turn], session_id: str, prompt: str) -> str:
+    """The id Stop will derive for the prompt being submitted, from the transcript's turns."""
+    ordinal = transcript.claude_submit_ordinal(turns, prompt)
+    if ordinal < len(turns):
+        return transcript.turn_id_for(TURN_PREFIX, session_id, ordinal, turns[ordinal].prompt)
+    return transcript.turn_id_for(TURN_PREFIX, session_id, ordinal, transcript.clean_text(prompt))
+
+
 def prompt_submit(payload: dict[str, Any], context: HookContext) -> Answer:
     prompt = text_field(payload, "prompt", required=False)
     session_id = text_field(payload, "session_id")
     try:
         turns = _turns(payload.get("transcript_path"))
     except transcript.TranscriptProblem:
-        turns = []  # no transcript: the turn is named by its text alone; Stop will not capture
-    ordinal = transcript.claude_submit_ordinal(turns, prompt)
-    turn_id = transcript.turn_id_for(
-        TURN_PREFIX, session_id, ordinal, transcript.clean_text(prompt)
-    )
-    if turns and ordinal < len(turns):
-        turn_id = transcript.turn_id_for(TURN_PREFIX, session_id, ordinal, turns[ordinal].prompt)
+        # No transcript (none kept, missing, over the bound, malformed) to place the prompt in:
+        # named by its text alone, a repeated prompt ("continue") would be taken for the earlier
+        # turn and given that turn's snapshot, so the turn gets a name of its own. Stop names it
+        # from the transcript, if there is one by then.
+        turn_id = transcript.turn_id_for(TURN_PREFIX, session_id, -1, secrets.token_hex(16))
+    else:
+        turn_id = _submitted_turn_id(turns, session_id, prompt)
     with context.connect() as client:
         _opened, ids = open_session(client, context, payload)
         result = client.call("recall", {**ids, "turn_id": turn_id, "prompt": bounded(prompt)})
