@@ -18,7 +18,7 @@ from typing import Any
 import msgspec
 
 import orcad
-from orcad.control_characters import BIDI_FORMATTING
+from orcad.control_characters import BIDI_FORMATTING, TAG_CHARACTERS
 from orcad.errors import StartupError
 from orcad.paths import resolve_paths
 from orcad.runtime import check_home_directory
@@ -270,15 +270,29 @@ def connection_failure(exc: BaseException) -> CommandError:
     return CommandError(str(exc))  # another OSError (a file it could not write, say)
 
 
-# DEL, the C1 controls and the bidirectional formatting characters, which JSON leaves raw in
-# strings: escaped here, or the terminal filter (orcactl.terminal) would turn a control into the
-# text `\x85`, which is not a JSON escape
-_RAW_CONTROLS = re.compile(f"[\x7f-\x9f{BIDI_FORMATTING}]")
+# What JSON leaves raw in strings and a terminal or a reader acts on: DEL, the C1 controls (0x9b
+# is CSI), the bidirectional formatting characters (U+202E shows the text after it reversed) and
+# the tag characters (text no reader sees, which a model reads). Escaped here as JSON escapes (a
+# surrogate pair for a tag character), or the terminal filter (orcactl.terminal) would write
+# `\x85` or `\U000e0041`, which are not JSON escapes; the JSON still decodes to what was stored.
+_RAW_IN_JSON = re.compile(f"[\x7f-\x9f{BIDI_FORMATTING}{TAG_CHARACTERS}]")
+
+
+def _json_escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    high, low = divmod(code - 0x10000, 0x400)
+    return f"\\u{0xD800 + high:04x}\\u{0xDC00 + low:04x}"
+
+
+def escape_raw_in_json(text: str) -> str:
+    """JSON text with the characters JSON leaves raw that must not reach a reader raw escaped."""
+    return _RAW_IN_JSON.sub(_json_escape, text)
 
 
 def to_json(value: Any) -> str:
-    text = json.dumps(msgspec.to_builtins(value), indent=2, ensure_ascii=False)
-    return _RAW_CONTROLS.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
+    return escape_raw_in_json(json.dumps(msgspec.to_builtins(value), indent=2, ensure_ascii=False))
 
 
 def print_json(value: Any) -> None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import secrets
 import shlex
 import sys
@@ -27,11 +26,10 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
 
-from orcactl.connect import CommandError, connect, socket_path
+from orcactl.connect import CommandError, connect, escape_raw_in_json, socket_path
 from orcactl.hooks.common import bounded
 from orcactl.hooks.runner import extraction_run
 from orcactl.mcp_stdio import run_stdio
-from orcad.control_characters import BIDI_FORMATTING, TAG_CHARACTERS
 from protocol.client import Client, DaemonUnavailable, ProtocolViolation
 from protocol.errors import RemoteError
 
@@ -211,24 +209,9 @@ class DaemonSession:
             self._client = None
 
 
-# What JSON leaves raw in strings and a terminal or a reader acts on: DEL, the C1 controls (0x9b
-# is CSI), the bidirectional formatting characters (U+202E shows the text after it reversed) and
-# the tag characters (text no reader sees, which the model reads). Written as \uNNNN escapes (a
-# surrogate pair for a tag character), the JSON still decodes to the record as stored.
-_RAW_IN_JSON = re.compile(f"[\x7f-\x9f{BIDI_FORMATTING}{TAG_CHARACTERS}]")
-
-
-def _json_escape(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    if code <= 0xFFFF:
-        return f"\\u{code:04x}"
-    high, low = divmod(code - 0x10000, 0x400)
-    return f"\\u{0xD800 + high:04x}\\u{0xDC00 + low:04x}"
-
-
 def _dump(value: Any) -> str:
-    text = json.dumps(msgspec.to_builtins(value), ensure_ascii=False, indent=1)
-    return _RAW_IN_JSON.sub(_json_escape, text)
+    # the agent shows tool results to the user: nothing JSON leaves raw goes out raw
+    return escape_raw_in_json(json.dumps(msgspec.to_builtins(value), ensure_ascii=False, indent=1))
 
 
 def _supports_elicitation(ctx: Context) -> bool:

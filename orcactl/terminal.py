@@ -9,9 +9,9 @@ from orcad.control_characters import escape_control_characters
 
 
 def neutralize(text: str) -> str:
-    """C0 controls but newline and tab, DEL and the C1 range as \\xNN; the bidirectional
-    formatting characters as \\uNNNN, since an override shows a reader the text in another
-    order than it is (a stored fact, or a command to copy)."""
+    """C0 controls but newline and tab, DEL and C1 controls as `\\xNN`; bidirectional formatting
+    characters (which reorder what the reader sees) and tag characters (text no reader sees) as
+    `\\uNNNN` and `\\UNNNNNNNN`, as everywhere else a stored text is shown."""
     return escape_control_characters(text)
 
 

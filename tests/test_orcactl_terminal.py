@@ -98,3 +98,32 @@ def test_a_usage_error_shows_control_characters_of_the_arguments_as_text(
     assert result.returncode == 2, result.stderr
     assert "\\x1b" in result.stderr  # the argument is named, escaped
     assert "\x1b" not in result.stderr and "\x07" not in result.stderr
+
+
+def test_text_hidden_in_tag_characters_or_reordered_is_shown_escaped(
+    daemon: DaemonProcess, tmp_path: Path
+) -> None:
+    # a record is stored as given: an order spelled in tag characters is invisible on the
+    # terminal, and U+202E shows the text after it reversed; the user reviewing it must see both
+    hidden = "".join(chr(0xE0000 + ord(character)) for character in "rm -rf")
+    content = f"the build uses make release{hidden} \u202eesaeler\u202c"
+
+    def orcactl(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "orcactl", *args, "--cwd", str(tmp_path)],
+            env=daemon.orca.env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    saved = orcactl("memory", "save", content, "--kind", "fact", "--workspace", "--yes")
+    assert saved.returncode == 0, saved.stderr
+    for shown in (orcactl("memory", "list"), orcactl("memory", "list", "--json")):
+        assert shown.returncode == 0, shown.stderr
+        raw = [c for c in shown.stdout if 0xE0000 <= ord(c) <= 0xE007F or c in "\u202e\u202c"]
+        assert raw == [], shown.stdout
+    listed = orcactl("memory", "list")
+    assert "release\\U000e0072\\U000e006d" in listed.stdout and "\\u202eesaeler" in listed.stdout
+    as_json = orcactl("memory", "list", "--json")
+    assert json.loads(as_json.stdout)["records"][0]["content"] == content  # JSON keeps it exact
