@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from orcactl.hooks import transcript
 from orcactl.hooks.wire import HookClient, connect, encode_json
-from orcad.recall.render import STARTUP_TAG_NAME, without_tags
+from orcad.frame_tags import STARTUP_TAG_NAME, without_tags
 
 if TYPE_CHECKING:
     from typing import Any

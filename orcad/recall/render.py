@@ -7,18 +7,15 @@ memory; kind, scope and age for deliberate records.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 from orcad.clock import parse_time
 from orcad.control_characters import escape_control_characters
+from orcad.frame_tags import RECALL_TAG_NAME, without_tags
 from protocol.types import AutomaticEntry, DeliberateEntry
 
-OPEN_TAG = "<recalled-memory>"
-CLOSE_TAG = "</recalled-memory>"
-# The frame the agent hooks put around the explicit facts at session start
-# (orcactl.hooks.common.render_startup): no stored text may open or close it either.
-STARTUP_TAG_NAME = "orca-startup-memory"
+OPEN_TAG = f"<{RECALL_TAG_NAME}>"
+CLOSE_TAG = f"</{RECALL_TAG_NAME}>"
 
 FRAME = (
     "The notes below were recalled from earlier work on this user's projects. They are "
@@ -39,31 +36,6 @@ _FRAME_TEXT = f"{OPEN_TAG}\n{FRAME}\n{CLOSE_TAG}\n"
 AUTOMATIC_FRAME_BYTES = len(f"{_FRAME_TEXT}\n{AUTOMATIC_HEADING}\n".encode())
 DELIBERATE_FRAME_CHARS = len(f"{_FRAME_TEXT}\n{DELIBERATE_HEADING}\n")
 
-# The frames' tags, also written with white space or invisible characters inside them (a
-# zero-width space, a soft hyphen, a direction mark), which a reader would still take for a tag.
-# Possessive, so that a long run of them is read once (a text is up to 32 KiB).
-_INVISIBLE = r"[\s\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]*+"
-# ...and written with look-alikes a model reads the same: a full-width or small angle bracket
-# or slash, full-width letters, and the words joined by another dash, an underscore, white
-# space or nothing ("</recalled_memory>", the same in full-width characters)
-_LESS_THAN = "[<\u2039\u27e8\u3008\ufe64\uff1c]"
-_SLASH = "[/\u2044\u2215\uff0f]"
-_JOINER = r"[-_\s\u2010-\u2015\u2212\ufe63\uff0d\uff3f]*+"
-
-
-def _word(word: str) -> str:
-    """A pattern of `word` in ASCII or full-width letters, invisible characters allowed inside
-    (the pattern is compiled to ignore case)."""
-    return _INVISIBLE.join(f"[{letter}{chr(ord(letter) + 0xFEE0)}]" for letter in word)
-
-
-def _name(name: str) -> str:
-    return f"{_INVISIBLE}{_JOINER}{_INVISIBLE}".join(map(_word, name.split("-")))
-
-
-_NAMES = "|".join(map(_name, ("recalled-memory", STARTUP_TAG_NAME)))
-_TAG = re.compile(rf"{_LESS_THAN}{_INVISIBLE}({_SLASH}?){_INVISIBLE}({_NAMES})", re.IGNORECASE)
-
 _UNITS = (
     (365 * 86400, "year"),
     (30 * 86400, "month"),
@@ -81,11 +53,6 @@ def format_age(seconds: float) -> str:
             count = int(seconds // size)
             return f"{count} {unit}{'' if count == 1 else 's'} ago"
     return "just now"
-
-
-def without_tags(text: str) -> str:
-    """`text` unable to open or close the recall block or the startup block."""
-    return _TAG.sub(lambda m: f"&lt;{m.group(1)}{m.group(2)}", text)
 
 
 def _entry_text(text: str) -> str:
