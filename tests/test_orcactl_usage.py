@@ -381,7 +381,10 @@ def test_the_printed_command_approves_text_that_looks_like_an_option(
 
 @pytest.mark.parametrize(
     "text",
-    ["tabs\there, a bell \a and an escape \x1b[31m", "a C1 control \x85 and an override \u202e"],
+    [
+        "tabs\there, a bell \a and an escape \x1b[31m",
+        "a C1 control \x85, an override \u202e and hidden \U000e0041\U000e0042",
+    ],
 )
 def test_the_printed_command_approves_text_holding_control_characters(
     daemon: DaemonProcess, tmp_path: Path, text: str
