@@ -22,7 +22,7 @@ from orcad.control_characters import BIDI_FORMATTING, TAG_CHARACTERS
 from orcad.errors import StartupError
 from orcad.paths import resolve_paths
 from orcad.runtime import check_home_directory
-from protocol.client import Client, DaemonUnavailable, ProtocolViolation
+from protocol.client import CALL_TIMEOUT_S, Client, DaemonUnavailable, ProtocolViolation
 from protocol.errors import RemoteError
 
 # Exit statuses (documented in the README and in `orcactl --help`).
@@ -182,7 +182,7 @@ def startup_failure(offset: int) -> str:
 def _ping(path: str) -> tuple[Client, int] | None:
     """A client on the daemon answering at `path`, and that daemon's pid."""
     try:
-        client = Client(path)
+        client = Client(path, timeout=CALL_TIMEOUT_S)
     except (DaemonUnavailable, ConnectionError):
         return None
     try:
@@ -205,7 +205,7 @@ def open_client(
     path = socket_path(args)
     allowed = (not getattr(args, "no_start", False)) if start is None else start
     try:
-        return Client(path), None
+        return Client(path, timeout=CALL_TIMEOUT_S), None
     except DaemonUnavailable:
         if not allowed:
             raise CommandError(
@@ -265,7 +265,12 @@ def connection_failure(exc: BaseException) -> CommandError:
             f"orcad sent an answer this orcactl cannot read ({exc}); are orcad and orcactl "
             "the same version?"
         )
-    if isinstance(exc, (ConnectionError, TimeoutError)):
+    if isinstance(exc, TimeoutError):
+        return CommandError(
+            f"orcad did not answer within {CALL_TIMEOUT_S:g} s: it may be stopped or stuck "
+            "(`orcactl doctor` checks it)"
+        )
+    if isinstance(exc, ConnectionError):
         return CommandError(f"the connection to orcad failed: {exc}")
     return CommandError(str(exc))  # another OSError (a file it could not write, say)
 

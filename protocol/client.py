@@ -17,6 +17,7 @@ from protocol.types import METHODS, Params, Result
 R = TypeVar("R", bound=Result)
 
 CLIENT_MAX_LINE_BYTES = 64 * 1024 * 1024
+CALL_TIMEOUT_S = 30.0  # by default: a call's send, and the whole wait for its answer
 CONNECT_BACKLOG_WAIT_S = 30.0  # without a timeout, how long to wait for room in a full backlog
 
 
@@ -35,7 +36,7 @@ class RequestRefused(RemoteError, ConnectionError):
 
 
 class Client:
-    def __init__(self, socket_path: str, *, timeout: float | None = 30.0) -> None:
+    def __init__(self, socket_path: str, *, timeout: float | None = CALL_TIMEOUT_S) -> None:
         self.socket_path = socket_path
         self._timeout = timeout  # for each call: its send, and the whole wait for its answer
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

@@ -15,12 +15,21 @@ from pathlib import Path
 
 import pytest
 
+from orcactl import connect
 from orcactl.connect import EXIT_ERROR
 from orcactl.main import main
 
 pytestmark = pytest.mark.inprocess
 
-BEHAVIOURS = ("close", "reset", "junk", "wrong_shape", "dies_after_open", "gone_after_open")
+BEHAVIOURS = (
+    "close",
+    "reset",
+    "junk",
+    "wrong_shape",
+    "dies_after_open",
+    "gone_after_open",
+    "silent",
+)
 # A session.open answer: the daemon then dies on the command's own request.
 OPENED = {
     "session_id": "orcactl:1",
@@ -54,6 +63,8 @@ def _serve(listener: socket.socket, behaviour: str) -> None:
                 connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             elif behaviour == "junk":
                 connection.sendall(b"this is not json\n")
+            elif behaviour == "silent":  # stopped (SIGSTOP) or stuck: reads, never answers
+                connection.recv(65536)  # until the client gives up and closes
             elif behaviour == "wrong_shape":
                 connection.sendall(b'{"jsonrpc": "2.0", "id": 1, "result": {"unexpected": 1}}\n')
 
@@ -93,8 +104,13 @@ def run_orcactl(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, st
     ],
 )
 def test_a_daemon_that_fails_mid_call_gives_a_message_and_exit_1(
-    broken_daemon: Path, capsys: pytest.CaptureFixture[str], command: list[str], tmp_path: Path
+    broken_daemon: Path,
+    capsys: pytest.CaptureFixture[str],
+    command: list[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.setattr(connect, "CALL_TIMEOUT_S", 0.5)  # the silent one: not 30 s per command
     argv = ["--socket", str(broken_daemon), "--no-start", *command]
     if command[0] in ("memory", "recall", "remember"):
         argv += ["--cwd", str(tmp_path)]
@@ -111,3 +127,23 @@ def test_a_socket_path_too_long_for_the_os_is_a_clear_error(
     status, err = run_orcactl(capsys, "--socket", str(path), "--no-start", "ping")
     assert status == EXIT_ERROR
     assert err.startswith("orcactl: ") and str(path) in err
+
+
+def test_a_daemon_that_never_answers_is_named_as_such(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "silent.sock"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(path))
+    listener.listen()
+    thread = threading.Thread(target=_serve, args=(listener, "silent"), daemon=True)
+    thread.start()
+    monkeypatch.setattr(connect, "CALL_TIMEOUT_S", 0.5)
+    try:
+        status, err = run_orcactl(capsys, "--socket", str(path), "--no-start", "ping")
+    finally:
+        listener.shutdown(socket.SHUT_RDWR)
+        listener.close()
+        thread.join(timeout=10)
+    assert status == EXIT_ERROR
+    assert err.startswith("orcactl: orcad did not answer within 0.5 s: it may be stopped or stuck")
