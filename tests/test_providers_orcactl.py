@@ -105,6 +105,30 @@ def test_json_report(home: Path, server: FakeOpenAI, capsys: pytest.CaptureFixtu
     assert report["prompt_version"] == "extract-v1"
 
 
+@pytest.mark.parametrize("as_json", [False, True])
+def test_a_fact_holding_a_secret_is_shown_refused_by_its_kind_not_kept(
+    home: Path, server: FakeOpenAI, capsys: pytest.CaptureFixture[str], as_json: bool
+) -> None:
+    # the merge drops such a fact: the test must not list it among the facts orcad keeps, nor
+    # print its value again beside the raw output
+    use_openai(home, server.base_url)
+    token = "ghp_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    secret = json.dumps({"category": "project", "fact": f"The deploy key is {token}"})
+    server.script(streamed(f"{ANSWER}\n{secret}"))
+    assert orcactl_provider_test(*(["--json"] if as_json else [])) == 0
+    out = capsys.readouterr().out
+    if as_json:
+        report = json.loads(out)
+        assert [fact["fact"] for fact in report["facts"]] == [json.loads(ANSWER)["fact"]]
+        assert report["refused"] == [{"category": "project", "kinds": "github_token"}]
+    else:
+        assert "parsed facts: 1\n  project   This repository deploys" in out
+        assert (
+            "refused as secrets (orcad would not keep them): 1\n  project   (github_token)" in out
+        )
+        assert out.count("ghp_a1B2") == 1  # in the raw output only
+
+
 def test_output_the_parser_rejects_is_exit_1(
     home: Path, server: FakeOpenAI, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -24,7 +24,8 @@ from orcad.errors import StartupError
 from orcad.paths import resolve_paths
 from orcad.providers import Provider, ProviderConfigError, build_provider
 from orcad.providers.base import ProviderError
-from orcad.secrets import redact
+from orcad.secrets import redact, secret_kinds
+from protocol.types import ExtractedFact
 
 SAMPLE_SOURCE = (
     "user: Remember that this repository deploys with `make release`. "
@@ -99,7 +100,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         output = trio.run(_extract_once, provider, source, timeout_s)
     except ProviderError as exc:
-        report.update(elapsed_s=time.perf_counter() - started, raw_output=None, facts=None)
+        report.update(
+            elapsed_s=time.perf_counter() - started, raw_output=None, facts=None, refused=[]
+        )
         report["error"] = exc.message + _hint(exc.message, config)
         return _finish(report, args.json)
     # a JSON answer can carry a lone surrogate (an escaped \ud800) that no output can encode:
@@ -109,10 +112,25 @@ def run(args: argparse.Namespace) -> int:
     try:
         facts = parse_extractor_output(output)
     except MalformedOutput as exc:
-        report.update(facts=None, error=f"the output would be a failed attempt: {exc.reason}")
+        report.update(
+            facts=None, refused=[], error=f"the output would be a failed attempt: {exc.reason}"
+        )
     else:
-        report.update(facts=[{"category": f.category, "fact": f.fact} for f in facts], error=None)
+        report.update(_sorted_facts(facts), error=None)
     return _finish(report, args.json)
+
+
+def _sorted_facts(facts: list[ExtractedFact]) -> dict[str, list[dict[str, str]]]:
+    """The facts orcad would keep, and those it would refuse as secrets (by kind, never the
+    value: the merge drops them, so a model that writes keys into facts keeps nothing)."""
+    kept, refused = [], []
+    for fact in facts:
+        kinds = secret_kinds(fact.fact)
+        if kinds:
+            refused.append({"category": fact.category, "kinds": kinds})
+        else:
+            kept.append({"category": fact.category, "fact": fact.fact})
+    return {"facts": kept, "refused": refused}
 
 
 async def _extract_once(provider: Provider, source: str, timeout_s: float) -> str:
@@ -146,6 +164,10 @@ def _finish(report: dict[str, Any], as_json: bool) -> int:
         print(f"parsed facts: {len(report['facts'])}" + ("" if report["facts"] else " (NOTHING)"))
         for fact in report["facts"]:
             print(f"  {fact['category']:<9} {fact['fact']}")
+    if report["refused"]:
+        print(f"refused as secrets (orcad would not keep them): {len(report['refused'])}")
+        for fact in report["refused"]:
+            print(f"  {fact['category']:<9} ({fact['kinds']})")
     if report["error"] is not None:
         print(f"orcactl: {report['error']}", file=sys.stderr)
     return status
