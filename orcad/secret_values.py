@@ -9,7 +9,8 @@ The value bounds say where a value ends: at the length bound, its closing quote,
 punctuation after it or the end of its clause. The finders of the shapes that carry no
 `name = value` operator ask these questions: `secret_commands` (command lines), `secret_files`
 (netrc, .pgpass, SQL, markup, YAML blocks, login pairs), `secret_sentences` and
-`secret_foreign_sentences` (passwords stated in words), and `secret_pins` (PINs).
+`secret_foreign_sentences` (passwords stated in words), `secret_notes` (passwords jotted down
+as notes: "the wifi key is X", "jenkins: admin / X") and `secret_pins` (PINs).
 """
 
 from __future__ import annotations

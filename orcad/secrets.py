@@ -3,10 +3,10 @@
 Pure module: no I/O. The rules: token formats and other shaped secrets (`secret_formats`,
 with the token table in `secret_tokens`), `name = value` assignments (here), and credentials in
 plain words: command lines (`secret_commands`), netrc and other files (`secret_files`),
-sentences and PINs (`secret_sentences`, `secret_foreign_sentences`, `secret_pins`), each asking
-`secret_values` what a value is. Token rules are skipped outright when their trigger literal is
-absent from the text's long unbroken runs, so the common no-secret path is one pass to find
-those runs plus a few substring searches.
+sentences and PINs (`secret_sentences`, `secret_foreign_sentences`, `secret_pins`) and notes
+(`secret_notes`), each asking `secret_values` what a value is. Token rules are skipped
+outright when their trigger literal is absent from the text's long unbroken runs, so the
+common no-secret path is one pass to find those runs plus a few substring searches.
 """
 
 from __future__ import annotations
@@ -50,6 +50,7 @@ from orcad.secret_formats import (
     token_finder,
 )
 from orcad.secret_invisible import visible_text
+from orcad.secret_notes import find_noted_passwords
 from orcad.secret_pins import find_pin_settings
 from orcad.secret_sentences import find_stated_keys, find_stated_passwords
 from orcad.secret_tokens import ANCHORED_RULES, TOKEN_RULES
@@ -425,6 +426,7 @@ _RULES: tuple[tuple[str, Finder, Gate], ...] = (
     ("password_statement", _not_annotations(find_stated_passwords), _always),
     ("password_statement", find_foreign_passwords, _always),
     ("password_statement", find_login_pairs, _always),
+    ("password_statement", find_noted_passwords, _always),
 )
 _PRIORITY = {name: index for index, (name, _, _) in enumerate(_RULES)}
 

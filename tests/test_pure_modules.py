@@ -25,6 +25,7 @@ PURE_MODULES = [
     "orcad.secret_foreign_sentences",
     "orcad.secret_pins",
     "orcad.secret_invisible",
+    "orcad.secret_notes",
     "orcad.secret_languages",
     "orcad.capture.output",
     "orcad.capture.eligibility",

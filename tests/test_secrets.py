@@ -358,6 +358,64 @@ def test_sentences_about_a_pw_stay_storable(text: str) -> None:
     assert find_secrets(text) == []
 
 
+# "the wifi key is X": a network's key is the password its owner chose (the password's value
+# in each case is what must go)
+@pytest.mark.parametrize(
+    ("text", "password"),
+    [
+        ("the wifi key is BlueMango$42", "BlueMango$42"),
+        ("wifi key is BlueMango$42", "BlueMango$42"),
+        ("The WiFi key is Sunflower#88", "Sunflower#88"),
+        ("the wifi key: BlueMango$42", "BlueMango$42"),
+        ("wifi key: Hx7!pqLm", "Hx7!pqLm"),
+        ("our network key is Orch1d-Lake", "Orch1d-Lake"),
+        ("the WPA key is tr0pical_Storm", "tr0pical_Storm"),
+        ("the wpa2 key is Lemon&Lime2023", "Lemon&Lime2023"),
+        ("the guest wifi key is Welcome2Guest!", "Welcome2Guest!"),
+        ("the router key is Admin#4471", "Admin#4471"),
+        ("the office wifi key is now Cactus!2025", "Cactus!2025"),
+        ("the hotspot key is hot5pot-Key", "hot5pot-Key"),
+        ("fyi the wifi key is BlueMango$42 if you need it", "BlueMango$42"),
+        ("the wireless key is Tiger77!", "Tiger77!"),
+        ("the network key for the lab is P1neapple!", "P1neapple!"),
+        ("the wifi key was changed to GreenApple@9", "GreenApple@9"),
+    ],
+)
+def test_a_network_key_stated_in_a_note_is_redacted(text: str, password: str) -> None:
+    assert redact(text) == text.replace(password, "[REDACTED:password_statement]")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the cache key is user_id",
+        "the primary key is user_id",
+        "the dict key is name",
+        "the key is to retry with backoff",
+        "the sort key is created_at",
+        "the wifi key is stored in the vault",
+        "the wifi key is on the fridge",
+        "the partition key is tenant-id",
+        "the key is user:42",
+        "the foreign key is order_id",
+        "the wifi key is WPA2",
+        "the config key is log.level",
+        "the registry key is HKLM\\Software\\Foo",
+        "the redis key is session:abc123",
+        "the S3 key is logs/2024/01.gz",
+        "the translation key is home.title",
+        "the hotkey is Ctrl+Shift+P",
+        "the wifi key is 8 characters long",
+        "the wifi key is Awesome!",
+        "network key: eth0-Primary",
+        "the router key is F5 to reboot",
+        "the key for the wifi is on the router",
+    ],
+)
+def test_keys_that_are_names_stay_storable(text: str) -> None:
+    assert find_secrets(text) == []
+
+
 @pytest.mark.parametrize(
     "text",
     [

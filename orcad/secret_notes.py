@@ -1,0 +1,67 @@
+"""Passwords jotted down as short notes, with no word `password` to name them.
+
+Pure module: no I/O. A developer pasting access into a chat writes it tersely: "the wifi key is
+BlueMango$42". Its name is as often something else ("the cache key is user_id"), so a value is
+found only when it looks like a password someone chose (`secret_values`): letters with digits or
+symbols, not a label (v1.2.3, arm64), a placeholder or a reference.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from orcad.secret_sentences import STATED_VALUE, stated_password
+from orcad.secret_values import STATED_VERB, Span, end_before_trailing
+
+# A name, then owner words ("for the lab"), then a colon or a verb ("is", "was changed to").
+_NOTE_TAIL = (
+    r"(?P<words>(?:[ \t]+[^\s.,;:!?=]{1,30}+){0,6}?)"
+    rf"(?:(?P<op>[ \t]*:)|{STATED_VERB}[ \t]*:?)" + STATED_VALUE
+)
+
+
+def _chosen(value: str) -> bool:
+    """A password someone chose, not a measurement (12.5ms), a version (v2.0-rc1) or a word
+    or label that ends an exclamation ("Awesome!", "Bad-Ugly!")."""
+    return (
+        stated_password(value)
+        and stated_password(value.rstrip("!?"))
+        and sum(char.isalpha() for char in value) >= 3
+    )
+
+
+def _owned_by(words: str, owners: frozenset[str]) -> bool:
+    """No words between the name and its verb, or ones that say whose it is ("for the lab")."""
+    between = words.split()
+    return not between or between[0] in owners
+
+
+# ------------------------------------------------------------------ network keys
+# "the wifi key is X": a key of a network is the password its owner chose, where "key" alone
+# (cache key, primary key) is a name; the value is checked there after the literal `key`.
+_NETWORK_KEY = re.compile(r"key(?![a-z0-9_\-])" + _NOTE_TAIL)
+_NETWORK = re.compile(
+    r"(?<![a-z0-9_\-])(?:wi-?fi|wireless|wlan|wpa[23]?|network|hotspot|router|ssid)[ \t]+\Z"
+)
+_NETWORK_REACH = 16
+_KEY_OWNERS = frozenset(("for", "on", "of", "at", "in"))
+
+
+def _find_network_keys(text: str, lowered: str) -> Iterator[Span]:
+    """A network's key: "the wifi key is BlueMango$42", "wifi key: Hx7!pqLm"."""
+    for match in _NETWORK_KEY.finditer(lowered):
+        at = match.start()
+        if _NETWORK.search(lowered, max(0, at - _NETWORK_REACH), at) is None:
+            continue
+        if not _owned_by(match["words"], _KEY_OWNERS):
+            continue
+        start, value_end = match.span("value")
+        end = end_before_trailing(text, start, value_end)
+        if _chosen(text[start:end]):
+            yield start, end
+
+
+def find_noted_passwords(text: str, lowered: str) -> Iterator[Span]:
+    """A password jotted down as a note: a network's key."""
+    yield from _find_network_keys(text, lowered)
