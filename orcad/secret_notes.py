@@ -1,9 +1,10 @@
 """Passwords jotted down as short notes, with no word `password` to name them.
 
 Pure module: no I/O. A developer pasting access into a chat writes it tersely: "the wifi key is
-BlueMango$42". Its name is as often something else ("the cache key is user_id"), so a value is
-found only when it looks like a password someone chose (`secret_values`): letters with digits or
-symbols, not a label (v1.2.3, arm64), a placeholder or a reference.
+BlueMango$42", "jenkins: admin / Jenk1ns!2024". Each of these names is as often something else
+("the cache key is user_id", "ratio: 3 / 4"), so a value is found only when it looks like a
+password someone chose (`secret_values`): letters with digits or symbols, not a label (v1.2.3,
+arm64), a placeholder or a reference.
 """
 
 from __future__ import annotations
@@ -12,7 +13,12 @@ import re
 from collections.abc import Iterator
 
 from orcad.secret_sentences import STATED_VALUE, stated_password
-from orcad.secret_values import STATED_VERB, Span, end_before_trailing
+from orcad.secret_values import (
+    STATED_VERB,
+    Span,
+    end_before_trailing,
+    value_ends_clause,
+)
 
 # A name, then owner words ("for the lab"), then a colon or a verb ("is", "was changed to").
 _NOTE_TAIL = (
@@ -62,6 +68,47 @@ def _find_network_keys(text: str, lowered: str) -> Iterator[Span]:
             yield start, end
 
 
+# --------------------------------------------------------------- service pairs
+# "jenkins: admin / Jenk1ns!2024": a service's name and a colon, then a user and a password on
+# either side of a spaced slash, to the end of the clause. A path, a MIME type or an image
+# (`image: bitnami/redis:7.2`) has no spaces around its slash. Found from each slash (a
+# character looked for at memchr speed): the head is on the slash's line before it, the value
+# what follows it.
+_SERVICE_HEAD = re.compile(
+    r"(?<![a-z0-9_.\-])[a-z][a-z0-9_.\-]{0,30}[ \t]*:[ \t]+[a-z][a-z0-9_.@+\-]{0,63}[ \t]+\Z"
+)
+_SERVICE_REACH = 128  # longer than any head
+_PAIR_VALUE = re.compile(r"[ \t]+([^\s\"'`/]{4,128}+)")
+_SYMBOLS_OF_LABELS = frozenset("-_.")
+
+
+def _strong(value: str) -> bool:
+    """Chosen with care: mixed case or a symbol no name holds ("right-2col" is a name)."""
+    mixed_case = any(char.isupper() for char in value) and any(char.islower() for char in value)
+    symbol = any(not char.isalnum() and char not in _SYMBOLS_OF_LABELS for char in value)
+    return _chosen(value) and (mixed_case or symbol)
+
+
+def _find_service_pairs(text: str, lowered: str) -> Iterator[Span]:
+    """A service's pair: "jenkins: admin / Jenk1ns!2024", "- staging db: postgres / Pg$tag1ng"."""
+    slash = lowered.find("/")
+    while slash >= 0:
+        reach = max(0, slash - _SERVICE_REACH)
+        line = lowered.rfind("\n", reach, slash) + 1 or reach
+        value = _PAIR_VALUE.match(lowered, slash + 1)
+        if (
+            value is not None
+            and lowered[slash - 1] in " \t"
+            and _SERVICE_HEAD.search(lowered, line, slash) is not None
+        ):
+            start, value_end = value.span(1)
+            end = end_before_trailing(text, start, value_end)
+            if value_ends_clause(text, value_end, end) and _strong(text[start:end]):
+                yield start, end
+        slash = lowered.find("/", slash + 1)
+
+
 def find_noted_passwords(text: str, lowered: str) -> Iterator[Span]:
-    """A password jotted down as a note: a network's key."""
+    """A password jotted down as a note: a network's key, or a service's pair."""
     yield from _find_network_keys(text, lowered)
+    yield from _find_service_pairs(text, lowered)

@@ -416,6 +416,68 @@ def test_keys_that_are_names_stay_storable(text: str) -> None:
     assert find_secrets(text) == []
 
 
+# "jenkins: admin / X": a service, then its user and password either side of a spaced slash
+@pytest.mark.parametrize(
+    ("text", "password"),
+    [
+        ("jenkins: admin / Jenk1ns!2024", "Jenk1ns!2024"),
+        ("grafana: admin / Gr4fana!", "Gr4fana!"),
+        ("Jenkins: admin / Jenk1ns!2024", "Jenk1ns!2024"),
+        ("staging db: postgres / Pg$tag1ng", "Pg$tag1ng"),
+        ("rabbitmq: guest / Gu3st!mq", "Gu3st!mq"),
+        ("router: admin / R0uter#1", "R0uter#1"),
+        ("sonarqube: admin / S0nar!qube", "S0nar!qube"),
+        ("- jenkins: admin / Jenk1ns!2024", "Jenk1ns!2024"),
+        ("mysql: root / MyR00t!pw", "MyR00t!pw"),
+        ("portainer: admin / P0rtainer#1", "P0rtainer#1"),
+        ("the jenkins box: admin / Jenk1ns!2024", "Jenk1ns!2024"),
+        ("vpn: jdoe / Vpn$ecure9", "Vpn$ecure9"),
+        ("pgadmin: admin@example.com / Pg4dmin!", "Pg4dmin!"),
+        ("minio: minioadmin / M1nio#secret", "M1nio#secret"),
+        ("access for the demo:\njenkins: admin / Jenk1ns!2024\nthanks", "Jenk1ns!2024"),
+        ("note: jenkins: admin / Jenk1ns!2024", "Jenk1ns!2024"),
+        ("The team noted grafana: admin / Gr4fana!Adm", "Gr4fana!Adm"),
+    ],
+)
+def test_a_service_user_and_password_pair_is_redacted(text: str, password: str) -> None:
+    assert redact(text) == text.replace(password, "[REDACTED:password_statement]")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "jenkins: src / main",
+        "ratio: 3 / 4",
+        "paths: src/main",
+        "jenkins: build / test / deploy",
+        "branch: feature / login-v2",
+        "jenkins: admin / operators",
+        "grafana: dashboards / alerts",
+        "result: pass / fail",
+        "jenkins: 2.414 / 2.415",
+        "version: v1.2 / v1.3",
+        "date: 12/05/2024",
+        "score: 9.5/10",
+        "k8s: apps/v1",
+        "options: -O2 / -O3",
+        "layout: left / right-2col",
+        "node: x86_64 / arm64",
+        "endpoint: GET /api/v1",
+        "compare: foo.py / bar.py",
+        "image: bitnami/redis:7.2",
+        "mime: text/x-python3",
+        "units: m / s^2",
+        "shortcut: Ctrl / Cmd+Shift+P",
+        "status: done / Great!!",
+        "ratio: good / Bad-Ugly!",
+        "grafana: admin / ${GF_PASSWORD}",
+        "jenkins: admin / changeme1!",
+    ],
+)
+def test_slashes_that_join_no_user_and_password_stay_storable(text: str) -> None:
+    assert find_secrets(text) == []
+
+
 @pytest.mark.parametrize(
     "text",
     [
