@@ -1,10 +1,10 @@
 """Passwords jotted down as short notes, with no word `password` to name them.
 
 Pure module: no I/O. A developer pasting access into a chat writes it tersely: "the wifi key is
-BlueMango$42", "jenkins: admin / Jenk1ns!2024". Each of these names is as often something else
-("the cache key is user_id", "ratio: 3 / 4"), so a value is found only when it looks like a
-password someone chose (`secret_values`): letters with digits or symbols, not a label (v1.2.3,
-arm64), a placeholder or a reference.
+BlueMango$42", "jenkins: admin / Jenk1ns!2024", "jenkins login admin pw Jenk1ns!2024". Each of
+these names is as often something else ("the cache key is user_id", "ratio: 3 / 4", "login admin
+page"), so a value is found only when it looks like a password someone chose (`secret_values`):
+letters with digits or symbols, not a label (v1.2.3, arm64), a placeholder or a reference.
 """
 
 from __future__ import annotations
@@ -35,6 +35,11 @@ def _chosen(value: str) -> bool:
         and stated_password(value.rstrip("!?"))
         and sum(char.isalpha() for char in value) >= 3
     )
+
+
+def _joined(lowered: str, at: int) -> bool:
+    """The name at `at` is the end of a longer name or word (bypass, --pass, a.pass, $pass)."""
+    return at > 0 and (lowered[at - 1].isalnum() or lowered[at - 1] in "_-./$@")
 
 
 def _owned_by(words: str, owners: frozenset[str]) -> bool:
@@ -108,7 +113,51 @@ def _find_service_pairs(text: str, lowered: str) -> Iterator[Span]:
         slash = lowered.find("/", slash + 1)
 
 
+# ------------------------------------------------------------------ login pw
+# "jenkins login admin pw Jenk1ns!2024", "user admin pw X": a login's user then a password's
+# short name and the password, as netrc writes `login NAME password VALUE`. Found from the
+# password's name, the login looked for on the stretch of text before it.
+# (the value a sentence states, in a group of its own name)
+_GIVEN_VALUE = r"[ \t]*:?" + STATED_VALUE.replace("(?P<value>", "(?P<given>")
+_LOGIN_BEFORE = re.compile(
+    r"(?<![a-z0-9_\-])(?:login|logon|user(?:name)?)(?:[ \t]+(?:is|as))?[ \t]*:?[ \t]+"
+    r"(?P<user>[^\s,/:]{1,64}+)[ \t]*[,/]?[ \t]+\Z"
+)
+_LOGIN_REACH = 96
+# anonymous FTP takes any password, by custom an email address: none is a secret
+_ANONYMOUS_USERS = frozenset(("anonymous", "ftp"))
+
+
+def _login_password(text: str, lowered: str, match: re.Match[str]) -> Span | None:
+    """The password `match` gives after its name, if a login's user comes right before it."""
+    at = match.start()
+    login = _LOGIN_BEFORE.search(lowered, max(0, at - _LOGIN_REACH), at)
+    if login is None or login["user"] in _ANONYMOUS_USERS:
+        return None
+    start, value_end = match.span("given")
+    end = end_before_trailing(text, start, value_end)
+    return (start, end) if _chosen(text[start:end]) else None
+
+
+# one pattern per name: a literal prefix lets the engine skip ahead (an alternation does not)
+_PASSWORD_NAMES = tuple(
+    re.compile(name + r"(?![a-z0-9_\-])" + _GIVEN_VALUE) for name in ("pwd?", "pass(?:wd)?")
+)
+
+
+def _find_login_passwords(text: str, lowered: str) -> Iterator[Span]:
+    """A login's pw: "login admin pw Jenk1ns!2024", "login as admin pass X", "login jdoe pwd X"."""
+    for pattern in _PASSWORD_NAMES:
+        for match in pattern.finditer(lowered):
+            if _joined(lowered, match.start()):
+                continue
+            span = _login_password(text, lowered, match)
+            if span is not None:
+                yield span
+
+
 def find_noted_passwords(text: str, lowered: str) -> Iterator[Span]:
-    """A password jotted down as a note: a network's key, or a service's pair."""
+    """A password jotted down as a note, in any of the three shapes."""
     yield from _find_network_keys(text, lowered)
     yield from _find_service_pairs(text, lowered)
+    yield from _find_login_passwords(text, lowered)

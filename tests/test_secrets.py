@@ -478,6 +478,62 @@ def test_slashes_that_join_no_user_and_password_stay_storable(text: str) -> None
     assert find_secrets(text) == []
 
 
+# "login admin pw X": a login's user, then the password under a short name
+@pytest.mark.parametrize(
+    ("text", "password"),
+    [
+        ("jenkins login admin pw Jenk1ns!2024", "Jenk1ns!2024"),
+        ("login admin pw Jenk1ns!2024", "Jenk1ns!2024"),
+        ("grafana login admin pass Gr4fana!", "Gr4fana!"),
+        ("login root pw R00t!prod", "R00t!prod"),
+        ("login admin, pw Jenk1ns!2024", "Jenk1ns!2024"),
+        ("Login admin pw Jenk1ns!2024", "Jenk1ns!2024"),
+        ("login jdoe pwd Vpn$ecure9", "Vpn$ecure9"),
+        ("jenkins login is admin pw Jenk1ns!2024", "Jenk1ns!2024"),
+        ("login as admin pw Jenk1ns!2024", "Jenk1ns!2024"),
+        ("login admin / pw Jenk1ns!2024", "Jenk1ns!2024"),
+        ("username admin pw Jenk1ns!2024", "Jenk1ns!2024"),
+        ("user admin pw Jenk1ns!2024", "Jenk1ns!2024"),
+        ("login admin passwd Adm1n_2024", "Adm1n_2024"),
+        ("jenkins - login admin pw Jenk1ns!2024", "Jenk1ns!2024"),
+        ("login admin pw hunter2", "hunter2"),
+    ],
+)
+def test_a_login_and_its_pw_are_redacted(text: str, password: str) -> None:
+    assert redact(text) == text.replace(password, "[REDACTED:password_statement]")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "login admin page",
+        "login admin page pw reset",
+        "the login page pw field",
+        "login admin pw reset flow",
+        "login admin pw field is v2",
+        "login flow pw step",
+        "login admin pw hashed",
+        "login admin pw 2fa",
+        "login admin pw required",
+        "login via sso pw optional",
+        "login admin pw incorrect",
+        "login admin pw ****",
+        "login admin pw <redacted>",
+        "login admin pw $PASS",
+        "login admin pw see vault",
+        "login admin pw from 1password",
+        "login admin pw in .env",
+        "login admin pw ${JENKINS_PW}",
+        "login test pw test",
+        "login anonymous pw me@example.org",
+        "login admin pw Really?!",
+        "login with user admin pass on prompt",
+    ],
+)
+def test_logins_without_a_password_stay_storable(text: str) -> None:
+    assert find_secrets(text) == []
+
+
 @pytest.mark.parametrize(
     "text",
     [
