@@ -1,10 +1,11 @@
 """Passwords jotted down as short notes, with no word `password` to name them.
 
 Pure module: no I/O. A developer pasting access into a chat writes it tersely: "the wifi key is
-BlueMango$42", "jenkins: admin / Jenk1ns!2024", "jenkins login admin pw Jenk1ns!2024". Each of
-these names is as often something else ("the cache key is user_id", "ratio: 3 / 4", "login admin
-page"), so a value is found only when it looks like a password someone chose (`secret_values`):
-letters with digits or symbols, not a label (v1.2.3, arm64), a placeholder or a reference.
+BlueMango$42", "jenkins: admin / Jenk1ns!2024", "jenkins login admin pw Jenk1ns!2024", "pass for
+jenkins: Jenk1ns!2024". Each of these names is as often something else ("the cache key is
+user_id", "ratio: 3 / 4", "login admin page", "pass for now: we skip it"), so a value is found
+only when it looks like a password someone chose (`secret_values`): letters with digits or
+symbols, not a label (v1.2.3, arm64), a placeholder or a reference.
 """
 
 from __future__ import annotations
@@ -117,7 +118,7 @@ def _find_service_pairs(text: str, lowered: str) -> Iterator[Span]:
 # "jenkins login admin pw Jenk1ns!2024", "user admin pw X": a login's user then a password's
 # short name and the password, as netrc writes `login NAME password VALUE`. Found from the
 # password's name, the login looked for on the stretch of text before it.
-# (the value a sentence states, in a group of its own name)
+# (the value a sentence states, in a group of its own name: `_PASS` holds both)
 _GIVEN_VALUE = r"[ \t]*:?" + STATED_VALUE.replace("(?P<value>", "(?P<given>")
 _LOGIN_BEFORE = re.compile(
     r"(?<![a-z0-9_\-])(?:login|logon|user(?:name)?)(?:[ \t]+(?:is|as))?[ \t]*:?[ \t]+"
@@ -139,25 +140,59 @@ def _login_password(text: str, lowered: str, match: re.Match[str]) -> Span | Non
     return (start, end) if _chosen(text[start:end]) else None
 
 
-# one pattern per name: a literal prefix lets the engine skip ahead (an alternation does not)
-_PASSWORD_NAMES = tuple(
-    re.compile(name + r"(?![a-z0-9_\-])" + _GIVEN_VALUE) for name in ("pwd?", "pass(?:wd)?")
-)
+# "pw" is looked for with a literal prefix, which lets the engine skip ahead
+_SHORT_NAME = re.compile(r"pwd?(?![a-z0-9_\-])" + _GIVEN_VALUE)
 
 
 def _find_login_passwords(text: str, lowered: str) -> Iterator[Span]:
-    """A login's pw: "login admin pw Jenk1ns!2024", "login as admin pass X", "login jdoe pwd X"."""
-    for pattern in _PASSWORD_NAMES:
-        for match in pattern.finditer(lowered):
-            if _joined(lowered, match.start()):
-                continue
+    """A login's pw: "login admin pw Jenk1ns!2024", "login as admin pw X", "login jdoe pwd X"."""
+    for match in _SHORT_NAME.finditer(lowered):
+        span = None if _joined(lowered, match.start()) else _login_password(text, lowered, match)
+        if span is not None:
+            yield span
+
+
+# ------------------------------------------------------------------- pass for
+# "pass for jenkins: X", "the pass is X": `pass` alone is mostly a verb or a compiler's pass,
+# so it names a password only for something ("for jenkins"), or right before its verb when
+# the value ends the clause ("the jenkins pass is X."). One scan for `pass` serves the login
+# shape too ("login admin pass X", "login admin passwd X"): a literal prefix lets the engine
+# skip ahead, and the character before it is checked after.
+_PASS = re.compile(r"pass(?P<wd>wd)?(?![a-z0-9_\-])(?:" + _NOTE_TAIL + "|" + _GIVEN_VALUE + ")")
+_PASS_OWNERS = frozenset(("for",))
+
+
+def _find_passes(text: str, lowered: str) -> Iterator[Span]:
+    """A pass for something, "pass for jenkins: Jenk1ns!2024", "the pass for the vpn is
+    Vpn$ecure9", and the password of a login's pass, "login admin pass Gr4fana!"."""
+    for match in _PASS.finditer(lowered):
+        if _joined(lowered, match.start()):
+            continue
+        if match["given"] is not None:
             span = _login_password(text, lowered, match)
-            if span is not None:
-                yield span
+        elif match["wd"] is None:  # "passwd for root: X" is a statement's
+            span = _pass_for(text, match)
+        else:
+            continue
+        if span is not None:
+            yield span
+
+
+def _pass_for(text: str, match: re.Match[str]) -> Span | None:
+    """The password a note gives for `pass` alone, said for something or right before a verb."""
+    words = match["words"]
+    if not _owned_by(words, _PASS_OWNERS):
+        return None
+    start, value_end = match.span("value")
+    end = end_before_trailing(text, start, value_end)
+    if not words and (match["op"] is not None or not value_ends_clause(text, value_end, end)):
+        return None  # `pass: X` is an assignment's; "this pass is X-only here" is prose
+    return (start, end) if _chosen(text[start:end]) else None
 
 
 def find_noted_passwords(text: str, lowered: str) -> Iterator[Span]:
-    """A password jotted down as a note, in any of the three shapes."""
+    """A password jotted down as a note, in any of the four shapes."""
     yield from _find_network_keys(text, lowered)
+    yield from _find_passes(text, lowered)
     yield from _find_service_pairs(text, lowered)
     yield from _find_login_passwords(text, lowered)

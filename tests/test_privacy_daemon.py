@@ -39,6 +39,7 @@ SECRETS: dict[str, str] = {
     "BlueMango$42": "the wifi key is BlueMango$42",
     "Gr4fana!Adm": "grafana: admin / Gr4fana!Adm",
     "N3xus#Login": "nexus login admin pw N3xus#Login",
+    "Jenk1ns!2024": "pass for jenkins: Jenk1ns!2024",
     "Sup3rS3cret!": "machine ci.example.com login ci password Sup3rS3cret!",
     "Zx9!kq2Lm#Tw": "docker login -u ci -p 'Zx9!kq2Lm#Tw' ghcr.io",
     "hvs.CAESIJq0Wk7Xb2Lm9Rt4Vz8Nc1Pd6Fg3Hj5Kl0Mn2Qs4Tu6Wx8Yz": (

@@ -534,6 +534,62 @@ def test_logins_without_a_password_stay_storable(text: str) -> None:
     assert find_secrets(text) == []
 
 
+# "pass for jenkins: X": `pass` alone names a password said for something, or before its verb
+@pytest.mark.parametrize(
+    ("text", "password"),
+    [
+        ("pass for jenkins: Jenk1ns!2024", "Jenk1ns!2024"),
+        ("Pass for jenkins: Jenk1ns!2024", "Jenk1ns!2024"),
+        ("pass for the staging db: Stag1ng#db", "Stag1ng#db"),
+        ("pass for grafana: Gr4fana!", "Gr4fana!"),
+        ("pass for the vpn is Vpn$ecure9", "Vpn$ecure9"),
+        ("pass for admin: Adm1n_2024", "Adm1n_2024"),
+        ("the pass for jenkins is Jenk1ns!2024", "Jenk1ns!2024"),
+        ("pass for the wifi: BlueMango$42", "BlueMango$42"),
+        ("my pass for gitlab: G1tlab#rocks", "G1tlab#rocks"),
+        ("pass for root on prod: R00t!prod", "R00t!prod"),
+        ("the pass is Jenk1ns!2024", "Jenk1ns!2024"),
+        ("the jenkins pass is Jenk1ns!2024", "Jenk1ns!2024"),
+        ("admin pass is Adm1n_2024.", "Adm1n_2024"),
+        ("pass for jenkins: Jenk1ns!2024, user admin", "Jenk1ns!2024"),
+    ],
+)
+def test_a_pass_for_something_is_redacted(text: str, password: str) -> None:
+    assert redact(text) == text.replace(password, "[REDACTED:password_statement]")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "pass for now: we skip the flaky test",
+        "pass for jenkins: green",
+        "pass for the build: all 42 tests",
+        "second pass for lint: ruff",
+        "the first pass is parsing",
+        "pass for jenkins: 3/4 stages",
+        "we pass for the ci: py3.12",
+        "pass the token to the client",
+        "pass for mypy: 0 errors",
+        "the pass is optional",
+        "pass for stage-2: ok",
+        "this pass is O(n)",
+        "the compiler pass is -O2",
+        "pass for x86_64: done",
+        "the boarding pass is 12B",
+        "pass for v1.2.3: ok",
+        "third pass: v2.0-rc1",
+        "the second pass is len(x)",
+        "PASS for test_foo: 12.5ms",
+        "pass for the demo: Awesome!",
+        "this pass is LLVM-17",
+        "the second pass for x86 is SSA-based",
+        "the pass is x86-64-only here",
+    ],
+)
+def test_passes_that_are_no_password_stay_storable(text: str) -> None:
+    assert find_secrets(text) == []
+
+
 @pytest.mark.parametrize(
     "text",
     [
