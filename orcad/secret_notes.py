@@ -117,9 +117,8 @@ def _find_service_pairs(text: str, lowered: str) -> Iterator[Span]:
 # ------------------------------------------------------------------ login pw
 # "jenkins login admin pw Jenk1ns!2024", "user admin pw X": a login's user then a password's
 # short name and the password, as netrc writes `login NAME password VALUE`. Found from the
-# password's name, the login looked for on the stretch of text before it.
-# (the value a sentence states, in a group of its own name: `_PASS` holds both)
-_GIVEN_VALUE = r"[ \t]*:?" + STATED_VALUE.replace("(?P<value>", "(?P<given>")
+# password's name (`_find_passes`), the login looked for on the stretch of text before it.
+_GIVEN = re.compile(r"[ \t]*:?" + STATED_VALUE)
 _LOGIN_BEFORE = re.compile(
     r"(?<![a-z0-9_\-])(?:login|logon|user(?:name)?)(?:[ \t]+(?:is|as))?[ \t]*:?[ \t]+"
     r"(?P<user>[^\s,/:]{1,64}+)[ \t]*[,/]?[ \t]+\Z"
@@ -129,51 +128,47 @@ _LOGIN_REACH = 96
 _ANONYMOUS_USERS = frozenset(("anonymous", "ftp"))
 
 
-def _login_password(text: str, lowered: str, match: re.Match[str]) -> Span | None:
-    """The password `match` gives after its name, if a login's user comes right before it."""
-    at = match.start()
+def _login_password(text: str, lowered: str, at: int, name_end: int) -> Span | None:
+    """The password given after the name at `at`, if a login's user comes right before it."""
+    given = _GIVEN.match(lowered, name_end)
+    if given is None:
+        return None
     login = _LOGIN_BEFORE.search(lowered, max(0, at - _LOGIN_REACH), at)
     if login is None or login["user"] in _ANONYMOUS_USERS:
         return None
-    start, value_end = match.span("given")
+    start, value_end = given.span("value")
     end = end_before_trailing(text, start, value_end)
     return (start, end) if _chosen(text[start:end]) else None
-
-
-# "pw" is looked for with a literal prefix, which lets the engine skip ahead
-_SHORT_NAME = re.compile(r"pwd?(?![a-z0-9_\-])" + _GIVEN_VALUE)
-
-
-def _find_login_passwords(text: str, lowered: str) -> Iterator[Span]:
-    """A login's pw: "login admin pw Jenk1ns!2024", "login as admin pw X", "login jdoe pwd X"."""
-    for match in _SHORT_NAME.finditer(lowered):
-        span = None if _joined(lowered, match.start()) else _login_password(text, lowered, match)
-        if span is not None:
-            yield span
 
 
 # ------------------------------------------------------------------- pass for
 # "pass for jenkins: X", "the pass is X": `pass` alone is mostly a verb or a compiler's pass,
 # so it names a password only for something ("for jenkins"), or right before its verb when
-# the value ends the clause ("the jenkins pass is X."). One scan for `pass` serves the login
-# shape too ("login admin pass X", "login admin passwd X"): a literal prefix lets the engine
-# skip ahead, and the character before it is checked after.
-_PASS = re.compile(r"pass(?P<wd>wd)?(?![a-z0-9_\-])(?:" + _NOTE_TAIL + "|" + _GIVEN_VALUE + ")")
+# the value ends the clause ("the jenkins pass is X."). One scan finds pass, passwd, pw and
+# pwd for both shapes (a login's "login admin pw X" too), the engine skipping ahead to each
+# `p`; the character before the name is checked after.
+# (a blank after the name, alone or after a colon, lets only a note or a login's value go on)
+_PASSWORD_NAME = re.compile(
+    r"(?P<name>p(?:(?P<pw>wd?)|ass(?P<wd>wd)?))(?![a-z0-9_\-])(?=[ \t]*:?[ \t])"
+    r"(?:" + _NOTE_TAIL + ")?"
+)
 _PASS_OWNERS = frozenset(("for",))
 
 
 def _find_passes(text: str, lowered: str) -> Iterator[Span]:
     """A pass for something, "pass for jenkins: Jenk1ns!2024", "the pass for the vpn is
-    Vpn$ecure9", and the password of a login's pass, "login admin pass Gr4fana!"."""
-    for match in _PASS.finditer(lowered):
-        if _joined(lowered, match.start()):
+    Vpn$ecure9", and the password of a login's pw, "login admin pw Jenk1ns!2024", "login
+    jdoe pwd X", "login admin pass Gr4fana!"."""
+    for match in _PASSWORD_NAME.finditer(lowered):
+        at = match.start()
+        if _joined(lowered, at):
             continue
-        if match["given"] is not None:
-            span = _login_password(text, lowered, match)
-        elif match["wd"] is None:  # "passwd for root: X" is a statement's
+        span = None
+        # "pw for root: X" and "passwd is X" are a statement's; `pass` alone is a note's
+        if match["value"] is not None and match["pw"] is None and match["wd"] is None:
             span = _pass_for(text, match)
-        else:
-            continue
+        if span is None:
+            span = _login_password(text, lowered, at, match.end("name"))
         if span is not None:
             yield span
 
@@ -195,4 +190,3 @@ def find_noted_passwords(text: str, lowered: str) -> Iterator[Span]:
     yield from _find_network_keys(text, lowered)
     yield from _find_passes(text, lowered)
     yield from _find_service_pairs(text, lowered)
-    yield from _find_login_passwords(text, lowered)

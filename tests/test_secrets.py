@@ -497,6 +497,9 @@ def test_slashes_that_join_no_user_and_password_stay_storable(text: str) -> None
         ("login admin passwd Adm1n_2024", "Adm1n_2024"),
         ("jenkins - login admin pw Jenk1ns!2024", "Jenk1ns!2024"),
         ("login admin pw hunter2", "hunter2"),
+        # a colon later on the line makes the words before it read as a note's: still a login's
+        ("login jdoe pwd Vpn$ecure9 for the region: us-east-1", "Vpn$ecure9"),
+        ("grafana login admin pass Gr4fana#1 on the host: grafana.internal", "Gr4fana#1"),
     ],
 )
 def test_a_login_and_its_pw_are_redacted(text: str, password: str) -> None:
