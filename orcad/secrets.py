@@ -6,7 +6,9 @@ plain words: command lines (`secret_commands`), netrc and other files (`secret_f
 sentences and PINs (`secret_sentences`, `secret_foreign_sentences`, `secret_pins`) and notes
 (`secret_notes`), each asking `secret_values` what a value is. Token rules are skipped
 outright when their trigger literal is absent from the text's long unbroken runs, so the
-common no-secret path is one pass to find those runs plus a few substring searches.
+common no-secret path is one pass to find those runs plus a few substring searches. Text
+holding characters no reader sees (a zero-width space inside a token) is read a second time
+without them (`secret_invisible`).
 """
 
 from __future__ import annotations
