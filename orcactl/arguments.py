@@ -12,6 +12,7 @@ from orcactl.connect import EXIT_USAGE, CommandError
 from protocol.types import CLIENT_ID_MAX_CHARS
 
 _PROJECT_ID = re.compile(r"[0-9a-f]{64}")  # sha256 of the project identity, as orcad names it
+_CANDIDATE_ID = re.compile(r"cand_[0-9a-f]{32}")  # orcad.capture.ledger's
 
 
 def bounded_int(low: int, high: int | None = None) -> Callable[[str], int]:
@@ -137,6 +138,17 @@ def project_id(text: str) -> str:
     if not _PROJECT_ID.fullmatch(text):
         raise argparse.ArgumentTypeError(
             f"{text!r} is not a project id (64 lowercase hex digits; orcactl projects lists them)"
+        )
+    return text
+
+
+def candidate_id(text: str) -> str:
+    """An automatic-memory candidate's id as the ledger writes them: one of another shape is no
+    candidate of any project, and forgetting it would only say it was already gone."""
+    if not _CANDIDATE_ID.fullmatch(utf8_text(text)):
+        raise argparse.ArgumentTypeError(
+            f"{text[:80]!r} is not a candidate id (cand_ and 32 lowercase hex digits; orcactl "
+            "inspect lists them)"
         )
     return text
 

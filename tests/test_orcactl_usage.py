@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from orcactl import approval
+from orcactl import approval, arguments
 from orcad import __version__
+from orcad.capture.ledger import new_candidate_id
 from orcad.limits import STOPPING_HOLDER_WAIT_S
 from tests.harness import DaemonProcess, OrcaEnv
 from tests.test_deliberate_daemon import run_on_terminal
@@ -75,7 +76,7 @@ BAD_USAGE = [
     (["recall", "x", "--cwd", "/nonexistent/dir"], "--cwd: /nonexistent/dir does not exist"),
     (["memory", "list", "--cwd", "/etc/hostname"], "--cwd: /etc/hostname is not a directory"),
     (["inspect", "/nonexistent/dir"], "argument path: /nonexistent/dir does not exist"),
-    (["forget", "cand_x", "--cwd", "/nonexistent"], "--cwd: /nonexistent does not exist"),
+    (["forget", "cand_" + "0" * 32, "--cwd", "/nonexistent"], "--cwd: /nonexistent does not exist"),
     (["doctor", "--min-free-mb", "-1"], "--min-free-mb: -1 is out of range (at least 0)"),
     (["provider", "test", "--timeout", "0"], "--timeout: 0 is not a positive"),
     (["provider", "test", "--timeout", "nan"], "--timeout: nan is not a positive"),
@@ -85,7 +86,10 @@ BAD_USAGE = [
     # a mistyped project id listed "no jobs" (jobs.list filters on it without a check)
     (["jobs", "--project", "a3bd35dd"], "--project: 'a3bd35dd' is not a project id"),
     (["inspect", "--project", "A" * 64], "--project: " + repr("A" * 64) + " is not a project id"),
-    (["forget", "cand_x", "--project", "x"], "--project: 'x' is not a project id"),
+    (["forget", "cand_" + "0" * 32, "--project", "x"], "--project: 'x' is not a project id"),
+    # such an id is no candidate anywhere: it was reported as already forgotten
+    (["forget", "cand_x"], "argument ID: 'cand_x' is not a candidate id"),
+    (["forget", "CAND_" + "0" * 32], "is not a candidate id"),
     (["memory", "approve", "apr_x", "--session-id", "", "--decision", "deny"], "--session-id"),
     (["grants", "list", "--session-id", "s" * 257], "--session-id: the id has 257 characters"),
     # a mistyped workspace listed "no grants" (grants.list filters on it without a check)
@@ -119,6 +123,12 @@ def test_bad_usage_is_exit_2_and_reaches_no_daemon(
     assert not orca_env.socket.exists()  # nothing was sent: it would have started orcad
 
 
+def test_a_candidate_id_the_ledger_writes_is_one_orcactl_takes() -> None:
+    for _ in range(20):
+        made = new_candidate_id()
+        assert arguments.candidate_id(made) == made
+
+
 def test_a_working_directory_whose_name_is_not_utf8_is_a_clear_error(
     daemon: DaemonProcess, tmp_path: Path
 ) -> None:
@@ -142,7 +152,7 @@ def test_a_working_directory_whose_name_is_not_utf8_is_a_clear_error(
         ["memory", "list"],
         ["memory", "save", "x", "--kind", "fact", "--global", "--yes"],
         ["inspect"],
-        ["forget", "cand_x"],
+        ["forget", "cand_" + "0" * 32],
         ["integrate", "codex", "--project", "--dry-run"],
         ["recall", "x", "--cwd", "."],  # relative: there is nothing to resolve it against
         ["inspect", "sub"],

@@ -7,7 +7,13 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from orcactl.arguments import current_directory, existing_directory, project_id, utf8_text
+from orcactl.arguments import (
+    candidate_id,
+    current_directory,
+    existing_directory,
+    project_id,
+    utf8_text,
+)
 from orcactl.connect import EXIT_OK, CommandError, call, print_json
 from protocol.types import (
     JobsListResult,
@@ -63,7 +69,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="remove one automatic-memory candidate (checked against the ledger revision)",
     )
     forget.add_argument(
-        "candidate_id", metavar="ID", type=utf8_text, help="a cand_... id shown by inspect"
+        "candidate_id", metavar="ID", type=candidate_id, help="a cand_... id shown by inspect"
     )
     forget.add_argument(
         "--project",
