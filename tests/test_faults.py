@@ -576,14 +576,23 @@ def test_a_project_file_that_is_a_fifo_is_damaged_and_never_waited_on(
     assert stat.S_ISFIFO(project_file.lstat().st_mode)  # left as found
 
 
-def test_a_truncated_job_file_stays_visible_with_its_id_and_is_kept(
+def one_job_then_stopped(
     orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
-) -> None:
+) -> tuple[DaemonProcess, Any, str, Path]:
+    """A stopped daemon whose store holds one pending job: the daemon, the session that made
+    it, the job's id and its file, to be damaged before the next start."""
     daemon = start(orca_env, daemon_factory, "[extraction]\nworkers = 0\n")
     session = daemon.call("session.open", {"cwd": workdir(tmp_path)})
     job_id = daemon.call("turn.completed", turn(session, "t1")).job_id
     daemon.stop()
     job_file = orca_env.memory_root / "projects" / session.project.id / "jobs" / f"{job_id}.json"
+    return daemon, session, job_id, job_file
+
+
+def test_a_truncated_job_file_stays_visible_with_its_id_and_is_kept(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    daemon, session, job_id, job_file = one_job_then_stopped(orca_env, daemon_factory, tmp_path)
     truncated = job_file.read_bytes()[:57]
     job_file.write_bytes(truncated)
 
@@ -613,11 +622,7 @@ def test_a_job_file_that_is_a_fifo_is_damaged_and_never_waited_on(
     orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
 ) -> None:
     # reading a FIFO waits for a writer that never comes: every call of the job store with it
-    daemon = start(orca_env, daemon_factory, "[extraction]\nworkers = 0\n")
-    session = daemon.call("session.open", {"cwd": workdir(tmp_path)})
-    job_id = daemon.call("turn.completed", turn(session, "t1")).job_id
-    daemon.stop()
-    job_file = orca_env.memory_root / "projects" / session.project.id / "jobs" / f"{job_id}.json"
+    daemon, _session, job_id, job_file = one_job_then_stopped(orca_env, daemon_factory, tmp_path)
     job_file.unlink()
     os.mkfifo(job_file, 0o600)
 
@@ -636,11 +641,7 @@ def test_a_job_file_whose_time_is_no_time_is_damaged_and_orcad_starts(
     orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
 ) -> None:
     # the file parses as JSON of the right shape: only the scheduler reads its times
-    daemon = start(orca_env, daemon_factory, "[extraction]\nworkers = 0\n")
-    session = daemon.call("session.open", {"cwd": workdir(tmp_path)})
-    job_id = daemon.call("turn.completed", turn(session, "t1")).job_id
-    daemon.stop()
-    job_file = orca_env.memory_root / "projects" / session.project.id / "jobs" / f"{job_id}.json"
+    daemon, _session, job_id, job_file = one_job_then_stopped(orca_env, daemon_factory, tmp_path)
     edited = json.loads(job_file.read_bytes())
     edited["created_at"] = "yesterday"
     job_file.write_text(json.dumps(edited))
