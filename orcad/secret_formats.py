@@ -180,19 +180,68 @@ _SESSION_NAME = re.compile(r"sess|sid|auth|token|jwt|login|remember|identity")
 
 
 def find_session_cookies(text: str, lowered: str) -> Iterator[Span]:
+    """Each header's pairs up to its line's end (at most 8 KiB on), every pair scanned once.
+
+    Headers one after another on a line have windows that overlap: scanning each window whole
+    took quadratic time. A pair's match does not depend on where the scan starts (a pair starts
+    at a separator and holds none), only on where it stops: so the pairs of all the windows
+    are found once, and a pair a window's end cuts short is also taken cut, as that window has it.
+    """
+    windows = _cookie_windows(lowered)
+    index = 0
+    while index < len(windows):
+        group_end = index + 1  # windows that overlap, scanned as one stretch
+        while group_end < len(windows) and windows[group_end][0] < windows[group_end - 1][1]:
+            group_end += 1
+        yield from _cookie_pairs(text, lowered, windows[index:group_end])
+        index = group_end
+
+
+def _cookie_windows(lowered: str) -> list[tuple[int, int]]:
+    """Where each cookie header's pairs may be: from its end to its line's end, at most
+    _COOKIE_LINE_MAX on. Sorted by start; their ends then never decrease."""
     patterns = [_COOKIE_HEADER] if "cookie" in lowered else []
     if "curl" in lowered:
         patterns.append(_CURL_COOKIE_FLAG)
-    for start in (start for pattern in patterns for start in pattern.finditer(lowered)):
-        line_end = lowered.find("\n", start.end(), start.end() + _COOKIE_LINE_MAX)
-        line_end = start.end() + _COOKIE_LINE_MAX if line_end < 0 else line_end
-        for pair in _COOKIE_PAIR.finditer(lowered, start.end(), line_end):
-            if _SESSION_NAME.search(pair[1]) is None:
-                continue
-            value_start, value_end = pair.span(2)
-            value = text[value_start:value_end].replace("%3D", "=").replace("%3d", "=")
+    starts = sorted({match.end() for pattern in patterns for match in pattern.finditer(lowered)})
+    windows: list[tuple[int, int]] = []
+    newline = -1
+    for start in starts:
+        if newline < start:  # the next line end, looked for once per line
+            newline = lowered.find("\n", start)
+            newline = len(lowered) + _COOKIE_LINE_MAX if newline < 0 else newline
+        windows.append((start, min(newline, start + _COOKIE_LINE_MAX)))
+    return windows
+
+
+def _cookie_pairs(text: str, lowered: str, windows: list[tuple[int, int]]) -> Iterator[Span]:
+    """The session values among the pairs of `windows`, which overlap one another."""
+    first = last = 0  # the windows holding the current pair's separator
+    for pair in _COOKIE_PAIR.finditer(lowered, windows[0][0], windows[-1][1]):
+        while windows[first][1] <= pair.start():
+            first += 1
+        while last + 1 < len(windows) and windows[last + 1][0] <= pair.start():
+            last += 1
+        if _SESSION_NAME.search(pair[1]) is None:
+            continue
+        value_start, value_end = pair.span(2)
+        for end in dict.fromkeys(_cut_ends(windows, first, last, value_start, value_end)):
+            value = text[value_start:end].replace("%3D", "=").replace("%3d", "=")
             if looks_random(value.rstrip("=")):
-                yield value_start, value_end
+                yield value_start, end
+
+
+def _cut_ends(
+    windows: list[tuple[int, int]], first: int, last: int, value_start: int, value_end: int
+) -> Iterator[int]:
+    """Where the windows `first` to `last` end a value: inside it (cut short), or after it."""
+    index = first
+    while index <= last and windows[index][1] < value_end:
+        if windows[index][1] > value_start:
+            yield windows[index][1]
+        index += 1
+    if windows[last][1] >= value_end:
+        yield value_end
 
 
 # ---------------------------------------------------- registry auth (user:password)

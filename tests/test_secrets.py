@@ -15,7 +15,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from orcad import secret_formats
 from orcad.secret_pins import find_pin_settings
+from orcad.secret_values import looks_random
 from orcad.secrets import (
     _NEED_AN_OPERATOR,
     _RULES,
@@ -1712,6 +1714,31 @@ def test_session_cookies_are_redacted(text: str) -> None:
     redacted = redact(text)
     assert SESSION not in redacted and SESSION.upper() not in redacted
     assert "[REDACTED:session_cookie]" in redacted
+
+
+def test_cookie_headers_on_one_line_judge_each_pair_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # each header's pairs were read to 8 KiB on, so a line of headers judged every pair about
+    # 190 times: 15 s for 200 KB (the Stop hook waits 20 s for the whole turn)
+    judged: list[str] = []
+
+    def counting(value: str) -> bool:
+        judged.append(value)
+        return looks_random(value)
+
+    monkeypatch.setattr(secret_formats, "looks_random", counting)
+    text = f"cookie: session={SESSION} " * 2_000
+    assert redact(text) == "cookie: session=[REDACTED:session_cookie] " * 2_000
+    assert len(judged) <= 2 * 2_000 * 2  # once a header, in each of redaction's two passes
+
+
+@pytest.mark.parametrize(("cut", "found"), [(20, (8_192, 8_256)), (40, (8_172, 8_236))])
+def test_a_cookie_value_a_header_window_cuts_is_judged_as_cut(
+    cut: int, found: tuple[int, int]
+) -> None:
+    # the second header's 8 KiB end inside the value: that part is judged, and the rest of the
+    # run it cut goes with it
+    head = f"cookie: a=1 Cookie: {'x' * (8_192 - len('; sid=') - cut)}; sid="
+    assert find_secrets(head + SESSION * 2 + " tail") == [SecretMatch("session_cookie", *found)]
 
 
 @pytest.mark.parametrize(
