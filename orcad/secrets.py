@@ -229,8 +229,16 @@ _TEST_RESULTS = re.compile(
 
 
 def _test_result(text: str, at: int) -> bool:
-    line = text.rfind("\n", 0, at) + 1
-    return _TEST_RESULT.match(text, at) is not None and not text[line:at].strip(" \t")
+    return _TEST_RESULT.match(text, at) is not None and _starts_line(text, at)
+
+
+def _starts_line(text: str, at: int) -> bool:
+    """Whether only spaces and tabs are before `at` on its line. Looks back over those alone:
+    a search for the line's start went back to the text's start on a line with no end."""
+    before = at
+    while before > 0 and text[before - 1] in " \t":
+        before -= 1
+    return before == 0 or text[before - 1] == "\n"
 
 
 def _is_test_log(text: str) -> bool:
@@ -254,7 +262,7 @@ _MORE_WORDS = re.compile(
 def _rest_of_setting(text: str, name: int, end: int) -> int:
     """Where the unquoted value of the setting whose name holds `name` and whose first word
     ends at `end` really ends: the end of its line's words when the setting starts the line."""
-    line = text.rfind("\n", 0, name) + 1
+    line = text.rfind("\n", max(0, name - 129), name) + 1  # (no further back than it can be)
     if name - line > 128 or _SETTING_NAME.match(text, line, name) is None:
         return end
     more = _MORE_WORDS.match(text, end)

@@ -1054,6 +1054,26 @@ def test_pw_names_and_recovery_phrases_are_secrets(text: str, value: str) -> Non
     assert "network: mainnet" in redact(text + "\nnetwork: mainnet")
 
 
+class LookBackCounter(str):
+    """A text that counts how many characters its line-start searches cover."""
+
+    searched = 0
+
+    def rfind(self, sub: str, start: int | None = None, end: int | None = None) -> int:
+        first, last, _ = slice(start, end).indices(len(self))
+        LookBackCounter.searched += max(0, last - first)
+        return super().rfind(sub, start, end)
+
+
+@pytest.mark.parametrize("setting", ["password=hunter2 ", "PASSWORD=hunter2 ", "PASS: x "])
+def test_settings_on_one_line_look_back_a_bounded_way(setting: str) -> None:
+    # each `pass` name searched back to the text's start for its line's: 7 s for 1.7 MB
+    LookBackCounter.searched = 0
+    text = LookBackCounter(setting * 5_000)
+    assert redact(text) == redact(setting * 5_000)
+    assert LookBackCounter.searched <= 5_000 * 130
+
+
 def test_a_line_of_recovery_phrase_names_costs_linear_time() -> None:
     # each name took the rest of its line as its phrase and judged it whole: quadratic, 64 s
     # for 100 KB of `MNEMONIC=`
