@@ -40,15 +40,20 @@ def _ends_word(text: str, end: int) -> bool:
 
 
 # ---------------------------------------------------------------- token formats
+def token_pattern(pattern: str, bounded: bool) -> str:
+    """A token rule's pattern as searched: a bounded one's start boundary (no letter, digit, -
+    or _ before) is checked right after the first literal, which keeps the fast prefix search
+    and stops rescans inside runs like xoxb-xoxb-."""
+    if not bounded:
+        return pattern
+    if not pattern[0].isalnum():
+        raise ValueError(f"bounded token pattern must start with a literal: {pattern}")
+    first = pattern[0]
+    return f"{first}(?<![A-Za-z0-9_\\-]{first}){pattern[1:]}"
+
+
 def token_finder(name: str, triggers: tuple[str, ...], pattern: str, bounded: bool) -> Finder:
-    # The start boundary (no letter, digit, - or _ before) is checked right after the first
-    # literal, which keeps the fast prefix search and stops rescans inside runs like xoxb-xoxb-.
-    if bounded:
-        if not pattern[0].isalnum():
-            raise ValueError(f"bounded token pattern must start with a literal: {pattern}")
-        first = pattern[0]
-        pattern = f"{first}(?<![A-Za-z0-9_\\-]{first}){pattern[1:]}"
-    compiled = re.compile(pattern)
+    compiled = re.compile(token_pattern(pattern, bounded))
     wordy = name in WORDY_RULES
     group = 1 if compiled.groups else 0  # a group marks the secret inside its context
 

@@ -2173,6 +2173,35 @@ def test_the_rules_opened_by_trigger_are_those_each_gate_opens(corpus: str, nois
         assert [name for name, _ in _open_rules(text)] == _rules_by_each_gate(text)
 
 
+JWT = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"
+
+
+def test_a_token_gate_asks_for_the_start_its_finder_needs() -> None:
+    # the jwt gate looked for its pattern from every eyJ of a run, 8 KiB on from each (15 s
+    # for 2 MiB of eyJeyJ...): it asks for the start boundary the finder asks for, so a token
+    # glued to a word no longer opens the rule
+    glued = "x" + JWT
+    assert "jwt" not in [name for name, _ in _open_rules(glued)]
+    assert find_secrets(glued) == []
+    assert "jwt" in [name for name, _ in _open_rules("token " + JWT)]
+    assert redact("token " + JWT) == "token [REDACTED:jwt]"
+
+
+token_text = st.lists(
+    st.sampled_from(["eyJ", "EAAA", "sk-", "ghp_", "xoxb-", ".", "-", "_", " ", "x", "A1b2", JWT]),
+    max_size=40,
+).map("".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(token_text)
+def test_a_token_rule_that_finds_a_token_has_its_gate_open(text: str) -> None:
+    runs = _long_runs(text)
+    for name, finder, gate in _RULES:
+        if next(finder(text, text.lower()), None) is not None and gate is not _always:
+            assert gate(runs), name
+
+
 def test_rules_said_to_need_an_operator_find_nothing_without_one() -> None:
     # _open_rules skips them for text with neither `=` nor `:`; on every corpus text (secrets
     # and look-alikes), taking those two characters away must leave them nothing to find.
