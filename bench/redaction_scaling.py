@@ -1,0 +1,121 @@
+"""Redaction time against input size, on inputs built to be slow: each rule family's trigger
+words, their look-alikes and long runs without separators, repeated to a size and to twice it.
+
+A hook sends up to 2 MiB of a turn and the Stop hook waits 20 s for it, so redaction must stay
+linear: the ratio of the time at twice the size to the time at the size is about 2 when it is.
+
+Run: python bench/redaction_scaling.py                  # 256 KiB and 512 KiB
+     python bench/redaction_scaling.py --size 1024      # 1 MiB and 2 MiB
+     python bench/redaction_scaling.py --against REV    # also the detector of git revision REV
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # runnable as a plain script from a checkout
+    sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from redaction import load_detector  # noqa: E402
+
+from orcad.secrets import redact  # noqa: E402
+
+KIB = 1024
+MEGABYTE = 1_000_000
+SESSION = "Kd8Jf2Lq9Zr4Tb7Wn1Yc6Vd3Kd8"
+# What is repeated, by the rule family it aims at.
+ADVERSARIAL = {
+    "cookie headers": f"cookie: session={SESSION} ",
+    "cookie words": "cookie:",
+    "curl cookies": f"curl -b sid={SESSION} ",
+    "password settings": "password=hunter2 ",
+    "env settings": "PASSWORD=hunter2 ",
+    "test results": "PASS: x ",
+    "mnemonic phrases": "mnemonic = apple bread ",
+    "secret names": "secret: x ",
+    "api keys": "api_key=abc ",
+    "bearer headers": "Authorization: Bearer x ",
+    "url passwords": "https://user:pass@host ",
+    "key blocks": "-----BEGIN PRIVATE KEY-----\n",
+    "stated passwords": "the password is hunter2 ",
+    "stated keys": "my api key is ",
+    "password flags": "--password x ",
+    "netrc lines": "machine host login u password p ",
+    "pgpass lines": "host:5432:db:user:pw\n",
+    "xml elements": "<password>x</password>",
+    "yaml blocks": "password:\n  value\n",
+    "sql passwords": "IDENTIFIED BY 'x' ",
+    "pins": "pin: 1234 ",
+    "login pairs": "user: admin\npass: x\n",
+    "foreign words": "contraseña: x ",
+    "token prefixes": "ghp_xoxb-sk-eyJ",
+    "jwt heads": "eyJ",
+    "aws secret names": "secret_access_key=",
+    "quotes left open": 'password = "',
+    "one letter": "a",
+    "no separators": "password",
+    "zero-width": "pass\u200bword=x ",
+}
+
+
+def repeated(unit: str, size: int) -> str:
+    """`unit` repeated to `size` bytes of UTF-8 (cut at a character)."""
+    text = unit * (size // len(unit.encode("utf-8")) + 1)
+    return text.encode("utf-8")[:size].decode("utf-8", "ignore")
+
+
+def seconds(function: Callable[[str], object], text: str) -> float:
+    started = time.perf_counter()
+    function(text)
+    return time.perf_counter() - started
+
+
+def scaling(
+    detectors: list[Callable[[str], object]], unit: str, size: int, repeats: int
+) -> list[tuple[float, float]]:
+    """For each detector, the median seconds at `size` and at twice it, the detectors timed
+    alternately; a run over 10 s is not repeated."""
+    timings: list[list[list[float]]] = [[[], []] for _ in detectors]
+    for column, text in enumerate((repeated(unit, size), repeated(unit, 2 * size))):
+        for _ in range(repeats):
+            for row, detector in enumerate(detectors):
+                timings[row][column].append(seconds(detector, text))
+            if max(times[column][-1] for times in timings) > 10:
+                break
+    return [(statistics.median(once), statistics.median(twice)) for once, twice in timings]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--size", type=int, default=256, help="KiB; also timed at twice it")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--against", metavar="REV", help="also time the detector of git REV")
+    parser.add_argument("--only", nargs="*", choices=ADVERSARIAL, help="these inputs alone")
+    arguments = parser.parse_args()
+    size = arguments.size * KIB
+    names = arguments.only or list(ADVERSARIAL)
+    detectors: list[Callable[[str], object]] = [redact]
+    labels = ["now"]
+    if arguments.against:
+        detectors.insert(0, load_detector(arguments.against).redact)
+        labels.insert(0, arguments.against)
+    print(f"redact at {arguments.size} KiB and twice it; medians of {arguments.repeats} runs")
+    header = "".join(f" {f'{label} MB/s':>12} {f'{label} 2x/1x':>12}" for label in labels)
+    print(f"{'input':20}{header}")
+    for name in names:
+        row = scaling(detectors, ADVERSARIAL[name], size, arguments.repeats)
+        cells = "".join(
+            f" {2 * size / MEGABYTE / twice:12.2f} {twice / once:12.2f}" for once, twice in row
+        )
+        print(f"{name:20}{cells}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
