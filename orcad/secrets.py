@@ -13,6 +13,7 @@ without them (`secret_invisible`).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -152,6 +153,9 @@ def _assignment_finder(keyword: str, pattern: str) -> Finder:
         if keyword not in lowered:
             return
         test_log: bool | None = None  # whether `text` is a test suite's log, once asked
+        # a value a text repeats is judged once (a page of settings was judged per setting)
+        generated = functools.cache(looks_random)
+        credential = functools.cache(is_credential_literal)
         for match in every_match(compiled, lowered):
             if keyword == "key" and not _KEY_QUALIFIER.search(
                 lowered, max(0, match.start() - 16), match.start()
@@ -199,13 +203,13 @@ def _assignment_finder(keyword: str, pattern: str) -> Finder:
                 ):
                     yield start, end
                     continue
-            if looks_random(value):
+            if generated(value):
                 yield start, end
             elif plain or keyword == "credential":
                 before = lowered[match.start() - 1] if match.start() else " "
                 if name_end - match.start() == 4 and keyword == "pass" and before.isalnum():
                     continue  # bypass, compass
-                if is_credential_literal(
+                if credential(
                     value,
                     quoted=group != 3,
                     upper_key=text[match.start() : name_end].isupper(),
