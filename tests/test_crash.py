@@ -11,6 +11,7 @@ import signal
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -227,21 +228,12 @@ def test_a_record_change_cut_short_by_a_crash_leaves_no_old_text_in_recall_snaps
     assert secret_word in daemon.call("recall", turn).context
     daemon.stop()  # a clean stop writes the snapshot
 
-    orca_env.extra_env[FAILPOINT_ENV] = "memory.after_change_commit"
-    daemon.start()
     change = {"id": saved.record.id}
     if action == "update":
         change["content"] = "The vault is basalt-heron-9"
-    with pytest.raises(OSError):  # stopped before answering
-        daemon.call("memory.manage", {**session, "action": action, **change})
-    assert daemon.proc is not None
-    assert daemon.proc.wait(timeout=20) == FAILPOINT_EXIT_STATUS
-
-    del orca_env.extra_env[FAILPOINT_ENV]
-    daemon.start()
-    assert secret_word not in daemon.call("recall", turn).context
-    state_files = orca_env.memory_root.glob("daemon-state.sqlite3*")
-    assert not [path for path in state_files if secret_word.encode() in path.read_bytes()]
+    stopped_at = "memory.after_change_commit"
+    crash_during(daemon, stopped_at, "memory.manage", {**session, "action": action, **change})
+    assert_recalled_nowhere(daemon, turn, secret_word)
 
 
 def test_a_fact_forget_cut_short_by_a_crash_leaves_it_in_no_recall_snapshot(
@@ -271,21 +263,35 @@ def test_a_fact_forget_cut_short_by_a_crash_leaves_it_in_no_recall_snapshot(
     assert secret_word in daemon.call("recall", turn).context
     daemon.stop()  # a clean stop writes the snapshot
 
-    orca_env.extra_env[FAILPOINT_ENV] = "ledger.after_forget_commit"
     daemon.start()
     inspected = daemon.call("projects.inspect", {"cwd": str(project)})
+    daemon.stop()
     forgotten = {
         "project_id": inspected.project.id,
         "candidate_id": inspected.ledger.candidates[0].id,
         "revision": inspected.ledger.revision,
     }
+    crash_during(daemon, "ledger.after_forget_commit", "ledger.forget", forgotten)
+    assert_recalled_nowhere(daemon, turn, secret_word)
+
+
+def crash_during(
+    daemon: DaemonProcess, stopped_at: str, method: str, params: dict[str, Any]
+) -> None:
+    """Start the stopped `daemon` with the failpoint `stopped_at` armed, and call `method`: the
+    daemon must stop there, before it answers. It is left stopped, the failpoint disarmed."""
+    daemon.orca.extra_env[FAILPOINT_ENV] = stopped_at
+    daemon.start()
     with pytest.raises(OSError):  # stopped before answering
-        daemon.call("ledger.forget", forgotten)
+        daemon.call(method, params)
     assert daemon.proc is not None
     assert daemon.proc.wait(timeout=20) == FAILPOINT_EXIT_STATUS
+    del daemon.orca.extra_env[FAILPOINT_ENV]
 
-    del orca_env.extra_env[FAILPOINT_ENV]
+
+def assert_recalled_nowhere(daemon: DaemonProcess, turn: dict[str, Any], word: str) -> None:
+    """After a restart, `turn` recalls no text holding `word`, and no state file holds it."""
     daemon.start()
-    assert secret_word not in daemon.call("recall", turn).context
-    state_files = orca_env.memory_root.glob("daemon-state.sqlite3*")
-    assert not [path for path in state_files if secret_word.encode() in path.read_bytes()]
+    assert word not in daemon.call("recall", turn).context
+    state_files = daemon.orca.memory_root.glob("daemon-state.sqlite3*")
+    assert not [path for path in state_files if word.encode() in path.read_bytes()]

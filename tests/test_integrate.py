@@ -600,17 +600,13 @@ def test_a_symlink_in_a_read_only_directory_changes_nothing(orca_env: OrcaEnv) -
     assert not (_home(orca_env) / ".claude.json").exists()
 
 
-def test_a_write_that_fails_halfway_puts_back_the_files_already_written(
-    orca_env: OrcaEnv,
-) -> None:
-    settings_path = _home(orca_env) / ".claude" / "settings.json"
-    settings_path.parent.mkdir(parents=True)
-    settings_path.write_text(json.dumps(CLAUDE_SETTINGS))
-    claude_json = _home(orca_env) / ".claude.json"
+def _integrate_on_a_full_disk(orca: OrcaEnv) -> tuple[Path, int, subprocess.CompletedProcess[str]]:
+    """integrate run where no file may grow past a large ~/.claude.json (a full disk, as near
+    as a process limit gets): its backup fits, settings.json is written, its own new text does
+    not fit. The file, its size before, and the run."""
+    claude_json = _home(orca) / ".claude.json"
     claude_json.write_text(json.dumps({"projects": {"/src/app": {"notes": "x" * 20000}}}))
     size = claude_json.stat().st_size
-    # No file may grow past the old ~/.claude.json (a full disk, as near as a process limit
-    # gets): its backup fits, settings.json is written, its new text does not fit.
     limit = size + 16
 
     def no_file_larger_than_the_limit() -> None:
@@ -620,10 +616,20 @@ def test_a_write_that_fails_halfway_puts_back_the_files_already_written(
         [ORCACTL, "integrate", "claude-code"],
         capture_output=True,
         text=True,
-        env=orca_env.env,
+        env=orca.env,
         timeout=60,
         preexec_fn=no_file_larger_than_the_limit,
     )
+    return claude_json, size, run
+
+
+def test_a_write_that_fails_halfway_puts_back_the_files_already_written(
+    orca_env: OrcaEnv,
+) -> None:
+    settings_path = _home(orca_env) / ".claude" / "settings.json"
+    settings_path.parent.mkdir(parents=True)
+    settings_path.write_text(json.dumps(CLAUDE_SETTINGS))
+    claude_json, size, run = _integrate_on_a_full_disk(orca_env)
     assert run.returncode == 1 and "Traceback" not in run.stderr
     assert f"{claude_json} could not be written (File too large)" in run.stderr
     assert "nothing was changed" in run.stderr
@@ -636,21 +642,7 @@ def test_a_write_that_fails_halfway_puts_back_the_files_already_written(
 def test_a_directory_made_for_a_file_taken_back_out_is_removed(orca_env: OrcaEnv) -> None:
     # ~/.claude does not exist yet: integrate makes it for settings.json, then ~/.claude.json
     # cannot be written, and settings.json is taken back out; its directory must go with it
-    claude_json = _home(orca_env) / ".claude.json"
-    claude_json.write_text(json.dumps({"projects": {"/src/app": {"notes": "x" * 20000}}}))
-    limit = claude_json.stat().st_size + 16
-
-    def no_file_larger_than_the_limit() -> None:
-        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
-
-    run = subprocess.run(
-        [ORCACTL, "integrate", "claude-code"],
-        capture_output=True,
-        text=True,
-        env=orca_env.env,
-        timeout=60,
-        preexec_fn=no_file_larger_than_the_limit,
-    )
+    claude_json, _size, run = _integrate_on_a_full_disk(orca_env)
     assert run.returncode == 1 and "nothing was changed" in run.stderr, run.stderr
     assert sorted(p.name for p in claude_json.parent.iterdir()) == [".claude.json"]
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,17 @@ from orcactl.terminal import neutralize
 from tests.harness import DaemonProcess
 
 pytestmark = pytest.mark.daemon
+
+
+def orcactl_in(daemon: DaemonProcess, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """orcactl against `daemon`, acting from `cwd`."""
+    return subprocess.run(
+        [sys.executable, "-m", "orcactl", *args, "--cwd", str(cwd)],
+        env=daemon.orca.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def test_control_characters_print_as_text() -> None:
@@ -59,14 +71,7 @@ def test_json_output_with_del_or_a_c1_control_is_still_json(
 ) -> None:
     content = f"deploys go through {control} ArgoCD"
 
-    def orcactl(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "orcactl", *args, "--cwd", str(tmp_path)],
-            env=daemon.orca.env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+    orcactl = partial(orcactl_in, daemon, tmp_path)
 
     saved = orcactl("memory", "save", content, "--kind", "fact", "--workspace", "--yes", "--json")
     assert saved.returncode == 0, saved.stderr
@@ -108,14 +113,7 @@ def test_text_hidden_in_tag_characters_or_reordered_is_shown_escaped(
     hidden = "".join(chr(0xE0000 + ord(character)) for character in "rm -rf")
     content = f"the build uses make release{hidden} \u202eesaeler\u202c"
 
-    def orcactl(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "orcactl", *args, "--cwd", str(tmp_path)],
-            env=daemon.orca.env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+    orcactl = partial(orcactl_in, daemon, tmp_path)
 
     saved = orcactl("memory", "save", content, "--kind", "fact", "--workspace", "--yes")
     assert saved.returncode == 0, saved.stderr
