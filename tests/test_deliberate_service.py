@@ -28,8 +28,8 @@ from orcad.limits import (
     SEARCH_LIMIT_DEFAULT,
 )
 from orcad.query import distinct_terms
-from orcad.recall import automatic
 from orcad.recall import deliberate as recall_deliberate
+from orcad.recall import project_cache
 from orcad.recall.automatic import ProjectMemorySearch
 from orcad.recall.deliberate import Backfill, DeliberateRecall, RefusedTexts
 from orcad.recall.embedders import EmbeddingRefused, EmbeddingTimedOut, RankingSettings
@@ -979,13 +979,13 @@ async def test_the_backfill_embeds_the_facts_recall_noted_project_by_project(
         orca.features.deliberate,
         embeddings,
         record_error=lambda kind, message: errors.append((kind, message)),
-        facts=search,
+        facts=search.backfill,
     )
     assert backfill.facts_step_blocking() == 0  # no recall yet: no project noted
     query = embeddings.query("which port")
     for project in ("a", "b", "c"):  # recall notes each (and ranks them by their words)
         search.search_blocking(project, ["port"], 6, query)
-    assert search.facts_pending() == 44
+    assert search.backfill.facts_pending() == 44
     # a: refused as a batch, then one at a time; only the refused fact is set aside
     assert backfill.facts_step_blocking() == 2
     assert backfill.refused.current() == {text_digest(facts["a"][0])}
@@ -999,7 +999,7 @@ async def test_the_backfill_embeds_the_facts_recall_noted_project_by_project(
     assert backfill.facts_step_blocking() == 32  # half as many
     assert backfill.facts_step_blocking() == 8
     assert model.sent[sent:] == many  # (32 then 8, in the ledger's order)
-    assert search.facts_pending() == 1  # a's refused fact, left to its words
+    assert search.backfill.facts_pending() == 1  # a's refused fact, left to its words
     sent = len(model.sent)
     assert backfill.facts_step_blocking() == 0 and len(model.sent) == sent  # not sent again
     for project in ("b", "c"):  # every vector is in the index, for the next start
@@ -1041,19 +1041,19 @@ async def test_the_backfill_embeds_the_facts_of_projects_no_recall_has_reached(
         "d": ["Backups run nightly at 02:00 UTC."],
     }
     directories, search = projects_on_disk(tmp_path, facts, embeddings)
-    backfill = Backfill(orca.features.deliberate, embeddings, facts=search)
+    backfill = Backfill(orca.features.deliberate, embeddings, facts=search.backfill)
     search.search_blocking("d", ["backups"], 6, embeddings.query("when do backups run"))
     assert backfill.facts_step_blocking() == 1  # d, which recall noted, first
     query = embeddings.query("how fast may a token call")
     sent = len(model.sent)
     search.search_blocking("c", ["token"], 6, query)
-    assert search.facts_pending() == 1  # c, noted by its recall; a and b not looked at yet
+    assert search.backfill.facts_pending() == 1  # c, noted by its recall; a and b not looked at yet
     assert backfill.facts_step_blocking() == 1  # c's turn
-    assert search.facts_pending() == 0
+    assert search.backfill.facts_pending() == 0
     assert backfill.facts_step_blocking() == 2  # then the projects on disk: a
-    assert search.facts_pending() == 3  # b found so too, counted once
+    assert search.backfill.facts_pending() == 3  # b found so too, counted once
     assert backfill.facts_step_blocking() == 3
-    assert search.facts_pending() == 0
+    assert search.backfill.facts_pending() == 0
     assert backfill.facts_step_blocking() == 0  # c and d were not looked at again
     assert model.sent[sent:] == facts["c"] + facts["a"] + facts["b"]
     for project, texts in facts.items():  # every vector is in the index, for the next start
@@ -1061,7 +1061,7 @@ async def test_the_backfill_embeds_the_facts_of_projects_no_recall_has_reached(
         assert stored is not None and set(stored.by_text) == set(texts)
     # nothing is kept of a project the backfill finished and no recall asked for (its cache
     # holds its facts and vectors), and recall's own are all kept
-    assert list(search._projects) == ["d", "c"] and not search._backfill_caches
+    assert list(search._caches.projects) == ["d", "c"] and not search._caches.backfill_caches
     search.close()
 
 
@@ -1072,7 +1072,7 @@ async def test_the_backfill_of_projects_on_disk_leaves_recalls_caches_alone(
     room for two here), so they push none of them out; a project recall read by its words alone
     (a prompt without a vector: nothing noted) is counted and embedded too; and one whose
     facts left were all refused waits, counted but not kept, until a refusal expires."""
-    monkeypatch.setattr(automatic, "PROJECTS_CACHED", 2)
+    monkeypatch.setattr(project_cache, "PROJECTS_CACHED", 2)
     model = ScriptedEmbedder()
     embeddings = Embeddings("scripted", model)
     facts = {
@@ -1082,17 +1082,17 @@ async def test_the_backfill_of_projects_on_disk_leaves_recalls_caches_alone(
         "r2": ["Backups run nightly at 02:00 UTC."],
     }
     directories, search = projects_on_disk(tmp_path, facts, embeddings)
-    backfill = Backfill(orca.features.deliberate, embeddings, facts=search)
+    backfill = Backfill(orca.features.deliberate, embeddings, facts=search.backfill)
     for project in ("r1", "r2"):  # by their words: no vector for the prompt, nothing noted
         assert search.search_blocking(project, ["nightly", "token"], 6)
-    assert search.facts_pending() == 0
+    assert search.backfill.facts_pending() == 0
     steps = [backfill.facts_step_blocking() for _ in range(8)]
     assert sum(steps) == 6 and steps[-2:] == [0, 0]
     for project, texts in facts.items():
         stored = read_index_vectors(directories[project] / "index.sqlite3")
         assert stored is not None and set(stored.by_text) == set(texts) - {facts["b"][0]}
-    assert search.facts_pending() == 1  # b's refused fact, left to its words
-    assert list(search._projects) == ["r1", "r2"] and not search._backfill_caches
+    assert search.backfill.facts_pending() == 1  # b's refused fact, left to its words
+    assert list(search._caches.projects) == ["r1", "r2"] and not search._caches.backfill_caches
     sent = len(model.sent)
     assert backfill.facts_step_blocking() == 0 and len(model.sent) == sent
     monkeypatch.setattr(recall_deliberate, "RECALL_BACKFILL_REFUSED_RETRY_S", 0.0)
@@ -1100,7 +1100,7 @@ async def test_the_backfill_of_projects_on_disk_leaves_recalls_caches_alone(
     assert facts["b"][0] in model.sent[sent:]
     monkeypatch.setattr(recall_deliberate, "RECALL_BACKFILL_REFUSED_RETRY_S", 600.0)
     assert backfill.facts_step_blocking() == 0  # (refused again: b is let go at the next pass)
-    assert search.facts_pending() == 1 and not search._backfill_caches
+    assert search.backfill.facts_pending() == 1 and not search._caches.backfill_caches
     search.close()
 
 
@@ -1115,7 +1115,7 @@ async def test_a_project_on_disk_the_backfill_cannot_finish_is_let_go(
     facts = {f"p{n}": [f"Service number {n} listens on port {7000 + n}."] for n in range(3)}
     facts["q"] = ["Releases are cut on Thursdays."]
     directories, search = projects_on_disk(tmp_path, facts, embeddings)
-    backfill = Backfill(orca.features.deliberate, embeddings, facts=search)
+    backfill = Backfill(orca.features.deliberate, embeddings, facts=search.backfill)
 
     def disk_full(*args: Any, **kwargs: Any) -> None:
         raise StorageError("No space left on device")
@@ -1123,14 +1123,14 @@ async def test_a_project_on_disk_the_backfill_cannot_finish_is_let_go(
     with monkeypatch.context() as patched:
         patched.setattr(projections, "write_index", disk_full)
         assert [backfill.facts_step_blocking() for _ in range(3)] == [1, 1, 1]
-        assert not search._backfill_caches
+        assert not search._caches.backfill_caches
     model.calls_left = 0  # q's batch fails: q waits for the model, in the backfill's cache
     assert backfill.facts_step_blocking() == 0
-    assert search.facts_pending() == 1 and list(search._backfill_caches) == ["q"]
+    assert search.backfill.facts_pending() == 1 and list(search._caches.backfill_caches) == ["q"]
     ledger_path(directories["q"]).write_text("not a ledger\n")
     model.calls_left = None
     assert backfill.facts_step_blocking() == 0
-    assert search.facts_pending() == 0 and not search._backfill_caches
+    assert search.backfill.facts_pending() == 0 and not search._caches.backfill_caches
     search.close()
 
 
@@ -1147,17 +1147,17 @@ async def test_a_project_the_model_fails_holds_up_no_other_and_a_refusing_model_
     for project, texts in facts.items():
         add_facts(directories[project], texts)
     search = ProjectMemorySearch(directories.__getitem__, embeddings=embeddings)
-    backfill = Backfill(orca.features.deliberate, embeddings, facts=search)
+    backfill = Backfill(orca.features.deliberate, embeddings, facts=search.backfill)
     query = embeddings.query("which port")
     for project in ("a", "b"):
         search.search_blocking(project, ["port"], 6, query)
     assert backfill.facts_step_blocking() == 0  # a's batch times out: b's turn next
     assert backfill.facts_step_blocking() == 2
-    assert search.facts_pending() == 2
+    assert search.backfill.facts_pending() == 2
     # a's batch halves at each timeout (64 after b's success: six times) until the slow fact
     # goes alone
     assert [backfill.facts_step_blocking() for _ in range(9)] == [0] * 6 + [1, 1, 0]
-    assert search.facts_pending() == 0
+    assert search.backfill.facts_pending() == 0
     # a model that refuses everything, the probe too (a model name the server does not know),
     # is left alone for a while rather than sent a batch and a probe every pass
     add_facts(directories["b"], ["Staging deploys run from the deploy-staging workflow."])
@@ -1171,5 +1171,5 @@ async def test_a_project_the_model_fails_holds_up_no_other_and_a_refusing_model_
     ]
     assert backfill.facts_step_blocking() == 0 and backfill.step_blocking() == 0
     assert len(model.sent) == sent + 2
-    assert search.facts_pending() == 1 and not backfill.refused.current()
+    assert search.backfill.facts_pending() == 1 and not backfill.refused.current()
     search.close()

@@ -38,16 +38,11 @@ from orcad.capture.projections import (
     render_markdown,
 )
 from orcad.query import distinct_terms
-from orcad.recall import automatic
-from orcad.recall.automatic import (
-    PROJECTS_CACHED,
-    ProjectCache,
-    ProjectMemorySearch,
-    fact_embedder,
-    search_index,
-)
+from orcad.recall import project_cache
+from orcad.recall.automatic import ProjectMemorySearch, fact_embedder
 from orcad.recall.embedders import EmbeddingUnavailable
 from orcad.recall.embedding import Embeddings, load_embedder
+from orcad.recall.project_cache import PROJECTS_CACHED, ProjectCache, search_index
 from protocol.types import ExtractedFact
 
 pytestmark = pytest.mark.inprocess
@@ -493,11 +488,11 @@ def test_recall_reads_fact_vectors_from_the_index_and_the_backfill_embeds_only_t
     commit(tmp_path, ledger, fact_embedder(embeddings)(facts[:1], tmp_path))  # the first one's
     search = ProjectMemorySearch(lambda _project: tmp_path, embeddings=embeddings)
     assert recall_first(search, embeddings, model) == facts[0]
-    assert model.texts == [] and search.facts_pending() == 1  # recall embeds none itself
+    assert model.texts == [] and search.backfill.facts_pending() == 1  # recall embeds none itself
     assert backfill(search, embeddings) == 1
     assert model.texts == facts[1:]  # the first fact's vector came from the index
     recall_first(search, embeddings, model)
-    assert model.texts == [] and search.facts_pending() == 0  # and both are kept
+    assert model.texts == [] and search.backfill.facts_pending() == 0  # and both are kept
     search.close()
 
 
@@ -525,7 +520,7 @@ def test_after_a_model_change_a_publish_embeds_its_facts_and_the_backfill_the_ol
     assert set(stored.by_text) == {new}
     search = ProjectMemorySearch(lambda _project: tmp_path, embeddings=embeddings)
     assert recall_first(search, embeddings, model) == older[0]  # by its words meanwhile
-    assert model.texts == [] and search.facts_pending() == 2
+    assert model.texts == [] and search.backfill.facts_pending() == 2
     assert backfill(search, embeddings) == 2 and sorted(model.texts) == sorted(older)
     stored = read_index_vectors(tmp_path / INDEX_FILE)
     assert stored is not None and set(stored.by_text) == {new, *older}
@@ -543,7 +538,7 @@ def test_facts_the_backfill_embeds_are_written_to_the_index_once(tmp_path: Path)
     search = ProjectMemorySearch(lambda _project: tmp_path, embeddings=embeddings)
     assert backfill(search, embeddings) == 0  # nothing recalled yet: nothing known to want a vector
     assert recall_first(search, embeddings, model) == facts[0]  # by their words meanwhile
-    assert model.texts == [] and search.facts_pending() == 2
+    assert model.texts == [] and search.backfill.facts_pending() == 2
     assert backfill(search, embeddings) == 2
     assert sorted(model.texts) == sorted(facts)  # embedded once
     stored = read_index_vectors(tmp_path / INDEX_FILE)
@@ -555,7 +550,7 @@ def test_facts_the_backfill_embeds_are_written_to_the_index_once(tmp_path: Path)
     search.close()
     restarted = ProjectMemorySearch(lambda _project: tmp_path, embeddings=embeddings)
     assert recall_first(restarted, embeddings, model) == facts[0]
-    assert restarted.facts_pending() == 0 and backfill(restarted, embeddings) == 0
+    assert restarted.backfill.facts_pending() == 0 and backfill(restarted, embeddings) == 0
     assert model.texts == []  # every vector came from the index
     restarted.close()
 
@@ -586,7 +581,7 @@ def test_facts_the_backfill_embeds_are_kept_in_memory_when_the_index_cannot_be_w
     assert index_state(tmp_path, ledger) == "current"  # the one it had
     assert recall_first(search, embeddings, model) == facts[0]
     assert model.texts == [] and backfill(search, embeddings) == 0  # kept in memory, not retried
-    assert len(problems) == 1 and search.facts_pending() == 0
+    assert len(problems) == 1 and search.backfill.facts_pending() == 0
     search.close()
 
 
@@ -603,26 +598,26 @@ def test_a_publish_during_the_backfills_embedding_keeps_its_facts_vectors(
     commit(tmp_path, ledger)  # an index without vectors
     search = ProjectMemorySearch(lambda _project: tmp_path, embeddings=embeddings)
     recall_first(search, embeddings, model)
-    batch = search.facts_to_embed(64, frozenset())
+    batch = search.backfill.facts_to_embed(64, frozenset())
     assert batch is not None and [r.fact for r in batch.records] == facts
     matrix = embeddings.embed(facts, purpose="backfill")
     assert matrix is not None
     new = "Staging deploys run from the deploy-staging workflow."
     ledger = with_facts(ledger, new, job="job_published_meanwhile")
     commit(tmp_path, ledger, fact_embedder(embeddings)([new], tmp_path))
-    assert search.keep_fact_vectors(batch, matrix) == 2
+    assert search.backfill.keep_fact_vectors(batch, matrix) == 2
     stored = read_index_vectors(tmp_path / INDEX_FILE)
     assert stored is not None and set(stored.by_text) == {*facts, new}
     assert index_state(tmp_path, ledger) == "current"
     assert recall_first(search, embeddings, model) == facts[0]
-    assert model.texts == [] and search.facts_pending() == 0
+    assert model.texts == [] and search.backfill.facts_pending() == 0
     search.close()
 
 
 def test_a_project_dropped_from_the_cache_is_no_longer_counted_as_waiting(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(automatic, "PROJECTS_CACHED", 1)
+    monkeypatch.setattr(project_cache, "PROJECTS_CACHED", 1)
     model = CountingModel()
     embeddings = Embeddings("builtin", model)
     directories = {"p1": tmp_path / "p1", "p2": tmp_path / "p2"}
@@ -633,11 +628,11 @@ def test_a_project_dropped_from_the_cache_is_no_longer_counted_as_waiting(
     search = ProjectMemorySearch(directories.__getitem__, embeddings=embeddings)
     query = embeddings.query("which package manager?")
     search.search_blocking("p1", ["alpha"], 6, query)
-    assert search.facts_pending() == 2
+    assert search.backfill.facts_pending() == 2
     search.search_blocking("p2", ["gamma"], 6, query)  # p1 leaves the cache
-    assert search.facts_pending() == 3
+    assert search.backfill.facts_pending() == 3
     assert backfill(search, embeddings) == 3
-    assert search.facts_pending() == 0
+    assert search.backfill.facts_pending() == 0
     search.close()
 
 
@@ -646,9 +641,9 @@ def backfill(search: ProjectMemorySearch, embeddings: Embeddings) -> int:
     `Backfill.facts_step_blocking`, with no refusal), batch after batch until the model fails
     or nothing is left: how many facts it embedded."""
     embedded = 0
-    while (batch := search.facts_to_embed(64, frozenset())) is not None:
+    while (batch := search.backfill.facts_to_embed(64, frozenset())) is not None:
         matrix = embeddings.embed([record.fact for record in batch.records], purpose="backfill")
-        kept = 0 if matrix is None else search.keep_fact_vectors(batch, matrix)
+        kept = 0 if matrix is None else search.backfill.keep_fact_vectors(batch, matrix)
         if not kept:
             break
         embedded += kept
@@ -709,7 +704,7 @@ def test_facts_that_could_not_be_embedded_are_recalled_by_their_words(tmp_path: 
     search = ProjectMemorySearch(lambda _project: tmp_path, embeddings=embeddings)
     assert recall_first(search, embeddings, model) == facts[0]  # lexical for them
     assert (
-        backfill(search, embeddings) == 0 and search.facts_pending() == 2
+        backfill(search, embeddings) == 0 and search.backfill.facts_pending() == 2
     )  # tried at the next pass
     assert recall_first(search, embeddings, model) == facts[0]
     search.close()

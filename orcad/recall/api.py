@@ -118,7 +118,7 @@ def install(
         vectors_in_memory,
         record_error=host.record_error,
         refused=refused,
-        facts=automatic,
+        facts=automatic.backfill,
     )
 
     def active_jobs() -> int:

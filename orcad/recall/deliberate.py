@@ -36,9 +36,9 @@ from orcad.limits import (
     VECTOR_MATRIX_REFRESH_S,
 )
 from orcad.recall import rank
-from orcad.recall.automatic import FactBatch
 from orcad.recall.embedders import Array, EmbeddingRefused, EmbeddingTimedOut, EmbeddingUnavailable
 from orcad.recall.embedding import Embeddings, PromptQuery
+from orcad.recall.fact_backfill import FactBatch
 from orcad.sessions import Session
 from protocol.types import DeliberateEntry, EmbeddingStatus
 
@@ -149,9 +149,10 @@ def to_entry(record: StoredRecord) -> DeliberateEntry:
 
 
 class FactBackfill(Protocol):
-    """The automatic part's share of the backfill (orcad.recall.automatic.ProjectMemorySearch):
-    the facts that have no vector yet, of projects recalled lately and of every project on disk
-    (`count_on_disk`, once before the first batch)."""
+    """The automatic part's share of the backfill
+    (orcad.recall.fact_backfill.FactVectorBackfill): the facts that have no vector yet, of
+    projects recalled lately and of every project on disk (`count_on_disk`, once before the
+    first batch)."""
 
     def facts_to_embed(self, limit: int, skip: frozenset[bytes]) -> FactBatch | None: ...
 
