@@ -76,7 +76,7 @@ class GrantsService:
                     granted_at=format_time(granted_at),
                 )
             )
-        for grant in self._memory.session_grants.all():
+        for grant in self._memory.approvals.session_grants.all():
             if session_filter is not None and grant.session_id != session_filter:
                 continue
             if root_filter is not None and grant.workspace_root != root_filter:
@@ -96,7 +96,7 @@ class GrantsService:
         """Remove one grant; revoked=False when it did not exist (idempotent)."""
         scope, key, is_global = parse_grant_id(params.grant_id)
         if scope == "session":
-            revoked = self._memory.session_grants.revoke(key, is_global=is_global)
+            revoked = self._memory.approvals.session_grants.revoke(key, is_global=is_global)
         else:
             revoked = await self._memory.store.revoke_grant(
                 GLOBAL_GRANT_KEY if scope == "global" else key

@@ -3,30 +3,33 @@ the same store through orcad.recall.deliberate.
 
 Order of checks for a change: session (bare -> -32016), params (-32602 with the field), target
 visibility (-32014), secret and exact-duplicate refusals (every mode), then the policy
-(plan/normal/auto/yolo) and, in auto mode, the automatic review.
+(plan/normal/auto/yolo) and, in auto mode, the automatic review. The approval flow's own
+steps (the fields' check, the policy with its grants, the question, the grant an approval
+gives) are in orcad.deliberate.approval_flow.
 """
 
 from __future__ import annotations
 
-import re
 import sqlite3
 from collections.abc import Awaitable, Callable
 
-import msgspec
 import structlog
 import trio
 
-from orcad.clock import Clock, format_time
-from orcad.control_characters import escape_control_characters
-from orcad.deliberate.approvals import (
-    PendingApprovals,
-    PendingChange,
-    SessionGrants,
-    new_approval_id,
+from orcad.clock import Clock
+from orcad.deliberate.approval_flow import (
+    ApprovalFlow,
+    changes_global,
+    check_unchanged,
+    denied,
+    preview,
+    scope_name,
+    scope_phrase,
+    to_wire,
+    validate_change,
 )
-from orcad.deliberate.policy import PolicyDecision, decide
+from orcad.deliberate.approvals import PendingChange
 from orcad.deliberate.queries import (
-    GLOBAL_GRANT_KEY,
     DuplicateRecord,
     StoredRecord,
     is_record_id,
@@ -34,16 +37,15 @@ from orcad.deliberate.queries import (
 )
 from orcad.deliberate.review import review_content
 from orcad.deliberate.store import DeliberateStore
-from orcad.errors import Conflict, Disabled, InvalidParams, NotFound, StorageError
+from orcad.errors import Disabled, NotFound, StorageError
 from orcad.failpoints import failpoint
-from orcad.limits import APPROVAL_TTL_S, DELIBERATE_PURGE_DELAY_S, MEMORY_CONTENT_MAX_CHARS
-from orcad.secrets import redact, secret_kinds
+from orcad.limits import DELIBERATE_PURGE_DELAY_S
+from orcad.secrets import secret_kinds
 from orcad.sessions import Session, SessionStore
 from protocol.types import (
     MemoryApproveParams,
     MemoryManageParams,
     MemoryManageResult,
-    MemoryRecord,
     MemorySearchParams,
     MemorySearchResult,
     SessionParams,
@@ -52,92 +54,6 @@ from protocol.types import (
 log = structlog.get_logger("orcad.deliberate")
 
 SENSITIVE_CONTENT_DENIAL = "the content looks like a secret ({kinds}); nothing was stored"
-PREVIEW_CHARS = 60
-# A prompt offers "this workspace" for every change; on a global change that grant is wider.
-GLOBAL_GRANT_NOTE = (
-    " Allowing it for the workspace allows every later change to global memory, from any "
-    "workspace, without asking."
-)
-
-
-def scope_name(record: StoredRecord) -> str:
-    return "global" if record.is_global else "workspace"
-
-
-def to_wire(record: StoredRecord) -> MemoryRecord:
-    return MemoryRecord(
-        id=record.id,
-        kind=record.kind,
-        content=record.content,
-        scope="global" if record.is_global else "workspace",
-        workspace_root=record.workspace_root,
-        created_at=format_time(record.created_at),
-        updated_at=format_time(record.updated_at),
-    )
-
-
-def preview(content: str) -> str:
-    """One line, short, secrets redacted, controls and bidirectional overrides written out (a
-    summary is the question a user approves on): what a summary quotes of the content."""
-    line = escape_control_characters(re.sub(r"\s+", " ", redact(content)).strip())
-    return line if len(line) <= PREVIEW_CHARS else line[: PREVIEW_CHARS - 1] + "…"
-
-
-# Line breaks and other control characters a directory name may hold: a summary is one line.
-_CONTROL = re.compile(r"[\x00-\x1f\x7f\x85\u2028\u2029]")
-
-
-def _scope_phrase(is_global: bool, root: str) -> str:
-    shown = escape_control_characters(_CONTROL.sub(lambda m: ascii(m.group())[1:-1], root))
-    return "global memory" if is_global else f"workspace memory ({shown})"
-
-
-def validate_change(params: MemoryManageParams) -> PendingChange:
-    """The requested change with its fields checked (-32602 naming the field)."""
-
-    def forbid(field: str, why: str) -> None:
-        if getattr(params, field) is not None:
-            raise InvalidParams(
-                f"`{field}` is not accepted for {params.action}: {why}", field=field
-            )
-
-    content = None if params.content is None else params.content.strip()
-    if content is not None:
-        if not content:
-            raise InvalidParams("`content` must not be blank", field="content")
-        if len(content) > MEMORY_CONTENT_MAX_CHARS:
-            raise InvalidParams(
-                f"`content` has {len(content)} characters; the limit is {MEMORY_CONTENT_MAX_CHARS}",
-                field="content",
-            )
-    if params.action == "save":
-        forbid("id", "a new record gets its id from the daemon")
-        for field in ("content", "kind", "is_global"):
-            if getattr(params, field) is None:
-                raise InvalidParams(f"save requires `{field}`", field=field)
-    elif params.action == "update":
-        if params.id is None:
-            raise InvalidParams("update requires `id`", field="id")
-        forbid("is_global", "a record keeps its scope; save a new one and forget this one")
-        if content is None and params.kind is None:
-            raise InvalidParams("update requires `content` or `kind`", field="content")
-    else:
-        if params.id is None:
-            raise InvalidParams("forget requires `id`", field="id")
-        forbid("content", "forget takes only the id")
-        forbid("kind", "forget takes only the id")
-        forbid("is_global", "forget takes only the id")
-    return PendingChange(
-        approval_id="",
-        session_id=params.session_id,
-        epoch=params.epoch,
-        action=params.action,
-        record_id=params.id,
-        content=content,
-        kind=params.kind,
-        is_global=params.is_global,
-        created_at=0.0,
-    )
 
 
 class DeliberateMemory:
@@ -147,8 +63,7 @@ class DeliberateMemory:
         self.store = store
         self._clock = clock
         self._sessions = sessions
-        self.pending = PendingApprovals()
-        self.session_grants = SessionGrants()
+        self.approvals = ApprovalFlow(store, clock)
         sessions.on_ended.append(self._session_ended)
         # Removes other copies of forgotten text (recall snapshots holding the text, or the
         # record by id: it may be shown cut); set by install.
@@ -160,8 +75,8 @@ class DeliberateMemory:
 
     def _session_ended(self, session_id: str) -> None:
         """A closed or expired session's grants and pending changes end with it."""
-        self.session_grants.drop_session(session_id)
-        self.pending.drop_session(session_id)
+        self.approvals.session_grants.drop_session(session_id)
+        self.approvals.pending.drop_session(session_id)
 
     async def run_purger(
         self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
@@ -237,16 +152,16 @@ class DeliberateMemory:
         change = validate_change(params)
         if change.action == "forget":
             # A forget the policy lets through whatever its scope needs no prior read.
-            decision = await self._decide(session, is_global=None)
+            decision = await self.approvals.decide(session, is_global=None)
             if decision.action in ("apply", "review"):  # the review always accepts a forget
                 return await self._apply(session, change)
         target = await self._target(session, change)
         refusal = await self._refusal(session, change, target)
         if refusal is not None:
             return refusal
-        decision = await self._decide(session, is_global=changes_global(change, target))
+        decision = await self.approvals.decide(session, is_global=changes_global(change, target))
         if decision.action == "deny":
-            return self._denied(session, change, decision.reason or "denied", target)
+            return denied(session, change, decision.reason or "denied", target)
         if decision.action == "review" and change.action != "forget":
             assert change.content is not None or target is not None
             verdict = review_content(
@@ -254,59 +169,25 @@ class DeliberateMemory:
                 duplicate_id=None,  # duplicates were refused above, in every mode
             )
             if not verdict.accepted:
-                return self._denied(session, change, verdict.reason or "review refused", target)
+                return denied(session, change, verdict.reason or "review refused", target)
         if decision.action == "ask":
-            return self._ask(session, change, target)
+            return self.approvals.ask(session, change, target)
         return await self._apply(session, change, target)
-
-    async def _decide(self, session: Session, *, is_global: bool | None) -> PolicyDecision:
-        """`is_global`: the scope the change touches (None: unknown yet, so no grant counts).
-
-        A grant covers the scope it was given for: a workspace grant that workspace's records,
-        the global grant global memory."""
-        granted = False
-        asks = session.mode == "normal" and session.interactive and not session.auto_approve
-        if asks and is_global is not None:
-            granted = self.session_grants.covers(
-                session.session_id, is_global=is_global, workspace_root=session.workspace_root
-            )
-            grant_key = GLOBAL_GRANT_KEY if is_global else session.workspace_id
-            granted = granted or await self.store.has_workspace_grant(grant_key)
-        return decide(
-            mode=session.mode,
-            interactive=session.interactive,
-            auto_approve=session.auto_approve,
-            granted=granted,
-        )
 
     async def approve(self, params: MemoryApproveParams) -> MemoryManageResult:
         session = await self._session(params)
-        change = self.pending.take(
+        change = self.approvals.pending.take(
             params.approval_id, session.session_id, session.epoch, self._clock.now()
         )
         if params.decision == "deny":
             target = await self._target_or_none(session, change)
             log.info("memory.declined", approval_id=change.approval_id, action=change.action)
-            return self._denied(session, change, "declined by the user", target)
+            return denied(session, change, "declined by the user", target)
         # Memory may have changed while the user decided: check again before applying.
         target = await self._target(session, change)
-        _check_unchanged(change, target)
+        check_unchanged(change, target)
         is_global = changes_global(change, target)
-        now = self._clock.now()
-        if params.decision == "allow_session":
-            self.session_grants.grant(
-                session.session_id,
-                is_global=is_global,
-                workspace_root=session.workspace_root,
-                now=now,
-            )
-        elif params.decision == "allow_workspace":  # for a global change: the global grant
-            if is_global:
-                await self.store.add_workspace_grant(GLOBAL_GRANT_KEY, "", now)
-            else:
-                await self.store.add_workspace_grant(
-                    session.workspace_id, session.workspace_root, now
-                )
+        await self.approvals.grant(session, params.decision, is_global=is_global)
         log.info(
             "memory.approved",
             approval_id=change.approval_id,
@@ -349,7 +230,7 @@ class DeliberateMemory:
         if kinds:
             log.info("memory.denied", action=change.action, reason="secret", kinds=kinds)
             denial = SENSITIVE_CONTENT_DENIAL.format(kinds=kinds)
-            return self._denied(session, change, denial, target)
+            return denied(session, change, denial, target)
         if target is not None:
             scope_workspace = target.workspace_id
         else:
@@ -362,28 +243,6 @@ class DeliberateMemory:
                 return self._unchanged(target)
             return None
         return self._duplicate(existing)
-
-    def _ask(
-        self, session: Session, change: PendingChange, target: StoredRecord | None
-    ) -> MemoryManageResult:
-        now = self._clock.now()
-        pending = msgspec.structs.replace(
-            change,
-            approval_id=new_approval_id(),
-            created_at=now,
-            shown=None if target is None else (target.content, target.kind),
-        )
-        self.pending.add(pending, now)
-        log.info("memory.pending", approval_id=pending.approval_id, action=change.action)
-        return MemoryManageResult(
-            outcome="pending_approval",
-            approval_id=pending.approval_id,
-            reason=f"waiting for the user (memory.approve {pending.approval_id}, valid "
-            f"{APPROVAL_TTL_S:.0f} s)",
-            record=to_wire(target) if target is not None else None,
-            summary=f"Approval needed to {describe(session, change, target)}."
-            + (GLOBAL_GRANT_NOTE if changes_global(change, target) else ""),
-        )
 
     async def _apply(
         self, session: Session, change: PendingChange, known_target: StoredRecord | None = None
@@ -450,24 +309,12 @@ class DeliberateMemory:
             approval_id=None,
             reason=None,
             record=to_wire(record),
-            summary=f"{verb} {_scope_phrase(record.is_global, record.workspace_root)} "
+            summary=f"{verb} {scope_phrase(record.is_global, record.workspace_root)} "
             f'{record.id} ({record.kind}): "{preview(record.content)}".',
         )
 
-    def _denied(
-        self, session: Session, change: PendingChange, reason: str, target: StoredRecord | None
-    ) -> MemoryManageResult:
-        log.info("memory.denied", action=change.action)
-        return MemoryManageResult(
-            outcome="denied",
-            approval_id=None,
-            reason=reason,
-            record=to_wire(target) if target is not None else None,
-            summary=f"Nothing changed; denied: {describe(session, change, target)} ({reason}).",
-        )
-
     def _duplicate(self, existing: StoredRecord) -> MemoryManageResult:
-        scope = _scope_phrase(existing.is_global, existing.workspace_root)
+        scope = scope_phrase(existing.is_global, existing.workspace_root)
         return MemoryManageResult(
             outcome="denied",
             approval_id=None,
@@ -484,38 +331,3 @@ class DeliberateMemory:
             record=to_wire(target),
             summary=f"Nothing changed: {scope_name(target)} memory {target.id} already says that.",
         )
-
-
-def describe(session: Session, change: PendingChange, target: StoredRecord | None) -> str:
-    """The proposed change in words, one line: what and in which scope."""
-    if change.action == "save":
-        scope = _scope_phrase(bool(change.is_global), session.workspace_root)
-        return f'save {scope} ({change.kind}): "{preview(change.content or "")}"'
-    assert target is not None
-    scope = _scope_phrase(target.is_global, target.workspace_root)
-    if change.action == "forget":
-        return f'forget {scope} {target.id}: "{preview(target.content)}"'
-    new_content = change.content if change.content is not None else target.content
-    return (
-        f"update {scope} {target.id} ({change.kind or target.kind}): "
-        f'"{preview(target.content)}" -> "{preview(new_content)}"'
-    )
-
-
-def _check_unchanged(change: PendingChange, target: StoredRecord | None) -> None:
-    """Conflict when another change rewrote the record after the user was asked: the approval
-    was given for the text and kind the summary showed, not for what replaced them."""
-    if change.shown is None or target is None or change.shown == (target.content, target.kind):
-        return
-    raise Conflict(
-        f"memory record {target.id} changed after this {change.action} was proposed (it now "
-        f'says "{preview(target.content)}"); nothing was changed or granted: call memory.manage '
-        "again to propose it against the record as it is now"
-    )
-
-
-def changes_global(change: PendingChange, target: StoredRecord | None) -> bool:
-    """Whether the change touches global memory (a save's scope, else its target's)."""
-    if target is not None:
-        return target.is_global
-    return bool(change.is_global)
