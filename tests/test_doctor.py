@@ -17,7 +17,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from orcactl.commands.doctor import judge_embedding
+from orcactl.commands.doctor_models import judge_embedding
 from orcad.capture import jobstore, ledger, projections, projects
 from orcad.capture.records import AttemptError, new_job
 from protocol.types import EmbeddingStatus

@@ -1,0 +1,98 @@
+"""Doctor's checks of the daemon: its runtime directory and socket, who answers on it, and the
+faults the running daemon recorded."""
+
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from orcactl.commands.doctor_faults import Finding, judge_daemon_errors
+from orcactl.commands.doctor_files import judge_private
+from orcad.limits import DOCTOR_DAEMON_TIMEOUT_S
+from orcad.paths import Paths
+from protocol.client import Client, DaemonUnavailable, ProtocolViolation
+from protocol.errors import ErrorCode, RemoteError
+
+
+def check_runtime_and_socket(
+    paths: Paths, sock: Path, uid: int
+) -> tuple[list[Finding], Client | None]:
+    found: list[Finding] = []
+    runtime = sock.parent
+    try:
+        info = runtime.lstat()
+    except FileNotFoundError:
+        found.append(
+            Finding("runtime dir", "ok", f"{runtime} does not exist yet (created at start)")
+        )
+        return found, None
+    if stat.S_ISLNK(info.st_mode):
+        found.append(
+            Finding(
+                "runtime dir",
+                "problem",
+                f"{runtime} is a symbolic link; orcad refuses it",
+                f"rm {runtime}  (orcad creates a real directory)",
+            )
+        )
+        return found, None
+    judged = judge_private("runtime dir", runtime, info, uid)
+    found.extend(judged or [Finding("runtime dir", "ok", f"{runtime} is yours, mode 0700")])
+    try:
+        sock_info = sock.lstat()
+    except FileNotFoundError:
+        found.append(
+            Finding("socket", "ok", f"orcad is not running; clients start it on demand ({sock})")
+        )
+        return found, None
+    try:
+        client = Client(str(sock), timeout=DOCTOR_DAEMON_TIMEOUT_S)
+        pid = client.call("daemon.ping").pid
+    except (DaemonUnavailable, OSError) as exc:
+        found.append(
+            Finding(
+                "socket",
+                "problem",
+                f"{sock} exists but nothing answers ({exc})",
+                f"restart orcad (systemctl --user restart orcad), or remove {sock} "
+                "if no orcad runs",
+            )
+        )
+        return found, None
+    except (ProtocolViolation, msgspec.MsgspecError, RemoteError) as exc:
+        # orcad answers daemon.ping with its pid, never an error: an error is another server
+        client.close()
+        found.append(
+            Finding(
+                "socket",
+                "problem",
+                f"{sock} answers, but not orcad protocol 1 ({exc})",
+                f"stop whatever listens on {sock}, or point ORCA_SOCKET elsewhere",
+            )
+        )
+        return found, None
+    judged = judge_private("socket", sock, sock_info, uid)
+    found.extend(
+        judged or [Finding("socket", "ok", f"orcad pid {pid} answers on {sock} (mode 0600)")]
+    )
+    return found, client
+
+
+def offered(client: Client, method: str, params: dict[str, Any]) -> tuple[Any, Finding | None]:
+    """Call `method`; a -32601 answer becomes a 'skipped' finding instead of a failure."""
+    try:
+        return client.call(method, params), None
+    except RemoteError as exc:
+        if exc.code == ErrorCode.METHOD_NOT_FOUND:
+            return None, Finding(
+                method.partition(".")[0], "skipped", f"the daemon does not offer {method}"
+            )
+        raise
+
+
+def check_daemon_errors(client: Client) -> list[Finding]:
+    """Storage faults and crashes the running daemon recorded (daemon.status recent_errors)."""
+    return judge_daemon_errors(client.call("daemon.status").recent_errors)

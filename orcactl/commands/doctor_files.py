@@ -1,0 +1,112 @@
+"""Doctor's checks of files and directories: the memory root and the database's directory are
+private to the user, the configuration parses with known keys, and the disk has room."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+from pathlib import Path
+
+from orcactl.commands.doctor_faults import Finding
+from orcad.config import Config, load_config
+from orcad.errors import StartupError
+from orcad.paths import Paths
+
+FILE_SCAN_LIMIT = 10000  # entries looked at under the memory root
+
+
+def judge_private(check: str, path: Path, info: os.stat_result, uid: int) -> list[Finding]:
+    """A path must be ours and closed to group and others."""
+    kind = "directory" if stat.S_ISDIR(info.st_mode) else "file"
+    mode = stat.S_IMODE(info.st_mode)
+    found = []
+    if info.st_uid != uid:
+        found.append(
+            Finding(
+                check,
+                "problem",
+                f"{path} is owned by uid {info.st_uid}, not you ({uid})",
+                f"chown {uid} {path}  (or remove it and let orcad recreate it)",
+            )
+        )
+    if mode & 0o077:
+        wanted = "700" if kind == "directory" else "600"
+        found.append(
+            Finding(
+                check,
+                "problem",
+                f"{kind} {path} has mode {mode:04o}; others can read it",
+                f"chmod {wanted} {path}",
+            )
+        )
+    return found
+
+
+def judge_disk(path: Path, free_bytes: int, minimum_mb: int) -> Finding:
+    free_mb = free_bytes // (1024 * 1024)
+    if free_mb < minimum_mb:
+        return Finding(
+            "disk",
+            "problem",
+            f"only {free_mb} MiB free on the disk holding {path}",
+            "free some space: orcad cannot commit jobs or approvals on a full disk",
+        )
+    return Finding("disk", "ok", f"{free_mb} MiB free on the disk holding {path}")
+
+
+def check_storage(paths: Paths, uid: int) -> list[Finding]:
+    found: list[Finding] = []
+    roots = [(paths.memory_root, "memory"), (paths.deliberate_db.parent, "database")]
+    for root, check in roots:
+        if not root.exists():
+            found.append(Finding(check, "ok", f"{root} does not exist yet"))
+            continue
+        problems: list[Finding] = []
+        for path in _walk(root, only_named=check == "database", db=paths.deliberate_db):
+            try:
+                info = path.lstat()
+            except FileNotFoundError:
+                continue
+            if not stat.S_ISLNK(info.st_mode):
+                problems.extend(judge_private(check, path, info, uid))
+        found.extend(problems or [Finding(check, "ok", f"{root}: private to you")])
+    return found
+
+
+def _walk(root: Path, *, only_named: bool, db: Path) -> list[Path]:
+    if only_named:  # the deliberate database's directory may hold the user's other files
+        return [root] + [p for p in (db, Path(f"{db}-wal"), Path(f"{db}-shm")) if p.exists()]
+    paths = [root]
+    for directory, dirnames, filenames in os.walk(root):
+        paths.extend(Path(directory) / name for name in dirnames + filenames)
+        if len(paths) > FILE_SCAN_LIMIT:
+            break
+    return paths[:FILE_SCAN_LIMIT]
+
+
+def check_config(paths: Paths) -> tuple[list[Finding], Config]:
+    try:
+        loaded = load_config(paths.config_file)
+    except StartupError as exc:
+        return [Finding("config", "problem", str(exc), f"edit {paths.config_file}")], Config()
+    if loaded.path is None:
+        return [Finding("config", "ok", f"no {paths.config_file}; defaults apply")], loaded.config
+    if loaded.unknown_keys:
+        keys = ", ".join(loaded.unknown_keys)
+        return [
+            Finding(
+                "config",
+                "problem",
+                f"{loaded.path}: unknown keys: {keys} (ignored)",
+                "remove them or correct their spelling (see the README's configuration keys)",
+            )
+        ], loaded.config
+    return [Finding("config", "ok", f"{loaded.path} parses; every key is known")], loaded.config
+
+
+def check_disk(paths: Paths, minimum_mb: int) -> Finding:
+    where = paths.memory_root
+    while not where.exists() and where != where.parent:
+        where = where.parent
+    return judge_disk(paths.memory_root, shutil.disk_usage(where).free, minimum_mb)

@@ -1,0 +1,132 @@
+"""Doctor's checks of the models orcad calls: the extraction provider answers, and recall's
+embedding model loads (or, with a daemon, what the daemon reports of it)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import urllib.error
+import urllib.request
+from typing import Any
+
+from orcactl.commands.doctor_faults import Finding
+from orcad.config import Config
+from orcad.limits import DOCTOR_PROVIDER_TIMEOUT_S
+from protocol.types import EmbeddingStatus
+
+
+class _RefuseRedirects(urllib.request.HTTPRedirectHandler):
+    """urllib copies the Authorization header to wherever a redirect points: never follow one."""
+
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+_NO_REDIRECTS = urllib.request.build_opener(_RefuseRedirects)
+
+
+def check_provider(config: Config) -> Finding:
+    extraction = config.extraction
+    if extraction.provider == "heuristic":
+        return Finding("provider", "ok", "heuristic extraction needs no provider")
+    if extraction.provider == "command":
+        program = extraction.command.argv[0]
+        if shutil.which(program) is None:
+            return Finding(
+                "provider",
+                "problem",
+                f"extraction.command.argv[0] {program!r} is not found on PATH",
+                "install it, or give its absolute path in [extraction.command] argv",
+            )
+        return Finding("provider", "ok", f"command {program!r} resolves to {shutil.which(program)}")
+    openai = extraction.openai
+    url = openai.base_url.rstrip("/") + "/models"
+    request = urllib.request.Request(url, method="GET")  # noqa: S310 - the configured endpoint
+    key = os.environ.get(openai.api_key_env)
+    if key:
+        request.add_header("Authorization", f"Bearer {key}")
+    try:
+        with _NO_REDIRECTS.open(request, timeout=DOCTOR_PROVIDER_TIMEOUT_S) as response:
+            return Finding("provider", "ok", f"{url} answered {response.status}")
+    except urllib.error.HTTPError as exc:
+        if 300 <= exc.code < 400:  # orcad does not follow redirects either
+            return Finding(
+                "provider",
+                "problem",
+                f"{url} answered {exc.code}, a redirect to {exc.headers.get('Location')!r}",
+                "set extraction.openai.base_url to the final address",
+            )
+        if exc.code in (401, 403):
+            return Finding(
+                "provider",
+                "problem",
+                f"{url} refused the API key ({exc.code})",
+                f"set {openai.api_key_env} to a valid key in orcad's environment",
+            )
+        return Finding(
+            "provider",
+            "problem",
+            f"{url} answered {exc.code}",
+            "check extraction.openai.base_url (it should end in /v1 for most servers)",
+        )
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        return Finding(
+            "provider",
+            "problem",
+            f"{url} is unreachable: {reason}",
+            "start the model server, or correct extraction.openai.base_url",
+        )
+
+
+def judge_embedding(embedding: EmbeddingStatus | None) -> Finding:
+    """Recall's embedding model as the running daemon reports it."""
+    if embedding is None:
+        return Finding("embedding", "skipped", "the daemon does not report one")
+    if embedding.state == "off":
+        return Finding("embedding", "skipped", 'recall is lexical ([recall] embedding = "none")')
+    if embedding.state == "unavailable":
+        return Finding(
+            "embedding",
+            "problem",
+            f"recall is lexical only: {embedding.reason}",
+            embedding_fix(embedding.setting, embedding.reason or "") + ", then restart orcad",
+        )
+    if embedding.state == "loading":
+        return Finding("embedding", "ok", f"{embedding.setting}: loading, just after start")
+    detail = f"{embedding.model}: {embedding.embedded} records embedded"
+    if embedding.pending:
+        detail += f", {embedding.pending} pending (embedding in the background)"
+    if embedding.reason:
+        return Finding("embedding", "problem", f"{detail}; last failure: {embedding.reason}")
+    return Finding("embedding", "ok", detail)
+
+
+def embedding_fix(setting: str, reason: str) -> str:
+    """What to do when the model `setting` names cannot be loaded, for `reason`."""
+    if setting == "builtin" or "onnxruntime cannot be imported" in reason:
+        # the package's files damaged, or onnxruntime missing: "builtin" needs it too
+        return 'reinstall orcad, or set [recall] embedding = "static" in config.toml'
+    return 'fix [recall] embedding in config.toml, or set it to "builtin"'
+
+
+def check_embedding_offline(config: Config) -> Finding:
+    """Whether the configured embedding model loads, without a daemon."""
+    from orcad.recall.embedders import EmbeddingUnavailable  # noqa: PLC0415 - numpy
+    from orcad.recall.embedding import load_embedder  # noqa: PLC0415 - numpy
+
+    setting = config.recall.embedding
+    if setting == "none":
+        return Finding("embedding", "skipped", 'recall is lexical ([recall] embedding = "none")')
+    if setting == "endpoint":
+        return Finding("embedding", "skipped", "an endpoint is checked by the running daemon")
+    try:
+        embedder = load_embedder(setting)
+    except EmbeddingUnavailable as exc:
+        return Finding(
+            "embedding",
+            "problem",
+            f"{exc}; recall would be lexical only",
+            embedding_fix(setting, str(exc)),
+        )
+    return Finding("embedding", "ok", f"{getattr(embedder, 'model_id', setting)} loads")
