@@ -184,6 +184,8 @@ def test_a_full_disk_is_a_storage_error_on_every_path_and_is_recorded(
         code, findings = doctor(orca_env)
         assert code == 1
         assert any("session.open" in f["detail"] for f in problems(findings, "daemon"))
+        full = [f for f in problems(findings, "daemon") if "storage:" in f["detail"]]
+        assert full and all("free disk space" in f["fix"] for f in full), full
         assert daemon.proc is not None and daemon.proc.poll() is None  # still serving
         for filler in fillers:
             filler.unlink()
@@ -552,6 +554,63 @@ def test_a_damaged_project_file_is_reported_by_doctor_with_its_own_fix(
         assert "candidates.jsonl" not in found["fix"]  # the ledger is sound: leave it alone
         if running:
             daemon.stop()
+
+
+def test_doctor_names_an_inspect_command_that_works_once_the_ledger_is_moved_aside(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    # the fix's steps, run as written: move the damaged ledger aside, then the inspect it names
+    daemon = start(orca_env, daemon_factory, "[extraction]\nworkers = 0\n")
+    cwd = workdir(tmp_path)
+    session = daemon.call("session.open", {"cwd": cwd})
+    directory = orca_env.memory_root / "projects" / session.project.id
+    (directory / "candidates.jsonl").write_text('{"this is": "not a ledger"\n')
+    code, findings = doctor(orca_env)
+    assert code == 1
+    [found] = problems(findings, "index")
+    move = re.search(r"mv (\S+) (\S+)\)", found["fix"])
+    named = re.search(r"orcactl (inspect [^;]*?) shows", found["fix"])
+    assert move is not None and named is not None, found["fix"]
+    Path(move.group(1)).rename(move.group(2))
+    shown = orcactl(orca_env, *named.group(1).split())
+    assert shown.returncode == 0, (named.group(1), shown.stdout, shown.stderr)
+    assert session.project.id in shown.stdout
+
+
+@pytest.mark.parametrize("fault", ["lock link", "file for jobs/"])
+def test_doctor_gives_a_storage_fault_the_fix_for_its_cause_not_disk_space(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path, fault: str
+) -> None:
+    # a project's .lock that is a symbolic link, or a regular file where jobs/ should be: the
+    # daemon reports a storage fault, and doctor's fix is for that, and works as written
+    daemon = start(orca_env, daemon_factory, "[extraction]\nworkers = 0\n")
+    cwd = workdir(tmp_path)
+    session = daemon.call("session.open", {"cwd": cwd})
+    directory = orca_env.memory_root / "projects" / session.project.id
+    if fault == "lock link":
+        (tmp_path / "elsewhere").write_text("")
+        (directory / ".lock").unlink()
+        (directory / ".lock").symlink_to(tmp_path / "elsewhere")
+        ids = {"session_id": session.session_id, "epoch": session.epoch}
+        method, params = "remember", {**ids, "text": "we deploy on Tuesdays", "scope": "project"}
+    else:
+        (directory / "jobs").rmdir()
+        (directory / "jobs").write_text("")
+        method, params = "turn.completed", turn(session, "t1")
+    assert remote_error(daemon, method, params).code == -32017
+    code, findings = doctor(orca_env)
+    assert code == 1
+    [found] = [f for f in problems(findings, "daemon") if f"storage: {method}:" in f["detail"]]
+    assert "disk" not in found["fix"] and "space" not in found["fix"], found["fix"]
+    if fault == "lock link":
+        assert ".lock" in found["fix"] and "remove the link" in found["fix"]
+        (directory / ".lock").unlink()
+    else:
+        assert "move that file aside" in found["fix"] and "next session" in found["fix"]
+        (directory / "jobs").rename(directory / "jobs.aside")
+        params = turn(daemon.call("session.open", {"cwd": cwd}), "t2")
+    daemon.call(method, params)  # as the fix says: orcad makes the file or directory again
+    assert (directory / ".lock").is_file() and (directory / "jobs").is_dir()
 
 
 def test_a_project_file_that_is_a_fifo_is_damaged_and_never_waited_on(

@@ -25,11 +25,12 @@ class Finding:
     fix: str = ""
 
 
-# Faults the daemon records (daemon.status recent_errors) that doctor shows, with their fix.
-# Ledger and job-file damage are found by the index and jobs checks themselves.
+# Faults the daemon records (daemon.status recent_errors) that doctor shows, with their fix
+# (a storage fault's depends on its cause: STORAGE_FIXES). Ledger and job-file damage are found
+# by the index and jobs checks themselves.
 DAEMON_FAULT_FIXES = {
-    "storage": "free disk space or fix the file system named in the message; the daemon "
-    "retries by itself",
+    "storage": "fix what the message names (the file or directory, its permissions, or its "
+    "file system); the daemon retries by itself",
     "state_db_damaged": "free space or fix permissions under the memory root, then restart orcad",
     "memory_db_corrupt": "see the databases check for the repair steps",
     "background_crashed": "a bug: the task was restarted; please report it with the daemon log "
@@ -44,6 +45,37 @@ DAEMON_FAULT_FIXES = {
     "project_metadata_corrupt": "move the named project.json aside; it is rewritten at the next "
     "session in that project",
 }
+
+
+# A storage fault's cause, as the operating system's words in its message say it, with its fix;
+# the first that matches counts, and a cause not listed gets the "storage" fix above.
+STORAGE_FIXES = (
+    (
+        ("No space left", "Disk quota exceeded", "disk is full", "free disk space"),
+        "free disk space (or raise the quota) on the file system named in the message; the "
+        "daemon retries by itself",
+    ),
+    (
+        ("Too many levels of symbolic links",),
+        "a symbolic link stands where orcad keeps a file of its own (after `cannot lock DIR`: "
+        "DIR/.lock); remove the link, and orcad makes the file again",
+    ),
+    (
+        ("Not a directory", "File exists"),
+        "a file stands where orcad keeps a directory on the path named (a project's jobs/, "
+        "say): move that file aside; the next session opened in that project makes the "
+        "directory again",
+    ),
+)
+
+
+def daemon_fault_fix(kind: str, message: str) -> str | None:
+    """The fix for a fault the daemon recorded, None for a kind doctor does not show."""
+    if kind == "storage":
+        for words, fix in STORAGE_FIXES:
+            if any(word in message for word in words):
+                return fix
+    return DAEMON_FAULT_FIXES.get(kind)
 
 
 def guarded(check: str, run: Callable[[], list[Finding]]) -> list[Finding]:
@@ -135,7 +167,7 @@ def judge_daemon_errors(recent_errors: list[Any]) -> list[Finding]:
     """The storage faults and crashes the running daemon recorded, newest last."""
     found = []
     for error in recent_errors:
-        fix = DAEMON_FAULT_FIXES.get(error.kind)
+        fix = daemon_fault_fix(error.kind, error.message)
         if fix is not None:
             found.append(
                 Finding("daemon", "problem", f"{error.at} {error.kind}: {error.message}", fix)
@@ -173,5 +205,5 @@ def judge_damaged_project(project_id: str, directory: Path, problem: str | None)
             f"{directory}/candidates.jsonl.damaged): the ledger starts empty, held jobs run "
             "again and job files keep the evidence"
         )
-    fixes.append(f"orcactl inspect {project_id} shows the rest")
+    fixes.append(f"then orcactl inspect --project {project_id} shows the project")
     return Finding("index", "problem", f"project {project_id}: {detail}", "; ".join(fixes))
