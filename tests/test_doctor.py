@@ -181,6 +181,32 @@ def test_memory_files_readable_by_others(orca_env: OrcaEnv, project_dir: Path) -
     assert found["fix"] == f"chmod 600 {user_md}"
 
 
+@pytest.mark.parametrize("fault", ["lock link", "file for jobs/"])
+def test_something_in_place_of_a_projects_lock_or_jobs_directory(
+    orca_env: OrcaEnv, project_dir: Path, tmp_path: Path, fault: str
+) -> None:
+    # orcad cannot lock a project through a symbolic link, nor capture a turn without jobs/:
+    # doctor says so before a turn fails, and its fix, run as written, clears it
+    if fault == "lock link":
+        (tmp_path / "elsewhere").write_text("")
+        (project_dir / projects.LOCK_FILE).symlink_to(tmp_path / "elsewhere")
+        named = project_dir / projects.LOCK_FILE
+    else:
+        (project_dir / projects.JOBS_DIR).rmdir()
+        (project_dir / projects.JOBS_DIR).write_text("")
+        (project_dir / projects.JOBS_DIR).chmod(0o600)
+        named = project_dir / projects.JOBS_DIR
+    status, findings = doctor(orca_env)
+    assert status == 1
+    found = only_problem(findings, "memory")
+    assert str(named) in found["detail"]
+    command = found["fix"].split("  (")[0].split()
+    assert command[0] in ("rm", "mv") and command[1] == str(named), found["fix"]
+    subprocess.run(command, check=True)
+    status, findings = doctor(orca_env)
+    assert problems(findings, "memory") == [], findings
+
+
 def test_memory_root_open_to_others(orca_env: OrcaEnv, project_dir: Path) -> None:
     orca_env.memory_root.chmod(0o755)
     status, findings = doctor(orca_env)

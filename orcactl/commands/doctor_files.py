@@ -1,5 +1,6 @@
 """Doctor's checks of files and directories: the memory root and the database's directory are
-private to the user, the configuration parses with known keys, and the disk has room."""
+private to the user, nothing stands in place of a project's lock file or jobs directory, the
+configuration parses with known keys, and the disk has room."""
 
 from __future__ import annotations
 
@@ -55,6 +56,37 @@ def judge_disk(path: Path, free_bytes: int, minimum_mb: int) -> Finding:
     return Finding("disk", "ok", f"{free_mb} MiB free on the disk holding {path}")
 
 
+def judge_in_place(
+    check: str, path: Path, info: os.stat_result, projects_dir: Path
+) -> list[Finding]:
+    """A project's lock file or jobs directory that something else stands in place of: orcad
+    will not lock a project through a symbolic link, and captures no turn without jobs/."""
+    from orcad.capture.projects import JOBS_DIR, LOCK_FILE  # noqa: PLC0415 - filelock
+
+    if path.parent.parent != projects_dir:
+        return []
+    if path.name == LOCK_FILE and stat.S_ISLNK(info.st_mode):
+        return [
+            Finding(
+                check,
+                "problem",
+                f"{path} is a symbolic link; orcad refuses to lock the project through it",
+                f"rm {path}  (orcad makes the file again)",
+            )
+        ]
+    if path.name == JOBS_DIR and not stat.S_ISDIR(info.st_mode):
+        return [
+            Finding(
+                check,
+                "problem",
+                f"{path} is not a directory; no turn of this project can be captured",
+                f"mv {path} {path}.aside  (the next session opened in the project makes the "
+                "directory again)",
+            )
+        ]
+    return []
+
+
 def check_storage(paths: Paths, uid: int) -> list[Finding]:
     found: list[Finding] = []
     roots = [(paths.memory_root, "memory"), (paths.deliberate_db.parent, "database")]
@@ -70,6 +102,7 @@ def check_storage(paths: Paths, uid: int) -> list[Finding]:
                 continue
             if not stat.S_ISLNK(info.st_mode):
                 problems.extend(judge_private(check, path, info, uid))
+            problems.extend(judge_in_place(check, path, info, paths.projects_dir))
         found.extend(problems or [Finding(check, "ok", f"{root}: private to you")])
     return found
 
