@@ -423,6 +423,30 @@ def test_after_a_restart_a_job_is_retried_from_its_stored_source(
     assert (claimed.job.job_id, claimed.job.source) == (job_id, "user: Stored text, exactly.")
 
 
+@pytest.mark.parametrize("field", ["lease", "not_before"])
+def test_a_wait_edited_past_any_orcad_sets_does_not_hold_the_job_for_good(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path, field: str
+) -> None:
+    daemon = start(orca_env, daemon_factory, NO_WORKERS)
+    session = daemon.call("session.open", {"cwd": str(project_dir(tmp_path))})
+    job_id = daemon.call("turn.completed", turn_params(session, "t1", "We use pnpm.")).job_id
+    if field == "lease":  # a worker that then died holds it
+        daemon.call("jobs.claim", {"worker": "gone", "lease_s": 60})
+    daemon.stop()
+    path = job_file(orca_env.memory_root, session.project.id, job_id)
+    stored = json.loads(path.read_text())
+    if field == "lease":
+        stored["lease"]["expires_at"] = "9999-12-31T23:59:59.000Z"
+    else:
+        stored["not_before"] = "9999-12-31T23:59:59.000Z"
+    path.write_text(json.dumps(stored))
+    daemon.start()
+    claimed = daemon.call("jobs.claim", {"worker": "w"})
+    assert claimed.job is not None and claimed.job.job_id == job_id
+    # taking over a lease that did not end counts its attempt, as for any expired lease
+    assert claimed.job.attempt == (2 if field == "lease" else 1)
+
+
 # --- built-in workers ---------------------------------------------------------------------------
 
 SLOW_PROVIDER = """import sys, time

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import time
 
+import msgspec
 import pytest
 
 from orcad import limits
 from orcad.capture import leases, schedule
 from orcad.capture.records import JobRecord, Provenance, PublishOutcome, new_job
 from orcad.capture.schedule import JobView, PoolState, plan, view_of
-from orcad.clock import parse_time
+from orcad.clock import format_time, parse_time
 from orcad.errors import LeaseLost
 
 pytestmark = pytest.mark.pure
@@ -254,6 +255,24 @@ def test_plan_wakes_at_lease_expiry_and_claims_after_it() -> None:
     jobs = (view("job_" + "2" * 32, T0, state="leased", lease_expires=T0 + 60),)
     assert plan(T0, PoolState(jobs=jobs)) == schedule.Plan(claim=(), wake_at=T0 + 60)
     assert [v.job_id for v in plan(T0 + 60, PoolState(jobs=jobs)).claim] == [jobs[0].job_id]
+
+
+def test_a_wait_further_ahead_than_orcad_sets_counts_as_passed() -> None:
+    held = claimed(job())
+    edge = T0 + limits.JOB_WAIT_MAX_S
+    at_edge = msgspec.structs.replace(
+        held, lease=msgspec.structs.replace(held.lease, expires_at=format_time(edge))
+    )
+    beyond = msgspec.structs.replace(
+        held, lease=msgspec.structs.replace(held.lease, expires_at=format_time(edge + 1))
+    )
+    assert not leases.is_claimable(at_edge, T0)  # a one-year lease_s grants this much
+    assert leases.is_claimable(beyond, T0)
+    waiting = msgspec.structs.replace(job(), not_before=format_time(edge + 1))
+    assert leases.is_claimable(waiting, T0)
+    views = (view_of(at_edge), view_of(beyond), view_of(waiting))
+    planned = plan(T0, PoolState(jobs=views))
+    assert planned.claim == (views[1], views[2]) and planned.wake_at == edge
 
 
 def test_plan_waits_out_a_reschedule() -> None:

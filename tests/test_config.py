@@ -128,6 +128,8 @@ def test_the_longest_waits_still_make_a_job_file() -> None:
         leased, token=leased.lease.token, now=now, error="down", max_retries=3, backoff_s=longest
     )
     assert failed.not_before_time() == pytest.approx(now + longest, abs=0.01)
+    # the longest of each is honoured, not taken for a hand edit
+    assert not leases.is_claimable(leased, now) and not leases.is_claimable(failed, now)
 
 
 def test_invalid_toml_is_a_clear_error() -> None:

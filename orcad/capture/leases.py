@@ -5,8 +5,9 @@ job store applies it under the project lock and writes the result durably. Pure 
 
 - A claim issues token `fence + 1`, so tokens strictly increase per job (the fence is stored).
 - Pending jobs are claimable once `not_before` (a provider's Retry-After) has passed; leased
-  jobs once their lease has expired. Taking over an expired lease counts the holder's attempt
-  as failed ("lease expired"), since it did not finish in time.
+  jobs once their lease has expired. A time further ahead than orcad ever sets one (a hand-edited
+  job file) counts as passed, so it cannot hold a job for good. Taking over an expired lease
+  counts the holder's attempt as failed ("lease expired"), since it did not finish in time.
 - Renew, publish, fail and release need the current token and an unexpired lease; anything else
   raises LeaseLost and changes nothing.
 - Failed attempts are retried up to `max_retries` times, then the job is exhausted (spec:
@@ -31,7 +32,7 @@ from orcad.capture.records import (
 from orcad.capture.states import JobEvent, next_state
 from orcad.clock import format_time
 from orcad.errors import LeaseLost
-from orcad.limits import RETRY_AFTER_MAX_S
+from orcad.limits import JOB_WAIT_MAX_S, RETRY_AFTER_MAX_S
 from orcad.secrets import ELLIPSIS, redact, shorten_redacted
 
 JOB_ERRORS_KEPT = 8  # newest attempt errors kept in a job file
@@ -48,13 +49,19 @@ def builtin_owner(instance: str, worker_number: int) -> str:
     return f"{BUILTIN_OWNER_PREFIX}{instance}:w{worker_number}"
 
 
+def honoured(at: float, now: float) -> float:
+    """A lease's expiry or a job's `not_before` as it is honoured at `now`: one further ahead
+    than orcad ever sets (a job file edited by hand) is `now`, already passed."""
+    return now if at - now > JOB_WAIT_MAX_S else at
+
+
 def is_claimable(job: JobRecord, now: float) -> bool:
     if job.state == "pending":
         not_before = job.not_before_time()
-        return not_before is None or now >= not_before
+        return not_before is None or now >= honoured(not_before, now)
     if job.state == "leased":
         expires = job.lease_expires()
-        return expires is None or now >= expires
+        return expires is None or now >= honoured(expires, now)
     return False
 
 

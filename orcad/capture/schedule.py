@@ -14,6 +14,7 @@ from typing import Literal
 import msgspec
 
 from orcad import limits
+from orcad.capture.leases import honoured
 from orcad.capture.records import JobRecord
 from orcad.capture.states import JobState
 from orcad.clock import parse_time
@@ -58,12 +59,12 @@ class Plan(msgspec.Struct, frozen=True, kw_only=True):
     wake_at: float | None  # look again then (None: only when something changes)
 
 
-def claimable_at(job: JobView) -> float | None:
+def claimable_at(job: JobView, now: float) -> float | None:
     """The earliest time the job can be claimed; None when it never can (terminal)."""
     if job.state == "pending":
-        return job.not_before if job.not_before is not None else float("-inf")
+        return honoured(job.not_before, now) if job.not_before is not None else float("-inf")
     if job.state == "leased":
-        return job.lease_expires if job.lease_expires is not None else float("-inf")
+        return honoured(job.lease_expires, now) if job.lease_expires is not None else float("-inf")
     return None
 
 
@@ -75,7 +76,7 @@ def plan(now: float, state: PoolState) -> Plan:
     for job in state.jobs:
         if job.job_id in state.running or job.project_id in state.skipped_projects:
             continue
-        at = claimable_at(job)
+        at = claimable_at(job, now)
         if at is None:
             continue
         at = max(at, state.held_until.get(job.project_id, at))  # only that project waits
