@@ -717,6 +717,43 @@ def test_a_lock_failure_reschedules_the_worker_after_reschedule_s(
     assert "job_store" in [e.kind for e in daemon.call("daemon.status").recent_errors]
 
 
+def test_a_publish_kept_from_the_lock_past_its_bound_is_tried_again_with_the_same_answer(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    script = tmp_path / "gated_provider.py"
+    script.write_text(GATED_PROVIDER)
+    gate = tmp_path / "gate"
+    argv = json.dumps([sys.executable, str(script), str(gate)])
+    config = (  # the lease outlasts one lock wait (5 s) by far
+        '[extraction]\nprovider = "command"\nworkers = 1\nlease_s = 30.0\n'
+        f"[extraction.command]\nargv = {argv}\n"
+    )
+    daemon = start(orca_env, daemon_factory, config)
+    session = daemon.call("session.open", {"cwd": str(project_dir(tmp_path))})
+    job_id = daemon.call("turn.completed", turn_params(session, "t1")).job_id
+    wait_for(lambda: daemon.call("daemon.status").workers.busy == 1)
+    lock = filelock.FileLock(
+        orca_env.memory_root / "projects" / session.project.id / ".lock", thread_local=False
+    )
+    with lock:
+        gate.touch()  # the provider answers; publishing now needs the lock held here
+        wait_for(
+            lambda: "job_store" in [e.kind for e in daemon.call("daemon.status").recent_errors],
+            timeout=30,
+        )
+    job = wait_for(
+        lambda: (
+            (j := read_job_file(orca_env.memory_root, session.project.id, job_id))["state"]
+            == "committed"
+            and j
+        ),
+        timeout=20,  # well within the lease: a takeover after it would be too late
+    )
+    claims = [e for e in daemon.log_events() if e.get("event") == "job.claimed"]
+    assert len(claims) == 1  # the provider was asked once: its answer was kept
+    assert job["attempts"] == 0  # a lock held elsewhere is not the attempt's failure
+
+
 def test_a_damaged_ledger_holds_its_projects_jobs_until_it_is_moved_aside(
     orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
 ) -> None:

@@ -275,6 +275,14 @@ def test_a_wait_further_ahead_than_orcad_sets_counts_as_passed() -> None:
     assert planned.claim == (views[1], views[2]) and planned.wake_at == edge
 
 
+def test_a_publish_kept_from_the_lock_is_tried_again_only_while_the_lease_runs() -> None:
+    held = view_of(claimed(job()))
+    assert schedule.lease_runs(held, T0 + LEASE - 0.001)
+    assert not schedule.lease_runs(held, T0 + LEASE)
+    assert not schedule.lease_runs(view_of(job()), T0)  # released or never claimed
+    assert not schedule.lease_runs(None, T0)  # gone
+
+
 def test_plan_waits_out_a_reschedule() -> None:
     jobs = (view("job_" + "1" * 32, T0),)
     retry = schedule.reschedule_at(T0, 30.0)

@@ -88,6 +88,18 @@ def plan(now: float, state: PoolState) -> Plan:
     return Plan(claim=tuple(ready), wake_at=wake_at)
 
 
+def lease_runs(job: JobView | None, now: float) -> bool:
+    """Whether the job's lease, as last granted, still runs: a publish kept from the project
+    lock is tried again until then (only an unexpired lease may publish: spec, Capture and
+    Recovery)."""
+    return (
+        job is not None
+        and job.state == "leased"
+        and job.lease_expires is not None
+        and now < job.lease_expires
+    )
+
+
 def reschedule_at(now: float, reschedule_s: float = limits.DEFAULT_RESCHEDULE_S) -> float:
     """When a worker tries again after a transient job-store or lock failure."""
     return now + reschedule_s

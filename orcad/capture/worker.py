@@ -118,10 +118,7 @@ class WorkerPool:
             action = schedule.after_attempt(end)
             try:
                 if action == "publish":
-                    try:
-                        await engine.publish(job.job_id, token, output, self.provenance)
-                    except ExtractionRejected as exc:
-                        log.info("job.output_rejected", job_id=job.job_id, error=exc.message)
+                    await self._publish(job.job_id, token, output)
                 elif action == "fail":
                     await engine.fail(job.job_id, token, output, retry_after)
                 elif action == "drop":
@@ -139,6 +136,25 @@ class WorkerPool:
                     await self._release_quietly(job.job_id, token)
             engine.busy_workers -= 1
             self.running.discard(job.job_id)
+
+    async def _publish(self, job_id: str, token: int, output: str) -> None:
+        """Publish the provider's answer. A project lock another process holds past its bound
+        is waited for again while the lease runs, instead of dropping the answer and asking the
+        provider again after the lease ran out; the publish checks the lease under the lock, so
+        one that ran out meanwhile still writes nothing."""
+        engine = self.engine
+        while True:
+            try:
+                await engine.publish(job_id, token, output, self.provenance)
+                return
+            except ExtractionRejected as exc:
+                log.info("job.output_rejected", job_id=job_id, error=exc.message)
+                return
+            except ProjectLockTimeout as exc:
+                if not schedule.lease_runs(engine.index.view(job_id), engine.clock.now()):
+                    raise
+                log.warning("publish.lock_timeout", job_id=job_id, error=exc.message)
+                engine.problems.report("job_store", exc.message)
 
     async def _release_quietly(self, job_id: str, token: int) -> None:
         try:
