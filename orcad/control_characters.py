@@ -33,3 +33,23 @@ def escape_control_characters(text: str) -> str:
     """`text` with each control, bidirectional formatting or tag character written as an
     escape; tab and newline are kept."""
     return _CONTROL_CHARACTERS.sub(_escape, text)
+
+
+# An escape as escape_control_characters writes one (or as text may hold one already)
+_WRITTEN_ESCAPE = re.compile(r"\\(?:x[0-9a-f]{2}|u[0-9a-f]{4}|U[0-9a-f]{8})")
+
+
+def _space_for_escape(match: re.Match[str]) -> str:
+    code = int(match.group()[2:], 16)
+    if code > 0x10FFFF or not _CONTROL_CHARACTERS.fullmatch(chr(code)):
+        return match.group()  # not one of the characters written out: text as it is
+    return " "
+
+
+def escapes_as_spaces(text: str) -> str:
+    """`text` with each written-out control, bidirectional formatting or tag character read
+    as the word break the character is, for search: the word after `\\x00` or `\\u200f`
+    in a stored fact is a word of its own, not glued to the escape."""
+    if "\\" not in text:
+        return text
+    return _WRITTEN_ESCAPE.sub(_space_for_escape, text)

@@ -28,7 +28,7 @@ from orcad.recall.render import (
 )
 from protocol.errors import RemoteError
 from protocol.types import CLIENT_ID_MAX_CHARS, AutomaticEntry, DeliberateEntry, ExtractedFact
-from tests.external_worker import turn_params
+from tests.external_worker import fact_output, turn_params
 from tests.harness import DaemonProcess, OrcaEnv
 
 pytestmark = pytest.mark.daemon
@@ -460,6 +460,42 @@ def test_an_index_that_cannot_be_rebuilt_falls_back_to_lexical_ranking(
     assert found[2:] == ["Deployment goes through staging first."]
     errors = daemon.call("daemon.status").recent_errors
     assert any(error.kind == "recall.index_unusable" for error in errors)
+
+
+@pytest.mark.parametrize("index", ["fts5", "unusable"])
+def test_a_word_an_escaped_control_character_touches_is_still_found(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], workdir: Path, index: str
+) -> None:
+    orca_env.write_config("[extraction]\nworkers = 0\n")
+    daemon = DaemonProcess(orca_env)
+    daemon_factory.append(daemon)
+    daemon.start()
+    agent = Agent(daemon, workdir)
+    daemon.call("turn.completed", turn_params(agent.opened, "t1", "How do builds run?"))
+    claimed = daemon.call("jobs.claim", {"worker": "w"})
+    # a NUL and a right-to-left mark glued to the next word: the ledger holds them as \x00
+    # and \u200f, which must not make "x00bazelisk" or "u200fchangelog" a word of its own
+    output = fact_output(
+        "Nightly builds run\x00bazelisk.", "Release notes go in the\u200fchangelog."
+    )
+    published = daemon.call(
+        "jobs.publish",
+        {
+            "job_id": claimed.job.job_id,
+            "token": claimed.lease.token,
+            "output": output,
+            "provider": "p",
+            "model": "m",
+        },
+    )
+    assert published.added == 2
+    if index == "unusable":  # recall ranks the ledger in process
+        path = project_dir(orca_env, agent.project_id) / "index.sqlite3"
+        path.unlink()
+        path.mkdir()
+        (path / "keep").write_text("x")
+    assert texts(agent.recall("bazelisk")) == ["Nightly builds run\\x00bazelisk."]
+    assert texts(agent.recall("changelog")) == ["Release notes go in the\\u200fchangelog."]
 
 
 def test_a_corrupt_ledger_leaves_the_deliberate_part_working(

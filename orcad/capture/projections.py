@@ -34,7 +34,7 @@ import structlog
 from orcad import limits
 from orcad.capture.ledger import CandidateRecord, Ledger, ledger_path
 from orcad.capture.projects import JOBS_DIR
-from orcad.control_characters import escape_control_characters
+from orcad.control_characters import escape_control_characters, escapes_as_spaces
 from orcad.durable_files import (
     fsync_directory,
     remove_leftover_temps,
@@ -245,8 +245,8 @@ def open_index(path: Path) -> tuple[sqlite3.Connection, str]:
 
 
 def read_index_vectors(path: Path) -> IndexVectors | None:
-    """The vectors an index holds, by fact text; None when it holds none or cannot be read
-    (the vectors are a cache: a damaged index only costs recall some embedding)."""
+    """The vectors an index holds, by fact text as indexed; None when it holds none or cannot
+    be read (the vectors are a cache: a damaged index only costs recall some embedding)."""
     try:
         connection, _fingerprint = open_index(path)
     except IndexUnavailable:
@@ -303,8 +303,15 @@ def _build_index_file(path: Path, ledger: Ledger, vectors: IndexVectors | None) 
         connection.executemany(
             "INSERT INTO candidates (fact, candidate_id, category, recorded_at, session_id, "
             "turn_id) VALUES (?, ?, ?, ?, ?, ?)",
-            [
-                (c.fact, c.id, c.category, c.recorded_at, c.session_id, c.turn_id)
+            [  # a word a written-out control character touches is a word of its own
+                (
+                    escapes_as_spaces(c.fact),
+                    c.id,
+                    c.category,
+                    c.recorded_at,
+                    c.session_id,
+                    c.turn_id,
+                )
                 for c in ledger.candidates
             ],
         )
@@ -318,11 +325,7 @@ def _build_index_file(path: Path, ledger: Ledger, vectors: IndexVectors | None) 
             meta.append(("vector_model", vectors.model))
             connection.executemany(
                 "INSERT OR IGNORE INTO vectors (candidate_id, vector) VALUES (?, ?)",
-                [
-                    (c.id, vectors.by_text[c.fact])
-                    for c in ledger.candidates
-                    if c.fact in vectors.by_text
-                ],
+                [(c.id, vector) for c in ledger.candidates if (vector := _vector_of(vectors, c))],
             )
         connection.executemany("INSERT INTO meta (key, value) VALUES (?, ?)", meta)
         connection.execute("COMMIT")
@@ -333,6 +336,12 @@ def _build_index_file(path: Path, ledger: Ledger, vectors: IndexVectors | None) 
         os.fsync(descriptor)
     finally:
         os.close(descriptor)
+
+
+def _vector_of(vectors: IndexVectors, candidate: CandidateRecord) -> bytes | None:
+    """The fact's vector: by its text, or by its text as indexed (read from an earlier index)."""
+    found = vectors.by_text.get(candidate.fact)
+    return found if found is not None else vectors.by_text.get(escapes_as_spaces(candidate.fact))
 
 
 def _open_read_only(path: Path) -> sqlite3.Connection:
