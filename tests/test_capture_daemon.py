@@ -754,6 +754,31 @@ def test_a_publish_kept_from_the_lock_past_its_bound_is_tried_again_with_the_sam
     assert job["attempts"] == 0  # a lock held elsewhere is not the attempt's failure
 
 
+def test_a_project_lock_held_elsewhere_is_a_locked_storage_error_and_changes_nothing(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    daemon = start(orca_env, daemon_factory, NO_WORKERS)
+    session = daemon.call("session.open", {"cwd": str(project_dir(tmp_path))})
+    job_id = daemon.call("turn.completed", turn_params(session, "t1")).job_id
+    claimed = daemon.call("jobs.claim", {"worker": "w"})
+    publish = {
+        "job_id": job_id,
+        "token": claimed.lease.token,
+        "output": fact_output("Releases are cut from main."),
+        "provider": "p",
+        "model": "m",
+    }
+    directory = orca_env.memory_root / "projects" / session.project.id
+    before = (directory / "jobs" / f"{job_id}.json").read_bytes()
+    with filelock.FileLock(directory / ".lock", thread_local=False):
+        error = remote_error(daemon, "jobs.publish", publish)
+    # what a client retries on, as for a database another process keeps locked
+    assert (error.code, error.kind, error.data["reason"]) == (-32017, "storage", "locked")
+    assert error.data["path"] == str(directory)
+    assert (directory / "jobs" / f"{job_id}.json").read_bytes() == before
+    assert daemon.call("jobs.publish", publish).added == 1  # once the lock is let go
+
+
 def test_a_damaged_ledger_holds_its_projects_jobs_until_it_is_moved_aside(
     orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
 ) -> None:

@@ -160,6 +160,7 @@ def run_with_project_lock(
             f"the lock of project directory {directory} was held by another process for "
             f"{timeout:.0f} s; try again later",
             path=str(directory),
+            reason="locked",  # as for a database another process keeps locked
         ) from exc
     except OSError as exc:
         raise StorageError(
