@@ -5,6 +5,7 @@ revisioned forgetting."""
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from orcactl.arguments import (
@@ -14,8 +15,28 @@ from orcactl.arguments import (
     project_id,
     utf8_text,
 )
-from orcactl.connect import EXIT_OK, CommandError, call, print_json
+from orcactl.commands.damaged_ledger import (
+    MARKDOWN_VIEW,
+    damaged_ledger,
+    damaged_project,
+    file_line,
+    ledger_fix,
+    list_files,
+    read_markdown_view,
+)
+from orcactl.connect import (
+    EXIT_ERROR,
+    EXIT_OK,
+    CommandError,
+    call,
+    connect,
+    print_json,
+    remote_failure,
+)
+from protocol.client import Client
+from protocol.errors import RemoteError
 from protocol.types import (
+    DamagedJob,
     JobsListResult,
     JobsRetryResult,
     JobSummary,
@@ -124,10 +145,20 @@ def _job_line(job: JobSummary) -> str:
     )
 
 
+def _damaged_job_line(damaged: DamagedJob) -> str:
+    return f"{damaged.job_id}  DAMAGED  {damaged.path} (kept as found; the job is held)"
+
+
 def run_inspect(args: argparse.Namespace) -> int:
-    result: ProjectsInspectResult = call(
-        args, "projects.inspect", _project_params(args.project, args.path)
-    )
+    params = _project_params(args.project, args.path)  # a removed cwd is refused before a start
+    with connect(args) as client:
+        try:
+            result: ProjectsInspectResult = client.call("projects.inspect", params)
+        except RemoteError as exc:
+            unreadable = damaged_ledger(exc)
+            if unreadable is None:
+                raise remote_failure(exc) from None
+            return _inspect_damaged(args, client, unreadable, exc.error.message)
     if args.json:
         print_json(result)
         return EXIT_OK
@@ -153,6 +184,54 @@ def run_inspect(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _inspect_damaged(args: argparse.Namespace, client: Client, ledger: Path, problem: str) -> int:
+    """A project whose ledger orcad cannot read still has its jobs, its files and the Markdown
+    view of the ledger as last written: shown with the damaged file and what to do, exit 1."""
+    directory = ledger.parent
+    try:
+        listed: ProjectsListResult = client.call("projects.list", {})
+        jobs: JobsListResult = client.call("jobs.list", {"project_id": directory.name})
+    except RemoteError as exc:
+        raise remote_failure(exc) from None
+    summary = next((p for p in listed.projects if p.id == directory.name), None)
+    project = damaged_project(directory.name, directory, summary, problem)
+    report = {
+        "project": project,
+        "ledger": None,
+        "index": None,
+        "damaged_file": {"path": str(ledger), "problem": problem, "fix": ledger_fix(ledger)},
+        "files": list_files(directory),
+        "markdown_view": read_markdown_view(directory / MARKDOWN_VIEW),
+    }
+    if args.json:
+        print_json({**report, "jobs": jobs.jobs, "damaged_jobs": jobs.damaged})
+    else:
+        _print_damaged(report, jobs)
+    return EXIT_ERROR
+
+
+def _print_damaged(report: dict[str, Any], jobs: JobsListResult) -> None:
+    project, damaged, view = report["project"], report["damaged_file"], report["markdown_view"]
+    print(f"project   {project['id']}  [damaged]")
+    print(f"identity  {project['identity'] or '(unknown)'}")
+    print(f"last cwd  {project['last_seen_cwd'] or '(unknown)'}")
+    print(f"directory {project['path']}")
+    print(f"DAMAGED   {damaged['problem']}")
+    print(f"fix       {damaged['fix']}")
+    print("files     " + (", ".join(map(file_line, report["files"])) or "(none)"))
+    if view["text"] is None:
+        print(f"ledger    unreadable; {MARKDOWN_VIEW}: {view['problem']}")
+    else:
+        note = f" ({view['problem']})" if view["problem"] else ""
+        print(f"ledger    unreadable; {MARKDOWN_VIEW}, its facts as last written{note}:")
+        print("\n".join(f"  | {line}" for line in view["text"].splitlines()))
+    print(f"jobs      {len(jobs.jobs) + len(jobs.damaged)}")
+    for job in jobs.jobs:
+        print(f"  {_job_line(job)}")
+    for damaged_job in jobs.damaged:
+        print(f"  {_damaged_job_line(damaged_job)}")
+
+
 def run_jobs(args: argparse.Namespace) -> int:
     params: dict[str, Any] = {}
     if args.state:
@@ -168,7 +247,7 @@ def run_jobs(args: argparse.Namespace) -> int:
     for job in result.jobs:
         print(_job_line(job))
     for damaged in result.damaged:
-        print(f"{damaged.job_id}  DAMAGED  {damaged.path} (kept as found; the job is held)")
+        print(_damaged_job_line(damaged))
     return EXIT_OK
 
 

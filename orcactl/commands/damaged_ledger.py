@@ -1,0 +1,118 @@
+"""`orcactl inspect` of a project whose ledger orcad cannot read: projects.inspect then answers
+with the damage alone, but the project still has its jobs, its files and the Markdown view of
+the ledger as it was last written. What inspect shows of those, read as they are on disk."""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+from orcactl.approval import shell_word
+from protocol.errors import RemoteError
+from protocol.types import ProjectSummary
+
+LEDGER = "candidates.jsonl"  # orcad.capture.ledger's file name
+MARKDOWN_VIEW = "auto-memory.md"  # the ledger's readable view, rebuilt at each ledger write
+# far above the view of a full ledger (128 facts of at most 400 characters), so only a file
+# that is no view is cut
+MARKDOWN_VIEW_MAX_BYTES = 1 << 20
+
+
+def damaged_ledger(error: RemoteError) -> Path | None:
+    """The ledger a projects.inspect failed on (damaged or unreadable), else None."""
+    path = error.error.data.get("path")
+    if error.kind != "storage" or not isinstance(path, str):
+        return None
+    return Path(path) if Path(path).name == LEDGER else None
+
+
+def ledger_fix(ledger: Path) -> str:
+    """What to do about a ledger orcad cannot read (README, Automatic memory)."""
+    moved = shell_word(str(ledger) + ".damaged")
+    return (
+        f"move it aside (mv {shell_word(str(ledger))} {moved}): automatic memory starts again "
+        "for this project with an empty ledger and its held jobs run again; the moved file "
+        "keeps what it held"
+    )
+
+
+def damaged_project(
+    project_id: str, directory: Path, summary: ProjectSummary | None, problem: str
+) -> dict[str, Any]:
+    """The project as projects.list knows it (--json's `project`, as inspect's)."""
+    return {
+        "id": project_id,
+        "identity": summary.identity if summary is not None else "",
+        "last_seen_cwd": summary.last_seen_cwd if summary is not None else None,
+        "path": str(directory),
+        "corrupt": True,
+        "problem": summary.problem if summary is not None and summary.problem else problem,
+    }
+
+
+def list_files(directory: Path) -> list[dict[str, Any]]:
+    """The project directory's entries as they are (links not followed): name, type, size."""
+    try:
+        entries = sorted(os.scandir(directory), key=lambda entry: entry.name)
+    except OSError:
+        return []
+    files = []
+    for entry in entries:
+        try:
+            info = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue  # removed meanwhile
+        files.append({"name": entry.name, **_kind(info)})
+    return files
+
+
+def _kind(info: os.stat_result) -> dict[str, Any]:
+    if stat.S_ISREG(info.st_mode):
+        return {"type": "file", "bytes": info.st_size}
+    if stat.S_ISDIR(info.st_mode):
+        return {"type": "directory", "bytes": None}
+    if stat.S_ISLNK(info.st_mode):
+        return {"type": "symlink", "bytes": None}
+    return {"type": "other", "bytes": None}
+
+
+def read_markdown_view(path: Path) -> dict[str, Any]:
+    """auto-memory.md as it is, never through a link and never waiting on a FIFO."""
+    view: dict[str, Any] = {"path": str(path), "text": None, "problem": None}
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as exc:
+        view["problem"] = _unreadable(exc)
+        return view
+    with os.fdopen(descriptor, "rb") as view_file:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            view["problem"] = "not a regular file; not read"
+            return view
+        try:
+            data = view_file.read(MARKDOWN_VIEW_MAX_BYTES + 1)
+        except OSError as exc:
+            view["problem"] = _unreadable(exc)
+            return view
+    if len(data) > MARKDOWN_VIEW_MAX_BYTES:
+        view["problem"] = f"longer than {MARKDOWN_VIEW_MAX_BYTES} bytes; its start is shown"
+    view["text"] = data[:MARKDOWN_VIEW_MAX_BYTES].decode("utf-8", "replace")
+    return view
+
+
+def _unreadable(exc: OSError) -> str:
+    if exc.errno == errno.ENOENT:
+        return "missing"
+    if exc.errno == errno.ELOOP:
+        return "a symbolic link; not read"
+    return f"cannot be read: {exc.strerror}"
+
+
+def file_line(file: dict[str, Any]) -> str:
+    if file["type"] == "file":
+        return f"{file['name']} ({file['bytes']} bytes)"
+    if file["type"] == "directory":
+        return f"{file['name']}/"
+    return f"{file['name']} ({file['type']})"

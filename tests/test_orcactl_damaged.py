@@ -1,0 +1,82 @@
+"""orcactl against a real daemon whose project files are damaged: each command still shows what
+it can, names the damaged file and says what to do."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.external_worker import turn_params, wait_for
+from tests.harness import DaemonProcess, OrcaEnv
+
+pytestmark = pytest.mark.crash
+
+
+def orcactl(orca_env: OrcaEnv, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "orcactl", "--no-start", *args],
+        env=orca_env.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def committed_project(daemon: DaemonProcess, tmp_path: Path) -> tuple[Path, Path, str]:
+    """A project with one committed job and its facts: (its cwd, its directory, the job id)."""
+    cwd = tmp_path / "project"
+    cwd.mkdir()
+    session = daemon.call("session.open", {"cwd": str(cwd)})
+    job_id = daemon.call("turn.completed", turn_params(session, "t1", "We use pnpm.")).job_id
+    wait_for(lambda: daemon.call("jobs.list", {}).jobs[0].state == "committed")
+    return cwd, daemon.orca.memory_root / "projects" / session.project.id, job_id
+
+
+def test_inspect_of_a_damaged_ledger_shows_what_it_can_and_names_the_file(
+    daemon: DaemonProcess, tmp_path: Path
+) -> None:
+    cwd, directory, job_id = committed_project(daemon, tmp_path)
+    ledger = directory / "candidates.jsonl"
+    with ledger.open("a") as damaged:
+        damaged.write("{not a candidate\n")
+
+    shown = orcactl(daemon.orca, "inspect", str(cwd))
+    assert shown.returncode == 1, shown.stderr
+    assert "Traceback" not in shown.stderr
+    assert directory.name in shown.stdout and job_id in shown.stdout  # the project, its jobs
+    assert "auto-memory.md" in shown.stdout and "index.sqlite3" in shown.stdout  # its files
+    assert "The project uses pnpm." in shown.stdout  # the Markdown view as last written
+    assert f"{ledger} is damaged" in shown.stdout + shown.stderr
+    assert f"mv {ledger} {ledger}.damaged" in shown.stdout + shown.stderr  # what to do
+
+    as_json = orcactl(daemon.orca, "inspect", "--project", directory.name, "--json")
+    assert as_json.returncode == 1, as_json.stderr
+    report = json.loads(as_json.stdout)  # one JSON document
+    assert report["project"]["id"] == directory.name and report["project"]["corrupt"]
+    assert report["ledger"] is None and report["index"] is None
+    assert report["damaged_file"]["path"] == str(ledger)
+    assert "mv " in report["damaged_file"]["fix"]
+    assert [job["job_id"] for job in report["jobs"]] == [job_id]
+    assert "auto-memory.md" in [file["name"] for file in report["files"]]
+    assert "The project uses pnpm." in report["markdown_view"]["text"]
+
+
+def test_inspect_of_a_damaged_ledger_without_its_markdown_view_says_so(
+    daemon: DaemonProcess, tmp_path: Path
+) -> None:
+    cwd, directory, _job_id = committed_project(daemon, tmp_path)
+    (directory / "candidates.jsonl").write_text("not a ledger\n")
+    (directory / "auto-memory.md").unlink()
+    (directory / "auto-memory.md").symlink_to(tmp_path / "elsewhere.md")
+
+    as_json = orcactl(daemon.orca, "inspect", str(cwd), "--json")
+    assert as_json.returncode == 1, as_json.stderr
+    view = json.loads(as_json.stdout)["markdown_view"]
+    assert view["text"] is None and "symbolic link" in view["problem"]
+    shown = orcactl(daemon.orca, "inspect", str(cwd))
+    assert shown.returncode == 1 and "symbolic link" in shown.stdout
