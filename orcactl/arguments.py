@@ -169,7 +169,8 @@ STDIN_TEXT_MAX_CHARS = 1 << 20
 
 def text_or_stdin(text: str, parse: Callable[[str], str]) -> str:
     """TEXT as argparse checked it, or for '-' the text on stdin, checked by the same `parse`:
-    what it refuses is bad usage (exit 2), as it would be on the command line."""
+    what it refuses, and a stdin that cannot be read, is bad usage (exit 2), as it would be on
+    the command line."""
     if text != "-":
         return text
     try:
@@ -179,5 +180,9 @@ def text_or_stdin(text: str, parse: Callable[[str], str]) -> str:
         return parse(read)
     except UnicodeDecodeError:
         raise CommandError("the text on stdin is not valid UTF-8", EXIT_USAGE) from None
+    except OSError as exc:  # opened for writing only (`0>file`), a read error: say it is stdin
+        raise CommandError(
+            f"cannot read the text from stdin: {exc.strerror or exc}", EXIT_USAGE
+        ) from None
     except argparse.ArgumentTypeError as exc:
         raise CommandError(f"the text on stdin: {exc}", EXIT_USAGE) from None

@@ -173,6 +173,27 @@ def test_a_current_directory_that_was_removed_is_bad_usage_named_as_such(
     assert not orca_env.socket.exists()  # refused before any request: nothing was started
 
 
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["remember", "-"],
+        ["memory", "save", "-", "--kind", "fact", "--global", "--yes"],
+        ["provider", "test", "-"],
+    ],
+    ids=" ".join,
+)
+def test_a_stdin_that_cannot_be_read_is_bad_usage_named_as_such(
+    orca_env: OrcaEnv, tmp_path: Path, argv: list[str]
+) -> None:
+    # a stdin opened only for writing (`0>file`) fails every read with EBADF
+    write_only = ["sh", "-c", f'exec "$@" 0>{shlex.quote(str(tmp_path / "out"))}', "sh"]
+    result = orcactl(orca_env, *argv, prefix=write_only)
+    assert "Traceback" not in result.stderr
+    assert result.returncode == 2, result.stderr
+    assert "cannot read the text from stdin" in result.stderr
+    assert not orca_env.socket.exists()  # refused before any request: nothing was started
+
+
 def test_a_value_in_range_is_accepted(daemon: DaemonProcess, tmp_path: Path) -> None:
     for limit in ("1", "20"):
         result = orcactl(daemon.orca, "memory", "list", "--limit", limit, "--cwd", str(tmp_path))
