@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from protocol.errors import RemoteError
 from tests.external_worker import turn_params, wait_for
 from tests.harness import DaemonProcess, OrcaEnv
 
@@ -80,3 +81,28 @@ def test_inspect_of_a_damaged_ledger_without_its_markdown_view_says_so(
     assert view["text"] is None and "symbolic link" in view["problem"]
     shown = orcactl(daemon.orca, "inspect", str(cwd))
     assert shown.returncode == 1 and "symbolic link" in shown.stdout
+
+
+def test_jobs_retry_of_a_damaged_job_names_its_file_not_an_unknown_job(
+    daemon: DaemonProcess, tmp_path: Path
+) -> None:
+    # `orcactl jobs` lists the job as DAMAGED; retrying it must say why it cannot be, not that
+    # no such job exists
+    _cwd, directory, job_id = committed_project(daemon, tmp_path)
+    daemon.stop()
+    job_file = directory / "jobs" / f"{job_id}.json"
+    job_file.write_bytes(job_file.read_bytes()[:57])
+    daemon.start()
+
+    refused = orcactl(daemon.orca, "jobs", "retry", job_id)
+    assert refused.returncode == 1, refused.stderr
+    assert "unknown job" not in refused.stderr
+    assert f"{job_file} is damaged" in refused.stderr and "move it out of jobs/" in refused.stderr
+    with daemon.client() as client:
+        try:
+            client.call("jobs.retry", {"job_id": job_id})
+        except RemoteError as exc:
+            assert (exc.kind, exc.error.data["path"]) == ("storage", str(job_file))
+        else:
+            raise AssertionError("a damaged job was retried")
+    assert len(job_file.read_bytes()) == 57  # left as found

@@ -98,6 +98,9 @@ class JobIndex:
     def view(self, job_id: str) -> JobView | None:
         return self._views.get(job_id)
 
+    def damaged_file(self, job_id: str) -> DamagedJobFile | None:
+        return self._damaged.get(job_id)
+
     def project_of(self, job_id: str) -> str:
         view = self._views.get(job_id)
         if view is None:

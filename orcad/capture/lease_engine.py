@@ -289,7 +289,11 @@ class LeaseEngine:
 
     async def retry(self, job_id: str) -> JobRecord:
         """An exhausted job pending again, attempts reset (jobs.retry): Conflict for any other
-        state, or when the project's backlog is already full."""
+        state, or when the project's backlog is already full. A job whose file is damaged is
+        known by that file, not unknown: StorageError naming it and what to do."""
+        damaged = self.index.damaged_file(job_id)
+        if damaged is not None:
+            raise StorageError(damaged.problem, path=damaged.path, job_id=job_id)
         project_id = self.index.project_of(job_id)
         view = self.index.view(job_id)
         if view is not None and view.state != "exhausted":  # its state first, not the backlog
