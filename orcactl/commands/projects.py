@@ -261,9 +261,14 @@ def run_jobs_retry(args: argparse.Namespace) -> int:
 
 
 def run_forget(args: argparse.Namespace) -> int:
-    inspected: ProjectsInspectResult = call(
-        args, "projects.inspect", _project_params(args.project, args.cwd)
-    )
+    params = _project_params(args.project, args.cwd)
+    with connect(args) as client:
+        try:
+            inspected: ProjectsInspectResult = client.call("projects.inspect", params)
+        except RemoteError as exc:
+            if exc.kind != "not_found":
+                raise remote_failure(exc) from None
+            return _forget_without_memory(args, exc.error.message)
     result: LedgerForgetResult = call(
         args,
         "ledger.forget",
@@ -297,6 +302,17 @@ def run_forget(args: argparse.Namespace) -> int:
             f"{args.candidate_id} is not in the ledger (already forgotten, or never there); "
             "nothing changed"
         )
+    return EXIT_OK
+
+
+def _forget_without_memory(args: argparse.Namespace, why: str) -> int:
+    """The project asked of has no memory stored, so the id is in none of its ledgers: refused,
+    naming the project, when another one holds it, else already forgotten (exit 0)."""
+    _refuse_if_held_elsewhere(args, "")
+    if args.json:
+        print_json(LedgerForgetResult(revision=0, removed=False, purged_jobs=[], waiting_jobs=[]))
+    else:
+        print(f"{args.candidate_id} is in no ledger (already forgotten, or never there): {why}")
     return EXIT_OK
 
 

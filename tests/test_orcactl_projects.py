@@ -1,5 +1,5 @@
-"""orcactl against a real daemon whose project files are damaged: each command still shows what
-it can, names the damaged file and says what to do."""
+"""orcactl's project commands against a real daemon where a project is damaged or has no memory:
+each still shows what it can, names what is wrong and says what to do."""
 
 from __future__ import annotations
 
@@ -106,3 +106,30 @@ def test_jobs_retry_of_a_damaged_job_names_its_file_not_an_unknown_job(
         else:
             raise AssertionError("a damaged job was retried")
     assert len(job_file.read_bytes()) == 57  # left as found
+
+
+def test_forget_from_a_directory_without_memory_finds_the_project_holding_the_fact(
+    daemon: DaemonProcess, tmp_path: Path
+) -> None:
+    # an id copied from `orcactl inspect --project` and forgotten from another directory
+    _cwd, directory, _job_id = committed_project(daemon, tmp_path)
+    [target] = daemon.call("projects.inspect", {"project_id": directory.name}).ledger.candidates
+    elsewhere = tmp_path / "no-memory-here"
+    elsewhere.mkdir()
+
+    refused = orcactl(daemon.orca, "forget", target.id, "--cwd", str(elsewhere))
+    assert refused.returncode == 1, refused.stderr
+    assert f"--project {directory.name}" in refused.stderr  # where it is, and how to forget it
+    held = daemon.call("projects.inspect", {"project_id": directory.name}).ledger.candidates
+    assert [candidate.id for candidate in held] == [target.id]
+
+    nowhere = "cand_" + "0" * 32  # in no ledger at all: already forgotten (README)
+    for output in ((), ("--json",)):
+        gone = orcactl(daemon.orca, "forget", nowhere, "--cwd", str(elsewhere), *output)
+        assert gone.returncode == 0, gone.stderr
+    assert (
+        "already forgotten"
+        in orcactl(daemon.orca, "forget", nowhere, "--cwd", str(elsewhere)).stdout
+    )
+    as_json = orcactl(daemon.orca, "forget", nowhere, "--cwd", str(elsewhere), "--json")
+    assert json.loads(as_json.stdout)["removed"] is False
