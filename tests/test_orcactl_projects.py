@@ -133,3 +133,21 @@ def test_forget_from_a_directory_without_memory_finds_the_project_holding_the_fa
     )
     as_json = orcactl(daemon.orca, "forget", nowhere, "--cwd", str(elsewhere), "--json")
     assert json.loads(as_json.stdout)["removed"] is False
+
+
+def test_inspect_lists_the_projects_damaged_job_files(
+    daemon: DaemonProcess, tmp_path: Path
+) -> None:
+    # `orcactl jobs` shows a job whose file is damaged; inspect of its project must too
+    cwd, directory, job_id = committed_project(daemon, tmp_path)
+    daemon.stop()
+    job_file = directory / "jobs" / f"{job_id}.json"
+    job_file.write_bytes(job_file.read_bytes()[:57])
+    daemon.start()
+
+    shown = orcactl(daemon.orca, "inspect", str(cwd))
+    assert shown.returncode == 0, shown.stderr
+    assert "jobs      1" in shown.stdout and f"{job_id}  DAMAGED  {job_file}" in shown.stdout
+    as_json = json.loads(orcactl(daemon.orca, "inspect", str(cwd), "--json").stdout)
+    assert [job["path"] for job in as_json["damaged_jobs"]] == [str(job_file)]
+    assert as_json["jobs"] == []

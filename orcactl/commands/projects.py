@@ -8,6 +8,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from orcactl.arguments import (
     candidate_id,
     current_directory,
@@ -154,13 +156,15 @@ def run_inspect(args: argparse.Namespace) -> int:
     with connect(args) as client:
         try:
             result: ProjectsInspectResult = client.call("projects.inspect", params)
+            # the index has no job whose file does not parse: jobs.list names those
+            listed: JobsListResult = client.call("jobs.list", {"project_id": result.project.id})
         except RemoteError as exc:
             unreadable = damaged_ledger(exc)
             if unreadable is None:
                 raise remote_failure(exc) from None
             return _inspect_damaged(args, client, unreadable, exc.error.message)
     if args.json:
-        print_json(result)
+        print_json({**msgspec.to_builtins(result), "damaged_jobs": listed.damaged})
         return EXIT_OK
     project, ledger = result.project, result.ledger
     print(f"project   {project.id}")
@@ -178,10 +182,16 @@ def run_inspect(args: argparse.Namespace) -> int:
             f"{candidate.turn_id}  via {candidate.provider}"
             + (f"/{candidate.model}" if candidate.model else "")
         )
-    print(f"jobs      {len(result.jobs)}")
-    for job in result.jobs:
-        print(f"  {_job_line(job)}")
+    _print_jobs(result.jobs, listed.damaged)
     return EXIT_OK
+
+
+def _print_jobs(jobs: list[JobSummary], damaged: list[DamagedJob]) -> None:
+    print(f"jobs      {len(jobs) + len(damaged)}")
+    for job in jobs:
+        print(f"  {_job_line(job)}")
+    for damaged_job in damaged:
+        print(f"  {_damaged_job_line(damaged_job)}")
 
 
 def _inspect_damaged(args: argparse.Namespace, client: Client, ledger: Path, problem: str) -> int:
@@ -225,11 +235,7 @@ def _print_damaged(report: dict[str, Any], jobs: JobsListResult) -> None:
         note = f" ({view['problem']})" if view["problem"] else ""
         print(f"ledger    unreadable; {MARKDOWN_VIEW}, its facts as last written{note}:")
         print("\n".join(f"  | {line}" for line in view["text"].splitlines()))
-    print(f"jobs      {len(jobs.jobs) + len(jobs.damaged)}")
-    for job in jobs.jobs:
-        print(f"  {_job_line(job)}")
-    for damaged_job in jobs.damaged:
-        print(f"  {_damaged_job_line(damaged_job)}")
+    _print_jobs(jobs.jobs, jobs.damaged)
 
 
 def run_jobs(args: argparse.Namespace) -> int:
