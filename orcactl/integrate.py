@@ -144,18 +144,31 @@ def run_integrate(args: argparse.Namespace) -> int:
         {"path": str(done.change.path), "backup": str(done.backup) if done.backup else None}
         for done in _apply(args, env)
     ]
+    # orcad reads [extraction] only when it starts: a running one keeps its provider until then
+    restart = str(resolve_paths(env).config_file) in [entry["path"] for entry in report]
     if args.json:
         print_json(
-            {"agent": args.agent, "removed": args.remove, "dry_run": False, "changed": report}
+            {
+                "agent": args.agent,
+                "removed": args.remove,
+                "dry_run": False,
+                "changed": report,
+                "restart_orcad": restart,
+            }
         )
-    elif not report:
+        return EXIT_OK
+    if not report:
         state = "disconnected" if args.remove else "connected"
         print(f"{args.agent}: already {state}; nothing to change")
-    else:
-        verb = "removed orca from" if args.remove else "connected orca in"
-        for entry in report:
-            saved = f" (backup: {entry['backup']})" if entry["backup"] else " (new file)"
-            print(f"{verb} {entry['path']}{saved}")
+    verb = "removed orca from" if args.remove else "connected orca in"
+    for entry in report:
+        saved = f" (backup: {entry['backup']})" if entry["backup"] else " (new file)"
+        print(f"{verb} {entry['path']}{saved}")
+    if restart:
+        print(
+            "note: orcad reads the extraction provider when it starts: restart orcad if it is "
+            "running (orcactl status says whether it runs with this config)"
+        )
     return EXIT_OK
 
 

@@ -330,6 +330,21 @@ def test_the_extractor_option_sets_the_command_provider(orca_env: OrcaEnv) -> No
     assert (orca_env.home / "config.toml").read_text() == "# orca\nauto_memory = true\n"
 
 
+def test_the_extractor_option_says_orcad_uses_it_only_after_a_restart(orca_env: OrcaEnv) -> None:
+    # orcad reads [extraction] at its start: "connected" alone would leave a running daemon on
+    # its old provider while the user believes the agent's CLI now extracts
+    plain = _integrate(orca_env, "claude-code")
+    assert plain.returncode == 0 and "restart" not in plain.stdout
+    for remove in ((), ("--remove",)):
+        changed = _integrate(orca_env, "claude-code", "--extractor", *remove)
+        assert changed.returncode == 0, changed.stderr
+        assert "restart orcad" in changed.stdout
+    as_json = _integrate(orca_env, "claude-code", "--extractor", "--json")
+    assert json.loads(as_json.stdout)["restart_orcad"] is True
+    unchanged = _integrate(orca_env, "claude-code", "--extractor", "--json")
+    assert json.loads(unchanged.stdout)["restart_orcad"] is False  # nothing new to read
+
+
 async def test_an_extraction_command_runs_with_the_recursion_guard() -> None:
     # The "agent CLI" fires its Stop hook as a real agent would; the hook must do nothing.
     code = (
