@@ -221,6 +221,21 @@ def test_bad_config_is_a_clear_error(home: Path) -> None:
         orcactl_provider_test()
 
 
+def test_with_json_a_config_it_cannot_use_is_still_one_json_report(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # --json promises one JSON object: a script reads `error` whatever went wrong
+    for config in ('[extraction]\nprovider = "magic"\n', "[extraction\n"):
+        (home / "config.toml").write_text(config, encoding="utf-8")
+        assert orcactl_provider_test("--json") == 1
+        report = json.loads(capsys.readouterr().out)
+        assert str(home / "config.toml") in report["error"]
+        assert (report["provider"], report["facts"], report["raw_output"]) == (None, None, None)
+    use_openai(home, "https://api.example.com/v1")  # a key variable that is not set
+    assert orcactl_provider_test("--json") == 1
+    assert KEY_VARIABLE in json.loads(capsys.readouterr().out)["error"]
+
+
 @pytest.mark.parametrize("errors", ["strict", "surrogateescape"])  # a UTF-8 or a C locale
 def test_stdin_that_is_not_utf8_is_bad_usage(
     home: Path, monkeypatch: pytest.MonkeyPatch, errors: str

@@ -82,12 +82,35 @@ def user_config() -> Config:
         raise CommandError(str(exc)) from None
 
 
-def run(args: argparse.Namespace) -> int:
+def configured_provider() -> tuple[Config, Provider]:
     config = user_config()
     try:
-        provider = build_provider(config.extraction, os.environ)
+        return config, build_provider(config.extraction, os.environ)
     except ProviderConfigError as exc:
         raise CommandError(f"cannot use provider {config.extraction.provider!r}: {exc}") from None
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        config, provider = configured_provider()
+    except CommandError as exc:
+        if not args.json:
+            raise
+        # --json promises one JSON object: the same report, with nothing run
+        print_json(
+            {
+                "provider": None,
+                "model": None,
+                "prompt_version": None,
+                "source": None,
+                "elapsed_s": None,
+                "raw_output": None,
+                "facts": None,
+                "refused": [],
+                "error": str(exc),
+            }
+        )
+        return exc.status
     source = sample_source(args.text)
     timeout_s = args.timeout if args.timeout is not None else config.extraction.timeout_s
     report: dict[str, Any] = {
