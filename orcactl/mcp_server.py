@@ -26,6 +26,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
 
+from orcactl.arguments import current_directory
 from orcactl.connect import CommandError, connect, escape_raw_in_json, socket_path
 from orcactl.hooks.common import bounded
 from orcactl.hooks.runner import extraction_run
@@ -92,7 +93,7 @@ class DaemonSession:
 
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
-        self.cwd = os.path.abspath(args.cwd or os.getcwd())
+        self.cwd = args.cwd or current_directory()  # one removed under the agent: bad usage
         self.session_id: str = args.session_id or f"mcp:{secrets.token_hex(8)}"
         self.join = bool(args.session_id)
         self.ids: dict[str, Any] | None = None
@@ -331,10 +332,10 @@ def build_server(session: DaemonSession) -> MCPServer:
 
 
 def run(args: argparse.Namespace) -> int:
+    session = DaemonSession(args)
     # stdout carries the MCP protocol itself, written by the transport on its own descriptor;
     # orcactl's terminal-safe wrappers are for a terminal.
     sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
-    session = DaemonSession(args)
     try:
         run_stdio(build_server(session))
     finally:

@@ -109,6 +109,9 @@ BAD_USAGE = [
     (["jobs", "retry", "job_\udce9"], "argument ID: the text is not valid UTF-8"),
     (["forget", "cand_\udce9"], "argument ID: the text is not valid UTF-8"),
     (["no-such-command"], "invalid choice"),
+    # the MCP server served every tool call an error instead
+    (["mcp", "--cwd", "/nonexistent/dir"], "--cwd: /nonexistent/dir does not exist"),
+    (["mcp", "--session-id", "s" * 257], "--session-id: the id has 257 characters"),
 ]
 
 
@@ -157,6 +160,7 @@ def test_a_working_directory_whose_name_is_not_utf8_is_a_clear_error(
         ["recall", "x", "--cwd", "."],  # relative: there is nothing to resolve it against
         ["inspect", "sub"],
         ["integrate", "codex", "--orcactl", "bin/orcactl", "--dry-run"],
+        ["mcp"],
     ],
     ids=" ".join,
 )

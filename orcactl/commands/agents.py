@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from orcactl.arguments import executable_file, existing_directory
+from orcactl.arguments import client_id, executable_file, existing_directory
 
 AGENTS = ("claude-code", "codex")
 
@@ -37,7 +37,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "stdin/stdout. MCP clients start servers with a small environment: pass --cwd and "
         "--socket when the defaults would be wrong.",
     )
-    mcp.add_argument("--cwd", metavar="DIR", help="workspace directory (default: the current one)")
+    mcp.add_argument(
+        "--cwd",
+        metavar="DIR",
+        type=existing_directory,
+        help="workspace directory (default: the current one)",
+    )
     mcp.add_argument(
         "--mode",
         choices=("normal", "plan", "auto", "yolo"),
@@ -47,6 +52,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     mcp.add_argument(
         "--session-id",
         metavar="ID",
+        type=client_id,
         help="join this orcad session instead of opening one of its own",
     )
     mcp.add_argument("--json", action="store_true", help="(always: MCP messages are JSON)")
