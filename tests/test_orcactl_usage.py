@@ -177,6 +177,21 @@ def test_a_current_directory_that_was_removed_is_bad_usage_named_as_such(
     assert not orca_env.socket.exists()  # refused before any request: nothing was started
 
 
+def test_a_workspace_whose_git_cannot_be_looked_for_is_bad_usage_not_a_traceback(
+    orca_env: OrcaEnv, tmp_path: Path
+) -> None:
+    # a directory whose path leaves no room for "/.git" within PATH_MAX: the lookup fails
+    deep = tmp_path
+    while len(str(deep)) < 4088:
+        deep = deep / ("d" * min(200, 4092 - len(str(deep)) - 1))
+    deep.mkdir(parents=True)
+    result = orcactl(orca_env, "grants", "list", "--workspace", str(deep))
+    assert "Traceback" not in result.stderr
+    assert result.returncode == 2, result.stderr
+    assert "--workspace: cannot look for .git in" in result.stderr
+    assert not orca_env.socket.exists()
+
+
 @pytest.mark.parametrize(
     "argv",
     [

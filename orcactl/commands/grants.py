@@ -25,7 +25,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     listing.add_argument(
         "--workspace",
         metavar="PATH",
-        type=existing_directory,
+        type=workspace_root,
         help="only grants for the workspace PATH is in (and global)",
     )
     listing.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -38,13 +38,21 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     revoke.set_defaults(run=run_revoke)
 
 
+def workspace_root(text: str) -> str:
+    """argparse type for --workspace: the workspace an existing directory is in, as orcad
+    derives it for a session opened there; one it cannot derive is bad usage, named."""
+    try:
+        return derive_workspace(existing_directory(text)).root
+    except ValueError as exc:  # .git could not be looked for (a path too long, no access)
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def run_list(args: argparse.Namespace) -> int:
     params: dict[str, str] = {}
     if args.session_id:
         params["session_id"] = args.session_id
     if args.workspace:
-        # the workspace the directory is in, as orcad derives it for a session opened there
-        params["workspace"] = derive_workspace(args.workspace).root
+        params["workspace"] = args.workspace
     result: GrantsListResult = call(args, "grants.list", params)
     if args.json:
         print_json(result)
