@@ -313,6 +313,19 @@ def test_without_a_user_manager_units_are_written_and_the_next_step_named(
     )
 
 
+def test_launchd_status_without_launchctl_judges_only_the_files(orca_env: OrcaEnv) -> None:
+    # as for systemd without a user manager: what cannot be asked is not reported as unloaded
+    cli = ServiceCli(orca_env, fake_systemctl=False)  # PATH has no launchctl either
+    assert cli.run("install", "--manager", "launchd").returncode == 0
+    status = cli.run("status", "--manager", "launchd")
+    assert status.returncode == 0, status.stdout + status.stderr
+    assert "launchctl: not found" in status.stdout and "False" not in status.stdout
+    report = json.loads(cli.run("status", "--manager", "launchd", "--json").stdout)
+    assert (report["units"], report["healthy"]) == (None, True)
+    assert cli.run("uninstall", "--manager", "launchd").returncode == 0
+    assert cli.run("status", "--manager", "launchd").returncode == 1  # the plist is missing
+
+
 def test_install_does_not_start_over_a_daemon_running_outside_systemd(
     orca_env: OrcaEnv, daemon_factory: list[DaemonProcess]
 ) -> None:

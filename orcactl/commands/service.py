@@ -442,9 +442,12 @@ def run_status(args: argparse.Namespace) -> int:
     else:
         socket_path = resolve_paths().socket
         loaded = probe(["launchctl", "print", launchd_target()])
-        is_loaded = loaded is not None and loaded.returncode == 0
-        report["units"] = {service_files.LAUNCHD_LABEL: {"loaded": is_loaded}}
-        healthy = healthy and is_loaded
+        if loaded is None:  # no launchctl to ask, as systemd without a user manager
+            report["units"] = None
+        else:
+            is_loaded = loaded.returncode == 0
+            report["units"] = {service_files.LAUNCHD_LABEL: {"loaded": is_loaded}}
+            healthy = healthy and is_loaded
     if args.manager == "systemd":
         report.setdefault("sandbox", True)
     report["socket"] = str(socket_path)
@@ -457,6 +460,14 @@ def run_status(args: argparse.Namespace) -> int:
     return EXIT_OK if healthy else EXIT_ERROR
 
 
+def _unit_state(key: str, value: object) -> str:
+    """As systemctl says it ("enabled enabled"), and launchd's yes or no as "loaded" or "not
+    loaded" rather than a Python boolean."""
+    if isinstance(value, bool):
+        return key if value else f"not {key}"
+    return f"{key} {value}"
+
+
 def render_service_status(report: dict[str, Any]) -> str:
     explain = {
         "current": "installed",
@@ -467,11 +478,13 @@ def render_service_status(report: dict[str, Any]) -> str:
     lines += [f"  {path}: {explain[state]}" for path, state in report["files"].items()]
     if report.get("sandbox") is False:
         lines.append("  sandbox: off (installed with --no-sandbox)")
-    if report["units"] is None:
+    if report["units"] is None and report["manager"] == "systemd":
         lines.append("  systemctl --user: no user service manager reachable")
+    elif report["units"] is None:
+        lines.append("  launchctl: not found, so whether the agent is loaded is not known")
     else:
         for unit, states in report["units"].items():
-            described = ", ".join(f"{key} {value}" for key, value in states.items())
+            described = ", ".join(_unit_state(key, value) for key, value in states.items())
             lines.append(f"  {unit}: {described}")
     pid = report["daemon_pid"]
     answer = f"orcad pid {pid} answers" if pid else "nothing answers"
