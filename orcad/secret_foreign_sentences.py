@@ -114,12 +114,44 @@ def _foreign_word_stated(value: str, words: str, language: Language, *, clause_e
     )
 
 
+# Chinese, Japanese and Korean join the word for password to what follows with no space: a
+# verb or topic marker ("密码是 X", "密码为 X", "パスワードは X", "비밀번호는 X"), and the word
+# ends a compound ("数据库密码是 X", the database's). The password, in ASCII, ends where the
+# script does; that a script has no case or spaces leaves only its clause's end to tell a
+# password from a word of the sentence ("密码是 base64 编码的": the password is base64-encoded).
+_CJK_PASSWORD = re.compile(
+    r"(?:密码|密碼|パスワード|비밀번호)[ \t]*(?:(?:是|为|為|は|는)[ \t]*[:\uff1a]?|[:=\uff1a])"
+    r"[ \t]*[\"'`\u201c\u300c]?(?P<value>[^\x00-\x20\x7f-\U0010ffff\"'`()\[\]{}<>]{4,128}+)"
+)
+# a copula may close the sentence after the value ("パスワードは X です", "비밀번호는 X입니다")
+_CJK_CLAUSE_END = re.compile(
+    r"[ \t]*(?:です|でした|だ|입니다|이에요|예요)?[ \t]*"
+    r"(?:\Z|[\r\n.,;:!?)\"'\u3001\u3002\u300d\u201d\uff01\uff09\uff0c\uff1b\uff1f])"
+)
+
+
+def _find_cjk_statements(text: str) -> Iterator[Span]:
+    """A chosen password, or four digits or more, that ends its clause: "我的密码是 Hunter2!",
+    "数据库密码是 s3cr3t", "パスワードは Tr0ub4dor です"."""
+    for match in _CJK_PASSWORD.finditer(text):
+        start, value_end = match.span("value")
+        end = end_before_trailing(text, start, value_end)
+        value = text[start:end]
+        if _CJK_CLAUSE_END.match(text, end) is not None and (
+            stated_password(value) or (len(value) >= 4 and value.isdigit())
+        ):
+            yield start, end
+
+
 def find_foreign_passwords(text: str, lowered: str) -> Iterator[Span]:
     """A password given after the word for password in another language: "Passwort:
     Geheim2024", "la contraseña es Secreto123", "пароль: qwerty123", "密码\uff1aabc12345",
     and a lone word after a colon, "Kennwort: geheim", or after the verb in German, Dutch,
     French, Spanish, Portuguese and Italian: "Das Passwort ist Sonnenblume"."""
-    triggers = _FOREIGN_ASCII_TRIGGERS if lowered.isascii() else _FOREIGN_TRIGGERS
+    ascii_text = lowered.isascii()
+    if not ascii_text:
+        yield from _find_cjk_statements(text)
+    triggers = _FOREIGN_ASCII_TRIGGERS if ascii_text else _FOREIGN_TRIGGERS
     if not any(trigger in lowered for trigger in triggers) and not (
         "è" in lowered and "password" in lowered  # Italian
     ):
