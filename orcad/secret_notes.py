@@ -18,6 +18,7 @@ from orcad.secret_values import (
     STATED_VERB,
     Span,
     end_before_trailing,
+    looks_random,
     value_ends_clause,
 )
 
@@ -52,25 +53,44 @@ def _owned_by(words: str, owners: frozenset[str]) -> bool:
 # ------------------------------------------------------------------ network keys
 # "the wifi key is X": a key of a network is the password its owner chose, where "key" alone
 # (cache key, primary key) is a name; the value is checked there after the literal `key`.
+# A key that opens an archive, a backup, a vault or a disk ("the zip key is X", "the
+# encryption key for the backup is X") is as much a chosen password, but such keys are also
+# named by algorithm, size or resource ("AES-256", "alias/backup-key"): its value must be
+# chosen with care (mixed case or a symbol), or look generated, and be no path.
 _NETWORK_KEY = re.compile(r"key(?![a-z0-9_\-])" + _NOTE_TAIL)
 _NETWORK = re.compile(
     r"(?<![a-z0-9_\-])(?:wi-?fi|wireless|wlan|wpa[23]?|network|hotspot|router|ssid)[ \t]+\Z"
+)
+_STORE = re.compile(
+    r"(?<![a-z0-9_\-])(?:zip|7-?zip|7z|rar|archive|backup|vault|disk|drive|luks|bitlocker|"
+    r"veracrypt|encryption|decryption|keepass)[ \t]+\Z"
 )
 _NETWORK_REACH = 16
 _KEY_OWNERS = frozenset(("for", "on", "of", "at", "in"))
 
 
+def _store_key(value: str) -> bool:
+    """A store's key someone chose ("Arch1ve!22") or generated, not a cipher or a path."""
+    return "/" not in value and _chosen(value) and (_strong(value) or looks_random(value))
+
+
 def _find_network_keys(text: str, lowered: str) -> Iterator[Span]:
-    """A network's key: "the wifi key is BlueMango$42", "wifi key: Hx7!pqLm"."""
+    """A network's key: "the wifi key is BlueMango$42", "wifi key: Hx7!pqLm"; and a store's:
+    "the zip key is Arch1ve!22", "backup encryption key: Tr0ub4dor&3"."""
     for match in _NETWORK_KEY.finditer(lowered):
         at = match.start()
-        if _NETWORK.search(lowered, max(0, at - _NETWORK_REACH), at) is None:
+        reach = max(0, at - _NETWORK_REACH)
+        if _NETWORK.search(lowered, reach, at) is not None:
+            accepted = _chosen
+        elif _STORE.search(lowered, reach, at) is not None:
+            accepted = _store_key
+        else:
             continue
         if not _owned_by(match["words"], _KEY_OWNERS):
             continue
         start, value_end = match.span("value")
         end = end_before_trailing(text, start, value_end)
-        if _chosen(text[start:end]):
+        if accepted(text[start:end]):
             yield start, end
 
 

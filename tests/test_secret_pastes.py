@@ -63,3 +63,62 @@ def test_sentences_about_a_password_in_chinese_japanese_or_korean_stay_storable(
     text: str,
 ) -> None:
     assert find_secrets(text) == []
+
+
+# --------------------------------------------- keys of archives, backups, vaults, disks
+@pytest.mark.parametrize(
+    ("text", "password"),
+    [
+        ("the zip key is Arch1ve!22", "Arch1ve!22"),
+        ("the encryption key for the backup is Tr0ub4dor&3", "Tr0ub4dor&3"),
+        ("zip key: Arch1ve!22", "Arch1ve!22"),
+        ("the backup key is Backup#2024", "Backup#2024"),
+        ("the 7z key is Sev3n&Zip", "Sev3n&Zip"),
+        ("the rar key is R4r!files", "R4r!files"),
+        ("the archive key was changed to Arch!ve2025", "Arch!ve2025"),
+        ("the vault key is MyVault_2024", "MyVault_2024"),
+        ("the disk key is D1sk#Crypt", "D1sk#Crypt"),
+        ("the bitlocker key is BitL0cker!", "BitL0cker!"),
+        ("the luks key is Luks#Pass9", "Luks#Pass9"),
+        ("the decryption key is Decrypt0r!", "Decrypt0r!"),
+        ("the backup encryption key is Tr0ub4dor&3 for now", "Tr0ub4dor&3"),
+        ("the drive key is 3f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c", "3f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c"),
+        ("our veracrypt key is Vera$Crypt7", "Vera$Crypt7"),
+    ],
+)
+def test_a_key_chosen_for_an_archive_backup_vault_or_disk_is_redacted(
+    text: str, password: str
+) -> None:
+    redacted = redact(text)
+    assert redacted == _redacted_to(text, password)
+    assert password not in redacted
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the primary key is user_id",
+        "the sort key is created_at",
+        "the zip key is in the vault",
+        "the api key lives in 1Password",
+        "use the F5 key",
+        "the encryption key is AES-256",
+        "the encryption key is aes256gcm",
+        "the encryption key is secp256k1",
+        "the encryption key is 256-bit",
+        "the encryption key is rotated every 90 days",
+        "the backup key is stored in KMS",
+        "the backup key is alias/backup-key",
+        "the vault key is kv/data/prod",
+        "the archive key is projects/p/locations/global/keyRings/r",
+        "the disk key is in the TPM",
+        "the vault key is Ctrl+Shift+V",
+        "the zip key is ZipCrypto",
+        "the backup key is $BACKUP_KEY",
+        "the zip key is <your-key>",
+        "the disk encryption key is escrowed to Intune",
+        "the backup key is the same as prod",
+    ],
+)
+def test_keys_of_archives_and_disks_that_are_names_stay_storable(text: str) -> None:
+    assert find_secrets(text) == []
