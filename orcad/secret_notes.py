@@ -134,6 +134,51 @@ def _find_service_pairs(text: str, lowered: str) -> Iterator[Span]:
         slash = lowered.find("/", slash + 1)
 
 
+# "nexus: admin/Nexus@2024": with no spaces, a user and a password look like a path, a route,
+# a branch or an image (`ci: build/test`, `branch: feature/login-2024`, `image: redis:7.2`),
+# so the password must end its clause after the only slash, and hold a letter, a digit and a
+# symbol no path, URL or version holds (or mixed case after an account's usual name). Found
+# from each colon a user and a slash follow, the engine skipping ahead to each colon.
+_TIGHT_PAIR = re.compile(
+    r":[ \t]+(?P<user>[a-z][a-z0-9_.\-]{0,31}+)/(?P<value>[^\s\"'`/:=?]{4,128}+)(?![/:=?])"
+)
+_TIGHT_HEAD = re.compile(r"(?<![a-z0-9_.\-])[a-z][a-z0-9_.\-]{0,30}[ \t]*\Z")
+_TIGHT_HEAD_REACH = 32
+_TIGHT_SYMBOLS = frozenset("!@$%^&*+~")
+_NOT_A_PASSWORD = re.compile(r"@v?[0-9]+\.|@[a-z0-9\-]+\.[a-z]{2,}|\.[a-z]{1,4}\Z")
+_ACCOUNTS = frozenset(
+    ("admin", "administrator", "root", "sa", "postgres", "user", "guest", "test", "demo", "pi")
+)
+
+
+def _find_tight_pairs(text: str, lowered: str) -> Iterator[Span]:
+    """A service's pair with no spaces around its slash: "nexus: admin/Nexus@2024"."""
+    for match in _TIGHT_PAIR.finditer(lowered):
+        start, value_end = match.span("value")
+        end = end_before_trailing(text, start, value_end)
+        if not value_ends_clause(text, value_end, end):
+            continue
+        colon = match.start()
+        reach = max(0, colon - _TIGHT_HEAD_REACH)
+        line = lowered.rfind("\n", reach, colon) + 1 or reach
+        if _TIGHT_HEAD.search(lowered, line, colon) and _tight_password(
+            text[start:end], match["user"]
+        ):
+            yield start, end
+
+
+def _tight_password(password: str, user: str) -> bool:
+    """A letter, a digit and a symbol no path, URL or version holds, or mixed case after an
+    account's usual name ("admin/Admin123"); no version, file name or email after an @."""
+    if _NOT_A_PASSWORD.search(password.lower()) or not any(c.isdigit() for c in password):
+        return False
+    if not _chosen(password):
+        return False
+    mixed_case = password.lower() != password and password.upper() != password
+    symbol = any(char in _TIGHT_SYMBOLS for char in password)
+    return symbol or (mixed_case and user in _ACCOUNTS)
+
+
 # ------------------------------------------------------------------ login pw
 # "jenkins login admin pw Jenk1ns!2024", "user admin pw X": a login's user then a password's
 # short name and the password, as netrc writes `login NAME password VALUE`. Found from the
@@ -210,3 +255,4 @@ def find_noted_passwords(text: str, lowered: str) -> Iterator[Span]:
     yield from _find_network_keys(text, lowered)
     yield from _find_passes(text, lowered)
     yield from _find_service_pairs(text, lowered)
+    yield from _find_tight_pairs(text, lowered)

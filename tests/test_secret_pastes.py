@@ -122,3 +122,55 @@ def test_a_key_chosen_for_an_archive_backup_vault_or_disk_is_redacted(
 )
 def test_keys_of_archives_and_disks_that_are_names_stay_storable(text: str) -> None:
     assert find_secrets(text) == []
+
+
+# ------------------------------------------- a service's user/password with no spaces
+@pytest.mark.parametrize(
+    ("text", "password"),
+    [
+        ("nexus: admin/Nexus@2024", "Nexus@2024"),
+        ("nexus: admin/Admin123", "Admin123"),
+        ("grafana: admin/Gr4fana!", "Gr4fana!"),
+        ("db: postgres/Pg$ecret9", "Pg$ecret9"),
+        ("- jenkins: admin/Jenk1ns!2024", "Jenk1ns!2024"),
+        ("vpn: jdoe/Vpn$ecure9.", "Vpn$ecure9"),
+        ("mysql: root/MyR00t!pw", "MyR00t!pw"),
+        ("sonar: admin/S0nar*qube", "S0nar*qube"),
+        ("staging db: app_user/St4ging&db", "St4ging&db"),
+        ("creds for nexus: admin/Nexus@2024", "Nexus@2024"),
+        ("nexus: admin/Nexus@2024 (ask me for the rest)", "Nexus@2024"),
+        ("access:\nnexus: admin/Nexus@2024\nthanks", "Nexus@2024"),
+    ],
+)
+def test_a_service_pair_written_without_spaces_loses_its_password(text: str, password: str) -> None:
+    redacted = redact(text)
+    assert redacted == _redacted_to(text, password)
+    assert password not in redacted
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "ci: build/test",
+        "paths: src/lib",
+        "route: api/v2",
+        "branch: feature/login-2024",
+        "branch: feature/login-2024 is merged",
+        "image: bitnami/redis:7.2",
+        "image: redis/redis-stack@sha256:abc123",
+        "deps: lodash/fp@4.17.21",
+        "file: src/Button2.tsx",
+        "url: example.com/page?id=42&x=1",
+        "docs: setup/install#step-2",
+        "date: 12/25/2024",
+        "repo: acme/Widget2",
+        "contact: team/ops2@corp.io",
+        "cmd: a/b/C!x9",
+        "mime: text/x-python3",
+        "grafana: admin/${GF_PASSWORD}",
+        "path: ~/notes/Todo2!",
+        "ratio: 3/4",
+    ],
+)
+def test_slashes_without_spaces_that_join_no_user_and_password_stay_storable(text: str) -> None:
+    assert find_secrets(text) == []
