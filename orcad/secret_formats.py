@@ -180,6 +180,10 @@ def find_authorization(text: str, lowered: str) -> Iterator[Span]:
 _COOKIE_HEADER = re.compile(r"cookie[\"']?[ \t]*:")  # also Set-Cookie
 _CURL_COOKIE_FLAG = re.compile(r"-(?<![a-z0-9_\-]-)(?:b|-cookie)[ \t=]")  # -b is curl's
 _COOKIE_LINE_MAX = 8192
+# A header's pairs one after another (a browser's Cookie header passes 8 KiB with tracking
+# cookies): its window runs on to their end, however far, but never past its line. (A
+# quote may open the value, as curl's -b and JSON's "cookie": "..." have it.)
+_COOKIE_RUN = re.compile(r"[ \t]*+[\"']?(?:[ \t]*+[^;\s=\"',]{1,64}+=[^;\s\"',]{0,4096}+;?)*+")
 _COOKIE_PAIR = re.compile(r"(?:^|[;\s\"'])([a-z0-9_.\-]{1,64})=([^;\s\"',]{1,4096})")
 _SESSION_NAME = re.compile(r"sess|sid|auth|token|jwt|login|remember|identity")
 
@@ -204,19 +208,29 @@ def find_session_cookies(text: str, lowered: str) -> Iterator[Span]:
 
 def _cookie_windows(lowered: str) -> list[tuple[int, int]]:
     """Where each cookie header's pairs may be: from its end to its line's end, at most
-    _COOKIE_LINE_MAX on. Sorted by start; their ends then never decrease."""
+    _COOKIE_LINE_MAX on unless its pairs run on further. Sorted by start; their ends then
+    never decrease."""
     patterns = [_COOKIE_HEADER] if "cookie" in lowered else []
     if "curl" in lowered:
         patterns.append(_CURL_COOKIE_FLAG)
     starts = sorted({match.end() for pattern in patterns for match in pattern.finditer(lowered)})
     windows: list[tuple[int, int]] = []
     newline = -1
-    for start in starts:
+    pairs_end = 0  # where the run of pairs last read ends: a later header inside it shares it
+    for index, start in enumerate(starts):
         if newline < start:  # the next line end, looked for once per line
             newline = lowered.find("\n", start)
             newline = len(lowered) + _COOKIE_LINE_MAX if newline < 0 else newline
-        windows.append((start, min(newline, start + _COOKIE_LINE_MAX)))
+        end = min(newline, start + _COOKIE_LINE_MAX)
+        if end < newline and pairs_end <= start and _last_before(starts, index, end):
+            pairs_end = _COOKIE_RUN.match(lowered, start).end()  # type: ignore[union-attr]
+        windows.append((start, max(end, min(pairs_end, newline))))
     return windows
+
+
+def _last_before(starts: list[int], index: int, end: int) -> bool:
+    """No later header starts before `end`: one that does reads the same pairs on from there."""
+    return index + 1 == len(starts) or starts[index + 1] >= end
 
 
 def _cookie_pairs(text: str, lowered: str, windows: list[tuple[int, int]]) -> Iterator[Span]:

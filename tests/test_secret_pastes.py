@@ -174,3 +174,52 @@ def test_a_service_pair_written_without_spaces_loses_its_password(text: str, pas
 )
 def test_slashes_without_spaces_that_join_no_user_and_password_stay_storable(text: str) -> None:
     assert find_secrets(text) == []
+
+
+# ------------------------------------------------ a session cookie past 8 KiB of its header
+_SESSION = "k2v9x7q1m3n8b4c6z0p5w2e7r9t1y3u5"
+# a browser's tracking cookies, 12 KB of them, before the session's
+_TRACKING = "; ".join(f"_t{index}=GA1.2.{1_000_000 + index}.1700000000" for index in range(400))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"Cookie: {_TRACKING}; sessionid={_SESSION}",
+        f"cookie: {_TRACKING}; sessionid={_SESSION}; theme=dark\nnext line",
+        f"Cookie:{_TRACKING}; PHPSESSID={_SESSION}",
+        f"curl -H 'cookie: {_TRACKING}; sid={_SESSION}' https://app.example.com",
+        f"curl -b '{_TRACKING}; session={_SESSION}' https://app.example.com",
+        f"Set-Cookie: {_TRACKING}; user_session={_SESSION}",
+        f"Cookie: {_TRACKING};sessionid={_SESSION}",
+        f"Cookie: {_TRACKING}; laravel_session={_SESSION}%3D",
+        f"GET / HTTP/1.1\nHost: x\nCookie: {_TRACKING}; auth_token={_SESSION}\n\n",
+        f"Cookie: {_TRACKING}; {_TRACKING}; remember_me={_SESSION}",
+        f"cookie: a=1 Cookie: {_TRACKING}; sid={_SESSION}",
+    ],
+)
+def test_a_session_cookie_far_along_its_header_is_redacted(text: str) -> None:
+    redacted = redact(text)
+    assert _SESSION not in redacted
+    assert "[REDACTED:session_cookie]" in redacted
+    assert "_t399=GA1.2.1000399.1700000000" in redacted  # the tracking cookies stay
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"Cookie: {_TRACKING}; theme=dark",
+        f"Cookie: {_TRACKING}\nsessionid={_SESSION}",
+        f"Cookie: {_TRACKING} and then the prose says session={_SESSION}",
+        f"Cookie: {_TRACKING}; sessionid=1",
+        f"Cookie: {_TRACKING}; session=<your-session-id>",
+        f"Cookie: {_TRACKING}; session=; Max-Age=0",
+        f"Cookie: {_TRACKING}; lang=en-GB; consent=yes",
+        f"Cookie: {_TRACKING}; session_count=42",
+        f"Cookie: {_TRACKING}, sessionid={_SESSION}",
+        f"Cookie: {_TRACKING}; sessionid=not-a-token",
+        f"the Cookie: header carried {_TRACKING}",
+    ],
+)
+def test_cookie_headers_past_8_kib_without_a_session_stay_storable(text: str) -> None:
+    assert find_secrets(text) == []
