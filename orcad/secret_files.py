@@ -84,18 +84,34 @@ def _pair_ends(text: str, value_end: int, stripped_end: int) -> bool:
     return rest[:1] == "|" or value_ends_clause(text, value_end, stripped_end)
 
 
+_PAIR_NAMES = ("log", "cred", "user")  # a head holds one (login, logon, creds, username)
+_SHORTEST_PAIR_NAME = 3
+
+
+def _first_pair_name(lowered: str, start: int, found: dict[str, int]) -> int:
+    """Where the first of _PAIR_NAMES from `start` begins, or -1: a slash before it has no
+    head, so a text of slashes (a path, a rule drawn with them) is passed over at C speed.
+    `found` keeps where each name was last found, so each is looked for once per occurrence."""
+    for name, at in found.items():
+        if 0 <= at < start:
+            found[name] = lowered.find(name, start)
+    return min((at for at in found.values() if at >= 0), default=-1)
+
+
 def find_login_pairs(text: str, lowered: str) -> Iterator[Span]:
     """The password of a user and password given as a pair: `login: admin / S3cretPass`."""
+    found = {name: lowered.find(name) for name in _PAIR_NAMES}
     slash = lowered.find("/")
     while slash >= 0:
         reach = max(0, slash - _PAIR_REACH)
         reach = max(reach, lowered.rfind("\n", reach, slash) + 1)  # on the slash's line
-        window = lowered[reach:slash]
-        head = (
-            _PAIR_HEAD.search(lowered, reach, slash)
-            if "log" in window or "cred" in window or "user" in window
-            else None
-        )
+        name = _first_pair_name(lowered, reach, found)
+        if name < 0:
+            return  # no name of a pair from here on: no later slash has a head
+        if name + _SHORTEST_PAIR_NAME > slash:  # none before this slash: skip to after it
+            slash = lowered.find("/", name + _SHORTEST_PAIR_NAME)
+            continue
+        head = _PAIR_HEAD.search(lowered, reach, slash)
         tail = _PAIR_VALUE.match(lowered, slash + 1) if head is not None else None
         if head is not None and tail is not None and bool(head["before"]) == bool(tail["after"]):
             start, value_end = tail.span("value")

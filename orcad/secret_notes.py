@@ -97,14 +97,14 @@ def _find_network_keys(text: str, lowered: str) -> Iterator[Span]:
 # --------------------------------------------------------------- service pairs
 # "jenkins: admin / Jenk1ns!2024": a service's name and a colon, then a user and a password on
 # either side of a spaced slash, to the end of the clause. A path, a MIME type or an image
-# (`image: bitnami/redis:7.2`) has no spaces around its slash. Found from each slash (a
-# character looked for at memchr speed): the head is on the slash's line before it, the value
-# what follows it.
+# (`image: bitnami/redis:7.2`) has no spaces around its slash. Found from each slash a blank
+# comes before: the head is on the slash's line before it, the value what follows it.
 _SERVICE_HEAD = re.compile(
     r"(?<![a-z0-9_.\-])[a-z][a-z0-9_.\-]{0,30}[ \t]*:[ \t]+[a-z][a-z0-9_.@+\-]{0,63}[ \t]+\Z"
 )
 _SERVICE_REACH = 128  # longer than any head
 _PAIR_VALUE = re.compile(r"[ \t]+([^\s\"'`/]{4,128}+)")
+_SPACED_SLASH = re.compile(r"[ \t]/")  # slashes alone (paths, URLs) are skipped at C speed
 _SYMBOLS_OF_LABELS = frozenset("-_.")
 
 
@@ -117,21 +117,16 @@ def _strong(value: str) -> bool:
 
 def _find_service_pairs(text: str, lowered: str) -> Iterator[Span]:
     """A service's pair: "jenkins: admin / Jenk1ns!2024", "- staging db: postgres / Pg$tag1ng"."""
-    slash = lowered.find("/")
-    while slash >= 0:
+    for spaced in _SPACED_SLASH.finditer(lowered):
+        slash = spaced.end() - 1
         reach = max(0, slash - _SERVICE_REACH)
         line = lowered.rfind("\n", reach, slash) + 1 or reach
         value = _PAIR_VALUE.match(lowered, slash + 1)
-        if (
-            value is not None
-            and lowered[slash - 1] in " \t"
-            and _SERVICE_HEAD.search(lowered, line, slash) is not None
-        ):
+        if value is not None and _SERVICE_HEAD.search(lowered, line, slash) is not None:
             start, value_end = value.span(1)
             end = end_before_trailing(text, start, value_end)
             if value_ends_clause(text, value_end, end) and _strong(text[start:end]):
                 yield start, end
-        slash = lowered.find("/", slash + 1)
 
 
 # "nexus: admin/Nexus@2024": with no spaces, a user and a password look like a path, a route,
