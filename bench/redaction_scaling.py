@@ -62,6 +62,18 @@ ADVERSARIAL = {
     "one letter": "a",
     "no separators": "password",
     "zero-width": "pass\u200bword=x ",
+    "soft hyphens": "password=hun\u00adter2 ",
+    "curl users": "curl -u user:pass ",
+    # notes (orcad/secret_notes.py): keys, service pairs, logins' pw, passes
+    "network keys": "the wifi key is BlueMango$42 ",
+    "store keys": "the zip key for the backup is ",
+    "service pairs": "jenkins: admin / Jenk1ns!2024 ",
+    "tight pairs": "nexus: admin/Nexus@2024 ",
+    "login pws": "jenkins login admin pw ",
+    "passes for": "pass for jenkins: x ",
+    "slashes": "/",
+    "paths": "a/b",
+    "cjk sentences": "我的密码是 Hunter2! ",
 }
 
 
