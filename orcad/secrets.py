@@ -74,6 +74,7 @@ from orcad.secret_values import (
     is_phrase_value,
     looks_random,
 )
+from orcad.secret_wrapped import WrappableRule, find_wrapped_tokens
 
 __all__ = [
     "SecretMatch",
@@ -454,16 +455,33 @@ def _open_rules(text: str) -> Iterable[tuple[str, Finder]]:
     ]
 
 
+# The token formats read across a line break (`secret_wrapped`): a pattern with no quantifier
+# of a range or `+`, `*`, `?` has one length
+_WRAPPABLE = tuple(
+    WrappableRule(
+        name,
+        triggers,
+        token_finder(name, triggers, pattern, bounded),
+        re.search(r"\{\d+,|[+*?]", pattern) is None,
+    )
+    for name, triggers, pattern, bounded in TOKEN_RULES
+    if bounded
+)
+
+
 def find_secrets(text: str) -> list[SecretMatch]:
     """Every secret in `text`, sorted by start; overlapping detections are merged. A secret
-    split by characters no reader sees (a zero-width space, a soft hyphen) is found too."""
+    split by characters no reader sees (a zero-width space, a soft hyphen), or a token a line
+    break cuts in two, is found too."""
     found = _find_secrets(text)
+    more = [SecretMatch(*wrapped) for wrapped in find_wrapped_tokens(text, _WRAPPABLE)]
     visible = visible_text(text)
-    if visible is None:
+    if visible is None and not more:
         return found
-    for match in _find_secrets(visible.text):
-        found.append(SecretMatch(match.rule, *visible.span(match.start, match.end)))
-    return _merged(sorted(found, key=lambda match: (match.start, -match.end)))
+    if visible is not None:
+        for match in _find_secrets(visible.text):
+            more.append(SecretMatch(match.rule, *visible.span(match.start, match.end)))
+    return _merged(sorted(found + more, key=lambda match: (match.start, -match.end)))
 
 
 def _merged(matches: list[SecretMatch]) -> list[SecretMatch]:
@@ -519,7 +537,9 @@ def contains_secret(text: str) -> bool:
     if visible_text(text) is not None:
         return bool(find_secrets(text))
     lowered = _lowered(text)
-    return any(next(finder(text, lowered), None) is not None for _, finder in _open_rules(text))
+    return any(
+        next(finder(text, lowered), None) is not None for _, finder in _open_rules(text)
+    ) or (next(find_wrapped_tokens(text, _WRAPPABLE), None) is not None)
 
 
 def secret_kinds(text: str) -> str:

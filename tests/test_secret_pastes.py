@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from orcad import secret_notes
-from orcad.secrets import find_secrets, redact
+from orcad.secrets import contains_secret, find_secrets, redact
 
 pytestmark = pytest.mark.pure
 
@@ -265,3 +265,67 @@ def test_a_text_of_slashes_is_passed_over_without_a_look_at_each(
     )
     assert value.calls <= 8  # the pairs' slashes, in each pass
     assert seconds < 0.5  # 2 s before
+
+
+# ----------------------------------------------------- a token a line break cuts in two
+_GITHUB = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+_NPM = "npm_" + "Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2Ji1Hg0FeDcBa"
+_TWILIO = "SK" + "0123456789abcdef0123456789ABCDEF"
+_SENDGRID = "SG." + "Ab1Cd2Ef3Gh4Ij5Kl6Mn7O" + "." + "Pq8Rs9Tu0Vw1Xy2Za3Bc4De5Fg6Hi7Jk8Lm9No0Pq1R"
+
+
+def _wrapped(token: str, at: int, newline: str = "\n") -> str:
+    return token[:at] + newline + token[at:]
+
+
+@pytest.mark.parametrize(
+    ("text", "token"),
+    [
+        (f"token:\n{_wrapped(_GITHUB, 24)}\nthanks", _GITHUB),
+        (f"export GITHUB_TOKEN={_wrapped(_GITHUB, 14)}", _GITHUB),
+        (f"here you go {_wrapped(_GITHUB, 30)} -- keep it safe", _GITHUB),
+        (f"> {_wrapped(_GITHUB, 20)}", _GITHUB),
+        (f"token {_wrapped(_GITHUB, 8, chr(13) + chr(10))} ok", _GITHUB),
+        (f"npm token {_wrapped(_NPM, 30)} ok", _NPM),
+        (f"//registry.npmjs.org/:_authToken={_wrapped(_NPM, 12)}\n", _NPM),
+        (f"the key is {_wrapped(_TWILIO, 17)}.", _TWILIO),
+        (f"SENDGRID_API_KEY={_wrapped(_SENDGRID, 40)}\nFROM=me", _SENDGRID),
+        (f"{_wrapped(_GITHUB, 35)}", _GITHUB),
+        (f"line one\n{_wrapped(_GITHUB, 4)}\nline three", _GITHUB),
+    ],
+)
+def test_a_token_a_line_break_cuts_in_two_is_redacted(text: str, token: str) -> None:
+    redacted = redact(text)
+    assert not [at for at in range(len(token) - 5) if token[at : at + 6] in redacted]
+    assert "[REDACTED:" in redacted
+    assert contains_secret(text)  # so remember and the ledger refuse it
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the token is rotated\nevery hour by the deploy job",
+        "ghp_\nis the prefix of a classic token",
+        "see ghp_tokens\nfor the list",
+        "SKIP_TESTS=1\nabcdef0123456789abcdef0123456789",
+        "npm_config_cache\n/home/user/.npm/_cacache/index-v5",
+        "-----BEGIN CERTIFICATE-----\n"
+        "MIIDdzCCAl+gAwIBAgIEAgAAuTANBgkqhkiG9w0BAQUFADBaMQswCQYDVQQGEwJJ\n"
+        "RTESMBAGA1UEChMJQmFsdGltb3JlMRMwEQYDVQQLEwpDeWJlclRydXN0MSIwIAYD\n"
+        "-----END CERTIFICATE-----",
+        "e3b0c44298fc1c149afbf4c8996fb924\n27ae41e4649b934ca495991b7852b855",
+        "SK_LIVE_MODE is read from\nthe environment at start",
+        "pattern_matching_enabled\nrecursive_descent_parser_v2",
+        "a line that ends with a long identifier_name_here\nanother_identifier_that_starts",
+        "API-VERSION-HEADER\nX-Request-Id-Propagation",
+    ],
+)
+def test_ordinary_lines_that_a_break_joins_stay_storable(text: str) -> None:
+    assert find_secrets(text) == []
+    assert not contains_secret(text)
+
+
+def test_a_whole_token_ending_its_line_keeps_the_next_lines_word() -> None:
+    # the next line's run is another word, not the rest of the token
+    text = f"{_GITHUB}\nNextLineWord and more"
+    assert redact(text) == "[REDACTED:github_token]\nNextLineWord and more"
