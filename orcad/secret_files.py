@@ -89,28 +89,44 @@ _SHORTEST_PAIR_NAME = 3
 
 
 def _first_pair_name(lowered: str, start: int, found: dict[str, int]) -> int:
-    """Where the first of _PAIR_NAMES from `start` begins, or -1: a slash before it has no
-    head, so a text of slashes (a path, a rule drawn with them) is passed over at C speed.
-    `found` keeps where each name was last found, so each is looked for once per occurrence."""
+    """Where the first of _PAIR_NAMES from `start` begins, or -1. `found` keeps where each
+    name was last found (_NOT_LOOKED_FOR before the first look), so each is looked for once
+    per occurrence however many slashes come before it."""
     for name, at in found.items():
-        if 0 <= at < start:
+        if at == _NOT_LOOKED_FOR or 0 <= at < start:
             found[name] = lowered.find(name, start)
     return min((at for at in found.values() if at >= 0), default=-1)
 
 
+_NOT_LOOKED_FOR = -2
+# slashes close together: fewer are looked at one by one, as the few slashes of prose are
+_SLASHES_BEFORE_A_SKIP = 32
+
+
 def find_login_pairs(text: str, lowered: str) -> Iterator[Span]:
     """The password of a user and password given as a pair: `login: admin / S3cretPass`."""
-    found = {name: lowered.find(name) for name in _PAIR_NAMES}
+    found = dict.fromkeys(_PAIR_NAMES, _NOT_LOOKED_FOR)
+    nameless = 0  # slashes in a row, each near the one before, with no name before them
+    previous = -_PAIR_REACH
     slash = lowered.find("/")
     while slash >= 0:
         reach = max(0, slash - _PAIR_REACH)
         reach = max(reach, lowered.rfind("\n", reach, slash) + 1)  # on the slash's line
-        name = _first_pair_name(lowered, reach, found)
-        if name < 0:
-            return  # no name of a pair from here on: no later slash has a head
-        if name + _SHORTEST_PAIR_NAME > slash:  # none before this slash: skip to after it
-            slash = lowered.find("/", name + _SHORTEST_PAIR_NAME)
+        window = lowered[reach:slash]
+        if "log" not in window and "cred" not in window and "user" not in window:
+            nameless = nameless + 1 if slash - previous < _PAIR_REACH else 0
+            previous = slash
+            if nameless < _SLASHES_BEFORE_A_SKIP:
+                slash = lowered.find("/", slash + 1)
+                continue
+            # none before the next name either: a text of slashes (a path, a rule drawn with
+            # them) is passed over at C speed
+            name = _first_pair_name(lowered, reach, found)
+            if name < 0:
+                return
+            slash = lowered.find("/", max(slash + 1, name + _SHORTEST_PAIR_NAME))
             continue
+        nameless = 0
         head = _PAIR_HEAD.search(lowered, reach, slash)
         tail = _PAIR_VALUE.match(lowered, slash + 1) if head is not None else None
         if head is not None and tail is not None and bool(head["before"]) == bool(tail["after"]):
