@@ -16,14 +16,15 @@ from typing import NamedTuple
 
 from orcad.secret_formats import Finder
 
-# A line break with token characters on both sides, ten or more on one of them: a token
-# (20 characters or more) cut in two. Found by the engine at C speed from each line break.
+# A line break with ten token characters or more on one side (a token of 20 characters or
+# more cut in two has them); the other side is checked after. One literal opens the pattern:
+# the engine skips ahead to each line break at C speed.
 _R = r"[A-Za-z0-9_\-.+/=]"
-_BREAK = re.compile(
-    rf"\n(?:(?<={_R}{{10}}\n)|(?<={_R}{{10}}\r\n))(?={_R}{{2}})|\n(?<={_R}\n)(?={_R}{{10}})"
-    rf"|\n(?<={_R}\r\n)(?={_R}{{10}})"
-)
+_BREAK = re.compile(rf"\n(?:(?={_R}{{10}})|(?<={_R}{{10}}\n)|(?<={_R}{{10}}\r\n))")
 _RUN_AFTER = re.compile(_R + r"{1,256}+")
+_TOKEN_CHARACTERS = frozenset(
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-.+/="
+)
 _REACH = 256  # longer than any token of one length
 
 
@@ -42,11 +43,7 @@ def find_wrapped_tokens(
     """(rule, start, end) of each token a line break cuts in two, in the text as given."""
     if "\n" not in text:
         return
-    pieces = [
-        piece
-        for line_break in _BREAK.finditer(text)
-        if (piece := _joined(text, line_break)) is not None
-    ]
+    pieces = [piece for cut in _breaks(text) if (piece := _joined(text, *cut)) is not None]
     if not pieces:
         return
     everything = " ".join(piece.text for piece in pieces)  # each literal looked for once
@@ -65,25 +62,36 @@ def find_wrapped_tokens(
 
 
 class _Joined(NamedTuple):
-    """The stretch of a line before its break, and the run after it, joined."""
+    """The runs of token characters either side of a line break, joined."""
 
     text: str
-    before: int  # where the stretch starts in the text as given
+    before: int  # where the run before the break starts in the text as given (less one)
     join: int  # where the break was, in `text`
     resumed: int  # where the run after the break starts in the text as given
 
 
-def _joined(text: str, line_break: re.Match[str]) -> _Joined | None:
-    """At most _REACH of the line before the break (and the character before that, for a
+def _breaks(text: str) -> Iterator[tuple[int, int]]:
+    """Where each line break with token characters either side cuts the text, and resumes."""
+    for line_break in _BREAK.finditer(text):
+        newline = line_break.start()
+        yield newline - (text[newline - 1] == "\r"), newline + 1
+
+
+def _joined(text: str, cut: int, resumed: int) -> _Joined | None:
+    """The run of token characters before the break (and the character before it, for a
     word's boundary) and the run after it (and the character after); None inside a block of
     lines of one width that runs fill (base64, hex): a token's rest is a line of its own."""
-    cut = line_break.start() - (text[line_break.start() - 1] == "\r")
-    resumed = line_break.end()
+    run_after = _RUN_AFTER.match(text, resumed)
+    if run_after is None or cut == 0 or text[cut - 1] not in _TOKEN_CHARACTERS:
+        return None
     line = text.rfind("\n", max(0, cut - _REACH), cut) + 1
-    tail = _RUN_AFTER.match(text, resumed).end()  # type: ignore[union-attr]
+    tail = run_after.end()
     if tail - resumed == cut - line and text[tail : tail + 1] in ("\n", "\r"):
         return None
-    before = max(line - 1, cut - _REACH, 0)
+    head = cut
+    while head > line and text[head - 1] in _TOKEN_CHARACTERS:
+        head -= 1
+    before = max(head - 1, 0)
     return _Joined(text[before:cut] + text[resumed : tail + 1], before, cut - before, resumed)
 
 
