@@ -3,7 +3,8 @@
 Pure module: no I/O. Holds the patterns of a PIN stated in a sentence, "my PIN is 4821",
 "Card PIN: 7302", "the pin for the card is 0917", "pin: 55731", which
 `secret_sentences.find_stated_passwords` applies, and finds a PIN set by name: `PIN=4821`,
-`SIM_PIN: 4821`, `user_pin = 123456`, `pin_code: "0917"`. Leaves alone a pin in lower case that
+`SIM_PIN: 4821`, `user_pin = 123456`, `pin_code: "0917"`, and a code that opens a door, a gate
+or a safe, "the door code is 4821". Leaves alone a pin in lower case that
 is a part, a GPIO line or a version pin ("pin 12 of the header", "pin numpy<2") rather than
 someone's or something's, and a name that only ends in pin, a GPIO line's (`LED_PIN = 13`).
 """
@@ -92,6 +93,43 @@ def find_pin_settings(text: str, lowered: str) -> Iterator[Span]:
             ):
                 yield match.span("value")
         at = lowered.find("pin", at + 3)
+
+
+# "the door code is 4821", "gate code: 4821#", "the safe combination is 12-34-56": a code that
+# opens a door, a gate, an alarm or a safe is a PIN by another name; "code" alone is an error's,
+# an exit's or a postcode's. Found from each "code", "combo" or "combination", the owner looked
+# for before it.
+_ACCESS_CODE = re.compile(
+    r"(?:code|combo|combination)(?![a-z0-9_\-])(?P<words>(?:[ \t]+[a-z]{1,20}+){0,3}?)"
+    rf"(?:[ \t]*:|{STATED_VERB}[ \t]*:?)[ \t]+"
+    r"(?P<value>[0-9]{2,12}+(?:-[0-9]{2,6}+){0,4}[#*]?)(?![0-9a-z_\-])"
+)
+_ACCESS_OWNER = re.compile(
+    r"(?<![a-z0-9_\-])(?:door|front[ \t]+door|gate|alarm|garage|keypad|lockbox|lock[ \t]+box|"
+    r"key[ \t]?safe|safe|padlock|locker|entry|entrance|intercom|building[ \t]+entry|"
+    r"access)(?:[ \t]+(?:lock|pin|entry))?[ \t]+\Z"
+)
+_ACCESS_OWNER_REACH = 24
+_ACCESS_OWNER_WORDS = frozenset(("for", "to", "on", "at"))
+_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+
+
+def find_access_codes(text: str, lowered: str) -> Iterator[Span]:
+    """The digits of a code that opens a door, a gate, an alarm or a safe: "the door code is
+    4821", "gate code: 4821#", "the safe combination is 12-34-56"."""
+    if "code" not in lowered and "comb" not in lowered:
+        return
+    for match in _ACCESS_CODE.finditer(lowered):
+        at = match.start()
+        words = match["words"].split()
+        if words and words[0] not in _ACCESS_OWNER_WORDS:
+            continue
+        if _ACCESS_OWNER.search(lowered, max(0, at - _ACCESS_OWNER_REACH), at) is None:
+            continue
+        start, end = match.span("value")
+        digits = sum(char.isdigit() for char in lowered[start:end])
+        if digits >= 4 and not _DATE.match(lowered, start) and _number_ends_clause(text, end):
+            yield start, end
 
 
 def _number_ends_clause(text: str, end: int) -> bool:

@@ -63,7 +63,7 @@ from orcad.secret_gates import (
 )
 from orcad.secret_invisible import visible_text
 from orcad.secret_notes import find_noted_passwords
-from orcad.secret_pins import find_pin_settings
+from orcad.secret_pins import find_access_codes, find_pin_settings
 from orcad.secret_sentences import find_stated_keys, find_stated_passwords
 from orcad.secret_tokens import ANCHORED_RULES, TOKEN_RULES
 from orcad.secret_values import (
@@ -387,6 +387,7 @@ _RULES: tuple[tuple[str, Finder, Gate], ...] = (
     ("password_statement", find_foreign_passwords, _always),
     ("password_statement", find_login_pairs, _always),
     ("password_statement", find_noted_passwords, _always),
+    ("password_statement", find_access_codes, _always),
 )
 _PRIORITY = {name: index for index, (name, _, _) in enumerate(_RULES)}
 

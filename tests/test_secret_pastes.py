@@ -329,3 +329,55 @@ def test_a_whole_token_ending_its_line_keeps_the_next_lines_word() -> None:
     # the next line's run is another word, not the rest of the token
     text = f"{_GITHUB}\nNextLineWord and more"
     assert redact(text) == "[REDACTED:github_token]\nNextLineWord and more"
+
+
+# ---------------------------------------- a code that opens a door, a gate, an alarm or a safe
+@pytest.mark.parametrize(
+    ("text", "code"),
+    [
+        ("the door code is 4821", "4821"),
+        ("Door code: 4821", "4821"),
+        ("gate code: 4821#", "4821#"),
+        ("the garage code is 4821.", "4821"),
+        ("alarm code: 4821", "4821"),
+        ("the safe combination is 12-34-56", "12-34-56"),
+        ("the lockbox code is 0917, for the cleaner", "0917"),
+        ("keypad code is 135790", "135790"),
+        ("front door code: 7302", "7302"),
+        ("the entry code is 4821*", "4821*"),
+        ("access code: 55731", "55731"),
+        ("the alarm code was changed to 9021", "9021"),
+        ("Gate Code: 4821", "4821"),
+        ("- door code: 4821\n- wifi: see the fridge", "4821"),
+    ],
+)
+def test_a_code_that_opens_a_door_gate_alarm_or_safe_is_redacted(text: str, code: str) -> None:
+    redacted = redact(text)
+    assert redacted == _redacted_to(text, code)
+    assert code not in redacted
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the door code is in the drawer",
+        "the gate code is 4 digits",
+        "error code: 4821",
+        "exit code: 137",
+        "status code: 404",
+        "zip code: 90210",
+        "area code: 415",
+        "the access code is 4 characters long",
+        "the door code has 6 digits",
+        "the alarm code was reset in 2024",
+        "gate code: 2024-01-05",
+        "the entry code is 4821.5",
+        "safe code: 12",
+        "the door code is 4821 characters",
+        "source code: 2048",
+        "barcode: 4006381333931",
+        "the keypad code is 1234 times too long",
+    ],
+)
+def test_codes_that_open_nothing_stay_storable(text: str) -> None:
+    assert find_secrets(text) == []
