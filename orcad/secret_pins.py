@@ -97,10 +97,10 @@ def find_pin_settings(text: str, lowered: str) -> Iterator[Span]:
 
 # "the door code is 4821", "gate code: 4821#", "the safe combination is 12-34-56": a code that
 # opens a door, a gate, an alarm or a safe is a PIN by another name; "code" alone is an error's,
-# an exit's or a postcode's. Found from each "code", "combo" or "combination", the owner looked
-# for before it.
+# an exit's or a postcode's. Found from each "code", "combo" or "combination" (the literal "co"
+# first, for the engine to skip ahead to), the owner looked for before it.
 _ACCESS_CODE = re.compile(
-    r"(?:code|combo|combination)(?![a-z0-9_\-])(?P<words>(?:[ \t]+[a-z]{1,20}+){0,3}?)"
+    r"co(?:de|mbo|mbination)(?![a-z0-9_\-])(?P<words>(?:[ \t]+[a-z]{1,20}+){0,3}?)"
     rf"(?:[ \t]*:|{STATED_VERB}[ \t]*:?)[ \t]+"
     r"(?P<value>[0-9]{2,12}+(?:-[0-9]{2,6}+){0,4}[#*]?)(?![0-9a-z_\-])"
 )

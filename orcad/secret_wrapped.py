@@ -88,9 +88,8 @@ def _joined(text: str, cut: int, resumed: int) -> _Joined | None:
     tail = run_after.end()
     if tail - resumed == cut - line and text[tail : tail + 1] in ("\n", "\r"):
         return None
-    head = cut
-    while head > line and text[head - 1] in _TOKEN_CHARACTERS:
-        head -= 1
+    run_before = _RUN_AFTER.match(text[line:cut][::-1])  # the line read backwards, in C
+    head = cut - (run_before.end() if run_before is not None else 0)
     before = max(head - 1, 0)
     return _Joined(text[before:cut] + text[resumed : tail + 1], before, cut - before, resumed)
 
