@@ -123,6 +123,7 @@ _CJK_PASSWORD = re.compile(
     r"(?:密码|密碼|パスワード|비밀번호)[ \t]*(?:(?:是|为|為|は|는)[ \t]*[:\uff1a]?|[:=\uff1a])"
     r"[ \t]*[\"'`\u201c\u300c]?(?P<value>[^\x00-\x20\x7f-\U0010ffff\"'`()\[\]{}<>]{4,128}+)"
 )
+_CJK_WORDS = ("密码", "密碼", "パスワード", "비밀번호")
 # a copula may close the sentence after the value ("パスワードは X です", "비밀번호는 X입니다")
 _CJK_CLAUSE_END = re.compile(
     r"[ \t]*(?:です|でした|だ|입니다|이에요|예요)?[ \t]*"
@@ -133,7 +134,7 @@ _CJK_CLAUSE_END = re.compile(
 def _find_cjk_statements(text: str) -> Iterator[Span]:
     """A chosen password, or four digits or more, that ends its clause: "我的密码是 Hunter2!",
     "数据库密码是 s3cr3t", "パスワードは Tr0ub4dor です"."""
-    for match in _CJK_PASSWORD.finditer(text):
+    for match in _cjk_matches(text):
         start, value_end = match.span("value")
         end = end_before_trailing(text, start, value_end)
         value = text[start:end]
@@ -141,6 +142,18 @@ def _find_cjk_statements(text: str) -> Iterator[Span]:
             stated_password(value) or (len(value) >= 4 and value.isdigit())
         ):
             yield start, end
+
+
+def _cjk_matches(text: str) -> Iterator[re.Match[str]]:
+    """The pattern matched from each of the words (looked for at memchr speed): opening with
+    no one literal, searched, it would be tried at every character of a text not in ASCII."""
+    for word in _CJK_WORDS:
+        at = text.find(word)
+        while at >= 0:
+            match = _CJK_PASSWORD.match(text, at)
+            if match is not None:
+                yield match
+            at = text.find(word, at + len(word))
 
 
 def find_foreign_passwords(text: str, lowered: str) -> Iterator[Span]:
