@@ -217,20 +217,21 @@ def _cookie_windows(lowered: str) -> list[tuple[int, int]]:
     windows: list[tuple[int, int]] = []
     newline = -1
     pairs_end = 0  # where the run of pairs last read ends: a later header inside it shares it
+    last = len(starts) - 1
     for index, start in enumerate(starts):
         if newline < start:  # the next line end, looked for once per line
             newline = lowered.find("\n", start)
             newline = len(lowered) + _COOKIE_LINE_MAX if newline < 0 else newline
         end = min(newline, start + _COOKIE_LINE_MAX)
-        if end < newline and pairs_end <= start and _last_before(starts, index, end):
+        # cut short, and no later header starts before its end (one that does reads the same
+        # pairs on from there): do its pairs run on?
+        if end < newline and pairs_end <= start and (index == last or starts[index + 1] >= end):
             pairs_end = _COOKIE_RUN.match(lowered, start).end()  # type: ignore[union-attr]
-        windows.append((start, max(end, min(pairs_end, newline))))
+            end = max(end, min(pairs_end, newline))
+        elif pairs_end > end:
+            end = min(pairs_end, newline)
+        windows.append((start, end))
     return windows
-
-
-def _last_before(starts: list[int], index: int, end: int) -> bool:
-    """No later header starts before `end`: one that does reads the same pairs on from there."""
-    return index + 1 == len(starts) or starts[index + 1] >= end
 
 
 def _cookie_pairs(text: str, lowered: str, windows: list[tuple[int, int]]) -> Iterator[Span]:
