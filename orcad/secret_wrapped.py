@@ -26,6 +26,7 @@ _TOKEN_CHARACTERS = frozenset(
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-.+/="
 )
 _REACH = 256  # longer than any token of one length
+_SHORTEST_TOKEN = 20  # LTAI and 20 characters: no format read across a break is shorter
 
 
 class WrappableRule(NamedTuple):
@@ -90,6 +91,8 @@ def _joined(text: str, cut: int, resumed: int) -> _Joined | None:
         return None
     run_before = _RUN_AFTER.match(text[line:cut][::-1])  # the line read backwards, in C
     head = cut - (run_before.end() if run_before is not None else 0)
+    if (cut - head) + (tail - resumed) < _SHORTEST_TOKEN:
+        return None  # too short together for any token ("-----BEGIN" after a key's END line)
     before = max(head - 1, 0)
     return _Joined(text[before:cut] + text[resumed : tail + 1], before, cut - before, resumed)
 
