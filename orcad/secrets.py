@@ -458,15 +458,19 @@ def _open_rules(text: str) -> Iterable[tuple[str, Finder]]:
 
 # The token formats read across a line break (`secret_wrapped`): a pattern with no quantifier
 # of a range or `+`, `*`, `?` has one length
-_WRAPPABLE = tuple(
-    WrappableRule(
-        name,
-        triggers,
-        token_finder(name, triggers, pattern, bounded),
-        re.search(r"\{\d+,|[+*?]", pattern) is None,
-    )
-    for name, triggers, pattern, bounded in TOKEN_RULES
-    if bounded
+# (and an AWS secret key, 40 characters after its name, as in `AWS_SECRET_ACCESS_KEY=...`)
+_WRAPPABLE = (
+    *(
+        WrappableRule(
+            name,
+            triggers,
+            token_finder(name, triggers, pattern, bounded),
+            re.search(r"\{\d+,|[+*?]", pattern) is None,
+        )
+        for name, triggers, pattern, bounded in TOKEN_RULES
+        if bounded
+    ),
+    WrappableRule("aws_secret_access_key", ("ACCESS", "access"), _find_aws_secret, True),
 )
 
 

@@ -271,6 +271,7 @@ def test_a_text_of_slashes_is_passed_over_without_a_look_at_each(
 _GITHUB = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
 _NPM = "npm_" + "Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2Ji1Hg0FeDcBa"
 _TWILIO = "SK" + "0123456789abcdef0123456789ABCDEF"
+_AWS_SECRET = "wJalrXUtnFEMIK7MDENGbPxRfiCYq1w2e3r4t5y6"
 _SENDGRID = "SG." + "Ab1Cd2Ef3Gh4Ij5Kl6Mn7O" + "." + "Pq8Rs9Tu0Vw1Xy2Za3Bc4De5Fg6Hi7Jk8Lm9No0Pq1R"
 
 
@@ -292,6 +293,12 @@ def _wrapped(token: str, at: int, newline: str = "\n") -> str:
         (f"SENDGRID_API_KEY={_wrapped(_SENDGRID, 40)}\nFROM=me", _SENDGRID),
         (f"{_wrapped(_GITHUB, 35)}", _GITHUB),
         (f"line one\n{_wrapped(_GITHUB, 4)}\nline three", _GITHUB),
+        (f"AWS_SECRET_ACCESS_KEY={_wrapped(_AWS_SECRET, 22)}", _AWS_SECRET),
+        (f"aws_secret_access_key={_wrapped(_AWS_SECRET, 30)}\nregion=us-east-1", _AWS_SECRET),
+        (
+            f"export AWS_SECRET_ACCESS_KEY={_wrapped(_AWS_SECRET, 5, chr(13) + chr(10))}",
+            _AWS_SECRET,
+        ),
     ],
 )
 def test_a_token_a_line_break_cuts_in_two_is_redacted(text: str, token: str) -> None:
@@ -318,6 +325,8 @@ def test_a_token_a_line_break_cuts_in_two_is_redacted(text: str, token: str) -> 
         "pattern_matching_enabled\nrecursive_descent_parser_v2",
         "a line that ends with a long identifier_name_here\nanother_identifier_that_starts",
         "API-VERSION-HEADER\nX-Request-Id-Propagation",
+        "AWS_SECRET_ACCESS_KEY=${AWS_SECRET}\nAWS_REGION=us-east-1-and-more-words",
+        "the secret access key is rotated\nquarterly_by_the_security_team_now",
     ],
 )
 def test_ordinary_lines_that_a_break_joins_stay_storable(text: str) -> None:
