@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -117,6 +118,25 @@ def test_same_session_turn_and_source_is_one_job(
     daemon.restart()
     after = daemon.call("turn.completed", turn_params(session, "t1", "We use pnpm."))
     assert (after.job_id, after.duplicate) == (first.job_id, True)
+
+
+@pytest.mark.parametrize("removed", ["jobs", "project"])
+def test_a_turn_is_stored_after_its_projects_directory_was_removed(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path, removed: str
+) -> None:
+    # jobs/ (or the whole project directory) removed while orcad runs: a session already open
+    # still stores its next turn, without waiting for a new session to make the directory
+    daemon = start(orca_env, daemon_factory, NO_WORKERS)
+    session = daemon.call("session.open", {"cwd": str(project_dir(tmp_path))})
+    daemon.call("turn.completed", turn_params(session, "t1", "We use pnpm."))
+    directory = orca_env.memory_root / "projects" / session.project.id
+    shutil.rmtree(directory / "jobs" if removed == "jobs" else directory)
+    stored = daemon.call("turn.completed", turn_params(session, "t2", "We deploy with make."))
+    assert stored.eligible and stored.job_id is not None
+    assert read_job_file(orca_env.memory_root, session.project.id, stored.job_id)["turn_id"] == "t2"
+    assert stat.S_IMODE((directory / "jobs").stat().st_mode) == 0o700
+    listed = daemon.call("jobs.list", {"project_id": session.project.id}).jobs
+    assert stored.job_id in [job.job_id for job in listed]
 
 
 def test_an_acknowledged_job_is_visible_to_the_very_next_request(

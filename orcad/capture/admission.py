@@ -15,7 +15,7 @@ import trio
 
 from orcad import limits
 from orcad.capture.index import JobIndex
-from orcad.capture.jobstore import create_job, prepare_job_file, read_job
+from orcad.capture.jobstore import create_job, make_jobs_directory, prepare_job_file, read_job
 from orcad.capture.project_access import ProjectAccess
 from orcad.capture.records import JobRecord, new_job
 from orcad.capture.source import BuiltSource, build_source, derive_job_id
@@ -87,6 +87,7 @@ class Admissions:
                     return existing, True
             if active >= limits.ACTIVE_JOBS_PER_PROJECT:
                 return None, False
+            make_jobs_directory(directory)  # removed while orcad runs: the turn is still stored
             if not create_job(new_file):  # created meanwhile by another process
                 return read_job(directory, job_id), True
             failpoint("jobs.after_job_write")

@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 import msgspec
 
-from orcad.capture.projects import JOBS_DIR, list_project_ids
+from orcad.capture.projects import JOBS_DIR, ensure_directories, list_project_ids
 from orcad.capture.records import JobRecord, decode_job, encode_job
 from orcad.durable_files import create_file_exclusively, fsync_directory, replace_file_atomically
 from orcad.errors import NotFound, StorageError
@@ -88,6 +88,17 @@ class NewJobFile(NamedTuple):
 
 def prepare_job_file(project_dir: Path, job: JobRecord) -> NewJobFile:
     return NewJobFile(job_path(project_dir, job.job_id), encode_job(job))
+
+
+def make_jobs_directory(project_dir: Path) -> None:
+    """The project's jobs directory, made again if someone removed it while orcad runs (only
+    a project's locked paths and a session's open make it otherwise); StorageError if it
+    cannot be made (a file where it should be)."""
+    try:
+        ensure_directories(project_dir)
+    except OSError as exc:
+        path = project_dir / JOBS_DIR
+        raise StorageError(f"cannot create {path}: {exc.strerror or exc}", path=str(path)) from exc
 
 
 def create_job(new: NewJobFile) -> bool:
