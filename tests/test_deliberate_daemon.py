@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from orcactl import approval
+from orcad import limits
 from protocol.errors import RemoteError
 from tests.harness import DaemonProcess, OrcaEnv
 
@@ -35,6 +36,12 @@ def open_session(daemon: DaemonProcess, cwd: Path, **options: Any) -> dict[str, 
 def save(daemon: DaemonProcess, session: dict[str, Any], content: str, **extra: Any) -> Any:
     params = {"action": "save", "content": content, "kind": "fact", "is_global": False, **extra}
     return daemon.call("memory.manage", {**session, **params})
+
+
+def remote_error(daemon: DaemonProcess, method: str, params: dict[str, Any]) -> RemoteError:
+    with pytest.raises(RemoteError) as caught:
+        daemon.call(method, params)
+    return caught.value
 
 
 def test_records_and_workspace_grants_survive_a_restart(
@@ -293,3 +300,71 @@ def test_orcactl_asks_on_a_terminal(
     assert returned == status
     records = json.loads(orcactl(orca_env, "list", "--json", cwd=ws).stdout)["records"]
     assert len(records) == (1 if status == 0 else 0)
+
+
+def test_no_client_can_push_out_another_sessions_pending_change(
+    daemon: DaemonProcess, tmp_path: Path
+) -> None:
+    # one client opening sessions by the hundred, each proposing a change, gets busy once the
+    # bound for all sessions is reached; the change another session left waiting is still there
+    victim = open_session(daemon, tmp_path / "ws")
+    waiting = save(daemon, victim, "the victim's change")
+    assert waiting.outcome == "pending_approval"
+    with daemon.client() as client:
+        for n in range(limits.PENDING_APPROVALS_MAX - 1):
+            opened = client.call("session.open", {"cwd": str(tmp_path / "ws")})
+            noisy = {"session_id": opened.session_id, "epoch": opened.epoch}
+            proposed = client.call(
+                "memory.manage",
+                {
+                    **noisy,
+                    "action": "save",
+                    "content": f"noisy {n}",
+                    "kind": "fact",
+                    "is_global": False,
+                },
+            )
+            assert proposed.outcome == "pending_approval"
+    refused = remote_error(
+        daemon,
+        "memory.manage",
+        {**noisy, "action": "save", "content": "one too many", "kind": "fact", "is_global": False},
+    )
+    assert (refused.code, refused.kind) == (-32001, "busy")
+    assert "nothing was changed" in refused.error.message
+    approved = daemon.call(
+        "memory.approve",
+        {**victim, "approval_id": waiting.approval_id, "decision": "allow_once"},
+    )
+    assert approved.outcome == "applied"
+
+
+def test_a_session_over_its_pending_bound_is_refused_and_nothing_is_stored(
+    daemon: DaemonProcess, tmp_path: Path
+) -> None:
+    session = open_session(daemon, tmp_path / "ws")
+    first = save(daemon, session, "change number 0")
+    for n in range(1, limits.PENDING_APPROVALS_PER_SESSION):
+        assert save(daemon, session, f"change number {n}").outcome == "pending_approval"
+    refused = remote_error(
+        daemon,
+        "memory.manage",
+        {
+            **session,
+            "action": "save",
+            "content": "one too many",
+            "kind": "fact",
+            "is_global": False,
+        },
+    )
+    assert (refused.code, refused.kind) == (-32001, "busy")
+    assert "this session already has 16" in refused.error.message
+    other = open_session(daemon, tmp_path / "ws")
+    assert save(daemon, other, "another session still asks").outcome == "pending_approval"
+    approved = daemon.call(
+        "memory.approve", {**session, "approval_id": first.approval_id, "decision": "allow_once"}
+    )
+    assert approved.outcome == "applied"
+    reader = open_session(daemon, tmp_path / "ws", mode="yolo")
+    found = daemon.call("memory.search", {**reader, "query": "many"}).records
+    assert found == []

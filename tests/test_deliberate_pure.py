@@ -6,6 +6,7 @@ import itertools
 import subprocess
 import sys
 
+import msgspec
 import pytest
 
 from orcad.deliberate.approvals import (
@@ -18,8 +19,13 @@ from orcad.deliberate.approvals import (
 )
 from orcad.deliberate.policy import decide
 from orcad.deliberate.review import is_transient_note, review_content
-from orcad.errors import InvalidParams, NotFound
-from orcad.limits import APPROVAL_TTL_S, AUTO_REVIEW_MAX_CHARS, PENDING_APPROVALS_MAX
+from orcad.errors import Busy, InvalidParams, NotFound
+from orcad.limits import (
+    APPROVAL_TTL_S,
+    AUTO_REVIEW_MAX_CHARS,
+    PENDING_APPROVALS_MAX,
+    PENDING_APPROVALS_PER_SESSION,
+)
 
 pytestmark = pytest.mark.pure
 
@@ -159,18 +165,32 @@ def test_take_after_expiry_fails_and_consumes() -> None:
     assert len(approvals) == 0
 
 
-def test_expired_changes_are_dropped_and_the_count_is_bounded() -> None:
+def test_expired_changes_are_dropped_and_a_session_over_its_bound_is_refused() -> None:
     approvals = PendingApprovals()
     approvals.add(change(created_at=0.0), now=0.0)
     approvals.add(change(created_at=APPROVAL_TTL_S), now=APPROVAL_TTL_S)
     assert len(approvals) == 1
-    many = [change(created_at=APPROVAL_TTL_S) for _ in range(PENDING_APPROVALS_MAX + 1)]
+    many = [change(created_at=APPROVAL_TTL_S) for _ in range(PENDING_APPROVALS_PER_SESSION - 1)]
     for pending in many:
         approvals.add(pending, now=APPROVAL_TTL_S)
-    assert len(approvals) == PENDING_APPROVALS_MAX
+    assert len(approvals) == PENDING_APPROVALS_PER_SESSION
+    over = change(created_at=APPROVAL_TTL_S)
+    with pytest.raises(Busy, match="this session already has 16 memory changes waiting"):
+        approvals.add(over, now=APPROVAL_TTL_S)
+    assert len(approvals) == PENDING_APPROVALS_PER_SESSION  # nothing kept, nothing dropped
     with pytest.raises(NotFound):
-        approvals.take(many[0].approval_id, "ses_a", 1, now=APPROVAL_TTL_S)
-    assert approvals.take(many[-1].approval_id, "ses_a", 1, now=APPROVAL_TTL_S) == many[-1]
+        approvals.take(over.approval_id, "ses_a", 1, now=APPROVAL_TTL_S)
+    assert approvals.take(many[0].approval_id, "ses_a", 1, now=APPROVAL_TTL_S) == many[0]
+    approvals.add(over, now=APPROVAL_TTL_S)  # one decided makes room for one
+    assert approvals.take(over.approval_id, "ses_a", 1, now=APPROVAL_TTL_S) == over
+
+
+def test_a_reopened_sessions_older_changes_do_not_count_against_it() -> None:
+    approvals = PendingApprovals(max_per_session=1)
+    approvals.add(change(), now=1000.0)
+    reopened = msgspec.structs.replace(change(), epoch=2)
+    approvals.add(reopened, now=1000.0)  # the epoch-1 change can no longer be approved
+    assert len(approvals) == 1
 
 
 def test_session_grants_cover_their_session_and_scope_only() -> None:
@@ -201,19 +221,22 @@ def test_a_session_workspace_grant_covers_the_workspace_it_was_given_in() -> Non
     assert grants.all() == []
 
 
-def test_a_session_proposing_many_changes_cannot_push_out_anothers() -> None:
+def test_many_sessions_proposing_cannot_push_out_anothers_change() -> None:
+    # a client can open as many sessions as it likes: past the bound for all sessions a new
+    # change is refused, and every change already waiting stays approvable
     approvals = PendingApprovals()
     mine = change(session_id="ses_b", created_at=0.0)
     approvals.add(mine, now=0.0)
-    flood = [change(created_at=1.0) for _ in range(PENDING_APPROVALS_MAX + 5)]
-    for pending in flood:
+    flood = [change(session_id=f"ses_{n}", created_at=1.0) for n in range(PENDING_APPROVALS_MAX)]
+    for pending in flood[:-1]:
         approvals.add(pending, now=1.0)
     assert len(approvals) == PENDING_APPROVALS_MAX
+    with pytest.raises(Busy, match="256 memory changes from all sessions are waiting"):
+        approvals.add(flood[-1], now=1.0)
+    assert len(approvals) == PENDING_APPROVALS_MAX
     assert approvals.take(mine.approval_id, "ses_b", 1, now=2.0) == mine
-    with pytest.raises(NotFound):  # the flood's own oldest went
-        approvals.take(flood[0].approval_id, "ses_a", 1, now=2.0)
-    approvals.drop_session("ses_a")
-    assert len(approvals) == 0
+    assert approvals.take(flood[0].approval_id, "ses_0", 1, now=2.0) == flood[0]
+    approvals.add(flood[-1], now=2.0)
 
 
 @pytest.mark.parametrize(

@@ -3,6 +3,8 @@
 Pending approvals live in memory only: each belongs to one session epoch (a reopened session
 may have another mode or workspace than the one the user was asked about), expires `APPROVAL_TTL_S`
 after it was created, and is removed by the first memory.approve that names it (single use).
+None is ever pushed out to make room: beyond a bound per session and one for all, a new one is
+refused instead.
 An update or forget keeps the record as the user was shown it: approved, it applies only to
 that record as it still is.
 Session grants are in memory, and end when their session closes or expires;
@@ -15,12 +17,12 @@ from __future__ import annotations
 
 import re
 import secrets
-from collections import Counter, OrderedDict
+from collections import OrderedDict
 
 import msgspec
 
-from orcad.errors import InvalidParams, NotFound
-from orcad.limits import APPROVAL_TTL_S, PENDING_APPROVALS_MAX
+from orcad.errors import Busy, InvalidParams, NotFound
+from orcad.limits import APPROVAL_TTL_S, PENDING_APPROVALS_MAX, PENDING_APPROVALS_PER_SESSION
 from protocol.types import GrantScope, ManageAction, RecordKind
 
 APPROVAL_ID_PREFIX = "apr_"
@@ -55,23 +57,48 @@ def new_approval_id() -> str:
 class PendingApprovals:
     """Pending changes by approval id, oldest first. Touched only from the event loop."""
 
-    def __init__(self, max_pending: int = PENDING_APPROVALS_MAX) -> None:
+    def __init__(
+        self,
+        max_pending: int = PENDING_APPROVALS_MAX,
+        max_per_session: int = PENDING_APPROVALS_PER_SESSION,
+    ) -> None:
         self._pending: OrderedDict[str, PendingChange] = OrderedDict()
         self._max_pending = max_pending
+        self._max_per_session = max_per_session
 
     def __len__(self) -> int:
         return len(self._pending)
 
     def add(self, change: PendingChange, now: float) -> None:
-        """Keep `change`; beyond the bound, the oldest change of the session that has the most
-        goes, so that one session proposing many cannot push out another's."""
+        """Keep `change`, or refuse it with Busy (nothing kept) when its session already has
+        `max_per_session` waiting or all sessions together `max_pending`: no change waiting for
+        its user is ever pushed out by another, so a client opening many sessions cannot make
+        another session's approval fail."""
         self.drop_expired(now)
+        self._drop_older_epochs(change.session_id, change.epoch)
+        mine = sum(
+            1 for pending in self._pending.values() if pending.session_id == change.session_id
+        )
+        if mine >= self._max_per_session:
+            raise Busy(
+                f"this session already has {mine} memory changes waiting for the user; decide "
+                f"them with memory.approve or let them expire ({APPROVAL_TTL_S:.0f} s after "
+                "each was proposed), then call memory.manage again; nothing was changed"
+            )
+        if len(self._pending) >= self._max_pending:
+            raise Busy(
+                f"{len(self._pending)} memory changes from all sessions are waiting for their "
+                f"users, the most orcad keeps; call memory.manage again once some are decided "
+                f"or expired ({APPROVAL_TTL_S:.0f} s after each was proposed); nothing was changed"
+            )
         self._pending[change.approval_id] = change
-        while len(self._pending) > self._max_pending:
-            counts = Counter(pending.session_id for pending in self._pending.values())
-            busiest = max(counts, key=counts.__getitem__)
-            oldest = next(a for a, p in self._pending.items() if p.session_id == busiest)
-            del self._pending[oldest]
+
+    def _drop_older_epochs(self, session_id: str, epoch: int) -> None:
+        """The session's changes from before a reopen: no call can approve them any more."""
+        for approval_id in [
+            a for a, p in self._pending.items() if p.session_id == session_id and p.epoch < epoch
+        ]:
+            del self._pending[approval_id]
 
     def drop_session(self, session_id: str) -> None:
         """A closed session's changes can no longer be approved."""
