@@ -368,3 +368,32 @@ def test_a_session_over_its_pending_bound_is_refused_and_nothing_is_stored(
     reader = open_session(daemon, tmp_path / "ws", mode="yolo")
     found = daemon.call("memory.search", {**reader, "query": "many"}).records
     assert found == []
+
+
+@pytest.mark.parametrize("gone", ["deleted", "moved"])
+def test_a_record_is_not_recalled_again_once_its_database_file_is_gone(
+    daemon: DaemonProcess, orca_env: OrcaEnv, tmp_path: Path, gone: str
+) -> None:
+    # deleting or moving memory.sqlite3 takes its records with it (README: Deliberate memory),
+    # so the turn that recalled one is not answered it again from its snapshot, in memory or
+    # in the state database
+    session = open_session(daemon, tmp_path / "ws", mode="yolo")
+    save(daemon, session, "the staging rotation runs on fridays")
+    ask = {**session, "turn_id": "t1", "prompt": "when does the staging rotation run"}
+    assert [r.content for r in daemon.call("recall", ask).deliberate] == [
+        "the staging rotation runs on fridays"
+    ]
+    database = orca_env.deliberate_db
+    for name in (database.name, f"{database.name}-wal", f"{database.name}-shm"):
+        path = database.with_name(name)
+        if gone == "deleted":
+            path.unlink(missing_ok=True)
+        elif path.exists():
+            path.rename(tmp_path / name)
+    again = daemon.call("recall", ask)
+    assert again.deliberate == [] and "fridays" not in again.context
+    assert daemon.call("recall", {**ask, "turn_id": "t2"}).deliberate == []
+    daemon.stop()
+    state = orca_env.memory_root / "daemon-state.sqlite3"
+    kept = b"".join(p.read_bytes() for p in state.parent.glob(f"{state.name}*") if p.is_file())
+    assert b"fridays" not in kept

@@ -72,11 +72,20 @@ class DeliberateStore:
         """Whether the database was deleted, moved or replaced since it was opened. Deleting
         it removes the memory it held, moving it relocates that memory (spec: One local
         database): calls then go to the file now at the path (a new, empty one if none)."""
+        return self.file_identity() != self._opened_file
+
+    def file_identity(self) -> tuple[int, int] | None:
+        """(device, inode) of the database file at the path now, None if there is none: one
+        other than a caller saw before means the database was deleted, moved or replaced."""
         try:
             status = os.stat(self.path)
         except FileNotFoundError:
-            return True
-        return (status.st_dev, status.st_ino) != self._opened_file
+            return None
+        return (status.st_dev, status.st_ino)
+
+    async def open_current_file(self) -> None:
+        """Open the file now at the path (a new, empty one if there is none), if not yet."""
+        await self._run(lambda _connection: None)
 
     def open_blocking(self) -> None:
         """Open, migrate and check now (startup), so that a broken database is reported early.

@@ -13,6 +13,7 @@ orcad.recall.explicit.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 import structlog
@@ -21,6 +22,7 @@ import trio
 from orcad.capture.service import CaptureService
 from orcad.deliberate.service import DeliberateMemory
 from orcad.deliberate.vectors import VectorMatrix
+from orcad.errors import StorageError
 from orcad.host import BackgroundTask, Host
 from orcad.limits import RECALL_MODEL_LOAD_DELAY_S
 from orcad.recall.automatic import ProjectMemorySearch
@@ -76,6 +78,30 @@ def model_loader(host: Host, embeddings: Embeddings, backfill: Backfill) -> Back
             await trio.sleep_forever()  # lexical recall; nothing to embed
 
     return load_then_backfill
+
+
+def replaced_database_check(
+    deliberate: DeliberateMemory, snapshots: SnapshotStore
+) -> Callable[[], Awaitable[None]]:
+    """The check recall makes first: when the deliberate database at its path is not the file
+    the last recall saw (deleted, moved or replaced), the file now there is opened and every
+    snapshot holding a record is dropped, since deleting the file deletes its records (README:
+    Deliberate memory). A stat per recall; its turn then gets a fresh recall."""
+    store = deliberate.store
+    seen = [store.file_identity()]  # the file opened at start
+
+    async def forget_replaced_database() -> None:
+        if store.file_identity() == seen[0]:
+            return
+        try:
+            await store.open_current_file()
+        except StorageError as exc:  # the search says so too; the snapshots go regardless
+            log.warning("recall.deliberate_reopen_failed", error=exc.message)
+        seen[0] = store.file_identity()
+        dropped = await snapshots.purge_deliberate_records()
+        log.info("recall.deliberate_database_replaced", snapshots=dropped)
+
+    return forget_replaced_database
 
 
 @dataclass(frozen=True)
@@ -137,6 +163,7 @@ def install(
         embeddings=embeddings,
         record_error=host.record_error,
     )
+    service.forget_replaced_database = replaced_database_check(deliberate, snapshots)
     if embeddings.setting != "none":
         host.run_in_background(model_loader(host, embeddings, backfill))
     explicit = ExplicitFacts(host, projects)

@@ -10,7 +10,7 @@ recalls of the same turn return that snapshot unchanged.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol
 
 import structlog
@@ -108,12 +108,17 @@ class RecallService:
         self.jobs = jobs
         self.barrier_s = barrier_s
         self._search_threads = trio.CapacityLimiter(SEARCH_THREADS)
+        # drops the snapshots of a deliberate database deleted or replaced since the last
+        # recall, before a snapshot is looked up (set by install)
+        self.forget_replaced_database: Callable[[], Awaitable[None]] | None = None
 
     async def recall(self, params: RecallParams) -> RecallResult:
         """The turn's snapshot, taken now if this is its first recall in this opening of the
         session (its epoch) and its workspace."""
         session = await self.sessions.require(params.session_id, params.epoch)
         disabled_for_bare(session, "recall")
+        if self.forget_replaced_database is not None:
+            await self.forget_replaced_database()
         key = SnapshotKey(session.session_id, session.epoch, session.workspace_id, params.turn_id)
         return await self.snapshots.get_or_take(
             key,

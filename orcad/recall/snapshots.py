@@ -73,6 +73,9 @@ CREATE TABLE IF NOT EXISTS recall_snapshots (
 RETAKES_AFTER_PURGE = 2
 
 _encoder = msgspec.json.Encoder()
+# how a result's deliberate entry starts, encoded (an automatic entry's id is `cand_`; a text
+# holding these characters is encoded with its quotes escaped)
+DELIBERATE_ENTRY_NEEDLE = b'{"id":"mem_'
 _decoder = msgspec.json.Decoder(RecallResult)
 
 
@@ -275,6 +278,16 @@ class SnapshotStore:
         forms = {form for text in texts if text for form in (text, escape_control_characters(text))}
         needles = [_encoder.encode(text)[1:-1] for text in sorted(forms)]
         needles += [_encoder.encode(record_id) for record_id in ids if record_id]  # quoted
+        return await self._drop_holding(needles)
+
+    async def purge_deliberate_records(self) -> int:
+        """Drop every snapshot holding a deliberate record: the database they were read from
+        was deleted, moved or replaced, which takes its records with it (README: Deliberate
+        memory), so no turn may be answered them again. How many were dropped."""
+        return await self._drop_holding([DELIBERATE_ENTRY_NEEDLE])
+
+    async def _drop_holding(self, needles: list[bytes]) -> int:
+        """Drop every snapshot whose encoded result holds one of `needles` (see purge)."""
         if not needles:
             return 0
         self._purges += 1
