@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import sqlite3
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -159,6 +160,35 @@ def test_hybrid_search_joins_lexical_and_nearest_visible_records(
     assert [(f.record.content, f.cosine) for f in lexical.found] == [
         ("the cache holds tenants", None)
     ]
+
+
+def test_vectors_of_a_database_file_replaced_are_not_used_within_the_refresh(
+    tmp_path: Path,
+) -> None:
+    # memory.sqlite3 deleted and made again while orcad runs: the store opens the new file, in
+    # which row 1 is another record; the vectors read from the old one are not its vectors
+    old = open_database(tmp_path / "memory.sqlite3")
+    save(old, 1, "alpha deploys")
+    store_vectors(old, "m1", pending(old, "m1", 10), np.stack([unit(1, 0)]))
+    cache: list[VectorMatrix | None] = [None]
+    first = hybrid_search(old, "ws1", [], unit(1, 0), "m1", 5, cache)
+    assert [(f.record.content, round(f.cosine or 0, 3)) for f in first.found] == [
+        ("alpha deploys", 1.0)
+    ]
+    old.close()
+    (tmp_path / "memory.sqlite3").unlink()
+    new = open_database(tmp_path / "memory.sqlite3")
+    try:
+        save(new, 1, "beta caches")
+        store_vectors(new, "m1", pending(new, "m1", 10), np.stack([unit(0, 1)]))
+        matrix = cache[0]
+        assert matrix is not None and time.monotonic() - matrix.loaded_at < 0.5  # (the case)
+        found = hybrid_search(new, "ws1", [], unit(1, 0), "m1", 5, cache)
+        assert [(f.record.content, round(f.cosine or 0, 3)) for f in found.found] == [
+            ("beta caches", 0.0)
+        ]
+    finally:
+        new.close()
 
 
 @pytest.mark.parametrize("int8", [False, True], ids=["float32", "int8"])

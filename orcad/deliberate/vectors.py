@@ -10,8 +10,10 @@ it, and an older orcad simply ignores it).
 Searches keep the vectors of the current model in memory as one matrix, reloaded after a
 change to the database (the connection's change counter or SQLite's data_version moved), but
 at most once every VECTOR_MATRIX_REFRESH_S: while the backfill writes a batch after batch, a
-reload per recall would cost more than the search (about 30 ms at 10k records). Meanwhile a
-search may see a vector that has just been deleted or replaced: harmless, since the records
+reload per recall would cost more than the search (about 30 ms at 10k records). A matrix read
+through another connection (the file at the path was deleted or replaced, so its row numbers
+are other records) is never reused. Meanwhile a search may see a vector that has just been
+deleted or replaced: harmless, since the records
 themselves are always read from the database (a deleted one is not found, and a record
 without a vector in the matrix still comes through its words).
 Every function takes the connection and runs on the store's SQLite thread.
@@ -136,6 +138,9 @@ class VectorMatrix:
     workspace's together, so that a search multiplies only the rows it may see (two slices)."""
 
     model: str
+    # the connection it was read through: the store opens another when the database file was
+    # deleted or replaced, and that file's rows are other records
+    connection: sqlite3.Connection
     version: tuple[int, int]
     loaded_at: float  # time.monotonic()
     row_ids: npt.NDArray[np.int64]  # of each row, in the matrix's order
@@ -181,8 +186,10 @@ def load_matrix(
     ensure_schema(connection)
     version = _version(connection)
     now = time.monotonic()
-    fresh = cached is not None and (
-        cached.version == version or now - cached.loaded_at < VECTOR_MATRIX_REFRESH_S
+    fresh = (
+        cached is not None
+        and cached.connection is connection
+        and (cached.version == version or now - cached.loaded_at < VECTOR_MATRIX_REFRESH_S)
     )
     if (
         cached is not None
@@ -239,6 +246,7 @@ def load_matrix(
     by_row_id = np.argsort(row_ids, kind="stable").astype(np.intp)
     return VectorMatrix(
         model=model,
+        connection=connection,
         version=version,
         loaded_at=now,
         row_ids=row_ids,
