@@ -40,12 +40,23 @@ def hook_arguments(argv: list[str]) -> list[str] | None:
         if option is None:
             return None
         _name, equals, value = item.partition("=")
+        if option == "--socket" and not equals and _socket_value_missing(argv[index + 1 :]):
+            # the hook runner then says `--socket needs a PATH`, as for one at the end
+            return [*leading, *argv[index + 2 :], "--socket"]
         leading.append(option + equals + value)
         if option == "--socket" and not equals:
             leading += argv[index + 1 : index + 2]
             index += 1
         index += 1
     return None
+
+
+def _socket_value_missing(after: list[str]) -> bool:
+    """Whether `--socket` followed by `after` lacks its PATH because `hook` comes next, as the
+    command (`orcactl --socket hook codex Stop`): taken as the path, it would leave `codex`
+    as the command, a usage error argparse exits 2 for. `--socket hook hook ...` names a
+    socket file called hook."""
+    return after[:1] == ["hook"] and after[1:2] != ["hook"]
 
 
 def _interrupted(_signum: int, _frame: object) -> None:

@@ -62,6 +62,22 @@ def test_global_options_before_a_hook_never_make_it_exit_2(
     assert len(stderr.splitlines()) == 1 and stderr.startswith("orcactl hook: "), stderr
 
 
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("--socket", "hook", "codex", "Stop"),
+        ("--no-start", "--sock", "hook", "claude-code", "UserPromptSubmit"),
+        ("--socket", "hook"),
+    ],
+)
+def test_a_socket_missing_its_path_before_the_hook_is_named_and_never_exits_2(
+    orca_env: OrcaEnv, command: tuple[str, ...]
+) -> None:
+    # `hook` is the command there, not the socket's path (a hook command never eaten as it)
+    status, stdout, stderr = _orcactl(orca_env, *command)
+    assert (status, stdout, stderr) == (1, "", "orcactl hook: --socket needs a PATH\n")
+
+
 @pytest.mark.parametrize("before", [True, False], ids=["before", "after"])
 def test_a_socket_given_before_or_after_the_hook_is_the_one_it_reaches(
     tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess, before: bool
