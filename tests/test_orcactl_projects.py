@@ -151,3 +151,17 @@ def test_inspect_lists_the_projects_damaged_job_files(
     as_json = json.loads(orcactl(daemon.orca, "inspect", str(cwd), "--json").stdout)
     assert [job["path"] for job in as_json["damaged_jobs"]] == [str(job_file)]
     assert as_json["jobs"] == []
+
+
+def test_jobs_retry_of_an_unknown_job_points_at_orcactl_jobs(
+    daemon: DaemonProcess, tmp_path: Path
+) -> None:
+    unknown = "job_" + "0" * 32
+    refused = orcactl(daemon.orca, "jobs", "retry", unknown)
+    assert refused.returncode == 1, refused.stderr
+    assert refused.stderr == (
+        f"orcactl: unknown job '{unknown}'; list jobs with `orcactl jobs` (not_found)\n"
+    )
+    with pytest.raises(RemoteError) as caught:  # other clients keep the wire's words
+        daemon.call("jobs.retry", {"job_id": unknown})
+    assert caught.value.error.message == f"unknown job '{unknown}'; list jobs with jobs.list"

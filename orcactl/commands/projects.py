@@ -257,8 +257,16 @@ def run_jobs(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# the daemon points its clients at the wire method; a user of orcactl runs the command
+WIRE_JOBS_HINT = "list jobs with jobs.list"
+USER_JOBS_HINT = "list jobs with `orcactl jobs`"
+
+
 def run_jobs_retry(args: argparse.Namespace) -> int:
-    result: JobsRetryResult = call(args, "jobs.retry", {"job_id": args.job_id})
+    try:
+        result: JobsRetryResult = call(args, "jobs.retry", {"job_id": args.job_id})
+    except CommandError as exc:
+        raise CommandError(str(exc).replace(WIRE_JOBS_HINT, USER_JOBS_HINT), exc.status) from None
     if args.json:
         print_json(result)
     else:
