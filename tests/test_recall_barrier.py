@@ -13,6 +13,7 @@ import pytest
 
 from orcad.capture.projects import LOCK_FILE
 from orcad.limits import RECALL_BARRIER_S
+from tests.external_worker import job_file
 from tests.fake_openai import FakeOpenAI, status
 from tests.harness import DaemonProcess, OrcaEnv
 from tests.test_recall_daemon import Agent, add_facts, project_dir, texts
@@ -269,3 +270,43 @@ def test_a_job_waiting_out_a_retry_after_does_not_hold_every_recall(
             assert time.monotonic() - started < RECALL_BARRIER_S / 2
         [job] = daemon.call("jobs.list", {}).jobs
         assert (job.state, job.attempts) == ("pending", 1)  # still waiting, not dropped
+
+
+def test_a_job_whose_wait_was_edited_past_any_orcad_sets_holds_the_recall_as_a_claimable_one(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], workdir: Path
+) -> None:
+    # not_before in year 9999 counts as passed (a worker may claim the job at once), so the
+    # barrier waits for it as for any claimable job and the recall holds what it publishes
+    daemon = start(orca_env, daemon_factory, "[extraction]\nworkers = 0\n")
+    agent = Agent(daemon, workdir)
+    job_id = daemon.call("turn.completed", turn_completed(agent, "t1", "we use trunk-based")).job_id
+    daemon.stop()
+    path = job_file(orca_env.memory_root, agent.project_id, job_id)
+    stored = json.loads(path.read_text())
+    stored["not_before"] = "9999-12-31T23:59:59.000Z"
+    path.write_text(json.dumps(stored))
+    daemon.start()
+    answer: dict[str, Any] = {}
+
+    def ask() -> None:
+        answer["result"] = agent.recall("which release branch model do we use", turn_id="t2")
+
+    asker = threading.Thread(target=ask)
+    asker.start()
+    wait_until_recall_waits_at_the_barrier(daemon)
+    claimed = daemon.call("jobs.claim", {"worker": "test-worker"})
+    assert claimed.job.job_id == job_id
+    fact = json.dumps({"category": "project", "fact": "The team uses trunk-based branches."})
+    daemon.call(
+        "jobs.publish",
+        {
+            "job_id": job_id,
+            "token": claimed.lease.token,
+            "output": fact,
+            "provider": "test",
+            "model": "none",
+        },
+    )
+    asker.join(timeout=30)
+    assert answer["result"].barrier == "clear"
+    assert texts(answer["result"]) == ["The team uses trunk-based branches."]

@@ -25,7 +25,7 @@ from orcad.capture.index import Barrier, JobIndex
 from orcad.capture.lease_engine import FactEmbedder, LeaseEngine
 from orcad.capture.problems import ErrorRecorder, Problems
 from orcad.capture.project_access import ProjectAccess
-from orcad.capture.schedule import JobView
+from orcad.capture.schedule import JobView, claimable_at
 from orcad.capture.worker import WorkerPool
 from orcad.clock import Clock
 from orcad.config import Config
@@ -82,22 +82,24 @@ class CaptureService:
     ) -> Barrier:
         """The recall barrier: the session's queued and running jobs for the project, except
         those that cannot finish for now (see JobIndex.wait_session_jobs)."""
-        ends = self.clock.now() + timeout
+        now = self.clock.now()
         return await self.index.wait_session_jobs(
             session_id,
             project_id,
             timeout,
-            cannot_finish=lambda view: self.cannot_finish(view, ends),
+            cannot_finish=lambda view: self.cannot_finish(view, now, now + timeout),
         )
 
-    def cannot_finish(self, view: JobView, ends: float) -> bool:
+    def cannot_finish(self, view: JobView, now: float, ends: float) -> bool:
         """A queued job no worker will take before the barrier `ends` (wall clock): its
         project's ledger is damaged, the configured provider could not be built (the jobs wait
         for a restart with a fixed config), or it may not be claimed before then (a provider's
-        Retry-After, a back-off). A recall waiting for it would only add its whole bound."""
+        Retry-After, a back-off). A recall waiting for it would only add its whole bound. Its
+        wait is taken as the workers take it at `now`: one edited past any orcad sets is over."""
         if view.state != "pending":
             return False
-        if self.provider_broken or (view.not_before is not None and view.not_before >= ends):
+        claimable = claimable_at(view, now)
+        if self.provider_broken or (claimable is not None and claimable >= ends):
             return True
         return self.projects.held_for_damage(view)
 
