@@ -39,17 +39,18 @@ def escape_control_characters(text: str) -> str:
 _WRITTEN_ESCAPE = re.compile(r"\\(?:x[0-9a-f]{2}|u[0-9a-f]{4}|U[0-9a-f]{8})")
 
 
-def _space_for_escape(match: re.Match[str]) -> str:
+def _word_for_escape(match: re.Match[str]) -> str:
     code = int(match.group()[2:], 16)
     if code > 0x10FFFF or not _CONTROL_CHARACTERS.fullmatch(chr(code)):
         return match.group()  # not one of the characters written out: text as it is
-    return " "
+    return f" {match.group()[1:]} "
 
 
-def escapes_as_spaces(text: str) -> str:
-    """`text` with each written-out control, bidirectional formatting or tag character read
-    as the word break the character is, for search: the word after `\\x00` or `\\u200f`
-    in a stored fact is a word of its own, not glued to the escape."""
+def escapes_as_words(text: str) -> str:
+    """`text` with each written-out control, bidirectional formatting or tag character made a
+    word of its own, for search: the word after `\\x00` or `\\u200f` in a stored fact is not
+    glued to the escape, and the escape stays a word, since the same text may be one written
+    by hand (a fact or record about `\\u200f`, a prompt asking for `\\x1b`)."""
     if "\\" not in text:
         return text
-    return _WRITTEN_ESCAPE.sub(_space_for_escape, text)
+    return _WRITTEN_ESCAPE.sub(_word_for_escape, text)

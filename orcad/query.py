@@ -16,7 +16,7 @@ import re
 import unicodedata
 from collections.abc import Iterator, Mapping, Sequence
 
-from orcad.control_characters import escapes_as_spaces
+from orcad.control_characters import escapes_as_words
 from orcad.limits import QUERY_MAX_CONSIDERED, QUERY_MAX_TERMS
 
 # The tokenizer of every FTS5 table in the project (porter over unicode61, diacritics folded).
@@ -80,8 +80,8 @@ def _chunks(text: str) -> Iterator[str]:
 
 def tokenize(text: str) -> list[str]:
     """The tokens of `text`, folded, in order (duplicates kept). A control character written
-    out (`\\x00`, as facts are stored) separates tokens, as the character itself does."""
-    return _TOKEN.findall(_fold(escapes_as_spaces(text)))
+    out (`\\x00`, as facts are stored) is a token apart from the word it touches."""
+    return _TOKEN.findall(_fold(escapes_as_words(text)))
 
 
 # Light stemming, for the rankings computed in process (FTS5 stems with Porter by itself).

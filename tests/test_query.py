@@ -368,9 +368,13 @@ def test_a_pasted_log_is_read_only_as_far_as_its_terms_go(monkeypatch: pytest.Mo
 
 
 def test_a_written_out_control_character_separates_words_as_the_character_does() -> None:
-    # how a stored fact holds a NUL, an escape, a right-to-left mark and a tag character
+    # how a stored fact holds a NUL, an escape, a right-to-left mark and a tag character; the
+    # escape stays a word too, for the same text written by hand (a fact about \\u200f)
     for escape in ("\\x00", "\\x1b", "\\x9f", "\\u200f", "\\U000e0041"):
-        assert query.tokenize(f"run{escape}bazelisk") == ["run", "bazelisk"], escape
+        assert query.tokenize(f"run{escape}bazelisk") == ["run", escape[1:].lower(), "bazelisk"], (
+            escape
+        )
+    assert query.distinct_terms("what does \\u200f do") == ["u200f"]  # a prompt asking for it
     # an escape of a character that is never written out is text as it is
     for kept in ("\\x41", "\\u00e9", "\\U0001f600", "\\Uffffffff"):
         assert query.tokenize(f"run{kept}bazelisk") == query.tokenize(f"run {kept[1:]}bazelisk")

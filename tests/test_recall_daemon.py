@@ -498,6 +498,41 @@ def test_a_word_an_escaped_control_character_touches_is_still_found(
     assert texts(agent.recall("changelog")) == ["Release notes go in the\\u200fchangelog."]
 
 
+def publish_facts(daemon: DaemonProcess, agent: Agent, turn_id: str, *facts: str) -> None:
+    daemon.call("turn.completed", turn_params(agent.opened, turn_id, "How do builds run?"))
+    claimed = daemon.call("jobs.claim", {"worker": "w"})
+    published = daemon.call(
+        "jobs.publish",
+        {
+            "job_id": claimed.job.job_id,
+            "token": claimed.lease.token,
+            "output": fact_output(*facts),
+            "provider": "p",
+            "model": "m",
+        },
+    )
+    assert published.added == len(facts)
+
+
+def test_an_escape_written_as_text_is_still_a_word_search_finds(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], workdir: Path
+) -> None:
+    # lexical recall: the FTS5 indexes of the ledger and of deliberate memory decide
+    orca_env.write_config('[extraction]\nworkers = 0\n[recall]\nembedding = "none"\n')
+    daemon = DaemonProcess(orca_env)
+    daemon_factory.append(daemon)
+    daemon.start()
+    agent = Agent(daemon, workdir)
+    record = agent.save(r"Terminal output resets colours with \x1b[0m after each line")
+    # a fact about an escape, as text, and a NUL glued to a word (stored written out as \x00)
+    literal = r"The importer strips \u200f marks from file names."
+    publish_facts(daemon, agent, "t1", literal, "Nightly builds run\x00bazelisk.")
+    searched = daemon.call("memory.search", {**agent.ids, "query": r"\x1b"})
+    assert [found.id for found in searched.records] == [record.id]
+    assert texts(agent.recall(r"what does \u200f do")) == [literal]
+    assert texts(agent.recall("bazelisk")) == ["Nightly builds run\\x00bazelisk."]
+
+
 def test_a_corrupt_ledger_leaves_the_deliberate_part_working(
     daemon: DaemonProcess, orca_env: OrcaEnv, workdir: Path
 ) -> None:

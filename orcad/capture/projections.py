@@ -34,7 +34,7 @@ import structlog
 from orcad import limits
 from orcad.capture.ledger import CandidateRecord, Ledger, ledger_path
 from orcad.capture.projects import JOBS_DIR
-from orcad.control_characters import escape_control_characters, escapes_as_spaces
+from orcad.control_characters import escape_control_characters, escapes_as_words
 from orcad.durable_files import (
     fsync_directory,
     remove_leftover_temps,
@@ -305,7 +305,7 @@ def _build_index_file(path: Path, ledger: Ledger, vectors: IndexVectors | None) 
             "turn_id) VALUES (?, ?, ?, ?, ?, ?)",
             [  # a word a written-out control character touches is a word of its own
                 (
-                    escapes_as_spaces(c.fact),
+                    escapes_as_words(c.fact),
                     c.id,
                     c.category,
                     c.recorded_at,
@@ -341,7 +341,7 @@ def _build_index_file(path: Path, ledger: Ledger, vectors: IndexVectors | None) 
 def _vector_of(vectors: IndexVectors, candidate: CandidateRecord) -> bytes | None:
     """The fact's vector: by its text, or by its text as indexed (read from an earlier index)."""
     found = vectors.by_text.get(candidate.fact)
-    return found if found is not None else vectors.by_text.get(escapes_as_spaces(candidate.fact))
+    return found if found is not None else vectors.by_text.get(escapes_as_words(candidate.fact))
 
 
 def _open_read_only(path: Path) -> sqlite3.Connection:
