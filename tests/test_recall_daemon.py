@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import re
 import secrets
+import sqlite3
 import time
 from pathlib import Path
 from typing import Any
@@ -531,6 +533,28 @@ def test_an_escape_written_as_text_is_still_a_word_search_finds(
     assert [found.id for found in searched.records] == [record.id]
     assert texts(agent.recall(r"what does \u200f do")) == [literal]
     assert texts(agent.recall("bazelisk")) == ["Nightly builds run\\x00bazelisk."]
+
+
+def test_an_index_an_older_version_wrote_is_rebuilt_at_the_next_recall(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], workdir: Path
+) -> None:
+    orca_env.write_config('[extraction]\nworkers = 0\n[recall]\nembedding = "none"\n')
+    daemon = DaemonProcess(orca_env)
+    daemon_factory.append(daemon)
+    daemon.start()
+    agent = Agent(daemon, workdir)
+    publish_facts(daemon, agent, "t1", "Nightly builds run\x00bazelisk.")
+    daemon.stop()
+    # the index as the first format held it: each fact as stored, the escape glued to the word
+    path = project_dir(orca_env, agent.project_id) / "index.sqlite3"
+    with contextlib.closing(sqlite3.connect(path)) as connection, connection:
+        connection.execute("UPDATE candidates SET fact = 'Nightly builds run\\x00bazelisk.'")
+        connection.execute("UPDATE meta SET value = '1' WHERE key = 'format'")
+    daemon.start()
+    agent = Agent(daemon, workdir)
+    assert texts(agent.recall("bazelisk")) == ["Nightly builds run\\x00bazelisk."]
+    inspected = daemon.call("projects.inspect", {"project_id": agent.project_id})
+    assert inspected.index.state == "current"
 
 
 def test_a_corrupt_ledger_leaves_the_deliberate_part_working(

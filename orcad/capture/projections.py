@@ -49,7 +49,8 @@ from protocol.types import IndexState
 
 MARKDOWN_FILE = "auto-memory.md"
 INDEX_FILE = "index.sqlite3"
-INDEX_FORMAT = "1"
+# 2: a written-out control character is indexed as a word of its own (orcad.control_characters)
+INDEX_FORMAT = "2"
 INDEX_TOKENIZER = FTS5_TOKENIZE  # "porter unicode61 remove_diacritics 2", as deliberate search
 _INDEX_SIDE_FILES = ("-wal", "-shm", "-journal")
 
@@ -355,16 +356,20 @@ def _open_read_only(path: Path) -> sqlite3.Connection:
 
 
 def _checked_fingerprint(connection: sqlite3.Connection) -> str:
-    """The ledger fingerprint recorded in an index that passes SQLite's quick check."""
+    """The ledger fingerprint recorded in an index that passes SQLite's quick check. An index
+    of another format (another version's) answers for no ledger: it is stale, so it is rebuilt
+    as any stale index is, its vectors carried over, rather than searched as it was written."""
     (verdict,) = connection.execute("PRAGMA quick_check").fetchone()
     if verdict != "ok":
         raise ValueError(f"quick_check: {verdict}")
     meta = dict(connection.execute("SELECT key, value FROM meta").fetchall())
-    if meta.get("format") != INDEX_FORMAT or "fingerprint" not in meta:
+    if "format" not in meta or "fingerprint" not in meta:
         raise ValueError("meta table lacks the format or fingerprint row")
     (count,) = connection.execute("SELECT count(*) FROM candidates").fetchone()
     if str(count) != meta.get("candidates"):
         raise ValueError("row count differs from the meta row")
+    if meta["format"] != INDEX_FORMAT:
+        return f"format {meta['format']}"  # no ledger fingerprint looks like this
     return str(meta["fingerprint"])
 
 
