@@ -207,6 +207,33 @@ def test_something_in_place_of_a_projects_lock_or_jobs_directory(
     assert problems(findings, "memory") == [], findings
 
 
+@pytest.mark.parametrize("fault", ["lock link", "file for jobs/"])
+def test_a_fix_in_a_memory_root_whose_path_has_a_space_runs_as_written(
+    tmp_path: Path, fault: str
+) -> None:
+    # a home such as "/Users/Jo Smith": the command doctor prints, pasted into a shell, must
+    # act on the file it names, not on "/Users/Jo" and a path relative to where it is run
+    (tmp_path / "my orca").mkdir()
+    orca = OrcaEnv(tmp_path / "my orca")
+    directory = orca.memory_root / "projects" / PROJECT_ID
+    old_umask = os.umask(0o077)
+    try:
+        projects.ensure_directories(directory)
+    finally:
+        os.umask(old_umask)
+    if fault == "lock link":
+        (directory / projects.LOCK_FILE).symlink_to(tmp_path / "elsewhere")
+    else:
+        (directory / projects.JOBS_DIR).rmdir()
+        (directory / projects.JOBS_DIR).write_text("")
+        (directory / projects.JOBS_DIR).chmod(0o600)
+    found = only_problem(doctor(orca)[1], "memory")
+    command = found["fix"].split("  (")[0]
+    subprocess.run(["sh", "-c", command], check=True, cwd=tmp_path, capture_output=True)
+    status, findings = doctor(orca)
+    assert (status, problems(findings, "memory")) == (0, []), findings
+
+
 def test_memory_root_open_to_others(orca_env: OrcaEnv, project_dir: Path) -> None:
     orca_env.memory_root.chmod(0o755)
     status, findings = doctor(orca_env)

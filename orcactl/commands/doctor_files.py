@@ -9,6 +9,7 @@ import shutil
 import stat
 from pathlib import Path
 
+from orcactl.approval import shell_word
 from orcactl.commands.doctor_faults import Finding
 from orcad.config import Config, load_config
 from orcad.errors import StartupError
@@ -71,7 +72,7 @@ def judge_in_place(
                 check,
                 "problem",
                 f"{path} is a symbolic link; orcad refuses to lock the project through it",
-                f"rm {path}  (orcad makes the file again)",
+                f"rm {shell_word(str(path))}  (orcad makes the file again)",
             )
         ]
     if path.name == JOBS_DIR and not stat.S_ISDIR(info.st_mode):
@@ -80,8 +81,8 @@ def judge_in_place(
                 check,
                 "problem",
                 f"{path} is not a directory; no turn of this project can be captured",
-                f"mv {path} {path}.aside  (the next session opened in the project makes the "
-                "directory again)",
+                f"mv {shell_word(str(path))} {shell_word(f'{path}.aside')}  (the next session "
+                "opened in the project makes the directory again)",
             )
         ]
     return []
