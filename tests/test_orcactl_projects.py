@@ -135,6 +135,22 @@ def test_forget_from_a_directory_without_memory_finds_the_project_holding_the_fa
     assert json.loads(as_json.stdout)["removed"] is False
 
 
+def test_forget_refused_from_a_directory_without_memory_says_what_was_searched(
+    daemon: DaemonProcess, tmp_path: Path
+) -> None:
+    _cwd, directory, _job_id = committed_project(daemon, tmp_path)
+    [target] = daemon.call("projects.inspect", {"project_id": directory.name}).ledger.candidates
+    elsewhere = tmp_path / "no-memory-here"
+    elsewhere.mkdir()
+    refused = orcactl(daemon.orca, "forget", target.id, "--cwd", str(elsewhere))
+    assert refused.returncode == 1, refused.stderr
+    # the project asked of has no memory: it has no id to name, and none is left blank
+    assert (
+        f"{target.id} is not in the project asked of (it has no memory stored) but in project "
+        f"{directory.name}"
+    ) in refused.stderr
+
+
 def test_inspect_lists_the_projects_damaged_job_files(
     daemon: DaemonProcess, tmp_path: Path
 ) -> None:

@@ -322,7 +322,7 @@ def run_forget(args: argparse.Namespace) -> int:
 def _forget_without_memory(args: argparse.Namespace, why: str) -> int:
     """The project asked of has no memory stored, so the id is in none of its ledgers: refused,
     naming the project, when another one holds it, else already forgotten (exit 0)."""
-    _refuse_if_held_elsewhere(args, "")
+    _refuse_if_held_elsewhere(args, None)
     if args.json:
         print_json(LedgerForgetResult(revision=0, removed=False, purged_jobs=[], waiting_jobs=[]))
     else:
@@ -330,10 +330,16 @@ def _forget_without_memory(args: argparse.Namespace, why: str) -> int:
     return EXIT_OK
 
 
-def _refuse_if_held_elsewhere(args: argparse.Namespace, searched: str) -> None:
+def _refuse_if_held_elsewhere(args: argparse.Namespace, searched: str | None) -> None:
     """A candidate id another project's ledger holds (one copied from `orcactl inspect` of
     that project) is not forgotten: saying "already forgotten" would leave the fact in memory
-    while the user believes it gone. A project whose ledger cannot be read is skipped."""
+    while the user believes it gone. A project whose ledger cannot be read is skipped.
+    `searched`: the project asked of, None when it has no memory stored (and so no id)."""
+    asked = (
+        f"project {searched}"
+        if searched is not None
+        else "the project asked of (it has no memory stored)"
+    )
     listed: ProjectsListResult = call(args, "projects.list", {})
     for project in listed.projects:
         if project.id == searched:
@@ -346,7 +352,7 @@ def _refuse_if_held_elsewhere(args: argparse.Namespace, searched: str) -> None:
             continue
         if any(candidate.id == args.candidate_id for candidate in other.ledger.candidates):
             raise CommandError(
-                f"{args.candidate_id} is not in project {searched} but in project {project.id} "
+                f"{args.candidate_id} is not in {asked} but in project {project.id} "
                 f"({project.identity or 'identity unknown'}); nothing changed. To forget it "
                 f"there: orcactl forget {args.candidate_id} --project {project.id}"
             )
