@@ -133,7 +133,9 @@ def remember_fact(path: Path, text: str) -> int:
     except filelock.Timeout as exc:
         raise StorageError(
             f"{path} is locked by another process for more than {EXPLICIT_LOCK_TIMEOUT_S:.0f} s; "
-            "try again, or look for a stuck orcad or orcactl"
+            "try again, or look for a stuck orcad or orcactl",
+            path=str(path),
+            reason="locked",  # as for a project's lock: a client retries once it is let go
         ) from exc
     except OSError as exc:  # the lock file or the directory: named, not the fact file
         raise StorageError(

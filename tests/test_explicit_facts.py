@@ -9,6 +9,7 @@ import subprocess
 import threading
 from pathlib import Path
 
+import filelock
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -394,6 +395,24 @@ def test_a_directory_at_the_lock_is_named_not_user_md(
     assert (caught.value.code, caught.value.kind) == (-32017, "storage")
     assert caught.value.error.message.startswith(f"could not write {lock}: ")
     assert user_file.read_text() == "- kept\n" and lock.is_dir()
+
+
+def test_a_user_md_lock_held_elsewhere_is_a_locked_storage_error_and_changes_nothing(
+    daemon: DaemonProcess, orca_env: OrcaEnv, tmp_path: Path
+) -> None:
+    # what a client retries on once the lock is let go, as for a project's lock (README)
+    session = open_session(daemon, tmp_path)
+    user_file = orca_env.memory_root / "user.md"
+    user_file.write_text("- kept\n")
+    lock = filelock.FileLock(orca_env.memory_root / "user.md.lock", thread_local=False)
+    with lock, pytest.raises(RemoteError) as caught:
+        remember(daemon, session, "we deploy on Fridays", "user")
+    error = caught.value
+    assert (error.code, error.kind, error.error.data.get("reason")) == (-32017, "storage", "locked")
+    assert error.error.data.get("path") == str(user_file)
+    assert user_file.read_text() == "- kept\n"
+    remember(daemon, session, "we deploy on Fridays", "user")
+    assert user_file.read_text() == "- kept\n- we deploy on Fridays\n"
 
 
 def test_startup_from_a_file_with_crlf_line_ends_starts_at_a_whole_fact(
