@@ -20,6 +20,7 @@ import pytest
 from orcactl.commands.doctor_models import judge_embedding
 from orcad.capture import jobstore, ledger, projections, projects
 from orcad.capture.records import AttemptError, new_job
+from protocol.errors import RemoteError
 from protocol.types import EmbeddingStatus
 from tests.harness import DaemonProcess, OrcaEnv
 
@@ -205,6 +206,32 @@ def test_something_in_place_of_a_projects_lock_or_jobs_directory(
     subprocess.run(command, check=True)
     status, findings = doctor(orca_env)
     assert problems(findings, "memory") == [], findings
+
+
+def test_a_directory_in_place_of_a_projects_lock_file(
+    daemon: DaemonProcess, orca_env: OrcaEnv, tmp_path: Path
+) -> None:
+    # orcad cannot lock a project through a directory any more than through a link: doctor
+    # says so, and its fix, run as written, lets the project be locked again
+    cwd = tmp_path / "repo"
+    cwd.mkdir()
+    session = daemon.call("session.open", {"cwd": str(cwd)})
+    lock = orca_env.memory_root / "projects" / session.project.id / projects.LOCK_FILE
+    lock.unlink(missing_ok=True)
+    lock.mkdir(mode=0o700)
+    remember = {"session_id": session.session_id, "epoch": session.epoch, "scope": "project"}
+    with pytest.raises(RemoteError):
+        daemon.call("remember", {**remember, "text": "We deploy from main."})
+    daemon.stop()
+    found = only_problem(doctor(orca_env)[1], "memory")
+    assert str(lock) in found["detail"], found
+    subprocess.run(["sh", "-c", found["fix"].split("  (")[0]], check=True, capture_output=True)
+    status, findings = doctor(orca_env)
+    assert (status, problems(findings, "memory")) == (0, []), findings
+    daemon.start()
+    session = daemon.call("session.open", {"cwd": str(cwd)})
+    remember = {"session_id": session.session_id, "epoch": session.epoch, "scope": "project"}
+    daemon.call("remember", {**remember, "text": "We deploy from main."})
 
 
 @pytest.mark.parametrize("fault", ["lock link", "file for jobs/"])

@@ -61,7 +61,8 @@ def judge_in_place(
     check: str, path: Path, info: os.stat_result, projects_dir: Path
 ) -> list[Finding]:
     """A project's lock file or jobs directory that something else stands in place of: orcad
-    will not lock a project through a symbolic link, and captures no turn without jobs/."""
+    locks a project only through a regular file (not a symbolic link, not a directory), and
+    captures no turn without jobs/."""
     from orcad.capture.projects import JOBS_DIR, LOCK_FILE  # noqa: PLC0415 - filelock
 
     if path.parent.parent != projects_dir:
@@ -73,6 +74,16 @@ def judge_in_place(
                 "problem",
                 f"{path} is a symbolic link; orcad refuses to lock the project through it",
                 f"rm {shell_word(str(path))}  (orcad makes the file again)",
+            )
+        ]
+    if path.name == LOCK_FILE and not stat.S_ISREG(info.st_mode):
+        return [
+            Finding(
+                check,
+                "problem",
+                f"{path} is not a file; orcad cannot lock the project through it",
+                f"mv {shell_word(str(path))} {shell_word(f'{path}.aside')}  (orcad makes the "
+                "file again)",
             )
         ]
     if path.name == JOBS_DIR and not stat.S_ISDIR(info.st_mode):
