@@ -208,6 +208,32 @@ def test_something_in_place_of_a_projects_lock_or_jobs_directory(
     assert problems(findings, "memory") == [], findings
 
 
+def test_a_jobs_directory_reached_through_a_link_is_no_problem(
+    daemon: DaemonProcess, orca_env: OrcaEnv, tmp_path: Path
+) -> None:
+    # orcad captures turns through such a link; moving it aside, as doctor told, hid the jobs
+    cwd = tmp_path / "repo"
+    cwd.mkdir()
+    session = daemon.call("session.open", {"cwd": str(cwd)})
+    jobs = orca_env.memory_root / "projects" / session.project.id / projects.JOBS_DIR
+    (tmp_path / "jobs-elsewhere").mkdir(mode=0o700)
+    jobs.rmdir()
+    jobs.symlink_to(tmp_path / "jobs-elsewhere")
+    params = {
+        "session_id": session.session_id,
+        "epoch": session.epoch,
+        "turn_id": "t1",
+        "outcome": "succeeded",
+        "verifier": "passed",
+        "transcript_committed": True,
+        "messages": [{"role": "user", "content": "We deploy from main."}],
+    }
+    job_id = daemon.call("turn.completed", params).job_id
+    assert (jobs / f"{job_id}.json").is_file()
+    findings = doctor(orca_env)[1]
+    assert problems(findings, "memory") == [], findings
+
+
 def test_a_directory_in_place_of_a_projects_lock_file(
     daemon: DaemonProcess, orca_env: OrcaEnv, tmp_path: Path
 ) -> None:

@@ -86,7 +86,8 @@ def judge_in_place(
                 "file again)",
             )
         ]
-    if path.name == JOBS_DIR and not stat.S_ISDIR(info.st_mode):
+    # a link to a directory is one orcad writes jobs through
+    if path.name == JOBS_DIR and not (stat.S_ISDIR(info.st_mode) or os.path.isdir(path)):
         return [
             Finding(
                 check,
