@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import filelock
 import pytest
 
 from orcactl.commands.doctor_faults import Finding, guarded, judge_daemon_errors
@@ -575,6 +576,22 @@ def test_doctor_names_an_inspect_command_that_works_once_the_ledger_is_moved_asi
     shown = orcactl(orca_env, *named.group(1).split())
     assert shown.returncode == 0, (named.group(1), shown.stdout, shown.stderr)
     assert session.project.id in shown.stdout
+
+
+def test_doctor_gives_a_lock_held_elsewhere_the_fix_for_a_lock(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    # nothing is wrong with the directory, its permissions or its file system: another process
+    # held the project's lock past its bound, and the call works once it lets go
+    daemon = start(orca_env, daemon_factory, "[extraction]\nworkers = 0\n")
+    session = daemon.call("session.open", {"cwd": workdir(tmp_path)})
+    directory = orca_env.memory_root / "projects" / session.project.id
+    ids = {"session_id": session.session_id, "epoch": session.epoch}
+    with filelock.FileLock(directory / ".lock", thread_local=False), pytest.raises(RemoteError):
+        daemon.call("remember", {**ids, "text": "we deploy on Tuesdays", "scope": "project"})
+    [found] = problems(doctor(orca_env)[1], "daemon")
+    assert "held by another process" in found["detail"], found
+    assert "another process" in found["fix"] and "permissions" not in found["fix"], found
 
 
 @pytest.mark.parametrize("fault", ["lock link", "file for jobs/"])

@@ -57,6 +57,13 @@ STORAGE_FIXES = (
         "daemon retries by itself",
     ),
     (
+        # a project's lock, user.md.lock, a database: nothing is wrong with the files
+        ("held by another process", "is locked by another process", "database is locked"),
+        "another process held the lock the message names (a stuck orcactl or orcad, a sqlite3 "
+        "shell, a backup): let it finish or end it; nothing was changed, and the call works "
+        "once the lock is free",
+    ),
+    (
         ("Too many levels of symbolic links",),
         "a symbolic link stands where orcad keeps a file of its own (after `cannot lock DIR`: "
         "DIR/.lock); remove the link, and orcad makes the file again",
