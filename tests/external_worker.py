@@ -60,6 +60,12 @@ def wait_for(probe: Callable[[], T | None], timeout: float = 20.0, interval: flo
         time.sleep(interval)
 
 
+def backfill_done(daemon: Any) -> bool:
+    """The background embedding has counted and has no automatic fact left to embed."""
+    embedding = daemon.call("daemon.status", {}).embedding
+    return embedding.state != "loading" and not embedding.facts_pending
+
+
 def job_file(memory_root: Path, project_id: str, job_id: str) -> Path:
     return memory_root / "projects" / project_id / "jobs" / f"{job_id}.json"
 

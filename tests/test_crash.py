@@ -18,7 +18,7 @@ import pytest
 from orcad.capture.ledger import read_ledger
 from orcad.failpoints import FAILPOINT_ENV, FAILPOINT_EXIT_STATUS
 from protocol.errors import RemoteError
-from tests.external_worker import fact_output, turn_params, wait_for
+from tests.external_worker import backfill_done, fact_output, turn_params, wait_for
 from tests.harness import DaemonProcess, OrcaEnv
 from tests.test_providers_command import process_gone, wait_gone
 
@@ -107,12 +107,6 @@ FAILPOINTS = [
     "publish.after_ledger_commit",  # ledger committed, job not yet marked committed
     "publish.after_job_commit",  # job committed, projections not yet written
 ]
-
-
-def backfill_done(daemon: DaemonProcess) -> bool:
-    """The background embedding has counted and has no automatic fact left to embed."""
-    embedding = daemon.call("daemon.status", {}).embedding
-    return embedding.state != "loading" and not embedding.facts_pending
 
 
 @pytest.mark.parametrize("failpoint", FAILPOINTS)

@@ -30,7 +30,7 @@ from orcad.recall.render import (
 )
 from protocol.errors import RemoteError
 from protocol.types import CLIENT_ID_MAX_CHARS, AutomaticEntry, DeliberateEntry, ExtractedFact
-from tests.external_worker import fact_output, turn_params
+from tests.external_worker import backfill_done, fact_output, turn_params, wait_for
 from tests.harness import DaemonProcess, OrcaEnv
 
 pytestmark = pytest.mark.daemon
@@ -419,6 +419,9 @@ def test_a_broken_index_is_rebuilt_from_the_ledger(
     directory = project_dir(orca_env, agent.project_id)
     add_facts(directory, ["This repository deploys with `make release`."])
     assert texts(agent.recall("deploying")) == ["This repository deploys with `make release`."]
+    # that recall noted the facts the index has no vectors for, and the background embedding
+    # writes the index again with them: let it finish, or it can mend the breakage first
+    wait_for(lambda: backfill_done(daemon))
     index = directory / "index.sqlite3"
     if breakage == "stale":
         add_facts(directory, ["Deploying needs the release role."], publish=False)
