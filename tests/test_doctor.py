@@ -260,7 +260,7 @@ def test_a_directory_in_place_of_a_projects_lock_file(
     daemon.call("remember", {**remember, "text": "We deploy from main."})
 
 
-@pytest.mark.parametrize("fault", ["lock link", "file for jobs/"])
+@pytest.mark.parametrize("fault", ["lock link", "file for jobs/", "open mode"])
 def test_a_fix_in_a_memory_root_whose_path_has_a_space_runs_as_written(
     tmp_path: Path, fault: str
 ) -> None:
@@ -276,6 +276,8 @@ def test_a_fix_in_a_memory_root_whose_path_has_a_space_runs_as_written(
         os.umask(old_umask)
     if fault == "lock link":
         (directory / projects.LOCK_FILE).symlink_to(tmp_path / "elsewhere")
+    elif fault == "open mode":
+        directory.chmod(0o755)
     else:
         (directory / projects.JOBS_DIR).rmdir()
         (directory / projects.JOBS_DIR).write_text("")

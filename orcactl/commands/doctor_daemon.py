@@ -9,6 +9,7 @@ from typing import Any
 
 import msgspec
 
+from orcactl.approval import shell_word
 from orcactl.commands.doctor_faults import Finding, judge_daemon_errors
 from orcactl.commands.doctor_files import judge_private
 from orcad.limits import DOCTOR_DAEMON_TIMEOUT_S
@@ -35,7 +36,7 @@ def check_runtime_and_socket(
                 "runtime dir",
                 "problem",
                 f"{runtime} is a symbolic link; orcad refuses it",
-                f"rm {runtime}  (orcad creates a real directory)",
+                f"rm {shell_word(str(runtime))}  (orcad creates a real directory)",
             )
         )
         return found, None

@@ -29,7 +29,7 @@ def judge_private(check: str, path: Path, info: os.stat_result, uid: int) -> lis
                 check,
                 "problem",
                 f"{path} is owned by uid {info.st_uid}, not you ({uid})",
-                f"chown {uid} {path}  (or remove it and let orcad recreate it)",
+                f"chown {uid} {shell_word(str(path))}  (or remove it and let orcad recreate it)",
             )
         )
     if mode & 0o077:
@@ -39,7 +39,7 @@ def judge_private(check: str, path: Path, info: os.stat_result, uid: int) -> lis
                 check,
                 "problem",
                 f"{kind} {path} has mode {mode:04o}; others can read it",
-                f"chmod {wanted} {path}",
+                f"chmod {wanted} {shell_word(str(path))}",
             )
         )
     return found
