@@ -694,16 +694,17 @@ print("NOTHING", flush=True)
 """
 
 
-@pytest.mark.slow
-def test_a_lock_failure_reschedules_the_worker_after_reschedule_s(
-    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
-) -> None:
+def _a_worker_at_its_provider(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path, extraction: str
+) -> tuple[DaemonProcess, Any, str, Path, filelock.FileLock]:
+    """A daemon whose one worker holds a turn's job and waits in a command provider until
+    `gate` is made; the project's lock, for the test to hold while the worker publishes."""
     script = tmp_path / "gated_provider.py"
     script.write_text(GATED_PROVIDER)
     gate = tmp_path / "gate"
     argv = json.dumps([sys.executable, str(script), str(gate)])
     config = (
-        '[extraction]\nprovider = "command"\nworkers = 1\nlease_s = 1.5\nreschedule_s = 2.0\n'
+        f'[extraction]\nprovider = "command"\nworkers = 1\n{extraction}'
         f"[extraction.command]\nargv = {argv}\n"
     )
     daemon = start(orca_env, daemon_factory, config)
@@ -712,6 +713,16 @@ def test_a_lock_failure_reschedules_the_worker_after_reschedule_s(
     wait_for(lambda: daemon.call("daemon.status").workers.busy == 1)
     lock = filelock.FileLock(
         orca_env.memory_root / "projects" / session.project.id / ".lock", thread_local=False
+    )
+    return daemon, session, job_id, gate, lock
+
+
+@pytest.mark.slow
+def test_a_lock_failure_reschedules_the_worker_after_reschedule_s(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    daemon, session, job_id, gate, lock = _a_worker_at_its_provider(
+        orca_env, daemon_factory, tmp_path, "lease_s = 1.5\nreschedule_s = 2.0\n"
     )
     with lock:
         gate.touch()  # the provider answers; publishing now needs the lock held here
@@ -740,20 +751,9 @@ def test_a_lock_failure_reschedules_the_worker_after_reschedule_s(
 def test_a_publish_kept_from_the_lock_past_its_bound_is_tried_again_with_the_same_answer(
     orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
 ) -> None:
-    script = tmp_path / "gated_provider.py"
-    script.write_text(GATED_PROVIDER)
-    gate = tmp_path / "gate"
-    argv = json.dumps([sys.executable, str(script), str(gate)])
-    config = (  # the lease outlasts one lock wait (5 s) by far
-        '[extraction]\nprovider = "command"\nworkers = 1\nlease_s = 30.0\n'
-        f"[extraction.command]\nargv = {argv}\n"
-    )
-    daemon = start(orca_env, daemon_factory, config)
-    session = daemon.call("session.open", {"cwd": str(project_dir(tmp_path))})
-    job_id = daemon.call("turn.completed", turn_params(session, "t1")).job_id
-    wait_for(lambda: daemon.call("daemon.status").workers.busy == 1)
-    lock = filelock.FileLock(
-        orca_env.memory_root / "projects" / session.project.id / ".lock", thread_local=False
+    # the lease outlasts one lock wait (5 s) by far
+    daemon, session, job_id, gate, lock = _a_worker_at_its_provider(
+        orca_env, daemon_factory, tmp_path, "lease_s = 30.0\n"
     )
     with lock:
         gate.touch()  # the provider answers; publishing now needs the lock held here
