@@ -29,13 +29,17 @@ def damaged_ledger(error: RemoteError) -> Path | None:
     return Path(path) if Path(path).name == LEDGER else None
 
 
+def move_aside(path: Path) -> str:
+    """The command that moves a damaged file aside, quoted to paste into a shell."""
+    return f"mv {shell_word(str(path))} {shell_word(f'{path}.damaged')}"
+
+
 def ledger_fix(ledger: Path) -> str:
-    """What to do about a ledger orcad cannot read (README, Automatic memory)."""
-    moved = shell_word(str(ledger) + ".damaged")
+    """What to do about a ledger orcad cannot read (README, Automatic memory); doctor gives
+    the same."""
     return (
-        f"move it aside (mv {shell_word(str(ledger))} {moved}): automatic memory starts again "
-        "for this project with an empty ledger and its held jobs run again; the moved file "
-        "keeps what it held"
+        f"move it aside ({move_aside(ledger)}): automatic memory starts again for this project "
+        "with an empty ledger and its held jobs run again; the moved file keeps what it held"
     )
 
 

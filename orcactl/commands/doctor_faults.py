@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from orcactl.approval import shell_word
+from orcactl.commands.damaged_ledger import LEDGER, ledger_fix, move_aside
 from orcad.deliberate.schema import repair_steps
 from orcad.paths import Paths
 from orcad.sqlite_worker import integrity_problem
@@ -204,18 +204,10 @@ def judge_damaged_project(project_id: str, directory: Path, problem: str | None)
     fixes = []
     if "project.json" in detail:
         fixes.append(
-            f"{_move_aside(directory / 'project.json')} (it only records where the project was "
+            f"{move_aside(directory / 'project.json')} (it only records where the project was "
             "seen; the next session opened in it writes it again)"
         )
-    if "project.json" not in detail or "candidates.jsonl" in detail:
-        fixes.append(
-            f"move the damaged file aside (e.g. {_move_aside(directory / 'candidates.jsonl')}): "
-            "the ledger starts empty, held jobs run again and job files keep the evidence"
-        )
+    if "project.json" not in detail or LEDGER in detail:
+        fixes.append(ledger_fix(directory / LEDGER))
     fixes.append(f"then orcactl inspect --project {project_id} shows the project")
     return Finding("index", "problem", f"project {project_id}: {detail}", "; ".join(fixes))
-
-
-def _move_aside(path: Path) -> str:
-    """The command that moves a damaged file aside, quoted to paste into a shell."""
-    return f"mv {shell_word(str(path))} {shell_word(f'{path}.damaged')}"
