@@ -370,7 +370,7 @@ def test_a_session_over_its_pending_bound_is_refused_and_nothing_is_stored(
     assert found == []
 
 
-@pytest.mark.parametrize("gone", ["deleted", "moved"])
+@pytest.mark.parametrize("gone", ["deleted", "moved", "unreachable"])
 def test_a_record_is_not_recalled_again_once_its_database_file_is_gone(
     daemon: DaemonProcess, orca_env: OrcaEnv, tmp_path: Path, gone: str
 ) -> None:
@@ -386,10 +386,12 @@ def test_a_record_is_not_recalled_again_once_its_database_file_is_gone(
     database = orca_env.deliberate_db
     for name in (database.name, f"{database.name}-wal", f"{database.name}-shm"):
         path = database.with_name(name)
-        if gone == "deleted":
-            path.unlink(missing_ok=True)
-        elif path.exists():
+        if gone == "moved" and path.exists():
             path.rename(tmp_path / name)
+        else:
+            path.unlink(missing_ok=True)
+    if gone == "unreachable":  # a link to itself: no stat of the path succeeds (ELOOP)
+        database.symlink_to(database.name)
     again = daemon.call("recall", ask)
     assert again.deliberate == [] and "fridays" not in again.context
     assert daemon.call("recall", {**ask, "turn_id": "t2"}).deliberate == []

@@ -75,11 +75,13 @@ class DeliberateStore:
         return self.file_identity() != self._opened_file
 
     def file_identity(self) -> tuple[int, int] | None:
-        """(device, inode) of the database file at the path now, None if there is none: one
-        other than a caller saw before means the database was deleted, moved or replaced."""
+        """(device, inode) of the database file at the path now, None if there is none or it
+        cannot be reached (a link that loops, a directory on the way that cannot be read): one
+        other than a caller saw before means the database was deleted, moved or replaced, and
+        opening what is there now says what is wrong."""
         try:
             status = os.stat(self.path)
-        except FileNotFoundError:
+        except OSError:
             return None
         return (status.st_dev, status.st_ino)
 
