@@ -98,7 +98,8 @@ class CaptureRoutes:
 
     # --- jobs.* -----------------------------------------------------------------------------
 
-    def list_jobs(self, params: JobsListParams) -> JobsListResult:
+    async def list_jobs(self, params: JobsListParams) -> JobsListResult:
+        await self.service.drop_vanished_everywhere()
         index = self.service.index
         damaged = index.damaged_jobs(params.project_id) if params.state is None else []
         return JobsListResult(

@@ -68,6 +68,14 @@ class JobIndex:
     def add_project(self, project_id: str) -> None:
         self._projects.add(project_id)
 
+    def forget_project(self, project_id: str) -> None:
+        """A project whose directory is gone (moved or deleted): no longer listed, nor its
+        jobs or damaged job files."""
+        self.drop([view.job_id for view in self.views(project_id)])
+        self._projects.discard(project_id)
+        for job_id in [j for j, found in self._damaged.items() if found.project_id == project_id]:
+            del self._damaged[job_id]
+
     def _drop_view(self, job_id: str) -> None:
         old = self._views.pop(job_id, None)
         if old is not None:

@@ -83,6 +83,7 @@ def _project_info(
 
 
 async def list_projects(capture: CaptureService) -> ProjectsListResult:
+    await capture.drop_vanished_everywhere()
     project_ids = sorted(
         set(await trio.to_thread.run_sync(capture.projects.list_project_ids))
         | capture.index.known_projects()

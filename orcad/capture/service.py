@@ -22,10 +22,12 @@ import trio
 from orcad import limits
 from orcad.capture.admission import Admissions
 from orcad.capture.index import Barrier, JobIndex
+from orcad.capture.jobstore import job_path
 from orcad.capture.lease_engine import FactEmbedder, LeaseEngine
 from orcad.capture.problems import ErrorRecorder, Problems
 from orcad.capture.project_access import ProjectAccess
 from orcad.capture.schedule import JobView, claimable_at
+from orcad.capture.states import ACTIVE_STATES
 from orcad.capture.worker import WorkerPool
 from orcad.clock import Clock
 from orcad.config import Config
@@ -82,6 +84,13 @@ class CaptureService:
     ) -> Barrier:
         """The recall barrier: the session's queued and running jobs for the project, except
         those that cannot finish for now (see JobIndex.wait_session_jobs)."""
+        mine = [
+            view
+            for view in self.index.views(project_id)
+            if view.session_id == session_id and view.state in ACTIVE_STATES
+        ]
+        if mine:  # one that went with its project's directory would be waited for in vain
+            await self.drop_vanished(mine, [])
         now = self.clock.now()
         return await self.index.wait_session_jobs(
             session_id,
@@ -102,6 +111,42 @@ class CaptureService:
         if self.provider_broken or (claimable is not None and claimable >= ends):
             return True
         return self.projects.held_for_damage(view)
+
+    async def drop_vanished_everywhere(self) -> None:
+        """drop_vanished for every job and project known (jobs.list, projects.list)."""
+        await self.drop_vanished(self.index.views(), sorted(self.index.known_projects()))
+
+    async def drop_vanished(self, views: list[JobView], project_ids: list[str]) -> None:
+        """Forget the jobs among `views` whose files are gone, and the projects among
+        `project_ids` whose directories are gone (moved aside or deleted while orcad runs):
+        otherwise a job a dead worker held stays `leased` in every listing and count, and
+        recalls wait for it in vain, until a restart. Said once in recent errors."""
+        directory = self.projects.project_dir
+
+        def look() -> tuple[list[JobView], list[str]]:
+            gone_jobs = [
+                v for v in views if not _exists(job_path(directory(v.project_id), v.job_id))
+            ]
+            gone_projects = [p for p in project_ids if not _exists(directory(p))]
+            return gone_jobs, gone_projects
+
+        gone_jobs, gone_projects = await trio.to_thread.run_sync(look)
+        # a job written again meanwhile (the same turn admitted anew) has a new view: kept
+        gone_jobs = [view for view in gone_jobs if self.index.view(view.job_id) is view]
+        self.index.drop(view.job_id for view in gone_jobs)
+        for project_id in gone_projects:
+            self.index.forget_project(project_id)
+        for project_id in sorted({view.project_id for view in gone_jobs} | set(gone_projects)):
+            jobs = sorted(view.job_id for view in gone_jobs if view.project_id == project_id)
+            log.warning("jobs.vanished", project_id=project_id, jobs=jobs)
+            what = f"{len(jobs)} job file(s)" if jobs else "its directory"
+            self.problems.report(
+                "job_files_gone",
+                f"project {project_id}: {what} moved or deleted while orcad ran "
+                f"({directory(project_id)}); no longer listed or worked on",
+            )
+        if gone_jobs or gone_projects:
+            self.index.notify()
 
     # --- lifecycle --------------------------------------------------------------------------
 
@@ -146,3 +191,14 @@ class CaptureService:
 
     def workers_busy(self) -> int:
         return self.leases.busy_workers
+
+
+def _exists(path: Path) -> bool:
+    """Whether `path` is there; one that cannot be looked at (a permission) counts as there."""
+    try:
+        path.stat()
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    except OSError:
+        pass
+    return True

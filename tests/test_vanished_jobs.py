@@ -1,0 +1,64 @@
+"""Job files moved or deleted while orcad runs (a project directory moved aside): against a
+real daemon, with an external worker that took a job and never came back."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.external_worker import turn_params
+from tests.harness import DaemonProcess, OrcaEnv
+
+pytestmark = pytest.mark.daemon
+
+
+def _start(orca_env: OrcaEnv, factory: list[DaemonProcess]) -> DaemonProcess:
+    orca_env.write_config("[extraction]\nworkers = 0\n")  # only the external worker claims
+    process = DaemonProcess(orca_env)
+    factory.append(process)
+    return process.start()
+
+
+def _held_job(daemon: DaemonProcess, tmp_path: Path, name: str) -> tuple[Any, str]:
+    """A session and its job, leased to an external worker that then died."""
+    repo = tmp_path / name
+    repo.mkdir()
+    session = daemon.call("session.open", {"cwd": os.path.realpath(repo)})
+    job_id = daemon.call("turn.completed", turn_params(session, "t1", "We use pnpm.")).job_id
+    claimed = daemon.call("jobs.claim", {"worker": "ext", "lease_s": 600.0})
+    assert claimed.job.job_id == job_id
+    return session, job_id
+
+
+def test_a_job_whose_project_directory_was_moved_away_is_no_longer_listed(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    daemon = _start(orca_env, daemon_factory)
+    moved, _moved_job = _held_job(daemon, tmp_path, "moved")
+    kept, kept_job = _held_job(daemon, tmp_path, "kept")
+    projects = orca_env.memory_root / "projects"
+    shutil.move(projects / moved.project.id, tmp_path / "trash")
+    assert [job.job_id for job in daemon.call("jobs.list", {}).jobs] == [kept_job]
+    listed = [project.id for project in daemon.call("projects.list", {}).projects]
+    assert listed == [kept.project.id]
+    status = daemon.call("daemon.status")
+    assert (status.jobs.leased, status.projects) == (1, 1)
+    gone = [error for error in status.recent_errors if error.kind == "job_files_gone"]
+    assert len(gone) == 1 and moved.project.id in gone[0].message
+    assert "1 job file(s) moved or deleted" in gone[0].message
+
+
+def test_a_recall_does_not_wait_for_a_job_whose_file_is_gone(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    daemon = _start(orca_env, daemon_factory)
+    session, _job_id = _held_job(daemon, tmp_path, "repo")
+    shutil.rmtree(orca_env.memory_root / "projects" / session.project.id)
+    ids = {"session_id": session.session_id, "epoch": session.epoch}
+    recalled = daemon.call("recall", {**ids, "turn_id": "t2", "prompt": "which package manager"})
+    assert recalled.barrier == "none"  # not "timed_out" after waiting for it in vain
+    assert daemon.call("daemon.status").jobs.leased == 0
