@@ -70,9 +70,11 @@ MEMORY_CONTENT_MAX_CHARS = 4096  # one record, trimmed: no record may exceed the
 AUTO_REVIEW_MAX_CHARS = 1000  # auto mode's review refuses longer content as not one short fact
 APPROVAL_TTL_S = 300.0  # a pending memory change waits this long for memory.approve
 # pending memory changes waiting for memory.approve, of all sessions and of one: a change
-# beyond either is refused (busy), none waiting is dropped to make room
+# beyond either is refused (busy), none waiting is dropped to make room; except that past
+# PENDING_APPROVALS_MAX a session with none waiting may still propose one, up to the ceiling
 PENDING_APPROVALS_MAX = 256
 PENDING_APPROVALS_PER_SESSION = 16
+PENDING_APPROVALS_CEILING = 512
 
 # A .git file, commondir or config is read this far at most to find a project's origin
 GIT_FILE_MAX_BYTES = 1024 * 1024

@@ -339,6 +339,27 @@ def test_no_client_can_push_out_another_sessions_pending_change(
     assert approved.outcome == "applied"
 
 
+def test_a_client_that_filled_the_pending_bound_does_not_silence_other_sessions(
+    daemon: DaemonProcess, tmp_path: Path
+) -> None:
+    # one client opens 16 sessions and proposes 16 changes in each: another session still asks
+    with daemon.client() as client:
+        for n in range(limits.PENDING_APPROVALS_MAX // limits.PENDING_APPROVALS_PER_SESSION):
+            opened = client.call("session.open", {"cwd": str(tmp_path)})
+            noisy = {"session_id": opened.session_id, "epoch": opened.epoch}
+            for k in range(limits.PENDING_APPROVALS_PER_SESSION):
+                change = {"action": "save", "content": f"noisy {n}.{k}", "kind": "fact"}
+                proposed = client.call("memory.manage", {**noisy, **change, "is_global": False})
+                assert proposed.outcome == "pending_approval"
+    user = open_session(daemon, tmp_path / "ws")
+    waiting = save(daemon, user, "the user's own change")
+    assert waiting.outcome == "pending_approval"
+    approved = daemon.call(
+        "memory.approve", {**user, "approval_id": waiting.approval_id, "decision": "allow_once"}
+    )
+    assert approved.outcome == "applied"
+
+
 def test_a_session_over_its_pending_bound_is_refused_and_nothing_is_stored(
     daemon: DaemonProcess, tmp_path: Path
 ) -> None:

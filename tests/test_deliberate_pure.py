@@ -23,6 +23,7 @@ from orcad.errors import Busy, InvalidParams, NotFound
 from orcad.limits import (
     APPROVAL_TTL_S,
     AUTO_REVIEW_MAX_CHARS,
+    PENDING_APPROVALS_CEILING,
     PENDING_APPROVALS_MAX,
     PENDING_APPROVALS_PER_SESSION,
 )
@@ -222,21 +223,44 @@ def test_a_session_workspace_grant_covers_the_workspace_it_was_given_in() -> Non
 
 
 def test_many_sessions_proposing_cannot_push_out_anothers_change() -> None:
-    # a client can open as many sessions as it likes: past the bound for all sessions a new
+    # a client can open as many sessions as it likes: past the ceiling for all sessions a new
     # change is refused, and every change already waiting stays approvable
     approvals = PendingApprovals()
     mine = change(session_id="ses_b", created_at=0.0)
     approvals.add(mine, now=0.0)
-    flood = [change(session_id=f"ses_{n}", created_at=1.0) for n in range(PENDING_APPROVALS_MAX)]
+    ceiling = PENDING_APPROVALS_CEILING
+    flood = [change(session_id=f"ses_{n}", created_at=1.0) for n in range(ceiling)]
     for pending in flood[:-1]:
         approvals.add(pending, now=1.0)
-    assert len(approvals) == PENDING_APPROVALS_MAX
-    with pytest.raises(Busy, match="256 memory changes from all sessions are waiting"):
+    assert len(approvals) == ceiling
+    with pytest.raises(Busy, match="512 memory changes from all sessions are waiting"):
         approvals.add(flood[-1], now=1.0)
-    assert len(approvals) == PENDING_APPROVALS_MAX
+    assert len(approvals) == ceiling
     assert approvals.take(mine.approval_id, "ses_b", 1, now=2.0) == mine
     assert approvals.take(flood[0].approval_id, "ses_0", 1, now=2.0) == flood[0]
     approvals.add(flood[-1], now=2.0)
+
+
+def test_sessions_that_filled_the_bound_do_not_silence_a_session_with_none_waiting() -> None:
+    # one client, 16 sessions of 16 changes each: the bound for all sessions is full, yet a
+    # session with nothing waiting still asks its user; the full sessions are refused
+    approvals = PendingApprovals()
+    per_session = PENDING_APPROVALS_PER_SESSION
+    for n in range(PENDING_APPROVALS_MAX // per_session):
+        for _ in range(per_session - 1):
+            approvals.add(change(session_id=f"ses_flood_{n}"), now=1000.0)
+    approvals.add(change(session_id="ses_flood_one"), now=1000.0)  # a session holding one
+    for _ in range(per_session - 1):
+        approvals.add(change(session_id="ses_flood_last"), now=1000.0)
+    assert len(approvals) == PENDING_APPROVALS_MAX
+    newcomer = change(session_id="ses_user")
+    approvals.add(newcomer, now=1000.0)
+    with pytest.raises(Busy, match="this session has 1 of them"):
+        approvals.add(change(session_id="ses_user"), now=1000.0)
+    with pytest.raises(Busy, match="this session has 1 of them"):
+        approvals.add(change(session_id="ses_flood_one"), now=1000.0)
+    assert len(approvals) == PENDING_APPROVALS_MAX + 1
+    assert approvals.take(newcomer.approval_id, "ses_user", 1, now=1001.0) == newcomer
 
 
 @pytest.mark.parametrize(

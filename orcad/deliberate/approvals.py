@@ -4,7 +4,8 @@ Pending approvals live in memory only: each belongs to one session epoch (a reop
 may have another mode or workspace than the one the user was asked about), expires `APPROVAL_TTL_S`
 after it was created, and is removed by the first memory.approve that names it (single use).
 None is ever pushed out to make room: beyond a bound per session and one for all, a new one is
-refused instead.
+refused instead; past the bound for all, a session with none waiting may still propose one (up
+to a ceiling), so a client that filled the bound with many sessions does not silence the others.
 An update or forget keeps the record as the user was shown it: approved, it applies only to
 that record as it still is.
 Session grants are in memory, and end when their session closes or expires;
@@ -22,7 +23,12 @@ from collections import OrderedDict
 import msgspec
 
 from orcad.errors import Busy, InvalidParams, NotFound
-from orcad.limits import APPROVAL_TTL_S, PENDING_APPROVALS_MAX, PENDING_APPROVALS_PER_SESSION
+from orcad.limits import (
+    APPROVAL_TTL_S,
+    PENDING_APPROVALS_CEILING,
+    PENDING_APPROVALS_MAX,
+    PENDING_APPROVALS_PER_SESSION,
+)
 from protocol.types import GrantScope, ManageAction, RecordKind
 
 APPROVAL_ID_PREFIX = "apr_"
@@ -61,19 +67,22 @@ class PendingApprovals:
         self,
         max_pending: int = PENDING_APPROVALS_MAX,
         max_per_session: int = PENDING_APPROVALS_PER_SESSION,
+        ceiling: int = PENDING_APPROVALS_CEILING,
     ) -> None:
         self._pending: OrderedDict[str, PendingChange] = OrderedDict()
         self._max_pending = max_pending
         self._max_per_session = max_per_session
+        self._ceiling = ceiling
 
     def __len__(self) -> int:
         return len(self._pending)
 
     def add(self, change: PendingChange, now: float) -> None:
         """Keep `change`, or refuse it with Busy (nothing kept) when its session already has
-        `max_per_session` waiting or all sessions together `max_pending`: no change waiting for
-        its user is ever pushed out by another, so a client opening many sessions cannot make
-        another session's approval fail."""
+        `max_per_session` waiting, or all sessions together `max_pending` while it has some
+        waiting, or `ceiling` in any case: no change waiting for its user is ever pushed out by
+        another, so a client opening many sessions cannot make another session's approval fail,
+        and a session with nothing waiting can still ask until the ceiling."""
         self.drop_expired(now)
         self._drop_older_epochs(change.session_id, change.epoch)
         mine = sum(
@@ -85,7 +94,15 @@ class PendingApprovals:
                 f"them with memory.approve or let them expire ({APPROVAL_TTL_S:.0f} s after "
                 "each was proposed), then call memory.manage again; nothing was changed"
             )
-        if len(self._pending) >= self._max_pending:
+        if mine and len(self._pending) >= self._max_pending:
+            raise Busy(
+                f"{len(self._pending)} memory changes from all sessions are waiting for their "
+                f"users and this session has {mine} of them; past {self._max_pending} only a "
+                "session with none waiting may propose one: decide this session's with "
+                f"memory.approve or let them expire ({APPROVAL_TTL_S:.0f} s after each was "
+                "proposed), then call memory.manage again; nothing was changed"
+            )
+        if len(self._pending) >= self._ceiling:
             raise Busy(
                 f"{len(self._pending)} memory changes from all sessions are waiting for their "
                 f"users, the most orcad keeps; call memory.manage again once some are decided "
