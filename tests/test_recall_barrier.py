@@ -225,6 +225,23 @@ def test_a_job_held_for_a_damaged_ledger_does_not_hold_every_recall(
         assert result.barrier == "none"
 
 
+def test_a_job_queued_after_auto_memory_was_switched_off_does_not_hold_every_recall(
+    daemon: DaemonProcess, orca_env: OrcaEnv, workdir: Path
+) -> None:
+    # the session opened with auto memory on keeps capturing (its snapshot), but the workers
+    # follow the current switch and leave the job queued: waiting for it cost every turn 5 s
+    agent = Agent(daemon, workdir)
+    assert agent.opened.auto_memory is True
+    orca_env.write_config("auto_memory = false\n")
+    completed = daemon.call("turn.completed", turn_completed(agent, "t1", "remember we ship"))
+    assert completed.eligible
+    for turn in ("t2", "t3"):
+        started = time.monotonic()
+        assert agent.recall("when do we ship", turn_id=turn).barrier == "none"
+        assert time.monotonic() - started < RECALL_BARRIER_S / 2
+    assert [job.state for job in daemon.call("jobs.list", {}).jobs] == ["pending"]  # kept
+
+
 def test_a_job_no_provider_can_take_does_not_hold_every_recall(
     orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], workdir: Path
 ) -> None:

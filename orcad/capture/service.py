@@ -83,7 +83,9 @@ class CaptureService:
         timeout: float,  # noqa: ASYNC109 (recall's interface)
     ) -> Barrier:
         """The recall barrier: the session's queued and running jobs for the project, except
-        those that cannot finish for now (see JobIndex.wait_session_jobs)."""
+        those that cannot finish for now (see JobIndex.wait_session_jobs), such as queued jobs
+        of a project whose jobs may not run now (auto memory switched off since the session
+        opened: the workers leave them, so waiting for them only adds the whole bound)."""
         mine = [
             view
             for view in self.index.views(project_id)
@@ -91,13 +93,27 @@ class CaptureService:
         ]
         if mine:  # one that went with its project's directory would be waited for in vain
             await self.drop_vanished(mine, [])
+        queued_may_run = True
+        if any(view.state == "pending" for view in mine):
+            queued_may_run = await self._jobs_may_run(project_id)
         now = self.clock.now()
         return await self.index.wait_session_jobs(
             session_id,
             project_id,
             timeout,
-            cannot_finish=lambda view: self.cannot_finish(view, now, now + timeout),
+            cannot_finish=lambda view: (
+                (view.state == "pending" and not queued_may_run)
+                or self.cannot_finish(view, now, now + timeout)
+            ),
         )
+
+    async def _jobs_may_run(self, project_id: str) -> bool:
+        """ProjectAccess.jobs_may_run; a project whose files cannot be read now counts as
+        one whose jobs may run (its workers hold it back for reschedule_s only)."""
+        try:
+            return await self.projects.jobs_may_run(project_id)
+        except StorageError:
+            return True
 
     def cannot_finish(self, view: JobView, now: float, ends: float) -> bool:
         """A queued job no worker will take before the barrier `ends` (wall clock): its
