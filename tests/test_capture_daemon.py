@@ -127,7 +127,8 @@ def test_a_turn_is_stored_after_its_projects_directory_was_removed(
     # jobs/ (or the whole project directory) removed while orcad runs: a session already open
     # still stores its next turn, without waiting for a new session to make the directory
     daemon = start(orca_env, daemon_factory, NO_WORKERS)
-    session = daemon.call("session.open", {"cwd": str(project_dir(tmp_path))})
+    cwd = str(project_dir(tmp_path))
+    session = daemon.call("session.open", {"cwd": cwd})
     daemon.call("turn.completed", turn_params(session, "t1", "We use pnpm."))
     directory = orca_env.memory_root / "projects" / session.project.id
     shutil.rmtree(directory / "jobs" if removed == "jobs" else directory)
@@ -137,6 +138,9 @@ def test_a_turn_is_stored_after_its_projects_directory_was_removed(
     assert stat.S_IMODE((directory / "jobs").stat().st_mode) == 0o700
     listed = daemon.call("jobs.list", {"project_id": session.project.id}).jobs
     assert stored.job_id in [job.job_id for job in listed]
+    # project.json, which names the directory's project, is there again with its identity
+    (project,) = [p for p in daemon.call("projects.list").projects if p.id == session.project.id]
+    assert (project.identity, project.last_seen_cwd) == (session.project.identity, cwd)
 
 
 def test_an_acknowledged_job_is_visible_to_the_very_next_request(

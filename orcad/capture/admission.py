@@ -80,6 +80,8 @@ class Admissions:
         directory = self._projects.project_dir(project_id)
         new_file = prepare_job_file(directory, record)
 
+        remade: list[bool] = []  # the project's directory had to be made again
+
         def create() -> tuple[JobRecord | None, bool]:
             if known:  # every job file is in the index (loaded at start, added on creation)
                 existing = read_job(directory, job_id)
@@ -87,6 +89,7 @@ class Admissions:
                     return existing, True
             if active >= limits.ACTIVE_JOBS_PER_PROJECT:
                 return None, False
+            remade.append(not directory.is_dir())
             make_jobs_directory(directory)  # removed while orcad runs: the turn is still stored
             if not create_job(new_file):  # created meanwhile by another process
                 return read_job(directory, job_id), True
@@ -103,6 +106,8 @@ class Admissions:
                 self._index.put(job)  # before the next admission counts
         finally:
             lock.release()
+        if any(remade):  # its project.json went with it: what names the directory's project
+            await self._projects.restore_project_file(session)
         if job is None:
             log.info("job.refused", reason="backlog_full", project_id=project_id, active=active)
             return Admission(job_id=None, reason="backlog_full")

@@ -131,6 +131,15 @@ class ProjectAccess:
         if session.project_id not in self._ensured:
             await self.record_visit(session, only_if_missing=True)
 
+    async def restore_project_file(self, session: Session) -> None:
+        """project.json again for a project whose directory was removed while orcad runs and
+        made anew for a job: without it the project is listed with no identity or cwd. A
+        failure is reported, not raised: the job it follows is already stored."""
+        try:
+            await self.record_visit(session, only_if_missing=True)
+        except StorageError as exc:
+            self._problems.report("project_metadata", exc.message)
+
     async def read_project(self, project_id: str) -> ProjectFile:
         directory = self.project_dir(project_id)
         return await trio.to_thread.run_sync(read_project_file, directory, project_id)
