@@ -31,6 +31,8 @@ def canonical_directory(cwd: str) -> Path:
     path = Path(cwd)
     if not path.is_absolute():
         raise ValueError(f"cwd must be an absolute path, got {quoted_cwd(cwd)}")
+    if "\0" in cwd:  # no path holds one; the OS would only say "embedded null byte"
+        raise ValueError(f"cwd {quoted_cwd(cwd)} holds a NUL character; no path can")
     try:
         real = Path(os.path.realpath(path))
         is_directory = real.is_dir()

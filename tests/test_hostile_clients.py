@@ -262,6 +262,7 @@ def directory_at_the_path_limit(parent: Path) -> str:
         ("a name longer than the kernel takes", "File name too long"),
         ("a directory too deep to look for .git in", "File name too long"),
         ("a path through a regular file", "is not an existing directory"),
+        ("a path holding a NUL character", "holds a NUL character"),
     ],
 )
 def test_a_cwd_that_cannot_be_looked_up_is_a_bad_parameter_not_an_internal_error(
@@ -273,6 +274,7 @@ def test_a_cwd_that_cannot_be_looked_up_is_a_bad_parameter_not_an_internal_error
         "a name longer than the kernel takes": str(tmp_path / ("b" * 300)),
         "a directory too deep to look for .git in": directory_at_the_path_limit(tmp_path),
         "a path through a regular file": str(tmp_path / "file" / "inside"),
+        "a path holding a NUL character": str(tmp_path) + "\0/inside",
     }[case]
     request = {"jsonrpc": "2.0", "id": 1, "method": "session.open", "params": {"cwd": cwd}}
     error = ask(started, json.dumps(request).encode())["error"]
