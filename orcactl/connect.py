@@ -23,7 +23,7 @@ from orcad.errors import StartupError
 from orcad.paths import resolve_paths
 from orcad.runtime import check_home_directory
 from protocol.client import CALL_TIMEOUT_S, Client, DaemonUnavailable, ProtocolViolation
-from protocol.errors import RemoteError
+from protocol.errors import ErrorObject, RemoteError
 
 # Exit statuses (documented in the README and in `orcactl --help`).
 EXIT_OK = 0
@@ -36,11 +36,30 @@ START_TIMEOUT_S = 15.0
 
 
 class CommandError(Exception):
-    """A failure to report on stderr with an exit status; never a traceback."""
+    """A failure to report on stderr with an exit status; never a traceback. `error`: the
+    daemon's error object when the daemon answered with one (what --json reports of it)."""
 
-    def __init__(self, message: str, status: int = EXIT_ERROR) -> None:
+    def __init__(
+        self, message: str, status: int = EXIT_ERROR, *, error: ErrorObject | None = None
+    ) -> None:
         super().__init__(message)
         self.status = status
+        self.error = error
+
+
+# data.kind of a failure the daemon did not answer with, by exit status
+LOCAL_FAILURE_KINDS = {EXIT_USAGE: "usage", EXIT_NOT_RUNNING: "not_running"}
+
+
+def failure_document(exc: CommandError) -> dict[str, Any]:
+    """What --json prints for a failure, so a script reading stdout always gets one document:
+    the message stderr has, with the daemon's code and data when it answered with an error,
+    else code null and a data.kind of orcactl's own."""
+    if exc.error is not None:
+        code, data = exc.error.code, dict(exc.error.data)
+    else:
+        code, data = None, {"kind": LOCAL_FAILURE_KINDS.get(exc.status, "failed")}
+    return {"ok": False, "error": {"code": code, "message": str(exc), "data": data}}
 
 
 def socket_path(args: argparse.Namespace) -> str:
@@ -251,7 +270,7 @@ def call(
 
 def remote_failure(exc: RemoteError) -> CommandError:
     """A daemon error for the user (bad usage is refused by argparse before any request)."""
-    return CommandError(f"{exc.error.message} ({exc.kind})")
+    return CommandError(f"{exc.error.message} ({exc.kind})", error=exc.error)
 
 
 # What a client call raises when the daemon dies mid-call or answers outside protocol 1.

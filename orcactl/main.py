@@ -6,6 +6,7 @@ import argparse
 import os
 import sys
 from collections.abc import Iterator
+from typing import NoReturn
 
 from orcactl.arguments import socket_file
 from orcactl.commands import (
@@ -19,7 +20,15 @@ from orcactl.commands import (
     recall,
     service,
 )
-from orcactl.connect import CONNECTION_FAILURES, EXIT_ERROR, CommandError, connection_failure
+from orcactl.connect import (
+    CONNECTION_FAILURES,
+    EXIT_ERROR,
+    EXIT_USAGE,
+    CommandError,
+    connection_failure,
+    failure_document,
+    print_json,
+)
 from orcactl.terminal import OutputClosed, SafeWriter
 from orcad import __version__
 from protocol.types import PROTOCOL_VERSION
@@ -32,8 +41,26 @@ EPILOG = """exit status: 0 success; 1 the daemon answered with an error, or the 
 Without --no-start, a command that needs the daemon starts it when none answers."""
 
 
+class UsageError(CommandError):
+    """A command line argparse refused, reported as argparse does: its usage, then the error."""
+
+    def __init__(self, usage: str, prog: str, message: str) -> None:
+        super().__init__(message, EXIT_USAGE)
+        self.usage = usage
+        self.prog = prog
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, whose usage errors are raised rather than exited on, so that main reports
+    them as it does every failure (one document on stdout too, with --json); its commands'
+    parsers are of this class too."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(self.format_usage(), self.prog, message)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="orcactl",
         description="Inspect and drive orcad, the memory daemon for coding agents.",
         epilog=EPILOG,
@@ -107,12 +134,12 @@ def main(argv: list[str] | None = None) -> None:
     sys.stdin = sys.stdin or open(os.devnull, encoding="utf-8")  # noqa: SIM115
     sys.stdout = SafeWriter(sys.stdout or open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115
     sys.stderr = SafeWriter(sys.stderr or open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115
+    args: argparse.Namespace | None = None
     try:
         args = build_parser().parse_args(argv)
         status = args.run(args)
     except CommandError as exc:
-        print(f"orcactl: {exc}", file=sys.stderr)
-        status = exc.status
+        status = report_failure(exc, args, argv)
     except KeyboardInterrupt:
         status = 130
     except BaseExceptionGroup as group:  # Ctrl-C inside a trio nursery (provider test) is Ctrl-C
@@ -122,14 +149,33 @@ def main(argv: list[str] | None = None) -> None:
     except OutputClosed:  # nobody reads what orcactl says any more; a broken pipe to orcad
         status = EXIT_ERROR  # is a connection failure, reported below
     except UnicodeEncodeError:  # the working directory, say: its name's bytes are not UTF-8
-        print(
-            "orcactl: a path or text in this request is not valid UTF-8, and orcad's JSON "
-            "cannot carry it (is the current directory's name in another encoding?)",
-            file=sys.stderr,
+        not_utf8 = CommandError(
+            "a path or text in this request is not valid UTF-8, and orcad's JSON "
+            "cannot carry it (is the current directory's name in another encoding?)"
         )
-        status = EXIT_ERROR
+        status = report_failure(not_utf8, args, argv)
     except CONNECTION_FAILURES as exc:  # the daemon died mid-call or spoke another protocol
-        failure = connection_failure(exc)
-        print(f"orcactl: {failure}", file=sys.stderr)
-        status = failure.status
+        status = report_failure(connection_failure(exc), args, argv)
     sys.exit(status)
+
+
+def report_failure(
+    exc: CommandError, args: argparse.Namespace | None, argv: list[str] | None
+) -> int:
+    """The failure on stderr and, when --json was asked for, as one document on stdout (a
+    script reading stdout gets one either way); returns the exit status."""
+    if isinstance(exc, UsageError):
+        print(f"{exc.usage}{exc.prog}: error: {exc}", file=sys.stderr)
+    else:
+        print(f"orcactl: {exc}", file=sys.stderr)
+    if _json_asked(args, sys.argv[1:] if argv is None else argv):
+        print_json(failure_document(exc))
+    return exc.status
+
+
+def _json_asked(args: argparse.Namespace | None, argv: list[str]) -> bool:
+    """Whether the command line asks for JSON; before parsing succeeded, whether `--json` is
+    one of its options (a word after `--` is text, not an option)."""
+    if args is not None:
+        return bool(getattr(args, "json", False))
+    return "--json" in (argv[: argv.index("--")] if "--" in argv else argv)

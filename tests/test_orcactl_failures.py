@@ -6,17 +6,19 @@ the connection after reading the request) or answers with something that is not 
 
 from __future__ import annotations
 
+import io
 import json
 import socket
 import struct
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from orcactl import connect
-from orcactl.connect import EXIT_ERROR
+from orcactl.connect import EXIT_ERROR, EXIT_NOT_RUNNING, EXIT_USAGE
 from orcactl.main import main
 
 pytestmark = pytest.mark.inprocess
@@ -147,3 +149,106 @@ def test_a_daemon_that_never_answers_is_named_as_such(
         thread.join(timeout=10)
     assert status == EXIT_ERROR
     assert err.startswith("orcactl: orcad did not answer within 0.5 s: it may be stopped or stuck")
+
+
+# --- --json: one document on stdout for a failure too ---------------------------------------
+
+# Every command whose --json prints a result and that needs the daemon (status and doctor
+# print a report of their own when it is not running).
+NEEDS_THE_DAEMON = [
+    ["ping"],
+    ["recall", "hello"],
+    ["remember", "tabs, not spaces"],
+    ["memory", "search", "tabs"],
+    ["memory", "list"],
+    ["memory", "save", "tabs", "--kind", "fact", "--global", "--yes"],
+    ["memory", "update", "mem_" + "0" * 32, "tabs", "--yes"],
+    ["memory", "forget", "mem_" + "0" * 32, "--yes"],
+    ["memory", "approve", "apr_" + "0" * 32, "--session-id", "s", "--decision", "deny"],
+    ["projects"],
+    ["inspect"],
+    ["jobs"],
+    ["jobs", "retry", "job_" + "0" * 32],
+    ["forget", "cand_" + "0" * 32],
+    ["grants", "list"],
+    ["grants", "revoke", "global"],
+]
+
+
+def json_failure(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[str, Any], str]:
+    """orcactl run in-process: its exit status, the one JSON document on stdout, stderr."""
+    with pytest.raises(SystemExit) as exited:
+        main(list(argv))
+    out, err = capsys.readouterr()
+    assert isinstance(exited.value.code, int)
+    document = json.loads(out)  # one document, and nothing else
+    assert isinstance(document, dict)
+    return exited.value.code, document, err
+
+
+@pytest.mark.parametrize("command", NEEDS_THE_DAEMON, ids=" ".join)
+def test_json_reports_a_daemon_that_is_not_running_as_one_document(
+    capsys: pytest.CaptureFixture[str],
+    command: list[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    missing = tmp_path / "none.sock"
+    status, document, err = json_failure(
+        capsys, "--socket", str(missing), "--no-start", *command, "--json"
+    )
+    assert status == EXIT_NOT_RUNNING
+    message = f"orcad is not running (no answer on {missing})"
+    assert document == {
+        "ok": False,
+        "error": {"code": None, "message": message, "data": {"kind": "not_running"}},
+    }
+    assert err == f"orcactl: {message}\n"  # the human message stays on stderr
+
+
+def test_json_reports_a_daemon_answering_garbage_as_one_document(
+    broken_daemon: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(connect, "CALL_TIMEOUT_S", 0.5)  # the silent one
+    status, document, err = json_failure(
+        capsys, "--socket", str(broken_daemon), "--no-start", "--json", "projects"
+    )
+    assert status == EXIT_ERROR
+    assert document["ok"] is False and document["error"]["code"] is None
+    assert document["error"]["data"] == {"kind": "failed"}
+    assert err == f"orcactl: {document['error']['message']}\n"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["memory", "search", "--limit", "0", "--json"],  # refused by argparse
+        ["--json", "nosuch"],
+        ["remember", "-", "--json"],  # refused after parsing: stdin holds no text
+        ["provider", "test", "-", "--json"],
+    ],
+    ids=" ".join,
+)
+def test_json_reports_bad_usage_as_one_document(
+    capsys: pytest.CaptureFixture[str],
+    argv: list[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("sys.stdin", io.StringIO(""))
+    status, document, err = json_failure(
+        capsys, "--socket", str(tmp_path / "none.sock"), "--no-start", *argv
+    )
+    assert status == EXIT_USAGE
+    assert document["ok"] is False and document["error"]["data"] == {"kind": "usage"}
+    assert document["error"]["message"] in err and "Traceback" not in err
+
+
+def test_a_json_word_after_the_options_end_is_text_not_the_option(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["--socket", str(tmp_path / "none.sock"), "--no-start", "remember", "--", "--json"])
+    assert exited.value.code == EXIT_NOT_RUNNING
+    assert capsys.readouterr().out == ""  # no JSON was asked for

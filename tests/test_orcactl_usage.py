@@ -227,6 +227,22 @@ def test_a_value_in_range_is_accepted(daemon: DaemonProcess, tmp_path: Path) -> 
     assert remembered.returncode == 0, remembered.stderr
 
 
+def test_json_reports_a_storage_error_as_one_document_with_the_daemons_error(
+    daemon: DaemonProcess,
+) -> None:
+    user_md = daemon.orca.memory_root / "user.md"
+    user_md.mkdir(parents=True)  # a directory where the file goes: orcad refuses to write it
+    failed = orcactl(daemon.orca, "--no-start", "remember", "tabs, not spaces", "--json")
+    assert failed.returncode == 1
+    document = json.loads(failed.stdout)
+    assert document["ok"] is False
+    error = document["error"]
+    assert (error["code"], error["data"]["kind"]) == (-32017, "storage")
+    assert str(user_md) in error["message"]
+    assert failed.stderr == f"orcactl: {error['message']}\n"
+    assert user_md.is_dir()
+
+
 # --- global options, --version ----------------------------------------------------------------
 
 

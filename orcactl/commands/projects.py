@@ -266,7 +266,8 @@ def run_jobs_retry(args: argparse.Namespace) -> int:
     try:
         result: JobsRetryResult = call(args, "jobs.retry", {"job_id": args.job_id})
     except CommandError as exc:
-        raise CommandError(str(exc).replace(WIRE_JOBS_HINT, USER_JOBS_HINT), exc.status) from None
+        message = str(exc).replace(WIRE_JOBS_HINT, USER_JOBS_HINT)
+        raise CommandError(message, exc.status, error=exc.error) from None
     if args.json:
         print_json(result)
     else:
