@@ -181,3 +181,27 @@ def test_jobs_retry_of_an_unknown_job_points_at_orcactl_jobs(
     with pytest.raises(RemoteError) as caught:  # other clients keep the wire's words
         daemon.call("jobs.retry", {"job_id": unknown})
     assert caught.value.error.message == f"unknown job '{unknown}'; list jobs with jobs.list"
+
+
+def test_inspect_of_a_damaged_project_json_shows_the_project_names_the_file_and_exits_1(
+    daemon: DaemonProcess, tmp_path: Path
+) -> None:
+    cwd, directory, job_id = committed_project(daemon, tmp_path)
+    project_file = directory / "project.json"
+    project_file.write_text("{not a project record")
+
+    shown = orcactl(daemon.orca, "inspect", str(cwd))
+    assert shown.returncode == 1, shown.stderr
+    assert "Traceback" not in shown.stderr
+    assert directory.name in shown.stdout and job_id in shown.stdout  # what it can show
+    assert "The project uses pnpm." in shown.stdout  # the ledger, which reads
+    assert f"{project_file} is not a valid project record" in shown.stdout
+    assert f"mv {project_file} {project_file}.damaged" in shown.stdout  # what to do
+
+    as_json = orcactl(daemon.orca, "inspect", "--project", directory.name, "--json")
+    assert as_json.returncode == 1, as_json.stderr
+    report = json.loads(as_json.stdout)  # one JSON document
+    assert report["project"]["corrupt"] and report["ledger"]["candidates"]
+    assert report["damaged_file"]["path"] == str(project_file)
+    assert f"mv {project_file} {project_file}.damaged" in report["damaged_file"]["fix"]
+    assert project_file.read_text() == "{not a project record"  # left as found

@@ -15,6 +15,7 @@ from protocol.errors import RemoteError
 from protocol.types import ProjectSummary
 
 LEDGER = "candidates.jsonl"  # orcad.capture.ledger's file name
+PROJECT_FILE = "project.json"  # orcad.capture.projects' file name
 MARKDOWN_VIEW = "auto-memory.md"  # the ledger's readable view, rebuilt at each ledger write
 # far above the view of a full ledger (128 facts of at most 400 characters), so only a file
 # that is no view is cut
@@ -40,6 +41,14 @@ def ledger_fix(ledger: Path) -> str:
     return (
         f"move it aside ({move_aside(ledger)}): automatic memory starts again for this project "
         "with an empty ledger and its held jobs run again; the moved file keeps what it held"
+    )
+
+
+def project_file_fix(project_file: Path) -> str:
+    """What to do about a project.json orcad cannot read; doctor gives the same."""
+    return (
+        f"{move_aside(project_file)} (it only records where the project was seen; the next "
+        "session opened in it writes it again)"
     )
 
 

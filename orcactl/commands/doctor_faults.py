@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from orcactl.commands.damaged_ledger import LEDGER, ledger_fix, move_aside
+from orcactl.commands.damaged_ledger import LEDGER, PROJECT_FILE, ledger_fix, project_file_fix
 from orcad.deliberate.schema import repair_steps
 from orcad.paths import Paths
 from orcad.sqlite_worker import integrity_problem
@@ -202,12 +202,9 @@ def judge_damaged_project(project_id: str, directory: Path, problem: str | None)
     it names none)."""
     detail = problem or "its files are damaged"
     fixes = []
-    if "project.json" in detail:
-        fixes.append(
-            f"{move_aside(directory / 'project.json')} (it only records where the project was "
-            "seen; the next session opened in it writes it again)"
-        )
-    if "project.json" not in detail or LEDGER in detail:
+    if PROJECT_FILE in detail:
+        fixes.append(project_file_fix(directory / PROJECT_FILE))
+    if PROJECT_FILE not in detail or LEDGER in detail:
         fixes.append(ledger_fix(directory / LEDGER))
     fixes.append(f"then orcactl inspect --project {project_id} shows the project")
     return Finding("index", "problem", f"project {project_id}: {detail}", "; ".join(fixes))

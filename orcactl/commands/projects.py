@@ -19,11 +19,13 @@ from orcactl.arguments import (
 )
 from orcactl.commands.damaged_ledger import (
     MARKDOWN_VIEW,
+    PROJECT_FILE,
     damaged_ledger,
     damaged_project,
     file_line,
     ledger_fix,
     list_files,
+    project_file_fix,
     read_markdown_view,
 )
 from orcactl.connect import (
@@ -163,16 +165,22 @@ def run_inspect(args: argparse.Namespace) -> int:
             if unreadable is None:
                 raise remote_failure(exc) from None
             return _inspect_damaged(args, client, unreadable, exc.error.message)
+    # a damaged project.json (the ledger read, so it is the file named) is shown, with its fix,
+    # and fails the command, as a damaged ledger does
+    damaged = _damaged_project_file(result)
+    status = EXIT_OK if damaged is None else EXIT_ERROR
     if args.json:
-        print_json({**msgspec.to_builtins(result), "damaged_jobs": listed.damaged})
-        return EXIT_OK
+        report = {**msgspec.to_builtins(result), "damaged_jobs": listed.damaged}
+        print_json(report if damaged is None else {**report, "damaged_file": damaged})
+        return status
     project, ledger = result.project, result.ledger
-    print(f"project   {project.id}")
+    print(f"project   {project.id}" + ("" if damaged is None else "  [damaged]"))
     print(f"identity  {project.identity or '(unknown)'}")
     print(f"last cwd  {project.last_seen_cwd or '(unknown)'}")
     print(f"directory {project.path}")
-    if project.corrupt:
-        print(f"WARNING   {project.problem}")
+    if damaged is not None:
+        print(f"DAMAGED   {damaged['problem']}")
+        print(f"fix       {damaged['fix']}")
     print(f"ledger    revision {ledger.revision}, {len(ledger.candidates)} candidates")
     print(f"index     {result.index.state}")
     for candidate in ledger.candidates:
@@ -183,7 +191,16 @@ def run_inspect(args: argparse.Namespace) -> int:
             + (f"/{candidate.model}" if candidate.model else "")
         )
     _print_jobs(result.jobs, listed.damaged)
-    return EXIT_OK
+    return status
+
+
+def _damaged_project_file(result: ProjectsInspectResult) -> dict[str, str] | None:
+    """The project's damaged project.json (--json's `damaged_file`), None when it is sound."""
+    if not result.project.corrupt:
+        return None
+    path = Path(result.project.path) / PROJECT_FILE
+    problem = result.project.problem or f"{path} is damaged"
+    return {"path": str(path), "problem": problem, "fix": project_file_fix(path)}
 
 
 def _print_jobs(jobs: list[JobSummary], damaged: list[DamagedJob]) -> None:
