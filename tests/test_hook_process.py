@@ -78,6 +78,24 @@ def test_a_socket_missing_its_path_before_the_hook_is_named_and_never_exits_2(
     assert (status, stdout, stderr) == (1, "", "orcactl hook: --socket needs a PATH\n")
 
 
+@pytest.mark.parametrize(
+    ("command", "took", "meant"),
+    [
+        (("hook", "--socket", "codex", "Stop"), "codex", "agent"),
+        (("hook", "claude-code", "--socket", "Stop"), "Stop", "event"),
+    ],
+)
+def test_a_socket_option_that_took_the_agent_or_event_is_named_and_never_exits_2(
+    orca_env: OrcaEnv, command: tuple[str, ...], took: str, meant: str
+) -> None:
+    status, stdout, stderr = _orcactl(orca_env, *command, stdin="{}")
+    assert (status, stdout) == (1, "")
+    assert stderr.startswith(
+        f"orcactl hook: --socket took {took!r} as its PATH, leaving the hook without its {meant}"
+    )
+    assert len(stderr.splitlines()) == 1
+
+
 @pytest.mark.parametrize("before", [True, False], ids=["before", "after"])
 def test_a_socket_given_before_or_after_the_hook_is_the_one_it_reaches(
     tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess, before: bool

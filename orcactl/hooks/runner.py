@@ -61,6 +61,7 @@ def _agent_module(agent: str) -> ModuleType:
 def _parse_args(argv: list[str]) -> tuple[str, str, str | None, bool]:
     positional: list[str] = []
     explicit_socket: str | None = None
+    took: str | None = None  # what a `--socket PATH` may have taken of the hook's words
     start = True
     items = iter(argv)
     for item in items:
@@ -68,6 +69,7 @@ def _parse_args(argv: list[str]) -> tuple[str, str, str | None, bool]:
             explicit_socket = next(items, None)
             if explicit_socket is None:
                 raise HookInputError("--socket needs a PATH")
+            took = "event" if positional else "agent"
         elif item.startswith("--socket="):
             explicit_socket = item.partition("=")[2]
         elif item == "--no-start":
@@ -78,9 +80,25 @@ def _parse_args(argv: list[str]) -> tuple[str, str, str | None, bool]:
             raise HookInputError(f"unknown option {item}")
         else:
             positional.append(item)
+    if _socket_took_a_word(took, explicit_socket, positional):
+        raise HookInputError(
+            f"--socket took {explicit_socket!r} as its PATH, leaving the hook without its "
+            f"{took}; give --socket a PATH ({USAGE.removeprefix('usage: ')})"
+        )
     if len(positional) != 2 or positional[0] not in AGENTS:
         raise HookInputError(USAGE)
     return positional[0], positional[1], explicit_socket, start
+
+
+def _socket_took_a_word(took: str | None, socket: str | None, positional: list[str]) -> bool:
+    """Whether a hook is one word short because `--socket` took it: the agent in `orcactl hook
+    --socket codex Stop`, the event in `orcactl hook codex --socket Stop`. Named as such
+    rather than with a bare usage line."""
+    if len(positional) != 1:
+        return False
+    if took == "agent":
+        return socket in AGENTS and positional[0] not in AGENTS
+    return took == "event" and positional[0] in AGENTS
 
 
 def _say(line: str) -> None:
