@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from orcactl import service_files
-from orcactl.commands import service
+from orcactl.commands import service_steps
 from tests.harness import REPO_ROOT, OrcaEnv
 from tests.test_service_units import ServiceCli, read_unit
 
@@ -164,8 +164,8 @@ def test_no_sandbox_installs_the_unit_without_it_and_status_accepts_it(orca_env:
 def test_a_service_manager_command_that_hangs_is_a_failed_step(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(service, "COMMAND_TIMEOUT_S", 0.2)
-    steps = service.Steps(dry_run=False, json=False)
+    monkeypatch.setattr(service_steps, "COMMAND_TIMEOUT_S", 0.2)
+    steps = service_steps.Steps(dry_run=False, json=False)
     started = time.monotonic()
     assert steps.run(["sleep", "30"]) is False
     assert time.monotonic() - started < 10
