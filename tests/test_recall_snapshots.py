@@ -11,7 +11,8 @@ import trio
 import trio.lowlevel
 
 from orcad import sqlite_worker
-from orcad.recall.snapshots import RETAKES_AFTER_PURGE, SnapshotKey, SnapshotStore
+from orcad.recall.snapshot_table import SnapshotKey
+from orcad.recall.snapshots import RETAKES_AFTER_PURGE, SnapshotStore
 from protocol.types import AutomaticEntry, DeliberateEntry, RecallResult
 
 pytestmark = pytest.mark.inprocess

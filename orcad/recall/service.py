@@ -28,7 +28,8 @@ from orcad.query import distinct_terms
 from orcad.recall.embedding import Embeddings, PromptQuery
 from orcad.recall.render import render_context
 from orcad.recall.select import cap_automatic, cap_deliberate, to_entry, visible_record
-from orcad.recall.snapshots import SnapshotKey, SnapshotStore
+from orcad.recall.snapshot_table import SnapshotKey
+from orcad.recall.snapshots import SnapshotStore
 from orcad.sessions import Session, SessionStore
 from orcad.threads import run_sync_now
 from protocol.types import Barrier, DeliberateEntry, RecallParams, RecallResult
