@@ -132,7 +132,12 @@ def start_daemon(path: str) -> tuple[subprocess.Popen[bytes], int]:
         check_home_directory(log_path.parent)
     except StartupError as exc:
         raise CommandError(f"cannot start orcad: {exc}", EXIT_NOT_RUNNING) from None
-    log_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    try:
+        log_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError as exc:  # a read-only disk above it, say
+        raise CommandError(
+            f"cannot start orcad: cannot create {log_path.parent}: {exc.strerror or exc}"
+        ) from None
     env = daemon_environment(os.environ, path)
     # it holds session ids and project paths: private whatever the umask, even if made earlier
     not_a_file = CommandError(f"cannot start orcad: its log {log_path} is not a regular file")
@@ -141,7 +146,10 @@ def start_daemon(path: str) -> tuple[subprocess.Popen[bytes], int]:
     except OSError as exc:
         if exc.errno == errno.ENXIO:  # a FIFO nobody reads
             raise not_a_file from None
-        raise
+        # a read-only home, a directory or a link loop there, a log another user owns (sudo)
+        raise CommandError(
+            f"cannot start orcad: its log {log_path} cannot be opened: {exc.strerror or exc}"
+        ) from None
     opened = os.fstat(descriptor)
     discarded = _is_devnull(opened)  # orcad.log linked to /dev/null: the log is not wanted
     if not stat.S_ISREG(opened.st_mode) and not discarded:

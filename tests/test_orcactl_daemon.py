@@ -9,7 +9,8 @@ import stat
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -155,6 +156,28 @@ def test_a_fifo_at_the_daemon_log_is_refused_not_waited_on(orca_env: OrcaEnv) ->
     result = orcactl(orca_env, "ping", timeout=30)
     assert result.returncode == 1
     assert result.stderr == f"orcactl: cannot start orcad: its log {log} is not a regular file\n"
+    assert not orca_env.socket.exists()
+
+
+@pytest.mark.parametrize(
+    ("make", "reason"),
+    [
+        (lambda log: log.mkdir(), "Is a directory"),
+        (lambda log: log.symlink_to(log.name), "Too many levels of symbolic links"),
+    ],
+    ids=["directory", "link-loop"],
+)
+def test_a_daemon_log_that_cannot_be_opened_says_orcad_could_not_start(
+    orca_env: OrcaEnv, make: Callable[[Path], None], reason: str
+) -> None:
+    orca_env.home.mkdir(parents=True, exist_ok=True)
+    log = orca_env.home / "orcad.log"
+    make(log)
+    result = orcactl(orca_env, "ping", timeout=30)
+    assert result.returncode == 1
+    assert result.stderr == (
+        f"orcactl: cannot start orcad: its log {log} cannot be opened: {reason}\n"
+    )
     assert not orca_env.socket.exists()
 
 
