@@ -12,6 +12,7 @@ import contextlib
 import json
 import os
 import plistlib
+import resource
 import shutil
 import socket
 import subprocess
@@ -434,6 +435,31 @@ def test_install_over_what_is_no_unit_file_writes_nothing_or_replaces_the_link(
         f"orcactl: cannot install: {service} is {what}; nothing was written\n",
     )
     assert sorted(path.name for path in cli.unit_dir.iterdir()) == ["orcad.service"]
+    assert cli.systemctl_calls() == []
+
+
+def test_install_that_cannot_write_a_unit_names_it_and_leaves_no_partial_file(
+    orca_env: OrcaEnv,
+) -> None:
+    # a full disk stood for by a file size limit of 0: the unit's temporary file is created,
+    # its write fails. It was a bare "[Errno 28]" with orcad.socket.tmp left behind.
+    cli = ServiceCli(orca_env, fake_systemctl=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "orcactl", "service", "install"],
+        env=cli.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0)),
+    )
+    socket_unit = cli.unit_dir / "orcad.socket"
+    assert (result.returncode, result.stdout) == (1, "")
+    assert result.stderr == (
+        f"orcactl: cannot write {socket_unit}: File too large; it is as it was; no later step "
+        "was carried out\n"
+    )
+    assert list(cli.unit_dir.iterdir()) == []
     assert cli.systemctl_calls() == []
 
 

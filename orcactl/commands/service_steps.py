@@ -15,7 +15,7 @@ from typing import Any
 import msgspec
 
 from orcactl import service_files
-from orcactl.connect import EXIT_ERROR, EXIT_OK, print_json
+from orcactl.connect import EXIT_ERROR, EXIT_OK, CommandError, print_json
 from orcad.paths import runtime_dir_for
 from orcad.regular_files import NotARegularFile, read_regular_file
 from protocol.client import Client, DaemonUnavailable, ProtocolViolation
@@ -56,15 +56,20 @@ class Steps:
             shown = f"would write {path}:\n{indented}"
             self.say("would_write", shown, path=str(path), content=text)
             return True
-        path.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
         tmp = path.with_name(path.name + ".tmp")
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()  # whatever is there, a symlink included, is not written through
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
-        with os.fdopen(os.open(tmp, flags, 0o644), "wb") as tmp_file:
-            tmp_file.write(content)
-        tmp.chmod(0o644)
-        tmp.replace(path)
+        try:
+            path.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()  # whatever is there, a symlink included, is not written through
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+            with os.fdopen(os.open(tmp, flags, 0o644), "wb") as tmp_file:
+                tmp_file.write(content)
+            tmp.chmod(0o644)
+            tmp.replace(path)
+        except OSError as exc:  # a full or read-only disk: no half-written file is left there
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+            raise _stopped(f"cannot write {path}: {exc.strerror or exc}; it is as it was") from None
         self.say("wrote", f"wrote {path}", path=str(path))
         return True
 
@@ -75,7 +80,10 @@ class Steps:
         if self.dry_run:
             self.say("would_create", f"would create {path} (mode 0700)", path=str(path))
             return
-        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        try:
+            path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        except OSError as exc:
+            raise _stopped(f"cannot create {path}: {exc.strerror or exc}") from None
         self.say("created", f"created {path} (mode 0700)", path=str(path))
 
     def remove(self, path: Path) -> bool:
@@ -85,7 +93,10 @@ class Steps:
         if self.dry_run:
             self.say("would_remove", f"would remove {path}", path=str(path))
             return True
-        path.unlink()
+        try:
+            path.unlink()
+        except OSError as exc:
+            raise _stopped(f"cannot remove {path}: {exc.strerror or exc}") from None
         self.say("removed", f"removed {path}", path=str(path))
         return True
 
@@ -121,6 +132,12 @@ class Steps:
         if self.json:
             print_json({"manager": manager, "dry_run": self.dry_run, "steps": self.record, **extra})
         return EXIT_ERROR if self.failed else EXIT_OK
+
+
+def _stopped(reason: str) -> CommandError:
+    """A step that failed where carrying on would install half a service: the steps shown
+    before it stand, none after it is tried."""
+    return CommandError(f"{reason}; no later step was carried out")
 
 
 def probe(argv: list[str]) -> subprocess.CompletedProcess[str] | None:
