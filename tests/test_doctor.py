@@ -296,6 +296,31 @@ def test_memory_root_open_to_others(orca_env: OrcaEnv, project_dir: Path) -> Non
     assert str(orca_env.memory_root) in only_problem(findings, "memory")["detail"]
 
 
+def test_a_file_in_place_of_the_memory_root_is_named_as_no_directory(orca_env: OrcaEnv) -> None:
+    # it was "private to you" (or "chmod 600" it, had its mode been open) while orcad could not
+    # start on it
+    orca_env.home.mkdir(exist_ok=True)
+    orca_env.memory_root.write_text("not a directory")
+    orca_env.memory_root.chmod(0o600)
+    status, findings = doctor(orca_env)
+    assert status == 1
+    [found] = problems(findings, "memory")
+    assert found["detail"] == f"{orca_env.memory_root} is not a directory; orcad cannot start"
+    assert found["fix"].startswith(f"mv {orca_env.memory_root} {orca_env.memory_root}.aside")
+
+
+def test_a_database_directory_that_cannot_be_created_is_a_problem(orca_env: OrcaEnv) -> None:
+    blocker = orca_env.root / "a-file"
+    blocker.write_text("in the way")
+    orca_env.extra_env["ORCA_CONFIG_DIR"] = str(blocker / "config")
+    status, findings = doctor(orca_env)
+    assert status == 1
+    assert only_problem(findings, "database")["detail"] == (
+        f"{blocker / 'config'} cannot be created: {blocker} is not a directory; deliberate "
+        "memory fails with a storage error"
+    )
+
+
 def test_deliberate_database_readable_by_others(orca_env: OrcaEnv) -> None:
     orca_env.deliberate_db.write_bytes(b"")
     orca_env.deliberate_db.chmod(0o640)

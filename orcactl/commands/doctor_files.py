@@ -104,6 +104,10 @@ def check_storage(paths: Paths, uid: int) -> list[Finding]:
     found: list[Finding] = []
     roots = [(paths.memory_root, "memory"), (paths.deliberate_db.parent, "database")]
     for root, check in roots:
+        unusable = judge_usable(check, root)
+        if unusable is not None:
+            found.append(unusable)
+            continue
         if not root.exists():
             found.append(Finding(check, "ok", f"{root} does not exist yet"))
             continue
@@ -118,6 +122,52 @@ def check_storage(paths: Paths, uid: int) -> list[Finding]:
             problems.extend(judge_in_place(check, path, info, paths.projects_dir))
         found.extend(problems or [Finding(check, "ok", f"{root}: private to you")])
     return found
+
+
+# What follows when a root cannot be used: orcad creates the memory root at start, and the
+# deliberate database's directory when that memory is first used.
+CONSEQUENCE = {
+    "memory": "orcad cannot start",
+    "database": "deliberate memory fails with a storage error",
+}
+
+
+def judge_usable(check: str, root: Path) -> Finding | None:
+    """A problem when orcad cannot use `root`: something other than a directory there, or,
+    where it does not exist yet, nothing it could be created in (a file above it, a read-only
+    file system or another user's directory)."""
+    consequence = CONSEQUENCE[check]
+    if root.exists():
+        if not root.is_dir():
+            return Finding(
+                check,
+                "problem",
+                f"{root} is not a directory; {consequence}",
+                f"mv {shell_word(str(root))} {shell_word(f'{root}.aside')}  (orcad creates the "
+                "directory at its next start)",
+            )
+        parent, missing = root, ""
+    else:
+        parent = root.parent
+        while not parent.exists() and parent != parent.parent:
+            parent = parent.parent
+        missing = f"{root} cannot be created: "
+        if not parent.is_dir():
+            return Finding(
+                check,
+                "problem",
+                f"{missing}{parent} is not a directory; {consequence}",
+                f"move {parent} aside, or point orcad at another directory (ORCA_HOME, "
+                "ORCA_CONFIG_DIR)",
+            )
+    if os.access(parent, os.W_OK | os.X_OK):
+        return None
+    return Finding(
+        check,
+        "problem",
+        f"{missing}{parent} is not writable (a read-only file system, or not yours); {consequence}",
+        f"make {parent} writable, or point orcad at another directory (ORCA_HOME, ORCA_CONFIG_DIR)",
+    )
 
 
 def _walk(root: Path, *, only_named: bool, db: Path) -> list[Path]:
