@@ -98,7 +98,10 @@ def _absolute(text: str) -> str:
 def socket_file(text: str) -> str:
     """argparse type for --socket: the path made absolute (`~` expanded, which a shell leaves in
     `--socket=~/x.sock`), as the hooks, MCP servers and commands it is written into reach it
-    from anywhere; it must be valid UTF-8, as it is shown in JSON."""
+    from anywhere; it must be valid UTF-8, as it is shown in JSON. An empty one (`--socket=`,
+    an unset variable in `--socket "$X"`) would be the current directory: refused."""
+    if not text:
+        raise argparse.ArgumentTypeError("the socket's path is empty")
     path = _absolute(text)
     try:
         path.encode("utf-8")

@@ -649,3 +649,14 @@ def test_the_socket_option_is_expanded_made_absolute_and_must_be_utf8(
     bad = orcactl(orca_env, "--no-start", "--socket", b"/tmp/\xff.sock", "status")
     assert bad.returncode == 2
     assert "--socket: the socket's path is not valid UTF-8" in bad.stderr
+
+
+@pytest.mark.parametrize("args", [("--socket=", "ping"), ("ping", "--socket", "")])
+def test_an_empty_socket_option_is_bad_usage_not_the_current_directory(
+    orca_env: OrcaEnv, tmp_path: Path, args: tuple[str, ...]
+) -> None:
+    # it was made absolute as the current directory: "orcad is not running (no answer on
+    # <cwd>)", or without --no-start an orcad started on that directory
+    refused = orcactl(orca_env, "--no-start", *args, cwd=tmp_path)
+    assert (refused.returncode, refused.stdout) == (2, "")
+    assert "--socket: the socket's path is empty" in refused.stderr
