@@ -9,6 +9,8 @@ import sys
 from collections.abc import Callable
 
 from orcactl.connect import EXIT_USAGE, CommandError
+from orcad.deliberate.approvals import parse_grant_id
+from orcad.errors import InvalidParams
 from protocol.types import CLIENT_ID_MAX_CHARS
 
 _PROJECT_ID = re.compile(r"[0-9a-f]{64}")  # sha256 of the project identity, as orcad names it
@@ -153,6 +155,26 @@ def candidate_id(text: str) -> str:
             f"{text[:80]!r} is not a candidate id (cand_ and 32 lowercase hex digits; orcactl "
             "inspect lists them)"
         )
+    return text
+
+
+def grant_id(text: str) -> str:
+    """A grant id of the shape `grants list` shows: orcad refuses any other as invalid params,
+    which is bad usage here, refused before any request."""
+    try:
+        parse_grant_id(utf8_text(text))
+    except InvalidParams:
+        raise argparse.ArgumentTypeError(
+            f"{text[:80]!r} is not a grant id (global, workspace:<id> or "
+            "session:<id>:<workspace|global>; orcactl grants list shows them)"
+        ) from None
+    return text
+
+
+def job_id(text: str) -> str:
+    """A job id to send: orcad refuses an empty one as invalid params."""
+    if not utf8_text(text):
+        raise argparse.ArgumentTypeError("the id is empty (orcactl jobs lists them)")
     return text
 
 

@@ -108,6 +108,10 @@ BAD_USAGE = [
     (["grants", "revoke", "workspace:\udce9"], "argument ID: the text is not valid UTF-8"),
     (["jobs", "retry", "job_\udce9"], "argument ID: the text is not valid UTF-8"),
     (["forget", "cand_\udce9"], "argument ID: the text is not valid UTF-8"),
+    # orcad refused these as invalid params: exit 1, pointing at its wire method grants.list
+    (["grants", "revoke", "nope"], "argument ID: 'nope' is not a grant id"),
+    (["grants", "revoke", "workspace:abc"], "argument ID: 'workspace:abc' is not a grant id"),
+    (["jobs", "retry", ""], "argument ID: the id is empty"),
     (["no-such-command"], "invalid choice"),
     # the MCP server served every tool call an error instead
     (["mcp", "--cwd", "/nonexistent/dir"], "--cwd: /nonexistent/dir does not exist"),

@@ -510,7 +510,7 @@ def test_orcactl_grants_list_and_revoke(
         == "pending_approval"
     )
     bad = orcactl(orca_env, "grants", "revoke", "everything")
-    assert bad.returncode == 1 and "grant id" in bad.stderr
+    assert bad.returncode == 2 and "grant id" in bad.stderr  # bad usage, before any request
 
 
 @pytest.mark.slow

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from orcactl.arguments import client_id, existing_directory, utf8_text
+from orcactl.arguments import client_id, existing_directory, grant_id
 from orcactl.connect import EXIT_OK, call, print_json
 from orcad.workspace import derive_workspace
 from protocol.types import GrantsListResult, GrantsRevokeResult
@@ -32,7 +32,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     listing.set_defaults(run=run_list)
     revoke = actions.add_parser("revoke", help="revoke one grant; later changes ask again")
     revoke.add_argument(
-        "grant_id", metavar="ID", type=utf8_text, help="an id shown by orcactl grants list"
+        "grant_id", metavar="ID", type=grant_id, help="an id shown by orcactl grants list"
     )
     revoke.add_argument("--json", action="store_true", help="print the result as JSON")
     revoke.set_defaults(run=run_revoke)

@@ -14,8 +14,8 @@ from orcactl.arguments import (
     candidate_id,
     current_directory,
     existing_directory,
+    job_id,
     project_id,
-    utf8_text,
 )
 from orcactl.commands.damaged_ledger import (
     MARKDOWN_VIEW,
@@ -84,7 +84,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "retry", help="run an exhausted job again (its attempts start over)"
     )
     retry.add_argument(
-        "job_id", metavar="ID", type=utf8_text, help="a job_... id shown by orcactl jobs"
+        "job_id", metavar="ID", type=job_id, help="a job_... id shown by orcactl jobs"
     )
     retry.add_argument("--json", action="store_true", help="print the result as JSON")
     retry.set_defaults(run=run_jobs_retry)
