@@ -296,6 +296,15 @@ def test_memory_root_open_to_others(orca_env: OrcaEnv, project_dir: Path) -> Non
     assert str(orca_env.memory_root) in only_problem(findings, "memory")["detail"]
 
 
+def test_a_state_database_not_yet_created_is_not_called_sound(orca_env: OrcaEnv) -> None:
+    state_db = orca_env.memory_root / "daemon-state.sqlite3"
+    status, findings = doctor(orca_env)
+    assert status == 0
+    details = [f["detail"] for f in findings if f["check"] == "databases"]
+    assert f"{state_db} does not exist yet" in details
+    assert f"{state_db} is sound" not in details
+
+
 def test_a_file_in_place_of_the_memory_root_is_named_as_no_directory(orca_env: OrcaEnv) -> None:
     # it was "private to you" (or "chmod 600" it, had its mode been open) while orcad could not
     # start on it

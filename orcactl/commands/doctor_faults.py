@@ -158,7 +158,8 @@ def check_state_database(paths: Paths, daemon_running: bool) -> list[Finding]:
             )
         )
     if not found:
-        found.append(Finding("databases", "ok", f"{path} is sound"))
+        state = "is sound" if path.exists() else "does not exist yet"  # orcad creates it
+        found.append(Finding("databases", "ok", f"{path} {state}"))
     return found
 
 
