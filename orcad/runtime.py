@@ -71,11 +71,22 @@ def check_home_directory(home: Path) -> None:
             f"{home} (ORCA_HOME) cannot be a directory: a path above it is not a directory"
         ) from None
     if not stat.S_ISDIR(info.st_mode):
-        what = "a regular file" if stat.S_ISREG(info.st_mode) else "not a directory"
+        what = _file_kind(info.st_mode)
         raise StartupError(
             f"{home} (ORCA_HOME) is {what}, not a directory; move it away or set ORCA_HOME to "
             "a directory"
         )
+
+
+def _file_kind(mode: int) -> str:
+    """What a path that is no directory is, for a message that says so."""
+    if stat.S_ISREG(mode):
+        return "a regular file"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "a device"
 
 
 def prepare_runtime_dir(paths: Paths) -> None:

@@ -315,6 +315,14 @@ def test_an_orca_home_that_is_a_file_is_named_as_such(orca_env: OrcaEnv) -> None
     assert home.read_text() == "not a directory\n"
 
 
+def test_an_orca_home_that_is_a_fifo_is_named_as_such(orca_env: OrcaEnv) -> None:
+    # it was "is not a directory, not a directory"
+    home = orca_env.root / "orca-home"
+    os.mkfifo(home)
+    env = {**orca_env.env, "ORCA_HOME": str(home)}
+    _assert_every_command_names(env, f"{home} (ORCA_HOME) is a FIFO, not a directory")
+
+
 def test_a_log_that_cannot_be_rotated_does_not_stop_the_start(orca_env: OrcaEnv) -> None:
     # rotating is housekeeping: when orcad.log.1 cannot be replaced (a directory there, say),
     # the daemon still starts, logging on where it did
