@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from collections.abc import Iterator
@@ -164,12 +165,13 @@ def report_failure(
 ) -> int:
     """The failure on stderr and, when --json was asked for, as one document on stdout (a
     script reading stdout gets one either way); returns the exit status."""
-    if isinstance(exc, UsageError):
-        print(f"{exc.usage}{exc.prog}: error: {exc}", file=sys.stderr)
-    else:
-        print(f"orcactl: {exc}", file=sys.stderr)
-    if _json_asked(args, sys.argv[1:] if argv is None else argv):
-        print_json(failure_document(exc))
+    with contextlib.suppress(OutputClosed):  # nobody reads it any more: the status stands
+        if isinstance(exc, UsageError):
+            print(f"{exc.usage}{exc.prog}: error: {exc}", file=sys.stderr)
+        else:
+            print(f"orcactl: {exc}", file=sys.stderr)
+        if _json_asked(args, sys.argv[1:] if argv is None else argv):
+            print_json(failure_document(exc))
     return exc.status
 
 

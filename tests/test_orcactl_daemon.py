@@ -132,6 +132,33 @@ def test_output_nobody_reads_ends_quietly_with_exit_1(orca_env: OrcaEnv) -> None
     assert result.stderr == ""
 
 
+@pytest.mark.parametrize("argv", [["ping", "--json"], ["memory", "list", "--limit", "0", "--json"]])
+def test_a_json_failure_nobody_reads_keeps_its_exit_status_and_message(
+    orca_env: OrcaEnv, argv: list[str]
+) -> None:
+    """`orcactl ping --json | head -0` with orcad down: the failure's document finds no reader."""
+    reader, writer = os.pipe()
+    os.close(reader)
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "orcactl", "--no-start", *argv],
+            env=orca_env.env,
+            stdout=writer,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        os.close(writer)
+    assert "Traceback" not in result.stderr
+    if argv[0] == "ping":
+        assert result.returncode == 3
+        assert result.stderr == f"orcactl: orcad is not running (no answer on {orca_env.socket})\n"
+    else:
+        assert result.returncode == 2
+        assert result.stderr.endswith("error: argument --limit: 0 is out of range (1 to 20)\n")
+
+
 def test_a_daemon_that_cannot_start_is_reported_at_once_with_its_reason(orca_env: OrcaEnv) -> None:
     orca_env.write_config("[extraction]\nworkers = -1\n")
     started = time.monotonic()
