@@ -112,6 +112,9 @@ BAD_USAGE = [
     (["grants", "revoke", "nope"], "argument ID: 'nope' is not a grant id"),
     (["grants", "revoke", "workspace:abc"], "argument ID: 'workspace:abc' is not a grant id"),
     (["jobs", "retry", ""], "argument ID: the id is empty"),
+    # both named a project: the path (or --cwd) was silently ignored
+    (["inspect", "/tmp", "--project", "a" * 64], "argument --project: not allowed with"),
+    (["forget", "cand_" + "0" * 32, "--project", "a" * 64, "--cwd", "/tmp"], "not allowed with"),
     (["no-such-command"], "invalid choice"),
     # the MCP server served every tool call an error instead
     (["mcp", "--cwd", "/nonexistent/dir"], "--cwd: /nonexistent/dir does not exist"),

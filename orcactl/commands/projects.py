@@ -62,13 +62,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     inspect = subparsers.add_parser(
         "inspect", help="show a project's ledger, index state and jobs (default: this directory)"
     )
-    inspect.add_argument(
+    # both given, the path was silently ignored: one names the project
+    which = inspect.add_mutually_exclusive_group()
+    which.add_argument(
         "path",
         nargs="?",
         type=existing_directory,
         help="a directory inside the project (default: .)",
     )
-    inspect.add_argument(
+    which.add_argument(
         "--project", metavar="ID", type=project_id, help="a project id instead of a path"
     )
     inspect.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -96,13 +98,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     forget.add_argument(
         "candidate_id", metavar="ID", type=candidate_id, help="a cand_... id shown by inspect"
     )
-    forget.add_argument(
+    which_project = forget.add_mutually_exclusive_group()  # both: --cwd was ignored
+    which_project.add_argument(
         "--project",
         metavar="ID",
         type=project_id,
         help="the project id (default: this directory's)",
     )
-    forget.add_argument(
+    which_project.add_argument(
         "--cwd", type=existing_directory, help="a directory inside the project (default: .)"
     )
     forget.add_argument(
