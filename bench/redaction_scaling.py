@@ -77,6 +77,9 @@ ADVERSARIAL = {
     # tokens cut by a line break (orcad/secret_wrapped.py), and lines their triggers fill
     "wrapped tokens": "ghp_A1b2C3d4E5f6G7h8I9j0\nK1l2M3n4O5p6Q7r8 ",
     "trigger lines": "SKpatre_oy2r8_AC\nAPI-key-sk-ghp_npm_xai-\n",
+    # a user and password joined by a colon (orcad/secret_colon_pairs.py), and words alone
+    "colon pairs": "creds admin:Hunter2! ",
+    "announcing words": "login auth:",
 }
 
 

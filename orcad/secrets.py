@@ -19,6 +19,7 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+from orcad.secret_colon_pairs import find_colon_pairs
 from orcad.secret_commands import (
     find_credential_flags,
     find_piped_and_batch_passwords,
@@ -386,6 +387,7 @@ _RULES: tuple[tuple[str, Finder, Gate], ...] = (
     ("password_statement", _not_annotations(find_stated_passwords), _always),
     ("password_statement", find_foreign_passwords, _always),
     ("password_statement", find_login_pairs, _always),
+    ("password_statement", find_colon_pairs, _always),
     ("password_statement", find_noted_passwords, _always),
     ("password_statement", find_access_codes, _always),
 )
@@ -405,6 +407,7 @@ _NEED_AN_OPERATOR = frozenset(
         find_yaml_block_credentials,
         find_pgpass_passwords,
         find_pin_settings,
+        find_colon_pairs,
         *_ASSIGNMENT_FINDERS,
     )
 )
