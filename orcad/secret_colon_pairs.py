@@ -22,27 +22,20 @@ from orcad.secret_values import (
     is_reference,
 )
 
-# The words that announce a pair, as found at memchr speed; whole words only (not "author",
-# "accountant", "blogin"): _ANNOUNCES checks the letters either side.
-_ANNOUNCING = ("cred", "login", "logon", "account", "auth", "user/pass", "username/password")
-_ANNOUNCES = {
-    "cred": re.compile(r"cred(?:s|entials?)?(?![a-z])"),
-    "login": re.compile(r"logins?(?![a-z])"),
-    "logon": re.compile(r"logon(?![a-z])"),
-    "account": re.compile(r"accounts?(?![a-z])"),
-    "auth": re.compile(r"auth(?![a-z])"),
-    "user/pass": re.compile(r"user/pass(?:word)?(?![a-z])"),
-    "username/password": re.compile(r"username/password(?![a-z])"),
-}
-# How far after the word its pair may start: "login for the staging box is deploy:…"
-_REACH = 48
-# The pair: a user tight against a colon and the password, each a whole word (no colon or
-# slash either side, so no time, address, scope path or URL).
-_PAIR = re.compile(
-    r"(?<![^\s\"'(\[,;=])[A-Za-z0-9_][A-Za-z0-9_.+\-@]{0,63}"
-    r":(?P<value>[^\s:/\\\"'`<>]{4,128}+)(?=[\s\"'`)\],;]|\Z)"
+# The pair is found from its colon, tight between a name's character and a letter (a literal
+# the engine skips ahead to: code holds many colons, prose few such), and the words that
+# announce it are looked for on its line before it. Looking for each word in the whole text
+# instead cost a scan of it per word.
+_COLON = re.compile(r":(?<=[A-Za-z0-9_.+@\-]:)(?=[^\W\d_][^\s:/\\\"'`<>]{3})")
+_USER = re.compile(r"(?<![^\s\"'(\[,;=])[A-Za-z0-9_][A-Za-z0-9_.+\-@]{0,63}\Z")
+_LONGEST_USER = 64
+_VALUE = re.compile(r"[^\s:/\\\"'`<>]{4,128}+(?=[\s\"'`)\],;]|\Z)")
+_ANNOUNCING = re.compile(
+    r"(?<![a-z])(?:cred(?:s|entials?)?|logins?|logon|accounts?|auth|user/pass(?:word)?"
+    r"|username/password)(?![a-z])"
 )
-_LONGEST_PAIR = 64 + 1 + 128 + 1  # a user, its colon, a password and what follows
+_REACH = 48  # "login for the staging box is deploy:…": the word ends this far before the user
+_LONGEST_ANNOUNCING = len("username/password")
 _HEX = re.compile(r"[0-9a-f]{6,}\Z")
 # Namespaces a colon joins to a name: a scheme, a package registry, a digest's algorithm, a
 # setting's key (`npm:lodash@4`, `docker:Dockerfile`, `sha256:…`, `level:info`).
@@ -56,19 +49,6 @@ _NAMESPACES = frozenset(
         "python", "ruby", "java", "label", "key", "name", "id", "role", "path", "repo",
     )
 )  # fmt: skip
-
-
-def _announcements(lowered: str) -> Iterator[int]:
-    """Where each announcing word ends, in no particular order."""
-    for word in _ANNOUNCING:
-        whole = _ANNOUNCES[word]
-        at = lowered.find(word)
-        while at >= 0:
-            if at == 0 or not lowered[at - 1].isalpha():
-                match = whole.match(lowered, at)
-                if match is not None:
-                    yield match.end()
-            at = lowered.find(word, at + len(word))
 
 
 def _is_chosen(text: str, user_start: int, value_start: int, value_end: int) -> bool:
@@ -87,34 +67,29 @@ def _is_chosen(text: str, user_start: int, value_start: int, value_end: int) -> 
     )
 
 
-def _ends_there(text: str, match: re.Match[str]) -> bool:
-    """The pair `match` found in a stretch of `text` ends where it does in the whole text."""
-    whole = _PAIR.match(text, match.start())
-    return whole is not None and whole.end() == match.end()
+def _announced(lowered: str, user_start: int) -> bool:
+    """A word announcing a credential ends fewer than _REACH characters before the user, on
+    its line."""
+    reach = max(0, user_start - _REACH - _LONGEST_ANNOUNCING)
+    line = lowered.rfind("\n", reach, user_start) + 1
+    return any(
+        word.end() > user_start - _REACH
+        for word in _ANNOUNCING.finditer(lowered, max(line, reach), user_start)
+    )
 
 
 def find_colon_pairs(text: str, lowered: str) -> Iterator[Span]:
     """The password of a `user:password` pair a credential word announces on its line."""
-    if ":" not in text:
-        return
-    searched = 0  # each stretch of text is searched for a pair once, however many words
-    for word_end in sorted(_announcements(lowered)):
-        # the line's end is looked for only as far as a pair can reach: a line of megabytes
-        # is not read to its end from each word on it
-        far = word_end + _REACH + _LONGEST_PAIR
-        line_end = lowered.find("\n", word_end, far)
-        stop = min(len(text), far) if line_end < 0 else line_end
-        end = min(word_end + _REACH, stop)
-        start = max(word_end, searched)
-        if start >= end:
+    for colon in _COLON.finditer(text):
+        at = colon.start()
+        user = _USER.search(text, max(0, at - _LONGEST_USER), at)
+        value = _VALUE.match(text, at + 1) if user is not None else None
+        if user is None or value is None:
             continue
-        searched = end
-        for match in _PAIR.finditer(text, start, stop):
-            if match.start() >= end:
-                break
-            if match.end() == stop and not _ends_there(text, match):
-                continue  # the cut at `stop` fell inside the password
-            value_start, value_end = match.span("value")
-            value_end = end_before_trailing(text, value_start, value_end)
-            if _is_chosen(text, match.start(), value_start, value_end):
-                yield value_start, value_end
+        user_start = user.start()
+        if not _announced(lowered, user_start):
+            continue
+        value_start = at + 1
+        value_end = end_before_trailing(text, value_start, value.end())
+        if _is_chosen(text, user_start, value_start, value_end):
+            yield value_start, value_end
