@@ -80,6 +80,10 @@ ADVERSARIAL = {
     # a user and password joined by a colon (orcad/secret_colon_pairs.py), and words alone
     "colon pairs": "creds admin:Hunter2! ",
     "announcing words": "login auth:",
+    # second factors (orcad/secret_second_factor.py): seeds, code lists, their words alone
+    "totp seeds": "2FA seed: JBSWY3DPEHPK3PXP ",
+    "recovery codes": "backup codes: 1a2b3-c4d5e ",
+    "second factor words": "recovery code otp 2fa ",
 }
 
 

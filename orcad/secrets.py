@@ -65,6 +65,7 @@ from orcad.secret_gates import (
 from orcad.secret_invisible import visible_text
 from orcad.secret_notes import find_noted_passwords
 from orcad.secret_pins import find_access_codes, find_pin_settings
+from orcad.secret_second_factor import find_recovery_codes, find_totp_seeds, may_hold_seed
 from orcad.secret_sentences import find_stated_keys, find_stated_passwords
 from orcad.secret_tokens import ANCHORED_RULES, TOKEN_RULES
 from orcad.secret_values import (
@@ -390,6 +391,9 @@ _RULES: tuple[tuple[str, Finder, Gate], ...] = (
     ("password_statement", find_colon_pairs, _always),
     ("password_statement", find_noted_passwords, _always),
     ("password_statement", find_access_codes, _always),
+    # a seed is set as a secret is, a recovery code stands for a password: the kinds they name
+    ("credential_assignment", find_totp_seeds, may_hold_seed),
+    ("password_statement", find_recovery_codes, _always),
 )
 _PRIORITY = {name: index for index, (name, _, _) in enumerate(_RULES)}
 

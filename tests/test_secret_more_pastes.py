@@ -73,3 +73,82 @@ def test_colons_that_join_no_user_and_password_stay_storable(text: str) -> None:
 def test_a_colon_pair_without_a_credential_word_stays_storable() -> None:
     """A chosen-looking value after a colon is no credential unless a word announces one."""
     assert find_secrets("see release:Summer2024! for the changes") == []
+
+
+# ------------------------------------------------------------ TOTP seeds and recovery codes
+@pytest.mark.parametrize(
+    ("text", "seed"),
+    [
+        ("TOTP seed: JBSWY3DPEHPK3PXP", "JBSWY3DPEHPK3PXP"),
+        ("the 2fa seed is JBSWY3DPEHPK3PXP", "JBSWY3DPEHPK3PXP"),
+        ("TOTP_SEED=JBSWY3DPEHPK3PXP", "JBSWY3DPEHPK3PXP"),
+        ("MFA secret key JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP", "JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP"),
+        ("authenticator setup key: jbswy3dpehpk3pxp", "jbswy3dpehpk3pxp"),
+        ("two-factor secret for admin = GEZDGNBVGY3TQOJQ", "GEZDGNBVGY3TQOJQ"),
+        ("Google Authenticator code JBSWY3DPEHPK3PXP (keep it safe)", "JBSWY3DPEHPK3PXP"),
+        ('2-step seed: "KRSXG5CTMVRXEZLU"', "KRSXG5CTMVRXEZLU"),
+        ("the OTP secret, if you lose your phone: MFRGGZDFMZTWQ2LK", "MFRGGZDFMZTWQ2LK"),
+        ("hotp seed GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ====", "GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ===="),
+    ],
+)
+def test_a_totp_seed_after_a_second_factor_word_is_redacted(text: str, seed: str) -> None:
+    redacted = redact(text)
+    assert seed not in redacted
+    assert redacted == text.replace(seed, "[REDACTED:credential_assignment]")
+
+
+@pytest.mark.parametrize(
+    ("text", "codes"),
+    [
+        ("recovery codes: 8f3k-2m9x 4j7d-1p0q 7h2k-9d3l", ["8f3k-2m9x", "4j7d-1p0q", "7h2k-9d3l"]),
+        ("backup codes:\n1a2b3-c4d5e\n6f7g8-h9i0j\n", ["1a2b3-c4d5e", "6f7g8-h9i0j"]),
+        ("GitHub recovery codes\n  a1b2c-d3e4f\n  g5h6i-j7k8l\n", ["a1b2c-d3e4f", "g5h6i-j7k8l"]),
+        ("2FA backup codes: 12345678 87654321", ["12345678", "87654321"]),
+        ("recovery code: 8f3k-2m9x", ["8f3k-2m9x"]),
+        ("your backup code is a1b2c-d3e4f", ["a1b2c-d3e4f"]),
+        (
+            "Google backup verification codes:\n1. 1234 5678\n2. 8765 4321",
+            ["1234 5678", "8765 4321"],
+        ),
+        (
+            "BitLocker recovery key: 123456-234567-345678-456789-567890-678901-789012-890123",
+            ["123456-234567-345678-456789-567890-678901-789012-890123"],
+        ),
+        ("scratch codes (authy): 8f3kq2m9 4j7d1p0q", ["8f3kq2m9", "4j7d1p0q"]),
+        ("backup codes: - a1b2c-d3e4f - g5h6i-j7k8l", ["a1b2c-d3e4f", "g5h6i-j7k8l"]),
+    ],
+)
+def test_recovery_and_backup_codes_are_redacted(text: str, codes: list[str]) -> None:
+    redacted = redact(text)
+    expected = text
+    for code in codes:
+        assert code not in redacted
+        expected = expected.replace(code, "[REDACTED:password_statement]")
+    assert redacted == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "enable 2FA in settings",
+        "error code: ABCD-1234",
+        "recovery codes are shown once",
+        "backup codes: 10 per account",
+        "the TOTP implementation uses ABCDEFGHIJKLMNOPQRST",
+        "2FA docs: see THEQUICKBROWNFOXJUMPS",
+        "mfa with this code path works",
+        "backup codes generated 2024-01-01",
+        "recovery code sha256 hashed",
+        "the otp module returns 123456 digits",
+        "hotpot recipe JBSWY3DPEHPK3PXP",
+        "backup code path is /var/backup/2024-01",
+        "recovery key rotation every 90 days",
+        "MFA_ENABLED=true OTP_ISSUER=ACME",
+        "recovery codes\n\n1a2b3-c4d5e in another paragraph",
+        "the backup code v2 release",
+        "TOTP: RFC 6238, 30 s step",
+        "backup codes: utf-8 encoded",
+    ],
+)
+def test_words_about_second_factors_stay_storable(text: str) -> None:
+    assert find_secrets(text) == []

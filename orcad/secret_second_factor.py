@@ -1,0 +1,116 @@
+"""Second factors: a TOTP seed and the recovery codes that stand in for one.
+
+Pure module: no I/O. A seed is base32 in one case (`JBSWY3DPEHPK3PXP`) after a word that
+names a second factor (TOTP, 2FA, MFA, OTP, authenticator, two-factor) on its line; it holds a
+digit, as nearly every seed does and an ordinary word-run does not (a seed shown in groups of
+four, `JBSW Y3DP EHPK 3PXP`, is missed). Recovery and backup codes are the codes after
+those words (GitHub's `a1b2c-d3e4f`, Google's `1234 5678`, a BitLocker recovery key), listed
+on the line or the lines below, each holding a digit: "enable 2FA in settings", "recovery codes
+are shown once" and "error code: ABCD-1234" stay storable.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from orcad.secret_values import Span
+
+# ------------------------------------------------------------------------------ seeds
+# A seed is one unbroken run, so the rule opens only on a text whose long runs (the token
+# rules' gate, `secret_gates._long_runs`) hold one with a digit: the words that name a second
+# factor are then looked for before each seed alone, not in the whole text.
+_SEED_RUN = re.compile(r"(?<![^ =])(?:[A-Z2-7]{16,}|[a-z2-7]{16,})=*(?![^ ])")
+_SEED = re.compile(
+    r"(?<![A-Za-z0-9+/_\-])(?:[A-Z2-7]{16,128}+|[a-z2-7]{16,128}+)=*(?![A-Za-z0-9+/_\-])"
+)
+_SEED_WORD = re.compile(
+    r"(?<![a-z0-9])(?:[th]?otp|2fa|mfa|authenticator|two[- ]factor|2-step)(?![a-z0-9])"
+)
+_SEED_REACH = 64  # "TOTP secret for the admin account: JBSW…" starts this far at most
+_DIGIT = re.compile(r"[0-9]")
+
+
+def may_hold_seed(runs: str) -> bool:
+    """Whether the text's long runs hold one shaped as a seed: base32 in one case, a digit."""
+    return any(_DIGIT.search(run.group()) is not None for run in _SEED_RUN.finditer(runs))
+
+
+def find_totp_seeds(text: str, lowered: str) -> Iterator[Span]:
+    """A base32 seed after a word that names a second factor, on its line."""
+    for match in _SEED.finditer(text):
+        start = match.start()
+        line = lowered.rfind("\n", max(0, start - _SEED_REACH), start) + 1
+        reach = max(line, start - _SEED_REACH)
+        if (
+            _DIGIT.search(match.group()) is not None
+            and _SEED_WORD.search(lowered, reach, start) is not None
+        ):
+            yield match.span()
+
+
+# --------------------------------------------------------------------- recovery codes
+# "code" is found at memchr speed and the words before it read there: one scan of the text
+# for "recovery code", "backup code", "backup verification code" and "scratch code".
+_CODE_NAMED = re.compile(r"(?<![a-z])(?:recovery|backup|backup verification|scratch) \Z")
+_RECOVERY_KEY = "recovery key"
+_LEAD = re.compile(r"s?(?:[ \t]*\([^)\n]{1,32}\))?[ \t]*(?:(?:are|is|was|were)(?![a-z]))?[ \t]*:?")
+# Between two codes: spaces, commas, one line break (a blank line ends the list) and a list's
+# bullet or number.
+_SEPARATOR = r"(?:[ \t,;]|\r?\n(?![ \t]*\r?\n))*(?:(?:[-*•]|[0-9]{1,2}[.)])[ \t]+)?"
+_CODE = re.compile(
+    _SEPARATOR + r"(?P<code>[0-9]{6}(?:-[0-9]{6}){7}"  # a BitLocker recovery key
+    r"|[A-Za-z0-9]{4,6}-[A-Za-z0-9]{4,6}|[0-9]{4} [0-9]{4}|[A-Za-z0-9]{6,12})"
+    r"(?![A-Za-z0-9_\-/@]|\.[A-Za-z0-9])"
+)
+
+
+def _is_code(code: str) -> bool:
+    """A recovery code holds a digit; a run without a dash or space is all digits or mixes
+    two letters and two digits or more (not "sha256", "generated", "v2")."""
+    digits = sum(char.isdigit() for char in code)
+    if not digits:
+        return False
+    if "-" in code or " " in code or code.isdigit():
+        return True
+    return len(code) >= 8 and digits >= 2 and len(code) - digits >= 2
+
+
+def _listed_codes(text: str, position: int) -> Iterator[Span]:
+    """The codes listed from `position`, up to the first thing that is none."""
+    while True:
+        match = _CODE.match(text, position)
+        if match is None or not _is_code(match["code"]):
+            return
+        yield match.span("code")
+        position = match.end()
+
+
+def find_recovery_codes(text: str, lowered: str) -> Iterator[Span]:
+    """The codes listed after "recovery codes", "backup codes", "scratch codes" or "recovery
+    key", on their line or the lines below."""
+    searched = 0  # a list already read is not read again from a word inside it
+    for word_end in sorted((*_code_ends(lowered), *_recovery_key_ends(lowered))):
+        if word_end < searched:
+            continue
+        lead = _LEAD.match(lowered, word_end)
+        for span in _listed_codes(text, lead.end() if lead is not None else word_end):
+            searched = span[1]
+            yield span
+
+
+def _code_ends(lowered: str) -> Iterator[int]:
+    """Where each "code" that names a recovery or backup code ends."""
+    at = lowered.find("code")
+    while at >= 0:
+        if lowered[at - 1 : at] == " " and _CODE_NAMED.search(lowered, max(0, at - 24), at):
+            yield at + 4
+        at = lowered.find("code", at + 4)
+
+
+def _recovery_key_ends(lowered: str) -> Iterator[int]:
+    at = lowered.find(_RECOVERY_KEY)
+    while at >= 0:
+        if not lowered[at - 1 : at].isalpha():
+            yield at + len(_RECOVERY_KEY)
+        at = lowered.find(_RECOVERY_KEY, at + len(_RECOVERY_KEY))
