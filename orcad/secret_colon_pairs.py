@@ -25,8 +25,9 @@ from orcad.secret_values import (
 # The pair is found from its colon, tight between a name's character and a letter (a literal
 # the engine skips ahead to: code holds many colons, prose few such), and the words that
 # announce it are looked for on its line before it. Looking for each word in the whole text
-# instead cost a scan of it per word.
-_COLON = re.compile(r":(?<=[A-Za-z0-9_.+@\-]:)(?=[^\W\d_][^\s:/\\\"'`<>]{3})")
+# instead cost a scan of it per word. A redaction's marker (`[REDACTED:rule]`) is passed over:
+# text that held many secrets is read again once redacted.
+_COLON = re.compile(r":(?<=[A-Za-z0-9_.+@\-]:)(?<!\[REDACTED:)(?=[^\W\d_][^\s:/\\\"'`<>]{3})")
 _USER = re.compile(r"(?<![^\s\"'(\[,;=])[A-Za-z0-9_][A-Za-z0-9_.+\-@]{0,63}\Z")
 _LONGEST_USER = 64
 _VALUE = re.compile(r"[^\s:/\\\"'`<>]{4,128}+(?=[\s\"'`)\],;]|\Z)")

@@ -70,6 +70,21 @@ def test_colons_that_join_no_user_and_password_stay_storable(text: str) -> None:
     assert find_secrets(text) == []
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "loaded credentials (pypi-AgEIcHlwaS5vcmchW8oUEx4NJMW_rDkF21OYdGPYAHm0mfiIKar2Qm4ZWGY"
+        "bPy02n6_LOlSV8qDB_PASSWORD=3t",
+        "login with ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8=x1 today",
+    ],
+)
+def test_a_redaction_marker_after_a_credential_word_is_no_pair(text: str) -> None:
+    """The text redacted once is read again: its marker, `[REDACTED:rule]`, stays whole."""
+    redacted = redact(text)
+    assert "[REDACTED:[REDACTED" not in redacted
+    assert redacted.count("[REDACTED:") == 1
+
+
 def test_a_colon_pair_without_a_credential_word_stays_storable() -> None:
     """A chosen-looking value after a colon is no credential unless a word announces one."""
     assert find_secrets("see release:Summer2024! for the changes") == []
