@@ -74,6 +74,9 @@ ADVERSARIAL = {
     "slashes": "/",
     "paths": "a/b",
     "cjk sentences": "我的密码是 Hunter2! ",
+    "cjk spaces": "密码 Hunter2! ",
+    "cjk sentences going on": "密码是 s3cr3t 请保管好 ",
+    "cjk descriptions": "密码是 Base64 编码的 ",
     # tokens cut by a line break (orcad/secret_wrapped.py), and lines their triggers fill
     "wrapped tokens": "ghp_A1b2C3d4E5f6G7h8I9j0\nK1l2M3n4O5p6Q7r8 ",
     "trigger lines": "SKpatre_oy2r8_AC\nAPI-key-sk-ghp_npm_xai-\n",

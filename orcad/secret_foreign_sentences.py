@@ -120,7 +120,8 @@ def _foreign_word_stated(value: str, words: str, language: Language, *, clause_e
 # script does; that a script has no case or spaces leaves only its clause's end to tell a
 # password from a word of the sentence ("密码是 base64 编码的": the password is base64-encoded).
 _CJK_PASSWORD = re.compile(
-    r"(?:密码|密碼|パスワード|비밀번호)[ \t]*(?:(?:是|为|為|は|는)[ \t]*[:\uff1a]?|[:=\uff1a])"
+    r"(?:密码|密碼|パスワード|비밀번호)"
+    r"(?:[ \t]*(?:(?:是|为|為|は|는)[ \t]*[:\uff1a]?|[:=\uff1a])|[ \t]+)"
     r"[ \t]*[\"'`\u201c\u300c]?(?P<value>[^\x00-\x20\x7f-\U0010ffff\"'`()\[\]{}<>]{4,128}+)"
 )
 _CJK_WORDS = ("密码", "密碼", "パスワード", "비밀번호")
@@ -131,16 +132,48 @@ _CJK_CLAUSE_END = re.compile(
 )
 
 
+# The sentence may go on after the password, past a space: then the password must be plainly
+# chosen, and what follows start another clause (请, 别, 用户名: "我的密码是 Hunter2! 别告诉别人")
+# or, with a symbol or all of upper case, lower case and digits, not describe the value
+# ("密码是 Base64 编码的", "密码是 PBKDF2 哈希过的").
+_CJK_GOES_ON = re.compile(r"[ \t]+(?=[^\x00-\x7f])")
+_CJK_NEXT_CLAUSE = (
+    "请", "請", "别", "別", "不要", "记得", "記得", "千万", "注意", "保管", "谢谢", "謝謝", "然后",
+    "然後", "下次", "用户", "用戶", "账号", "帳號", "账户", "登录", "登入", "ユーザ", "忘れ",
+    "아이디", "사용자",
+)  # fmt: skip
+_CJK_DESCRIBING = (
+    "编码", "編碼", "加密", "哈希", "散列", "格式", "位", "个字符", "個字符", "字符", "年", "月",
+    "算法", "存储", "存儲", "保存", "加盐", "形式", "暗号化", "ハッシュ", "文字", "桁", "자",
+    "형식", "암호화", "해시",
+)  # fmt: skip
+_CHOSEN_CLASSES = re.compile(r"[^A-Za-z0-9]|(?=.*[a-z])(?=.*[A-Z]).*[0-9]")
+
+
+def _cjk_sentence_goes_on(text: str, value: str, end: int) -> bool:
+    """The sentence goes on after a password: another clause starts, or a plainly chosen
+    password is followed by anything but words that describe it."""
+    goes_on = _CJK_GOES_ON.match(text, end)
+    if goes_on is None or not stated_password(value):
+        return False
+    following = text[goes_on.end() : goes_on.end() + 4]
+    if following.startswith(_CJK_NEXT_CLAUSE):
+        return True
+    return _CHOSEN_CLASSES.search(value) is not None and not following.startswith(_CJK_DESCRIBING)
+
+
 def _find_cjk_statements(text: str) -> Iterator[Span]:
     """A chosen password, or four digits or more, that ends its clause: "我的密码是 Hunter2!",
-    "数据库密码是 s3cr3t", "パスワードは Tr0ub4dor です"."""
+    "数据库密码是 s3cr3t", "パスワードは Tr0ub4dor です", "密码 Hunter2!"; or a chosen one the
+    sentence goes on after ("密码是 s3cr3t 请保管好")."""
     for match in _cjk_matches(text):
         start, value_end = match.span("value")
         end = end_before_trailing(text, start, value_end)
         value = text[start:end]
-        if _CJK_CLAUSE_END.match(text, end) is not None and (
-            stated_password(value) or (len(value) >= 4 and value.isdigit())
-        ):
+        if (
+            _CJK_CLAUSE_END.match(text, end) is not None
+            and (stated_password(value) or (len(value) >= 4 and value.isdigit()))
+        ) or _cjk_sentence_goes_on(text, value, value_end):
             yield start, end
 
 

@@ -167,3 +167,52 @@ def test_recovery_and_backup_codes_are_redacted(text: str, codes: list[str]) -> 
 )
 def test_words_about_second_factors_stay_storable(text: str) -> None:
     assert find_secrets(text) == []
+
+
+# ------------------------------- a Chinese password after a space, or its sentence going on
+@pytest.mark.parametrize(
+    ("text", "password"),
+    [
+        ("密码 Hunter2!", "Hunter2!"),
+        ("我的密码是 Hunter2! 别告诉别人", "Hunter2!"),
+        ("密码是 s3cr3t 请保管好", "s3cr3t"),
+        ("账号 admin 密码 admin123", "admin123"),
+        ("wifi密码 Tr0ub4dor&3", "Tr0ub4dor&3"),
+        ("服务器密码 P@ssw0rd2024\n用户名 root", "P@ssw0rd2024"),
+        ("密码是 Xk9#mm2 千万别外传", "Xk9#mm2"),
+        ("数据库密码为 Db2024Pass 用户名是 root", "Db2024Pass"),
+        ("パスワード Tr0ub4dor&3", "Tr0ub4dor&3"),
+        ("비밀번호 Abcd1234!", "Abcd1234!"),
+        ("密码 84736251", "84736251"),
+        ("我的密码是 Sakura2024 记得改", "Sakura2024"),
+    ],
+)
+def test_a_cjk_password_after_a_space_or_before_more_of_its_sentence_is_redacted(
+    text: str, password: str
+) -> None:
+    _assert_only_value_redacted(text, password)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "密码是 base64 编码的",
+        "密码是 Base64 编码的",
+        "密码 base64 编码",
+        "密码是 PBKDF2 哈希过的",
+        "密码是 SHA256 哈希",
+        "密码 sha256 加密存储",
+        "密码 MD5 加密",
+        "密码是 2024 年改的",
+        "密码 8 位以上",
+        "修改密码 请联系管理员",
+        "重置密码 链接已发送",
+        "密码 ${DB_PASSWORD}",
+        "密码 <your-password>",
+        "密码 123",
+        "パスワード 8 文字以上です",
+        "비밀번호 변경",
+    ],
+)
+def test_cjk_sentences_about_a_password_with_spaces_stay_storable(text: str) -> None:
+    assert find_secrets(text) == []
