@@ -55,6 +55,7 @@ ADVERSARIAL = {
     "pins": "pin: 1234 ",
     "login pairs": "user: admin\npass: x\n",
     "foreign words": "contraseña: x ",
+    "foreign keys": "la clave es Xk9#mm2pq Schlüssel: ",
     "token prefixes": "ghp_xoxb-sk-eyJ",
     "jwt heads": "eyJ",
     "aws secret names": "secret_access_key=",

@@ -189,6 +189,41 @@ def _cjk_matches(text: str) -> Iterator[re.Match[str]]:
             at = text.find(word, at + len(word))
 
 
+# Spanish "clave" and German "Schlüssel" name a password as often as a key of a table or a
+# lock ("la clave primaria es user_id", "der Schlüssel ist im Tresor"): a value counts only
+# when it looks chosen, right after the word or after whose it is ("la clave del wifi es X",
+# "WLAN-Schlüssel: X"), never after other words ("la clave primaria es Usuario2024").
+_KEY_WORDS = ("clave", "schlüssel")
+_FOREIGN_KEY = re.compile(
+    r"(?:clave|schlüssel)(?![^\W\d_])(?P<words>(?:[ \t]+[^\s.,;:!?=]{1,30}+){0,5}?)"
+    r"(?:[ \t]*:|[ \t]+(?:es|era|ist|lautet|war)(?:[ \t]*:)?)[ \t]+"
+    r"[\"'`\u201c\u201e]?(?P<value>[^\s\"'`\u201c\u201d]{6,128}+)"
+)
+# whose the key is: "de", "des", "für" and the thing ("clave wifi"); "para" says what for as
+# often ("la clave para entender esto es …")
+_KEY_OWNERS = frozenset(
+    ("de", "del", "für", "vom", "von", "des", "zum", "zur", "wifi", "wi-fi", "wlan", "acceso",
+     "secreta", "router")
+)  # fmt: skip
+
+
+def _find_foreign_keys(text: str, lowered: str) -> Iterator[Span]:
+    """A chosen password after "clave" or "Schlüssel": "la clave es Xk9#mm2pq", "Schlüssel:
+    Sonnenblume2024"; "clave" as a word of its own, "Schlüssel" ending a compound too."""
+    for word in _KEY_WORDS:
+        at = lowered.find(word)
+        while at >= 0:
+            match = _FOREIGN_KEY.match(lowered, at)
+            if match is not None and (word != "clave" or not lowered[at - 1 : at].isalpha()):
+                words = match["words"].split()
+                owned = not words or words[0] in _KEY_OWNERS
+                start, value_end = match.span("value")
+                end = end_before_trailing(text, start, value_end)
+                if owned and stated_password(text[start:end]):
+                    yield start, end
+            at = lowered.find(word, at + len(word))
+
+
 def find_foreign_passwords(text: str, lowered: str) -> Iterator[Span]:
     """A password given after the word for password in another language: "Passwort:
     Geheim2024", "la contraseña es Secreto123", "пароль: qwerty123", "密码\uff1aabc12345",
@@ -197,6 +232,7 @@ def find_foreign_passwords(text: str, lowered: str) -> Iterator[Span]:
     ascii_text = lowered.isascii()
     if not ascii_text:
         yield from _find_cjk_statements(text)
+    yield from _find_foreign_keys(text, lowered)
     triggers = _FOREIGN_ASCII_TRIGGERS if ascii_text else _FOREIGN_TRIGGERS
     if not any(trigger in lowered for trigger in triggers) and not (
         "è" in lowered and "password" in lowered  # Italian

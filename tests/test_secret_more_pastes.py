@@ -216,3 +216,49 @@ def test_a_cjk_password_after_a_space_or_before_more_of_its_sentence_is_redacted
 )
 def test_cjk_sentences_about_a_password_with_spaces_stay_storable(text: str) -> None:
     assert find_secrets(text) == []
+
+
+# ------------------------------------------------- Spanish "clave" and German "Schlüssel"
+@pytest.mark.parametrize(
+    ("text", "password"),
+    [
+        ("la clave es Xk9#mm2pq", "Xk9#mm2pq"),
+        ("la clave del wifi es Xk9#mm2pq", "Xk9#mm2pq"),
+        ("clave: Xk9#mm2pq", "Xk9#mm2pq"),
+        ("mi clave es Sol2024!", "Sol2024!"),
+        ("clave wifi: Xk9#mm2pq", "Xk9#mm2pq"),
+        ("La clave de la base de datos es Db2024!x", "Db2024!x"),
+        ('la clave era "Verano2023!"', "Verano2023!"),
+        ("Schlüssel: Xk9#mm2pq", "Xk9#mm2pq"),
+        ("der WLAN-Schlüssel ist Xk9#mm2pq", "Xk9#mm2pq"),
+        ("WLAN-Schlüssel: Sonnenblume2024", "Sonnenblume2024"),
+        ("Der Schlüssel lautet: Tr0ub4dor&3", "Tr0ub4dor&3"),
+        ("Netzwerkschlüssel: Haus!Garten7", "Haus!Garten7"),
+    ],
+)
+def test_a_chosen_password_after_clave_or_schluessel_is_redacted(text: str, password: str) -> None:
+    _assert_only_value_redacted(text, password)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "la clave primaria es user_id",
+        "la clave primaria es Usuario2024",
+        "der Schlüssel ist im Tresor",
+        "der Schlüssel ist zu kurz",
+        "clave foránea",
+        "la clave es AES-256",
+        "la clave es config.yaml",
+        "la clave es ${CLAVE}",
+        "clave: valor",
+        "Schlüssel: id_rsa.pub",
+        "Primärschlüssel: kunde_id",
+        "Fremdschlüssel: bestellung_id",
+        "la clave para entender esto es Python3",
+        "enclave: Xk9#mm2pq",
+        "autoclave: Modelo2024x",
+    ],
+)
+def test_keys_of_tables_and_locks_in_spanish_or_german_stay_storable(text: str) -> None:
+    assert find_secrets(text) == []
