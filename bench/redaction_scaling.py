@@ -81,6 +81,10 @@ ADVERSARIAL = {
     # tokens cut by a line break (orcad/secret_wrapped.py), and lines their triggers fill
     "wrapped tokens": "ghp_A1b2C3d4E5f6G7h8I9j0\nK1l2M3n4O5p6Q7r8 ",
     "trigger lines": "SKpatre_oy2r8_AC\nAPI-key-sk-ghp_npm_xai-\n",
+    # values a line break cuts (orcad/secret_cut_values.py), and settings left empty
+    "cut settings": "DB_PASSWORD=\nXk9#mm2pqLw\n",
+    "empty settings": "PASSWORD=\nDB_USER=admin1\n",
+    "cut values": "docker run -e POSTGRES_USER=admin -e POSTGRES_PASSWORD=Xk9#mm\n2pqLw\n",
     # a user and password joined by a colon (orcad/secret_colon_pairs.py), and words alone
     "colon pairs": "creds admin:Hunter2! ",
     "announcing words": "login auth:",

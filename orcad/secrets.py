@@ -25,6 +25,7 @@ from orcad.secret_commands import (
     find_piped_and_batch_passwords,
     find_redis_passwords,
 )
+from orcad.secret_cut_values import find_cut_values
 from orcad.secret_files import (
     find_login_pairs,
     find_markup_credentials,
@@ -396,6 +397,14 @@ _RULES: tuple[tuple[str, Finder, Gate], ...] = (
     ("password_statement", find_recovery_codes, _always),
 )
 _PRIORITY = {name: index for index, (name, _, _) in enumerate(_RULES)}
+# (a literal every match holds, rule, finder): a setting is read by the rules its name names
+_ASSIGNMENT_RULES = (
+    ("access", "aws_secret_access_key", _find_aws_secret),
+    *(
+        (keyword, "credential_assignment", finder)
+        for (keyword, _), finder in zip(_ASSIGNMENT_KEYWORDS, _ASSIGNMENT_FINDERS, strict=True)
+    ),
+)
 
 RULE_NAMES: tuple[str, ...] = tuple(dict.fromkeys(name for name, _, _ in _RULES))
 
@@ -487,6 +496,8 @@ def find_secrets(text: str) -> list[SecretMatch]:
     break cuts in two, is found too."""
     found = _find_secrets(text)
     more = [SecretMatch(*wrapped) for wrapped in find_wrapped_tokens(text, _WRAPPABLE)]
+    detected = [(match.rule, match.start, match.end) for match in found]
+    more.extend(SecretMatch(*cut) for cut in find_cut_values(text, detected, _assignments))
     visible = visible_text(text)
     if visible is None and not more:
         return found
@@ -494,6 +505,17 @@ def find_secrets(text: str) -> list[SecretMatch]:
         for match in _find_secrets(visible.text):
             more.append(SecretMatch(match.rule, *visible.span(match.start, match.end)))
     return _merged(sorted(found + more, key=lambda match: (match.start, -match.end)))
+
+
+def _assignments(setting: str) -> list[tuple[str, int, int]]:
+    """The assignment rules' detections in one setting joined to its value's line."""
+    lowered = _lowered(setting)
+    return [
+        (name, start, end)
+        for keyword, name, finder in _ASSIGNMENT_RULES
+        if keyword in lowered
+        for start, end in finder(setting, lowered)
+    ]
 
 
 def _merged(matches: list[SecretMatch]) -> list[SecretMatch]:
@@ -551,7 +573,10 @@ def contains_secret(text: str) -> bool:
     lowered = _lowered(text)
     return any(
         next(finder(text, lowered), None) is not None for _, finder in _open_rules(text)
-    ) or (next(find_wrapped_tokens(text, _WRAPPABLE), None) is not None)
+    ) or (
+        next(find_wrapped_tokens(text, _WRAPPABLE), None) is not None
+        or next(find_cut_values(text, (), _assignments), None) is not None
+    )
 
 
 def secret_kinds(text: str) -> str:

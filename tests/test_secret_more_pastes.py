@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from orcad.secrets import find_secrets, redact, secret_kinds
+from orcad.secrets import contains_secret, find_secrets, redact, secret_kinds
 
 pytestmark = pytest.mark.pure
 
@@ -262,3 +262,68 @@ def test_a_chosen_password_after_clave_or_schluessel_is_redacted(text: str, pass
 )
 def test_keys_of_tables_and_locks_in_spanish_or_german_stay_storable(text: str) -> None:
     assert find_secrets(text) == []
+
+
+# ----------------------------------------------------- credential values a line break cuts
+@pytest.mark.parametrize(
+    ("text", "pieces"),
+    [
+        ("DB_PASSWORD=\nXk9#mm2pqLw", ["Xk9#mm2pqLw"]),
+        ("DB_PASSWORD=\r\nXk9#mm2pqLw\r\n", ["Xk9#mm2pqLw"]),
+        ("password =\nhunter2024", ["hunter2024"]),
+        ("client_secret:\nAbc123Def456Ghi789", ["Abc123Def456Ghi789"]),
+        (
+            "aws_secret_access_key =\nwJalrXUtnFEMI/K7MDENG/bPxRfiCYzzAMPLEKEYabc",
+            ["wJalrXUtnFEMI/K7MDENG/bPxRfiCYzzAMPLEKEYabc"],
+        ),
+        (
+            "docker run --rm -e POSTGRES_USER=admin -e POSTGRES_DB=app -e POSTGRES_PASSWORD=\n"
+            "Xk9#mm2pqLw -p 5432:5432 postgres:16",
+            ["Xk9#mm2pqLw"],
+        ),
+        (
+            "docker run --rm -e POSTGRES_USER=admin -e POSTGRES_PASSWORD=Xk9#mm2\n"
+            "pqLw7 -p 5432:5432 postgres:16",
+            ["Xk9#mm2", "pqLw7"],
+        ),
+        (
+            "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPx\nRfiCYzzAMPLEKEYabc",
+            ["wJalrXUtnFEMI/K7MDENG/bPx", "RfiCYzzAMPLEKEYabc"],
+        ),
+        ("export DB_PASSWORD=Xk9#mm\n2pqLw", ["Xk9#mm", "2pqLw"]),
+        ("SESSION_SECRET=\nk8Jd2-Lq9Zr4Tb7Wn", ["k8Jd2-Lq9Zr4Tb7Wn"]),
+    ],
+)
+def test_a_credential_value_a_line_break_cuts_is_redacted_whole(
+    text: str, pieces: list[str]
+) -> None:
+    redacted = redact(text)
+    assert contains_secret(text)
+    for piece in pieces:
+        assert piece not in redacted
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "PASSWORD=\nDB_USER=admin",
+        "DB_PASSWORD=\n\nDB_HOST=localhost",
+        "PASSWORD=\n# set me",
+        "SECRET_KEY=\nexport FOO=1",
+        "PASSWORD=\ndone",
+        "password=\n[section]",
+        "DB_PASSWORD=\n${DB_PASSWORD}",
+        "PASSWORD =\nall: build",
+        "API_KEY=\nAPI_SECRET=",
+        "x =\n    foo(bar)",
+        "DB_PASSWORD=\n- item",
+        "PASSWORD=\nEOF",
+        "TOKEN=\n<your-token>",
+        "class Password:\n    pass",
+        "token =\nrefresh_token_v2",
+        "DB_PASSWORD=\n127.0.0.1 db",
+    ],
+)
+def test_settings_a_line_ends_empty_stay_storable(text: str) -> None:
+    assert find_secrets(text) == []
+    assert not contains_secret(text)
