@@ -3,8 +3,12 @@ with what must go and what looks like it but must stay storable."""
 
 from __future__ import annotations
 
+import re
+from typing import Any
+
 import pytest
 
+from orcad import secret_invisible
 from orcad.secrets import contains_secret, find_secrets, redact, secret_kinds
 
 pytestmark = pytest.mark.pure
@@ -327,3 +331,30 @@ def test_a_credential_value_a_line_break_cuts_is_redacted_whole(
 def test_settings_a_line_ends_empty_stay_storable(text: str) -> None:
     assert find_secrets(text) == []
     assert not contains_secret(text)
+
+
+# ------------------------------------------------------------------------------- cost
+class _CountingSearches:
+    """A compiled pattern that counts the searches made with it."""
+
+    def __init__(self, pattern: re.Pattern[str]) -> None:
+        self.pattern = pattern
+        self.calls = 0
+
+    def search(self, *arguments: Any) -> re.Match[str] | None:
+        self.calls += 1
+        return self.pattern.search(*arguments)
+
+
+def test_ascii_text_is_not_searched_for_invisible_characters(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # every invisible character is outside ASCII; the search tried a class at each character
+    invisible = _CountingSearches(secret_invisible._INVISIBLE)
+    monkeypatch.setattr(secret_invisible, "_INVISIBLE", invisible)
+    assert secret_invisible.visible_text("password reset mail\n" * 1_000) is None
+    assert invisible.calls == 0
+    monkeypatch.undo()  # a token a zero-width space splits is still found
+    assert redact("token ghp_A1b2C3d4E5f6\u200bG7h8I9j0K1l2M3n4O5p6Q7r8") == (
+        "token [REDACTED:github_token]"
+    )
