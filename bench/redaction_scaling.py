@@ -54,6 +54,7 @@ ADVERSARIAL = {
     "sql passwords": "IDENTIFIED BY 'x' ",
     "pins": "pin: 1234 ",
     "login pairs": "user: admin\npass: x\n",
+    "login slashes": "login: a / ",
     "foreign words": "contraseña: x ",
     "foreign keys": "la clave es Xk9#mm2pq Schlüssel: ",
     "token prefixes": "ghp_xoxb-sk-eyJ",

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from typing import NamedTuple
 
 from orcad.secret_values import (
     QUOTED_VALUES,
@@ -68,12 +69,36 @@ def find_netrc_passwords(text: str, lowered: str) -> Iterator[Span]:
 # from the slash (one character is looked for at memchr speed, where each word would cost a
 # scan of the text): the name and the user end right before it, on its line; the slash has
 # spaces on both sides or neither, as a pair is written ("login: see /docs/login" is a path).
-_PAIR_HEAD = re.compile(
-    r"(?<![a-z0-9_\-])(?P<name>login|logon|cred(?:s|entials?)|"
-    r"user(?:name)?[ \t]*(?:/|&|and)[ \t]*pass(?:word)?)"
-    r"(?:[ \t]*[:=][ \t]*|[ \t]+(?:is|are|was|were)[ \t]+)"
-    r"[a-z0-9_.@+\-]{1,64}(?P<before>[ \t]*)\Z"
+# The head (`login: admin `: a name, `:`, `=` or a verb, a user, blanks) is matched on its
+# line read backwards from the slash, once, in C: searched forwards, it was tried at each of
+# the 128 characters before every slash ("login: a / " repeated: 0.7 s a megabyte). The
+# name's start is checked after it, where the window's edge cut the line.
+_PAIR_HEAD_BACKWARDS = re.compile(
+    r"(?P<before>[ \t]*)[a-z0-9_.@+\-]{1,64}"
+    r"(?:[ \t]*[:=][ \t]*|[ \t]+(?:si|era|saw|erew)[ \t]+)"
+    r"(?P<name>nigol|nogol|(?:s|s?laitne)derc|"
+    r"(?:drow)?ssap[ \t]*(?:/|&|dna)[ \t]*(?:eman)?resu)"
+    r"(?![a-z0-9_\-])"
 )
+_PAIR_NAME_CHARACTERS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-")
+
+
+class _PairHead(NamedTuple):
+    credentials: bool  # named creds or credentials: any word of 4 or more is the password
+    spaced: bool  # blanks before the slash: the value must have them after it too
+
+
+def _pair_head(lowered: str, start: int, slash: int) -> _PairHead | None:
+    """The head of a pair that ends at `slash`, from `start` on its line."""
+    head = _PAIR_HEAD_BACKWARDS.match(lowered[start:slash][::-1])
+    if head is None:
+        return None
+    name = slash - head.end()
+    if name > 0 and lowered[name - 1] in _PAIR_NAME_CHARACTERS:
+        return None
+    return _PairHead(head["name"].endswith("derc"), bool(head["before"]))
+
+
 _PAIR_REACH = 128
 _PAIR_VALUE = re.compile(r"(?P<after>[ \t]*)(?P<value>[^\s\"'`/]{1,128}+)")
 
@@ -127,17 +152,16 @@ def find_login_pairs(text: str, lowered: str) -> Iterator[Span]:
             slash = lowered.find("/", max(slash + 1, name + _SHORTEST_PAIR_NAME))
             continue
         nameless = 0
-        head = _PAIR_HEAD.search(lowered, reach, slash)
+        head = _pair_head(lowered, reach, slash)
         tail = _PAIR_VALUE.match(lowered, slash + 1) if head is not None else None
-        if head is not None and tail is not None and bool(head["before"]) == bool(tail["after"]):
+        if head is not None and tail is not None and head.spaced == bool(tail["after"]):
             start, value_end = tail.span("value")
             end = end_before_trailing(text, start, value_end)
             value = text[start:end]
-            credentials = head["name"].startswith("cred")
-            if _pair_ends(text, value_end, end) and (
+            if (
                 is_chosen_password(value)
-                or (credentials and len(value) >= 4 and not is_placeholder(value))
-            ):
+                or (head.credentials and len(value) >= 4 and not is_placeholder(value))
+            ) and _pair_ends(text, value_end, end):
                 yield start, end
         slash = lowered.find("/", slash + 1)
 
