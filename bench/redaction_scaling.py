@@ -82,6 +82,8 @@ ADVERSARIAL = {
     # tokens cut by a line break (orcad/secret_wrapped.py), and lines their triggers fill
     "wrapped tokens": "ghp_A1b2C3d4E5f6G7h8I9j0\nK1l2M3n4O5p6Q7r8 ",
     "trigger lines": "SKpatre_oy2r8_AC\nAPI-key-sk-ghp_npm_xai-\n",
+    "tokens over lines": "ghp_A1b2C3d4E5f\n6G7h8I9j0K1l2M3\nn4O5p6Q7r8\n",
+    "blocks of one width": "QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo=\n",
     # values a line break cuts (orcad/secret_cut_values.py), and settings left empty
     "cut settings": "DB_PASSWORD=\nXk9#mm2pqLw\n",
     "empty settings": "PASSWORD=\nDB_USER=admin1\n",

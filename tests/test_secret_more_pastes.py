@@ -3,6 +3,8 @@ with what must go and what looks like it but must stay storable."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import re
 from typing import Any
 
@@ -369,3 +371,67 @@ def test_a_colon_before_letters_alone_is_passed_over_without_a_look_at_its_user(
     text = "creds user:pass " * 1_000 + "creds admin:Hunter2!"
     assert redact(text) == "creds user:pass " * 1_000 + "creds admin:[REDACTED:password_statement]"
     assert user.calls <= 2  # the pair's colon, in each pass
+
+
+# ----------------------------------------------------------- tokens over three lines or more
+_GITHUB_PAT = (
+    "github_pat_11ABCDEFG0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789ab"
+)
+_ANTHROPIC = (
+    "sk-ant-api03-Ab1Cd2Ef3Gh4Ij5Kl6Mn7Op8Qr9St0Uv1Wx2Yz3Ab4Cd5Ef6Gh7Ij8Kl9Mn0Op1Qr2St3Uv4Wx5Yz6"
+    "Ab7Cd8Ef9Gh0Ij1Kl2Mn3Op4-AAAAAA"
+)
+_SLACK = "xoxb-1234567890123-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx"
+_SENDGRID_KEY = "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"
+_GITHUB_CLASSIC = "ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+
+
+def _wrapped_at(text: str, width: int, newline: str = "\n") -> str:
+    return newline.join(text[at : at + width] for at in range(0, len(text), width))
+
+
+@pytest.mark.parametrize(
+    ("text", "token"),
+    [
+        (_wrapped_at("export GITHUB_TOKEN=" + _GITHUB_PAT, 30), _GITHUB_PAT),
+        (_wrapped_at(_GITHUB_PAT, 30), _GITHUB_PAT),
+        (_wrapped_at("token: " + _GITHUB_PAT, 40, "\r\n"), _GITHUB_PAT),
+        (_wrapped_at(_ANTHROPIC, 40) + "\nthen restart", _ANTHROPIC),
+        (_wrapped_at("ANTHROPIC_API_KEY=" + _ANTHROPIC, 40), _ANTHROPIC),
+        (_wrapped_at("key " + _ANTHROPIC, 30) + " and more", _ANTHROPIC),
+        (_wrapped_at("bot token " + _SLACK, 20), _SLACK),
+        (_wrapped_at(_SENDGRID_KEY, 16), _SENDGRID_KEY),
+        (_wrapped_at("gh " + _GITHUB_CLASSIC, 12), _GITHUB_CLASSIC),
+        (_wrapped_at("> " + _GITHUB_PAT, 24), _GITHUB_PAT),
+    ],
+)
+def test_a_token_three_lines_or_more_hold_is_redacted(text: str, token: str) -> None:
+    assert len(text.splitlines()) >= 3
+    redacted = redact(text)
+    for line in re.sub(r"\[REDACTED:\w+\]", "", redacted).splitlines():
+        assert not any(token[at : at + 6] in line for at in range(len(token) - 5))  # no piece
+
+
+def _base64_lines(width: int) -> str:
+    data = base64.b64encode(bytes(range(256)) * 3).decode()
+    return _wrapped_at(data, width)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "-----BEGIN CERTIFICATE-----\n" + _base64_lines(64) + "\n-----END CERTIFICATE-----",
+        _base64_lines(76),
+        _wrapped_at("".join(hashlib.sha256(bytes([n])).hexdigest() for n in range(20)), 32),
+        _wrapped_at("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI" + "Ab1Cd2Ef3Gh4" * 20 + " me@host", 40),
+        _wrapped_at("data:image/png;base64," + "iVBORw0KGgoAAAANSUhEUgAA" * 20, 76),
+        _wrapped_at("https://example.com/docs/api/v2/reference/tokens/sk-ant-admin/rotation", 30),
+        _wrapped_at("the_quick_brown_fox_jumps_over_the_lazy_dog_" * 6, 30),
+        "\n".join(hashlib.sha256(bytes([n])).hexdigest()[:40] for n in range(10)),
+        _wrapped_at("node_modules/@scope/package-name/dist/esm/internal/sk-utilities/index.js", 25),
+        "see ghp_ docs\n" + _base64_lines(13)[:400],
+        _wrapped_at("xoxb-token-format-explained-in-the-slack-docs-for-bots-and-apps", 20),
+    ],
+)
+def test_blocks_of_lines_of_one_width_stay_storable(text: str) -> None:
+    assert find_secrets(text) == []
