@@ -45,6 +45,8 @@ ADVERSARIAL = {
     "url passwords": "https://user:pass@host ",
     "key blocks": "-----BEGIN PRIVATE KEY-----\n",
     "stated passwords": "the password is hunter2 ",
+    "spaced passwords": "wifi password Xk9#mm2pq. ",
+    "password words": "password reset ",
     "stated keys": "my api key is ",
     "password flags": "--password x ",
     "netrc lines": "machine host login u password p ",

@@ -68,6 +68,7 @@ from orcad.secret_notes import find_noted_passwords
 from orcad.secret_pins import find_access_codes, find_pin_settings
 from orcad.secret_second_factor import find_recovery_codes, find_totp_seeds, may_hold_seed
 from orcad.secret_sentences import find_stated_keys, find_stated_passwords
+from orcad.secret_spaced import find_spaced_passwords
 from orcad.secret_tokens import ANCHORED_RULES, TOKEN_RULES
 from orcad.secret_values import (
     CUT_VALUE,
@@ -390,6 +391,7 @@ _RULES: tuple[tuple[str, Finder, Gate], ...] = (
     ("password_statement", find_foreign_passwords, _always),
     ("password_statement", find_login_pairs, _always),
     ("password_statement", find_colon_pairs, _always),
+    ("password_statement", find_spaced_passwords, _always),
     ("password_statement", find_noted_passwords, _always),
     ("password_statement", find_access_codes, _always),
     # a seed is set as a secret is, a recovery code stands for a password: the kinds they name

@@ -435,3 +435,47 @@ def _base64_lines(width: int) -> str:
 )
 def test_blocks_of_lines_of_one_width_stay_storable(text: str) -> None:
     assert find_secrets(text) == []
+
+
+# ------------------------------------------------- a password after the word and a space
+@pytest.mark.parametrize(
+    ("text", "password"),
+    [
+        ("password Hunter2!", "Hunter2!"),
+        ("wifi password Xk9#mm2pq", "Xk9#mm2pq"),
+        ("the admin password Tr0ub4dor&3.", "Tr0ub4dor&3"),
+        ("root password P@ssw0rd2024", "P@ssw0rd2024"),
+        ('db password "Xk9#mm2pq"', "Xk9#mm2pq"),
+        ("password Summer2024!", "Summer2024!"),
+        ("VPN password Vpn$ecure9, user jdoe", "Vpn$ecure9"),
+        ("password Adm1nPass", "Adm1nPass"),
+        ("Password Hunter2!\nthanks", "Hunter2!"),
+        ("- staging db password Pg$tag1ng", "Pg$tag1ng"),
+    ],
+)
+def test_a_chosen_password_after_the_word_and_a_space_is_redacted(text: str, password: str) -> None:
+    _assert_only_value_redacted(text, password)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "password reset",
+        "password manager v2",
+        "password SecretStr",
+        "password Argon2id",
+        "password v2 flow",
+        "the password Hunter2! is weak",
+        "password sha256",
+        "password hunter2",
+        "password Optional[str]",
+        "password_hash bcrypt$2b$12$abc",
+        "reset password link expires in 24h.",
+        "password 12345678",
+        "password ${DB_PASSWORD}",
+        "password <your-password>",
+        "password 8-64 chars",
+    ],
+)
+def test_words_after_password_that_are_no_password_stay_storable(text: str) -> None:
+    assert find_secrets(text) == []

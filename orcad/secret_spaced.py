@@ -1,0 +1,49 @@
+"""A password jotted down after the word with a space alone: "wifi password Xk9#mm2pq",
+"password Hunter2!".
+
+Pure module: no I/O. The word "password" is followed by a word in much prose and code
+("password reset", "password manager", "password SecretStr"), so the value must plainly be a
+chosen one, holding a symbol or upper case, lower case and digits, and end its clause:
+"password Argon2id hashing", "password v2 flow" and "the password Hunter2! is weak" are no
+such note.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from orcad.secret_sentences import stated_password
+from orcad.secret_values import Span, end_before_trailing, value_ends_clause
+
+_WORD = "password"
+_SPACED_VALUE = re.compile(
+    r"password(?<![a-z0-9_\-.$@]password)[ \t]+[\"'`]?(?P<value>[^\s\"'`()\[\]{}<>]{6,128}+)"
+)
+# the hashes and ciphers a password is said to be kept with ("password Argon2id")
+_SCHEMES = frozenset(
+    ("argon2", "argon2i", "argon2d", "argon2id", "pbkdf2", "scrypt", "bcrypt", "yescrypt",
+     "sha256", "sha512", "sha-256", "sha-512", "aes256", "aes-256", "md5", "ntlmv2")
+)  # fmt: skip
+# a symbol, or upper case, lower case and digits all three
+_PLAINLY_CHOSEN = re.compile(r"[^A-Za-z0-9]|(?=[^A-Z]*[A-Z])(?=[^a-z]*[a-z])[^0-9]*[0-9]")
+
+
+def find_spaced_passwords(text: str, lowered: str) -> Iterator[Span]:
+    """A plainly chosen password after "password" and a space, ending its clause."""
+    at = lowered.find(_WORD)
+    while at >= 0:
+        match = _SPACED_VALUE.match(lowered, at)
+        if match is not None:
+            start, value_end = match.span("value")
+            end = end_before_trailing(text, start, value_end)
+            value = text[start:end]
+            quoted = text[value_end : value_end + 1] in ('"', "'", "`")
+            if (
+                _PLAINLY_CHOSEN.search(value) is not None
+                and value_ends_clause(text, value_end + quoted, end + quoted)
+                and stated_password(value)
+                and value.lower() not in _SCHEMES
+            ):
+                yield start, end
+        at = lowered.find(_WORD, at + len(_WORD))
