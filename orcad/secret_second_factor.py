@@ -54,7 +54,13 @@ def find_totp_seeds(text: str, lowered: str) -> Iterator[Span]:
 # for "recovery code", "backup code", "backup verification code" and "scratch code".
 _CODE_NAMED = re.compile(r"(?<![a-z])(?:recovery|backup|backup verification|scratch) \Z")
 _RECOVERY_KEY = "recovery key"
-_LEAD = re.compile(r"s?(?:[ \t]*\([^)\n]{1,32}\))?[ \t]*(?:(?:are|is|was|were)(?![a-z]))?[ \t]*:?")
+# What comes between the words and the first code: a remark in brackets, a verb, a colon (and
+# a blank line after it), a fence that opens a block of code ("recovery codes:", "```").
+_LEAD = re.compile(
+    r"s?(?:[ \t]*\([^)\n]{1,32}\))?[ \t]*(?:(?:are|is|was|were)(?![a-z]))?"
+    r"(?:[ \t]*:(?:[ \t]*\r?\n(?=[ \t]*\r?\n))?)?"  # after a colon, a blank line
+    r"(?:[ \t]*\r?\n[ \t]*(?:```|~~~)[a-z]*[ \t]*(?=\r?\n))?"
+)
 # Between two codes: spaces, commas, one line break (a blank line ends the list) and a list's
 # bullet or number.
 _SEPARATOR = r"(?:[ \t,;]|\r?\n(?![ \t]*\r?\n))*(?:(?:[-*•]|[0-9]{1,2}[.)])[ \t]+)?"

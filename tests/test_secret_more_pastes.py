@@ -479,3 +479,49 @@ def test_a_chosen_password_after_the_word_and_a_space_is_redacted(text: str, pas
 )
 def test_words_after_password_that_are_no_password_stay_storable(text: str) -> None:
     assert find_secrets(text) == []
+
+
+# ------------------------------------------ recovery codes in a block of code or a paragraph
+@pytest.mark.parametrize(
+    ("text", "codes"),
+    [
+        (
+            "GitHub recovery codes:\n```\na1b2c-d3e4f\ng5h6i-j7k8l\n```",
+            ["a1b2c-d3e4f", "g5h6i-j7k8l"],
+        ),
+        ("recovery codes:\n\n1a2b3-c4d5e\n6f7g8-h9i0j", ["1a2b3-c4d5e", "6f7g8-h9i0j"]),
+        ("recovery codes:\n\n```text\na1b2c-d3e4f\n```", ["a1b2c-d3e4f"]),
+        ("backup codes:\n~~~\n12345678\n87654321\n~~~", ["12345678", "87654321"]),
+        ("Recovery codes (GitHub):\r\n```\r\na1b2c-d3e4f\r\n```", ["a1b2c-d3e4f"]),
+        ("backup codes:\n```\n1. 1234 5678\n2. 8765 4321\n```", ["1234 5678", "8765 4321"]),
+        ("scratch codes:\n\n8f3kq2m9 4j7d1p0q", ["8f3kq2m9", "4j7d1p0q"]),
+        ("2FA backup codes:\n  ```\n  a1b2c-d3e4f\n  ```", ["a1b2c-d3e4f"]),
+        ("recovery code:\n\n8f3k-2m9x", ["8f3k-2m9x"]),
+        ("my recovery codes are:\n```\n8f3k-2m9x 4j7d-1p0q\n```", ["8f3k-2m9x", "4j7d-1p0q"]),
+    ],
+)
+def test_recovery_codes_in_a_block_of_code_or_after_a_blank_line_are_redacted(
+    text: str, codes: list[str]
+) -> None:
+    redacted = redact(text)
+    for code in codes:
+        assert code not in redacted
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "recovery codes\n\n1a2b3-c4d5e in another paragraph",
+        "recovery codes are shown once\n\n1a2b3-c4d5e is a ticket",
+        "backup codes:\n\nsee the vault",
+        "backup codes:\n```\nsee the vault\n```",
+        "recovery codes:\n\n\n1a2b3-c4d5e",
+        "backup codes:\n```python\nprint(codes)\n```",
+        "recovery codes:\n\n- regenerate them in settings",
+        "backup code path:\n```\n/var/backup/2024-01\n```",
+        "scratch codes (none yet):\n\nTODO",
+        "recovery codes:\n```\nv2-beta\n```",
+    ],
+)
+def test_blocks_after_recovery_code_words_that_hold_no_codes_stay_storable(text: str) -> None:
+    assert find_secrets(text) == []
