@@ -4,9 +4,9 @@ staging is deploy:Summer2024!".
 Pure module: no I/O. A colon joins many things that are no credential (`localhost:5432`,
 `python:3.12-slim`, `level:info`, `12:30:45`, `read:user`, `npm:lodash@4`, `std::vector`,
 `main:src/app.py`, `sha256:abcd…`), so a pair counts only after a word that announces one
-(creds, credentials, login, logon, account, auth, user/pass) on its line, a few words before
-it, and only when its password looks chosen: it starts with a letter and mixes letters with
-digits or symbols, and is no label (`us-east-1`), hex digest, path or version.
+(creds, credentials, login, logon, account, auth, user/pass, user:pass) on its line, a few
+words before it, and only when its password looks chosen: it starts with a letter and mixes
+letters with digits or symbols, and is no label (`us-east-1`), hex digest, path or version.
 """
 
 from __future__ import annotations
@@ -37,8 +37,8 @@ _USER = re.compile(r"(?<![^\s\"'(\[,;=])[A-Za-z0-9_][A-Za-z0-9_.+\-@]{0,63}\Z")
 _LONGEST_USER = 64
 _VALUE = re.compile(r"[^\s:/\\\"'`<>]{4,128}+(?=[\s\"'`)\],;]|\Z)")
 _ANNOUNCING = re.compile(
-    r"(?<![a-z])(?:cred(?:s|entials?)?|logins?|logon|accounts?|auth|user/pass(?:word)?"
-    r"|username/password)(?![a-z])"
+    r"(?<![a-z])(?:cred(?:s|entials?)?|logins?|logon|accounts?|auth|user[/:]pass(?:word)?"
+    r"|username[/:]password)(?![a-z])"
 )
 _REACH = 48  # "login for the staging box is deploy:…": the word ends this far before the user
 _LONGEST_ANNOUNCING = len("username/password")

@@ -40,6 +40,8 @@ def _assert_only_value_redacted(text: str, value: str) -> None:
         ("the router's login is 'root:Xk9#mm2pq'", "Xk9#mm2pq"),
         ("user/pass for the ftp box is backup:Xk9#mm2", "Xk9#mm2"),
         ("CREDENTIALS\tjenkins:Jenk1ns!2024", "Jenk1ns!2024"),
+        ("user:pass admin:Hunter2!", "Hunter2!"),
+        ("username:password -> deploy:Summer2024!", "Summer2024!"),
     ],
 )
 def test_a_user_and_password_joined_by_a_colon_lose_the_password(text: str, password: str) -> None:
@@ -70,6 +72,8 @@ def test_a_user_and_password_joined_by_a_colon_lose_the_password(text: str, pass
         "author admin:Hunter2!",
         "the account id is acct:12345abc",
         "creds are in the k8s secret ns:default",
+        "user:pass pairs such as admin:admin",
+        "username:password format, e.g. user:email",
     ],
 )
 def test_colons_that_join_no_user_and_password_stay_storable(text: str) -> None:
