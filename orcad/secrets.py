@@ -3,8 +3,10 @@
 Pure module: no I/O. The rules: token formats and other shaped secrets (`secret_formats`,
 with the token table in `secret_tokens`), `name = value` assignments (here), and credentials in
 plain words: command lines (`secret_commands`), netrc and other files (`secret_files`),
-sentences and PINs (`secret_sentences`, `secret_foreign_sentences`, `secret_pins`) and notes
-(`secret_notes`), each asking `secret_values` what a value is. Token rules are skipped
+sentences and PINs (`secret_sentences`, `secret_foreign_sentences`, `secret_pins`,
+`secret_spaced`), notes (`secret_notes`, `secret_colon_pairs`) and second factors
+(`secret_second_factor`), each asking `secret_values` what a value is; values a line break
+cuts are read joined (`secret_wrapped`, `secret_cut_values`). Token rules are skipped
 outright when their trigger literal is absent from the text's long unbroken runs
 (`secret_gates`), so the common no-secret path is one pass to find those runs plus a few
 substring searches. Text
