@@ -223,3 +223,28 @@ def test_a_session_idle_past_the_expiry_across_a_crash_and_restart_is_expired(
     joined = daemon.call("session.open", {**params, "join": True})
     assert (joined.epoch, joined.joined) == (opened.epoch, True)  # revived at its epoch
     daemon.call("memory.search", {**ids, "limit": 1})
+
+
+async def test_a_join_from_another_repository_stays_in_the_workspace_the_session_opened_in(
+    tmp_path: Path,
+) -> None:
+    """The agent's hooks after a `cd` into another repository, and an MCP server started in
+    another directory, join the session where it was opened: neither moves it, so neither
+    raises the epoch on the other (which would end its grants and pending changes)."""
+    store = _store(tmp_path, SettableClock())
+    started, elsewhere = tmp_path / "started", tmp_path / "elsewhere"
+    for repo in (started, elsewhere):
+        (repo / ".git").mkdir(parents=True)
+    config_file = tmp_path / "config.toml"
+    first, _ = await store.open_or_join(
+        SessionOpenParams(cwd=str(started), session_id="ses_agent"), config_file, Config()
+    )
+    moved, joined = await store.open_or_join(
+        SessionOpenParams(cwd=str(elsewhere), session_id="ses_agent", join=True),
+        config_file,
+        Config(),
+    )
+    assert joined
+    assert (moved.epoch, moved.workspace_id) == (first.epoch, first.workspace_id)
+    await store.require("ses_agent", first.epoch)
+    store.close()
