@@ -11,6 +11,7 @@ written as `\\xNN` (as the Markdown files write C0 and C1 controls), `\\uNNNN` o
 from __future__ import annotations
 
 import re
+import unicodedata
 
 # The bidirectional formatting characters, as a character class's ranges: marks (U+061C,
 # U+200E, U+200F), embeddings and overrides, isolates
@@ -54,3 +55,17 @@ def escapes_as_words(text: str) -> str:
     if "\\" not in text:
         return text
     return _WRITTEN_ESCAPE.sub(_word_for_escape, text)
+
+
+# Characters nobody sees: controls, format characters (zero-width spaces and joiners, the
+# bidirectional and tag characters) and, as str.isspace says, white space
+_INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf"})
+
+
+def has_visible_character(text: str) -> bool:
+    """Whether `text` shows a reader anything: a fact or record of NULs, zero-width spaces or
+    tag characters alone would be kept as a line of escapes that says nothing."""
+    return any(
+        not char.isspace() and unicodedata.category(char) not in _INVISIBLE_CATEGORIES
+        for char in text
+    )

@@ -17,7 +17,7 @@ from pathlib import Path
 import filelock
 import structlog
 
-from orcad.control_characters import escape_control_characters
+from orcad.control_characters import escape_control_characters, has_visible_character
 from orcad.durable_files import replace_file_atomically
 from orcad.errors import InvalidParams, StorageError
 from orcad.limits import EXPLICIT_FACT_MAX_CHARS, EXPLICIT_LOCK_TIMEOUT_S
@@ -41,6 +41,11 @@ def format_fact(text: str) -> str:
     fact = text.strip()
     if not fact:
         raise InvalidParams("`text` is empty; give the fact to remember", field="text")
+    if not has_visible_character(fact):
+        raise InvalidParams(
+            "`text` holds only control or invisible characters; give the fact to remember",
+            field="text",
+        )
     if len(fact) > EXPLICIT_FACT_MAX_CHARS:
         raise InvalidParams(
             f"`text` has {len(fact)} characters; a remembered fact may have at most "

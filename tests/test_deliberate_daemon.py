@@ -420,3 +420,35 @@ def test_a_record_is_not_recalled_again_once_its_database_file_is_gone(
     state = orca_env.memory_root / "daemon-state.sqlite3"
     kept = b"".join(p.read_bytes() for p in state.parent.glob(f"{state.name}*") if p.is_file())
     assert b"fridays" not in kept
+
+
+INVISIBLE_ONLY = [
+    "\x00" * 40,  # what `head -c 40 /dev/zero | orcactl remember -` sends
+    "\u200b\u200b\u200b",  # zero-width spaces
+    "\ufeff\u2060\x1b",
+    "".join(chr(0xE0000 + ord(c)) for c in "hidden"),  # tag characters
+    "\u202e\x07 \t\u200d",
+]
+
+
+@pytest.mark.parametrize("text", INVISIBLE_ONLY)
+def test_a_fact_or_record_of_invisible_characters_alone_is_refused_and_nothing_is_kept(
+    daemon: DaemonProcess, orca_env: OrcaEnv, tmp_path: Path, text: str
+) -> None:
+    session = open_session(daemon, tmp_path / "ws", mode="yolo")
+    for scope in ("user", "project"):
+        refused = remote_error(daemon, "remember", {**session, "text": text, "scope": scope})
+        assert (refused.code, refused.error.data["field"]) == (-32602, "text")
+        assert "invisible" in refused.error.message
+    refused = remote_error(
+        daemon,
+        "memory.manage",
+        {**session, "action": "save", "content": text, "kind": "fact", "is_global": False},
+    )
+    assert (refused.code, refused.error.data["field"]) == (-32602, "content")
+    assert not (orca_env.memory_root / "user.md").exists()
+    assert list(orca_env.memory_root.glob("projects/*/memory.md")) == []
+    assert daemon.call("memory.search", {**session}).records == []
+    # a fact with something to read among them is kept, its invisible characters written out
+    daemon.call("remember", {**session, "text": f"builds use pnpm{text}", "scope": "user"})
+    assert "builds use pnpm" in (orca_env.memory_root / "user.md").read_text()

@@ -12,7 +12,7 @@ import msgspec
 import structlog
 
 from orcad.clock import Clock, format_time
-from orcad.control_characters import escape_control_characters
+from orcad.control_characters import escape_control_characters, has_visible_character
 from orcad.deliberate import policy
 from orcad.deliberate.approvals import (
     PendingApprovals,
@@ -84,6 +84,10 @@ def validate_change(params: MemoryManageParams) -> PendingChange:
     if content is not None:
         if not content:
             raise InvalidParams("`content` must not be blank", field="content")
+        if not has_visible_character(content):
+            raise InvalidParams(
+                "`content` holds only control or invisible characters", field="content"
+            )
         if len(content) > MEMORY_CONTENT_MAX_CHARS:
             raise InvalidParams(
                 f"`content` has {len(content)} characters; the limit is {MEMORY_CONTENT_MAX_CHARS}",
