@@ -945,3 +945,17 @@ def test_a_job_files_temp_left_by_a_crash_is_removed_at_the_next_start(
     daemon.start()
     assert [job.job_id for job in daemon.call("jobs.list", {}).jobs] == [job_id]
     assert not leftover.exists()
+
+
+@pytest.mark.parametrize("method", ["jobs.list", "jobs.claim"])
+@pytest.mark.parametrize("project_id", ["nope", "A" * 64, "0" * 63, "../" + "0" * 61])
+def test_a_project_id_that_names_no_project_is_refused_not_answered_with_no_jobs(
+    daemon: DaemonProcess, method: str, project_id: str
+) -> None:
+    params: dict[str, Any] = {"project_id": project_id}
+    if method == "jobs.claim":
+        params["worker"] = "ext-worker"
+    with pytest.raises(RemoteError) as caught:
+        daemon.call(method, params)
+    assert (caught.value.code, caught.value.error.data["field"]) == (-32602, "project_id")
+    assert "64 lowercase hex digits" in caught.value.error.message

@@ -99,6 +99,7 @@ class CaptureRoutes:
     # --- jobs.* -----------------------------------------------------------------------------
 
     async def list_jobs(self, params: JobsListParams) -> JobsListResult:
+        _check_project_id(params.project_id)  # a typo lists no jobs: say so
         await self.service.drop_vanished_everywhere()
         index = self.service.index
         damaged = index.damaged_jobs(params.project_id) if params.state is None else []
@@ -113,10 +114,7 @@ class CaptureRoutes:
                 "the daemon's own workers",
                 field="worker",
             )
-        if params.project_id is not None and not is_project_id(params.project_id):
-            raise InvalidParams(
-                "project_id must be 64 lowercase hex digits (see projects.list)", field="project_id"
-            )
+        _check_project_id(params.project_id)
         lease_s = params.lease_s or self.config.extraction.lease_s
         found = await self.service.leases.claim_pass(
             params.worker, lease_s, project_id=params.project_id
@@ -222,3 +220,11 @@ def install(
     host.on_session_opened(service.on_session_opened)
     host.run_in_background(service.run)
     return service, api
+
+
+def _check_project_id(project_id: str | None) -> None:
+    """-32602 naming `project_id` unless it is absent or a project's id."""
+    if project_id is not None and not is_project_id(project_id):
+        raise InvalidParams(
+            "project_id must be 64 lowercase hex digits (see projects.list)", field="project_id"
+        )
