@@ -15,8 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from orcad import secret_formats
-from orcad import secrets as detector
+from orcad import secret_assignments, secret_formats
 from orcad.secret_pins import find_pin_settings
 from orcad.secret_values import looks_random
 from orcad.secrets import (
@@ -1083,7 +1082,7 @@ def test_a_value_a_text_repeats_is_judged_once(monkeypatch: pytest.MonkeyPatch) 
         judged.append(value)
         return looks_random(value)
 
-    monkeypatch.setattr(detector, "looks_random", counting)
+    monkeypatch.setattr(secret_assignments, "looks_random", counting)
     text = "password=hunter2 api_key=Qm8vT2pL9xR4nK7sW1zY6 " * 2_000
     redacted = "password=[REDACTED:credential_assignment] api_key=[REDACTED:credential_assignment] "
     assert redact(text) == redacted * 2_000
