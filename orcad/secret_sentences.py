@@ -3,13 +3,13 @@
 Pure module: no I/O. Finds a password a sentence gives ("the root password on the staging box
 is Winter2024!", "the admin password is: qwerty", "log in with the password letmein2024",
 "the wifi password is 84736251", "my password is correct horse battery staple", "user admin
-pass hunter2"), and a generated value stated for an API key, token or secret ("the api key is
-3f9a..."). Leaves alone "password" followed by a word that names another thing ("the password
-policy is NIST-800-63b"), commands named after passwd ("chpasswd reads user:password pairs"),
-words that describe a password ("the password is too short", "the password is stored
-hashed"), a password with other words than an owner's between it and its verb ("password
-timeout is 3600"), `pass` alone as a verb, and anonymous FTP's password. A PIN a sentence
-states is found here with the patterns of `secret_pins`; other languages are
+pass hunter2"); a generated value stated for an API key, token or secret is
+`secret_stated_keys`'. Leaves alone "password" followed by a word that names another thing
+("the password policy is NIST-800-63b"), commands named after passwd ("chpasswd reads
+user:password pairs"), words that describe a password ("the password is too short", "the
+password is stored hashed"), a password with other words than an owner's between it and its
+verb ("password timeout is 3600"), `pass` alone as a verb, and anonymous FTP's password. A PIN
+a sentence states is found here with the patterns of `secret_pins`; other languages are
 `secret_foreign_sentences`'.
 """
 
@@ -31,7 +31,6 @@ from orcad.secret_values import (
     is_label,
     is_placeholder,
     is_reference,
-    looks_random,
     mixes_letters_and_others,
     value_ends_clause,
 )
@@ -380,37 +379,3 @@ def _prose_label(lowered: str, keyword: int) -> bool:
     """A word of prose right before the password's name, on the same line ("wifi password")."""
     label = _PROSE_LABEL.search(lowered, max(0, keyword - 32), keyword)
     return label is not None and label.group(1) not in _NOT_PROSE
-
-
-# "the api key is 3f9a...", "the token is kT9v...": a value a sentence gives for a key, token or
-# secret is one when it looks generated, as it must be after such a name in an assignment.
-_KEY_STATEMENT_TAIL = (
-    r"(?![a-z0-9_\-])"
-    r"(?:[ \t]+[^\s.,;:!?=]{1,30}+){0,8}?"
-    rf"(?:[ \t]*:|{STATED_VERB}[ \t]*:?)"
-    r"[ \t]+[\"'`]?([^\s\"'`()\[\]{}<>]{16,256}+)(?![(\[{<])"
-)
-# one pattern per name: a literal prefix lets the engine skip ahead (an alternation does not)
-_KEY_STATEMENTS = tuple(
-    (name, re.compile(name + _KEY_STATEMENT_TAIL)) for name in ("token", "secret", "key")
-)
-# "key" alone is too common (primary key, cache key): only these qualifiers make it a credential.
-_KEY_QUALIFIER = re.compile(
-    r"(?:api|access|secret|private|signing|encryption|master|auth|client|account|app|license)"
-    r"[_\-. ]?\Z"
-)
-
-
-def find_stated_keys(text: str, lowered: str) -> Iterator[Span]:
-    """A generated value stated for an API key, token or secret in words."""
-    for name, pattern in _KEY_STATEMENTS:
-        if name not in lowered:
-            continue
-        for match in pattern.finditer(lowered):
-            at = match.start()
-            if name == "key" and not _KEY_QUALIFIER.search(lowered, max(0, at - 16), at):
-                continue
-            start, end = match.span(1)
-            end = end_before_trailing(text, start, end)
-            if end - start >= 16 and looks_random(text[start:end]):
-                yield start, end

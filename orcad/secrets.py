@@ -4,8 +4,8 @@ Pure module: no I/O. The rules: token formats and other shaped secrets (`secret_
 with the token table in `secret_tokens`), `name = value` assignments
 (`secret_assignments`), and credentials in
 plain words: command lines (`secret_commands`), netrc and other files (`secret_files`),
-sentences and PINs (`secret_sentences`, `secret_foreign_sentences`, `secret_pins`,
-`secret_spaced`), notes (`secret_notes`, `secret_colon_pairs`) and second factors
+sentences and PINs (`secret_sentences`, `secret_stated_keys`, `secret_foreign_sentences`,
+`secret_pins`, `secret_spaced`), notes (`secret_notes`, `secret_colon_pairs`) and second factors
 (`secret_second_factor`), each asking `secret_values` what a value is; values a line break
 cuts are read joined (`secret_wrapped`, `secret_cut_values`). Token rules are skipped
 outright when their trigger literal is absent from the text's long unbroken runs
@@ -74,8 +74,9 @@ from orcad.secret_invisible import visible_text
 from orcad.secret_notes import find_noted_passwords
 from orcad.secret_pins import find_access_codes, find_pin_settings
 from orcad.secret_second_factor import find_recovery_codes, find_totp_seeds, may_hold_seed
-from orcad.secret_sentences import find_stated_keys, find_stated_passwords
+from orcad.secret_sentences import find_stated_passwords
 from orcad.secret_spaced import find_spaced_passwords
+from orcad.secret_stated_keys import find_stated_keys
 from orcad.secret_tokens import ANCHORED_RULES, TOKEN_RULES
 from orcad.secret_values import (
     CUT_VALUE,
