@@ -59,6 +59,8 @@ ADVERSARIAL = {
     "login slashes": "login: a / ",
     "foreign words": "contraseña: x ",
     "foreign keys": "la clave es Xk9#mm2pq Schlüssel: ",
+    "foreign spaces": "Passwort Geheim2024! пароль qwerty123 ",
+    "foreign words spaced": "Kennwort Passwort senha ",
     "token prefixes": "ghp_xoxb-sk-eyJ",
     "jwt heads": "eyJ",
     "aws secret names": "secret_access_key=",

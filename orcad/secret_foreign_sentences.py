@@ -15,7 +15,13 @@ from collections.abc import Iterator
 
 from orcad.secret_languages import OWNER_WORDS as FOREIGN_OWNER_WORDS
 from orcad.secret_languages import VERB_LANGUAGES, Language, describes_password
-from orcad.secret_sentences import DESCRIPTIVE, STATED_VALUE, stated_password
+from orcad.secret_sentences import (
+    DESCRIBING_ENDS,
+    DESCRIPTIVE,
+    STATED_VALUE,
+    stated_password,
+)
+from orcad.secret_spaced import HASH_SCHEMES
 from orcad.secret_values import Span, end_before_trailing, is_placeholder, value_ends_clause
 
 # The word for password in other languages, and their verb "is": German (Passwort, Kennwort;
@@ -26,10 +32,15 @@ _FOREIGN_PASSWORD = re.compile(
     r"(?:passwort|kennwort|(?<![^\W\d_])(?:contrase[ñn]a|mot de passe|senha|wachtwoord|has[łl]o|"
     r"l[öo]senord|adgangskode|passord|salasana|[şs]ifre|пароль|密码|密碼|パスワード|비밀번호|"
     r"password(?=(?:[ \t]+[^\s.,;:!?=]{1,30}+){0,4}?[ \t]+è[ \t:])))"  # Italian, before its verb
-    r"(?![^\W\d_])(?P<words>(?:[ \t]+[^\s.,;:!?=\uff1a]{1,30}+){0,6}?)"
+    r"(?![^\W\d_])(?:(?P<words>(?:[ \t]+[^\s.,;:!?=\uff1a]{1,30}+){0,6}?)"
     r"(?:(?P<op>[ \t]*[:=\uff1a])[ \t]*|"
     r"[ \t]+(?P<verb>ist|lautet|war|es|era|est|était|é|è|is|was|jest|är|er|on|je|это|—|-)[ \t]+)"
     + STATED_VALUE.replace(r"[ \t]+", "", 1)
+    # or after a space alone ("Passwort Geheim2024!"), tried last, in the same scan; looked
+    # ahead at, so that a word for password the value holds is still read
+    + "|(?="
+    + STATED_VALUE.replace("(?P<value>", "(?P<spaced>")
+    + "))"
 )
 # the words' telling parts: ASCII ones alone are looked for in ASCII text
 # (the Polish, Swedish and Turkish words are written with their diacritics)
@@ -224,6 +235,30 @@ def _find_foreign_keys(text: str, lowered: str) -> Iterator[Span]:
             at = lowered.find(word, at + len(word))
 
 
+def _spaced_password(text: str, value: str, value_end: int, end: int) -> bool:
+    """A password after the word and a space alone, "Passwort Geheim2024!", "пароль
+    qwerty123": one that looks chosen, ends its clause and is no hash or cipher's name
+    ("Passwort Argon2id", as in English)."""
+    quoted = text[value_end : value_end + 1] in ('"', "'", "`")
+    return (
+        value_ends_clause(text, value_end + quoted, end + quoted)
+        and stated_password(value)
+        and value.lower() not in HASH_SCHEMES
+        and not _word_and_digits(value)
+    )
+
+
+def _word_and_digits(value: str) -> bool:
+    """Letters of one case that end as a describing word does, then digits ("isolated1",
+    "enabled2"): a test's or a setting's name rather than a chosen password ("qwerty123")."""
+    letters = value.rstrip("0123456789")
+    return (
+        letters.isalpha()
+        and (letters.islower() or letters.isupper())
+        and letters.lower().endswith(DESCRIBING_ENDS)
+    )
+
+
 def find_foreign_passwords(text: str, lowered: str) -> Iterator[Span]:
     """A password given after the word for password in another language: "Passwort:
     Geheim2024", "la contraseña es Secreto123", "пароль: qwerty123", "密码\uff1aabc12345",
@@ -239,9 +274,14 @@ def find_foreign_passwords(text: str, lowered: str) -> Iterator[Span]:
     ):
         return
     for match in _FOREIGN_PASSWORD.finditer(lowered):
-        start, value_end = match.span("value")
+        spaced = match["spaced"] is not None
+        start, value_end = match.span("spaced" if spaced else "value")
         end = end_before_trailing(text, start, value_end)
         value = text[start:end]
+        if spaced:
+            if _spaced_password(text, value, value_end, end):
+                yield start, end
+            continue
         if stated_password(value):
             yield start, end
             continue

@@ -192,7 +192,7 @@ def _clearly_stated(value: str, *, clause_ends: bool) -> bool:
 
 # How English words that describe a password end ("the password is unrecoverable"): a long
 # word of letters that ends otherwise is rather words run together as one.
-_DESCRIBING_ENDS = (
+DESCRIBING_ENDS = (
     "ed", "ing", "able", "ible", "ly", "tion", "tions", "sion", "ment", "ness", "ive", "ful",
     "less", "ous", "ies", "ity", "ize", "ise", "al", "ic", "ent", "ant", "ary", "ory", "ence",
     "ance", "ist", "ism", "ward", "wards", "worthy", "where", "ever", "self", "proof", "wise",
@@ -208,7 +208,7 @@ def _joined_words(value: str) -> bool:
         len(value) >= 12
         and value.isalpha()
         and _CAPITALISED_OR_LOWER.match(value) is not None
-        and not value.lower().endswith(_DESCRIBING_ENDS)
+        and not value.lower().endswith(DESCRIBING_ENDS)
         and "pass" not in value.lower()  # mypasswordhere: a stand-in
         and not is_placeholder(value)
     )
@@ -358,7 +358,7 @@ def _stated_passphrase(text: str, start: int) -> int:
             or word.endswith(("ed", "ing", "ly"))
         ):
             return 0
-        describing += word in DESCRIPTIVE or word.endswith(_DESCRIBING_ENDS)
+        describing += word in DESCRIPTIVE or word.endswith(DESCRIBING_ENDS)
     return end if describing <= 1 else 0
 
 

@@ -21,7 +21,7 @@ _SPACED_VALUE = re.compile(
     r"password(?<![a-z0-9_\-.$@]password)[ \t]+[\"'`]?(?P<value>[^\s\"'`()\[\]{}<>]{6,128}+)"
 )
 # the hashes and ciphers a password is said to be kept with ("password Argon2id")
-_SCHEMES = frozenset(
+HASH_SCHEMES = frozenset(
     ("argon2", "argon2i", "argon2d", "argon2id", "pbkdf2", "scrypt", "bcrypt", "yescrypt",
      "sha256", "sha512", "sha-256", "sha-512", "aes256", "aes-256", "md5", "ntlmv2")
 )  # fmt: skip
@@ -43,7 +43,7 @@ def find_spaced_passwords(text: str, lowered: str) -> Iterator[Span]:
                 _PLAINLY_CHOSEN.search(value) is not None
                 and value_ends_clause(text, value_end + quoted, end + quoted)
                 and stated_password(value)
-                and value.lower() not in _SCHEMES
+                and value.lower() not in HASH_SCHEMES
             ):
                 yield start, end
         at = lowered.find(_WORD, at + len(_WORD))
