@@ -97,6 +97,8 @@ ADVERSARIAL = {
     "announcing words": "login auth:",
     # second factors (orcad/secret_second_factor.py): seeds, code lists, their words alone
     "totp seeds": "2FA seed: JBSWY3DPEHPK3PXP ",
+    "grouped seeds": "totp key: JBSW Y3DP EHPK 3PXP ",
+    "seed words and groups": "otp ABCD EFGH IJKL MNOP ",
     "recovery codes": "backup codes: 1a2b3-c4d5e ",
     "fenced codes": "backup codes:\n```\n1a2b3-c4d5e\n```\n",
     "second factor words": "recovery code otp 2fa ",

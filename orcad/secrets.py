@@ -73,7 +73,12 @@ from orcad.secret_gates import (
 from orcad.secret_invisible import visible_text
 from orcad.secret_notes import find_noted_passwords
 from orcad.secret_pins import find_access_codes, find_pin_settings
-from orcad.secret_second_factor import find_recovery_codes, find_totp_seeds, may_hold_seed
+from orcad.secret_second_factor import (
+    find_grouped_seeds,
+    find_recovery_codes,
+    find_totp_seeds,
+    may_hold_seed,
+)
 from orcad.secret_sentences import find_stated_passwords
 from orcad.secret_spaced import find_spaced_passwords
 from orcad.secret_stated_keys import find_stated_keys
@@ -159,6 +164,7 @@ _RULES: tuple[tuple[str, Finder, Gate], ...] = (
     ("password_statement", find_access_codes, _always),
     # a seed is set as a secret is, a recovery code stands for a password: the kinds they name
     ("credential_assignment", find_totp_seeds, may_hold_seed),
+    ("credential_assignment", find_grouped_seeds, _always),
     ("password_statement", find_recovery_codes, _always),
 )
 _PRIORITY = {name: index for index, (name, _, _) in enumerate(_RULES)}

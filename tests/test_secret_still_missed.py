@@ -70,3 +70,52 @@ def test_a_word_for_password_after_a_spaced_one_is_still_read() -> None:
     # (here "Passwort ... = X", six words on) is still found
     text = "Kennwort Passwort door 1234 ghp_ is es 是 = deploy:Summer2024!"
     assert "Summer2024!" not in redact(text)
+
+
+# ----------------------------------------------------------- a TOTP seed written in groups
+@pytest.mark.parametrize(
+    ("text", "seed"),
+    [
+        ("totp key: JBSW Y3DP EHPK 3PXP", "JBSW Y3DP EHPK 3PXP"),
+        ("TOTP seed JBSW Y3DP EHPK 3PXP", "JBSW Y3DP EHPK 3PXP"),
+        ("2FA setup key: jbsw y3dp ehpk 3pxp", "jbsw y3dp ehpk 3pxp"),
+        (
+            "Google Authenticator key: 5xk3 m2qa 7zpd wl4v hbn6 oe2r tyu3 gk7s",
+            "5xk3 m2qa 7zpd wl4v hbn6 oe2r tyu3 gk7s",
+        ),
+        ("MFA secret for the admin account: KRSX G5CT MVRX EZLU", "KRSX G5CT MVRX EZLU"),
+        ("the two-factor (2FA) seed is GEZD GNBV GY3T QOJQ.", "GEZD GNBV GY3T QOJQ"),
+        ("otp: JBSW Y3DP EHPK 3PXP\nuser: admin", "JBSW Y3DP EHPK 3PXP"),
+        ("- 2fa (github): ab3d ef4h ij5l mn6p", "ab3d ef4h ij5l mn6p"),
+        ("authenticator: JBSW\tY3DP\tEHPK\t3PXP", "JBSW\tY3DP\tEHPK\t3PXP"),
+        ("HOTP secret = MZXW 6YTB OI3D QNZA", "MZXW 6YTB OI3D QNZA"),
+        ("Authenticator app key, phone: NB2W 45DF OIZQ 4BAP", "NB2W 45DF OIZQ 4BAP"),
+    ],
+)
+def test_a_totp_seed_written_in_groups_is_redacted(text: str, seed: str) -> None:
+    redacted = redact(text)
+    assert seed not in redacted
+    assert seed not in secret_kinds(text)
+    for group in seed.split():
+        assert group not in redacted
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "totp key: JBSW EHPK PXPA BCDE",  # no digit
+        "enable 2FA with code 2345",
+        "MFA devices: AB23 CD34",
+        "TOTP is defined in RFC 6238",
+        "2fa: turn on your 2fa in settings",
+        "JBSW Y3DP EHPK 3PXP with no word naming a second factor",
+        "totp\nJBSW Y3DP EHPK 3PXP",  # on the next line
+        "otp: 2345 6723 4567 2345",  # digits alone: codes, not a seed
+        "mfa: Ab3d Ef4h Ij5l Mn6p",  # mixed case: no base32 seed
+        "2FA: ABCD-EFG2 HIJK LMN3",
+        "totp step: 30s, 6 digits, SHA1",
+        "otpauth support landed in 2023; the MFA code has 6 digits",
+    ],
+)
+def test_groups_of_four_that_are_no_seed_stay_storable(text: str) -> None:
+    assert find_secrets(text) == []
