@@ -95,6 +95,8 @@ ADVERSARIAL = {
     # a user and password joined by a colon (orcad/secret_colon_pairs.py), and words alone
     "colon pairs": "creds admin:Hunter2! ",
     "announcing words": "login auth:",
+    "pairs under words": "creds for db\nadmin:Hunter2!\n",
+    "pair lines": "login\na:b1cd\n",
     # second factors (orcad/secret_second_factor.py): seeds, code lists, their words alone
     "totp seeds": "2FA seed: JBSWY3DPEHPK3PXP ",
     "grouped seeds": "totp key: JBSW Y3DP EHPK 3PXP ",

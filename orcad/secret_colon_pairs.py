@@ -5,8 +5,9 @@ Pure module: no I/O. A colon joins many things that are no credential (`localhos
 `python:3.12-slim`, `level:info`, `12:30:45`, `read:user`, `npm:lodash@4`, `std::vector`,
 `main:src/app.py`, `sha256:abcd…`), so a pair counts only after a word that announces one
 (creds, credentials, login, logon, account, auth, user/pass, user:pass) on its line, a few
-words before it, and only when its password looks chosen: it starts with a letter and mixes
-letters with digits or symbols, and is no label (`us-east-1`), hex digest, path or version.
+words before it, or on the line above a pair that starts its own, and only when its password
+looks chosen: it starts with a letter and mixes letters with digits or symbols, and is no label
+(`us-east-1`), hex digest, path or version.
 """
 
 from __future__ import annotations
@@ -75,13 +76,33 @@ def _is_chosen(text: str, user_start: int, value_start: int, value_end: int) -> 
 
 def _announced(lowered: str, user_start: int) -> bool:
     """A word announcing a credential ends fewer than _REACH characters before the user, on
-    its line."""
+    its line, or on the line above a pair that starts its own."""
     reach = max(0, user_start - _REACH - _LONGEST_ANNOUNCING)
     line = lowered.rfind("\n", reach, user_start) + 1
     return any(
         word.end() > user_start - _REACH
         for word in _ANNOUNCING.finditer(lowered, max(line, reach), user_start)
-    )
+    ) or _announced_above(lowered, user_start)
+
+
+# A pair alone on its line, after spaces and a list's bullet at most ("creds for db" then
+# "admin:Hunter2!"), is announced by a word in the end of the line above (not a blank one).
+_PAIR_LEAD = re.compile(r"[ \t]*(?:[-*•][ \t]+)?")
+_LONGEST_LEAD = 16
+_LINE_ABOVE = 64
+
+
+def _announced_above(lowered: str, user_start: int) -> bool:
+    """A word announcing a credential in the last _LINE_ABOVE characters of the line above a
+    pair that starts its line."""
+    line_break = lowered.rfind("\n", max(0, user_start - _LONGEST_LEAD), user_start)
+    if line_break < 0 or _PAIR_LEAD.fullmatch(lowered, line_break + 1, user_start) is None:
+        return False
+    above_start = max(0, line_break - _LINE_ABOVE)
+    newline = lowered.rfind("\n", above_start, line_break)
+    if newline >= 0:  # (a blank line above: nothing to search)
+        above_start = newline + 1
+    return _ANNOUNCING.search(lowered, above_start, line_break) is not None
 
 
 def find_colon_pairs(text: str, lowered: str) -> Iterator[Span]:

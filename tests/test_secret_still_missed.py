@@ -119,3 +119,44 @@ def test_a_totp_seed_written_in_groups_is_redacted(text: str, seed: str) -> None
 )
 def test_groups_of_four_that_are_no_seed_stay_storable(text: str) -> None:
     assert find_secrets(text) == []
+
+
+# ------------------------------------------- a credential word on the line above its pair
+@pytest.mark.parametrize(
+    ("text", "password"),
+    [
+        ("creds for db\nadmin:Hunter2!", "Hunter2!"),
+        ("staging login\ndeploy:Summer2024!", "Summer2024!"),
+        ("Credentials:\n  root:Xk9#mm2pq", "Xk9#mm2pq"),
+        ("grafana account\n- admin:Gr4fana!", "Gr4fana!"),
+        ("db creds (prod)\r\npostgres:Pg$tag1ng\r\n", "Pg$tag1ng"),
+        ("the basic auth for the dashboard is\nops:Deploy2024", "Deploy2024"),
+        ("logins:\n* jdoe:Winter2025!\n", "Winter2025!"),
+        ("user/pass below\nsvc_backup:Backup#2024", "Backup#2024"),
+        ("ssh logon for the pi\npi:Raspberry3!", "Raspberry3!"),
+        ("jenkins creds\n\tjenkins:Jenk1ns!2024.", "Jenk1ns!2024"),
+    ],
+)
+def test_a_colon_pair_under_a_credential_word_is_redacted(text: str, password: str) -> None:
+    _assert_only_value_redacted(text, password, "password_statement")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "creds for db\n\nadmin:Hunter2!",  # a blank line between
+        "creds for db\nthe admin:Hunter2! pair is old",  # not starting its line
+        "login page\nlocalhost:5432",
+        "account settings\nregion:us-east-1",
+        "auth service logs\nerror:Timeout3",
+        "login flow\nimage:python3.12",
+        "creds\nsha256:abcdef123456",
+        "credentials\nmain:src/app.py",
+        "the login\n12:30:45",
+        "login\nuser:pass",
+        "auth\nnpm:lodash@4",
+        "release notes\nadmin:Hunter2!",  # no word announcing a credential above
+    ],
+)
+def test_colon_pairs_under_other_lines_stay_storable(text: str) -> None:
+    assert find_secrets(text) == []
