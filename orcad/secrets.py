@@ -162,10 +162,9 @@ _RULES: tuple[tuple[str, Finder, Gate], ...] = (
     ("password_statement", find_spaced_passwords, _always),
     ("password_statement", find_noted_passwords, _always),
     ("password_statement", find_access_codes, _always),
-    # a seed is set as a secret is, a recovery code stands for a password: the kinds they name
-    ("credential_assignment", find_totp_seeds, may_hold_seed),
-    ("credential_assignment", find_grouped_seeds, _always),
-    ("password_statement", find_recovery_codes, _always),
+    ("totp_seed", find_totp_seeds, may_hold_seed),
+    ("totp_seed", find_grouped_seeds, _always),
+    ("recovery_codes", find_recovery_codes, _always),
 )
 _PRIORITY = {name: index for index, (name, _, _) in enumerate(_RULES)}
 # (a literal every match holds, rule, finder): a setting is read by the rules its name names

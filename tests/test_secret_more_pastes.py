@@ -119,7 +119,8 @@ def test_a_colon_pair_without_a_credential_word_stays_storable() -> None:
 def test_a_totp_seed_after_a_second_factor_word_is_redacted(text: str, seed: str) -> None:
     redacted = redact(text)
     assert seed not in redacted
-    assert redacted == text.replace(seed, "[REDACTED:credential_assignment]")
+    assert redacted == text.replace(seed, "[REDACTED:totp_seed]")
+    assert secret_kinds(text) == "totp_seed"
 
 
 @pytest.mark.parametrize(
@@ -148,8 +149,9 @@ def test_recovery_and_backup_codes_are_redacted(text: str, codes: list[str]) -> 
     expected = text
     for code in codes:
         assert code not in redacted
-        expected = expected.replace(code, "[REDACTED:password_statement]")
+        expected = expected.replace(code, "[REDACTED:recovery_codes]")
     assert redacted == expected
+    assert secret_kinds(text) == "recovery_codes"
 
 
 @pytest.mark.parametrize(

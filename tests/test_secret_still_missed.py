@@ -160,3 +160,22 @@ def test_a_colon_pair_under_a_credential_word_is_redacted(text: str, password: s
 )
 def test_colon_pairs_under_other_lines_stay_storable(text: str) -> None:
     assert find_secrets(text) == []
+
+
+# ---------------------------------------------------- the kinds second factors are named by
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        ("TOTP seed: JBSWY3DPEHPK3PXP", "totp_seed"),
+        ("totp key: JBSW Y3DP EHPK 3PXP", "totp_seed"),
+        ("recovery codes: 8f3k-2m9x 4j7d-1p0q", "recovery_codes"),
+        (
+            "BitLocker recovery key: 123456-234567-345678-456789-567890-678901-789012-890123",
+            "recovery_codes",
+        ),
+        ("MFA_SECRET=JBSWY3DPEHPK3PXP", "credential_assignment"),  # its name says what it is
+    ],
+)
+def test_second_factors_are_named_by_their_kind(text: str, kind: str) -> None:
+    assert secret_kinds(text) == kind
+    assert f"[REDACTED:{kind}]" in redact(text)

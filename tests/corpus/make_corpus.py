@@ -1891,6 +1891,48 @@ def build_test_logs(c: Corpus) -> None:
         c.lookalike("test_log", text)
 
 
+BASE32 = string.ascii_uppercase + "234567"
+
+
+def build_second_factors(c: Corpus) -> None:
+    """TOTP seeds after a word that names a second factor, whole or in groups of four, and
+    recovery codes after their words; and what mentions them but holds none."""
+    for shape in (
+        "TOTP seed: {v}",
+        "the 2fa seed is {v}",
+        "authenticator setup key {v} (scan the QR code instead)",
+        "otp seed for the admin account: {v}",
+    ):
+        value = c.mixed(BASE32, c.rng.choice((16, 32)))
+        c.secret("totp_seed", value, shape.format(v=value))
+    for shape, lower in (("totp key: {v}", False), ("2FA setup key: {v}", True)):
+        value = " ".join(c.mixed(BASE32, 4) for _ in range(8))
+        value = value.lower() if lower else value
+        c.secret("totp_seed", value, shape.format(v=value))
+    for shape in (
+        "recovery codes: {v} {w}",
+        "GitHub recovery codes:\n{v}\n{w}\n",
+        "backup codes\n- {v}\n- {w}",
+        "your backup code is {v}",
+    ):
+        first, second = (
+            c.mixed(string.ascii_lowercase + DIGITS, 5)
+            + "-"
+            + c.mixed(string.ascii_lowercase + DIGITS, 5)
+            for _ in range(2)
+        )
+        c.secret("recovery_codes", first, shape.format(v=first, w=second))
+    for text in (
+        "enable 2FA in settings before the release",
+        "recovery codes are shown once, store them in the vault",
+        "error code: ABCD-1234",
+        "totp key: JBSW EHPK PXPA BCDE",
+        "the otp step is 30 seconds",
+        "MFA devices: AB23 CD34",
+    ):
+        c.lookalike("second_factor_words", text)
+
+
 def build() -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     corpus = Corpus(SEED)
     build_secrets(corpus)
@@ -1923,6 +1965,7 @@ def build() -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     build_foreign_words_after_a_verb_and_a_colon(corpus)
     build_quoted_two_word_passphrases(corpus)
     build_test_logs(corpus)
+    build_second_factors(corpus)
     return corpus.secrets, corpus.lookalikes
 
 
