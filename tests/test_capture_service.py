@@ -12,6 +12,8 @@ import trio.testing
 
 from orcad import sqlite_worker
 from orcad.capture import inspection
+from orcad.capture.jobstore import job_path
+from orcad.capture.problems import ErrorRecorder
 from orcad.capture.records import Provenance
 from orcad.capture.service import CaptureService
 from orcad.capture.source import build_source
@@ -30,13 +32,15 @@ PROVENANCE = Provenance(provider="test", model="", prompt_version="v")
 PROJECT_ID = "a" * 64
 
 
-def make_service(tmp_path: Path, max_retries: int = 3) -> CaptureService:
+def make_service(
+    tmp_path: Path, max_retries: int = 3, record_error: ErrorRecorder | None = None
+) -> CaptureService:
     return CaptureService(
         projects_dir=tmp_path / "projects",
         config_file=tmp_path / "config.toml",
         config=Config(extraction=ExtractionConfig(max_retries=max_retries)),
         clock=SystemClock(),
-        record_error=lambda kind, message: None,
+        record_error=record_error or (lambda kind, message: None),
     )
 
 
@@ -153,6 +157,26 @@ async def test_a_job_file_removed_behind_the_daemon_is_skipped_and_forgotten(
     assert found.job is not None and found.job.job_id == kept
     assert [view.job_id for view in service.index.views()] == [kept]
     assert service.index.job_counts().leased == 1 and service.index.job_counts().pending == 0
+
+
+async def test_a_job_file_orcad_removes_under_the_lock_is_not_taken_for_one_moved_away(
+    tmp_path: Path,
+) -> None:
+    # retention and ledger.forget remove committed job files, then drop them from the index,
+    # under the project's lock: a listing meanwhile must not report them as moved or deleted
+    recorded: list[str] = []
+    service = make_service(tmp_path, record_error=lambda kind, message: recorded.append(kind))
+    job_id = await admit(service, session(tmp_path, "ses_1"), "t1")
+    await finish(service, job_id)
+    async with trio.open_nursery() as nursery, service.projects.lock(PROJECT_ID):
+        job_path(service.projects.project_dir(PROJECT_ID), job_id).unlink()
+        nursery.start_soon(service.drop_vanished_everywhere)  # a jobs.list meanwhile
+        await trio.testing.wait_all_tasks_blocked()
+        await trio.testing.wait_all_threads_completed()
+        await trio.testing.wait_all_tasks_blocked()
+        service.index.drop([job_id])
+    assert recorded == []
+    assert job_id not in service.index
 
 
 async def test_counts_kept_on_every_change_match_a_recount(tmp_path: Path) -> None:

@@ -136,33 +136,53 @@ class CaptureService:
         """Forget the jobs among `views` whose files are gone, and the projects among
         `project_ids` whose directories are gone (moved aside or deleted while orcad runs):
         otherwise a job a dead worker held stays `leased` in every listing and count, and
-        recalls wait for it in vain, until a restart. Said once in recent errors."""
-        directory = self.projects.project_dir
+        recalls wait for it in vain, until a restart. Said once in recent errors.
 
-        def look() -> tuple[list[JobView], list[str]]:
-            gone_jobs = [
-                v for v in views if not _exists(job_path(directory(v.project_id), v.job_id))
-            ]
-            gone_projects = [p for p in project_ids if not _exists(directory(p))]
-            return gone_jobs, gone_projects
-
-        gone_jobs, gone_projects = await trio.to_thread.run_sync(look)
-        # a job written again meanwhile (the same turn admitted anew) has a new view: kept
-        gone_jobs = [view for view in gone_jobs if self.index.view(view.job_id) is view]
-        self.index.drop(view.job_id for view in gone_jobs)
-        for project_id in gone_projects:
-            self.index.forget_project(project_id)
+        A project that seems to have lost something is looked at again under its lock: orcad
+        removes committed job files (retention, ledger.forget) before it drops them from the
+        index, and an admission makes a removed directory again before it indexes its job, each
+        under that lock; a look between the two steps is no proof of a file moved away."""
+        gone_jobs, gone_projects = await trio.to_thread.run_sync(
+            self._look_for_gone, views, project_ids
+        )
         for project_id in sorted({view.project_id for view in gone_jobs} | set(gone_projects)):
-            jobs = sorted(view.job_id for view in gone_jobs if view.project_id == project_id)
-            log.warning("jobs.vanished", project_id=project_id, jobs=jobs)
-            what = f"{len(jobs)} job file(s)" if jobs else "its directory"
-            self.problems.report(
-                "job_files_gone",
-                f"project {project_id}: {what} moved or deleted while orcad ran "
-                f"({directory(project_id)}); no longer listed or worked on",
+            mine = [view for view in gone_jobs if view.project_id == project_id]
+            await self._drop_gone(project_id, mine, directory_gone=project_id in gone_projects)
+
+    async def _drop_gone(
+        self, project_id: str, views: list[JobView], *, directory_gone: bool
+    ) -> None:
+        """drop_vanished for one project's `views` (and its directory), confirmed under its
+        lock."""
+        async with self.projects.lock(project_id):
+            gone_jobs, gone_projects = await trio.to_thread.run_sync(
+                self._look_for_gone, views, [project_id] if directory_gone else []
             )
-        if gone_jobs or gone_projects:
-            self.index.notify()
+            # a job written again meanwhile (the same turn admitted anew) has a new view: kept
+            gone_jobs = [view for view in gone_jobs if self.index.view(view.job_id) is view]
+            self.index.drop(view.job_id for view in gone_jobs)
+            if gone_projects:
+                self.index.forget_project(project_id)
+        if not gone_jobs and not gone_projects:
+            return
+        jobs = sorted(view.job_id for view in gone_jobs)
+        log.warning("jobs.vanished", project_id=project_id, jobs=jobs)
+        what = f"{len(jobs)} job file(s)" if jobs else "its directory"
+        self.problems.report(
+            "job_files_gone",
+            f"project {project_id}: {what} moved or deleted while orcad ran "
+            f"({self.projects.project_dir(project_id)}); no longer listed or worked on",
+        )
+        self.index.notify()
+
+    def _look_for_gone(
+        self, views: list[JobView], project_ids: list[str]
+    ) -> tuple[list[JobView], list[str]]:
+        """The views whose job files, and the projects whose directories, are not there.
+        Blocking: call from a thread."""
+        directory = self.projects.project_dir
+        gone_jobs = [v for v in views if not _exists(job_path(directory(v.project_id), v.job_id))]
+        return gone_jobs, [p for p in project_ids if not _exists(directory(p))]
 
     # --- lifecycle --------------------------------------------------------------------------
 
