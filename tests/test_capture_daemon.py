@@ -143,6 +143,24 @@ def test_a_turn_is_stored_after_its_projects_directory_was_removed(
     assert (project.identity, project.last_seen_cwd) == (session.project.identity, cwd)
 
 
+def test_a_turn_writes_project_json_when_a_remember_made_the_directory_again(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    # the project directory removed while orcad runs, then made again by a project remember
+    # (memory.md and jobs/, no project.json): the next stored turn still names the project
+    daemon = start(orca_env, daemon_factory, NO_WORKERS)
+    cwd = str(project_dir(tmp_path))
+    session = daemon.call("session.open", {"cwd": cwd})
+    directory = orca_env.memory_root / "projects" / session.project.id
+    shutil.rmtree(directory)
+    ids = {"session_id": session.session_id, "epoch": session.epoch}
+    daemon.call("remember", {**ids, "text": "We deploy on Fridays.", "scope": "project"})
+    assert directory.is_dir() and not (directory / "project.json").exists()
+    daemon.call("turn.completed", turn_params(session, "t1", "We use pnpm."))
+    (project,) = [p for p in daemon.call("projects.list").projects if p.id == session.project.id]
+    assert (project.identity, project.last_seen_cwd) == (session.project.identity, cwd)
+
+
 def test_an_acknowledged_job_is_visible_to_the_very_next_request(
     orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
 ) -> None:

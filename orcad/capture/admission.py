@@ -17,6 +17,7 @@ from orcad import limits
 from orcad.capture.index import JobIndex
 from orcad.capture.jobstore import create_job, make_jobs_directory, prepare_job_file, read_job
 from orcad.capture.project_access import ProjectAccess
+from orcad.capture.projects import project_file_missing
 from orcad.capture.records import JobRecord, new_job
 from orcad.capture.source import BuiltSource, build_source, derive_job_id
 from orcad.clock import Clock
@@ -80,7 +81,7 @@ class Admissions:
         directory = self._projects.project_dir(project_id)
         new_file = prepare_job_file(directory, record)
 
-        remade: list[bool] = []  # the project's directory had to be made again
+        unnamed: list[bool] = []  # project.json is missing (the directory was removed, say)
 
         def create() -> tuple[JobRecord | None, bool]:
             if known:  # every job file is in the index (loaded at start, added on creation)
@@ -89,7 +90,7 @@ class Admissions:
                     return existing, True
             if active >= limits.ACTIVE_JOBS_PER_PROJECT:
                 return None, False
-            remade.append(not directory.is_dir())
+            unnamed.append(project_file_missing(directory))
             make_jobs_directory(directory)  # removed while orcad runs: the turn is still stored
             if not create_job(new_file):  # created meanwhile by another process
                 return read_job(directory, job_id), True
@@ -106,7 +107,8 @@ class Admissions:
                 self._index.put(job)  # before the next admission counts
         finally:
             lock.release()
-        if any(remade):  # its project.json went with it: what names the directory's project
+        if any(unnamed):  # what names the directory's project; gone with the directory, or
+            # never written when something else (a remember) made the directory again
             await self._projects.restore_project_file(session)
         if job is None:
             log.info("job.refused", reason="backlog_full", project_id=project_id, active=active)

@@ -132,9 +132,10 @@ class ProjectAccess:
             await self.record_visit(session, only_if_missing=True)
 
     async def restore_project_file(self, session: Session) -> None:
-        """project.json again for a project whose directory was removed while orcad runs and
-        made anew for a job: without it the project is listed with no identity or cwd. A
-        failure is reported, not raised: the job it follows is already stored."""
+        """project.json again for a project whose file is missing when a job is stored (its
+        directory removed while orcad runs, then made anew by that job or by a remember):
+        without it the project is listed with no identity or cwd. A failure is reported, not
+        raised: the job it follows is already stored."""
         try:
             await self.record_visit(session, only_if_missing=True)
         except StorageError as exc:

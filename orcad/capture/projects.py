@@ -75,6 +75,12 @@ def ensure_directories(directory: Path) -> None:
     (directory / JOBS_DIR).mkdir(mode=0o700, parents=True, exist_ok=True)
 
 
+def project_file_missing(directory: Path) -> bool:
+    """Whether nothing is at the project's project.json (one stat, for a hot path): a damaged
+    or unreadable entry there counts as present, as read_project_file leaves it as found."""
+    return not os.path.lexists(directory / PROJECT_FILE)
+
+
 def read_project_file(directory: Path, project_id: str) -> ProjectFile:
     """What project.json says, or its problem. Anything but a regular file there (a FIFO, a
     device) is refused before a byte is read: reading a FIFO would wait for a writer for good."""
