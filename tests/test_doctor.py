@@ -318,6 +318,34 @@ def test_a_file_in_place_of_the_memory_root_is_named_as_no_directory(orca_env: O
     assert found["fix"].startswith(f"mv {orca_env.memory_root} {orca_env.memory_root}.aside")
 
 
+@pytest.mark.parametrize("points_to", ["a drive not mounted", "itself"])
+def test_a_memory_root_linked_to_nowhere_is_a_problem(orca_env: OrcaEnv, points_to: str) -> None:
+    # a link to an unmounted drive (or a loop of links) was "does not exist yet", ok, while
+    # orcad could not start on it
+    orca_env.home.mkdir(exist_ok=True)
+    target = orca_env.root / "drive" / "memory"
+    orca_env.memory_root.symlink_to(target if points_to != "itself" else orca_env.memory_root)
+    status, findings = doctor(orca_env)
+    assert status == 1
+    [found] = problems(findings, "memory")
+    assert found["detail"].startswith(f"{orca_env.memory_root} is a symbolic link to ")
+    assert found["detail"].endswith(
+        "which does not exist (a drive not mounted?) or leads back to the link; orcad cannot start"
+    )
+    assert f"remove the link {orca_env.memory_root}" in found["fix"]
+
+
+def test_a_database_directory_under_a_link_to_nowhere_is_a_problem(orca_env: OrcaEnv) -> None:
+    link = orca_env.root / "linked"
+    link.symlink_to(orca_env.root / "drive")
+    orca_env.extra_env["ORCA_CONFIG_DIR"] = str(link / "config")
+    status, findings = doctor(orca_env)
+    assert status == 1
+    assert only_problem(findings, "database")["detail"].startswith(
+        f"{link} is a symbolic link to {orca_env.root / 'drive'}, which does not exist"
+    )
+
+
 def test_a_database_directory_that_cannot_be_created_is_a_problem(orca_env: OrcaEnv) -> None:
     blocker = orca_env.root / "a-file"
     blocker.write_text("in the way")

@@ -137,6 +137,17 @@ def judge_usable(check: str, root: Path) -> Finding | None:
     where it does not exist yet, nothing it could be created in (a file above it, a read-only
     file system or another user's directory)."""
     consequence = CONSEQUENCE[check]
+    link = _broken_link(root)
+    if link is not None:
+        target = os.readlink(link)
+        return Finding(
+            check,
+            "problem",
+            f"{link} is a symbolic link to {target}, which does not exist (a drive not "
+            f"mounted?) or leads back to the link; {consequence}",
+            f"mount or create {target}, or remove the link {shell_word(str(link))} (orcad then "
+            "creates the directory)",
+        )
     if root.exists():
         if not root.is_dir():
             return Finding(
@@ -168,6 +179,18 @@ def judge_usable(check: str, root: Path) -> Finding | None:
         f"{missing}{parent} is not writable (a read-only file system, or not yours); {consequence}",
         f"make {parent} writable, or point orcad at another directory (ORCA_HOME, ORCA_CONFIG_DIR)",
     )
+
+
+def _broken_link(root: Path) -> Path | None:
+    """`root`, or the nearest of the directories above it that do not exist, when it is a
+    symbolic link that cannot be followed: orcad cannot make a directory where such a link
+    is, though nothing seems to be there."""
+    path = root
+    while not path.exists() and path != path.parent:
+        if path.is_symlink():
+            return path
+        path = path.parent
+    return None
 
 
 def _walk(root: Path, *, only_named: bool, db: Path) -> list[Path]:
