@@ -78,6 +78,28 @@ def check_home_directory(home: Path) -> None:
         )
 
 
+def make_memory_root(root: Path) -> None:
+    """The memory root, made 0700 when missing. What is in its place (or a missing parent's)
+    instead is named: mkdir's own words ("File exists") give no cause, least of all for a link
+    to a drive not mounted."""
+    try:
+        root.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except FileExistsError as exc:
+        in_the_way = Path(exc.filename or root)
+        # "cannot start:" as orcad says of every path it cannot make
+        what = f"cannot start: {in_the_way}" + (" (the memory root)" if in_the_way == root else "")
+        if in_the_way.is_symlink():
+            raise StartupError(
+                f"{what} is a symbolic link to {os.readlink(in_the_way)}, which does not exist "
+                "(a drive not mounted?) or leads back to the link; create that directory or "
+                "remove the link"
+            ) from None
+        raise StartupError(
+            f"{what} is {_file_kind(in_the_way.lstat().st_mode)}, not a directory; move it "
+            "away (orcad makes the directory)"
+        ) from None
+
+
 def _file_kind(mode: int) -> str:
     """What a path that is no directory is, for a message that says so."""
     if stat.S_ISREG(mode):
@@ -125,7 +147,7 @@ class InstanceLock:
         self._socket_lock = filelock.FileLock(str(paths.lock_file), mode=0o600)
 
     def acquire(self) -> None:
-        self._paths.memory_root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        make_memory_root(self._paths.memory_root)
         try:
             self._root_lock.acquire(timeout=0)
         except filelock.Timeout:

@@ -334,6 +334,32 @@ def _assert_every_command_names(env: dict[str, str], said: str) -> None:
     assert said in status.stdout and "defaults apply" not in status.stdout, status.stdout
 
 
+@pytest.mark.parametrize("in_place", ["link to a drive not mounted", "regular file"])
+def test_what_is_in_place_of_the_memory_root_is_named(orca_env: OrcaEnv, in_place: str) -> None:
+    # orcad said only "cannot start: [Errno 17] File exists: '.../memory'"
+    orca_env.home.mkdir(exist_ok=True)
+    root = orca_env.memory_root
+    if in_place == "regular file":
+        root.write_text("not a directory\n")
+        said = f"{root} (the memory root) is a regular file, not a directory; move it away"
+    else:
+        root.symlink_to(orca_env.root / "unmounted" / "memory")
+        said = (
+            f"{root} (the memory root) is a symbolic link to {orca_env.root / 'unmounted'}"
+            "/memory, which does not exist (a drive not mounted?)"
+        )
+    for argv in (["orcad"], ["orcactl", "ping"]):
+        started = subprocess.run(
+            [sys.executable, "-m", *argv],
+            env=orca_env.env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert started.returncode == (1 if argv == ["orcad"] else 3), started.stderr
+        assert said in started.stderr and "Errno" not in started.stderr, started.stderr
+
+
 def test_an_orca_home_that_is_a_file_is_named_as_such(orca_env: OrcaEnv) -> None:
     home = orca_env.root / "orca-home"
     home.write_text("not a directory\n")
