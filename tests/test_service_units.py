@@ -463,6 +463,22 @@ def test_install_that_cannot_write_a_unit_names_it_and_leaves_no_partial_file(
     assert cli.systemctl_calls() == []
 
 
+def test_install_that_cannot_write_a_unit_names_what_is_in_the_way(orca_env: OrcaEnv) -> None:
+    # a directory where the unit's temporary file goes: "cannot write orcad.socket: Is a
+    # directory" sent the user to a unit file that is no directory
+    cli = ServiceCli(orca_env, fake_systemctl=True)
+    temporary = cli.unit_dir / "orcad.socket.tmp"
+    temporary.mkdir(parents=True)
+    result = cli.run("install")
+    assert result.returncode == 1
+    assert result.stderr == (
+        f"orcactl: cannot write {cli.unit_dir / 'orcad.socket'}: {temporary}: Is a directory; "
+        "it is as it was; no later step was carried out\n"
+    )
+    assert sorted(path.name for path in cli.unit_dir.iterdir()) == ["orcad.socket.tmp"]
+    assert cli.systemctl_calls() == []
+
+
 def test_uninstall_removes_a_dangling_unit_symlink(orca_env: OrcaEnv, tmp_path: Path) -> None:
     cli = ServiceCli(orca_env, fake_systemctl=True)
     cli.unit_dir.mkdir(parents=True)

@@ -69,7 +69,7 @@ class Steps:
         except OSError as exc:  # a full or read-only disk: no half-written file is left there
             with contextlib.suppress(OSError):
                 tmp.unlink()
-            raise _stopped(f"cannot write {path}: {exc.strerror or exc}; it is as it was") from None
+            raise _stopped(f"cannot write {path}: {_reason(exc, path)}; it is as it was") from None
         self.say("wrote", f"wrote {path}", path=str(path))
         return True
 
@@ -132,6 +132,15 @@ class Steps:
         if self.json:
             print_json({"manager": manager, "dry_run": self.dry_run, "steps": self.record, **extra})
         return EXIT_ERROR if self.failed else EXIT_OK
+
+
+def _reason(exc: OSError, path: Path) -> str:
+    """The system's words, after the path they are about when that is not `path` (its
+    temporary file, a directory above it): "Is a directory" alone would blame the unit."""
+    words = exc.strerror or str(exc)
+    if exc.filename is None or os.fspath(exc.filename) == str(path):
+        return words
+    return f"{os.fspath(exc.filename)}: {words}"
 
 
 def _stopped(reason: str) -> CommandError:
