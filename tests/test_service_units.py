@@ -479,6 +479,24 @@ def test_install_that_cannot_write_a_unit_names_what_is_in_the_way(orca_env: Orc
     assert cli.systemctl_calls() == []
 
 
+def test_install_under_a_file_where_the_unit_directory_goes_names_that_file(
+    orca_env: OrcaEnv,
+) -> None:
+    # it was a bare "[Errno 20] Not a directory: '.../orcad.socket'"
+    cli = ServiceCli(orca_env, fake_systemctl=True)
+    cli.unit_dir.parent.mkdir(parents=True)
+    cli.unit_dir.write_text("not a directory\n")
+    result = cli.run("install")
+    assert (result.returncode, result.stdout) == (1, "")
+    assert result.stderr == (
+        f"orcactl: cannot install: {cli.unit_dir} is not a directory, so "
+        f"{cli.unit_dir / 'orcad.socket'} cannot be written; move {cli.unit_dir} aside; nothing "
+        "was written\n"
+    )
+    assert cli.unit_dir.read_text() == "not a directory\n"
+    assert cli.systemctl_calls() == []
+
+
 def test_uninstall_removes_a_dangling_unit_symlink(orca_env: OrcaEnv, tmp_path: Path) -> None:
     cli = ServiceCli(orca_env, fake_systemctl=True)
     cli.unit_dir.mkdir(parents=True)

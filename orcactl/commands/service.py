@@ -150,6 +150,12 @@ def _refuse_what_cannot_be_replaced(path: Path) -> None:
         mode = os.lstat(path).st_mode
     except FileNotFoundError:
         return
+    except NotADirectoryError:  # the system's words named the unit, not the file above it
+        above = next(p for p in path.parents if p.exists() or p.is_symlink())
+        raise CommandError(
+            f"cannot install: {above} is not a directory, so {path} cannot be written; move "
+            f"{above} aside; nothing was written"
+        ) from None
     if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
         kind = "a directory" if stat.S_ISDIR(mode) else "not a regular file"
         raise CommandError(f"cannot install: {path} is {kind}; nothing was written")
