@@ -497,6 +497,22 @@ def test_install_under_a_file_where_the_unit_directory_goes_names_that_file(
     assert cli.systemctl_calls() == []
 
 
+def test_status_of_units_that_are_no_files_says_so_without_waiting(orca_env: OrcaEnv) -> None:
+    # a FIFO at a unit's path was read, and status waited for a writer for good; a directory
+    # ended with a bare "[Errno 21] Is a directory"
+    cli = ServiceCli(orca_env, fake_systemctl=True)
+    cli.unit_dir.mkdir(parents=True)
+    os.mkfifo(cli.unit_dir / "orcad.socket")
+    (cli.unit_dir / "orcad.service").mkdir()
+    result = cli.run("status", "--json")
+    assert result.returncode == 1, result.stderr
+    report = json.loads(result.stdout)
+    assert set(report["files"].values()) == {"not_a_file"} and not report["healthy"]
+    shown = cli.run("status")
+    assert shown.returncode == 1 and "Errno" not in shown.stdout + shown.stderr
+    assert f"{cli.unit_dir / 'orcad.socket'}: not a regular file" in shown.stdout
+
+
 def test_uninstall_removes_a_dangling_unit_symlink(orca_env: OrcaEnv, tmp_path: Path) -> None:
     cli = ServiceCli(orca_env, fake_systemctl=True)
     cli.unit_dir.mkdir(parents=True)

@@ -27,6 +27,7 @@ from orcactl.commands.service_steps import (
 )
 from orcactl.connect import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CommandError, print_json
 from orcad.paths import resolve_paths
+from orcad.regular_files import NotARegularFile, read_regular_file
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -285,12 +286,14 @@ def run_status(args: argparse.Namespace) -> int:
     healthy = True
     for path, content in files.items():
         try:
-            found = path.read_bytes()
+            found = read_regular_file(path)
             state = "current" if found in (content, unsandboxed.get(path)) else "differs"
             if found != content and state == "current":
                 report["sandbox"] = False
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):  # nothing there, or a file above it
             state = "missing"
+        except NotARegularFile:  # a directory, or a FIFO: never waited on
+            state = "not_a_file"
         healthy = healthy and state == "current"
         report["files"][str(path)] = state
     if args.manager == "systemd":
@@ -336,6 +339,8 @@ def render_service_status(report: dict[str, Any]) -> str:
         "current": "installed",
         "differs": "installed, but differs from what `orcactl service install` writes now",
         "missing": "not installed (run: orcactl service install)",
+        "not_a_file": "not a regular file (a directory or a FIFO): move it aside, then run "
+        "orcactl service install",
     }
     lines = [f"Service manager: {report['manager']}"]
     lines += [f"  {path}: {explain[state]}" for path, state in report["files"].items()]
