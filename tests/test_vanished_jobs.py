@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from tests.external_worker import turn_params
+from protocol.errors import RemoteError
+from tests.external_worker import fact_output, turn_params
 from tests.harness import DaemonProcess, OrcaEnv
 
 pytestmark = pytest.mark.daemon
@@ -62,3 +63,31 @@ def test_a_recall_does_not_wait_for_a_job_whose_file_is_gone(
     recalled = daemon.call("recall", {**ids, "turn_id": "t2", "prompt": "which package manager"})
     assert recalled.barrier == "none"  # not "timed_out" after waiting for it in vain
     assert daemon.call("daemon.status").jobs.leased == 0
+
+
+def test_a_worker_whose_project_directory_was_moved_away_does_not_make_it_again(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    # a publish (or a claim of a queued job) made the directory again, empty: a project with no
+    # identity was listed, and moving the directory back put it inside the new one
+    daemon = _start(orca_env, daemon_factory)
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    session = daemon.call("session.open", {"cwd": os.path.realpath(repo)})
+    held = daemon.call("turn.completed", turn_params(session, "t1", "We use pnpm.")).job_id
+    claimed = daemon.call("jobs.claim", {"worker": "ext", "lease_s": 600.0})
+    assert claimed.job.job_id == held
+    daemon.call("turn.completed", turn_params(session, "t2", "We deploy with make."))
+    directory = orca_env.memory_root / "projects" / session.project.id
+    shutil.move(directory, tmp_path / "aside")
+    published = {"job_id": held, "token": claimed.lease.token, "provider": "x", "model": "y"}
+    with pytest.raises(RemoteError) as refused:
+        daemon.call("jobs.publish", {**published, "output": fact_output("We use pnpm.")})
+    assert refused.value.kind == "not_found"
+    assert not directory.exists()
+    assert "is gone" in refused.value.error.message
+    assert daemon.call("jobs.claim", {"worker": "ext", "lease_s": 600.0}).job is None
+    assert not directory.exists()
+    assert daemon.call("projects.list").projects == []
+    shutil.move(tmp_path / "aside", directory)
+    assert (directory / "project.json").is_file()

@@ -149,7 +149,9 @@ class LeaseEngine:
             if check is not None:
                 check()
             try:
-                changed = await self.projects.run_with_lock_held(project_id, work)
+                changed = await self.projects.run_with_lock_held(
+                    project_id, work, make_directory=False
+                )
             except NotFound:
                 self.index.drop([job_id])  # its file was removed behind our back
                 raise
@@ -363,7 +365,9 @@ class LeaseEngine:
         async with self.projects.lock(project_id):
             project_views = self.index.views(project_id)
             try:
-                published, ledger_state = await self.projects.run_with_lock_held(project_id, work)
+                published, ledger_state = await self.projects.run_with_lock_held(
+                    project_id, work, make_directory=False
+                )
             except LedgerCorrupt:
                 self.projects.ledger_suspect(project_id)
                 raise

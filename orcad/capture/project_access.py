@@ -34,7 +34,7 @@ from orcad.capture.projects import (
 from orcad.capture.schedule import JobView
 from orcad.clock import Clock
 from orcad.config import Config
-from orcad.errors import StorageError
+from orcad.errors import NotFound, StorageError
 from orcad.sessions import Session, read_auto_memory
 
 log = structlog.get_logger("orcad.capture")
@@ -83,12 +83,24 @@ class ProjectAccess:
         async with self._locks[project_id]:
             return await self.run_with_lock_held(project_id, work)
 
-    async def run_with_lock_held(self, project_id: str, work: Callable[[Path], T]) -> T:
-        """`run_locked` for a caller already holding the project's in-process lock."""
+    async def run_with_lock_held(
+        self, project_id: str, work: Callable[[Path], T], *, make_directory: bool = True
+    ) -> T:
+        """`run_locked` for a caller already holding the project's in-process lock. Without
+        `make_directory`, for work on a job already stored, a project directory that is gone
+        (moved aside while orcad runs) is NotFound rather than made again, empty: the job
+        went with it, and an empty directory would be listed as a project with no identity."""
         directory = self.project_dir(project_id)
-        return await trio.to_thread.run_sync(self._locked_blocking, directory, work)
+        return await trio.to_thread.run_sync(self._locked_blocking, directory, work, make_directory)
 
-    def _locked_blocking(self, directory: Path, work: Callable[[Path], T]) -> T:
+    def _locked_blocking(
+        self, directory: Path, work: Callable[[Path], T], make_directory: bool
+    ) -> T:
+        if not make_directory and not directory.is_dir():
+            raise NotFound(
+                f"project directory {directory} is gone (moved or deleted while orcad runs), "
+                "and its jobs with it"
+            )
         try:
             ensure_directories(directory)
         except OSError as exc:
