@@ -94,6 +94,28 @@ def test_database_files_are_private_including_wal_and_shm(
     assert daemon.call("daemon.status").deliberate_db == str(database)
 
 
+def test_a_database_directory_linked_to_nowhere_is_named_as_such(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    # ORCA_CONFIG_DIR linked to a drive not mounted: every memory call said only "[Errno 17]
+    # File exists", and nothing is made where the link points
+    config_dir = tmp_path / "orcacode-config"
+    target = tmp_path / "unmounted" / "config"
+    config_dir.symlink_to(target)
+    orca_env.extra_env["ORCA_CONFIG_DIR"] = str(config_dir)
+    daemon = DaemonProcess(orca_env)
+    daemon_factory.append(daemon)
+    daemon.start()
+    session = open_session(daemon, tmp_path / "ws")
+    failed = remote_error(daemon, "memory.search", {**session, "query": "deploy"})
+    assert failed.kind == "storage"
+    assert f"{config_dir} is a symbolic link to {target}, which does not exist" in (
+        failed.error.message
+    )
+    assert "Errno" not in failed.error.message
+    assert not target.exists()
+
+
 class XdgOnlyEnv(OrcaEnv):
     @property
     def env(self) -> dict[str, str]:

@@ -77,6 +77,12 @@ def make_private_parents(path: Path) -> None:
     missing: list[Path] = []
     parent = path.parent
     while not parent.exists():
+        if parent.is_symlink():  # one that leads nowhere: mkdir would only say "File exists"
+            raise NotADirectoryError(
+                f"{parent} is a symbolic link to {os.readlink(parent)}, which does not exist "
+                "(a drive not mounted?) or leads back to the link; create that directory or "
+                "remove the link"
+            )
         missing.append(parent)
         parent = parent.parent
     for directory in reversed(missing):
