@@ -79,6 +79,21 @@ def test_a_socket_missing_its_path_before_the_hook_is_named_and_never_exits_2(
 
 
 @pytest.mark.parametrize(
+    "command",
+    [("hook", "--socket=", "codex", "Stop"), ("hook", "claude-code", "Stop", "--socket=")],
+)
+def test_an_empty_socket_for_a_hook_is_named_not_taken_for_the_default(
+    orca_env: OrcaEnv, daemon: DaemonProcess, command: tuple[str, ...]
+) -> None:
+    # the default socket has a daemon behind it: an empty value used to reach it silently
+    status, stdout, stderr = _orcactl(
+        orca_env, *command, stdin="{}", ORCA_SOCKET=str(daemon.orca.socket)
+    )
+    assert (status, stdout) == (1, "")
+    assert stderr == "orcactl hook: --socket needs a PATH, and --socket= gives none\n"
+
+
+@pytest.mark.parametrize(
     ("command", "took", "meant"),
     [
         (("hook", "--socket", "codex", "Stop"), "codex", "agent"),

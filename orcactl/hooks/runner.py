@@ -72,6 +72,8 @@ def _parse_args(argv: list[str]) -> tuple[str, str, str | None, bool]:
             took = "event" if positional else "agent"
         elif item.startswith("--socket="):
             explicit_socket = item.partition("=")[2]
+            if not explicit_socket:  # as orcactl's own --socket: not the default in disguise
+                raise HookInputError("--socket needs a PATH, and --socket= gives none")
         elif item == "--no-start":
             start = False
         elif item == "--json":
