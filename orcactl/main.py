@@ -176,8 +176,10 @@ def report_failure(
 
 
 def _json_asked(args: argparse.Namespace | None, argv: list[str]) -> bool:
-    """Whether the command line asks for JSON; before parsing succeeded, whether `--json` is
-    one of its options (a word after `--` is text, not an option)."""
+    """Whether the command line asks for JSON; before parsing succeeded, whether `--json`, or
+    an abbreviation of it that argparse would take (`--js`), is one of its options (a word
+    after `--` is text, not an option)."""
     if args is not None:
         return bool(getattr(args, "json", False))
-    return "--json" in (argv[: argv.index("--")] if "--" in argv else argv)
+    options = argv[: argv.index("--")] if "--" in argv else argv
+    return any(len(word) >= len("--j") and "--json".startswith(word) for word in options)

@@ -227,6 +227,8 @@ def test_json_reports_a_daemon_answering_garbage_as_one_document(
         ["--json", "nosuch"],
         ["remember", "-", "--json"],  # refused after parsing: stdin holds no text
         ["provider", "test", "-", "--json"],
+        ["jobs", "--js", "--state", "bogus"],  # argparse takes --js for --json
+        ["memory", "search", "--limit", "0", "--jso"],
     ],
     ids=" ".join,
 )
