@@ -113,13 +113,13 @@ def test_usage_error_exits_2(orca_env: OrcaEnv) -> None:
     assert result.returncode == 2
 
 
-def test_output_nobody_reads_ends_quietly_with_exit_1(orca_env: OrcaEnv) -> None:
-    """`orcactl status | head -0`: the reader is gone before orcactl writes."""
+def _orcactl_unread(orca_env: OrcaEnv, *argv: str) -> subprocess.CompletedProcess[str]:
+    """orcactl with a stdout whose reader is gone before it writes (`| head -0`)."""
     reader, writer = os.pipe()
     os.close(reader)
     try:
-        result = subprocess.run(
-            [sys.executable, "-m", "orcactl", "status"],
+        return subprocess.run(
+            [sys.executable, "-m", "orcactl", *argv],
             env=orca_env.env,
             stdout=writer,
             stderr=subprocess.PIPE,
@@ -128,6 +128,11 @@ def test_output_nobody_reads_ends_quietly_with_exit_1(orca_env: OrcaEnv) -> None
         )
     finally:
         os.close(writer)
+
+
+def test_output_nobody_reads_ends_quietly_with_exit_1(orca_env: OrcaEnv) -> None:
+    """`orcactl status | head -0`: the reader is gone before orcactl writes."""
+    result = _orcactl_unread(orca_env, "status")
     assert result.returncode == 1
     assert result.stderr == ""
 
@@ -137,19 +142,7 @@ def test_a_json_failure_nobody_reads_keeps_its_exit_status_and_message(
     orca_env: OrcaEnv, argv: list[str]
 ) -> None:
     """`orcactl ping --json | head -0` with orcad down: the failure's document finds no reader."""
-    reader, writer = os.pipe()
-    os.close(reader)
-    try:
-        result = subprocess.run(
-            [sys.executable, "-m", "orcactl", "--no-start", *argv],
-            env=orca_env.env,
-            stdout=writer,
-            stderr=subprocess.PIPE,
-            text=True,
-            timeout=60,
-        )
-    finally:
-        os.close(writer)
+    result = _orcactl_unread(orca_env, "--no-start", *argv)
     assert "Traceback" not in result.stderr
     if argv[0] == "ping":
         assert result.returncode == 3

@@ -225,6 +225,17 @@ def test_a_job_held_for_a_damaged_ledger_does_not_hold_every_recall(
         assert result.barrier == "none"
 
 
+def _recalls_do_not_wait_for_a_queued_job(daemon: DaemonProcess, agent: Agent) -> None:
+    """A turn's job stays queued, and recalls after it do not wait the bound for it."""
+    completed = daemon.call("turn.completed", turn_completed(agent, "t1", "remember we ship"))
+    assert completed.eligible
+    for turn in ("t2", "t3"):
+        started = time.monotonic()
+        assert agent.recall("when do we ship", turn_id=turn).barrier == "none"
+        assert time.monotonic() - started < RECALL_BARRIER_S / 2
+    assert [job.state for job in daemon.call("jobs.list", {}).jobs] == ["pending"]  # kept
+
+
 def test_a_job_queued_after_auto_memory_was_switched_off_does_not_hold_every_recall(
     daemon: DaemonProcess, orca_env: OrcaEnv, workdir: Path
 ) -> None:
@@ -233,13 +244,7 @@ def test_a_job_queued_after_auto_memory_was_switched_off_does_not_hold_every_rec
     agent = Agent(daemon, workdir)
     assert agent.opened.auto_memory is True
     orca_env.write_config("auto_memory = false\n")
-    completed = daemon.call("turn.completed", turn_completed(agent, "t1", "remember we ship"))
-    assert completed.eligible
-    for turn in ("t2", "t3"):
-        started = time.monotonic()
-        assert agent.recall("when do we ship", turn_id=turn).barrier == "none"
-        assert time.monotonic() - started < RECALL_BARRIER_S / 2
-    assert [job.state for job in daemon.call("jobs.list", {}).jobs] == ["pending"]  # kept
+    _recalls_do_not_wait_for_a_queued_job(daemon, agent)
 
 
 def test_a_job_no_provider_can_take_does_not_hold_every_recall(
@@ -255,13 +260,7 @@ def test_a_job_no_provider_can_take_does_not_hold_every_recall(
     )
     assert any(e.kind == "provider_config" for e in daemon.call("daemon.status").recent_errors)
     agent = Agent(daemon, workdir)
-    completed = daemon.call("turn.completed", turn_completed(agent, "t1", "remember we ship"))
-    assert completed.eligible
-    for turn in ("t2", "t3"):
-        started = time.monotonic()
-        assert agent.recall("when do we ship", turn_id=turn).barrier == "none"
-        assert time.monotonic() - started < RECALL_BARRIER_S / 2
-    assert [job.state for job in daemon.call("jobs.list", {}).jobs] == ["pending"]  # kept
+    _recalls_do_not_wait_for_a_queued_job(daemon, agent)
 
 
 def test_a_job_waiting_out_a_retry_after_does_not_hold_every_recall(
