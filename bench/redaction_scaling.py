@@ -91,6 +91,8 @@ ADVERSARIAL = {
     # values a line break cuts (orcad/secret_cut_values.py), and settings left empty
     "cut settings": "DB_PASSWORD=\nXk9#mm2pqLw\n",
     "empty settings": "PASSWORD=\nDB_USER=admin1\n",
+    "settings left empty": "DB_PASSWORD=\n",
+    "short settings": "a=\nabc123\n",
     "cut values": "docker run -e POSTGRES_USER=admin -e POSTGRES_PASSWORD=Xk9#mm\n2pqLw\n",
     # a user and password joined by a colon (orcad/secret_colon_pairs.py), and words alone
     "colon pairs": "creds admin:Hunter2! ",

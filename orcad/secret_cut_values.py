@@ -36,6 +36,9 @@ _OPERATORS_AT_LINE_END = tuple(
 _NAME_BEFORE = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]{0,127}[ \t]*\Z")
 # What starts the next line: a value's characters, not a comment, section, list or quote.
 _VALUE_RUN = re.compile(_VALUE_START + r"[^\s\"'`]{0,255}+")
+# A setting's name alone, and a run base64 could end with its padding: four characters a group.
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
+_BASE64_PADDED = re.compile(r"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{3}=|[A-Za-z0-9+/]{2}==)")
 _WRAPPED_LINE = 40  # a terminal or an email wraps lines at least this long
 
 
@@ -62,8 +65,12 @@ def _next_line(text: str, end: int) -> int | None:
 
 
 def _is_value_rest(run: str) -> bool:
-    """A run is no setting of its own (`DB_USER=admin`, `all:`)."""
-    return "=" not in run.rstrip("=") and not run.endswith(":")
+    """A run is no setting of its own (`DB_USER=admin`, `all:`, `DB_PASSWORD=`). A value may
+    end in `=` only as base64's padding: a name with its `=` is a setting left empty."""
+    bare = run.rstrip("=")
+    if "=" in bare or run.endswith(":"):
+        return False
+    return bare == run or not _NAME.fullmatch(bare) or _BASE64_PADDED.fullmatch(run) is not None
 
 
 def _rest_after_break(text: str, start: int, end: int) -> tuple[int, int] | None:
@@ -89,7 +96,8 @@ def _values_after_operators(text: str, detect: Detector) -> Iterator[Detection]:
             continue
         if len(run.group()) < 6 or not mixes_letters_and_others(run.group()):
             continue
-        name = _NAME_BEFORE.search(text, max(0, operator.start() - 128), operator.start())
+        line = text.rfind("\n", 0, operator.start()) + 1  # a name is searched for on its line
+        name = _NAME_BEFORE.search(text, max(line, operator.start() - 128), operator.start())
         if name is None:
             continue
         setting = text[name.start() : operator.start() + 1]
