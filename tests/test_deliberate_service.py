@@ -663,6 +663,45 @@ async def test_an_update_of_the_kind_keeps_text_another_session_changed_meanwhil
     assert {name: retyped["record"][name] for name in both} == both  # what was written, said
 
 
+@pytest.mark.parametrize(("action", "write"), [("update", "update"), ("forget", "forget_visible")])
+async def test_an_approved_change_never_writes_over_text_rewritten_while_it_was_approved(
+    orca: InProcessDaemon, tmp_path: Path, action: str, write: str
+) -> None:
+    # the user approved the change on the record as its summary quoted it; another session
+    # rewrites the record after the approval's check and before its write
+    asker = await orca.open(tmp_path / "ws")
+    writer = await orca.open(tmp_path / "ws", mode="yolo")
+    record = (await save(orca, writer, "Deploys run from the main branch"))["record"]
+    proposed = {"id": record["id"]} | (
+        {"content": "Deploys run on Fridays"} if action == "update" else {}
+    )
+    pending = await orca.call("memory.manage", {**asker, "action": action, **proposed})
+    assert pending["outcome"] == "pending_approval"
+    store = orca.features.deliberate.store
+    written = getattr(store, write)
+    rewrites: list[dict[str, Any]] = []
+
+    async def after_the_other_writer(*args: Any, **kwargs: Any) -> Any:
+        setattr(store, write, written)
+        rewrite = {"action": "update", "id": record["id"], "content": "Deploys run from release"}
+        rewrites.append(await orca.call("memory.manage", {**writer, **rewrite}))
+        return await written(*args, **kwargs)
+
+    setattr(store, write, after_the_other_writer)
+    error = await error_of(
+        orca,
+        "memory.approve",
+        {**asker, "approval_id": pending["approval_id"], "decision": "allow_session"},
+    )
+    assert rewrites[0]["outcome"] == "applied"
+    assert (error.error.code, error.error.data["kind"]) == (-32013, "conflict")
+    assert "Deploys run from release" in error.error.message
+    [stored] = await search(orca, writer)
+    assert stored["content"] == "Deploys run from release"  # the text nobody was asked about
+    again = await save(orca, asker, "another change")  # and no grant was given
+    assert again["outcome"] == "pending_approval"
+
+
 @pytest.mark.parametrize("action", ["forget", "update"])
 async def test_a_change_whose_snapshot_purge_must_wait_is_applied_and_purged_later(
     tmp_path: Path, clock: SettableClock, monkeypatch: pytest.MonkeyPatch, action: str

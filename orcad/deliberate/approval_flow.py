@@ -230,9 +230,14 @@ def check_unchanged(change: PendingChange, target: StoredRecord | None) -> None:
     was given for the text and kind the summary showed, not for what replaced them."""
     if change.shown is None or target is None or change.shown == (target.content, target.kind):
         return
-    raise Conflict(
-        f"memory record {target.id} changed after this {change.action} was proposed (it now "
-        f'says "{preview(target.content)}"); nothing was changed or granted: call memory.manage '
+    raise changed_meanwhile(change, target)
+
+
+def changed_meanwhile(change: PendingChange, record: StoredRecord) -> Conflict:
+    """The refusal of an approved change whose record now holds something else (`record`)."""
+    return Conflict(
+        f"memory record {record.id} changed after this {change.action} was proposed (it now "
+        f'says "{preview(record.content)}"); nothing was changed or granted: call memory.manage '
         "again to propose it against the record as it is now"
     )
 

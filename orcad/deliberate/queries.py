@@ -42,6 +42,15 @@ class DuplicateRecord(Exception):
     """The same content already exists in that scope (the unique index said so)."""
 
 
+class RecordChanged(Exception):
+    """The record no longer holds the text and kind a change was approved on; `record` is what
+    it holds now."""
+
+    def __init__(self, record: StoredRecord) -> None:
+        super().__init__(record.id)
+        self.record = record
+
+
 def new_record_id() -> str:
     return RECORD_ID_PREFIX + secrets.token_hex(RECORD_ID_HEX // 2)
 
@@ -70,6 +79,7 @@ _RECENT = (
     _SELECT_RECORDS + "WHERE " + _VISIBLE + " ORDER BY updated_at DESC, row_id DESC LIMIT :limit"
 )
 _VISIBLE_BY_ID = _SELECT_RECORDS + "WHERE public_id = :id AND " + _VISIBLE
+_BY_ID = _SELECT_RECORDS + "WHERE public_id = :id"
 _SAME_CONTENT = _SELECT_RECORDS + "WHERE ifnull(workspace_id, '') = ? AND content = ?"
 _INSERT = (
     "INSERT INTO memories (public_id, kind, content, workspace_id, workspace_root, created_at, "
@@ -206,24 +216,31 @@ def update_record(
     content: str | None,
     kind: RecordKind | None,
     now: float,
+    *,
+    expected: tuple[str, RecordKind] | None = None,
 ) -> StoredRecord | None:
     """Set the content and/or kind (None: left as stored, so that a change another session made
-    to it meanwhile is not undone); the record as updated, None if it is gone."""
+    to it meanwhile is not undone); the record as updated, None if it is gone. With `expected`
+    (the text and kind a user approved the change on) only a record still holding them is
+    written, in the same statement: RecordChanged otherwise."""
     columns = ["updated_at = :now"]
     columns += ["content = :content"] if content is not None else []
     columns += ["kind = :kind"] if kind is not None else []
+    condition, shown = _as_shown(expected)
     statement = (
-        f"UPDATE memories SET {', '.join(columns)} WHERE public_id = :id RETURNING "  # noqa: S608 - constant column names
-        "public_id, kind, content, workspace_id, workspace_root, created_at, updated_at"
+        f"UPDATE memories SET {', '.join(columns)} WHERE public_id = :id{condition} "  # noqa: S608 - constant column names
+        "RETURNING public_id, kind, content, workspace_id, workspace_root, created_at, updated_at"
     )
     try:
         with connection:
             row = connection.execute(
                 statement,
-                {"id": public_id, "content": content, "kind": kind, "now": now},
+                {"id": public_id, "content": content, "kind": kind, "now": now, **shown},
             ).fetchone()
     except sqlite3.IntegrityError as exc:
         raise DuplicateRecord(content) from exc
+    if row is None and expected is not None:
+        _raise_if_changed(connection, _BY_ID, {"id": public_id})
     return record_from_row(row) if row else None
 
 
@@ -234,17 +251,44 @@ def delete_record(connection: sqlite3.Connection, public_id: str) -> bool:
 
 
 def forget_visible_record(
-    connection: sqlite3.Connection, workspace_id: str, public_id: str
+    connection: sqlite3.Connection,
+    workspace_id: str,
+    public_id: str,
+    *,
+    expected: tuple[str, RecordKind] | None = None,
 ) -> StoredRecord | None:
-    """Delete the record if this workspace can see it; the deleted record, else None."""
+    """Delete the record if this workspace can see it; the deleted record, else None. With
+    `expected` (as for update_record) only a record still holding it is deleted: RecordChanged
+    otherwise."""
+    condition, shown = _as_shown(expected)
+    values = {"id": public_id, "workspace": workspace_id}
     with connection:
         row = connection.execute(
-            "DELETE FROM memories WHERE public_id = :id "
-            "AND (workspace_id = :workspace OR workspace_id IS NULL) RETURNING "
+            f"DELETE FROM memories WHERE public_id = :id AND {_VISIBLE}{condition} RETURNING "  # noqa: S608 - constant conditions
             "public_id, kind, content, workspace_id, workspace_root, created_at, updated_at",
-            {"id": public_id, "workspace": workspace_id},
+            {**values, **shown},
         ).fetchone()
+    if row is None and expected is not None:
+        _raise_if_changed(connection, _VISIBLE_BY_ID, values)
     return record_from_row(row) if row else None
+
+
+def _as_shown(expected: tuple[str, RecordKind] | None) -> tuple[str, dict[str, str]]:
+    """The condition, and its values, that lets a change approved on the record as the user was
+    shown it touch only that record as shown (none for a change nobody was asked about)."""
+    if expected is None:
+        return "", {}
+    content, kind = expected
+    condition = " AND content = :shown_content AND kind = :shown_kind"
+    return condition, {"shown_content": content, "shown_kind": kind}
+
+
+def _raise_if_changed(connection: sqlite3.Connection, query: str, values: dict[str, str]) -> None:
+    """RecordChanged when the record a conditional change left alone is still there: another
+    change rewrote it (else it was forgotten, and the caller says so)."""
+    row = connection.execute(query, values).fetchone()
+    if row is not None:
+        raise RecordChanged(record_from_row(row))
 
 
 UPDATED_TIMES_BATCH = 500  # record ids looked up per statement (SQLite bounds its variables)

@@ -19,6 +19,7 @@ import trio
 from orcad.clock import Clock
 from orcad.deliberate.approval_flow import (
     ApprovalFlow,
+    changed_meanwhile,
     changes_global,
     check_unchanged,
     denied,
@@ -31,6 +32,7 @@ from orcad.deliberate.approval_flow import (
 from orcad.deliberate.approvals import PendingChange
 from orcad.deliberate.queries import (
     DuplicateRecord,
+    RecordChanged,
     StoredRecord,
     is_record_id,
     new_record_id,
@@ -183,11 +185,11 @@ class DeliberateMemory:
             target = await self._target_or_none(session, change)
             log.info("memory.declined", approval_id=change.approval_id, action=change.action)
             return denied(session, change, "declined by the user", target)
-        # Memory may have changed while the user decided: check again before applying.
+        # Memory may have changed while the user decided: check again before applying (and the
+        # write checks once more, as it is made, against a change made in between)
         target = await self._target(session, change)
         check_unchanged(change, target)
         is_global = changes_global(change, target)
-        await self.approvals.grant(session, params.decision, is_global=is_global)
         log.info(
             "memory.approved",
             approval_id=change.approval_id,
@@ -195,9 +197,9 @@ class DeliberateMemory:
             scope="global" if is_global else "workspace",
         )
         refusal = await self._refusal(session, change, target)
-        if refusal is not None:
-            return refusal
-        return await self._apply(session, change)
+        result = refusal or await self._apply(session, change)
+        await self.approvals.grant(session, params.decision, is_global=is_global)
+        return result
 
     # --- steps -------------------------------------------------------------------------------
 
@@ -272,7 +274,12 @@ class DeliberateMemory:
             record_id = change.record_id or ""
             forgotten = None
             if is_record_id(record_id):
-                forgotten = await self.store.forget_visible(session.workspace_id, record_id)
+                try:
+                    forgotten = await self.store.forget_visible(
+                        session.workspace_id, record_id, expected=change.shown
+                    )
+                except RecordChanged as exc:
+                    raise changed_meanwhile(change, exc.record) from exc
                 failpoint("memory.after_change_commit")
             if forgotten is None:
                 raise NotFound(f"no memory record {record_id!r} is visible from this workspace")
@@ -285,8 +292,12 @@ class DeliberateMemory:
             assert target is not None
             try:  # only what the change names is written: another session may have changed
                 # the rest since the target was read
-                updated = await self.store.update(target.id, change.content, change.kind, now)
+                updated = await self.store.update(
+                    target.id, change.content, change.kind, now, expected=change.shown
+                )
                 failpoint("memory.after_change_commit")
+            except RecordChanged as exc:
+                raise changed_meanwhile(change, exc.record) from exc
             except DuplicateRecord:
                 assert change.content is not None
                 existing = await self.store.same_content(target.workspace_id, change.content)

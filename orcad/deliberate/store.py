@@ -192,18 +192,28 @@ class DeliberateStore:
         return await self._run(lambda c: insert_record(c, record), writes=True)
 
     async def update(
-        self, public_id: str, content: str | None, kind: RecordKind | None, now: float
+        self,
+        public_id: str,
+        content: str | None,
+        kind: RecordKind | None,
+        now: float,
+        *,
+        expected: tuple[str, RecordKind] | None = None,
     ) -> StoredRecord | None:
         return await self._run(
-            lambda c: update_record(c, public_id, content, kind, now), writes=True
+            lambda c: update_record(c, public_id, content, kind, now, expected=expected),
+            writes=True,
         )
 
     async def delete(self, public_id: str) -> bool:
         return await self._run(lambda c: delete_record(c, public_id), writes=True)
 
-    async def forget_visible(self, workspace_id: str, public_id: str) -> StoredRecord | None:
+    async def forget_visible(
+        self, workspace_id: str, public_id: str, *, expected: tuple[str, RecordKind] | None = None
+    ) -> StoredRecord | None:
         return await self._run(
-            lambda c: forget_visible_record(c, workspace_id, public_id), writes=True
+            lambda c: forget_visible_record(c, workspace_id, public_id, expected=expected),
+            writes=True,
         )
 
     async def list_grants(self) -> list[tuple[str, str, float]]:
