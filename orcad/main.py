@@ -66,6 +66,32 @@ class Listening:
                 self.path.unlink()
 
 
+class StopSignals:
+    """SIGTERM and SIGINT from the start of `run` until `serve` listens for them: noted rather
+    than acted on, and passed on once it does. Their default actions would end orcad where it
+    stands: a socket it bound left behind, and for Ctrl-C a traceback."""
+
+    SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+    def __init__(self) -> None:
+        self.noted: list[int] = []
+        self._previous = {signum: signal.getsignal(signum) for signum in self.SIGNALS}
+        for signum in self.SIGNALS:
+            signal.signal(signum, self._note)
+
+    def _note(self, signum: int, _frame: object) -> None:
+        self.noted.append(signum)
+
+    def pass_on(self) -> None:
+        """Raise the noted signals again, for the receiver `serve` has installed by now."""
+        for signum in self.noted:
+            signal.raise_signal(signum)
+
+    def restore(self) -> None:
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+
+
 def open_listening_socket(paths: Paths) -> Listening:
     inherited = activated_socket(os.environ, os.getpid())
     if inherited is not None:  # the service manager's socket: used as is, never unlinked
@@ -79,6 +105,7 @@ async def serve(
     listening: Listening,
     on_ready: Sequence[Callable[[], None]],
     on_stopping: Sequence[Callable[[], None]] = (),
+    noted: StopSignals | None = None,
 ) -> int:
     """Serve until SIGTERM/SIGINT; the exit status (1 when a feature could not be installed).
 
@@ -94,7 +121,9 @@ async def serve(
     daemon.connections = lambda: server.connections
     listener = trio.SocketListener(trio.socket.from_stdlib_socket(listening.sock))
     status = 0
-    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+    with trio.open_signal_receiver(*StopSignals.SIGNALS) as signals:
+        if noted is not None:
+            noted.pass_on()  # a stop asked for while starting: served once ready, then stopped
         async with trio.open_nursery() as background:
             async with trio.open_nursery() as connections:
                 accept_scope = trio.CancelScope()
@@ -140,6 +169,14 @@ async def serve(
 
 def run(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    stop_signals = StopSignals()
+    try:
+        return _run(args, stop_signals)
+    finally:
+        stop_signals.restore()
+
+
+def _run(args: argparse.Namespace, stop_signals: StopSignals) -> int:
     if stderr_is_journal(os.environ):
         configure_journal_logging()
     else:
@@ -176,7 +213,9 @@ def run(argv: list[str] | None = None) -> int:
         return 1
     supervisor = Supervisor(notifier, daemon)
     try:
-        status = trio.run(serve, daemon, listening, [supervisor.ready], [supervisor.stopping])
+        status = trio.run(
+            serve, daemon, listening, [supervisor.ready], [supervisor.stopping], stop_signals
+        )
     finally:
         listening.remove_socket_file()
         listening.sock.close()

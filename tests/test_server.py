@@ -537,6 +537,25 @@ def test_sigint_exits_zero(daemon: DaemonProcess) -> None:
     assert not daemon.orca.socket.exists()
 
 
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_stop_asked_for_while_orcad_starts_exits_zero_and_removes_the_socket(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], signum: int
+) -> None:
+    # the signal lands once the socket is bound and before the daemon listens for it: its
+    # default action left the socket behind (and Ctrl-C printed a traceback)
+    for _attempt in range(3):
+        daemon = DaemonProcess(orca_env)
+        daemon_factory.append(daemon)
+        process = daemon.spawn()
+        deadline = time.monotonic() + 20
+        while not orca_env.socket.exists():
+            assert process.poll() is None and time.monotonic() < deadline, daemon.stderr()
+        process.send_signal(signum)
+        assert process.wait(timeout=30) == 0, daemon.stderr()
+        assert not orca_env.socket.exists()
+        assert "Traceback" not in daemon.stderr()
+
+
 def test_bad_config_is_a_startup_error_naming_the_key(orca_env: OrcaEnv) -> None:
     orca_env.write_config("[extraction]\nworkers = -1\n")
     result = refused_start(orca_env.env)
