@@ -155,6 +155,11 @@ def new_session_id() -> str:
     return "ses_" + secrets.token_hex(16)
 
 
+def project_config_file(project_root: str) -> Path:
+    """A project's own config.toml (read only when the user's config trusts the project)."""
+    return Path(project_root) / ".orca" / "config.toml"
+
+
 def read_auto_memory(config_file: Path, project_root: str, fallback: Config) -> bool:
     """The auto_memory switch as of now: user config, then a trusted project's (project wins).
 
@@ -170,7 +175,7 @@ def read_auto_memory(config_file: Path, project_root: str, fallback: Config) -> 
         log.warning("config.unreadable_at_open", path=str(config_file), error=str(exc))
     enabled = user.auto_memory
     if project_root in {str(Path(p)) for p in user.trusted_projects}:
-        project_file = Path(project_root) / ".orca" / "config.toml"
+        project_file = project_config_file(project_root)
         try:
             text = read_config_text(project_file)
             project, _unknown = parse_config(text, str(project_file), ProjectConfig)

@@ -11,7 +11,7 @@ import trio
 import trio.testing
 
 from orcad import sqlite_worker
-from orcad.capture import inspection
+from orcad.capture import inspection, project_access
 from orcad.capture.jobstore import job_path
 from orcad.capture.problems import ErrorRecorder
 from orcad.capture.records import Provenance
@@ -21,7 +21,7 @@ from orcad.clock import SystemClock
 from orcad.config import Config, ExtractionConfig
 from orcad.errors import NotFound
 from orcad.identity import ProjectIdentity, derive_project
-from orcad.sessions import Session
+from orcad.sessions import Session, read_auto_memory
 from protocol.types import ProjectsInspectParams
 from tests.deliberate_helpers import InProcessDaemon, SettableClock
 from tests.test_recall_daemon import add_facts
@@ -121,6 +121,34 @@ async def test_times_out_while_work_is_backlogged(
     before = trio.current_time()
     assert await service.wait_session_jobs("ses_1", PROJECT_ID, 5.0) == "timed_out"
     assert trio.current_time() - before == 5.0
+
+
+async def test_the_barrier_reads_the_auto_memory_switch_again_only_once_its_files_changed(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a recall asks at every turn while its session has a job queued: reading project.json
+    # and both config files (in a thread) each time was on every turn's path
+    reads: list[str] = []
+
+    def recording_read_auto_memory(config_file: Path, root: str, fallback: Config) -> bool:
+        reads.append(root)
+        return read_auto_memory(config_file, root, fallback)
+
+    monkeypatch.setattr(project_access, "read_auto_memory", recording_read_auto_memory)
+    service = make_service(tmp_path)
+    await admit(service, session(tmp_path, "ses_1"), "t1")
+    user_config = tmp_path / "config.toml"
+    user_config.write_text(f"auto_memory = false\ntrusted_projects = [{str(tmp_path)!r}]\n")
+    for _turn in range(3):  # the queued job may not run: not waited for
+        assert await service.wait_session_jobs("ses_1", PROJECT_ID, 5.0) == "none"
+    assert reads == [str(tmp_path)]
+    user_config.write_text(f"auto_memory = true\ntrusted_projects = [{str(tmp_path)!r}]\n")
+    assert await service.wait_session_jobs("ses_1", PROJECT_ID, 5.0) == "timed_out"  # at once
+    (tmp_path / ".orca").mkdir()
+    (tmp_path / ".orca" / "config.toml").write_text("auto_memory = false\n")  # the project's
+    assert await service.wait_session_jobs("ses_1", PROJECT_ID, 5.0) == "none"
+    assert await service.wait_session_jobs("ses_1", PROJECT_ID, 5.0) == "none"
+    assert reads == [str(tmp_path)] * 3
 
 
 async def test_inspect_by_cwd_derives_the_project_off_the_event_loop(

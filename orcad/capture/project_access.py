@@ -4,8 +4,8 @@ jobs may run now.
 Every change to a project's jobs or ledger runs in a thread holding the project's
 cross-process lock, behind a per-project trio lock so that this process never contends with
 itself. Whether a project's jobs may be handed to a worker depends on its auto-memory setting
-(read from disk each time) and on its ledger being readable, which is re-checked only when
-the ledger file changes.
+and on its ledger being readable; each is read again only when one of the files it was read
+from changes (a recall asks at every turn while its session has a job queued).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
+import msgspec
 import structlog
 import trio
 
@@ -23,6 +24,7 @@ from orcad.capture.index import JobIndex
 from orcad.capture.ledger import LedgerCorrupt, LedgerFileState, ledger_file_state, read_ledger
 from orcad.capture.problems import Problems
 from orcad.capture.projects import (
+    PROJECT_FILE,
     ProjectFile,
     ensure_directories,
     list_project_ids,
@@ -34,12 +36,22 @@ from orcad.capture.projects import (
 from orcad.capture.schedule import JobView
 from orcad.clock import Clock
 from orcad.config import Config
+from orcad.durable_files import FileSignature, file_signature
 from orcad.errors import NotFound, StorageError
-from orcad.sessions import Session, read_auto_memory
+from orcad.sessions import Session, project_config_file, read_auto_memory
 
 log = structlog.get_logger("orcad.capture")
 
 T = TypeVar("T")
+
+
+class SwitchReading(msgspec.Struct, frozen=True, kw_only=True):
+    """A project's auto-memory switch as read from its files, good while each file keeps the
+    signature it had when it was read: project.json, the user's config, the project's own."""
+
+    root: str  # the project root project.json names ("" when it names none)
+    files: tuple[FileSignature | None, ...]
+    enabled: bool
 
 
 class ProjectAccess:
@@ -64,6 +76,7 @@ class ProjectAccess:
         self._locks: collections.defaultdict[str, trio.Lock] = collections.defaultdict(trio.Lock)
         self._ensured: set[str] = set()  # project directories created (with project.json)
         self._ledger_checks: dict[str, tuple[LedgerFileState, bool]] = {}  # project -> usable
+        self._switches: dict[str, SwitchReading] = {}
 
     def project_dir(self, project_id: str) -> Path:
         return project_dir(self.projects_dir, project_id)
@@ -161,33 +174,59 @@ class ProjectAccess:
 
     async def jobs_may_run(self, project_id: str) -> bool:
         """Whether the project's jobs may be handed to a worker now: its auto memory is on
-        (user config plus the trusted project's config, read from disk; the root is the last
-        one recorded in project.json) and its ledger is not damaged. A damaged ledger cannot
-        take a publish, so extracting would call a provider for nothing; it is re-read only
-        when the file changes (moving it aside lets the jobs run)."""
+        (user config plus the trusted project's config; the root is the last one recorded in
+        project.json) and its ledger is not damaged. A damaged ledger cannot take a publish,
+        so extracting would call a provider for nothing (moving it aside lets the jobs run).
+        The files are read again only when one of them changed, so an edit counts at once;
+        until then the answer costs a few stat calls here rather than a thread and the reads
+        (the recall barrier asks at every turn)."""
+        directory = self.project_dir(project_id)
         checked = self._ledger_checks.get(project_id)
+        known = self._switches.get(project_id)
+        if (
+            known is not None
+            and checked is not None
+            and known.files == self._switch_files(directory, known.root)
+            and checked[0] == ledger_file_state(directory)
+        ):
+            return known.enabled and checked[1]
 
-        def read() -> tuple[bool, LedgerFileState, str | None]:
-            directory = self.project_dir(project_id)
-            found = read_project_file(directory, project_id)
-            root = found.record.root if found.record is not None else ""
-            enabled = read_auto_memory(self._config_file, root, self._config)
+        def read() -> tuple[SwitchReading, LedgerFileState, str | None]:
+            switch = self._read_switch(directory, project_id)
             state = ledger_file_state(directory)
             if checked is not None and checked[0] == state:
-                return enabled, state, None
+                return switch, state, None
             try:
                 read_ledger(directory)
             except LedgerCorrupt as exc:
-                return enabled, state, exc.message
-            return enabled, state, None
+                return switch, state, exc.message
+            return switch, state, None
 
-        enabled, state, damage = await trio.to_thread.run_sync(read)
+        switch, state, damage = await trio.to_thread.run_sync(read)
+        self._switches[project_id] = switch
         if checked is None or checked[0] != state:
             checked = self._ledger_checks[project_id] = (state, damage is None)
             if damage is not None:
                 self._problems.report("ledger_corrupt", damage)
                 log.warning("jobs.held", project_id=project_id, reason="ledger_corrupt")
-        return enabled and checked[1]
+        return switch.enabled and checked[1]
+
+    def _read_switch(self, directory: Path, project_id: str) -> SwitchReading:
+        """The switch from disk (blocking). Each file's signature is taken before the file is
+        read, so that a change made meanwhile is seen at the next call."""
+        project_file = file_signature(directory / PROJECT_FILE)
+        found = read_project_file(directory, project_id)
+        root = found.record.root if found.record is not None else ""
+        files = (project_file, *self._settings_files(root))
+        enabled = read_auto_memory(self._config_file, root, self._config)
+        return SwitchReading(root=root, files=files, enabled=enabled)
+
+    def _switch_files(self, directory: Path, root: str) -> tuple[FileSignature | None, ...]:
+        return (file_signature(directory / PROJECT_FILE), *self._settings_files(root))
+
+    def _settings_files(self, root: str) -> tuple[FileSignature | None, FileSignature | None]:
+        own = file_signature(project_config_file(root)) if root else None
+        return file_signature(self._config_file), own
 
     def ledger_damaged(self, project_id: str) -> bool:
         """The project's ledger was found damaged at its last check (and not changed since)."""
