@@ -21,6 +21,7 @@ import structlog
 import trio
 
 from orcad import __version__
+from orcad.auto_memory_switch import AutoMemorySwitch
 from orcad.clock import Clock, SystemClock, format_time
 from orcad.config import Config, LoadedConfig
 from orcad.errors import StorageError
@@ -128,6 +129,7 @@ class Daemon:
     capture_status: CaptureStatus | None = None
     embedding_status: Callable[[], EmbeddingStatus] | None = None
     sessions: SessionStore = field(init=False)
+    auto_memory_switch: AutoMemorySwitch = field(init=False)
     connections: Callable[[], int] = lambda: 0
     # Blocking callables that drop a connection to the state database (before it is replaced).
     state_db_users: list[Callable[[], None]] = field(default_factory=list)
@@ -139,6 +141,7 @@ class Daemon:
         self.sessions = SessionStore(
             self.paths.state_db, self.clock, self.loaded.config.sessions.idle_expiry_s
         )
+        self.auto_memory_switch = AutoMemorySwitch(self.paths.config_file, self.config)
         self.state_db_users.append(self.sessions.close)
         self.sessions.on_corrupt = self._recover_state_db_async
         self.run_in_background(self.sessions.run_sweeper)
@@ -209,9 +212,7 @@ class Daemon:
 
     async def open_session(self, params: SessionOpenParams) -> SessionOpenResult:
         try:
-            session, joined = await self.sessions.open_or_join(
-                params, self.paths.config_file, self.config
-            )
+            session, joined = await self.sessions.open_or_join(params, self.auto_memory_switch)
         except sqlite3.DatabaseError as exc:
             if not is_corruption(exc):
                 translated = storage_error_of(exc, str(self.paths.state_db))
@@ -219,9 +220,7 @@ class Daemon:
                     raise
                 raise translated from exc
             await trio.to_thread.run_sync(self.recover_state_db, str(exc))
-            session, joined = await self.sessions.open_or_join(
-                params, self.paths.config_file, self.config
-            )
+            session, joined = await self.sessions.open_or_join(params, self.auto_memory_switch)
         if joined:
             return await self._opened(session, joined=True)
         for hook in self.session_opened_hooks:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Protocol
 
+from orcad.auto_memory_switch import AutoMemorySwitch
 from orcad.clock import Clock
 from orcad.config import Config
 from orcad.paths import Paths
@@ -37,6 +38,9 @@ class Host(Protocol):
 
     @property
     def config(self) -> Config: ...
+
+    @property
+    def auto_memory_switch(self) -> AutoMemorySwitch: ...
 
     def record_error(self, kind: str, message: str) -> None:
         """A problem for daemon.status (and doctor); the caller logs it."""

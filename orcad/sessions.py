@@ -37,9 +37,9 @@ import structlog
 import trio
 
 from orcad import limits
+from orcad.auto_memory_switch import AutoMemorySwitch
 from orcad.clock import Clock
-from orcad.config import Config, ProjectConfig, parse_config, read_config_text
-from orcad.errors import InvalidParams, NotFound, StaleSession, StartupError
+from orcad.errors import InvalidParams, NotFound, StaleSession
 from orcad.identity import ProjectIdentity, derive_project
 from orcad.sqlite_worker import SQLiteWorker, connect_private
 from orcad.storage_faults import is_corruption
@@ -155,41 +155,8 @@ def new_session_id() -> str:
     return "ses_" + secrets.token_hex(16)
 
 
-def project_config_file(project_root: str) -> Path:
-    """A project's own config.toml (read only when the user's config trusts the project)."""
-    return Path(project_root) / ".orca" / "config.toml"
-
-
-def read_auto_memory(config_file: Path, project_root: str, fallback: Config) -> bool:
-    """The auto_memory switch as of now: user config, then a trusted project's (project wins).
-
-    Read at every session open so that an edited file affects newly opened sessions.
-    A file that cannot be read or parsed keeps the last good value and is logged.
-    """
-    user = fallback
-    try:
-        user, _unknown = parse_config(read_config_text(config_file), str(config_file))
-    except FileNotFoundError:
-        user = Config()
-    except (OSError, UnicodeDecodeError, StartupError) as exc:
-        log.warning("config.unreadable_at_open", path=str(config_file), error=str(exc))
-    enabled = user.auto_memory
-    if project_root in {str(Path(p)) for p in user.trusted_projects}:
-        project_file = project_config_file(project_root)
-        try:
-            text = read_config_text(project_file)
-            project, _unknown = parse_config(text, str(project_file), ProjectConfig)
-            if project.auto_memory is not None:
-                enabled = project.auto_memory
-        except FileNotFoundError:
-            pass
-        except (OSError, UnicodeDecodeError, StartupError) as exc:
-            log.warning("config.project_unreadable", path=str(project_file), error=str(exc))
-    return enabled
-
-
 def _derive_identity(
-    cwd: str, config_file: Path, config: Config
+    cwd: str, switch: AutoMemorySwitch
 ) -> tuple[Path, Workspace, ProjectIdentity, bool]:
     try:
         directory = canonical_directory(cwd)
@@ -197,7 +164,7 @@ def _derive_identity(
     except ValueError as exc:
         raise InvalidParams(str(exc), field="cwd") from exc
     project = derive_project(Path(workspace.root))
-    return directory, workspace, project, read_auto_memory(config_file, project.root, config)
+    return directory, workspace, project, switch.read(project.root)
 
 
 class SessionStore:
@@ -288,27 +255,27 @@ class SessionStore:
             self._cache.popitem(last=False)
 
     async def open_or_join(
-        self, params: SessionOpenParams, config_file: Path, config: Config
+        self, params: SessionOpenParams, switch: AutoMemorySwitch
     ) -> tuple[Session, bool]:
         """The session `params` asks for, and whether it was joined (see `join`) or opened."""
         joined = await self.join(params)
         if joined is not None:
             return joined, True
-        return await self._open(params, config_file, config)
+        return await self._open(params, switch)
 
-    async def open(self, params: SessionOpenParams, config_file: Path, config: Config) -> Session:
-        session, _joined = await self._open(params, config_file, config)
+    async def open(self, params: SessionOpenParams, switch: AutoMemorySwitch) -> Session:
+        session, _joined = await self._open(params, switch)
         return session
 
     async def _open(
-        self, params: SessionOpenParams, config_file: Path, config: Config
+        self, params: SessionOpenParams, switch: AutoMemorySwitch
     ) -> tuple[Session, bool]:
         """Open the session at a new epoch. With `join`, a session found open by then is joined
         instead: another process of the agent (joining too) opened it since `join` looked, and
         the two must share one epoch, not fence each other."""
         # Path resolution, the Git lookup and the config reads touch the disk: off the loop.
         directory, workspace, project, auto_memory = await trio.to_thread.run_sync(
-            _derive_identity, params.cwd, config_file, config
+            _derive_identity, params.cwd, switch
         )
         session_id = params.session_id or new_session_id()
         now = self._clock.now()

@@ -99,6 +99,23 @@ def test_auto_memory_off_captures_nothing_and_writes_no_file(
     assert not (orca_env.memory_root / "projects").exists()
 
 
+@pytest.mark.parametrize("broken", ["auto_memory = false\nembedding = \n", "auto_memory = f"])
+def test_a_config_broken_after_auto_memory_was_switched_off_keeps_it_off(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path, broken: str
+) -> None:
+    # a typo, or an editor halfway through writing the file: its last good value holds, not
+    # the value orcad started with, which turned capture back on for a user who turned it off
+    daemon = start(orca_env, daemon_factory)
+    orca_env.write_config("auto_memory = false\n")
+    assert daemon.call("session.open", {"cwd": str(project_dir(tmp_path))}).auto_memory is False
+    orca_env.write_config(broken)
+    session = daemon.call("session.open", {"cwd": str(project_dir(tmp_path))})
+    assert session.auto_memory is False
+    result = daemon.call("turn.completed", turn_params(session, "t1", "We use pnpm."))
+    assert (result.eligible, result.reason) == (False, "auto_memory_disabled")
+    assert "config.unreadable_at_open" in [e.get("event") for e in daemon.log_events()]
+
+
 def test_same_session_turn_and_source_is_one_job(
     orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
 ) -> None:

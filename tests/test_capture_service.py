@@ -11,7 +11,8 @@ import trio
 import trio.testing
 
 from orcad import sqlite_worker
-from orcad.capture import inspection, project_access
+from orcad.auto_memory_switch import AutoMemorySwitch
+from orcad.capture import inspection
 from orcad.capture.jobstore import job_path
 from orcad.capture.problems import ErrorRecorder
 from orcad.capture.records import Provenance
@@ -21,7 +22,7 @@ from orcad.clock import SystemClock
 from orcad.config import Config, ExtractionConfig
 from orcad.errors import NotFound
 from orcad.identity import ProjectIdentity, derive_project
-from orcad.sessions import Session, read_auto_memory
+from orcad.sessions import Session
 from protocol.types import ProjectsInspectParams
 from tests.deliberate_helpers import InProcessDaemon, SettableClock
 from tests.test_recall_daemon import add_facts
@@ -37,7 +38,7 @@ def make_service(
 ) -> CaptureService:
     return CaptureService(
         projects_dir=tmp_path / "projects",
-        config_file=tmp_path / "config.toml",
+        auto_memory=AutoMemorySwitch(tmp_path / "config.toml", Config()),
         config=Config(extraction=ExtractionConfig(max_retries=max_retries)),
         clock=SystemClock(),
         record_error=record_error or (lambda kind, message: None),
@@ -129,12 +130,13 @@ async def test_the_barrier_reads_the_auto_memory_switch_again_only_once_its_file
     # a recall asks at every turn while its session has a job queued: reading project.json
     # and both config files (in a thread) each time was on every turn's path
     reads: list[str] = []
+    read = AutoMemorySwitch.read
 
-    def recording_read_auto_memory(config_file: Path, root: str, fallback: Config) -> bool:
+    def recording_read(switch: AutoMemorySwitch, root: str) -> bool:
         reads.append(root)
-        return read_auto_memory(config_file, root, fallback)
+        return read(switch, root)
 
-    monkeypatch.setattr(project_access, "read_auto_memory", recording_read_auto_memory)
+    monkeypatch.setattr(AutoMemorySwitch, "read", recording_read)
     service = make_service(tmp_path)
     await admit(service, session(tmp_path, "ses_1"), "t1")
     user_config = tmp_path / "config.toml"

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from orcad import limits
+from orcad.auto_memory_switch import AutoMemorySwitch
 from orcad.capture import leases, schedule
 from orcad.capture.records import new_job
 from orcad.config import Config, load_config, parse_config
 from orcad.errors import StartupError
-from orcad.sessions import read_auto_memory
 
 pytestmark = pytest.mark.pure
 
@@ -164,10 +164,27 @@ def test_trusted_project_config_wins_and_untrusted_is_ignored(tmp_path: Path) ->
         (root / ".orca").mkdir(parents=True)
         (root / ".orca" / "config.toml").write_text("auto_memory = false\n")
     user.write_text(f"auto_memory = true\ntrusted_projects = [{str(trusted)!r}]\n")
-    assert read_auto_memory(user, str(trusted), Config()) is False
-    assert read_auto_memory(user, str(untrusted), Config()) is True
+    assert AutoMemorySwitch(user, Config()).read(str(trusted)) is False
+    assert AutoMemorySwitch(user, Config()).read(str(untrusted)) is True
     user.write_text("auto_memory = false\n")
-    assert read_auto_memory(user, str(untrusted), Config()) is False
+    assert AutoMemorySwitch(user, Config()).read(str(untrusted)) is False
+
+
+def test_a_config_file_broken_later_keeps_its_last_good_auto_memory(tmp_path: Path) -> None:
+    user, root = tmp_path / "config.toml", tmp_path / "repo"
+    (root / ".orca").mkdir(parents=True)
+    switch = AutoMemorySwitch(user, Config(auto_memory=True))  # as orcad started
+    user.write_text("auto_memory = false\n")
+    assert switch.read(str(root)) is False
+    user.write_text("auto_memory = fa")  # half written
+    assert switch.read(str(root)) is False
+    user.write_text(f"auto_memory = true\ntrusted_projects = [{str(root)!r}]\n")
+    (root / ".orca" / "config.toml").write_text("auto_memory = false\n")
+    assert switch.read(str(root)) is False  # the trusted project's own says off
+    (root / ".orca" / "config.toml").write_text("auto_memory = [")
+    assert switch.read(str(root)) is False
+    (root / ".orca" / "config.toml").unlink()  # gone: the user's value again
+    assert switch.read(str(root)) is True
 
 
 def _struct_keys(struct: type, prefix: str = "") -> set[str]:

@@ -20,6 +20,7 @@ import filelock
 import pytest
 
 from orcactl.commands.doctor_faults import Finding, guarded, judge_daemon_errors
+from orcad.auto_memory_switch import AutoMemorySwitch
 from orcad.capture.ledger import Ledger, Provenance, merge_job_candidates, write_ledger
 from orcad.clock import SystemClock
 from orcad.config import Config
@@ -307,7 +308,8 @@ async def test_a_session_held_in_memory_closes_after_its_database_was_replaced(
     path = tmp_path / "daemon-state.sqlite3"
     sessions = SessionStore(path, SystemClock())
     session = await sessions.open(
-        SessionOpenParams(cwd=workdir(tmp_path)), tmp_path / "config.toml", Config()
+        SessionOpenParams(cwd=workdir(tmp_path)),
+        AutoMemorySwitch(tmp_path / "config.toml", Config()),
     )
     sessions.close()  # what replacing a damaged state database does, in this order
     move_aside(path)

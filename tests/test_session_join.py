@@ -12,6 +12,7 @@ import pytest
 import trio
 
 from orcad import limits
+from orcad.auto_memory_switch import AutoMemorySwitch
 from orcad.config import Config, parse_config
 from orcad.errors import NotFound, StaleSession, StartupError
 from orcad.sessions import SessionStore
@@ -32,7 +33,7 @@ async def _open(store: SessionStore, tmp_path: Path, *, join: bool) -> tuple[int
     joined = await store.join(params)
     if joined is not None:
         return joined.epoch, True
-    session = await store.open(params, tmp_path / "config.toml", Config())
+    session = await store.open(params, AutoMemorySwitch(tmp_path / "config.toml", Config()))
     return session.epoch, False
 
 
@@ -62,12 +63,12 @@ async def test_processes_joining_at_once_a_session_not_open_share_one_epoch(
     params = SessionOpenParams(cwd=str(tmp_path), session_id="ses_agent", join=True)
     config_file = tmp_path / "config.toml"
     if closed_before:
-        first = await store.open(params, config_file, Config())
+        first = await store.open(params, AutoMemorySwitch(config_file, Config()))
         await store.close_session("ses_agent", first.epoch)
     answers: list[tuple[int, bool]] = []
 
     async def join() -> None:  # a hook and the MCP server, say, at the same moment
-        session, joined = await store.open_or_join(params, config_file, Config())
+        session, joined = await store.open_or_join(params, AutoMemorySwitch(config_file, Config()))
         answers.append((session.epoch, joined))
 
     async with trio.open_nursery() as nursery:
@@ -237,12 +238,12 @@ async def test_a_join_from_another_repository_stays_in_the_workspace_the_session
         (repo / ".git").mkdir(parents=True)
     config_file = tmp_path / "config.toml"
     first, _ = await store.open_or_join(
-        SessionOpenParams(cwd=str(started), session_id="ses_agent"), config_file, Config()
+        SessionOpenParams(cwd=str(started), session_id="ses_agent"),
+        AutoMemorySwitch(config_file, Config()),
     )
     moved, joined = await store.open_or_join(
         SessionOpenParams(cwd=str(elsewhere), session_id="ses_agent", join=True),
-        config_file,
-        Config(),
+        AutoMemorySwitch(config_file, Config()),
     )
     assert joined
     assert (moved.epoch, moved.workspace_id) == (first.epoch, first.workspace_id)

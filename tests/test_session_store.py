@@ -13,6 +13,7 @@ import trio.testing
 from structlog.testing import capture_logs
 
 from orcad import limits
+from orcad.auto_memory_switch import AutoMemorySwitch
 from orcad.clock import SystemClock
 from orcad.config import Config
 from orcad.errors import NotFound, StaleSession
@@ -27,7 +28,7 @@ async def test_a_close_overtaken_by_a_reopen_leaves_the_new_epoch_open(tmp_path:
     store = SessionStore(tmp_path / "state.sqlite3", SystemClock())
     opened = SessionOpenParams(cwd=str(tmp_path), session_id="ses_race")
     config_file = tmp_path / "config.toml"
-    first = await store.open(opened, config_file, Config())
+    first = await store.open(opened, AutoMemorySwitch(config_file, Config()))
     hold, holding = threading.Event(), threading.Event()
 
     def occupy_the_database(_connection: object) -> None:
@@ -37,7 +38,7 @@ async def test_a_close_overtaken_by_a_reopen_leaves_the_new_epoch_open(tmp_path:
     outcomes: dict[str, object] = {}
 
     async def reopen() -> None:
-        outcomes["reopen"] = await store.open(opened, config_file, Config())
+        outcomes["reopen"] = await store.open(opened, AutoMemorySwitch(config_file, Config()))
 
     async def close_first() -> None:
         try:
@@ -79,8 +80,7 @@ async def test_snapshots_beyond_the_cache_bound_are_read_back_from_the_database(
     opened = [
         await store.open(
             SessionOpenParams(cwd=str(tmp_path), session_id=f"ses_{n}", mode="plan"),
-            config_file,
-            Config(),
+            AutoMemorySwitch(config_file, Config()),
         )
         for n in range(3)
     ]
@@ -99,7 +99,9 @@ async def test_a_session_still_in_use_after_a_restart_counts_as_open(tmp_path: P
     store = SessionStore(tmp_path / "state.sqlite3", SystemClock())
     config_file = tmp_path / "config.toml"
     opened = [
-        await store.open(SessionOpenParams(cwd=str(tmp_path)), config_file, Config())
+        await store.open(
+            SessionOpenParams(cwd=str(tmp_path)), AutoMemorySwitch(config_file, Config())
+        )
         for _ in range(2)
     ]
     await store.close_session(opened[1].session_id, opened[1].epoch)
@@ -120,7 +122,7 @@ async def test_a_session_idle_past_the_expiry_before_a_restart_is_expired_after_
     path = tmp_path / "state.sqlite3"
     store = SessionStore(path, clock)
     params = SessionOpenParams(cwd=str(tmp_path), session_id="ses_idle")
-    opened = await store.open(params, tmp_path / "config.toml", Config())
+    opened = await store.open(params, AutoMemorySwitch(tmp_path / "config.toml", Config()))
     store.close()  # the daemon stops...
     clock.advance(store.idle_expiry_s + 1)  # ...and starts again, the session's agent silent
     restarted = SessionStore(path, clock)
@@ -153,7 +155,7 @@ async def test_the_last_use_is_stored_once_it_trails_by_the_interval_and_at_a_cl
     path = tmp_path / "state.sqlite3"
     store = SessionStore(path, clock)
     params = SessionOpenParams(cwd=str(tmp_path), session_id="ses_busy")
-    session = await store.open(params, tmp_path / "config.toml", Config())
+    session = await store.open(params, AutoMemorySwitch(tmp_path / "config.toml", Config()))
     opened_at = clock.value
     written = trio.Event()
     store_last_use = store.store_last_use
@@ -202,7 +204,8 @@ async def test_an_upgrade_from_a_version_that_stored_the_last_use_hourly_expires
     ids = ("ses_busy", "ses_gone", "ses_closed")
     opened = {
         session_id: await store.open(
-            SessionOpenParams(cwd=str(tmp_path), session_id=session_id), config_file, Config()
+            SessionOpenParams(cwd=str(tmp_path), session_id=session_id),
+            AutoMemorySwitch(config_file, Config()),
         )
         for session_id in ids
     }
@@ -258,7 +261,7 @@ async def test_rows_of_sessions_ended_long_ago_are_pruned_and_their_ids_stay_fen
 
     async def open_session(session_id: str) -> Session:
         params = SessionOpenParams(cwd=str(tmp_path), session_id=session_id)
-        return await store.open(params, config_file, Config())
+        return await store.open(params, AutoMemorySwitch(config_file, Config()))
 
     ended: dict[str, Session] = {}
     for n in range(10):
@@ -309,7 +312,8 @@ async def test_a_state_database_without_last_use_times_keeps_its_sessions(tmp_pa
     )
     store = SessionStore(tmp_path / "new.sqlite3", clock)
     session = await store.open(
-        SessionOpenParams(cwd=str(tmp_path), session_id="ses_kept"), tmp_path / "c.toml", Config()
+        SessionOpenParams(cwd=str(tmp_path), session_id="ses_kept"),
+        AutoMemorySwitch(tmp_path / "c.toml", Config()),
     )
     store.close()
     encoded = msgspec.json.encode(session).decode()
@@ -323,7 +327,8 @@ async def test_a_state_database_without_last_use_times_keeps_its_sessions(tmp_pa
     clock.value = opened_at + store.retention_s + 1
     assert await store.sweep() == ["ses_kept"]
     reopened = await store.open(
-        SessionOpenParams(cwd=str(tmp_path), session_id="ses_kept"), tmp_path / "c.toml", Config()
+        SessionOpenParams(cwd=str(tmp_path), session_id="ses_kept"),
+        AutoMemorySwitch(tmp_path / "c.toml", Config()),
     )
     assert reopened.epoch == 5
     store.close()

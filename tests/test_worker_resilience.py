@@ -17,6 +17,7 @@ import trio.testing
 
 from orcad import limits
 from orcad.app import Daemon, FaultRecordingRouter
+from orcad.auto_memory_switch import AutoMemorySwitch
 from orcad.capture import leases, schedule
 from orcad.capture.jobstore import read_job, write_job
 from orcad.capture.projects import LOCK_FILE, ensure_directories
@@ -159,7 +160,7 @@ async def test_a_lock_failure_holds_that_project_only_for_reschedule_s(tmp_path:
     errors: list[tuple[str, str]] = []
     service = CaptureService(
         projects_dir=projects_dir,
-        config_file=tmp_path / "config.toml",
+        auto_memory=AutoMemorySwitch(tmp_path / "config.toml", Config()),
         config=Config(extraction=ExtractionConfig(reschedule_s=30.0)),
         clock=clock,
         record_error=lambda kind, message: errors.append((kind, message)),
@@ -204,7 +205,7 @@ async def test_retries_at_the_same_moment_never_fill_the_backlog_past_its_cap(
         os.umask(old_umask)
     service = CaptureService(
         projects_dir=projects_dir,
-        config_file=tmp_path / "config.toml",
+        auto_memory=AutoMemorySwitch(tmp_path / "config.toml", Config()),
         config=Config(),
         clock=SteppedClock(T0 + 100),
         record_error=lambda kind, message: None,
@@ -239,7 +240,7 @@ async def test_failed_attempts_back_off_so_a_brief_outage_does_not_exhaust_a_job
     clock = SteppedClock(T0)
     service = CaptureService(
         projects_dir=projects_dir,
-        config_file=tmp_path / "config.toml",
+        auto_memory=AutoMemorySwitch(tmp_path / "config.toml", Config()),
         config=Config(extraction=ExtractionConfig(retry_base_s=2.0, retry_max_s=300.0)),
         clock=clock,
         record_error=lambda kind, message: None,

@@ -195,7 +195,7 @@ def install(
     facts their vectors in the index."""
     service = CaptureService(
         projects_dir=host.paths.projects_dir,
-        config_file=host.paths.config_file,
+        auto_memory=host.auto_memory_switch,
         config=host.config,
         clock=host.clock,
         record_error=host.record_error,

@@ -20,6 +20,7 @@ import structlog
 import trio
 
 from orcad import limits
+from orcad.auto_memory_switch import AutoMemorySwitch, project_config_file
 from orcad.capture.index import JobIndex
 from orcad.capture.ledger import LedgerCorrupt, LedgerFileState, ledger_file_state, read_ledger
 from orcad.capture.problems import Problems
@@ -35,10 +36,9 @@ from orcad.capture.projects import (
 )
 from orcad.capture.schedule import JobView
 from orcad.clock import Clock
-from orcad.config import Config
 from orcad.durable_files import FileSignature, file_signature
 from orcad.errors import NotFound, StorageError
-from orcad.sessions import Session, project_config_file, read_auto_memory
+from orcad.sessions import Session
 
 log = structlog.get_logger("orcad.capture")
 
@@ -59,16 +59,14 @@ class ProjectAccess:
         self,
         *,
         projects_dir: Path,
-        config_file: Path,
-        config: Config,
+        auto_memory: AutoMemorySwitch,
         clock: Clock,
         index: JobIndex,
         problems: Problems,
         lock_timeout: float = limits.PROJECT_LOCK_TIMEOUT_S,
     ) -> None:
         self.projects_dir = projects_dir
-        self._config_file = config_file
-        self._config = config
+        self._auto_memory = auto_memory
         self._clock = clock
         self._index = index
         self._problems = problems
@@ -218,7 +216,7 @@ class ProjectAccess:
         found = read_project_file(directory, project_id)
         root = found.record.root if found.record is not None else ""
         files = (project_file, *self._settings_files(root))
-        enabled = read_auto_memory(self._config_file, root, self._config)
+        enabled = self._auto_memory.read(root)
         return SwitchReading(root=root, files=files, enabled=enabled)
 
     def _switch_files(self, directory: Path, root: str) -> tuple[FileSignature | None, ...]:
@@ -226,7 +224,7 @@ class ProjectAccess:
 
     def _settings_files(self, root: str) -> tuple[FileSignature | None, FileSignature | None]:
         own = file_signature(project_config_file(root)) if root else None
-        return file_signature(self._config_file), own
+        return file_signature(self._auto_memory.config_file), own
 
     def ledger_damaged(self, project_id: str) -> bool:
         """The project's ledger was found damaged at its last check (and not changed since)."""

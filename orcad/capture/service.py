@@ -20,6 +20,7 @@ import structlog
 import trio
 
 from orcad import limits
+from orcad.auto_memory_switch import AutoMemorySwitch
 from orcad.capture.admission import Admissions
 from orcad.capture.index import Barrier, JobIndex
 from orcad.capture.jobstore import job_path
@@ -44,7 +45,7 @@ class CaptureService:
         self,
         *,
         projects_dir: Path,
-        config_file: Path,
+        auto_memory: AutoMemorySwitch,
         config: Config,
         clock: Clock,
         record_error: ErrorRecorder,
@@ -57,8 +58,7 @@ class CaptureService:
         self.index = JobIndex()
         self.projects = ProjectAccess(
             projects_dir=projects_dir,
-            config_file=config_file,
-            config=config,
+            auto_memory=auto_memory,
             clock=clock,
             index=self.index,
             problems=self.problems,
