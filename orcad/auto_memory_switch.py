@@ -10,6 +10,7 @@ switched it off since, and capture their turns.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import structlog
@@ -39,7 +40,8 @@ class AutoMemorySwitch:
         files)."""
         user = self._read_user()
         enabled = user.auto_memory
-        if project_root in {str(Path(p)) for p in user.trusted_projects}:
+        # roots as the daemon derives a project's root: links and `..` resolved
+        if project_root in {os.path.realpath(root) for root in user.trusted_projects}:
             own = self._read_project(project_root)
             if own is not None:
                 enabled = own

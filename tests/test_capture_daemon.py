@@ -616,6 +616,27 @@ def test_workers_follow_the_projects_current_switch(
     )
 
 
+@pytest.mark.parametrize("listed_as", ["link", "dot_dot"])
+def test_a_trusted_project_listed_by_another_path_to_it_is_honoured(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path, listed_as: str
+) -> None:
+    # ~/src a link to a data disk, /tmp a link to /private/tmp: the user lists the path they
+    # type, the daemon derives the canonical one; the switch is a privacy choice, not a hint
+    quiet = project_dir(tmp_path, "quiet")
+    (quiet / ".orca").mkdir()
+    (quiet / ".orca" / "config.toml").write_text("auto_memory = false\n")
+    link = tmp_path / "link"
+    link.symlink_to(quiet, target_is_directory=True)
+    listed = str(link) if listed_as == "link" else f"{quiet}/../{quiet.name}"
+    daemon = start(orca_env, daemon_factory, f"trusted_projects = [{json.dumps(listed)}]\n")
+    session = daemon.call("session.open", {"cwd": str(link)})
+    assert session.project.root == str(quiet)
+    assert session.auto_memory is False
+    answer = daemon.call("turn.completed", turn_params(session, "t1", "We deploy with pnpm."))
+    assert (answer.eligible, answer.reason) == (False, "auto_memory_disabled")
+    assert daemon.call("jobs.list", {}).jobs == []
+
+
 # --- project.json, privacy, status, orcactl ------------------------------------------------------
 
 
