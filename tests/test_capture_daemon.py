@@ -163,8 +163,9 @@ def test_a_turn_is_stored_after_its_projects_directory_was_removed(
 def test_a_turn_writes_project_json_when_a_remember_made_the_directory_again(
     orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
 ) -> None:
-    # the project directory removed while orcad runs, then made again by a project remember
-    # (memory.md and jobs/, no project.json): the next stored turn still names the project
+    # the project directory removed while orcad runs, then made again by a project remember,
+    # which names it again; its project.json removed once more (memory.md and jobs/ stay):
+    # the next stored turn still names the project
     daemon = start(orca_env, daemon_factory, NO_WORKERS)
     cwd = str(project_dir(tmp_path))
     session = daemon.call("session.open", {"cwd": cwd})
@@ -172,7 +173,9 @@ def test_a_turn_writes_project_json_when_a_remember_made_the_directory_again(
     shutil.rmtree(directory)
     ids = {"session_id": session.session_id, "epoch": session.epoch}
     daemon.call("remember", {**ids, "text": "We deploy on Fridays.", "scope": "project"})
-    assert directory.is_dir() and not (directory / "project.json").exists()
+    assert json.loads((directory / "project.json").read_text())["last_seen_cwd"] == cwd
+    (directory / "project.json").unlink()
+    assert (directory / "memory.md").is_file()
     daemon.call("turn.completed", turn_params(session, "t1", "We use pnpm."))
     (project,) = [p for p in daemon.call("projects.list").projects if p.id == session.project.id]
     assert (project.identity, project.last_seen_cwd) == (session.project.identity, cwd)

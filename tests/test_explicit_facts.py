@@ -178,6 +178,30 @@ def test_remember_user_and_project_then_startup_returns_both(
     assert elsewhere.project == ""
 
 
+def test_a_project_fact_with_automatic_memory_off_names_its_project(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    # turning automatic memory off keeps /remember project: (spec), and the directory it
+    # writes is found as every project's is: by project.json (spec: Inspect or Delete)
+    orca_env.write_config("auto_memory = false\n")
+    daemon = DaemonProcess(orca_env)
+    daemon_factory.append(daemon)
+    daemon.start()
+    workdir = tmp_path / "repo"
+    workdir.mkdir()
+    session = open_session(daemon, workdir)
+    assert session["opened"].auto_memory is False  # type: ignore[attr-defined]
+    remember(daemon, session, "Deploys go through staging first", "project")
+
+    project_id = session["opened"].project.id  # type: ignore[attr-defined]
+    listed = daemon.call("projects.list").projects
+    assert [(p.id, p.identity, p.last_seen_cwd) for p in listed] == [
+        (project_id, str(workdir.resolve()), str(workdir.resolve()))
+    ]
+    record = orca_env.memory_root / "projects" / project_id / "project.json"
+    assert stat.S_IMODE(record.stat().st_mode) == 0o600
+
+
 def test_remember_refuses_a_secret_and_writes_nothing(
     daemon: DaemonProcess, orca_env: OrcaEnv, tmp_path: Path
 ) -> None:

@@ -43,6 +43,9 @@ class ExplicitFacts:
             size = await self._projects.run_locked(
                 session.project_id, lambda directory: append_fact(path, line)
             )
+            # with automatic memory off nothing else names the directory this fact is in
+            # (spec, Storage: project.json identifies the hashed directory)
+            await self._projects.restore_project_file(session)
         return RememberResult(path=str(path), bytes=size)
 
     async def read_startup(self, session: Session) -> Startup:
