@@ -77,3 +77,54 @@ def test_deploy_routes_are_project_facts(sentence: str, fact: str | None) -> Non
 )
 def test_look_alikes_give_nothing(turn: str) -> None:
     assert _facts(turn) == []
+
+
+@pytest.mark.parametrize(
+    "turn",
+    [
+        "We decided to use Redis, I guess, not sure.",
+        "We use Redis, I think.",
+        "We use Redis, probably.",
+        "We decided to use Redis, maybe.",
+        "We always deploy on Fridays, I believe.",
+        "We use pnpm if I remember correctly.",
+        "We use pnpm (not 100% sure).",
+        "We use pnpm, IIRC.",
+    ],
+)
+def test_a_claim_its_user_is_unsure_of_is_not_kept(turn: str) -> None:
+    # spec, What Is Captured: unverified claims are rejected
+    assert _facts(turn) == []
+
+
+@pytest.mark.parametrize(
+    "turn",
+    [
+        "Always use tabs. Actually, scratch that.",
+        "Never use tabs. Never mind, tabs are fine.",
+        "Always use tabs. Just kidding.",
+        "Remember that we use pnpm. Wait, no.",
+        "Never push to main. Oh wait, ignore that.",
+        "We deploy with helm. Forget that, I was wrong.",
+    ],
+)
+def test_a_fact_taken_back_in_the_next_sentence_is_not_kept(turn: str) -> None:
+    assert _facts(turn) == []
+
+
+def test_a_correction_keeps_what_it_corrects_to_and_drops_what_it_takes_back() -> None:
+    assert _facts("Remember that we use pnpm. Wait, no, we use yarn.") == [
+        {"category": "project", "fact": "The project uses yarn."}
+    ]
+
+
+@pytest.mark.parametrize(
+    "turn",
+    [
+        "Always use tabs. Don't forget that the linter checks it.",
+        "We use pnpm. I think that is all for now.",
+        "Never force-push to main, since it breaks the mirrors.",
+    ],
+)
+def test_a_fact_followed_by_other_words_is_still_kept(turn: str) -> None:
+    assert len(_facts(turn)) >= 1

@@ -46,7 +46,7 @@ from typing import Literal
 
 from orcad import limits
 
-HEURISTIC_VERSION = "heuristic-v2"  # bump whenever a rule changes what is extracted
+HEURISTIC_VERSION = "heuristic-v3"  # bump whenever a rule changes what is extracted
 NOTHING = "NOTHING"
 
 Category = Literal["user", "feedback", "project", "reference"]
@@ -161,6 +161,21 @@ _TRANSIENT = re.compile(
     r"\b(?:today|tonight|tomorrow|yesterday|right now|for now|at the moment|currently|this session"
     r"|this time|this turn|temporarily|for the time being|next steps?|in progress|wip|todo"
     r"|this week|next week)\b",
+    _FLAGS,
+)
+# spec, What Is Captured: unverified claims are rejected; a claim its own user hedges is one
+_UNSURE = re.compile(
+    r"\b(?:i\s+(?:think|guess|believe|suppose)|not\s+(?:\d+%\s+)?(?:sure|certain)|probably"
+    r"|maybe|perhaps|possibly|if\s+i\s+(?:remember|recall)|iirc|afaik|as\s+far\s+as\s+i\s+know)\b",
+    _FLAGS,
+)
+# A sentence that takes back the one before it ("Always use tabs. Actually, scratch that."),
+# alone or before a correction ("Wait, no, we use yarn."): the phrase must end its clause.
+_TAKEN_BACK = re.compile(
+    r"^(?:(?:oh|wait|actually|hmm|sorry)\b[,!.]?\s*)*"
+    r"(?:scratch|strike|ignore|disregard|forget)\s+(?:that|it)(?=\s*(?:[,.!;:]|$))"
+    r"|^(?:(?:oh|wait|actually|hmm|sorry)\b[,!.]?\s*)*"
+    r"(?:never\s?mind|just kidding|no)(?=\s*(?:[,.!;:]|$))",
     _FLAGS,
 )
 _PRONOUN_START = re.compile(r"^(?:i|i'm|i've|me|my|you|you're|your|he|she|they|it|it's)\b", _FLAGS)
@@ -341,25 +356,42 @@ def classify_sentence(sentence: str) -> HeuristicFact | None:
         return None
     if _REDACTED.search(fact) or _CREDENTIAL_WORD.search(fact) or _TRANSIENT.search(fact):
         return None
+    if _UNSURE.search(fact):
+        return None
     return HeuristicFact(category=category, fact=fact)
 
 
+def taken_back(sentence: str) -> str | None:
+    """What follows the words that take the previous sentence back ("" when nothing does), or
+    None when `sentence` takes nothing back."""
+    matched = _TAKEN_BACK.match(sentence.strip())
+    if matched is None:
+        return None
+    return sentence.strip()[matched.end() :].lstrip(" ,.!;:")
+
+
 def extract_facts(source: str) -> list[HeuristicFact]:
-    """At most EXTRACTOR_MAX_FACTS facts from the user messages of one source, first seen first."""
-    facts: list[HeuristicFact] = []
-    seen: set[str] = set()
+    """At most EXTRACTOR_MAX_FACTS facts from the user messages of one source, first seen first;
+    a fact its user takes back in the next sentence is not one."""
+    facts: dict[str, HeuristicFact] = {}  # by case-folded text, in the order first seen
     for role, content in split_messages(source):
         if role != "user":
             continue
+        previous: str | None = None  # the key of the fact the sentence before gave
         for sentence in prose_sentences(content):
-            fact = classify_sentence(sentence)
-            if fact is None or fact.fact.casefold() in seen:
+            if len(facts) > limits.EXTRACTOR_MAX_FACTS:  # only the last can still be taken back
+                return list(facts.values())[: limits.EXTRACTOR_MAX_FACTS]
+            rest = taken_back(sentence)
+            if rest is not None and previous is not None:
+                del facts[previous]
+            said = sentence if rest is None else rest
+            fact = classify_sentence(said) if said else None
+            previous = None
+            if fact is None or fact.fact.casefold() in facts:
                 continue
-            seen.add(fact.fact.casefold())
-            facts.append(fact)
-            if len(facts) == limits.EXTRACTOR_MAX_FACTS:
-                return facts
-    return facts
+            previous = fact.fact.casefold()
+            facts[previous] = fact
+    return list(facts.values())[: limits.EXTRACTOR_MAX_FACTS]
 
 
 def render_output(facts: list[HeuristicFact]) -> str:
