@@ -128,3 +128,18 @@ def test_a_correction_keeps_what_it_corrects_to_and_drops_what_it_takes_back() -
 )
 def test_a_fact_followed_by_other_words_is_still_kept(turn: str) -> None:
     assert len(_facts(turn)) >= 1
+
+
+@pytest.mark.parametrize(
+    "turn",
+    [
+        "We use pnpm. No wait, that was the old repo.",
+        "We use pnpm. Not anymore though.",
+        "We use pnpm. My mistake, that is wrong.",
+        "Always squash merges. Sorry, I was wrong.",
+        "We use helm. That's outdated.",
+        "Remember that we use pnpm. Nope.",
+    ],
+)
+def test_a_fact_said_to_be_wrong_or_outdated_in_the_next_sentence_is_not_kept(turn: str) -> None:
+    assert _facts(turn) == []

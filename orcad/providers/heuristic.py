@@ -170,14 +170,15 @@ _UNSURE = re.compile(
     _FLAGS,
 )
 # A sentence that takes back the one before it ("Always use tabs. Actually, scratch that."),
-# alone or before a correction ("Wait, no, we use yarn."): the phrase must end its clause.
-_TAKEN_BACK = re.compile(
-    r"^(?:(?:oh|wait|actually|hmm|sorry)\b[,!.]?\s*)*"
-    r"(?:scratch|strike|ignore|disregard|forget)\s+(?:that|it)(?=\s*(?:[,.!;:]|$))"
-    r"|^(?:(?:oh|wait|actually|hmm|sorry)\b[,!.]?\s*)*"
-    r"(?:never\s?mind|just kidding|no)(?=\s*(?:[,.!;:]|$))",
-    _FLAGS,
+# alone or before a correction ("Wait, no, we use yarn."): most phrases must end their clause.
+_INTERJECTIONS = r"(?:(?:oh|wait|actually|hmm|sorry|no|nope)\b[,!.]?\s*)*"
+_TAKE_BACK_PHRASE = (
+    r"(?:(?:scratch|strike|ignore|disregard|forget)\s+(?:that|it)|never\s?mind|just kidding"
+    r"|no|nope|my (?:mistake|bad)|i was wrong"
+    r"|that(?:'s| is| was) (?:wrong|not right|not true|outdated|out of date))(?=\s*(?:[,.!;:]|$))"
 )
+_SAID_OUTDATED = r"(?:not anymore|that was the old|that(?:'s| is) no longer)\b"
+_TAKEN_BACK = re.compile(rf"^{_INTERJECTIONS}(?:{_TAKE_BACK_PHRASE}|{_SAID_OUTDATED})", _FLAGS)
 _PRONOUN_START = re.compile(r"^(?:i|i'm|i've|me|my|you|you're|your|he|she|they|it|it's)\b", _FLAGS)
 
 
