@@ -143,3 +143,32 @@ def test_a_fact_followed_by_other_words_is_still_kept(turn: str) -> None:
 )
 def test_a_fact_said_to_be_wrong_or_outdated_in_the_next_sentence_is_not_kept(turn: str) -> None:
     assert _facts(turn) == []
+
+
+@pytest.mark.parametrize(
+    "turn",
+    [
+        "Remember that the build is broken.",
+        "Remember that the tests are failing on main.",
+        "Remember that the staging server is down.",
+        "Remember that the PR is ready for review.",
+        "We use the hotfix branch this sprint.",
+        "We use a feature flag until the end of the week.",
+    ],
+)
+def test_the_state_of_the_work_now_is_not_kept(turn: str) -> None:
+    # spec, What Is Captured: transient task state is rejected
+    assert _facts(turn) == []
+
+
+@pytest.mark.parametrize(
+    "turn",
+    [
+        "Never deploy when the build is broken.",
+        "We always rebase the PR before merging.",
+        "Remember that the nightly job is failing-safe by design.",
+        "Remember that production deploys are frozen from Friday noon until Monday morning.",
+    ],
+)
+def test_a_rule_about_such_a_state_is_still_kept(turn: str) -> None:
+    assert len(_facts(turn)) == 1

@@ -32,6 +32,7 @@ PURE_MODULES = [
     "orcad.recall.wordpiece",
     "orcad.recall.bert",
     "orcad.providers.heuristic",
+    "orcad.providers.heuristic_refusals",
     "protocol.framing",
     "protocol.types",
 ]

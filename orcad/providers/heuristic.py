@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from orcad import limits
+from orcad.providers.heuristic_refusals import refused, taken_back
 
 HEURISTIC_VERSION = "heuristic-v3"  # bump whenever a rule changes what is extracted
 NOTHING = "NOTHING"
@@ -151,34 +152,6 @@ _DOC_LOCATION = re.compile(
     _FLAGS,
 )
 
-_REDACTED = re.compile(r"redacted", _FLAGS)
-_CREDENTIAL_WORD = re.compile(
-    r"\b(?:passwords?|passwd|passphrase|secrets?|tokens?|api[ _-]?keys?|private keys?|credentials?"
-    r"|ssh keys?|bearer)\b",
-    _FLAGS,
-)
-_TRANSIENT = re.compile(
-    r"\b(?:today|tonight|tomorrow|yesterday|right now|for now|at the moment|currently|this session"
-    r"|this time|this turn|temporarily|for the time being|next steps?|in progress|wip|todo"
-    r"|this week|next week)\b",
-    _FLAGS,
-)
-# spec, What Is Captured: unverified claims are rejected; a claim its own user hedges is one
-_UNSURE = re.compile(
-    r"\b(?:i\s+(?:think|guess|believe|suppose)|not\s+(?:\d+%\s+)?(?:sure|certain)|probably"
-    r"|maybe|perhaps|possibly|if\s+i\s+(?:remember|recall)|iirc|afaik|as\s+far\s+as\s+i\s+know)\b",
-    _FLAGS,
-)
-# A sentence that takes back the one before it ("Always use tabs. Actually, scratch that."),
-# alone or before a correction ("Wait, no, we use yarn."): most phrases must end their clause.
-_INTERJECTIONS = r"(?:(?:oh|wait|actually|hmm|sorry|no|nope)\b[,!.]?\s*)*"
-_TAKE_BACK_PHRASE = (
-    r"(?:(?:scratch|strike|ignore|disregard|forget)\s+(?:that|it)|never\s?mind|just kidding"
-    r"|no|nope|my (?:mistake|bad)|i was wrong"
-    r"|that(?:'s| is| was) (?:wrong|not right|not true|outdated|out of date))(?=\s*(?:[,.!;:]|$))"
-)
-_SAID_OUTDATED = r"(?:not anymore|that was the old|that(?:'s| is) no longer)\b"
-_TAKEN_BACK = re.compile(rf"^{_INTERJECTIONS}(?:{_TAKE_BACK_PHRASE}|{_SAID_OUTDATED})", _FLAGS)
 _PRONOUN_START = re.compile(r"^(?:i|i'm|i've|me|my|you|you're|your|he|she|they|it|it's)\b", _FLAGS)
 
 
@@ -355,20 +328,9 @@ def classify_sentence(sentence: str) -> HeuristicFact | None:
     fact = as_sentence(text)
     if len(fact.split()) < 3 or len(fact) > limits.EXTRACTOR_FACT_MAX_CHARS:
         return None
-    if _REDACTED.search(fact) or _CREDENTIAL_WORD.search(fact) or _TRANSIENT.search(fact):
-        return None
-    if _UNSURE.search(fact):
+    if refused(fact):
         return None
     return HeuristicFact(category=category, fact=fact)
-
-
-def taken_back(sentence: str) -> str | None:
-    """What follows the words that take the previous sentence back ("" when nothing does), or
-    None when `sentence` takes nothing back."""
-    matched = _TAKEN_BACK.match(sentence.strip())
-    if matched is None:
-        return None
-    return sentence.strip()[matched.end() :].lstrip(" ,.!;:")
 
 
 def extract_facts(source: str) -> list[HeuristicFact]:

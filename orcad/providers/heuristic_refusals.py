@@ -1,0 +1,66 @@
+"""What the offline heuristic extractor refuses to keep, whatever rule recognised it. Pure.
+
+Spec, What Is Captured: transient task state, credentials and unverified claims are rejected;
+and a statement its user takes back in the next sentence was never a fact.
+"""
+
+from __future__ import annotations
+
+import re
+
+_FLAGS = re.IGNORECASE
+
+_REDACTED = re.compile(r"redacted", _FLAGS)
+_CREDENTIAL_WORD = re.compile(
+    r"\b(?:passwords?|passwd|passphrase|secrets?|tokens?|api[ _-]?keys?|private keys?|credentials?"
+    r"|ssh keys?|bearer)\b",
+    _FLAGS,
+)
+_TRANSIENT = re.compile(
+    r"\b(?:today|tonight|tomorrow|yesterday|right now|for now|at the moment|currently|this session"
+    r"|this time|this turn|temporarily|for the time being|next steps?|in progress|wip|todo"
+    r"|this week|next week)\b",
+    _FLAGS,
+)
+# spec, What Is Captured: unverified claims are rejected; a claim its own user hedges is one
+_UNSURE = re.compile(
+    r"\b(?:i\s+(?:think|guess|believe|suppose)|not\s+(?:\d+%\s+)?(?:sure|certain)|probably"
+    r"|maybe|perhaps|possibly|if\s+i\s+(?:remember|recall)|iirc|afaik|as\s+far\s+as\s+i\s+know)\b",
+    _FLAGS,
+)
+# A sentence that takes back the one before it ("Always use tabs. Actually, scratch that."),
+# alone or before a correction ("Wait, no, we use yarn."): most phrases must end their clause.
+_INTERJECTIONS = r"(?:(?:oh|wait|actually|hmm|sorry|no|nope)\b[,!.]?\s*)*"
+_TAKE_BACK_PHRASE = (
+    r"(?:(?:scratch|strike|ignore|disregard|forget)\s+(?:that|it)|never\s?mind|just kidding"
+    r"|no|nope|my (?:mistake|bad)|i was wrong"
+    r"|that(?:'s| is| was) (?:wrong|not right|not true|outdated|out of date))(?=\s*(?:[,.!;:]|$))"
+)
+_SAID_OUTDATED = r"(?:not anymore|that was the old|that(?:'s| is) no longer)\b"
+_TAKEN_BACK = re.compile(rf"^{_INTERJECTIONS}(?:{_TAKE_BACK_PHRASE}|{_SAID_OUTDATED})", _FLAGS)
+# the state of the work now, said as the whole fact ("The build is broken.", not a rule about
+# it such as "Never deploy when the build is broken.")
+_STATE_NOW = re.compile(
+    r"^(?:the|our)\s[\w\s-]{0,60}?\b(?:is|are)\s+(?:(?:currently|still)\s+)?"
+    r"(?:broken|failing|down|red|ready for review)\b(?!-)"
+    r"|\b(?:this|next)\s+sprint\b"
+    r"|\buntil\s+the\s+end\s+of\s+the\s+(?:day|week|sprint)\b",
+    _FLAGS,
+)
+
+
+def refused(fact: str) -> bool:
+    """Whether a recognised fact names a secret, the state of the work now, or is hedged."""
+    return any(
+        pattern.search(fact)
+        for pattern in (_REDACTED, _CREDENTIAL_WORD, _TRANSIENT, _UNSURE, _STATE_NOW)
+    )
+
+
+def taken_back(sentence: str) -> str | None:
+    """What follows the words that take the previous sentence back ("" when nothing does), or
+    None when `sentence` takes nothing back."""
+    matched = _TAKEN_BACK.match(sentence.strip())
+    if matched is None:
+        return None
+    return sentence.strip()[matched.end() :].lstrip(" ,.!;:")
