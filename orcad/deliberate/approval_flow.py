@@ -55,11 +55,14 @@ def to_wire(record: StoredRecord) -> MemoryRecord:
     )
 
 
-def preview(content: str) -> str:
-    """One line, short, secrets redacted, controls and bidirectional overrides written out (a
-    summary is the question a user approves on): what a summary quotes of the content."""
+def preview(content: str, *, whole: bool = False) -> str:
+    """One line, secrets redacted, controls and bidirectional overrides written out (a summary
+    is the question a user approves on): what a summary quotes of the content. Short, unless
+    `whole`: the question quotes all of it, since what it leaves out would be stored unseen."""
     line = escape_control_characters(re.sub(r"\s+", " ", redact(content)).strip())
-    return line if len(line) <= PREVIEW_CHARS else line[: PREVIEW_CHARS - 1] + "…"
+    if whole or len(line) <= PREVIEW_CHARS:
+        return line
+    return line[: PREVIEW_CHARS - 1] + "…"
 
 
 # Line breaks and other control characters a directory name may hold: a summary is one line.
@@ -171,7 +174,7 @@ class ApprovalFlow:
             reason=f"waiting for the user (memory.approve {pending.approval_id}, valid "
             f"{APPROVAL_TTL_S:.0f} s)",
             record=to_wire(target) if target is not None else None,
-            summary=f"Approval needed to {describe(session, change, target)}."
+            summary=f"Approval needed to {describe(session, change, target, whole=True)}."
             + (GLOBAL_GRANT_NOTE if changes_global(change, target) else ""),
         )
 
@@ -209,19 +212,22 @@ def denied(
     )
 
 
-def describe(session: Session, change: PendingChange, target: StoredRecord | None) -> str:
-    """The proposed change in words, one line: what and in which scope."""
+def describe(
+    session: Session, change: PendingChange, target: StoredRecord | None, *, whole: bool = False
+) -> str:
+    """The proposed change in words, one line: what and in which scope (`whole`: every word of
+    the texts it quotes, for the approval question)."""
     if change.action == "save":
         scope = scope_phrase(bool(change.is_global), session.workspace_root)
-        return f'save {scope} ({change.kind}): "{preview(change.content or "")}"'
+        return f'save {scope} ({change.kind}): "{preview(change.content or "", whole=whole)}"'
     assert target is not None
     scope = scope_phrase(target.is_global, target.workspace_root)
     if change.action == "forget":
-        return f'forget {scope} {target.id}: "{preview(target.content)}"'
+        return f'forget {scope} {target.id}: "{preview(target.content, whole=whole)}"'
     new_content = change.content if change.content is not None else target.content
     return (
         f"update {scope} {target.id} ({change.kind or target.kind}): "
-        f'"{preview(target.content)}" -> "{preview(new_content)}"'
+        f'"{preview(target.content, whole=whole)}" -> "{preview(new_content, whole=whole)}"'
     )
 
 
