@@ -499,3 +499,14 @@ def test_the_approval_question_shows_the_whole_change(
     assert "Old tail." in update.summary and hidden in update.summary
     forget = daemon.call("memory.manage", {**asker, "action": "forget", "id": record.id})
     assert "Old tail." in forget.summary
+
+
+def test_the_approval_question_writes_out_separators_it_used_to_show_as_spaces(
+    daemon: DaemonProcess, tmp_path: Path
+) -> None:
+    # str.split's idea of white space includes the C0 separators and NEL: shown as spaces, the
+    # user would approve text that recall and the record then show otherwise
+    asker = open_session(daemon, tmp_path / "ws")
+    pending = save(daemon, asker, "Use\x1cstaging\x85for\x1fdeploys")
+    assert pending.outcome == "pending_approval"
+    assert "Use\\x1cstaging\\x85for\\x1fdeploys" in pending.summary, pending.summary

@@ -55,11 +55,15 @@ def to_wire(record: StoredRecord) -> MemoryRecord:
     )
 
 
+# what a one-line quote joins with a space; other separators (\x1c, NEL) are written out
+_LINE_BREAKS = re.compile(r"[ \t\n\r\f\v\u2028\u2029]+")
+
+
 def preview(content: str, *, whole: bool = False) -> str:
     """One line, secrets redacted, controls and bidirectional overrides written out (a summary
     is the question a user approves on): what a summary quotes of the content. Short, unless
     `whole`: the question quotes all of it, since what it leaves out would be stored unseen."""
-    line = escape_control_characters(re.sub(r"\s+", " ", redact(content)).strip())
+    line = escape_control_characters(_LINE_BREAKS.sub(" ", redact(content)).strip())
     if whole or len(line) <= PREVIEW_CHARS:
         return line
     return line[: PREVIEW_CHARS - 1] + "…"
