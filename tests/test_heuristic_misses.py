@@ -172,3 +172,16 @@ def test_the_state_of_the_work_now_is_not_kept(turn: str) -> None:
 )
 def test_a_rule_about_such_a_state_is_still_kept(turn: str) -> None:
     assert len(_facts(turn)) == 1
+
+
+@pytest.mark.parametrize(
+    "turn",
+    [
+        "We use the Maybe type for optional values.",
+        "We always wrap results in Maybe.",
+        "Always handle possibly-null values.",
+        "Never return maybe-values from handlers.",
+    ],
+)
+def test_a_hedge_word_that_names_a_thing_does_not_refuse_the_fact(turn: str) -> None:
+    assert len(_facts(turn)) == 1

@@ -22,10 +22,12 @@ _TRANSIENT = re.compile(
     r"|this week|next week)\b",
     _FLAGS,
 )
-# spec, What Is Captured: unverified claims are rejected; a claim its own user hedges is one
+# spec, What Is Captured: unverified claims are rejected; a claim its own user hedges is one.
+# A hedging adverb is a lowercase word of its own: "the Maybe type", "possibly-null" name things.
 _UNSURE = re.compile(
-    r"\b(?:i\s+(?:think|guess|believe|suppose)|not\s+(?:\d+%\s+)?(?:sure|certain)|probably"
-    r"|maybe|perhaps|possibly|if\s+i\s+(?:remember|recall)|iirc|afaik|as\s+far\s+as\s+i\s+know)\b",
+    r"\b(?:i\s+(?:think|guess|believe|suppose)|not\s+(?:\d+%\s+)?(?:sure|certain)"
+    r"|if\s+i\s+(?:remember|recall)|iirc|afaik|as\s+far\s+as\s+i\s+know)\b"
+    r"|(?<!-)(?-i:\b(?:probably|maybe|perhaps|possibly)\b)(?!-)",
     _FLAGS,
 )
 # A sentence that takes back the one before it ("Always use tabs. Actually, scratch that."),
