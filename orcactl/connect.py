@@ -126,21 +126,31 @@ def _is_devnull(info: os.stat_result) -> bool:
 
 def start_daemon(path: str) -> tuple[subprocess.Popen[bytes], int]:
     """Start orcad in the background, detached, logging to $ORCA_HOME/orcad.log; returns the
-    process and the log's size before it started (where its own lines begin)."""
+    process and the log's size before it started (where its own lines begin). A home or a log
+    it cannot use leaves orcad not started: exit 3, as for a daemon that exits at its start."""
     log_path = daemon_log_path()
     try:
         check_home_directory(log_path.parent)
     except StartupError as exc:
         raise CommandError(f"cannot start orcad: {exc}", EXIT_NOT_RUNNING) from None
+    except OSError as exc:  # a name too long, a link loop: the system's words, not its errno
+        raise CommandError(
+            f"cannot start orcad: its home {log_path.parent} (ORCA_HOME) cannot be used: "
+            f"{exc.strerror or exc}",
+            EXIT_NOT_RUNNING,
+        ) from None
     try:
         log_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     except OSError as exc:  # a read-only disk above it, say
         raise CommandError(
-            f"cannot start orcad: cannot create {log_path.parent}: {exc.strerror or exc}"
+            f"cannot start orcad: cannot create {log_path.parent}: {exc.strerror or exc}",
+            EXIT_NOT_RUNNING,
         ) from None
     env = daemon_environment(os.environ, path)
     # it holds session ids and project paths: private whatever the umask, even if made earlier
-    not_a_file = CommandError(f"cannot start orcad: its log {log_path} is not a regular file")
+    not_a_file = CommandError(
+        f"cannot start orcad: its log {log_path} is not a regular file", EXIT_NOT_RUNNING
+    )
     try:
         descriptor = open_daemon_log(log_path)
     except OSError as exc:
@@ -148,7 +158,8 @@ def start_daemon(path: str) -> tuple[subprocess.Popen[bytes], int]:
             raise not_a_file from None
         # a read-only home, a directory or a link loop there, a log another user owns (sudo)
         raise CommandError(
-            f"cannot start orcad: its log {log_path} cannot be opened: {exc.strerror or exc}"
+            f"cannot start orcad: its log {log_path} cannot be opened: {exc.strerror or exc}",
+            EXIT_NOT_RUNNING,
         ) from None
     opened = os.fstat(descriptor)
     discarded = _is_devnull(opened)  # orcad.log linked to /dev/null: the log is not wanted

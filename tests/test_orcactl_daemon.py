@@ -174,7 +174,7 @@ def test_a_fifo_at_the_daemon_log_is_refused_not_waited_on(orca_env: OrcaEnv) ->
     log = orca_env.home / "orcad.log"
     os.mkfifo(log)  # opening it to append would wait for a reader that never comes
     result = orcactl(orca_env, "ping", timeout=30)
-    assert result.returncode == 1
+    assert result.returncode == 3  # orcad is not running and was not started
     assert result.stderr == f"orcactl: cannot start orcad: its log {log} is not a regular file\n"
     assert not orca_env.socket.exists()
 
@@ -194,10 +194,33 @@ def test_a_daemon_log_that_cannot_be_opened_says_orcad_could_not_start(
     log = orca_env.home / "orcad.log"
     make(log)
     result = orcactl(orca_env, "ping", timeout=30)
-    assert result.returncode == 1
+    assert result.returncode == 3
     assert result.stderr == (
         f"orcactl: cannot start orcad: its log {log} cannot be opened: {reason}\n"
     )
+    assert not orca_env.socket.exists()
+
+
+@pytest.mark.parametrize(
+    ("home", "said"),
+    [
+        (lambda root: root / ("h" * 300), "(ORCA_HOME) cannot be used: File name too long"),
+        (lambda root: root / "loop", "(ORCA_HOME) cannot be used: Too many levels of symbolic"),
+        (lambda root: root / "nowhere" / "home", "cannot create"),
+    ],
+    ids=["name-too-long", "link-loop", "under-a-link-to-nowhere"],
+)
+def test_a_home_orcad_cannot_use_is_exit_3_not_running_with_its_reason(
+    orca_env: OrcaEnv, home: Callable[[Path], Path], said: str
+) -> None:
+    (orca_env.root / "loop").symlink_to("loop")
+    (orca_env.root / "nowhere").symlink_to("missing")
+    orca_env.extra_env["ORCA_HOME"] = str(home(orca_env.root))
+    result = orcactl(orca_env, "ping", "--json", timeout=30)
+    assert result.returncode == 3, result.stderr
+    assert result.stderr.startswith("orcactl: cannot start orcad: ")
+    assert said in result.stderr and "Errno" not in result.stderr
+    assert json.loads(result.stdout)["error"]["data"] == {"kind": "not_running"}
     assert not orca_env.socket.exists()
 
 
