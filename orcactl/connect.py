@@ -37,14 +37,21 @@ START_TIMEOUT_S = 15.0
 
 class CommandError(Exception):
     """A failure to report on stderr with an exit status; never a traceback. `error`: the
-    daemon's error object when the daemon answered with one (what --json reports of it)."""
+    daemon's error object when the daemon answered with one (what --json reports of it);
+    `details`: what --json adds to a failure of orcactl's own (the steps already carried out)."""
 
     def __init__(
-        self, message: str, status: int = EXIT_ERROR, *, error: ErrorObject | None = None
+        self,
+        message: str,
+        status: int = EXIT_ERROR,
+        *,
+        error: ErrorObject | None = None,
+        details: Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__(message)
         self.status = status
         self.error = error
+        self.details = dict(details or {})
 
 
 # data.kind of a failure the daemon did not answer with, by exit status
@@ -58,7 +65,8 @@ def failure_document(exc: CommandError) -> dict[str, Any]:
     if exc.error is not None:
         code, data = exc.error.code, dict(exc.error.data)
     else:
-        code, data = None, {"kind": LOCAL_FAILURE_KINDS.get(exc.status, "failed")}
+        code = None
+        data = {"kind": LOCAL_FAILURE_KINDS.get(exc.status, "failed"), **exc.details}
     return {"ok": False, "error": {"code": code, "message": str(exc), "data": data}}
 
 

@@ -224,14 +224,7 @@ def launchd_target() -> str:
 
 
 def install_launchd(steps: Steps, changed: bool, plist: Path) -> None:
-    socket_dir = resolve_paths().socket.parent
-    if not socket_dir.is_dir():
-        if steps.dry_run:
-            text = f"would create {socket_dir} (mode 0700)"
-            steps.say("would_create", text, path=str(socket_dir))
-        else:
-            socket_dir.mkdir(mode=0o700, parents=True)
-            steps.say("created", f"created {socket_dir} (mode 0700)", path=str(socket_dir))
+    steps.make_directory(resolve_paths().socket.parent)
     if shutil.which("launchctl") is None:
         steps.note(
             "launchctl not found; load the agent later with: "

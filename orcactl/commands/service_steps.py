@@ -69,7 +69,9 @@ class Steps:
         except OSError as exc:  # a full or read-only disk: no half-written file is left there
             with contextlib.suppress(OSError):
                 tmp.unlink()
-            raise _stopped(f"cannot write {path}: {_reason(exc, path)}; it is as it was") from None
+            raise self.stopped(
+                f"cannot write {path}: {_reason(exc, path)}; it is as it was"
+            ) from None
         self.say("wrote", f"wrote {path}", path=str(path))
         return True
 
@@ -83,7 +85,7 @@ class Steps:
         try:
             path.mkdir(mode=0o700, parents=True, exist_ok=True)
         except OSError as exc:
-            raise _stopped(f"cannot create {path}: {exc.strerror or exc}") from None
+            raise self.stopped(f"cannot create {path}: {exc.strerror or exc}") from None
         self.say("created", f"created {path} (mode 0700)", path=str(path))
 
     def remove(self, path: Path) -> bool:
@@ -96,7 +98,7 @@ class Steps:
         try:
             path.unlink()
         except OSError as exc:
-            raise _stopped(f"cannot remove {path}: {exc.strerror or exc}") from None
+            raise self.stopped(f"cannot remove {path}: {exc.strerror or exc}") from None
         self.say("removed", f"removed {path}", path=str(path))
         return True
 
@@ -128,6 +130,15 @@ class Steps:
         self.say("failed", text, argv=argv, status=result.returncode, error=error)
         return False
 
+    def stopped(self, reason: str) -> CommandError:
+        """A step that failed where carrying on would install half a service: the steps shown
+        before it stand, none after it is tried. With --json the failure document lists the
+        steps carried out, so that what was written can be found and cleaned up."""
+        return CommandError(
+            f"{reason}; no later step was carried out",
+            details={"dry_run": self.dry_run, "steps": self.record},
+        )
+
     def finish(self, manager: str, **extra: Any) -> int:
         if self.json:
             print_json({"manager": manager, "dry_run": self.dry_run, "steps": self.record, **extra})
@@ -141,12 +152,6 @@ def _reason(exc: OSError, path: Path) -> str:
     if exc.filename is None or os.fspath(exc.filename) == str(path):
         return words
     return f"{os.fspath(exc.filename)}: {words}"
-
-
-def _stopped(reason: str) -> CommandError:
-    """A step that failed where carrying on would install half a service: the steps shown
-    before it stand, none after it is tried."""
-    return CommandError(f"{reason}; no later step was carried out")
 
 
 def probe(argv: list[str]) -> subprocess.CompletedProcess[str] | None:
