@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -41,3 +44,30 @@ def test_install_json_stopped_at_a_directory_lists_both_units_written(orca_env: 
     units = [cli.unit_dir / "orcad.socket", cli.unit_dir / "orcad.service"]
     assert error["data"]["steps"] == [{"action": "wrote", "path": str(unit)} for unit in units]
     assert cli.systemctl_calls() == []
+
+
+def test_a_relative_xdg_config_home_is_ignored_as_systemd_ignores_it(orca_env: OrcaEnv) -> None:
+    # systemd looks in ~/.config/systemd/user then: install wrote under ./relative instead,
+    # where the manager never looks, and status and uninstall looked there too
+    cli = ServiceCli(orca_env, fake_systemctl=True)
+    cli.env["XDG_CONFIG_HOME"] = "relative"
+    where = Path(cli.env["HOME"]) / ".config" / "systemd" / "user"
+    installed = subprocess.run(
+        [sys.executable, "-m", "orcactl", "service", "install", "--json"],
+        env=cli.env,
+        cwd=orca_env.root,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert installed.returncode == 0, installed.stderr
+    assert sorted(path.name for path in where.iterdir()) == ["orcad.service", "orcad.socket"]
+    assert not (orca_env.root / "relative").exists()
+    status = json.loads(cli.run("status", "--json").stdout)
+    assert status["files"] == {
+        str(where / "orcad.socket"): "current",
+        str(where / "orcad.service"): "current",
+    }
+    assert cli.run("uninstall").returncode == 0
+    assert list(where.iterdir()) == []

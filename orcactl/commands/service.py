@@ -91,8 +91,12 @@ def find_orcad(explicit: str | None) -> tuple[list[str], dict[str, str]]:
 
 
 def systemd_unit_dir(environ: dict[str, str] | os._Environ[str]) -> Path:
-    if environ.get("XDG_CONFIG_HOME"):
-        return Path(environ["XDG_CONFIG_HOME"]) / "systemd" / "user"
+    """Where the user manager looks for units: $XDG_CONFIG_HOME/systemd/user, or ~/.config's
+    when it is unset or relative, which systemd ignores (sd-path's from_home_dir), as the XDG
+    base directory specification says to: units written under a relative one went unseen."""
+    config_home = environ.get("XDG_CONFIG_HOME") or ""
+    if os.path.isabs(config_home):
+        return Path(config_home) / "systemd" / "user"
     return Path(environ.get("HOME") or Path.home()) / ".config" / "systemd" / "user"
 
 
