@@ -82,11 +82,22 @@ CWD_GONE = (
 
 def current_directory() -> str:
     """The working directory; one removed under the shell is bad usage, named as such, before
-    any request (os.getcwd fails with a bare ENOENT there)."""
+    any request (os.getcwd fails with a bare ENOENT there), and so is one whose path is not
+    UTF-8, which no JSON request can carry: refused before a daemon is started for it."""
     try:
-        return os.getcwd()
+        path = os.getcwd()
     except FileNotFoundError:
         raise CommandError(f"{CWD_GONE}, or give --cwd DIR", EXIT_USAGE) from None
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        shown = os.fsencode(path).decode("utf-8", "backslashreplace")
+        raise CommandError(
+            f"the current directory's path {shown} is not valid UTF-8, which orcad cannot be "
+            "sent; cd to another directory, or give --cwd DIR",
+            EXIT_USAGE,
+        ) from None
+    return path
 
 
 def _absolute(text: str) -> str:

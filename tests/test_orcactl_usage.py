@@ -147,7 +147,7 @@ def test_a_working_directory_whose_name_is_not_utf8_is_a_clear_error(
     for argv in (["recall", "x"], ["remember", "x"], ["memory", "list"], ["inspect"]):
         result = orcactl(daemon.orca, *argv, cwd=latin1)
         assert "Traceback" not in result.stderr
-        assert result.returncode == 1
+        assert result.returncode == 2  # bad usage, refused before any request
         assert "not valid UTF-8" in result.stderr
     as_option = orcactl(daemon.orca, "recall", "x", "--cwd", str(latin1))
     assert as_option.returncode == 2
