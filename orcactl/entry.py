@@ -60,20 +60,25 @@ def _socket_value_missing(after: list[str]) -> bool:
 
 
 def _interrupted(_signum: int, _frame: object) -> None:
-    """Ctrl-C ends a hook at once and quietly, as SIGTERM does: no traceback, no answer."""
+    """Ctrl-C ends a hook, or any command still importing, at once and quietly, as SIGTERM
+    does: no traceback, no answer."""
     os._exit(EXIT_INTERRUPTED)
 
 
 def main() -> None:
+    # First of all, before the arguments are looked at and the imports that take a while:
+    # Ctrl-C in them was a KeyboardInterrupt traceback. An agent that ignores SIGINT keeps that.
+    quiet = signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    if quiet:
+        signal.signal(signal.SIGINT, _interrupted)
     os.umask(0o077)  # every file and directory orcactl creates is private to the user
-    argv = sys.argv[1:]
-    hook_argv = hook_arguments(argv)
+    hook_argv = hook_arguments(sys.argv[1:])
     if hook_argv is not None:
-        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not ignored
-            signal.signal(signal.SIGINT, _interrupted)  # before the imports, which take a while
         from orcactl.hooks.runner import run  # noqa: PLC0415
 
         sys.exit(run(hook_argv))
     from orcactl.main import main as full_main  # noqa: PLC0415
 
+    if quiet:  # the command's own Ctrl-C handling from here (orcactl.main: exit 130)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     full_main()
