@@ -431,3 +431,19 @@ def test_an_orca_home_that_is_a_dangling_symlink_is_named_as_such(orca_env: Orca
     said = f"{home} (ORCA_HOME) is a symbolic link to {target}, which does not exist"
     _assert_every_command_names(env, said)
     assert home.is_symlink() and not target.exists()  # nothing made where it points
+
+
+def test_status_names_a_config_link_that_loops_which_keeps_orcad_from_starting(
+    orca_env: OrcaEnv,
+) -> None:
+    # it said "missing: defaults apply" while orcad refused to start on that very file
+    orca_env.home.mkdir(parents=True, exist_ok=True)
+    config = orca_env.home / "config.toml"
+    config.symlink_to(config.name)
+    report = json.loads(orcactl(orca_env, "status", "--json").stdout)["config_file"]
+    assert (report["exists"], report["parses"]) == (True, False)
+    assert "Too many levels of symbolic links" in report["error"]
+    shown = orcactl(orca_env, "status").stdout
+    assert f"Config: {config} (does NOT parse: " in shown and "defaults apply" not in shown
+    started = orcactl(orca_env, "ping")
+    assert started.returncode == 3 and "Too many levels of symbolic links" in started.stderr

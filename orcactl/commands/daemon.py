@@ -62,7 +62,7 @@ def _uptime(seconds: float) -> str:
 def config_report(path: Path, started_at: str | None) -> dict[str, Any]:
     """The config file as it is now: whether it exists and parses, and (for a running daemon)
     whether it changed after the daemon read it at start."""
-    report: dict[str, Any] = {"path": str(path), "exists": path.exists(), "parses": None}
+    report: dict[str, Any] = {"path": str(path), "exists": _config_exists(path), "parses": None}
     report["error"] = None
     report["changed_since_start"] = None
     if not report["exists"]:
@@ -80,6 +80,19 @@ def config_report(path: Path, started_at: str | None) -> dict[str, Any]:
         with contextlib.suppress(OSError):
             report["changed_since_start"] = path.stat().st_mtime > parse_time(started_at)
     return report
+
+
+def _config_exists(path: Path) -> bool:
+    """Whether there is a config file orcad would read: a link that loops, or a path the system
+    cannot look up, is there and cannot be read, which keeps orcad from starting. Path.exists
+    called it missing, with defaults applying. A link to nowhere is missing, for orcad too."""
+    try:
+        path.stat()
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    except OSError:
+        return True
+    return True
 
 
 def describe_config(report: dict[str, Any]) -> str:
