@@ -130,6 +130,26 @@ def test_socket_that_nobody_answers(orca_env: OrcaEnv) -> None:
     assert "nothing answers" in only_problem(findings, "socket")["detail"]
 
 
+@pytest.mark.parametrize("make", ["directory", "regular file"])
+def test_a_directory_or_file_where_the_socket_goes_is_named_not_called_unanswered(
+    orca_env: OrcaEnv, make: str
+) -> None:
+    # connecting there is refused as at a dead daemon's socket; it said "exists but nothing
+    # answers (Connection refused)" and sent the user to restart orcad, which refuses it too
+    orca_env.socket.parent.mkdir(parents=True, exist_ok=True)
+    if make == "directory":
+        orca_env.socket.mkdir()
+    else:
+        orca_env.socket.write_text("")
+    status, findings = doctor(orca_env)
+    assert status == 1
+    finding = only_problem(findings, "socket")
+    assert finding["detail"] == (
+        f"{orca_env.socket} is a {make}, not a socket: orcad refuses to start over it"
+    )
+    assert finding["fix"].startswith(f"mv {orca_env.socket} {orca_env.socket}.aside")
+
+
 @pytest.mark.parametrize(
     "answer",
     [

@@ -49,6 +49,9 @@ def check_runtime_and_socket(
             Finding("socket", "ok", f"orcad is not running; clients start it on demand ({sock})")
         )
         return found, None
+    if not (stat.S_ISSOCK(sock_info.st_mode) or stat.S_ISLNK(sock_info.st_mode)):
+        found.append(_no_socket(sock, sock_info.st_mode))
+        return found, None
     try:
         client = Client(str(sock), timeout=DOCTOR_DAEMON_TIMEOUT_S)
         pid = client.call("daemon.ping").pid
@@ -80,6 +83,23 @@ def check_runtime_and_socket(
         judged or [Finding("socket", "ok", f"orcad pid {pid} answers on {sock} (mode 0600)")]
     )
     return found, client
+
+
+def _no_socket(sock: Path, mode: int) -> Finding:
+    """A directory or a file where the socket goes: connecting there is refused as if a daemon
+    had died, but orcad will not start over it either (it replaces only a socket)."""
+    kind = (
+        "a directory"
+        if stat.S_ISDIR(mode)
+        else ("a regular file" if stat.S_ISREG(mode) else "a FIFO or a device")
+    )
+    aside = shell_word(f"{sock}.aside")
+    return Finding(
+        "socket",
+        "problem",
+        f"{sock} is {kind}, not a socket: orcad refuses to start over it",
+        f"mv {shell_word(str(sock))} {aside}  (orcad then creates its socket there)",
+    )
 
 
 def offered(client: Client, method: str, params: dict[str, Any]) -> tuple[Any, Finding | None]:
