@@ -47,15 +47,33 @@ def _default_orcactl(env: dict[str, str], remove: bool) -> str:
     return orcactl
 
 
+def _check_utf8(what: str, path: str) -> None:
+    """A path written into the agent's configuration must be UTF-8, which JSON and TOML carry;
+    one that is not was blamed on the configuration file, "cannot be written back"."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        shown = os.fsencode(path).decode("utf-8", "backslashreplace")
+        raise CommandError(
+            f"{what} {shown} is not valid UTF-8, which the agent's configuration cannot carry; "
+            "nothing was changed",
+            EXIT_USAGE,
+        ) from None
+
+
 def plan(args: argparse.Namespace, env: dict[str, str]) -> list[Change]:
     project = Path(args.cwd or current_directory()) if args.project else None
     orcactl = args.orcactl or _default_orcactl(env, args.remove)
+    if not args.remove:  # --remove writes neither
+        _check_utf8("the orcactl path", orcactl)
     # Agents start MCP servers with a small environment and from their own directory, and an
     # agent started from another shell runs its hooks without this one's ORCA_SOCKET: the
     # socket chosen here (--socket, else ORCA_SOCKET) is written absolute into both, so that
     # the hooks and the MCP server always reach the same daemon.
     chosen = getattr(args, "socket", None) or env.get("ORCA_SOCKET")
     socket = os.path.abspath(chosen) if chosen else None
+    if socket is not None and not args.remove:
+        _check_utf8("the socket path", socket)
     found = agent_configs.targets(args.agent, project, env)
     if args.extractor:
         found.append(Target(resolve_paths(env).config_file, "orca-config"))

@@ -1,14 +1,18 @@
-"""orcactl run in a current directory no request can name."""
+"""Paths not named in UTF-8 (a directory made on a system with another encoding), which no
+request and no agent configuration can carry."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from tests.harness import OrcaEnv
+from tests.hook_helpers import ORCACTL
 from tests.test_orcactl_usage import orcactl
 
 pytestmark = pytest.mark.daemon
@@ -42,3 +46,46 @@ def test_a_current_directory_not_named_in_utf8_is_bad_usage_before_any_start(
     if argv != ["mcp"]:  # mcp speaks JSON-RPC on stdout, not orcactl's --json
         assert json.loads(result.stdout)["error"]["data"] == {"kind": "usage"}
     assert not orca_env.socket.exists()  # refused before orcad was started for it
+
+
+@pytest.mark.parametrize("which", ["--orcactl", "ORCA_SOCKET"])
+def test_integrate_refuses_a_path_not_in_utf8_as_bad_usage_naming_it(
+    orca_env: OrcaEnv, tmp_path: Path, which: str
+) -> None:
+    # it was exit 1, blaming ~/.codex/config.toml: "cannot be written back as UTF-8"
+    latin1 = Path(os.fsdecode(bytes(tmp_path) + b"/caf\xe9"))
+    latin1.mkdir()
+    shutil.copy(ORCACTL, latin1 / "orcactl")
+    args = ["--orcactl", str(latin1 / "orcactl" if which == "--orcactl" else ORCACTL)]
+    env = dict(orca_env.env)
+    if which == "ORCA_SOCKET":
+        env["ORCA_SOCKET"] = str(latin1 / "orcad.sock")
+    result = subprocess.run(
+        [ORCACTL, "integrate", "codex", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 2, result.stderr
+    what = "the orcactl path" if which == "--orcactl" else "the socket path"
+    assert result.stderr.startswith(f"orcactl: {what} {tmp_path}/caf\\xe9/")
+    assert "nothing was changed" in result.stderr
+    assert not (orca_env.root / "user-home" / ".codex").exists()
+
+
+def test_integrate_remove_writes_no_path_so_one_not_in_utf8_does_not_stop_it(
+    orca_env: OrcaEnv, tmp_path: Path
+) -> None:
+    def integrate(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+        command = [ORCACTL, "integrate", "codex", "--orcactl", ORCACTL, *args]
+        return subprocess.run(
+            command, capture_output=True, text=True, env=env, timeout=60, check=False
+        )
+
+    assert integrate(env=orca_env.env).returncode == 0
+    latin1 = os.fsdecode(bytes(tmp_path) + b"/caf\xe9/orcad.sock")
+    removed = integrate("--remove", env=dict(orca_env.env, ORCA_SOCKET=latin1))
+    assert removed.returncode == 0, removed.stderr
+    assert not (orca_env.root / "user-home" / ".codex" / "hooks.json").exists()
