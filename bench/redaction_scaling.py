@@ -99,6 +99,7 @@ ADVERSARIAL = {
     "announcing words": "login auth:",
     "pairs under words": "creds for db\nadmin:Hunter2!\n",
     "pair lines": "login\na:b1cd\n",
+    "listed pairs": "1. a:Bcd1!\n",
     # second factors (orcad/secret_second_factor.py): seeds, code lists, their words alone
     "totp seeds": "2FA seed: JBSWY3DPEHPK3PXP ",
     "grouped seeds": "totp key: JBSW Y3DP EHPK 3PXP ",

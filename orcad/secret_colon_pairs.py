@@ -74,39 +74,61 @@ def _is_chosen(text: str, user_start: int, value_start: int, value_end: int) -> 
     )
 
 
-def _announced(lowered: str, user_start: int) -> bool:
+# A pair alone on its line, after spaces and a list's bullet or number at most ("creds for
+# db" then "admin:Hunter2!", "1. admin:Hunter2!"), is announced by a word in the end of the
+# line above (not a blank one), or above the pairs listed before it ("2. ops:Deploy2024").
+_BULLET = r"[ \t]*(?:(?:[-*•]|\d{1,3}[.)])[ \t]+)?"
+_PAIR_LEAD = re.compile(_BULLET)
+_LISTED_PAIR = re.compile(
+    _BULLET + r"[A-Za-z0-9_][A-Za-z0-9_.+\-@]{0,63}:[^\s:/\\\"'`<>]{4,128}[ \t\r]*"
+)
+_LONGEST_LEAD = 16
+_LINE_ABOVE = 64
+
+
+def _announced(lowered: str, user_start: int, above: dict[int, bool]) -> bool:
     """A word announcing a credential ends fewer than _REACH characters before the user, on
-    its line, or on the line above a pair that starts its own."""
+    its line, or on the line above a pair that starts its own (`above`: see _announced_above)."""
     reach = max(0, user_start - _REACH - _LONGEST_ANNOUNCING)
     line = lowered.rfind("\n", reach, user_start) + 1
     return any(
         word.end() > user_start - _REACH
         for word in _ANNOUNCING.finditer(lowered, max(line, reach), user_start)
-    ) or _announced_above(lowered, user_start)
+    ) or _announced_above(lowered, user_start, above)
 
 
-# A pair alone on its line, after spaces and a list's bullet at most ("creds for db" then
-# "admin:Hunter2!"), is announced by a word in the end of the line above (not a blank one).
-_PAIR_LEAD = re.compile(r"[ \t]*(?:[-*•][ \t]+)?")
-_LONGEST_LEAD = 16
-_LINE_ABOVE = 64
-
-
-def _announced_above(lowered: str, user_start: int) -> bool:
+def _announced_above(lowered: str, user_start: int, above: dict[int, bool]) -> bool:
     """A word announcing a credential in the last _LINE_ABOVE characters of the line above a
-    pair that starts its line."""
+    pair that starts its line, or of the line above the list of pairs it ends. `above` keeps
+    the answer for each line break walked, so a column of pairs is walked once, not once a
+    pair."""
     line_break = lowered.rfind("\n", max(0, user_start - _LONGEST_LEAD), user_start)
     if line_break < 0 or _PAIR_LEAD.fullmatch(lowered, line_break + 1, user_start) is None:
         return False
-    above_start = max(0, line_break - _LINE_ABOVE)
-    newline = lowered.rfind("\n", above_start, line_break)
-    if newline >= 0:  # (a blank line above: nothing to search)
-        above_start = newline + 1
-    return _ANNOUNCING.search(lowered, above_start, line_break) is not None
+    walked: list[int] = []
+    answer = False
+    while line_break >= 0 and line_break not in above:
+        walked.append(line_break)
+        above_start = max(0, line_break - _LINE_ABOVE)
+        newline = lowered.rfind("\n", above_start, line_break)
+        if newline >= 0:  # (a blank line above: nothing to search)
+            above_start = newline + 1
+        if _ANNOUNCING.search(lowered, above_start, line_break) is not None:
+            answer = True
+            break
+        if newline < 0 or _LISTED_PAIR.fullmatch(lowered, above_start, line_break) is None:
+            break
+        line_break = newline
+    else:
+        answer = above.get(line_break, False)
+    for walked_break in walked:
+        above[walked_break] = answer
+    return answer
 
 
 def find_colon_pairs(text: str, lowered: str) -> Iterator[Span]:
     """The password of a `user:password` pair a credential word announces on its line."""
+    above: dict[int, bool] = {}
     for colon in _COLON.finditer(text):
         at = colon.start()
         user = _USER.search(text, max(0, at - _LONGEST_USER), at)
@@ -114,7 +136,7 @@ def find_colon_pairs(text: str, lowered: str) -> Iterator[Span]:
         if user is None or value is None:
             continue
         user_start = user.start()
-        if not _announced(lowered, user_start):
+        if not _announced(lowered, user_start, above):
             continue
         value_start = at + 1
         value_end = end_before_trailing(text, value_start, value.end())

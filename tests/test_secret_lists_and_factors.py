@@ -1,0 +1,79 @@
+"""Secrets once stored in clear: pairs listed under a credential word, each with what must go
+and what looks like it but must stay storable."""
+
+from __future__ import annotations
+
+import pytest
+
+from orcad.secrets import find_secrets, redact, secret_kinds
+
+pytestmark = pytest.mark.pure
+
+
+def _assert_only_values_redacted(text: str, values: tuple[str, ...], kind: str) -> None:
+    """Every value is gone from every output and nothing but them was taken."""
+    redacted = redact(text)
+    expected = text
+    for value in values:
+        assert value not in redacted
+        assert value not in secret_kinds(text)
+        expected = expected.replace(value, f"[REDACTED:{kind}]")
+    assert redacted == expected
+
+
+# ------------------------------------------- pairs listed, numbered, under a credential word
+@pytest.mark.parametrize(
+    ("text", "passwords"),
+    [
+        ("creds:\n1. admin:Hunter2!\n2. ops:Deploy2024", ("Hunter2!", "Deploy2024")),
+        ("creds:\n- admin:Hunter2!\n- ops:Deploy2024", ("Hunter2!", "Deploy2024")),
+        ("logins\n1) root:Xk9#mm2pq\n2) deploy:Summer2024!", ("Xk9#mm2pq", "Summer2024!")),
+        ("Credentials:\n  1. jdoe:Winter2025!\n", ("Winter2025!",)),
+        (
+            "db accounts\n* app:Pg$tag1ng\n* ro:Read0nly!\n* admin:Adm1n#2024",
+            ("Pg$tag1ng", "Read0nly!", "Adm1n#2024"),
+        ),
+        ("staging creds\r\n1. admin:Hunter2!\r\n2. ops:Deploy2024\r\n", ("Hunter2!", "Deploy2024")),
+        (
+            "auth for the vms:\n10. pi:Raspberry3!\n11. ubuntu:Ubuntu#22",
+            ("Raspberry3!", "Ubuntu#22"),
+        ),
+        ("user/pass list\n• alice:Alic3!pw\n• bob:B0b$ecret", ("Alic3!pw", "B0b$ecret")),
+        (
+            "creds\n1. a:Abcd123!\n2. b:Bcde234!\n3. c:Cdef345!\n4. d:Defg456!",
+            ("Abcd123!", "Bcde234!", "Cdef345!", "Defg456!"),
+        ),
+        ("the login for jenkins\n\t1. jenkins:Jenk1ns!2024.", ("Jenk1ns!2024",)),
+        ("account list:\n1. svc_backup:Backup#2024\n2. svc_ci:C1pipe!", ("Backup#2024", "C1pipe!")),
+    ],
+)
+def test_pairs_listed_under_a_credential_word_are_redacted(
+    text: str, passwords: tuple[str, ...]
+) -> None:
+    _assert_only_values_redacted(text, passwords, "password_statement")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "release notes\n1. admin:Hunter2!\n2. ops:Deploy2024",  # no credential word above
+        "steps:\n1. run:Build2024\n2. deploy:Stage3!",  # no word announcing a credential
+        "login flow\n1. open localhost:5432\n2. sign in",
+        "account settings\n1. region:us-east-1\n2. zone:eu-west-2",
+        "creds\n1. sha256:abcdef123456\n2. md5:0123456789ab",
+        "login\n1. main:src/app.py\n2. test:tests/test_app.py",
+        "auth\n1. npm:lodash@4\n2. pypi:requests2",
+        "credentials\n1. 12:30:45\n2. 13:45:00",
+        "login\n1. user:pass\n2. admin:admin",
+        "creds\n1. python:3.12-slim\n2. node:20-alpine",
+        "creds\n1. see the vault\n2. ops:Deploy2024",  # the list is broken by prose
+        "login page\n1. error:Timeout3\n2. warning:Retry2x",
+    ],
+)
+def test_pairs_listed_elsewhere_stay_storable(text: str) -> None:
+    assert find_secrets(text) == []
+
+
+def test_a_pair_after_a_blank_line_in_the_list_stays_storable() -> None:
+    text = "creds:\n1. admin:Hunter2!\n\n2. ops:Deploy2024"
+    assert redact(text) == "creds:\n1. admin:[REDACTED:password_statement]\n\n2. ops:Deploy2024"
