@@ -104,6 +104,8 @@ ADVERSARIAL = {
     "totp seeds": "2FA seed: JBSWY3DPEHPK3PXP ",
     "grouped seeds": "totp key: JBSW Y3DP EHPK 3PXP ",
     "seed words and groups": "otp ABCD EFGH IJKL MNOP ",
+    "seed groups over lines": "two-factor ABCD EFGH\nIJKL MNOP\n",
+    "factor words": "two-factor scale factor ",
     "recovery codes": "backup codes: 1a2b3-c4d5e ",
     "fenced codes": "backup codes:\n```\n1a2b3-c4d5e\n```\n",
     "second factor words": "recovery code otp 2fa ",

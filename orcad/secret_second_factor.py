@@ -1,12 +1,13 @@
 """Second factors: a TOTP seed and the recovery codes that stand in for one.
 
 Pure module: no I/O. A seed is base32 in one case (`JBSWY3DPEHPK3PXP`) after a word that
-names a second factor (TOTP, 2FA, MFA, OTP, authenticator, two-factor) on its line; it holds a
-digit, as nearly every seed does and an ordinary word-run does not; so does one shown in
-groups of four, `JBSW Y3DP EHPK 3PXP`, holding a letter too. Recovery and backup codes are the
-codes after those words (GitHub's `a1b2c-d3e4f`, Google's `1234 5678`, a BitLocker recovery
-key), listed on the line or the lines below, each holding a digit: "enable 2FA in settings",
-"recovery codes are shown once" and "error code: ABCD-1234" stay storable.
+names a second factor (TOTP, 2FA, MFA, OTP, authenticator, two-factor, 2-step) on its line;
+it holds a digit, as nearly every seed does and an ordinary word-run does not; so does one shown in
+groups of four, `JBSW Y3DP EHPK 3PXP`, holding a letter too, also one a line break cuts.
+Recovery and backup codes are the codes after those words (GitHub's `a1b2c-d3e4f`, Google's
+`1234 5678`, a BitLocker recovery key), listed on the line or the lines below, each holding a
+digit: "enable 2FA in settings", "recovery codes are shown once" and "error code: ABCD-1234"
+stay storable.
 """
 
 from __future__ import annotations
@@ -50,40 +51,40 @@ def find_totp_seeds(text: str, lowered: str) -> Iterator[Span]:
 
 
 # A seed an app shows in groups of four ("JBSW Y3DP EHPK 3PXP", Google's lower-case
-# "jbsw y3dp ehpk 3pxp"): four groups or more in one case, holding a letter and a digit. It has
-# no long run to open a gate, so the words that name it most often are looked for first (a
-# compiled literal: 0.5 ms a megabyte where `in` takes 0.8), and the seed then on their line.
-_GROUPED_SEED = re.compile(
-    r"(?<![A-Za-z0-9+/_\-])"
-    r"(?:[A-Z2-7]{4}(?:[ \t][A-Z2-7]{4}){3,31}|[a-z2-7]{4}(?:[ \t][a-z2-7]{4}){3,31})"
+# "jbsw y3dp ehpk 3pxp"): four groups or more in one case, holding a letter and a digit, that
+# start on the line of the word naming a second factor, within _SEED_REACH of it, and may go
+# on over the lines below, as a narrow terminal or a note breaks them ("JBSW Y3DP" then "EHPK
+# 3PXP"). It has no long run to open a gate, so the words that name it are looked for first
+# (compiled literals: 0.5 ms a megabyte each where `in` takes 0.8), and the seed is then
+# matched from each word: tried at the 65 places after it, not searched for over the text.
+_GROUPED_SEED_AFTER_WORD = re.compile(
+    r"[^\n]{0,64}?(?<![A-Za-z0-9+/_\-])(?P<seed>"
+    r"[A-Z2-7]{4}(?:(?:[ \t]|[ \t]*\r?\n[ \t]*)[A-Z2-7]{4}){3,31}"
+    r"|[a-z2-7]{4}(?:(?:[ \t]|[ \t]*\r?\n[ \t]*)[a-z2-7]{4}){3,31})"
     r"(?![A-Za-z0-9+/_\-])"
 )
-_SEED_LITERALS = tuple(re.compile(word) for word in ("otp", "2fa", "mfa", "authenticator"))
+_SEED_LITERALS = tuple(
+    re.compile(word) for word in ("otp", "2fa", "mfa", "authenticator", "factor", "2-step")
+)
 _LETTER = re.compile(r"[A-Za-z]")
-_GROUPED_SEED_LENGTH = 32 * 5  # at most 32 groups and their spaces
 
 
 def find_grouped_seeds(text: str, lowered: str) -> Iterator[Span]:
-    """A seed written in groups of four after TOTP, OTP, 2FA, MFA or authenticator on its line
-    (then two-factor and 2-step count too)."""
+    """A seed written in groups of four after TOTP, OTP, 2FA, MFA, authenticator, two-factor
+    or 2-step, starting on the word's line."""
     if not any(literal.search(lowered) is not None for literal in _SEED_LITERALS):
         return
     searched = 0  # a seed already read is not read again from a later word
     for word in _SEED_WORD.finditer(lowered):
         if word.start() < searched:
             continue
-        line_end = text.find("\n", word.end(), word.end() + _SEED_REACH + _GROUPED_SEED_LENGTH)
-        if line_end < 0:
-            line_end = min(len(text), word.end() + _SEED_REACH + _GROUPED_SEED_LENGTH)
-        seed = _GROUPED_SEED.search(text, word.end(), line_end)
-        if (
-            seed is not None
-            and seed.start() - word.end() <= _SEED_REACH
-            and _DIGIT.search(seed.group()) is not None
-            and _LETTER.search(seed.group()) is not None
-        ):
-            searched = seed.end()
-            yield seed.span()
+        match = _GROUPED_SEED_AFTER_WORD.match(text, word.end())
+        if match is None:
+            continue
+        seed = match.group("seed")
+        if _DIGIT.search(seed) is not None and _LETTER.search(seed) is not None:
+            searched = match.end()
+            yield match.span("seed")
 
 
 # --------------------------------------------------------------------- recovery codes

@@ -77,3 +77,44 @@ def test_pairs_listed_elsewhere_stay_storable(text: str) -> None:
 def test_a_pair_after_a_blank_line_in_the_list_stays_storable() -> None:
     text = "creds:\n1. admin:Hunter2!\n\n2. ops:Deploy2024"
     assert redact(text) == "creds:\n1. admin:[REDACTED:password_statement]\n\n2. ops:Deploy2024"
+
+
+# ------------------------------------ seeds in groups over lines, or after "two-factor" alone
+@pytest.mark.parametrize(
+    ("text", "seed"),
+    [
+        ("totp key: JBSW Y3DP\nEHPK 3PXP", "JBSW Y3DP\nEHPK 3PXP"),
+        ("two-factor: JBSW Y3DP EHPK 3PXP", "JBSW Y3DP EHPK 3PXP"),
+        ("two factor key: GEZD GNBV GY3T QOJQ", "GEZD GNBV GY3T QOJQ"),
+        ("2-step verification key: jbsw y3dp ehpk 3pxp", "jbsw y3dp ehpk 3pxp"),
+        ("Two-Factor secret JBSW Y3DP EHPK 3PXP MFZW 63LT", "JBSW Y3DP EHPK 3PXP MFZW 63LT"),
+        ("MFA seed: JBSW Y3DP\r\nEHPK 3PXP\r\n", "JBSW Y3DP\r\nEHPK 3PXP"),
+        ("otp secret JBSW\nY3DP\nEHPK\n3PXP", "JBSW\nY3DP\nEHPK\n3PXP"),
+        ("2FA key (admin): jbsw y3dp ehpk\n  3pxp mfzw 63lt", "jbsw y3dp ehpk\n  3pxp mfzw 63lt"),
+        ("totp: GEZD GNBV\nGY3T QOJQ. done", "GEZD GNBV\nGY3T QOJQ"),
+        ("two-factor backup seed for github: KRUG S4ZA MFRW 2ZLT", "KRUG S4ZA MFRW 2ZLT"),
+        ("the authenticator setup key is JBSW Y3DP EHPK\n3PXP\nthanks", "JBSW Y3DP EHPK\n3PXP"),
+    ],
+)
+def test_a_grouped_seed_over_lines_or_after_two_factor_is_redacted(text: str, seed: str) -> None:
+    _assert_only_values_redacted(text, (seed,), "totp_seed")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "two-factor auth is on\nAB2C DE3F GH4I JK5L",  # the groups start on no seed word's line
+        "totp key: JBSW Y3DP\n\nEHPK 3PXP",  # a blank line between
+        "two-factor: TODO FIXME NOTE DONE",  # no digit
+        "two-factor codes: 1234 5678 9012 3456",  # no letter
+        "2-step: see the wiki\nAB2C DE3F GH4I JK5L",
+        "two-factor: JBSW Y3DP\nehpk 3pxp",  # two cases
+        "scale factor 2 of AB2C DE3F GH4I JK5L",  # a factor, not a second one
+        "two-factor: ABC2 DEF3\nGHI",
+        "MFA ids: AB2C-DE3F-GH4I-JK5L",
+        "the mfa step runs on AB2C\nDE3F",
+        "totp window 30 ABCD EFGH\nIJKL MNOP",
+    ],
+)
+def test_groups_that_are_no_seed_stay_storable(text: str) -> None:
+    assert find_secrets(text) == []
