@@ -60,6 +60,7 @@ ADVERSARIAL = {
     "foreign words": "contraseña: x ",
     "foreign keys": "la clave es Xk9#mm2pq Schlüssel: ",
     "foreign spaces": "Passwort Geheim2024! пароль qwerty123 ",
+    "foreign spaces going on": "contraseña Xk9#mm2 para Passwort a@b2 und ",
     "foreign words spaced": "Kennwort Passwort senha ",
     "token prefixes": "ghp_xoxb-sk-eyJ",
     "jwt heads": "eyJ",

@@ -235,13 +235,24 @@ def _find_foreign_keys(text: str, lowered: str) -> Iterator[Span]:
             at = lowered.find(word, at + len(word))
 
 
+# A password the sentence goes on after ("Passwort Geheim2024! und Benutzer admin") must hold
+# a symbol no name, version or encoding holds, with a letter and a digit ("Base64", "UTF-8",
+# "SHA-256" and "v2.1" hold none), and be no path, address or host (no `/`, `:` or `.`:
+# "git@github.com:org/repo2").
+_CHOSEN_GOING_ON = re.compile(r"(?=[^/:.]*\Z)(?=.*?[!#$%&*@^~])(?=.*?\d)(?=.*?[^\W\d_])")
+
+
 def _spaced_password(text: str, value: str, value_end: int, end: int) -> bool:
     """A password after the word and a space alone, "Passwort Geheim2024!", "пароль
-    qwerty123": one that looks chosen, ends its clause and is no hash or cipher's name
-    ("Passwort Argon2id", as in English)."""
+    qwerty123": one that looks chosen and is no hash or cipher's name ("Passwort Argon2id", as
+    in English), and ends its clause unless it holds a symbol, a letter and a digit
+    ("contraseña Xk9#mm2 para el servidor")."""
     quoted = text[value_end : value_end + 1] in ('"', "'", "`")
     return (
-        value_ends_clause(text, value_end + quoted, end + quoted)
+        (
+            value_ends_clause(text, value_end + quoted, end + quoted)
+            or _CHOSEN_GOING_ON.match(value) is not None
+        )
         and stated_password(value)
         and value.lower() not in HASH_SCHEMES
         and not _word_and_digits(value)

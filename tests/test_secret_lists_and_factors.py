@@ -118,3 +118,49 @@ def test_a_grouped_seed_over_lines_or_after_two_factor_is_redacted(text: str, se
 )
 def test_groups_that_are_no_seed_stay_storable(text: str) -> None:
     assert find_secrets(text) == []
+
+
+# ------------------- a password after the foreign word and a space, the sentence going on
+@pytest.mark.parametrize(
+    ("text", "password"),
+    [
+        ("Passwort Geheim2024! und Benutzer admin", "Geheim2024!"),
+        ("contraseña Xk9#mm2 para el servidor", "Xk9#mm2"),
+        ("пароль Qwerty#123 для входа", "Qwerty#123"),
+        ("senha Mudar@123 para o banco", "Mudar@123"),
+        ("mot de passe Soleil$2024 pour le wifi", "Soleil$2024"),
+        ("wachtwoord Welkom01! voor de router", "Welkom01!"),
+        ("hasło Tajne#2024 do serwera", "Tajne#2024"),
+        ("lösenord Sommar&2024 till databasen", "Sommar&2024"),
+        ("Kennwort 'Pg$tag1ng' für die Datenbank", "Pg$tag1ng"),
+        ("WLAN-Passwort Sonne%42 im Büro", "Sonne%42"),
+        ("şifre Ankara*06 sunucu için", "Ankara*06"),
+        ("salasana Kissa~99 palvelimelle", "Kissa~99"),
+    ],
+)
+def test_a_foreign_spaced_password_the_sentence_goes_on_after_is_redacted(
+    text: str, password: str
+) -> None:
+    _assert_only_values_redacted(text, (password,), "password_statement")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Passwort Base64 kodiert und gespeichert",  # no symbol
+        "contraseña UTF-8 codificada en la base",
+        "Passwort SHA-256 Hash wird gespeichert",
+        "mot de passe C#7 utilisé partout",  # no letter but the C, too short
+        "contraseña git@github.com:org/repo2 del proyecto",  # an address
+        "Passwort admin1@example.com ändern lassen",
+        "senha 2+2=4 sempre foi assim",
+        "hasło a+b=c2 jest wzorem",
+        "Passwort isolated1 wird getestet",
+        "Passwort Argon2id wird verwendet",
+        "mot de passe #1 du classement",
+        "contraseña $HOME2 del usuario",
+        "Passwort Hunter2 und Benutzer admin",  # no symbol, the sentence goes on
+    ],
+)
+def test_a_foreign_spaced_value_the_sentence_goes_on_after_stays_storable(text: str) -> None:
+    assert find_secrets(text) == []
