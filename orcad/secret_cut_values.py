@@ -7,9 +7,9 @@ it is read here. A setting whose line ends at its `=` takes the next line's star
 one run that mixes letters with digits or symbols and the setting, joined to it, is still found
 a credential: `PASSWORD=` followed by the next setting, a comment, a section, a blank line or a
 plain word is left alone. A value the detector found ending its line takes the run that starts
-the next line when that line is that run alone, or when the line before is as long as a
-terminal's (40 characters or more): the rest of what was cut. A next line that is a setting of
-its own, a comment or a section is no value's rest.
+the next line when that line is that run alone and no plain word (`fi`, `EOF`), or when the
+line before is as long as a terminal's (40 characters or more): the rest of what was cut. A
+next line that is a setting of its own, a comment or a section is no value's rest.
 """
 
 from __future__ import annotations
@@ -80,10 +80,18 @@ def _rest_after_break(text: str, start: int, end: int) -> tuple[int, int] | None
     if run is None or not _is_value_rest(run.group()):
         return None
     line = text.rfind("\n", 0, start) + 1
+    if end - line >= _WRAPPED_LINE:
+        return run.span()
     alone = run.end() == len(text) or text[run.end()] in "\r\n"
-    if alone or end - line >= _WRAPPED_LINE:
+    if alone and not _is_plain_word(run.group()):
         return run.span()
     return None
+
+
+def _is_plain_word(run: str) -> bool:
+    """Letters in one case: a word or a keyword of its own (`fi`, `done`, `EOF`, `exit`), not
+    the rest of a password a short line cut, which `Xk9#mm` then `2pqLw` shows."""
+    return run.isalpha() and (run.islower() or run.isupper())
 
 
 def _values_after_operators(text: str, detect: Detector) -> Iterator[Detection]:

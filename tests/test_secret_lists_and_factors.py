@@ -164,3 +164,47 @@ def test_a_foreign_spaced_password_the_sentence_goes_on_after_is_redacted(
 )
 def test_a_foreign_spaced_value_the_sentence_goes_on_after_stays_storable(text: str) -> None:
     assert find_secrets(text) == []
+
+
+# -------------------------------- a word alone after a short password line is no value's rest
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("PASSWORD=Xk9#mm2\nfi", "fi"),
+        ('if [ -z "$X" ]; then\n  DB_PASSWORD=Xk9#mm2\nfi\n', "fi"),
+        ("for h in a b; do\nPASSWORD=Hunter2!\ndone", "done"),
+        ("cat <<EOF\nDB_PASSWORD=Pg$tag1ng\nEOF", "EOF"),
+        ("case $1 in\nprod) PASSWORD=S3cr3t!x ;;\nesac", "esac"),
+        ("export PASSWORD=Xk9#mm2\nexit", "exit"),
+        ("password: Tr0ub4dor&3\nend", "end"),
+        ("DB_PASSWORD=Xk9#mm2pq\nEND", "END"),
+        ("secret = Xk9#mm2pq\nthen", "then"),
+        ("ADMIN_PASSWORD=Adm1n#2024\r\nfi\r\n", "fi"),
+        ("api_secret: Xk9#mm2pq\nok", "ok"),
+    ],
+)
+def test_a_word_alone_after_a_short_password_line_stays(text: str, kept: str) -> None:
+    redacted = redact(text)
+    assert redacted.endswith((f"\n{kept}", f"\n{kept}\n", f"\r\n{kept}\r\n"))
+    assert "[REDACTED:credential_assignment]" in redacted
+
+
+@pytest.mark.parametrize(
+    ("text", "rest"),
+    [
+        ("PASSWORD=Xk9#mm\n2pqLw", "2pqLw"),
+        ("PASSWORD=Xk9#mm\npqLw", "pqLw"),
+        ("DB_PASSWORD=Hunter\n2024!", "2024!"),
+        ("SECRET=Xk9#mm\n2pqLw\n", "2pqLw"),
+        ("password: Tr0ub4\ndor&3", "dor&3"),
+        ("ADMIN_PASSWORD=Adm1n#\r\n2024\r\n", "2024"),
+        ("DB_PASSWORD=Xk9#mm2\nPq", "Pq"),
+        ("PASSWORD=Xk9#mm\nx7", "x7"),
+        ("client_secret = Sup3r\nSecret!", "Secret!"),
+        ("-e POSTGRES_PASSWORD=Xk9#mm2pqLw7-long-enough-for-a-terminal-line\nabc", "abc"),
+    ],
+)
+def test_the_rest_of_a_cut_password_alone_on_its_line_is_redacted(text: str, rest: str) -> None:
+    last_line = redact(text).splitlines()[-1]
+    assert rest not in last_line
+    assert last_line.startswith("[REDACTED:")
