@@ -26,7 +26,7 @@ _SEED = re.compile(
     r"(?<![A-Za-z0-9+/_\-])(?:[A-Z2-7]{16,128}+|[a-z2-7]{16,128}+)=*(?![A-Za-z0-9+/_\-])"
 )
 _SEED_WORD = re.compile(
-    r"(?<![a-z0-9])(?:[th]?otp|2fa|mfa|authenticator|two[- ]factor|2-step)(?![a-z0-9])"
+    r"(?<![a-z0-9])(?:[th]?otp|2fa|mfa|authenticator|two[-_ ]factor|2-step)(?![a-z0-9])"
 )
 _SEED_REACH = 64  # "TOTP secret for the admin account: JBSW…" starts this far at most
 _DIGIT = re.compile(r"[0-9]")

@@ -143,6 +143,8 @@ _RULES: tuple[tuple[str, Finder, Gate], ...] = (
     ("authorization_header", find_authorization, _always),
     ("registry_auth", find_registry_auth, _always),
     ("session_cookie", find_session_cookies, _always),
+    ("totp_seed", find_totp_seeds, may_hold_seed),  # before assignments: `MFA_SECRET=<seed>`
+    ("totp_seed", find_grouped_seeds, _always),
     *(("credential_assignment", finder, _always) for finder in _ASSIGNMENT_FINDERS),
     # "the api key is 3f9a...": a generated value given in words, an assignment without `=`
     ("credential_assignment", _not_annotations(find_stated_keys), _always),
@@ -162,8 +164,6 @@ _RULES: tuple[tuple[str, Finder, Gate], ...] = (
     ("password_statement", find_spaced_passwords, _always),
     ("password_statement", find_noted_passwords, _always),
     ("password_statement", find_access_codes, _always),
-    ("totp_seed", find_totp_seeds, may_hold_seed),
-    ("totp_seed", find_grouped_seeds, _always),
     ("recovery_codes", find_recovery_codes, _always),
 )
 _PRIORITY = {name: index for index, (name, _, _) in enumerate(_RULES)}

@@ -208,3 +208,47 @@ def test_the_rest_of_a_cut_password_alone_on_its_line_is_redacted(text: str, res
     last_line = redact(text).splitlines()[-1]
     assert rest not in last_line
     assert last_line.startswith("[REDACTED:")
+
+
+# ----------------------------------------------- a seed under a setting's name is named a seed
+@pytest.mark.parametrize(
+    ("text", "seed"),
+    [
+        ("MFA_SECRET=JBSWY3DPEHPK3PXP", "JBSWY3DPEHPK3PXP"),
+        ("otp_secret: JBSWY3DPEHPK3PXP", "JBSWY3DPEHPK3PXP"),
+        ('MFA_SECRET="JBSWY3DPEHPK3PXP"', "JBSWY3DPEHPK3PXP"),
+        ("otp_secret: 'GEZDGNBVGY3TQOJQ'", "GEZDGNBVGY3TQOJQ"),
+        ("MFA_SECRET=JBSWY3DPEHPK3PXP # base32", "JBSWY3DPEHPK3PXP"),
+        ('{"totp_secret": "JBSWY3DPEHPK3PXP"}', "JBSWY3DPEHPK3PXP"),
+        ("TWO_FACTOR_SECRET=JBSWY3DPEHPK3PXP", "JBSWY3DPEHPK3PXP"),
+        ("export MFA_SECRET=JBSWY3DPEHPK3PXP", "JBSWY3DPEHPK3PXP"),
+        ('OTP_SECRET_KEY = "GEZDGNBVGY3TQOJQ"', "GEZDGNBVGY3TQOJQ"),
+        ("mfa_secret: jbswy3dpehpk3pxp", "jbswy3dpehpk3pxp"),
+        ("AUTHENTICATOR_SECRET=JBSWY3DPEHPK3PXP", "JBSWY3DPEHPK3PXP"),
+        ("2FA_SECRET=JBSWY3DPEHPK3PXPMFZW63LT", "JBSWY3DPEHPK3PXPMFZW63LT"),
+    ],
+)
+def test_a_seed_under_a_setting_name_is_named_a_seed(text: str, seed: str) -> None:
+    _assert_only_values_redacted(text, (seed,), "totp_seed")
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        ("MFA_SECRET=hunter2pass", "credential_assignment"),  # too short for a seed
+        ("OTP_SECRET=Xk9#mm2pqLw!", "credential_assignment"),  # no base32
+        ("OTP_SECRET=JBSWY3DPEHPK3PXP1890", "credential_assignment"),
+        ("totp_secret: Tr0ub4dor&3", "credential_assignment"),
+        ("MFA_SECRET=abcdefghijklmnop", "credential_assignment"),  # no digit
+        ("MFA_ENABLED=true", None),
+        ("TOTP_PERIOD=30", None),
+        ("mfa_secret_length: 160", None),
+        ("MFA_SECRET=${MFA_SECRET}", None),
+        ("OTP_SECRET=changeme", None),
+        ("TOTP_ISSUER=ACMECORP2024ISSUER", None),
+    ],
+)
+def test_other_values_under_a_second_factor_name_keep_their_kind(
+    text: str, kind: str | None
+) -> None:
+    assert [match.rule for match in find_secrets(text)] == ([kind] if kind else [])

@@ -173,7 +173,7 @@ def test_colon_pairs_under_other_lines_stay_storable(text: str) -> None:
             "BitLocker recovery key: 123456-234567-345678-456789-567890-678901-789012-890123",
             "recovery_codes",
         ),
-        ("MFA_SECRET=JBSWY3DPEHPK3PXP", "credential_assignment"),  # its name says what it is
+        ("MFA_SECRET=JBSWY3DPEHPK3PXP", "totp_seed"),  # a seed under a setting's name too
     ],
 )
 def test_second_factors_are_named_by_their_kind(text: str, kind: str) -> None:
