@@ -55,6 +55,8 @@ ADVERSARIAL = {
     "yaml blocks": "password:\n  value\n",
     "sql passwords": "IDENTIFIED BY 'x' ",
     "pins": "pin: 1234 ",
+    "the pins": "the pin is 4821 sim pin 0000 ",
+    "pins after parts": "gpio the pin is 2047\n",
     "login pairs": "user: admin\npass: x\n",
     "login slashes": "login: a / ",
     "foreign words": "contraseña: x ",

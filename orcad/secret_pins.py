@@ -25,37 +25,69 @@ PIN_STATEMENT = re.compile(
 
 # A pin in lower case is as often a part, a GPIO line or a version pin ("pin 12 of the header",
 # "pin numpy<2"): one is a PIN when it is someone's or something's ("my pin is 4821", "the card
-# pin: 7302", "the pin for the card is 0917"), or a line starts with it ("pin: 55731").
+# pin: 7302", "the pin for the card is 0917", "sim pin 0000", after a space alone too), or a
+# line starts with it ("pin: 55731"), or "the pin" is stated so with no part or circuit word
+# before it ("the pin is 4821": a part's pins are numbered in ones, twos and threes).
 _LOWER_PIN_STATEMENT = re.compile(
     r"pin(?<![a-z0-9_\-.$@]pin)(?![a-z0-9_\-])(?:[ \t]+(?:code|number))?"
     r"(?P<words>(?:[ \t]+[a-z]{1,20}+){0,4}?)"
-    rf"(?:(?P<op>[ \t]*:)|{STATED_VERB}[ \t]*:?)[ \t]+(?P<value>[0-9]{{4,12}}+)(?![0-9])"
+    rf"(?:(?P<op>[ \t]*:)|{STATED_VERB}[ \t]*:?|(?P<spaced>))"
+    r"[ \t]+(?P<value>[0-9]{4,12}+)(?![0-9])"
 )
 _PIN_OWNER = re.compile(
     r"(?<![a-z0-9_\-])(?:(?:my|your|our|his|her|their)(?:[ \t]+[a-z]{2,12}){0,2}|card|debit|credit|"
     r"bank|atm|sim|phone|door|alarm|voicemail|lock|safe|keypad|wps|bluetooth|pairing|unlock|"
     r"default|garage|gate)[ \t]+\Z"
 )
+_THE_PIN = re.compile(r"(?<![a-z0-9_\-])the[ \t]+\Z")
+_THE_REACH = 12  # "the" and the spaces after it
+_PART_WORDS = re.compile(
+    r"gpio|header|board|chip|connector|arduino|raspberry|pinout|wire|led|pwm|uart|i2c|spi|pcb|"
+    r"socket|relay|sensor|resistor|pull|volt|ohm|bcm|mcu|jumper|sheet"
+)
 _PIN_OWNER_WORDS = frozenset(("for", "to"))
 _LINE_START = re.compile(r"(?:^|\n)[ \t]*(?:[-*>][ \t]+)?\Z")
+_OWNER_REACH = 40
 
 
 def lower_case_pins(text: str, lowered: str) -> Iterator[Span]:
     for match in _LOWER_PIN_STATEMENT.finditer(lowered):
         at = match.start()
-        if text[at : at + 3] not in ("pin", "Pin"):
-            continue  # PIN in capitals is the other rule's
+        spaced = match["spaced"] is not None
+        if text[at : at + 3] not in ("pin", "Pin") and not (spaced and text[at : at + 3] == "PIN"):
+            continue  # PIN in capitals stated so is the other rule's
         words = match["words"].split()
-        if words:
-            owned = words[0] in _PIN_OWNER_WORDS
-        else:
-            before = max(0, at - 40)
-            owned = _PIN_OWNER.search(lowered, before, at) is not None or (
-                match["op"] is not None and _LINE_START.search(lowered, before, at) is not None
-            )
+        if spaced and words:
+            continue
         start, end = match.span("value")
-        if owned and _number_ends_clause(text, end):
+        owned = _owned(lowered, at, words, colon=match["op"] is not None, spaced=spaced)
+        if (owned or (not spaced and _the_pin(lowered, at, int(lowered[start:end])))) and (
+            _number_ends_clause(text, end)
+        ):
             yield start, end
+
+
+def _owned(lowered: str, at: int, words: list[str], *, colon: bool, spaced: bool) -> bool:
+    """The pin at `at` is someone's or something's: an owner before it or after "for"; or a
+    line starts with it and a colon follows."""
+    if words:
+        return words[0] in _PIN_OWNER_WORDS
+    before = max(0, at - _OWNER_REACH)
+    return _PIN_OWNER.search(lowered, before, at) is not None or (
+        colon and not spaced and _LINE_START.search(lowered, before, at) is not None
+    )
+
+
+def _the_pin(lowered: str, at: int, value: int) -> bool:
+    """The pin at `at` is "the pin", stated ("the pin is 4821"), with no part or circuit word
+    on its line before it, and its number is no size or count (a power of two: 2048, 4096)."""
+    if _THE_PIN.search(lowered, max(0, at - _THE_REACH), at) is None:
+        return False
+    reach = max(0, at - 2 * _OWNER_REACH)
+    line = lowered.rfind("\n", reach, at) + 1
+    return _PART_WORDS.search(lowered, max(line, reach), at) is None and (
+        value == 0 or value & (value - 1) != 0
+    )
 
 
 # A PIN set by name: `PIN=4821`, `SIM_PIN: 4821`, `user_pin = 123456` (a PKCS#11 token's),

@@ -252,3 +252,48 @@ def test_other_values_under_a_second_factor_name_keep_their_kind(
     text: str, kind: str | None
 ) -> None:
     assert [match.rule for match in find_secrets(text)] == ([kind] if kind else [])
+
+
+# ------------------------------- a PIN stated after "the pin", or after its owner and a space
+@pytest.mark.parametrize(
+    ("text", "pin"),
+    [
+        ("the pin is 4821", "4821"),
+        ("the pin is 0000", "0000"),
+        ("The pin: 7302", "7302"),
+        ("ok so the pin is 4821 if you need it", "4821"),
+        ("sim pin 0000", "0000"),
+        ("SIM PIN 0000", "0000"),
+        ("my pin 4821", "4821"),
+        ("card pin 7302.", "7302"),
+        ("the phone pin 123456", "123456"),
+        ("default pin 1357, puk on the card", "1357"),
+        ("debit card pin 9317\n", "9317"),
+        ("the pin was 55731.", "55731"),
+    ],
+)
+def test_a_pin_stated_after_the_pin_or_after_its_owner_is_redacted(text: str, pin: str) -> None:
+    _assert_only_values_redacted(text, (pin,), "password_statement")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "pin the version to 4.2.1",
+        "pinned to 4821",
+        "pin 22 of the header",
+        "GPIO pin 4",
+        "pin numpy==1.26",
+        "the pin is 13",
+        "the pin is 2048",  # a size or a count, as a power of two
+        "on the gpio header the pin is 2047",
+        "the pull-up on the pin is 4700",
+        "sim pin 1234 of the modem",  # the sentence goes on
+        "the pin count is 1024",
+        "Pin 4821",  # nobody's
+        "the pin 4821 is broken",
+        "the pin is 2024-01-01",
+    ],
+)
+def test_pins_that_are_parts_or_numbers_stay_storable(text: str) -> None:
+    assert find_secrets(text) == []
