@@ -116,6 +116,9 @@ ADVERSARIAL = {
     "seed groups over lines": "two-factor ABCD EFGH\nIJKL MNOP\n",
     "factor words": "two-factor scale factor ",
     "recovery codes": "backup codes: 1a2b3-c4d5e ",
+    # password hashes in htpasswd and shadow lines (orcad/secret_hashes.py)
+    "hash lines": "admin:$apr1$O3JMY.Tw$AdLnLjQ/5jXF9.MTp3gHv/\n",
+    "hash markers": "a:$2y$05$ $6$ $1$ {sha}",
     "fenced codes": "backup codes:\n```\n1a2b3-c4d5e\n```\n",
     "second factor words": "recovery code otp 2fa ",
 }

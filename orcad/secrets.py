@@ -70,6 +70,7 @@ from orcad.secret_gates import (
     _token_gate,
     _TriggerGate,
 )
+from orcad.secret_hashes import find_password_hashes
 from orcad.secret_invisible import visible_text
 from orcad.secret_notes import find_noted_passwords
 from orcad.secret_pins import find_access_codes, find_pin_settings
@@ -83,10 +84,7 @@ from orcad.secret_sentences import find_stated_passwords
 from orcad.secret_spaced import find_spaced_passwords
 from orcad.secret_stated_keys import find_stated_keys
 from orcad.secret_tokens import ANCHORED_RULES, TOKEN_RULES
-from orcad.secret_values import (
-    CUT_VALUE,
-    VALUE_RUN,
-)
+from orcad.secret_values import CUT_VALUE, VALUE_RUN
 from orcad.secret_wrapped import WrappableRule, find_wrapped_tokens
 
 __all__ = [
@@ -165,6 +163,7 @@ _RULES: tuple[tuple[str, Finder, Gate], ...] = (
     ("password_statement", find_noted_passwords, _always),
     ("password_statement", find_access_codes, _always),
     ("recovery_codes", find_recovery_codes, _always),
+    ("password_hash", find_password_hashes, _always),
 )
 _PRIORITY = {name: index for index, (name, _, _) in enumerate(_RULES)}
 # (a literal every match holds, rule, finder): a setting is read by the rules its name names

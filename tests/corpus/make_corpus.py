@@ -1933,6 +1933,24 @@ def build_second_factors(c: Corpus) -> None:
         c.lookalike("second_factor_words", text)
 
 
+def build_password_hashes(c: Corpus) -> None:
+    """Hashes in htpasswd and shadow lines, and what names a hash but holds none."""
+    crypt = "./" + ALNUM
+    for shape, value in (
+        ("admin:{v}", "$apr1$" + c.chars(crypt, 8) + "$" + c.chars(crypt, 22)),
+        ("deploy:{v}", "$2y$05$" + c.chars(crypt, 53)),
+        ("root:{v}:19000:0:99999:7:::", "$6$" + c.chars(crypt, 16) + "$" + c.chars(crypt, 86)),
+        ("ops:{v}", "{SHA}" + c.chars(BASE64, 27) + "="),
+    ):
+        c.secret("password_hash", value, shape.format(v=value))
+    for text in (
+        "root:*:19000:0:99999:7:::",
+        'fmt = "$6$%s$%s" % (salt, digest)',
+        "bcrypt hashes start with $2b$12$ and a salt",
+    ):
+        c.lookalike("hash_words", text)
+
+
 def build() -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     corpus = Corpus(SEED)
     build_secrets(corpus)
@@ -1966,6 +1984,7 @@ def build() -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     build_quoted_two_word_passphrases(corpus)
     build_test_logs(corpus)
     build_second_factors(corpus)
+    build_password_hashes(corpus)
     return corpus.secrets, corpus.lookalikes
 
 
