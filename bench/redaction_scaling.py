@@ -76,9 +76,8 @@ ADVERSARIAL = {
     # what a command reads from its input or protects (orcad/secret_command_inputs.py)
     "piped passwords": "echo Xk9mm2pqLw | docker login --password-stdin ",
     "stdin flags": "--password-stdin ",
-    "echoes into stdin": "echo x | " * 40 + "passwd --stdin\n",
+    "echoes into stdin": "echo x | " * 40 + "docker login --password-stdin\n",
     "secure strings": 'ConvertTo-SecureString "Xk9mm2pqLw" -AsPlainText ',
-    "wifi keys": 'psk="Xk9mm2pqLw"\nwpa_passphrase a b wifi-sec.psk ',
     # notes (orcad/secret_notes.py): keys, service pairs, logins' pw, passes
     "network keys": "the wifi key is BlueMango$42 ",
     "store keys": "the zip key for the backup is ",

@@ -1,10 +1,11 @@
 """Passwords a command reads from its standard input or takes as a literal to protect: `echo
-PASS | docker login -u me --password-stdin`, `echo PASS | passwd --stdin root`, PowerShell's
-`ConvertTo-SecureString "PASS" -AsPlainText`, and a Wi-Fi network's key: `psk="PASS"` in
-wpa_supplicant.conf, `wpa_passphrase SSID PASS`, nmcli's `wifi-sec.psk PASS`.
+PASS | docker login -u me --password-stdin` and PowerShell's `ConvertTo-SecureString "PASS"
+-AsPlainText`.
 
 Pure module: no I/O. A value that only names where the password is (`echo "$CR_PAT"`, `cat
-pw.txt |`, `$(pass show x)`) is no password and stays.
+pw.txt |`, `$(pass show x)`) is no password and stays. Both are opened by their flag's or
+cmdlet's name among the text's long runs (`STDIN_TRIGGERS`), so a text without one costs no
+scan here.
 """
 
 from __future__ import annotations
@@ -17,55 +18,39 @@ from orcad.secret_values import QUOTED_VALUES, Span, given_password, value_span
 _VALUE = rf"(?:{QUOTED_VALUES}|([^\s\"'`;&|()<>]{{1,256}}+))"
 
 # `echo PASS |` or `printf '%s' PASS |` into a command that reads a password from its input:
-# a registry login's --password-stdin (docker, podman, helm, oras, skopeo, buildah), or
-# `passwd --stdin USER`. Found from each "stdin", a literal; then the last pipe before it on
-# its line, and the echo or printf last before that pipe, matched from where it starts (a
-# search for the echo over the line cost 1.3 s a megabyte of repeated flags).
-_STDIN_READER = re.compile(r"--password-stdin(?![a-z0-9_\-])|passwd[ \t]+--stdin(?![a-z0-9_\-])")
+# a registry login's --password-stdin (docker, podman, helm, oras, skopeo, buildah). Found
+# from each flag, a literal; then the last pipe before it on its line, and the echo or printf
+# last before that pipe, matched from where it starts (a search for the echo over the line
+# cost 1.3 s a megabyte of repeated flags).
+_STDIN_FLAG = "--password-stdin"
 _PIPED_INTO = re.compile(
     r"(?<![a-z0-9_\-])(?:echo(?:[ \t]+-[ne]{1,2})?|printf(?:[ \t]+[\"']?%s(?:\\n)?[\"']?)?)"
     r"[ \t]+" + _VALUE + r"[ \t]*\|[ \t]*(?:sudo[ \t]+)?(?:[a-z][^\n|;&]{0,200}?)?\Z"
 )
 _COMMAND_REACH = 256  # the command between the pipe and its flag
 _ECHO_REACH = 300  # the echo, its flags and its value before the pipe
+
 # PowerShell: `ConvertTo-SecureString "PASS" -AsPlainText -Force` (also with -String): the
 # literal is the password; a variable (`$env:PW`, `$pw`) is not.
 _SECURE_STRING = re.compile(
     r"convertto-securestring[ \t]+(?:-string[ \t]+)?" + QUOTED_VALUES + r"(?=[^\n]{0,64}?-asplain)"
 )
-
-# A Wi-Fi key: `psk="PASS"` starting its line (wpa_supplicant.conf; a raw key is 64 hex
-# digits, unquoted), `wpa_passphrase SSID PASS`, nmcli's `wifi-sec.psk PASS`.
-_WIFI_KEYS = (
-    re.compile(r"^[ \t]*psk[ \t]*=[ \t]*(?:\"([^\"\n]{8,63})\"|([0-9a-f]{64}))[ \t]*\r?$", re.M),
-    re.compile(
-        r"(?<![a-z0-9_\-])wpa_passphrase[ \t]+(?:\"[^\"\n]{1,32}\"|'[^'\n]{1,32}'|[^\s\"']{1,32})"
-        r"[ \t]+" + _VALUE
-    ),
-    re.compile(r"(?:wifi-sec|802-11-wireless-security)\.psk[ \t]+" + _VALUE),
-)
-_WIFI_TRIGGERS = ("psk", "wpa_passphrase")
+# the names that open this module's rule, as its long runs hold them (each is one)
+STDIN_TRIGGERS = (_STDIN_FLAG, "ConvertTo-SecureString", "convertto-securestring")
 
 
 def find_piped_passwords(text: str, lowered: str) -> Iterator[Span]:
     """A password echoed into a command that reads it from its input, and a literal turned
     into a PowerShell secure string."""
-    if "stdin" in lowered:
-        for reader in _STDIN_READER.finditer(lowered):
-            piped = _piped_into(lowered, reader.start())
+    at = lowered.find(_STDIN_FLAG)
+    while at >= 0:
+        if not lowered[at + len(_STDIN_FLAG) : at + len(_STDIN_FLAG) + 1].isalnum():
+            piped = _piped_into(lowered, at)
             if piped is not None:
                 yield from _given(text, piped)
+        at = lowered.find(_STDIN_FLAG, at + len(_STDIN_FLAG))
     if "convertto-securestring" in lowered:
         for match in _SECURE_STRING.finditer(lowered):
-            yield from _given(text, match)
-
-
-def find_wifi_keys(text: str, lowered: str) -> Iterator[Span]:
-    """A Wi-Fi network's key in wpa_supplicant.conf, given to wpa_passphrase or to nmcli."""
-    if not any(trigger in lowered for trigger in _WIFI_TRIGGERS):
-        return
-    for pattern in _WIFI_KEYS:
-        for match in pattern.finditer(lowered):
             yield from _given(text, match)
 
 

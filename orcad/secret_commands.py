@@ -15,7 +15,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from orcad.secret_command_inputs import find_piped_passwords, find_wifi_keys
 from orcad.secret_values import (
     QUOTED_VALUES,
     TRAILING,
@@ -170,10 +169,7 @@ def _argument_password(value: str) -> bool:
 
 def find_piped_and_batch_passwords(text: str, lowered: str) -> Iterator[Span]:
     """Passwords given as a plain argument: `htpasswd -b FILE USER PASS`, and piped to a
-    command that reads them: `echo PASS | sudo -S CMD`; those `secret_command_inputs` finds
-    too (`--password-stdin`, a secure string, a Wi-Fi key)."""
-    yield from find_piped_passwords(text, lowered)
-    yield from find_wifi_keys(text, lowered)
+    command that reads them: `echo PASS | sudo -S CMD`."""
     if "htpasswd" in lowered:
         for match in _HTPASSWD.finditer(lowered):
             flags = text[match.start("flags") : match.end("flags")]

@@ -29,6 +29,7 @@ from orcad.secret_assignments import (
     _not_annotations,
 )
 from orcad.secret_colon_pairs import find_colon_pairs
+from orcad.secret_command_inputs import STDIN_TRIGGERS, find_piped_passwords
 from orcad.secret_commands import (
     find_credential_flags,
     find_piped_and_batch_passwords,
@@ -62,14 +63,7 @@ from orcad.secret_formats import (
     find_url_credentials,
     token_finder,
 )
-from orcad.secret_gates import (
-    Gate,
-    _always,
-    _any_trigger,
-    _long_runs,
-    _token_gate,
-    _TriggerGate,
-)
+from orcad.secret_gates import Gate, _always, _any_trigger, _long_runs, _token_gate, _TriggerGate
 from orcad.secret_hashes import find_password_hashes
 from orcad.secret_invisible import visible_text
 from orcad.secret_notes import find_noted_passwords
@@ -150,6 +144,7 @@ _RULES: tuple[tuple[str, Finder, Gate], ...] = (
     ("credential_assignment", find_yaml_block_credentials, _always),
     ("password_flag", find_credential_flags, _always),
     ("password_flag", find_piped_and_batch_passwords, _always),
+    ("password_flag", find_piped_passwords, _any_trigger(STDIN_TRIGGERS)),
     ("credential_assignment", find_redis_passwords, _always),
     ("credential_assignment", find_sql_passwords, _always),
     ("credential_assignment", find_pin_settings, _always),
