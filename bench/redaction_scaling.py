@@ -96,6 +96,7 @@ ADVERSARIAL = {
     "trigger lines": "SKpatre_oy2r8_AC\nAPI-key-sk-ghp_npm_xai-\n",
     "tokens over lines": "ghp_A1b2C3d4E5f\n6G7h8I9j0K1l2M3\nn4O5p6Q7r8\n",
     "blocks of one width": "QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo=\n",
+    "long lines": "word " * 52 + "Xk9mm2pqLwAbcdefghij\n",
     # values a line break cuts (orcad/secret_cut_values.py), and settings left empty
     "cut settings": "DB_PASSWORD=\nXk9#mm2pqLw\n",
     "empty settings": "PASSWORD=\nDB_USER=admin1\n",
