@@ -176,21 +176,17 @@ class ProjectAccess:
         project.json) and its ledger is not damaged. A damaged ledger cannot take a publish,
         so extracting would call a provider for nothing (moving it aside lets the jobs run).
         The files are read again only when one of them changed, so an edit counts at once;
-        until then the answer costs a few stat calls here rather than a thread and the reads
-        (the recall barrier asks at every turn)."""
+        until then the answer costs a thread and a few stat calls rather than the reads (the
+        recall barrier asks at every turn)."""
         directory = self.project_dir(project_id)
         checked = self._ledger_checks.get(project_id)
         known = self._switches.get(project_id)
-        if (
-            known is not None
-            and checked is not None
-            and known.files == self._switch_files(directory, known.root)
-            and checked[0] == ledger_file_state(directory)
-        ):
-            return known.enabled and checked[1]
 
         def read() -> tuple[SwitchReading, LedgerFileState, str | None]:
-            switch = self._read_switch(directory, project_id)
+            if known is not None and known.files == self._switch_files(directory, known.root):
+                switch = known
+            else:
+                switch = self._read_switch(directory, project_id)
             state = ledger_file_state(directory)
             if checked is not None and checked[0] == state:
                 return switch, state, None
