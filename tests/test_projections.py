@@ -614,6 +614,34 @@ def test_a_publish_during_the_backfills_embedding_keeps_its_facts_vectors(
     search.close()
 
 
+def test_status_counts_no_fact_pending_once_the_backfill_writes_its_vectors_to_the_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The index with the backfill's vectors is readable by another process the moment it is
+    renamed into place; the count status shows must already say so (it was lowered after the
+    write, and a status asked in between counted the facts as still pending)."""
+    model = CountingModel()
+    embeddings = Embeddings("builtin", model)
+    facts = ["The frontend uses pnpm, never npm.", "Releases are cut on Thursdays."]
+    commit(tmp_path, with_facts(Ledger(), *facts))  # an index without vectors
+    search = ProjectMemorySearch(lambda _project: tmp_path, embeddings=embeddings)
+    recall_first(search, embeddings, model)
+    pending_when_written: list[int] = []
+    build = projections._build_index_file
+
+    def noting_the_count(path: Path, ledger: Ledger, vectors: Any) -> None:
+        pending_when_written.append(search.backfill.facts_pending())
+        build(path, ledger, vectors)
+
+    monkeypatch.setattr(projections, "_build_index_file", noting_the_count)
+    assert search.backfill.facts_pending() == 2
+    assert backfill(search, embeddings) == 2
+    assert pending_when_written == [0]
+    stored = read_index_vectors(tmp_path / INDEX_FILE)
+    assert stored is not None and set(stored.by_text) == set(facts)
+    search.close()
+
+
 def test_a_project_dropped_from_the_cache_is_no_longer_counted_as_waiting(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -224,11 +224,13 @@ class FactVectorBackfill:
                     kept += 1
             if kept:
                 cache.stacked = None
-                if cache.ledger is not None:
-                    self._save_vectors(
-                        batch.project_id, self._caches.project_dir(batch.project_id), cache
-                    )
-            self._caches.note(batch.project_id, cache)  # (the count left)
+            # the count left, before the index is written: status must not count as pending
+            # facts whose vectors another process can already read there
+            self._caches.note(batch.project_id, cache)
+            if kept and cache.ledger is not None:
+                self._save_vectors(
+                    batch.project_id, self._caches.project_dir(batch.project_id), cache
+                )
         self._release(batch.project_id, cache, frozenset())
         return kept
 
