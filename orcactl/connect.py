@@ -193,8 +193,9 @@ def start_daemon(path: str) -> tuple[subprocess.Popen[bytes], int]:
 
 
 # What orcad reads paths from: made absolute for a daemon that runs in / (the caller's relative
-# ORCA_HOME=home still names the same files).
-PATH_VARIABLES = ("ORCA_HOME", "ORCA_CONFIG_DIR", "XDG_RUNTIME_DIR", "XDG_CONFIG_HOME", "HOME")
+# ORCA_HOME=home still names the same files). XDG_* are passed as they are: a relative one is
+# invalid and orcad ignores it, as this process does (orcad.paths), so both use the default.
+PATH_VARIABLES = ("ORCA_HOME", "ORCA_CONFIG_DIR", "HOME")
 
 
 def daemon_environment(environ: Mapping[str, str], socket: str) -> dict[str, str]:

@@ -1,5 +1,8 @@
 """Where every file lives, from the environment (ORCA_HOME, ORCA_CONFIG_DIR, ORCA_SOCKET,
-XDG_RUNTIME_DIR, XDG_CONFIG_HOME) and platformdirs. Computing paths touches no file."""
+XDG_RUNTIME_DIR, XDG_CONFIG_HOME) and platformdirs. Computing paths touches no file.
+
+A relative XDG_* value is ignored, as the XDG Base Directory specification requires (and as
+systemd and platformdirs do): the default applies, wherever the process was started."""
 
 from __future__ import annotations
 
@@ -54,13 +57,20 @@ def _home_dir(env: Mapping[str, str]) -> Path:
     return Path(env.get("HOME") or Path.home())
 
 
+def xdg_directory(env: Mapping[str, str], name: str) -> Path | None:
+    """$name when it is an absolute path; unset, empty or relative (invalid by the XDG Base
+    Directory specification, which says to ignore it) gives None, for the default."""
+    value = env.get(name, "")
+    return Path(value) if os.path.isabs(value) else None
+
+
 def resolve_paths(env: Mapping[str, str] | None = None) -> Paths:
     env = os.environ if env is None else env
     home = Path(env["ORCA_HOME"]) if env.get("ORCA_HOME") else _home_dir(env) / ".orca"
     if env.get("ORCA_CONFIG_DIR"):
         deliberate_dir = Path(env["ORCA_CONFIG_DIR"])
-    elif env.get("XDG_CONFIG_HOME"):
-        deliberate_dir = Path(env["XDG_CONFIG_HOME"]) / DELIBERATE_APP
+    elif config_home := xdg_directory(env, "XDG_CONFIG_HOME"):
+        deliberate_dir = config_home / DELIBERATE_APP
     else:
         deliberate_dir = _home_dir(env) / ".config" / DELIBERATE_APP
     if env.get("ORCA_SOCKET"):
@@ -88,8 +98,8 @@ def resolve_paths(env: Mapping[str, str] | None = None) -> Paths:
 
 
 def runtime_dir_for(env: Mapping[str, str]) -> Path:
-    if env.get("XDG_RUNTIME_DIR"):
-        return Path(env["XDG_RUNTIME_DIR"]) / APP
+    if runtime_home := xdg_directory(env, "XDG_RUNTIME_DIR"):
+        return runtime_home / APP
     with warnings.catch_warnings():
         # platformdirs warns when it falls back to /tmp; the daemon checks that directory strictly.
         warnings.simplefilter("ignore")

@@ -6,6 +6,7 @@ import json
 import os
 import pty
 import select
+import signal
 import stat
 import subprocess
 import sys
@@ -17,6 +18,7 @@ import pytest
 
 from orcactl import approval
 from orcad import limits
+from protocol.client import Client
 from protocol.errors import RemoteError
 from tests.harness import DaemonProcess, OrcaEnv
 
@@ -139,6 +141,46 @@ def test_database_defaults_to_xdg_config_home(tmp_path: Path) -> None:
         assert expected.exists()
     finally:
         daemon.kill()
+
+
+class RelativeXdgEnv(XdgOnlyEnv):
+    @property
+    def env(self) -> dict[str, str]:
+        return {**super().env, "XDG_CONFIG_HOME": "relative"}
+
+
+def test_a_relative_xdg_config_home_is_ignored_by_orcad_and_orcactl(tmp_path: Path) -> None:
+    # the XDG Base Directory specification calls a relative one invalid: the database was
+    # ./relative/orcacode/memory.sqlite3, a different one for each directory orcad started in
+    (tmp_path / "xdg").mkdir()
+    orca = RelativeXdgEnv(tmp_path / "xdg")
+    expected = Path(orca.env["HOME"]) / ".config" / "orcacode" / "memory.sqlite3"
+    daemon = DaemonProcess(orca)  # started in orca.root
+    try:
+        daemon.start()
+        assert daemon.call("daemon.status").deliberate_db == str(expected)
+        session = open_session(daemon, tmp_path / "ws")
+        assert daemon.call("memory.search", session).records == []
+        assert expected.exists()
+    finally:
+        daemon.kill()
+    # orcactl starts orcad in /: it made the relative value absolute against its own directory
+    started = subprocess.run(
+        [sys.executable, "-m", "orcactl", "ping", "--json"],
+        env=orca.env,
+        cwd=orca.root,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert started.returncode == 0, started.stderr
+    try:
+        with Client(str(orca.socket)) as client:
+            assert client.call("daemon.status").deliberate_db == str(expected)
+    finally:
+        os.kill(json.loads(started.stdout)["pid"], signal.SIGKILL)
+    assert not (orca.root / "relative").exists()
 
 
 def test_a_corrupt_database_gives_storage_errors_not_tracebacks(

@@ -1,4 +1,5 @@
-"""The runtime directory rules, including platformdirs' fallback under /tmp."""
+"""The runtime directory rules, including platformdirs' fallback under /tmp, and the XDG
+variables orcad ignores."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from orcactl.hooks.wire import socket_path
 from orcad.errors import StartupError
 from orcad.paths import Paths, resolve_paths
 from orcad.runtime import prepare_runtime_dir
@@ -72,3 +74,27 @@ def test_own_runtime_dir_with_loose_mode_is_tightened(tmp_path: Path) -> None:
     paths.runtime_dir.chmod(0o755)
     prepare_runtime_dir(paths)
     assert stat.S_IMODE(paths.runtime_dir.stat().st_mode) == 0o700
+
+
+def test_a_relative_xdg_runtime_dir_is_ignored_by_orcad_and_the_hooks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the XDG Base Directory specification calls a relative one invalid: the socket was
+    # ./relative/orca/orcad.sock, a different daemon for each directory a client ran in
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("ORCA_SOCKET", raising=False)
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    default = resolve_paths({"HOME": str(tmp_path)})
+    monkeypatch.setenv("XDG_RUNTIME_DIR", "relative")
+    paths = resolve_paths({"HOME": str(tmp_path), "XDG_RUNTIME_DIR": "relative"})
+    assert paths.runtime_dir.is_absolute()
+    assert (paths.runtime_dir, paths.socket) == (default.runtime_dir, default.socket)
+    assert socket_path() == str(default.socket)
+
+
+def test_a_relative_xdg_config_home_is_ignored(tmp_path: Path) -> None:
+    env = {"HOME": str(tmp_path), "XDG_RUNTIME_DIR": str(tmp_path)}
+    relative = resolve_paths({**env, "XDG_CONFIG_HOME": "relative"})
+    assert relative.deliberate_db == tmp_path / ".config" / "orcacode" / "memory.sqlite3"
+    absolute = resolve_paths({**env, "XDG_CONFIG_HOME": str(tmp_path / "cfg")})
+    assert absolute.deliberate_db == tmp_path / "cfg" / "orcacode" / "memory.sqlite3"

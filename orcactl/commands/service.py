@@ -26,7 +26,7 @@ from orcactl.commands.service_steps import (
     unit_states,
 )
 from orcactl.connect import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CommandError, print_json
-from orcad.paths import resolve_paths
+from orcad.paths import resolve_paths, xdg_directory
 from orcad.regular_files import NotARegularFile, read_regular_file
 
 
@@ -94,9 +94,8 @@ def systemd_unit_dir(environ: dict[str, str] | os._Environ[str]) -> Path:
     """Where the user manager looks for units: $XDG_CONFIG_HOME/systemd/user, or ~/.config's
     when it is unset or relative, which systemd ignores (sd-path's from_home_dir), as the XDG
     base directory specification says to: units written under a relative one went unseen."""
-    config_home = environ.get("XDG_CONFIG_HOME") or ""
-    if os.path.isabs(config_home):
-        return Path(config_home) / "systemd" / "user"
+    if config_home := xdg_directory(environ, "XDG_CONFIG_HOME"):
+        return config_home / "systemd" / "user"
     return Path(environ.get("HOME") or Path.home()) / ".config" / "systemd" / "user"
 
 

@@ -53,8 +53,9 @@ def socket_path(explicit: str | None = None) -> str:
         return os.path.abspath(os.path.expanduser(explicit))
     if os.environ.get("ORCA_SOCKET"):
         return os.environ["ORCA_SOCKET"]
-    if os.environ.get("XDG_RUNTIME_DIR"):
-        return os.path.join(os.environ["XDG_RUNTIME_DIR"], "orca", "orcad.sock")
+    runtime_home = os.environ.get("XDG_RUNTIME_DIR", "")
+    if os.path.isabs(runtime_home):  # a relative one is ignored, as orcad.paths ignores it
+        return os.path.join(runtime_home, "orca", "orcad.sock")
     from orcad.paths import resolve_paths  # noqa: PLC0415  (platformdirs: rarely needed)
 
     return str(resolve_paths().socket)
