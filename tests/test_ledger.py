@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -71,10 +72,52 @@ def filled(count: int) -> Ledger:
         ("Straße is spelled so", "STRASSE IS SPELLED SO"),  # case folding, not lower()
         ("Ends with an ellipsis…", "ends with an ellipsis..."),
         ("Question?", "question"),
+        ("\ufb01les are \ufb00ine", "files are ffine"),  # ligatures
+        ("\uff32\uff55\uff4e \uff2d\uff21\uff2b\uff25", "run make"),  # full-width, any case
+        ("Tabs\u00a0and\u2007figure\u202fspaces\u3000too", "tabs and figure spaces too"),
+        ("\u2474 is the first step", "(1) is the first step"),  # parenthesized digit
+        ("Weighs 5\u338f", "weighs 5kg"),  # a unit in one square
+        ("Area is 10 m\u00b2", "AREA IS 10 M\u00b2"),  # a superscript kept, compared as such
     ],
 )
 def test_exact_duplicates_normalize_to_one_key(left: str, right: str) -> None:
     assert normalize_fact(left) == normalize_fact(right)
+
+
+@pytest.mark.parametrize(
+    ("left", "right"),
+    [
+        ("Port 10\u00b2 is open", "Port 102 is open"),  # a power is not a digit
+        ("Set x\u00b2 to zero", "Set x2 to zero"),
+        ("Water is H\u2082O", "Water is H2O"),  # subscript
+        ("Step \u2460 installs it", "Step 1 installs it"),  # circled digit
+        ("Step \u24b6 installs it", "Step a installs it"),  # circled letter, after case folding
+        ("Takes 1\u00bd hours", "Takes 11\u20442 hours"),  # a fraction is not its digits
+        ("Acme\u2122 ships it", "AcmeTM ships it"),
+    ],
+)
+def test_characters_whose_plain_form_means_something_else_keep_distinct_keys(
+    left: str, right: str
+) -> None:
+    assert normalize_fact(left) != normalize_fact(right)
+
+
+def test_a_fact_differing_only_in_a_superscript_is_added_not_dropped() -> None:
+    ledger, _ = merge(Ledger(), "job_a", "Area is 10 m\u00b2.")
+    ledger, result = merge(ledger, "job_b", "Area is 10 m2.", "area is 10 M\u00b2")
+    assert (result.added, result.duplicates) == (1, 1)
+    assert [c.fact for c in ledger.candidates] == ["Area is 10 m\u00b2.", "Area is 10 m2."]
+
+
+def test_a_key_written_under_the_earlier_folding_does_not_drop_a_different_fact(
+    tmp_path: Path,
+) -> None:
+    ledger, _ = merge(Ledger(), "job_a", "Port 10\u00b2 is open")
+    stale = msgspec.structs.replace(ledger.candidates[0], key="port 102 is open")  # plain NFKC
+    write_ledger(tmp_path, Ledger(ledger.revision, (stale,), ledger.merged_jobs))
+    ledger, result = merge(read_ledger(tmp_path), "job_b", "Port 102 is open")
+    assert (result.added, result.duplicates) == (1, 0)
+    assert [c.fact for c in ledger.candidates] == ["Port 10\u00b2 is open", "Port 102 is open"]
 
 
 def test_near_duplicates_keep_distinct_keys() -> None:

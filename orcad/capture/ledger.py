@@ -28,7 +28,6 @@ import errno
 import hashlib
 import re
 import secrets
-import unicodedata
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -37,6 +36,7 @@ from pathlib import Path
 import msgspec
 
 from orcad import limits
+from orcad.capture.fact_folding import fold_compatibility_forms
 from orcad.clock import format_time, parse_time
 from orcad.durable_files import (
     FileSignature,
@@ -76,7 +76,7 @@ class CandidateRecord(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_
     id: str
     category: Category
     fact: str
-    key: str  # normalize_fact(fact), the exact-duplicate key
+    key: str  # normalize_fact(fact) when written (merges compare facts under today's rule)
     session_id: str
     turn_id: str
     job_id: str
@@ -154,15 +154,23 @@ class ForgetResult:
 
 
 def normalize_fact(text: str) -> str:
-    """The exact-duplicate key: NFKC, case-folded, whitespace collapsed, no trailing punctuation."""
+    """The exact-duplicate key: NFKC but for superscripts, subscripts, circled characters and
+    fractions (fact_folding), case-folded, whitespace collapsed, no trailing punctuation."""
     key = text
     while True:
-        folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", key).casefold())
+        folded = fold_compatibility_forms(fold_compatibility_forms(key).casefold())
         collapsed = _WHITESPACE_RUN.sub(" ", folded).strip()
         trimmed = collapsed.rstrip(TRAILING_PUNCTUATION).strip()
         if trimmed == key:
             return key
         key = trimmed
+
+
+def _current_key(candidate: CandidateRecord) -> str:
+    """The candidate's key under today's rule: one written before superscripts and the like
+    kept their form ("x2" for "x²") would count a different fact as its duplicate. An ASCII
+    fact's key never changed (and recomputing all 128 would triple a merge's time)."""
+    return candidate.key if candidate.fact.isascii() else normalize_fact(candidate.fact)
 
 
 def forgotten_digest(text: str) -> str:
@@ -202,7 +210,7 @@ def merge_job_candidates(
         if merged.job_id == job_id:
             result = MergeResult(merged.added, merged.duplicates, merged.rejected, replayed=True)
             return ledger, result
-    known = {candidate.key for candidate in ledger.candidates}
+    known = {_current_key(candidate) for candidate in ledger.candidates}
     recorded_at = format_time(now)
     added: list[CandidateRecord] = []
     duplicates = rejected = 0
