@@ -60,7 +60,8 @@ from orcad.recall.embedding import Embeddings
 from orcad.recall.render import render_context
 from orcad.recall.select import cap_automatic, cap_deliberate, to_entry
 from orcad.recall.service import AUTOMATIC_FETCH, DELIBERATE_FETCH
-from orcad.sessions import Session, SessionStore
+from orcad.session_snapshot import Session
+from orcad.sessions import SessionStore
 from protocol.trio_client import open_client
 from tests.harness import DaemonProcess, OrcaEnv
 

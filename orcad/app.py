@@ -30,7 +30,9 @@ from orcad.log import describe_exception
 from orcad.paths import Paths
 from orcad.rpc import AsyncHandler, Router, SyncHandler
 from orcad.secrets import redact
-from orcad.sessions import Session, SessionStore, start_epochs_above
+from orcad.session_database import start_epochs_above
+from orcad.session_snapshot import Session
+from orcad.sessions import SessionStore
 from orcad.state_db import LOSS, move_aside, state_db_problem
 from orcad.storage_faults import fault_reason, is_corruption, storage_error_of
 from orcad.supervision import supervised

@@ -15,7 +15,8 @@ from orcad.clock import Clock
 from orcad.config import Config
 from orcad.paths import Paths
 from orcad.rpc import Router
-from orcad.sessions import Session, SessionStore
+from orcad.session_snapshot import Session
+from orcad.sessions import SessionStore
 
 SessionHook = Callable[[Session], Awaitable[None]]
 BackgroundTask = Callable[..., Awaitable[None]]  # started with nursery.start(task)

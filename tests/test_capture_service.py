@@ -22,7 +22,7 @@ from orcad.clock import SystemClock
 from orcad.config import Config, ExtractionConfig
 from orcad.errors import NotFound
 from orcad.identity import ProjectIdentity, derive_project
-from orcad.sessions import Session
+from orcad.session_snapshot import Session
 from protocol.types import ProjectsInspectParams
 from tests.deliberate_helpers import InProcessDaemon, SettableClock
 from tests.test_recall_daemon import add_facts

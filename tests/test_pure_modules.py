@@ -20,6 +20,7 @@ PURE_MODULES = [
     *sorted(f"orcad.{path.stem}" for path in (REPO_ROOT / "orcad").glob("secret_*.py")),
     "orcad.capture.output",
     "orcad.capture.fact_folding",
+    "orcad.session_snapshot",
     "orcad.capture.eligibility",
     "orcad.capture.states",
     "orcad.capture.leases",

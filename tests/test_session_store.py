@@ -17,7 +17,8 @@ from orcad.auto_memory_switch import AutoMemorySwitch
 from orcad.clock import SystemClock
 from orcad.config import Config
 from orcad.errors import NotFound, StaleSession
-from orcad.sessions import Session, SessionStore
+from orcad.session_snapshot import Session
+from orcad.sessions import SessionStore
 from protocol.types import SessionOpenParams
 from tests.deliberate_helpers import InProcessDaemon, SettableClock
 

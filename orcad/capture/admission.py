@@ -22,7 +22,7 @@ from orcad.capture.records import JobRecord, new_job
 from orcad.capture.source import BuiltSource, build_source, derive_job_id
 from orcad.clock import Clock
 from orcad.failpoints import failpoint
-from orcad.sessions import Session
+from orcad.session_snapshot import Session
 from orcad.threads import run_sync_now
 
 log = structlog.get_logger("orcad.capture")

@@ -38,7 +38,7 @@ from orcad.capture.schedule import JobView
 from orcad.clock import Clock
 from orcad.durable_files import FileSignature, file_signature
 from orcad.errors import NotFound, StorageError
-from orcad.sessions import Session
+from orcad.session_snapshot import Session
 
 log = structlog.get_logger("orcad.capture")
 

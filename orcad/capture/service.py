@@ -34,7 +34,7 @@ from orcad.clock import Clock
 from orcad.config import Config
 from orcad.errors import StorageError
 from orcad.providers import ProviderConfigError, build_provider
-from orcad.sessions import Session
+from orcad.session_snapshot import Session
 from protocol.types import JobCounts
 
 log = structlog.get_logger("orcad.capture")

@@ -26,7 +26,7 @@ from orcad.deliberate.store import DeliberateStore
 from orcad.errors import Conflict, InvalidParams
 from orcad.limits import APPROVAL_TTL_S, MEMORY_CONTENT_MAX_CHARS
 from orcad.secrets import redact
-from orcad.sessions import Session
+from orcad.session_snapshot import Session
 from protocol.types import ApprovalDecision, MemoryManageParams, MemoryManageResult, MemoryRecord
 
 log = structlog.get_logger("orcad.deliberate")

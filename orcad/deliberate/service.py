@@ -43,7 +43,8 @@ from orcad.errors import Disabled, NotFound, StorageError
 from orcad.failpoints import failpoint
 from orcad.limits import DELIBERATE_PURGE_DELAY_S
 from orcad.secrets import secret_kinds
-from orcad.sessions import Session, SessionStore
+from orcad.session_snapshot import Session
+from orcad.sessions import SessionStore
 from protocol.types import (
     MemoryApproveParams,
     MemoryManageParams,

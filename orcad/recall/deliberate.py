@@ -39,7 +39,7 @@ from orcad.recall import rank
 from orcad.recall.embedders import Array, EmbeddingRefused, EmbeddingTimedOut, EmbeddingUnavailable
 from orcad.recall.embedding import Embeddings, PromptQuery
 from orcad.recall.fact_backfill import FactBatch
-from orcad.sessions import Session
+from orcad.session_snapshot import Session
 from protocol.types import DeliberateEntry, EmbeddingStatus
 
 # nearest vectors fetched per record recall may show: a correction is worded like what it

@@ -14,7 +14,7 @@ from orcad.explicit import append_fact, format_fact, read_bounded, remember_fact
 from orcad.host import Host
 from orcad.limits import STARTUP_PROJECT_MAX_BYTES, STARTUP_USER_MAX_BYTES
 from orcad.recall.service import disabled_for_bare
-from orcad.sessions import Session
+from orcad.session_snapshot import Session
 from protocol.types import RememberParams, RememberResult, Startup
 
 PROJECT_MEMORY_FILE = "memory.md"

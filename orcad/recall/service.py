@@ -30,7 +30,8 @@ from orcad.recall.render import render_context
 from orcad.recall.select import cap_automatic, cap_deliberate, to_entry, visible_record
 from orcad.recall.snapshot_table import SnapshotKey
 from orcad.recall.snapshots import SnapshotStore
-from orcad.sessions import Session, SessionStore
+from orcad.session_snapshot import Session
+from orcad.sessions import SessionStore
 from orcad.threads import run_sync_now
 from protocol.types import Barrier, DeliberateEntry, RecallParams, RecallResult
 

@@ -1,0 +1,306 @@
+"""The sessions table of the daemon state database: its schema and upgrades, and the record of
+when each session was last called, written and swept as below (sessions.py has the rest).
+
+When a session was last called is kept in memory and stored in its row, so that the idle expiry
+holds across a daemon restart: the stored time is written at open and close, by a background
+writer as soon as it trails the last call by SESSION_LAST_USE_WRITE_S, and for every session at
+a clean stop. After a restart a session is idle from its stored time, which a crash leaves at
+most that much behind its last call.
+
+A session's row is kept while it may still be called or joined: the periodic sweep deletes
+those no call has touched for the retention (far past the idle expiry, so only sessions that
+ended or expired long ago), a bounded number per pass. Each deletion first raises the stored
+epoch floor to the deleted epoch, and an id without a row opens above the floor: a pruned id
+opened again gets an epoch above any it had, so a holder of an old one stays fenced.
+"""
+
+from __future__ import annotations
+
+import collections
+import math
+import sqlite3
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TypeVar
+
+import structlog
+import trio
+
+from orcad import limits
+from orcad.clock import Clock
+from orcad.session_snapshot import Session, _session_decoder
+from orcad.sqlite_worker import SQLiteWorker, connect_private
+from orcad.storage_faults import is_corruption
+
+log = structlog.get_logger("orcad.sessions")
+
+T = TypeVar("T")
+
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS sessions (
+    session_id TEXT PRIMARY KEY,
+    epoch INTEGER NOT NULL,
+    snapshot TEXT NOT NULL,
+    last_used REAL
+);
+CREATE TABLE IF NOT EXISTS epoch_base (
+    only INTEGER PRIMARY KEY CHECK (only = 1),
+    base INTEGER NOT NULL
+);
+"""
+
+
+# PRAGMA user_version of a state database whose sessions' last calls are stored as this module
+# stores them (see the module's docstring). An older one stored them at open, close and by the
+# hourly sweep only, so a session in use may have one up to SESSION_SWEEP_INTERVAL_S behind.
+LAST_USE_KEPT_VERSION = 1
+
+
+def _create_schema(connection: sqlite3.Connection) -> bool:
+    """The tables, with `last_used` added to a database written before it existed (its rows
+    count from their open); whether the database holds sessions whose last calls were stored
+    by an older version (see `_count_as_used`)."""
+    version = int(connection.execute("PRAGMA user_version").fetchone()[0])
+    older = version < LAST_USE_KEPT_VERSION and _has_sessions_table(connection)
+    connection.executescript(_SCHEMA)
+    columns = {row[1] for row in connection.execute("PRAGMA table_info(sessions)")}
+    if "last_used" not in columns:
+        with connection:
+            connection.execute("BEGIN IMMEDIATE")
+            connection.execute("ALTER TABLE sessions ADD COLUMN last_used REAL")
+            connection.execute(
+                "UPDATE sessions SET last_used = json_extract(snapshot, '$.opened_at')"
+            )
+    connection.execute("CREATE INDEX IF NOT EXISTS sessions_last_used ON sessions (last_used)")
+    if version < LAST_USE_KEPT_VERSION and not older:
+        connection.execute(f"PRAGMA user_version = {LAST_USE_KEPT_VERSION}")
+    return older
+
+
+def _has_sessions_table(connection: sqlite3.Connection) -> bool:
+    query = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'sessions'"
+    return connection.execute(query).fetchone() is not None
+
+
+def _count_as_used(connection: sqlite3.Connection, now: float, idle_expiry_s: float) -> None:
+    """On a database an older version wrote: the open sessions that may have been called
+    within the idle expiry count as called now, as that version counted every session after a
+    restart, so that an upgrade does not expire a session in use; the others keep their time."""
+    recent = now - idle_expiry_s - limits.SESSION_SWEEP_INTERVAL_S
+    with connection:
+        connection.execute("BEGIN IMMEDIATE")
+        connection.execute(
+            "UPDATE sessions SET last_used = ? WHERE last_used >= ? AND last_used < ? "
+            "AND NOT coalesce(json_extract(snapshot, '$.closed'), 0)",
+            (now, recent, now),
+        )
+        connection.execute(f"PRAGMA user_version = {LAST_USE_KEPT_VERSION}")
+
+
+def start_epochs_above(path: Path, base: int) -> None:
+    """A new state database (replacing a damaged one) whose sessions start above `base`, so
+    that a process still holding an epoch from the lost database is fenced, not matched."""
+    connection = connect_private(path)
+    try:
+        _create_schema(connection)
+        connection.execute("INSERT OR REPLACE INTO epoch_base (only, base) VALUES (1, ?)", (base,))
+    finally:
+        connection.close()
+
+
+def _first_epoch(connection: sqlite3.Connection) -> int:
+    row = connection.execute("SELECT base FROM epoch_base").fetchone()
+    return (int(row[0]) if row else 0) + 1
+
+
+class SessionDatabase:
+    """The state database's connection and each session's calls as known in memory: when it
+    was last called and when that was stored, its idle expiry, the last-use writer and the
+    sweep. SessionStore adds opening, joining, checking and closing sessions."""
+
+    def __init__(
+        self,
+        database_path: Path,
+        clock: Clock,
+        idle_expiry_s: float = limits.DEFAULT_SESSION_IDLE_EXPIRY_S,
+    ) -> None:
+        self._db = SQLiteWorker(lambda: self._connect(database_path))
+        self._clock = clock
+        self.idle_expiry_s = idle_expiry_s
+        self._cache: collections.OrderedDict[str, Session] = collections.OrderedDict()
+        self._open_epochs: dict[str, int] = {}  # session id -> its open epoch (daemon.status)
+        self._last_used: dict[str, float] = {}  # session id -> time of its latest call
+        self._stored_last_use: dict[str, float] = {}  # session id -> that time in its row
+        self._last_use_due = trio.Event()  # a stored time trails its last call: write it
+        # Replaces a damaged database (the daemon sets it); the call is then run once more.
+        self.on_corrupt: Callable[[str], Awaitable[None]] | None = None
+        # Told the id of a session closed or expired (what lasts as long as a session ends).
+        self.on_ended: list[Callable[[str], None]] = []
+
+    def _connect(self, path: Path) -> sqlite3.Connection:
+        connection = connect_private(path)
+        try:
+            if _create_schema(connection):
+                _count_as_used(connection, self._clock.now(), self.idle_expiry_s)
+        except sqlite3.Error:
+            connection.close()
+            raise
+        return connection
+
+    def close(self) -> None:
+        self._db.close()
+
+    async def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """`work` on the database; one SQLite reports damaged is replaced (what it held is
+        lost, and said) and `work` runs again on the new one, whatever call found it."""
+        try:
+            return await self._db.run(work)
+        except sqlite3.DatabaseError as exc:
+            if not is_corruption(exc) or self.on_corrupt is None:
+                raise
+            await self.on_corrupt(str(exc))
+        return await self._db.run(work)
+
+    def _idle(self, session_id: str, now: float) -> bool:
+        last = self._last_used.get(session_id)
+        return last is not None and now - last > self.idle_expiry_s
+
+    def _used(self, session_id: str, now: float) -> None:
+        """A call at `now`; the writer is woken once the stored time trails it too far."""
+        self._last_used[session_id] = now
+        stored = self._stored_last_use.get(session_id, -math.inf)
+        if now - stored >= limits.SESSION_LAST_USE_WRITE_S:
+            self._last_use_due.set()
+
+    def _forget_use(self, session_id: str) -> None:
+        self._last_used.pop(session_id, None)
+        self._stored_last_use.pop(session_id, None)
+
+    def expire_idle(self) -> list[str]:
+        """Stop counting sessions idle past the expiry as open; their next call gets not_found."""
+        now = self._clock.now()
+        expired = [sid for sid in self._open_epochs if self._idle(sid, now)]
+        for session_id in expired:
+            del self._open_epochs[session_id]
+            log.info("session.expired", session_id=session_id, idle_s=self.idle_expiry_s)
+            self._ended(session_id)
+        return expired
+
+    def _ended(self, session_id: str) -> None:
+        for listener in self.on_ended:
+            listener(session_id)
+
+    async def run_last_use_writer(
+        self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Background task: store the last use of the sessions called since it was stored,
+        whenever one's stored time trails its last call by SESSION_LAST_USE_WRITE_S: a session
+        in use costs one small write per interval at most, and one not called costs none."""
+        task_status.started()
+        while True:
+            await self._last_use_due.wait()
+            self._last_use_due = trio.Event()
+            try:
+                await self.store_last_use()
+            except sqlite3.Error as exc:  # a full disk or a lock held elsewhere: the next call
+                log.warning("session.last_use_write_failed", error=str(exc))
+                await trio.sleep(limits.SESSION_LAST_USE_WRITE_S)
+
+    async def store_last_use(self) -> None:
+        """Write the time of the last call of each session called since its row was written."""
+        due = [
+            (used, session_id, used)
+            for session_id, used in self._last_used.items()
+            if used > self._stored_last_use.get(session_id, -math.inf)
+        ]
+        if not due:
+            return
+
+        def write(connection: sqlite3.Connection) -> None:
+            with connection:
+                connection.execute("BEGIN IMMEDIATE")
+                connection.executemany(
+                    "UPDATE sessions SET last_used = ? WHERE session_id = ? "
+                    "AND (last_used IS NULL OR last_used < ?)",
+                    due,
+                )
+
+        await self._run(write)
+        for used, session_id, _ in due:
+            if session_id in self._last_used:  # not closed or pruned meanwhile
+                stored = self._stored_last_use.get(session_id, -math.inf)
+                self._stored_last_use[session_id] = max(stored, used)
+
+    async def aclose(self) -> None:
+        """At a clean stop: store every session's last call, then close the database."""
+        try:
+            await self.store_last_use()
+        except sqlite3.Error as exc:
+            log.warning("session.last_use_write_failed", error=str(exc))
+        self.close()
+
+    @property
+    def retention_s(self) -> float:
+        """How long a row is kept after its session's last call: far past the idle expiry."""
+        return max(limits.SESSION_ROW_RETENTION_S, 2 * self.idle_expiry_s)
+
+    async def run_sweeper(
+        self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Background task: sweep once per SESSION_SWEEP_INTERVAL_S (the first an interval
+        after the start, by when the sessions still in use have made a call)."""
+        task_status.started()
+        while True:
+            await trio.sleep(limits.SESSION_SWEEP_INTERVAL_S)
+            try:
+                await self.sweep()
+            except sqlite3.Error as exc:  # a full disk or a lock held elsewhere: next time
+                log.warning("session.sweep_failed", error=str(exc))
+
+    async def sweep(self) -> list[str]:
+        """Expire idle sessions, store when each session in memory was last called, and delete
+        the rows (at most SESSION_SWEEP_MAX_ROWS) of sessions untouched for the retention,
+        raising the epoch floor to their epochs first; the ids deleted."""
+        self.expire_idle()
+        await self.store_last_use()
+        cutoff = self._clock.now() - self.retention_s
+
+        def prune(connection: sqlite3.Connection) -> list[str]:
+            with connection:
+                connection.execute("BEGIN IMMEDIATE")
+                rows = connection.execute(
+                    "SELECT session_id, epoch FROM sessions WHERE last_used < ? "
+                    "ORDER BY last_used LIMIT ?",
+                    (cutoff, limits.SESSION_SWEEP_MAX_ROWS),
+                ).fetchall()
+                if not rows:
+                    return []
+                connection.execute(
+                    "INSERT INTO epoch_base (only, base) VALUES (1, ?) "
+                    "ON CONFLICT(only) DO UPDATE SET base = MAX(base, excluded.base)",
+                    (max(int(epoch) for _, epoch in rows),),
+                )
+                connection.executemany(
+                    "DELETE FROM sessions WHERE session_id = ?", [(sid,) for sid, _ in rows]
+                )
+            return [str(session_id) for session_id, _ in rows]
+
+        pruned = await self._run(prune)
+        for session_id in pruned:
+            self._cache.pop(session_id, None)
+            self._forget_use(session_id)
+            self._open_epochs.pop(session_id, None)
+        if pruned:
+            log.info("session.rows_pruned", count=len(pruned), retention_s=self.retention_s)
+        return pruned
+
+    @staticmethod
+    def _load(
+        connection: sqlite3.Connection, session_id: str
+    ) -> tuple[Session, float | None] | None:
+        """The session's snapshot and the last use stored with it."""
+        row = connection.execute(
+            "SELECT snapshot, last_used FROM sessions WHERE session_id = ?", (session_id,)
+        ).fetchone()
+        return (_session_decoder.decode(row[0]), row[1]) if row else None
