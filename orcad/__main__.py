@@ -1,3 +1,3 @@
-from orcad.main import main
+from orcad.entry import main
 
 main()

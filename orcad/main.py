@@ -1,4 +1,5 @@
-"""`orcad`: run the daemon in the foreground until SIGTERM or SIGINT."""
+"""`orcad`: run the daemon in the foreground until SIGTERM, SIGINT or SIGHUP (orcad.entry is
+the executable, which imports this module)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from orcad import __version__, limits
 from orcad.activation import activated_socket, listening_path
 from orcad.app import Daemon, install_features
 from orcad.config import load_config
+from orcad.entry import stop_signals
 from orcad.errors import StartupError
 from orcad.journal import configure_journal_logging, stderr_is_journal
 from orcad.log import configure_logging
@@ -41,7 +43,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="orcad",
         description="Per-user memory daemon for coding agents. Runs in the foreground; "
-        "logs JSON lines to stderr; stops cleanly on SIGTERM or SIGINT.",
+        "logs JSON lines to stderr; stops cleanly on SIGTERM, SIGINT or SIGHUP.",
     )
     parser.add_argument(
         "--socket", help="socket path (default: $ORCA_SOCKET or <runtime dir>/orcad.sock)"
@@ -67,16 +69,15 @@ class Listening:
 
 
 class StopSignals:
-    """SIGTERM and SIGINT from the start of `run` until `serve` listens for them: noted rather
-    than acted on, and passed on once it does. Their default actions would end orcad where it
-    stands: a socket it bound left behind, and for Ctrl-C a traceback."""
-
-    SIGNALS = (signal.SIGTERM, signal.SIGINT)
+    """The stop signals (orcad.entry.stop_signals) from the start of `run` until `serve` listens
+    for them: noted rather than acted on, and passed on once it does. Their default actions
+    would end orcad where it stands: a socket it bound left behind, and for Ctrl-C a traceback."""
 
     def __init__(self) -> None:
+        self.signals = stop_signals()
         self.noted: list[int] = []
-        self._previous = {signum: signal.getsignal(signum) for signum in self.SIGNALS}
-        for signum in self.SIGNALS:
+        self._previous = {signum: signal.getsignal(signum) for signum in self.signals}
+        for signum in self.signals:
             signal.signal(signum, self._note)
 
     def _note(self, signum: int, _frame: object) -> None:
@@ -104,10 +105,10 @@ async def serve(
     daemon: Daemon,
     listening: Listening,
     on_ready: Sequence[Callable[[], None]],
-    on_stopping: Sequence[Callable[[], None]] = (),
-    noted: StopSignals | None = None,
+    on_stopping: Sequence[Callable[[], None]],
+    noted: StopSignals,
 ) -> int:
-    """Serve until SIGTERM/SIGINT; the exit status (1 when a feature could not be installed).
+    """Serve until a stop signal; the exit status (1 when a feature could not be installed).
 
     Accepting starts first, so that `daemon.ping` answers while the features are imported and
     their stores opened (off the event loop); any other request waits until they are in.
@@ -121,9 +122,8 @@ async def serve(
     daemon.connections = lambda: server.connections
     listener = trio.SocketListener(trio.socket.from_stdlib_socket(listening.sock))
     status = 0
-    with trio.open_signal_receiver(*StopSignals.SIGNALS) as signals:
-        if noted is not None:
-            noted.pass_on()  # a stop asked for while starting: served once ready, then stopped
+    with trio.open_signal_receiver(*noted.signals) as signals:
+        noted.pass_on()  # a stop asked for while starting: served once ready, then stopped
         async with trio.open_nursery() as background:
             async with trio.open_nursery() as connections:
                 accept_scope = trio.CancelScope()
@@ -222,7 +222,3 @@ def _run(args: argparse.Namespace, stop_signals: StopSignals) -> int:
         lock.release()
     log.info("daemon.stopped", status=status)
     return status
-
-
-def main() -> None:
-    sys.exit(run())

@@ -79,11 +79,19 @@ class OrcaEnv:
 
 class DaemonProcess:
     def __init__(
-        self, orca: OrcaEnv, args: list[str] | None = None, *, fd_limit: int | None = None
+        self,
+        orca: OrcaEnv,
+        args: list[str] | None = None,
+        *,
+        fd_limit: int | None = None,
+        sighup: signal.Handlers | None = None,
     ) -> None:
         self.orca = orca
         self.args = args or []
         self.fd_limit = fd_limit  # RLIMIT_NOFILE for the daemon, to test running out of fds
+        # SIGHUP's disposition in the daemon (SIG_IGN: as `nohup` starts it); None inherits the
+        # test run's, which may itself be running under nohup
+        self.sighup = sighup
         self.stderr_path = orca.root / f"orcad-{time.monotonic_ns()}.log"
         self.proc: subprocess.Popen[bytes] | None = None
 
@@ -96,13 +104,19 @@ class DaemonProcess:
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=stderr,
-                preexec_fn=None if self.fd_limit is None else self._limit_descriptors,  # noqa: PLW1509
+                preexec_fn=self._prepare_child if self._needs_preparing else None,  # noqa: PLW1509
             )
         return self.proc
 
-    def _limit_descriptors(self) -> None:
-        assert self.fd_limit is not None
-        resource.setrlimit(resource.RLIMIT_NOFILE, (self.fd_limit, self.fd_limit))
+    @property
+    def _needs_preparing(self) -> bool:
+        return self.fd_limit is not None or self.sighup is not None
+
+    def _prepare_child(self) -> None:
+        if self.fd_limit is not None:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (self.fd_limit, self.fd_limit))
+        if self.sighup is not None:
+            signal.signal(signal.SIGHUP, self.sighup)
 
     def start(self) -> DaemonProcess:
         self.spawn()

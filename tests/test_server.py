@@ -537,14 +537,14 @@ def test_sigint_exits_zero(daemon: DaemonProcess) -> None:
     assert not daemon.orca.socket.exists()
 
 
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
 def test_a_stop_asked_for_while_orcad_starts_exits_zero_and_removes_the_socket(
     orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], signum: int
 ) -> None:
     # the signal lands once the socket is bound and before the daemon listens for it: its
     # default action left the socket behind (and Ctrl-C printed a traceback)
     for _attempt in range(3):
-        daemon = DaemonProcess(orca_env)
+        daemon = DaemonProcess(orca_env, sighup=signal.SIG_DFL)  # not nohup's ignored hangup
         daemon_factory.append(daemon)
         process = daemon.spawn()
         deadline = time.monotonic() + 20

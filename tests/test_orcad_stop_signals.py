@@ -1,0 +1,136 @@
+"""A stop signal at any moment of orcad's start-up, and a hangup: a clean stop, exit 0."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.external_worker import turn_params
+from tests.harness import REPO_ROOT, DaemonProcess, OrcaEnv
+
+pytestmark = pytest.mark.daemon
+
+STOP_SIGNALS = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP]
+# where a traceback of orcad's own code names its files
+ORCA_PACKAGES = [f"{REPO_ROOT / name}{os.sep}" for name in ("orcad", "protocol")]
+
+# Stands in for a module orcad imports: it says it has been reached, then waits, so that the
+# signal arrives while orcad is importing.
+HELD_IMPORT = """\
+import os
+os.write(int(os.environ["IMPORT_REACHED_FD"]), b"x")
+os.read(int(os.environ["IMPORT_HELD_FD"]), 1)
+"""
+
+
+def _default_hangup() -> None:
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)  # as a terminal's shell starts it, not nohup
+
+
+def _spawn_orcad(env: dict[str, str], pass_fds: tuple[int, ...] = ()) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "orcad"],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        pass_fds=pass_fds,
+        preexec_fn=_default_hangup,  # noqa: PLW1509
+    )
+
+
+@pytest.mark.parametrize("held", ["structlog", "msgspec"])
+@pytest.mark.parametrize("signum", STOP_SIGNALS, ids=lambda signum: signum.name)
+def test_a_stop_while_orcad_imports_exits_zero_at_once_and_quietly(
+    orca_env: OrcaEnv, tmp_path: Path, held: str, signum: signal.Signals
+) -> None:
+    # Ctrl-C printed a KeyboardInterrupt traceback (exit 1); SIGTERM and a hangup killed orcad
+    # with their signal
+    shadow = tmp_path / "shadow"
+    shadow.mkdir()
+    (shadow / f"{held}.py").write_text(HELD_IMPORT)
+    reached_read, reached_write = os.pipe()
+    held_read, held_write = os.pipe()
+    env = dict(orca_env.env, PYTHONPATH=f"{shadow}{os.pathsep}{REPO_ROOT}")
+    env.update(IMPORT_REACHED_FD=str(reached_write), IMPORT_HELD_FD=str(held_read))
+    with _spawn_orcad(env, pass_fds=(reached_write, held_read)) as orcad:
+        os.close(reached_write)
+        os.close(held_read)
+        try:
+            assert os.read(reached_read, 1) == b"x"  # it is inside the import
+            orcad.send_signal(signum)
+            stdout, stderr = orcad.communicate(timeout=30)
+        finally:
+            os.close(reached_read)
+            os.close(held_write)
+    assert (orcad.returncode, stdout, stderr) == (0, b"", b"")
+    assert not orca_env.socket.exists()
+    assert not orca_env.memory_root.exists()  # it stopped before it made anything
+
+
+def _ended_before_orcad_ran(returncode: int, stderr: str, signum: signal.Signals) -> bool:
+    """Whether the signal landed while Python itself was starting, before any of orcad's code
+    ran: killed by it, or (Ctrl-C) Python's own message about its start."""
+    if returncode == -signum:
+        return stderr == ""
+    interrupted_python = signum == signal.SIGINT and returncode == 1
+    return interrupted_python and not any(package in stderr for package in ORCA_PACKAGES)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=lambda signum: signum.name)
+def test_a_stop_at_any_moment_of_start_up_exits_zero_without_a_traceback(
+    orca_env: OrcaEnv, signum: signal.Signals
+) -> None:
+    # the delays only spread the signal over start-up: every outcome is judged as it is
+    for delay_ms in (0, 5, 10, 20, 40, 80, 160, 320, 640):
+        with _spawn_orcad(orca_env.env) as orcad:
+            time.sleep(delay_ms / 1000)
+            orcad.send_signal(signum)
+            stdout, raw_stderr = orcad.communicate(timeout=60)
+        stderr = raw_stderr.decode(errors="replace")
+        said = f"{signum.name} after {delay_ms} ms: {orcad.returncode}\n{stderr}"
+        if not _ended_before_orcad_ran(orcad.returncode, stderr, signum):
+            assert orcad.returncode == 0, said
+            assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, said
+        assert stdout == b"" and not orca_env.socket.exists(), said
+
+
+def test_a_hangup_stops_orcad_as_sigterm_does(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess]
+) -> None:
+    # a hangup (its terminal closed) ended orcad where it stood, its socket left behind
+    orca_env.write_config("[extraction]\nworkers = 0\n")  # the job stays pending
+    daemon = DaemonProcess(orca_env, sighup=signal.SIG_DFL)
+    daemon_factory.append(daemon)
+    daemon.start()
+    session = daemon.call("session.open", {"cwd": str(orca_env.root)})
+    job = daemon.call("turn.completed", turn_params(session, "t1", "we deploy with make")).job_id
+    assert daemon.stop(signal.SIGHUP) == 0
+    assert not orca_env.socket.exists()
+    stopping = [e for e in daemon.log_events() if e["event"] == "daemon.stopping"]
+    assert [e["signal"] for e in stopping] == ["SIGHUP"]
+    assert "daemon.stopped" in [e["event"] for e in daemon.log_events()]
+    daemon.start()
+    jobs = daemon.call("jobs.list").jobs
+    assert [(j.job_id, j.state) for j in jobs] == [(job, "pending")]
+
+
+def test_orcad_started_with_hangups_ignored_outlives_one(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess]
+) -> None:
+    # `nohup orcad` asks it to outlive its terminal
+    daemon = DaemonProcess(orca_env, sighup=signal.SIG_IGN)
+    daemon_factory.append(daemon)
+    pid = daemon.start().call("daemon.ping").pid
+    assert daemon.proc is not None
+    daemon.proc.send_signal(signal.SIGHUP)
+    assert daemon.call("daemon.ping").pid == pid
+    assert daemon.stop(signal.SIGTERM) == 0
+    stopping = [e["signal"] for e in daemon.log_events() if e["event"] == "daemon.stopping"]
+    assert stopping == ["SIGTERM"]
