@@ -11,7 +11,7 @@ from collections.abc import Callable
 from orcactl.connect import EXIT_USAGE, CommandError
 from orcad.deliberate.approvals import parse_grant_id
 from orcad.errors import InvalidParams
-from protocol.types import CLIENT_ID_MAX_CHARS
+from protocol.types import CLIENT_ID_MAX_CHARS, NO_CONTROL_CHARACTERS
 
 _PROJECT_ID = re.compile(r"[0-9a-f]{64}")  # sha256 of the project identity, as orcad names it
 _CANDIDATE_ID = re.compile(r"cand_[0-9a-f]{32}")  # orcad.capture.ledger's
@@ -190,10 +190,15 @@ def job_id(text: str) -> str:
 
 
 def client_id(text: str) -> str:
-    """A session id as orcad takes one: 1 to CLIENT_ID_MAX_CHARS characters."""
+    """A session id as orcad takes one: 1 to CLIENT_ID_MAX_CHARS characters, none of them a
+    control character."""
     if not 1 <= len(text) <= CLIENT_ID_MAX_CHARS:
         raise argparse.ArgumentTypeError(
             f"the id has {len(text)} characters; 1 to {CLIENT_ID_MAX_CHARS} are allowed"
+        )
+    if not re.match(NO_CONTROL_CHARACTERS, text):
+        raise argparse.ArgumentTypeError(
+            "the id holds a control character (U+0000 to U+001F, U+007F to U+009F); none is allowed"
         )
     return utf8_text(text)
 

@@ -33,7 +33,7 @@ from orcad.errors import (
 from orcad.log import describe_exception
 from protocol.errors import ErrorCode, ErrorObject
 from protocol.framing import json_nesting_exceeds
-from protocol.types import METHODS, Params, Result
+from protocol.types import METHODS, NO_CONTROL_CHARACTERS, Params, Result
 
 AsyncHandler = Callable[[Any], Awaitable[Result]]
 SyncHandler = Callable[[Any], Result]
@@ -168,8 +168,18 @@ def encode_error(error: OrcaError, request_id: RequestId = None) -> bytes:
     return _encoder.encode(_Failure(id=request_id, error=error_object(error))) + b"\n"
 
 
+# What a pattern of protocol.types asks, in words: msgspec's message quotes the regex.
+_PATTERN_MEANINGS = {
+    NO_CONTROL_CHARACTERS: "a control character (U+0000 to U+001F, U+007F to U+009F: a newline, "
+    "a tab, an escape) is not allowed here",
+}
+
+
 def _invalid_params(exc: msgspec.ValidationError, raw: object) -> InvalidParams:
     field, reason = explain_validation_error(exc, raw)
+    for pattern, meaning in _PATTERN_MEANINGS.items():
+        if reason.endswith(f"matching regex {pattern!r}"):
+            reason = meaning
     return InvalidParams(
         f"invalid params: {reason}" + (f" (field `{field}`)" if field else ""),
         field=field or "params",

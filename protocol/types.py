@@ -20,6 +20,16 @@ NonEmpty = Annotated[str, msgspec.Meta(min_length=1)]
 # agent's id, a digest or a model's name fits many times over, a transcript pasted there does not.
 CLIENT_ID_MAX_CHARS = 256
 ClientId = Annotated[str, msgspec.Meta(min_length=1, max_length=CLIENT_ID_MAX_CHARS)]
+# A session id is written into every log line about its session and into orcactl's tables, where
+# a control character (C0, DEL, C1: a newline, an escape) breaks the line or acts on the terminal;
+# no agent names its sessions with one. The end is a lookahead: `$` also matches before a final
+# newline in Python's regular expressions, and `\Z` is unknown to JSON Schema's.
+NO_CONTROL_CHARACTERS = r"^[^\x00-\x1f\x7f-\x9f]*(?![\s\S])"
+SessionId = Annotated[str, msgspec.Meta(min_length=1, pattern=NO_CONTROL_CHARACTERS)]
+NewSessionId = Annotated[
+    str,
+    msgspec.Meta(min_length=1, max_length=CLIENT_ID_MAX_CHARS, pattern=NO_CONTROL_CHARACTERS),
+]
 Epoch = Annotated[int, msgspec.Meta(ge=1)]
 Token = Annotated[int, msgspec.Meta(ge=1)]
 Revision = Annotated[int, msgspec.Meta(ge=0)]
@@ -52,7 +62,7 @@ class Result(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class SessionParams(Params, frozen=True, kw_only=True):
-    session_id: NonEmpty
+    session_id: SessionId
     epoch: Epoch
 
 
@@ -139,7 +149,7 @@ class StatusResult(Result, frozen=True, kw_only=True):
 
 class SessionOpenParams(Params, frozen=True, kw_only=True):
     cwd: NonEmpty
-    session_id: ClientId | None = None
+    session_id: NewSessionId | None = None
     history: History = "persistent"
     mode: Mode = "normal"
     interactive: bool = True
@@ -489,7 +499,7 @@ GrantScope = Literal["session", "workspace", "global"]
 
 
 class GrantsListParams(Params, frozen=True, kw_only=True):
-    session_id: NonEmpty | None = None  # only grants that apply to this session
+    session_id: SessionId | None = None  # only grants that apply to this session
     workspace: NonEmpty | None = None  # only grants for this workspace root (and global)
 
 

@@ -320,6 +320,13 @@ def test_an_agent_id_too_long_for_orcad_is_named_by_its_digest() -> None:
     assert agent_id("codex", ":", "\ud800" * 300).startswith("codex:")  # a lone surrogate
 
 
+def test_an_agent_id_with_a_control_character_is_named_by_its_digest() -> None:
+    # orcad refuses a session id holding one: the hook's session would not open
+    for value in ("0199a213\n81c0", "0199a213-81c0\n", "\x1b[2J0199a213", "0199\x85a213"):
+        digest = hashlib.sha256(value.encode()).hexdigest()[:32]
+        assert agent_id("codex", ":", value) == f"codex:{digest}"
+
+
 # `hook codex Stop` as `integrate` writes it (straight to the hook runner), and with a global
 # option before `hook` (through orcactl's full command line)
 HOOK_COMMANDS = [["hook", "codex", "Stop", "--no-start"], ["--no-start", "hook", "codex", "Stop"]]

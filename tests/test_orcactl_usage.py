@@ -92,6 +92,9 @@ BAD_USAGE = [
     (["forget", "CAND_" + "0" * 32], "is not a candidate id"),
     (["memory", "approve", "apr_x", "--session-id", "", "--decision", "deny"], "--session-id"),
     (["grants", "list", "--session-id", "s" * 257], "--session-id: the id has 257 characters"),
+    # orcad refuses it as invalid params (exit 1): a newline in it broke log lines and tables
+    (["grants", "list", "--session-id", "s\nt"], "--session-id: the id holds a control character"),
+    (["mcp", "--session-id", "s\x1b[2J"], "--session-id: the id holds a control character"),
     # a mistyped workspace listed "no grants" (grants.list filters on it without a check)
     (["grants", "list", "--workspace", "/nonexistent/dir"], "--workspace: /nonexistent/dir does"),
     # a Latin-1 byte (what a terminal in another encoding sends): Python keeps it as a lone

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import time
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -34,6 +35,8 @@ SEND_TURN_MAX_BYTES = 2 * 1024 * 1024
 # protocol.types.CLIENT_ID_MAX_CHARS, named again: importing protocol loads msgspec, about a
 # third of a hook's imports, and a hook speaks its JSON with the standard library
 CLIENT_ID_MAX_CHARS = 256
+# protocol.types.NO_CONTROL_CHARACTERS, the same way round: what orcad refuses in a session id
+_CONTROL_CHARACTER = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 CUT_MARK = "\n[...]\n"
 
 
@@ -114,9 +117,10 @@ def mode_of(payload: dict[str, Any]) -> tuple[str, bool]:
 
 def agent_id(agent: str, separator: str, value: str) -> str:
     """orcad's name for an agent's session or turn id: `agent`, `separator` and the id, or the
-    id's digest in its place when that would be longer than orcad takes (agents' are UUIDs)."""
+    id's digest in its place when that would be longer than orcad takes or the id holds a control
+    character, which orcad refuses in a session id (agents' are UUIDs)."""
     name = f"{agent}{separator}{value}"
-    if len(name) <= CLIENT_ID_MAX_CHARS:
+    if len(name) <= CLIENT_ID_MAX_CHARS and not _CONTROL_CHARACTER.search(value):
         return name
     digest = hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()[:32]
     return f"{agent}{separator}{digest}"
