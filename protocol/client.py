@@ -11,7 +11,7 @@ import msgspec
 
 from protocol.errors import RemoteError
 from protocol.framing import LineFramer, LineTooLong
-from protocol.jsonrpc import Request, encode_line, response_decoder
+from protocol.jsonrpc import Request, encode_line, params_object, response_decoder
 from protocol.types import METHODS, Params, Result
 
 R = TypeVar("R", bound=Result)
@@ -97,7 +97,7 @@ class Client:
         request_id = next(self._ids)
         self._sock.settimeout(self._timeout)  # (a wait for an earlier answer shortened it)
         try:
-            self._sock.sendall(encode_line(Request(method, params or {}, request_id)))
+            self._sock.sendall(encode_line(Request(method, params_object(params), request_id)))
         except (BrokenPipeError, ConnectionResetError) as exc:
             refusal = self._refusal()  # refused (busy) and closed before the request arrived
             if refusal is not None:

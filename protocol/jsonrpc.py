@@ -32,6 +32,12 @@ response_decoder = msgspec.json.Decoder(Response)
 responses_decoder = msgspec.json.Decoder(list[Response])
 
 
+def params_object(params: Any) -> Any:
+    """The params a client sends: `{}` for none, anything else as given, for orcad to judge
+    (params are an object: an array is refused, as it once was only when it was not empty)."""
+    return {} if params is None else params
+
+
 def encode_line(message: Request | Notification) -> bytes:
     """One message as a newline-terminated JSON-RPC 2.0 line."""
     return b'{"jsonrpc":"2.0",' + encoder.encode(message)[1:] + b"\n"

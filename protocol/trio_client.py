@@ -18,7 +18,7 @@ from protocol.client import (
 )
 from protocol.errors import ErrorObject, RemoteError
 from protocol.framing import LineFramer, LineTooLong
-from protocol.jsonrpc import Request, Response, encode_line, response_decoder
+from protocol.jsonrpc import Request, Response, encode_line, params_object, response_decoder
 from protocol.types import METHODS, Params
 
 
@@ -47,7 +47,9 @@ class TrioClient:
         self._waiting[request_id] = send
         try:
             async with self._send_lock:
-                await self._stream.send_all(encode_line(Request(method, params or {}, request_id)))
+                await self._stream.send_all(
+                    encode_line(Request(method, params_object(params), request_id))
+                )
             try:
                 response = await receive.receive()
             except trio.EndOfChannel:

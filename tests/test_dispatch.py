@@ -201,6 +201,20 @@ async def test_unknown_method(dispatcher: Dispatcher, path: str) -> None:
     assert reply["error"]["data"]["kind"] == "method_not_found"
 
 
+@pytest.mark.parametrize("params", [[], [1], "x", 0])
+async def test_ping_refuses_params_that_are_no_object_as_every_method_does(
+    dispatcher: Dispatcher, path: str, params: Any
+) -> None:
+    for method in ("daemon.ping", "session.close"):
+        reply = await answer(
+            dispatcher,
+            path=path,
+            message={"jsonrpc": "2.0", "id": 1, "method": method, "params": params},
+        )
+        assert reply["error"]["code"] == -32602, method
+        assert reply["error"]["data"] == {"kind": "invalid_params", "field": "params"}
+
+
 @pytest.mark.parametrize(
     ("params", "field"),
     [

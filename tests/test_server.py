@@ -183,6 +183,24 @@ async def test_the_clients_raise_the_error_the_daemon_gave_for_a_line_it_could_n
     assert (refused.value.code, refused.value.kind) == (-32600, "invalid_request")
 
 
+async def test_the_clients_send_array_params_for_orcad_to_refuse(daemon: DaemonProcess) -> None:
+    # the clients sent an empty array as {}: `call("daemon.ping", [])` was answered, though
+    # params are an object and orcad refuses an array for every method
+    refused = []
+    for params in ([], [1]):
+        for method in ("daemon.ping", "daemon.status"):
+            with daemon.client() as client, pytest.raises(RemoteError) as sync_call:
+                client.call(method, params)
+            async with open_client(str(daemon.orca.socket)) as trio_client:
+                with pytest.raises(RemoteError) as trio_call:
+                    await trio_client.call(method, params)
+            refused += [(error.value.code, error.value.data) for error in (sync_call, trio_call)]
+    assert refused == [(-32602, {"kind": "invalid_params", "field": "params"})] * 8
+    assert daemon.call("daemon.ping").protocol == 1  # no params: sent as {}
+    async with open_client(str(daemon.orca.socket)) as trio_client:
+        assert (await trio_client.call("daemon.ping")).protocol == 1
+
+
 def test_half_a_message_then_disconnect_harms_nobody(daemon: DaemonProcess) -> None:
     for _ in range(5):
         sock = raw_connection(daemon)
