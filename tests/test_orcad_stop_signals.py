@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+import tomllib
 from pathlib import Path
 from typing import IO
 
@@ -162,3 +163,20 @@ def test_orcad_started_with_hangups_ignored_outlives_one(
     assert daemon.stop(signal.SIGTERM) == 0
     stopping = [e["signal"] for e in daemon.log_events() if e["event"] == "daemon.stopping"]
     assert stopping == ["SIGTERM"]
+
+
+def test_the_orcad_executable_is_the_entry_that_imports_only_the_standard_library() -> None:
+    # what runs before it holds the stop signals must be quick: the daemon's imports were not
+    pyproject = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    assert pyproject["project"]["scripts"]["orcad"] == "orcad.entry:main"
+    assert (REPO_ROOT / "orcad" / "__main__.py").read_text().startswith("from orcad.entry import")
+    code = (
+        "import sys, orcad.entry\n"
+        "print(sorted(m for m in sys.modules if m.partition('.')[0] in "
+        "('orcad', 'protocol', 'trio', 'structlog', 'msgspec', 'numpy') "
+        "and m not in ('orcad', 'orcad.entry')))"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, check=True
+    )
+    assert loaded.stdout.strip() == "[]"
