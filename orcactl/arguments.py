@@ -182,11 +182,22 @@ def grant_id(text: str) -> str:
     return text
 
 
-def job_id(text: str) -> str:
-    """A job id to send: orcad refuses an empty one as invalid params."""
-    if not utf8_text(text):
-        raise argparse.ArgumentTypeError("the id is empty (orcactl jobs lists them)")
-    return text
+def id_listed_by(listing: str) -> Callable[[str], str]:
+    """An id to send, as `listing` shows them: an empty or blank one names nothing, which orcad
+    refuses or answers with not_found (exit 1) after a daemon was started for it."""
+
+    def parse(text: str) -> str:
+        if not utf8_text(text).strip():
+            raise argparse.ArgumentTypeError(f"the id is empty ({listing})")
+        return text
+
+    parse.__name__ = "id"  # argparse names the type in its own messages
+    return parse
+
+
+job_id = id_listed_by("orcactl jobs lists them")
+record_id = id_listed_by("orcactl memory list shows them")
+approval_id = id_listed_by("the client that left the change pending showed it")
 
 
 def client_id(text: str) -> str:

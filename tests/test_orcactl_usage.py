@@ -115,6 +115,13 @@ BAD_USAGE = [
     (["grants", "revoke", "nope"], "argument ID: 'nope' is not a grant id"),
     (["grants", "revoke", "workspace:abc"], "argument ID: 'workspace:abc' is not a grant id"),
     (["jobs", "retry", ""], "argument ID: the id is empty"),
+    # an empty or blank id names no record: it started orcad to be told not_found (exit 1)
+    (["memory", "forget", ""], "argument id: the id is empty (orcactl memory list shows them)"),
+    (["memory", "forget", " \t"], "argument id: the id is empty"),
+    (["memory", "update", "  ", "x"], "argument id: the id is empty"),
+    (["memory", "approve", "", "--session-id", "s", "--decision", "deny"], "ID: the id is empty"),
+    (["memory", "approve", " ", "--session-id", "s", "--decision", "deny"], "ID: the id is empty"),
+    (["jobs", "retry", "  "], "argument ID: the id is empty"),
     # both named a project: the path (or --cwd) was silently ignored
     (["inspect", "/tmp", "--project", "a" * 64], "argument --project: not allowed with"),
     (["forget", "cand_" + "0" * 32, "--project", "a" * 64, "--cwd", "/tmp"], "not allowed with"),

@@ -14,10 +14,12 @@ from typing import Any
 
 from orcactl import approval
 from orcactl.arguments import (
+    approval_id,
     bounded_int,
     client_id,
     current_directory,
     existing_directory,
+    record_id,
     text_of_at_most,
     text_or_stdin,
     utf8_text,
@@ -82,7 +84,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     save.set_defaults(run=run_manage, action="save")
 
     update = add("update", "replace a record's text (asks for approval)")
-    update.add_argument("id", type=utf8_text, help="the mem_... id shown by search or list")
+    update.add_argument("id", type=record_id, help="the mem_... id shown by search or list")
     update.add_argument(
         "text", type=CONTENT, help="the record's new text ('-' reads it from stdin)"
     )
@@ -90,13 +92,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     update.set_defaults(run=run_manage, action="update")
 
     forget = add("forget", "delete a record (asks for approval)")
-    forget.add_argument("id", type=utf8_text, help="the mem_... id shown by search or list")
+    forget.add_argument("id", type=record_id, help="the mem_... id shown by search or list")
     add_approval_options(forget)
     forget.set_defaults(run=run_manage, action="forget")
 
     approve = add("approve", "decide on a change another client left pending (e.g. orcactl mcp)")
     approve.add_argument(
-        "approval_id", metavar="ID", type=utf8_text, help="the apr_... id the client showed"
+        "approval_id", metavar="ID", type=approval_id, help="the apr_... id the client showed"
     )
     approve.add_argument(
         "--session-id",
