@@ -76,6 +76,28 @@ def socket_path(args: argparse.Namespace) -> str:
     return str(resolve_paths().socket)
 
 
+# The longest path a Unix socket's address holds: sun_path less its closing NUL (108 bytes on
+# Linux, 104 on macOS and the BSDs). No orcad can listen on a longer one.
+SOCKET_PATH_MAX_BYTES = 107 if sys.platform.startswith("linux") else 103
+
+
+def socket_path_problem(path: str) -> str | None:
+    """Why no orcad can listen on `path`, when its path is too long for a Unix socket (a long
+    XDG_RUNTIME_DIR or ORCA_SOCKET); None when it fits. Connecting there fails before any
+    system call, with words that name neither the path's length nor its limit."""
+    size = len(os.fsencode(path))
+    if size <= SOCKET_PATH_MAX_BYTES:
+        return None
+    return (
+        f"no orcad can listen on {path}: its path is {size} bytes, and a Unix socket's path may "
+        f"have at most {SOCKET_PATH_MAX_BYTES}"
+    )
+
+
+# How to choose another socket, said after socket_path_problem's words.
+SHORTER_SOCKET = "set ORCA_SOCKET (or give --socket) to a shorter path"
+
+
 def daemon_log_path() -> Path:
     return resolve_paths().home / "orcad.log"
 
@@ -250,6 +272,9 @@ def open_client(
 ) -> tuple[Client, subprocess.Popen[bytes] | None]:
     """As connect, and the daemon process this call started (None when one was running)."""
     path = socket_path(args)
+    problem = socket_path_problem(path)
+    if problem is not None:  # no start could help
+        raise CommandError(f"{problem}; {SHORTER_SOCKET}")
     allowed = (not getattr(args, "no_start", False)) if start is None else start
     try:
         return Client(path, timeout=CALL_TIMEOUT_S), None

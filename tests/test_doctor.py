@@ -130,6 +130,19 @@ def test_socket_that_nobody_answers(orca_env: OrcaEnv) -> None:
     assert "nothing answers" in only_problem(findings, "socket")["detail"]
 
 
+def test_a_socket_path_too_long_for_a_unix_socket_is_a_problem(
+    orca_env: OrcaEnv, tmp_path: Path
+) -> None:
+    # it said "does not exist yet (created at start)", no problems found: orcad cannot bind there
+    long_socket = tmp_path / ("s" * 120) / "orcad.sock"
+    orca_env.extra_env["ORCA_SOCKET"] = str(long_socket)
+    status, findings = doctor(orca_env)
+    assert status == 1
+    finding = only_problem(findings, "socket")
+    assert finding["detail"].startswith(f"no orcad can listen on {long_socket}: its path is ")
+    assert "shorter" in finding["fix"]
+
+
 @pytest.mark.parametrize("make", ["directory", "regular file"])
 def test_a_directory_or_file_where_the_socket_goes_is_named_not_called_unanswered(
     orca_env: OrcaEnv, make: str

@@ -55,6 +55,7 @@ def test_status_when_not_running_exits_3_and_starts_nothing(orca_env: OrcaEnv) -
     assert as_json.returncode == 3
     assert json.loads(as_json.stdout) == {
         "running": False,
+        "reason": f"orcad is not running (no answer on {orca_env.socket})",
         "socket": str(orca_env.socket),
         "config_file": {
             "path": str(orca_env.home / "config.toml"),
@@ -65,6 +66,31 @@ def test_status_when_not_running_exits_3_and_starts_nothing(orca_env: OrcaEnv) -
         },
         "agent_hook_problems": [],  # there whether or not a hook recorded one
     }
+
+
+def test_status_when_no_daemon_can_listen_on_the_socket_says_so_and_exits_3(
+    orca_env: OrcaEnv, tmp_path: Path
+) -> None:
+    # a runtime dir so deep that its socket's path is longer than a Unix socket's may be: the
+    # document had no `running` (exit 1, "AF_UNIX path too long")
+    runtime = tmp_path / ("r" * 60) / ("u" * 60)
+    runtime.mkdir(mode=0o700, parents=True)
+    socket_path = runtime / "orca" / "orcad.sock"
+    env = {key: value for key, value in orca_env.env.items() if key != "ORCA_SOCKET"}
+    env["XDG_RUNTIME_DIR"] = str(runtime)
+    run = [sys.executable, "-m", "orcactl", "status"]
+    as_json = subprocess.run([*run, "--json"], env=env, capture_output=True, text=True, timeout=60)
+    assert as_json.returncode == 3, as_json.stderr
+    report = json.loads(as_json.stdout)
+    assert report["running"] is False
+    assert report["socket"] == str(socket_path)
+    length = len(os.fsencode(socket_path))
+    assert f"its path is {length} bytes, and a Unix socket's path may have" in report["reason"]
+    human = subprocess.run(run, env=env, capture_output=True, text=True, timeout=60)
+    assert human.returncode == 3, human.stderr
+    assert "inactive (not running)" in human.stdout
+    assert f"Problem: no orcad can listen on {socket_path}: its path is {length}" in human.stdout
+    assert not (runtime / "orca").exists()  # nothing was started
 
 
 def test_status_of_a_running_daemon(daemon: DaemonProcess) -> None:

@@ -13,6 +13,7 @@ import msgspec
 from orcactl.connect import (
     EXIT_NOT_RUNNING,
     EXIT_OK,
+    SHORTER_SOCKET,
     CommandError,
     call,
     connect,
@@ -21,6 +22,7 @@ from orcactl.connect import (
     print_json,
     remote_failure,
     socket_path,
+    socket_path_problem,
 )
 from orcactl.hooks.failures import recent_failures, status_lines
 from orcad.clock import parse_time
@@ -162,24 +164,16 @@ def render_status(status: StatusResult, config: dict[str, Any]) -> str:
 
 
 def run_status(args: argparse.Namespace) -> int:
+    problem = socket_path_problem(socket_path(args))
+    if problem is not None:  # no orcad can be listening there
+        _print_not_running(args, f"{problem}; {SHORTER_SOCKET}", say_why=True)
+        return EXIT_NOT_RUNNING
     try:
         status: StatusResult = call(args, "daemon.status", start=False)
     except CommandError as exc:
         if exc.status != EXIT_NOT_RUNNING:
             raise
-        config = config_report(resolve_paths().config_file, None)
-        hooks = recent_failures()
-        if args.json:
-            report = {"running": False, "socket": socket_path(args), "config_file": config}
-            print_json({**report, "agent_hook_problems": hooks})
-        else:
-            print(
-                f"\N{WHITE CIRCLE} orcad - memory daemon for coding agents\n"
-                f"     Active: inactive (not running)\n     Socket: {socket_path(args)}\n"
-                f"     Config: {describe_config(config)}"
-            )
-            if hooks:
-                print("\n".join(status_lines(hooks)))
+        _print_not_running(args, str(exc), say_why=False)
         return EXIT_NOT_RUNNING
     config = _status_config(status)
     hooks = recent_failures()
@@ -189,6 +183,27 @@ def run_status(args: argparse.Namespace) -> int:
     else:
         print("\n".join([render_status(status, config), *status_lines(hooks)]))
     return EXIT_OK
+
+
+def _print_not_running(args: argparse.Namespace, reason: str, *, say_why: bool) -> None:
+    """The report of a daemon that does not answer, with why (in the human report only when
+    `say_why`: that none answers on the socket goes without saying)."""
+    socket = socket_path(args)
+    config = config_report(resolve_paths().config_file, None)
+    hooks = recent_failures()
+    if args.json:
+        report = {"running": False, "reason": reason, "socket": socket, "config_file": config}
+        print_json({**report, "agent_hook_problems": hooks})
+        return
+    lines = [
+        "\N{WHITE CIRCLE} orcad - memory daemon for coding agents",
+        "     Active: inactive (not running)",
+        f"     Socket: {socket}",
+        f"     Config: {describe_config(config)}",
+    ]
+    if say_why:
+        lines.insert(2, f"    Problem: {reason}")
+    print("\n".join([*lines, *status_lines(hooks)]))
 
 
 def run_ping(args: argparse.Namespace) -> int:

@@ -12,6 +12,7 @@ import msgspec
 from orcactl.approval import shell_word
 from orcactl.commands.doctor_faults import Finding, judge_daemon_errors
 from orcactl.commands.doctor_files import judge_private
+from orcactl.connect import SHORTER_SOCKET, socket_path_problem
 from orcad.limits import DOCTOR_DAEMON_TIMEOUT_S
 from orcad.paths import Paths
 from protocol.client import Client, DaemonUnavailable, ProtocolViolation
@@ -21,6 +22,10 @@ from protocol.errors import ErrorCode, RemoteError
 def check_runtime_and_socket(
     paths: Paths, sock: Path, uid: int
 ) -> tuple[list[Finding], Client | None]:
+    problem = socket_path_problem(str(sock))
+    if problem is not None:  # orcad could not start, whatever the runtime directory is like
+        fix = f"{SHORTER_SOCKET}, or use a shorter XDG_RUNTIME_DIR"
+        return [Finding("socket", "problem", problem, fix)], None
     found: list[Finding] = []
     runtime = sock.parent
     try:
