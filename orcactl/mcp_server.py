@@ -31,6 +31,7 @@ from orcactl.connect import CommandError, connect, escape_raw_in_json, socket_pa
 from orcactl.hooks.common import bounded
 from orcactl.hooks.runner import extraction_run
 from orcactl.mcp_stdio import run_stdio
+from orcad.control_characters import escape_control_characters
 from protocol.client import Client, DaemonUnavailable, ProtocolViolation
 from protocol.errors import RemoteError
 
@@ -75,6 +76,18 @@ DECISIONS = {  # a grant covers the scope of the change it is given on (orcad de
 }
 
 
+def _shown(text: str) -> str:
+    """Text from the socket as a tool gives it to the agent, which shows it to the user: with
+    control characters escaped, as orcad escapes what it stores, since what answered there may
+    not be orcad."""
+    return escape_control_characters(text)
+
+
+def _tool_error(message: str) -> ToolError:
+    """A tool error whose message may quote the daemon (or whatever answered on its socket)."""
+    return ToolError(_shown(message))
+
+
 class ApprovalChoice(BaseModel):
     """What the user is asked when a memory change needs approval."""
 
@@ -117,7 +130,7 @@ class DaemonSession:
     def _checked(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         if method in CHANGES and extraction_run():
             # an agent CLI run as orca's extractor must not write the memory it feeds
-            raise ToolError("orca: memory is not changed from inside an extraction run")
+            raise _tool_error("orca: memory is not changed from inside an extraction run")
         checked = dict(params)
         for name in ("prompt", "query"):
             if isinstance(checked.get(name), str):
@@ -125,7 +138,7 @@ class DaemonSession:
         for name in ("content", "text"):
             value = checked.get(name)
             if isinstance(value, str) and len(value) > KEPT_TEXT_MAX_CHARS:
-                raise ToolError(
+                raise _tool_error(
                     f"orca: {name} is {len(value)} characters; a memory record or fact is one "
                     "short statement"
                 )
@@ -147,25 +160,25 @@ class DaemonSession:
                 finally:
                     self.close()
             except RemoteError as exc:
-                raise ToolError(f"orca: {exc.error.message} ({exc.kind})") from None
+                raise _tool_error(f"orca: {exc.error.message} ({exc.kind})") from None
             except TimeoutError as exc:
                 if method in READ_ONLY:
-                    raise ToolError(f"orca: orcad did not answer in time: {exc}") from None
+                    raise _tool_error(f"orca: orcad did not answer in time: {exc}") from None
                 # the request may have reached it: the change may be made once it catches up
-                raise ToolError(
+                raise _tool_error(
                     UNKNOWN_OUTCOME.format(why="orcad did not answer in time")
                 ) from None
             except ConnectionError as exc:
                 if method in READ_ONLY or isinstance(exc, (BrokenPipeError, DaemonUnavailable)):
-                    raise ToolError(f"orca: cannot reach orcad: {exc}") from None
+                    raise _tool_error(f"orca: cannot reach orcad: {exc}") from None
                 # the request may have reached it: it may have made the change before it died
-                raise ToolError(
+                raise _tool_error(
                     UNKNOWN_OUTCOME.format(why=f"the connection to orcad was lost ({exc})")
                 ) from None
             except (CommandError, OSError, DaemonUnavailable, ProtocolViolation) as exc:
-                raise ToolError(f"orca: cannot reach orcad: {exc}") from None
+                raise _tool_error(f"orca: cannot reach orcad: {exc}") from None
             except msgspec.MsgspecError as exc:
-                raise ToolError(
+                raise _tool_error(
                     f"orca: orcad sent an answer this server cannot read: {exc}"
                 ) from None
 
@@ -283,7 +296,7 @@ def build_server(session: DaemonSession) -> MCPServer:
                 params[name] = value
         result = await session.call("memory.manage", params)
         if result.outcome == "pending_approval" and result.approval_id is not None:
-            waiting = (
+            waiting = _shown(
                 f"Pending approval: {result.summary} Nothing has changed yet. The user can "
                 f"approve it with: {approve_command(session, result.approval_id)}"
             )
@@ -291,7 +304,7 @@ def build_server(session: DaemonSession) -> MCPServer:
                 return waiting
             try:
                 answer = await ctx.elicit(
-                    f"{result.summary} Allow this memory change?", ApprovalChoice
+                    _shown(f"{result.summary} Allow this memory change?"), ApprovalChoice
                 )
             except (MCPError, ValueError):  # the client failed to ask, or answered off-schema
                 return waiting
@@ -300,8 +313,8 @@ def build_server(session: DaemonSession) -> MCPServer:
                 "memory.approve", {"approval_id": result.approval_id, "decision": decision}
             )
         if result.outcome == "denied":
-            raise ToolError(f"orca: not changed: {result.summary}")
-        return str(result.summary)
+            raise _tool_error(f"orca: not changed: {result.summary}")
+        return _shown(str(result.summary))
 
     @server.tool(
         description="Keep an explicit fact that is loaded at the start of every session: scope "
@@ -315,7 +328,7 @@ def build_server(session: DaemonSession) -> MCPServer:
         scope: Literal["user", "project"] = "project",
     ) -> str:
         result = await session.call("remember", {"text": text, "scope": scope})
-        return f"Remembered as a {scope} fact in {result.path}."
+        return _shown(f"Remembered as a {scope} fact in {result.path}.")
 
     @server.tool(
         description="What orca recalls for a prompt: automatic and deliberate memory, framed as "
@@ -326,7 +339,7 @@ def build_server(session: DaemonSession) -> MCPServer:
     async def recall(prompt: Annotated[str, Field(min_length=1)]) -> str:
         turn_id = "mcp-" + secrets.token_hex(8)
         result = await session.call("recall", {"turn_id": turn_id, "prompt": prompt})
-        return str(result.context) or "Nothing recalled for this prompt."
+        return _shown(str(result.context)) or "Nothing recalled for this prompt."
 
     return server
 

@@ -644,6 +644,47 @@ def test_a_change_orcad_died_on_is_not_reported_as_failed(
     assert len(received) == (2 if method == "memory.search" else 1)  # a change is not repeated
 
 
+def _answers_errors_with_escapes(listener: socket.socket) -> None:
+    """A peer on the socket that is not orcad: it answers each request with an error whose
+    message and kind hold terminal escapes (retitle, clear, a C1 CSI)."""
+    escapes = "\x1b]0;owned\x07\x1b[2J\x9b31m"
+    while True:
+        try:
+            connection, _ = listener.accept()
+        except OSError:
+            return  # the listener was closed: the test is over
+        with connection, connection.makefile("rwb") as stream:
+            for line in stream:
+                error = {"code": -32000, "message": escapes, "data": {"kind": escapes}}
+                answer = {"jsonrpc": "2.0", "id": json.loads(line)["id"], "error": error}
+                stream.write(json.dumps(answer).encode() + b"\n")
+                stream.flush()
+
+
+def test_a_tool_error_quoting_the_peer_has_its_control_characters_escaped(
+    tmp_path: Path,
+) -> None:
+    # the agent shows a tool's error to the user: the peer's escapes went there raw
+    path = tmp_path / "peer.sock"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(path))
+    listener.listen()
+    thread = threading.Thread(target=_answers_errors_with_escapes, args=(listener,))
+    thread.start()
+    args = argparse.Namespace(
+        cwd=str(tmp_path), session_id=None, mode="normal", no_start=True, socket=str(path)
+    )
+    try:
+        with pytest.raises(ToolError) as raised:
+            DaemonSession(args).call_blocking("memory.search", {"limit": 1})
+    finally:
+        listener.shutdown(socket.SHUT_RDWR)
+        listener.close()
+        thread.join(timeout=10)
+    shown = "\\x1b]0;owned\\x07\\x1b[2J\\x9b31m"
+    assert str(raised.value) == f"orca: {shown} ({shown})"
+
+
 def test_only_the_error_that_says_the_session_is_gone_opens_it_again(
     tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess
 ) -> None:

@@ -25,6 +25,7 @@ from orcactl.hooks.common import (
     text_field,
 )
 from orcactl.hooks.failures import record_failure
+from orcad.control_characters import escape_control_characters
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -42,7 +43,9 @@ FINAL_ENTRY_POLL_S = 0.1
 def _context_answer(event: str, text: str) -> Answer:
     if not text:
         return None
-    return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
+    # what answered on the socket may not be orcad, which escapes what it gives
+    shown = escape_control_characters(text)
+    return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": shown}}
 
 
 def session_start(payload: dict[str, Any], context: HookContext) -> Answer:
