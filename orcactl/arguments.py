@@ -80,6 +80,21 @@ CWD_GONE = (
 )
 
 
+def utf8_path(role: str, path: str, consequence: str) -> str:
+    """`path` when it is UTF-8. One named in another encoding (a directory made on a system with
+    another locale) reaches Python with lone surrogates, which neither orcad's JSON nor an
+    agent's configuration can carry: bad usage, naming the path's role (`the socket path`) and
+    showing its bytes, then `consequence` (which cannot carry it, and what to do)."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        shown = os.fsencode(path).decode("utf-8", "backslashreplace")
+        raise CommandError(
+            f"{role} {shown} is not valid UTF-8, {consequence}", EXIT_USAGE
+        ) from None
+    return path
+
+
 def current_directory() -> str:
     """The working directory; one removed under the shell is bad usage, named as such, before
     any request (os.getcwd fails with a bare ENOENT there), and so is one whose path is not
@@ -88,16 +103,11 @@ def current_directory() -> str:
         path = os.getcwd()
     except FileNotFoundError:
         raise CommandError(f"{CWD_GONE}, or give --cwd DIR", EXIT_USAGE) from None
-    try:
-        path.encode("utf-8")
-    except UnicodeEncodeError:
-        shown = os.fsencode(path).decode("utf-8", "backslashreplace")
-        raise CommandError(
-            f"the current directory's path {shown} is not valid UTF-8, which orcad cannot be "
-            "sent; cd to another directory, or give --cwd DIR",
-            EXIT_USAGE,
-        ) from None
-    return path
+    return utf8_path(
+        "the current directory's path",
+        path,
+        "which orcad cannot be sent; cd to another directory, or give --cwd DIR",
+    )
 
 
 def _absolute(text: str) -> str:

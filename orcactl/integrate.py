@@ -23,7 +23,7 @@ from orcactl.agent_files import (
     read_config,
     write_all,
 )
-from orcactl.arguments import current_directory
+from orcactl.arguments import current_directory, utf8_path
 from orcactl.commands.doctor_faults import Finding
 from orcactl.connect import EXIT_OK, EXIT_USAGE, CommandError, print_json
 from orcactl.hooks.failures import failures_path, recent_failures
@@ -47,25 +47,16 @@ def _default_orcactl(env: dict[str, str], remove: bool) -> str:
     return orcactl
 
 
-def _check_utf8(what: str, path: str) -> None:
-    """A path written into the agent's configuration must be UTF-8, which JSON and TOML carry;
-    one that is not was blamed on the configuration file, "cannot be written back"."""
-    try:
-        path.encode("utf-8")
-    except UnicodeEncodeError:
-        shown = os.fsencode(path).decode("utf-8", "backslashreplace")
-        raise CommandError(
-            f"{what} {shown} is not valid UTF-8, which the agent's configuration cannot carry; "
-            "nothing was changed",
-            EXIT_USAGE,
-        ) from None
+# A path written into the agent's configuration must be UTF-8, which JSON and TOML carry; one
+# that is not was blamed on the configuration file, "cannot be written back".
+NOT_IN_CONFIG = "which the agent's configuration cannot carry; nothing was changed"
 
 
 def plan(args: argparse.Namespace, env: dict[str, str]) -> list[Change]:
     project = Path(args.cwd or current_directory()) if args.project else None
     orcactl = args.orcactl or _default_orcactl(env, args.remove)
     if not args.remove:  # --remove writes neither
-        _check_utf8("the orcactl path", orcactl)
+        utf8_path("the orcactl path", orcactl, NOT_IN_CONFIG)
     # Agents start MCP servers with a small environment and from their own directory, and an
     # agent started from another shell runs its hooks without this one's ORCA_SOCKET: the
     # socket chosen here (--socket, else ORCA_SOCKET) is written absolute into both, so that
@@ -73,7 +64,7 @@ def plan(args: argparse.Namespace, env: dict[str, str]) -> list[Change]:
     chosen = getattr(args, "socket", None) or env.get("ORCA_SOCKET")
     socket = os.path.abspath(chosen) if chosen else None
     if socket is not None and not args.remove:
-        _check_utf8("the socket path", socket)
+        utf8_path("the socket path", socket, NOT_IN_CONFIG)
     found = agent_configs.targets(args.agent, project, env)
     if args.extractor:
         found.append(Target(resolve_paths(env).config_file, "orca-config"))

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from orcactl import arguments
+from orcactl.connect import EXIT_USAGE, CommandError
 from tests.harness import OrcaEnv
 from tests.hook_helpers import ORCACTL
 from tests.test_orcactl_usage import orcactl
@@ -89,3 +91,15 @@ def test_integrate_remove_writes_no_path_so_one_not_in_utf8_does_not_stop_it(
     removed = integrate("--remove", env=dict(orca_env.env, ORCA_SOCKET=latin1))
     assert removed.returncode == 0, removed.stderr
     assert not (orca_env.root / "user-home" / ".codex" / "hooks.json").exists()
+
+
+def test_one_check_refuses_a_path_not_in_utf8_naming_its_role(tmp_path: Path) -> None:
+    # the current directory's check and integrate's were two near-copies, each with its wording
+    latin1 = os.fsdecode(bytes(tmp_path) + b"/caf\xe9")
+    with pytest.raises(CommandError) as refused:
+        arguments.utf8_path("the socket path", latin1, "which nothing can carry; fix it")
+    assert refused.value.status == EXIT_USAGE
+    assert str(refused.value) == (
+        f"the socket path {tmp_path}/caf\\xe9 is not valid UTF-8, which nothing can carry; fix it"
+    )
+    assert arguments.utf8_path("the socket path", str(tmp_path), "unused") == str(tmp_path)
