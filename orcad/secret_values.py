@@ -116,6 +116,12 @@ _REFERENCE_PREFIXES = (
 _DOTTED_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:(?:\.|::|->)[A-Za-z_][A-Za-z0-9_]*)+:?\Z")
 _PROJECT_ID = re.compile(r"(?:mem|job|cand|apr)_[0-9a-f]{32}\Z")
 _YAML_TAG = re.compile(r"![A-Za-z]+\Z")
+# A PowerShell cmdlet, Verb-Noun with one of its usual verbs (`$pw = ConvertTo-SecureString
+# "X" -AsPlainText`, `$pw = Get-Content pw.txt`): a call that makes the value, not the value
+_POWERSHELL_CMDLET = re.compile(
+    r"(?:Convert(?:To|From)|Get|Read|New|Import|Export|Unprotect|Protect|Invoke|Select)"
+    r"-[A-Z][A-Za-z]{2,40}\Z"
+)
 # Names and labels (tls-cert-2024, GITHUB_TOKEN_2, v1.2.3): every part is one kind of thing.
 # atomic and possessive, so alternatives are ordered longest form first
 _LABEL_PART = r"(?>[a-zA-Z]{1,3}+[0-9]{1,4}+|[A-Z][a-z]++|[a-z]++|[A-Z]++|[0-9]++)"
@@ -196,6 +202,7 @@ def is_reference(value: str) -> bool:
         or _DOTTED_NAME.match(value) is not None
         or _PROJECT_ID.match(value) is not None
         or _YAML_TAG.match(value) is not None
+        or _POWERSHELL_CMDLET.match(value) is not None
     )
 
 

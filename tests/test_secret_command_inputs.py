@@ -66,3 +66,43 @@ def test_a_password_piped_or_made_a_secure_string_is_redacted(text: str, passwor
 )
 def test_input_that_names_where_the_password_is_stays_storable(text: str) -> None:
     assert find_secrets(text) == []
+
+
+# ------------------------------------- a secure string assigned to a variable keeps its cmdlet
+@pytest.mark.parametrize(
+    ("text", "password"),
+    [
+        ('$pw = ConvertTo-SecureString "Xk9#mm2" -AsPlainText -Force', "Xk9#mm2"),
+        ('$Password = ConvertTo-SecureString -String "Xk9#mm2" -AsPlainText -Force', "Xk9#mm2"),
+        ('password = ConvertTo-SecureString "Tr0ub4dor&3" -AsPlainText -Force', "Tr0ub4dor&3"),
+        ('$securePassword = ConvertTo-SecureString "S3cr3t!" -AsPlainText -Force', "S3cr3t!"),
+        ("$secret = ConvertTo-SecureString 'Adm1n#2024' -AsPlainText -Force", "Adm1n#2024"),
+        ('$pass = ConvertTo-SecureString -String "Pg$tag1ng" -AsPlainText', "Pg$tag1ng"),
+        ('$DbPwd = ConvertTo-SecureString "Winter2025!" -Force -AsPlainText', "Winter2025!"),
+        ('$cred_password = ConvertTo-SecureString "hunter22" -AsPlainText -Force', "hunter22"),
+        ('PS C:\\> $pw = ConvertTo-SecureString "Xk9mm2pqLw" -AsPlainText -Force', "Xk9mm2pqLw"),
+    ],
+)
+def test_only_the_password_of_an_assigned_secure_string_is_redacted(
+    text: str, password: str
+) -> None:
+    assert redact(text) == text.replace(password, "[REDACTED:password_flag]")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "$pw = ConvertTo-SecureString $env:DB_PASSWORD -AsPlainText -Force",
+        "$SecurePassword = ConvertTo-SecureString -String $PlainPassword -AsPlainText -Force",
+        "$secret = ConvertFrom-SecureString $pw",
+        "$password = ConvertTo-SecureString",
+        "$pw = Get-Content pw.txt | ConvertTo-SecureString",
+        '$password = Read-Host -Prompt "Password" -AsSecureString',
+        "$DbPassword = Unprotect-CmsMessage -Path secret.cms",
+        "$secret = Get-Secret -Name db -AsPlainText",
+        "$token = Import-Clixml -Path token.xml",
+        "password: ConvertFrom-SecureString, then Set-Content",
+    ],
+)
+def test_a_cmdlet_assigned_to_a_password_variable_stays_storable(text: str) -> None:
+    assert find_secrets(text) == []
