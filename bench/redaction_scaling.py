@@ -78,6 +78,12 @@ ADVERSARIAL = {
     "stdin flags": "--password-stdin ",
     "echoes into stdin": "echo x | " * 40 + "docker login --password-stdin\n",
     "secure strings": 'ConvertTo-SecureString "Xk9mm2pqLw" -AsPlainText ',
+    # what a command printed below it (orcad/secret_command_outputs.py)
+    "keychain outputs": "security find-generic-password -s a -w\nXk9#mm2pq\n",
+    "keychain commands": "security find-generic-password -w ",
+    "heroku tokens": "heroku auth:token\n \u203a Warning\n",
+    "storage keys": '"keyName": "key1", "value": "' + "Ab1+" * 21 + 'Ab==", key1 ',
+    "storage key rows": "keyName key1 " + "A1b+" * 21 + "A1== ",
     # notes (orcad/secret_notes.py): keys, service pairs, logins' pw, passes
     "network keys": "the wifi key is BlueMango$42 ",
     "store keys": "the zip key for the backup is ",

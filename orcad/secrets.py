@@ -1,18 +1,17 @@
 """Secret detection and redaction for text that may be stored or sent.
 
 Pure module: no I/O. The rules: token formats and other shaped secrets (`secret_formats`,
-with the token table in `secret_tokens`), `name = value` assignments
-(`secret_assignments`), and credentials in
-plain words: command lines (`secret_commands`), netrc and other files (`secret_files`),
-sentences and PINs (`secret_sentences`, `secret_stated_keys`, `secret_foreign_sentences`,
-`secret_pins`, `secret_spaced`), notes (`secret_notes`, `secret_colon_pairs`) and second factors
-(`secret_second_factor`), each asking `secret_values` what a value is; values a line break
-cuts are read joined (`secret_wrapped`, `secret_cut_values`). Token rules are skipped
-outright when their trigger literal is absent from the text's long unbroken runs
+with the token table in `secret_tokens`), `name = value` assignments (`secret_assignments`),
+and credentials in plain words: command lines (`secret_commands`) and what commands print
+(`secret_command_outputs`), netrc and other files (`secret_files`), sentences and PINs
+(`secret_sentences`, `secret_stated_keys`, `secret_foreign_sentences`, `secret_pins`,
+`secret_spaced`), notes (`secret_notes`, `secret_colon_pairs`) and
+second factors (`secret_second_factor`), each asking `secret_values` what a value is; values
+a line break cuts are read joined (`secret_wrapped`, `secret_cut_values`). Token rules are
+skipped outright when their trigger literal is absent from the text's long unbroken runs
 (`secret_gates`), so the common no-secret path is one pass to find those runs plus a few
-substring searches. Text
-holding characters no reader sees (a zero-width space inside a token) is read a second time
-without them (`secret_invisible`).
+substring searches. Text holding characters no reader sees (a zero-width space inside a
+token) is read a second time without them (`secret_invisible`).
 """
 
 from __future__ import annotations
@@ -30,6 +29,7 @@ from orcad.secret_assignments import (
 )
 from orcad.secret_colon_pairs import find_colon_pairs
 from orcad.secret_command_inputs import STDIN_TRIGGERS, find_piped_passwords
+from orcad.secret_command_outputs import COMMAND_OUTPUT_RULES
 from orcad.secret_commands import (
     find_credential_flags,
     find_piped_and_batch_passwords,
@@ -145,6 +145,7 @@ _RULES: tuple[tuple[str, Finder, Gate], ...] = (
     ("password_flag", find_credential_flags, _always),
     ("password_flag", find_piped_and_batch_passwords, _always),
     ("password_flag", find_piped_passwords, _any_trigger(STDIN_TRIGGERS)),
+    *COMMAND_OUTPUT_RULES,  # what a command printed below it (`security … -w`, ...)
     ("credential_assignment", find_redis_passwords, _always),
     ("credential_assignment", find_sql_passwords, _always),
     ("credential_assignment", find_pin_settings, _always),

@@ -1,0 +1,124 @@
+"""Passwords and keys a command prints, found in its output pasted after it: macOS's `security
+find-generic-password … -w` (the password alone on the next line), `heroku auth:token` (a UUID
+or an HRKU- token on a line of its own) and `az storage account keys list` (each key's 88
+characters of base64 under its `"keyName"`).
+
+Pure module: no I/O. The keychain commands' names and a storage key are each one long run, so
+those rules open on the text's long runs (their gates in `COMMAND_OUTPUT_RULES`) and cost a
+text without them nothing; the Heroku command is no such run and costs one search for its name.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from orcad.secret_formats import Finder
+from orcad.secret_gates import Gate, _always, _any_trigger, _TriggerGate
+from orcad.secret_values import (
+    Span,
+    given_password,
+    is_chosen_password,
+    is_label,
+    looks_random,
+)
+
+# ------------------------------------------------------------ macOS keychain: security … -w
+_KEYCHAIN_TRIGGERS = ("find-generic-password", "find-internet-password")
+# The command and its arguments up to its line's end, then the line it printed. A pipe, a
+# redirect, a subshell or a backtick after the command sends its output elsewhere (`PW=$(security
+# … -w)`, `security … -w | pbcopy`); a line of one word holds the password alone.
+_KEYCHAIN_OUTPUT = re.compile(
+    r"security[ \t]+find-(?:generic|internet)-password(?P<arguments>[^\n|;&()<>`]{0,300}+)\n"
+    r"(?P<output>[^\s]{1,256}+)[ \t\r]*(?:\n|\Z)"
+)
+# -w prints the password alone (-g prints the whole item, `password: "…"`, read elsewhere)
+_PASSWORD_ONLY_FLAG = re.compile(r"[ \t]-w(?=[ \t\r]|\Z)")
+# what starts a line of a transcript or a listing that is no password
+_NOT_OUTPUT = ("```", "~~~", "security", "$", "%", "#", ">")
+
+
+def find_keychain_passwords(text: str, lowered: str) -> Iterator[Span]:
+    """The password `security find-generic-password … -w` printed on the line below it."""
+    for trigger in _KEYCHAIN_TRIGGERS:
+        at = lowered.find(trigger)
+        while at >= 0:
+            command = lowered.rfind("security", max(0, at - 16), at)
+            match = _KEYCHAIN_OUTPUT.match(lowered, command) if command >= 0 else None
+            if match is not None and _PASSWORD_ONLY_FLAG.search(text, *match.span("arguments")):
+                start, end = match.span("output")
+                if _printed_password(text[start:end]):
+                    yield start, end
+            at = lowered.find(trigger, at + len(trigger))
+
+
+def _printed_password(value: str) -> bool:
+    """A line of one word a command printed as a password: one chosen or generated, not a
+    prompt, a fence, a script's keyword (`fi`, `done`) or a name (`my-script.sh`); digits
+    alone are a PIN's."""
+    return (
+        not value.startswith(_NOT_OUTPUT)
+        and given_password(value)
+        and (is_chosen_password(value) or looks_random(value))
+        and (value.isdigit() or not is_label(value))
+    )
+
+
+# ---------------------------------------------------------------- heroku auth:token
+_HEROKU_COMMAND = "heroku auth:token"
+# The command ends its line (its flags may follow); the CLI's warnings, each after a U+203A or
+# U+25B8 mark, may come before the token, which is a line of its own.
+_HEROKU_TOKEN = re.compile(
+    r"heroku[ \t]+auth:token(?![a-z:])[^\n|;&()<>`]{0,100}+\n"
+    r"(?:[ \t]*[\u203a\u25b8][^\n]{0,300}+\n){0,4}+"
+    r"[ \t]*(?P<token>[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}|hrku-[a-z0-9_\-]{20,300}+)"
+    r"[ \t\r]*(?:\n|\Z)"
+)
+
+
+def find_heroku_tokens(text: str, lowered: str) -> Iterator[Span]:
+    """The token `heroku auth:token` printed: a UUID, or an HRKU- token of any length."""
+    at = lowered.find(_HEROKU_COMMAND)
+    while at >= 0:
+        match = _HEROKU_TOKEN.match(lowered, at)
+        if match is not None:
+            yield match.span("token")
+        at = lowered.find(_HEROKU_COMMAND, at + len(_HEROKU_COMMAND))
+
+
+# ------------------------------------------------------- az storage account keys list
+# A storage account key: 64 bytes of base64, 88 characters with its padding. Its run opens the
+# rule; the key is then read only after a "keyName", as the JSON value of one (`"keyName":
+# "key1", …, "value": "…"`) or on a table's row after key1, key2 (kerb1, kerb2 for Kerberos).
+_STORAGE_KEY = r"(?<![A-Za-z0-9+/\-])([A-Za-z0-9+/]{86}==)(?![A-Za-z0-9+/=])"
+_STORAGE_KEY_GATE = re.compile(r"[A-Za-z0-9+/]{86}==")
+_LISTED_KEY = re.compile(
+    r"(?:\"value\"[ \t]*:[ \t]*\"|(?<![a-z0-9])(?:key|kerb)[12][ \t][^\n]{0,80}?)" + _STORAGE_KEY,
+    re.IGNORECASE,
+)
+_KEY_NAME = "keyname"
+_KEYS_REACH = 800  # from a "keyName" to the key of its object, or of a table's last row
+
+
+def find_listed_storage_keys(text: str, lowered: str) -> Iterator[Span]:
+    """The storage account keys `az storage account keys list` (or Get-AzStorageAccountKey)
+    printed, as JSON or as a table."""
+    at = lowered.find(_KEY_NAME)
+    searched = 0
+    while at >= 0:
+        position, end = max(at, searched), at + _KEYS_REACH
+        while (match := _LISTED_KEY.search(text, position, end)) is not None:
+            start, key_end = match.span(1)
+            if looks_random(text[start:key_end]):
+                yield start, key_end
+            position = key_end
+        searched = end
+        at = lowered.find(_KEY_NAME, at + len(_KEY_NAME))
+
+
+# (kind, finder, gate) for the detector's rule table: a storage key opens its rule by its run
+COMMAND_OUTPUT_RULES: tuple[tuple[str, Finder, Gate], ...] = (
+    ("password_flag", find_keychain_passwords, _any_trigger(_KEYCHAIN_TRIGGERS)),
+    ("heroku_api_key", find_heroku_tokens, _always),
+    ("azure_storage_key", find_listed_storage_keys, _TriggerGate(("==",), _STORAGE_KEY_GATE)),
+)
