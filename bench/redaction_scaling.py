@@ -78,6 +78,9 @@ ADVERSARIAL = {
     "stdin flags": "--password-stdin ",
     "echoes into stdin": "echo x | " * 40 + "docker login --password-stdin\n",
     "secure strings": 'ConvertTo-SecureString "Xk9mm2pqLw" -AsPlainText ',
+    # app passwords in four groups (orcad/secret_app_passwords.py), and prose after the name
+    "app passwords": "app password: abcd efgh ijkl mnop ",
+    "app password words": "app password this will work fine for each user ",
     # what a command printed below it (orcad/secret_command_outputs.py)
     "keychain outputs": "security find-generic-password -s a -w\nXk9#mm2pq\n",
     "keychain commands": "security find-generic-password -w ",

@@ -5,7 +5,7 @@ with the token table in `secret_tokens`), `name = value` assignments (`secret_as
 and credentials in plain words: command lines (`secret_commands`) and what commands print
 (`secret_command_outputs`), netrc and other files (`secret_files`), sentences and PINs
 (`secret_sentences`, `secret_stated_keys`, `secret_foreign_sentences`, `secret_pins`,
-`secret_spaced`), notes (`secret_notes`, `secret_colon_pairs`) and
+`secret_spaced`, `secret_app_passwords`), notes (`secret_notes`, `secret_colon_pairs`) and
 second factors (`secret_second_factor`), each asking `secret_values` what a value is; values
 a line break cuts are read joined (`secret_wrapped`, `secret_cut_values`). Token rules are
 skipped outright when their trigger literal is absent from the text's long unbroken runs
@@ -20,6 +20,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from orcad.secret_app_passwords import find_app_passwords
 from orcad.secret_assignments import (
     _ASSIGNMENT_FINDERS,
     _ASSIGNMENT_KEYWORDS,
@@ -156,6 +157,7 @@ _RULES: tuple[tuple[str, Finder, Gate], ...] = (
     ("password_statement", find_login_pairs, _always),
     ("password_statement", find_colon_pairs, _always),
     ("password_statement", find_spaced_passwords, _always),
+    ("password_statement", find_app_passwords, _always),
     ("password_statement", find_noted_passwords, _always),
     ("password_statement", find_access_codes, _always),
     ("recovery_codes", find_recovery_codes, _always),
