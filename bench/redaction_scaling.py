@@ -78,6 +78,8 @@ ADVERSARIAL = {
     "stdin flags": "--password-stdin ",
     "echoes into stdin": "echo x | " * 40 + "docker login --password-stdin\n",
     "secure strings": 'ConvertTo-SecureString "Xk9mm2pqLw" -AsPlainText ',
+    "passwd stdin": "echo Xk9#mm2 | passwd --stdin bob\n",
+    "passwd stdin words": "x | passwd --stdin ",
     # app passwords in four groups (orcad/secret_app_passwords.py), and prose after the name
     "app passwords": "app password: abcd efgh ijkl mnop ",
     "app password words": "app password this will work fine for each user ",

@@ -1,11 +1,11 @@
 """Passwords a command reads from its standard input or takes as a literal to protect: `echo
-PASS | docker login -u me --password-stdin` and PowerShell's `ConvertTo-SecureString "PASS"
--AsPlainText`.
+PASS | docker login -u me --password-stdin`, `echo PASS | passwd --stdin USER` and PowerShell's
+`ConvertTo-SecureString "PASS" -AsPlainText`.
 
 Pure module: no I/O. A value that only names where the password is (`echo "$CR_PAT"`, `cat
 pw.txt |`, `$(pass show x)`) is no password and stays. Both are opened by their flag's or
 cmdlet's name among the text's long runs (`STDIN_TRIGGERS`), so a text without one costs no
-scan here.
+scan here; `passwd --stdin` is no long run and costs one search for its name.
 """
 
 from __future__ import annotations
@@ -37,6 +37,8 @@ _SECURE_STRING = re.compile(
 )
 # the names that open this module's rule, as its long runs hold them (each is one)
 STDIN_TRIGGERS = (_STDIN_FLAG, "ConvertTo-SecureString", "convertto-securestring")
+# `echo PASS | passwd --stdin USER` (Red Hat's passwd): no long run, so looked for as written
+_STDIN_SETTER = "passwd --stdin"
 
 
 def find_piped_passwords(text: str, lowered: str) -> Iterator[Span]:
@@ -52,6 +54,18 @@ def find_piped_passwords(text: str, lowered: str) -> Iterator[Span]:
     if "convertto-securestring" in lowered:
         for match in _SECURE_STRING.finditer(lowered):
             yield from _given(text, match)
+
+
+def find_passwd_stdin(text: str, lowered: str) -> Iterator[Span]:
+    """A password echoed into `passwd --stdin`, which sets it as a user's new one."""
+    at = lowered.find(_STDIN_SETTER)
+    while at >= 0:
+        flag = at + len(_STDIN_SETTER) - len("--stdin")
+        if not lowered[at - 1 : at].isalnum() and not lowered[flag + 7 : flag + 8].isalnum():
+            piped = _piped_into(lowered, flag)
+            if piped is not None:
+                yield from _given(text, piped)
+        at = lowered.find(_STDIN_SETTER, at + len(_STDIN_SETTER))
 
 
 def _piped_into(lowered: str, reader: int) -> re.Match[str] | None:

@@ -182,8 +182,11 @@ def find_piped_and_batch_passwords(text: str, lowered: str) -> Iterator[Span]:
             start, end = match.span(group)
             if _argument_password(text[start:end]):
                 yield start, end
+    commands: dict[str, bool] = {}  # whether each occurs, looked for once (chpasswd has two)
     for command, pattern in _ARGUMENT_PASSWORDS:
-        if command in lowered:
+        if command not in commands:
+            commands[command] = command in lowered
+        if commands[command]:
             for match in pattern.finditer(lowered):
                 start, end, _ = value_span(match)
                 if _argument_password(text[start:end]):

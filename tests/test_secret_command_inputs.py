@@ -106,3 +106,44 @@ def test_only_the_password_of_an_assigned_secure_string_is_redacted(
 )
 def test_a_cmdlet_assigned_to_a_password_variable_stays_storable(text: str) -> None:
     assert find_secrets(text) == []
+
+
+# ------------------------------------------------------------ a password piped into passwd
+@pytest.mark.parametrize(
+    ("text", "password"),
+    [
+        ("echo 'Xk9#mm2' | passwd --stdin bob", "Xk9#mm2"),
+        ('echo "Tr0ub4dor&3" | sudo passwd --stdin deploy', "Tr0ub4dor&3"),
+        ("echo -n hunter22 | passwd --stdin root\n", "hunter22"),
+        ("printf '%s' 'S3cr3t!' | passwd --stdin alice", "S3cr3t!"),
+        (
+            "$ echo Welcome2024 | passwd --stdin jdoe\nChanging password for user jdoe.",
+            "Welcome2024",
+        ),
+        ("ssh host \"echo 'Pg$tag1ng' | passwd --stdin app\"", "Pg$tag1ng"),
+        ("useradd ci && echo Adm1n#2024 | passwd --stdin ci", "Adm1n#2024"),
+        ("RUN echo 'Xk9mm2pqLw' | passwd --stdin builder", "Xk9mm2pqLw"),
+        ("echo -e 'Winter2025!' | sudo passwd --stdin ops\r\n", "Winter2025!"),
+    ],
+)
+def test_a_password_piped_into_passwd_is_redacted(text: str, password: str) -> None:
+    assert redact(text) == text.replace(password, "[REDACTED:password_flag]")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "echo $NEWPW | passwd --stdin bob",
+        'echo "${USER_PASSWORD}" | passwd --stdin "$USER_NAME"',
+        "cat pw.txt | passwd --stdin bob",
+        "echo done | wc -l; passwd --stdin bob",
+        "passwd --stdin bob < pw.txt",
+        "echo <password> | passwd --stdin bob",
+        "echo hello\npasswd --stdin bob",
+        "openssl rand -base64 12 | passwd --stdin bob",
+        "echo 'Xk9#mm2' | chpasswd --stdin",
+        "echo 'Xk9#mm2' | passwd --stdinx bob",
+    ],
+)
+def test_input_to_passwd_that_is_no_password_stays_storable(text: str) -> None:
+    assert find_secrets(text) == []
