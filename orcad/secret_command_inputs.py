@@ -5,7 +5,8 @@ PASS | docker login -u me --password-stdin`, `echo PASS | passwd --stdin USER` a
 Pure module: no I/O. A value that only names where the password is (`echo "$CR_PAT"`, `cat
 pw.txt |`, `$(pass show x)`) is no password and stays. Both are opened by their flag's or
 cmdlet's name among the text's long runs (`STDIN_TRIGGERS`), so a text without one costs no
-scan here; `passwd --stdin` is no long run and costs one search for its name.
+scan here; `passwd --stdin` is no long run and is looked for by `secret_commands`' rule once
+the text names passwd (as htpasswd and chpasswd do), one search for the three.
 """
 
 from __future__ import annotations

@@ -3,11 +3,11 @@
 Pure module: no I/O. Finds credential flags (`--password X`, `docker login -p X`, `mysql -pX`,
 `curl -u user:X`, `ldapsearch -w X`, ...), passwords given as a plain argument or piped to a
 command that reads them (`htpasswd -b FILE USER X`, `echo X | sudo -S ...`, `echo 'user:X' |
-chpasswd`, `net user NAME X`), and Redis's `requirepass X` and `masterauth X`. Leaves alone a
-flag that prose names ("the --password option"), a port mapping on a tool's line (`-p
-27017:27017`), a flag whose other case means something else (`ldapsearch -W` prompts), words of
-prose where a command's password would go ("rabbitmqctl add_user admin then ...") and the
-example redis.conf gives, `foobared`.
+chpasswd`, `echo X | passwd --stdin USER`, `net user NAME X`), and Redis's `requirepass X`
+and `masterauth X`. Leaves alone a flag that prose names ("the --password option"), a port
+mapping on a tool's line (`-p 27017:27017`), a flag whose other case means something else
+(`ldapsearch -W` prompts), words of prose where a command's password would go ("rabbitmqctl
+add_user admin then ...") and the example redis.conf gives, `foobared`.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from orcad.secret_command_inputs import find_passwd_stdin
 from orcad.secret_values import (
     QUOTED_VALUES,
     TRAILING,
@@ -169,8 +170,11 @@ def _argument_password(value: str) -> bool:
 
 def find_piped_and_batch_passwords(text: str, lowered: str) -> Iterator[Span]:
     """Passwords given as a plain argument: `htpasswd -b FILE USER PASS`, and piped to a
-    command that reads them: `echo PASS | sudo -S CMD`."""
-    if "htpasswd" in lowered:
+    command that reads them: `echo PASS | sudo -S CMD`, `echo PASS | passwd --stdin USER`."""
+    names_passwd = "passwd" in lowered  # htpasswd, chpasswd, passwd --stdin: one search
+    if names_passwd:
+        yield from find_passwd_stdin(text, lowered)
+    if names_passwd and "htpasswd" in lowered:
         for match in _HTPASSWD.finditer(lowered):
             flags = text[match.start("flags") : match.end("flags")]
             if not re.search(r"-[a-zA-Z]*b", flags):
@@ -185,7 +189,7 @@ def find_piped_and_batch_passwords(text: str, lowered: str) -> Iterator[Span]:
     commands: dict[str, bool] = {}  # whether each occurs, looked for once (chpasswd has two)
     for command, pattern in _ARGUMENT_PASSWORDS:
         if command not in commands:
-            commands[command] = command in lowered
+            commands[command] = (names_passwd or "passwd" not in command) and command in lowered
         if commands[command]:
             for match in pattern.finditer(lowered):
                 start, end, _ = value_span(match)

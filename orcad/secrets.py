@@ -29,7 +29,7 @@ from orcad.secret_assignments import (
     _not_annotations,
 )
 from orcad.secret_colon_pairs import find_colon_pairs
-from orcad.secret_command_inputs import STDIN_TRIGGERS, find_passwd_stdin, find_piped_passwords
+from orcad.secret_command_inputs import STDIN_TRIGGERS, find_piped_passwords
 from orcad.secret_command_outputs import COMMAND_OUTPUT_RULES
 from orcad.secret_commands import (
     find_credential_flags,
@@ -146,7 +146,6 @@ _RULES: tuple[tuple[str, Finder, Gate], ...] = (
     ("password_flag", find_credential_flags, _always),
     ("password_flag", find_piped_and_batch_passwords, _always),
     ("password_flag", find_piped_passwords, _any_trigger(STDIN_TRIGGERS)),
-    ("password_flag", find_passwd_stdin, _always),
     *COMMAND_OUTPUT_RULES,  # what a command printed below it (`security … -w`, ...)
     ("credential_assignment", find_redis_passwords, _always),
     ("credential_assignment", find_sql_passwords, _always),
