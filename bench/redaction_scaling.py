@@ -80,6 +80,8 @@ ADVERSARIAL = {
     "secure strings": 'ConvertTo-SecureString "Xk9mm2pqLw" -AsPlainText ',
     "passwd stdin": "echo Xk9#mm2 | passwd --stdin bob\n",
     "passwd stdin words": "x | passwd --stdin ",
+    "oracle logons": "sqlplus -s scott/Tiger123@orcl ",
+    "oracle commands": "sqlplus -s -l ",
     # app passwords in four groups (orcad/secret_app_passwords.py), and prose after the name
     "app passwords": "app password: abcd efgh ijkl mnop ",
     "app password words": "app password this will work fine for each user ",

@@ -3,11 +3,12 @@
 Pure module: no I/O. Finds credential flags (`--password X`, `docker login -p X`, `mysql -pX`,
 `curl -u user:X`, `ldapsearch -w X`, ...), passwords given as a plain argument or piped to a
 command that reads them (`htpasswd -b FILE USER X`, `echo X | sudo -S ...`, `echo 'user:X' |
-chpasswd`, `echo X | passwd --stdin USER`, `net user NAME X`), and Redis's `requirepass X`
-and `masterauth X`. Leaves alone a flag that prose names ("the --password option"), a port
-mapping on a tool's line (`-p 27017:27017`), a flag whose other case means something else
-(`ldapsearch -W` prompts), words of prose where a command's password would go ("rabbitmqctl
-add_user admin then ...") and the example redis.conf gives, `foobared`.
+chpasswd`, `echo X | passwd --stdin USER`, `net user NAME X`, `sqlplus USER/X@DB`), and
+Redis's `requirepass X` and `masterauth X`. Leaves alone a flag that prose names ("the
+--password option"), a port mapping on a tool's line (`-p 27017:27017`), a flag whose other
+case means something else (`ldapsearch -W` prompts), words of prose where a command's password
+would go ("rabbitmqctl add_user admin then ...") and the example passwords documentation gives,
+redis.conf's `foobared` and Oracle's `scott/tiger`.
 """
 
 from __future__ import annotations
@@ -132,6 +133,15 @@ _ARGUMENT_PASSWORDS = (
         ),
     ),
     ("mysqladmin", re.compile(r"mysqladmin[^\n|;&]{0,300}?[ \t]password[ \t]+" + _VALUE)),
+    # Oracle: `sqlplus USER/PASS@DB` (`sqlplus / as sysdba`, `/nolog` and `USER@DB` prompt)
+    (
+        "sqlplus",
+        re.compile(
+            r"sqlplus(?:[ \t]+-[a-z]{1,12})*[ \t]+[\"']?[a-z0-9_$#]{1,30}/"
+            r"([^\s@\"'/;|&()<>]{1,128}+)(?=[\"']?(?:@|[ \t\r]|$))",
+            re.MULTILINE,
+        ),
+    ),
 )
 # (command, flag letter as written, pattern): flags whose other case means something else, so
 # they are read in the text as written. ldapsearch, ldapadd, ...: -w PASS (-W prompts); SQL
@@ -164,8 +174,13 @@ _PROSE_NOT_A_VALUE = frozenset(
 )  # fmt: skip
 
 
+# Oracle's demo account, `scott/tiger`, as its documentation and every tutorial give it
+_DEMO_PASSWORDS = frozenset(("tiger",))
+
+
 def _argument_password(value: str) -> bool:
-    return given_password(value) and value.rstrip(TRAILING).lower() not in _PROSE_NOT_A_VALUE
+    word = value.rstrip(TRAILING).lower()
+    return given_password(value) and word not in _PROSE_NOT_A_VALUE and word not in _DEMO_PASSWORDS
 
 
 def find_piped_and_batch_passwords(text: str, lowered: str) -> Iterator[Span]:

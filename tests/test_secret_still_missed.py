@@ -1,5 +1,6 @@
 """Secrets once listed as still missed: a password after the word for password and a space in
-another language, each with what must go and what looks like it but must stay storable."""
+another language, a TOTP seed in groups, an Oracle logon's password, each with what must go
+and what looks like it but must stay storable."""
 
 from __future__ import annotations
 
@@ -179,3 +180,42 @@ def test_colon_pairs_under_other_lines_stay_storable(text: str) -> None:
 def test_second_factors_are_named_by_their_kind(text: str, kind: str) -> None:
     assert secret_kinds(text) == kind
     assert f"[REDACTED:{kind}]" in redact(text)
+
+
+# ------------------------------------------------------ an Oracle logon: sqlplus USER/PASS@DB
+@pytest.mark.parametrize(
+    ("text", "password"),
+    [
+        ("sqlplus scott/Tiger123@orcl", "Tiger123"),
+        ("sqlplus -s system/Xk9#mm2pq@//db:1521/ORCLPDB1", "Xk9#mm2pq"),
+        ("sqlplus sys/Oracle_123@cdb as sysdba", "Oracle_123"),
+        ("sqlplus 'hr/Hr2024!@pdb'", "Hr2024!"),
+        ("$ sqlplus -L app_user/S3cr3t99@prod\n", "S3cr3t99"),
+        ("sqlplus hr/Welcome1", "Welcome1"),
+        ("echo exit | sqlplus -S etl/Etl#2024x@dwh @load.sql", "Etl#2024x"),
+        ('sqlplus "batch/B4tch$Run"@reports', "B4tch$Run"),
+        ("SQLPLUS SYSTEM/Manager99@XE", "Manager99"),
+    ],
+)
+def test_a_password_in_an_oracle_logon_is_redacted(text: str, password: str) -> None:
+    _assert_only_value_redacted(text, password, "password_flag")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "sqlplus scott/tiger@orcl",  # the demo account every tutorial gives
+        "sqlplus / as sysdba",
+        "sqlplus /nolog",
+        "sqlplus user/pass@db",
+        "sqlplus scott/${PW}@orcl",
+        "sqlplus username/password@connect_identifier",
+        "sqlplus -L scott@orcl",
+        "sqlplus @script.sql",
+        "sqlplus $USER/$PASS@orcl",
+        "sqlplus sys/<pwd>@db as sysdba",
+        "run sqlplus with the schema owner/then check the log",
+    ],
+)
+def test_sqlplus_lines_without_a_password_stay_storable(text: str) -> None:
+    assert find_secrets(text) == []
