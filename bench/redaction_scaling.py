@@ -82,6 +82,8 @@ ADVERSARIAL = {
     "passwd stdin words": "x | passwd --stdin ",
     "oracle logons": "sqlplus -s scott/Tiger123@orcl ",
     "oracle commands": "sqlplus -s -l ",
+    "wifi passphrases": "wpa_passphrase MyNet Xk9#mm2pq\n",
+    "wifi passphrase commands": "wpa_passphrase ",
     # app passwords in four groups (orcad/secret_app_passwords.py), and prose after the name
     "app passwords": "app password: abcd efgh ijkl mnop ",
     "app password words": "app password this will work fine for each user ",

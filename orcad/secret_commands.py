@@ -3,12 +3,12 @@
 Pure module: no I/O. Finds credential flags (`--password X`, `docker login -p X`, `mysql -pX`,
 `curl -u user:X`, `ldapsearch -w X`, ...), passwords given as a plain argument or piped to a
 command that reads them (`htpasswd -b FILE USER X`, `echo X | sudo -S ...`, `echo 'user:X' |
-chpasswd`, `echo X | passwd --stdin USER`, `net user NAME X`, `sqlplus USER/X@DB`), and
-Redis's `requirepass X` and `masterauth X`. Leaves alone a flag that prose names ("the
---password option"), a port mapping on a tool's line (`-p 27017:27017`), a flag whose other
-case means something else (`ldapsearch -W` prompts), words of prose where a command's password
-would go ("rabbitmqctl add_user admin then ...") and the example passwords documentation gives,
-redis.conf's `foobared` and Oracle's `scott/tiger`.
+chpasswd`, `echo X | passwd --stdin USER`, `net user NAME X`, `wpa_passphrase SSID X`,
+`sqlplus USER/X@DB`), and Redis's `requirepass X` and `masterauth X`. Leaves alone a flag that
+prose names ("the --password option"), a port mapping on a tool's line (`-p 27017:27017`), a
+flag whose other case means something else (`ldapsearch -W` prompts), words of prose where a
+command's password would go ("rabbitmqctl add_user admin then ...") and the example passwords
+documentation gives, redis.conf's `foobared` and Oracle's `scott/tiger`.
 """
 
 from __future__ import annotations
@@ -133,6 +133,14 @@ _ARGUMENT_PASSWORDS = (
         ),
     ),
     ("mysqladmin", re.compile(r"mysqladmin[^\n|;&]{0,300}?[ \t]password[ \t]+" + _VALUE)),
+    # `wpa_passphrase SSID PASSPHRASE` (with the SSID alone it reads the passphrase from input)
+    (
+        "wpa_passphrase",
+        re.compile(
+            rf"wpa_passphrase[ \t]+{_WORD}[ \t]+" + _VALUE + r"(?=[ \t]*(?:$|[\r\n;&|)<>#]))",
+            re.MULTILINE,
+        ),
+    ),
     # Oracle: `sqlplus USER/PASS@DB` (`sqlplus / as sysdba`, `/nolog` and `USER@DB` prompt)
     (
         "sqlplus",

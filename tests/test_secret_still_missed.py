@@ -1,5 +1,5 @@
 """Secrets once listed as still missed: a password after the word for password and a space in
-another language, a TOTP seed in groups, an Oracle logon's password, each with what must go
+another language, a TOTP seed in groups, an Oracle logon, a Wi-Fi passphrase: what must go
 and what looks like it but must stay storable."""
 
 from __future__ import annotations
@@ -218,4 +218,42 @@ def test_a_password_in_an_oracle_logon_is_redacted(text: str, password: str) -> 
     ],
 )
 def test_sqlplus_lines_without_a_password_stay_storable(text: str) -> None:
+    assert find_secrets(text) == []
+
+
+# ------------------------------------------------- a Wi-Fi passphrase given to wpa_passphrase
+@pytest.mark.parametrize(
+    ("text", "passphrase"),
+    [
+        ("wpa_passphrase MyNet 'Xk9#mm2pq'", "Xk9#mm2pq"),
+        ('wpa_passphrase "My Home Net" "Tr0ub4dor&3" >> /etc/wpa_supplicant.conf', "Tr0ub4dor&3"),
+        ("sudo wpa_passphrase lab Welcome2024 > lab.conf", "Welcome2024"),
+        ("$ wpa_passphrase Office S3cr3tWifi!\nnetwork={", "S3cr3tWifi!"),
+        ("wpa_passphrase guest correcthorse", "correcthorse"),
+        ("wpa_passphrase 'Cafe 5G' 'purple monkey 42'", "purple monkey 42"),
+        ("wpa_passphrase iot Pl4nt#Sensors | sudo tee -a /etc/wpa.conf", "Pl4nt#Sensors"),
+        ("wpa_passphrase HomeNet Sunflower2024!\r\n", "Sunflower2024!"),
+        ("ssh pi 'wpa_passphrase barn Ba4rn#Wifi; reboot'", "Ba4rn#Wifi"),
+    ],
+)
+def test_a_passphrase_given_to_wpa_passphrase_is_redacted(text: str, passphrase: str) -> None:
+    _assert_only_value_redacted(text, passphrase, "password_flag")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "wpa_passphrase MyNet",
+        "wpa_passphrase MyNet < pass.txt",
+        "wpa_passphrase MyNet >> /etc/wpa.conf",
+        "wpa_passphrase $SSID $PSK",
+        'wpa_passphrase "$SSID" "${WIFI_PASSWORD}"',
+        "wpa_passphrase <ssid> <passphrase>",
+        "wpa_passphrase MyNet then paste the output",
+        "wpa_passphrase [ ssid ] [ passphrase ]",
+        "wpa_passphrase MyNet then",
+        "run wpa_passphrase with the network name and passphrase",
+    ],
+)
+def test_wpa_passphrase_lines_without_a_passphrase_stay_storable(text: str) -> None:
     assert find_secrets(text) == []
