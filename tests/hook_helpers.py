@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import socket
 import subprocess
 import sys
+import threading
 import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -251,3 +255,44 @@ class CodexRollout:
         self._line(
             "event_msg", {"type": "task_complete", "turn_id": turn_id, "last_agent_message": last}
         )
+
+
+# What a program that is not orcad may send back on the socket: retitle the terminal, clear it,
+# and a C1 CSI (one byte 0x9b) that starts a colour
+TERMINAL_ESCAPES = "\x1b]0;owned\x07\x1b[2J\x9b31m"
+
+
+def _answer_each_request(listener: socket.socket, answer: Callable[[dict[str, Any]], Any]) -> None:
+    """A peer on the socket that answers every request line with `answer(request)`."""
+    while True:
+        try:
+            connection, _ = listener.accept()
+        except OSError:
+            return  # the listener was closed: the test is over
+        with connection, connection.makefile("rwb") as stream:
+            for line in stream:
+                stream.write(json.dumps(answer(json.loads(line))).encode() + b"\n")
+                stream.flush()
+
+
+@contextlib.contextmanager
+def peer_answering(path: Path, answer: Callable[[dict[str, Any]], Any]) -> Iterator[None]:
+    """A program on the socket at `path` that is not orcad: it answers each request line with
+    `answer(request)` until the block ends."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
+        listener.bind(str(path))
+        listener.listen()
+        thread = threading.Thread(target=_answer_each_request, args=(listener, answer))
+        thread.start()
+        try:
+            yield
+        finally:
+            listener.shutdown(socket.SHUT_RDWR)
+            thread.join(timeout=10)
+            path.unlink()
+
+
+def error_with_escapes(request: dict[str, Any]) -> dict[str, Any]:
+    """An error answer whose message and kind hold TERMINAL_ESCAPES."""
+    error = {"code": -32000, "message": TERMINAL_ESCAPES, "data": {"kind": TERMINAL_ESCAPES}}
+    return {"jsonrpc": "2.0", "id": request["id"], "error": error}

@@ -3,14 +3,11 @@ signals, and the environment. Whatever comes, a hook never exits 2 (the agents' 
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
 import signal
 import socket
 import subprocess
-import threading
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +17,7 @@ from orcactl import entry
 from orcactl.hooks import runner
 from orcactl.main import GLOBAL_OPTIONS
 from tests.harness import REPO_ROOT, DaemonProcess, OrcaEnv
-from tests.hook_helpers import ORCACTL
+from tests.hook_helpers import ORCACTL, TERMINAL_ESCAPES, error_with_escapes, peer_answering
 
 pytestmark = pytest.mark.daemon
 
@@ -201,44 +198,6 @@ def test_orca_extraction_other_than_1_leaves_a_hook_at_work(
     assert daemon.call("daemon.status").sessions == 1
 
 
-# What a program that is not orcad may send back on the socket: retitle the terminal, clear it,
-# and a C1 CSI (one byte 0x9b) that starts a colour
-TERMINAL_ESCAPES = "\x1b]0;owned\x07\x1b[2J\x9b31m"
-
-
-def _answer_each_request(listener: socket.socket, answer: Callable[[dict[str, Any]], Any]) -> None:
-    """A peer on the socket that answers every request line with `answer(request)`."""
-    while True:
-        try:
-            connection, _ = listener.accept()
-        except OSError:
-            return  # the listener was closed: the test is over
-        with connection, connection.makefile("rwb") as stream:
-            for line in stream:
-                stream.write(json.dumps(answer(json.loads(line))).encode() + b"\n")
-                stream.flush()
-
-
-@contextlib.contextmanager
-def _peer(path: Path, answer: Callable[[dict[str, Any]], Any]) -> Iterator[None]:
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
-        listener.bind(str(path))
-        listener.listen()
-        thread = threading.Thread(target=_answer_each_request, args=(listener, answer))
-        thread.start()
-        try:
-            yield
-        finally:
-            listener.shutdown(socket.SHUT_RDWR)
-            thread.join(timeout=10)
-            path.unlink()
-
-
-def _error_with_escapes(request: dict[str, Any]) -> dict[str, Any]:
-    error = {"code": -32000, "message": TERMINAL_ESCAPES, "data": {"kind": TERMINAL_ESCAPES}}
-    return {"jsonrpc": "2.0", "id": request["id"], "error": error}
-
-
 def _context_with_escapes(request: dict[str, Any]) -> dict[str, Any]:
     result = {"session_id": "s1", "epoch": 1, "context": f"Recalled: {TERMINAL_ESCAPES}\tend"}
     return {"jsonrpc": "2.0", "id": request["id"], "result": result}
@@ -254,14 +213,14 @@ def test_a_peer_that_answers_terminal_escapes_gets_them_escaped_not_echoed(
         {"session_id": "s1", "turn_id": "t1", "cwd": str(tmp_path), "prompt": "hi"}
     )
     hook = ("--socket", str(tmp_path / "peer.sock"), "hook", agent, "UserPromptSubmit")
-    with _peer(tmp_path / "peer.sock", _error_with_escapes):
+    with peer_answering(tmp_path / "peer.sock", error_with_escapes):
         status, stdout, stderr = _orcactl(orca_env, *hook, "--no-start", stdin=payload)
     assert status == 0
     assert not RAW_CONTROLS.search(stderr), repr(stderr)
     assert stderr.startswith(
         "orcactl hook: orca memory skipped: \\x1b]0;owned\\x07\\x1b[2J\\x9b31m"
     )
-    with _peer(tmp_path / "peer.sock", _context_with_escapes):
+    with peer_answering(tmp_path / "peer.sock", _context_with_escapes):
         status, stdout, stderr = _orcactl(orca_env, *hook, "--no-start", stdin=payload)
     assert (status, stderr) == (0, "")
     context = json.loads(stdout)["hookSpecificOutput"]["additionalContext"]

@@ -38,7 +38,13 @@ from orcactl.mcp_server import DaemonSession
 from orcactl.mcp_stdio import STALL_DEADLINE_S, Owed, _write
 from protocol.client import Client, DaemonUnavailable
 from tests.harness import DaemonProcess, OrcaEnv
-from tests.hook_helpers import ORCACTL, ClaudeTranscript, run_hook
+from tests.hook_helpers import (
+    ORCACTL,
+    ClaudeTranscript,
+    error_with_escapes,
+    peer_answering,
+    run_hook,
+)
 
 # slow: each test starts the server process (the SDK imports slowly)
 pytestmark = [pytest.mark.daemon, pytest.mark.slow]
@@ -644,43 +650,22 @@ def test_a_change_orcad_died_on_is_not_reported_as_failed(
     assert len(received) == (2 if method == "memory.search" else 1)  # a change is not repeated
 
 
-def _answers_errors_with_escapes(listener: socket.socket) -> None:
-    """A peer on the socket that is not orcad: it answers each request with an error whose
-    message and kind hold terminal escapes (retitle, clear, a C1 CSI)."""
-    escapes = "\x1b]0;owned\x07\x1b[2J\x9b31m"
-    while True:
-        try:
-            connection, _ = listener.accept()
-        except OSError:
-            return  # the listener was closed: the test is over
-        with connection, connection.makefile("rwb") as stream:
-            for line in stream:
-                error = {"code": -32000, "message": escapes, "data": {"kind": escapes}}
-                answer = {"jsonrpc": "2.0", "id": json.loads(line)["id"], "error": error}
-                stream.write(json.dumps(answer).encode() + b"\n")
-                stream.flush()
-
-
 def test_a_tool_error_quoting_the_peer_has_its_control_characters_escaped(
     tmp_path: Path,
 ) -> None:
     # the agent shows a tool's error to the user: the peer's escapes went there raw
-    path = tmp_path / "peer.sock"
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(str(path))
-    listener.listen()
-    thread = threading.Thread(target=_answers_errors_with_escapes, args=(listener,))
-    thread.start()
     args = argparse.Namespace(
-        cwd=str(tmp_path), session_id=None, mode="normal", no_start=True, socket=str(path)
+        cwd=str(tmp_path),
+        session_id=None,
+        mode="normal",
+        no_start=True,
+        socket=str(tmp_path / "peer.sock"),
     )
-    try:
-        with pytest.raises(ToolError) as raised:
-            DaemonSession(args).call_blocking("memory.search", {"limit": 1})
-    finally:
-        listener.shutdown(socket.SHUT_RDWR)
-        listener.close()
-        thread.join(timeout=10)
+    with (
+        peer_answering(tmp_path / "peer.sock", error_with_escapes),
+        pytest.raises(ToolError) as raised,
+    ):
+        DaemonSession(args).call_blocking("memory.search", {"limit": 1})
     shown = "\\x1b]0;owned\\x07\\x1b[2J\\x9b31m"
     assert str(raised.value) == f"orca: {shown} ({shown})"
 
