@@ -20,7 +20,7 @@ import msgspec
 import orcad
 from orcad.control_characters import BIDI_FORMATTING, TAG_CHARACTERS
 from orcad.errors import StartupError
-from orcad.paths import resolve_paths
+from orcad.paths import SHORTER_SOCKET, resolve_paths, socket_path_problem
 from orcad.runtime import check_home_directory
 from protocol.client import CALL_TIMEOUT_S, Client, DaemonUnavailable, ProtocolViolation
 from protocol.errors import ErrorObject, RemoteError
@@ -74,28 +74,6 @@ def socket_path(args: argparse.Namespace) -> str:
     if getattr(args, "socket", None):
         return os.path.abspath(str(args.socket))
     return str(resolve_paths().socket)
-
-
-# The longest path a Unix socket's address holds: sun_path less its closing NUL (108 bytes on
-# Linux, 104 on macOS and the BSDs). No orcad can listen on a longer one.
-SOCKET_PATH_MAX_BYTES = 107 if sys.platform.startswith("linux") else 103
-
-
-def socket_path_problem(path: str) -> str | None:
-    """Why no orcad can listen on `path`, when its path is too long for a Unix socket (a long
-    XDG_RUNTIME_DIR or ORCA_SOCKET); None when it fits. Connecting there fails before any
-    system call, with words that name neither the path's length nor its limit."""
-    size = len(os.fsencode(path))
-    if size <= SOCKET_PATH_MAX_BYTES:
-        return None
-    return (
-        f"no orcad can listen on {path}: its path is {size} bytes, and a Unix socket's path may "
-        f"have at most {SOCKET_PATH_MAX_BYTES}"
-    )
-
-
-# How to choose another socket, said after socket_path_problem's words.
-SHORTER_SOCKET = "set ORCA_SOCKET (or give --socket) to a shorter path"
 
 
 def daemon_log_path() -> Path:
@@ -274,7 +252,7 @@ def open_client(
     path = socket_path(args)
     problem = socket_path_problem(path)
     if problem is not None:  # no start could help
-        raise CommandError(f"{problem}; {SHORTER_SOCKET}")
+        raise CommandError(f"{problem}; {SHORTER_SOCKET}", EXIT_NOT_RUNNING)
     allowed = (not getattr(args, "no_start", False)) if start is None else start
     try:
         return Client(path, timeout=CALL_TIMEOUT_S), None

@@ -24,7 +24,7 @@ from orcad.errors import StartupError
 from orcad.journal import configure_journal_logging, stderr_is_journal
 from orcad.log import configure_logging
 from orcad.notify import Notifier
-from orcad.paths import Paths, resolve_paths
+from orcad.paths import SHORTER_SOCKET, Paths, resolve_paths, socket_path_problem
 from orcad.rpc import Dispatcher
 from orcad.runtime import (
     InstanceLock,
@@ -97,6 +97,9 @@ def open_listening_socket(paths: Paths) -> Listening:
     inherited = activated_socket(os.environ, os.getpid())
     if inherited is not None:  # the service manager's socket: used as is, never unlinked
         return Listening(inherited, listening_path(inherited, paths.socket), owned=False)
+    problem = socket_path_problem(str(paths.socket))
+    if problem is not None:  # bind would say only "AF_UNIX path too long", with no errno
+        raise StartupError(f"{problem}; {SHORTER_SOCKET}")
     clear_stale_socket(paths.socket)
     return Listening(bind_private_socket(paths.socket), paths.socket, owned=True)
 

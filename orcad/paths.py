@@ -7,6 +7,7 @@ systemd and platformdirs do): the default applies, wherever the process was star
 from __future__ import annotations
 
 import os
+import sys
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -62,6 +63,28 @@ def xdg_directory(env: Mapping[str, str], name: str) -> Path | None:
     Directory specification, which says to ignore it) gives None, for the default."""
     value = env.get(name, "")
     return Path(value) if os.path.isabs(value) else None
+
+
+# The longest path a Unix socket's address holds: sun_path less its closing NUL (108 bytes on
+# Linux, 104 on macOS and the BSDs). No orcad can listen on a longer one.
+SOCKET_PATH_MAX_BYTES = 107 if sys.platform.startswith("linux") else 103
+
+
+def socket_path_problem(path: str) -> str | None:
+    """Why no orcad can listen on `path`, when its path is too long for a Unix socket (a long
+    XDG_RUNTIME_DIR or ORCA_SOCKET); None when it fits. Binding or connecting there fails before
+    any system call, with words that name neither the path's length nor its limit."""
+    size = len(os.fsencode(path))
+    if size <= SOCKET_PATH_MAX_BYTES:
+        return None
+    return (
+        f"no orcad can listen on {path}: its path is {size} bytes, and a Unix socket's path may "
+        f"have at most {SOCKET_PATH_MAX_BYTES}"
+    )
+
+
+# How to choose another socket, said after socket_path_problem's words.
+SHORTER_SOCKET = "set ORCA_SOCKET (or give --socket) to a shorter path"
 
 
 def resolve_paths(env: Mapping[str, str] | None = None) -> Paths:

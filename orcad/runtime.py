@@ -257,7 +257,7 @@ def bind_private_socket(path: Path) -> socket.socket:
         sock.bind(str(path))
     except OSError as exc:
         sock.close()
-        raise StartupError(f"cannot bind {path}: {exc.strerror}") from exc
+        raise StartupError(f"cannot bind {path}: {exc.strerror or exc}") from exc
     finally:
         os.umask(old_umask)
     os.chmod(path, 0o600)

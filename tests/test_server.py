@@ -22,7 +22,7 @@ import trio.testing
 from orcad import runtime
 from orcad.errors import StartupError
 from orcad.limits import STOPPING_HOLDER_WAIT_S
-from orcad.paths import resolve_paths
+from orcad.paths import SOCKET_PATH_MAX_BYTES, resolve_paths
 from orcad.rpc import Router
 from orcad.runtime import InstanceLock, read_instance
 from protocol.client import Client, RequestRefused
@@ -610,6 +610,25 @@ def test_a_feature_that_cannot_start_exits_1_with_a_message_and_no_socket(
     events = [json.loads(line) for line in result.stderr.splitlines() if line.startswith("{")]
     assert "daemon.startup_failed" in [e["event"] for e in events]
     assert not orca_env.socket.exists()
+
+
+def test_a_socket_path_too_long_to_bind_is_named_with_its_length(
+    orca_env: OrcaEnv, tmp_path: Path
+) -> None:
+    # bind fails with "AF_UNIX path too long" and no errno: orcad said "cannot bind ...: None"
+    runtime = tmp_path / ("r" * 60) / ("u" * 60)
+    runtime.mkdir(mode=0o700, parents=True)
+    socket_path = runtime / "orcad.sock"
+    result = refused_start({**orca_env.env, "ORCA_SOCKET": str(socket_path)})
+    length = len(os.fsencode(socket_path))
+    said = [line for line in result.stderr.splitlines() if line.startswith("orcad: ")]
+    assert said == [
+        f"orcad: no orcad can listen on {socket_path}: its path is {length} bytes, and a Unix "
+        f"socket's path may have at most {SOCKET_PATH_MAX_BYTES}; set ORCA_SOCKET (or give "
+        "--socket) to a shorter path"
+    ]
+    assert "None" not in result.stderr
+    assert not socket_path.exists()
 
 
 def test_a_memory_root_it_cannot_create_is_a_clear_startup_error(orca_env: OrcaEnv) -> None:

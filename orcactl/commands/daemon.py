@@ -13,7 +13,6 @@ import msgspec
 from orcactl.connect import (
     EXIT_NOT_RUNNING,
     EXIT_OK,
-    SHORTER_SOCKET,
     CommandError,
     call,
     connect,
@@ -22,13 +21,12 @@ from orcactl.connect import (
     print_json,
     remote_failure,
     socket_path,
-    socket_path_problem,
 )
 from orcactl.hooks.failures import recent_failures, status_lines
 from orcad.clock import parse_time
 from orcad.config import load_config
 from orcad.errors import StartupError
-from orcad.paths import resolve_paths
+from orcad.paths import SHORTER_SOCKET, resolve_paths, socket_path_problem
 from orcad.runtime import check_home_directory
 from protocol.errors import RemoteError
 from protocol.types import EmbeddingStatus, PingResult, StatusResult

@@ -12,9 +12,8 @@ import msgspec
 from orcactl.approval import shell_word
 from orcactl.commands.doctor_faults import Finding, judge_daemon_errors
 from orcactl.commands.doctor_files import judge_private
-from orcactl.connect import SHORTER_SOCKET, socket_path_problem
 from orcad.limits import DOCTOR_DAEMON_TIMEOUT_S
-from orcad.paths import Paths
+from orcad.paths import SHORTER_SOCKET, Paths, socket_path_problem
 from protocol.client import Client, DaemonUnavailable, ProtocolViolation
 from protocol.errors import ErrorCode, RemoteError
 
