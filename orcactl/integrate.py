@@ -27,7 +27,7 @@ from orcactl.arguments import current_directory, utf8_path
 from orcactl.commands.doctor_faults import Finding
 from orcactl.connect import EXIT_OK, EXIT_USAGE, CommandError, print_json
 from orcactl.hooks.failures import failures_path, recent_failures
-from orcad.paths import resolve_paths
+from orcad.paths import resolve_paths, socket_path_problem
 
 
 def _runnable(program: str) -> bool:
@@ -65,6 +65,8 @@ def plan(args: argparse.Namespace, env: dict[str, str]) -> list[Change]:
     socket = os.path.abspath(chosen) if chosen else None
     if socket is not None and not args.remove:
         utf8_path("the socket path", socket, NOT_IN_CONFIG)
+        if problem := socket_path_problem(socket):  # hooks written with it could never connect
+            raise CommandError(f"{problem}; choose a shorter one; nothing was changed", EXIT_USAGE)
     found = agent_configs.targets(args.agent, project, env)
     if args.extractor:
         found.append(Target(resolve_paths(env).config_file, "orca-config"))

@@ -16,6 +16,7 @@ import pytest
 import trio
 
 from orcactl.integrate import agent_status
+from orcad.paths import SOCKET_PATH_MAX_BYTES
 from orcad.providers.command import CommandProvider
 from protocol.client import Client
 from tests.harness import OrcaEnv
@@ -189,6 +190,24 @@ def test_the_socket_option_is_written_into_the_mcp_server_and_every_hook(
         timeout=60,
     )
     assert again.returncode == 0 and "nothing to change" in again.stdout
+
+
+@pytest.mark.parametrize("agent", ["claude-code", "codex"])
+def test_a_socket_path_too_long_for_a_unix_socket_is_bad_usage_and_nothing_is_written(
+    orca_env: OrcaEnv, agent: str
+) -> None:
+    # the hooks and the MCP server would carry a socket no orcad can listen on, and every
+    # hook would fail
+    chosen = str(orca_env.root / ("s" * 120) / "orcad.sock")
+    done = _integrate(orca_env, agent, "--socket", chosen)
+    assert done.returncode == 2, done.stderr
+    length = len(os.fsencode(chosen))
+    assert done.stderr == (
+        f"orcactl: no orcad can listen on {chosen}: its path is {length} bytes, and a Unix "
+        f"socket's path may have at most {SOCKET_PATH_MAX_BYTES}; choose a shorter one; nothing "
+        "was changed\n"
+    )
+    assert sorted(path.name for path in _home(orca_env).iterdir()) == []
 
 
 @pytest.mark.parametrize(

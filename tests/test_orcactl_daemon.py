@@ -93,6 +93,30 @@ def test_status_when_no_daemon_can_listen_on_the_socket_says_so_and_exits_3(
     assert not (runtime / "orca").exists()  # nothing was started
 
 
+@pytest.mark.parametrize(
+    "command", [("ping",), ("memory", "search", "pnpm"), ("jobs",), ("remember", "We use pnpm")]
+)
+def test_a_command_whose_socket_path_is_too_long_exits_3_naming_the_length(
+    orca_env: OrcaEnv, tmp_path: Path, command: tuple[str, ...]
+) -> None:
+    # no orcad can listen there, so none can be started: that is "not running" (3), as status
+    # says, not a failed command (1)
+    socket_path = tmp_path / ("s" * 120) / "orcad.sock"
+    env = {**orca_env.env, "ORCA_SOCKET": str(socket_path)}
+    run = [sys.executable, "-m", "orcactl", *command]
+    done = subprocess.run(run, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 3, done.stderr
+    length = len(os.fsencode(socket_path))
+    assert done.stderr.startswith(
+        f"orcactl: no orcad can listen on {socket_path}: its path is {length} bytes"
+    )
+    assert done.stderr.endswith("; set ORCA_SOCKET (or give --socket) to a shorter path\n")
+    as_json = subprocess.run([*run, "--json"], env=env, capture_output=True, text=True, timeout=60)
+    assert as_json.returncode == 3
+    assert json.loads(as_json.stdout)["error"]["data"]["kind"] == "not_running"
+    assert not socket_path.parent.exists()  # nothing was started
+
+
 def test_status_of_a_running_daemon(daemon: DaemonProcess) -> None:
     result = orcactl(daemon.orca, "status")
     assert result.returncode == 0, result.stderr
