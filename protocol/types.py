@@ -18,18 +18,18 @@ NonEmpty = Annotated[str, msgspec.Meta(min_length=1)]
 # The names a client gives (a session, a turn, a worker, a provider and its model) key
 # sessions, jobs and snapshots, are kept with every fact and shown in recalled context: an
 # agent's id, a digest or a model's name fits many times over, a transcript pasted there does not.
+# They are written into log lines and orcactl's tables too, where a control character (C0, DEL,
+# C1: a newline, an escape) breaks the line or acts on the terminal; no agent names its sessions
+# or turns with one. The end is a lookahead: `$` also matches before a final newline in Python's
+# regular expressions, and `\Z` is unknown to JSON Schema's.
 CLIENT_ID_MAX_CHARS = 256
-ClientId = Annotated[str, msgspec.Meta(min_length=1, max_length=CLIENT_ID_MAX_CHARS)]
-# A session id is written into every log line about its session and into orcactl's tables, where
-# a control character (C0, DEL, C1: a newline, an escape) breaks the line or acts on the terminal;
-# no agent names its sessions with one. The end is a lookahead: `$` also matches before a final
-# newline in Python's regular expressions, and `\Z` is unknown to JSON Schema's.
 NO_CONTROL_CHARACTERS = r"^[^\x00-\x1f\x7f-\x9f]*(?![\s\S])"
-SessionId = Annotated[str, msgspec.Meta(min_length=1, pattern=NO_CONTROL_CHARACTERS)]
-NewSessionId = Annotated[
+ClientId = Annotated[
     str,
     msgspec.Meta(min_length=1, max_length=CLIENT_ID_MAX_CHARS, pattern=NO_CONTROL_CHARACTERS),
 ]
+# an existing session's id, as session.open gave it (orcad chooses one when the client does not)
+SessionId = Annotated[str, msgspec.Meta(min_length=1, pattern=NO_CONTROL_CHARACTERS)]
 Epoch = Annotated[int, msgspec.Meta(ge=1)]
 Token = Annotated[int, msgspec.Meta(ge=1)]
 Revision = Annotated[int, msgspec.Meta(ge=0)]
@@ -149,7 +149,7 @@ class StatusResult(Result, frozen=True, kw_only=True):
 
 class SessionOpenParams(Params, frozen=True, kw_only=True):
     cwd: NonEmpty
-    session_id: NewSessionId | None = None
+    session_id: ClientId | None = None
     history: History = "persistent"
     mode: Mode = "normal"
     interactive: bool = True
@@ -375,7 +375,9 @@ class JobsPublishParams(Params, frozen=True, kw_only=True):
     token: Token
     output: str
     provider: ClientId
-    model: Annotated[str, msgspec.Meta(max_length=CLIENT_ID_MAX_CHARS)]
+    model: Annotated[
+        str, msgspec.Meta(max_length=CLIENT_ID_MAX_CHARS, pattern=NO_CONTROL_CHARACTERS)
+    ]
 
 
 class JobsPublishResult(Result, frozen=True, kw_only=True):

@@ -1,4 +1,5 @@
-"""Session ids over the socket: one holding a control character is refused wherever it enters."""
+"""Names a client gives over the socket (session, turn, worker, provider and model): one
+holding a control character is refused wherever it enters."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 import pytest
 
 from protocol.errors import RemoteError
+from protocol.types import JobCounts
 from tests.harness import DaemonProcess
 
 pytestmark = pytest.mark.daemon
@@ -91,3 +93,40 @@ def test_a_session_id_of_printable_characters_from_any_script_still_opens(
     opened = daemon.call("session.open", {"cwd": str(tmp_path), "session_id": session_id})
     assert opened.session_id == session_id
     assert _stored_session_ids(daemon) == [session_id]
+
+
+@pytest.mark.parametrize("turn_id", CONTROLLED_IDS, ids=ascii)
+def test_a_turn_id_with_a_control_character_is_refused_and_nothing_is_captured(
+    daemon: DaemonProcess, tmp_path: Path, turn_id: str
+) -> None:
+    # a turn id is kept with every fact it gave and shown in recall and orcactl's tables, as a
+    # session id is
+    opened = daemon.call("session.open", {"cwd": str(tmp_path)})
+    ids = {"session_id": opened.session_id, "epoch": opened.epoch}
+    turn = dict(SESSION_CALLS[-2][1], **ids, turn_id=turn_id)
+    refused = _refusal(daemon, "turn.completed", turn)
+    assert (refused.code, refused.data["field"]) == (-32602, "turn_id")
+    assert "control character" in refused.error.message
+    assert daemon.call("daemon.status").jobs == JobCounts()  # no job, in any state
+    recall = {**ids, "turn_id": turn_id, "prompt": "how do we deploy?"}
+    refused = _refusal(daemon, "recall", recall)
+    assert (refused.code, refused.data["field"]) == (-32602, "turn_id")
+
+
+@pytest.mark.parametrize(
+    ("method", "params", "field"),
+    [
+        ("jobs.claim", {"worker": "w\n1"}, "worker"),
+        ("jobs.publish", {"provider": "openai\x1b[2J", "model": "m"}, "provider"),
+        ("jobs.publish", {"provider": "openai", "model": "gpt\n-4o"}, "model"),
+    ],
+)
+def test_a_worker_provider_or_model_name_with_a_control_character_is_refused(
+    daemon: DaemonProcess, method: str, params: dict[str, Any], field: str
+) -> None:
+    # an external worker's names are logged and kept with the job and its facts
+    job = {"job_id": "job_" + "0" * 32, "token": 1, "output": '{"facts": []}'}
+    full = {**job, **params} if method == "jobs.publish" else params
+    refused = _refusal(daemon, method, full)
+    assert (refused.code, refused.data["field"]) == (-32602, field)
+    assert "control character" in refused.error.message
