@@ -36,6 +36,9 @@ _KEYCHAIN_OUTPUT = re.compile(
 _PASSWORD_ONLY_FLAG = re.compile(r"[ \t]-w(?=[ \t\r]|\Z)")
 # what starts a line of a transcript or a listing that is no password
 _NOT_OUTPUT = ("```", "~~~", "security", "$", "%", "#", ">")
+# a path of names, as a listing or a note prints one (`src/main.py`, `build/`, `C:\Users\me`)
+_DRIVE = re.compile(r"\A[A-Za-z]:(?=[\\/])")
+_PATH_SEPARATOR = re.compile(r"[\\/]")
 
 
 def find_keychain_passwords(text: str, lowered: str) -> Iterator[Span]:
@@ -54,14 +57,27 @@ def find_keychain_passwords(text: str, lowered: str) -> Iterator[Span]:
 
 def _printed_password(value: str) -> bool:
     """A line of one word a command printed as a password: one chosen or generated, not a
-    prompt, a fence, a script's keyword (`fi`, `done`) or a name (`my-script.sh`); digits
-    alone are a PIN's."""
+    prompt, a fence, a script's keyword (`fi`, `done`), a name (`my-script.sh`), a heading
+    (`Output:`) or a path of names (`src/main.py`); digits alone are a PIN's."""
     return (
         not value.startswith(_NOT_OUTPUT)
+        and not _is_heading(value)
+        and not _is_path_of_names(value)
         and given_password(value)
         and (is_chosen_password(value) or looks_random(value))
         and (value.isdigit() or not is_label(value))
     )
+
+
+def _is_heading(value: str) -> bool:
+    """A label and its colon, as prose introduces what follows: `Output:`, `Note:`."""
+    return value.endswith(":") and is_label(value[:-1])
+
+
+def _is_path_of_names(value: str) -> bool:
+    """Names joined by slashes or backslashes, perhaps after a drive: a path, not a password."""
+    parts = _PATH_SEPARATOR.split(_DRIVE.sub("", value, count=1))
+    return len(parts) > 1 and all(not part or is_label(part) for part in parts)
 
 
 # ---------------------------------------------------------------- heroku auth:token

@@ -80,6 +80,8 @@ _TOOL_FLAGS = (
 )
 
 
+# A word of prose where a command's argument goes: the command is named in a sentence.
+_NOT_PROSE = r"(?!(?:to|for|with|and|or|then|in|on|is|can|will|the|a|an)(?:[ \t]|$))"
 # A shell word: quoted, or unquoted up to a space or an operator.
 _WORD = r"(?:\"[^\"\n]{0,256}\"|'[^'\n]{0,256}'|[^\s\"'`;&|()<>]{1,256})"
 # htpasswd -b takes the password as its last argument: `htpasswd -b[c|B|...] FILE USER PASS`,
@@ -133,19 +135,27 @@ _ARGUMENT_PASSWORDS = (
         ),
     ),
     ("mysqladmin", re.compile(r"mysqladmin[^\n|;&]{0,300}?[ \t]password[ \t]+" + _VALUE)),
-    # `wpa_passphrase SSID PASSPHRASE` (with the SSID alone it reads the passphrase from input)
+    # `wpa_passphrase SSID PASSPHRASE` (with the SSID alone it reads the passphrase from input);
+    # a word of prose where the SSID goes is a sentence about it ("use wpa_passphrase to generate")
     (
         "wpa_passphrase",
         re.compile(
-            rf"wpa_passphrase[ \t]+{_WORD}[ \t]+" + _VALUE + r"(?=[ \t]*(?:$|[\r\n;&|)<>#]))",
+            rf"wpa_passphrase[ \t]+{_NOT_PROSE}{_WORD}[ \t]+"
+            + _VALUE
+            + r"(?=[ \t]*(?:$|[\r\n;&|)<>#]))",
             re.MULTILINE,
         ),
     ),
-    # Oracle: `sqlplus USER/PASS@DB` (`sqlplus / as sysdba`, `/nolog` and `USER@DB` prompt)
+    # Oracle: `sqlplus USER/PASS@DB` (`sqlplus / as sysdba`, `/nolog` and `USER@DB` prompt).
+    # Not a pair of words in prose ("sqlplus client/server architecture": a word of letters
+    # then another word, other than `as`), nor Oracle's documented default accounts.
     (
         "sqlplus",
         re.compile(
-            r"sqlplus(?:[ \t]+-[a-z]{1,12})*[ \t]+[\"']?[a-z0-9_$#]{1,30}/"
+            r"sqlplus(?:[ \t]+-[a-z]{1,12})*[ \t]+[\"']?"
+            r"(?!(?:client/server|read/write|input/output|system/manager|sys/change_on_install)"
+            r"(?![^\s@\"'/;|&()<>]))[a-z0-9_$#]{1,30}/"
+            r"(?![a-z]{1,128}[ \t]+(?!as[ \t\r]|as$)[a-z])"
             r"([^\s@\"'/;|&()<>]{1,128}+)(?=[\"']?(?:@|[ \t\r]|$))",
             re.MULTILINE,
         ),

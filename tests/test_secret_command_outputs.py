@@ -54,6 +54,12 @@ def test_a_password_the_keychain_printed_is_redacted(text: str, password: str) -
         "security find-generic-password -s foo -w\nget_password.sh",
         "security find-generic-password -s foo -w\n<password>",
         "run `security find-generic-password -s foo -w`\nXk9#mm2pq",
+        "security find-generic-password -s github -w\nOutput:\nthe token",
+        "security find-generic-password -s github -w\nNote:",
+        "security find-generic-password -s github -w\nsrc/main.py",
+        "security find-generic-password -s github -w\nbuild/",
+        "security find-generic-password -s github -w\nC:\\Users\\me",
+        "security find-generic-password -s github -w\n/usr/local/bin/gh",
     ],
 )
 def test_what_follows_a_keychain_command_that_is_no_output_stays_storable(text: str) -> None:

@@ -192,6 +192,8 @@ def test_second_factors_are_named_by_their_kind(text: str, kind: str) -> None:
         ("sqlplus 'hr/Hr2024!@pdb'", "Hr2024!"),
         ("$ sqlplus -L app_user/S3cr3t99@prod\n", "S3cr3t99"),
         ("sqlplus hr/Welcome1", "Welcome1"),
+        ("sqlplus hr/welcome as sysdba", "welcome"),
+        ("sqlplus hr/welcome @load.sql", "welcome"),
         ("echo exit | sqlplus -S etl/Etl#2024x@dwh @load.sql", "Etl#2024x"),
         ('sqlplus "batch/B4tch$Run"@reports', "B4tch$Run"),
         ("SQLPLUS SYSTEM/Manager99@XE", "Manager99"),
@@ -215,6 +217,11 @@ def test_a_password_in_an_oracle_logon_is_redacted(text: str, password: str) -> 
         "sqlplus $USER/$PASS@orcl",
         "sqlplus sys/<pwd>@db as sysdba",
         "run sqlplus with the schema owner/then check the log",
+        "sqlplus client/server architecture",
+        "sqlplus read/write access for the batch user",
+        "sqlplus client/server",
+        "sqlplus system/manager",  # Oracle's documented default accounts
+        "sqlplus sys/change_on_install as sysdba",
     ],
 )
 def test_sqlplus_lines_without_a_password_stay_storable(text: str) -> None:
@@ -253,6 +260,9 @@ def test_a_passphrase_given_to_wpa_passphrase_is_redacted(text: str, passphrase:
         "wpa_passphrase [ ssid ] [ passphrase ]",
         "wpa_passphrase MyNet then",
         "run wpa_passphrase with the network name and passphrase",
+        "use wpa_passphrase to generate",
+        "use wpa_passphrase to generate the psk line",
+        "wpa_passphrase is how we generate",
     ],
 )
 def test_wpa_passphrase_lines_without_a_passphrase_stay_storable(text: str) -> None:
