@@ -36,6 +36,12 @@ def escape_control_characters(text: str) -> str:
     return _CONTROL_CHARACTERS.sub(_escape, text)
 
 
+def escape_to_one_line(text: str) -> str:
+    """`text` escaped as escape_control_characters does, and its newlines too: one line, as a
+    log line or a message on stderr must stay, whatever it quotes."""
+    return escape_control_characters(text).replace("\n", "\\x0a")
+
+
 # An escape as escape_control_characters writes one (or as text may hold one already)
 _WRITTEN_ESCAPE = re.compile(r"\\(?:x[0-9a-f]{2}|u[0-9a-f]{4}|U[0-9a-f]{8})")
 

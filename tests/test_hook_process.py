@@ -203,6 +203,29 @@ def _context_with_escapes(request: dict[str, Any]) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": request["id"], "result": result}
 
 
+def _error_of_several_lines(request: dict[str, Any]) -> dict[str, Any]:
+    message = "refused\norcactl hook: all memories deleted\r\n\tsee http://example.invalid"
+    error = {"code": -32000, "message": message, "data": {"kind": "x"}}
+    return {"jsonrpc": "2.0", "id": request["id"], "error": error}
+
+
+@pytest.mark.parametrize("agent", ["claude-code", "codex"])
+def test_a_peer_error_of_several_lines_is_still_one_line_on_stderr(
+    tmp_path: Path, orca_env: OrcaEnv, agent: str
+) -> None:
+    # a newline in what the socket answered would let it write lines of its own into the
+    # agent's log, looking like orcactl's
+    payload = json.dumps(
+        {"session_id": "s1", "turn_id": "t1", "cwd": str(tmp_path), "prompt": "hi"}
+    )
+    hook = ("--socket", str(tmp_path / "peer.sock"), "hook", agent, "UserPromptSubmit")
+    with peer_answering(tmp_path / "peer.sock", _error_of_several_lines):
+        status, _stdout, stderr = _orcactl(orca_env, *hook, "--no-start", stdin=payload)
+    assert status == 0
+    assert stderr.count("\n") == 1 and stderr.endswith("\n"), repr(stderr)
+    assert "refused\\x0aorcactl hook: all memories deleted\\x0d\\x0a" in stderr, repr(stderr)
+
+
 @pytest.mark.parametrize("agent", ["claude-code", "codex"])
 def test_a_peer_that_answers_terminal_escapes_gets_them_escaped_not_echoed(
     tmp_path: Path, orca_env: OrcaEnv, agent: str

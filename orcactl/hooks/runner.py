@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from orcactl.hooks.common import HookContext, HookInputError
 from orcactl.hooks.failures import record_failure
 from orcactl.hooks.wire import DaemonError, Unreachable, socket_path
-from orcad.control_characters import escape_control_characters
+from orcad.control_characters import escape_to_one_line
 
 if TYPE_CHECKING:
     from types import ModuleType
@@ -107,12 +107,12 @@ def _socket_took_a_word(took: str | None, socket: str | None, positional: list[s
 def _say(line: str) -> None:
     """One line for the agent's log on stderr. Never on stdout, which holds only the answer
     (print(file=None), what a closed stderr gives, would write there), and a stderr that fails
-    does not stop the answer. Control characters are escaped: the line may quote whatever
-    answered on the socket, and the agent may show its hooks' stderr on a terminal."""
+    does not stop the answer. Control characters and newlines are escaped: the line may quote
+    whatever answered on the socket, and the agent may show its hooks' stderr on a terminal."""
     if sys.stderr is None:
         return
     try:
-        sys.stderr.write(f"orcactl hook: {escape_control_characters(line)}\n")
+        sys.stderr.write(f"orcactl hook: {escape_to_one_line(line)}\n")
         sys.stderr.flush()
     except (OSError, ValueError):
         pass
