@@ -29,7 +29,4 @@ def main() -> None:
         signal.signal(signum, _stop_before_start)
     from orcad.main import run  # noqa: PLC0415
 
-    status = run()
-    for signum in stop_signals():  # orcad has stopped: another signal would only cut the exit
-        signal.signal(signum, signal.SIG_IGN)
-    sys.exit(status)
+    sys.exit(run())  # run ignores the stop signals once orcad has stopped

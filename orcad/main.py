@@ -19,7 +19,7 @@ from orcad import __version__, limits
 from orcad.activation import activated_socket, listening_path
 from orcad.app import Daemon, install_features
 from orcad.config import load_config
-from orcad.entry import stop_signals
+from orcad.entry import main, stop_signals
 from orcad.errors import StartupError
 from orcad.journal import configure_journal_logging, stderr_is_journal
 from orcad.log import configure_logging
@@ -37,6 +37,10 @@ from orcad.server import Server
 from orcad.supervision import Supervisor
 
 log = structlog.get_logger("orcad")
+
+# The console script an install wrote before orcad.entry was the executable says `from
+# orcad.main import main`: it runs orcad until the install is made again.
+__all__ = ["main", "run"]
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -76,7 +80,6 @@ class StopSignals:
     def __init__(self) -> None:
         self.signals = stop_signals()
         self.noted: list[int] = []
-        self._previous = {signum: signal.getsignal(signum) for signum in self.signals}
         for signum in self.signals:
             signal.signal(signum, self._note)
 
@@ -88,9 +91,11 @@ class StopSignals:
         for signum in self.noted:
             signal.raise_signal(signum)
 
-    def restore(self) -> None:
-        for signum, handler in self._previous.items():
-            signal.signal(signum, handler)
+    def ignore(self) -> None:
+        """orcad has stopped: a stop signal now would only cut its exit short, and the handler
+        before `run` (orcad.entry's, which exits 0) would replace its exit status."""
+        for signum in self.signals:
+            signal.signal(signum, signal.SIG_IGN)
 
 
 def open_listening_socket(paths: Paths) -> Listening:
@@ -176,7 +181,7 @@ def run(argv: list[str] | None = None) -> int:
     try:
         return _run(args, stop_signals)
     finally:
-        stop_signals.restore()
+        stop_signals.ignore()
 
 
 def _run(args: argparse.Namespace, stop_signals: StopSignals) -> int:

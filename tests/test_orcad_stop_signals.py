@@ -170,13 +170,68 @@ def test_the_orcad_executable_is_the_entry_that_imports_only_the_standard_librar
     pyproject = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     assert pyproject["project"]["scripts"]["orcad"] == "orcad.entry:main"
     assert (REPO_ROOT / "orcad" / "__main__.py").read_text().startswith("from orcad.entry import")
+    # every module importing it adds, beyond what Python's start loaded, is the standard library's
     code = (
-        "import sys, orcad.entry\n"
-        "print(sorted(m for m in sys.modules if m.partition('.')[0] in "
-        "('orcad', 'protocol', 'trio', 'structlog', 'msgspec', 'numpy') "
-        "and m not in ('orcad', 'orcad.entry')))"
+        "import sys\n"
+        "before = set(sys.modules)\n"
+        "import orcad.entry\n"
+        "print(sorted(m for m in set(sys.modules) - before\n"
+        "    if m.partition('.')[0] not in sys.stdlib_module_names\n"
+        "    and m not in ('orcad', 'orcad.entry')))"
     )
     loaded = subprocess.run(
         [sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, check=True
     )
     assert loaded.stdout.strip() == "[]"
+
+
+# The daemon returns 1 (its socket path is too long to bind); a stop signal then lands as it
+# exits, after run has returned.
+STOP_AS_ORCAD_EXITS = """\
+import signal, sys
+import orcad.entry, orcad.main
+run = orcad.main.run
+def run_then_stop():
+    status = run()
+    signal.raise_signal(signal.SIGTERM)
+    return status
+orcad.main.run = run_then_stop
+orcad.entry.main()
+"""
+
+
+def test_a_stop_signal_as_orcad_exits_keeps_its_exit_status(
+    orca_env: OrcaEnv, tmp_path: Path
+) -> None:
+    # the handler orcad.entry holds during start-up was put back when run returned, so the
+    # signal ended orcad with os._exit(0): a failed start reported as a success
+    env = {**orca_env.env, "ORCA_SOCKET": str(tmp_path / ("s" * 120))}
+    ended = subprocess.run(
+        [sys.executable, "-c", STOP_AS_ORCAD_EXITS],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert ended.returncode == 1, ended.stderr
+    assert "its path is" in ended.stderr and "Traceback" not in ended.stderr
+
+
+def test_a_console_script_installed_before_the_entry_module_still_runs_orcad(
+    orca_env: OrcaEnv, tmp_path: Path
+) -> None:
+    # an editable install's `orcad` script says `from orcad.main import main` until pip
+    # writes it again; it was an ImportError
+    script = "import sys\nfrom orcad.main import main\nsys.argv[0] = 'orcad'\nsys.exit(main())\n"
+    env = {**orca_env.env, "ORCA_SOCKET": str(tmp_path / ("s" * 120))}
+    ended = subprocess.run(
+        [sys.executable, "-c", script, "--help"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert (ended.returncode, ended.stderr) == (0, "")
+    assert ended.stdout.startswith("usage: orcad")
