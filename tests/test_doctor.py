@@ -141,6 +141,46 @@ def test_a_socket_path_too_long_for_a_unix_socket_is_a_problem(
     finding = only_problem(findings, "socket")
     assert finding["detail"].startswith(f"no orcad can listen on {long_socket}: its path is ")
     assert "shorter" in finding["fix"]
+    # the path came from ORCA_SOCKET: XDG_RUNTIME_DIR has nothing to do with it
+    assert "XDG_RUNTIME_DIR" not in finding["fix"], finding["fix"]
+    status, findings = doctor(orca_env, "--socket", str(long_socket))
+    assert "XDG_RUNTIME_DIR" not in only_problem(findings, "socket")["fix"]
+
+
+def test_a_runtime_directory_too_long_for_its_socket_names_xdg_runtime_dir(
+    orca_env: OrcaEnv, tmp_path: Path
+) -> None:
+    runtime = tmp_path / ("r" * 120)
+    runtime.mkdir(mode=0o700)
+    orca_env.extra_env["XDG_RUNTIME_DIR"] = str(runtime)
+    env = orca_env.env
+    del env["ORCA_SOCKET"]
+    result = subprocess.run(
+        [sys.executable, "-m", "orcactl", "doctor", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    finding = only_problem(json.loads(result.stdout)["findings"], "socket")
+    assert "shorter XDG_RUNTIME_DIR" in finding["fix"], finding["fix"]
+
+
+def test_a_socket_path_too_long_still_has_its_runtime_directory_checked(
+    orca_env: OrcaEnv, tmp_path: Path
+) -> None:
+    # the socket's problem ended the checks: a runtime directory orcad would refuse went unsaid
+    real = tmp_path / "real"
+    real.mkdir(mode=0o700)
+    runtime = tmp_path / ("s" * 120)
+    runtime.symlink_to(real)
+    orca_env.extra_env["ORCA_SOCKET"] = str(runtime / "orcad.sock")
+    status, findings = doctor(orca_env)
+    assert status == 1
+    problems = {f["check"]: f["detail"] for f in findings if f["status"] == "problem"}
+    assert set(problems) == {"socket", "runtime dir"}, findings
+    assert "symbolic link" in problems["runtime dir"]
 
 
 @pytest.mark.parametrize("make", ["directory", "regular file"])

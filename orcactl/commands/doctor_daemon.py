@@ -18,21 +18,29 @@ from protocol.client import Client, DaemonUnavailable, ProtocolViolation
 from protocol.errors import ErrorCode, RemoteError
 
 
+def _shorter_socket(paths: Paths, sock: Path) -> str:
+    """The fix for a socket path too long: XDG_RUNTIME_DIR only when the path was made from it,
+    not given by ORCA_SOCKET or --socket."""
+    if sock == paths.socket and not paths.socket_from_env:
+        return f"{SHORTER_SOCKET}, or use a shorter XDG_RUNTIME_DIR"
+    return SHORTER_SOCKET
+
+
 def check_runtime_and_socket(
     paths: Paths, sock: Path, uid: int
 ) -> tuple[list[Finding], Client | None]:
-    problem = socket_path_problem(str(sock))
-    if problem is not None:  # orcad could not start, whatever the runtime directory is like
-        fix = f"{SHORTER_SOCKET}, or use a shorter XDG_RUNTIME_DIR"
-        return [Finding("socket", "problem", problem, fix)], None
     found: list[Finding] = []
+    too_long = socket_path_problem(str(sock))
+    if too_long is not None:  # orcad cannot start; its runtime directory is still judged
+        found.append(Finding("socket", "problem", too_long, _shorter_socket(paths, sock)))
     runtime = sock.parent
     try:
         info = runtime.lstat()
     except FileNotFoundError:
-        found.append(
-            Finding("runtime dir", "ok", f"{runtime} does not exist yet (created at start)")
-        )
+        if too_long is None:
+            found.append(
+                Finding("runtime dir", "ok", f"{runtime} does not exist yet (created at start)")
+            )
         return found, None
     if stat.S_ISLNK(info.st_mode):
         found.append(
@@ -46,6 +54,8 @@ def check_runtime_and_socket(
         return found, None
     judged = judge_private("runtime dir", runtime, info, uid)
     found.extend(judged or [Finding("runtime dir", "ok", f"{runtime} is yours, mode 0700")])
+    if too_long is not None:
+        return found, None
     try:
         sock_info = sock.lstat()
     except FileNotFoundError:
