@@ -13,7 +13,6 @@ import argparse
 import json
 import os
 import secrets
-import shlex
 import sys
 import threading
 from typing import Annotated, Any, Literal
@@ -26,6 +25,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
 
+from orcactl.approval import shell_word
 from orcactl.arguments import current_directory
 from orcactl.connect import CommandError, connect, escape_raw_in_json, socket_path
 from orcactl.hooks.common import bounded
@@ -240,7 +240,9 @@ def approve_command(session: DaemonSession, approval_id: str) -> str:
         # may not name it (integrate writes --socket, the agent may set ORCA_SOCKET)
         words += ["--socket", socket_path(session.args)]
     words += ["--cwd", session.cwd, "--decision", "allow_once"]
-    return shlex.join(words)  # a directory with spaces or quotes stays one argument
+    # a directory with spaces or quotes stays one argument, and one with a control character
+    # is written in ANSI-C quotes, which _shown leaves as they are and a shell reads back
+    return " ".join(map(shell_word, words))
 
 
 def build_server(session: DaemonSession) -> MCPServer:

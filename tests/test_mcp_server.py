@@ -289,6 +289,38 @@ async def test_without_elicitation_the_change_waits_for_orcactl(
     assert [r.content for r in _records(daemon, project)] == ["Deploys go through ArgoCD"]
 
 
+async def test_the_approval_command_for_a_directory_with_an_escape_pastes_back_as_it(
+    tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess
+) -> None:
+    # the command was quoted for a shell and then had its ESC written out as text, so pasted
+    # into one it named another directory ("\\x1b" as four characters) and was refused
+    project = tmp_path / "repo\x1b[31mred"
+    project.mkdir()
+    async with mcp_session(orca_env, project) as session:
+        result = await session.call_tool(
+            "memory_manage",
+            {
+                "action": "save",
+                "content": "Deploys go through ArgoCD",
+                "kind": "fact",
+                "is_global": False,
+            },
+        )
+        text = _text(result)
+        assert "Pending approval" in text and "\x1b" not in text, text
+        command = text[text.index("orcactl memory approve") :]
+        assert "\n" not in command
+        approved = await trio.run_process(
+            ["bash", "-c", ORCACTL + command.removeprefix("orcactl")],
+            capture_stdout=True,
+            capture_stderr=True,
+            env=orca_env.env,
+            check=False,
+        )
+        assert approved.returncode == 0, approved.stderr
+    assert [r.content for r in _records(daemon, project)] == ["Deploys go through ArgoCD"]
+
+
 async def test_plan_mode_denies_secrets_are_refused_and_bad_arguments_are_tool_errors(
     tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess
 ) -> None:
