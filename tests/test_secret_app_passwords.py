@@ -32,7 +32,7 @@ _MARKER = re.compile(r"\[REDACTED:[a-z_]+\]")
 def test_an_app_password_in_groups_is_redacted(text: str, password: str) -> None:
     redacted = redact(text)
     assert password not in redacted
-    assert password not in secret_kinds(text)
+    assert secret_kinds(text) != "" and password not in secret_kinds(text)
     assert _MARKER.sub("<>", redacted) == text.replace(password, "<>")
 
 

@@ -40,7 +40,6 @@ _MD5 = "$1$Kd8Jf2Lq$Zq8p1R7Jx2Kd8Jf2Lq9Zr4"
 def test_a_hash_in_an_htpasswd_or_shadow_line_is_redacted(text: str, hashed: str) -> None:
     redacted = redact(text)
     assert hashed not in redacted
-    assert hashed not in secret_kinds(text)
     assert "[REDACTED:password_hash]" in redacted
     assert secret_kinds(text) == "password_hash"
 
