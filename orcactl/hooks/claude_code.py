@@ -17,6 +17,7 @@ from orcactl.hooks.common import (
     HookContext,
     bounded,
     bounded_messages,
+    context_output,
     final_answer,
     forced_continuation,
     holds_final,
@@ -25,7 +26,6 @@ from orcactl.hooks.common import (
     text_field,
 )
 from orcactl.hooks.failures import record_failure
-from orcad.control_characters import escape_control_characters
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -40,20 +40,12 @@ FINAL_ENTRY_WAIT_S = 1.0
 FINAL_ENTRY_POLL_S = 0.1
 
 
-def _context_answer(event: str, text: str) -> Answer:
-    if not text:
-        return None
-    # what answered on the socket may not be orcad, which escapes what it gives
-    shown = escape_control_characters(text)
-    return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": shown}}
-
-
 def session_start(payload: dict[str, Any], context: HookContext) -> Answer:
     # startup/resume: a new agent process (fences the old one); clear/compact: the same one
     join = payload.get("source") in ("clear", "compact")
     with context.connect() as client:
         opened, _ids = open_session(client, context, payload, join=join)
-    return _context_answer("SessionStart", render_startup(opened.get("startup") or {}))
+    return context_output("SessionStart", render_startup(opened.get("startup") or {}))
 
 
 def _turns(path: str | None) -> list[transcript.Turn]:
@@ -84,7 +76,7 @@ def prompt_submit(payload: dict[str, Any], context: HookContext) -> Answer:
     with context.connect() as client:
         _opened, ids = open_session(client, context, payload)
         result = client.call("recall", {**ids, "turn_id": turn_id, "prompt": bounded(prompt)})
-    return _context_answer("UserPromptSubmit", str(result.get("context") or ""))
+    return context_output("UserPromptSubmit", str(result.get("context") or ""))
 
 
 def _final_turn(payload: dict[str, Any], context: HookContext) -> transcript.Turn | None:

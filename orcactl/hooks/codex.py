@@ -16,6 +16,7 @@ from orcactl.hooks.common import (
     agent_id,
     bounded,
     bounded_messages,
+    context_output,
     final_answer,
     forced_continuation,
     holds_final,
@@ -24,7 +25,6 @@ from orcactl.hooks.common import (
     text_field,
 )
 from orcactl.hooks.failures import record_failure
-from orcad.control_characters import escape_control_characters
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -41,19 +41,11 @@ def _turn_id(payload: dict[str, Any]) -> str:
     return agent_id(AGENT, "_", text_field(payload, "turn_id"))
 
 
-def _context_answer(event: str, text: str) -> dict[str, Any]:
-    if not text:
-        return {}
-    # what answered on the socket may not be orcad, which escapes what it gives
-    shown = escape_control_characters(text)
-    return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": shown}}
-
-
 def session_start(payload: dict[str, Any], context: HookContext) -> Answer:
     join = payload.get("source") == "clear"  # startup/resume: a new Codex process
     with context.connect() as client:
         opened, _ids = open_session(client, context, payload, join=join)
-    return _context_answer("SessionStart", render_startup(opened.get("startup") or {}))
+    return context_output("SessionStart", render_startup(opened.get("startup") or {})) or {}
 
 
 def prompt_submit(payload: dict[str, Any], context: HookContext) -> Answer:
@@ -62,7 +54,7 @@ def prompt_submit(payload: dict[str, Any], context: HookContext) -> Answer:
     with context.connect() as client:
         _opened, ids = open_session(client, context, payload)
         result = client.call("recall", {**ids, "turn_id": turn_id, "prompt": bounded(prompt)})
-    return _context_answer("UserPromptSubmit", str(result.get("context") or ""))
+    return context_output("UserPromptSubmit", str(result.get("context") or "")) or {}
 
 
 def _final_turn(payload: dict[str, Any], context: HookContext) -> transcript.Turn:

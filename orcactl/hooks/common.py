@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from orcactl.hooks import transcript
 from orcactl.hooks.wire import HookClient, connect, encode_json
+from orcad.control_characters import escape_control_characters
 from orcad.frame_tags import STARTUP_TAG_NAME, without_tags
 
 if TYPE_CHECKING:
@@ -212,3 +213,13 @@ def bounded_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
             break
         newest.append(message)
     return [cut[0], *reversed(newest)]
+
+
+def context_output(event: str, text: str) -> dict[str, Any] | None:
+    """The hook's answer that adds `text` to the agent's context (both agents read
+    `hookSpecificOutput.additionalContext`), or None for no text. Control characters are
+    escaped: what answered on the socket may not be orcad, which escapes what it gives."""
+    if not text:
+        return None
+    shown = escape_control_characters(text)
+    return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": shown}}
