@@ -36,10 +36,16 @@ def escape_control_characters(text: str) -> str:
     return _CONTROL_CHARACTERS.sub(_escape, text)
 
 
+# What ends a line besides the C0 and C1 controls: to Python's str.splitlines and to
+# JavaScript, the line and paragraph separators
+_LINE_SEPARATORS = re.compile("[\n\u2028\u2029]")
+
+
 def escape_to_one_line(text: str) -> str:
-    """`text` escaped as escape_control_characters does, and its newlines too: one line, as a
-    log line or a message on stderr must stay, whatever it quotes."""
-    return escape_control_characters(text).replace("\n", "\\x0a")
+    """`text` escaped as escape_control_characters does, and its line ends too (a newline,
+    U+2028, U+2029): one line, as a log line or a message on stderr must stay, whatever it
+    quotes."""
+    return _LINE_SEPARATORS.sub(_escape, escape_control_characters(text))
 
 
 # An escape as escape_control_characters writes one (or as text may hold one already)

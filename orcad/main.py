@@ -176,6 +176,8 @@ async def serve(
 
 
 def run(argv: list[str] | None = None) -> int:
+    """Run orcad until it is stopped; its exit status. The stop signals are left ignored when it
+    returns: the process is about to exit (orcad.entry), and a late signal must not change how."""
     args = parse_args(argv)
     stop_signals = StopSignals()
     try:

@@ -36,8 +36,13 @@ _KEYCHAIN_OUTPUT = re.compile(
 _PASSWORD_ONLY_FLAG = re.compile(r"[ \t]-w(?=[ \t\r]|\Z)")
 # what starts a line of a transcript or a listing that is no password
 _NOT_OUTPUT = ("```", "~~~", "security", "$", "%", "#", ">")
-# a path of names, as a listing or a note prints one (`src/main.py`, `build/`, `C:\Users\me`)
-_DRIVE = re.compile(r"\A[A-Za-z]:(?=[\\/])")
+# A path, as a listing or a note prints one: names joined by slashes or backslashes that a
+# password of two parts ("Summer/2024") is not: after a drive, from or to a separator, of three
+# names or more, or ending in a file's extension (`C:\Users\me`, `build/`, `src/main.py`).
+_PATH = re.compile(
+    r"(?:[A-Za-z]:[\\/]|[\\/])?(?:[\w.\-]++[\\/])++[\w.\-]*+\Z",
+)
+_PATH_LIKE_ENDS = re.compile(r"\A(?:[A-Za-z]:)?[\\/]|[\\/]\Z|\.[A-Za-z]{1,5}\Z")
 _PATH_SEPARATOR = re.compile(r"[\\/]")
 
 
@@ -62,7 +67,7 @@ def _printed_password(value: str) -> bool:
     return (
         not value.startswith(_NOT_OUTPUT)
         and not _is_heading(value)
-        and not _is_path_of_names(value)
+        and not _is_path(value)
         and given_password(value)
         and (is_chosen_password(value) or looks_random(value))
         and (value.isdigit() or not is_label(value))
@@ -70,14 +75,16 @@ def _printed_password(value: str) -> bool:
 
 
 def _is_heading(value: str) -> bool:
-    """A label and its colon, as prose introduces what follows: `Output:`, `Note:`."""
-    return value.endswith(":") and is_label(value[:-1])
+    """A word and its colon, as prose introduces what follows: `Output:`, `Note:`."""
+    return len(value) > 1 and value.endswith(":") and value[:-1].isalpha()
 
 
-def _is_path_of_names(value: str) -> bool:
-    """Names joined by slashes or backslashes, perhaps after a drive: a path, not a password."""
-    parts = _PATH_SEPARATOR.split(_DRIVE.sub("", value, count=1))
-    return len(parts) > 1 and all(not part or is_label(part) for part in parts)
+def _is_path(value: str) -> bool:
+    """A path of names: see _PATH. Two names alone are a password's parts as often."""
+    if _PATH.match(value) is None:
+        return False
+    names = [part for part in _PATH_SEPARATOR.split(value) if part]
+    return len(names) >= 3 or _PATH_LIKE_ENDS.search(value) is not None
 
 
 # ---------------------------------------------------------------- heroku auth:token

@@ -80,8 +80,11 @@ _TOOL_FLAGS = (
 )
 
 
-# A word of prose where a command's argument goes: the command is named in a sentence.
-_NOT_PROSE = r"(?!(?:to|for|with|and|or|then|in|on|is|can|will|the|a|an)(?:[ \t]|$))"
+# A word of prose where a command's argument goes, then a plain word: the command is named in
+# a sentence ("use wpa_passphrase to generate"), where a passphrase would be chosen.
+_NOT_PROSE = (
+    r"(?!(?:to|for|with|and|or|then|in|on|is|can|will|the|a|an)[ \t]+[a-z]++(?![^\s;&|)<>#]))"
+)
 # A shell word: quoted, or unquoted up to a space or an operator.
 _WORD = r"(?:\"[^\"\n]{0,256}\"|'[^'\n]{0,256}'|[^\s\"'`;&|()<>]{1,256})"
 # htpasswd -b takes the password as its last argument: `htpasswd -b[c|B|...] FILE USER PASS`,
@@ -147,15 +150,15 @@ _ARGUMENT_PASSWORDS = (
         ),
     ),
     # Oracle: `sqlplus USER/PASS@DB` (`sqlplus / as sysdba`, `/nolog` and `USER@DB` prompt).
-    # Not a pair of words in prose ("sqlplus client/server architecture": a word of letters
-    # then another word, other than `as`), nor Oracle's documented default accounts.
+    # Not a pair of words prose writes with a slash ("sqlplus client/server architecture"),
+    # nor Oracle's documented default accounts.
     (
         "sqlplus",
         re.compile(
             r"sqlplus(?:[ \t]+-[a-z]{1,12})*[ \t]+[\"']?"
-            r"(?!(?:client/server|read/write|input/output|system/manager|sys/change_on_install)"
+            r"(?!(?:client/server|server/client|read/write|read/only|input/output|in/out"
+            r"|on/off|yes/no|true/false|start/stop|and/or|system/manager|sys/change_on_install)"
             r"(?![^\s@\"'/;|&()<>]))[a-z0-9_$#]{1,30}/"
-            r"(?![a-z]{1,128}[ \t]+(?!as[ \t\r]|as$)[a-z])"
             r"([^\s@\"'/;|&()<>]{1,128}+)(?=[\"']?(?:@|[ \t\r]|$))",
             re.MULTILINE,
         ),

@@ -143,8 +143,20 @@ def test_a_socket_path_too_long_for_a_unix_socket_is_a_problem(
     assert "shorter" in finding["fix"]
     # the path came from ORCA_SOCKET: XDG_RUNTIME_DIR has nothing to do with it
     assert "XDG_RUNTIME_DIR" not in finding["fix"], finding["fix"]
-    status, findings = doctor(orca_env, "--socket", str(long_socket))
-    assert "XDG_RUNTIME_DIR" not in only_problem(findings, "socket")["fix"]
+    # given by --socket, with ORCA_SOCKET unset and a short XDG_RUNTIME_DIR
+    env = orca_env.env
+    del env["ORCA_SOCKET"]
+    given = subprocess.run(
+        [sys.executable, "-m", "orcactl", "doctor", "--json", "--socket", str(long_socket)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    finding = only_problem(json.loads(given.stdout)["findings"], "socket")
+    assert finding["detail"].startswith(f"no orcad can listen on {long_socket}: its path is ")
+    assert "XDG_RUNTIME_DIR" not in finding["fix"], finding["fix"]
 
 
 def test_a_runtime_directory_too_long_for_its_socket_names_xdg_runtime_dir(

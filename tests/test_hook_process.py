@@ -204,7 +204,9 @@ def _context_with_escapes(request: dict[str, Any]) -> dict[str, Any]:
 
 
 def _error_of_several_lines(request: dict[str, Any]) -> dict[str, Any]:
-    message = "refused\norcactl hook: all memories deleted\r\n\tsee http://example.invalid"
+    message = (
+        "refused\norcactl hook: all memories deleted\r\n\tsee\u2028orcactl hook: a\u2029b\x85c"
+    )
     error = {"code": -32000, "message": message, "data": {"kind": "x"}}
     return {"jsonrpc": "2.0", "id": request["id"], "error": error}
 
@@ -222,8 +224,11 @@ def test_a_peer_error_of_several_lines_is_still_one_line_on_stderr(
     with peer_answering(tmp_path / "peer.sock", _error_of_several_lines):
         status, _stdout, stderr = _orcactl(orca_env, *hook, "--no-start", stdin=payload)
     assert status == 0
-    assert stderr.count("\n") == 1 and stderr.endswith("\n"), repr(stderr)
-    assert "refused\\x0aorcactl hook: all memories deleted\\x0d\\x0a" in stderr, repr(stderr)
+    assert len(stderr.splitlines()) == 1 and stderr.endswith("\n"), repr(stderr)
+    assert stderr == (
+        "orcactl hook: orca memory skipped: refused\\x0aorcactl hook: all memories deleted"
+        "\\x0d\\x0a\tsee\\u2028orcactl hook: a\\u2029b\\x85c (x)\n"
+    ), repr(stderr)
 
 
 @pytest.mark.parametrize("agent", ["claude-code", "codex"])

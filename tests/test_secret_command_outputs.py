@@ -32,6 +32,12 @@ def _assert_only_value_redacted(text: str, value: str, kind: str) -> None:
         ("security find-generic-password -a $USER -s api -w\n8f3kQz9LmXw2Pb7R", "8f3kQz9LmXw2Pb7R"),
         ("security  find-generic-password -l 'Wi-Fi' -w\n84736251", "84736251"),
         ("security find-internet-password -a bob -s git.corp -w  \nWinter2025!\nok", "Winter2025!"),
+        # a password of two parts joined as a path's names are, or ending in a colon
+        ("security find-generic-password -s db -w\nSummer/2024", "Summer/2024"),
+        ("security find-generic-password -s db -w\nab12/cd34\n", "ab12/cd34"),
+        ("security find-generic-password -s db -w\nAbc1\\Def2", "Abc1\\Def2"),
+        ("security find-generic-password -s db -w\nWinter-2024:", "Winter-2024:"),
+        ("security find-generic-password -s db -w\nPw2024:\n", "Pw2024:"),
     ],
 )
 def test_a_password_the_keychain_printed_is_redacted(text: str, password: str) -> None:
@@ -60,6 +66,8 @@ def test_a_password_the_keychain_printed_is_redacted(text: str, password: str) -
         "security find-generic-password -s github -w\nbuild/",
         "security find-generic-password -s github -w\nC:\\Users\\me",
         "security find-generic-password -s github -w\n/usr/local/bin/gh",
+        "security find-generic-password -s github -w\nsrc/main2.py",
+        "security find-generic-password -s github -w\ndocs/api/v2",
     ],
 )
 def test_what_follows_a_keychain_command_that_is_no_output_stays_storable(text: str) -> None:

@@ -194,6 +194,8 @@ def test_second_factors_are_named_by_their_kind(text: str, kind: str) -> None:
         ("sqlplus hr/Welcome1", "Welcome1"),
         ("sqlplus hr/welcome as sysdba", "welcome"),
         ("sqlplus hr/welcome @load.sql", "welcome"),
+        ("sqlplus hr/welcome from the jump host", "welcome"),
+        ("sqlplus -s admin/oracle script.sql", "oracle"),
         ("echo exit | sqlplus -S etl/Etl#2024x@dwh @load.sql", "Etl#2024x"),
         ('sqlplus "batch/B4tch$Run"@reports', "B4tch$Run"),
         ("SQLPLUS SYSTEM/Manager99@XE", "Manager99"),
@@ -241,6 +243,9 @@ def test_sqlplus_lines_without_a_password_stay_storable(text: str) -> None:
         ("wpa_passphrase iot Pl4nt#Sensors | sudo tee -a /etc/wpa.conf", "Pl4nt#Sensors"),
         ("wpa_passphrase HomeNet Sunflower2024!\r\n", "Sunflower2024!"),
         ("ssh pi 'wpa_passphrase barn Ba4rn#Wifi; reboot'", "Ba4rn#Wifi"),
+        ("wpa_passphrase a MyPass1234", "MyPass1234"),  # SSIDs that are words of prose
+        ("wpa_passphrase The Winter2025!", "Winter2025!"),
+        ("wpa_passphrase to correct-horse-9", "correct-horse-9"),
     ],
 )
 def test_a_passphrase_given_to_wpa_passphrase_is_redacted(text: str, passphrase: str) -> None:
