@@ -84,6 +84,10 @@ ADVERSARIAL = {
     "oracle commands": "sqlplus -s -l ",
     "wifi passphrases": "wpa_passphrase MyNet Xk9#mm2pq\n",
     "wifi passphrase commands": "wpa_passphrase ",
+    # Wi-Fi keys (orcad/secret_wifi_keys.py): settings, nmcli, and the word alone on one line
+    "wifi keys": '    psk="Xk9#mm2pq"\n',
+    "nmcli wifi keys": "nmcli c modify a wifi-sec.psk Xk9#mm2pq\n",
+    "psk words": "wpa_psk psk ",
     # app passwords in four groups (orcad/secret_app_passwords.py), and prose after the name
     "app passwords": "app password: abcd efgh ijkl mnop ",
     "app password words": "app password this will work fine for each user ",

@@ -1,0 +1,71 @@
+"""Wi-Fi keys in the files and commands that hold them: wpa_supplicant.conf's and
+NetworkManager's `psk=` (a passphrase of 8 to 63 characters, quoted in wpa_supplicant.conf, or
+the key as 64 hex digits), hostapd.conf's `wpa_psk=`, and nmcli's `wifi-sec.psk X`.
+
+Pure module: no I/O. It costs a text one search for "psk", which prose rarely holds.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from orcad.secret_values import Span, given_password, is_chosen_password, looks_random
+
+# A setting on a line of its own: `psk="..."` (wpa_supplicant.conf, network={ ... }), `psk=...`
+# (a NetworkManager keyfile's [wifi-security]), `wpa_psk=...` (hostapd.conf). A comment may
+# follow it.
+_PSK_SETTING = re.compile(
+    r"[ \t]*(?:wpa_)?psk[ \t]*=[ \t]*(?:\"([^\"\n]{8,63}+)\"|([^\s\"'#]{8,64}+))"
+    r"[ \t\r]*(?:#[^\n]*+)?(?:\n|\Z)"
+)
+# nmcli's property, by its alias or its whole name, then the key as one shell word
+_NMCLI_PROPERTY = ("wifi-sec.", "802-11-wireless-security.")
+_NMCLI_PSK = re.compile(
+    r"psk[ \t]+(?:\"([^\"\n]{8,63}+)\"|'([^'\n]{8,63}+)'|([^\s\"'`;&|()<>]{8,64}+))"
+    r"(?=[ \t\r\n;&|)]|\Z)"
+)
+_MAX_INDENTATION = 64
+_HEX_KEY = re.compile(r"[0-9a-fA-F]{64}\Z")
+
+
+def find_wifi_keys(text: str, lowered: str) -> Iterator[Span]:
+    """The passphrase or key of a Wi-Fi network in a configuration line or an nmcli command."""
+    at = lowered.find("psk")
+    while at >= 0:
+        line = _setting_line(lowered, at)
+        match = _PSK_SETTING.match(lowered, line) if line is not None else None
+        if match is None and lowered.endswith(_NMCLI_PROPERTY, 0, at):
+            match = _NMCLI_PSK.match(lowered, at)
+        searched = at + 3
+        if match is not None:
+            group = next(g for g in range(1, (match.lastindex or 0) + 1) if match.start(g) >= 0)
+            start, end = match.span(group)
+            if _wifi_key(text[start:end], quoted=text[start - 1] in "\"'"):
+                yield start, end
+            searched = max(searched, match.end())  # a "psk" inside the value is not another
+        at = lowered.find("psk", searched)
+
+
+def _setting_line(lowered: str, at: int) -> int | None:
+    """Where the line of the "psk" at `at` starts, when only its indentation (and `wpa_`) comes
+    before it on the line; None otherwise. Looks back a bounded way, so that text of many
+    "psk" on one line costs no more than its length."""
+    name = at - 4 if at >= 4 and lowered.startswith("wpa_", at - 4) else at
+    indentation = lowered[max(0, name - _MAX_INDENTATION) : name]
+    start = name - (len(indentation) - len(indentation.rstrip(" \t")))
+    return start if start == 0 or lowered[start - 1] == "\n" else None
+
+
+def _wifi_key(value: str, *, quoted: bool) -> bool:
+    """A key as given: not a variable, a placeholder or an example. Quoted, any passphrase is
+    one ("purple monkey dishwasher"); unquoted, one that reads as chosen or generated, or the
+    64 hex digits of a key."""
+    if not given_password(value):
+        return False
+    return (
+        quoted
+        or _HEX_KEY.match(value) is not None
+        or is_chosen_password(value)
+        or looks_random(value)
+    )
