@@ -82,6 +82,8 @@ ADVERSARIAL = {
     "passwd stdin words": "x | passwd --stdin ",
     "oracle logons": "sqlplus -s scott/Tiger123@orcl ",
     "oracle commands": "sqlplus -s -l ",
+    "oracle connects": "SQL> conn hr/Welcome1@pdb\n",
+    "conn words": "conn connect SQL> conn ",
     "wifi passphrases": "wpa_passphrase MyNet Xk9#mm2pq\n",
     "wifi passphrase commands": "wpa_passphrase ",
     # Wi-Fi keys (orcad/secret_wifi_keys.py): settings, nmcli, and the word alone on one line

@@ -22,7 +22,9 @@ from orcad.secret_values import (
     TRAILING,
     Span,
     given_password,
+    is_chosen_password,
     is_credential_literal,
+    looks_random,
     value_span,
 )
 
@@ -270,6 +272,58 @@ def find_redis_passwords(text: str, lowered: str) -> Iterator[Span]:
                 continue
         if given_password(value) and value.lower() != "foobared":
             yield start, end
+
+
+# Oracle: `CONNECT USER/PASS[@DB]` (or `CONN`) inside SQL*Plus or a script it runs, a
+# statement that starts its line, perhaps after the `SQL>` prompt; `/ as sysdba` and
+# `USER@DB` prompt for the password. Prose that starts a line with "connect" and a pair of
+# words is not one ("Connect client/server first").
+_ORACLE_CONNECT = re.compile(
+    r"[ \t]*(?:sql>[ \t]*)?conn(?:ect)?[ \t]+[\"']?"
+    r"(?!(?:client/server|server/client|read/write|input/output|in/out|on/off|and/or"
+    r"|system/manager|sys/change_on_install)(?![^\s@\"'/;|&()<>]))"
+    r"[a-z0-9_$#]{1,30}/([^\s@\"'/;|&()<>]{1,128}+)(?=[\"']?(?:@|[ \t\r;]|$))",
+    re.MULTILINE,
+)
+_MAX_INDENTATION = 64
+
+
+def find_oracle_connects(text: str, lowered: str) -> Iterator[Span]:
+    """The password of an Oracle `CONNECT USER/PASS@DB` statement that starts its line."""
+    at = lowered.find("conn")
+    while at >= 0:
+        start = _statement_start(lowered, at)
+        match = _ORACLE_CONNECT.match(lowered, start) if start is not None else None
+        if match is not None:
+            value_start, value_end = match.span(1)
+            if _connect_password(text[value_start:value_end], lowered, match):
+                yield value_start, value_end
+        at = lowered.find("conn", at + 4)
+
+
+def _connect_password(value: str, lowered: str, match: re.Match[str]) -> bool:
+    """A password: any given one after the `SQL>` prompt or before `@DB`; on a line of its own
+    without either, one that reads as chosen or generated, since prose may start a line with
+    "Connect frontend/backend"."""
+    if not _argument_password(value):
+        return False
+    prompted = "sql>" in lowered[match.start() : match.start(1)]
+    before_database = lowered.startswith("@", match.end(1)) or lowered.startswith(
+        ('"@', "'@"), match.end(1)
+    )
+    return prompted or before_database or is_chosen_password(value) or looks_random(value)
+
+
+def _statement_start(lowered: str, at: int) -> int | None:
+    """Where the line of the word at `at` starts, when only indentation and a `SQL>` prompt
+    come before the word on it; None otherwise. Looks back a bounded way, so that many such
+    words on one line cost no more than its length."""
+    window = max(0, at - _MAX_INDENTATION)
+    before = lowered[window:at].rstrip(" \t")
+    if before.endswith("sql>"):
+        before = before[:-4].rstrip(" \t")
+    start = window + len(before)
+    return start if start == 0 or lowered[start - 1] == "\n" else None
 
 
 # `docker run -p 27017:27017 mongo` on the line of a tool: a port mapping, not a password

@@ -33,6 +33,7 @@ from orcad.secret_command_inputs import STDIN_TRIGGERS, find_piped_passwords
 from orcad.secret_command_outputs import COMMAND_OUTPUT_RULES
 from orcad.secret_commands import (
     find_credential_flags,
+    find_oracle_connects,
     find_piped_and_batch_passwords,
     find_redis_passwords,
 )
@@ -146,6 +147,7 @@ _RULES: tuple[tuple[str, Finder, Gate], ...] = (
     ("credential_assignment", find_yaml_block_credentials, _always),
     ("password_flag", find_credential_flags, _always),
     ("password_flag", find_piped_and_batch_passwords, _always),
+    ("password_flag", find_oracle_connects, _always),
     ("password_flag", find_piped_passwords, _any_trigger(STDIN_TRIGGERS)),
     *COMMAND_OUTPUT_RULES,  # what a command printed below it (`security … -w`, ...)
     ("credential_assignment", find_redis_passwords, _always),

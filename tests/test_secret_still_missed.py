@@ -230,6 +230,44 @@ def test_sqlplus_lines_without_a_password_stay_storable(text: str) -> None:
     assert find_secrets(text) == []
 
 
+# ------------------------------------------ an Oracle logon inside SQL*Plus: CONNECT USER/PASS
+@pytest.mark.parametrize(
+    ("text", "password"),
+    [
+        ("SQL> conn hr/Welcome1@pdb", "Welcome1"),
+        ("SQL> connect system/Xk9mm2pq\nConnected.", "Xk9mm2pq"),
+        ("  SQL>   CONNECT app_user/S3cr3t99@prod", "S3cr3t99"),
+        ("SQL> conn hr/welcome", "welcome"),  # after the prompt, any password
+        ("connect hr/welcome@pdb;", "welcome"),  # before the database, any password
+        ("WHENEVER SQLERROR EXIT\nCONN etl/Etl#2024x\n@load.sql", "Etl#2024x"),
+        ("    connect batch/B4tch$Run@reports", "B4tch$Run"),
+    ],
+)
+def test_a_password_in_an_oracle_connect_statement_is_redacted(text: str, password: str) -> None:
+    _assert_only_value_redacted(text, password, "password_flag")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "SQL> conn / as sysdba",
+        "SQL> conn hr@pdb",
+        "connect scott/tiger",
+        "conn system/manager",
+        "reconnect hr/Welcome1@pdb",
+        "the conn hr/Welcome1 line",  # not a statement: the word does not start its line
+        "SQL> conn hr/$PW@pdb",
+        "Connect client/server first",
+        "Connect frontend/backend via the gateway",
+        "connect hr/welcome",  # a plain word on a line of its own: prose as often
+        "connection pool size is 10/20",
+        "connect to the db/then run",
+    ],
+)
+def test_connect_lines_without_a_password_stay_storable(text: str) -> None:
+    assert find_secrets(text) == []
+
+
 # ------------------------------------------------- a Wi-Fi passphrase given to wpa_passphrase
 @pytest.mark.parametrize(
     ("text", "passphrase"),
