@@ -19,9 +19,12 @@ from orcad.secret_values import Span, is_placeholder
 # joined by spaces or by hyphens, and no fifth group after them.
 _APP_PASSWORD = re.compile(
     r"app[ \t\-](?:specific[ \t\-])?passw(?:ord|ort)[^\n]{0,40}?(?<![a-z0-9\-])"
-    r"(?P<value>[a-z]{4}(?P<join>[ \-])[a-z]{4}(?P=join)[a-z]{4}(?P=join)[a-z]{4})"
+    r"(?P<value>[a-z]{4}(?P<join>[ \-])[a-z]{4}(?P=join)[a-z]{4}(?P=join)[a-z]{4}|[a-z]{16})"
     r"(?![a-z0-9]|(?P=join)[a-z]{4}(?![a-z]))"
 )
+# The groups run together ("abcdefghijklmnop"), as a user may paste them: random letters hold
+# about three vowels in sixteen, an English word of that length six or more ("responsibilities").
+_MOST_VOWELS_IN_A_RUN = 5
 # Four-letter words of prose and of talk about mail and sign-in: random groups are almost never
 # one of them.
 _COMMON_WORDS = frozenset(
@@ -56,6 +59,9 @@ def find_app_passwords(text: str, lowered: str) -> Iterator[Span]:
     for match in _APP_PASSWORD.finditer(lowered):
         start, end = match.span("value")
         value = text[start:end]
-        groups = value.split(match.group("join"))
+        join = match.group("join")
+        if join is None and sum(value.count(vowel) for vowel in "aeiouy") > _MOST_VOWELS_IN_A_RUN:
+            continue  # a long word, not random letters
+        groups = value.split(join) if join else [value[i : i + 4] for i in range(0, 16, 4)]
         if value.islower() and not is_placeholder(value) and _COMMON_WORDS.isdisjoint(groups):
             yield start, end

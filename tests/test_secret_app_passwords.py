@@ -27,6 +27,10 @@ _MARKER = re.compile(r"\[REDACTED:[a-z_]+\]")
         ("app-specific password is xmkq-vbzt-plwn-rjhc", "xmkq-vbzt-plwn-rjhc"),
         ("my app password = abcd efgh ijkl mnop", "abcd efgh ijkl mnop"),
         ("app password: abcd efgh ijkl mnop", "abcd efgh ijkl mnop"),
+        # the groups run together, as pasted without their spaces
+        ("the app password is fkzqmwpthxlrdvny for the relay", "fkzqmwpthxlrdvny"),
+        ("gmail app password qwzxhjkpvbnmrtyu", "qwzxhjkpvbnmrtyu"),
+        ("app-specific password is xmkqvbztplwnrjhc", "xmkqvbztplwnrjhc"),
     ],
 )
 def test_an_app_password_in_groups_is_redacted(text: str, password: str) -> None:
@@ -51,6 +55,10 @@ def test_an_app_password_in_groups_is_redacted(text: str, password: str) -> None
         "app password rules: same rule sets took ages",
         "an app password is sixteen letters in four groups of four",
         "use the app password here; that will keep imap sync working",
+        "app password responsibilities are the admin's",  # a word of 16 letters
+        "app password internationalization",  # a longer one
+        "app password qwzxhjkpvbnmrtyuq",  # 17 letters: not an app password
+        "app password thiswillworkfinee",  # run together, but a common word among the groups
     ],
 )
 def test_words_after_app_password_stay_storable(text: str) -> None:
