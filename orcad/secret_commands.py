@@ -274,16 +274,19 @@ def find_redis_passwords(text: str, lowered: str) -> Iterator[Span]:
             yield start, end
 
 
-# Oracle: `CONNECT USER/PASS[@DB]` (or `CONN`) inside SQL*Plus or a script it runs, a
-# statement that starts its line, perhaps after the `SQL>` prompt; `/ as sysdba` and
-# `USER@DB` prompt for the password. Prose that starts a line with "connect" and a pair of
-# words is not one ("Connect client/server first").
+# Oracle: `CONNECT USER/PASS[@DB] [AS SYSDBA]` (or `CONN`) inside SQL*Plus or a script it
+# runs, RMAN's `CONNECT TARGET USER/PASS@DB` and Data Guard's broker: a statement that is its
+# whole line, perhaps after the tool's prompt; `/ as sysdba` and `USER@DB` prompt for the
+# password. Prose that starts a line with "connect" and a pair of words is not one ("Connect
+# client/server first", "Connect eth0/eth1 to the bridge").
+_ORACLE_PROMPTS = ("sql>", "rman>", "dgmgrl>")
 _ORACLE_CONNECT = re.compile(
-    r"[ \t]*(?:sql>[ \t]*)?conn(?:ect)?[ \t]+[\"']?"
+    r"[ \t]*(?:(?:sql|rman|dgmgrl)>[ \t]*)?conn(?:ect)?(?:[ \t]+(?:target|auxiliary|catalog))?"
+    r"[ \t]+[\"']?"
     r"(?!(?:client/server|server/client|read/write|input/output|in/out|on/off|and/or"
     r"|system/manager|sys/change_on_install)(?![^\s@\"'/;|&()<>]))"
-    r"[a-z0-9_$#]{1,30}/([^\s@\"'/;|&()<>]{1,128}+)(?=[\"']?(?:@|[ \t\r;]|$))",
-    re.MULTILINE,
+    r"[a-z0-9_$#]{1,30}/(?:\"([^\"\n]{1,128}+)\"|([^\s@\"'/;|&()<>]{1,128}+))[\"']?"
+    r"(?P<database>@[^\s;]{1,256}+)?(?P<role>[ \t]+as[ \t]+sys[a-z]{2,8})?[ \t\r;]*(?:\n|\Z)"
 )
 _MAX_INDENTATION = 64
 
@@ -295,33 +298,39 @@ def find_oracle_connects(text: str, lowered: str) -> Iterator[Span]:
         start = _statement_start(lowered, at)
         match = _ORACLE_CONNECT.match(lowered, start) if start is not None else None
         if match is not None:
-            value_start, value_end = match.span(1)
+            group = 1 if match.start(1) >= 0 else 2
+            value_start, value_end = match.span(group)
             if _connect_password(text[value_start:value_end], lowered, match):
                 yield value_start, value_end
         at = lowered.find("conn", at + 4)
 
 
 def _connect_password(value: str, lowered: str, match: re.Match[str]) -> bool:
-    """A password: any given one after the `SQL>` prompt or before `@DB`; on a line of its own
-    without either, one that reads as chosen or generated, since prose may start a line with
-    "Connect frontend/backend"."""
+    """A password: any given one that is quoted, follows the tool's prompt, or comes before
+    `@DB` or `AS SYSDBA`; without any of these, one that reads as chosen or generated, since
+    prose may start a line with "Connect frontend/backend"."""
     if not _argument_password(value):
         return False
-    prompted = "sql>" in lowered[match.start() : match.start(1)]
-    before_database = lowered.startswith("@", match.end(1)) or lowered.startswith(
-        ('"@', "'@"), match.end(1)
+    prefix = lowered[match.start() : match.start(1) if match.start(1) >= 0 else match.start(2)]
+    marked = (
+        match.start(1) >= 0
+        or any(prompt in prefix for prompt in _ORACLE_PROMPTS)
+        or match.group("database") is not None
+        or match.group("role") is not None
     )
-    return prompted or before_database or is_chosen_password(value) or looks_random(value)
+    return marked or is_chosen_password(value) or looks_random(value)
 
 
 def _statement_start(lowered: str, at: int) -> int | None:
-    """Where the line of the word at `at` starts, when only indentation and a `SQL>` prompt
-    come before the word on it; None otherwise. Looks back a bounded way, so that many such
+    """Where the line of the word at `at` starts, when only indentation and a tool's prompt
+    (`SQL>`) come before the word on it; None otherwise. Looks back a bounded way, so that many such
     words on one line cost no more than its length."""
     window = max(0, at - _MAX_INDENTATION)
     before = lowered[window:at].rstrip(" \t")
-    if before.endswith("sql>"):
-        before = before[:-4].rstrip(" \t")
+    for prompt in _ORACLE_PROMPTS:
+        if before.endswith(prompt):
+            before = before[: -len(prompt)].rstrip(" \t")
+            break
     start = window + len(before)
     return start if start == 0 or lowered[start - 1] == "\n" else None
 

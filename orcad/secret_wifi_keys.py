@@ -10,21 +10,26 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from orcad.secret_values import Span, given_password, is_chosen_password, looks_random
+from orcad.secret_values import Span, given_password, is_credential_literal
 
 # A setting on a line of its own: `psk="..."` (wpa_supplicant.conf, network={ ... }), `psk=...`
 # (a NetworkManager keyfile's [wifi-security]), `wpa_psk=...` (hostapd.conf). A comment may
-# follow it.
+# follow a quoted value; an unquoted one runs to the line's end (those files have no comment
+# after a value: `#` is part of it).
 _PSK_SETTING = re.compile(
-    r"[ \t]*(?:wpa_)?psk[ \t]*=[ \t]*(?:\"([^\"\n]{8,63}+)\"|([^\s\"'#]{8,64}+))"
-    r"[ \t\r]*(?:#[^\n]*+)?(?:\n|\Z)"
+    r"[ \t]*(?:wpa_)?psk[ \t]*=[ \t]*"
+    r"(?:\"([^\"\n]{8,63}+)\"[ \t\r]*(?:#[^\n]*+)?|([^\s\"'#][^\n]{7,63}?)[ \t\r]*)(?:\n|\Z)"
 )
-# nmcli's property, by its alias or its whole name, then the key as one shell word
+# nmcli's property, by its alias or its whole name, then the key as one shell word (or, as
+# `nmcli --show-secrets connection show` prints it, after a colon)
 _NMCLI_PROPERTY = ("wifi-sec.", "802-11-wireless-security.")
 _NMCLI_PSK = re.compile(
-    r"psk[ \t]+(?:\"([^\"\n]{8,63}+)\"|'([^'\n]{8,63}+)'|([^\s\"'`;&|()<>]{8,64}+))"
+    r"psk(?:[ \t]+|:[ \t]*)"
+    r"(?:\"([^\"\n]{8,63}+)\"|'([^'\n]{8,63}+)'|([^\s\"'`;&|()<>]{8,64}+))"
     r"(?=[ \t\r\n;&|)]|\Z)"
 )
+# Code that sets a variable named psk: a call, an attribute, a template's `@NAME@`
+_CODE = re.compile(r".*[()]|.*;\Z|@.*@\Z|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\Z")
 _MAX_INDENTATION = 64
 _HEX_KEY = re.compile(r"[0-9a-fA-F]{64}\Z")
 
@@ -41,7 +46,8 @@ def find_wifi_keys(text: str, lowered: str) -> Iterator[Span]:
         if match is not None:
             group = next(g for g in range(1, (match.lastindex or 0) + 1) if match.start(g) >= 0)
             start, end = match.span(group)
-            if _wifi_key(text[start:end], quoted=text[start - 1] in "\"'"):
+            setting = match.re is _PSK_SETTING
+            if _wifi_key(text[start:end], quoted=text[start - 1] in "\"'", setting=setting):
                 yield start, end
             searched = max(searched, match.end())  # a "psk" inside the value is not another
         at = lowered.find("psk", searched)
@@ -57,15 +63,14 @@ def _setting_line(lowered: str, at: int) -> int | None:
     return start if start == 0 or lowered[start - 1] == "\n" else None
 
 
-def _wifi_key(value: str, *, quoted: bool) -> bool:
-    """A key as given: not a variable, a placeholder or an example. Quoted, any passphrase is
-    one ("purple monkey dishwasher"); unquoted, one that reads as chosen or generated, or the
-    64 hex digits of a key."""
+def _wifi_key(value: str, *, quoted: bool, setting: bool) -> bool:
+    """A key as given: not a variable, a placeholder or an example. Quoted, or given to nmcli,
+    any passphrase is one ("purple monkey dishwasher"); an unquoted setting's value is one when
+    it is the 64 hex digits of a key, or a literal that is not a name or code (`psk=psk_bytes`,
+    `psk=derive_psk(ssid, passphrase)`)."""
     if not given_password(value):
         return False
-    return (
-        quoted
-        or _HEX_KEY.match(value) is not None
-        or is_chosen_password(value)
-        or looks_random(value)
-    )
+    if quoted or not setting or _HEX_KEY.match(value) is not None:
+        return True
+    literal = is_credential_literal(value, quoted=False, upper_key=False, bare=False)
+    return literal and _CODE.match(value) is None

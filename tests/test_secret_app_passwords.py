@@ -31,6 +31,7 @@ _MARKER = re.compile(r"\[REDACTED:[a-z_]+\]")
         ("the app password is fkzqmwpthxlrdvny for the relay", "fkzqmwpthxlrdvny"),
         ("gmail app password qwzxhjkpvbnmrtyu", "qwzxhjkpvbnmrtyu"),
         ("app-specific password is xmkqvbztplwnrjhc", "xmkqvbztplwnrjhc"),
+        ("app password qaeiuoyzkwplmnbv", "qaeiuoyzkwplmnbv"),  # six vowels, drawn at random
     ],
 )
 def test_an_app_password_in_groups_is_redacted(text: str, password: str) -> None:
@@ -59,6 +60,9 @@ def test_an_app_password_in_groups_is_redacted(text: str, password: str) -> None
         "app password internationalization",  # a longer one
         "app password qwzxhjkpvbnmrtyuq",  # 17 letters: not an app password
         "app password thiswillworkfinee",  # run together, but a common word among the groups
+        "the app password caused a misunderstanding",
+        "app password utcfromtimestamp",  # a name run together
+        "app password like abcdefghijklmnop",  # the alphabet: an example
     ],
 )
 def test_words_after_app_password_stay_storable(text: str) -> None:

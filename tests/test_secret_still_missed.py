@@ -241,6 +241,11 @@ def test_sqlplus_lines_without_a_password_stay_storable(text: str) -> None:
         ("connect hr/welcome@pdb;", "welcome"),  # before the database, any password
         ("WHENEVER SQLERROR EXIT\nCONN etl/Etl#2024x\n@load.sql", "Etl#2024x"),
         ("    connect batch/B4tch$Run@reports", "B4tch$Run"),
+        ('SQL> connect hr/"Welcome#1"@pdb', "Welcome#1"),  # quoted, as a symbol requires
+        ('SQL> conn sys/"Pa ss 2024" as sysdba', "Pa ss 2024"),
+        ("conn sys/oracle as sysdba", "oracle"),
+        ("RMAN> connect target sys/Welcome1@orcl", "Welcome1"),
+        ("DGMGRL> connect sys/Welcome1@prim", "Welcome1"),
     ],
 )
 def test_a_password_in_an_oracle_connect_statement_is_redacted(text: str, password: str) -> None:
@@ -262,6 +267,10 @@ def test_a_password_in_an_oracle_connect_statement_is_redacted(text: str, passwo
         "connect hr/welcome",  # a plain word on a line of its own: prose as often
         "connection pool size is 10/20",
         "connect to the db/then run",
+        "Connect eth0/eth1 to the bridge",  # prose goes on after the pair: no statement
+        "conn pool/cache@v3 refactor",
+        "Connect GPIO17/GPIO27 to the relay",
+        "Connect ipv4/ipv6 dual stack",
     ],
 )
 def test_connect_lines_without_a_password_stay_storable(text: str) -> None:

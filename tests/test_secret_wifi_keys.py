@@ -30,6 +30,13 @@ HEX_KEY = "3f1b2c4d5e6f4a7b8c9d0e1f2a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d"
         ('nmcli con mod lab 802-11-wireless-security.psk "purple monkey 42"', "purple monkey 42"),
         ("sudo nmcli connection modify iot wifi-sec.psk Pl4nt#Sensors && nmcli con up iot",
          "Pl4nt#Sensors"),
+        # an unquoted value runs to the line's end: `#` is part of it there
+        ("[wifi-security]\npsk=Summer24#Beach!\n", "Summer24#Beach!"),
+        ("psk=Summer24 #Beach\n", "Summer24 #Beach"),
+        ("wpa_psk=Summer24#Beach!", "Summer24#Beach!"),
+        # nmcli names the key: any passphrase, and as `--show-secrets` prints it
+        ("nmcli con modify Home wifi-sec.psk sunshinebeach", "sunshinebeach"),
+        ("802-11-wireless-security.psk:          Sunshine2024\n", "Sunshine2024"),
     ],
 )  # fmt: skip
 def test_a_wifi_key_is_redacted(text: str, key: str) -> None:
@@ -54,6 +61,16 @@ def test_a_wifi_key_is_redacted(text: str, key: str) -> None:
         'psk="short"',  # under the 8 characters WPA requires
         "psk=abcdefghij",  # unquoted, a word: not chosen as a key
         "wpa_psk psk psk wifi-sec.psk",
+        "802-11-wireless-security.psk:          <hidden>",
+        # code that names a variable psk
+        "    psk=psk_bytes\n",
+        "    psk=get_psk()\n",
+        "psk=derive_psk(ssid,passphrase)",
+        "psk=bytes.fromhex(key)",
+        "psk=malloc(64);",
+        "wpa_psk=hostapd_psk_file",
+        "psk=@WIFI_PSK@",
+        "psk=None",
     ],
 )
 def test_what_looks_like_a_wifi_key_but_is_none_stays_storable(text: str) -> None:
