@@ -93,6 +93,7 @@ ADVERSARIAL = {
     # app passwords in four groups (orcad/secret_app_passwords.py), and prose after the name
     "app passwords": "app password: abcd efgh ijkl mnop ",
     "app password words": "app password this will work fine for each user ",
+    "app password runs": "app password qwzxhjkpvbnmrtyu misunderstanding ",
     # what a command printed below it (orcad/secret_command_outputs.py)
     "keychain outputs": "security find-generic-password -s a -w\nXk9#mm2pq\n",
     "keychain commands": "security find-generic-password -w ",
