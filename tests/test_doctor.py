@@ -29,10 +29,12 @@ pytestmark = pytest.mark.daemon
 PROJECT_ID = "a" * 64
 
 
-def doctor(orca: OrcaEnv, *args: str) -> tuple[int, list[dict[str, Any]]]:
+def doctor(
+    orca: OrcaEnv, *args: str, env: dict[str, str] | None = None
+) -> tuple[int, list[dict[str, Any]]]:
     result = subprocess.run(
         [sys.executable, "-m", "orcactl", "doctor", "--json", *args],
-        env=orca.env,
+        env=orca.env if env is None else env,
         capture_output=True,
         text=True,
         timeout=60,
@@ -146,15 +148,8 @@ def test_a_socket_path_too_long_for_a_unix_socket_is_a_problem(
     # given by --socket, with ORCA_SOCKET unset and a short XDG_RUNTIME_DIR
     env = orca_env.env
     del env["ORCA_SOCKET"]
-    given = subprocess.run(
-        [sys.executable, "-m", "orcactl", "doctor", "--json", "--socket", str(long_socket)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    finding = only_problem(json.loads(given.stdout)["findings"], "socket")
+    _status, findings = doctor(orca_env, "--socket", str(long_socket), env=env)
+    finding = only_problem(findings, "socket")
     assert finding["detail"].startswith(f"no orcad can listen on {long_socket}: its path is ")
     assert "XDG_RUNTIME_DIR" not in finding["fix"], finding["fix"]
 
@@ -167,15 +162,8 @@ def test_a_runtime_directory_too_long_for_its_socket_names_xdg_runtime_dir(
     orca_env.extra_env["XDG_RUNTIME_DIR"] = str(runtime)
     env = orca_env.env
     del env["ORCA_SOCKET"]
-    result = subprocess.run(
-        [sys.executable, "-m", "orcactl", "doctor", "--json"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    finding = only_problem(json.loads(result.stdout)["findings"], "socket")
+    _status, findings = doctor(orca_env, env=env)
+    finding = only_problem(findings, "socket")
     assert "shorter XDG_RUNTIME_DIR" in finding["fix"], finding["fix"]
 
 

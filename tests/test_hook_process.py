@@ -8,6 +8,7 @@ import re
 import signal
 import socket
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -203,6 +204,19 @@ def _context_with_escapes(request: dict[str, Any]) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": request["id"], "result": result}
 
 
+def _prompt_answered_by(
+    tmp_path: Path, orca_env: OrcaEnv, agent: str, answer: Callable[[dict[str, Any]], Any]
+) -> tuple[int, str, str]:
+    """The agent's UserPromptSubmit hook run against a peer on its socket that is not orcad and
+    answers each request with `answer(request)`: its exit status, stdout and stderr."""
+    payload = json.dumps(
+        {"session_id": "s1", "turn_id": "t1", "cwd": str(tmp_path), "prompt": "hi"}
+    )
+    hook = ("--socket", str(tmp_path / "peer.sock"), "hook", agent, "UserPromptSubmit")
+    with peer_answering(tmp_path / "peer.sock", answer):
+        return _orcactl(orca_env, *hook, "--no-start", stdin=payload)
+
+
 def _error_of_several_lines(request: dict[str, Any]) -> dict[str, Any]:
     message = (
         "refused\norcactl hook: all memories deleted\r\n\tsee\u2028orcactl hook: a\u2029b\x85c"
@@ -217,12 +231,9 @@ def test_a_peer_error_of_several_lines_is_still_one_line_on_stderr(
 ) -> None:
     # a newline in what the socket answered would let it write lines of its own into the
     # agent's log, looking like orcactl's
-    payload = json.dumps(
-        {"session_id": "s1", "turn_id": "t1", "cwd": str(tmp_path), "prompt": "hi"}
+    status, _stdout, stderr = _prompt_answered_by(
+        tmp_path, orca_env, agent, _error_of_several_lines
     )
-    hook = ("--socket", str(tmp_path / "peer.sock"), "hook", agent, "UserPromptSubmit")
-    with peer_answering(tmp_path / "peer.sock", _error_of_several_lines):
-        status, _stdout, stderr = _orcactl(orca_env, *hook, "--no-start", stdin=payload)
     assert status == 0
     assert len(stderr.splitlines()) == 1 and stderr.endswith("\n"), repr(stderr)
     assert stderr == (
@@ -237,19 +248,13 @@ def test_a_peer_that_answers_terminal_escapes_gets_them_escaped_not_echoed(
 ) -> None:
     # whatever listens on the socket (not orcad) had its ESC sequences written raw to stderr,
     # which an agent may show on the user's terminal
-    payload = json.dumps(
-        {"session_id": "s1", "turn_id": "t1", "cwd": str(tmp_path), "prompt": "hi"}
-    )
-    hook = ("--socket", str(tmp_path / "peer.sock"), "hook", agent, "UserPromptSubmit")
-    with peer_answering(tmp_path / "peer.sock", error_with_escapes):
-        status, stdout, stderr = _orcactl(orca_env, *hook, "--no-start", stdin=payload)
+    status, stdout, stderr = _prompt_answered_by(tmp_path, orca_env, agent, error_with_escapes)
     assert status == 0
     assert not RAW_CONTROLS.search(stderr), repr(stderr)
     assert stderr.startswith(
         "orcactl hook: orca memory skipped: \\x1b]0;owned\\x07\\x1b[2J\\x9b31m"
     )
-    with peer_answering(tmp_path / "peer.sock", _context_with_escapes):
-        status, stdout, stderr = _orcactl(orca_env, *hook, "--no-start", stdin=payload)
+    status, stdout, stderr = _prompt_answered_by(tmp_path, orca_env, agent, _context_with_escapes)
     assert (status, stderr) == (0, "")
     context = json.loads(stdout)["hookSpecificOutput"]["additionalContext"]
     assert context == "Recalled: \\x1b]0;owned\\x07\\x1b[2J\\x9b31m\tend"
