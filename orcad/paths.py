@@ -67,19 +67,21 @@ def xdg_directory(env: Mapping[str, str], name: str) -> Path | None:
 
 # The longest path a Unix socket's address holds: sun_path less its closing NUL (108 bytes on
 # Linux, 104 on macOS and the BSDs). No orcad can listen on a longer one.
-SOCKET_PATH_MAX_BYTES = 107 if sys.platform.startswith("linux") else 103
+MACOS_SOCKET_PATH_MAX_BYTES = 103
+SOCKET_PATH_MAX_BYTES = 107 if sys.platform.startswith("linux") else MACOS_SOCKET_PATH_MAX_BYTES
 
 
-def socket_path_problem(path: str) -> str | None:
+def socket_path_problem(path: str, limit: int = SOCKET_PATH_MAX_BYTES) -> str | None:
     """Why no orcad can listen on `path`, when its path is too long for a Unix socket (a long
-    XDG_RUNTIME_DIR or ORCA_SOCKET); None when it fits. Binding or connecting there fails before
-    any system call, with words that name neither the path's length nor its limit."""
+    XDG_RUNTIME_DIR or ORCA_SOCKET) on this system, or on the one `limit` is of; None when it
+    fits. Binding or connecting there fails before any system call, with words that name
+    neither the path's length nor its limit."""
     size = len(os.fsencode(path))
-    if size <= SOCKET_PATH_MAX_BYTES:
+    if size <= limit:
         return None
     return (
         f"no orcad can listen on {path}: its path is {size} bytes, and a Unix socket's path may "
-        f"have at most {SOCKET_PATH_MAX_BYTES}"
+        f"have at most {limit}"
     )
 
 

@@ -391,6 +391,26 @@ def test_a_path_a_service_file_cannot_carry_is_refused(
     assert cli.systemctl_calls() == []
 
 
+@pytest.mark.parametrize("extra", [0, 20])
+def test_a_launchd_socket_path_too_long_for_macos_is_refused_and_nothing_is_written(
+    orca_env: OrcaEnv, tmp_path: Path, extra: int
+) -> None:
+    # the plist named a socket launchd would make and no orcad or client could ever use; 104
+    # bytes fit Linux's 107 and not macOS's 103
+    cli = ServiceCli(orca_env, fake_systemctl=False)
+    socket_path = str(tmp_path / "s")
+    socket_path += "x" * (104 + extra - len(socket_path))
+    cli.env["ORCA_SOCKET"] = socket_path
+    result = cli.run("install", "--manager", "launchd")
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.stderr.startswith(
+        f"orcactl: no orcad can listen on {socket_path}: its path is {104 + extra} bytes, and a "
+        "Unix socket's path may have at most 103 on macOS; set ORCA_SOCKET"
+    ), result.stderr
+    assert result.stderr.endswith("; nothing was written\n")
+    assert not (Path(cli.env["HOME"]) / "Library").exists()
+
+
 def test_install_writes_through_no_symlink_left_at_its_temporary_path(
     orca_env: OrcaEnv, tmp_path: Path
 ) -> None:

@@ -26,7 +26,13 @@ from orcactl.commands.service_steps import (
     unit_states,
 )
 from orcactl.connect import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CommandError, print_json
-from orcad.paths import resolve_paths, xdg_directory
+from orcad.paths import (
+    MACOS_SOCKET_PATH_MAX_BYTES,
+    SHORTER_SOCKET,
+    resolve_paths,
+    socket_path_problem,
+    xdg_directory,
+)
 from orcad.regular_files import NotARegularFile, read_regular_file
 
 
@@ -138,6 +144,11 @@ def wanted_files(args: argparse.Namespace) -> dict[Path, bytes]:
     home = Path(os.environ.get("HOME") or Path.home())
     log_path = os.path.abspath(home / "Library" / "Logs" / "orcad.log")
     socket = os.path.abspath(paths.socket)  # launchd has no directory to resolve it against
+    too_long = socket_path_problem(socket, MACOS_SOCKET_PATH_MAX_BYTES)
+    if too_long is not None:  # launchd would make a socket no orcad or client could use
+        raise CommandError(
+            f"{too_long} on macOS; {SHORTER_SOCKET}; nothing was written", EXIT_USAGE
+        )
     carried = {**environment, **service_files.carried_environment(os.environ)}
     _checked(argv, {**carried, "the socket path": socket, "the log path": log_path})
     plist = service_files.launchd_plist(argv, socket, log_path, carried)
