@@ -55,6 +55,8 @@ ADVERSARIAL = {
     "yaml blocks": "password:\n  value\n",
     "sql passwords": "IDENTIFIED BY 'x' ",
     "pins": "pin: 1234 ",
+    "pins of owners": "my PIN for the vpn token is 583920 PIN for the a b c d ",
+    "passphrases with numbers": "with passphrase 'correct horse battery 99' passphrase is a b ",
     "the pins": "the pin is 4821 sim pin 0000 ",
     "pins after parts": "gpio the pin is 2047\n",
     "login pairs": "user: admin\npass: x\n",

@@ -54,16 +54,17 @@ def _owned_by(words: str, owners: frozenset[str]) -> bool:
 # "the wifi key is X": a key of a network is the password its owner chose, where "key" alone
 # (cache key, primary key) is a name; the value is checked there after the literal `key`.
 # A key that opens an archive, a backup, a vault or a disk ("the zip key is X", "the
-# encryption key for the backup is X") is as much a chosen password, but such keys are also
-# named by algorithm, size or resource ("AES-256", "alias/backup-key"): its value must be
-# chosen with care (mixed case or a symbol), or look generated, and be no path.
+# encryption key for the backup is X", Vault's unseal key, BitLocker's recovery key) is as
+# much a chosen password, but such keys are also named by algorithm, size or resource
+# ("AES-256", "alias/backup-key"): its value must be chosen with care (mixed case or a
+# symbol), or look generated, and be no path.
 _NETWORK_KEY = re.compile(r"key(?![a-z0-9_\-])" + _NOTE_TAIL)
 _NETWORK = re.compile(
     r"(?<![a-z0-9_\-])(?:wi-?fi|wireless|wlan|wpa[23]?|network|hotspot|router|ssid)[ \t]+\Z"
 )
 _STORE = re.compile(
     r"(?<![a-z0-9_\-])(?:zip|7-?zip|7z|rar|archive|backup|vault|disk|drive|luks|bitlocker|"
-    r"veracrypt|encryption|decryption|keepass)[ \t]+\Z"
+    r"veracrypt|encryption|decryption|keepass|unseal|recovery)[ \t]+\Z"
 )
 _NETWORK_REACH = 16
 _KEY_OWNERS = frozenset(("for", "on", "of", "at", "in"))

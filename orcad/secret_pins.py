@@ -19,6 +19,8 @@ from orcad.secret_values import CLAUSE_ENDS, STATED_VERB, Span
 # A PIN, written so (a pin is a part, a GPIO line): "my PIN is 4821", "Card PIN: 7302"
 PIN_STATEMENT = re.compile(
     r"PIN(?<![A-Za-z0-9_\-.$@]PIN)(?:[ \t]+(?:code|number))?"  # the literal first: skips ahead
+    # what it is the PIN of: "my PIN for the vpn token is 583920"
+    r"(?:[ \t]+(?:for|of|on)(?:[ \t]+[A-Za-z0-9_\-]{1,24}+){1,4}?(?=[ \t]+(?:is|was)[ \t]))?"
     rf"(?:[ \t]*:|{STATED_VERB}[ \t]*:?)[ \t]+([0-9]{{4,12}}+)(?![0-9])"
 )
 

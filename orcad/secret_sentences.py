@@ -298,6 +298,8 @@ def find_stated_passwords(text: str, lowered: str) -> Iterator[Span]:
             continue
         if stated_password(text[start:end]):
             yield start, end
+        elif match["long"] == "phrase" and (phrase_end := _stated_passphrase(text, start)):
+            yield start, phrase_end  # "ssh in with passphrase 'correct horse battery staple'"
 
 
 def _owned(words: str) -> bool:
@@ -309,7 +311,9 @@ def _owned(words: str) -> bool:
 # A passphrase a sentence gives: three to eight lower-case words ("my password is correct horse
 # battery staple", "the wifi password is purple monkey dishwasher"), or two in quotes ("the
 # password is 'open sesame'").
-_PASSPHRASE = re.compile(r"[a-z]{3,24}+(?:[ \t]+[a-z]{3,24}+){1,7}+(?![^\W\d_])")
+_PASSPHRASE = re.compile(
+    r"[a-z]{3,24}+(?:[ \t]+[a-z]{3,24}+){1,7}+(?:[ \t]+[0-9]{1,8}+)?(?![^\W\d_])"
+)  # a number may end it: "correct horse battery staple 99"
 # Words of sentences that say what a password is like or where it is, besides the function words
 # (`PROSE_OR_CODE_WORDS`): "the password is too short", "the password is sent in clear text".
 _SENTENCE_WORDS = frozenset(

@@ -1,14 +1,19 @@
 """Secrets once listed as still missed: a password after the word for password and a space in
-another language, a TOTP seed in groups, an Oracle logon, a Wi-Fi passphrase: what must go
-and what looks like it but must stay storable."""
+another language, a TOTP seed in groups, an Oracle logon, a Wi-Fi passphrase, a vault's unseal
+key, a passphrase with a number, a PIN named with its owner: what must go and what looks like
+it but must stay storable."""
 
 from __future__ import annotations
+
+import re
 
 import pytest
 
 from orcad.secrets import find_secrets, redact, secret_kinds
 
 pytestmark = pytest.mark.pure
+
+_MARKER = re.compile(r"\[REDACTED:[a-z_]+\]")
 
 
 def _assert_only_value_redacted(text: str, value: str, kind: str) -> None:
@@ -318,4 +323,53 @@ def test_a_passphrase_given_to_wpa_passphrase_is_redacted(text: str, passphrase:
     ],
 )
 def test_wpa_passphrase_lines_without_a_passphrase_stay_storable(text: str) -> None:
+    assert find_secrets(text) == []
+
+
+# ---------------------------------- stated in a turn: a vault's key, a passphrase, a PIN's owner
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        (
+            "We use vault; remember the unseal key is 7f3a9c2e1b8d4f6a0e5c7b9d2f4a6c8e.",
+            "7f3a9c2e1b8d4f6a0e5c7b9d2f4a6c8e",
+        ),
+        ("the unseal key is Zx81!kQp", "Zx81!kQp"),
+        (
+            "the recovery key is 7f3a9c2e1b8d4f6a0e5c7b9d2f4a6c8e",
+            "7f3a9c2e1b8d4f6a0e5c7b9d2f4a6c8e",
+        ),
+        (
+            "Remember: ssh to prod with passphrase 'correct horse battery staple 99'.",
+            "correct horse battery staple 99",
+        ),
+        (
+            "the ssh passphrase is 'correct horse battery staple 99'",
+            "correct horse battery staple 99",
+        ),
+        ("my passphrase is purple monkey dishwasher 42", "purple monkey dishwasher 42"),
+        ("log in with passphrase correct horse battery staple", "correct horse battery staple"),
+        ("remember my PIN for the vpn token is 583920", "583920"),
+        ("the PIN of the SIM card is 0917", "0917"),
+    ],
+)
+def test_a_secret_stated_in_a_turn_is_redacted(text: str, secret: str) -> None:
+    assert secret not in redact(text)
+    assert secret_kinds(text) == "password_statement"
+    assert _MARKER.sub("<>", redact(text)) == text.replace(secret, "<>")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the recovery key is stored in AD",
+        "the unseal key is kept by three people",
+        "the passphrase is stored in 2 places",
+        "use a passphrase with four random words",
+        "with passphrase support enabled",
+        "the PIN for all of them is listed in 1234",
+        "set the PIN on the device to 4821",
+    ],
+)
+def test_words_about_such_secrets_stay_storable(text: str) -> None:
     assert find_secrets(text) == []
