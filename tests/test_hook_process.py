@@ -258,3 +258,34 @@ def test_a_peer_that_answers_terminal_escapes_gets_them_escaped_not_echoed(
     assert (status, stderr) == (0, "")
     context = json.loads(stdout)["hookSpecificOutput"]["additionalContext"]
     assert context == "Recalled: \\x1b]0;owned\\x07\\x1b[2J\\x9b31m\tend"
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="/dev/full is Linux's")
+@pytest.mark.parametrize("agent", ["claude-code", "codex"])
+def test_an_answer_the_hook_cannot_write_is_a_recorded_problem(
+    tmp_path: Path, orca_env: OrcaEnv, agent: str
+) -> None:
+    # the recalled context was lost with exit 0, no line and no record
+    payload = json.dumps(
+        {"session_id": "s1", "turn_id": "t1", "cwd": str(tmp_path), "prompt": "hi"}
+    )
+    hook = ("--socket", str(tmp_path / "peer.sock"), "hook", agent, "UserPromptSubmit")
+    with (
+        peer_answering(tmp_path / "peer.sock", _context_with_escapes),
+        Path("/dev/full").open("w") as full,
+    ):
+        completed = subprocess.run(
+            [ORCACTL, *hook, "--no-start"],
+            input=payload,
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=orca_env.env,
+            timeout=60,
+            check=False,
+        )
+    assert completed.returncode == 0  # a hook never breaks the agent
+    assert completed.stderr.startswith("orcactl hook: orca memory lost: cannot write the answer")
+    assert len(completed.stderr.splitlines()) == 1 and "Traceback" not in completed.stderr
+    failures = (orca_env.memory_root / "agent-hooks.jsonl").read_text().splitlines()
+    assert json.loads(failures[-1])["kind"] == "output"

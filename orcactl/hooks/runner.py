@@ -118,7 +118,9 @@ def _say(line: str) -> None:
         pass
 
 
-def _print_answer(answer: dict[str, Any] | None) -> None:
+def _print_answer(agent: str, event: str, answer: dict[str, Any] | None) -> None:
+    """The answer on stdout. One that cannot be written (the agent closed the pipe, a full
+    disk) is a problem said and recorded as any other: the context it held is lost."""
     signal.setitimer(signal.ITIMER_REAL, 0)  # answering now: the watchdog must not answer too
     if answer is None or sys.stdout is None:  # None: started with stdout closed
         return
@@ -126,8 +128,19 @@ def _print_answer(answer: dict[str, Any] | None) -> None:
     try:
         sys.stdout.write(json.dumps(answer, ensure_ascii=True) + "\n")
         sys.stdout.flush()
-    except (OSError, ValueError):
-        pass  # the agent stopped listening
+    except (OSError, ValueError) as exc:
+        message = f"cannot write the answer: {getattr(exc, 'strerror', None) or exc}"
+        _say(f"orca memory lost: {message}")
+        record_failure(agent, event, "output", message)
+        _drop_stdout()
+
+
+def _drop_stdout() -> None:
+    """Nothing more for a stdout that failed: the buffered answer is not written again as
+    Python exits, which would print its own error and exit 120."""
+    with contextlib.suppress(OSError, ValueError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    sys.stdout = None
 
 
 def _arm_watchdog(agent: str, event: str, answer: dict[str, Any] | None, budget: float) -> None:
@@ -193,7 +206,7 @@ def run(argv: list[str]) -> int:
         _say(f"{agent} has no event {event!r} (known: {known})")
         return EXIT_BAD_INPUT
     if extraction_run():
-        _print_answer(module.empty_answer(event))  # an extraction run: never captured
+        _print_answer(agent, event, module.empty_answer(event))  # an extraction run: never captured
         return EXIT_OK
     budget = BUDGET_S.get(event, DEFAULT_BUDGET_S)
     started = time.monotonic()
@@ -203,7 +216,7 @@ def run(argv: list[str]) -> int:
     except (HookInputError, OSError) as exc:
         _say(str(exc))
         record_failure(agent, event, "bad_input", str(exc))
-        _print_answer(module.empty_answer(event))
+        _print_answer(agent, event, module.empty_answer(event))
         return EXIT_BAD_INPUT
     # a little before the watchdog, so that an answer in time is the hook's own
     deadline = started + budget * 0.9
@@ -213,7 +226,7 @@ def run(argv: list[str]) -> int:
     except HookInputError as exc:
         _say(str(exc))
         record_failure(agent, event, "bad_input", str(exc))
-        _print_answer(module.empty_answer(event))
+        _print_answer(agent, event, module.empty_answer(event))
         return EXIT_BAD_INPUT
     except (Unreachable, DaemonError, OSError, ValueError) as exc:
         kind = exc.kind if isinstance(exc, DaemonError) else "unreachable"
@@ -227,5 +240,5 @@ def run(argv: list[str]) -> int:
         _say(f"orca memory skipped: {type(exc).__name__}")
         record_failure(agent, event, "internal", type(exc).__name__)
         answer = module.empty_answer(event)
-    _print_answer(answer)
+    _print_answer(agent, event, answer)
     return EXIT_OK
