@@ -289,3 +289,35 @@ def test_an_answer_the_hook_cannot_write_is_a_recorded_problem(
     assert len(completed.stderr.splitlines()) == 1 and "Traceback" not in completed.stderr
     failures = (orca_env.memory_root / "agent-hooks.jsonl").read_text().splitlines()
     assert json.loads(failures[-1])["kind"] == "output"
+
+
+@pytest.mark.parametrize("agent", ["claude-code", "codex"])
+def test_an_input_for_another_event_is_refused_as_bad_input(
+    tmp_path: Path, orca_env: OrcaEnv, agent: str
+) -> None:
+    # a Stop input given to the UserPromptSubmit hook (registered under the wrong event) was
+    # read as a prompt without one: exit 0, no line
+    payload = json.dumps(
+        {
+            "session_id": "s1",
+            "turn_id": "t1",
+            "cwd": str(tmp_path),
+            "hook_event_name": "Stop",
+            "stop_hook_active": False,
+        }
+    )
+    status, _stdout, stderr = _orcactl(
+        orca_env, "hook", agent, "UserPromptSubmit", "--no-start", stdin=payload
+    )
+    assert (status, stderr) == (
+        1,
+        "orcactl hook: the hook input is for Stop, not UserPromptSubmit\n",
+    )
+    failures = (orca_env.memory_root / "agent-hooks.jsonl").read_text().splitlines()
+    assert json.loads(failures[-1])["kind"] == "bad_input"
+    # Stop and SubagentStop are handled alike: one may stand for the other
+    sub = json.loads(payload) | {"hook_event_name": "SubagentStop"}
+    status, _stdout, stderr = _orcactl(
+        orca_env, "hook", agent, "Stop", "--no-start", stdin=json.dumps(sub)
+    )
+    assert "is for" not in stderr

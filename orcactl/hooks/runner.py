@@ -189,6 +189,15 @@ def _read_input(deadline: float) -> dict[str, Any]:
     return payload
 
 
+def _check_event(payload: dict[str, Any], event: str, events: dict[str, Any]) -> None:
+    """The input's own `hook_event_name`, which both agents send, names an event this hook
+    handles otherwise (a `Stop` input given to the `UserPromptSubmit` hook): a hook registered
+    under the wrong event, refused rather than read as the wrong thing."""
+    named = payload.get("hook_event_name")
+    if isinstance(named, str) and named in events and events[named] is not events[event]:
+        raise HookInputError(f"the hook input is for {named}, not {event}")
+
+
 def run(argv: list[str]) -> int:
     if any(item in ("-h", "--help") for item in argv):
         print(USAGE)
@@ -221,6 +230,7 @@ def run(argv: list[str]) -> int:
     # a little before the watchdog, so that an answer in time is the hook's own
     deadline = started + budget * 0.9
     try:
+        _check_event(payload, event, module.EVENTS)
         context = HookContext(agent, event, socket_path(explicit_socket), deadline, start)
         answer = handler(payload, context)
     except HookInputError as exc:
