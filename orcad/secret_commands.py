@@ -24,6 +24,7 @@ from orcad.secret_values import (
     given_password,
     is_chosen_password,
     is_credential_literal,
+    line_start_before,
     looks_random,
     value_span,
 )
@@ -288,14 +289,13 @@ _ORACLE_CONNECT = re.compile(
     r"[a-z0-9_$#]{1,30}/(?:\"([^\"\n]{1,128}+)\"|([^\s@\"'/;|&()<>]{1,128}+))[\"']?"
     r"(?P<database>@[^\s;]{1,256}+)?(?P<role>[ \t]+as[ \t]+sys[a-z]{2,8})?[ \t\r;]*(?:\n|\Z)"
 )
-_MAX_INDENTATION = 64
 
 
 def find_oracle_connects(text: str, lowered: str) -> Iterator[Span]:
     """The password of an Oracle `CONNECT USER/PASS@DB` statement that starts its line."""
     at = lowered.find("conn")
     while at >= 0:
-        start = _statement_start(lowered, at)
+        start = line_start_before(lowered, at, _ORACLE_PROMPTS)
         match = _ORACLE_CONNECT.match(lowered, start) if start is not None else None
         if match is not None:
             group = 1 if match.start(1) >= 0 else 2
@@ -319,20 +319,6 @@ def _connect_password(value: str, lowered: str, match: re.Match[str]) -> bool:
         or match.group("role") is not None
     )
     return marked or is_chosen_password(value) or looks_random(value)
-
-
-def _statement_start(lowered: str, at: int) -> int | None:
-    """Where the line of the word at `at` starts, when only indentation and a tool's prompt
-    (`SQL>`) come before the word on it; None otherwise. Looks back a bounded way, so that many such
-    words on one line cost no more than its length."""
-    window = max(0, at - _MAX_INDENTATION)
-    before = lowered[window:at].rstrip(" \t")
-    for prompt in _ORACLE_PROMPTS:
-        if before.endswith(prompt):
-            before = before[: -len(prompt)].rstrip(" \t")
-            break
-    start = window + len(before)
-    return start if start == 0 or lowered[start - 1] == "\n" else None
 
 
 # `docker run -p 27017:27017 mongo` on the line of a tool: a port mapping, not a password

@@ -374,3 +374,22 @@ def end_before_trailing(text: str, start: int, end: int) -> int:
     while end > start and text[end - 1] in TRAILING:
         end -= 1
     return end
+
+
+# ------------------------------------------------------------ statements on their own line
+_MAX_INDENTATION = 64
+
+
+def line_start_before(lowered: str, at: int, prefixes: tuple[str, ...]) -> int | None:
+    """Where the line of the word at `at` starts, when only indentation and at most one of
+    `prefixes` (a tool's prompt, `SQL>`; a name's part, `wpa_`) come before the word on it;
+    None otherwise. Looks back a bounded way, so that text of many such words on one line
+    costs no more than its length."""
+    window = max(0, at - _MAX_INDENTATION)
+    before = lowered[window:at].rstrip(" \t")
+    for prefix in prefixes:
+        if before.endswith(prefix):
+            before = before[: -len(prefix)].rstrip(" \t")
+            break
+    start = window + len(before)
+    return start if start == 0 or lowered[start - 1] == "\n" else None

@@ -10,7 +10,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from orcad.secret_values import Span, given_password, is_credential_literal
+from orcad.secret_values import (
+    Span,
+    given_password,
+    is_credential_literal,
+    line_start_before,
+)
 
 # A setting on a line of its own: `psk="..."` (wpa_supplicant.conf, network={ ... }), `psk=...`
 # (a NetworkManager keyfile's [wifi-security]), `wpa_psk=...` (hostapd.conf). A comment may
@@ -30,7 +35,6 @@ _NMCLI_PSK = re.compile(
 )
 # Code that sets a variable named psk: a call, an attribute, a template's `@NAME@`
 _CODE = re.compile(r".*[()]|.*;\Z|@.*@\Z|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\Z")
-_MAX_INDENTATION = 64
 _HEX_KEY = re.compile(r"[0-9a-fA-F]{64}\Z")
 
 
@@ -38,7 +42,7 @@ def find_wifi_keys(text: str, lowered: str) -> Iterator[Span]:
     """The passphrase or key of a Wi-Fi network in a configuration line or an nmcli command."""
     at = lowered.find("psk")
     while at >= 0:
-        line = _setting_line(lowered, at)
+        line = line_start_before(lowered, at, ("wpa_",))
         match = _PSK_SETTING.match(lowered, line) if line is not None else None
         if match is None and lowered.endswith(_NMCLI_PROPERTY, 0, at):
             match = _NMCLI_PSK.match(lowered, at)
@@ -51,16 +55,6 @@ def find_wifi_keys(text: str, lowered: str) -> Iterator[Span]:
                 yield start, end
             searched = max(searched, match.end())  # a "psk" inside the value is not another
         at = lowered.find("psk", searched)
-
-
-def _setting_line(lowered: str, at: int) -> int | None:
-    """Where the line of the "psk" at `at` starts, when only its indentation (and `wpa_`) comes
-    before it on the line; None otherwise. Looks back a bounded way, so that text of many
-    "psk" on one line costs no more than its length."""
-    name = at - 4 if at >= 4 and lowered.startswith("wpa_", at - 4) else at
-    indentation = lowered[max(0, name - _MAX_INDENTATION) : name]
-    start = name - (len(indentation) - len(indentation.rstrip(" \t")))
-    return start if start == 0 or lowered[start - 1] == "\n" else None
 
 
 def _wifi_key(value: str, *, quoted: bool, setting: bool) -> bool:
