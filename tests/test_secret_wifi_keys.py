@@ -19,6 +19,9 @@ HEX_KEY = "3f1b2c4d5e6f4a7b8c9d0e1f2a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d"
         ('network={\n\tssid="Cafe"\n\tpsk="purple monkey dishwasher"\n\tkey_mgmt=WPA-PSK\n}',
          "purple monkey dishwasher"),
         ('psk="correcthorsebattery"', "correcthorsebattery"),  # quoted: a passphrase as given
+        ('psk="Sunfl0we"', "Sunfl0we"),  # 8 characters, the fewest WPA takes
+        ('psk="' + "Sunfl0wer" * 7 + '"', "Sunfl0wer" * 7),  # 63, the most
+        ("nmcli con modify lab wifi-sec.psk Sunfl0we", "Sunfl0we"),
         (f"network={{\n  ssid=\"lab\"\n  psk={HEX_KEY}\n}}", HEX_KEY),
         ("[wifi-security]\nkey-mgmt=wpa-psk\npsk=Sunflower2024!\n", "Sunflower2024!"),
         (f"interface=wlan0\nwpa=2\nwpa_psk={HEX_KEY}\n", HEX_KEY),
@@ -61,6 +64,9 @@ def test_a_wifi_key_is_redacted(text: str, key: str) -> None:
         'psk="short"',  # under the 8 characters WPA requires
         "psk=abcdefghij",  # unquoted, a word: not chosen as a key
         "wpa_psk psk psk wifi-sec.psk",
+        'psk="Sunfl0w"',  # 7 characters: WPA takes 8 to 63
+        'psk="' + "Sunfl0wer" * 7 + 'x"',  # 64 quoted: over 63
+        "nmcli con modify lab wifi-sec.psk Sunfl0w",
         "802-11-wireless-security.psk:          <hidden>",
         # code that names a variable psk
         "    psk=psk_bytes\n",

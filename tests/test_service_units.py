@@ -411,6 +411,19 @@ def test_a_launchd_socket_path_too_long_for_macos_is_refused_and_nothing_is_writ
     assert not (Path(cli.env["HOME"]) / "Library").exists()
 
 
+def test_a_launchd_socket_path_of_exactly_the_macos_limit_is_installed(
+    orca_env: OrcaEnv, tmp_path: Path
+) -> None:
+    cli = ServiceCli(orca_env, fake_systemctl=False)
+    socket_path = str(tmp_path / "s")
+    socket_path += "x" * (103 - len(socket_path))
+    cli.env["ORCA_SOCKET"] = socket_path
+    result = cli.run("install", "--manager", "launchd")
+    assert result.returncode == 0, result.stdout + result.stderr
+    plist = Path(cli.env["HOME"]) / "Library" / "LaunchAgents" / "dev.orca.orcad.plist"
+    assert socket_path in plist.read_text()
+
+
 def test_install_writes_through_no_symlink_left_at_its_temporary_path(
     orca_env: OrcaEnv, tmp_path: Path
 ) -> None:

@@ -139,7 +139,9 @@ def _drop_stdout() -> None:
     """Nothing more for a stdout that failed: the buffered answer is not written again as
     Python exits, which would print its own error and exit 120."""
     with contextlib.suppress(OSError, ValueError):
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
     sys.stdout = None
 
 
