@@ -96,11 +96,16 @@ def _text(result: types.CallToolResult) -> str:
 
 
 async def _approve_as_printed(text: str, env: dict[str, str], *extra: str) -> None:
-    """Run, as a user would in a shell with `env`, the approval command a tool answer printed
-    (a shell word each, as `shlex` splits them)."""
-    command = shlex.split(text[text.index("orcactl memory approve") :])
+    """Run, as a user would paste it into bash with `env`, the approval command a tool answer
+    printed (ANSI-C quoted where a word holds a control character)."""
+    command = text[text.index("orcactl memory approve") :]
+    assert "\n" not in command
     approved = await trio.run_process(
-        [ORCACTL, *command[1:], *extra],
+        [
+            "bash",
+            "-c",
+            f"{shlex.quote(ORCACTL)}{command.removeprefix('orcactl')} {shlex.join(extra)}",
+        ],
         capture_stdout=True,
         capture_stderr=True,
         env=env,
@@ -268,33 +273,13 @@ async def test_an_approval_question_that_fails_leaves_the_change_pending_for_orc
     assert "Traceback" not in (orca_env.root / "mcp-stderr.log").read_text()
 
 
+# a directory holding ESC: its command was quoted for a shell and then had the ESC written out
+# as text, so pasted into one it named another directory ("\\x1b" as four characters)
+@pytest.mark.parametrize("directory", ["repo", "repo\x1b[31mred"])
 async def test_without_elicitation_the_change_waits_for_orcactl(
-    tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess
+    tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess, directory: str
 ) -> None:
-    project = _project(tmp_path)
-    async with mcp_session(orca_env, project) as session:
-        result = await session.call_tool(
-            "memory_manage",
-            {
-                "action": "save",
-                "content": "Deploys go through ArgoCD",
-                "kind": "fact",
-                "is_global": False,
-            },
-        )
-        text = _text(result)
-        assert not result.is_error and "Pending approval" in text
-        assert _records(daemon, project) == []
-        await _approve_as_printed(text, orca_env.env)
-    assert [r.content for r in _records(daemon, project)] == ["Deploys go through ArgoCD"]
-
-
-async def test_the_approval_command_for_a_directory_with_an_escape_pastes_back_as_it(
-    tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess
-) -> None:
-    # the command was quoted for a shell and then had its ESC written out as text, so pasted
-    # into one it named another directory ("\\x1b" as four characters) and was refused
-    project = tmp_path / "repo\x1b[31mred"
+    project = tmp_path / directory
     project.mkdir()
     async with mcp_session(orca_env, project) as session:
         result = await session.call_tool(
@@ -307,17 +292,10 @@ async def test_the_approval_command_for_a_directory_with_an_escape_pastes_back_a
             },
         )
         text = _text(result)
-        assert "Pending approval" in text and "\x1b" not in text, text
-        command = text[text.index("orcactl memory approve") :]
-        assert "\n" not in command
-        approved = await trio.run_process(
-            ["bash", "-c", ORCACTL + command.removeprefix("orcactl")],
-            capture_stdout=True,
-            capture_stderr=True,
-            env=orca_env.env,
-            check=False,
-        )
-        assert approved.returncode == 0, approved.stderr
+        assert not result.is_error and "Pending approval" in text
+        assert "\x1b" not in text, text
+        assert _records(daemon, project) == []
+        await _approve_as_printed(text, orca_env.env)
     assert [r.content for r in _records(daemon, project)] == ["Deploys go through ArgoCD"]
 
 
