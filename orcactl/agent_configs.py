@@ -149,12 +149,34 @@ def _no_constant(path: Path, literal: str) -> float:
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def _dump_json(data: dict[str, Any]) -> str:
-    """The JSON text; a lone surrogate (`"\\ud83d"`, which Node writes for a cut emoji) is
-    written back as the same escape: it has no UTF-8 encoding of its own."""
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+
+
+def _layout(text: str) -> tuple[str | None, tuple[str, str], str]:
+    """How a JSON file is laid out, to be written back the same way: its indent (None for one
+    line), its separators when on one line, and its ending. A new file gets two spaces and a
+    newline, as the agents write theirs."""
+    bare = _JSON_STRING.sub('""', text.strip())  # no string's content can mislead
+    if re.fullmatch(r"(\{\s*\})?", bare):
+        return "  ", (",", ": "), "\n"
+    ending = "\n" if text.endswith("\n") else ""
+    indents = [line[: len(line) - len(line.lstrip())] for line in bare.splitlines()[1:]]
+    indent = next((unit for unit in indents if unit), None)
+    if indent is not None:
+        return indent, (",", ": "), ending
+    keys = ": " if re.search(r":\s", bare) or ":" not in bare else ":"
+    spaced = re.search(r",\s", bare) if "," in bare else keys == ": "
+    return None, (", " if spaced else ",", keys), ending
+
+
+def _dump_json(data: dict[str, Any], like: str) -> str:
+    """The JSON text, laid out as `like` (the file as it was) is; a lone surrogate
+    (`"\\ud83d"`, which Node writes for a cut emoji) is written back as the same escape: it
+    has no UTF-8 encoding of its own."""
     if not data:
         return ""
-    text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    indent, separators, ending = _layout(like)
+    text = json.dumps(data, indent=indent, separators=separators, ensure_ascii=False) + ending
     return _SURROGATE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
 
 
@@ -211,7 +233,7 @@ def edit_hooks(
         data["hooks"] = hooks
     else:
         data.pop("hooks", None)
-    return _dump_json(data)
+    return _dump_json(data, text)
 
 
 def mcp_server(orcactl: str, socket: str | None, cwd: Path | None) -> dict[str, Any]:
@@ -248,7 +270,7 @@ def edit_claude_mcp(
         data["mcpServers"] = servers
     else:
         data.pop("mcpServers", None)
-    return _dump_json(data)
+    return _dump_json(data, text)
 
 
 def toml_meaning(text: str, path: Path) -> dict[str, Any]:

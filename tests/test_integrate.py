@@ -95,6 +95,37 @@ def test_claude_code_user_level_is_idempotent_and_removable(orca_env: OrcaEnv) -
     assert not (_home(orca_env) / ".claude.json").exists()  # it held only orca's server
 
 
+@pytest.mark.parametrize(
+    "layout",
+    [
+        {"indent": 2},
+        {"indent": 4},
+        {"indent": "\t"},
+        {"separators": (",", ":")},
+        {},  # one line, Python's default separators
+    ],
+    ids=["two-spaces", "four-spaces", "tabs", "compact", "one-line"],
+)
+@pytest.mark.parametrize("ending", ["\n", ""], ids=["newline", "no-newline"])
+def test_adding_and_removing_leaves_the_users_file_as_it_was_laid_out(
+    orca_env: OrcaEnv, layout: dict[str, Any], ending: str
+) -> None:
+    settings_path = _home(orca_env) / ".claude" / "settings.json"
+    settings_path.parent.mkdir(parents=True)
+    before = json.dumps(CLAUDE_SETTINGS, **layout) + ending
+    settings_path.write_text(before)
+    assert _integrate(orca_env, "claude-code").returncode == 0
+    added = settings_path.read_text()
+    assert added.endswith(ending) and added.removesuffix(ending).endswith("}")
+    if "indent" in layout:  # laid out with the user's indent, ours included
+        unit = layout["indent"] if isinstance(layout["indent"], str) else " " * layout["indent"]
+        assert f'\n{unit}"hooks": {{' in added and f'\n{unit * 2}"SessionStart"' in added
+    else:  # still one line
+        assert "\n" not in added.removesuffix(ending)
+    assert _integrate(orca_env, "claude-code", "--remove").returncode == 0
+    assert settings_path.read_text() == before
+
+
 def test_codex_keeps_comments_and_other_servers(orca_env: OrcaEnv) -> None:
     codex_home = orca_env.root / "codex-home"
     codex_home.mkdir()

@@ -410,3 +410,24 @@ def test_json_nested_too_deeply_is_refused_naming_the_file(orca_env: OrcaEnv) ->
     agents = [f for f in json.loads(doctor.stdout)["findings"] if f["check"] == "agents"]
     assert agents[0]["status"] == "problem" and str(settings) in agents[0]["detail"]
     assert "nested too deeply" in agents[0]["detail"]
+
+
+@pytest.mark.pure
+@pytest.mark.parametrize(
+    ("text", "starts"),
+    [
+        ('{"note":"a: b, c"}', '{"note":"a: b, c","hooks":{'),  # a string's own separators
+        ('{"note": "a:b,c"}', '{"note": "a:b,c", "hooks": {'),
+        ("{}", '{\n  "hooks": {\n    "SessionStart"'),  # nothing to follow: two spaces
+        ("", '{\n  "hooks": {\n    "SessionStart"'),
+    ],
+)
+def test_hooks_are_written_in_the_files_own_layout(text: str, starts: str) -> None:
+    written = agent_configs.edit_hooks(
+        text, Path("settings.json"), "claude-code", ORCA, remove=False
+    )
+    assert written.startswith(starts), written[:80]
+    removed = agent_configs.edit_hooks(
+        written, Path("settings.json"), "claude-code", ORCA, remove=True
+    )
+    assert removed == (text if text.strip("{}") else "")
