@@ -321,3 +321,33 @@ def test_an_input_for_another_event_is_refused_as_bad_input(
         orca_env, "hook", agent, "Stop", "--no-start", stdin=json.dumps(sub)
     )
     assert "is for" not in stderr
+
+
+@pytest.mark.parametrize("agent", ["claude-code", "codex"])
+@pytest.mark.parametrize("prompt", [None, 42, ["hi"]], ids=["null", "number", "list"])
+def test_a_prompt_that_is_not_a_string_is_bad_input(
+    tmp_path: Path, orca_env: OrcaEnv, agent: str, prompt: object
+) -> None:
+    # both agents document `prompt` as a string; null was read as no prompt at all, and the
+    # hook opened a session and recalled for an empty one
+    payload = {
+        "session_id": "s1",
+        "turn_id": "t1",
+        "transcript_path": None,
+        "cwd": str(tmp_path),
+        "hook_event_name": "UserPromptSubmit",
+        "prompt": prompt,
+    }
+    status, stdout, stderr = _orcactl(
+        orca_env, "hook", agent, "UserPromptSubmit", "--no-start", stdin=json.dumps(payload)
+    )
+    assert (status, stdout) == (1, "{}\n" if agent == "codex" else "")  # Codex's empty answer
+    assert stderr == "orcactl hook: the hook input's 'prompt' is not a string\n"
+    failures = (orca_env.memory_root / "agent-hooks.jsonl").read_text().splitlines()
+    assert json.loads(failures[-1])["kind"] == "bad_input"
+    # a prompt left out is still an empty one (no daemon here: the hook says it cannot reach it)
+    del payload["prompt"]
+    status, _stdout, stderr = _orcactl(
+        orca_env, "hook", agent, "UserPromptSubmit", "--no-start", stdin=json.dumps(payload)
+    )
+    assert "'prompt'" not in stderr

@@ -65,11 +65,15 @@ class HookContext:
 
 
 def text_field(payload: dict[str, Any], name: str, *, required: bool = True) -> str:
+    """A string field of the input; one that is not required may be left out (""), but when
+    it is there it must be a string, as both agents document it (null is not "")."""
+    if name not in payload and not required:
+        return ""
     value = payload.get(name)
     if isinstance(value, str) and (value or not required):
         return value
-    if value is None and not required:
-        return ""
+    if name in payload and not required:
+        raise HookInputError(f"the hook input's {name!r} is not a string")
     raise HookInputError(f"the hook input has no {name!r} string")
 
 
