@@ -98,13 +98,21 @@ class StopSignals:
             signal.signal(signum, signal.SIG_IGN)
 
 
-def open_listening_socket(paths: Paths) -> Listening:
+def inherited_or_bindable(paths: Paths) -> stdlib_socket.socket | None:
+    """The service manager's socket when it passed one; else None, once the socket path is
+    known to fit a Unix socket. Asked first, before orcad makes anything, so that a path too
+    long leaves no runtime directory or lock behind."""
     inherited = activated_socket(os.environ, os.getpid())
+    if inherited is None:
+        problem = socket_path_problem(str(paths.socket))
+        if problem is not None:  # bind would say only "AF_UNIX path too long", with no errno
+            raise StartupError(f"{problem}; {SHORTER_SOCKET}")
+    return inherited
+
+
+def open_listening_socket(paths: Paths, inherited: stdlib_socket.socket | None) -> Listening:
     if inherited is not None:  # the service manager's socket: used as is, never unlinked
         return Listening(inherited, listening_path(inherited, paths.socket), owned=False)
-    problem = socket_path_problem(str(paths.socket))
-    if problem is not None:  # bind would say only "AF_UNIX path too long", with no errno
-        raise StartupError(f"{problem}; {SHORTER_SOCKET}")
     clear_stale_socket(paths.socket)
     return Listening(bind_private_socket(paths.socket), paths.socket, owned=True)
 
@@ -197,8 +205,10 @@ def _run(args: argparse.Namespace, stop_signals: StopSignals) -> int:
         os.environ["ORCA_SOCKET"] = os.path.abspath(args.socket)
     paths = resolve_paths()
     lock: InstanceLock | None = None
+    inherited: stdlib_socket.socket | None = None
     listening: Listening | None = None
     try:
+        inherited = inherited_or_bindable(paths)
         check_home_directory(paths.home)
         loaded = load_config(paths.config_file)
         for key in loaded.unknown_keys:
@@ -206,7 +216,7 @@ def _run(args: argparse.Namespace, stop_signals: StopSignals) -> int:
         prepare_runtime_dir(paths)
         lock = InstanceLock(paths)
         lock.acquire()
-        listening = open_listening_socket(paths)
+        listening = open_listening_socket(paths, inherited)
         daemon = Daemon(paths=paths, loaded=loaded)
     except (StartupError, OSError) as exc:  # OSError: a path it cannot create or open
         log.error("daemon.startup_failed", error=str(exc))
@@ -218,6 +228,8 @@ def _run(args: argparse.Namespace, stop_signals: StopSignals) -> int:
         if listening is not None:
             listening.remove_socket_file()
             listening.sock.close()
+        elif inherited is not None:
+            inherited.close()
         if lock is not None:
             lock.release()
         return 1

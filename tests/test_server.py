@@ -615,9 +615,9 @@ def test_a_feature_that_cannot_start_exits_1_with_a_message_and_no_socket(
 def test_a_socket_path_too_long_to_bind_is_named_with_its_length(
     orca_env: OrcaEnv, tmp_path: Path
 ) -> None:
-    # bind fails with "AF_UNIX path too long" and no errno: orcad said "cannot bind ...: None"
+    # bind fails with "AF_UNIX path too long" and no errno: orcad said "cannot bind ...: None";
+    # and it made its runtime directory and lock before it found the path too long
     runtime = tmp_path / ("r" * 60) / ("u" * 60)
-    runtime.mkdir(mode=0o700, parents=True)
     socket_path = runtime / "orcad.sock"
     result = refused_start({**orca_env.env, "ORCA_SOCKET": str(socket_path)})
     length = len(os.fsencode(socket_path))
@@ -628,7 +628,8 @@ def test_a_socket_path_too_long_to_bind_is_named_with_its_length(
         "--socket) to a shorter path"
     ]
     assert "None" not in result.stderr
-    assert not socket_path.exists()
+    assert not (tmp_path / ("r" * 60)).exists()  # no runtime directory, socket or lock
+    assert not (orca_env.memory_root / "orcad.lock").exists()
 
 
 def test_a_memory_root_it_cannot_create_is_a_clear_startup_error(orca_env: OrcaEnv) -> None:
