@@ -117,10 +117,16 @@ _DOTTED_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:(?:\.|::|->)[A-Za-z_][A-Za-
 _PROJECT_ID = re.compile(r"(?:mem|job|cand|apr)_[0-9a-f]{32}\Z")
 _YAML_TAG = re.compile(r"![A-Za-z]+\Z")
 # A PowerShell cmdlet, Verb-Noun with one of its usual verbs (`$pw = ConvertTo-SecureString
-# "X" -AsPlainText`, `$pw = Get-Content pw.txt`): a call that makes the value, not the value
+# "X" -AsPlainText`, `$pw = Get-Content pw.txt`): a call that makes the value, not the value.
+# Its noun is a compound (SecureString, CmsMessage, AzKeyVaultSecret) or one of the one-word
+# nouns of the cmdlets that give a value; a password of two words joined the same way
+# ("Get-Lucky", "Select-Lantern") names no cmdlet.
 _POWERSHELL_CMDLET = re.compile(
     r"(?:Convert(?:To|From)|Get|Read|New|Import|Export|Unprotect|Protect|Invoke|Select)"
-    r"-[A-Z][A-Za-z]{2,40}\Z"
+    r"-(?:[A-Z][a-z0-9]*[A-Z][A-Za-z0-9]{0,40}|"
+    r"(?:Content|Credential|Secret|Host|Clixml|Csv|Json|Xml|Item|Object|Random|Guid|Date"
+    r"|Variable|String|Expression|Clipboard|Command|Process|Service|Certificate|Value|Token"
+    r"|Password|Key|Vault|Member|Unique|Alias|Location|Module|Job|Acl))\Z"
 )
 # Names and labels (tls-cert-2024, GITHUB_TOKEN_2, v1.2.3): every part is one kind of thing.
 # atomic and possessive, so alternatives are ordered longest form first

@@ -108,6 +108,41 @@ def test_a_cmdlet_assigned_to_a_password_variable_stays_storable(text: str) -> N
     assert find_secrets(text) == []
 
 
+@pytest.mark.parametrize(
+    ("text", "password"),
+    [
+        ("PASSWORD=Get-Started", "Get-Started"),
+        ("DB_PASSWORD=Get-Lucky", "Get-Lucky"),
+        ("$password = 'Select-Lantern'", "Select-Lantern"),
+        ("password: Get-Lucky7", "Get-Lucky7"),
+        ("the password is Read-Books42", "Read-Books42"),
+        ("the admin password is Invoke-Magic!", "Invoke-Magic!"),
+    ],
+)
+def test_a_password_of_two_words_joined_as_a_cmdlet_is_not_taken_for_one(
+    text: str, password: str
+) -> None:
+    # a verb PowerShell uses and any capitalised word made a "cmdlet", so these were kept
+    redacted = redact(text)
+    assert password not in redacted and redacted.startswith(text.partition(password)[0])
+    assert "[REDACTED:" in redacted
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "$pw = Get-Random",
+        "$cred = Get-Credential",
+        "$key = Get-Clipboard",
+        "$value = Get-AzKeyVaultSecret -VaultName ops -Name db",
+        "$token = (Invoke-RestMethod -Uri $url).token",
+        "$password = New-Guid",
+    ],
+)
+def test_a_cmdlet_of_a_known_or_compound_noun_stays_storable(text: str) -> None:
+    assert find_secrets(text) == []
+
+
 # ------------------------------------------------------------ a password piped into passwd
 @pytest.mark.parametrize(
     ("text", "password"),
