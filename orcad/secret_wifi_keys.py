@@ -36,11 +36,15 @@ _NMCLI_PSK = re.compile(
 # Code that sets a variable named psk: a call, an attribute, a template's `@NAME@`
 _CODE = re.compile(r".*[()]|.*;\Z|@.*@\Z|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\Z")
 _HEX_KEY = re.compile(r"[0-9a-fA-F]{64}\Z")
+# A Wi-Fi network's own settings around the key: a NetworkManager keyfile's section, or
+# WPA-PSK chosen as the key management (either file's spelling)
+_KEYFILE = re.compile(r"^[ \t]*(?:\[wifi-security\]|key[-_]mgmt[ \t]*=[ \t]*wpa-psk)", re.MULTILINE)
 
 
 def find_wifi_keys(text: str, lowered: str) -> Iterator[Span]:
     """The passphrase or key of a Wi-Fi network in a configuration line or an nmcli command."""
     at = lowered.find("psk")
+    keyfile: bool | None = None  # whether the text holds a network's settings, once asked
     while at >= 0:
         line = line_start_before(lowered, at, ("wpa_",))
         match = _PSK_SETTING.match(lowered, line) if line is not None else None
@@ -51,20 +55,25 @@ def find_wifi_keys(text: str, lowered: str) -> Iterator[Span]:
             group = next(g for g in range(1, (match.lastindex or 0) + 1) if match.start(g) >= 0)
             start, end = match.span(group)
             setting = match.re is _PSK_SETTING
-            if _wifi_key(text[start:end], quoted=text[start - 1] in "\"'", setting=setting):
+            if setting and keyfile is None:
+                keyfile = _KEYFILE.search(lowered) is not None
+            quoted = text[start - 1] in "\"'"
+            if _wifi_key(text[start:end], quoted=quoted, setting=setting, keyfile=bool(keyfile)):
                 yield start, end
             searched = max(searched, match.end())  # a "psk" inside the value is not another
         at = lowered.find("psk", searched)
 
 
-def _wifi_key(value: str, *, quoted: bool, setting: bool) -> bool:
+def _wifi_key(value: str, *, quoted: bool, setting: bool, keyfile: bool) -> bool:
     """A key as given: not a variable, a placeholder or an example. Quoted, or given to nmcli,
     any passphrase is one ("purple monkey dishwasher"); an unquoted setting's value is one when
     it is the 64 hex digits of a key, or a literal that is not a name or code (`psk=psk_bytes`,
-    `psk=derive_psk(ssid, passphrase)`)."""
+    `psk=derive_psk(ssid, passphrase)`), or any value but code beside the network's own
+    settings (`key-mgmt=wpa-psk` then `psk=sunshinebeach`)."""
     if not given_password(value):
         return False
     if quoted or not setting or _HEX_KEY.match(value) is not None:
         return True
-    literal = is_credential_literal(value, quoted=False, upper_key=False, bare=False)
-    return literal and _CODE.match(value) is None
+    if _CODE.match(value) is not None:
+        return False
+    return keyfile or is_credential_literal(value, quoted=False, upper_key=False, bare=False)

@@ -40,6 +40,11 @@ HEX_KEY = "3f1b2c4d5e6f4a7b8c9d0e1f2a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d"
         # nmcli names the key: any passphrase, and as `--show-secrets` prints it
         ("nmcli con modify Home wifi-sec.psk sunshinebeach", "sunshinebeach"),
         ("802-11-wireless-security.psk:          Sunshine2024\n", "Sunshine2024"),
+        # a plain word beside the network's own settings: the keyfile's section or WPA-PSK
+        ("[connection]\nid=Home\n[wifi-security]\nkey-mgmt=wpa-psk\npsk=sunshinebeach\n",
+         "sunshinebeach"),
+        ("[wifi-security]\npsk=abcdefghij\n", "abcdefghij"),
+        ("network={\n  ssid=lab\n  key_mgmt=WPA-PSK\n  psk=sunshinebeach\n}", "sunshinebeach"),
     ],
 )  # fmt: skip
 def test_a_wifi_key_is_redacted(text: str, key: str) -> None:
@@ -77,6 +82,11 @@ def test_a_wifi_key_is_redacted(text: str, key: str) -> None:
         "wpa_psk=hostapd_psk_file",
         "psk=@WIFI_PSK@",
         "psk=None",
+        # beside a network's settings, code and placeholders are still no key
+        "[wifi-security]\nkey-mgmt=wpa-psk\npsk=get_psk()\n",
+        "[wifi-security]\nkey-mgmt=wpa-psk\npsk=your_passphrase\n",
+        "[wifi-security]\nkey-mgmt=wpa-psk\npsk=${WIFI_PSK}\n",
+        "key_mgmt = WPA-PSK\npsk=settings.wifi_psk\n",
     ],
 )
 def test_what_looks_like_a_wifi_key_but_is_none_stays_storable(text: str) -> None:
