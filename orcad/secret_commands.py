@@ -282,7 +282,8 @@ def find_redis_passwords(text: str, lowered: str) -> Iterator[Span]:
 # client/server first", "Connect eth0/eth1 to the bridge").
 _ORACLE_PROMPTS = ("sql>", "rman>", "dgmgrl>")
 _ORACLE_CONNECT = re.compile(
-    r"[ \t]*(?:(?:sql|rman|dgmgrl)>[ \t]*)?conn(?:ect)?(?:[ \t]+(?:target|auxiliary|catalog))?"
+    r"[ \t]*(?:(?:sql|rman|dgmgrl)>[ \t]*)?(?:[0-9]{1,4}\*?[ \t]+)?"
+    r"conn(?:ect)?(?:[ \t]+(?:target|auxiliary|catalog))?"
     r"[ \t]+[\"']?"
     r"(?!(?:client/server|server/client|read/write|input/output|in/out|on/off|and/or"
     r"|system/manager|sys/change_on_install)(?![^\s@\"'/;|&()<>]))"
@@ -291,29 +292,51 @@ _ORACLE_CONNECT = re.compile(
 )
 
 
+# A line of SQL*Plus's buffer as `LIST` shows it, its number (and `*` for the current line)
+# before the statement: `  2* connect hr/welcome`
+_BUFFER_NUMBER = re.compile(r"[0-9]{1,4}\*?[ \t]+\Z")
+# The tools' own words in the same text: one started, its prompt, its answer to a logon, an
+# Oracle error; there a line starting "connect" is a statement, not prose
+_ORACLE_SESSION = re.compile(
+    r"^[ \t]*(?:(?:sqlplus|rman|dgmgrl)\b|(?:sql|rman|dgmgrl)>)|^connected\.[ \t\r]*$"
+    r"|\bora-[0-9]{5}\b",
+    re.MULTILINE,
+)
+
+
 def find_oracle_connects(text: str, lowered: str) -> Iterator[Span]:
     """The password of an Oracle `CONNECT USER/PASS@DB` statement that starts its line."""
     at = lowered.find("conn")
+    session: bool | None = None  # whether the text shows the tools at work, once asked
     while at >= 0:
         start = line_start_before(lowered, at, _ORACLE_PROMPTS)
+        if start is None:
+            window = max(0, at - 8)
+            numbered = _BUFFER_NUMBER.search(lowered[window:at])
+            if numbered is not None:
+                start = line_start_before(lowered, window + numbered.start(), _ORACLE_PROMPTS)
         match = _ORACLE_CONNECT.match(lowered, start) if start is not None else None
         if match is not None:
             group = 1 if match.start(1) >= 0 else 2
             value_start, value_end = match.span(group)
-            if _connect_password(text[value_start:value_end], lowered, match):
+            if session is None:
+                session = _ORACLE_SESSION.search(lowered) is not None
+            if _connect_password(text[value_start:value_end], lowered, match, session=session):
                 yield value_start, value_end
         at = lowered.find("conn", at + 4)
 
 
-def _connect_password(value: str, lowered: str, match: re.Match[str]) -> bool:
-    """A password: any given one that is quoted, follows the tool's prompt, or comes before
-    `@DB` or `AS SYSDBA`; without any of these, one that reads as chosen or generated, since
-    prose may start a line with "Connect frontend/backend"."""
+def _connect_password(value: str, lowered: str, match: re.Match[str], *, session: bool) -> bool:
+    """A password: any given one that is quoted, follows the tool's prompt, comes before `@DB`
+    or `AS SYSDBA`, or is in a text that shows the tools at work (`sqlplus`, `Connected.`,
+    `ORA-01017`); without any of these, one that reads as chosen or generated, since prose may
+    start a line with "Connect frontend/backend"."""
     if not _argument_password(value):
         return False
     prefix = lowered[match.start() : match.start(1) if match.start(1) >= 0 else match.start(2)]
     marked = (
-        match.start(1) >= 0
+        session
+        or match.start(1) >= 0
         or any(prompt in prefix for prompt in _ORACLE_PROMPTS)
         or match.group("database") is not None
         or match.group("role") is not None

@@ -251,6 +251,13 @@ def test_sqlplus_lines_without_a_password_stay_storable(text: str) -> None:
         ("conn sys/oracle as sysdba", "oracle"),
         ("RMAN> connect target sys/Welcome1@orcl", "Welcome1"),
         ("DGMGRL> connect sys/Welcome1@prim", "Welcome1"),
+        # a plain word where the text shows SQL*Plus at work
+        ("$ sqlplus /nolog\nconnect hr/welcome\nConnected.", "welcome"),
+        ("connect hr/welcome\nConnected.\n", "welcome"),
+        ("connect app/summer\nERROR:\nORA-01017: invalid username/password", "summer"),
+        # SQL*Plus's buffer as LIST shows it
+        ("SQL> list\n  1  select 1 from dual\n  2* connect hr/welcome", "welcome"),
+        ("  2  connect batch/B4tch$Run@reports", "B4tch$Run"),
     ],
 )
 def test_a_password_in_an_oracle_connect_statement_is_redacted(text: str, password: str) -> None:
@@ -276,6 +283,9 @@ def test_a_password_in_an_oracle_connect_statement_is_redacted(text: str, passwo
         "conn pool/cache@v3 refactor",
         "Connect GPIO17/GPIO27 to the relay",
         "Connect ipv4/ipv6 dual stack",
+        "1 connect hr/welcome",  # a numbered step, with no tool in the text
+        "12345 connect hr/Welcome1@pdb x",
+        "SQL> select 1 from dual;\nConnect client/server first",
     ],
 )
 def test_connect_lines_without_a_password_stay_storable(text: str) -> None:
