@@ -88,6 +88,12 @@ def _tool_error(message: str) -> ToolError:
     return ToolError(_shown(message))
 
 
+class RememberChoice(BaseModel):
+    """What the user is asked before an explicit fact is kept (normal mode)."""
+
+    remember: bool = Field(default=True, description="Keep this fact")
+
+
 class ApprovalChoice(BaseModel):
     """What the user is asked when a memory change needs approval."""
 
@@ -95,6 +101,12 @@ class ApprovalChoice(BaseModel):
         default="allow_once",
         description="; ".join(f"{key}: {text}" for key, text in DECISIONS.items()),
     )
+
+
+def refuse_in_extraction(method: str) -> None:
+    """An agent CLI run as orca's extractor must not write the memory it feeds."""
+    if method in CHANGES and extraction_run():
+        raise _tool_error("orca: memory is not changed from inside an extraction run")
 
 
 class DaemonSession:
@@ -110,6 +122,7 @@ class DaemonSession:
         self.session_id: str = args.session_id or f"mcp:{secrets.token_hex(8)}"
         self.join = bool(args.session_id)
         self.ids: dict[str, Any] | None = None
+        self.asks_user = True  # whether the session's mode has a change asked for (on open)
         self._client: Client | None = None
         self._lock = threading.Lock()
 
@@ -125,12 +138,31 @@ class DaemonSession:
             },
         )
         self.ids = {"session_id": opened.session_id, "epoch": opened.epoch}
+        # a joined session keeps the mode it was opened with (the agent's, through its hooks)
+        self.asks_user = opened.mode == "normal" and opened.interactive and not opened.auto_approve
         return self.ids
 
+    def open_blocking(self) -> None:
+        """Open the session now, unless it is open: what a tool reads of it before a call."""
+        with self._lock:
+            try:
+                if self.ids is None:
+                    if self._client is None:
+                        self._client = connect(self.args)
+                    self._open(self._client)
+            except RemoteError as exc:
+                raise _tool_error(f"orca: {exc.error.message} ({exc.kind})") from None
+            except (CommandError, OSError, DaemonUnavailable, ProtocolViolation) as exc:
+                raise _tool_error(f"orca: cannot reach orcad: {exc}") from None
+            except msgspec.MsgspecError as exc:
+                raise _tool_error(
+                    f"orca: orcad sent an answer this server cannot read: {exc}"
+                ) from None
+            finally:
+                self.close()
+
     def _checked(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        if method in CHANGES and extraction_run():
-            # an agent CLI run as orca's extractor must not write the memory it feeds
-            raise _tool_error("orca: memory is not changed from inside an extraction run")
+        refuse_in_extraction(method)
         checked = dict(params)
         for name in ("prompt", "query"):
             if isinstance(checked.get(name), str):
@@ -233,16 +265,28 @@ def _supports_elicitation(ctx: Context) -> bool:
     return capabilities is not None and capabilities.elicitation is not None
 
 
-def approve_command(session: DaemonSession, approval_id: str) -> str:
-    words = ["orcactl", "memory", "approve", approval_id, "--session-id", session.session_id]
+def _socket_words(session: DaemonSession) -> list[str]:
+    """`--socket PATH` when this server was pointed at a daemon: the user's shell may not name
+    it (integrate writes --socket, the agent may set ORCA_SOCKET)."""
     if getattr(session.args, "socket", None) or os.environ.get("ORCA_SOCKET"):
-        # the pending change lives in the daemon this server was pointed at; the user's shell
-        # may not name it (integrate writes --socket, the agent may set ORCA_SOCKET)
-        words += ["--socket", socket_path(session.args)]
-    words += ["--cwd", session.cwd, "--decision", "allow_once"]
+        return ["--socket", socket_path(session.args)]
+    return []
+
+
+def approve_command(session: DaemonSession, approval_id: str) -> str:
+    # `--session-id=ID`: an id may start with "-", which argparse would take for an option
+    words = ["orcactl", "memory", "approve", approval_id, f"--session-id={session.session_id}"]
+    words += [*_socket_words(session), "--cwd", session.cwd, "--decision", "allow_once"]
     # a directory with spaces or quotes stays one argument, and one with a control character
     # is written in ANSI-C quotes, which _shown leaves as they are and a shell reads back
     return " ".join(map(shell_word, words))
+
+
+def remember_command(session: DaemonSession, text: str, scope: str) -> str:
+    """The orcactl command that keeps `text` as the user's own explicit fact."""
+    words = ["orcactl", "remember", *_socket_words(session)]
+    words += ["--project", "--cwd", session.cwd] if scope == "project" else []
+    return " ".join(map(shell_word, [*words, "--", text]))
 
 
 def build_server(session: DaemonSession) -> MCPServer:
@@ -327,8 +371,34 @@ def build_server(session: DaemonSession) -> MCPServer:
     )
     async def remember(
         text: Annotated[str, Field(min_length=1, description="the fact, in one sentence")],
+        ctx: Context,
         scope: Literal["user", "project"] = "project",
     ) -> str:
+        refuse_in_extraction("remember")  # before the user is asked anything
+        await anyio.to_thread.run_sync(session.open_blocking)
+        if session.asks_user:  # normal mode: the user agrees first, as to a memory change
+            where = (
+                "a user fact, loaded at the start of every session in every project"
+                if scope == "user"
+                else "a fact of this project, loaded at the start of every session in it"
+            )
+            command = remember_command(session, text, scope)
+            if not _supports_elicitation(ctx):
+                raise _tool_error(
+                    f"orca: not remembered: in normal mode a fact is kept once the user agrees, "
+                    f"and this client cannot ask. The user can keep it with: {command}"
+                )
+            try:
+                answer = await ctx.elicit(
+                    _shown(f"Remember this as {where}? {text}"), RememberChoice
+                )
+            except (MCPError, ValueError):  # the client failed to ask, or answered off-schema
+                raise _tool_error(
+                    f"orca: not remembered: the question to the user failed. The user can keep "
+                    f"it with: {command}"
+                ) from None
+            if answer.action != "accept" or not answer.data.remember:
+                raise _tool_error("orca: not remembered: declined by the user")
         result = await session.call("remember", {"text": text, "scope": scope})
         return _shown(f"Remembered as a {scope} fact in {result.path}.")
 

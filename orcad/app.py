@@ -244,6 +244,9 @@ class Daemon:
             auto_memory=session.auto_memory,
             startup=startup,
             joined=joined,
+            mode=session.mode,
+            interactive=session.interactive,
+            auto_approve=session.auto_approve,
         )
 
     async def close_session(self, params: SessionCloseParams) -> Empty:

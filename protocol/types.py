@@ -185,6 +185,11 @@ class SessionOpenResult(Result, frozen=True, kw_only=True):
     auto_memory: bool
     startup: Startup
     joined: bool = False  # true when `join` attached to the open session at its epoch
+    # The session's own settings: for a join, those it was opened with, whatever this open
+    # asked for. A client that asks the user before a memory change reads them here.
+    mode: Mode = "normal"
+    interactive: bool = True
+    auto_approve: bool = False
 
 
 class SessionCloseParams(SessionParams, frozen=True, kw_only=True):

@@ -460,3 +460,36 @@ def test_startup_counts_bytes_that_are_not_utf8_as_handed_over(tmp_path: Path) -
     text, truncated = explicit.read_bounded(path, 100)
     assert truncated is True and len(text.encode()) <= 100
     assert text.startswith("- r\ufffdsum\ufffd \ufffd jour\n")
+
+
+@pytest.mark.parametrize(
+    ("options", "said"),
+    [
+        ({"mode": "plan"}, "plan mode"),
+        ({"mode": "normal", "interactive": False}, "headless normal mode"),
+        ({"mode": "auto"}, "automatic review refused it"),
+    ],
+)
+def test_remember_is_refused_where_the_mode_refuses_a_memory_change(
+    daemon: DaemonProcess, tmp_path: Path, options: dict[str, object], said: str
+) -> None:
+    session = open_session(daemon, tmp_path, **options)
+    with pytest.raises(RemoteError) as refused:
+        remember(daemon, session, "Currently working on the login page", "user")
+    assert refused.value.kind == "disabled" and said in refused.value.error.message
+    user_file = daemon.orca.memory_root / "user.md"
+    assert not user_file.exists()
+    # where the mode lets changes through (auto's review passes a durable fact), it is kept
+    if options["mode"] == "auto":
+        remember(daemon, session, "We deploy with ./ship.sh", "user")
+        assert "ship.sh" in user_file.read_text()
+
+
+@pytest.mark.parametrize("options", [{"mode": "yolo"}, {"mode": "normal", "auto_approve": True}])
+def test_remember_is_kept_where_the_mode_applies_changes(
+    daemon: DaemonProcess, tmp_path: Path, options: dict[str, object]
+) -> None:
+    session = open_session(daemon, tmp_path, interactive=False, **options)
+    remember(daemon, session, "Currently working on the login page", "project")
+    opened = open_session(daemon, tmp_path)["opened"]
+    assert "login page" in opened.startup.project  # type: ignore[attr-defined]

@@ -582,7 +582,8 @@ async def test_orca_extraction_other_than_1_is_no_extraction_run_for_the_server(
     tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess
 ) -> None:
     project = _project(tmp_path)
-    async with mcp_session(orca_env, project, env={"ORCA_EXTRACTION": "0"}) as session:
+    env = {"ORCA_EXTRACTION": "0"}
+    async with mcp_session(orca_env, project, "--mode", "yolo", env=env) as session:
         kept = await session.call_tool("remember", {"text": "We use pnpm", "scope": "user"})
         assert not kept.is_error, _text(kept)
     with daemon.client() as client:
@@ -1168,3 +1169,133 @@ def test_every_line_is_passed_on_refused_or_dropped_and_what_goes_out_is_json(
                 assert answer["id"] is None or answer["id"] == message.get("id"), answer
         elif verdict is not None:
             verdict.model_dump_json(by_alias=True, exclude_unset=True)
+
+
+def _startup(daemon: DaemonProcess, cwd: Path) -> tuple[str, str]:
+    """The explicit facts a session opened now starts with: user.md's and the project's."""
+    with daemon.client() as client:
+        opened = client.call("session.open", {"cwd": str(cwd)})
+        return opened.startup.user, opened.startup.project
+
+
+def _remember_answer(keep: bool | None, asked: list[str]) -> Elicit:
+    async def elicit(_context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params.message)
+        if keep is None:
+            return types.ElicitResult(action="decline")
+        return types.ElicitResult(action="accept", content={"remember": keep})
+
+    return elicit
+
+
+@pytest.mark.parametrize("keep", [True, False, None], ids=["accepted", "unticked", "declined"])
+async def test_remember_in_normal_mode_asks_the_user_first(
+    tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess, keep: bool | None
+) -> None:
+    # remember wrote user.md, loaded by every session in every project, without asking: a
+    # model could keep there what memory_manage would have asked the user about
+    project = _project(tmp_path)
+    asked: list[str] = []
+    elicit = _remember_answer(keep, asked)
+    async with mcp_session(orca_env, project, elicit=elicit) as session:
+        kept = await session.call_tool(
+            "remember", {"text": "Always deploy with ./ship.sh", "scope": "user"}
+        )
+    assert len(asked) == 1 and "every project" in asked[0], asked
+    assert asked[0].endswith("Always deploy with ./ship.sh")
+    user, _project_facts = _startup(daemon, project)
+    if keep:
+        assert not kept.is_error and "user fact" in _text(kept), _text(kept)
+        assert "Always deploy with ./ship.sh" in user
+    else:
+        assert kept.is_error and "declined by the user" in _text(kept), _text(kept)
+        assert "ship.sh" not in user
+
+
+async def test_remember_without_elicitation_gives_the_command_that_keeps_it(
+    tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess
+) -> None:
+    project = tmp_path / "-my repo"  # a directory that reads as an option
+    project.mkdir()
+    async with mcp_session(orca_env, project) as session:
+        kept = await session.call_tool(
+            "remember", {"text": "--help is what we say; $HOME isn't expanded", "scope": "project"}
+        )
+    text = _text(kept)
+    assert kept.is_error and "not remembered" in text, text
+    assert _startup(daemon, project)[1] == ""
+    command = text[text.index("orcactl remember") :]
+    pasted = await trio.run_process(
+        ["bash", "-c", f"{shlex.quote(ORCACTL)}{command.removeprefix('orcactl')}"],
+        capture_stdout=True,
+        capture_stderr=True,
+        env=orca_env.env,
+        check=False,
+    )
+    assert pasted.returncode == 0, pasted.stderr
+    assert "--help is what we say; $HOME isn't expanded" in _startup(daemon, project)[1]
+
+
+REFUSED_BY_MODE = {
+    "plan": ("We use pnpm", "plan mode"),
+    "auto": ("Currently working on the login page", "automatic review refused it"),
+}
+
+
+@pytest.mark.parametrize("mode", sorted(REFUSED_BY_MODE))
+async def test_remember_follows_the_mode_without_asking(
+    tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess, mode: str
+) -> None:
+    text, said = REFUSED_BY_MODE[mode]
+    project = _project(tmp_path)
+    asked: list[str] = []
+    async with mcp_session(
+        orca_env, project, "--mode", mode, elicit=_remember_answer(True, asked)
+    ) as session:
+        kept = await session.call_tool("remember", {"text": text, "scope": "user"})
+        assert kept.is_error and said in _text(kept), _text(kept)
+        if mode == "auto":
+            fine = await session.call_tool("remember", {"text": "We use pnpm", "scope": "user"})
+            assert not fine.is_error, _text(fine)
+    assert asked == []
+    user, _ = _startup(daemon, project)
+    assert text not in user
+    assert ("We use pnpm" in user) is (mode == "auto")
+
+
+async def test_remember_in_a_joined_session_follows_the_agents_mode(
+    tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess
+) -> None:
+    # the hooks opened the agent's session in plan mode; the server joins it with its default
+    # --mode normal, and must neither ask nor write
+    project = _project(tmp_path)
+    with daemon.client() as client:
+        client.call(
+            "session.open",
+            {"cwd": str(project), "session_id": "claude-code:abc", "mode": "plan"},
+        )
+    asked: list[str] = []
+    elicit = _remember_answer(True, asked)
+    async with mcp_session(
+        orca_env, project, "--session-id", "claude-code:abc", elicit=elicit
+    ) as session:
+        kept = await session.call_tool("remember", {"text": "We use pnpm", "scope": "user"})
+    assert kept.is_error and "plan mode" in _text(kept), _text(kept)
+    assert asked == []
+    assert "pnpm" not in _startup(daemon, project)[0]
+
+
+async def test_the_approval_command_works_for_a_session_id_that_reads_as_an_option(
+    tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess
+) -> None:
+    # `--session-id -rf` was printed, which argparse reads as a missing value and exits 2
+    project = _project(tmp_path)
+    async with mcp_session(orca_env, project, "--session-id=-rf") as session:
+        result = await session.call_tool(
+            "memory_manage",
+            {"action": "save", "content": "We use pnpm", "kind": "fact", "is_global": False},
+        )
+        text = _text(result)
+        assert "Pending approval" in text, text
+        await _approve_as_printed(text, orca_env.env)
+    assert [r.content for r in _records(daemon, project)] == ["We use pnpm"]

@@ -10,6 +10,9 @@ from pathlib import Path
 import trio
 
 from orcad.capture.project_access import ProjectAccess
+from orcad.deliberate import policy
+from orcad.deliberate.review import review_content
+from orcad.errors import Disabled
 from orcad.explicit import append_fact, format_fact, read_bounded, remember_fact
 from orcad.host import Host
 from orcad.limits import STARTUP_PROJECT_MAX_BYTES, STARTUP_USER_MAX_BYTES
@@ -18,6 +21,26 @@ from orcad.session_snapshot import Session
 from protocol.types import RememberParams, RememberResult, Startup
 
 PROJECT_MEMORY_FILE = "memory.md"
+
+
+def remember_refusal(session: Session, text: str) -> str | None:
+    """Why the session's mode refuses an explicit fact, as it refuses a memory change: plan
+    mode and a headless normal session change no memory, and auto mode's review applies. In an
+    interactive normal session the client has asked its user (orcactl's own command is the
+    user's; the MCP server asks before it calls)."""
+    decision = policy.decide(
+        mode=session.mode,
+        interactive=session.interactive,
+        auto_approve=session.auto_approve,
+        granted=False,
+    )
+    if decision.action == "deny":
+        return decision.reason or "denied"
+    if decision.action == "review":
+        verdict = review_content(text, duplicate_id=None)
+        if not verdict.accepted:
+            return f"the automatic review refused it: {verdict.reason}"
+    return None
 
 
 class ExplicitFacts:
@@ -33,6 +56,9 @@ class ExplicitFacts:
     async def remember(self, params: RememberParams) -> RememberResult:
         session = await self._host.sessions.require(params.session_id, params.epoch)
         disabled_for_bare(session, "remember")
+        refused = remember_refusal(session, params.text)
+        if refused is not None:
+            raise Disabled(f"remember: {refused}; nothing was written")
         if params.scope == "user":
             path = self._host.paths.user_memory_file
             size = await trio.to_thread.run_sync(remember_fact, path, params.text)
