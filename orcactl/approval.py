@@ -8,7 +8,7 @@ import re
 import shlex
 from typing import TextIO
 
-from orcad.control_characters import BIDI_FORMATTING, TAG_CHARACTERS
+from orcad.control_characters import BIDI_FORMATTING, INVISIBLE_CHARACTERS, TAG_CHARACTERS
 
 PROMPT = "Apply this change? [o]nce, this [s]ession, this [w]orkspace, [N]o: "
 RETRY_HINT = "Answer o (once), s (this session), w (this workspace) or n (no)."
@@ -19,9 +19,11 @@ SCOPES = {"once": "allow_once", "session": "allow_session", "workspace": "allow_
 
 # What a word of the printed command must not hold as it is: control characters, which would act
 # on the terminal, bidirectional formatting, which would show the command in another order than
-# the shell reads it, tag characters, which no reader sees, and tab and newline, which would not
-# paste back as one line
-_UNPRINTABLE = re.compile(f"[\x00-\x1f\x7f-\x9f{BIDI_FORMATTING}{TAG_CHARACTERS}]")
+# the shell reads it, tag characters and other invisible ones, which no reader sees, and tab and
+# newline, which would not paste back as one line
+_UNPRINTABLE = re.compile(
+    f"[\x00-\x1f\x7f-\x9f{BIDI_FORMATTING}{TAG_CHARACTERS}{INVISIBLE_CHARACTERS}]"
+)
 _NAMED_ESCAPES = {"\n": "\\n", "\t": "\\t"}
 
 _ANSWERS = {

@@ -18,7 +18,7 @@ from typing import Any
 import msgspec
 
 import orcad
-from orcad.control_characters import BIDI_FORMATTING, TAG_CHARACTERS
+from orcad.control_characters import BIDI_FORMATTING, INVISIBLE_CHARACTERS, TAG_CHARACTERS
 from orcad.errors import StartupError
 from orcad.paths import SHORTER_SOCKET, resolve_paths, socket_path_problem
 from orcad.runtime import check_home_directory
@@ -326,11 +326,12 @@ def connection_failure(exc: BaseException) -> CommandError:
 
 
 # What JSON leaves raw in strings and a terminal or a reader acts on: DEL, the C1 controls (0x9b
-# is CSI), the bidirectional formatting characters (U+202E shows the text after it reversed) and
-# the tag characters (text no reader sees, which a model reads). Escaped here as JSON escapes (a
-# surrogate pair for a tag character), or the terminal filter (orcactl.terminal) would write
-# `\x85` or `\U000e0041`, which are not JSON escapes; the JSON still decodes to what was stored.
-_RAW_IN_JSON = re.compile(f"[\x7f-\x9f{BIDI_FORMATTING}{TAG_CHARACTERS}]")
+# is CSI), the bidirectional formatting characters (U+202E shows the text after it reversed),
+# the tag characters and the other invisible ones (text no reader sees, which a model reads).
+# Escaped here as JSON escapes (a surrogate pair above U+FFFF), or the terminal filter
+# (orcactl.terminal) would write `\x85` or `\U000e0041`, which are not JSON escapes; the JSON
+# still decodes to what was stored.
+_RAW_IN_JSON = re.compile(f"[\x7f-\x9f{BIDI_FORMATTING}{TAG_CHARACTERS}{INVISIBLE_CHARACTERS}]")
 
 
 def _json_escape(match: re.Match[str]) -> str:

@@ -18,21 +18,64 @@ import unicodedata
 BIDI_FORMATTING = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
 # The tag characters: invisible, each stands for an ASCII character a model can read
 TAG_CHARACTERS = "\U000e0000-\U000e007f"
-# C0 controls but tab and newline, DEL, C1 controls, the bidirectional formatting characters and
-# the tag characters
-_CONTROL_CHARACTERS = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{BIDI_FORMATTING}{TAG_CHARACTERS}]")
+# Other characters nobody sees, which carry hidden text as well as tag characters do, one
+# bit or byte each: zero-width spaces, joiners and non-joiners, the word joiner and invisible
+# operators, deprecated format characters, the byte order mark, Hangul fillers, the combining
+# grapheme joiner, interlinear annotation marks and the variation selectors (the 256 of them
+# spell a byte each after any character)
+INVISIBLE_CHARACTERS = (
+    "\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200d\u2060-\u2064\u206a-\u206f"
+    "\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff9-\ufffb\U000e0100-\U000e01ef"
+)
+# C0 controls but tab and newline, DEL, C1 controls, the bidirectional formatting characters,
+# the tag characters and the other invisible ones
+_CONTROL_CHARACTERS = re.compile(
+    f"[\x00-\x08\x0b-\x1f\x7f-\x9f{BIDI_FORMATTING}{TAG_CHARACTERS}{INVISIBLE_CHARACTERS}]"
+)
+# Kept where they do what a reader sees: a joiner or non-joiner between two visible characters
+# (an emoji sequence, 👨‍👩‍👧, a Persian or Indic word) and one emoji or text presentation selector
+# after a visible character (❤️); anywhere else, or one after another, they are escaped
+_JOINERS = "\u200c\u200d"
+_PRESENTATION = "\ufe0e\ufe0f"
+
+
+def _visible(text: str, at: int) -> bool:
+    if not 0 <= at < len(text):
+        return False
+    char = text[at]
+    return not char.isspace() and _CONTROL_CHARACTERS.match(char) is None
+
+
+def _shown_as_is(text: str, at: int) -> bool:
+    char = text[at]
+    if char in _JOINERS:
+        before = _visible(text, at - 1) or (
+            at >= 2 and text[at - 1] in _PRESENTATION and _visible(text, at - 2)
+        )
+        return before and _visible(text, at + 1)
+    if char in _PRESENTATION:
+        after = text[at + 1] if at + 1 < len(text) else ""
+        selector_next = after != "" and after in _PRESENTATION
+        return _visible(text, at - 1) and not selector_next
+    return False
 
 
 def _escape(match: re.Match[str]) -> str:
     code = ord(match.group())
     if code <= 0xFF:
         return f"\\x{code:02x}"
+    if code in _KEPT_IN_PLACE and _shown_as_is(match.string, match.start()):
+        return match.group()
     return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
+_KEPT_IN_PLACE = frozenset(map(ord, _JOINERS + _PRESENTATION))
+
+
 def escape_control_characters(text: str) -> str:
-    """`text` with each control, bidirectional formatting or tag character written as an
-    escape; tab and newline are kept."""
+    """`text` with each control, bidirectional formatting, tag or other invisible character
+    written as an escape (but for joiners and presentation selectors where a reader sees what
+    they do); tab and newline are kept."""
     return _CONTROL_CHARACTERS.sub(_escape, text)
 
 

@@ -65,6 +65,35 @@ def test_format_fact_writes_bidirectional_overrides_visibly() -> None:
     assert line == "- deploy with make \\u202eesaeler\\u202c and \\u2066x\\u2069\n"
 
 
+PERSIAN_WORD = "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645"  # "I want": a non-joiner inside
+
+
+@pytest.mark.parametrize(
+    ("text", "written"),
+    [
+        # zero-width characters, the word joiner, a byte order mark: hidden text, escaped
+        (
+            "deploy\u200b\u200c\u200d\u2060 with make",
+            "deploy\\u200b\\u200c\\u200d\\u2060 with make",
+        ),
+        ("\ufeffuse pnpm", "\\ufeffuse pnpm"),
+        # variation selectors spell a byte each after any character
+        ("tabs.😀\U000e0162\U000e0165", "tabs.😀\\U000e0162\\U000e0165"),
+        ("x\ufe00\ufe01", "x\\ufe00\\ufe01"),
+        ("x\ufe0f\ufe0f", "x\\ufe0f\\ufe0f"),  # two presentation selectors in a row
+        ("\u200d at the start", "\\u200d at the start"),
+        ("a joiner\u200d before a space", "a joiner\\u200d before a space"),
+        # what a reader sees them do is kept: an emoji sequence, a presentation selector, a
+        # Persian word's non-joiner
+        ("family 👨\u200d👩\u200d👧 ok", "family 👨\u200d👩\u200d👧 ok"),
+        ("flag 🏳\ufe0f\u200d🌈 and ❤\ufe0f", "flag 🏳\ufe0f\u200d🌈 and ❤\ufe0f"),
+        (PERSIAN_WORD, PERSIAN_WORD),
+    ],
+)
+def test_format_fact_writes_invisible_characters_visibly(text: str, written: str) -> None:
+    assert explicit.format_fact(text) == f"- {written}\n"
+
+
 def test_format_fact_length_boundary() -> None:
     assert explicit.format_fact("x" * EXPLICIT_FACT_MAX_CHARS).startswith("- x")
     with pytest.raises(InvalidParams) as caught:
