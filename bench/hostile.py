@@ -1,6 +1,7 @@
 """What hostile clients cost everyone else: daemon RSS and a bystander's ping latency, alone and
-while (a) a client floods requests and never reads its answers, (b) 300 connections trickle one
-byte a second, (c) clients close before reading, as many times as they can.
+while (a) a client floods requests and never reads its answers, (a') three do with requests of
+8 MiB, (b) 300 connections trickle one byte a second, (c) clients close before reading, as many
+times as they can.
 
 Run: python bench/hostile.py [--seconds S]
 Targets (issue: never down): RSS with a greedy client under +200 MiB; bystanders keep their
@@ -52,6 +53,36 @@ def greedy(path: str, stop: threading.Event) -> None:
             sock.connect(path)
             sock.setblocking(False)
     sock.close()
+
+
+# A request as large as a line may be (8 MiB), its size in an `id` the answer echoes: each one
+# owed costs the daemon the request and its answer
+LARGE = b'{"jsonrpc":"2.0","method":"jobs.list","id":"' + b"a" * (8 * 2**20 - 100) + b'"}\n'
+
+
+def greedy_large(path: str, stop: threading.Event) -> None:
+    """Three connections send 8 MiB requests and never read the answers."""
+    socks: list[socket.socket] = []
+
+    def flood() -> None:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.connect(path)
+        sock.settimeout(1.0)
+        socks.append(sock)
+        while not stop.is_set():
+            try:
+                sock.sendall(LARGE)
+            except TimeoutError:
+                continue  # the daemon stopped reading: keep pushing, as a bad client would
+            except OSError:
+                return  # disconnected after send_timeout_s
+
+    threads = [threading.Thread(target=flood, daemon=True) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    stop.wait()
+    for sock in socks:
+        sock.close()
 
 
 def trickle(path: str, stop: threading.Event) -> None:
@@ -132,6 +163,7 @@ def main() -> None:
         )
         for name, attacker in (
             ("greedy", greedy),
+            ("greedy 8 MiB", greedy_large),
             ("trickle x300", trickle),
             ("early close", early_closer),
         ):

@@ -37,6 +37,31 @@ RECEIVE_CHUNK = 65536
 ACCEPT_CAPACITY_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
 
 
+class _BytesOwed:
+    """The bytes of the requests a connection has sent and not yet been answered: the reader
+    waits while taking the next would go over the bound, unless nothing is owed (a line of any
+    size the framer passed is served). A request is held until its answer is written, and its
+    answer is about as large as it (an `id` is echoed), so a client that never reads keeps at
+    most about twice the bound, whatever its lines hold."""
+
+    __slots__ = ("_changed", "bound", "owed")
+
+    def __init__(self, bound: int) -> None:
+        self.bound = bound
+        self.owed = 0
+        self._changed = trio.Event()
+
+    async def take(self, size: int) -> None:
+        while self.owed and self.owed + size > self.bound:
+            await self._changed.wait()
+        self.owed += size
+
+    def give_back(self, size: int) -> None:
+        self.owed -= size
+        self._changed.set()
+        self._changed = trio.Event()
+
+
 class _Connection:
     """One connection's cancel scopes, its clocks and its answers owed: what the sweep needs to
     close idle, trickling and stuck connections, and what eviction needs to choose one."""
@@ -44,6 +69,7 @@ class _Connection:
     __slots__ = (
         "answer_cut",
         "answers_owed",
+        "bytes_owed",
         "closed_because",
         "idle_closed",
         "last_received",
@@ -54,7 +80,7 @@ class _Connection:
         "sending_since",
     )
 
-    def __init__(self, max_answers_owed: int) -> None:
+    def __init__(self, max_answers_owed: int, max_bytes_owed: int) -> None:
         self.scope = trio.CancelScope()
         self.reader: trio.CancelScope | None = None  # cancelled to stop reading new requests
         self.last_received = trio.current_time()
@@ -68,6 +94,7 @@ class _Connection:
         self.answer_cut = False
         # Requests read but not yet answered; at the bound the reader waits (back-pressure).
         self.answers_owed = trio.Semaphore(max_answers_owed)
+        self.bytes_owed = _BytesOwed(max_bytes_owed)  # and so for their bytes
 
     def close(self, reason: str) -> None:
         self.closed_because = reason
@@ -189,7 +216,9 @@ class Server:
                         pass
                 return
             self._connections += 1
-            connection = _Connection(limits.MAX_ANSWERS_OWED_PER_CONNECTION)
+            connection = _Connection(
+                limits.MAX_ANSWERS_OWED_PER_CONNECTION, self._config.max_message_bytes
+            )
             self._open.add(connection)
             try:
                 with connection.scope:
@@ -254,11 +283,14 @@ class Server:
                             await self._refuse_oversized(stream, connection, send_lock, event.limit)
                             return
                         outcome = self._dispatcher.begin(event)
+                        size = len(event)
                         if callable(outcome):
-                            await owed.acquire()  # at the bound, stop reading (back-pressure)
+                            # at either bound, stop reading (back-pressure)
+                            await owed.acquire()
+                            await connection.bytes_owed.take(size)
                             self._begin_request()
                             requests.start_soon(
-                                self._answer_later, stream, connection, send_lock, outcome
+                                self._answer_later, stream, connection, send_lock, outcome, size
                             )
                         elif outcome is not None:
                             try:
@@ -268,9 +300,15 @@ class Server:
                                 # reader neither stalls nor, when stopped by a drain or the
                                 # idle sweep, drops an answer owed.
                                 await owed.acquire()
+                                await connection.bytes_owed.take(len(outcome))
                                 self._begin_request()
                                 requests.start_soon(
-                                    self._answer_ready, stream, connection, send_lock, outcome
+                                    self._answer_ready,
+                                    stream,
+                                    connection,
+                                    send_lock,
+                                    outcome,
+                                    len(outcome),
                                 )
                                 continue
                             await self._write(stream, connection, send_lock, outcome)
@@ -341,6 +379,7 @@ class Server:
         connection: _Connection,
         send_lock: trio.Lock,
         reply: bytes,
+        size: int,
     ) -> None:
         try:
             await self._send(stream, connection, send_lock, reply)
@@ -348,6 +387,7 @@ class Server:
             pass  # the client went away; nothing is owed
         finally:
             connection.answers_owed.release()
+            connection.bytes_owed.give_back(size)
             self._end_request()
 
     async def _answer_later(
@@ -356,6 +396,7 @@ class Server:
         connection: _Connection,
         send_lock: trio.Lock,
         produce: DeferredReply,
+        size: int,
     ) -> None:
         try:
             await self._send(stream, connection, send_lock, await produce())
@@ -363,4 +404,5 @@ class Server:
             pass  # the client went away; nothing is owed
         finally:
             connection.answers_owed.release()
+            connection.bytes_owed.give_back(size)
             self._end_request()

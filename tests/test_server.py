@@ -670,6 +670,31 @@ def test_a_client_that_never_reads_is_disconnected_and_others_are_served(
     assert daemon.call("daemon.status").pid == daemon.proc.pid
 
 
+def test_a_client_that_never_reads_is_read_no_further_than_a_line_of_bytes_owed(
+    orca_env: OrcaEnv, daemon_factory: list
+) -> None:
+    # a limit of 64 answers owed let a client that never reads park 64 requests of 8 MiB each,
+    # with their answers (an `id` of that size is echoed): over 1 GiB of RSS per connection
+    daemon = start(orca_env, daemon_factory, "[server]\nmax_message_bytes = 1048576\n")
+    line = b'{"jsonrpc":"2.0","method":"jobs.list","id":"' + b"a" * (2**20 - 100) + b'"}\n'
+    hog = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    hog.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    hog.connect(str(daemon.orca.socket))
+    hog.settimeout(2.0)
+    sent = 0
+    try:
+        while sent < 64:
+            hog.sendall(line)
+            sent += 1
+    except TimeoutError:
+        pass  # the daemon stopped reading
+    # one request owed, one line waiting in its buffer, and what the sockets' buffers hold
+    assert sent <= 4, f"the daemon read {sent} requests of 1 MiB from a client that never reads"
+    assert daemon.call("daemon.ping").protocol == 1  # the others are not held up
+    hog.close()
+    assert daemon.call("daemon.status").pid == daemon.proc.pid
+
+
 async def test_draining_finishes_requests_in_flight_and_starts_no_new_ones(tmp_path: Path) -> None:
     entered, release = trio.Event(), trio.Event()
     started: list[str] = []
