@@ -497,6 +497,22 @@ async def test_allow_once_applies_and_the_approval_is_single_use(
     assert (await save(orca, session, "use mypy strict"))["outcome"] == "pending_approval"
 
 
+@pytest.mark.parametrize("decision", ["allow_session", "allow_workspace"])
+async def test_an_approval_that_finds_nothing_to_apply_grants_nothing(
+    orca: InProcessDaemon, tmp_path: Path, decision: str
+) -> None:
+    # the user was told "Nothing changed: identical ... already exists", and a lasting grant
+    # was recorded all the same
+    session = await orca.open(tmp_path / "ws")
+    pending = await save(orca, session, "use ruff for lint")
+    other = await orca.open(tmp_path / "ws", mode="yolo")
+    assert (await save(orca, other, "use ruff for lint"))["outcome"] == "applied"
+    answered = await approve(orca, session, pending["approval_id"], decision)
+    assert answered["outcome"] == "denied" and "already exists" in answered["summary"]
+    assert (await orca.call("grants.list", {}))["grants"] == []
+    assert (await save(orca, session, "use mypy strict"))["outcome"] == "pending_approval"
+
+
 async def test_deny_changes_nothing_and_consumes_the_approval(
     orca: InProcessDaemon, tmp_path: Path
 ) -> None:

@@ -198,7 +198,9 @@ class DeliberateMemory:
             scope="global" if is_global else "workspace",
         )
         refusal = await self._refusal(session, change, target)
-        result = refusal or await self._apply(session, change)
+        if refusal is not None:  # nothing to apply (an identical record exists): nor to grant
+            return refusal
+        result = await self._apply(session, change)
         await self.approvals.grant(session, params.decision, is_global=is_global)
         return result
 
