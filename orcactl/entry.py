@@ -65,12 +65,28 @@ def _interrupted(_signum: int, _frame: object) -> None:
     os._exit(EXIT_INTERRUPTED)
 
 
+def _hold_standard_descriptors() -> None:
+    """Open /dev/null on each of descriptors 0, 1 and 2 the process was started without (an
+    agent that closed a hook's stdout, `orcactl ... >&-`), so that the next socket or file
+    opened does not take that number: a socket on 1 received what was meant for stdout.
+    Python has left sys.stdout (or stdin, stderr) None for it, so nothing is written there."""
+    for descriptor in (0, 1, 2):
+        try:
+            os.fstat(descriptor)
+        except OSError:
+            opened = os.open(os.devnull, os.O_RDWR)
+            if opened != descriptor:
+                os.dup2(opened, descriptor)
+                os.close(opened)
+
+
 def main() -> None:
     # First of all, before the arguments are looked at and the imports that take a while:
     # Ctrl-C in them was a KeyboardInterrupt traceback. An agent that ignores SIGINT keeps that.
     quiet = signal.getsignal(signal.SIGINT) is signal.default_int_handler
     if quiet:
         signal.signal(signal.SIGINT, _interrupted)
+    _hold_standard_descriptors()
     os.umask(0o077)  # every file and directory orcactl creates is private to the user
     hook_argv = hook_arguments(sys.argv[1:])
     if hook_argv is not None:

@@ -4,10 +4,12 @@ signals, and the environment. Whatever comes, a hook never exits 2 (the agents' 
 from __future__ import annotations
 
 import json
+import os
 import re
 import signal
 import socket
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -351,3 +353,59 @@ def test_a_prompt_that_is_not_a_string_is_bad_input(
         orca_env, "hook", agent, "UserPromptSubmit", "--no-start", stdin=json.dumps(payload)
     )
     assert "'prompt'" not in stderr
+
+
+@pytest.mark.parametrize("agent", ["claude-code", "codex"])
+def test_a_hook_started_with_stdout_closed_says_its_answer_is_lost(
+    tmp_path: Path, orca_env: OrcaEnv, agent: str
+) -> None:
+    # started with descriptor 1 closed, the hook lost its context without a word, and the
+    # socket it opened took descriptor 1, where the watchdog writes its empty answer
+    payload = json.dumps(
+        {"session_id": "s1", "turn_id": "t1", "cwd": str(tmp_path), "prompt": "hi"}
+    )
+    hook = ("--socket", str(tmp_path / "peer.sock"), "hook", agent, "UserPromptSubmit")
+    with peer_answering(tmp_path / "peer.sock", _context_with_escapes):
+        completed = subprocess.run(
+            [ORCACTL, *hook, "--no-start"],
+            input=payload,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=orca_env.env,
+            timeout=60,
+            check=False,
+            preexec_fn=lambda: os.close(1),
+        )
+    assert completed.returncode == 0  # a hook never breaks the agent
+    assert completed.stderr == (
+        "orcactl hook: orca memory lost: cannot write the answer: the hook was started with "
+        "stdout closed\n"
+    )
+    failures = (orca_env.memory_root / "agent-hooks.jsonl").read_text().splitlines()
+    assert json.loads(failures[-1])["kind"] == "output"
+
+
+def test_every_standard_descriptor_orcactl_was_started_without_is_held_on_dev_null(
+    tmp_path: Path,
+) -> None:
+    script = (
+        "import os, socket\n"
+        "from orcactl import entry\n"
+        "entry._hold_standard_descriptors()\n"
+        "s = socket.socket(socket.AF_UNIX)\n"
+        "print(s.fileno(), os.readlink('/proc/self/fd/0'), os.readlink('/proc/self/fd/1'),"
+        " file=open(os.environ['OUT'], 'w'))\n"
+    )
+    out = tmp_path / "out"
+    subprocess.run(
+        [sys.executable, "-c", script],
+        env={**os.environ, "OUT": str(out)},
+        cwd=REPO_ROOT,
+        stdin=subprocess.DEVNULL,
+        timeout=60,
+        check=True,
+        preexec_fn=lambda: (os.close(0), os.close(1)),
+    )
+    number, stdin, stdout = out.read_text().split()
+    assert int(number) > 2 and stdin == stdout == os.devnull

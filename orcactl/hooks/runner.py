@@ -122,7 +122,13 @@ def _print_answer(agent: str, event: str, answer: dict[str, Any] | None) -> None
     """The answer on stdout. One that cannot be written (the agent closed the pipe, a full
     disk) is a problem said and recorded as any other: the context it held is lost."""
     signal.setitimer(signal.ITIMER_REAL, 0)  # answering now: the watchdog must not answer too
-    if answer is None or sys.stdout is None:  # None: started with stdout closed
+    if answer is None:
+        return
+    if sys.stdout is None:  # started with stdout closed (orcactl.entry put /dev/null there)
+        if answer:  # an empty answer ({}, Codex's) loses nothing
+            message = "cannot write the answer: the hook was started with stdout closed"
+            _say(f"orca memory lost: {message}")
+            record_failure(agent, event, "output", message)
         return
     # ASCII escapes: valid JSON whatever the locale's encoding and whatever the daemon sent
     try:
