@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from orcactl.hooks.common import newest_facts
 from orcad import explicit
 from orcad.errors import InvalidParams
 from orcad.limits import EXPLICIT_FACT_MAX_CHARS, STARTUP_PROJECT_MAX_BYTES, STARTUP_USER_MAX_BYTES
@@ -304,7 +305,7 @@ def test_remember_length_boundary_through_the_daemon(daemon: DaemonProcess, tmp_
     assert caught.value.data["field"] == "text"
 
 
-def test_startup_is_bounded_and_keeps_the_newest_facts(
+def test_startup_is_bounded_and_keeps_thenewest_facts(
     daemon: DaemonProcess, orca_env: OrcaEnv, tmp_path: Path
 ) -> None:
     session = open_session(daemon, tmp_path)
@@ -522,3 +523,46 @@ def test_remember_is_kept_where_the_mode_applies_changes(
     remember(daemon, session, "Currently working on the login page", "project")
     opened = open_session(daemon, tmp_path)["opened"]
     assert "login page" in opened.startup.project  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("agent", ["claude-code", "codex"])
+def test_the_startup_block_an_agent_is_given_stays_within_10000_characters(
+    daemon: DaemonProcess, orca_env: OrcaEnv, tmp_path: Path, agent: str
+) -> None:
+    # orcad hands over 8 KiB of each file: 16 KiB in one block, which Claude Code gives the
+    # model only as a file's path and a short preview past 10,000 characters
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    session = open_session(daemon, repo)
+    for number in range(120):
+        remember(daemon, session, f"User preference {number}: explicit error handling", "user")
+        remember(daemon, session, f"Project convention {number}: service uses pnpm", "project")
+    payload = {
+        "session_id": "5d7c1f0e-2b3a-4c5d-8e9f-0a1b2c3d4e5f",
+        "cwd": str(repo),
+        "hook_event_name": "SessionStart",
+        "source": "startup",
+    }
+    context = run_hook(orca_env, agent, "SessionStart", payload).context
+    assert 9_000 < len(context) <= 10_000, len(context)
+    # the newest facts of both files, whole facts only, and a word that older ones were left out
+    assert "- User preference 119: explicit error handling\n" in context
+    assert "- Project convention 119: service uses pnpm\n" in context
+    assert "older lines were left out" in context
+    for heading in ("(user-wide):\n", "for this project:\n"):
+        assert context.split(heading, 1)[1].startswith("- ")
+    assert context.endswith("</orca-startup-memory>\n")
+
+
+@pytest.mark.parametrize("room", range(1, 40))
+def test_the_startup_block_keeps_only_whole_facts_however_it_is_cut(room: int) -> None:
+    text = "- first fact\n  its second line\n- second\n- third fact\n  goes on\n  and on"
+    kept, cut = newest_facts(text, room)
+    assert len(kept) <= room and cut is (kept != text)
+    assert kept == "" or (kept.startswith("- ") and text.endswith(kept))
+    assert kept in {
+        "",
+        "- third fact\n  goes on\n  and on",
+        "- second\n- third fact\n  goes on\n  and on",
+        text,
+    }

@@ -157,24 +157,56 @@ def open_session(
     return opened, {"session_id": opened["session_id"], "epoch": opened["epoch"]}
 
 
+# Claude Code hands the model a hook's context of more than 10,000 characters only as a file's
+# path and a short preview: the startup block stays within it, frame included
+CONTEXT_MAX_CHARS = 10_000
+_STARTUP_FRAME_CHARS = 400  # the tags, the first line and both headings, with room to spare
+_USER_HEADING = "Facts the user asked to remember (user-wide):\n"
+_PROJECT_HEADING = "Facts the user asked to remember for this project:\n"
+
+
 def render_startup(startup: dict[str, Any]) -> str:
-    """The explicit facts (user.md, the project's memory.md) as one context block. A fact
-    (an agent's `remember`, a line edited by hand) cannot close the block and go on outside it."""
-    parts = []
+    """The explicit facts (user.md, the project's memory.md) as one context block of at most
+    CONTEXT_MAX_CHARS. A fact (an agent's `remember`, a line edited by hand) cannot close the
+    block and go on outside it. orcad hands over up to 8 KiB of each file; when both together
+    are over the block's room, each keeps its newest whole facts in half of it (one that needs
+    less leaves the rest to the other)."""
     user = without_tags(str(startup.get("user") or "").strip())
     project = without_tags(str(startup.get("project") or "").strip())
+    room = CONTEXT_MAX_CHARS - _STARTUP_FRAME_CHARS
+    user_room = max(room // 2, room - len(project))
+    user, user_cut = newest_facts(user, user_room)
+    project, project_cut = newest_facts(project, room - len(user))
+    parts = []
     if user:
-        parts.append("Facts the user asked to remember (user-wide):\n" + user)
+        parts.append(_USER_HEADING + user)
     if project:
-        parts.append("Facts the user asked to remember for this project:\n" + project)
+        parts.append(_PROJECT_HEADING + project)
     if not parts:
         return ""
-    note = " (older lines were left out to fit)" if startup.get("truncated") else ""
+    cut = startup.get("truncated") or user_cut or project_cut
+    note = " (older lines were left out to fit)" if cut else ""
     return (
         f"<{STARTUP_TAG_NAME}>\nExplicit facts kept by orca{note}.\n\n"
         + "\n\n".join(parts)
         + f"\n</{STARTUP_TAG_NAME}>\n"
     )
+
+
+def newest_facts(text: str, room: int) -> tuple[str, bool]:
+    """The newest whole facts (Markdown list items; a fact's further lines are indented) of
+    `text` within `room` characters, and whether any were left out."""
+    if len(text) <= room:
+        return text, False
+    start = len(text) - room
+    if text[start - 1] != "\n":  # inside a line: the next fact starts after a newline
+        start = text.find("\n- ", start)
+        start = len(text) if start < 0 else start + 1
+    else:
+        while start < len(text) and not text.startswith("- ", start):
+            next_line = text.find("\n", start)
+            start = len(text) if next_line < 0 else next_line + 1
+    return text[start:], True
 
 
 def _part_within(text: str, budget: int, *, end: bool) -> str:
