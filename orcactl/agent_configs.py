@@ -192,6 +192,7 @@ def edit_hooks(
         raise Unparseable(f"{path}: `hooks` is not an object")
     events = CLAUDE_HOOKS if agent == "claude-code" else CODEX_HOOKS
     places: dict[str, int] = {}  # where each event's orca group was: it goes back there
+    settings: dict[str, dict[str, Any]] = {}  # and what the user set on it (a `matcher`)
     emptied: set[str] = set()
     for event in list(hooks):
         groups = hooks[event]
@@ -208,6 +209,7 @@ def edit_hooks(
                 ]
                 if not others and handlers:
                     places.setdefault(event, len(kept))
+                    settings.setdefault(event, {k: v for k, v in group.items() if k != "hooks"})
                     continue  # a group that only ran orca
                 kept.append({**group, "hooks": others})
                 continue
@@ -225,7 +227,8 @@ def edit_hooks(
             groups = hooks.setdefault(event, [])
             if not isinstance(groups, list):
                 raise Unparseable(f"{path}: `hooks.{event}` is not a list")
-            groups.insert(places.get(event, len(groups)), {"hooks": [handler]})
+            group = {**settings.get(event, {}), "hooks": [handler]}
+            groups.insert(places.get(event, len(groups)), group)
     for event in emptied:
         if not hooks[event]:
             del hooks[event]

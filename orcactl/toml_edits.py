@@ -170,6 +170,13 @@ def edit_codex_config(
     features = _table_of(data, "features", path)
     if remove:
         return _without_server(text, path)
+    if features.get("codex_hooks") is False:
+        # the user turned Codex's hooks off: turning them on runs every hook they configured
+        raise Unparseable(
+            f"{path} sets `[features] codex_hooks = false`, so Codex runs no hooks, orca's "
+            "included; turning it on would run every other hook configured too. Set it to "
+            "true yourself (or remove the line) and run integrate again"
+        )
     owned = mcp_server(orcactl, socket, cwd)
     wanted = updated_mcp_entry(servers.get(MCP_NAME), owned)
     if servers.get(MCP_NAME) == wanted and features.get("codex_hooks") is True:

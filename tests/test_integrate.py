@@ -737,3 +737,21 @@ def test_only_the_hooks_integrate_writes_are_orcas(orca_env: OrcaEnv) -> None:
     assert _integrate(orca_env, "claude-code", "--remove").returncode == 0
     removed = json.loads(settings_path.read_text())
     assert removed == {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": wrapper}]}]}}
+
+
+def test_codex_hooks_the_user_turned_off_are_not_turned_on_behind_their_back(
+    orca_env: OrcaEnv,
+) -> None:
+    # integrate set `codex_hooks = false` to true, so every hook the user had switched off ran
+    codex_home = orca_env.root / "codex-home"
+    codex_home.mkdir()
+    config = "# hooks off while I debug\n[features]\ncodex_hooks = false\n"
+    (codex_home / "config.toml").write_text(config)
+    env = {"CODEX_HOME": str(codex_home)}
+    refused = _integrate(orca_env, "codex", env=env)
+    assert refused.returncode == 1 and "codex_hooks = false" in refused.stderr, refused.stderr
+    assert "Traceback" not in refused.stderr
+    assert (codex_home / "config.toml").read_text() == config
+    assert sorted(p.name for p in codex_home.iterdir()) == ["config.toml"]  # nothing at all
+    (codex_home / "config.toml").write_text(config.replace("false", "true"))
+    assert _integrate(orca_env, "codex", env=env).returncode == 0

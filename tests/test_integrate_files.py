@@ -431,3 +431,21 @@ def test_hooks_are_written_in_the_files_own_layout(text: str, starts: str) -> No
         written, Path("settings.json"), "claude-code", ORCA, remove=True
     )
     assert removed == (text if text.strip("{}") else "")
+
+
+@pytest.mark.pure
+def test_what_the_user_set_on_orcas_hook_group_stays_on_the_next_run() -> None:
+    # a `matcher` added to orca's SessionStart group was dropped when integrate ran again
+    path = Path("settings.json")
+    first = json.loads(agent_configs.edit_hooks("", path, "claude-code", ORCA, remove=False))
+    first["hooks"]["SessionStart"][0] = {
+        "matcher": "startup|resume",
+        **first["hooks"]["SessionStart"][0],
+    }
+    edited = json.dumps(first, indent=2) + "\n"
+    again = agent_configs.edit_hooks(edited, path, "claude-code", ORCA, remove=False)
+    assert again == edited
+    moved = agent_configs.edit_hooks(edited, path, "claude-code", "/usr/bin/orcactl", remove=False)
+    group = json.loads(moved)["hooks"]["SessionStart"][0]
+    assert group["matcher"] == "startup|resume"
+    assert group["hooks"][0]["command"].startswith("/usr/bin/orcactl hook claude-code")
