@@ -42,7 +42,8 @@ LAYOUTS = {
         '[features]\nweb = true\n\n[mcp_servers.other]\ncommand = "x"\n[tui]\nnotify = true\n'
     ),
     "features sub-table only": "[features.sub]\nx = 1\n",
-    "codex_hooks false in a table": "[features]\ncodex_hooks = false\nweb = true\n",
+    # (one set to false is refused: test_codex_hooks_the_user_turned_off_are_not_turned_on...)
+    "codex_hooks already on in a table": "[features]\ncodex_hooks = true\nweb = true\n",
     "dotted inside a table": '[mcp_servers]\nother.command = "x"\nother.args = ["a"]\n',
     "a header inside a multi-line string": 'note = """\n[features]\n"""\nfeatures.web = true\n',
     "inline server table": 'mcp_servers = { other = { command = "x" } }\nmodel = "o3"\n',
