@@ -140,12 +140,26 @@ _LETTERS_ONLY = re.compile(r"[A-Za-z_]+\Z")
 _CAPITALISED_WORD = re.compile(r"[A-Z][a-z]{2,}\Z")
 _LONG_LOWER_WORD = re.compile(r"[a-z]{4,}\Z")
 _LABEL_JOINS = re.compile(r"[\-_+]")
+_PASSPHRASE_JOINS = re.compile(r"[\-_+.]")
+_NUMBER_PART = re.compile(r"[0-9]{2,}\Z")
+_LETTERS_AND_DIGITS = re.compile(r"(?=[^0-9]*[0-9])(?=[0-9]*[A-Za-z])[A-Za-z0-9]{2,6}\Z")
 
 
 def is_passphrase(value: str) -> bool:
-    """Whether `value`, which looks like a label (WORD_LIKE), is rather a passphrase."""
+    """Whether `value`, which looks like a label (WORD_LIKE), is rather a passphrase: three
+    capitalised words or more, two and a number (Purple-Monkey-42, Kestrel.Harbor.1987), four
+    long lower-case words, or three parts or more that each mix letters and digits, in both
+    cases (Xk9-Lm2-Qp7: a generated password in groups)."""
     capitalised = sum(1 for part in _LABEL_JOINS.split(value) if _CAPITALISED_WORD.match(part))
     if capitalised >= 3:
+        return True
+    parts = _PASSPHRASE_JOINS.split(value)
+    if sum(1 for part in parts if _CAPITALISED_WORD.match(part)) >= 2 and any(
+        _NUMBER_PART.match(part) for part in parts
+    ):
+        return True
+    grouped = len(parts) >= 3 and all(_LETTERS_AND_DIGITS.match(part) for part in parts)
+    if grouped and not value.isupper() and not value.islower():
         return True
     return sum(1 for part in value.split("-") if _LONG_LOWER_WORD.match(part)) >= 4
 

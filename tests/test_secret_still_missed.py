@@ -383,3 +383,34 @@ def test_a_secret_stated_in_a_turn_is_redacted(text: str, secret: str) -> None:
 )
 def test_words_about_such_secrets_stay_storable(text: str) -> None:
     assert find_secrets(text) == []
+
+
+# ---------------------------------- a password of words or groups joined as a label is joined
+@pytest.mark.parametrize(
+    ("text", "password", "kind"),
+    [
+        ("the password is Xk9-Lm2-Qp7", "Xk9-Lm2-Qp7", "password_statement"),
+        ("my password is Purple-Monkey-42", "Purple-Monkey-42", "password_statement"),
+        ("ssh password is Kestrel_Harbor_1987 btw", "Kestrel_Harbor_1987", "password_statement"),
+        ("DB password is Kestrel.Harbor.1987", "Kestrel.Harbor.1987", "password_statement"),
+        ("password: Purple-Monkey-42", "Purple-Monkey-42", "credential_assignment"),
+    ],
+)
+def test_a_password_joined_like_a_label_is_redacted(text: str, password: str, kind: str) -> None:
+    # two capitalised words and a number, or groups of letters and digits, read as a label
+    _assert_only_value_redacted(text, password, kind)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the password secret is named db-password-v2",
+        "the password is stored in tls-cert-2024",
+        "the password file is Windows-1252 encoded",
+        "password: v1.2.3",
+        "the password is in a1-b2-c3",
+        "password_policy: Release-Candidate",
+    ],
+)
+def test_labels_near_a_password_stay_storable(text: str) -> None:
+    assert find_secrets(text) == []
