@@ -9,6 +9,7 @@ import sys
 from collections.abc import Callable
 
 from orcactl.connect import EXIT_USAGE, CommandError
+from orcad.control_characters import has_visible_character
 from orcad.deliberate.approvals import parse_grant_id
 from orcad.errors import InvalidParams
 from protocol.types import CLIENT_ID_MAX_CHARS, NO_CONTROL_CHARACTERS
@@ -64,6 +65,10 @@ def text_of_at_most(max_chars: int) -> Callable[[str], str]:
         trimmed = utf8_text(text).strip()
         if not trimmed:
             raise argparse.ArgumentTypeError("the text is empty")
+        if not has_visible_character(trimmed):  # orcad refuses it too: nothing to keep
+            raise argparse.ArgumentTypeError(
+                "the text holds only control or invisible characters (such as zero-width spaces)"
+            )
         if len(trimmed) > max_chars:
             raise argparse.ArgumentTypeError(
                 f"the text has {len(trimmed)} characters; at most {max_chars} are allowed"

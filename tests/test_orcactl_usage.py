@@ -72,6 +72,13 @@ BAD_USAGE = [
         "argument --approve: not allowed with argument --yes",
     ),
     (["remember", ""], "argument TEXT: the text is empty"),
+    # orcad refuses such text with -32602, which was exit 1 after a request
+    (["remember", "\x01\x02"], "argument TEXT: the text holds only control or invisible"),
+    (["remember", "\u200b\u200b"], "argument TEXT: the text holds only control or invisible"),
+    (
+        ["memory", "save", "\ufeff\u2060", "--kind", "fact", "--global"],
+        "argument text: the text holds only control or invisible",
+    ),
     (["remember", "y" * 2001], "at most 2000"),
     (["recall", "x", "--cwd", "/nonexistent/dir"], "--cwd: /nonexistent/dir does not exist"),
     (["memory", "list", "--cwd", "/etc/hostname"], "--cwd: /etc/hostname is not a directory"),
