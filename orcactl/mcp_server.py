@@ -304,7 +304,7 @@ def build_server(session: DaemonSession) -> MCPServer:
         query: Annotated[
             str | None, Field(description="free text; at most 12 terms are used")
         ] = None,
-        limit: Annotated[int, Field(ge=1, le=20, description="1 to 20 records")] = 8,
+        limit: Annotated[int, Field(strict=True, ge=1, le=20, description="1 to 20 records")] = 8,
     ) -> str:
         params: dict[str, Any] = {"limit": limit}
         if query is not None:
@@ -329,7 +329,10 @@ def build_server(session: DaemonSession) -> MCPServer:
         id: Annotated[str | None, Field(description="mem_... id, for update and forget")] = None,
         content: Annotated[str | None, Field(description="the record's text: one fact")] = None,
         kind: Literal["preference", "fact", "workflow", "decision"] | None = None,
-        is_global: Annotated[bool | None, Field(description="true: every workspace")] = None,
+        # strict: "yes" or 1 must not widen a change to every workspace
+        is_global: Annotated[
+            bool | None, Field(strict=True, description="true: every workspace")
+        ] = None,
     ) -> str:
         params: dict[str, Any] = {"action": action}
         for name, value in (

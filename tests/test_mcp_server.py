@@ -1333,3 +1333,29 @@ async def test_the_approval_question_shows_text_hidden_in_invisible_characters(
     assert "\\u200b\\u200c\\u200d\\u2060 and" in question
     assert "👨\u200d👩\u200d👧 stay" in question  # a family emoji's joiners do what they show
     assert not any(0xE0100 <= ord(c) <= 0xE01EF or c in "\u200b\u2060" for c in question)
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments"),
+    [
+        (
+            "memory_manage",
+            {"action": "save", "content": "We use pnpm", "kind": "fact", "is_global": "yes"},
+        ),
+        (
+            "memory_manage",
+            {"action": "save", "content": "We use pnpm", "kind": "fact", "is_global": 1},
+        ),
+        ("memory_search", {"limit": "5"}),
+        ("memory_search", {"limit": True}),
+    ],
+)
+async def test_arguments_of_another_type_are_refused_not_converted(
+    tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess, tool: str, arguments: dict[str, Any]
+) -> None:
+    # "yes" and 1 were read as true: a change widened to every workspace
+    project = _project(tmp_path)
+    async with mcp_session(orca_env, project, "--mode", "yolo") as session:
+        result = await session.call_tool(tool, arguments)
+    assert result.is_error, _text(result)
+    assert _records(daemon, project) == []
