@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import json
 import os
@@ -11,7 +12,7 @@ import stat
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -263,6 +264,41 @@ def open_client(
             ) from None
     except OSError as exc:  # path too long, no permission: starting a daemon would not help
         raise CommandError(f"cannot connect to orcad at {path}: {exc}") from None
+    with _one_start_at_a_time():
+        try:  # another orcactl started it while this one waited for its turn
+            return Client(path, timeout=CALL_TIMEOUT_S), None
+        except DaemonUnavailable:
+            pass
+        except OSError as exc:
+            raise CommandError(f"cannot connect to orcad at {path}: {exc}") from None
+        return _start_and_reach(path)
+
+
+@contextlib.contextmanager
+def _one_start_at_a_time() -> Iterator[None]:
+    """Hold the start lock in orcad's home while one orcactl starts orcad: hooks of several
+    agent sessions that find none at once (a machine that just booted) started one orcad each,
+    of which all but one exited, and on two cores each hook then took about as long as its
+    whole budget. Without a home yet, or a lock to be had within the start's own time, it
+    starts as before (orcad itself lets only one serve)."""
+    import filelock  # noqa: PLC0415  (only a start needs it)
+
+    home = daemon_log_path().parent
+    lock = filelock.FileLock(str(home / "orcad.start.lock"), mode=0o600)
+    try:
+        if not home.is_dir():  # start_daemon says why a home cannot be used
+            raise FileNotFoundError(home)
+        lock.acquire(timeout=START_TIMEOUT_S)
+    except (filelock.Timeout, OSError):
+        yield
+        return
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+def _start_and_reach(path: str) -> tuple[Client, subprocess.Popen[bytes] | None]:
     process, offset = start_daemon(path)
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:

@@ -497,3 +497,32 @@ def test_status_names_a_config_link_that_loops_which_keeps_orcad_from_starting(
     assert f"Config: {config} (does NOT parse: " in shown and "defaults apply" not in shown
     started = orcactl(orca_env, "ping")
     assert started.returncode == 3 and "Too many levels of symbolic links" in started.stderr
+
+
+def test_orcactls_that_find_no_daemon_at_once_start_one_between_them(orca_env: OrcaEnv) -> None:
+    # hooks of several sessions finding none (a machine that just booted) started one orcad
+    # each: all but one exited, and on two cores each hook took about its whole budget
+    orca_env.home.mkdir(parents=True, exist_ok=True)
+    pings = [
+        subprocess.Popen(
+            [sys.executable, "-m", "orcactl", "ping", "--json"],
+            env=orca_env.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(6)
+    ]
+    answers = [ping.communicate(timeout=60) for ping in pings]
+    assert [ping.returncode for ping in pings] == [0] * 6, answers
+    pids = {json.loads(stdout)["pid"] for stdout, _stderr in answers}
+    try:
+        assert len(pids) == 1
+        log = (orca_env.home / "orcad.log").read_text()
+        assert "already running" not in log and "another orcad" not in log, log[-2000:]
+    finally:
+        for pid in pids:
+            subprocess.run(["kill", "-TERM", str(pid)], check=False)
+        deadline = time.monotonic() + 15
+        while orca_env.socket.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
