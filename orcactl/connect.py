@@ -264,7 +264,7 @@ def open_client(
             ) from None
     except OSError as exc:  # path too long, no permission: starting a daemon would not help
         raise CommandError(f"cannot connect to orcad at {path}: {exc}") from None
-    with _one_start_at_a_time():
+    with one_start_at_a_time(START_TIMEOUT_S):
         try:  # another orcactl started it while this one waited for its turn
             return Client(path, timeout=CALL_TIMEOUT_S), None
         except DaemonUnavailable:
@@ -275,11 +275,11 @@ def open_client(
 
 
 @contextlib.contextmanager
-def _one_start_at_a_time() -> Iterator[None]:
+def one_start_at_a_time(timeout: float) -> Iterator[None]:
     """Hold the start lock in orcad's home while one orcactl starts orcad: hooks of several
     agent sessions that find none at once (a machine that just booted) started one orcad each,
     of which all but one exited, and on two cores each hook then took about as long as its
-    whole budget. Without a home yet, or a lock to be had within the start's own time, it
+    whole budget. Without a home yet, or a lock to be had within `timeout` seconds, it
     starts as before (orcad itself lets only one serve)."""
     import filelock  # noqa: PLC0415  (only a start needs it)
 
@@ -288,7 +288,7 @@ def _one_start_at_a_time() -> Iterator[None]:
     try:
         if not home.is_dir():  # start_daemon says why a home cannot be used
             raise FileNotFoundError(home)
-        lock.acquire(timeout=START_TIMEOUT_S)
+        lock.acquire(timeout=timeout)
     except (filelock.Timeout, OSError):
         yield
         return

@@ -10,10 +10,12 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import filelock
 import pytest
 
 from orcactl import entry
@@ -409,3 +411,59 @@ def test_every_standard_descriptor_orcactl_was_started_without_is_held_on_dev_nu
     )
     number, stdin, stdout = out.read_text().split()
     assert int(number) > 2 and stdin == stdout == os.devnull
+
+
+@pytest.mark.parametrize("command", [("hook", "codex", "UserPromptSubmit"), ("ping",)])
+def test_one_start_of_orcad_at_a_time_and_the_others_use_it(
+    tmp_path: Path, orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], command: tuple[str]
+) -> None:
+    # hooks of several sessions that found no daemon at once each started an orcad: all but
+    # one exited, and on two cores each hook took about its whole budget. While another start
+    # holds the lock, an orcactl starts none of its own, and then uses the daemon started.
+    orca_env.home.mkdir(parents=True, exist_ok=True)
+    payload = json.dumps(
+        {
+            "session_id": "s1",
+            "turn_id": "t1",
+            "transcript_path": None,
+            "cwd": str(tmp_path),
+            "hook_event_name": "UserPromptSubmit",
+            "prompt": "hi",
+        }
+    )
+    (tmp_path / "input.json").write_text(payload)
+    lock = filelock.FileLock(str(orca_env.home / "orcad.start.lock"))
+    with lock, (tmp_path / "input.json").open() as stdin:  # another is starting orcad
+        waiting = subprocess.Popen(
+            [ORCACTL, *command],
+            stdin=stdin,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=orca_env.env,
+            text=True,
+        )
+        time.sleep(1.5)  # time enough to import, find no daemon and start one
+        assert _orcads_on(orca_env.socket) == []
+        started = DaemonProcess(orca_env)
+        daemon_factory.append(started)
+        started.start()
+    stdout, stderr = waiting.communicate(timeout=60)
+    assert (waiting.returncode, stderr) == (0, ""), stdout
+    assert _orcads_on(orca_env.socket) == [started.proc.pid]
+
+
+def _orcads_on(socket_path: Path) -> list[int]:
+    """The pids of the orcad processes started for `socket_path` (by their environment)."""
+    found = []
+    wanted = f"ORCA_SOCKET={socket_path}".encode()
+    for process in Path("/proc").iterdir():
+        if not process.name.isdigit():
+            continue
+        try:
+            command = (process / "cmdline").read_bytes().split(b"\0")
+            environment = (process / "environ").read_bytes().split(b"\0")
+        except OSError:  # gone meanwhile, or another user's
+            continue
+        if command[1:3] == [b"-m", b"orcad"] and wanted in environment:
+            found.append(int(process.name))
+    return found

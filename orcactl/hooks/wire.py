@@ -120,6 +120,19 @@ def connect(path: str, *, deadline: float, start: bool = True) -> HookClient:
             raise Unreachable(f"orcad is not running (no answer on {path})") from exc
     except OSError as exc:
         raise Unreachable(f"cannot connect to orcad at {path}: {exc}") from exc
+    from orcactl.connect import one_start_at_a_time  # noqa: PLC0415  (orcad is down)
+
+    with one_start_at_a_time(max(0.0, deadline - time.monotonic())):
+        try:  # another hook (or orcactl) started it while this one waited for its turn
+            return HookClient(path, max(0.1, deadline - time.monotonic()))
+        except (FileNotFoundError, ConnectionRefusedError):
+            pass
+        except OSError as exc:
+            raise Unreachable(f"cannot connect to orcad at {path}: {exc}") from exc
+        return _start_and_wait(path, deadline)
+
+
+def _start_and_wait(path: str, deadline: float) -> HookClient:
     from orcactl.connect import CommandError, start_daemon  # noqa: PLC0415  (orcad is down)
 
     try:
