@@ -38,7 +38,7 @@ def hook_arguments(argv: list[str]) -> list[str] | None:
             return leading + argv[index + 1 :]
         option = _global_option(item)
         if option is None:
-            return None
+            return _hook_after_unknown(leading, argv[index:])
         _name, equals, value = item.partition("=")
         if option == "--socket" and not equals and _socket_value_missing(argv[index + 1 :]):
             # the hook runner then says `--socket needs a PATH`, as for one at the end
@@ -48,6 +48,16 @@ def hook_arguments(argv: list[str]) -> list[str] | None:
             leading += argv[index + 1 : index + 2]
             index += 1
         index += 1
+    return None
+
+
+def _hook_after_unknown(leading: list[str], rest: list[str]) -> list[str] | None:
+    """For `orcactl --bogus hook codex Stop`: the hook runner's arguments, the unknown options
+    among them (it says so and exits 1), when only options come before `hook`; else None
+    (`orcactl memory search hook` is a search)."""
+    for at, item in enumerate(rest):
+        if not item.startswith("-"):
+            return leading + rest[:at] + rest[at + 1 :] if item == "hook" else None
     return None
 
 

@@ -55,6 +55,8 @@ def test_the_scan_before_the_hook_knows_every_global_option() -> None:
         ("--socket=/nonexistent/orcad.sock", "--no-start"),
         ("--no-st", "--js"),  # abbreviated, as argparse takes them
         ("--no-start=yes",),  # a flag given a value
+        ("--bogus",),  # no option of orcactl's: argparse exited 2
+        ("-v", "--no-start"),
     ],
 )
 @pytest.mark.parametrize(
