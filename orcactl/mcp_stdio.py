@@ -62,6 +62,7 @@ class Owed:
         self._owed: Counter[str] = Counter()  # by id as text
         self._asked: set[str] = set()  # the server's requests the client has not answered
         self._changed = anyio.Event()
+        self.reported = False  # whether stderr has said which answers were not delivered
 
     @property
     def waiting(self) -> int:
@@ -302,15 +303,21 @@ async def _give_up_on_a_stalled_client(
     `STALL_DEADLINE_S`: the client is done with the server but does not read its answers."""
     await input_ended.wait()
     await owed.wait_stalled(STALL_DEADLINE_S)
-    lost = "1 answer owed to it was" if owed.total == 1 else f"{owed.total} answers owed to it were"
-    if sys.stderr is not None:  # None when started with stderr closed
-        print(
-            f"orcactl mcp: the client closed stdin and took no answer for "
-            f"{STALL_DEADLINE_S:g} s; {lost} not delivered",
-            file=sys.stderr,
-            flush=True,
-        )
+    _say_undelivered(owed, f"took no answer for {STALL_DEADLINE_S:g} s")
     scope.cancel()
+
+
+def _say_undelivered(owed: Owed, why: str) -> None:
+    """One line on stderr: how many answers the client will never get, and why."""
+    if not owed.total or owed.reported or sys.stderr is None:  # None: stderr closed at start
+        return
+    owed.reported = True
+    lost = "1 answer owed to it was" if owed.total == 1 else f"{owed.total} answers owed to it were"
+    print(
+        f"orcactl mcp: the client closed stdin and {why}; {lost} not delivered",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 async def serve(server: MCPServer, wire_in: BinaryIO, wire_out: BinaryIO) -> None:
@@ -330,6 +337,8 @@ async def serve(server: MCPServer, wire_in: BinaryIO, wire_out: BinaryIO) -> Non
             answering.start_soon(_write, wire_out, from_server, owed, group.cancel_scope)
             await lowlevel.run(from_client, to_client, lowlevel.create_initialization_options())
         group.cancel_scope.cancel()  # every answer is written: no stall left to watch for
+    if input_ended.is_set():  # the SDK ended the calls that waited on the client's answers
+        _say_undelivered(owed, "left questions to it unanswered")
 
 
 def run_stdio(server: MCPServer) -> None:

@@ -1359,3 +1359,39 @@ async def test_arguments_of_another_type_are_refused_not_converted(
         result = await session.call_tool(tool, arguments)
     assert result.is_error, _text(result)
     assert _records(daemon, project) == []
+
+
+def test_a_client_that_closes_stdin_while_asked_a_question_is_told_what_it_lost(
+    tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess
+) -> None:
+    # the server asked the user (elicitation) and the client closed stdin: the call was
+    # dropped without an answer and stderr said nothing
+    errlog_path = orca_env.root / "mcp-stderr.log"
+    with (
+        errlog_path.open("ab") as errlog,
+        subprocess.Popen(
+            [ORCACTL, "mcp", "--cwd", str(_project(tmp_path))],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=errlog,
+            env=orca_env.env,
+        ) as process,
+    ):
+        server = RawServer(process)
+        try:
+            initialize = json.loads(json.dumps(INITIALIZE))
+            initialize["params"]["capabilities"] = {"elicitation": {}}
+            server.send(json.dumps(initialize).encode())
+            assert server.receive()["id"] == 1
+            server.send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
+            save = {"action": "save", "content": "We use pnpm", "kind": "fact", "is_global": False}
+            server.send(_request(2, "tools/call", {"name": "memory_manage", "arguments": save}))
+            asked = server.receive()
+            assert asked.get("method") == "elicitation/create", asked
+            process.stdin.close()  # type: ignore[union-attr]
+            assert process.wait(timeout=30) == 0
+        finally:
+            process.kill()
+    said = errlog_path.read_text()
+    assert "1 answer owed to it was not delivered" in said, said
+    assert "Traceback" not in said
