@@ -318,6 +318,15 @@ def edit_orca_config(text: str, path: Path, agent: str, *, remove: bool) -> str:
     else:
         if extraction.get("provider") == "command" and command == {"argv": argv}:
             return text  # already there: not a byte changes
+        provider = extraction.get("provider")
+        if provider not in (None, "heuristic") and not (provider == "command" and ours):
+            # the user's own choice (an endpoint, their own command): --remove could not give
+            # it back, so it is not replaced
+            raise Unparseable(
+                f"{path} sets [extraction] provider = {_shown_value(provider)}, which "
+                "--extractor would replace with the agent's own CLI; change that setting "
+                "yourself to use the agent's CLI, or leave out --extractor"
+            )
         table = expected.setdefault("extraction", {})
         table["provider"] = "command"
         table["command"] = {"argv": argv}
@@ -350,3 +359,12 @@ def edit_orca_config(text: str, path: Path, agent: str, *, remove: bool) -> str:
             "file means; edit them by hand"
         )
     return result
+
+
+def _shown_value(value: object) -> str:
+    """A TOML value as the file would write it, shortened: named in an error message."""
+    try:
+        written = tomlkit.item(value).as_string()
+    except (TypeError, ValueError):
+        written = repr(value)
+    return written if len(written) <= 60 else written[:57] + "..."

@@ -755,3 +755,25 @@ def test_codex_hooks_the_user_turned_off_are_not_turned_on_behind_their_back(
     assert sorted(p.name for p in codex_home.iterdir()) == ["config.toml"]  # nothing at all
     (codex_home / "config.toml").write_text(config.replace("false", "true"))
     assert _integrate(orca_env, "codex", env=env).returncode == 0
+
+
+@pytest.mark.parametrize(
+    "extraction",
+    [
+        '[extraction]\nprovider = "openai"   # my local llama\n',
+        '[extraction]\nprovider = "command"\n\n[extraction.command]\nargv = ["my-extractor"]\n',
+    ],
+    ids=["an-endpoint", "the-users-own-command"],
+)
+def test_the_extractor_option_never_replaces_a_provider_the_user_chose(
+    orca_env: OrcaEnv, extraction: str
+) -> None:
+    # --extractor replaced it, and --remove --extractor then deleted it: orcad fell back to
+    # the heuristic provider, the user's choice and its comment gone
+    orca_env.write_config(extraction)
+    refused = _integrate(orca_env, "claude-code", "--extractor")
+    assert refused.returncode == 1 and "--extractor would replace" in refused.stderr, refused
+    assert (orca_env.home / "config.toml").read_text() == extraction
+    assert not (_home(orca_env) / ".claude").exists()  # nothing at all was changed
+    orca_env.write_config('[extraction]\nprovider = "heuristic"\n')  # the default, named
+    assert _integrate(orca_env, "claude-code", "--extractor").returncode == 0
