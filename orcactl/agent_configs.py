@@ -18,7 +18,7 @@ import tomllib
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 AGENTS = ("claude-code", "codex")
 MCP_NAME = "orca"
@@ -152,21 +152,32 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 _JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
 
 
-def _layout(text: str) -> tuple[str | None, tuple[str, str], str]:
+class _Layout(NamedTuple):
+    indent: str | None  # None: all on one line
+    separators: tuple[str, str]
+    newline: str  # "\n", or "\r\n" for a file written with CRLF line ends
+    ending: str  # what follows the last brace: a newline or nothing
+    ascii_only: bool  # characters beyond ASCII written as \u escapes
+
+
+def _layout(text: str) -> _Layout:
     """How a JSON file is laid out, to be written back the same way: its indent (None for one
-    line), its separators when on one line, and its ending. A new file gets two spaces and a
-    newline, as the agents write theirs."""
+    line), its separators when on one line, its line ends and its ending, and whether it
+    writes characters beyond ASCII as escapes. A new file gets two spaces and a newline, as the
+    agents write theirs."""
     bare = _JSON_STRING.sub('""', text.strip())  # no string's content can mislead
+    newline = "\r\n" if "\r\n" in text else "\n"
+    ascii_only = text.isascii() and "\\u" in text
     if re.fullmatch(r"(\{\s*\})?", bare):
-        return "  ", (",", ": "), "\n"
-    ending = "\n" if text.endswith("\n") else ""
+        return _Layout("  ", (",", ": "), newline, newline, ascii_only)
+    ending = newline if text.endswith("\n") else ""
     indents = [line[: len(line) - len(line.lstrip())] for line in bare.splitlines()[1:]]
     indent = next((unit for unit in indents if unit), None)
     if indent is not None:
-        return indent, (",", ": "), ending
+        return _Layout(indent, (",", ": "), newline, ending, ascii_only)
     keys = ": " if re.search(r":\s", bare) or ":" not in bare else ":"
     spaced = re.search(r",\s", bare) if "," in bare else keys == ": "
-    return None, (", " if spaced else ",", keys), ending
+    return _Layout(None, (", " if spaced else ",", keys), newline, ending, ascii_only)
 
 
 def _dump_json(data: dict[str, Any], like: str) -> str:
@@ -175,9 +186,15 @@ def _dump_json(data: dict[str, Any], like: str) -> str:
     has no UTF-8 encoding of its own."""
     if not data:
         return ""
-    indent, separators, ending = _layout(like)
-    text = json.dumps(data, indent=indent, separators=separators, ensure_ascii=False) + ending
-    return _SURROGATE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
+    layout = _layout(like)
+    text = json.dumps(
+        data,
+        indent=layout.indent,
+        separators=layout.separators,
+        ensure_ascii=layout.ascii_only,
+    )
+    text = _SURROGATE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
+    return text.replace("\n", layout.newline) + layout.ending
 
 
 def edit_hooks(

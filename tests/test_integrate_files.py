@@ -419,6 +419,9 @@ def test_json_nested_too_deeply_is_refused_naming_the_file(orca_env: OrcaEnv) ->
     [
         ('{"note":"a: b, c"}', '{"note":"a: b, c","hooks":{'),  # a string's own separators
         ('{"note": "a:b,c"}', '{"note": "a:b,c", "hooks": {'),
+        # CRLF line ends, and characters beyond ASCII written as escapes
+        ('{\r\n  "note": "caf\\u00e9"\r\n}\r\n', '{\r\n  "note": "caf\\u00e9",\r\n  "hooks"'),
+        ('{\n  "note": "café"\n}\n', '{\n  "note": "café",\n  "hooks"'),
         ("{}", '{\n  "hooks": {\n    "SessionStart"'),  # nothing to follow: two spaces
         ("", '{\n  "hooks": {\n    "SessionStart"'),
     ],
