@@ -10,11 +10,13 @@ MCP tool error carrying the daemon's message, never a traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import secrets
 import sys
 import threading
+from collections.abc import Iterator
 from typing import Annotated, Any, Literal
 
 import anyio
@@ -109,6 +111,32 @@ def refuse_in_extraction(method: str) -> None:
         raise _tool_error("orca: memory is not changed from inside an extraction run")
 
 
+@contextlib.contextmanager
+def _as_tool_errors(method: str) -> Iterator[None]:
+    """What went wrong reaching orcad for `method`, as a tool error the agent can show: for a
+    change whose request may have reached orcad, that its outcome is not known."""
+    try:
+        yield
+    except RemoteError as exc:
+        raise _tool_error(f"orca: {exc.error.message} ({exc.kind})") from None
+    except TimeoutError as exc:
+        if method in READ_ONLY:
+            raise _tool_error(f"orca: orcad did not answer in time: {exc}") from None
+        # the request may have reached it: the change may be made once it catches up
+        raise _tool_error(UNKNOWN_OUTCOME.format(why="orcad did not answer in time")) from None
+    except ConnectionError as exc:
+        if method in READ_ONLY or isinstance(exc, (BrokenPipeError, DaemonUnavailable)):
+            raise _tool_error(f"orca: cannot reach orcad: {exc}") from None
+        # the request may have reached it: it may have made the change before it died
+        raise _tool_error(
+            UNKNOWN_OUTCOME.format(why=f"the connection to orcad was lost ({exc})")
+        ) from None
+    except (CommandError, OSError, DaemonUnavailable, ProtocolViolation) as exc:
+        raise _tool_error(f"orca: cannot reach orcad: {exc}") from None
+    except msgspec.MsgspecError as exc:
+        raise _tool_error(f"orca: orcad sent an answer this server cannot read: {exc}") from None
+
+
 class DaemonSession:
     """The server's orcad session: opened on first use, opened again if it expired.
 
@@ -144,20 +172,12 @@ class DaemonSession:
 
     def open_blocking(self) -> None:
         """Open the session now, unless it is open: what a tool reads of it before a call."""
-        with self._lock:
+        with self._lock, _as_tool_errors("session.open"):
             try:
                 if self.ids is None:
                     if self._client is None:
                         self._client = connect(self.args)
                     self._open(self._client)
-            except RemoteError as exc:
-                raise _tool_error(f"orca: {exc.error.message} ({exc.kind})") from None
-            except (CommandError, OSError, DaemonUnavailable, ProtocolViolation) as exc:
-                raise _tool_error(f"orca: cannot reach orcad: {exc}") from None
-            except msgspec.MsgspecError as exc:
-                raise _tool_error(
-                    f"orca: orcad sent an answer this server cannot read: {exc}"
-                ) from None
             finally:
                 self.close()
 
@@ -178,41 +198,18 @@ class DaemonSession:
 
     def call_blocking(self, method: str, params: dict[str, Any]) -> Any:
         params = self._checked(method, params)
-        with self._lock:
+        with self._lock, _as_tool_errors(method):
             try:
-                try:
-                    return self._call(method, params)
-                except (BrokenPipeError, ConnectionError) as exc:
-                    # Sending failed (nothing reached the daemon) or the call changes nothing:
-                    # once more on a new connection, to a daemon that restarted or closed ours.
-                    if not (isinstance(exc, BrokenPipeError) or method in READ_ONLY):
-                        raise
-                    self.close()
-                    return self._call(method, params)
-                finally:
-                    self.close()
-            except RemoteError as exc:
-                raise _tool_error(f"orca: {exc.error.message} ({exc.kind})") from None
-            except TimeoutError as exc:
-                if method in READ_ONLY:
-                    raise _tool_error(f"orca: orcad did not answer in time: {exc}") from None
-                # the request may have reached it: the change may be made once it catches up
-                raise _tool_error(
-                    UNKNOWN_OUTCOME.format(why="orcad did not answer in time")
-                ) from None
-            except ConnectionError as exc:
-                if method in READ_ONLY or isinstance(exc, (BrokenPipeError, DaemonUnavailable)):
-                    raise _tool_error(f"orca: cannot reach orcad: {exc}") from None
-                # the request may have reached it: it may have made the change before it died
-                raise _tool_error(
-                    UNKNOWN_OUTCOME.format(why=f"the connection to orcad was lost ({exc})")
-                ) from None
-            except (CommandError, OSError, DaemonUnavailable, ProtocolViolation) as exc:
-                raise _tool_error(f"orca: cannot reach orcad: {exc}") from None
-            except msgspec.MsgspecError as exc:
-                raise _tool_error(
-                    f"orca: orcad sent an answer this server cannot read: {exc}"
-                ) from None
+                return self._call(method, params)
+            except (BrokenPipeError, ConnectionError) as exc:
+                # Sending failed (nothing reached the daemon) or the call changes nothing:
+                # once more on a new connection, to a daemon that restarted or closed ours.
+                if not (isinstance(exc, BrokenPipeError) or method in READ_ONLY):
+                    raise
+                self.close()
+                return self._call(method, params)
+            finally:
+                self.close()
 
     def _call(self, method: str, params: dict[str, Any]) -> Any:
         if self._client is None:
