@@ -495,12 +495,25 @@ async def test_a_restarted_daemon_is_reached_again_without_a_tool_error(
     assert _records(daemon, project) == []
 
 
-async def test_the_approval_command_survives_a_directory_with_spaces_and_quotes(
-    tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess
+@pytest.mark.parametrize(
+    ("directory", "server_args"),
+    [
+        ("my project's repo", ()),
+        # `--session-id -rf` was printed, which argparse reads as a missing value: exit 2
+        ("repo", ("--session-id=-rf",)),
+    ],
+    ids=["a-directory-with-spaces-and-quotes", "a-session-id-that-reads-as-an-option"],
+)
+async def test_the_approval_command_pastes_back_as_printed(
+    tmp_path: Path,
+    orca_env: OrcaEnv,
+    daemon: DaemonProcess,
+    directory: str,
+    server_args: tuple[str, ...],
 ) -> None:
-    project = tmp_path / "my project's repo"
+    project = tmp_path / directory
     project.mkdir()
-    async with mcp_session(orca_env, project) as session:
+    async with mcp_session(orca_env, project, *server_args) as session:
         result = await session.call_tool(
             "memory_manage",
             {"action": "save", "content": "We use pnpm", "kind": "fact", "is_global": False},
@@ -1283,22 +1296,6 @@ async def test_remember_in_a_joined_session_follows_the_agents_mode(
     assert kept.is_error and "plan mode" in _text(kept), _text(kept)
     assert asked == []
     assert "pnpm" not in _startup(daemon, project)[0]
-
-
-async def test_the_approval_command_works_for_a_session_id_that_reads_as_an_option(
-    tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess
-) -> None:
-    # `--session-id -rf` was printed, which argparse reads as a missing value and exits 2
-    project = _project(tmp_path)
-    async with mcp_session(orca_env, project, "--session-id=-rf") as session:
-        result = await session.call_tool(
-            "memory_manage",
-            {"action": "save", "content": "We use pnpm", "kind": "fact", "is_global": False},
-        )
-        text = _text(result)
-        assert "Pending approval" in text, text
-        await _approve_as_printed(text, orca_env.env)
-    assert [r.content for r in _records(daemon, project)] == ["We use pnpm"]
 
 
 def _in_variation_selectors(text: str) -> str:
