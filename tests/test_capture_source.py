@@ -6,14 +6,12 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from unittest import mock
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from orcad import limits
-from orcad.capture import source
 from orcad.capture.source import (
     CUT_MARK,
     FIRST_USER_HEAD_BYTES,
@@ -200,38 +198,3 @@ def test_job_id_depends_on_session_turn_and_digest() -> None:
     assert derive_job_id("ses_a", "t1", "e" * 64) != job
     # no ambiguity from joining: ("a\n", "b") and ("a", "\nb") differ
     assert derive_job_id("a\n", "b", "d") != derive_job_id("a", "\nb", "d")
-
-
-_WORDS = st.sampled_from(
-    ["we", "use", "pnpm", "password:", "hunter2!", "ghp_" + "a1B2c3D4e5" * 4, "\n", "deploy"]
-)
-_MESSAGE = st.tuples(
-    st.sampled_from(["user", "assistant", "tool"]),
-    st.builds(" ".join, st.lists(_WORDS, min_size=1, max_size=40)),
-    st.integers(min_value=1, max_value=4000),  # repeated this many times: up to ~1 MB
-)
-
-
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(_MESSAGE, min_size=1, max_size=12))
-def test_a_turn_far_over_the_bound_gives_the_source_of_redacting_it_whole(
-    messages: list[tuple[str, str, int]],
-) -> None:
-    # a turn of 8 MiB was redacted whole, seconds of work holding the interpreter, though
-    # bounding keeps at most 32 KiB of it: only what a cut can keep is redacted now
-    turn = [(role, " ".join([text] * times)) for role, text, times in messages]
-    built = build_source(turn)
-    with mock.patch.object(source, "within_reach", lambda messages, _max_bytes: messages):
-        reference = build_source(turn)  # every message redacted whole, as before
-    assert (built is None) is (reference is None)
-    if built is not None and reference is not None:
-        assert built.text == reference.text
-        assert (built.digest, built.truncated) == (reference.digest, reference.truncated)
-
-
-def test_only_what_a_cut_can_keep_of_a_large_turn_is_redacted() -> None:
-    turn = [("user", "task: " + "x " * 2_000_000)] + [
-        ("assistant", "step " * 400_000) for _ in range(8)
-    ]
-    redacted = sum(len(block.content) for block in prepare_blocks(turn))
-    assert redacted <= 6 * LIMIT * 3 // 2, redacted  # not the 20 MB of the whole turn

@@ -68,55 +68,17 @@ def utf8_size(text: str) -> int:
     return len(text.encode("utf-8"))
 
 
-def prepare_blocks(
-    messages: Iterable[tuple[str, str]], max_bytes: int = limits.SOURCE_MAX_BYTES
-) -> list[SourceBlock]:
-    """User and assistant messages with text, redacted, role-label lines neutralised; of a
-    turn far over the bound, only what the bound could keep (see `within_reach`)."""
-    kept = [
-        (role, text)
-        for role, content in messages
-        if role in KEPT_ROLES and (text := content.strip())
-    ]
-    return [
-        SourceBlock(role, _ROLE_LABEL_LINE.sub("\n ", redact(text)))
-        for role, text in within_reach(kept, max_bytes)
-    ]
-
-
-# How much of a turn far over the bound is redacted, in characters (each at least one byte):
-# every cut keeps at most the bound's bytes of a message's start or end, so a window of 1.5
-# times the bound at each end holds whatever a cut can keep, with room for a cut to move to
-# whitespace and for redaction to lengthen a secret it replaces
-def _reach(max_bytes: int) -> int:
-    return max_bytes * 3 // 2
-
-
-def within_reach(messages: list[tuple[str, str]], max_bytes: int) -> list[tuple[str, str]]:
-    """The part of a turn's messages that bounding could keep, for redaction to run on: all of
-    them when they are near the bound; else the first user message's start and end and the
-    newest messages as far back as twice the bound reaches, each cut to the ends a cut may
-    keep. Redaction costs about a microsecond a character and holds the interpreter while it
-    runs, so a turn of 8 MiB redacted whole kept orcad from answering anyone for seconds."""
-    window = _reach(max_bytes)
-    if sum(len(text) for _role, text in messages) <= 4 * window:
-        return messages
-    first_user = next((i for i, (role, _text) in enumerate(messages) if role == "user"), None)
-    newest: list[tuple[str, str]] = []
-    reached = 0
-    for index in range(len(messages) - 1, -1 if first_user is None else first_user, -1):
-        role, text = messages[index]
-        newest.append((role, text if len(text) <= window else text[-window:]))
-        reached += len(newest[-1][1])
-        if reached > 2 * window:
-            break
-    kept = []
-    if first_user is not None:
-        role, text = messages[first_user]
-        if len(text) > 2 * window:
-            text = f"{text[:window]} {text[-window:]}"
-        kept.append((role, text))
-    return kept + newest[::-1]
+def prepare_blocks(messages: Iterable[tuple[str, str]]) -> list[SourceBlock]:
+    """User and assistant messages with text, redacted, role-label lines neutralised."""
+    blocks: list[SourceBlock] = []
+    for role, content in messages:
+        if role not in KEPT_ROLES:
+            continue
+        text = content.strip()
+        if not text:
+            continue
+        blocks.append(SourceBlock(role, _ROLE_LABEL_LINE.sub("\n ", redact(text))))
+    return blocks
 
 
 def build_source(
@@ -124,7 +86,7 @@ def build_source(
 ) -> BuiltSource | None:
     """The bounded redacted source of a turn's (role, content) messages; None when no user or
     assistant message has text (reason `no_content`)."""
-    blocks = prepare_blocks(messages, max_bytes)
+    blocks = prepare_blocks(messages)
     if not blocks:
         return None
     text = BLOCK_SEPARATOR.join(block.render() for block in blocks)
