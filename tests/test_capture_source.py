@@ -198,3 +198,17 @@ def test_job_id_depends_on_session_turn_and_digest() -> None:
     assert derive_job_id("ses_a", "t1", "e" * 64) != job
     # no ambiguity from joining: ("a\n", "b") and ("a", "\nb") differ
     assert derive_job_id("a\n", "b", "d") != derive_job_id("a", "\nb", "d")
+
+
+def test_a_secret_of_a_long_message_is_redacted_whole_however_the_message_is_cut() -> None:
+    # redacting only the end a cut keeps let a long private key that started before it, and
+    # a logon whose tool is named far above it, into the source
+    body = "".join(f"{index:08x}QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVphYmNk\n" for index in range(700))
+    pem = f"-----BEGIN PRIVATE KEY-----\n{body}-----END PRIVATE KEY-----\n"
+    log = "earlier log line, nothing to see here\n" * 4000
+    after = "build step ok, continuing with the next stage of the pipeline\n" * 400
+    session = "sqlplus -s /nolog <<EOF\n" + log + "connect app/welcome\n" + "done\n" * 10
+    for message, secret in ((log + pem + after, body.splitlines()[-1]), (session, "welcome")):
+        built = build_source([("user", "why does the deploy fail?"), ("assistant", message)])
+        assert built is not None and built.truncated
+        assert secret in message and secret not in built.text
