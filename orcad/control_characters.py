@@ -32,31 +32,43 @@ INVISIBLE_CHARACTERS = (
 _CONTROL_CHARACTERS = re.compile(
     f"[\x00-\x08\x0b-\x1f\x7f-\x9f{BIDI_FORMATTING}{TAG_CHARACTERS}{INVISIBLE_CHARACTERS}]"
 )
-# Kept where they do what a reader sees: a joiner or non-joiner between two visible characters
-# (an emoji sequence, 👨‍👩‍👧, a Persian or Indic word) and one emoji or text presentation selector
-# after a visible character (❤️); anywhere else, or one after another, they are escaped
+# Kept where they do what a reader sees, and nowhere else: a joiner between two emoji (👨‍👩‍👧) or
+# two letters of a script that joins them (a Persian or Indic word), and one presentation
+# selector after an emoji or a keycap's digit (❤️, 1️⃣). Between Latin letters, or one after
+# another, each could carry a few bits nobody sees, so there they are escaped.
 _JOINERS = "\u200c\u200d"
 _PRESENTATION = "\ufe0e\ufe0f"
+_KEYCAP = "\u20e3"
+# The scripts whose letters zero-width joiners and non-joiners shape: Arabic, Syriac, Thaana,
+# N'Ko, the Indic scripts, Sinhala, Tibetan, Myanmar, Khmer, Mongolian and Arabic's
+# presentation forms
+_JOINING_SCRIPTS = re.compile(
+    "[\u0600-\u07ff\u0800-\u08ff\u0900-\u0dff\u0f00-\u0fff\u1000-\u109f"
+    "\u1780-\u18af\ufb50-\ufdff\ufe70-\ufefe]"
+)
 
 
-def _visible(text: str, at: int) -> bool:
-    if not 0 <= at < len(text):
-        return False
-    char = text[at]
-    return not char.isspace() and _CONTROL_CHARACTERS.match(char) is None
+def _emoji(char: str) -> bool:
+    """A pictograph or a modifier of one (a skin tone): what presentation selectors and emoji
+    joiners follow."""
+    return unicodedata.category(char) in {"So", "Sk"} and not char.isascii()
 
 
 def _shown_as_is(text: str, at: int) -> bool:
     char = text[at]
+    before = text[at - 1] if at else ""
+    after = text[at + 1] if at + 1 < len(text) else ""
     if char in _JOINERS:
-        before = _visible(text, at - 1) or (
-            at >= 2 and text[at - 1] in _PRESENTATION and _visible(text, at - 2)
+        if before and after and _JOINING_SCRIPTS.match(before) and _JOINING_SCRIPTS.match(after):
+            return True
+        emoji_before = bool(before) and (
+            _emoji(before) or (before == "\ufe0f" and at >= 2 and _emoji(text[at - 2]))
         )
-        return before and _visible(text, at + 1)
+        return char == "\u200d" and emoji_before and bool(after) and _emoji(after)
     if char in _PRESENTATION:
-        after = text[at + 1] if at + 1 < len(text) else ""
-        selector_next = after != "" and after in _PRESENTATION
-        return _visible(text, at - 1) and not selector_next
+        if not before or (after and after in _PRESENTATION):
+            return False
+        return _emoji(before) or (before in "0123456789#*" and after == _KEYCAP)
     return False
 
 
@@ -118,9 +130,12 @@ _INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf"})
 
 
 def has_visible_character(text: str) -> bool:
-    """Whether `text` shows a reader anything: a fact or record of NULs, zero-width spaces or
-    tag characters alone would be kept as a line of escapes that says nothing."""
+    """Whether `text` shows a reader anything: a fact or record of NULs, zero-width spaces,
+    variation selectors, Hangul fillers or tag characters alone would be kept as a line of
+    escapes that says nothing."""
     return any(
-        not char.isspace() and unicodedata.category(char) not in _INVISIBLE_CATEGORIES
+        not char.isspace()
+        and unicodedata.category(char) not in _INVISIBLE_CATEGORIES
+        and _CONTROL_CHARACTERS.match(char) is None
         for char in text
     )

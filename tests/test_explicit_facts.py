@@ -84,6 +84,13 @@ PERSIAN_WORD = "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645"  # "I want": a
         ("x\ufe0f\ufe0f", "x\\ufe0f\\ufe0f"),  # two presentation selectors in a row
         ("\u200d at the start", "\\u200d at the start"),
         ("a joiner\u200d before a space", "a joiner\\u200d before a space"),
+        # between Latin letters they show nothing and could carry bits: escaped
+        ("a\u200db\u200cc\ufe0fd\ufe0e", "a\\u200db\\u200cc\\ufe0fd\\ufe0e"),
+        ("keycap 1\ufe0f\u20e3 stays", "keycap 1\ufe0f\u20e3 stays"),
+        (
+            "a Hindi word \u0928\u092e\u0938\u094d\u200d\u0924\u0947",
+            "a Hindi word \u0928\u092e\u0938\u094d\u200d\u0924\u0947",
+        ),
         # what a reader sees them do is kept: an emoji sequence, a presentation selector, a
         # Persian word's non-joiner
         ("family 👨\u200d👩\u200d👧 ok", "family 👨\u200d👩\u200d👧 ok"),

@@ -75,6 +75,8 @@ BAD_USAGE = [
     # orcad refuses such text with -32602, which was exit 1 after a request
     (["remember", "\x01\x02"], "argument TEXT: the text holds only control or invisible"),
     (["remember", "\u200b\u200b"], "argument TEXT: the text holds only control or invisible"),
+    # a Hangul filler and variation selectors are letters and marks, but nobody sees them
+    (["remember", "\u3164\ufe0f\ufe0f"], "argument TEXT: the text holds only control or"),
     (
         ["memory", "save", "\ufeff\u2060", "--kind", "fact", "--global"],
         "argument text: the text holds only control or invisible",
