@@ -99,6 +99,9 @@ DEFAULT_REQUEST_LINE_TIMEOUT_S = 30.0  # a request line must be complete this lo
 # the connection sweep runs at a quarter of its shortest timeout, but never more often than this
 CONNECTION_SWEEP_MIN_S = 0.05
 MAX_ANSWERS_OWED_PER_CONNECTION = 64  # then the connection is not read until its client reads
+# and so when its requests owed an answer add up to this many times server.max_message_bytes:
+# two requests of the largest size may be pipelined before an answer is read
+REQUEST_LINES_OWED_PER_CONNECTION = 2
 # a batch is answered as one line by one task: its size bounds that answer and that task's time
 MAX_BATCH_REQUESTS = 64
 MAX_JSON_NESTING = 64  # deeper arrays/objects are refused before any decoder recurses

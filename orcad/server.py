@@ -40,9 +40,11 @@ ACCEPT_CAPACITY_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, er
 class _BytesOwed:
     """The bytes of the requests a connection has sent and not yet been answered: the reader
     waits while taking the next would go over the bound, unless nothing is owed (a line of any
-    size the framer passed is served). A request is held until its answer is written, and its
-    answer is about as large as it (an `id` is echoed), so a client that never reads keeps at
-    most about twice the bound, whatever its lines hold."""
+    size the framer passed is served). A request is held until its answer is written, and an
+    answer that echoes a request (its `id`, a field named in an error) is about as large as it,
+    so a client that never reads keeps a bounded amount whatever its lines hold. A client that
+    writes more than the bound of requests before it reads an answer waits for the daemon to
+    read them, as it would at the count of answers owed: clients read as they send."""
 
     __slots__ = ("_changed", "bound", "owed")
 
@@ -217,7 +219,8 @@ class Server:
                 return
             self._connections += 1
             connection = _Connection(
-                limits.MAX_ANSWERS_OWED_PER_CONNECTION, self._config.max_message_bytes
+                limits.MAX_ANSWERS_OWED_PER_CONNECTION,
+                limits.REQUEST_LINES_OWED_PER_CONNECTION * self._config.max_message_bytes,
             )
             self._open.add(connection)
             try:

@@ -688,11 +688,36 @@ def test_a_client_that_never_reads_is_read_no_further_than_a_line_of_bytes_owed(
             sent += 1
     except TimeoutError:
         pass  # the daemon stopped reading
-    # one request owed, one line waiting in its buffer, and what the sockets' buffers hold
-    assert sent <= 4, f"the daemon read {sent} requests of 1 MiB from a client that never reads"
+    # two requests owed, one line waiting in its buffer, and what the sockets' buffers hold
+    assert sent <= 6, f"the daemon read {sent} requests of 1 MiB from a client that never reads"
     assert daemon.call("daemon.ping").protocol == 1  # the others are not held up
     hog.close()
     assert daemon.call("daemon.status").pid == daemon.proc.pid
+
+
+def test_three_requests_of_the_largest_size_may_be_sent_before_an_answer_is_read(
+    orca_env: OrcaEnv, daemon_factory: list
+) -> None:
+    # a client that writes its requests and then reads the answers: with one line's worth of
+    # bytes owed, the daemon stopped reading after the second, while the first's answer waited
+    # for a client still writing the third (two owed, and one more read while they are)
+    daemon = start(orca_env, daemon_factory, "[server]\nmax_message_bytes = 1048576\n")
+    lines = [
+        b'{"jsonrpc":"2.0","method":"jobs.list","id":"' + bytes([97 + n]) * (2**20 - 100) + b'"}\n'
+        for n in range(3)
+    ]
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client:
+        client.connect(str(daemon.orca.socket))
+        client.settimeout(10.0)
+        for line in lines:
+            client.sendall(line)
+        received = b""
+        while received.count(b"\n") < 3:
+            chunk = client.recv(1 << 20)
+            assert chunk, "the daemon closed the connection"
+            received += chunk
+    answers = [json.loads(line) for line in received.splitlines()]
+    assert sorted(answer["id"][0] for answer in answers) == ["a", "b", "c"]
 
 
 async def test_draining_finishes_requests_in_flight_and_starts_no_new_ones(tmp_path: Path) -> None:
