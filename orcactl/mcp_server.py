@@ -93,7 +93,7 @@ def _tool_error(message: str) -> ToolError:
 class RememberChoice(BaseModel):
     """What the user is asked before an explicit fact is kept (normal mode)."""
 
-    remember: bool = Field(default=True, description="Keep this fact")
+    remember: bool = Field(default=True, strict=True, description="Keep this fact")
 
 
 class ApprovalChoice(BaseModel):
@@ -376,7 +376,8 @@ def build_server(session: DaemonSession) -> MCPServer:
     ) -> str:
         refuse_in_extraction("remember")  # before the user is asked anything
         await anyio.to_thread.run_sync(session.open_blocking)
-        if session.asks_user:  # normal mode: the user agrees first, as to a memory change
+        asked = session.asks_user
+        if asked:  # normal mode: the user agrees first, as to a memory change
             where = (
                 "a user fact, loaded at the start of every session in every project"
                 if scope == "user"
@@ -399,7 +400,10 @@ def build_server(session: DaemonSession) -> MCPServer:
                 ) from None
             if answer.action != "accept" or not answer.data.remember:
                 raise _tool_error("orca: not remembered: declined by the user")
-        result = await session.call("remember", {"text": text, "scope": scope})
+        # orcad keeps it in a normal session only when the user was asked: a session opened
+        # again meanwhile (expired, fenced) may be in another mode than the one judged here
+        params = {"text": text, "scope": scope, "asked": asked}
+        result = await session.call("remember", params)
         return _shown(f"Remembered as a {scope} fact in {result.path}.")
 
     @server.tool(

@@ -256,6 +256,9 @@ class RecallResult(Result, frozen=True, kw_only=True):
 class RememberParams(SessionParams, frozen=True, kw_only=True):
     text: NonEmpty
     scope: RememberScope
+    # whether the client's user agreed to this fact: in an interactive normal session orcad
+    # keeps it only then (orcactl's own command is the user's; an MCP server asks first)
+    asked: bool = True
 
 
 class RememberResult(Result, frozen=True, kw_only=True):

@@ -573,3 +573,21 @@ def test_the_startup_block_keeps_only_whole_facts_however_it_is_cut(room: int) -
         "- second\n- third fact\n  goes on\n  and on",
         text,
     }
+
+
+def test_remember_in_an_interactive_normal_session_needs_the_user_asked(
+    daemon: DaemonProcess, tmp_path: Path
+) -> None:
+    # the MCP server judged whether to ask from the mode it last opened in; a session opened
+    # again meanwhile in normal mode kept a fact nobody was asked about
+    session = open_session(daemon, tmp_path)
+    params = {"session_id": session["session_id"], "epoch": session["epoch"], "scope": "user"}
+    with pytest.raises(RemoteError) as refused:
+        daemon.call("remember", {**params, "text": "We use pnpm", "asked": False})
+    assert refused.value.kind == "disabled" and "not asked" in refused.value.error.message
+    assert not (daemon.orca.memory_root / "user.md").exists()
+    daemon.call("remember", {**params, "text": "We use pnpm"})  # asked: orcactl's default
+    assert "pnpm" in (daemon.orca.memory_root / "user.md").read_text()
+    yolo = open_session(daemon, tmp_path, mode="yolo")
+    ids = {"session_id": yolo["session_id"], "epoch": yolo["epoch"]}
+    daemon.call("remember", {**ids, "scope": "user", "text": "We use ruff", "asked": False})

@@ -23,11 +23,11 @@ from protocol.types import RememberParams, RememberResult, Startup
 PROJECT_MEMORY_FILE = "memory.md"
 
 
-def remember_refusal(session: Session, text: str) -> str | None:
+def remember_refusal(session: Session, text: str, *, asked: bool) -> str | None:
     """Why the session's mode refuses an explicit fact, as it refuses a memory change: plan
     mode and a headless normal session change no memory, and auto mode's review applies. In an
-    interactive normal session the client has asked its user (orcactl's own command is the
-    user's; the MCP server asks before it calls)."""
+    interactive normal session the client must have asked its user (`asked`: orcactl's own
+    command is the user's; the MCP server asks before it calls)."""
     decision = policy.decide(
         mode=session.mode,
         interactive=session.interactive,
@@ -36,6 +36,8 @@ def remember_refusal(session: Session, text: str) -> str | None:
     )
     if decision.action == "deny":
         return decision.reason or "denied"
+    if decision.action == "ask" and not asked:
+        return "in normal mode a fact is kept once the user agrees, and the user was not asked"
     if decision.action == "review":
         verdict = review_content(text, duplicate_id=None)
         if not verdict.accepted:
@@ -56,7 +58,7 @@ class ExplicitFacts:
     async def remember(self, params: RememberParams) -> RememberResult:
         session = await self._host.sessions.require(params.session_id, params.epoch)
         disabled_for_bare(session, "remember")
-        refused = remember_refusal(session, params.text)
+        refused = remember_refusal(session, params.text, asked=params.asked)
         if refused is not None:
             raise Disabled(f"remember: {refused}; nothing was written")
         if params.scope == "user":
