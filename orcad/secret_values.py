@@ -145,23 +145,28 @@ _NUMBER_PART = re.compile(r"[0-9]{2,}\Z")
 _LETTERS_AND_DIGITS = re.compile(r"(?=[^0-9]*[0-9])(?=[0-9]*[A-Za-z])[A-Za-z0-9]{2,6}\Z")
 
 
-def is_passphrase(value: str) -> bool:
+def is_passphrase(value: str, *, names_a_password: bool = True) -> bool:
     """Whether `value`, which looks like a label (WORD_LIKE), is rather a passphrase: three
-    capitalised words or more, two and a number (Purple-Monkey-42, Kestrel.Harbor.1987), four
-    long lower-case words, or three parts or more that each mix letters and digits, in both
-    cases (Xk9-Lm2-Qp7: a generated password in groups)."""
+    capitalised words or more, or four long lower-case words; and for a key or sentence that
+    names a password (not a bare `secret:`, which often names a stored secret, `Api-Gateway-01`),
+    two capitalised words and a number (Purple-Monkey-42, Kestrel.Harbor.1987), or three parts
+    or more that each mix letters and digits, two of them in both cases (Xk9-Lm2-Qp7: a
+    generated password in groups, where `Win10-x64-V2` is a label)."""
     capitalised = sum(1 for part in _LABEL_JOINS.split(value) if _CAPITALISED_WORD.match(part))
     if capitalised >= 3:
         return True
+    if sum(1 for part in value.split("-") if _LONG_LOWER_WORD.match(part)) >= 4:
+        return True
+    if not names_a_password:
+        return False
     parts = _PASSPHRASE_JOINS.split(value)
     if sum(1 for part in parts if _CAPITALISED_WORD.match(part)) >= 2 and any(
         _NUMBER_PART.match(part) for part in parts
     ):
         return True
     grouped = len(parts) >= 3 and all(_LETTERS_AND_DIGITS.match(part) for part in parts)
-    if grouped and not value.isupper() and not value.islower():
-        return True
-    return sum(1 for part in value.split("-") if _LONG_LOWER_WORD.match(part)) >= 4
+    mixed = sum(1 for part in parts if not part.isupper() and not part.islower())
+    return grouped and mixed >= 2
 
 
 def shannon_entropy(value: str) -> float:
@@ -270,7 +275,8 @@ def is_credential_literal(value: str, *, quoted: bool, upper_key: bool, bare: bo
     if is_placeholder(value) or is_reference(value):
         return False
     if bare:
-        return len(value) >= 6 and mixes_letters_and_others(value) and not is_label(value)
+        named = is_label(value, names_a_password=False)
+        return len(value) >= 6 and mixes_letters_and_others(value) and not named
     if quoted:
         return len(value) >= 4
     if value.isdigit():
@@ -280,9 +286,12 @@ def is_credential_literal(value: str, *, quoted: bool, upper_key: bool, bare: bo
     return len(value) >= 4
 
 
-def is_label(value: str) -> bool:
-    """A name or label (tls-cert-2024, GITHUB_TOKEN_2, v1.2.3), not words chosen as a password."""
-    return WORD_LIKE.match(value) is not None and not is_passphrase(value)
+def is_label(value: str, *, names_a_password: bool = True) -> bool:
+    """A name or label (tls-cert-2024, GITHUB_TOKEN_2, v1.2.3), not words chosen as a password
+    (see is_passphrase for `names_a_password`)."""
+    return WORD_LIKE.match(value) is not None and not is_passphrase(
+        value, names_a_password=names_a_password
+    )
 
 
 # Words that make a setting's value of several words prose or code rather than a passphrase:

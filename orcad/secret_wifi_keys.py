@@ -36,9 +36,10 @@ _NMCLI_PSK = re.compile(
 # Code that sets a variable named psk: a call, an attribute, a template's `@NAME@`
 _CODE = re.compile(r".*[()]|.*;\Z|@.*@\Z|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\Z")
 _HEX_KEY = re.compile(r"[0-9a-fA-F]{64}\Z")
-# A Wi-Fi network's own settings around the key: a NetworkManager keyfile's section, or
-# WPA-PSK chosen as the key management (either file's spelling)
-_KEYFILE = re.compile(r"^[ \t]*(?:\[wifi-security\]|key[-_]mgmt[ \t]*=[ \t]*wpa-psk)", re.MULTILINE)
+# A NetworkManager keyfile's own settings around the key: its section, or WPA-PSK chosen as
+# the key management in its spelling. (wpa_supplicant.conf's `key_mgmt=WPA-PSK` is not one:
+# there an unquoted psk is 64 hex digits or nothing valid, `psk=hash_of_key` in code.)
+_KEYFILE = re.compile(r"^[ \t]*(?:\[wifi-security\]|key-mgmt[ \t]*=[ \t]*wpa-psk)", re.MULTILINE)
 
 
 def find_wifi_keys(text: str, lowered: str) -> Iterator[Span]:

@@ -414,3 +414,15 @@ def test_a_password_joined_like_a_label_is_redacted(text: str, password: str, ki
 )
 def test_labels_near_a_password_stay_storable(text: str) -> None:
     assert find_secrets(text) == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "secret: Api-Gateway-01",  # a bare secret key often names a stored secret
+        "credentials: Win10-x64-V2",
+        "password: Win10-x64-V2",  # groups mixing case in one part only: a label
+    ],
+)
+def test_names_under_a_secret_key_stay_storable(text: str) -> None:
+    assert find_secrets(text) == []
