@@ -171,9 +171,10 @@ def _layout(text: str) -> _Layout:
     if re.fullmatch(r"(\{\s*\})?", bare):
         return _Layout("  ", (",", ": "), newline, newline, ascii_only)
     ending = newline if text.endswith("\n") else ""
-    indents = [line[: len(line) - len(line.lstrip())] for line in bare.splitlines()[1:]]
-    indent = next((unit for unit in indents if unit), None)
-    if indent is not None:
+    lines = bare.splitlines()
+    indents = [line[: len(line) - len(line.lstrip())] for line in lines[1:]]
+    indent = next((unit for unit in indents if unit), "" if len(lines) > 1 else None)
+    if indent is not None:  # "": over several lines, none indented
         return _Layout(indent, (",", ": "), newline, ending, ascii_only)
     keys = ": " if re.search(r":\s", bare) or ":" not in bare else ":"
     spaced = re.search(r",\s", bare) if "," in bare else keys == ": "

@@ -56,6 +56,8 @@ def _hook_after_unknown(leading: list[str], rest: list[str]) -> list[str] | None
     among them (it says so and exits 1), when only options come before `hook`; else None
     (`orcactl memory search hook` is a search)."""
     for at, item in enumerate(rest):
+        if item in ("-h", "--help", "--version"):
+            return None  # orcactl's own help or version, as asked
         if not item.startswith("-"):
             return leading + rest[:at] + rest[at + 1 :] if item == "hook" else None
     return None

@@ -469,3 +469,12 @@ def _orcads_on(socket_path: Path) -> list[int]:
         if command[1:3] == [b"-m", b"orcad"] and wanted in environment:
             found.append(int(process.name))
     return found
+
+
+@pytest.mark.parametrize("asked", ["--version", "--help", "-h"])
+def test_orcactls_own_help_or_version_before_hook_is_not_taken_for_a_hook(
+    orca_env: OrcaEnv, asked: str
+) -> None:
+    status, stdout, stderr = _orcactl(orca_env, asked, "hook", "codex", "Stop")
+    assert (status, stderr) == (0, "")
+    assert stdout.startswith("orcactl ") or "usage: orcactl" in stdout, stdout

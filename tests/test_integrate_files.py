@@ -422,6 +422,7 @@ def test_json_nested_too_deeply_is_refused_naming_the_file(orca_env: OrcaEnv) ->
         # CRLF line ends, and characters beyond ASCII written as escapes
         ('{\r\n  "note": "caf\\u00e9"\r\n}\r\n', '{\r\n  "note": "caf\\u00e9",\r\n  "hooks"'),
         ('{\n  "note": "café"\n}\n', '{\n  "note": "café",\n  "hooks"'),
+        ('{\n"note": "x"\n}\n', '{\n"note": "x",\n"hooks": {\n"SessionStart"'),  # none indented
         ("{}", '{\n  "hooks": {\n    "SessionStart"'),  # nothing to follow: two spaces
         ("", '{\n  "hooks": {\n    "SessionStart"'),
     ],

@@ -129,6 +129,8 @@ def connect(path: str, *, deadline: float, start: bool = True) -> HookClient:
             pass
         except OSError as exc:
             raise Unreachable(f"cannot connect to orcad at {path}: {exc}") from exc
+        if time.monotonic() >= deadline:  # the wait for another start took the hook's time
+            raise Unreachable(f"orcad is not running (no answer on {path}) and no time is left")
         return _start_and_wait(path, deadline)
 
 
