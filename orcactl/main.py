@@ -30,6 +30,7 @@ from orcactl.connect import (
     failure_document,
     print_json,
 )
+from orcactl.hooks.runner import extraction_run
 from orcactl.terminal import OutputClosed, SafeWriter
 from orcad import __version__
 from protocol.types import PROTOCOL_VERSION
@@ -138,6 +139,10 @@ def main(argv: list[str] | None = None) -> None:
     args: argparse.Namespace | None = None
     try:
         args = build_parser().parse_args(argv)
+        if getattr(args, "changes_memory", False) and extraction_run():
+            # an agent CLI run as orca's extractor must not write the memory it feeds, through
+            # a shell any more than through orcactl mcp
+            raise CommandError("memory is not changed from inside an extraction run")
         status = args.run(args)
     except CommandError as exc:
         status = report_failure(exc, args, argv)

@@ -686,3 +686,25 @@ def test_an_empty_socket_option_is_bad_usage_not_the_current_directory(
     refused = orcactl(orca_env, "--no-start", *args, cwd=tmp_path)
     assert (refused.returncode, refused.stdout) == (2, "")
     assert "--socket: the socket's path is empty" in refused.stderr
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("remember", "we use pnpm"),
+        ("memory", "save", "we use pnpm", "--kind", "fact", "--workspace", "--yes"),
+        ("memory", "forget", "mem_" + "0" * 32, "--yes"),
+        ("memory", "approve", "apr_x", "--session-id", "s", "--decision", "allow_once"),
+        ("forget", "cand_" + "0" * 32),
+    ],
+)
+def test_an_extraction_run_changes_no_memory_through_orcactl(
+    orca_env: OrcaEnv, tmp_path: Path, command: tuple[str, ...]
+) -> None:
+    # the extractor agent (claude -p, codex exec) could run `orcactl remember` in its shell,
+    # which orcactl mcp already refused to do for it
+    env = {**orca_env.env, "ORCA_EXTRACTION": "1"}
+    result = orcactl(orca_env, *command, "--cwd", str(tmp_path), env=env)
+    assert result.returncode == 1, result.stderr
+    assert result.stderr == "orcactl: memory is not changed from inside an extraction run\n"
+    assert not orca_env.socket.exists()  # no daemon was started to ask

@@ -81,7 +81,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--workspace", dest="is_global", action="store_false", help="this workspace only"
     )
     add_approval_options(save)
-    save.set_defaults(run=run_manage, action="save")
+    save.set_defaults(run=run_manage, action="save", changes_memory=True)
 
     update = add("update", "replace a record's text (asks for approval)")
     update.add_argument("id", type=record_id, help="the mem_... id shown by search or list")
@@ -89,12 +89,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "text", type=CONTENT, help="the record's new text ('-' reads it from stdin)"
     )
     add_approval_options(update)
-    update.set_defaults(run=run_manage, action="update")
+    update.set_defaults(run=run_manage, action="update", changes_memory=True)
 
     forget = add("forget", "delete a record (asks for approval)")
     forget.add_argument("id", type=record_id, help="the mem_... id shown by search or list")
     add_approval_options(forget)
-    forget.set_defaults(run=run_manage, action="forget")
+    forget.set_defaults(run=run_manage, action="forget", changes_memory=True)
 
     approve = add("approve", "decide on a change another client left pending (e.g. orcactl mcp)")
     approve.add_argument(
@@ -112,7 +112,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         choices=("allow_once", "allow_session", "allow_workspace", "deny"),
         help="apply once, for the rest of that session, for this workspace, or decline",
     )
-    approve.set_defaults(run=run_approve)
+    approve.set_defaults(run=run_approve, changes_memory=True)
 
 
 class _Session:

@@ -115,7 +115,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "are deleted with it)",
     )
     forget.add_argument("--json", action="store_true", help="print the result as JSON")
-    forget.set_defaults(run=run_forget)
+    forget.set_defaults(run=run_forget, changes_memory=True)
 
 
 def _project_params(project: str | None, path: str | None) -> dict[str, Any]:

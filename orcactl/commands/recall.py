@@ -63,7 +63,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--cwd", metavar="DIR", type=existing_directory, help="working directory (default: current)"
     )
     remember.add_argument("--json", action="store_true", help="print the result as JSON")
-    remember.set_defaults(run=run_remember)
+    remember.set_defaults(run=run_remember, changes_memory=True)
 
 
 def _in_session(args: argparse.Namespace, work: Callable[[Client, dict[str, Any]], Any]) -> Any:
