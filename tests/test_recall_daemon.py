@@ -420,9 +420,11 @@ def test_a_broken_index_is_rebuilt_from_the_ledger(
     add_facts(directory, ["This repository deploys with `make release`."])
     assert texts(agent.recall("deploying")) == ["This repository deploys with `make release`."]
     # that recall noted the facts the index has no vectors for, and the background embedding
-    # writes the index again with them: let it finish, or it can mend the breakage first
+    # writes the index again with them: let it finish, or it can mend the breakage first. Its
+    # status counts the facts done before it writes the index, so wait for the write too.
     wait_for(lambda: backfill_done(daemon))
     index = directory / "index.sqlite3"
+    wait_for(lambda: _vectors_in(index) == 1)
     if breakage == "stale":
         add_facts(directory, ["Deploying needs the release role."], publish=False)
         expected = {
@@ -649,3 +651,13 @@ def test_a_record_of_control_characters_cut_to_fit_counts_its_own_characters(
     assert shown.startswith("zebrafish \\x01") and re.fullmatch(r"(\\x01)+", shown[10:])
     assert int(omitted) + len(shown[10:]) // 4 == len(content) - 10  # the record's characters
     assert len(result.context) <= RECALL_DELIBERATE_MAX_CHARS
+
+
+def _vectors_in(index: Path) -> int:
+    """The facts' vectors the index file holds (0 when it cannot be read)."""
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{index}?mode=ro", uri=True)) as db:
+            count: int = db.execute("SELECT count(*) FROM vectors").fetchone()[0]
+            return count
+    except sqlite3.Error:
+        return 0
