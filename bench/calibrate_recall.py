@@ -48,6 +48,7 @@ if __package__ in (None, ""):
 from bench.eval_recall import Labelled
 from orcad.query import derive_query_terms, stem, stems
 from orcad.recall import rank
+from orcad.recall.deliberate import NEAREST_PER_SHOWN
 from orcad.recall.embedding import load_embedder
 from orcad.recall.local_models import BUILTIN_DIR
 from orcad.recall.prompt_gate import (
@@ -58,7 +59,8 @@ from orcad.recall.prompt_gate import (
     read_prompts,
 )
 
-POOL = 16  # per kind of match, as recall fetches
+# per kind of match, as recall fetches (the nearest deliberate records: NEAREST_PER_SHOWN times)
+POOL = 16
 # A prompt that shares one distinctive word with a fact in other forms ("deploying" for
 # "deploys") has a cosine of about 0.4 with it; below this weight its words cannot lift it over
 # the gate, and a small store (where this set's 128 facts do not reach) then answers nothing.
@@ -69,14 +71,14 @@ MIN_LEXICAL_WEIGHT = 0.3
 LEXICAL_GATES = (None, 0.3, 0.35, 0.4)  # None first: without one, when it does as well
 
 
-def part_candidates(docs, matrix, doc_stems, prompt, query):  # type: ignore[no-untyped-def]
+def part_candidates(docs, matrix, doc_stems, prompt, query, *, nearest=POOL):  # type: ignore[no-untyped-def]
     terms = derive_query_terms(prompt)
     frequency = {t: sum(1 for s in doc_stems if stem(t) in s) for t in terms}
     weights = rank.query_weights(terms, frequency, len(docs))
     cosines = matrix @ query
     covered = [rank.coverage(s, weights) for s in doc_stems]
     # the pool recall builds: the nearest vectors and the best lexical matches
-    nearest = np.argsort(-cosines)[:POOL]
+    nearest = np.argsort(-cosines)[:nearest]
     lexical = [
         i for i in sorted(range(len(docs)), key=lambda i: -covered[i])[:POOL] if covered[i] > 0
     ]
@@ -233,8 +235,12 @@ def prepare(labelled: Labelled, embedder, references):  # type: ignore[no-untype
     everything = [(i, t) for i, _c, _k, t in labelled.all_facts()]
     prompts = labelled.prompts
     parts = {
-        "automatic": (everything, 6),
-        "deliberate": ([("x", t) for t in labelled.distractors] + everything, 8),
+        "automatic": (everything, 6, POOL),
+        "deliberate": (
+            [("x", t) for t in labelled.distractors] + everything,
+            8,
+            int(NEAREST_PER_SHOWN * POOL),
+        ),
     }
     queries = embedder.embed([prompt for _cls, prompt, _wanted in prompts])
     # as Embeddings.gates_for: how likely each prompt is to be about nothing a project stores,
@@ -244,13 +250,18 @@ def prepare(labelled: Labelled, embedder, references):  # type: ignore[no-untype
     closeness = (references.probability(queries, asked, nearest), np.maximum(0.0, nearest[:, 1]))
     classes = np.array([cls for cls, _prompt, _wanted in prompts])
     prepared = {}
-    for name, (docs, top) in parts.items():
+    for name, (docs, top, fetched) in parts.items():
         matrix = embedder.embed([t for _i, t in docs])
         doc_stems = [stems(t) for _i, t in docs]
         prepared[name] = (
             top,
             [
-                (cls, wanted, docs, part_candidates(docs, matrix, doc_stems, prompt, query))
+                (
+                    cls,
+                    wanted,
+                    docs,
+                    part_candidates(docs, matrix, doc_stems, prompt, query, nearest=fetched),
+                )
                 for (cls, prompt, wanted), query in zip(prompts, queries, strict=True)
             ],
         )

@@ -9,6 +9,7 @@ import pytest
 
 from orcad.query import stems
 from orcad.recall.rank import (
+    NEAR_DUPLICATE,
     Candidate,
     alike_in_pool,
     compound_names,
@@ -19,6 +20,7 @@ from orcad.recall.rank import (
     near_duplicates,
     query_weights,
     rank,
+    significant_stems,
 )
 
 pytestmark = pytest.mark.pure
@@ -91,8 +93,23 @@ def test_records_cut_from_one_template_do_not_fill_the_block() -> None:
         for n, name in enumerate(["survey-engine", "lab-results", "fleet-tracker", "sensor-hub"])
     ]
     other = cand("other", "Ask before running destructive database commands.", cos=0.7)
-    assert ranked([*templated, other], limit=3) == ["t0", "t1", "other"]
-    assert ranked([*templated, other], limit=6) == ["t0", "t1", "other"]  # never the rest
+    assert ranked([*templated, other], limit=2) == ["t0", "other"]
+    assert ranked([*templated, other], limit=6) == ["t0", "other"]  # never the rest
+
+
+def test_records_of_one_template_differing_in_numbers_are_alike_in_form() -> None:
+    texts = [
+        f"The {name} queue is drained by a worker that restarts every {hours} hours."
+        for name, hours in (("quote-builder", 27), ("timesheet-app", 20), ("label-printer", 6))
+    ]
+    templated = [cand(f"t{n}", text, cos=0.9 - n / 100) for n, text in enumerate(texts)]
+    # the numbers count: the first two share 5 of their 11 stems, under half
+    assert not near_duplicates(texts[0], texts[1])
+    other = cand("other", "Logs are shipped to Loki and kept for 14 days.", cos=0.5)
+    assert ranked([*templated, other], limit=6) == ["t0", "other"]
+    alike = alike_in_pool(templated)
+    assert alike.same["t0"] == {"t2"}  # "6" is no stem: t0 and t2 share 5 of 10
+    assert alike.form["t0"] == {"t1", "t2"}
 
 
 def test_a_correction_ranks_first_when_a_template_pushed_what_it_corrects_down() -> None:
@@ -104,8 +121,9 @@ def test_a_correction_ranks_first_when_a_template_pushed_what_it_corrects_down()
     ]
     old = cand("old", "API tokens for customers expire after 90 days.", at=1.0, cos=0.6)
     new = cand("new", "API tokens for customers now expire after 30 days.", at=2.0, cos=0.55)
-    # "old" is fifth by score but third once the template's copies are left out
-    assert ranked([*templated, old, new], limit=3) == ["t0", "t1", "new"]
+    # "old" is fifth by score but second once the template's copies are left out; its
+    # correction takes its place
+    assert ranked([*templated, old, new], limit=3) == ["t0", "new"]
 
 
 def test_a_chain_of_corrections_is_shown_newest_first() -> None:
@@ -117,13 +135,12 @@ def test_a_chain_of_corrections_is_shown_newest_first() -> None:
     pool = [first._replace(cosine=0.63), second._replace(cosine=0.25), third._replace(cosine=0.54)]
     assert near_duplicates(first.text, second.text) and near_duplicates(second.text, third.text)
     assert not near_duplicates(first.text, third.text)
-    # B would be left out at first (alike to A and C); once lifted above A it is shown, and C,
-    # which corrects B, must then rank above it
-    assert rank(pool, semantic=True, limit=8, floor=0.2, lexical_weight=0.3, gate=None) == [
-        pool[2],
-        pool[1],
-        pool[0],
-    ]
+    # B is lifted above A, which it corrects, and C above B: C is shown, and neither of what
+    # it corrects (B is alike to C; A is left out with B, which corrects it)
+    assert rank(pool, semantic=True, limit=8, floor=0.2, lexical_weight=0.3, gate=None) == [pool[2]]
+    # B alone corrects A: B is shown, first
+    chosen = rank(pool[:2], semantic=True, limit=8, floor=0.2, lexical_weight=0.3, gate=None)
+    assert chosen == [pool[1]]
 
 
 def test_an_outdated_record_is_not_shown_when_its_correction_is_left_out() -> None:
@@ -132,16 +149,19 @@ def test_an_outdated_record_is_not_shown_when_its_correction_is_left_out() -> No
     later = cand("T1", "Nightly backups now run at 04:00 UTC, after the ETL and vacuum.", at=4.0)
     other = cand("T2", "Nightly backups run at 03:30 UTC after the ETL on replicas.", at=3.0)
     pool = [old, new, later._replace(cosine=0.67), other._replace(cosine=0.61)]
-    # T1 and T2 both correct N, which is left out as alike to both; O, which N corrects, goes too
+    # T1 corrects N and is shown; T2, alike to T1, is left out, and so is N, which T1 corrects;
+    # O, which N corrects, goes too
     chosen = rank(pool, semantic=True, limit=8, floor=0.2, lexical_weight=0.3, gate=None)
-    assert keys(chosen) == ["T1", "T2"]
+    assert keys(chosen) == ["T1"]
 
 
-def test_a_correction_and_what_it_corrects_are_both_shown() -> None:
+def test_a_correction_is_shown_and_not_what_it_corrects() -> None:
     old = cand("old", "Logs are shipped to Loki and kept for 14 days.", at=1.0, cos=0.8)
     new = cand("new", "Logs are shipped to Loki and are now kept for 30 days.", at=2.0, cos=0.7)
     third = cand("third", "Logs are shipped to Loki and kept for 60 days.", at=0.5, cos=0.75)
-    assert ranked([old, new, third]) == ["new", "old"]  # the oldest of three alike is left out
+    other = cand("other", "Metrics are scraped by Prometheus.", at=0.1, cos=0.6)
+    assert ranked([old, new, third, other]) == ["new", "other"]
+    assert ranked([old, third, other]) == ["old", "other"]  # the newer of the two
 
 
 def test_a_candidate_covering_the_lexical_gate_opens_the_gate_on_its_words() -> None:
@@ -228,7 +248,9 @@ def test_a_text_holds_a_compound_name_only_whole() -> None:
 
 def test_a_candidate_holding_a_compound_name_opens_the_gate() -> None:
     flag = cand("flag", "`LGX_DRY_RUN=1` logs outgoing payloads without sending them.", cos=0.3)
-    words = cand("words", "Every run of the dry sync logs lgx payloads.", cos=0.35)
+    words = cand(
+        "words", "Every run of the dry sync writes lgx payloads to the audit table.", cos=0.35
+    )
     args = {"semantic": True, "limit": 6, "floor": 0.2, "lexical_weight": 0.0, "gate": 0.9}
     assert rank([flag, words], **args) == []  # best relevance 0.35 < 0.9
     opened = rank([flag, words], **args, distinctive=frozenset({"lgx_dry_run"}))
@@ -258,10 +280,10 @@ def test_a_correction_ranks_just_above_the_older_fact_it_corrects() -> None:
         "new", "Python is now pinned to 3.13 with uv; the lock file is uv.lock.", at=2, cos=0.6
     )
     other = cand("other", "The lock file of the frontend is pnpm-lock.yaml.", at=3, cos=0.8)
-    assert ranked([old, other, new]) == ["new", "old", "other"]
-    # a correction below the floor is still shown above the fact it corrects
+    assert ranked([old, other, new]) == ["new", "other"]  # in place of what it corrects
+    # a correction below the floor is still shown in its place
     below = cand("new", new.text, at=2, cos=0.1)
-    assert ranked([old, below]) == ["new", "old"]
+    assert ranked([old, below]) == ["new"]
     # an older text is never lifted above a newer near-duplicate
     assert ranked([cand("o", old.text, at=5, cos=0.2), cand("n", new.text, at=9, cos=0.9)]) == ["n"]
 
@@ -276,6 +298,14 @@ def test_near_duplicates_need_most_significant_words_shared() -> None:
     assert not near_duplicates("", "anything")
 
 
+def alike_in_form(first: str, second: str) -> bool:
+    """The pairwise reference of `Alike.form`: near-duplicates, or so without numbers."""
+    if near_duplicates(first, second):
+        return True
+    a, b = ({t for t in significant_stems(text) if not t.isdecimal()} for text in (first, second))
+    return bool(a & b) and len(a & b) >= NEAR_DUPLICATE * len(a | b)
+
+
 def test_the_near_duplicates_found_in_a_pool_are_exactly_those_of_every_pair() -> None:
     # ranking counts the shared stems of every pair at once, as a product of an incidence
     # matrix; it must find exactly the pairs that comparing each pair finds, on pools of texts
@@ -283,6 +313,7 @@ def test_the_near_duplicates_found_in_a_pool_are_exactly_those_of_every_pair() -
     rng = random.Random(7)
     pools_with_pairs = pools_without = 0
     words = [f"w{n}x" for n in range(40)] + ["deploy", "cache", "queue", "nightly", "replica"]
+    words += ["14", "30", "2026", "8080"]  # numbers: alike in form without them
     for _ in range(300):
         base = rng.sample(words, rng.randint(1, 12))
         pool = []
@@ -302,7 +333,13 @@ def test_the_near_duplicates_found_in_a_pool_are_exactly_those_of_every_pair() -
             c.key: {o.key for o in pool if o.key != c.key and near_duplicates(c.text, o.text)}
             for c in pool
         }
-        assert {key: set(found) for key, found in alike_in_pool(pool).items()} == expected
+        in_form = {
+            c.key: {o.key for o in pool if o.key != c.key and alike_in_form(c.text, o.text)}
+            for c in pool
+        }
+        alike = alike_in_pool(pool)
+        assert {key: set(found) for key, found in alike.same.items()} == expected
+        assert {key: set(found) for key, found in alike.form.items()} == in_form
         if any(expected.values()):
             pools_with_pairs += 1
         else:
@@ -313,9 +350,10 @@ def test_the_near_duplicates_found_in_a_pool_are_exactly_those_of_every_pair() -
 def test_a_key_given_twice_in_a_pool_is_not_its_own_near_duplicate() -> None:
     text = "The staging database is Postgres 15 on the shared cluster."
     pool = [cand("a", text), cand("a", text), cand("b", text)]
-    assert alike_in_pool(pool) == {"a": frozenset({"b"}), "b": frozenset({"a"})}
-    assert alike_in_pool([]) == {}
-    assert alike_in_pool([cand("solo", text)]) == {"solo": frozenset()}
+    pair = {"a": frozenset({"b"}), "b": frozenset({"a"})}
+    assert alike_in_pool(pool) == (pair, pair)
+    assert alike_in_pool([]) == ({}, {})
+    assert alike_in_pool([cand("solo", text)]) == ({"solo": frozenset()}, {"solo": frozenset()})
 
 
 def test_without_a_model_the_order_is_lexical_with_no_floor() -> None:

@@ -206,7 +206,7 @@ def test_a_prompt_naming_a_setting_of_the_project_finds_its_fact(
     assert (result.automatic, result.deliberate) == ([], [])
 
 
-def test_a_correction_ranks_above_the_fact_it_corrects(
+def test_a_correction_is_recalled_in_place_of_the_fact_it_corrects(
     orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], workdir: Path
 ) -> None:
     daemon = start(orca_env, daemon_factory)
@@ -218,8 +218,8 @@ def test_a_correction_ranks_above_the_fact_it_corrects(
     time.sleep(0.01)
     agent.save(new)
     result = agent.recall("how long are logs kept in Loki?")
-    assert texts(result)[:2] == [new, old]
-    assert [d.content for d in result.deliberate][:2] == [new, old]
+    assert texts(result) == [new]
+    assert [d.content for d in result.deliberate] == [new]
 
 
 def test_records_from_before_the_model_are_embedded_in_the_background(

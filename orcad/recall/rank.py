@@ -37,9 +37,9 @@ sharing "work" with a fact. Without an embedding the order is lexical, as before
 candidate sharing a term, by coverage then recency, no floor.
 
 Corrections first: a newer candidate that is a near-duplicate of an older one (most of their
-significant words shared) is ranked just above it, whatever their own scores. At most two
-near-duplicates of one another are shown, and never an outdated record whose correction is
-left out.
+significant words shared) is ranked just above it, whatever their own scores. Of candidates
+alike in form (near-duplicates, or so once numbers are set aside, as records cut from one
+template are) one is shown, the first: a correction, never what it corrects.
 """
 
 from __future__ import annotations
@@ -51,6 +51,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import NamedTuple
 
 import numpy as np
+import numpy.typing as npt
 
 from orcad.limits import QUERY_MAX_CONSIDERED
 from orcad.query import QUERY_READ_CHARS, is_weak_term, stem, stems, tokenize
@@ -60,7 +61,9 @@ _NEWER_STEP = 1e-6
 # candidates looked at per entry shown: a correction is worded like what it corrects, so it
 # scores close to it; the long tail of weak candidates is never compared
 CONSIDERED_PER_SHOWN = 3  # how far above its older near-duplicate a correction is placed
-ALIKE_SHOWN = 2  # near-duplicates of one another shown together, at most
+# records alike in form shown together, at most: the first (a correction, lifted above what it
+# corrects); a second took a place that "other words" prompts' facts needed (docs/recall.md)
+ALIKE_SHOWN = 1
 DISTINCTIVE_MATCHES = 2  # stored texts holding a term, at most, for it to be distinctive
 DISTINCTIVE_LENGTH = 4  # characters of a distinctive term, at least
 # a name joined from parts: "LGX_DRY_RUN", "ledger.tax.round_up", "infra/rules.sql", "pay-relay"
@@ -196,12 +199,23 @@ def near_duplicates(first: str, second: str) -> bool:
     return len(a & b) / len(a | b) >= NEAR_DUPLICATE
 
 
-def alike_in_pool(pool: Sequence[Candidate]) -> dict[str, frozenset[str]]:
-    """Each candidate's near-duplicates in `pool`, by key (`near_duplicates` of every pair):
-    all pairs at once, as one product of the candidates' stem-incidence matrix with itself
-    (the shared stems of each pair): 0.1-0.2 ms for a pool of 32 texts, where comparing the
-    pairs that shared a prefix stem took 0.05 ms for unlike texts but 0.4-0.55 ms for records
-    alike in form."""
+class Alike(NamedTuple):
+    """Each candidate's near-duplicates in a pool, by key (`alike_in_pool`)."""
+
+    # half or more of their significant word stems shared (`near_duplicates`): the texts say
+    # the same, so the newer corrects the older
+    same: dict[str, frozenset[str]]
+    # the same, or so once numbers are set aside: records cut from one template ("restarts
+    # every 6 hours", "every 27 hours") and the pairs of `same`; of these one is shown
+    form: dict[str, frozenset[str]]
+
+
+def alike_in_pool(pool: Sequence[Candidate]) -> Alike:
+    """Each candidate's near-duplicates in `pool` (`Alike`): all pairs at once, as one product
+    of the candidates' stem-incidence matrix with itself (the shared stems of each pair), and
+    again without the columns of numbers: 0.1-0.2 ms for a pool of 32 texts, where comparing
+    the pairs that shared a prefix stem took 0.05 ms for unlike texts but 0.4-0.55 ms for
+    records alike in form."""
     stem_sets = [significant_stems(c.text) for c in pool]
     columns: dict[str, int] = {}
     rows: list[int] = []
@@ -212,12 +226,24 @@ def alike_in_pool(pool: Sequence[Candidate]) -> dict[str, frozenset[str]]:
             held.append(columns.setdefault(token, len(columns)))
     incidence = np.zeros((len(pool), len(columns)), dtype=np.float32)
     incidence[rows, held] = 1.0
+    keys = [c.key for c in pool]
+    same = _near_pairs(incidence, keys)
+    numbers = [column for token, column in columns.items() if token.isdecimal()]
+    if not numbers:
+        return Alike(same, same)
+    incidence[:, numbers] = 0.0
+    worded = _near_pairs(incidence, keys)
+    return Alike(same, {key: same[key] | worded[key] for key in same})
+
+
+def _near_pairs(incidence: npt.NDArray[np.float32], keys: list[str]) -> dict[str, frozenset[str]]:
+    """The pairs of rows of `incidence` (texts by their stems) sharing NEAR_DUPLICATE of the
+    stems either holds, by key."""
     shared = incidence @ incidence.T  # exact: counts far below 2**24
     sizes = np.diag(shared)
     union = sizes[:, None] + sizes[None, :] - shared
     near = (shared >= NEAR_DUPLICATE * union) & (shared > 0)
     np.fill_diagonal(near, val=False)
-    keys = [c.key for c in pool]
     found_alike: dict[str, list[str]] = {}
     for first, second in zip(*(side.tolist() for side in np.nonzero(near)), strict=True):
         if keys[first] != keys[second]:  # (a key given twice is not its own near-duplicate)
@@ -284,7 +310,7 @@ def rank(
         shown = _varied(ordered, limit, alike)
         for older in sorted(shown, key=lambda c: c.recorded_at):
             step = scored[older.key] + _NEWER_STEP
-            for key in alike[older.key]:
+            for key in alike.same[older.key]:
                 if by_key[key].recorded_at > older.recorded_at and scored[key] < step:
                     scored[key] = step
                     lifted = True
@@ -294,20 +320,17 @@ def rank(
     return _varied(ordered, limit, alike)
 
 
-def _varied(
-    ordered: Sequence[Candidate], limit: int, alike: Mapping[str, frozenset[str]]
-) -> list[Candidate]:
-    """At most `limit` of `ordered`, in order, leaving out a candidate that says nearly the
-    same as ALIKE_SHOWN of those already taken (ten records cut from one template do not fill
-    the block), and one that a newer left-out candidate corrects (an outdated record is never
-    shown without its correction). `alike` holds each candidate's near-duplicates
-    (`alike_in_pool`)."""
+def _varied(ordered: Sequence[Candidate], limit: int, alike: Alike) -> list[Candidate]:
+    """At most `limit` of `ordered`, in order, leaving out a candidate alike in form to
+    ALIKE_SHOWN of those already taken (ten records cut from one template do not fill the
+    block, and what a shown correction corrects is not shown beside it), and one that a newer
+    left-out candidate corrects (an outdated record is never shown without its correction)."""
     chosen: list[Candidate] = []
     chosen_keys: set[str] = set()
     left_out: dict[str, float] = {}  # key -> recorded_at
     for candidate in ordered:
-        near = alike[candidate.key]
-        if len(near & chosen_keys) >= ALIKE_SHOWN or any(
+        near = alike.same[candidate.key]
+        if len(alike.form[candidate.key] & chosen_keys) >= ALIKE_SHOWN or any(
             left_out[key] > candidate.recorded_at for key in near if key in left_out
         ):
             left_out[candidate.key] = candidate.recorded_at
