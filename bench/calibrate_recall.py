@@ -84,16 +84,20 @@ def part_candidates(docs, matrix, doc_stems, prompt, query, *, nearest=POOL):  #
     ]
     names = rank.compound_names(prompt)
     distinctive = rank.distinctive_terms(terms, frequency, general_words(), names)
-    return distinctive, [
-        rank.Candidate(
-            key=f"{i}",
-            text=docs[i][1],
-            recorded_at=float(i),
-            coverage=covered[i],
-            cosine=float(cosines[i]),
-        )
-        for i in sorted({*map(int, nearest), *lexical})
-    ]
+    return (
+        distinctive,
+        frozenset(weights) | names,
+        [
+            rank.Candidate(
+                key=f"{i}",
+                text=docs[i][1],
+                recorded_at=float(i),
+                coverage=covered[i],
+                cosine=float(cosines[i]),
+            )
+            for i in sorted({*map(int, nearest), *lexical})
+        ],
+    )
 
 
 WEIGHTS = tuple(w for w in (0.0, 0.1, 0.2, 0.3, 0.5, 0.7) if w >= MIN_LEXICAL_WEIGHT)
@@ -137,7 +141,7 @@ class Outcomes:
             entry = {}
             for name, (top, prompts) in self.prepared.items():
                 found, best, covered, opened = [], [], [], []
-                for cls, wanted, docs, (distinctive, candidates) in prompts:
+                for cls, wanted, docs, (distinctive, asked, candidates) in prompts:
                     ranked = rank.rank(
                         candidates,
                         semantic=True,
@@ -145,6 +149,7 @@ class Outcomes:
                         floor=floor,
                         lexical_weight=weight,
                         gate=None,
+                        asked=asked,
                     )
                     ids = {docs[int(c.key)][0] for c in ranked}
                     found.append(bool(ids) if cls == "none" else bool(ids & set(wanted)))

@@ -7,8 +7,9 @@ import random
 
 import pytest
 
-from orcad.query import stems
+from orcad.query import stem, stems
 from orcad.recall.rank import (
+    FORM_MIN_STEMS,
     NEAR_DUPLICATE,
     Candidate,
     alike_in_pool,
@@ -274,6 +275,47 @@ def test_order_is_by_relevance_then_newer_and_limited() -> None:
     assert ranked(pool, limit=4) == ["k8", "k5", "k2", "k7"]
 
 
+def test_a_record_holding_what_the_prompt_names_is_shown_beside_a_newer_one_alike() -> None:
+    args = {"semantic": True, "limit": 6, "floor": 0.2, "lexical_weight": 0.3, "gate": None}
+
+    def asked(*terms: str) -> frozenset[str]:
+        return frozenset(stem(term) for term in terms)
+
+    # worded alike, about two things: the prompt names the older one's
+    production = cand("prod", "The production database is Postgres 15 on db-prod-1.", at=1.0)
+    staging = cand("stg", "The staging database is Postgres 15 on db-stg-1.", at=2.0)
+    pool = [production._replace(cosine=0.8), staging._replace(cosine=0.78)]
+    assert near_duplicates(production.text, staging.text)
+    assert keys(rank(pool, **args, asked=asked("production", "database"))) == ["stg", "prod"]
+    # naming neither, or nothing asked: the newer, as a correction, alone
+    assert keys(rank(pool, **args, asked=asked("database"))) == ["stg"]
+    assert keys(rank(pool, **args)) == ["stg"]
+    # the old value named: the correction first, and what it corrects with it
+    old = cand("old", "The frontend uses npm for packages and lockfiles.", at=1.0, cos=0.8)
+    new = cand("new", "The frontend now uses pnpm for packages and lockfiles.", at=2.0, cos=0.7)
+    assert keys(rank([old, new], **args, asked=asked("frontend", "still", "use", "npm"))) == [
+        "new",
+        "old",
+    ]
+    # a number is no name: asking for the old value gets the correction alone
+    old = cand("old", "Logs are kept in Loki for 14 days.", at=1.0, cos=0.8)
+    new = cand("new", "Logs are now kept in Loki for 30 days.", at=2.0, cos=0.7)
+    assert keys(rank([old, new], **args, asked=asked("logs", "kept", "14", "days"))) == ["new"]
+    # but a compound name holding one is: "db-prod-2" is not "db-prod-1"
+    one = cand("p1", "The db-prod-1 host runs Postgres 14 with 64 GB of RAM.", at=2.0, cos=0.8)
+    two = cand("p2", "The db-prod-2 host runs Postgres 16 with 128 GB of RAM.", at=1.0, cos=0.79)
+    assert keys(rank([one, two], **args, asked=asked("db", "prod", "ram"))) == ["p1"]
+    named = asked("db", "prod", "ram") | {"db-prod-2"}
+    assert keys(rank([one, two], **args, asked=named)) == ["p1", "p2"]
+
+
+def test_short_texts_differing_in_numbers_are_not_alike_in_form() -> None:
+    pool = [cand("api", "API timeout is 30 seconds.", cos=0.7, at=1.0)]
+    pool.append(cand("db", "DB timeout is 5 seconds.", cos=0.65, at=2.0))
+    assert ranked(pool) == ["api", "db"]
+    assert alike_in_pool(pool).form == {"api": frozenset(), "db": frozenset()}
+
+
 def test_a_correction_ranks_just_above_the_older_fact_it_corrects() -> None:
     old = cand("old", "Python is pinned to 3.12 with uv; the lock file is uv.lock.", at=1, cos=0.9)
     new = cand(
@@ -303,6 +345,8 @@ def alike_in_form(first: str, second: str) -> bool:
     if near_duplicates(first, second):
         return True
     a, b = ({t for t in significant_stems(text) if not t.isdecimal()} for text in (first, second))
+    if min(len(a), len(b)) < FORM_MIN_STEMS:
+        return False
     return bool(a & b) and len(a & b) >= NEAR_DUPLICATE * len(a | b)
 
 

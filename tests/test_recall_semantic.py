@@ -222,6 +222,29 @@ def test_a_correction_is_recalled_in_place_of_the_fact_it_corrects(
     assert [d.content for d in result.deliberate] == [new]
 
 
+def test_one_record_of_a_template_is_recalled_and_the_one_the_prompt_names_with_it(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], workdir: Path
+) -> None:
+    daemon = start(orca_env, daemon_factory)
+    agent = Agent(daemon, workdir)
+    components = ["survey-engine", "lab-results", "fleet-tracker", "sensor-hub", "label-printer"]
+    for hours, component in enumerate(components, start=3):  # lab-results's is the second
+        agent.save(
+            f"The {component} queue is drained by a worker that restarts every {hours} hours."
+        )
+        time.sleep(0.01)
+    agent.save("Logs are shipped to Loki and kept for 14 days.")
+    result = agent.recall("how often does the worker draining a queue restart?")
+    shown = [d.content for d in result.deliberate]
+    assert sum("queue is drained" in text for text in shown) == 1, shown
+    result = agent.recall("how often does the lab-results queue worker restart?")
+    shown = [d.content for d in result.deliberate]
+    templated = [text for text in shown if "queue is drained" in text]
+    # the newest copy ranks above it, as a correction would, but does not take its place
+    assert "The lab-results queue is drained by a worker that restarts every 4 hours." in templated
+    assert len(templated) <= 2, shown
+
+
 def test_records_from_before_the_model_are_embedded_in_the_background(
     orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], workdir: Path
 ) -> None:

@@ -249,6 +249,7 @@ class ProjectMemorySearch:
             lexical_weight=self._embeddings.lexical_weight,
             lexical_gate=query.gates.lexical,
             distinctive=self._embeddings.distinctive(terms, frequency, query.names),
+            asked=frozenset(weights) | query.names,
         )
         return [cache.records[c.key] for c in chosen]
 

@@ -45,7 +45,8 @@ from protocol.types import DeliberateEntry, EmbeddingStatus
 # nearest vectors fetched per record recall may show: a correction is worded like what it
 # corrects but may be a little farther from the prompt, and must come along to rank above it;
 # and records cut from one template, of which one is shown, can fill the nearest places
-# (1.5 found 0.703 of the main labelled set's "other words" records, 2 finds 0.77, 3 and 4 0.757)
+# (main labelled set's deliberate "other words", before a record the prompt names was kept beside
+# the one shown: 1.5 found 0.703, 2 0.77, 3 and 4 0.757)
 NEAREST_PER_SHOWN = 2
 # embedded when a batch fails, to tell a model that is failing from records it refuses
 PROBE_TEXT = "probe"
@@ -135,6 +136,7 @@ class DeliberateRecall:
             lexical_weight=embeddings.lexical_weight,
             lexical_gate=gates.lexical,
             distinctive=embeddings.distinctive(found.terms, found.frequency, query.names),
+            asked=frozenset(weights) | query.names,
         )
         return [to_entry(by_key[c.key]) for c in chosen]
 

@@ -39,7 +39,9 @@ candidate sharing a term, by coverage then recency, no floor.
 Corrections first: a newer candidate that is a near-duplicate of an older one (most of their
 significant words shared) is ranked just above it, whatever their own scores. Of candidates
 alike in form (near-duplicates, or so once numbers are set aside, as records cut from one
-template are) one is shown, the first: a correction, never what it corrects.
+template are) one is shown, the first: a correction, not what it corrects. But one holding a
+term of the prompt that the shown one lacks (the component, or the old value, it names) is
+shown too, below a newer one.
 """
 
 from __future__ import annotations
@@ -64,6 +66,9 @@ CONSIDERED_PER_SHOWN = 3  # how far above its older near-duplicate a correction 
 # records alike in form shown together, at most: the first (a correction, lifted above what it
 # corrects); a second took a place that "other words" prompts' facts needed (docs/recall.md)
 ALIKE_SHOWN = 1
+# words besides numbers a text needs for its likeness without numbers to count: fewer, and two
+# settings of one kind are alike ("API timeout is 30 seconds.", "DB timeout is 5 seconds.")
+FORM_MIN_STEMS = 4
 DISTINCTIVE_MATCHES = 2  # stored texts holding a term, at most, for it to be distinctive
 DISTINCTIVE_LENGTH = 4  # characters of a distinctive term, at least
 # a name joined from parts: "LGX_DRY_RUN", "ledger.tax.round_up", "infra/rules.sql", "pay-relay"
@@ -232,6 +237,12 @@ def alike_in_pool(pool: Sequence[Candidate]) -> Alike:
     if not numbers:
         return Alike(same, same)
     incidence[:, numbers] = 0.0
+    short = [
+        row
+        for row, found in enumerate(stem_sets)
+        if len(found) - sum(map(str.isdecimal, found)) < FORM_MIN_STEMS
+    ]
+    incidence[short] = 0.0  # ("API timeout is 30 seconds." and "DB timeout is 5 seconds.")
     worded = _near_pairs(incidence, keys)
     return Alike(same, {key: same[key] | worded[key] for key in same})
 
@@ -268,6 +279,7 @@ def rank(
     gate: float | None,
     lexical_gate: float | None = None,
     distinctive: frozenset[str] = frozenset(),
+    asked: frozenset[str] = frozenset(),
 ) -> list[Candidate]:
     """The candidates worth injecting, best first, at most `limit`.
 
@@ -275,6 +287,11 @@ def rank(
     of None, or one at or below the floor, changes nothing); candidates are the union of
     lexical and nearest-vector matches, each once (a key given twice ranks as its first). A
     candidate holding one of the `distinctive` stems (`distinctive_terms`) opens the gate.
+    `asked` holds the stems of the prompt's query terms and its compound names
+    (`compound_names`): a candidate alike in form to one shown is left out only when it holds
+    none of them (a number aside) that the shown one lacks, so a prompt about the production
+    database keeps that record beside a newer one about staging worded the same (which ranks
+    above it as a correction would: the prompt may name the value a correction replaced).
     """
     unique: dict[str, Candidate] = {}
     for candidate in candidates:  # a key ranks once, as its first candidate
@@ -303,11 +320,12 @@ def rank(
     # this ends; the second round usually finds nothing)
     alike = alike_in_pool(pool)
     by_key = {c.key: c for c in pool}
+    named = {c.key: _named(c.text, asked) for c in pool}
     lifted = True
     while lifted:
         lifted = False
         ordered = sorted(pool, key=lambda c: (-scored[c.key], -c.recorded_at, c.key))
-        shown = _varied(ordered, limit, alike)
+        shown = _varied(ordered, limit, alike, named)
         for older in sorted(shown, key=lambda c: c.recorded_at):
             step = scored[older.key] + _NEWER_STEP
             for key in alike.same[older.key]:
@@ -317,21 +335,42 @@ def rank(
     ordered = sorted(pool, key=lambda c: (-scored[c.key], -c.recorded_at, c.key))
     if semantic:
         ordered = [c for c in ordered if scored[c.key] >= floor]
-    return _varied(ordered, limit, alike)
+    return _varied(ordered, limit, alike, named)
 
 
-def _varied(ordered: Sequence[Candidate], limit: int, alike: Alike) -> list[Candidate]:
+def _named(text: str, asked: frozenset[str]) -> frozenset[str]:
+    """What of `asked` `text` holds: its stems, numbers aside, and its compound names, whole
+    ("db-prod-2", which the stems "db" and "prod" do not tell from "db-prod-1")."""
+    held = {found for found in text_stems(text) & asked if not found.isdecimal()}
+    names = [name for name in asked if _COMPOUND.fullmatch(name)]
+    if names:
+        folded = text.casefold()
+        held.update(name for name in names if name in folded)
+    return frozenset(held)
+
+
+def _varied(
+    ordered: Sequence[Candidate],
+    limit: int,
+    alike: Alike,
+    named: Mapping[str, frozenset[str]],
+) -> list[Candidate]:
     """At most `limit` of `ordered`, in order, leaving out a candidate alike in form to
-    ALIKE_SHOWN of those already taken (ten records cut from one template do not fill the
-    block, and what a shown correction corrects is not shown beside it), and one that a newer
-    left-out candidate corrects (an outdated record is never shown without its correction)."""
+    ALIKE_SHOWN of those already taken that hold all it holds of the prompt (`named`: ten
+    records cut from one template do not fill the block, and what a shown correction corrects
+    is not shown beside it unless the prompt names what only it says), and one that a newer
+    left-out candidate corrects and holds all it holds of the prompt (an outdated record is not
+    shown without its correction, unless the prompt names what only it says)."""
     chosen: list[Candidate] = []
     chosen_keys: set[str] = set()
     left_out: dict[str, float] = {}  # key -> recorded_at
     for candidate in ordered:
-        near = alike.same[candidate.key]
-        if len(alike.form[candidate.key] & chosen_keys) >= ALIKE_SHOWN or any(
-            left_out[key] > candidate.recorded_at for key in near if key in left_out
+        own = named[candidate.key]
+        covered_by = [key for key in alike.form[candidate.key] & chosen_keys if own <= named[key]]
+        if len(covered_by) >= ALIKE_SHOWN or any(
+            left_out[key] > candidate.recorded_at and own <= named[key]
+            for key in alike.same[candidate.key]
+            if key in left_out
         ):
             left_out[candidate.key] = candidate.recorded_at
             continue
