@@ -245,6 +245,13 @@ def test_a_text_holds_a_compound_name_only_whole() -> None:
     assert holds_distinctive("`LGX_DRY_RUN=1` logs payloads without sending them.", distinctive)
     assert not holds_distinctive("A dry run of the lgx job logs payloads.", distinctive)
     assert holds_distinctive("Upgrades of kapt need a clean build.", frozenset({"kapt"}))
+    # whole: not the start or the end of a longer name
+    prod = frozenset({"db-prod-2"})
+    assert not holds_distinctive("The db-prod-20 host runs Postgres 14.", prod)
+    assert not holds_distinctive("The staging-db-prod-2 host runs Postgres 14.", prod)
+    assert holds_distinctive("Back up db-prod-20 and db-prod-2 first.", prod)
+    assert holds_distinctive("Start with the replica (db-prod-2).", prod)
+    assert holds_distinctive("See ledger.tax.round_up.", frozenset({"ledger.tax.round_up"}))
 
 
 def test_a_candidate_holding_a_compound_name_opens_the_gate() -> None:
@@ -307,6 +314,8 @@ def test_a_record_holding_what_the_prompt_names_is_shown_beside_a_newer_one_alik
     assert keys(rank([one, two], **args, asked=asked("db", "prod", "ram"))) == ["p1"]
     named = asked("db", "prod", "ram") | {"db-prod-2"}
     assert keys(rank([one, two], **args, asked=named)) == ["p1", "p2"]
+    twenty = cand("p20", "The db-prod-20 host runs Postgres 14 with 64 GB of RAM.", at=2.0, cos=0.8)
+    assert keys(rank([twenty, two], **args, asked=named)) == ["p20", "p2"]
 
 
 def test_short_texts_differing_in_numbers_are_not_alike_in_form() -> None:
