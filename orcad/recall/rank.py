@@ -249,39 +249,34 @@ def alike_in_pool(pool: Sequence[Candidate]) -> Alike:
     the pairs that shared a prefix stem took 0.05 ms for unlike texts but 0.4-0.55 ms for
     records alike in form."""
     stem_sets = [significant_stems(c.text) for c in pool]
-    columns: dict[str, int] = {}
-    rows: list[int] = []
-    held: list[int] = []
-    for row, found in enumerate(stem_sets):
-        for token in found:
-            rows.append(row)
-            held.append(columns.setdefault(token, len(columns)))
+    columns = {token: column for column, token in enumerate(frozenset().union(*stem_sets))}
     incidence = np.zeros((len(pool), len(columns)), dtype=np.float32)
-    incidence[rows, held] = 1.0
+    rows = np.repeat(np.arange(len(pool)), [len(found) for found in stem_sets])
+    incidence[rows, [columns[token] for found in stem_sets for token in found]] = 1.0
     keys = [c.key for c in pool]
-    same = _near_pairs(incidence, keys)
+    same = _near(incidence)
     numbers = [column for token, column in columns.items() if token.isdecimal()]
     if not numbers:
-        return Alike(same, same)
+        pairs = _by_key(same, keys)
+        return Alike(pairs, pairs)
     incidence[:, numbers] = 0.0
-    short = [
-        row
-        for row, found in enumerate(stem_sets)
-        if len(found) - sum(map(str.isdecimal, found)) < FORM_MIN_STEMS
-    ]
+    short = incidence.sum(axis=1) < FORM_MIN_STEMS
     incidence[short] = 0.0  # ("API timeout is 30 seconds." and "DB timeout is 5 seconds.")
-    worded = _near_pairs(incidence, keys)
-    return Alike(same, {key: same[key] | worded[key] for key in same})
+    return Alike(_by_key(same, keys), _by_key(same | _near(incidence), keys))
 
 
-def _near_pairs(incidence: npt.NDArray[np.float32], keys: list[str]) -> dict[str, frozenset[str]]:
-    """The pairs of rows of `incidence` (texts by their stems) sharing NEAR_DUPLICATE of the
-    stems either holds, by key."""
+def _near(incidence: npt.NDArray[np.float32]) -> npt.NDArray[np.bool_]:
+    """Which pairs of rows of `incidence` (texts by their stems) share NEAR_DUPLICATE of the
+    stems either holds (a text with no stem is near none)."""
     shared = incidence @ incidence.T  # exact: counts far below 2**24
     sizes = np.diag(shared)
     union = sizes[:, None] + sizes[None, :] - shared
-    near = (shared >= NEAR_DUPLICATE * union) & (shared > 0)
+    near: npt.NDArray[np.bool_] = (shared >= NEAR_DUPLICATE * union) & (shared > 0)
     np.fill_diagonal(near, val=False)
+    return near
+
+
+def _by_key(near: npt.NDArray[np.bool_], keys: list[str]) -> dict[str, frozenset[str]]:
     found_alike: dict[str, list[str]] = {}
     for first, second in zip(*(side.tolist() for side in np.nonzero(near)), strict=True):
         if keys[first] != keys[second]:  # (a key given twice is not its own near-duplicate)
@@ -347,7 +342,8 @@ def rank(
     # this ends; the second round usually finds nothing)
     alike = alike_in_pool(pool)
     by_key = {c.key: c for c in pool}
-    named = {c.key: _named(c.text, asked) for c in pool}
+    names = [name for name in asked if _COMPOUND.fullmatch(name)]
+    named = {c.key: _named(c.text, asked, names) for c in pool}
     lifted = True
     while lifted:
         lifted = False
@@ -365,11 +361,11 @@ def rank(
     return _varied(ordered, limit, alike, named)
 
 
-def _named(text: str, asked: frozenset[str]) -> frozenset[str]:
-    """What of `asked` `text` holds: its stems, numbers aside, and its compound names, whole
-    ("db-prod-2", which the stems "db" and "prod" do not tell from "db-prod-1")."""
+def _named(text: str, asked: frozenset[str], names: Sequence[str]) -> frozenset[str]:
+    """What of `asked` `text` holds: its stems, numbers aside, and of its compound `names`
+    those it holds whole ("db-prod-2", which the stems "db" and "prod" do not tell from
+    "db-prod-1")."""
     held = {found for found in text_stems(text) & asked if not found.isdecimal()}
-    names = [name for name in asked if _COMPOUND.fullmatch(name)]
     if names:
         folded = text.casefold()
         held.update(name for name in names if holds_name(folded, name))
