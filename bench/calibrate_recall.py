@@ -78,7 +78,7 @@ def part_candidates(docs, matrix, doc_stems, prompt, query, *, nearest=POOL):  #
     cosines = matrix @ query
     covered = [rank.coverage(s, weights) for s in doc_stems]
     # the pool recall builds: the nearest vectors and the best lexical matches
-    nearest = np.argsort(-cosines)[:nearest]
+    closest = np.argsort(-cosines)[:nearest]
     lexical = [
         i for i in sorted(range(len(docs)), key=lambda i: -covered[i])[:POOL] if covered[i] > 0
     ]
@@ -95,7 +95,7 @@ def part_candidates(docs, matrix, doc_stems, prompt, query, *, nearest=POOL):  #
                 coverage=covered[i],
                 cosine=float(cosines[i]),
             )
-            for i in sorted({*map(int, nearest), *lexical})
+            for i in sorted({*map(int, closest), *lexical})
         ],
     )
 
