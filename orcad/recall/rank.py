@@ -198,29 +198,16 @@ def holds_distinctive(text: str, distinctive: frozenset[str]) -> bool:
 
 def holds_name(folded: str, name: str) -> bool:
     """Whether casefolded `folded` holds compound `name` whole: not as part of a longer name
-    ("db-prod-2" is not in "db-prod-20", "lab-results" not in "lab-results-v2")."""
-    start = folded.find(name)
-    while start >= 0:
-        if not _goes_on(folded, start - 1, -1) and not _goes_on(folded, start + len(name), 1):
-            return True
-        start = folded.find(name, start + 1)
-    return False
+    ("db-prod-2" is not in "db-prod-20", "lab-results" not in "lab-results-v2"), which goes on
+    with a word character or with a joining character followed by one (a name may end a
+    sentence: "ledger.tax.round_up.")."""
+    return name in folded and _whole_name(name).search(folded) is not None
 
 
-def _goes_on(text: str, at: int, step: int) -> bool:
-    """Whether a name goes on at `text[at]`, read in direction `step`: a letter, digit or `_`
-    there, or a joining character followed by one (a name's end is followed by a space or by
-    punctuation that ends a sentence: "ledger.tax.round_up.")."""
-    if not 0 <= at < len(text):
-        return False
-    if _word_character(text[at]):
-        return True
-    after = at + step
-    return text[at] in _JOINS and 0 <= after < len(text) and _word_character(text[after])
-
-
-def _word_character(char: str) -> bool:
-    return char.isalnum() or char == "_"
+@functools.lru_cache(maxsize=TEXTS_CACHED)
+def _whole_name(name: str) -> re.Pattern[str]:
+    joins = re.escape(_JOINS)
+    return re.compile(rf"(?<!\w)(?<!\w[{joins}]){re.escape(name)}(?!\w)(?![{joins}]\w)")
 
 
 @functools.lru_cache(maxsize=4 * TEXTS_CACHED)  # the same texts meet again prompt after prompt
