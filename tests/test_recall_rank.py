@@ -98,6 +98,20 @@ def test_records_cut_from_one_template_do_not_fill_the_block() -> None:
     assert ranked([*templated, other], limit=6) == ["t0", "other"]  # never the rest
 
 
+def test_records_of_one_template_are_left_out_at_every_place_of_a_large_pool() -> None:
+    # the copies come after 66 unlike records: each one's bit mask holds the first copy's
+    # place past the 64 of a first word
+    unlike = [
+        cand(f"u{n}", f"Unit{n}a owns the unit{n}b job on unit{n}c.", cos=0.95 - n / 1000)
+        for n in range(66)
+    ]
+    templated = [
+        cand(f"t{n}", f"The queue worker of shard {n} restarts every night.", cos=0.8 - n / 1000)
+        for n in range(10)
+    ]
+    assert ranked([*unlike, *templated], limit=80) == [*keys(unlike), "t0"]
+
+
 def test_records_of_one_template_differing_in_numbers_are_alike_in_form() -> None:
     texts = [
         f"The {name} queue is drained by a worker that restarts every {hours} hours."
@@ -367,10 +381,11 @@ def test_the_near_duplicates_found_in_a_pool_are_exactly_those_of_every_pair() -
     pools_with_pairs = pools_without = 0
     words = [f"w{n}x" for n in range(40)] + ["deploy", "cache", "queue", "nightly", "replica"]
     words += ["14", "30", "2026", "8080"]  # numbers: alike in form without them
-    for _ in range(300):
+    for trial in range(300):
         base = rng.sample(words, rng.randint(1, 12))
         pool = []
-        for n in range(rng.randint(1, 30)):
+        # every tenth pool is larger than 64, a place past the first word of a bit mask
+        for n in range(rng.randint(65, 80) if trial % 10 == 0 else rng.randint(1, 30)):
             text = list(base)
             for _ in range(rng.randint(0, 8)):  # replace, drop or add words
                 choice = rng.random()
