@@ -264,14 +264,13 @@ def _related(pool: Sequence[Candidate]) -> _Related:
     if not pool:
         return _Related([], [])
     hashed = [_stem_hashes(c.text) for c in pool]
-    columns, column_of = np.unique(
-        np.concatenate([found for found, _numbers in hashed]), return_inverse=True
-    )
+    every = np.concatenate(hashed)
+    columns, column_of = np.unique(every, return_inverse=True)
     incidence = np.zeros((len(pool), len(columns)), dtype=np.float32)
-    rows = np.repeat(np.arange(len(pool)), [len(found) for found, _numbers in hashed])
+    rows = np.repeat(np.arange(len(pool)), [len(found) for found in hashed])
     incidence[rows, column_of] = 1.0
     same = _near(incidence)
-    numbers = np.concatenate([numbers for _found, numbers in hashed])
+    numbers = (every & 1).astype(np.bool_)
     if not numbers.any():
         masks = _masks(same)
         return _Related(masks, masks)
@@ -282,14 +281,15 @@ def _related(pool: Sequence[Candidate]) -> _Related:
 
 
 @functools.lru_cache(maxsize=TEXTS_CACHED)
-def _stem_hashes(text: str) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
-    """The text's significant stems as their hashes (this process's), and which of them are
-    numbers (cached: the same records come back prompt after prompt). Two stems that hash
-    alike would count as one, a chance of about 2**-64 a pair."""
+def _stem_hashes(text: str) -> npt.NDArray[np.int64]:
+    """The text's significant stems as their hashes (this process's), odd for a number and
+    even for a word (cached: the same records come back prompt after prompt; one array, about
+    200 bytes a text). Two stems that hash alike would count as one, a chance of about 2**-63
+    a pair."""
     found = list(significant_stems(text))
     hashes = np.fromiter(map(hash, found), dtype=np.int64, count=len(found))
     numbers = np.fromiter((token.isdecimal() for token in found), dtype=np.bool_, count=len(found))
-    return hashes, numbers
+    return (hashes & ~1) | numbers
 
 
 def _near(incidence: npt.NDArray[np.float32]) -> npt.NDArray[np.bool_]:
