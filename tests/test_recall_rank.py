@@ -464,6 +464,16 @@ def test_a_candidate_whose_cosine_is_not_a_number_ranks_on_its_words() -> None:
     assert ranked([broken], gate=0.9) == ["nan"]  # opens the gate on its words, as without one
 
 
+def test_a_coverage_that_is_not_a_number_counts_as_none() -> None:
+    # its score must still compare, or the floor would no longer cut the order in one place
+    first = cand("a", "deploy the frontend nightly", cos=0.9)
+    broken = cand("nan", "cache queue worker shard", cov=float("nan"), cos=0.55)
+    last = cand("c", "ledger tax round migration", cos=0.52)
+    assert ranked([first, broken, last], limit=3) == ["a", "nan", "c"]
+    below = cand("low", "cache queue worker shard", cov=float("nan"), cos=0.3)
+    assert ranked([first, below, last], limit=2) == ["a", "c"]
+
+
 def test_a_key_given_twice_ranks_once_as_its_first_candidate() -> None:
     first = cand("k", "the frontend uses pnpm", at=1, cos=0.9)
     again = cand("k", "the frontend uses pnpm now", at=2, cos=0.7)

@@ -59,10 +59,10 @@ from orcad.limits import QUERY_MAX_CONSIDERED
 from orcad.query import QUERY_READ_CHARS, is_weak_term, stem, stems, tokenize
 
 NEAR_DUPLICATE = 0.5  # Jaccard of significant word stems from which two texts say the same
-_NEWER_STEP = 1e-6
+_NEWER_STEP = 1e-6  # how far above its older near-duplicate a correction is placed
 # candidates looked at per entry shown: a correction is worded like what it corrects, so it
 # scores close to it; the long tail of weak candidates is never compared
-CONSIDERED_PER_SHOWN = 3  # how far above its older near-duplicate a correction is placed
+CONSIDERED_PER_SHOWN = 3
 # records alike in form shown together, at most: the first (a correction, lifted above what it
 # corrects); a second took a place that "other words" prompts' facts needed (docs/recall.md)
 ALIKE_SHOWN = 1
@@ -258,9 +258,10 @@ def _related(pool: Sequence[Candidate]) -> _Related:
     product of the candidates' stem-incidence matrix with itself (the shared stems of each
     pair), and again without the columns of numbers. A text's stems come hashed from a cache,
     so that a pool's columns are one `np.unique`, and the pairs leave numpy as a bit mask per
-    candidate: 0.06 ms for this bench's pools of about 40 texts, where a dict of their stems
-    and a set of keys per candidate took 0.2 ms (and comparing the pairs that shared a prefix
-    stem took 0.05 ms for unlike texts but 0.4-0.55 ms for records alike in form)."""
+    candidate: 0.06-0.1 ms for the pools of about 40 texts of bench/rank.py, where a dict of
+    their stems and a set of keys per candidate took 0.2 ms (and comparing the pairs that
+    shared a prefix stem took 0.05 ms for unlike texts but 0.4-0.55 ms for records alike in
+    form)."""
     if not pool:
         return _Related([], [])
     hashed = [_stem_hashes(c.text) for c in pool]
@@ -283,13 +284,15 @@ def _related(pool: Sequence[Candidate]) -> _Related:
 @functools.lru_cache(maxsize=TEXTS_CACHED)
 def _stem_hashes(text: str) -> npt.NDArray[np.int64]:
     """The text's significant stems as their hashes (this process's), odd for a number and
-    even for a word (cached: the same records come back prompt after prompt; one array, about
-    200 bytes a text). Two stems that hash alike would count as one, a chance of about 2**-63
-    a pair."""
+    even for a word (cached: the same records come back prompt after prompt; one read-only
+    array, 112 bytes and 8 a stem). Two stems that hash alike would count as one, a chance of
+    about 2**-63 a pair with 64-bit hashes (2**-31 on a 32-bit build)."""
     found = list(significant_stems(text))
     hashes = np.fromiter(map(hash, found), dtype=np.int64, count=len(found))
     numbers = np.fromiter((token.isdecimal() for token in found), dtype=np.bool_, count=len(found))
-    return (hashes & ~1) | numbers
+    marked = (hashes & ~1) | numbers
+    marked.setflags(write=False)
+    return marked
 
 
 def _near(incidence: npt.NDArray[np.float32]) -> npt.NDArray[np.bool_]:
@@ -323,10 +326,13 @@ def _bits(mask: int) -> Iterator[int]:
 
 
 def relevance(candidate: Candidate, floor: float, lexical_weight: float) -> float:
+    """Cosine plus `lexical_weight` times coverage; a coverage that is not a number counts as
+    none, so that every score compares (ranking relies on a total order)."""
+    covered = candidate.coverage if math.isfinite(candidate.coverage) else 0.0
     if candidate.cosine is None or not math.isfinite(candidate.cosine):
         # lexical as before (no vector, or a broken one): any shared term passes the floor
-        return floor + lexical_weight * candidate.coverage if candidate.coverage > 0 else -1.0
-    return candidate.cosine + lexical_weight * candidate.coverage
+        return floor + lexical_weight * covered if covered > 0 else -1.0
+    return candidate.cosine + lexical_weight * covered
 
 
 def rank(
