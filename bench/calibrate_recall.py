@@ -3,10 +3,14 @@ gate on labelled sets (bench/eval_data.py and bench/eval_data_fresh.py by defaul
 projects, written apart).
 
 In process, without a daemon: every fact, correction and distractor is embedded with the chosen
-model, and for each prompt the ranking module (orcad/recall/rank.py) ranks all of them (the
-automatic part: the 128 ledger facts, top 6; the deliberate part: facts plus 1,000 distractors,
-top 8; and a new user's small store: the prompt's wanted facts and three others, top 6) for a
-grid of settings; a prompt meets only the stores of its own set. A prompt's gate is `gate +
+model, and for each prompt the ranking module (orcad/recall/rank.py) ranks the candidates
+recall would fetch (the automatic part: the 128 ledger facts, top 6; the deliberate part: facts
+plus 1,000 distractors in a real deliberate store, whose bm25 search gives the lexical half as
+the daemon's does, top 8; and a new user's small store: the prompt's wanted facts and three
+others, top 6; each part ranked for twice what it shows, as recall fetches) for a grid of
+settings; a prompt meets only the stores of its own set. These rankings miss or find the same
+facts as the daemon's on all six labelled sets, to within one prompt a part
+(`python -m bench.why_recall` against `python -m bench.eval_recall`). A prompt's gate is `gate +
 unrelated_weight x the probability that it is about nothing a project stores - project_weight x
 its cosine with the nearest of orcad/recall/project_prompts.txt`, as the daemon computes it
 (`Embeddings.gates_for`; the probability comes from a logistic regression over the prompt's
@@ -38,6 +42,7 @@ from __future__ import annotations
 import argparse
 import random
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -46,7 +51,11 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.eval_recall import Labelled
-from orcad.query import derive_query_terms, stem, stems
+from orcad.deliberate.queries import DuplicateRecord, StoredRecord, insert_record, new_record_id
+from orcad.deliberate.schema import open_database
+from orcad.deliberate.vectors import hybrid_search
+from orcad.limits import RECALL_AUTOMATIC_MAX_ENTRIES, RECALL_DELIBERATE_MAX_RECORDS
+from orcad.query import derive_query_terms, distinct_terms, stem, stems
 from orcad.recall import rank
 from orcad.recall.deliberate import NEAREST_PER_SHOWN
 from orcad.recall.embedding import load_embedder
@@ -58,6 +67,7 @@ from orcad.recall.prompt_gate import (
     general_words,
     read_prompts,
 )
+from orcad.recall.service import AUTOMATIC_FETCH, DELIBERATE_FETCH
 
 # per kind of match, as recall fetches (the nearest deliberate records: NEAREST_PER_SHOWN times)
 POOL = 16
@@ -71,17 +81,67 @@ MIN_LEXICAL_WEIGHT = 0.3
 LEXICAL_GATES = (None, 0.3, 0.35, 0.4)  # None first: without one, when it does as well
 
 
-def part_candidates(docs, matrix, doc_stems, prompt, query, *, nearest=POOL):  # type: ignore[no-untyped-def]
-    terms = derive_query_terms(prompt)
-    frequency = {t: sum(1 for s in doc_stems if stem(t) in s) for t in terms}
-    weights = rank.query_weights(terms, frequency, len(docs))
+class DeliberateLexical:
+    """The deliberate part's lexical half as the daemon finds it: `docs` in a real deliberate
+    store (a temporary SQLite file), searched by `hybrid_search` without a vector, so that a
+    prompt's terms are the most selective 12 by the store's own counts and its lexical
+    candidates the POOL best by bm25 (ranked by coverage instead, main's deliberate "other
+    words" came to 0.635 in process against 0.757 through the daemon)."""
+
+    WORKSPACE = "calibration"
+
+    def __init__(self, docs: list[tuple[str, str]], directory: Path) -> None:
+        self.connection = open_database(directory / "memory.sqlite3")
+        self.connection.execute("PRAGMA synchronous = OFF")  # a scratch copy
+        self.place: dict[str, int] = {}  # record id -> index in docs
+        for number, (_id, text) in enumerate(docs):
+            record = StoredRecord(
+                id=new_record_id(),
+                kind="fact",
+                content=text,
+                workspace_id=self.WORKSPACE,
+                workspace_root="/",
+                created_at=float(number),
+                updated_at=float(number),
+            )
+            try:
+                insert_record(self.connection, record)
+            except DuplicateRecord:  # the same text twice: the daemon keeps one
+                continue
+            self.place[record.id] = number
+
+    def search(self, prompt: str) -> tuple[list[str], dict[str, int], int, list[int]]:
+        """The prompt's terms, their record counts, the records in all, and the indices of
+        the lexical candidates, best first."""
+        found = hybrid_search(
+            self.connection, self.WORKSPACE, distinct_terms(prompt), None, None, POOL, [None]
+        )
+        lexical = [self.place[item.record.id] for item in found.found]
+        return found.terms, found.frequency, found.total, lexical
+
+    def close(self) -> None:
+        self.connection.close()
+
+
+def part_candidates(docs, matrix, doc_stems, prompt, query, *, nearest=POOL, store=None):  # type: ignore[no-untyped-def]
+    """The candidates recall ranks for `prompt`: the `nearest` vectors and the POOL best
+    lexical matches, by coverage, or with `store` (a DeliberateLexical of `docs`) as the
+    deliberate part finds them."""
+    if store is None:
+        terms = derive_query_terms(prompt)
+        frequency = {t: sum(1 for s in doc_stems if stem(t) in s) for t in terms}
+        total, lexical = len(docs), None
+    else:
+        terms, frequency, total, lexical = store.search(prompt)
+    weights = rank.query_weights(terms, frequency, total)
     cosines = matrix @ query
     covered = [rank.coverage(s, weights) for s in doc_stems]
     # the pool recall builds: the nearest vectors and the best lexical matches
     closest = np.argsort(-cosines)[:nearest]
-    lexical = [
-        i for i in sorted(range(len(docs)), key=lambda i: -covered[i])[:POOL] if covered[i] > 0
-    ]
+    if lexical is None:
+        lexical = [
+            i for i in sorted(range(len(docs)), key=lambda i: -covered[i])[:POOL] if covered[i] > 0
+        ]
     names = rank.compound_names(prompt)
     distinctive = rank.distinctive_terms(terms, frequency, general_words(), names)
     return (
@@ -100,6 +160,10 @@ def part_candidates(docs, matrix, doc_stems, prompt, query, *, nearest=POOL):  #
     )
 
 
+# (entries shown, entries ranked): each part ranks twice what it shows, as recall fetches (its
+# caps then keep the first), so that records left out as alike leave room for others
+AUTOMATIC = (RECALL_AUTOMATIC_MAX_ENTRIES, AUTOMATIC_FETCH)
+DELIBERATE = (RECALL_DELIBERATE_MAX_RECORDS, DELIBERATE_FETCH)
 WEIGHTS = tuple(w for w in (0.0, 0.1, 0.2, 0.3, 0.5, 0.7) if w >= MIN_LEXICAL_WEIGHT)
 FLOORS = [round(float(f), 2) for f in np.arange(0.1, 0.7, 0.02)]
 GATES = [round(float(g), 2) for g in np.arange(-2.0, 0.8, 0.04)]
@@ -139,23 +203,23 @@ class Outcomes:
         """Every prompt ranked at this lexical weight and floor (self.table's entry)."""
         if (weight, floor) not in self.table:
             entry = {}
-            for name, (top, prompts) in self.prepared.items():
+            for name, ((shown, fetch), prompts) in self.prepared.items():
                 found, best, covered, opened = [], [], [], []
                 for cls, wanted, docs, (distinctive, asked, candidates) in prompts:
                     ranked = rank.rank(
                         candidates,
                         semantic=True,
-                        limit=top,
+                        limit=fetch,
                         floor=floor,
                         lexical_weight=weight,
                         gate=None,
                         asked=asked,
-                    )
+                    )[:shown]
                     ids = {docs[int(c.key)][0] for c in ranked}
                     found.append(bool(ids) if cls == "none" else bool(ids & set(wanted)))
                     considered = sorted(
                         candidates, key=lambda c: -rank.relevance(c, floor, weight)
-                    )[: rank.CONSIDERED_PER_SHOWN * top]  # what rank() looks at
+                    )[: rank.CONSIDERED_PER_SHOWN * fetch]  # what rank() looks at
                     best.append(
                         rank.relevance(considered[0], floor, weight) if considered else -1.0
                     )
@@ -240,10 +304,10 @@ def prepare(labelled: Labelled, embedder, references):  # type: ignore[no-untype
     everything = [(i, t) for i, _c, _k, t in labelled.all_facts()]
     prompts = labelled.prompts
     parts = {
-        "automatic": (everything, 6, POOL),
+        "automatic": (everything, AUTOMATIC, POOL),
         "deliberate": (
             [("x", t) for t in labelled.distractors] + everything,
-            8,
+            DELIBERATE,
             int(NEAREST_PER_SHOWN * POOL),
         ),
     }
@@ -258,18 +322,26 @@ def prepare(labelled: Labelled, embedder, references):  # type: ignore[no-untype
     for name, (docs, top, fetched) in parts.items():
         matrix = embedder.embed([t for _i, t in docs])
         doc_stems = [stems(t) for _i, t in docs]
-        prepared[name] = (
-            top,
-            [
-                (
-                    cls,
-                    wanted,
-                    docs,
-                    part_candidates(docs, matrix, doc_stems, prompt, query, nearest=fetched),
+        with tempfile.TemporaryDirectory(prefix="orcad-calibrate-") as scratch:
+            store = DeliberateLexical(docs, Path(scratch)) if name == "deliberate" else None
+            try:
+                prepared[name] = (
+                    top,
+                    [
+                        (
+                            cls,
+                            wanted,
+                            docs,
+                            part_candidates(
+                                docs, matrix, doc_stems, prompt, query, nearest=fetched, store=store
+                            ),
+                        )
+                        for (cls, prompt, wanted), query in zip(prompts, queries, strict=True)
+                    ],
                 )
-                for (cls, prompt, wanted), query in zip(prompts, queries, strict=True)
-            ],
-        )
+            finally:
+                if store is not None:
+                    store.close()
     # a new user's store: each prompt against its wanted facts and a few others, where every
     # term is rare and a prompt shares one word with the fact it wants
     chance = random.Random(1)
@@ -280,7 +352,7 @@ def prepare(labelled: Labelled, embedder, references):  # type: ignore[no-untype
         matrix = embedder.embed([t for _i, t in docs])
         doc_stems = [stems(t) for _i, t in docs]
         small.append((cls, wanted, docs, part_candidates(docs, matrix, doc_stems, prompt, query)))
-    prepared["small"] = (6, small)
+    prepared["small"] = (AUTOMATIC, small)
     return classes, closeness, prepared
 
 

@@ -8,11 +8,10 @@ unrelated prompt that gets entries, and each "other words" prompt whose fact is 
 prints the classifier's probability that the prompt is about nothing a project stores, the
 prompt's gate, the best candidate's relevance (cosine + w x coverage) and text, what opened
 the gate (that relevance, or a distinctive term), and for a miss where its fact stands in the
-full ranking and its relevance. The automatic part ranks here as in the daemon; the deliberate
-part does not quite, since the daemon takes its 16 lexical candidates by bm25 from the FTS5
-index and these are the 16 that cover the most of the prompt's terms (main's "other words"
-hit@8: 0.635 here, 0.757 through the daemon). bench/eval_recall.py gives the daemon's own
-figures.
+full ranking and its relevance. The deliberate part's lexical half comes from a real
+deliberate store's bm25 search, and each part ranks twice what it shows, as recall fetches:
+what this misses and fills matches bench/eval_recall.py's figures through the daemon on all
+six labelled sets to within one prompt a part.
 
     .venv/bin/python -m bench.why_recall [--set main] [--part automatic|deliberate] [--json]
 """
@@ -22,14 +21,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
 if __package__ in (None, ""):  # run as `python bench/<name>.py`: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.calibrate_recall import POOL, part_candidates
-from bench.eval_recall import LABELLED_SETS, TOP, Labelled
+from bench.calibrate_recall import AUTOMATIC, DELIBERATE, POOL, DeliberateLexical, part_candidates
+from bench.eval_recall import LABELLED_SETS, Labelled
 from orcad.query import stems
 from orcad.recall import rank
 from orcad.recall.deliberate import NEAREST_PER_SHOWN
@@ -41,13 +41,26 @@ TEXT_SHOWN = 100  # characters of a candidate's text printed
 
 
 def explain(name: str, part: str) -> list[dict[str, Any]]:
-    embedder = load_embedder(str(BUILTIN_DIR))
-    references = gate_references(embedder)
-    assert embedder is not None and references is not None
     labelled = Labelled.named(name)
     facts = [(i, t) for i, _c, _k, t in labelled.all_facts()]
     docs = facts if part == "automatic" else [("x", t) for t in labelled.distractors] + facts
+    with tempfile.TemporaryDirectory(prefix="orcad-why-") as scratch:
+        store = DeliberateLexical(docs, Path(scratch)) if part == "deliberate" else None
+        try:
+            return _explained(labelled, docs, part, store)
+        finally:
+            if store is not None:
+                store.close()
+
+
+def _explained(
+    labelled: Labelled, docs: list[tuple[str, str]], part: str, store: DeliberateLexical | None
+) -> list[dict[str, Any]]:
+    embedder = load_embedder(str(BUILTIN_DIR))
+    references = gate_references(embedder)
+    assert embedder is not None and references is not None
     nearest = POOL if part == "automatic" else int(NEAREST_PER_SHOWN * POOL)
+    shown_count, fetch = AUTOMATIC if part == "automatic" else DELIBERATE
     matrix = embedder.embed([t for _i, t in docs])
     doc_stems = [stems(t) for _i, t in docs]
     prompts = [prompt for _cls, prompt, _wanted in labelled.prompts]
@@ -62,7 +75,7 @@ def explain(name: str, part: str) -> list[dict[str, Any]]:
         if cls == "shares":
             continue
         distinctive, asked, candidates = part_candidates(
-            docs, matrix, doc_stems, prompt, query, nearest=nearest
+            docs, matrix, doc_stems, prompt, query, nearest=nearest, store=store
         )
         gate = (
             embedder.gate
@@ -72,13 +85,13 @@ def explain(name: str, part: str) -> list[dict[str, Any]]:
         shown = rank.rank(
             candidates,
             semantic=True,
-            limit=TOP[part],
+            limit=fetch,
             floor=floor,
             lexical_weight=weight,
             gate=gate,
             distinctive=distinctive,
             asked=asked,
-        )
+        )[:shown_count]
         shown_ids = {docs[int(c.key)][0] for c in shown}
         if (cls == "none" and not shown) or (cls == "other" and shown_ids & set(wanted)):
             continue
