@@ -142,10 +142,14 @@ def test_each_failpoint_ends_in_a_correct_state_after_restart(
     facts = [candidate.fact for candidate in inspected.ledger.candidates]
     assert facts == ["The project uses pnpm for packages.", "The project uses ruff for linting."]
     assert inspected.index.state == "current"
-    # temp files left by the crash are cleared (once the facts' vectors are written: an index
-    # being written has its temp file)
+    # temp files left by the crash are cleared. The live daemon may still be writing one (a
+    # projection or the facts' vectors: an index being written has its temp file, named with
+    # the writer's pid), which must be gone once that write ends.
     wait_for(lambda: backfill_done(daemon))
-    assert not list(project_dir.glob(".*.tmp"))
+    assert daemon.proc is not None
+    writing = f".{daemon.proc.pid}-"
+    assert not [temp for temp in project_dir.glob(".*.tmp") if writing not in temp.name]
+    wait_for(lambda: not list(project_dir.glob(".*.tmp")))
     markdown = (project_dir / "auto-memory.md").read_text()
     assert "pnpm" in markdown and "ruff" in markdown
 
