@@ -3,8 +3,9 @@
 In process, without a daemon, with the built-in model and its own settings (MODEL.txt): every
 prompt of a labelled set is ranked against the set's automatic part (its facts, top 6) and
 deliberate part (its facts and 1,000 distractors, top 8), as bench/calibrate_recall.py ranks
-them (`part_candidates`, `rank.rank`, the gate from `Embeddings.gates_for`'s formula). For each
-unrelated prompt that gets entries, and each "other words" prompt whose fact is not shown, it
+them (`part_candidates`, `rank.rank`), with each prompt's gate from `Embeddings.query` as recall
+computes it. For each unrelated prompt that gets entries, and each "other words" prompt whose
+fact is not shown, it
 prints the classifier's probability that the prompt is about nothing a project stores, the
 prompt's gate, the best candidate's relevance (cosine + w x coverage) and text, what opened
 the gate (that relevance, or a distinctive term), and for a miss where its fact stands in the
@@ -33,8 +34,7 @@ from bench.eval_recall import LABELLED_SETS, Labelled
 from orcad.query import stems
 from orcad.recall import rank
 from orcad.recall.deliberate import NEAREST_PER_SHOWN
-from orcad.recall.embedding import load_embedder
-from orcad.recall.local_models import BUILTIN_DIR
+from orcad.recall.embedding import Embeddings
 from orcad.recall.prompt_gate import gate_references
 
 TEXT_SHOWN = 100  # characters of a candidate's text printed
@@ -56,8 +56,9 @@ def explain(name: str, part: str) -> list[dict[str, Any]]:
 def _explained(
     labelled: Labelled, docs: list[tuple[str, str]], part: str, store: DeliberateLexical | None
 ) -> list[dict[str, Any]]:
-    embedder = load_embedder(str(BUILTIN_DIR))
-    references = gate_references(embedder)
+    embeddings = Embeddings.load("builtin")  # each prompt's vector and gate as recall's
+    embedder = embeddings.embedder
+    references = gate_references(embedder)  # for the probability printed
     assert embedder is not None and references is not None
     nearest = POOL if part == "automatic" else int(NEAREST_PER_SHOWN * POOL)
     shown_count, fetch = AUTOMATIC if part == "automatic" else DELIBERATE
@@ -77,11 +78,9 @@ def _explained(
         distinctive, asked, candidates = part_candidates(
             docs, matrix, doc_stems, prompt, query, nearest=nearest, store=store
         )
-        gate = (
-            embedder.gate
-            + embedder.unrelated_weight * float(unrelated[number])
-            - embedder.project_weight * max(0.0, float(closest[number, 1]))
-        )
+        asked_for = embeddings.query(prompt)
+        assert asked_for is not None
+        gate = asked_for.gates.gate
         shown = rank.rank(
             candidates,
             semantic=True,
