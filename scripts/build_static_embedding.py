@@ -191,14 +191,14 @@ def main() -> None:
     parser.add_argument(
         "--gate",
         type=float,
-        default=-1.16,
+        default=-1.64,
         help="relevance the best candidate must reach for recall to inject anything, before "
         "the prompt's likeness to the reference prompts moves it (bench/calibrate_recall)",
     )
     parser.add_argument(
         "--unrelated-weight",
         type=float,
-        default=2.0,
+        default=2.5,
         help="how much the probability that a prompt is like orcad/recall/unrelated_prompts.txt "
         "(a classifier fitted on them and the project prompts) raises its gate "
         "(bench/calibrate_recall)",
