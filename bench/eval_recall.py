@@ -10,7 +10,7 @@ hit@6; deliberate, hit@8) it prints hit@k, MRR, the share of nothing-relevant pr
 with an empty part, how often an outdated fact ranks above its correction, mean bytes
 injected, recall p50, and the daemon's RSS.
 
-    .venv/bin/python -m bench.eval_recall [--set main|fresh|check] [--misses] [--json]
+    .venv/bin/python -m bench.eval_recall [--set NAME] [--misses] [--json]
         [--config 'TOML']
 """
 
