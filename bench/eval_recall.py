@@ -54,6 +54,7 @@ LABELLED_SETS = {
     "sixth": "bench.eval_data_sixth",
     "seventh": "bench.eval_data_seventh",
     "eighth": "bench.eval_data_eighth",
+    "ninth": "bench.eval_data_ninth",
 }
 
 
@@ -306,11 +307,8 @@ def main(argv: list[str] | None = None) -> None:
         choices=sorted(LABELLED_SETS),
         default="main",
         help="the labelled set: main (bench/eval_data.py), fresh, check, fourth, fifth, sixth, "
-        "seventh or eighth (bench/eval_data_fresh.py, bench/eval_data_check.py, "
-        "bench/eval_data_fourth.py, bench/eval_data_fifth.py, bench/eval_data_sixth.py, "
-        "bench/eval_data_seventh.py, bench/eval_data_eighth.py: each written apart from the "
-        "others; check, fourth, fifth, sixth, seventh and eighth are never used to choose a "
-        "setting)",
+        "seventh, eighth or ninth (bench/eval_data_<name>.py: each written apart from the "
+        "others; check and the ones after it are never used to choose a setting)",
     )
     args = parser.parse_args(argv)
     configure_logging(sys.stderr, level=logging.WARNING)  # in-process ledger writes stay quiet
