@@ -173,3 +173,12 @@ class DaemonProcess:
             except ValueError:
                 continue
         return events
+
+
+def process_gone(pid: int) -> bool:
+    """True once `pid` has exited (a zombie awaiting its reaper counts as gone)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+    return state in ("Z", "X")

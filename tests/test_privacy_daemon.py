@@ -22,7 +22,7 @@ from protocol.client import Client
 from protocol.errors import RemoteError
 from tests.external_worker import fact_output, turn_params, wait_for
 from tests.fake_openai import FakeOpenAI, ok
-from tests.harness import DaemonProcess, OrcaEnv
+from tests.harness import DaemonProcess, OrcaEnv, process_gone
 
 pytestmark = pytest.mark.daemon
 
@@ -426,6 +426,9 @@ def test_every_file_is_private_under_umask_000(
     finally:
         os.kill(pid, signal.SIGTERM)
         wait_for(lambda: not orca_env.socket.exists(), timeout=20)
+        # the socket goes first: the daemon may still be closing its databases, whose -wal
+        # files vanish as they close
+        wait_for(lambda: process_gone(pid), timeout=20)
     log = orca_env.home / "orcad.log"
     assert log.exists()
     written_by_the_test = {orca_env.home / "config.toml"}

@@ -17,6 +17,7 @@ from orcad.config import CommandConfig, ExtractionConfig
 from orcad.providers import ProviderConfigError, build_provider, command_launcher, prompt
 from orcad.providers.base import ProviderError
 from orcad.providers.command import STDERR_TAIL_CHARS, CommandProvider
+from tests.harness import process_gone
 
 pytestmark = pytest.mark.inprocess
 
@@ -26,15 +27,6 @@ ANSWER = '{"category": "user", "fact": "The user prefers concise status updates.
 
 def python(code: str) -> list[str]:
     return [sys.executable, "-c", code]
-
-
-def process_gone(pid: int) -> bool:
-    """True once `pid` has exited (a zombie awaiting its reaper counts as gone)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError):
-        return True
-    return state in ("Z", "X")
 
 
 def wait_gone(pids: list[int], timeout: float = 5.0) -> list[int]:
