@@ -9,7 +9,7 @@ plus 1,000 distractors in a real deliberate store, whose bm25 search gives the l
 the daemon's does, top 8; and a new user's small store: the prompt's wanted facts and three
 others, top 6; each part ranked for twice what it shows, as recall fetches) for a grid of
 settings; a prompt meets only the stores of its own set. These rankings miss or find the same
-facts as the daemon's on all six labelled sets, to within one prompt a part
+facts as the daemon's on all nine labelled sets, to within one prompt a part
 (`python -m bench.why_recall` against `python -m bench.eval_recall`). A prompt's gate is `gate +
 unrelated_weight x the probability that it is about nothing a project stores - project_weight x
 its cosine with the nearest of orcad/recall/project_prompts.txt`, as the daemon computes it
@@ -40,6 +40,7 @@ bench/eval_data_check.py, which no choice ever sees.
 from __future__ import annotations
 
 import argparse
+import itertools
 import random
 import sys
 import tempfile
@@ -125,8 +126,9 @@ class DeliberateLexical:
 
 def part_candidates(docs, matrix, doc_stems, prompt, query, *, nearest=POOL, store=None):  # type: ignore[no-untyped-def]
     """The candidates recall ranks for `prompt`: the `nearest` vectors and the POOL best
-    lexical matches, by coverage, or with `store` (a DeliberateLexical of `docs`) as the
-    deliberate part finds them."""
+    lexical matches, by coverage, each with its cosine measured from the centre of `docs` to
+    order it, as the automatic part's are; or with `store` (a DeliberateLexical of `docs`) as
+    the deliberate part finds them."""
     if store is None:
         terms = derive_query_terms(prompt)
         frequency = {t: sum(1 for s in doc_stems if stem(t) in s) for t in terms}
@@ -135,6 +137,10 @@ def part_candidates(docs, matrix, doc_stems, prompt, query, *, nearest=POOL, sto
         terms, frequency, total, lexical = store.search(prompt)
     weights = rank.query_weights(terms, frequency, total)
     cosines = matrix @ query
+    order = None
+    if store is None:
+        present = np.ones(len(matrix), dtype=bool)
+        order = rank.centred_cosines(cosines, query, rank.StoreCentre.of(matrix, present))
     covered = [rank.coverage(s, weights) for s in doc_stems]
     # the pool recall builds: the nearest vectors and the best lexical matches
     closest = np.argsort(-cosines)[:nearest]
@@ -154,6 +160,7 @@ def part_candidates(docs, matrix, doc_stems, prompt, query, *, nearest=POOL, sto
                 recorded_at=float(i),
                 coverage=covered[i],
                 cosine=float(cosines[i]),
+                order_cosine=None if order is None else float(order[i]),
             )
             for i in sorted({*map(int, closest), *lexical})
         ],
@@ -189,15 +196,15 @@ class Outcomes:
     coverage, and whether a candidate holding a distinctive term opens the gate. The gate only
     decides whether that ranking is shown, so the gate grid costs no ranking."""
 
-    def __init__(self, prepared, closeness, classes, groups):  # type: ignore[no-untyped-def]
+    def __init__(self, prepared, closeness, classes, groups, pairs=None):  # type: ignore[no-untyped-def]
+        """Ranked at every (lexical weight, floor) of `pairs` (default: the whole grid)."""
         self.closeness = closeness  # (P(unrelated), closeness to the project prompts)
         self.classes = classes
         self.groups = groups  # each prompt's labelled set
         self.prepared = prepared
         self.table = {}
-        for weight in WEIGHTS:
-            for floor in FLOORS:
-                self.rank_all(weight, floor)
+        for weight, floor in pairs or itertools.product(WEIGHTS, FLOORS):
+            self.rank_all(weight, floor)
 
     def rank_all(self, weight, floor):  # type: ignore[no-untyped-def]
         """Every prompt ranked at this lexical weight and floor (self.table's entry)."""
@@ -356,6 +363,20 @@ def prepare(labelled: Labelled, embedder, references):  # type: ignore[no-untype
     return classes, closeness, prepared
 
 
+def gather(names, embedder, references):  # type: ignore[no-untyped-def]
+    """The labelled sets `names` prepared together: Outcomes' arguments, each prompt's group
+    the place of its set in `names`."""
+    sets = [prepare(Labelled.named(name), embedder, references) for name in names]
+    classes = np.concatenate([c for c, _n, _p in sets])
+    groups = np.concatenate([np.full(len(c), number) for number, (c, _n, _p) in enumerate(sets)])
+    closeness = [np.concatenate([n[i] for _c, n, _p in sets]) for i in (0, 1)]
+    prepared = {
+        part: (sets[0][2][part][0], [row for _c, _n, p in sets for row in p[part][1]])
+        for part in sets[0][2]
+    }
+    return prepared, closeness, classes, groups
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default=str(BUILTIN_DIR))
@@ -385,17 +406,7 @@ def main() -> None:
     references = GateReferences(embedder.embed(texts[0]), embedder.embed(texts[1]), texts)
 
     def gathered(names: str):  # type: ignore[no-untyped-def]
-        sets = [prepare(Labelled.named(name), embedder, references) for name in names.split(",")]
-        classes = np.concatenate([c for c, _n, _p in sets])
-        groups = np.concatenate(
-            [np.full(len(c), number) for number, (c, _n, _p) in enumerate(sets)]
-        )
-        closeness = [np.concatenate([n[i] for _c, n, _p in sets]) for i in (0, 1)]
-        prepared = {
-            part: (sets[0][2][part][0], [row for _c, _n, p in sets for row in p[part][1]])
-            for part in sets[0][2]
-        }
-        return prepared, closeness, classes, groups
+        return gather(names.split(","), embedder, references)
 
     prepared, closeness, classes, groups = gathered(args.sets)
     outcomes = Outcomes(prepared, closeness, classes, groups)

@@ -12,7 +12,8 @@ the gate (that relevance, or a distinctive term), and for a miss where its fact 
 full ranking and its relevance. The deliberate part's lexical half comes from a real
 deliberate store's bm25 search, and each part ranks twice what it shows, as recall fetches:
 what this misses and fills matches bench/eval_recall.py's figures through the daemon on all
-six labelled sets to within one prompt a part.
+nine labelled sets to within one prompt a part (the same counts on seventh, eighth and
+ninth).
 
     .venv/bin/python -m bench.why_recall [--set main] [--part automatic|deliberate] [--json]
 """

@@ -100,31 +100,34 @@ def test_score_counts_hits_ranks_empty_parts_and_stale_first() -> None:
 # leaves two more of check's unrelated prompts filled and one more of fourth's (docs/recall.md, "The
 # embedding model").
 FLOORS = {
-    # 0.981 / 0.981, 0.811 / 0.77, 0.98 / 0.98
-    "main": (0.97, 0.97, 0.77, 0.62, 0.95, 0.95),
-    # 1.0 / 1.0, 0.905 / 0.905, 0.914 / 0.914
-    "fresh": (0.97, 0.97, 0.85, 0.83, 0.88, 0.88),
-    # 1.0 / 1.0, 0.727 / 0.705, 0.857 / 0.857
-    "check": (0.97, 0.97, 0.7, 0.63, 0.83, 0.83),
-    # 1.0 / 1.0, 0.841 / 0.75, 0.829 / 0.829
-    "fourth": (0.97, 0.97, 0.81, 0.72, 0.8, 0.8),
-    # 1.0 / 1.0, 0.867 / 0.844 (0.889 / 0.889 with AVX2 alone, before the eighth round), 0.541 /
+    # 0.981 / 0.981, 0.838 / 0.77, 0.98 / 0.98
+    "main": (0.97, 0.97, 0.82, 0.62, 0.95, 0.95),
+    # 1.0 / 1.0, 0.952 / 0.905, 0.914 / 0.914
+    "fresh": (0.97, 0.97, 0.92, 0.83, 0.88, 0.88),
+    # 1.0 / 1.0, 0.75 / 0.705, 0.857 / 0.857
+    "check": (0.97, 0.97, 0.72, 0.63, 0.83, 0.83),
+    # 1.0 / 1.0, 0.818 / 0.75, 0.829 / 0.829 (0.841 in the automatic part before it was ordered
+    # from the ledger's centre)
+    "fourth": (0.97, 0.97, 0.79, 0.72, 0.8, 0.8),
+    # 1.0 / 1.0, 0.911 / 0.844 (0.889 / 0.889 with AVX2 alone, before the eighth round), 0.541 /
     # 0.541: written after the built-in model and its settings and never used to choose
     # anything, but the eighth round of reference prompts was briefed with some of its misses
     # (docs/recall.md), so it no longer judges that round
-    "fifth": (0.97, 0.97, 0.86, 0.84, 0.52, 0.52),
-    # 0.972 / 0.972, 0.833 / 0.778, 0.889 / 0.861: written blind after everything else and
+    "fifth": (0.97, 0.97, 0.88, 0.84, 0.52, 0.52),
+    # 0.972 / 0.972, 0.889 / 0.778, 0.889 / 0.861: written blind after everything else and
     # never used to choose anything (but the compound-name rule came after its misses)
-    "sixth": (0.94, 0.94, 0.8, 0.77, 0.83, 0.83),
-    # 1.0 / 1.0, 0.861 / 0.833, 0.775 / 0.75: written blind, before the eighth round of
+    "sixth": (0.94, 0.94, 0.86, 0.77, 0.83, 0.83),
+    # 1.0 / 1.0, 0.889 / 0.833, 0.775 / 0.75: written blind, before the eighth round of
     # reference prompts and without sight of it
-    "seventh": (0.97, 0.97, 0.83, 0.8, 0.72, 0.72),
-    # 1.0 / 1.0, 0.806 / 0.778, 0.8 / 0.8: written blind after the eighth round of reference
-    # prompts, whose author never saw it; nothing has been chosen after its misses
-    "eighth": (0.97, 0.97, 0.78, 0.75, 0.77, 0.77),
+    "seventh": (0.97, 0.97, 0.86, 0.8, 0.72, 0.72),
+    # 1.0 / 1.0, 0.75 / 0.778, 0.8 / 0.8 (0.806 in the automatic part before it was ordered from
+    # the ledger's centre): written blind after the eighth round of reference prompts, whose
+    # author never saw it; nothing has been chosen after its misses
+    "eighth": (0.97, 0.97, 0.72, 0.75, 0.77, 0.77),
     # 0.972 / 0.972, 0.75 / 0.722, 0.725 / 0.725: written blind after everything else; it has
-    # judged four changes since, none kept (docs/recall.md, "A ninth set, written blind"), and
-    # nothing was chosen on it
+    # judged five changes since, one kept (the automatic part ordered from the ledger's centre,
+    # which changed none of its figures here) (docs/recall.md, "A ninth set, written blind"),
+    # and nothing was chosen on it
     "ninth": (0.94, 0.94, 0.72, 0.69, 0.7, 0.7),
 }
 

@@ -5,14 +5,18 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 import pytest
 
 from orcad.query import stem, stems
 from orcad.recall.rank import (
+    CENTRE_SHRINK,
     FORM_MIN_STEMS,
     NEAR_DUPLICATE,
     Candidate,
+    StoreCentre,
     alike_in_pool,
+    centred_cosines,
     compound_names,
     coverage,
     distinctive_terms,
@@ -486,3 +490,80 @@ def test_a_key_given_twice_ranks_once_as_its_first_candidate() -> None:
         gate=None,
     )
     assert [(c.key, c.cosine) for c in chosen] == [("k", 0.9), ("o", 0.6)]
+
+
+def test_the_centred_cosine_orders_while_the_gate_and_the_floor_read_the_cosine() -> None:
+    pool = [
+        cand("generic", "alpha", cos=0.8)._replace(order_cosine=0.1),
+        cand("specific", "beta", cos=0.6)._replace(order_cosine=0.5),
+        cand("under", "gamma", cos=0.45)._replace(order_cosine=0.9),  # under the floor
+    ]
+    assert ranked(pool) == ["specific", "generic"]
+    assert ranked(pool, gate=0.8) == ["specific", "generic"]  # "generic" opens the gate
+    assert ranked(pool, gate=0.81) == []  # no cosine reaches it, whatever orders them
+    # without an order cosine (or with one that is no number) the cosine orders
+    plain = [c._replace(order_cosine=None) for c in pool]
+    assert ranked(plain) == ["generic", "specific"]
+    broken = [c._replace(order_cosine=float("nan")) for c in pool]
+    assert ranked(broken) == ["generic", "specific"]
+
+
+def test_a_correction_ranks_above_what_it_corrects_by_the_centred_cosine_too() -> None:
+    old = cand("old", "Python is pinned to 3.12 with uv; the lock file is uv.lock.", at=1, cos=0.9)
+    new = cand(
+        "new", "Python is now pinned to 3.13 with uv; the lock file is uv.lock.", at=2, cos=0.1
+    )
+    other = cand("other", "The lock file of the frontend is pnpm-lock.yaml.", at=3, cos=0.8)
+    pool = [
+        old._replace(order_cosine=0.7),
+        new._replace(order_cosine=0.2),
+        other._replace(order_cosine=0.6),
+    ]
+    # lifted above the fact it corrects in the order, and past the floor with it
+    assert ranked(pool) == ["new", "other"]
+
+
+def unit_rows(count: int, dims: int, seed: int) -> np.ndarray:
+    rows = np.random.default_rng(seed).normal(size=(count, dims)).astype(np.float32)
+    rows[:, 0] += 2.0  # a direction the store's texts share
+    return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+
+def test_centred_cosines_are_the_cosines_of_the_vectors_less_the_shrunk_mean() -> None:
+    rows = unit_rows(40, 16, seed=1)
+    present = np.ones(40, dtype=bool)
+    present[[3, 17]] = False  # no vector: zero rows, left out of the centre
+    rows[~present] = 0.0
+    query = unit_rows(1, 16, seed=2)[0]
+    centre = StoreCentre.of(rows, present)
+    point = rows[present].mean(axis=0) * (38 / (38 + CENTRE_SHRINK))
+    assert np.allclose(centre.point, point, atol=1e-6)
+    offset = query - point
+    expected = [
+        float((row - point) @ offset / (np.linalg.norm(row - point) * np.linalg.norm(offset)))
+        for row in rows
+    ]
+    got = centred_cosines(rows @ query, query, centre)
+    assert np.allclose(got[present], np.array(expected)[present], atol=1e-5)
+    assert (got[~present] == 0).all()
+    # the rows picked out of it, in that order, as recall takes its pool
+    picked = np.array([30, 2, 9])
+    some = centred_cosines((rows @ query)[picked], query, centre.rows(picked))
+    assert np.allclose(some, got[picked])
+
+
+def test_a_few_texts_are_centred_on_a_small_part_of_their_mean() -> None:
+    rows = unit_rows(2, 8, seed=3)
+    centre = StoreCentre.of(rows, np.ones(2, dtype=bool))
+    assert np.allclose(centre.point, rows.mean(axis=0) * 2 / (2 + CENTRE_SHRINK))
+    # two texts centred on their whole mean would point in opposite directions; shrunk, they
+    # keep their own
+    centred = centred_cosines(rows @ rows[0], rows[0], centre)
+    assert centred[0] == pytest.approx(1.0, abs=1e-5) and centred[1] > -0.5
+    assert (StoreCentre.of(rows, np.zeros(2, dtype=bool)).point == 0).all()  # none at all
+
+
+def test_a_query_at_the_centre_orders_nothing_apart() -> None:
+    rows = unit_rows(5, 8, seed=4)
+    centre = StoreCentre.of(rows, np.ones(5, dtype=bool))._replace(point=rows[0].copy())
+    assert (centred_cosines(rows @ rows[0], rows[0], centre) == 0).all()

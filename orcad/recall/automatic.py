@@ -224,12 +224,16 @@ class ProjectMemorySearch:
         covered = np.zeros(len(ids), dtype=np.float32)
         for key, term_weight in weights.items():
             covered += np.float32(term_weight / total) * self._stem_mask(cache, key)
-        matrix, embedded = self._stacked(project_id, cache, len(query.vector))
-        cosines = np.where(embedded, matrix @ query.vector, np.nan)
+        matrix, embedded, centre = self._stacked(project_id, cache, len(query.vector))
+        raw = matrix @ query.vector
+        cosines = np.where(embedded, raw, np.nan)
         # only the most relevant few become ranking candidates (128 would cost more than search)
         weight = self._embeddings.lexical_weight
         relevance = np.where(embedded, cosines + weight * covered, covered)
         best = np.argsort(-relevance, kind="stable")[: rank.CONSIDERED_PER_SHOWN * limit]
+        # the few considered are ordered by their cosines measured from the ledger's centre
+        # (the gate and the floor read the cosines themselves: docs/recall.md, "The centre")
+        centred = rank.centred_cosines(raw[best], query.vector, centre.rows(best))
         pool = [
             rank.Candidate(
                 key=ids[n],
@@ -237,8 +241,9 @@ class ProjectMemorySearch:
                 recorded_at=cache.recorded[ids[n]],
                 coverage=float(covered[n]),
                 cosine=float(cosines[n]) if embedded[n] else None,
+                order_cosine=float(centred[place]) if embedded[n] else None,
             )
-            for n in best.tolist()
+            for place, n in enumerate(best.tolist())
         ]
         chosen = rank.rank(
             pool,
@@ -255,10 +260,10 @@ class ProjectMemorySearch:
 
     def _stacked(
         self, project_id: str, cache: ProjectCache, dims: int
-    ) -> tuple[Array, npt.NDArray[np.bool_]]:
+    ) -> tuple[Array, npt.NDArray[np.bool_], rank.StoreCentre]:
         """The records' vectors as one matrix in `records` order, `dims` wide (the prompt's),
-        and which rows are real: a record without a vector of that width (none could be made,
-        or an endpoint now answers in another width) ranks on its words."""
+        which rows are real (a record without a vector of that width, none could be made or
+        an endpoint now answers in another width, ranks on its words) and their centre."""
         vectors = self._caches.vectors(cache)
         if cache.stacked is None or cache.stacked[0].shape[1] != dims:
             matrix = np.zeros((len(cache.records), dims), dtype=np.float32)
@@ -267,6 +272,6 @@ class ProjectMemorySearch:
                 vector = vectors.get(record_id)
                 if vector is not None and len(vector) == dims:
                     matrix[n], embedded[n] = vector, True
-            cache.stacked = (matrix, embedded)
+            cache.stacked = (matrix, embedded, rank.StoreCentre.of(matrix, embedded))
             self._caches.note(project_id, cache)  # (only then can the facts without one change)
         return cache.stacked

@@ -35,6 +35,7 @@ from orcad.durable_files import FileSignature, file_signature
 from orcad.query import match_expression, stems
 from orcad.recall.embedders import Array
 from orcad.recall.embedding import Embeddings
+from orcad.recall.rank import StoreCentre
 from orcad.secrets import secret_kinds
 
 log = structlog.get_logger("orcad.recall.automatic")
@@ -64,9 +65,9 @@ class ProjectCache:
     unembeddable: dict[str, bool] = field(default_factory=dict)
     vectors: dict[str, Array] = field(default_factory=dict)  # under `vectors_model`
     vectors_model: str | None = None
-    # `vectors` stacked in `records` order (zero rows where there is none) and which rows are
-    # real; None when `vectors` changed since
-    stacked: tuple[Array, npt.NDArray[np.bool_]] | None = None
+    # `vectors` stacked in `records` order (zero rows where there is none), which rows are
+    # real, and the centre of those; None when `vectors` changed since
+    stacked: tuple[Array, npt.NDArray[np.bool_], StoreCentre] | None = None
     index_signature: FileSignature | None = None
     index: sqlite3.Connection | None = None
     index_fingerprint: str = ""

@@ -81,6 +81,9 @@ _CODE_JOINS = frozenset("_./")  # joins only code uses; "-" joins English words 
 # stored texts whose stems are kept between prompts: a pool is at most 3 x 16 texts a part, so
 # this spans many prompts; a stored text's stems may take kilobytes, so not many more
 TEXTS_CACHED = 4096
+# texts whose mean a store's centre counts as a whole: fewer, and it counts part of their mean
+# (n / (n + 16)), so that two or three facts are not each other's opposites
+CENTRE_SHRINK = 16
 
 
 class Candidate(NamedTuple):  # a tuple: recall builds one per stored fact, per prompt
@@ -89,6 +92,9 @@ class Candidate(NamedTuple):  # a tuple: recall builds one per stored fact, per 
     recorded_at: float  # unix seconds; newer wins among near-duplicates
     coverage: float  # 0..1
     cosine: float | None
+    # the cosine measured from the store's centre (`centred_cosines`), which orders the
+    # candidates in place of `cosine` when given; the gate and the floor still read `cosine`
+    order_cosine: float | None = None
 
 
 def idf(document_frequency: int, total: int) -> float:
@@ -335,6 +341,64 @@ def relevance(candidate: Candidate, floor: float, lexical_weight: float) -> floa
     return candidate.cosine + lexical_weight * covered
 
 
+def order_relevance(candidate: Candidate, floor: float, lexical_weight: float) -> float:
+    """What orders a candidate: `relevance` with its `order_cosine` in place of its cosine,
+    when it has both."""
+    order = candidate.order_cosine
+    if order is None or not math.isfinite(order) or candidate.cosine is None:
+        return relevance(candidate, floor, lexical_weight)
+    return relevance(candidate._replace(cosine=order), floor, lexical_weight)
+
+
+class StoreCentre(NamedTuple):
+    """A store's centre and what `centred_cosines` needs of each row: the mean of its rows,
+    shrunk toward the origin by n / (n + CENTRE_SHRINK) (a few texts say little of what their
+    store shares), each row's product with it and each row's distance from it."""
+
+    point: npt.NDArray[np.float32]
+    square: float  # the point's product with itself
+    row_dots: npt.NDArray[np.float32]
+    row_lengths: npt.NDArray[np.float32]
+
+    def rows(self, places: npt.NDArray[np.intp]) -> StoreCentre:
+        """The same centre, with only the rows at `places`, in that order."""
+        return self._replace(row_dots=self.row_dots[places], row_lengths=self.row_lengths[places])
+
+    @classmethod
+    def of(cls, rows: npt.NDArray[np.float32], present: npt.NDArray[np.bool_]) -> StoreCentre:
+        """The centre of the `present` rows of `rows` (the others get length 0)."""
+        count = int(present.sum())
+        point = np.zeros(rows.shape[1], dtype=np.float32)
+        if count:
+            point = (rows[present].mean(axis=0) * (count / (count + CENTRE_SHRINK))).astype(
+                np.float32
+            )
+        lengths = np.linalg.norm(rows - point, axis=1).astype(np.float32)
+        return cls(
+            point=point,
+            square=float(point @ point),
+            row_dots=(rows @ point).astype(np.float32),
+            row_lengths=np.where(present, lengths, 0.0).astype(np.float32),
+        )
+
+
+def centred_cosines(
+    cosines: npt.NDArray[np.float32], query: npt.NDArray[np.float32], centre: StoreCentre
+) -> npt.NDArray[np.float32]:
+    """The cosines of `centre`'s rows with `query` (unit vectors; `cosines` their products),
+    each vector measured from the centre: the texts of one store share a direction (their
+    project's vocabulary and manner), and so do the prompts about it; without it, what tells
+    the texts apart weighs more. A row at the centre, or a query there, gets 0."""
+    offset = query - centre.point
+    length = float(np.linalg.norm(offset))
+    if length == 0.0:
+        return np.zeros_like(cosines)
+    products = cosines - centre.row_dots - float(centre.point @ query) + centre.square
+    with np.errstate(divide="ignore", invalid="ignore"):
+        centred = products / (centre.row_lengths * length)
+    return np.where(centre.row_lengths > 0, centred, 0.0).astype(np.float32)
+
+
 def rank(
     candidates: Sequence[Candidate],
     *,
@@ -364,8 +428,9 @@ def rank(
         unique.setdefault(candidate.key, candidate)
     if semantic:
         scored = {key: relevance(c, floor, lexical_weight) for key, c in unique.items()}
+        ordering = {key: order_relevance(c, floor, lexical_weight) for key, c in unique.items()}
     else:
-        scored = {key: c.coverage for key, c in unique.items() if c.coverage > 0}
+        scored = ordering = {key: c.coverage for key, c in unique.items() if c.coverage > 0}
     pool = sorted((c for c in unique.values() if c.key in scored), key=lambda c: -scored[c.key])
     pool = pool[: CONSIDERED_PER_SHOWN * limit]
     if (
@@ -387,7 +452,8 @@ def rank(
     related = _related(pool)
     names = [name for name in asked if _COMPOUND.fullmatch(name)]
     named = [_named(c.text, asked, names) for c in pool]
-    scores = [scored[c.key] for c in pool]  # by place in the pool, as lifted
+    scores = [ordering[c.key] for c in pool]  # by place in the pool, as lifted
+    floors = [scored[c.key] for c in pool]  # what the floor reads, lifted alike
 
     def in_order() -> list[int]:
         return sorted(
@@ -401,12 +467,14 @@ def rank(
         for older in sorted(shown, key=lambda i: pool[i].recorded_at):
             step = scores[older] + _NEWER_STEP
             for newer in _bits(related.same[older]):
-                if pool[newer].recorded_at > pool[older].recorded_at and scores[newer] < step:
-                    scores[newer] = step
-                    lifted = True
-    # the last round lifted nothing, so `shown` stands; the floor keeps a prefix of the order,
-    # and `_varied` decides each place by those before it alone
-    return [pool[i] for i in shown if not semantic or scores[i] >= floor]
+                if pool[newer].recorded_at > pool[older].recorded_at:
+                    floors[newer] = max(floors[newer], floors[older] + _NEWER_STEP)
+                    if scores[newer] < step:
+                        scores[newer] = step
+                        lifted = True
+    # the last round lifted nothing, so `shown` stands; `_varied` decided each place by those
+    # before it alone, so leaving out what is under the floor leaves the rest as they were
+    return [pool[i] for i in shown if not semantic or floors[i] >= floor]
 
 
 def _named(text: str, asked: frozenset[str], names: Sequence[str]) -> frozenset[str]:
