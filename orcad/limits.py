@@ -5,6 +5,9 @@ from __future__ import annotations
 # Capture (spec: What Is Captured; Capture and Recovery; Storage)
 SOURCE_MAX_BYTES = 32 * 1024  # redacted turn source bound, UTF-8 bytes
 ACTIVE_JOBS_PER_PROJECT = 64  # admission cap; exhausted jobs do not count
+# jobs a forget deleted whose ids a project keeps, newest (a turn reported again under one makes
+# no job: its fact stays forgotten)
+FORGOTTEN_JOBS_KEPT = 4096
 LEDGER_MAX_CANDIDATES = 128  # newest candidates kept in candidates.jsonl
 MARKDOWN_MAX_CANDIDATES = 64  # newest candidates shown in auto-memory.md
 COMMITTED_JOBS_KEPT = 128  # newest committed job files kept

@@ -958,6 +958,50 @@ def test_orcactl_projects_inspect_jobs_and_forget(
     assert (error.code, error.kind) == (-32013, "conflict")
 
 
+def test_a_turn_reported_again_after_its_fact_was_forgotten_makes_no_job(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    """A repeated Stop hook reports a turn again: once a forget has deleted its job with the
+    fact, the turn is a duplicate, so the fact is not extracted anew (also after a restart)."""
+    daemon = start(orca_env, daemon_factory)
+    cwd = project_dir(tmp_path)
+    session = daemon.call("session.open", {"cwd": str(cwd)})
+    params = turn_params(session, "t1", "We use pnpm.", "We use ruff.")
+    job_id = daemon.call("turn.completed", params).job_id
+    wait_for(lambda: daemon.call("jobs.list", {}).jobs[0].state == "committed")
+    inspected = daemon.call("projects.inspect", {"cwd": str(cwd)})
+    pnpm = next(c for c in inspected.ledger.candidates if "pnpm" in c.fact)
+    forgot = daemon.call(
+        "ledger.forget",
+        {
+            "project_id": session.project.id,
+            "candidate_id": pnpm.id,
+            "revision": inspected.ledger.revision,
+        },
+    )
+    assert forgot.purged_jobs == [job_id]
+    for _ in range(2):
+        again = daemon.call("turn.completed", params)
+        assert (again.job_id, again.duplicate) == (job_id, True)
+        assert daemon.call("jobs.list", {}).jobs == []
+        assert not job_file(orca_env.memory_root, session.project.id, job_id).exists()
+        ledger = daemon.call("projects.inspect", {"cwd": str(cwd)}).ledger
+        assert [c.fact for c in ledger.candidates] == ["The project uses ruff."]
+        daemon.restart()
+    noted = orca_env.memory_root / "projects" / session.project.id / "forgotten-jobs.json"
+    assert job_id in noted.read_text() and "pnpm" not in noted.read_text()
+    # the same words in another turn are new evidence, and are learnt again
+    daemon.call("turn.completed", turn_params(session, "t2", "We use pnpm."))
+    wait_for(
+        lambda: (
+            "The project uses pnpm."
+            in [
+                c.fact for c in daemon.call("projects.inspect", {"cwd": str(cwd)}).ledger.candidates
+            ]
+        )
+    )
+
+
 def test_orcactl_forget_of_another_projects_candidate_says_where_it_is(
     orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
 ) -> None:

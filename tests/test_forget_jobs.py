@@ -10,8 +10,16 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from orcad import limits
 from orcad.capture.inspection import purge_evidence, shield_waiting_jobs
-from orcad.capture.jobstore import job_file_exists, read_job, write_job
+from orcad.capture.jobstore import (
+    FORGOTTEN_JOBS_FILE,
+    job_file_exists,
+    note_forgotten_jobs,
+    read_forgotten_jobs,
+    read_job,
+    write_job,
+)
 from orcad.capture.ledger import CandidateRecord, forgotten_digest
 from orcad.capture.records import encode_job, new_job
 from orcad.clock import format_time
@@ -139,3 +147,41 @@ def test_committed_jobs_are_purged_by_the_same_match(tmp_path: Path) -> None:
     purged = purge_evidence(tmp_path, candidate(fact, producer), [producer, holder, longer])
     assert purged == [producer, holder]
     assert not job_file_exists(tmp_path, holder) and job_file_exists(tmp_path, longer)
+
+
+def test_a_purge_notes_the_jobs_it_deletes_and_the_one_that_made_the_fact(tmp_path: Path) -> None:
+    fact = "Builds run on the blue runners."
+    holding = job(tmp_path, 1, f"note: {fact}", "committed")
+    other = job(tmp_path, 2, "nothing of it", "committed")
+    producer = "job_" + "e" * 32  # retention deleted its file already
+    purged = purge_evidence(tmp_path, candidate(fact, producer), [holding, other])
+    assert purged == [holding]
+    assert not job_file_exists(tmp_path, holding) and job_file_exists(tmp_path, other)
+    assert read_forgotten_jobs(tmp_path) == {producer, holding}
+    written = (tmp_path / FORGOTTEN_JOBS_FILE).read_text()
+    assert "blue" not in written  # ids only, never the text
+    # a second forget adds to them
+    another = job(tmp_path, 3, "Deploys are on Fridays.", "committed")
+    purge_evidence(tmp_path, candidate("Deploys are on Fridays.", another), [another])
+    assert read_forgotten_jobs(tmp_path) == {producer, holding, another}
+
+
+def test_forgotten_jobs_keep_the_newest_and_a_damaged_list_counts_as_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(limits, "FORGOTTEN_JOBS_KEPT", 3)
+    ids = [f"job_{n:032x}" for n in range(5)]
+    note_forgotten_jobs(tmp_path, ids[:2])
+    note_forgotten_jobs(tmp_path, ids[2:])
+    assert read_forgotten_jobs(tmp_path) == set(ids[2:])
+    note_forgotten_jobs(tmp_path, [ids[2]])  # noted again: now the newest
+    note_forgotten_jobs(tmp_path, [ids[0]])
+    assert read_forgotten_jobs(tmp_path) == {ids[0], ids[2], ids[4]}
+    for damage in (b"{not json", b'{"version": 1, "job_ids": "x"}', b"[]"):
+        (tmp_path / FORGOTTEN_JOBS_FILE).write_bytes(damage)
+        assert read_forgotten_jobs(tmp_path) == frozenset()
+    note_forgotten_jobs(tmp_path, [ids[1]])  # written whole again
+    assert read_forgotten_jobs(tmp_path) == {ids[1]}
+    (tmp_path / FORGOTTEN_JOBS_FILE).unlink()
+    (tmp_path / FORGOTTEN_JOBS_FILE).mkdir()  # not a file: none, and never waited on
+    assert read_forgotten_jobs(tmp_path) == frozenset()

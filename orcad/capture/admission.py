@@ -15,7 +15,13 @@ import trio
 
 from orcad import limits
 from orcad.capture.index import JobIndex
-from orcad.capture.jobstore import create_job, make_jobs_directory, prepare_job_file, read_job
+from orcad.capture.jobstore import (
+    create_job,
+    make_jobs_directory,
+    prepare_job_file,
+    read_forgotten_jobs,
+    read_job,
+)
 from orcad.capture.project_access import ProjectAccess
 from orcad.capture.projects import project_file_missing
 from orcad.capture.records import JobRecord, new_job
@@ -82,12 +88,16 @@ class Admissions:
         new_file = prepare_job_file(directory, record)
 
         unnamed: list[bool] = []  # project.json is missing (the directory was removed, say)
+        forgotten: list[bool] = []  # the job was made before, and deleted by a forget
 
         def create() -> tuple[JobRecord | None, bool]:
             if known:  # every job file is in the index (loaded at start, added on creation)
                 existing = read_job(directory, job_id)
                 if existing is not None:
                     return existing, True
+            if job_id in read_forgotten_jobs(directory):  # a forget deleted it with its fact
+                forgotten.append(True)
+                return None, True
             if active >= limits.ACTIVE_JOBS_PER_PROJECT:
                 return None, False
             unnamed.append(project_file_missing(directory))
@@ -110,6 +120,9 @@ class Admissions:
         if any(unnamed):  # what names the directory's project; gone with the directory, or
             # never written when something else (a remember) made the directory again
             await self._projects.restore_project_file(session)
+        if forgotten:
+            log.info("job.duplicate", job_id=job_id, state="forgotten")
+            return Admission(job_id=job_id, duplicate=True)
         if job is None:
             log.info("job.refused", reason="backlog_full", project_id=project_id, active=active)
             return Admission(job_id=None, reason="backlog_full")

@@ -11,7 +11,13 @@ import msgspec
 import structlog
 import trio
 
-from orcad.capture.jobstore import delete_jobs, read_job, write_job
+from orcad.capture.jobstore import (
+    delete_jobs,
+    is_job_id,
+    note_forgotten_jobs,
+    read_job,
+    write_job,
+)
 from orcad.capture.ledger import (
     TRAILING_PUNCTUATION,
     CandidateRecord,
@@ -207,6 +213,8 @@ async def forget(
             assert candidate is not None
             if not params.keep_evidence:
                 purged = purge_evidence(directory, candidate, committed)
+            else:  # its job stays, but once retention deletes it the turn could make it anew
+                note_forgotten_jobs(directory, producing_job(candidate))
             shielded = shield_waiting_jobs(
                 directory, candidate, waiting, scrub=not params.keep_evidence
             )
@@ -335,5 +343,12 @@ def purge_evidence(directory: Path, candidate: CandidateRecord, committed: list[
             continue
         if job_id == candidate.job_id or text.found_in(job.source):
             purged.append(job_id)
+    # noted first: at no moment is a job gone whose turn, reported again, would make it anew
+    note_forgotten_jobs(directory, [*producing_job(candidate), *purged])
     delete_jobs(directory, purged)
     return purged
+
+
+def producing_job(candidate: CandidateRecord) -> list[str]:
+    """The id of the job that produced `candidate`, when it names one."""
+    return [candidate.job_id] if is_job_id(candidate.job_id) else []

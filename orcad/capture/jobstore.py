@@ -15,7 +15,13 @@ from typing import NamedTuple
 
 import msgspec
 
-from orcad.capture.projects import JOBS_DIR, ensure_directories, list_project_ids
+from orcad import limits
+from orcad.capture.projects import (
+    FORGOTTEN_JOBS_FILE,
+    JOBS_DIR,
+    ensure_directories,
+    list_project_ids,
+)
 from orcad.capture.records import JobRecord, decode_job, encode_job
 from orcad.durable_files import create_file_exclusively, fsync_directory, replace_file_atomically
 from orcad.errors import NotFound, StorageError
@@ -111,6 +117,45 @@ def create_job(new: NewJobFile) -> bool:
 
 def job_file_exists(project_dir: Path, job_id: str) -> bool:
     return job_path(project_dir, job_id).exists()
+
+
+class ForgottenJobs(msgspec.Struct, frozen=True, kw_only=True):
+    """The ids of jobs deleted by a forget, oldest first (no text: the ids are digests)."""
+
+    version: int = 1
+    job_ids: list[str] = msgspec.field(default_factory=list)
+
+
+def read_forgotten_jobs(project_dir: Path) -> frozenset[str]:
+    """The ids of the jobs a forget deleted with the fact they held: the same turn reported
+    again (a repeated Stop hook) makes no job, so the fact is not extracted anew. A file that
+    cannot be read or is not such a list counts as none; the next forget writes it whole."""
+    path = project_dir / FORGOTTEN_JOBS_FILE
+    try:
+        data = read_regular_file(path)
+    except FileNotFoundError:
+        return frozenset()
+    except (NotARegularFile, OSError):
+        return frozenset()
+    try:
+        noted = msgspec.json.decode(data, type=ForgottenJobs)
+    except msgspec.DecodeError:
+        return frozenset()
+    return frozenset(noted.job_ids)
+
+
+def note_forgotten_jobs(project_dir: Path, job_ids: list[str]) -> None:
+    """Add `job_ids` to the project's forgotten jobs, durably, keeping the newest
+    FORGOTTEN_JOBS_KEPT. Call with the project lock held, before the jobs are deleted."""
+    if not job_ids:
+        return
+    path = project_dir / FORGOTTEN_JOBS_FILE
+    kept: list[str] = []
+    with contextlib.suppress(FileNotFoundError, NotARegularFile, OSError, msgspec.DecodeError):
+        kept = msgspec.json.decode(read_regular_file(path), type=ForgottenJobs).job_ids
+    merged = list(dict.fromkeys([*(i for i in kept if i not in job_ids), *job_ids]))
+    noted = ForgottenJobs(job_ids=merged[-limits.FORGOTTEN_JOBS_KEPT :])
+    replace_file_atomically(path, msgspec.json.encode(noted))
 
 
 def delete_jobs(project_dir: Path, job_ids: list[str]) -> None:

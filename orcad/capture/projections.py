@@ -33,7 +33,7 @@ import structlog
 
 from orcad import limits
 from orcad.capture.ledger import CandidateRecord, Ledger, ledger_path
-from orcad.capture.projects import JOBS_DIR
+from orcad.capture.projects import FORGOTTEN_JOBS_FILE, JOBS_DIR
 from orcad.control_characters import escape_control_characters, escapes_as_words
 from orcad.durable_files import (
     fsync_directory,
@@ -387,5 +387,6 @@ def remove_crash_leftovers(project_dir: Path) -> None:
     the index and new job files are written without it, so only their unused temps go."""
     remove_stale_temps(ledger_path(project_dir))
     remove_stale_temps(project_dir / MARKDOWN_FILE)
+    remove_stale_temps(project_dir / FORGOTTEN_JOBS_FILE)  # written under the lock too
     remove_index_leftovers(project_dir)
     remove_leftover_temps(project_dir / JOBS_DIR)

@@ -30,6 +30,8 @@ PROJECT_FILE = "project.json"
 PROJECT_FILE_FORMAT = "orcad.project/1"
 LOCK_FILE = ".lock"
 JOBS_DIR = "jobs"
+# the ids of jobs a forget deleted with their fact (jobstore.note_forgotten_jobs)
+FORGOTTEN_JOBS_FILE = "forgotten-jobs.json"
 _PROJECT_ID = re.compile(r"[0-9a-f]{64}\Z")
 
 T = TypeVar("T")
