@@ -14,6 +14,8 @@ Handlers return results and never see the connection; the server alone writes an
 from __future__ import annotations
 
 import inspect
+import json
+import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -256,9 +258,7 @@ class Dispatcher:
                 InvalidRequest("the line holds a number out of range; it is not a request")
             )
         except msgspec.DecodeError:
-            return encode_error(
-                ParseError("the line is not valid JSON; send one JSON-RPC object per line")
-            )
+            return _undecodable(line)
         except RecursionError:  # json_nesting_exceeds runs first; this is the last line of defence
             return encode_error(_TOO_DEEP)
         if isinstance(message, list):
@@ -319,6 +319,73 @@ class Dispatcher:
         if request_id is _NO_ID:
             return None
         return _Success(id=_safe_id(request_id), result=result)
+
+
+# the escape of half a UTF-16 surrogate pair, which JSON allows and no text holds alone
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_NOT_JSON = ParseError("the line is not valid JSON; send one JSON-RPC object per line")
+
+
+def _undecodable(line: bytes) -> Reply:
+    """The answer to a line msgspec cannot decode. A request that is JSON but holds half of a
+    UTF-16 surrogate pair alone ("\\ud83d", as a string cut inside an emoji is encoded) is no
+    text; it is answered as bad params, with its id, so that its client knows which request
+    failed. Anything else is not JSON."""
+    if not _SURROGATE_ESCAPE.search(line):
+        return encode_error(_NOT_JSON)
+    try:  # the standard library's decoder keeps lone surrogates (and nesting is bounded)
+        message = json.loads(line, parse_constant=_no_constant)
+    except (ValueError, RecursionError):
+        return encode_error(_NOT_JSON)
+    where = _lone_surrogate(message, "")
+    if where is None:  # msgspec refused it for something else
+        return encode_error(_NOT_JSON)
+    request_id = message.get("id", _NO_ID) if isinstance(message, dict) else None
+    if request_id is _NO_ID:  # a notification is not answered, as for any bad params
+        return None
+    field = where.removeprefix("params.") or "params"  # as other bad params name theirs
+    error = InvalidParams(
+        "the request holds half of a UTF-16 surrogate pair (such as \\ud83d) without the "
+        f"other half, which is no text; send whole characters (field `{field}`)",
+        field=field,
+    )
+    return _encode(_Failure(id=_text_id(request_id), error=error_object(error)))
+
+
+def _lone_surrogate(value: object, path: str) -> str | None:
+    """The path of the first string in `value` (a key or a value) that holds a lone surrogate,
+    as `messages[0].content`; None when there is none."""
+    if isinstance(value, str):
+        return path if _SURROGATE.search(value) else None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            inner = f"{path}.{key}" if path else str(key)
+            if _SURROGATE.search(key):
+                return inner
+            found = _lone_surrogate(item, inner)
+            if found is not None:
+                return found
+    if isinstance(value, list):
+        for number, item in enumerate(value):
+            found = _lone_surrogate(item, f"{path}[{number}]")
+            if found is not None:
+                return found
+    return None
+
+
+def _no_constant(name: str) -> object:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _text_id(request_id: object) -> RequestId:
+    """`_safe_id`, and None for a string id that is no text itself."""
+    safe = _safe_id(request_id)
+    if isinstance(safe, str) and _SURROGATE.search(safe):
+        return None
+    return safe
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _safe_id(request_id: object) -> RequestId:

@@ -821,3 +821,36 @@ async def test_a_drain_that_cuts_an_answer_short_sends_nothing_after_it(tmp_path
     assert cut.startswith(b'{"jsonrpc":"2.0","id":')
     for line in complete:  # no answer written after the cut one, where it would end that line
         json.loads(line)
+
+
+def test_half_a_surrogate_pair_is_bad_params_answered_with_the_request_id(
+    daemon: DaemonProcess,
+) -> None:
+    """JSON allows "\\ud83d" alone (a JavaScript string cut inside an emoji encodes so); it is
+    no text, and its request is answered with its id, so its client knows which one failed."""
+    sock = raw_connection(daemon)
+    sock.sendall(
+        b'{"jsonrpc":"2.0","id":7,"method":"session.open","params":{"cwd":"/tmp/x\\ud83d"}}\n'
+    )
+    answer = read_line(sock)
+    assert answer["id"] == 7
+    assert (answer["error"]["code"], answer["error"]["data"]["field"]) == (-32602, "cwd")
+    sock.sendall(
+        b'{"jsonrpc":"2.0","id":8,"method":"turn.completed","params":{"messages":'
+        b'[{"role":"user","content":"ok"},{"role":"user","content":"\\udc00 cut"}]}}\n'
+    )
+    answer = read_line(sock)
+    assert (answer["id"], answer["error"]["data"]["field"]) == (8, "messages[1].content")
+    # an id that is itself half a pair cannot be echoed; a whole pair is text, and decodes
+    sock.sendall(b'{"jsonrpc":"2.0","id":"a\\ud800","method":"daemon.ping"}\n')
+    assert read_line(sock)["id"] is None
+    sock.sendall(b'{"jsonrpc":"2.0","id":"\\ud83d\\ude00","method":"daemon.ping"}\n')
+    answer = read_line(sock)
+    assert answer["id"] == "\U0001f600" and answer["result"]["protocol"] == 1
+    # a notification holding one is not answered; other malformed JSON stays a parse error
+    sock.sendall(b'{"jsonrpc":"2.0","method":"daemon.ping","params":{"x":"\\ud800"}}\n')
+    sock.sendall(b'{"jsonrpc":"2.0","id":9,"x":"\\ud800",}\n')
+    assert read_line(sock)["error"]["code"] == -32700
+    sock.sendall(b'{"jsonrpc":"2.0","id":10,"method":"daemon.ping"}\n')
+    assert read_line(sock)["id"] == 10  # the connection is still served
+    sock.close()
