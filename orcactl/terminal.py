@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TextIO
 
-from orcad.control_characters import escape_control_characters
+from orcad.control_characters import escape_control_characters, escape_to_one_line
 
 
 def neutralize(text: str) -> str:
@@ -13,6 +13,12 @@ def neutralize(text: str) -> str:
     characters (which reorder what the reader sees) and tag characters (text no reader sees) as
     `\\uNNNN` and `\\UNNNNNNNN`, as everywhere else a stored text is shown."""
     return escape_control_characters(text)
+
+
+def one_line(text: str | None) -> str:
+    """`text` escaped as `neutralize` does, and its line ends too: a path or an identity that
+    holds a newline stays on its own line of a listing. None and "" give ""."""
+    return escape_to_one_line(text) if text else ""
 
 
 class OutputClosed(Exception):

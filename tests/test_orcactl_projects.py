@@ -205,3 +205,24 @@ def test_inspect_of_a_damaged_project_json_shows_the_project_names_the_file_and_
     assert report["damaged_file"]["path"] == str(project_file)
     assert f"mv {project_file} {project_file}.damaged" in report["damaged_file"]["fix"]
     assert project_file.read_text() == "{not a project record"  # left as found
+
+
+def test_a_path_holding_a_newline_stays_on_its_own_line_of_projects_and_inspect(
+    daemon: DaemonProcess, tmp_path: Path
+) -> None:
+    cwd = tmp_path / "two\nlines"
+    cwd.mkdir()
+    session = daemon.call("session.open", {"cwd": str(cwd)})  # records the project's visit
+    listed = orcactl(daemon.orca, "projects")
+    assert listed.returncode == 0, listed.stderr
+    assert "two\\x0alines" in listed.stdout and "\nlines" not in listed.stdout
+    shown = orcactl(daemon.orca, "inspect", "--project", session.project.id)
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    assert [line for line in lines if line.startswith("last cwd")] == [
+        f"last cwd  {str(cwd).replace(chr(10), chr(92) + 'x0a')}"
+    ]
+    assert not any(line.startswith("lines") for line in lines)
+    # --json keeps the path as it is
+    as_json = orcactl(daemon.orca, "inspect", "--project", session.project.id, "--json")
+    assert json.loads(as_json.stdout)["project"]["last_seen_cwd"] == str(cwd)

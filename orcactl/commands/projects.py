@@ -37,6 +37,7 @@ from orcactl.connect import (
     print_json,
     remote_failure,
 )
+from orcactl.terminal import one_line
 from protocol.client import Client
 from protocol.errors import RemoteError
 from protocol.types import (
@@ -136,8 +137,8 @@ def run_projects(args: argparse.Namespace) -> int:
         # the problem may be the ledger's, project.json's or both: it names the file
         flag = "  [damaged]" if project.corrupt else ""
         print(f"{project.id}{flag}")
-        print(f"  identity: {project.identity or '(unknown)'}")
-        print(f"  last cwd: {project.last_seen_cwd or '(unknown)'}")
+        print(f"  identity: {one_line(project.identity) or '(unknown)'}")
+        print(f"  last cwd: {one_line(project.last_seen_cwd) or '(unknown)'}")
         print(f"  {project.candidates} candidates, {project.active_jobs} active jobs")
         if project.problem:
             print(f"  problem:  {project.problem}")
@@ -178,9 +179,9 @@ def run_inspect(args: argparse.Namespace) -> int:
         return status
     project, ledger = result.project, result.ledger
     print(f"project   {project.id}" + ("" if damaged is None else "  [damaged]"))
-    print(f"identity  {project.identity or '(unknown)'}")
-    print(f"last cwd  {project.last_seen_cwd or '(unknown)'}")
-    print(f"directory {project.path}")
+    print(f"identity  {one_line(project.identity) or '(unknown)'}")
+    print(f"last cwd  {one_line(project.last_seen_cwd) or '(unknown)'}")
+    print(f"directory {one_line(project.path)}")
     if damaged is not None:
         print(f"DAMAGED   {damaged['problem']}")
         print(f"fix       {damaged['fix']}")
@@ -243,9 +244,9 @@ def _inspect_damaged(args: argparse.Namespace, client: Client, ledger: Path, pro
 def _print_damaged(report: dict[str, Any], jobs: JobsListResult) -> None:
     project, damaged, view = report["project"], report["damaged_file"], report["markdown_view"]
     print(f"project   {project['id']}  [damaged]")
-    print(f"identity  {project['identity'] or '(unknown)'}")
-    print(f"last cwd  {project['last_seen_cwd'] or '(unknown)'}")
-    print(f"directory {project['path']}")
+    print(f"identity  {one_line(project['identity']) or '(unknown)'}")
+    print(f"last cwd  {one_line(project['last_seen_cwd']) or '(unknown)'}")
+    print(f"directory {one_line(project['path'])}")
     print(f"DAMAGED   {damaged['problem']}")
     print(f"fix       {damaged['fix']}")
     print("files     " + (", ".join(map(file_line, report["files"])) or "(none)"))
