@@ -23,6 +23,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TypeVar
 
+import msgspec
 import structlog
 import trio
 
@@ -133,6 +134,8 @@ class SessionDatabase:
         self._last_used: dict[str, float] = {}  # session id -> time of its latest call
         self._stored_last_use: dict[str, float] = {}  # session id -> that time in its row
         self._last_use_due = trio.Event()  # a stored time trails its last call: write it
+        # while count_open_rows runs: the sessions closed or pruned meanwhile (not to count)
+        self._ended_while_counting: set[str] | None = None
         # Replaces a damaged database (the daemon sets it); the call is then run once more.
         self.on_corrupt: Callable[[str], Awaitable[None]] | None = None
         # Told the id of a session closed or expired (what lasts as long as a session ends).
@@ -248,15 +251,56 @@ class SessionDatabase:
     async def run_sweeper(
         self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
     ) -> None:
-        """Background task: sweep once per SESSION_SWEEP_INTERVAL_S (the first an interval
-        after the start, by when the sessions still in use have made a call)."""
+        """Background task: count the sessions still open from before a start, then sweep
+        once per SESSION_SWEEP_INTERVAL_S (the first an interval after the start, by when the
+        sessions still in use have made a call)."""
         task_status.started()
+        try:
+            await self.count_open_rows()
+        except sqlite3.Error as exc:  # counted as each is called again, as before
+            log.warning("session.count_failed", error=str(exc))
         while True:
             await trio.sleep(limits.SESSION_SWEEP_INTERVAL_S)
             try:
                 await self.sweep()
             except sqlite3.Error as exc:  # a full disk or a lock held elsewhere: next time
                 log.warning("session.sweep_failed", error=str(exc))
+
+    async def count_open_rows(self) -> int:
+        """Count as open (daemon.status) the sessions whose rows say they are open and were
+        called within the idle expiry: a restart ends no session, so they are open as they
+        were. Those this process has already seen called are left as they are; how many were
+        added."""
+        since = self._clock.now() - self.idle_expiry_s
+
+        def read(connection: sqlite3.Connection) -> list[tuple[str, int, float]]:
+            rows = connection.execute(
+                "SELECT session_id, epoch, snapshot, last_used FROM sessions WHERE last_used >= ?",
+                (since,),
+            ).fetchall()
+            return [
+                (str(session_id), int(epoch), float(last_used))
+                for session_id, epoch, snapshot, last_used in rows
+                if _open_snapshot(snapshot)
+            ]
+
+        ended: set[str] = set()
+        self._ended_while_counting = ended
+        try:
+            rows = await self._run(read)
+        finally:
+            self._ended_while_counting = None
+        added = 0
+        for session_id, epoch, last_used in rows:
+            known = session_id in self._last_used or session_id in self._open_epochs
+            if known or session_id in ended:
+                continue
+            self._open_epochs[session_id] = epoch
+            self._last_used[session_id] = self._stored_last_use[session_id] = last_used
+            added += 1
+        if added:
+            log.info("session.counted_open", sessions=added)
+        return added
 
     async def sweep(self) -> list[str]:
         """Expire idle sessions, store when each session in memory was last called, and delete
@@ -288,12 +332,18 @@ class SessionDatabase:
 
         pruned = await self._run(prune)
         for session_id in pruned:
+            self.note_ended(session_id)
             self._cache.pop(session_id, None)
             self._forget_use(session_id)
             self._open_epochs.pop(session_id, None)
         if pruned:
             log.info("session.rows_pruned", count=len(pruned), retention_s=self.retention_s)
         return pruned
+
+    def note_ended(self, session_id: str) -> None:
+        """A session closed or pruned: not to be counted open by a count running now."""
+        if self._ended_while_counting is not None:
+            self._ended_while_counting.add(session_id)
 
     @staticmethod
     def _load(
@@ -304,3 +354,12 @@ class SessionDatabase:
             "SELECT snapshot, last_used FROM sessions WHERE session_id = ?", (session_id,)
         ).fetchone()
         return (_session_decoder.decode(row[0]), row[1]) if row else None
+
+
+def _open_snapshot(snapshot: str) -> bool:
+    """Whether a row's snapshot is of a session not closed (one that does not decode is not
+    counted; its next call finds what is wrong with it)."""
+    try:
+        return not _session_decoder.decode(snapshot).closed
+    except msgspec.DecodeError:
+        return False

@@ -245,6 +245,7 @@ class SessionStore(SessionDatabase):
             return current
 
         current = await self._run(persist)
+        self.note_ended(session_id)
         if current != epoch:  # reopened while this close waited: the new epoch stays open
             raise StaleSession(
                 f"session {session_id} was reopened (epoch {current}); this caller holds "

@@ -149,6 +149,25 @@ def test_join_over_the_wire(tmp_path: Path, daemon: DaemonProcess) -> None:
         assert client.call("daemon.status").sessions == 1
 
 
+@pytest.mark.daemon
+def test_sessions_open_before_a_restart_are_counted_open_after_it(
+    tmp_path: Path, daemon: DaemonProcess
+) -> None:
+    project = tmp_path / "repo"
+    project.mkdir()
+    for session_id in ("agent-1", "agent-2", "agent-3"):
+        daemon.call("session.open", {"cwd": str(project), "session_id": session_id})
+    daemon.call("session.close", {"session_id": "agent-3", "epoch": 1})
+    assert daemon.call("daemon.status").sessions == 2
+    daemon.restart()
+    deadline = time.monotonic() + 10
+    while daemon.call("daemon.status").sessions != 2:  # counted just after the start
+        assert time.monotonic() < deadline, daemon.call("daemon.status").sessions
+        time.sleep(0.02)
+    daemon.call("session.close", {"session_id": "agent-1", "epoch": 1})
+    assert daemon.call("daemon.status").sessions == 1
+
+
 def test_a_joined_process_is_not_fenced_when_another_joins_after_the_expiry(
     tmp_path: Path, orca_env: OrcaEnv, daemon_factory: list[DaemonProcess]
 ) -> None:

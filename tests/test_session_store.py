@@ -108,11 +108,52 @@ async def test_a_session_still_in_use_after_a_restart_counts_as_open(tmp_path: P
     await store.close_session(opened[1].session_id, opened[1].epoch)
     store.close()
     restarted = SessionStore(tmp_path / "state.sqlite3", SystemClock())  # the daemon restarted
-    assert restarted.open_count == 0  # nobody has called yet
+    assert restarted.open_count == 0  # until its rows are counted, as the daemon's start does
+    assert await restarted.count_open_rows() == 1  # the one not closed, before any call
+    assert restarted.open_count == 1
     await restarted.require(opened[0].session_id, opened[0].epoch)  # its agent goes on
     assert restarted.open_count == 1
+    assert await restarted.count_open_rows() == 0  # counted once
     await restarted.close_session(opened[0].session_id, opened[0].epoch)
     assert restarted.open_count == 0
+    restarted.close()
+
+
+async def test_rows_counted_at_a_start_leave_out_idle_closed_damaged_and_ending_sessions(
+    tmp_path: Path,
+) -> None:
+    clock = SettableClock()
+    path = tmp_path / "state.sqlite3"
+    store = SessionStore(path, clock)
+    switch = AutoMemorySwitch(tmp_path / "config.toml", Config())
+    idle = await store.open(SessionOpenParams(cwd=str(tmp_path), session_id="ses_idle"), switch)
+    clock.advance(store.idle_expiry_s / 2)
+    kept = [
+        await store.open(SessionOpenParams(cwd=str(tmp_path), session_id=f"ses_{n}"), switch)
+        for n in range(3)
+    ]
+    store.close()
+    clock.advance(store.idle_expiry_s / 2 + 1)  # "ses_idle" is past the expiry, the rest not
+    with sqlite3.connect(path) as connection:  # a row whose snapshot no longer decodes
+        connection.execute("UPDATE sessions SET snapshot = '{' WHERE session_id = 'ses_2'")
+    connection.close()
+    restarted = SessionStore(path, clock)
+    # a session closed while the rows are read is not counted as open after it
+    read = restarted._run
+    closing = kept[1]
+
+    async def read_then_close(work):  # type: ignore[no-untyped-def]
+        restarted._run = read  # type: ignore[method-assign]
+        rows = await read(work)
+        await restarted.close_session(closing.session_id, closing.epoch)
+        return rows
+
+    restarted._run = read_then_close  # type: ignore[method-assign]
+    assert await restarted.count_open_rows() == 1  # ses_0: ses_1 closed, ses_2 undecodable
+    assert restarted.open_count == 1
+    with pytest.raises(NotFound, match="expired"):
+        await restarted.require("ses_idle", idle.epoch)
+    assert (await restarted.require("ses_0", kept[0].epoch)).session_id == "ses_0"
     restarted.close()
 
 
