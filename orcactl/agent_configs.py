@@ -118,6 +118,7 @@ def _load_json(text: str, path: Path) -> dict[str, Any]:
             text,
             parse_float=partial(_finite_number, path),
             parse_constant=partial(_no_constant, path),
+            object_pairs_hook=partial(_unique_keys, path),
         )
     except ValueError as exc:
         raise Unparseable(f"{path} is not valid JSON ({exc})") from None
@@ -139,6 +140,21 @@ def _finite_number(path: Path, literal: str) -> float:
             f"{path}: the number {literal[:40]} is too large to be written back unchanged"
         )
     return value
+
+
+def _unique_keys(path: Path, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose keys are each given once. Given twice, a reader keeps one of the
+    two (Python the last, the agent maybe another), and writing the file back would drop the
+    other for good: the file is refused, as TOML with a key given twice is."""
+    seen: set[str] = set()
+    for key, _value in pairs:
+        if key in seen:
+            raise Unparseable(
+                f"{path} gives the key {json.dumps(key)[:80]} twice in one object; keep one "
+                "(nothing was changed)"
+            )
+        seen.add(key)
+    return dict(pairs)
 
 
 def _no_constant(path: Path, literal: str) -> float:

@@ -275,6 +275,36 @@ def test_a_number_json_cannot_hold_is_refused_not_written_as_infinity(
 
 
 @pytest.mark.daemon
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        ('{"a": 1, "a": 2}\n', '"a"'),
+        (
+            '{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "echo mine"}]}],'
+            ' "Stop": [{"hooks": [{"type": "command", "command": "echo second"}]}]}}\n',
+            '"Stop"',
+        ),
+    ],
+    ids=["top-level", "a-hooks-event"],
+)
+def test_a_key_given_twice_is_refused_not_written_back_as_one(
+    orca_env: OrcaEnv, text: str, key: str
+) -> None:
+    # a reader keeps one of the two; writing the file back (integrate, then --remove) lost the
+    # other, here a hook group of the user's, for good
+    settings = _home(orca_env) / ".claude" / "settings.json"
+    settings.parent.mkdir(parents=True)
+    settings.write_text(text)
+    for args in (["--dry-run"], [], ["--remove"]):
+        run = _integrate(orca_env, "claude-code", *args)
+        assert run.returncode == 1, run.stderr
+        assert str(settings) in run.stderr and f"{key} twice" in run.stderr, run.stderr
+        assert "Traceback" not in run.stderr
+        assert settings.read_text() == text
+        assert sorted(p.name for p in settings.parent.iterdir()) == ["settings.json"]
+
+
+@pytest.mark.daemon
 def test_a_fifo_at_a_config_path_is_refused_even_in_a_dry_run_without_blocking(
     orca_env: OrcaEnv,
 ) -> None:
