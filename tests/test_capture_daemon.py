@@ -188,6 +188,8 @@ def test_an_acknowledged_job_is_visible_to_the_very_next_request(
     # before the event loop has run again: whatever a client asks next must already see it.
     daemon = start(orca_env, daemon_factory, NO_WORKERS)
     session = daemon.call("session.open", {"cwd": str(project_dir(tmp_path))})
+    # an external worker asks for a job (of another project): the barrier waits for one
+    assert daemon.call("jobs.claim", {"worker": "w", "project_id": "0" * 64}).job is None
     with daemon.client() as reporter, daemon.client() as observer:
         for turn in range(40):
             params = turn_params(session, f"t{turn}", f"We use tool {turn}.")
@@ -197,7 +199,7 @@ def test_an_acknowledged_job_is_visible_to_the_very_next_request(
             assert done.job_id in [job.job_id for job in listed]
             assert asked.call("daemon.status").jobs.pending == turn + 1
         done = reporter.call("turn.completed", turn_params(session, "last", "We use pnpm."))
-        # recall waits (5 s, nothing extracts here) for the session's queued jobs, this one too
+        # recall waits (5 s, the worker takes none) for the session's queued jobs, this one too
         recall = {"session_id": session.session_id, "epoch": session.epoch}
         barrier = reporter.call("recall", {**recall, "turn_id": "next", "prompt": "pnpm"}).barrier
         assert barrier == "timed_out"

@@ -51,6 +51,12 @@ def workdir(tmp_path: Path) -> Path:
     return path
 
 
+def attend(daemon: DaemonProcess) -> None:
+    """Ask for a job as an external worker does between jobs, for a project with none: with
+    no built-in workers, the barrier waits for a queued job only while one asks."""
+    assert daemon.call("jobs.claim", {"worker": "test-worker", "project_id": "0" * 64}).job is None
+
+
 def wait_until_recall_waits_at_the_barrier(daemon: DaemonProcess) -> None:
     """The recall has fixed the jobs it waits for once this event is in the log."""
     deadline = time.monotonic() + RECALL_BARRIER_S
@@ -106,6 +112,7 @@ def test_barrier_clears_when_an_external_worker_publishes_in_time(
 ) -> None:
     daemon = start(orca_env, daemon_factory, "[extraction]\nworkers = 0\n")
     agent = Agent(daemon, workdir)
+    attend(daemon)
     job_id = daemon.call("turn.completed", turn_completed(agent, "t1", "we use trunk-based")).job_id
     answer: dict[str, Any] = {}
 
@@ -145,6 +152,7 @@ def test_barrier_times_out_and_answers_from_the_last_committed_ledger(
 ) -> None:
     daemon = start(orca_env, daemon_factory, "[extraction]\nworkers = 0\n")
     agent = Agent(daemon, workdir)
+    attend(daemon)  # an external worker is about, but too busy to take the job in time
     add_facts(project_dir(orca_env, agent.project_id), ["Deploys are announced in #releases."])
     completed = daemon.call(
         "turn.completed",
@@ -182,6 +190,7 @@ def test_jobs_of_another_project_the_session_id_was_opened_in_do_not_hold_a_reca
     orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], workdir: Path, tmp_path: Path
 ) -> None:
     daemon = start(orca_env, daemon_factory, "[extraction]\nworkers = 0\n")
+    attend(daemon)
     first = Agent(daemon, workdir, session_id="ses_moved")
     completed = daemon.call(
         "turn.completed", turn_completed(first, "t1", "remember that we ship on Mondays")
@@ -247,6 +256,23 @@ def test_a_job_queued_after_auto_memory_was_switched_off_does_not_hold_every_rec
     _recalls_do_not_wait_for_a_queued_job(daemon, agent)
 
 
+def test_a_job_no_worker_asks_for_does_not_hold_every_recall(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], workdir: Path
+) -> None:
+    # no built-in workers and no external worker about: waiting for one cost every turn 5 s
+    daemon = start(orca_env, daemon_factory, "[extraction]\nworkers = 0\nlease_s = 2\n")
+    agent = Agent(daemon, workdir)
+    _recalls_do_not_wait_for_a_queued_job(daemon, agent)
+    attend(daemon)  # one asks: the next turn waits for it (it may take the job)
+    started = time.monotonic()
+    assert agent.recall("when do we ship", turn_id="t4").barrier == "timed_out"
+    assert time.monotonic() - started >= RECALL_BARRIER_S - 0.2
+    time.sleep(2.2)  # and once it has not asked for lease_s, no longer
+    started = time.monotonic()
+    assert agent.recall("when do we ship", turn_id="t5").barrier == "none"
+    assert time.monotonic() - started < RECALL_BARRIER_S / 2
+
+
 def test_a_job_no_provider_can_take_does_not_hold_every_recall(
     orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], workdir: Path
 ) -> None:
@@ -302,6 +328,7 @@ def test_a_job_whose_wait_was_edited_past_any_orcad_sets_holds_the_recall_as_a_c
     stored["not_before"] = "9999-12-31T23:59:59.000Z"
     path.write_text(json.dumps(stored))
     daemon.start()
+    attend(daemon)
     answer: dict[str, Any] = {}
 
     def ask() -> None:

@@ -75,6 +75,9 @@ class CaptureService:
         )
         self.pool: WorkerPool | None = None
         self.provider_broken = False  # no provider could be built: no built-in worker runs
+        # when an external worker last called jobs.claim (wall clock): without built-in
+        # workers, a queued job waits for one
+        self.external_claim_at: float | None = None
 
     async def wait_session_jobs(
         self,
@@ -118,15 +121,25 @@ class CaptureService:
     def cannot_finish(self, view: JobView, now: float, ends: float) -> bool:
         """A queued job no worker will take before the barrier `ends` (wall clock): its
         project's ledger is damaged, the configured provider could not be built (the jobs wait
-        for a restart with a fixed config), or it may not be claimed before then (a provider's
-        Retry-After, a back-off). A recall waiting for it would only add its whole bound. Its
-        wait is taken as the workers take it at `now`: one edited past any orcad sets is over."""
+        for a restart with a fixed config), there are no built-in workers and no external one
+        has asked for a job within `lease_s`, or it may not be claimed before then (a
+        provider's Retry-After, a back-off). A recall waiting for it would only add its whole
+        bound. Its wait is taken as the workers take it at `now`: one edited past any orcad
+        sets is over."""
         if view.state != "pending":
             return False
         claimable = claimable_at(view, now)
         if self.provider_broken or (claimable is not None and claimable >= ends):
             return True
+        if self.config.extraction.workers == 0 and not self._external_worker_near(now):
+            return True
         return self.projects.held_for_damage(view)
+
+    def _external_worker_near(self, now: float) -> bool:
+        """Whether an external worker asked for a job within `lease_s` of `now` (one that
+        polls, or holds a lease it renews as often)."""
+        seen = self.external_claim_at
+        return seen is not None and abs(now - seen) <= self.config.extraction.lease_s
 
     async def drop_vanished_everywhere(self) -> None:
         """drop_vanished for every job and project known (jobs.list, projects.list)."""
