@@ -508,6 +508,15 @@ def test_the_centred_cosine_orders_while_the_gate_and_the_floor_read_the_cosine(
     assert ranked(broken) == ["generic", "specific"]
 
 
+def test_a_candidate_under_the_floor_takes_no_place_however_high_it_is_ordered() -> None:
+    pool = [
+        cand("under", "alpha", cos=0.45)._replace(order_cosine=0.9),
+        cand("b", "beta", cos=0.8)._replace(order_cosine=0.5),
+        cand("c", "gamma", cos=0.7)._replace(order_cosine=0.4),
+    ]
+    assert ranked(pool, limit=2) == ["b", "c"]
+
+
 def test_a_correction_ranks_above_what_it_corrects_by_the_centred_cosine_too() -> None:
     old = cand("old", "Python is pinned to 3.12 with uv; the lock file is uv.lock.", at=1, cos=0.9)
     new = cand(

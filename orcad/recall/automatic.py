@@ -232,7 +232,8 @@ class ProjectMemorySearch:
         relevance = np.where(embedded, cosines + weight * covered, covered)
         best = np.argsort(-relevance, kind="stable")[: rank.CONSIDERED_PER_SHOWN * limit]
         # the few considered are ordered by their cosines measured from the ledger's centre
-        # (the gate and the floor read the cosines themselves: docs/recall.md, "The centre")
+        # (the gate and the floor read the cosines themselves; docs/recall.md, "The automatic
+        # part orders from the ledger's centre")
         centred = rank.centred_cosines(raw[best], query.vector, centre.rows(best))
         pool = [
             rank.Candidate(

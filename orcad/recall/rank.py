@@ -456,9 +456,12 @@ def rank(
     floors = [scored[c.key] for c in pool]  # what the floor reads, lifted alike
 
     def in_order() -> list[int]:
-        return sorted(
+        """The places in order, those under the floor (as lifted so far) left out: they take
+        no place, and leave none of the others out as alike."""
+        ordered = sorted(
             range(len(pool)), key=lambda i: (-scores[i], -pool[i].recorded_at, pool[i].key)
         )
+        return [i for i in ordered if not semantic or floors[i] >= floor]
 
     lifted = True
     while lifted:
@@ -468,13 +471,14 @@ def rank(
             step = scores[older] + _NEWER_STEP
             for newer in _bits(related.same[older]):
                 if pool[newer].recorded_at > pool[older].recorded_at:
-                    floors[newer] = max(floors[newer], floors[older] + _NEWER_STEP)
+                    if floors[newer] < floors[older] + _NEWER_STEP:
+                        floors[newer] = floors[older] + _NEWER_STEP
+                        lifted = True
                     if scores[newer] < step:
                         scores[newer] = step
                         lifted = True
-    # the last round lifted nothing, so `shown` stands; `_varied` decided each place by those
-    # before it alone, so leaving out what is under the floor leaves the rest as they were
-    return [pool[i] for i in shown if not semantic or floors[i] >= floor]
+    # the last round lifted nothing, so `shown` stands
+    return [pool[i] for i in shown]
 
 
 def _named(text: str, asked: frozenset[str], names: Sequence[str]) -> frozenset[str]:
