@@ -132,14 +132,8 @@ def read_forgotten_jobs(project_dir: Path) -> frozenset[str]:
     cannot be read or is not such a list counts as none; the next forget writes it whole."""
     path = project_dir / FORGOTTEN_JOBS_FILE
     try:
-        data = read_regular_file(path)
-    except FileNotFoundError:
-        return frozenset()
-    except (NotARegularFile, OSError):
-        return frozenset()
-    try:
-        noted = msgspec.json.decode(data, type=ForgottenJobs)
-    except msgspec.DecodeError:
+        noted = msgspec.json.decode(read_regular_file(path), type=ForgottenJobs)
+    except (NotARegularFile, OSError, msgspec.DecodeError):  # none there, or not such a list
         return frozenset()
     return frozenset(noted.job_ids)
 
