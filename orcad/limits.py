@@ -109,6 +109,9 @@ REQUEST_LINES_OWED_PER_CONNECTION = 2
 MAX_BATCH_REQUESTS = 64
 MAX_JSON_NESTING = 64  # deeper arrays/objects are refused before any decoder recurses
 BUSY_ANSWER_WAIT_S = 1.0  # how long the "busy" answer to a refused connection may take to send
+# at max_connections, a connection whose answer has waited this long for its client to read it
+# may be closed for a newcomer, when no connection owes nothing
+EVICT_UNREAD_AFTER_S = 1.0
 SHUTDOWN_GRACE_S = 5.0  # in-flight requests get this long to finish on SIGTERM
 
 # Waits and back-offs (spec: Capture and Recovery; Storage). Each is named once, here.

@@ -243,20 +243,33 @@ class Server:
 
     def _evict_one(self) -> bool:
         """At the connection limit: close the connection longest without a complete request,
-        among those with no answer owed, so that a new client is served. False when every
-        connection is busy answering (the newcomer is then told to retry)."""
+        among those with no answer owed, so that a new client is served; failing that, the one
+        whose client has left an answer unread longest, for at least EVICT_UNREAD_AFTER_S (a
+        client that sends and never reads must not hold slots others need until the send
+        timeout). False when every connection is busy answering (the newcomer is then told to
+        retry)."""
         owes_nothing = limits.MAX_ANSWERS_OWED_PER_CONNECTION
+        open_now = [c for c in self._open if c.closed_because is None]
         candidates = [
             connection
-            for connection in self._open
-            if connection.closed_because is None
-            and connection.answers_owed.value == owes_nothing
-            and connection.sending_since is None
+            for connection in open_now
+            if connection.answers_owed.value == owes_nothing and connection.sending_since is None
         ]
-        if not candidates:
-            return False
-        oldest = min(candidates, key=lambda connection: connection.last_request)
-        log.info("connection.evicted", limit=self._config.max_connections)
+        if candidates:
+            oldest = min(candidates, key=lambda connection: connection.last_request)
+            reason = "no_request"
+        else:
+            since = trio.current_time() - limits.EVICT_UNREAD_AFTER_S
+            unread = [
+                connection
+                for connection in open_now
+                if connection.sending_since is not None and connection.sending_since <= since
+            ]
+            if not unread:
+                return False
+            oldest = min(unread, key=lambda connection: connection.sending_since or 0.0)
+            reason = "answers_unread"
+        log.info("connection.evicted", limit=self._config.max_connections, reason=reason)
         oldest.close("evicted")
         # Its slot is given up now: the cancelled task only has cleanup left to do.
         self._open.discard(oldest)

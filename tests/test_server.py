@@ -19,7 +19,7 @@ import pytest
 import trio
 import trio.testing
 
-from orcad import runtime
+from orcad import limits, runtime
 from orcad.errors import StartupError
 from orcad.limits import STOPPING_HOLDER_WAIT_S
 from orcad.paths import SOCKET_PATH_MAX_BYTES, resolve_paths
@@ -249,42 +249,86 @@ def test_connection_limit_evicts_the_connection_longest_without_a_request(
     assert any(e["event"] == "connection.evicted" for e in daemon.log_events())
 
 
-def test_connection_limit_answers_busy_when_every_connection_is_owed_answers(
-    orca_env: OrcaEnv, daemon_factory: list
-) -> None:
-    daemon = start(orca_env, daemon_factory, "[server]\nmax_connections = 2\n")
+def _greedy(daemon: DaemonProcess) -> socket.socket:
+    """A connection that sends requests and never reads: until the daemon stops reading too."""
     status = b'{"jsonrpc":"2.0","id":1,"method":"daemon.status"}\n' * 100
-    greedy = []
-    for _ in range(2):
+    sock = raw_connection(daemon)
+    sock.setblocking(False)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            sock.send(status)
+        except BlockingIOError:
+            return sock
+    pytest.fail("the daemon kept reading a connection that never reads its answers")
+
+
+def test_connection_limit_answers_busy_while_every_connection_is_busy_answering(
+    orca_env: OrcaEnv, daemon_factory: list, tmp_path: Path
+) -> None:
+    config = "[extraction]\nworkers = 0\n[server]\nmax_connections = 2\n"
+    daemon = start(orca_env, daemon_factory, config)
+    with daemon.client() as client:  # a turn queued, and an external worker about: recalls wait
+        session = client.call("session.open", {"cwd": str(tmp_path)})
+        ids = {"session_id": session.session_id, "epoch": session.epoch}
+        turn = {"outcome": "succeeded", "verifier": "none", "transcript_committed": True}
+        messages = [{"role": "user", "content": "we ship on fridays"}]
+        client.call("turn.completed", {**ids, **turn, "turn_id": "t1", "messages": messages})
+        client.call("jobs.claim", {"worker": "w", "project_id": "0" * 64})
+    waiting = []
+    for number in (2, 3):
         sock = raw_connection(daemon)
-        sock.setblocking(False)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:  # never read: until the daemon stops reading too
-            try:
-                sock.send(status)
-            except BlockingIOError:
-                break
-        else:
-            pytest.fail("the daemon kept reading a connection that never reads its answers")
-        greedy.append(sock)
-    time.sleep(0.5)  # the daemon accepts both and blocks writing to them; until then, evictable
-    extra = raw_connection(daemon)
+        params = {**ids, "turn_id": f"t{number}", "prompt": "when do we ship"}
+        request = {"jsonrpc": "2.0", "id": number, "method": "recall", "params": params}
+        sock.sendall(json.dumps(request).encode() + b"\n")
+        waiting.append(sock)
+    deadline = time.monotonic() + 5
+    while sum(e["event"] == "recall.barrier_wait" for e in daemon.log_events()) < 2:
+        assert time.monotonic() < deadline, "the recalls never reached the barrier"
+        time.sleep(0.01)
+    extra = raw_connection(daemon)  # both connections owe an answer they are working on
     # the daemon answers busy as it accepts and closes; on a Unix socket a request sent after
     # that close fails with EPIPE, and the answer is still there to read
     with contextlib.suppress(BrokenPipeError):
         extra.sendall(b'{"jsonrpc":"2.0","id":1,"method":"daemon.ping"}\n')
     reply = read_line(extra)
     assert (reply["error"]["code"], reply["error"]["data"]["kind"]) == (-32001, "busy")
+    assert "max_connections" in reply["error"]["message"]
     assert_closed(extra)
     extra.close()
-    for _ in range(3):  # the client library says busy too, whether its request was sent or not
-        with daemon.client() as client, pytest.raises(RequestRefused) as refused:
-            client.call("daemon.ping")
-        assert (refused.value.code, refused.value.kind) == (-32001, "busy")
-        assert "max_connections" in refused.value.error.message
-    for sock in greedy:
+    # the client library says busy too
+    with pytest.raises(RequestRefused) as refused, daemon.client() as client:
+        client.call("daemon.ping")
+    assert (refused.value.code, refused.value.kind) == (-32001, "busy")
+    for sock in waiting:  # the recalls are answered once the barrier's bound is over
+        assert read_line(sock)["result"]["barrier"] == "timed_out"
         sock.close()
     pinged_client(daemon).close()  # the slots are reusable once the daemon sees the closes
+
+
+def test_a_client_that_never_reads_its_answers_gives_up_its_slot_to_a_newcomer(
+    orca_env: OrcaEnv, daemon_factory: list
+) -> None:
+    # one process held every slot with requests it never read the answers of, and every
+    # newcomer was told busy until the send timeout (30 s), again as soon as it reconnected
+    daemon = start(orca_env, daemon_factory, "[server]\nmax_connections = 2\n")
+    greedy = [_greedy(daemon) for _ in range(2)]
+    time.sleep(limits.EVICT_UNREAD_AFTER_S + 0.3)  # their answers wait, unread, past the bound
+    with daemon.client() as client:
+        assert client.call("daemon.ping").pid == daemon.proc.pid  # served
+    # in place of the one whose answer had waited longest: it gets what was written, then the end
+    first = greedy[0]
+    first.setblocking(True)
+    first.settimeout(10)
+    with contextlib.suppress(ConnectionResetError):
+        while first.recv(1 << 16):
+            pass
+    # (start()'s own ping connection may have made room for the first greedy one)
+    reasons = [e["reason"] for e in daemon.log_events() if e["event"] == "connection.evicted"]
+    assert reasons[-1] == "answers_unread" and reasons.count("answers_unread") == 1
+    for sock in greedy:
+        sock.close()
+    pinged_client(daemon).close()
 
 
 def pinged_client(daemon: DaemonProcess) -> Client:
