@@ -343,7 +343,8 @@ def _undecodable(line: bytes) -> Reply:
     request_id = message.get("id", _NO_ID) if isinstance(message, dict) else None
     if request_id is _NO_ID:  # a notification is not answered, as for any bad params
         return None
-    field = where.removeprefix("params.") or "params"  # as other bad params name theirs
+    # as other bad params name theirs; a key holding half a pair is named in escapes
+    field = _escaped(where.removeprefix("params.") or "params")
     error = InvalidParams(
         "the request holds half of a UTF-16 surrogate pair (such as \\ud83d) without the "
         f"other half, which is no text; send whole characters (field `{field}`)",
@@ -371,6 +372,11 @@ def _lone_surrogate(value: object, path: str) -> str | None:
             if found is not None:
                 return found
     return None
+
+
+def _escaped(text: str) -> str:
+    """`text` with each lone surrogate written as its escape (`\\ud800`), which is text."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _no_constant(name: str) -> object:

@@ -885,6 +885,10 @@ def test_half_a_surrogate_pair_is_bad_params_answered_with_the_request_id(
     )
     answer = read_line(sock)
     assert (answer["id"], answer["error"]["data"]["field"]) == (8, "messages[1].content")
+    # a key that holds one is named in escapes
+    sock.sendall(b'{"jsonrpc":"2.0","id":11,"method":"session.open","params":{"x\\ud800y":1}}\n')
+    answer = read_line(sock)
+    assert (answer["id"], answer["error"]["data"]["field"]) == (11, "x\\ud800y")
     # an id that is itself half a pair cannot be echoed; a whole pair is text, and decodes
     sock.sendall(b'{"jsonrpc":"2.0","id":"a\\ud800","method":"daemon.ping"}\n')
     assert read_line(sock)["id"] is None
