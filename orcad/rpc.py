@@ -258,7 +258,8 @@ class Dispatcher:
                 InvalidRequest("the line holds a number out of range; it is not a request")
             )
         except msgspec.DecodeError:
-            return _undecodable(line)
+            # off the event loop: the standard library's decoder takes ~20 ms for 8 MiB
+            return await trio.to_thread.run_sync(_undecodable, line)
         except RecursionError:  # json_nesting_exceeds runs first; this is the last line of defence
             return encode_error(_TOO_DEEP)
         if isinstance(message, list):

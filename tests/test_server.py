@@ -908,4 +908,13 @@ def test_half_a_surrogate_pair_is_bad_params_answered_with_the_request_id(
     assert read_line(sock)["error"]["code"] == -32700
     sock.sendall(b'{"jsonrpc":"2.0","id":10,"method":"daemon.ping"}\n')
     assert read_line(sock)["id"] == 10  # the connection is still served
+    # a pasted megabytes long, full of them, is answered the same, and nobody waits on it
+    huge = b"x\\ud800 " * 700_000
+    sock.sendall(
+        b'{"jsonrpc":"2.0","id":12,"method":"recall","params":{"prompt":"' + huge + b'"}}\n'
+    )
+    with daemon.client() as other:
+        assert other.call("daemon.ping").pid == daemon.proc.pid
+    answer = read_line(sock)
+    assert (answer["id"], answer["error"]["data"]["field"]) == (12, "prompt")
     sock.close()
