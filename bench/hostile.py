@@ -1,10 +1,13 @@
 """What hostile clients cost everyone else: daemon RSS and a bystander's ping latency, alone and
 while (a) a client floods requests and never reads its answers, (a') three do with requests of
-8 MiB, (b) 300 connections trickle one byte a second, (c) clients close before reading, as many
-times as they can.
+8 MiB, and (a'') 200 do, (b) 300 connections trickle one byte a second, (c) clients close before
+reading, as many times as they can.
 
 Run: python bench/hostile.py [--seconds S]
-Targets (issue: never down): RSS with a greedy client under +200 MiB; bystanders keep their
+RSS is the most the daemon took during each case, sampled every 0.1 s.
+Targets (issue: never down): RSS with greedy clients under +200 MiB (with 200 of them, what
+server.max_buffered_bytes bounds: about twice it, two lines and the clients' allowances, and the
+answers and decoded parts of the requests owed); bystanders keep their
 latency (p50 ratio against the quiet baseline, measured in the same run, near 1x); new clients
 served while 300 connections trickle.
 """
@@ -12,6 +15,7 @@ served while 300 connections trickle.
 from __future__ import annotations
 
 import argparse
+import functools
 import socket
 import struct
 import threading
@@ -60,8 +64,8 @@ def greedy(path: str, stop: threading.Event) -> None:
 LARGE = b'{"jsonrpc":"2.0","method":"jobs.list","id":"' + b"a" * (8 * 2**20 - 100) + b'"}\n'
 
 
-def greedy_large(path: str, stop: threading.Event) -> None:
-    """Three connections send 8 MiB requests and never read the answers."""
+def greedy_large(path: str, stop: threading.Event, count: int = 3) -> None:
+    """`count` connections send 8 MiB requests and never read the answers."""
     socks: list[socket.socket] = []
 
     def flood() -> None:
@@ -77,7 +81,7 @@ def greedy_large(path: str, stop: threading.Event) -> None:
             except OSError:
                 return  # disconnected after send_timeout_s
 
-    threads = [threading.Thread(target=flood, daemon=True) for _ in range(3)]
+    threads = [threading.Thread(target=flood, daemon=True) for _ in range(count)]
     for thread in threads:
         thread.start()
     stop.wait()
@@ -134,14 +138,24 @@ def run_case(
 ) -> tuple[list[float], float, int]:
     stop = threading.Event()
     thread = threading.Thread(target=attacker, args=(path, stop), daemon=True)
+    peak = [rss_mib(pid)]
+    sampled = threading.Event()
+
+    def sample() -> None:  # the most RSS the attack took, not what is left at the end
+        while not sampled.wait(0.1):
+            peak[0] = max(peak[0], rss_mib(pid))
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
     thread.start()
     time.sleep(1.0)  # let the attack reach its steady state
     latencies = bystander(path, seconds)
-    rss = rss_mib(pid)
     served = newcomers_served(path)
     stop.set()
     thread.join(timeout=30)
-    return latencies, rss, served
+    sampled.set()
+    sampler.join()
+    return latencies, peak[0], served
 
 
 def main() -> None:
@@ -154,23 +168,24 @@ def main() -> None:
         base_rss = rss_mib(proc.pid)
         base_p50, base_p99 = summarize(quiet)
         print(
-            f"{'case':<14} {'ping p50':>11} {'ping p99':>11} {'p50 ratio':>9} "
+            f"{'case':<18} {'ping p50':>11} {'ping p99':>11} {'p50 ratio':>9} "
             f"{'RSS MiB':>8} {'+RSS':>7} {'newcomers':>9}"
         )
         print(
-            f"{'quiet':<14} {millis(base_p50)} {millis(base_p99)} {1.0:9.2f} "
+            f"{'quiet':<18} {millis(base_p50)} {millis(base_p99)} {1.0:9.2f} "
             f"{base_rss:8.1f} {0.0:7.1f} {'-':>9}"
         )
         for name, attacker in (
             ("greedy", greedy),
             ("greedy 8 MiB", greedy_large),
+            ("greedy 8 MiB x200", functools.partial(greedy_large, count=200)),
             ("trickle x300", trickle),
             ("early close", early_closer),
         ):
             latencies, rss, served = run_case(name, path, proc.pid, args.seconds, attacker)
             p50, p99 = summarize(latencies)
             print(
-                f"{name:<14} {millis(p50)} {millis(p99)} {p50 / base_p50:9.2f} "
+                f"{name:<18} {millis(p50)} {millis(p99)} {p50 / base_p50:9.2f} "
                 f"{rss:8.1f} {rss - base_rss:7.1f} {served:>6}/20"
             )
         assert proc.poll() is None, "orcad exited"

@@ -35,21 +35,25 @@ class Serving:
 
 
 @asynccontextmanager
-async def serving(router: Router, tmp_path: Path) -> AsyncIterator[Serving]:
+async def serving(
+    router: Router, tmp_path: Path, config: ServerConfig | None = None
+) -> AsyncIterator[Serving]:
     """The server listening at `tmp_path/s.sock` with one client connected; everything is
     cancelled on leaving."""
     router.mark_ready()
-    server = Server(Dispatcher(router), ServerConfig())
+    server = Server(Dispatcher(router), config or ServerConfig())
     path = str(tmp_path / "s.sock")
     listen_socket = trio.socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     await listen_socket.bind(path)
     listen_socket.listen()
-    async with trio.open_nursery() as connections:
-        await connections.start(server.serve, trio.SocketListener(listen_socket), connections)
-        client = await trio.open_unix_socket(path)
-        try:
-            yield Serving(server, client, connections)
-        finally:
-            await client.aclose()
-            connections.cancel_scope.cancel()
-    listen_socket.close()
+    try:
+        async with trio.open_nursery() as connections:
+            await connections.start(server.serve, trio.SocketListener(listen_socket), connections)
+            client = await trio.open_unix_socket(path)
+            try:
+                yield Serving(server, client, connections)
+            finally:
+                await client.aclose()
+                connections.cancel_scope.cancel()
+    finally:  # a failing test leaves no socket open for a later one to warn of
+        listen_socket.close()
