@@ -159,7 +159,25 @@ def parse_config(
     except msgspec.ValidationError as exc:
         key, reason = explain_validation_error(exc, data)
         raise StartupError(f"{source}: key `{key or '(top level)'}`: {reason}") from exc
+    if isinstance(parsed, Config):
+        _check_trusted_projects(parsed.trusted_projects, source)
     return parsed, unknown
+
+
+def _check_trusted_projects(roots: list[str], source: str) -> None:
+    """Each trusted root must be a path the daemon can compare with a project's root: absolute
+    (a relative one would be resolved against orcad's own working directory) and without a NUL
+    (which no path holds, and which resolving a path refuses). Raises StartupError."""
+    for root in roots:
+        if "\0" in root:
+            raise StartupError(
+                f"{source}: key `trusted_projects`: {root!r} holds a NUL character, which no "
+                "path can"
+            )
+        if not Path(root).is_absolute():
+            raise StartupError(
+                f"{source}: key `trusted_projects`: {root!r} is not an absolute path"
+            )
 
 
 def read_config_text(path: Path) -> str:
@@ -182,7 +200,4 @@ def load_config(path: Path) -> LoadedConfig:
     except (OSError, UnicodeDecodeError) as exc:
         raise StartupError(f"{path}: cannot read: {exc}") from exc
     config, unknown = parse_config(text, str(path))
-    for root in config.trusted_projects:
-        if not Path(root).is_absolute():
-            raise StartupError(f"{path}: key `trusted_projects`: {root!r} is not an absolute path")
     return LoadedConfig(config=config, path=str(path), unknown_keys=unknown)

@@ -151,6 +151,31 @@ def test_relative_trusted_project_is_refused(tmp_path: Path) -> None:
         load_config(path)
 
 
+def test_a_trusted_project_holding_a_nul_is_refused(tmp_path: Path) -> None:
+    # valid TOML; the daemon used to start with it, and every session.open then failed as an
+    # internal error (resolving the path raised ValueError)
+    path = tmp_path / "config.toml"
+    path.write_text('trusted_projects = ["/srv/x\\u0000"]\n')
+    with pytest.raises(StartupError, match=r"trusted_projects.*NUL"):
+        load_config(path)
+
+
+@pytest.mark.parametrize("root", ['"relative/dir"', '"/srv/x\\u0000"'])  # as TOML strings
+def test_a_trusted_project_edited_in_wrong_while_orcad_runs_keeps_the_last_good_value(
+    tmp_path: Path, root: str
+) -> None:
+    user, repo = tmp_path / "config.toml", tmp_path / "repo"
+    (repo / ".orca").mkdir(parents=True)
+    (repo / ".orca" / "config.toml").write_text("auto_memory = false\n")
+    switch = AutoMemorySwitch(user, Config())
+    user.write_text("auto_memory = true\n")
+    assert switch.read(str(repo)) is True
+    # a relative root was resolved against orcad's own working directory (a project there
+    # got its own switch honoured); one holding a NUL failed every session.open
+    user.write_text(f"auto_memory = false\ntrusted_projects = [{root}]\n")
+    assert switch.read(str(repo)) is True  # the last good reading, whole
+
+
 def test_missing_file_means_defaults(tmp_path: Path) -> None:
     loaded = load_config(tmp_path / "absent.toml")
     assert loaded.path is None
