@@ -7,11 +7,15 @@ replaced atomically, and a write that fails anyway puts back the files already w
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import os
+import signal
 import stat
+import sys
 import tempfile
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -246,6 +250,21 @@ def _undo_all(done: list[Written]) -> list[str]:
     return left
 
 
+@contextlib.contextmanager
+def _interrupts_deferred() -> Iterator[Callable[[], bool]]:
+    """Ctrl-C noted rather than raised meanwhile (in the main thread, where Python handles
+    signals); the function yielded says whether it came."""
+    if threading.current_thread() is not threading.main_thread():
+        yield lambda: False
+        return
+    asked: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, _frame: asked.append(signum))
+    try:
+        yield lambda: bool(asked)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def _reason(failure: Exception) -> str:
     if isinstance(failure, ChangedMeanwhile):
         return "another program changed it meanwhile"
@@ -255,21 +274,32 @@ def _reason(failure: Exception) -> str:
 def write_all(pending: list[Change], stamp: str) -> list[Written]:
     """All the changes, or (a write fails anyway: a full disk; a file changed since it was read)
     none: those already made are put back from their backups, and the error names the file that
-    failed and why."""
+    failed and why. So too when the user interrupts it (Ctrl-C): the interrupt is taken between
+    two files, never inside one, the files written are put back and it goes on
+    (KeyboardInterrupt)."""
     done: list[Written] = []
-    for change in pending:
-        try:
-            done.append(write(change, stamp))
-        except (OSError, ChangedMeanwhile) as exc:
-            left = _undo_all(done)
-            if isinstance(exc, ChangedMeanwhile) and not left:
-                raise  # nothing changed: the caller may read the files again and retry
-            outcome = (
-                f"these could not be put back: {'; '.join(left)}"
-                if left
-                else "nothing was changed (files already written were put back)"
-            )
-            raise CommandError(
-                f"{change.path} could not be written ({_reason(exc)}); {outcome}"
-            ) from None
+    with _interrupts_deferred() as interrupted:
+        for change in pending:
+            try:
+                done.append(write(change, stamp))
+            except (OSError, ChangedMeanwhile) as exc:
+                left = _undo_all(done)
+                if isinstance(exc, ChangedMeanwhile) and not left:
+                    raise  # nothing changed: the caller may read the files again and retry
+                outcome = (
+                    f"these could not be put back: {'; '.join(left)}"
+                    if left
+                    else "nothing was changed (files already written were put back)"
+                )
+                raise CommandError(
+                    f"{change.path} could not be written ({_reason(exc)}); {outcome}"
+                ) from None
+            if interrupted():
+                left = _undo_all(done)
+                if left:
+                    print(
+                        f"orcactl: interrupted; these could not be put back: {'; '.join(left)}",
+                        file=sys.stderr,
+                    )
+                raise KeyboardInterrupt
     return done

@@ -777,3 +777,51 @@ def test_the_extractor_option_never_replaces_a_provider_the_user_chose(
     assert not (_home(orca_env) / ".claude").exists()  # nothing at all was changed
     orca_env.write_config('[extraction]\nprovider = "heuristic"\n')  # the default, named
     assert _integrate(orca_env, "claude-code", "--extractor").returncode == 0
+
+
+def test_ctrl_c_while_integrate_writes_leaves_the_agent_connected_whole_or_not_at_all(
+    orca_env: OrcaEnv,
+) -> None:
+    # interrupted between settings.json and ~/.claude.json, it left the hooks installed and no
+    # MCP server (in 5 of 5 tries), and exited 130 as if nothing had been done
+    import signal
+
+    settings_path = _home(orca_env) / ".claude" / "settings.json"
+    settings_path.parent.mkdir(parents=True)
+    claude_json = _home(orca_env) / ".claude.json"
+    # large enough that writing it takes a while after settings.json is replaced
+    projects = {f"/p/{n}": {"history": ["x" * 200] * 20} for n in range(3000)}
+    outcomes = []
+    for _attempt in range(3):
+        settings_path.write_text(json.dumps(CLAUDE_SETTINGS))
+        claude_json.write_text(json.dumps({"projects": projects}))
+        before = settings_path.stat().st_ino
+        run = subprocess.Popen(
+            [ORCACTL, "integrate", "claude-code"],
+            env=orca_env.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        deadline = time.monotonic() + 30
+        while run.poll() is None and settings_path.stat().st_ino == before:
+            assert time.monotonic() < deadline
+        run.send_signal(signal.SIGINT)
+        _out, err = run.communicate(timeout=60)
+        hooks = json.loads(settings_path.read_text()) != CLAUDE_SETTINGS  # orca's added
+        mcp = "orca" in json.loads(claude_json.read_text()).get("mcpServers", {})
+        assert "Traceback" not in err
+        assert hooks == mcp, f"exit {run.returncode}: hooks {hooks}, MCP server {mcp}"
+        if run.returncode == 130:  # interrupted: nothing done, and no backup left to mislead
+            assert not hooks
+            assert sorted(p.name for p in settings_path.parent.iterdir()) == ["settings.json"]
+        outcomes.append(run.returncode)
+        if hooks:
+            subprocess.run(
+                [ORCACTL, "integrate", "claude-code", "--remove"],
+                env=orca_env.env,
+                capture_output=True,
+                timeout=60,
+                check=True,
+            )
+    assert 130 in outcomes  # the interrupt did come while it wrote
