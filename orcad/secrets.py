@@ -11,7 +11,8 @@ a line break cuts are read joined (`secret_wrapped`, `secret_cut_values`). Token
 skipped outright when their trigger literal is absent from the text's long unbroken runs
 (`secret_gates`), so the common no-secret path is one pass to find those runs plus a few
 substring searches. Text holding characters no reader sees (a zero-width space inside a
-token) is read a second time without them (`secret_invisible`).
+token) is read a second time without them (`secret_invisible`), and text holding Markdown's
+emphasis or code marks or full-width forms is read as a reader sees it (`secret_markdown`).
 """
 
 from __future__ import annotations
@@ -67,7 +68,8 @@ from orcad.secret_formats import (
 )
 from orcad.secret_gates import Gate, _always, _any_trigger, _long_runs, _token_gate, _TriggerGate
 from orcad.secret_hashes import find_password_hashes
-from orcad.secret_invisible import visible_text
+from orcad.secret_invisible import VisibleText, visible_text
+from orcad.secret_markdown import marked_lines
 from orcad.secret_notes import find_noted_passwords
 from orcad.secret_pins import find_access_codes, find_pin_settings
 from orcad.secret_second_factor import (
@@ -269,13 +271,35 @@ def find_secrets(text: str) -> list[SecretMatch]:
     more = [SecretMatch(*wrapped) for wrapped in find_wrapped_tokens(text, _WRAPPABLE)]
     detected = [(match.rule, match.start, match.end) for match in found]
     more.extend(SecretMatch(*cut) for cut in find_cut_values(text, detected, _assignments))
-    visible = visible_text(text)
-    if visible is None and not more:
+    for reading, skipped in _other_readings(text):
+        for match in _find_secrets(reading.text, skipped):
+            more.append(SecretMatch(match.rule, *reading.span(match.start, match.end)))
+    if not more:
         return found
-    if visible is not None:
-        for match in _find_secrets(visible.text):
-            more.append(SecretMatch(match.rule, *visible.span(match.start, match.end)))
     return _merged(sorted(found + more, key=lambda match: (match.start, -match.end)))
+
+
+# Not read in Markdown without its marks: a command in backticks is one named in prose, and
+# what follows it no output of it (a flag's value is found with the marks, within them).
+_COMMAND_RULES = frozenset({"password_flag"})
+
+
+def _other_readings(text: str) -> list[tuple[VisibleText, frozenset[str]]]:
+    """`text` read as a reader sees it, when that differs, each mapped back onto `text` and
+    with the rules not to ask of it: without characters no reader sees (`secret_invisible`),
+    and then its lines that may name a credential in Markdown or in full-width forms, without
+    Markdown's marks and with those forms as ASCII (`secret_markdown`)."""
+    readings = []
+    visible = visible_text(text)
+    if visible is not None:
+        readings.append((visible, frozenset[str]()))
+    base = text if visible is None else visible.text
+    lines = marked_lines(base)
+    if lines is not None:
+        if visible is not None:  # its positions in `text`, through the visible reading's
+            lines = VisibleText(lines.text, [visible.positions[at] for at in lines.positions])
+        readings.append((lines, _COMMAND_RULES))
+    return readings
 
 
 def _assignments(setting: str) -> list[tuple[str, int, int]]:
@@ -301,13 +325,15 @@ def _merged(matches: list[SecretMatch]) -> list[SecretMatch]:
     return merged
 
 
-def _find_secrets(text: str) -> list[SecretMatch]:
+def _find_secrets(text: str, skipped: frozenset[str] = frozenset()) -> list[SecretMatch]:
+    """The secrets the rules find in `text`, but those of the rules named in `skipped`."""
     if not text:
         return []
     lowered = _lowered(text)
     candidates = [
         (start, -end, _PRIORITY[name], name)
         for name, finder in _open_rules(text)
+        if name not in skipped
         for start, end in finder(text, lowered)
     ]
     if not candidates:
@@ -339,7 +365,7 @@ def _through_value(text: str, end: int) -> int:
 def contains_secret(text: str) -> bool:
     if not text:
         return False
-    if visible_text(text) is not None:
+    if _other_readings(text):
         return bool(find_secrets(text))
     lowered = _lowered(text)
     return any(
