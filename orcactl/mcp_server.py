@@ -34,6 +34,7 @@ from orcactl.hooks.common import bounded
 from orcactl.hooks.runner import extraction_run
 from orcactl.mcp_stdio import run_stdio
 from orcad.control_characters import escape_control_characters
+from orcad.errors import InvalidParams
 from protocol.client import Client, DaemonUnavailable, ProtocolViolation
 from protocol.errors import RemoteError
 
@@ -375,6 +376,14 @@ def build_server(session: DaemonSession) -> MCPServer:
         scope: Literal["user", "project"] = "project",
     ) -> str:
         refuse_in_extraction("remember")  # before the user is asked anything
+        # (the detector loads at the first fact, not with the server: 0.1 s of its start)
+        from orcad.explicit import format_fact  # noqa: PLC0415
+
+        try:  # what orcad would refuse (a secret, a text too long) is not put to the user,
+            # nor printed in a command for them to paste into their shell's history
+            format_fact(text)
+        except InvalidParams as exc:
+            raise _tool_error(f"orca: not remembered: {exc}") from None
         await anyio.to_thread.run_sync(session.open_blocking)
         asked = session.asks_user
         if asked:  # normal mode: the user agrees first, as to a memory change

@@ -1249,6 +1249,39 @@ async def test_remember_without_elicitation_gives_the_command_that_keeps_it(
     assert "--help is what we say; $HOME isn't expanded" in _startup(daemon, project)[1]
 
 
+@pytest.mark.parametrize("can_ask", [True, False], ids=["elicitation", "no-elicitation"])
+@pytest.mark.parametrize(
+    "refused",
+    [
+        ("deploy token ghp_aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5", "github_token"),
+        ("x" * 70_000, "characters"),
+    ],
+    ids=["secret", "too-long"],
+)
+async def test_remember_refuses_what_orcad_would_before_the_user_is_asked(
+    tmp_path: Path,
+    orca_env: OrcaEnv,
+    daemon: DaemonProcess,
+    can_ask: bool,
+    refused: tuple[str, str],
+) -> None:
+    # the user was asked to remember the token (shown whole) and orcad refused it only once
+    # they agreed; without elicitation, the answer gave a command holding it to paste into a
+    # shell, whose history keeps it
+    text, why = refused
+    project = _project(tmp_path)
+    asked: list[str] = []
+    elicit = _remember_answer(True, asked) if can_ask else None
+    async with mcp_session(orca_env, project, elicit=elicit) as session:
+        kept = await session.call_tool("remember", {"text": text, "scope": "project"})
+    answer = _text(kept)
+    assert kept.is_error and "not remembered" in answer and why in answer, answer[:300]
+    assert asked == []
+    assert "orcactl remember" not in answer
+    assert "ghp_" not in answer and "x" * 100 not in answer
+    assert _startup(daemon, project)[1] == ""
+
+
 REFUSED_BY_MODE = {
     "plan": ("We use pnpm", "plan mode"),
     "auto": ("Currently working on the login page", "automatic review refused it"),
