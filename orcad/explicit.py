@@ -18,7 +18,7 @@ import filelock
 import structlog
 
 from orcad.control_characters import escape_control_characters, has_visible_character
-from orcad.durable_files import replace_file_atomically
+from orcad.durable_files import remove_stale_temps, replace_file_atomically
 from orcad.errors import InvalidParams, StorageError
 from orcad.limits import EXPLICIT_FACT_MAX_CHARS, EXPLICIT_LOCK_TIMEOUT_S
 from orcad.regular_files import open_regular_file, read_regular_file
@@ -165,6 +165,9 @@ def append_fact(path: Path, line: str) -> int:
             f"could not read {path}: {exc.strerror or exc}; nothing was changed", path=str(path)
         ) from exc
     content = append_line(existing, line)
+    # a copy a crash left between its write and its rename holds the facts as they were, and
+    # would outlive one the user deletes from the file by hand
+    remove_stale_temps(target)
     replace_file_atomically(target, content)
     log.info("explicit.remembered", path=str(path), bytes=len(content))
     return len(content)

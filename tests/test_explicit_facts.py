@@ -591,3 +591,16 @@ def test_remember_in_an_interactive_normal_session_needs_the_user_asked(
     yolo = open_session(daemon, tmp_path, mode="yolo")
     ids = {"session_id": yolo["session_id"], "epoch": yolo["epoch"]}
     daemon.call("remember", {**ids, "scope": "user", "text": "We use ruff", "asked": False})
+
+
+def test_a_copy_a_crash_left_beside_a_facts_file_goes_at_the_next_fact(tmp_path: Path) -> None:
+    # orcad killed between writing user.md's new copy and renaming it left the copy (every
+    # fact then kept) for good: a fact the user later deleted from user.md lived on in it
+    path = tmp_path / "user.md"
+    path.write_text("- We use pnpm\n")
+    left = tmp_path / ".user.md.999999-95e706a1ec3ee8c2.tmp"
+    left.write_text("- We use pnpm\n- an old fact the user deleted\n")
+    explicit.remember_fact(path, "Deploys go through ./ship.sh")
+    assert not left.exists()
+    assert path.read_text() == "- We use pnpm\n- Deploys go through ./ship.sh\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["user.md", "user.md.lock"]
