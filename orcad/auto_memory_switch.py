@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import msgspec
 import structlog
 
 from orcad.config import Config, ProjectConfig, parse_config, read_config_text
@@ -34,6 +35,7 @@ class AutoMemorySwitch:
         self.config_file = config_file
         self._user = startup  # the user's config as last read whole
         self._projects: dict[str, bool | None] = {}  # a trusted project's own value, likewise
+        self._reported: set[tuple[str, ...]] = set()  # (file, its unknown keys) logged
 
     def read(self, project_root: str) -> bool:
         """Whether automatic memory is on for the project at `project_root` (blocking: reads
@@ -61,8 +63,18 @@ class AutoMemorySwitch:
     def _read_project(self, project_root: str) -> bool | None:
         path = project_config_file(project_root)
         try:
-            project, _unknown = parse_config(read_config_text(path), str(path), ProjectConfig)
+            project, unknown = parse_config(read_config_text(path), str(path), ProjectConfig)
             self._projects[project_root] = project.auto_memory
+            if unknown and (str(path), *unknown) not in self._reported:
+                # a typo (`auto_memroy`) would leave the switch as the user's, unsaid: said
+                # once for each file and set of keys, not at every session
+                self._reported.add((str(path), *unknown))
+                log.warning(
+                    "config.project_unknown_keys",
+                    path=str(path),
+                    keys=unknown,
+                    known=sorted(field.name for field in msgspec.structs.fields(ProjectConfig)),
+                )
         except FileNotFoundError:
             self._projects[project_root] = None
         except (OSError, UnicodeDecodeError, StartupError) as exc:

@@ -176,6 +176,23 @@ def test_a_trusted_project_edited_in_wrong_while_orcad_runs_keeps_the_last_good_
     assert switch.read(str(repo)) is True  # the last good reading, whole
 
 
+def test_a_typo_in_a_trusted_projects_config_is_said_once(tmp_path: Path) -> None:
+    # `auto_memroy = false` left automatic memory on without a word anywhere
+    import structlog.testing
+
+    user, repo = tmp_path / "config.toml", tmp_path / "repo"
+    (repo / ".orca").mkdir(parents=True)
+    (repo / ".orca" / "config.toml").write_text("auto_memroy = false\n")
+    user.write_text(f"trusted_projects = [{str(repo)!r}]\n")
+    switch = AutoMemorySwitch(user, Config())
+    with structlog.testing.capture_logs() as logs:
+        assert switch.read(str(repo)) is True
+        assert switch.read(str(repo)) is True  # a second session: not said again
+    said = [entry for entry in logs if entry["event"] == "config.project_unknown_keys"]
+    assert len(said) == 1
+    assert said[0]["keys"] == ["auto_memroy"] and said[0]["known"] == ["auto_memory"]
+
+
 def test_missing_file_means_defaults(tmp_path: Path) -> None:
     loaded = load_config(tmp_path / "absent.toml")
     assert loaded.path is None
