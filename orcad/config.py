@@ -186,7 +186,8 @@ def read_config_text(path: Path) -> str:
     that may never come. Raises FileNotFoundError, OSError and UnicodeDecodeError as reading
     does."""
     try:
-        return read_regular_file(path).decode("utf-8")
+        # a byte order mark (some Windows editors write one) is no part of TOML: read past it
+        return read_regular_file(path).decode("utf-8").removeprefix("\ufeff")
     except NotARegularFile:
         raise StartupError(f"{path}: not a regular file") from None
 

@@ -193,6 +193,13 @@ def test_a_typo_in_a_trusted_projects_config_is_said_once(tmp_path: Path) -> Non
     assert said[0]["keys"] == ["auto_memroy"] and said[0]["known"] == ["auto_memory"]
 
 
+def test_a_config_file_starting_with_a_byte_order_mark_is_read(tmp_path: Path) -> None:
+    # it was refused as `not valid TOML: Invalid statement (at line 1, column 1)`
+    path = tmp_path / "config.toml"
+    path.write_bytes(b"\xef\xbb\xbfauto_memory = false\n")
+    assert load_config(path).config.auto_memory is False
+
+
 def test_missing_file_means_defaults(tmp_path: Path) -> None:
     loaded = load_config(tmp_path / "absent.toml")
     assert loaded.path is None
