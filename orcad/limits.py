@@ -105,11 +105,6 @@ MAX_ANSWERS_OWED_PER_CONNECTION = 64  # then the connection is not read until it
 # and so when its requests owed an answer add up to this many times server.max_message_bytes:
 # two requests of the largest size may be pipelined before an answer is read
 REQUEST_LINES_OWED_PER_CONNECTION = 2
-# what every connection together may hold of what their clients sent (requests owed an answer,
-# lines not yet complete) before a connection holding more than READ_ALLOWANCE_BYTES waits to be
-# read: many clients that send large lines and never read must not take the machine's memory
-DEFAULT_MAX_BUFFERED_BYTES = 32 * 1024 * 1024
-READ_ALLOWANCE_BYTES = 256 * 1024  # a connection holding less is read whatever the others hold
 # a batch is answered as one line by one task: its size bounds that answer and that task's time
 MAX_BATCH_REQUESTS = 64
 MAX_JSON_NESTING = 64  # deeper arrays/objects are refused before any decoder recurses

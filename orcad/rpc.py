@@ -238,19 +238,6 @@ class Dispatcher:
         except Exception as exc:
             return _encode(self._exception_answer(exc, envelope.method, request_id))
 
-    def refuse(self, line: bytes, error: OrcaError) -> Reply:
-        """The answer to a request line that is not served: `error`, to the request's id when
-        its envelope is read in one pass (else null); None for a notification."""
-        if json_nesting_exceeds(line, limits.MAX_JSON_NESTING):
-            return encode_error(error)
-        try:
-            envelope = _envelope_decoder.decode(line)
-        except (msgspec.ValidationError, msgspec.DecodeError):
-            return encode_error(error)
-        if envelope.id is msgspec.UNSET:
-            return None
-        return encode_error(error, _safe_id(envelope.id))
-
     async def _run_async(self, route: _Route, params: Params, request_id: object) -> Reply:
         try:
             result = await route.handler(params)  # type: ignore[misc]

@@ -4,10 +4,8 @@ Requests on one connection run concurrently; responses are written whole under a
 connection that sends an oversized line, goes idle, trickles a line for too long, stops reading
 its answers, or belongs to another uid is closed without touching any other connection; so is one
 whose client vanished, or whose handling failed in a way nobody foresaw (logged once). A
-connection with too many answers owed stops being read until its client catches up, and so does
-one holding a large part of what the daemon may hold of all clients' requests (`_ReadBudget`).
-When the connection limit is reached, the connection longest without a complete request makes
-room.
+connection with too many answers owed stops being read until its client catches up. When the
+connection limit is reached, the connection longest without a complete request makes room.
 
 This is the only module that writes to a connection. The dispatcher hands it each answer as
 bytes: at once for a request that cannot block (the reader sends it when the connection's send
@@ -17,7 +15,6 @@ whole, under that lock.
 
 from __future__ import annotations
 
-import collections
 import errno
 import os
 import socket as stdlib_socket
@@ -40,86 +37,6 @@ RECEIVE_CHUNK = 65536
 ACCEPT_CAPACITY_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
 
 
-def _line_bytes(events: list[bytes | LineTooLong]) -> int:
-    """The bytes of the lines among `events` (a LineTooLong ends them)."""
-    if isinstance(events[-1], LineTooLong):
-        events = events[:-1]
-    return sum(map(len, events))  # type: ignore[arg-type]  # bytes alone, now
-
-
-class _ReadBudget:
-    """What every connection together holds of what their clients sent, in two parts, each
-    bounded by `bound`:
-
-    - Lines arriving (and complete ones not yet taken as requests). A connection holding less
-      than READ_ALLOWANCE_BYTES of them is read whatever the others hold, so requests of
-      ordinary size are never held up; past that, it is read while they add up to less than
-      the bound, and otherwise waits for room. Waiting connections would each hold part of a
-      line and none ever finish, so the one that has waited longest is read over the bound
-      (one at a time) until its lines are taken.
-    - Requests owed an answer (their lines, or the answers ready for them). A line of
-      READ_ALLOWANCE_BYTES or more that would take them over the bound, while any are owed, is
-      answered `busy` and neither decoded nor run. Requests owed are not waited for: a client
-      may be waiting for its next line to be read before it reads the answers that make room.
-
-    So the daemon holds at most about twice the bound, two lines and each connection's
-    allowance, however many clients send large lines and never read."""
-
-    __slots__ = ("_changed", "_queue", "arriving", "bound", "overdraft", "owed")
-
-    def __init__(self, bound: int) -> None:
-        self.bound = bound
-        self.arriving = 0
-        self.owed = 0
-        self.overdraft: _Connection | None = None  # the one read over the bound
-        self._queue: collections.deque[_Connection] = collections.deque()
-        self._changed = trio.Event()
-
-    def allows(self, connection: _Connection) -> bool:
-        """Whether `connection` may be read now."""
-        return (
-            connection.arriving < limits.READ_ALLOWANCE_BYTES
-            or self.arriving < self.bound
-            or self.overdraft is connection
-        )
-
-    def takes(self, size: int) -> bool:
-        """Whether a request line of `size` bytes may be owed an answer."""
-        return size < limits.READ_ALLOWANCE_BYTES or not self.owed or self.owed + size <= self.bound
-
-    async def room(self, connection: _Connection) -> None:
-        """Wait until `connection` may be read: the lines arriving add up to less than the
-        bound, or it has waited longest and nobody else is read over the bound."""
-        self._queue.append(connection)
-        try:
-            while self.arriving >= self.bound:
-                if self.overdraft is None and self._queue[0] is connection:
-                    self.overdraft = connection
-                    return
-                await self._changed.wait()
-        finally:
-            self._queue.remove(connection)
-            self._notify()  # the next one may be first now
-
-    def lines_taken(self, connection: _Connection) -> None:
-        """`connection` holds no line it has not taken, or is gone: another may be read over
-        the bound."""
-        if self.overdraft is connection:
-            self.overdraft = None
-            self._notify()
-
-    def change(self, arriving: int = 0, owed: int = 0) -> None:
-        self.arriving += arriving
-        self.owed += owed
-        if arriving < 0:
-            self._notify()
-
-    def _notify(self) -> None:
-        if self._queue:
-            self._changed.set()
-            self._changed = trio.Event()
-
-
 class _BytesOwed:
     """The bytes of the requests a connection has sent and not yet been answered: the reader
     waits while taking the next would go over the bound, unless nothing is owed (a line of any
@@ -129,11 +46,10 @@ class _BytesOwed:
     writes more than the bound of requests before it reads an answer waits for the daemon to
     read them, as it would at the count of answers owed: clients read as they send."""
 
-    __slots__ = ("_changed", "bound", "budget", "owed")
+    __slots__ = ("_changed", "bound", "owed")
 
-    def __init__(self, bound: int, budget: _ReadBudget) -> None:
+    def __init__(self, bound: int) -> None:
         self.bound = bound
-        self.budget = budget  # the daemon's, which counts them too
         self.owed = 0
         self._changed = trio.Event()
 
@@ -141,11 +57,9 @@ class _BytesOwed:
         while self.owed and self.owed + size > self.bound:
             await self._changed.wait()
         self.owed += size
-        self.budget.change(owed=size)
 
     def give_back(self, size: int) -> None:
         self.owed -= size
-        self.budget.change(owed=-size)
         self._changed.set()
         self._changed = trio.Event()
 
@@ -157,8 +71,6 @@ class _Connection:
     __slots__ = (
         "answer_cut",
         "answers_owed",
-        "arriving",
-        "budget",
         "bytes_owed",
         "closed_because",
         "idle_closed",
@@ -168,19 +80,15 @@ class _Connection:
         "reader",
         "scope",
         "sending_since",
-        "waiting_for_room",
     )
 
-    def __init__(self, max_answers_owed: int, max_bytes_owed: int, budget: _ReadBudget) -> None:
+    def __init__(self, max_answers_owed: int, max_bytes_owed: int) -> None:
         self.scope = trio.CancelScope()
         self.reader: trio.CancelScope | None = None  # cancelled to stop reading new requests
         self.last_received = trio.current_time()
         self.last_request = self.last_received  # when its last complete line arrived
         self.line_started: float | None = None  # first byte of a line not yet complete
         self.sending_since: float | None = None
-        # waiting for the daemon to have room for more of its bytes (`_ReadBudget`): its line
-        # is not timed meanwhile, since the wait is the daemon's
-        self.waiting_for_room = False
         self.idle_closed = False
         self.closed_because: str | None = None
         # An answer's write was cancelled part way (a drain or the idle sweep stopped the reader
@@ -188,16 +96,7 @@ class _Connection:
         self.answer_cut = False
         # Requests read but not yet answered; at the bound the reader waits (back-pressure).
         self.answers_owed = trio.Semaphore(max_answers_owed)
-        self.bytes_owed = _BytesOwed(max_bytes_owed, budget)  # and so for their bytes
-        # its bytes of lines still arriving, and of complete ones not yet taken as requests,
-        # counted in the daemon's `budget` too
-        self.budget = budget
-        self.arriving = 0
-
-    def hold(self, size: int) -> None:
-        """It holds `size` bytes of lines now (`arriving`)."""
-        self.budget.change(arriving=size - self.arriving)
-        self.arriving = size
+        self.bytes_owed = _BytesOwed(max_bytes_owed)  # and so for their bytes
 
     def close(self, reason: str) -> None:
         self.closed_because = reason
@@ -235,20 +134,10 @@ class Server:
         self._draining = False
         self._on_activity = on_activity
         self._on_connection_error = on_connection_error
-        self._budget = _ReadBudget(config.max_buffered_bytes)
-        self._too_much_held = Busy(
-            f"orcad holds its limit of {config.max_buffered_bytes} bytes of large requests "
-            "owed an answer; retry this request shortly (or raise server.max_buffered_bytes)"
-        )
 
     @property
     def connections(self) -> int:
         return self._connections
-
-    @property
-    def buffered_bytes(self) -> int:
-        """What the daemon holds of what clients sent (`_ReadBudget`)."""
-        return self._budget.arriving + self._budget.owed
 
     async def serve(
         self,
@@ -295,18 +184,10 @@ class Server:
                 if since is not None and now - since >= send_timeout:
                     log.warning("connection.send_timeout", send_timeout_s=send_timeout)
                     connection.close("send_timeout")
-                elif (
-                    started is not None
-                    and not connection.waiting_for_room
-                    and now - started >= line_timeout
-                ):
+                elif started is not None and now - started >= line_timeout:
                     log.warning("connection.line_timeout", request_line_timeout_s=line_timeout)
                     connection.close("line_timeout")
-                elif (
-                    now - connection.last_received >= idle_timeout
-                    and connection.reader
-                    and not connection.waiting_for_room
-                ):
+                elif now - connection.last_received >= idle_timeout and connection.reader:
                     connection.idle_closed = True
                     connection.reader.cancel()
 
@@ -340,7 +221,6 @@ class Server:
             connection = _Connection(
                 limits.MAX_ANSWERS_OWED_PER_CONNECTION,
                 limits.REQUEST_LINES_OWED_PER_CONNECTION * self._config.max_message_bytes,
-                self._budget,
             )
             self._open.add(connection)
             try:
@@ -400,98 +280,56 @@ class Server:
         framer = LineFramer(self._config.max_message_bytes)
         send_lock = trio.Lock()
         owed = connection.answers_owed
-        budget = self._budget
-        try:
-            async with trio.open_nursery() as requests:
-                with trio.CancelScope() as reading:  # cancelled by the sweep (idle) or by draining
-                    connection.reader = reading
-                    while not self._draining:
-                        if connection.arriving and not budget.allows(connection):
-                            await self._wait_for_room(connection)
-                        data = await stream.receive_some(RECEIVE_CHUNK)
-                        if not data:
-                            break
-                        now = connection.last_received = trio.current_time()
-                        events = framer.feed(data)
-                        pending = framer.pending_bytes
-                        if not events:
-                            connection.hold(pending)
-                            if connection.line_started is None and pending:
-                                connection.line_started = now
-                            continue
+        async with trio.open_nursery() as requests:
+            with trio.CancelScope() as reading:  # cancelled by the sweep (idle) or by draining
+                connection.reader = reading
+                while not self._draining:
+                    data = await stream.receive_some(RECEIVE_CHUNK)
+                    if not data:
+                        break
+                    now = connection.last_received = trio.current_time()
+                    events = framer.feed(data)
+                    if events:
                         connection.last_request = now
-                        connection.line_started = now if pending else None
-                        # Lines are held until taken, counted whole as the feed's; those of a
-                        # feed that leaves nothing behind (one chunk at most, the common case)
-                        # are served at once and not counted.
-                        if pending or connection.arriving:
-                            connection.hold(pending + _line_bytes(events))
-                        for event in events:
-                            if isinstance(event, LineTooLong):
-                                await self._refuse_oversized(
-                                    stream, connection, send_lock, event.limit
-                                )
-                                return
-                            size = len(event)
-                            if size < limits.READ_ALLOWANCE_BYTES or budget.takes(size):
-                                outcome = self._dispatcher.begin(event)
-                            else:  # refused before it is decoded: its parts would be held too
-                                log.warning(
-                                    "connection.request_refused", reason="buffered_bytes", size=size
-                                )
-                                outcome = self._dispatcher.refuse(event, self._too_much_held)
-                            if callable(outcome):
-                                # at either bound, stop reading (back-pressure)
+                        connection.line_started = now if framer.pending_bytes else None
+                    elif connection.line_started is None and framer.pending_bytes:
+                        connection.line_started = now
+                    for event in events:
+                        if isinstance(event, LineTooLong):
+                            await self._refuse_oversized(stream, connection, send_lock, event.limit)
+                            return
+                        outcome = self._dispatcher.begin(event)
+                        size = len(event)
+                        if callable(outcome):
+                            # at either bound, stop reading (back-pressure)
+                            await owed.acquire()
+                            await connection.bytes_owed.take(size)
+                            self._begin_request()
+                            requests.start_soon(
+                                self._answer_later, stream, connection, send_lock, outcome, size
+                            )
+                        elif outcome is not None:
+                            try:
+                                send_lock.acquire_nowait()
+                            except trio.WouldBlock:
+                                # Another answer is being written: a task waits for it, so the
+                                # reader neither stalls nor, when stopped by a drain or the
+                                # idle sweep, drops an answer owed.
                                 await owed.acquire()
-                                await connection.bytes_owed.take(size)
+                                await connection.bytes_owed.take(len(outcome))
                                 self._begin_request()
                                 requests.start_soon(
-                                    self._answer_later, stream, connection, send_lock, outcome, size
+                                    self._answer_ready,
+                                    stream,
+                                    connection,
+                                    send_lock,
+                                    outcome,
+                                    len(outcome),
                                 )
-                            elif outcome is not None:
-                                try:
-                                    send_lock.acquire_nowait()
-                                except trio.WouldBlock:
-                                    # Another answer is being written: a task waits for it, so
-                                    # the reader neither stalls nor, when stopped by a drain or
-                                    # the idle sweep, drops an answer owed.
-                                    await owed.acquire()
-                                    await connection.bytes_owed.take(len(outcome))
-                                    self._begin_request()
-                                    requests.start_soon(
-                                        self._answer_ready,
-                                        stream,
-                                        connection,
-                                        send_lock,
-                                        outcome,
-                                        len(outcome),
-                                    )
-                                    continue
-                                await self._write(stream, connection, send_lock, outcome)
-                        if connection.arriving:  # the feed's lines are taken
-                            connection.hold(framer.pending_bytes)
-                            budget.lines_taken(connection)
-                if connection.idle_closed:
-                    log.info("connection.idle_closed", idle_timeout_s=self._config.idle_timeout_s)
-        finally:
-            connection.hold(0)  # its incomplete line goes with it
-            budget.lines_taken(connection)
-
-    async def _wait_for_room(self, connection: _Connection) -> None:
-        """Wait until the daemon may hold more of `connection`'s bytes (`_ReadBudget`). Its
-        clocks stop meanwhile: the wait is the daemon's, not its client's."""
-        budget = self._budget
-        log.debug("connection.waiting_for_room", arriving=budget.arriving, bound=budget.bound)
-        connection.waiting_for_room = True
-        started = trio.current_time()
-        try:
-            await budget.room(connection)
-        finally:
-            connection.waiting_for_room = False
-            waited = trio.current_time() - started
-            connection.last_received += waited
-            if connection.line_started is not None:
-                connection.line_started += waited
+                                continue
+                            await self._write(stream, connection, send_lock, outcome)
+            if connection.idle_closed:
+                log.info("connection.idle_closed", idle_timeout_s=self._config.idle_timeout_s)
 
     async def _refuse_oversized(
         self, stream: trio.SocketStream, connection: _Connection, send_lock: trio.Lock, limit: int
