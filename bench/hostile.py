@@ -5,9 +5,10 @@ reading, as many times as they can.
 
 Run: python bench/hostile.py [--seconds S]
 RSS is the most the daemon took during each case, sampled every 0.1 s.
-Targets (issue: never down): RSS with a greedy client under +200 MiB (each connection's own
-bounds hold, but nothing bounds them together: 200 greedy clients take several hundred MiB, a
-known limit reported, not a target met); bystanders keep their
+Targets (issue: never down): RSS with a greedy client under +200 MiB (with 200 of them,
+reported: server.max_buffered_bytes bounds what they hold together once their answers have
+waited unread for half a second, and they are closed; what they send within that is read);
+bystanders keep their
 latency (p50 ratio against the quiet baseline, measured in the same run, near 1x); new clients
 served while 300 connections trickle.
 """

@@ -59,6 +59,7 @@ class ServerConfig(msgspec.Struct, frozen=True, kw_only=True):
     idle_timeout_s: PositiveSeconds = limits.DEFAULT_IDLE_TIMEOUT_S
     send_timeout_s: PositiveSeconds = limits.DEFAULT_SEND_TIMEOUT_S
     request_line_timeout_s: PositiveSeconds = limits.DEFAULT_REQUEST_LINE_TIMEOUT_S
+    max_buffered_bytes: Annotated[int, msgspec.Meta(ge=1024)] = limits.DEFAULT_MAX_BUFFERED_BYTES
 
 
 class SessionsConfig(msgspec.Struct, frozen=True, kw_only=True):

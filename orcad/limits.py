@@ -105,6 +105,11 @@ MAX_ANSWERS_OWED_PER_CONNECTION = 64  # then the connection is not read until it
 # and so when its requests owed an answer add up to this many times server.max_message_bytes:
 # two requests of the largest size may be pipelined before an answer is read
 REQUEST_LINES_OWED_PER_CONNECTION = 2
+# what all connections together may hold of what their clients sent (requests owed an answer,
+# lines not yet complete) before those whose client has left an answer unread or a line
+# unfinished for SHED_AFTER_S are closed, longest first, until they hold less
+DEFAULT_MAX_BUFFERED_BYTES = 64 * 1024 * 1024
+SHED_AFTER_S = 0.5
 # a batch is answered as one line by one task: its size bounds that answer and that task's time
 MAX_BATCH_REQUESTS = 64
 MAX_JSON_NESTING = 64  # deeper arrays/objects are refused before any decoder recurses

@@ -4,8 +4,10 @@ Requests on one connection run concurrently; responses are written whole under a
 connection that sends an oversized line, goes idle, trickles a line for too long, stops reading
 its answers, or belongs to another uid is closed without touching any other connection; so is one
 whose client vanished, or whose handling failed in a way nobody foresaw (logged once). A
-connection with too many answers owed stops being read until its client catches up. When the
-connection limit is reached, the connection longest without a complete request makes room.
+connection with too many answers owed stops being read until its client catches up. When all of
+them together hold too much of what their clients sent, those whose clients left an answer
+unread or a line unfinished longest are closed (`_Holdings`). When the connection limit is
+reached, the connection longest without a complete request makes room.
 
 This is the only module that writes to a connection. The dispatcher hands it each answer as
 bytes: at once for a request that cannot block (the reader sends it when the connection's send
@@ -37,6 +39,29 @@ RECEIVE_CHUNK = 65536
 ACCEPT_CAPACITY_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
 
 
+def _line_bytes(events: list[bytes | LineTooLong]) -> int:
+    """The bytes of the lines among `events` (a LineTooLong ends them)."""
+    if isinstance(events[-1], LineTooLong):
+        events = events[:-1]
+    return sum(map(len, events))  # type: ignore[arg-type]  # bytes alone, now
+
+
+class _Holdings:
+    """What every connection together holds of what its client sent: requests owed an answer
+    (their lines, or the answers ready for them) and lines not yet taken as requests (arriving,
+    or complete and waiting to be). Each connection's own bounds keep it to a few lines; this
+    bounds them together, not by waiting (a client may read its answers only once its next line
+    is read, and waiting on others' bytes stalled well-behaved clients), but by closing: over
+    `bound`, the connections whose client has left an answer unread or a line unfinished for
+    SHED_AFTER_S or more are closed, longest first, until they hold less (Server._shed)."""
+
+    __slots__ = ("bound", "total")
+
+    def __init__(self, bound: int) -> None:
+        self.bound = bound
+        self.total = 0
+
+
 class _BytesOwed:
     """The bytes of the requests a connection has sent and not yet been answered: the reader
     waits while taking the next would go over the bound, unless nothing is owed (a line of any
@@ -46,10 +71,11 @@ class _BytesOwed:
     writes more than the bound of requests before it reads an answer waits for the daemon to
     read them, as it would at the count of answers owed: clients read as they send."""
 
-    __slots__ = ("_changed", "bound", "owed")
+    __slots__ = ("_changed", "bound", "holdings", "owed")
 
-    def __init__(self, bound: int) -> None:
+    def __init__(self, bound: int, holdings: _Holdings) -> None:
         self.bound = bound
+        self.holdings = holdings  # the daemon's, which counts them too
         self.owed = 0
         self._changed = trio.Event()
 
@@ -57,9 +83,11 @@ class _BytesOwed:
         while self.owed and self.owed + size > self.bound:
             await self._changed.wait()
         self.owed += size
+        self.holdings.total += size
 
     def give_back(self, size: int) -> None:
         self.owed -= size
+        self.holdings.total -= size
         self._changed.set()
         self._changed = trio.Event()
 
@@ -73,6 +101,8 @@ class _Connection:
         "answers_owed",
         "bytes_owed",
         "closed_because",
+        "held",
+        "holdings",
         "idle_closed",
         "last_received",
         "last_request",
@@ -82,7 +112,7 @@ class _Connection:
         "sending_since",
     )
 
-    def __init__(self, max_answers_owed: int, max_bytes_owed: int) -> None:
+    def __init__(self, max_answers_owed: int, max_bytes_owed: int, holdings: _Holdings) -> None:
         self.scope = trio.CancelScope()
         self.reader: trio.CancelScope | None = None  # cancelled to stop reading new requests
         self.last_received = trio.current_time()
@@ -96,7 +126,23 @@ class _Connection:
         self.answer_cut = False
         # Requests read but not yet answered; at the bound the reader waits (back-pressure).
         self.answers_owed = trio.Semaphore(max_answers_owed)
-        self.bytes_owed = _BytesOwed(max_bytes_owed)  # and so for their bytes
+        self.bytes_owed = _BytesOwed(max_bytes_owed, holdings)  # and so for their bytes
+        # its lines not yet taken as requests, counted in the daemon's `holdings` too
+        self.holdings = holdings
+        self.held = 0
+
+    def hold(self, size: int) -> None:
+        """It holds `size` bytes of lines not yet taken now."""
+        self.holdings.total += size - self.held
+        self.held = size
+
+    def stuck_since(self) -> float | None:
+        """Since when its client has left an answer unread or a line unfinished, if it has."""
+        since = self.sending_since
+        started = self.line_started
+        if started is not None and (since is None or started < since):
+            return started
+        return since
 
     def close(self, reason: str) -> None:
         self.closed_because = reason
@@ -134,10 +180,42 @@ class Server:
         self._draining = False
         self._on_activity = on_activity
         self._on_connection_error = on_connection_error
+        self._holdings = _Holdings(config.max_buffered_bytes)
 
     @property
     def connections(self) -> int:
         return self._connections
+
+    @property
+    def buffered_bytes(self) -> int:
+        """What the connections hold of what their clients sent (`_Holdings`)."""
+        return self._holdings.total
+
+    def _shed(self) -> None:
+        """Over the bound on what the connections hold together: close those whose client has
+        left an answer unread or a line unfinished for SHED_AFTER_S or more, longest first,
+        until what the others hold is under it. The bytes of one closed are given back as its
+        tasks end, so the count goes by what each holds now."""
+        holdings = self._holdings
+        left = holdings.total
+        if left <= holdings.bound:
+            return
+        latest = trio.current_time() - limits.SHED_AFTER_S
+        stuck = []
+        for connection in self._open:
+            since = connection.stuck_since()
+            if connection.closed_because is None and since is not None and since <= latest:
+                stuck.append((since, connection))
+        stuck.sort(key=lambda pair: pair[0])
+        for _since, connection in stuck:
+            if left <= holdings.bound:
+                break
+            held = connection.held + connection.bytes_owed.owed
+            if not held:
+                continue
+            log.warning("connection.shed", held=holdings.total, bound=holdings.bound)
+            connection.close("shed")
+            left -= held
 
     async def serve(
         self,
@@ -177,6 +255,7 @@ class Server:
         period = max(limits.CONNECTION_SWEEP_MIN_S, shortest)  # a tiny timeout must not spin
         while True:
             await trio.sleep(period)
+            self._shed()  # those stuck long enough since the last time the bound was passed
             now = trio.current_time()
             for connection in self._open:
                 since = connection.sending_since
@@ -221,6 +300,7 @@ class Server:
             connection = _Connection(
                 limits.MAX_ANSWERS_OWED_PER_CONNECTION,
                 limits.REQUEST_LINES_OWED_PER_CONNECTION * self._config.max_message_bytes,
+                self._holdings,
             )
             self._open.add(connection)
             try:
@@ -280,6 +360,20 @@ class Server:
         framer = LineFramer(self._config.max_message_bytes)
         send_lock = trio.Lock()
         owed = connection.answers_owed
+        try:
+            await self._serve_lines(stream, connection, framer, send_lock, owed)
+        finally:
+            connection.hold(0)  # its lines not taken go with it
+
+    async def _serve_lines(
+        self,
+        stream: trio.SocketStream,
+        connection: _Connection,
+        framer: LineFramer,
+        send_lock: trio.Lock,
+        owed: trio.Semaphore,
+    ) -> None:
+        holdings = self._holdings
         async with trio.open_nursery() as requests:
             with trio.CancelScope() as reading:  # cancelled by the sweep (idle) or by draining
                 connection.reader = reading
@@ -289,6 +383,11 @@ class Server:
                         break
                     now = connection.last_received = trio.current_time()
                     events = framer.feed(data)
+                    pending = framer.pending_bytes
+                    # the lines are held until taken; those of a feed that leaves nothing
+                    # behind (one chunk at most: the common case) are served at once, uncounted
+                    if pending or connection.held:
+                        connection.hold(pending + _line_bytes(events) if events else pending)
                     if events:
                         connection.last_request = now
                         connection.line_started = now if framer.pending_bytes else None
@@ -328,6 +427,10 @@ class Server:
                                 )
                                 continue
                             await self._write(stream, connection, send_lock, outcome)
+                    if connection.held:
+                        connection.hold(pending)  # the feed's lines are taken
+                    if holdings.total > holdings.bound:
+                        self._shed()
             if connection.idle_closed:
                 log.info("connection.idle_closed", idle_timeout_s=self._config.idle_timeout_s)
 
