@@ -271,8 +271,10 @@ def find_secrets(text: str) -> list[SecretMatch]:
     more = [SecretMatch(*wrapped) for wrapped in find_wrapped_tokens(text, _WRAPPABLE)]
     detected = [(match.rule, match.start, match.end) for match in found]
     more.extend(SecretMatch(*cut) for cut in find_cut_values(text, detected, _assignments))
-    for reading, skipped in _other_readings(text):
-        for match in _find_secrets(reading.text, skipped):
+    for reading, lines_apart in _other_readings(text):
+        for match in _find_secrets(reading.text, _COMMAND_RULES if lines_apart else frozenset()):
+            if lines_apart and "\n" in reading.text[match.start : match.end]:
+                continue  # it joins lines the reading put side by side, which may be far apart
             more.append(SecretMatch(match.rule, *reading.span(match.start, match.end)))
     if not more:
         return found
@@ -284,21 +286,22 @@ def find_secrets(text: str) -> list[SecretMatch]:
 _COMMAND_RULES = frozenset({"password_flag"})
 
 
-def _other_readings(text: str) -> list[tuple[VisibleText, frozenset[str]]]:
-    """`text` read as a reader sees it, when that differs, each mapped back onto `text` and
-    with the rules not to ask of it: without characters no reader sees (`secret_invisible`),
-    and then its lines that may name a credential in Markdown or in full-width forms, without
-    Markdown's marks and with those forms as ASCII (`secret_markdown`)."""
+def _other_readings(text: str) -> list[tuple[VisibleText, bool]]:
+    """`text` read as a reader sees it, when that differs, each mapped back onto `text`:
+    without characters no reader sees (`secret_invisible`), and then its lines that may name a
+    credential in Markdown or in full-width forms, without Markdown's marks and with those
+    forms as ASCII (`secret_markdown`); with whether the reading is of lines set side by side
+    (a match across two of them is none, and the command-line rules are not asked of them)."""
     readings = []
     visible = visible_text(text)
     if visible is not None:
-        readings.append((visible, frozenset[str]()))
+        readings.append((visible, False))
     base = text if visible is None else visible.text
     lines = marked_lines(base)
     if lines is not None:
         if visible is not None:  # its positions in `text`, through the visible reading's
             lines = VisibleText(lines.text, [visible.positions[at] for at in lines.positions])
-        readings.append((lines, _COMMAND_RULES))
+        readings.append((lines, True))
     return readings
 
 
