@@ -57,11 +57,33 @@ class Parser(argparse.ArgumentParser):
     them as it does every failure (one document on stdout too, with --json); its commands'
     parsers are of this class too."""
 
+    given: list[str] | None = None  # the arguments parsed (--version reads them whole)
+
     def error(self, message: str) -> NoReturn:
         raise UsageError(self.format_usage(), self.prog, message)
 
 
-def build_parser() -> argparse.ArgumentParser:
+class _Version(argparse.Action):
+    """--version: the version, and exit; as JSON when --json is given too, before or after it
+    (argparse acts on --version where it stands, so the arguments are looked at whole)."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> NoReturn:
+        given = getattr(parser, "given", None) or []
+        words = given[: given.index("--")] if "--" in given else given
+        if "--json" in words:
+            print_json({"orcactl": __version__, "protocol": PROTOCOL_VERSION})
+        else:
+            print(f"orcactl {__version__} (protocol {PROTOCOL_VERSION})")
+        parser.exit()
+
+
+def build_parser() -> Parser:
     parser = Parser(
         prog="orcactl",
         description="Inspect and drive orcad, the memory daemon for coding agents.",
@@ -70,9 +92,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--version",
-        action="version",
-        version=f"orcactl {__version__} (protocol {PROTOCOL_VERSION})",
-        help="print orcactl's version and exit",
+        action=_Version,
+        nargs=0,
+        help="print orcactl's version and exit (as JSON with --json)",
     )
     add_global_options(parser, default=True)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
@@ -138,7 +160,9 @@ def main(argv: list[str] | None = None) -> None:
     sys.stderr = SafeWriter(sys.stderr or open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115
     args: argparse.Namespace | None = None
     try:
-        args = build_parser().parse_args(argv)
+        parser = build_parser()
+        parser.given = list(sys.argv[1:] if argv is None else argv)
+        args = parser.parse_args(argv)
         if getattr(args, "changes_memory", False) and extraction_run():
             # an agent CLI run as orca's extractor must not write the memory it feeds, through
             # a shell any more than through orcactl mcp

@@ -283,6 +283,20 @@ def test_version() -> None:
     assert (result.returncode, result.stdout) == (0, f"orcactl {__version__} (protocol 1)\n")
 
 
+@pytest.mark.parametrize("order", [["--json", "--version"], ["--version", "--json"]])
+def test_version_with_json_is_json(order: list[str]) -> None:
+    # it printed the text line, which a script reading --json output cannot parse
+    result = subprocess.run(
+        [sys.executable, "-m", "orcactl", *order],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == {"orcactl": __version__, "protocol": 1}
+
+
 def test_global_options_work_after_the_command(daemon: DaemonProcess, tmp_path: Path) -> None:
     elsewhere = dict(daemon.orca.env, ORCA_SOCKET=str(tmp_path / "nobody.sock"))
     sock = str(daemon.orca.socket)
