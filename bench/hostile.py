@@ -6,9 +6,8 @@ reading, as many times as they can.
 Run: python bench/hostile.py [--seconds S]
 RSS is the most the daemon took during each case, sampled every 0.1 s.
 Targets (issue: never down): RSS with a greedy client under +200 MiB (with 200 of them,
-reported: server.max_buffered_bytes bounds what they hold together once their answers have
-waited unread for half a second, and they are closed; what they send within that is read);
-bystanders keep their
+reported: once they hold server.max_buffered_bytes together, those that have taken none of an
+answer for half a second are closed; what they send within that is read); bystanders keep their
 latency (p50 ratio against the quiet baseline, measured in the same run, near 1x); new clients
 served while 300 connections trickle.
 """

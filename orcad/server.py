@@ -36,6 +36,7 @@ from protocol.framing import LineFramer, LineTooLong
 log = structlog.get_logger("orcad.server")
 
 RECEIVE_CHUNK = 65536
+SEND_CHUNK = 262144  # an answer larger than this is written in parts of it (Server._write)
 ACCEPT_CAPACITY_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
 
 
@@ -52,8 +53,10 @@ class _Holdings:
     or complete and waiting to be). Each connection's own bounds keep it to a few lines; this
     bounds them together, not by waiting (a client may read its answers only once its next line
     is read, and waiting on others' bytes stalled well-behaved clients), but by closing: over
-    `bound`, the connections whose client has left an answer unread or a line unfinished for
-    SHED_AFTER_S or more are closed, longest first, until they hold less (Server._shed)."""
+    `bound`, the connections whose client has left an answer unread, or stopped sending a line
+    it has not finished, for SHED_AFTER_S or more are closed, longest first, until they hold
+    less (Server._shed). A client that keeps sending its line is not closed for it (it is
+    bounded by request_line_timeout_s)."""
 
     __slots__ = ("bound", "total")
 
@@ -137,11 +140,13 @@ class _Connection:
         self.held = size
 
     def stuck_since(self) -> float | None:
-        """Since when its client has left an answer unread or a line unfinished, if it has."""
+        """Since when its client has left an answer unread, or stopped sending a line it has
+        not finished, if it has. A line still arriving is not stuck however long it takes:
+        with many large lines at once, each is read a chunk at a time, in turn, for seconds."""
         since = self.sending_since
-        started = self.line_started
-        if started is not None and (since is None or started < since):
-            return started
+        stopped = self.last_received if self.line_started is not None else None
+        if stopped is not None and (since is None or stopped < since):
+            return stopped
         return since
 
     def close(self, reason: str) -> None:
@@ -193,9 +198,9 @@ class Server:
 
     def _shed(self) -> None:
         """Over the bound on what the connections hold together: close those whose client has
-        left an answer unread or a line unfinished for SHED_AFTER_S or more, longest first,
-        until what the others hold is under it. The bytes of one closed are given back as its
-        tasks end, so the count goes by what each holds now."""
+        left an answer unread, or stopped sending a line it has not finished, for SHED_AFTER_S
+        or more, longest first, until what the others hold is under it. The bytes of one closed
+        are given back as its tasks end, so the count goes by what each holds now."""
         holdings = self._holdings
         left = holdings.total
         if left <= holdings.bound:
@@ -207,13 +212,19 @@ class Server:
             if connection.closed_because is None and since is not None and since <= latest:
                 stuck.append((since, connection))
         stuck.sort(key=lambda pair: pair[0])
-        for _since, connection in stuck:
+        for since, connection in stuck:
             if left <= holdings.bound:
                 break
             held = connection.held + connection.bytes_owed.owed
             if not held:
                 continue
-            log.warning("connection.shed", held=holdings.total, bound=holdings.bound)
+            log.warning(
+                "connection.shed",
+                held=holdings.total,
+                bound=holdings.bound,
+                stuck="answer_unread" if connection.sending_since == since else "line_stopped",
+                stuck_s=round(trio.current_time() - since, 3),
+            )
             connection.close("shed")
             left -= held
 
@@ -478,13 +489,22 @@ class Server:
         stream: trio.SocketStream, connection: _Connection, send_lock: trio.Lock, reply: bytes
     ) -> None:
         """Every answer goes out here, whole: the caller has just taken `send_lock`, and it is
-        released once the answer is written (or the write failed)."""
+        released once the answer is written (or the write failed). A large one goes out a
+        chunk at a time, and `sending_since` moves on with each, so that it says how long the
+        client has taken nothing (a client reading a large answer slowly is not one that
+        never reads)."""
         if connection.answer_cut:
             send_lock.release()
             return
         connection.sending_since = trio.current_time()
         try:
-            await stream.send_all(reply)
+            if len(reply) <= SEND_CHUNK:
+                await stream.send_all(reply)
+            else:
+                whole = memoryview(reply)
+                for start in range(0, len(reply), SEND_CHUNK):
+                    await stream.send_all(whole[start : start + SEND_CHUNK])
+                    connection.sending_since = trio.current_time()
         except trio.Cancelled:
             connection.answer_cut = True
             raise
