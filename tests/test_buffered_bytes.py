@@ -158,3 +158,70 @@ async def test_a_client_that_reads_is_served_beside_clients_that_do_not(tmp_path
                         [answer] = await read_answers(stream, 1)
                         assert answer["id"].startswith("zzz")
             hogs.cancel_scope.cancel()
+
+
+def slow_router(release: trio.Event) -> Router:
+    routes = router()
+
+    async def slow_close(params: object) -> PingResult:
+        await release.wait()
+        return PingResult(protocol=1, version="t", pid=1)
+
+    routes.add("session.close", slow_close)  # type: ignore[arg-type]
+    return routes
+
+
+def slow_request(size: int, tag: str) -> bytes:
+    head = b'{"jsonrpc":"2.0","method":"session.close","params":{"session_id":"s","epoch":1},"id":"'
+    return head + tag.encode() * (size - len(head) - 3) + b'"}\n'
+
+
+async def test_a_client_sending_or_reading_slowly_is_not_closed_while_others_fill_the_bound(
+    tmp_path: Path,
+) -> None:
+    # requests owed by slow handlers put the daemon over the bound; a client whose line took
+    # 0.7 s to arrive (pieces 80 ms apart), or that reads a large answer in pieces, was closed
+    # as one that left its line unfinished or its answer unread
+    release = trio.Event()
+    config = ServerConfig(max_message_bytes=MIB, max_buffered_bytes=2 * MIB)
+    async with serving(slow_router(release), tmp_path, config) as served:
+        path = str(tmp_path / "s.sock")
+        answered: dict[str, str] = {}
+
+        async def held(tag: str) -> None:
+            stream = await trio.open_unix_socket(path)
+            async with stream:
+                await stream.send_all(slow_request(900 * 1024, tag))
+                await read_answers(stream, 1)
+
+        async def sends_slowly() -> None:
+            line = echoed(900 * 1024, "z")
+            stream = await trio.open_unix_socket(path)
+            async with stream:
+                for start in range(0, len(line), 100 * 1024):
+                    await stream.send_all(line[start : start + 100 * 1024])
+                    await trio.sleep(0.08)
+                [answer] = await read_answers(stream, 1)
+                answered["sender"] = answer["id"][:3]
+
+        async def reads_slowly() -> None:
+            stream = await trio.open_unix_socket(path)
+            stream.socket.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            async with stream:
+                await stream.send_all(echoed(900 * 1024, "y"))
+                received = b""
+                while not received.endswith(b"\n"):
+                    received += await stream.receive_some(64 * 1024)
+                    await trio.sleep(0.05)
+                answered["reader"] = json.loads(received)["id"][:3]
+
+        with trio.fail_after(20):
+            async with trio.open_nursery() as clients:
+                for tag in "abc":
+                    clients.start_soon(held, tag)
+                await until(lambda: served.server.buffered_bytes > 2 * MIB)
+                clients.start_soon(sends_slowly)
+                clients.start_soon(reads_slowly)
+                await until(lambda: len(answered) == 2, 15)
+                release.set()
+        assert answered == {"sender": "zzz", "reader": "yyy"}
