@@ -5,9 +5,9 @@ connection that sends an oversized line, goes idle, trickles a line for too long
 its answers, or belongs to another uid is closed without touching any other connection; so is one
 whose client vanished, or whose handling failed in a way nobody foresaw (logged once). A
 connection with too many answers owed stops being read until its client catches up. When all of
-them together hold too much of what their clients sent, those whose clients left an answer
-unread or a line unfinished longest are closed (`_Holdings`). When the connection limit is
-reached, the connection longest without a complete request makes room.
+them together hold too much of what their clients sent, those whose clients have taken none of
+an answer, or sent none of an unfinished line, longest are closed (`_Holdings`). When the
+connection limit is reached, the connection longest without a complete request makes room.
 
 This is the only module that writes to a connection. The dispatcher hands it each answer as
 bytes: at once for a request that cannot block (the reader sends it when the connection's send
