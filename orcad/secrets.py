@@ -267,11 +267,16 @@ def find_secrets(text: str) -> list[SecretMatch]:
     """Every secret in `text`, sorted by start; overlapping detections are merged. A secret
     split by characters no reader sees (a zero-width space, a soft hyphen), or a token a line
     break cuts in two, is found too."""
+    return _find_all(text, _other_readings(text))
+
+
+def _find_all(text: str, readings: list[tuple[VisibleText, bool]]) -> list[SecretMatch]:
+    """`find_secrets`, with `text`'s other readings (`_other_readings`) already made."""
     found = _find_secrets(text)
     more = [SecretMatch(*wrapped) for wrapped in find_wrapped_tokens(text, _WRAPPABLE)]
     detected = [(match.rule, match.start, match.end) for match in found]
     more.extend(SecretMatch(*cut) for cut in find_cut_values(text, detected, _assignments))
-    for reading, lines_apart in _other_readings(text):
+    for reading, lines_apart in readings:
         for match in _find_secrets(reading.text, _COMMAND_RULES if lines_apart else frozenset()):
             if lines_apart and "\n" in reading.text[match.start : match.end]:
                 continue  # it joins lines the reading put side by side, which may be far apart
@@ -368,8 +373,9 @@ def _through_value(text: str, end: int) -> int:
 def contains_secret(text: str) -> bool:
     if not text:
         return False
-    if _other_readings(text):
-        return bool(find_secrets(text))
+    readings = _other_readings(text)
+    if readings:  # (made once: a long text's lines in Markdown cost a pass of their own)
+        return bool(_find_all(text, readings))
     lowered = _lowered(text)
     return any(
         next(finder(text, lowered), None) is not None for _, finder in _open_rules(text)
