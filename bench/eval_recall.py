@@ -193,6 +193,7 @@ def run(
                         embedding.embedded >= saved_records
                         and not embedding.pending
                         and not embedding.facts_pending
+                        and not embedding.corrections_pending
                     ):
                         break  # (its counts may lag a save, so every record is counted)
                     time.sleep(0.05)

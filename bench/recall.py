@@ -94,8 +94,9 @@ def wait_for_backfill(
         embedding = daemon.call("daemon.status", {}).embedding
         if embedding is None or embedding.state in ("off", "unavailable"):
             return
-        if embedding.state == "ready" and not embedding.pending and not embedding.facts_pending:
-            return
+        waiting = embedding.pending or embedding.facts_pending or embedding.corrections_pending
+        if embedding.state == "ready" and not waiting:
+            return  # (the pairing of corrections also holds the store's thread while it runs)
         time.sleep(0.2)
 
 

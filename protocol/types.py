@@ -114,7 +114,9 @@ class EmbeddingStatus(Result, frozen=True, kw_only=True):
     without a vector of this model (the background backfill's progress); `facts_pending`:
     automatic facts without one yet in the projects recall keeps (the 64 recalled last) and in
     the other projects on disk, counted once after a start (they rank on their words until the
-    backfill has embedded them); `model` is null until the model is loaded."""
+    backfill has embedded them); `corrections_pending`: deliberate records not yet looked at
+    for the records they correct (written before orcad kept such pairs: the background pass
+    pairs them); `model` is null until the model is loaded."""
 
     state: Literal["ready", "loading", "off", "unavailable"]
     setting: str
@@ -123,6 +125,7 @@ class EmbeddingStatus(Result, frozen=True, kw_only=True):
     embedded: int = 0
     pending: int = 0
     facts_pending: int = 0
+    corrections_pending: int = 0
 
 
 class StatusResult(Result, frozen=True, kw_only=True):

@@ -18,6 +18,7 @@ from orcad.recall.rank import (
     alike_in_pool,
     centred_cosines,
     compound_names,
+    corrections_among,
     coverage,
     distinctive_terms,
     holds_distinctive,
@@ -576,3 +577,17 @@ def test_a_query_at_the_centre_orders_nothing_apart() -> None:
     rows = unit_rows(5, 8, seed=4)
     centre = StoreCentre.of(rows, np.ones(5, dtype=bool))._replace(point=rows[0].copy())
     assert (centred_cosines(rows @ rows[0], rows[0], centre) == 0).all()
+
+
+def test_corrections_among_a_ledger_are_the_later_texts_that_add_to_an_earlier_one() -> None:
+    texts = [
+        "Logs are shipped to Loki and kept for 14 days.",  # corrected by 2, not by 1
+        "Traces are shipped to Tempo and kept for 14 days.",  # another subject
+        "Logs are shipped to Loki and are now kept for 30 days.",
+        "Sensor-hub stores uploaded files on an NFS share.",
+        "Timesheet-app stores uploaded files on an NFS share.",  # a sibling, not a correction
+        "Logs are shipped to Loki and kept for 7 days.",  # older than what it would correct
+    ]
+    at = [1.0, 2.0, 3.0, 4.0, 5.0, 0.5]
+    assert corrections_among(texts, at) == [[2], [], [], [], [], [0, 2]]
+    assert corrections_among([], []) == []

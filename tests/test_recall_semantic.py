@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from orcactl.commands.daemon import describe_embedding
@@ -271,6 +272,63 @@ def test_records_from_before_the_model_are_embedded_in_the_background(
     wait_for_backfill(daemon, RECALL_BACKFILL_BATCH + 8)
 
 
+def test_records_from_before_the_pairs_of_corrections_are_paired_in_the_background(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], workdir: Path
+) -> None:
+    """An orcad that kept no pairs of corrections left records without them: the background
+    pass pairs them, and recall brings the correction along."""
+    daemon = start(orca_env, daemon_factory, '[recall]\nembedding = "none"\n')
+    agent = Agent(daemon, workdir)
+    old = "The code is formatted by ruff format with a line length of 100."
+    new = "The code is formatted by ruff format with a line length of 120 since the style change."
+    agent.save(old)
+    time.sleep(0.01)
+    agent.save(new)
+    for n in range(RECALL_BACKFILL_BATCH):
+        agent.save(f"The service number {n} keeps its sources under src/service{n}.")
+    path = daemon.call("daemon.status", {}).deliberate_db
+    daemon.stop()
+    database = sqlite3.connect(path)
+    try:  # as an older orcad leaves the database
+        for trigger in ("on_delete", "on_update"):
+            database.execute(f"DROP TRIGGER memory_corrections_{trigger}")
+        for table in ("memory_corrections", "memory_corrections_checked"):
+            database.execute(f"DROP TABLE {table}")
+        database.commit()
+    finally:
+        database.close()
+    orca_env.write_config("[extraction]\nworkers = 0\n")  # upgrade: the built-in model
+    daemon.start()
+    loaded_status(daemon)
+    deadline = time.monotonic() + 30
+    while True:
+        database = sqlite3.connect(path)
+        try:
+            checked = database.execute(
+                "SELECT count(*) FROM memory_corrections_checked"
+            ).fetchone()[0]
+            paired = database.execute(
+                "SELECT o.content, n.content FROM memory_corrections JOIN memories AS o "
+                "ON o.row_id = older JOIN memories AS n ON n.row_id = newer"
+            ).fetchall()
+        except sqlite3.OperationalError:  # not created yet
+            checked, paired = 0, []
+        finally:
+            database.close()
+        if checked == RECALL_BACKFILL_BATCH + 2:
+            break
+        assert time.monotonic() < deadline, checked
+        time.sleep(0.05)
+    assert paired == [(old, new)]
+    deadline = time.monotonic() + 10
+    while (seen := daemon.call("daemon.status", {}).embedding).corrections_pending:
+        assert time.monotonic() < deadline, seen  # its count follows the pass
+        time.sleep(0.02)
+    agent = Agent(daemon, workdir)
+    shown = [d.content for d in agent.recall("how wide may a line of code be?").deliberate]
+    assert new in shown and old not in shown, shown
+
+
 def test_facts_from_before_the_model_are_embedded_in_the_background(
     orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], workdir: Path
 ) -> None:
@@ -336,6 +394,13 @@ def test_status_says_how_many_records_and_facts_wait_for_a_vector() -> None:
     assert describe_embedding(embedding) == (
         "m-1; 70 records embedded, 3 pending (embedding in the background); "
         "128 automatic facts pending (embedding in the background)"
+    )
+    pairing = EmbeddingStatus(
+        state="ready", setting="builtin", model="m-1", embedded=73, corrections_pending=40
+    )
+    assert describe_embedding(pairing) == (
+        "m-1; 73 records embedded; 40 records not yet paired with their corrections "
+        "(in the background)"
     )
     done = EmbeddingStatus(state="ready", setting="builtin", model="m-1", embedded=73)
     assert describe_embedding(done) == "m-1; 73 records embedded"
@@ -531,3 +596,53 @@ def test_nothing_that_looks_like_a_secret_reaches_the_embedding_endpoint(
         prompts = [r.json()["input"] for r in server.requests if "why does CI" in r.body.decode()]
         assert prompts and "[REDACTED:" in prompts[0][0]  # the prompt went, redacted
         assert all(token not in r.body.decode() for r in server.requests)
+
+
+def crafted_static_model(directory: Path, vectors: dict[str, tuple[float, ...]]) -> Path:
+    """A static model whose tokens have the given vectors (any other token is [UNK], zero), so
+    that a test sets each text's cosine with a prompt; gate and floor low, no classifier."""
+    directory.mkdir()
+    vocab = ["[UNK]", *vectors]
+    rows = np.array([[0.0] * len(next(iter(vectors.values()))), *vectors.values()])
+    peak = np.abs(rows).max(axis=1)
+    scale = np.where(peak > 0, peak / 127, 1.0).astype(np.float32)
+    codes = np.rint(rows / scale[:, None]).astype(np.int8)
+    np.savez(directory / "vectors.npz", codes=codes, scale=scale)
+    (directory / "vocab.txt").write_text("\n".join(vocab) + "\n")
+    (directory / "MODEL.txt").write_text("id: crafted\nfloor: 0.5\ngate: 0.5\n")
+    return directory
+
+
+def test_a_fact_correcting_one_recalled_comes_along_however_far_from_the_prompt(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], workdir: Path, tmp_path: Path
+) -> None:
+    """Only the facts most relevant to the prompt are ranked (the 36 most relevant); a
+    correction outside them is brought along with the fact it corrects, and shown in its
+    place. Here the fact has a cosine of 1 with the prompt, forty others 0.989, and its
+    correction 0.949."""
+    names = [f"w{n:02}" for n in range(40)]
+    along = (1.0, 0.0, 0.0)
+    model = crafted_static_model(
+        tmp_path / "crafted",
+        {
+            "probe": along,
+            "alpha": along,
+            "beta": along,
+            "gamma": along,
+            "delta": (0.0, 0.0, 1.0),
+            "omega": (1.0, 0.0, 0.15),
+            **dict.fromkeys(names, (1.0, 0.0, 0.15)),
+        },
+    )
+    daemon = start(orca_env, daemon_factory, f'[recall]\nembedding = "{model}"\n')
+    agent = Agent(daemon, workdir)
+    old, new = "alpha beta gamma 100", "alpha beta gamma 120 delta"
+    now = time.time()
+    add_facts(
+        project_dir(orca_env, agent.project_id),
+        [old, *(f"omega {name}" for name in names)],
+        now=now - 3600,
+    )
+    add_embedded_facts(orca_env, agent, [new], now=now)
+    shown = texts(agent.recall("probe"))
+    assert len(shown) == 6 and shown[0] == new and old not in shown, shown

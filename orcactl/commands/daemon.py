@@ -127,6 +127,11 @@ def describe_embedding(embedding: EmbeddingStatus) -> str:
         text += f", {embedding.pending} pending (embedding in the background)"
     if embedding.facts_pending:
         text += f"; {embedding.facts_pending} automatic facts pending (embedding in the background)"
+    if embedding.corrections_pending:
+        text += (
+            f"; {embedding.corrections_pending} records not yet paired with their corrections "
+            "(in the background)"
+        )
     if embedding.reason:
         text += f"; last failure: {embedding.reason}"
     return text

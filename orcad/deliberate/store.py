@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
+from orcad.deliberate.corrections import link_written
 from orcad.deliberate.queries import (
     StoredRecord,
     add_workspace_grant,
@@ -189,7 +190,12 @@ class DeliberateStore:
         return await self._run(lambda c: same_content_record(c, scope_workspace_id, content))
 
     async def insert(self, record: StoredRecord) -> StoredRecord:
-        return await self._run(lambda c: insert_record(c, record), writes=True)
+        def insert(connection: sqlite3.Connection) -> StoredRecord:
+            inserted = insert_record(connection, record)
+            link_written(connection, inserted.id)
+            return inserted
+
+        return await self._run(insert, writes=True)
 
     async def update(
         self,
@@ -200,10 +206,13 @@ class DeliberateStore:
         *,
         expected: tuple[str, RecordKind] | None = None,
     ) -> StoredRecord | None:
-        return await self._run(
-            lambda c: update_record(c, public_id, content, kind, now, expected=expected),
-            writes=True,
-        )
+        def update(connection: sqlite3.Connection) -> StoredRecord | None:
+            updated = update_record(connection, public_id, content, kind, now, expected=expected)
+            if updated is not None and content is not None:  # its pairs went with its old text
+                link_written(connection, public_id)
+            return updated
+
+        return await self._run(update, writes=True)
 
     async def delete(self, public_id: str) -> bool:
         return await self._run(lambda c: delete_record(c, public_id), writes=True)

@@ -31,6 +31,7 @@ import numpy as np
 import numpy.typing as npt
 import structlog
 
+from orcad.deliberate.corrections import newer_partners
 from orcad.deliberate.queries import (
     StoredRecord,
     record_from_row,
@@ -264,6 +265,9 @@ class Found:
 
     record: StoredRecord
     cosine: float | None  # None: no vector of the current model yet
+    # found only as a later record correcting one found (orcad.deliberate.corrections), to be
+    # ranked beside it however far from the prompt
+    correction: bool = False
 
 
 @dataclass(frozen=True)
@@ -333,6 +337,7 @@ def hybrid_search(  # noqa: PLR0917 - one search's inputs
                 )
             ]
     cosines: dict[int, float] = {}
+    partners: list[int] = []
     if query_vector is not None and model is not None:
         matrix = load_matrix(connection, model, cache[0], len(query_vector), int8=int8)
         cache[0] = matrix
@@ -347,11 +352,22 @@ def hybrid_search(  # noqa: PLR0917 - one search's inputs
             )
             lexical = [r for r in row_ids if r not in cosines]
             row_ids += [r for r in cosines if r not in row_ids]
-            # the lexical matches' own cosines, where they have a vector in a visible span
-            # (a row number reused within the refresh may sit in another workspace's)
-            for row_id, index in zip(lexical, matrix.index_of(lexical), strict=True):
+            # and the later records correcting any of these: a correction comes along with
+            # what it corrects, to rank above it (orcad.deliberate.corrections)
+            partners = newer_partners(connection, row_ids)
+            row_ids += partners
+            # the lexical matches' and the partners' own cosines, where they have a vector in
+            # a visible span (a row number reused within the refresh may sit in another
+            # workspace's)
+            for row_id, index in zip(
+                lexical + partners, matrix.index_of(lexical + partners), strict=True
+            ):
                 if index is not None and any(a <= index < b for a, b in spans):
                     cosines[row_id] = float(every[index])
     records = _records(connection, workspace_id, row_ids)
-    found = [Found(records[row_id], cosines.get(row_id)) for row_id in row_ids if row_id in records]
+    found = [
+        Found(records[row_id], cosines.get(row_id), row_id in partners)
+        for row_id in row_ids
+        if row_id in records
+    ]
     return HybridResult(found, list(chosen), counts, total)

@@ -231,6 +231,10 @@ class ProjectMemorySearch:
         weight = self._embeddings.lexical_weight
         relevance = np.where(embedded, cosines + weight * covered, covered)
         best = np.argsort(-relevance, kind="stable")[: rank.CONSIDERED_PER_SHOWN * limit]
+        # and the later facts that correct those, however far from the prompt, to rank above
+        # what they correct
+        corrections = self._corrections(cache, best.tolist())
+        best = np.concatenate([best, np.array(corrections, dtype=best.dtype)])
         # the few considered are ordered by their cosines measured from the ledger's centre
         # (the gate and the floor read the cosines themselves; docs/recall.md, "The automatic
         # part orders from the ledger's centre")
@@ -256,8 +260,21 @@ class ProjectMemorySearch:
             lexical_gate=query.gates.lexical,
             distinctive=self._embeddings.distinctive(terms, frequency, query.names),
             asked=frozenset(weights) | query.names,
+            corrections=frozenset(ids[n] for n in corrections),
         )
         return [cache.records[c.key] for c in chosen]
+
+    @staticmethod
+    def _corrections(cache: ProjectCache, places: list[int]) -> list[int]:
+        """The places of the facts that correct those at `places`, not among them."""
+        if cache.corrected_by is None:
+            records = list(cache.records.values())
+            cache.corrected_by = rank.corrections_among(
+                [record.fact for record in records], [cache.recorded[r.id] for r in records]
+            )
+        given = set(places)
+        found = {j for n in places for j in cache.corrected_by[n] if j not in given}
+        return sorted(found)
 
     def _stacked(
         self, project_id: str, cache: ProjectCache, dims: int

@@ -18,6 +18,7 @@ import trio
 import trio.lowlevel
 
 from orcad.clock import format_time
+from orcad.deliberate.corrections import link_unchecked, unchecked_count
 from orcad.deliberate.queries import StoredRecord
 from orcad.deliberate.service import DeliberateMemory
 from orcad.deliberate.vectors import (
@@ -33,6 +34,7 @@ from orcad.limits import (
     RECALL_BACKFILL_BATCH,
     RECALL_BACKFILL_IDLE_S,
     RECALL_BACKFILL_REFUSED_RETRY_S,
+    RECALL_LINK_BATCH,
     VECTOR_MATRIX_REFRESH_S,
 )
 from orcad.recall import rank
@@ -137,6 +139,7 @@ class DeliberateRecall:
             lexical_gate=gates.lexical,
             distinctive=embeddings.distinctive(found.terms, found.frequency, query.names),
             asked=frozenset(weights) | query.names,
+            corrections=frozenset(item.record.id for item in found.found if item.correction),
         )
         return [to_entry(by_key[c.key]) for c in chosen]
 
@@ -254,6 +257,7 @@ class Backfill:
         self.refused = RefusedTexts() if refused is None else refused
         self.embedded = 0
         self.pending = 0
+        self.corrections_pending = 0  # records not yet looked at for what they correct
         self.counted = False  # the counts above are known (status says "loading" until then)
         self.announced = False  # the model's load was reported (and a failure recorded)
         self._seen_changes: int | None = None
@@ -266,6 +270,8 @@ class Backfill:
         self._fact_batch = BatchSize()
         self._refusing_s = 0.0  # how long the model that refused everything is left alone
         self._refusing_until = 0.0  # monotonic
+        # the store's change counter when every record had been looked at for its corrections
+        self._links_seen_changes: int | None = None
 
     def step_blocking(self) -> int:
         """One batch: how many records were embedded or refused (0 when there is nothing to
@@ -317,6 +323,25 @@ class Backfill:
         self.pending = max(0, self.pending - stored)
         self._seen_changes = None  # our own write moved the counter
         return tried
+
+    def links_step_blocking(self) -> int:
+        """One batch of records never paired with those they correct (written before orcad
+        kept such pairs, or whose pairing failed): how many were looked at (0 when there is
+        nothing to do)."""
+        store = self._service.store
+        if store.damage is not None:
+            return 0
+
+        def link(connection: sqlite3.Connection) -> int:
+            if self._links_seen_changes == connection.total_changes:
+                return 0  # nothing written since the last pass found every record looked at
+            done = link_unchecked(connection, RECALL_LINK_BATCH)
+            self._links_seen_changes = None if done else connection.total_changes
+            return done
+
+        done = store.query_blocking(link)
+        self.corrections_pending = max(0, self.corrections_pending - done) if done else 0
+        return done
 
     def _read_vectors(self, connection: sqlite3.Connection, model: str) -> None:
         """Read recall's vectors in memory again, on the store's thread; if they were read here
@@ -446,6 +471,7 @@ class Backfill:
         self.embedded, self.pending = service.store.query_blocking(
             lambda connection: progress(connection, model, dims)
         )
+        self.corrections_pending = service.store.query_blocking(unchecked_count)
 
     def _dims(self) -> int:
         """The model's width, or 0 while unknown (an endpoint's, before its first answer)."""
@@ -460,7 +486,7 @@ class Backfill:
             log.warning("recall.backfill_failed", error=f"{type(exc).__name__}: {exc}")
         finally:
             self.counted = True  # counted, or nothing to count: status stops saying loading
-        steps = [self.step_blocking, self.facts_step_blocking]
+        steps = [self.step_blocking, self.facts_step_blocking, self.links_step_blocking]
         while True:
             done = 0
             for step in steps:
@@ -487,4 +513,5 @@ class Backfill:
             embedded=self.embedded,
             pending=self.pending,
             facts_pending=0 if self._facts is None else self._facts.facts_pending(),
+            corrections_pending=self.corrections_pending,
         )

@@ -68,6 +68,9 @@ class ProjectCache:
     # `vectors` stacked in `records` order (zero rows where there is none), which rows are
     # real, and the centre of those; None when `vectors` changed since
     stacked: tuple[Array, npt.NDArray[np.bool_], StoreCentre] | None = None
+    # per record (in `records` order), the places of the later records that correct it
+    # (orcad.recall.rank.corrections_among); None until a recall needs them
+    corrected_by: list[list[int]] | None = None
     index_signature: FileSignature | None = None
     index: sqlite3.Connection | None = None
     index_fingerprint: str = ""
@@ -223,6 +226,7 @@ class ProjectCaches:
             cache.records, cache.recorded = records, recorded
             cache.stems = {i: frozenset(stems(r.fact)) for i, r in records.items()}
             cache.stem_masks = {}
+            cache.corrected_by = None
             cache.unembeddable = {}
             cache.vectors = {i: v for i, v in cache.vectors.items() if i in records}
             cache.stacked = None

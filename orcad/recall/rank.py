@@ -224,6 +224,39 @@ def near_duplicates(first: str, second: str) -> bool:
     return len(a & b) / len(a | b) >= NEAR_DUPLICATE
 
 
+def corrects(newer: str, older: str) -> bool:
+    """Whether text `newer` reads as a correction of `older`: near-duplicates that differ only
+    by what `newer` adds and by numbers ("line length of 100" and "line length of 120 since the
+    style change"). Records cut from one template differ in their subject ("sensor-hub stores
+    uploads on NFS", "timesheet-app stores uploads on NFS") and are not such a pair: of the
+    pairs of near-duplicates among the records of each of the nine labelled sets
+    (bench/eval_data*.py), 2 of 64,995 are, and 54 of their 67 corrections. Recall brings such
+    a correction along with what it corrects, however far it is from the prompt (the ledger's
+    `corrections_among`; the deliberate store's pairs, orcad.deliberate.corrections)."""
+    kept = {found for found in significant_stems(older) if not found.isdecimal()}
+    return kept <= significant_stems(newer) and near_duplicates(newer, older)
+
+
+def corrections_among(texts: Sequence[str], recorded_at: Sequence[float]) -> list[list[int]]:
+    """For each of `texts`, the places of the later ones that correct it (`corrects`): the
+    near-duplicates of all pairs at once (`_related`), then each of those checked."""
+    if not texts:
+        return []
+    pool = [
+        Candidate(str(n), text, at, 0.0, None)
+        for n, (text, at) in enumerate(zip(texts, recorded_at, strict=True))
+    ]
+    same = _related(pool).same
+    return [
+        [
+            j
+            for j in _bits(same[i])
+            if recorded_at[j] > recorded_at[i] and corrects(texts[j], texts[i])
+        ]
+        for i in range(len(texts))
+    ]
+
+
 class Alike(NamedTuple):
     """Each candidate's near-duplicates in a pool, by key (`alike_in_pool`)."""
 
@@ -410,6 +443,7 @@ def rank(
     lexical_gate: float | None = None,
     distinctive: frozenset[str] = frozenset(),
     asked: frozenset[str] = frozenset(),
+    corrections: frozenset[str] = frozenset(),
 ) -> list[Candidate]:
     """The candidates worth injecting, best first, at most `limit`.
 
@@ -422,6 +456,9 @@ def rank(
     none of them (a number aside) that the shown one lacks, so a prompt about the production
     database keeps that record beside a newer one about staging worded the same (which ranks
     above it as a correction would: the prompt may name the value a correction replaced).
+    `corrections` holds the keys of candidates brought along as later texts correcting others
+    (`corrects`): they are compared with the rest however weak, so that one can rank above the
+    older text it corrects.
     """
     unique: dict[str, Candidate] = {}
     for candidate in candidates:  # a key ranks once, as its first candidate
@@ -432,7 +469,9 @@ def rank(
     else:
         scored = ordering = {key: c.coverage for key, c in unique.items() if c.coverage > 0}
     pool = sorted((c for c in unique.values() if c.key in scored), key=lambda c: -scored[c.key])
-    pool = pool[: CONSIDERED_PER_SHOWN * limit]
+    considered = CONSIDERED_PER_SHOWN * limit
+    beyond = [c for c in pool[considered:] if c.key in corrections] if corrections else []
+    pool = pool[:considered]
     if (
         semantic
         and gate is not None
@@ -445,6 +484,7 @@ def rank(
         )
     ):
         return []  # (a correction's step below cannot lift the best over the gate)
+    pool += beyond
     # a correction inherits the score of the older near-duplicate it corrects, plus a step,
     # for every older candidate that would be shown (which bounds the comparisons); lifting
     # changes what is shown, so until nothing moves (each lift goes to a newer candidate, so
