@@ -131,15 +131,15 @@ def test_records_written_before_are_linked_in_batches_newest_first(
         save(connection, n, f"The {name} service listens behind the gateway.")
     save(connection, 7, NEW)
     assert not has_schema(connection)  # as an older orcad left it
-    assert newer_partners(connection, [1]) == []  # no table yet: nothing brought along
+    assert newer_partners(connection, [1], "ws1") == []  # no table yet: nothing brought along
     assert link_unchecked(connection, 3) == 3  # rows 7, 6 and 5
     assert pairs(connection) == {(OLD, NEW)}  # found from the newer side
     assert link_unchecked(connection, 3) == 3
     assert link_unchecked(connection, 3) == 1
     assert link_unchecked(connection, 3) == 0
-    assert newer_partners(connection, [1, 3]) == [7]
-    assert newer_partners(connection, [7]) == []  # only the newer comes along
-    assert newer_partners(connection, [1, 7]) == []  # nor one already there
+    assert newer_partners(connection, [1, 3], "ws1") == [7]
+    assert newer_partners(connection, [7], "ws1") == []  # only the newer comes along
+    assert newer_partners(connection, [1, 7], "ws1") == []  # nor one already there
 
 
 async def test_the_store_pairs_what_it_writes_and_a_failed_pairing_loses_no_record(
@@ -208,3 +208,61 @@ def test_a_search_brings_a_correction_farther_than_the_nearest_cut(
     assert shown[0].text == NEW and OLD not in [c.text for c in shown]
     unflagged = rank(pool, semantic=True, limit=4, floor=0.5, lexical_weight=0.3, gate=None)
     assert unflagged[0].text == OLD  # without the pair it would have been shown alone
+
+
+def test_a_search_brings_one_correction_a_record_the_newest_the_session_sees(
+    connection: sqlite3.Connection,
+) -> None:
+    """Records cut from one template with a number changed each correct all the older ones:
+    a record brings along only the newest, and only one its session may see."""
+    builds = [
+        save(connection, n, f"Nightly build {1000 + n} passed on the main branch.", None)
+        for n in range(1, 31)
+    ]  # global: every workspace sees them
+    hidden = save(connection, 40, "Nightly build 1040 passed on the main branch.", "ws2")
+    link_unchecked(connection, 100)
+    assert connection.execute("SELECT count(*) FROM memory_corrections").fetchone()[0] > 30
+    assert newer_partners(connection, builds[:3], "ws1") == [builds[-1]]
+    assert newer_partners(connection, builds[:3], "ws2") == [hidden]
+    assert newer_partners(connection, [builds[0], builds[-1]], "ws1") == []
+
+
+def test_a_new_record_inherits_no_pairs_of_a_row_number_lost_before(
+    connection: sqlite3.Connection,
+) -> None:
+    """A dump and restore that lost rows to damage keeps their pairs and marks: the record
+    that next takes such a number starts with none."""
+    save(connection, 1, OLD)
+    lost = save(connection, 2, NEW)
+    link_unchecked(connection, 10)
+    connection.execute("DROP TRIGGER memory_corrections_on_delete")  # as a restore loses it
+    delete_record(connection, f"mem_{2:032x}")
+    save(connection, 3, "Deploys run on Fridays.")  # takes the number again
+    assert connection.execute("SELECT max(row_id) FROM memories").fetchone() == (lost,)
+    assert pairs(connection) == set()
+    marked = connection.execute(
+        "SELECT count(*) FROM memory_corrections_checked WHERE row_id = ?", (lost,)
+    ).fetchone()
+    assert marked == (0,)
+
+
+def test_a_correction_brought_along_does_not_open_the_gate() -> None:
+    """A candidate without a vector that shares a term with the prompt opens the gate (it is
+    ranked by its words); one brought along only as a correction of another does not."""
+    old = Candidate("old", OLD, 1.0, 0.0, 0.3)
+    new = Candidate("new", NEW, 2.0, 0.5, None)  # no vector yet: its words alone
+
+    def shown(corrections: frozenset[str]) -> list[str]:
+        chosen = rank(
+            [old, new],
+            semantic=True,
+            limit=4,
+            floor=0.2,
+            lexical_weight=0.3,
+            gate=0.8,
+            corrections=corrections,
+        )
+        return [c.key for c in chosen]
+
+    assert shown(frozenset()) == ["new"]
+    assert shown(frozenset({"new"})) == []

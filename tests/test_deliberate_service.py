@@ -19,12 +19,15 @@ from orcad import sqlite_worker
 from orcad.capture import projections
 from orcad.capture.ledger import ledger_path
 from orcad.capture.projections import read_index_vectors
+from orcad.deliberate.queries import StoredRecord, insert_record
+from orcad.deliberate.schema import open_database
 from orcad.deliberate.vectors import text_digest
 from orcad.errors import StorageError
 from orcad.limits import (
     APPROVAL_TTL_S,
     AUTO_REVIEW_MAX_CHARS,
     MEMORY_CONTENT_MAX_CHARS,
+    RECALL_LINK_BATCH,
     SEARCH_LIMIT_DEFAULT,
 )
 from orcad.query import distinct_terms
@@ -856,6 +859,53 @@ async def test_a_recall_right_after_the_backfill_finds_what_it_embedded(
     assert await trio.to_thread.run_sync(started.step_blocking) == 0
     preloaded = in_memory[0]
     assert preloaded is not None and len(preloaded.row_ids) == 2
+
+
+def put_older_database_in_place(path: Path, scratch: Path, *, records: int) -> None:
+    """Move the database at `path` aside with its journal, and put in its place one holding
+    `records` records that were never paired with their corrections (an older orcad's)."""
+    older = scratch / "older.sqlite3"
+    connection = open_database(older)
+    for n in range(records):
+        insert_record(
+            connection,
+            StoredRecord(
+                id=f"mem_{n:032x}",
+                kind="fact",
+                content=f"Service {n} keeps its logs for {n + 1} days.",
+                workspace_id=None,
+                workspace_root="/w",
+                created_at=float(n),
+                updated_at=float(n),
+            ),
+        )
+    connection.close()
+    for suffix in ("", "-wal", "-shm"):  # the file and its own journal, moved aside together
+        current = Path(f"{path}{suffix}")
+        if current.exists():
+            current.rename(scratch / f"moved{suffix}")
+    older.replace(path)
+
+
+async def test_the_count_of_records_to_pair_follows_a_database_file_replaced(
+    orca: InProcessDaemon, tmp_path: Path
+) -> None:
+    """The records still to pair with their corrections are counted at a start, then counted
+    down; a file put in place of the database (an older orcad's copy restored, say) holds more
+    than were counted, and is counted again."""
+    a = await orca.open(tmp_path / "a", mode="yolo")
+    await save(orca, a, "The code is formatted with a line length of 100.")
+    backfill = orca.features.recall.backfill
+    assert isinstance(backfill, Backfill)
+
+    async def step() -> tuple[int, int]:
+        done: int = await trio.to_thread.run_sync(backfill.links_step_blocking)
+        return done, backfill.status().corrections_pending
+
+    assert await step() == (0, 0)  # paired when it was saved
+    put_older_database_in_place(orca.features.deliberate.store.path, tmp_path, records=40)
+    steps = [await step() for _ in range(4)]
+    assert steps == [(RECALL_LINK_BATCH, 24), (RECALL_LINK_BATCH, 8), (8, 0), (0, 0)]
 
 
 class ScriptedEmbedder(RankingSettings):

@@ -8,13 +8,14 @@ that cut; the older one is then shown alone ("how wide may a source file be" got
 length of 100, not the later 120, under the static model at 1,128 records). So when a record
 is written, the records it corrects and those that correct it (`orcad.recall.rank.corrects`)
 are looked for among the records the same sessions see, and each pair is kept as two row
-numbers (`memory_corrections`); recall adds the corrections of what it fetched
-(`newer_partners`).
+numbers (`memory_corrections`); recall adds the newest correction of each record it fetched
+(`newer_partners`), when it has a model (without one it ranks by words, and lifts nothing).
 
 Records written before this table existed, or by an orcad without it, are looked at by recall's
 background pass (`link_unchecked`); `memory_corrections_checked` says which have been. Triggers
-drop a record's pairs and its mark when it is deleted or its content changes; the writer that
-changed it links it again. Like the vectors, the tables are created if missing (no schema
+drop a record's pairs and its mark when it is deleted or its content changes (the writer that
+changed it links it again), and when a new record takes a number that had some (rows lost to
+damage leave theirs behind). Like the vectors, the tables are created if missing (no schema
 version step: an older orcad ignores them, and its deletions still clear them through the
 triggers). They hold row numbers only, never text.
 """
@@ -42,6 +43,11 @@ SCHEMA = (
     "CREATE TRIGGER IF NOT EXISTS memory_corrections_on_update AFTER UPDATE OF content ON memories "
     "BEGIN DELETE FROM memory_corrections WHERE older = old.row_id OR newer = old.row_id; "
     "DELETE FROM memory_corrections_checked WHERE row_id = old.row_id; END",
+    # a new record may take the number of one that went without its trigger (rows lost to
+    # damage, then the README's dump and restore): it inherits none of that one's pairs
+    "CREATE TRIGGER IF NOT EXISTS memory_corrections_on_insert AFTER INSERT ON memories BEGIN "
+    "DELETE FROM memory_corrections WHERE older = new.row_id OR newer = new.row_id; "
+    "DELETE FROM memory_corrections_checked WHERE row_id = new.row_id; END",
 )
 _NAMES = (
     "memory_corrections",
@@ -49,10 +55,13 @@ _NAMES = (
     "memory_corrections_checked",
     "memory_corrections_on_delete",
     "memory_corrections_on_update",
+    "memory_corrections_on_insert",
 )
 # records looked at per record linked: its best lexical matches among those the same sessions
 # see (a near-duplicate shares most of its words, so it is among the first)
 LOOKED_AT = 16
+# corrections of one record read by recall, the last written (row numbers grow with writes)
+PARTNERS_READ = 8
 _VISIBLE_MATCHES = (
     "SELECT m.row_id, m.content, m.updated_at FROM memories_fts JOIN memories AS m "
     "ON m.row_id = memories_fts.rowid WHERE memories_fts MATCH ? AND m.row_id != ? "
@@ -171,20 +180,36 @@ def unchecked_count(connection: sqlite3.Connection) -> int:
     )
 
 
-def newer_partners(connection: sqlite3.Connection, row_ids: Sequence[int]) -> list[int]:
-    """The records that correct those of `row_ids`, updated after them, not among them (none
-    when the table is missing: nothing was linked yet)."""
+def newer_partners(
+    connection: sqlite3.Connection, row_ids: Sequence[int], workspace_id: str
+) -> list[int]:
+    """For each record of `row_ids`, the newest record correcting it that a session of
+    `workspace_id` may see, when it is not among them (none when the table is missing: nothing
+    was paired yet). One a record, however many correct it: records cut from one template with
+    a number changed ("nightly build 1041 passed") each correct all the older ones. And it is
+    looked for among the PARTNERS_READ corrections of it written last, so that such a record
+    costs what any other does."""
     if not row_ids or not has_schema(connection):
         return []
-    rows = connection.execute(_newer_partners_query(len(row_ids)), list(row_ids)).fetchall()
+    rows = connection.execute(
+        _newer_partners_query(len(row_ids)), [workspace_id, PARTNERS_READ, *row_ids]
+    ).fetchall()
     given = set(row_ids)
-    return [int(other) for (other,) in rows if int(other) not in given]
+    found = (int(newer) for (newer,) in rows if newer is not None)
+    return list(dict.fromkeys(newer for newer in found if newer not in given))
 
 
 def _newer_partners_query(count: int) -> str:
-    marks = ",".join("?" * count)
+    """The newest visible correction of each of `count` records (parameters: the workspace, how
+    many corrections of a record to read, the records), one row each (NULL: none). The `+`
+    keeps the workspace test off its index, as vectors._records does."""
+    fetched = ",".join(f"(?{n})" for n in range(3, count + 3))
     return (
-        "SELECT DISTINCT c.newer FROM memory_corrections AS c "  # noqa: S608 - placeholders only
-        "JOIN memories AS o ON o.row_id = c.older JOIN memories AS n ON n.row_id = c.newer "
-        f"WHERE c.older IN ({marks}) AND n.updated_at > o.updated_at"
+        f"WITH fetched(older) AS (VALUES {fetched}) "  # noqa: S608 - placeholders only
+        "SELECT (SELECT n.row_id FROM (SELECT newer FROM memory_corrections "
+        "WHERE older = f.older ORDER BY newer DESC LIMIT ?2) AS c "
+        "JOIN memories AS n ON n.row_id = c.newer "
+        "WHERE n.updated_at > (SELECT updated_at FROM memories WHERE row_id = f.older) "
+        "AND (+n.workspace_id = ?1 OR +n.workspace_id IS NULL) "
+        "ORDER BY n.updated_at DESC LIMIT 1) FROM fetched AS f"
     )

@@ -354,7 +354,7 @@ def hybrid_search(  # noqa: PLR0917 - one search's inputs
             row_ids += [r for r in cosines if r not in row_ids]
             # and the later records correcting any of these: a correction comes along with
             # what it corrects, to rank above it (orcad.deliberate.corrections)
-            partners = newer_partners(connection, row_ids)
+            partners = newer_partners(connection, row_ids, workspace_id)
             row_ids += partners
             # the lexical matches' and the partners' own cosines, where they have a vector in
             # a visible span (a row number reused within the refresh may sit in another

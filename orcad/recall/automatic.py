@@ -266,15 +266,19 @@ class ProjectMemorySearch:
 
     @staticmethod
     def _corrections(cache: ProjectCache, places: list[int]) -> list[int]:
-        """The places of the facts that correct those at `places`, not among them."""
+        """For each fact at `places`, the place of the newest fact correcting it, when it is
+        not among them (one a fact: facts cut from one template with a number changed each
+        correct all the older ones)."""
         if cache.corrected_by is None:
             records = list(cache.records.values())
-            cache.corrected_by = rank.corrections_among(
-                [record.fact for record in records], [cache.recorded[r.id] for r in records]
-            )
+            recorded = [cache.recorded[r.id] for r in records]
+            cache.corrected_by = [
+                max(later, key=lambda j: (recorded[j], j)) if later else None
+                for later in rank.corrections_among([r.fact for r in records], recorded)
+            ]
         given = set(places)
-        found = {j for n in places for j in cache.corrected_by[n] if j not in given}
-        return sorted(found)
+        found = (cache.corrected_by[n] for n in places)
+        return list(dict.fromkeys(j for j in found if j is not None and j not in given))
 
     def _stacked(
         self, project_id: str, cache: ProjectCache, dims: int

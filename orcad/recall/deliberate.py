@@ -104,10 +104,12 @@ class DeliberateRecall:
             return [to_entry(item.record) for item in found.found]
         cosines = {item.record.id: item.cosine for item in found.found}
         refused = self._refused
-        unembedded = [
+        unembedded = [  # (a correction brought along ranks on its words until it has one)
             item.record
             for item in found.found
-            if item.cosine is None and (refused is None or not refused.holds(item.record.content))
+            if item.cosine is None
+            and not item.correction
+            and (refused is None or not refused.holds(item.record.content))
         ]
         if unembedded:  # written since the backfill's last pass: embed them for this recall
             matrix = embeddings.embed([record.content for record in unembedded])
@@ -340,7 +342,12 @@ class Backfill:
             return done
 
         done = store.query_blocking(link)
-        self.corrections_pending = max(0, self.corrections_pending - done) if done else 0
+        if not done:
+            self.corrections_pending = 0
+        elif done > self.corrections_pending:  # more than counted (the file was replaced)
+            self.corrections_pending = store.query_blocking(unchecked_count)
+        else:
+            self.corrections_pending -= done
         return done
 
     def _read_vectors(self, connection: sqlite3.Connection, model: str) -> None:

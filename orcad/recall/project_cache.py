@@ -68,9 +68,9 @@ class ProjectCache:
     # `vectors` stacked in `records` order (zero rows where there is none), which rows are
     # real, and the centre of those; None when `vectors` changed since
     stacked: tuple[Array, npt.NDArray[np.bool_], StoreCentre] | None = None
-    # per record (in `records` order), the places of the later records that correct it
+    # per record (in `records` order), the place of the newest record that corrects it, if any
     # (orcad.recall.rank.corrections_among); None until a recall needs them
-    corrected_by: list[list[int]] | None = None
+    corrected_by: list[int | None] | None = None
     index_signature: FileSignature | None = None
     index: sqlite3.Connection | None = None
     index_fingerprint: str = ""

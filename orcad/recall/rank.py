@@ -457,8 +457,8 @@ def rank(
     database keeps that record beside a newer one about staging worded the same (which ranks
     above it as a correction would: the prompt may name the value a correction replaced).
     `corrections` holds the keys of candidates brought along as later texts correcting others
-    (`corrects`): they are compared with the rest however weak, so that one can rank above the
-    older text it corrects.
+    (`corrects`): they do not open the gate, and `limit` of them are compared with the rest
+    however weak, so that one can rank above the older text it corrects.
     """
     unique: dict[str, Candidate] = {}
     for candidate in candidates:  # a key ranks once, as its first candidate
@@ -470,7 +470,7 @@ def rank(
         scored = ordering = {key: c.coverage for key, c in unique.items() if c.coverage > 0}
     pool = sorted((c for c in unique.values() if c.key in scored), key=lambda c: -scored[c.key])
     considered = CONSIDERED_PER_SHOWN * limit
-    beyond = [c for c in pool[considered:] if c.key in corrections] if corrections else []
+    beyond = [c for c in pool[considered:] if c.key in corrections][:limit] if corrections else []
     pool = pool[:considered]
     if (
         semantic
@@ -481,6 +481,7 @@ def rank(
             or (lexical_gate is not None and c.coverage >= lexical_gate)
             or holds_distinctive(c.text, distinctive)
             for c in pool
+            if c.key not in corrections  # (brought along for another, not for the prompt)
         )
     ):
         return []  # (a correction's step below cannot lift the best over the gate)
