@@ -367,7 +367,11 @@ def connection_failure(exc: BaseException) -> CommandError:
 # Escaped here as JSON escapes (a surrogate pair above U+FFFF), or the terminal filter
 # (orcactl.terminal) would write `\x85` or `\U000e0041`, which are not JSON escapes; the JSON
 # still decodes to what was stored.
-_RAW_IN_JSON = re.compile(f"[\x7f-\x9f{BIDI_FORMATTING}{TAG_CHARACTERS}{INVISIBLE_CHARACTERS}]")
+# So are lone surrogates, which stand for bytes that are not UTF-8 (a path's, decoded with
+# surrogateescape): written raw they would be those bytes, and the document no JSON.
+_RAW_IN_JSON = re.compile(
+    f"[\x7f-\x9f\ud800-\udfff{BIDI_FORMATTING}{TAG_CHARACTERS}{INVISIBLE_CHARACTERS}]"
+)
 
 
 def _json_escape(match: re.Match[str]) -> str:

@@ -31,7 +31,7 @@ from orcactl.connect import (
     print_json,
 )
 from orcactl.hooks.runner import extraction_run
-from orcactl.terminal import OutputClosed, SafeWriter
+from orcactl.terminal import OutputClosed, OutputFailed, SafeWriter
 from orcad import __version__
 from protocol.types import PROTOCOL_VERSION
 
@@ -176,6 +176,10 @@ def main(argv: list[str] | None = None) -> None:
         if group.subgroup(KeyboardInterrupt) is None:
             raise
         status = 130
+    except OutputFailed as exc:  # a full disk under `> file`: said on stderr, if it can be
+        with contextlib.suppress(OutputClosed):
+            print(f"orcactl: {exc}", file=sys.stderr)
+        status = EXIT_ERROR
     except OutputClosed:  # nobody reads what orcactl says any more; a broken pipe to orcad
         status = EXIT_ERROR  # is a connection failure, reported below
     except UnicodeEncodeError:  # the working directory, say: its name's bytes are not UTF-8

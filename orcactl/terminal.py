@@ -3,6 +3,8 @@ escape sequence inside a fact must print as text, not move the cursor or retitle
 
 from __future__ import annotations
 
+import contextlib
+import os
 from typing import TextIO
 
 from orcad.control_characters import escape_control_characters, escape_to_one_line
@@ -26,6 +28,11 @@ class OutputClosed(Exception):
     stdout or stderr, told apart from one on the daemon's socket, which is a failure to report."""
 
 
+class OutputFailed(OutputClosed):
+    """Writing orcactl's output failed otherwise (a full disk under `> file`, `> /dev/full`):
+    said in one line on stderr, if that can be written."""
+
+
 class SafeWriter:
     """A text stream that writes everything through `neutralize`."""
 
@@ -35,14 +42,25 @@ class SafeWriter:
     def write(self, text: str) -> int:
         try:
             return self._stream.write(neutralize(text))
-        except BrokenPipeError:
-            raise OutputClosed from None
+        except OSError as exc:
+            raise self._closed(exc) from None
 
     def flush(self) -> None:
         try:
             self._stream.flush()
-        except BrokenPipeError:
-            raise OutputClosed from None
+        except OSError as exc:
+            raise self._closed(exc) from None
+
+    def _closed(self, exc: OSError) -> OutputClosed:
+        """What a failed write means; what the stream still holds then goes to /dev/null, so
+        that flushing it at exit fails no more (Python would say so, with exit status 120)."""
+        with contextlib.suppress(OSError, ValueError):
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, self._stream.fileno())
+            os.close(null)
+        if isinstance(exc, BrokenPipeError):
+            return OutputClosed()
+        return OutputFailed(f"cannot write the output: {exc}")
 
     def isatty(self) -> bool:
         return self._stream.isatty()

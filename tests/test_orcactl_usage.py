@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from orcactl import approval, arguments
+from orcactl.connect import EXIT_ERROR, EXIT_NOT_RUNNING, EXIT_USAGE
 from orcad import __version__
 from orcad.capture.ledger import new_candidate_id
 from orcad.limits import STOPPING_HOLDER_WAIT_S
@@ -295,6 +296,54 @@ def test_version_with_json_is_json(order: list[str]) -> None:
     )
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout) == {"orcactl": __version__, "protocol": 1}
+
+
+@pytest.mark.parametrize("where", ["--cwd", "ORCA_SOCKET"])
+def test_json_that_names_a_path_not_in_utf8_is_still_json(
+    orca_env: OrcaEnv, tmp_path: Path, where: str
+) -> None:
+    # the path's byte 0xff went into the document raw, which no JSON reader takes
+    env = dict(orca_env.env)
+    args: list[str | bytes] = ["--json", "--no-start"]
+    if where == "--cwd":
+        args += ["recall", "--cwd", bytes(tmp_path) + b"/gone\xff", "a prompt"]
+    else:
+        env = {**env, "ORCA_SOCKET": "/nowhere/s\udcff.sock"}  # as the OS gives it to Python
+        args += ["status"]
+    result = subprocess.run(
+        [sys.executable, "-m", "orcactl", *args],
+        env=env,
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode in (EXIT_USAGE, EXIT_NOT_RUNNING), result.stderr
+    document = json.loads(result.stdout.decode("utf-8"))
+    assert "\udcff" in json.dumps(document, ensure_ascii=False)  # the byte, as an escape
+    assert b"\\udcff" in result.stdout
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="/dev/full is Linux's")
+@pytest.mark.parametrize("json_flag", [[], ["--json"]])
+def test_output_that_cannot_be_written_is_said_in_one_line(
+    orca_env: OrcaEnv, json_flag: list[str]
+) -> None:
+    # with --json, a full disk under stdout gave two chained tracebacks
+    with Path("/dev/full").open("w") as full:
+        result = subprocess.run(
+            [sys.executable, "-m", "orcactl", *json_flag, "--no-start", "status"],
+            env=orca_env.env,
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    assert result.returncode == EXIT_ERROR
+    assert result.stderr.endswith(
+        "orcactl: cannot write the output: [Errno 28] No space left on device\n"
+    ), result.stderr
+    assert "Traceback" not in result.stderr
 
 
 def test_global_options_work_after_the_command(daemon: DaemonProcess, tmp_path: Path) -> None:
