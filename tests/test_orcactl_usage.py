@@ -506,6 +506,27 @@ def test_off_a_terminal_a_change_waits_and_the_printed_command_approves_it(
     assert [r["content"] for r in records(daemon.orca, ws)] == [text]
 
 
+def test_off_a_terminal_json_gives_no_approval_id_that_can_no_longer_be_used(
+    daemon: DaemonProcess, tmp_path: Path
+) -> None:
+    # it gave the daemon's apr_ id and "waiting for the user (memory.approve ...)", but the
+    # approval went with orcactl's session when the command ended
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    text = "deploys go through 'make release'"
+    save = ["memory", "save", text, "--kind", "fact", "--workspace", "--cwd", str(ws)]
+    asked = orcactl(daemon.orca, "--json", *save)
+    assert asked.returncode == 4, asked.stderr
+    document = json.loads(asked.stdout)
+    assert document["outcome"] == "pending_approval" and document["approval_id"] is None
+    assert "nothing changed" in document["reason"]
+    assert "apr_" not in asked.stdout
+    words = shlex.split(document["approve_with"])
+    assert words[0] == "orcactl" and "--yes" in words
+    assert orcactl(daemon.orca, *words[1:]).returncode == 0
+    assert [r["content"] for r in records(daemon.orca, ws)] == [text]
+
+
 def test_the_printed_command_approves_text_that_was_read_from_stdin(
     daemon: DaemonProcess, tmp_path: Path
 ) -> None:

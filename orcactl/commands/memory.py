@@ -12,6 +12,8 @@ import argparse
 import sys
 from typing import Any
 
+import msgspec
+
 from orcactl import approval
 from orcactl.arguments import (
     approval_id,
@@ -218,6 +220,7 @@ def run_manage(args: argparse.Namespace) -> int:
                     )
         finally:
             session.close()
+    command = ""
     if unapproved:
         command = approval.approving_command(args, cwd, params.get("content"))
         print(
@@ -227,7 +230,18 @@ def run_manage(args: argparse.Namespace) -> int:
             "--approve workspace instead of --yes)",
             file=sys.stderr,
         )
-    if args.json:
+    if args.json and unapproved:
+        # the approval went with orcactl's session, which ended with the command: what approves
+        # the change now is running it again as `approve_with` says
+        print_json(
+            {
+                **msgspec.to_builtins(result),
+                "approval_id": None,
+                "reason": "needs approval and there was no terminal to ask on: nothing changed",
+                "approve_with": command,
+            }
+        )
+    elif args.json:
         print_json(result)
     elif not unapproved:
         print(result.summary)
