@@ -36,13 +36,19 @@ class Change:
         return (self.before or "") != self.after
 
     def diff(self) -> str:
+        """A unified diff, as `diff -u` writes it: a line without its line end (a file's last,
+        when the file does not end with one) is followed by the `\\ No newline at end of
+        file` marker, so that the next line, or the next file's header, starts a line."""
         lines = difflib.unified_diff(
             (self.before or "").splitlines(keepends=True),
             self.after.splitlines(keepends=True),
             fromfile=str(self.path) if self.before is not None else "/dev/null",
             tofile=str(self.path),
         )
-        return "".join(lines)
+        return "".join(
+            line if line.endswith("\n") else f"{line}\n\\ No newline at end of file\n"
+            for line in lines
+        )
 
 
 def read_config(path: Path) -> str | None:

@@ -298,6 +298,29 @@ def test_dry_run_prints_a_diff_and_writes_nothing(orca_env: OrcaEnv) -> None:
     assert again["changed"] == []
 
 
+def test_dry_run_diffs_a_file_without_a_final_line_end_line_by_line(orca_env: OrcaEnv) -> None:
+    # its last line ran into the added lines and the next file's header: `-{"hooks": {}}+{...`
+    config_dir = orca_env.root / "claude-config"
+    config_dir.mkdir()
+    (config_dir / "settings.json").write_text('{"hooks": {}}')
+    run = _integrate(
+        orca_env, "claude-code", "--dry-run", env={"CLAUDE_CONFIG_DIR": str(config_dir)}
+    )
+    assert run.returncode == 0, run.stderr
+    lines = run.stdout.splitlines()
+    assert '-{"hooks": {}}' in lines
+    assert lines[lines.index('-{"hooks": {}}') + 1] == "\\ No newline at end of file"
+    headers = [line for line in lines if line.startswith(("--- ", "+++ "))]
+    assert headers == [
+        f"--- {config_dir / 'settings.json'}",
+        f"+++ {config_dir / 'settings.json'}",
+        "--- /dev/null",
+        f"+++ {config_dir / '.claude.json'}",
+    ]
+    assert all(line[:1] in "-+@ \\" for line in lines if line), lines
+    assert (config_dir / "settings.json").read_text() == '{"hooks": {}}'
+
+
 def test_project_level_files(orca_env: OrcaEnv, tmp_path: Path) -> None:
     project = tmp_path / "repo"
     project.mkdir()
