@@ -11,11 +11,25 @@ import trio
 
 from orcad.app import Daemon, build_daemon
 from orcad.config import Config, LoadedConfig
+from orcad.deliberate.queries import StoredRecord
 from orcad.paths import resolve_paths
 from orcad.rpc import Dispatcher
 from protocol.errors import ErrorObject, RemoteError
 
 _ids = itertools.count(1)
+
+
+def numbered_record(n: int, content: str, workspace: str | None = "ws1") -> StoredRecord:
+    """Record number `n` (its id and its times made from `n`), as the store would keep it."""
+    return StoredRecord(
+        id=f"mem_{n:032x}",
+        kind="fact",
+        content=content,
+        workspace_id=workspace,
+        workspace_root="/w",
+        created_at=float(n),
+        updated_at=float(n),
+    )
 
 
 class SettableClock:

@@ -18,11 +18,12 @@ from orcad.deliberate.corrections import (
     link_written,
     newer_partners,
 )
-from orcad.deliberate.queries import StoredRecord, delete_record, insert_record, update_record
+from orcad.deliberate.queries import delete_record, insert_record, update_record
 from orcad.deliberate.schema import open_database
 from orcad.deliberate.store import DeliberateStore
 from orcad.deliberate.vectors import VectorMatrix, hybrid_search, pending, store_vectors
 from orcad.recall.rank import Candidate, corrects, rank
+from tests.deliberate_helpers import numbered_record
 
 pytestmark = pytest.mark.inprocess
 
@@ -41,21 +42,9 @@ def connection(tmp_path: Path) -> Iterator[sqlite3.Connection]:
     db.close()
 
 
-def record(n: int, content: str, workspace: str | None = "ws1") -> StoredRecord:
-    return StoredRecord(
-        id=f"mem_{n:032x}",
-        kind="fact",
-        content=content,
-        workspace_id=workspace,
-        workspace_root="/w",
-        created_at=float(n),
-        updated_at=float(n),
-    )
-
-
 def save(db: sqlite3.Connection, n: int, content: str, workspace: str | None = "ws1") -> int:
     """Insert as an orcad without the pairs would (no link); the record's row number."""
-    insert_record(db, record(n, content, workspace))
+    insert_record(db, numbered_record(n, content, workspace))
     return int(db.execute("SELECT max(row_id) FROM memories").fetchone()[0])
 
 
@@ -148,8 +137,8 @@ async def test_the_store_pairs_what_it_writes_and_a_failed_pairing_loses_no_reco
     store = DeliberateStore(tmp_path / "memory.sqlite3")
     await store.open_current_file()
     try:
-        await store.insert(record(1, OLD))
-        await store.insert(record(2, "Deploys run on Fridays."))
+        await store.insert(numbered_record(1, OLD))
+        await store.insert(numbered_record(2, "Deploys run on Fridays."))
         await store.update(f"mem_{2:032x}", NEW, None, 5.0)  # now a correction of the first
         assert await store.query(pairs) == {(OLD, NEW)}
 
@@ -157,7 +146,7 @@ async def test_the_store_pairs_what_it_writes_and_a_failed_pairing_loses_no_reco
             raise sqlite3.OperationalError("database or disk is full")
 
         monkeypatch.setattr(corrections, "link", fails)
-        saved = await store.insert(record(3, "Postgres 14 is the production database."))
+        saved = await store.insert(numbered_record(3, "Postgres 14 is the production database."))
         assert await store.visible("ws1", saved.id) == saved
         unchecked = await store.query(
             lambda c: c.execute(

@@ -19,7 +19,7 @@ from orcad import sqlite_worker
 from orcad.capture import projections
 from orcad.capture.ledger import ledger_path
 from orcad.capture.projections import read_index_vectors
-from orcad.deliberate.queries import StoredRecord, insert_record
+from orcad.deliberate.queries import insert_record
 from orcad.deliberate.schema import open_database
 from orcad.deliberate.vectors import text_digest
 from orcad.errors import StorageError
@@ -39,7 +39,7 @@ from orcad.recall.embedders import EmbeddingRefused, EmbeddingTimedOut, RankingS
 from orcad.recall.embedding import Embeddings
 from protocol.errors import RemoteError
 from protocol.types import DeliberateEntry
-from tests.deliberate_helpers import InProcessDaemon, SettableClock
+from tests.deliberate_helpers import InProcessDaemon, SettableClock, numbered_record
 from tests.test_recall_daemon import add_facts
 
 pytestmark = pytest.mark.inprocess
@@ -868,16 +868,7 @@ def put_older_database_in_place(path: Path, scratch: Path, *, records: int) -> N
     connection = open_database(older)
     for n in range(records):
         insert_record(
-            connection,
-            StoredRecord(
-                id=f"mem_{n:032x}",
-                kind="fact",
-                content=f"Service {n} keeps its logs for {n + 1} days.",
-                workspace_id=None,
-                workspace_root="/w",
-                created_at=float(n),
-                updated_at=float(n),
-            ),
+            connection, numbered_record(n, f"Service {n} keeps its logs for {n + 1} days.", None)
         )
     connection.close()
     for suffix in ("", "-wal", "-shm"):  # the file and its own journal, moved aside together

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from orcad.deliberate import vectors as vectors_module
-from orcad.deliberate.queries import StoredRecord, delete_record, insert_record, update_record
+from orcad.deliberate.queries import delete_record, insert_record, update_record
 from orcad.deliberate.row_products import FloatRows, SpannedInt8Rows
 from orcad.deliberate.schema import open_database
 from orcad.deliberate.vectors import (
@@ -26,6 +26,7 @@ from orcad.deliberate.vectors import (
     store_vectors,
 )
 from orcad.limits import VECTOR_MATRIX_REFRESH_S
+from tests.deliberate_helpers import numbered_record
 
 pytestmark = pytest.mark.inprocess
 
@@ -38,18 +39,7 @@ def connection(tmp_path: Path) -> Iterator[sqlite3.Connection]:
 
 
 def save(db: sqlite3.Connection, n: int, content: str, workspace: str | None = "ws1") -> None:
-    insert_record(
-        db,
-        StoredRecord(
-            id=f"mem_{n:032x}",
-            kind="fact",
-            content=content,
-            workspace_id=workspace,
-            workspace_root="/w",
-            created_at=float(n),
-            updated_at=float(n),
-        ),
-    )
+    insert_record(db, numbered_record(n, content, workspace))
 
 
 def unit(*values: float) -> np.ndarray:
