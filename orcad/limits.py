@@ -37,8 +37,9 @@ QUERY_MAX_TERMS = 12
 QUERY_MAX_CONSIDERED = 64  # distinct prompt terms among which the most selective 12 are kept
 RECALL_BACKFILL_BATCH = 64  # records embedded per background step (the store thread is shared)
 # deliberate records paired with those they correct per background step (about 1.4 ms each at
-# 10k records, on the store's thread, which recall shares)
-RECALL_LINK_BATCH = 16
+# 10k records, on the store's thread, which a recall waits for: 4 a step hold it some 7 ms,
+# 16 some 23 ms, and a pass takes as long either way)
+RECALL_LINK_BATCH = 4
 RECALL_BACKFILL_IDLE_S = 0.5  # pause of the background embedding when nothing needs a vector
 # a record the model refuses (an endpoint's 400 for a text too long for it) while it embeds
 # others is left to its words for this long, then tried again: it must not hold up the rest

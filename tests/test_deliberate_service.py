@@ -895,8 +895,14 @@ async def test_the_count_of_records_to_pair_follows_a_database_file_replaced(
 
     assert await step() == (0, 0)  # paired when it was saved
     put_older_database_in_place(orca.features.deliberate.store.path, tmp_path, records=40)
-    steps = [await step() for _ in range(4)]
-    assert steps == [(RECALL_LINK_BATCH, 24), (RECALL_LINK_BATCH, 8), (8, 0), (0, 0)]
+    steps = [await step()]
+    while steps[-1][0]:
+        steps.append(await step())
+    assert steps[0] == (RECALL_LINK_BATCH, 40 - RECALL_LINK_BATCH)  # counted again
+    assert [pending for _done, pending in steps] == [
+        max(0, 40 - RECALL_LINK_BATCH * n) for n in range(1, len(steps) + 1)
+    ]
+    assert sum(done for done, _pending in steps) == 40
 
 
 class ScriptedEmbedder(RankingSettings):
