@@ -870,3 +870,73 @@ def test_a_prompt_repeated_without_a_readable_transcript_is_a_new_turn(
     again = run_hook(orca_env, "claude-code", "UserPromptSubmit", payload)
     assert again.status == 0
     assert "make wombat-check" in again.context
+
+
+class DroppingProxy:
+    """A socket in front of orcad that drops the first `drops` connections once it has read a
+    request on them that names `method` (as orcad going away mid-call does: a reset), and
+    passes every other connection through."""
+
+    def __init__(self, path: Path, orcad: Path, method: str, drops: int) -> None:
+        self.path, self.orcad, self.method, self.left = path, orcad, method, drops
+        self.dropped = 0
+        self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._listener.bind(str(path))
+        self._listener.listen()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def close(self) -> None:
+        self._listener.close()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(client,), daemon=True).start()
+
+    def _serve(self, client: socket.socket) -> None:
+        upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        upstream.connect(str(self.orcad))
+        threading.Thread(target=self._pipe, args=(upstream, client), daemon=True).start()
+        with client, upstream:
+            while data := client.recv(65536):
+                if self.left and f'"{self.method}"'.encode() in data:
+                    self.left -= 1
+                    self.dropped += 1
+                    client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\0\0\0\0\0\0\0")
+                    return  # closed with a reset, the request never passed on
+                upstream.sendall(data)
+
+    @staticmethod
+    def _pipe(source: socket.socket, sink: socket.socket) -> None:
+        try:
+            while data := source.recv(65536):
+                sink.sendall(data)
+        except OSError:
+            pass
+
+
+def test_a_stop_that_orcad_drops_mid_call_is_sent_again_and_its_turn_kept(
+    tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess
+) -> None:
+    """orcad restarted (or crashed) while a Stop hook talked to it: the hook said "orca memory
+    skipped: Connection reset by peer", exited, and the turn was lost for good."""
+    proxy = DroppingProxy(tmp_path / "proxy.sock", orca_env.socket, "turn.completed", drops=2)
+    try:
+        log = _transcript(tmp_path)
+        prompt = "Fix the lockfile. Remember that we deploy staging through ArgoCD."
+        _turn(log, prompt, "Fixed; noted that staging deploys go through ArgoCD.")
+        stop = run_hook(
+            orca_env,
+            "claude-code",
+            "Stop",
+            log.payload("Stop", stop_hook_active=False),
+            extra_args=("--socket", str(proxy.path)),
+        )
+    finally:
+        proxy.close()
+    assert (stop.status, stop.stdout, stop.stderr) == (0, "", "")
+    assert proxy.dropped == 2
+    assert len(_jobs(daemon)) == 1

@@ -23,6 +23,7 @@ from orcactl.hooks.common import (
     holds_final,
     open_session,
     render_startup,
+    report_to_orcad,
     text_field,
 )
 from orcactl.hooks.failures import record_failure
@@ -148,10 +149,9 @@ def turn_report(
 
 
 def _report(payload: dict[str, Any], context: HookContext, *, failed: bool) -> Answer:
-    report = turn_report(payload, context, failed=failed)
-    with context.connect() as client:
-        _opened, ids = open_session(client, context, payload)
-        client.call("turn.completed", {**ids, **report})
+    report_to_orcad(
+        context, payload, "turn.completed", turn_report(payload, context, failed=failed)
+    )
     return None
 
 
@@ -164,9 +164,7 @@ def stop_failure(payload: dict[str, Any], context: HookContext) -> Answer:
 
 
 def session_end(payload: dict[str, Any], context: HookContext) -> Answer:
-    with context.connect() as client:
-        _opened, ids = open_session(client, context, payload)
-        client.call("session.close", ids)
+    report_to_orcad(context, payload, "session.close", {})
     return None
 
 

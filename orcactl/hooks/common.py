@@ -150,6 +150,32 @@ def session_params(context: HookContext, payload: dict[str, Any], *, join: bool)
     }
 
 
+# a call orcad went away in the middle of (a restart, a crash) is made again on a new connection
+# while the hook has at least this much of its time left, after this pause
+RESEND_MIN_LEFT_S = 1.0
+RESEND_PAUSE_S = 0.1
+
+
+def report_to_orcad(
+    context: HookContext, payload: dict[str, Any], method: str, params: dict[str, Any]
+) -> None:
+    """Join the agent's session and make `method`, one orcad answers the same however often it
+    is made (turn.completed: the same session, turn and text make one job; session.close). When
+    orcad goes away in the middle (the connection reset, closed or broken: `systemctl restart`,
+    a crash), it is made again on a new connection, which starts orcad if none answers, while
+    the hook has time: a Stop that gave up there lost its turn for good."""
+    while True:
+        try:
+            with context.connect() as client:
+                _opened, ids = open_session(client, context, payload)
+                client.call(method, {**ids, **params})
+            return
+        except ConnectionError:
+            if context.remaining() < RESEND_MIN_LEFT_S + RESEND_PAUSE_S:
+                raise
+            time.sleep(RESEND_PAUSE_S)
+
+
 def open_session(
     client: HookClient, context: HookContext, payload: dict[str, Any], *, join: bool = True
 ) -> tuple[dict[str, Any], dict[str, Any]]:
