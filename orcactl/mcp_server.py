@@ -413,6 +413,8 @@ def build_server(session: DaemonSession) -> MCPServer:
         # again meanwhile (expired, fenced) may be in another mode than the one judged here
         params = {"text": text, "scope": scope, "asked": asked}
         result = await session.call("remember", params)
+        if result.already_kept:
+            return _shown(f"Already kept as a {scope} fact in {result.path}; nothing was written.")
         return _shown(f"Remembered as a {scope} fact in {result.path}.")
 
     @server.tool(

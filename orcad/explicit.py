@@ -77,6 +77,20 @@ def visible_bytes(data: bytes) -> bytes:
     return escape_control_characters(text).encode("utf-8")
 
 
+def holds_fact(existing: bytes, line: str) -> bool:
+    """Whether the file's content `existing` already holds the list item `line` (as
+    `format_fact` writes it) as a whole item: its lines, and no continuation line after them
+    (a longer fact that starts with the same line is another fact)."""
+    item = b"\n" + line.encode("utf-8").rstrip(b"\n") + b"\n"
+    text = b"\n" + existing.replace(b"\r\n", b"\n") + b"\n"
+    at = text.find(item)
+    while at >= 0:
+        if not text.startswith(b"  ", at + len(item)):
+            return True
+        at = text.find(item, at + 1)
+    return False
+
+
 def append_line(existing: bytes, line: str) -> bytes:
     """`existing` with `line` appended, adding the newline the old content may lack."""
     if existing and not existing.endswith(b"\n"):
@@ -128,8 +142,9 @@ def lock_path_for(path: Path) -> Path:
     return path.with_name(path.name + LOCK_SUFFIX)
 
 
-def remember_fact(path: Path, text: str) -> int:
-    """Append the fact `text` to `path` under `<path>.lock`; the file's new size in bytes."""
+def remember_fact(path: Path, text: str) -> tuple[int, bool]:
+    """Append the fact `text` to `path` under `<path>.lock`: the file's size in bytes, and
+    whether it held the fact already (then nothing is written)."""
     line = format_fact(text)
     try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -148,8 +163,10 @@ def remember_fact(path: Path, text: str) -> int:
         ) from exc
 
 
-def append_fact(path: Path, line: str) -> int:
-    """Append a formatted fact to `path` atomically; the caller holds the file's lock.
+def append_fact(path: Path, line: str) -> tuple[int, bool]:
+    """Append a formatted fact to `path` atomically, unless the file holds it already (the same
+    fact kept twice would be handed to every session twice); the caller holds the file's lock.
+    The file's size in bytes, and whether it held the fact already.
 
     StorageError (nothing written) when the file cannot be read or replaced. A symbolic link
     (a user.md kept with the user's dotfiles) stays one: the file it points to gets the fact, as
@@ -164,13 +181,16 @@ def append_fact(path: Path, line: str) -> int:
         raise StorageError(
             f"could not read {path}: {exc.strerror or exc}; nothing was changed", path=str(path)
         ) from exc
+    if holds_fact(existing, line):
+        log.info("explicit.already_kept", path=str(path), bytes=len(existing))
+        return len(existing), True
     content = append_line(existing, line)
     # a copy a crash left between its write and its rename holds the facts as they were, and
     # would outlive one the user deletes from the file by hand
     remove_stale_temps(target)
     replace_file_atomically(target, content)
     log.info("explicit.remembered", path=str(path), bytes=len(content))
-    return len(content)
+    return len(content), False
 
 
 def read_bounded(path: Path, max_bytes: int) -> tuple[str, bool]:

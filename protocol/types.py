@@ -265,8 +265,12 @@ class RememberParams(SessionParams, frozen=True, kw_only=True):
 
 
 class RememberResult(Result, frozen=True, kw_only=True):
+    """`bytes`: the file's size; `already_kept`: the file held the fact already, as its own list
+    item, so nothing was written."""
+
     path: str
     bytes: int
+    already_kept: bool = False
 
 
 # --- deliberate memory --------------------------------------------------------------------

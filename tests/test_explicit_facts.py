@@ -215,6 +215,36 @@ def test_remember_user_and_project_then_startup_returns_both(
     assert elsewhere.project == ""
 
 
+def test_a_fact_remembered_again_is_kept_once(
+    daemon: DaemonProcess, orca_env: OrcaEnv, tmp_path: Path
+) -> None:
+    # three `remember "I prefer tabs over spaces"` wrote three lines, and every session start
+    # handed all three over
+    workdir = tmp_path / "repo"
+    workdir.mkdir()
+    session = open_session(daemon, workdir)
+    first = remember(daemon, session, "I prefer tabs over spaces", "user")
+    again = remember(daemon, session, "  I prefer tabs over spaces ", "user")
+    assert (first.already_kept, again.already_kept) == (False, True)
+    user_file = orca_env.memory_root / "user.md"
+    assert user_file.read_text() == "- I prefer tabs over spaces\n"
+    assert again.bytes == user_file.stat().st_size
+    for scope in ("project", "project"):
+        remember(daemon, session, "Deploys go through staging\nthen production", scope)
+    project_id = session["opened"].project.id  # type: ignore[attr-defined]
+    project_file = orca_env.memory_root / "projects" / project_id / "memory.md"
+    assert project_file.read_text() == "- Deploys go through staging\n  then production\n"
+
+
+def test_a_fact_is_held_only_as_a_whole_item(tmp_path: Path) -> None:
+    path = tmp_path / "user.md"
+    path.write_bytes(b"- a\n  more\n- b\r\n")  # edited by hand, one line end from Windows
+    assert explicit.remember_fact(path, "b") == (len(path.read_bytes()), True)
+    assert explicit.remember_fact(path, "a")[1] is False  # "a" alone is another fact than it
+    assert explicit.remember_fact(path, "a\nmore")[1] is True
+    assert path.read_bytes() == b"- a\n  more\n- b\r\n- a\n"
+
+
 def test_a_project_fact_with_automatic_memory_off_names_its_project(
     orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
 ) -> None:

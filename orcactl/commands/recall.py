@@ -110,6 +110,8 @@ def run_remember(args: argparse.Namespace) -> int:
     )
     if args.json:
         print_json(result)
+    elif result.already_kept:
+        print(f"already kept as a {scope} fact in {result.path}; nothing was written")
     else:
         print(f"remembered as a {scope} fact in {result.path} ({result.bytes} bytes)")
     return EXIT_OK

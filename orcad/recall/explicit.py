@@ -63,18 +63,18 @@ class ExplicitFacts:
             raise Disabled(f"remember: {refused}; nothing was written")
         if params.scope == "user":
             path = self._host.paths.user_memory_file
-            size = await trio.to_thread.run_sync(remember_fact, path, params.text)
+            size, already = await trio.to_thread.run_sync(remember_fact, path, params.text)
         else:
             # memory.md is written under the project's lock, like the ledger beside it
             line = format_fact(params.text)
             path = self.project_file(session.project_id)
-            size = await self._projects.run_locked(
+            size, already = await self._projects.run_locked(
                 session.project_id, lambda directory: append_fact(path, line)
             )
             # with automatic memory off nothing else names the directory this fact is in
             # (spec, Storage: project.json identifies the hashed directory)
             await self._projects.restore_project_file(session)
-        return RememberResult(path=str(path), bytes=size)
+        return RememberResult(path=str(path), bytes=size, already_kept=already)
 
     async def read_startup(self, session: Session) -> Startup:
         user_file = self._host.paths.user_memory_file
