@@ -392,10 +392,13 @@ CLAUSE_ENDS = ".,;:!?)"
 
 
 def value_ends_clause(text: str, value_end: int, stripped_end: int) -> bool:
-    """The value ends its clause: punctuation follows it, or the line or the text ends."""
+    """The value ends its clause: punctuation follows it (a dash set apart by blanks too: "the
+    creds are admin/Winter2024!xq - remember that"), or the line or the text ends."""
     if any(char in CLAUSE_ENDS for char in text[stripped_end:value_end]):
         return True
     rest = text[value_end : value_end + 8].lstrip(" \t")
+    if rest[:1] in ("-", "\u2013", "\u2014") and rest[1:2] in (" ", "\t"):
+        return len(rest) < len(text[value_end : value_end + 8])  # blanks before the dash too
     return not rest or rest[0] in "\r\n("
 
 

@@ -5,14 +5,15 @@ with the token table in `secret_tokens`), `name = value` assignments (`secret_as
 and credentials in plain words: command lines (`secret_commands`) and what commands print
 (`secret_command_outputs`), netrc and other files (`secret_files`), sentences and PINs
 (`secret_sentences`, `secret_stated_keys`, `secret_foreign_sentences`, `secret_pins`,
-`secret_spaced`, `secret_app_passwords`), notes (`secret_notes`, `secret_colon_pairs`) and
-second factors (`secret_second_factor`), each asking `secret_values` what a value is; values
-a line break cuts are read joined (`secret_wrapped`, `secret_cut_values`). Token rules are
-skipped outright when their trigger literal is absent from the text's long unbroken runs
-(`secret_gates`), so the common no-secret path is one pass to find those runs plus a few
-substring searches. Text holding characters no reader sees (a zero-width space inside a
-token) is read a second time without them (`secret_invisible`), and text holding Markdown's
-emphasis or code marks or full-width forms is read as a reader sees it (`secret_markdown`).
+`secret_spaced`, `secret_app_passwords`, `secret_logins`), notes (`secret_notes`,
+`secret_colon_pairs`) and second factors (`secret_second_factor`), each asking `secret_values`
+what a value is; values a line break cuts are read joined (`secret_wrapped`,
+`secret_cut_values`). Token rules are skipped outright when their trigger literal is absent
+from the text's long unbroken runs (`secret_gates`), so the common no-secret path is one pass
+to find those runs plus a few substring searches. Text holding characters no reader sees (a
+zero-width space inside a token) is read a second time without them (`secret_invisible`), and
+text holding Markdown's emphasis or code marks or full-width forms is read as a reader sees it
+(`secret_markdown`).
 """
 
 from __future__ import annotations
@@ -69,6 +70,7 @@ from orcad.secret_formats import (
 from orcad.secret_gates import Gate, _always, _any_trigger, _long_runs, _token_gate, _TriggerGate
 from orcad.secret_hashes import find_password_hashes
 from orcad.secret_invisible import VisibleText, visible_text
+from orcad.secret_logins import find_login_passwords
 from orcad.secret_markdown import marked_lines
 from orcad.secret_notes import find_noted_passwords
 from orcad.secret_pins import find_access_codes, find_pin_settings
@@ -161,6 +163,7 @@ _RULES: tuple[tuple[str, Finder, Gate], ...] = (
     ("password_statement", _not_annotations(find_stated_passwords), _always),
     ("password_statement", find_foreign_passwords, _always),
     ("password_statement", find_login_pairs, _always),
+    ("password_statement", find_login_passwords, _always),
     ("password_statement", find_colon_pairs, _always),
     ("password_statement", find_spaced_passwords, _always),
     ("password_statement", find_app_passwords, _always),
