@@ -83,6 +83,20 @@ def test_stated_preference_gives_a_user_fact() -> None:
             ("project", "In this project, we never vendor dependencies."),
         ),
         (
+            "We switched from pnpm to yarn.",
+            ("project", "The project switched from pnpm to yarn."),
+        ),
+        (
+            "We've migrated the database from MySQL to Postgres 16.",
+            ("project", "The project migrated the database from MySQL to Postgres 16."),
+        ),
+        ("the rate limit is now 200 a minute", ("project", "The rate limit is now 200 a minute.")),
+        (
+            "Heads up: the API rate limit was raised to 500 requests a minute.",
+            ("project", "The API rate limit was raised to 500 requests a minute."),
+        ),
+        ("Our default timeout is now 30 s.", ("project", "The default timeout is now 30 s.")),
+        (
             "Our convention is to prefix branches with the ticket id.",
             ("project", "The project's convention is to prefix branches with the ticket id."),
         ),
@@ -126,6 +140,10 @@ def test_each_rule(sentence: str, expected: tuple[str, str]) -> None:
         "user: remember that I'm on call today",
         "user: For now, we use the mock server.",
         "user: I prefer this one.",
+        "user: we switched to the other branch",
+        "user: the build is now green",
+        "user: the server is now up again",
+        "user: the limit is now what?",
         "user: I always got that error.",
         "user: never mind",
         "user: the local docs are at http://localhost:8000/docs",

@@ -47,7 +47,7 @@ from typing import Literal
 from orcad import limits
 from orcad.providers.heuristic_refusals import refused, taken_back
 
-HEURISTIC_VERSION = "heuristic-v3"  # bump whenever a rule changes what is extracted
+HEURISTIC_VERSION = "heuristic-v4"  # bump whenever a rule changes what is extracted
 NOTHING = "NOTHING"
 
 Category = Literal["user", "feedback", "project", "reference"]
@@ -61,7 +61,7 @@ _LIST_MARKER = re.compile(r"^\s*(?:[-*+•]|\d{1,3}[.)])\s+")
 _PROSE_LINE = re.compile(r"^\s*[A-Za-z][^{}();=<>\[\]|]{0,300}$")
 _SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+")
 _FILLER = re.compile(
-    r"^(?:(?:please|also|and|oh|btw|by the way|fyi|ok|okay|so|just|one more thing|note)"
+    r"^(?:(?:please|also|and|oh|btw|by the way|fyi|ok|okay|so|just|one more thing|note|heads up)"
     r"\b[,:]?\s+)+",
     _FLAGS,
 )
@@ -114,6 +114,24 @@ _WE_DECIDED = re.compile(
     _FLAGS,
 )
 _WE_ALWAYS = re.compile(r"^we\s+(?:always|never|only)\s+.+$", _FLAGS)
+# a change the team made, which replaces what was kept before: "we switched from pnpm to
+# yarn", "we've migrated the database from MySQL to Postgres 16"; with what it replaced, since
+# "we switched to the other branch" is no fact
+_WE_SWITCHED = re.compile(
+    r"^we(?:'ve| have)?\s+(?:now\s+)?(?P<verb>switched|moved|migrated)\s+"
+    r"(?P<body>(?:[\w-]+\s+){0,3}?(?:off|away from|from)\s+\S.{0,80}?\s+"
+    r"(?:to|over to|onto)\s+\S.*)$",
+    _FLAGS,
+)
+# a setting's new value: "the rate limit is now 200 a minute", "the API timeout was raised to
+# 60 s"; only for a noun that names a setting, since "the build is now green" is no fact
+_SETTING_CHANGED = re.compile(
+    r"^(?:the|our)\s+(?:[\w-]+\s+){0,3}?(?:limit|timeout|version|port|default|quota|retention"
+    r"|threshold|interval|minimum|maximum|ttl|budget|size|cap)\s+"
+    r"(?:is\s+now|(?:was|has\s+been)\s+(?:raised|lowered|changed|bumped|increased|decreased"
+    r"|reduced|set|moved)\s+to)\s+\S.*$",
+    _FLAGS,
+)
 _OUR_CONVENTION = re.compile(
     r"^(?:our|the)\s+(?P<noun>convention|policy|rule|standard|workflow|process)\s+"
     r"(?:here\s+|in this (?:repo|repository|project|codebase)\s+)?is\s+(?P<body>.+)$",
@@ -272,6 +290,10 @@ def _project(sentence: str) -> str | None:
         return f"The team {matched.group('verb').lower()} {matched.group('body')}"
     if _WE_ALWAYS.match(sentence):
         return f"In this project, {sentence[0].lower()}{sentence[1:]}"
+    if matched := _WE_SWITCHED.match(sentence):
+        return f"The project {matched.group('verb').lower()} {matched.group('body')}"
+    if _SETTING_CHANGED.match(sentence):
+        return re.sub(r"^our\b", "the", sentence, flags=_FLAGS)
     if matched := _OUR_CONVENTION.match(sentence):
         return f"The project's {matched.group('noun').lower()} is {matched.group('body')}"
     if _WE_DEPLOY.match(sentence):
