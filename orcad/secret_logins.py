@@ -4,10 +4,10 @@ to log in as admin".
 
 Pure module: no I/O. Both forms are found from a literal (" as " before the user, " to " before
 "log in" and its kin after the value), looked for with str.find, and each place is matched
-there: text without them costs two passes at C speed. The value
-counts only when it looks chosen (`is_chosen_password`) and holds a digit or a symbol a name
-does not (`!@#$%^&*+=?~`): "log in as admin with sso", "with okta" or "with the-ssh-key" are
-ways to log in, not passwords.
+there: text without them costs two passes at C speed. The value counts only when it looks
+chosen (`is_chosen_password`) and holds a digit or a symbol a name does not (`!@#$%^&*+=?~`):
+"log in as admin with sso", "with okta" or "with the-ssh-key" are ways to log in, not
+passwords, and "npm@10" is a package.
 """
 
 from __future__ import annotations
