@@ -151,9 +151,11 @@ def session_params(context: HookContext, payload: dict[str, Any], *, join: bool)
 
 
 # a call orcad went away in the middle of (a restart, a crash) is made again on a new connection
-# while the hook has at least this much of its time left, after this pause
+# while the hook has at least this much of its time left, after a pause that doubles from the
+# first to the longest (a daemon that keeps closing connections is not hammered)
 RESEND_MIN_LEFT_S = 1.0
 RESEND_PAUSE_S = 0.1
+RESEND_PAUSE_MAX_S = 1.0
 
 
 def report_to_orcad(
@@ -164,6 +166,7 @@ def report_to_orcad(
     orcad goes away in the middle (the connection reset, closed or broken: `systemctl restart`,
     a crash), it is made again on a new connection, which starts orcad if none answers, while
     the hook has time: a Stop that gave up there lost its turn for good."""
+    pause = RESEND_PAUSE_S
     while True:
         try:
             with context.connect() as client:
@@ -171,9 +174,10 @@ def report_to_orcad(
                 client.call(method, {**ids, **params})
             return
         except ConnectionError:
-            if context.remaining() < RESEND_MIN_LEFT_S + RESEND_PAUSE_S:
+            if context.remaining() < RESEND_MIN_LEFT_S + pause:
                 raise
-            time.sleep(RESEND_PAUSE_S)
+            time.sleep(pause)
+            pause = min(RESEND_PAUSE_MAX_S, 2 * pause)
 
 
 def open_session(
