@@ -940,3 +940,32 @@ def test_a_stop_that_orcad_drops_mid_call_is_sent_again_and_its_turn_kept(
     assert (stop.status, stop.stdout, stop.stderr) == (0, "", "")
     assert proxy.dropped == 2
     assert len(_jobs(daemon)) == 1
+
+
+@pytest.mark.slow
+def test_a_stop_that_orcad_drops_every_time_gives_up_within_its_budget(
+    tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess
+) -> None:
+    """The sending again is bounded by the hook's budget: a peer that drops every
+    turn.completed gets a hook that says so in one line and exits 0 before the agent's own
+    timeout (20 s for Stop), having made no job."""
+    proxy = DroppingProxy(tmp_path / "proxy.sock", orca_env.socket, "turn.completed", drops=10**6)
+    try:
+        log = _transcript(tmp_path)
+        _turn(log, "Fix the lockfile.", "Fixed the lockfile.")
+        started = time.monotonic()
+        stop = run_hook(
+            orca_env,
+            "claude-code",
+            "Stop",
+            log.payload("Stop", stop_hook_active=False),
+            extra_args=("--socket", str(proxy.path)),
+        )
+        took = time.monotonic() - started
+    finally:
+        proxy.close()
+    assert stop.status == 0 and stop.stdout == ""
+    assert stop.stderr.count("\n") == 1 and "orca memory skipped" in stop.stderr, stop.stderr
+    assert 5 < proxy.dropped < 40  # tried again, each pause longer, up to a second
+    assert took < 20.0
+    assert _jobs(daemon) == []

@@ -359,9 +359,8 @@ def hybrid_search(  # noqa: PLR0917 - one search's inputs
             # the lexical matches' and the partners' own cosines, where they have a vector in
             # a visible span (a row number reused within the refresh may sit in another
             # workspace's)
-            for row_id, index in zip(
-                lexical + partners, matrix.index_of(lexical + partners), strict=True
-            ):
+            looked_up = lexical + partners
+            for row_id, index in zip(looked_up, matrix.index_of(looked_up), strict=True):
                 if index is not None and any(a <= index < b for a, b in spans):
                     cosines[row_id] = float(every[index])
     records = _records(connection, workspace_id, row_ids)
