@@ -172,6 +172,10 @@ async def test_every_tool_happy_path_in_auto_mode(
             "remember", {"text": "The API is versioned under /v2", "scope": "project"}
         )
         assert not kept.is_error and "project fact" in _text(kept)
+        again = await session.call_tool(
+            "remember", {"text": "The API is versioned under /v2", "scope": "project"}
+        )
+        assert not again.is_error and "Already kept" in _text(again), _text(again)
         recalled = await session.call_tool("recall", {"prompt": "how do I run the release checks?"})
         assert "make release-check" in _text(recalled)
         forgot = await session.call_tool(
