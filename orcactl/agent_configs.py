@@ -3,7 +3,8 @@ the text of a file in, its new text out. No file access here (orcactl.integrate 
 the TOML files' edits are in orcactl.toml_edits.
 
 An entry is orca's when its command is one integrate writes (`<orcactl> hook <agent> <event>`,
-perhaps with `--socket PATH`) or its MCP server is named `orca`; everything else in a file is
+perhaps with `--socket PATH`, `--home DIR`, `--config-dir DIR`) or its MCP server is named
+`orca`; everything else in a file is
 kept as it is (TOML comments included, through tomlkit).
 """
 
@@ -83,25 +84,51 @@ def targets(agent: str, project: Path | None, env: dict[str, str]) -> list[Targe
     ]
 
 
-def hook_command(orcactl: str, agent: str, event: str, socket: str | None = None) -> str:
-    command = f"{shlex.quote(orcactl)} hook {agent} {event}"
-    return f"{command} --socket {shlex.quote(socket)}" if socket else command
+@dataclass(frozen=True)
+class Pinned:
+    """Where the agent's hooks and MCP server find orcad, written into both (absolute), since
+    the agents start them with their own environment: the socket, and the home and
+    configuration directory an orcad they start must use (else an orcad started by a hook
+    would serve the default memory on that socket)."""
+
+    socket: str | None = None
+    home: str | None = None
+    config_dir: str | None = None
+
+    def options(self) -> list[str]:
+        given = (
+            ("--socket", self.socket),
+            ("--home", self.home),
+            ("--config-dir", self.config_dir),
+        )
+        return [word for option, value in given if value for word in (option, value)]
+
+
+# the options a command integrate wrote may end with, each once (Pinned.options)
+PINNED_OPTIONS = frozenset({"--socket", "--home", "--config-dir"})
+
+
+def hook_command(orcactl: str, agent: str, event: str, pinned: Pinned | None = None) -> str:
+    options = (pinned or Pinned()).options()
+    return shlex.join([orcactl, "hook", agent, event, *options])
 
 
 def _hook_event(command: object, agent: str) -> str | None:
     """The event of a command integrate wrote for `agent` (None: not orca's). Exactly that
     shape: a program (whatever it is called: a wrapper given with --orcactl), `hook AGENT
-    EVENT`, then nothing or `--socket PATH`. A user's own command that runs orcactl among
-    other things (`bash -c 'orcactl hook ...; audit.sh'`) is the user's."""
+    EVENT`, then nothing or pairs of `--socket PATH`, `--home DIR`, `--config-dir DIR`, each
+    once. A user's own command that runs orcactl among other things (`bash -c 'orcactl hook
+    ...; audit.sh'`) is the user's."""
     if not isinstance(command, str):
         return None
     try:
         words = shlex.split(command)
     except ValueError:  # unbalanced quotes: not a command integrate wrote
         return None
-    if len(words) not in (4, 6) or words[1:3] != ["hook", agent] or not words[3].isalpha():
+    if len(words) < 4 or words[1:3] != ["hook", agent] or not words[3].isalpha():
         return None
-    if len(words) == 6 and words[4] != "--socket":
+    options = words[4::2]
+    if len(words) % 2 or not PINNED_OPTIONS.issuperset(options) or len(set(options)) < len(options):
         return None
     return words[3]
 
@@ -215,10 +242,10 @@ def _dump_json(data: dict[str, Any], like: str) -> str:
 
 
 def edit_hooks(
-    text: str, path: Path, agent: str, orcactl: str, socket: str | None = None, *, remove: bool
+    text: str, path: Path, agent: str, orcactl: str, pinned: Pinned | None = None, *, remove: bool
 ) -> str:
     """settings.json (Claude Code) or hooks.json (Codex): our hook groups out, then back in,
-    each with `--socket` when one is given. Adding leaves orca's hooks on other events (one the
+    each with the `pinned` options. Adding leaves orca's hooks on other events (one the
     user added for `StopFailure`, say) alone; removing takes out all of orca's."""
     data = _load_json(text, path)
     hooks = data.get("hooks", {})
@@ -255,7 +282,7 @@ def edit_hooks(
         for event, timeout in events.items():
             handler = {
                 "type": "command",
-                "command": hook_command(orcactl, agent, event, socket),
+                "command": hook_command(orcactl, agent, event, pinned),
                 "timeout": timeout,
             }
             groups = hooks.setdefault(event, [])
@@ -273,12 +300,11 @@ def edit_hooks(
     return _dump_json(data, text)
 
 
-def mcp_server(orcactl: str, socket: str | None, cwd: Path | None) -> dict[str, Any]:
+def mcp_server(orcactl: str, pinned: Pinned | None, cwd: Path | None) -> dict[str, Any]:
     args = ["mcp"]
     if cwd is not None:
         args += ["--cwd", str(cwd)]
-    if socket:
-        args += ["--socket", socket]
+    args += (pinned or Pinned()).options()
     return {"command": orcactl, "args": args}
 
 
@@ -290,7 +316,7 @@ def updated_mcp_entry(current: object, owned: dict[str, Any]) -> dict[str, Any]:
 
 
 def edit_claude_mcp(
-    text: str, path: Path, orcactl: str, socket: str | None, cwd: Path | None, *, remove: bool
+    text: str, path: Path, orcactl: str, pinned: Pinned | None, cwd: Path | None, *, remove: bool
 ) -> str:
     data = _load_json(text, path)
     servers = data.get("mcpServers", {})
@@ -300,7 +326,7 @@ def edit_claude_mcp(
         servers.pop(MCP_NAME, None)
     else:
         servers[MCP_NAME] = updated_mcp_entry(
-            servers.get(MCP_NAME), {"type": "stdio", **mcp_server(orcactl, socket, cwd)}
+            servers.get(MCP_NAME), {"type": "stdio", **mcp_server(orcactl, pinned, cwd)}
         )
         servers[MCP_NAME].setdefault("env", {})
     if servers:
@@ -340,9 +366,9 @@ def _which(name: str, env: dict[str, str]) -> str | None:
     return None
 
 
-def registered_programs(text: str, path: Path, kind: str, agent: str) -> list[str]:
-    """The programs orca's entries in a file run (for orcactl doctor, which checks each is
-    there: an orcactl since removed leaves the agent with hooks that all fail)."""
+def registered_commands(text: str, path: Path, kind: str, agent: str) -> list[list[str]]:
+    """The command line of each of orca's entries in a file, as words: each hook's, and the MCP
+    server's program and arguments."""
     if kind in ("claude-hooks", "codex-hooks"):
         hooks = _load_json(text, path).get("hooks")
         commands = [
@@ -354,15 +380,34 @@ def registered_programs(text: str, path: Path, kind: str, agent: str) -> list[st
             for handler in group["hooks"]
             if isinstance(handler, dict)
         ]
-        ours = [shlex.split(command) for command in commands if _is_ours(command, agent)]
-        return [words[0] for words in ours if words]
+        return [shlex.split(command) for command in commands if _is_ours(command, agent)]
     if kind == "claude-mcp":
         servers = _load_json(text, path).get("mcpServers")
     else:
         servers = toml_meaning(text, path).get("mcp_servers")
     server = servers.get(MCP_NAME) if isinstance(servers, dict) else None
     command = server.get("command") if isinstance(server, dict) else None
-    return [command] if isinstance(command, str) and command else []
+    if not isinstance(command, str) or not command:
+        return []
+    args = server.get("args") if isinstance(server, dict) else None
+    words = [word for word in args if isinstance(word, str)] if isinstance(args, list) else []
+    return [[command, *words]]
+
+
+def registered_programs(text: str, path: Path, kind: str, agent: str) -> list[str]:
+    """The programs orca's entries in a file run (for orcactl doctor, which checks each is
+    there: an orcactl since removed leaves the agent with hooks that all fail)."""
+    return [words[0] for words in registered_commands(text, path, kind, agent) if words]
+
+
+def pinned_value(words: list[str], option: str) -> str | None:
+    """The value a command line gives `option` (`--home DIR` or `--home=DIR`), if any."""
+    for index, word in enumerate(words):
+        if word == option and index + 1 < len(words):
+            return words[index + 1]
+        if word.startswith(option + "="):
+            return word.partition("=")[2]
+    return None
 
 
 def missing_entries(text: str, path: Path, kind: str, agent: str) -> list[str]:

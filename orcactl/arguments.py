@@ -138,6 +138,14 @@ def socket_file(text: str) -> str:
     return path
 
 
+def directory_path(text: str) -> str:
+    """argparse type for --home and --config-dir: the path made absolute, `~` expanded (it may
+    not exist yet: orcad makes it). An empty one would be the current directory: refused."""
+    if not text:
+        raise argparse.ArgumentTypeError("the directory's path is empty")
+    return _absolute(text)
+
+
 def existing_directory(text: str) -> str:
     path = _absolute(text)
     if not os.path.isdir(path):

@@ -12,7 +12,10 @@ import sys
 # too), and the other long options there, which an abbreviation must not match: argparse
 # takes any unique prefix.
 GLOBAL_OPTIONS = ("--socket", "--no-start", "--json")
-TOP_LEVEL_OPTIONS = (*GLOBAL_OPTIONS, "--help", "--version")
+# the hook's own options that name a path, taken before `hook` as well as after it
+HOOK_PATH_OPTIONS = ("--home", "--config-dir")
+VALUE_OPTIONS = ("--socket", *HOOK_PATH_OPTIONS)
+TOP_LEVEL_OPTIONS = (*GLOBAL_OPTIONS, *HOOK_PATH_OPTIONS, "--help", "--version")
 EXIT_INTERRUPTED = 130  # what a shell reports for SIGINT; never 2, the agents' "block"
 
 
@@ -22,7 +25,7 @@ def _global_option(item: str) -> str | None:
     if len(name) < 3 or not name.startswith("--"):
         return None
     matches = [option for option in TOP_LEVEL_OPTIONS if option.startswith(name)]
-    if len(matches) == 1 and matches[0] in GLOBAL_OPTIONS:
+    if len(matches) == 1 and matches[0] in (*GLOBAL_OPTIONS, *HOOK_PATH_OPTIONS):
         return matches[0]
     return None
 
@@ -40,11 +43,11 @@ def hook_arguments(argv: list[str]) -> list[str] | None:
         if option is None:
             return _hook_after_unknown(leading, argv[index:])
         _name, equals, value = item.partition("=")
-        if option == "--socket" and not equals and _socket_value_missing(argv[index + 1 :]):
+        if option in VALUE_OPTIONS and not equals and _value_missing(argv[index + 1 :]):
             # the hook runner then says `--socket needs a PATH`, as for one at the end
-            return [*leading, *argv[index + 2 :], "--socket"]
+            return [*leading, *argv[index + 2 :], option]
         leading.append(option + equals + value)
-        if option == "--socket" and not equals:
+        if option in VALUE_OPTIONS and not equals:
             leading += argv[index + 1 : index + 2]
             index += 1
         index += 1
@@ -63,11 +66,11 @@ def _hook_after_unknown(leading: list[str], rest: list[str]) -> list[str] | None
     return None
 
 
-def _socket_value_missing(after: list[str]) -> bool:
-    """Whether `--socket` followed by `after` lacks its PATH because `hook` comes next, as the
-    command (`orcactl --socket hook codex Stop`): taken as the path, it would leave `codex`
-    as the command, a usage error argparse exits 2 for. `--socket hook hook ...` names a
-    socket file called hook."""
+def _value_missing(after: list[str]) -> bool:
+    """Whether `--socket` (or `--home`, `--config-dir`) followed by `after` lacks its path
+    because `hook` comes next, as the command (`orcactl --socket hook codex Stop`): taken as
+    the path, it would leave `codex` as the command, a usage error argparse exits 2 for.
+    `--socket hook hook ...` names a socket file called hook."""
     return after[:1] == ["hook"] and after[1:2] != ["hook"]
 
 

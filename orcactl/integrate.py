@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from orcactl import agent_configs, toml_edits
-from orcactl.agent_configs import Target, Unparseable
+from orcactl.agent_configs import Pinned, Target, Unparseable
 from orcactl.agent_files import (
     Change,
     ChangedMeanwhile,
@@ -27,6 +27,7 @@ from orcactl.arguments import current_directory, utf8_path
 from orcactl.commands.doctor_faults import Finding
 from orcactl.connect import EXIT_OK, EXIT_USAGE, CommandError, print_json
 from orcactl.hooks.failures import failures_path, recent_failures
+from orcactl.service_files import carried_environment
 from orcad.paths import resolve_paths, socket_path_problem
 
 
@@ -67,6 +68,13 @@ def plan(args: argparse.Namespace, env: dict[str, str]) -> list[Change]:
         utf8_path("the socket path", socket, NOT_IN_CONFIG)
         if problem := socket_path_problem(socket):  # hooks written with it could never connect
             raise CommandError(f"{problem}; choose a shorter one; nothing was changed", EXIT_USAGE)
+    # and so are ORCA_HOME and ORCA_CONFIG_DIR as set here: an orcad that a hook or the MCP
+    # server starts, when none runs, must serve this memory, not the default one on that socket
+    carried = carried_environment(env)
+    pinned = Pinned(socket, carried.get("ORCA_HOME"), carried.get("ORCA_CONFIG_DIR"))
+    if not args.remove:
+        for name, value in carried.items():
+            utf8_path(name, value, NOT_IN_CONFIG)
     found = agent_configs.targets(args.agent, project, env)
     if args.extractor:
         found.append(Target(resolve_paths(env).config_file, "orca-config"))
@@ -77,15 +85,15 @@ def plan(args: argparse.Namespace, env: dict[str, str]) -> list[Change]:
         remove = args.remove
         if target.kind in ("claude-hooks", "codex-hooks"):
             after = agent_configs.edit_hooks(
-                text, target.path, args.agent, orcactl, socket, remove=remove
+                text, target.path, args.agent, orcactl, pinned, remove=remove
             )
         elif target.kind == "claude-mcp":
             after = agent_configs.edit_claude_mcp(
-                text, target.path, orcactl, socket, project, remove=remove
+                text, target.path, orcactl, pinned, project, remove=remove
             )
         elif target.kind == "codex-config":
             after = toml_edits.edit_codex_config(
-                text, target.path, orcactl, socket, project, remove=remove
+                text, target.path, orcactl, pinned, project, remove=remove
             )
         else:
             after = toml_edits.edit_orca_config(text, target.path, args.agent, remove=remove)
@@ -198,18 +206,20 @@ def agent_status(agent: str, env: dict[str, str]) -> tuple[bool, bool, str]:
     if not found:
         return False, False, f"{agent} not found"
     missing: list[str] = []
-    programs: list[str] = []
+    commands: list[list[str]] = []
     for target in agent_configs.targets(agent, None, env):
         try:
             text = read_config(target.path) or ""
             missing += agent_configs.missing_entries(text, target.path, target.kind, agent)
-            programs += agent_configs.registered_programs(text, target.path, target.kind, agent)
+            commands += agent_configs.registered_commands(text, target.path, target.kind, agent)
         except Unparseable as exc:
             return True, False, str(exc)
-    for program in dict.fromkeys(programs):
+    for program in dict.fromkeys(words[0] for words in commands if words):
         found_program = program if os.sep in program else agent_configs._which(program, env)
         if found_program is None or not _runnable(found_program):
             return True, False, f"{agent}: the registered {program} does not exist or cannot run"
+    if elsewhere := _pinned_elsewhere(commands, env):
+        return True, False, f"{agent}: registered for {elsewhere}"
     everything = (
         len(agent_configs.CLAUDE_HOOKS if agent == "claude-code" else agent_configs.CODEX_HOOKS) + 1
     )
@@ -219,6 +229,25 @@ def agent_status(agent: str, env: dict[str, str]) -> tuple[bool, bool, str]:
     if missing:
         return True, False, f"{agent}: partly connected (missing {', '.join(missing)})"
     return True, True, f"{agent}: hooks and MCP server registered"
+
+
+def _absolute(path: str) -> str:
+    return os.path.normpath(os.path.abspath(os.path.expanduser(path)))
+
+
+def _pinned_elsewhere(commands: list[list[str]], env: dict[str, str]) -> str | None:
+    """What orca's entries pin (`--home`, `--config-dir`) that is not where this environment
+    keeps its memory: an orcad one of them starts would serve other memory than this shell's
+    orcactl sees (they share the socket)."""
+    paths = resolve_paths({k: v for k, v in env.items() if k != "ORCA_SOCKET"})
+    here = {"--home": paths.home, "--config-dir": paths.deliberate_db.parent}
+    names = {"--home": "ORCA_HOME", "--config-dir": "ORCA_CONFIG_DIR"}
+    for option, path in here.items():
+        for words in commands:
+            pinned = agent_configs.pinned_value(words[1:], option)
+            if pinned is not None and _absolute(pinned) != _absolute(str(path)):
+                return f"another memory: {option} {pinned}, where {names[option]} here gives {path}"
+    return None
 
 
 def agent_findings() -> list[Finding]:

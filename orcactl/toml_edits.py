@@ -21,6 +21,7 @@ from orcactl.agent_configs import (
     EXTRACTOR_ARGV,
     MCP_NAME,
     OLDER_EXTRACTOR_ARGV,
+    Pinned,
     Unparseable,
     mcp_server,
     toml_meaning,
@@ -156,7 +157,7 @@ _FEATURES_DOTTED = re.compile(r"[ \t]*features[ \t]*\.")
 
 
 def edit_codex_config(
-    text: str, path: Path, orcactl: str, socket: str | None, cwd: Path | None, *, remove: bool
+    text: str, path: Path, orcactl: str, pinned: Pinned | None, cwd: Path | None, *, remove: bool
 ) -> str:
     """config.toml: [mcp_servers.orca], and [features] codex_hooks = true for the hooks.
 
@@ -177,7 +178,7 @@ def edit_codex_config(
             "included; turning it on would run every other hook configured too. Set it to "
             "true yourself (or remove the line) and run integrate again"
         )
-    owned = mcp_server(orcactl, socket, cwd)
+    owned = mcp_server(orcactl, pinned, cwd)
     wanted = updated_mcp_entry(servers.get(MCP_NAME), owned)
     if servers.get(MCP_NAME) == wanted and features.get("codex_hooks") is True:
         return text  # already there: not a byte changes

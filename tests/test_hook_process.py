@@ -57,6 +57,8 @@ def test_the_scan_before_the_hook_knows_every_global_option() -> None:
         ("--no-start=yes",),  # a flag given a value
         ("--bogus",),  # no option of orcactl's: argparse exited 2
         ("-v", "--no-start"),
+        ("--home", "/nonexistent/home"),  # the hook's own, before it
+        ("--config-dir=/nonexistent/config", "--ho", "/nonexistent/home"),
     ],
 )
 @pytest.mark.parametrize(
@@ -91,6 +93,50 @@ def test_a_socket_missing_its_path_before_the_hook_is_named_and_never_exits_2(
     assert (status, stdout, stderr) == (1, "", "orcactl hook: --socket needs a PATH\n")
 
 
+@pytest.mark.parametrize("option", ["--home", "--config-dir"])
+def test_a_home_or_config_dir_missing_before_the_hook_is_named_and_never_exits_2(
+    orca_env: OrcaEnv, option: str
+) -> None:
+    status, stdout, stderr = _orcactl(orca_env, option, "hook", "codex", "Stop")
+    assert (status, stdout, stderr) == (1, "", f"orcactl hook: {option} needs a DIR\n")
+
+
+def test_a_relative_home_in_a_removed_directory_is_named_and_never_exits_2(
+    orca_env: OrcaEnv, tmp_path: Path
+) -> None:
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    completed = subprocess.Popen(
+        [ORCACTL, "hook", "codex", "Stop", "--home", "memory"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=orca_env.env,
+        cwd=gone,
+        preexec_fn=lambda: os.rmdir(gone),  # noqa: PLW1509  (in the hook's directory, removed)
+    )
+    stdout, stderr = completed.communicate("{}", timeout=60)
+    assert (completed.returncode, stdout) == (1, "")
+    assert stderr == "orcactl hook: --home memory is relative and the current directory is gone\n"
+
+
+@pytest.mark.parametrize(("option", "value"), [("--home", "DIR"), ("--config-dir", "DIR")])
+@pytest.mark.parametrize("empty", [True, False], ids=["empty", "missing"])
+def test_a_home_or_config_dir_without_a_value_is_named_and_never_exits_2(
+    orca_env: OrcaEnv, option: str, value: str, empty: bool
+) -> None:
+    given = (f"{option}=",) if empty else (option,)
+    status, stdout, stderr = _orcactl(orca_env, "hook", "codex", "Stop", *given, stdin="{}")
+    assert (status, stdout) == (1, "")
+    said = (
+        f"{option} needs a {value}, and {option}= gives none"
+        if empty
+        else f"{option} needs a {value}"
+    )
+    assert stderr == f"orcactl hook: {said}\n"
+
+
 @pytest.mark.parametrize(
     "command",
     [("hook", "--socket=", "codex", "Stop"), ("hook", "claude-code", "Stop", "--socket=")],
@@ -111,6 +157,8 @@ def test_an_empty_socket_for_a_hook_is_named_not_taken_for_the_default(
     [
         (("hook", "--socket", "codex", "Stop"), "codex", "agent"),
         (("hook", "claude-code", "--socket", "Stop"), "Stop", "event"),
+        (("hook", "--home", "codex", "Stop"), "codex", "agent"),
+        (("hook", "claude-code", "--config-dir", "Stop"), "Stop", "event"),
     ],
 )
 def test_a_socket_option_that_took_the_agent_or_event_is_named_and_never_exits_2(
@@ -118,8 +166,10 @@ def test_a_socket_option_that_took_the_agent_or_event_is_named_and_never_exits_2
 ) -> None:
     status, stdout, stderr = _orcactl(orca_env, *command, stdin="{}")
     assert (status, stdout) == (1, "")
+    option = next(word for word in command if word.startswith("--"))
+    what = "PATH" if option == "--socket" else "DIR"
     assert stderr.startswith(
-        f"orcactl hook: --socket took {took!r} as its PATH, leaving the hook without its {meant}"
+        f"orcactl hook: {option} took {took!r} as its {what}, leaving the hook without its {meant}"
     )
     assert len(stderr.splitlines()) == 1
 

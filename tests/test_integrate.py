@@ -61,10 +61,16 @@ def _commands(settings: dict[str, Any], event: str) -> list[str]:
     return [h["command"] for group in settings["hooks"].get(event, []) for h in group["hooks"]]
 
 
+def _pinned(orca: OrcaEnv) -> str:
+    """The options after a hook's event that carry the test environment's ORCA_HOME and
+    ORCA_CONFIG_DIR."""
+    return f"--home {orca.home} --config-dir {orca.config_dir}"
+
+
 def _ours(orca: OrcaEnv, agent: str, event: str, program: object = ORCACTL) -> str:
-    """The hook command integrate writes in the test environment, whose ORCA_SOCKET it
-    carries."""
-    return f"{program} hook {agent} {event} --socket {orca.socket}"
+    """The hook command integrate writes in the test environment, whose ORCA_SOCKET,
+    ORCA_HOME and ORCA_CONFIG_DIR it carries."""
+    return f"{program} hook {agent} {event} --socket {orca.socket} {_pinned(orca)}"
 
 
 def test_claude_code_user_level_is_idempotent_and_removable(orca_env: OrcaEnv) -> None:
@@ -177,7 +183,7 @@ def test_orca_socket_is_written_absolute_into_the_mcp_server_and_every_hook(
     for agent, written in (("claude-code", settings), ("codex", hooks)):
         for event in written["hooks"]:
             assert _commands(written, event) == [
-                f"{ORCACTL} hook {agent} {event} --socket {chosen}"
+                f"{ORCACTL} hook {agent} {event} --socket {chosen} {_pinned(orca_env)}"
             ]
 
 
@@ -210,7 +216,7 @@ def test_the_socket_option_is_written_into_the_mcp_server_and_every_hook(
     for agent, written in (("claude-code", settings), ("codex", hooks)):
         for event in written["hooks"]:
             assert _commands(written, event) == [
-                f"{ORCACTL} hook {agent} {event} --socket {chosen}"
+                f"{ORCACTL} hook {agent} {event} --socket {chosen} {_pinned(orca_env)}"
             ]
         assert agent_status(agent, env)[1], agent_status(agent, env)  # doctor: connected
     again = subprocess.run(

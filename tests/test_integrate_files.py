@@ -197,6 +197,12 @@ def test_orca_config_keeps_the_meaning_of_every_user_key(text: str) -> None:
     assert tomllib.loads(removed) == before
 
 
+def pinned(orca: OrcaEnv) -> list[str]:
+    """The MCP server's options that carry the test environment's ORCA_HOME and
+    ORCA_CONFIG_DIR."""
+    return ["--home", str(orca.home), "--config-dir", str(orca.config_dir)]
+
+
 def _home(orca: OrcaEnv) -> Path:
     return orca.root / "user-home"
 
@@ -400,7 +406,7 @@ def test_what_the_user_added_to_orcas_mcp_entry_is_kept(orca_env: OrcaEnv) -> No
         codex = tomllib.loads(config.read_text())["mcp_servers"]["orca"]
         assert codex == {
             "command": ORCACTL,
-            "args": ["mcp", "--socket", str(orca_env.socket)],
+            "args": ["mcp", "--socket", str(orca_env.socket), *pinned(orca_env)],
             "startup_timeout_sec": 30,
             "env": {"ORCA_LOG": "debug"},
         }
@@ -410,7 +416,7 @@ def test_what_the_user_added_to_orcas_mcp_entry_is_kept(orca_env: OrcaEnv) -> No
         assert servers["orca"] == {
             "type": "stdio",
             "command": ORCACTL,
-            "args": ["mcp", "--socket", str(orca_env.socket)],
+            "args": ["mcp", "--socket", str(orca_env.socket), *pinned(orca_env)],
             "env": {"ORCA_LOG": "debug"},
             "timeout": 30000,
         }

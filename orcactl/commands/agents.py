@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from orcactl.arguments import client_id, executable_file, existing_directory
+from orcactl.arguments import client_id, directory_path, executable_file, existing_directory
 
 AGENTS = ("claude-code", "codex")
 
@@ -25,6 +25,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     hook.add_argument(
         "event", help="SessionStart, UserPromptSubmit, Stop, SessionEnd (Claude Code), ..."
     )
+    add_path_options(hook)
     hook.add_argument(
         "--json", action="store_true", help="(always: a hook answers in the agent's JSON format)"
     )
@@ -34,8 +35,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "mcp",
         help="stdio MCP server with the memory tools (for an agent's MCP configuration)",
         description="Serve memory_search, memory_manage, remember and recall over MCP on "
-        "stdin/stdout. MCP clients start servers with a small environment: pass --cwd and "
-        "--socket when the defaults would be wrong.",
+        "stdin/stdout. MCP clients start servers with a small environment: pass --cwd, "
+        "--socket, --home and --config-dir when the defaults would be wrong.",
     )
     mcp.add_argument(
         "--cwd",
@@ -55,6 +56,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         type=client_id,
         help="join this orcad session instead of opening one of its own",
     )
+    add_path_options(mcp)
     mcp.add_argument("--json", action="store_true", help="(always: MCP messages are JSON)")
     mcp.set_defaults(run=run_mcp)
 
@@ -93,20 +95,45 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     integrate.set_defaults(run=run_integrate)
 
 
+def add_path_options(parser: argparse.ArgumentParser) -> None:
+    """--home and --config-dir, which `orcactl integrate` writes into the agent's hooks and MCP
+    server: the agent starts them with its own environment, where ORCA_HOME may be unset."""
+    parser.add_argument(
+        "--home",
+        metavar="DIR",
+        type=directory_path,
+        help="orcad's home, for this command and an orcad it starts (default: $ORCA_HOME "
+        "or ~/.orca)",
+    )
+    parser.add_argument(
+        "--config-dir",
+        metavar="DIR",
+        type=directory_path,
+        help="the deliberate memory's directory, likewise (default: $ORCA_CONFIG_DIR or "
+        "the user's configuration directory)",
+    )
+
+
 def run_hook(args: argparse.Namespace) -> int:
     from orcactl.hooks.runner import run  # noqa: PLC0415
 
     argv = [args.agent, args.event]
     if getattr(args, "socket", None):
         argv += ["--socket", args.socket]
+    if args.home:
+        argv += ["--home", args.home]
+    if args.config_dir:
+        argv += ["--config-dir", args.config_dir]
     if getattr(args, "no_start", False):
         argv.append("--no-start")
     return run(argv)
 
 
 def run_mcp(args: argparse.Namespace) -> int:
+    from orcactl.hooks.runner import pin_paths  # noqa: PLC0415
     from orcactl.mcp_server import run  # noqa: PLC0415  (the MCP SDK is slow to import)
 
+    pin_paths(args.home, args.config_dir)
     return run(args)
 
 

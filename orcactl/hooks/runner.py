@@ -15,7 +15,7 @@ import select
 import signal
 import sys
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from orcactl.hooks.common import HookContext, HookInputError
 from orcactl.hooks.failures import record_failure
@@ -39,7 +39,8 @@ INPUT_SHARE = 0.5
 RECURSION_GUARD = "ORCA_EXTRACTION"
 
 USAGE = (
-    "usage: orcactl hook {claude-code|codex} EVENT [--socket PATH] [--no-start] < hook-input.json"
+    "usage: orcactl hook {claude-code|codex} EVENT [--socket PATH] [--home DIR] "
+    "[--config-dir DIR] [--no-start] < hook-input.json"
 )
 
 
@@ -59,22 +60,39 @@ def _agent_module(agent: str) -> ModuleType:
     return codex
 
 
-def _parse_args(argv: list[str]) -> tuple[str, str, str | None, bool]:
+class HookArguments(NamedTuple):
+    agent: str
+    event: str
+    socket: str | None
+    start: bool
+    home: str | None  # --home: ORCA_HOME for this hook (and an orcad it starts)
+    config_dir: str | None  # --config-dir: ORCA_CONFIG_DIR likewise
+
+
+# the options that take a value, and what they call it
+VALUE_OPTIONS = {"--socket": "PATH", "--home": "DIR", "--config-dir": "DIR"}
+
+
+def _parse_args(argv: list[str]) -> HookArguments:
     positional: list[str] = []
-    explicit_socket: str | None = None
-    took: str | None = None  # what a `--socket PATH` may have taken of the hook's words
+    values: dict[str, str] = {}
+    took: list[tuple[str, str]] = []  # (option, "agent" or "event"): a hook's word it may have
     start = True
     items = iter(argv)
     for item in items:
-        if item == "--socket":
-            explicit_socket = next(items, None)
-            if explicit_socket is None:
-                raise HookInputError("--socket needs a PATH")
-            took = "event" if positional else "agent"
-        elif item.startswith("--socket="):
-            explicit_socket = item.partition("=")[2]
-            if not explicit_socket:  # as orcactl's own --socket: not the default in disguise
-                raise HookInputError("--socket needs a PATH, and --socket= gives none")
+        name, equals, value = item.partition("=")
+        if name in VALUE_OPTIONS:
+            if not equals:
+                given = next(items, None)
+                if given is None:
+                    raise HookInputError(f"{name} needs a {VALUE_OPTIONS[name]}")
+                value = given
+                took.append((name, "event" if positional else "agent"))
+            elif not value:  # as orcactl's own --socket: not the default in disguise
+                raise HookInputError(
+                    f"{name} needs a {VALUE_OPTIONS[name]}, and {name}= gives none"
+                )
+            values[name] = value
         elif item == "--no-start":
             start = False
         elif item == "--json":
@@ -83,25 +101,50 @@ def _parse_args(argv: list[str]) -> tuple[str, str, str | None, bool]:
             raise HookInputError(f"unknown option {item}")
         else:
             positional.append(item)
-    if _socket_took_a_word(took, explicit_socket, positional):
-        raise HookInputError(
-            f"--socket took {explicit_socket!r} as its PATH, leaving the hook without its "
-            f"{took}; give --socket a PATH ({USAGE.removeprefix('usage: ')})"
-        )
+    for name, word in took:
+        if _option_took_a_word(word, values[name], positional):
+            raise HookInputError(
+                f"{name} took {values[name]!r} as its {VALUE_OPTIONS[name]}, leaving the hook "
+                f"without its {word}; give {name} a {VALUE_OPTIONS[name]} "
+                f"({USAGE.removeprefix('usage: ')})"
+            )
     if len(positional) != 2 or positional[0] not in AGENTS:
         raise HookInputError(USAGE)
-    return positional[0], positional[1], explicit_socket, start
+    return HookArguments(
+        positional[0],
+        positional[1],
+        values.get("--socket"),
+        start,
+        values.get("--home"),
+        values.get("--config-dir"),
+    )
 
 
-def _socket_took_a_word(took: str | None, socket: str | None, positional: list[str]) -> bool:
-    """Whether a hook is one word short because `--socket` took it: the agent in `orcactl hook
+def _option_took_a_word(took: str, value: str, positional: list[str]) -> bool:
+    """Whether a hook is one word short because an option took it: the agent in `orcactl hook
     --socket codex Stop`, the event in `orcactl hook codex --socket Stop`. Named as such
     rather than with a bare usage line."""
     if len(positional) != 1:
         return False
     if took == "agent":
-        return socket in AGENTS and positional[0] not in AGENTS
-    return took == "event" and positional[0] in AGENTS
+        return value in AGENTS and positional[0] not in AGENTS
+    return positional[0] in AGENTS
+
+
+def pin_paths(home: str | None, config_dir: str | None) -> None:
+    """ORCA_HOME and ORCA_CONFIG_DIR as the options give them, absolute, for everything this
+    process reads or starts (an orcad started here serves that memory)."""
+    for name, option, value in (
+        ("ORCA_HOME", "--home", home),
+        ("ORCA_CONFIG_DIR", "--config-dir", config_dir),
+    ):
+        if value:
+            try:
+                os.environ[name] = os.path.abspath(os.path.expanduser(value))
+            except OSError:  # relative, in a directory since removed
+                raise HookInputError(
+                    f"{option} {value} is relative and the current directory is gone"
+                ) from None
 
 
 def _say(line: str) -> None:
@@ -212,7 +255,8 @@ def run(argv: list[str]) -> int:
         print("Reads the agent's hook JSON on stdin; answers in the agent's hook output format.")
         return EXIT_OK
     try:
-        agent, event, explicit_socket, start = _parse_args(argv)
+        agent, event, explicit_socket, start, home, config_dir = _parse_args(argv)
+        pin_paths(home, config_dir)
     except HookInputError as exc:
         _say(str(exc))
         return EXIT_BAD_INPUT

@@ -1,0 +1,254 @@
+"""ORCA_HOME and ORCA_CONFIG_DIR as `orcactl integrate` saw them, carried into the hooks and the
+MCP server it registers: the agents start both with their own environment, and an orcad one of
+them starts when none runs must serve that memory, not the default one on the same socket."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import signal
+import subprocess
+import time
+import tomllib
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+from orcactl.agent_configs import Pinned, _hook_event, hook_command
+from protocol.client import Client, DaemonUnavailable
+from tests.harness import OrcaEnv
+from tests.hook_helpers import ORCACTL, ClaudeTranscript
+from tests.test_integrate import _commands, _home, _integrate
+
+pytestmark = [pytest.mark.daemon, pytest.mark.slow]
+
+
+def _agent_environment(orca: OrcaEnv) -> dict[str, str]:
+    """What an agent started from another shell (a desktop launcher) gives its hooks and MCP
+    servers: a HOME and a PATH, none of the ORCA_* or XDG_* variables integrate ran with."""
+    return {
+        "PATH": os.environ["PATH"],
+        "HOME": str(_home(orca)),
+        "PYTHONPATH": orca.env["PYTHONPATH"],
+    }
+
+
+@pytest.fixture
+def stopped_afterwards(orca_env: OrcaEnv) -> Iterator[None]:
+    """Stops whatever orcad a hook or MCP server started on the test's socket."""
+    yield
+    try:
+        with Client(str(orca_env.socket), timeout=5) as client:
+            pid = client.call("daemon.ping").pid
+    except DaemonUnavailable:  # nothing answers: nothing to stop
+        return
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 15
+    while orca_env.socket.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def _default_home(orca: OrcaEnv) -> Path:
+    """Where an orcad started without ORCA_HOME would keep its memory."""
+    return _home(orca) / ".orca"
+
+
+def test_integrate_writes_the_home_and_config_dir_absolute_into_every_hook_and_the_server(
+    orca_env: OrcaEnv,
+) -> None:
+    codex_home = orca_env.root / "codex-home"
+    codex_home.mkdir()
+    env = {
+        **orca_env.env,
+        "CODEX_HOME": str(codex_home),
+        "ORCA_HOME": "homes/orca",  # relative: to where integrate runs
+        "ORCA_CONFIG_DIR": "~/deliberate",
+    }
+    for agent in ("claude-code", "codex"):
+        done = subprocess.run(
+            [ORCACTL, "integrate", agent],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=orca_env.root,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr
+    home = orca_env.root / "homes" / "orca"
+    config_dir = _home(orca_env) / "deliberate"
+    claude = json.loads((_home(orca_env) / ".claude.json").read_text())["mcpServers"]["orca"]
+    codex = tomllib.loads((codex_home / "config.toml").read_text())["mcp_servers"]["orca"]
+    for args in (claude["args"], codex["args"]):
+        assert args[args.index("--home") + 1] == str(home)
+        assert args[args.index("--config-dir") + 1] == str(config_dir)
+    settings = json.loads((_home(orca_env) / ".claude" / "settings.json").read_text())
+    hooks = json.loads((codex_home / "hooks.json").read_text())
+    for written in (settings, hooks):
+        for event in written["hooks"]:
+            [command] = _commands(written, event)
+            words = shlex.split(command)
+            assert words[words.index("--home") + 1] == str(home)
+            assert words[words.index("--config-dir") + 1] == str(config_dir)
+    # and taken out again by --remove, as orca's own
+    for agent in ("claude-code", "codex"):
+        removed = subprocess.run(
+            [ORCACTL, "integrate", agent, "--remove"],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=orca_env.root,
+            timeout=60,
+        )
+        assert removed.returncode == 0, removed.stderr
+    # (files integrate made, left empty, are deleted)
+    assert not (_home(orca_env) / ".claude" / "settings.json").exists()
+    assert not (codex_home / "hooks.json").exists()
+
+
+def test_without_orca_home_set_integrate_pins_nothing_but_the_socket(orca_env: OrcaEnv) -> None:
+    env = {k: v for k, v in orca_env.env.items() if k not in ("ORCA_HOME", "ORCA_CONFIG_DIR")}
+    done = subprocess.run(
+        [ORCACTL, "integrate", "claude-code"], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    settings = json.loads((_home(orca_env) / ".claude" / "settings.json").read_text())
+    for event in settings["hooks"]:
+        assert _commands(settings, event) == [
+            f"{ORCACTL} hook claude-code {event} --socket {orca_env.socket}"
+        ]
+
+
+def test_a_written_hook_starts_orcad_over_the_memory_integrate_was_given(
+    orca_env: OrcaEnv, tmp_path: Path, stopped_afterwards: None
+) -> None:
+    assert _integrate(orca_env, "claude-code").returncode == 0
+    settings = json.loads((_home(orca_env) / ".claude" / "settings.json").read_text())
+    [command] = _commands(settings, "SessionStart")
+    project = tmp_path / "repo"
+    project.mkdir()
+    log = ClaudeTranscript(
+        tmp_path / "transcript.jsonl", "0b7c5a52-1111-4c1e-9a7e-5f1d2e3c4b5a", str(project)
+    )
+    started = subprocess.run(  # as Claude Code runs a hook: the command, through a shell
+        ["/bin/sh", "-c", command],
+        input=json.dumps(log.payload("SessionStart", source="startup")),
+        capture_output=True,
+        text=True,
+        env=_agent_environment(orca_env),
+        cwd=project,
+        timeout=60,
+    )
+    assert started.returncode == 0, started.stderr
+    assert started.stderr == ""
+    assert (orca_env.memory_root / "orcad.pid").exists()  # the orcad it started holds this home
+    assert (orca_env.home / "orcad.log").exists()
+    assert not _default_home(orca_env).exists()
+
+
+async def test_the_written_mcp_server_starts_orcad_over_the_memory_integrate_was_given(
+    orca_env: OrcaEnv, tmp_path: Path, stopped_afterwards: None
+) -> None:
+    assert _integrate(orca_env, "claude-code").returncode == 0
+    entry = json.loads((_home(orca_env) / ".claude.json").read_text())["mcpServers"]["orca"]
+    project = tmp_path / "repo"
+    project.mkdir()
+    params = StdioServerParameters(
+        command=entry["command"],
+        args=[*entry["args"], "--cwd", str(project), "--mode", "auto"],
+        env=_agent_environment(orca_env),
+    )
+    with open(orca_env.root / "mcp-stderr.log", "a") as errlog:  # noqa: ASYNC230  (a local file)
+        async with (
+            stdio_client(params, errlog=errlog) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            saved = await session.call_tool(
+                "memory_manage",
+                {
+                    "action": "save",
+                    "content": "We deploy with make ship",
+                    "kind": "workflow",
+                    "is_global": False,
+                },
+            )
+            assert not saved.is_error, saved.content
+    assert (orca_env.memory_root / "orcad.pid").exists()
+    assert orca_env.deliberate_db.exists()  # the record went to the given config dir
+    assert not _default_home(orca_env).exists()
+    assert not (_home(orca_env) / ".config" / "orcacode").exists()
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "orcactl hook codex Stop --home /h",
+        "orcactl hook codex Stop --config-dir /c --socket /s --home /h",
+        "'/opt/orca tools/orcactl' hook codex Stop --socket /s --home '/my home'",
+    ],
+)
+def test_a_hook_with_pinned_paths_is_recognised_as_orcas(command: str) -> None:
+    assert _hook_event(command, "codex") == "Stop"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "orcactl hook codex Stop --home",  # a dangling option
+        "orcactl hook codex Stop --home /h --home /i",  # given twice
+        "orcactl hook codex Stop --home /h --verbose /x",  # another option: the user's
+        "orcactl hook codex Stop --home /h; audit.sh",
+    ],
+)
+def test_a_hook_command_of_another_shape_is_the_users(command: str) -> None:
+    assert _hook_event(command, "codex") is None
+
+
+def test_hook_command_quotes_each_pinned_path() -> None:
+    command = hook_command(
+        "/opt/orca tools/orcactl", "codex", "Stop", Pinned("/run/o.sock", "/my home", None)
+    )
+    assert shlex.split(command) == [
+        "/opt/orca tools/orcactl",
+        "hook",
+        "codex",
+        "Stop",
+        "--socket",
+        "/run/o.sock",
+        "--home",
+        "/my home",
+    ]
+    assert _hook_event(command, "codex") == "Stop"
+
+
+def _agent_findings(orca: OrcaEnv, env: dict[str, str]) -> list[dict[str, object]]:
+    run = subprocess.run(
+        [ORCACTL, "--no-start", "doctor", "--json"],
+        capture_output=True,
+        text=True,
+        env={**orca.env, **env},
+        timeout=60,
+    )
+    findings = json.loads(run.stdout)["findings"]
+    return [f for f in findings if f["check"] == "agents" and "claude-code" in str(f["detail"])]
+
+
+@pytest.mark.parametrize("variable", ["ORCA_HOME", "ORCA_CONFIG_DIR"])
+def test_doctor_names_hooks_registered_for_another_memory(orca_env: OrcaEnv, variable: str) -> None:
+    assert _integrate(orca_env, "claude-code").returncode == 0
+    [same] = _agent_findings(orca_env, {})
+    assert same["status"] == "ok", same
+    other = orca_env.root / "other"
+    [moved] = _agent_findings(orca_env, {variable: str(other)})
+    option = "--home" if variable == "ORCA_HOME" else "--config-dir"
+    pinned = orca_env.home if variable == "ORCA_HOME" else orca_env.config_dir
+    assert moved["status"] == "problem"
+    assert moved["detail"] == (
+        f"claude-code: registered for another memory: {option} {pinned}, where {variable} "
+        f"here gives {other}"
+    )
+    assert moved["fix"] == "run `orcactl integrate claude-code`"
