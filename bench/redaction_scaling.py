@@ -145,6 +145,11 @@ ADVERSARIAL = {
     "hash markers": "a:$2y$05$ $6$ $1$ {sha}",
     "fenced codes": "backup codes:\n```\n1a2b3-c4d5e\n```\n",
     "second factor words": "recovery code otp 2fa ",
+    # a password given with a login in plain words (orcad/secret_logins.py)
+    "logins as users": "ssh in as a with b ",
+    "values to log in": "use a1! to log in ",
+    "logins with ands": "log into x with a and b1!c ",
+    "ands": " and a1! and",
 }
 
 

@@ -1,10 +1,11 @@
 """A password given with a login in plain words, no word for password near it: "ssh in as root
-with tr0ub4dor&3abc", "log in to grafana as admin using P@ssw0rd!23zz", "use `Winter2024!xq`
-to log in as admin".
+with tr0ub4dor&3abc", "log in to grafana as admin using P@ssw0rd!23zz", "log into the router
+with admin and R0uter!pass", "use `Winter2024!xq` to log in as admin".
 
-Pure module: no I/O. Both forms are found from a literal (" as " before the user, " to " before
-"log in" and its kin after the value), looked for with str.find, and each place is matched
-there: text without them costs two passes at C speed. The value counts only when it looks
+Pure module: no I/O. Each form is found from a literal (" as " before the user, " and "
+between the user and the value, " to " before "log in" and its kin after the value), looked
+for with str.find, and each place is matched there: text without them costs three passes at C
+speed. The value counts only when it looks
 chosen (`is_chosen_password`) and holds a digit or a symbol a name does not (`!@#$%^&*+=?~`):
 "log in as admin with sso", "with okta" or "with the-ssh-key" are ways to log in, not
 passwords, and "npm@10" is a package.
@@ -30,10 +31,22 @@ _AS_USER_WITH = re.compile(
 )
 # what comes before " as" on its line for a login: the verb, perhaps where to ("log in to
 # grafana", "ssh into the bastion")
-_LOGIN_BEFORE = re.compile(
+_LOGIN_VERB = (
     r"(?<![a-z0-9_\-])(?:log(?:ged|ging)?[ \t-]?(?:in|on)|login|sign(?:ed|ing)?[ \t-]?in|"
     r"ssh(?:[ \t]+in(?:to)?)?|connect(?:ed|ing)?|authenticate[sd]?)"
-    r"(?:[ \t]+(?:to|into|on|at)[ \t]+(?:the[ \t]+)?[^\s]{1,64})?[ \t]*\Z"
+    # where to, the preposition perhaps run into the verb ("log into grafana")
+    r"(?:[ \t]*(?:to|into|onto|on|at)[ \t]+(?:the[ \t]+)?[^\s]{1,64})?"
+)
+_LOGIN_BEFORE = re.compile(_LOGIN_VERB + r"[ \t]*\Z")
+# "log into the router with admin and R0uter!pass", "the jenkins login: ci-bot and X": a login
+# with a user and then, after " and ", its password (matched at each " and ")
+# (a value with no digit nor symbol fails here, in C: most words after " and " are words)
+_AND_VALUE = re.compile(
+    r" and[ \t]+(?P<quote>[`'\"]?)(?=[^\s`'\"]*[0-9!@#$%^&*+=?~])"
+    r"(?P<value>[^\s`'\"]{4,128}+)(?P=quote)"
+)
+_LOGIN_USER_BEFORE = re.compile(
+    _LOGIN_VERB + r"(?:[ \t]*:|[ \t]+(?:with|using|is))[ \t]+[^\s]{1,64}\Z"
 )
 _LOGIN_REACH = 96  # characters before " as" the verb may start at
 # "use|with|try VALUE to log in|sign in|log on|ssh", the value quoted or not (matched at each
@@ -59,6 +72,31 @@ def _password_like(value: str) -> bool:
     )
 
 
+def _marked_as_password(value: str) -> bool:
+    """What a password after "with USER and" holds beyond `_password_like`: a tool's name may
+    hold a digit ("with psql and pgadmin4"), so a symbol, or a capital beside its digit."""
+    return any(char in _SYMBOLS for char in value) or (
+        any(char.isdigit() for char in value) and any(char.isupper() for char in value)
+    )
+
+
+# how each verb of _LOGIN_VERB starts
+_VERB_STARTS = ("log", "sign", "ssh", "connect", "auth")
+
+
+def _login_with_user(lowered: str, start: int, at: int) -> bool:
+    """Whether a login and its user end at `at` (from `start` on its line): matched only where
+    a verb starts, found with str.rfind (a search tried at each of the 96 characters before
+    each " and ", 0.8 s a megabyte of "log into x with a and b1!c")."""
+    for literal in _VERB_STARTS:
+        place = lowered.rfind(literal, start, at)
+        while place >= 0:
+            if _LOGIN_USER_BEFORE.match(lowered, place, at) is not None:
+                return True
+            place = lowered.rfind(literal, start, place)
+    return False
+
+
 def _places(lowered: str, literal: str) -> Iterator[int]:
     """Where `literal` occurs in `lowered`: str.find is three times as fast as a pattern's
     search for its literal start."""
@@ -81,6 +119,19 @@ def find_login_passwords(text: str, lowered: str) -> Iterator[Span]:
         value_start, value_end = match.span("value")
         value_end = end_before_trailing(text, value_start, value_end)
         if _password_like(text[value_start:value_end]):
+            yield value_start, value_end
+    for at in _places(lowered, " and "):
+        match = _AND_VALUE.match(lowered, at)
+        if match is None:
+            continue
+        value_start, value_end = match.span("value")
+        value_end = end_before_trailing(text, value_start, value_end)
+        value = text[value_start:value_end]
+        if not _marked_as_password(value):
+            continue
+        start = max(0, at - _LOGIN_REACH)
+        start = max(start, lowered.rfind("\n", start, at) + 1)
+        if _login_with_user(lowered, start, at) and _password_like(value):
             yield value_start, value_end
     for at in _places(lowered, " to "):
         if _AFTERWARDS.match(lowered, at) is None:

@@ -382,8 +382,11 @@ def value_span(match: re.Match[str]) -> tuple[int, int, bool]:
 
 # The verb a sentence gives a value with: "is", "was", "is now", "changed to", "was reset to"
 STATED_VERB = (
-    r"[ \t]+(?:is|was|are|becomes|became|reads|(?:changed|reset|set)[ \t]+to)"
-    r"(?:[ \t]+(?:now|still|just|(?:changed|reset|set|updated)[ \t]+to))?"
+    r"(?:[ \t]+(?:is|was|are|becomes|became|reads|(?:changed|reset|set)[ \t]+to)"
+    r"(?:[ \t]+(?:now|still|just|literally|actually|simply|currently|always|"
+    r"(?:changed|reset|set|updated)[ \t]+to))?"
+    # "my password, it's X": the name set apart, then said
+    r"|[ \t]*,[ \t]+(?:it's|it\u2019s|it[ \t]+is|that's|which[ \t]+is))"
 )
 
 

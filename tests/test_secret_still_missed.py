@@ -464,3 +464,68 @@ def test_a_password_given_with_a_login_in_plain_words_is_redacted(text: str, pas
 def test_a_login_without_a_chosen_password_stays_storable(text: str) -> None:
     assert secret_kinds(text) == ""
     assert redact(text) == text
+
+
+# ------------------------- a password said with an adverb, or named and then said ("it's")
+@pytest.mark.parametrize(
+    ("text", "password"),
+    [
+        ("her password was literally Sp4rkle!x", "Sp4rkle!x"),
+        ("the staging password is actually Qw3rty!zz, not the old one", "Qw3rty!zz"),
+        ("you can sudo with my password, it's Tr1cky#Pass", "Tr1cky#Pass"),
+        ("my password, it is Tr1cky#Pass", "Tr1cky#Pass"),
+        ("the root password, which is R00t!now, works on every box", "R00t!now"),
+        ("the wifi password is currently Gr33nApple!", "Gr33nApple!"),
+    ],
+)
+def test_a_password_said_with_an_adverb_or_after_a_comma_is_redacted(
+    text: str, password: str
+) -> None:
+    _assert_only_value_redacted(text, password, "password_statement")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the password is currently stored hashed",
+        "the password, which is stored in vault, rotates monthly",
+        "the password, it's in 1password",
+        "the password is actually too short",
+        "the password field, it is required",
+        "the password is simply wrong",
+    ],
+)
+def test_words_said_of_a_password_with_an_adverb_or_a_comma_stay_storable(text: str) -> None:
+    assert find_secrets(text) == []
+
+
+# ----------------------------- a login with its user, then " and " its password; "log into"
+@pytest.mark.parametrize(
+    ("text", "password"),
+    [
+        ("I log into the router with admin and R0uter!pass", "R0uter!pass"),
+        ("we share the jenkins login: ci-bot and Jenk1ns!CI", "Jenk1ns!CI"),
+        ("log into the box with deploy and Summer2024, then run the script", "Summer2024"),
+        ("log into grafana as admin with P@ss!word1", "P@ss!word1"),
+        ("logged into grafana as admin with P@ss!word1", "P@ss!word1"),
+        ("ssh onto the bastion as ops with `Tr0ub4dor&3`", "Tr0ub4dor&3"),
+    ],
+)
+def test_a_password_after_a_login_and_its_user_is_redacted(text: str, password: str) -> None:
+    _assert_only_value_redacted(text, password, "password_statement")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "log in with google and okta",
+        "log into the vpn with your laptop and phone2fa",
+        "sign in with sso and then pick the admin role",
+        "connect to postgres with psql and pg_dump15",
+        "connect to the db with dbeaver and pgadmin4",
+        "ssh into prod with your key and run deploy.sh",
+        "the login page is slow and v2 fixes it",
+    ],
+)
+def test_ways_to_log_in_joined_by_and_stay_storable(text: str) -> None:
+    assert find_secrets(text) == []
