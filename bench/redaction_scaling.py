@@ -150,6 +150,11 @@ ADVERSARIAL = {
     "values to log in": "use a1! to log in ",
     "logins with ands": "log into x with a and b1!c ",
     "ands": " and a1! and",
+    # a password around its name (orcad/secret_sentences.py)
+    "values before names": "a1!b is the password ",
+    "names set to": "set the pw to ",
+    "arrows after names": "password -> ",
+    "names run together": "passpwpass ",
 }
 
 

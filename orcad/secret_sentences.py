@@ -39,24 +39,48 @@ from orcad.secret_values import (
 _COMPOUND = (
     r"policy|policies|length|hash|hashes|hashing|field|fields|format|rules?|requirements?|"
     r"strength|complexity|manager|reset|prompt|file|store|storage|validation|validator|expiry|"
-    r"expiration|history|change|hint|input|check|scheme|algorithm|salt|rotation|flow|form|page"
+    r"expiration|history|change|hint|input|check|scheme|algorithm|salt|rotation|flow|form|page|"
+    r"grant|type|owner|protected|less|based|auth|authentication|login|screen|dialog|box"
 )
 STATED_VALUE = r"[ \t]+[\"'`]?(?P<value>[^\s\"'`()\[\]{}<>]{4,128}+)(?![(\[{<])"
 _AFTER_NAME = (
     rf"(?![a-z0-9_\-])(?![ \t]+(?:{_COMPOUND})\b)"
     r"(?P<words>(?:[ \t]+[^\s.,;:!?=]{1,30}+){0,8}?)"
-    # `said`: a verb and a colon ("the password is: X") introduce the value and nothing else
-    rf"(?:(?P<op>[ \t]*[:=])|{STATED_VERB}(?P<said>[ \t]*:)?)" + STATED_VALUE
+    # `said`: a verb and a colon ("the password is: X") introduce the value and nothing else;
+    # an arrow or a dash set apart by blanks ("password -> X") is an operator as `:` is
+    r"(?:(?P<op>[ \t]*(?:[:=]|->|\u2192)|[ \t]+[-\u2013\u2014](?=[ \t]))|"
+    rf"{STATED_VERB}(?P<said>[ \t]*:)?)" + STATED_VALUE
 )
 # a literal prefix lets the engine skip ahead
 _STATEMENT = re.compile(r"pass(?:word|phrase|wd|code)" + _AFTER_NAME)
 # "the pw is X", "pw for the jenkins admin: X": the short name, a whole word (not `npw`)
-_SHORT_STATEMENT = re.compile(r"(?<![a-z0-9_\-./$@])pw" + _AFTER_NAME)
+_SHORT_STATEMENT = re.compile(r"(?<![a-z0-9_\-./$@])pwd?" + _AFTER_NAME)
 # "log in with the password X", "use password X": a verb or preposition gives the value;
 # "user admin pass X": a user named before it (then `pass` alone names it too).
 _NAMED_VALUE = re.compile(
     r"pass(?P<long>word|phrase|wd|code)?(?![ \t]+(?:" + _COMPOUND + r")\b)" + STATED_VALUE
 )
+# A password's name, wherever it stands: the value may come before it ("Xk82nd!q is the
+# password", "use Qwerty!789 as the password") or after "to" ("I set the password to X").
+# (matched where str.find finds "pass" or "pw": a pattern searched through the text tried its
+# look-behind at every character, a sixth of all redaction on mixed text)
+_NAME = re.compile(rf"(?:pass(?:word|wd|phrase)|pwd?)(?![a-z0-9_\-])(?![ \t]+(?:{_COMPOUND})\b)")
+_BEFORE_A_NAME = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-./$@")
+# what comes between a value and its name after it: "X is the [root] password", "X as my pw"
+_BEFORE_NAME = re.compile(
+    r"[ \t](?:is|as|was)[ \t]+(?:the|my|our|your|his|her|their|its)[ \t]+"
+    r"(?:[a-z0-9_\-]{1,20}[ \t]+){0,2}\Z"
+)
+_BEFORE_NAME_REACH = 56
+_VALUE_REACH = 130  # how far back a value before its name may start
+_QUOTES = "\"'`"
+_SET_BEFORE_NAME = re.compile(
+    r"(?<![a-z0-9_\-])(?:set|sets|setting|change[ds]?|changing|reset|resetting|update[ds]?|"
+    r"updating|rotate[ds]?|rotating)[ \t]+(?:(?:the|my|our|your|his|her|their|its)[ \t]+)?"
+    r"(?:[a-z0-9_\-]{1,20}[ \t]+){0,2}\Z"
+)
+_TO_VALUE = re.compile(r"[ \t]+to" + STATED_VALUE)
+_SET_REACH = 64
 _GIVEN_WITH = re.compile(
     r"(?<![a-z0-9_])(?:with|using|use|enter|type|try|tried|entered|typed)[ \t]+"
     r"(?:(?:the|a|my|your|our|this|that|its|their)[ \t]+)?(?:[a-z0-9_\-]{1,20}[ \t]+)?\Z"
@@ -262,6 +286,8 @@ def find_stated_passwords(text: str, lowered: str) -> Iterator[Span]:
         start, value_end = match.span("value")
         end = end_before_trailing(text, start, value_end)
         value = text[start:end]
+        if ":" in value and (match["op"] or "").strip() not in ("", ":", "="):
+            continue  # "username:password -> deploy:X": a pair, found as one (secret_colon_pairs)
         clause_ends = value_ends_clause(text, value_end, end)
         if (
             stated_password(value)
@@ -294,12 +320,98 @@ def find_stated_passwords(text: str, lowered: str) -> Iterator[Span]:
             continue
         if match["long"] is None:
             continue  # `pass` alone is a verb
+        value = text[start:end]
         if _GIVEN_WITH.search(lowered, max(0, keyword - _GIVEN_WITH_REACH), keyword) is None:
+            # "the password Xk82nd!q didn't work": no verb gives it, but its form does
+            quoted = (
+                start > 0 and text[start - 1] in "\"'`" and text[end : end + 1] == text[start - 1]
+            )
+            if match["long"] in ("word", "wd", "phrase") and _marked_password(value, quoted=quoted):
+                yield start, end
             continue
-        if stated_password(text[start:end]):
+        if stated_password(value):
             yield start, end
         elif match["long"] == "phrase" and (phrase_end := _stated_passphrase(text, start)):
             yield start, phrase_end  # "ssh in with passphrase 'correct horse battery staple'"
+    yield from _values_around_names(text, lowered)
+
+
+_MARKS = frozenset("!@#$%^&*+=?~")
+
+
+_EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[a-z]", re.IGNORECASE)
+
+
+def _marked_password(value: str, *, quoted: bool = False) -> bool:
+    """A value right after the word password that only a password looks like: letters, a digit
+    and a symbol inside it ("password Xk82nd!q"; not "password Argon2id", "password hunter2",
+    an email address). In quotes, a closing "!" is the password's too."""
+    inner = value if quoted else value.rstrip("?!.")
+    return (
+        stated_password(value)
+        and any(char in _MARKS for char in inner)
+        and any(char.isdigit() for char in inner)
+        and _EMAIL.match(value) is None
+    )
+
+
+def _name_places(lowered: str) -> Iterator[int]:
+    """Where a password's name may start: "pass" or "pw" after no letter, digit or mark of a
+    longer name."""
+    for literal in ("pass", "pw"):
+        at = lowered.find(literal)
+        while at >= 0:
+            if at == 0 or lowered[at - 1] not in _BEFORE_A_NAME:
+                yield at
+            at = lowered.find(literal, at + 1)
+
+
+def _value_before(text: str, lowered: str, keyword: int) -> Span | None:
+    """The value a sentence gives before the password's name at `keyword` ("Xk82nd!q is the
+    password"), when it looks chosen. The verbs are looked for with str.find first: a search
+    of the words before every name cost a fifth of all redaction on mixed text."""
+    reach = max(0, keyword - _BEFORE_NAME_REACH)
+    if (
+        lowered.find(" is ", reach, keyword) < 0
+        and lowered.find(" as ", reach, keyword) < 0
+        and lowered.find(" was ", reach, keyword) < 0
+    ):
+        return None
+    between = _BEFORE_NAME.search(lowered, reach, keyword)
+    if between is None:
+        return None
+    end = between.start()
+    floor = max(0, end - _VALUE_REACH)
+    start = 1 + max(lowered.rfind(mark, floor, end) for mark in (" ", "\t", "\n", "("))
+    if start == 0 and floor > 0:
+        return None  # no word starts within reach
+    if text[start : start + 1] in _QUOTES and text[end - 1 : end] == text[start]:
+        start, end = start + 1, end - 1
+    end = end_before_trailing(text, start, end)
+    if end - start < 4 or not stated_password(text[start:end]):
+        return None
+    return start, end
+
+
+def _values_around_names(text: str, lowered: str) -> Iterator[Span]:
+    """A password given before its name ("Xk82nd!q is the password", "use Qwerty!789 as the
+    password") or after "to" when a verb sets it ("I set the password to Xk82nd!q"): a value
+    that looks chosen (letters with digits or symbols)."""
+    for keyword in _name_places(lowered):
+        name = _NAME.match(lowered, keyword)
+        if name is None:
+            continue
+        after = name.end()
+        if value := _value_before(text, lowered, keyword):
+            yield value
+        to = _TO_VALUE.match(lowered, after)
+        if to is not None and _SET_BEFORE_NAME.search(
+            lowered, max(0, keyword - _SET_REACH), keyword
+        ):
+            start, end = to.span("value")
+            end = end_before_trailing(text, start, end)
+            if stated_password(text[start:end]):
+                yield start, end
 
 
 def _owned(words: str) -> bool:

@@ -529,3 +529,58 @@ def test_a_password_after_a_login_and_its_user_is_redacted(text: str, password: 
 )
 def test_ways_to_log_in_joined_by_and_stay_storable(text: str) -> None:
     assert find_secrets(text) == []
+
+
+# ------------------- a password before its name, set "to" one, after an arrow, "pwd", and one
+# right after the word password that only a password looks like
+@pytest.mark.parametrize(
+    ("text", "password"),
+    [
+        ("use Qwerty!789 as the password for the test user", "Qwerty!789"),
+        ("try Xk82nd!q as the password", "Xk82nd!q"),
+        ("Lr4$Cz8y is the password", "Lr4$Cz8y"),
+        ("Hy7@Mv2q is the root pw", "Hy7@Mv2q"),
+        ("Admin123 is my password", "Admin123"),
+        ("I set the password to Xk82nd!q", "Xk82nd!q"),
+        ("I changed the root password to Xk82nd!q yesterday", "Xk82nd!q"),
+        ("set the pw to `Tmp!2024x`", "Tmp!2024x"),
+        ("password for the vpn \u2192 Vpn$ecure2024", "Vpn$ecure2024"),
+        ("password -> Kd8*Fp4n", "Kd8*Fp4n"),
+        ("password - Wc5&Zr2m", "Wc5&Zr2m"),
+        ("pwd is Lakers#24 and username is kobe", "Lakers#24"),
+        ("the password Xk82nd!q didn't work", "Xk82nd!q"),
+        ('password "n0tmyRealPw!" didn\'t work for me', "n0tmyRealPw!"),
+        ("try logging in (password Bluebird$77) and see if the dashboard loads", "Bluebird$77"),
+        ("Password Xk82nd!q for user admin", "Xk82nd!q"),
+        ("gpg passphrase GpgK3y#2024", "GpgK3y#2024"),
+    ],
+)
+def test_a_password_around_its_name_is_redacted(text: str, password: str) -> None:
+    _assert_only_value_redacted(text, password, "password_statement")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "we use OAuth2 as the password grant type",
+        "sha256 is the password hash",
+        "this is the password",
+        "what is the password for staging",
+        "it is the password of user42",
+        "we set the password to expire",
+        "reset the password to default",
+        "pwd is /home/me",
+        "the output of pwd is /srv/app",
+        "pwd -> /tmp",
+        "password - see vault",
+        "the password - as discussed - lives in vault",
+        "password Argon2id hashing",
+        "the password hunter2 is in the leak list",
+        "password ${DB_PASS} comes from env",
+        "password admin@acme1.io for the account",
+        "the passphrase generator v2!x3",
+        "username:password -> the pair below",
+    ],
+)
+def test_words_around_a_passwords_name_stay_storable(text: str) -> None:
+    assert find_secrets(text) == []
