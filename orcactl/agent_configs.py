@@ -116,9 +116,9 @@ def hook_command(orcactl: str, agent: str, event: str, pinned: Pinned | None = N
 def _hook_event(command: object, agent: str) -> str | None:
     """The event of a command integrate wrote for `agent` (None: not orca's). Exactly that
     shape: a program (whatever it is called: a wrapper given with --orcactl), `hook AGENT
-    EVENT`, then nothing or pairs of `--socket PATH`, `--home DIR`, `--config-dir DIR`, each
-    once. A user's own command that runs orcactl among other things (`bash -c 'orcactl hook
-    ...; audit.sh'`) is the user's."""
+    EVENT`, then nothing or `--socket PATH`, `--home DIR`, `--config-dir DIR` (or
+    `--home=DIR`), each once. A user's own command that runs orcactl among other things
+    (`bash -c 'orcactl hook ...; audit.sh'`) is the user's."""
     if not isinstance(command, str):
         return None
     try:
@@ -127,10 +127,19 @@ def _hook_event(command: object, agent: str) -> str | None:
         return None
     if len(words) < 4 or words[1:3] != ["hook", agent] or not words[3].isalpha():
         return None
-    options = words[4::2]
-    if len(words) % 2 or not PINNED_OPTIONS.issuperset(options) or len(set(options)) < len(options):
-        return None
-    return words[3]
+    return words[3] if _pinned_options(words[4:]) else None
+
+
+def _pinned_options(words: list[str]) -> bool:
+    """Whether `words` are pinned options alone, each once, as `--home DIR` or `--home=DIR`."""
+    seen: set[str] = set()
+    rest = iter(words)
+    for word in rest:
+        name, equals, _value = word.partition("=")
+        if name not in PINNED_OPTIONS or name in seen or (not equals and next(rest, None) is None):
+            return False
+        seen.add(name)
+    return True
 
 
 def _is_ours(command: object, agent: str) -> bool:

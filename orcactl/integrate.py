@@ -218,8 +218,6 @@ def agent_status(agent: str, env: dict[str, str]) -> tuple[bool, bool, str]:
         found_program = program if os.sep in program else agent_configs._which(program, env)
         if found_program is None or not _runnable(found_program):
             return True, False, f"{agent}: the registered {program} does not exist or cannot run"
-    if elsewhere := _pinned_elsewhere(commands, env):
-        return True, False, f"{agent}: registered for {elsewhere}"
     everything = (
         len(agent_configs.CLAUDE_HOOKS if agent == "claude-code" else agent_configs.CODEX_HOOKS) + 1
     )
@@ -228,25 +226,47 @@ def agent_status(agent: str, env: dict[str, str]) -> tuple[bool, bool, str]:
         return True, False, f"{agent}: found, not connected to orca"
     if missing:
         return True, False, f"{agent}: partly connected (missing {', '.join(missing)})"
+    if elsewhere := _pinned_elsewhere(commands, env):
+        return True, False, f"{agent}: registered for {elsewhere}"
     return True, True, f"{agent}: hooks and MCP server registered"
 
 
-def _absolute(path: str) -> str:
-    return os.path.normpath(os.path.abspath(os.path.expanduser(path)))
+def _same_directory(first: str, second: str) -> bool:
+    """Two spellings of one directory: `~`, `..`, a trailing slash and symlinks resolved."""
+    return os.path.realpath(os.path.expanduser(first)) == os.path.realpath(
+        os.path.expanduser(second)
+    )
 
 
 def _pinned_elsewhere(commands: list[list[str]], env: dict[str, str]) -> str | None:
-    """What orca's entries pin (`--home`, `--config-dir`) that is not where this environment
-    keeps its memory: an orcad one of them starts would serve other memory than this shell's
-    orcactl sees (they share the socket)."""
-    paths = resolve_paths({k: v for k, v in env.items() if k != "ORCA_SOCKET"})
-    here = {"--home": paths.home, "--config-dir": paths.deliberate_db.parent}
-    names = {"--home": "ORCA_HOME", "--config-dir": "ORCA_CONFIG_DIR"}
-    for option, path in here.items():
+    """Where orca's entries would keep memory, when that is not where this environment keeps
+    it: an orcad one of them starts would serve other memory than this shell's orcactl sees
+    (they share the socket). An entry without `--home` (`--config-dir`) starts it with the
+    agent's environment, taken to have no ORCA_HOME (ORCA_CONFIG_DIR): the default."""
+    outside = {k: v for k, v in env.items() if k != "ORCA_SOCKET"}
+    paths = resolve_paths(outside)
+    defaults = resolve_paths(
+        {k: v for k, v in outside.items() if k not in ("ORCA_HOME", "ORCA_CONFIG_DIR")}
+    )
+    checked = (
+        ("--home", "ORCA_HOME", paths.home, defaults.home),
+        (
+            "--config-dir",
+            "ORCA_CONFIG_DIR",
+            paths.deliberate_db.parent,
+            defaults.deliberate_db.parent,
+        ),
+    )
+    for option, variable, here, default in checked:
         for words in commands:
             pinned = agent_configs.pinned_value(words[1:], option)
-            if pinned is not None and _absolute(pinned) != _absolute(str(path)):
-                return f"another memory: {option} {pinned}, where {names[option]} here gives {path}"
+            if pinned is not None and not _same_directory(pinned, str(here)):
+                return f"another memory: {option} {pinned}, where {variable} here gives {here}"
+            if pinned is None and not _same_directory(str(default), str(here)):
+                return (
+                    f"another memory: no {option}, so an orcad it starts uses {default}, where "
+                    f"{variable} here gives {here}"
+                )
     return None
 
 

@@ -101,6 +101,30 @@ def test_a_home_or_config_dir_missing_before_the_hook_is_named_and_never_exits_2
     assert (status, stdout, stderr) == (1, "", f"orcactl hook: {option} needs a DIR\n")
 
 
+@pytest.mark.parametrize(
+    ("option", "value"), [("--socket", "PATH"), ("--home", "DIR"), ("--config-dir", "DIR")]
+)
+@pytest.mark.parametrize(
+    ("command", "said"),
+    [
+        (("hook", "codex", "Stop", "{option}", ""), '{option} needs a {value}, and "" gives none'),
+        (("hook", "codex", "Stop", "{option}", "--no-start"), "{option} needs a {value}"),
+        (("{option}", "--no-start", "hook", "codex", "Stop"), "{option} needs a {value}"),
+    ],
+    ids=["empty", "an-option-after-it", "an-option-after-it-before-the-hook"],
+)
+def test_a_path_option_given_nothing_or_another_option_is_named_and_never_exits_2(
+    orca_env: OrcaEnv, option: str, value: str, command: tuple[str, ...], said: str
+) -> None:
+    # neither may stand for the default (an orcad started over the default memory), nor the
+    # option after it be taken for a path (`--no-start` ignored)
+    words = [word.format(option=option) for word in command]
+    status, stdout, stderr = _orcactl(orca_env, *words, stdin="{}")
+    assert (status, stdout) == (1, "")
+    assert stderr == f"orcactl hook: {said.format(option=option, value=value)}\n"
+    assert not (orca_env.home / "orcad.log").exists()  # no orcad was started
+
+
 def test_a_relative_home_in_a_removed_directory_is_named_and_never_exits_2(
     orca_env: OrcaEnv, tmp_path: Path
 ) -> None:

@@ -20,7 +20,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from orcactl.agent_configs import Pinned, _hook_event, hook_command
 from protocol.client import Client, DaemonUnavailable
-from tests.harness import OrcaEnv
+from tests.harness import DaemonProcess, OrcaEnv
 from tests.hook_helpers import ORCACTL, ClaudeTranscript
 from tests.test_integrate import _commands, _home, _integrate
 
@@ -189,6 +189,7 @@ async def test_the_written_mcp_server_starts_orcad_over_the_memory_integrate_was
         "orcactl hook codex Stop --home /h",
         "orcactl hook codex Stop --config-dir /c --socket /s --home /h",
         "'/opt/orca tools/orcactl' hook codex Stop --socket /s --home '/my home'",
+        "orcactl hook codex Stop --socket=/s --home=/h",  # as one might write them by hand
     ],
 )
 def test_a_hook_with_pinned_paths_is_recognised_as_orcas(command: str) -> None:
@@ -202,6 +203,8 @@ def test_a_hook_with_pinned_paths_is_recognised_as_orcas(command: str) -> None:
         "orcactl hook codex Stop --home /h --home /i",  # given twice
         "orcactl hook codex Stop --home /h --verbose /x",  # another option: the user's
         "orcactl hook codex Stop --home /h; audit.sh",
+        "orcactl hook codex Stop --home=/h --home /i",
+        "orcactl hook codex Stop --verbose=1",
     ],
 )
 def test_a_hook_command_of_another_shape_is_the_users(command: str) -> None:
@@ -252,3 +255,58 @@ def test_doctor_names_hooks_registered_for_another_memory(orca_env: OrcaEnv, var
         f"here gives {other}"
     )
     assert moved["fix"] == "run `orcactl integrate claude-code`"
+
+
+def test_doctor_names_hooks_that_pin_no_home_when_this_environment_sets_one(
+    orca_env: OrcaEnv,
+) -> None:
+    # as every registration made before --home was written looks: its hooks would start orcad
+    # over the default memory, not this environment's
+    unset = {k: v for k, v in orca_env.env.items() if k not in ("ORCA_HOME", "ORCA_CONFIG_DIR")}
+    done = subprocess.run(
+        [ORCACTL, "integrate", "claude-code"], capture_output=True, text=True, env=unset, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    [found] = _agent_findings(orca_env, {})
+    assert found["status"] == "problem"
+    assert found["detail"] == (
+        f"claude-code: registered for another memory: no --home, so an orcad it starts uses "
+        f"{_default_home(orca_env)}, where ORCA_HOME here gives {orca_env.home}"
+    )
+
+
+def test_doctor_takes_a_symlinked_spelling_of_the_pinned_home_for_the_same(
+    orca_env: OrcaEnv,
+) -> None:
+    assert _integrate(orca_env, "claude-code").returncode == 0
+    link = orca_env.root / "link-to-home"
+    link.symlink_to(orca_env.home)
+    [same] = _agent_findings(orca_env, {"ORCA_HOME": f"{link}/"})
+    assert same["status"] == "ok", same
+
+
+def test_doctor_names_a_running_orcad_that_serves_another_memory(
+    orca_env: OrcaEnv, daemon: DaemonProcess
+) -> None:
+    # the socket is shared: an orcad started with another ORCA_HOME answers every command here
+    def daemon_findings(env: dict[str, str]) -> list[dict[str, object]]:
+        run = subprocess.run(
+            [ORCACTL, "--no-start", "doctor", "--json"],
+            capture_output=True,
+            text=True,
+            env={**orca_env.env, **env},
+            timeout=60,
+        )
+        findings = json.loads(run.stdout)["findings"]
+        return [f for f in findings if f["check"] == "daemon" and "serves" in str(f["detail"])]
+
+    [same] = daemon_findings({})
+    assert same["status"] == "ok", same
+    other = orca_env.root / "other"
+    [moved] = daemon_findings({"ORCA_HOME": str(other)})
+    assert moved["status"] == "problem"
+    assert moved["detail"] == (
+        f"orcad pid {daemon.proc.pid} serves {orca_env.memory_root}, but ORCA_HOME here gives "
+        f"{other / 'memory'}"
+    )
+    assert f"kill {daemon.proc.pid}" in str(moved["fix"])

@@ -66,7 +66,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description="Write orca's hooks and MCP server into the agent's own configuration "
         "files (user-level, or the project's with --project), keeping everything else. Each "
         "changed file is backed up first; a file that does not parse is reported and nothing "
-        "is changed. Running it again changes nothing.",
+        "is changed. Running it again changes nothing. The socket, ORCA_HOME and "
+        "ORCA_CONFIG_DIR of this environment are written into every entry (--socket, --home, "
+        "--config-dir), so that an orcad a hook starts serves this memory.",
     )
     integrate.add_argument("agent", choices=AGENTS, help="the agent to connect")
     integrate.add_argument(

@@ -18,7 +18,11 @@ from dataclasses import asdict
 from pathlib import Path
 
 from orcactl.arguments import bounded_int
-from orcactl.commands.doctor_daemon import check_daemon_errors, check_runtime_and_socket
+from orcactl.commands.doctor_daemon import (
+    check_daemon_errors,
+    check_daemon_memory,
+    check_runtime_and_socket,
+)
 from orcactl.commands.doctor_faults import Finding, check_databases, guarded
 from orcactl.commands.doctor_files import check_config, check_disk, check_storage
 from orcactl.commands.doctor_models import (
@@ -78,6 +82,7 @@ def diagnose(args: argparse.Namespace) -> list[Finding]:
     try:
         if client is not None:
             live = client
+            found.extend(guarded("daemon", lambda: check_daemon_memory(live, paths)))
             found.extend(guarded("daemon", lambda: check_daemon_errors(live)))
             found.extend(
                 guarded(

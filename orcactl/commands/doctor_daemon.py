@@ -3,6 +3,7 @@ faults the running daemon recorded."""
 
 from __future__ import annotations
 
+import os
 import stat
 from pathlib import Path
 from typing import Any
@@ -126,6 +127,30 @@ def offered(client: Client, method: str, params: dict[str, Any]) -> tuple[Any, F
                 method.partition(".")[0], "skipped", f"the daemon does not offer {method}"
             )
         raise
+
+
+def check_daemon_memory(client: Client, paths: Paths) -> list[Finding]:
+    """The memory the running daemon serves is this environment's (ORCA_HOME, ORCA_CONFIG_DIR):
+    one started elsewhere (by an agent's hook without them, or before they changed) answers on
+    the same socket, and every command here would read and write its memory instead."""
+    status = client.call("daemon.status")
+    served = (
+        ("ORCA_HOME", status.memory_root, paths.memory_root),
+        ("ORCA_CONFIG_DIR", status.deliberate_db, paths.deliberate_db),
+    )
+    for variable, theirs, ours in served:
+        if os.path.realpath(theirs) != os.path.realpath(ours):
+            return [
+                Finding(
+                    "daemon",
+                    "problem",
+                    f"orcad pid {status.pid} serves {theirs}, but {variable} here gives {ours}",
+                    f"stop it (kill {status.pid}, or systemctl --user restart orcad for the "
+                    f"service) so that it starts again with this environment, or set "
+                    f"{variable} as it was when it started",
+                )
+            ]
+    return [Finding("daemon", "ok", f"orcad serves this environment's memory ({theirs})")]
 
 
 def check_daemon_errors(client: Client) -> list[Finding]:

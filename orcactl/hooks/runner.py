@@ -82,16 +82,18 @@ def _parse_args(argv: list[str]) -> HookArguments:
     for item in items:
         name, equals, value = item.partition("=")
         if name in VALUE_OPTIONS:
+            what = VALUE_OPTIONS[name]
             if not equals:
                 given = next(items, None)
-                if given is None:
-                    raise HookInputError(f"{name} needs a {VALUE_OPTIONS[name]}")
+                # `--home --no-start`: the next option is no path (it was taken for one)
+                if given is None or given.startswith("--"):
+                    raise HookInputError(f"{name} needs a {what}")
+                if not given:  # `--home "$UNSET"`: not the default in disguise
+                    raise HookInputError(f'{name} needs a {what}, and "" gives none')
                 value = given
                 took.append((name, "event" if positional else "agent"))
             elif not value:  # as orcactl's own --socket: not the default in disguise
-                raise HookInputError(
-                    f"{name} needs a {VALUE_OPTIONS[name]}, and {name}= gives none"
-                )
+                raise HookInputError(f"{name} needs a {what}, and {name}= gives none")
             values[name] = value
         elif item == "--no-start":
             start = False
