@@ -155,6 +155,9 @@ ADVERSARIAL = {
     "names set to": "set the pw to ",
     "arrows after names": "password -> ",
     "names run together": "passpwpass ",
+    # a generated value right after a key's name (orcad/secret_stated_keys.py)
+    "values after key names": "api key 4f9c2e7b8a1d3f6e0c5b9a2d ",
+    "key names then words": "token abcdefghijklmnopqrstuvwxyz ",
 }
 
 

@@ -24,6 +24,17 @@ _KEY_STATEMENT_TAIL = (
 _KEY_STATEMENTS = tuple(
     (name, re.compile(name + _KEY_STATEMENT_TAIL)) for name in ("token", "secret", "key")
 )
+# "datadog api key 4f9c2e7b...", "token kT9v...": the value right after the name, no verb nor
+# colon between, counts when it is longer and looks generated
+# (no invisible character in it: a token cut by one is read by the rules of its format)
+_KEY_ADJACENT_TAIL = (
+    r"(?![a-z0-9_\-])[ \t]+[\"'`]?"
+    r"([^\s\"'`()\[\]{}<>\u200b-\u200f\u2060-\u2064\ufeff]{24,256}+)(?![(\[{<])"
+)
+_KEY_ADJACENT = tuple(
+    (name, re.compile(name + _KEY_ADJACENT_TAIL)) for name in ("token", "secret", "key")
+)
+ADJACENT_MIN = 24
 # "key" alone is too common (primary key, cache key): only these qualifiers make it a credential.
 _KEY_QUALIFIER = re.compile(
     r"(?:api|access|secret|private|signing|encryption|master|auth|client|account|app|license)"
@@ -33,14 +44,15 @@ _KEY_QUALIFIER = re.compile(
 
 def find_stated_keys(text: str, lowered: str) -> Iterator[Span]:
     """A generated value stated for an API key, token or secret in words."""
-    for name, pattern in _KEY_STATEMENTS:
-        if name not in lowered:
-            continue
-        for match in pattern.finditer(lowered):
-            at = match.start()
-            if name == "key" and not _KEY_QUALIFIER.search(lowered, max(0, at - 16), at):
+    for shortest, patterns in ((16, _KEY_STATEMENTS), (ADJACENT_MIN, _KEY_ADJACENT)):
+        for name, pattern in patterns:
+            if name not in lowered:
                 continue
-            start, end = match.span(1)
-            end = end_before_trailing(text, start, end)
-            if end - start >= 16 and looks_random(text[start:end]):
-                yield start, end
+            for match in pattern.finditer(lowered):
+                at = match.start()
+                if name == "key" and not _KEY_QUALIFIER.search(lowered, max(0, at - 16), at):
+                    continue
+                start, end = match.span(1)
+                end = end_before_trailing(text, start, end)
+                if end - start >= shortest and looks_random(text[start:end]):
+                    yield start, end

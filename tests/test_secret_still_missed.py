@@ -584,3 +584,38 @@ def test_a_password_around_its_name_is_redacted(text: str, password: str) -> Non
 )
 def test_words_around_a_passwords_name_stay_storable(text: str) -> None:
     assert find_secrets(text) == []
+
+
+# ------------------------------ a generated key or token right after its name, no verb nor colon
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        ("datadog api key 4f9c2e7b8a1d3f6e0c5b9a2d7e4f1c8b", "4f9c2e7b8a1d3f6e0c5b9a2d7e4f1c8b"),
+        (
+            "cloudflare api token Xk9mPq2vLz7RtY4wNs8BaC1dE2fG3hI4jK5lM6nO, scoped to dns",
+            "Xk9mPq2vLz7RtY4wNs8BaC1dE2fG3hI4jK5lM6nO",
+        ),
+        ("twilio auth token 5d8e3b7f1a04a8f3c9d2e7b1406f9a2c", "5d8e3b7f1a04a8f3c9d2e7b1406f9a2c"),
+        ("token 4f9c2e7b8a1d3f6e0c5b9a2d7e4f1c8b", "4f9c2e7b8a1d3f6e0c5b9a2d7e4f1c8b"),
+    ],
+)
+def test_a_generated_value_right_after_a_keys_name_is_redacted(text: str, key: str) -> None:
+    redacted = redact(text)
+    assert key not in redacted
+    assert find_secrets(text) != []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the cache key 4f9c2e7b8a1d3f6e0c5b9a2d7e4f1c8b is stale",
+        "primary key 4f9c2e7b8a1d3f6e0c5b9a2d7e4f1c8b",
+        "the token endpoint https://auth.example.com/oauth2/token",
+        "token bucket algorithm implementation_detail",
+        "the key thing is consistency_across_services_always",
+        "request id 4f9c2e7b8a1d3f6e0c5b9a2d7e4f1c8b failed",
+        "token ghp_ not set",
+    ],
+)
+def test_words_after_a_keys_name_stay_storable(text: str) -> None:
+    assert find_secrets(text) == []
