@@ -158,6 +158,10 @@ ADVERSARIAL = {
     # a generated value right after a key's name (orcad/secret_stated_keys.py)
     "values after key names": "api key 4f9c2e7b8a1d3f6e0c5b9a2d ",
     "key names then words": "token abcdefghijklmnopqrstuvwxyz ",
+    # a user and password before a host, no scheme (orcad/secret_formats.py)
+    "bare userinfo": "a:b1cd@e.fg ",
+    "at signs": "@",
+    "colons before at signs": ":abcd@",
 }
 
 

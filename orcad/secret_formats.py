@@ -143,6 +143,65 @@ def find_url_credentials(text: str, lowered: str) -> Iterator[Span]:
             yield match.span(2)
 
 
+# A user and password before a host with no scheme, as ssh and scp take a user before one:
+# "root:toor1234@192.168.1.20", "ssh admin:Ad!m9Lq3@10.0.0.1". Found from each "@": the word
+# before it holds the pair, the host after it is an IPv4 address or a dotted name.
+_BARE_USER = re.compile(r"[a-z0-9_][a-z0-9_.\-]{0,63}", re.IGNORECASE)
+_BARE_USER_MAX = 64
+_BEFORE_BARE_USER = (" ", "\t", "\n", '"', "'", "`", "(")  # the pair starts a word
+_BARE_PASSWORD = re.compile(r"[^\s\"'`<>()@/:]{4,128}")
+_BARE_PASSWORD_MAX = 128
+_BARE_HOST = re.compile(
+    r"(?:\d{1,3}(?:\.\d{1,3}){3}|[a-z0-9](?:[a-z0-9\-]{0,62})(?:\.[a-z0-9\-]{1,63})+)"
+    r"(?![a-z0-9_\-@])",
+    re.IGNORECASE,
+)
+# "icon:logo2@3x.png" names an image at a scale, not a host
+_FILE_EXTENSIONS = frozenset(
+    ("png", "jpg", "jpeg", "gif", "svg", "webp", "ico", "bmp", "pdf", "txt", "json", "js", "ts")
+)
+
+
+def _bare_user(text: str, colon: int) -> bool:
+    """A user name ends at `colon`, from the start of its word."""
+    reach = max(0, colon - _BARE_USER_MAX - 1)
+    start = 1 + max(text.rfind(mark, reach, colon) for mark in _BEFORE_BARE_USER)
+    if start == 0 and reach > 0:
+        return False  # no word starts within reach
+    return _BARE_USER.fullmatch(text, start, colon) is not None
+
+
+def _bare_password(value: str) -> bool:
+    """A password there mixes letters with digits or symbols and holds no path nor another
+    pair ("sip:alice@voip.example.com", "pkg:npm/lodash@4.17.21" are addresses)."""
+    return (
+        not value.isalpha()
+        and any(char.isalpha() for char in value)
+        and not any(char in value for char in ":@/")
+        and not is_placeholder(value)
+    )
+
+
+def find_bare_userinfo(text: str, lowered: str) -> Iterator[Span]:
+    """The password of `user:password@host` written without a scheme. Each "@" costs a look
+    back for the colon, in C, before anything else is read."""
+    if "@" not in text or ":" not in text:
+        return
+    at = text.find("@")
+    while at >= 0:
+        colon = text.rfind(":", max(0, at - _BARE_PASSWORD_MAX - 1), at)
+        if (
+            colon > 0
+            and _BARE_PASSWORD.fullmatch(text, colon + 1, at) is not None
+            and _bare_user(text, colon)
+            and (host := _BARE_HOST.match(text, at + 1)) is not None
+            and host.group().rpartition(".")[2].lower() not in _FILE_EXTENSIONS
+            and _bare_password(text[colon + 1 : at])
+        ):
+            yield colon + 1, at
+        at = text.find("@", at + 1)
+
+
 # --------------------------------------------------------- authorization headers
 _BEARER = re.compile(r"bearer[ \t]{1,8}([a-z0-9\-._~+/]{16,1024}=*)(?![a-z0-9\-._~+/=])")
 _BASIC = re.compile(r"authorization\"?[ \t]*[:=][ \t]*\"?basic[ \t]{1,8}([a-z0-9+/]{8,1024}={0,2})")

@@ -619,3 +619,37 @@ def test_a_generated_value_right_after_a_keys_name_is_redacted(text: str, key: s
 )
 def test_words_after_a_keys_name_stay_storable(text: str) -> None:
     assert find_secrets(text) == []
+
+
+# ---------------------------------- a user and password before a host, with no scheme before
+@pytest.mark.parametrize(
+    ("text", "password"),
+    [
+        ("root:toor1234@192.168.1.20", "toor1234"),
+        ("ssh admin:Ad!m9Lq3@10.0.0.1", "Ad!m9Lq3"),
+        ("scp deploy:Hunter2x@build.acme.io:/srv/app.tar .", "Hunter2x"),
+        ("(root:toor1234@1.2.3.4)", "toor1234"),
+    ],
+)
+def test_a_password_before_a_host_without_a_scheme_is_redacted(text: str, password: str) -> None:
+    _assert_only_value_redacted(text, password, "url_credentials")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "git@github.com:org/repo.git",
+        "ssh user@host.example.com",
+        "at 10:30@home.example.org",
+        "key:value@2x.png",
+        "icon:logo2@3x.png",
+        "pkg:npm/lodash@4.17.21",
+        "sip:alice@voip.example.com",
+        "image: node:18@sha256:abcd",
+        "ERROR 12:34:56 retry@host.local",
+        "user:${DB_PASS}@db.internal",
+        "x/root:toor1234@1.2.3.4",
+    ],
+)
+def test_addresses_with_a_colon_before_an_at_sign_stay_storable(text: str) -> None:
+    assert find_secrets(text) == []
