@@ -228,7 +228,11 @@ def test_hook_command_quotes_each_pinned_path() -> None:
     assert _hook_event(command, "codex") == "Stop"
 
 
-def _agent_findings(orca: OrcaEnv, env: dict[str, str]) -> list[dict[str, object]]:
+def _doctor_findings(
+    orca: OrcaEnv, env: dict[str, str], check: str, holding: str
+) -> list[dict[str, object]]:
+    """doctor's findings of `check` whose detail holds `holding`, run with `env` over the
+    test's environment."""
     run = subprocess.run(
         [ORCACTL, "--no-start", "doctor", "--json"],
         capture_output=True,
@@ -237,7 +241,11 @@ def _agent_findings(orca: OrcaEnv, env: dict[str, str]) -> list[dict[str, object
         timeout=60,
     )
     findings = json.loads(run.stdout)["findings"]
-    return [f for f in findings if f["check"] == "agents" and "claude-code" in str(f["detail"])]
+    return [f for f in findings if f["check"] == check and holding in str(f["detail"])]
+
+
+def _agent_findings(orca: OrcaEnv, env: dict[str, str]) -> list[dict[str, object]]:
+    return _doctor_findings(orca, env, "agents", "claude-code")
 
 
 @pytest.mark.parametrize("variable", ["ORCA_HOME", "ORCA_CONFIG_DIR"])
@@ -289,21 +297,10 @@ def test_doctor_names_a_running_orcad_that_serves_another_memory(
     orca_env: OrcaEnv, daemon: DaemonProcess
 ) -> None:
     # the socket is shared: an orcad started with another ORCA_HOME answers every command here
-    def daemon_findings(env: dict[str, str]) -> list[dict[str, object]]:
-        run = subprocess.run(
-            [ORCACTL, "--no-start", "doctor", "--json"],
-            capture_output=True,
-            text=True,
-            env={**orca_env.env, **env},
-            timeout=60,
-        )
-        findings = json.loads(run.stdout)["findings"]
-        return [f for f in findings if f["check"] == "daemon" and "serves" in str(f["detail"])]
-
-    [same] = daemon_findings({})
+    [same] = _doctor_findings(orca_env, {}, "daemon", "serves")
     assert same["status"] == "ok", same
     other = orca_env.root / "other"
-    [moved] = daemon_findings({"ORCA_HOME": str(other)})
+    [moved] = _doctor_findings(orca_env, {"ORCA_HOME": str(other)}, "daemon", "serves")
     assert moved["status"] == "problem"
     assert moved["detail"] == (
         f"orcad pid {daemon.proc.pid} serves {orca_env.memory_root}, but ORCA_HOME here gives "
