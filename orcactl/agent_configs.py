@@ -4,8 +4,7 @@ the TOML files' edits are in orcactl.toml_edits.
 
 An entry is orca's when its command is one integrate writes (`<orcactl> hook <agent> <event>`,
 perhaps with `--socket PATH`, `--home DIR`, `--config-dir DIR`) or its MCP server is named
-`orca`; everything else in a file is
-kept as it is (TOML comments included, through tomlkit).
+`orca`; everything else in a file is kept as it is (TOML comments included, through tomlkit).
 """
 
 from __future__ import annotations
