@@ -294,6 +294,12 @@ def find_stated_passwords(text: str, lowered: str) -> Iterator[Span]:
             or (_said_plainly(match, lowered) and _clearly_stated(value, clause_ends=clause_ends))
             or (match.group("op") is None and clause_ends and _joined_words(value))
             or (clause_ends and _stated_digits(value, match.group("words")))
+            or (
+                match["op"] is None
+                and clause_ends
+                and _owned(match["words"])
+                and _stated_label(value)
+            )
         ):
             yield start, end
         elif (match["op"] is None or _said_plainly(match, lowered)) and _owned(match["words"]):
@@ -412,6 +418,29 @@ def _values_around_names(text: str, lowered: str) -> Iterator[Span]:
             end = end_before_trailing(text, start, end)
             if stated_password(text[start:end]):
                 yield start, end
+
+
+_LABEL_SEPARATORS = re.compile(r"[-_.]")
+_VERSION = re.compile(r"v?\d+(?:\.\d+)+", re.IGNORECASE)  # "v1.2.3-Beta" is a release
+
+
+def _stated_label(value: str) -> bool:
+    """A password shaped as a label, that a verb gives ("the password is Dresden_1945", "is
+    blue-Sky-9"): parts joined by - _ or ., with capitals, small letters and a digit, the
+    last part no describing word ("Base64-encoded"). Given with a colon, such a value names
+    a secret elsewhere (`password: tls-cert-2024`), and is left alone."""
+    parts = _LABEL_SEPARATORS.split(value)
+    last = parts[-1].lower()
+    return (
+        len(parts) >= 2
+        and any(char.isupper() for char in value)
+        and any(char.islower() for char in value)
+        and any(char.isdigit() for char in value)
+        and not (last.isalpha() and last.endswith(DESCRIBING_ENDS))
+        and _VERSION.match(value) is None
+        and not is_placeholder(value)
+        and not is_reference(value)
+    )
 
 
 def _owned(words: str) -> bool:

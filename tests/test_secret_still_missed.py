@@ -653,3 +653,32 @@ def test_a_password_before_a_host_without_a_scheme_is_redacted(text: str, passwo
 )
 def test_addresses_with_a_colon_before_an_at_sign_stay_storable(text: str) -> None:
     assert find_secrets(text) == []
+
+
+# ---------------------- a password shaped as a label, given by a verb ("is"), not by a colon
+@pytest.mark.parametrize(
+    ("text", "password"),
+    [
+        ("the password is Dresden_1945", "Dresden_1945"),
+        ("the password is blue-Sky-9", "blue-Sky-9"),
+        ("the db password is npgsql-Pw-8.", "npgsql-Pw-8"),
+    ],
+)
+def test_a_label_shaped_password_a_verb_gives_is_redacted(text: str, password: str) -> None:
+    _assert_only_value_redacted(text, password, "password_statement")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "password: tls-cert-2024",
+        "password: Win10-x64-V2",
+        "the password is UTF8-Encoded",
+        "the password is AES256-GCM",
+        "the password is v1.2.3-Beta",
+        "the password is My_Secret_Name",
+        "the password is stored in tls-cert-2024",
+    ],
+)
+def test_labels_given_for_a_password_otherwise_stay_storable(text: str) -> None:
+    assert find_secrets(text) == []
