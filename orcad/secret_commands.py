@@ -259,8 +259,25 @@ _REDIS_PASSWORD = re.compile(
 )
 
 
+# `AUTH [USER] PASS`, the command in capitals as redis-cli users write it, alone on its line or
+# after redis-cli's prompt (`127.0.0.1:6379> AUTH x`)
+_REDIS_AUTH = re.compile(
+    r"^(?:[ \t]*|[^\n>]{0,64}> ?)AUTH[ \t]+(?:[A-Za-z0-9_.@\-]{1,64}[ \t]+)?"
+    r"(?:\"([^\"\n]{1,256})\"|'([^'\n]{1,256})'|([^\s\"'`]{1,256}))[ \t]*\r?$",
+    re.MULTILINE,
+)
+
+
 def find_redis_passwords(text: str, lowered: str) -> Iterator[Span]:
-    """`requirepass PASS` and `masterauth PASS`, as a directive, a command or a flag."""
+    """`requirepass PASS` and `masterauth PASS`, as a directive, a command or a flag; redis-cli's
+    `AUTH PASS`."""
+    if "AUTH " in text or "AUTH\t" in text:
+        for match in _REDIS_AUTH.finditer(text):
+            start, end, quoted = value_span(match)
+            value = text[start:end]
+            # unquoted, a word alone is prose ("AUTH tokens rotate")
+            if given_password(value) and (quoted or not value.isalpha()):
+                yield start, end
     if "requirepass" not in lowered and "masterauth" not in lowered:
         return
     for match in _REDIS_PASSWORD.finditer(lowered):

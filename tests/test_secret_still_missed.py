@@ -682,3 +682,33 @@ def test_a_label_shaped_password_a_verb_gives_is_redacted(text: str, password: s
 )
 def test_labels_given_for_a_password_otherwise_stay_storable(text: str) -> None:
     assert find_secrets(text) == []
+
+
+# ------------------------------------------------------------------------ redis-cli's AUTH
+@pytest.mark.parametrize(
+    ("text", "password"),
+    [
+        ("AUTH r3d1sP@ss", "r3d1sP@ss"),
+        ("127.0.0.1:6379> AUTH Rd!sCl1Pw", "Rd!sCl1Pw"),
+        ("redis-cli\nAUTH default Xk9mm2pq\nPING", "Xk9mm2pq"),
+    ],
+)
+def test_a_password_given_to_redis_auth_is_redacted(text: str, password: str) -> None:
+    assert password not in redact(text)
+    assert find_secrets(text) != []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "AUTH is handled by the gateway",
+        "see the AUTH section below",
+        "AUTH <password>",
+        "AUTH $REDIS_PASSWORD",
+        "AUTH failed: WRONGPASS",
+        "AUTH tokens rotate",
+        "BASIC AUTH header",
+    ],
+)
+def test_lines_that_start_with_auth_and_give_no_password_stay_storable(text: str) -> None:
+    assert find_secrets(text) == []
