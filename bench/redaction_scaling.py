@@ -162,6 +162,9 @@ ADVERSARIAL = {
     "bare userinfo": "a:b1cd@e.fg ",
     "at signs": "@",
     "colons before at signs": ":abcd@",
+    # keytool's several password flags (orcad/secret_commands.py)
+    "keytool flags": "keytool -storepass abcd -keypass efgh ",
+    "keytool flags after one": "keytool -storepass abcd" + " -keypass efgh" * 2000 + "\n",
 }
 
 

@@ -83,6 +83,25 @@ _TOOL_FLAGS = (
 )
 
 
+# keytool takes several passwords in one command (-storepass X -keypass Y): the flags after
+# the first one found, up to the command's end
+_KEYTOOL_MORE = re.compile(r"[ \t]-(?:src|dest)?(?:store|key)pass(?:=|[ \t]+)" + _VALUE)
+_COMMAND_END = re.compile(r"[\n|;&]")
+
+
+def _more_keytool_passwords(text: str, lowered: str, after: int) -> Iterator[Span]:
+    """The pass flags after `after` on keytool's command line. Read up to the next keytool
+    too, whose own match reads on, and the command's end is looked for only that far: each
+    flag is read once."""
+    following = lowered.find("keytool", after)
+    limit = len(lowered) if following < 0 else following
+    ends = _COMMAND_END.search(lowered, after, limit)
+    for match in _KEYTOOL_MORE.finditer(lowered, after, limit if ends is None else ends.start()):
+        start, end, _ = value_span(match)
+        if given_password(text[start:end]):
+            yield start, end
+
+
 # A word of prose where a command's argument goes, then a plain word: the command is named in
 # a sentence ("use wpa_passphrase to generate"), where a passphrase would be chosen.
 _NOT_PROSE = (
@@ -400,3 +419,5 @@ def find_credential_flags(text: str, lowered: str) -> Iterator[Span]:
             value = text[start:end]
             if given_password(value) and _PORT_MAPPING.match(value) is None:
                 yield start, end
+            if command == "keytool":  # and the pass flags after it on the command line
+                yield from _more_keytool_passwords(text, lowered, match.end())

@@ -712,3 +712,27 @@ def test_a_password_given_to_redis_auth_is_redacted(text: str, password: str) ->
 )
 def test_lines_that_start_with_auth_and_give_no_password_stay_storable(text: str) -> None:
     assert find_secrets(text) == []
+
+
+# ------------------------------------------------------- every password flag of one keytool
+@pytest.mark.parametrize(
+    ("text", "passwords"),
+    [
+        ("keytool -storepass St0re!Pw -keypass K3y!PwX", ["St0re!Pw", "K3y!PwX"]),
+        (
+            "keytool -importkeystore -srcstorepass S1rcPw! -deststorepass D3stPw! -alias app",
+            ["S1rcPw!", "D3stPw!"],
+        ),
+    ],
+)
+def test_every_password_flag_of_one_keytool_command_is_redacted(
+    text: str, passwords: list[str]
+) -> None:
+    redacted = redact(text)
+    assert all(password not in redacted for password in passwords), redacted
+
+
+def test_a_pass_flag_of_another_command_after_keytool_is_left_to_its_own_rules() -> None:
+    assert redact("keytool -list -storepass Abc12345; echo -keypass here") == (
+        "keytool -list -storepass [REDACTED:password_flag]; echo -keypass here"
+    )
