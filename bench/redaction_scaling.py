@@ -150,6 +150,7 @@ ADVERSARIAL = {
     "values to log in": "use a1! to log in ",
     "logins with ands": "log into x with a and b1!c ",
     "ands": " and a1! and",
+    "verbs and ands": "log and sign and ",
     # a password around its name (orcad/secret_sentences.py)
     "values before names": "a1!b is the password ",
     "names set to": "set the pw to ",

@@ -290,7 +290,7 @@ _REDIS_AUTH = re.compile(
 def find_redis_passwords(text: str, lowered: str) -> Iterator[Span]:
     """`requirepass PASS` and `masterauth PASS`, as a directive, a command or a flag; redis-cli's
     `AUTH PASS`."""
-    if "AUTH " in text or "AUTH\t" in text:
+    if "AUTH" in text:
         for match in _REDIS_AUTH.finditer(text):
             start, end, quoted = value_span(match)
             value = text[start:end]

@@ -84,6 +84,19 @@ def _marked_as_password(value: str) -> bool:
 _VERB_STARTS = ("log", "sign", "ssh", "connect", "auth")
 
 
+def _ands_after_verbs(lowered: str) -> list[int]:
+    """Where " and " stands within reach after a login verb's start: looked for from each
+    verb, which prose holds fewer of than " and "."""
+    found: set[int] = set()
+    for literal in _VERB_STARTS:
+        for verb in _places(lowered, literal):
+            at = lowered.find(" and ", verb, verb + _LOGIN_REACH)
+            while at >= 0:
+                found.add(at)
+                at = lowered.find(" and ", at + 1, verb + _LOGIN_REACH)
+    return sorted(found)
+
+
 def _login_with_user(lowered: str, start: int, at: int) -> bool:
     """Whether a login and its user end at `at` (from `start` on its line): matched only where
     a verb starts, found with str.rfind (a search tried at each of the 96 characters before
@@ -120,7 +133,7 @@ def find_login_passwords(text: str, lowered: str) -> Iterator[Span]:
         value_end = end_before_trailing(text, value_start, value_end)
         if _password_like(text[value_start:value_end]):
             yield value_start, value_end
-    for at in _places(lowered, " and "):
+    for at in _ands_after_verbs(lowered):
         match = _AND_VALUE.match(lowered, at)
         if match is None:
             continue
