@@ -2,11 +2,11 @@
 with tr0ub4dor&3abc", "log in to grafana as admin using P@ssw0rd!23zz", "log into the router
 with admin and R0uter!pass", "use `Winter2024!xq` to log in as admin".
 
-Pure module: no I/O. Each form is found from a literal (" as " before the user, " and "
-between the user and the value, " to " before "log in" and its kin after the value), looked
-for with str.find, and each place is matched there: text without them costs three passes at C
-speed. The value counts only when it looks
-chosen (`is_chosen_password`) and holds a digit or a symbol a name does not (`!@#$%^&*+=?~`):
+Pure module: no I/O. Each form is found from a literal, looked for with str.find, and matched
+there: " as " before the user, " to " before "log in" and its kin after the value, and " and "
+between the user and the value, looked for only after a login verb's start (prose holds fewer
+of those). The value counts only when it looks chosen (`is_chosen_password`) and holds a digit
+or a symbol a name does not (`!@#$%^&*+=?~`):
 "log in as admin with sso", "with okta" or "with the-ssh-key" are ways to log in, not
 passwords, and "npm@10" is a package.
 """
@@ -39,8 +39,8 @@ _LOGIN_VERB = (
 )
 _LOGIN_BEFORE = re.compile(_LOGIN_VERB + r"[ \t]*\Z")
 # "log into the router with admin and R0uter!pass", "the jenkins login: ci-bot and X": a login
-# with a user and then, after " and ", its password (matched at each " and ")
-# (a value with no digit nor symbol fails here, in C: most words after " and " are words)
+# with a user and then, after " and ", its password (matched at each " and " that follows a
+# login verb; a value with no digit nor symbol fails here, in C)
 _AND_VALUE = re.compile(
     r" and[ \t]+(?P<quote>[`'\"]?)(?=[^\s`'\"]*[0-9!@#$%^&*+=?~])"
     r"(?P<value>[^\s`'\"]{4,128}+)(?P=quote)"

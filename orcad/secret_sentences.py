@@ -343,8 +343,6 @@ def find_stated_passwords(text: str, lowered: str) -> Iterator[Span]:
 
 
 _MARKS = frozenset("!@#$%^&*+=?~")
-
-
 _EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[a-z]", re.IGNORECASE)
 
 
