@@ -402,12 +402,6 @@ def registered_commands(text: str, path: Path, kind: str, agent: str) -> list[li
     return [[command, *words]]
 
 
-def registered_programs(text: str, path: Path, kind: str, agent: str) -> list[str]:
-    """The programs orca's entries in a file run (for orcactl doctor, which checks each is
-    there: an orcactl since removed leaves the agent with hooks that all fail)."""
-    return [words[0] for words in registered_commands(text, path, kind, agent) if words]
-
-
 def pinned_value(words: list[str], option: str) -> str | None:
     """The value a command line gives `option` (`--home DIR` or `--home=DIR`), if any."""
     for index, word in enumerate(words):

@@ -42,7 +42,11 @@ args = ["--read-only"]
 
 
 def _integrate(
-    orca: OrcaEnv, *args: str, env: dict[str, str] | None = None, timeout: float = 60
+    orca: OrcaEnv,
+    *args: str,
+    env: dict[str, str] | None = None,
+    timeout: float = 60,
+    cwd: Path | None = None,
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [ORCACTL, "integrate", *args],
@@ -50,6 +54,7 @@ def _integrate(
         text=True,
         env={**orca.env, **(env or {})},
         timeout=timeout,
+        cwd=cwd,
     )
 
 

@@ -63,20 +63,12 @@ def test_integrate_writes_the_home_and_config_dir_absolute_into_every_hook_and_t
     codex_home = orca_env.root / "codex-home"
     codex_home.mkdir()
     env = {
-        **orca_env.env,
         "CODEX_HOME": str(codex_home),
         "ORCA_HOME": "homes/orca",  # relative: to where integrate runs
         "ORCA_CONFIG_DIR": "~/deliberate",
     }
     for agent in ("claude-code", "codex"):
-        done = subprocess.run(
-            [ORCACTL, "integrate", agent],
-            capture_output=True,
-            text=True,
-            env=env,
-            cwd=orca_env.root,
-            timeout=60,
-        )
+        done = _integrate(orca_env, agent, env=env, cwd=orca_env.root)
         assert done.returncode == 0, done.stderr
     home = orca_env.root / "homes" / "orca"
     config_dir = _home(orca_env) / "deliberate"
@@ -95,14 +87,7 @@ def test_integrate_writes_the_home_and_config_dir_absolute_into_every_hook_and_t
             assert words[words.index("--config-dir") + 1] == str(config_dir)
     # and taken out again by --remove, as orca's own
     for agent in ("claude-code", "codex"):
-        removed = subprocess.run(
-            [ORCACTL, "integrate", agent, "--remove"],
-            capture_output=True,
-            text=True,
-            env=env,
-            cwd=orca_env.root,
-            timeout=60,
-        )
+        removed = _integrate(orca_env, agent, "--remove", env=env, cwd=orca_env.root)
         assert removed.returncode == 0, removed.stderr
     # (files integrate made, left empty, are deleted)
     assert not (_home(orca_env) / ".claude" / "settings.json").exists()

@@ -621,6 +621,16 @@ def test_words_after_a_keys_name_stay_storable(text: str) -> None:
     assert find_secrets(text) == []
 
 
+@pytest.mark.parametrize(("length", "redacted"), [(23, False), (24, True)])
+def test_a_value_right_after_a_keys_name_counts_from_24_characters(
+    length: int, redacted: bool
+) -> None:
+    value = "4f9c2e7b8a1d3f6e0c5b9a2d7e4f1c8b"[:length]
+    assert (find_secrets(f"datadog api key {value}") != []) is redacted
+    # with a verb, 16 are enough, as before
+    assert find_secrets(f"the datadog api key is {value[:16]}") != []
+
+
 # ---------------------------------- a user and password before a host, with no scheme before
 @pytest.mark.parametrize(
     ("text", "password"),
