@@ -60,11 +60,19 @@ _NAME_QUALIFIERS = (
     r"sandbox|local|base|old|new|prev|previous|next|current|primary|secondary|backup|main|"
     r"default|v?[0-9]{1,3}))*"
 )
+# the end of a credential's name, which an = inside a value must not follow
+_NOT_A_NAME = "".join(
+    f"(?<!{name})" for name in ("pass", "word", "pwd", "pw", "phrase", "code", "mnemonic", "secret")
+) + "".join(f"(?<!{name})" for name in ("token", "key", "credential", "credentials"))
 _ASSIGNMENT_TAIL = (
     _NAME_QUALIFIERS + r"[\"']?[ \t]{0,8}(?:=>|:=|==?|:)[ \t]{0,8}"
     rf"(?:{QUOTED_VALUES}|"
-    # an & inside a value is kept unless a query parameter (&name=) follows
-    r"((?:[^\s\"'`,;&=(){}\[\]<>]|&(?![a-z_][a-z0-9_.\-]{0,64}=)){1,256}+=*))"
+    # an & inside a value is kept unless a query parameter (&name=) follows, and an = when more
+    # of the value follows it (a Django key, `django-insecure-k=0z...`) and it does not end
+    # another credential's name (`api_key=api_key=`: names, not a value); an = ending it is
+    # padding
+    r"((?:[^\s\"'`,;&=(){}\[\]<>]|&(?![a-z_][a-z0-9_.\-]{0,64}=)"
+    rf"|{_NOT_A_NAME}=++(?=[^\s\"'`,;&=(){{}}\[\]<>])){{1,256}}+=*))"
 )
 _AWS_SECRET = re.compile(
     r"secret_?access_?key[\"']?[ \t]{0,8}(?:=>|:=|=|:)[ \t]{0,8}[\"']?"

@@ -746,3 +746,32 @@ def test_a_pass_flag_of_another_command_after_keytool_is_left_to_its_own_rules()
     assert redact("keytool -list -storepass Abc12345; echo -keypass here") == (
         "keytool -list -storepass [REDACTED:password_flag]; echo -keypass here"
     )
+
+
+# ------------------------------------------------- an unquoted value holding an = sign
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        (
+            "SECRET_KEY=django-insecure-fc*6fo%77k=k0zt_=pp1_+73ac#gkn3s&krpy0t",
+            "django-insecure-fc*6fo%77k=k0zt_=pp1_+73ac#gkn3s&krpy0t",
+        ),
+        ("SESSION_SECRET=Xk9=Lm2Qp7Zr4", "Xk9=Lm2Qp7Zr4"),
+        ("DJANGO_SECRET_KEY=django-insecure-9x!lq2=zz8&k#m", "django-insecure-9x!lq2=zz8&k#m"),
+        ("password=abc==def", "abc==def"),
+    ],
+)
+def test_an_unquoted_value_is_read_past_an_equals_sign(text: str, value: str) -> None:
+    _assert_only_value_redacted(text, value, "credential_assignment")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "api_key=api_key=api_key=",
+        "https://example.com/cb?token=abc&state=xyz",
+        "password=password=",
+    ],
+)
+def test_names_chained_by_equals_signs_stay_storable(text: str) -> None:
+    assert redact(text) == text
