@@ -185,3 +185,57 @@ def test_a_rule_about_such_a_state_is_still_kept(turn: str) -> None:
 )
 def test_a_hedge_word_that_names_a_thing_does_not_refuse_the_fact(turn: str) -> None:
     assert len(_facts(turn)) == 1
+
+
+# what the real `claude` binary's first turn gave: "This for the project: we use pnpm, ..." and
+# no second fact
+@pytest.mark.parametrize(
+    ("turn", "facts"),
+    [
+        (
+            "Remember this for the project: we use pnpm, never npm, for the web app. "
+            "Also the staging database is db-staging-2.",
+            [
+                "The project uses pnpm, never npm, for the web app.",
+                "The staging database is db-staging-2.",
+            ],
+        ),
+        (
+            "Remember this: the staging database is db-staging-2.",
+            ["The staging database is db-staging-2."],
+        ),
+        (
+            "remember for this repo that releases are cut on Tuesdays",
+            ["Releases are cut on Tuesdays."],
+        ),
+        (
+            "Keep in mind the following: deploys go through ArgoCD. And the cluster is eks-prod-3.",
+            ["Deploys go through ArgoCD.", "The cluster is eks-prod-3."],
+        ),
+        ("Please remember to run the linter before pushing.", ["Run the linter before pushing."]),
+    ],
+)
+def test_what_a_request_to_remember_is_for_is_not_kept_as_the_fact(
+    turn: str, facts: list[str]
+) -> None:
+    assert [fact["fact"] for fact in _facts(turn)] == facts
+
+
+@pytest.mark.parametrize(
+    ("turn", "facts"),
+    [
+        # "this" names the fact's subject when no colon or comma follows it
+        (
+            "Remember this function returns None when empty.",
+            ["This function returns None when empty."],
+        ),
+        # a sentence that goes on needs a request before it, and must be a statement
+        ("We use pnpm. Also the staging database is db-staging-2.", ["The project uses pnpm."]),
+        ("Remember that we use pnpm. Also can you fix the build?", ["The project uses pnpm."]),
+        ("Remember that we use pnpm. Also I'm off tomorrow.", ["The project uses pnpm."]),
+    ],
+)
+def test_sentences_after_a_request_are_kept_only_when_they_go_on_with_it(
+    turn: str, facts: list[str]
+) -> None:
+    assert [fact["fact"] for fact in _facts(turn)] == facts

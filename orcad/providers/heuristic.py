@@ -47,7 +47,7 @@ from typing import Literal
 from orcad import limits
 from orcad.providers.heuristic_refusals import refused, taken_back
 
-HEURISTIC_VERSION = "heuristic-v4"  # bump whenever a rule changes what is extracted
+HEURISTIC_VERSION = "heuristic-v5"  # bump whenever a rule changes what is extracted
 NOTHING = "NOTHING"
 
 Category = Literal["user", "feedback", "project", "reference"]
@@ -66,12 +66,23 @@ _FILLER = re.compile(
     _FLAGS,
 )
 
-_REMEMBER_TO = re.compile(r"^(?:remember|don't forget|do not forget)\s+to\s+(?P<body>.+)$", _FLAGS)
+_REMEMBER_TO = re.compile(
+    r"^(?:please\s+)?(?:remember|don't forget|do not forget)\s+to\s+(?P<body>.+)$", _FLAGS
+)
+# what a request may say it is for before the fact: "Remember this for the project: ...",
+# "remember for this repo that ...", "keep in mind the following: ..."
+_FOR_THE_PROJECT = r"(?:for|about|in)\s+(?:the|this|our)\s+(?:project|repo|repository|codebase|app)"
 _REMEMBER = re.compile(
-    r"^(?:remember|don't forget|do not forget|keep in mind|for future reference|for the record)"
-    r"\b[,:]?\s*(?:that\s+)?(?P<body>.+)$",
+    r"^(?:please\s+)?"
+    r"(?:remember|don't forget|do not forget|keep in mind|for future reference|for the record)\b"
+    rf"(?:\s+(?:this|these|the following)(?:\s+{_FOR_THE_PROJECT})?\s*[:,]"
+    rf"|\s+{_FOR_THE_PROJECT}\b[,:]?)?"
+    r"[,:]?\s*(?:that\s+)?(?P<body>.+)$",
     _FLAGS,
 )
+# "Remember this: we use pnpm. Also, the staging database is db-staging-2.": a sentence that
+# goes on with a request to remember is part of it
+_GOES_ON = re.compile(r"^(?:also|and|plus)\b[,:]?\s+(?P<body>.+)$", _FLAGS)
 # "Fix the build and remember that we use pnpm": an explicit request inside a longer sentence.
 _EMBEDDED_REMEMBER = re.compile(
     r"(?:[,;:]\s*|\s(?:and|but|also|please|so|then)\s+)(?:please\s+)?"
@@ -363,6 +374,7 @@ def extract_facts(source: str) -> list[HeuristicFact]:
         if role != "user":
             continue
         previous: str | None = None  # the key of the fact the sentence before gave
+        asked = False  # whether the sentence before was a request to remember
         for sentence in prose_sentences(content):
             if len(facts) > limits.EXTRACTOR_MAX_FACTS:  # only the last can still be taken back
                 return list(facts.values())[: limits.EXTRACTOR_MAX_FACTS]
@@ -371,6 +383,9 @@ def extract_facts(source: str) -> list[HeuristicFact]:
                 del facts[previous]
             said = sentence if rest is None else rest
             fact = classify_sentence(said) if said else None
+            if fact is None and asked and (going_on := _GOES_ON.match(said)):
+                fact = classify_sentence(f"remember that {going_on.group('body')}")
+            asked = fact is not None and bool(_REMEMBER.match(said) or _GOES_ON.match(said))
             previous = None
             if fact is None or fact.fact.casefold() in facts:
                 continue
