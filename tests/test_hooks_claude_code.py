@@ -3,11 +3,13 @@ shaped as Claude Code writes them (thinking, tool use, sidechains, reminders, co
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -969,3 +971,72 @@ def test_a_stop_that_orcad_drops_every_time_gives_up_within_its_budget(
     assert 5 < proxy.dropped < 40  # tried again, each pause longer, up to a second
     assert took < 20.0
     assert _jobs(daemon) == []
+
+
+def test_a_new_sessions_first_prompt_is_recalled_and_captured_as_one_turn(
+    tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess
+) -> None:
+    # claude 2.1.332, as recorded: the transcript its hook inputs name does not exist yet at
+    # SessionStart and at the first UserPromptSubmit (it is written once the prompt is
+    # accepted), SessionStart carries no permission_mode, and Stop already finds the turn
+    log = _transcript(tmp_path)
+    log.path.unlink()
+    prompt = "Remember this for the project: we use pnpm, never npm, for the web app."
+    base = {"session_id": SESSION, "transcript_path": str(log.path), "cwd": log.cwd}
+    started = {**base, "hook_event_name": "SessionStart", "source": "startup"}
+    prompt_id = "0907eab2-7b74-4f4d-9148-9ecfd4d174be"
+    submitted = {
+        **base,
+        "prompt_id": prompt_id,
+        "permission_mode": "default",
+        "hook_event_name": "UserPromptSubmit",
+        "prompt": prompt,
+    }
+    stopped = {
+        **base,
+        "prompt_id": prompt_id,
+        "permission_mode": "default",
+        "effort": {"level": "medium"},
+        "hook_event_name": "Stop",
+        "stop_hook_active": False,
+        "last_assistant_message": "OK, noted.",
+        "background_tasks": [],
+        "session_crons": [],
+    }
+    assert run_hook(orca_env, "claude-code", "SessionStart", started).status == 0
+    submit = run_hook(orca_env, "claude-code", "UserPromptSubmit", submitted)
+    assert (submit.status, submit.stderr) == (0, "")
+    assert not log.path.exists()
+    log.user(prompt)
+    log.text("OK, noted.")
+    assert run_hook(orca_env, "claude-code", "Stop", stopped).status == 0
+    [job] = _jobs(daemon)
+    assert daemon.stop() == 0  # the snapshot it took is written by then
+    state = sqlite3.connect(orca_env.memory_root / "daemon-state.sqlite3")
+    with contextlib.closing(state):
+        recalled = [turn for (turn,) in state.execute("SELECT turn_id FROM recall_snapshots")]
+    assert recalled == [job.turn_id]
+    assert not (orca_env.memory_root / "agent-hooks.jsonl").exists()  # no hook failed
+
+
+def test_a_transcript_the_agent_never_writes_is_not_captured_and_not_a_problem(
+    tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess
+) -> None:
+    # `claude -p --no-session-persistence` names a transcript it never writes
+    log = _transcript(tmp_path)
+    log.path.unlink()
+    payload = log.payload("Stop", stop_hook_active=False, last_assistant_message="Done.")
+    stop = run_hook(orca_env, "claude-code", "Stop", payload)
+    assert (stop.status, stop.stdout, stop.stderr) == (0, "", "")
+    assert _jobs(daemon) == []
+    assert not (orca_env.memory_root / "agent-hooks.jsonl").exists()
+    # a transcript that is there and cannot be read still is one
+    log.path.write_text('{"type": "user" garbage\n')
+    assert run_hook(orca_env, "claude-code", "Stop", payload).status == 0
+    assert "not complete JSON" in (orca_env.memory_root / "agent-hooks.jsonl").read_text()
+
+
+def test_claude_codes_auto_mode_is_orcads_automatic_review() -> None:
+    assert common.mode_of({"permission_mode": "auto"}) == ("auto", True)
+    # SessionStart carries no mode: the session opens as normal, interactive
+    assert common.mode_of({"hook_event_name": "SessionStart"}) == ("normal", True)

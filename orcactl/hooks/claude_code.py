@@ -66,6 +66,9 @@ def prompt_submit(payload: dict[str, Any], context: HookContext) -> Answer:
     session_id = text_field(payload, "session_id")
     try:
         turns = _turns(payload.get("transcript_path"))
+    except transcript.TranscriptMissing:
+        # Claude Code writes a new session's transcript after this hook: its first prompt
+        turn_id = _submitted_turn_id([], session_id, prompt)
     except transcript.TranscriptProblem:
         # No transcript (none kept, missing, over the bound, malformed) to place the prompt in:
         # named by its text alone, a repeated prompt ("continue") would be taken for the earlier
@@ -126,7 +129,7 @@ def turn_report(
     try:
         turn = _final_turn(payload, context)
     except transcript.TranscriptProblem as problem:
-        if payload.get("transcript_path"):
+        if payload.get("transcript_path") and not isinstance(problem, transcript.TranscriptMissing):
             record_failure(AGENT, context.event, "transcript", problem.reason)
         report.update(
             turn_id=transcript.turn_id_for(TURN_PREFIX, session_id, -1, problem.reason),

@@ -24,6 +24,7 @@ PERMISSION_MODES: dict[str, tuple[str, bool]] = {
     "plan": ("plan", True),
     "dontAsk": ("normal", False),  # headless: orcad denies its memory changes, grants or not
     "bypassPermissions": ("yolo", True),
+    "auto": ("auto", True),  # Claude Code's classifier approves: orcad's automatic review
 }
 
 

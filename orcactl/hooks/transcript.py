@@ -47,6 +47,11 @@ class TranscriptProblem(Exception):
         self.reason = reason
 
 
+class TranscriptMissing(TranscriptProblem):
+    """No file at the transcript's path: not written yet (Claude Code creates it after the
+    session's first prompt is submitted), or never (`claude -p --no-session-persistence`)."""
+
+
 class PartialLine(TranscriptProblem):
     """The last line is still being written: the same read a moment later may succeed."""
 
@@ -77,7 +82,7 @@ def read_transcript(path: object) -> bytes:
                 raise TranscriptProblem(over)
             data = handle.read(TRANSCRIPT_MAX_BYTES + 1)
     except FileNotFoundError:
-        raise TranscriptProblem(f"transcript {path} does not exist") from None
+        raise TranscriptMissing(f"transcript {path} does not exist") from None
     except NotARegularFile:  # a directory, FIFO, socket or device
         raise TranscriptProblem(f"transcript {path} is not a regular file") from None
     except (OSError, ValueError) as exc:
