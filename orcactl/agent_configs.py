@@ -9,6 +9,7 @@ perhaps with `--socket PATH`, `--home DIR`, `--config-dir DIR`) or its MCP serve
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -24,8 +25,18 @@ AGENTS = ("claude-code", "codex")
 MCP_NAME = "orca"
 # Seconds each hook may run (the agents' `timeout`); the hook keeps within them itself.
 CLAUDE_HOOKS = {"SessionStart": 10, "UserPromptSubmit": 10, "Stop": 30, "SessionEnd": 10}
-CODEX_HOOKS = {"SessionStart": 10, "UserPromptSubmit": 10, "Stop": 30}
-CODEX_HOOKS_FLAG = "features.codex_hooks = true"
+# (Codex gives SessionEnd at most 3 s)
+CODEX_HOOKS = {"SessionStart": 10, "UserPromptSubmit": 10, "Stop": 30, "SessionEnd": 3}
+# Codex's switch for hooks: `hooks` (on by default since it was renamed from `codex_hooks`,
+# which still works and is warned about on every run); either set to false turns them off
+CODEX_HOOKS_FEATURE = "hooks"
+CODEX_OLD_HOOKS_FEATURE = "codex_hooks"
+CODEX_HOOKS_FLAG = f"features.{CODEX_HOOKS_FEATURE} = true"
+CODEX_DEFAULT_TIMEOUT_S = 600  # what Codex gives a hook that sets none
+# how Codex reads a definition before it hashes it (codex-cli 0.171, tests/recorded/): these
+# events take no matcher, and these have their timeout capped
+_CODEX_MATCHERLESS = frozenset({"user_prompt_submit", "stop"})
+_CODEX_TIMEOUT_CAPS = {"session_end": 3}
 # The agents' own non-interactive CLIs, offered as orca's `command` extraction provider. orcad
 # runs them in its own working directory (/ when orcactl starts it, the home directory under
 # systemd), where `codex exec` refuses to run without --skip-git-repo-check.
@@ -308,6 +319,45 @@ def edit_hooks(
     return _dump_json(data, text)
 
 
+def codex_trust(text: str, path: Path) -> dict[str, str]:
+    """What Codex records in config.toml to run each of orca's hooks in hooks.json `text` at
+    `path`: its key (`<path>:<event>:<group>:<handler>`, the event in snake case) and the hash
+    of its definition, as Codex computes it (sha256 of the compact JSON, keys sorted, of the
+    event, the group's matcher if any, and the handler with Codex's defaults filled in). Codex
+    skips a hook whose hash is not recorded there, saying nothing."""
+    hooks = _load_json(text, path).get("hooks")
+    trusted: dict[str, str] = {}
+    for event, groups in (hooks if isinstance(hooks, dict) else {}).items():
+        snake = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", str(event)).lower()
+        for group_index, group in enumerate(groups if isinstance(groups, list) else []):
+            handlers = group.get("hooks") if isinstance(group, dict) else None
+            for index, handler in enumerate(handlers if isinstance(handlers, list) else []):
+                if not (isinstance(handler, dict) and _is_ours(handler.get("command"), "codex")):
+                    continue
+                timeout = handler.get("timeout", CODEX_DEFAULT_TIMEOUT_S)
+                if snake in _CODEX_TIMEOUT_CAPS and isinstance(timeout, int):
+                    timeout = min(timeout, _CODEX_TIMEOUT_CAPS[snake])
+                identity: dict[str, Any] = {
+                    "event_name": snake,
+                    "hooks": [
+                        {
+                            "async": handler.get("async", False),
+                            "command": handler["command"],
+                            "timeout": timeout,
+                            "type": "command",
+                        }
+                    ],
+                }
+                if group.get("matcher") is not None and snake not in _CODEX_MATCHERLESS:
+                    identity["matcher"] = group["matcher"]
+                canonical = json.dumps(
+                    identity, sort_keys=True, separators=(",", ":"), ensure_ascii=False
+                )
+                digest = hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+                trusted[f"{path}:{snake}:{group_index}:{index}"] = f"sha256:{digest}"
+    return trusted
+
+
 def mcp_server(orcactl: str, pinned: Pinned | None, cwd: Path | None) -> dict[str, Any]:
     args = ["mcp"]
     if cwd is not None:
@@ -438,6 +488,7 @@ def missing_entries(text: str, path: Path, kind: str, agent: str) -> list[str]:
     data = toml_meaning(text, path)
     servers, features = data.get("mcp_servers"), data.get("features")
     missing = [] if isinstance(servers, dict) and MCP_NAME in servers else ["MCP server"]
-    if not (isinstance(features, dict) and features.get("codex_hooks") is True):
-        missing.append(CODEX_HOOKS_FLAG)  # Codex runs no hook without it
+    features = features if isinstance(features, dict) else {}
+    if True not in (features.get(CODEX_HOOKS_FEATURE), features.get(CODEX_OLD_HOOKS_FEATURE)):
+        missing.append(CODEX_HOOKS_FLAG)  # older Codex runs no hook without it
     return missing

@@ -11,6 +11,7 @@ import argparse
 import os
 import sys
 import time
+import tomllib
 from pathlib import Path
 
 from orcactl import agent_configs, toml_edits
@@ -79,6 +80,11 @@ def plan(args: argparse.Namespace, env: dict[str, str]) -> list[Change]:
     if args.extractor:
         found.append(Target(resolve_paths(env).config_file, "orca-config"))
     changes = []
+    # Codex runs a hook only when its user config records trust in the hook's definition: what
+    # integrate writes is trusted as Codex's /hooks would (unless --no-trust), and the trust in
+    # orca's hooks that were there before is taken back (their definitions are gone)
+    trust: dict[str, str] = {}
+    untrust: list[str] = []
     for target in found:
         before = read_config(target.path)
         text = before or ""
@@ -87,13 +93,24 @@ def plan(args: argparse.Namespace, env: dict[str, str]) -> list[Change]:
             after = agent_configs.edit_hooks(
                 text, target.path, args.agent, orcactl, pinned, remove=remove
             )
+            if target.kind == "codex-hooks" and project is None:
+                untrust = list(agent_configs.codex_trust(text, target.path))
+                if not args.no_trust:
+                    trust = agent_configs.codex_trust(after, target.path)
         elif target.kind == "claude-mcp":
             after = agent_configs.edit_claude_mcp(
                 text, target.path, orcactl, pinned, project, remove=remove
             )
         elif target.kind == "codex-config":
             after = toml_edits.edit_codex_config(
-                text, target.path, orcactl, pinned, project, remove=remove
+                text,
+                target.path,
+                orcactl,
+                pinned,
+                project,
+                remove=remove,
+                trust=trust,
+                untrust=untrust,
             )
         else:
             after = toml_edits.edit_orca_config(text, target.path, args.agent, remove=remove)
@@ -207,11 +224,13 @@ def agent_status(agent: str, env: dict[str, str]) -> tuple[bool, bool, str]:
         return False, False, f"{agent} not found"
     missing: list[str] = []
     commands: list[list[str]] = []
+    texts: dict[str, tuple[Path, str]] = {}
     for target in agent_configs.targets(agent, None, env):
         try:
             text = read_config(target.path) or ""
             missing += agent_configs.missing_entries(text, target.path, target.kind, agent)
             commands += agent_configs.registered_commands(text, target.path, target.kind, agent)
+            texts[target.kind] = (target.path, text)
         except Unparseable as exc:
             return True, False, str(exc)
     for program in dict.fromkeys(words[0] for words in commands if words):
@@ -228,7 +247,31 @@ def agent_status(agent: str, env: dict[str, str]) -> tuple[bool, bool, str]:
         return True, False, f"{agent}: partly connected (missing {', '.join(missing)})"
     if elsewhere := _pinned_elsewhere(commands, env):
         return True, False, f"{agent}: registered for {elsewhere}"
+    if agent == "codex" and (untrusted := _untrusted_codex_hooks(texts)):
+        return (
+            True,
+            False,
+            (
+                f"{agent}: Codex does not trust orca's {', '.join(untrusted)} hook(s), so it skips "
+                "them without a word (run `orcactl integrate codex`, or trust them in Codex: /hooks)"
+            ),
+        )
     return True, True, f"{agent}: hooks and MCP server registered"
+
+
+def _untrusted_codex_hooks(texts: dict[str, tuple[Path, str]]) -> list[str]:
+    """orca's Codex hooks whose definitions config.toml records no trust in (by event)."""
+    hooks_path, hooks_text = texts["codex-hooks"]
+    try:
+        states = tomllib.loads(texts["codex-config"][1]).get("hooks", {}).get("state", {})
+    except (tomllib.TOMLDecodeError, AttributeError):
+        return ["every"]
+    states = states if isinstance(states, dict) else {}
+    return [
+        key.split(":")[-3]
+        for key, digest in agent_configs.codex_trust(hooks_text, hooks_path).items()
+        if not (isinstance(states.get(key), dict) and states[key].get("trusted_hash") == digest)
+    ]
 
 
 def _same_directory(first: str, second: str) -> bool:

@@ -9,7 +9,7 @@ import copy
 import math
 import re
 import tomllib
-from collections.abc import Callable, Iterable, MutableMapping
+from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -18,6 +18,9 @@ import tomlkit
 import tomlkit.exceptions
 
 from orcactl.agent_configs import (
+    CODEX_HOOKS_FEATURE,
+    CODEX_HOOKS_FLAG,
+    CODEX_OLD_HOOKS_FEATURE,
     EXTRACTOR_ARGV,
     MCP_NAME,
     OLDER_EXTRACTOR_ARGV,
@@ -157,9 +160,19 @@ _FEATURES_DOTTED = re.compile(r"[ \t]*features[ \t]*\.")
 
 
 def edit_codex_config(
-    text: str, path: Path, orcactl: str, pinned: Pinned | None, cwd: Path | None, *, remove: bool
+    text: str,
+    path: Path,
+    orcactl: str,
+    pinned: Pinned | None,
+    cwd: Path | None,
+    *,
+    remove: bool,
+    trust: Mapping[str, str] | None = None,
+    untrust: Iterable[str] = (),
 ) -> str:
-    """config.toml: [mcp_servers.orca], and [features] codex_hooks = true for the hooks.
+    """config.toml: [mcp_servers.orca], [features] hooks = true, and the trust Codex needs to
+    run orca's hooks: `[hooks.state."<key>"] trusted_hash` for each of `trust` (set), and none
+    for each of `untrust` (orca's hooks that are gone).
 
     Every edit is checked against what the file means to a TOML parser: each of the user's keys
     keeps its value and its table (a `[table]` header added after dotted keys would capture the
@@ -170,23 +183,78 @@ def edit_codex_config(
     servers = _table_of(data, "mcp_servers", path)
     features = _table_of(data, "features", path)
     if remove:
-        return _without_server(text, path)
-    if features.get("codex_hooks") is False:
-        # the user turned Codex's hooks off: turning them on runs every hook they configured
-        raise Unparseable(
-            f"{path} sets `[features] codex_hooks = false`, so Codex runs no hooks, orca's "
-            "included; turning it on would run every other hook configured too. Set it to "
-            "true yourself (or remove the line) and run integrate again"
-        )
+        return _with_trust(_without_server(text, path), path, {}, untrust)
+    for name in (CODEX_HOOKS_FEATURE, CODEX_OLD_HOOKS_FEATURE):
+        if features.get(name) is False:
+            # the user turned Codex's hooks off: turning them on runs every hook they configured
+            raise Unparseable(
+                f"{path} sets `[features] {name} = false`, so Codex runs no hooks, orca's "
+                "included; turning it on would run every other hook configured too. Set it to "
+                "true yourself (or remove the line) and run integrate again"
+            )
     owned = mcp_server(orcactl, pinned, cwd)
     wanted = updated_mcp_entry(servers.get(MCP_NAME), owned)
-    if servers.get(MCP_NAME) == wanted and features.get("codex_hooks") is True:
-        return text  # already there: not a byte changes
     newline = _newline(text)
-    added = _server_updated_in_place(text, data, owned, wanted)
-    if added is None:
-        added = _server_added(text, path, wanted, newline)
-    return _with_hooks_flag(added, data, features, path, newline)
+    added = text  # orca's server already there: not a byte of it changes
+    if servers.get(MCP_NAME) != wanted:
+        in_place = _server_updated_in_place(text, data, owned, wanted)
+        added = _server_added(text, path, wanted, newline) if in_place is None else in_place
+    flagged = _with_hooks_flag(added, features, path, newline)
+    return _with_trust(flagged, path, trust or {}, untrust)
+
+
+def _with_trust(text: str, path: Path, trust: Mapping[str, str], untrust: Iterable[str]) -> str:
+    """`[hooks.state."<key>"] trusted_hash = "<hash>"` for each of `trust` (other keys of such
+    a table kept), each of `untrust` that `trust` does not give again taken out."""
+    data = tomllib.loads(text)
+    hooks = data.get("hooks", {})
+    state = hooks.get("state", {}) if isinstance(hooks, dict) else None
+    if not isinstance(hooks, dict) or not isinstance(state, dict):
+        raise Unparseable(f"{path}: `hooks` or `hooks.state` is not a table")
+    gone = [key for key in untrust if key in state and key not in trust]
+    changed = {k: v for k, v in trust.items() if state.get(k, {}).get("trusted_hash") != v}
+    if not gone and not changed:
+        return text
+    expected = copy.deepcopy(data)
+    table = expected.setdefault("hooks", {}).setdefault("state", {})
+    for key in gone:
+        del table[key]
+    for key, digest in changed.items():
+        table.setdefault(key, {})["trusted_hash"] = digest
+    if not table:
+        del expected["hooks"]["state"]
+    if not expected["hooks"]:
+        del expected["hooks"]
+
+    def by_tomlkit() -> str:
+        document = tomlkit.parse(text)
+        if "hooks" not in document:
+            document["hooks"] = tomlkit.table(is_super_table=True)
+        if "state" not in document["hooks"]:
+            document["hooks"]["state"] = tomlkit.table(is_super_table=True)
+        states = document["hooks"]["state"]
+        for key in gone:
+            del states[key]
+        for key, digest in changed.items():
+            if key in states:
+                states[key]["trusted_hash"] = digest
+            else:
+                entry = tomlkit.table()
+                entry["trusted_hash"] = digest
+                states[key] = entry
+        if not states:
+            del document["hooks"]["state"]
+        if not document["hooks"]:
+            del document["hooks"]
+        return document.as_string()
+
+    result = _faithful(text, [by_tomlkit], expected)
+    if result is None:
+        raise Unparseable(
+            f"{path}: the trust Codex needs to run orca's hooks cannot be recorded without "
+            "changing what the rest of the file means; trust them in Codex (/hooks)"
+        )
+    return result
 
 
 def _server_updated_in_place(
@@ -240,14 +308,14 @@ def _server_added(text: str, path: Path, wanted: dict[str, Any], newline: str) -
     return added
 
 
-def _with_hooks_flag(
-    text: str, data: dict[str, Any], features: dict[str, Any], path: Path, newline: str
-) -> str:
-    """`features.codex_hooks = true` added where it keeps every other key's meaning."""
-    if features.get("codex_hooks") is True:
+def _with_hooks_flag(text: str, features: dict[str, Any], path: Path, newline: str) -> str:
+    """`features.hooks = true` added where it keeps every other key's meaning (an older Codex
+    runs no hook without it; `codex_hooks = true`, its old name, is as good)."""
+    if True in (features.get(CODEX_HOOKS_FEATURE), features.get(CODEX_OLD_HOOKS_FEATURE)):
         return text
-    expected = tomllib.loads(text)
-    expected.setdefault("features", {})["codex_hooks"] = True  # hooks are behind this flag
+    data = tomllib.loads(text)
+    expected = copy.deepcopy(data)
+    expected.setdefault("features", {})[CODEX_HOOKS_FEATURE] = True
     lines = text.splitlines(keepends=True)
     headers = [i for i, line in enumerate(lines) if _FEATURES_HEADER.fullmatch(line)]
     dotted = [i for i, line in enumerate(lines) if _FEATURES_DOTTED.match(line)]
@@ -256,26 +324,29 @@ def _with_hooks_flag(
         document = tomlkit.parse(text)
         if "features" not in document:
             document["features"] = tomlkit.table()
-        document["features"]["codex_hooks"] = True
+        document["features"][CODEX_HOOKS_FEATURE] = True
         return document.as_string()
 
     candidates: list[Callable[[], str]] = []
     if "features" not in data:
-        candidates.append(lambda: _append(text, ["[features]", "codex_hooks = true"], newline))
-    candidates += [partial(_insert_after, text, i, "codex_hooks = true", newline) for i in headers]
+        candidates.append(
+            lambda: _append(text, ["[features]", f"{CODEX_HOOKS_FEATURE} = true"], newline)
+        )
     candidates += [
-        partial(_insert_after, text, i, "features.codex_hooks = true", newline)
-        for i in reversed(dotted)
+        partial(_insert_after, text, i, f"{CODEX_HOOKS_FEATURE} = true", newline) for i in headers
     ]
     candidates += [
-        lambda: _append(text, ["[features]", "codex_hooks = true"], newline),
+        partial(_insert_after, text, i, CODEX_HOOKS_FLAG, newline) for i in reversed(dotted)
+    ]
+    candidates += [
+        lambda: _append(text, ["[features]", f"{CODEX_HOOKS_FEATURE} = true"], newline),
         by_tomlkit,
-        lambda: _insert_after(text, -1, "features.codex_hooks = true", newline),
+        lambda: _insert_after(text, -1, CODEX_HOOKS_FLAG, newline),
     ]
     result = _faithful(text, candidates, expected)
     if result is None:
         raise Unparseable(
-            f"{path}: `features.codex_hooks = true` cannot be added without changing what the "
+            f"{path}: `{CODEX_HOOKS_FLAG}` cannot be added without changing what the "
             "rest of the file means; add it by hand"
         )
     return result

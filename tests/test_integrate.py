@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 import trio
 
+from orcactl import agent_configs
 from orcactl.integrate import agent_status
 from orcad.paths import SOCKET_PATH_MAX_BYTES
 from orcad.providers.command import CommandProvider
@@ -148,10 +149,17 @@ def test_codex_keeps_comments_and_other_servers(orca_env: OrcaEnv) -> None:
     config = tomllib.loads(text)
     assert config["mcp_servers"]["github"] == {"command": "github-mcp", "args": ["--read-only"]}
     assert config["mcp_servers"]["orca"]["command"] == ORCACTL
-    assert config["features"]["codex_hooks"] is True
+    assert config["features"]["hooks"] is True
     hooks = json.loads((codex_home / "hooks.json").read_text())["hooks"]
-    assert set(hooks) == {"SessionStart", "UserPromptSubmit", "Stop"}
+    assert set(hooks) == {"SessionStart", "UserPromptSubmit", "Stop", "SessionEnd"}
     assert hooks["Stop"][0]["hooks"][0]["command"] == _ours(orca_env, "codex", "Stop")
+    # Codex runs only the hooks whose definition its user config trusts
+    hooks_file = codex_home / "hooks.json"
+    assert config["hooks"]["state"] == {
+        key: {"trusted_hash": digest}
+        for key, digest in agent_configs.codex_trust(hooks_file.read_text(), hooks_file).items()
+    }
+    assert len(config["hooks"]["state"]) == 4
     assert "nothing to change" in _integrate(orca_env, "codex", env=env).stdout
     assert _integrate(orca_env, "codex", "--remove", env=env).returncode == 0
     after = (codex_home / "config.toml").read_text()
@@ -485,11 +493,19 @@ def test_doctor_reports_each_agent_found(orca_env: OrcaEnv) -> None:
     assert _integrate(orca_env, "codex", env=env).returncode == 0
     after = agents()
     assert [f["status"] for f in after] == ["ok", "ok"]
+    # Codex skips, without a word, a hook its config does not trust (as integrate --no-trust
+    # leaves them, or every registration made before integrate wrote the trust)
+    assert _integrate(orca_env, "codex", "--no-trust", env=env).returncode == 0
+    untrusted = agents()[1]
+    assert untrusted["status"] == "problem" and "does not trust" in untrusted["detail"]
+    assert "SessionStart" not in untrusted["detail"] and "session_start" in untrusted["detail"]
+    assert _integrate(orca_env, "codex", env=env).returncode == 0
+    assert agents()[1]["status"] == "ok"
     # Codex runs no hook without its feature flag: registered hooks alone are not connected
     config = codex_home / "config.toml"
-    config.write_text(config.read_text().replace("codex_hooks = true", "codex_hooks = false"))
+    config.write_text(config.read_text().replace("hooks = true", "hooks = false"))
     flag_off = agents()[1]
-    assert flag_off["status"] == "problem" and "codex_hooks" in flag_off["detail"]
+    assert flag_off["status"] == "problem" and "features.hooks" in flag_off["detail"]
 
 
 def test_a_symlinked_settings_file_stays_a_symlink_and_backups_are_private(
@@ -773,17 +789,19 @@ def test_only_the_hooks_integrate_writes_are_orcas(orca_env: OrcaEnv) -> None:
     assert removed == {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": wrapper}]}]}}
 
 
+@pytest.mark.parametrize("name", ["hooks", "codex_hooks"])
 def test_codex_hooks_the_user_turned_off_are_not_turned_on_behind_their_back(
-    orca_env: OrcaEnv,
+    orca_env: OrcaEnv, name: str
 ) -> None:
     # integrate set `codex_hooks = false` to true, so every hook the user had switched off ran
+    # (`hooks` is its name since Codex renamed it)
     codex_home = orca_env.root / "codex-home"
     codex_home.mkdir()
-    config = "# hooks off while I debug\n[features]\ncodex_hooks = false\n"
+    config = f"# hooks off while I debug\n[features]\n{name} = false\n"
     (codex_home / "config.toml").write_text(config)
     env = {"CODEX_HOME": str(codex_home)}
     refused = _integrate(orca_env, "codex", env=env)
-    assert refused.returncode == 1 and "codex_hooks = false" in refused.stderr, refused.stderr
+    assert refused.returncode == 1 and f"{name} = false" in refused.stderr, refused.stderr
     assert "Traceback" not in refused.stderr
     assert (codex_home / "config.toml").read_text() == config
     assert sorted(p.name for p in codex_home.iterdir()) == ["config.toml"]  # nothing at all

@@ -63,7 +63,7 @@ def _without_orca(data: dict[str, Any]) -> dict[str, Any]:
     if not servers:
         data.pop("mcp_servers", None)
     features = data.get("features", {})
-    features.pop("codex_hooks", None)
+    features.pop("hooks", None)  # what integrate adds, where neither name is set
     if not features:
         data.pop("features", None)
     return data
@@ -85,7 +85,7 @@ def test_codex_config_keeps_the_meaning_of_every_user_key(layout: str) -> None:
     first = _edit(text)
     after = tomllib.loads(first)
     assert after["mcp_servers"]["orca"] == WANTED
-    assert after["features"]["codex_hooks"] is True
+    assert True in (after["features"].get("hooks"), after["features"].get("codex_hooks"))
     assert _without_orca(after) == _without_orca(before)
     assert _edit(first) == first  # a second run changes no byte
     if "\r\n" in text:  # the file's own line ending, not a mix
@@ -95,8 +95,8 @@ def test_codex_config_keeps_the_meaning_of_every_user_key(layout: str) -> None:
     assert "orca" not in data.get("mcp_servers", {})
     assert _without_orca(data) == _without_orca(before)
     if "codex_hooks" not in before.get("features", {}):
-        # codex_hooks = true stays (documented); everything else is as it was
-        assert data.get("features", {}).pop("codex_hooks") is True
+        # hooks = true stays (documented); everything else is as it was
+        assert data.get("features", {}).pop("hooks") is True
         if not data.get("features", {}):
             data.pop("features", None)
         assert data == before
@@ -142,15 +142,21 @@ def test_codex_with_dotted_keys_and_crlf_end_to_end(orca_env: OrcaEnv) -> None:
     first = config.read_bytes()
     assert b"\n" not in first.replace(b"\r\n", b"")
     data = tomllib.loads(first.decode())
-    assert data["model"] == "o3" and data["features"] == {"web": True, "codex_hooks": True}
+    assert data["model"] == "o3" and data["features"] == {"web": True, "hooks": True}
     assert data["mcp_servers"]["other"] == {"command": "x"}
+    assert sorted(key.split(":")[-3] for key in data["hooks"]["state"]) == [
+        "session_end",
+        "session_start",
+        "stop",
+        "user_prompt_submit",
+    ]
     again = _integrate(orca_env, "codex", env=env)
     assert "nothing to change" in again.stdout and config.read_bytes() == first
     assert _integrate(orca_env, "codex", "--remove", env=env).returncode == 0
     data = tomllib.loads(config.read_bytes().decode())
     assert data == {
         "mcp_servers": {"other": {"command": "x"}},
-        "features": {"web": True, "codex_hooks": True},
+        "features": {"web": True, "hooks": True},
         "model": "o3",
     }
 
@@ -166,7 +172,7 @@ def test_an_inline_server_table_gets_orca_inline(orca_env: OrcaEnv) -> None:
     data = tomllib.loads(config.read_text())
     assert data["mcp_servers"]["other"] == {"command": "x"}
     assert data["mcp_servers"]["orca"]["command"] == ORCACTL
-    assert data["features"] == {"web": True, "codex_hooks": True}
+    assert data["features"] == {"web": True, "hooks": True}
 
 
 @pytest.mark.pure

@@ -83,6 +83,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     integrate.add_argument("--dry-run", action="store_true", help="print the diffs, change nothing")
     integrate.add_argument("--remove", action="store_true", help="take orca out again")
     integrate.add_argument(
+        "--no-trust",
+        action="store_true",
+        help="Codex: leave orca's hooks for you to trust in Codex (/hooks); by default "
+        "integrate records Codex's trust in the hooks it writes (user-level only), since Codex "
+        "runs no hook it does not trust",
+    )
+    integrate.add_argument(
         "--extractor",
         action="store_true",
         help="also make the agent's own CLI (claude -p, codex exec) orca's extraction provider",

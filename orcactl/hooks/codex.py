@@ -72,7 +72,7 @@ def _final_turn(payload: dict[str, Any], context: HookContext) -> transcript.Tur
             turn = transcript.codex_turn(
                 transcript.read_transcript(payload.get("transcript_path")), turn_id
             )
-        except transcript.PartialLine:  # the agent is still writing: read it again shortly
+        except (transcript.PartialLine, transcript.EmptyTurn):  # read it again shortly
             if time.monotonic() >= deadline:
                 raise
             time.sleep(FINAL_ENTRY_POLL_S)
@@ -130,8 +130,14 @@ def stop_failure(payload: dict[str, Any], context: HookContext) -> Answer:
     return _report(payload, context, failed=True)
 
 
+def session_end(payload: dict[str, Any], context: HookContext) -> Answer:
+    report_to_orcad(context, payload, "session.close", {})
+    return {}
+
+
 EVENTS: dict[str, Callable[[dict[str, Any], HookContext], Answer]] = {
     "SessionStart": session_start,
+    "SessionEnd": session_end,
     "UserPromptSubmit": prompt_submit,
     "Stop": stop,
     "SubagentStop": stop,

@@ -52,6 +52,11 @@ class TranscriptMissing(TranscriptProblem):
     session's first prompt is submitted), or never (`claude -p --no-session-persistence`)."""
 
 
+class EmptyTurn(TranscriptProblem):
+    """The turn's start is there and no message of it (yet): a moment later it may be, else
+    the rollout is written in a form this reader does not know."""
+
+
 class PartialLine(TranscriptProblem):
     """The last line is still being written: the same read a moment later may succeed."""
 
@@ -222,15 +227,51 @@ def _codex_text(payload: dict[str, Any]) -> str:
     return clean_text(str(payload.get("message") or ""))
 
 
-def codex_turn(data: bytes, turn_id: str) -> Turn:
-    """The turn `turn_id` of a Codex rollout: the user messages and agent messages after its
-    start (its `task_started` event, else the last user message)."""
+# Codex 0.171 writes a turn's messages as `item_completed` events (`UserMessage`,
+# `AgentMessage`, their text in `content`), where earlier versions wrote `user_message` and
+# `agent_message` events with a `message`
+_CODEX_ITEMS = {"UserMessage": "user_message", "AgentMessage": "agent_message"}
+_CODEX_MESSAGES = frozenset(_CODEX_ITEMS.values())
+
+
+def _codex_item_text(item: dict[str, Any]) -> str:
+    content = item.get("content")
+    if not isinstance(content, list):
+        return ""
+    return "".join(
+        part["text"]
+        for part in content
+        if isinstance(part, dict)
+        and str(part.get("type")).lower() == "text"
+        and isinstance(part.get("text"), str)
+    )
+
+
+def _codex_events(data: bytes) -> list[dict[str, Any]]:
+    """The rollout's events, a message item given as the event an older Codex wrote for it
+    (when the rollout holds no such event: never a message twice)."""
     entries = [
         e.get("payload")
         for e in _entries(data, (b'"event_msg"',))
         if e.get("type") == "event_msg" and isinstance(e.get("payload"), dict)
     ]
     events: list[dict[str, Any]] = [p for p in entries if isinstance(p, dict)]
+    if any(event.get("type") in _CODEX_MESSAGES for event in events):
+        return events
+    read: list[dict[str, Any]] = []
+    for event in events:
+        item = event.get("item")
+        if event.get("type") != "item_completed" or not isinstance(item, dict):
+            read.append(event)
+        elif (kind := _CODEX_ITEMS.get(str(item.get("type")))) is not None:
+            read.append({"type": kind, "message": _codex_item_text(item)})
+    return read
+
+
+def codex_turn(data: bytes, turn_id: str) -> Turn:
+    """The turn `turn_id` of a Codex rollout: the user messages and agent messages after its
+    start (its `task_started` event, else the last user message)."""
+    events = _codex_events(data)
     start = None
     for index, event in enumerate(events):
         if event.get("type") == "task_started" and event.get("turn_id") == turn_id:
@@ -263,4 +304,6 @@ def codex_turn(data: bytes, turn_id: str) -> Turn:
         elif kind == "turn_aborted":
             turn.aborted = True
     turn.prompt = "\n\n".join(prompts)
+    if not (turn.prompt or turn.assistant or turn.api_error or turn.aborted):
+        raise EmptyTurn(f"the transcript holds no message of turn {turn_id}")
     return turn
