@@ -252,8 +252,9 @@ def agent_status(agent: str, env: dict[str, str]) -> tuple[bool, bool, str]:
             True,
             False,
             (
-                f"{agent}: Codex does not trust orca's {', '.join(untrusted)} hook(s), so it skips "
-                "them without a word (run `orcactl integrate codex`, or trust them in Codex: /hooks)"
+                f"{agent}: Codex does not trust orca's {', '.join(untrusted)} hook(s), so it "
+                "skips them without a word (run `orcactl integrate codex`, or trust them in "
+                "Codex: /hooks)"
             ),
         )
     return True, True, f"{agent}: hooks and MCP server registered"
