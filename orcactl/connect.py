@@ -19,6 +19,7 @@ from typing import Any
 import msgspec
 
 import orcad
+from orcactl.hooks.wire import serving_elsewhere
 from orcad.control_characters import BIDI_FORMATTING, INVISIBLE_CHARACTERS, TAG_CHARACTERS
 from orcad.errors import StartupError
 from orcad.paths import SHORTER_SOCKET, resolve_paths, socket_path_problem
@@ -258,6 +259,11 @@ def open_client(
     try:
         return Client(path, timeout=CALL_TIMEOUT_S), None
     except DaemonUnavailable:
+        # a socket derived from the runtime directory, not chosen (--socket, ORCA_SOCKET)
+        chosen = getattr(args, "socket", None) or os.environ.get("ORCA_SOCKET")
+        if not chosen and (other := serving_elsewhere(path)) is not None:
+            with contextlib.suppress(DaemonUnavailable, OSError):
+                return Client(other, timeout=CALL_TIMEOUT_S), None
         if not allowed:
             raise CommandError(
                 f"orcad is not running (no answer on {path})", EXIT_NOT_RUNNING

@@ -4,10 +4,12 @@ them starts when none runs must serve that memory, not the default one on the sa
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
 import signal
+import sqlite3
 import subprocess
 import time
 import tomllib
@@ -292,3 +294,96 @@ def test_doctor_names_a_running_orcad_that_serves_another_memory(
         f"{other / 'memory'}"
     )
     assert f"kill {daemon.proc.pid}" in str(moved["fix"])
+
+
+def _integrated_without_a_socket(orca: OrcaEnv) -> dict[str, str]:
+    """integrate run where ORCA_SOCKET is unset (the usual case: the socket is the runtime
+    directory's), and the environment of an agent that gives its MCP server and hooks another
+    runtime directory than the one orcad serves in (Codex passes no XDG_RUNTIME_DIR)."""
+    env = {k: v for k, v in orca.env.items() if k != "ORCA_SOCKET"}
+    done = subprocess.run(
+        [ORCACTL, "integrate", "claude-code"], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    elsewhere = orca.root / "another-runtime"
+    elsewhere.mkdir(mode=0o700)
+    return {**_agent_environment(orca), "XDG_RUNTIME_DIR": str(elsewhere)}
+
+
+async def test_an_mcp_server_with_another_runtime_directory_reaches_the_orcad_of_its_memory(
+    orca_env: OrcaEnv, daemon: DaemonProcess, tmp_path: Path
+) -> None:
+    # the real codex started `orcactl mcp` so: it looked for orcad on another socket, started
+    # one, which exited at once naming the one serving this memory, and every tool call failed
+    agent_env = _integrated_without_a_socket(orca_env)
+    entry = json.loads((_home(orca_env) / ".claude.json").read_text())["mcpServers"]["orca"]
+    assert "--socket" not in entry["args"]
+    project = tmp_path / "repo"
+    project.mkdir()
+    params = StdioServerParameters(
+        command=entry["command"],
+        args=[*entry["args"], "--cwd", str(project), "--mode", "auto"],
+        env=agent_env,
+    )
+    with open(orca_env.root / "mcp-stderr.log", "a") as errlog:  # noqa: ASYNC230  (a local file)
+        async with (
+            stdio_client(params, errlog=errlog) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            saved = await session.call_tool(
+                "memory_manage",
+                {"action": "save", "content": "We ship with make ship", "kind": "workflow"}
+                | {"is_global": False},
+            )
+            assert not saved.is_error, saved.content
+    with contextlib.closing(sqlite3.connect(orca_env.deliberate_db)) as db:
+        kept = db.execute("SELECT content FROM memories").fetchall()
+    assert kept == [("We ship with make ship",)]
+    assert not (orca_env.root / "another-runtime" / "orca").exists()  # no second orcad tried
+    assert json.loads((orca_env.memory_root / "orcad.pid").read_text())["socket"] == str(
+        orca_env.socket
+    )
+
+
+def test_a_hook_with_another_runtime_directory_reaches_the_orcad_of_its_memory(
+    orca_env: OrcaEnv, daemon: DaemonProcess, tmp_path: Path
+) -> None:
+    agent_env = _integrated_without_a_socket(orca_env)
+    settings = json.loads((_home(orca_env) / ".claude" / "settings.json").read_text())
+    [command] = _commands(settings, "SessionStart")
+    project = tmp_path / "repo"
+    project.mkdir()
+    log = ClaudeTranscript(
+        tmp_path / "transcript.jsonl", "0b7c5a52-2222-4c1e-9a7e-5f1d2e3c4b5a", str(project)
+    )
+    started = subprocess.run(
+        ["/bin/sh", "-c", command],
+        input=json.dumps(log.payload("SessionStart", source="startup")),
+        capture_output=True,
+        text=True,
+        env=agent_env,
+        cwd=project,
+        timeout=60,
+    )
+    assert (started.returncode, started.stderr) == (0, "")
+    assert any(e.get("event") == "session.opened" for e in daemon.log_events())
+    assert not (orca_env.root / "another-runtime" / "orca").exists()
+
+
+@pytest.mark.parametrize(
+    "content",
+    [b"", b"garbage", b'{"pid": 1}', b'{"pid": 1, "socket": "relative.sock"}', b"[1, 2]"],
+)
+def test_a_pid_file_that_names_no_socket_sends_no_client_elsewhere(
+    orca_env: OrcaEnv, content: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from orcactl.hooks.wire import serving_elsewhere
+
+    orca_env.memory_root.mkdir(parents=True, exist_ok=True)
+    (orca_env.memory_root / "orcad.pid").write_bytes(content)
+    monkeypatch.setenv("ORCA_HOME", str(orca_env.home))
+    assert serving_elsewhere("/run/orca/orcad.sock") is None
+    (orca_env.memory_root / "orcad.pid").write_text('{"pid": 1, "socket": "/run/orca/orcad.sock"}')
+    assert serving_elsewhere("/run/orca/orcad.sock") is None  # the one already tried
+    assert serving_elsewhere("/elsewhere.sock") == "/run/orca/orcad.sock"

@@ -49,17 +49,28 @@ class HookInputError(Exception):
 class HookContext:
     """One hook run: which agent and event, where orcad is, and the time left to answer."""
 
-    __slots__ = ("agent", "deadline", "event", "socket", "start")
+    __slots__ = ("agent", "chosen", "deadline", "event", "socket", "start")
 
-    def __init__(self, agent: str, event: str, socket: str, deadline: float, start: bool) -> None:
+    def __init__(  # noqa: PLR0917  (what a hook run is)
+        self,
+        agent: str,
+        event: str,
+        socket: str,
+        deadline: float,
+        start: bool,
+        chosen: bool = False,
+    ) -> None:
         self.agent = agent  # "claude-code" or "codex": also the prefix of orcad session ids
         self.event = event
         self.socket = socket
         self.deadline = deadline  # time.monotonic() by which the hook must have answered
         self.start = start  # start orcad when none answers
+        self.chosen = chosen  # the socket was given (--socket, ORCA_SOCKET), not derived
 
     def connect(self) -> HookClient:
-        return connect(self.socket, deadline=self.deadline, start=self.start)
+        return connect(
+            self.socket, deadline=self.deadline, start=self.start, elsewhere=not self.chosen
+        )
 
     def remaining(self) -> float:
         return self.deadline - time.monotonic()

@@ -285,7 +285,10 @@ def run(argv: list[str]) -> int:
     deadline = started + budget * 0.9
     try:
         _check_event(payload, event, module.EVENTS)
-        context = HookContext(agent, event, socket_path(explicit_socket), deadline, start)
+        chosen = bool(explicit_socket or os.environ.get("ORCA_SOCKET"))
+        context = HookContext(
+            agent, event, socket_path(explicit_socket), deadline, start, chosen=chosen
+        )
         answer = handler(payload, context)
     except HookInputError as exc:
         _say(str(exc))

@@ -109,13 +109,44 @@ class HookClient:
         return line
 
 
-def connect(path: str, *, deadline: float, start: bool = True) -> HookClient:
-    """A client on the socket; when nothing answers, start orcad as orcactl does and wait for
-    it until `deadline` (time.monotonic)."""
+# what orcad writes in its memory root while it serves: its pid and its socket
+INSTANCE_FILE = os.path.join("memory", "orcad.pid")
+INSTANCE_MAX_BYTES = 64 * 1024
+
+
+def serving_elsewhere(path: str) -> str | None:
+    """The socket of the orcad serving this environment's memory (ORCA_HOME, else ~/.orca) as
+    its pid file names it, when that is not `path`. One orcad serves one memory: a client whose
+    environment gives another runtime directory (an agent starts its MCP server without
+    XDG_RUNTIME_DIR) finds nothing on its own socket, and the orcad it started exited at once,
+    naming the one already serving."""
+    home = os.environ.get("ORCA_HOME") or os.path.join(os.path.expanduser("~"), ".orca")
+    try:
+        with open(os.path.join(home, INSTANCE_FILE), "rb") as handle:
+            instance = json.loads(handle.read(INSTANCE_MAX_BYTES))
+    except (OSError, ValueError):
+        return None
+    socket = instance.get("socket") if isinstance(instance, dict) else None
+    if not isinstance(socket, str) or not os.path.isabs(socket) or socket == path:
+        return None
+    return socket
+
+
+def connect(
+    path: str, *, deadline: float, start: bool = True, elsewhere: bool = False
+) -> HookClient:
+    """A client on the socket, else (with `elsewhere`: a socket derived, not chosen) on the one
+    the orcad serving this memory names; when nothing answers, start orcad as orcactl does and
+    wait for it until `deadline` (time.monotonic)."""
     timeout = max(0.1, deadline - time.monotonic())
     try:
         return HookClient(path, timeout)
     except (FileNotFoundError, ConnectionRefusedError) as exc:
+        if elsewhere and (other := serving_elsewhere(path)) is not None:
+            try:
+                return HookClient(other, max(0.1, deadline - time.monotonic()))
+            except OSError:
+                pass  # a pid file left by an orcad that is gone
         if not start:
             raise Unreachable(f"orcad is not running (no answer on {path})") from exc
     except OSError as exc:
