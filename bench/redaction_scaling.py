@@ -166,6 +166,18 @@ ADVERSARIAL = {
     # keytool's several password flags (orcad/secret_commands.py)
     "keytool flags": "keytool -storepass abcd -keypass efgh ",
     "keytool flags after one": "keytool -storepass abcd" + " -keypass efgh" * 2000 + "\n",
+    # names and values held apart, and credentials by position (orcad/secret_code_credentials)
+    "env names and values": "- name: DB_PASSWORD\n  value: a1!b\n",
+    "names without values": "name: password_token_secret_key\n",
+    "value lines": "value: ",
+    "json names and values": '{"name": "X_TOKEN", "value": "a"}',
+    "defines": "define('DB_PASSWORD', ",
+    "subscripts": "['SECRET_KEY'] = ",
+    "shell defaults": "${DB_PASSWORD:-",
+    "terraform variables": 'variable "db_password" { ',
+    "auth tuples": "auth=('a', ",
+    "logins": "login(",
+    "password calls": "setPassword(",
 }
 
 

@@ -30,6 +30,7 @@ from orcad.secret_assignments import (
     _find_query_keys,
     _not_annotations,
 )
+from orcad.secret_code_credentials import find_code_credentials
 from orcad.secret_colon_pairs import find_colon_pairs
 from orcad.secret_command_inputs import STDIN_TRIGGERS, find_piped_passwords
 from orcad.secret_command_outputs import COMMAND_OUTPUT_RULES
@@ -151,6 +152,7 @@ _RULES: tuple[tuple[str, Finder, Gate], ...] = (
     ("credential_assignment", _not_annotations(find_stated_keys), _always),
     ("credential_assignment", find_markup_credentials, _always),
     ("credential_assignment", find_yaml_block_credentials, _always),
+    ("credential_assignment", find_code_credentials, _always),
     ("password_flag", find_credential_flags, _always),
     ("password_flag", find_piped_and_batch_passwords, _always),
     ("password_flag", find_oracle_connects, _always),
