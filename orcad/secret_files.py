@@ -53,6 +53,8 @@ def find_netrc_passwords(text: str, lowered: str) -> Iterator[Span]:
         if line < 0 or (before and not before.isspace()):
             if "login" not in before or _NETRC_LOGIN.search(lowered, reach, keyword) is None:
                 continue
+            if "machine" not in before and not is_chosen_password(text[slice(*match.span(1))]):
+                continue  # prose: "the login form's password input", no netrc line
         else:
             context = lowered[max(0, line - _NETRC_CONTEXT) : line]
             if "machine " not in context and "login " not in context:

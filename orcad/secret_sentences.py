@@ -192,9 +192,18 @@ def stated_password(value: str) -> bool:
         len(value) >= 6
         and mixes_letters_and_others(value.rstrip("?"))
         and not is_label(value)
+        and not _described(value)
         and not is_placeholder(value)
         and not is_reference(value)
     )
+
+
+def _described(value: str) -> bool:
+    """Words on how a password is kept, joined as a label: "Argon2id-hashed", "base64-encoded"
+    (the last part a describing word of four letters or more)."""
+    parts = _LABEL_SEPARATORS.split(value)
+    last = parts[-1].lower()
+    return len(parts) >= 2 and len(last) >= 4 and last.isalpha() and last.endswith(DESCRIBING_ENDS)
 
 
 def _clearly_stated(value: str, *, clause_ends: bool) -> bool:

@@ -775,3 +775,39 @@ def test_an_unquoted_value_is_read_past_an_equals_sign(text: str, value: str) ->
 )
 def test_names_chained_by_equals_signs_stay_storable(text: str) -> None:
     assert redact(text) == text
+
+
+# ---------------------------- a credential's name, a store's path, a password's description
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the login form's password input lacks autocomplete=current-password",
+        "ALTER USER app WITH PASSWORD :'new_password';",  # a psql variable
+        "vault kv get -field=password secret/db",
+        "vault read -field=password secret/data/db",
+        "gcloud secrets versions access latest --secret=db-password",
+        "the password is Argon2id-hashed",
+        "the password is base64-encoded in the secret",
+        "password: api.token",
+    ],
+)
+def test_names_paths_and_descriptions_of_a_password_stay_storable(text: str) -> None:
+    assert redact(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "value", "kind"),
+    [
+        ("login bob password Xk9!mm2q", "Xk9!mm2q", "netrc_password"),
+        ("machine api.example.com login bob password input42", "input42", "netrc_password"),
+        ("the password is Dresden_1945", "Dresden_1945", "password_statement"),
+        (
+            "vault login -method=userpass username=bob password=Xk9!mm2q",
+            "Xk9!mm2q",
+            "credential_assignment",
+        ),
+    ],
+)
+def test_passwords_beside_those_names_are_still_redacted(text: str, value: str, kind: str) -> None:
+    redacted = redact(text)
+    assert value not in redacted and f"[REDACTED:{kind}]" in redacted
