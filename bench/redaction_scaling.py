@@ -178,6 +178,10 @@ ADVERSARIAL = {
     "auth tuples": "auth=('a', ",
     "logins": "login(",
     "password calls": "setPassword(",
+    "qr fields": "WIFI:S:a;",
+    "qr strings": "WIFI:T:WPA;S:x;P:a1!b;;",
+    "mc aliases": "mc alias set a b c ",
+    "mosquitto flags": "mosquitto_pub -p 1 ",
 }
 
 

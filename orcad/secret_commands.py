@@ -61,8 +61,28 @@ _TOOL_FLAGS = (
         ),
     ),
     # zip -P PASSWORD; 7z -pPASSWORD (no space); openssl enc -k PASSWORD
-    ("-p", "zip", re.compile(r"(?<![a-z0-9_\-])zip[ \t][^\n|;&]{0,300}?[ \t]-p[ \t]+" + _VALUE)),
-    ("-p", "7z", re.compile(r"(?<![a-z0-9_\-])7za?[ \t][^\n|;&]{0,300}?[ \t]-p" + _VALUE)),
+    # (the flag may come first: `zip -P X a.zip`)
+    (
+        "-p",
+        "zip",
+        re.compile(r"(?<![a-z0-9_\-])zip(?:[ \t][^\n|;&]{0,300}?)?[ \t]-p[ \t]+" + _VALUE),
+    ),
+    ("-p", "7z", re.compile(r"(?<![a-z0-9_\-])7za?(?:[ \t][^\n|;&]{0,300}?)?[ \t]-p" + _VALUE)),
+    # mosquitto_pub/_sub/_rr -P PASSWORD (their -p is the port: told apart in the text's case)
+    (
+        "-p",
+        "mosquitto_",
+        re.compile(r"mosquitto_(?:pub|sub|rr)[^\n|;&]{0,300}?[ \t]-p[ \t]+" + _VALUE),
+    ),
+    # MinIO's client: mc alias set NAME URL ACCESS-KEY SECRET-KEY
+    (
+        "set",
+        "mc",
+        re.compile(
+            r"(?<![a-z0-9_\-])mc[ \t]+(?:alias[ \t]+set|config[ \t]+host[ \t]+add)"
+            r"(?:[ \t]+[^\s|;&]{1,256}){3}[ \t]+" + _VALUE
+        ),
+    ),
     ("-k", "openssl", re.compile(r"openssl[^\n|;&]{0,300}?[ \t]-k[ \t]+" + _VALUE)),
     (
         "-u",
@@ -409,13 +429,15 @@ def find_credential_flags(text: str, lowered: str) -> Iterator[Span]:
                 value, quoted=quoted, upper_key=True, bare=False
             ):
                 yield start, end
-    if _SHORT_FLAG.search(lowered) is None:  # one cheap pass instead of five word searches
-        return
+    # one cheap pass instead of a word search per tool taking a short flag
+    short_flag = _SHORT_FLAG.search(lowered) is not None
     for flag, command, pattern in _TOOL_FLAGS:
-        if flag not in lowered or command not in lowered:
+        if (flag[0] == "-" and not short_flag) or flag not in lowered or command not in lowered:
             continue
         for match in pattern.finditer(lowered):
             start, end, quoted = value_span(match)
+            if command == "mosquitto_" and text[lowered.rfind("-p", 0, start) + 1] != "P":
+                continue  # mosquitto's -p: a port
             value = text[start:end]
             if given_password(value) and _PORT_MAPPING.match(value) is None:
                 yield start, end

@@ -1,6 +1,7 @@
 """Wi-Fi keys in the files and commands that hold them: wpa_supplicant.conf's and
 NetworkManager's `psk=` (a passphrase of 8 to 63 characters, quoted in wpa_supplicant.conf, or
-the key as 64 hex digits), hostapd.conf's `wpa_psk=`, and nmcli's `wifi-sec.psk X`.
+the key as 64 hex digits), hostapd.conf's `wpa_psk=`, nmcli's `wifi-sec.psk X`, and the `P:`
+field of the string a Wi-Fi QR code holds (`WIFI:T:WPA;S:Cafe;P:...;;`).
 
 Pure module: no I/O. It costs a text one search for "psk", which prose rarely holds.
 """
@@ -78,3 +79,19 @@ def _wifi_key(value: str, *, quoted: bool, setting: bool, keyfile: bool) -> bool
     if _CODE.match(value) is not None:
         return False
     return keyfile or is_credential_literal(value, quoted=False, upper_key=False, bare=False)
+
+
+# WIFI:T:WPA;S:<name>;P:<key>;; (fields in any order, `\;` escaping a semicolon)
+_QR_KEY = re.compile(
+    r"wifi:(?:(?!p:)[a-z]:(?:\\.|[^;\\\n]){0,256}+;){0,8}+p:((?:\\.|[^;\\\n]){1,256}+)"
+)
+
+
+def find_wifi_qr_keys(text: str, lowered: str) -> Iterator[Span]:
+    """The key in the string a Wi-Fi QR code holds."""
+    if "wifi:" not in lowered:
+        return
+    for match in _QR_KEY.finditer(lowered):
+        start, end = match.span(1)
+        if given_password(text[start:end]):
+            yield start, end

@@ -87,7 +87,7 @@ from orcad.secret_spaced import find_spaced_passwords
 from orcad.secret_stated_keys import find_stated_keys
 from orcad.secret_tokens import ANCHORED_RULES, TOKEN_RULES
 from orcad.secret_values import CUT_VALUE, VALUE_RUN
-from orcad.secret_wifi_keys import find_wifi_keys
+from orcad.secret_wifi_keys import find_wifi_keys, find_wifi_qr_keys
 from orcad.secret_wrapped import WrappableRule, find_wrapped_tokens
 
 __all__ = [
@@ -160,6 +160,7 @@ _RULES: tuple[tuple[str, Finder, Gate], ...] = (
     *COMMAND_OUTPUT_RULES,  # what a command printed below it (`security … -w`, ...)
     ("credential_assignment", find_redis_passwords, _always),
     ("credential_assignment", find_wifi_keys, _always),
+    ("credential_assignment", find_wifi_qr_keys, _always),
     ("credential_assignment", find_sql_passwords, _always),
     ("credential_assignment", find_pin_settings, _always),
     ("netrc_password", find_netrc_passwords, _always),

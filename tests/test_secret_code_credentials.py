@@ -78,3 +78,43 @@ def test_a_credential_given_by_position_or_a_name_apart_is_redacted(text: str, v
 )
 def test_names_and_calls_without_a_credential_stay_storable(text: str) -> None:
     assert redact(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "value", "kind"),
+    [
+        ("zip -P Z1pSecret! archive.zip report.pdf", "Z1pSecret!", "password_flag"),
+        ("7z -pS3cret!x a backup.7z dir", "S3cret!x", "password_flag"),
+        (
+            "mosquitto_pub -h broker.local -u sensor -P Mq77!Sensor -t temp -m 21",
+            "Mq77!Sensor",
+            "password_flag",
+        ),
+        (
+            "mc alias set minio http://localhost:9000 minioadmin M1n10Secr3tKey!",
+            "M1n10Secr3tKey!",
+            "password_flag",
+        ),
+        ("WIFI:T:WPA;S:Cafe Luna;P:LunaCaf3!2025;;", "LunaCaf3!2025", "credential_assignment"),
+        ("WIFI:S:My\\;Net;T:WPA;P:pa\\;ss123;H:false;;", "pa\\;ss123", "credential_assignment"),
+    ],
+)
+def test_a_password_a_tool_takes_first_or_a_qr_code_holds_is_redacted(
+    text: str, value: str, kind: str
+) -> None:
+    assert redact(text) == text.replace(value, f"[REDACTED:{kind}]")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "zip -r out.zip dir",
+        "mosquitto_sub -h broker -p 8883 -t sensors/#",  # -p: the port
+        "mc alias set minio http://localhost:9000 $ACCESS_KEY $SECRET_KEY",
+        "mc alias list",
+        "generate a QR code with WIFI:T:WPA;S:<ssid>;P:<password>;;",
+        "WIFI:T:nopass;S:Guest;;",
+    ],
+)
+def test_those_tools_and_qr_strings_without_a_password_stay_storable(text: str) -> None:
+    assert redact(text) == text
