@@ -182,6 +182,11 @@ ADVERSARIAL = {
     "qr strings": "WIFI:T:WPA;S:x;P:a1!b;;",
     "mc aliases": "mc alias set a b c ",
     "mosquitto flags": "mosquitto_pub -p 1 ",
+    # a table's password column (orcad/secret_tables.py)
+    "csv headers": "password,x\nfoo\n",
+    "markdown headers": "| a | password |\n",
+    "markdown tables": "| a | password |\n|---|---|\n| b | Xk9!mm2q |\n",
+    "csv rows": "a,b,password\n1,2,Xk9!mm2q\n",
 }
 
 

@@ -85,6 +85,7 @@ from orcad.secret_second_factor import (
 from orcad.secret_sentences import find_stated_passwords
 from orcad.secret_spaced import find_spaced_passwords
 from orcad.secret_stated_keys import find_stated_keys
+from orcad.secret_tables import find_table_passwords
 from orcad.secret_tokens import ANCHORED_RULES, TOKEN_RULES
 from orcad.secret_values import CUT_VALUE, VALUE_RUN
 from orcad.secret_wifi_keys import find_wifi_keys, find_wifi_qr_keys
@@ -170,6 +171,7 @@ _RULES: tuple[tuple[str, Finder, Gate], ...] = (
     ("password_statement", find_login_pairs, _always),
     ("password_statement", find_login_passwords, _always),
     ("password_statement", find_colon_pairs, _always),
+    ("password_statement", find_table_passwords, _always),
     ("password_statement", find_spaced_passwords, _always),
     ("password_statement", find_app_passwords, _always),
     ("password_statement", find_noted_passwords, _always),

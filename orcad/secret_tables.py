@@ -1,0 +1,126 @@
+"""Passwords in a table's password column: a Markdown table or a CSV (or TSV) export whose
+header names a column `password` (`pass`, `pwd`, `passphrase`, `secret`).
+
+Pure module: no I/O. A row's cell in that column is a password when it looks chosen (letters
+with digits or symbols, or four digits or more), as a pair's password must (`admin` or `see
+vault` in that column stays). Rows are read below the header, while they keep the table's
+shape (a Markdown row starts with `|`; a CSV row has as many fields as the header); reading
+goes on after the table, so a text is read once whatever its tables.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from orcad.secret_formats import Span
+from orcad.secret_values import is_chosen_password
+
+_COLUMN_NAMES = frozenset({"password", "passwd", "pass", "pwd", "passphrase", "secret"})
+_MARKUP = "`*_ \t"
+_MARKDOWN_SEPARATOR = re.compile(r"[ \t]*\|?(?:[ \t]*:?-{3,}:?[ \t]*\|)+[ \t]*:?-*:?[ \t]*\r?\Z")
+_CSV_DELIMITERS = (",", "\t", ";")
+
+
+def _cells(line: str, delimiter: str) -> list[tuple[int, int]]:
+    """Each cell's span in `line` (offsets in it), markup and blanks around it left out."""
+    spans = []
+    start = 0
+    for end in [*(i for i, c in enumerate(line) if c == delimiter), len(line)]:
+        cell_start, cell_end = start, end
+        while cell_start < cell_end and line[cell_start] in _MARKUP:
+            cell_start += 1
+        while cell_end > cell_start and line[cell_end - 1] in _MARKUP + "\r":
+            cell_end -= 1
+        spans.append((cell_start, cell_end))
+        start = end + 1
+    return spans
+
+
+def _column(line: str, delimiter: str) -> int | None:
+    """The index of the header's password column, if it names one."""
+    names = [line[a:b].lower() for a, b in _cells(line, delimiter)]
+    found = [index for index, name in enumerate(names) if name in _COLUMN_NAMES]
+    return found[0] if found else None
+
+
+def _rows(
+    lines: list[tuple[int, str]],
+    first: int,
+    column: int,
+    delimiter: str,
+    width: int,
+    *,
+    markdown: bool,
+) -> tuple[list[Span], int]:
+    """The passwords of the rows from `lines[first]` on while they keep the table's shape, and
+    how many rows that is."""
+    found: list[Span] = []
+    count = 0
+    for at in range(first, len(lines)):
+        line_offset, line = lines[at]
+        row, offset = line, line_offset
+        if markdown:
+            inner = line.lstrip()
+            if not inner.startswith("|"):
+                break
+            offset += len(line) - len(inner) + 1
+            row = inner[1:].rstrip().removesuffix("|")
+        cells = _cells(row, delimiter)
+        if len(cells) != width:
+            break
+        count += 1
+        start, end = cells[column]
+        value = row[start:end]
+        if is_chosen_password(value) and not any(c.isspace() for c in value):
+            found.append((offset + start, offset + end))
+    return found, count
+
+
+def _header(line: str) -> tuple[str, str, int] | None:
+    """(its cells' text, delimiter, password column) when `line` heads a table that names a
+    password column."""
+    stripped = line.strip()
+    if stripped.startswith("|"):
+        inner = stripped[1:].removesuffix("|")
+        column = _column(inner, "|")
+        return None if column is None else (inner, "|", column)
+    for delimiter in _CSV_DELIMITERS:
+        if delimiter in line:
+            column = _column(line, delimiter)
+            if column is not None:
+                return line, delimiter, column
+    return None
+
+
+def find_table_passwords(text: str, lowered: str) -> Iterator[Span]:
+    """The passwords in the password column of each table in `text`."""
+    if not any(name in lowered for name in ("pass", "pwd", "secret")):
+        return
+    lines: list[tuple[int, str]] = []
+    offset = 0
+    for line in text.split("\n"):
+        lines.append((offset, line))
+        offset += len(line) + 1
+    index = 0
+    while index < len(lines):
+        line = lines[index][1]
+        folded = line.lower()
+        header = None
+        if any(name in folded for name in ("pass", "pwd", "secret")):
+            header = _header(line)
+        if header is None:
+            index += 1
+            continue
+        cells, delimiter, column = header
+        markdown = delimiter == "|"
+        first = index + 1
+        if markdown:  # a Markdown table's header is followed by its separator row
+            if first >= len(lines) or not _MARKDOWN_SEPARATOR.match(lines[first][1]):
+                index += 1
+                continue
+            first += 1
+        width = len(_cells(cells, delimiter))
+        found, count = _rows(lines, first, column, delimiter, width, markdown=markdown)
+        yield from found
+        index = first + count if count else index + 1

@@ -1,0 +1,61 @@
+"""Passwords in a table's password column: Markdown tables and CSV or TSV exports."""
+
+from __future__ import annotations
+
+import pytest
+
+from orcad.secrets import redact
+
+pytestmark = pytest.mark.pure
+
+KIND = "[REDACTED:password_statement]"
+
+
+@pytest.mark.parametrize(
+    ("text", "passwords"),
+    [
+        (
+            "| service | user | password |\n|---|---|---|\n"
+            "| grafana | admin | Tbl!Grafana1 |\n| kibana | elastic | `Tbl!Kibana2` |",
+            ["Tbl!Grafana1", "Tbl!Kibana2"],
+        ),
+        (
+            "CSV export of test users:\nemail,password\nqa1@corp.io,Qa1!Test\nqa2@corp.io,Qa2!Test",
+            ["Qa1!Test", "Qa2!Test"],
+        ),
+        ("name\tpass\nbob\tS3cret!x\n", ["S3cret!x"]),
+        ("id;login;pwd\r\n1;bob;Pw!d2024\r\n", ["Pw!d2024"]),
+        ("  | host | Password |\n  | :--- | ---: |\n  | db1 | 83920175 |", ["83920175"]),
+    ],
+)
+def test_the_password_column_of_a_table_is_redacted(text: str, passwords: list[str]) -> None:
+    expected = text
+    for password in passwords:
+        expected = expected.replace(password, KIND)
+    assert redact(text) == expected
+
+
+def test_a_table_of_many_rows_is_redacted_to_its_last_row() -> None:
+    rows = "".join(f"user{n},Pw!{n:04d}x\n" for n in range(1000))
+    redacted = redact("user,password\n" + rows)
+    assert redacted.count(KIND) == 1000 and "Pw!0999x" not in redacted
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "| user | password |\n|---|---|\n| admin | see vault |\n| bob | (in 1Password) |",
+        "| field | type |\n|---|---|\n| password | string |",
+        "| user | password |\n| admin | Xk9!mm2q |",  # no separator row: not a table
+        "email,password_hash\nx@y.z,abc",
+        "id,name,password\n1,bob\n",  # a row of another shape ends the table
+        "username, password and email are required\nsee the docs, then log in",
+    ],
+)
+def test_tables_without_a_password_in_that_column_stay_storable(text: str) -> None:
+    assert redact(text) == text
+
+
+def test_a_row_after_the_table_is_not_read_as_one_of_its_rows() -> None:
+    text = "id,name,password\n1,bob,P4ss!word\n\nsomething,else,Here1!x"
+    assert redact(text) == text.replace("P4ss!word", KIND)
