@@ -30,7 +30,7 @@ _PLAIN_WORDS = frozenset({"password", "passwd", "passphrase", "pwd", "secret"})
 
 # `- name: DB_PASSWORD` and, on the next line, `value: ...` (quoted or to the line's end)
 _YAML_PAIR = re.compile(
-    rf"\bname:[ \t]*[\"']?{_NAME}[\"']?[ \t]*\r?\n[ \t]*(?:-[ \t]+)?value:[ \t]*"
+    rf"name:[ \t]*[\"']?{_NAME}[\"']?[ \t]*\r?\n[ \t]*(?:-[ \t]+)?value:[ \t]*"
     rf"(?:{_QUOTED}|(?P<plain>[^\s\"'#][^\n#]{{0,255}}?))[ \t]*(?:#[^\n]*)?\r?$",
     re.MULTILINE,
 )
@@ -40,27 +40,80 @@ _JSON_PAIR = re.compile(
     r"\"(?P<dq>[^\"\n]{1,256})\""
 )
 # define('DB_PASSWORD', '...'), config['SECRET_KEY'] = '...', os.environ["API_TOKEN"] = "..."
-_DEFINE = re.compile(rf"\bdefine[ \t]*\([ \t]*[\"']{_NAME}[\"'][ \t]*,[ \t]*{_QUOTED}")
+_DEFINE = re.compile(rf"define[ \t]*\([ \t]*[\"']{_NAME}[\"'][ \t]*,[ \t]*{_QUOTED}")
 _SUBSCRIPT = re.compile(rf"\[[ \t]*[\"']{_NAME}[\"'][ \t]*\][ \t]*=(?!=)[ \t]*{_QUOTED}")
 # ${DB_PASSWORD:-default} (or `-`): the default a shell or Compose falls back on
 _SHELL_DEFAULT = re.compile(rf"\$\{{{_NAME}:?-(?P<plain>[^}}\s\"'$]{{1,256}})\}}")
 # variable "db_password" { ... default = "..." ... }
 _TERRAFORM_DEFAULT = re.compile(
-    rf"\bvariable[ \t]+\"{_NAME}\"[ \t]*\{{[^}}]{{0,400}}?\bdefault[ \t]*=[ \t]*"
+    rf"variable[ \t]+\"{_NAME}\"[ \t]*\{{[^}}]{{0,400}}?\bdefault[ \t]*=[ \t]*"
     r"\"(?P<dq>[^\"\n]{1,256})\""
 )
-# a user and a password, by position: auth=('u', 'p'), HTTPBasicAuth('u', 'p'), .login('u', 'p')
+# A call's arguments, found from its opening parenthesis (one character is searched for at
+# C speed, where a pattern that starts with a choice of names is tried at every position):
+# the name before it, then a user and a password (auth=('u', 'p'), HTTPBasicAuth('u', 'p'),
+# .login('u', 'p')) or a password alone (setPassword("..."), .auth("...")).
+_WINDOW = 40
+_USER_AND_PASSWORD_CALLS = (
+    "httpbasicauth",
+    "httpdigestauth",
+    "basicauth",
+    "networkcredential",
+    "passwordauthentication",
+    "usernamepasswordcredentials",
+    "login",
+)
+_PASSWORD_ALONE_CALLS = ("setpassword", "set_password", "withpassword", "with_password")
+_PASSWORD_ALONE_METHODS = (".password", ".auth")
 _USER_AND_PASSWORD = re.compile(
-    r"(?:\bauth[ \t]*=[ \t]*[(\[]|\b(?:httpbasicauth|httpdigestauth|basicauth|"
-    r"networkcredential|passwordauthentication|usernamepasswordcredentials|login)[ \t]*\()"
-    r"[ \t]*(?:\"[^\"\n]{1,256}\"|'[^'\n]{1,256}')[ \t]*,[ \t]*"
-    rf"{_QUOTED}[ \t]*[)\],]"
+    rf"[ \t]*(?:\"[^\"\n]{{1,256}}\"|'[^'\n]{{1,256}}')[ \t]*,[ \t]*{_QUOTED}[ \t]*[)\],]"
 )
-# a password alone: setPassword("..."), .auth("..."), withPassword("...")
-_PASSWORD_CALL = re.compile(
-    r"(?:\bset_?password|\bwith_?password|\.password|\.auth)[ \t]*\([ \t]*"
-    rf"{_QUOTED}[ \t]*\)"
-)
+_PASSWORD_ALONE = re.compile(rf"[ \t]*{_QUOTED}[ \t]*\)")
+
+
+_OPENING = re.compile(r"[ \t]*(?:=[ \t]*)?([(\[])")
+
+
+def _calls(lowered: str) -> Iterator[re.Match[str]]:
+    """The arguments of each call (or `auth=` tuple) that gives a password by position: found
+    from the words every such name holds, each searched for at C speed."""
+    seen: set[int] = set()
+    for word in _POSITIONAL_NAMES:
+        at = lowered.find(word)
+        while at >= 0:
+            opening = _OPENING.match(lowered, at + len(word))
+            at = lowered.find(word, at + len(word))
+            if opening is None or opening.start(1) in seen:
+                continue
+            paren = opening.start(1)
+            seen.add(paren)
+            name = lowered[max(0, paren - _WINDOW) : paren].rstrip(" \t")
+            arguments = None
+            if name.endswith(_USER_AND_PASSWORD_CALLS) or _assigned_to_auth(name):
+                arguments = _USER_AND_PASSWORD.match(lowered, paren + 1)
+            elif lowered[paren] == "(" and (
+                name.endswith(_PASSWORD_ALONE_METHODS)
+                or _ends_with_word(name, _PASSWORD_ALONE_CALLS)
+            ):
+                arguments = _PASSWORD_ALONE.match(lowered, paren + 1)
+            if arguments is not None:
+                yield arguments
+
+
+def _assigned_to_auth(before: str) -> bool:
+    """`auth=` (or `auth =`) ends `before`, auth a whole word."""
+    return before.endswith("=") and _ends_with_word(before[:-1].rstrip(" \t"), ("auth",))
+
+
+def _ends_with_word(text: str, words: tuple[str, ...]) -> bool:
+    """`text` ends with one of `words`, whole (no letter, digit or _ before it)."""
+    for word in words:
+        if text.endswith(word):
+            before = text[-len(word) - 1 : -len(word)]
+            return not (before.isalnum() or before == "_")
+    return False
+
+
 # each pattern with the literals one of which every match holds (the pattern runs only then)
 _NAMED = (
     (_YAML_PAIR, ("value:",)),
@@ -68,12 +121,10 @@ _NAMED = (
     (_DEFINE, ("define",)),
     (_SUBSCRIPT, ("]",)),
     (_SHELL_DEFAULT, ("${",)),
-    (_TERRAFORM_DEFAULT, ("variable",)),
+    (_TERRAFORM_DEFAULT, ("default",)),  # (rarer than "variable", which it also holds)
 )
-_POSITIONAL = (
-    (_USER_AND_PASSWORD, ("auth", "login", "credential")),
-    (_PASSWORD_CALL, ("password", ".auth")),
-)
+_WORDS_FIRST = frozenset({_YAML_PAIR, _DEFINE, _TERRAFORM_DEFAULT})
+_POSITIONAL_NAMES = ("auth", "login", "credential", "password")
 
 
 def _value(match: re.Match[str]) -> Span | None:
@@ -94,12 +145,12 @@ def _credential(value: str, word: str | None, *, quoted: bool) -> bool:
 def find_code_credentials(text: str, lowered: str) -> Iterator[Span]:
     """The values code and deployment files give credentials by position or under a name held
     apart (see the module's text)."""
-    for pattern, literals in (*_NAMED, *_POSITIONAL):
+    for pattern, literals in _NAMED:
         if not any(literal in lowered for literal in literals):
             continue
         for match in pattern.finditer(lowered):
             span = _value(match)
-            if span is None:
+            if span is None or (pattern in _WORDS_FIRST and not _starts_a_word(lowered, match)):
                 continue
             start, end = span
             while end > start and text[end - 1] in " \t\r":
@@ -108,3 +159,15 @@ def find_code_credentials(text: str, lowered: str) -> Iterator[Span]:
             word = match["word"] if "word" in pattern.groupindex else None
             if start < end and _credential(text[start:end], word, quoted=quoted):
                 yield start, end
+    if any(name in lowered for name in _POSITIONAL_NAMES):
+        for match in _calls(lowered):
+            span = _value(match)
+            if span is not None and _credential(text[span[0] : span[1]], None, quoted=True):
+                yield span
+
+
+def _starts_a_word(lowered: str, match: re.Match[str]) -> bool:
+    """The match's first word is whole (its pattern cannot say so: a `\\b` before a literal
+    makes the regex engine try every position instead of searching for the literal)."""
+    at = match.start()
+    return at == 0 or not (lowered[at - 1].isalnum() or lowered[at - 1] == "_")

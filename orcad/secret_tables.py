@@ -44,21 +44,23 @@ def _column(line: str, delimiter: str) -> int | None:
     return found[0] if found else None
 
 
+def _lines(text: str, at: int) -> Iterator[tuple[int, str]]:
+    """The lines of `text` from offset `at` (the start of one), with their offsets."""
+    while at <= len(text):
+        end = text.find("\n", at)
+        end = len(text) if end < 0 else end
+        yield at, text[at:end]
+        at = end + 1
+
+
 def _rows(
-    lines: list[tuple[int, str]],
-    first: int,
-    column: int,
-    delimiter: str,
-    width: int,
-    *,
-    markdown: bool,
+    lines: Iterator[tuple[int, str]], column: int, delimiter: str, width: int, *, markdown: bool
 ) -> tuple[list[Span], int]:
-    """The passwords of the rows from `lines[first]` on while they keep the table's shape, and
-    how many rows that is."""
+    """The passwords of the rows `lines` begins with while they keep the table's shape, and
+    where the table ends (the offset after its last row)."""
     found: list[Span] = []
-    count = 0
-    for at in range(first, len(lines)):
-        line_offset, line = lines[at]
+    ends = -1
+    for line_offset, line in lines:
         row, offset = line, line_offset
         if markdown:
             inner = line.lstrip()
@@ -69,12 +71,12 @@ def _rows(
         cells = _cells(row, delimiter)
         if len(cells) != width:
             break
-        count += 1
+        ends = line_offset + len(line)
         start, end = cells[column]
         value = row[start:end]
         if is_chosen_password(value) and not any(c.isspace() for c in value):
             found.append((offset + start, offset + end))
-    return found, count
+    return found, ends
 
 
 def _header(line: str) -> tuple[str, str, int] | None:
@@ -93,34 +95,42 @@ def _header(line: str) -> tuple[str, str, int] | None:
     return None
 
 
+# what every column name holds: each place is looked at on its line alone (three searches for
+# a literal run at C speed, where one for a choice of them tries every position)
+_COLUMN_WORDS = ("pass", "pwd", "secret")
+
+
+def _places(lowered: str) -> list[int]:
+    places = []
+    for word in _COLUMN_WORDS:
+        at = lowered.find(word)
+        while at >= 0:
+            places.append(at)
+            at = lowered.find(word, at + len(word))
+    return sorted(places)
+
+
 def find_table_passwords(text: str, lowered: str) -> Iterator[Span]:
     """The passwords in the password column of each table in `text`."""
-    if not any(name in lowered for name in ("pass", "pwd", "secret")):
-        return
-    lines: list[tuple[int, str]] = []
-    offset = 0
-    for line in text.split("\n"):
-        lines.append((offset, line))
-        offset += len(line) + 1
-    index = 0
-    while index < len(lines):
-        line = lines[index][1]
-        folded = line.lower()
-        header = None
-        if any(name in folded for name in ("pass", "pwd", "secret")):
-            header = _header(line)
+    read_to = -1  # the text up to here is read (a header's line, a table's rows)
+    for at in _places(lowered):
+        if at <= read_to:
+            continue
+        line_start = lowered.rfind("\n", 0, at) + 1
+        line_end = lowered.find("\n", at)
+        line_end = len(lowered) if line_end < 0 else line_end
+        read_to = line_end
+        header = _header(text[line_start:line_end])
         if header is None:
-            index += 1
             continue
         cells, delimiter, column = header
         markdown = delimiter == "|"
-        first = index + 1
+        lines = _lines(text, line_end + 1)
         if markdown:  # a Markdown table's header is followed by its separator row
-            if first >= len(lines) or not _MARKDOWN_SEPARATOR.match(lines[first][1]):
-                index += 1
+            separator = next(lines, None)
+            if separator is None or not _MARKDOWN_SEPARATOR.match(separator[1]):
                 continue
-            first += 1
         width = len(_cells(cells, delimiter))
-        found, count = _rows(lines, first, column, delimiter, width, markdown=markdown)
+        found, ends = _rows(lines, column, delimiter, width, markdown=markdown)
         yield from found
-        index = first + count if count else index + 1
+        read_to = max(read_to, ends)
