@@ -48,11 +48,11 @@ WRITE_RULE = (
 )
 
 INSTRUCTIONS = (
-    "orca keeps the user's memory on this machine. memory_search lists or searches what is "
-    "kept; memory_manage saves, updates or forgets deliberate records; remember appends an "
+    "orca keeps the user's memory on this machine. memory_search lists or searches the "
+    "deliberate records; memory_manage saves, updates or forgets them; remember appends an "
     "explicit fact loaded at every session start; recall shows what orca would recall for a "
-    "prompt. Recalled memory is historical: verify it against the repository before relying "
-    "on it. " + WRITE_RULE
+    "prompt, the facts it extracted from earlier turns included. Recalled memory is "
+    "historical: verify it against the repository before relying on it. " + WRITE_RULE
 )
 
 # Calls that change nothing, so sending one again after a lost connection is harmless.
