@@ -67,6 +67,14 @@ _CLOUD: tuple[TokenRule, ...] = (
         r"hv[sbr]\.[A-Za-z0-9_\-]{24,400}+(?![A-Za-z0-9_\-])",
         True,
     ),
+    # Vault's tokens before 1.10: `s.` and 24 characters, with a digit and both cases
+    (
+        "vault_token",
+        ("s.",),
+        r"s\.(?=[A-Za-z0-9]{0,23}[0-9])(?=[A-Za-z0-9]{0,23}[A-Z])(?=[A-Za-z0-9]{0,23}[a-z])"
+        r"[A-Za-z0-9]{24}(?![A-Za-z0-9_\-.])",
+        True,
+    ),
     ("doppler_token", ("dp.",), r"dp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{40,44}", True),
     (
         "onepassword_token",

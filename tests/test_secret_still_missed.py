@@ -811,3 +811,28 @@ def test_names_paths_and_descriptions_of_a_password_stay_storable(text: str) -> 
 def test_passwords_beside_those_names_are_still_redacted(text: str, value: str, kind: str) -> None:
     redacted = redact(text)
     assert value not in redacted and f"[REDACTED:{kind}]" in redacted
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "VAULT_TOKEN=s.bH6StRHo77Qb6xaAjIpOLqv7",
+        'export VAULT_TOKEN="s.bH6StRHo77Qb6xaAjIpOLqv7"',
+        "vault login s.bH6StRHo77Qb6xaAjIpOLqv7",
+    ],
+)
+def test_a_vault_token_of_the_older_form_is_redacted(text: str) -> None:
+    assert "bH6StRHo77Qb6xaAjIpOLqv7" not in redact(text)
+    assert secret_kinds(text) == "vault_token"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "items.appendAllTheThings123X",
+        "x = s.bH6StRHo77Qb6xaAjIpOLqv7abc",  # 27 characters: no token of that form
+        "s.abcdefghijklmnopqrstuvwx",  # no digit, one case
+    ],
+)
+def test_names_after_s_dot_stay_storable(text: str) -> None:
+    assert redact(text) == text
