@@ -45,11 +45,15 @@ _COMPOUND = (
 STATED_VALUE = r"[ \t]+[\"'`]?(?P<value>[^\s\"'`()\[\]{}<>]{4,128}+)(?![(\[{<])"
 _AFTER_NAME = (
     rf"(?![a-z0-9_\-])(?![ \t]+(?:{_COMPOUND})\b)"
-    r"(?P<words>(?:[ \t]+[^\s.,;:!?=]{1,30}+){0,8}?)"
-    # `said`: a verb and a colon ("the password is: X") introduce the value and nothing else;
-    # an arrow or a dash set apart by blanks ("password -> X") is an operator as `:` is
+    # the words between (an owner's: "for db01.corp.io", a dot inside a word kept)
+    r"(?P<words>(?:[ \t]+(?:[^\s.,;:!?=]|\.(?=[^\s.,;:!?=])){1,30}+){0,8}?)"
+    # `said`: a verb and a colon ("the password is: X") introduce the value and nothing else,
+    # also on the next line ("The password is:" and the value below it); an arrow or a dash
+    # set apart by blanks ("password -> X") is an operator as `:` is
     r"(?:(?P<op>[ \t]*(?:[:=]|->|\u2192)|[ \t]+[-\u2013\u2014](?=[ \t]))|"
-    rf"{STATED_VERB}(?P<said>[ \t]*:)?)" + STATED_VALUE
+    rf"{STATED_VERB}(?P<said>[ \t]*:)?)"
+    r"(?:[ \t]+|(?(said)[ \t]*\r?\n(?:[ \t]*\r?\n)?[ \t]*|(?!)))"
+    + STATED_VALUE.replace(r"[ \t]+", "", 1)
 )
 # a literal prefix lets the engine skip ahead
 _STATEMENT = re.compile(r"pass(?:word|phrase|wd|code)" + _AFTER_NAME)

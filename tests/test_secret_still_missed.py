@@ -836,3 +836,29 @@ def test_a_vault_token_of_the_older_form_is_redacted(text: str) -> None:
 )
 def test_names_after_s_dot_stay_storable(text: str) -> None:
     assert redact(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "password"),
+    [
+        ("The password is:\nIndent!Pw9", "Indent!Pw9"),
+        ("The password is: \n\n    Indent!Pw9\n", "Indent!Pw9"),
+        ("the password for db01.corp.io is Db01!Pw9", "Db01!Pw9"),
+    ],
+)
+def test_a_password_below_is_colon_or_after_a_dotted_owner_is_redacted(
+    text: str, password: str
+) -> None:
+    _assert_only_value_redacted(text, password, "password_statement")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The password is:\n- at least 12 characters\n- one digit",
+        "the password is:\nstored in the vault",
+        "the password is:\n\n\nfar below, three lines down: Away1!x",
+    ],
+)
+def test_what_follows_is_colon_that_is_no_password_stays_storable(text: str) -> None:
+    assert redact(text) == text
