@@ -9,6 +9,7 @@ import json
 import os
 import shlex
 import signal
+import socket
 import sqlite3
 import subprocess
 import time
@@ -21,6 +22,7 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from orcactl.agent_configs import Pinned, _hook_event, hook_command
+from orcactl.hooks.wire import serving_elsewhere
 from protocol.client import Client, DaemonUnavailable
 from tests.harness import DaemonProcess, OrcaEnv
 from tests.hook_helpers import ORCACTL, ClaudeTranscript
@@ -371,19 +373,67 @@ def test_a_hook_with_another_runtime_directory_reaches_the_orcad_of_its_memory(
     assert not (orca_env.root / "another-runtime" / "orca").exists()
 
 
+def _listening(directory: Path) -> tuple[socket.socket, str]:
+    directory.mkdir(mode=0o700, exist_ok=True)
+    path = str(directory / "orcad.sock")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen()
+    return listener, path
+
+
+def _pid_file(orca: OrcaEnv, content: bytes | str) -> None:
+    orca.memory_root.mkdir(parents=True, exist_ok=True)
+    path = orca.memory_root / "orcad.pid"
+    path.unlink(missing_ok=True)
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
+
+
 @pytest.mark.parametrize(
     "content",
-    [b"", b"garbage", b'{"pid": 1}', b'{"pid": 1, "socket": "relative.sock"}', b"[1, 2]"],
+    [
+        b"",
+        b"garbage",
+        b'{"pid": 1}',
+        b'{"pid": 1, "socket": "relative.sock"}',
+        b"[1, 2]",
+        b"[" * 60_000,  # deeper than the JSON reader goes
+    ],
 )
 def test_a_pid_file_that_names_no_socket_sends_no_client_elsewhere(
     orca_env: OrcaEnv, content: bytes, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from orcactl.hooks.wire import serving_elsewhere
-
-    orca_env.memory_root.mkdir(parents=True, exist_ok=True)
-    (orca_env.memory_root / "orcad.pid").write_bytes(content)
+    _pid_file(orca_env, content)
     monkeypatch.setenv("ORCA_HOME", str(orca_env.home))
     assert serving_elsewhere("/run/orca/orcad.sock") is None
-    (orca_env.memory_root / "orcad.pid").write_text('{"pid": 1, "socket": "/run/orca/orcad.sock"}')
-    assert serving_elsewhere("/run/orca/orcad.sock") is None  # the one already tried
-    assert serving_elsewhere("/elsewhere.sock") == "/run/orca/orcad.sock"
+
+
+def test_only_a_live_orcad_of_this_user_in_a_private_directory_is_reached(
+    orca_env: OrcaEnv, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ORCA_HOME", str(orca_env.home))
+    listener, path = _listening(tmp_path / "runtime")
+    with listener:
+        _pid_file(orca_env, json.dumps({"pid": os.getpid(), "socket": path}))
+        assert serving_elsewhere("/elsewhere.sock") == path
+        assert serving_elsewhere(path) is None  # the one already tried
+        # a pid file left by an orcad that is gone (a crash, a power cut)
+        gone = subprocess.Popen(["true"])
+        gone.wait()
+        _pid_file(orca_env, json.dumps({"pid": gone.pid, "socket": path}))
+        assert serving_elsewhere("/elsewhere.sock") is None
+        # a directory others may write to: the socket there may be anyone's
+        _pid_file(orca_env, json.dumps({"pid": os.getpid(), "socket": path}))
+        (tmp_path / "runtime").chmod(0o777)
+        assert serving_elsewhere("/elsewhere.sock") is None
+
+
+def test_a_fifo_at_the_pid_file_does_not_block_a_client(
+    orca_env: OrcaEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    orca_env.memory_root.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(orca_env.memory_root / "orcad.pid")
+    monkeypatch.setenv("ORCA_HOME", str(orca_env.home))
+    started = time.monotonic()
+    assert serving_elsewhere("/elsewhere.sock") is None
+    assert time.monotonic() - started < 1

@@ -10,6 +10,7 @@ import itertools
 import json
 import os
 import socket
+import stat
 import time
 from typing import TYPE_CHECKING
 
@@ -111,7 +112,7 @@ class HookClient:
 
 # what orcad writes in its memory root while it serves: its pid and its socket
 INSTANCE_FILE = os.path.join("memory", "orcad.pid")
-INSTANCE_MAX_BYTES = 64 * 1024
+INSTANCE_MAX_BYTES = 4096
 
 
 def serving_elsewhere(path: str) -> str | None:
@@ -119,17 +120,48 @@ def serving_elsewhere(path: str) -> str | None:
     its pid file names it, when that is not `path`. One orcad serves one memory: a client whose
     environment gives another runtime directory (an agent starts its MCP server without
     XDG_RUNTIME_DIR) finds nothing on its own socket, and the orcad it started exited at once,
-    naming the one already serving."""
+    naming the one already serving.
+
+    Only an orcad of this user's, alive, is trusted so: the pid must name a live process of
+    this user, and the socket and its directory must be this user's and closed to others. A
+    pid file left by a crash may name a socket in a shared directory (`/tmp/runtime-UID`),
+    which another user could have taken since."""
     home = os.environ.get("ORCA_HOME") or os.path.join(os.path.expanduser("~"), ".orca")
     try:
-        with open(os.path.join(home, INSTANCE_FILE), "rb") as handle:
-            instance = json.loads(handle.read(INSTANCE_MAX_BYTES))
-    except (OSError, ValueError):
+        instance = _read_instance(os.path.join(home, INSTANCE_FILE))
+        pid, socket_file = instance["pid"], instance["socket"]
+        if not (isinstance(pid, int) and pid > 0 and isinstance(socket_file, str)):
+            return None
+        if not os.path.isabs(socket_file) or socket_file == path:
+            return None
+        os.kill(pid, 0)  # alive, and ours (another user's: PermissionError)
+        uid = os.getuid()
+        found = os.lstat(socket_file)
+        directory = os.lstat(os.path.dirname(socket_file))
+    except Exception:  # no pid file, a foreign or dead one, garbage: none
         return None
-    socket = instance.get("socket") if isinstance(instance, dict) else None
-    if not isinstance(socket, str) or not os.path.isabs(socket) or socket == path:
+    if not stat.S_ISSOCK(found.st_mode) or found.st_uid != uid:
         return None
-    return socket
+    if not stat.S_ISDIR(directory.st_mode) or directory.st_uid != uid:
+        return None
+    if directory.st_mode & 0o022:  # others could put a socket there
+        return None
+    return socket_file
+
+
+def _read_instance(path: str) -> dict[str, Any]:
+    """The pid file's JSON object; it must be a regular file (a FIFO would block the open)."""
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    try:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise ValueError(path)
+        data = os.read(descriptor, INSTANCE_MAX_BYTES)
+    finally:
+        os.close(descriptor)
+    instance = json.loads(data)
+    if not isinstance(instance, dict):
+        raise TypeError(path)
+    return instance
 
 
 def connect(
