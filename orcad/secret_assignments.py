@@ -60,6 +60,8 @@ _NAME_QUALIFIERS = (
     r"sandbox|local|base|old|new|prev|previous|next|current|primary|secondary|backup|main|"
     r"default|v?[0-9]{1,3}))*"
 )
+# blanks, then a colon right before the value's quote: psql's :'variable'
+_PSQL_VARIABLE = re.compile(r"[ \t]+:")
 # the end of a credential's name, which an = inside a value must not follow
 _NOT_A_NAME = "".join(
     f"(?<!{name})" for name in ("pass", "word", "pwd", "pw", "phrase", "code", "mnemonic", "secret")
@@ -113,6 +115,8 @@ def _assignment_finder(keyword: str, pattern: str) -> Finder:
                     start, end = default.span(group)
             if group == 3 and end < len(text) and text[end] in "([":
                 continue  # a call or subscript such as os.environ["X"]
+            if group != 3 and _PSQL_VARIABLE.fullmatch(lowered, name_end, start - 1):
+                continue  # psql's `PASSWORD :'new_password'`: a variable set elsewhere
             if group == 3 and text[end - 1] == ":" and "==" in lowered[name_end:start]:
                 end -= 1  # `if token == Literal:` ends a block header, not the value
                 if start == end:

@@ -424,9 +424,11 @@ def find_credential_flags(text: str, lowered: str) -> Iterator[Span]:
             value = text[start:end]
             if not quoted and lowered[start:end].rstrip(TRAILING) in _FLAG_NOUNS:
                 continue
-            # a shell argument is a literal, as an environment value is (upper_key)
+            # a shell argument is a literal, as an environment value is (upper_key); a bare
+            # --secret often names a stored secret (`gcloud ... --secret=db-password`)
+            bare = lowered[match.start() : start].rstrip("= \t") == "--secret"
             if value[0] != "-" and is_credential_literal(
-                value, quoted=quoted, upper_key=True, bare=False
+                value, quoted=quoted, upper_key=True, bare=bare
             ):
                 yield start, end
     # one cheap pass instead of a word search per tool taking a short flag

@@ -53,7 +53,8 @@ def find_netrc_passwords(text: str, lowered: str) -> Iterator[Span]:
         if line < 0 or (before and not before.isspace()):
             if "login" not in before or _NETRC_LOGIN.search(lowered, reach, keyword) is None:
                 continue
-            if "machine" not in before and not is_chosen_password(text[slice(*match.span(1))]):
+            netrc_line = "machine" in before or "default" in before
+            if not netrc_line and not is_chosen_password(text[slice(*match.span(1))]):
                 continue  # prose: "the login form's password input", no netrc line
         else:
             context = lowered[max(0, line - _NETRC_CONTEXT) : line]
@@ -226,6 +227,8 @@ def find_sql_passwords(text: str, lowered: str) -> Iterator[Span]:
             ):
                 continue
             start, end, _ = value_span(match)
+            if text[start - 2 : start - 1] == ":":
+                continue  # psql's :'variable': the value is set elsewhere
             if given_password(text[start:end]):
                 yield start, end
 

@@ -202,12 +202,18 @@ def stated_password(value: str) -> bool:
     )
 
 
+# how a password is kept, said of it as a label: "Argon2id-hashed", "base64-encoded"
+_KEPT_AS = frozenset(
+    {"hashed", "encoded", "encrypted", "salted", "protected", "stored", "derived", "signed"}
+)
+
+
 def _described(value: str) -> bool:
-    """Words on how a password is kept, joined as a label: "Argon2id-hashed", "base64-encoded"
-    (the last part a describing word of four letters or more)."""
+    """An algorithm or encoding and how the password is kept by it ("Argon2id-hashed",
+    "base64-encoded"): two parts, the second one of _KEPT_AS. A passphrase of more words
+    ("Correct-Horse-Battery-Stapled") is not one."""
     parts = _LABEL_SEPARATORS.split(value)
-    last = parts[-1].lower()
-    return len(parts) >= 2 and len(last) >= 4 and last.isalpha() and last.endswith(DESCRIBING_ENDS)
+    return len(parts) == 2 and parts[1].lower() in _KEPT_AS
 
 
 def _clearly_stated(value: str, *, clause_ends: bool) -> bool:

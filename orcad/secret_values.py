@@ -219,34 +219,15 @@ def _alnum(value: str) -> str:
     return "".join(char for char in value if char.isalnum())
 
 
-# A name made of words one of which names a credential (`db-password`, `new_password`,
-# `api.token`): a secret's or a variable's name, not its value; and a store's path of words
-# (`secret/data/db`, Vault's)
-_CREDENTIAL_WORDS = frozenset(
-    {"password", "passwd", "pwd", "secret", "secrets", "token", "credential", "credentials"}
-)
-_NAME_PARTS = re.compile(r"[-_.]")
+# A secret store's path of words (`secret/data/db`, Vault's): where a credential is, not it
 _STORE_PATH = re.compile(r"(?:secrets?|kv)/[a-z0-9_\-]+(?:/[a-z0-9_\-]+)*\Z")
-
-
-def names_a_credential(value: str) -> bool:
-    """`db-password`, `new_password`, `secret/data/db`: the name or path of a credential."""
-    lowered = value.lower()
-    if _STORE_PATH.match(lowered):
-        return True
-    parts = _NAME_PARTS.split(lowered)
-    return (
-        len(parts) >= 2
-        and all(part.isalpha() for part in parts)
-        and not _CREDENTIAL_WORDS.isdisjoint(parts)
-    )
 
 
 def is_reference(value: str) -> bool:
     """Names another place that holds the credential: a variable, attribute, file or store."""
     return (
         "://" in value
-        or names_a_credential(value)
+        or _STORE_PATH.match(value.lower()) is not None
         or value.lower().startswith(_REFERENCE_PREFIXES)
         or _DOTTED_NAME.match(value) is not None
         or _PROJECT_ID.match(value) is not None

@@ -862,3 +862,26 @@ def test_a_password_below_is_colon_or_after_a_dotted_owner_is_redacted(
 )
 def test_what_follows_is_colon_that_is_no_password_stays_storable(text: str) -> None:
     assert redact(text) == text
+
+
+# what a reviewer found leaking after the first version of the rules above: passwords that
+# hold the word secret or password, passphrases whose last word ends as a describing word, a
+# netrc `default` entry
+@pytest.mark.parametrize(
+    ("text", "password"),
+    [
+        ("docker run -e MYSQL_ROOT_PASSWORD=my-secret-pw", "my-secret-pw"),
+        ("mysql -u root -pmy-secret-pw", "my-secret-pw"),
+        ("curl -u admin:super-secret-password https://x", "super-secret-password"),
+        ("DB_PASSWORD=my_secret_password", "my_secret_password"),
+        ('password: "old-secret-pass"', "old-secret-pass"),
+        ("my password is Correct-Horse-Battery-Stapled.", "Correct-Horse-Battery-Stapled"),
+        ("the password is purple-monkey-dishwasher-running", "purple-monkey-dishwasher-running"),
+        ("default login bob password swordfish", "swordfish"),
+        ("--secret=Xk9mm2qLp4", "Xk9mm2qLp4"),
+    ],
+)
+def test_passwords_that_name_a_secret_or_end_as_a_description_are_redacted(
+    text: str, password: str
+) -> None:
+    assert password not in redact(text)
