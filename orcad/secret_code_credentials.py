@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterator
 
 from orcad.secret_formats import Span
-from orcad.secret_values import is_credential_literal, looks_random
+from orcad.secret_values import is_chosen_password, is_credential_literal, looks_random
 
 # A variable's name that holds a credential: its last part a password's or secret's (any
 # value), or a key's or token's (a generated value); DB_PASSWORD_FILE, TOKEN_URL name others.
@@ -134,12 +134,19 @@ def _value(match: re.Match[str]) -> Span | None:
     return None
 
 
-def _credential(value: str, word: str | None, *, quoted: bool) -> bool:
-    """A password's or secret's value whatever its entropy; a key's, token's or salt's when it
-    looks generated."""
-    if word is None or word in _PLAIN_WORDS:
+def _credential(value: str, word: str | None, *, quoted: bool, upper_name: bool) -> bool:
+    """A password's or secret's value: under an upper-case name (an environment variable's,
+    `DB_PASSWORD`), whatever its entropy; under another (a form field's `password`, a widget's,
+    a translation's) or by position in a call, only one that looks chosen, letters with digits
+    or symbols (not `PasswordInput`, `Contraseña`, `AuthController`). A key's, token's or salt's
+    when it looks generated. Never words with blanks between them (`Enter password`)."""
+    if any(char.isspace() for char in value):
+        return False
+    if word is not None and word not in _PLAIN_WORDS:
+        return looks_random(value)
+    if upper_name:
         return is_credential_literal(value, quoted=quoted, upper_key=True, bare=False)
-    return looks_random(value)
+    return is_chosen_password(value)
 
 
 def find_code_credentials(text: str, lowered: str) -> Iterator[Span]:
@@ -156,13 +163,18 @@ def find_code_credentials(text: str, lowered: str) -> Iterator[Span]:
             while end > start and text[end - 1] in " \t\r":
                 end -= 1
             quoted = match.start("plain") < 0 if "plain" in pattern.groupindex else True
-            word = match["word"] if "word" in pattern.groupindex else None
-            if start < end and _credential(text[start:end], word, quoted=quoted):
+            name = text[match.start("name") : match.end("name")]
+            value = text[start:end]
+            if start < end and _credential(
+                value, match["word"], quoted=quoted, upper_name=name.isupper()
+            ):
                 yield start, end
     if any(name in lowered for name in _POSITIONAL_NAMES):
         for match in _calls(lowered):
             span = _value(match)
-            if span is not None and _credential(text[span[0] : span[1]], None, quoted=True):
+            if span is not None and _credential(
+                text[span[0] : span[1]], None, quoted=True, upper_name=False
+            ):
                 yield span
 
 

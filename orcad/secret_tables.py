@@ -1,5 +1,6 @@
 """Passwords in a table's password column: a Markdown table or a CSV (or TSV) export whose
-header names a column `password` (`pass`, `pwd`, `passphrase`, `secret`).
+header names a column `password` (`passwd`, `pwd`, `passphrase`; `pass` or `secret` beside a
+user's column).
 
 Pure module: no I/O. A row's cell in that column is a password when it looks chosen (letters
 with digits or symbols, or four digits or more), as a pair's password must (`admin` or `see
@@ -16,7 +17,11 @@ from collections.abc import Iterator
 from orcad.secret_formats import Span
 from orcad.secret_values import is_chosen_password
 
-_COLUMN_NAMES = frozenset({"password", "passwd", "pass", "pwd", "passphrase", "secret"})
+_COLUMN_NAMES = frozenset({"password", "passwd", "pwd", "passphrase"})
+# names that mean a password only beside a user's column (a test report's `Pass` column holds
+# counts, a docs table's `Secret` column names secrets)
+_PAIRED_NAMES = frozenset({"pass", "secret"})
+_USER_NAMES = frozenset({"user", "username", "login", "email", "account", "user name"})
 _MARKUP = "`*_ \t"
 _MARKDOWN_SEPARATOR = re.compile(r"[ \t]*\|?(?:[ \t]*:?-{3,}:?[ \t]*\|)+[ \t]*:?-*:?[ \t]*\r?\Z")
 _CSV_DELIMITERS = (",", "\t", ";")
@@ -41,6 +46,8 @@ def _column(line: str, delimiter: str) -> int | None:
     """The index of the header's password column, if it names one."""
     names = [line[a:b].lower() for a, b in _cells(line, delimiter)]
     found = [index for index, name in enumerate(names) if name in _COLUMN_NAMES]
+    if not found and not _USER_NAMES.isdisjoint(names):
+        found = [index for index, name in enumerate(names) if name in _PAIRED_NAMES]
     return found[0] if found else None
 
 

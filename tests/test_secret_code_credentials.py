@@ -74,6 +74,16 @@ def test_a_credential_given_by_position_or_a_name_apart_is_redacted(text: str, v
         "setPassword(password)",
         "session.auth = ('user', os.environ['PW'])",
         'x = data["token"] = "abc"',
+        # a form's fields, widgets and translations; routes and schemes by position
+        "widgets['password'] = 'PasswordInput'",
+        "self.fields['password'] = 'CharField'",
+        'translations["password"] = "Contraseña"',
+        'labels["secret"] = "Geheimnis"',
+        'router.login("/auth", "AuthController")',
+        'i18n.login("en-US", "Sign in")',
+        'client.auth("Bearer")',
+        '{"name": "password", "value": "Enter password"}',
+        '{"name":"new_password","value":"newPassword"}',
     ],
 )
 def test_names_and_calls_without_a_credential_stay_storable(text: str) -> None:

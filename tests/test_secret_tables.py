@@ -23,7 +23,9 @@ KIND = "[REDACTED:password_statement]"
             "CSV export of test users:\nemail,password\nqa1@corp.io,Qa1!Test\nqa2@corp.io,Qa2!Test",
             ["Qa1!Test", "Qa2!Test"],
         ),
-        ("name\tpass\nbob\tS3cret!x\n", ["S3cret!x"]),
+        ("user\tpass\nbob\tS3cret!x\n", ["S3cret!x"]),
+        ("| user | pass |\n|---|---|\n| bob | S3cret!x |", ["S3cret!x"]),
+        ("user,secret\nbob,Xk9!mm2q", ["Xk9!mm2q"]),
         ("id;login;pwd\r\n1;bob;Pw!d2024\r\n", ["Pw!d2024"]),
         ("  | host | Password |\n  | :--- | ---: |\n  | db1 | 83920175 |", ["83920175"]),
     ],
@@ -50,6 +52,12 @@ def test_a_table_of_many_rows_is_redacted_to_its_last_row() -> None:
         "email,password_hash\nx@y.z,abc",
         "id,name,password\n1,bob\n",  # a row of another shape ends the table
         "username, password and email are required\nsee the docs, then log in",
+        # a test report's Pass column, a docs table of secrets' names (no user column)
+        "| Test | Pass | Time |\n|---|---|---|\n| unit | 2048 | 120ms |",
+        "test,pass,fail,duration\nunit,1043,2,3s",
+        "| Player | Pass |\n|---|---|\n| Kane | 2012 |",
+        "| Name | Secret |\n|---|---|\n| api | aws/prod-key2 |\n| gh | gh_token_v2 |",
+        "name\tpass\nunit-tests\t1043\n",
     ],
 )
 def test_tables_without_a_password_in_that_column_stay_storable(text: str) -> None:
