@@ -319,21 +319,28 @@ def edit_hooks(
     return _dump_json(data, text)
 
 
-def codex_trust(text: str, path: Path) -> dict[str, str]:
-    """What Codex records in config.toml to run each of orca's hooks in hooks.json `text` at
-    `path`: its key (`<path>:<event>:<group>:<handler>`, the event in snake case) and the hash
-    of its definition, as Codex computes it (sha256 of the compact JSON, keys sorted, of the
-    event, the group's matcher if any, and the handler with Codex's defaults filled in). Codex
-    skips a hook whose hash is not recorded there, saying nothing."""
+class CodexHook(NamedTuple):
+    key: str  # `<hooks.json path>:<event>:<group>:<handler>`, where Codex records trust
+    digest: str  # `sha256:<hex>`: the hash of the hook's definition Codex trusts
+    ours: bool
+
+
+def codex_hooks(text: str, path: Path) -> list[CodexHook]:
+    """Every command hook in Codex's hooks.json `text` at `path`, with where Codex records the
+    trust it needs to run it and the hash of its definition, as Codex computes them (sha256 of
+    the compact JSON, keys sorted, of the event, the group's matcher if the event takes one,
+    and the handler with Codex's defaults filled in). Codex skips a hook whose hash is not
+    recorded there, saying nothing."""
     hooks = _load_json(text, path).get("hooks")
-    trusted: dict[str, str] = {}
+    found: list[CodexHook] = []
     for event, groups in (hooks if isinstance(hooks, dict) else {}).items():
         snake = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", str(event)).lower()
         for group_index, group in enumerate(groups if isinstance(groups, list) else []):
             handlers = group.get("hooks") if isinstance(group, dict) else None
             for index, handler in enumerate(handlers if isinstance(handlers, list) else []):
-                if not (isinstance(handler, dict) and _is_ours(handler.get("command"), "codex")):
+                if not (isinstance(handler, dict) and handler.get("type") == "command"):
                     continue
+                command = handler.get("command")
                 timeout = handler.get("timeout", CODEX_DEFAULT_TIMEOUT_S)
                 if snake in _CODEX_TIMEOUT_CAPS and isinstance(timeout, int):
                     timeout = min(timeout, _CODEX_TIMEOUT_CAPS[snake])
@@ -342,7 +349,7 @@ def codex_trust(text: str, path: Path) -> dict[str, str]:
                     "hooks": [
                         {
                             "async": handler.get("async", False),
-                            "command": handler["command"],
+                            "command": command,
                             "timeout": timeout,
                             "type": "command",
                         }
@@ -354,8 +361,27 @@ def codex_trust(text: str, path: Path) -> dict[str, str]:
                     identity, sort_keys=True, separators=(",", ":"), ensure_ascii=False
                 )
                 digest = hashlib.sha256(canonical.encode("utf-8")).hexdigest()
-                trusted[f"{path}:{snake}:{group_index}:{index}"] = f"sha256:{digest}"
-    return trusted
+                key = f"{path}:{snake}:{group_index}:{index}"
+                found.append(CodexHook(key, f"sha256:{digest}", _is_ours(command, "codex")))
+    return found
+
+
+def codex_trust(text: str, path: Path) -> dict[str, str]:
+    """Where Codex records trust in each of orca's hooks in hooks.json, and its hash."""
+    return {hook.key: hook.digest for hook in codex_hooks(text, path) if hook.ours}
+
+
+def codex_moves(before: str, after: str, path: Path) -> dict[str, str]:
+    """The user's hooks that an edit of orca's moved: old key to new (Codex records trust by a
+    hook's place), each told by its definition, when it is the only one of its kind."""
+    old = [hook for hook in codex_hooks(before, path) if not hook.ours]
+    new = [hook for hook in codex_hooks(after, path) if not hook.ours]
+    moves = {}
+    for hook in new:
+        was = [h.key for h in old if h.digest == hook.digest]
+        if len(was) == 1 and sum(h.digest == hook.digest for h in new) == 1 and was[0] != hook.key:
+            moves[was[0]] = hook.key
+    return moves
 
 
 def mcp_server(orcactl: str, pinned: Pinned | None, cwd: Path | None) -> dict[str, Any]:

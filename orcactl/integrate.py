@@ -85,6 +85,7 @@ def plan(args: argparse.Namespace, env: dict[str, str]) -> list[Change]:
     # orca's hooks that were there before is taken back (their definitions are gone)
     trust: dict[str, str] = {}
     untrust: list[str] = []
+    moves: dict[str, str] = {}
     for target in found:
         before = read_config(target.path)
         text = before or ""
@@ -93,10 +94,10 @@ def plan(args: argparse.Namespace, env: dict[str, str]) -> list[Change]:
             after = agent_configs.edit_hooks(
                 text, target.path, args.agent, orcactl, pinned, remove=remove
             )
-            if target.kind == "codex-hooks" and project is None:
+            if target.kind == "codex-hooks" and project is None and not args.no_trust:
                 untrust = list(agent_configs.codex_trust(text, target.path))
-                if not args.no_trust:
-                    trust = agent_configs.codex_trust(after, target.path)
+                trust = agent_configs.codex_trust(after, target.path)
+                moves = agent_configs.codex_moves(text, after, target.path)
         elif target.kind == "claude-mcp":
             after = agent_configs.edit_claude_mcp(
                 text, target.path, orcactl, pinned, project, remove=remove
@@ -111,6 +112,7 @@ def plan(args: argparse.Namespace, env: dict[str, str]) -> list[Change]:
                 remove=remove,
                 trust=trust,
                 untrust=untrust,
+                moves=moves,
             )
         else:
             after = toml_edits.edit_orca_config(text, target.path, args.agent, remove=remove)

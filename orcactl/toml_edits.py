@@ -169,6 +169,7 @@ def edit_codex_config(
     remove: bool,
     trust: Mapping[str, str] | None = None,
     untrust: Iterable[str] = (),
+    moves: Mapping[str, str] | None = None,
 ) -> str:
     """config.toml: [mcp_servers.orca], [features] hooks = true, and the trust Codex needs to
     run orca's hooks: `[hooks.state."<key>"] trusted_hash` for each of `trust` (set), and none
@@ -183,7 +184,7 @@ def edit_codex_config(
     servers = _table_of(data, "mcp_servers", path)
     features = _table_of(data, "features", path)
     if remove:
-        return _with_trust(_without_server(text, path), path, {}, untrust)
+        return _with_trust(_without_server(text, path), path, {}, untrust, moves)
     for name in (CODEX_HOOKS_FEATURE, CODEX_OLD_HOOKS_FEATURE):
         if features.get(name) is False:
             # the user turned Codex's hooks off: turning them on runs every hook they configured
@@ -200,31 +201,72 @@ def edit_codex_config(
         in_place = _server_updated_in_place(text, data, owned, wanted)
         added = _server_added(text, path, wanted, newline) if in_place is None else in_place
     flagged = _with_hooks_flag(added, features, path, newline)
-    return _with_trust(flagged, path, trust or {}, untrust)
+    return _with_trust(flagged, path, trust or {}, untrust, moves)
 
 
-def _with_trust(text: str, path: Path, trust: Mapping[str, str], untrust: Iterable[str]) -> str:
+def _with_trust(
+    text: str,
+    path: Path,
+    trust: Mapping[str, str],
+    untrust: Iterable[str],
+    moves: Mapping[str, str] | None = None,
+) -> str:
     """`[hooks.state."<key>"] trusted_hash = "<hash>"` for each of `trust` (other keys of such
-    a table kept), each of `untrust` that `trust` does not give again taken out."""
+    a table kept); each of `untrust` that `trust` does not give again taken out; and the trust
+    of each of the user's hooks that orca's edit moved (`moves`, old key to new: Codex keys it
+    by the hook's place) moved with it. A table is taken out, or renamed, as its lines, so the
+    comments around it stay; tomlkit does it when the lines are not as orca writes them."""
+    moves = moves or {}
     data = tomllib.loads(text)
     hooks = data.get("hooks", {})
     state = hooks.get("state", {}) if isinstance(hooks, dict) else None
     if not isinstance(hooks, dict) or not isinstance(state, dict):
         raise Unparseable(f"{path}: `hooks` or `hooks.state` is not a table")
-    gone = [key for key in untrust if key in state and key not in trust]
+    touched = [*trust, *untrust, *moves, *moves.values()]
+    if any(key in state and not isinstance(state[key], dict) for key in touched):
+        raise Unparseable(f"{path}: an entry of `hooks.state` that orca's hooks use is not a table")
+    untrusted = set(untrust)
+    # a move may take the place of orca's trust that goes, or of another moved hook's
+    moves = {
+        old: new
+        for old, new in moves.items()
+        if old in state and (new not in state or new in untrusted or new in moves)
+    }
+    replaced = [new for new in moves.values() if new in state and new not in moves]
+    gone = [
+        key
+        for key in dict.fromkeys(untrust)
+        if key in state and key not in trust and key not in moves and key not in replaced
+    ]
+    gone += replaced
     changed = {k: v for k, v in trust.items() if state.get(k, {}).get("trusted_hash") != v}
-    if not gone and not changed:
+    if not gone and not changed and not moves:
         return text
     expected = copy.deepcopy(data)
     table = expected.setdefault("hooks", {}).setdefault("state", {})
     for key in gone:
         del table[key]
+    table.update({new: table.pop(old) for old, new in moves.items()})
     for key, digest in changed.items():
         table.setdefault(key, {})["trusted_hash"] = digest
-    if not table:
+    # tables left empty go, unless the file names them with a header of their own
+    keep_state = _header_of("hooks.state").search(text) is not None
+    keep_hooks = keep_state or _header_of("hooks").search(text) is not None
+    if not table and not keep_state:
         del expected["hooks"]["state"]
-    if not expected["hooks"]:
+    if not expected["hooks"] and not keep_hooks:
         del expected["hooks"]
+
+    def by_lines() -> str:
+        edited = text
+        for key in gone:
+            edited = _TRUST_TABLE.sub("", edited.replace(_state_header(key), _GONE, 1), count=1)
+        marks = [f"\x00orca-move-{index}\x00" for index in range(len(moves))]
+        for mark, old in zip(marks, moves, strict=True):  # (a chain of moves: a to b, b to c)
+            edited = edited.replace(_state_header(old), mark, 1)
+        for mark, new in zip(marks, moves.values(), strict=True):
+            edited = edited.replace(mark, _state_header(new), 1)
+        return _with_changed_trust(edited, changed)
 
     def by_tomlkit() -> str:
         document = tomlkit.parse(text)
@@ -235,26 +277,64 @@ def _with_trust(text: str, path: Path, trust: Mapping[str, str], untrust: Iterab
         states = document["hooks"]["state"]
         for key in gone:
             del states[key]
-        for key, digest in changed.items():
-            if key in states:
-                states[key]["trusted_hash"] = digest
-            else:
-                entry = tomlkit.table()
-                entry["trusted_hash"] = digest
-                states[key] = entry
-        if not states:
+        moved = {new: states[old] for old, new in moves.items()}
+        for old in moves:
+            del states[old]
+        for new, entry in moved.items():
+            states[new] = entry
+        if not states and not keep_state:
             del document["hooks"]["state"]
-        if not document["hooks"]:
+        if not document["hooks"] and not keep_hooks:
             del document["hooks"]
-        return document.as_string()
+        return _with_changed_trust(document.as_string(), changed)
 
-    result = _faithful(text, [by_tomlkit], expected)
+    result = _faithful(text, [by_lines, by_tomlkit], expected)
     if result is None:
         raise Unparseable(
             f"{path}: the trust Codex needs to run orca's hooks cannot be recorded without "
             "changing what the rest of the file means; trust them in Codex (/hooks)"
         )
     return result
+
+
+# A trust table as orca writes it, marked for removal: its header and its one line
+_GONE = "\x00orca-gone\x00"
+_TRUST_TABLE = re.compile(
+    r"(?m)(?:^[ \t]*\r?\n)?"  # and the blank line tomlkit wrote before it
+    + re.escape(_GONE)
+    + r"\r?\n[ \t]*trusted_hash[ \t]*=[ \t]*\"[^\"\n]*\"[ \t]*(?:\r?\n|\Z)"
+)
+
+
+def _header_of(name: str) -> re.Pattern[str]:
+    """A `[name]` header line (dotted parts spaced or not)."""
+    parts = r"[ \t]*\.[ \t]*".join(re.escape(part) for part in name.split("."))
+    return re.compile(rf"(?m)^[ \t]*\[[ \t]*{parts}[ \t]*\][ \t]*(?:#.*)?\r?$")
+
+
+def _state_header(key: str) -> str:
+    """The header tomlkit writes for `hooks.state.<key>`, as orca wrote it."""
+    return tomlkit.dumps({"hooks": {"state": {key: {}}}}).strip()
+
+
+def _with_changed_trust(text: str, changed: Mapping[str, str]) -> str:
+    """`text` with each of `changed` given its trusted_hash (a table set in place, or added)."""
+    if not changed:
+        return text
+    document = tomlkit.parse(text)
+    if "hooks" not in document:
+        document["hooks"] = tomlkit.table(is_super_table=True)
+    if "state" not in document["hooks"]:
+        document["hooks"]["state"] = tomlkit.table(is_super_table=True)
+    states = document["hooks"]["state"]
+    for key, digest in changed.items():
+        if key in states:
+            states[key]["trusted_hash"] = digest
+        else:
+            entry = tomlkit.table()
+            entry["trusted_hash"] = digest
+            states[key] = entry
+    return document.as_string()
 
 
 def _server_updated_in_place(

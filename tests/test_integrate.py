@@ -493,16 +493,22 @@ def test_doctor_reports_each_agent_found(orca_env: OrcaEnv) -> None:
     assert _integrate(orca_env, "codex", env=env).returncode == 0
     after = agents()
     assert [f["status"] for f in after] == ["ok", "ok"]
-    # Codex skips, without a word, a hook its config does not trust (as integrate --no-trust
-    # leaves them, or every registration made before integrate wrote the trust)
+    # Codex skips, without a word, a hook its config does not trust (as every registration
+    # made before integrate wrote the trust); --no-trust leaves the trust there is alone
     assert _integrate(orca_env, "codex", "--no-trust", env=env).returncode == 0
+    assert agents()[1]["status"] == "ok"
+    config = codex_home / "config.toml"
+    trusted = tomllib.loads(config.read_text())["hooks"]["state"]
+    untrusted_text = config.read_text()
+    for key in trusted:
+        untrusted_text = untrusted_text.replace(json.dumps(key), json.dumps(key + "-old"))
+    config.write_text(untrusted_text)
     untrusted = agents()[1]
     assert untrusted["status"] == "problem" and "does not trust" in untrusted["detail"]
     assert "SessionStart" not in untrusted["detail"] and "session_start" in untrusted["detail"]
     assert _integrate(orca_env, "codex", env=env).returncode == 0
     assert agents()[1]["status"] == "ok"
     # Codex runs no hook without its feature flag: registered hooks alone are not connected
-    config = codex_home / "config.toml"
     config.write_text(config.read_text().replace("hooks = true", "hooks = false"))
     flag_off = agents()[1]
     assert flag_off["status"] == "problem" and "features.hooks" in flag_off["detail"]
@@ -877,3 +883,58 @@ def test_ctrl_c_while_integrate_writes_leaves_the_agent_connected_whole_or_not_a
                 check=True,
             )
     assert 130 in outcomes  # the interrupt did come while it wrote
+
+
+def _trusted(config: Path) -> dict[str, str]:
+    states = tomllib.loads(config.read_text()).get("hooks", {}).get("state", {})
+    return {key.split("hooks.json:", 1)[1]: value["trusted_hash"] for key, value in states.items()}
+
+
+def test_the_trust_of_the_users_own_codex_hooks_follows_them_when_orcas_move(
+    orca_env: OrcaEnv,
+) -> None:
+    # Codex records trust by a hook's place (event, group, handler): taking orca's group out
+    # moved the user's hook after it, and its trust stayed behind, so Codex skipped it
+    codex_home = orca_env.root / "codex-home"
+    codex_home.mkdir()
+    env = {"CODEX_HOME": str(codex_home)}
+    assert _integrate(orca_env, "codex", env=env).returncode == 0
+    hooks_file, config = codex_home / "hooks.json", codex_home / "config.toml"
+    hooks = json.loads(hooks_file.read_text())
+    audit = {"type": "command", "command": "/usr/local/bin/audit.sh", "timeout": 5}
+    hooks["hooks"]["Stop"].append({"hooks": [audit]})
+    hooks_file.write_text(json.dumps(hooks, indent=2))
+    [users] = [
+        h for h in agent_configs.codex_hooks(hooks_file.read_text(), hooks_file) if not h.ours
+    ]
+    assert users.key.endswith(":stop:1:0")
+    with config.open("a") as handle:  # trusted as Codex's /hooks would, with a comment
+        handle.write(
+            f'\n# my audit hook\n[hooks.state."{users.key}"]\ntrusted_hash = "{users.digest}"\n'
+        )
+    assert _integrate(orca_env, "codex", "--remove", env=env).returncode == 0
+    assert _trusted(config) == {"stop:0:0": users.digest}  # moved with it; orca's are gone
+    assert "# my audit hook" in config.read_text()
+    assert _integrate(orca_env, "codex", env=env).returncode == 0  # orca's appended after it
+    assert _trusted(config)["stop:0:0"] == users.digest
+    assert len(_trusted(config)) == 5
+
+
+def test_a_trust_entry_that_is_not_a_table_is_refused_without_a_traceback(
+    orca_env: OrcaEnv,
+) -> None:
+    codex_home = orca_env.root / "codex-home"
+    codex_home.mkdir()
+    env = {"CODEX_HOME": str(codex_home)}
+    hooks_file = codex_home / "hooks.json"
+    hooks_text = agent_configs.edit_hooks(
+        "", hooks_file, "codex", ORCACTL, agent_configs.Pinned(str(orca_env.socket)), remove=False
+    )
+    [first, *_] = agent_configs.codex_trust(hooks_text, hooks_file)
+    config = f'[hooks.state]\n"{first}" = "yes"\n'
+    (codex_home / "config.toml").write_text(config)
+    for extra in ((), ("--dry-run",)):
+        run = _integrate(orca_env, "codex", *extra, env=env)
+        assert run.returncode == 1 and "is not a table" in run.stderr, run.stderr
+        assert "Traceback" not in run.stderr
+    assert (codex_home / "config.toml").read_text() == config
