@@ -239,3 +239,27 @@ def test_sentences_after_a_request_are_kept_only_when_they_go_on_with_it(
     turn: str, facts: list[str]
 ) -> None:
     assert [fact["fact"] for fact in _facts(turn)] == facts
+
+
+@pytest.mark.parametrize(
+    ("turn", "facts"),
+    [
+        # what a request says it is for needs a colon or "that" after it to be left out
+        ("Remember in the app folder we use Vite.", ["In the app folder we use Vite."]),
+        (
+            "Remember about the project deadline, it is Friday.",
+            ["About the project deadline, it is Friday."],
+        ),
+        # a sentence that asks for work does not go on with the request to remember
+        ("Remember that we use pnpm. Also fix the lint errors.", ["The project uses pnpm."]),
+        ("Remember that we use pnpm. And then run the tests.", ["The project uses pnpm."]),
+        (
+            "Don't forget to run the migrations. Also update the changelog.",
+            ["Run the migrations."],
+        ),
+    ],
+)
+def test_a_request_keeps_its_words_and_work_asked_after_it_is_no_fact(
+    turn: str, facts: list[str]
+) -> None:
+    assert [fact["fact"] for fact in _facts(turn)] == facts

@@ -76,13 +76,18 @@ _REMEMBER = re.compile(
     r"^(?:please\s+)?"
     r"(?:remember|don't forget|do not forget|keep in mind|for future reference|for the record)\b"
     rf"(?:\s+(?:this|these|the following)(?:\s+{_FOR_THE_PROJECT})?\s*[:,]"
-    rf"|\s+{_FOR_THE_PROJECT}\b[,:]?)?"
+    rf"|\s+{_FOR_THE_PROJECT}(?:\s*[:,]|(?=\s+that\b)))?"
     r"[,:]?\s*(?:that\s+)?(?P<body>.+)$",
     _FLAGS,
 )
 # "Remember this: we use pnpm. Also, the staging database is db-staging-2.": a sentence that
-# goes on with a request to remember is part of it
-_GOES_ON = re.compile(r"^(?:also|and|plus)\b[,:]?\s+(?P<body>.+)$", _FLAGS)
+# goes on with a request to remember is part of it, when it states something ("Also fix the
+# lint errors" asks for work)
+_GOES_ON = re.compile(
+    r"^(?:also|and|plus)\b[,:]?\s+"
+    r"(?P<body>(?:the|our|we|this|these|those|all|every|each|its|my)\b.+)$",
+    _FLAGS,
+)
 # "Fix the build and remember that we use pnpm": an explicit request inside a longer sentence.
 _EMBEDDED_REMEMBER = re.compile(
     r"(?:[,;:]\s*|\s(?:and|but|also|please|so|then)\s+)(?:please\s+)?"
