@@ -836,9 +836,22 @@ def test_the_hooks_session_id_bound_is_orcads() -> None:
     assert common.CLIENT_ID_MAX_CHARS == CLIENT_ID_MAX_CHARS
 
 
-@pytest.mark.parametrize("transcript_kept", [False, True])
+@pytest.mark.parametrize(
+    ("transcript_kept", "prompt_ids"),
+    [
+        (False, None),
+        (True, None),
+        # Claude Code 2.1 names each prompt: a transcript it never writes (claude -p
+        # --no-session-persistence) gives nothing to place a prompt asked again in
+        (False, ("5d1c2e3f-0001-4aaa-8bbb-000000000001", "5d1c2e3f-0002-4aaa-8bbb-000000000002")),
+    ],
+)
 def test_a_prompt_repeated_without_a_readable_transcript_is_a_new_turn(
-    tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess, transcript_kept: bool
+    tmp_path: Path,
+    orca_env: OrcaEnv,
+    daemon: DaemonProcess,
+    transcript_kept: bool,
+    prompt_ids: tuple[str, str] | None,
 ) -> None:
     # without a transcript to place it in (none kept, or one that cannot be read), "continue"
     # asked again is a new turn: it must not get the first one's snapshot
@@ -853,6 +866,9 @@ def test_a_prompt_repeated_without_a_readable_transcript_is_a_new_turn(
         broken = tmp_path / "broken.jsonl"
         broken.write_text('{"type": "user" garbage\n')
         payload["transcript_path"] = str(broken)
+    if prompt_ids is not None:
+        payload["transcript_path"] = str(tmp_path / "never-written.jsonl")
+        payload["prompt_id"] = prompt_ids[0]
     first = run_hook(orca_env, "claude-code", "UserPromptSubmit", payload)
     assert (first.status, first.stdout) == (0, "")  # nothing stored yet
     with daemon.client() as client:
@@ -869,6 +885,8 @@ def test_a_prompt_repeated_without_a_readable_transcript_is_a_new_turn(
             },
         )
         assert saved.outcome == "applied"
+    if prompt_ids is not None:
+        payload["prompt_id"] = prompt_ids[1]
     again = run_hook(orca_env, "claude-code", "UserPromptSubmit", payload)
     assert again.status == 0
     assert "make wombat-check" in again.context

@@ -1,7 +1,8 @@
 """`orcactl hook claude-code EVENT`: Claude Code's hooks in, Claude Code's hook output out.
 
-Claude Code gives no turn id, so one is derived from the transcript's entry for the user's
-prompt (its position among the session's root prompts and its text): the recall at
+Claude Code 2.1 gives both hooks of one prompt its `prompt_id`, which names the turn. Without
+one (earlier versions), the turn's id is derived from the transcript's entry for the user's
+prompt (its position among the session's root prompts and its text). Either way the recall at
 UserPromptSubmit and the capture at Stop name the same turn, and a repeated Stop reports the
 same turn again (the daemon answers it as a duplicate).
 """
@@ -61,14 +62,22 @@ def _submitted_turn_id(turns: list[transcript.Turn], session_id: str, prompt: st
     return transcript.turn_id_for(TURN_PREFIX, session_id, ordinal, transcript.clean_text(prompt))
 
 
+def _prompt_turn_id(payload: dict[str, Any], session_id: str) -> str | None:
+    """The turn named by the input's `prompt_id`, which Claude Code (2.1) gives both
+    UserPromptSubmit and Stop of one prompt: no transcript needs reading, and a prompt asked
+    again is another turn."""
+    prompt_id = payload.get("prompt_id")
+    if not isinstance(prompt_id, str) or not prompt_id:
+        return None
+    return transcript.turn_id_for(TURN_PREFIX, session_id, -2, prompt_id)
+
+
 def prompt_submit(payload: dict[str, Any], context: HookContext) -> Answer:
     prompt = text_field(payload, "prompt", required=False)
     session_id = text_field(payload, "session_id")
     try:
-        turns = _turns(payload.get("transcript_path"))
-    except transcript.TranscriptMissing:
-        # Claude Code writes a new session's transcript after this hook: its first prompt
-        turn_id = _submitted_turn_id([], session_id, prompt)
+        named = _prompt_turn_id(payload, session_id)
+        turns = [] if named is not None else _turns(payload.get("transcript_path"))
     except transcript.TranscriptProblem:
         # No transcript (none kept, missing, over the bound, malformed) to place the prompt in:
         # named by its text alone, a repeated prompt ("continue") would be taken for the earlier
@@ -76,7 +85,7 @@ def prompt_submit(payload: dict[str, Any], context: HookContext) -> Answer:
         # from the transcript, if there is one by then.
         turn_id = transcript.turn_id_for(TURN_PREFIX, session_id, -1, secrets.token_hex(16))
     else:
-        turn_id = _submitted_turn_id(turns, session_id, prompt)
+        turn_id = named or _submitted_turn_id(turns, session_id, prompt)
     with context.connect() as client:
         _opened, ids = open_session(client, context, payload)
         result = client.call("recall", {**ids, "turn_id": turn_id, "prompt": bounded(prompt)})
@@ -132,14 +141,19 @@ def turn_report(
         if payload.get("transcript_path") and not isinstance(problem, transcript.TranscriptMissing):
             record_failure(AGENT, context.event, "transcript", problem.reason)
         report.update(
-            turn_id=transcript.turn_id_for(TURN_PREFIX, session_id, -1, problem.reason),
+            turn_id=_prompt_turn_id(payload, session_id)
+            or transcript.turn_id_for(TURN_PREFIX, session_id, -1, problem.reason),
             transcript_committed=False,
         )
         return report
     if turn is None:
-        report["turn_id"] = transcript.turn_id_for(TURN_PREFIX, session_id, -1, "")
+        report["turn_id"] = _prompt_turn_id(payload, session_id) or transcript.turn_id_for(
+            TURN_PREFIX, session_id, -1, ""
+        )
         return report
-    report["turn_id"] = transcript.turn_id_for(TURN_PREFIX, session_id, turn.ordinal, turn.prompt)
+    report["turn_id"] = _prompt_turn_id(payload, session_id) or transcript.turn_id_for(
+        TURN_PREFIX, session_id, turn.ordinal, turn.prompt
+    )
     if turn.api_error:
         report["outcome"] = "failed"
     if not turn.assistant:
