@@ -118,3 +118,21 @@ def test_a_codex_rollout_of_a_form_not_read_is_a_recorded_problem(
     assert daemon.call("jobs.list", {}).jobs == []
     problems = (orca_env.memory_root / "agent-hooks.jsonl").read_text()
     assert f"no message of turn {CODEX_TURN}" in problems
+
+
+def test_a_session_resumed_across_codex_versions_gives_each_turn_in_its_form() -> None:
+    # begun on a Codex that wrote user_message/agent_message, resumed on 0.171: a first
+    # reading of the older form alone found the newer turn empty, and it was never captured
+    older = [
+        {"type": "event_msg", "payload": {"type": "task_started", "turn_id": "turn-old"}},
+        {"type": "event_msg", "payload": {"type": "user_message", "message": "we use yarn"}},
+        {"type": "event_msg", "payload": {"type": "agent_message", "message": "Noted."}},
+    ]
+    data = (
+        "".join(json.dumps(line) + "\n" for line in older).encode()
+        + (CODEX / "rollout.jsonl").read_bytes()
+    )
+    old = transcript.codex_turn(data, "turn-old")
+    new = transcript.codex_turn(data, CODEX_TURN)
+    assert (old.prompt, old.assistant) == ("we use yarn", ["Noted."])
+    assert (new.prompt, new.assistant) == (CODEX_PROMPT, ["OK, noted."])

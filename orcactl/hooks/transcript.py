@@ -247,31 +247,42 @@ def _codex_item_text(item: dict[str, Any]) -> str:
     )
 
 
-def _codex_events(data: bytes) -> list[dict[str, Any]]:
-    """The rollout's events, a message item given as the event an older Codex wrote for it
-    (when the rollout holds no such event: never a message twice)."""
+def _codex_events(data: bytes) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The rollout's events twice: with the messages as the older events give them (the
+    `item_completed` ones left out), and as the item events give them, in the older events'
+    form (the older ones left out). A session begun on an older Codex and resumed on a newer
+    one holds both forms, each turn one of them; neither reading gives a message twice."""
     entries = [
         e.get("payload")
         for e in _entries(data, (b'"event_msg"',))
         if e.get("type") == "event_msg" and isinstance(e.get("payload"), dict)
     ]
     events: list[dict[str, Any]] = [p for p in entries if isinstance(p, dict)]
-    if any(event.get("type") in _CODEX_MESSAGES for event in events):
-        return events
-    read: list[dict[str, Any]] = []
+    older = [event for event in events if event.get("type") != "item_completed"]
+    items: list[dict[str, Any]] = []
     for event in events:
         item = event.get("item")
+        if event.get("type") in _CODEX_MESSAGES:
+            continue
         if event.get("type") != "item_completed" or not isinstance(item, dict):
-            read.append(event)
+            items.append(event)
         elif (kind := _CODEX_ITEMS.get(str(item.get("type")))) is not None:
-            read.append({"type": kind, "message": _codex_item_text(item)})
-    return read
+            items.append({"type": kind, "message": _codex_item_text(item)})
+    return older, items
 
 
 def codex_turn(data: bytes, turn_id: str) -> Turn:
     """The turn `turn_id` of a Codex rollout: the user messages and agent messages after its
-    start (its `task_started` event, else the last user message)."""
-    events = _codex_events(data)
+    start (its `task_started` event, else the last user message), as the older events give
+    them, else as the item events do."""
+    older, items = _codex_events(data)
+    try:
+        return _codex_turn(older, turn_id)
+    except TranscriptProblem:
+        return _codex_turn(items, turn_id)
+
+
+def _codex_turn(events: list[dict[str, Any]], turn_id: str) -> Turn:
     start = None
     for index, event in enumerate(events):
         if event.get("type") == "task_started" and event.get("turn_id") == turn_id:
