@@ -32,6 +32,8 @@ EXIT_OK = 0
 EXIT_BAD_INPUT = 1  # non-blocking for both agents (2 would block the prompt or the stop)
 # Seconds a hook may take, within the timeouts `orcactl integrate` writes for each event.
 BUDGET_S = {"SessionStart": 8.0, "UserPromptSubmit": 8.0, "SessionEnd": 5.0}
+# an agent that gives an event less time than that: Codex ends SessionEnd after 3 s
+AGENT_BUDGET_S = {("codex", "SessionEnd"): 2.5}
 DEFAULT_BUDGET_S = 20.0  # Stop: reading a transcript and making the job durable
 # Of its budget, how much a hook waits for the agent to finish writing and close stdin.
 INPUT_SHARE = 0.5
@@ -271,7 +273,7 @@ def run(argv: list[str]) -> int:
     if extraction_run():
         _print_answer(agent, event, module.empty_answer(event))  # an extraction run: never captured
         return EXIT_OK
-    budget = BUDGET_S.get(event, DEFAULT_BUDGET_S)
+    budget = AGENT_BUDGET_S.get((agent, event), BUDGET_S.get(event, DEFAULT_BUDGET_S))
     started = time.monotonic()
     _arm_watchdog(agent, event, module.empty_answer(event), budget)
     try:
