@@ -332,6 +332,8 @@ def codex_hooks(text: str, path: Path) -> list[CodexHook]:
     and the handler with Codex's defaults filled in). Codex skips a hook whose hash is not
     recorded there, saying nothing."""
     hooks = _load_json(text, path).get("hooks")
+    # Codex names the file by its home's real path (a symlinked ~/.codex resolved)
+    listed = os.path.join(os.path.realpath(path.parent), path.name)
     found: list[CodexHook] = []
     for event, groups in (hooks if isinstance(hooks, dict) else {}).items():
         snake = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", str(event)).lower()
@@ -361,7 +363,7 @@ def codex_hooks(text: str, path: Path) -> list[CodexHook]:
                     identity, sort_keys=True, separators=(",", ":"), ensure_ascii=False
                 )
                 digest = hashlib.sha256(canonical.encode("utf-8")).hexdigest()
-                key = f"{path}:{snake}:{group_index}:{index}"
+                key = f"{listed}:{snake}:{group_index}:{index}"
                 found.append(CodexHook(key, f"sha256:{digest}", _is_ours(command, "codex")))
     return found
 

@@ -938,3 +938,16 @@ def test_a_trust_entry_that_is_not_a_table_is_refused_without_a_traceback(
         assert run.returncode == 1 and "is not a table" in run.stderr, run.stderr
         assert "Traceback" not in run.stderr
     assert (codex_home / "config.toml").read_text() == config
+
+
+def test_codex_trust_names_the_hooks_file_by_its_real_path(orca_env: OrcaEnv) -> None:
+    # the real codex resolves a symlinked CODEX_HOME before it names a hook: trust recorded
+    # under the symlink's path left every hook untrusted
+    real = orca_env.root / "dotfiles" / "codex"
+    real.mkdir(parents=True)
+    link = orca_env.root / "codex-home"
+    link.symlink_to(real)
+    assert _integrate(orca_env, "codex", env={"CODEX_HOME": str(link)}).returncode == 0
+    states = tomllib.loads((real / "config.toml").read_text())["hooks"]["state"]
+    assert len(states) == 4
+    assert all(key.startswith(f"{os.path.realpath(real)}/hooks.json:") for key in states)
