@@ -187,6 +187,9 @@ ADVERSARIAL = {
     "markdown headers": "| a | password |\n",
     "markdown tables": "| a | password |\n|---|---|\n| b | Xk9!mm2q |\n",
     "csv rows": "a,b,password\n1,2,Xk9!mm2q\n",
+    # a password changed from one value to another (orcad/secret_sentences.py)
+    "changes from": "changed the password from ",
+    "changes from to": "password changed from a1!b to c2@d ",
 }
 
 

@@ -359,6 +359,7 @@ def find_stated_passwords(text: str, lowered: str) -> Iterator[Span]:
         elif match["long"] == "phrase" and (phrase_end := _stated_passphrase(text, start)):
             yield start, phrase_end  # "ssh in with passphrase 'correct horse battery staple'"
     yield from _values_around_names(text, lowered)
+    yield from _changed_from(text, lowered)
 
 
 _MARKS = frozenset("!@#$%^&*+=?~")
@@ -423,6 +424,39 @@ def _values_around_names(text: str, lowered: str) -> Iterator[Span]:
             end = end_before_trailing(text, start, end)
             if stated_password(text[start:end]):
                 yield start, end
+
+
+# "the password was changed from Old!Pass1 to New!Pass2": both values, found from "from" (a
+# literal searched for at C speed) with the password's name and the verb just before it
+_FROM_TO = re.compile(
+    r"from[ \t]+[\"'`]?(?P<old>[^\s\"'`,;]{4,64}+)[\"'`]?[ \t]+to[ \t]+"
+    r"[\"'`]?(?P<new>[^\s\"'`,;]{4,64}+)"
+)
+_CHANGE_VERB = r"(?:changed|rotated|reset|updated|switched)"
+_ITS_NAME = r"(?<![a-z])(?:pass(?:word|wd|phrase)?|pwd|pw)(?![a-z])"
+# the name, then the verb ("the password was changed from"), or the verb, then the name ("I
+# rotated the db password from")
+_CHANGED_BEFORE = re.compile(
+    rf"(?:{_ITS_NAME}[^.\n]{{0,40}}?{_CHANGE_VERB}|{_CHANGE_VERB}[^.\n]{{0,40}}?"
+    rf"{_ITS_NAME})[ \t]+\Z"
+)
+_CHANGED_REACH = 64
+
+
+def _changed_from(text: str, lowered: str) -> Iterator[Span]:
+    """A password changed from one value to another: both, when they look chosen."""
+    at = lowered.find("from ")
+    while at >= 0:
+        before = lowered[max(0, at - _CHANGED_REACH) : at]
+        if _CHANGED_BEFORE.search(before) is not None:
+            match = _FROM_TO.match(lowered, at)
+            if match is not None:
+                for group in ("old", "new"):
+                    start = match.start(group)
+                    end = end_before_trailing(text, start, match.end(group))
+                    if stated_password(text[start:end]):
+                        yield start, end
+        at = lowered.find("from ", at + 5)
 
 
 _LABEL_SEPARATORS = re.compile(r"[-_.]")

@@ -885,3 +885,35 @@ def test_passwords_that_name_a_secret_or_end_as_a_description_are_redacted(
     text: str, password: str
 ) -> None:
     assert password not in redact(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "values"),
+    [
+        ("the password was changed from Old!Pass1 to New!Pass2", ["Old!Pass1", "New!Pass2"]),
+        (
+            'I rotated the db password from "Summer2024!" to "Winter2025!" yesterday',
+            ["Summer2024!", "Winter2025!"],
+        ),
+        ("we switched the pw from hunter22 to Xk9!mm2q.", ["hunter22", "Xk9!mm2q"]),
+    ],
+)
+def test_a_password_changed_from_one_value_to_another_loses_both(
+    text: str, values: list[str]
+) -> None:
+    redacted = redact(text)
+    assert not any(value in redacted for value in values)
+    assert redacted.count("[REDACTED:password_statement]") == 2
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "we changed from npm to pnpm",
+        "the password policy changed from 8 to 12 characters",
+        "password reset from the admin panel to the user",
+        "we changed the password hashing from bcrypt2 to argon2id",
+    ],
+)
+def test_other_changes_from_one_thing_to_another_stay_storable(text: str) -> None:
+    assert redact(text) == text
