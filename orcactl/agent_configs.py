@@ -375,14 +375,16 @@ def codex_trust(text: str, path: Path) -> dict[str, str]:
 
 def codex_moves(before: str, after: str, path: Path) -> dict[str, str]:
     """The user's hooks that an edit of orca's moved: old key to new (Codex records trust by a
-    hook's place), each told by its definition, when it is the only one of its kind."""
+    hook's place), told by their definitions."""
     old = [hook for hook in codex_hooks(before, path) if not hook.ours]
     new = [hook for hook in codex_hooks(after, path) if not hook.ours]
-    moves = {}
-    for hook in new:
-        was = [h.key for h in old if h.digest == hook.digest]
-        if len(was) == 1 and sum(h.digest == hook.digest for h in new) == 1 and was[0] != hook.key:
-            moves[was[0]] = hook.key
+    moves: dict[str, str] = {}
+    # the edit keeps the user's hooks in their order: hooks of one definition pair up by it
+    for digest in dict.fromkeys(hook.digest for hook in new):
+        was = [hook.key for hook in old if hook.digest == digest]
+        now = [hook.key for hook in new if hook.digest == digest]
+        if len(was) == len(now):
+            moves.update((a, b) for a, b in zip(was, now, strict=True) if a != b)
     return moves
 
 

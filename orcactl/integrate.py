@@ -84,7 +84,7 @@ def plan(args: argparse.Namespace, env: dict[str, str]) -> list[Change]:
     # integrate writes is trusted as Codex's /hooks would (unless --no-trust), and the trust in
     # orca's hooks that were there before is taken back (their definitions are gone)
     trust: dict[str, str] = {}
-    untrust: list[str] = []
+    previous: dict[str, str] = {}
     moves: dict[str, str] = {}
     for target in found:
         before = read_config(target.path)
@@ -94,10 +94,11 @@ def plan(args: argparse.Namespace, env: dict[str, str]) -> list[Change]:
             after = agent_configs.edit_hooks(
                 text, target.path, args.agent, orcactl, pinned, remove=remove
             )
-            if target.kind == "codex-hooks" and project is None and not args.no_trust:
-                untrust = list(agent_configs.codex_trust(text, target.path))
-                trust = agent_configs.codex_trust(after, target.path)
-                moves = agent_configs.codex_moves(text, after, target.path)
+            if target.kind == "codex-hooks" and project is None:
+                previous = agent_configs.codex_trust(text, target.path)
+                moves = agent_configs.codex_moves(text, after, target.path)  # the user's
+                if not args.no_trust:
+                    trust = agent_configs.codex_trust(after, target.path)
         elif target.kind == "claude-mcp":
             after = agent_configs.edit_claude_mcp(
                 text, target.path, orcactl, pinned, project, remove=remove
@@ -111,8 +112,9 @@ def plan(args: argparse.Namespace, env: dict[str, str]) -> list[Change]:
                 project,
                 remove=remove,
                 trust=trust,
-                untrust=untrust,
+                previous=previous,
                 moves=moves,
+                take_back=not args.no_trust,
             )
         else:
             after = toml_edits.edit_orca_config(text, target.path, args.agent, remove=remove)

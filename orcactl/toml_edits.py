@@ -168,12 +168,14 @@ def edit_codex_config(
     *,
     remove: bool,
     trust: Mapping[str, str] | None = None,
-    untrust: Iterable[str] = (),
+    previous: Mapping[str, str] | None = None,
     moves: Mapping[str, str] | None = None,
+    take_back: bool = True,
 ) -> str:
     """config.toml: [mcp_servers.orca], [features] hooks = true, and the trust Codex needs to
-    run orca's hooks: `[hooks.state."<key>"] trusted_hash` for each of `trust` (set), and none
-    for each of `untrust` (orca's hooks that are gone).
+    run orca's hooks: `[hooks.state."<key>"] trusted_hash` for each of `trust` (set), none for
+    orca's hooks that were there before (`previous`) and are gone (with `take_back`), and the
+    user's hooks' trust moved with them (`moves`).
 
     Every edit is checked against what the file means to a TOML parser: each of the user's keys
     keeps its value and its table (a `[table]` header added after dotted keys would capture the
@@ -184,7 +186,9 @@ def edit_codex_config(
     servers = _table_of(data, "mcp_servers", path)
     features = _table_of(data, "features", path)
     if remove:
-        return _with_trust(_without_server(text, path), path, {}, untrust, moves)
+        return _with_trust(
+            _without_server(text, path), path, {}, previous or {}, moves, take_back=take_back
+        )
     for name in (CODEX_HOOKS_FEATURE, CODEX_OLD_HOOKS_FEATURE):
         if features.get(name) is False:
             # the user turned Codex's hooks off: turning them on runs every hook they configured
@@ -201,45 +205,63 @@ def edit_codex_config(
         in_place = _server_updated_in_place(text, data, owned, wanted)
         added = _server_added(text, path, wanted, newline) if in_place is None else in_place
     flagged = _with_hooks_flag(added, features, path, newline)
-    return _with_trust(flagged, path, trust or {}, untrust, moves)
+    return _with_trust(flagged, path, trust or {}, previous or {}, moves, take_back=take_back)
 
 
 def _with_trust(
     text: str,
     path: Path,
     trust: Mapping[str, str],
-    untrust: Iterable[str],
+    previous: Mapping[str, str],
     moves: Mapping[str, str] | None = None,
+    *,
+    take_back: bool = True,
 ) -> str:
-    """`[hooks.state."<key>"] trusted_hash = "<hash>"` for each of `trust` (other keys of such
-    a table kept); each of `untrust` that `trust` does not give again taken out; and the trust
-    of each of the user's hooks that orca's edit moved (`moves`, old key to new: Codex keys it
-    by the hook's place) moved with it. A table is taken out, or renamed, as its lines, so the
-    comments around it stay; tomlkit does it when the lines are not as orca writes them."""
+    """`[hooks.state."<key>"] trusted_hash = "<hash>"` for each of `trust`; with `take_back`,
+    the trust in orca's hooks that were there before (`previous`) and are not given again taken
+    out; and the trust of each of the user's hooks that orca's edit moved (`moves`, old key to
+    new: Codex keys it by the hook's place) moved with it, over orca's earlier trust there if
+    need be. A table that held orca's trust keeps the other keys the user set in it (`enabled =
+    false`); one left at that place by another hook is replaced whole. A table is taken out, or
+    renamed, as its lines, so the comments around it stay; tomlkit does it when the lines are
+    not as orca writes them."""
     moves = moves or {}
     data = tomllib.loads(text)
     hooks = data.get("hooks", {})
     state = hooks.get("state", {}) if isinstance(hooks, dict) else None
     if not isinstance(hooks, dict) or not isinstance(state, dict):
         raise Unparseable(f"{path}: `hooks` or `hooks.state` is not a table")
-    touched = [*trust, *untrust, *moves, *moves.values()]
+    touched = [*trust, *previous, *moves, *moves.values()]
     if any(key in state and not isinstance(state[key], dict) for key in touched):
         raise Unparseable(f"{path}: an entry of `hooks.state` that orca's hooks use is not a table")
-    untrusted = set(untrust)
-    # a move may take the place of orca's trust that goes, or of another moved hook's
+    # a move may take the place of orca's earlier trust, or of another moved hook's
     moves = {
         old: new
         for old, new in moves.items()
-        if old in state and (new not in state or new in untrusted or new in moves)
+        if old in state and (new not in state or new in previous or new in moves)
     }
     replaced = [new for new in moves.values() if new in state and new not in moves]
+    untrust = previous if take_back else {}
     gone = [
         key
-        for key in dict.fromkeys(untrust)
+        for key in untrust
         if key in state and key not in trust and key not in moves and key not in replaced
     ]
     gone += replaced
-    changed = {k: v for k, v in trust.items() if state.get(k, {}).get("trusted_hash") != v}
+    # orca's trust at a place another hook's table holds: that table goes, and a new one comes
+    foreign = [
+        key
+        for key, digest in trust.items()
+        if key in state
+        and key not in moves
+        and state[key].get("trusted_hash") not in (digest, previous.get(key))
+    ]
+    gone += foreign
+    changed = {
+        key: digest
+        for key, digest in trust.items()
+        if key in foreign or state.get(key, {}).get("trusted_hash") != digest
+    }
     if not gone and not changed and not moves:
         return text
     expected = copy.deepcopy(data)

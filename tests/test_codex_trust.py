@@ -58,7 +58,7 @@ def test_integrate_records_the_trust_and_takes_it_back_on_remove() -> None:
     )
     assert again == edited  # a second run changes no byte
     removed = toml_edits.edit_codex_config(
-        edited, Path("config.toml"), "/bin/orcactl", None, None, remove=True, untrust=list(trust)
+        edited, Path("config.toml"), "/bin/orcactl", None, None, remove=True, previous=trust
     )
     assert tomllib.loads(removed)["hooks"]["state"] == {
         "/elsewhere/hooks.json:stop:0:0": {"trusted_hash": "sha256:1"}

@@ -951,3 +951,57 @@ def test_codex_trust_names_the_hooks_file_by_its_real_path(orca_env: OrcaEnv) ->
     states = tomllib.loads((real / "config.toml").read_text())["hooks"]["state"]
     assert len(states) == 4
     assert all(key.startswith(f"{os.path.realpath(real)}/hooks.json:") for key in states)
+
+
+def _states(config: Path) -> dict[str, dict[str, Any]]:
+    states = tomllib.loads(config.read_text()).get("hooks", {}).get("state", {})
+    return {key.split("hooks.json:", 1)[1]: value for key, value in states.items()}
+
+
+def _codex_with_user_hooks(orca: OrcaEnv, stop: list[dict[str, Any]]) -> tuple[Path, Path]:
+    codex_home = orca.root / "codex-home"
+    codex_home.mkdir()
+    hooks_file = codex_home / "hooks.json"
+    hooks_file.write_text(json.dumps({"hooks": {"Stop": stop}}))
+    return hooks_file, codex_home / "config.toml"
+
+
+def test_orcas_trust_replaces_a_table_another_hook_left_at_its_place(orca_env: OrcaEnv) -> None:
+    # a table a deleted hook left, `enabled = false` in it: taking it over kept that key, and
+    # Codex listed orca's Stop as trusted and disabled
+    audit = {"type": "command", "command": "/usr/local/bin/audit.sh", "timeout": 5}
+    hooks_file, config = _codex_with_user_hooks(orca_env, [{"hooks": [audit]}])
+    key = f"{os.path.realpath(hooks_file.parent)}/hooks.json:stop:1:0"
+    config.write_text(f'[hooks.state."{key}"]\ntrusted_hash = "sha256:0"\nenabled = false\n')
+    env = {"CODEX_HOME": str(hooks_file.parent)}
+    assert _integrate(orca_env, "codex", env=env).returncode == 0
+    ours = agent_configs.codex_trust(hooks_file.read_text(), hooks_file)
+    assert _states(config)["stop:1:0"] == {"trusted_hash": ours[key]}
+    # one the user set on orca's own hook stays: it is their choice
+    config.write_text(config.read_text().replace(ours[key] + '"', ours[key] + '"\nenabled = false'))
+    assert _integrate(orca_env, "codex", env=env).returncode == 0
+    assert _states(config)["stop:1:0"] == {"trusted_hash": ours[key], "enabled": False}
+
+
+@pytest.mark.parametrize("no_trust", [False, True])
+def test_the_trust_of_identical_user_hooks_follows_each_of_them(
+    orca_env: OrcaEnv, no_trust: bool
+) -> None:
+    audit = {"type": "command", "command": "/usr/local/bin/audit.sh", "timeout": 5}
+    hooks_file, config = _codex_with_user_hooks(orca_env, [])
+    env = {"CODEX_HOME": str(hooks_file.parent)}
+    assert _integrate(orca_env, "codex", env=env).returncode == 0
+    hooks = json.loads(hooks_file.read_text())
+    hooks["hooks"]["Stop"] += [{"hooks": [audit]}, {"hooks": [audit]}]
+    hooks_file.write_text(json.dumps(hooks))
+    users = [h for h in agent_configs.codex_hooks(hooks_file.read_text(), hooks_file) if not h.ours]
+    assert [h.key.rsplit(":", 3)[1:] for h in users] == [["stop", "1", "0"], ["stop", "2", "0"]]
+    with config.open("a") as handle:
+        for hook in users:
+            handle.write(f'\n[hooks.state."{hook.key}"]\ntrusted_hash = "{hook.digest}"\n')
+    flags = ("--no-trust",) if no_trust else ()
+    assert _integrate(orca_env, "codex", "--remove", *flags, env=env).returncode == 0
+    states = _states(config)
+    assert states["stop:0:0"] == {"trusted_hash": users[0].digest}
+    assert states["stop:1:0"] == {"trusted_hash": users[1].digest}
+    assert "stop:2:0" not in states
