@@ -26,6 +26,7 @@ from orcad.secret_values import (
     is_credential_literal,
     line_start_before,
     looks_random,
+    names_a_credential,
     value_span,
 )
 
@@ -426,9 +427,11 @@ def find_credential_flags(text: str, lowered: str) -> Iterator[Span]:
                 continue
             # a shell argument is a literal, as an environment value is (upper_key); a bare
             # --secret often names a stored secret (`gcloud ... --secret=db-password`)
-            bare = lowered[match.start() : start].rstrip("= \t") == "--secret"
+            bare = lowered[match.start() : start].rstrip("= \t\"'") == "--secret"
+            if bare and names_a_credential(value):
+                continue
             if value[0] != "-" and is_credential_literal(
-                value, quoted=quoted, upper_key=True, bare=bare
+                value, quoted=quoted, upper_key=True, bare=False
             ):
                 yield start, end
     # one cheap pass instead of a word search per tool taking a short flag

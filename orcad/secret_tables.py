@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterator
 
 from orcad.secret_formats import Span
-from orcad.secret_values import is_chosen_password
+from orcad.secret_values import is_chosen_password, is_label, names_a_credential
 
 _COLUMN_NAMES = frozenset({"password", "passwd", "pwd", "passphrase"})
 # names that mean a password only beside a user's column (a test report's `Pass` column holds
@@ -42,13 +42,16 @@ def _cells(line: str, delimiter: str) -> list[tuple[int, int]]:
     return spans
 
 
-def _column(line: str, delimiter: str) -> int | None:
-    """The index of the header's password column, if it names one."""
+def _column(line: str, delimiter: str) -> tuple[int, bool] | None:
+    """The index of the header's password column, if it names one, and whether its name means
+    a password only beside a user's column."""
     names = [line[a:b].lower() for a, b in _cells(line, delimiter)]
     found = [index for index, name in enumerate(names) if name in _COLUMN_NAMES]
-    if not found and not _USER_NAMES.isdisjoint(names):
+    if found:
+        return found[0], False
+    if not _USER_NAMES.isdisjoint(names):
         found = [index for index, name in enumerate(names) if name in _PAIRED_NAMES]
-    return found[0] if found else None
+    return (found[0], True) if found else None
 
 
 def _lines(text: str, at: int) -> Iterator[tuple[int, str]]:
@@ -60,8 +63,25 @@ def _lines(text: str, at: int) -> Iterator[tuple[int, str]]:
         at = end + 1
 
 
+def _password(value: str, *, paired: bool) -> bool:
+    """A cell that looks chosen, not a credential's name (`db-password`, `DEPLOY_TOKEN`); in a
+    `pass` or `secret` column, not shaped as a label either (`stored-in-vault`)."""
+    return (
+        is_chosen_password(value)
+        and not any(char.isspace() for char in value)
+        and not names_a_credential(value)
+        and not (paired and is_label(value))
+    )
+
+
 def _rows(
-    lines: Iterator[tuple[int, str]], column: int, delimiter: str, width: int, *, markdown: bool
+    lines: Iterator[tuple[int, str]],
+    column: int,
+    delimiter: str,
+    width: int,
+    *,
+    markdown: bool,
+    paired: bool,
 ) -> tuple[list[Span], int]:
     """The passwords of the rows `lines` begins with while they keep the table's shape, and
     where the table ends (the offset after its last row)."""
@@ -81,12 +101,12 @@ def _rows(
         ends = line_offset + len(line)
         start, end = cells[column]
         value = row[start:end]
-        if is_chosen_password(value) and not any(c.isspace() for c in value):
+        if _password(value, paired=paired):
             found.append((offset + start, offset + end))
     return found, ends
 
 
-def _header(line: str) -> tuple[str, str, int] | None:
+def _header(line: str) -> tuple[str, str, tuple[int, bool]] | None:
     """(its cells' text, delimiter, password column) when `line` heads a table that names a
     password column."""
     stripped = line.strip()
@@ -130,7 +150,7 @@ def find_table_passwords(text: str, lowered: str) -> Iterator[Span]:
         header = _header(text[line_start:line_end])
         if header is None:
             continue
-        cells, delimiter, column = header
+        cells, delimiter, (column, paired) = header
         markdown = delimiter == "|"
         lines = _lines(text, line_end + 1)
         if markdown:  # a Markdown table's header is followed by its separator row
@@ -138,6 +158,6 @@ def find_table_passwords(text: str, lowered: str) -> Iterator[Span]:
             if separator is None or not _MARKDOWN_SEPARATOR.match(separator[1]):
                 continue
         width = len(_cells(cells, delimiter))
-        found, ends = _rows(lines, column, delimiter, width, markdown=markdown)
+        found, ends = _rows(lines, column, delimiter, width, markdown=markdown, paired=paired)
         yield from found
         read_to = max(read_to, ends)

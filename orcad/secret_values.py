@@ -221,6 +221,21 @@ def _alnum(value: str) -> str:
 
 # A secret store's path of words (`secret/data/db`, Vault's): where a credential is, not it
 _STORE_PATH = re.compile(r"(?:secrets?|kv)/[a-z0-9_\-]+(?:/[a-z0-9_\-]+)*\Z")
+# A name that ends with the kind of credential it names: `db-password`, `DEPLOY_TOKEN`,
+# `client_secret` (words of letters joined by - _ or .)
+_NAMED_KINDS = frozenset({"password", "passwd", "secret", "token", "credential", "credentials"})
+_NAME_PARTS = re.compile(r"[-_.]")
+
+
+def names_a_credential(value: str) -> bool:
+    """`db-password`, `DEPLOY_TOKEN`, `secret/data/db`: the name or place of a credential, where
+    a value is expected to be one (a bare `--secret` flag, a table's secret column); never
+    taken so where a password is given, since `super-secret-password` is one too."""
+    lowered = value.lower()
+    parts = _NAME_PARTS.split(lowered)
+    return _STORE_PATH.match(lowered) is not None or (
+        len(parts) >= 2 and all(part.isalpha() for part in parts) and parts[-1] in _NAMED_KINDS
+    )
 
 
 def is_reference(value: str) -> bool:

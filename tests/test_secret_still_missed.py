@@ -917,3 +917,16 @@ def test_a_password_changed_from_one_value_to_another_loses_both(
 )
 def test_other_changes_from_one_thing_to_another_stay_storable(text: str) -> None:
     assert redact(text) == text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "myapp --secret=Winter-Is-Coming",
+        "myapp --secret=correct-horse-battery",
+        "jwt encode --secret mysecretpassword '{}'",
+        "node sign.js --secret my-secret-pw",
+    ],
+)
+def test_a_password_given_to_a_bare_secret_flag_is_redacted(text: str) -> None:
+    assert "[REDACTED:password_flag]" in redact(text)

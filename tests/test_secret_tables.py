@@ -67,3 +67,16 @@ def test_tables_without_a_password_in_that_column_stay_storable(text: str) -> No
 def test_a_row_after_the_table_is_not_read_as_one_of_its_rows() -> None:
     text = "id,name,password\n1,bob,P4ss!word\n\nsomething,else,Here1!x"
     assert redact(text) == text.replace("P4ss!word", KIND)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "| User | Secret |\n|---|---|\n| deploy-bot | DEPLOY_TOKEN |",
+        "| Service | User | Secret |\n|---|---|---|\n| db | app | db-password |",
+        "| User | Secret |\n|---|---|\n| ci-bot | ci-bot-token |",
+        "| Account | Secret |\n|---|---|\n| prod | stored-in-vault |",
+    ],
+)
+def test_a_secret_column_of_names_stays_storable(text: str) -> None:
+    assert redact(text) == text
