@@ -19,7 +19,7 @@ from typing import Any
 import msgspec
 
 import orcad
-from orcactl.hooks.wire import serving_elsewhere
+from orcactl.hooks.wire import peer_is_this_user, serving_elsewhere
 from orcad.control_characters import BIDI_FORMATTING, INVISIBLE_CHARACTERS, TAG_CHARACTERS
 from orcad.errors import StartupError
 from orcad.paths import SHORTER_SOCKET, resolve_paths, socket_path_problem
@@ -263,7 +263,10 @@ def open_client(
         chosen = getattr(args, "socket", None) or os.environ.get("ORCA_SOCKET")
         if not chosen and (other := serving_elsewhere(path)) is not None:
             with contextlib.suppress(DaemonUnavailable, OSError):
-                return Client(other, timeout=CALL_TIMEOUT_S), None
+                client = Client(other, timeout=CALL_TIMEOUT_S)
+                if peer_is_this_user(client.fileno()):
+                    return client, None
+                client.close()
         if not allowed:
             raise CommandError(
                 f"orcad is not running (no answer on {path})", EXIT_NOT_RUNNING

@@ -53,6 +53,10 @@ class Client:
         self._lines: list[bytes] = []
         self._ids = itertools.count(1)
 
+    def fileno(self) -> int:
+        """The connection's descriptor (to ask who is at the other end)."""
+        return self._sock.fileno()
+
     def _connect(self, socket_path: str, timeout: float | None) -> None:
         # A Unix socket whose listen backlog is full refuses a socket with a timeout at once
         # (EAGAIN) instead of waiting: wait for room ourselves, within the timeout.

@@ -8,10 +8,13 @@ import contextlib
 import json
 import os
 import shlex
+import shutil
 import signal
 import socket
 import sqlite3
 import subprocess
+import sys
+import tempfile
 import time
 import tomllib
 from collections.abc import Iterator
@@ -437,3 +440,41 @@ def test_a_fifo_at_the_pid_file_does_not_block_a_client(
     started = time.monotonic()
     assert serving_elsewhere("/elsewhere.sock") is None
     assert time.monotonic() - started < 1
+
+
+def test_the_peer_of_a_connection_to_this_users_orcad_is_this_user() -> None:
+    from orcactl.hooks.wire import peer_is_this_user
+
+    first, second = socket.socketpair(socket.AF_UNIX)
+    with first, second:
+        assert peer_is_this_user(first.fileno())
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="listening as another user needs root")
+def test_a_listener_of_another_user_is_told_apart_on_the_connection() -> None:
+    # a socket's path can be swapped between its checks and the connect: the connection's own
+    # peer decides (SO_PEERCRED gives the credentials the listener had when it listened)
+    from orcactl.hooks.wire import peer_is_this_user
+
+    shared = Path(tempfile.mkdtemp(prefix="orca-peer-"))  # where the other user can reach
+    shared.chmod(0o777)
+    path = shared / "orcad.sock"
+    script = (
+        "import os, socket, sys, time\n"
+        "os.setuid(65534)\n"
+        "s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen()\n"
+        "print('ready', flush=True); c, _ = s.accept(); time.sleep(5)\n"
+    )
+    other = subprocess.Popen(
+        [sys.executable, "-c", script, str(path)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert other.stdout is not None and other.stdout.readline() == "ready\n"
+        probe = socket.socket(socket.AF_UNIX)
+        probe.connect(str(path))
+        with probe:
+            assert not peer_is_this_user(probe.fileno())
+    finally:
+        other.kill()
+        other.communicate()
+        shutil.rmtree(shared)

@@ -136,3 +136,32 @@ def test_a_session_resumed_across_codex_versions_gives_each_turn_in_its_form() -
     new = transcript.codex_turn(data, CODEX_TURN)
     assert (old.prompt, old.assistant) == ("we use yarn", ["Noted."])
     assert (new.prompt, new.assistant) == (CODEX_PROMPT, ["OK, noted."])
+
+
+def test_an_aborted_turn_of_the_newer_form_after_older_ones_keeps_its_messages() -> None:
+    lines = [
+        {"type": "event_msg", "payload": {"type": "task_started", "turn_id": "t1"}},
+        {"type": "event_msg", "payload": {"type": "user_message", "message": "old prompt"}},
+        {"type": "event_msg", "payload": {"type": "agent_message", "message": "old answer"}},
+        {"type": "event_msg", "payload": {"type": "task_started", "turn_id": "t2"}},
+        {
+            "type": "event_msg",
+            "payload": {
+                "type": "item_completed",
+                "turn_id": "t2",
+                "item": {"type": "UserMessage", "content": [{"type": "text", "text": "new"}]},
+            },
+        },
+        {
+            "type": "event_msg",
+            "payload": {
+                "type": "item_completed",
+                "turn_id": "t2",
+                "item": {"type": "AgentMessage", "content": [{"type": "Text", "text": "partial"}]},
+            },
+        },
+        {"type": "event_msg", "payload": {"type": "turn_aborted", "turn_id": "t2"}},
+    ]
+    data = "".join(json.dumps(line) + "\n" for line in lines).encode()
+    turn = transcript.codex_turn(data, "t2")
+    assert (turn.prompt, turn.assistant, turn.aborted) == ("new", ["partial"], True)

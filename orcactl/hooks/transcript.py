@@ -277,9 +277,16 @@ def codex_turn(data: bytes, turn_id: str) -> Turn:
     them, else as the item events do."""
     older, items = _codex_events(data)
     try:
-        return _codex_turn(older, turn_id)
+        turn = _codex_turn(older, turn_id)
     except TranscriptProblem:
         return _codex_turn(items, turn_id)
+    if turn.prompt or turn.assistant:
+        return turn
+    try:  # an aborted or failed turn of the newer form: its start, no message of the older
+        newer = _codex_turn(items, turn_id)
+    except TranscriptProblem:
+        return turn
+    return newer if newer.prompt or newer.assistant else turn
 
 
 def _codex_turn(events: list[dict[str, Any]], turn_id: str) -> Turn:

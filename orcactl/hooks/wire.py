@@ -11,6 +11,7 @@ import json
 import os
 import socket
 import stat
+import struct
 import time
 from typing import TYPE_CHECKING
 
@@ -74,6 +75,10 @@ class HookClient:
             raise
         self._buffer = b""
         self._ids = itertools.count(1)
+
+    def fileno(self) -> int:
+        """The connection's descriptor (to ask who is at the other end)."""
+        return self._sock.fileno()
 
     def close(self) -> None:
         self._sock.close()
@@ -149,6 +154,22 @@ def serving_elsewhere(path: str) -> str | None:
     return socket_file
 
 
+def peer_is_this_user(descriptor: int) -> bool:
+    """Whether the process at the other end of a connected Unix socket runs as this user
+    (Linux's SO_PEERCRED; where there is none, the checks of the socket's path stand alone).
+    Asked of the connection itself, it holds even if the path was swapped after it was looked
+    at."""
+    if not hasattr(socket, "SO_PEERCRED"):
+        return True
+    with socket.socket(fileno=os.dup(descriptor)) as connected:
+        credentials = connected.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _PEER_CREDENTIALS)
+    _pid, uid, _gid = struct.unpack("3i", credentials)
+    return bool(uid == os.getuid())
+
+
+_PEER_CREDENTIALS = struct.calcsize("3i")
+
+
 def _read_instance(path: str) -> dict[str, Any]:
     """The pid file's JSON object; it must be a regular file (a FIFO would block the open)."""
     descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
@@ -176,9 +197,13 @@ def connect(
     except (FileNotFoundError, ConnectionRefusedError) as exc:
         if elsewhere and (other := serving_elsewhere(path)) is not None:
             try:
-                return HookClient(other, max(0.1, deadline - time.monotonic()))
+                client = HookClient(other, max(0.1, deadline - time.monotonic()))
             except OSError:
                 pass  # a pid file left by an orcad that is gone
+            else:
+                if peer_is_this_user(client.fileno()):
+                    return client
+                client.close()
         if not start:
             raise Unreachable(f"orcad is not running (no answer on {path})") from exc
     except OSError as exc:
