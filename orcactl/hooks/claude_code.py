@@ -1,10 +1,11 @@
 """`orcactl hook claude-code EVENT`: Claude Code's hooks in, Claude Code's hook output out.
 
-Claude Code 2.1 gives both hooks of one prompt its `prompt_id`, which names the turn. Without
-one (earlier versions), the turn's id is derived from the transcript's entry for the user's
-prompt (its position among the session's root prompts and its text). Either way the recall at
-UserPromptSubmit and the capture at Stop name the same turn, and a repeated Stop reports the
-same turn again (the daemon answers it as a duplicate).
+Claude Code 2.1 gives both hooks of one prompt its `prompt_id`, which names the turn: the recall
+at UserPromptSubmit and the capture at Stop name the same turn, and a repeated Stop reports the
+same turn again (the daemon answers it as a duplicate). Without one (earlier versions), the
+turn's id is derived from the transcript's entry for the user's prompt (its position among the
+session's root prompts and its text), which names one turn too, but for a prompt submitted
+before its session's transcript exists: that one gets an id of its own at submit.
 """
 
 from __future__ import annotations
