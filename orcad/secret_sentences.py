@@ -308,6 +308,12 @@ def find_stated_passwords(text: str, lowered: str) -> Iterator[Span]:
         if ":" in value and (match["op"] or "").strip() not in ("", ":", "="):
             continue  # "username:password -> deploy:X": a pair, found as one (secret_colon_pairs)
         clause_ends = value_ends_clause(text, value_end, end)
+        if match["said"] is not None and "\n" in lowered[match.end("said") : start]:
+            # a line below "The password is:": only what looks chosen ("auto-generated" and
+            # "see-below" are no passwords there)
+            if stated_password(value) or _stated_digits(value, ""):
+                yield start, end
+            continue
         if (
             stated_password(value)
             or (_said_plainly(match, lowered) and _clearly_stated(value, clause_ends=clause_ends))

@@ -930,3 +930,15 @@ def test_other_changes_from_one_thing_to_another_stay_storable(text: str) -> Non
 )
 def test_a_password_given_to_a_bare_secret_flag_is_redacted(text: str) -> None:
     assert "[REDACTED:password_flag]" in redact(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The password is:\nauto-generated",
+        "The password is:\nsee-below",
+        "The password is:\nstored-in-vault",
+    ],
+)
+def test_a_label_below_is_colon_is_no_password(text: str) -> None:
+    assert redact(text) == text
