@@ -454,7 +454,7 @@ def _changed_from(text: str, lowered: str) -> Iterator[Span]:
     at = lowered.find("from ")
     while at >= 0:
         before = lowered[max(0, at - _CHANGED_REACH) : at]
-        if _CHANGED_BEFORE.search(before) is not None:
+        if ("pass" in before or "pw" in before) and _CHANGED_BEFORE.search(before) is not None:
             match = _FROM_TO.match(lowered, at)
             if match is not None:
                 for group in ("old", "new"):
