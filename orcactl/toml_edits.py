@@ -292,11 +292,7 @@ def _with_trust(
 
     def by_tomlkit() -> str:
         document = tomlkit.parse(text)
-        if "hooks" not in document:
-            document["hooks"] = tomlkit.table(is_super_table=True)
-        if "state" not in document["hooks"]:
-            document["hooks"]["state"] = tomlkit.table(is_super_table=True)
-        states = document["hooks"]["state"]
+        states = _state_table(document)
         for key in gone:
             del states[key]
         moved = {new: states[old] for old, new in moves.items()}
@@ -339,16 +335,21 @@ def _state_header(key: str) -> str:
     return tomlkit.dumps({"hooks": {"state": {key: {}}}}).strip()
 
 
+def _state_table(document: tomlkit.TOMLDocument) -> Any:
+    """The document's `hooks.state` table, made (as tables of dotted headers alone) if need be."""
+    if "hooks" not in document:
+        document["hooks"] = tomlkit.table(is_super_table=True)
+    if "state" not in document["hooks"]:
+        document["hooks"]["state"] = tomlkit.table(is_super_table=True)
+    return document["hooks"]["state"]
+
+
 def _with_changed_trust(text: str, changed: Mapping[str, str]) -> str:
     """`text` with each of `changed` given its trusted_hash (a table set in place, or added)."""
     if not changed:
         return text
     document = tomlkit.parse(text)
-    if "hooks" not in document:
-        document["hooks"] = tomlkit.table(is_super_table=True)
-    if "state" not in document["hooks"]:
-        document["hooks"]["state"] = tomlkit.table(is_super_table=True)
-    states = document["hooks"]["state"]
+    states = _state_table(document)
     for key, digest in changed.items():
         if key in states:
             states[key]["trusted_hash"] = digest
