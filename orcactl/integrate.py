@@ -209,6 +209,11 @@ def run_integrate(args: argparse.Namespace) -> int:
             "note: orcad reads the extraction provider when it starts: restart orcad if it is "
             "running (orcactl status says whether it runs with this config)"
         )
+    if args.agent == "codex" and not args.remove and (args.project or args.no_trust):
+        print(
+            "note: Codex runs a hook only once you trust it: open Codex and trust orca's hooks "
+            "with /hooks (`orcactl doctor` says whether they are trusted)"
+        )
     return EXIT_OK
 
 

@@ -495,7 +495,8 @@ def test_doctor_reports_each_agent_found(orca_env: OrcaEnv) -> None:
     assert [f["status"] for f in after] == ["ok", "ok"]
     # Codex skips, without a word, a hook its config does not trust (as every registration
     # made before integrate wrote the trust); --no-trust leaves the trust there is alone
-    assert _integrate(orca_env, "codex", "--no-trust", env=env).returncode == 0
+    kept = _integrate(orca_env, "codex", "--no-trust", env=env)
+    assert kept.returncode == 0 and "/hooks" in kept.stdout  # it says who trusts them now
     assert agents()[1]["status"] == "ok"
     config = codex_home / "config.toml"
     trusted = tomllib.loads(config.read_text())["hooks"]["state"]
