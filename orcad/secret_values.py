@@ -406,7 +406,9 @@ STATED_VERB = (
     r"(?:[ \t]+(?:now|still|just|literally|actually|simply|currently|always|"
     r"(?:changed|reset|set|updated)[ \t]+to))?"
     # "my password, it's X": the name set apart, then said
-    r"|[ \t]*,[ \t]+(?:it's|it\u2019s|it[ \t]+is|that's|which[ \t]+is))"
+    r"|[ \t]*,[ \t]+(?:it's|it\u2019s|it[ \t]+is|that's|which[ \t]+is)"
+    # "the password's X": the verb run into the name
+    r"|['\u2019]s(?=[ \t]))"
 )
 
 

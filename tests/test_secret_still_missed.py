@@ -942,3 +942,22 @@ def test_a_password_given_to_a_bare_secret_flag_is_redacted(text: str) -> None:
 )
 def test_a_label_below_is_colon_is_no_password(text: str) -> None:
     assert redact(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "password"),
+    [
+        ("btw the password's Gr33nTea!, same as the wiki", "Gr33nTea!"),
+        ("my password's hunter22", "hunter22"),
+    ],
+)
+def test_a_password_after_the_name_run_into_its_verb_is_redacted(text: str, password: str) -> None:
+    _assert_only_value_redacted(text, password, "password_statement")
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["the password's length is 12", "the password's hash is stored", "the password's 8 chars"],
+)
+def test_what_belongs_to_a_password_stays_storable(text: str) -> None:
+    assert redact(text) == text
