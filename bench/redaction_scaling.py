@@ -190,6 +190,8 @@ ADVERSARIAL = {
     # a password changed from one value to another (orcad/secret_sentences.py)
     "changes from": "changed the password from ",
     "changes from to": "password changed from a1!b to c2@d ",
+    # a list of pairs under a credential word, each after its service (secret_colon_pairs.py)
+    "listed service pairs": "creds:\n- a: b:c1!d\n",
 }
 
 

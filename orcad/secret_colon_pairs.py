@@ -77,12 +77,13 @@ def _is_chosen(text: str, user_start: int, value_start: int, value_end: int) -> 
 # A pair alone on its line, after spaces and a list's bullet or number at most ("creds for
 # db" then "admin:Hunter2!", "1. admin:Hunter2!"), is announced by a word in the end of the
 # line above (not a blank one), or above the pairs listed before it ("2. ops:Deploy2024").
-_BULLET = r"[ \t]*(?:(?:[-*•]|\d{1,3}[.)])[ \t]+)?"
+# A bullet's pair may follow what it is for: "- jenkins: admin:Jenk!ns2024"
+_BULLET = r"[ \t]*(?:(?:[-*•]|\d{1,3}[.)])[ \t]+(?:[A-Za-z0-9_.\-]{1,32}:[ \t]+)?)?"
 _PAIR_LEAD = re.compile(_BULLET)
 _LISTED_PAIR = re.compile(
     _BULLET + r"[A-Za-z0-9_][A-Za-z0-9_.+\-@]{0,63}:[^\s:/\\\"'`<>]{4,128}[ \t\r]*"
 )
-_LONGEST_LEAD = 16
+_LONGEST_LEAD = 56
 _LINE_ABOVE = 64
 
 

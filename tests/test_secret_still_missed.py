@@ -961,3 +961,22 @@ def test_a_password_after_the_name_run_into_its_verb_is_redacted(text: str, pass
 )
 def test_what_belongs_to_a_password_stays_storable(text: str) -> None:
     assert redact(text) == text
+
+
+def test_pairs_in_a_list_under_a_credential_word_each_after_its_service_are_redacted() -> None:
+    text = "Accounts:\n- jenkins: admin:Jenk!nsTbl3\n- sonar: admin:S0nar!Qube"
+    assert redact(text) == text.replace("Jenk!nsTbl3", "[REDACTED:password_statement]").replace(
+        "S0nar!Qube", "[REDACTED:password_statement]"
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Notes:\n- python: 3.12-slim\n- redis: cache:7-alpine",
+        "Dependencies:\n- web: node:20-alpine",
+        "Accounts:\n- web: see:docs/accounts.md",
+    ],
+)
+def test_lists_of_images_and_paths_stay_storable(text: str) -> None:
+    assert redact(text) == text
