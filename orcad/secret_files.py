@@ -76,11 +76,15 @@ def find_netrc_passwords(text: str, lowered: str) -> Iterator[Span]:
 # line read backwards from the slash, once, in C: searched forwards, it was tried at each of
 # the 128 characters before every slash ("login: a / " repeated: 0.7 s a megabyte). The
 # name's start is checked after it, where the window's edge cut the line.
+# ("log in with admin / X", "log into the kiosk using kiosk/X": a verb of logging in, a few
+# words, then "with" or "using" give the pair too)
 _PAIR_HEAD_BACKWARDS = re.compile(
     r"(?P<before>[ \t]*)[a-z0-9_.@+\-]{1,64}"
-    r"(?:[ \t]*[:=][ \t]*|[ \t]+(?:si|era|saw|erew)[ \t]+)"
+    r"(?:[ \t]*[:=][ \t]*|[ \t]+(?:si|era|saw|erew)[ \t]+"
+    r"|[ \t]+(?:htiw|gnisu)(?:[ \t]+[a-z0-9_.\-]{1,30}){0,6}?[ \t]+(?=(?:ni|otni)[ \t]+g|nigol))"
     r"(?P<name>nigol|nogol|(?:s|s?laitne)derc|"
-    r"(?:drow)?ssap[ \t]*(?:/|&|dna)[ \t]*(?:eman)?resu)"
+    r"(?:drow)?ssap[ \t]*(?:/|&|dna)[ \t]*(?:eman)?resu|"
+    r"(?:ni|otni)[ \t]+(?:gol|gniggol))"
     r"(?![a-z0-9_\-])"
 )
 _PAIR_NAME_CHARACTERS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-")

@@ -980,3 +980,30 @@ def test_pairs_in_a_list_under_a_credential_word_each_after_its_service_are_reda
 )
 def test_lists_of_images_and_paths_stay_storable(text: str) -> None:
     assert redact(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "password"),
+    [
+        ("Login to the grafana box with admin / Gr4f@naR0cks", "Gr4f@naR0cks"),
+        ("log in with admin / Gr4f@naR0cks", "Gr4f@naR0cks"),
+        ("we all log into the kiosk using kioskUser/Ki0sk!2025", "Ki0sk!2025"),
+        ("logging in with bob / Xk9!mm2q", "Xk9!mm2q"),
+    ],
+)
+def test_a_pair_given_with_a_verb_of_logging_in_is_redacted(text: str, password: str) -> None:
+    _assert_only_value_redacted(text, password, "password_statement")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "log in with your email / password",
+        "log in with SSO / SAML",
+        "login with GitHub/GitLab",
+        "log in using the CLI / web UI",
+        "Login with Google / Apple ID",
+    ],
+)
+def test_ways_of_logging_in_stay_storable(text: str) -> None:
+    assert redact(text) == text
