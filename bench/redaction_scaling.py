@@ -193,6 +193,7 @@ ADVERSARIAL = {
     # a list of pairs under a credential word, each after its service (secret_colon_pairs.py)
     "listed service pairs": "creds:\n- a: b:c1!d\n",
     "pairs given with": "log in to a b c d e f with g / ",
+    "aws key ids": "AKIAABCDEFGHIJKLMNOP / ",
 }
 
 

@@ -231,6 +231,24 @@ def _find_aws_secret(text: str, lowered: str) -> Iterator[Span]:
             yield start, end
 
 
+# An AWS secret key right after its access key id ("AKIA… / Ix9M…", "AKIA…:Ix9M…", two
+# columns): 40 characters of base64 that look generated, a separator or blanks between them
+_AWS_PAIR = re.compile(
+    r"(?<![A-Z0-9])A(?:KIA|SIA)[A-Z2-7]{16}[ \t]*(?:[/:,;|][ \t]*|[ \t]|\r?\n)"
+    r"([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"
+)
+
+
+def find_aws_secret_after_id(text: str, lowered: str) -> Iterator[Span]:
+    """The secret access key written right after its key id."""
+    if "AKIA" not in text and "ASIA" not in text:
+        return
+    for match in _AWS_PAIR.finditer(text):
+        start, end = match.span(1)
+        if looks_random(text[start:end]):
+            yield start, end
+
+
 # A URL query's key= or auth= (Firebase, many web APIs): a generated value there is a key;
 # `key` and `auth` alone are too common for the assignment rule.
 _QUERY_KEY = re.compile(r"[?&](?:key|auth)=([^&#\s\"'<>]{16,1024}+)")

@@ -29,6 +29,7 @@ from orcad.secret_assignments import (
     _find_aws_secret,
     _find_query_keys,
     _not_annotations,
+    find_aws_secret_after_id,
 )
 from orcad.secret_code_credentials import find_code_credentials
 from orcad.secret_colon_pairs import find_colon_pairs
@@ -142,6 +143,7 @@ _RULES: tuple[tuple[str, Finder, Gate], ...] = (
     ("url_credentials", find_url_credentials, _always),
     ("url_credentials", find_bare_userinfo, _always),
     ("aws_secret_access_key", _find_aws_secret, _always),
+    ("aws_secret_access_key", find_aws_secret_after_id, _any_trigger(("AKIA", "ASIA"))),
     ("credential_assignment", _find_query_keys, _always),
     ("authorization_header", find_authorization, _always),
     ("registry_auth", find_registry_auth, _always),

@@ -1007,3 +1007,21 @@ def test_a_pair_given_with_a_verb_of_logging_in_is_redacted(text: str, password:
 )
 def test_ways_of_logging_in_stay_storable(text: str) -> None:
     assert redact(text) == text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "AKIABHW7BQ42IQED2PKI / Ix9MP/1/JZO1Mxwq1U6t8i86jQrs1XIrHPiMri+M are the keys for it",
+        "aws keys: AKIABHW7BQ42IQED2PKI:Ix9MP/1/JZO1Mxwq1U6t8i86jQrs1XIrHPiMri+M",
+        "AKIABHW7BQ42IQED2PKI\tIx9MP/1/JZO1Mxwq1U6t8i86jQrs1XIrHPiMri+M",
+    ],
+)
+def test_an_aws_secret_key_right_after_its_key_id_is_redacted(text: str) -> None:
+    redacted = redact(text)
+    assert "Ix9MP" not in redacted and "[REDACTED:aws_secret_access_key]" in redacted
+
+
+def test_the_documentations_aws_example_keys_stay_storable() -> None:
+    text = "AKIAIOSFODNN7EXAMPLE / wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+    assert redact(text) == text
