@@ -69,7 +69,7 @@ _TOOL_FLAGS = (
         re.compile(r"(?<![a-z0-9_\-])zip(?:[ \t][^\n|;&]{0,300}?)?[ \t]-p[ \t]+" + _VALUE),
     ),
     ("-p", "7z", re.compile(r"(?<![a-z0-9_\-])7za?(?:[ \t][^\n|;&]{0,300}?)?[ \t]-p" + _VALUE)),
-    # mosquitto_pub/_sub/_rr -P PASSWORD (their -p is the port: told apart in the text's case)
+    # mosquitto_pub/_sub/_rr -P PASSWORD (their -p is the port: _CASED_FLAGS)
     (
         "-p",
         "mosquitto_",
@@ -102,6 +102,11 @@ _TOOL_FLAGS = (
         ),
     ),
 )
+
+
+# Tools whose password flag is told from another option by its case alone (the patterns read
+# the lowered text): the flag as it must be written
+_CASED_FLAGS = {"mosquitto_": "-P"}
 
 
 # keytool takes several passwords in one command (-storepass X -keypass Y): the flags after
@@ -441,8 +446,9 @@ def find_credential_flags(text: str, lowered: str) -> Iterator[Span]:
             continue
         for match in pattern.finditer(lowered):
             start, end, quoted = value_span(match)
-            if command == "mosquitto_" and text[lowered.rfind("-p", 0, start) + 1] != "P":
-                continue  # mosquitto's -p: a port
+            cased = _CASED_FLAGS.get(command)
+            if cased is not None and not text.startswith(cased, lowered.rfind(flag, 0, start)):
+                continue  # the flag in the other case: another option (mosquitto's -p, a port)
             value = text[start:end]
             if given_password(value) and _PORT_MAPPING.match(value) is None:
                 yield start, end
