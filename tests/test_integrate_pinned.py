@@ -19,6 +19,7 @@ import time
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from mcp.client.session import ClientSession
@@ -141,19 +142,19 @@ def test_a_written_hook_starts_orcad_over_the_memory_integrate_was_given(
     assert not _default_home(orca_env).exists()
 
 
-async def test_the_written_mcp_server_starts_orcad_over_the_memory_integrate_was_given(
-    orca_env: OrcaEnv, tmp_path: Path, stopped_afterwards: None
+async def _save_through_mcp(
+    orca: OrcaEnv, entry: dict[str, Any], tmp_path: Path, env: dict[str, str], content: str
 ) -> None:
-    assert _integrate(orca_env, "claude-code").returncode == 0
-    entry = json.loads((_home(orca_env) / ".claude.json").read_text())["mcpServers"]["orca"]
+    """Start the MCP server `integrate` registered (`entry`) as an agent would, with `env`, by
+    the MCP SDK's stdio client, and save one workspace record through it."""
     project = tmp_path / "repo"
     project.mkdir()
     params = StdioServerParameters(
         command=entry["command"],
         args=[*entry["args"], "--cwd", str(project), "--mode", "auto"],
-        env=_agent_environment(orca_env),
+        env=env,
     )
-    with open(orca_env.root / "mcp-stderr.log", "a") as errlog:  # noqa: ASYNC230  (a local file)
+    with open(orca.root / "mcp-stderr.log", "a") as errlog:  # noqa: ASYNC230  (a local file)
         async with (
             stdio_client(params, errlog=errlog) as (read, write),
             ClientSession(read, write) as session,
@@ -161,14 +162,19 @@ async def test_the_written_mcp_server_starts_orcad_over_the_memory_integrate_was
             await session.initialize()
             saved = await session.call_tool(
                 "memory_manage",
-                {
-                    "action": "save",
-                    "content": "We deploy with make ship",
-                    "kind": "workflow",
-                    "is_global": False,
-                },
+                {"action": "save", "content": content, "kind": "workflow", "is_global": False},
             )
             assert not saved.is_error, saved.content
+
+
+async def test_the_written_mcp_server_starts_orcad_over_the_memory_integrate_was_given(
+    orca_env: OrcaEnv, tmp_path: Path, stopped_afterwards: None
+) -> None:
+    assert _integrate(orca_env, "claude-code").returncode == 0
+    entry = json.loads((_home(orca_env) / ".claude.json").read_text())["mcpServers"]["orca"]
+    await _save_through_mcp(
+        orca_env, entry, tmp_path, _agent_environment(orca_env), "We deploy with make ship"
+    )
     assert (orca_env.memory_root / "orcad.pid").exists()
     assert orca_env.deliberate_db.exists()  # the record went to the given config dir
     assert not _default_home(orca_env).exists()
@@ -323,25 +329,7 @@ async def test_an_mcp_server_with_another_runtime_directory_reaches_the_orcad_of
     agent_env = _integrated_without_a_socket(orca_env)
     entry = json.loads((_home(orca_env) / ".claude.json").read_text())["mcpServers"]["orca"]
     assert "--socket" not in entry["args"]
-    project = tmp_path / "repo"
-    project.mkdir()
-    params = StdioServerParameters(
-        command=entry["command"],
-        args=[*entry["args"], "--cwd", str(project), "--mode", "auto"],
-        env=agent_env,
-    )
-    with open(orca_env.root / "mcp-stderr.log", "a") as errlog:  # noqa: ASYNC230  (a local file)
-        async with (
-            stdio_client(params, errlog=errlog) as (read, write),
-            ClientSession(read, write) as session,
-        ):
-            await session.initialize()
-            saved = await session.call_tool(
-                "memory_manage",
-                {"action": "save", "content": "We ship with make ship", "kind": "workflow"}
-                | {"is_global": False},
-            )
-            assert not saved.is_error, saved.content
+    await _save_through_mcp(orca_env, entry, tmp_path, agent_env, "We ship with make ship")
     with contextlib.closing(sqlite3.connect(orca_env.deliberate_db)) as db:
         kept = db.execute("SELECT content FROM memories").fetchall()
     assert kept == [("We ship with make ship",)]
