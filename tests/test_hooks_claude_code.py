@@ -903,9 +903,14 @@ class DroppingProxy:
         self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._listener.bind(str(path))
         self._listener.listen()
-        threading.Thread(target=self._accept, daemon=True).start()
+        self._acceptor = threading.Thread(target=self._accept, daemon=True)
+        self._acceptor.start()
 
     def close(self) -> None:
+        # shut down first: a bare close leaves the thread in accept() on a descriptor number
+        # that a later test's socket may take (it then accepted that test's connections)
+        self._listener.shutdown(socket.SHUT_RDWR)
+        self._acceptor.join(timeout=5)
         self._listener.close()
 
     def _accept(self) -> None:
