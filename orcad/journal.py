@@ -15,6 +15,8 @@ from typing import Any, TextIO
 
 import structlog
 
+from orcad.log import StreamLoggerFactory
+
 # syslog priorities (sd-daemon.h SD_ERR ... SD_DEBUG)
 PRIORITIES = {"critical": 2, "error": 3, "warning": 4, "info": 6, "debug": 7}
 
@@ -52,6 +54,6 @@ def configure_journal_logging(stream: TextIO | None = None, *, level: int = logg
             render_journal_line,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(level),
-        logger_factory=structlog.PrintLoggerFactory(stream or sys.stderr),
+        logger_factory=StreamLoggerFactory(stream or sys.stderr),
         cache_logger_on_first_use=True,
     )

@@ -8,7 +8,6 @@ import contextlib
 import os
 import signal
 import socket as stdlib_socket
-import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -22,7 +21,7 @@ from orcad.config import load_config
 from orcad.entry import main, stop_signals
 from orcad.errors import StartupError
 from orcad.journal import configure_journal_logging, stderr_is_journal
-from orcad.log import configure_logging
+from orcad.log import configure_logging, say
 from orcad.notify import Notifier
 from orcad.paths import SHORTER_SOCKET, Paths, resolve_paths, socket_path_problem
 from orcad.rpc import Dispatcher
@@ -154,7 +153,7 @@ async def serve(
                     await daemon.run_background(background)
                 except Exception as exc:
                     log.error("daemon.startup_failed", error=str(exc), exc_info=exc)
-                    print(f"orcad: cannot start: {exc}", file=sys.stderr)
+                    say(f"orcad: cannot start: {exc}")
                     daemon.router.mark_failed(str(exc))
                     status = 1
                 else:
@@ -221,10 +220,7 @@ def _run(args: argparse.Namespace, stop_signals: StopSignals) -> int:
     except (StartupError, OSError) as exc:  # OSError: a path it cannot create or open
         log.error("daemon.startup_failed", error=str(exc))
         notifier.status(f"failed to start: {exc}")
-        print(
-            f"orcad: {exc}" if isinstance(exc, StartupError) else f"orcad: cannot start: {exc}",
-            file=sys.stderr,
-        )
+        say(f"orcad: {exc}" if isinstance(exc, StartupError) else f"orcad: cannot start: {exc}")
         if listening is not None:
             listening.remove_socket_file()
             listening.sock.close()
