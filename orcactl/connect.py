@@ -75,7 +75,7 @@ def failure_document(exc: CommandError) -> dict[str, Any]:
 def socket_path(args: argparse.Namespace) -> str:
     if getattr(args, "socket", None):
         return os.path.abspath(str(args.socket))
-    return str(resolve_paths().socket)
+    return os.path.abspath(resolve_paths().socket)  # a relative ORCA_SOCKET: named in full
 
 
 def daemon_log_path() -> Path:

@@ -22,7 +22,7 @@ LEASE_RENEW_FRACTION = 3  # a lease is renewed every lease_s / 3 by wall clock
 # was edited in by hand
 JOB_WAIT_MAX_S = CONFIG_SECONDS_MAX + 1.0
 
-# Extractor output (PROTOCOL.md, Extractor output)
+# Extractor output (orcad/capture/output.py)
 EXTRACTOR_MAX_FACTS = 8
 EXTRACTOR_FACT_MAX_CHARS = 400
 EXTRACTOR_OUTPUT_MAX_BYTES = 16 * 1024
@@ -97,7 +97,7 @@ SESSION_SWEEP_MAX_ROWS = 1000
 # at a clean stop): after a crash, the idle expiry counts from at most this long before it
 SESSION_LAST_USE_WRITE_S = 60.0
 
-# Wire (PROTOCOL.md, Transport)
+# Wire (the README's [server] settings)
 DEFAULT_MAX_MESSAGE_BYTES = 8 * 1024 * 1024
 DEFAULT_MAX_CONNECTIONS = 256
 DEFAULT_IDLE_TIMEOUT_S = 600.0

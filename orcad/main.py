@@ -49,7 +49,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "logs JSON lines to stderr; stops cleanly on SIGTERM, SIGINT or SIGHUP.",
     )
     parser.add_argument(
-        "--socket", help="socket path (default: $ORCA_SOCKET or <runtime dir>/orcad.sock)"
+        "--socket",
+        help="socket path (default: $ORCA_SOCKET, else orca/orcad.sock in $XDG_RUNTIME_DIR or, "
+        "without it, in the platform's runtime directory; `orcactl status` shows it)",
     )
     parser.add_argument("--version", action="version", version=f"orcad {__version__}")
     return parser.parse_args(argv)

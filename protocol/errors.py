@@ -1,4 +1,4 @@
-"""JSON-RPC error codes and kinds of protocol 1 (PROTOCOL.md, Errors)."""
+"""JSON-RPC error codes and kinds of protocol 1 (the README's "The protocol")."""
 
 from __future__ import annotations
 

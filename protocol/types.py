@@ -1,4 +1,5 @@
-"""Every method's params and result of protocol 1, as frozen msgspec Structs (PROTOCOL.md).
+"""Every method's params and result of protocol 1, as frozen msgspec Structs (the README's
+"The protocol" says what was added to it).
 
 Params reject unknown fields (the daemon answers -32602 naming the field); results accept
 unknown fields so that a daemon may add optional fields without breaking older clients.

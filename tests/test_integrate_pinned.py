@@ -307,6 +307,36 @@ def test_doctor_names_a_running_orcad_that_serves_another_memory(
     assert f"kill {daemon.proc.pid}" in str(moved["fix"])
 
 
+def test_status_warns_of_a_running_orcad_that_serves_another_memory(
+    orca_env: OrcaEnv, daemon: DaemonProcess
+) -> None:
+    # `orcactl remember` here wrote into the other memory with exit 0, and only doctor said so
+    def status(env: dict[str, str], *json_flag: str) -> str:
+        run = subprocess.run(
+            [ORCACTL, "--no-start", "status", *json_flag],
+            capture_output=True,
+            text=True,
+            env={**orca_env.env, **env},
+            timeout=60,
+            check=True,
+        )
+        return run.stdout
+
+    assert json.loads(status({}, "--json"))["memory_elsewhere"] is None
+    assert "Warning: this orcad serves" not in status({})
+    other = orca_env.root / "other"
+    moved = {"ORCA_CONFIG_DIR": str(other)}
+    assert json.loads(status(moved, "--json"))["memory_elsewhere"] == {
+        "variable": "ORCA_CONFIG_DIR",
+        "served": str(orca_env.deliberate_db),
+        "here": str(other / "memory.sqlite3"),
+    }
+    assert (
+        f"Warning: this orcad serves {orca_env.deliberate_db}, but ORCA_CONFIG_DIR here gives "
+        f"{other / 'memory.sqlite3'}"
+    ) in status(moved)
+
+
 def _integrated_without_a_socket(orca: OrcaEnv) -> dict[str, str]:
     """integrate run where ORCA_SOCKET is unset (the usual case: the socket is the runtime
     directory's), and the environment of an agent that gives its MCP server and hooks another

@@ -494,7 +494,7 @@ def test_status_names_a_config_link_that_loops_which_keeps_orcad_from_starting(
     assert (report["exists"], report["parses"]) == (True, False)
     assert "Too many levels of symbolic links" in report["error"]
     shown = orcactl(orca_env, "status").stdout
-    assert f"Config: {config} (does NOT parse: " in shown and "defaults apply" not in shown
+    assert f"Config: {config} (NOT valid: " in shown and "defaults apply" not in shown
     started = orcactl(orca_env, "ping")
     assert started.returncode == 3 and "Too many levels of symbolic links" in started.stderr
 

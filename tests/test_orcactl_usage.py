@@ -714,7 +714,7 @@ def test_status_shows_the_config_file_as_it_is_now(
     orca_env.write_config("[extraction\n")
     broken = orcactl(orca_env, "status")
     assert broken.returncode == 0
-    assert f"Config: {config} (does NOT parse: " in broken.stdout
+    assert f"Config: {config} (NOT valid: " in broken.stdout
     config.unlink()
     assert f"Config: {config} (missing: defaults apply)" in orcactl(orca_env, "status").stdout
 
@@ -724,7 +724,7 @@ def test_status_reports_a_config_path_that_is_not_a_file(orca_env: OrcaEnv) -> N
     config.mkdir()
     shown = orcactl(orca_env, "status")
     assert shown.returncode == 3
-    assert f"Config: {config} (does NOT parse: {config}: not a regular file)" in shown.stdout, (
+    assert f"Config: {config} (NOT valid: {config}: not a regular file; " in shown.stdout, (
         shown.stdout
     )
 
@@ -759,6 +759,16 @@ def test_the_socket_option_is_expanded_made_absolute_and_must_be_utf8(
     bad = orcactl(orca_env, "--no-start", "--socket", b"/tmp/\xff.sock", "status")
     assert bad.returncode == 2
     assert "--socket: the socket's path is not valid UTF-8" in bad.stderr
+
+
+def test_a_relative_orca_socket_is_named_in_full(orca_env: OrcaEnv, tmp_path: Path) -> None:
+    # "no answer on rel.sock" did not say where it had looked
+    env = {**orca_env.env, "ORCA_SOCKET": "rel.sock"}
+    shown = orcactl(orca_env, "--no-start", "ping", env=env, cwd=tmp_path)
+    assert shown.returncode == 3
+    assert f"no answer on {tmp_path / 'rel.sock'}" in shown.stderr
+    status = orcactl(orca_env, "--no-start", "status", "--json", env=env, cwd=tmp_path)
+    assert json.loads(status.stdout)["socket"] == str(tmp_path / "rel.sock")
 
 
 @pytest.mark.parametrize("args", [("--socket=", "ping"), ("ping", "--socket", "")])

@@ -1,4 +1,4 @@
-"""The strict extractor-output parser (PROTOCOL.md, Extractor output)."""
+"""The strict extractor-output parser (orcad/capture/output.py)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Pure logic stays pure (STYLE.md): these modules import neither trio nor sqlite3."""
+"""Pure logic stays pure: these modules import neither trio nor sqlite3."""
 
 from __future__ import annotations
 

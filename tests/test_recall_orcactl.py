@@ -93,7 +93,35 @@ def test_remember_dash_reads_the_fact_from_stdin(daemon: DaemonProcess, orca_env
     assert (orca_env.memory_root / "user.md").read_text() == "- We deploy staging through ArgoCD\n"
 
 
-@pytest.mark.parametrize("command", [["remember", "-"], ["provider", "test", "-"]])
+def test_recall_dash_reads_the_prompt_from_stdin(
+    daemon: DaemonProcess, orca_env: OrcaEnv, tmp_path: Path
+) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    project_id = daemon.call("session.open", {"cwd": str(repo)}).project.id
+    add_facts(project_dir(orca_env, project_id), ["This repository deploys with `make release`."])
+
+    def recall(stdin: bytes) -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run(
+            [sys.executable, "-m", "orcactl", "--no-start", "recall", "--cwd", str(repo), "-"],
+            env=orca_env.env,
+            cwd=REPO_ROOT,
+            input=stdin,
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
+
+    # a pasted log, its question on the last line, as `orcactl recall - < log.txt` sends it
+    done = recall(b"Traceback (most recent call last):\n  ...\nhow are we deploying?\n")
+    assert done.returncode == 0, done.stderr
+    assert b"This repository deploys with `make release`." in done.stdout
+    refused = recall(b"caf\xe9")
+    assert refused.returncode == 2 and b"UTF-8" in refused.stderr, refused.stderr
+    assert b"Traceback" not in refused.stderr
+
+
+@pytest.mark.parametrize("command", [["remember", "-"], ["provider", "test", "-"], ["recall", "-"]])
 def test_a_dash_stops_reading_an_endless_stdin(orca_env: OrcaEnv, command: list[str]) -> None:
     # `yes | orcactl remember -`, or `< /dev/zero`: what is read is bounded, not held whole until
     # the end that never comes (the address space is capped so a regression fails, not swaps)

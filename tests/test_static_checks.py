@@ -1,4 +1,4 @@
-"""ruff (lint and format) and mypy are part of the test command (STYLE.md: strict tooling)."""
+"""ruff (lint and format) and mypy are part of the test command."""
 
 from __future__ import annotations
 

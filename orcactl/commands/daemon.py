@@ -10,6 +10,7 @@ from typing import Any
 
 import msgspec
 
+from orcactl.commands.doctor_daemon import served_elsewhere
 from orcactl.connect import (
     EXIT_NOT_RUNNING,
     EXIT_OK,
@@ -102,7 +103,7 @@ def describe_config(report: dict[str, Any]) -> str:
             return f"{path} (cannot be read: {report['error']})"
         return f"{path} (missing: defaults apply)"
     if not report["parses"]:
-        return f"{path} (does NOT parse: {report['error']})"
+        return f"{path} (NOT valid: {report['error']}; orcad will not start with it)"
     if report["changed_since_start"]:
         return f"{path} (parses; changed since orcad started: restart orcad to apply it)"
     return f"{path} (parses)"
@@ -180,11 +181,22 @@ def run_status(args: argparse.Namespace) -> int:
         return EXIT_NOT_RUNNING
     config = _status_config(status)
     hooks = recent_failures()
+    elsewhere = served_elsewhere(status, resolve_paths())
     if args.json:
         report = {"running": True, **msgspec.to_builtins(status), "config_file": config}
-        print_json({**report, "agent_hook_problems": hooks})
+        mismatch = None
+        if elsewhere is not None:
+            mismatch = dict(zip(("variable", "served", "here"), elsewhere, strict=True))
+        print_json({**report, "memory_elsewhere": mismatch, "agent_hook_problems": hooks})
     else:
-        print("\n".join([render_status(status, config), *status_lines(hooks)]))
+        lines = [render_status(status, config)]
+        if elsewhere is not None:
+            variable, theirs, ours = elsewhere
+            lines.append(
+                f"    Warning: this orcad serves {theirs}, but {variable} here gives {ours}: "
+                "commands here read and write its memory (orcactl doctor says what to do)"
+            )
+        print("\n".join([*lines, *status_lines(hooks)]))
     return EXIT_OK
 
 

@@ -76,8 +76,9 @@ def check_runtime_and_socket(
                 "socket",
                 "problem",
                 f"{sock} exists but nothing answers ({exc})",
-                f"restart orcad (systemctl --user restart orcad), or remove {sock} "
-                "if no orcad runs",
+                "orcad has stopped without removing its socket: `orcactl ping` starts it again "
+                "(it replaces a socket nothing answers on); if a service runs it, restart that "
+                "instead (`orcactl service status`)",
             )
         )
         return found, None
@@ -129,28 +130,39 @@ def offered(client: Client, method: str, params: dict[str, Any]) -> tuple[Any, F
         raise
 
 
-def check_daemon_memory(client: Client, paths: Paths) -> list[Finding]:
-    """The memory the running daemon serves is this environment's (ORCA_HOME, ORCA_CONFIG_DIR):
-    one started elsewhere (by an agent's hook without them, or before they changed) answers on
-    the same socket, and every command here would read and write its memory instead."""
-    status = client.call("daemon.status")
+def served_elsewhere(status: Any, paths: Paths) -> tuple[str, str, str] | None:
+    """When the running daemon (its `daemon.status`) serves other memory than this
+    environment's (ORCA_HOME, ORCA_CONFIG_DIR): the variable, what it serves and what the
+    variable gives here. One started elsewhere (by an agent's hook without them, or before they
+    changed) answers on the same socket, and every command here reads and writes its memory."""
     served = (
         ("ORCA_HOME", status.memory_root, paths.memory_root),
         ("ORCA_CONFIG_DIR", status.deliberate_db, paths.deliberate_db),
     )
     for variable, theirs, ours in served:
         if os.path.realpath(theirs) != os.path.realpath(ours):
-            return [
-                Finding(
-                    "daemon",
-                    "problem",
-                    f"orcad pid {status.pid} serves {theirs}, but {variable} here gives {ours}",
-                    f"stop it (kill {status.pid}, or systemctl --user restart orcad for the "
-                    f"service) so that it starts again with this environment, or set "
-                    f"{variable} as it was when it started",
-                )
-            ]
-    return [Finding("daemon", "ok", f"orcad serves this environment's memory ({theirs})")]
+            return variable, str(theirs), str(ours)
+    return None
+
+
+def check_daemon_memory(client: Client, paths: Paths) -> list[Finding]:
+    """The memory the running daemon serves is this environment's (`served_elsewhere`)."""
+    status = client.call("daemon.status")
+    elsewhere = served_elsewhere(status, paths)
+    if elsewhere is None:
+        memory = status.memory_root
+        return [Finding("daemon", "ok", f"orcad serves this environment's memory ({memory})")]
+    variable, theirs, ours = elsewhere
+    return [
+        Finding(
+            "daemon",
+            "problem",
+            f"orcad pid {status.pid} serves {theirs}, but {variable} here gives {ours}",
+            f"stop it (kill {status.pid}, or systemctl --user restart orcad for the "
+            f"service) so that it starts again with this environment, or set "
+            f"{variable} as it was when it started",
+        )
+    ]
 
 
 def check_daemon_errors(client: Client) -> list[Finding]:

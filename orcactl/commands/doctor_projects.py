@@ -56,8 +56,10 @@ def judge_jobs(jobs: list[JobSummary], now: float, stuck_after: float) -> list[F
 
 
 def judge_index(project: str, state: str, revision: int, where: Path | str) -> Finding:
-    if state == "current" or (state == "missing" and revision == 0):
-        return Finding("index", "ok", f"project {project}: index {state}")
+    if state == "current":
+        return Finding("index", "ok", f"project {project}: index current")
+    if state == "missing" and revision == 0:  # nothing published yet: nothing to index
+        return Finding("index", "ok", f"project {project}: no facts yet, so no index yet")
     fixes = {
         "stale": "it is rebuilt at the next capture or recall; restarting orcad rebuilds it now",
         "missing": "it is rebuilt at the next capture or recall; restarting orcad rebuilds it now",

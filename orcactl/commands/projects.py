@@ -148,7 +148,7 @@ def run_projects(args: argparse.Namespace) -> int:
 def _job_line(job: JobSummary) -> str:
     error = f"  last error: {job.last_error}" if job.last_error else ""
     return (
-        f"{job.job_id}  {job.state:<9}  attempts {job.attempts}  turn {job.turn_id}  "
+        f"{job.job_id}  {job.state:<9}  failed attempts {job.attempts}  turn {job.turn_id}  "
         f"updated {job.updated_at}{error}"
     )
 

@@ -35,7 +35,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "the context block an agent would inject before its model request.",
     )
     recall.add_argument(
-        "prompt", metavar="PROMPT", type=utf8_text, help="the user's message for the turn"
+        "prompt",
+        metavar="PROMPT",
+        type=utf8_text,
+        help="the user's message for the turn ('-' reads it from stdin)",
     )
     recall.add_argument(
         "--cwd",
@@ -87,11 +90,10 @@ def _in_session(args: argparse.Namespace, work: Callable[[Client, dict[str, Any]
 
 def run_recall(args: argparse.Namespace) -> int:
     turn_id = "orcactl-" + secrets.token_hex(8)
+    prompt = text_or_stdin(args.prompt, utf8_text)
     result = _in_session(
         args,
-        lambda client, ids: client.call(
-            "recall", {**ids, "turn_id": turn_id, "prompt": args.prompt}
-        ),
+        lambda client, ids: client.call("recall", {**ids, "turn_id": turn_id, "prompt": prompt}),
     )
     if args.json:
         print_json(result)

@@ -1,4 +1,4 @@
-"""The strict extractor-output parser (PROTOCOL.md, Extractor output).
+"""The strict extractor-output parser: what a provider must answer, and nothing else.
 
 Every provider and `jobs.publish` go through `parse_extractor_output`. Anything that is not
 exactly the documented format is a failed attempt, never a zero-candidate success: the only
