@@ -16,7 +16,7 @@ import sys
 import tempfile
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 
@@ -167,9 +167,10 @@ class Written:
     """What one write did, enough to undo it."""
 
     change: Change
-    backup: Path | None  # None: the file is new
+    backup: Path | None  # None: the file is new (or was removed, see `removed`)
     mode: int
     created: tuple[Path, ...] = ()  # directories made for it, outermost first
+    removed: bool = False  # it held only orca's entries, and is gone
 
 
 def _make_parents(directory: Path) -> tuple[Path, ...]:
@@ -221,6 +222,7 @@ def write(change: Change, stamp: str) -> Written:
         if backup is not None and not after and not change.path.is_symlink():
             unchanged()
             change.path.unlink()
+            return Written(change, backup, mode, created, removed=True)
         else:
             if backup is not None and not after and change.path.suffix == ".json":
                 after = "{}\n"  # a linked file is the user's: emptied, never deleted
@@ -308,4 +310,17 @@ def write_all(pending: list[Change], stamp: str) -> list[Written]:
                         file=sys.stderr,
                     )
                 raise KeyboardInterrupt
-    return done
+    return [_settled(written) for written in done]
+
+
+def _settled(written: Written) -> Written:
+    """Once every write has been made: a file removed because it held only orca's entries
+    leaves no backup (it would hold only those: `integrate` writes them again), nor the
+    directory it was alone in (a project's `.claude` or `.codex`: `--remove` leaves the project
+    as it was)."""
+    if not written.removed or written.backup is None:
+        return written
+    with contextlib.suppress(OSError):  # a backup left behind is only clutter
+        written.backup.unlink()
+        written.change.path.parent.rmdir()  # only when empty
+    return replace(written, backup=None)

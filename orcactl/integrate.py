@@ -181,7 +181,11 @@ def run_integrate(args: argparse.Namespace) -> int:
             print("nothing to change")
         return EXIT_OK
     report = [
-        {"path": str(done.change.path), "backup": str(done.backup) if done.backup else None}
+        {
+            "path": str(done.change.path),
+            "backup": str(done.backup) if done.backup else None,
+            "deleted": done.removed,
+        }
         for done in _apply(args, env)
     ]
     # orcad reads [extraction] only when it starts: a running one keeps its provider until then
@@ -203,6 +207,8 @@ def run_integrate(args: argparse.Namespace) -> int:
     verb = "removed orca from" if args.remove else "connected orca in"
     for entry in report:
         saved = f" (backup: {entry['backup']})" if entry["backup"] else " (new file)"
+        if entry["deleted"]:
+            saved = " (it held only orca's entries: deleted)"
         print(f"{verb} {entry['path']}{saved}")
     if restart:
         print(

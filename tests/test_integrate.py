@@ -355,6 +355,52 @@ def test_project_level_files(orca_env: OrcaEnv, tmp_path: Path) -> None:
     assert not (_home(orca_env) / ".claude").exists()  # nothing user-level
 
 
+def test_remove_leaves_a_project_as_integrate_found_it(orca_env: OrcaEnv, tmp_path: Path) -> None:
+    # --remove left .claude/, and a backup of each file it deleted (files that held only orca's
+    # entries), untracked in the user's repository
+    project = tmp_path / "repo"
+    (project / "src").mkdir(parents=True)
+    where = ("--project", "--cwd", str(project))
+    for agent in ("claude-code", "codex"):
+        assert _integrate(orca_env, agent, *where).returncode == 0
+    removed = _integrate(orca_env, "claude-code", *where, "--remove", "--json")
+    assert removed.returncode == 0, removed.stderr
+    assert {
+        entry["path"]: (entry["backup"], entry["deleted"])
+        for entry in json.loads(removed.stdout)["changed"]
+    } == {
+        str(project / ".claude" / "settings.json"): (None, True),
+        str(project / ".mcp.json"): (None, True),
+    }
+    said = _integrate(orca_env, "codex", *where, "--remove")
+    assert said.returncode == 0, said.stderr
+    assert f"{project / '.codex' / 'hooks.json'} (it held only orca's entries: deleted)" in (
+        said.stdout
+    )
+    left = sorted(str(path.relative_to(project)) for path in project.rglob("*"))
+    # config.toml keeps `hooks = true` (other hooks may need it), so it and its backup stay
+    assert [name for name in left if "orca-backup" not in name] == [
+        ".codex",
+        ".codex/config.toml",
+        "src",
+    ]
+    assert [name for name in left if "orca-backup" in name] == [
+        next(name for name in left if name.startswith(".codex/config.toml.orca-backup-"))
+    ]
+
+
+def test_a_file_the_user_also_wrote_in_keeps_its_backup(orca_env: OrcaEnv, tmp_path: Path) -> None:
+    project = tmp_path / "repo"
+    (project / ".claude").mkdir(parents=True)
+    settings = project / ".claude" / "settings.json"
+    settings.write_text('{"model": "opus"}\n')
+    where = ("--project", "--cwd", str(project))
+    assert _integrate(orca_env, "claude-code", *where).returncode == 0
+    assert _integrate(orca_env, "claude-code", *where, "--remove").returncode == 0
+    assert json.loads(settings.read_text()) == {"model": "opus"}
+    assert len(list(settings.parent.glob("settings.json.orca-backup-*"))) == 2
+
+
 def test_a_project_directory_that_does_not_exist_is_bad_usage(
     orca_env: OrcaEnv, tmp_path: Path
 ) -> None:
