@@ -4,7 +4,8 @@
 Pure module: no I/O. A hash is not the password, but one from a file that guards a login is
 read back by a cracker in hours when the password was weak, so it is kept out of memory as the
 password is. Only a hash in crypt's or htpasswd's form that starts its line after a name and a
-colon counts: a format string in code (`"$6$%s$%s"`) or a hash's name in prose does not.
+colon counts, whatever note follows it after a blank: a format string in code (`"$6$%s$%s"`)
+or a hash's name in prose does not.
 """
 
 from __future__ import annotations
@@ -28,7 +29,9 @@ _CRYPT = (
 _COLON_BEFORE_HASH = re.compile(r":(?=[${])")
 _NAME_LEADING_LINE = re.compile(r"(?:^|\n)[ \t]*[A-Za-z0-9_][A-Za-z0-9_.@\-]{0,63}\Z")
 _LONGEST_LEAD = 80
-_HASH = re.compile("(?:" + _CRYPT + r")(?=[ \t]*(?:\r?\n|\Z)|:)")
+# The hash ends at its line's end, a shadow line's next colon, or a blank before a note pasted
+# after it (`admin:$apr1$…  <- from .htpasswd`); never inside a longer run (`…%s`).
+_HASH = re.compile("(?:" + _CRYPT + r")(?=[\s:]|\Z)")
 
 
 def find_password_hashes(text: str, lowered: str) -> Iterator[Span]:

@@ -68,3 +68,41 @@ def test_every_line_of_an_htpasswd_file_loses_its_hash() -> None:
 )
 def test_what_is_no_hash_line_stays_storable(text: str) -> None:
     assert find_secrets(text) == []
+
+
+# A note pasted after the hash, on its line: the hash still ends at a blank.
+@pytest.mark.parametrize(
+    ("text", "hashed"),
+    [
+        (
+            "admin:$apr1$QjPrfJWe$OgwB2iPju1K6zuuR9RhhA8  <- from .htpasswd",
+            "$apr1$QjPrfJWe$OgwB2iPju1K6zuuR9RhhA8",
+        ),
+        ("admin:" + _APR1 + "  # from the old box", _APR1),
+        ("deploy:" + _BCRYPT + " (the CI user)\nci:" + _MD5, _BCRYPT),
+        ("svc:" + _SHA1 + "\t// rotated in March", _SHA1),
+        ("  jdoe:" + _SHA256 + " <-- this one", _SHA256),
+    ],
+)
+def test_a_hash_with_a_note_after_it_is_redacted(text: str, hashed: str) -> None:
+    redacted = redact(text)
+    assert redacted.startswith(text[: text.index(hashed)] + "[REDACTED:password_hash]")
+    assert hashed not in redacted
+    assert text.split(hashed, 1)[1].split("\n", maxsplit=1)[0] in redacted  # the note stays
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "admin:$apr1$salt$  <- the hash got cut off here",
+        "admin:$apr1$QjPrfJWe$  # digest missing",
+        'entry = f"{user}:$apr1${salt}${digest}"  # built at runtime',
+        "the format is user:$2y$10$<53 characters> per line",
+        "admin:" + _APR1 + "%s  # a template",
+        "deploy:$2y$05$" + "x" * 20 + " <- too short for bcrypt",
+        "root:$6$ (a sha512 crypt prefix)",
+        "cost:$2y$4$tooshort then text",
+    ],
+)
+def test_what_only_looks_like_a_noted_hash_stays(text: str) -> None:
+    assert find_secrets(text) == []
