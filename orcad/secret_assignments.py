@@ -49,7 +49,8 @@ _BARE_KEYWORDS = frozenset({"secret", "credential"})
 _NAME_CHARACTERS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-")
 # "key" alone is too common (sort_key, cache key); only these qualifiers make it a credential.
 _KEY_QUALIFIER = re.compile(
-    r"(?:api|access|secret|private|signing|encryption|master|auth|client|account|app|license)"
+    r"(?:api|access|secret|private|signing|encryption|master|auth|client|account|app|license|"
+    r"subscription)"
     r"[_\-. ]?\Z"
 )
 # What may follow the credential word in a name and still leave it the credential's name: an

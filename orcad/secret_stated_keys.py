@@ -2,7 +2,9 @@
 
 Pure module: no I/O. "the api key is 3f9a...", "the token is kT9v...": the value such a
 sentence gives is a credential when it looks generated, as it must be after such a name in an
-assignment. Passwords stated in words are `secret_sentences`'.
+assignment; "Mistral key: UpZu...": a key named by a capitalized word (its vendor) when its
+value has an API key's shape (letters and digits, both cases and a digit). Passwords stated in
+words are `secret_sentences`'.
 """
 
 from __future__ import annotations
@@ -33,9 +35,99 @@ STATED_MIN = 16
 ADJACENT_MIN = 24
 # "key" alone is too common (primary key, cache key): only these qualifiers make it a credential.
 _KEY_QUALIFIER = re.compile(
-    r"(?:api|access|secret|private|signing|encryption|master|auth|client|account|app|license)"
+    r"(?:api|access|secret|private|signing|encryption|master|auth|client|account|app|license|"
+    r"subscription)"
     r"[_\-. ]?\Z"
 )
+# "Mistral key: UpZu...", "the Cohere key is Qm7R...": a key named by its vendor, a capitalized
+# word right before it, is a credential when its value has an API key's shape: letters and
+# digits alone, both cases and a digit (not a hash's hex, nor an identifier's words). The
+# capitalized words that name a data structure's, a keyboard's or a public key are no vendor.
+_VENDOR = re.compile(r"(?<![A-Za-z0-9_\-.])[A-Z][A-Za-z0-9]{1,23} \Z")
+_VENDOR_LOOKBACK = 26
+_NOT_VENDORS = frozenset(
+    [
+        "public",
+        "primary",
+        "foreign",
+        "sort",
+        "partition",
+        "cache",
+        "host",
+        "ssh",
+        "gpg",
+        "pgp",
+        "deploy",
+        "object",
+        "row",
+        "hash",
+        "composite",
+        "unique",
+        "index",
+        "lookup",
+        "map",
+        "registry",
+        "routing",
+        "shard",
+        "idempotency",
+        "translation",
+        "music",
+        "musical",
+        "song",
+        "hot",
+        "shortcut",
+        "keyboard",
+        "room",
+        "door",
+        "house",
+        "car",
+        "config",
+        "dictionary",
+        "json",
+        "yaml",
+        "the",
+        "a",
+        "an",
+        "my",
+        "our",
+        "your",
+        "this",
+        "that",
+        "which",
+        "each",
+        "new",
+        "old",
+        "example",
+        "sample",
+        "test",
+        "dummy",
+        "fake",
+        "placeholder",
+        "redis",
+        "memcached",
+        "s3",
+        "bucket",
+        "storage",
+        "table",
+        "column",
+        "field",
+        "item",
+        "record",
+        "entry",
+        "react",
+        "list",
+        "group",
+        "tag",
+        "label",
+        "sorting",
+        "ordering",
+        "grouping",
+        "hmac",
+        "jwks",
+        "kms",
+    ]
+)
+_VENDOR_VALUE = re.compile(r"[A-Za-z0-9]{20,128}")
 
 
 def find_stated_keys(text: str, lowered: str) -> Iterator[Span]:
@@ -45,11 +137,31 @@ def find_stated_keys(text: str, lowered: str) -> Iterator[Span]:
             continue
         for match in pattern.finditer(lowered):
             at = match.start()
+            vendor = False
             if name == "key" and not _KEY_QUALIFIER.search(lowered, max(0, at - 16), at):
-                continue
+                vendor = _named_by_vendor(text, at)
+                if not vendor:
+                    continue
             group = "value" if match["value"] is not None else "adjacent"
             start, end = match.span(group)
             end = end_before_trailing(text, start, end)
+            if vendor and not _vendor_value(text[start:end]):
+                continue
             shortest = STATED_MIN if group == "value" else ADJACENT_MIN
             if end - start >= shortest and looks_random(text[start:end]):
                 yield start, end
+
+
+def _named_by_vendor(text: str, at: int) -> bool:
+    """Whether the word before "key" at `at` is a capitalized one that may name a vendor."""
+    word = _VENDOR.search(text, max(0, at - _VENDOR_LOOKBACK), at)
+    return word is not None and word.group().strip().lower() not in _NOT_VENDORS
+
+
+def _vendor_value(value: str) -> bool:
+    return (
+        _VENDOR_VALUE.fullmatch(value) is not None
+        and not value.isupper()
+        and not value.islower()
+        and any(char.isdigit() for char in value)
+    )

@@ -336,4 +336,12 @@ ANCHORED_RULES: tuple[tuple[str, str, int, str], ...] = (
         32,
         r"(?<![A-Za-z0-9])[a-f0-9]{32}-us[0-9]{1,2}(?![A-Za-z0-9])",
     ),
+    # Firebase Cloud Messaging's legacy server key: AAAA and 7 characters, then :APA91b and
+    # about 134 more (the colon ends the text's run, so the literal is the run after it)
+    (
+        "fcm_server_key",
+        "APA91b",
+        12,
+        r"(?<![A-Za-z0-9_\-])AAAA[A-Za-z0-9_\-]{7}:APA91b[A-Za-z0-9_\-]{100,200}+(?![A-Za-z0-9_\-])",
+    ),
 )

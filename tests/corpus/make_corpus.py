@@ -1951,6 +1951,23 @@ def build_password_hashes(c: Corpus) -> None:
         c.lookalike("hash_words", text)
 
 
+def build_chat_tokens(c: Corpus) -> None:
+    """Token formats a literal inside or a `$` marks: FCM server keys and Braintree tokens."""
+    for shape in ("FCM_SERVER_KEY={v}", "Firebase server key {v}"):
+        value = "AAAA" + c.chars(URLSAFE, 7) + ":APA91b" + c.chars(URLSAFE, 134)
+        c.secret("fcm_server_key", value, shape.format(v=value))
+    for environment in ("production", "sandbox"):
+        value = (
+            f"access_token${environment}$" + c.chars(LOWER + DIGITS, 16) + "$" + c.chars(HEX, 32)
+        )
+        c.secret("braintree_token", value, f"BRAINTREE_ACCESS_TOKEN={value}")
+    for text in (
+        "FCM server keys hold :APA91b after AAAA and seven characters",
+        "a Braintree token reads access_token$production$<merchant>$<hex>",
+    ):
+        c.lookalike("token_words", text)
+
+
 def build() -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     corpus = Corpus(SEED)
     build_secrets(corpus)
@@ -1985,6 +2002,7 @@ def build() -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     build_test_logs(corpus)
     build_second_factors(corpus)
     build_password_hashes(corpus)
+    build_chat_tokens(corpus)
     return corpus.secrets, corpus.lookalikes
 
 

@@ -1,0 +1,107 @@
+"""Credentials pasted in chat that the detector once let through: token formats found by a
+literal inside them or by a header's name, a vendor's key after its name, an htpasswd hash
+with a note after it; with the look-alikes a developer types that must stay storable."""
+
+from __future__ import annotations
+
+import pytest
+
+from orcad.secrets import redact, secret_kinds
+
+pytestmark = pytest.mark.pure
+
+_FCM_KEY = (
+    "AAAAZV1kLrh:APA91bb_saODzs1NVw9VYPTsCwQPuE3tJg2JsuIMbcQbN1kSqE-Pr5hLgqdehQuZEKWtDDLNU90bgXh1Dg"
+    "cPhryNzGGzAGTM8YiRYp53sUoYvfJuqbjJlUUtLHFtvhxjc_joeP8Smg4g"
+)
+_FCM_KEY_2 = (
+    "AAAAq8Jd0Wc:APA91bHs2kQ9xN4mT7vL1pR6zC3yB8wE5uA0dF2gH7jK4lM9nP1qS6tV3xW8yZ0aB5cD2eF7gH4iJ9kL"
+    "1mN6oP3qR8sT0uV5wX2yZ7aB4cD9eF1gH6iJ3kL8mN0oP5qR2sT7uV4wX9yZ1a"
+)
+
+
+def _assert_only_value_redacted(text: str, value: str, kind: str) -> None:
+    """`value` is gone and nothing but it was taken, named `kind`."""
+    redacted = redact(text)
+    assert value not in redacted
+    assert secret_kinds(text) == kind
+    assert redacted == text.replace(value, f"[REDACTED:{kind}]")
+
+
+# ------------------------------------------------------------------------ token formats
+@pytest.mark.parametrize(
+    ("text", "value", "kind"),
+    [
+        (f"Firebase server key {_FCM_KEY}", _FCM_KEY, "fcm_server_key"),
+        (f"FCM_SERVER_KEY={_FCM_KEY_2}", _FCM_KEY_2, "fcm_server_key"),
+        (f'headers = {{"Authorization": "key={_FCM_KEY_2}"}}', _FCM_KEY_2, "fcm_server_key"),
+        (
+            "braintree access_token$production$tcthe2qs5ev06wwi$2a3bd55ec78a2f247e08af40cd1b8c72",
+            "access_token$production$tcthe2qs5ev06wwi$2a3bd55ec78a2f247e08af40cd1b8c72",
+            "braintree_token",
+        ),
+        (
+            'gateway = Gateway(access_token="access_token$sandbox$9x7k2m4q8w1e$0f9e8d7c6b5a4938'
+            '27160f1e2d3c4b5a")',
+            "access_token$sandbox$9x7k2m4q8w1e$0f9e8d7c6b5a493827160f1e2d3c4b5a",
+            "braintree_token",
+        ),
+        (
+            "Ocp-Apim-Subscription-Key: 5b468b7912212f8b1ff530f8030fee2b",
+            "5b468b7912212f8b1ff530f8030fee2b",
+            "credential_assignment",
+        ),
+        (
+            'curl -H "Ocp-Apim-Subscription-Key: 0c7e4b2a9f1d46e3a8b5c9d2e7f1a3b6" https://x.azure-api.net/v1',
+            "0c7e4b2a9f1d46e3a8b5c9d2e7f1a3b6",
+            "credential_assignment",
+        ),
+        (
+            "ocp-apim-subscription-key=9d2e7f1a3b60c7e4b2a9f1d46e3a8b5c",
+            "9d2e7f1a3b60c7e4b2a9f1d46e3a8b5c",
+            "credential_assignment",
+        ),
+        (
+            "Mistral key: UpZuDDHo3WorUqLxHEzX9guCpbRPrpxB (MISTRAL_API_KEY)",
+            "UpZuDDHo3WorUqLxHEzX9guCpbRPrpxB",
+            "credential_assignment",
+        ),
+        (
+            "the Cohere key is Qm7Rt2XvLp9KsW4nZb8YhD3cFj6GaE1u, rotate it monthly",
+            "Qm7Rt2XvLp9KsW4nZb8YhD3cFj6GaE1u",
+            "credential_assignment",
+        ),
+        (
+            "Deepgram key: 7Hq2LmX9vR4kTz8WcN3pYb6DsF1gJ5aE",
+            "7Hq2LmX9vR4kTz8WcN3pYb6DsF1gJ5aE",
+            "credential_assignment",
+        ),
+    ],
+)
+def test_a_token_pasted_in_chat_is_redacted(text: str, value: str, kind: str) -> None:
+    _assert_only_value_redacted(text, value, kind)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "FCM legacy server keys start with AAAA and hold :APA91b after seven characters",
+        "the registration token looked like APA91bHs2kQ9 then got cut off",
+        "access_token$production$ is how a Braintree token starts",
+        'token = f"access_token${env}${merchant}${secret}"',
+        "send the Ocp-Apim-Subscription-Key header with every call",
+        "Ocp-Apim-Subscription-Key: {{subscription_key}}",
+        "Ocp-Apim-Subscription-Key: <your-key>",
+        "Primary key: 4f1c2d9e8b7a6c5d4e3f2a1b0c9d8e7f",
+        "Public key: AAAAC3NzaC1lZDI1NTE5AAAAIHq2LmX9vR4kTz8WcN3pYb6Ds",
+        "SSH key: AAAAB3NzaC1yc2EAAAADAQABAAABgQC7Hq2LmX9vR4kTz8",
+        "Idempotency key: 7c9e6679-7425-40de-944b-e07fc1f90ae7",
+        "Sort key: createdAtTimestampDesc2",
+        "Cache key: user-profile-v2-12345678",
+        "Translation key: checkout.summary.TotalLabel2",
+        "The Mistral key is stored in MISTRAL_API_KEY_FROM_VAULT",
+        "Mistral key: see 1Password entry MistralProductionApiKey",
+    ],
+)
+def test_token_look_alikes_stay(text: str) -> None:
+    assert redact(text) == text
