@@ -194,6 +194,17 @@ ADVERSARIAL = {
     "listed service pairs": "creds:\n- a: b:c1!d\n",
     "pairs given with": "log in to a b c d e f with g / ",
     "aws key ids": "AKIAABCDEFGHIJKLMNOP / ",
+    # token formats found from a literal inside them or a `$` (orcad/secret_tokens.py, formats)
+    "fcm keys": "AAAAZV1kLrh:APA91b" + "Ab1_" * 34 + " ",
+    "fcm literals": "APA91bAPA91bAPA91b:",
+    "braintree heads": "access_token$production$access_token$",
+    "vendor keys": "Mistral key: UpZuDDHo3WorUqLxHEzX9guCpbRPrpxB Cohere key Qm7Rt2 ",
+    "capitalised keys": "Ab key Cd key: ",
+    # a user and a password of every character class (orcad/secret_strong_pairs.py)
+    "strong pairs": "root/Toor!Lab99 admin:pfS3nse!Fw a | P0rt!Ui2 ",
+    "joins before symbols": "a/b!c1Dx:e|F!g2h/",
+    "joins in long runs": "a" * 200 + "/Ab1!" + "b" * 200 + ":",
+    "emails with": "pg@corp.io with Pg4dm1n!Web with a@b.co with ",
 }
 
 

@@ -46,7 +46,7 @@ _LONGEST_ANNOUNCING = len("username/password")
 _HEX = re.compile(r"[0-9a-f]{6,}\Z")
 # Namespaces a colon joins to a name: a scheme, a package registry, a digest's algorithm, a
 # setting's key (`npm:lodash@4`, `docker:Dockerfile`, `sha256:…`, `level:info`).
-_NAMESPACES = frozenset(
+NAMESPACES = frozenset(
     (
         "http", "https", "ws", "wss", "ftp", "sftp", "ssh", "file", "mailto", "tel", "urn",
         "data", "npm", "jsr", "pypi", "pip", "git", "github", "gh", "gitlab", "docker", "oci",
@@ -66,7 +66,7 @@ def _is_chosen(text: str, user_start: int, value_start: int, value_end: int) -> 
         len(value) >= 4
         and value[0].isalpha()
         and not value.isalpha()  # letters with digits or symbols
-        and user.lower() not in _NAMESPACES
+        and user.lower() not in NAMESPACES
         and _HEX.match(value.lower()) is None
         and not is_label(value)
         and not is_placeholder(value)

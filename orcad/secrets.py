@@ -5,9 +5,9 @@ with the token table in `secret_tokens`), `name = value` assignments (`secret_as
 and credentials in plain words: command lines (`secret_commands`) and what commands print
 (`secret_command_outputs`), netrc and other files (`secret_files`), sentences and PINs
 (`secret_sentences`, `secret_stated_keys`, `secret_foreign_sentences`, `secret_pins`,
-`secret_spaced`, `secret_app_passwords`, `secret_logins`), notes (`secret_notes`,
-`secret_colon_pairs`) and second factors (`secret_second_factor`), each asking `secret_values`
-what a value is; values a line break cuts are read joined (`secret_wrapped`,
+`secret_spaced`, `secret_app_passwords`, `secret_logins`), notes and pairs (`secret_notes`,
+`secret_colon_pairs`, `secret_strong_pairs`) and second factors (`secret_second_factor`), each
+asking `secret_values` what a value is; values a line break cuts are read joined (`secret_wrapped`,
 `secret_cut_values`). Token rules are skipped outright when their trigger literal is absent
 from the text's long unbroken runs (`secret_gates`), so the common no-secret path is one pass
 to find those runs plus a few substring searches. Text holding characters no reader sees (a
@@ -87,6 +87,7 @@ from orcad.secret_second_factor import (
 from orcad.secret_sentences import find_stated_passwords
 from orcad.secret_spaced import find_spaced_passwords
 from orcad.secret_stated_keys import find_stated_keys
+from orcad.secret_strong_pairs import find_strong_pairs
 from orcad.secret_tables import find_table_passwords
 from orcad.secret_tokens import ANCHORED_RULES, TOKEN_RULES
 from orcad.secret_values import CUT_VALUE, VALUE_RUN
@@ -175,6 +176,7 @@ _RULES: tuple[tuple[str, Finder, Gate], ...] = (
     ("password_statement", find_login_pairs, _always),
     ("password_statement", find_login_passwords, _always),
     ("password_statement", find_colon_pairs, _always),
+    ("password_statement", find_strong_pairs, _always),
     ("password_statement", find_table_passwords, _always),
     ("password_statement", find_spaced_passwords, _always),
     ("password_statement", find_app_passwords, _always),

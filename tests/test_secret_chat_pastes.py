@@ -105,3 +105,76 @@ def test_a_token_pasted_in_chat_is_redacted(text: str, value: str, kind: str) ->
 )
 def test_token_look_alikes_stay(text: str) -> None:
     assert redact(text) == text
+
+
+# ------------------------------------------- a user and a password with every character class
+@pytest.mark.parametrize(
+    ("text", "password"),
+    [
+        ("root/Toor!Lab99 on all lab VMs", "Toor!Lab99"),
+        ("The ILO for server rack 3: Administrator / Il0Rack3!HP", "Il0Rack3!HP"),
+        ("pfsense webui -> admin:pfS3nse!Fw", "pfS3nse!Fw"),
+        ("Portainer: admin | P0rtainer!Ui2025", "P0rtainer!Ui2025"),
+        ("rabbit: guest:Gu3st!Rabbit", "Gu3st!Rabbit"),
+        ("quick one: the pgadmin login is pg@corp.io with Pg4dm1n!Web", "Pg4dm1n!Web"),
+        (
+            "1. Go to https://admin.corp.io\n2. Log in with `admin` / `Step!ByStep3`\n3. Save",
+            "Step!ByStep3",
+        ),
+        ("the switch is sw-admin/Sw1tch#Core, telnet only", "Sw1tch#Core"),
+        ("use ops.bot@corp.io with W1ki$Edit4 for the wiki", "W1ki$Edit4"),
+        ('nas: "backup" / "Nas%Backup7"', "Nas%Backup7"),
+        ("kibana elastic:Kib4na&Logs then open Discover", "Kib4na&Logs"),
+        ("minio | minioadmin | M1nio*Store", "M1nio*Store"),
+        ("jenkins\nci_user / Bu1ld^Night\n", "Bu1ld^Night"),
+    ],
+)
+def test_a_user_and_a_password_of_every_character_class_is_redacted(
+    text: str, password: str
+) -> None:
+    _assert_only_value_redacted(text, password, "password_statement")
+
+
+def test_each_pair_listed_under_a_heading_is_redacted() -> None:
+    text = "creds for staging:\nadmin / St4ging!Adm\nreadonly / R3adOnly!Stg"
+    assert redact(text) == (
+        "creds for staging:\nadmin / [REDACTED:password_statement]\n"
+        "readonly / [REDACTED:password_statement]"
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "see docs/Setup.md and src/App.tsx for the layout",
+        "git checkout origin/Feature#42-Login",
+        "merged fix/Issue#1234Crash into main",
+        "npm i packages/MyLib@2.0.1",
+        "install @types/Node18@latest",
+        "ratio is 3/4 and 16:9, scale 1:100",
+        "on 12/03/2024 at 10:30 we deployed",
+        "color:Red!important; margin:0",
+        "if (a/Total!=Max2) return",
+        "x = count/Scale2!=limit",
+        "image: node:Hydrogen-18 and redis:7.2-alpine",
+        "| name | Value!Ab12 |",
+        "r/Python3! is a great subreddit",
+        "admin/Winter2024! is what we tried first",
+        "https://example.com/Docs!Ref2/page",
+        "email me at jane@corp.io with Questions?",
+        "replace foo with Bar!Baz2",
+        "std::Vector<Int32!>",
+        "the route is /api/V2!Beta/users",
+        "deploy/Release@1.4.2",
+        "user: admin / pass: see the vault entry",
+        "login: admin / ${ADMIN_PASSWORD}",
+        "path C:/Users/Admin!Dev1/Desktop",
+        "tags: v1.2/Beta!RC3 rollout",
+        "`a/b!c` is an odd path but legal",
+        "s3://bucket/Key!Name2.json",
+        "HR/Payroll uses Sheet #3",
+        "logs at /var/log/App#Server2.log",
+    ],
+)
+def test_look_alikes_of_a_user_and_password_pair_stay(text: str) -> None:
+    assert redact(text) == text

@@ -1,0 +1,129 @@
+"""A user and a password pasted as a pair, the password of every character class:
+"root/Toor!Lab99 on all lab VMs", "Administrator / Il0Rack3!HP", "admin:pfS3nse!Fw",
+"admin | P0rtainer!Ui2025", "Log in with `admin` / `Step!ByStep3`", "pg@corp.io with Pg4dm1n!Web".
+
+Pure module: no I/O. A slash, a colon or a bar joins many things that are no credential
+(paths, URLs, ratios, dates, `key:value` in code and CSS, image tags, git refs), so with no word
+announcing a pair (`secret_colon_pairs`, `secret_files`) the value alone must say it is a
+password: upper case, lower case, a digit and a symbol (`!#$%&*?@^~`; not base64's `+`, `=`),
+starting with a letter or a digit, the symbol not only a sentence's end ("r/Python3!"). The
+user is a plain name or an email address set apart by blanks, a quote or its line's start; a
+colon joins them tight (`guest:Gu3st!Rabbit`, not `title: Hello!World2`) and never after a
+scheme, registry or setting's name; a bar never in a table's row; "with" only after an email
+address. Left alone: an issue or version after `#` or `@` (`Feature#42-Login`, `MyLib@2.0.1`),
+an operator (`Total!=Max2`), `!important`, a git remote or branch folder (`origin/…`, `fix/…`).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterator
+
+from orcad.secret_colon_pairs import NAMESPACES
+from orcad.secret_values import Span, is_placeholder, is_reference
+
+# The joins, found by their character (a set the engine scans for in C), each followed by a
+# value that starts with a letter or a digit and holds a symbol within its first 64 characters.
+_JOIN = re.compile(
+    r"[/:|](?<=[\w`'\"\t ][/:|])"
+    r"(?=[ \t]{0,3}[`'\"]?[A-Za-z0-9][^\s/:|]{0,62}?[!#$%&*?@^~][^\s/:|]{0,62}?[A-Za-z0-9])"
+)
+_WITH = " with "
+_VALUE = re.compile(
+    r"[ \t]{0,3}(?P<quote>[`'\"]?)(?P<value>[A-Za-z0-9][A-Za-z0-9!#$%&*?@^~+=._\-]{5,63}+)"
+    r"(?P=quote)(?=[\s,;)]|\Z)"
+)
+# The user is the run of characters before the join, its blanks and its quotes: found by looking
+# back for the blank, bracket or line start before it (a regex search back over a window cost
+# a tenth of a millisecond a join).
+_USER = re.compile(
+    r"(?P<quote>[`'\"]?)(?P<user>[A-Za-z][A-Za-z0-9_\-]{0,31}"
+    r"|[A-Za-z0-9_.+\-]{1,64}@[A-Za-z0-9\-]{1,63}(?:\.[A-Za-z0-9\-]{1,63})+)(?P=quote)"
+)
+_BEFORE_USER = " \t\n(>"
+_EMAIL = re.compile(r"[A-Za-z0-9_.+\-]{1,64}@[A-Za-z0-9\-]{1,63}(?:\.[A-Za-z0-9\-]{1,63})+\Z")
+_LONGEST_USER = 140
+_SENTENCE_ENDS = ".!?"
+# what in a value says it is something else: an issue or a version (`#42`, `@2.0`), an email
+# address's domain, an operator, CSS's `!important`, and an Oracle connect string's service
+# after a password of four characters or more (`scott/Tiger123@orcl`: `secret_commands`')
+_NOT_A_PASSWORD = re.compile(
+    r"[#@][0-9]|@[A-Za-z0-9\-]+\.[A-Za-z]|[!=]=|&&|!important|[^@]{4}@[A-Za-z][A-Za-z0-9_.\-]*\Z"
+)
+# a git remote or a branch folder before the slash: `origin/Feature…`, `fix/…`
+_REF_FOLDERS = frozenset(
+    ("origin", "upstream", "remotes", "refs", "heads", "tags", "feature", "features", "fix",
+     "bugfix", "hotfix", "release", "releases", "chore", "docs", "r", "u")
+)  # fmt: skip
+
+
+_EVERY_CLASS = re.compile(
+    r"(?=[^A-Z]*[A-Z])(?=[^a-z]*[a-z])(?=[^0-9]*[0-9])(?=[^!#$%&*?@^~]*[!#$%&*?@^~])"
+)
+
+
+@functools.lru_cache(maxsize=1024)  # a text that repeats a pair is judged once per value
+def _strong(value: str) -> bool:
+    """Upper case, lower case, a digit and a symbol not only at the end."""
+    return (
+        _EVERY_CLASS.match(value.rstrip(_SENTENCE_ENDS)) is not None
+        and _NOT_A_PASSWORD.search(value) is None
+        and not is_placeholder(value)
+        and not is_reference(value)
+    )
+
+
+def _value_after(text: str, at: int) -> Span | None:
+    match = _VALUE.match(text, at)
+    if match is None:
+        return None
+    start, end = match.span("value")
+    if not match["quote"]:  # a sentence's end after it is no part of it
+        while end > start and text[end - 1] in _SENTENCE_ENDS:
+            end -= 1
+    return (start, end) if _strong(text[start:end]) else None
+
+
+def _line_start(text: str, at: int) -> int:
+    return text.rfind("\n", 0, at) + 1
+
+
+def _user_before(text: str, at: int) -> tuple[re.Match[str] | None, bool]:
+    """The user's name ending before `at` (and blanks), and whether blanks set them apart."""
+    end = at
+    while end > 0 and at - end < 3 and text[end - 1] in " \t":
+        end -= 1
+    lowest = max(0, end - _LONGEST_USER)
+    start = max(text.rfind(char, lowest, end) for char in _BEFORE_USER) + 1
+    if start == 0 and lowest > 0:
+        return None, False  # longer than a name
+    return _USER.fullmatch(text, start, end), end < at
+
+
+def find_strong_pairs(text: str, lowered: str) -> Iterator[Span]:
+    """The password of a user and password pair whose password has every character class."""
+    for join in _JOIN.finditer(text):
+        at = join.start()
+        user, blanks = _user_before(text, at)
+        if user is None:
+            continue
+        name = user["user"].lower()
+        separator = text[at]
+        if separator == ":" and (blanks or text[at + 1] in " \t" or name in NAMESPACES):
+            continue  # `title: Hello!World2`, `docker:…`: a setting or a namespace
+        if separator == "/" and name in _REF_FOLDERS:
+            continue
+        if separator == "|" and text[_line_start(text, at) : user.start()].lstrip().startswith("|"):
+            continue  # a table's row: `secret_tables` reads it by its header
+        span = _value_after(text, at + 1)
+        if span is not None:
+            yield span
+    at = text.find(_WITH)
+    while at >= 0:
+        before = text.rfind(" ", max(0, at - _LONGEST_USER), at) + 1
+        if _EMAIL.match(text, before, at) is not None:
+            span = _value_after(text, at + len(_WITH))
+            if span is not None:
+                yield span
+        at = text.find(_WITH, at + 1)
