@@ -205,6 +205,12 @@ ADVERSARIAL = {
     "joins before symbols": "a/b!c1Dx:e|F!g2h/",
     "joins in long runs": "a" * 200 + "/Ab1!" + "b" * 200 + ":",
     "emails with": "pg@corp.io with Pg4dm1n!Web with a@b.co with ",
+    # short names, asides and logins before a value (secret_sentences.py, secret_logins.py)
+    "short names": "pw Ssh!Comma9 pwd 'R3p#M0' pw pw pwd ",
+    "names set apart": "the password, tigerLily#22, password, password, ",
+    "asides after names": "password (case sensitive!): AbCd12$ password (",
+    "pass phrases": "the pass phrase is 'blue whale jumps over 7 fences' pass phrase ",
+    "logins with": "try logging in with tr0mb0ne-Velvet-31 log in with with ",
 }
 
 

@@ -8,7 +8,8 @@ between the user and the value, looked for only after a login verb's start (pros
 of those). The value counts only when it looks chosen (`is_chosen_password`) and holds a digit
 or a symbol a name does not (`!@#$%^&*+=?~`):
 "log in as admin with sso", "with okta" or "with the-ssh-key" are ways to log in, not
-passwords, and "npm@10" is a package.
+passwords, and "npm@10" is a package. With no user, "try logging in with tr0mb0ne-Velvet-31",
+the value must hold a symbol or a digit inside a word ("log in with YubiKey-5C-NFC" is a way).
 """
 
 from __future__ import annotations
@@ -119,6 +120,47 @@ def _places(lowered: str, literal: str) -> Iterator[int]:
         at = lowered.find(literal, at + 1)
 
 
+# "try logging in with tr0mb0ne-Velvet-31", "sign in to the portal with Sunf1ower!Gate": a
+# login verb (and where to) right before " with " and the value, no user named; the value must
+# hold a symbol or a digit inside a word, as a password spelled with digits does ("log in with
+# YubiKey-5C-NFC", "with psql-16" are ways and tools)
+_WITH_VALUE = re.compile(r" with[ \t]+(?P<quote>[`'\"]?)(?P<value>[^\s`'\"]{6,128}+)(?P=quote)")
+_LOGIN_ENDS = re.compile(_LOGIN_VERB + r"[ \t]*\Z")
+_DIGIT_IN_WORD = re.compile(r"[A-Za-z][0-9]+[A-Za-z]")
+
+
+def _login_ends(lowered: str, start: int, at: int) -> bool:
+    """Whether a login verb (and where to) ends at `at`, matched where a verb starts."""
+    for literal in _VERB_STARTS:
+        place = lowered.rfind(literal, start, at)
+        while place >= 0:
+            if _LOGIN_ENDS.match(lowered, place, at) is not None:
+                return True
+            place = lowered.rfind(literal, start, place)
+    return False
+
+
+def _logins_with_values(text: str, lowered: str) -> Iterator[Span]:
+    for at in _places(lowered, " with "):
+        match = _WITH_VALUE.match(lowered, at)
+        if match is None:
+            continue
+        value_start, value_end = match.span("value")
+        if not match["quote"]:
+            value_end = end_before_trailing(text, value_start, value_end)
+        value = text[value_start:value_end]
+        if not (
+            _marked_as_password(value)
+            and (any(char in _SYMBOLS for char in value) or _DIGIT_IN_WORD.search(value))
+            and _password_like(value)
+        ):
+            continue
+        start = max(0, at - _LOGIN_REACH)
+        start = max(start, lowered.rfind("\n", start, at) + 1)
+        if _login_ends(lowered, start, at):
+            yield value_start, value_end
+
+
 def find_login_passwords(text: str, lowered: str) -> Iterator[Span]:
     """The password a login in plain words gives (see the module's docstring)."""
     for at in _places(lowered, " as "):
@@ -156,3 +198,4 @@ def find_login_passwords(text: str, lowered: str) -> Iterator[Span]:
             value_start, value_end = found.span("value")
             if _password_like(text[value_start:value_end]):
                 yield value_start, value_end
+    yield from _logins_with_values(text, lowered)

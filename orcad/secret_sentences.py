@@ -3,7 +3,10 @@
 Pure module: no I/O. Finds a password a sentence gives ("the root password on the staging box
 is Winter2024!", "the admin password is: qwerty", "log in with the password letmein2024",
 "the wifi password is 84736251", "my password is correct horse battery staple", "user admin
-pass hunter2"); a generated value stated for an API key, token or secret is
+pass hunter2"), also after an aside in parentheses ("password (case sensitive!): X"), after
+"pass phrase" in two words, set apart by commas ("the old password, tigerLily#22, should be
+revoked") or after the short name and a blank ("ssh admin@host, pw Ssh!Comma9") when only a
+password looks like it, and a quoted passphrase with a number among its words; a generated value stated for an API key, token or secret is
 `secret_stated_keys`'. Leaves alone "password" followed by a word that names another thing
 ("the password policy is NIST-800-63b"), commands named after passwd ("chpasswd reads
 user:password pairs"), words that describe a password ("the password is too short", "the
@@ -45,6 +48,9 @@ _COMPOUND = (
 STATED_VALUE = r"[ \t]+[\"'`]?(?P<value>[^\s\"'`()\[\]{}<>]{4,128}+)(?![(\[{<])"
 _AFTER_NAME = (
     rf"(?![a-z0-9_\-])(?![ \t]+(?:{_COMPOUND})\b)"
+    # an aside in parentheses right after the name ("password (case sensitive!): X",
+    # "initial admin password (from /var/lib/…/initialAdminPassword) is X")
+    r"(?:[ \t]+\([^()\n]{1,80}+\))?"
     # the words between (an owner's: "for db01.corp.io", a dot inside a word kept)
     r"(?P<words>(?:[ \t]+(?:[^\s.,;:!?=]|\.(?=[^\s.,;:!?=])){1,30}+){0,8}?)"
     # `said`: a verb and a colon ("the password is: X") introduce the value and nothing else,
@@ -56,7 +62,7 @@ _AFTER_NAME = (
     + STATED_VALUE.replace(r"[ \t]+", "", 1)
 )
 # a literal prefix lets the engine skip ahead
-_STATEMENT = re.compile(r"pass(?:word|phrase|wd|code)" + _AFTER_NAME)
+_STATEMENT = re.compile(r"pass(?:word|phrase|wd|code|[ \t]phrase)" + _AFTER_NAME)
 # "the pw is X", "pw for the jenkins admin: X": the short name, a whole word (not `npw`)
 _SHORT_STATEMENT = re.compile(r"(?<![a-z0-9_\-./$@])pwd?" + _AFTER_NAME)
 # "log in with the password X", "use password X": a verb or preposition gives the value;
@@ -328,7 +334,7 @@ def find_stated_passwords(text: str, lowered: str) -> Iterator[Span]:
         ):
             yield start, end
         elif (match["op"] is None or _said_plainly(match, lowered)) and _owned(match["words"]):
-            phrase_end = _stated_passphrase(text, start)
+            phrase_end = _stated_passphrase(text, start) or _quoted_passphrase(text, start)
             if phrase_end:
                 yield start, phrase_end
     for match in _NAMED_VALUE.finditer(lowered):
@@ -366,6 +372,46 @@ def find_stated_passwords(text: str, lowered: str) -> Iterator[Span]:
             yield start, phrase_end  # "ssh in with passphrase 'correct horse battery staple'"
     yield from _values_around_names(text, lowered)
     yield from _changed_from(text, lowered)
+    if "pw" in lowered:
+        yield from _after_short_names(text, lowered)
+    if ", " in lowered:
+        yield from _set_apart(text, lowered)
+
+
+# "ssh admin@10.0.0.5, pw Ssh!Comma9", "its pwd 'R3porting#M0'": the short name and a blank
+# before a value that only a password looks like (`_marked_password`), found from "pw" (a
+# literal, where a look-behind first would be tried at every character)
+_SHORT_NAMED_VALUE = re.compile(
+    r"pwd?[ \t]+(?P<quote>[\"'`]?)(?P<value>[^\s\"'`()\[\]{}<>]{6,128}+)(?P=quote)"
+)
+
+
+def _after_short_names(text: str, lowered: str) -> Iterator[Span]:
+    for match in _SHORT_NAMED_VALUE.finditer(lowered):
+        at = match.start()
+        if at > 0 and lowered[at - 1] in _BEFORE_A_NAME:
+            continue  # inside a longer name, or `$(pwd)`
+        start, end = match.span("value")
+        quoted = bool(match["quote"])
+        if not quoted:
+            end = end_before_trailing(text, start, end)
+        if _marked_password(text[start:end], quoted=quoted):
+            yield start, end
+
+
+# "The old password, tigerLily#22, should be revoked": the value set apart by commas right
+# after the name, when only a password looks like it
+_SET_APART = re.compile(
+    r"pass(?:word|phrase|wd),[ \t]+(?P<quote>[\"'`]?)(?P<value>[^\s,\"'`()\[\]{}<>]{6,128}+)"
+    r"(?P=quote),"
+)
+
+
+def _set_apart(text: str, lowered: str) -> Iterator[Span]:
+    for match in _SET_APART.finditer(lowered):
+        start, end = match.span("value")
+        if _marked_password(text[start:end], quoted=bool(match["quote"])):
+            yield start, end
 
 
 _MARKS = frozenset("!@#$%^&*+=?~")
@@ -550,6 +596,30 @@ def _stated_passphrase(text: str, start: int) -> int:
             return 0
         describing += word in DESCRIPTIVE or word.endswith(DESCRIBING_ENDS)
     return end if describing <= 1 else 0
+
+
+# A quoted passphrase with a number among its words: "the pass phrase is 'blue whale jumps over
+# 7 fences'": four to ten words, one or more of them a number, three or more words that no
+# sentence about a password uses ("'in the vault since 2021'" is no passphrase).
+_QUOTED_PHRASE = re.compile(r"[a-z]{2,24}+(?:[ \t](?:[a-z]{1,24}+|[0-9]{1,8}+)){3,9}+")
+
+
+def _quoted_passphrase(text: str, start: int) -> int:
+    """Where the quoted passphrase at `start` ends (before its closing quote), or 0."""
+    quote = text[start - 1 : start]
+    if start == 0 or quote not in _QUOTES:
+        return 0
+    phrase = _QUOTED_PHRASE.match(text, start)
+    if phrase is None or text[phrase.end() : phrase.end() + 1] != quote:
+        return 0
+    words = phrase.group().split()
+    plain = [
+        word
+        for word in words
+        if word.isalpha() and word not in PROSE_OR_CODE_WORDS and word not in _SENTENCE_WORDS
+    ]
+    has_number = any(word.isdigit() for word in words)
+    return phrase.end() if has_number and len(plain) >= 3 else 0
 
 
 def _said_plainly(match: re.Match[str], lowered: str) -> bool:

@@ -178,3 +178,74 @@ def test_each_pair_listed_under_a_heading_is_redacted() -> None:
 )
 def test_look_alikes_of_a_user_and_password_pair_stay(text: str) -> None:
     assert redact(text) == text
+
+
+# -------------------------------------------- a short name, an aside or a login before a value
+@pytest.mark.parametrize(
+    ("text", "password"),
+    [
+        ("ssh admin@10.0.0.5, pw Ssh!Comma9", "Ssh!Comma9"),
+        ("mongo user is 'reporting', its pwd 'R3porting#M0'", "R3porting#M0"),
+        ("vpn user jdoe pw Vpn#Road2 (expires friday)", "Vpn#Road2"),
+        ("router at 192.168.1.1, pwd `R0uter$Home`", "R0uter$Home"),
+        ("The old password, tigerLily#22, should be revoked", "tigerLily#22"),
+        ("our new passphrase, 'Kite&Harbor9', goes live monday", "Kite&Harbor9"),
+        ("password (case sensitive!): AbCdEf123$", "AbCdEf123$"),
+        (
+            "initial admin password (from /var/lib/jenkins/secrets/initialAdminPassword) is "
+            "3f9c1e0a7b2d4c6e8f1a3b5c7d9e0f12",
+            "3f9c1e0a7b2d4c6e8f1a3b5c7d9e0f12",
+        ),
+        ("the db password (prod, not staging) is Pr0d!Db2024", "Pr0d!Db2024"),
+        ("the pass phrase is Xk9#mm2pq", "Xk9#mm2pq"),
+        ("try logging in with tr0mb0ne-Velvet-31", "tr0mb0ne-Velvet-31"),
+        ("sign in to the portal with Sunf1ower!Gate", "Sunf1ower!Gate"),
+        ("ssh into the bastion with `b4sti0n-Key-77`, then hop", "b4sti0n-Key-77"),
+    ],
+)
+def test_a_password_after_a_short_name_an_aside_or_a_login_is_redacted(
+    text: str, password: str
+) -> None:
+    _assert_only_value_redacted(text, password, "password_statement")
+
+
+@pytest.mark.parametrize(
+    ("text", "phrase"),
+    [
+        ("the pass phrase is 'blue whale jumps over 7 fences'", "blue whale jumps over 7 fences"),
+        ('my passphrase is "seven red kites fly 42 miles"', "seven red kites fly 42 miles"),
+    ],
+)
+def test_a_quoted_passphrase_with_a_number_inside_is_redacted(text: str, phrase: str) -> None:
+    _assert_only_value_redacted(text, phrase, "password_statement")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "run pwd to see where you are",
+        "cd $(pwd)/build && make",
+        "echo `pwd`/Out#1",
+        "pw reset link expired",
+        "pwd --help prints the options",
+        "the pw field is required",
+        "new pw must have 12 characters, e.g. a symbol",
+        "The old password, which expired, should be revoked",
+        "the password, as I said, is in the vault",
+        "password (required): see the vault",
+        "password (optional): leave empty",
+        "the password (see below) is rotated weekly",
+        "password (min 8 chars, one digit) must be set",
+        "the pass phrase is 'not set in this environment'",
+        "the pass phrase is stored in 1Password",
+        "the passphrase is 'in the vault since 2021'",
+        "log in with sso",
+        "sign in with Google",
+        "log in with YubiKey-5C-NFC",
+        "try logging in with GitHub-Enterprise-2",
+        "connect with psql-16 and run the migration",
+        "log in with your corp account",
+    ],
+)
+def test_look_alikes_of_short_names_asides_and_logins_stay(text: str) -> None:
+    assert redact(text) == text
