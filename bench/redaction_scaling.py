@@ -210,6 +210,7 @@ ADVERSARIAL = {
     "names set apart": "the password, tigerLily#22, password, password, ",
     "asides after names": "password (case sensitive!): AbCd12$ password (",
     "pass phrases": "the pass phrase is 'blue whale jumps over 7 fences' pass phrase ",
+    "hyphen-joined passphrases": "the password is blue-sky-42 password is a-b-c-d-e-f-g-1 ",
     "logins with": "try logging in with tr0mb0ne-Velvet-31 log in with with ",
 }
 

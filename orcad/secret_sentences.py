@@ -6,7 +6,9 @@ is Winter2024!", "the admin password is: qwerty", "log in with the password letm
 pass hunter2"), also after an aside in parentheses ("password (case sensitive!): X"), after
 "pass phrase" in two words, set apart by commas ("the old password, tigerLily#22, should be
 revoked") or after the short name and a blank ("ssh admin@host, pw Ssh!Comma9") when only a
-password looks like it, and a quoted passphrase with a number among its words; a generated value stated for an API key, token or secret is
+password looks like it, a quoted passphrase with a number among its words, and lower-case words
+joined by hyphens with a number that a verb gives ("the password is blue-sky-42", not
+"aes-256-gcm" or "valid-for-90-days"); a generated value stated for an API key, token or secret is
 `secret_stated_keys`'. Leaves alone "password" followed by a word that names another thing
 ("the password policy is NIST-800-63b"), commands named after passwd ("chpasswd reads
 user:password pairs"), words that describe a password ("the password is too short", "the
@@ -329,6 +331,12 @@ def find_stated_passwords(text: str, lowered: str) -> Iterator[Span]:
                 match["op"] is None
                 and clause_ends
                 and _owned(match["words"])
+                and (_stated_label(value) or _joined_with_a_number(value))
+            )
+            or (  # "Passphrase for the GPG key: river-Lantern-42-moss": an owner, then a colon
+                (match["op"] or "").strip() == ":"
+                and clause_ends
+                and match["words"].split()[:1] == ["for"]
                 and _stated_label(value)
             )
         ):
@@ -531,6 +539,42 @@ def _stated_label(value: str) -> bool:
         and _VERSION.match(value) is None
         and not is_placeholder(value)
         and not is_reference(value)
+    )
+
+
+# Words of a lower-case value joined by hyphens that name an algorithm, an encoding, a size or
+# a duration, not a passphrase ("aes-256-gcm", "valid-for-90-days", "min-length-12").
+_NOT_PASSPHRASE_PARTS = frozenset(
+    (
+        "aes", "des", "rsa", "dsa", "sha", "md", "gcm", "cbc", "ctr", "ecb", "cfb", "ofb", "utf",
+        "tls", "ssl", "hmac", "pbkdf", "scrypt", "bcrypt", "argon", "chacha", "poly", "ecdsa",
+        "curve", "base", "hex", "int", "uint", "bit", "bits", "byte", "bytes", "char", "chars",
+        "characters", "digits", "letters", "long", "min", "max", "length", "day", "days",
+        "hour", "hours", "week", "weeks", "month", "months", "year", "years", "nist", "rfc",
+        "iso", "cert", "creds", "secret", "secrets", "vault", "kv", "key", "keys", "pass",
+        "password", "token", "user", "db", "app", "api", "prod", "dev", "test", "staging", "v",
+    )
+)  # fmt: skip
+_HYPHEN_JOINED = re.compile(r"[a-z]{2,12}(?:-(?:[a-z]{2,12}|[0-9]{1,4}))+\Z")
+
+
+def _joined_with_a_number(value: str) -> bool:
+    """A passphrase of lower-case words joined by hyphens with a number part, not first, that
+    a verb gives ("the password is blue-sky-42"): three parts or more, two of them words, none
+    a function word or one of an algorithm's, an encoding's, a size's or a duration's."""
+    if _HYPHEN_JOINED.match(value) is None:
+        return False
+    parts = value.split("-")
+    words = [part for part in parts if part.isalpha()]
+    return (
+        len(parts) >= 3
+        and len(words) >= 2
+        and len(words) < len(parts)  # a number part
+        and not any(
+            part in _NOT_PASSPHRASE_PARTS or part in PROSE_OR_CODE_WORDS or part in DESCRIPTIVE
+            for part in words
+        )
+        and not any(part.endswith(("ed", "ing")) for part in words)
     )
 
 

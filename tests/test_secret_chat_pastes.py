@@ -249,3 +249,46 @@ def test_a_quoted_passphrase_with_a_number_inside_is_redacted(text: str, phrase:
 )
 def test_look_alikes_of_short_names_asides_and_logins_stay(text: str) -> None:
     assert redact(text) == text
+
+
+# ---------------------------------------------- words joined by hyphens with a number, stated
+@pytest.mark.parametrize(
+    ("text", "password"),
+    [
+        ("the password is blue-sky-42", "blue-sky-42"),
+        ("our shared vpn password is purple-otter-cascade-91", "purple-otter-cascade-91"),
+        ("Passphrase for the GPG key: river-Lantern-42-moss", "river-Lantern-42-moss"),
+        ("the wifi password for the guest network is maple-cloud-7.", "maple-cloud-7"),
+        ("fyi the kiosk password is now tulip-garden-2024, don't share", "tulip-garden-2024"),
+        ("my passphrase was amber-fox-19-lake", "amber-fox-19-lake"),
+    ],
+)
+def test_a_lower_case_passphrase_stated_with_a_verb_is_redacted(text: str, password: str) -> None:
+    _assert_only_value_redacted(text, password, "password_statement")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the password is sha-256 hashed",
+        "the password hash is sha-256",
+        "the password is aes-256-gcm encrypted at rest",
+        "the password cipher is aes-256-cbc",
+        "the password encoding is utf-8",
+        "the password is base64-encoded",
+        "the password is tls-1-3 only",
+        "password: tls-cert-2024",
+        "password: db-creds-v2",
+        "the password is valid-for-90-days",
+        "the password is min-length-12",
+        "the password policy is nist-800-63b",
+        "the password is at-least-12-chars",
+        "the password field is user-pass-01",
+        "the password secret is app-secret-2024",
+        "the password is in vault-kv-2 under db",
+        "the password is rotated every 30-60-90 days",
+        "the password is stored as scrypt-n-16384",
+    ],
+)
+def test_look_alikes_of_a_lower_case_passphrase_stay(text: str) -> None:
+    assert redact(text) == text
