@@ -211,6 +211,8 @@ ADVERSARIAL = {
     "asides after names": "password (case sensitive!): AbCd12$ password (",
     "pass phrases": "the pass phrase is 'blue whale jumps over 7 fences' pass phrase ",
     "hyphen-joined passphrases": "the password is blue-sky-42 password is a-b-c-d-e-f-g-1 ",
+    "access codes": "garage keypad code 6093 door code for the a b c d 1-2-3-4-5-6 ",
+    "code words": "code code combination door code ",
     "logins with": "try logging in with tr0mb0ne-Velvet-31 log in with with ",
 }
 

@@ -3,10 +3,13 @@
 Pure module: no I/O. Holds the patterns of a PIN stated in a sentence, "my PIN is 4821",
 "Card PIN: 7302", "the pin for the card is 0917", "pin: 55731", which
 `secret_sentences.find_stated_passwords` applies, and finds a PIN set by name: `PIN=4821`,
-`SIM_PIN: 4821`, `user_pin = 123456`, `pin_code: "0917"`, and a code that opens a door, a gate
-or a safe, "the door code is 4821". Leaves alone a pin in lower case that
-is a part, a GPIO line or a version pin ("pin 12 of the header", "pin numpy<2") rather than
-someone's or something's, and a name that only ends in pin, a GPIO line's (`LED_PIN = 13`).
+`SIM_PIN: 4821`, `user_pin = 123456`, `pin_code: "0917"`, a smartcard's ("the YubiKey PIV pin
+is 91827364"), and a code that opens a door, a gate or a safe, "the door code is 4821", "Door
+code for the server room is 4417#", "garage keypad code 6093", "the lockbox combination is
+3-7-1-9" (not "error code 6093", "zip code 90210", "exit code 137"). Leaves alone a pin in
+lower case that is a part, a GPIO line or a version pin ("pin 12 of the header", "pin
+numpy<2") rather than someone's or something's, and a name that only ends in pin, a GPIO
+line's (`LED_PIN = 13`).
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ _LOWER_PIN_STATEMENT = re.compile(
 _PIN_OWNER = re.compile(
     r"(?<![a-z0-9_\-])(?:(?:my|your|our|his|her|their)(?:[ \t]+[a-z]{2,12}){0,2}|card|debit|credit|"
     r"bank|atm|sim|phone|door|alarm|voicemail|lock|safe|keypad|wps|bluetooth|pairing|unlock|"
-    r"default|garage|gate)[ \t]+\Z"
+    r"default|garage|gate|piv|yubikey|smartcard|smart[ \t]card)[ \t]+\Z"
 )
 _THE_PIN = re.compile(r"(?<![a-z0-9_\-])the[ \t]+\Z")
 _THE_REACH = 12  # "the" and the spaces after it
@@ -133,10 +136,12 @@ def find_pin_settings(text: str, lowered: str) -> Iterator[Span]:
 # opens a door, a gate, an alarm or a safe is a PIN by another name; "code" alone is an error's,
 # an exit's or a postcode's. Found from each "code", "combo" or "combination" (the literal "co"
 # first, for the engine to skip ahead to), the owner looked for before it.
+# ("garage keypad code 6093": right after the name and a space too, when it ends its clause;
+# "the lockbox combination is 3-7-1-9": a dial's numbers may be single digits)
 _ACCESS_CODE = re.compile(
-    r"co(?:de|mbo|mbination)(?![a-z0-9_\-])(?P<words>(?:[ \t]+[a-z]{1,20}+){0,3}?)"
-    rf"(?:[ \t]*:|{STATED_VERB}[ \t]*:?)[ \t]+"
-    r"(?P<value>[0-9]{2,12}+(?:-[0-9]{2,6}+){0,4}[#*]?)(?![0-9a-z_\-])"
+    r"co(?:de|mbo|mbination)(?![a-z0-9_\-])(?P<words>(?:[ \t]+[a-z]{1,20}+){0,4}?)"
+    rf"(?:[ \t]*:|{STATED_VERB}[ \t]*:?|(?P<spaced>))[ \t]+"
+    r"(?P<value>[0-9]{1,12}+(?:-[0-9]{1,6}+){0,5}[#*]?)(?![0-9a-z_\-])"
 )
 _ACCESS_OWNER = re.compile(
     r"(?<![a-z0-9_\-])(?:door|front[ \t]+door|gate|alarm|garage|keypad|lockbox|lock[ \t]+box|"
@@ -156,7 +161,7 @@ def find_access_codes(text: str, lowered: str) -> Iterator[Span]:
     for match in _ACCESS_CODE.finditer(lowered):
         at = match.start()
         words = match["words"].split()
-        if words and words[0] not in _ACCESS_OWNER_WORDS:
+        if words and (words[0] not in _ACCESS_OWNER_WORDS or match["spaced"] is not None):
             continue
         if _ACCESS_OWNER.search(lowered, max(0, at - _ACCESS_OWNER_REACH), at) is None:
             continue

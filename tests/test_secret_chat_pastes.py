@@ -292,3 +292,48 @@ def test_a_lower_case_passphrase_stated_with_a_verb_is_redacted(text: str, passw
 )
 def test_look_alikes_of_a_lower_case_passphrase_stay(text: str) -> None:
     assert redact(text) == text
+
+
+# --------------------------------------------------------------- PINs and codes that open things
+@pytest.mark.parametrize(
+    ("text", "code"),
+    [
+        ("the YubiKey PIV pin is 91827364", "91827364"),
+        ("my yubikey pin: 402913", "402913"),
+        ("smartcard pin is 7719", "7719"),
+        ("Door code for the server room is 4417#", "4417#"),
+        ("the gate code for the back lot is 2580", "2580"),
+        ("garage keypad code 6093", "6093"),
+        ("front door code 8842 if you get there first", "8842"),
+        ("the lockbox combination is 3-7-1-9", "3-7-1-9"),
+        ("safe combination: 4-12-33-8", "4-12-33-8"),
+    ],
+)
+def test_a_pin_or_a_code_that_opens_something_is_redacted(text: str, code: str) -> None:
+    _assert_only_value_redacted(text, code, "password_statement")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "error code 6093 from the keypad driver",
+        "the garage keypad returned error code 6093",
+        "exit code 137 means the container was OOM-killed",
+        "HTTP status code 404 for /door",
+        "zip code 90210",
+        "the area code is 415",
+        "line 6093 of door_controller.py",
+        "the door code has 6 digits",
+        "the gate code for the lab is in the wiki",
+        "keypad code review 2024 notes",
+        "the safe combination has 3-4 numbers",
+        "the lockbox combination is on a sticky note",
+        "the PIV pin is 6-8 digits",
+        "yubikey pin retries: 3",
+        "the yubikey pin policy was set in 2021 and is strict",
+        "door code 4096 bytes buffer overflow",
+        "gate code v2 released in 2023",
+    ],
+)
+def test_look_alikes_of_pins_and_access_codes_stay(text: str) -> None:
+    assert redact(text) == text
