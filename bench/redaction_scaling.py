@@ -213,6 +213,7 @@ ADVERSARIAL = {
     "hyphen-joined passphrases": "the password is blue-sky-42 password is a-b-c-d-e-f-g-1 ",
     "access codes": "garage keypad code 6093 door code for the a b c d 1-2-3-4-5-6 ",
     "code words": "code code combination door code ",
+    "codes for accounts": "backup codes for the a b c d e f: 4829 1736, backup codes for ",
     "logins with": "try logging in with tr0mb0ne-Velvet-31 log in with with ",
 }
 

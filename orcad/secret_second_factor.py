@@ -5,9 +5,10 @@ names a second factor (TOTP, 2FA, MFA, OTP, authenticator, two-factor, 2-step) o
 it holds a digit, as nearly every seed does and an ordinary word-run does not; so does one shown in
 groups of four, `JBSW Y3DP EHPK 3PXP`, holding a letter too, also one a line break cuts.
 Recovery and backup codes are the codes after those words (GitHub's `a1b2c-d3e4f`, Google's
-`1234 5678`, a BitLocker recovery key), listed on the line or the lines below, each holding a
-digit: "enable 2FA in settings", "recovery codes are shown once" and "error code: ABCD-1234"
-stay storable.
+`1234 5678`, a BitLocker recovery key), listed on the line or the lines below, also after
+what they are for and a colon ("backup codes for the google admin account: 4829 1736"), each
+holding a digit: "enable 2FA in settings", "recovery codes are shown once" and "error code:
+ABCD-1234" stay storable.
 """
 
 from __future__ import annotations
@@ -92,10 +93,12 @@ def find_grouped_seeds(text: str, lowered: str) -> Iterator[Span]:
 # for "recovery code", "backup code", "backup verification code" and "scratch code".
 _CODE_NAMED = re.compile(r"(?<![a-z])(?:recovery|backup|backup verification|scratch) \Z")
 _RECOVERY_KEY = "recovery key"
-# What comes between the words and the first code: a remark in brackets, a verb, a colon (and
-# a blank line after it), a fence that opens a block of code ("recovery codes:", "```").
+# What comes between the words and the first code: what they are for before a colon ("backup
+# codes for the google admin account:"), a remark in brackets, a verb, a colon (and a blank
+# line after it), a fence that opens a block of code ("recovery codes:", "```").
 _LEAD = re.compile(
-    r"s?(?:[ \t]*\([^)\n]{1,32}\))?[ \t]*(?:(?:are|is|was|were)(?![a-z]))?"
+    r"s?(?:[ \t]+(?:for|of|on)(?:[ \t]+[a-z0-9_.@\-]{1,32}+){1,5}?(?=[ \t]*:))?"
+    r"(?:[ \t]*\([^)\n]{1,32}\))?[ \t]*(?:(?:are|is|was|were)(?![a-z]))?"
     r"(?:[ \t]*:(?:[ \t]*\r?\n(?=[ \t]*\r?\n))?)?"  # after a colon, a blank line
     r"(?:[ \t]*\r?\n[ \t]*(?:```|~~~)[a-z]*[ \t]*(?=\r?\n))?"
 )

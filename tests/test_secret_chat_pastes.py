@@ -337,3 +337,47 @@ def test_a_pin_or_a_code_that_opens_something_is_redacted(text: str, code: str) 
 )
 def test_look_alikes_of_pins_and_access_codes_stay(text: str) -> None:
     assert redact(text) == text
+
+
+# -------------------------------------------------------- backup codes after what they are for
+def test_backup_codes_after_their_account_and_a_colon_are_redacted() -> None:
+    text = "backup codes for the google admin account: 4829 1736, 9921 0475, 3318 6620"
+    assert redact(text) == (
+        "backup codes for the google admin account: [REDACTED:recovery_codes], "
+        "[REDACTED:recovery_codes], [REDACTED:recovery_codes]"
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "codes"),
+    [
+        ("recovery codes for github: 1a2b3-c4d5e 9f8e7-d6c5b", ["1a2b3-c4d5e", "9f8e7-d6c5b"]),
+        ("Backup codes of my okta account:\n4821 0093\n7731 5520", ["4821 0093", "7731 5520"]),
+        ("2FA backup codes for jane@corp.io: 58213907 11470326", ["58213907", "11470326"]),
+    ],
+)
+def test_codes_listed_after_an_owner_are_redacted(text: str, codes: list[str]) -> None:
+    redacted = redact(text)
+    for code in codes:
+        assert code not in redacted
+    expected = text
+    for code in codes:
+        expected = expected.replace(code, "[REDACTED:recovery_codes]")
+    assert redacted == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "backup codes for the google admin account: ask IT",
+        "backup codes for the google admin account are in 1Password",
+        "recovery codes for 2 accounts: see the vault",
+        "backup codes for the years 2019 2020 are archived",
+        "backup codes for the team: 10 each, single use",
+        "backup codes for v2: deprecated since 2023",
+        "error codes for the api: 4001 4002 4003",
+        "exit codes for the job: 0 1 137",
+    ],
+)
+def test_look_alikes_of_codes_after_an_owner_stay(text: str) -> None:
+    assert redact(text) == text
