@@ -214,6 +214,10 @@ ADVERSARIAL = {
     "access codes": "garage keypad code 6093 door code for the a b c d 1-2-3-4-5-6 ",
     "code words": "code code combination door code ",
     "codes for accounts": "backup codes for the a b c d e f: 4829 1736, backup codes for ",
+    "recovery phrases": "seed phrase: " + "abandon " * 30 + "recovery phrase is ",
+    "phrase words": "seed phrase recovery phrase wallet phrase ",
+    "unseal keys": "unseal keys are:\n" + "T7hReFVeYa/vEyLyN3FaZx6xtq5E7YGWKSq3ylVPfQMH\n" * 12,
+    "unseal words": "unseal key 1: unseal keys: unseal key ",
     "logins with": "try logging in with tr0mb0ne-Velvet-31 log in with with ",
 }
 

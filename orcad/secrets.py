@@ -6,11 +6,12 @@ and credentials in plain words: command lines (`secret_commands`) and what comma
 (`secret_command_outputs`), netrc and other files (`secret_files`), sentences and PINs
 (`secret_sentences`, `secret_stated_keys`, `secret_foreign_sentences`, `secret_pins`,
 `secret_spaced`, `secret_app_passwords`, `secret_logins`), notes and pairs (`secret_notes`,
-`secret_colon_pairs`, `secret_strong_pairs`) and second factors (`secret_second_factor`), each
-asking `secret_values` what a value is; values a line break cuts are read joined (`secret_wrapped`,
-`secret_cut_values`). Token rules are skipped outright when their trigger literal is absent
-from the text's long unbroken runs (`secret_gates`), so the common no-secret path is one pass
-to find those runs plus a few substring searches. Text holding characters no reader sees (a
+`secret_colon_pairs`, `secret_strong_pairs`), second factors (`secret_second_factor`) and
+recovery phrases and unseal keys (`secret_recovery`), each asking `secret_values` what a value
+is; values a line break cuts are read joined (`secret_wrapped`, `secret_cut_values`). Token
+rules are skipped outright when their trigger literal is absent from the text's long unbroken
+runs (`secret_gates`), so the common no-secret path is one pass to find those runs plus a few
+substring searches. Text holding characters no reader sees (a
 zero-width space inside a token) is read a second time without them (`secret_invisible`), and
 text holding Markdown's emphasis or code marks or full-width forms is read as a reader sees it
 (`secret_markdown`).
@@ -78,6 +79,7 @@ from orcad.secret_logins import find_login_passwords
 from orcad.secret_markdown import marked_lines
 from orcad.secret_notes import find_noted_passwords
 from orcad.secret_pins import find_access_codes, find_pin_settings
+from orcad.secret_recovery import find_recovery_phrases, find_unseal_keys
 from orcad.secret_second_factor import (
     find_grouped_seeds,
     find_recovery_codes,
@@ -159,6 +161,7 @@ _RULES: tuple[tuple[str, Finder, Gate], ...] = (
     ("credential_assignment", find_markup_credentials, _always),
     ("credential_assignment", find_yaml_block_credentials, _always),
     ("credential_assignment", find_code_credentials, _always),
+    ("credential_assignment", find_recovery_phrases, _always),
     ("password_flag", find_credential_flags, _always),
     ("password_flag", find_piped_and_batch_passwords, _always),
     ("password_flag", find_oracle_connects, _always),
@@ -182,6 +185,7 @@ _RULES: tuple[tuple[str, Finder, Gate], ...] = (
     ("password_statement", find_app_passwords, _always),
     ("password_statement", find_noted_passwords, _always),
     ("password_statement", find_access_codes, _always),
+    ("password_statement", find_unseal_keys, _always),
     ("recovery_codes", find_recovery_codes, _always),
     ("password_hash", find_password_hashes, _always),
 )

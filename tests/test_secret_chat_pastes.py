@@ -381,3 +381,75 @@ def test_codes_listed_after_an_owner_are_redacted(text: str, codes: list[str]) -
 )
 def test_look_alikes_of_codes_after_an_owner_stay(text: str) -> None:
     assert redact(text) == text
+
+
+# ------------------------------------------------------------ recovery phrases and unseal keys
+_PHRASE_12 = "abandon ability able about above absent absorb abstract absurd abuse access accident"
+_PHRASE_24 = (
+    "legal winner thank year wave sausage worth useful legal winner thank yellow "
+    "letter advice cage absurd amount doctor acoustic avoid letter advice cage above"
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "phrase"),
+    [
+        (f"seed phrase: {_PHRASE_12}", _PHRASE_12),
+        (f"my recovery phrase is {_PHRASE_12}", _PHRASE_12),
+        (f'SEED_PHRASE="{_PHRASE_24}"', _PHRASE_24),
+        (f"the wallet's secret recovery phrase was {_PHRASE_24}.", _PHRASE_24),
+        (f"Backup phrase for the ledger:\n{_PHRASE_12}\n", _PHRASE_12),
+    ],
+)
+def test_a_recovery_phrase_after_its_name_is_redacted(text: str, phrase: str) -> None:
+    redacted = redact(text)
+    assert phrase not in redacted
+    assert redacted == text.replace(phrase, f"[REDACTED:{secret_kinds(text)}]")
+    assert secret_kinds(text) in ("credential_assignment", "password_statement")
+
+
+_UNSEAL_1 = "lsyiyw2iEVBtEncBHUr9W19d8dqFWBxbZ75En6SdYR/s"
+_UNSEAL_2 = "T7hReFVeYa/vEyLyN3FaZx6xtq5E7YGWKSq3ylVPfQMH"
+_UNSEAL_3 = "+F825iIzEY9aipG3Xin6g2l+zxNM2SoWEkZHW8cxWrFH"
+_UNSEAL_4 = "gaeShR3Uj49/15S/tAhO7i9+vuGBw1eMox5uh4pEF9ch"
+
+
+@pytest.mark.parametrize(
+    ("text", "keys"),
+    [
+        (f"unseal key 1: {_UNSEAL_1}", [_UNSEAL_1]),
+        (f"Unseal Key 2: {_UNSEAL_2}\nUnseal Key 3: {_UNSEAL_3}", [_UNSEAL_2, _UNSEAL_3]),
+        (
+            f"the vault unseal keys are:\n{_UNSEAL_2}\n{_UNSEAL_3}\n{_UNSEAL_4}",
+            [_UNSEAL_2, _UNSEAL_3, _UNSEAL_4],
+        ),
+        (f"unseal keys:\n- {_UNSEAL_4}\n- {_UNSEAL_1}\n\nthen run status", [_UNSEAL_4, _UNSEAL_1]),
+        (f"the unseal key is {_UNSEAL_3}", [_UNSEAL_3]),
+    ],
+)
+def test_unseal_keys_after_their_name_are_redacted(text: str, keys: list[str]) -> None:
+    redacted = redact(text)
+    expected = text
+    for key in keys:
+        assert key not in redacted
+        expected = expected.replace(key, "[REDACTED:password_statement]")
+    assert redacted == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "seed phrase: twelve or twenty-four words from the BIP39 list",
+        "my recovery phrase is written on paper in the safe",
+        "the seed phrase is the only way to restore the wallet so keep it offline and away from",
+        "recovery phrase length: 12 words",
+        "unseal key 1: (hidden)",
+        "unseal keys are printed once by vault operator init",
+        "the unseal keys are:\nsplit between five admins\nand never stored",
+        "unseal key shares: 5, threshold: 3",
+        "unseal key: see ~/vault/unseal/key-1.txt",
+        "vault operator unseal $UNSEAL_KEY_1",
+    ],
+)
+def test_look_alikes_of_recovery_phrases_and_unseal_keys_stay(text: str) -> None:
+    assert redact(text) == text

@@ -1,0 +1,74 @@
+"""A wallet's recovery phrase and Vault's unseal keys, after their names in notes and sentences.
+
+Pure module: no I/O. A recovery phrase is 12 to 24 words of a wordlist (BIP39's are 3 to 8
+letters): after "seed phrase", "recovery phrase", "mnemonic phrase", "backup phrase" or "wallet
+phrase" and a colon, an `=` or a verb ("seed phrase: abandon ability …", "my recovery phrase is
+…", `SEED_PHRASE="…"`), as the assignment rule reads one under a `mnemonic` name. Words of a
+sentence (the, and, with, …) make it prose ("the seed phrase is the only way to restore …").
+
+Vault's unseal keys are 44 characters of base64 (or 64 to 66 hex digits): after "unseal key"
+(numbered as `vault operator init` prints them, "Unseal Key 1:") and a colon or a verb, on its
+line or listed on the lines below ("the vault unseal keys are:" then one a line). A value that
+is no such key ("(hidden)", a path, a variable) is none.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from orcad.secret_values import STATED_VERB, Span, looks_random
+
+# -------------------------------------------------------------------- recovery phrases
+_PHRASE = "phrase"
+_PHRASE_NAMED = re.compile(r"(?<![a-z0-9])(?:seed|recovery|mnemonic|backup|wallet)[ _\-.]?\Z")
+_PHRASE_NAMED_REACH = len("recovery_")
+_PHRASE_VALUE = re.compile(
+    r"phrase(?:[ \t]+(?:for|of|on)(?:[ \t]+[a-z0-9_.'\-]{1,24}+){1,4}?)?"  # "for the ledger"
+    rf"(?:[\"']?[ \t]*(?:=|:)|{STATED_VERB}[ \t]*:?)(?:[ \t]+|[ \t]*\r?\n[ \t]*)?"
+    r"[\"'`]?(?P<words>[a-z]{3,8}+(?:[ \t]+[a-z]{3,8}+){11,23}+)(?![a-z])"
+)
+# words of sentences that no wordlist holds
+_SENTENCE_WORDS = frozenset(
+    ("the", "and", "with", "from", "your", "that", "this", "are", "was", "for", "not", "but")
+)
+
+
+def find_recovery_phrases(text: str, lowered: str) -> Iterator[Span]:
+    """The words of a recovery phrase after its name."""
+    at = lowered.find(_PHRASE)
+    while at >= 0:
+        if _PHRASE_NAMED.search(lowered, max(0, at - _PHRASE_NAMED_REACH), at) is not None:
+            match = _PHRASE_VALUE.match(lowered, at)
+            if match is not None and not _SENTENCE_WORDS.intersection(match["words"].split()):
+                yield match.span("words")
+        at = lowered.find(_PHRASE, at + len(_PHRASE))
+
+
+# ------------------------------------------------------------------------ unseal keys
+_UNSEAL = "unseal key"
+_UNSEAL_LEAD = re.compile(
+    rf"unseal key(?:s|[ \t]+#?[0-9]{{1,2}})?(?:[ \t]*:|{STATED_VERB}[ \t]*:?)"
+)
+# one key: on the lead's line, or on a line of its own below (a list's bullet or number first)
+_UNSEAL_KEY = re.compile(
+    r"(?:[ \t]+|[ \t]*\r?\n[ \t]*(?:(?:[-*•]|[0-9]{1,2}[.)])[ \t]+)?)[\"'`]?"
+    r"(?P<key>[A-Za-z0-9+/]{43}=|[A-Za-z0-9+/]{44}|[0-9a-f]{64,66})(?![A-Za-z0-9+/=])"
+)
+_MOST_KEYS = 10
+
+
+def find_unseal_keys(text: str, lowered: str) -> Iterator[Span]:
+    """The unseal keys after "unseal key" and a colon or a verb."""
+    at = lowered.find(_UNSEAL)
+    while at >= 0:
+        lead = _UNSEAL_LEAD.match(lowered, at)
+        if lead is not None and not lowered[at - 1 : at].isalpha():
+            position = lead.end()
+            for _ in range(_MOST_KEYS):
+                key = _UNSEAL_KEY.match(text, position)
+                if key is None or not looks_random(key["key"]):
+                    break
+                yield key.span("key")
+                position = key.end()
+        at = lowered.find(_UNSEAL, at + len(_UNSEAL))
