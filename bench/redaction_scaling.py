@@ -218,6 +218,8 @@ ADVERSARIAL = {
     "phrase words": "seed phrase recovery phrase wallet phrase ",
     "unseal keys": "unseal keys are:\n" + "T7hReFVeYa/vEyLyN3FaZx6xtq5E7YGWKSq3ylVPfQMH\n" * 12,
     "unseal words": "unseal key 1: unseal keys: unseal key ",
+    "network lines": "WLAN: HomeNet_5G / key: Bananenbrot77\nwifi: a / key: ",
+    "french verbs": "le mot de passe c'est Baguette2024 mot de passe c'est ",
     "logins with": "try logging in with tr0mb0ne-Velvet-31 log in with with ",
 }
 

@@ -2,7 +2,8 @@
 
 Pure module: no I/O. Finds "Passwort: Geheim2024", "la contraseña es Secreto123", "пароль:
 qwerty123", and a lone word after a colon ("Kennwort: geheim") or, in German, Dutch, French,
-Spanish, Portuguese and Italian, after the verb ("Das Passwort ist Sonnenblume"). Leaves alone
+Spanish, Portuguese and Italian, after the verb ("Das Passwort ist Sonnenblume", "le mot de
+passe wifi c'est Baguette2024"). Leaves alone
 the words of those languages that describe a password rather than give one ("Passwort:
 erforderlich", "mot de passe : oublié"), and after the verb a word that is or ends like one of
 that language's adjectives and participles (`secret_languages`: "Das Passwort ist abgelaufen").
@@ -34,7 +35,8 @@ _FOREIGN_PASSWORD = re.compile(
     r"password(?=(?:[ \t]+[^\s.,;:!?=]{1,30}+){0,4}?[ \t]+è[ \t:])))"  # Italian, before its verb
     r"(?![^\W\d_])(?:(?P<words>(?:[ \t]+[^\s.,;:!?=\uff1a]{1,30}+){0,6}?)"
     r"(?:(?P<op>[ \t]*[:=\uff1a])[ \t]*|"
-    r"[ \t]+(?P<verb>ist|lautet|war|es|era|est|était|é|è|is|was|jest|är|er|on|je|это|—|-)[ \t]+)"
+    r"[ \t]+(?P<verb>ist|lautet|war|es|era|est|c['\u2019]est|était|é|è|is|was|jest|är|er|on|je|"
+    r"это|—|-)[ \t]+)"
     + STATED_VALUE.replace(r"[ \t]+", "", 1)
     # or after a space alone ("Passwort Geheim2024!"), tried last, in the same scan; looked
     # ahead at, so that a word for password the value holds is still read

@@ -1,11 +1,11 @@
 """Passwords jotted down as short notes, with no word `password` to name them.
 
 Pure module: no I/O. A developer pasting access into a chat writes it tersely: "the wifi key is
-BlueMango$42", "jenkins: admin / Jenk1ns!2024", "jenkins login admin pw Jenk1ns!2024", "pass for
-jenkins: Jenk1ns!2024". Each of these names is as often something else ("the cache key is
-user_id", "ratio: 3 / 4", "login admin page", "pass for now: we skip it"), so a value is found
-only when it looks like a password someone chose (`secret_values`): letters with digits or
-symbols, not a label (v1.2.3, arm64), a placeholder or a reference.
+BlueMango$42", "WLAN: HomeNet_5G / key: Bananenbrot77", "jenkins: admin / Jenk1ns!2024", "jenkins
+login admin pw Jenk1ns!2024", "pass for jenkins: Jenk1ns!2024". Each of these names is as often
+something else ("the cache key is user_id", "ratio: 3 / 4", "login admin page", "pass for now: we
+skip it"), so a value is found only when it looks like a password someone chose (`secret_values`):
+letters with digits or symbols, not a label (v1.2.3, arm64), a placeholder or a reference.
 """
 
 from __future__ import annotations
@@ -67,6 +67,13 @@ _STORE = re.compile(
     r"veracrypt|encryption|decryption|keepass|unseal|recovery)[ \t]+\Z"
 )
 _NETWORK_REACH = 16
+# "WLAN: HomeNet_5G / key: Bananenbrot77": a line that names a network and its SSID, then the key
+# after a slash, a bar or a comma
+_NETWORK_LINE = re.compile(
+    r"(?:^|\n)[ \t]*(?:wi-?fi|wlan|wireless|ssid|hotspot)[ \t]*:[ \t]*[^\s/|,]{1,32}+"
+    r"[ \t]*[/|,][ \t]*\Z"
+)
+_NETWORK_LINE_REACH = 64
 _KEY_OWNERS = frozenset(("for", "on", "of", "at", "in"))
 
 
@@ -85,6 +92,8 @@ def _find_network_keys(text: str, lowered: str) -> Iterator[Span]:
             accepted = _chosen
         elif _STORE.search(lowered, reach, at) is not None:
             accepted = _store_key
+        elif _NETWORK_LINE.search(lowered, max(0, at - _NETWORK_LINE_REACH), at) is not None:
+            accepted = _chosen
         else:
             continue
         if not _owned_by(match["words"], _KEY_OWNERS):

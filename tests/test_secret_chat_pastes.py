@@ -453,3 +453,37 @@ def test_unseal_keys_after_their_name_are_redacted(text: str, keys: list[str]) -
 )
 def test_look_alikes_of_recovery_phrases_and_unseal_keys_stay(text: str) -> None:
     assert redact(text) == text
+
+
+# ------------------------------------------------------------ French "c'est", a network's line
+@pytest.mark.parametrize(
+    ("text", "password"),
+    [
+        ("Le mot de passe wifi c'est Baguette2024", "Baguette2024"),
+        ("le mot de passe du serveur c\u2019est Fromage!77", "Fromage!77"),
+        ("WLAN: HomeNet_5G / key: Bananenbrot77", "Bananenbrot77"),
+        ("wifi: Office-Guest | key: Kaffee2024!", "Kaffee2024!"),
+        ("SSID: lab-net, key: Tr4nsistor42", "Tr4nsistor42"),
+    ],
+)
+def test_a_french_statement_or_a_network_line_gives_its_password(text: str, password: str) -> None:
+    _assert_only_value_redacted(text, password, "password_statement")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "le mot de passe c'est oublié",
+        "le mot de passe c'est quoi déjà ?",
+        "le mot de passe c'est obligatoire",
+        "c'est le mot de passe Baguette2024 qui ne marche pas",
+        "WLAN: HomeNet_5G / key: see the sticker",
+        "WLAN: HomeNet_5G / key: WPA2-PSK",
+        "wifi: Office-Guest | key: ask reception",
+        "SSID: lab-net, key: none",
+        "Network: 10.0.0.0/24 / key: primary",
+        "cache: redis / key: user_id42",
+    ],
+)
+def test_look_alikes_of_french_statements_and_network_lines_stay(text: str) -> None:
+    assert redact(text) == text
