@@ -124,7 +124,14 @@ def _places(lowered: str, literal: str) -> Iterator[int]:
 # login verb (and where to) right before " with " and the value, no user named; the value must
 # hold a symbol or a digit inside a word, as a password spelled with digits does ("log in with
 # YubiKey-5C-NFC", "with psql-16" are ways and tools)
-_WITH_VALUE = re.compile(r" with[ \t]+(?P<quote>[`'\"]?)(?P<value>[^\s`'\"]{6,128}+)(?P=quote)")
+# (the symbol or the digit inside a word looked ahead for in the same scan: a match tried at
+# each " with " in Python cost a twentieth of all redaction; and "with" first, not " with": a
+# literal that starts with a blank is found four times as slowly)
+_WITH_VALUE = re.compile(
+    r"with(?<=[ \t]with)[ \t]+(?P<quote>[`'\"]?)"
+    r"(?=[^\s`'\"]{0,127}?(?:[!@#$%^&*+=?~]|[A-Za-z][0-9]+[A-Za-z]))"
+    r"(?P<value>[^\s`'\"]{6,128}+)(?P=quote)"
+)
 _LOGIN_ENDS = re.compile(_LOGIN_VERB + r"[ \t]*\Z")
 _DIGIT_IN_WORD = re.compile(r"[A-Za-z][0-9]+[A-Za-z]")
 
@@ -141,10 +148,8 @@ def _login_ends(lowered: str, start: int, at: int) -> bool:
 
 
 def _logins_with_values(text: str, lowered: str) -> Iterator[Span]:
-    for at in _places(lowered, " with "):
-        match = _WITH_VALUE.match(lowered, at)
-        if match is None:
-            continue
+    for match in _WITH_VALUE.finditer(text):
+        at = match.start() - 1
         value_start, value_end = match.span("value")
         if not match["quote"]:
             value_end = end_before_trailing(text, value_start, value_end)

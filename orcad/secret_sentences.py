@@ -302,10 +302,11 @@ def find_stated_passwords(text: str, lowered: str) -> Iterator[Span]:
                 yield start, end
     if "pin" in lowered:
         yield from lower_case_pins(text, lowered)
-    if "pass" not in lowered and "pw" not in lowered:
+    has_pw = "pw" in lowered
+    if not has_pw and "pass" not in lowered:
         return
     statements = _STATEMENT.finditer(lowered)
-    if "pw" in lowered:
+    if has_pw:
         statements = itertools.chain(statements, _SHORT_STATEMENT.finditer(lowered))
     for match in statements:
         if _passwd_command(lowered, match.start()):
@@ -380,7 +381,7 @@ def find_stated_passwords(text: str, lowered: str) -> Iterator[Span]:
             yield start, phrase_end  # "ssh in with passphrase 'correct horse battery staple'"
     yield from _values_around_names(text, lowered)
     yield from _changed_from(text, lowered)
-    if "pw" in lowered:
+    if has_pw:
         yield from _after_short_names(text, lowered)
     if ", " in lowered:
         yield from _set_apart(text, lowered)
