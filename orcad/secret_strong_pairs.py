@@ -26,8 +26,12 @@ from orcad.secret_values import Span, is_placeholder, is_reference
 # The joins, each found by its own pattern that starts with it (a literal the engine skips
 # ahead to; one pattern for the three, a character class first, cost three times as much),
 # followed by a value that starts with a letter or a digit and holds a symbol in its first 64
-# characters. A colon joins tight, a slash or a bar with blanks or not.
-_VALUE_AHEAD = r"[`'\"]?[A-Za-z0-9][^\s/:|]{0,62}?[!#$%&*?@^~][^\s/:|]{0,62}?[A-Za-z0-9])"
+# characters, a capital and a digit (`user:b1cd@host` is passed over in C). A colon joins
+# tight, a slash or a bar with blanks or not.
+_VALUE_AHEAD = (
+    r"[`'\"]?(?=[^\s/:|]{0,63}?[A-Z])(?=[^\s/:|]{0,63}?[0-9])"  # a capital and a digit in it
+    r"[A-Za-z0-9][^\s/:|]{0,62}?[!#$%&*?@^~][^\s/:|]{0,62}?[A-Za-z0-9])"
+)
 _JOINS = tuple(
     re.compile(pattern + _VALUE_AHEAD)
     for pattern in (
