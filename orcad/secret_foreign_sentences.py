@@ -272,6 +272,10 @@ def _word_and_digits(value: str) -> bool:
     )
 
 
+# French "c'est X qui/que …" puts X forward, as English "it is X that …" does
+_CLEFT = re.compile(r"[\"'`]?[ \t]+(?:qu(?:i|e)(?![a-z])|qu['\u2019])")
+
+
 def find_foreign_passwords(text: str, lowered: str) -> Iterator[Span]:
     """A password given after the word for password in another language: "Passwort:
     Geheim2024", "la contraseña es Secreto123", "пароль: qwerty123", "密码\uff1aabc12345",
@@ -295,6 +299,8 @@ def find_foreign_passwords(text: str, lowered: str) -> Iterator[Span]:
             if _spaced_password(text, value, value_end, end):
                 yield start, end
             continue
+        if (match["verb"] or "").startswith("c") and _CLEFT.match(lowered, value_end):
+            continue  # "c'est Vault2024 qui le gère": it is Vault that keeps it, no password
         if stated_password(value):
             yield start, end
             continue

@@ -27,7 +27,10 @@ _CRYPT = (
 # literal the engine skips ahead to: 0.7 ms a megabyte, where looking for each scheme's marker
 # took 6), then the name before each is read back to its line's start.
 _COLON_BEFORE_HASH = re.compile(r":(?=[${])")
-_NAME_LEADING_LINE = re.compile(r"(?:^|\n)[ \t]*[A-Za-z0-9_][A-Za-z0-9_.@\-]{0,63}\Z")
+# (after a list's bullet or a quote's mark: "- admin:$apr1$…", "> admin:$apr1$…")
+_NAME_LEADING_LINE = re.compile(
+    r"(?:^|\n)[ \t]*(?:[-*>][ \t]+)?[A-Za-z0-9_][A-Za-z0-9_.@\-]{0,63}\Z"
+)
 _LONGEST_LEAD = 80
 # The hash ends at its line's end, a shadow line's next colon, or a blank before a note pasted
 # after it (`admin:$apr1$…  <- from .htpasswd`); never inside a longer run (`…%s`).

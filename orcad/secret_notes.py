@@ -75,6 +75,12 @@ _NETWORK_LINE = re.compile(
 )
 _NETWORK_LINE_REACH = 64
 _KEY_OWNERS = frozenset(("for", "on", "of", "at", "in"))
+# how a network authenticates, which its line may give where a key would be ("key: 802.1X-EAP")
+_NETWORK_AUTH = re.compile(r"802\.1x|eap|wpa|wep|noauth|enterprise|radius", re.IGNORECASE)
+
+
+def _chosen_network_key(value: str) -> bool:
+    return _chosen(value) and _NETWORK_AUTH.search(value) is None
 
 
 def _store_key(value: str) -> bool:
@@ -93,7 +99,7 @@ def _find_network_keys(text: str, lowered: str) -> Iterator[Span]:
         elif _STORE.search(lowered, reach, at) is not None:
             accepted = _store_key
         elif _NETWORK_LINE.search(lowered, max(0, at - _NETWORK_LINE_REACH), at) is not None:
-            accepted = _chosen
+            accepted = _chosen_network_key
         else:
             continue
         if not _owned_by(match["words"], _KEY_OWNERS):

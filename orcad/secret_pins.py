@@ -167,18 +167,52 @@ def find_access_codes(text: str, lowered: str) -> Iterator[Span]:
             continue
         start, end = match.span("value")
         digits = sum(char.isdigit() for char in lowered[start:end])
-        if digits >= 4 and not _DATE.match(lowered, start) and _number_ends_clause(text, end):
+        if digits < 4 or _DATE.match(lowered, start):
+            continue
+        if match["spaced"] is not None:
+            # right after the name with no verb: as a note's last words ("garage keypad code
+            # 6093") or before a condition ("front door code 8842 if you get there first"), on
+            # a line that names no example: "access code 4821 in the OAuth flow", "alarm code
+            # 1002 for low battery", "keypad code 0000 on first boot" name an example or a state
+            if _number_ends_sentence(text, end) and not _names_an_example(lowered, end):
+                yield start, end
+        elif _number_ends_clause(text, end):
             yield start, end
+
+
+def _number_ends_sentence(text: str, end: int) -> bool:
+    """Digits end their line or the text, a sentence's mark and a space (or the end) follow, or
+    a condition does ("if you get there first")."""
+    after = text[end : end + 2]
+    if after[:1] in ".;!":
+        after = after[1:]
+    if not after.strip(" \t") or after[:1] in "\r\n":
+        return True
+    following = _NEXT_WORD.match(text, end)
+    return following is not None and following[1].lower() in _CONDITIONS
+
+
+_CONDITIONS = frozenset(("if", "when", "unless", "until", "but", "so"))
+_EXAMPLE_WORDS = re.compile(r"(?<![a-z])(?:demo|example|sample|test|fixture|readme|docs)")
+
+
+def _names_an_example(lowered: str, end: int) -> bool:
+    """The rest of the line names an example, a demo or a test ("if you use the demo kit")."""
+    line_end = lowered.find("\n", end)
+    return (
+        _EXAMPLE_WORDS.search(lowered, end, len(lowered) if line_end < 0 else line_end) is not None
+    )
 
 
 def _number_ends_clause(text: str, end: int) -> bool:
     """Digits end their clause: the line or the text ends, a punctuation mark followed by a
     space does (not a version's dot: "4821.5"), or a word that starts another clause follows
-    ("my pin is 4821 if you need it", not "4821 characters long")."""
+    ("my pin is 4821 if you need it", not "4821 characters long"), or an aside in parentheses
+    ("the door code is 4417 (new as of monday)")."""
     after = text[end : end + 2]
     if after[:1] in CLAUSE_ENDS:
         after = after[1:]
-    if not after.strip(" \t") or after[:1] in "\r\n":
+    if not after.strip(" \t") or after[:1] in "\r\n" or after.lstrip(" \t")[:1] == "(":
         return True
     following = _NEXT_WORD.match(text, end)
     return following is not None and following[1].lower() in _CLAUSE_STARTS

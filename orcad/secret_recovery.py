@@ -4,7 +4,8 @@ Pure module: no I/O. A recovery phrase is 12 to 24 words of a wordlist (BIP39's 
 letters): after "seed phrase", "recovery phrase", "mnemonic phrase", "backup phrase" or "wallet
 phrase" and a colon, an `=` or a verb ("seed phrase: abandon ability …", "my recovery phrase is
 …", `SEED_PHRASE="…"`), as the assignment rule reads one under a `mnemonic` name. Words of a
-sentence (the, and, with, …) make it prose ("the seed phrase is the only way to restore …").
+sentence (the, and, with, …) make it prose ("the seed phrase is the only way to restore …"),
+and one word over and over a published test phrase ("test test … junk").
 
 Vault's unseal keys are 44 characters of base64 (or 64 to 66 hex digits): after "unseal key"
 (numbered as `vault operator init` prints them, "Unseal Key 1:") and a colon or a verb, on its
@@ -34,13 +35,20 @@ _SENTENCE_WORDS = frozenset(
 )
 
 
+def _could_be_a_wallets(words: list[str]) -> bool:
+    """No word of a sentence, and not a published test phrase: Hardhat's and Foundry's "test
+    test … junk", BIP39's "abandon abandon … about" repeat one word, where a phrase drawn from
+    2,048 words rarely holds one three times."""
+    return not _SENTENCE_WORDS.intersection(words) and len(set(words)) * 4 >= len(words) * 3
+
+
 def find_recovery_phrases(text: str, lowered: str) -> Iterator[Span]:
     """The words of a recovery phrase after its name."""
     at = lowered.find(_PHRASE)
     while at >= 0:
         if _PHRASE_NAMED.search(lowered, max(0, at - _PHRASE_NAMED_REACH), at) is not None:
             match = _PHRASE_VALUE.match(lowered, at)
-            if match is not None and not _SENTENCE_WORDS.intersection(match["words"].split()):
+            if match is not None and _could_be_a_wallets(match["words"].split()):
                 yield match.span("words")
         at = lowered.find(_PHRASE, at + len(_PHRASE))
 
