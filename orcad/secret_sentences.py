@@ -1,21 +1,21 @@
 """Passwords stated in English words.
 
-Pure module: no I/O. Finds a password a sentence gives ("the root password on the staging box
-is Winter2024!", "the admin password is: qwerty", "log in with the password letmein2024",
-"the wifi password is 84736251", "my password is correct horse battery staple", "user admin
-pass hunter2"), also after an aside in parentheses ("password (case sensitive!): X"), after
-"pass phrase" in two words, set apart by commas ("the old password, tigerLily#22, should be
-revoked") or after the short name and a blank ("ssh admin@host, pw Ssh!Comma9") when only a
-password looks like it, a quoted passphrase with a number among its words, and lower-case words
-joined by hyphens with a number that a verb gives ("the password is blue-sky-42", not
-"aes-256-gcm" or "valid-for-90-days"); a generated value stated for an API key, token or secret is
-`secret_stated_keys`'. Leaves alone "password" followed by a word that names another thing
-("the password policy is NIST-800-63b"), commands named after passwd ("chpasswd reads
-user:password pairs"), words that describe a password ("the password is too short", "the
-password is stored hashed"), a password with other words than an owner's between it and its
-verb ("password timeout is 3600"), `pass` alone as a verb, and anonymous FTP's password. A PIN
-a sentence states is found here with the patterns of `secret_pins`; other languages are
-`secret_foreign_sentences`'.
+Pure module: no I/O. Finds a password a sentence gives ("the root password on the staging box is
+Winter2024!", "the admin password is: qwerty", "log in with the password letmein2024", "the wifi
+password is 84736251", "my password is correct horse battery staple", "user admin pass hunter2",
+"the db password changed, it is now Tr1cky#Pass"), also after an aside in parentheses ("password
+(case sensitive!): X"), after "pass phrase" in two words, set apart by commas ("the old
+password, tigerLily#22, should be revoked") or after the short name and a blank ("ssh
+admin@host, pw Ssh!Comma9") when only a password looks like it, a quoted passphrase with a
+number among its words, and lower-case words joined by hyphens with a number that a verb gives
+("the password is blue-sky-42", not "aes-256-gcm" or "valid-for-90-days"); a generated value
+stated for an API key, token or secret is `secret_stated_keys`'. Leaves alone "password"
+followed by a word that names another thing ("the password policy is NIST-800-63b"), commands
+named after passwd ("chpasswd reads user:password pairs"), words that describe a password ("the
+password is too short", "the password is stored hashed"), a password with other words than an
+owner's between it and its verb ("password timeout is 3600"), `pass` alone as a verb, and
+anonymous FTP's password. A PIN a sentence states is found here with the patterns of
+`secret_pins`; other languages are `secret_foreign_sentences`'.
 """
 
 from __future__ import annotations

@@ -3,8 +3,11 @@
 Pure module: no I/O. "the api key is 3f9a...", "the token is kT9v...": the value such a
 sentence gives is a credential when it looks generated, as it must be after such a name in an
 assignment; "Mistral key: UpZu...": a key named by a capitalized word (its vendor) when its
-value has an API key's shape (letters and digits, both cases and a digit). Passwords stated in
-words are `secret_sentences`'.
+value has an API key's shape (letters and digits, both cases and a digit); "the staging db
+secret is Hunter2!xyz": a secret stated with a verb or a colon when it looks chosen as a
+password (letters, a digit and a symbol inside it). Left alone: what a secret is like or where
+("the secret is caching", "the secret is in vault"), a stored secret's name ("the secret is
+`db-creds`"), a version, an address. Passwords stated in words are `secret_sentences`'.
 """
 
 from __future__ import annotations
@@ -12,7 +15,14 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from orcad.secret_values import STATED_VERB, Span, end_before_trailing, looks_random
+from orcad.secret_values import (
+    STATED_VERB,
+    Span,
+    end_before_trailing,
+    is_placeholder,
+    is_reference,
+    looks_random,
+)
 
 # "the api key is 3f9a...", "the token is kT9v...": a value a sentence gives for a key, token or
 # secret is one when it looks generated, as it must be after such a name in an assignment; and
@@ -27,11 +37,19 @@ _KEY_STATEMENT_TAIL = (
     r"|[ \t]+[\"'`]?(?P<adjacent>[^\s\"'`()\[\]{}<>\u200b-\u200f\u2060-\u2064\ufeff]{24,256}+)"
     r")(?![(\[{<])"
 )
-# one pattern per name: a literal prefix lets the engine skip ahead (an alternation does not)
+# one pattern per name: a literal prefix lets the engine skip ahead (an alternation does not);
+# a secret's stated value may be as short as a password's (`_chosen_secret`)
 _KEY_STATEMENTS = tuple(
-    (name, re.compile(name + _KEY_STATEMENT_TAIL)) for name in ("token", "secret", "key")
+    (name, re.compile(name + _KEY_STATEMENT_TAIL.replace("{16,", f"{{{shortest},", 1)))
+    for name, shortest in (("token", 16), ("secret", 6), ("key", 16))
 )
 STATED_MIN = 16
+# "the staging db secret is Hunter2!xyz": a secret someone chose, stated with a verb or a colon,
+# is one when it looks like a password: letters, a digit and a symbol inside it (a final "!"
+# may end the sentence: "the secret is Python3!"). A stored secret's name (`db-creds`), a
+# version (`Node@18`), an address, an exponent (`x^2`) are not.
+_SECRET_SYMBOLS = frozenset("!#$%&*?@^~")
+_NOT_CHOSEN = re.compile(r"[#@^][0-9]|@[A-Za-z0-9\-]+\.[A-Za-z]|[!=]=")
 ADJACENT_MIN = 24
 # "key" alone is too common (primary key, cache key): only these qualifiers make it a credential.
 _KEY_QUALIFIER = re.compile(
@@ -148,7 +166,10 @@ def find_stated_keys(text: str, lowered: str) -> Iterator[Span]:
             if vendor and not _vendor_value(text[start:end]):
                 continue
             shortest = STATED_MIN if group == "value" else ADJACENT_MIN
-            if end - start >= shortest and looks_random(text[start:end]):
+            value = text[start:end]
+            if (end - start >= shortest and looks_random(value)) or (
+                name == "secret" and group == "value" and _chosen_secret(value)
+            ):
                 yield start, end
 
 
@@ -164,4 +185,19 @@ def _vendor_value(value: str) -> bool:
         and not value.isupper()
         and not value.islower()
         and any(char.isdigit() for char in value)
+    )
+
+
+def _chosen_secret(value: str) -> bool:
+    """A secret stated in words that looks chosen as a password (see `_SECRET_SYMBOLS`)."""
+    inner = value.rstrip("!?.")
+    return (
+        6 <= len(value) <= 64
+        and value[0].isalnum()
+        and any(char.isalpha() for char in inner)
+        and any(char.isdigit() for char in inner)
+        and not _SECRET_SYMBOLS.isdisjoint(inner)
+        and _NOT_CHOSEN.search(value) is None
+        and not is_placeholder(value)
+        and not is_reference(value)
     )

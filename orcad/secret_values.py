@@ -405,8 +405,9 @@ STATED_VERB = (
     r"(?:[ \t]+(?:is|was|are|becomes|became|reads|(?:changed|reset|set)[ \t]+to)"
     r"(?:[ \t]+(?:now|still|just|literally|actually|simply|currently|always|"
     r"(?:changed|reset|set|updated)[ \t]+to))?"
-    # "my password, it's X": the name set apart, then said
-    r"|[ \t]*,[ \t]+(?:it's|it\u2019s|it[ \t]+is|that's|which[ \t]+is)"
+    # "my password, it's X": the name set apart, then said ("it's now X": said again after
+    # a change)
+    r"|[ \t]*,[ \t]+(?:it's|it\u2019s|it[ \t]+is|that's|which[ \t]+is)(?:[ \t]+(?:now|still))?"
     # "the password's X": the verb run into the name
     r"|['\u2019]s(?=[ \t]))"
 )

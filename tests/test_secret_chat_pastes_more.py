@@ -1,0 +1,98 @@
+"""More credentials pasted in chat that the detector let through: a secret stated with a verb,
+a password said again "now" after its name and a comma, a value of every character class
+given with "use", "with" or "try", credentials stated as a user and a password after "creds
+are", a password after a user at an address and "with", one passed by position to a connect
+call, and an account's password whose only symbol is a final "!"; with the look-alikes a
+developer types that must stay storable."""
+
+from __future__ import annotations
+
+import pytest
+
+from orcad.secrets import redact, secret_kinds
+
+pytestmark = pytest.mark.pure
+
+
+def _assert_only_value_redacted(text: str, value: str, kind: str) -> None:
+    """`value` is gone and nothing but it was taken, named `kind`."""
+    redacted = redact(text)
+    assert value not in redacted
+    assert secret_kinds(text) == kind
+    assert redacted == text.replace(value, f"[REDACTED:{kind}]")
+
+
+# ------------------------------------------- a password said "now" after its name and a comma
+@pytest.mark.parametrize(
+    ("text", "password"),
+    [
+        ("i changed the staging db password, it's now Hunter2!xyz", "Hunter2!xyz"),
+        ("sudo with my password, it's now Tr1cky#Pass", "Tr1cky#Pass"),
+        ("the db password changed, it is now Tr1cky#Pass", "Tr1cky#Pass"),
+        ("reset the vpn password, it\u2019s now Vpn2024$Blue.", "Vpn2024$Blue"),
+        ("the wifi password, which is now Cafe!Latte42, is on the fridge", "Cafe!Latte42"),
+        ("my jira password, it's still Sprint#2024x", "Sprint#2024x"),
+    ],
+)
+def test_a_password_said_now_after_its_name_and_a_comma_is_redacted(
+    text: str, password: str
+) -> None:
+    _assert_only_value_redacted(text, password, "password_statement")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I changed the password, it's now required to be 12 characters",
+        "the admin password, it's now stored in 1Password",
+        "the password changed, it is now rotated every 90 days",
+        "the password, it's now hashed with Argon2id",
+        "reset your password, it's now possible from the login page",
+        "the db password changed, it is now in vault at secret/db",
+        "the password policy changed, it is now NIST-800-63b",
+        "my password, it's still the same as before",
+    ],
+)
+def test_sentences_about_a_password_said_now_stay(text: str) -> None:
+    assert redact(text) == text
+
+
+# --------------------------------------------------- a secret stated with a verb, chosen-looking
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("the staging db secret is Hunter2!xyz", "Hunter2!xyz"),
+        ("the webhook secret is now Hook#Sign2024", "Hook#Sign2024"),
+        ("our shared secret was Tr1cky#Pass, rotate it", "Tr1cky#Pass"),
+        ("The RADIUS shared secret is R4dius!Lab.", "R4dius!Lab"),
+        ("client secret for the sso app is 'Sso$Client9x'", "Sso$Client9x"),
+        ("the jwt signing secret is Jwt&Sign3r!", "Jwt&Sign3r!"),
+    ],
+)
+def test_a_chosen_secret_stated_with_a_verb_is_redacted(text: str, secret: str) -> None:
+    _assert_only_value_redacted(text, secret, "credential_assignment")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the secret is caching",
+        "the secret is to restart it",
+        "the secret is in vault",
+        "the secret is rotated monthly",
+        "the secret is `db-creds`",
+        "the secret is `db-creds-2024`",
+        "the secret is stored as k8s/secret-v2 in the cluster",
+        "the secret is named DB_PASSWORD_2 in GitHub Actions",
+        "the secret is ${{ secrets.DEPLOY_KEY }}",
+        "the secret is $SECRET2_VALUE",
+        "the secret is <your-secret-here>",
+        "the secret is owned by ops@corp2.io",
+        "the secret is Python3!",
+        "the secret is https://vault.corp.io/v1/secret2",
+        "The secret to fast builds is ccache!",
+        "the secret is x^2+Y3 applied twice",
+    ],
+)
+def test_sentences_about_a_secret_stay(text: str) -> None:
+    assert redact(text) == text
