@@ -205,6 +205,9 @@ ADVERSARIAL = {
     "joins before symbols": "a/b!c1Dx:e|F!g2h/",
     "joins in long runs": "a" * 200 + "/Ab1!" + "b" * 200 + ":",
     "emails with": "pg@corp.io with Pg4dm1n!Web with a@b.co with ",
+    "accounts before bangs": "admin/Winter2024! admin/Abcdefgh1!x root:Ab1! ",
+    "addresses with bangs": "root@10.0.0.5 with Winter2024! a@b.c with Ab1cdefgh! ",
+    "values given with verbs": "use Hunter2!xyz for try A1!b use use try Ab1!" + "c" * 60 + " ",
     # short names, asides and logins before a value (secret_sentences.py, secret_logins.py)
     "short names": "pw Ssh!Comma9 pwd 'R3p#M0' pw pw pwd ",
     "names set apart": "the password, tigerLily#22, password, password, ",

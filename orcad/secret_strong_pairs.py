@@ -10,8 +10,14 @@ starting with a letter or a digit, the symbol not only a sentence's end ("r/Pyth
 user is a plain name or an email address set apart by blanks, a quote or its line's start; a
 colon joins them tight (`guest:Gu3st!Rabbit`, not `title: Hello!World2`) and never after a
 scheme, registry or setting's name; a bar never in a table's row; "with" only after an email
-address. Left alone: an issue or version after `#` or `@` (`Feature#42-Login`, `MyLib@2.0.1`),
-an operator (`Total!=Max2`), `!important`, a git remote or branch folder (`origin/…`, `fix/…`).
+address. A password whose only symbol is a final "!" counts after an account's usual name
+(admin, root, postgres, ...) when it ends its line or clause ("admin/Winter2024!") and after a
+user at an address and "with" ("ssh root@10.0.0.5 with Winter2024!"): eight letters and digits
+or more in both cases with a digit. A value of every class given with "use" or "try" counts
+too ("use Hunter2!xyz for the staging db"). Left alone: an issue or version after `#` or `@`
+(`Feature#42-Login`, `MyLib@2.0.1`, "use Node@18"), an exponent (`x^2`), an operator
+(`Total!=Max2`), `!important`, a git remote or branch folder (`origin/…`, `fix/…`), "r/Python3!",
+"use Python3! for scripts", "replace foo with Bar!Baz2".
 """
 
 from __future__ import annotations
@@ -30,7 +36,8 @@ from orcad.secret_values import Span, is_placeholder, is_reference
 # tight, a slash or a bar with blanks or not.
 _VALUE_AHEAD = (
     r"[`'\"]?(?=[^\s/:|]{0,63}?[A-Z])(?=[^\s/:|]{0,63}?[0-9])"  # a capital and a digit in it
-    r"[A-Za-z0-9][^\s/:|]{0,62}?[!#$%&*?@^~][^\s/:|]{0,62}?[A-Za-z0-9])"
+    r"(?:[A-Za-z0-9][^\s/:|]{0,62}?[!#$%&*?@^~][^\s/:|]{0,62}?[A-Za-z0-9]"
+    r"|[A-Za-z0-9]{8,63}!))"  # or an account's password that only a "!" ends (`_EXCLAIMED`)
 )
 _JOINS = tuple(
     re.compile(pattern + _VALUE_AHEAD)
@@ -45,6 +52,16 @@ _JOINS = tuple(
 _EMAIL_WITH = re.compile(
     r"@[A-Za-z0-9\-]{1,63}(?:\.[A-Za-z0-9\-]{1,63})+ with "
     r"(?=[`'\"]?[A-Za-z0-9][^\s]{0,62}?[!#$%&*?@^~])"
+)
+# "use Hunter2!xyz for the staging db", "try Tr1cky#Pass": a value of every character class
+# given with a verb, found from the verb (a literal each) with the value's symbol, inside it,
+# looked ahead for in the same scan; the verb a whole word (not "because", "misuse"). Not
+# "with" alone: "replace foo with Bar!Baz2" is an edit (after a user, `secret_logins`).
+_GIVEN_WITH = tuple(
+    re.compile(
+        verb + r"[ \t]+(?=[`'\"]?[A-Za-z0-9][^\s]{0,62}?[!#$%&*?@^~][^\s]{0,62}?[A-Za-z0-9])"
+    )
+    for verb in ("use", "try")
 )
 _LOCAL_PART = re.compile(r"[A-Za-z0-9_.+\-]{1,64}\Z")
 _VALUE = re.compile(
@@ -65,7 +82,7 @@ _SENTENCE_ENDS = ".!?"
 # address's domain, an operator, CSS's `!important`, and an Oracle connect string's service
 # after a password of four characters or more (`scott/Tiger123@orcl`: `secret_commands`')
 _NOT_A_PASSWORD = re.compile(
-    r"[#@][0-9]|@[A-Za-z0-9\-]+\.[A-Za-z]|[!=]=|&&|!important|[^@]{4}@[A-Za-z][A-Za-z0-9_.\-]*\Z"
+    r"[#@^][0-9]|@[A-Za-z0-9\-]+\.[A-Za-z]|[!=]=|&&|!important|[^@]{4}@[A-Za-z][A-Za-z0-9_.\-]*\Z"
 )
 # a git remote or a branch folder before the slash: `origin/Feature…`, `fix/…`
 _REF_FOLDERS = frozenset(
@@ -74,6 +91,16 @@ _REF_FOLDERS = frozenset(
 )  # fmt: skip
 
 
+# A password whose only symbol is a final "!" ("admin/Winter2024!"): a sentence ends so as often
+# ("r/Python3!"), so it counts only after an account's usual name or a user at an address and
+# "with": eight letters and digits or more, upper case, lower case and a digit, then the "!"
+# (after an account's name, ending its line or clause: `_ends_pair`).
+_EXCLAIMED = re.compile(r"(?=[^A-Z]*[A-Z])(?=[^a-z]*[a-z])(?=[^0-9]*[0-9])[A-Za-z0-9]{8,63}!")
+_ACCOUNTS = frozenset(
+    ("admin", "administrator", "root", "user", "guest", "sa", "postgres", "ubuntu", "pi",
+     "ec2-user", "deploy", "test", "operator", "sysadmin", "superuser", "vagrant", "centos",
+     "oracle", "elastic")
+)  # fmt: skip
 _EVERY_CLASS = re.compile(
     r"(?=[^A-Z]*[A-Z])(?=[^a-z]*[a-z])(?=[^0-9]*[0-9])(?=[^!#$%&*?@^~]*[!#$%&*?@^~])"
 )
@@ -90,15 +117,35 @@ def _strong(value: str) -> bool:
     )
 
 
-def _value_after(text: str, at: int) -> Span | None:
+def _value_after(text: str, at: int, *, exclaimed: bool = False) -> Span | None:
+    """The value at `at` when it has every character class, or (`exclaimed`) when only a final
+    "!" is its symbol (`_EXCLAIMED`)."""
     match = _VALUE.match(text, at)
     if match is None:
         return None
     start, end = match.span("value")
+    whole = end
     if not match["quote"]:  # a sentence's end after it is no part of it
         while end > start and text[end - 1] in _SENTENCE_ENDS:
             end -= 1
-    return (start, end) if _strong(text[start:end]) else None
+    if _strong(text[start:end]):
+        return start, end
+    while whole > start and text[whole - 1] in ".?":
+        whole -= 1
+    if (
+        exclaimed
+        and _EXCLAIMED.fullmatch(text, start, whole)
+        and not is_placeholder(text[start:whole])
+    ):
+        return start, whole
+    return None
+
+
+def _ends_pair(text: str, end: int) -> bool:
+    """A pair whose password a "!" ends ends its line or clause there: words after it ("admin/
+    Winter2024! is what we tried first") read it as an exclamation."""
+    rest = text[end : end + 2].lstrip("`'\"")
+    return rest[:1] in ("", "\r", "\n", ",", ";", ")")
 
 
 def _line_start(text: str, at: int) -> int:
@@ -132,13 +179,21 @@ def find_strong_pairs(text: str, lowered: str) -> Iterator[Span]:
             continue
         if separator == "|" and text[_line_start(text, at) : user.start()].lstrip().startswith("|"):
             continue  # a table's row: `secret_tables` reads it by its header
-        span = _value_after(text, at + 1)
-        if span is not None:
+        span = _value_after(text, at + 1, exclaimed=name in _ACCOUNTS)
+        if span is not None and (_strong(text[span[0] : span[1]]) or _ends_pair(text, span[1])):
             yield span
     for email in _EMAIL_WITH.finditer(text):
         at = email.start()
         before = text.rfind(" ", max(0, at - _LONGEST_USER), at) + 1
         if _LOCAL_PART.match(text, before, at) is not None:
-            span = _value_after(text, email.end())
+            span = _value_after(text, email.end(), exclaimed=True)
+            if span is not None:
+                yield span
+    for pattern in _GIVEN_WITH:
+        for given in pattern.finditer(lowered):
+            at = given.start()
+            if at > 0 and (lowered[at - 1].isalnum() or lowered[at - 1] in "_-."):
+                continue  # inside a longer word
+            span = _value_after(text, given.end())
             if span is not None:
                 yield span

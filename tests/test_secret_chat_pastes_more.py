@@ -96,3 +96,116 @@ def test_a_chosen_secret_stated_with_a_verb_is_redacted(text: str, secret: str) 
 )
 def test_sentences_about_a_secret_stay(text: str) -> None:
     assert redact(text) == text
+
+
+# ------------------ a value of every character class given with "use", "with" or "try"
+@pytest.mark.parametrize(
+    ("text", "password"),
+    [
+        ("use Hunter2!xyz for the staging db", "Hunter2!xyz"),
+        ("try Tr1cky#Pass if the other one fails", "Tr1cky#Pass"),
+        ("try 'Adm1n$Box' for sudo", "Adm1n$Box"),
+        ("for the nas use `N4s&Share` and the admin user", "N4s&Share"),
+        ("just use 'Qw3rty!Lab' for all the lab vms.", "Qw3rty!Lab"),
+        ("Use Grafana#Ops7 for the dashboards", "Grafana#Ops7"),
+    ],
+)
+def test_a_value_of_every_class_given_with_a_verb_is_redacted(text: str, password: str) -> None:
+    _assert_only_value_redacted(text, password, "password_statement")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "use Python3! for scripts",
+        "use C#10 for this",
+        "use -O2 for speed",
+        "use UTF-8 for the files",
+        "use Node@18 for the build",
+        "use React!",
+        "use Ctrl+Shift+F5 for a hard reload",
+        "try it with O(n^2) Memory first",
+        "use x^2+Y3 as the curve",
+        "use ops.Bot2@corp.io for the wiki",
+        "use a!=B2 in the filter",
+        "try #Channel1 for alerts",
+        "with $HOME/Bin2 on the path",
+        "use Feature#42-Login as the branch name",
+        "use lodash@4.17.21 with React",
+        "deal with it, Tom2!",
+        "swap foo with Bar!Baz2 in the config",
+        "because Hunter2!xyz is what the docs show",
+    ],
+)
+def test_values_after_a_verb_that_are_no_password_stay(text: str) -> None:
+    assert redact(text) == text
+
+
+# ------------------------------ a password after "with" following a user at an address
+@pytest.mark.parametrize(
+    ("text", "password"),
+    [
+        ("ssh root@10.0.0.5 with Winter2024!", "Winter2024!"),
+        ("ssh admin@nas.lan with Summer2023!", "Summer2023!"),
+        ("ssh pi@192.168.1.20 with Raspberry2024! then run the script", "Raspberry2024!"),
+        ("sftp deploy@files.corp.io with Deploy2025!, port 2222", "Deploy2025!"),
+    ],
+)
+def test_a_password_after_a_user_at_an_address_and_with_is_redacted(
+    text: str, password: str
+) -> None:
+    _assert_only_value_redacted(text, password, "password_statement")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "ssh root@10.0.0.5 with tmux2024!",
+        "ssh root@10.0.0.5 with verbose!",
+        "ssh root@10.0.0.5 with ProxyJump!",
+        "connect to admin@nas.lan with SSHv2 only",
+        "ping root@10.0.0.5 with Ubuntu2204",
+        "mail bob@corp.io with Questions!",
+        "ssh pi@10.0.0.7 with Pi2024!",
+    ],
+)
+def test_words_after_a_user_at_an_address_and_with_stay(text: str) -> None:
+    assert redact(text) == text
+
+
+# ------------------------------ an account's password whose only symbol is a final "!"
+@pytest.mark.parametrize(
+    ("text", "password"),
+    [
+        ("admin/Winter2024!", "Winter2024!"),
+        ("the router is admin / Summer2023!", "Summer2023!"),
+        ("root:Toor2024Lab!", "Toor2024Lab!"),
+        ("postgres/Postgres2024!\nthen restart the service", "Postgres2024!"),
+        ("(sa/Sql2019Server!)", "Sql2019Server!"),
+        ("ec2-user | Amazon2Linux!", "Amazon2Linux!"),
+        ("guest/Welcome2024!, then change it", "Welcome2024!"),
+    ],
+)
+def test_an_account_password_ending_in_a_bang_is_redacted(text: str, password: str) -> None:
+    _assert_only_value_redacted(text, password, "password_statement")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "r/Python3!",
+        "see docs/Setup2!",
+        "I love r/Python3 and r/Golang2024!",
+        "admin/Dash2!",
+        "admin/winter2024!",
+        "admin/WINTER2024!",
+        "admin/Settings!",
+        "git checkout fix/Login2024!",
+        "the page is /admin/Users2024!",
+        "test/Integration!",
+        "ops/Release2024!",
+        "admin/Welcome2024! is what the old docs said",
+    ],
+)
+def test_pairs_ending_in_a_bang_that_are_no_credentials_stay(text: str) -> None:
+    assert redact(text) == text
