@@ -177,6 +177,8 @@ ADVERSARIAL = {
     "terraform variables": 'variable "db_password" { ',
     "auth tuples": "auth=('a', ",
     "logins": "login(",
+    "connect calls": "ssh.connect(h, 22, 'a', 'B1!c', 'd', ",
+    "connects": "connect(connect(",
     "password calls": "setPassword(",
     "qr fields": "WIFI:S:a;",
     "qr strings": "WIFI:T:WPA;S:x;P:a1!b;;",
@@ -224,6 +226,7 @@ ADVERSARIAL = {
     "network lines": "WLAN: HomeNet_5G / key: Bananenbrot77\nwifi: a / key: ",
     "french verbs": "le mot de passe c'est Baguette2024 mot de passe c'est ",
     "logins with": "try logging in with tr0mb0ne-Velvet-31 log in with with ",
+    "creds stated": "creds are admin Hunter2!xyz login is a b creds is ",
 }
 
 

@@ -1,13 +1,15 @@
 """Credentials that code and deployment files give by position or under a name held apart.
 
 Pure module: no I/O. A container's environment lists a variable's name and value as two keys
-(`- name: DB_PASSWORD` / `value: ...` in Kubernetes, `{"name": ..., "value": ...}` in an ECS
-task); a call takes a user and a password as its two arguments (`auth=('admin', '...')`,
-`HTTPBasicAuth(...)`, `smtp.login(...)`) or a password alone (`setPassword("...")`); PHP's
-`define('DB_PASSWORD', '...')`, a subscript's key (`app.config['SECRET_KEY'] = '...'`), a
-shell default (`${DB_PASSWORD:-...}`) and a Terraform variable's `default` name it where an
-assignment's finder does not look. Every value is judged as an assignment's is: a password's
-or secret's whatever its entropy, a key's or token's when it looks generated.
+(`- name: DB_PASSWORD` / `value: ...` in Kubernetes, `{"name": ..., "value": ...}` in an ECS task);
+a call takes a user and a password as its two arguments (`auth=('admin', '...')`,
+`HTTPBasicAuth(...)`, `smtp.login(...)`; a connect call's quoted argument that looks like a
+password right after a quoted one, `ssh.connect(host, 22, 'admin', '...')`) or a password alone
+(`setPassword("...")`); PHP's `define('DB_PASSWORD', '...')`, a subscript's key
+(`app.config['SECRET_KEY'] = '...'`), a shell default (`${DB_PASSWORD:-...}`) and a Terraform
+variable's `default` name it where an assignment's finder does not look. Every value is judged
+as an assignment's is: a password's or secret's whatever its entropy, a key's or token's when it
+looks generated.
 """
 
 from __future__ import annotations
@@ -89,6 +91,9 @@ def _calls(lowered: str) -> Iterator[re.Match[str]]:
             seen.add(paren)
             name = lowered[max(0, paren - _WINDOW) : paren].rstrip(" \t")
             arguments = None
+            if name.endswith("connect") and lowered[paren] == "(":
+                yield from _connect_arguments(lowered, paren + 1)
+                continue
             if name.endswith(_USER_AND_PASSWORD_CALLS) or _assigned_to_auth(name):
                 arguments = _USER_AND_PASSWORD.match(lowered, paren + 1)
             elif lowered[paren] == "(" and (
@@ -98,6 +103,26 @@ def _calls(lowered: str) -> Iterator[re.Match[str]]:
                 arguments = _PASSWORD_ALONE.match(lowered, paren + 1)
             if arguments is not None:
                 yield arguments
+
+
+# `ssh.connect(host, 22, 'admin', 'X')`, `MySQLdb.connect('localhost', 'root', 'X', 'db')`: a
+# connect call takes a host, a port, a database as well, in an order each library sets, so
+# each quoted argument right after another (its user) is a candidate, up to the call's end
+_CONNECT_REACH = 320
+_QUOTED_AFTER_QUOTED = re.compile(
+    rf"(?:\"[^\"\n]{{1,256}}\"|'[^'\n]{{1,256}}')[ \t]*,[ \t\r\n]*(?={_QUOTED}[ \t\r\n]*[),])"
+)
+
+
+def _connect_arguments(lowered: str, at: int) -> Iterator[re.Match[str]]:
+    """Each quoted argument of the connect call opened at `at` that follows a quoted one."""
+    close = lowered.find(")", at, at + _CONNECT_REACH)
+    if close < 0:
+        return
+    position = at
+    while (pair := _QUOTED_AFTER_QUOTED.search(lowered, position, close + 1)) is not None:
+        yield pair
+        position = pair.end()
 
 
 def _assigned_to_auth(before: str) -> bool:
@@ -124,7 +149,7 @@ _NAMED = (
     (_TERRAFORM_DEFAULT, ("default",)),  # (rarer than "variable", which it also holds)
 )
 _WORDS_FIRST = frozenset({_YAML_PAIR, _DEFINE, _TERRAFORM_DEFAULT})
-_POSITIONAL_NAMES = ("auth", "login", "credential", "password")
+_POSITIONAL_NAMES = ("auth", "login", "credential", "password", "connect")
 
 
 def _value(match: re.Match[str]) -> Span | None:
@@ -172,10 +197,24 @@ def find_code_credentials(text: str, lowered: str) -> Iterator[Span]:
     if any(name in lowered for name in _POSITIONAL_NAMES):
         for match in _calls(lowered):
             span = _value(match)
-            if span is not None and _credential(
-                text[span[0] : span[1]], None, quoted=True, upper_name=False
+            if span is None:
+                continue
+            value = text[span[0] : span[1]]
+            connect = match.re is _QUOTED_AFTER_QUOTED
+            if _credential(value, None, quoted=True, upper_name=False) and (
+                not connect or _connect_password(value)
             ):
                 yield span
+
+
+def _connect_password(value: str) -> bool:
+    """A connect call's quoted argument after another that is a password: letters, a digit and
+    a symbol or a capital (not a database's name, `shop`, nor an encoding, `utf-8`)."""
+    return (
+        any(char.isalpha() for char in value)
+        and any(char.isdigit() for char in value)
+        and (any(char.isupper() for char in value) or any(char in "!@#$%^&*+=?~" for char in value))
+    )
 
 
 def _starts_a_word(lowered: str, match: re.Match[str]) -> bool:

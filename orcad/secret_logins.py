@@ -1,6 +1,8 @@
-"""A password given with a login in plain words, no word for password near it: "ssh in as root
-with tr0ub4dor&3abc", "log in to grafana as admin using P@ssw0rd!23zz", "log into the router
-with admin and R0uter!pass", "use `Winter2024!xq` to log in as admin".
+"""A password given with a login in plain words, no word for password near it: "ssh in as root with
+tr0ub4dor&3abc", "log in to grafana as admin using P@ssw0rd!23zz", "log into the router with
+admin and R0uter!pass", "use `Winter2024!xq` to log in as admin", and credentials stated as a
+user then a password, "staging db creds are admin Hunter2!xyz", "grafana login is admin
+Graf4na!Ops".
 
 Pure module: no I/O. Each form is found from a literal, looked for with str.find, and matched
 there: " as " before the user, " to " before "log in" and its kin after the value, and " and "
@@ -18,6 +20,7 @@ import re
 from collections.abc import Iterator
 
 from orcad.secret_values import (
+    PROSE_OR_CODE_WORDS,
     Span,
     end_before_trailing,
     is_chosen_password,
@@ -204,3 +207,33 @@ def find_login_passwords(text: str, lowered: str) -> Iterator[Span]:
             if _password_like(text[value_start:value_end]):
                 yield value_start, value_end
     yield from _logins_with_values(text, lowered)
+    yield from _stated_pairs(text, lowered)
+
+
+# "staging db creds are admin Hunter2!xyz", "grafana login is admin Graf4na!Ops": credentials
+# stated as a user, a blank and a password, found from "cred" and "login" (literals each)
+_STATED_PAIRS = tuple(
+    re.compile(
+        head + r"[ \t]+(?:are|is|were|was)(?:[ \t]+now)?[ \t]+"
+        r"(?P<user>[a-z][a-z0-9_.\-]{0,31}+(?:@[a-z0-9\-]{1,63}(?:\.[a-z0-9\-]{1,63})+)?)[ \t]+"
+        r"(?P<quote>[`'\"]?)(?P<value>[^\s`'\"]{6,128}+)(?P=quote)"
+    )
+    for head in (r"cred(?:s|entials?)", "login")
+)
+
+
+def _stated_pairs(text: str, lowered: str) -> Iterator[Span]:
+    """The password of a user and password stated after "creds are" or "login is": one that
+    holds a letter, a digit and a symbol or a capital, the user no word of prose ("the creds
+    are the same as prod2")."""
+    for pattern in _STATED_PAIRS:
+        for match in pattern.finditer(lowered):
+            at = match.start()
+            if (at > 0 and lowered[at - 1].isalnum()) or match["user"] in PROSE_OR_CODE_WORDS:
+                continue
+            start, end = match.span("value")
+            if not match["quote"]:
+                end = end_before_trailing(text, start, end)
+            value = text[start:end]
+            if _marked_as_password(value) and _password_like(value):
+                yield start, end

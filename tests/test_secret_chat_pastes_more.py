@@ -209,3 +209,76 @@ def test_an_account_password_ending_in_a_bang_is_redacted(text: str, password: s
 )
 def test_pairs_ending_in_a_bang_that_are_no_credentials_stay(text: str) -> None:
     assert redact(text) == text
+
+
+# ---------------------------------- a user and a password stated after "creds are", "login is"
+@pytest.mark.parametrize(
+    ("text", "password"),
+    [
+        ("staging db creds are admin Hunter2!xyz", "Hunter2!xyz"),
+        ("the jenkins credentials are ci-bot Jenk1ns#CI, don't share", "Jenk1ns#CI"),
+        ("prod creds is root 'Pr0d$Root' for now", "Pr0d$Root"),
+        ("grafana login is admin Graf4na!Ops.", "Graf4na!Ops"),
+        ("the creds are now deploy Deploy2024X", "Deploy2024X"),
+        ("my vpn credentials are jdoe@corp.io Vpn#2024pass", "Vpn#2024pass"),
+    ],
+)
+def test_a_user_and_password_stated_after_creds_are_is_redacted(text: str, password: str) -> None:
+    _assert_only_value_redacted(text, password, "password_statement")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the creds are in vault under secret/db",
+        "creds are rotated every 90d",
+        "the creds are admin only for v2",
+        "the login is broken since v1.2.3",
+        "login is via sso2 now",
+        "the creds are the same as prod",
+        "creds are stored encrypted with KMS2",
+        "the credentials are valid for 24h",
+        "login is admin and the password is in 1Password",
+        "creds are admin admin",
+        "the login is admin2 today",
+        "creds are ${DB_USER} ${DB_PASS2}",
+    ],
+)
+def test_sentences_about_creds_stay(text: str) -> None:
+    assert redact(text) == text
+
+
+# ------------------------------------ a password passed by position to a connect call
+@pytest.mark.parametrize(
+    ("text", "password"),
+    [
+        ("ssh.connect(host, 22, 'admin', 'Ssh4dm!nX')", "Ssh4dm!nX"),
+        ('client.connect("10.0.0.5", 22, "root", "Toor2024Lab")', "Toor2024Lab"),
+        ("db = MySQLdb.connect('localhost', 'root', 'Secr3t#Db', 'shop')", "Secr3t#Db"),
+        ("conn = pymysql.connect(\n    'db.local', 'app', 'App!Pass42', 'app'\n)", "App!Pass42"),
+        ("ftp.connect(host); ftp.login('ftpuser', 'Ftp#2024x')", "Ftp#2024x"),
+    ],
+)
+def test_a_password_passed_to_a_connect_call_is_redacted(text: str, password: str) -> None:
+    _assert_only_value_redacted(text, password, "credential_assignment")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "ssh.connect(host, 22, username, password)",
+        "ssh.connect(host, 22, 'admin', password)",
+        "db = sqlite3.connect('app.db')",
+        "conn = psycopg2.connect('dbname=test user=postgres')",
+        "engine.connect('default', 'shop')",
+        "client.connect('broker.local', 1883, 60)",
+        "signal.connect('clicked', 'on_click')",
+        "ssh.connect(host, 22, 'admin', os.environ['SSH_PASSWORD'])",
+        "ssh.connect(host, 22, 'admin', '<password>')",
+        "db.connect('localhost', 'root', '', 'shop')",
+        "redis.connect('cache.local', 'db0', 'utf-8')",
+        "self.connection('admin', 'Ssh4dm!nX')",
+    ],
+)
+def test_connect_calls_without_a_password_stay(text: str) -> None:
+    assert redact(text) == text
