@@ -136,7 +136,9 @@ _WITH_VALUE = re.compile(
     r"(?P<value>[^\s`'\"]{6,128}+)(?P=quote)"
 )
 _LOGIN_ENDS = re.compile(_LOGIN_VERB + r"[ \t]*\Z")
-_DIGIT_IN_WORD = re.compile(r"[A-Za-z][0-9]+[A-Za-z]")
+# a digit for a letter inside a word in small letters ("tr0mb0ne"), not between two words of
+# a name ("Okta2FA", "AzureAD-B2C")
+_DIGIT_IN_WORD = re.compile(r"[a-z][0-9]+[a-z]")
 
 
 def _login_ends(lowered: str, start: int, at: int) -> bool:
@@ -159,7 +161,11 @@ def _logins_with_values(text: str, lowered: str) -> Iterator[Span]:
         value = text[value_start:value_end]
         if not (
             _marked_as_password(value)
-            and (any(char in _SYMBOLS for char in value) or _DIGIT_IN_WORD.search(value))
+            # a symbol inside it, not only a sentence's end ("try logging in with Firefox128!")
+            and (
+                any(char in _SYMBOLS for char in value.rstrip("!?."))
+                or _DIGIT_IN_WORD.search(value)
+            )
             and _password_like(value)
         ):
             continue

@@ -179,12 +179,20 @@ def _named_by_vendor(text: str, at: int) -> bool:
     return word is not None and word.group().strip().lower() not in _NOT_VENDORS
 
 
+# a word of an identifier: a capital or none, then three small letters or more
+_IDENTIFIER_WORD = re.compile(r"[A-Z]?[a-z]{3,}")
+
+
 def _vendor_value(value: str) -> bool:
+    """An API key's shape: letters and digits in both cases with a digit, not made of words
+    (half its characters or more in words is an identifier: the names of flags, messages and
+    handlers, "enableCheckoutRedesign2024", "submitFormOnEnterPress2")."""
     return (
         _VENDOR_VALUE.fullmatch(value) is not None
         and not value.isupper()
         and not value.islower()
         and any(char.isdigit() for char in value)
+        and sum(map(len, _IDENTIFIER_WORD.findall(value))) * 2 < len(value)
     )
 
 

@@ -2,22 +2,27 @@
 "root/Toor!Lab99 on all lab VMs", "Administrator / Il0Rack3!HP", "admin:pfS3nse!Fw",
 "admin | P0rtainer!Ui2025", "Log in with `admin` / `Step!ByStep3`", "pg@corp.io with Pg4dm1n!Web".
 
-Pure module: no I/O. A slash, a colon or a bar joins many things that are no credential
-(paths, URLs, ratios, dates, `key:value` in code and CSS, image tags, git refs), so with no word
-announcing a pair (`secret_colon_pairs`, `secret_files`) the value alone must say it is a
-password: upper case, lower case, a digit and a symbol (`!#$%&*?@^~`; not base64's `+`, `=`),
-starting with a letter or a digit, the symbol not only a sentence's end ("r/Python3!"). The
-user is a plain name or an email address set apart by blanks, a quote or its line's start; a
-colon joins them tight (`guest:Gu3st!Rabbit`, not `title: Hello!World2`) and never after a
-scheme, registry or setting's name; a bar never in a table's row; "with" only after an email
-address. A password whose only symbol is a final "!" counts after an account's usual name
-(admin, root, postgres, ...) when it ends its line or clause ("admin/Winter2024!") and after a
-user at an address and "with" ("ssh root@10.0.0.5 with Winter2024!"): eight letters and digits
-or more in both cases with a digit. A value of every class given with "use" or "try" counts
-too ("use Hunter2!xyz for the staging db"). Left alone: an issue or version after `#` or `@`
-(`Feature#42-Login`, `MyLib@2.0.1`, "use Node@18"), an exponent (`x^2`), an operator
-(`Total!=Max2`), `!important`, a git remote or branch folder (`origin/…`, `fix/…`), "r/Python3!",
-"use Python3! for scripts", "replace foo with Bar!Baz2".
+Pure module: no I/O. A slash, a colon or a bar joins many things that are no credential (paths,
+URLs, ratios, dates, `key:value` in code and CSS, image tags, git refs), so the value must say
+it is a password: upper case, lower case, a digit and a symbol (`!#$%&*?@^~`; not base64's `+`,
+`=`), starting with a letter or a digit, the symbol not only a sentence's end ("r/Python3!"), no
+file's name with a line or an anchor after it (`app.tsx#L42`). And the user must be an account's
+usual name (admin, root, readonly, jenkins, `svc_…`; after a colon only the usual few, since
+`nginx:1.25&Alpine3` is an image) or a word on its line or the two above must say credentials
+are given ("creds for staging:", "login", "ssh", "account"): the shape alone is also a wiki
+page's, a menu's or a tag's ("wiki/Home#Section-2", "Sales / Marketing&Ops2",
+"milestone:Q3&Release2"). The user is a plain name or an email address set apart by blanks, a
+quote or its line's start; a colon joins them tight (`guest:Gu3st!Rabbit`, not `title:
+Hello!World2`) and never after a scheme, registry or setting's name; a bar never in a table's
+row; "with" only after an email address (an account's, or announced, or with a symbol only a
+password holds: not "ping jane@acme.io with Q3&Q4Plan"). A password whose only symbol is a final
+"!" counts after an account's usual name (admin, root, postgres, ...) when it ends its line or
+clause ("admin/Winter2024!") and after a user at an address and "with" ("ssh root@10.0.0.5 with
+Winter2024!"): eight letters and digits or more in both cases with a digit. A value of every
+class given with "use" or "try" counts too ("use Hunter2!xyz for the staging db"). Left alone:
+an issue or version after `#` or `@` (`Feature#42-Login`, `MyLib@2.0.1`, "use Node@18"), an
+exponent (`x^2`), an operator (`Total!=Max2`), `!important`, a git remote or branch folder
+(`origin/…`, `fix/…`), "r/Python3!", "use Python3! for scripts", "replace foo with Bar!Baz2".
 """
 
 from __future__ import annotations
@@ -81,8 +86,11 @@ _SENTENCE_ENDS = ".!?"
 # what in a value says it is something else: an issue or a version (`#42`, `@2.0`), an email
 # address's domain, an operator, CSS's `!important`, and an Oracle connect string's service
 # after a password of four characters or more (`scott/Tiger123@orcl`: `secret_commands`')
+# (and a file's name with a line or an anchor after it: `app.tsx#L42`, `Setup.md#Step-2`,
+# `Notes2024.md`)
 _NOT_A_PASSWORD = re.compile(
     r"[#@^][0-9]|@[A-Za-z0-9\-]+\.[A-Za-z]|[!=]=|&&|!important|[^@]{4}@[A-Za-z][A-Za-z0-9_.\-]*\Z"
+    r"|#L[0-9]|\.[A-Za-z][A-Za-z0-9]{0,4}(?:[#?]|\Z)"
 )
 # a git remote or a branch folder before the slash: `origin/Feature…`, `fix/…`
 _REF_FOLDERS = frozenset(
@@ -101,6 +109,25 @@ _ACCOUNTS = frozenset(
      "ec2-user", "deploy", "test", "operator", "sysadmin", "superuser", "vagrant", "centos",
      "oracle", "elastic")
 )  # fmt: skip
+# More names accounts are given, which a pair needs no other word for: a path's folder, a menu
+# or a tag says "wiki/Home#Section-2", "Sales / Marketing&Ops2", "milestone:Q3&Release2", whose
+# shape is a password's too. Any other user needs a word on its line or the two above that
+# says credentials are given (`_ANNOUNCED`): "creds for staging:" then "admin / X".
+_MORE_ACCOUNTS = _ACCOUNTS | frozenset(
+    ("readonly", "ro", "rw", "developer", "ops", "jenkins", "git", "ftp", "ftpuser",
+     "backup", "service", "support", "monitor", "monitoring", "report", "reporting", "api", "bot",
+     "ci", "dba", "mysql", "mongo", "mongodb", "redis", "rabbitmq", "grafana", "kibana",
+     "nagios", "zabbix", "docker", "kubeadmin", "system", "sys", "manager", "www-data", "nginx",
+     "apache", "demo", "debian", "opc", "azureuser", "steam", "minecraft", "nas")
+)  # fmt: skip
+_ACCOUNT_PARTS = ("admin", "root", "svc_", "svc-", "service_", "_user", "-user")
+_ANNOUNCED = re.compile(
+    r"(?<![a-z])(?:creds?|credentials?|log[ \t]?ins?|logons?|sign[ \t]?in|passwords?|passwd|pwd"
+    r"|pw|accounts?|username|auth|ssh|rdp|vpn|sudo|ilo|idrac|ipmi)(?![a-z])"
+)
+_ANNOUNCED_LINES = 3  # its own and the two above
+_PASSWORD_SYMBOL = re.compile(r"[!#$%*^~@]")  # not `&` or `?`, which join words in prose
+_ANNOUNCED_REACH = 300
 _EVERY_CLASS = re.compile(
     r"(?=[^A-Z]*[A-Z])(?=[^a-z]*[a-z])(?=[^0-9]*[0-9])(?=[^!#$%&*?@^~]*[!#$%&*?@^~])"
 )
@@ -152,6 +179,21 @@ def _line_start(text: str, at: int) -> int:
     return text.rfind("\n", 0, at) + 1
 
 
+def _an_account(name: str) -> bool:
+    return name in _MORE_ACCOUNTS or any(part in name for part in _ACCOUNT_PARTS)
+
+
+def _announced(lowered: str, at: int) -> bool:
+    """A word saying credentials are given on the line of `at` or the two above, before it."""
+    start = at
+    for _ in range(_ANNOUNCED_LINES):
+        start = lowered.rfind("\n", max(0, at - _ANNOUNCED_REACH), max(0, start - 1)) + 1
+        if start <= max(0, at - _ANNOUNCED_REACH):
+            start = max(0, at - _ANNOUNCED_REACH)
+            break
+    return _ANNOUNCED.search(lowered, start, at) is not None
+
+
 def _user_before(text: str, at: int) -> tuple[re.Match[str] | None, bool]:
     """The user's name ending before `at` (and blanks), and whether blanks set them apart."""
     end = at
@@ -179,16 +221,28 @@ def find_strong_pairs(text: str, lowered: str) -> Iterator[Span]:
             continue
         if separator == "|" and text[_line_start(text, at) : user.start()].lstrip().startswith("|"):
             continue  # a table's row: `secret_tables` reads it by its header
+        # (after a colon, only the usual accounts: `nginx:1.25&Alpine3` is an image's tag)
+        account = name in _ACCOUNTS if separator == ":" else _an_account(name)
+        if not account and not _announced(lowered, user.start()):
+            continue  # "wiki/Home#Section-2", "Sales / Marketing&Ops2": no pair is given
         span = _value_after(text, at + 1, exclaimed=name in _ACCOUNTS)
         if span is not None and (_strong(text[span[0] : span[1]]) or _ends_pair(text, span[1])):
             yield span
     for email in _EMAIL_WITH.finditer(text):
         at = email.start()
         before = text.rfind(" ", max(0, at - _LONGEST_USER), at) + 1
-        if _LOCAL_PART.match(text, before, at) is not None:
-            span = _value_after(text, email.end(), exclaimed=True)
-            if span is not None:
-                yield span
+        local = _LOCAL_PART.match(text, before, at)
+        if local is None:
+            continue
+        span = _value_after(text, email.end(), exclaimed=True)
+        # an account, a word that announces credentials, or a symbol only a password holds:
+        # not "ping jane@acme.io with Q3&Q4Plan", "reach me at jane@acme.io with Questions?2"
+        if span is not None and (
+            local.group().lower() in _ACCOUNTS
+            or _announced(lowered, before)
+            or _PASSWORD_SYMBOL.search(text, span[0], span[1] - 1) is not None
+        ):
+            yield span
     for pattern in _GIVEN_WITH:
         for given in pattern.finditer(lowered):
             at = given.start()
