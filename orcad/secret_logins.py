@@ -101,14 +101,14 @@ def _ands_after_verbs(lowered: str) -> list[int]:
     return sorted(found)
 
 
-def _login_with_user(lowered: str, start: int, at: int) -> bool:
-    """Whether a login and its user end at `at` (from `start` on its line): matched only where
-    a verb starts, found with str.rfind (a search tried at each of the 96 characters before
-    each " and ", 0.8 s a megabyte of "log into x with a and b1!c")."""
+def _login_ending(pattern: re.Pattern[str], lowered: str, start: int, at: int) -> bool:
+    """Whether `pattern` (a login verb and what follows it) ends at `at` (from `start` on its
+    line): matched only where a verb starts, found with str.rfind (a search tried at each of
+    the 96 characters before each " and ", 0.8 s a megabyte of "log into x with a and b1!c")."""
     for literal in _VERB_STARTS:
         place = lowered.rfind(literal, start, at)
         while place >= 0:
-            if _LOGIN_USER_BEFORE.match(lowered, place, at) is not None:
+            if pattern.match(lowered, place, at) is not None:
                 return True
             place = lowered.rfind(literal, start, place)
     return False
@@ -141,17 +141,6 @@ _LOGIN_ENDS = re.compile(_LOGIN_VERB + r"[ \t]*\Z")
 _DIGIT_IN_WORD = re.compile(r"[a-z][0-9]+[a-z]")
 
 
-def _login_ends(lowered: str, start: int, at: int) -> bool:
-    """Whether a login verb (and where to) ends at `at`, matched where a verb starts."""
-    for literal in _VERB_STARTS:
-        place = lowered.rfind(literal, start, at)
-        while place >= 0:
-            if _LOGIN_ENDS.match(lowered, place, at) is not None:
-                return True
-            place = lowered.rfind(literal, start, place)
-    return False
-
-
 def _logins_with_values(text: str, lowered: str) -> Iterator[Span]:
     for match in _WITH_VALUE.finditer(text):
         at = match.start() - 1
@@ -171,7 +160,7 @@ def _logins_with_values(text: str, lowered: str) -> Iterator[Span]:
             continue
         start = max(0, at - _LOGIN_REACH)
         start = max(start, lowered.rfind("\n", start, at) + 1)
-        if _login_ends(lowered, start, at):
+        if _login_ending(_LOGIN_ENDS, lowered, start, at):
             yield value_start, value_end
 
 
@@ -200,7 +189,7 @@ def find_login_passwords(text: str, lowered: str) -> Iterator[Span]:
             continue
         start = max(0, at - _LOGIN_REACH)
         start = max(start, lowered.rfind("\n", start, at) + 1)
-        if _login_with_user(lowered, start, at) and _password_like(value):
+        if _login_ending(_LOGIN_USER_BEFORE, lowered, start, at) and _password_like(value):
             yield value_start, value_end
     for at in _places(lowered, " to "):
         if _AFTERWARDS.match(lowered, at) is None:

@@ -28,6 +28,20 @@ def orcactl(orca_env: OrcaEnv, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+def _with_stdin(
+    orca_env: OrcaEnv, args: list[str], stdin: bytes
+) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [sys.executable, "-m", "orcactl", "--no-start", *args],
+        env=orca_env.env,
+        cwd=REPO_ROOT,
+        input=stdin,
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+
+
 def test_remember_then_recall_from_the_command_line(
     daemon: DaemonProcess, orca_env: OrcaEnv, tmp_path: Path
 ) -> None:
@@ -73,15 +87,7 @@ def test_remember_refusal_is_a_clear_error(daemon: DaemonProcess, orca_env: Orca
 
 def test_remember_dash_reads_the_fact_from_stdin(daemon: DaemonProcess, orca_env: OrcaEnv) -> None:
     def remember(stdin: bytes) -> subprocess.CompletedProcess[bytes]:
-        return subprocess.run(
-            [sys.executable, "-m", "orcactl", "--no-start", "remember", "-"],
-            env=orca_env.env,
-            cwd=REPO_ROOT,
-            input=stdin,
-            capture_output=True,
-            timeout=60,
-            check=False,
-        )
+        return _with_stdin(orca_env, ["remember", "-"], stdin)
 
     done = remember(b"We deploy staging through ArgoCD\n")
     assert done.returncode == 0, done.stderr
@@ -102,15 +108,7 @@ def test_recall_dash_reads_the_prompt_from_stdin(
     add_facts(project_dir(orca_env, project_id), ["This repository deploys with `make release`."])
 
     def recall(stdin: bytes) -> subprocess.CompletedProcess[bytes]:
-        return subprocess.run(
-            [sys.executable, "-m", "orcactl", "--no-start", "recall", "--cwd", str(repo), "-"],
-            env=orca_env.env,
-            cwd=REPO_ROOT,
-            input=stdin,
-            capture_output=True,
-            timeout=60,
-            check=False,
-        )
+        return _with_stdin(orca_env, ["recall", "--cwd", str(repo), "-"], stdin)
 
     # a pasted log, its question on the last line, as `orcactl recall - < log.txt` sends it
     done = recall(b"Traceback (most recent call last):\n  ...\nhow are we deploying?\n")

@@ -9,17 +9,10 @@ from __future__ import annotations
 
 import pytest
 
-from orcad.secrets import redact, secret_kinds
+from orcad.secrets import redact
+from tests.test_secret_chat_pastes import _assert_only_value_redacted
 
 pytestmark = pytest.mark.pure
-
-
-def _assert_only_value_redacted(text: str, value: str, kind: str) -> None:
-    """`value` is gone and nothing but it was taken, named `kind`."""
-    redacted = redact(text)
-    assert value not in redacted
-    assert secret_kinds(text) == kind
-    assert redacted == text.replace(value, f"[REDACTED:{kind}]")
 
 
 # ------------------------------------------- a password said "now" after its name and a comma
