@@ -3,8 +3,8 @@
 Pure module: no I/O. A container's environment lists a variable's name and value as two keys
 (`- name: DB_PASSWORD` / `value: ...` in Kubernetes, `{"name": ..., "value": ...}` in an ECS task);
 a call takes a user and a password as its two arguments (`auth=('admin', '...')`,
-`HTTPBasicAuth(...)`, `smtp.login(...)`; a connect call's quoted argument that looks like a
-password right after a quoted one, `ssh.connect(host, 22, 'admin', '...')`) or a password alone
+`HTTPBasicAuth(...)`, `smtp.login(...)`; a connect call's quoted argument with a symbol right
+after a quoted plain name, `ssh.connect(host, 22, 'admin', '...')`) or a password alone
 (`setPassword("...")`); PHP's `define('DB_PASSWORD', '...')`, a subscript's key
 (`app.config['SECRET_KEY'] = '...'`), a shell default (`${DB_PASSWORD:-...}`) and a Terraform
 variable's `default` name it where an assignment's finder does not look. Every value is judged
@@ -114,6 +114,9 @@ _QUOTED_AFTER_QUOTED = re.compile(
 )
 
 
+_PLAIN_USER = re.compile(r"[a-z_][a-z0-9_\-]{0,31}")
+
+
 def _connect_arguments(lowered: str, at: int) -> Iterator[re.Match[str]]:
     """Each quoted argument of the connect call opened at `at` that follows a quoted one."""
     close = lowered.find(")", at, at + _CONNECT_REACH)
@@ -121,7 +124,11 @@ def _connect_arguments(lowered: str, at: int) -> Iterator[re.Match[str]]:
         return
     position = at
     while (pair := _QUOTED_AFTER_QUOTED.search(lowered, position, close + 1)) is not None:
-        yield pair
+        # the user a plain name (a host, a DSN, a URL is none) and the password with a symbol
+        # (`_connect_password`): a connect call's other quoted arguments are a database, a
+        # client id, a queue, a signal and its handler ("clicked", "OnClick2")
+        if _PLAIN_USER.fullmatch(pair.group().split(",")[0].strip(" \t\r\n\"'")):
+            yield pair
         position = pair.end()
 
 
@@ -208,12 +215,12 @@ def find_code_credentials(text: str, lowered: str) -> Iterator[Span]:
 
 
 def _connect_password(value: str) -> bool:
-    """A connect call's quoted argument after another that is a password: letters, a digit and
-    a symbol or a capital (not a database's name, `shop`, nor an encoding, `utf-8`)."""
+    """A connect call's quoted argument after an account that is a password: letters, a digit
+    and a symbol (not a database's name, `MyDatabase2`, nor an encoding, `utf-8`)."""
     return (
         any(char.isalpha() for char in value)
         and any(char.isdigit() for char in value)
-        and (any(char.isupper() for char in value) or any(char in "!@#$%^&*+=?~" for char in value))
+        and any(char in "!@#$%^*~" for char in value)
     )
 
 

@@ -19,8 +19,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from orcad.secret_strong_pairs import an_account
 from orcad.secret_values import (
-    PROSE_OR_CODE_WORDS,
     Span,
     end_before_trailing,
     is_chosen_password,
@@ -219,12 +219,14 @@ _STATED_PAIRS = tuple(
 
 def _stated_pairs(text: str, lowered: str) -> Iterator[Span]:
     """The password of a user and password stated after "creds are" or "login is": one that
-    holds a letter, a digit and a symbol or a capital, the user no word of prose ("the creds
-    are the same as prod2")."""
+    holds a letter, a digit and a symbol or a capital, the user an account's usual name or an
+    address ("the login is returning HTTP401!", "creds are temporary STS&AssumeRole2" say what
+    a login or credentials are like)."""
     for pattern in _STATED_PAIRS:
         for match in pattern.finditer(lowered):
             at = match.start()
-            if (at > 0 and lowered[at - 1].isalnum()) or match["user"] in PROSE_OR_CODE_WORDS:
+            user = match["user"]
+            if (at > 0 and lowered[at - 1].isalnum()) or not (an_account(user) or "@" in user):
                 continue
             start, end = match.span("value")
             if not match["quote"]:

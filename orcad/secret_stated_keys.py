@@ -22,6 +22,7 @@ from orcad.secret_values import (
     is_placeholder,
     is_reference,
     looks_random,
+    value_ends_clause,
 )
 
 # "the api key is 3f9a...", "the token is kT9v...": a value a sentence gives for a key, token or
@@ -48,8 +49,11 @@ STATED_MIN = 16
 # is one when it looks like a password: letters, a digit and a symbol inside it (a final "!"
 # may end the sentence: "the secret is Python3!"). A stored secret's name (`db-creds`), a
 # version (`Node@18`), an address, an exponent (`x^2`) are not.
-_SECRET_SYMBOLS = frozenset("!#$%&*?@^~")
-_NOT_CHOSEN = re.compile(r"[#@^][0-9]|@[A-Za-z0-9\-]+\.[A-Za-z]|[!=]=")
+_SECRET_SYMBOLS = frozenset("!#$%*?@^~")  # not "&", which joins names: "Redis7&Lua"
+# (nor a method, `Math#atan2`, nor a name at a host, `kv-v2@vault`)
+_NOT_CHOSEN = re.compile(
+    r"[#@^][0-9]|@[A-Za-z0-9\-]+\.[A-Za-z]|[!=]=|&|[A-Za-z0-9]#[a-z]|@[a-z]+\Z"
+)
 ADJACENT_MIN = 24
 # "key" alone is too common (primary key, cache key): only these qualifiers make it a credential.
 _KEY_QUALIFIER = re.compile(
@@ -168,7 +172,11 @@ def find_stated_keys(text: str, lowered: str) -> Iterator[Span]:
             shortest = STATED_MIN if group == "value" else ADJACENT_MIN
             value = text[start:end]
             if (end - start >= shortest and looks_random(value)) or (
-                name == "secret" and group == "value" and _chosen_secret(value)
+                name == "secret"
+                and group == "value"
+                and _chosen_secret(value)
+                and _said_of_the_secret(lowered[at + len(name) : start])
+                and value_ends_clause(text, _past_quote(text, match.end(group)), end)
             ):
                 yield start, end
 
@@ -194,6 +202,27 @@ def _vendor_value(value: str) -> bool:
         and any(char.isdigit() for char in value)
         and sum(map(len, _IDENTIFIER_WORD.findall(value))) * 2 < len(value)
     )
+
+
+# what may come between "secret" and its value: the verb or a colon, after an owner's words
+# ("the secret for the webhook is"); other words make it a trick or a log line ("the secret to
+# fast builds is", "the secret sauce is", "Secret rotation failed for 3 items:")
+_OWNER_WORDS = frozenset(("for", "of", "on", "at", "in"))
+
+
+def _past_quote(text: str, end: int) -> int:
+    return end + 1 if text[end : end + 1] in ("'", '"', "`") else end
+
+
+def _said_of_the_secret(between: str) -> bool:
+    words = between.replace(":", " : ").split()
+    return not words or words[0] in _OWNER_WORDS or words[0] in _STATING
+
+
+_STATING = frozenset(
+    (":", "is", "was", "are", "becomes", "became", "reads", "changed", "reset", "set", ",",
+     "'s", "\u2019s")
+)  # fmt: skip
 
 
 def _chosen_secret(value: str) -> bool:

@@ -19,10 +19,11 @@ password holds: not "ping jane@acme.io with Q3&Q4Plan"). A password whose only s
 "!" counts after an account's usual name (admin, root, postgres, ...) when it ends its line or
 clause ("admin/Winter2024!") and after a user at an address and "with" ("ssh root@10.0.0.5 with
 Winter2024!"): eight letters and digits or more in both cases with a digit. A value of every
-class given with "use" or "try" counts too ("use Hunter2!xyz for the staging db"). Left alone:
-an issue or version after `#` or `@` (`Feature#42-Login`, `MyLib@2.0.1`, "use Node@18"), an
-exponent (`x^2`), an operator (`Total!=Max2`), `!important`, a git remote or branch folder
-(`origin/…`, `fix/…`), "r/Python3!", "use Python3! for scripts", "replace foo with Bar!Baz2".
+class given with "use" or "try" for something one logs in to counts too ("use Hunter2!xyz for
+the staging db"). Left alone: an issue or version after `#` or `@` (`Feature#42-Login`,
+`MyLib@2.0.1`, "use Node@18"), an exponent (`x^2`), an operator (`Total!=Max2`), `!important`, a
+git remote or branch folder (`origin/…`, `fix/…`), "r/Python3!", "use Python3! for scripts",
+"replace foo with Bar!Baz2".
 """
 
 from __future__ import annotations
@@ -68,6 +69,16 @@ _GIVEN_WITH = tuple(
     )
     for verb in ("use", "try")
 )
+# what a value given with "use" or "try" is for, when it is a password: something one logs in to
+# ("use Hunter2!xyz for the staging db", "try X to log in"); "use Java17&Gradle8 for the
+# module", "use Math#atan2 instead", "try pageSize=50&sortBy=name" give no login
+_FOR_A_LOGIN = re.compile(
+    r"[`'\"]?[ \t]+(?:(?:for|on|as)[ \t]+(?:[a-z0-9_.\-]{1,24}[ \t]+){0,3}?"
+    r"(?:(?:db|database|server|account|vpn|wi-?fi|box|host|portal|panel|console|router|vm"
+    r"|nas|machine|dashboard)(?:e?s)?|admin|ssh|sudo|root|password|staging|prod|production"
+    r"|login)(?![a-z])"
+    r"|to[ \t]+(?:log|sign)[ \t]?in)"
+)
 _LOCAL_PART = re.compile(r"[A-Za-z0-9_.+\-]{1,64}\Z")
 _VALUE = re.compile(
     r"[ \t]{0,3}(?P<quote>[`'\"]?)(?P<value>[A-Za-z0-9][A-Za-z0-9!#$%&*?@^~+=._\-]{5,63}+)"
@@ -87,10 +98,10 @@ _SENTENCE_ENDS = ".!?"
 # address's domain, an operator, CSS's `!important`, and an Oracle connect string's service
 # after a password of four characters or more (`scott/Tiger123@orcl`: `secret_commands`')
 # (and a file's name with a line or an anchor after it: `app.tsx#L42`, `Setup.md#Step-2`,
-# `Notes2024.md`)
+# `Notes2024.md`; a query's parameters: `Users?Page=2`)
 _NOT_A_PASSWORD = re.compile(
     r"[#@^][0-9]|@[A-Za-z0-9\-]+\.[A-Za-z]|[!=]=|&&|!important|[^@]{4}@[A-Za-z][A-Za-z0-9_.\-]*\Z"
-    r"|#L[0-9]|\.[A-Za-z][A-Za-z0-9]{0,4}(?:[#?]|\Z)"
+    r"|#L[0-9]|\.[A-Za-z][A-Za-z0-9]{0,4}(?:[#?]|\Z)|[?&][A-Za-z]+="
 )
 # a git remote or a branch folder before the slash: `origin/Feature…`, `fix/…`
 _REF_FOLDERS = frozenset(
@@ -114,13 +125,12 @@ _ACCOUNTS = frozenset(
 # shape is a password's too. Any other user needs a word on its line or the two above that
 # says credentials are given (`_ANNOUNCED`): "creds for staging:" then "admin / X".
 _MORE_ACCOUNTS = _ACCOUNTS | frozenset(
-    ("readonly", "ro", "rw", "developer", "ops", "jenkins", "git", "ftp", "ftpuser",
-     "backup", "service", "support", "monitor", "monitoring", "report", "reporting", "api", "bot",
-     "ci", "dba", "mysql", "mongo", "mongodb", "redis", "rabbitmq", "grafana", "kibana",
-     "nagios", "zabbix", "docker", "kubeadmin", "system", "sys", "manager", "www-data", "nginx",
-     "apache", "demo", "debian", "opc", "azureuser", "steam", "minecraft", "nas")
+    ("readonly", "ro", "rw", "developer", "jenkins", "ftp", "ftpuser", "backup", "dba", "mysql",
+     "mongo",
+     "mongodb", "rabbitmq", "nagios", "zabbix", "kubeadmin", "www-data", "debian", "opc",
+     "azureuser", "minecraft")
 )  # fmt: skip
-_ACCOUNT_PARTS = ("admin", "root", "svc_", "svc-", "service_", "_user", "-user")
+_ACCOUNT_PARTS = ("admin", "root", "svc_", "svc-", "service_", "_user", "-user", "-bot", "_bot")
 _ANNOUNCED = re.compile(
     r"(?<![a-z])(?:creds?|credentials?|log[ \t]?ins?|logons?|sign[ \t]?in|passwords?|passwd|pwd"
     r"|pw|accounts?|username|auth|ssh|rdp|vpn|sudo|ilo|idrac|ipmi)(?![a-z])"
@@ -179,11 +189,29 @@ def _line_start(text: str, at: int) -> int:
     return text.rfind("\n", 0, at) + 1
 
 
-def _an_account(name: str) -> bool:
+def an_account(name: str) -> bool:
+    """An account's usual name: admin, root, readonly, jenkins, `svc_...`, `pgadmin`."""
     return name in _MORE_ACCOUNTS or any(part in name for part in _ACCOUNT_PARTS)
 
 
-def _announced(lowered: str, at: int) -> bool:
+# A password whose only symbol is a final "!" is said so far more often of a page or an option
+# ("see admin/Dashboard2024!", "ssh pi@host with X11Forwarding!"): it counts only where a word
+# on its line or the two above says a password or a login is given.
+_LOGGED_IN = re.compile(
+    r"(?<![a-z])(?:creds?|credentials?|log[ \t]?ins?|logons?|sign[ \t]?in|passwords?|passwd"
+    r"|pwd|pw|accounts?)(?![a-z])"
+)
+
+
+_SHELL_LOGIN = re.compile(r"[ \t>$#]*(?:ssh|sftp|scp|mosh)[ \t]")
+_NUMBERED = re.compile(r"[A-Za-z][0-9]{2,}!\Z")
+
+
+def _logged_in(lowered: str, at: int) -> bool:
+    return _announced(lowered, at, _LOGGED_IN)
+
+
+def _announced(lowered: str, at: int, words: re.Pattern[str] | None = None) -> bool:
     """A word saying credentials are given on the line of `at` or the two above, before it."""
     start = at
     for _ in range(_ANNOUNCED_LINES):
@@ -191,7 +219,7 @@ def _announced(lowered: str, at: int) -> bool:
         if start <= max(0, at - _ANNOUNCED_REACH):
             start = max(0, at - _ANNOUNCED_REACH)
             break
-    return _ANNOUNCED.search(lowered, start, at) is not None
+    return (words or _ANNOUNCED).search(lowered, start, at) is not None
 
 
 def _user_before(text: str, at: int) -> tuple[re.Match[str] | None, bool]:
@@ -222,11 +250,19 @@ def find_strong_pairs(text: str, lowered: str) -> Iterator[Span]:
         if separator == "|" and text[_line_start(text, at) : user.start()].lstrip().startswith("|"):
             continue  # a table's row: `secret_tables` reads it by its header
         # (after a colon, only the usual accounts: `nginx:1.25&Alpine3` is an image's tag)
-        account = name in _ACCOUNTS if separator == ":" else _an_account(name)
+        account = name in _ACCOUNTS if separator == ":" else an_account(name)
         if not account and not _announced(lowered, user.start()):
             continue  # "wiki/Home#Section-2", "Sales / Marketing&Ops2": no pair is given
         span = _value_after(text, at + 1, exclaimed=name in _ACCOUNTS)
-        if span is not None and (_strong(text[span[0] : span[1]]) or _ends_pair(text, span[1])):
+        if span is not None and (
+            _strong(text[span[0] : span[1]])
+            or (
+                _ends_pair(text, span[1])
+                # set apart as a pair is ("root:Toor2024Lab!", "admin / Summer2023!"), not as
+                # a page's path ("see admin/Dashboard2024!"), or said to be a login's
+                and (separator == ":" or blanks or at + 1 < span[0] or _logged_in(lowered, at))
+            )
+        ):
             yield span
     for email in _EMAIL_WITH.finditer(text):
         at = email.start()
@@ -235,9 +271,20 @@ def find_strong_pairs(text: str, lowered: str) -> Iterator[Span]:
         if local is None:
             continue
         span = _value_after(text, email.end(), exclaimed=True)
+        if span is None:
+            continue
+        if not _strong(text[span[0] : span[1]]):  # only a final "!": a login said so, or
+            # "ssh root@10.0.0.5 with Winter2024!": an account's, a number before the "!" (not
+            # "ssh pi@host with X11Forwarding!", "with KeepAlive2!")
+            if _logged_in(lowered, before) or (
+                an_account(local.group().lower())
+                and _SHELL_LOGIN.match(lowered, _line_start(lowered, before)) is not None
+                and _NUMBERED.search(text, span[0], span[1]) is not None
+            ):
+                yield span
         # an account, a word that announces credentials, or a symbol only a password holds:
         # not "ping jane@acme.io with Q3&Q4Plan", "reach me at jane@acme.io with Questions?2"
-        if span is not None and (
+        elif (
             local.group().lower() in _ACCOUNTS
             or _announced(lowered, before)
             or _PASSWORD_SYMBOL.search(text, span[0], span[1] - 1) is not None
@@ -249,5 +296,5 @@ def find_strong_pairs(text: str, lowered: str) -> Iterator[Span]:
             if at > 0 and (lowered[at - 1].isalnum() or lowered[at - 1] in "_-."):
                 continue  # inside a longer word
             span = _value_after(text, given.end())
-            if span is not None:
+            if span is not None and _FOR_A_LOGIN.match(lowered, span[1]) is not None:
                 yield span

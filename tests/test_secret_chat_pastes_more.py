@@ -59,7 +59,7 @@ def test_sentences_about_a_password_said_now_stay(text: str) -> None:
         ("our shared secret was Tr1cky#Pass, rotate it", "Tr1cky#Pass"),
         ("The RADIUS shared secret is R4dius!Lab.", "R4dius!Lab"),
         ("client secret for the sso app is 'Sso$Client9x'", "Sso$Client9x"),
-        ("the jwt signing secret is Jwt&Sign3r!", "Jwt&Sign3r!"),
+        ("the jwt signing secret is Jwt#Sign3r!", "Jwt#Sign3r!"),
     ],
 )
 def test_a_chosen_secret_stated_with_a_verb_is_redacted(text: str, secret: str) -> None:
@@ -96,9 +96,9 @@ def test_sentences_about_a_secret_stay(text: str) -> None:
     ("text", "password"),
     [
         ("use Hunter2!xyz for the staging db", "Hunter2!xyz"),
-        ("try Tr1cky#Pass if the other one fails", "Tr1cky#Pass"),
+        ("try Tr1cky#Pass to log in if the other one fails", "Tr1cky#Pass"),
         ("try 'Adm1n$Box' for sudo", "Adm1n$Box"),
-        ("for the nas use `N4s&Share` and the admin user", "N4s&Share"),
+        ("use `N4s#Share` for the nas and the admin user", "N4s#Share"),
         ("just use 'Qw3rty!Lab' for all the lab vms.", "Qw3rty!Lab"),
         ("Use Grafana#Ops7 for the dashboards", "Grafana#Ops7"),
     ],
@@ -170,13 +170,13 @@ def test_words_after_a_user_at_an_address_and_with_stay(text: str) -> None:
 @pytest.mark.parametrize(
     ("text", "password"),
     [
-        ("admin/Winter2024!", "Winter2024!"),
+        ("login: admin/Winter2024!", "Winter2024!"),
         ("the router is admin / Summer2023!", "Summer2023!"),
         ("root:Toor2024Lab!", "Toor2024Lab!"),
-        ("postgres/Postgres2024!\nthen restart the service", "Postgres2024!"),
-        ("(sa/Sql2019Server!)", "Sql2019Server!"),
+        ("db login postgres/Postgres2024!\nthen restart the service", "Postgres2024!"),
+        ("the sql creds (sa/Sql2019Server!)", "Sql2019Server!"),
         ("ec2-user | Amazon2Linux!", "Amazon2Linux!"),
-        ("guest/Welcome2024!, then change it", "Welcome2024!"),
+        ("portal login guest/Welcome2024!, then change it", "Welcome2024!"),
     ],
 )
 def test_an_account_password_ending_in_a_bang_is_redacted(text: str, password: str) -> None:
@@ -198,6 +198,8 @@ def test_an_account_password_ending_in_a_bang_is_redacted(text: str, password: s
         "test/Integration!",
         "ops/Release2024!",
         "admin/Welcome2024! is what the old docs said",
+        "see admin/Dashboard2024!",
+        "Visit admin/Reports2024!, then export.",
     ],
 )
 def test_pairs_ending_in_a_bang_that_are_no_credentials_stay(text: str) -> None:
@@ -246,7 +248,7 @@ def test_sentences_about_creds_stay(text: str) -> None:
     ("text", "password"),
     [
         ("ssh.connect(host, 22, 'admin', 'Ssh4dm!nX')", "Ssh4dm!nX"),
-        ('client.connect("10.0.0.5", 22, "root", "Toor2024Lab")', "Toor2024Lab"),
+        ('client.connect("10.0.0.5", 22, "root", "Toor2024!Lab")', "Toor2024!Lab"),
         ("db = MySQLdb.connect('localhost', 'root', 'Secr3t#Db', 'shop')", "Secr3t#Db"),
         ("conn = pymysql.connect(\n    'db.local', 'app', 'App!Pass42', 'app'\n)", "App!Pass42"),
         ("ftp.connect(host); ftp.login('ftpuser', 'Ftp#2024x')", "Ftp#2024x"),
