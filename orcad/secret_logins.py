@@ -2,7 +2,8 @@
 tr0ub4dor&3abc", "log in to grafana as admin using P@ssw0rd!23zz", "log into the router with
 admin and R0uter!pass", "use `Winter2024!xq` to log in as admin", and credentials stated as a
 user then a password, "staging db creds are admin Hunter2!xyz", "grafana login is admin
-Graf4na!Ops".
+Graf4na!Ops" (the user an account's usual name or an address: "the login is returning HTTP401!"
+says what a login does).
 
 Pure module: no I/O. Each form is found from a literal, looked for with str.find, and matched
 there: " as " before the user, " to " before "log in" and its kin after the value, and " and "

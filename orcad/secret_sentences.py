@@ -543,8 +543,9 @@ def _stated_label(value: str) -> bool:
     )
 
 
-# Words of a lower-case value joined by hyphens that name an algorithm, an encoding, a size or
-# a duration, not a passphrase ("aes-256-gcm", "valid-for-90-days", "min-length-12").
+# Words of a lower-case value joined by hyphens that name an algorithm, an encoding, a size, a
+# duration or a place in a cloud, not a passphrase ("aes-256-gcm", "valid-for-90-days",
+# "min-length-12", "us-east-1").
 _NOT_PASSPHRASE_PARTS = frozenset(
     (
         "aes", "des", "rsa", "dsa", "sha", "md", "gcm", "cbc", "ctr", "ecb", "cfb", "ofb", "utf",
@@ -554,6 +555,10 @@ _NOT_PASSPHRASE_PARTS = frozenset(
         "hour", "hours", "week", "weeks", "month", "months", "year", "years", "nist", "rfc",
         "iso", "cert", "creds", "secret", "secrets", "vault", "kv", "key", "keys", "pass",
         "password", "token", "user", "db", "app", "api", "prod", "dev", "test", "staging", "v",
+        # a cloud's region, an image's tag, a cluster's parts ("us-east-1", "node-18-alpine")
+        "us", "eu", "ap", "east", "west", "north", "south", "central", "node", "alpine", "slim",
+        "kube", "system", "replica", "read", "only", "bucket", "region", "zone", "cluster", "pod",
+        "image", "latest", "stable", "release", "build", "version",
     )
 )  # fmt: skip
 _HYPHEN_JOINED = re.compile(r"[a-z]{2,12}(?:-(?:[a-z]{2,12}|[0-9]{1,4}))+\Z")

@@ -208,10 +208,10 @@ def _vendor_value(value: str) -> bool:
 # ("the secret for the webhook is"); other words make it a trick or a log line ("the secret to
 # fast builds is", "the secret sauce is", "Secret rotation failed for 3 items:")
 _OWNER_WORDS = frozenset(("for", "of", "on", "at", "in"))
-
-
-def _past_quote(text: str, end: int) -> int:
-    return end + 1 if text[end : end + 1] in ("'", '"', "`") else end
+_STATING = frozenset(
+    (":", "is", "was", "are", "becomes", "became", "reads", "changed", "reset", "set", ",",
+     "'s", "\u2019s")
+)  # fmt: skip
 
 
 def _said_of_the_secret(between: str) -> bool:
@@ -219,10 +219,9 @@ def _said_of_the_secret(between: str) -> bool:
     return not words or words[0] in _OWNER_WORDS or words[0] in _STATING
 
 
-_STATING = frozenset(
-    (":", "is", "was", "are", "becomes", "became", "reads", "changed", "reset", "set", ",",
-     "'s", "\u2019s")
-)  # fmt: skip
+def _past_quote(text: str, end: int) -> int:
+    """Where a value's clause may end: after its closing quote, if it has one."""
+    return end + 1 if text[end : end + 1] in ("'", '"', "`") else end
 
 
 def _chosen_secret(value: str) -> bool:

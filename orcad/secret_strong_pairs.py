@@ -110,10 +110,11 @@ _REF_FOLDERS = frozenset(
 )  # fmt: skip
 
 
-# A password whose only symbol is a final "!" ("admin/Winter2024!"): a sentence ends so as often
-# ("r/Python3!"), so it counts only after an account's usual name or a user at an address and
-# "with": eight letters and digits or more, upper case, lower case and a digit, then the "!"
-# (after an account's name, ending its line or clause: `_ends_pair`).
+# A password whose only symbol is a final "!" ("root:Toor2024Lab!"): a sentence ends so as often
+# ("r/Python3!", "see admin/Dashboard2024!"), so it counts only after an account's usual name,
+# ending its line or clause (`_ends_pair`) and set apart as a pair or said to be a login
+# (`_logged_in`), or after a user at an address and "with" (see `find_strong_pairs`): eight
+# letters and digits or more, upper case, lower case and a digit, then the "!".
 _EXCLAIMED = re.compile(r"(?=[^A-Z]*[A-Z])(?=[^a-z]*[a-z])(?=[^0-9]*[0-9])[A-Za-z0-9]{8,63}!")
 _ACCOUNTS = frozenset(
     ("admin", "administrator", "root", "user", "guest", "sa", "postgres", "ubuntu", "pi",
@@ -126,9 +127,8 @@ _ACCOUNTS = frozenset(
 # says credentials are given (`_ANNOUNCED`): "creds for staging:" then "admin / X".
 _MORE_ACCOUNTS = _ACCOUNTS | frozenset(
     ("readonly", "ro", "rw", "developer", "jenkins", "ftp", "ftpuser", "backup", "dba", "mysql",
-     "mongo",
-     "mongodb", "rabbitmq", "nagios", "zabbix", "kubeadmin", "www-data", "debian", "opc",
-     "azureuser", "minecraft")
+     "mongo", "mongodb", "rabbitmq", "nagios", "zabbix", "kubeadmin", "www-data", "debian",
+     "opc", "azureuser", "minecraft")
 )  # fmt: skip
 _ACCOUNT_PARTS = ("admin", "root", "svc_", "svc-", "service_", "_user", "-user", "-bot", "_bot")
 _ANNOUNCED = re.compile(
@@ -136,8 +136,8 @@ _ANNOUNCED = re.compile(
     r"|pw|accounts?|username|auth|ssh|rdp|vpn|sudo|ilo|idrac|ipmi)(?![a-z])"
 )
 _ANNOUNCED_LINES = 3  # its own and the two above
-_PASSWORD_SYMBOL = re.compile(r"[!#$%*^~@]")  # not `&` or `?`, which join words in prose
 _ANNOUNCED_REACH = 300
+_PASSWORD_SYMBOL = re.compile(r"[!#$%*^~@]")  # not `&` or `?`, which join words in prose
 _EVERY_CLASS = re.compile(
     r"(?=[^A-Z]*[A-Z])(?=[^a-z]*[a-z])(?=[^0-9]*[0-9])(?=[^!#$%&*?@^~]*[!#$%&*?@^~])"
 )

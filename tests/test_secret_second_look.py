@@ -36,6 +36,11 @@ pytestmark = pytest.mark.pure
         # a network's line that gives how it authenticates
         "wlan: corp / key: 802.1X-EAP",
         "WIFI: Office, key: WPA2-Enterprise",
+        # a cloud's region, an image, a cluster's namespace, said to be the password in jest
+        "the password is us-east-1",
+        "the password is node-18-alpine",
+        "the password is kube-system-1",
+        "the password is read-only-replica-3",
     ],
 )
 def test_look_alikes_stay(text: str) -> None:
