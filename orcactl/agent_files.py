@@ -313,6 +313,9 @@ def write_all(pending: list[Change], stamp: str) -> list[Written]:
     return [_settled(written) for written in done]
 
 
+AGENT_FOLDERS = frozenset((".claude", ".codex"))  # the agents' own folders in a project or home
+
+
 def _settled(written: Written) -> Written:
     """Once every write has been made: a file removed because it held only orca's entries
     leaves no backup (it would hold only those: `integrate` writes them again), nor the
@@ -322,5 +325,7 @@ def _settled(written: Written) -> Written:
         return written
     with contextlib.suppress(OSError):  # a backup left behind is only clutter
         written.backup.unlink()
-        written.change.path.parent.rmdir()  # only when empty
+        folder = written.change.path.parent
+        if folder.name in AGENT_FOLDERS:  # never the project's own (`.mcp.json` is in it)
+            folder.rmdir()  # only when empty
     return replace(written, backup=None)

@@ -389,6 +389,17 @@ def test_remove_leaves_a_project_as_integrate_found_it(orca_env: OrcaEnv, tmp_pa
     ]
 
 
+def test_remove_never_takes_the_project_directory_away(orca_env: OrcaEnv, tmp_path: Path) -> None:
+    # an empty project: once .mcp.json is gone, only the agents' own folders may go with it
+    project = tmp_path / "empty"
+    project.mkdir()
+    where = ("--project", "--cwd", str(project))
+    assert _integrate(orca_env, "claude-code", *where).returncode == 0
+    assert _integrate(orca_env, "claude-code", *where, "--remove").returncode == 0
+    assert project.is_dir()
+    assert list(project.iterdir()) == []
+
+
 def test_a_file_the_user_also_wrote_in_keeps_its_backup(orca_env: OrcaEnv, tmp_path: Path) -> None:
     project = tmp_path / "repo"
     (project / ".claude").mkdir(parents=True)
