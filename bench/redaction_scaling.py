@@ -218,6 +218,9 @@ ADVERSARIAL = {
     "hyphen-joined passphrases": "the password is blue-sky-42 password is a-b-c-d-e-f-g-1 ",
     "access codes": "garage keypad code 6093 door code for the a b c d 1-2-3-4-5-6 ",
     "code words": "code code combination door code ",
+    # one long line of codes each before a condition: each looked for an example's word to the
+    # line's end (6.5 s at 120 KiB, 105 s at 480 KiB) before the look was bounded
+    "codes before conditions": "front door code 1234 if ",
     "codes for accounts": "backup codes for the a b c d e f: 4829 1736, backup codes for ",
     "recovery phrases": "seed phrase: " + "abandon " * 30 + "recovery phrase is ",
     "phrase words": "seed phrase recovery phrase wallet phrase ",

@@ -196,12 +196,15 @@ _CONDITIONS = frozenset(("if", "when", "unless", "until", "but", "so"))
 _EXAMPLE_WORDS = re.compile(r"(?<![a-z])(?:demo|example|sample|test|fixture|readme|docs)")
 
 
+_EXAMPLE_REACH = 120  # a bounded look, so that a long line of codes is read once, not again each
+
+
 def _names_an_example(lowered: str, end: int) -> bool:
-    """The rest of the line names an example, a demo or a test ("if you use the demo kit")."""
-    line_end = lowered.find("\n", end)
-    return (
-        _EXAMPLE_WORDS.search(lowered, end, len(lowered) if line_end < 0 else line_end) is not None
-    )
+    """The rest of the line, as far as _EXAMPLE_REACH, names an example, a demo or a test ("if
+    you use the demo kit")."""
+    reach = min(len(lowered), end + _EXAMPLE_REACH)
+    line_end = lowered.find("\n", end, reach)
+    return _EXAMPLE_WORDS.search(lowered, end, reach if line_end < 0 else line_end) is not None
 
 
 def _number_ends_clause(text: str, end: int) -> bool:

@@ -185,8 +185,11 @@ def _ends_pair(text: str, end: int) -> bool:
     return rest[:1] in ("", "\r", "\n", ",", ";", ")")
 
 
-def _line_start(text: str, at: int) -> int:
-    return text.rfind("\n", 0, at) + 1
+def _in_a_table_row(text: str, at: int) -> bool:
+    """The line of `at` starts with a bar, looked for within _ANNOUNCED_REACH before it."""
+    lowest = max(0, at - _ANNOUNCED_REACH)
+    start = text.rfind("\n", lowest, at) + 1 or lowest
+    return text[start:at].lstrip().startswith("|")
 
 
 def an_account(name: str) -> bool:
@@ -205,6 +208,15 @@ _LOGGED_IN = re.compile(
 
 _SHELL_LOGIN = re.compile(r"[ \t>$#]*(?:ssh|sftp|scp|mosh)[ \t]")
 _NUMBERED = re.compile(r"[A-Za-z][0-9]{2,}!\Z")
+
+
+def _starts_a_shell_login(lowered: str, at: int) -> bool:
+    """The line of `at` starts with ssh, sftp, scp or mosh, within _ANNOUNCED_REACH before it
+    (a bounded look back: a long line of pairs is not read again for each)."""
+    start = lowered.rfind("\n", max(0, at - _ANNOUNCED_REACH), at) + 1
+    if start == 0 and at > _ANNOUNCED_REACH:
+        return False
+    return _SHELL_LOGIN.match(lowered, start) is not None
 
 
 def _logged_in(lowered: str, at: int) -> bool:
@@ -247,7 +259,7 @@ def find_strong_pairs(text: str, lowered: str) -> Iterator[Span]:
             continue  # `title: Hello!World2`, `docker:…`: a setting or a namespace
         if separator == "/" and name in _REF_FOLDERS:
             continue
-        if separator == "|" and text[_line_start(text, at) : user.start()].lstrip().startswith("|"):
+        if separator == "|" and _in_a_table_row(text, user.start()):
             continue  # a table's row: `secret_tables` reads it by its header
         # (after a colon, only the usual accounts: `nginx:1.25&Alpine3` is an image's tag)
         account = name in _ACCOUNTS if separator == ":" else an_account(name)
@@ -278,7 +290,7 @@ def find_strong_pairs(text: str, lowered: str) -> Iterator[Span]:
             # "ssh pi@host with X11Forwarding!", "with KeepAlive2!")
             if _logged_in(lowered, before) or (
                 an_account(local.group().lower())
-                and _SHELL_LOGIN.match(lowered, _line_start(lowered, before)) is not None
+                and _starts_a_shell_login(lowered, before)
                 and _NUMBERED.search(text, span[0], span[1]) is not None
             ):
                 yield span
