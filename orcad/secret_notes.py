@@ -172,7 +172,11 @@ _TIGHT_PAIR = re.compile(
 _TIGHT_HEAD = re.compile(r"(?<![a-z0-9_.\-])[a-z][a-z0-9_.\-]{0,30}[ \t]*\Z")
 _TIGHT_HEAD_REACH = 32
 _TIGHT_SYMBOLS = frozenset("!@$%^&*+~")
-_NOT_A_PASSWORD = re.compile(r"@v?[0-9]+\.|@[a-z0-9\-]+\.[a-z]{2,}|\.[a-z]{1,4}\Z")
+# (an action's or an image's version or commit after an @: `uses: actions/checkout@v4`,
+# `@11bd71901bbe5b1630ceea73d27597364c9af683`)
+_NOT_A_PASSWORD = re.compile(
+    r"@v?[0-9]+\.|@[a-z0-9\-]+\.[a-z]{2,}|\.[a-z]{1,4}\Z|@v[0-9]{1,4}\Z|@[0-9a-f]{40}\Z"
+)
 _ACCOUNTS = frozenset(
     ("admin", "administrator", "root", "sa", "postgres", "user", "guest", "test", "demo", "pi")
 )

@@ -36,6 +36,11 @@ pytestmark = pytest.mark.pure
         # a network's line that gives how it authenticates
         "wlan: corp / key: 802.1X-EAP",
         "WIFI: Office, key: WPA2-Enterprise",
+        # a workflow's actions and an image, pinned to a version or a commit
+        "      - uses: actions/checkout@v4",
+        "- uses: aws-actions/configure-aws-credentials@v4",
+        "image: nginx/nginx@v4",
+        "  uses: actions/checkout@11bd71901bbe5b1630ceea73d27597364c9af683",
         # a cloud's region, an image, a cluster's namespace, said to be the password in jest
         "the password is us-east-1",
         "the password is node-18-alpine",
