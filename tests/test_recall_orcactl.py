@@ -17,20 +17,16 @@ pytestmark = pytest.mark.daemon
 
 
 def orcactl(orca_env: OrcaEnv, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "orcactl", "--no-start", *args],
-        env=orca_env.env,
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
+    done = _with_stdin(orca_env, list(args), b"")
+    return subprocess.CompletedProcess(
+        done.args, done.returncode, done.stdout.decode(), done.stderr.decode()
     )
 
 
 def _with_stdin(
     orca_env: OrcaEnv, args: list[str], stdin: bytes
 ) -> subprocess.CompletedProcess[bytes]:
+    """orcactl (never starting orcad) with `stdin` as its standard input."""
     return subprocess.run(
         [sys.executable, "-m", "orcactl", "--no-start", *args],
         env=orca_env.env,

@@ -76,15 +76,11 @@ def test_pair_and_key_look_alikes_stay(text: str) -> None:
 @pytest.mark.parametrize(
     ("text", "password"),
     [
-        ("root/Toor!Lab99 on all lab VMs", "Toor!Lab99"),
-        ("The ILO for server rack 3: Administrator / Il0Rack3!HP", "Il0Rack3!HP"),
-        ("pfsense webui -> admin:pfS3nse!Fw", "pfS3nse!Fw"),
-        ("Portainer: admin | P0rtainer!Ui2025", "P0rtainer!Ui2025"),
-        ("rabbit: guest:Gu3st!Rabbit", "Gu3st!Rabbit"),
-        ("creds for staging:\nadmin / St4ging!Adm", "St4ging!Adm"),
+        # (the pairs these rules were written for are test_secret_chat_pastes.py's; these
+        # are a user no account is named, announced on the line or the one above)
         ("creds for staging:\nreadonly / R3adOnly!Stg", "R3adOnly!Stg"),
-        ("quick one: the pgadmin login is pg@corp.io with Pg4dm1n!Web", "Pg4dm1n!Web"),
         ("login for the wiki: jdoe/Wiki#Acc3ss", "Wiki#Acc3ss"),
+        ("vpn creds\njsmith | Vpn#Acc3ss", "Vpn#Acc3ss"),
         ("ssh account: deploy:Dep1oy&Ship", "Dep1oy&Ship"),
         (
             "Mistral key: UpZuDDHo3WorUqLxHEzX9guCpbRPrpxB (MISTRAL_API_KEY)",
