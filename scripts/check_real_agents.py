@@ -2,8 +2,8 @@
 
 What it proves: the agents' hooks reach orcad, a fact said in one session is extracted into the
 project's automatic memory, the next session's model request carries it back as recalled
-memory, every session is closed when the agent exits, and `orcactl doctor` finds the agent
-connected with no hook problems.
+memory, every model request offers orca's MCP tools, every session is closed when the agent
+exits, and `orcactl doctor` finds the agent connected with no hook problems.
 
 For each agent given (or found on PATH) the check builds a scratch home of its own (HOME, the
 XDG directories, the runtime directory, ORCA_HOME, ORCA_CONFIG_DIR and the agent's own
@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -50,6 +51,7 @@ FIRST_PROMPT = (
 )
 SECOND_PROMPT = "add lodash to the web app"
 EXPECTED_FACT = "The project uses pnpm, never npm, for the web app."
+MCP_TOOLS = frozenset({"memory_search", "memory_manage", "remember", "recall"})
 ORIGIN = "https://github.com/acme/webapp.git"
 FAKE_KEY = "sk-fake-loopback-only"
 AGENT_TIMEOUT_S = 180.0
@@ -599,12 +601,43 @@ def check_agent(agent: Agent, binary: Path, orcactl: Path, scratch: Scratch) -> 
             check_job(agent, first, job),
             check_ledger(agent, scratch),
             check_recall(agent, second),
+            check_mcp_tools(agent, first, second),
             check_closed(agent, sessions, open_count, unclosed),
             check_doctor(agent, trial.orcactl_json("doctor"), trial.orcactl_json("status")),
         ]
         if agent.name == "codex":
             checks.append(check_no_deprecation(agent, first, second))
         return checks
+
+
+def offered_tools(body: Any) -> set[str]:
+    """orca's MCP tools a model request offers: Codex lists them as the functions of an
+    `mcp__orca` namespace, Claude Code as `mcp__orca__NAME` tools or, when it defers MCP tools
+    behind its tool search, as names in the request's text."""
+    found: set[str] = set()
+    tools = body.get("tools") if isinstance(body, dict) else None
+    for tool in tools if isinstance(tools, list) else []:
+        if not isinstance(tool, dict):
+            continue
+        if tool.get("name") == "mcp__orca" and isinstance(tool.get("tools"), list):
+            found |= {str(inner.get("name")) for inner in tool["tools"] if isinstance(inner, dict)}
+    for text in strings_in(body):
+        found |= set(re.findall(r"\bmcp__orca__(\w+)", text))
+    return found & MCP_TOOLS
+
+
+def check_mcp_tools(agent: Agent, first: Run, second: Run) -> Check:
+    """Every model request of both sessions offers orca's four tools: the MCP server answered
+    the agent before its first request went out."""
+    offered = [offered_tools(request.body) for run in (first, second) for request in run.requests]
+    short = [sorted(MCP_TOOLS - tools) for tools in offered if tools != MCP_TOOLS]
+    detail = (
+        f"{len(offered) - len(short)} of {len(offered)} request(s) offer all of "
+        f"{', '.join(sorted(MCP_TOOLS))}"
+    )
+    if short:
+        detail += f"; the first short one lacks {', '.join(short[0])}"
+    return Check(agent.name, "MCP tools offered", bool(offered) and not short, detail)
 
 
 def check_ran(agent: Agent, first: Run, second: Run) -> Check:
