@@ -16,6 +16,7 @@ from protocol.types import CLIENT_ID_MAX_CHARS, NO_CONTROL_CHARACTERS
 
 _PROJECT_ID = re.compile(r"[0-9a-f]{64}")  # sha256 of the project identity, as orcad names it
 _CANDIDATE_ID = re.compile(r"cand_[0-9a-f]{32}")  # orcad.capture.ledger's
+_JOB_ID = re.compile(r"job_[0-9a-f]{32}")  # orcad.capture.source's
 
 
 def bounded_int(low: int, high: int | None = None) -> Callable[[str], int]:
@@ -192,6 +193,19 @@ def candidate_id(text: str) -> str:
     return text
 
 
+def job_id(text: str) -> str:
+    """An extraction job's id as orcad names them: one of another shape is no job, and retrying
+    it would only start orcad to be told so."""
+    if not utf8_text(text).strip():
+        raise argparse.ArgumentTypeError("the id is empty (orcactl jobs lists them)")
+    if not _JOB_ID.fullmatch(text):
+        raise argparse.ArgumentTypeError(
+            f"{text[:80]!r} is not a job id (job_ and 32 lowercase hex digits; orcactl jobs "
+            "lists them)"
+        )
+    return text
+
+
 def grant_id(text: str) -> str:
     """A grant id of the shape `grants list` shows: orcad refuses any other as invalid params,
     which is bad usage here, refused before any request."""
@@ -218,7 +232,6 @@ def id_listed_by(listing: str) -> Callable[[str], str]:
     return parse
 
 
-job_id = id_listed_by("orcactl jobs lists them")
 record_id = id_listed_by("orcactl memory list shows them")
 approval_id = id_listed_by("the client that left the change pending showed it")
 

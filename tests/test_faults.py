@@ -807,7 +807,7 @@ def test_an_exhausted_job_can_be_retried_once_more(
     assert (error.code, error.data["kind"]) == (-32013, "conflict")
     unknown = remote_error(daemon, "jobs.retry", {"job_id": "job_" + "0" * 32})
     assert unknown.code == -32014
-    assert orcactl(orca_env, "jobs", "retry", "nope").returncode == 1
+    assert orcactl(orca_env, "jobs", "retry", "nope").returncode == 2  # no job's shape
 
 
 def test_jobs_retry_in_every_other_state_is_refused_for_its_state_and_changes_nothing(

@@ -125,6 +125,9 @@ BAD_USAGE = [
     (["grants", "revoke", "nope"], "argument ID: 'nope' is not a grant id"),
     (["grants", "revoke", "workspace:abc"], "argument ID: 'workspace:abc' is not a grant id"),
     (["jobs", "retry", ""], "argument ID: the id is empty"),
+    (["jobs", "retry", "nope"], "argument ID: 'nope' is not a job id (job_ and 32 lowercase"),
+    (["jobs", "retry", "job_" + "0" * 31], "is not a job id"),
+    (["jobs", "retry", "JOB_" + "a" * 32], "is not a job id"),
     # an empty or blank id names no record: it started orcad to be told not_found (exit 1)
     (["memory", "forget", ""], "argument id: the id is empty (orcactl memory list shows them)"),
     (["memory", "forget", " \t"], "argument id: the id is empty"),
