@@ -74,6 +74,23 @@ def _value_missing(after: list[str]) -> bool:
     return after[:1] == ["hook"] and after[1:2] != ["hook"]
 
 
+def serves_mcp(argv: list[str]) -> bool:
+    """Whether `argv` is `[GLOBAL OPTIONS] mcp ...`: the MCP server, whose first answers may
+    come before its slow imports (orcactl.mcp_handshake)."""
+    index = 0
+    while index < len(argv):
+        item = argv[index]
+        if item == "mcp":
+            return True
+        option = _global_option(item)
+        if option is None:
+            return False
+        if option in VALUE_OPTIONS and "=" not in item:
+            index += 1
+        index += 1
+    return False
+
+
 def _interrupted(_signum: int, _frame: object) -> None:
     """Ctrl-C ends a hook, or any command still importing, at once and quietly, as SIGTERM
     does: no traceback, no answer."""
@@ -108,6 +125,10 @@ def main() -> None:
         from orcactl.hooks.runner import run  # noqa: PLC0415
 
         sys.exit(run(hook_argv))
+    if serves_mcp(sys.argv[1:]):
+        from orcactl.mcp_handshake import answer_early  # noqa: PLC0415
+
+        answer_early()
     from orcactl.main import main as full_main  # noqa: PLC0415
 
     if quiet:  # the command's own Ctrl-C handling from here (orcactl.main: exit 130)

@@ -32,6 +32,7 @@ from orcactl.arguments import current_directory
 from orcactl.connect import CommandError, connect, escape_raw_in_json, socket_path
 from orcactl.hooks.common import bounded
 from orcactl.hooks.runner import extraction_run
+from orcactl.mcp_handshake import take_over
 from orcactl.mcp_stdio import run_stdio
 from orcad.control_characters import escape_control_characters
 from orcad.errors import InvalidParams
@@ -437,7 +438,8 @@ def run(args: argparse.Namespace) -> int:
     # orcactl's terminal-safe wrappers are for a terminal.
     sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
     try:
-        run_stdio(build_server(session))
+        server = build_server(session)
+        run_stdio(server, take_over())
     finally:
         session.close_session()
         session.close()

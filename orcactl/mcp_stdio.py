@@ -7,10 +7,14 @@ waits for its timeout), and reads on while answers wait for a client that does n
 next line is served; and a request is read only while fewer than `MAX_ANSWERS_OWED` answers
 are owed, so a client that stops reading stops being read. When stdin ends, every request read
 is answered before serving ends, unless the client takes no answer for `STALL_DEADLINE_S`.
+What was read and answered before the SDK loaded (orcactl.mcp_handshake) is read again here
+first, and the SDK's answers to the requests already answered are recorded, not sent.
 """
 
 from __future__ import annotations
 
+import io
+import json
 import math
 import os
 import select
@@ -20,7 +24,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from functools import partial
-from typing import BinaryIO
+from typing import Any, BinaryIO, cast
 
 import anyio
 from anyio.lowlevel import EventLoopToken, current_token
@@ -36,6 +40,7 @@ from mcp_types import (
     RequestId,
 )
 
+from orcactl.mcp_handshake import Handover, Recorder, id_key
 from orcactl.mcp_lines import Refused, encoded, judge, read_line
 from orcad.limits import (
     MAX_ANSWERS_OWED_PER_CONNECTION,
@@ -192,12 +197,13 @@ def _pump(
             anyio.from_thread.run_sync(lines.close, token=token)
 
 
-async def _read(
+async def _read(  # noqa: PLR0917
     wire: BinaryIO,
     to_server: MemoryObjectSendStream[SessionMessage | Exception],
     to_client: MemoryObjectSendStream[SessionMessage],
     owed: Owed,
     input_ended: anyio.Event,
+    recorder: Recorder | None = None,
 ) -> None:
     sender, lines = anyio.create_memory_object_stream[bytes | None](0)
     pump = (wire, sender, current_token())
@@ -212,6 +218,8 @@ async def _read(
                 elif isinstance(verdict, JSONRPCRequest):
                     await owed.room()
                     owed.read(verdict)
+                    if recorder is not None:
+                        recorder.asked(verdict.id, verdict.method, verdict.params)
                     settled = partial(owed.unanswered, verdict.id)
                     metadata = ServerMessageMetadata(on_request_unanswered=settled)
                     await to_server.send(SessionMessage(verdict, metadata=metadata))
@@ -249,17 +257,30 @@ def _start_watching(wire: BinaryIO, events: int, then: Callable[[], object], nam
     threading.Thread(target=_watch_hangup, args=watch, name=name, daemon=True).start()
 
 
-async def _write(
+async def _write(  # noqa: PLR0917
     wire: BinaryIO,
     from_server: MemoryObjectReceiveStream[SessionMessage],
     owed: Owed,
     scope: anyio.CancelScope,
+    recorder: Recorder | None = None,
+    answered: set[str] | None = None,
 ) -> None:
+    """Write the server's messages to the client as they come; an answer to a request the
+    client had its answer to before the SDK loaded (`answered`) is recorded and settled, not
+    written again."""
+    answered = set() if answered is None else answered
     async with from_server:
         async for item in from_server:
             data = encoded(item.message)
             if data is None:
                 continue
+            if isinstance(item.message, (JSONRPCResponse, JSONRPCError)):
+                if recorder is not None and isinstance(item.message, JSONRPCResponse):
+                    recorder.answered(item.message.id, json.loads(data).get("result"))
+                if id_key(item.message.id) in answered:
+                    answered.discard(id_key(item.message.id))
+                    owed.written(item.message)
+                    continue
             # a request of the server counts as asked before the client can see it (its answer
             # may be read before this write returns); an answer is owed until it is written
             asking = isinstance(item.message, JSONRPCRequest)
@@ -274,12 +295,41 @@ async def _write(
                 owed.written(item.message)
 
 
+class _ReadAgain(io.RawIOBase):
+    """A descriptor read as if `first`, read from it already, were still to come."""
+
+    def __init__(self, first: bytes, descriptor: int) -> None:
+        self._first = memoryview(first)
+        self._descriptor = descriptor
+
+    def readable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self._descriptor
+
+    def readinto(self, buffer: Any) -> int:
+        if self._first:
+            size = min(len(buffer), len(self._first))
+            buffer[:size] = self._first[:size]
+            self._first = self._first[size:]
+            return size
+        data = os.read(self._descriptor, len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+    def close(self) -> None:
+        """Leaves the descriptor open, as `os.fdopen(..., closefd=False)` does."""
+        super().close()
+
+
 @contextmanager
-def _claimed_stdio() -> Iterator[tuple[BinaryIO, BinaryIO]]:
+def _claimed_stdio(read_already: bytes = b"") -> Iterator[tuple[BinaryIO, BinaryIO]]:
     """stdin and stdout for the protocol alone, as the SDK's transport claims them: while
     serving, file descriptor 0 reads the null device and 1 writes to stderr, so that stray
     output (ours, a library's, a child's) never lands on the wire. Started with stdout closed,
-    there is no sys.stdout to flush (orcactl's main put the null device at descriptor 1)."""
+    there is no sys.stdout to flush (orcactl's main put the null device at descriptor 1).
+    `read_already`, read from stdin before, is read from it again first."""
     if sys.stdout is not None:
         sys.stdout.flush()
     wire_in, wire_out = os.dup(0), os.dup(1)
@@ -290,7 +340,12 @@ def _claimed_stdio() -> Iterator[tuple[BinaryIO, BinaryIO]]:
     try:
         # never closed: a reading thread may still wait on stdin when serving ends, and a
         # writing one on stdout
-        yield os.fdopen(wire_in, "rb", closefd=False), os.fdopen(wire_out, "wb", closefd=False)
+        reader = (
+            cast(BinaryIO, io.BufferedReader(_ReadAgain(read_already, wire_in)))
+            if read_already
+            else os.fdopen(wire_in, "rb", closefd=False)
+        )
+        yield reader, os.fdopen(wire_out, "wb", closefd=False)
     finally:
         os.dup2(wire_out, 1)
         os.dup2(wire_in, 0)
@@ -320,9 +375,13 @@ def _say_undelivered(owed: Owed, why: str) -> None:
     )
 
 
-async def serve(server: MCPServer, wire_in: BinaryIO, wire_out: BinaryIO) -> None:
+async def serve(
+    server: MCPServer, wire_in: BinaryIO, wire_out: BinaryIO, handover: Handover | None = None
+) -> None:
     """Serve one client until its stdin ends and every answer it is owed is written; or until
     it closes its stdout, or takes no answer for `STALL_DEADLINE_S` after closing its stdin."""
+    handover = handover or Handover()
+    recorder = Recorder(handover.key, handover.known)
     to_server, from_client = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     to_client, from_server = anyio.create_memory_object_stream[SessionMessage](0)
     owed = Owed()
@@ -331,16 +390,25 @@ async def serve(server: MCPServer, wire_in: BinaryIO, wire_out: BinaryIO) -> Non
     async with anyio.create_task_group() as group:
         _start_watching(wire_out, 0, group.cancel_scope.cancel, "mcp stdout")
         _start_watching(wire_in, STDIN_HANGUP, input_ended.set, "mcp stdin")
-        group.start_soon(_read, wire_in, to_server, to_client.clone(), owed, input_ended)
+        group.start_soon(_read, wire_in, to_server, to_client.clone(), owed, input_ended, recorder)
         group.start_soon(_give_up_on_a_stalled_client, owed, input_ended, group.cancel_scope)
         async with anyio.create_task_group() as answering:
-            answering.start_soon(_write, wire_out, from_server, owed, group.cancel_scope)
+            answering.start_soon(
+                _write,
+                wire_out,
+                from_server,
+                owed,
+                group.cancel_scope,
+                recorder,
+                set(handover.answered),
+            )
             await lowlevel.run(from_client, to_client, lowlevel.create_initialization_options())
         group.cancel_scope.cancel()  # every answer is written: no stall left to watch for
     if input_ended.is_set():  # the SDK ended the calls that waited on the client's answers
         _say_undelivered(owed, "left questions to it unanswered")
 
 
-def run_stdio(server: MCPServer) -> None:
-    with _claimed_stdio() as (wire_in, wire_out):
-        anyio.run(serve, server, wire_in, wire_out)
+def run_stdio(server: MCPServer, handover: Handover | None = None) -> None:
+    handover = handover or Handover()
+    with _claimed_stdio(handover.read) as (wire_in, wire_out):
+        anyio.run(serve, server, wire_in, wire_out, handover)

@@ -1,0 +1,347 @@
+"""`orcactl mcp`'s first answers, given before the MCP SDK has loaded.
+
+An agent lists a new MCP server's tools once, as it starts, and does not wait long for them:
+`codex exec` sends its first model request about a second after starting its servers, with
+whatever tools were listed by then. `orcactl mcp` took most of a second to import the SDK (and
+orcactl's own modules), and longer on a busy machine, so orca's tools were missing from that
+request. The answers to `initialize` and `tools/list` depend only on the code that gives them
+and on the protocol version the client asks for. So the server keeps the SDK's own answers in
+a cache file (`Recorder`), and the next start answers those two requests and `ping` from it
+on a thread of its own (`EarlyAnswers`, started by orcactl.entry before anything slow is
+imported) while the SDK loads.
+
+Once the SDK has loaded, everything read from stdin so far goes to it as if it were read just
+then (`Handover.read`): it is initialized by the client's own `initialize`, and its answers to
+the requests already answered are dropped rather than sent twice. They are recorded as well:
+an answer that differs from the cached one (the cache of an older orcactl whose files kept
+their size and time) replaces it for the next start. Any line the thread does not answer
+itself ends its reading: that line and all after it wait for the SDK, as before.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib.util
+import json
+import os
+import select
+import sys
+import tempfile
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeGuard
+
+import msgspec
+
+from orcad.limits import MAX_JSON_NESTING
+from protocol.framing import json_nesting_exceeds
+
+CACHE_NAME = "mcp-handshake.json"
+CACHE_FORMAT = 1
+CACHE_MAX_BYTES = 1 << 20
+# the cached answers written before the SDK takes over stay far below a pipe's buffer (64 KiB
+# on Linux), so that writing them never waits on a client that does not read
+EARLY_ANSWERS_MAX_BYTES = 32 * 1024
+EARLY_ANSWERS_MAX = 4  # initialize, tools/list and a ping or two; anything else waits
+EARLY_LINE_MAX_BYTES = 64 * 1024  # a longer line waits for the SDK, which bounds it
+READ_CHUNK = 64 * 1024
+METHODS = ("initialize", "tools/list")  # the answers cached, by protocol version
+# what the cached answers are made of: a change to any of these files (a new orcactl, a new
+# SDK) is a new key, and the SDK's answers are recorded again at the next start
+OWN_FILES = ("mcp_server.py", "mcp_stdio.py", "mcp_lines.py", "mcp_handshake.py")
+LIBRARIES = ("mcp", "mcp_types", "pydantic", "pydantic_core")
+REQUEST_KEYS = frozenset({"jsonrpc", "id", "method", "params"})
+
+
+def cache_file() -> Path:
+    import platformdirs  # noqa: PLC0415  (only where the cache is read or written)
+
+    return platformdirs.user_cache_path("orca") / CACHE_NAME
+
+
+def code_key() -> str | None:
+    """What the answers depend on: Python's version and the size and modification time of
+    orcactl's MCP modules and of the libraries that shape the answers (their files, and their
+    directories, which change when a file is added or removed). None when one is missing."""
+    parts = [sys.version]
+    paths = [Path(__file__).with_name(name) for name in OWN_FILES]
+    for name in LIBRARIES:
+        try:
+            spec = importlib.util.find_spec(name)  # finds the package without importing it
+        except (ImportError, ValueError):
+            return None
+        if spec is None or spec.origin is None:
+            return None
+        paths += [Path(spec.origin), Path(spec.origin).parent]
+    for path in paths:
+        try:
+            status = os.stat(path)
+        except OSError:
+            return None
+        parts.append(f"{path}\0{status.st_mtime_ns}\0{status.st_size}")
+    return hashlib.sha256("\n".join(parts).encode("utf-8", "surrogateescape")).hexdigest()
+
+
+Answers = dict[str, dict[str, Any]]  # by protocol version: the result of each of METHODS
+
+
+def load_answers(key: str) -> Answers:
+    """The cached answers recorded under `key`; none when the file is missing, damaged, of
+    another key, or holds answers too long to write before the SDK takes over."""
+    try:
+        with open(cache_file(), "rb") as file:
+            data = file.read(CACHE_MAX_BYTES + 1)
+        document = json.loads(data) if len(data) <= CACHE_MAX_BYTES else None
+    except (OSError, ValueError, RecursionError):
+        return {}
+    if not isinstance(document, dict) or document.get("format") != CACHE_FORMAT:
+        return {}
+    versions = document.get("versions")
+    if document.get("key") != key or not isinstance(versions, dict):
+        return {}
+    answers: Answers = {}
+    for version, results in versions.items():
+        if not isinstance(results, dict) or set(results) != set(METHODS):
+            continue
+        if not all(isinstance(results[method], dict) for method in METHODS):
+            continue
+        try:
+            size = sum(len(_answer_line(0, results[method])) for method in METHODS)
+        except ValueError:  # what no answer line can carry (a lone surrogate)
+            continue
+        if size <= EARLY_ANSWERS_MAX_BYTES:
+            answers[version] = results
+    return answers
+
+
+def save_answers(key: str, answers: Answers) -> None:
+    """Write the cache whole, atomically; a cache that cannot be written is only slower."""
+    path = cache_file()
+    document = {"format": CACHE_FORMAT, "key": key, "versions": answers}
+    with contextlib.suppress(OSError, ValueError):
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        handle, temporary = tempfile.mkstemp(prefix=f".{CACHE_NAME}.", dir=path.parent)
+        try:
+            with os.fdopen(handle, "w", encoding="utf-8") as file:
+                json.dump(document, file, ensure_ascii=False, separators=(",", ":"))
+            os.replace(temporary, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+            raise
+
+
+def _answer_line(request_id: int | str, result: dict[str, Any]) -> bytes:
+    answer = {"jsonrpc": "2.0", "id": request_id, "result": result}
+    text = json.dumps(answer, ensure_ascii=False, separators=(",", ":"))
+    return text.encode("utf-8") + b"\n"  # UnicodeEncodeError (a ValueError) for a surrogate
+
+
+def id_key(request_id: object) -> str:
+    """A request id as text that tells 1 from "1"."""
+    return json.dumps(request_id)
+
+
+def _plain_id(value: object) -> TypeGuard[int | str]:
+    return (isinstance(value, int) and not isinstance(value, bool)) or isinstance(value, str)
+
+
+def _asked_version(params: object) -> str | None:
+    """The protocol version an `initialize` asks for, when its params are what the SDK takes."""
+    if not isinstance(params, dict):
+        return None
+    version, client = params.get("protocolVersion"), params.get("clientInfo")
+    if not isinstance(version, str) or not isinstance(params.get("capabilities"), dict):
+        return None
+    if not isinstance(client, dict):
+        return None
+    if not isinstance(client.get("name"), str) or not isinstance(client.get("version"), str):
+        return None
+    return version
+
+
+def _no_arguments(message: dict[str, Any]) -> bool:
+    """A request with no params, or only `_meta` (a progress token, which a cached answer
+    needs no progress for)."""
+    if "params" not in message:
+        return True
+    params = message["params"]
+    return isinstance(params, dict) and set(params) <= {"_meta"}
+
+
+@dataclass
+class Handover:
+    """What the SDK takes over: every byte read from stdin, the ids of the requests answered
+    already, and the cache as it was found."""
+
+    read: bytes = b""
+    answered: set[str] = field(default_factory=set)
+    key: str | None = None
+    known: Answers = field(default_factory=dict)
+
+
+class EarlyAnswers:
+    """Answers `initialize`, `tools/list` and `ping` from the cache on a thread of its own,
+    until a line it does not answer, or until `take_over`."""
+
+    def __init__(self, key: str, known: Answers, wire_in: int = 0, wire_out: int = 1) -> None:
+        self.key, self.known = key, known
+        self.wire_in, self.wire_out = wire_in, wire_out
+        self.read = bytearray()
+        self.answered: set[str] = set()
+        self.version: str | None = None
+        self._stop_read, self._stop_write = os.pipe()
+        self._thread = threading.Thread(target=self._serve, name="mcp early answers", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def take_over(self) -> Handover:
+        """Stop reading (at once, or once the line being answered is written) and hand over."""
+        with contextlib.suppress(OSError):
+            os.write(self._stop_write, b"x")
+        self._thread.join()
+        for descriptor in (self._stop_read, self._stop_write):
+            os.close(descriptor)
+        return Handover(bytes(self.read), set(self.answered), self.key, self.known)
+
+    def _serve(self) -> None:
+        poller = select.poll()
+        poller.register(self.wire_in, select.POLLIN)
+        poller.register(self._stop_read, select.POLLIN)
+        pending = b""  # read, not yet a whole line
+        try:
+            while True:
+                ready = dict(poller.poll())
+                if self._stop_read in ready:
+                    return
+                chunk = os.read(self.wire_in, READ_CHUNK)
+                if not chunk:
+                    return  # stdin ended: the SDK sees the same end
+                self.read += chunk
+                pending += chunk
+                while (end := pending.find(b"\n")) >= 0:
+                    line, pending = pending[: end + 1], pending[end + 1 :]
+                    answer = self._answer(line)
+                    if answer is None:
+                        return  # this line and the rest wait for the SDK
+                    self._write(answer)
+                if len(pending) > EARLY_LINE_MAX_BYTES:
+                    return
+        except OSError:
+            return  # stdin or stdout failed: the SDK meets the same failure
+
+    def _write(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self.wire_out, view) :]
+
+    def _answer(self, line: bytes) -> bytes | None:
+        """The answer to write for `line`, b"" for a line that needs none (a blank one, the
+        client's `notifications/initialized`), or None when the SDK must answer it."""
+        if not line.strip():
+            return b""
+        # read as strictly as the SDK's own reading (orcactl.mcp_lines.judge) or more: a line
+        # it would refuse is left to it, which answers in its own words
+        if json_nesting_exceeds(line, MAX_JSON_NESTING):
+            return None
+        try:
+            message = msgspec.json.decode(line)
+        except msgspec.DecodeError:
+            return None
+        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+            return None
+        if not set(message) <= REQUEST_KEYS:
+            return None
+        method = message.get("method")
+        if method == "notifications/initialized" and "id" not in message:
+            return b"" if self.version is not None and _no_arguments(message) else None
+        request_id = message.get("id")
+        if not _plain_id(request_id) or id_key(request_id) in self.answered:
+            return None
+        if len(self.answered) >= EARLY_ANSWERS_MAX:
+            return None
+        result = self._result(method, message)
+        if result is None:
+            return None
+        self.answered.add(id_key(request_id))
+        return _answer_line(request_id, result)  # the cache's answers were checked to encode
+
+    def _result(self, method: object, message: dict[str, Any]) -> dict[str, Any] | None:
+        if method == "initialize" and self.version is None:
+            version = _asked_version(message.get("params"))
+            if version is None or version not in self.known:
+                return None
+            self.version = version
+            return dict(self.known[version]["initialize"])
+        if self.version is None or not _no_arguments(message):
+            return None
+        if method == "tools/list":
+            return dict(self.known[self.version]["tools/list"])
+        if method == "ping":
+            return {}
+        return None
+
+
+_early: EarlyAnswers | None = None
+
+
+def answer_early() -> None:
+    """Start answering from the cache, when it holds answers for this code. Called before the
+    slow imports, with descriptors 0 and 1 the client's."""
+    global _early  # noqa: PLW0603  (one per process, taken over by the server once)
+    key = code_key()
+    known = load_answers(key) if key is not None else {}
+    if key is None or not known or _early is not None:
+        return
+    _early = EarlyAnswers(key, known)
+    _early.start()
+
+
+def take_over() -> Handover:
+    """Stop the early answers, if any were started, and hand their reading over to the SDK."""
+    global _early
+    if _early is not None:
+        early, _early = _early, None
+        return early.take_over()
+    key = code_key()
+    return Handover(key=key, known=load_answers(key) if key is not None else {})
+
+
+class Recorder:
+    """Keeps the SDK's answers to `initialize` and `tools/list` for the protocol version the
+    client asked for, and writes them to the cache once both are known and differ from it."""
+
+    def __init__(self, key: str | None, known: Answers) -> None:
+        self.key = key
+        self.known = known
+        self.version: str | None = None
+        self._asked: dict[str, str] = {}  # request id key -> method
+        self._results: dict[str, dict[str, Any]] = {}
+
+    def asked(self, request_id: object, method: str, params: object) -> None:
+        if self.key is None:
+            return
+        if method == "initialize" and self.version is None:
+            version = _asked_version(params)
+            if version is not None:
+                self.version = version
+                self._asked[id_key(request_id)] = method
+        elif method == "tools/list" and (
+            params is None or (isinstance(params, dict) and set(params) <= {"_meta"})
+        ):
+            self._asked[id_key(request_id)] = method
+
+    def answered(self, request_id: object, result: object) -> None:
+        method = self._asked.pop(id_key(request_id), None)
+        if method is None or not isinstance(result, dict) or self.key is None:
+            return
+        self._results[method] = result
+        if self.version is None or set(self._results) != set(METHODS):
+            return
+        if self.known.get(self.version) != self._results:
+            self.known = {**self.known, self.version: dict(self._results)}
+            save_answers(self.key, self.known)
+        self._results = {}

@@ -1,0 +1,268 @@
+"""`orcactl mcp`'s first answers from its cache, before the MCP SDK has loaded: the thread that
+gives them on real pipes, the cache file, and the server run by the SDK's own client."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from orcactl.mcp_handshake import (
+    CACHE_FORMAT,
+    EARLY_ANSWERS_MAX_BYTES,
+    EARLY_LINE_MAX_BYTES,
+    EarlyAnswers,
+    Handover,
+    code_key,
+    load_answers,
+    save_answers,
+)
+
+pytestmark = pytest.mark.inprocess
+
+VERSION = "2025-06-18"
+INITIALIZE_RESULT = {
+    "protocolVersion": VERSION,
+    "capabilities": {"tools": {"listChanged": False}},
+    "serverInfo": {"name": "orca", "version": "1"},
+}
+TOOLS_RESULT = {"tools": [{"name": "recall", "inputSchema": {"type": "object"}}]}
+KNOWN = {VERSION: {"initialize": INITIALIZE_RESULT, "tools/list": TOOLS_RESULT}}
+
+
+def _line(message: dict[str, Any]) -> bytes:
+    return json.dumps(message).encode() + b"\n"
+
+
+def _initialize(request_id: object = 1, version: str = VERSION) -> bytes:
+    params = {
+        "protocolVersion": version,
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "0"},
+    }
+    return _line({"jsonrpc": "2.0", "id": request_id, "method": "initialize", "params": params})
+
+
+INITIALIZED = _line({"jsonrpc": "2.0", "method": "notifications/initialized"})
+TOOLS_LIST = _line({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+TOOLS_CALL = _line(
+    {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "recall"}}
+)
+
+
+@contextmanager
+def early_answers(sent: bytes, *, close_input: bool = True) -> Iterator[tuple[EarlyAnswers, int]]:
+    """The thread on two real pipes, `sent` already written to its stdin; yields it and the
+    read end of its stdout."""
+    stdin_read, stdin_write = os.pipe()
+    stdout_read, stdout_write = os.pipe()
+
+    def send() -> None:  # from a thread of its own: more than a pipe holds may be sent
+        with contextlib.suppress(OSError):  # the thread stopped reading: the rest stays unsent
+            os.write(stdin_write, sent)
+        if close_input:
+            os.close(stdin_write)
+
+    sender = threading.Thread(target=send, daemon=True)
+    early = EarlyAnswers("key", KNOWN, stdin_read, stdout_write)
+    early.start()
+    sender.start()
+    try:
+        yield early, stdout_read
+    finally:
+        for descriptor in (stdin_read, stdout_read, stdout_write):
+            os.close(descriptor)
+        sender.join(timeout=30)
+        if not close_input:
+            os.close(stdin_write)
+
+
+def _answers(early: EarlyAnswers, stdout: int, expected: int) -> tuple[Handover, list[Any]]:
+    """The handover and every answer written: `expected` answers are waited for before the
+    thread is stopped; with none expected, the thread must stop by itself (a line it leaves
+    to the SDK). Whatever else was written by the handover is read too."""
+    written = b""
+    deadline = time.monotonic() + 30
+    while written.count(b"\n") < expected and time.monotonic() < deadline:
+        if select.select([stdout], [], [], 1)[0]:
+            written += os.read(stdout, 1 << 20)
+    if expected == 0:
+        early._thread.join(timeout=30)
+        assert not early._thread.is_alive()
+    handover = early.take_over()
+    os.set_blocking(stdout, False)
+    with contextlib.suppress(BlockingIOError):
+        written += os.read(stdout, 1 << 20)
+    return handover, [json.loads(line) for line in written.splitlines()]
+
+
+def test_the_handshake_is_answered_from_the_cache_and_everything_read_is_handed_over() -> None:
+    sent = _initialize() + INITIALIZED + TOOLS_LIST + TOOLS_CALL + b'{"jsonrpc": "2.0", "id": 4'
+    with early_answers(sent) as (early, stdout):
+        early._thread.join(timeout=30)  # tools/call ends its reading
+        handover, answers = _answers(early, stdout, 2)
+    assert answers == [
+        {"jsonrpc": "2.0", "id": 1, "result": INITIALIZE_RESULT},
+        {"jsonrpc": "2.0", "id": 2, "result": TOOLS_RESULT},
+    ]
+    # the SDK reads it all again, from the first line: it is initialized by the client's own
+    # initialize, and tools/call (which no cache answers) and the rest are its to answer
+    assert handover.read == sent
+    assert handover.answered == {"1", "2"}
+
+
+def test_a_ping_after_initialize_is_answered_and_ids_keep_their_type() -> None:
+    ping = _line({"jsonrpc": "2.0", "id": "1", "method": "ping"})
+    with early_answers(_initialize(1) + ping) as (early, stdout):
+        handover, answers = _answers(early, stdout, 2)
+    assert answers[1] == {"jsonrpc": "2.0", "id": "1", "result": {}}
+    assert handover.answered == {"1", '"1"'}
+
+
+def test_take_over_while_the_client_is_quiet_stops_reading_at_once() -> None:
+    with early_answers(_initialize(), close_input=False) as (early, stdout):
+        handover, answers = _answers(early, stdout, 1)
+    assert [answer["id"] for answer in answers] == [1]
+    assert handover.read == _initialize()
+
+
+@pytest.mark.parametrize(
+    "first",
+    [
+        pytest.param(_initialize(version="2024-11-05"), id="a version the cache has no answer for"),
+        pytest.param(TOOLS_LIST, id="tools/list before initialize"),
+        pytest.param(_line({"jsonrpc": "2.0", "id": 1, "method": "ping"}), id="ping first"),
+        pytest.param(_initialize(request_id=True), id="an id that is no string or integer"),
+        pytest.param(_initialize(request_id=None), id="a null id"),
+        pytest.param(
+            _line({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}),
+            id="initialize without its params",
+        ),
+        pytest.param(_initialize()[:-2] + b', "extra": 1}\n', id="a member JSON-RPC does not have"),
+        pytest.param(_initialize().replace(b'"t"', b'"\\ud800"'), id="a lone surrogate"),
+        pytest.param(b"[" * 1_000 + b"]" * 1_000 + b"\n", id="nesting too deep"),
+        pytest.param(b"not json\n", id="not JSON"),
+        pytest.param(_initialize().replace(b'"2.0"', b'"1.0"'), id="another JSON-RPC version"),
+    ],
+)
+def test_a_line_the_cache_does_not_answer_is_left_to_the_sdk_with_all_after_it(
+    first: bytes,
+) -> None:
+    sent = first + _initialize(7) + TOOLS_LIST
+    with early_answers(sent) as (early, stdout):
+        handover, answers = _answers(early, stdout, 0)
+    assert answers == []
+    assert handover.read == sent
+    assert handover.answered == set()
+
+
+def test_a_repeated_id_or_a_second_initialize_goes_to_the_sdk() -> None:
+    repeated = _line({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    with early_answers(_initialize() + repeated + TOOLS_LIST) as (early, stdout):
+        early._thread.join(timeout=30)
+        handover, answers = _answers(early, stdout, 1)
+    assert [answer["id"] for answer in answers] == [1]
+    assert handover.answered == {"1"}
+    with early_answers(_initialize() + _initialize(2)) as (early, stdout):
+        early._thread.join(timeout=30)
+        handover, answers = _answers(early, stdout, 1)
+    assert [answer["id"] for answer in answers] == [1]
+
+
+def test_tools_list_with_a_cursor_goes_to_the_sdk() -> None:
+    paged = _line({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {"cursor": "x"}})
+    with early_answers(_initialize() + paged) as (early, stdout):
+        early._thread.join(timeout=30)
+        _handover, answers = _answers(early, stdout, 1)
+    assert [answer["id"] for answer in answers] == [1]
+
+
+def test_a_long_line_without_an_end_stops_the_early_answers() -> None:
+    sent = _initialize() + b'{"jsonrpc": "2.0", "id": 2, "method": "ping", "x": "' + b"a" * 70_000
+    with early_answers(sent, close_input=False) as (early, stdout):
+        handover, answers = _answers(early, stdout, 0)  # it ends by itself, not at take_over
+    assert [answer["id"] for answer in answers] == [1]
+    # what it read goes to the SDK, whose own bound refuses the line once it is whole
+    assert sent.startswith(handover.read) and len(handover.read) > EARLY_LINE_MAX_BYTES
+
+
+@pytest.fixture
+def cache_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    for name in ("XDG_CACHE_HOME",):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    return tmp_path / ".cache" / "orca" / "mcp-handshake.json"
+
+
+def test_the_cache_is_read_back_only_under_its_key(cache_home: Path) -> None:
+    save_answers("k1", KNOWN)
+    assert load_answers("k1") == KNOWN
+    assert load_answers("k2") == {}
+    assert cache_home.stat().st_mode & 0o777 == 0o600  # orcactl's umask is 077; tests' may not be
+    assert oct(cache_home.parent.stat().st_mode & 0o077) == "0o0"
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"",
+        b"{not json",
+        b"[]",
+        json.dumps({"format": CACHE_FORMAT + 1, "key": "k", "versions": KNOWN}).encode(),
+        json.dumps({"format": CACHE_FORMAT, "key": "k", "versions": []}).encode(),
+        json.dumps({"format": CACHE_FORMAT, "key": "k", "versions": {VERSION: {}}}).encode(),
+        json.dumps(
+            {
+                "format": CACHE_FORMAT,
+                "key": "k",
+                "versions": {VERSION: {"initialize": {}, "tools/list": []}},
+            }
+        ).encode(),
+        # answers too long to write before the SDK takes over without a client reading them
+        json.dumps(
+            {
+                "format": CACHE_FORMAT,
+                "key": "k",
+                "versions": {
+                    VERSION: {"initialize": {"x": "a" * EARLY_ANSWERS_MAX_BYTES}, "tools/list": {}}
+                },
+            }
+        ).encode(),
+        # a lone surrogate, which no answer line can carry
+        b'{"format": 1, "key": "k", "versions": {"v": {"initialize": {"x": "\\ud800"}, '
+        b'"tools/list": {}}}}',
+    ],
+)
+def test_a_damaged_cache_is_no_cache(cache_home: Path, content: bytes) -> None:
+    cache_home.parent.mkdir(parents=True)
+    cache_home.write_bytes(content)
+    assert load_answers("k") == {}
+
+
+def test_a_cache_that_cannot_be_written_is_only_slower(cache_home: Path) -> None:
+    cache_home.parent.parent.mkdir(parents=True)
+    cache_home.parent.write_text("a file where the cache directory goes")
+    save_answers("k", KNOWN)  # no exception
+    assert load_answers("k") == {}
+
+
+def test_the_key_changes_with_the_code_it_stands_for(tmp_path: Path) -> None:
+    key = code_key()
+    assert key is not None and key == code_key()
+    source = Path(__file__).parent.parent / "orcactl" / "mcp_handshake.py"
+    status = source.stat()
+    try:
+        os.utime(source, ns=(status.st_atime_ns, status.st_mtime_ns + 1))
+        assert code_key() not in (None, key)
+    finally:
+        os.utime(source, ns=(status.st_atime_ns, status.st_mtime_ns))
+    assert code_key() == key
