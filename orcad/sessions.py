@@ -59,6 +59,13 @@ class SessionStore(SessionDatabase):
         self.expire_idle()
         return len(self._open_epochs)
 
+    def is_open_at(self, session_id: str, epoch: int) -> bool:
+        """Whether the session is still open at `epoch`: not closed, reopened or expired since
+        a call at that epoch was let through (a call that waits may outlast it)."""
+        return self._open_epochs.get(session_id) == epoch and not self._idle(
+            session_id, self._clock.now()
+        )
+
     def _remember(self, session: Session) -> None:
         """Cache a snapshot; the least recently used beyond the bound are read again on demand."""
         self._cache[session.session_id] = session

@@ -5,11 +5,13 @@ Through the real dispatcher in process, with real SQLite files under tmp_path.
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import trio
 
 from orcad.limits import DEFAULT_SESSION_IDLE_EXPIRY_S
 from protocol.errors import RemoteError
@@ -306,3 +308,35 @@ async def test_a_session_grant_ends_when_its_session_expires_though_reopened_bef
         after = await save(orca, reopened, f"after expiry {is_global}", is_global=is_global)
         assert after["outcome"] == "pending_approval"
     assert (await orca.call("grants.list", {}))["grants"] == []
+
+
+async def test_an_allow_session_approval_still_writing_when_its_session_closes_grants_nothing(
+    orca: InProcessDaemon, tmp_path: Path
+) -> None:
+    """The session closes while the approved change waits for the database's write lock (held
+    here by another process's connection): once written, the change stands, but the session it
+    was allowed for is gone, and so is any grant for it. Reopened, the session is asked again."""
+    session = await orca.open(tmp_path / "ws")
+    pending = await save(orca, session, "written while the session closes", is_global=False)
+    assert pending["outcome"] == "pending_approval"
+    outcome: dict[str, Any] = {}
+
+    async def approve() -> None:
+        params = {**session, "approval_id": pending["approval_id"], "decision": "allow_session"}
+        outcome.update(await orca.call("memory.approve", params))
+
+    holder = sqlite3.connect(orca.paths.deliberate_db, timeout=10, isolation_level=None)
+    try:
+        holder.execute("BEGIN IMMEDIATE")
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(approve)
+            await trio.sleep(1.0)  # well inside the write's 5 s wait for the lock
+            await orca.call("session.close", session)
+            holder.execute("COMMIT")
+    finally:
+        holder.close()
+    assert outcome["outcome"] == "applied"
+    assert (await orca.call("grants.list", {}))["grants"] == []
+    reopened = await orca.open(tmp_path / "ws", session_id=session["session_id"])
+    after = await save(orca, reopened, "asked again after the close", is_global=False)
+    assert after["outcome"] == "pending_approval"

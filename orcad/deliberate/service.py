@@ -201,7 +201,15 @@ class DeliberateMemory:
         if refusal is not None:  # nothing to apply (an identical record exists): nor to grant
             return refusal
         result = await self._apply(session, change)
-        await self.approvals.grant(session, params.decision, is_global=is_global)
+        decision = params.decision
+        if decision == "allow_session" and not self._sessions.is_open_at(
+            session.session_id, session.epoch
+        ):
+            # The session ended while the change was written (its grants went with it): a
+            # grant given now would outlive it and skip the question once it is opened again.
+            log.info("memory.session_grant_skipped", approval_id=change.approval_id)
+            decision = "allow_once"
+        await self.approvals.grant(session, decision, is_global=is_global)
         return result
 
     # --- steps -------------------------------------------------------------------------------
