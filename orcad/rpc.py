@@ -148,6 +148,8 @@ _TOO_DEEP = InvalidRequest(
 )
 
 
+_NOT_AN_OBJECT = "a request must be a JSON object"
+
 _TOO_MANY_IN_BATCH = InvalidRequest(
     f"a batch holds at most {limits.MAX_BATCH_REQUESTS} requests; nothing in this one was run "
     "(send it as smaller batches, or one request per line)",
@@ -294,7 +296,7 @@ class Dispatcher:
         method: str | None = None
         try:
             if not isinstance(message, dict):
-                raise InvalidRequest("a request must be a JSON object")
+                raise InvalidRequest(_NOT_AN_OBJECT)
             request_id = message.get("id", _NO_ID)
             method, raw_params = _check_envelope(message, request_id)
             if self._router.failure is not None and not self._router.serves_now(method):
@@ -341,8 +343,16 @@ def _undecodable(line: bytes) -> Reply:
     where = _lone_surrogate(message, "")
     if where is None:  # msgspec refused it for something else
         return encode_error(_NOT_JSON)
+    if isinstance(message, list):
+        return _batch_without_text(message, where)
+    return _encode(_surrogate_failure(message, where))
+
+
+def _surrogate_failure(message: object, where: str) -> _Failure | None:
+    """The answer to a request holding a lone surrogate at `where`: bad params, to its id
+    (none to a notification, as for any bad params)."""
     request_id = message.get("id", _NO_ID) if isinstance(message, dict) else None
-    if request_id is _NO_ID:  # a notification is not answered, as for any bad params
+    if request_id is _NO_ID:
         return None
     # as other bad params name theirs; a key holding half a pair is named in escapes
     field = _escaped(where.removeprefix("params.") or "params")
@@ -351,7 +361,46 @@ def _undecodable(line: bytes) -> Reply:
         f"other half, which is no text; send whole characters (field `{field}`)",
         field=field,
     )
-    return _encode(_Failure(id=_text_id(request_id), error=error_object(error)))
+    return _Failure(id=_text_id(request_id), error=error_object(error))
+
+
+def _batch_without_text(batch: list[object], where: str) -> Reply:
+    """The answer to a batch a member of which holds a lone surrogate: nothing in it is run
+    (as for a batch over the limit), but each request is answered to its own id, so that its
+    client is not left waiting for it: bad params for a member holding one, and for the others
+    what they would get if they are no valid request, else that they were not run."""
+    if len(batch) > limits.MAX_BATCH_REQUESTS:
+        return encode_error(_TOO_MANY_IN_BATCH)
+    culprit = where.partition("]")[0] + "]"  # `[3]` of `[3].params.prompt`
+    not_run = InvalidRequest(
+        f"nothing in this batch was run: its member {culprit} holds half of a UTF-16 surrogate "
+        "pair without the other half, which is no text; send whole characters"
+    )
+    answers: list[_Failure] = []
+    for member in batch:
+        member_where = _lone_surrogate(member, "")
+        if member_where is not None:
+            answer = _surrogate_failure(member, member_where)
+        elif not isinstance(member, dict):
+            answer = _Failure(id=None, error=error_object(InvalidRequest(_NOT_AN_OBJECT)))
+        else:
+            request_id = member.get("id", _NO_ID)
+            try:
+                _check_envelope(member, request_id)
+            except InvalidRequest as exc:  # not a request, so not a notification either
+                answer = _Failure(
+                    id=_text_id(None if request_id is _NO_ID else request_id),
+                    error=error_object(exc),
+                )
+            else:
+                answer = (
+                    None
+                    if request_id is _NO_ID
+                    else _Failure(id=_text_id(request_id), error=error_object(not_run))
+                )
+        if answer is not None:
+            answers.append(answer)
+    return _encoder.encode(answers) + b"\n" if answers else None
 
 
 def _lone_surrogate(value: object, path: str) -> str | None:

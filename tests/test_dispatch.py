@@ -171,6 +171,43 @@ async def test_a_batch_over_the_limit_is_refused_whole_and_runs_nothing(path: st
     assert calls == []
 
 
+async def test_a_batch_holding_a_lone_surrogate_answers_each_request_by_its_id(
+    dispatcher: Dispatcher, path: str
+) -> None:
+    # JSON, but no text: one member holding half a surrogate pair must not take the answers of
+    # the others with it (a client matching answers by id would wait for them for ever)
+    line = (
+        b'[{"jsonrpc": "2.0", "id": 1, "method": "daemon.ping"},'
+        b' {"jsonrpc": "2.0", "id": 2, "method": "daemon.ping", "params": {"x": "\\ud800"}},'
+        b' {"jsonrpc": "2.0", "method": "daemon.ping", "params": {"y": "\\udfff"}},'
+        b' {"jsonrpc": "2.0", "method": "daemon.ping"},'
+        b" 3]"
+    )
+    reply = await answer(dispatcher, line, path)
+    assert isinstance(reply, list)
+    assert [member["id"] for member in reply] == [1, 2, None]
+    not_run, surrogate, not_object = (member["error"] for member in reply)
+    assert (not_run["code"], not_run["data"]["kind"]) == (-32600, "invalid_request")
+    assert "[1]" in not_run["message"]
+    assert (surrogate["code"], surrogate["data"]) == (
+        -32602,
+        {"kind": "invalid_params", "field": "x"},
+    )
+    assert not_object["code"] == -32600
+    notifications = line.replace(b'"id": 1, ', b"").replace(b'"id": 2, ', b"")
+    assert await answer(dispatcher, notifications.replace(b" 3]", b" {}]"), path) == [
+        {
+            "jsonrpc": "2.0",
+            "id": None,
+            "error": {
+                "code": -32600,
+                "message": '"jsonrpc" must be "2.0"',
+                "data": {"kind": "invalid_request"},
+            },
+        }
+    ]
+
+
 async def test_batch_of_notifications_gets_no_answer(dispatcher: Dispatcher, path: str) -> None:
     assert (
         await answer(dispatcher, path=path, message=[{"jsonrpc": "2.0", "method": "daemon.ping"}])
