@@ -7,6 +7,17 @@ from typing import Any, ClassVar
 
 from protocol.errors import ErrorCode
 
+# Of a client's string quoted in an error message, at most this many characters: a client may
+# send one of megabytes, which its escapes would make several times larger again.
+QUOTED_MAX_CHARS = 200
+
+
+def quoted(value: str) -> str:
+    """A client's string as an error message quotes it: its start only when it is long."""
+    if len(value) <= QUOTED_MAX_CHARS:
+        return repr(value)
+    return f"{value[:QUOTED_MAX_CHARS]!r}... ({len(value)} characters)"
+
 
 class OrcaError(Exception):
     code: ClassVar[ErrorCode] = ErrorCode.INTERNAL

@@ -23,7 +23,7 @@ import structlog
 import trio
 
 from orcad.auto_memory_switch import AutoMemorySwitch
-from orcad.errors import InvalidParams, NotFound, StaleSession
+from orcad.errors import InvalidParams, NotFound, StaleSession, quoted
 from orcad.identity import ProjectIdentity, derive_project
 from orcad.session_database import SessionDatabase, _first_epoch
 from orcad.session_snapshot import Session, _session_decoder
@@ -202,7 +202,8 @@ class SessionStore(SessionDatabase):
         session = await self._current(session_id)
         if session is None:
             raise NotFound(
-                f"unknown session {session_id!r}; call session.open first", session_id=session_id
+                f"unknown session {quoted(session_id)}; call session.open first",
+                session_id=session_id,
             )
         if epoch < session.epoch:
             raise StaleSession(

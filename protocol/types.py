@@ -30,7 +30,10 @@ ClientId = Annotated[
     msgspec.Meta(min_length=1, max_length=CLIENT_ID_MAX_CHARS, pattern=NO_CONTROL_CHARACTERS),
 ]
 # an existing session's id, as session.open gave it (orcad chooses one when the client does not)
-SessionId = Annotated[str, msgspec.Meta(min_length=1, pattern=NO_CONTROL_CHARACTERS)]
+SessionId = Annotated[
+    str,
+    msgspec.Meta(min_length=1, max_length=CLIENT_ID_MAX_CHARS, pattern=NO_CONTROL_CHARACTERS),
+]
 Epoch = Annotated[int, msgspec.Meta(ge=1)]
 Token = Annotated[int, msgspec.Meta(ge=1)]
 Revision = Annotated[int, msgspec.Meta(ge=0)]

@@ -382,3 +382,38 @@ def test_the_client_library_still_works_after_the_storm(started: DaemonProcess) 
         status = client.call("daemon.status")
     assert status.pid == started.proc.pid  # type: ignore[union-attr]
     assert not [error for error in status.recent_errors if error.kind == "connection"]
+
+
+# a megabyte of a character Python's repr writes as four (`\xa0`), which JSON escapes to five
+LONG_ID = "\u00a0" * (1 << 20)
+
+
+@pytest.mark.parametrize(
+    ("method", "params"),
+    [
+        ("recall", {"session_id": LONG_ID, "epoch": 1, "turn_id": "t", "prompt": "p"}),
+        ("grants.list", {"session_id": LONG_ID}),
+        ("memory.manage", {"action": "forget", "id": LONG_ID}),
+        ("memory.approve", {"approval_id": LONG_ID, "decision": "deny"}),
+        ("jobs.retry", {"job_id": LONG_ID}),
+        ("jobs.renew", {"job_id": LONG_ID, "token": 1}),
+        ("projects.inspect", {"project_id": LONG_ID}),
+        ("ledger.forget", {"project_id": LONG_ID, "candidate_id": "c", "revision": 0}),
+        ("grants.revoke", {"grant_id": LONG_ID}),
+    ],
+)
+def test_an_id_no_client_was_given_is_not_echoed_back_whole(
+    started: DaemonProcess, tmp_path: Path, method: str, params: dict
+) -> None:
+    """An error names the id it could not find by its start: quoted whole, a megabyte of one
+    came back as several (its escapes escaped again), and as much again in its data."""
+    with started.client() as client:
+        opened = client.call("session.open", {"cwd": str(tmp_path)})
+    if method.startswith("memory."):
+        params = {"session_id": opened.session_id, "epoch": opened.epoch, **params}
+    request = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+    line = json.dumps(request, ensure_ascii=False).encode()
+    error = ask(started, line)["error"]
+    assert error["data"]["kind"] in ("invalid_params", "not_found")
+    assert len(json.dumps(error)) < 2000, json.dumps(error)[:300]
+    assert_alive(started)

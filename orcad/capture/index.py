@@ -19,7 +19,7 @@ from orcad.capture.jobstore import DamagedJobFile
 from orcad.capture.records import JobRecord, summary_of
 from orcad.capture.schedule import JobView, view_of
 from orcad.capture.states import ACTIVE_STATES, TERMINAL_STATES
-from orcad.errors import NotFound
+from orcad.errors import NotFound, quoted
 from protocol.types import DamagedJob, JobCounts, JobSummary
 
 Barrier = Literal["clear", "timed_out", "none"]
@@ -112,7 +112,7 @@ class JobIndex:
     def project_of(self, job_id: str) -> str:
         view = self._views.get(job_id)
         if view is None:
-            raise NotFound(f"unknown job {job_id!r}; list jobs with jobs.list")
+            raise NotFound(f"unknown job {quoted(job_id)}; list jobs with jobs.list")
         return view.project_id
 
     def views(self, project_id: str | None = None) -> list[JobView]:

@@ -24,7 +24,7 @@ from orcad.capture.projects import (
 )
 from orcad.capture.records import JobRecord, decode_job, encode_job
 from orcad.durable_files import create_file_exclusively, fsync_directory, replace_file_atomically
-from orcad.errors import NotFound, StorageError
+from orcad.errors import NotFound, StorageError, quoted
 from orcad.failpoints import failpoint
 from orcad.regular_files import NotARegularFile, read_regular_file
 
@@ -45,7 +45,7 @@ def is_job_id(value: str) -> bool:
 
 def job_path(project_dir: Path, job_id: str) -> Path:
     if not is_job_id(job_id):
-        raise NotFound(f"{job_id!r} is not a job id")
+        raise NotFound(f"{quoted(job_id)} is not a job id")
     return project_dir / JOBS_DIR / f"{job_id}.json"
 
 

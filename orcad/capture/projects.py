@@ -22,7 +22,7 @@ import msgspec
 
 from orcad.clock import format_time
 from orcad.durable_files import replace_file_atomically
-from orcad.errors import NotFound, StorageError
+from orcad.errors import NotFound, StorageError, quoted
 from orcad.limits import PROJECT_LOCK_TIMEOUT_S
 from orcad.regular_files import NotARegularFile, read_regular_file
 
@@ -68,7 +68,7 @@ def project_dir(projects_dir: Path, project_id: str) -> Path:
     """The directory of a project id; NotFound for anything that is not a project id (so no
     caller-supplied value can name a path outside the projects directory)."""
     if not is_project_id(project_id):
-        raise NotFound(f"{project_id!r} is not a project id (64 lowercase hex digits)")
+        raise NotFound(f"{quoted(project_id)} is not a project id (64 lowercase hex digits)")
     return projects_dir / project_id
 
 

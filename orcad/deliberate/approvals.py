@@ -22,7 +22,7 @@ from collections import OrderedDict
 
 import msgspec
 
-from orcad.errors import Busy, InvalidParams, NotFound
+from orcad.errors import Busy, InvalidParams, NotFound, quoted
 from orcad.limits import (
     APPROVAL_TTL_S,
     PENDING_APPROVALS_CEILING,
@@ -131,8 +131,8 @@ class PendingApprovals:
         change = self._pending.get(approval_id)
         if change is None or change.session_id != session_id or change.epoch != epoch:
             raise NotFound(
-                f"no pending memory change {approval_id!r} for this session (unknown, already "
-                f"decided, or expired); call memory.manage again"
+                f"no pending memory change {quoted(approval_id)} for this session (unknown, "
+                "already decided, or expired); call memory.manage again"
             )
         del self._pending[approval_id]
         if is_expired(change, now):
@@ -208,7 +208,7 @@ def parse_grant_id(grant_id: str) -> tuple[GrantScope, str, bool]:
     if kind == "session" and session_id and scope in ("workspace", "global"):
         return "session", session_id, scope == "global"
     raise InvalidParams(
-        f"`grant_id` {grant_id!r} is not a grant id; grants.list shows them "
+        f"`grant_id` {quoted(grant_id)} is not a grant id; grants.list shows them "
         "(global, workspace:<id>, session:<id>:<workspace|global>)",
         field="grant_id",
     )

@@ -39,7 +39,7 @@ from orcad.deliberate.queries import (
 )
 from orcad.deliberate.review import review_content
 from orcad.deliberate.store import DeliberateStore
-from orcad.errors import Disabled, NotFound, StorageError
+from orcad.errors import Disabled, NotFound, StorageError, quoted
 from orcad.failpoints import failpoint
 from orcad.limits import DELIBERATE_PURGE_DELAY_S
 from orcad.secrets import secret_kinds
@@ -222,7 +222,7 @@ class DeliberateMemory:
         if is_record_id(record_id):  # anything else cannot be a record: not found, no query
             record = await self.store.visible(session.workspace_id, record_id)
         if record is None:
-            raise NotFound(f"no memory record {record_id!r} is visible from this workspace")
+            raise NotFound(f"no memory record {quoted(record_id)} is visible from this workspace")
         return record
 
     async def _target_or_none(self, session: Session, change: PendingChange) -> StoredRecord | None:
@@ -293,7 +293,9 @@ class DeliberateMemory:
                     raise changed_meanwhile(change, exc.record) from exc
                 failpoint("memory.after_change_commit")
             if forgotten is None:
-                raise NotFound(f"no memory record {record_id!r} is visible from this workspace")
+                raise NotFound(
+                    f"no memory record {quoted(record_id)} is visible from this workspace"
+                )
             record, verb = forgotten, "Forgot"
             self._remains_left = True
             self._purge_wanted.set()  # the database's remains, soon (see run_purger)
