@@ -200,6 +200,14 @@ ADVERSARIAL = {
     "fcm keys": "AAAAZV1kLrh:APA91b" + "Ab1_" * 34 + " ",
     "fcm literals": "APA91bAPA91bAPA91b:",
     "braintree heads": "access_token$production$access_token$",
+    # vendor heads found from a literal (secret_tokens.py) or a substring search (formats):
+    # each repeated with no separator, or cut one character short of a match
+    "vendor heads": "glagent-A3-4b1dZ1//0EAABsha256~pat-na1-cioAb1IQoJb3JpZ2luX2Vj_mmk",
+    "routable tails": "glpat-" + "Ab1_" * 8 + ".01.",
+    "openshift heads": "sha256~" + "Ab1_" * 11 + "sha256~",
+    "salesforce heads": "00DAb1Cd2Ef3Gh4Ij!AQ" + "Ab1." * 12 + "!AQ!AQ ",
+    "sentry dsns": "https://" + "ab12" * 8 + "@o1.ingest." + "a-" * 20 + "://",
+    "teams hooks": "IncomingWebhook/" + "ab12" * 8 + "/",
     "vendor keys": "Mistral key: UpZuDDHo3WorUqLxHEzX9guCpbRPrpxB Cohere key Qm7Rt2 ",
     "capitalised keys": "Ab key Cd key: ",
     # a user and a password of every character class (orcad/secret_strong_pairs.py)

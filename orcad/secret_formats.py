@@ -461,3 +461,57 @@ def find_braintree_tokens(text: str, lowered: str) -> Iterator[Span]:
 def find_putty_keys(text: str, lowered: str) -> Iterator[Span]:
     for match in _PUTTY_KEY.finditer(text):
         yield match.span()
+
+
+# OpenShift's OAuth access tokens: sha256~ and 43 characters. The `~` ends a long run, so no
+# token gate can open them: one substring search for the head instead.
+_OPENSHIFT_HEAD = "sha256~"
+_OPENSHIFT_TOKEN = re.compile(r"sha256~[A-Za-z0-9_\-]{43}(?![A-Za-z0-9_\-])")
+
+
+def find_openshift_tokens(text: str, lowered: str) -> Iterator[Span]:
+    at = text.find(_OPENSHIFT_HEAD)
+    while at >= 0:
+        match = _OPENSHIFT_TOKEN.match(text, at)
+        if (
+            match is not None
+            and _starts_word(text, at)
+            and not is_example_token(text, at, match.end())
+        ):
+            yield match.span()
+        at = text.find(_OPENSHIFT_HEAD, at + 1)
+
+
+# A Sentry DSN's key: https://<32 hex>@<host>/<project number>. It lets whoever holds it send
+# events to the project (and, in DSNs from before 2019, a second key after a colon, found as a
+# URL password). The key alone, between the scheme and the @.
+_SENTRY_DSN = re.compile(
+    r"://([a-f0-9]{32})@[a-z0-9](?:[a-z0-9\-]{0,62})(?:\.[a-z0-9\-]{1,63})*+(?::[0-9]{1,5})?"
+    r"/(?:[a-z0-9_\-]{1,64}/)?[0-9]{1,20}(?![A-Za-z0-9_])"
+)
+
+
+def find_sentry_dsns(text: str, lowered: str) -> Iterator[Span]:
+    if "://" not in text or "@" not in text:
+        return
+    for match in _SENTRY_DSN.finditer(lowered):
+        if _SCHEME_TAIL.search(text, max(0, match.start() - 32), match.start()) is not None:
+            yield match.span(1)
+
+
+# A Salesforce session or access token: the org's id (00D and 12 or 15 characters), "!", and
+# the session's part. The "!" ends a long run: found from "!AQ", with the org id before it.
+_SALESFORCE_TOKEN = re.compile(r"00D[A-Za-z0-9]{12}(?:[A-Za-z0-9]{3})?!AQ[A-Za-z0-9_.]{60,400}+")
+
+
+def find_salesforce_tokens(text: str, lowered: str) -> Iterator[Span]:
+    at = text.find("!AQ", 15)
+    while at >= 0:
+        for head in (15, 18):
+            start = at - head
+            if start >= 0 and text.startswith("00D", start) and _starts_word(text, start):
+                match = _SALESFORCE_TOKEN.match(text, start)
+                if match is not None and _ends_word(text, match.end()):
+                    yield match.span()
+                break
+        at = text.find("!AQ", at + 1)

@@ -21,6 +21,19 @@ _CLOUD: tuple[TokenRule, ...] = (
     ("gcp_api_key", ("AIza",), r"AIza[0-9A-Za-z_\-]{35}(?![0-9A-Za-z_\-])", True),
     ("google_oauth_client_secret", ("GOCSPX-",), r"GOCSPX-[A-Za-z0-9_\-]{28}", True),
     (
+        "google_oauth_refresh_token",
+        ("1//0",),
+        r"1//0[A-Za-z0-9_\-]{40,512}+(?![A-Za-z0-9_\-])",
+        True,
+    ),
+    # ClickHouse Cloud's API secret: 4b1d and 38 characters, never all lower-case hex
+    (
+        "clickhouse_api_key",
+        ("4b1d",),
+        r"4b1d(?=[A-Za-z0-9]{0,37}[A-Z])[A-Za-z0-9]{38}",
+        True,
+    ),
+    (
         "google_oauth_access_token",
         ("ya29.",),
         r"ya29\.[A-Za-z0-9_\-]{30,2048}+(?![A-Za-z0-9_\-])",
@@ -50,8 +63,16 @@ _CLOUD: tuple[TokenRule, ...] = (
     ),
     ("fly_io_token", ("fo1_",), r"fo1_[A-Za-z0-9_\-]{43}", True),
     ("fly_io_token", ("fm2_",), r"fm2_[A-Za-z0-9+/=_\-]{60,2000}+", True),
+    ("fly_io_token", ("fm1a_", "fm1r_"), r"fm1[ar]_[A-Za-z0-9+/=_\-]{60,2000}+", True),
     ("render_api_key", ("rnd_",), r"rnd_[A-Za-z0-9]{32}", True),
     ("supabase_token", ("sbp_",), r"sbp_[a-f0-9]{40}", True),
+    # the secret API key (the publishable one, sb_publishable_, ships in front ends)
+    (
+        "supabase_token",
+        ("sb_secret_",),
+        r"sb_secret_[A-Za-z0-9_\-]{24,64}+(?![A-Za-z0-9_\-])",
+        True,
+    ),
     ("neon_api_key", ("napi_",), r"napi_[a-z0-9]{64}", True),
     (
         "planetscale_token",
@@ -75,11 +96,41 @@ _CLOUD: tuple[TokenRule, ...] = (
         r"[A-Za-z0-9]{24}(?![A-Za-z0-9_\-.])",
         True,
     ),
+    # AWS STS session tokens: base64 of a binary header every such token begins with
+    (
+        "aws_session_token",
+        ("IQoJb3JpZ2luX2Vj",),
+        r"IQoJb3JpZ2luX2Vj[A-Za-z0-9+/]{100,8192}+={0,2}",
+        True,
+    ),
+    ("aws_session_token", ("FwoGZXIvYXdzE",), r"FwoGZXIvYXdzE[A-Za-z0-9+/]{100,8192}+={0,2}", True),
+    ("tencent_secret_id", ("AKID",), r"AKID[A-Za-z0-9]{32}", True),
+    # cloudflared's tunnel token: base64 of {"a":"<account>","t":"<tunnel>","s":"<secret>"}
+    (
+        "cloudflare_tunnel_token",
+        ("eyJhIjoi",),
+        r"eyJhIjoi[A-Za-z0-9+/]{100,1024}+={0,2}",
+        True,
+    ),
+    ("netlify_token", ("nfp_",), r"nfp_[A-Za-z0-9]{36,48}", True),
+    (
+        "vercel_token",
+        ("vcp_", "vci_", "vca_", "vcr_", "vck_"),
+        r"vc[pciark]_[A-Za-z0-9]{24,80}+(?![A-Za-z0-9_])",
+        True,
+    ),
     ("doppler_token", ("dp.",), r"dp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{40,44}", True),
     (
         "onepassword_token",
         ("ops_eyJ",),
         r"ops_eyJ[A-Za-z0-9+/]{100,4000}+={0,3}",
+        True,
+    ),
+    # a 1Password account's Secret Key (with the password, it opens the account)
+    (
+        "onepassword_secret_key",
+        ("A3-",),
+        r"A3-[A-Z0-9]{6}-(?:[A-Z0-9]{11}|[A-Z0-9]{6}-[A-Z0-9]{5})-[A-Z0-9]{5}-[A-Z0-9]{5}-[A-Z0-9]{5}",
         True,
     ),
     (
@@ -106,8 +157,22 @@ _CODE_HOSTS: tuple[TokenRule, ...] = (
     ("github_token", ("github_pat_",), r"github_pat_[A-Za-z0-9_]{50,255}", True),
     (
         "gitlab_token",
-        ("glpat-", "gldt-", "glrt-", "glptt-", "glcbt-", "glimt-", "glft-", "glsoat-"),
-        r"gl(?:pat|dt|rt|ptt|cbt|imt|ft|soat)-[A-Za-z0-9_\-]{20,64}+(?![A-Za-z0-9_\-])",
+        (
+            "glpat-",
+            "gldt-",
+            "glrt-",
+            "glptt-",
+            "glcbt-",
+            "glimt-",
+            "glft-",
+            "glsoat-",
+            "glagent-",
+            "gloas-",
+            "glffct-",
+        ),
+        # a routable token (GitLab 17) runs on past its payload: .<version><crc>
+        r"gl(?:pat|dt|rt|ptt|cbt|imt|ft|soat|agent|oas|ffct)-[A-Za-z0-9_\-]{20,300}+"
+        r"(?:\.[0-9a-z]{2}\.?[0-9a-z]{7})?(?![A-Za-z0-9_\-])",
         True,
     ),
     ("gitlab_token", ("GR1348941",), r"GR1348941[A-Za-z0-9_\-]{20,64}+(?![A-Za-z0-9_\-])", True),
@@ -119,7 +184,10 @@ _CODE_HOSTS: tuple[TokenRule, ...] = (
     ),
     ("sourcegraph_token", ("sgp_",), r"sgp_(?:[a-fA-F0-9]{16}_)?[a-f0-9]{40}", True),
     ("buildkite_token", ("bkua_",), r"bkua_[a-f0-9]{40}", True),
-    ("circleci_token", ("CCIPAT_",), r"CCIPAT_[A-Za-z0-9]{22}_[a-f0-9]{40}", True),
+    ("circleci_token", ("CCIPAT_", "CCIPRJ_"), r"CCIP(?:AT|RJ)_[A-Za-z0-9]{22}_[a-f0-9]{40}", True),
+    # 42's intra API client secret
+    ("intra42_client_secret", ("s-s4t2",), r"s-s4t2(?:ud|af)-[a-f0-9]{64}", True),
+    ("sonarqube_token", ("squ_", "sqp_", "sqa_"), r"sq[upa]_[a-f0-9]{40}", True),
     (
         "docker_hub_token",
         ("dckr_pat_", "dckr_oat_"),
@@ -134,9 +202,23 @@ _CODE_HOSTS: tuple[TokenRule, ...] = (
         r"pat\.[A-Za-z0-9_\-]{22}\.[a-f0-9]{24}\.[A-Za-z0-9]{20}",
         True,
     ),
+    (
+        "harness_token",
+        ("sat.",),
+        r"sat\.[A-Za-z0-9_\-]{22}\.[a-f0-9]{24}\.[A-Za-z0-9]{20}",
+        True,
+    ),
     ("airtable_token", ("pat",), r"pat[A-Za-z0-9]{14}\.[a-f0-9]{64}", True),
     ("octopus_deploy_api_key", ("API-",), r"API-[A-Z0-9]{26}", True),
     ("npm_token", ("npm_",), r"npm_[A-Za-z0-9]{36}", True),
+    # crates.io: cio and 32 characters of mixed case and digits
+    (
+        "crates_io_token",
+        ("cio",),
+        r"cio(?=[A-Za-z0-9]{0,31}[0-9])(?=[A-Za-z0-9]{0,31}[A-Z])(?=[A-Za-z0-9]{0,31}[a-z])"
+        r"[A-Za-z0-9]{32}",
+        True,
+    ),
     ("pypi_token", ("pypi-AgE",), r"pypi-AgE[A-Za-z0-9_\-]{50,400}+(?![A-Za-z0-9_\-])", True),
     ("rubygems_api_key", ("rubygems_",), r"rubygems_[a-f0-9]{48}", True),
     ("nuget_api_key", ("oy2",), r"oy2[a-z0-9]{43}", True),
@@ -174,11 +256,19 @@ _AI: tuple[TokenRule, ...] = (
         r"lsv2_(?:pt|sk)_[a-f0-9]{32}_[a-f0-9]{10}",
         True,
     ),
+    ("elevenlabs_api_key", ("sk_",), r"sk_[a-f0-9]{48}", True),
+    ("tavily_api_key", ("tvly-",), r"tvly-(?:dev-|prod-)?[A-Za-z0-9]{32}", True),
     ("pinecone_api_key", ("pcsk_",), r"pcsk_[A-Za-z0-9]{4,8}_[A-Za-z0-9]{50,80}", True),
 )
 
 _MESSAGING: tuple[TokenRule, ...] = (
-    ("slack_token", ("xox",), r"xox[abeoprs]-[0-9A-Za-z\-]{10,250}+(?![0-9A-Za-z\-])", True),
+    # (a configuration token carries xoxe. before its own prefix: xoxe.xoxp-1-...)
+    (
+        "slack_token",
+        ("xox",),
+        r"xox(?:e\.xox)?[abeoprs]-[0-9A-Za-z\-]{10,250}+(?![0-9A-Za-z\-])",
+        True,
+    ),
     ("slack_token", ("xapp-",), r"xapp-[0-9]-[0-9A-Za-z\-]{20,250}+(?![0-9A-Za-z\-])", True),
     (
         "slack_webhook",
@@ -199,6 +289,7 @@ _MESSAGING: tuple[TokenRule, ...] = (
     ("brevo_api_key", ("xkeysib-",), r"xkeysib-[a-f0-9]{64}-[A-Za-z0-9]{16}", True),
     ("resend_api_key", ("re_",), r"re_[A-Za-z0-9]{8}_[A-Za-z0-9]{24}", True),
     ("linear_api_key", ("lin_api_",), r"lin_api_[A-Za-z0-9]{40}", True),
+    ("linear_api_key", ("lin_oauth_",), r"lin_oauth_[a-f0-9]{64}", True),
     ("notion_token", ("ntn_",), r"ntn_[0-9]{11}[A-Za-z0-9]{35}", True),
     ("notion_token", ("secret_",), r"secret_[A-Za-z0-9]{43}", True),
     ("figma_token", ("figd_",), r"figd_[A-Za-z0-9_\-]{40}", True),
@@ -222,6 +313,37 @@ _MESSAGING: tuple[TokenRule, ...] = (
     ("grafana_token", ("glc_",), r"glc_[A-Za-z0-9+/]{32,400}+={0,2}", True),
     ("grafana_token", ("eyJrIjoi",), r"eyJrIjoi[A-Za-z0-9]{50,100}+={0,2}", True),
     ("new_relic_key", ("NRAK-",), r"NRAK-[A-Z0-9]{27}", True),
+    ("new_relic_key", ("NRII-",), r"NRII-[A-Za-z0-9_\-]{32}", True),
+    (
+        "hubspot_token",
+        ("pat-na", "pat-eu", "pat-ap"),
+        r"pat-(?:na|eu|ap)[0-9]-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",
+        True,
+    ),
+    # Intercom's access tokens are base64 of "tok:..."
+    ("intercom_token", ("dG9rOj",), r"dG9rOj[A-Za-z0-9+/]{40,200}+={0,2}", True),
+    ("posthog_api_key", ("phx_",), r"phx_[A-Za-z0-9]{40,50}", True),
+    (
+        "honeycomb_api_key",
+        ("hcaik_", "hcxik_", "hcamk_", "hcxmk_"),
+        r"hc[ax][im]k_[A-Za-z0-9]{20,80}+(?![A-Za-z0-9_])",
+        True,
+    ),
+    (
+        "axiom_token",
+        ("xaat-", "xapt-"),
+        r"xa[ap]t-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",
+        True,
+    ),
+    ("clickup_token", ("pk_",), r"pk_[0-9]{6,12}_[A-Z0-9]{32}", True),
+    # a Teams channel's incoming webhook: anyone holding the URL posts to the channel
+    (
+        "teams_webhook",
+        ("IncomingWebhook/",),
+        r"IncomingWebhook/([a-f0-9]{32}/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+        r"(?:/V2[A-Za-z0-9_\-]{20,100}+)?)",
+        False,
+    ),
     (
         "mapbox_secret_token",
         ("sk.eyJ",),
@@ -272,6 +394,16 @@ _PAYMENTS: tuple[TokenRule, ...] = (
     ),
     ("easypost_api_key", ("EZAK", "EZTK"), r"EZ[AT]K[A-Za-z0-9]{54}", True),
     ("flutterwave_key", ("FLWSECK",), r"FLWSECK(?:_TEST)?-[a-f0-9]{32}-X", True),
+    # its encryption key: the same head and 12 hex digits
+    ("flutterwave_key", ("FLWSECK",), r"FLWSECK(?:_TEST)?-?[a-f0-9]{12}", True),
+    (
+        "paddle_api_key",
+        ("pdl_live_apikey_", "pdl_sdbx_apikey_"),
+        r"pdl_(?:live|sdbx)_apikey_[a-z0-9]{26}_[A-Za-z0-9]{22}_[A-Za-z0-9]{3}",
+        True,
+    ),
+    # Meta's Graph API access tokens (EAAA is Square's, above)
+    ("facebook_access_token", ("EAA",), r"EAA[B-Z][A-Za-z0-9]{100,1024}+(?![A-Za-z0-9_\-+])", True),
     (
         "plaid_access_token",
         ("access-production-", "access-sandbox-", "access-development-"),
@@ -316,6 +448,8 @@ WORDY_RULES = frozenset(
         "grafana_token",
         "typeform_token",
         "frameio_token",
+        "supabase_token",
+        "google_oauth_refresh_token",
     }
 )
 
@@ -335,6 +469,13 @@ ANCHORED_RULES: tuple[tuple[str, str, int, str], ...] = (
         "-us",
         32,
         r"(?<![A-Za-z0-9])[a-f0-9]{32}-us[0-9]{1,2}(?![A-Za-z0-9])",
+    ),
+    # MaxMind's license key: 6 characters, _, 29 more, and _mmk
+    (
+        "maxmind_license_key",
+        "_mmk",
+        36,
+        r"(?<![A-Za-z0-9_])[A-Za-z0-9]{6}_[A-Za-z0-9]{29}_mmk(?![A-Za-z0-9_])",
     ),
     # Firebase Cloud Messaging's legacy server key: AAAA and 7 characters, then :APA91b and
     # about 134 more (the colon ends the text's run, so the literal is the run after it)

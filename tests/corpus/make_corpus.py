@@ -1968,6 +1968,114 @@ def build_chat_tokens(c: Corpus) -> None:
         c.lookalike("token_words", text)
 
 
+def build_vendor_prefixed_tokens(c: Corpus) -> None:
+    """Vendor tokens found by a prefix or shape of their own, each pasted bare in a chat line
+    (no setting names it), and the same prefixes where nothing secret follows them."""
+
+    def uid() -> str:
+        return str(uuid.UUID(int=c.rng.getrandbits(128), version=4))
+
+    upper_digits = UPPER + DIGITS
+    tokens: list[tuple[str, str]] = [
+        ("aws_session_token", "IQoJb3JpZ2luX2VjE" + c.mixed(BASE64, 400) + "="),
+        ("aws_session_token", "FwoGZXIvYXdzE" + c.mixed(BASE64, 300)),
+        ("tencent_secret_id", "AKID" + c.mixed(ALNUM, 32)),
+        ("cloudflare_tunnel_token", "eyJhIjoi" + c.mixed(BASE64, 180) + "="),
+        ("netlify_token", "nfp_" + c.mixed(ALNUM, 40)),
+        ("vercel_token", "vcp_" + c.mixed(ALNUM, 56)),
+        ("supabase_token", "sb_secret_" + c.mixed(URLSAFE, 31)),
+        ("fly_io_token", "fm1r_" + c.mixed(BASE64, 140)),
+        (
+            "onepassword_secret_key",
+            "-".join(
+                ["A3", c.mixed(upper_digits, 6), c.mixed(upper_digits, 6)]
+                + [c.mixed(upper_digits, 5) for _ in range(4)]
+            ),
+        ),
+        ("gitlab_token", "glagent-" + c.mixed(URLSAFE, 50)),
+        ("gitlab_token", "gloas-" + c.mixed(URLSAFE, 64)),
+        ("gitlab_token", "glpat-" + c.mixed(URLSAFE, 36) + ".01." + c.mixed(LOWER + DIGITS, 7)),
+        ("circleci_token", "CCIPRJ_" + c.mixed(ALNUM, 22) + "_" + c.mixed(HEX, 40)),
+        ("sonarqube_token", "squ_" + c.mixed(HEX, 40)),
+        ("intra42_client_secret", "s-s4t2ud-" + c.mixed(HEX, 64)),
+        (
+            "harness_token",
+            "sat." + c.mixed(URLSAFE, 22) + "." + c.mixed(HEX, 24) + "." + c.mixed(ALNUM, 20),
+        ),
+        ("crates_io_token", "cio" + c.mixed(ALNUM, 29) + "Aa1"),
+        ("elevenlabs_api_key", "sk_" + c.mixed(HEX, 48)),
+        ("tavily_api_key", "tvly-dev-" + c.mixed(ALNUM, 32)),
+        ("linear_api_key", "lin_oauth_" + c.mixed(HEX, 64)),
+        ("slack_token", "xoxe.xoxp-1-" + c.mixed(upper_digits, 163)),
+        ("new_relic_key", "NRII-" + c.mixed(URLSAFE, 32)),
+        ("hubspot_token", "pat-na1-" + uid()),
+        ("intercom_token", "dG9rOj" + c.mixed(BASE64, 54) + "="),
+        ("posthog_api_key", "phx_" + c.mixed(ALNUM, 47)),
+        ("honeycomb_api_key", "hcaik_01" + c.mixed(LOWER + DIGITS, 56)),
+        ("axiom_token", "xaat-" + uid()),
+        ("clickup_token", "pk_" + c.chars(DIGITS, 8) + "_" + c.mixed(upper_digits, 32)),
+        ("flutterwave_key", "FLWSECK_TEST" + c.mixed(HEX, 12)),
+        (
+            "paddle_api_key",
+            "pdl_live_apikey_"
+            + c.mixed(LOWER + DIGITS, 26)
+            + "_"
+            + c.mixed(ALNUM, 22)
+            + "_"
+            + c.mixed(ALNUM, 3),
+        ),
+        ("facebook_access_token", "EAAG" + c.mixed(ALNUM, 180)),
+        ("google_oauth_refresh_token", "1//0" + c.mixed(URLSAFE, 99)),
+        ("clickhouse_api_key", "4b1d" + c.mixed(ALNUM, 36) + "Qz"),
+        ("maxmind_license_key", c.mixed(ALNUM, 6) + "_" + c.mixed(ALNUM, 29) + "_mmk"),
+        ("openshift_token", "sha256~" + c.mixed(URLSAFE, 43)),
+        (
+            "salesforce_access_token",
+            "00D" + c.mixed(ALNUM, 15) + "!AQ" + c.mixed(ALNUM + "._", 96),
+        ),
+    ]
+    shapes = (
+        "here is the token I used yesterday {v} -- can you check why the call fails?",
+        "curl -sS -H 'X-Client: {v}' https://api.example.com/v1/items | jq .",
+        "tried `{v}` and it still returns 401",
+    )
+    for index, (rule, value) in enumerate(tokens):
+        c.secret(rule, value, shapes[index % len(shapes)].format(v=value))
+    key = c.chars(HEX, 32)
+    dsn = f"https://{key}@o{c.chars(DIGITS, 6)}.ingest.sentry.io/{c.chars(DIGITS, 7)}"
+    c.secret("sentry_dsn", key, f'Sentry.init({{ dsn: "{dsn}", tracesSampleRate: 0.2 }})')
+    hook = c.chars(HEX, 32) + "/" + uid()
+    c.secret(
+        "teams_webhook",
+        hook,
+        f"POST https://acme.webhook.office.com/webhookb2/{uid()}@{uid()}/IncomingWebhook/{hook}",
+    )
+    for text in (
+        "GitLab tokens start with glpat-, glagent- or gloas- and the runner's with glrt-",
+        "the AWS session token (IQoJb3JpZ2luX2Vj...) expires after an hour",
+        "SonarQube user tokens begin with squ_ and project ones with sqp_",
+        "set SUPABASE_SECRET_KEY to the sb_secret_... key, not the sb_publishable_ one",
+        "run `oc whoami -t` to print your sha256~ token",
+        "1Password Secret Keys look like A3-XXXXXX-XXXXXX-XXXXX-XXXXX-XXXXX-XXXXX",
+        "image: registry.example.com/app@sha256:" + c.chars(HEX, 64),
+        "the sentry dsn looks like https://<key>@o0.ingest.sentry.io/<project>",
+        "clone https://git@github.com/acme/app.git and push to https://gitlab.com/acme/app",
+        "snake_case names like sk_" + c.chars(LOWER, 12) + "_" + c.chars(LOWER, 10) + " stay",
+        "vcp_ tokens are Vercel's, nfp_ ones Netlify's, phx_ PostHog's",
+        "the build id is 4b1d" + c.chars(HEX, 36),
+        "commit 4b1d" + c.chars(HEX, 36),
+        "cioSessionHandler and cio_client are names, not tokens",
+        "read https://" + c.chars(HEX, 32) + "@example.com/docs for the details",
+        "page 1//0 of the report, see the 2nd chapter",
+        "tvly-xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx is the placeholder in Tavily's docs",
+        "EAAG is the prefix of a Graph API token; EAAGxxxxxxxx means a redacted one",
+        "pat-na1-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx",
+        "see hubspot docs: private app tokens (pat-na1-...) replaced API keys",
+        "s-s4t2ud- prefixes the intra client secret",
+    ):
+        c.lookalike("vendor_prefixes", text)
+
+
 def build() -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     corpus = Corpus(SEED)
     build_secrets(corpus)
@@ -2003,6 +2111,7 @@ def build() -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     build_second_factors(corpus)
     build_password_hashes(corpus)
     build_chat_tokens(corpus)
+    build_vendor_prefixed_tokens(corpus)
     return corpus.secrets, corpus.lookalikes
 
 

@@ -1,0 +1,194 @@
+"""Vendor token formats known by a prefix or a shape of their own: each is redacted wherever
+it is pasted (a chat line, an env file, JSON, a curl command), and the same prefixes in prose,
+documentation placeholders, short ids, hashes and UUIDs stay as written."""
+
+from __future__ import annotations
+
+import random
+import string
+import uuid
+
+import pytest
+
+from orcad.secrets import find_secrets, redact
+
+pytestmark = pytest.mark.pure
+
+_RANDOM = random.Random(20261206)
+_ALNUM = string.ascii_letters + string.digits
+_UPPER_DIGITS = string.ascii_uppercase + string.digits
+_LOWER_DIGITS = string.ascii_lowercase + string.digits
+_HEX = "0123456789abcdef"
+_URLSAFE = _ALNUM + "-_"
+_BASE64 = _ALNUM + "+/"
+
+
+def _chars(alphabet: str, count: int) -> str:
+    """Random characters of `alphabet`, with a digit and a letter when it has both."""
+    while True:
+        value = "".join(_RANDOM.choice(alphabet) for _ in range(count))
+        digits = any(char.isdigit() for char in alphabet)
+        letters = any(char.isalpha() for char in alphabet)
+        if (not digits or any(char.isdigit() for char in value)) and (
+            not letters or any(char.isalpha() for char in value)
+        ):
+            return value
+
+
+def _uuid() -> str:
+    return str(uuid.UUID(int=_RANDOM.getrandbits(128), version=4))
+
+
+TOKENS: list[tuple[str, str]] = [
+    ("aws_session_token", "IQoJb3JpZ2luX2VjEJr" + _chars(_BASE64, 600) + "="),
+    ("aws_session_token", "FwoGZXIvYXdzEBYaD" + _chars(_BASE64, 280)),
+    ("tencent_secret_id", "AKID" + _chars(_ALNUM, 32)),
+    ("cloudflare_tunnel_token", "eyJhIjoi" + _chars(_BASE64, 180) + "="),
+    ("netlify_token", "nfp_" + _chars(_ALNUM, 40)),
+    ("vercel_token", "vcp_" + _chars(_ALNUM, 56)),
+    ("supabase_token", "sb_secret_" + _chars(_URLSAFE, 31)),
+    ("fly_io_token", "fm1a_" + _chars(_BASE64, 140)),
+    (
+        "onepassword_secret_key",
+        "A3-" + "-".join(_chars(_UPPER_DIGITS, n) for n in (6, 6, 5, 5, 5, 5)),
+    ),
+    (
+        "onepassword_secret_key",
+        "A3-" + "-".join(_chars(_UPPER_DIGITS, n) for n in (6, 11, 5, 5, 5)),
+    ),
+    ("gitlab_token", "glagent-" + _chars(_URLSAFE, 50)),
+    ("gitlab_token", "gloas-" + _chars(_URLSAFE, 64)),
+    ("gitlab_token", "glffct-" + _chars(_URLSAFE, 20)),
+    ("gitlab_token", "glpat-" + _chars(_URLSAFE, 36) + ".01." + _chars(_LOWER_DIGITS, 7)),
+    ("gitlab_token", "glrt-t1_" + _chars(_URLSAFE, 27) + ".01" + _chars(_LOWER_DIGITS, 7)),
+    ("circleci_token", "CCIPRJ_" + _chars(_ALNUM, 22) + "_" + _chars(_HEX, 40)),
+    ("sonarqube_token", "squ_" + _chars(_HEX, 40)),
+    ("sonarqube_token", "sqp_" + _chars(_HEX, 40)),
+    ("intra42_client_secret", "s-s4t2af-" + _chars(_HEX, 64)),
+    (
+        "harness_token",
+        "sat." + ".".join((_chars(_URLSAFE, 22), _chars(_HEX, 24), _chars(_ALNUM, 20))),
+    ),
+    ("crates_io_token", "cio" + _chars(_ALNUM, 29) + "Xy7"),
+    ("elevenlabs_api_key", "sk_" + _chars(_HEX, 48)),
+    ("tavily_api_key", "tvly-dev-" + _chars(_ALNUM, 32)),
+    ("tavily_api_key", "tvly-" + _chars(_ALNUM, 32)),
+    ("linear_api_key", "lin_oauth_" + _chars(_HEX, 64)),
+    ("slack_token", "xoxe.xoxb-1-" + _chars(_UPPER_DIGITS, 164)),
+    ("new_relic_key", "NRII-" + _chars(_URLSAFE, 32)),
+    ("hubspot_token", "pat-eu1-" + _uuid()),
+    ("intercom_token", "dG9rOj" + _chars(_BASE64, 54) + "="),
+    ("posthog_api_key", "phx_" + _chars(_ALNUM, 47)),
+    ("honeycomb_api_key", "hcaik_01" + _chars(_LOWER_DIGITS, 56)),
+    ("axiom_token", "xapt-" + _uuid()),
+    ("clickup_token", "pk_" + _chars(string.digits, 8) + "_" + _chars(_UPPER_DIGITS, 32)),
+    ("flutterwave_key", "FLWSECK_TEST" + _chars(_HEX, 12)),
+    (
+        "paddle_api_key",
+        "pdl_sdbx_apikey_"
+        + "_".join((_chars(_LOWER_DIGITS, 26), _chars(_ALNUM, 22), _chars(_ALNUM, 3))),
+    ),
+    ("facebook_access_token", "EAAJ" + _chars(_ALNUM, 190)),
+    ("google_oauth_refresh_token", "1//0g" + _chars(_URLSAFE, 98)),
+    ("clickhouse_api_key", "4b1d" + _chars(_ALNUM, 36) + "Zq"),
+    ("maxmind_license_key", _chars(_ALNUM, 6) + "_" + _chars(_ALNUM, 29) + "_mmk"),
+    ("openshift_token", "sha256~" + _chars(_URLSAFE, 43)),
+    ("salesforce_access_token", "00D" + _chars(_ALNUM, 15) + "!AQ" + _chars(_ALNUM + "._", 96)),
+    ("salesforce_access_token", "00D" + _chars(_ALNUM, 12) + "!AQ" + _chars(_ALNUM + "._", 96)),
+]
+
+# Where nothing names the token, the whole of it goes and nothing else.
+_BARE = (
+    "here's the token I used yesterday {v} -- can you check why the call fails?",
+    "curl -sS -H 'X-Client: {v}' https://api.example.com/v1/items | jq .",
+    "tried `{v}` again and still get a 401",
+)
+# Where a setting names it, the value goes (under whichever rule's name).
+_NAMED = ("export SERVICE_TOKEN={v}", '{{"service_token": "{v}", "region": "us-east-1"}}')
+
+
+@pytest.mark.parametrize(("kind", "token"), TOKENS, ids=[kind for kind, _ in TOKENS])
+@pytest.mark.parametrize("shape", _BARE)
+def test_a_vendor_token_pasted_bare_is_redacted_whole(kind: str, token: str, shape: str) -> None:
+    text = shape.format(v=token)
+    assert redact(text) == shape.format(v=f"[REDACTED:{kind}]")
+
+
+@pytest.mark.parametrize(("kind", "token"), TOKENS, ids=[kind for kind, _ in TOKENS])
+@pytest.mark.parametrize("shape", _NAMED)
+def test_a_vendor_token_in_a_setting_is_redacted(kind: str, token: str, shape: str) -> None:
+    text = shape.format(v=token)
+    redacted = redact(text)
+    assert token not in redacted
+    assert redacted.startswith(text[:10])
+
+
+def test_a_sentry_dsn_loses_its_key_and_keeps_its_host() -> None:
+    key = _chars(_HEX, 32)
+    for dsn in (
+        f"https://{key}@o4506123.ingest.sentry.io/4506123456789",
+        f"https://{key}@o4506123.ingest.us.sentry.io/4506123456789",
+        f"https://{key}@sentry.internal.example.com:9000/42",
+        f"https://{key}@sentry.example.com/prefix/42",
+    ):
+        for shape in ("SENTRY_DSN={v}", 'Sentry.init({{ dsn: "{v}" }})', "dsn is {v}, fine"):
+            text = shape.format(v=dsn)
+            assert redact(text) == text.replace(key, "[REDACTED:sentry_dsn]")
+
+
+def test_a_teams_webhook_loses_what_lets_anyone_post() -> None:
+    hook = _chars(_HEX, 32) + "/" + _uuid()
+    url = f"https://acme.webhook.office.com/webhookb2/{_uuid()}@{_uuid()}/IncomingWebhook/{hook}"
+    text = f"curl -H 'Content-Type: application/json' -d '{{\"text\": \"hi\"}}' {url}"
+    assert redact(text) == text.replace(hook, "[REDACTED:teams_webhook]")
+    v2 = url + "/V2" + _chars(_URLSAFE, 40)
+    assert "IncomingWebhook/[REDACTED:teams_webhook]" in redact(f"webhook: {v2}")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # the prefixes named in prose and docs
+        "GitLab tokens start with glpat-, glagent- or gloas-; runner ones with glrt-",
+        "the AWS session token (IQoJb3JpZ2luX2Vj...) expires after an hour",
+        "SonarQube user tokens begin with squ_ and project ones with sqp_",
+        "set SUPABASE_SECRET_KEY to the sb_secret_... key, never the sb_publishable_ one",
+        "run `oc whoami -t` to print your sha256~ token",
+        "1Password Secret Keys look like A3-XXXXXX-XXXXXX-XXXXX-XXXXX-XXXXX-XXXXX",
+        "vcp_ tokens are Vercel's, nfp_ ones Netlify's, phx_ PostHog's, tvly- Tavily's",
+        "tvly-xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx is the placeholder in the docs",
+        "pat-na1-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx",
+        "EAAG is how a Graph API token starts; EAAGxxxxxxxx marks a redacted one",
+        "the intra secret starts with s-s4t2ud- or s-s4t2af-",
+        "the sentry dsn looks like https://<key>@o0.ingest.sentry.io/<project>",
+        "page 1//0 of the report, then the 2nd chapter",
+        "NRII- keys insert events; NRJS- ones are the browser agent's",
+        "sk_live_... and sk_test_... are Stripe's, sk_ alone is ElevenLabs'",
+        # hashes, digests, UUIDs and ids next to the same words
+        "image: registry.example.com/app@sha256:" + "5" + _chars(_HEX, 63),
+        "sha256~ is not sha256: " + _chars(_HEX, 64),
+        "commit 4b1d" + _chars(_HEX, 36),
+        "the build id is 4b1d" + _chars(_HEX, 38),
+        "squ_ " + _chars(_HEX, 40),
+        "hubspot portal " + _uuid() + " (pat-na1 region)",
+        "axiom dataset xaat " + _uuid(),
+        "sk_" + "a" * 48,
+        "sk_" + "_".join(("user", "session", "cache", "key", "for", "the", "api")),
+        "cioSessionHandlerFactoryBuilderImpl and cio_client are names",
+        "read https://" + _chars(_HEX, 32) + "@example.com/docs for the details",
+        "git clone https://" + _chars(_HEX, 32) + "@github.com/acme/app.git",
+        "sb_secret_key_for_the_service_role is the setting's name",
+        "gitlab_agent_token: glagent-name-of-the-agent-config",
+        "AKIDS are the Tencent ids; AKID alone is too short",
+        # base64 that merely starts with a token's letters
+        "data:application/octet-stream;base64,EAAB"
+        + _chars(_BASE64, 40)
+        + "+/"
+        + _chars(_BASE64, 40),
+        "salesforce org 00D5g000004ABCD!",
+        "Maxmind license key: YOUR_LICENSE_KEY_mmk",
+    ],
+)
+def test_prefixes_in_prose_placeholders_and_hashes_stay(text: str) -> None:
+    assert find_secrets(text) == []
+    assert redact(text) == text
