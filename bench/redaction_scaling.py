@@ -208,6 +208,7 @@ ADVERSARIAL = {
     "salesforce heads": "00DAb1Cd2Ef3Gh4Ij!AQ" + "Ab1." * 12 + "!AQ!AQ ",
     "sentry dsns": "https://" + "ab12" * 8 + "@o1.ingest." + "a-" * 20 + "://",
     "teams hooks": "IncomingWebhook/" + "ab12" * 8 + "/",
+    "pat names": "GITHUB_PAT=ab12_pat=pat=path=compat pattern ",
     "vendor keys": "Mistral key: UpZuDDHo3WorUqLxHEzX9guCpbRPrpxB Cohere key Qm7Rt2 ",
     "capitalised keys": "Ab key Cd key: ",
     # a user and a password of every character class (orcad/secret_strong_pairs.py)

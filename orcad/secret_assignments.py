@@ -30,6 +30,10 @@ _ASSIGNMENT_KEYWORDS: tuple[tuple[str, str], ...] = (
     ("mnemonic", "mnemonic"),  # a wallet's recovery phrase
     ("secret", "secret"),
     ("token", "token"),
+    # a personal access token's usual short name (GITHUB_PAT, AZURE_DEVOPS_EXT_PAT), a whole
+    # name part: never path, compat or pattern (starting with its literal keeps the search fast
+    # in code, which says "pat" everywhere; the part's start is checked after)
+    ("pat", "pat"),
     ("key", "key"),
     ("credential", "credentials?"),
 )
@@ -63,10 +67,13 @@ _NAME_QUALIFIERS = (
 )
 # blanks, then a colon right before the value's quote: psql's :'variable'
 _PSQL_VARIABLE = re.compile(r"[ \t]+:")
+# What a personal access token is made of: `pat` also names a pattern in code, whose value holds
+# a format's or a glob's marks.
+_TOKEN_CHARACTERS = re.compile(r"[A-Za-z0-9_\-]{20,}")
 # the end of a credential's name, which an = inside a value must not follow
 _NOT_A_NAME = "".join(
     f"(?<!{name})" for name in ("pass", "word", "pwd", "pw", "phrase", "code", "mnemonic", "secret")
-) + "".join(f"(?<!{name})" for name in ("token", "key", "credential", "credentials"))
+) + "".join(f"(?<!{name})" for name in ("token", "pat", "key", "credential", "credentials"))
 _ASSIGNMENT_TAIL = (
     _NAME_QUALIFIERS + r"[\"']?[ \t]{0,8}(?:=>|:=|==?|:)[ \t]{0,8}"
     rf"(?:{QUOTED_VALUES}|"
@@ -95,6 +102,8 @@ def _assignment_finder(keyword: str, pattern: str) -> Finder:
         generated = functools.cache(looks_random)
         credential = functools.cache(is_credential_literal)
         for match in every_match(compiled, lowered):
+            if keyword == "pat" and match.start() > 0 and lowered[match.start() - 1].isalnum():
+                continue
             if keyword == "key" and not _KEY_QUALIFIER.search(
                 lowered, max(0, match.start() - 16), match.start()
             ):
@@ -128,6 +137,8 @@ def _assignment_finder(keyword: str, pattern: str) -> Finder:
                 yield start, end
                 continue
             value = text[start:end]
+            if keyword == "pat" and _TOKEN_CHARACTERS.fullmatch(value) is None:
+                continue  # code's short name for a pattern: "__attr_%s", "*.py"
             if group == 3 and plain:
                 first_word_end = end
                 end = _rest_of_setting(text, match.start(), end)

@@ -192,3 +192,55 @@ def test_a_teams_webhook_loses_what_lets_anyone_post() -> None:
 def test_prefixes_in_prose_placeholders_and_hashes_stay(text: str) -> None:
     assert find_secrets(text) == []
     assert redact(text) == text
+
+
+# Formats with no prefix of their own (an Azure DevOps PAT is 52 characters of base32) go when
+# a setting names them by the short name for a personal access token.
+_PAT = _chars(string.ascii_lowercase + "234567", 52)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"AZURE_DEVOPS_PAT={_PAT}",
+        f"export AZURE_DEVOPS_EXT_PAT={_PAT}",
+        f'GITHUB_PAT: "{_PAT}"',
+        f'gitlab_pat = "{_PAT}"',
+        f'{{"ado_pat": "{_PAT}"}}',
+    ],
+)
+def test_a_value_set_to_a_pat_name_is_redacted(text: str) -> None:
+    assert redact(text) == text.replace(_PAT, "[REDACTED:credential_assignment]")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "PATH=/usr/local/bin:/usr/bin",
+        'xpath=//div[@id="main"]',
+        f"compat={_PAT}",
+        f"spat={_PAT}",
+        'pattern = r"[a-z0-9]{52}"',
+        "pat: $(System.AccessToken)",
+        "PAT=<your personal access token>",
+        "GITHUB_PAT=changeme",
+        "PAT_EXPIRY=2025-01-01",
+        "pat_scope = repo,read:org",
+        "AZURE_DEVOPS_PAT=${{ secrets.AZURE_DEVOPS_PAT }}",
+    ],
+)
+def test_pat_names_without_a_generated_value_stay(text: str) -> None:
+    assert find_secrets(text) == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '_INIT_FACTORY_PAT = "__attr_factory_%s"',
+        "_editable_fname_finder_py_pat = '__editable___*_*finder.py'",
+        'DATE_PAT = r"(?P<year>[0-9]{4})-(?P<month>[0-9]{2})"',
+        "url_pat = 'https://example.com/v2/items/{item_id}/parts'",
+    ],
+)
+def test_patterns_named_pat_in_code_stay(text: str) -> None:
+    assert find_secrets(text) == []
