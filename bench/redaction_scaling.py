@@ -209,6 +209,7 @@ ADVERSARIAL = {
     "sentry dsns": "https://" + "ab12" * 8 + "@o1.ingest." + "a-" * 20 + "://",
     "teams hooks": "IncomingWebhook/" + "ab12" * 8 + "/",
     "pat names": "GITHUB_PAT=ab12_pat=pat=path=compat pattern ",
+    "encoded jwt heads": "ZXlK" + "Ab1+" * 20 + " ZXlKZXlK",
     "vendor keys": "Mistral key: UpZuDDHo3WorUqLxHEzX9guCpbRPrpxB Cohere key Qm7Rt2 ",
     "capitalised keys": "Ab key Cd key: ",
     # a user and a password of every character class (orcad/secret_strong_pairs.py)

@@ -122,6 +122,29 @@ def find_encoded_private_keys(text: str, lowered: str) -> Iterator[Span]:
             yield match.span()
 
 
+# A JWT encoded once more in base64 (a Kubernetes Secret's data, a CI variable): "eyJ" encodes
+# to ZXlK, and what it decodes to must be a JWT's three parts (base64 of any other JSON's
+# base64 is left).
+ENCODED_JWT_TRIGGER = "ZXlK"
+_ENCODED_JWT = re.compile(ENCODED_JWT_TRIGGER + r"[A-Za-z0-9+/]{60,12000}+={0,2}")
+_DECODED_JWT = re.compile(
+    rb"eyJ[A-Za-z0-9_\-]{10,}+\.[A-Za-z0-9_\-]{10,}+\.[A-Za-z0-9_\-]{16,}+\s?"
+)
+
+
+def find_encoded_jwts(text: str, lowered: str) -> Iterator[Span]:
+    for match in _ENCODED_JWT.finditer(text):
+        if not (_starts_word(text, match.start()) and _ends_word(text, match.end())):
+            continue
+        value = match.group().rstrip("=")
+        try:
+            decoded = base64.b64decode(value + "=" * (-len(value) % 4))
+        except ValueError:  # binascii.Error: a length no encoding has
+            continue
+        if _DECODED_JWT.fullmatch(decoded) is not None:
+            yield match.span()
+
+
 # ----------------------------------------------------- credentials inside URLs
 _URL_USERINFO = re.compile(
     r"://([^\s/?#@:\[\]\"'<>]{0,256}):"

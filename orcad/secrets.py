@@ -54,6 +54,7 @@ from orcad.secret_files import (
 from orcad.secret_foreign_sentences import find_foreign_passwords
 from orcad.secret_formats import (
     DISCORD_BOT,
+    ENCODED_JWT_TRIGGER,
     ENCODED_PEM_TRIGGER,
     Finder,
     anchored_finder,
@@ -63,6 +64,7 @@ from orcad.secret_formats import (
     find_bare_userinfo,
     find_braintree_tokens,
     find_discord_bot,
+    find_encoded_jwts,
     find_encoded_private_keys,
     find_openshift_tokens,
     find_private_keys,
@@ -138,6 +140,7 @@ _RULES: tuple[tuple[str, Finder, Gate], ...] = (
         )
         for name, triggers, pattern, bounded in TOKEN_RULES
     ),
+    ("jwt", find_encoded_jwts, _any_trigger((ENCODED_JWT_TRIGGER,))),
     ("telegram_bot_token", find_telegram, _always),
     ("discord_bot_token", find_discord_bot, lambda runs: DISCORD_BOT.search(runs) is not None),
     *(

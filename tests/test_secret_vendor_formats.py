@@ -4,6 +4,8 @@ documentation placeholders, short ids, hashes and UUIDs stay as written."""
 
 from __future__ import annotations
 
+import base64
+import json
 import random
 import string
 import uuid
@@ -243,4 +245,43 @@ def test_pat_names_without_a_generated_value_stay(text: str) -> None:
     ],
 )
 def test_patterns_named_pat_in_code_stay(text: str) -> None:
+    assert find_secrets(text) == []
+
+
+def _jwt() -> str:
+    def part(document: dict[str, str]) -> str:
+        encoded = base64.urlsafe_b64encode(json.dumps(document).encode()).decode()
+        return encoded.rstrip("=")
+
+    header = part({"alg": "RS256", "kid": _chars(_URLSAFE, 20)})
+    claims = part({"iss": "kubernetes/serviceaccount", "sub": "system:serviceaccount:ci:deploy"})
+    return f"{header}.{claims}.{_chars(_URLSAFE, 86)}"
+
+
+@pytest.mark.parametrize("newline", ["", "\n"])
+@pytest.mark.parametrize(
+    "shape",
+    [
+        "apiVersion: v1\nkind: Secret\ndata:\n  sa: {v}\n  namespace: Y2k=\n",
+        "here's the encoded one {v} from the pipeline",
+        '{{"deployToken": "{v}"}}',
+    ],
+)
+def test_a_jwt_encoded_again_in_base64_is_redacted(shape: str, newline: str) -> None:
+    encoded = base64.b64encode((_jwt() + newline).encode()).decode()
+    text = shape.format(v=encoded)
+    assert redact(text) == shape.format(v="[REDACTED:jwt]")
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        {"a": 1, "name": "a config, not a token", "padding": "x" * 40},
+        {"alg": "none", "note": "a header alone, no claims nor signature"},
+    ],
+)
+def test_base64_of_other_base64_json_stays(document: dict[str, object]) -> None:
+    inner = base64.urlsafe_b64encode(json.dumps(document).encode()).decode()
+    text = "payload: " + base64.b64encode(inner.encode()).decode()
+    assert text.startswith("payload: ZXlK")
     assert find_secrets(text) == []

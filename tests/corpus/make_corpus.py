@@ -2074,6 +2074,10 @@ def build_vendor_prefixed_tokens(c: Corpus) -> None:
         "s-s4t2ud- prefixes the intra client secret",
     ):
         c.lookalike("vendor_prefixes", text)
+    encoded = base64.b64encode(jwt(c).encode()).decode()
+    c.secret("jwt", encoded, f"apiVersion: v1\nkind: Secret\ndata:\n  sa: {encoded}\n")
+    not_a_jwt = base64.b64encode(base64.b64encode(c.chars(ALNUM, 90).encode())).decode()
+    c.lookalike("vendor_prefixes", f"payload: ZXlK{not_a_jwt}")
 
 
 def build() -> tuple[list[dict[str, str]], list[dict[str, str]]]:
