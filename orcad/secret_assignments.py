@@ -173,15 +173,17 @@ def _assignment_finder(keyword: str, pattern: str) -> Finder:
 
 # `PASS: gdb.base/break.exp: run to main`: a test suite's result line (Automake, DejaGnu),
 # which starts its line. A text holding two result lines or more that name a test as suites do
-# (a path, or three words or more) is a test log, and each `PASS:` line in it a result
-# ("PASS: addr2line" too). Logins listed one after another ("USER: admin" / "PASS: Monkey123")
-# name no test that way, so their passwords are still found.
+# (a path, or three words or more), or three result lines or more of two outcomes or more
+# ("PASS: addr2line" beside "FAIL: objdump -d"), is a test log, and each `PASS:` line in it a
+# result. Logins listed one after another ("USER: admin" / "PASS: Monkey123") name no test
+# that way and have no other outcome, so their passwords are still found.
 _TEST_RESULT = re.compile(r"PASS:[ \t]")
+_OUTCOMES = r"X?PASS|X?FAIL|KPASS|KFAIL|SKIP|ERROR|UNSUPPORTED|UNRESOLVED|UNTESTED"
 _TEST_RESULTS = re.compile(
-    r"^[ \t]*(?:X?PASS|X?FAIL|KPASS|KFAIL|SKIP|ERROR|UNSUPPORTED|UNRESOLVED|UNTESTED):[ \t]+"
-    r"(?:[^\s/]*/|\S+[ \t]+\S+[ \t]+\S)",
-    re.MULTILINE,
+    rf"^[ \t]*(?:{_OUTCOMES}):[ \t]+(?:[^\s/]*/|\S+[ \t]+\S+[ \t]+\S)", re.MULTILINE
 )
+_ANY_RESULT = re.compile(rf"^[ \t]*({_OUTCOMES}):[ \t]+\S", re.MULTILINE)
+_RESULTS_OF_TWO_OUTCOMES = 3
 
 
 def _test_result(text: str, at: int) -> bool:
@@ -199,7 +201,10 @@ def _starts_line(text: str, at: int) -> bool:
 
 def _is_test_log(text: str) -> bool:
     results = _TEST_RESULTS.finditer(text)
-    return next(results, None) is not None and next(results, None) is not None
+    if next(results, None) is not None and next(results, None) is not None:
+        return True
+    outcomes = [match.group(1) for match in _ANY_RESULT.finditer(text)]
+    return len(outcomes) >= _RESULTS_OF_TWO_OUTCOMES and len(set(outcomes)) >= 2
 
 
 def _bare_name(keyword: str, lowered: str, at: int) -> bool:

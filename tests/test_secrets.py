@@ -1573,10 +1573,21 @@ def test_a_test_suites_log_stays_storable() -> None:
     assert redact(log) == log.replace("s3cr3tP4ss", "[REDACTED:credential_assignment]")
 
 
+def test_a_short_test_log_of_two_outcomes_stays_storable() -> None:
+    # no line names a test by a path or three words: the outcomes show it is a log
+    log = "PASS: addr2line\nPASS: ar long names\nFAIL: objdump -d\n"
+    assert find_secrets(log) == []
+
+
 @pytest.mark.parametrize(
     ("text", "redacted"),
     [
         ("PASS: hunter2", "PASS: [REDACTED:credential_assignment]"),
+        # two lines of two outcomes are too few to be a log
+        (
+            "PASS: Monkey123\nFAIL: try the other one\n",
+            "PASS: [REDACTED:credential_assignment]\nFAIL: try the other one\n",
+        ),
         ("USER: admin\nPASS: hunter2\n", "USER: admin\nPASS: [REDACTED:credential_assignment]\n"),
         # logins listed one after another are no test log, whatever their number
         (
