@@ -41,6 +41,8 @@ RECALL_BACKFILL_BATCH = 64  # records embedded per background step (the store th
 # 16 some 23 ms, and a pass takes as long either way)
 RECALL_LINK_BATCH = 4
 RECALL_BACKFILL_IDLE_S = 0.5  # pause of the background embedding when nothing needs a vector
+# its pause after a pass that failed doubles up to this (a full disk, a damaged table)
+RECALL_BACKFILL_FAILING_MAX_S = 30.0
 # a record the model refuses (an endpoint's 400 for a text too long for it) while it embeds
 # others is left to its words for this long, then tried again: it must not hold up the rest
 RECALL_BACKFILL_REFUSED_RETRY_S = 600.0

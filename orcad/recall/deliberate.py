@@ -32,6 +32,7 @@ from orcad.deliberate.vectors import (
 )
 from orcad.limits import (
     RECALL_BACKFILL_BATCH,
+    RECALL_BACKFILL_FAILING_MAX_S,
     RECALL_BACKFILL_IDLE_S,
     RECALL_BACKFILL_REFUSED_RETRY_S,
     RECALL_LINK_BATCH,
@@ -218,6 +219,31 @@ class RefusedTexts:
                 if now - at < RECALL_BACKFILL_REFUSED_RETRY_S
             }
             return frozenset(self._digests)
+
+
+class Failing:
+    """The backfill's failures in a row: each error is logged when the pass before did not
+    meet it too, and the pause after a pass that embedded nothing doubles from
+    RECALL_BACKFILL_IDLE_S up to RECALL_BACKFILL_FAILING_MAX_S while passes fail (a full disk
+    or a damaged table fails every pass: it is neither retried twice a second nor logged so)."""
+
+    def __init__(self) -> None:
+        self.passes = 0  # idle passes in a row that failed
+        self.errors: frozenset[str] = frozenset()  # what the last pass failed with
+
+    def report(self, errors: list[str]) -> None:
+        for error in dict.fromkeys(errors):
+            if error not in self.errors:
+                log.warning("recall.backfill_failed", error=error)
+        self.errors = frozenset(errors)
+        if not errors:
+            self.passes = 0
+
+    def pause(self) -> float:
+        if not self.errors:
+            return RECALL_BACKFILL_IDLE_S
+        self.passes += 1
+        return float(min(RECALL_BACKFILL_IDLE_S * 2.0**self.passes, RECALL_BACKFILL_FAILING_MAX_S))
 
 
 class Backfill:
@@ -494,18 +520,21 @@ class Backfill:
         finally:
             self.counted = True  # counted, or nothing to count: status stops saying loading
         steps = [self.step_blocking, self.facts_step_blocking, self.links_step_blocking]
+        failing = Failing()
         while True:
             done = 0
+            errors = []
             for step in steps:
                 try:
                     done += await trio.to_thread.run_sync(step)
                 except Exception as exc:  # a damaged database or a broken model: retry later
-                    log.warning("recall.backfill_failed", error=f"{type(exc).__name__}: {exc}")
+                    errors.append(f"{type(exc).__name__}: {exc}")
+            failing.report(errors)
             if done:
                 log.debug("recall.backfill_batch", embedded=done, pending=self.pending)
                 await trio.lowlevel.checkpoint()
             else:
-                await trio.sleep(RECALL_BACKFILL_IDLE_S)
+                await trio.sleep(failing.pause())
 
     def status(self) -> EmbeddingStatus:
         embeddings = self._embeddings
