@@ -889,11 +889,11 @@ def test_a_doctor_check_that_fails_is_a_finding_not_a_crash() -> None:
     assert guarded("memory", lambda: fine) == fine
 
 
-def test_doctor_shows_every_crash_the_daemon_recorded() -> None:
+def test_doctor_shows_every_crash_and_failed_recall_the_daemon_recorded() -> None:
     at = "2026-12-01T00:00:00.000Z"
     recorded = [
         RecentError(at=at, kind=kind, message=f"{kind} happened")
-        for kind in ("background_crashed", "background_stopped", "connection", "storage")
+        for kind in ("background_crashed", "background_stopped", "connection", "storage", "recall")
     ]
     found = judge_daemon_errors(recorded)
     assert [(f.status, f.detail.split(" ")[1]) for f in found] == [

@@ -45,6 +45,9 @@ DAEMON_FAULT_FIXES = {
     "provider_config": "fix the [extraction] configuration and restart orcad",
     "project_metadata_corrupt": "move the named project.json aside; it is rewritten at the next "
     "session in that project",
+    # one part of a recall failed and the other still answered (orcad.recall.service)
+    "recall": "that part of recall answered nothing while the other did; fix what the message "
+    "names (the databases and storage checks say more), and recall tries it again at each turn",
 }
 
 
