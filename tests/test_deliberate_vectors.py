@@ -67,6 +67,20 @@ def test_pending_store_and_progress(connection: sqlite3.Connection) -> None:
     assert progress(connection, "m2") == (0, 2)  # another model's vectors do not count
 
 
+def test_a_vectors_table_of_other_columns_is_made_again(connection: sqlite3.Connection) -> None:
+    embed_two(connection)
+    with connection:  # edited by hand: the vectors as text, under other names
+        connection.execute("DROP TABLE memory_vectors")
+        connection.execute("CREATE TABLE memory_vectors (row_id INTEGER PRIMARY KEY, v TEXT)")
+        connection.execute("INSERT INTO memory_vectors VALUES (1, 'not a vector')")
+    assert progress(connection, "m1") == (0, 2)  # it failed with "no such column: model"
+    rows = pending(connection, "m1", 10)
+    store_vectors(connection, "m1", rows, np.stack([unit(0, 1), unit(1, 0)]))
+    assert progress(connection, "m1") == (2, 0)
+    delete_record(connection, numbered_record(1, "").id)
+    assert progress(connection, "m1") == (1, 0)  # the triggers are there again
+
+
 def test_a_vector_goes_with_its_record_and_with_its_old_content(
     connection: sqlite3.Connection,
 ) -> None:
