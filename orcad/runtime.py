@@ -204,13 +204,22 @@ class Instance(msgspec.Struct, frozen=True):
 
 
 def write_private_atomically(path: Path, data: bytes) -> None:
+    """Write `path` whole or not at all. A write that fails (a full disk) leaves no temporary
+    file behind, and its error names `path`."""
     tmp = path.with_name(path.name + ".tmp")
-    descriptor = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
-        os.write(descriptor, data)
-    finally:
-        os.close(descriptor)
-    tmp.replace(path)
+        descriptor = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(descriptor, view) :]
+        finally:
+            os.close(descriptor)
+        tmp.replace(path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from exc
 
 
 def read_instance(path: Path) -> Instance | None:

@@ -913,3 +913,22 @@ def test_doctor_leaves_the_database_files_private(orca_env: OrcaEnv) -> None:
         os.umask(old_umask)
     for sibling in orca_env.config_dir.iterdir():
         assert sibling.stat().st_mode & 0o077 == 0, sibling
+
+
+def test_orcad_that_cannot_write_its_pid_file_says_which_and_leaves_no_part_of_it(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess]
+) -> None:
+    with small_filesystem(orca_env.home):
+        (orca_env.home / "memory").mkdir(mode=0o700)
+        filler = fill_up(orca_env.home)
+        daemon = DaemonProcess(orca_env)
+        daemon_factory.append(daemon)
+        daemon.spawn()
+        assert daemon.proc is not None
+        assert daemon.proc.wait(timeout=30) == 1
+        pid_file = orca_env.home / "memory" / "orcad.pid"
+        assert str(pid_file) in daemon.stderr() and "No space left" in daemon.stderr()
+        assert "Traceback" not in daemon.stderr()
+        assert not pid_file.with_name("orcad.pid.tmp").exists()
+        filler.unlink()
+        daemon_factory.append(DaemonProcess(orca_env).start())  # room again: it starts
