@@ -255,11 +255,25 @@ class Daemon:
 
     def check_state_db(self) -> None:
         """At start, before any session is served (blocking): a damaged state database is
-        moved aside and recreated."""
-        problem = state_db_problem(self.paths.state_db)
+        moved aside and recreated. One that cannot be checked now (locked by another process,
+        on a full disk) is kept as it is: session calls answer -32017 with the cause until it
+        is gone."""
+        problem = self._state_db_damage()
         if problem is not None:
             with self._state_db_lock:
                 self.recreate_state_db(problem)
+
+    def _state_db_damage(self) -> str | None:
+        """`state_db_problem`, with a check that cannot run recorded as a storage fault."""
+        path = self.paths.state_db
+        try:
+            return state_db_problem(path)
+        except sqlite3.Error as exc:
+            error = storage_error_of(exc, str(path))
+            message = error.message if error is not None else f"{path}: {exc}"
+            log.warning("state_db.unchecked", path=str(path), error=message)
+            self.record_error("storage", message)
+            return None
 
     async def _recover_state_db_async(self, reported: str) -> None:
         await trio.to_thread.run_sync(self.recover_state_db, reported)
@@ -268,7 +282,7 @@ class Daemon:
         """SQLite reported the state database damaged while running (blocking): check it, and
         replace it if it is; a second report of the same damage finds it replaced already."""
         with self._state_db_lock:
-            problem = state_db_problem(self.paths.state_db)
+            problem = self._state_db_damage()
             if problem is not None:
                 self.recreate_state_db(problem)
 

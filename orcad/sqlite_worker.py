@@ -16,6 +16,7 @@ from typing import TypeVar
 import trio
 
 from orcad.limits import SQLITE_BUSY_TIMEOUT_MS
+from orcad.storage_faults import is_corruption
 from orcad.threads import run_sync_now
 
 T = TypeVar("T")
@@ -102,10 +103,16 @@ INTEGRITY_PROBLEM_MAX_CHARS = 400
 
 
 def integrity_problem(connection: sqlite3.Connection) -> str | None:
-    """What `PRAGMA quick_check` finds wrong with the database, or None when it is sound."""
+    """What `PRAGMA quick_check` finds wrong with the database, or None when it is sound.
+
+    Only damage is a problem here: a check that cannot run (the database locked by another
+    process, its -shm that a full disk cannot hold, a file it may not read) raises, since
+    nothing is known of the file's state then."""
     try:
         rows = connection.execute(f"PRAGMA quick_check({QUICK_CHECK_ROWS})").fetchall()
     except sqlite3.DatabaseError as exc:  # "file is not a database", "malformed" ...
+        if not is_corruption(exc):
+            raise
         return str(exc)
     found = [" ".join(str(row[0]).split()) for row in rows]
     return None if found == ["ok"] else "; ".join(found)[:INTEGRITY_PROBLEM_MAX_CHARS]

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 from orcad.sqlite_worker import integrity_problem
+from orcad.storage_faults import is_corruption
 
 DAMAGED_SUFFIX = ".damaged-"
 LOSS = (
@@ -29,17 +30,23 @@ LOSS = (
 
 
 def state_db_problem(path: Path) -> str | None:
-    """Why the state database cannot be used, or None (also when it does not exist yet)."""
+    """The damage that makes the state database unusable, or None (also when it does not exist
+    yet). sqlite3.Error when it cannot be checked now (locked by another process, a full disk,
+    a file it may not read): the file may well be sound, and it must be kept."""
     if not path.exists():
         return None
     try:
         connection = sqlite3.connect(str(path), isolation_level=None)
     except sqlite3.Error as exc:
-        return str(exc)
+        if is_corruption(exc):
+            return str(exc)
+        raise
     try:
         return integrity_problem(connection)
     except sqlite3.Error as exc:
-        return str(exc)
+        if is_corruption(exc):
+            return str(exc)
+        raise
     finally:
         connection.close()
 

@@ -31,6 +31,12 @@ _SQLITE_REASONS: dict[int, FaultReason] = {
     5: "locked",  # SQLITE_BUSY: another connection held the lock past the busy timeout
     6: "locked",  # SQLITE_LOCKED
 }
+# Extended codes whose cause their primary code does not say: SQLite could not grow the
+# database's -shm file, which a full disk or a quota refuses (a WAL database then cannot even be
+# read), reported as SQLITE_IOERR ("disk I/O error").
+_SQLITE_EXTENDED_REASONS: dict[int, FaultReason] = {
+    4874: "disk_full",  # SQLITE_IOERR_SHMSIZE
+}
 _ADVICE: dict[FaultReason, str] = {
     "disk_full": "free disk space (or raise the quota) and try again; nothing was half-written",
     "read_only": "the file system is read-only; remount it read-write and try again",
@@ -51,6 +57,8 @@ def fault_reason(exc: BaseException) -> FaultReason | None:
             return _ERRNO_REASONS[current.errno]
         if isinstance(current, sqlite3.Error):
             code = getattr(current, "sqlite_errorcode", None)
+            if code is not None and code in _SQLITE_EXTENDED_REASONS:
+                return _SQLITE_EXTENDED_REASONS[code]
             if code is not None and code & 0xFF in _SQLITE_REASONS:
                 return _SQLITE_REASONS[code & 0xFF]
             text = str(current).lower()

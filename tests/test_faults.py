@@ -302,6 +302,68 @@ def test_a_state_database_another_process_holds_locked_is_a_storage_error(
     assert daemon.call("session.open", {"cwd": cwd}).epoch > 0  # once it is let go
 
 
+def hold_exclusively(path: Path) -> sqlite3.Connection:
+    """A connection keeping every other one out of the database, readers too (a sqlite3 shell
+    in exclusive locking mode, a tool copying the file)."""
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("PRAGMA locking_mode = EXCLUSIVE")
+    holder.execute("BEGIN EXCLUSIVE")
+    holder.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    return holder
+
+
+def test_a_state_database_locked_at_start_is_kept_with_its_sessions(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    cwd = workdir(tmp_path)
+    daemon = start(orca_env, daemon_factory)
+    first = daemon.call("session.open", {"cwd": cwd, "session_id": "ses_" + "2" * 32})
+    daemon.stop()
+    state_db = orca_env.memory_root / "daemon-state.sqlite3"
+    holder = hold_exclusively(state_db)
+    try:
+        _code, findings = doctor(orca_env)  # no daemon running: doctor checks the file itself
+        [found] = [f for f in problems(findings, "databases") if str(state_db) in f["detail"]]
+        assert "cannot be checked now" in found["detail"], found
+        assert "locked" in found["fix"] and "moves the file aside" not in found["fix"], found
+        daemon = start(orca_env, daemon_factory)
+        assert any(str(state_db) in message for message in recent(daemon, "storage"))
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    # a lock is no damage: the file and the epochs it holds are kept
+    assert list(orca_env.memory_root.glob("daemon-state.sqlite3.damaged-*")) == []
+    assert recent(daemon, "state_db_recreated") == []
+    again = daemon.call("session.open", {"cwd": cwd, "session_id": first.session_id})
+    assert again.epoch == first.epoch + 1
+    _code, findings = doctor(orca_env)
+    assert problems(findings, "databases") == [], findings
+
+
+def test_a_memory_database_on_a_full_disk_is_not_called_damaged(
+    orca_env: OrcaEnv, tmp_path: Path
+) -> None:
+    """A WAL database whose -shm a full disk cannot hold cannot even be read; that is the
+    disk's fault, and doctor says so rather than give the repair of a damaged file."""
+    with small_filesystem(orca_env.config_dir):
+        build_memory_database(orca_env.deliberate_db, records=50)
+        filler = fill_up(orca_env.config_dir)
+        result = orcactl(orca_env, "doctor", "--json", "--min-free-mb", "1")
+        assert "Traceback" not in result.stderr, result.stderr
+        findings = json.loads(result.stdout)["findings"]
+        [found] = [
+            f for f in problems(findings, "databases") if str(orca_env.deliberate_db) in f["detail"]
+        ]
+        assert "cannot be checked now" in found["detail"], found
+        assert "free disk space" in found["fix"] and ".dump" not in found["fix"], found
+        disks = problems(findings, "disk")
+        assert any(str(orca_env.config_dir) in f["detail"] for f in disks), findings
+        filler.unlink()
+        result = orcactl(orca_env, "doctor", "--json", "--min-free-mb", "0")
+        findings = json.loads(result.stdout)["findings"]
+        assert not [f for f in problems(findings, "databases")], findings
+
+
 async def test_a_session_held_in_memory_closes_after_its_database_was_replaced(
     tmp_path: Path,
 ) -> None:

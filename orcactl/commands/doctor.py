@@ -100,7 +100,7 @@ def diagnose(args: argparse.Namespace) -> list[Finding]:
     finally:
         if client is not None:
             client.close()
-    found.extend(guarded("disk", lambda: [check_disk(paths, args.min_free_mb)]))
+    found.extend(guarded("disk", lambda: check_disk(paths, args.min_free_mb)))
     found.extend(guarded("agents", agent_findings))
     return found
 

@@ -14,6 +14,7 @@ from orcad.deliberate.schema import repair_steps
 from orcad.paths import Paths
 from orcad.sqlite_worker import integrity_problem
 from orcad.state_db import damaged_copies, state_db_problem
+from orcad.storage_faults import is_corruption, storage_error_of
 
 Status = Literal["ok", "problem", "skipped"]
 
@@ -108,19 +109,34 @@ def _open_read_only(path: Path) -> sqlite3.Connection:
     return sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None)
 
 
+def unchecked(path: Path, exc: sqlite3.Error) -> Finding:
+    """A database whose check could not run (locked, a full disk, a file it may not read):
+    nothing says it is damaged, and no repair is due, only the cause removed."""
+    error = storage_error_of(exc, str(path))
+    return Finding(
+        "databases",
+        "problem",
+        f"{path} cannot be checked now ({exc}); it is not known to be damaged",
+        (error.message if error is not None else f"{path}: {exc}")
+        + "; then run orcactl doctor again",
+    )
+
+
 def check_memory_database(path: Path) -> Finding:
     """PRAGMA quick_check of memory.sqlite3, read-only (safe while orcad runs)."""
     if not path.exists():
         return Finding("databases", "ok", f"{path} does not exist yet")
+    problem: str | None
     try:
         connection = _open_read_only(path)
-    except sqlite3.Error as exc:
-        problem: str | None = str(exc)
-    else:
         try:
             problem = integrity_problem(connection)
         finally:
             connection.close()
+    except sqlite3.Error as exc:
+        if not is_corruption(exc):
+            return unchecked(path, exc)
+        problem = str(exc)
     if problem is None:
         return Finding("databases", "ok", f"{path} passes quick_check")
     return Finding(
@@ -138,7 +154,11 @@ def check_state_database(paths: Paths, daemon_running: bool) -> list[Finding]:
     found: list[Finding] = []
     path = paths.state_db
     if not daemon_running:
-        problem = state_db_problem(path)
+        try:
+            problem = state_db_problem(path)
+        except sqlite3.Error as exc:
+            found.append(unchecked(path, exc))
+            problem = None
         if problem is not None:
             found.append(
                 Finding(

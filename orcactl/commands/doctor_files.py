@@ -224,8 +224,20 @@ def check_config(paths: Paths) -> tuple[list[Finding], Config]:
     return [Finding("config", "ok", f"{loaded.path} parses; every key is known")], loaded.config
 
 
-def check_disk(paths: Paths, minimum_mb: int) -> Finding:
-    where = paths.memory_root
-    while not where.exists() and where != where.parent:
-        where = where.parent
-    return judge_disk(paths.memory_root, shutil.disk_usage(where).free, minimum_mb)
+def _existing(path: Path) -> Path:
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
+
+
+def check_disk(paths: Paths, minimum_mb: int) -> list[Finding]:
+    """Free space where the memory root is, and where memory.sqlite3 is when that is another
+    file system (ORCA_CONFIG_DIR on its own disk): a full one refuses even its reads."""
+    memory = _existing(paths.memory_root)
+    found = [judge_disk(paths.memory_root, shutil.disk_usage(memory).free, minimum_mb)]
+    database = _existing(paths.deliberate_db.parent)
+    if database.stat().st_dev != memory.stat().st_dev:
+        found.append(
+            judge_disk(paths.deliberate_db.parent, shutil.disk_usage(database).free, minimum_mb)
+        )
+    return found

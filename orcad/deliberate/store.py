@@ -109,6 +109,14 @@ class DeliberateStore:
         """Try again, without waiting, to empty a WAL another connection's read kept."""
         return await self._run(lambda connection: truncate_wal(connection, wait=False))
 
+    def _check_blocking(self) -> str | None:
+        """`fence_if_damaged` after SQLite reported damage; None when the check itself could
+        not run (the report then stands for it)."""
+        try:
+            return self._db.run_blocking(fence_if_damaged)
+        except (sqlite3.Error, OSError):
+            return None
+
     def _note_damage(self, problem: str | None) -> None:
         if problem is None or self.damage is not None:
             return
@@ -140,7 +148,10 @@ class DeliberateStore:
             result = await self._db.run(work)
         except (sqlite3.Error, OSError) as exc:
             if is_corruption(exc):
-                problem = await self._db.run(fence_if_damaged)
+                try:
+                    problem = await self._db.run(fence_if_damaged)
+                except (sqlite3.Error, OSError):  # the check itself could not run
+                    problem = None
                 self._note_damage(problem or str(exc))
             raise self._storage_error(exc) from exc
         if writes and not self._files_secured_after_write:
@@ -158,7 +169,7 @@ class DeliberateStore:
             return self._db.run_blocking(lambda c: search_records(c, workspace_id, text, limit))
         except (sqlite3.Error, OSError) as exc:
             if is_corruption(exc):
-                self._note_damage(self._db.run_blocking(fence_if_damaged) or str(exc))
+                self._note_damage(self._check_blocking() or str(exc))
             raise self._storage_error(exc) from exc
 
     def query_blocking(self, work: Callable[[sqlite3.Connection], T]) -> T:
@@ -167,7 +178,7 @@ class DeliberateStore:
             return self._db.run_blocking(work)
         except (sqlite3.Error, OSError) as exc:
             if is_corruption(exc):
-                self._note_damage(self._db.run_blocking(fence_if_damaged) or str(exc))
+                self._note_damage(self._check_blocking() or str(exc))
             raise self._storage_error(exc) from exc
 
     async def query(self, work: Callable[[sqlite3.Connection], T]) -> T:
