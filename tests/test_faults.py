@@ -364,6 +364,35 @@ def test_a_memory_database_on_a_full_disk_is_not_called_damaged(
         assert not [f for f in problems(findings, "databases")], findings
 
 
+def test_an_approval_a_full_disk_refused_is_applied_when_asked_again(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    cwd = workdir(tmp_path)
+    with small_filesystem(orca_env.config_dir):
+        daemon = start(orca_env, daemon_factory, "[extraction]\nworkers = 0\n")
+        session = daemon.call("session.open", {"cwd": cwd, "mode": "normal"})
+        ids = {"session_id": session.session_id, "epoch": session.epoch}
+        content = "the staging database is rebuilt every night at two"
+        proposed = daemon.call(
+            "memory.manage",
+            {**ids, "action": "save", "content": content, "kind": "fact", "is_global": False},
+        )
+        assert proposed.outcome == "pending_approval"
+        approve = {**ids, "approval_id": proposed.approval_id, "decision": "allow_once"}
+        filler = fill_up(orca_env.config_dir)
+        full = remote_error(daemon, "memory.approve", approve)
+        assert (full.code, full.data.get("reason")) == (-32017, "disk_full"), full
+        filler.unlink()
+        # the user's answer was not used up by a write that never happened
+        applied = daemon.call("memory.approve", approve)
+        assert applied.outcome == "applied", applied
+        found = daemon.call("memory.search", {**ids, "query": "staging database rebuilt"})
+        assert [r.content for r in found.records] == [content]
+        used = remote_error(daemon, "memory.approve", approve)
+        assert used.code == -32014  # and it is single use once applied
+        daemon.stop()
+
+
 async def test_a_session_held_in_memory_closes_after_its_database_was_replaced(
     tmp_path: Path,
 ) -> None:

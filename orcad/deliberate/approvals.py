@@ -142,6 +142,12 @@ class PendingApprovals:
             )
         return change
 
+    def put_back(self, change: PendingChange) -> None:
+        """Keep again a change `take` gave that could not be applied (the database could not
+        be written: a full disk, a lock), so that the same memory.approve works once the cause
+        is gone; it still expires when it would have."""
+        self._pending[change.approval_id] = change
+
 
 class SessionGrant(msgspec.Struct, frozen=True, kw_only=True):
     session_id: str

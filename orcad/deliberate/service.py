@@ -46,6 +46,7 @@ from orcad.secrets import secret_kinds
 from orcad.session_snapshot import Session
 from orcad.sessions import SessionStore
 from protocol.types import (
+    ApprovalDecision,
     MemoryApproveParams,
     MemoryManageParams,
     MemoryManageResult,
@@ -182,7 +183,31 @@ class DeliberateMemory:
         change = self.approvals.pending.take(
             params.approval_id, session.session_id, session.epoch, self._clock.now()
         )
-        if params.decision == "deny":
+        try:
+            decided = await self._decide(session, change, params.decision)
+        except StorageError:  # nothing was written: the user's answer stands for a retry
+            self.approvals.pending.put_back(change)
+            raise
+        if isinstance(decided, MemoryManageResult):
+            return decided
+        result, is_global = decided
+        decision = params.decision
+        if decision == "allow_session" and not self._sessions.is_open_at(
+            session.session_id, session.epoch
+        ):
+            # The session ended while the change was written (its grants went with it): a
+            # grant given now would outlive it and skip the question once it is opened again.
+            log.info("memory.session_grant_skipped", approval_id=change.approval_id)
+            decision = "allow_once"
+        await self.approvals.grant(session, decision, is_global=is_global)
+        return result
+
+    async def _decide(
+        self, session: Session, change: PendingChange, decision: ApprovalDecision
+    ) -> MemoryManageResult | tuple[MemoryManageResult, bool]:
+        """Carry out the user's decision on `change`: the answer alone when nothing is to be
+        granted (declined, or refused), else the answer and whether the change was global."""
+        if decision == "deny":
             target = await self._target_or_none(session, change)
             log.info("memory.declined", approval_id=change.approval_id, action=change.action)
             return denied(session, change, "declined by the user", target)
@@ -194,23 +219,13 @@ class DeliberateMemory:
         log.info(
             "memory.approved",
             approval_id=change.approval_id,
-            decision=params.decision,
+            decision=decision,
             scope="global" if is_global else "workspace",
         )
         refusal = await self._refusal(session, change, target)
         if refusal is not None:  # nothing to apply (an identical record exists): nor to grant
             return refusal
-        result = await self._apply(session, change)
-        decision = params.decision
-        if decision == "allow_session" and not self._sessions.is_open_at(
-            session.session_id, session.epoch
-        ):
-            # The session ended while the change was written (its grants went with it): a
-            # grant given now would outlive it and skip the question once it is opened again.
-            log.info("memory.session_grant_skipped", approval_id=change.approval_id)
-            decision = "allow_once"
-        await self.approvals.grant(session, decision, is_global=is_global)
-        return result
+        return await self._apply(session, change), is_global
 
     # --- steps -------------------------------------------------------------------------------
 
