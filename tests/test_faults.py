@@ -30,6 +30,7 @@ from orcad.sessions import SessionStore
 from orcad.state_db import move_aside
 from protocol.errors import RemoteError
 from protocol.types import ExtractedFact, RecentError, SessionOpenParams
+from tests.external_worker import wait_for
 from tests.faults_helpers import fill_up, small_filesystem
 from tests.harness import DaemonProcess, OrcaEnv
 
@@ -534,6 +535,37 @@ def test_a_damaged_memory_database_refuses_changes_until_repaired(
     assert found_again.records  # the recovered records are searchable
     code, findings = doctor(orca_env)
     assert problems(findings, "databases") == []
+
+
+def test_recall_finds_records_by_their_words_when_their_vectors_are_damaged(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    """A damaged page among the vectors leaves the records themselves readable: recall's
+    deliberate part finds them by their words, as memory.search does, instead of nothing."""
+    cwd = workdir(tmp_path)
+    database = orca_env.deliberate_db
+    build_memory_database(database)
+    daemon = start(orca_env, daemon_factory, '[recall]\nembedding = "static"\n')
+
+    def embedded() -> bool:
+        embedding = daemon.call("daemon.status").embedding
+        return embedding.state == "ready" and (embedding.embedded, embedding.pending) == (3000, 0)
+
+    wait_for(embedded, timeout=60)
+    daemon.stop()
+    assert not Path(f"{database}-wal").exists()
+    pages = leaf_pages(database, "memory_vectors")
+    damage_a_page(database, pages[len(pages) // 2])
+
+    daemon.start()
+    session = daemon.call("session.open", {"cwd": cwd, "mode": "yolo"})
+    ids = {"session_id": session.session_id, "epoch": session.epoch}
+    prompt = "what does deploy fact 1234 say about the widgets?"
+    searched = daemon.call("memory.search", {**ids, "query": "deploy fact 1234 widgets"})
+    assert any(r.content.startswith("deploy fact 1234 ") for r in searched.records)
+    recalled = daemon.call("recall", {**ids, "turn_id": "t1", "prompt": prompt})
+    assert any(e.content.startswith("deploy fact 1234 ") for e in recalled.deliberate), recalled
+    assert recent(daemon, "memory_db_corrupt")  # and the damage is reported, as for any page
 
 
 # --- project files --------------------------------------------------------------------------

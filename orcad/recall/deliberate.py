@@ -22,6 +22,7 @@ from orcad.deliberate.corrections import link_unchecked, unchecked_count
 from orcad.deliberate.queries import StoredRecord
 from orcad.deliberate.service import DeliberateMemory
 from orcad.deliberate.vectors import (
+    HybridResult,
     VectorMatrix,
     hybrid_search,
     load_matrix,
@@ -30,6 +31,7 @@ from orcad.deliberate.vectors import (
     store_vectors,
     text_digest,
 )
+from orcad.errors import StorageError
 from orcad.limits import (
     RECALL_BACKFILL_BATCH,
     RECALL_BACKFILL_FAILING_MAX_S,
@@ -88,19 +90,32 @@ class DeliberateRecall:
         embeddings = self._embeddings
         model = None if embeddings is None else embeddings.model_id
         vector = query.vector if query is not None and model is not None else None
-        found = service.store.query_blocking(
-            lambda connection: hybrid_search(
-                connection,
-                session.workspace_id,
-                terms,
-                vector,
-                model,
-                limit,
-                self._matrix,
-                nearest=int(NEAREST_PER_SHOWN * limit),
-                int8=embeddings is not None and embeddings.int8_products,
+
+        def search(vector: Array | None) -> HybridResult:
+            return service.store.query_blocking(
+                lambda connection: hybrid_search(
+                    connection,
+                    session.workspace_id,
+                    terms,
+                    vector,
+                    model,
+                    limit,
+                    self._matrix,
+                    nearest=int(NEAREST_PER_SHOWN * limit),
+                    int8=embeddings is not None and embeddings.int8_products,
+                )
             )
-        )
+
+        try:
+            found = search(vector)
+        except StorageError as exc:
+            if vector is None:
+                raise
+            # the vectors could not be read (a damaged page of memory_vectors, which the store
+            # has reported): the records' words still find them, as without a model
+            log.warning("recall.vectors_unreadable", error=exc.message)
+            vector = None
+            found = search(None)
         if vector is None or query is None or embeddings is None:  # lexical, as before: bm25
             return [to_entry(item.record) for item in found.found]
         cosines = {item.record.id: item.cosine for item in found.found}
