@@ -56,6 +56,8 @@ NEAREST_PER_SHOWN = 2
 # embedded when a batch fails, to tell a model that is failing from records it refuses
 PROBE_TEXT = "probe"
 log = structlog.get_logger("orcad.recall")
+# storage faults of the whole database, which reading it without the vectors meets as well
+WHOLE_DATABASE_FAULTS = frozenset({"locked", "disk_full", "read_only"})
 
 
 class DeliberateRecall:
@@ -109,8 +111,8 @@ class DeliberateRecall:
         try:
             found = search(vector)
         except StorageError as exc:
-            if vector is None:
-                raise
+            if vector is None or exc.data.get("reason") in WHOLE_DATABASE_FAULTS:
+                raise  # a lock or a full disk would only be waited on twice
             # the vectors could not be read (a damaged page of memory_vectors, which the store
             # has reported): the records' words still find them, as without a model
             log.warning("recall.vectors_unreadable", error=exc.message)
