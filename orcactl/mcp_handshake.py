@@ -36,6 +36,7 @@ from typing import Any, TypeGuard
 import msgspec
 
 from orcad.limits import MAX_JSON_NESTING
+from orcad.regular_files import read_regular_file
 from protocol.framing import json_nesting_exceeds
 
 CACHE_NAME = "mcp-handshake.json"
@@ -90,9 +91,8 @@ Answers = dict[str, dict[str, Any]]  # by protocol version: the result of each o
 def load_answers(key: str) -> Answers:
     """The cached answers recorded under `key`; none when the file is missing, damaged, of
     another key, or holds answers too long to write before the SDK takes over."""
-    try:
-        with open(cache_file(), "rb") as file:
-            data = file.read(CACHE_MAX_BYTES + 1)
+    try:  # never waited on: a FIFO or a device there is no cache
+        data = read_regular_file(cache_file(), CACHE_MAX_BYTES + 1)
         document = json.loads(data) if len(data) <= CACHE_MAX_BYTES else None
     except (OSError, ValueError, RecursionError):
         return {}

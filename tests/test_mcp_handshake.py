@@ -248,6 +248,18 @@ def test_a_damaged_cache_is_no_cache(cache_home: Path, content: bytes) -> None:
     assert load_answers("k") == {}
 
 
+@pytest.mark.parametrize("kind", ["fifo", "device", "directory"])
+def test_a_cache_that_is_no_regular_file_is_never_waited_on(cache_home: Path, kind: str) -> None:
+    cache_home.parent.mkdir(parents=True)
+    if kind == "fifo":
+        os.mkfifo(cache_home)  # opened for reading, it waits for a writer that never comes
+    elif kind == "device":
+        cache_home.symlink_to("/dev/zero")  # read, it never ends
+    else:
+        cache_home.mkdir()
+    assert load_answers("k") == {}
+
+
 def test_a_cache_that_cannot_be_written_is_only_slower(cache_home: Path) -> None:
     cache_home.parent.parent.mkdir(parents=True)
     cache_home.parent.write_text("a file where the cache directory goes")
