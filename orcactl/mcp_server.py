@@ -14,9 +14,11 @@ import contextlib
 import json
 import os
 import secrets
+import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from types import FrameType
 from typing import Annotated, Any, Literal
 
 import anyio
@@ -432,8 +434,22 @@ def build_server(session: DaemonSession) -> MCPServer:
     return server
 
 
+def _close_then_exit(session: DaemonSession) -> Callable[[int, FrameType | None], None]:
+    """A handler of SIGTERM and SIGHUP: the session this server opened is closed, then the
+    process ends. Codex ends its MCP servers with SIGTERM, which left the session open until
+    orcad's idle expiry."""
+
+    def handler(_signum: int, _frame: FrameType | None) -> None:
+        session.close_session()
+        os._exit(0)
+
+    return handler
+
+
 def run(args: argparse.Namespace) -> int:
     session = DaemonSession(args)
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, _close_then_exit(session))
     # stdout carries the MCP protocol itself, written by the transport on its own descriptor;
     # orcactl's terminal-safe wrappers are for a terminal.
     sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__

@@ -9,6 +9,7 @@ import os
 import re
 import select
 import shlex
+import signal
 import socket
 import struct
 import subprocess
@@ -351,6 +352,36 @@ def test_the_server_exits_cleanly_when_stdin_closes(
     assert completed.returncode == 0, completed.stderr
     assert json.loads(completed.stdout.splitlines()[0])["id"] == 1
     assert "Traceback" not in completed.stderr
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_a_server_ended_by_a_signal_closes_its_session_first(
+    tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess, signum: signal.Signals
+) -> None:
+    # Codex ends its MCP servers with SIGTERM: the session stayed open until the idle expiry
+    search = {"name": "memory_search", "arguments": {}}
+    requests = [
+        INITIALIZE,
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": search},
+    ]
+    with subprocess.Popen(
+        [ORCACTL, "mcp", "--cwd", str(_project(tmp_path))],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=orca_env.env,
+    ) as server:
+        assert server.stdin and server.stdout and server.stderr
+        server.stdin.write(b"".join(json.dumps(message).encode() + b"\n" for message in requests))
+        server.stdin.flush()  # stdin stays open: the agent ends the server with the signal
+        answers = [json.loads(server.stdout.readline()) for _ in range(2)]
+        assert answers[1]["id"] == 2 and not answers[1]["result"].get("isError"), answers
+        assert daemon.call("daemon.status").sessions == 1
+        server.send_signal(signum)
+        assert server.wait(timeout=30) == 0
+        assert b"Traceback" not in server.stderr.read()
+    assert daemon.call("daemon.status").sessions == 0
 
 
 async def test_a_server_that_exits_after_orcad_stopped_does_not_start_it_again(
