@@ -55,6 +55,7 @@ def token_pattern(pattern: str, bounded: bool) -> str:
 def token_finder(name: str, triggers: tuple[str, ...], pattern: str, bounded: bool) -> Finder:
     compiled = re.compile(token_pattern(pattern, bounded))
     wordy = name in WORDY_RULES
+    refuted = _REFUTED.get(name)
     group = 1 if compiled.groups else 0  # a group marks the secret inside its context
 
     def find(text: str, lowered: str) -> Iterator[Span]:
@@ -66,9 +67,34 @@ def token_finder(name: str, triggers: tuple[str, ...], pattern: str, bounded: bo
                 continue  # kebab-case names such as sk-some-long-flag-name
             if is_example_token(text, start, end):
                 continue
+            if refuted is not None and refuted(text[start:end]):
+                continue
             yield start, end
 
     return find
+
+
+# cloudflared's tunnel token is base64 of {"a":"<account tag: 32 hex digits>","t":...,"s":...}.
+# Base64 of any compact JSON whose first key is "a" (a test's btoa(JSON.stringify({a: "b"})), a
+# pagination cursor) starts the same way, with readable text where the account tag would be.
+_TUNNEL_ACCOUNT_AT = 6  # bytes of {"a":"
+_TUNNEL_HEAD_CHARS = 56  # 42 bytes decoded: the tag and its closing quote
+_READABLE = re.compile(rb"[\x20-\x7e]+")
+_ACCOUNT_TAG = re.compile(rb'[0-9a-f]{32}"')
+
+
+def _other_json_in_base64(value: str) -> bool:
+    head = value[:_TUNNEL_HEAD_CHARS]
+    try:
+        decoded = base64.b64decode(head[: len(head) // 4 * 4])
+    except ValueError:  # binascii.Error
+        return False
+    account = decoded[_TUNNEL_ACCOUNT_AT : _TUNNEL_ACCOUNT_AT + 33]
+    return _READABLE.fullmatch(account) is not None and _ACCOUNT_TAG.fullmatch(account) is None
+
+
+# Formats whose head other text shares, and the check that tells such a match is that text.
+_REFUTED: dict[str, Callable[[str], bool]] = {"cloudflare_tunnel_token": _other_json_in_base64}
 
 
 def is_example_token(text: str, start: int, end: int) -> bool:
@@ -518,7 +544,9 @@ def find_sentry_dsns(text: str, lowered: str) -> Iterator[Span]:
     if "://" not in text or "@" not in text:
         return
     for match in _SENTRY_DSN.finditer(lowered):
-        if _SCHEME_TAIL.search(text, max(0, match.start() - 32), match.start()) is not None:
+        if _SCHEME_TAIL.search(
+            text, max(0, match.start() - 32), match.start()
+        ) is not None and not is_example_token(text, *match.span(1)):
             yield match.span(1)
 
 
@@ -534,7 +562,11 @@ def find_salesforce_tokens(text: str, lowered: str) -> Iterator[Span]:
             start = at - head
             if start >= 0 and text.startswith("00D", start) and _starts_word(text, start):
                 match = _SALESFORCE_TOKEN.match(text, start)
-                if match is not None and _ends_word(text, match.end()):
+                if (
+                    match is not None
+                    and _ends_word(text, match.end())
+                    and not is_example_token(text, start, match.end())
+                ):
                     yield match.span()
                 break
         at = text.find("!AQ", at + 1)

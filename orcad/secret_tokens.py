@@ -402,8 +402,15 @@ _PAYMENTS: tuple[TokenRule, ...] = (
         r"pdl_(?:live|sdbx)_apikey_[a-z0-9]{26}_[A-Za-z0-9]{22}_[A-Za-z0-9]{3}",
         True,
     ),
-    # Meta's Graph API access tokens (EAAA is Square's, above)
-    ("facebook_access_token", ("EAA",), r"EAA[B-Z][A-Za-z0-9]{100,1024}+(?![A-Za-z0-9_\-+])", True),
+    # Meta's Graph API access tokens (EAAA is Square's, above): mixed-case letters and digits,
+    # never a hex digest printed in capitals (a SHA-512 from Get-FileHash or certutil), whose
+    # first 25 characters, unlike a token's, are all A-F and digits
+    (
+        "facebook_access_token",
+        ("EAA",),
+        r"EAA[B-Z](?=[A-F0-9]{0,24}+[G-Za-z])[A-Za-z0-9]{100,1024}+(?![A-Za-z0-9_\-+])",
+        True,
+    ),
     (
         "plaid_access_token",
         ("access-production-", "access-sandbox-", "access-development-"),

@@ -196,6 +196,65 @@ def test_prefixes_in_prose_placeholders_and_hashes_stay(text: str) -> None:
     assert redact(text) == text
 
 
+def _tunnel_token() -> str:
+    document = {
+        "a": _chars(_HEX, 32),
+        "t": _uuid(),
+        "s": base64.b64encode(_RANDOM.randbytes(32)).decode(),
+    }
+    return base64.b64encode(json.dumps(document, separators=(",", ":")).encode()).decode()
+
+
+def _compact_base64(document: dict[str, object]) -> str:
+    return base64.b64encode(json.dumps(document, separators=(",", ":")).encode()).decode()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # SHA-512 digests printed in capitals (Get-FileHash, certutil) that start EAAB..EAAF
+        "Algorithm : SHA512\nHash      : EAAB"
+        + _chars(_HEX, 124).upper()
+        + "\nPath      : C:\\a.zip",
+        "certutil -hashfile app.zip SHA512\nSHA512 hash of app.zip:\nEAAF"
+        + _chars(_HEX, 124).upper()
+        + "\nCertUtil: -hashfile command completed successfully.",
+        # base64 of compact JSON whose first key is "a": a test's fixture, a cursor
+        "expect(btoa(JSON.stringify(state))).toBe('"
+        + _compact_base64(
+            {"a": "hello world", "b": [1, 2, 3], "c": {"nested": True, "n": "x" * 30}}
+        )
+        + "')",
+        "next_cursor="
+        + _compact_base64(
+            {
+                "a": "after",
+                "id": 123456789,
+                "sort": "created_at",
+                "filter": "state:open author:me label:bug",
+            }
+        )
+        + "&limit=50",
+        # placeholders with a key no one was given
+        "Sentry.init({ dsn: 'https://00000000000000000000000000000000@o0.ingest.sentry.io/0' })",
+        "SENTRY_DSN=https://ffffffffffffffffffffffffffffffff@sentry.example.com/1",
+        "sid=00D5g000004XyZa!AQ" + "x" * 80,
+    ],
+)
+def test_digests_fixtures_and_placeholders_sharing_a_head_stay(text: str) -> None:
+    assert find_secrets(text) == []
+
+
+def test_a_tunnel_token_and_a_graph_token_with_a_digest_like_start_are_still_redacted() -> None:
+    tunnel = _tunnel_token()
+    assert redact(f"cloudflared tunnel run --token {tunnel}") == (
+        "cloudflared tunnel run --token [REDACTED:cloudflare_tunnel_token]"
+    )
+    graph = "EAAB" + "9F3C" + _chars(_ALNUM, 120)
+    assert redact(f"access_token={graph}") != f"access_token={graph}"
+    assert graph not in redact(f"the token is {graph} ok")
+
+
 # Formats with no prefix of their own (an Azure DevOps PAT is 52 characters of base32) go when
 # a setting names them by the short name for a personal access token.
 _PAT = _chars(string.ascii_lowercase + "234567", 52)
