@@ -108,6 +108,8 @@ def _assignment_finder(keyword: str, pattern: str) -> Finder:
                 lowered, max(0, match.start() - 16), match.start()
             ):
                 continue
+            if keyword == "pass" and _go_test_result(text, match.start()):
+                continue
             if keyword == "pass" and _test_result(text, match.start()):
                 if test_log is None:
                     test_log = _is_test_log(text)
@@ -184,6 +186,22 @@ _TEST_RESULTS = re.compile(
 )
 _ANY_RESULT = re.compile(rf"^[ \t]*({_OUTCOMES}):[ \t]+\S", re.MULTILINE)
 _RESULTS_OF_TWO_OUTCOMES = 3
+# Automake's summary of a run (`# TOTAL: 3`, then `# PASS:  3`): its results are a test log's
+_TEST_SUMMARY = re.compile(r"^# TOTAL:[ \t]+[0-9]+[ \t]*\r?\n# PASS:[ \t]+[0-9]+", re.MULTILINE)
+# `go test -v`: `--- PASS: TestLogin (0.00s)`, a subtest's indented under it; the test's time
+# marks the line
+_GO_TEST_RESULT = re.compile(r"PASS:[ \t]+\S+[ \t]+\([0-9]+\.[0-9]+s\)")
+_GO_RESULT_MARK = "--- "
+
+
+def _go_test_result(text: str, at: int) -> bool:
+    mark = at - len(_GO_RESULT_MARK)
+    return (
+        mark >= 0
+        and text.startswith(_GO_RESULT_MARK, mark)
+        and _starts_line(text, mark)
+        and _GO_TEST_RESULT.match(text, at) is not None
+    )
 
 
 def _test_result(text: str, at: int) -> bool:
@@ -202,6 +220,8 @@ def _starts_line(text: str, at: int) -> bool:
 def _is_test_log(text: str) -> bool:
     results = _TEST_RESULTS.finditer(text)
     if next(results, None) is not None and next(results, None) is not None:
+        return True
+    if _TEST_SUMMARY.search(text) is not None:
         return True
     outcomes = [match.group(1) for match in _ANY_RESULT.finditer(text)]
     return len(outcomes) >= _RESULTS_OF_TWO_OUTCOMES and len(set(outcomes)) >= 2

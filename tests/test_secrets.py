@@ -1580,9 +1580,35 @@ def test_a_short_test_log_of_two_outcomes_stays_storable() -> None:
 
 
 @pytest.mark.parametrize(
+    "log",
+    [
+        # go test -v: each result line carries the test's time
+        "=== RUN   TestLogin\n=== RUN   TestLogin/admin\n"
+        "    --- PASS: TestLogin/admin (0.00s)\n--- PASS: TestLogin (0.01s)\n"
+        "=== RUN   TestLogout\n--- PASS: TestLogout (0.12s)\nPASS\n"
+        "ok  \tgithub.com/acme/auth\t0.135s\n",
+        "--- PASS: TestParseConfig2 (0.00s)\n",
+        # make check: short names, one outcome, and Automake's summary
+        "PASS: t0001\nPASS: test_utf8\nPASS: sha256sum\n"
+        "============================================================================\n"
+        "# TOTAL: 3\n# PASS:  3\n# SKIP:  0\n# XFAIL: 0\n# FAIL:  0\n# XPASS: 0\n# ERROR: 0\n",
+    ],
+)
+def test_a_go_or_automake_log_of_passes_stays_storable(log: str) -> None:
+    assert find_secrets(log) == []
+
+
+@pytest.mark.parametrize(
     ("text", "redacted"),
     [
         ("PASS: hunter2", "PASS: [REDACTED:credential_assignment]"),
+        # neither the dashes of a Go result without its time nor a total without the summary's
+        # next line make a test log
+        ("--- PASS: Monkey123\n", "--- PASS: [REDACTED:credential_assignment]\n"),
+        (
+            "# TOTAL: 3\nUSER: admin\nPASS: hunter2x\n",
+            "# TOTAL: 3\nUSER: admin\nPASS: [REDACTED:credential_assignment]\n",
+        ),
         # two lines of two outcomes are too few to be a log
         (
             "PASS: Monkey123\nFAIL: try the other one\n",
