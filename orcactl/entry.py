@@ -74,21 +74,23 @@ def _value_missing(after: list[str]) -> bool:
     return after[:1] == ["hook"] and after[1:2] != ["hook"]
 
 
-def serves_mcp(argv: list[str]) -> bool:
-    """Whether `argv` is `[GLOBAL OPTIONS] mcp ...`: the MCP server, whose first answers may
-    come before its slow imports (orcactl.mcp_handshake)."""
+def serves_mcp(argv: list[str]) -> list[str] | None:
+    """The options of `argv` when it is `[GLOBAL OPTIONS] mcp ...` (the MCP server, whose first
+    answers may come before its slow imports: orcactl.mcp_handshake), those before `mcp` and
+    those after it; else None. Only the options orcactl itself takes before a command count,
+    written in full: anything else may be a usage error, and is left to argparse."""
     index = 0
     while index < len(argv):
         item = argv[index]
         if item == "mcp":
-            return True
-        option = _global_option(item)
-        if option is None:
-            return False
-        if option in VALUE_OPTIONS and "=" not in item:
+            return argv[:index] + argv[index + 1 :]
+        name = item.partition("=")[0]
+        if name not in GLOBAL_OPTIONS:
+            return None
+        if name == "--socket" and "=" not in item:
             index += 1
         index += 1
-    return False
+    return None
 
 
 def _interrupted(_signum: int, _frame: object) -> None:
@@ -125,10 +127,11 @@ def main() -> None:
         from orcactl.hooks.runner import run  # noqa: PLC0415
 
         sys.exit(run(hook_argv))
-    if serves_mcp(sys.argv[1:]):
+    mcp_options = serves_mcp(sys.argv[1:])
+    if mcp_options is not None:
         from orcactl.mcp_handshake import answer_early  # noqa: PLC0415
 
-        answer_early()
+        answer_early(mcp_options)
     from orcactl.main import main as full_main  # noqa: PLC0415
 
     if quiet:  # the command's own Ctrl-C handling from here (orcactl.main: exit 130)

@@ -25,6 +25,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import re
 import select
 import sys
 import tempfile
@@ -159,7 +160,61 @@ def _asked_version(params: object) -> str | None:
         return None
     if not isinstance(client.get("name"), str) or not isinstance(client.get("version"), str):
         return None
+    if not _plain_meta(params) or not _plain_capabilities(params["capabilities"]):
+        return None
+    if any(not isinstance(client.get(name, ""), (str, type(None))) for name in TEXT_FIELDS):
+        return None
+    if client.get("icons") is not None:  # a list of icons, each of several fields
+        return None
     return version
+
+
+# The members of an `initialize`'s params the SDK checks the types of (members it does not
+# know it ignores), as far as they are checked here; a request with any other value in them is
+# left to the SDK, which may refuse it: an answer from the cache would accept it.
+TEXT_FIELDS = ("title", "description", "websiteUrl")  # of clientInfo: text, or null
+OPTIONAL_OBJECTS = {  # of capabilities: an object of these optional objects, or null
+    "sampling": ("context", "tools"),
+    "elicitation": ("form", "url"),
+}
+
+
+def _optional(value: object, kind: type) -> bool:
+    return value is None or isinstance(value, kind)
+
+
+def _plain_capabilities(capabilities: dict[str, Any]) -> bool:
+    """Whether the client's capabilities are of the types the SDK takes, as far as told here;
+    False also for what is not checked here (`tasks`)."""
+    for name, value in capabilities.items():
+        if value is None:
+            continue
+        if name in ("experimental", "extensions"):
+            if not isinstance(value, dict) or not all(isinstance(v, dict) for v in value.values()):
+                return False
+        elif name == "roots":
+            if not isinstance(value, dict) or not _optional(value.get("listChanged"), bool):
+                return False
+        elif name in OPTIONAL_OBJECTS:
+            members = OPTIONAL_OBJECTS[name]
+            if not isinstance(value, dict) or not all(
+                _optional(value.get(member), dict) for member in members
+            ):
+                return False
+        elif name == "tasks":
+            return False
+    return True
+
+
+def _plain_meta(params: dict[str, Any]) -> bool:
+    """Whether `params` has no `_meta`, or one the SDK takes: an object whose progress token,
+    if any, is a string or an integer."""
+    if "_meta" not in params:
+        return True
+    meta = params["_meta"]
+    return isinstance(meta, dict) and (
+        "progressToken" not in meta or _plain_id(meta["progressToken"])
+    )
 
 
 def _no_arguments(message: dict[str, Any]) -> bool:
@@ -168,7 +223,7 @@ def _no_arguments(message: dict[str, Any]) -> bool:
     if "params" not in message:
         return True
     params = message["params"]
-    return isinstance(params, dict) and set(params) <= {"_meta"}
+    return isinstance(params, dict) and set(params) <= {"_meta"} and _plain_meta(params)
 
 
 @dataclass
@@ -288,10 +343,75 @@ class EarlyAnswers:
 _early: EarlyAnswers | None = None
 
 
-def answer_early() -> None:
-    """Start answering from the cache, when it holds answers for this code. Called before the
-    slow imports, with descriptors 0 and 1 the client's."""
+# `orcactl mcp`'s options (orcactl.commands.agents), and orcactl's own before the command
+MCP_FLAGS = ("--json", "--no-start")
+MCP_VALUE_OPTIONS = ("--cwd", "--mode", "--session-id", "--home", "--config-dir", "--socket")
+MCP_MODES = ("normal", "plan", "auto", "yolo")
+
+
+def serves_with(options: list[str]) -> bool:
+    """Whether `orcactl mcp` given `options` is sure to get as far as serving: each option
+    written in full, with a value its parser takes, and a working directory it can use. An
+    answer from the cache tells the client the server is up; one given before a usage error
+    (`--cwd` naming a directory since removed, a misspelt option, `--help`) would be a server
+    that answered and then exited, where argparse alone says what is wrong."""
+    values: dict[str, str] = {}
+    index = 0
+    while index < len(options):
+        name, equals, value = options[index].partition("=")
+        if name in MCP_FLAGS and not equals:
+            index += 1
+            continue
+        if name not in MCP_VALUE_OPTIONS:
+            return False
+        if not equals:
+            if index + 1 >= len(options):
+                return False
+            index += 1
+            value = options[index]
+        if value.startswith("-"):  # argparse may take it for an option
+            return False
+        values[name] = value
+        index += 1
+    return _values_taken(values)
+
+
+def _values_taken(values: dict[str, str]) -> bool:
+    try:
+        for name in ("--socket", "--home", "--config-dir", "--cwd"):
+            if name in values:
+                path = os.path.abspath(os.path.expanduser(values[name]))
+                path.encode("utf-8")
+                if not values[name] or (name == "--cwd" and not os.path.isdir(path)):
+                    return False
+        if "--cwd" not in values:
+            os.getcwd().encode("utf-8")
+    except (OSError, UnicodeEncodeError):  # a relative path, or none, in a directory removed
+        return False
+    if values.get("--mode", "normal") not in MCP_MODES:
+        return False
+    if "--session-id" in values:
+        from protocol.types import CLIENT_ID_MAX_CHARS, NO_CONTROL_CHARACTERS  # noqa: PLC0415
+
+        session_id = values["--session-id"]
+        if not 1 <= len(session_id) <= CLIENT_ID_MAX_CHARS:
+            return False
+        if not re.match(NO_CONTROL_CHARACTERS, session_id):
+            return False
+        try:
+            session_id.encode("utf-8")
+        except UnicodeEncodeError:
+            return False
+    return True
+
+
+def answer_early(options: list[str]) -> None:
+    """Start answering from the cache, when it holds answers for this code and `options` are
+    sure to be served (`serves_with`). Called before the slow imports, with descriptors 0 and 1
+    the client's."""
     global _early  # noqa: PLW0603  (one per process, taken over by the server once)
+    if not serves_with(options):
+        return
     key = code_key()
     known = load_answers(key) if key is not None else {}
     if key is None or not known or _early is not None:

@@ -5,6 +5,7 @@ and the SDK then serves as if it had answered them itself."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -93,3 +94,114 @@ async def test_the_sdk_client_gets_the_cached_tools_and_the_sdk_takes_over(
         == first_descriptions[0]
     )
     assert "Traceback" not in (orca_env.root / "mcp-stderr.log").read_text()
+
+
+def _run(orca: OrcaEnv, arguments: list[str], sent: bytes) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [ORCACTL, *arguments],
+        input=sent,
+        capture_output=True,
+        env=orca.env,
+        timeout=30,
+        check=False,
+    )
+
+
+def _answers_cold_and_from_the_cache(orca: OrcaEnv, cwd: Path, sent: bytes) -> tuple[bytes, bytes]:
+    """What the server writes for `sent` without its cache, then with it (recorded first)."""
+    cache = _cache_of(orca)
+    cache.unlink(missing_ok=True)
+    cold = _run(orca, ["mcp", "--no-start", "--cwd", str(cwd)], sent)
+    _run(orca, ["mcp", "--no-start", "--cwd", str(cwd)], _initialize() + INITIALIZED + TOOLS_LIST)
+    assert VERSION in json.loads(cache.read_text())["versions"]
+    warm = _run(orca, ["mcp", "--no-start", "--cwd", str(cwd)], sent)
+    assert cold.returncode == warm.returncode == 0, (cold.stderr, warm.stderr)
+    return cold.stdout, warm.stdout
+
+
+@pytest.mark.parametrize(
+    "sent",
+    [
+        # capabilities of a type the SDK refuses: its answer is an error, not the cached result
+        _line(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": VERSION,
+                    "capabilities": {"roots": 5},
+                    "clientInfo": {"name": "t", "version": "0"},
+                },
+            }
+        )
+        + INITIALIZED
+        + TOOLS_LIST,
+        # a clientInfo whose icons are no list
+        _line(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": VERSION,
+                    "capabilities": {},
+                    "clientInfo": {"name": "t", "version": "0", "icons": 5},
+                },
+            }
+        )
+        + INITIALIZED,
+        # a `_meta` that is no object, and a progress token that is neither text nor a number
+        _initialize()
+        + INITIALIZED
+        + _line({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {"_meta": 5}})
+        + _line(
+            {
+                "jsonrpc": "2.0",
+                "id": 3,
+                "method": "ping",
+                "params": {"_meta": {"progressToken": [1]}},
+            }
+        ),
+    ],
+    ids=["capabilities", "client-info", "meta"],
+)
+def test_a_request_the_sdk_refuses_is_refused_as_well_when_the_cache_is_there(
+    orca_env: OrcaEnv, tmp_path: Path, sent: bytes
+) -> None:
+    cold, warm = _answers_cold_and_from_the_cache(orca_env, tmp_path, sent)
+    assert b'"error"' in cold
+    assert warm == cold
+
+
+def test_usage_errors_and_help_are_as_without_the_cache(orca_env: OrcaEnv, tmp_path: Path) -> None:
+    _answers_cold_and_from_the_cache(orca_env, tmp_path, _initialize())  # the cache is there
+    help_alone = _run(orca_env, ["mcp", "--help"], b"")
+    assert help_alone.returncode == 0 and help_alone.stdout.startswith(b"usage: orcactl mcp")
+    for arguments in (
+        ["mcp", "--help"],
+        ["mcp", "--cwd", str(tmp_path / "removed")],
+        ["mcp", "--cwd", str(tmp_path), "--mode", "careful"],
+        ["mcp", "--cwd", str(tmp_path), "--bogus"],
+        ["--home", str(tmp_path), "mcp", "--cwd", str(tmp_path)],  # --home is no option there
+    ):
+        done = _run(orca_env, arguments, _initialize() + INITIALIZED + TOOLS_LIST)
+        if arguments[-1] == "--help":
+            assert (done.returncode, done.stdout) == (0, help_alone.stdout)
+        else:  # argparse's usage error alone: no answer from a server that was never started
+            assert (done.returncode, done.stdout) == (2, b""), arguments
+            assert b"usage: orcactl" in done.stderr
+
+
+def test_a_fifo_in_place_of_the_cache_is_no_cache(orca_env: OrcaEnv, tmp_path: Path) -> None:
+    cache = _cache_of(orca_env)
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(cache)  # opened for reading, it waits for a writer that never comes
+    done = _run(
+        orca_env,
+        ["mcp", "--no-start", "--cwd", str(tmp_path)],
+        _initialize() + INITIALIZED + TOOLS_LIST,
+    )
+    assert done.returncode == 0, done.stderr
+    assert [json.loads(line)["id"] for line in done.stdout.splitlines()] == [1, 2]
+    assert cache.is_file()  # and the SDK's answers replaced it
