@@ -229,12 +229,14 @@ def _no_arguments(message: dict[str, Any]) -> bool:
 @dataclass
 class Handover:
     """What the SDK takes over: every byte read from stdin, the ids of the requests answered
-    already, and the cache as it was found."""
+    already, and the cache as it was found; `ended` when stdin's end was read too (a terminal's
+    end of input, Ctrl-D, is read once: the SDK would wait for another)."""
 
     read: bytes = b""
     answered: set[str] = field(default_factory=set)
     key: str | None = None
     known: Answers = field(default_factory=dict)
+    ended: bool = False
 
 
 class EarlyAnswers:
@@ -247,6 +249,7 @@ class EarlyAnswers:
         self.read = bytearray()
         self.answered: set[str] = set()
         self.version: str | None = None
+        self.ended = False
         self._stop_read, self._stop_write = os.pipe()
         self._thread = threading.Thread(target=self._serve, name="mcp early answers", daemon=True)
 
@@ -260,7 +263,7 @@ class EarlyAnswers:
         self._thread.join()
         for descriptor in (self._stop_read, self._stop_write):
             os.close(descriptor)
-        return Handover(bytes(self.read), set(self.answered), self.key, self.known)
+        return Handover(bytes(self.read), set(self.answered), self.key, self.known, self.ended)
 
     def _serve(self) -> None:
         poller = select.poll()
@@ -274,7 +277,8 @@ class EarlyAnswers:
                     return
                 chunk = os.read(self.wire_in, READ_CHUNK)
                 if not chunk:
-                    return  # stdin ended: the SDK sees the same end
+                    self.ended = True  # the SDK is told: a terminal's end is read only once
+                    return
                 self.read += chunk
                 pending += chunk
                 while (end := pending.find(b"\n")) >= 0:

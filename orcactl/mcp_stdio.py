@@ -298,9 +298,10 @@ async def _write(  # noqa: PLR0917
 class _ReadAgain(io.RawIOBase):
     """A descriptor read as if `first`, read from it already, were still to come."""
 
-    def __init__(self, first: bytes, descriptor: int) -> None:
+    def __init__(self, first: bytes, descriptor: int, *, ended: bool = False) -> None:
         self._first = memoryview(first)
         self._descriptor = descriptor
+        self._ended = ended  # the end of input followed `first`: it is not read again
 
     def readable(self) -> bool:
         return True
@@ -314,6 +315,8 @@ class _ReadAgain(io.RawIOBase):
             buffer[:size] = self._first[:size]
             self._first = self._first[size:]
             return size
+        if self._ended:
+            return 0
         data = os.read(self._descriptor, len(buffer))
         buffer[: len(data)] = data
         return len(data)
@@ -324,12 +327,15 @@ class _ReadAgain(io.RawIOBase):
 
 
 @contextmanager
-def _claimed_stdio(read_already: bytes = b"") -> Iterator[tuple[BinaryIO, BinaryIO]]:
+def _claimed_stdio(
+    read_already: bytes = b"", *, ended: bool = False
+) -> Iterator[tuple[BinaryIO, BinaryIO]]:
     """stdin and stdout for the protocol alone, as the SDK's transport claims them: while
     serving, file descriptor 0 reads the null device and 1 writes to stderr, so that stray
     output (ours, a library's, a child's) never lands on the wire. Started with stdout closed,
     there is no sys.stdout to flush (orcactl's main put the null device at descriptor 1).
-    `read_already`, read from stdin before, is read from it again first."""
+    `read_already`, read from stdin before, is read from it again first, and then its end
+    when that was read as well (`ended`)."""
     if sys.stdout is not None:
         sys.stdout.flush()
     wire_in, wire_out = os.dup(0), os.dup(1)
@@ -341,8 +347,8 @@ def _claimed_stdio(read_already: bytes = b"") -> Iterator[tuple[BinaryIO, Binary
         # never closed: a reading thread may still wait on stdin when serving ends, and a
         # writing one on stdout
         reader = (
-            cast(BinaryIO, io.BufferedReader(_ReadAgain(read_already, wire_in)))
-            if read_already
+            cast(BinaryIO, io.BufferedReader(_ReadAgain(read_already, wire_in, ended=ended)))
+            if read_already or ended
             else os.fdopen(wire_in, "rb", closefd=False)
         )
         yield reader, os.fdopen(wire_out, "wb", closefd=False)
@@ -410,5 +416,5 @@ async def serve(
 
 def run_stdio(server: MCPServer, handover: Handover | None = None) -> None:
     handover = handover or Handover()
-    with _claimed_stdio(handover.read) as (wire_in, wire_out):
+    with _claimed_stdio(handover.read, ended=handover.ended) as (wire_in, wire_out):
         anyio.run(serve, server, wire_in, wire_out, handover)

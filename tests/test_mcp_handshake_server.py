@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import pty
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -205,3 +206,33 @@ def test_a_fifo_in_place_of_the_cache_is_no_cache(orca_env: OrcaEnv, tmp_path: P
     assert done.returncode == 0, done.stderr
     assert [json.loads(line)["id"] for line in done.stdout.splitlines()] == [1, 2]
     assert cache.is_file()  # and the SDK's answers replaced it
+
+
+def test_a_terminal_s_end_of_input_read_before_the_sdk_loaded_ends_serving(
+    orca_env: OrcaEnv, tmp_path: Path
+) -> None:
+    _answers_cold_and_from_the_cache(orca_env, tmp_path, _initialize())  # the cache is there
+    cache = _cache_of(orca_env)
+    recorded = json.loads(cache.read_text())
+    recorded["versions"][VERSION]["initialize"]["instructions"] = "from the cache"
+    cache.write_text(json.dumps(recorded))
+    terminal, typed = pty.openpty()
+    process = subprocess.Popen(
+        [ORCACTL, "mcp", "--no-start", "--cwd", str(tmp_path)],
+        stdin=typed,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=orca_env.env,
+    )
+    os.close(typed)
+    try:
+        os.write(terminal, _initialize())
+        assert process.stdout is not None
+        answer = json.loads(process.stdout.readline())
+        assert answer["result"]["instructions"] == "from the cache"  # the SDK had not loaded
+        os.write(terminal, b"\x04")  # Ctrl-D: the end of input, read once
+        assert process.wait(timeout=30) == 0
+    finally:
+        process.kill()
+        process.communicate()  # and closes its pipes
+        os.close(terminal)
