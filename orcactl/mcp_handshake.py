@@ -237,6 +237,9 @@ class Handover:
     key: str | None = None
     known: Answers = field(default_factory=dict)
     ended: bool = False
+    # set once the early answers are all written: one to a client that does not read them yet
+    # may still be, and nothing else may be written before it
+    written: threading.Event | None = None
 
 
 class EarlyAnswers:
@@ -250,6 +253,9 @@ class EarlyAnswers:
         self.answered: set[str] = set()
         self.version: str | None = None
         self.ended = False
+        self.written = threading.Event()
+        self._lock = threading.Lock()  # held to read stdin or to take a line, and to stop that
+        self._stopping = False
         self._stop_read, self._stop_write = os.pipe()
         self._thread = threading.Thread(target=self._serve, name="mcp early answers", daemon=True)
 
@@ -257,15 +263,33 @@ class EarlyAnswers:
         self._thread.start()
 
     def take_over(self) -> Handover:
-        """Stop reading (at once, or once the line being answered is written) and hand over."""
-        with contextlib.suppress(OSError):
-            os.write(self._stop_write, b"x")
-        self._thread.join()
-        for descriptor in (self._stop_read, self._stop_write):
-            os.close(descriptor)
-        return Handover(bytes(self.read), set(self.answered), self.key, self.known, self.ended)
+        """Stop reading and answering, at once, and hand over. An answer still being written
+        (to a client that does not read it) is not waited for here: the SDK's writing waits
+        for it (`Handover.written`), where serving can give up on such a client."""
+        with self._lock:
+            self._stopping = True
+            if not self.written.is_set():  # the thread has not closed the pipe yet
+                with contextlib.suppress(OSError):
+                    os.write(self._stop_write, b"x")
+            return Handover(
+                bytes(self.read),
+                set(self.answered),
+                self.key,
+                self.known,
+                self.ended,
+                self.written,
+            )
 
     def _serve(self) -> None:
+        try:
+            self._answer_lines()
+        finally:
+            with self._lock:
+                for descriptor in (self._stop_read, self._stop_write):
+                    os.close(descriptor)
+                self.written.set()
+
+    def _answer_lines(self) -> None:
         poller = select.poll()
         poller.register(self.wire_in, select.POLLIN)
         poller.register(self._stop_read, select.POLLIN)
@@ -273,17 +297,19 @@ class EarlyAnswers:
         try:
             while True:
                 ready = dict(poller.poll())
-                if self._stop_read in ready:
-                    return
-                chunk = os.read(self.wire_in, READ_CHUNK)
-                if not chunk:
-                    self.ended = True  # the SDK is told: a terminal's end is read only once
-                    return
-                self.read += chunk
+                with self._lock:
+                    if self._stopping or self._stop_read in ready:
+                        return
+                    chunk = os.read(self.wire_in, READ_CHUNK)
+                    if not chunk:
+                        self.ended = True  # the SDK is told: a terminal's end is read only once
+                        return
+                    self.read += chunk
                 pending += chunk
                 while (end := pending.find(b"\n")) >= 0:
                     line, pending = pending[: end + 1], pending[end + 1 :]
-                    answer = self._answer(line)
+                    with self._lock:  # a line taken after take_over is the SDK's to answer
+                        answer = None if self._stopping else self._answer(line)
                     if answer is None:
                         return  # this line and the rest wait for the SDK
                     self._write(answer)

@@ -67,17 +67,18 @@ class Owed:
         self._owed: Counter[str] = Counter()  # by id as text
         self._asked: set[str] = set()  # the server's requests the client has not answered
         self._changed = anyio.Event()
+        self._early = 0  # 1 while answers given before the SDK loaded are still being written
         self.reported = False  # whether stderr has said which answers were not delivered
 
     @property
     def waiting(self) -> int:
         """The answers owed that the server can give without the client's own answers."""
-        return self._owed.total() - len(self._asked)
+        return self._owed.total() - len(self._asked) + self._early
 
     @property
     def total(self) -> int:
         """Every answer owed, those held up on the client's own answers included."""
-        return self._owed.total()
+        return self._owed.total() + self._early
 
     @property
     def full(self) -> bool:
@@ -96,7 +97,7 @@ class Owed:
         """Wait until answers have been owed for `seconds` with nothing counted meanwhile: no
         answer written or settled, no request read."""
         while True:
-            with anyio.move_on_after(seconds if self._owed else math.inf) as timer:
+            with anyio.move_on_after(seconds if self.total else math.inf) as timer:
                 await self._changed.wait()
             if timer.cancelled_caught:
                 return
@@ -117,6 +118,11 @@ class Owed:
         if str(request_id) in self._asked:
             self._asked.discard(str(request_id))
             self._change()
+
+    def early_answers(self, *, writing: bool) -> None:
+        """Count the answers given before the SDK loaded as one owed while they are written."""
+        self._early = int(writing)
+        self._change()
 
     def read(self, message: JSONRPCMessage) -> None:
         """Count a message from the client."""
@@ -264,10 +270,11 @@ async def _write(  # noqa: PLR0917
     scope: anyio.CancelScope,
     recorder: Recorder | None = None,
     answered: set[str] | None = None,
+    early_written: anyio.Event | None = None,
 ) -> None:
     """Write the server's messages to the client as they come; an answer to a request the
     client had its answer to before the SDK loaded (`answered`) is recorded and settled, not
-    written again."""
+    written again. Nothing is written before those earlier answers are (`early_written`)."""
     answered = set() if answered is None else answered
     async with from_server:
         async for item in from_server:
@@ -286,6 +293,8 @@ async def _write(  # noqa: PLR0917
             asking = isinstance(item.message, JSONRPCRequest)
             if asking:
                 owed.written(item.message)
+            if early_written is not None:
+                await early_written.wait()
             try:
                 await _write_abandonably(wire, data)
             except OSError:  # the client closed its end: nobody is left to serve
@@ -381,6 +390,26 @@ def _say_undelivered(owed: Owed, why: str) -> None:
     )
 
 
+def _await_early_answers(written: threading.Event, owed: Owed, done: anyio.Event) -> None:
+    """Count the answers given before the SDK loaded as owed until they are all written: to a
+    client that does not read them, one may still be (the SDK's answers wait for it, `done`),
+    and once stdin ends serving waits for it as for any answer, giving up after
+    `STALL_DEADLINE_S`. A daemon thread waits, as `_watch_hangup` does."""
+    owed.early_answers(writing=True)
+    token = current_token()
+
+    def settled() -> None:
+        owed.early_answers(writing=False)
+        done.set()
+
+    def wait() -> None:
+        written.wait()
+        with suppress(RuntimeError):  # serving is over already (RunFinishedError)
+            anyio.from_thread.run_sync(settled, token=token)
+
+    threading.Thread(target=wait, name="mcp early answers written", daemon=True).start()
+
+
 async def serve(
     server: MCPServer, wire_in: BinaryIO, wire_out: BinaryIO, handover: Handover | None = None
 ) -> None:
@@ -398,6 +427,10 @@ async def serve(
         _start_watching(wire_in, STDIN_HANGUP, input_ended.set, "mcp stdin")
         group.start_soon(_read, wire_in, to_server, to_client.clone(), owed, input_ended, recorder)
         group.start_soon(_give_up_on_a_stalled_client, owed, input_ended, group.cancel_scope)
+        early_written = None
+        if handover.written is not None and not handover.written.is_set():
+            early_written = anyio.Event()
+            _await_early_answers(handover.written, owed, early_written)
         async with anyio.create_task_group() as answering:
             answering.start_soon(
                 _write,
@@ -407,6 +440,7 @@ async def serve(
                 group.cancel_scope,
                 recorder,
                 set(handover.answered),
+                early_written,
             )
             await lowlevel.run(from_client, to_client, lowlevel.create_initialization_options())
         group.cancel_scope.cancel()  # every answer is written: no stall left to watch for

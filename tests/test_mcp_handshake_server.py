@@ -4,6 +4,7 @@ and the SDK then serves as if it had answered them itself."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import pty
@@ -236,3 +237,30 @@ def test_a_terminal_s_end_of_input_read_before_the_sdk_loaded_ends_serving(
         process.kill()
         process.communicate()  # and closes its pipes
         os.close(terminal)
+
+
+@pytest.mark.skipif(not hasattr(fcntl, "F_SETPIPE_SZ"), reason="Linux sets a pipe's size")
+def test_a_client_that_never_reads_answers_from_the_cache_is_given_up_on_as_before(
+    orca_env: OrcaEnv, tmp_path: Path
+) -> None:
+    """The cached answers fill a small pipe (a client's may hold one page) that the client never
+    reads: serving gives up on it once it has closed stdin, as it does without the cache."""
+    _answers_cold_and_from_the_cache(orca_env, tmp_path, _initialize())  # the cache is there
+    stdout_read, stdout_write = os.pipe()
+    fcntl.fcntl(stdout_write, fcntl.F_SETPIPE_SZ, 4096)
+    process = subprocess.Popen(
+        [ORCACTL, "mcp", "--no-start", "--cwd", str(tmp_path)],
+        stdin=subprocess.PIPE,
+        stdout=stdout_write,
+        stderr=subprocess.PIPE,
+        env=orca_env.env,
+    )
+    os.close(stdout_write)
+    try:
+        _, stderr = process.communicate(_initialize() + INITIALIZED + TOOLS_LIST, timeout=60)
+        assert process.returncode == 0
+        assert b"took no answer for 10 s" in stderr
+    finally:
+        process.kill()
+        process.communicate()
+        os.close(stdout_read)
