@@ -43,8 +43,9 @@ from protocol.framing import json_nesting_exceeds
 CACHE_NAME = "mcp-handshake.json"
 CACHE_FORMAT = 1
 CACHE_MAX_BYTES = 1 << 20
-# the cached answers written before the SDK takes over stay far below a pipe's buffer (64 KiB
-# on Linux), so that writing them never waits on a client that does not read
+# the cached answers written before the SDK takes over stay far below a pipe's usual buffer
+# (64 KiB on Linux), so that writing them seldom waits on a client; one that does not read them
+# holds only the thread writing them (the SDK's writing waits for it, under the stall deadline)
 EARLY_ANSWERS_MAX_BYTES = 32 * 1024
 EARLY_ANSWERS_MAX = 4  # initialize, tools/list and a ping or two; anything else waits
 EARLY_LINE_MAX_BYTES = 64 * 1024  # a longer line waits for the SDK, which bounds it
