@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from orcad.sqlite_worker import integrity_problem
-from orcad.storage_faults import is_corruption
+from orcad.storage_faults import fault_reason
 
 DAMAGED_SUFFIX = ".damaged-"
 LOSS = (
@@ -29,24 +29,31 @@ LOSS = (
 )
 
 
+# What keeps the state database from being checked at the moment, not the file itself: the file
+# may well be sound, and it is kept (a lock another process holds, a full disk, a read-only or
+# failing disk, on which moving it aside would fail as well).
+PASSING_FAULTS = frozenset({"locked", "disk_full", "read_only", "io_error"})
+
+
 def state_db_problem(path: Path) -> str | None:
     """The damage that makes the state database unusable, or None (also when it does not exist
-    yet). sqlite3.Error when it cannot be checked now (locked by another process, a full disk,
-    a file it may not read): the file may well be sound, and it must be kept."""
+    yet). Anything that is not SQLite's own database there counts (damaged pages, another kind
+    of file, a directory), since the file holds only bookkeeping. sqlite3.Error when it cannot
+    be checked now (PASSING_FAULTS): it must be kept."""
     if not path.exists():
         return None
     try:
         connection = sqlite3.connect(str(path), isolation_level=None)
     except sqlite3.Error as exc:
-        if is_corruption(exc):
-            return str(exc)
-        raise
+        if fault_reason(exc) in PASSING_FAULTS:
+            raise
+        return str(exc)
     try:
         return integrity_problem(connection)
     except sqlite3.Error as exc:
-        if is_corruption(exc):
-            return str(exc)
-        raise
+        if fault_reason(exc) in PASSING_FAULTS:
+            raise
+        return str(exc)
     finally:
         connection.close()
 

@@ -341,6 +341,23 @@ def test_a_state_database_locked_at_start_is_kept_with_its_sessions(
     assert problems(findings, "databases") == [], findings
 
 
+def test_a_directory_in_place_of_the_state_database_is_moved_aside_at_start(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    # no lock and no full disk: nothing that passes keeps it from being SQLite's file, and it
+    # holds only bookkeeping; kept, it made every session.open an internal error
+    cwd = workdir(tmp_path)
+    orca_env.memory_root.mkdir(parents=True, mode=0o700)
+    state_db = orca_env.memory_root / "daemon-state.sqlite3"
+    state_db.mkdir()
+    daemon = start(orca_env, daemon_factory)
+    assert daemon.call("session.open", {"cwd": cwd}).epoch > 0
+    assert len(recent(daemon, "state_db_recreated")) == 1
+    assert [p.is_dir() for p in orca_env.memory_root.glob("daemon-state.sqlite3.damaged-*")] == [
+        True
+    ]
+
+
 def test_a_memory_database_on_a_full_disk_is_not_called_damaged(
     orca_env: OrcaEnv, tmp_path: Path
 ) -> None:
