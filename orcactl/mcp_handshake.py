@@ -485,6 +485,10 @@ class Recorder:
         ):
             self._asked[id_key(request_id)] = method
 
+    def wants(self, request_id: object) -> bool:
+        """Whether the answer to `request_id` is one to keep (the handshake's, not yet kept)."""
+        return id_key(request_id) in self._asked
+
     def answered(self, request_id: object, result: object) -> None:
         method = self._asked.pop(id_key(request_id), None)
         if method is None or not isinstance(result, dict) or self.key is None:

@@ -282,7 +282,11 @@ async def _write(  # noqa: PLR0917
             if data is None:
                 continue
             if isinstance(item.message, (JSONRPCResponse, JSONRPCError)):
-                if recorder is not None and isinstance(item.message, JSONRPCResponse):
+                if (
+                    recorder is not None
+                    and isinstance(item.message, JSONRPCResponse)
+                    and recorder.wants(item.message.id)
+                ):  # only the handshake's answers are read back (a tool's may be long)
                     recorder.answered(item.message.id, json.loads(data).get("result"))
                 if id_key(item.message.id) in answered:
                     answered.discard(id_key(item.message.id))
