@@ -497,6 +497,8 @@ class Recorder:
         if self.version is None or set(self._results) != set(METHODS):
             return
         if self.known.get(self.version) != self._results:
-            self.known = {**self.known, self.version: dict(self._results)}
+            # read again just before it is replaced: a server started beside this one (another
+            # agent, asking for another version) may have recorded its answers meanwhile
+            self.known = {**load_answers(self.key), self.version: dict(self._results)}
             save_answers(self.key, self.known)
         self._results = {}

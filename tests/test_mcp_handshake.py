@@ -22,6 +22,7 @@ from orcactl.mcp_handshake import (
     EARLY_LINE_MAX_BYTES,
     EarlyAnswers,
     Handover,
+    Recorder,
     code_key,
     load_answers,
     save_answers,
@@ -36,6 +37,7 @@ INITIALIZE_RESULT = {
     "serverInfo": {"name": "orca", "version": "1"},
 }
 TOOLS_RESULT = {"tools": [{"name": "recall", "inputSchema": {"type": "object"}}]}
+CLIENT = {"name": "t", "version": "0"}
 KNOWN = {VERSION: {"initialize": INITIALIZE_RESULT, "tools/list": TOOLS_RESULT}}
 
 
@@ -265,6 +267,19 @@ def test_a_cache_that_cannot_be_written_is_only_slower(cache_home: Path) -> None
     cache_home.parent.write_text("a file where the cache directory goes")
     save_answers("k", KNOWN)  # no exception
     assert load_answers("k") == {}
+
+
+def test_servers_recording_side_by_side_keep_each_others_answers(cache_home: Path) -> None:
+    # both found the cache empty; each writes its own version's answers once it has them
+    first, second = Recorder("k", load_answers("k")), Recorder("k", load_answers("k"))
+    for recorder, version in ((first, VERSION), (second, "2025-11-25")):
+        initialize = {"protocolVersion": version, "capabilities": {}, "clientInfo": CLIENT}
+        recorder.asked(1, "initialize", initialize)
+        recorder.asked(2, "tools/list", None)
+    for recorder in (first, second):
+        recorder.answered(1, INITIALIZE_RESULT)
+        recorder.answered(2, TOOLS_RESULT)
+    assert set(load_answers("k")) == {VERSION, "2025-11-25"}
 
 
 def test_the_key_changes_with_the_code_it_stands_for(tmp_path: Path) -> None:
