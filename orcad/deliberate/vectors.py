@@ -59,27 +59,25 @@ VECTOR_READ_ROWS = 1024  # vectors read from the database at a time
 log = structlog.get_logger("orcad.deliberate.vectors")
 
 
-VECTOR_COLUMNS = ("row_id", "model", "vector")
-
-
-def _vector_columns(connection: sqlite3.Connection) -> tuple[str, ...]:
-    return tuple(str(row[1]) for row in connection.execute("PRAGMA table_info(memory_vectors)"))
+VECTOR_COLUMNS = "row_id,model,vector"
+# one statement, as it runs at every recall: the schema's objects, and the vectors' columns
+_SCHEMA_STATE = (
+    "SELECT (SELECT count(*) FROM sqlite_master WHERE name IN "
+    "('memory_vectors', 'memory_vectors_on_delete', 'memory_vectors_on_update')), "
+    "(SELECT group_concat(name, ',') FROM pragma_table_info('memory_vectors'))"
+)
 
 
 def ensure_schema(connection: sqlite3.Connection) -> None:
     """The vectors' table and the triggers that drop a record's vector with it. A table of
     other columns (edited by hand, or by another program) is made again, empty: it only holds
     what the background embedding writes again."""
-    found = connection.execute(
-        "SELECT count(*) FROM sqlite_master WHERE name IN "
-        "('memory_vectors', 'memory_vectors_on_delete', 'memory_vectors_on_update')"
-    ).fetchone()[0]
-    columns = _vector_columns(connection)
+    found, columns = connection.execute(_SCHEMA_STATE).fetchone()
     if found == len(SCHEMA) and columns == VECTOR_COLUMNS:
         return
     with connection:
-        if columns not in ((), VECTOR_COLUMNS):
-            log.warning("memory_vectors.remade", columns=list(columns))
+        if columns not in (None, VECTOR_COLUMNS):
+            log.warning("memory_vectors.remade", columns=columns)
             connection.execute("DROP TABLE memory_vectors")
         for statement in SCHEMA:
             connection.execute(statement)
