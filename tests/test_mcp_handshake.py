@@ -45,11 +45,13 @@ def _line(message: dict[str, Any]) -> bytes:
     return json.dumps(message).encode() + b"\n"
 
 
-def _initialize(request_id: object = 1, version: str = VERSION) -> bytes:
+def _initialize(request_id: object = 1, version: str = VERSION, **params: Any) -> bytes:
+    """An initialize line; `params` replace its members (capabilities, clientInfo)."""
     params = {
         "protocolVersion": version,
         "capabilities": {},
         "clientInfo": {"name": "t", "version": "0"},
+        **params,
     }
     return _line({"jsonrpc": "2.0", "id": request_id, "method": "initialize", "params": params})
 

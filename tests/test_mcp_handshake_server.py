@@ -125,34 +125,9 @@ def _answers_cold_and_from_the_cache(orca: OrcaEnv, cwd: Path, sent: bytes) -> t
     "sent",
     [
         # capabilities of a type the SDK refuses: its answer is an error, not the cached result
-        _line(
-            {
-                "jsonrpc": "2.0",
-                "id": 1,
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": VERSION,
-                    "capabilities": {"roots": 5},
-                    "clientInfo": {"name": "t", "version": "0"},
-                },
-            }
-        )
-        + INITIALIZED
-        + TOOLS_LIST,
+        _initialize(capabilities={"roots": 5}) + INITIALIZED + TOOLS_LIST,
         # a clientInfo whose icons are no list
-        _line(
-            {
-                "jsonrpc": "2.0",
-                "id": 1,
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": VERSION,
-                    "capabilities": {},
-                    "clientInfo": {"name": "t", "version": "0", "icons": 5},
-                },
-            }
-        )
-        + INITIALIZED,
+        _initialize(clientInfo={"name": "t", "version": "0", "icons": 5}) + INITIALIZED,
         # a `_meta` that is no object, and a progress token that is neither text nor a number
         _initialize()
         + INITIALIZED
