@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from orcad.sqlite_worker import integrity_problem
-from orcad.storage_faults import fault_reason
+from orcad.storage_faults import PASSING_FAULTS, fault_reason
 
 DAMAGED_SUFFIX = ".damaged-"
 LOSS = (
@@ -27,12 +27,6 @@ LOSS = (
     "snapshots of earlier turns (a repeated recall is computed afresh); memory "
     "itself (ledgers, job files, memory.sqlite3, grants) is not in this file and is intact"
 )
-
-
-# What keeps the state database from being checked at the moment, not the file itself: the file
-# may well be sound, and it is kept (a lock another process holds, a full disk, a read-only or
-# failing disk, on which moving it aside would fail as well).
-PASSING_FAULTS = frozenset({"locked", "disk_full", "read_only", "io_error"})
 
 
 def state_db_problem(path: Path) -> str | None:

@@ -37,6 +37,10 @@ _SQLITE_REASONS: dict[int, FaultReason] = {
 _SQLITE_EXTENDED_REASONS: dict[int, FaultReason] = {
     4874: "disk_full",  # SQLITE_IOERR_SHMSIZE
 }
+# Faults of the moment, not of the file: a lock another process holds, a full disk, a read-only
+# or failing disk. A database they keep from being read may well be sound, and reading it
+# another way meets them as well.
+PASSING_FAULTS: frozenset[FaultReason] = frozenset({"locked", "disk_full", "read_only", "io_error"})
 _ADVICE: dict[FaultReason, str] = {
     "disk_full": "free disk space (or raise the quota) and try again; nothing was half-written",
     "read_only": "the file system is read-only; remount it read-write and try again",

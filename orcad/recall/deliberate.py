@@ -45,6 +45,7 @@ from orcad.recall.embedders import Array, EmbeddingRefused, EmbeddingTimedOut, E
 from orcad.recall.embedding import Embeddings, PromptQuery
 from orcad.recall.fact_backfill import FactBatch
 from orcad.session_snapshot import Session
+from orcad.storage_faults import PASSING_FAULTS
 from protocol.types import DeliberateEntry, EmbeddingStatus
 
 # nearest vectors fetched per record recall may show: a correction is worded like what it
@@ -56,8 +57,6 @@ NEAREST_PER_SHOWN = 2
 # embedded when a batch fails, to tell a model that is failing from records it refuses
 PROBE_TEXT = "probe"
 log = structlog.get_logger("orcad.recall")
-# storage faults of the whole database, which reading it without the vectors meets as well
-WHOLE_DATABASE_FAULTS = frozenset({"locked", "disk_full", "read_only"})
 
 
 class DeliberateRecall:
@@ -111,7 +110,7 @@ class DeliberateRecall:
         try:
             found = search(vector)
         except StorageError as exc:
-            if vector is None or exc.data.get("reason") in WHOLE_DATABASE_FAULTS:
+            if vector is None or exc.data.get("reason") in PASSING_FAULTS:
                 raise  # a lock or a full disk would only be waited on twice
             # the vectors could not be read (a damaged page of memory_vectors, which the store
             # has reported): the records' words still find them, as without a model
