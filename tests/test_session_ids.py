@@ -130,3 +130,19 @@ def test_a_worker_provider_or_model_name_with_a_control_character_is_refused(
     refused = _refusal(daemon, method, full)
     assert (refused.code, refused.data["field"]) == (-32602, field)
     assert "control character" in refused.error.message
+
+
+@pytest.mark.parametrize(("method", "params"), SESSION_CALLS, ids=[m for m, _ in SESSION_CALLS])
+def test_a_session_id_is_at_most_256_characters_in_every_call(
+    daemon: DaemonProcess, method: str, params: dict[str, Any]
+) -> None:
+    # 256, the longest session.open gives: an unknown session; one more: bad params, by name
+    longest = daemon.call("session.open", {"cwd": "/", "session_id": "s" * 256})
+    assert longest.session_id == "s" * 256
+    if method == "grants.list":  # a filter: an unknown session has no grants
+        assert daemon.call(method, {**params, "session_id": "u" * 256}).grants == []
+    else:
+        unknown = _refusal(daemon, method, {**params, "session_id": "u" * 256})
+        assert unknown.code == -32014, unknown.error
+    longer = _refusal(daemon, method, {**params, "session_id": "u" * 257})
+    assert longer.code == -32602 and longer.error.data["field"] == "session_id", longer.error
