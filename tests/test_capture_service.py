@@ -16,6 +16,7 @@ from orcad.capture import inspection
 from orcad.capture.jobstore import job_path
 from orcad.capture.problems import ErrorRecorder
 from orcad.capture.records import Provenance
+from orcad.capture.schedule import JobView
 from orcad.capture.service import CaptureService
 from orcad.capture.source import build_source
 from orcad.clock import SystemClock
@@ -112,6 +113,37 @@ async def test_clear_once_every_job_queued_at_the_call_is_finished(tmp_path: Pat
     assert results == ["clear"]
     assert {view.job_id: view.state for view in service.index.views()}[later] == "pending"
     assert {view.job_id: view.state for view in service.index.views()}[other] == "pending"
+
+
+async def test_a_job_admitted_while_the_barrier_looks_at_the_files_is_not_waited_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the barrier first looks in a thread for job files gone; a turn admitted meanwhile came
+    # after the call, and was waited for until the whole bound (a flaky test showed it)
+    service = make_service(tmp_path)
+    mine = session(tmp_path, "ses_1")
+    first = await admit(service, mine, "t1")
+    admitted: list[str] = []
+    looked = trio.Event()
+    look = service.drop_vanished
+
+    async def look_while_a_turn_is_admitted(views: list[JobView], project_ids: list[str]) -> None:
+        admitted.append(await admit(service, mine, "t2"))
+        await look(views, project_ids)
+        looked.set()
+
+    monkeypatch.setattr(service, "drop_vanished", look_while_a_turn_is_admitted)
+    results: list[str] = []
+    async with trio.open_nursery() as nursery:
+
+        async def wait() -> None:
+            results.append(await service.wait_session_jobs("ses_1", PROJECT_ID, 30.0))
+
+        nursery.start_soon(wait)
+        await looked.wait()
+        await finish(service, first)
+    assert results == ["clear"]
+    assert {view.job_id: view.state for view in service.index.views()}[admitted[0]] == "pending"
 
 
 async def test_times_out_while_work_is_backlogged(

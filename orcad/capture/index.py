@@ -10,7 +10,7 @@ counts current (daemon.status reads them on every call) and wake whoever waits: 
 from __future__ import annotations
 
 import collections
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from typing import Literal
 
 import trio
@@ -175,19 +175,22 @@ class JobIndex:
         project_id: str,
         timeout: float,  # noqa: ASYNC109 (recall's interface: a bounded wait that says how it ended)
         *,
+        among: Collection[str] | None = None,
         cannot_finish: Callable[[JobView], bool] = lambda view: False,
     ) -> Barrier:
         """Wait until every job of the session for the project that is queued or running now
         is finished (committed, exhausted or cancelled): "clear"; "timed_out" after `timeout`
         seconds; "none" when the session has no such job. Jobs admitted later are not waited
-        for, nor those that `cannot_finish` for now, nor those of another project (the session
-        id opened there before): they cannot change what this project recalls."""
+        for, nor those outside `among` (the jobs queued when the caller was called), nor those
+        that `cannot_finish` for now, nor those of another project (the session id opened there
+        before): they cannot change what this project recalls."""
         waiting = [
             self._finished_event(view.job_id)
             for view in self._views.values()
             if view.session_id == session_id
             and view.project_id == project_id
             and view.state in ACTIVE_STATES
+            and (among is None or view.job_id in among)
             and not cannot_finish(view)
         ]
         if not waiting:

@@ -89,13 +89,17 @@ class CaptureService:
         those that cannot finish for now (see JobIndex.wait_session_jobs), such as queued jobs
         of a project whose jobs may not run now (auto memory switched off since the session
         opened: the workers leave them, so waiting for them only adds the whole bound)."""
+        deadline = trio.current_time() + timeout
         mine = [
             view
             for view in self.index.views(project_id)
             if view.session_id == session_id and view.state in ACTIVE_STATES
         ]
-        if mine:  # one that went with its project's directory would be waited for in vain
-            await self.drop_vanished(mine, [])
+        if not mine:
+            return "none"
+        # the jobs queued at the call, its deadline too: the looks below take their time (in
+        # threads), and a turn admitted meanwhile came after the call
+        await self.drop_vanished(mine, [])  # a job gone with its directory: waited for in vain
         queued_may_run = True
         if any(view.state == "pending" for view in mine):
             queued_may_run = await self._jobs_may_run(project_id)
@@ -103,7 +107,8 @@ class CaptureService:
         return await self.index.wait_session_jobs(
             session_id,
             project_id,
-            timeout,
+            max(0.0, deadline - trio.current_time()),
+            among={view.job_id for view in mine},
             cannot_finish=lambda view: (
                 (view.state == "pending" and not queued_may_run)
                 or self.cannot_finish(view, now, now + timeout)
