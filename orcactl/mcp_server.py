@@ -24,10 +24,16 @@ from typing import Annotated, Any, Literal
 import anyio
 import msgspec
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.shared.exceptions import MCPError
-from mcp.types import ToolAnnotations
-from pydantic import BaseModel, Field
+from mcp.types import (
+    INVALID_PARAMS,
+    CallToolResult,
+    GetPromptResult,
+    InputRequiredResult,
+    ToolAnnotations,
+)
+from pydantic import BaseModel, Field, ValidationError
 
 from orcactl.approval import shell_word
 from orcactl.arguments import current_directory
@@ -37,7 +43,7 @@ from orcactl.hooks.runner import extraction_run
 from orcactl.mcp_handshake import take_over
 from orcactl.mcp_stdio import run_stdio
 from orcad.control_characters import escape_control_characters
-from orcad.errors import InvalidParams
+from orcad.errors import InvalidParams, quoted
 from protocol.client import Client, DaemonUnavailable, ProtocolViolation
 from protocol.errors import RemoteError
 
@@ -290,8 +296,57 @@ def remember_command(session: DaemonSession, text: str, scope: str) -> str:
     return " ".join(map(shell_word, [*words, "--", text]))
 
 
-def build_server(session: DaemonSession) -> MCPServer:
-    server = MCPServer("orca", instructions=INSTRUCTIONS)
+class OrcaServer(MCPServer):
+    """The SDK's server, strict where a model's slip should be told, not passed over: an
+    argument a tool does not take (`querry`) is refused, not ignored (the search would list the
+    most recent records as if that was asked); arguments are refused in one line per field, with
+    no link to pydantic's pages; a prompt (this server has none) is not found as bad params, not
+    as an internal error with a traceback on stderr."""
+
+    _parameters: dict[str, frozenset[str]] | None = None
+
+    async def get_prompt(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None = None,
+        context: Context[Any, Any] | None = None,
+    ) -> GetPromptResult | InputRequiredResult:
+        raise MCPError(INVALID_PARAMS, f"no prompt {quoted(name)}: orca offers tools only")
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        if self._parameters is None:
+            tools = await self.list_tools()
+            self._parameters = {
+                tool.name: frozenset(tool.input_schema.get("properties", ())) for tool in tools
+            }
+        taken = self._parameters.get(name)
+        unknown = sorted(set(arguments) - taken) if taken is not None else []
+        if taken is not None and unknown:
+            raise ToolError(
+                f"{name} was not run: unknown argument{'s' if len(unknown) > 1 else ''} "
+                + ", ".join(quoted(word) for word in unknown[:8])
+                + (f" (and {len(unknown) - 8} more)" if len(unknown) > 8 else "")
+                + "; it takes "
+                + ", ".join(sorted(taken))
+            )
+        try:
+            return await super().call_tool(name, arguments, context)
+        except UnexpectedToolError:
+            raise
+        except ToolError as exc:
+            if not isinstance(exc.__cause__, ValidationError):
+                raise
+            refused = "; ".join(
+                f"{'.'.join(map(str, error['loc']))}: {error['msg']}"
+                for error in exc.__cause__.errors(include_url=False, include_input=False)
+            )
+            raise ToolError(f"{name} was not run: {refused}") from exc.__cause__
+
+
+def build_server(session: DaemonSession) -> OrcaServer:
+    server = OrcaServer("orca", instructions=INSTRUCTIONS)
 
     @server.tool(
         description="Search the user's deliberate memory records visible from this workspace, "

@@ -1426,6 +1426,54 @@ async def test_arguments_of_another_type_are_refused_not_converted(
     assert _records(daemon, project) == []
 
 
+@pytest.mark.parametrize(
+    ("tool", "arguments", "told"),
+    [
+        ("memory_search", {"querry": "pnpm"}, "unknown argument 'querry'; it takes limit, query"),
+        (
+            "memory_manage",
+            {"action": "forget", "id": "mem_" + "0" * 32, "scope": "global", "force": True},
+            "unknown arguments 'force', 'scope'; it takes action, content, id, is_global, kind",
+        ),
+        ("memory_search", {"limit": 99}, "limit: Input should be less than or equal to 20"),
+        (
+            "memory_manage",
+            {"action": "drop", "id": "mem_" + "0" * 32},
+            "action: Input should be 'save', 'update' or 'forget'",
+        ),
+    ],
+)
+async def test_arguments_a_tool_does_not_take_are_refused_in_a_line_per_field(
+    tmp_path: Path,
+    orca_env: OrcaEnv,
+    daemon: DaemonProcess,
+    tool: str,
+    arguments: dict[str, Any],
+    told: str,
+) -> None:
+    # a misspelt `querry` was dropped: the search answered the most recent records instead
+    project = _project(tmp_path)
+    async with mcp_session(orca_env, project, "--mode", "yolo") as session:
+        result = await session.call_tool(tool, arguments)
+    text = _text(result)
+    assert result.is_error and text == f"{tool} was not run: {told}", text
+    assert "pydantic" not in text and "input_value" not in text
+
+
+def test_a_prompt_is_not_found_as_bad_params_without_a_traceback(
+    tmp_path: Path, orca_env: OrcaEnv
+) -> None:
+    with raw_server(orca_env, _project(tmp_path)) as server:  # (it checks stderr at the end)
+        assert server.call(2, "prompts/list") == {"prompts": []}
+        server.send(_request(3, "prompts/get", {"name": "x" * 1000}))
+        error = server.receive()["error"]
+        assert error["code"] == -32602, error
+        assert (
+            error["message"]
+            == f"no prompt {'x' * 200!r}... (1000 characters): orca offers tools only"
+        )
+
+
 def test_a_client_that_closes_stdin_while_asked_a_question_is_told_what_it_lost(
     tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess
 ) -> None:
