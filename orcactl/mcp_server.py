@@ -339,7 +339,7 @@ class OrcaServer(MCPServer):
             if not isinstance(exc.__cause__, ValidationError):
                 raise
             refused = "; ".join(
-                f"{'.'.join(map(str, error['loc']))}: {error['msg']}"
+                ": ".join(filter(None, [".".join(map(str, error["loc"])), error["msg"]]))
                 for error in exc.__cause__.errors(include_url=False, include_input=False)
             )
             raise ToolError(f"{name} was not run: {refused}") from exc.__cause__
