@@ -9,7 +9,9 @@ most that much behind its last call.
 
 A session's row is kept while it may still be called or joined: the periodic sweep deletes
 those no call has touched for the retention (far past the idle expiry, so only sessions that
-ended or expired long ago), a bounded number per pass. Each deletion first raises the stored
+ended or expired long ago), a bounded number per pass; a start runs one pass too, for the rows
+idle that long before the latest call stored, so that a daemon restarted more often than the
+sweep runs does not keep every row for good. Each deletion first raises the stored
 epoch floor to the deleted epoch, and an id without a row opens above the floor: a pruned id
 opened again gets an epoch above any it had, so a holder of an old one stays fenced.
 """
@@ -251,14 +253,19 @@ class SessionDatabase:
     async def run_sweeper(
         self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
     ) -> None:
-        """Background task: count the sessions still open from before a start, then sweep
-        once per SESSION_SWEEP_INTERVAL_S (the first an interval after the start, by when the
-        sessions still in use have made a call)."""
+        """Background task: count the sessions still open from before a start, prune the rows
+        the daemon before could have swept (`sweep_at_start`), then sweep once per
+        SESSION_SWEEP_INTERVAL_S (the first an interval after the start, by when the sessions
+        still in use have made a call)."""
         task_status.started()
         try:
             await self.count_open_rows()
         except sqlite3.Error as exc:  # counted as each is called again, as before
             log.warning("session.count_failed", error=str(exc))
+        try:
+            await self.sweep_at_start()
+        except sqlite3.Error as exc:  # the hourly sweep tries again
+            log.warning("session.sweep_failed", error=str(exc))
         while True:
             await trio.sleep(limits.SESSION_SWEEP_INTERVAL_S)
             try:
@@ -309,10 +316,35 @@ class SessionDatabase:
         self.expire_idle()
         await self.store_last_use()
         cutoff = self._clock.now() - self.retention_s
+        return await self._prune(lambda _connection: cutoff)
+
+    async def sweep_at_start(self) -> list[str]:
+        """At a start, before the first hourly sweep: delete the rows (at most
+        SESSION_SWEEP_MAX_ROWS) of sessions untouched for the retention before the latest call
+        the database holds, which the daemon that stored that call could have swept already.
+        A daemon that never runs for a whole interval still prunes its rows this way, while a
+        start after a long time without orcad prunes nothing here: the sessions that were
+        still in use then get the interval to make a call first. The ids deleted."""
+        await self.store_last_use()
+        now = self._clock.now()
+        retention = self.retention_s
+
+        def cutoff(connection: sqlite3.Connection) -> float | None:
+            latest = connection.execute("SELECT max(last_used) FROM sessions").fetchone()[0]
+            return None if latest is None else min(now, float(latest)) - retention
+
+        return await self._prune(cutoff)
+
+    async def _prune(self, cutoff_of: Callable[[sqlite3.Connection], float | None]) -> list[str]:
+        """Delete the rows (at most SESSION_SWEEP_MAX_ROWS) whose last call is before the
+        cutoff read in the same transaction, raising the epoch floor to their epochs first."""
 
         def prune(connection: sqlite3.Connection) -> list[str]:
             with connection:
                 connection.execute("BEGIN IMMEDIATE")
+                cutoff = cutoff_of(connection)
+                if cutoff is None:
+                    return []
                 rows = connection.execute(
                     "SELECT session_id, epoch FROM sessions WHERE last_used < ? "
                     "ORDER BY last_used LIMIT ?",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import time
 from pathlib import Path
 
 import msgspec
@@ -19,8 +20,10 @@ from orcad.config import Config
 from orcad.errors import NotFound, StaleSession
 from orcad.session_snapshot import Session
 from orcad.sessions import SessionStore
+from protocol.errors import RemoteError
 from protocol.types import SessionOpenParams
 from tests.deliberate_helpers import InProcessDaemon, SettableClock
+from tests.harness import DaemonProcess, OrcaEnv
 
 pytestmark = pytest.mark.inprocess
 
@@ -341,6 +344,84 @@ async def test_rows_of_sessions_ended_long_ago_are_pruned_and_their_ids_stay_fen
         await restarted.require("ses_old3", old.epoch)
     assert (await restarted.require("ses_old3", reopened.epoch)).epoch == reopened.epoch
     restarted.close()
+
+
+async def test_a_start_prunes_only_rows_idle_long_before_the_latest_call_on_file(
+    tmp_path: Path,
+) -> None:
+    clock = SettableClock()
+    path = tmp_path / "state.sqlite3"
+    store = SessionStore(path, clock)
+    switch = AutoMemorySwitch(tmp_path / "config.toml", Config())
+    for session_id in ("ses_a", "ses_b"):
+        opened = await store.open(
+            SessionOpenParams(cwd=str(tmp_path), session_id=session_id), switch
+        )
+        await store.close_session(session_id, opened.epoch)
+    store.close()
+    # orcad was not running for longer than the retention: nothing is pruned at the start,
+    # whatever was in use then gets the interval before the first sweep to make a call
+    clock.advance(store.retention_s + 3600)
+    store = SessionStore(path, clock)
+    assert await store.sweep_at_start() == []
+    assert set(_rows(path)) == {"ses_a", "ses_b"}
+    # a later call, and the daemon that stored it stopped within the interval: the rows idle
+    # for the retention before that call go at the next start
+    await store.open(SessionOpenParams(cwd=str(tmp_path), session_id="ses_c"), switch)
+    store.close()
+    clock.advance(60)
+    store = SessionStore(path, clock)
+    assert sorted(await store.sweep_at_start()) == ["ses_a", "ses_b"]
+    assert set(_rows(path)) == {"ses_c"}
+    store.close()
+
+
+def _age_rows(path: Path, idle_s: dict[str, float]) -> None:
+    """Make each session's stored last call `idle_s` seconds old, as that much time would."""
+    now = time.time()
+    connection = sqlite3.connect(path)
+    try:
+        with connection:
+            connection.executemany(
+                "UPDATE sessions SET last_used = ? WHERE session_id = ?",
+                [(now - idle, session_id) for session_id, idle in idle_s.items()],
+            )
+    finally:
+        connection.close()
+
+
+def test_a_daemon_restarted_within_the_sweep_interval_still_prunes_old_rows(
+    tmp_path: Path, orca_env: OrcaEnv, daemon_factory: list[DaemonProcess]
+) -> None:
+    # orcad restarted more often than its hourly sweep runs kept every session row for good
+    daemon = DaemonProcess(orca_env)
+    daemon_factory.append(daemon)
+    daemon.start()
+    cwd = tmp_path / "repo"
+    cwd.mkdir()
+    epochs = {}
+    for session_id in ("agent-old-1", "agent-old-2", "agent-recent"):
+        opened = daemon.call("session.open", {"cwd": str(cwd), "session_id": session_id})
+        daemon.call("session.close", {"session_id": session_id, "epoch": opened.epoch})
+        epochs[session_id] = opened.epoch
+    daemon.stop()
+    state = orca_env.memory_root / "daemon-state.sqlite3"
+    retention = limits.SESSION_ROW_RETENTION_S
+    _age_rows(state, {"agent-old-1": retention + 7200, "agent-old-2": retention + 3600})
+    daemon.start()
+    deadline = time.monotonic() + 10
+    while set(_rows(state)) != {"agent-recent"}:
+        assert time.monotonic() < deadline, _rows(state)
+        time.sleep(0.05)
+    # the pruned ids stay fenced: an old epoch is refused, an open goes above it
+    with pytest.raises(RemoteError) as refused:
+        daemon.call("memory.search", {"session_id": "agent-old-1", "epoch": epochs["agent-old-1"]})
+    assert refused.value.kind == "not_found"
+    again = daemon.call("session.open", {"cwd": str(cwd), "session_id": "agent-old-1"})
+    assert again.epoch > epochs["agent-old-1"]
+    with pytest.raises(RemoteError) as stale:
+        daemon.call("memory.search", {"session_id": "agent-old-1", "epoch": epochs["agent-old-1"]})
+    assert stale.value.kind == "stale_session"
 
 
 async def test_a_state_database_without_last_use_times_keeps_its_sessions(tmp_path: Path) -> None:
