@@ -1447,6 +1447,7 @@ async def test_arguments_a_tool_does_not_take_are_refused_in_a_line_per_field(
     tmp_path: Path,
     orca_env: OrcaEnv,
     daemon: DaemonProcess,
+    *,
     tool: str,
     arguments: dict[str, Any],
     told: str,
