@@ -11,6 +11,9 @@ FORGOTTEN_JOBS_KEPT = 4096
 LEDGER_MAX_CANDIDATES = 128  # newest candidates kept in candidates.jsonl
 MARKDOWN_MAX_CANDIDATES = 64  # newest candidates shown in auto-memory.md
 COMMITTED_JOBS_KEPT = 128  # newest committed job files kept
+# newest exhausted or cancelled job files kept per project, as evidence of what failed (the spec
+# bounds committed ones only; a provider down for weeks would otherwise keep every turn's text)
+ENDED_JOBS_KEPT = 128
 DEFAULT_MAX_RETRIES = 3  # failed attempts retried up to this many times
 DEFAULT_RESCHEDULE_S = 30.0  # back-off after a transient job-store or lock failure
 DEFAULT_RETRY_BASE_S = 2.0  # first wait after a failed attempt; doubles per failure (jittered)

@@ -10,7 +10,7 @@ import pytest
 import trio
 import trio.testing
 
-from orcad import sqlite_worker
+from orcad import limits, sqlite_worker
 from orcad.auto_memory_switch import AutoMemorySwitch
 from orcad.capture import inspection
 from orcad.capture.jobstore import job_path
@@ -64,6 +64,10 @@ def session(tmp_path: Path, session_id: str) -> Session:
         auto_memory=True,
         opened_at=0.0,
     )
+
+
+def project_dir(tmp_path: Path) -> Path:
+    return tmp_path / "projects" / PROJECT_ID
 
 
 async def admit(service: CaptureService, owner: Session, turn_id: str) -> str:
@@ -144,6 +148,32 @@ async def test_a_job_admitted_while_the_barrier_looks_at_the_files_is_not_waited
         await finish(service, first)
     assert results == ["clear"]
     assert {view.job_id: view.state for view in service.index.views()}[admitted[0]] == "pending"
+
+
+async def test_the_newest_exhausted_jobs_are_kept_and_the_one_past_the_limit_is_deleted(
+    tmp_path: Path,
+) -> None:
+    # a provider down for weeks exhausts every turn's job: their files (each turn's text) were
+    # kept for good
+    service = make_service(tmp_path, max_retries=0)
+    owner = session(tmp_path, "ses_1")
+    committed = await admit(service, owner, "done")
+    await finish(service, committed)
+    exhausted = []
+    for number in range(limits.ENDED_JOBS_KEPT + 1):
+        job_id = await admit(service, owner, f"t{number}")
+        job = await service.leases.claim_job(job_id, "w", 60.0)
+        assert job is not None and job.lease is not None
+        await service.leases.fail(job_id, job.lease.token, "provider down")
+        exhausted.append(job_id)
+        if number == limits.ENDED_JOBS_KEPT - 1:  # at the limit: every one kept
+            assert all(job_path(project_dir(tmp_path), kept).exists() for kept in exhausted)
+    states = {view.job_id: view.state for view in service.index.views()}
+    assert exhausted[0] not in states
+    assert not job_path(project_dir(tmp_path), exhausted[0]).exists()
+    assert [states[job_id] for job_id in exhausted[1:]] == ["exhausted"] * limits.ENDED_JOBS_KEPT
+    assert all(job_path(project_dir(tmp_path), kept).exists() for kept in exhausted[1:])
+    assert states[committed] == "committed"  # committed ones have their own count
 
 
 async def test_times_out_while_work_is_backlogged(

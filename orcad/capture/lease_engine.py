@@ -28,6 +28,7 @@ from orcad.capture.jobstore import (
     CorruptJobFile,
     DamagedJobFile,
     damaged_job_file,
+    delete_jobs,
     read_job,
     scan_all_jobs,
     write_job,
@@ -40,6 +41,7 @@ from orcad.capture.projections import IndexVectors
 from orcad.capture.publishing import Published, PublishResult, publish_job
 from orcad.capture.records import JobRecord, Provenance
 from orcad.capture.schedule import PoolState
+from orcad.capture.states import ENDED_STATES
 from orcad.clock import Clock
 from orcad.config import Config
 from orcad.errors import Conflict, ExtractionRejected, NotFound, StorageError
@@ -133,7 +135,10 @@ class LeaseEngine:
         check: Callable[[], None] | None = None,
     ) -> JobRecord:
         """Apply a lease rule to the job as stored, under the project lock, and write it;
-        `check` runs first under the same lock (so what it counts cannot change meanwhile)."""
+        `check` runs first under the same lock (so what it counts cannot change meanwhile).
+        A job that ends there (exhausted or cancelled) may take the oldest such job file of
+        its project past ENDED_JOBS_KEPT with it."""
+        ended: list[bool] = []
 
         def work(directory: Path) -> JobRecord:
             job = read_job(directory, job_id)
@@ -142,6 +147,7 @@ class LeaseEngine:
             changed = rule(job, self.clock.now())
             if changed is not job:
                 write_job(directory, changed)
+            ended.append(changed.state in ENDED_STATES and job.state not in ENDED_STATES)
             return changed
 
         project_id = self.index.project_of(job_id)
@@ -159,7 +165,26 @@ class LeaseEngine:
                 self._mark_damaged(damaged_job_file(project_id, job_id, exc))
                 raise
             self.index.put(changed)  # before another task can take the project's turn
+            if ended == [True]:
+                await self._prune_ended(project_id)
         return changed
+
+    async def _prune_ended(self, project_id: str) -> None:
+        """Delete the project's exhausted and cancelled job files past ENDED_JOBS_KEPT, oldest
+        to end first (the project's lock held). A failure is logged and left for the next job
+        that ends: the change that ended one is made either way."""
+        pruned = schedule.ended_jobs_to_prune(self.index.views(project_id))
+        if not pruned:
+            return
+        try:
+            await self.projects.run_with_lock_held(
+                project_id, lambda directory: delete_jobs(directory, pruned), make_directory=False
+            )
+        except (StorageError, NotFound) as exc:
+            log.warning("jobs.prune_failed", project_id=project_id, error=exc.message)
+            return
+        self.index.drop(pruned)
+        log.info("jobs.pruned", project_id=project_id, ended=len(pruned))
 
     # --- claiming ---------------------------------------------------------------------------
 

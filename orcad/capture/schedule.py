@@ -16,7 +16,7 @@ import msgspec
 from orcad import limits
 from orcad.capture.leases import honoured
 from orcad.capture.records import JobRecord
-from orcad.capture.states import JobState
+from orcad.capture.states import ENDED_STATES, JobState
 from orcad.clock import parse_time
 
 
@@ -31,6 +31,7 @@ class JobView(msgspec.Struct, frozen=True, kw_only=True):
     not_before: float | None = None
     lease_expires: float | None = None
     committed_at: float | None = None
+    ended_at: float | None = None  # exhausted or cancelled: when (its last change)
 
 
 def view_of(job: JobRecord) -> JobView:
@@ -43,6 +44,7 @@ def view_of(job: JobRecord) -> JobView:
         not_before=job.not_before_time(),
         lease_expires=job.lease_expires(),
         committed_at=None if job.committed_at is None else parse_time(job.committed_at),
+        ended_at=parse_time(job.updated_at) if job.state in ENDED_STATES else None,
     )
 
 
@@ -137,6 +139,16 @@ def after_attempt(end: AttemptEnd) -> LeaseAction:
         "cancelled": "release",
         "lease_lost": "drop",
     }[end]  # type: ignore[return-value]
+
+
+def ended_jobs_to_prune(jobs: list[JobView], keep: int = limits.ENDED_JOBS_KEPT) -> list[str]:
+    """Exhausted and cancelled jobs beyond the newest `keep` to end, oldest first."""
+    ended = sorted(
+        (job for job in jobs if job.state in ENDED_STATES),
+        key=lambda job: (job.ended_at or job.created_at, job.job_id),
+    )
+    excess = len(ended) - keep
+    return [job.job_id for job in ended[:excess]] if excess > 0 else []
 
 
 def committed_jobs_to_prune(

@@ -39,6 +39,7 @@ JobEvent = Literal[
 ALL_STATES: tuple[JobState, ...] = ("pending", "leased", "committed", "exhausted", "cancelled")
 ACTIVE_STATES: frozenset[JobState] = frozenset({"pending", "leased"})  # count against the backlog
 TERMINAL_STATES: frozenset[JobState] = frozenset({"committed", "exhausted", "cancelled"})
+ENDED_STATES: frozenset[JobState] = frozenset({"exhausted", "cancelled"})  # ended, uncommitted
 
 TRANSITIONS: dict[tuple[JobState, JobEvent], JobState] = {
     ("pending", "claim"): "leased",
