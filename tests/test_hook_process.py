@@ -552,3 +552,29 @@ def test_orcactls_own_help_or_version_before_hook_is_not_taken_for_a_hook(
     status, stdout, stderr = _orcactl(orca_env, asked, "hook", "codex", "Stop")
     assert (status, stderr) == (0, "")
     assert stdout.startswith("orcactl ") or "usage: orcactl" in stdout, stdout
+
+
+def test_a_hook_out_of_time_while_recording_its_problem_answers_within_the_agents_timeout(
+    tmp_path: Path, orca_env: OrcaEnv
+) -> None:
+    # Codex ends SessionEnd after 3 s and the hook gives itself 2.5. On a socket that never
+    # answers, the call times out first, and the problem is recorded under the log's lock, which
+    # another hook holds. The watchdog then came in the middle of that record and waited a
+    # second of its own for the lock this very process was waiting on: Codex got its answer after
+    # 3.5 s, past its timeout, with two lines. (Under load it could also fire while that record
+    # imported the lock's module, and the error it met there came out as a traceback, exit 1.)
+    silent = tmp_path / "silent.sock"
+    orca_env.memory_root.mkdir(parents=True, exist_ok=True)
+    held = filelock.FileLock(str(orca_env.memory_root / "agent-hooks.jsonl.lock"))
+    payload = json.dumps({"session_id": "s1", "cwd": str(tmp_path), "transcript_path": None})
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener, held:
+        listener.bind(str(silent))
+        listener.listen()
+        started = time.monotonic()
+        status, stdout, stderr = _orcactl(
+            orca_env, "--socket", str(silent), "hook", "codex", "SessionEnd", stdin=payload
+        )
+        took = time.monotonic() - started
+    assert (status, stdout) == (0, "{}\n")
+    assert took < 3.0, f"the hook answered after {took:.2f} s"
+    assert len(stderr.splitlines()) == 1 and "Traceback" not in stderr, stderr

@@ -7,6 +7,7 @@ on. Never turn content.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import stat
@@ -29,6 +30,8 @@ LOCK_SUFFIX = ".lock"  # agent-hooks.jsonl.lock: taken to append and trim
 FAILURES_LOCK_TIMEOUT_S = 1.0
 LOCK_POLL_S = 0.005
 
+_recording = False  # a record is under way in this process (the watchdog must not start another)
+
 
 def memory_root() -> Path:
     """$ORCA_HOME/memory, else ~/.orca/memory (as orcad.paths resolves it, without imports)."""
@@ -42,25 +45,55 @@ def failures_path() -> Path:
     return memory_root() / FAILURES_FILE
 
 
-def record_failure(agent: str, event: str, kind: str, message: str) -> None:
+def recording() -> bool:
+    """Whether this process is in the middle of recording a problem. The hook's watchdog, a
+    signal handler, may come in there: a record of its own would wait for the lock this process
+    is already waiting on (or holds), and meet a module half imported."""
+    return _recording
+
+
+def abandon_record() -> None:
+    """What a record cut short by the process's exit leaves: this process's trimmed copy."""
+    path = failures_path()
+    with contextlib.suppress(OSError):
+        os.unlink(path.with_name(f"{path.name}.{os.getpid()}.tmp"))
+
+
+def record_failure(
+    agent: str,
+    event: str,
+    kind: str,
+    message: str,
+    *,
+    lock_timeout: float = FAILURES_LOCK_TIMEOUT_S,
+) -> None:
     """Append one problem; a failure to record is itself ignored (the hook already told stderr)."""
+    global _recording  # noqa: PLW0603  (one flag for the whole process, read by a signal handler)
+    _recording = True
+    try:
+        _record(agent, event, kind, message, lock_timeout)
+    finally:
+        _recording = False
+
+
+def _record(agent: str, event: str, kind: str, message: str, lock_timeout: float) -> None:
     at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     if len(message) > MESSAGE_MAX_CHARS:
         message = message[: MESSAGE_MAX_CHARS - 3] + "..."
     fields = {"at": at, "agent": agent[:40], "event": event[:40], "kind": kind, "message": message}
     line = json.dumps(fields) + "\n"
     path = failures_path()
-    try:
+    # OSError (filelock.Timeout among them), and a module half imported when the watchdog
+    # records while the hook was importing it: a record that fails is left out, nothing more
+    with contextlib.suppress(Exception):
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         import filelock  # noqa: PLC0415  (only a hook that met a problem loads it)
 
         # hooks of several agents fail at once: a trim replaces the file, and an append or
         # another trim meanwhile would go to the replaced one and be lost
         lock = filelock.FileLock(str(path.with_name(path.name + LOCK_SUFFIX)), mode=0o600)
-        with lock.acquire(timeout=FAILURES_LOCK_TIMEOUT_S, poll_interval=LOCK_POLL_S):
+        with lock.acquire(timeout=lock_timeout, poll_interval=LOCK_POLL_S):
             _append(path, line.encode("utf-8"))
-    except OSError:  # filelock.Timeout included
-        pass
 
 
 def _append(path: Path, line: bytes) -> None:

@@ -18,7 +18,7 @@ import time
 from typing import TYPE_CHECKING, NamedTuple
 
 from orcactl.hooks.common import HookContext, HookInputError
-from orcactl.hooks.failures import record_failure
+from orcactl.hooks.failures import abandon_record, record_failure, recording
 from orcactl.hooks.wire import DaemonError, Unreachable, socket_path
 from orcad.control_characters import escape_to_one_line
 
@@ -37,6 +37,9 @@ AGENT_BUDGET_S = {("codex", "SessionEnd"): 2.5}
 DEFAULT_BUDGET_S = 20.0  # Stop: reading a transcript and making the job durable
 # Of its budget, how much a hook waits for the agent to finish writing and close stdin.
 INPUT_SHARE = 0.5
+# How long the watchdog's own record waits for the problem log's lock: the hook's time is spent,
+# and Codex ends SessionEnd half a second after its budget.
+WATCHDOG_LOCK_TIMEOUT_S = 0.2
 # Set to 1 in the environment of an extraction command: its own agent run must not be captured.
 RECURSION_GUARD = "ORCA_EXTRACTION"
 
@@ -151,11 +154,16 @@ def pin_paths(home: str | None, config_dir: str | None) -> None:
                 ) from None
 
 
+_said = False  # the hook has written its line on stderr
+
+
 def _say(line: str) -> None:
     """One line for the agent's log on stderr. Never on stdout, which holds only the answer
     (print(file=None), what a closed stderr gives, would write there), and a stderr that fails
     does not stop the answer. Control characters and newlines are escaped: the line may quote
     whatever answered on the socket, and the agent may show its hooks' stderr on a terminal."""
+    global _said  # noqa: PLW0603  (read by the watchdog, a signal handler)
+    _said = True
     if sys.stderr is None:
         return
     try:
@@ -203,13 +211,27 @@ def _arm_watchdog(agent: str, event: str, answer: dict[str, Any] | None, budget:
     with no context and exits 0 when its budget is spent, before the agent's own timeout."""
 
     def expire(_signum: int, _frame: object) -> None:
-        message = f"gave up after its {budget:g} s budget"
-        _say(f"orca memory skipped: {message}")
-        record_failure(agent, event, "timeout", message)
-        if answer is not None:
-            with contextlib.suppress(OSError):  # stdout closed: nobody reads an answer
-                os.write(1, (json.dumps(answer) + "\n").encode())
-        os._exit(EXIT_OK)
+        # A signal handler: it may come in the middle of anything, writing stderr, importing a
+        # module, recording a problem under its lock. Nothing it meets may escape as a traceback
+        # or keep it past the agent's timeout: the answer first, then the line unless the hook
+        # said one, the record unless one is under way, and exit 0 whatever happens.
+        try:
+            if answer is not None:
+                with contextlib.suppress(OSError):  # stdout closed: nobody reads an answer
+                    os.write(1, (json.dumps(answer) + "\n").encode())
+            message = f"gave up after its {budget:g} s budget"
+            if not _said:
+                with contextlib.suppress(OSError):
+                    line = f"orcactl hook: {escape_to_one_line(f'orca memory skipped: {message}')}"
+                    os.write(2, (line + "\n").encode("utf-8", "replace"))
+            if recording():
+                abandon_record()
+            else:
+                record_failure(
+                    agent, event, "timeout", message, lock_timeout=WATCHDOG_LOCK_TIMEOUT_S
+                )
+        finally:
+            os._exit(EXIT_OK)
 
     signal.signal(signal.SIGALRM, expire)
     signal.setitimer(signal.ITIMER_REAL, budget)
