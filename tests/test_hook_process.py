@@ -10,6 +10,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -578,3 +579,53 @@ def test_a_hook_out_of_time_while_recording_its_problem_answers_within_the_agent
     assert (status, stdout) == (0, "{}\n")
     assert took < 3.0, f"the hook answered after {took:.2f} s"
     assert len(stderr.splitlines()) == 1 and "Traceback" not in stderr, stderr
+
+
+def test_a_hook_started_with_its_alarm_blocked_still_ends_within_its_budget(
+    tmp_path: Path, orca_env: OrcaEnv
+) -> None:
+    # A signal mask is inherited: a hook started by a thread of the agent's that blocks SIGALRM
+    # never got its watchdog's alarm, and a peer that sends a byte at a time, never a line, held
+    # it for good (a Codex SessionEnd, budget 2.5 s, was still running after 20 s).
+    path = tmp_path / "trickle.sock"
+    stop = threading.Event()
+
+    def trickle(server: socket.socket) -> None:
+        connection, _ = server.accept()
+        with connection:
+            while not stop.wait(0.3):
+                try:
+                    connection.sendall(b" ")
+                except OSError:
+                    return
+
+    payload = json.dumps({"session_id": "s1", "cwd": str(tmp_path), "transcript_path": None})
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as server:
+        server.bind(str(path))
+        server.listen(1)
+        thread = threading.Thread(target=trickle, args=(server,), daemon=True)
+        thread.start()
+        started = time.monotonic()
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGALRM])
+        try:  # the hook inherits this thread's mask
+            process = subprocess.Popen(
+                [ORCACTL, "--socket", str(path), "hook", "codex", "SessionEnd", "--no-start"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=orca_env.env,
+            )
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+        try:
+            stdout, stderr = process.communicate(payload.encode(), timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.communicate()
+            raise AssertionError("the hook ran on past its budget") from None
+        finally:
+            stop.set()
+        took = time.monotonic() - started
+    assert (process.returncode, stdout) == (0, b"{}\n")
+    assert took < 3.0, f"the hook answered after {took:.2f} s"
+    assert stderr.decode().endswith("gave up after its 2.5 s budget\n"), stderr

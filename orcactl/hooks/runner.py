@@ -234,6 +234,9 @@ def _arm_watchdog(agent: str, event: str, answer: dict[str, Any] | None, budget:
             os._exit(EXIT_OK)
 
     signal.signal(signal.SIGALRM, expire)
+    # a signal mask is inherited: an agent's thread that blocks SIGALRM and starts the hook
+    # would hold the watchdog off for good
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGALRM])
     signal.setitimer(signal.ITIMER_REAL, budget)
 
 
