@@ -629,3 +629,35 @@ def test_a_hook_started_with_its_alarm_blocked_still_ends_within_its_budget(
     assert (process.returncode, stdout) == (0, b"{}\n")
     assert took < 3.0, f"the hook answered after {took:.2f} s"
     assert stderr.decode().endswith("gave up after its 2.5 s budget\n"), stderr
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="the process's age is Linux's")
+@pytest.mark.parametrize("held_s", [1.0, 1.4])  # 1.4: past the time for its input, all waiting
+def test_a_hook_slow_to_start_still_answers_within_the_agents_timeout(
+    tmp_path: Path, orca_env: OrcaEnv, held_s: float
+) -> None:
+    # The agent's timeout runs from the moment it starts the hook; the hook's budget ran from the
+    # moment its imports were done. On two busy cores (fifty hooks at once) Python took a second
+    # and more to get there, and a Codex SessionEnd (budget 2.5 s, ended by Codex at 3 s) on a
+    # socket that never answers gave up after 3.5 s. Held stopped as it starts:
+    silent = tmp_path / "silent.sock"
+    payload = json.dumps({"session_id": "s1", "cwd": str(tmp_path), "transcript_path": None})
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
+        listener.bind(str(silent))
+        listener.listen()
+        started = time.monotonic()
+        process = subprocess.Popen(
+            [ORCACTL, "--socket", str(silent), "hook", "codex", "SessionEnd", "--no-start"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=orca_env.env,
+        )
+        process.send_signal(signal.SIGSTOP)
+        time.sleep(held_s)
+        process.send_signal(signal.SIGCONT)
+        stdout, stderr = process.communicate(payload.encode(), timeout=20)
+        took = time.monotonic() - started
+    assert (process.returncode, stdout) == (0, b"{}\n")
+    assert took < 3.0, f"the hook answered after {took:.2f} s"
+    assert len(stderr.splitlines()) == 1 and b"Traceback" not in stderr, stderr

@@ -206,9 +206,12 @@ def _drop_stdout() -> None:
     sys.stdout = None
 
 
-def _arm_watchdog(agent: str, event: str, answer: dict[str, Any] | None, budget: float) -> None:
+def _arm_watchdog(
+    agent: str, event: str, answer: dict[str, Any] | None, budget: float, started: float
+) -> None:
     """Whatever blocks (a peer that trickles bytes, a file that never ends), the hook answers
-    with no context and exits 0 when its budget is spent, before the agent's own timeout."""
+    with no context and exits 0 when its budget, from `started` (time.monotonic), is spent,
+    before the agent's own timeout."""
 
     def expire(_signum: int, _frame: object) -> None:
         # A signal handler: it may come in the middle of anything, writing stderr, importing a
@@ -237,7 +240,21 @@ def _arm_watchdog(agent: str, event: str, answer: dict[str, Any] | None, budget:
     # a signal mask is inherited: an agent's thread that blocks SIGALRM and starts the hook
     # would hold the watchdog off for good
     signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGALRM])
-    signal.setitimer(signal.ITIMER_REAL, budget)
+    signal.setitimer(signal.ITIMER_REAL, max(0.01, started + budget - time.monotonic()))
+
+
+def process_age(most: float) -> float:
+    """Seconds since this process was started, at most `most`: the agent's timeout runs from
+    then, and on busy cores Python may take a second and more to reach the hook. 0 where the
+    system does not say (Linux's /proc gives the start in clock ticks since boot)."""
+    try:
+        with open("/proc/self/stat", "rb") as handle:
+            fields = handle.read().rpartition(b")")[2].split()
+        ticks = int(fields[19])  # starttime: field 22, the 20th after the command's name
+        age = time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return 0.0
+    return min(max(age, 0.0), most)
 
 
 def _read_input(deadline: float) -> dict[str, Any]:
@@ -248,8 +265,10 @@ def _read_input(deadline: float) -> dict[str, Any]:
     chunks: list[bytes] = []
     size = 0
     while True:
-        left = deadline - time.monotonic()
-        if left <= 0 or not select.select([descriptor], [], [], left)[0]:
+        # past the deadline, what the agent has written (and its end) is still read: a hook slow
+        # to start finds its whole input waiting
+        left = max(0.0, deadline - time.monotonic())
+        if not select.select([descriptor], [], [], left)[0]:
             raise HookInputError("the agent did not finish writing the hook input (stdin open)")
         chunk = os.read(descriptor, 1 << 16)
         if not chunk:
@@ -299,8 +318,8 @@ def run(argv: list[str]) -> int:
         _print_answer(agent, event, module.empty_answer(event))  # an extraction run: never captured
         return EXIT_OK
     budget = AGENT_BUDGET_S.get((agent, event), BUDGET_S.get(event, DEFAULT_BUDGET_S))
-    started = time.monotonic()
-    _arm_watchdog(agent, event, module.empty_answer(event), budget)
+    started = time.monotonic() - process_age(budget * INPUT_SHARE)
+    _arm_watchdog(agent, event, module.empty_answer(event), budget, started)
     try:
         payload = _read_input(started + budget * INPUT_SHARE)
     except (HookInputError, OSError) as exc:
