@@ -661,3 +661,28 @@ def test_a_hook_slow_to_start_still_answers_within_the_agents_timeout(
     assert (process.returncode, stdout) == (0, b"{}\n")
     assert took < 3.0, f"the hook answered after {took:.2f} s"
     assert len(stderr.splitlines()) == 1 and b"Traceback" not in stderr, stderr
+
+
+@pytest.mark.parametrize("agent", ["claude-code", "codex"])
+def test_an_input_without_cwd_from_a_removed_directory_is_named_as_such(
+    tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess, agent: str
+) -> None:
+    # the hook falls back on its own directory; that one removed, it said only
+    # "[Errno 2] No such file or directory", recorded as a connection problem
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    payload = json.dumps({"session_id": "s1", "turn_id": "t1", "prompt": "hi"})
+    process = subprocess.Popen(
+        [ORCACTL, "hook", agent, "UserPromptSubmit", "--no-start"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=orca_env.env,
+        cwd=gone,
+    )
+    gone.rmdir()
+    _stdout, stderr = process.communicate(payload.encode(), timeout=30)
+    assert process.returncode == 1  # not the event's hook input: a non-blocking error
+    assert stderr.decode() == (
+        "orcactl hook: the hook input has no 'cwd', and the hook's own directory is gone\n"
+    )

@@ -143,11 +143,21 @@ def agent_id(agent: str, separator: str, value: str) -> str:
     return f"{agent}{separator}{digest}"
 
 
+def _own_directory() -> str:
+    """The hook's own directory, for an input without `cwd` (both agents send one)."""
+    try:
+        return os.getcwd()
+    except OSError:  # removed since the agent started the hook there
+        raise HookInputError(
+            "the hook input has no 'cwd', and the hook's own directory is gone"
+        ) from None
+
+
 def session_params(context: HookContext, payload: dict[str, Any], *, join: bool) -> dict[str, Any]:
     """session.open for the agent's session: every hook process joins the open session; only a
     new agent process (a startup or resume) opens it anew, which fences the previous one."""
     agent_session = text_field(payload, "session_id")
-    cwd = text_field(payload, "cwd", required=False) or os.getcwd()
+    cwd = text_field(payload, "cwd", required=False) or _own_directory()
     if not os.path.isabs(cwd):
         raise HookInputError(f"the hook input's cwd {cwd!r} is not an absolute path")
     mode, interactive = mode_of(payload)
