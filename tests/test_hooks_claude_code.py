@@ -1056,7 +1056,10 @@ def test_a_transcript_the_agent_never_writes_is_not_captured_and_not_a_problem(
     # a transcript that is there and cannot be read still is one
     log.path.write_text('{"type": "user" garbage\n')
     assert run_hook(orca_env, "claude-code", "Stop", payload).status == 0
-    assert "not complete JSON" in (orca_env.memory_root / "agent-hooks.jsonl").read_text()
+    assert (
+        "the transcript's last line is not complete JSON"
+        in (orca_env.memory_root / "agent-hooks.jsonl").read_text()
+    )
 
 
 def test_claude_codes_auto_mode_is_orcads_automatic_review() -> None:

@@ -116,9 +116,9 @@ def _entries(data: bytes, wanted: tuple[bytes, ...]) -> list[dict[str, Any]]:
             entry = json.loads(line)
         except (ValueError, RecursionError):
             if number == unterminated:
-                raise PartialLine("transcript its last line is not complete JSON") from None
-            where = "its last line" if number >= len(lines) - 1 else f"line {number}"
-            raise TranscriptProblem(f"transcript {where} is not complete JSON") from None
+                raise PartialLine("the transcript's last line is not complete JSON") from None
+            where = "last line" if number >= len(lines) - 1 else f"line {number}"
+            raise TranscriptProblem(f"the transcript's {where} is not complete JSON") from None
         if isinstance(entry, dict):
             entries.append(entry)
     return entries
