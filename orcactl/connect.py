@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import codecs
 import contextlib
 import errno
 import json
@@ -396,9 +397,22 @@ def escape_raw_in_json(text: str) -> str:
     return _RAW_IN_JSON.sub(_json_escape, text)
 
 
-def to_json(value: Any) -> str:
-    return escape_raw_in_json(json.dumps(msgspec.to_builtins(value), indent=2, ensure_ascii=False))
+def to_json(value: Any, *, ascii_only: bool = False) -> str:
+    dumped = json.dumps(msgspec.to_builtins(value), indent=2, ensure_ascii=ascii_only)
+    return escape_raw_in_json(dumped)
+
+
+def writes_unicode(stream: Any) -> bool:
+    """Whether `stream` encodes every character (UTF-8, say); one in a terminal's legacy
+    encoding (Latin-1) cannot write ☕, and JSON for it escapes every character beyond ASCII."""
+    encoding = getattr(stream, "encoding", None)
+    if not encoding:
+        return True
+    try:
+        return codecs.lookup(encoding).name.startswith("utf-")
+    except LookupError:
+        return False
 
 
 def print_json(value: Any) -> None:
-    print(to_json(value))
+    print(to_json(value, ascii_only=not writes_unicode(sys.stdout)))

@@ -29,6 +29,7 @@ from orcactl.connect import (
     connection_failure,
     failure_document,
     print_json,
+    writes_unicode,
 )
 from orcactl.hooks.runner import extraction_run
 from orcactl.terminal import OutputClosed, OutputFailed, SafeWriter
@@ -156,6 +157,11 @@ def main(argv: list[str] | None = None) -> None:
     # and a closed stdin is no terminal to ask on (it reads as an empty one). The writers go in
     # before parsing, since a usage error repeats the arguments it did not understand.
     sys.stdin = sys.stdin or open(os.devnull, encoding="utf-8")  # noqa: SIM115
+    reconfigure = getattr(sys.stdout, "reconfigure", None)
+    if reconfigure is not None and not writes_unicode(sys.stdout):
+        # a terminal in a legacy encoding (Latin-1): what it lacks (status's ●, a stored ☕) is
+        # shown as an escape, as on stderr, rather than failing a command that already ran
+        reconfigure(errors="backslashreplace")
     sys.stdout = SafeWriter(sys.stdout or open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115
     sys.stderr = SafeWriter(sys.stderr or open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115
     args: argparse.Namespace | None = None

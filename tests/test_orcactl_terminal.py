@@ -125,3 +125,41 @@ def test_text_hidden_in_tag_characters_or_reordered_is_shown_escaped(
     assert "release\\U000e0072\\U000e006d" in listed.stdout and "\\u202eesaeler" in listed.stdout
     as_json = orcactl("memory", "list", "--json")
     assert json.loads(as_json.stdout)["records"][0]["content"] == content  # JSON keeps it exact
+
+
+@pytest.mark.parametrize("encoding", ["latin-1", "ascii"])
+def test_output_in_a_terminal_encoding_other_than_utf8_is_shown_not_refused(
+    daemon: DaemonProcess, tmp_path: Path, encoding: str
+) -> None:
+    # a terminal in a Latin-1 locale cannot show ☕ or status's ●: orcactl still prints all it
+    # has to say (what the encoding lacks as escapes), and its JSON stays JSON, exact
+    content = "the café serves ☕ and 🍵 from 8"
+    env = {**daemon.orca.env, "PYTHONIOENCODING": encoding}
+
+    def orcactl(*args: str) -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run(
+            [sys.executable, "-m", "orcactl", *args, "--cwd", str(tmp_path)],
+            env=env,
+            capture_output=True,
+            timeout=60,
+        )
+
+    saved = orcactl("memory", "save", content, "--kind", "fact", "--workspace", "--yes")
+    assert saved.returncode == 0, saved.stderr
+    listed = orcactl("memory", "list")
+    assert listed.returncode == 0, listed.stderr
+    shown = listed.stdout.decode(encoding)
+    assert "\\u2615" in shown and "\\U0001f375" in shown, shown
+    if encoding == "latin-1":
+        assert "café" in shown  # what the encoding has is shown as it is
+    as_json = orcactl("memory", "list", "--json")
+    assert as_json.returncode == 0, as_json.stderr
+    assert json.loads(as_json.stdout.decode(encoding))["records"][0]["content"] == content
+    status = subprocess.run(
+        [sys.executable, "-m", "orcactl", "status"],
+        env=env,
+        capture_output=True,
+        timeout=60,
+    )
+    assert status.returncode == 0, status.stderr
+    assert "\\u25cf orcad" in status.stdout.decode(encoding)
