@@ -101,18 +101,19 @@ def utf8_path(role: str, path: str, consequence: str) -> str:
     return path
 
 
-def current_directory() -> str:
+def current_directory(instead: str = "give --cwd DIR") -> str:
     """The working directory; one removed under the shell is bad usage, named as such, before
     any request (os.getcwd fails with a bare ENOENT there), and so is one whose path is not
-    UTF-8, which no JSON request can carry: refused before a daemon is started for it."""
+    UTF-8, which no JSON request can carry: refused before a daemon is started for it. The
+    message ends with `instead`, how the command is given a directory of its own."""
     try:
         path = os.getcwd()
     except FileNotFoundError:
-        raise CommandError(f"{CWD_GONE}, or give --cwd DIR", EXIT_USAGE) from None
+        raise CommandError(f"{CWD_GONE}, or {instead}", EXIT_USAGE) from None
     return utf8_path(
         "the current directory's path",
         path,
-        "which orcad cannot be sent; cd to another directory, or give --cwd DIR",
+        f"which orcad cannot be sent; cd to another directory, or {instead}",
     )
 
 

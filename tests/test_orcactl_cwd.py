@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 from pathlib import Path
@@ -103,3 +104,25 @@ def test_one_check_refuses_a_path_not_in_utf8_naming_its_role(tmp_path: Path) ->
         f"the socket path {tmp_path}/caf\\xe9 is not valid UTF-8, which nothing can carry; fix it"
     )
     assert arguments.utf8_path("the socket path", str(tmp_path), "unused") == str(tmp_path)
+
+
+@pytest.mark.parametrize("directory", ["not utf-8", "removed"])
+def test_inspect_refusing_the_current_directory_advises_an_argument_it_takes(
+    orca_env: OrcaEnv, tmp_path: Path, directory: str
+) -> None:
+    # inspect takes the directory as PATH: it has no --cwd, and following advice to give one
+    # was only another usage error
+    if directory == "removed":
+        gone = tmp_path / "gone"
+        gone.mkdir()
+        script = f'cd {shlex.quote(str(gone))} && rmdir "$PWD" && exec "$@"'
+        result = orcactl(orca_env, "inspect", prefix=["sh", "-c", script, "sh"])
+    else:
+        latin1 = Path(os.fsdecode(bytes(tmp_path) + b"/caf\xe9"))
+        latin1.mkdir()
+        result = orcactl(orca_env, "inspect", cwd=latin1)
+    assert result.returncode == 2, result.stderr
+    assert "--cwd" not in result.stderr
+    assert "orcactl inspect PATH" in result.stderr
+    advised = orcactl(orca_env, "inspect", "--cwd", str(tmp_path))
+    assert "unrecognized arguments: --cwd" in advised.stderr  # what the old advice led to

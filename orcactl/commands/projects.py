@@ -119,10 +119,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     forget.set_defaults(run=run_forget, changes_memory=True)
 
 
-def _project_params(project: str | None, path: str | None) -> dict[str, Any]:
+def _project_params(project: str | None, path: str | None, instead: str) -> dict[str, Any]:
     if project:
         return {"project_id": project}
-    return {"cwd": path or current_directory()}
+    return {"cwd": path or current_directory(instead)}
 
 
 def run_projects(args: argparse.Namespace) -> int:
@@ -158,7 +158,8 @@ def _damaged_job_line(damaged: DamagedJob) -> str:
 
 
 def run_inspect(args: argparse.Namespace) -> int:
-    params = _project_params(args.project, args.path)  # a removed cwd is refused before a start
+    # a removed cwd is refused before a start; inspect takes its directory as PATH
+    params = _project_params(args.project, args.path, "name a directory: orcactl inspect PATH")
     with connect(args) as client:
         try:
             result: ProjectsInspectResult = client.call("projects.inspect", params)
@@ -297,7 +298,7 @@ def run_jobs_retry(args: argparse.Namespace) -> int:
 
 
 def run_forget(args: argparse.Namespace) -> int:
-    params = _project_params(args.project, args.cwd)
+    params = _project_params(args.project, args.cwd, "give --cwd DIR")
     with connect(args) as client:
         try:
             inspected: ProjectsInspectResult = client.call("projects.inspect", params)
