@@ -203,6 +203,24 @@ def test_a_directory_or_file_where_the_socket_goes_is_named_not_called_unanswere
     assert finding["fix"].startswith(f"mv {orca_env.socket} {orca_env.socket}.aside")
 
 
+@pytest.mark.parametrize("depth", ["its directory", "a directory above it"])
+def test_a_file_in_place_of_the_sockets_directory_is_a_problem_found_not_a_failure(
+    orca_env: OrcaEnv, tmp_path: Path, depth: str
+) -> None:
+    # ORCA_SOCKET set under a regular file: doctor stopped at `[Errno 20] Not a directory`
+    # and reported nothing of the other checks
+    not_a_directory = tmp_path / "notes.txt"
+    not_a_directory.write_text("")
+    runtime = not_a_directory if depth == "its directory" else not_a_directory / "run"
+    sock = runtime / "orcad.sock"
+    status, findings = doctor(orca_env, env={**orca_env.env, "ORCA_SOCKET": str(sock)})
+    assert status == 1
+    finding = only_problem(findings, "runtime dir")
+    assert str(runtime) in finding["detail"] and "not a directory" in finding["detail"].lower()
+    assert "ORCA_SOCKET" in finding["fix"]
+    assert {f["check"] for f in findings} >= {"config", "disk"}  # the other checks ran
+
+
 @pytest.mark.parametrize(
     "answer",
     [

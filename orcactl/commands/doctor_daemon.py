@@ -27,6 +27,17 @@ def _shorter_socket(paths: Paths, sock: Path) -> str:
     return SHORTER_SOCKET
 
 
+def _unusable_runtime(paths: Paths, sock: Path, problem: str) -> Finding:
+    """The socket's directory is no directory orcad can make or use: no daemon can listen on
+    the socket, and no client reaches one there."""
+    where = (
+        "set ORCA_SOCKET (or give --socket) to a path in a directory of your own"
+        if sock != paths.socket or paths.socket_from_env
+        else "set XDG_RUNTIME_DIR to a directory of your own, or ORCA_SOCKET to a socket path"
+    )
+    return Finding("runtime dir", "problem", f"{problem}; orcad cannot listen on {sock}", where)
+
+
 def check_runtime_and_socket(
     paths: Paths, sock: Path, uid: int
 ) -> tuple[list[Finding], Client | None]:
@@ -43,6 +54,9 @@ def check_runtime_and_socket(
                 Finding("runtime dir", "ok", f"{runtime} does not exist yet (created at start)")
             )
         return found, None
+    except OSError as exc:  # a file where a directory above it should be, a name too long
+        found.append(_unusable_runtime(paths, sock, f"{runtime} cannot be used ({exc.strerror})"))
+        return found, None
     if stat.S_ISLNK(info.st_mode):
         found.append(
             Finding(
@@ -52,6 +66,9 @@ def check_runtime_and_socket(
                 f"rm {shell_word(str(runtime))}  (orcad creates a real directory)",
             )
         )
+        return found, None
+    if not stat.S_ISDIR(info.st_mode):
+        found.append(_unusable_runtime(paths, sock, f"{runtime} is not a directory"))
         return found, None
     judged = judge_private("runtime dir", runtime, info, uid)
     found.extend(judged or [Finding("runtime dir", "ok", f"{runtime} is yours, mode 0700")])
@@ -63,6 +80,9 @@ def check_runtime_and_socket(
         found.append(
             Finding("socket", "ok", f"orcad is not running; clients start it on demand ({sock})")
         )
+        return found, None
+    except OSError as exc:  # a runtime directory it may not search
+        found.append(Finding("socket", "problem", f"{sock} cannot be looked at ({exc.strerror})"))
         return found, None
     if not (stat.S_ISSOCK(sock_info.st_mode) or stat.S_ISLNK(sock_info.st_mode)):
         found.append(_no_socket(sock, sock_info.st_mode))
