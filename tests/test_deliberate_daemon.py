@@ -312,8 +312,11 @@ def test_orcactl_reports_daemon_errors(
     assert unknown.returncode == 1 and "not_found" in unknown.stderr
 
 
-def run_on_terminal(orca_env: OrcaEnv, args: list[str], answer: bytes) -> tuple[int, str]:
-    """Run orcactl with a pseudo-terminal as stdin and stdout; answer the prompt."""
+def run_on_terminal(
+    orca_env: OrcaEnv, args: list[str], answer: bytes, *, after_s: float = 0.0
+) -> tuple[int, str]:
+    """Run orcactl with a pseudo-terminal as stdin and stdout; answer the prompt, `after_s`
+    seconds after it shows."""
     controller, terminal = pty.openpty()
     process = subprocess.Popen(
         [sys.executable, "-m", "orcactl", "--no-start", "memory", *args],
@@ -337,6 +340,7 @@ def run_on_terminal(orca_env: OrcaEnv, args: list[str], answer: bytes) -> tuple[
                 break
             output += chunk
             if not answered and approval.PROMPT.encode() in output:
+                time.sleep(after_s)
                 os.write(controller, answer)
                 answered = True
         elif process.poll() is not None:
@@ -364,6 +368,27 @@ def test_orcactl_asks_on_a_terminal(
     assert returned == status
     records = json.loads(orcactl(orca_env, "list", "--json", cwd=ws).stdout)["records"]
     assert len(records) == (1 if status == 0 else 0)
+
+
+def test_an_answer_given_after_orcad_closed_the_idle_connection_is_said_so(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    # the question waits on the user while orcad closes the connection, silent past
+    # idle_timeout_s: the answer then failed as "the connection to orcad failed: [Errno 32]
+    # Broken pipe", which said neither why nor whether the change was made
+    orca_env.write_config("[server]\nidle_timeout_s = 1.0\n")
+    process = DaemonProcess(orca_env)
+    daemon_factory.append(process)
+    process.start()
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    args = ["save", "answered late", "--kind", "fact", "--workspace", "--cwd", str(ws)]
+    returned, output = run_on_terminal(orca_env, args, b"y\n", after_s=3.0)
+    assert returned == 1, output
+    assert "Broken pipe" not in output
+    assert "idle_timeout_s" in output and "nothing changed; run the command again" in output
+    records = json.loads(orcactl(orca_env, "list", "--json", cwd=ws).stdout)["records"]
+    assert records == []
 
 
 def test_no_client_can_push_out_another_sessions_pending_change(

@@ -214,10 +214,7 @@ def run_manage(args: argparse.Namespace) -> int:
                     unapproved = True
                 else:
                     declined = decision == "deny"
-                    result = session.call(
-                        "memory.approve",
-                        {**session.ids, "approval_id": result.approval_id, "decision": decision},
-                    )
+                    result = _send_answer(session, result.approval_id, decision)
         finally:
             session.close()
     command = ""
@@ -248,6 +245,22 @@ def run_manage(args: argparse.Namespace) -> int:
     if result.outcome == "applied" or _already_so(result, params):
         return EXIT_OK
     return EXIT_DECLINED if declined or unapproved else EXIT_ERROR
+
+
+def _send_answer(session: _Session, approval_id: str, decision: str) -> MemoryManageResult:
+    """memory.approve with the answer the terminal gave. The question may have waited longer
+    than orcad keeps a silent connection open: the answer then finds it closed, unsent."""
+    try:
+        answered: MemoryManageResult = session.call(
+            "memory.approve", {**session.ids, "approval_id": approval_id, "decision": decision}
+        )
+    except BrokenPipeError:
+        raise CommandError(
+            "orcad closed the connection while the question waited for an answer (it closes "
+            "one silent for [server] idle_timeout_s), so the answer was not sent and nothing "
+            "changed; run the command again"
+        ) from None
+    return answered
 
 
 def _already_so(result: MemoryManageResult, params: dict[str, Any]) -> bool:
