@@ -449,6 +449,32 @@ def test_a_database_directory_that_cannot_be_created_is_a_problem(orca_env: Orca
     )
 
 
+def test_config_dir_set_to_the_database_file_is_fixed_by_the_variable_not_by_moving_it(
+    orca_env: OrcaEnv,
+) -> None:
+    # ORCA_CONFIG_DIR names the database's directory; set to the database itself, the fix was
+    # `mv .../memory.sqlite3 .../memory.sqlite3.aside`: the user's memory moved away from its
+    # -wal, and a new empty database made in its place
+    orca_env.deliberate_db.write_bytes(b"SQLite format 3\x00")
+    orca_env.deliberate_db.chmod(0o600)
+    env = {**orca_env.env, "ORCA_CONFIG_DIR": str(orca_env.deliberate_db)}
+    status, findings = doctor(orca_env, env=env)
+    assert status == 1
+    found = only_problem(findings, "database")
+    assert found["detail"].startswith(f"{orca_env.deliberate_db} is not a directory")
+    assert not found["fix"].startswith("mv ")
+    assert f"ORCA_CONFIG_DIR={orca_env.config_dir}" in found["fix"]
+
+
+def test_config_dir_set_to_another_file_is_fixed_by_the_variable(orca_env: OrcaEnv) -> None:
+    notes = orca_env.root / "notes.txt"
+    notes.write_text("mine")
+    status, findings = doctor(orca_env, env={**orca_env.env, "ORCA_CONFIG_DIR": str(notes)})
+    assert status == 1
+    found = only_problem(findings, "database")
+    assert found["fix"] == f"set ORCA_CONFIG_DIR to a directory: {notes} is not one"
+
+
 def test_deliberate_database_readable_by_others(orca_env: OrcaEnv) -> None:
     orca_env.deliberate_db.write_bytes(b"")
     orca_env.deliberate_db.chmod(0o640)

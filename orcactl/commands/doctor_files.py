@@ -104,7 +104,10 @@ def check_storage(paths: Paths, uid: int) -> list[Finding]:
     found: list[Finding] = []
     roots = [(paths.memory_root, "memory"), (paths.deliberate_db.parent, "database")]
     for root, check in roots:
-        unusable = judge_usable(check, root)
+        named_by = (
+            DATABASE_VARIABLE if check == "database" and os.environ.get(DATABASE_VARIABLE) else None
+        )
+        unusable = judge_usable(check, root, named_by, paths.deliberate_db.name)
         if unusable is not None:
             found.append(unusable)
             continue
@@ -132,10 +135,18 @@ CONSEQUENCE = {
 }
 
 
-def judge_usable(check: str, root: Path) -> Finding | None:
+# The variable that names the deliberate database's directory itself (ORCA_HOME names the
+# directory above the memory root).
+DATABASE_VARIABLE = "ORCA_CONFIG_DIR"
+
+
+def judge_usable(
+    check: str, root: Path, named_by: str | None = None, database: str = ""
+) -> Finding | None:
     """A problem when orcad cannot use `root`: something other than a directory there, or,
     where it does not exist yet, nothing it could be created in (a file above it, a read-only
-    file system or another user's directory)."""
+    file system or another user's directory). `named_by` is the variable set to `root`: a file
+    it names is the user's (often the `database` file itself), fixed by the variable, not moved."""
     consequence = CONSEQUENCE[check]
     link = _broken_link(root)
     if link is not None:
@@ -150,13 +161,18 @@ def judge_usable(check: str, root: Path) -> Finding | None:
         )
     if root.exists():
         if not root.is_dir():
-            return Finding(
-                check,
-                "problem",
-                f"{root} is not a directory; {consequence}",
+            fix = (
                 f"mv {shell_word(str(root))} {shell_word(f'{root}.aside')}  (orcad creates the "
-                "directory at its next start)",
+                "directory at its next start)"
             )
+            if named_by is not None and root.name == database:
+                fix = (
+                    f"{named_by} names the database file itself, not its directory: set "
+                    f"{named_by}={shell_word(str(root.parent))}"
+                )
+            elif named_by is not None:
+                fix = f"set {named_by} to a directory: {root} is not one"
+            return Finding(check, "problem", f"{root} is not a directory; {consequence}", fix)
         parent, missing = root, ""
     else:
         parent = root.parent
