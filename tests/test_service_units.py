@@ -592,3 +592,30 @@ def test_status_with_something_else_on_the_socket_reports_no_daemon(
     assert (status.returncode, report["daemon_pid"]) == (1, None)
     assert install.returncode == 0, install.stderr
     assert "ran: systemctl --user start orcad.socket orcad.service" in install.stdout
+
+
+def test_the_socket_option_names_the_socket_launchd_listens_on(
+    orca_env: OrcaEnv, tmp_path: Path
+) -> None:
+    # --socket stands for ORCA_SOCKET; install ignored it and wrote the default socket, which
+    # the clients given that same --socket never reach
+    cli = ServiceCli(orca_env, fake_systemctl=False)
+    given = str(tmp_path / "given.sock")
+    result = cli.run("install", "--manager", "launchd", "--dry-run", "--json", "--socket", given)
+    assert result.returncode == 0, result.stderr
+    agent = plistlib.loads(json.loads(result.stdout)["steps"][0]["content"].encode())
+    assert agent["Sockets"]["Listeners"]["SockPathName"] == given
+    assert agent["EnvironmentVariables"]["ORCA_SOCKET"] == given
+    status = cli.run("status", "--manager", "launchd", "--json", "--socket", given)
+    assert json.loads(status.stdout)["socket"] == given
+
+
+def test_a_socket_option_systemd_does_not_listen_on_is_noted(
+    orca_env: OrcaEnv, tmp_path: Path
+) -> None:
+    cli = ServiceCli(orca_env, fake_systemctl=True)
+    given = str(tmp_path / "given.sock")
+    result = cli.run("install", "--dry-run", "--socket", given)
+    assert result.returncode == 0, result.stderr
+    listening = Path(cli.env["XDG_RUNTIME_DIR"]) / "orca" / "orcad.sock"
+    assert f"the socket given is {given} but systemd listens on {listening}" in result.stdout

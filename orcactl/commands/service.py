@@ -11,6 +11,7 @@ import os
 import shutil
 import stat
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -70,7 +71,21 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                 action="store_true",
                 help="systemd: leave out the sandbox (where user namespaces are not allowed)",
             )
-        parser.set_defaults(run=run)
+        parser.set_defaults(run=_socket_option_as_variable(run))
+
+
+def _socket_option_as_variable(
+    run: Callable[[argparse.Namespace], int],
+) -> Callable[[argparse.Namespace], int]:
+    """`--socket PATH` names the daemon's socket here as everywhere, as ORCA_SOCKET does: the
+    launchd agent listens there, and systemd, which listens where it always does, says so."""
+
+    def run_with_socket(args: argparse.Namespace) -> int:
+        if getattr(args, "socket", None):
+            os.environ["ORCA_SOCKET"] = args.socket
+        return run(args)
+
+    return run_with_socket
 
 
 # --- what to install ------------------------------------------------------------------------
@@ -197,8 +212,9 @@ def install_systemd(steps: Steps, changed: bool) -> None:
     socket_path = systemd_socket_path()
     if os.environ.get("ORCA_SOCKET") and Path(os.environ["ORCA_SOCKET"]) != socket_path:
         steps.note(
-            f"ORCA_SOCKET is set to {os.environ['ORCA_SOCKET']} but systemd listens on "
-            f"{socket_path}; unset ORCA_SOCKET so clients find the service"
+            f"the socket given is {os.environ['ORCA_SOCKET']} but systemd listens on "
+            f"{socket_path}; leave ORCA_SOCKET unset (and --socket out) so clients find the "
+            "service"
         )
     if not systemd_reachable():
         steps.note(
