@@ -5,6 +5,7 @@ from __future__ import annotations
 import http.server
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -219,6 +220,31 @@ def test_a_file_in_place_of_the_sockets_directory_is_a_problem_found_not_a_failu
     assert str(runtime) in finding["detail"] and "not a directory" in finding["detail"].lower()
     assert "ORCA_SOCKET" in finding["fix"]
     assert {f["check"] for f in findings} >= {"config", "disk"}  # the other checks ran
+
+
+def test_a_runtime_directory_orcad_cannot_write_is_a_problem_not_all_clear(
+    orca_env: OrcaEnv, tmp_path: Path
+) -> None:
+    # mode 0500: private, so it was "is yours, mode 0700" and "clients start it on demand",
+    # while every start failed with Permission denied on the lock file beside the socket
+    runtime = tmp_path / "locked-run"
+    runtime.mkdir(mode=0o500)
+    env = {**orca_env.env, "ORCA_SOCKET": str(runtime / "orcad.sock")}
+    argv = [sys.executable, "-m", "orcactl", "doctor", "--json"]
+    if os.geteuid() == 0:  # root writes anywhere: drop that, as a user has it
+        if shutil.which("capsh") is None:
+            pytest.skip("needs capsh to run doctor as root without overriding permissions")
+        drop = "--drop=cap_dac_override,cap_dac_read_search"
+        argv = ["capsh", drop, "--", "-c", 'exec "$0" "$@"', *argv]
+    result = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
+    findings = json.loads(result.stdout)["findings"]
+    assert result.returncode == 1, findings
+    found = only_problem(findings, "runtime dir")
+    assert found["detail"] == (
+        f"{runtime} is not writable (mode 0500); orcad cannot make its socket there"
+    )
+    assert found["fix"] == f"chmod 700 {runtime}"
+    assert [f for f in findings if f["check"] == "socket"] == []  # not "start it on demand"
 
 
 @pytest.mark.parametrize(

@@ -70,16 +70,30 @@ def check_runtime_and_socket(
     if not stat.S_ISDIR(info.st_mode):
         found.append(_unusable_runtime(paths, sock, f"{runtime} is not a directory"))
         return found, None
+    mode = stat.S_IMODE(info.st_mode)
     judged = judge_private("runtime dir", runtime, info, uid)
-    found.extend(judged or [Finding("runtime dir", "ok", f"{runtime} is yours, mode 0700")])
+    writable = os.access(runtime, os.W_OK | os.X_OK)  # for the socket and the lock beside it
+    if not judged and not writable:
+        judged = [
+            Finding(
+                "runtime dir",
+                "problem",
+                f"{runtime} is not writable (mode {mode:04o}); orcad cannot make its socket there",
+                f"chmod 700 {shell_word(str(runtime))}",
+            )
+        ]
+    found.extend(judged or [Finding("runtime dir", "ok", f"{runtime} is yours, mode {mode:04o}")])
     if too_long is not None:
         return found, None
     try:
         sock_info = sock.lstat()
     except FileNotFoundError:
-        found.append(
-            Finding("socket", "ok", f"orcad is not running; clients start it on demand ({sock})")
-        )
+        if writable:  # else no client can start it: the runtime dir's problem says why
+            found.append(
+                Finding(
+                    "socket", "ok", f"orcad is not running; clients start it on demand ({sock})"
+                )
+            )
         return found, None
     except OSError as exc:  # a runtime directory it may not search
         found.append(Finding("socket", "problem", f"{sock} cannot be looked at ({exc.strerror})"))
