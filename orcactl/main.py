@@ -40,7 +40,8 @@ COMMAND_GROUPS = [daemon, recall, memory, grants, projects, provider, service, d
 
 EPILOG = """exit status: 0 success; 1 the daemon answered with an error, or the command failed
 (doctor or service status found a problem, say); 2 bad usage;
-3 orcad is not running (and was not started); 4 a pending change was not approved.
+3 orcad is not running (and was not started); 4 a pending change was not approved;
+130 Ctrl-C (interrupted).
 Without --no-start, a command that needs the daemon starts it when none answers."""
 
 

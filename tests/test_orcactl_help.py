@@ -83,3 +83,17 @@ def test_every_orcactl_command_the_readme_names_exists() -> None:
         assert words[0] in groups, f"README names `orcactl {mention}`, which does not exist"
         if words[0] not in commands and len(words) > 1 and words[1][0].isalpha():
             assert f"{words[0]} {words[1]}" in commands, f"README names `orcactl {mention}`"
+
+
+def test_the_help_lists_every_exit_status_the_readme_gives() -> None:
+    # Ctrl-C's 130 was in the README's list and missing from `orcactl --help`
+    epilog = build_parser().format_help().split("exit status:", 1)[1]
+    for status, meaning in [
+        ("0", "success"),
+        ("1", "the daemon answered with an error"),
+        ("2", "bad usage"),
+        ("3", "orcad is not running"),
+        ("4", "a pending change was not approved"),
+        ("130", "Ctrl-C"),
+    ]:
+        assert re.search(rf"\b{status} {re.escape(meaning)}", " ".join(epilog.split())), status
