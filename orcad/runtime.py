@@ -124,6 +124,8 @@ def prepare_runtime_dir(paths: Paths) -> None:
             raise StartupError(f"refusing to use {runtime}: it is a symbolic link")
         if info.st_uid != os.getuid():
             raise StartupError(f"refusing to use {runtime}: it is owned by uid {info.st_uid}")
+        if not stat.S_ISDIR(info.st_mode):  # the socket and its lock file go in it
+            raise StartupError(f"refusing to use {runtime}: it is not a directory")
         return
     if _under_tmp(runtime.parent) and runtime.parent != Path("/tmp"):  # noqa: S108
         with contextlib.suppress(FileExistsError):

@@ -805,3 +805,18 @@ def test_an_extraction_run_changes_no_memory_through_orcactl(
     assert result.returncode == 1, result.stderr
     assert result.stderr == "orcactl: memory is not changed from inside an extraction run\n"
     assert not orca_env.socket.exists()  # no daemon was started to ask
+
+
+def test_a_socket_whose_directory_is_a_regular_file_names_that_file(
+    orca_env: OrcaEnv, tmp_path: Path
+) -> None:
+    # ORCA_SOCKET under a regular file: the start failed with "[Errno 17] File exists: <file>",
+    # which named the file but not what was wrong with it
+    notes = tmp_path / "notes.txt"
+    notes.write_text("mine")
+    env = {**orca_env.env, "ORCA_SOCKET": str(notes / "orcad.sock")}
+    result = orcactl(orca_env, "ping", env=env)
+    assert result.returncode == 3, result.stderr
+    assert f"refusing to use {notes}: it is not a directory" in result.stderr
+    assert "Errno" not in result.stderr
+    assert notes.read_text() == "mine"
