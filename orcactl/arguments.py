@@ -17,6 +17,8 @@ from protocol.types import CLIENT_ID_MAX_CHARS, NO_CONTROL_CHARACTERS
 _PROJECT_ID = re.compile(r"[0-9a-f]{64}")  # sha256 of the project identity, as orcad names it
 _CANDIDATE_ID = re.compile(r"cand_[0-9a-f]{32}")  # orcad.capture.ledger's
 _JOB_ID = re.compile(r"job_[0-9a-f]{32}")  # orcad.capture.source's
+_RECORD_ID = re.compile(r"mem_[0-9a-f]{32}")  # orcad.deliberate.queries'
+_APPROVAL_ID = re.compile(r"apr_[0-9a-f]{32}")  # orcad.deliberate.approvals'
 
 
 def bounded_int(low: int, high: int | None = None) -> Callable[[str], int]:
@@ -220,21 +222,28 @@ def grant_id(text: str) -> str:
     return text
 
 
-def id_listed_by(listing: str) -> Callable[[str], str]:
-    """An id to send, as `listing` shows them: an empty or blank one names nothing, which orcad
-    refuses or answers with not_found (exit 1) after a daemon was started for it."""
+def id_listed_by(shape: re.Pattern[str], described: str, listing: str) -> Callable[[str], str]:
+    """An id to send, of the `shape` orcad gives them (`described`), as `listing` shows them:
+    one of another shape names nothing, and orcad would only be started to answer not_found."""
 
     def parse(text: str) -> str:
         if not utf8_text(text).strip():
             raise argparse.ArgumentTypeError(f"the id is empty ({listing})")
+        if not shape.fullmatch(text):
+            raise argparse.ArgumentTypeError(
+                f"{text[:80]!r} is not {described} ({shape.pattern[:4]} and 32 lowercase hex "
+                f"digits; {listing})"
+            )
         return text
 
     parse.__name__ = "id"  # argparse names the type in its own messages
     return parse
 
 
-record_id = id_listed_by("orcactl memory list shows them")
-approval_id = id_listed_by("the client that left the change pending showed it")
+record_id = id_listed_by(_RECORD_ID, "a record id", "orcactl memory list shows them")
+approval_id = id_listed_by(
+    _APPROVAL_ID, "an approval id", "the client that left the change pending showed it"
+)
 
 
 def client_id(text: str) -> str:

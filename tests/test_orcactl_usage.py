@@ -65,7 +65,7 @@ BAD_USAGE = [
     (["memory", "list", "--limit", "many"], "--limit: 'many' is not a whole number"),
     (["memory", "save", "  ", "--kind", "fact", "--global"], "argument text: the text is empty"),
     (["memory", "save", "x" * 4097, "--kind", "fact", "--global"], "at most 4096"),
-    (["memory", "update", "mem_x", "\n"], "argument text: the text is empty"),
+    (["memory", "update", "mem_" + "0" * 32, "\n"], "argument text: the text is empty"),
     (["memory", "save", "a", "--kind", "fact", "--global", "--approve", "always"], "--approve"),
     # both given, one decision was silently dropped (whichever came last)
     (
@@ -100,7 +100,10 @@ BAD_USAGE = [
     # such an id is no candidate anywhere: it was reported as already forgotten
     (["forget", "cand_x"], "argument ID: 'cand_x' is not a candidate id"),
     (["forget", "CAND_" + "0" * 32], "is not a candidate id"),
-    (["memory", "approve", "apr_x", "--session-id", "", "--decision", "deny"], "--session-id"),
+    (
+        ["memory", "approve", "apr_" + "0" * 32, "--session-id", "", "--decision", "deny"],
+        "--session-id",
+    ),
     (["grants", "list", "--session-id", "s" * 257], "--session-id: the id has 257 characters"),
     # orcad refuses it as invalid params (exit 1): a newline in it broke log lines and tables
     (["grants", "list", "--session-id", "s\nt"], "--session-id: the id holds a control character"),
@@ -128,6 +131,15 @@ BAD_USAGE = [
     (["jobs", "retry", "nope"], "argument ID: 'nope' is not a job id (job_ and 32 lowercase"),
     (["jobs", "retry", "job_" + "0" * 31], "is not a job id"),
     (["jobs", "retry", "JOB_" + "a" * 32], "is not a job id"),
+    # an id of another shape names no record or change: it started orcad to be told not_found
+    (["memory", "forget", "nonsense"], "argument id: 'nonsense' is not a record id (mem_ and 32"),
+    (["memory", "update", "mem_" + "0" * 31, "x"], "is not a record id"),
+    (["memory", "forget", "MEM_" + "a" * 32], "is not a record id"),
+    (["memory", "forget", "apr_" + "a" * 32], "is not a record id"),
+    (
+        ["memory", "approve", "apr_x", "--session-id", "s", "--decision", "deny"],
+        "ID: 'apr_x' is not an approval id (apr_ and 32 lowercase hex digits",
+    ),
     # an empty or blank id names no record: it started orcad to be told not_found (exit 1)
     (["memory", "forget", ""], "argument id: the id is empty (orcactl memory list shows them)"),
     (["memory", "forget", " \t"], "argument id: the id is empty"),
@@ -791,7 +803,7 @@ def test_an_empty_socket_option_is_bad_usage_not_the_current_directory(
         ("remember", "we use pnpm"),
         ("memory", "save", "we use pnpm", "--kind", "fact", "--workspace", "--yes"),
         ("memory", "forget", "mem_" + "0" * 32, "--yes"),
-        ("memory", "approve", "apr_x", "--session-id", "s", "--decision", "allow_once"),
+        ("memory", "approve", "apr_" + "0" * 32, "--session-id", "s", "--decision", "allow_once"),
         ("forget", "cand_" + "0" * 32),
     ],
 )
