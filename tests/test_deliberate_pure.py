@@ -161,9 +161,11 @@ def test_take_after_expiry_fails_and_consumes() -> None:
     approvals = PendingApprovals()
     pending = change()
     approvals.add(pending, now=1000.0)
-    with pytest.raises(NotFound, match="expired"):
+    with pytest.raises(NotFound, match="expired") as expired:
         approvals.take(pending.approval_id, "ses_a", 1, now=1000.0 + APPROVAL_TTL_S)
     assert len(approvals) == 0
+    # the message is read by a terminal's user as well as by a model: no wire method to call
+    assert expired.value.message.endswith("it was proposed; propose the change again")
 
 
 def test_expired_changes_are_dropped_and_a_session_over_its_bound_is_refused() -> None:

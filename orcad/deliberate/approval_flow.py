@@ -247,8 +247,8 @@ def changed_meanwhile(change: PendingChange, record: StoredRecord) -> Conflict:
     """The refusal of an approved change whose record now holds something else (`record`)."""
     return Conflict(
         f"memory record {record.id} changed after this {change.action} was proposed (it now "
-        f'says "{preview(record.content)}"); nothing was changed or granted: call memory.manage '
-        "again to propose it against the record as it is now"
+        f'says "{preview(record.content)}"); nothing was changed or granted: propose it '
+        "again against the record as it is now"
     )
 
 

@@ -92,7 +92,7 @@ class PendingApprovals:
             raise Busy(
                 f"this session already has {mine} memory changes waiting for the user; decide "
                 f"them with memory.approve or let them expire ({APPROVAL_TTL_S:.0f} s after "
-                "each was proposed), then call memory.manage again; nothing was changed"
+                "each was proposed), then propose the change again; nothing was changed"
             )
         if mine and len(self._pending) >= self._max_pending:
             raise Busy(
@@ -100,13 +100,14 @@ class PendingApprovals:
                 f"users and this session has {mine} of them; past {self._max_pending} only a "
                 "session with none waiting may propose one: decide this session's with "
                 f"memory.approve or let them expire ({APPROVAL_TTL_S:.0f} s after each was "
-                "proposed), then call memory.manage again; nothing was changed"
+                "proposed), then propose the change again; nothing was changed"
             )
         if len(self._pending) >= self._ceiling:
             raise Busy(
                 f"{len(self._pending)} memory changes from all sessions are waiting for their "
-                f"users, the most orcad keeps; call memory.manage again once some are decided "
-                f"or expired ({APPROVAL_TTL_S:.0f} s after each was proposed); nothing was changed"
+                f"users, the most orcad keeps; propose the change again once some are "
+                f"decided or expired ({APPROVAL_TTL_S:.0f} s after each was proposed); nothing "
+                "was changed"
             )
         self._pending[change.approval_id] = change
 
@@ -132,13 +133,13 @@ class PendingApprovals:
         if change is None or change.session_id != session_id or change.epoch != epoch:
             raise NotFound(
                 f"no pending memory change {quoted(approval_id)} for this session (unknown, "
-                "already decided, or expired); call memory.manage again"
+                "already decided, or expired); propose the change again"
             )
         del self._pending[approval_id]
         if is_expired(change, now):
             raise NotFound(
                 f"pending memory change {approval_id} expired {APPROVAL_TTL_S:.0f} s after it was "
-                f"proposed; call memory.manage again"
+                "proposed; propose the change again"
             )
         return change
 
