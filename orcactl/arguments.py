@@ -144,10 +144,14 @@ def socket_file(text: str) -> str:
 
 def directory_path(text: str) -> str:
     """argparse type for --home and --config-dir: the path made absolute, `~` expanded (it may
-    not exist yet: orcad makes it). An empty one would be the current directory: refused."""
+    not exist yet: orcad makes it). An empty one would be the current directory, and a file
+    there is no directory orcad could make: both refused, before any daemon is started."""
     if not text:
         raise argparse.ArgumentTypeError("the directory's path is empty")
-    return _absolute(text)
+    path = _absolute(text)
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise argparse.ArgumentTypeError(f"{path} is not a directory")
+    return path
 
 
 def existing_directory(text: str) -> str:

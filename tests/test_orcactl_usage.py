@@ -154,6 +154,9 @@ BAD_USAGE = [
     # the MCP server served every tool call an error instead
     (["mcp", "--cwd", "/nonexistent/dir"], "--cwd: /nonexistent/dir does not exist"),
     (["mcp", "--session-id", "s" * 257], "--session-id: the id has 257 characters"),
+    # a file there: every tool call failed to start an orcad with it as its home
+    (["mcp", "--home", "/etc/hostname"], "--home: /etc/hostname is not a directory"),
+    (["mcp", "--config-dir", "/etc/hostname"], "--config-dir: /etc/hostname is not a directory"),
 ]
 
 
