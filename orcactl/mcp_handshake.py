@@ -407,6 +407,10 @@ def serves_with(options: list[str]) -> bool:
     return _values_taken(values)
 
 
+def _directory_or_none(path: str) -> bool:
+    return os.path.isdir(path) or not os.path.lexists(path)
+
+
 def _values_taken(values: dict[str, str]) -> bool:
     try:
         for name in ("--socket", "--home", "--config-dir", "--cwd"):
@@ -414,6 +418,9 @@ def _values_taken(values: dict[str, str]) -> bool:
                 path = os.path.abspath(os.path.expanduser(values[name]))
                 path.encode("utf-8")
                 if not values[name] or (name == "--cwd" and not os.path.isdir(path)):
+                    return False
+                # a file for a directory: orcactl.arguments.directory_path refuses it
+                if name in {"--home", "--config-dir"} and not _directory_or_none(path):
                     return False
         if "--cwd" not in values:
             os.getcwd().encode("utf-8")

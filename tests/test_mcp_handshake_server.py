@@ -161,6 +161,8 @@ def test_usage_errors_and_help_are_as_without_the_cache(orca_env: OrcaEnv, tmp_p
         ["mcp", "--cwd", str(tmp_path), "--mode", "careful"],
         ["mcp", "--cwd", str(tmp_path), "--bogus"],
         ["--home", str(tmp_path), "mcp", "--cwd", str(tmp_path)],  # --home is no option there
+        ["mcp", "--cwd", str(tmp_path), "--home", "/etc/hostname"],  # a file for a directory
+        ["mcp", "--cwd", str(tmp_path), "--config-dir=/etc/hostname"],
     ):
         done = _run(orca_env, arguments, _initialize() + INITIALIZED + TOOLS_LIST)
         if arguments[-1] == "--help":
