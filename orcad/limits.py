@@ -98,6 +98,9 @@ DEFAULT_SESSION_IDLE_EXPIRY_S = 3600.0
 SESSION_ROW_RETENTION_S = 30 * 24 * 3600.0
 SESSION_SWEEP_INTERVAL_S = 3600.0
 SESSION_SWEEP_MAX_ROWS = 1000
+# after a pass that deleted SESSION_SWEEP_MAX_ROWS, the next comes this soon: a script that opens
+# more sessions an hour than a pass deletes would otherwise outgrow the sweep for good
+SESSION_SWEEP_CATCH_UP_S = 1.0
 # The time of a session's last call is stored once the stored one trails it by this much (and
 # at a clean stop): after a crash, the idle expiry counts from at most this long before it
 SESSION_LAST_USE_WRITE_S = 60.0

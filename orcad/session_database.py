@@ -262,16 +262,23 @@ class SessionDatabase:
             await self.count_open_rows()
         except sqlite3.Error as exc:  # counted as each is called again, as before
             log.warning("session.count_failed", error=str(exc))
-        try:
-            await self.sweep_at_start()
-        except sqlite3.Error as exc:  # the hourly sweep tries again
-            log.warning("session.sweep_failed", error=str(exc))
+        await self._sweep_until_done(self.sweep_at_start)
         while True:
             await trio.sleep(limits.SESSION_SWEEP_INTERVAL_S)
+            await self._sweep_until_done(self.sweep)
+
+    async def _sweep_until_done(self, sweep: Callable[[], Awaitable[list[str]]]) -> None:
+        """Sweep passes, each a transaction of its own, SESSION_SWEEP_CATCH_UP_S apart for as
+        long as each deletes as many rows as a pass may."""
+        while True:
             try:
-                await self.sweep()
+                pruned = await sweep()
             except sqlite3.Error as exc:  # a full disk or a lock held elsewhere: next time
                 log.warning("session.sweep_failed", error=str(exc))
+                return
+            if len(pruned) < limits.SESSION_SWEEP_MAX_ROWS:
+                return
+            await trio.sleep(limits.SESSION_SWEEP_CATCH_UP_S)
 
     async def count_open_rows(self) -> int:
         """Count as open (daemon.status) the sessions whose rows say they are open and were

@@ -488,3 +488,42 @@ async def test_the_daemon_sweeps_session_rows_periodically(
         assert _rows(orca.paths.state_db) == {}
     finally:
         await orca.aclose()
+
+
+async def test_a_sweep_that_deletes_as_many_rows_as_it_may_is_followed_soon_by_another(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, autojump_clock: trio.testing.MockClock
+) -> None:
+    # each `orcactl memory list` opens a session: a script running more of them an hour than
+    # a pass deletes kept more rows each hour than the hourly sweep took away
+    monkeypatch.setattr("orcad.limits.SESSION_SWEEP_MAX_ROWS", 3)
+    clock = SettableClock()
+    orca = InProcessDaemon(tmp_path, clock)
+    sessions = orca.daemon.sessions
+    try:
+        for _ in range(7):
+            opened = await orca.open(tmp_path / "ws")
+            await orca.call("session.close", opened)
+        clock.advance(sessions.retention_s + 1)
+        swept: list[int] = []
+        done = trio.Event()
+        sweep = sessions.sweep
+
+        async def observed_sweep() -> list[str]:
+            swept.append(len(await sweep()))
+            if swept[-1] < 3:
+                done.set()
+            return [""] * swept[-1]
+
+        monkeypatch.setattr(sessions, "sweep", observed_sweep)
+        (sweeper,) = [t for t in orca.daemon.background if t == sessions.run_sweeper]
+        started = trio.current_time()
+        async with trio.open_nursery() as nursery:
+            await nursery.start(sweeper)
+            await done.wait()
+            nursery.cancel_scope.cancel()
+        assert swept == [3, 3, 1]
+        took = trio.current_time() - started
+        assert took == limits.SESSION_SWEEP_INTERVAL_S + 2 * limits.SESSION_SWEEP_CATCH_UP_S
+        assert _rows(orca.paths.state_db) == {}
+    finally:
+        await orca.aclose()
