@@ -29,6 +29,7 @@ from orcad.runtime import (
     InstanceLock,
     bind_private_socket,
     check_home_directory,
+    check_not_shared,
     clear_stale_socket,
     prepare_runtime_dir,
 )
@@ -211,6 +212,7 @@ def _run(args: argparse.Namespace, stop_signals: StopSignals) -> int:
     try:
         inherited = inherited_or_bindable(paths)
         check_home_directory(paths.home)
+        check_not_shared(paths.deliberate_db.parent, "the deliberate memory's directory")
         loaded = load_config(paths.config_file)
         for key in loaded.unknown_keys:
             log.warning("config.unknown_key", key=key, path=loaded.path)

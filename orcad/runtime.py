@@ -76,6 +76,31 @@ def check_home_directory(home: Path) -> None:
             f"{home} (ORCA_HOME) is {what}, not a directory; move it away or set ORCA_HOME to "
             "a directory"
         )
+    check_not_shared(home, "ORCA_HOME")
+
+
+def check_not_shared(directory: Path, role: str) -> None:
+    """A directory orcad keeps memory in (ORCA_HOME, the memory root, the deliberate memory's
+    directory) must be the user's and closed to other users' writes, when it exists: whoever
+    can add names to it can put a symbolic link where orcad writes (`user.md` naming the
+    user's `~/.bashrc`, which `remember` would then rewrite) or a database of their own in
+    place of the user's. Links are followed: the directory they lead to is what is checked."""
+    try:
+        info = directory.stat()
+    except FileNotFoundError:
+        return  # made private by orcad when it is needed
+    if not stat.S_ISDIR(info.st_mode):
+        return  # said where it is made, naming what is there instead
+    if info.st_uid != os.getuid():
+        raise StartupError(
+            f"refusing to use {directory} ({role}): it is owned by uid {info.st_uid}, not by "
+            f"you ({os.getuid()})"
+        )
+    if info.st_mode & stat.S_IWOTH:
+        raise StartupError(
+            f"refusing to use {directory} ({role}): mode {stat.S_IMODE(info.st_mode):o} lets "
+            f"every user write in it (chmod o-w {directory})"
+        )
 
 
 def make_memory_root(root: Path) -> None:
@@ -150,6 +175,7 @@ class InstanceLock:
 
     def acquire(self) -> None:
         make_memory_root(self._paths.memory_root)
+        check_not_shared(self._paths.memory_root, "the memory root")
         try:
             self._root_lock.acquire(timeout=0)
         except filelock.Timeout:
