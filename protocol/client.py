@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import itertools
+import os
 import socket
+import struct
 import time
 from typing import Any, TypeVar, overload
 
@@ -29,6 +31,23 @@ class ProtocolViolation(Exception):
     """The peer sent something that is not a JSON-RPC response."""
 
 
+class ForeignPeer(PermissionError):
+    """The process serving the socket runs as another user: nothing is sent to it. A socket in
+    a directory others can write in may have been put there by anyone, and what a client sends
+    (prompts, turns, memory) is for the user's own daemon only."""
+
+
+def peer_uid(sock: socket.socket) -> int | None:
+    """The uid of the process at the other end of a connected Unix socket, where the OS tells
+    (SO_PEERCRED on Linux); asked of the connection, so a path swapped since cannot fool it."""
+    so_peercred = getattr(socket, "SO_PEERCRED", None)
+    if so_peercred is None:
+        return None
+    raw = sock.getsockopt(socket.SOL_SOCKET, so_peercred, struct.calcsize("3i"))
+    uid: int = struct.unpack("3i", raw)[1]
+    return uid
+
+
 class RequestRefused(RemoteError, ConnectionError):
     """An error the daemon could tie to no request (its id is null): it refused the connection
     (busy), or could not read the line it was sent (too large, nested too deep). It answers the
@@ -49,6 +68,13 @@ class Client:
         except OSError:
             self._sock.close()
             raise
+        uid = peer_uid(self._sock)
+        if uid is not None and uid != os.getuid():
+            self._sock.close()
+            raise ForeignPeer(
+                f"the process serving {socket_path} runs as uid {uid}, not as you "
+                f"({os.getuid()}); nothing was sent to it"
+            )
         self._framer = LineFramer(CLIENT_MAX_LINE_BYTES)
         self._lines: list[bytes] = []
         self._ids = itertools.count(1)

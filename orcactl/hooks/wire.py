@@ -73,6 +73,12 @@ class HookClient:
         except OSError:
             self._sock.close()
             raise
+        if not peer_is_this_user(self._sock.fileno()):
+            # a socket another user put where orcad's was looked for: no prompt goes to it
+            self._sock.close()
+            raise PermissionError(
+                f"the process serving {path} runs as another user; nothing was sent to it"
+            )
         self._buffer = b""
         self._ids = itertools.count(1)
 
