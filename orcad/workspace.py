@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,15 +46,27 @@ def canonical_directory(cwd: str) -> Path:
 
 def git_top_level(directory: Path) -> Path | None:
     """The nearest enclosing directory with a `.git` entry (a directory, or a worktree's file).
-    ValueError when one cannot be looked for: guessing past it could pick the wrong workspace."""
+    ValueError when one cannot be looked for: guessing past it could pick the wrong workspace.
+
+    A `.git` another user put in a directory every user may write in (`/tmp/.git`) is passed
+    over, as Git itself refuses it: it would make every directory below one workspace, with the
+    project (and so the memory) another user chose by its origin."""
     for candidate in (directory, *directory.parents):
         try:
-            if (candidate / ".git").exists():
+            if (candidate / ".git").exists() and not _planted(candidate):
                 return candidate
         except OSError as exc:
             shown = quoted_cwd(str(candidate))
             raise ValueError(f"cannot look for .git in {shown}: {exc.strerror}") from exc
     return None
+
+
+def _planted(candidate: Path) -> bool:
+    """Whether `candidate/.git` belongs to another user while every user may write in
+    `candidate`: anyone could have made it there."""
+    if not candidate.stat().st_mode & stat.S_IWOTH:
+        return False
+    return (candidate / ".git").lstat().st_uid != os.getuid()
 
 
 def workspace_id(root: Path) -> str:
