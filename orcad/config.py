@@ -153,6 +153,10 @@ def parse_config(
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise StartupError(f"{source}: not valid TOML: {exc}") from exc
+    except RecursionError:  # tomllib reads nested arrays and tables by recursion
+        raise StartupError(
+            f"{source}: not valid TOML: arrays or tables nested too deeply"
+        ) from None
     unknown = find_unknown_keys(data, struct)
     try:
         parsed = msgspec.convert(data, struct, strict=True)

@@ -1,0 +1,50 @@
+"""A config file nested too deeply for Python's TOML reader (which recurses once per level) is
+a config that does not parse: named at start, and at a session's open logged with the last
+good value kept; never a traceback or an internal error."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.harness import DaemonProcess, OrcaEnv
+
+pytestmark = pytest.mark.daemon
+
+DEEP = "a = " + "[" * 1000 + "]" * 1000 + "\n"
+
+
+def test_orcad_names_a_config_nested_too_deeply_at_start(orca_env: OrcaEnv) -> None:
+    orca_env.write_config(DEEP)
+    result = subprocess.run(
+        [sys.executable, "-m", "orcad"],
+        env=orca_env.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    config = orca_env.home / "config.toml"
+    assert f"orcad: {config}: not valid TOML: arrays or tables nested too deeply" in (result.stderr)
+
+
+def test_a_trusted_projects_config_nested_too_deeply_leaves_sessions_opening(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    project = tmp_path / "project"
+    (project / ".orca").mkdir(parents=True)
+    (project / ".orca" / "config.toml").write_text("auto_memory = false\n")
+    orca_env.write_config(f"trusted_projects = [{str(project)!r}]\n")
+    daemon = DaemonProcess(orca_env)
+    daemon_factory.append(daemon)
+    daemon.start()
+    assert daemon.call("session.open", {"cwd": str(project)}).auto_memory is False
+    (project / ".orca" / "config.toml").write_text(DEEP)
+    opened = daemon.call("session.open", {"cwd": str(project)})
+    assert opened.auto_memory is False  # the last good value read from that file
+    events = [e for e in daemon.log_events() if e.get("event") == "config.project_unreadable"]
+    assert events and "nested too deeply" in events[-1]["error"]
