@@ -25,7 +25,13 @@ from orcad.control_characters import BIDI_FORMATTING, INVISIBLE_CHARACTERS, TAG_
 from orcad.errors import StartupError
 from orcad.paths import SHORTER_SOCKET, resolve_paths, socket_path_problem
 from orcad.runtime import check_home_directory
-from protocol.client import CALL_TIMEOUT_S, Client, DaemonUnavailable, ProtocolViolation
+from protocol.client import (
+    CALL_TIMEOUT_S,
+    Client,
+    DaemonUnavailable,
+    ForeignPeer,
+    ProtocolViolation,
+)
 from protocol.errors import ErrorObject, RemoteError
 
 # Exit statuses (documented in the README and in `orcactl --help`).
@@ -272,6 +278,8 @@ def open_client(
             raise CommandError(
                 f"orcad is not running (no answer on {path})", EXIT_NOT_RUNNING
             ) from None
+    except ForeignPeer as exc:  # no orcad of this user's answers there, and none can start
+        raise CommandError(f"cannot connect to orcad at {path}: {exc}", EXIT_NOT_RUNNING) from None
     except OSError as exc:  # path too long, no permission: starting a daemon would not help
         raise CommandError(f"cannot connect to orcad at {path}: {exc}") from None
     with one_start_at_a_time(START_TIMEOUT_S):

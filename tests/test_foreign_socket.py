@@ -79,9 +79,16 @@ def test_orcactl_sends_nothing_to_a_socket_another_user_serves(
         env=orca_env.env,
         timeout=60,
     )
-    assert result.returncode == 1, result
+    assert result.returncode == 3, result  # no orcad of the user's answers there
     assert "runs as uid 65534" in result.stderr
     assert "nothing was sent to it" in result.stderr
+    assert kept.read_bytes() == b""
+    status = subprocess.run(
+        [ORCACTL, "--json", "status"], capture_output=True, text=True, env=orca_env.env, timeout=60
+    )
+    assert status.returncode == 3, status
+    report = json.loads(status.stdout)
+    assert report["running"] is False and "runs as uid 65534" in report["reason"]
     assert kept.read_bytes() == b""
 
 
