@@ -206,10 +206,14 @@ def origin_url_from_config(text: str) -> str | None:
         variable = _VARIABLE.match(line)
         if variable is None or variable.group(1).lower() != "url":
             continue
+        # a value continued over many lines is joined once: joining it line by line copied
+        # it again at each line, minutes for a megabyte of one-character lines
+        parts = []
         value = variable.group(2) or ""
         while _ends_with_continuation(value):
-            value = value[:-1] + next(lines, "")
-        url = _config_value(value)
+            parts.append(value[:-1])
+            value = next(lines, "")
+        url = _config_value("".join([*parts, value]))
         if url:
             return url
     return None
