@@ -403,7 +403,8 @@ def value_span(match: re.Match[str]) -> tuple[int, int, bool]:
 # The verb a sentence gives a value with: "is", "was", "is now", "changed to", "was reset to"
 STATED_VERB = (
     r"(?:[ \t]+(?:is|was|are|becomes|became|reads|(?:changed|reset|set)[ \t]+to)"
-    r"(?:[ \t]+(?:now|still|just|literally|actually|simply|currently|always|"
+    r"(?:[ \t]+(?:now|still|just|literally|actually|simply|currently|always|also|again|"
+    r"probably|likely|usually|"
     r"(?:changed|reset|set|updated)[ \t]+to))?"
     # "my password, it's X": the name set apart, then said ("it's now X": said again after
     # a change)

@@ -50,6 +50,40 @@ def test_sentences_about_a_password_said_now_stay(text: str) -> None:
     assert redact(text) == text
 
 
+# ------------------------------------- a password stated with "also", "again" or "probably"
+@pytest.mark.parametrize(
+    ("text", "password"),
+    [
+        ("and my sudo password is also Blue#Train4471", "Blue#Train4471"),
+        ("the wifi password is also Hx9#kq2Lm", "Hx9#kq2Lm"),
+        ("after the reset the password is again Sprint#2024x", "Sprint#2024x"),
+        ("the db password is probably Tr1cky#Pass, try it", "Tr1cky#Pass"),
+        ("the vpn password is likely Vpn2024$Blue", "Vpn2024$Blue"),
+        ("the root password is usually Winter2024!xq", "Winter2024!xq"),
+    ],
+)
+def test_a_password_stated_with_also_again_or_probably_is_redacted(
+    text: str, password: str
+) -> None:
+    _assert_only_value_redacted(text, password, "password_statement")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the password is also hashed with argon2",
+        "the password is also stored in the vault",
+        "the password is again required after 5 minutes",
+        "the password is probably wrong",
+        "the password is likely expired",
+        "the password is usually 12 characters",
+        "the password is also UTF8-Encoded",
+    ],
+)
+def test_sentences_about_a_password_with_also_again_or_probably_stay(text: str) -> None:
+    assert redact(text) == text
+
+
 # --------------------------------------------------- a secret stated with a verb, chosen-looking
 @pytest.mark.parametrize(
     ("text", "secret"),
