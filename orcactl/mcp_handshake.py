@@ -27,6 +27,7 @@ import json
 import os
 import re
 import select
+import stat
 import sys
 import tempfile
 import threading
@@ -94,6 +95,8 @@ def load_answers(key: str) -> Answers:
     """The cached answers recorded under `key`; none when the file is missing, damaged, of
     another key, or holds answers too long to write before the SDK takes over."""
     try:  # never waited on: a FIFO or a device there is no cache
+        if not _private(cache_file()):
+            return {}
         data = read_regular_file(cache_file(), CACHE_MAX_BYTES + 1)
         document = json.loads(data) if len(data) <= CACHE_MAX_BYTES else None
     except (OSError, ValueError, RecursionError):
@@ -116,6 +119,18 @@ def load_answers(key: str) -> Answers:
         if size <= EARLY_ANSWERS_MAX_BYTES:
             answers[version] = results
     return answers
+
+
+def _private(path: Path) -> bool:
+    """Whether the cache and its directory are the user's and closed to other users' writes.
+    What the cache holds is handed to the agent as orca's own (the server's instructions, the
+    tools' descriptions, which a model follows): a cache directory another user can write in
+    (an XDG_CACHE_HOME in a shared place) could hold anyone's words."""
+    uid = os.getuid()
+    file, directory = path.lstat(), path.parent.stat()
+    if file.st_uid != uid or directory.st_uid != uid:
+        return False
+    return not (file.st_mode | directory.st_mode) & stat.S_IWOTH
 
 
 def save_answers(key: str, answers: Answers) -> None:
