@@ -436,6 +436,9 @@ def test_no_fact_can_close_the_startup_block_an_agent_is_given(
     assert tags == ["<orca-startup-memory", "</orca-startup-memory"], context
     assert context.startswith("<orca-startup-memory>\n")
     assert context.endswith("</orca-startup-memory>\n")
+    # kept by an agent, asked by no one: the block does not say the user asked for it
+    assert "Facts kept with remember (user-wide):\n- deploys are manual" in context
+    assert "asked" not in context
 
 
 # Tags spelled with letters of other scripts that look like the ASCII ones: Greek omicron,

@@ -213,8 +213,9 @@ def open_session(
 # path and a short preview: the startup block stays within it, frame included
 CONTEXT_MAX_CHARS = 10_000
 _STARTUP_FRAME_CHARS = 400  # the tags, the first line and both headings, with room to spare
-_USER_HEADING = "Facts the user asked to remember (user-wide):\n"
-_PROJECT_HEADING = "Facts the user asked to remember for this project:\n"
+# not "the user asked": in auto or yolo mode an agent's `remember` is kept without asking anyone
+_USER_HEADING = "Facts kept with remember (user-wide):\n"
+_PROJECT_HEADING = "Facts kept with remember for this project:\n"
 
 
 def render_startup(startup: dict[str, Any]) -> str:
