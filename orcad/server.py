@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import errno
 import os
-import socket as stdlib_socket
-import struct
 from collections.abc import Callable
 
 import structlog
@@ -31,6 +29,7 @@ from orcad.config import ServerConfig
 from orcad.errors import Busy, MessageTooLarge
 from orcad.log import describe_exception
 from orcad.rpc import DeferredReply, Dispatcher, encode_error
+from protocol.client import peer_uid
 from protocol.framing import LineFramer, LineTooLong
 
 log = structlog.get_logger("orcad.server")
@@ -152,16 +151,6 @@ class _Connection:
     def close(self, reason: str) -> None:
         self.closed_because = reason
         self.scope.cancel()
-
-
-def peer_uid(sock: trio.socket.SocketType) -> int | None:
-    """The connecting process's uid, where the OS tells (SO_PEERCRED on Linux)."""
-    so_peercred = getattr(stdlib_socket, "SO_PEERCRED", None)
-    if so_peercred is None:
-        return None  # no peer credentials: the 0700 runtime dir is the guard
-    raw = sock.getsockopt(stdlib_socket.SOL_SOCKET, so_peercred, struct.calcsize("3i"))
-    _pid, uid, _gid = struct.unpack("3i", raw)
-    return int(uid)
 
 
 class Server:

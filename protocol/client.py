@@ -7,7 +7,7 @@ import os
 import socket
 import struct
 import time
-from typing import Any, TypeVar, overload
+from typing import Any, Protocol, TypeVar, overload
 
 import msgspec
 
@@ -37,9 +37,14 @@ class ForeignPeer(PermissionError):
     (prompts, turns, memory) is for the user's own daemon only."""
 
 
-def peer_uid(sock: socket.socket) -> int | None:
-    """The uid of the process at the other end of a connected Unix socket, where the OS tells
-    (SO_PEERCRED on Linux); asked of the connection, so a path swapped since cannot fool it."""
+class _Connected(Protocol):
+    def getsockopt(self, level: int, optname: int, buflen: int, /) -> bytes: ...
+
+
+def peer_uid(sock: _Connected) -> int | None:
+    """The uid of the process at the other end of a connected Unix socket (a client's, or one
+    orcad accepted), where the OS tells (SO_PEERCRED on Linux; None elsewhere); asked of the
+    connection, so a path swapped since cannot fool it."""
     so_peercred = getattr(socket, "SO_PEERCRED", None)
     if so_peercred is None:
         return None
