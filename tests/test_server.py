@@ -44,13 +44,16 @@ def raw_connection(daemon: DaemonProcess) -> socket.socket:
 
 
 def read_line(sock: socket.socket) -> dict:
+    """The next answer line, and nothing of the next one: two answers may come in one read."""
     data = b""
-    while not data.endswith(b"\n"):
-        chunk = sock.recv(65536)
+    while True:
+        chunk = sock.recv(65536, socket.MSG_PEEK)
         if not chunk:
             raise ConnectionError(f"closed after {data!r}")
-        data += chunk
-    return json.loads(data)
+        end = chunk.find(b"\n")
+        data += sock.recv(len(chunk) if end < 0 else end + 1)
+        if end >= 0:
+            return json.loads(data)
 
 
 def assert_closed(sock: socket.socket) -> None:
