@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import email.utils
 import gzip
 import importlib.util
@@ -169,6 +170,34 @@ async def test_error_reason_never_echoes_the_key(server: FakeOpenAI) -> None:
     error = await failure(make_provider(server))
     assert KEY not in error.message
     assert "[key]" in error.message
+
+
+def echo_authorization(handler: Any, state: FakeOpenAI) -> None:
+    """A 500 whose body quotes the Authorization header the request came with."""
+    echoed = f"rejected credentials {handler.headers.get('Authorization')}".encode()
+    handler.send_fixed(500, echoed, "text/plain", {})
+
+
+@pytest.mark.parametrize("password", ["hunter2", "Tr0ub4dor3-horse-battery"])
+async def test_credentials_in_the_base_url_are_never_shown_or_echoed(
+    server: FakeOpenAI, password: str
+) -> None:
+    """httpx sends a URL's user name and password as Basic authorization: neither they nor
+    that header's token, which a server may quote back, is in the error kept in the job."""
+    server.script(echo_authorization, stall_before_headers(10.0))
+    base_url = server.base_url.replace("http://", f"http://deploy:{password}@")
+    settings = OpenAIConfig(base_url=base_url, connect_timeout_s=2.0, idle_timeout_s=0.3)
+    provider = build_provider(ExtractionConfig(provider="openai", openai=settings), {})
+    assert isinstance(provider, OpenAIProvider)
+    token = base64.b64encode(f"deploy:{password}".encode()).decode()
+    errors = [await failure(provider), await failure(provider)]
+    assert server.requests[0].headers["authorization"] == f"Basic {token}"
+    assert "rejected credentials Basic [key]" in errors[0].message
+    assert "silent for more than 0.3 s" in errors[1].message
+    for error in errors:
+        assert "http://[credentials]@127.0.0.1:" in error.message
+        assert password not in error.message and token not in error.message
+    assert password not in repr(provider)
 
 
 @pytest.mark.parametrize("stream", [True, False])

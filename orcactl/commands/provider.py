@@ -24,6 +24,7 @@ from orcad.errors import StartupError
 from orcad.paths import resolve_paths
 from orcad.providers import Provider, ProviderConfigError, build_provider
 from orcad.providers.base import ProviderError
+from orcad.providers.openai_wire import shown_url
 from orcad.secrets import redact, secret_kinds
 from protocol.types import ExtractedFact
 
@@ -164,7 +165,7 @@ def _hint(message: str, config: Config) -> str:
     if config.extraction.provider == "openai" and "cannot connect" in message:
         return (
             f"\nIs the model server running? extraction.openai.base_url is "
-            f"{config.extraction.openai.base_url}"
+            f"{shown_url(config.extraction.openai.base_url)}"
         )
     if config.extraction.provider == "command" and "cannot run" in message:
         return "\nCheck extraction.command.argv: its first word must be a program on PATH."

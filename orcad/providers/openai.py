@@ -33,6 +33,8 @@ from orcad.providers.openai_wire import (
     error_reason,
     parse_retry_after,
     request_body,
+    shown_url,
+    url_secrets,
 )
 from orcad.secrets import redact, shorten_redacted
 
@@ -65,14 +67,20 @@ class OpenAIProvider:
     def __init__(self, config: OpenAIConfig, *, api_key: str | None, trust_env: bool) -> None:
         self.model = config.model
         self.url = chat_completions_url(config.base_url)
+        self.shown_url = shown_url(self.url)  # in messages: without the credentials it may hold
         self._config = config
         self._api_key = api_key or None
+        # what a server could echo back that must not be kept: the key, and credentials in the
+        # URL (httpx sends them as Basic authorization)
+        self._secret_values = tuple(
+            secret for secret in (self._api_key, *url_secrets(self.url)) if secret
+        )
         self._trust_env = trust_env
         self._ssl_context: ssl.SSLContext | None = None
 
     def __repr__(self) -> str:  # never shows the key
         key = "set" if self._api_key else "unset"
-        return f"OpenAIProvider(url={self.url!r}, model={self.model!r}, key={key})"
+        return f"OpenAIProvider(url={self.shown_url!r}, model={self.model!r}, key={key})"
 
     def request_headers(self) -> dict[str, str]:
         headers = {
@@ -104,20 +112,23 @@ class OpenAIProvider:
             masked = self._without_key(exc)
         else:
             masked = ProviderError(
-                f"timed out: no complete answer from {self.url} within {budget:.1f} s"
+                f"timed out: no complete answer from {self.shown_url} within {budget:.1f} s"
             )
         raise masked  # outside the handler: the unmasked error is not kept as its context
 
     def _keyless(self, exc: ProviderError) -> bool:
-        """Neither the message nor its cause mentions the key (a server may echo it anywhere)."""
-        key = self._api_key
-        return not key or (key not in exc.message and key not in repr(exc.__cause__))
+        """Neither the message nor its cause mentions the key or the URL's credentials (a
+        server may echo them anywhere)."""
+        cause = repr(exc.__cause__)
+        return not any(secret in exc.message or secret in cause for secret in self._secret_values)
 
     def _without_key(self, exc: ProviderError) -> ProviderError:
         return ProviderError(self._masked(exc.message), retry_after=exc.retry_after)
 
     def _masked(self, text: str) -> str:
-        return text.replace(self._api_key, "[key]") if self._api_key else text
+        for secret in self._secret_values:
+            text = text.replace(secret, "[key]")
+        return text
 
     def _timeouts(self) -> httpx.Timeout:
         config = self._config
@@ -163,7 +174,9 @@ class OpenAIProvider:
                     raise await self._http_error(response)
                 if not _uncompressed(response):
                     shown = shorten_redacted(redact(response.headers["content-encoding"]), 40)
-                    raise ProviderError(f"{self.url}: its answer is compressed ({shown}), unasked")
+                    raise ProviderError(
+                        f"{self.shown_url}: its answer is compressed ({shown}), unasked"
+                    )
                 content_type = response.headers.get("content-type", "")
                 if "text/event-stream" in content_type:
                     return await self._read_stream(response, answer)
@@ -172,13 +185,14 @@ class OpenAIProvider:
                     secrets=self._secrets(),
                 )
         except WireError as exc:
-            raise ProviderError(f"{self.url}: {exc}") from exc
+            raise ProviderError(f"{self.shown_url}: {exc}") from exc
         except httpx.ConnectTimeout as exc:
             raise ProviderError(
-                f"cannot connect to {self.url}: no answer within {self._config.connect_timeout_s} s"
+                f"cannot connect to {self.shown_url}: "
+                f"no answer within {self._config.connect_timeout_s} s"
             ) from exc
         except httpx.ConnectError as exc:
-            raise ProviderError(f"cannot connect to {self.url}: {_describe(exc)}") from exc
+            raise ProviderError(f"cannot connect to {self.shown_url}: {_describe(exc)}") from exc
         except httpx.HTTPError as exc:
             if answer.complete:  # the server finished the answer, then went silent or away
                 try:
@@ -187,9 +201,11 @@ class OpenAIProvider:
                     pass
             if isinstance(exc, httpx.TimeoutException):
                 raise ProviderError(
-                    f"{self.url} was silent for more than {self._config.idle_timeout_s} s"
+                    f"{self.shown_url} was silent for more than {self._config.idle_timeout_s} s"
                 ) from exc
-            raise ProviderError(f"{self.url}: the response broke off: {_describe(exc)}") from exc
+            raise ProviderError(
+                f"{self.shown_url}: the response broke off: {_describe(exc)}"
+            ) from exc
 
     async def _read_stream(self, response: httpx.Response, answer: StreamedAnswer) -> str:
         decoder = EventStreamDecoder()
@@ -218,7 +234,7 @@ class OpenAIProvider:
         return answer.text()
 
     def _secrets(self) -> tuple[str, ...]:
-        return (self._api_key,) if self._api_key else ()
+        return self._secret_values
 
     async def _http_error(self, response: httpx.Response) -> ProviderError:
         reason = ""
@@ -237,7 +253,7 @@ class OpenAIProvider:
             retry_after = parse_retry_after(
                 response.headers.get("retry-after"), now_epoch=time.time()
             )
-        message = f"HTTP {response.status_code} from {self.url}: {reason}"
+        message = f"HTTP {response.status_code} from {self.shown_url}: {reason}"
         return ProviderError(message, retry_after=retry_after)
 
 

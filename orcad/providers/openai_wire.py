@@ -6,11 +6,13 @@ what they return; nothing here touches a socket or a clock, so every rule is tes
 
 from __future__ import annotations
 
+import base64
 import email.utils
 import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from orcad import limits
 from orcad.secrets import redact, shorten_redacted
@@ -37,6 +39,33 @@ def request_body(
         "temperature": temperature,
     }
     return json.dumps(body, ensure_ascii=False).encode("utf-8")
+
+
+URL_CREDENTIALS_SHOWN = "[credentials]"
+URL_SECRET_MIN_CHARS = 4  # a shorter password is masked where the URL is shown, not elsewhere
+
+
+def shown_url(url: str) -> str:
+    """`url` as messages show it: a user name and password it holds (sent as Basic credentials)
+    replaced by a placeholder, however short or plain the password is."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit(parts._replace(netloc=f"{URL_CREDENTIALS_SHOWN}@{host}"))
+
+
+def url_secrets(url: str) -> tuple[str, ...]:
+    """What of the credentials in `url` a server could echo back in an error: the password (or
+    a user name that stands alone, as a token given so does) and the Basic token of the
+    Authorization header they are sent as."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return ()
+    user, password = unquote(parts.username or ""), unquote(parts.password or "")
+    token = base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
+    found = [password or user, token]
+    return tuple(secret for secret in found if len(secret) >= URL_SECRET_MIN_CHARS)
 
 
 def _json(document: str | bytes) -> Any:
