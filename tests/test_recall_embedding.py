@@ -722,6 +722,52 @@ def test_endpoint_embeds_through_a_real_http_server(monkeypatch: pytest.MonkeyPa
         assert request.headers["authorization"] == "Bearer k-123"
 
 
+def answer_embeddings_as(code: int, *, same_index: bool = False) -> Any:
+    """Vectors for the request's inputs, with status `code`, or all at index 0."""
+
+    def respond(handler: Any, state: FakeOpenAI) -> None:
+        inputs = state.requests[-1].json()["input"]
+        data = [
+            {"index": 0 if same_index else i, "embedding": hashed_vector(t)}
+            for i, t in enumerate(inputs)
+        ]
+        location = {"Location": "http://elsewhere.invalid/v1/embeddings"}
+        body = json.dumps({"data": data}).encode()
+        handler.send_fixed(code, body, "application/json", location if code != 200 else {})
+
+    return respond
+
+
+@pytest.mark.parametrize(
+    ("behaviour", "reason"),
+    [
+        pytest.param(answer_embeddings_as(302), "answered 302 Found", id="redirect"),
+        pytest.param(answer_embeddings_as(200, same_index=True), "wrong shape", id="same-index"),
+    ],
+)
+def test_an_answer_that_is_not_each_texts_vector_once_gives_none(
+    behaviour: Any, reason: str
+) -> None:
+    """The vectors of a redirect (not followed) are not the endpoint's answer, and rows that
+    do not give each text its own index cannot be told apart."""
+    with FakeOpenAI() as server:
+        server.default = behaviour
+        loaded = Embeddings.load("endpoint", base_url=server.base_url, model="m", timeout_s=2.0)
+        assert loaded.embed(["deploy prod", "bake cake"]) is None
+        assert reason in (loaded.reason or "")
+
+
+def test_credentials_in_the_endpoints_url_are_not_in_its_reason() -> None:
+    with FakeOpenAI() as server:
+        server.script(status(500))
+        base_url = server.base_url.replace("http://", "http://deploy:S3cretPassw0rd9@")
+        loaded = Embeddings.load("endpoint", base_url=base_url, model="m", timeout_s=2.0)
+        assert loaded.embed(["deploy prod"]) is None
+        assert server.requests[0].headers["authorization"].startswith("Basic ")
+        assert loaded.reason is not None and "S3cretPassw0rd9" not in loaded.reason
+        assert "embedding endpoint http://[credentials]@127.0.0.1:" in loaded.reason
+
+
 def answer_nan_for_poison(handler: Any, state: FakeOpenAI) -> None:
     """As a server that fails on one input of a batch: NaN for it (json.dumps writes NaN)."""
     inputs = state.requests[-1].json()["input"]

@@ -19,7 +19,7 @@ from orcad.limits import (
     EMBEDDING_ANSWER_BYTES_PER_TEXT,
     EMBEDDING_BACKGROUND_TIMEOUT_S,
 )
-from orcad.providers.openai_wire import parse_retry_after
+from orcad.providers.openai_wire import parse_retry_after, shown_url
 from orcad.recall.breaker import EndpointBreaker
 from orcad.recall.embedders import (
     EMBED_READ_CHARS,
@@ -48,6 +48,7 @@ class EndpointEmbedder(RankingSettings):
                 '[recall.endpoint] needs base_url and model for embedding = "endpoint"'
             )
         self.url = base_url.rstrip("/") + "/embeddings"
+        self.shown_url = shown_url(self.url)  # in messages: without the credentials it may hold
         self.model = model
         self.headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.timeout_s = timeout_s
@@ -85,7 +86,7 @@ class EndpointEmbedder(RankingSettings):
             breaker.failed(admitted.round, str(exc), exc.retry_after)
             raise
         except BaseException as exc:  # whatever it was, the trial it may be has an outcome
-            breaker.failed(admitted.round, f"embedding endpoint {self.url}: {exc!r}")
+            breaker.failed(admitted.round, f"embedding endpoint {self.shown_url}: {exc!r}")
             raise
         self._answered(purpose)
         return matrix
@@ -138,12 +139,12 @@ class EndpointEmbedder(RankingSettings):
                 + len(texts) * EMBEDDING_ANSWER_BYTES_PER_TEXT,
             )
         except (DeadlinePassed, httpx.TimeoutException) as exc:
-            message = f"embedding endpoint {self.url}: timed out after {timeout_s:g} s"
+            message = f"embedding endpoint {self.shown_url}: timed out after {timeout_s:g} s"
             raise EmbeddingTimedOut(message) from exc
         except (AnswerTooLarge, httpx.HTTPError) as exc:
-            raise EmbeddingUnavailable(f"embedding endpoint {self.url}: {exc}") from exc
-        if answer.status >= 400:
-            message = f"embedding endpoint {self.url} answered {answer.status}"
+            raise EmbeddingUnavailable(f"embedding endpoint {self.shown_url}: {exc}") from exc
+        if not 200 <= answer.status < 300:  # a redirect is not followed, nor its body taken
+            message = f"embedding endpoint {self.shown_url} answered {answer.status}"
             message += f" {answer.reason}" if answer.reason else ""
             if answer.status in REFUSING_STATUSES:
                 raise EmbeddingRefused(message)
@@ -152,15 +153,20 @@ class EndpointEmbedder(RankingSettings):
         try:
             items = sorted(json.loads(answer.body)["data"], key=lambda item: item["index"])
             matrix = np.array([item["embedding"] for item in items], dtype=np.float32)
+            # each text's row once: a repeated or missing index would give a text another's
+            indexed = [item["index"] for item in items] == list(range(len(texts)))
         except (KeyError, TypeError, ValueError, RecursionError) as exc:
-            raise EmbeddingUnavailable(f"embedding endpoint {self.url}: {exc}") from exc
+            raise EmbeddingUnavailable(f"embedding endpoint {self.shown_url}: {exc}") from exc
         if (
-            matrix.ndim != 2
+            not indexed
+            or matrix.ndim != 2
             or len(matrix) != len(texts)
             or matrix.shape[1] == 0
             or (self.dims and matrix.shape[1] != self.dims)
         ):
-            raise EmbeddingUnavailable(f"embedding endpoint {self.url}: answer of wrong shape")
+            raise EmbeddingUnavailable(
+                f"embedding endpoint {self.shown_url}: answer of wrong shape"
+            )
         self.dims = int(matrix.shape[1])
         # a row holding NaN or inf says nothing: a zero row (cosine 0 with everything), as for
         # a text without tokens, so the others of the batch are kept

@@ -37,7 +37,7 @@ class Answer:
     status: int
     reason: str
     retry_after: str | None
-    body: bytes  # empty for an error status (not read)
+    body: bytes  # empty for a status outside 2xx (not read)
 
 
 # each loop's own client: a request that reaches a loop being closed never uses the next one's
@@ -108,7 +108,7 @@ class DeadlineClient:
             ) as response:
                 retry_after = response.headers.get("retry-after")
                 status, reason = response.status_code, response.reason_phrase
-                if status >= 400:  # its body is never used
+                if not 200 <= status < 300:  # its body is never used (nor a redirect followed)
                     answer = Answer(status, reason, retry_after, b"")
                 elif not _identity(response.headers.get("content-encoding", "")):
                     encoding = response.headers["content-encoding"]
