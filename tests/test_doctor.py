@@ -788,3 +788,47 @@ def test_the_builtin_model_unavailable_points_at_the_static_one() -> None:
     )
     assert finding.status == "problem" and "onnxruntime cannot be imported" in finding.detail
     assert 'set [recall] embedding = "static"' in finding.fix
+
+
+def test_the_provider_check_shows_neither_the_key_nor_the_urls_credentials(
+    orca_env: OrcaEnv,
+) -> None:
+    """Credentials in base_url reach the server as Basic authorization, as orcad sends them
+    (not as part of the host name), and are not shown; nor is a key that a redirect's
+    Location quotes back."""
+    key = "sk-doctor-7c1e9a3f5b2d4e6a8c0f"
+    password = "S3cretPassw0rd9"
+
+    class Endpoint(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            authorization = self.headers.get("Authorization", "")
+            if authorization.startswith("Basic "):
+                self.send_response(200)
+            else:
+                self.send_response(302)
+                self.send_header("Location", f"http://elsewhere.invalid/?auth={authorization}")
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    endpoint = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Endpoint)
+    threading.Thread(target=endpoint.serve_forever, daemon=True).start()
+    port = endpoint.server_address[1]
+    orca_env.extra_env["ORCA_TEST_DOCTOR_KEY"] = key
+    config = '[extraction]\nprovider = "openai"\n[extraction.openai]\nbase_url = "{}"\n'
+    config += 'api_key_env = "ORCA_TEST_DOCTOR_KEY"\n'
+    try:
+        orca_env.write_config(config.format(f"http://deploy:{password}@127.0.0.1:{port}/v1"))
+        _, with_credentials = doctor(orca_env)
+        orca_env.write_config(config.format(f"http://127.0.0.1:{port}/v1"))
+        _, with_key = doctor(orca_env)
+    finally:
+        endpoint.shutdown()
+        endpoint.server_close()
+    [reached] = [f for f in with_credentials if f["check"] == "provider"]
+    assert reached["status"] == "ok", reached
+    assert reached["detail"] == f"http://[credentials]@127.0.0.1:{port}/v1/models answered 200"
+    redirected = only_problem(with_key, "provider")["detail"]
+    assert "a redirect to 'http://elsewhere.invalid/?auth=Bearer [key]'" in redirected
+    assert key not in redirected

@@ -3,15 +3,19 @@ embedding model loads (or, with a daemon, what the daemon reports of it)."""
 
 from __future__ import annotations
 
+import base64
 import os
 import shutil
 import urllib.error
 import urllib.request
 from typing import Any
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from orcactl.commands.doctor_faults import Finding
 from orcad.config import Config
 from orcad.limits import DOCTOR_PROVIDER_TIMEOUT_S
+from orcad.providers.openai_wire import shown_url, url_secrets
+from orcad.secrets import redact, shorten_redacted
 from protocol.types import EmbeddingStatus
 
 
@@ -40,20 +44,20 @@ def check_provider(config: Config) -> Finding:
             )
         return Finding("provider", "ok", f"command {program!r} resolves to {shutil.which(program)}")
     openai = extraction.openai
-    url = openai.base_url.rstrip("/") + "/models"
-    request = urllib.request.Request(url, method="GET")  # noqa: S310 - the configured endpoint
-    key = os.environ.get(openai.api_key_env)
-    if key:
-        request.add_header("Authorization", f"Bearer {key}")
+    target = openai.base_url.rstrip("/") + "/models"
+    url = shown_url(target)  # what the findings show: no credentials
+    request = _models_request(target, os.environ.get(openai.api_key_env))
+    secrets = tuple(filter(None, (os.environ.get(openai.api_key_env), *url_secrets(target))))
     try:
         with _NO_REDIRECTS.open(request, timeout=DOCTOR_PROVIDER_TIMEOUT_S) as response:
             return Finding("provider", "ok", f"{url} answered {response.status}")
     except urllib.error.HTTPError as exc:
         if 300 <= exc.code < 400:  # orcad does not follow redirects either
+            location = _masked(exc.headers.get("Location") or "", secrets)
             return Finding(
                 "provider",
                 "problem",
-                f"{url} answered {exc.code}, a redirect to {exc.headers.get('Location')!r}",
+                f"{url} answered {exc.code}, a redirect to {location!r}",
                 "set extraction.openai.base_url to the final address",
             )
         if exc.code in (401, 403):
@@ -77,6 +81,32 @@ def check_provider(config: Config) -> Finding:
             f"{url} is unreachable: {reason}",
             "start the model server, or correct extraction.openai.base_url",
         )
+
+
+def _models_request(url: str, key: str | None) -> urllib.request.Request:
+    """The GET of `url` orcad's client would make: credentials in the URL go as Basic
+    authorization (as httpx sends them; urllib would take them for part of the host name),
+    else the key as a bearer token."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        request = urllib.request.Request(url, method="GET")  # noqa: S310 - the configured one
+        if key:
+            request.add_header("Authorization", f"Bearer {key}")
+        return request
+    host = parts.netloc.rpartition("@")[2]
+    plain = urlunsplit(parts._replace(netloc=host))
+    request = urllib.request.Request(plain, method="GET")  # noqa: S310 - the configured one
+    userinfo = f"{unquote(parts.username or '')}:{unquote(parts.password or '')}"
+    request.add_header("Authorization", f"Basic {base64.b64encode(userinfo.encode()).decode()}")
+    return request
+
+
+def _masked(text: str, secrets: tuple[str, ...]) -> str:
+    """`text` from the server (a redirect's Location), without the key or the URL's
+    credentials it may echo, redacted whole and then shortened."""
+    for secret in secrets:
+        text = text.replace(secret, "[key]")
+    return shorten_redacted(redact(text), 200)
 
 
 def judge_embedding(embedding: EmbeddingStatus | None) -> Finding:
