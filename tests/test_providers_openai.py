@@ -172,6 +172,17 @@ async def test_error_reason_never_echoes_the_key(server: FakeOpenAI) -> None:
     assert "[key]" in error.message
 
 
+async def test_https_to_a_plain_http_server_says_what_tls_found(server: FakeOpenAI) -> None:
+    """httpx under trio raises a ConnectError with no text of its own; the TLS error under it
+    says what happened."""
+    settings = OpenAIConfig(base_url=server.base_url.replace("http://", "https://"))
+    provider = build_provider(ExtractionConfig(provider="openai", openai=settings), {})
+    assert isinstance(provider, OpenAIProvider)
+    error = await failure(provider)
+    assert error.message.startswith(f"cannot connect to {provider.url}: [SSL")
+    assert "ConnectError" not in error.message
+
+
 def echo_authorization(handler: Any, state: FakeOpenAI) -> None:
     """A 500 whose body quotes the Authorization header the request came with."""
     echoed = f"rejected credentials {handler.headers.get('Authorization')}".encode()

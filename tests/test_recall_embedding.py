@@ -757,6 +757,14 @@ def test_an_answer_that_is_not_each_texts_vector_once_gives_none(
         assert reason in (loaded.reason or "")
 
 
+def test_https_to_a_plain_http_endpoint_gives_the_tls_error_as_the_reason() -> None:
+    with FakeOpenAI() as server:
+        base_url = server.base_url.replace("http://", "https://")
+        loaded = Embeddings.load("endpoint", base_url=base_url, model="m", timeout_s=2.0)
+        assert loaded.embed(["deploy prod"]) is None
+        assert (loaded.reason or "").startswith(f"embedding endpoint {base_url}/embeddings: [SSL")
+
+
 def test_credentials_in_the_endpoints_url_are_not_in_its_reason() -> None:
     with FakeOpenAI() as server:
         server.script(status(500))

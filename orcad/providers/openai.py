@@ -31,6 +31,7 @@ from orcad.providers.openai_wire import (
     WireError,
     completion_content,
     error_reason,
+    exception_text,
     parse_retry_after,
     request_body,
     shown_url,
@@ -286,4 +287,4 @@ async def _read_limited(
 
 def _describe(exc: Exception) -> str:
     # the text may quote what the server sent: redacted whole before it is shortened
-    return shorten_redacted(redact(str(exc) or type(exc).__name__), ERROR_REASON_MAX_CHARS)
+    return shorten_redacted(redact(exception_text(exc)), ERROR_REASON_MAX_CHARS)

@@ -68,6 +68,20 @@ def url_secrets(url: str) -> tuple[str, ...]:
     return tuple(secret for secret in found if len(secret) >= URL_SECRET_MIN_CHARS)
 
 
+def exception_text(exc: BaseException) -> str:
+    """What went wrong, in words: the exception's own text, else that of the first exception
+    in its chain that has one (httpx under trio raises a ConnectError with no text from the
+    TLS error that says why), else its type's name."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if text := str(current).strip():
+            return text
+        current = current.__cause__ or current.__context__
+    return type(exc).__name__
+
+
 def _json(document: str | bytes) -> Any:
     """json.loads, where a document nested deeper than the decoder recurses is not JSON either
     (ValueError, like any other that is not): a server controls the nesting."""

@@ -19,7 +19,7 @@ from orcad.limits import (
     EMBEDDING_ANSWER_BYTES_PER_TEXT,
     EMBEDDING_BACKGROUND_TIMEOUT_S,
 )
-from orcad.providers.openai_wire import parse_retry_after, shown_url
+from orcad.providers.openai_wire import exception_text, parse_retry_after, shown_url
 from orcad.recall.breaker import EndpointBreaker
 from orcad.recall.embedders import (
     EMBED_READ_CHARS,
@@ -142,7 +142,8 @@ class EndpointEmbedder(RankingSettings):
             message = f"embedding endpoint {self.shown_url}: timed out after {timeout_s:g} s"
             raise EmbeddingTimedOut(message) from exc
         except (AnswerTooLarge, httpx.HTTPError) as exc:
-            raise EmbeddingUnavailable(f"embedding endpoint {self.shown_url}: {exc}") from exc
+            reason = exception_text(exc)  # (a TLS failure's text is in the chain alone)
+            raise EmbeddingUnavailable(f"embedding endpoint {self.shown_url}: {reason}") from exc
         if not 200 <= answer.status < 300:  # a redirect is not followed, nor its body taken
             message = f"embedding endpoint {self.shown_url} answered {answer.status}"
             message += f" {answer.reason}" if answer.reason else ""
