@@ -757,6 +757,22 @@ def test_an_answer_that_is_not_each_texts_vector_once_gives_none(
         assert reason in (loaded.reason or "")
 
 
+def test_a_loopback_endpoint_is_reached_directly_whatever_proxy_is_set(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """As for extraction: a proxy the environment names for the outside (nothing listens on
+    port 9) is not asked to reach a server on this machine, nor given its texts and key."""
+    for variable in ("HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.setenv(variable, "http://127.0.0.1:9")
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    with FakeOpenAI() as server:
+        server.default = answer_embeddings
+        loaded = Embeddings.load("endpoint", base_url=server.base_url, model="m", timeout_s=2.0)
+        assert loaded.embed(["deploy prod"]) is not None, loaded.reason
+        assert len(server.requests) == 1
+
+
 def test_https_to_a_plain_http_endpoint_gives_the_tls_error_as_the_reason() -> None:
     with FakeOpenAI() as server:
         base_url = server.base_url.replace("http://", "https://")

@@ -19,6 +19,7 @@ from orcad.limits import (
     EMBEDDING_ANSWER_BYTES_PER_TEXT,
     EMBEDDING_BACKGROUND_TIMEOUT_S,
 )
+from orcad.providers import is_loopback_url
 from orcad.providers.openai_wire import exception_text, parse_retry_after, shown_url
 from orcad.recall.breaker import EndpointBreaker
 from orcad.recall.embedders import (
@@ -108,7 +109,9 @@ class EndpointEmbedder(RankingSettings):
 
         with self._client_lock:
             if self._client is None:
-                self._client = DeadlineClient()
+                # as for extraction, a server on this machine is reached directly, whatever
+                # proxy the environment names for reaching the outside
+                self._client = DeadlineClient(trust_env=not is_loopback_url(self.url))
                 # its loop and connections end with it when this embedder goes
                 weakref.finalize(self, self._client.close)
             return self._client

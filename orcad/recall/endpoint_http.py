@@ -8,7 +8,8 @@ liked. Its answer was also read whole, whatever its size.
 So the requests are made on a trio event loop of their own, on a thread of its own, each under a
 cancel scope that ends it at the deadline whatever the server does, and the body is read up to a
 limit. Callers block on it from any thread (recall's and the backfill's workers). The loop and its
-httpx client (with its kept-alive connections, and the proxies the environment names) are made
+httpx client (with its kept-alive connections, and the proxies the environment names unless the
+endpoint is on this machine) are made
 by `start` (when the model loads, else at the first request) and live until `close`.
 """
 
@@ -59,7 +60,9 @@ class _Request(NamedTuple):
 class DeadlineClient:
     """Blocking `post_json` calls made on a private event loop, each ending by its deadline."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, trust_env: bool = True) -> None:
+        # proxy variables and SSL_CERT_FILE apply (they are for reaching other hosts)
+        self._trust_env = trust_env
         self._lock = threading.Lock()
         self._token: trio.lowlevel.TrioToken | None = None
         self._stop: trio.Event | None = None
@@ -160,7 +163,7 @@ class DeadlineClient:
     async def _serve(self, ready: threading.Event) -> None:
         token = trio.lowlevel.current_trio_token()
         try:
-            async with httpx.AsyncClient() as client:
+            async with httpx.AsyncClient(trust_env=self._trust_env) as client:
                 _CLIENT.set(client)
                 self._stop = trio.Event()
                 self._token = token
