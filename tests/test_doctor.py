@@ -832,3 +832,21 @@ def test_the_provider_check_shows_neither_the_key_nor_the_urls_credentials(
     redirected = only_problem(with_key, "provider")["detail"]
     assert "a redirect to 'http://elsewhere.invalid/?auth=Bearer [key]'" in redirected
     assert key not in redirected
+
+
+def test_the_provider_check_reaches_a_loopback_server_directly_as_orcad_does(
+    orca_env: OrcaEnv, model_server: tuple[str, list[int]]
+) -> None:
+    """A proxy named for the outside (nothing listens on port 9) is not asked for a server on
+    this machine: orcad does not ask it either."""
+    url, _ = model_server
+    for variable in ("HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"):
+        orca_env.extra_env[variable] = "http://127.0.0.1:9"
+    orca_env.write_config(
+        f'[extraction]\nprovider = "openai"\n[extraction.openai]\nbase_url = "{url}"\n'
+    )
+    env = {k: v for k, v in orca_env.env.items() if k.lower() != "no_proxy"}
+    _, findings = doctor(orca_env, env=env)
+    [provider] = [f for f in findings if f["check"] == "provider"]
+    assert provider["status"] == "ok", provider
+    assert provider["detail"] == f"{url}/models answered 200"

@@ -14,6 +14,7 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 from orcactl.commands.doctor_faults import Finding
 from orcad.config import Config
 from orcad.limits import DOCTOR_PROVIDER_TIMEOUT_S
+from orcad.providers import is_loopback_url
 from orcad.providers.openai_wire import shown_url, url_secrets
 from orcad.secrets import redact, shorten_redacted
 from protocol.types import EmbeddingStatus
@@ -27,6 +28,8 @@ class _RefuseRedirects(urllib.request.HTTPRedirectHandler):
 
 
 _NO_REDIRECTS = urllib.request.build_opener(_RefuseRedirects)
+# orcad reaches a loopback server directly, whatever proxy the environment names: so does this
+_DIRECT = urllib.request.build_opener(_RefuseRedirects, urllib.request.ProxyHandler({}))
 
 
 def check_provider(config: Config) -> Finding:
@@ -49,7 +52,8 @@ def check_provider(config: Config) -> Finding:
     request = _models_request(target, os.environ.get(openai.api_key_env))
     secrets = tuple(filter(None, (os.environ.get(openai.api_key_env), *url_secrets(target))))
     try:
-        with _NO_REDIRECTS.open(request, timeout=DOCTOR_PROVIDER_TIMEOUT_S) as response:
+        opener = _DIRECT if is_loopback_url(target) else _NO_REDIRECTS
+        with opener.open(request, timeout=DOCTOR_PROVIDER_TIMEOUT_S) as response:
             return Finding("provider", "ok", f"{url} answered {response.status}")
     except urllib.error.HTTPError as exc:
         if 300 <= exc.code < 400:  # orcad does not follow redirects either
