@@ -850,3 +850,21 @@ def test_the_provider_check_reaches_a_loopback_server_directly_as_orcad_does(
     [provider] = [f for f in findings if f["check"] == "provider"]
     assert provider["status"] == "ok", provider
     assert provider["detail"] == f"{url}/models answered 200"
+
+
+def test_a_command_given_by_path_is_said_missing_or_not_executable(orca_env: OrcaEnv) -> None:
+    """A path is not looked up on PATH: doctor says what is wrong with the file."""
+    script = orca_env.root / "extract.sh"
+    script.write_text("#!/bin/sh\necho NOTHING\n")
+    script.chmod(0o644)
+    details = []
+    for argv0 in (script, orca_env.root / "missing.sh"):
+        orca_env.write_config(
+            f'[extraction]\nprovider = "command"\n[extraction.command]\nargv = ["{argv0}"]\n'
+        )
+        _, findings = doctor(orca_env)
+        details.append(only_problem(findings, "provider")["detail"])
+    assert details == [
+        f"extraction.command.argv[0] '{script}' is not executable (chmod +x it)",
+        f"extraction.command.argv[0] '{orca_env.root / 'missing.sh'}' does not exist",
+    ]

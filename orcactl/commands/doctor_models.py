@@ -42,7 +42,7 @@ def check_provider(config: Config) -> Finding:
             return Finding(
                 "provider",
                 "problem",
-                f"extraction.command.argv[0] {program!r} is not found on PATH",
+                f"extraction.command.argv[0] {program!r} {_not_runnable(program)}",
                 "install it, or give its absolute path in [extraction.command] argv",
             )
         return Finding("provider", "ok", f"command {program!r} resolves to {shutil.which(program)}")
@@ -85,6 +85,18 @@ def check_provider(config: Config) -> Finding:
             f"{url} is unreachable: {reason}",
             "start the model server, or correct extraction.openai.base_url",
         )
+
+
+def _not_runnable(program: str) -> str:
+    """Why `program`, which shutil.which did not find, cannot be run. A name with a slash is
+    a path: the command is run from it, and PATH is never searched."""
+    if os.sep not in program:
+        return "is not found on PATH"
+    if not os.path.exists(program):
+        return "does not exist"
+    if os.path.isdir(program):
+        return "is a directory"
+    return "is not executable (chmod +x it)"
 
 
 def _models_request(url: str, key: str | None) -> urllib.request.Request:
