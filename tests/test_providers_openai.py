@@ -172,6 +172,20 @@ async def test_error_reason_never_echoes_the_key(server: FakeOpenAI) -> None:
     assert "[key]" in error.message
 
 
+@pytest.mark.parametrize(
+    "url", ["ftp://deploy:hunter2@127.0.0.1/v1", "http://deploy:hunter2@127.0.0.1:99999/v1"]
+)
+def test_a_base_url_refused_at_start_is_shown_without_its_credentials(url: str) -> None:
+    """The message is logged and listed in daemon.status: a password too plain for the
+    redactor to know must not be in it."""
+    settings = OpenAIConfig(base_url=url)
+    with pytest.raises(ProviderConfigError) as caught:
+        build_provider(ExtractionConfig(provider="openai", openai=settings), {})
+    assert "hunter2" not in str(caught.value)
+    assert "deploy:" not in str(caught.value)
+    assert "[credentials]@127.0.0.1" in str(caught.value)
+
+
 async def test_https_to_a_plain_http_server_says_what_tls_found(server: FakeOpenAI) -> None:
     """httpx under trio raises a ConnectError with no text of its own; the TLS error under it
     says what happened."""

@@ -55,17 +55,19 @@ def build_provider(config: ExtractionConfig, environ: Mapping[str, str]) -> Prov
             )
         return CommandProvider(config.command.argv)
     from orcad.providers.openai import OpenAIProvider, url_problem  # noqa: PLC0415
+    from orcad.providers.openai_wire import shown_url  # noqa: PLC0415
 
     settings = config.openai
     if (problem := url_problem(settings.base_url)) is not None:
         raise ProviderConfigError(
-            f"extraction.openai.base_url {settings.base_url!r} is not a valid URL ({problem}); "
+            f"extraction.openai.base_url {shown_url(settings.base_url)!r} is not a valid URL "
+            f"({problem}); "
             "use e.g. http://127.0.0.1:8080/v1"
         )
     parts = urlsplit(settings.base_url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ProviderConfigError(
-            f"extraction.openai.base_url {settings.base_url!r} is not an http(s) URL; "
+            f"extraction.openai.base_url {shown_url(settings.base_url)!r} is not an http(s) URL; "
             "use e.g. http://127.0.0.1:8080/v1"
         )
     loopback = is_loopback_url(settings.base_url)
@@ -86,7 +88,7 @@ def build_provider(config: ExtractionConfig, environ: Mapping[str, str]) -> Prov
     provider = OpenAIProvider(settings, api_key=api_key, trust_env=not loopback)
     if (problem := provider.client_problem()) is not None:
         raise ProviderConfigError(
-            f"cannot make an HTTP client for {settings.base_url} in orcad's environment "
+            f"cannot make an HTTP client for {shown_url(settings.base_url)} in orcad's environment "
             f"({problem}); check its proxy variables (HTTPS_PROXY, HTTP_PROXY, ALL_PROXY) and "
             "SSL_CERT_FILE / SSL_CERT_DIR"
         )

@@ -12,7 +12,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import unquote, urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit
 
 from orcad import limits
 from orcad.secrets import redact, shorten_redacted
@@ -45,21 +45,25 @@ URL_CREDENTIALS_SHOWN = "[credentials]"
 URL_SECRET_MIN_CHARS = 4  # a shorter password is masked where the URL is shown, not elsewhere
 
 
+# a URL's scheme and userinfo (up to the authority's last "@", as urlsplit reads it)
+_URL_USERINFO = re.compile(r"\A([A-Za-z][A-Za-z0-9+.-]*://)[^/?#]*@")
+
+
 def shown_url(url: str) -> str:
     """`url` as messages show it: a user name and password it holds (sent as Basic credentials)
-    replaced by a placeholder, however short or plain the password is."""
-    parts = urlsplit(url)
-    if "@" not in parts.netloc:
-        return url
-    host = parts.netloc.rpartition("@")[2]
-    return urlunsplit(parts._replace(netloc=f"{URL_CREDENTIALS_SHOWN}@{host}"))
+    replaced by a placeholder, however short or plain the password is. Any text will do, a URL
+    no request can be sent to included (it is shown in the message that says so)."""
+    return _URL_USERINFO.sub(lambda found: f"{found[1]}{URL_CREDENTIALS_SHOWN}@", url, count=1)
 
 
 def url_secrets(url: str) -> tuple[str, ...]:
     """What of the credentials in `url` a server could echo back in an error: the password (or
     a user name that stands alone, as a token given so does) and the Basic token of the
     Authorization header they are sent as."""
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # (a broken [IPv6] literal): no request is sent to it
+        return ()
     if "@" not in parts.netloc:
         return ()
     user, password = unquote(parts.username or ""), unquote(parts.password or "")
