@@ -781,6 +781,23 @@ def test_https_to_a_plain_http_endpoint_gives_the_tls_error_as_the_reason() -> N
         assert (loaded.reason or "").startswith(f"embedding endpoint {base_url}/embeddings: [SSL")
 
 
+@pytest.mark.parametrize(
+    ("base_url", "problem"),
+    [
+        ("ftp://deploy:hunter2@127.0.0.1/v1", "'ftp://[credentials]@127.0.0.1/v1' is not an http"),
+        ("http://127.0.0.1:99999/v1", "'http://127.0.0.1:99999/v1' is not a valid URL (Port out"),
+    ],
+)
+def test_a_base_url_no_request_can_be_sent_to_leaves_the_endpoint_unavailable(
+    base_url: str, problem: str
+) -> None:
+    """Said once, when the model loads, rather than by every recall's failed request."""
+    loaded = Embeddings.load("endpoint", base_url=base_url, model="m", timeout_s=1.0)
+    assert loaded.state == "unavailable"
+    assert f"[recall.endpoint] base_url {problem}" in (loaded.reason or "")
+    assert "hunter2" not in (loaded.reason or "")
+
+
 def test_credentials_in_the_endpoints_url_are_not_in_its_reason() -> None:
     with FakeOpenAI() as server:
         server.script(status(500))

@@ -11,6 +11,7 @@ import time
 import weakref
 from collections.abc import Sequence
 from typing import Any
+from urllib.parse import urlsplit
 
 import numpy as np
 
@@ -47,6 +48,11 @@ class EndpointEmbedder(RankingSettings):
         if not base_url or not model:
             raise EmbeddingUnavailable(
                 '[recall.endpoint] needs base_url and model for embedding = "endpoint"'
+            )
+        if (problem := _url_problem(base_url)) is not None:  # else every call fails for it
+            raise EmbeddingUnavailable(
+                f"[recall.endpoint] base_url {shown_url(base_url)!r} {problem}; "
+                "use e.g. http://127.0.0.1:11434/v1"
             )
         self.url = base_url.rstrip("/") + "/embeddings"
         self.shown_url = shown_url(self.url)  # in messages: without the credentials it may hold
@@ -176,3 +182,17 @@ class EndpointEmbedder(RankingSettings):
         # a text without tokens, so the others of the batch are kept
         matrix[~np.isfinite(matrix).all(axis=1)] = 0.0
         return normalize_rows(matrix)
+
+
+def _url_problem(base_url: str) -> str | None:
+    """Why no request can be sent to this base URL (not http(s), a port that is no port, a
+    broken [IPv6] literal, a control character), or None."""
+    # httpx, which any endpoint loads anyway: not imported by orcad for other settings
+    from orcad.providers.openai import url_problem  # noqa: PLC0415
+
+    if (problem := url_problem(base_url)) is not None:
+        return f"is not a valid URL ({problem})"
+    parts = urlsplit(base_url)
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        return "is not an http(s) URL"
+    return None
