@@ -7,12 +7,14 @@ import itertools
 import json
 import subprocess
 import sys
+import time
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from orcad.providers.openai_wire import (
+    EVENT_LINE_MAX_BYTES,
     EventStreamDecoder,
     StreamedAnswer,
     WireError,
@@ -106,6 +108,22 @@ def test_answer_past_the_byte_limit_is_an_error() -> None:
 def test_endless_line_is_an_error() -> None:
     with pytest.raises(WireError, match="line longer than"):
         EventStreamDecoder().feed(b"data: " + b"x" * 70_000)
+
+
+def test_a_long_line_sent_a_byte_at_a_time_costs_what_its_bytes_do() -> None:
+    """Each piece is looked at, not the whole line held so far (which made this 8 s of the
+    daemon's event loop), and the line is still read whole and bounded."""
+    decoder, answer = EventStreamDecoder(), StreamedAnswer()
+    started = time.monotonic()
+    for byte in (b": " + b"x" * (EVENT_LINE_MAX_BYTES - 3)).decode():
+        assert decoder.feed(byte.encode()) == []
+    for payload in decoder.feed(b"\n" + event("NOTHING", "stop")):
+        answer.feed_event(payload)
+    assert time.monotonic() - started < 1.0
+    assert answer.text() == "NOTHING"
+    with pytest.raises(WireError, match="line longer"):
+        for _ in range(EVENT_LINE_MAX_BYTES + 1):
+            decoder.feed(b"y")
 
 
 def test_endless_event_of_short_lines_is_an_error() -> None:

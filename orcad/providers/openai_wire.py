@@ -223,6 +223,12 @@ class EventStreamDecoder:
             if self._partial[:1] == b"\n":
                 del self._partial[:1]
             self._after_cr = False
+        if b"\n" not in data and b"\r" not in data:
+            # what was held has no line end either: the line goes on. Splitting it all again
+            # at each piece cost a 64 KiB line sent a byte at a time 8 s of the event loop.
+            if len(self._partial) > EVENT_LINE_MAX_BYTES:
+                raise WireError(f"the stream has a line longer than {EVENT_LINE_MAX_BYTES} bytes")
+            return []
         *lines, rest = _LINE_END.split(self._partial)  # at C speed, however many lines
         payloads: list[str] = []
         if lines:
