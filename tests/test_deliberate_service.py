@@ -500,6 +500,35 @@ async def test_allow_once_applies_and_the_approval_is_single_use(
     assert (await save(orca, session, "use mypy strict"))["outcome"] == "pending_approval"
 
 
+async def test_a_change_proposed_while_its_session_closes_is_not_left_pending(
+    orca: InProcessDaemon, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the close dropped the session's pending changes while the call read memory, and the call
+    # then added one no one could approve, counted against the bounds until its TTL
+    service = orca.features.deliberate
+    session = await orca.open(tmp_path / "ws")
+    decide = service.approvals.decide
+
+    async def closing_meanwhile(*args: Any, **kwargs: Any) -> Any:
+        await orca.call("session.close", session)
+        return await decide(*args, **kwargs)
+
+    monkeypatch.setattr(service.approvals, "decide", closing_meanwhile)
+    error = await error_of(
+        orca,
+        "memory.manage",
+        {**session, "action": "save", "content": "use ruff", "kind": "fact", "is_global": False},
+    )
+    assert error.error.code == -32014 and "was closed while this change was proposed" in str(
+        error.error.message
+    )
+    assert error.error.data is not None and error.error.data["session_id"] == session["session_id"]
+    assert len(service.approvals.pending) == 0
+    monkeypatch.undo()
+    reopened = await orca.open(tmp_path / "ws", session_id=session["session_id"])
+    assert await search(orca, reopened) == []
+
+
 @pytest.mark.parametrize("decision", ["allow_session", "allow_workspace"])
 async def test_an_approval_that_finds_nothing_to_apply_grants_nothing(
     orca: InProcessDaemon, tmp_path: Path, decision: str

@@ -175,6 +175,14 @@ class DeliberateMemory:
             if not verdict.accepted:
                 return denied(session, change, verdict.reason or "review refused", target)
         if decision.action == "ask":
+            if not self._sessions.is_open_at(session.session_id, session.epoch):
+                # closed while this call read memory: its pending changes went with it, and one
+                # added now could never be approved (yet count against the bounds until its TTL)
+                raise NotFound(
+                    f"session {session.session_id} was closed while this change was proposed; "
+                    "nothing is pending and nothing was changed",
+                    session_id=session.session_id,
+                )
             return self.approvals.ask(session, change, target)
         return await self._apply(session, change, target)
 
