@@ -529,6 +529,30 @@ async def test_a_change_proposed_while_its_session_closes_is_not_left_pending(
     assert await search(orca, reopened) == []
 
 
+async def test_an_approved_change_whose_grant_cannot_be_kept_is_answered_as_made(
+    orca: InProcessDaemon, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the record was saved, then the grant's write failed: the answer was that storage error,
+    # and a client retrying the approval was told it was not found
+    service = orca.features.deliberate
+    session = await orca.open(tmp_path / "ws")
+    pending = await save(orca, session, "use ruff for lint")
+
+    async def full_disk(*args: Any) -> None:
+        raise StorageError("database or disk is full", kind="disk_full")
+
+    monkeypatch.setattr(service.approvals._store, "add_workspace_grant", full_disk)
+    answered = await approve(orca, session, pending["approval_id"], "allow_workspace")
+    assert answered["outcome"] == "applied"
+    assert answered["summary"].endswith(
+        "The grant could not be kept (database or disk is full): later changes will "
+        "be asked about again."
+    )
+    assert [r["content"] for r in await search(orca, session)] == ["use ruff for lint"]
+    assert (await orca.call("grants.list", {}))["grants"] == []
+    assert (await save(orca, session, "use mypy strict"))["outcome"] == "pending_approval"
+
+
 @pytest.mark.parametrize("decision", ["allow_session", "allow_workspace"])
 async def test_an_approval_that_finds_nothing_to_apply_grants_nothing(
     orca: InProcessDaemon, tmp_path: Path, decision: str

@@ -13,6 +13,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Awaitable, Callable
 
+import msgspec
 import structlog
 import trio
 
@@ -207,7 +208,15 @@ class DeliberateMemory:
             # grant given now would outlive it and skip the question once it is opened again.
             log.info("memory.session_grant_skipped", approval_id=change.approval_id)
             decision = "allow_once"
-        await self.approvals.grant(session, decision, is_global=is_global)
+        try:
+            await self.approvals.grant(session, decision, is_global=is_global)
+        except StorageError as exc:  # the change is made: said so, with the grant that is not
+            log.warning("memory.grant_failed", approval_id=change.approval_id, error=exc.message)
+            return msgspec.structs.replace(
+                result,
+                summary=f"{result.summary} The grant could not be kept ({exc.message}):"
+                " later changes will be asked about again.",
+            )
         return result
 
     async def _decide(
