@@ -23,6 +23,7 @@ import orcad
 from orcactl.hooks.wire import peer_is_this_user, serving_elsewhere
 from orcad.control_characters import BIDI_FORMATTING, INVISIBLE_CHARACTERS, TAG_CHARACTERS
 from orcad.errors import StartupError
+from orcad.log import DAEMON_LOG_OPEN_FLAGS, move_aside_if_past_bound
 from orcad.paths import SHORTER_SOCKET, resolve_paths, socket_path_problem
 from orcad.runtime import check_home_directory
 from protocol.client import (
@@ -89,24 +90,17 @@ def daemon_log_path() -> Path:
     return resolve_paths().home / "orcad.log"
 
 
-# orcad.log is only appended to: at each start past this size it becomes orcad.log.1 (the one
-# before that is dropped), so the log of a daemon started again and again stays bounded.
-DAEMON_LOG_ROTATE_BYTES = 8 * 1024 * 1024
 # How long a start waits for another's rotation (a stat, a rename and an open) before it starts
 # without rotating: a hook starting orcad has seconds in all.
 DAEMON_LOG_LOCK_TIMEOUT_S = 1.0
 
 
 def rotate_daemon_log(log_path: Path) -> None:
-    """Move a log grown past its bound to `orcad.log.1`; anything but a regular file is left for
-    the open that follows to refuse. A symbolic link (the log kept elsewhere) is followed: the
-    file it names is what grows, so that file is moved aside beside itself, and the open that
-    follows creates a new one through the link."""
+    """Move a log grown past its bound to `orcad.log.1` (see orcad.log); the open that follows
+    refuses anything but a regular file there, and through a symbolic link it creates the new
+    log beside the old one."""
     try:
-        real = Path(os.path.realpath(log_path))
-        info = real.lstat()
-        if stat.S_ISREG(info.st_mode) and info.st_size > DAEMON_LOG_ROTATE_BYTES:
-            os.replace(real, real.with_name(real.name + ".1"))
+        move_aside_if_past_bound(log_path)
     except OSError:
         # none yet, or another start moved it first; or it cannot be moved aside (orcad.log.1
         # a directory, say): housekeeping, so the daemon starts all the same and it grows on
@@ -120,7 +114,7 @@ def open_daemon_log(log_path: Path) -> int:
     Non-blocking, since a FIFO there would hold the open until a reader came."""
     import filelock  # noqa: PLC0415  (only a start needs it)
 
-    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK
+    flags = DAEMON_LOG_OPEN_FLAGS
     lock = filelock.FileLock(str(log_path.with_name(log_path.name + ".lock")), mode=0o600)
     try:
         lock.acquire(timeout=DAEMON_LOG_LOCK_TIMEOUT_S, poll_interval=0.01)

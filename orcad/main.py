@@ -197,10 +197,11 @@ def run(argv: list[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace, stop_signals: StopSignals) -> int:
+    logger = None
     if stderr_is_journal(os.environ):
         configure_journal_logging()
     else:
-        configure_logging()
+        logger = configure_logging()
     notifier = Notifier.from_environ(os.environ)
     os.umask(0o077)  # every file and directory the daemon creates is private to the user
     if args.socket:
@@ -219,6 +220,8 @@ def _run(args: argparse.Namespace, stop_signals: StopSignals) -> int:
         prepare_runtime_dir(paths)
         lock = InstanceLock(paths)
         lock.acquire()
+        if logger is not None:  # the one daemon of this home: the one writer of its log
+            logger.rotate_as(paths.home / "orcad.log")
         listening = open_listening_socket(paths, inherited)
         daemon = Daemon(paths=paths, loaded=loaded)
     except (StartupError, OSError) as exc:  # OSError: a path it cannot create or open

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from orcactl.arguments import STDIN_TEXT_MAX_CHARS, text_or_stdin, utf8_text
-from orcactl.connect import DAEMON_LOG_ROTATE_BYTES, CommandError, rotate_daemon_log
+from orcactl.connect import CommandError, rotate_daemon_log
+from orcad.log import DAEMON_LOG_ROTATE_BYTES
 
 pytestmark = pytest.mark.pure
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from orcactl.connect import DAEMON_LOG_ROTATE_BYTES
+from orcad.log import DAEMON_LOG_ROTATE_BYTES
 from protocol.client import Client
 from tests.harness import DaemonProcess, OrcaEnv
 
@@ -284,6 +284,50 @@ def test_a_daemon_log_past_its_bound_is_rotated_at_the_next_start(orca_env: Orca
         assert (orca_env.home / "orcad.log.1").read_bytes() == old
         assert log.stat().st_size < len(old)  # a new log, holding only this daemon's lines
         assert stat.S_IMODE(log.stat().st_mode) == 0o600
+
+
+def _log_lines_until(orca_env: OrcaEnv, done: Callable[[], bool]) -> None:
+    """Sessions opened and closed (each writes lines to orcad.log) until `done`, for 15 s."""
+    deadline = time.monotonic() + 15
+    with Client(str(orca_env.socket)) as client:
+        while not done():
+            assert time.monotonic() < deadline, "nothing happened"
+            opened = client.call("session.open", {"cwd": str(orca_env.home)})
+            client.call("session.close", {"session_id": opened.session_id, "epoch": opened.epoch})
+
+
+def test_the_log_of_a_running_daemon_is_rotated_past_its_bound(orca_env: OrcaEnv) -> None:
+    # a daemon that runs for months must not grow orcad.log without bound between two starts
+    log = orca_env.home / "orcad.log"
+    kept = orca_env.home / "orcad.log.1"
+    with started_by_orcactl(orca_env) as pid:
+        os.truncate(log, DAEMON_LOG_ROTATE_BYTES + 1)  # sparse: past the bound, cheaply
+        _log_lines_until(orca_env, kept.exists)
+        assert kept.stat().st_size > DAEMON_LOG_ROTATE_BYTES  # the old log, whole
+        assert stat.S_IMODE(log.stat().st_mode) == 0o600
+        before = log.stat().st_size
+        _log_lines_until(orca_env, lambda: log.stat().st_size > before)  # written to the new one
+        assert log.stat().st_size < 1024 * 1024
+        assert kept.stat().st_size < DAEMON_LOG_ROTATE_BYTES + 1024 * 1024  # rotated once
+        assert json.loads(orcactl(orca_env, "ping", "--json").stdout)["pid"] == pid  # same daemon
+
+
+def test_a_running_daemon_leaves_a_log_it_was_not_started_with_alone(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess]
+) -> None:
+    # its stderr is a file of the user's choosing, not orcad.log: that file is theirs to manage
+    orca_env.home.mkdir(parents=True, exist_ok=True)
+    (orca_env.home / "orcad.log").write_bytes(b"x" * 10)  # the path exists, but it is not stderr
+    daemon = DaemonProcess(orca_env)
+    daemon_factory.append(daemon)
+    daemon.start()
+    os.truncate(daemon.stderr_path, DAEMON_LOG_ROTATE_BYTES + 1)
+    _log_lines_until(
+        orca_env, lambda: daemon.stderr_path.stat().st_size > DAEMON_LOG_ROTATE_BYTES + 1
+    )
+    assert not (orca_env.home / "orcad.log.1").exists()
+    assert (orca_env.home / "orcad.log").read_bytes() == b"x" * 10
+    assert not (daemon.stderr_path.parent / (daemon.stderr_path.name + ".1")).exists()
 
 
 # orcactl's start path up to orcad itself, once per line of stdin: where orcad would run, one
