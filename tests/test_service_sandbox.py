@@ -146,6 +146,9 @@ def test_install_refuses_an_orcad_that_is_not_an_executable(
 
 def test_no_sandbox_installs_the_unit_without_it_and_status_accepts_it(orca_env: OrcaEnv) -> None:
     cli = ServiceCli(orca_env, fake_systemctl=True)
+    nothing = json.loads(cli.run("status", "--json").stdout)
+    assert set(nothing["files"].values()) == {"missing"}
+    assert nothing["sandbox"] is None  # no unit installed: neither with nor without a sandbox
     result = cli.run("install", "--no-sandbox")
     assert result.returncode == 0, result.stderr
     service = read_unit((cli.unit_dir / "orcad.service").read_text())["Service"]
@@ -159,6 +162,11 @@ def test_no_sandbox_installs_the_unit_without_it_and_status_accepts_it(orca_env:
     assert cli.run("install").returncode == 0  # installing with the sandbox again restores it
     assert "ProtectSystem" in read_unit((cli.unit_dir / "orcad.service").read_text())["Service"]
     assert json.loads(cli.run("status", "--json").stdout)["sandbox"] is True
+    service_unit = cli.unit_dir / "orcad.service"
+    service_unit.write_text(service_unit.read_text() + "# edited by hand\n")
+    edited = json.loads(cli.run("status", "--json").stdout)
+    assert edited["files"][str(service_unit)] == "differs"
+    assert edited["sandbox"] is None  # whether its sandbox holds is not known
 
 
 def test_a_service_manager_command_that_hangs_is_a_failed_step(

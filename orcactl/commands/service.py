@@ -311,8 +311,8 @@ def run_status(args: argparse.Namespace) -> int:
         try:
             found = read_regular_file(path)
             state = "current" if found in (content, unsandboxed.get(path)) else "differs"
-            if found != content and state == "current":
-                report["sandbox"] = False
+            if content != unsandboxed.get(path) and state == "current":  # the unit it changes
+                report["sandbox"] = found == content
         except (FileNotFoundError, NotADirectoryError):  # nothing there, or a file above it
             state = "missing"
         except NotARegularFile:  # a directory, or a FIFO: never waited on
@@ -337,8 +337,8 @@ def run_status(args: argparse.Namespace) -> int:
             is_loaded = loaded.returncode == 0
             report["units"] = {service_files.LAUNCHD_LABEL: {"loaded": is_loaded}}
             healthy = healthy and is_loaded
-    if args.manager == "systemd":
-        report.setdefault("sandbox", True)
+    if args.manager == "systemd":  # not known unless the service unit is installed as written
+        report.setdefault("sandbox", None)
     report["socket"] = str(socket_path)
     report["daemon_pid"] = daemon_pid(socket_path)
     report["healthy"] = healthy
