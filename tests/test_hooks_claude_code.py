@@ -686,6 +686,23 @@ def test_the_hook_problem_file_is_private_bounded_and_holds_short_lines(
     assert not list(path.parent.glob("*.tmp"))
 
 
+def test_a_hook_problem_makes_no_home_directory_that_does_not_exist(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a hook run with HOME=/nonexistent (a service account's) records nothing rather than
+    # create that home; an ORCA_HOME that does not exist yet is made, as orcad makes it
+    monkeypatch.delenv("ORCA_HOME", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "nonexistent"))
+    failures.record_failure("claude-code", "Stop", "not_running", "orcad is not running")
+    assert not (tmp_path / "nonexistent").exists()
+    (tmp_path / "nonexistent").mkdir()
+    failures.record_failure("claude-code", "Stop", "not_running", "orcad is not running")
+    assert [f["kind"] for f in failures.read_failures()] == ["not_running"]
+    monkeypatch.setenv("ORCA_HOME", str(tmp_path / "new" / "orca"))
+    failures.record_failure("claude-code", "Stop", "not_running", "orcad is not running")
+    assert [f["kind"] for f in failures.read_failures()] == ["not_running"]
+
+
 # One process appending hook problems on each line of stdin, as many hooks failing at once do.
 _PROBLEM_WRITER = """
 import sys

@@ -86,6 +86,8 @@ def _record(agent: str, event: str, kind: str, message: str, lock_timeout: float
     # OSError (filelock.Timeout among them), and a module half imported when the watchdog
     # records while the hook was importing it: a record that fails is left out, nothing more
     with contextlib.suppress(Exception):
+        if not os.environ.get("ORCA_HOME") and not os.path.isdir(path.parents[2]):
+            return  # a HOME that does not exist (`nobody`'s /nonexistent) is not made for this
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         import filelock  # noqa: PLC0415  (only a hook that met a problem loads it)
 
