@@ -220,10 +220,12 @@ def _run(args: argparse.Namespace, stop_signals: StopSignals) -> int:
         prepare_runtime_dir(paths)
         lock = InstanceLock(paths)
         lock.acquire()
-        if logger is not None:  # the one daemon of this home: the one writer of its log
-            logger.rotate_as(paths.home / "orcad.log")
         listening = open_listening_socket(paths, inherited)
         daemon = Daemon(paths=paths, loaded=loaded)
+        if logger is not None:
+            # the one daemon of this home, so the one writer of its log; only once started,
+            # so that the lines orcactl reads after a failed start stay where it looks for them
+            logger.rotate_as(paths.home / "orcad.log")
     except (StartupError, OSError) as exc:  # OSError: a path it cannot create or open
         log.error("daemon.startup_failed", error=str(exc))
         notifier.status(f"failed to start: {exc}")
