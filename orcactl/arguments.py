@@ -288,3 +288,9 @@ def text_or_stdin(text: str, parse: Callable[[str], str]) -> str:
         ) from None
     except argparse.ArgumentTypeError as exc:
         raise CommandError(f"the text on stdin: {exc}", EXIT_USAGE) from None
+
+
+def ignores_global_options(parser: argparse.ArgumentParser, *flags: str) -> None:
+    """Global options that change nothing in this command (`--no-start` where the command never
+    starts orcad): still accepted, as anywhere on the line, but left out of its help."""
+    parser.set_defaults(ignored_global_options=flags)

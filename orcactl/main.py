@@ -129,6 +129,7 @@ def add_global_options(parser: argparse.ArgumentParser, *, default: bool) -> Non
     """The global options, on the top-level parser (with their defaults) or on a command's
     parser; there they default to nothing, so an option given before the command stands."""
     known = {flag: action for action in parser._actions for flag in action.option_strings}
+    ignored = () if default else parser.get_default("ignored_global_options") or ()
     for flag, keywords in GLOBAL_OPTIONS:
         if flag in known:  # the command defines it itself (--json): keep its help
             if not default:
@@ -137,7 +138,9 @@ def add_global_options(parser: argparse.ArgumentParser, *, default: bool) -> Non
         if flag == "--json" and not default and _runs_a_command(parser):
             continue  # a command says itself whether it prints JSON (its help test checks)
         extra: dict[str, object] = {} if default else {"default": argparse.SUPPRESS}
-        parser.add_argument(flag, **keywords, **extra)  # type: ignore[arg-type]
+        if flag in ignored:
+            extra["help"] = argparse.SUPPRESS
+        parser.add_argument(flag, **{**keywords, **extra})  # type: ignore[arg-type]
 
 
 def _runs_a_command(parser: argparse.ArgumentParser) -> bool:

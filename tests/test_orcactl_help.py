@@ -97,3 +97,40 @@ def test_the_help_lists_every_exit_status_the_readme_gives() -> None:
         ("130", "Ctrl-C"),
     ]:
         assert re.search(rf"\b{status} {re.escape(meaning)}", " ".join(epilog.split())), status
+
+
+# What each command needs besides options, to parse
+_POSITIONALS = {
+    "integrate": ["codex"],
+    "memory approve": ["apr_" + "0" * 32, "--session-id", "s1", "--decision", "deny"],
+    "recall": ["a prompt"],
+}
+_VALUES = {"--socket": "/tmp/orca-test.sock", "--cwd": "/"}
+
+
+@pytest.mark.parametrize(
+    ("command", "hidden", "shown"),
+    [
+        ("provider test", ["--socket", "--no-start"], []),
+        ("integrate", ["--no-start"], ["--socket"]),
+        ("status", ["--no-start"], ["--socket"]),
+        ("doctor", ["--no-start"], ["--socket"]),
+        ("service install", ["--no-start"], ["--socket"]),
+        ("memory approve", ["--cwd"], ["--socket", "--no-start"]),
+        ("recall", [], ["--socket", "--no-start", "--cwd"]),
+    ],
+)
+def test_a_command_shows_only_the_options_that_change_it(
+    command: str, hidden: list[str], shown: list[str]
+) -> None:
+    # `orcactl provider test --socket X` asks no daemon: its help must not offer the option
+    parser = next(parser for name, parser, _listed in leaf_commands() if name == command)
+    text = parser.format_help()
+    for option in hidden:
+        assert option not in text, f"`orcactl {command} --help` offers {option}"
+    for option in shown:
+        assert option in text, f"`orcactl {command} --help` lacks {option}"
+    argv = command.split() + _POSITIONALS.get(command, [])
+    for option in [*hidden, *shown]:  # each still accepted, as a global option is anywhere
+        argv += [option, _VALUES[option]] if option in _VALUES else [option]
+    build_parser().parse_args(argv)

@@ -9,7 +9,13 @@ from __future__ import annotations
 
 import argparse
 
-from orcactl.arguments import client_id, directory_path, executable_file, existing_directory
+from orcactl.arguments import (
+    client_id,
+    directory_path,
+    executable_file,
+    existing_directory,
+    ignores_global_options,
+)
 
 AGENTS = ("claude-code", "codex")
 
@@ -102,6 +108,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     integrate.add_argument("--json", action="store_true", help="print what changed as JSON")
     integrate.set_defaults(run=run_integrate)
+    ignores_global_options(integrate, "--no-start")  # only configuration files are written
 
 
 def add_path_options(parser: argparse.ArgumentParser) -> None:

@@ -10,6 +10,7 @@ from typing import Any
 
 import msgspec
 
+from orcactl.arguments import ignores_global_options
 from orcactl.commands.doctor_daemon import served_elsewhere
 from orcactl.connect import (
     EXIT_NOT_RUNNING,
@@ -41,6 +42,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--json", action="store_true", help="print the daemon.status result as JSON"
     )
     status.set_defaults(run=run_status)
+    ignores_global_options(status, "--no-start")  # status never starts orcad
 
     ping = subparsers.add_parser("ping", help="round-trip one request to the daemon")
     ping.add_argument("--json", action="store_true", help="print the result as JSON")

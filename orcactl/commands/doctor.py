@@ -17,7 +17,7 @@ import os
 from dataclasses import asdict
 from pathlib import Path
 
-from orcactl.arguments import bounded_int
+from orcactl.arguments import bounded_int, ignores_global_options
 from orcactl.commands.doctor_daemon import (
     check_daemon_errors,
     check_daemon_memory,
@@ -54,6 +54,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help=f"report a problem below this much free disk space (default {DEFAULT_MIN_FREE_MB})",
     )
     doctor.set_defaults(run=run_doctor)
+    ignores_global_options(doctor, "--no-start")  # doctor never starts orcad
 
 
 def diagnose(args: argparse.Namespace) -> list[Finding]:

@@ -51,13 +51,16 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     commands = memory.add_subparsers(dest="memory_command", metavar="ACTION", required=True)
 
-    def add(name: str, help_text: str) -> argparse.ArgumentParser:
+    def add(name: str, help_text: str, *, acts_from_cwd: bool = True) -> argparse.ArgumentParser:
         parser = commands.add_parser(name, help=help_text)
         parser.add_argument("--json", action="store_true", help="print the daemon's result as JSON")
         parser.add_argument(
             "--cwd",
             type=existing_directory,
-            help="workspace directory to act from (default: the current one)",
+            # accepted everywhere, shown where it changes something: an approval names its own
+            help="workspace directory to act from (default: the current one)"
+            if acts_from_cwd
+            else argparse.SUPPRESS,
         )
         return parser
 
@@ -98,7 +101,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     add_approval_options(forget)
     forget.set_defaults(run=run_manage, action="forget", changes_memory=True)
 
-    approve = add("approve", "decide on a change another client left pending (e.g. orcactl mcp)")
+    approve = add(
+        "approve",
+        "decide on a change another client left pending (e.g. orcactl mcp)",
+        acts_from_cwd=False,
+    )
     approve.add_argument(
         "approval_id", metavar="ID", type=approval_id, help="the apr_... id the client showed"
     )

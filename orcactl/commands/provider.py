@@ -15,7 +15,12 @@ from typing import Any
 
 import trio
 
-from orcactl.arguments import positive_seconds, text_or_stdin, utf8_text
+from orcactl.arguments import (
+    ignores_global_options,
+    positive_seconds,
+    text_or_stdin,
+    utf8_text,
+)
 from orcactl.connect import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CommandError, print_json
 from orcad import limits
 from orcad.capture.output import MalformedOutput, parse_extractor_output
@@ -57,6 +62,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="deadline in seconds (default: timeout_s)",
     )
     test.set_defaults(run=run)
+    ignores_global_options(test, "--socket", "--no-start")  # no daemon is asked
 
 
 def sample_source(text: str | None) -> str:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from orcactl import service_files
-from orcactl.arguments import executable_file
+from orcactl.arguments import executable_file, ignores_global_options
 from orcactl.commands.service_steps import (
     UNITS,
     Steps,
@@ -72,6 +72,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                 help="systemd: leave out the sandbox (where user namespaces are not allowed)",
             )
         parser.set_defaults(run=_socket_option_as_variable(run))
+        ignores_global_options(parser, "--no-start")  # the service manager starts orcad
 
 
 def _socket_option_as_variable(
