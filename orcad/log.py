@@ -112,14 +112,17 @@ class StreamLogger:
         self._cut = False  # the last write failed, perhaps halfway through its line
         self._rotation: RunningLogRotation | None = None
 
-    def rotate_as(self, path: Path) -> None:
-        """Rotate the stream's file while it is written, when it is the file at `path`."""
+    def rotate_as(self, *paths: Path) -> None:
+        """Rotate the stream's file while it is written, when it is the file at one of `paths`."""
         with self._lock:
             try:
                 fd = self._stream.fileno()
             except (OSError, ValueError):  # a stream with no descriptor: nothing to rotate
                 return
-            self._rotation = RunningLogRotation.of(path, fd)
+            for path in paths:
+                self._rotation = RunningLogRotation.of(path, fd)
+                if self._rotation is not None:
+                    return
 
     def msg(self, message: str) -> None:
         with self._lock:

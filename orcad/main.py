@@ -23,7 +23,13 @@ from orcad.errors import StartupError
 from orcad.journal import configure_journal_logging, stderr_is_journal
 from orcad.log import configure_logging, say
 from orcad.notify import Notifier
-from orcad.paths import SHORTER_SOCKET, Paths, resolve_paths, socket_path_problem
+from orcad.paths import (
+    SHORTER_SOCKET,
+    Paths,
+    launchd_log_path,
+    resolve_paths,
+    socket_path_problem,
+)
 from orcad.rpc import Dispatcher
 from orcad.runtime import (
     InstanceLock,
@@ -223,9 +229,10 @@ def _run(args: argparse.Namespace, stop_signals: StopSignals) -> int:
         listening = open_listening_socket(paths, inherited)
         daemon = Daemon(paths=paths, loaded=loaded)
         if logger is not None:
-            # the one daemon of this home, so the one writer of its log; only once started,
-            # so that the lines orcactl reads after a failed start stay where it looks for them
-            logger.rotate_as(paths.home / "orcad.log")
+            # the one daemon of this home, so the one writer of its log (the one orcactl starts
+            # it with, or the one launchd writes for `orcactl service install`); only once
+            # started, so that the lines orcactl reads after a failed start stay where it looks
+            logger.rotate_as(paths.home / "orcad.log", launchd_log_path())
     except (StartupError, OSError) as exc:  # OSError: a path it cannot create or open
         log.error("daemon.startup_failed", error=str(exc))
         notifier.status(f"failed to start: {exc}")

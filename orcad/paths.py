@@ -58,6 +58,11 @@ def _home_dir(env: Mapping[str, str]) -> Path:
     return Path(env.get("HOME") or Path.home())
 
 
+def launchd_log_path(env: Mapping[str, str] | None = None) -> Path:
+    """Where the launchd agent `orcactl service install` writes sends orcad's output."""
+    return _home_dir(os.environ if env is None else env) / "Library" / "Logs" / "orcad.log"
+
+
 def xdg_directory(env: Mapping[str, str], name: str) -> Path | None:
     """$name when it is an absolute path; unset, empty or relative (invalid by the XDG Base
     Directory specification, which says to ignore it) gives None, for the default."""

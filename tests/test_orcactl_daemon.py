@@ -312,6 +312,25 @@ def test_the_log_of_a_running_daemon_is_rotated_past_its_bound(orca_env: OrcaEnv
         assert json.loads(orcactl(orca_env, "ping", "--json").stdout)["pid"] == pid  # same daemon
 
 
+def test_the_log_launchd_writes_for_the_service_is_rotated_too(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess]
+) -> None:
+    # launchd appends orcad's output to ~/Library/Logs/orcad.log and never rotates it
+    log = Path(orca_env.env["HOME"]) / "Library" / "Logs" / "orcad.log"
+    log.parent.mkdir(parents=True)
+    daemon = DaemonProcess(orca_env)
+    daemon.stderr_path = log  # as the plist's StandardErrorPath
+    daemon_factory.append(daemon)
+    daemon.start()
+    os.truncate(log, DAEMON_LOG_ROTATE_BYTES + 1)
+    kept = log.with_name("orcad.log.1")
+    _log_lines_until(orca_env, kept.exists)
+    assert kept.stat().st_size > DAEMON_LOG_ROTATE_BYTES
+    _log_lines_until(orca_env, lambda: log.exists() and log.stat().st_size > 0)
+    assert log.stat().st_size < 1024 * 1024
+    assert not (orca_env.home / "orcad.log.1").exists()
+
+
 def test_a_running_daemon_leaves_a_log_it_was_not_started_with_alone(
     orca_env: OrcaEnv, daemon_factory: list[DaemonProcess]
 ) -> None:

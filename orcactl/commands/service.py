@@ -30,6 +30,7 @@ from orcactl.connect import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CommandError, print
 from orcad.paths import (
     MACOS_SOCKET_PATH_MAX_BYTES,
     SHORTER_SOCKET,
+    launchd_log_path,
     resolve_paths,
     socket_path_problem,
     xdg_directory,
@@ -157,8 +158,7 @@ def wanted_files(args: argparse.Namespace) -> dict[Path, bytes]:
         }
     paths = resolve_paths()
     argv, environment = find_orcad(getattr(args, "orcad", None))
-    home = Path(os.environ.get("HOME") or Path.home())
-    log_path = os.path.abspath(home / "Library" / "Logs" / "orcad.log")
+    log_path = os.path.abspath(launchd_log_path())
     socket = os.path.abspath(paths.socket)  # launchd has no directory to resolve it against
     too_long = socket_path_problem(socket, MACOS_SOCKET_PATH_MAX_BYTES)
     if too_long is not None:  # launchd would make a socket no orcad or client could use
