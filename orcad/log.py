@@ -81,7 +81,7 @@ class RunningLogRotation:
             return
         try:
             self._rotate(info)
-        except OSError:  # filelock.Timeout included: the next line tries again
+        except OSError:  # filelock.Timeout included
             self._due_at = info.st_size + self.RETRY_AFTER_BYTES
         else:
             self._due_at = DAEMON_LOG_ROTATE_BYTES
