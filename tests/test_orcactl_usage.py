@@ -726,8 +726,8 @@ def test_status_shows_the_config_file_as_it_is_now(
     later = time.time() + 5
     os.utime(config, (later, later))
     assert (
-        "changed since orcad started: restart orcad to apply it"
-        in orcactl(orca_env, "status").stdout
+        "changed since orcad started: auto_memory and trusted_projects apply to sessions "
+        "opened from now on, other keys once orcad restarts" in orcactl(orca_env, "status").stdout
     )
     orca_env.write_config("[extraction\n")
     broken = orcactl(orca_env, "status")
@@ -735,6 +735,31 @@ def test_status_shows_the_config_file_as_it_is_now(
     assert f"Config: {config} (NOT valid: " in broken.stdout
     config.unlink()
     assert f"Config: {config} (missing: defaults apply)" in orcactl(orca_env, "status").stdout
+
+
+def test_status_does_not_ask_for_a_restart_that_an_auto_memory_edit_does_not_need(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    # auto_memory is read again at every session open: switching it off while orcad runs
+    # takes effect for the next session, so status must not say a restart is needed for it
+    config = orca_env.home / "config.toml"
+    orca_env.write_config("auto_memory = true\n")
+    process = DaemonProcess(orca_env)
+    daemon_factory.append(process)
+    process.start()
+    orca_env.write_config("auto_memory = false\n")
+    later = time.time() + 5
+    os.utime(config, (later, later))
+    project = tmp_path / "repo"
+    project.mkdir()
+    opened = process.call("session.open", {"cwd": str(project)})
+    assert opened.auto_memory is False  # applied without a restart
+    shown = orcactl(orca_env, "status")
+    assert shown.returncode == 0, shown.stderr
+    line = next(line for line in shown.stdout.splitlines() if "Config:" in line)
+    assert "restart orcad to apply it" not in line, line
+    assert "auto_memory and trusted_projects apply to sessions opened from now on" in line, line
+    assert "other keys once orcad restarts" in line, line
 
 
 def test_status_reports_a_config_path_that_is_not_a_file(orca_env: OrcaEnv) -> None:

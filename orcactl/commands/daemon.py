@@ -107,7 +107,12 @@ def describe_config(report: dict[str, Any]) -> str:
     if not report["parses"]:
         return f"{path} (NOT valid: {report['error']}; orcad will not start with it)"
     if report["changed_since_start"]:
-        return f"{path} (parses; changed since orcad started: restart orcad to apply it)"
+        # orcad reads auto_memory and trusted_projects again at each session open; it takes
+        # every other key once, at start
+        return (
+            f"{path} (parses; changed since orcad started: auto_memory and trusted_projects "
+            "apply to sessions opened from now on, other keys once orcad restarts)"
+        )
     return f"{path} (parses)"
 
 
