@@ -7,8 +7,10 @@
 - `problems` (Problems): what goes to daemon.status.
 
 `run` loads the index (leases of a previous daemon's workers go back to pending) and runs the
-built-in worker pool until cancelled; `on_session_opened` records project.json and wakes the
-workers, so pending and expired work resumes whenever a session opens for a project.
+built-in worker pool until cancelled, rebuilding meanwhile, once, every project's index.sqlite3
+that is stale or missing (an older version's is of another format, so stale);
+`on_session_opened` records project.json and wakes the workers, so pending and expired work
+resumes whenever a session opens for a project.
 """
 
 from __future__ import annotations
@@ -25,14 +27,16 @@ from orcad.capture.admission import Admissions
 from orcad.capture.index import Barrier, JobIndex
 from orcad.capture.jobstore import job_path
 from orcad.capture.lease_engine import FactEmbedder, LeaseEngine
+from orcad.capture.ledger import read_ledger
 from orcad.capture.problems import ErrorRecorder, Problems
 from orcad.capture.project_access import ProjectAccess
+from orcad.capture.projections import index_state, rebuild_index
 from orcad.capture.schedule import JobView, claimable_at
 from orcad.capture.states import ACTIVE_STATES
 from orcad.capture.worker import WorkerPool
 from orcad.clock import Clock
 from orcad.config import Config
-from orcad.errors import StorageError
+from orcad.errors import NotFound, StorageError
 from orcad.providers import ProviderConfigError, build_provider
 from orcad.session_snapshot import Session
 from protocol.types import JobCounts
@@ -208,10 +212,34 @@ class CaptureService:
         """Load the job index, then run the built-in workers until cancelled."""
         await self.leases.load()
         self.pool = self.build_pool()
-        if self.pool is None:
-            task_status.started()
-            await trio.sleep_forever()
-        await self.pool.run(task_status=task_status)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self.refresh_indexes)
+            if self.pool is None:
+                task_status.started()
+                await trio.sleep_forever()
+            await self.pool.run(task_status=task_status)
+
+    async def refresh_indexes(self) -> None:
+        """Rebuild, once after a start, each project's index that is stale or missing (one of
+        another format, an older version's, is stale): without it, a project no recall or
+        capture reaches after an upgrade keeps an index doctor reports as stale. The index is a
+        cache, so a project that cannot be read or locked now is left to its next recall."""
+        try:
+            project_ids = await trio.to_thread.run_sync(self.projects.list_project_ids)
+        except OSError as exc:
+            log.warning("index.refresh_skipped", error=str(exc))
+            return
+        for project_id in project_ids:
+            try:  # (a project directory moved aside meanwhile is not made again, empty)
+                async with self.projects.lock(project_id):
+                    state = await self.projects.run_with_lock_held(
+                        project_id, _refresh_index, make_directory=False
+                    )
+            except (StorageError, NotFound) as exc:  # a damaged ledger, a lock held, gone
+                log.info("index.refresh_skipped", project_id=project_id, error=exc.message)
+                continue
+            if state in ("stale", "missing"):
+                log.info("index.refreshed", project_id=project_id, was=state)
 
     def build_pool(self) -> WorkerPool | None:
         extraction = self.config.extraction
@@ -245,6 +273,19 @@ class CaptureService:
 
     def workers_busy(self) -> int:
         return self.leases.busy_workers
+
+
+def _refresh_index(directory: Path) -> str | None:
+    """The index's state, rebuilt when stale or missing; None for a project with no facts
+    published yet (nothing to index). A damaged one is left to doctor, which names it, and to
+    the next recall, which rebuilds it."""
+    ledger = read_ledger(directory)
+    if ledger.revision == 0:
+        return None
+    state = index_state(directory, ledger)
+    if state in ("stale", "missing"):
+        rebuild_index(directory, ledger)
+    return state
 
 
 def _exists(path: Path) -> bool:
