@@ -76,6 +76,15 @@ def _create_schema(connection: sqlite3.Connection) -> bool:
                 "UPDATE sessions SET last_used = json_extract(snapshot, '$.opened_at')"
             )
     connection.execute("CREATE INDEX IF NOT EXISTS sessions_last_used ON sessions (last_used)")
+    if connection.execute("SELECT 1 FROM sessions WHERE last_used IS NULL LIMIT 1").fetchone():
+        # rows an older version added to this table (run over it after a newer one): without
+        # a last call no sweep would ever prune them; they count from their open, as above
+        with connection:
+            connection.execute("BEGIN IMMEDIATE")
+            connection.execute(
+                "UPDATE sessions SET last_used = json_extract(snapshot, '$.opened_at') "
+                "WHERE last_used IS NULL"
+            )
     if version < LAST_USE_KEPT_VERSION and not older:
         connection.execute(f"PRAGMA user_version = {LAST_USE_KEPT_VERSION}")
     return older

@@ -457,6 +457,39 @@ async def test_a_state_database_without_last_use_times_keeps_its_sessions(tmp_pa
     store.close()
 
 
+async def test_a_row_an_older_version_added_to_a_newer_database_is_pruned_in_time(
+    tmp_path: Path,
+) -> None:
+    # an older orcad run over a state database this one wrote (a downgrade) adds its sessions
+    # without their last call; back on this version they were never pruned
+    path = tmp_path / "state.sqlite3"
+    clock = SettableClock()
+    opened_at = clock.value
+    switch = AutoMemorySwitch(tmp_path / "c.toml", Config())
+    store = SessionStore(path, clock)
+    session = await store.open(SessionOpenParams(cwd=str(tmp_path), session_id="ses_old"), switch)
+    await store.close_session("ses_old", session.epoch)
+    store.close()
+    encoded = msgspec.json.encode(session).decode()
+    connection = sqlite3.connect(path)
+    with connection:  # what the older version writes: no last_used
+        connection.execute("DELETE FROM sessions WHERE session_id = 'ses_old'")
+        connection.execute(
+            "INSERT INTO sessions (session_id, epoch, snapshot) VALUES ('ses_old', 3, ?)",
+            (encoded,),
+        )
+    connection.close()
+    store = SessionStore(path, clock)
+    clock.value = opened_at + store.retention_s - 1
+    assert await store.sweep() == []
+    assert _rows(path) == {"ses_old": 3}
+    clock.value = opened_at + store.retention_s + 1
+    assert await store.sweep() == ["ses_old"]
+    reopened = await store.open(SessionOpenParams(cwd=str(tmp_path), session_id="ses_old"), switch)
+    assert reopened.epoch == 4
+    store.close()
+
+
 async def test_the_daemon_sweeps_session_rows_periodically(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, autojump_clock: trio.testing.MockClock
 ) -> None:
