@@ -238,6 +238,9 @@ class CaptureService:
             except (StorageError, NotFound) as exc:  # a damaged ledger, a lock held, gone
                 log.info("index.refresh_skipped", project_id=project_id, error=exc.message)
                 continue
+            except Exception as exc:  # a cache: never a reason to stop the workers beside it
+                log.warning("index.refresh_failed", project_id=project_id, error=repr(exc))
+                continue
             if state in ("stale", "missing"):
                 log.info("index.refreshed", project_id=project_id, was=state)
 
