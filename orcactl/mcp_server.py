@@ -121,6 +121,13 @@ def refuse_in_extraction(method: str) -> None:
         raise _tool_error("orca: memory is not changed from inside an extraction run")
 
 
+# What an orcad that does not know a field this orcactl sends is most likely: one still running
+# from before an upgrade of the package.
+ORCAD_OLDER = (
+    "; the orcad answering may be older than this orcactl (upgraded while it ran): restart it"
+)
+
+
 @contextlib.contextmanager
 def _as_tool_errors(method: str) -> Iterator[None]:
     """What went wrong reaching orcad for `method`, as a tool error the agent can show: for a
@@ -128,7 +135,9 @@ def _as_tool_errors(method: str) -> Iterator[None]:
     try:
         yield
     except RemoteError as exc:
-        raise _tool_error(f"orca: {exc.error.message} ({exc.kind})") from None
+        older = exc.kind == "invalid_params" and "unknown field" in exc.error.message
+        hint = ORCAD_OLDER if older else ""
+        raise _tool_error(f"orca: {exc.error.message} ({exc.kind}){hint}") from None
     except TimeoutError as exc:
         if method in READ_ONLY:
             raise _tool_error(f"orca: orcad did not answer in time: {exc}") from None
@@ -468,8 +477,12 @@ def build_server(session: DaemonSession) -> OrcaServer:
             if answer.action != "accept" or not answer.data.remember:
                 raise _tool_error("orca: not remembered: declined by the user")
         # orcad keeps it in a normal session only when the user was asked: a session opened
-        # again meanwhile (expired, fenced) may be in another mode than the one judged here
-        params = {"text": text, "scope": scope, "asked": asked}
+        # again meanwhile (expired, fenced) may be in another mode than the one judged here.
+        # True is orcad's default, so it goes unsaid: an orcad still running from before
+        # `asked` existed (the package upgraded under it) refuses the field it does not know.
+        params: dict[str, Any] = {"text": text, "scope": scope}
+        if not asked:
+            params["asked"] = False
         result = await session.call("remember", params)
         if result.already_kept:
             return _shown(f"Already kept as a {scope} fact in {result.path}; nothing was written.")

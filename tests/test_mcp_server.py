@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import fcntl
 import json
 import os
@@ -1509,3 +1510,97 @@ def test_a_client_that_closes_stdin_while_asked_a_question_is_told_what_it_lost(
     said = errlog_path.read_text()
     assert "1 answer owed to it was not delivered" in said, said
     assert "Traceback" not in said
+
+
+class RecordingRelay:
+    """A socket in front of the daemon's that passes every byte both ways and keeps the
+    requests sent through it: what a client puts on the wire, with a real orcad answering."""
+
+    def __init__(self, listen_at: Path, daemon_at: Path) -> None:
+        self.path = listen_at
+        self._daemon_at = daemon_at
+        self.sent = bytearray()
+        self._sockets: list[socket.socket] = []
+        self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._listener.bind(str(listen_at))
+        self._listener.listen()
+        self._threads = [threading.Thread(target=self._accept)]
+        self._threads[0].start()
+
+    def requests(self) -> list[dict[str, Any]]:
+        return [json.loads(line) for line in bytes(self.sent).splitlines() if line.strip()]
+
+    def close(self) -> None:
+        self._listener.shutdown(socket.SHUT_RDWR)
+        self._listener.close()
+        self._threads[0].join(timeout=10)
+        for each in self._sockets:
+            with contextlib.suppress(OSError):
+                each.shutdown(socket.SHUT_RDWR)
+        for thread in self._threads[1:]:
+            thread.join(timeout=10)
+        for each in self._sockets:
+            each.close()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return
+            daemon = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self._sockets += [client, daemon]
+            daemon.connect(str(self._daemon_at))
+            for source, sink, kept in ((client, daemon, True), (daemon, client, False)):
+                self._threads.append(threading.Thread(target=self._pump, args=(source, sink, kept)))
+                self._threads[-1].start()
+
+    def _pump(self, source: socket.socket, sink: socket.socket, kept: bool) -> None:
+        with contextlib.suppress(OSError):
+            while data := source.recv(65536):
+                if kept:
+                    self.sent += data
+                sink.sendall(data)
+        with contextlib.suppress(OSError):
+            sink.shutdown(socket.SHUT_WR)
+
+
+@pytest.mark.parametrize(("mode", "sent"), [("normal", None), ("yolo", False)])
+async def test_remember_says_asked_only_when_the_user_was_not_asked(
+    tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess, mode: str, sent: bool | None
+) -> None:
+    # an orcad still running from before `asked` existed refuses it as unknown: after the
+    # package was upgraded under it, every fact the user agreed to was refused
+    project = _project(tmp_path)
+    relay = RecordingRelay(tmp_path / "relay.sock", orca_env.socket)
+    asked: list[str] = []
+    try:
+        async with mcp_session(
+            orca_env,
+            project,
+            "--mode",
+            mode,
+            "--socket",
+            str(relay.path),
+            elicit=_remember_answer(True, asked),
+        ) as session:
+            kept = await session.call_tool("remember", {"text": "Deploys go through ./ship.sh"})
+    finally:
+        relay.close()
+    assert not kept.is_error, _text(kept)
+    assert len(asked) == (1 if mode == "normal" else 0)
+    [params] = [r["params"] for r in relay.requests() if r.get("method") == "remember"]
+    assert params.get("asked", None) is sent and ("asked" in params) is (sent is not None)
+    assert "Deploys go through ./ship.sh" in _startup(daemon, project)[1]
+
+
+def test_a_field_orcad_does_not_know_is_answered_as_an_older_orcad(
+    tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess
+) -> None:
+    # what an orcad from before a field existed answers: the tool error says to restart it
+    args = argparse.Namespace(
+        cwd=str(tmp_path), session_id=None, mode="yolo", no_start=True, socket=str(orca_env.socket)
+    )
+    session = DaemonSession(args)
+    with pytest.raises(ToolError, match=r"older than this orcactl .*: restart it"):
+        session.call_blocking("remember", {"text": "We use yarn", "scope": "project", "new": 1})
