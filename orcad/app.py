@@ -9,6 +9,7 @@ another is handed to it explicitly in `install_features`; the server knows only 
 from __future__ import annotations
 
 import collections
+import contextlib
 import inspect
 import os
 import sqlite3
@@ -146,6 +147,7 @@ class Daemon:
         self.auto_memory_switch = AutoMemorySwitch(self.paths.config_file, self.config)
         self.state_db_users.append(self.sessions.close)
         self.sessions.on_corrupt = self._recover_state_db_async
+        self.sessions.on_replaced = self._replace_lost_state_db_async
         self.run_in_background(self.sessions.run_sweeper)
         self.run_in_background(self.sessions.run_last_use_writer)
         self.started_at = self.clock.now()
@@ -309,6 +311,44 @@ class Daemon:
             "state_db_recreated",
             f"{path} was damaged ({problem}); moved to {moved} and recreated; {LOSS}",
         )
+
+    async def _replace_lost_state_db_async(self) -> None:
+        await trio.to_thread.run_sync(self.replace_lost_state_db)
+
+    def replace_lost_state_db(self) -> None:
+        """The state database open was deleted, or another file put in its place, while orcad
+        ran (blocking): every connection to it is dropped and a new one is made whose epochs
+        start above the current time in seconds, as for a damaged one. Otherwise the epochs
+        handed out meanwhile would go with a file no start reads, and a session opened after
+        the next start would get one a process still holding an old one may have."""
+        with self._state_db_lock:
+            if not self.sessions.file_replaced():
+                return  # a call made at the same moment handled it
+            for drop_connection in self.state_db_users:
+                drop_connection()
+            path = self.paths.state_db
+            try:
+                if os.path.lexists(path):
+                    moved = move_aside(path, self.clock.now())
+                    found = f"another file was put in its place (moved to {moved})"
+                else:
+                    # the WAL of the deleted file must not be read into the new one
+                    for suffix in ("-wal", "-shm"):
+                        with contextlib.suppress(FileNotFoundError):
+                            os.unlink(f"{path}{suffix}")
+                    found = "it was deleted"
+                start_epochs_above(path, int(self.clock.now()))
+            except (OSError, sqlite3.Error) as exc:
+                error = storage_error_of(exc, str(path))
+                message = error.message if error is not None else f"{path}: {exc}"
+                log.error("state_db.replace_failed", path=str(path), error=message)
+                self.record_error("state_db_damaged", f"{path} cannot be made again: {message}")
+                raise StorageError(f"{path} cannot be made again: {message}") from exc
+            log.error("state_db.recreated", path=str(path), problem=found, lost=LOSS)
+            self.record_error(
+                "state_db_recreated",
+                f"{path} was lost while orcad ran ({found}); a new one was made; {LOSS}",
+            )
 
     async def run_background(self, nursery: trio.Nursery) -> None:
         """Start each background task under supervision: a crash after it started is recorded

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import collections
 import math
+import os
 import sqlite3
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -137,7 +138,10 @@ class SessionDatabase:
         clock: Clock,
         idle_expiry_s: float = limits.DEFAULT_SESSION_IDLE_EXPIRY_S,
     ) -> None:
+        self.database_path = database_path
         self._db = SQLiteWorker(lambda: self._connect(database_path))
+        # (device, inode) of the file the connection has open, None while none is open
+        self._opened_file: tuple[int, int] | None = None
         self._clock = clock
         self.idle_expiry_s = idle_expiry_s
         self._cache: collections.OrderedDict[str, Session] = collections.OrderedDict()
@@ -149,6 +153,9 @@ class SessionDatabase:
         self._ended_while_counting: set[str] | None = None
         # Replaces a damaged database (the daemon sets it); the call is then run once more.
         self.on_corrupt: Callable[[str], Awaitable[None]] | None = None
+        # Told, before the call that found it, that the file open is no longer the one at the
+        # path (deleted, or another put in its place); the daemon sets it.
+        self.on_replaced: Callable[[], Awaitable[None]] | None = None
         # Told the id of a session closed or expired (what lasts as long as a session ends).
         self.on_ended: list[Callable[[str], None]] = []
 
@@ -157,17 +164,38 @@ class SessionDatabase:
         try:
             if _create_schema(connection):
                 _count_as_used(connection, self._clock.now(), self.idle_expiry_s)
-        except sqlite3.Error:
+            status = os.stat(path)
+        except (sqlite3.Error, OSError):
             connection.close()
             raise
+        self._opened_file = (status.st_dev, status.st_ino)
         return connection
 
     def close(self) -> None:
         self._db.close()
+        self._opened_file = None
+
+    def file_replaced(self) -> bool:
+        """Whether the file open is no longer the one at the path: it was deleted (the
+        connection would go on writing epochs into a file no start will read) or another was
+        put in its place (its epochs may be below those handed out since)."""
+        opened = self._opened_file
+        if opened is None:
+            return False
+        try:
+            status = os.stat(self.database_path)
+        except FileNotFoundError:
+            return True
+        except OSError:  # cannot be looked at now: the call says what is wrong
+            return False
+        return (status.st_dev, status.st_ino) != opened
 
     async def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """`work` on the database; one SQLite reports damaged is replaced (what it held is
-        lost, and said) and `work` runs again on the new one, whatever call found it."""
+        lost, and said) and `work` runs again on the new one, whatever call found it. So is
+        one deleted or replaced since it was opened, before `work` runs."""
+        if self.on_replaced is not None and self.file_replaced():
+            await self.on_replaced()
         try:
             return await self._db.run(work)
         except sqlite3.DatabaseError as exc:

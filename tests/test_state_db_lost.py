@@ -1,0 +1,76 @@
+"""The daemon state database deleted, or another file put in its place, while orcad runs: the
+epochs handed out before must stay fenced, across the next start too."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.harness import DaemonProcess, OrcaEnv
+from tests.test_faults import recent, remote_error, start, workdir
+
+pytestmark = pytest.mark.crash
+
+SESSION = "ses_" + "4" * 32
+
+
+def hold_epoch_three(daemon: DaemonProcess, cwd: str) -> int:
+    """Open SESSION three times, as an agent resuming it would; the epoch its holder has."""
+    for _ in range(3):
+        held = daemon.call("session.open", {"cwd": cwd, "session_id": SESSION})
+    assert held.epoch == 3
+    return int(held.epoch)
+
+
+def assert_fenced_after_a_restart(daemon: DaemonProcess, cwd: str, held: int) -> None:
+    daemon.restart()
+    reopened = daemon.call("session.open", {"cwd": cwd, "session_id": SESSION})
+    assert reopened.epoch > held, reopened
+    stale = remote_error(daemon, "session.close", {"session_id": SESSION, "epoch": held})
+    assert stale.code == -32010, stale
+
+
+def test_a_state_database_deleted_while_running_keeps_old_epochs_fenced(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    cwd = workdir(tmp_path)
+    daemon = start(orca_env, daemon_factory)
+    held = hold_epoch_three(daemon, cwd)
+    state_db = orca_env.memory_root / "daemon-state.sqlite3"
+    state_db.unlink()  # `rm daemon-state.sqlite3`; its -wal and -shm stay behind
+    other = daemon.call("session.open", {"cwd": cwd})
+    assert other.epoch > time.time() - 120  # above any the lost file could hold
+    assert state_db.exists()
+    with sqlite3.connect(state_db) as connection:
+        rows = connection.execute("SELECT session_id FROM sessions").fetchall()
+    assert rows == [(other.session_id,)]  # kept in the file at the path, not in the deleted one
+    [message] = recent(daemon, "state_db_recreated")
+    assert str(state_db) in message and "deleted" in message and "epochs" in message
+    assert "Traceback" not in daemon.stderr()
+    assert_fenced_after_a_restart(daemon, cwd, held)
+
+
+def test_a_state_database_replaced_by_an_older_copy_while_running_keeps_old_epochs_fenced(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    cwd = workdir(tmp_path)
+    daemon = start(orca_env, daemon_factory)
+    daemon.call("session.open", {"cwd": cwd, "session_id": SESSION})
+    state_db = orca_env.memory_root / "daemon-state.sqlite3"
+    backup = tmp_path / "backup.sqlite3"
+    with sqlite3.connect(state_db) as source, sqlite3.connect(backup) as target:
+        source.backup(target)  # a backup taken at epoch 1
+    for _ in range(2):
+        held = daemon.call("session.open", {"cwd": cwd, "session_id": SESSION}).epoch
+    assert held == 3
+    shutil.copy(backup, tmp_path / "restored.sqlite3")
+    (tmp_path / "restored.sqlite3").replace(state_db)  # restored over the running daemon
+    daemon.call("session.open", {"cwd": cwd})
+    [message] = recent(daemon, "state_db_recreated")
+    assert "another file" in message
+    assert list(orca_env.memory_root.glob("daemon-state.sqlite3.damaged-*"))
+    assert_fenced_after_a_restart(daemon, cwd, held)
