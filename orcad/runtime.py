@@ -186,6 +186,7 @@ class InstanceLock:
                     f"orcad is already running on the memory in {self._paths.memory_root} "
                     f"({who}); stop it first, or set ORCA_HOME to run a daemon with separate memory"
                 ) from None
+        self._refuse_a_named_holder_that_serves()
         try:
             self._socket_lock.acquire(timeout=0)
         except filelock.Timeout:
@@ -197,6 +198,23 @@ class InstanceLock:
         write_private_atomically(
             self._paths.instance_file,
             msgspec.json.encode(Instance(pid=os.getpid(), socket=str(self._paths.socket))),
+        )
+
+    def _refuse_a_named_holder_that_serves(self) -> None:
+        """The lock was free, yet the instance file may name a daemon that still runs and
+        serves its socket: its lock file was deleted (or replaced) while it ran, and the lock
+        taken here is on another file. Two daemons would then work on one memory."""
+        holder = read_instance(self._paths.instance_file)
+        if holder is None or holder.pid == os.getpid() or not _process_exists(holder.pid):
+            return
+        if not socket_is_live(Path(holder.socket)):
+            return  # it stopped (or was killed) and left the file behind
+        self._root_lock.release()
+        raise StartupError(
+            f"orcad is already running on the memory in {self._paths.memory_root} (pid "
+            f"{holder.pid}, serving {holder.socket}), though its lock file "
+            f"{self._paths.instance_lock} was deleted or replaced; stop it first (a restart "
+            "makes the lock file again), or set ORCA_HOME to run a daemon with separate memory"
         )
 
     def _stopped_serving(self, holder: Instance | None) -> bool:
@@ -255,6 +273,18 @@ def read_instance(path: Path) -> Instance | None:
         return msgspec.json.decode(path.read_bytes(), type=Instance)
     except (OSError, msgspec.DecodeError, msgspec.ValidationError):
         return None
+
+
+def _process_exists(pid: int) -> bool:
+    if pid <= 0:  # (0 and below would name process groups)
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process has that pid
+        return True
+    return True
 
 
 def socket_is_live(path: Path) -> bool:
