@@ -317,26 +317,32 @@ class Daemon:
 
     def replace_lost_state_db(self) -> None:
         """The state database open was deleted, or another file put in its place, while orcad
-        ran (blocking): every connection to it is dropped and a new one is made whose epochs
-        start above the current time in seconds, as for a damaged one. Otherwise the epochs
-        handed out meanwhile would go with a file no start reads, and a session opened after
-        the next start would get one a process still holding an old one may have."""
+        ran (blocking): every connection to it is dropped, and the file now at the path (a new
+        one if there is none; one that is damaged is moved aside as at start) has its epochs
+        raised above the current time in seconds, as for a damaged one. Otherwise the epochs
+        handed out meanwhile would go with a file no start reads, or back to an older copy's,
+        and a session opened after that would get one a process still holding an old one may
+        have."""
         with self._state_db_lock:
             if not self.sessions.file_replaced():
                 return  # a call made at the same moment handled it
             for drop_connection in self.state_db_users:
                 drop_connection()
             path = self.paths.state_db
+            if os.path.lexists(path):
+                problem = self._state_db_damage()
+                if problem is not None:
+                    self.recreate_state_db(f"put in place while orcad ran: {problem}")
+                    return
+                found = "another file was put in its place; it is used, its epochs raised"
+            else:
+                found = "it was deleted; a new one was made"
             try:
-                if os.path.lexists(path):
-                    moved = move_aside(path, self.clock.now())
-                    found = f"another file was put in its place (moved to {moved})"
-                else:
+                if found.startswith("it was deleted"):
                     # the WAL of the deleted file must not be read into the new one
                     for suffix in ("-wal", "-shm"):
                         with contextlib.suppress(FileNotFoundError):
                             os.unlink(f"{path}{suffix}")
-                    found = "it was deleted"
                 start_epochs_above(path, int(self.clock.now()))
             except (OSError, sqlite3.Error) as exc:
                 error = storage_error_of(exc, str(path))
@@ -346,8 +352,7 @@ class Daemon:
                 raise StorageError(f"{path} cannot be made again: {message}") from exc
             log.error("state_db.recreated", path=str(path), problem=found, lost=LOSS)
             self.record_error(
-                "state_db_recreated",
-                f"{path} was lost while orcad ran ({found}); a new one was made; {LOSS}",
+                "state_db_recreated", f"{path} was lost while orcad ran ({found}); {LOSS}"
             )
 
     async def run_background(self, nursery: trio.Nursery) -> None:

@@ -112,12 +112,20 @@ def _count_as_used(connection: sqlite3.Connection, now: float, idle_expiry_s: fl
 
 
 def start_epochs_above(path: Path, base: int) -> None:
-    """A new state database (replacing a damaged one) whose sessions start above `base`, so
-    that a process still holding an epoch from the lost database is fenced, not matched."""
+    """A state database (a new one replacing a damaged one, or one put in place of the file
+    orcad had open) whose sessions open above `base`, the rows it holds included, so that a
+    process still holding an epoch from the lost database is fenced, not matched."""
     connection = connect_private(path)
     try:
         _create_schema(connection)
-        connection.execute("INSERT OR REPLACE INTO epoch_base (only, base) VALUES (1, ?)", (base,))
+        with connection:
+            connection.execute("BEGIN IMMEDIATE")
+            connection.execute(
+                "INSERT INTO epoch_base (only, base) VALUES (1, ?) "
+                "ON CONFLICT(only) DO UPDATE SET base = max(base, excluded.base)",
+                (base,),
+            )
+            connection.execute("UPDATE sessions SET epoch = ? WHERE epoch < ?", (base, base))
     finally:
         connection.close()
 

@@ -72,5 +72,30 @@ def test_a_state_database_replaced_by_an_older_copy_while_running_keeps_old_epoc
     daemon.call("session.open", {"cwd": cwd})
     [message] = recent(daemon, "state_db_recreated")
     assert "another file" in message
-    assert list(orca_env.memory_root.glob("daemon-state.sqlite3.damaged-*"))
+    # a sound database is used as it is, its epochs raised; only a damaged one is moved aside
+    assert list(orca_env.memory_root.glob("daemon-state.sqlite3.damaged-*")) == []
     assert_fenced_after_a_restart(daemon, cwd, held)
+
+
+def test_a_state_database_deleted_and_then_made_by_a_recall_is_not_taken_for_damage(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    # `rm -rf memory/`: the next recall stores its snapshot in a new file before any session
+    # call looks at the sessions' one
+    cwd = workdir(tmp_path)
+    daemon = start(orca_env, daemon_factory)
+    session = daemon.call("session.open", {"cwd": cwd})
+    held = hold_epoch_three(daemon, cwd)
+    shutil.rmtree(orca_env.memory_root)
+    ids = {"session_id": session.session_id, "epoch": session.epoch}
+    daemon.call("recall", {**ids, "turn_id": "t1", "prompt": "how do we deploy"})
+    assert daemon.call("session.open", {"cwd": cwd}).epoch > time.time() - 120
+    [message] = recent(daemon, "state_db_recreated")
+    assert "another file" in message  # what the recall made, used as it is
+    assert list(orca_env.memory_root.glob("daemon-state.sqlite3.damaged-*")) == []
+    assert "Traceback" not in daemon.stderr()
+    daemon.stop()
+    (orca_env.memory_root / "orcad.lock").unlink(missing_ok=True)
+    daemon = start(orca_env, daemon_factory)
+    reopened = daemon.call("session.open", {"cwd": cwd, "session_id": SESSION})
+    assert reopened.epoch > held
