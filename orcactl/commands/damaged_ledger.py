@@ -35,17 +35,38 @@ def move_aside(path: Path) -> str:
     return f"mv {shell_word(str(path))} {shell_word(f'{path}.damaged')}"
 
 
-def ledger_fix(ledger: Path) -> str:
+def not_read(path: Path, problem: str) -> bool:
+    """Whether `problem` says that `path` could not be read (its permissions, a directory on
+    the way orcad may not enter) rather than that what it holds is damaged."""
+    return f"cannot read {path}:" in problem
+
+
+def make_readable(path: Path) -> str:
+    """What to do about a file orcad could not read, which may well be intact: moving it aside
+    would give up what it holds for a fault that lies elsewhere."""
+    return (
+        f"{path} could not be read, which says nothing of what it holds, so do not move it "
+        f"aside: make it readable and writable for yourself again (chmod u+rw "
+        f"{shell_word(str(path))}; chmod u+rwx {shell_word(str(path.parent))}) or fix what the "
+        "message names; orcad reads it again at its next use"
+    )
+
+
+def ledger_fix(ledger: Path, problem: str = "") -> str:
     """What to do about a ledger orcad cannot read (README, Automatic memory); doctor gives
     the same."""
+    if not_read(ledger, problem):
+        return make_readable(ledger)
     return (
         f"move it aside ({move_aside(ledger)}): automatic memory starts again for this project "
         "with an empty ledger and its held jobs run again; the moved file keeps what it held"
     )
 
 
-def project_file_fix(project_file: Path) -> str:
+def project_file_fix(project_file: Path, problem: str = "") -> str:
     """What to do about a project.json orcad cannot read; doctor gives the same."""
+    if not_read(project_file, problem):
+        return make_readable(project_file)
     return (
         f"{move_aside(project_file)} (it only records where the project was seen; the next "
         "session opened in it writes it again)"

@@ -227,8 +227,8 @@ def judge_damaged_project(project_id: str, directory: Path, problem: str | None)
     detail = problem or "its files are damaged"
     fixes = []
     if PROJECT_FILE in detail:
-        fixes.append(project_file_fix(directory / PROJECT_FILE))
+        fixes.append(project_file_fix(directory / PROJECT_FILE, detail))
     if PROJECT_FILE not in detail or LEDGER in detail:
-        fixes.append(ledger_fix(directory / LEDGER))
+        fixes.append(ledger_fix(directory / LEDGER, detail))
     fixes.append(f"then orcactl inspect --project {project_id} shows the project")
     return Finding("index", "problem", f"project {project_id}: {detail}", "; ".join(fixes))

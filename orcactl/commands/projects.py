@@ -205,7 +205,7 @@ def _damaged_project_file(result: ProjectsInspectResult) -> dict[str, str] | Non
         return None
     path = Path(result.project.path) / PROJECT_FILE
     problem = result.project.problem or f"{path} is damaged"
-    return {"path": str(path), "problem": problem, "fix": project_file_fix(path)}
+    return {"path": str(path), "problem": problem, "fix": project_file_fix(path, problem)}
 
 
 def _print_jobs(jobs: list[JobSummary], damaged: list[DamagedJob]) -> None:
@@ -231,7 +231,11 @@ def _inspect_damaged(args: argparse.Namespace, client: Client, ledger: Path, pro
         "project": project,
         "ledger": None,
         "index": None,
-        "damaged_file": {"path": str(ledger), "problem": problem, "fix": ledger_fix(ledger)},
+        "damaged_file": {
+            "path": str(ledger),
+            "problem": problem,
+            "fix": ledger_fix(ledger, problem),
+        },
         "files": list_files(directory),
         "markdown_view": read_markdown_view(directory / MARKDOWN_VIEW),
     }
