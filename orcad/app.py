@@ -267,24 +267,42 @@ class Daemon:
 
     def _state_db_damage(self) -> str | None:
         """`state_db_problem`, with a check that cannot run recorded as a storage fault."""
+        return self._checked_state_db()[0]
+
+    def _checked_state_db(self) -> tuple[str | None, bool]:
+        """`_state_db_damage`, and whether the check could run at all."""
         path = self.paths.state_db
         try:
-            return state_db_problem(path)
+            return state_db_problem(path), True
         except sqlite3.Error as exc:
             error = storage_error_of(exc, str(path))
             message = error.message if error is not None else f"{path}: {exc}"
             log.warning("state_db.unchecked", path=str(path), error=message)
             self.record_error("storage", message)
-            return None
+            return None, False
 
-    async def _recover_state_db_async(self, reported: str) -> None:
-        await trio.to_thread.run_sync(self.recover_state_db, reported)
+    async def _recover_state_db_async(
+        self, reported: str, opened: tuple[int, int] | None = None
+    ) -> None:
+        await trio.to_thread.run_sync(self.recover_state_db, reported, opened)
 
-    def recover_state_db(self, reported: str) -> None:
+    def recover_state_db(self, reported: str, opened: tuple[int, int] | None = None) -> None:
         """SQLite reported the state database damaged while running (blocking): check it, and
-        replace it if it is; a second report of the same damage finds it replaced already."""
+        replace it if it is; a second report of the same damage finds it replaced already.
+
+        `opened`, the file the reporting connection had open: when it is still the one at the
+        path, it is replaced even if a new connection finds it sound. The file then changed
+        under the connection (emptied or written over in place), and what that connection
+        held is lost; kept, every call on it would fail the same way until a restart, which
+        would then hand out epochs from nothing."""
         with self._state_db_lock:
-            problem = self._state_db_damage()
+            problem, checked = self._checked_state_db()
+            still_open = opened is not None and self.sessions.file_identity() == opened
+            if problem is None and checked and still_open:
+                problem = (
+                    f"{reported}, while a new connection finds it sound: it was emptied or "
+                    "written over while orcad had it open"
+                )
             if problem is not None:
                 self.recreate_state_db(problem)
 

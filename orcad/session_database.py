@@ -159,8 +159,9 @@ class SessionDatabase:
         self._last_use_due = trio.Event()  # a stored time trails its last call: write it
         # while count_open_rows runs: the sessions closed or pruned meanwhile (not to count)
         self._ended_while_counting: set[str] | None = None
-        # Replaces a damaged database (the daemon sets it); the call is then run once more.
-        self.on_corrupt: Callable[[str], Awaitable[None]] | None = None
+        # Replaces a damaged database (the daemon sets it), told what SQLite said and which
+        # file the connection that said it had open; the call is then run once more.
+        self.on_corrupt: Callable[[str, tuple[int, int] | None], Awaitable[None]] | None = None
         # Told, before the call that found it, that the file open is no longer the one at the
         # path (deleted, or another put in its place); the daemon sets it.
         self.on_replaced: Callable[[], Awaitable[None]] | None = None
@@ -198,6 +199,14 @@ class SessionDatabase:
             return False
         return (status.st_dev, status.st_ino) != opened
 
+    def file_identity(self) -> tuple[int, int] | None:
+        """(device, inode) of the file at the path now, None when there is none to look at."""
+        try:
+            status = os.stat(self.database_path)
+        except OSError:
+            return None
+        return (status.st_dev, status.st_ino)
+
     async def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """`work` on the database; one SQLite reports damaged is replaced (what it held is
         lost, and said) and `work` runs again on the new one, whatever call found it. So is
@@ -209,7 +218,7 @@ class SessionDatabase:
         except sqlite3.DatabaseError as exc:
             if not is_corruption(exc) or self.on_corrupt is None:
                 raise
-            await self.on_corrupt(str(exc))
+            await self.on_corrupt(str(exc), self._opened_file)
         return await self._db.run(work)
 
     def _idle(self, session_id: str, now: float) -> bool:

@@ -99,3 +99,25 @@ def test_a_state_database_deleted_and_then_made_by_a_recall_is_not_taken_for_dam
     daemon = start(orca_env, daemon_factory)
     reopened = daemon.call("session.open", {"cwd": cwd, "session_id": SESSION})
     assert reopened.epoch > held
+
+
+def test_a_state_database_emptied_in_place_while_running_is_made_again(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    # `: > daemon-state.sqlite3`: the same file, so nothing looks replaced, but the connection
+    # open on it finds it damaged from then on, while a new connection finds an empty database
+    cwd = workdir(tmp_path)
+    daemon = start(orca_env, daemon_factory)
+    held = hold_epoch_three(daemon, cwd)
+    state_db = orca_env.memory_root / "daemon-state.sqlite3"
+    with sqlite3.connect(state_db) as connection:
+        connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    with state_db.open("r+b") as emptied:
+        emptied.truncate(0)
+    for _ in range(2):
+        opened = daemon.call("session.open", {"cwd": cwd})
+        assert opened.epoch > time.time() - 120
+    [message] = recent(daemon, "state_db_recreated")
+    assert str(state_db) in message
+    assert "Traceback" not in daemon.stderr()
+    assert_fenced_after_a_restart(daemon, cwd, held)
