@@ -35,7 +35,7 @@ from orcad.session_database import start_epochs_above
 from orcad.session_snapshot import Session
 from orcad.sessions import SessionStore
 from orcad.state_db import LOSS, move_aside, state_db_problem
-from orcad.storage_faults import fault_reason, is_corruption, storage_error_of
+from orcad.storage_faults import advice, fault_reason, is_corruption, storage_error_of
 from orcad.supervision import supervised
 from protocol.types import (
     PROTOCOL_VERSION,
@@ -90,6 +90,10 @@ class FaultRecordingRouter(Router):
                     reason = fault_reason(exc)
                     if reason is not None:
                         exc.data["reason"] = reason
+                # and what to do, which a store that only named the file left out
+                what_to_do = advice(str(exc.data.get("reason", "")))
+                if what_to_do is not None and what_to_do not in exc.message:
+                    exc.message = f"{exc.message}; {what_to_do}"
                 self._note(method, exc)
                 raise
             except (OSError, sqlite3.Error) as exc:

@@ -51,6 +51,14 @@ _ADVICE: dict[FaultReason, str] = {
 }
 
 
+def advice(reason: str) -> str | None:
+    """What to do about a passing fault (a full disk, a lock, a read-only or failing disk), or
+    None for damage (whose message names its own repair) and reasons of other kinds."""
+    if reason not in PASSING_FAULTS:
+        return None
+    return _ADVICE[reason]
+
+
 def fault_reason(exc: BaseException) -> FaultReason | None:
     """The storage fault behind `exc` (or the exceptions it was raised from), if any."""
     seen: set[int] = set()
