@@ -103,6 +103,11 @@ class SessionStore(SessionDatabase):
             # (grants) ends before it is opened again, as when it is joined
             self.expire_idle()
 
+        # The epoch this process last knew the session at: the file may hold a lower one (an
+        # older copy restored over it in place), and a process may still hold the one known.
+        known = self._cache.get(session_id)
+        known_epoch = max(known.epoch if known else 0, self._open_epochs.get(session_id, 0))
+
         def persist(connection: sqlite3.Connection) -> tuple[Session, bool]:
             with connection:
                 connection.execute("BEGIN IMMEDIATE")
@@ -113,7 +118,7 @@ class SessionStore(SessionDatabase):
                     current = _session_decoder.decode(row[1])
                     if not current.closed:
                         return current, True
-                epoch = row[0] + 1 if row else _first_epoch(connection)
+                epoch = max(row[0] + 1 if row else _first_epoch(connection), known_epoch + 1)
                 session = Session(
                     session_id=session_id,
                     epoch=epoch,

@@ -121,3 +121,26 @@ def test_a_state_database_emptied_in_place_while_running_is_made_again(
     assert str(state_db) in message
     assert "Traceback" not in daemon.stderr()
     assert_fenced_after_a_restart(daemon, cwd, held)
+
+
+def test_an_older_copy_of_the_state_database_restored_in_place_hands_out_no_old_epoch(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    # `cp -a backup/. memory/` over a running daemon: the files keep their inodes, and the
+    # database, its WAL and its index are the older ones from then on
+    cwd = workdir(tmp_path)
+    daemon = start(orca_env, daemon_factory)
+    daemon.call("session.open", {"cwd": cwd, "session_id": SESSION})
+    names = ("daemon-state.sqlite3", "daemon-state.sqlite3-wal", "daemon-state.sqlite3-shm")
+    copies = {name: (orca_env.memory_root / name).read_bytes() for name in names}
+    for _ in range(2):
+        held = daemon.call("session.open", {"cwd": cwd, "session_id": SESSION}).epoch
+    assert held == 3
+    for name, data in copies.items():
+        with (orca_env.memory_root / name).open("r+b") as restored:
+            restored.write(data)
+            restored.truncate()
+    reopened = daemon.call("session.open", {"cwd": cwd, "session_id": SESSION})
+    assert reopened.epoch > held
+    stale = remote_error(daemon, "session.close", {"session_id": SESSION, "epoch": held})
+    assert stale.code == -32010, stale
