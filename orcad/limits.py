@@ -147,6 +147,9 @@ DOCTOR_STUCK_AFTER_MIN_S = 3600.0  # an active job untouched this long is not me
 DOCTOR_DAEMON_TIMEOUT_S = 10.0  # doctor's calls to a running daemon
 EXPLICIT_LOCK_TIMEOUT_S = 10.0  # user.md / memory.md locked by another process this long fails
 SOCKET_PROBE_TIMEOUT_S = 1.0  # is another daemon answering on the socket path?
+# does the daemon orcad.pid names answer as that pid, though its lock was free? (a start waits
+# this long only when that pid is alive)
+HOLDER_PING_TIMEOUT_S = 1.0
 # a daemon that stopped serving holds its lock while it drains and closes (SHUTDOWN_GRACE_S and
 # its stores); a new one waits this long for it
 STOPPING_HOLDER_WAIT_S = 10.0

@@ -21,7 +21,7 @@ import filelock
 import msgspec
 
 from orcad.errors import StartupError
-from orcad.limits import SOCKET_PROBE_TIMEOUT_S, STOPPING_HOLDER_WAIT_S
+from orcad.limits import HOLDER_PING_TIMEOUT_S, SOCKET_PROBE_TIMEOUT_S, STOPPING_HOLDER_WAIT_S
 from orcad.paths import Paths
 
 PRIVATE_DIR = 0o700
@@ -207,8 +207,11 @@ class InstanceLock:
         holder = read_instance(self._paths.instance_file)
         if holder is None or holder.pid == os.getpid() or not _process_exists(holder.pid):
             return
-        if not socket_is_live(Path(holder.socket)):
-            return  # it stopped (or was killed) and left the file behind
+        if not answers_as(Path(holder.socket), holder.pid):
+            # it stopped (or was killed) and left the file behind, and its pid went to another
+            # process: a socket that merely accepts (systemd's, which this start inherits) is
+            # not that daemon serving
+            return
         self._root_lock.release()
         raise StartupError(
             f"orcad is already running on the memory in {self._paths.memory_root} (pid "
@@ -285,6 +288,21 @@ def _process_exists(pid: int) -> bool:
     except PermissionError:  # another user's process has that pid
         return True
     return True
+
+
+def answers_as(path: Path, pid: int) -> bool:
+    """Whether an orcad on this Unix socket answers a ping, within HOLDER_PING_TIMEOUT_S, as
+    process `pid`."""
+    from protocol.client import Client, ProtocolViolation  # noqa: PLC0415  (rarely needed)
+    from protocol.errors import RemoteError  # noqa: PLC0415
+    from protocol.types import PingResult  # noqa: PLC0415
+
+    try:
+        with Client(str(path), timeout=HOLDER_PING_TIMEOUT_S) as client:
+            answer = client.call("daemon.ping", result_type=PingResult)
+    except (OSError, RemoteError, ProtocolViolation, msgspec.MsgspecError):
+        return False
+    return answer.pid == pid
 
 
 def socket_is_live(path: Path) -> bool:

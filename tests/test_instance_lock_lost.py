@@ -4,8 +4,10 @@ be: a second daemon must still not start on the same memory."""
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -21,8 +23,8 @@ def test_a_second_daemon_is_refused_after_the_first_ones_lock_file_was_deleted(
     lock = orca_env.memory_root / "orcad.lock"
     pid_file = orca_env.memory_root / "orcad.pid"
     lock.unlink()
-    for socket in (orca_env.socket, orca_env.root / "run" / "other.sock"):
-        env = {**orca_env.env, "ORCA_SOCKET": str(socket)}
+    for socket_path in (orca_env.socket, orca_env.root / "run" / "other.sock"):
+        env = {**orca_env.env, "ORCA_SOCKET": str(socket_path)}
         second = subprocess.run(
             [sys.executable, "-m", "orcad"],
             env=env,
@@ -41,3 +43,28 @@ def test_a_second_daemon_is_refused_after_the_first_ones_lock_file_was_deleted(
         # the first one is still named as the daemon of this memory, and still serves it
         assert json.loads(pid_file.read_bytes())["pid"] == first_pid
         assert daemon.call("daemon.ping").pid == first_pid
+
+
+def test_a_pid_file_naming_a_live_process_that_is_no_orcad_does_not_stop_a_start(
+    orca_env: OrcaEnv, tmp_path: Path
+) -> None:
+    # orcad.pid left by a daemon killed with SIGKILL, its pid since taken by another program,
+    # its socket one that accepts but that no orcad answers on (systemd's, which a start under
+    # socket activation inherits): that is no daemon serving this memory
+    other = subprocess.Popen(["sleep", "60"])
+    accepting = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    accepting.bind(str(tmp_path / "held.sock"))
+    accepting.listen(16)
+    orca_env.memory_root.mkdir(parents=True, exist_ok=True, mode=0o700)
+    pid_file = orca_env.memory_root / "orcad.pid"
+    pid_file.write_text(json.dumps({"pid": other.pid, "socket": str(tmp_path / "held.sock")}))
+    daemon = DaemonProcess(orca_env)
+    try:
+        daemon.start()
+        assert daemon.call("daemon.ping").pid == json.loads(pid_file.read_bytes())["pid"]
+        assert json.loads(pid_file.read_bytes())["pid"] != other.pid
+    finally:
+        daemon.stop()
+        accepting.close()
+        other.kill()
+        other.wait()
