@@ -19,6 +19,12 @@ def quoted(value: str) -> str:
     return f"{value[:QUOTED_MAX_CHARS]!r}... ({len(value)} characters)"
 
 
+def clipped(text: str, limit: int = QUOTED_MAX_CHARS) -> str:
+    """Text an answer shows that holds or names what a client sent (a field's path, a decoder's
+    reason quoting a value): its start only when long, so that no answer outgrows its request."""
+    return text if len(text) <= limit else f"{text[:limit]}..."
+
+
 class OrcaError(Exception):
     code: ClassVar[ErrorCode] = ErrorCode.INTERNAL
     kind: ClassVar[str] = "internal"

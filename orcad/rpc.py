@@ -26,11 +26,14 @@ import trio
 from orcad import limits
 from orcad.config import explain_validation_error
 from orcad.errors import (
+    QUOTED_MAX_CHARS,
     InvalidParams,
     InvalidRequest,
     MethodNotFound,
     OrcaError,
     ParseError,
+    clipped,
+    quoted,
 )
 from orcad.log import describe_exception
 from protocol.errors import ErrorCode, ErrorObject
@@ -184,6 +187,8 @@ def _invalid_params(exc: msgspec.ValidationError, raw: object) -> InvalidParams:
     for pattern, meaning in _PATTERN_MEANINGS.items():
         if reason.endswith(f"matching regex {pattern!r}"):
             reason = meaning
+    # the reason may quote the value or the unknown name sent, escaped: bounded, as the field
+    field, reason = clipped(field), clipped(reason, 2 * QUOTED_MAX_CHARS)
     return InvalidParams(
         f"invalid params: {reason}" + (f" (field `{field}`)" if field else ""),
         field=field or "params",
@@ -261,7 +266,7 @@ class Dispatcher:
             )
         except msgspec.DecodeError:
             # off the event loop: the standard library's decoder takes ~20 ms for 8 MiB
-            return await trio.to_thread.run_sync(_undecodable, line)
+            return await trio.to_thread.run_sync(_undecodable, line, self._knows)
         except RecursionError:  # json_nesting_exceeds runs first; this is the last line of defence
             return encode_error(_TOO_DEEP)
         if isinstance(message, list):
@@ -275,6 +280,9 @@ class Dispatcher:
                 return None
             return _encoder.encode(present) + b"\n"
         return _encode(await self._handle_one(message))
+
+    def _knows(self, method: str) -> bool:
+        return self._router.get(method) is not None
 
     def _failure(self, request_id: object, error: OrcaError) -> _Failure | None:
         if request_id is _NO_ID:
@@ -306,7 +314,7 @@ class Dispatcher:
                 )
             route = self._router.get(method)
             if route is None:
-                raise MethodNotFound(f"unknown method {method!r}")
+                raise MethodNotFound(f"unknown method {quoted(method)}")
             params = decode_params(route.params_type, raw_params)
             if route.is_async:
                 result = await route.handler(params)  # type: ignore[misc]
@@ -329,11 +337,11 @@ _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 _NOT_JSON = ParseError("the line is not valid JSON; send one JSON-RPC object per line")
 
 
-def _undecodable(line: bytes) -> Reply:
+def _undecodable(line: bytes, knows: Callable[[str], bool]) -> Reply:
     """The answer to a line msgspec cannot decode. A request that is JSON but holds half of a
     UTF-16 surrogate pair alone ("\\ud83d", as a string cut inside an emoji is encoded) is no
     text; it is answered as bad params, with its id, so that its client knows which request
-    failed. Anything else is not JSON."""
+    failed. Anything else is not JSON. `knows` tells the methods served."""
     if not _SURROGATE_ESCAPE.search(line):
         return encode_error(_NOT_JSON)
     try:  # the standard library's decoder keeps lone surrogates (and nesting is bounded)
@@ -344,18 +352,33 @@ def _undecodable(line: bytes) -> Reply:
     if where is None:  # msgspec refused it for something else
         return encode_error(_NOT_JSON)
     if isinstance(message, list):
-        return _batch_without_text(message, where)
-    return _encode(_surrogate_failure(message, where))
+        return _batch_without_text(message, where, knows)
+    return _encode(_surrogate_failure(message, where, knows))
 
 
-def _surrogate_failure(message: object, where: str) -> _Failure | None:
-    """The answer to a request holding a lone surrogate at `where`: bad params, to its id
-    (none to a notification, as for any bad params)."""
-    request_id = message.get("id", _NO_ID) if isinstance(message, dict) else None
+def _surrogate_failure(
+    message: object, where: str, knows: Callable[[str], bool]
+) -> _Failure | None:
+    """The answer to a message holding a lone surrogate at `where`: judged first as any other
+    line is (not an object, not a JSON-RPC 2.0 request, an unknown method), so that the
+    surrogate hides none of that; else bad params, to its id (none to a notification, as for
+    any bad params)."""
+    if not isinstance(message, dict):
+        return _Failure(id=None, error=error_object(InvalidRequest(_NOT_AN_OBJECT)))
+    request_id = message.get("id", _NO_ID)
+    try:
+        method, _ = _check_envelope(message, request_id)
+    except InvalidRequest as exc:  # not a request, so not a notification either: answered
+        return _Failure(
+            id=_text_id(None if request_id is _NO_ID else request_id), error=error_object(exc)
+        )
     if request_id is _NO_ID:
         return None
+    if not knows(method):  # a name holding half a pair is quoted in escapes, as repr writes it
+        unknown = MethodNotFound(f"unknown method {quoted(method)}")
+        return _Failure(id=_text_id(request_id), error=error_object(unknown))
     # as other bad params name theirs; a key holding half a pair is named in escapes
-    field = _escaped(where.removeprefix("params.") or "params")
+    field = clipped(_escaped(where.removeprefix("params.") or "params"))
     error = InvalidParams(
         "the request holds half of a UTF-16 surrogate pair (such as \\ud83d) without the "
         f"other half, which is no text; send whole characters (field `{field}`)",
@@ -364,7 +387,7 @@ def _surrogate_failure(message: object, where: str) -> _Failure | None:
     return _Failure(id=_text_id(request_id), error=error_object(error))
 
 
-def _batch_without_text(batch: list[object], where: str) -> Reply:
+def _batch_without_text(batch: list[object], where: str, knows: Callable[[str], bool]) -> Reply:
     """The answer to a batch a member of which holds a lone surrogate: nothing in it is run
     (as for a batch over the limit), but each request is answered to its own id, so that its
     client is not left waiting for it: bad params for a member holding one, and for the others
@@ -380,7 +403,7 @@ def _batch_without_text(batch: list[object], where: str) -> Reply:
     for member in batch:
         member_where = _lone_surrogate(member, "")
         if member_where is not None:
-            answer = _surrogate_failure(member, member_where)
+            answer = _surrogate_failure(member, member_where, knows)
         elif not isinstance(member, dict):
             answer = _Failure(id=None, error=error_object(InvalidRequest(_NOT_AN_OBJECT)))
         else:
@@ -457,7 +480,7 @@ def _check_envelope(message: dict[str, Any], request_id: object) -> tuple[str, o
         raise InvalidRequest('"jsonrpc" must be "2.0"')
     extra = set(message) - _ENVELOPE_KEYS
     if extra:
-        raise InvalidRequest(f"unknown request member {sorted(extra)[0]!r}")
+        raise InvalidRequest(f"unknown request member {quoted(sorted(extra)[0])}")
     method = message.get("method")
     if not isinstance(method, str) or not method:
         raise InvalidRequest('"method" must be a non-empty string')

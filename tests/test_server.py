@@ -921,3 +921,70 @@ def test_half_a_surrogate_pair_is_bad_params_answered_with_the_request_id(
     answer = read_line(sock)
     assert (answer["id"], answer["error"]["data"]["field"]) == (12, "prompt")
     sock.close()
+
+
+@pytest.mark.parametrize(
+    ("request_line", "code"),
+    [
+        # not a JSON-RPC 2.0 request: -32600 as without the surrogate, to its id
+        (b'{"jsonrpc":"1.0","id":3,"method":"daemon.ping","params":{"x":"\\ud800"}}', -32600),
+        (b'{"id":3,"method":"daemon.ping","params":{"x":"\\ud800"}}', -32600),
+        (b'{"jsonrpc":"2.0","id":3,"params":{"x":"\\ud800"}}', -32600),
+        (b'{"jsonrpc":"2.0","id":3,"method":"daemon.ping","extra":"\\ud800"}', -32600),
+        (b'{"jsonrpc":"2.0\\ud800","id":3,"method":"daemon.ping"}', -32600),
+        # an unknown method is -32601 before its params are looked at
+        (b'{"jsonrpc":"2.0","id":3,"method":"no.such","params":{"x":"\\ud800"}}', -32601),
+        (b'{"jsonrpc":"2.0","id":3,"method":"daemon.ping\\ud800"}', -32601),
+    ],
+)
+def test_half_a_surrogate_pair_does_not_hide_what_else_is_wrong_with_a_request(
+    daemon: DaemonProcess, request_line: bytes, code: int
+) -> None:
+    """A line holding a lone surrogate is judged as any other line first: one that is no
+    request, or names no method, gets the answer it would get without the surrogate."""
+    with raw_connection(daemon) as sock:
+        sock.sendall(request_line + b"\n")
+        answer = read_line(sock)
+        assert (answer["id"], answer["error"]["code"]) == (3, code)
+        # a line that is no request is answered even without an id (it is no notification)
+        sock.sendall(b'{"jsonrpc":"1.0","method":"daemon.ping","params":{"x":"\\ud800"}}\n')
+        answer = read_line(sock)
+        assert (answer["id"], answer["error"]["code"]) == (None, -32600)
+        # a JSON string is no request object, in a batch or not
+        sock.sendall(b'"\\ud800"\n')
+        answer = read_line(sock)
+        assert (answer["id"], answer["error"]["code"]) == (None, -32600)
+
+
+@pytest.mark.parametrize(
+    ("template", "code"),
+    [
+        (b'{"jsonrpc":"2.0","id":1,"method":"%s"}', -32601),
+        (b'{"jsonrpc":"2.0","id":1,"method":"daemon.ping","%s":1}', -32600),
+        (b'{"jsonrpc":"2.0","id":1,"method":"daemon.ping","params":{"%s":1}}', -32602),
+        (b'{"jsonrpc":"2.0","id":1,"method":"jobs.list","params":{"state":"%s"}}', -32602),
+        (
+            b'{"jsonrpc":"2.0","id":1,"method":"turn.completed","params":{"messages":[{"%s":1}]}}',
+            -32602,
+        ),
+    ],
+)
+def test_an_error_naming_a_long_name_the_client_sent_stays_short(
+    daemon: DaemonProcess, template: bytes, code: int
+) -> None:
+    """A method, member, field or enum value a client sent is quoted by its start: escaped in
+    full, a megabyte of DEL characters made an answer five times the request's size, which
+    the bound on bytes owed to a client that does not read does not count."""
+    name = b"\x7f" * (1024 * 1024)
+    with raw_connection(daemon) as sock:
+        sock.sendall(template % name + b"\n")
+        data = b""
+        while not data.endswith(b"\n"):
+            chunk = sock.recv(1 << 20)
+            assert chunk, data[:200]
+            data += chunk
+        answer = json.loads(data)
+        assert answer["error"]["code"] == code
+        assert len(data) < 4096
+        if code != -32602:  # a name quoted whole in the message says how long it was
+            assert f"({len(name)} characters)" in answer["error"]["message"]
