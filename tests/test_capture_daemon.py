@@ -1064,3 +1064,22 @@ def test_a_project_id_that_names_no_project_is_refused_not_answered_with_no_jobs
         daemon.call(method, params)
     assert (caught.value.code, caught.value.error.data["field"]) == (-32602, "project_id")
     assert "64 lowercase hex digits" in caught.value.error.message
+
+
+@pytest.mark.parametrize("project_id", ["nope", "A" * 64, "0" * 63, "../" + "0" * 61])
+def test_ledger_forget_refuses_a_malformed_project_id_as_inspect_does(
+    daemon: DaemonProcess, project_id: str
+) -> None:
+    """The same project_id is refused alike by every method that takes one: bad params naming
+    it, not an unknown project (which a well-formed id of no project is)."""
+    forget = {"project_id": project_id, "candidate_id": "cand_" + "0" * 32, "revision": 0}
+    for method, params in (
+        ("projects.inspect", {"project_id": project_id}),
+        ("ledger.forget", forget),
+    ):
+        with pytest.raises(RemoteError) as caught:
+            daemon.call(method, params)
+        assert (caught.value.code, caught.value.error.data.get("field")) == (-32602, "project_id")
+    with pytest.raises(RemoteError) as caught:
+        daemon.call("ledger.forget", {**forget, "project_id": "ab" * 32})
+    assert caught.value.code == -32014

@@ -35,7 +35,7 @@ from orcad.capture.projections import (
 from orcad.capture.projects import ProjectFile, is_project_id, read_project_file
 from orcad.capture.records import JobRecord
 from orcad.capture.service import CaptureService
-from orcad.errors import InvalidParams, NotFound, StorageError, quoted
+from orcad.errors import InvalidParams, NotFound, StorageError
 from orcad.failpoints import failpoint
 from orcad.identity import derive_project
 from orcad.workspace import derive_workspace
@@ -195,7 +195,9 @@ async def forget(
     before the ledger is written, makes sure that a crash before that purge drops them at the
     next start."""
     if not is_project_id(params.project_id):
-        raise NotFound(f"{quoted(params.project_id)} is not a project id (see projects.list)")
+        raise InvalidParams(
+            "project_id must be 64 lowercase hex digits (see projects.list)", field="project_id"
+        )
     directory = capture.projects.project_dir(params.project_id)
     if not await trio.to_thread.run_sync(directory.is_dir):
         raise NotFound(f"no memory is stored for project {params.project_id}")
