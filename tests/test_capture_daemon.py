@@ -1083,3 +1083,41 @@ def test_ledger_forget_refuses_a_malformed_project_id_as_inspect_does(
     with pytest.raises(RemoteError) as caught:
         daemon.call("ledger.forget", {**forget, "project_id": "ab" * 32})
     assert caught.value.code == -32014
+
+
+def test_a_call_on_a_job_no_longer_leased_says_what_to_do_for_its_state(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    """Only a pending job can be claimed: a worker whose publish was answered but lost, and
+    which publishes again, is told the job is committed, not to claim it again."""
+    daemon = start(orca_env, daemon_factory, NO_WORKERS + "max_retries = 0\n")
+    session = daemon.call("session.open", {"cwd": str(project_dir(tmp_path))})
+    job_ids = [
+        daemon.call("turn.completed", turn_params(session, f"t{n}", f"We use tool {n}.")).job_id
+        for n in (1, 2)
+    ]
+    advice = {}
+    for job_id, finish in zip(job_ids, ("jobs.publish", "jobs.fail"), strict=True):
+        claimed = daemon.call("jobs.claim", {"worker": "ext"})
+        assert claimed.job.job_id == job_id
+        token = claimed.lease.token
+        done = {"job_id": job_id, "token": token}
+        if finish == "jobs.publish":
+            done.update(output="NOTHING", provider="p", model="m")
+        else:
+            done.update(error="provider down")
+        daemon.call(finish, done)
+        error = remote_error(daemon, "jobs.renew", {"job_id": job_id, "token": token})
+        assert error.code == -32011
+        advice[error.error.data["state"]] = error.error.message
+    assert set(advice) == {"committed", "exhausted"}
+    for message in advice.values():
+        assert "claim it again" not in message, message
+        assert "drop this attempt" in message, message
+    assert "jobs.retry" in advice["exhausted"]
+    pending = daemon.call("turn.completed", turn_params(session, "t3", "We use tool 3."))
+    claimed = daemon.call("jobs.claim", {"worker": "ext"})
+    token = claimed.lease.token
+    daemon.call("jobs.release", {"job_id": pending.job_id, "token": token})
+    error = remote_error(daemon, "jobs.renew", {"job_id": pending.job_id, "token": token})
+    assert error.error.data["state"] == "pending" and "claim it again" in error.error.message

@@ -106,12 +106,22 @@ def claim(job: JobRecord, *, now: float, owner: str, lease_s: float, max_retries
     )
 
 
+# What a worker whose call found the job unleased should do: only a pending job is claimed.
+_NO_LEASE_ADVICE: dict[str, str] = {
+    "pending": "claim it again",
+    "leased": "claim it again",  # a leased job always holds a lease; kept for completeness
+    "committed": "its output is already published; drop this attempt",
+    "exhausted": "its attempts are used up (jobs.retry makes it pending again); drop this attempt",
+    "cancelled": "it was cancelled; drop this attempt",
+}
+
+
 def check_holder(job: JobRecord, token: int, now: float) -> LeaseRecord:
     """The job's lease if `token` holds it unexpired at `now`; LeaseLost otherwise."""
     lease = job.lease
     if job.state != "leased" or lease is None:
         raise LeaseLost(
-            f"job {job.job_id} is {job.state} and holds no lease; claim it again",
+            f"job {job.job_id} is {job.state} and holds no lease; {_NO_LEASE_ADVICE[job.state]}",
             job_id=job.job_id,
             state=job.state,
         )
