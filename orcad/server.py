@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 from collections.abc import Callable
 
 import structlog
@@ -36,6 +37,7 @@ log = structlog.get_logger("orcad.server")
 
 RECEIVE_CHUNK = 65536
 SEND_CHUNK = 262144  # an answer larger than this is written in parts of it (Server._write)
+_BATCH = re.compile(rb"[ \t\r\n]*\[")  # a line that is a batch (or no request at all)
 ACCEPT_CAPACITY_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
 
 
@@ -87,6 +89,18 @@ class _BytesOwed:
         self.owed += size
         self.holdings.total += size
 
+    async def wait_for_room(self) -> None:
+        """Until what is owed is within the bound: an answer is not made while those made
+        before it, larger than their requests, wait for a client that does not read them."""
+        while self.owed > self.bound:
+            await self._changed.wait()
+
+    def hold_more(self, size: int) -> None:
+        """An answer larger than its request now waits to be written: the rest of it is held
+        too, at once (it is made already); the reader waits for it as for requests owed."""
+        self.owed += size
+        self.holdings.total += size
+
     def give_back(self, size: int) -> None:
         self.owed -= size
         self.holdings.total -= size
@@ -101,6 +115,7 @@ class _Connection:
     __slots__ = (
         "answer_cut",
         "answers_owed",
+        "batches",
         "bytes_owed",
         "closed_because",
         "held",
@@ -129,6 +144,9 @@ class _Connection:
         # Requests read but not yet answered; at the bound the reader waits (back-pressure).
         self.answers_owed = trio.Semaphore(max_answers_owed)
         self.bytes_owed = _BytesOwed(max_bytes_owed, holdings)  # and so for their bytes
+        # A batch's answer is up to MAX_BATCH_REQUESTS answers in one line: its batches are
+        # answered one at a time, so that those owed at once are not made all together.
+        self.batches = trio.Lock()
         # its lines not yet taken as requests, counted in the daemon's `holdings` too
         self.holdings = holdings
         self.held = 0
@@ -151,6 +169,18 @@ class _Connection:
     def close(self, reason: str) -> None:
         self.closed_because = reason
         self.scope.cancel()
+
+
+def _one_batch_at_a_time(connection: _Connection, produce: DeferredReply) -> DeferredReply:
+    """`produce` for a batch line: made once the connection's earlier batches are, and once
+    there is room for it among what the connection owes."""
+
+    async def alone() -> bytes | None:
+        async with connection.batches:
+            await connection.bytes_owed.wait_for_room()
+            return await produce()
+
+    return alone
 
 
 class Server:
@@ -404,6 +434,8 @@ class Server:
                             await owed.acquire()
                             await connection.bytes_owed.take(size)
                             self._begin_request()
+                            if _BATCH.match(event):
+                                outcome = _one_batch_at_a_time(connection, outcome)
                             requests.start_soon(
                                 self._answer_later, stream, connection, send_lock, outcome, size
                             )
@@ -526,11 +558,22 @@ class Server:
         produce: DeferredReply,
         size: int,
     ) -> None:
+        held = size
         try:
-            await self._send(stream, connection, send_lock, await produce())
+            await connection.bytes_owed.wait_for_room()
+            reply = await produce()
+            if reply is not None and len(reply) > held:
+                # An answer may be many times its request (a batch, the records a search
+                # found): what waits to be written is held as its request was, so that a
+                # client that does not read is bounded, and shed, by what it makes orcad keep.
+                connection.bytes_owed.hold_more(len(reply) - held)
+                held = len(reply)
+                if self._holdings.total > self._holdings.bound:
+                    self._shed()
+            await self._send(stream, connection, send_lock, reply)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass  # the client went away; nothing is owed
         finally:
             connection.answers_owed.release()
-            connection.bytes_owed.give_back(size)
+            connection.bytes_owed.give_back(held)
             self._end_request()

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import trio
+import trio.lowlevel
 import trio.testing
 
 from orcad import limits
@@ -225,3 +226,64 @@ async def test_a_client_sending_or_reading_slowly_is_not_closed_while_others_fil
                 await until(lambda: len(answered) == 2, 15)
                 release.set()
         assert answered == {"sender": "zzz", "reader": "yyy"}
+
+
+def large_answer_router(version_bytes: int) -> Router:
+    """daemon.ping answering far more than it was asked: as a search or a batch can."""
+    routes = Router()
+    version = "v" * version_bytes
+    routes.add("daemon.ping", lambda params: PingResult(protocol=1, version=version, pid=1))
+    return routes
+
+
+async def test_a_client_that_never_reads_answers_far_larger_than_its_requests_is_closed(
+    tmp_path: Path,
+) -> None:
+    # a line of 64 pings (3 KB) answered with 16 MiB: counted by its request alone, 24 KB of
+    # such lines made the daemon hold 128 MiB for a client that never read, far past the bound,
+    # until send_timeout_s, and its memory stayed with the process after
+    bound = 2 * MIB
+    config = ServerConfig(max_message_bytes=MIB, max_buffered_bytes=bound)
+    batch = [{"jsonrpc": "2.0", "id": n, "method": "daemon.ping"} for n in range(64)]
+    line = json.dumps(batch).encode() + b"\n"
+    async with serving(large_answer_router(256 * 1024), tmp_path, config) as served:
+        path = str(tmp_path / "s.sock")
+        async with trio.open_nursery() as hogs:
+            hogs.start_soon(hog, path, line, 8, [])
+            await until(lambda: served.server.connections == 2)
+            # closed (it sends no more, so it is the server that says so), long before
+            # send_timeout_s
+            await until(lambda: served.server.connections == 1, limits.SHED_AFTER_S + 5)
+            with trio.fail_after(2):  # the others are served as before
+                await served.client.send_all(b'{"jsonrpc":"2.0","id":7,"method":"daemon.ping"}\n')
+                [answer] = await read_answers(served.client, 1)
+            hogs.cancel_scope.cancel()
+        assert answer["id"] == 7
+        await until(lambda: served.server.buffered_bytes == 0)
+
+
+async def test_batches_owed_to_a_client_that_does_not_read_are_not_all_made_at_once(
+    tmp_path: Path,
+) -> None:
+    # with handlers that wait (a search, a recall), every batch read was answered at once:
+    # eight lines of 3 KB made 128 MiB of answers together before any could be written
+    routes = Router()
+    version = "v" * 256 * 1024
+
+    async def slow_ping(params: object) -> PingResult:
+        await trio.lowlevel.checkpoint()
+        return PingResult(protocol=1, version=version, pid=1)
+
+    routes.add("daemon.ping", slow_ping)
+    config = ServerConfig(max_message_bytes=MIB, max_buffered_bytes=1024 * MIB)
+    batch = [{"jsonrpc": "2.0", "id": n, "method": "daemon.ping"} for n in range(64)]
+    line = json.dumps(batch).encode() + b"\n"
+    async with serving(routes, tmp_path, config) as served:
+        path = str(tmp_path / "s.sock")
+        async with trio.open_nursery() as hogs:
+            hogs.start_soon(hog, path, line, 8, [])
+            await until(lambda: served.server.buffered_bytes > 16 * MIB)
+            held = await peak_while(served, 1.5)
+            hogs.cancel_scope.cancel()
+        # the connection's bound on what it owes (two lines), and the one answer over it
+        assert held <= 2 * MIB + len(batch) * (len(version) + 100), f"held {held / MIB:.1f} MiB"
