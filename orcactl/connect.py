@@ -243,13 +243,16 @@ def _ping(path: str) -> tuple[Client, int] | None:
     return client, pid
 
 
-def connect(args: argparse.Namespace, *, start: bool | None = None) -> Client:
-    """A client on the daemon's socket, starting the daemon first when allowed and needed."""
-    return open_client(args, start=start)[0]
+def connect(
+    args: argparse.Namespace, *, start: bool | None = None, timeout: float = CALL_TIMEOUT_S
+) -> Client:
+    """A client on the daemon's socket, starting the daemon first when allowed and needed;
+    `timeout` bounds each of its calls (and, without a start, connecting)."""
+    return open_client(args, start=start, timeout=timeout)[0]
 
 
 def open_client(
-    args: argparse.Namespace, *, start: bool | None = None
+    args: argparse.Namespace, *, start: bool | None = None, timeout: float = CALL_TIMEOUT_S
 ) -> tuple[Client, subprocess.Popen[bytes] | None]:
     """As connect, and the daemon process this call started (None when one was running)."""
     path = socket_path(args)
@@ -258,13 +261,13 @@ def open_client(
         raise CommandError(f"{problem}; {SHORTER_SOCKET}", EXIT_NOT_RUNNING)
     allowed = (not getattr(args, "no_start", False)) if start is None else start
     try:
-        return Client(path, timeout=CALL_TIMEOUT_S), None
+        return Client(path, timeout=timeout), None
     except DaemonUnavailable:
         # a socket derived from the runtime directory, not chosen (--socket, ORCA_SOCKET)
         chosen = getattr(args, "socket", None) or os.environ.get("ORCA_SOCKET")
         if not chosen and (other := serving_elsewhere(path)) is not None:
             with contextlib.suppress(DaemonUnavailable, OSError):
-                client = Client(other, timeout=CALL_TIMEOUT_S)
+                client = Client(other, timeout=timeout)
                 if peer_is_this_user(client.fileno()):
                     return client, None
                 client.close()
@@ -278,7 +281,7 @@ def open_client(
         raise CommandError(f"cannot connect to orcad at {path}: {exc}") from None
     with one_start_at_a_time(START_TIMEOUT_S):
         try:  # another orcactl started it while this one waited for its turn
-            return Client(path, timeout=CALL_TIMEOUT_S), None
+            return Client(path, timeout=timeout), None
         except DaemonUnavailable:
             pass
         except OSError as exc:

@@ -67,6 +67,10 @@ INSTRUCTIONS = (
 # Calls that change nothing, so sending one again after a lost connection is harmless.
 READ_ONLY = frozenset({"memory.search", "recall", "session.open"})
 CHANGES = frozenset({"memory.manage", "memory.approve", "remember"})
+# Closing the session at exit waits no longer than this for orcad: a daemon that is stopped or
+# stuck would otherwise hold the exit (on stdin's end, or SIGTERM) for a whole call's timeout,
+# past the couple of seconds an agent waits before it kills its server.
+CLOSE_TIMEOUT_S = 1.0
 # Text to keep is refused past this (orcad's own limits are far lower and say so); text to
 # search with is cut to its ends. Either way no request nears orcad's 8 MiB bound, past which
 # it closes the connection instead of answering.
@@ -256,11 +260,12 @@ class DaemonSession:
 
     def close_session(self) -> None:
         """Close the session this server opened: housekeeping at exit, so a daemon that is not
-        running is not started for it (nor is a session opened again to be closed)."""
+        running is not started for it (nor is a session opened again to be closed), and one
+        that does not answer is not waited for past `CLOSE_TIMEOUT_S`."""
         if self.ids is None or self.join:
             return
         try:
-            with connect(self.args, start=False) as client:
+            with connect(self.args, start=False, timeout=CLOSE_TIMEOUT_S) as client:
                 client.call("session.close", self.ids)
         except (CommandError, OSError, RemoteError, ProtocolViolation, msgspec.MsgspecError):
             pass  # the daemon expires sessions it no longer hears from

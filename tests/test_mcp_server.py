@@ -385,6 +385,45 @@ def test_a_server_ended_by_a_signal_closes_its_session_first(
     assert daemon.call("daemon.status").sessions == 0
 
 
+@pytest.mark.parametrize("how", ["stdin", "SIGTERM"])
+def test_a_server_whose_orcad_does_not_answer_still_exits_at_once(
+    tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess, how: str
+) -> None:
+    # closing the session at exit waited a whole call's timeout (30 s) on a stopped orcad,
+    # while the agent that closed stdin or sent SIGTERM kills its server after a few seconds
+    search = {"name": "memory_search", "arguments": {}}
+    requests = [
+        INITIALIZE,
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": search},
+    ]
+    assert daemon.proc is not None
+    with subprocess.Popen(
+        [ORCACTL, "mcp", "--cwd", str(_project(tmp_path))],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=orca_env.env,
+    ) as server:
+        assert server.stdin and server.stdout and server.stderr
+        server.stdin.write(b"".join(json.dumps(message).encode() + b"\n" for message in requests))
+        server.stdin.flush()
+        answers = [json.loads(server.stdout.readline()) for _ in range(2)]
+        assert answers[1]["id"] == 2 and not answers[1]["result"].get("isError"), answers
+        daemon.proc.send_signal(signal.SIGSTOP)
+        try:
+            started = time.monotonic()
+            if how == "stdin":
+                server.stdin.close()
+            else:
+                server.send_signal(signal.SIGTERM)
+            assert server.wait(timeout=60) == 0
+            assert time.monotonic() - started < 5
+        finally:
+            daemon.proc.send_signal(signal.SIGCONT)
+        assert b"Traceback" not in server.stderr.read()
+
+
 async def test_a_server_that_exits_after_orcad_stopped_does_not_start_it_again(
     tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess
 ) -> None:
