@@ -5,8 +5,10 @@ waits for its timeout), and reads on while answers wait for a client that does n
 (the server's memory grows with every request). Here each line is judged first
 (`mcp_lines.judge`): a request that cannot be taken is answered with a JSON-RPC error and the
 next line is served; and a request is read only while fewer than `MAX_ANSWERS_OWED` answers
-are owed, so a client that stops reading stops being read. When stdin ends, every request read
-is answered before serving ends, unless the client takes no answer for `STALL_DEADLINE_S`.
+are owed, and their requests' lines add up to less than `MAX_REQUEST_BYTES_OWED`, so a client
+that stops reading, or sends long requests faster than they are answered, stops being read.
+When stdin ends, every request read is answered before serving ends, unless the client takes
+no answer for `STALL_DEADLINE_S`.
 What was read and answered before the SDK loaded (orcactl.mcp_handshake) is read again here
 first, and the SDK's answers to the requests already answered are recorded, not sent.
 """
@@ -41,7 +43,7 @@ from mcp_types import (
 )
 
 from orcactl.mcp_handshake import Handover, Recorder, id_key
-from orcactl.mcp_lines import Refused, encoded, judge, read_line
+from orcactl.mcp_lines import MAX_LINE_BYTES, Refused, encoded, judge, read_line
 from orcad.limits import (
     MAX_ANSWERS_OWED_PER_CONNECTION,
 )
@@ -49,6 +51,11 @@ from orcad.limits import (
 # As orcad bounds a connection: past this many answers owed, the client is not read until it
 # reads (an answer it waits for from the client, such as an elicitation's, is not counted).
 MAX_ANSWERS_OWED = MAX_ANSWERS_OWED_PER_CONNECTION
+# and as orcad bounds the bytes of a connection's requests owed an answer: a request held until
+# it is answered (a tool call waiting on a slow orcad) keeps its params decoded, several times
+# the size of its line, so 64 of the longest lines took gigabytes. One line of any size the
+# server keeps is always taken.
+MAX_REQUEST_BYTES_OWED = MAX_LINE_BYTES
 # Once stdin has ended (MCP's stdio shutdown: the client closes it, waits for the server to exit,
 # then kills it), the answers still owed are waited for only while one is written at least this
 # often: a client that never reads them would otherwise keep the server running for ever.
@@ -62,9 +69,14 @@ STDIN_HANGUP = getattr(select, "POLLRDHUP", 0)
 class Owed:
     """The answers owed to the client, less those waiting on the client's own answers."""
 
-    def __init__(self, limit: int = MAX_ANSWERS_OWED) -> None:
+    def __init__(
+        self, limit: int = MAX_ANSWERS_OWED, max_bytes: int = MAX_REQUEST_BYTES_OWED
+    ) -> None:
         self.limit = limit
+        self.max_bytes = max_bytes
         self._owed: Counter[str] = Counter()  # by id as text
+        self._sizes: dict[str, list[int]] = {}  # the line of each request owed, by id as text
+        self.bytes = 0  # of the lines of the requests owed
         self._asked: set[str] = set()  # the server's requests the client has not answered
         self._changed = anyio.Event()
         self._early = 0  # 1 while answers given before the SDK loaded are still being written
@@ -84,8 +96,14 @@ class Owed:
     def full(self) -> bool:
         return self.waiting >= self.limit
 
-    async def room(self) -> None:
-        while self.full:
+    def _too_many_bytes(self, size: int) -> bool:
+        """Whether a request line of `size` bytes must wait: the lines of the requests owed
+        would add up to more than `max_bytes`, and one of them can be answered without the
+        client (one that waits on the client's own answer must not stop its being read)."""
+        return self.bytes > 0 and self.bytes + size > self.max_bytes and self.waiting > 0
+
+    async def room(self, size: int = 0) -> None:
+        while self.full or self._too_many_bytes(size):
             await self._changed.wait()
 
     async def wait_settled(self) -> None:
@@ -112,6 +130,10 @@ class Owed:
             self._owed[key] -= 1
             if not self._owed[key]:
                 del self._owed[key]
+            if sizes := self._sizes.get(key):
+                self.bytes -= sizes.pop()
+                if not sizes:
+                    del self._sizes[key]
             self._change()
 
     def _answered(self, request_id: object) -> None:
@@ -124,11 +146,14 @@ class Owed:
         self._early = int(writing)
         self._change()
 
-    def read(self, message: JSONRPCMessage) -> None:
-        """Count a message from the client."""
+    def read(self, message: JSONRPCMessage, size: int = 0) -> None:
+        """Count a message from the client, read in a line of `size` bytes."""
         match message:
             case JSONRPCRequest():
                 self._owed[str(message.id)] += 1
+                if size:
+                    self._sizes.setdefault(str(message.id), []).append(size)
+                    self.bytes += size
                 self._change()
             case JSONRPCResponse() | JSONRPCError():
                 self._answered(message.id)
@@ -222,8 +247,9 @@ async def _read(  # noqa: PLR0917
                     owed.refusing(verdict.answer)
                     await to_client.send(SessionMessage(verdict.answer))
                 elif isinstance(verdict, JSONRPCRequest):
-                    await owed.room()
-                    owed.read(verdict)
+                    size = len(line or b"")
+                    await owed.room(size)
+                    owed.read(verdict, size)
                     if recorder is not None:
                         recorder.asked(verdict.id, verdict.method, verdict.params)
                     settled = partial(owed.unanswered, verdict.id)

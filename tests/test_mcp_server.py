@@ -1023,6 +1023,38 @@ def test_a_line_too_long_to_hold_is_refused_without_holding_it(
     assert peak < 64 * 1024, peak
 
 
+def test_long_requests_waiting_on_orcad_stop_the_reading_before_memory_runs_out(
+    tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess
+) -> None:
+    # a tool call waiting on a stopped orcad keeps its params decoded, several times its line's
+    # size: only 64 answers owed were counted, so 64 lines near the 16 MiB bound took gigabytes
+    # (measured: 1.3 GiB for ten such lines of a large object in `_meta`)
+    junk = b"[" + b",".join([b"0"] * (4 * 1024 * 1024)) + b"]"  # 8 MiB
+    count = 8
+    lines = b"".join(
+        b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"memory_search",'
+        b'"arguments":{"limit":1},"_meta":{"junk":%b}}}\n' % (number, junk)
+        for number in range(2, 2 + count)
+    )
+    assert daemon.proc is not None
+    with raw_server(orca_env, _project(tmp_path)) as server:
+        before = server.memory_kib("VmRSS")
+        daemon.proc.send_signal(signal.SIGSTOP)
+        try:
+            sent, taken = server.feed(lines)
+            peak = server.memory_kib("VmHWM") - before
+        finally:
+            daemon.proc.send_signal(signal.SIGCONT)
+        assert taken < len(lines) / 2, "the server read on while its requests' lines piled up"
+        writer = threading.Thread(target=server.write, args=(lines[sent:],))
+        writer.start()  # the rest, once orcad answers again
+        answers = [server.receive(timeout=90) for _ in range(count)]
+        writer.join(timeout=60)
+        assert sorted(answer["id"] for answer in answers) == list(range(2, 2 + count))
+        assert not any(answer["result"]["isError"] for answer in answers), answers
+    assert peak < 512 * 1024, peak
+
+
 def _request(request_id: int, method: str, params: dict[str, Any] | None = None) -> bytes:
     request = {"jsonrpc": "2.0", "id": request_id, "method": method}
     return json.dumps(request if params is None else {**request, "params": params}).encode()
