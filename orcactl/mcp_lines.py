@@ -44,6 +44,7 @@ NOT_UNICODE = (
 )
 NOT_A_MESSAGE = "Invalid Request: not a JSON-RPC 2.0 request, notification or response"
 NOT_JSON = "Parse error: the line is not JSON; send one JSON-RPC message per line"
+NOT_UTF8 = "Parse error: the line is not UTF-8, which JSON is sent in"
 NOT_ENCODABLE = "Internal error: the answer could not be written as JSON"
 TOO_LONG = (
     f"Invalid Request: the line is longer than {MAX_LINE_BYTES // 2**20} MiB and was not kept; "
@@ -103,7 +104,11 @@ def judge(line: bytes | None) -> JSONRPCMessage | Refused | None:
     or response)."""
     if line is None:
         return _refused(None, INVALID_REQUEST, TOO_LONG)
-    text = line.decode("utf-8", errors="replace")  # as the SDK reads it
+    try:  # not as the SDK reads it: it replaces what is not UTF-8, so that a request is
+        # answered to an id it was not sent with, and a tool keeps text it was not given
+        text = line.decode("utf-8")
+    except UnicodeDecodeError:
+        return _refused(None, PARSE_ERROR, NOT_UTF8)
     if not text.strip():
         return None
     if json_nesting_exceeds(line, MAX_JSON_NESTING):  # before any decoder recurses into it

@@ -878,11 +878,11 @@ class RawServer:
 
 
 @contextmanager
-def raw_server(orca: OrcaEnv, cwd: Path) -> Iterator[RawServer]:
+def raw_server(orca: OrcaEnv, cwd: Path, *args: str) -> Iterator[RawServer]:
     with (
         open(orca.root / "mcp-stderr.log", "ab") as errlog,
         subprocess.Popen(
-            [ORCACTL, "mcp", "--cwd", str(cwd)],
+            [ORCACTL, "mcp", "--cwd", str(cwd), *args],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=errlog,
@@ -1289,6 +1289,27 @@ def test_every_line_is_passed_on_refused_or_dropped_and_what_goes_out_is_json(
                 assert answer["id"] is None or answer["id"] == message.get("id"), answer
         elif verdict is not None:
             verdict.model_dump_json(by_alias=True, exclude_unset=True)
+
+
+def test_a_line_that_is_not_utf8_is_refused_not_read_with_its_bytes_replaced(
+    tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess
+) -> None:
+    # read with U+FFFD for the bytes that are not UTF-8, a request was answered to an id it was
+    # not sent with (its client waited for its own until it timed out), and a fact was kept
+    # with characters the agent never gave
+    project = _project(tmp_path)
+    remember = (
+        b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"remember",'
+        b'"arguments":{"text":"We deploy from caf\xe9 branch","scope":"project"}}}'
+    )
+    with raw_server(orca_env, project, "--mode", "yolo") as server:
+        for line in (b'{"jsonrpc":"2.0","id":"r\xe9","method":"ping"}', remember):
+            server.send(line)
+            answer = server.receive(timeout=30)
+            assert answer["id"] is None and answer["error"]["code"] == -32700, answer
+            assert "UTF-8" in answer["error"]["message"], answer
+        assert server.call(3, "ping") == {}  # the next line is served
+    assert "caf" not in _startup(daemon, project)[1]
 
 
 def _startup(daemon: DaemonProcess, cwd: Path) -> tuple[str, str]:
