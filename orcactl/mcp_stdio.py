@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import math
 import os
 import select
@@ -413,11 +414,54 @@ def _say_undelivered(owed: Owed, why: str) -> None:
         return
     owed.reported = True
     lost = "1 answer owed to it was" if owed.total == 1 else f"{owed.total} answers owed to it were"
-    print(
-        f"orcactl mcp: the client closed stdin and {why}; {lost} not delivered",
-        file=sys.stderr,
-        flush=True,
-    )
+    say_on_stderr(f"orcactl mcp: the client closed stdin and {why}; {lost} not delivered")
+
+
+def say_on_stderr(text: str) -> None:
+    """Write `text` as a line on stderr when stderr has room for it, else drop it: a client
+    that does not read the server's stderr (which MCP lets it ignore) must not stop the server.
+    Written whole in one write of at most PIPE_BUF bytes, which a pipe with room for any takes
+    without waiting; a longer line is cut."""
+    data = text.encode("utf-8", "backslashreplace") + b"\n"
+    if len(data) > select.PIPE_BUF:
+        data = data[: select.PIPE_BUF - 4] + b"...\n"
+    poller = select.poll()
+    poller.register(2, select.POLLOUT)
+    with suppress(OSError):  # stderr closed, or its reader gone
+        if any(events & select.POLLOUT for _, events in poller.poll(0)):
+            os.write(2, data)
+
+
+class _StderrLog(logging.Handler):
+    """The SDK's log (a line for every tool call that fails, every malformed notification) on
+    stderr by `say_on_stderr`. Its own handler writes and waits, on the thread that serves:
+    once a client that never read stderr had let its pipe fill, the server answered nothing
+    more, and did not even end when stdin closed."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            say_on_stderr(self.format(record))
+        except Exception:  # as logging's own handlers do: a log line never fails a call
+            self.handleError(record)
+
+
+@contextmanager
+def _log_without_waiting() -> Iterator[None]:
+    """While serving, log records go to stderr by `_StderrLog` instead of the handlers the SDK
+    configured (at the server's creation)."""
+    root = logging.getLogger()
+    handlers = root.handlers[:]
+    for handler in handlers:
+        root.removeHandler(handler)
+    stderr_log = _StderrLog()
+    stderr_log.setFormatter(logging.Formatter("%(message)s"))
+    root.addHandler(stderr_log)
+    try:
+        yield
+    finally:
+        root.removeHandler(stderr_log)
+        for handler in handlers:
+            root.addHandler(handler)
 
 
 def _await_early_answers(written: threading.Event, owed: Owed, done: anyio.Event) -> None:
@@ -480,5 +524,8 @@ async def serve(
 
 def run_stdio(server: MCPServer, handover: Handover | None = None) -> None:
     handover = handover or Handover()
-    with _claimed_stdio(handover.read, ended=handover.ended) as (wire_in, wire_out):
+    with (
+        _log_without_waiting(),
+        _claimed_stdio(handover.read, ended=handover.ended) as (wire_in, wire_out),
+    ):
         anyio.run(serve, server, wire_in, wire_out, handover)

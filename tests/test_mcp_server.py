@@ -1003,6 +1003,36 @@ def test_a_client_that_never_reads_its_answers_costs_the_server_bounded_memory(
     assert held < 16 * 1024 and peak < 16 * 1024, (held, peak)
 
 
+def test_a_client_that_never_reads_stderr_is_still_answered(
+    tmp_path: Path, orca_env: OrcaEnv
+) -> None:
+    # the SDK logs a line on stderr for each tool call refused; written on the serving thread,
+    # once the pipe of a client that never read it was full (after 1280 such calls) the server
+    # answered nothing more, not even a ping, and did not end when its stdin closed
+    refused = {"name": "memory_search", "arguments": {"limit": 0}}
+    with subprocess.Popen(
+        [ORCACTL, "mcp", "--cwd", str(_project(tmp_path))],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,  # never read
+        env=orca_env.env,
+    ) as process:
+        server = RawServer(process)
+        try:
+            server.send(json.dumps(INITIALIZE).encode())
+            assert server.receive()["id"] == 1
+            server.send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
+            for number in range(2, 2000):
+                server.send(_request(number, "tools/call", refused))
+                answer = server.receive(timeout=10)
+                assert answer["id"] == number and answer["result"]["isError"], answer
+            assert server.call(1, "ping") == {}
+            process.stdin.close()  # type: ignore[union-attr]
+            assert process.wait(timeout=30) == 0
+        finally:
+            process.kill()
+
+
 def test_a_line_too_long_to_hold_is_refused_without_holding_it(
     tmp_path: Path, orca_env: OrcaEnv
 ) -> None:
