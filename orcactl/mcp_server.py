@@ -44,6 +44,7 @@ from orcactl.mcp_handshake import take_over
 from orcactl.mcp_stdio import run_stdio
 from orcad.control_characters import escape_control_characters
 from orcad.errors import InvalidParams, quoted
+from orcad.limits import PENDING_APPROVALS_PER_SESSION
 from protocol.client import Client, DaemonUnavailable, ProtocolViolation
 from protocol.errors import RemoteError
 
@@ -71,6 +72,10 @@ CHANGES = frozenset({"memory.manage", "memory.approve", "remember"})
 # stuck would otherwise hold the exit (on stdin's end, or SIGTERM) for a whole call's timeout,
 # past the couple of seconds an agent waits before it kills its server.
 CLOSE_TIMEOUT_S = 1.0
+# Facts put to the user at once, at most: as orcad bounds a session's changes waiting for the
+# user. Each question holds its call until the client answers it, and a client that never does
+# (it may still read and send) held one more call in memory for every fact the model tried.
+MAX_FACTS_ASKED = PENDING_APPROVALS_PER_SESSION
 # Text to keep is refused past this (orcad's own limits are far lower and say so); text to
 # search with is cut to its ends. Either way no request nears orcad's 8 MiB bound, past which
 # it closes the connection instead of answering.
@@ -361,6 +366,7 @@ class OrcaServer(MCPServer):
 
 def build_server(session: DaemonSession) -> OrcaServer:
     server = OrcaServer("orca", instructions=INSTRUCTIONS)
+    facts_asked = [0]  # questions of `remember` the client has not answered yet
 
     @server.tool(
         description="Search the user's deliberate memory records visible from this workspace, "
@@ -470,6 +476,13 @@ def build_server(session: DaemonSession) -> OrcaServer:
                     f"orca: not remembered: in normal mode a fact is kept once the user agrees, "
                     f"and this client cannot ask. The user can keep it with: {command}"
                 )
+            if facts_asked[0] >= MAX_FACTS_ASKED:
+                raise _tool_error(
+                    f"orca: not remembered: {MAX_FACTS_ASKED} facts already wait for the user's "
+                    f"answer; try again once they are answered. The user can keep it with: "
+                    f"{command}"
+                )
+            facts_asked[0] += 1
             try:
                 answer = await ctx.elicit(
                     _shown(f"Remember this as {where}? {text}"), RememberChoice
@@ -479,6 +492,8 @@ def build_server(session: DaemonSession) -> OrcaServer:
                     f"orca: not remembered: the question to the user failed. The user can keep "
                     f"it with: {command}"
                 ) from None
+            finally:
+                facts_asked[0] -= 1
             if answer.action != "accept" or not answer.data.remember:
                 raise _tool_error("orca: not remembered: declined by the user")
         # orcad keeps it in a normal session only when the user was asked: a session opened

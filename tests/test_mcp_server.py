@@ -1033,6 +1033,53 @@ def test_a_client_that_never_reads_stderr_is_still_answered(
             process.kill()
 
 
+def test_facts_put_to_a_user_who_does_not_answer_are_bounded(
+    tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess
+) -> None:
+    # each question held its call until the client answered it: a client that reads and sends
+    # but never answers held one more call in memory for every fact (165 MiB for 5000)
+    params = cast(dict[str, Any], INITIALIZE["params"])
+    asks: dict[str, Any] = {**params, "capabilities": {"elicitation": {}}}
+    initialize = {**INITIALIZE, "params": asks}
+    with subprocess.Popen(
+        [ORCACTL, "mcp", "--cwd", str(_project(tmp_path))],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=orca_env.env,
+    ) as process:
+        server = RawServer(process)
+        try:
+            server.send(json.dumps(initialize).encode())
+            assert server.receive()["id"] == 1
+            server.send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
+
+            def remember(number: int) -> None:
+                fact = {"name": "remember", "arguments": {"text": f"Fact number {number}"}}
+                server.send(_request(number, "tools/call", fact))
+
+            for number in range(2, 22):
+                remember(number)
+            messages = [server.receive() for _ in range(20)]
+            questions = [message for message in messages if "method" in message]
+            refused = [message for message in messages if "result" in message]
+            assert len(questions) == 16 and len(refused) == 4, messages
+            assert all(
+                "16 facts already wait" in message["result"]["content"][0]["text"]
+                for message in refused
+            ), refused
+            for question in questions:  # declined: each call ends, and its room is given back
+                declined = {"jsonrpc": "2.0", "id": question["id"], "result": {"action": "decline"}}
+                server.send(json.dumps(declined).encode())
+            assert all(server.receive()["result"]["isError"] for _ in questions)
+            remember(30)
+            assert server.receive()["method"] == "elicitation/create"
+            process.stdin.close()  # type: ignore[union-attr]
+            assert process.wait(timeout=30) == 0
+        finally:
+            process.kill()
+
+
 def test_a_line_too_long_to_hold_is_refused_without_holding_it(
     tmp_path: Path, orca_env: OrcaEnv
 ) -> None:
