@@ -35,6 +35,7 @@ from mcp.types import (
 )
 from pydantic import BaseModel, Field, ValidationError
 
+import orcad
 from orcactl.approval import shell_word
 from orcactl.arguments import current_directory
 from orcactl.connect import CommandError, connect, escape_raw_in_json, socket_path
@@ -341,8 +342,12 @@ class OrcaServer(MCPServer):
                 tool.name: frozenset(tool.input_schema.get("properties", ())) for tool in tools
             }
         taken = self._parameters.get(name)
-        unknown = sorted(set(arguments) - taken) if taken is not None else []
-        if taken is not None and unknown:
+        if taken is None:  # the SDK's answer names it raw, control characters and all
+            raise ToolError(
+                f"no tool {quoted(name)}: orca's tools are " + ", ".join(sorted(self._parameters))
+            )
+        unknown = sorted(set(arguments) - taken)
+        if unknown:
             raise ToolError(
                 f"{name} was not run: unknown argument{'s' if len(unknown) > 1 else ''} "
                 + ", ".join(quoted(word) for word in unknown[:8])
@@ -365,7 +370,7 @@ class OrcaServer(MCPServer):
 
 
 def build_server(session: DaemonSession) -> OrcaServer:
-    server = OrcaServer("orca", instructions=INSTRUCTIONS)
+    server = OrcaServer("orca", instructions=INSTRUCTIONS, version=orcad.__version__)
     facts_asked = [0]  # questions of `remember` the client has not answered yet
 
     @server.tool(

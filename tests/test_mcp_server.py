@@ -35,6 +35,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.shared.message import SessionMessage
 
+import orcad
 from orcactl.mcp_lines import Refused, judge
 from orcactl.mcp_server import DaemonSession
 from orcactl.mcp_stdio import STALL_DEADLINE_S, Owed, _write
@@ -1773,3 +1774,23 @@ def test_a_field_orcad_does_not_know_is_answered_as_an_older_orcad(
     session = DaemonSession(args)
     with pytest.raises(ToolError, match=r"older than this orcactl .*: restart it"):
         session.call_blocking("remember", {"text": "We use yarn", "scope": "project", "new": 1})
+
+
+def test_the_server_names_its_version_and_refuses_an_unknown_tool_with_its_name_escaped(
+    tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess
+) -> None:
+    # serverInfo.version was "", and the SDK's "Unknown tool: X" wrote a model's tool name raw,
+    # escape sequences and all, into the answer and on stderr
+    project = _project(tmp_path)
+    with raw_server(orca_env, project) as server:
+        server.send(json.dumps({**INITIALIZE, "id": 2}).encode())
+        assert server.receive()["result"]["serverInfo"]["version"] == orcad.__version__
+        name = "memory_\x1b[31msearch"
+        call = {"name": name, "arguments": {"query": "x"}}
+        server.send(_request(3, "tools/call", call))
+        answer = server.receive()
+    assert answer["id"] == 3 and answer["result"]["isError"] is True
+    [text] = [block["text"] for block in answer["result"]["content"]]
+    assert "\x1b" not in text and "\\x1b[31m" in text, text
+    assert "memory_search" in text and "remember" in text  # the tools it has
+    assert "\x1b" not in (orca_env.root / "mcp-stderr.log").read_text()
