@@ -86,12 +86,15 @@ class FaultRecordingRouter(Router):
             try:
                 return await handler(params)
             except StorageError as exc:
-                if "reason" not in exc.data:  # raised by a store around an OSError: say which
-                    reason = fault_reason(exc)
-                    if reason is not None:
-                        exc.data["reason"] = reason
-                # and what to do, which a store that only named the file left out
-                what_to_do = advice(str(exc.data.get("reason", "")))
+                behind = fault_reason(exc)  # the OS or SQLite fault it was raised from
+                if "reason" not in exc.data and behind is not None:  # a store's: say which
+                    exc.data["reason"] = behind
+                # and what to do, which a store that only named the file left out; a lock
+                # another process held past its timeout (a project's, a memory file's) is no
+                # such fault, and its message says what to do about it
+                what_to_do = None
+                if behind is not None and behind == exc.data.get("reason"):
+                    what_to_do = advice(behind)
                 if what_to_do is not None and what_to_do not in exc.message:
                     exc.message = f"{exc.message}; {what_to_do}"
                 self._note(method, exc)

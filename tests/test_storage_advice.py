@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import filelock
 import pytest
 
+from orcad.capture.projects import LOCK_FILE
 from tests.faults_helpers import fill_up, small_filesystem
 from tests.harness import DaemonProcess, OrcaEnv
 from tests.test_faults import recent, remote_error, start, turn, workdir
@@ -48,3 +50,32 @@ def test_every_write_a_full_disk_refuses_says_what_to_do(
             filler.unlink()
         assert daemon.call("turn.completed", turn(session, "t1")).job_id
         daemon.stop()
+
+
+def test_a_lock_another_process_holds_on_memory_files_is_not_called_a_database(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    # a project's lock or a memory file's lock held past its timeout is a file lock: the advice
+    # for a database another process keeps locked (a sqlite3 shell, a backup) would send the
+    # user looking for the wrong thing
+    cwd = workdir(tmp_path)
+    daemon = start(orca_env, daemon_factory, "[extraction]\nworkers = 0\n")
+    session = daemon.call("session.open", {"cwd": cwd, "mode": "yolo"})
+    ids = {"session_id": session.session_id, "epoch": session.epoch}
+    project_file = daemon.call(
+        "remember", {**ids, "text": "we deploy on Tuesdays", "scope": "project"}
+    )
+    user_file = daemon.call("remember", {**ids, "text": "I like short answers", "scope": "user"})
+    locks = {
+        "project": Path(project_file.path).parent / LOCK_FILE,
+        "user": Path(user_file.path + ".lock"),
+    }
+    for scope, lock_file in locks.items():
+        with filelock.FileLock(str(lock_file), timeout=0):
+            error = remote_error(
+                daemon, "remember", {**ids, "text": "we release on Fridays", "scope": scope}
+            )
+        assert (error.code, error.data.get("reason")) == (-32017, "locked"), error
+        message = error.error.message
+        assert "database" not in message and "sqlite3" not in message, (scope, message)
+    daemon.stop()
