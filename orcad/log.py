@@ -94,11 +94,25 @@ class RunningLogRotation:
             if not move_aside_if_past_bound(self._path, only=writing):
                 # orcad.log is another file now (moved aside by hand, say): this one is not it
                 raise OSError("the log written is no longer the one at its path")
+            # stdout too, when it is the same log (orcactl starts orcad so): left on the old
+            # one, it would hold that file open, and its disk space, once the next rotation
+            # drops it
+            writers = [self._fd, *(fd for fd in (1, 2) if fd != self._fd and _is(fd, writing))]
             fresh = os.open(self._path, DAEMON_LOG_OPEN_FLAGS, 0o600)
             try:
-                os.dup2(fresh, self._fd)
+                for fd in writers:
+                    os.dup2(fresh, fd)
             finally:
                 os.close(fresh)
+
+
+def _is(fd: int, file: os.stat_result) -> bool:
+    """Whether descriptor `fd` is open on `file`."""
+    try:
+        info = os.fstat(fd)
+    except OSError:
+        return False
+    return (info.st_dev, info.st_ino) == (file.st_dev, file.st_ino)
 
 
 class StreamLogger:

@@ -312,6 +312,19 @@ def test_the_log_of_a_running_daemon_is_rotated_past_its_bound(orca_env: OrcaEnv
         assert json.loads(orcactl(orca_env, "ping", "--json").stdout)["pid"] == pid  # same daemon
 
 
+def test_a_rotated_log_keeps_no_descriptor_of_the_daemon_on_the_old_one(orca_env: OrcaEnv) -> None:
+    # orcactl starts orcad with its stdout on orcad.log too: left on the log moved aside, the
+    # next rotation would drop that file while orcad still held it open, its disk space kept
+    # until a restart and whatever went to stdout written where nobody can read it
+    log = orca_env.home / "orcad.log"
+    kept = orca_env.home / "orcad.log.1"
+    with started_by_orcactl(orca_env) as pid:
+        os.truncate(log, DAEMON_LOG_ROTATE_BYTES + 1)
+        _log_lines_until(orca_env, kept.exists)
+        for fd in (1, 2):
+            assert os.stat(f"/proc/{pid}/fd/{fd}").st_ino == log.stat().st_ino, fd
+
+
 def test_the_log_launchd_writes_for_the_service_is_rotated_too(
     orca_env: OrcaEnv, daemon_factory: list[DaemonProcess]
 ) -> None:
