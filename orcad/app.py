@@ -329,6 +329,7 @@ class Daemon:
             raise StorageError(f"{path} is damaged and cannot be moved aside: {message}") from exc
         # Epochs restart above the current time in seconds: above any counter the lost file held.
         start_epochs_above(path, int(self.clock.now()))
+        self.sessions.adopt_file()
         log.error(
             "state_db.recreated", path=str(path), moved_to=str(moved), problem=problem, lost=LOSS
         )
@@ -369,6 +370,7 @@ class Daemon:
                         with contextlib.suppress(FileNotFoundError):
                             os.unlink(f"{path}{suffix}")
                 start_epochs_above(path, int(self.clock.now()))
+                self.sessions.adopt_file()
             except (OSError, sqlite3.Error) as exc:
                 error = storage_error_of(exc, str(path))
                 message = error.message if error is not None else f"{path}: {exc}"

@@ -32,6 +32,7 @@ import trio
 
 from orcad import limits
 from orcad.clock import Clock
+from orcad.errors import StorageError
 from orcad.session_snapshot import Session, _session_decoder
 from orcad.sqlite_worker import SQLiteWorker, connect_private
 from orcad.storage_faults import is_corruption
@@ -135,6 +136,11 @@ def _first_epoch(connection: sqlite3.Connection) -> int:
     return (int(row[0]) if row else 0) + 1
 
 
+class StateFileReplaced(StorageError):
+    """The state database was found deleted or replaced when a connection was to be opened:
+    the file at the path is made again (or has its epochs raised) before any use."""
+
+
 class SessionDatabase:
     """The state database's connection and each session's calls as known in memory: when it
     was last called and when that was stored, its idle expiry, the last-use writer and the
@@ -148,7 +154,10 @@ class SessionDatabase:
     ) -> None:
         self.database_path = database_path
         self._db = SQLiteWorker(lambda: self._connect(database_path))
-        # (device, inode) of the file the connection has open, None while none is open
+        # (device, inode) of the file orcad keeps its sessions in: the one it first opened, or
+        # the one a replacement made (`adopt_file`); kept while no connection is open, so that
+        # a call made while a lost file is being replaced waits for it rather than making a
+        # new, empty file of its own
         self._opened_file: tuple[int, int] | None = None
         self._clock = clock
         self.idle_expiry_s = idle_expiry_s
@@ -169,6 +178,12 @@ class SessionDatabase:
         self.on_ended: list[Callable[[str], None]] = []
 
     def _connect(self, path: Path) -> sqlite3.Connection:
+        if self.on_replaced is not None and self.file_replaced():
+            # (a connection dropped for a replacement not yet made): nothing is created here
+            raise StateFileReplaced(
+                f"{path} was deleted or replaced while orcad ran, and is being made again; "
+                "try again"
+            )
         connection = connect_private(path)
         try:
             if _create_schema(connection):
@@ -177,17 +192,22 @@ class SessionDatabase:
         except (sqlite3.Error, OSError):
             connection.close()
             raise
-        self._opened_file = (status.st_dev, status.st_ino)
+        if self._opened_file is None:
+            self._opened_file = (status.st_dev, status.st_ino)
         return connection
 
     def close(self) -> None:
         self._db.close()
-        self._opened_file = None
+
+    def adopt_file(self) -> None:
+        """The file now at the path is the one sessions are kept in (it was just made or had
+        its epochs raised, in place of one lost or damaged)."""
+        self._opened_file = self.file_identity()
 
     def file_replaced(self) -> bool:
-        """Whether the file open is no longer the one at the path: it was deleted (the
-        connection would go on writing epochs into a file no start will read) or another was
-        put in its place (its epochs may be below those handed out since)."""
+        """Whether the file sessions are kept in is no longer the one at the path: it was
+        deleted (a connection would go on writing epochs into a file no start will read) or
+        another was put in its place (its epochs may be below those handed out since)."""
         opened = self._opened_file
         if opened is None:
             return False
@@ -215,6 +235,10 @@ class SessionDatabase:
             await self.on_replaced()
         try:
             return await self._db.run(work)
+        except StateFileReplaced:  # lost after the look above, before the connection
+            if self.on_replaced is None:
+                raise
+            await self.on_replaced()
         except sqlite3.DatabaseError as exc:
             if not is_corruption(exc) or self.on_corrupt is None:
                 raise

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 import sqlite3
+import threading
 import time
 from pathlib import Path
 
@@ -144,3 +145,38 @@ def test_an_older_copy_of_the_state_database_restored_in_place_hands_out_no_old_
     assert reopened.epoch > held
     stale = remote_error(daemon, "session.close", {"session_id": SESSION, "epoch": held})
     assert stale.code == -32010, stale
+
+
+def test_sessions_opened_while_a_deleted_state_database_is_made_again_get_epochs_it_keeps(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    # calls that came while the lost file was being replaced went to a new, empty file before
+    # its epochs were raised: they were handed epoch 1, while the file kept one above the time
+    cwd = workdir(tmp_path)
+    daemon = start(orca_env, daemon_factory)
+    state_db = orca_env.memory_root / "daemon-state.sqlite3"
+    wrong: list[tuple[str, int, int | None]] = []
+    for _ in range(40):
+        daemon.call("session.open", {"cwd": cwd})
+        lost_at = time.time()
+        state_db.unlink()
+        given: list[tuple[str, int]] = []
+
+        def open_one(given: list[tuple[str, int]] = given) -> None:
+            with daemon.client() as client:
+                opened = client.call("session.open", {"cwd": cwd})
+                given.append((opened.session_id, opened.epoch))
+
+        openers = [threading.Thread(target=open_one) for _ in range(16)]
+        for opener in openers:
+            opener.start()
+        for opener in openers:
+            opener.join()
+        assert len(given) == len(openers)
+        with sqlite3.connect(state_db) as connection:
+            kept = dict(connection.execute("SELECT session_id, epoch FROM sessions").fetchall())
+        wrong += [(sid, epoch, kept.get(sid)) for sid, epoch in given if kept.get(sid) != epoch]
+        wrong += [(sid, epoch, None) for sid, epoch in given if epoch < lost_at - 120]
+    assert wrong == [], wrong[:4]
+    assert "Traceback" not in daemon.stderr()
+    daemon.stop()
