@@ -355,17 +355,21 @@ class Daemon:
             for drop_connection in self.state_db_users:
                 drop_connection()
             path = self.paths.state_db
-            if os.path.lexists(path):
+            made_again = True
+            if not os.path.lexists(path):
+                found = "it was deleted; a new one was made"
+            elif _is_empty(path):
+                found = "it was emptied in place; it was made again"
+            else:
                 problem = self._state_db_damage()
                 if problem is not None:
                     self.recreate_state_db(f"put in place while orcad ran: {problem}")
                     return
                 found = "another file was put in its place; it is used, its epochs raised"
-            else:
-                found = "it was deleted; a new one was made"
+                made_again = False
             try:
-                if found.startswith("it was deleted"):
-                    # the WAL of the deleted file must not be read into the new one
+                if made_again:
+                    # the WAL of the lost file must not be read into the new one
                     for suffix in ("-wal", "-shm"):
                         with contextlib.suppress(FileNotFoundError):
                             os.unlink(f"{path}{suffix}")
@@ -452,3 +456,11 @@ def install_features(daemon: Daemon) -> Features:
     # a forget or update a crash cut short before it dropped them leaves none either:
     recall.snapshots.drop_outdated_records_blocking(deliberate.store.updated_times_blocking)
     return Features(deliberate=deliberate, capture=capture, recall=recall)
+
+
+def _is_empty(path: os.PathLike[str]) -> bool:
+    """Whether the file at `path` holds nothing (one that cannot be looked at is not taken so)."""
+    try:
+        return os.stat(path).st_size == 0
+    except OSError:
+        return False

@@ -207,7 +207,9 @@ class SessionDatabase:
     def file_replaced(self) -> bool:
         """Whether the file sessions are kept in is no longer the one at the path: it was
         deleted (a connection would go on writing epochs into a file no start will read) or
-        another was put in its place (its epochs may be below those handed out since)."""
+        another was put in its place (its epochs may be below those handed out since), or it
+        was emptied in place (`: > file`; in WAL mode a database once opened is never empty),
+        which its WAL, holding the last changes, then no longer fits."""
         opened = self._opened_file
         if opened is None:
             return False
@@ -217,7 +219,7 @@ class SessionDatabase:
             return True
         except OSError:  # cannot be looked at now: the call says what is wrong
             return False
-        return (status.st_dev, status.st_ino) != opened
+        return (status.st_dev, status.st_ino) != opened or status.st_size == 0
 
     def file_identity(self) -> tuple[int, int] | None:
         """(device, inode) of the file at the path now, None when there is none to look at."""

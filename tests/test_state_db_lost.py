@@ -124,6 +124,31 @@ def test_a_state_database_emptied_in_place_while_running_is_made_again(
     assert_fenced_after_a_restart(daemon, cwd, held)
 
 
+def test_a_state_database_emptied_while_its_wal_holds_changes_is_made_again_at_once(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    # `: > daemon-state.sqlite3` with its last changes still in the WAL: every recall waited
+    # 5 s and failed "database is locked" until a restart, which then handed out epoch 1
+    cwd = workdir(tmp_path)
+    daemon = start(orca_env, daemon_factory)
+    held = hold_epoch_three(daemon, cwd)
+    state_db = orca_env.memory_root / "daemon-state.sqlite3"
+    assert (orca_env.memory_root / "daemon-state.sqlite3-wal").stat().st_size > 0
+    with state_db.open("r+b") as emptied:
+        emptied.truncate(0)
+    for turn in range(2):
+        started = time.monotonic()
+        opened = daemon.call("session.open", {"cwd": cwd})
+        assert opened.epoch > time.time() - 120
+        ids = {"session_id": opened.session_id, "epoch": opened.epoch}
+        daemon.call("recall", {**ids, "turn_id": f"t{turn}", "prompt": "how do we deploy?"})
+        assert time.monotonic() - started < 3
+    [message] = recent(daemon, "state_db_recreated")
+    assert str(state_db) in message and "emptied" in message
+    assert "Traceback" not in daemon.stderr()
+    assert_fenced_after_a_restart(daemon, cwd, held)
+
+
 def test_an_older_copy_of_the_state_database_restored_in_place_hands_out_no_old_epoch(
     orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
 ) -> None:
