@@ -352,13 +352,18 @@ class Daemon:
         with self._state_db_lock:
             if not self.sessions.file_replaced():
                 return  # a call made at the same moment handled it
+            path = self.paths.state_db
+            emptied = _is_empty(path)  # (before the connections close: see below)
             for drop_connection in self.state_db_users:
                 drop_connection()
-            path = self.paths.state_db
             made_again = True
             if not os.path.lexists(path):
                 found = "it was deleted; a new one was made"
-            elif _is_empty(path):
+            elif emptied:
+                # closing a connection checkpoints its WAL into the file, which wrote pages of
+                # the lost database into the emptied one: they are dropped again
+                with contextlib.suppress(OSError):
+                    os.truncate(path, 0)
                 found = "it was emptied in place; it was made again"
             else:
                 problem = self._state_db_damage()

@@ -205,3 +205,28 @@ def test_sessions_opened_while_a_deleted_state_database_is_made_again_get_epochs
     assert wrong == [], wrong[:4]
     assert "Traceback" not in daemon.stderr()
     daemon.stop()
+
+
+@pytest.mark.parametrize("checkpointed", [True, False], ids=["wal_empty", "wal_holding_pages"])
+def test_a_deliberate_database_emptied_in_place_is_a_new_empty_one(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path, checkpointed: bool
+) -> None:
+    # `: > memory.sqlite3` removes its records, as deleting it does; searches answered -32017
+    # "file is not a database" until a restart, while doctor found the file sound
+    cwd = workdir(tmp_path)
+    daemon = start(orca_env, daemon_factory)
+    opened = daemon.call("session.open", {"cwd": cwd, "auto_approve": True})
+    ids = {"session_id": opened.session_id, "epoch": opened.epoch}
+    save = {"action": "save", "kind": "fact", "is_global": False}
+    daemon.call("memory.manage", {**ids, **save, "content": "Deploys go through staging"})
+    if checkpointed:
+        with sqlite3.connect(orca_env.deliberate_db) as connection:
+            connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    with orca_env.deliberate_db.open("r+b") as emptied:
+        emptied.truncate(0)
+    assert daemon.call("memory.search", {**ids, "query": "staging"}).records == []
+    daemon.call("memory.manage", {**ids, **save, "content": "Releases are cut on Tuesdays"})
+    [found] = daemon.call("memory.search", {**ids, "query": "releases"}).records
+    assert found.content == "Releases are cut on Tuesdays"
+    assert daemon.call("memory.search", {**ids, "query": "staging"}).records == []
+    assert "Traceback" not in daemon.stderr()

@@ -57,12 +57,23 @@ class DeliberateStore:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._opened_file: tuple[int, int] | None = None  # (device, inode) of the file open
+        self._emptied = False  # the file open was found emptied in place: made again at open
         self._db = SQLiteWorker(self._open, replaced=self._file_replaced)
         self._files_secured_after_write = False
         self.damage: str | None = None  # what quick_check found wrong, until a restart
         self.on_damage: Callable[[str], None] | None = None  # told once, with the message
 
     def _open(self) -> sqlite3.Connection:
+        if self._emptied:
+            # emptied in place (`: > memory.sqlite3`): closing the connection open on it
+            # checkpointed its WAL into it, pages of the records that went, and a WAL left
+            # beside it would be read into the new database: both are dropped
+            self._emptied = False
+            with contextlib.suppress(FileNotFoundError):
+                os.truncate(self.path, 0)
+            for suffix in ("-wal", "-shm"):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(f"{self.path}{suffix}")
         connection = open_database(self.path)
         status = os.stat(self.path)
         self._opened_file = (status.st_dev, status.st_ino)
@@ -72,8 +83,17 @@ class DeliberateStore:
     def _file_replaced(self) -> bool:
         """Whether the database was deleted, moved or replaced since it was opened. Deleting
         it removes the memory it held, moving it relocates that memory (spec: One local
-        database): calls then go to the file now at the path (a new, empty one if none)."""
-        return self.file_identity() != self._opened_file
+        database): calls then go to the file now at the path (a new, empty one if none).
+        Emptying it in place (`: > file`) removes that memory too; the connection open on it
+        would only find it "not a database" (in WAL mode a database once opened is never
+        empty)."""
+        try:
+            status = os.stat(self.path)
+        except OSError:
+            return self._opened_file is not None
+        identity = (status.st_dev, status.st_ino)
+        self._emptied = identity == self._opened_file and status.st_size == 0
+        return identity != self._opened_file or self._emptied
 
     def file_identity(self) -> tuple[int, int] | None:
         """(device, inode) of the database file at the path now, None if there is none or it
