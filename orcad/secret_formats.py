@@ -109,11 +109,18 @@ _KEY_BEGIN = re.compile(r"-----BEGIN ((?:[A-Z0-9]{1,12} ){0,3}PRIVATE KEY(?: BLO
 _KEY_BODY = re.compile(r"(?:(?:\\[nr]|[ \t\r\n])+[A-Za-z0-9+/=]{16,})*")
 
 
+# The END line of a block whose start was not pasted (the last screenful of a terminal): the
+# lines of key material right above it go with it.
+_KEY_END = re.compile(r"-----END (?:[A-Z0-9]{1,12} ){0,3}PRIVATE KEY(?: BLOCK)?-----")
+_KEY_LINE = re.compile(r"[ \t]*[A-Za-z0-9+/=]{16,}+[ \t\r]*")
+
+
 def find_private_keys(text: str, lowered: str) -> Iterator[Span]:
     if "PRIVATE KEY" not in text:
         return
     position = 0
     unterminated: set[str] = set()  # labels with no END after some point never get one later
+    blocks: list[Span] = []
     while (begin := _KEY_BEGIN.search(text, position)) is not None:
         end_marker = f"-----END {begin.group(1)}-----"
         end_at = -1 if end_marker in unterminated else text.find(end_marker, begin.end())
@@ -124,8 +131,35 @@ def find_private_keys(text: str, lowered: str) -> Iterator[Span]:
         else:
             body = _KEY_BODY.match(text, begin.end())
             stop = body.end() if body is not None else begin.end()
-        yield begin.start(), stop
+        blocks.append((begin.start(), stop))
         position = stop
+    yield from blocks
+    if "-----END " not in text:
+        return
+    block = 0  # the first block that does not end before the END line (both in order)
+    for end in _KEY_END.finditer(text):
+        while block < len(blocks) and blocks[block][1] <= end.start():
+            block += 1
+        if block < len(blocks) and blocks[block][0] <= end.start():
+            continue  # the END line of a block found from its BEGIN line
+        line = end.start()
+        while line > 0 and text[line - 1] in " \t":  # (an indented block: YAML, a heredoc)
+            line -= 1
+        start = _key_lines_above(text, line)
+        if start < line:  # the marker alone, named in prose or code, holds no key
+            yield start, end.end()
+
+
+def _key_lines_above(text: str, end_line: int) -> int:
+    """Where the lines of key material right above an END line (its start at `end_line`)
+    start."""
+    start = end_line
+    while start > 0 and text[start - 1] == "\n":
+        line = text.rfind("\n", 0, start - 1) + 1
+        if _KEY_LINE.fullmatch(text, line, start - 1) is None:
+            break
+        start = line
+    return start
 
 
 # A whole PEM block encoded once more in base64 (kubeconfig client-key-data, a Kubernetes
@@ -178,6 +212,14 @@ _URL_USERINFO = re.compile(
     # holds no other URL's ://, which keeps a text of scheme markers linear)
     r"((?:[^\s\"'<>:]|:(?!//)){1,256}?)@(?![^\s/?#@\"'<>]*+@)"
 )
+# A user that is an email address, its "@" left unescaped as mail providers' SMTP settings are
+# pasted (`smtp://postmaster@mg.example.com:pw@smtp.mailgun.org:587`): the address's domain,
+# then a password holding no "/" (`ssh://git@host.example.com:2222/org/repo.git@v1` is a port
+# and a path)
+_URL_EMAIL_USERINFO = re.compile(
+    r"://[^\s/?#@:\[\]\"'<>]{1,64}@[A-Za-z0-9\-]{1,63}(?:\.[A-Za-z0-9\-]{1,63}){1,8}:"
+    r"([^\s\"'<>:/?#]{1,256}?)@(?![^\s/?#@\"'<>]*+@)"
+)
 _SCHEME_TAIL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]{0,31}\Z")
 
 
@@ -190,6 +232,14 @@ def find_url_credentials(text: str, lowered: str) -> Iterator[Span]:
         password = match.group(2)
         if not is_placeholder(password):
             yield match.span(2)
+    if "@" not in text:
+        return
+    for match in every_match(_URL_EMAIL_USERINFO, text):
+        if _SCHEME_TAIL.search(text, max(0, match.start() - 32), match.start()) is None:
+            continue
+        password = match.group(1)
+        if not password.isdigit() and not is_placeholder(password):
+            yield match.span(1)
 
 
 # A user and password before a host with no scheme, as ssh and scp take a user before one:
@@ -197,7 +247,8 @@ def find_url_credentials(text: str, lowered: str) -> Iterator[Span]:
 # before it holds the pair, the host after it is an IPv4 address or a dotted name.
 _BARE_USER = re.compile(r"[a-z0-9_][a-z0-9_.\-]{0,63}", re.IGNORECASE)
 _BARE_USER_MAX = 64
-_BEFORE_BARE_USER = (" ", "\t", "\n", '"', "'", "`", "(")  # the pair starts a word
+# the pair starts a word, or a setting's value (`MYSQL_DSN=app:pw@tcp(db:3306)/orders`)
+_BEFORE_BARE_USER = (" ", "\t", "\n", '"', "'", "`", "(", "=")
 _BARE_PASSWORD = re.compile(r"[^\s\"'`<>()@/:]{4,128}")
 _BARE_PASSWORD_MAX = 128
 _BARE_HOST = re.compile(
@@ -231,9 +282,14 @@ def _bare_password(value: str) -> bool:
     )
 
 
+# The address of a Go MySQL driver's DSN, `user:password@tcp(host:3306)/db` (or a socket's,
+# `@unix(/run/mysqld/mysqld.sock)`): the protocol names the pair, so any password is one there
+_DSN_ADDRESS = re.compile(r"(?:tcp6?|unix)\(", re.IGNORECASE)
+
+
 def find_bare_userinfo(text: str, lowered: str) -> Iterator[Span]:
-    """The password of `user:password@host` written without a scheme. Each "@" costs a look
-    back for the colon, in C, before anything else is read."""
+    """The password of `user:password@host` written without a scheme, or of a Go MySQL DSN.
+    Each "@" costs a look back for the colon, in C, before anything else is read."""
     if "@" not in text or ":" not in text:
         return
     at = text.find("@")
@@ -243,11 +299,17 @@ def find_bare_userinfo(text: str, lowered: str) -> Iterator[Span]:
             colon > 0
             and _BARE_PASSWORD.fullmatch(text, colon + 1, at) is not None
             and _bare_user(text, colon)
-            and (host := _BARE_HOST.match(text, at + 1)) is not None
-            and host.group().rpartition(".")[2].lower() not in _FILE_EXTENSIONS
-            and _bare_password(text[colon + 1 : at])
         ):
-            yield colon + 1, at
+            password = text[colon + 1 : at]
+            if _DSN_ADDRESS.match(text, at + 1) is not None:
+                if not is_placeholder(password):
+                    yield colon + 1, at
+            elif (
+                (host := _BARE_HOST.match(text, at + 1)) is not None
+                and host.group().rpartition(".")[2].lower() not in _FILE_EXTENSIONS
+                and _bare_password(password)
+            ):
+                yield colon + 1, at
         at = text.find("@", at + 1)
 
 

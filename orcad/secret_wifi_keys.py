@@ -1,9 +1,11 @@
 """Wi-Fi keys in the files and commands that hold them: wpa_supplicant.conf's and
 NetworkManager's `psk=` (a passphrase of 8 to 63 characters, quoted in wpa_supplicant.conf, or
 the key as 64 hex digits), hostapd.conf's `wpa_psk=`, nmcli's `wifi-sec.psk X`, and the `P:`
-field of the string a Wi-Fi QR code holds (`WIFI:T:WPA;S:Cafe;P:...;;`).
+field of the string a Wi-Fi QR code holds (`WIFI:T:WPA;S:Cafe;P:...;;`), and a passphrase a
+sentence gives for the network itself, without a word for password ("the wifi is Kitten!2024").
 
-Pure module: no I/O. It costs a text one search for "psk", which prose rarely holds.
+Pure module: no I/O. It costs a text one search for "psk", which prose rarely holds, and two
+for the network's names.
 """
 
 from __future__ import annotations
@@ -12,10 +14,17 @@ import re
 from collections.abc import Iterator
 
 from orcad.secret_values import (
+    STATED_VERB,
     Span,
+    end_before_trailing,
     given_password,
     is_credential_literal,
+    is_label,
+    is_placeholder,
+    is_reference,
     line_start_before,
+    mixes_letters_and_others,
+    value_ends_clause,
 )
 
 # A setting on a line of its own: `psk="..."` (wpa_supplicant.conf, network={ ... }), `psk=...`
@@ -95,3 +104,35 @@ def find_wifi_qr_keys(text: str, lowered: str) -> Iterator[Span]:
         start, end = match.span(1)
         if given_password(text[start:end]):
             yield start, end
+
+
+# "the wifi is Kitten!2024", "guest wi-fi is now Cafe#Latte42": a verb gives the network a
+# passphrase (8 to 63 characters, as WPA takes) that starts with a letter and mixes letters
+# with digits or symbols, in quotes or ending its clause. The network's state or kind is a
+# word or a label ("the wifi is down", "the wifi is WPA2-Enterprise", "the wifi is AX210"),
+# and a pair of standards (`WPA2/WPA3`) names no key.
+_WIFI_STATEMENT = re.compile(
+    r"(?<![a-z0-9_\-.])(?:wi-?fi|wlan)(?:[ \t]+network)?"
+    + STATED_VERB
+    + r"[ \t]+([\"'`]?)([a-z][^\s\"'`/]{7,62}+)\1"
+)
+_WIFI_NAMES = ("wifi", "wi-fi", "wlan")
+
+
+def find_wifi_statements(text: str, lowered: str) -> Iterator[Span]:
+    """The passphrase a sentence gives for a Wi-Fi network without naming it a password."""
+    if not any(name in lowered for name in _WIFI_NAMES):
+        return
+    for match in _WIFI_STATEMENT.finditer(lowered):
+        start, end = match.span(2)
+        stripped = end_before_trailing(text, start, end)
+        value = text[start:stripped]
+        if (
+            len(value) >= 8
+            and mixes_letters_and_others(value.rstrip("!?"))  # not "the wifi is flaky!!"
+            and not is_label(value)
+            and not is_placeholder(value)
+            and not is_reference(value)
+            and (match.group(1) != "" or value_ends_clause(text, end, stripped))
+        ):
+            yield start, stripped

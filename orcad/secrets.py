@@ -98,7 +98,7 @@ from orcad.secret_strong_pairs import find_strong_pairs
 from orcad.secret_tables import find_table_passwords
 from orcad.secret_tokens import ANCHORED_RULES, TOKEN_RULES
 from orcad.secret_values import CUT_VALUE, VALUE_RUN
-from orcad.secret_wifi_keys import find_wifi_keys, find_wifi_qr_keys
+from orcad.secret_wifi_keys import find_wifi_keys, find_wifi_qr_keys, find_wifi_statements
 from orcad.secret_wrapped import WrappableRule, find_wrapped_tokens
 
 __all__ = [
@@ -194,6 +194,7 @@ _RULES: tuple[tuple[str, Finder, Gate], ...] = (
     ("password_statement", find_app_passwords, _always),
     ("password_statement", find_noted_passwords, _always),
     ("password_statement", find_access_codes, _always),
+    ("password_statement", find_wifi_statements, _always),
     ("password_statement", find_unseal_keys, _always),
     ("recovery_codes", find_recovery_codes, _always),
     ("password_hash", find_password_hashes, _always),

@@ -1,0 +1,129 @@
+"""Credentials in what developers paste from their configuration: a Go MySQL DSN, an SMTP URL
+whose user is an email address, the tail of a private key whose start scrolled away, and a
+Wi-Fi passphrase given for the network itself. Each goes; what only looks like one stays."""
+
+from __future__ import annotations
+
+import pytest
+
+from orcad.secrets import find_secrets, redact, secret_kinds
+
+pytestmark = pytest.mark.pure
+
+
+@pytest.mark.parametrize(
+    ("text", "password"),
+    [
+        ('db, err := sql.Open("mysql", "root:GoDsnPw9@tcp(localhost:3306)/app")', "GoDsnPw9"),
+        ("MYSQL_DSN=app:Go!Dsn9x@tcp(db:3306)/orders?parseTime=true", "Go!Dsn9x"),
+        ('dsn := "svc:hunter22@tcp(10.0.0.7:3306)/billing"', "hunter22"),  # any password there
+        ("DSN='app:Sock3t!pw@unix(/var/run/mysqld/mysqld.sock)/app'", "Sock3t!pw"),
+        ('"reader:R3ad#only@tcp6([::1]:3306)/reports"', "R3ad#only"),
+    ],
+)
+def test_the_password_of_a_go_mysql_dsn_is_redacted(text: str, password: str) -> None:
+    assert redact(text) == text.replace(password, "[REDACTED:url_credentials]")
+
+
+@pytest.mark.parametrize(
+    ("text", "password"),
+    [
+        (
+            "EMAIL_URL=smtp://postmaster@mg.example.com:MgSmtpPw77@smtp.mailgun.org:587",
+            "MgSmtpPw77",
+        ),
+        ("smtps://jane.doe@gmail.com:abcdwxyzefghijkl@smtp.gmail.com:465", "abcdwxyzefghijkl"),
+        ("imap://ops@corp.example.org:Im4p!Pass@mail.corp.example.org/INBOX", "Im4p!Pass"),
+    ],
+)
+def test_a_url_whose_user_is_an_email_address_loses_its_password(text: str, password: str) -> None:
+    assert redact(text) == text.replace(password, "[REDACTED:url_credentials]")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "git+ssh://git@gitlab.example.com:2222/org/repo.git@v1.2.0",
+        "ssh://git@github.com:22@mirror",
+        "https://user@example.com:8443@x",
+        'sql.Open("mysql", "user:password@tcp(127.0.0.1:3306)/test")',  # the docs' stand-in
+        "mysql:host=db;dbname=app@tcp",
+        "user@tcp(host) is the address form",
+    ],
+)
+def test_addresses_without_a_password_stay(text: str) -> None:
+    assert find_secrets(text) == []
+
+
+KEY_TAIL = (
+    "QyNTUxOQAAACBmZXJyaXMtd2hlZWwtc2V0dXAtZXhhbXBsZS1rZXkAAAAAAAAAAA\n"
+    "AAAECIv8Tz9Yw3lkLmNoPqRsTuVwXyZa1B2c3D4e5F6g7H8i9J0k\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("before", "indent"),
+    [
+        ("the end of the key file:\n", ""),
+        ("", ""),
+        ("tls.key: |\n", "  "),
+    ],
+)
+def test_the_tail_of_a_private_key_without_its_begin_line_is_redacted(
+    before: str, indent: str
+) -> None:
+    tail = "".join(indent + line + "\n" for line in KEY_TAIL.splitlines())
+    text = f"{before}{tail}{indent}-----END OPENSSH PRIVATE KEY-----\nthen the next step"
+    redacted = redact(text)
+    assert redacted == f"{before}[REDACTED:private_key_block]\nthen the next step"
+    assert "AAAECIv8Tz9Yw3lk" not in redacted and "QyNTUxOQ" not in redacted
+    assert secret_kinds(text) == "private_key_block"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the file must end with -----END PRIVATE KEY----- and a newline",
+        'assert pem.rstrip().endswith("-----END RSA PRIVATE KEY-----")',
+        "footer:\n-----END EC PRIVATE KEY-----",
+        "-----BEGIN CERTIFICATE-----\n"
+        "MIIDdzCCAl+gAwIBAgIEAgAAuTANBgkqhkiG9w0BAQUFADBaMQswCQYDVQQGEwJJ\n"
+        "-----END CERTIFICATE-----",
+    ],
+)
+def test_an_end_line_with_no_key_material_above_it_stays(text: str) -> None:
+    assert find_secrets(text) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        ("the wifi is Kitten!2024", "Kitten!2024"),
+        ("the office wifi is Kitten!2024, ask me if it changes", "Kitten!2024"),
+        ("guest wi-fi is now Cafe#Latte42.", "Cafe#Latte42"),
+        ("The WiFi is 'Blue#Heron42'", "Blue#Heron42"),
+        ('our wlan is "Xk9#mm2pqLw" by the way', "Xk9#mm2pqLw"),
+        ("wifi network is Hunter22!", "Hunter22!"),
+    ],
+)
+def test_a_passphrase_given_for_the_wifi_itself_is_redacted(text: str, key: str) -> None:
+    assert redact(text) == text.replace(key, "[REDACTED:password_statement]")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the wifi is down again",
+        "the wifi is flaky!!!",
+        "the wifi is WPA2-Enterprise",
+        "the wifi is WPA2/WPA3 mixed mode",
+        "the wifi is AX210.",
+        "the wifi is 5GHz only",
+        "the wifi is eduroam.",
+        "the wifi is Kitten!2024 compatible",  # more words follow: not a value given
+        "the wifi is $WIFI_PASS",
+        "the wifi is <your-passphrase>",
+    ],
+)
+def test_what_a_sentence_says_of_the_wifi_stays(text: str) -> None:
+    assert find_secrets(text) == []
