@@ -27,16 +27,19 @@ from orcad.secret_values import Span, end_before_trailing, is_placeholder, value
 
 # The word for password in other languages, and their verb "is": German (Passwort, Kennwort;
 # compounds such as Datenbankpasswort end in them), Spanish, French, Portuguese, Italian
-# (password), Dutch, Polish, Swedish, Danish/Norwegian, Finnish, Turkish, Russian/Ukrainian,
-# Chinese, Japanese, Korean.
+# (password), Dutch, Polish (also "hasło to X"), Swedish (also lösenordet, the password),
+# Danish/Norwegian, Finnish, Turkish, Russian/Ukrainian, Czech/Slovak, Hungarian,
+# Indonesian/Malay (kata sandi, kata sandinya: its password), Vietnamese, Greek, Chinese,
+# Japanese, Korean.
 _FOREIGN_PASSWORD = re.compile(
     r"(?:passwort|kennwort|(?<![^\W\d_])(?:contrase[ñn]a|mot de passe|senha|wachtwoord|has[łl]o|"
-    r"l[öo]senord|adgangskode|passord|salasana|[şs]ifre|пароль|密码|密碼|パスワード|비밀번호|"
+    r"l[öo]senord(?:et)?|adgangskode|passord|salasana|[şs]ifre|пароль|heslo|jelsz[óo]|"
+    r"kata sandi(?:nya)?|m[ậa]t kh[ẩa]u|κωδικός(?: πρόσβασης)?|密码|密碼|パスワード|비밀번호|"
     r"password(?=(?:[ \t]+[^\s.,;:!?=]{1,30}+){0,4}?[ \t]+è[ \t:])))"  # Italian, before its verb
     r"(?![^\W\d_])(?:(?P<words>(?:[ \t]+[^\s.,;:!?=\uff1a]{1,30}+){0,6}?)"
     r"(?:(?P<op>[ \t]*[:=\uff1a])[ \t]*|"
-    r"[ \t]+(?P<verb>ist|lautet|war|es|era|est|c['\u2019]est|était|é|è|is|was|jest|är|er|on|je|"
-    r"это|—|-)[ \t]+)"
+    r"[ \t]+(?P<verb>ist|lautet|war|es|era|est|c['\u2019]est|était|é|è|is|was|jest|to|är|er|on|"
+    r"je|adalah|ialah|là|είναι|это|—|-)[ \t]+)"
     + STATED_VALUE.replace(r"[ \t]+", "", 1)
     # or after a space alone ("Passwort Geheim2024!"), tried last, in the same scan; looked
     # ahead at, so that a word for password the value holds is still read
@@ -48,12 +51,17 @@ _FOREIGN_PASSWORD = re.compile(
 # (the Polish, Swedish and Turkish words are written with their diacritics)
 _FOREIGN_ASCII_TRIGGERS = (
     "wort", "contrasena", "mot de passe", "senha", "wachtwoord", "adgangskode", "passord",
-    "salasana",
+    "salasana", "heslo", "kata sandi", "mat khau",
 )  # fmt: skip
 _FOREIGN_TRIGGERS = (
-    *_FOREIGN_ASCII_TRIGGERS, "contraseña", "hasło", "lösenord", "şifre", "пароль", "密码", "密碼",
-    "パスワード", "비밀번호",
+    *_FOREIGN_ASCII_TRIGGERS, "contraseña", "hasło", "lösenord", "şifre", "пароль", "jelszó",
+    "mật khẩu", "κωδικός", "密码", "密碼", "パスワード", "비밀번호",
 )  # fmt: skip
+
+
+# The words for password of the languages whose describing words are not listed below: after
+# them only a value that looks chosen is one ("heslo: Praha2024!", not "heslo: povinné")
+_CHOSEN_VALUES_ONLY = ("heslo", "jelsz", "kata sandi", "mật khẩu", "mat khau", "κωδικός")
 
 
 # Words of those languages that describe a password rather than give one ("Passwort:
@@ -303,6 +311,8 @@ def find_foreign_passwords(text: str, lowered: str) -> Iterator[Span]:
             continue  # "c'est Vault2024 qui le gère": it is Vault that keeps it, no password
         if stated_password(value):
             yield start, end
+            continue
+        if lowered.startswith(_CHOSEN_VALUES_ONLY, match.start()):
             continue
         clause_ends = value_ends_clause(text, value_end, end)
         words, verb = match["words"], match["verb"]

@@ -127,3 +127,40 @@ def test_a_passphrase_given_for_the_wifi_itself_is_redacted(text: str, key: str)
 )
 def test_what_a_sentence_says_of_the_wifi_stays(text: str) -> None:
     assert find_secrets(text) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "password"),
+    [
+        ("heslo je Praha2024!", "Praha2024!"),  # Czech
+        ("heslo: Bratislava#7", "Bratislava#7"),  # Slovak
+        ("a jelszó Budapest2024!", "Budapest2024!"),  # Hungarian
+        ("kata sandinya adalah Jakarta@2024", "Jakarta@2024"),  # Indonesian
+        ("kata sandi untuk server: Srv!2024x", "Srv!2024x"),
+        ("Mật khẩu là Hanoi@2024", "Hanoi@2024"),  # Vietnamese
+        ("κωδικός είναι Athens2024!", "Athens2024!"),  # Greek
+        ("lösenordet är Sommar2024!", "Sommar2024!"),  # Swedish, "the password"
+        ("hasło do bazy to Krakow2024!", "Krakow2024!"),  # Polish, "to" as the verb
+    ],
+)
+def test_a_password_stated_in_more_languages_is_redacted(text: str, password: str) -> None:
+    assert redact(text) == text.replace(password, "[REDACTED:password_statement]")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "heslo: povinné",  # required
+        "heslo je příliš krátké",  # too short
+        "jelszó: kötelező",
+        "a jelszó túl rövid",
+        "kata sandi: wajib",
+        "kata sandi wajib diisi",
+        "mật khẩu là bắt buộc",
+        "κωδικός: λάθος",
+        "lösenordet är för kort",
+        "hasło to jest tajne",
+    ],
+)
+def test_what_those_languages_say_of_a_password_stays(text: str) -> None:
+    assert find_secrets(text) == []
