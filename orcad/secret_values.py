@@ -142,6 +142,9 @@ _LONG_LOWER_WORD = re.compile(r"[a-z]{4,}\Z")
 _LABEL_JOINS = re.compile(r"[\-_+]")
 _PASSPHRASE_JOINS = re.compile(r"[\-_+.]")
 _NUMBER_PART = re.compile(r"[0-9]{2,}\Z")
+# One capitalised word of four letters or more and a number: the password people choose and
+# are made to change, "Summer-2024", "Welcome.01" (not "Win-10", "Api-01": shorter words)
+_SEASON_WORD = re.compile(r"[A-Z][a-z]{3,}\Z")
 _LETTERS_AND_DIGITS = re.compile(r"(?=[^0-9]*[0-9])(?=[0-9]*[A-Za-z])[A-Za-z0-9]{2,6}\Z")
 
 
@@ -163,6 +166,8 @@ def is_passphrase(value: str, *, names_a_password: bool = True) -> bool:
     if sum(1 for part in parts if _CAPITALISED_WORD.match(part)) >= 2 and any(
         _NUMBER_PART.match(part) for part in parts
     ):
+        return True
+    if len(parts) == 2 and _SEASON_WORD.match(parts[0]) and _NUMBER_PART.match(parts[1]):
         return True
     grouped = len(parts) >= 3 and all(_LETTERS_AND_DIGITS.match(part) for part in parts)
     mixed = sum(1 for part in parts if not part.isupper() and not part.islower())

@@ -164,3 +164,34 @@ def test_a_password_stated_in_more_languages_is_redacted(text: str, password: st
 )
 def test_what_those_languages_say_of_a_password_stays(text: str) -> None:
     assert find_secrets(text) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "password"),
+    [
+        ("db:\n  user: app\n  password: Summer-2024\n", "Summer-2024"),
+        ("smtp:\n  password: Welcome.01", "Welcome.01"),
+        ("[database]\npassword = Spring_2023", "Spring_2023"),
+        ('ldap:\n  bind_password: "Autumn-2022"', "Autumn-2022"),
+    ],
+)
+def test_a_capitalised_word_and_a_number_set_for_a_password_is_redacted(
+    text: str, password: str
+) -> None:
+    assert redact(text) == text.replace(password, "[REDACTED:credential_assignment]")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "password_policy: Strict-90",
+        "password_hash_algorithm: Argon-2019",
+        "passwordSecretName: Vault-01",
+        "secret_name: Prod-2024",
+        "token_type: Bearer-01",
+        "password: Win-10",  # a shorter word: a label
+        "password: tls-cert-2024",
+    ],
+)
+def test_a_label_set_beside_a_password_word_stays(text: str) -> None:
+    assert find_secrets(text) == []
