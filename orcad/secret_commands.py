@@ -172,10 +172,23 @@ _ARGUMENT_PASSWORDS = (
     (
         "net user",
         re.compile(
-            # a command: starts its line (after a prompt such as C:\>) or follows && ; |
-            r"(?:^[ \t]*(?:[a-z]:\\[^>\n]{0,200}>[ \t]*|ps[ \t][^>\n]{0,200}>[ \t]*)?|[;&|][ \t]*)"
-            r"net[ \t]+user[ \t]+[^\s/]{1,64}[ \t]+" + _VALUE + r"(?=[ \t]+/|[ \t]*(?:$|[\r\n&|]))",
+            # a command: starts its line (after a prompt such as C:\>), follows && ; | or opens
+            # inline code
+            r"(?:^[ \t]*(?:[a-z]:\\[^>\n]{0,200}>[ \t]*|ps[ \t][^>\n]{0,200}>[ \t]*)?|[;&|`][ \t]*)"
+            r"net[ \t]+user[ \t]+[^\s/]{1,64}[ \t]+"
+            + _VALUE
+            + r"(?=[ \t]+/|[ \t]*(?:$|[\r\n&|`]))",
             re.MULTILINE,
+        ),
+    ),
+    # ... or anywhere in a sentence when one of its options follows a value that is no word
+    # ("I ran net user admin X9!k /add"; not "the net user command takes /add")
+    (
+        "net user",
+        re.compile(
+            r"(?<![a-z0-9_\-])net[ \t]+user[ \t]+[^\s/]{1,64}[ \t]+(?=[^\s/]*[^a-z\s/])"
+            + _VALUE
+            + r"(?=[ \t]+/[a-z])"
         ),
     ),
     (

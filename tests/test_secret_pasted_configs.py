@@ -195,3 +195,30 @@ def test_a_capitalised_word_and_a_number_set_for_a_password_is_redacted(
 )
 def test_a_label_set_beside_a_password_word_stays(text: str) -> None:
     assert find_secrets(text) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "password"),
+    [
+        ("please remember net user Administrator W1nAdm!n /add", "W1nAdm!n"),
+        ("I did `net user Administrator W1nAdm!n /add` on the build box", "W1nAdm!n"),
+        ("run `net user svc_backup Bkp#2024x` first", "Bkp#2024x"),
+        ('then net user deploy "open sesame" /add', "open sesame"),
+    ],
+)
+def test_net_user_in_a_sentence_or_inline_code_loses_its_password(text: str, password: str) -> None:
+    assert redact(text) == text.replace(password, "[REDACTED:password_flag]")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the net user command takes /add",
+        "net user accounts are listed with /domain",
+        "use net user name password /add",
+        "net user bob * /add",
+        "`net user` lists the accounts",
+    ],
+)
+def test_sentences_about_net_user_stay(text: str) -> None:
+    assert find_secrets(text) == []
