@@ -85,6 +85,15 @@ _TOOL_FLAGS = (
         ),
     ),
     ("-k", "openssl", re.compile(r"openssl[^\n|;&]{0,300}?[ \t]-k[ \t]+" + _VALUE)),
+    # GitHub's CLI stores a secret given as its body: gh secret set NAME --body X (or -bX)
+    (
+        "-b",
+        "secret",
+        re.compile(
+            r"(?<![a-z0-9_\-])gh[ \t]+secret[ \t]+set[^\n|;&]{0,300}?[ \t](?:-b|--body)(?:=|[ \t]*)"
+            + _VALUE
+        ),
+    ),
     (
         "-u",
         "smbclient",
@@ -422,7 +431,7 @@ def _connect_password(value: str, lowered: str, match: re.Match[str], *, session
 # `docker run -p 27017:27017 mongo` on the line of a tool: a port mapping, not a password
 _PORT_MAPPING = re.compile(r"(?:[0-9.]+:)?[0-9]{1,5}:[0-9]{1,5}(?:/(?:tcp|udp))?\Z")
 # every tool flag above: -p, -a, -u, -k, --user, -storepass, -keypass, -srcstorepass, ...
-_SHORT_FLAG = re.compile(r"-(?<![a-z0-9]-)[pauksd]")
+_SHORT_FLAG = re.compile(r"-(?<![a-z0-9]-)[pauksdb]")
 
 
 # The words after a flag that speak of it ("the --password option"): an unquoted one of these

@@ -222,3 +222,33 @@ def test_net_user_in_a_sentence_or_inline_code_loses_its_password(text: str, pas
 )
 def test_sentences_about_net_user_stay(text: str) -> None:
     assert find_secrets(text) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        (
+            "gh secret set NPM_TOKEN --body 'npm_Qw3Er5Ty7Ui9Op1As3Df5Gh7Jk9Lz2Xc4Vb'",
+            "npm_Qw3Er5Ty7Ui9Op1As3Df5Gh7Jk9Lz2Xc4Vb",
+        ),
+        ('gh secret set DB_PASSWORD -b"Hunter2!x"', "Hunter2!x"),
+        ("gh secret set -e prod DEPLOY_KEY --body Zx9!kq2Lm#Tw --repo acme/app", "Zx9!kq2Lm#Tw"),
+    ],
+)
+def test_the_body_of_a_github_secret_set_from_the_cli_is_redacted(text: str, value: str) -> None:
+    assert redact(text) == text.replace(value, "[REDACTED:password_flag]")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'gh secret set API_KEY --body "$API_KEY"',
+        "gh secret set KEY -b $KEY",
+        "gh secret set FOO < secret.txt",
+        "echo $T | gh secret set X --body-file -",
+        "gh secret set --help | grep -- --body",
+        "gh variable set REGION --body us-east-1",
+    ],
+)
+def test_a_github_secret_given_from_elsewhere_stays(text: str) -> None:
+    assert find_secrets(text) == []
