@@ -34,7 +34,7 @@ from orcad.secret_values import Span, end_before_trailing, is_placeholder, value
 _FOREIGN_PASSWORD = re.compile(
     r"(?:passwort|kennwort|(?<![^\W\d_])(?:contrase[ñn]a|mot de passe|senha|wachtwoord|has[łl]o|"
     r"l[öo]senord(?:et)?|adgangskode|passord|salasana|[şs]ifre|пароль|heslo|jelsz[óo]|"
-    r"kata sandi(?:nya)?|m[ậa]t kh[ẩa]u|κωδικός(?: πρόσβασης)?|密码|密碼|パスワード|비밀번호|"
+    r"kata sandi(?:nya)?|mật khẩu|κωδικός(?: πρόσβασης)?|密码|密碼|パスワード|비밀번호|"
     r"password(?=(?:[ \t]+[^\s.,;:!?=]{1,30}+){0,4}?[ \t]+è[ \t:])))"  # Italian, before its verb
     r"(?![^\W\d_])(?:(?P<words>(?:[ \t]+[^\s.,;:!?=\uff1a]{1,30}+){0,6}?)"
     r"(?:(?P<op>[ \t]*[:=\uff1a])[ \t]*|"
@@ -51,7 +51,7 @@ _FOREIGN_PASSWORD = re.compile(
 # (the Polish, Swedish and Turkish words are written with their diacritics)
 _FOREIGN_ASCII_TRIGGERS = (
     "wort", "contrasena", "mot de passe", "senha", "wachtwoord", "adgangskode", "passord",
-    "salasana", "heslo", "kata sandi", "mat khau",
+    "salasana", "heslo", "kata sandi",
 )  # fmt: skip
 _FOREIGN_TRIGGERS = (
     *_FOREIGN_ASCII_TRIGGERS, "contraseña", "hasło", "lösenord", "şifre", "пароль", "jelszó",
@@ -61,7 +61,7 @@ _FOREIGN_TRIGGERS = (
 
 # The words for password of the languages whose describing words are not listed below: after
 # them only a value that looks chosen is one ("heslo: Praha2024!", not "heslo: povinné")
-_CHOSEN_VALUES_ONLY = ("heslo", "jelsz", "kata sandi", "mật khẩu", "mat khau", "κωδικός")
+_CHOSEN_VALUES_ONLY = ("heslo", "jelsz", "kata sandi", "mật khẩu", "κωδικός")
 
 
 # Words of those languages that describe a password rather than give one ("Passwort:

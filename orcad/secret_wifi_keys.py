@@ -4,7 +4,7 @@ the key as 64 hex digits), hostapd.conf's `wpa_psk=`, nmcli's `wifi-sec.psk X`, 
 field of the string a Wi-Fi QR code holds (`WIFI:T:WPA;S:Cafe;P:...;;`), and a passphrase a
 sentence gives for the network itself, without a word for password ("the wifi is Kitten!2024").
 
-Pure module: no I/O. It costs a text one search for "psk", which prose rarely holds, and two
+Pure module: no I/O. It costs a text one search for "psk", which prose rarely holds, and one
 for the network's names.
 """
 
@@ -116,12 +116,13 @@ _WIFI_STATEMENT = re.compile(
     + STATED_VERB
     + r"[ \t]+([\"'`]?)([a-z][^\s\"'`/]{7,62}+)\1"
 )
-_WIFI_NAMES = ("wifi", "wi-fi", "wlan")
+# the network's names, looked for in one pass (three substring searches cost three)
+_WIFI_NAME = re.compile(r"w(?:i-?fi|lan)")
 
 
 def find_wifi_statements(text: str, lowered: str) -> Iterator[Span]:
     """The passphrase a sentence gives for a Wi-Fi network without naming it a password."""
-    if not any(name in lowered for name in _WIFI_NAMES):
+    if _WIFI_NAME.search(lowered) is None:
         return
     for match in _WIFI_STATEMENT.finditer(lowered):
         start, end = match.span(2)
