@@ -90,8 +90,8 @@ _TOOL_FLAGS = (
         "-b",
         "secret",
         re.compile(
-            r"(?<![a-z0-9_\-])gh[ \t]+secret[ \t]+set[^\n|;&]{0,300}?[ \t](?:-b|--body)(?:=|[ \t]*)"
-            + _VALUE
+            r"gh(?<![a-z0-9_\-]gh)[ \t]+secret[ \t]+set[^\n|;&]{0,300}?"
+            r"[ \t](?:-b|--body)(?:=|[ \t]*)" + _VALUE
         ),
     ),
     (
@@ -195,7 +195,7 @@ _ARGUMENT_PASSWORDS = (
     (
         "net user",
         re.compile(
-            r"(?<![a-z0-9_\-])net[ \t]+user[ \t]+[^\s/]{1,64}[ \t]+(?=[^\s/]*[^a-z\s/])"
+            r"net(?<![a-z0-9_\-]net)[ \t]+user[ \t]+[^\s/]{1,64}[ \t]+(?=[^\s/]*[^a-z\s/])"
             + _VALUE
             + r"(?=[ \t]+/[a-z])"
         ),

@@ -112,19 +112,26 @@ def find_wifi_qr_keys(text: str, lowered: str) -> Iterator[Span]:
 # word or a label ("the wifi is down", "the wifi is WPA2-Enterprise", "the wifi is AX210"),
 # and a pair of standards (`WPA2/WPA3`) names no key.
 _WIFI_STATEMENT = re.compile(
-    r"(?<![a-z0-9_\-.])(?:wi-?fi|wlan)(?:[ \t]+network)?"
+    r"(?:wi-?fi|wlan)(?:[ \t]+network)?"
     + STATED_VERB
     + r"[ \t]+([\"'`]?)([a-z][^\s\"'`/]{7,62}+)\1"
 )
-# the network's names, looked for in one pass (three substring searches cost three)
+# the network's names, looked for in one pass (three substring searches cost three); the
+# statement is matched from each (a pattern that opens with a look-behind is tried at every
+# character), the name a word of its own
 _WIFI_NAME = re.compile(r"w(?:i-?fi|lan)")
+_BEFORE_WIFI = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-.")
 
 
 def find_wifi_statements(text: str, lowered: str) -> Iterator[Span]:
     """The passphrase a sentence gives for a Wi-Fi network without naming it a password."""
-    if _WIFI_NAME.search(lowered) is None:
-        return
-    for match in _WIFI_STATEMENT.finditer(lowered):
+    for name in _WIFI_NAME.finditer(lowered):
+        at = name.start()
+        if at > 0 and lowered[at - 1] in _BEFORE_WIFI:
+            continue
+        match = _WIFI_STATEMENT.match(lowered, at)
+        if match is None:
+            continue
         start, end = match.span(2)
         stripped = end_before_trailing(text, start, end)
         value = text[start:stripped]
