@@ -119,7 +119,13 @@ _CLOUD: tuple[TokenRule, ...] = (
         r"vc[pciark]_[A-Za-z0-9]{24,80}+(?![A-Za-z0-9_])",
         True,
     ),
-    ("doppler_token", ("dp.",), r"dp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{40,44}", True),
+    # a service token names its config between its kind and the token (dp.st.prd.…)
+    (
+        "doppler_token",
+        ("dp.",),
+        r"dp\.(?:pt|st(?:\.[a-z0-9_\-]{2,35})?|sa|ct|scim|audit)\.[A-Za-z0-9]{40,44}",
+        True,
+    ),
     (
         "onepassword_token",
         ("ops_eyJ",),

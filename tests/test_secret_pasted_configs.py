@@ -252,3 +252,16 @@ def test_the_body_of_a_github_secret_set_from_the_cli_is_redacted(text: str, val
 )
 def test_a_github_secret_given_from_elsewhere_stays(text: str) -> None:
     assert find_secrets(text) == []
+
+
+@pytest.mark.parametrize(
+    "token",
+    [
+        "dp.st.prd.q8Zr2vLx0pWnT5yU7iO9pA1sD3fG5hJ7kL9zX1cVbN",
+        "dp.st.dev_us-1.q8Zr2vLx0pWnT5yU7iO9pA1sD3fG5hJ7kL9zX1cVbN",
+        "dp.st.q8Zr2vLx0pWnT5yU7iO9pA1sD3fG5hJ7kL9zX1cVbN",
+    ],
+)
+def test_a_doppler_service_token_naming_its_config_is_redacted(token: str) -> None:
+    text = f"export DOPPLER_TOKEN={token}\ndoppler run -- npm start"
+    assert redact(text) == text.replace(token, "[REDACTED:doppler_token]")
