@@ -132,8 +132,8 @@ def find_private_keys(text: str, lowered: str) -> Iterator[Span]:
             body = _KEY_BODY.match(text, begin.end())
             stop = body.end() if body is not None else begin.end()
         blocks.append((begin.start(), stop))
+        yield begin.start(), stop
         position = stop
-    yield from blocks
     if "-----END " not in text:
         return
     block = 0  # the first block that does not end before the END line (both in order)

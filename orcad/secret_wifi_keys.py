@@ -121,6 +121,7 @@ _WIFI_STATEMENT = re.compile(
 # character), the name a word of its own
 _WIFI_NAME = re.compile(r"w(?:i-?fi|lan)")
 _BEFORE_WIFI = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-.")
+_AFTER_WIFI = frozenset(" \t,'\u2019")
 
 
 def find_wifi_statements(text: str, lowered: str) -> Iterator[Span]:
@@ -129,6 +130,8 @@ def find_wifi_statements(text: str, lowered: str) -> Iterator[Span]:
         at = name.start()
         if at > 0 and lowered[at - 1] in _BEFORE_WIFI:
             continue
+        if lowered[name.end() : name.end() + 1] not in _AFTER_WIFI:
+            continue  # not a verb's nor "network"'s first character (`WIFI:T:WPA;…`)
         match = _WIFI_STATEMENT.match(lowered, at)
         if match is None:
             continue
