@@ -431,7 +431,8 @@ def _connect_password(value: str, lowered: str, match: re.Match[str], *, session
 # `docker run -p 27017:27017 mongo` on the line of a tool: a port mapping, not a password
 _PORT_MAPPING = re.compile(r"(?:[0-9.]+:)?[0-9]{1,5}:[0-9]{1,5}(?:/(?:tcp|udp))?\Z")
 # every tool flag above: -p, -a, -u, -k, --user, -storepass, -keypass, -srcstorepass, ...
-_SHORT_FLAG = re.compile(r"-(?<![a-z0-9]-)[pauksdb]")
+# (gh's -b or --body, but not the b of a PEM block's -----BEGIN line)
+_SHORT_FLAG = re.compile(r"-(?:(?<![a-z0-9]-)[pauksd]|(?<![a-z0-9\-]-)(?:b|-body))")
 
 
 # The words after a flag that speak of it ("the --password option"): an unquoted one of these
