@@ -432,7 +432,10 @@ def _connect_password(value: str, lowered: str, match: re.Match[str], *, session
 _PORT_MAPPING = re.compile(r"(?:[0-9.]+:)?[0-9]{1,5}:[0-9]{1,5}(?:/(?:tcp|udp))?\Z")
 # every tool flag above: -p, -a, -u, -k, --user, -storepass, -keypass, -srcstorepass, ...
 # (gh's -b or --body, but not the b of a PEM block's -----BEGIN line)
-_SHORT_FLAG = re.compile(r"-(?:(?<![a-z0-9]-)[pauksd]|(?<![a-z0-9\-]-)(?:b|-body))")
+# (each letter tested before what comes before it: a text of dashes is read at one test each)
+_SHORT_FLAG = re.compile(
+    r"-(?:[pauksd](?<![a-z0-9]-[pauksd])|b(?<![a-z0-9\-]-b)|-body(?<![a-z0-9\-]--body))"
+)
 
 
 # The words after a flag that speak of it ("the --password option"): an unquoted one of these

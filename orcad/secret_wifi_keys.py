@@ -119,9 +119,9 @@ _WIFI_STATEMENT = re.compile(
 # the network's names, looked for in one pass (three substring searches cost three); the
 # statement is matched from each (a pattern that opens with a look-behind is tried at every
 # character), the name a word of its own
-_WIFI_NAME = re.compile(r"w(?:i-?fi|lan)")
+# (then a verb's or "network"'s first character: not `WIFI:T:WPA;…`)
+_WIFI_NAME = re.compile(r"w(?:i-?fi|lan)(?=[ \t,'\u2019])")
 _BEFORE_WIFI = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-.")
-_AFTER_WIFI = frozenset(" \t,'\u2019")
 
 
 def find_wifi_statements(text: str, lowered: str) -> Iterator[Span]:
@@ -130,8 +130,6 @@ def find_wifi_statements(text: str, lowered: str) -> Iterator[Span]:
         at = name.start()
         if at > 0 and lowered[at - 1] in _BEFORE_WIFI:
             continue
-        if lowered[name.end() : name.end() + 1] not in _AFTER_WIFI:
-            continue  # not a verb's nor "network"'s first character (`WIFI:T:WPA;…`)
         match = _WIFI_STATEMENT.match(lowered, at)
         if match is None:
             continue
