@@ -102,38 +102,23 @@ def test_a_state_database_deleted_and_then_made_by_a_recall_is_not_taken_for_dam
     assert reopened.epoch > held
 
 
-def test_a_state_database_emptied_in_place_while_running_is_made_again(
-    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+@pytest.mark.parametrize("checkpointed", [True, False], ids=["wal_empty", "wal_holding_pages"])
+def test_a_state_database_emptied_in_place_while_running_is_made_again_at_once(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path, checkpointed: bool
 ) -> None:
     # `: > daemon-state.sqlite3`: the same file, so nothing looks replaced, but the connection
-    # open on it finds it damaged from then on, while a new connection finds an empty database
+    # open on it finds it damaged from then on, while a new connection finds an empty database.
+    # With its last changes still in the WAL, every recall waited 5 s and failed "database is
+    # locked" until a restart, which then handed out epoch 1.
     cwd = workdir(tmp_path)
     daemon = start(orca_env, daemon_factory)
     held = hold_epoch_three(daemon, cwd)
     state_db = orca_env.memory_root / "daemon-state.sqlite3"
-    with sqlite3.connect(state_db) as connection:
-        connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    with state_db.open("r+b") as emptied:
-        emptied.truncate(0)
-    for _ in range(2):
-        opened = daemon.call("session.open", {"cwd": cwd})
-        assert opened.epoch > time.time() - 120
-    [message] = recent(daemon, "state_db_recreated")
-    assert str(state_db) in message
-    assert "Traceback" not in daemon.stderr()
-    assert_fenced_after_a_restart(daemon, cwd, held)
-
-
-def test_a_state_database_emptied_while_its_wal_holds_changes_is_made_again_at_once(
-    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
-) -> None:
-    # `: > daemon-state.sqlite3` with its last changes still in the WAL: every recall waited
-    # 5 s and failed "database is locked" until a restart, which then handed out epoch 1
-    cwd = workdir(tmp_path)
-    daemon = start(orca_env, daemon_factory)
-    held = hold_epoch_three(daemon, cwd)
-    state_db = orca_env.memory_root / "daemon-state.sqlite3"
-    assert (orca_env.memory_root / "daemon-state.sqlite3-wal").stat().st_size > 0
+    if checkpointed:
+        with sqlite3.connect(state_db) as connection:
+            connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    else:
+        assert (orca_env.memory_root / "daemon-state.sqlite3-wal").stat().st_size > 0
     with state_db.open("r+b") as emptied:
         emptied.truncate(0)
     for turn in range(2):
