@@ -356,49 +356,18 @@ def test_the_server_exits_cleanly_when_stdin_closes(
     assert "Traceback" not in completed.stderr
 
 
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
-def test_a_server_ended_by_a_signal_closes_its_session_first(
-    tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess, signum: signal.Signals
-) -> None:
-    # Codex ends its MCP servers with SIGTERM: the session stayed open until the idle expiry
+@contextmanager
+def _server_after_one_search(
+    orca_env: OrcaEnv, tmp_path: Path
+) -> Iterator[subprocess.Popen[bytes]]:
+    """`orcactl mcp` that has opened its session with one search, its stdin left open (an
+    agent ends its server by closing stdin or with a signal)."""
     search = {"name": "memory_search", "arguments": {}}
     requests = [
         INITIALIZE,
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
         {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": search},
     ]
-    with subprocess.Popen(
-        [ORCACTL, "mcp", "--cwd", str(_project(tmp_path))],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=orca_env.env,
-    ) as server:
-        assert server.stdin and server.stdout and server.stderr
-        server.stdin.write(b"".join(json.dumps(message).encode() + b"\n" for message in requests))
-        server.stdin.flush()  # stdin stays open: the agent ends the server with the signal
-        answers = [json.loads(server.stdout.readline()) for _ in range(2)]
-        assert answers[1]["id"] == 2 and not answers[1]["result"].get("isError"), answers
-        assert daemon.call("daemon.status").sessions == 1
-        server.send_signal(signum)
-        assert server.wait(timeout=30) == 0
-        assert b"Traceback" not in server.stderr.read()
-    assert daemon.call("daemon.status").sessions == 0
-
-
-@pytest.mark.parametrize("how", ["stdin", "SIGTERM"])
-def test_a_server_whose_orcad_does_not_answer_still_exits_at_once(
-    tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess, how: str
-) -> None:
-    # closing the session at exit waited a whole call's timeout (30 s) on a stopped orcad,
-    # while the agent that closed stdin or sent SIGTERM kills its server after a few seconds
-    search = {"name": "memory_search", "arguments": {}}
-    requests = [
-        INITIALIZE,
-        {"jsonrpc": "2.0", "method": "notifications/initialized"},
-        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": search},
-    ]
-    assert daemon.proc is not None
     with subprocess.Popen(
         [ORCACTL, "mcp", "--cwd", str(_project(tmp_path))],
         stdin=subprocess.PIPE,
@@ -411,6 +380,31 @@ def test_a_server_whose_orcad_does_not_answer_still_exits_at_once(
         server.stdin.flush()
         answers = [json.loads(server.stdout.readline()) for _ in range(2)]
         assert answers[1]["id"] == 2 and not answers[1]["result"].get("isError"), answers
+        yield server
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_a_server_ended_by_a_signal_closes_its_session_first(
+    tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess, signum: signal.Signals
+) -> None:
+    # Codex ends its MCP servers with SIGTERM: the session stayed open until the idle expiry
+    with _server_after_one_search(orca_env, tmp_path) as server:
+        assert daemon.call("daemon.status").sessions == 1
+        server.send_signal(signum)
+        assert server.wait(timeout=30) == 0
+        assert server.stderr is not None and b"Traceback" not in server.stderr.read()
+    assert daemon.call("daemon.status").sessions == 0
+
+
+@pytest.mark.parametrize("how", ["stdin", "SIGTERM"])
+def test_a_server_whose_orcad_does_not_answer_still_exits_at_once(
+    tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess, how: str
+) -> None:
+    # closing the session at exit waited a whole call's timeout (30 s) on a stopped orcad,
+    # while the agent that closed stdin or sent SIGTERM kills its server after a few seconds
+    assert daemon.proc is not None
+    with _server_after_one_search(orca_env, tmp_path) as server:
+        assert server.stdin is not None and server.stderr is not None
         daemon.proc.send_signal(signal.SIGSTOP)
         try:
             started = time.monotonic()
