@@ -311,7 +311,8 @@ class Daemon:
                     "written over while orcad had it open"
                 )
             if problem is not None:
-                self.recreate_state_db(problem)
+                with self.sessions.replacing():
+                    self.recreate_state_db(problem)
 
     def recreate_state_db(self, problem: str) -> None:
         """Move the damaged state database aside (blocking, under the state database lock);
@@ -352,44 +353,45 @@ class Daemon:
         with self._state_db_lock:
             if not self.sessions.file_replaced():
                 return  # a call made at the same moment handled it
-            path = self.paths.state_db
-            emptied = _is_empty(path)  # (before the connections close: see below)
-            for drop_connection in self.state_db_users:
-                drop_connection()
-            made_again = True
-            if not os.path.lexists(path):
-                found = "it was deleted; a new one was made"
-            elif emptied:
-                # closing a connection checkpoints its WAL into the file, which wrote pages of
-                # the lost database into the emptied one: they are dropped again
-                with contextlib.suppress(OSError):
-                    os.truncate(path, 0)
-                found = "it was emptied in place; it was made again"
-            else:
-                problem = self._state_db_damage()
-                if problem is not None:
-                    self.recreate_state_db(f"put in place while orcad ran: {problem}")
-                    return
-                found = "another file was put in its place; it is used, its epochs raised"
-                made_again = False
-            try:
-                if made_again:
-                    # the WAL of the lost file must not be read into the new one
-                    for suffix in ("-wal", "-shm"):
-                        with contextlib.suppress(FileNotFoundError):
-                            os.unlink(f"{path}{suffix}")
-                start_epochs_above(path, int(self.clock.now()))
-                self.sessions.adopt_file()
-            except (OSError, sqlite3.Error) as exc:
-                error = storage_error_of(exc, str(path))
-                message = error.message if error is not None else f"{path}: {exc}"
-                log.error("state_db.replace_failed", path=str(path), error=message)
-                self.record_error("state_db_damaged", f"{path} cannot be made again: {message}")
-                raise StorageError(f"{path} cannot be made again: {message}") from exc
-            log.error("state_db.recreated", path=str(path), problem=found, lost=LOSS)
-            self.record_error(
-                "state_db_recreated", f"{path} was lost while orcad ran ({found}); {LOSS}"
-            )
+            with self.sessions.replacing():
+                path = self.paths.state_db
+                emptied = _is_empty(path)  # (before the connections close: see below)
+                for drop_connection in self.state_db_users:
+                    drop_connection()
+                made_again = True
+                if not os.path.lexists(path):
+                    found = "it was deleted; a new one was made"
+                elif emptied:
+                    # closing a connection checkpoints its WAL into the file, which wrote pages of
+                    # the lost database into the emptied one: they are dropped again
+                    with contextlib.suppress(OSError):
+                        os.truncate(path, 0)
+                    found = "it was emptied in place; it was made again"
+                else:
+                    problem = self._state_db_damage()
+                    if problem is not None:
+                        self.recreate_state_db(f"put in place while orcad ran: {problem}")
+                        return
+                    found = "another file was put in its place; it is used, its epochs raised"
+                    made_again = False
+                try:
+                    if made_again:
+                        # the WAL of the lost file must not be read into the new one
+                        for suffix in ("-wal", "-shm"):
+                            with contextlib.suppress(FileNotFoundError):
+                                os.unlink(f"{path}{suffix}")
+                    start_epochs_above(path, int(self.clock.now()))
+                    self.sessions.adopt_file()
+                except (OSError, sqlite3.Error) as exc:
+                    error = storage_error_of(exc, str(path))
+                    message = error.message if error is not None else f"{path}: {exc}"
+                    log.error("state_db.replace_failed", path=str(path), error=message)
+                    self.record_error("state_db_damaged", f"{path} cannot be made again: {message}")
+                    raise StorageError(f"{path} cannot be made again: {message}") from exc
+                log.error("state_db.recreated", path=str(path), problem=found, lost=LOSS)
+                self.record_error(
+                    "state_db_recreated", f"{path} was lost while orcad ran ({found}); {LOSS}"
+                )
 
     async def run_background(self, nursery: trio.Nursery) -> None:
         """Start each background task under supervision: a crash after it started is recorded

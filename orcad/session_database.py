@@ -19,10 +19,11 @@ opened again gets an epoch above any it had, so a holder of an old one stays fen
 from __future__ import annotations
 
 import collections
+import contextlib
 import math
 import os
 import sqlite3
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
 
@@ -159,6 +160,9 @@ class SessionDatabase:
         # a call made while a lost file is being replaced waits for it rather than making a
         # new, empty file of its own
         self._opened_file: tuple[int, int] | None = None
+        # True while the file is being made again (`replacing`): the new file may take the lost
+        # one's inode number, and so look like it before its epochs are raised
+        self._replacing = False
         self._clock = clock
         self.idle_expiry_s = idle_expiry_s
         self._cache: collections.OrderedDict[str, Session] = collections.OrderedDict()
@@ -178,7 +182,7 @@ class SessionDatabase:
         self.on_ended: list[Callable[[str], None]] = []
 
     def _connect(self, path: Path) -> sqlite3.Connection:
-        if self.on_replaced is not None and self.file_replaced():
+        if self.on_replaced is not None and (self._replacing or self.file_replaced()):
             # (a connection dropped for a replacement not yet made): nothing is created here
             raise StateFileReplaced(
                 f"{path} was deleted or replaced while orcad ran, and is being made again; "
@@ -198,6 +202,18 @@ class SessionDatabase:
 
     def close(self) -> None:
         self._db.close()
+
+    @contextlib.contextmanager
+    def replacing(self) -> Iterator[None]:
+        """While the file is made again in place of one lost or damaged: no connection is
+        opened (a call waits for the new file, see `_run`). A new file often takes the inode
+        number of the deleted one, so until `adopt_file` it can pass for the file it replaces,
+        before its epochs are raised."""
+        self._replacing = True
+        try:
+            yield
+        finally:
+            self._replacing = False
 
     def adopt_file(self) -> None:
         """The file now at the path is the one sessions are kept in (it was just made or had
