@@ -11,14 +11,14 @@ skips to by its literal start, is what a text without one costs.
 from __future__ import annotations
 
 import itertools
-import re
 from collections.abc import Iterator
 
+from orcad.lazy_patterns import lazy_compile
 from orcad.secret_values import Span, is_placeholder
 
 # The name, up to 40 characters of its sentence ("for gmail is", "(smtp):"), then the groups,
 # joined by spaces or by hyphens, and no fifth group after them.
-_APP_PASSWORD = re.compile(
+_APP_PASSWORD = lazy_compile(
     r"app[ \t\-](?:specific[ \t\-])?passw(?:ord|ort)[^\n]{0,40}?(?<![a-z0-9\-])"
     r"(?P<value>[a-z]{4}(?P<join>[ \-])[a-z]{4}(?P=join)[a-z]{4}(?P=join)[a-z]{4}|[a-z]{16})"
     r"(?![a-z0-9]|(?P=join)[a-z]{4}(?![a-z]))"
@@ -35,7 +35,7 @@ _ENGLISH_PAIRS_WRITTEN = (
 )
 _ENGLISH_CONSONANT_PAIRS = frozenset(_ENGLISH_PAIRS_WRITTEN.split())
 # Letters in the alphabet's order ("abcdefghijklmnop"): an example, not letters drawn at random
-_ALPHABET_RUN = re.compile(
+_ALPHABET_RUN = lazy_compile(
     "|".join("".join(chr(code + step) for step in range(4)) for code in range(97, 120))
 )
 _VOWELS = frozenset("aeiouy")

@@ -13,6 +13,7 @@ import functools
 import re
 from collections.abc import Iterator
 
+from orcad.lazy_patterns import lazy_compile
 from orcad.secret_formats import Finder, Span, every_match
 from orcad.secret_values import (
     QUOTED_VALUES,
@@ -43,16 +44,16 @@ _PLAIN_KEYWORDS = frozenset({"pass", "pwd", "pw", "mnemonic", "secret"})
 # up to a comment, at most as many as a phrase has (one name is not read to the line's end
 # again for every name on a long line).
 _PHRASE_KEYWORDS = frozenset({"mnemonic"})
-_PHRASE_WORDS = re.compile(r"(?:[ \t]++(?!#)\S{1,64}+(?!\S)){0,32}+")
+_PHRASE_WORDS = lazy_compile(r"(?:[ \t]++(?!#)\S{1,64}+(?!\S)){0,32}+")
 # 12 to 25 words of a wordlist (BIP39's are 3 to 8 letters): a phrase whatever its words, some
 # of which (sample, example, replace) would otherwise mark an example value.
-_RECOVERY_PHRASE = re.compile(r"[a-z]{3,8}(?:[ \t]+[a-z]{3,8}){11,24}\Z")
-_PASS_NAME = re.compile("pass(?:word|wd|phrase|code)?")
+_RECOVERY_PHRASE = lazy_compile(r"[a-z]{3,8}(?:[ \t]+[a-z]{3,8}){11,24}\Z")
+_PASS_NAME = lazy_compile("pass(?:word|wd|phrase|code)?")
 # Alone (not client_secret), these often name a stored secret rather than hold one.
 _BARE_KEYWORDS = frozenset({"secret", "credential"})
 _NAME_CHARACTERS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-")
 # "key" alone is too common (sort_key, cache key); only these qualifiers make it a credential.
-_KEY_QUALIFIER = re.compile(
+_KEY_QUALIFIER = lazy_compile(
     r"(?:api|access|secret|private|signing|encryption|master|auth|client|account|app|license|"
     r"subscription)"
     r"[_\-. ]?\Z"
@@ -66,10 +67,10 @@ _NAME_QUALIFIERS = (
     r"default|v?[0-9]{1,3}))*"
 )
 # blanks, then a colon right before the value's quote: psql's :'variable'
-_PSQL_VARIABLE = re.compile(r"[ \t]+:")
+_PSQL_VARIABLE = lazy_compile(r"[ \t]+:")
 # What a personal access token is made of: `pat` also names a pattern in code, whose value holds
 # a format's or a glob's marks.
-_TOKEN_CHARACTERS = re.compile(r"[A-Za-z0-9_\-]{20,}")
+_TOKEN_CHARACTERS = lazy_compile(r"[A-Za-z0-9_\-]{20,}")
 # the end of a credential's name, which an = inside a value must not follow
 _NOT_A_NAME = "".join(
     f"(?<!{name})" for name in ("pass", "word", "pwd", "pw", "phrase", "code", "mnemonic", "secret")
@@ -84,14 +85,14 @@ _ASSIGNMENT_TAIL = (
     r"((?:[^\s\"'`,;&=(){}\[\]<>]|&(?![a-z_][a-z0-9_.\-]{0,64}=)"
     rf"|{_NOT_A_NAME}=++(?=[^\s\"'`,;&=(){{}}\[\]<>])){{1,256}}+=*))"
 )
-_AWS_SECRET = re.compile(
+_AWS_SECRET = lazy_compile(
     r"secret_?access_?key[\"']?[ \t]{0,8}(?:=>|:=|=|:)[ \t]{0,8}[\"']?"
     r"([a-z0-9/+]{40})(?![a-z0-9/+=])"
 )
 
 
 def _assignment_finder(keyword: str, pattern: str) -> Finder:
-    compiled = re.compile(pattern + _ASSIGNMENT_TAIL)
+    compiled = lazy_compile(pattern + _ASSIGNMENT_TAIL)
     plain = keyword in _PLAIN_KEYWORDS
 
     def find(text: str, lowered: str) -> Iterator[Span]:
@@ -179,18 +180,18 @@ def _assignment_finder(keyword: str, pattern: str) -> Finder:
 # ("PASS: addr2line" beside "FAIL: objdump -d"), is a test log, and each `PASS:` line in it a
 # result. Logins listed one after another ("USER: admin" / "PASS: Monkey123") name no test
 # that way and have no other outcome, so their passwords are still found.
-_TEST_RESULT = re.compile(r"PASS:[ \t]")
+_TEST_RESULT = lazy_compile(r"PASS:[ \t]")
 _OUTCOMES = r"X?PASS|X?FAIL|KPASS|KFAIL|SKIP|ERROR|UNSUPPORTED|UNRESOLVED|UNTESTED"
-_TEST_RESULTS = re.compile(
+_TEST_RESULTS = lazy_compile(
     rf"^[ \t]*(?:{_OUTCOMES}):[ \t]+(?:[^\s/]*/|\S+[ \t]+\S+[ \t]+\S)", re.MULTILINE
 )
-_ANY_RESULT = re.compile(rf"^[ \t]*({_OUTCOMES}):[ \t]+\S", re.MULTILINE)
+_ANY_RESULT = lazy_compile(rf"^[ \t]*({_OUTCOMES}):[ \t]+\S", re.MULTILINE)
 _RESULTS_OF_TWO_OUTCOMES = 3
 # Automake's summary of a run (`# TOTAL: 3`, then `# PASS:  3`): its results are a test log's
-_TEST_SUMMARY = re.compile(r"^# TOTAL:[ \t]+[0-9]+[ \t]*\r?\n# PASS:[ \t]+[0-9]+", re.MULTILINE)
+_TEST_SUMMARY = lazy_compile(r"^# TOTAL:[ \t]+[0-9]+[ \t]*\r?\n# PASS:[ \t]+[0-9]+", re.MULTILINE)
 # `go test -v`: `--- PASS: TestLogin (0.00s)`, a subtest's indented under it; the test's time
 # marks the line
-_GO_TEST_RESULT = re.compile(r"PASS:[ \t]+\S+[ \t]+\([0-9]+\.[0-9]+s\)")
+_GO_TEST_RESULT = lazy_compile(r"PASS:[ \t]+\S+[ \t]+\([0-9]+\.[0-9]+s\)")
 _GO_RESULT_MARK = "--- "
 
 
@@ -234,8 +235,8 @@ def _bare_name(keyword: str, lowered: str, at: int) -> bool:
 
 # A setting that starts its line (.env, YAML, INI: `SESSION_SECRET=keyboard cat`) has the rest
 # of the line as its unquoted value, up to a comment; words only, so that code is not taken.
-_SETTING_NAME = re.compile(r"[ \t]*(?:export[ \t]+|-[ \t]+)?[A-Za-z0-9_.\-]*\Z")
-_MORE_WORDS = re.compile(
+_SETTING_NAME = lazy_compile(r"[ \t]*(?:export[ \t]+|-[ \t]+)?[A-Za-z0-9_.\-]*\Z")
+_MORE_WORDS = lazy_compile(
     r"(?:[ \t]+(?!#)[^\s\"'`;&|(){}\[\]<>=]{1,64}+){1,16}+(?=[ \t]*(?:#|\r?$))", re.M
 )
 
@@ -253,7 +254,7 @@ def _rest_of_setting(text: str, name: int, end: int) -> int:
 
 
 # After a type annotation, the default a name is declared with: `: Optional[str] = "..."`.
-_ANNOTATED_DEFAULT = re.compile(
+_ANNOTATED_DEFAULT = lazy_compile(
     r"(?:\[[^\]\n]{0,64}\])?[ \t]*=[ \t]*"
     rf"(?:{QUOTED_VALUES})"
 )
@@ -270,7 +271,7 @@ def _find_aws_secret(text: str, lowered: str) -> Iterator[Span]:
 
 # An AWS secret key right after its access key id ("AKIA… / Ix9M…", "AKIA…:Ix9M…", two
 # columns): 40 characters of base64 that look generated, a separator or blanks between them
-_AWS_PAIR = re.compile(
+_AWS_PAIR = lazy_compile(
     r"(?<![A-Z0-9])A(?:KIA|SIA)[A-Z2-7]{16}[ \t]*(?:[/:,;|][ \t]*|[ \t]|\r?\n)"
     r"([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"
 )
@@ -288,7 +289,7 @@ def find_aws_secret_after_id(text: str, lowered: str) -> Iterator[Span]:
 
 # A URL query's key= or auth= (Firebase, many web APIs): a generated value there is a key;
 # `key` and `auth` alone are too common for the assignment rule.
-_QUERY_KEY = re.compile(r"[?&](?:key|auth)=([^&#\s\"'<>]{16,1024}+)")
+_QUERY_KEY = lazy_compile(r"[?&](?:key|auth)=([^&#\s\"'<>]{16,1024}+)")
 
 
 def _find_query_keys(text: str, lowered: str) -> Iterator[Span]:
@@ -302,8 +303,8 @@ def _find_query_keys(text: str, lowered: str) -> Iterator[Span]:
 
 # `password: _PasswordType | None = None`, `private_key: Ed25519PrivateKey | Ed448PrivateKey`:
 # a name annotated with a type (a union, or a default after it) is code, not a credential
-_ANNOTATED_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
-_AFTER_A_TYPE = re.compile(r"[ \t]*(?:\|[ \t]*[A-Za-z_]|=(?!=))")
+_ANNOTATED_NAME = lazy_compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
+_AFTER_A_TYPE = lazy_compile(r"[ \t]*(?:\|[ \t]*[A-Za-z_]|=(?!=))")
 
 
 def _type_annotation(text: str, start: int, end: int) -> bool:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from orcad.lazy_patterns import lazy_compile
 from orcad.secret_formats import Span
 from orcad.secret_values import is_chosen_password, is_credential_literal, looks_random
 
@@ -31,23 +32,23 @@ _QUOTED = r"(?:\"(?P<dq>[^\"\n]{1,256})\"|'(?P<sq>[^'\n]{1,256})')"
 _PLAIN_WORDS = frozenset({"password", "passwd", "passphrase", "pwd", "secret"})
 
 # `- name: DB_PASSWORD` and, on the next line, `value: ...` (quoted or to the line's end)
-_YAML_PAIR = re.compile(
+_YAML_PAIR = lazy_compile(
     rf"name:[ \t]*[\"']?{_NAME}[\"']?[ \t]*\r?\n[ \t]*(?:-[ \t]+)?value:[ \t]*"
     rf"(?:{_QUOTED}|(?P<plain>[^\s\"'#][^\n#]{{0,255}}?))[ \t]*(?:#[^\n]*)?\r?$",
     re.MULTILINE,
 )
 # {"name": "DB_PASSWORD", "value": "..."}
-_JSON_PAIR = re.compile(
+_JSON_PAIR = lazy_compile(
     rf"\"name\"[ \t]*:[ \t]*\"{_NAME}\"[ \t]*,[ \t\r\n]*\"value\"[ \t]*:[ \t]*"
     r"\"(?P<dq>[^\"\n]{1,256})\""
 )
 # define('DB_PASSWORD', '...'), config['SECRET_KEY'] = '...', os.environ["API_TOKEN"] = "..."
-_DEFINE = re.compile(rf"define[ \t]*\([ \t]*[\"']{_NAME}[\"'][ \t]*,[ \t]*{_QUOTED}")
-_SUBSCRIPT = re.compile(rf"\[[ \t]*[\"']{_NAME}[\"'][ \t]*\][ \t]*=(?!=)[ \t]*{_QUOTED}")
+_DEFINE = lazy_compile(rf"define[ \t]*\([ \t]*[\"']{_NAME}[\"'][ \t]*,[ \t]*{_QUOTED}")
+_SUBSCRIPT = lazy_compile(rf"\[[ \t]*[\"']{_NAME}[\"'][ \t]*\][ \t]*=(?!=)[ \t]*{_QUOTED}")
 # ${DB_PASSWORD:-default} (or `-`): the default a shell or Compose falls back on
-_SHELL_DEFAULT = re.compile(rf"\$\{{{_NAME}:?-(?P<plain>[^}}\s\"'$]{{1,256}})\}}")
+_SHELL_DEFAULT = lazy_compile(rf"\$\{{{_NAME}:?-(?P<plain>[^}}\s\"'$]{{1,256}})\}}")
 # variable "db_password" { ... default = "..." ... }
-_TERRAFORM_DEFAULT = re.compile(
+_TERRAFORM_DEFAULT = lazy_compile(
     rf"variable[ \t]+\"{_NAME}\"[ \t]*\{{[^}}]{{0,400}}?\bdefault[ \t]*=[ \t]*"
     r"\"(?P<dq>[^\"\n]{1,256})\""
 )
@@ -67,13 +68,13 @@ _USER_AND_PASSWORD_CALLS = (
 )
 _PASSWORD_ALONE_CALLS = ("setpassword", "set_password", "withpassword", "with_password")
 _PASSWORD_ALONE_METHODS = (".password", ".auth")
-_USER_AND_PASSWORD = re.compile(
+_USER_AND_PASSWORD = lazy_compile(
     rf"[ \t]*(?:\"[^\"\n]{{1,256}}\"|'[^'\n]{{1,256}}')[ \t]*,[ \t]*{_QUOTED}[ \t]*[)\],]"
 )
-_PASSWORD_ALONE = re.compile(rf"[ \t]*{_QUOTED}[ \t]*\)")
+_PASSWORD_ALONE = lazy_compile(rf"[ \t]*{_QUOTED}[ \t]*\)")
 
 
-_OPENING = re.compile(r"[ \t]*(?:=[ \t]*)?([(\[])")
+_OPENING = lazy_compile(r"[ \t]*(?:=[ \t]*)?([(\[])")
 
 
 def _calls(lowered: str) -> Iterator[re.Match[str]]:
@@ -109,12 +110,12 @@ def _calls(lowered: str) -> Iterator[re.Match[str]]:
 # connect call takes a host, a port, a database as well, in an order each library sets, so
 # each quoted argument right after another (its user) is a candidate, up to the call's end
 _CONNECT_REACH = 320
-_QUOTED_AFTER_QUOTED = re.compile(
+_QUOTED_AFTER_QUOTED = lazy_compile(
     rf"(?:\"[^\"\n]{{1,256}}\"|'[^'\n]{{1,256}}')[ \t]*,[ \t\r\n]*(?={_QUOTED}[ \t\r\n]*[),])"
 )
 
 
-_PLAIN_USER = re.compile(r"[a-z_][a-z0-9_\-]{0,31}")
+_PLAIN_USER = lazy_compile(r"[a-z_][a-z0-9_\-]{0,31}")
 
 
 def _connect_arguments(lowered: str, at: int) -> Iterator[re.Match[str]]:
@@ -207,7 +208,7 @@ def find_code_credentials(text: str, lowered: str) -> Iterator[Span]:
             if span is None:
                 continue
             value = text[span[0] : span[1]]
-            connect = match.re is _QUOTED_AFTER_QUOTED
+            connect = match.re.pattern == _QUOTED_AFTER_QUOTED.pattern
             if _credential(value, None, quoted=True, upper_name=False) and (
                 not connect or _connect_password(value)
             ):

@@ -12,9 +12,9 @@ looks chosen: it starts with a letter and mixes letters with digits or symbols, 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 
+from orcad.lazy_patterns import lazy_compile
 from orcad.secret_values import (
     Span,
     end_before_trailing,
@@ -29,21 +29,21 @@ from orcad.secret_values import (
 # instead cost a scan of it per word. A password of letters alone (`user:pass`) is passed over
 # in C too (`curl -u user:pass` repeated cost 0.27 s a megabyte), and so is a redaction's
 # marker (`[REDACTED:rule]`): text that held many secrets is read again once redacted.
-_COLON = re.compile(
+_COLON = lazy_compile(
     r":(?<=[A-Za-z0-9_.+@\-]:)(?<!\[REDACTED:)"
     r"(?=[^\W\d_][^\s:/\\\"'`<>]{3})"
     r"(?=[^\s:/\\\"'`<>]{1,128}?(?:[\d_]|[^\w\s:/\\\"'`<>]))"  # a digit or a symbol in it
 )
-_USER = re.compile(r"(?<![^\s\"'(\[,;=])[A-Za-z0-9_][A-Za-z0-9_.+\-@]{0,63}\Z")
+_USER = lazy_compile(r"(?<![^\s\"'(\[,;=])[A-Za-z0-9_][A-Za-z0-9_.+\-@]{0,63}\Z")
 _LONGEST_USER = 64
-_VALUE = re.compile(r"[^\s:/\\\"'`<>]{4,128}+(?=[\s\"'`)\],;]|\Z)")
-_ANNOUNCING = re.compile(
+_VALUE = lazy_compile(r"[^\s:/\\\"'`<>]{4,128}+(?=[\s\"'`)\],;]|\Z)")
+_ANNOUNCING = lazy_compile(
     r"(?<![a-z])(?:cred(?:s|entials?)?|logins?|logon|accounts?|auth|user[/:]pass(?:word)?"
     r"|username[/:]password)(?![a-z])"
 )
 _REACH = 48  # "login for the staging box is deploy:…": the word ends this far before the user
 _LONGEST_ANNOUNCING = len("username/password")
-_HEX = re.compile(r"[0-9a-f]{6,}\Z")
+_HEX = lazy_compile(r"[0-9a-f]{6,}\Z")
 # Namespaces a colon joins to a name: a scheme, a package registry, a digest's algorithm, a
 # setting's key (`npm:lodash@4`, `docker:Dockerfile`, `sha256:…`, `level:info`).
 NAMESPACES = frozenset(
@@ -79,8 +79,8 @@ def _is_chosen(text: str, user_start: int, value_start: int, value_end: int) -> 
 # line above (not a blank one), or above the pairs listed before it ("2. ops:Deploy2024").
 # A bullet's pair may follow what it is for: "- jenkins: admin:Jenk!ns2024"
 _BULLET = r"[ \t]*(?:(?:[-*•]|\d{1,3}[.)])[ \t]+(?:[A-Za-z0-9_.\-]{1,32}:[ \t]+)?)?"
-_PAIR_LEAD = re.compile(_BULLET)
-_LISTED_PAIR = re.compile(
+_PAIR_LEAD = lazy_compile(_BULLET)
+_LISTED_PAIR = lazy_compile(
     _BULLET + r"[A-Za-z0-9_][A-Za-z0-9_.+\-@]{0,63}:[^\s:/\\\"'`<>]{4,128}[ \t\r]*"
 )
 _LONGEST_LEAD = 56

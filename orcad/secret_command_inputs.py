@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from orcad.lazy_patterns import lazy_compile
 from orcad.secret_values import QUOTED_VALUES, Span, given_password, value_span
 
 _VALUE = rf"(?:{QUOTED_VALUES}|([^\s\"'`;&|()<>]{{1,256}}+))"
@@ -24,7 +25,7 @@ _VALUE = rf"(?:{QUOTED_VALUES}|([^\s\"'`;&|()<>]{{1,256}}+))"
 # last before that pipe, matched from where it starts (a search for the echo over the line
 # cost 1.3 s a megabyte of repeated flags).
 _STDIN_FLAG = "--password-stdin"
-_PIPED_INTO = re.compile(
+_PIPED_INTO = lazy_compile(
     r"(?<![a-z0-9_\-])(?:echo(?:[ \t]+-[ne]{1,2})?|printf(?:[ \t]+[\"']?%s(?:\\n)?[\"']?)?)"
     r"[ \t]+" + _VALUE + r"[ \t]*\|[ \t]*(?:sudo[ \t]+)?(?:[a-z][^\n|;&]{0,200}?)?\Z"
 )
@@ -33,7 +34,7 @@ _ECHO_REACH = 300  # the echo, its flags and its value before the pipe
 
 # PowerShell: `ConvertTo-SecureString "PASS" -AsPlainText -Force` (also with -String): the
 # literal is the password; a variable (`$env:PW`, `$pw`) is not.
-_SECURE_STRING = re.compile(
+_SECURE_STRING = lazy_compile(
     r"convertto-securestring[ \t]+(?:-string[ \t]+)?" + QUOTED_VALUES + r"(?=[^\n]{0,64}?-asplain)"
 )
 # the names that open this module's rule, as its long runs hold them (each is one)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from orcad.lazy_patterns import lazy_compile
 from orcad.secret_formats import Finder
 from orcad.secret_gates import Gate, _always, _any_trigger, _TriggerGate
 from orcad.secret_values import (
@@ -28,22 +29,22 @@ _KEYCHAIN_TRIGGERS = ("find-generic-password", "find-internet-password")
 # The command and its arguments up to its line's end, then the line it printed. A pipe, a
 # redirect, a subshell or a backtick after the command sends its output elsewhere (`PW=$(security
 # … -w)`, `security … -w | pbcopy`); a line of one word holds the password alone.
-_KEYCHAIN_OUTPUT = re.compile(
+_KEYCHAIN_OUTPUT = lazy_compile(
     r"security[ \t]+find-(?:generic|internet)-password(?P<arguments>[^\n|;&()<>`]{0,300}+)\n"
     r"(?P<output>[^\s]{1,256}+)[ \t\r]*(?:\n|\Z)"
 )
 # -w prints the password alone (-g prints the whole item, `password: "…"`, read elsewhere)
-_PASSWORD_ONLY_FLAG = re.compile(r"[ \t]-w(?=[ \t\r]|\Z)")
+_PASSWORD_ONLY_FLAG = lazy_compile(r"[ \t]-w(?=[ \t\r]|\Z)")
 # what starts a line of a transcript or a listing that is no password
 _NOT_OUTPUT = ("```", "~~~", "security", "$", "%", "#", ">")
 # A path, as a listing or a note prints one: names joined by slashes or backslashes that a
 # password of two parts ("Summer/2024") is not: after a drive, from or to a separator, of three
 # names or more, or ending in a file's extension (`C:\Users\me`, `build/`, `src/main.py`).
-_PATH = re.compile(
+_PATH = lazy_compile(
     r"(?:[A-Za-z]:[\\/]|[\\/])?(?:[\w.\-]++[\\/])++[\w.\-]*+\Z",
 )
-_PATH_LIKE_ENDS = re.compile(r"\A(?:[A-Za-z]:)?[\\/]|[\\/]\Z|\.[A-Za-z]{1,5}\Z")
-_PATH_SEPARATOR = re.compile(r"[\\/]")
+_PATH_LIKE_ENDS = lazy_compile(r"\A(?:[A-Za-z]:)?[\\/]|[\\/]\Z|\.[A-Za-z]{1,5}\Z")
+_PATH_SEPARATOR = lazy_compile(r"[\\/]")
 
 
 def find_keychain_passwords(text: str, lowered: str) -> Iterator[Span]:
@@ -91,7 +92,7 @@ def _is_path(value: str) -> bool:
 _HEROKU_COMMAND = "heroku auth:token"
 # The command ends its line (its flags may follow); the CLI's warnings, each after a U+203A or
 # U+25B8 mark, may come before the token, which is a line of its own.
-_HEROKU_TOKEN = re.compile(
+_HEROKU_TOKEN = lazy_compile(
     r"heroku[ \t]+auth:token(?![a-z:])[^\n|;&()<>`]{0,100}+\n"
     r"(?:[ \t]*[\u203a\u25b8][^\n]{0,300}+\n){0,4}+"
     r"[ \t]*(?P<token>[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}|hrku-[a-z0-9_\-]{20,300}+)"
@@ -114,8 +115,8 @@ def find_heroku_tokens(text: str, lowered: str) -> Iterator[Span]:
 # rule; the key is then read only after a "keyName", as the JSON value of one (`"keyName":
 # "key1", …, "value": "…"`) or on a table's row after key1, key2 (kerb1, kerb2 for Kerberos).
 _STORAGE_KEY = r"(?<![A-Za-z0-9+/\-])([A-Za-z0-9+/]{86}==)(?![A-Za-z0-9+/=])"
-_STORAGE_KEY_GATE = re.compile(r"[A-Za-z0-9+/]{86}==")
-_LISTED_KEY = re.compile(
+_STORAGE_KEY_GATE = lazy_compile(r"[A-Za-z0-9+/]{86}==")
+_LISTED_KEY = lazy_compile(
     r"(?:\"value\"[ \t]*:[ \t]*\"|(?<![a-z0-9])(?:key|kerb)[12][ \t][^\n]{0,80}?)" + _STORAGE_KEY,
     re.IGNORECASE,
 )

@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from orcad.lazy_patterns import lazy_compile
 from orcad.secret_command_inputs import find_passwd_stdin
 from orcad.secret_values import (
     QUOTED_VALUES,
@@ -31,7 +32,7 @@ from orcad.secret_values import (
 )
 
 _VALUE = rf"(?:{QUOTED_VALUES}|([^\s\"'`;&|()<>]{{1,256}}+))"
-_LONG_FLAG = re.compile(
+_LONG_FLAG = lazy_compile(
     r"--(?:[a-z0-9]{1,20}-){0,4}(?:password|passwd|passphrase|pass|pwd|secret)(?:=|[ \t]+)" + _VALUE
 )
 # (flag that must occur, command that must occur, pattern): the flag is the cheaper test
@@ -40,24 +41,24 @@ _TOOL_FLAGS = (
     (
         "-p",
         "login",
-        re.compile(
+        lazy_compile(
             r"login(?![a-z0-9_\-])[^\n|;&]{0,300}?[ \t]-p(?:=|[ \t]+)" + _VALUE,
         ),
     ),
     # mysql reads -pPASSWORD (no space; with a space it prompts)
-    ("-p", "mysql", re.compile(r"mysql[a-z]{0,6}[^\n|;&]{0,300}?[ \t]-p" + _VALUE)),
-    ("-p", "sshpass", re.compile(r"sshpass[ \t]+-p[ \t]*" + _VALUE)),
-    ("-a", "redis-cli", re.compile(r"redis-cli[^\n|;&]{0,300}?[ \t]-a[ \t]+" + _VALUE)),
+    ("-p", "mysql", lazy_compile(r"mysql[a-z]{0,6}[^\n|;&]{0,300}?[ \t]-p" + _VALUE)),
+    ("-p", "sshpass", lazy_compile(r"sshpass[ \t]+-p[ \t]*" + _VALUE)),
+    ("-a", "redis-cli", lazy_compile(r"redis-cli[^\n|;&]{0,300}?[ \t]-a[ \t]+" + _VALUE)),
     # mongo, mongosh, mongodump, ... take -p PASSWORD (their port is --port)
     (
         "-p",
         "mongo",
-        re.compile(r"mongo[a-z]{0,8}(?![a-z0-9_\-])[^\n|;&]{0,300}?[ \t]-p(?:=|[ \t]+)" + _VALUE),
+        lazy_compile(r"mongo[a-z]{0,8}(?![a-z0-9_\-])[^\n|;&]{0,300}?[ \t]-p(?:=|[ \t]+)" + _VALUE),
     ),
     (
         "pass",
         "keytool",
-        re.compile(
+        lazy_compile(
             r"keytool[^\n|;&]{0,300}?[ \t]-(?:src|dest)?(?:store|key)pass(?:=|[ \t]+)" + _VALUE
         ),
     ),
@@ -66,30 +67,30 @@ _TOOL_FLAGS = (
     (
         "-p",
         "zip",
-        re.compile(r"(?<![a-z0-9_\-])zip(?:[ \t][^\n|;&]{0,300}?)?[ \t]-p[ \t]+" + _VALUE),
+        lazy_compile(r"(?<![a-z0-9_\-])zip(?:[ \t][^\n|;&]{0,300}?)?[ \t]-p[ \t]+" + _VALUE),
     ),
-    ("-p", "7z", re.compile(r"(?<![a-z0-9_\-])7za?(?:[ \t][^\n|;&]{0,300}?)?[ \t]-p" + _VALUE)),
+    ("-p", "7z", lazy_compile(r"(?<![a-z0-9_\-])7za?(?:[ \t][^\n|;&]{0,300}?)?[ \t]-p" + _VALUE)),
     # mosquitto_pub/_sub/_rr -P PASSWORD (their -p is the port: _CASED_FLAGS)
     (
         "-p",
         "mosquitto_",
-        re.compile(r"mosquitto_(?:pub|sub|rr)[^\n|;&]{0,300}?[ \t]-p[ \t]+" + _VALUE),
+        lazy_compile(r"mosquitto_(?:pub|sub|rr)[^\n|;&]{0,300}?[ \t]-p[ \t]+" + _VALUE),
     ),
     # MinIO's client: mc alias set NAME URL ACCESS-KEY SECRET-KEY
     (
         "set",
         "mc",
-        re.compile(
+        lazy_compile(
             r"(?<![a-z0-9_\-])mc[ \t]+(?:alias[ \t]+set|config[ \t]+host[ \t]+add)"
             r"(?:[ \t]+[^\s|;&]{1,256}){3}[ \t]+" + _VALUE
         ),
     ),
-    ("-k", "openssl", re.compile(r"openssl[^\n|;&]{0,300}?[ \t]-k[ \t]+" + _VALUE)),
+    ("-k", "openssl", lazy_compile(r"openssl[^\n|;&]{0,300}?[ \t]-k[ \t]+" + _VALUE)),
     # GitHub's CLI stores a secret given as its body: gh secret set NAME --body X (or -bX)
     (
         "-b",
         "secret",
-        re.compile(
+        lazy_compile(
             r"gh(?<![a-z0-9_\-]gh)[ \t]+secret[ \t]+set[^\n|;&]{0,300}?"
             r"[ \t](?:-b|--body)(?:=|[ \t]*)" + _VALUE
         ),
@@ -97,7 +98,7 @@ _TOOL_FLAGS = (
     (
         "-u",
         "smbclient",
-        re.compile(
+        lazy_compile(
             r"smbclient[^\n|;&]{0,300}?[ \t]-u[ \t]+[\"']?[^\s%\"']{1,128}%"
             r"([^\s\"']{1,256}+)"
         ),
@@ -105,7 +106,7 @@ _TOOL_FLAGS = (
     (
         "-u",
         "curl",
-        re.compile(
+        lazy_compile(
             r"curl[^\n|;&]{0,300}?[ \t](?:-u|--user)(?:=|[ \t]+)[\"']?[^\s:\"']{1,128}:"
             r"([^\s\"']{1,256}+)"
         ),
@@ -120,8 +121,8 @@ _CASED_FLAGS = {"mosquitto_": "-P"}
 
 # keytool takes several passwords in one command (-storepass X -keypass Y): the flags after
 # the first one found, up to the command's end
-_KEYTOOL_MORE = re.compile(r"[ \t]-(?:src|dest)?(?:store|key)pass(?:=|[ \t]+)" + _VALUE)
-_COMMAND_END = re.compile(r"[\n|;&]")
+_KEYTOOL_MORE = lazy_compile(r"[ \t]-(?:src|dest)?(?:store|key)pass(?:=|[ \t]+)" + _VALUE)
+_COMMAND_END = lazy_compile(r"[\n|;&]")
 
 
 def _more_keytool_passwords(text: str, lowered: str, after: int) -> Iterator[Span]:
@@ -147,14 +148,14 @@ _WORD = r"(?:\"[^\"\n]{0,256}\"|'[^'\n]{0,256}'|[^\s\"'`;&|()<>]{1,256})"
 # htpasswd -b takes the password as its last argument: `htpasswd -b[c|B|...] FILE USER PASS`,
 # or `htpasswd -nb USER PASS` (no file). Its flags are read in the text as written, since -B
 # (bcrypt) is not -b (batch).
-_HTPASSWD = re.compile(
+_HTPASSWD = lazy_compile(
     r"(?<![a-z0-9_\-])htpasswd(?P<flags>(?:[ \t]+-[a-z]{1,6}(?:[ \t]+[0-9]{1,2})?){1,4})"
     rf"(?P<arguments>(?:[ \t]+{_WORD}){{1,2}}?)[ \t]+"
     + _VALUE
     + r"(?=[ \t]*(?:$|[\n;&|)<>#]|[0-9]>))"
 )
 # `echo PASS | sudo -S ...`: sudo reads the password from its standard input (-S, not -s)
-_SUDO_STDIN = re.compile(
+_SUDO_STDIN = lazy_compile(
     r"(?<![a-z0-9_\-])echo[ \t]+(?:-[ne]{1,2}[ \t]+)?"
     + _VALUE
     + r"[ \t]*\|[ \t]*sudo(?:[ \t]+-[a-z]{1,8}(?:[ \t]+[a-z0-9_\-]{1,32})??)*?"
@@ -168,19 +169,19 @@ _ARGUMENT_PASSWORDS = (
     # `echo 'user:PASS' | chpasswd`, `chpasswd <<< 'user:PASS'`
     (
         "chpasswd",
-        re.compile(
+        lazy_compile(
             r"(?<![a-z0-9_\-])echo[ \t]+(?:-[ne]{1,2}[ \t]+)?[\"']?[a-z0-9_.\-]{1,32}:"
             r"([^\s\"'|;&]{1,256}+)[\"']?[ \t]*\|[ \t]*(?:sudo[ \t]+)?chpasswd"
         ),
     ),
     (
         "chpasswd",
-        re.compile(r"chpasswd[ \t]*<<<[ \t]*[\"']?[a-z0-9_.\-]{1,32}:([^\s\"'|;&]{1,256}+)"),
+        lazy_compile(r"chpasswd[ \t]*<<<[ \t]*[\"']?[a-z0-9_.\-]{1,32}:([^\s\"'|;&]{1,256}+)"),
     ),
     # Windows: `net user NAME PASS [/add]` (`*` prompts for it)
     (
         "net user",
-        re.compile(
+        lazy_compile(
             # a command: starts its line (after a prompt such as C:\>), follows && ; | or opens
             # inline code
             r"(?:^[ \t]*(?:[a-z]:\\[^>\n]{0,200}>[ \t]*|ps[ \t][^>\n]{0,200}>[ \t]*)?|[;&|`][ \t]*)"
@@ -194,7 +195,7 @@ _ARGUMENT_PASSWORDS = (
     # ("I ran net user admin X9!k /add"; not "the net user command takes /add")
     (
         "net user",
-        re.compile(
+        lazy_compile(
             r"net(?<![a-z0-9_\-]net)[ \t]+user[ \t]+[^\s/]{1,64}[ \t]+(?=[^\s/]*[^a-z\s/])"
             + _VALUE
             + r"(?=[ \t]+/[a-z])"
@@ -202,17 +203,17 @@ _ARGUMENT_PASSWORDS = (
     ),
     (
         "rabbitmqctl",
-        re.compile(
+        lazy_compile(
             r"rabbitmqctl[ \t]+(?:[^\n|;&]{0,100}?[ \t])?(?:add_user|change_password)[ \t]+"
             r"[^\s]{1,64}[ \t]+" + _VALUE
         ),
     ),
-    ("mysqladmin", re.compile(r"mysqladmin[^\n|;&]{0,300}?[ \t]password[ \t]+" + _VALUE)),
+    ("mysqladmin", lazy_compile(r"mysqladmin[^\n|;&]{0,300}?[ \t]password[ \t]+" + _VALUE)),
     # `wpa_passphrase SSID PASSPHRASE` (with the SSID alone it reads the passphrase from input);
     # a word of prose where the SSID goes is a sentence about it ("use wpa_passphrase to generate")
     (
         "wpa_passphrase",
-        re.compile(
+        lazy_compile(
             rf"wpa_passphrase[ \t]+{_NOT_PROSE}{_WORD}[ \t]+"
             + _VALUE
             + r"(?=[ \t]*(?:$|[\r\n;&|)<>#]))",
@@ -224,7 +225,7 @@ _ARGUMENT_PASSWORDS = (
     # nor Oracle's documented default accounts.
     (
         "sqlplus",
-        re.compile(
+        lazy_compile(
             r"sqlplus(?:[ \t]+-[a-z]{1,12})*[ \t]+[\"']?"
             r"(?!(?:client/server|server/client|read/write|read/only|input/output|in/out"
             r"|on/off|yes/no|true/false|start/stop|and/or|system/manager|sys/change_on_install)"
@@ -242,15 +243,15 @@ _CASED_FLAG_PASSWORDS = (
     (
         "ldap",
         "w",
-        re.compile(r"(?<![a-z0-9_\-])ldap[a-z]{2,10}[^\n|;&]{0,300}?[ \t]-w[ \t]+" + _VALUE),
+        lazy_compile(r"(?<![a-z0-9_\-])ldap[a-z]{2,10}[^\n|;&]{0,300}?[ \t]-w[ \t]+" + _VALUE),
     ),
-    ("sqlcmd", "P", re.compile(r"sqlcmd[^\n|;&]{0,300}?[ \t]-p[ \t]*" + _VALUE)),
+    ("sqlcmd", "P", lazy_compile(r"sqlcmd[^\n|;&]{0,300}?[ \t]-p[ \t]*" + _VALUE)),
     (
         "bcp",
         "P",
-        re.compile(r"(?<![a-z0-9_\-])bcp[ \t][^\n|;&]{0,300}?[ \t]-p[ \t]*" + _VALUE),
+        lazy_compile(r"(?<![a-z0-9_\-])bcp[ \t][^\n|;&]{0,300}?[ \t]-p[ \t]*" + _VALUE),
     ),
-    ("ssh-keygen", "N", re.compile(r"ssh-keygen[^\n|;&]{0,300}?[ \t]-n[ \t]+" + _VALUE)),
+    ("ssh-keygen", "N", lazy_compile(r"ssh-keygen[^\n|;&]{0,300}?[ \t]-n[ \t]+" + _VALUE)),
 )
 
 
@@ -320,7 +321,7 @@ def find_piped_and_batch_passwords(text: str, lowered: str) -> Iterator[Span]:
 # Redis: `requirepass PASS` / `masterauth PASS` in redis.conf (a directive starts its line),
 # `CONFIG SET requirepass PASS`, `redis-server --requirepass PASS`. `foobared` is the
 # example redis.conf gives.
-_REDIS_PASSWORD = re.compile(
+_REDIS_PASSWORD = lazy_compile(
     r"(?:^[ \t]*|config[ \t]+set[ \t]+|--)(?:requirepass|masterauth)(?:=|[ \t]+)" + _VALUE,
     re.MULTILINE,
 )
@@ -328,7 +329,7 @@ _REDIS_PASSWORD = re.compile(
 
 # `AUTH [USER] PASS`, the command in capitals as redis-cli users write it, alone on its line or
 # after redis-cli's prompt (`127.0.0.1:6379> AUTH x`)
-_REDIS_AUTH = re.compile(
+_REDIS_AUTH = lazy_compile(
     r"^(?:[ \t]*|[^\n>]{0,64}> ?)AUTH[ \t]+(?:[A-Za-z0-9_.@\-]{1,64}[ \t]+)?"
     r"(?:\"([^\"\n]{1,256})\"|'([^'\n]{1,256})'|([^\s\"'`]{1,256}))[ \t]*\r?$",
     re.MULTILINE,
@@ -365,7 +366,7 @@ def find_redis_passwords(text: str, lowered: str) -> Iterator[Span]:
 # password. Prose that starts a line with "connect" and a pair of words is not one ("Connect
 # client/server first", "Connect eth0/eth1 to the bridge").
 _ORACLE_PROMPTS = ("sql>", "rman>", "dgmgrl>")
-_ORACLE_CONNECT = re.compile(
+_ORACLE_CONNECT = lazy_compile(
     r"[ \t]*(?:(?:sql|rman|dgmgrl)>[ \t]*)?(?:[0-9]{1,4}\*?[ \t]+)?"
     r"conn(?:ect)?(?:[ \t]+(?:target|auxiliary|catalog))?"
     r"[ \t]+[\"']?"
@@ -378,10 +379,10 @@ _ORACLE_CONNECT = re.compile(
 
 # A line of SQL*Plus's buffer as `LIST` shows it, its number (and `*` for the current line)
 # before the statement: `  2* connect hr/welcome`
-_BUFFER_NUMBER = re.compile(r"[0-9]{1,4}\*?[ \t]+\Z")
+_BUFFER_NUMBER = lazy_compile(r"[0-9]{1,4}\*?[ \t]+\Z")
 # The tools' own words in the same text: one started, its prompt, its answer to a logon, an
 # Oracle error; there a line starting "connect" is a statement, not prose
-_ORACLE_SESSION = re.compile(
+_ORACLE_SESSION = lazy_compile(
     r"^[ \t]*(?:(?:sqlplus|rman|dgmgrl)\b|(?:sql|rman|dgmgrl)>)|^connected\.[ \t\r]*$"
     r"|\bora-[0-9]{5}\b",
     re.MULTILINE,
@@ -429,11 +430,11 @@ def _connect_password(value: str, lowered: str, match: re.Match[str], *, session
 
 
 # `docker run -p 27017:27017 mongo` on the line of a tool: a port mapping, not a password
-_PORT_MAPPING = re.compile(r"(?:[0-9.]+:)?[0-9]{1,5}:[0-9]{1,5}(?:/(?:tcp|udp))?\Z")
+_PORT_MAPPING = lazy_compile(r"(?:[0-9.]+:)?[0-9]{1,5}:[0-9]{1,5}(?:/(?:tcp|udp))?\Z")
 # every tool flag above: -p, -a, -u, -k, --user, -storepass, -keypass, -srcstorepass, ...
 # (gh's -b or --body, but not the b of a PEM block's -----BEGIN line)
 # (each letter tested before what comes before it: a text of dashes is read at one test each)
-_SHORT_FLAG = re.compile(
+_SHORT_FLAG = lazy_compile(
     r"-(?:[pauksd](?<![a-z0-9]-[pauksd])|b(?<![a-z0-9\-]-b)|-body(?<![a-z0-9\-]--body))"
 )
 

@@ -14,9 +14,9 @@ next line that is a setting of its own, a comment or a section is no value's res
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterator, Sequence
 
+from orcad.lazy_patterns import lazy_compile
 from orcad.secret_values import mixes_letters_and_others
 
 Detection = tuple[str, int, int]  # (rule, start, end)
@@ -29,16 +29,16 @@ _CONTINUED_RULES = frozenset(("credential_assignment", "aws_secret_access_key"))
 # (a charset opening them all was tried at every character: 11 ms a megabyte).
 _VALUE_START = r"[A-Za-z0-9+/_!@%^&*~.]"
 _OPERATORS_AT_LINE_END = tuple(
-    re.compile(rf"{operator}{newline}(?<=[A-Za-z0-9_ \t]{operator}{newline})(?={_VALUE_START})")
+    lazy_compile(rf"{operator}{newline}(?<=[A-Za-z0-9_ \t]{operator}{newline})(?={_VALUE_START})")
     for operator in ("=", ":")
     for newline in ("\n", "\r\n")  # (every other one: a line break of one character)
 )
-_NAME_BEFORE = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]{0,127}[ \t]*\Z")
+_NAME_BEFORE = lazy_compile(r"[A-Za-z_][A-Za-z0-9_.\-]{0,127}[ \t]*\Z")
 # What starts the next line: a value's characters, not a comment, section, list or quote.
-_VALUE_RUN = re.compile(_VALUE_START + r"[^\s\"'`]{0,255}+")
+_VALUE_RUN = lazy_compile(_VALUE_START + r"[^\s\"'`]{0,255}+")
 # A setting's name alone, and a run base64 could end with its padding: four characters a group.
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
-_BASE64_PADDED = re.compile(r"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{3}=|[A-Za-z0-9+/]{2}==)")
+_NAME = lazy_compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
+_BASE64_PADDED = lazy_compile(r"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{3}=|[A-Za-z0-9+/]{2}==)")
 _WRAPPED_LINE = 40  # a terminal or an email wraps lines at least this long
 
 

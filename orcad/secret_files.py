@@ -16,6 +16,7 @@ import re
 from collections.abc import Iterator
 from typing import NamedTuple
 
+from orcad.lazy_patterns import lazy_compile
 from orcad.secret_values import (
     QUOTED_VALUES,
     Span,
@@ -32,8 +33,8 @@ from orcad.secret_values import (
 )
 
 # ------------------------------------------------------------------------ netrc
-_NETRC_PASSWORD = re.compile(r"password[ \t]+([^\s]{1,256})")
-_NETRC_LOGIN = re.compile(r"(?<![^ \t\n])login[ \t]+[^\s]{1,128}[ \t]+\Z")
+_NETRC_PASSWORD = lazy_compile(r"password[ \t]+([^\s]{1,256})")
+_NETRC_LOGIN = lazy_compile(r"(?<![^ \t\n])login[ \t]+[^\s]{1,128}[ \t]+\Z")
 _NETRC_CONTEXT = 200  # a password on its own line belongs to a machine/login just above
 # How far back on its line a password's login is looked for: the whole line was searched again
 # for each password on it, quadratic on a long line of them.
@@ -78,7 +79,7 @@ def find_netrc_passwords(text: str, lowered: str) -> Iterator[Span]:
 # name's start is checked after it, where the window's edge cut the line.
 # ("log in with admin / X", "log into the kiosk using kiosk/X": a verb of logging in, a few
 # words, then "with" or "using" give the pair too)
-_PAIR_HEAD_BACKWARDS = re.compile(
+_PAIR_HEAD_BACKWARDS = lazy_compile(
     r"(?P<before>[ \t]*)[a-z0-9_.@+\-]{1,64}"
     r"(?:[ \t]*[:=][ \t]*|[ \t]+(?:si|era|saw|erew)[ \t]+"
     r"|[ \t]+(?:htiw|gnisu)(?:[ \t]+[a-z0-9_.\-]{1,30}){0,6}?[ \t]+(?=(?:ni|otni)[ \t]+g|nigol))"
@@ -107,7 +108,7 @@ def _pair_head(lowered: str, start: int, slash: int) -> _PairHead | None:
 
 
 _PAIR_REACH = 128
-_PAIR_VALUE = re.compile(r"(?P<after>[ \t]*)(?P<value>[^\s\"'`/]{1,128}+)")
+_PAIR_VALUE = lazy_compile(r"(?P<after>[ \t]*)(?P<value>[^\s\"'`/]{1,128}+)")
 
 
 def _pair_ends(text: str, value_end: int, stripped_end: int) -> bool:
@@ -184,7 +185,7 @@ _SQL_PASSWORDS = (
     # sentence says what a thing is "identified by 'name'"
     (
         ("identified",),
-        re.compile(
+        lazy_compile(
             r"(?:(?:create|alter)[ \t]+(?:user|role)|grant)(?![a-z0-9_])[^;]{0,300}?"
             r"\sidentified[ \t]+(?:with[ \t]+[a-z0-9_'\"]{1,64}[ \t]+)?by[ \t]+"
             rf"(?:{QUOTED_VALUES})"
@@ -193,22 +194,26 @@ _SQL_PASSWORDS = (
     # unquoted (Oracle) only in the statement: "identified by their email" is prose
     (
         ("identified", "user"),
-        re.compile(
+        lazy_compile(
             r"user(?![a-z0-9_])[^;\n]{0,300}?[ \t]identified[ \t]+by[ \t]+"
             r"(?!password(?![a-z0-9_]))([a-z0-9_#$!@%^&*+\-]{1,128}+)"
         ),
     ),
     (
         ("password", "user"),
-        re.compile(r"user(?![a-z0-9_])[^;\n]{0,300}?[ \t]password[ \t]+" + rf"(?:{QUOTED_VALUES})"),
+        lazy_compile(
+            r"user(?![a-z0-9_])[^;\n]{0,300}?[ \t]password[ \t]+" + rf"(?:{QUOTED_VALUES})"
+        ),
     ),
     (
         ("password", "role"),
-        re.compile(r"role(?![a-z0-9_])[^;\n]{0,300}?[ \t]password[ \t]+" + rf"(?:{QUOTED_VALUES})"),
+        lazy_compile(
+            r"role(?![a-z0-9_])[^;\n]{0,300}?[ \t]password[ \t]+" + rf"(?:{QUOTED_VALUES})"
+        ),
     ),
-    (("password",), re.compile(r"password[ \t]*\([ \t]*" + rf"(?:{QUOTED_VALUES})[ \t]*\)")),
+    (("password",), lazy_compile(r"password[ \t]*\([ \t]*" + rf"(?:{QUOTED_VALUES})[ \t]*\)")),
 )
-_CREATE_OR_ALTER = re.compile(r"(?:create|alter)[ \t]+\Z")
+_CREATE_OR_ALTER = lazy_compile(r"(?:create|alter)[ \t]+\Z")
 
 
 def find_sql_passwords(text: str, lowered: str) -> Iterator[Span]:
@@ -242,12 +247,12 @@ def find_sql_passwords(text: str, lowered: str) -> Iterator[Span]:
 # and `\:` for a colon inside a field. The whole line is the five fields (or a quoted one, as
 # `echo '...' >> ~/.pgpass` writes it): /etc/passwd lines have seven, addresses no port field.
 _PGPASS_FIELD = r"(?:[^\s:\\\"']|\\.){1,128}"
-_PGPASS_LINE = re.compile(
+_PGPASS_LINE = lazy_compile(
     r"(?:^[ \t]*|[\"'])[a-z0-9_.\-*\[\]]{1,253}:(?:[0-9]{1,5}|\*):"
     rf"{_PGPASS_FIELD}:{_PGPASS_FIELD}:((?:[^\s:\\\"']|\\.){{1,256}})(?=[\"']|[ \t]*$)",
     re.MULTILINE,
 )
-_PGPASS_PORT = re.compile(r":(?:[0-9]{1,5}|\*):")
+_PGPASS_PORT = lazy_compile(r":(?:[0-9]{1,5}|\*):")
 
 
 def find_pgpass_passwords(text: str, lowered: str) -> Iterator[Span]:
@@ -278,8 +283,8 @@ _MARKUP_NAME = (
     r"[a-z0-9_.:\-]{0,40}?(?P<word>pass(?:word|wd|phrase)?|pwd|secret|token|credentials?|"
     r"(?:api|access|secret|private|signing|client|auth|account|app)[_\-.]?key)"
 )
-_XML_ELEMENT = re.compile(rf"<(?P<name>{_MARKUP_NAME})>(?P<value>[^<\n]{{1,256}}+)</(?P=name)>")
-_XML_SETTING = re.compile(
+_XML_ELEMENT = lazy_compile(rf"<(?P<name>{_MARKUP_NAME})>(?P<value>[^<\n]{{1,256}}+)</(?P=name)>")
+_XML_SETTING = lazy_compile(
     rf"key=\"(?P<name>{_MARKUP_NAME})\"[ \t]{{1,8}}value=\"(?P<value>[^\"\n]{{1,256}}+)\""
 )
 
@@ -304,7 +309,7 @@ def find_markup_credentials(text: str, lowered: str) -> Iterator[Span]:
 
 # ---------------------------------------------------------------- YAML blocks
 # `password: |` (or >, |-, >+2, ...): the value is the block of lines indented below the key.
-_YAML_BLOCK_KEY = re.compile(
+_YAML_BLOCK_KEY = lazy_compile(
     r"^(?P<indent>[ \t]*)(?:-[ \t]+)?[\"']?(?:[a-z0-9_.\-]{0,40}?[_.\-])?"
     r"(?P<word>pass(?:word|wd|phrase)?|pwd|secret|token|credentials?|"
     r"(?:api|access|secret|private|signing|client|auth|account|app)[_\-.]?key)"

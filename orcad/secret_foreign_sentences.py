@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from orcad.lazy_patterns import lazy_compile
 from orcad.secret_languages import OWNER_WORDS as FOREIGN_OWNER_WORDS
 from orcad.secret_languages import VERB_LANGUAGES, Language, describes_password
 from orcad.secret_sentences import (
@@ -31,7 +32,7 @@ from orcad.secret_values import Span, end_before_trailing, is_placeholder, value
 # Danish/Norwegian, Finnish, Turkish, Russian/Ukrainian, Czech/Slovak, Hungarian,
 # Indonesian/Malay (kata sandi, kata sandinya: its password), Vietnamese, Greek, Chinese,
 # Japanese, Korean.
-_FOREIGN_PASSWORD = re.compile(
+_FOREIGN_PASSWORD = lazy_compile(
     r"(?:passwort|kennwort|(?<![^\W\d_])(?:contrase[ñn]a|mot de passe|senha|wachtwoord|has[łl]o|"
     r"l[öo]senord(?:et)?|adgangskode|passord|salasana|[şs]ifre|пароль|heslo|jelsz[óo]|"
     r"kata sandi(?:nya)?|mật khẩu|κωδικός(?: πρόσβασης)?|密码|密碼|パスワード|비밀번호|"
@@ -140,14 +141,14 @@ def _foreign_word_stated(value: str, words: str, language: Language, *, clause_e
 # ends a compound ("数据库密码是 X", the database's). The password, in ASCII, ends where the
 # script does; that a script has no case or spaces leaves only its clause's end to tell a
 # password from a word of the sentence ("密码是 base64 编码的": the password is base64-encoded).
-_CJK_PASSWORD = re.compile(
+_CJK_PASSWORD = lazy_compile(
     r"(?:密码|密碼|パスワード|비밀번호)"
     r"(?:[ \t]*(?:(?:是|为|為|は|는)[ \t]*[:\uff1a]?|[:=\uff1a])|[ \t]+)"
     r"[ \t]*[\"'`\u201c\u300c]?(?P<value>[^\x00-\x20\x7f-\U0010ffff\"'`()\[\]{}<>]{4,128}+)"
 )
 _CJK_WORDS = ("密码", "密碼", "パスワード", "비밀번호")
 # a copula may close the sentence after the value ("パスワードは X です", "비밀번호는 X입니다")
-_CJK_CLAUSE_END = re.compile(
+_CJK_CLAUSE_END = lazy_compile(
     r"[ \t]*(?:です|でした|だ|입니다|이에요|예요)?[ \t]*"
     r"(?:\Z|[\r\n.,;:!?)\"'\u3001\u3002\u300d\u201d\uff01\uff09\uff0c\uff1b\uff1f])"
 )
@@ -157,7 +158,7 @@ _CJK_CLAUSE_END = re.compile(
 # chosen, and what follows start another clause (请, 别, 用户名: "我的密码是 Hunter2! 别告诉别人")
 # or, with a symbol or all of upper case, lower case and digits, not describe the value
 # ("密码是 Base64 编码的", "密码是 PBKDF2 哈希过的").
-_CJK_GOES_ON = re.compile(r"[ \t]+(?=[^\x00-\x7f])")
+_CJK_GOES_ON = lazy_compile(r"[ \t]+(?=[^\x00-\x7f])")
 _CJK_NEXT_CLAUSE = (
     "请", "請", "别", "別", "不要", "记得", "記得", "千万", "注意", "保管", "谢谢", "謝謝", "然后",
     "然後", "下次", "用户", "用戶", "账号", "帳號", "账户", "登录", "登入", "ユーザ", "忘れ",
@@ -168,7 +169,7 @@ _CJK_DESCRIBING = (
     "算法", "存储", "存儲", "保存", "加盐", "形式", "暗号化", "ハッシュ", "文字", "桁", "자",
     "형식", "암호화", "해시",
 )  # fmt: skip
-_CHOSEN_CLASSES = re.compile(r"[^A-Za-z0-9]|(?=.*[a-z])(?=.*[A-Z]).*[0-9]")
+_CHOSEN_CLASSES = lazy_compile(r"[^A-Za-z0-9]|(?=.*[a-z])(?=.*[A-Z]).*[0-9]")
 
 
 def _cjk_sentence_goes_on(text: str, value: str, end: int) -> bool:
@@ -215,7 +216,7 @@ def _cjk_matches(text: str) -> Iterator[re.Match[str]]:
 # when it looks chosen, right after the word or after whose it is ("la clave del wifi es X",
 # "WLAN-Schlüssel: X"), never after other words ("la clave primaria es Usuario2024").
 _KEY_WORDS = ("clave", "schlüssel")
-_FOREIGN_KEY = re.compile(
+_FOREIGN_KEY = lazy_compile(
     r"(?:clave|schlüssel)(?![^\W\d_])(?P<words>(?:[ \t]+[^\s.,;:!?=]{1,30}+){0,5}?)"
     r"(?:[ \t]*:|[ \t]+(?:es|era|ist|lautet|war)(?:[ \t]*:)?)[ \t]+"
     r"[\"'`\u201c\u201e]?(?P<value>[^\s\"'`\u201c\u201d]{6,128}+)"
@@ -249,7 +250,7 @@ def _find_foreign_keys(text: str, lowered: str) -> Iterator[Span]:
 # a symbol no name, version or encoding holds, with a letter and a digit ("Base64", "UTF-8",
 # "SHA-256" and "v2.1" hold none), and be no path, address or host (no `/`, `:` or `.`:
 # "git@github.com:org/repo2").
-_CHOSEN_GOING_ON = re.compile(r"(?=[^/:.]*\Z)(?=.*?[!#$%&*@^~])(?=.*?\d)(?=.*?[^\W\d_])")
+_CHOSEN_GOING_ON = lazy_compile(r"(?=[^/:.]*\Z)(?=.*?[!#$%&*@^~])(?=.*?\d)(?=.*?[^\W\d_])")
 
 
 def _spaced_password(text: str, value: str, value_end: int, end: int) -> bool:
@@ -281,7 +282,7 @@ def _word_and_digits(value: str) -> bool:
 
 
 # French "c'est X qui/que …" puts X forward, as English "it is X that …" does
-_CLEFT = re.compile(r"[\"'`]?[ \t]+(?:qu(?:i|e)(?![a-z])|qu['\u2019])")
+_CLEFT = lazy_compile(r"[\"'`]?[ \t]+(?:qu(?:i|e)(?![a-z])|qu['\u2019])")
 
 
 def find_foreign_passwords(text: str, lowered: str) -> Iterator[Span]:

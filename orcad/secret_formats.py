@@ -12,6 +12,7 @@ import base64
 import re
 from collections.abc import Callable, Iterator
 
+from orcad.lazy_patterns import lazy_compile
 from orcad.secret_tokens import WORDY_RULES
 from orcad.secret_values import WORD_LIKE, character_classes, is_placeholder, looks_random
 
@@ -53,12 +54,12 @@ def token_pattern(pattern: str, bounded: bool) -> str:
 
 
 def token_finder(name: str, triggers: tuple[str, ...], pattern: str, bounded: bool) -> Finder:
-    compiled = re.compile(token_pattern(pattern, bounded))
+    compiled = lazy_compile(token_pattern(pattern, bounded))
     wordy = name in WORDY_RULES
     refuted = _REFUTED.get(name)
-    group = 1 if compiled.groups else 0  # a group marks the secret inside its context
 
     def find(text: str, lowered: str) -> Iterator[Span]:
+        group = 1 if compiled.groups else 0  # a group marks the secret inside its context
         for match in every_match(compiled, text):
             start, end = match.span(group)
             if bounded and not (_starts_word(text, start) and _ends_word(text, end)):
@@ -79,8 +80,8 @@ def token_finder(name: str, triggers: tuple[str, ...], pattern: str, bounded: bo
 # pagination cursor) starts the same way, with readable text where the account tag would be.
 _TUNNEL_ACCOUNT_AT = 6  # bytes of {"a":"
 _TUNNEL_HEAD_CHARS = 56  # 42 bytes decoded: the tag and its closing quote
-_READABLE = re.compile(rb"[\x20-\x7e]+")
-_ACCOUNT_TAG = re.compile(rb'[0-9a-f]{32}"')
+_READABLE = lazy_compile(rb"[\x20-\x7e]+")
+_ACCOUNT_TAG = lazy_compile(rb'[0-9a-f]{32}"')
 
 
 def _other_json_in_base64(value: str) -> bool:
@@ -104,15 +105,15 @@ def is_example_token(text: str, start: int, end: int) -> bool:
 
 
 # ----------------------------------------------------------- private key blocks
-_KEY_BEGIN = re.compile(r"-----BEGIN ((?:[A-Z0-9]{1,12} ){0,3}PRIVATE KEY(?: BLOCK)?)-----")
+_KEY_BEGIN = lazy_compile(r"-----BEGIN ((?:[A-Z0-9]{1,12} ){0,3}PRIVATE KEY(?: BLOCK)?)-----")
 # A cut-off block (no END line) still loses its base64 body: lines of key material.
-_KEY_BODY = re.compile(r"(?:(?:\\[nr]|[ \t\r\n])+[A-Za-z0-9+/=]{16,})*")
+_KEY_BODY = lazy_compile(r"(?:(?:\\[nr]|[ \t\r\n])+[A-Za-z0-9+/=]{16,})*")
 
 
 # The END line of a block whose start was not pasted (the last screenful of a terminal): the
 # lines of key material right above it go with it.
-_KEY_END = re.compile(r"-----END (?:[A-Z0-9]{1,12} ){0,3}PRIVATE KEY(?: BLOCK)?-----")
-_KEY_LINE = re.compile(r"[ \t]*[A-Za-z0-9+/=]{16,}+[ \t\r]*")
+_KEY_END = lazy_compile(r"-----END (?:[A-Z0-9]{1,12} ){0,3}PRIVATE KEY(?: BLOCK)?-----")
+_KEY_LINE = lazy_compile(r"[ \t]*[A-Za-z0-9+/=]{16,}+[ \t\r]*")
 
 
 def find_private_keys(text: str, lowered: str) -> Iterator[Span]:
@@ -166,7 +167,7 @@ def _key_lines_above(text: str, end_line: int) -> int:
 # secret's tls.key, a CI variable): "-----BEGIN" encodes to LS0tLS1CRUdJTi, and the decoded
 # head says whether the block is a private key (a certificate is not a secret).
 ENCODED_PEM_TRIGGER = "LS0tLS1CRUdJTi"
-_ENCODED_PEM = re.compile(ENCODED_PEM_TRIGGER + r"[A-Za-z0-9+/]{16,}+={0,2}")
+_ENCODED_PEM = lazy_compile(ENCODED_PEM_TRIGGER + r"[A-Za-z0-9+/]{16,}+={0,2}")
 _ENCODED_PEM_HEAD_CHARS = 80  # 60 bytes decoded: the longest BEGIN line fits
 
 
@@ -186,8 +187,8 @@ def find_encoded_private_keys(text: str, lowered: str) -> Iterator[Span]:
 # to ZXlK, and what it decodes to must be a JWT's three parts (base64 of any other JSON's
 # base64 is left).
 ENCODED_JWT_TRIGGER = "ZXlK"
-_ENCODED_JWT = re.compile(ENCODED_JWT_TRIGGER + r"[A-Za-z0-9+/]{60,12000}+={0,2}")
-_DECODED_JWT = re.compile(
+_ENCODED_JWT = lazy_compile(ENCODED_JWT_TRIGGER + r"[A-Za-z0-9+/]{60,12000}+={0,2}")
+_DECODED_JWT = lazy_compile(
     rb"eyJ[A-Za-z0-9_\-]{10,}+\.[A-Za-z0-9_\-]{10,}+\.[A-Za-z0-9_\-]{16,}+\s?"
 )
 
@@ -206,7 +207,7 @@ def find_encoded_jwts(text: str, lowered: str) -> Iterator[Span]:
 
 
 # ----------------------------------------------------- credentials inside URLs
-_URL_USERINFO = re.compile(
+_URL_USERINFO = lazy_compile(
     r"://([^\s/?#@:\[\]\"'<>]{0,256}):"
     # the password runs to the authority's last @: it is pasted with @ # ? / unescaped (but
     # holds no other URL's ://, which keeps a text of scheme markers linear)
@@ -216,11 +217,11 @@ _URL_USERINFO = re.compile(
 # pasted (`smtp://postmaster@mg.example.com:pw@smtp.mailgun.org:587`): the address's domain,
 # then a password holding no "/" (`ssh://git@host.example.com:2222/org/repo.git@v1` is a port
 # and a path)
-_URL_EMAIL_USERINFO = re.compile(
+_URL_EMAIL_USERINFO = lazy_compile(
     r"://[^\s/?#@:\[\]\"'<>]{1,64}@[A-Za-z0-9\-]{1,63}(?:\.[A-Za-z0-9\-]{1,63}){1,8}:"
     r"([^\s\"'<>:/?#]{1,256}?)@(?![^\s/?#@\"'<>]*+@)"
 )
-_SCHEME_TAIL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]{0,31}\Z")
+_SCHEME_TAIL = lazy_compile(r"[A-Za-z][A-Za-z0-9+.\-]{0,31}\Z")
 
 
 def find_url_credentials(text: str, lowered: str) -> Iterator[Span]:
@@ -245,13 +246,13 @@ def find_url_credentials(text: str, lowered: str) -> Iterator[Span]:
 # A user and password before a host with no scheme, as ssh and scp take a user before one:
 # "root:toor1234@192.168.1.20", "ssh admin:Ad!m9Lq3@10.0.0.1". Found from each "@": the word
 # before it holds the pair, the host after it is an IPv4 address or a dotted name.
-_BARE_USER = re.compile(r"[a-z0-9_][a-z0-9_.\-]{0,63}", re.IGNORECASE)
+_BARE_USER = lazy_compile(r"[a-z0-9_][a-z0-9_.\-]{0,63}", re.IGNORECASE)
 _BARE_USER_MAX = 64
 # the pair starts a word, or a setting's value (`MYSQL_DSN=app:pw@tcp(db:3306)/orders`)
 _BEFORE_BARE_USER = (" ", "\t", "\n", '"', "'", "`", "(", "=")
-_BARE_PASSWORD = re.compile(r"[^\s\"'`<>()@/:]{4,128}")
+_BARE_PASSWORD = lazy_compile(r"[^\s\"'`<>()@/:]{4,128}")
 _BARE_PASSWORD_MAX = 128
-_BARE_HOST = re.compile(
+_BARE_HOST = lazy_compile(
     r"(?:\d{1,3}(?:\.\d{1,3}){3}|[a-z0-9](?:[a-z0-9\-]{0,62})(?:\.[a-z0-9\-]{1,63})+)"
     r"(?![a-z0-9_\-@])",
     re.IGNORECASE,
@@ -284,7 +285,7 @@ def _bare_password(value: str) -> bool:
 
 # The address of a Go MySQL driver's DSN, `user:password@tcp(host:3306)/db` (or a socket's,
 # `@unix(/run/mysqld/mysqld.sock)`): the protocol names the pair, so any password is one there
-_DSN_ADDRESS = re.compile(r"(?:tcp6?|unix)\(", re.IGNORECASE)
+_DSN_ADDRESS = lazy_compile(r"(?:tcp6?|unix)\(", re.IGNORECASE)
 
 
 def find_bare_userinfo(text: str, lowered: str) -> Iterator[Span]:
@@ -314,10 +315,12 @@ def find_bare_userinfo(text: str, lowered: str) -> Iterator[Span]:
 
 
 # --------------------------------------------------------- authorization headers
-_BEARER = re.compile(r"bearer[ \t]{1,8}([a-z0-9\-._~+/]{16,1024}=*)(?![a-z0-9\-._~+/=])")
-_BASIC = re.compile(r"authorization\"?[ \t]*[:=][ \t]*\"?basic[ \t]{1,8}([a-z0-9+/]{8,1024}={0,2})")
+_BEARER = lazy_compile(r"bearer[ \t]{1,8}([a-z0-9\-._~+/]{16,1024}=*)(?![a-z0-9\-._~+/=])")
+_BASIC = lazy_compile(
+    r"authorization\"?[ \t]*[:=][ \t]*\"?basic[ \t]{1,8}([a-z0-9+/]{8,1024}={0,2})"
+)
 # Any other scheme (Token, ApiKey, sso-key, ...): the credential after it, when it looks generated
-_OTHER_SCHEME = re.compile(
+_OTHER_SCHEME = lazy_compile(
     r"authorization\"?[ \t]*[:=][ \t]*\"?(?!bearer|basic)[a-z][a-z0-9\-]{1,24}[ \t]{1,8}"
     r"([a-z0-9\-._~+/:]{16,1024}=*)(?![a-z0-9\-._~+/:=])"
 )
@@ -347,15 +350,15 @@ def find_authorization(text: str, lowered: str) -> Iterator[Span]:
 # A session cookie logs whoever holds it in: in a Cookie or Set-Cookie header, or curl's -b and
 # --cookie ("Copy as cURL" carries them all), a pair whose name names a session or a login and
 # whose value looks generated.
-_COOKIE_HEADER = re.compile(r"cookie[\"']?[ \t]*:")  # also Set-Cookie
-_CURL_COOKIE_FLAG = re.compile(r"-(?<![a-z0-9_\-]-)(?:b|-cookie)[ \t=]")  # -b is curl's
+_COOKIE_HEADER = lazy_compile(r"cookie[\"']?[ \t]*:")  # also Set-Cookie
+_CURL_COOKIE_FLAG = lazy_compile(r"-(?<![a-z0-9_\-]-)(?:b|-cookie)[ \t=]")  # -b is curl's
 _COOKIE_LINE_MAX = 8192
 # A header's pairs one after another (a browser's Cookie header passes 8 KiB with tracking
 # cookies): its window runs on to their end, however far, but never past its line. (A
 # quote may open the value, as curl's -b and JSON's "cookie": "..." have it.)
-_COOKIE_RUN = re.compile(r"[ \t]*+[\"']?(?:[ \t]*+[^;\s=\"',]{1,64}+=[^;\s\"',]{0,4096}+;?)*+")
-_COOKIE_PAIR = re.compile(r"(?:^|[;\s\"'])([a-z0-9_.\-]{1,64})=([^;\s\"',]{1,4096})")
-_SESSION_NAME = re.compile(r"sess|sid|auth|token|jwt|login|remember|identity")
+_COOKIE_RUN = lazy_compile(r"[ \t]*+[\"']?(?:[ \t]*+[^;\s=\"',]{1,64}+=[^;\s\"',]{0,4096}+;?)*+")
+_COOKIE_PAIR = lazy_compile(r"(?:^|[;\s\"'])([a-z0-9_.\-]{1,64})=([^;\s\"',]{1,4096})")
+_SESSION_NAME = lazy_compile(r"sess|sid|auth|token|jwt|login|remember|identity")
 
 
 def find_session_cookies(text: str, lowered: str) -> Iterator[Span]:
@@ -437,7 +440,7 @@ def _cut_ends(
 # ---------------------------------------------------- registry auth (user:password)
 # ~/.docker/config.json's "auth" and .npmrc's _auth hold base64 of "user:password".
 # (starts with its literal, so the regex engine skips ahead; the name's start is checked after)
-_AUTH_VALUE = re.compile(
+_AUTH_VALUE = lazy_compile(
     r"auth[\"']?[ \t]{0,8}[:=][ \t]{0,8}[\"']?([a-z0-9+/]{8,1024}+={0,2})(?![a-z0-9+/=])"
 )
 _NAME_CHARACTERS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-")
@@ -467,8 +470,8 @@ def _is_user_and_password(value: str) -> bool:
 
 
 # ------------------------------------------------------------- special formats
-_TELEGRAM = re.compile(r":AA[A-Za-z0-9_\-]{33}(?![A-Za-z0-9_\-])")
-DISCORD_BOT = re.compile(r"[MNO][A-Za-z0-9_\-]{23,27}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,40}")
+_TELEGRAM = lazy_compile(r":AA[A-Za-z0-9_\-]{33}(?![A-Za-z0-9_\-])")
+DISCORD_BOT = lazy_compile(r"[MNO][A-Za-z0-9_\-]{23,27}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,40}")
 
 
 def find_telegram(text: str, lowered: str) -> Iterator[Span]:
@@ -504,7 +507,7 @@ def _encodes_snowflake(token: str) -> bool:
 
 
 def anchored_finder(literal: str, head: int, pattern: str) -> Finder:
-    compiled = re.compile(pattern)
+    compiled = lazy_compile(pattern)
 
     def find(text: str, lowered: str) -> Iterator[Span]:
         at = text.find(literal, head)
@@ -518,10 +521,10 @@ def anchored_finder(literal: str, head: int, pattern: str) -> Finder:
 
 
 # Azure AD client secrets hold a `~`, which no long run does, so a token gate cannot open them.
-_AZURE_CLIENT_SECRET = re.compile(
+_AZURE_CLIENT_SECRET = lazy_compile(
     r"(?<![A-Za-z0-9_~.\-])[A-Za-z0-9_~.]{3}[0-9]Q~[A-Za-z0-9_~.\-]{31,34}(?![A-Za-z0-9_~.\-])"
 )
-_PUTTY_KEY = re.compile(
+_PUTTY_KEY = lazy_compile(
     r"PuTTY-User-Key-File-[23]:[^\n]{0,200}\n(?:[^\n]{0,200}\n){0,80}?Private-MAC: ?[0-9a-f]{40,64}"
 )
 
@@ -540,7 +543,7 @@ def find_azure_client_secret(text: str, lowered: str) -> Iterator[Span]:
 # An Azure shared access signature: the HMAC-SHA256 (base64, one = of padding, often
 # percent-encoded) that makes a storage URL a bearer credential. Its %2B and %2F break the long
 # runs a token gate looks in, so it is found from its parameter name.
-_AZURE_SAS_SIGNATURE = re.compile(
+_AZURE_SAS_SIGNATURE = lazy_compile(
     r"sig=(?<=[?&;]sig=)([A-Za-z0-9+/%]{40,120}(?:%3[Dd]|=))(?![A-Za-z0-9+/%=])"
 )
 
@@ -555,7 +558,7 @@ def find_azure_sas_signature(text: str, lowered: str) -> Iterator[Span]:
 # Braintree's access token: `access_token$<environment>$<merchant id>$<32 hex>`. A `$` ends a
 # long run, so no token gate can open it: one substring search for its head instead.
 _BRAINTREE_HEAD = "access_token$"
-_BRAINTREE = re.compile(
+_BRAINTREE = lazy_compile(
     r"access_token\$(?:production|sandbox|development|qa)\$[a-z0-9]{8,32}\$[a-f0-9]{32}(?![A-Za-z0-9])"
 )
 
@@ -577,7 +580,7 @@ def find_putty_keys(text: str, lowered: str) -> Iterator[Span]:
 # OpenShift's OAuth access tokens: sha256~ and 43 characters. The `~` ends a long run, so no
 # token gate can open them: one substring search for the head instead.
 _OPENSHIFT_HEAD = "sha256~"
-_OPENSHIFT_TOKEN = re.compile(r"sha256~[A-Za-z0-9_\-]{43}(?![A-Za-z0-9_\-])")
+_OPENSHIFT_TOKEN = lazy_compile(r"sha256~[A-Za-z0-9_\-]{43}(?![A-Za-z0-9_\-])")
 
 
 def find_openshift_tokens(text: str, lowered: str) -> Iterator[Span]:
@@ -596,7 +599,7 @@ def find_openshift_tokens(text: str, lowered: str) -> Iterator[Span]:
 # A Sentry DSN's key: https://<32 hex>@<host>/<project number>. It lets whoever holds it send
 # events to the project (and, in DSNs from before 2019, a second key after a colon, found as a
 # URL password). The key alone, between the scheme and the @.
-_SENTRY_DSN = re.compile(
+_SENTRY_DSN = lazy_compile(
     r"://([a-f0-9]{32})@[a-z0-9](?:[a-z0-9\-]{0,62})(?:\.[a-z0-9\-]{1,63})*+(?::[0-9]{1,5})?"
     r"/(?:[a-z0-9_\-]{1,64}/)?[0-9]{1,20}(?![A-Za-z0-9_])"
 )
@@ -614,7 +617,7 @@ def find_sentry_dsns(text: str, lowered: str) -> Iterator[Span]:
 
 # A Salesforce session or access token: the org's id (00D and 12 or 15 characters), "!", and
 # the session's part. The "!" ends a long run: found from "!AQ", with the org id before it.
-_SALESFORCE_TOKEN = re.compile(r"00D[A-Za-z0-9]{12}(?:[A-Za-z0-9]{3})?!AQ[A-Za-z0-9_.]{60,400}+")
+_SALESFORCE_TOKEN = lazy_compile(r"00D[A-Za-z0-9]{12}(?:[A-Za-z0-9]{3})?!AQ[A-Za-z0-9_.]{60,400}+")
 
 
 def find_salesforce_tokens(text: str, lowered: str) -> Iterator[Span]:

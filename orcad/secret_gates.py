@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from orcad.lazy_patterns import lazy_compile
 from orcad.secret_formats import token_pattern
 
 # Every token format is one unbroken run of these characters, at least this long (the shortest,
@@ -53,8 +54,12 @@ class _TriggerGate:
         self.pattern = pattern
 
     def __call__(self, runs: str) -> bool:
+        pattern = self.pattern
         return any(trigger in runs for trigger in self.triggers) and (
-            self.pattern is None or self.pattern.search(runs) is not None
+            pattern is None
+            # a pattern with a group holds context outside its secret: the trigger decides
+            or pattern.groups > 0
+            or pattern.search(runs) is not None
         )
 
 
@@ -72,10 +77,7 @@ def _token_gate(triggers: tuple[str, ...], pattern: str, bounded: bool) -> Gate:
         return _any_trigger(triggers)
     # as the finder searches it: a bounded pattern's start boundary holds in the runs too, and
     # without it a run of triggers (eyJeyJ...) was read up to 8 KiB on from each: 15 s for 2 MiB
-    compiled = re.compile(token_pattern(pattern, bounded))
-    if compiled.groups:  # a rule with context outside its secret: the trigger decides
-        return _any_trigger(triggers)
-    return _TriggerGate(triggers, compiled)
+    return _TriggerGate(triggers, lazy_compile(token_pattern(pattern, bounded)))
 
 
 def _always(runs: str) -> bool:

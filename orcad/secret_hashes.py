@@ -10,9 +10,9 @@ or a hash's name in prose does not.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 
+from orcad.lazy_patterns import lazy_compile
 from orcad.secret_values import Span
 
 _CRYPT = (
@@ -26,15 +26,15 @@ _CRYPT = (
 # A hash follows its name's colon: the colons before a `$` or a `{` are found in one pass (a
 # literal the engine skips ahead to: 0.7 ms a megabyte, where looking for each scheme's marker
 # took 6), then the name before each is read back to its line's start.
-_COLON_BEFORE_HASH = re.compile(r":(?=[${])")
+_COLON_BEFORE_HASH = lazy_compile(r":(?=[${])")
 # (after a list's bullet or a quote's mark: "- admin:$apr1$…", "> admin:$apr1$…")
-_NAME_LEADING_LINE = re.compile(
+_NAME_LEADING_LINE = lazy_compile(
     r"(?:^|\n)[ \t]*(?:[-*>][ \t]+)?[A-Za-z0-9_][A-Za-z0-9_.@\-]{0,63}\Z"
 )
 _LONGEST_LEAD = 80
 # The hash ends at its line's end, a shadow line's next colon, or a blank before a note pasted
 # after it (`admin:$apr1$…  <- from .htpasswd`); never inside a longer run (`…%s`).
-_HASH = re.compile("(?:" + _CRYPT + r")(?=[\s:]|\Z)")
+_HASH = lazy_compile("(?:" + _CRYPT + r")(?=[\s:]|\Z)")
 
 
 def find_password_hashes(text: str, lowered: str) -> Iterator[Span]:

@@ -9,12 +9,15 @@ there back onto the text as given.
 
 from __future__ import annotations
 
-import re
 from typing import NamedTuple
+
+from orcad.lazy_patterns import lazy_compile
 
 # soft hyphen, Mongolian vowel separator, zero-width space, non-joiner and joiner, direction
 # marks, embeddings and overrides, word joiner and invisible operators, isolates, BOM
-_INVISIBLE = re.compile("[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
+_INVISIBLE = lazy_compile(
+    "[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]"
+)
 
 
 class VisibleText(NamedTuple):

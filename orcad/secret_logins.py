@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from orcad.lazy_patterns import lazy_compile
 from orcad.secret_strong_pairs import an_account
 from orcad.secret_values import (
     Span,
@@ -30,7 +31,7 @@ from orcad.secret_values import (
 )
 
 # " as USER with|using [the] [password] VALUE", a value quoted or not
-_AS_USER_WITH = re.compile(
+_AS_USER_WITH = lazy_compile(
     r" as [ \t]*[^\s]{1,64}[ \t]+(?:with|using)[ \t]+(?:(?:the[ \t]+)?pass(?:word)?[ \t]+)?"
     r"(?P<quote>[`'\"]?)(?P<value>[^\s`'\"]{4,128}+)(?P=quote)"
 )
@@ -42,29 +43,29 @@ _LOGIN_VERB = (
     # where to, the preposition perhaps run into the verb ("log into grafana")
     r"(?:[ \t]*(?:to|into|onto|on|at)[ \t]+(?:the[ \t]+)?[^\s]{1,64})?"
 )
-_LOGIN_BEFORE = re.compile(_LOGIN_VERB + r"[ \t]*\Z")
+_LOGIN_BEFORE = lazy_compile(_LOGIN_VERB + r"[ \t]*\Z")
 # "log into the router with admin and R0uter!pass", "the jenkins login: ci-bot and X": a login
 # with a user and then, after " and ", its password (matched at each " and " that follows a
 # login verb; a value with no digit nor symbol fails here, in C)
-_AND_VALUE = re.compile(
+_AND_VALUE = lazy_compile(
     r" and[ \t]+(?P<quote>[`'\"]?)(?=[^\s`'\"]*[0-9!@#$%^&*+=?~])"
     r"(?P<value>[^\s`'\"]{4,128}+)(?P=quote)"
 )
-_LOGIN_USER_BEFORE = re.compile(
+_LOGIN_USER_BEFORE = lazy_compile(
     _LOGIN_VERB + r"(?:[ \t]*:|[ \t]+(?:with|using|is))[ \t]+[^\s]{1,64}\Z"
 )
 _LOGIN_REACH = 96  # characters before " as" the verb may start at
 # "use|with|try VALUE to log in|sign in|log on|ssh", the value quoted or not (matched at each
 # " to ": a search for each of the five phrases cost more than the rest of the module)
-_AFTERWARDS = re.compile(r" to (?:log(?:[ -]?in| on)|login|sign[ -]?in|ssh)(?![a-z])")
-_USE_VALUE = re.compile(
+_AFTERWARDS = lazy_compile(r" to (?:log(?:[ -]?in| on)|login|sign[ -]?in|ssh)(?![a-z])")
+_USE_VALUE = lazy_compile(
     r"(?<![a-z0-9_\-])(?:use|using|with|try)[ \t]+(?P<quote>[`'\"]?)"
     r"(?P<value>[^\s`'\"]{4,128}+)(?P=quote)\Z"
 )
 _VALUE_REACH = 160
 _SYMBOLS = frozenset("!@#$%^&*+=?~")
 # a package at a version ("try npm@10 to log in to the registry")
-_PACKAGE = re.compile(r"[a-z0-9][\w.\-/]*@(?:\d[\w.\-]*|latest|next)\Z", re.IGNORECASE)
+_PACKAGE = lazy_compile(r"[a-z0-9][\w.\-/]*@(?:\d[\w.\-]*|latest|next)\Z", re.IGNORECASE)
 
 
 def _password_like(value: str) -> bool:
@@ -131,15 +132,15 @@ def _places(lowered: str, literal: str) -> Iterator[int]:
 # (the symbol or the digit inside a word looked ahead for in the same scan: a match tried at
 # each " with " in Python cost a twentieth of all redaction; and "with" first, not " with": a
 # literal that starts with a blank is found four times as slowly)
-_WITH_VALUE = re.compile(
+_WITH_VALUE = lazy_compile(
     r"with(?<=[ \t]with)[ \t]+(?P<quote>[`'\"]?)"
     r"(?=[^\s`'\"]{0,127}?(?:[!@#$%^&*+=?~]|[A-Za-z][0-9]+[A-Za-z]))"
     r"(?P<value>[^\s`'\"]{6,128}+)(?P=quote)"
 )
-_LOGIN_ENDS = re.compile(_LOGIN_VERB + r"[ \t]*\Z")
+_LOGIN_ENDS = lazy_compile(_LOGIN_VERB + r"[ \t]*\Z")
 # a digit for a letter inside a word in small letters ("tr0mb0ne"), not between two words of
 # a name ("Okta2FA", "AzureAD-B2C")
-_DIGIT_IN_WORD = re.compile(r"[a-z][0-9]+[a-z]")
+_DIGIT_IN_WORD = lazy_compile(r"[a-z][0-9]+[a-z]")
 
 
 def _logins_with_values(text: str, lowered: str) -> Iterator[Span]:
@@ -209,7 +210,7 @@ def find_login_passwords(text: str, lowered: str) -> Iterator[Span]:
 # "staging db creds are admin Hunter2!xyz", "grafana login is admin Graf4na!Ops": credentials
 # stated as a user, a blank and a password, found from "cred" and "login" (literals each)
 _STATED_PAIRS = tuple(
-    re.compile(
+    lazy_compile(
         head + r"[ \t]+(?:are|is|were|was)(?:[ \t]+now)?[ \t]+"
         r"(?P<user>[a-z][a-z0-9_.\-]{0,31}+(?:@[a-z0-9\-]{1,63}(?:\.[a-z0-9\-]{1,63})+)?)[ \t]+"
         r"(?P<quote>[`'\"]?)(?P<value>[^\s`'\"]{6,128}+)(?P=quote)"

@@ -12,15 +12,14 @@ what it finds there back onto the text as given (as it does for characters no re
 
 from __future__ import annotations
 
-import re
-
+from orcad.lazy_patterns import lazy_compile
 from orcad.secret_invisible import VisibleText
 
 # Emphasis and code marks: runs of `*` and backticks anywhere, and runs of `_` that open or
 # close a word (`__token__`, `_password_`) but not those inside a name (DB_PASSWORD, a_b).
-_MARKS = re.compile(r"[*`]+|(?<![0-9A-Za-z])_+(?=[^\s_])|(?<=[^\s_])_+(?![0-9A-Za-z])")
+_MARKS = lazy_compile(r"[*`]+|(?<![0-9A-Za-z])_+(?=[^\s_])|(?<=[^\s_])_+(?![0-9A-Za-z])")
 # full-width forms of ASCII (U+FF01 to U+FF5E) and the ideographic space: one character each
-_FULL_WIDTH = re.compile("[\uff01-\uff5e\u3000]")
+_FULL_WIDTH = lazy_compile("[\uff01-\uff5e\u3000]")
 _AS_ASCII = {code: code - 0xFEE0 for code in range(0xFF01, 0xFF5F)} | {0x3000: 0x20}
 # A line read again holds a word a credential is named by and a mark (a `_` doubled, or at
 # a word's edge beside a letter, not Python's `_private`), or a full-width form. Most text holds
@@ -34,7 +33,7 @@ _WORDS_OUTSIDE_ASCII = (  # password in Russian, Chinese (both scripts), Japanes
     "\u043f\u0430\u0440\u043e\u043b\u044c",
     *("\u5bc6\u7801", "\u5bc6\u78bc", "\u30d1\u30b9\u30ef\u30fc\u30c9", "\ube44\ubc00\ubc88\ud638"),
 )
-_EDGE_UNDERSCORE = re.compile(r"(?<![0-9A-Za-z_])_(?=[A-Za-z])|(?<=[A-Za-z])_(?![0-9A-Za-z_])")
+_EDGE_UNDERSCORE = lazy_compile(r"(?<![0-9A-Za-z_])_(?=[A-Za-z])|(?<=[A-Za-z])_(?![0-9A-Za-z_])")
 _ASCII_LOWER = {code: code + 32 for code in range(ord("A"), ord("Z") + 1)}
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from orcad.lazy_patterns import lazy_compile
 from orcad.secret_sentences import STATED_VALUE, stated_password
 from orcad.secret_values import (
     STATED_VERB,
@@ -58,25 +59,25 @@ def _owned_by(words: str, owners: frozenset[str]) -> bool:
 # much a chosen password, but such keys are also named by algorithm, size or resource
 # ("AES-256", "alias/backup-key"): its value must be chosen with care (mixed case or a
 # symbol), or look generated, and be no path.
-_NETWORK_KEY = re.compile(r"key(?![a-z0-9_\-])" + _NOTE_TAIL)
-_NETWORK = re.compile(
+_NETWORK_KEY = lazy_compile(r"key(?![a-z0-9_\-])" + _NOTE_TAIL)
+_NETWORK = lazy_compile(
     r"(?<![a-z0-9_\-])(?:wi-?fi|wireless|wlan|wpa[23]?|network|hotspot|router|ssid)[ \t]+\Z"
 )
-_STORE = re.compile(
+_STORE = lazy_compile(
     r"(?<![a-z0-9_\-])(?:zip|7-?zip|7z|rar|archive|backup|vault|disk|drive|luks|bitlocker|"
     r"veracrypt|encryption|decryption|keepass|unseal|recovery)[ \t]+\Z"
 )
 _NETWORK_REACH = 16
 # "WLAN: HomeNet_5G / key: Bananenbrot77": a line that names a network and its SSID, then the key
 # after a slash, a bar or a comma
-_NETWORK_LINE = re.compile(
+_NETWORK_LINE = lazy_compile(
     r"(?:^|\n)[ \t]*(?:wi-?fi|wlan|wireless|ssid|hotspot)[ \t]*:[ \t]*[^\s/|,]{1,32}+"
     r"[ \t]*[/|,][ \t]*\Z"
 )
 _NETWORK_LINE_REACH = 64
 _KEY_OWNERS = frozenset(("for", "on", "of", "at", "in"))
 # how a network authenticates, which its line may give where a key would be ("key: 802.1X-EAP")
-_NETWORK_AUTH = re.compile(r"802\.1x|eap|wpa|wep|noauth|enterprise|radius", re.IGNORECASE)
+_NETWORK_AUTH = lazy_compile(r"802\.1x|eap|wpa|wep|noauth|enterprise|radius", re.IGNORECASE)
 
 
 def _chosen_network_key(value: str) -> bool:
@@ -120,14 +121,14 @@ def _find_network_keys(text: str, lowered: str) -> Iterator[Span]:
 # characters before every spaced slash (0.8 s for a megabyte of "login: a / "). The name's
 # start is checked after it, where the window's edge cut the line.
 _SERVICE_REACH = 128  # longer than any head
-_SERVICE_HEAD_BACKWARDS = re.compile(
+_SERVICE_HEAD_BACKWARDS = lazy_compile(
     r"[ \t]+[a-z0-9_.@+\-]{0,63}[a-z][ \t]+:[ \t]*[a-z0-9_.\-]{0,30}[a-z](?![a-z0-9_.\-])"
 )
 _SERVICE_NAME_CHARACTERS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_.-")
-_PAIR_VALUE = re.compile(r"[ \t]+([^\s\"'`/]{4,128}+)")
+_PAIR_VALUE = lazy_compile(r"[ \t]+([^\s\"'`/]{4,128}+)")
 # a slash a blank comes before: the engine skips ahead to each slash and looks behind it in C,
 # so the slashes of paths and URLs cost no Python each
-_SPACED_SLASH = re.compile(r"/(?<=[ \t]/)")
+_SPACED_SLASH = lazy_compile(r"/(?<=[ \t]/)")
 _SYMBOLS_OF_LABELS = frozenset("-_.")
 
 
@@ -166,15 +167,15 @@ def _find_service_pairs(text: str, lowered: str) -> Iterator[Span]:
 # so the password must end its clause after the only slash, and hold a letter, a digit and a
 # symbol no path, URL or version holds (or mixed case after an account's usual name). Found
 # from each colon a user and a slash follow, the engine skipping ahead to each colon.
-_TIGHT_PAIR = re.compile(
+_TIGHT_PAIR = lazy_compile(
     r":[ \t]+(?P<user>[a-z][a-z0-9_.\-]{0,31}+)/(?P<value>[^\s\"'`/:=?]{4,128}+)(?![/:=?])"
 )
-_TIGHT_HEAD = re.compile(r"(?<![a-z0-9_.\-])[a-z][a-z0-9_.\-]{0,30}[ \t]*\Z")
+_TIGHT_HEAD = lazy_compile(r"(?<![a-z0-9_.\-])[a-z][a-z0-9_.\-]{0,30}[ \t]*\Z")
 _TIGHT_HEAD_REACH = 32
 _TIGHT_SYMBOLS = frozenset("!@$%^&*+~")
 # (an action's or an image's version or commit after an @: `uses: actions/checkout@v4`,
 # `@11bd71901bbe5b1630ceea73d27597364c9af683`)
-_NOT_A_PASSWORD = re.compile(
+_NOT_A_PASSWORD = lazy_compile(
     r"@v?[0-9]+\.|@[a-z0-9\-]+\.[a-z]{2,}|\.[a-z]{1,4}\Z|@v[0-9]{1,4}\Z|@[0-9a-f]{40}\Z"
 )
 _ACCOUNTS = frozenset(
@@ -214,8 +215,8 @@ def _tight_password(password: str, user: str) -> bool:
 # "jenkins login admin pw Jenk1ns!2024", "user admin pw X": a login's user then a password's
 # short name and the password, as netrc writes `login NAME password VALUE`. Found from the
 # password's name (`_find_passes`), the login looked for on the stretch of text before it.
-_GIVEN = re.compile(r"[ \t]*:?" + STATED_VALUE)
-_LOGIN_BEFORE = re.compile(
+_GIVEN = lazy_compile(r"[ \t]*:?" + STATED_VALUE)
+_LOGIN_BEFORE = lazy_compile(
     r"(?<![a-z0-9_\-])(?:login|logon|user(?:name)?)(?:[ \t]+(?:is|as))?[ \t]*:?[ \t]+"
     r"(?P<user>[^\s,/:]{1,64}+)[ \t]*[,/]?[ \t]+\Z"
 )
@@ -244,7 +245,7 @@ def _login_password(text: str, lowered: str, at: int, name_end: int) -> Span | N
 # pwd for both shapes (a login's "login admin pw X" too), the engine skipping ahead to each
 # `p`; the character before the name is checked after.
 # (a blank after the name, alone or after a colon, lets only a note or a login's value go on)
-_PASSWORD_NAME = re.compile(
+_PASSWORD_NAME = lazy_compile(
     r"(?P<name>p(?:(?P<pw>wd?)|ass(?P<wd>wd)?))(?![a-z0-9_\-])(?=[ \t]*:?[ \t])"
     r"(?:" + _NOTE_TAIL + ")?"
 )

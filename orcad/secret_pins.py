@@ -14,13 +14,13 @@ line's (`LED_PIN = 13`).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 
+from orcad.lazy_patterns import lazy_compile
 from orcad.secret_values import CLAUSE_ENDS, STATED_VERB, Span
 
 # A PIN, written so (a pin is a part, a GPIO line): "my PIN is 4821", "Card PIN: 7302"
-PIN_STATEMENT = re.compile(
+PIN_STATEMENT = lazy_compile(
     r"PIN(?<![A-Za-z0-9_\-.$@]PIN)(?:[ \t]+(?:code|number))?"  # the literal first: skips ahead
     # what it is the PIN of: "my PIN for the vpn token is 583920"
     r"(?:[ \t]+(?:for|of|on)(?:[ \t]+[A-Za-z0-9_\-]{1,24}+){1,4}?(?=[ \t]+(?:is|was)[ \t]))?"
@@ -33,25 +33,25 @@ PIN_STATEMENT = re.compile(
 # pin: 7302", "the pin for the card is 0917", "sim pin 0000", after a space alone too), or a
 # line starts with it ("pin: 55731"), or "the pin" is stated so with no part or circuit word
 # before it ("the pin is 4821": a part's pins are numbered in ones, twos and threes).
-_LOWER_PIN_STATEMENT = re.compile(
+_LOWER_PIN_STATEMENT = lazy_compile(
     r"pin(?<![a-z0-9_\-.$@]pin)(?![a-z0-9_\-])(?:[ \t]+(?:code|number))?"
     r"(?P<words>(?:[ \t]+[a-z]{1,20}+){0,4}?)"
     rf"(?:(?P<op>[ \t]*:)|{STATED_VERB}[ \t]*:?|(?P<spaced>))"
     r"[ \t]+(?P<value>[0-9]{4,12}+)(?![0-9])"
 )
-_PIN_OWNER = re.compile(
+_PIN_OWNER = lazy_compile(
     r"(?<![a-z0-9_\-])(?:(?:my|your|our|his|her|their)(?:[ \t]+[a-z]{2,12}){0,2}|card|debit|credit|"
     r"bank|atm|sim|phone|door|alarm|voicemail|lock|safe|keypad|wps|bluetooth|pairing|unlock|"
     r"default|garage|gate|piv|yubikey|smartcard|smart[ \t]card)[ \t]+\Z"
 )
-_THE_PIN = re.compile(r"(?<![a-z0-9_\-])the[ \t]+\Z")
+_THE_PIN = lazy_compile(r"(?<![a-z0-9_\-])the[ \t]+\Z")
 _THE_REACH = 12  # "the" and the spaces after it
-_PART_WORDS = re.compile(
+_PART_WORDS = lazy_compile(
     r"gpio|header|board|chip|connector|arduino|raspberry|pinout|wire|led|pwm|uart|i2c|spi|pcb|"
     r"socket|relay|sensor|resistor|pull|volt|ohm|bcm|mcu|jumper|sheet"
 )
 _PIN_OWNER_WORDS = frozenset(("for", "to"))
-_LINE_START = re.compile(r"(?:^|\n)[ \t]*(?:[-*>][ \t]+)?\Z")
+_LINE_START = lazy_compile(r"(?:^|\n)[ \t]*(?:[-*>][ \t]+)?\Z")
 _OWNER_REACH = 40
 
 
@@ -101,12 +101,12 @@ def _the_pin(lowered: str, at: int, value: int) -> bool:
 # Searched for only where "pin" is (the name's end), then the owner before it: a pattern that
 # opened with the owners' alternation was tried at every character of every text, and "pin" is
 # in "typing", "mapping" and "shipping", so that search cost 0.7x of all redaction.
-_PIN_SETTING = re.compile(
+_PIN_SETTING = lazy_compile(
     r"pin(?P<code>[_\-.]?(?:code|number))?(?P<name_quote>[\"']?)[ \t]{0,8}(?P<op>=|:)[ \t]{0,8}"
     r"(?P<quote>[\"']?)(?P<value>[0-9]{4,12}+)(?P=quote)(?![0-9a-z_\-:/]|\.[0-9])"
 )
 _PIN_NAME_CHARACTERS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-.$@")
-_PIN_NAME_OWNER = re.compile(
+_PIN_NAME_OWNER = lazy_compile(
     r"(?<![a-z0-9_\-.$@])(?:sim|card|atm|bank|debit|credit|user|admin|default|door|alarm|"
     r"voicemail|unlock|wps|bluetooth|pairing|smartcard|security|so)[_\-.]?\Z"
 )
@@ -138,19 +138,19 @@ def find_pin_settings(text: str, lowered: str) -> Iterator[Span]:
 # first, for the engine to skip ahead to), the owner looked for before it.
 # ("garage keypad code 6093": right after the name and a space too, when it ends its clause;
 # "the lockbox combination is 3-7-1-9": a dial's numbers may be single digits)
-_ACCESS_CODE = re.compile(
+_ACCESS_CODE = lazy_compile(
     r"co(?:de|mbo|mbination)(?![a-z0-9_\-])(?P<words>(?:[ \t]+[a-z]{1,20}+){0,4}?)"
     rf"(?:[ \t]*:|{STATED_VERB}[ \t]*:?|(?P<spaced>))[ \t]+"
     r"(?P<value>[0-9]{1,12}+(?:-[0-9]{1,6}+){0,5}[#*]?)(?![0-9a-z_\-])"
 )
-_ACCESS_OWNER = re.compile(
+_ACCESS_OWNER = lazy_compile(
     r"(?<![a-z0-9_\-])(?:door|front[ \t]+door|gate|alarm|garage|keypad|lockbox|lock[ \t]+box|"
     r"key[ \t]?safe|safe|padlock|locker|entry|entrance|intercom|building[ \t]+entry|"
     r"access)(?:[ \t]+(?:lock|pin|entry))?[ \t]+\Z"
 )
 _ACCESS_OWNER_REACH = 24
 _ACCESS_OWNER_WORDS = frozenset(("for", "to", "on", "at"))
-_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+_DATE = lazy_compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 
 
 def find_access_codes(text: str, lowered: str) -> Iterator[Span]:
@@ -193,7 +193,7 @@ def _number_ends_sentence(text: str, end: int) -> bool:
 
 
 _CONDITIONS = frozenset(("if", "when", "unless", "until", "but", "so"))
-_EXAMPLE_WORDS = re.compile(r"(?<![a-z])(?:demo|example|sample|test|fixture|readme|docs)")
+_EXAMPLE_WORDS = lazy_compile(r"(?<![a-z])(?:demo|example|sample|test|fixture|readme|docs)")
 
 
 _EXAMPLE_REACH = 120  # a bounded look, so that a long line of codes is read once, not again each
@@ -221,7 +221,7 @@ def _number_ends_clause(text: str, end: int) -> bool:
     return following is not None and following[1].lower() in _CLAUSE_STARTS
 
 
-_NEXT_WORD = re.compile(r"[ \t]+([A-Za-z]{2,6})(?![A-Za-z])")
+_NEXT_WORD = lazy_compile(r"[ \t]+([A-Za-z]{2,6})(?![A-Za-z])")
 _CLAUSE_STARTS = frozenset(
     ("if", "until", "unless", "and", "but", "so", "when", "since", "while", "for", "in", "on")
 )

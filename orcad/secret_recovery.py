@@ -15,16 +15,16 @@ is no such key ("(hidden)", a path, a variable) is none.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 
+from orcad.lazy_patterns import lazy_compile
 from orcad.secret_values import STATED_VERB, Span, looks_random
 
 # -------------------------------------------------------------------- recovery phrases
 _PHRASE = "phrase"
-_PHRASE_NAMED = re.compile(r"(?<![a-z0-9])(?:seed|recovery|mnemonic|backup|wallet)[ _\-.]?\Z")
+_PHRASE_NAMED = lazy_compile(r"(?<![a-z0-9])(?:seed|recovery|mnemonic|backup|wallet)[ _\-.]?\Z")
 _PHRASE_NAMED_REACH = len("recovery_")
-_PHRASE_VALUE = re.compile(
+_PHRASE_VALUE = lazy_compile(
     r"phrase(?:[ \t]+(?:for|of|on)(?:[ \t]+[a-z0-9_.'\-]{1,24}+){1,4}?)?"  # "for the ledger"
     rf"(?:[\"']?[ \t]*(?:=|:)|{STATED_VERB}[ \t]*:?)(?:[ \t]+|[ \t]*\r?\n[ \t]*)?"
     r"[\"'`]?(?P<words>[a-z]{3,8}+(?:[ \t]+[a-z]{3,8}+){11,23}+)(?![a-z])"
@@ -55,11 +55,11 @@ def find_recovery_phrases(text: str, lowered: str) -> Iterator[Span]:
 
 # ------------------------------------------------------------------------ unseal keys
 _UNSEAL = "unseal key"
-_UNSEAL_LEAD = re.compile(
+_UNSEAL_LEAD = lazy_compile(
     rf"unseal key(?:s|[ \t]+#?[0-9]{{1,2}})?(?:[ \t]*:|{STATED_VERB}[ \t]*:?)"
 )
 # one key: on the lead's line, or on a line of its own below (a list's bullet or number first)
-_UNSEAL_KEY = re.compile(
+_UNSEAL_KEY = lazy_compile(
     r"(?:[ \t]+|[ \t]*\r?\n[ \t]*(?:(?:[-*•]|[0-9]{1,2}[.)])[ \t]+)?)[\"'`]?"
     r"(?P<key>[A-Za-z0-9+/]{43}=|[A-Za-z0-9+/]{44}|[0-9a-f]{64,66})(?![A-Za-z0-9+/=])"
 )

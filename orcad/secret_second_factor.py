@@ -13,24 +13,24 @@ ABCD-1234" stay storable.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 
+from orcad.lazy_patterns import lazy_compile
 from orcad.secret_values import Span
 
 # ------------------------------------------------------------------------------ seeds
 # A seed is one unbroken run, so the rule opens only on a text whose long runs (the token
 # rules' gate, `secret_gates._long_runs`) hold one with a digit: the words that name a second
 # factor are then looked for before each seed alone, not in the whole text.
-_SEED_RUN = re.compile(r"(?<![^ =])(?:[A-Z2-7]{16,}|[a-z2-7]{16,})=*(?![^ ])")
-_SEED = re.compile(
+_SEED_RUN = lazy_compile(r"(?<![^ =])(?:[A-Z2-7]{16,}|[a-z2-7]{16,})=*(?![^ ])")
+_SEED = lazy_compile(
     r"(?<![A-Za-z0-9+/_\-])(?:[A-Z2-7]{16,128}+|[a-z2-7]{16,128}+)=*(?![A-Za-z0-9+/_\-])"
 )
-_SEED_WORD = re.compile(
+_SEED_WORD = lazy_compile(
     r"(?<![a-z0-9])(?:[th]?otp|2fa|mfa|authenticator|two[-_ ]factor|2-step)(?![a-z0-9])"
 )
 _SEED_REACH = 64  # "TOTP secret for the admin account: JBSW…" starts this far at most
-_DIGIT = re.compile(r"[0-9]")
+_DIGIT = lazy_compile(r"[0-9]")
 
 
 def may_hold_seed(runs: str) -> bool:
@@ -58,16 +58,16 @@ def find_totp_seeds(text: str, lowered: str) -> Iterator[Span]:
 # 3PXP"). It has no long run to open a gate, so the words that name it are looked for first
 # (compiled literals: 0.5 ms a megabyte each where `in` takes 0.8), and the seed is then
 # matched from each word: tried at the 65 places after it, not searched for over the text.
-_GROUPED_SEED_AFTER_WORD = re.compile(
+_GROUPED_SEED_AFTER_WORD = lazy_compile(
     r"[^\n]{0,64}?(?<![A-Za-z0-9+/_\-])(?P<seed>"
     r"[A-Z2-7]{4}(?:(?:[ \t]|[ \t]*\r?\n[ \t]*)[A-Z2-7]{4}){3,31}"
     r"|[a-z2-7]{4}(?:(?:[ \t]|[ \t]*\r?\n[ \t]*)[a-z2-7]{4}){3,31})"
     r"(?![A-Za-z0-9+/_\-])"
 )
 _SEED_LITERALS = tuple(
-    re.compile(word) for word in ("otp", "2fa", "mfa", "authenticator", "factor", "2-step")
+    lazy_compile(word) for word in ("otp", "2fa", "mfa", "authenticator", "factor", "2-step")
 )
-_LETTER = re.compile(r"[A-Za-z]")
+_LETTER = lazy_compile(r"[A-Za-z]")
 
 
 def find_grouped_seeds(text: str, lowered: str) -> Iterator[Span]:
@@ -91,12 +91,12 @@ def find_grouped_seeds(text: str, lowered: str) -> Iterator[Span]:
 # --------------------------------------------------------------------- recovery codes
 # "code" is found at memchr speed and the words before it read there: one scan of the text
 # for "recovery code", "backup code", "backup verification code" and "scratch code".
-_CODE_NAMED = re.compile(r"(?<![a-z])(?:recovery|backup|backup verification|scratch) \Z")
+_CODE_NAMED = lazy_compile(r"(?<![a-z])(?:recovery|backup|backup verification|scratch) \Z")
 _RECOVERY_KEY = "recovery key"
 # What comes between the words and the first code: what they are for before a colon ("backup
 # codes for the google admin account:"), a remark in brackets, a verb, a colon (and a blank
 # line after it), a fence that opens a block of code ("recovery codes:", "```").
-_LEAD = re.compile(
+_LEAD = lazy_compile(
     r"s?(?:[ \t]+(?:for|of|on)(?P<owner>(?:[ \t]+[a-z0-9_.@\-]{1,32}+){1,5}?)(?=[ \t]*:))?"
     r"(?:[ \t]*\([^)\n]{1,32}\))?[ \t]*(?:(?:are|is|was|were)(?![a-z]))?"
     r"(?:[ \t]*:(?:[ \t]*\r?\n(?=[ \t]*\r?\n))?)?"  # after a colon, a blank line
@@ -105,7 +105,7 @@ _LEAD = re.compile(
 # Between two codes: spaces, commas, one line break (a blank line ends the list) and a list's
 # bullet or number.
 _SEPARATOR = r"(?:[ \t,;]|\r?\n(?![ \t]*\r?\n))*(?:and[ \t]+)?(?:(?:[-*•]|[0-9]{1,2}[.)])[ \t]+)?"
-_CODE = re.compile(
+_CODE = lazy_compile(
     _SEPARATOR + r"(?P<code>[0-9]{6}(?:-[0-9]{6}){7}"  # a BitLocker recovery key
     r"|[A-Za-z0-9]{4,6}-[A-Za-z0-9]{4,6}|[0-9]{4} [0-9]{4}|[A-Za-z0-9]{6,12})"
     r"(?![A-Za-z0-9_\-/@]|\.[A-Za-z0-9])"

@@ -24,6 +24,7 @@ import itertools
 import re
 from collections.abc import Iterator
 
+from orcad.lazy_patterns import lazy_compile
 from orcad.secret_pins import PIN_STATEMENT, lower_case_pins
 from orcad.secret_values import (
     CLAUSE_ENDS,
@@ -64,48 +65,48 @@ _AFTER_NAME = (
     + STATED_VALUE.replace(r"[ \t]+", "", 1)
 )
 # a literal prefix lets the engine skip ahead
-_STATEMENT = re.compile(r"pass(?:word|phrase|wd|code|[ \t]phrase)" + _AFTER_NAME)
+_STATEMENT = lazy_compile(r"pass(?:word|phrase|wd|code|[ \t]phrase)" + _AFTER_NAME)
 # "the pw is X", "pw for the jenkins admin: X": the short name, a whole word (not `npw`)
-_SHORT_STATEMENT = re.compile(r"(?<![a-z0-9_\-./$@])pwd?" + _AFTER_NAME)
+_SHORT_STATEMENT = lazy_compile(r"(?<![a-z0-9_\-./$@])pwd?" + _AFTER_NAME)
 # "log in with the password X", "use password X": a verb or preposition gives the value;
 # "user admin pass X": a user named before it (then `pass` alone names it too).
-_NAMED_VALUE = re.compile(
+_NAMED_VALUE = lazy_compile(
     r"pass(?P<long>word|phrase|wd|code)?(?![ \t]+(?:" + _COMPOUND + r")\b)" + STATED_VALUE
 )
 # A password's name, wherever it stands: the value may come before it ("Xk82nd!q is the
 # password", "use Qwerty!789 as the password") or after "to" ("I set the password to X").
 # (the character before is tested after a match: a look-behind that starts a pattern is tried
 # at every character, which cost a sixth of all redaction on mixed text)
-_NAME = re.compile(rf"(?:pass(?:word|wd|phrase)|pwd?)(?![a-z0-9_\-])(?![ \t]+(?:{_COMPOUND})\b)")
+_NAME = lazy_compile(rf"(?:pass(?:word|wd|phrase)|pwd?)(?![a-z0-9_\-])(?![ \t]+(?:{_COMPOUND})\b)")
 _BEFORE_A_NAME = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-./$@")
 # what comes between a value and its name after it: "X is the [root] password", "X as my pw"
-_BEFORE_NAME = re.compile(
+_BEFORE_NAME = lazy_compile(
     r"[ \t](?:is|as|was)[ \t]+(?:the|my|our|your|his|her|their|its)[ \t]+"
     r"(?:[a-z0-9_\-]{1,20}[ \t]+){0,2}\Z"
 )
 _BEFORE_NAME_REACH = 56
 _VALUE_REACH = 130  # how far back a value before its name may start
 _QUOTES = "\"'`"
-_SET_BEFORE_NAME = re.compile(
+_SET_BEFORE_NAME = lazy_compile(
     r"(?<![a-z0-9_\-])(?:set|sets|setting|change[ds]?|changing|reset|resetting|update[ds]?|"
     r"updating|rotate[ds]?|rotating)[ \t]+(?:(?:the|my|our|your|his|her|their|its)[ \t]+)?"
     r"(?:[a-z0-9_\-]{1,20}[ \t]+){0,2}\Z"
 )
-_TO_VALUE = re.compile(r"[ \t]+to" + STATED_VALUE)
+_TO_VALUE = lazy_compile(r"[ \t]+to" + STATED_VALUE)
 _SET_REACH = 64
-_GIVEN_WITH = re.compile(
+_GIVEN_WITH = lazy_compile(
     r"(?<![a-z0-9_])(?:with|using|use|enter|type|try|tried|entered|typed)[ \t]+"
     r"(?:(?:the|a|my|your|our|this|that|its|their)[ \t]+)?(?:[a-z0-9_\-]{1,20}[ \t]+)?\Z"
 )
 _GIVEN_WITH_REACH = 64
 # `user NAME pass VALUE` (as netrc writes `login NAME password VALUE`) before a password's name
-_USER_BEFORE = re.compile(r"(?<![a-z0-9_\-])user(?:name)?[ \t]+(?P<user>[^\s]{1,64})[ \t]+\Z")
+_USER_BEFORE = lazy_compile(r"(?<![a-z0-9_\-])user(?:name)?[ \t]+(?P<user>[^\s]{1,64})[ \t]+\Z")
 _USER_REACH = 80
 # anonymous FTP takes any password, by custom an email address: none is a secret
 _ANONYMOUS_USERS = frozenset(("anonymous", "ftp"))
 # "wifi password: X": a word of prose names the password; code declares one with these words
 # (`private password: Secret`), and these describe a derived value (`hashed password: bcrypt`).
-_PROSE_LABEL = re.compile(r"(?<![a-z0-9_\-.$@])([a-z]{2,20})[ \t]+\Z")
+_PROSE_LABEL = lazy_compile(r"(?<![a-z0-9_\-.$@])([a-z]{2,20})[ \t]+\Z")
 _NOT_PROSE = frozenset(
     [
         "public",
@@ -194,7 +195,7 @@ DESCRIPTIVE = frozenset(
         "unused",
     ]
 )
-_CAPITALISED_OR_LOWER = re.compile(r"[A-Za-z][a-z]*\Z")
+_CAPITALISED_OR_LOWER = lazy_compile(r"[A-Za-z][a-z]*\Z")
 
 
 def stated_password(value: str) -> bool:
@@ -390,7 +391,7 @@ def find_stated_passwords(text: str, lowered: str) -> Iterator[Span]:
 # "ssh admin@10.0.0.5, pw Ssh!Comma9", "its pwd 'R3porting#M0'": the short name and a blank
 # before a value that only a password looks like (`_marked_password`), found from "pw" (a
 # literal, where a look-behind first would be tried at every character)
-_SHORT_NAMED_VALUE = re.compile(
+_SHORT_NAMED_VALUE = lazy_compile(
     r"pwd?[ \t]+(?P<quote>[\"'`]?)(?P<value>[^\s\"'`()\[\]{}<>]{6,128}+)(?P=quote)"
 )
 
@@ -410,7 +411,7 @@ def _after_short_names(text: str, lowered: str) -> Iterator[Span]:
 
 # "The old password, tigerLily#22, should be revoked": the value set apart by commas right
 # after the name, when only a password looks like it
-_SET_APART = re.compile(
+_SET_APART = lazy_compile(
     r"pass(?:word|phrase|wd),[ \t]+(?P<quote>[\"'`]?)(?P<value>[^\s,\"'`()\[\]{}<>]{6,128}+)"
     r"(?P=quote),"
 )
@@ -424,7 +425,7 @@ def _set_apart(text: str, lowered: str) -> Iterator[Span]:
 
 
 _MARKS = frozenset("!@#$%^&*+=?~")
-_EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[a-z]", re.IGNORECASE)
+_EMAIL = lazy_compile(r"[^@\s]+@[^@\s]+\.[a-z]", re.IGNORECASE)
 
 
 def _marked_password(value: str, *, quoted: bool = False) -> bool:
@@ -489,7 +490,7 @@ def _values_around_names(text: str, lowered: str) -> Iterator[Span]:
 
 # "the password was changed from Old!Pass1 to New!Pass2": both values, found from "from" (a
 # literal searched for at C speed) with the password's name and the verb just before it
-_FROM_TO = re.compile(
+_FROM_TO = lazy_compile(
     r"from[ \t]+[\"'`]?(?P<old>[^\s\"'`,;]{4,64}+)[\"'`]?[ \t]+to[ \t]+"
     r"[\"'`]?(?P<new>[^\s\"'`,;]{4,64}+)"
 )
@@ -497,7 +498,7 @@ _CHANGE_VERB = r"(?:changed|rotated|reset|updated|switched)"
 _ITS_NAME = r"(?<![a-z])(?:pass(?:word|wd|phrase)?|pwd|pw)(?![a-z])"
 # the name, then the verb ("the password was changed from"), or the verb, then the name ("I
 # rotated the db password from")
-_CHANGED_BEFORE = re.compile(
+_CHANGED_BEFORE = lazy_compile(
     rf"(?:{_ITS_NAME}[^.\n]{{0,40}}?{_CHANGE_VERB}|{_CHANGE_VERB}[^.\n]{{0,40}}?"
     rf"{_ITS_NAME})[ \t]+\Z"
 )
@@ -520,8 +521,8 @@ def _changed_from(text: str, lowered: str) -> Iterator[Span]:
         at = lowered.find("from ", at + 5)
 
 
-_LABEL_SEPARATORS = re.compile(r"[-_.]")
-_VERSION = re.compile(r"v?\d+(?:\.\d+)+", re.IGNORECASE)  # "v1.2.3-Beta" is a release
+_LABEL_SEPARATORS = lazy_compile(r"[-_.]")
+_VERSION = lazy_compile(r"v?\d+(?:\.\d+)+", re.IGNORECASE)  # "v1.2.3-Beta" is a release
 
 
 def _stated_label(value: str) -> bool:
@@ -561,7 +562,7 @@ _NOT_PASSPHRASE_PARTS = frozenset(
         "image", "latest", "stable", "release", "build", "version",
     )
 )  # fmt: skip
-_HYPHEN_JOINED = re.compile(r"[a-z]{2,12}(?:-(?:[a-z]{2,12}|[0-9]{1,4}))+\Z")
+_HYPHEN_JOINED = lazy_compile(r"[a-z]{2,12}(?:-(?:[a-z]{2,12}|[0-9]{1,4}))+\Z")
 
 
 def _joined_with_a_number(value: str) -> bool:
@@ -593,7 +594,7 @@ def _owned(words: str) -> bool:
 # A passphrase a sentence gives: three to eight lower-case words ("my password is correct horse
 # battery staple", "the wifi password is purple monkey dishwasher"), or two in quotes ("the
 # password is 'open sesame'").
-_PASSPHRASE = re.compile(
+_PASSPHRASE = lazy_compile(
     r"[a-z]{3,24}+(?:[ \t]+[a-z]{3,24}+){1,7}+(?:[ \t]+[0-9]{1,8}+)?(?![^\W\d_])"
 )  # a number may end it: "correct horse battery staple 99"
 # Words of sentences that say what a password is like or where it is, besides the function words
@@ -651,7 +652,7 @@ def _stated_passphrase(text: str, start: int) -> int:
 # A quoted passphrase with a number among its words: "the pass phrase is 'blue whale jumps over
 # 7 fences'": four to ten words, one or more of them a number, three or more words that no
 # sentence about a password uses ("'in the vault since 2021'" is no passphrase).
-_QUOTED_PHRASE = re.compile(r"[a-z]{2,24}+(?:[ \t](?:[a-z]{1,24}+|[0-9]{1,8}+)){3,9}+")
+_QUOTED_PHRASE = lazy_compile(r"[a-z]{2,24}+(?:[ \t](?:[a-z]{1,24}+|[0-9]{1,8}+)){3,9}+")
 
 
 def _quoted_passphrase(text: str, start: int) -> int:

@@ -10,14 +10,14 @@ such note.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 
+from orcad.lazy_patterns import lazy_compile
 from orcad.secret_sentences import stated_password
 from orcad.secret_values import Span, end_before_trailing, value_ends_clause
 
 _WORD = "password"
-_SPACED_VALUE = re.compile(
+_SPACED_VALUE = lazy_compile(
     r"password(?<![a-z0-9_\-.$@]password)[ \t]+[\"'`]?(?P<value>[^\s\"'`()\[\]{}<>]{6,128}+)"
 )
 # the hashes and ciphers a password is said to be kept with ("password Argon2id")
@@ -26,7 +26,7 @@ HASH_SCHEMES = frozenset(
      "sha256", "sha512", "sha-256", "sha-512", "aes256", "aes-256", "md5", "ntlmv2")
 )  # fmt: skip
 # a symbol, or upper case, lower case and digits all three
-_PLAINLY_CHOSEN = re.compile(r"[^A-Za-z0-9]|(?=[^A-Z]*[A-Z])(?=[^a-z]*[a-z])[^0-9]*[0-9]")
+_PLAINLY_CHOSEN = lazy_compile(r"[^A-Za-z0-9]|(?=[^A-Z]*[A-Z])(?=[^a-z]*[a-z])[^0-9]*[0-9]")
 
 
 def find_spaced_passwords(text: str, lowered: str) -> Iterator[Span]:

@@ -12,9 +12,9 @@ password (letters, a digit and a symbol inside it). Left alone: what a secret is
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 
+from orcad.lazy_patterns import lazy_compile
 from orcad.secret_values import (
     STATED_VERB,
     Span,
@@ -41,7 +41,7 @@ _KEY_STATEMENT_TAIL = (
 # one pattern per name: a literal prefix lets the engine skip ahead (an alternation does not);
 # a secret's stated value may be as short as a password's (`_chosen_secret`)
 _KEY_STATEMENTS = tuple(
-    (name, re.compile(name + _KEY_STATEMENT_TAIL.replace("{16,", f"{{{shortest},", 1)))
+    (name, lazy_compile(name + _KEY_STATEMENT_TAIL.replace("{16,", f"{{{shortest},", 1)))
     for name, shortest in (("token", 16), ("secret", 6), ("key", 16))
 )
 STATED_MIN = 16
@@ -51,12 +51,12 @@ STATED_MIN = 16
 # version (`Node@18`), an address, an exponent (`x^2`) are not.
 _SECRET_SYMBOLS = frozenset("!#$%*?@^~")  # not "&", which joins names: "Redis7&Lua"
 # (nor a method, `Math#atan2`, nor a name at a host, `kv-v2@vault`)
-_NOT_CHOSEN = re.compile(
+_NOT_CHOSEN = lazy_compile(
     r"[#@^][0-9]|@[A-Za-z0-9\-]+\.[A-Za-z]|[!=]=|&|[A-Za-z0-9]#[a-z]|@[a-z]+\Z"
 )
 ADJACENT_MIN = 24
 # "key" alone is too common (primary key, cache key): only these qualifiers make it a credential.
-_KEY_QUALIFIER = re.compile(
+_KEY_QUALIFIER = lazy_compile(
     r"(?:api|access|secret|private|signing|encryption|master|auth|client|account|app|license|"
     r"subscription)"
     r"[_\-. ]?\Z"
@@ -65,7 +65,7 @@ _KEY_QUALIFIER = re.compile(
 # word right before it, is a credential when its value has an API key's shape: letters and
 # digits alone, both cases and a digit (not a hash's hex, nor an identifier's words). The
 # capitalized words that name a data structure's, a keyboard's or a public key are no vendor.
-_VENDOR = re.compile(r"(?<![A-Za-z0-9_\-.])[A-Z][A-Za-z0-9]{1,23} \Z")
+_VENDOR = lazy_compile(r"(?<![A-Za-z0-9_\-.])[A-Z][A-Za-z0-9]{1,23} \Z")
 _VENDOR_LOOKBACK = 26
 _NOT_VENDORS = frozenset(
     [
@@ -149,7 +149,7 @@ _NOT_VENDORS = frozenset(
         "kms",
     ]
 )
-_VENDOR_VALUE = re.compile(r"[A-Za-z0-9]{20,128}")
+_VENDOR_VALUE = lazy_compile(r"[A-Za-z0-9]{20,128}")
 
 
 def find_stated_keys(text: str, lowered: str) -> Iterator[Span]:
@@ -188,7 +188,7 @@ def _named_by_vendor(text: str, at: int) -> bool:
 
 
 # a word of an identifier: a capital or none, then three small letters or more
-_IDENTIFIER_WORD = re.compile(r"[A-Z]?[a-z]{3,}")
+_IDENTIFIER_WORD = lazy_compile(r"[A-Z]?[a-z]{3,}")
 
 
 def _vendor_value(value: str) -> bool:

@@ -32,6 +32,7 @@ import functools
 import re
 from collections.abc import Iterator
 
+from orcad.lazy_patterns import lazy_compile
 from orcad.secret_colon_pairs import NAMESPACES
 from orcad.secret_values import Span, is_placeholder, is_reference
 
@@ -46,7 +47,7 @@ _VALUE_AHEAD = (
     r"|[A-Za-z0-9]{8,63}!))"  # or an account's password that only a "!" ends (`_EXCLAIMED`)
 )
 _JOINS = tuple(
-    re.compile(pattern + _VALUE_AHEAD)
+    lazy_compile(pattern + _VALUE_AHEAD)
     for pattern in (
         r"/(?<=[\w`'\"\t ]/)(?=[ \t]{0,3}",
         r"\|(?<=[\w`'\"\t ]\|)(?=[ \t]{0,3}",
@@ -55,7 +56,7 @@ _JOINS = tuple(
 )
 # "pg@corp.io with Pg4dm1n!Web": found from the address's "@" (rarer than " with "), the
 # value's symbol looked ahead for in the same scan
-_EMAIL_WITH = re.compile(
+_EMAIL_WITH = lazy_compile(
     r"@[A-Za-z0-9\-]{1,63}(?:\.[A-Za-z0-9\-]{1,63})+ with "
     r"(?=[`'\"]?[A-Za-z0-9][^\s]{0,62}?[!#$%&*?@^~])"
 )
@@ -64,7 +65,7 @@ _EMAIL_WITH = re.compile(
 # looked ahead for in the same scan; the verb a whole word (not "because", "misuse"). Not
 # "with" alone: "replace foo with Bar!Baz2" is an edit (after a user, `secret_logins`).
 _GIVEN_WITH = tuple(
-    re.compile(
+    lazy_compile(
         verb + r"[ \t]+(?=[`'\"]?[A-Za-z0-9][^\s]{0,62}?[!#$%&*?@^~][^\s]{0,62}?[A-Za-z0-9])"
     )
     for verb in ("use", "try")
@@ -72,22 +73,22 @@ _GIVEN_WITH = tuple(
 # what a value given with "use" or "try" is for, when it is a password: something one logs in to
 # ("use Hunter2!xyz for the staging db", "try X to log in"); "use Java17&Gradle8 for the
 # module", "use Math#atan2 instead", "try pageSize=50&sortBy=name" give no login
-_FOR_A_LOGIN = re.compile(
+_FOR_A_LOGIN = lazy_compile(
     r"[`'\"]?[ \t]+(?:(?:for|on|as)[ \t]+(?:[a-z0-9_.\-]{1,24}[ \t]+){0,3}?"
     r"(?:(?:db|database|server|account|vpn|wi-?fi|box|host|portal|panel|console|router|vm"
     r"|nas|machine|dashboard)(?:e?s)?|admin|ssh|sudo|root|password|staging|prod|production"
     r"|login)(?![a-z])"
     r"|to[ \t]+(?:log|sign)[ \t]?in)"
 )
-_LOCAL_PART = re.compile(r"[A-Za-z0-9_.+\-]{1,64}\Z")
-_VALUE = re.compile(
+_LOCAL_PART = lazy_compile(r"[A-Za-z0-9_.+\-]{1,64}\Z")
+_VALUE = lazy_compile(
     r"[ \t]{0,3}(?P<quote>[`'\"]?)(?P<value>[A-Za-z0-9][A-Za-z0-9!#$%&*?@^~+=._\-]{5,63}+)"
     r"(?P=quote)(?=[\s,;)]|\Z)"
 )
 # The user is the run of characters before the join, its blanks and its quotes: found by looking
 # back for the blank, bracket or line start before it (a regex search back over a window cost
 # a tenth of a millisecond a join).
-_USER = re.compile(
+_USER = lazy_compile(
     r"(?P<quote>[`'\"]?)(?P<user>[A-Za-z][A-Za-z0-9_\-]{0,31}"
     r"|[A-Za-z0-9_.+\-]{1,64}@[A-Za-z0-9\-]{1,63}(?:\.[A-Za-z0-9\-]{1,63})+)(?P=quote)"
 )
@@ -99,7 +100,7 @@ _SENTENCE_ENDS = ".!?"
 # after a password of four characters or more (`scott/Tiger123@orcl`: `secret_commands`')
 # (and a file's name with a line or an anchor after it: `app.tsx#L42`, `Setup.md#Step-2`,
 # `Notes2024.md`; a query's parameters: `Users?Page=2`)
-_NOT_A_PASSWORD = re.compile(
+_NOT_A_PASSWORD = lazy_compile(
     r"[#@^][0-9]|@[A-Za-z0-9\-]+\.[A-Za-z]|[!=]=|&&|!important|[^@]{4}@[A-Za-z][A-Za-z0-9_.\-]*\Z"
     r"|#L[0-9]|\.[A-Za-z][A-Za-z0-9]{0,4}(?:[#?]|\Z)|[?&][A-Za-z]+="
 )
@@ -115,7 +116,7 @@ _REF_FOLDERS = frozenset(
 # ending its line or clause (`_ends_pair`) and set apart as a pair or said to be a login
 # (`_logged_in`), or after a user at an address and "with" (see `find_strong_pairs`): eight
 # letters and digits or more, upper case, lower case and a digit, then the "!".
-_EXCLAIMED = re.compile(r"(?=[^A-Z]*[A-Z])(?=[^a-z]*[a-z])(?=[^0-9]*[0-9])[A-Za-z0-9]{8,63}!")
+_EXCLAIMED = lazy_compile(r"(?=[^A-Z]*[A-Z])(?=[^a-z]*[a-z])(?=[^0-9]*[0-9])[A-Za-z0-9]{8,63}!")
 _ACCOUNTS = frozenset(
     ("admin", "administrator", "root", "user", "guest", "sa", "postgres", "ubuntu", "pi",
      "ec2-user", "deploy", "test", "operator", "sysadmin", "superuser", "vagrant", "centos",
@@ -131,14 +132,14 @@ _MORE_ACCOUNTS = _ACCOUNTS | frozenset(
      "opc", "azureuser", "minecraft")
 )  # fmt: skip
 _ACCOUNT_PARTS = ("admin", "root", "svc_", "svc-", "service_", "_user", "-user", "-bot", "_bot")
-_ANNOUNCED = re.compile(
+_ANNOUNCED = lazy_compile(
     r"(?<![a-z])(?:creds?|credentials?|log[ \t]?ins?|logons?|sign[ \t]?in|passwords?|passwd|pwd"
     r"|pw|accounts?|username|auth|ssh|rdp|vpn|sudo|ilo|idrac|ipmi)(?![a-z])"
 )
 _ANNOUNCED_LINES = 3  # its own and the two above
 _ANNOUNCED_REACH = 300
-_PASSWORD_SYMBOL = re.compile(r"[!#$%*^~@]")  # not `&` or `?`, which join words in prose
-_EVERY_CLASS = re.compile(
+_PASSWORD_SYMBOL = lazy_compile(r"[!#$%*^~@]")  # not `&` or `?`, which join words in prose
+_EVERY_CLASS = lazy_compile(
     r"(?=[^A-Z]*[A-Z])(?=[^a-z]*[a-z])(?=[^0-9]*[0-9])(?=[^!#$%&*?@^~]*[!#$%&*?@^~])"
 )
 
@@ -200,14 +201,14 @@ def an_account(name: str) -> bool:
 # A password whose only symbol is a final "!" is said so far more often of a page or an option
 # ("see admin/Dashboard2024!", "ssh pi@host with X11Forwarding!"): it counts only where a word
 # on its line or the two above says a password or a login is given.
-_LOGGED_IN = re.compile(
+_LOGGED_IN = lazy_compile(
     r"(?<![a-z])(?:creds?|credentials?|log[ \t]?ins?|logons?|sign[ \t]?in|passwords?|passwd"
     r"|pwd|pw|accounts?)(?![a-z])"
 )
 
 
-_SHELL_LOGIN = re.compile(r"[ \t>$#]*(?:ssh|sftp|scp|mosh)[ \t]")
-_NUMBERED = re.compile(r"[A-Za-z][0-9]{2,}!\Z")
+_SHELL_LOGIN = lazy_compile(r"[ \t>$#]*(?:ssh|sftp|scp|mosh)[ \t]")
+_NUMBERED = lazy_compile(r"[A-Za-z][0-9]{2,}!\Z")
 
 
 def _starts_a_shell_login(lowered: str, at: int) -> bool:

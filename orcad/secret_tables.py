@@ -11,9 +11,9 @@ goes on after the table, so a text is read once whatever its tables.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 
+from orcad.lazy_patterns import lazy_compile
 from orcad.secret_formats import Span
 from orcad.secret_values import is_chosen_password, is_label, names_a_credential
 
@@ -23,7 +23,7 @@ _COLUMN_NAMES = frozenset({"password", "passwd", "pwd", "passphrase"})
 _PAIRED_NAMES = frozenset({"pass", "secret"})
 _USER_NAMES = frozenset({"user", "username", "login", "email", "account", "user name"})
 _MARKUP = "`*_ \t"
-_MARKDOWN_SEPARATOR = re.compile(r"[ \t]*\|?(?:[ \t]*:?-{3,}:?[ \t]*\|)+[ \t]*:?-*:?[ \t]*\r?\Z")
+_MARKDOWN_SEPARATOR = lazy_compile(r"[ \t]*\|?(?:[ \t]*:?-{3,}:?[ \t]*\|)+[ \t]*:?-*:?[ \t]*\r?\Z")
 _CSV_DELIMITERS = (",", "\t", ";")
 
 

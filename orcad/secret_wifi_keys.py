@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from orcad.lazy_patterns import lazy_compile
 from orcad.secret_values import (
     STATED_VERB,
     Span,
@@ -31,25 +32,25 @@ from orcad.secret_values import (
 # (a NetworkManager keyfile's [wifi-security]), `wpa_psk=...` (hostapd.conf). A comment may
 # follow a quoted value; an unquoted one runs to the line's end (those files have no comment
 # after a value: `#` is part of it).
-_PSK_SETTING = re.compile(
+_PSK_SETTING = lazy_compile(
     r"[ \t]*(?:wpa_)?psk[ \t]*=[ \t]*"
     r"(?:\"([^\"\n]{8,63}+)\"[ \t\r]*(?:#[^\n]*+)?|([^\s\"'#][^\n]{7,63}?)[ \t\r]*)(?:\n|\Z)"
 )
 # nmcli's property, by its alias or its whole name, then the key as one shell word (or, as
 # `nmcli --show-secrets connection show` prints it, after a colon)
 _NMCLI_PROPERTY = ("wifi-sec.", "802-11-wireless-security.")
-_NMCLI_PSK = re.compile(
+_NMCLI_PSK = lazy_compile(
     r"psk(?:[ \t]+|:[ \t]*)"
     r"(?:\"([^\"\n]{8,63}+)\"|'([^'\n]{8,63}+)'|([^\s\"'`;&|()<>]{8,64}+))"
     r"(?=[ \t\r\n;&|)]|\Z)"
 )
 # Code that sets a variable named psk: a call, an attribute, a template's `@NAME@`
-_CODE = re.compile(r".*[()]|.*;\Z|@.*@\Z|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\Z")
-_HEX_KEY = re.compile(r"[0-9a-fA-F]{64}\Z")
+_CODE = lazy_compile(r".*[()]|.*;\Z|@.*@\Z|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\Z")
+_HEX_KEY = lazy_compile(r"[0-9a-fA-F]{64}\Z")
 # A NetworkManager keyfile's own settings around the key: its section, or WPA-PSK chosen as
 # the key management in its spelling. (wpa_supplicant.conf's `key_mgmt=WPA-PSK` is not one:
 # there an unquoted psk is 64 hex digits or nothing valid, `psk=hash_of_key` in code.)
-_KEYFILE = re.compile(r"^[ \t]*(?:\[wifi-security\]|key-mgmt[ \t]*=[ \t]*wpa-psk)", re.MULTILINE)
+_KEYFILE = lazy_compile(r"^[ \t]*(?:\[wifi-security\]|key-mgmt[ \t]*=[ \t]*wpa-psk)", re.MULTILINE)
 
 
 def find_wifi_keys(text: str, lowered: str) -> Iterator[Span]:
@@ -65,7 +66,7 @@ def find_wifi_keys(text: str, lowered: str) -> Iterator[Span]:
         if match is not None:
             group = next(g for g in range(1, (match.lastindex or 0) + 1) if match.start(g) >= 0)
             start, end = match.span(group)
-            setting = match.re is _PSK_SETTING
+            setting = match.re.pattern == _PSK_SETTING.pattern
             if setting and keyfile is None:
                 keyfile = _KEYFILE.search(lowered) is not None
             quoted = text[start - 1] in "\"'"
@@ -91,7 +92,7 @@ def _wifi_key(value: str, *, quoted: bool, setting: bool, keyfile: bool) -> bool
 
 
 # WIFI:T:WPA;S:<name>;P:<key>;; (fields in any order, `\;` escaping a semicolon)
-_QR_KEY = re.compile(
+_QR_KEY = lazy_compile(
     r"wifi:(?:(?!p:)[a-z]:(?:\\.|[^;\\\n]){0,256}+;){0,8}+p:((?:\\.|[^;\\\n]){1,256}+)"
 )
 
@@ -111,7 +112,7 @@ def find_wifi_qr_keys(text: str, lowered: str) -> Iterator[Span]:
 # with digits or symbols, in quotes or ending its clause. The network's state or kind is a
 # word or a label ("the wifi is down", "the wifi is WPA2-Enterprise", "the wifi is AX210"),
 # and a pair of standards (`WPA2/WPA3`) names no key.
-_WIFI_STATEMENT = re.compile(
+_WIFI_STATEMENT = lazy_compile(
     r"(?:wi-?fi|wlan)(?:[ \t]+network)?"
     + STATED_VERB
     + r"[ \t]+([\"'`]?)([a-z][^\s\"'`/]{7,62}+)\1"
@@ -120,7 +121,7 @@ _WIFI_STATEMENT = re.compile(
 # statement is matched from each (a pattern that opens with a look-behind is tried at every
 # character), the name a word of its own
 # (then a verb's or "network"'s first character: not `WIFI:T:WPA;…`)
-_WIFI_NAME = re.compile(r"w(?:i-?fi|lan)(?=[ \t,'\u2019])")
+_WIFI_NAME = lazy_compile(r"w(?:i-?fi|lan)(?=[ \t,'\u2019])")
 _BEFORE_WIFI = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-.")
 
 

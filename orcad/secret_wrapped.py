@@ -10,18 +10,18 @@ only when the line before the break holds no whole token of that format from the
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
+from orcad.lazy_patterns import lazy_compile
 from orcad.secret_formats import Finder
 
 # A line break with two token characters or more after it and ten on one side (a token of 20
 # characters or more cut in two has them); the side before is checked after. One literal opens
 # the pattern, and the cheapest test follows it: most line breaks are passed over in C.
 _R = r"[A-Za-z0-9_\-.+/=]"
-_BREAK = re.compile(rf"\n(?={_R}{{2}})(?:(?={_R}{{10}})|(?<={_R}{{10}}\n)|(?<={_R}{{10}}\r\n))")
-_RUN_AFTER = re.compile(_R + r"{1,256}+")
+_BREAK = lazy_compile(rf"\n(?={_R}{{2}})(?:(?={_R}{{10}})|(?<={_R}{{10}}\n)|(?<={_R}{{10}}\r\n))")
+_RUN_AFTER = lazy_compile(_R + r"{1,256}+")
 _TOKEN_CHARACTERS = frozenset(
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-.+/="
 )

@@ -23,6 +23,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from orcad.lazy_patterns import lazy_compile
 from orcad.secret_app_passwords import find_app_passwords
 from orcad.secret_assignments import (
     _ASSIGNMENT_FINDERS,
@@ -451,7 +452,7 @@ def redact(text: str) -> str:
     return text
 
 
-_MARKER = re.compile(r"\[REDACTED:[^\]\s]*\]")
+_MARKER = lazy_compile(r"\[REDACTED:[^\]\s]*\]")
 ELLIPSIS = "…"
 
 
