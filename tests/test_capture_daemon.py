@@ -137,6 +137,29 @@ def test_same_session_turn_and_source_is_one_job(
     assert (after.job_id, after.duplicate) == (first.job_id, True)
 
 
+def test_a_turn_reported_again_from_another_project_is_the_same_job(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    # the session id opened again (a resumed agent) in another project reports a turn it
+    # already reported: same session, turn and text are one job, wherever the report comes from
+    daemon = start(orca_env, daemon_factory, NO_WORKERS)
+    first_session = daemon.call("session.open", {"cwd": str(project_dir(tmp_path, "first"))})
+    first = daemon.call("turn.completed", turn_params(first_session, "t1", "We use pnpm."))
+    reopened = daemon.call(
+        "session.open",
+        {"cwd": str(project_dir(tmp_path, "second")), "session_id": first_session.session_id},
+    )
+    assert reopened.project.id != first_session.project.id
+    again = daemon.call("turn.completed", turn_params(reopened, "t1", "We use pnpm."))
+    assert (again.job_id, again.duplicate) == (first.job_id, True)
+    files = list((orca_env.memory_root / "projects").glob(f"*/jobs/{first.job_id}.json"))
+    assert files == [job_file(orca_env.memory_root, first_session.project.id, first.job_id)]
+    listed = daemon.call("jobs.list", {"project_id": first_session.project.id}).jobs
+    assert [(job.job_id, job.state) for job in listed] == [(first.job_id, "pending")]
+    claimed = daemon.call("jobs.claim", {"worker": "w", "project_id": first_session.project.id})
+    assert claimed.job is not None and claimed.job.job_id == first.job_id
+
+
 @pytest.mark.parametrize("removed", ["jobs", "project"])
 def test_a_turn_is_stored_after_its_projects_directory_was_removed(
     orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path, removed: str

@@ -72,6 +72,12 @@ class Admissions:
         the index when this returns."""
         project_id = session.project_id
         job_id = derive_job_id(session.session_id, turn_id, source.digest)
+        elsewhere = self._index.view(job_id)
+        if elsewhere is not None and elsewhere.project_id != project_id:
+            # the session id was opened in another project before and reported this turn there:
+            # it is that job (a job id names one job), not a second file the index cannot hold
+            log.info("job.duplicate", job_id=job_id, state=elsewhere.state)
+            return Admission(job_id=job_id, duplicate=True)
         record = new_job(
             job_id=job_id,
             project_id=project_id,
