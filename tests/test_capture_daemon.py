@@ -739,6 +739,32 @@ def test_project_json_is_reread_after_the_lock_is_taken(
     ]
 
 
+class DefaultHomeEnv(OrcaEnv):
+    """An environment without ORCA_HOME: orcad keeps its memory under the user's home."""
+
+    @property
+    def env(self) -> dict[str, str]:
+        env = super().env
+        del env["ORCA_HOME"]
+        return env
+
+
+def test_without_orca_home_memory_lives_in_the_users_home(
+    daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    (tmp_path / "env").mkdir()
+    orca_env = DefaultHomeEnv(tmp_path / "env")
+    daemon = DaemonProcess(orca_env)
+    daemon_factory.append(daemon)
+    daemon.start()
+    memory_root = Path(orca_env.env["HOME"]) / ".orca" / "memory"
+    assert daemon.call("daemon.status", {}).memory_root == str(memory_root)
+    session = daemon.call("session.open", {"cwd": str(project_dir(tmp_path))})
+    turn = daemon.call("turn.completed", turn_params(session, "t1", "We use pnpm."))
+    assert job_file(memory_root, session.project.id, turn.job_id).is_file()
+    assert not any(orca_env.home.iterdir())  # the directory ORCA_HOME would have named
+
+
 def test_memory_files_are_private(
     orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
 ) -> None:
