@@ -27,6 +27,7 @@ from orcad.limits import (
     APPROVAL_TTL_S,
     AUTO_REVIEW_MAX_CHARS,
     MEMORY_CONTENT_MAX_CHARS,
+    QUERY_MAX_TERMS,
     RECALL_LINK_BATCH,
     SEARCH_LIMIT_DEFAULT,
 )
@@ -307,9 +308,34 @@ async def test_twelve_terms_of_the_query_are_used_the_most_selective_ones(
         target["id"],
         dropped["id"],
     }
-    # 13 terms: the late, long "zebracorn" is kept; one of the equally short fillers is not
-    found = [r["id"] for r in await search(orca, session, query=" ".join([*fillers, "zebracorn"]))]
-    assert found == [target["id"]]
+    # 13 terms: twelve are used, chosen by how many records each matches: "zebracorn" and
+    # "filler9" match a record and are kept; one of the fillers that match nothing is not
+    thirteen = " ".join([*fillers, "zebracorn"])
+    found = {r["id"] for r in await search(orca, session, query=thirteen, limit=20)}
+    assert found == {target["id"], dropped["id"]}
+    # every term matching: the one matching the most records is the one left out
+    others = [
+        (await save(orca, session, f"filler{i}"))["record"]["id"] for i in range(12) if i != 9
+    ]
+    common = (await save(orca, session, "filler0 again"))["record"]["id"]
+    found = {r["id"] for r in await search(orca, session, query=thirteen, limit=20)}
+    assert found == {target["id"], dropped["id"], *others[1:]}
+    assert others[0] not in found and common not in found
+
+
+async def test_a_short_term_that_matches_is_kept_over_longer_ones_that_match_nothing(
+    orca: InProcessDaemon, tmp_path: Path
+) -> None:
+    session = await orca.open(tmp_path / "ws", mode="yolo")
+    record = (await save(orca, session, "CI runs on GitHub Actions"))["record"]
+    # more than twelve terms besides the stop words; "ci", the shortest, is the only one any
+    # record holds
+    query = (
+        "which ci tool builds the frontend application deployments, kubernetes manifests, "
+        "terraform modules, helm charts, staging environments?"
+    )
+    assert len(distinct_terms(query)) > QUERY_MAX_TERMS
+    assert [r["id"] for r in await search(orca, session, query=query)] == [record["id"]]
 
 
 @pytest.mark.parametrize(

@@ -11,10 +11,12 @@ from collections.abc import Sequence
 
 import msgspec
 
+from orcad.limits import QUERY_MAX_TERMS
 from orcad.query import (
     POSTINGS_BUDGET,
-    derive_query_terms,
+    distinct_terms,
     match_expression,
+    most_selective,
     plan_terms,
 )
 from orcad.sqlite_worker import truncate_wal
@@ -128,15 +130,18 @@ def record_total(connection: sqlite3.Connection) -> int:
 
 
 def planned_match(connection: sqlite3.Connection, text: str) -> str:
-    """The MATCH expression for `text`: its terms, planned by selectivity ('' if no terms)."""
-    terms = derive_query_terms(text)
+    """The MATCH expression for `text`: at most QUERY_MAX_TERMS of its terms, the most
+    selective by how many records each matches (as recall chooses them), planned ('' if no
+    terms). Chosen by length alone, a short term that matches ("ci") would give way to longer
+    ones that match nothing."""
+    terms = distinct_terms(text)
     if not terms:
         return ""
     total = record_total(connection)
-    if total <= POSTINGS_BUDGET:  # every term is cheap: counting would cost more than it saves
-        return match_expression(terms)
+    if len(terms) <= QUERY_MAX_TERMS and total <= POSTINGS_BUDGET:
+        return match_expression(terms)  # all are used, all are cheap: nothing to count
     counts = term_document_counts(connection, terms)
-    return match_expression(plan_terms(terms, counts, total))
+    return match_expression(plan_terms(most_selective(terms, counts), counts, total))
 
 
 def search_records(
