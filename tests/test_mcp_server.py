@@ -144,6 +144,9 @@ async def test_tools_and_their_schemas(
     assert search.annotations is not None and search.annotations.read_only_hint is True
     assert tools["memory_manage"].annotations.read_only_hint is False  # type: ignore[union-attr]
     assert set(search.input_schema["properties"]) == {"query", "limit"}
+    limit = search.input_schema["properties"]["limit"]
+    assert (limit["minimum"], limit["maximum"], limit["default"]) == (1, 20, 8)
+    assert "limit" not in search.input_schema.get("required", [])
     manage = tools["memory_manage"].input_schema
     assert set(manage["properties"]) == {"action", "id", "content", "kind", "is_global"}
     assert manage["required"] == ["action"]
