@@ -27,7 +27,8 @@ _ALNUM = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ01234567
 def every_match(pattern: re.Pattern[str], text: str) -> Iterator[re.Match[str]]:
     """The leftmost match at every start, so a rejected match cannot hide one inside it."""
     position = 0
-    while (match := pattern.search(text, position)) is not None:
+    search = pattern.search  # once: a pattern compiled at its first use is a stand-in
+    while (match := search(text, position)) is not None:
         yield match
         position = match.start() + 1
 

@@ -19,8 +19,6 @@ import math
 import re
 from collections import Counter
 
-from orcad.lazy_patterns import lazy_compile
-
 Span = tuple[int, int]
 
 # Placeholders: a value holding one of these marks is an example or a template slot.
@@ -97,7 +95,7 @@ _PLACEHOLDER_NAMES = frozenset(
     }
 )
 _LONGEST_PLACEHOLDER_NAME = max(map(len, _PLACEHOLDER_NAMES))
-_PLACEHOLDER_MARK = lazy_compile("|".join(map(re.escape, _PLACEHOLDER_MARKS)))
+_PLACEHOLDER_MARK = re.compile("|".join(map(re.escape, _PLACEHOLDER_MARKS)))
 # References: a store, a file or another variable holds the value.
 _REFERENCE_PREFIXES = (
     "~/",
@@ -115,15 +113,15 @@ _REFERENCE_PREFIXES = (
     "op:",
 )
 # (a colon after one ends a block header in code: `if token == other.token:`)
-_DOTTED_NAME = lazy_compile(r"[A-Za-z_][A-Za-z0-9_]*(?:(?:\.|::|->)[A-Za-z_][A-Za-z0-9_]*)+:?\Z")
-_PROJECT_ID = lazy_compile(r"(?:mem|job|cand|apr)_[0-9a-f]{32}\Z")
-_YAML_TAG = lazy_compile(r"![A-Za-z]+\Z")
+_DOTTED_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:(?:\.|::|->)[A-Za-z_][A-Za-z0-9_]*)+:?\Z")
+_PROJECT_ID = re.compile(r"(?:mem|job|cand|apr)_[0-9a-f]{32}\Z")
+_YAML_TAG = re.compile(r"![A-Za-z]+\Z")
 # A PowerShell cmdlet, Verb-Noun with one of its usual verbs (`$pw = ConvertTo-SecureString
 # "X" -AsPlainText`, `$pw = Get-Content pw.txt`): a call that makes the value, not the value.
 # Its noun is a compound (SecureString, CmsMessage, AzKeyVaultSecret) or one of the one-word
 # nouns of the cmdlets that give a value; a password of two words joined the same way
 # ("Get-Lucky", "Select-Lantern") names no cmdlet.
-_POWERSHELL_CMDLET = lazy_compile(
+_POWERSHELL_CMDLET = re.compile(
     r"(?:Convert(?:To|From)|Get|Read|New|Import|Export|Unprotect|Protect|Invoke|Select)"
     r"-(?:[A-Z][a-z0-9]*[A-Z][A-Za-z0-9]{0,40}|"
     r"(?:Content|Credential|Secret|Host|Clixml|Csv|Json|Xml|Item|Object|Random|Guid|Date"
@@ -133,21 +131,21 @@ _POWERSHELL_CMDLET = lazy_compile(
 # Names and labels (tls-cert-2024, GITHUB_TOKEN_2, v1.2.3): every part is one kind of thing.
 # atomic and possessive, so alternatives are ordered longest form first
 _LABEL_PART = r"(?>[a-zA-Z]{1,3}+[0-9]{1,4}+|[A-Z][a-z]++|[a-z]++|[A-Z]++|[0-9]++)"
-WORD_LIKE = lazy_compile(rf"{_LABEL_PART}(?:[\-_.+]{_LABEL_PART})*\Z")
-_LETTERS_ONLY = lazy_compile(r"[A-Za-z_]+\Z")
+WORD_LIKE = re.compile(rf"{_LABEL_PART}(?:[\-_.+]{_LABEL_PART})*\Z")
+_LETTERS_ONLY = re.compile(r"[A-Za-z_]+\Z")
 # Words chosen as a password, joined as a label is: three or more capitalised ones
 # (Orbit-Lantern-Velvet-9), or four or more long lower-case ones joined by hyphens, which code
 # does not name things with (correct-horse-battery-staple). A label has shorter or fewer parts
 # (tls-cert-2024, my-app-tls, X-Forwarded-For, get_user_password).
-_CAPITALISED_WORD = lazy_compile(r"[A-Z][a-z]{2,}\Z")
-_LONG_LOWER_WORD = lazy_compile(r"[a-z]{4,}\Z")
-_LABEL_JOINS = lazy_compile(r"[\-_+]")
-_PASSPHRASE_JOINS = lazy_compile(r"[\-_+.]")
-_NUMBER_PART = lazy_compile(r"[0-9]{2,}\Z")
+_CAPITALISED_WORD = re.compile(r"[A-Z][a-z]{2,}\Z")
+_LONG_LOWER_WORD = re.compile(r"[a-z]{4,}\Z")
+_LABEL_JOINS = re.compile(r"[\-_+]")
+_PASSPHRASE_JOINS = re.compile(r"[\-_+.]")
+_NUMBER_PART = re.compile(r"[0-9]{2,}\Z")
 # One capitalised word of four letters or more and a number: the password people choose and
 # are made to change, "Summer-2024", "Welcome.01" (not "Win-10", "Api-01": shorter words)
-_SEASON_WORD = lazy_compile(r"[A-Z][a-z]{3,}\Z")
-_LETTERS_AND_DIGITS = lazy_compile(r"(?=[^0-9]*[0-9])(?=[0-9]*[A-Za-z])[A-Za-z0-9]{2,6}\Z")
+_SEASON_WORD = re.compile(r"[A-Z][a-z]{3,}\Z")
+_LETTERS_AND_DIGITS = re.compile(r"(?=[^0-9]*[0-9])(?=[0-9]*[A-Za-z])[A-Za-z0-9]{2,6}\Z")
 
 
 def is_passphrase(value: str, *, names_a_password: bool = True) -> bool:
@@ -227,11 +225,11 @@ def _alnum(value: str) -> str:
 
 
 # A secret store's path of words (`secret/data/db`, Vault's): where a credential is, not it
-_STORE_PATH = lazy_compile(r"(?:secrets?|kv)/[a-z0-9_\-]+(?:/[a-z0-9_\-]+)*\Z")
+_STORE_PATH = re.compile(r"(?:secrets?|kv)/[a-z0-9_\-]+(?:/[a-z0-9_\-]+)*\Z")
 # A name that ends with the kind of credential it names: `db-password`, `DEPLOY_TOKEN`,
 # `client_secret` (words of letters joined by - _ or .)
 _NAMED_KINDS = frozenset({"password", "passwd", "secret", "token", "credential", "credentials"})
-_NAME_PARTS = lazy_compile(r"[-_.]")
+_NAME_PARTS = re.compile(r"[-_.]")
 
 
 def names_a_credential(value: str) -> bool:
@@ -339,7 +337,7 @@ PROSE_OR_CODE_WORDS = frozenset(
 )  # fmt: skip
 
 
-_OPERATOR = lazy_compile(r"[+\-*/%^|&!~<>]+\Z")
+_OPERATOR = re.compile(r"[+\-*/%^|&!~<>]+\Z")
 
 
 def is_phrase_value(value: str) -> bool:
@@ -387,8 +385,8 @@ def is_chosen_password(value: str) -> bool:
 # ------------------------------------------------------------------ value bounds
 # Characters of key material (base64, hex, URL-safe tokens): a detection the length bound cut
 # between two of them (CUT_VALUE) takes the rest of the run (`secrets.find_secrets`).
-CUT_VALUE = lazy_compile(r"[A-Za-z0-9+/]{2}")
-VALUE_RUN = lazy_compile(r"[A-Za-z0-9+/=_\-]*")
+CUT_VALUE = re.compile(r"[A-Za-z0-9+/]{2}")
+VALUE_RUN = re.compile(r"[A-Za-z0-9+/=_\-]*")
 
 
 def _quoted_value(quote: str) -> str:
