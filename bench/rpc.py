@@ -83,35 +83,41 @@ def throughput(path: str, connections: int, seconds: float) -> float:
     return trio.run(_throughput, path, connections, seconds)
 
 
-def start_to_ready(runs: int) -> list[float]:
-    samples = []
-    for _ in range(runs):
-        with tempfile.TemporaryDirectory(prefix="orcad-bench-") as tmp:
-            root = Path(tmp)
-            root.chmod(0o700)
-            env = isolated_env(root)
-            started = time.perf_counter()
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "orcad"],
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            )
-            wait_for_ping(env["ORCA_SOCKET"], proc)
-            samples.append(time.perf_counter() - started)
-            proc.terminate()
-            proc.wait(30)
-    return samples
-
-
-def import_floor(runs: int) -> list[float]:
-    samples = []
-    for _ in range(runs):
+def start_to_ready() -> float:
+    """Seconds from spawning orcad in a fresh home to its first answered ping."""
+    with tempfile.TemporaryDirectory(prefix="orcad-bench-") as tmp:
+        root = Path(tmp)
+        root.chmod(0o700)
+        env = isolated_env(root)
         started = time.perf_counter()
-        subprocess.run([sys.executable, "-c", "import trio, msgspec, sqlite3"], check=True)
-        samples.append(time.perf_counter() - started)
-    return samples
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "orcad"],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        wait_for_ping(env["ORCA_SOCKET"], proc)
+        elapsed = time.perf_counter() - started
+        proc.terminate()
+        proc.wait(30)
+    return elapsed
+
+
+def import_floor() -> float:
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "import trio, msgspec, sqlite3"], check=True)
+    return time.perf_counter() - started
+
+
+def starts_and_floors(runs: int) -> tuple[list[float], list[float]]:
+    """Start-up times and import floors, alternately (the machine's load moves both alike)."""
+    starts: list[float] = []
+    floors: list[float] = []
+    for _ in range(runs):
+        starts.append(start_to_ready())
+        floors.append(import_floor())
+    return starts, floors
 
 
 def main() -> None:
@@ -157,8 +163,7 @@ def main() -> None:
             echo.wait(10)
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, all_cpus)  # start-up is measured unpinned
-    starts = start_to_ready(args.starts)
-    imports = import_floor(args.starts)
+    starts, imports = starts_and_floors(args.starts)
 
     print(f"daemon.ping round trip, one connection (p50 / p99; {placement})")
     print(f"  echo floor : {micros(echo_rt[0])} / {micros(echo_rt[1])}")
