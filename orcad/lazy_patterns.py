@@ -53,6 +53,12 @@ class _LazyPattern:
             setattr(self, copied, getattr(compiled, copied))
         return getattr(compiled, name)
 
+    def __copy__(self) -> _LazyPattern:
+        return self  # as a compiled pattern's copy is: it never changes
+
+    def __deepcopy__(self, memo: object) -> _LazyPattern:
+        return self
+
     def __repr__(self) -> str:
         return f"lazy_compile({self.pattern!r}, {self._flags})"
 

@@ -3,6 +3,7 @@ secret detector valid, and none of them compiled by importing it."""
 
 from __future__ import annotations
 
+import copy
 import re
 import subprocess
 import sys
@@ -38,6 +39,14 @@ def test_a_lazy_pattern_answers_as_the_compiled_one() -> None:
     )
     with pytest.raises(AttributeError):
         lazy.no_such_method  # noqa: B018
+
+
+def test_copies_made_before_and_after_the_first_use_answer_alike() -> None:
+    lazy = lazy_compile(_SOURCE)
+    copies = [copy.copy(lazy), copy.deepcopy(lazy)]
+    lazy.search(_TEXT)
+    copies += [copy.copy(lazy), copy.deepcopy(lazy)]
+    assert [c.findall(_TEXT) for c in copies] == [re.findall(_SOURCE, _TEXT)] * 4
 
 
 def test_a_bad_pattern_raises_when_it_is_first_used() -> None:
