@@ -1,8 +1,9 @@
 """Which operating-system and SQLite failures are storage faults, and what each one means.
 
-A full disk, a quota, a read-only file system, a damaged database or one another process keeps
-locked is not a bug in orcad: the client gets -32017 `storage` with the reason, and the fault is
-recorded for daemon.status and doctor. Everything else stays an internal error.
+A full disk, a quota, a read-only file system, a file orcad may not write (its mode, its owner,
+an immutable flag), a file size limit (`ulimit -f`), a damaged database or one another process
+keeps locked is not a bug in orcad: the client gets -32017 `storage` with the reason, and the
+fault is recorded for daemon.status and doctor. Everything else stays an internal error.
 """
 
 from __future__ import annotations
@@ -13,13 +14,18 @@ from typing import Literal
 
 from orcad.errors import StorageError
 
-FaultReason = Literal["disk_full", "read_only", "corrupt", "io_error", "locked"]
+FaultReason = Literal[
+    "disk_full", "read_only", "corrupt", "io_error", "locked", "permission_denied", "file_too_large"
+]
 
 _ERRNO_REASONS: dict[int, FaultReason] = {
     errno.ENOSPC: "disk_full",
     errno.EDQUOT: "disk_full",
     errno.EROFS: "read_only",
     errno.EIO: "io_error",
+    errno.EACCES: "permission_denied",
+    errno.EPERM: "permission_denied",  # (an immutable or append-only file, a sealed one)
+    errno.EFBIG: "file_too_large",  # RLIMIT_FSIZE: Python ignores SIGXFSZ, so the write fails
 }
 # Primary result codes (https://sqlite.org/rescode.html); extended codes keep them in the low byte.
 _SQLITE_REASONS: dict[int, FaultReason] = {
@@ -38,9 +44,11 @@ _SQLITE_EXTENDED_REASONS: dict[int, FaultReason] = {
     4874: "disk_full",  # SQLITE_IOERR_SHMSIZE
 }
 # Faults of the moment, not of the file: a lock another process holds, a full disk, a read-only
-# or failing disk. A database they keep from being read may well be sound, and reading it
-# another way meets them as well.
-PASSING_FAULTS: frozenset[FaultReason] = frozenset({"locked", "disk_full", "read_only", "io_error"})
+# or failing disk, a permission or a file size limit. A database they keep from being read may
+# well be sound, and reading it another way meets them as well.
+PASSING_FAULTS: frozenset[FaultReason] = frozenset(
+    {"locked", "disk_full", "read_only", "io_error", "permission_denied", "file_too_large"}
+)
 _ADVICE: dict[FaultReason, str] = {
     "disk_full": "free disk space (or raise the quota) and try again; nothing was half-written",
     "read_only": "the file system is read-only; remount it read-write and try again",
@@ -48,6 +56,11 @@ _ADVICE: dict[FaultReason, str] = {
     "io_error": "the disk reported an I/O error; check it (dmesg) and try again",
     "locked": "another process keeps the database locked (a sqlite3 shell, a backup); "
     "end it and try again",
+    "permission_denied": "orcad's user may not change that file or its directory (their owner, "
+    "mode or an immutable flag); make them that user's again, writable by it (chmod u+rw, "
+    "directories u+rwx; chattr -i), and try again",
+    "file_too_large": "orcad's file size limit (ulimit -f) is below the file's size; raise it "
+    "where orcad is started (the shell, or LimitFSIZE= of its service) and restart orcad",
 }
 
 

@@ -3,15 +3,18 @@ store raised it (README: When files are damaged or the disk is full)."""
 
 from __future__ import annotations
 
+import resource
 from pathlib import Path
 
 import filelock
 import pytest
 
 from orcad.capture.projects import LOCK_FILE
+from protocol.errors import RemoteError
 from tests.faults_helpers import fill_up, small_filesystem
 from tests.harness import DaemonProcess, OrcaEnv
 from tests.test_faults import recent, remote_error, start, turn, workdir
+from tests.test_unreadable_ledger import DaemonAsAUser
 
 pytestmark = pytest.mark.crash
 
@@ -78,4 +81,71 @@ def test_a_lock_another_process_holds_on_memory_files_is_not_called_a_database(
         assert (error.code, error.data.get("reason")) == (-32017, "locked"), error
         message = error.error.message
         assert "database" not in message and "sqlite3" not in message, (scope, message)
+    daemon.stop()
+
+
+class SizeLimitedDaemon(DaemonProcess):
+    """orcad under a file size limit (`ulimit -f`), as a shell or a service may start it."""
+
+    max_file_bytes = 256 * 1024
+
+    @property
+    def _needs_preparing(self) -> bool:
+        return True
+
+    def _prepare_child(self) -> None:
+        super()._prepare_child()
+        resource.setrlimit(resource.RLIMIT_FSIZE, (self.max_file_bytes, self.max_file_bytes))
+
+
+def test_a_write_past_the_file_size_limit_says_so_and_what_to_do(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    cwd = workdir(tmp_path)
+    orca_env.write_config("[extraction]\nworkers = 0\n")
+    daemon = SizeLimitedDaemon(orca_env)
+    daemon_factory.append(daemon)
+    daemon.start()
+    session = daemon.call("session.open", {"cwd": cwd, "mode": "yolo"})
+    ids = {"session_id": session.session_id, "epoch": session.epoch}
+    fact = "the deploy checklist says to tag the release and run make publish " * 25
+    error = None
+    for number in range(2 * SizeLimitedDaemon.max_file_bytes // len(fact)):
+        params = {**ids, "text": f"{number}: {fact}", "scope": "project"}
+        try:
+            daemon.call("remember", params)
+        except RemoteError as exc:
+            error = exc
+            break
+    assert error is not None, "memory.md grew past the file size limit"
+    assert (error.code, error.data.get("reason")) == (-32017, "file_too_large"), error
+    assert error.data["path"].endswith("memory.md"), error.data
+    assert "ulimit -f" in error.error.message, error.error.message
+    assert any("ulimit -f" in m for m in recent(daemon, "storage"))
+    daemon.stop()
+
+
+def test_a_file_orcad_may_not_write_names_the_permission_to_fix(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    cwd = workdir(tmp_path)
+    orca_env.write_config("[extraction]\nworkers = 0\n")
+    daemon = DaemonAsAUser(orca_env)
+    daemon_factory.append(daemon)
+    daemon.start()
+    session = daemon.call("session.open", {"cwd": cwd, "mode": "yolo"})
+    ids = {"session_id": session.session_id, "epoch": session.epoch}
+    written = daemon.call("remember", {**ids, "text": "we deploy on Tuesdays", "scope": "project"})
+    project_dir = Path(written.path).parent
+    project_dir.chmod(0o500)
+    try:
+        error = remote_error(
+            daemon, "remember", {**ids, "text": "we release on Fridays", "scope": "project"}
+        )
+    finally:
+        project_dir.chmod(0o700)
+    assert (error.code, error.data.get("reason")) == (-32017, "permission_denied"), error
+    assert error.data["path"] == written.path, error.data
+    assert "chmod u+rw" in error.error.message, error.error.message
+    assert daemon.call("remember", {**ids, "text": "we release on Fridays", "scope": "project"})
     daemon.stop()
