@@ -120,6 +120,7 @@ class CaptureStatus(Protocol):
     def job_counts(self) -> JobCounts: ...
     def workers_busy(self) -> int: ...
     def project_count(self) -> int: ...
+    async def look_at_damaged(self) -> None: ...
 
 
 @dataclass
@@ -159,7 +160,7 @@ class Daemon:
         self.run_in_background(self.sessions.run_last_use_writer)
         self.started_at = self.clock.now()
         self.router.add("daemon.ping", self.ping, early=True)
-        self.router.add("daemon.status", self.status)
+        self.router.add("daemon.status", self.status_answer)
         self.router.add("session.open", self.open_session)
         self.router.add("session.close", self.close_session)
 
@@ -195,6 +196,13 @@ class Daemon:
 
     def ping(self, params: PingParams) -> PingResult:
         return PingResult(protocol=PROTOCOL_VERSION, version=__version__, pid=os.getpid())
+
+    async def status_answer(self, params: StatusParams) -> StatusResult:
+        """daemon.status, after the job files counted as damaged are looked at again (a
+        deleted or restored one is no longer counted)."""
+        if self.capture_status is not None:
+            await self.capture_status.look_at_damaged()
+        return self.status(params)
 
     def status(self, params: StatusParams) -> StatusResult:
         capture = self.capture_status

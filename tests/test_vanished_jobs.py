@@ -91,3 +91,35 @@ def test_a_worker_whose_project_directory_was_moved_away_does_not_make_it_again(
     assert daemon.call("projects.list").projects == []
     shutil.move(tmp_path / "aside", directory)
     assert (directory / "project.json").is_file()
+
+
+def test_a_damaged_job_file_deleted_or_restored_is_listed_as_it_is_without_a_restart(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    daemon = _start(orca_env, daemon_factory)
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    session = daemon.call("session.open", {"cwd": os.path.realpath(repo)})
+    jobs_dir = orca_env.memory_root / "projects" / session.project.id / "jobs"
+    restored = daemon.call("turn.completed", turn_params(session, "t1", "We use pnpm.")).job_id
+    deleted = daemon.call("turn.completed", turn_params(session, "t2", "We use yarn.")).job_id
+    backup = (jobs_dir / f"{restored}.json").read_bytes()
+    daemon.stop()
+    for job_id in (restored, deleted):
+        (jobs_dir / f"{job_id}.json").write_bytes(b'{"schema": "orcad.job/1", "job_id"')
+    daemon.start()
+
+    def damaged() -> list[str]:
+        return sorted(found.job_id for found in daemon.call("jobs.list", {}).damaged)
+
+    assert damaged() == sorted([restored, deleted])
+    assert daemon.call("daemon.status").jobs.damaged == 2
+    (jobs_dir / f"{deleted}.json").unlink()  # given up, as the advice says
+    assert daemon.call("daemon.status").jobs.damaged == 1
+    assert damaged() == [restored]
+    (jobs_dir / f"{restored}.json").write_bytes(backup)  # restored from a backup
+    assert daemon.call("daemon.status").jobs.damaged == 0
+    assert damaged() == []
+    assert [job.job_id for job in daemon.call("jobs.list", {}).jobs] == [restored]
+    claimed = daemon.call("jobs.claim", {"worker": "ext", "lease_s": 60.0})
+    assert claimed.job.job_id == restored  # its job is no longer held

@@ -214,8 +214,7 @@ def judge_damaged_jobs(damaged: list[Any]) -> list[Finding]:
             "problem",
             f"job {job.job_id} (project {job.project_id}): its file {job.path} is damaged and "
             "was kept as found; the job is held",
-            f"restore {job.path} from a backup, or move it out of jobs/ to give the job up; "
-            "then restart orcad",
+            f"restore {job.path} from a backup, or move it out of jobs/ to give the job up",
         )
         for job in damaged
     ]

@@ -65,6 +65,10 @@ class JobIndex:
         self.drop([found.job_id])
         self._damaged[found.job_id] = found
 
+    def forget_damaged(self, job_id: str) -> None:
+        """A damaged job file no longer there (moved away, deleted) or sound again."""
+        self._damaged.pop(job_id, None)
+
     def add_project(self, project_id: str) -> None:
         self._projects.add(project_id)
 
@@ -153,6 +157,9 @@ class JobIndex:
             and (state is None or summary.state == state)
         ]
         return sorted(found, key=lambda summary: (summary.created_at, summary.job_id))
+
+    def damaged_files(self) -> list[DamagedJobFile]:
+        return list(self._damaged.values())
 
     def damaged_jobs(self, project_id: str | None = None) -> list[DamagedJob]:
         """Job files that do not parse (kept as found), for jobs.list and doctor."""

@@ -73,8 +73,7 @@ def read_job(project_dir: Path, job_id: str) -> JobRecord | None:
 def _damaged(path: Path, problem: str) -> CorruptJobFile:
     return CorruptJobFile(
         f"job file {path} is damaged ({problem}); it was left as found and its job is held: "
-        "restore the file from a backup, or move it out of jobs/ to give the job up, then "
-        "restart orcad",
+        "restore the file from a backup, or move it out of jobs/ to give the job up",
         path=str(path),
     )
 

@@ -16,6 +16,7 @@ import random
 import secrets
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 import msgspec
 import structlog
@@ -121,6 +122,49 @@ class LeaseEngine:
                 self.index.put(recovered)
         if recovered is not None:
             log.info("job.recovered", job_id=recovered.job_id, project_id=recovered.project_id)
+
+    async def look_at_damaged(self) -> None:
+        """Read again the job files listed as damaged: one moved away or deleted (as the advice
+        says, to give its job up) is no longer listed, and one restored from a backup is its
+        job again, as a restart would make it. Each project's under its lock, as any change."""
+        by_project: dict[str, list[str]] = {}
+        for listed in self.index.damaged_files():
+            by_project.setdefault(listed.project_id, []).append(listed.job_id)
+        for project_id, job_ids in sorted(by_project.items()):
+            await self._look_at_damaged_of(project_id, job_ids)
+
+    async def _look_at_damaged_of(self, project_id: str, job_ids: list[str]) -> None:
+        def work(directory: Path) -> list[_ReadAgain]:
+            return [_read_again(directory, job_id) for job_id in job_ids]
+
+        try:
+            async with self.projects.lock(project_id):
+                found = await self.projects.run_with_lock_held(
+                    project_id, work, make_directory=False
+                )
+        except (StorageError, NotFound):  # unreadable now, or gone with its directory
+            return
+        sound: list[JobRecord] = []
+        for job_id, job, damaged in found:
+            if damaged:
+                continue
+            self.index.forget_damaged(job_id)
+            if job is None:
+                log.info("job.damaged_file_gone", job_id=job_id, project_id=project_id)
+            elif job.job_id != job_id or job.project_id != project_id:
+                self.problems.report(
+                    "job_store", f"job file of {job_id} names another job or project; left as found"
+                )
+            elif job_id not in self.index:
+                log.info("job.damaged_file_restored", job_id=job_id, project_id=project_id)
+                self.index.put(job)
+                sound.append(job)
+        for job in sound:
+            if leases.held_by_previous_daemon(job, self.instance):
+                try:
+                    await self._recover(job)
+                except StorageError as exc:
+                    self.problems.report("job_store", exc.message)
 
     def _mark_damaged(self, found: DamagedJobFile) -> None:
         self.index.mark_damaged(found)
@@ -412,3 +456,16 @@ class LeaseEngine:
             pruned=len(pruned),
         )
         return result
+
+
+class _ReadAgain(NamedTuple):
+    job_id: str
+    job: JobRecord | None  # None: the file is gone
+    damaged: bool  # still damaged, or cannot be read now: left listed
+
+
+def _read_again(directory: Path, job_id: str) -> _ReadAgain:
+    try:
+        return _ReadAgain(job_id, read_job(directory, job_id), damaged=False)
+    except StorageError:  # (CorruptJobFile included)
+        return _ReadAgain(job_id, None, damaged=True)

@@ -151,8 +151,10 @@ class CaptureService:
         return seen is not None and abs(now - seen) <= self.config.extraction.lease_s
 
     async def drop_vanished_everywhere(self) -> None:
-        """drop_vanished for every job and project known (jobs.list, projects.list)."""
+        """drop_vanished for every job and project known (jobs.list, projects.list), and the
+        damaged job files listed read again."""
         await self.drop_vanished(self.index.views(), sorted(self.index.known_projects()))
+        await self.leases.look_at_damaged()
 
     async def drop_vanished(self, views: list[JobView], project_ids: list[str]) -> None:
         """Forget the jobs among `views` whose files are gone, and the projects among
@@ -276,6 +278,9 @@ class CaptureService:
 
     def workers_busy(self) -> int:
         return self.leases.busy_workers
+
+    async def look_at_damaged(self) -> None:
+        await self.leases.look_at_damaged()
 
 
 def _refresh_index(directory: Path) -> str | None:
