@@ -153,6 +153,8 @@ HOLDER_PING_TIMEOUT_S = 1.0
 # a daemon that stopped serving holds its lock while it drains and closes (SHUTDOWN_GRACE_S and
 # its stores); a new one waits this long for it
 STOPPING_HOLDER_WAIT_S = 10.0
+# how often a running daemon looks for its lock file and orcad.pid, deleted with the memory root
+INSTANCE_LOCK_CHECK_S = 1.0
 NOTIFY_SEND_TIMEOUT_S = 1.0  # the service manager reads promptly; never stall the daemon on it
 ACCEPT_RETRY_S = 0.1  # after the process ran out of descriptors, as trio.serve_listeners does
 SNAPSHOT_WRITE_DELAY_S = 0.5  # recall snapshots taken within this are written in one batch

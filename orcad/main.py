@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import os
 import signal
 import socket as stdlib_socket
@@ -125,6 +126,27 @@ def open_listening_socket(paths: Paths, inherited: stdlib_socket.socket | None) 
     return Listening(bind_private_socket(paths.socket), paths.socket, owned=True)
 
 
+async def keep_instance_lock(
+    lock: InstanceLock, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+) -> None:
+    """Background task: the lock file and orcad.pid made again within INSTANCE_LOCK_CHECK_S of
+    their deletion (InstanceLock.keep), so that the memory stays this daemon's alone."""
+    task_status.started()
+    problem = None
+    while True:
+        await trio.sleep(limits.INSTANCE_LOCK_CHECK_S)
+        try:
+            made = await trio.to_thread.run_sync(lock.keep)
+        except (OSError, StartupError) as exc:
+            if str(exc) != problem:  # said once, not every check
+                problem = str(exc)
+                log.error("instance.lock_not_kept", error=problem)
+            continue
+        problem = None
+        if made:
+            log.warning("instance.lock_made_again")
+
+
 async def serve(
     daemon: Daemon,
     listening: Listening,
@@ -228,6 +250,7 @@ def _run(args: argparse.Namespace, stop_signals: StopSignals) -> int:
         lock.acquire()
         listening = open_listening_socket(paths, inherited)
         daemon = Daemon(paths=paths, loaded=loaded)
+        daemon.run_in_background(functools.partial(keep_instance_lock, lock))
         if logger is not None:
             # the one daemon of this home, so the one writer of its log (the one orcactl starts
             # it with, or the one launchd writes for `orcactl service install`); only once

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import os
 import socket
 import stat
@@ -172,6 +173,8 @@ class InstanceLock:
         self._paths = paths
         self._root_lock = filelock.FileLock(str(paths.instance_lock), mode=0o600)
         self._socket_lock = filelock.FileLock(str(paths.lock_file), mode=0o600)
+        self._held: os.stat_result | None = None  # the lock file the lock is on
+        self._kept: list[int] = []  # descriptors locking lock files made again (see `keep`)
 
     def acquire(self) -> None:
         make_memory_root(self._paths.memory_root)
@@ -195,10 +198,46 @@ class InstanceLock:
                 f"another orcad is serving {self._paths.socket} with other memory; stop it "
                 "first or set ORCA_SOCKET to another path"
             ) from None
+        self._held = os.stat(self._paths.instance_lock)
+        self._write_instance_file()
+
+    def _write_instance_file(self) -> None:
         write_private_atomically(
             self._paths.instance_file,
             msgspec.json.encode(Instance(pid=os.getpid(), socket=str(self._paths.socket))),
         )
+
+    def keep(self) -> bool:
+        """Make the lock file and the instance file again when they are gone (the memory root
+        deleted whole, `rm -rf`, while the daemon runs): without them a daemon started on
+        another socket would find the memory free and work on it beside this one. Whether
+        anything was made again. Blocking: a few system calls when nothing is missing.
+
+        The new lock file is locked with flock, as filelock locks, on a descriptor kept open
+        until `release`; it is never removed by this daemon, so a start that makes it at the
+        same moment locks the same file. OSError when the lock cannot be taken or written."""
+        made = False
+        try:
+            now: os.stat_result | None = os.stat(self._paths.instance_lock)
+        except FileNotFoundError:
+            now = None
+        if now is None or self._held is None or not os.path.samestat(now, self._held):
+            make_memory_root(self._paths.memory_root)
+            descriptor = os.open(
+                self._paths.instance_lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600
+            )
+            try:
+                fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                os.close(descriptor)
+                raise
+            self._kept.append(descriptor)
+            self._held = os.fstat(descriptor)
+            made = True
+        if made or not self._paths.instance_file.exists():
+            self._write_instance_file()
+            made = True
+        return made
 
     def _refuse_a_named_holder_that_serves(self) -> None:
         """The lock was free, yet the instance file may name a daemon that still runs and
@@ -245,6 +284,9 @@ class InstanceLock:
                 self._paths.instance_file.unlink()
         self._socket_lock.release()
         self._root_lock.release()
+        for descriptor in self._kept:
+            os.close(descriptor)  # (its flock goes with it)
+        self._kept.clear()
 
 
 class Instance(msgspec.Struct, frozen=True):

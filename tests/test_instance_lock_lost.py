@@ -4,6 +4,7 @@ be: a second daemon must still not start on the same memory."""
 from __future__ import annotations
 
 import json
+import shutil
 import socket
 import subprocess
 import sys
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.external_worker import wait_for
 from tests.harness import DaemonProcess, OrcaEnv
 
 pytestmark = pytest.mark.daemon
@@ -68,3 +70,36 @@ def test_a_pid_file_naming_a_live_process_that_is_no_orcad_does_not_stop_a_start
         accepting.close()
         other.kill()
         other.wait()
+
+
+def test_a_second_daemon_is_refused_after_the_whole_memory_root_was_deleted(
+    orca_env: OrcaEnv, daemon: DaemonProcess
+) -> None:
+    # `rm -rf $ORCA_HOME/memory` takes orcad.lock and orcad.pid with it: the running daemon
+    # makes them again, so a daemon started on another socket still finds the memory taken
+    first_pid = daemon.call("daemon.ping").pid
+    pid_file = orca_env.memory_root / "orcad.pid"
+    shutil.rmtree(orca_env.memory_root)
+    wait_for(pid_file.exists, timeout=10.0)
+    assert json.loads(pid_file.read_bytes())["pid"] == first_pid
+    other_socket = orca_env.root / "run" / "other.sock"
+    second = subprocess.run(
+        [sys.executable, "-m", "orcad"],
+        env={**orca_env.env, "ORCA_SOCKET": str(other_socket)},
+        cwd=orca_env.root,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert second.returncode != 0, second.stderr
+    assert "already running on the memory" in second.stderr, second.stderr
+    assert f"pid {first_pid}" in second.stderr
+    assert not other_socket.exists()
+    assert daemon.call("daemon.ping").pid == first_pid
+    # once it stops, the lock it made again is let go: the next daemon starts
+    daemon.stop()
+    assert not pid_file.exists()
+    daemon.start()
+    assert json.loads(pid_file.read_bytes())["pid"] == daemon.call("daemon.ping").pid
