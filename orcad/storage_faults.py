@@ -51,7 +51,10 @@ PASSING_FAULTS: frozenset[FaultReason] = frozenset(
 )
 _ADVICE: dict[FaultReason, str] = {
     "disk_full": "free disk space (or raise the quota) and try again; nothing was half-written",
-    "read_only": "the file system is read-only; remount it read-write and try again",
+    # SQLite says "readonly database" for a file whose mode forbids writing as for a read-only
+    # mount, and cannot tell which
+    "read_only": "the file or its file system is read-only (its mode, or a read-only mount); "
+    "make it writable (chmod u+w, or remount read-write) and try again",
     "corrupt": "the database is damaged; orcactl doctor says how to repair it",
     "io_error": "the disk reported an I/O error; check it (dmesg) and try again",
     "locked": "another process keeps the database locked (a sqlite3 shell, a backup); "

@@ -149,3 +149,36 @@ def test_a_file_orcad_may_not_write_names_the_permission_to_fix(
     assert "chmod u+rw" in error.error.message, error.error.message
     assert daemon.call("remember", {**ids, "text": "we release on Fridays", "scope": "project"})
     daemon.stop()
+
+
+def test_a_database_whose_mode_forbids_writing_is_not_only_called_a_read_only_mount(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    # SQLite opens a file it may not write read-only and reports SQLITE_READONLY, as for a
+    # read-only file system: the advice must name the file's mode too
+    cwd = workdir(tmp_path)
+    orca_env.write_config("[extraction]\nworkers = 0\n")
+    daemon = DaemonAsAUser(orca_env)
+    daemon_factory.append(daemon)
+    daemon.start()
+    session = daemon.call("session.open", {"cwd": cwd, "mode": "yolo"})
+    save = {
+        "session_id": session.session_id,
+        "epoch": session.epoch,
+        "action": "save",
+        "content": "the release checklist lives in docs/release.md",
+        "kind": "fact",
+        "is_global": True,
+    }
+    daemon.call("memory.manage", save)
+    daemon.stop()
+    orca_env.deliberate_db.chmod(0o400)
+    daemon.start()
+    session = daemon.call("session.open", {"cwd": cwd, "mode": "yolo"})
+    ids = {"session_id": session.session_id, "epoch": session.epoch}
+    error = remote_error(
+        daemon, "memory.manage", {**save, **ids, "content": "we deploy on Tuesdays from main"}
+    )
+    assert (error.code, error.data.get("reason")) == (-32017, "read_only"), error
+    assert "chmod u+w" in error.error.message, error.error.message
+    daemon.stop()
