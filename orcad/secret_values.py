@@ -114,6 +114,35 @@ _REFERENCE_PREFIXES = (
 )
 # (a colon after one ends a block header in code: `if token == other.token:`)
 _DOTTED_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:(?:\.|::|->)[A-Za-z_][A-Za-z0-9_]*)+:?\Z")
+# A part of a dotted value that no name is written as: a digit inside a word that holds a
+# capital ("S3cret"; a name's digits end a word: `S3Client`, `Argon2Hasher`) or two digits
+# inside one ("s3cr3t", where names have one run: `i18n`, `utf8mb4`), or a short word with a
+# digit whose case goes up after a lower-case letter ("mPq2"; names go so after a word or a
+# member's `m`: `mContext`, `AspNetCore`): `my.S3cret.pass`, `Xk9.mPq2` are passwords with
+# dots in them, where `config.db_password` and `self.mContext` are names.
+_DIGIT_INSIDE_A_WORD = re.compile(r"[A-Za-z][0-9]+[a-z]")
+_DIGITS_INSIDE_A_WORD = re.compile(r"[A-Za-z][0-9]+[A-Za-z]+[0-9]+[A-Za-z]")  # "s3cr3t"
+_SHORT_FLIPPED_WORD = re.compile(r"(?=[^0-9]*[0-9])(?=.*[a-z][A-Z])(?:[0-9]*[A-Za-z]){2,4}[0-9]*")
+
+
+def written_as_password(part: str) -> bool:
+    """Whether one part of a dotted or joined value is written as no name or label is."""
+    if not part.islower() and _DIGIT_INSIDE_A_WORD.search(part) is not None:
+        return True
+    if _DIGITS_INSIDE_A_WORD.search(part) is not None:
+        return True
+    return _SHORT_FLIPPED_WORD.fullmatch(part) is not None
+
+
+def is_dotted_name(value: str) -> bool:
+    """`config.db.password`, `Foo::BAR`: a name in code, whatever its parts look like."""
+    return _DOTTED_NAME.match(value) is not None
+
+
+def _dotted_password(value: str) -> bool:
+    return any(map(written_as_password, value.split(".")))
+
+
 _PROJECT_ID = re.compile(r"(?:mem|job|cand|apr)_[0-9a-f]{32}\Z")
 _YAML_TAG = re.compile(r"![A-Za-z]+\Z")
 # A PowerShell cmdlet, Verb-Noun with one of its usual verbs (`$pw = ConvertTo-SecureString
@@ -249,7 +278,7 @@ def is_reference(value: str) -> bool:
         "://" in value
         or _STORE_PATH.match(value.lower()) is not None
         or value.lower().startswith(_REFERENCE_PREFIXES)
-        or _DOTTED_NAME.match(value) is not None
+        or (_DOTTED_NAME.match(value) is not None and not _dotted_password(value))
         or _PROJECT_ID.match(value) is not None
         or _YAML_TAG.match(value) is not None
         or _POWERSHELL_CMDLET.match(value) is not None
@@ -314,8 +343,10 @@ def is_credential_literal(value: str, *, quoted: bool, upper_key: bool, bare: bo
 def is_label(value: str, *, names_a_password: bool = True) -> bool:
     """A name or label (tls-cert-2024, GITHUB_TOKEN_2, v1.2.3), not words chosen as a password
     (see is_passphrase for `names_a_password`)."""
-    return WORD_LIKE.match(value) is not None and not is_passphrase(
-        value, names_a_password=names_a_password
+    return (
+        WORD_LIKE.match(value) is not None
+        and not is_passphrase(value, names_a_password=names_a_password)
+        and not any(map(written_as_password, _PASSPHRASE_JOINS.split(value)))
     )
 
 
