@@ -18,7 +18,10 @@ from orcad.secret_formats import Finder, Span, every_match
 from orcad.secret_values import (
     QUOTED_VALUES,
     is_credential_literal,
+    is_dotted_name,
     is_phrase_value,
+    is_placeholder,
+    is_reference,
     looks_random,
 )
 
@@ -168,6 +171,11 @@ def _assignment_finder(keyword: str, pattern: str) -> Finder:
                     quoted=group != 3,
                     upper_key=text[match.start() : name_end].isupper(),
                     bare=_bare_name(keyword, lowered, match.start()),
+                ) or (
+                    group == 3
+                    and plain
+                    and _ini_literal(value)
+                    and _in_ini_section(text, match.start())
                 ):
                     yield start, end
 
@@ -251,6 +259,45 @@ def _rest_of_setting(text: str, name: int, end: int) -> int:
     if more is None or any(word[0] == "-" or "/" in word for word in more.group().split()):
         return end  # a flag or a path: a command run with the setting (PGPASSWORD=x psql -h db)
     return more.end()
+
+
+# An INI file's section (`[pypi]` in .pypirc, `[client]` in my.cnf) holds settings, not code:
+# an unquoted value there is a literal, a word or dotted (`password = hunter2.long.value`),
+# where in code `password = cfg.password` names a variable. The section's header is looked
+# for over the settings, comments and blank lines above the setting's line, a bounded way.
+_INI_HEADER = re.compile(r"[ \t]*\[[A-Za-z0-9_.:\- \"]{1,64}\][ \t]*\r?\Z")
+_INI_LINE = re.compile(r"[ \t]*(?:[#;].*|[A-Za-z0-9_.\-]{1,64}[ \t]*[=:].*|)\r?\Z")
+_INI_LINES_ABOVE = 32
+
+
+def _ini_literal(value: str) -> bool:
+    """A value in an INI section that is a literal: not a placeholder, path or other store,
+    nor a constant's name in capitals (`validate_password = FORCE_PLUS_PERMANENT`, MySQL's)."""
+    return (
+        len(value) >= 4
+        and not is_placeholder(value)
+        and (not is_reference(value) or is_dotted_name(value))
+        and not (value.isupper() and value.replace("_", "").isalpha())
+    )
+
+
+def _in_ini_section(text: str, at: int) -> bool:
+    """Whether the setting whose name is at `at` starts its line in an INI file's section."""
+    end = text.rfind("\n", max(0, at - 129), at) + 1
+    if at - end > 128 or _SETTING_NAME.match(text, end, at) is None:
+        return False
+    for _ in range(_INI_LINES_ABOVE):
+        if end == 0:
+            return False
+        start = text.rfind("\n", max(0, end - 1 - 1024), end - 1) + 1
+        if start == 0 and end - 1 > 1024:
+            return False
+        if _INI_HEADER.match(text, start, end - 1) is not None:
+            return True
+        if _INI_LINE.match(text, start, end - 1) is None:
+            return False
+        end = start
+    return False
 
 
 # After a type annotation, the default a name is declared with: `: Optional[str] = "..."`.

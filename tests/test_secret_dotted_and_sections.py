@@ -1,5 +1,5 @@
-"""Passwords with dots in them: what must go, and the dotted names of code that look like
-them but must stay."""
+"""Passwords with dots in them, and unquoted values in an INI file's section (.pypirc, my.cnf):
+what must go, and the dotted names and settings of code that look like them but must stay."""
 
 from __future__ import annotations
 
@@ -56,4 +56,48 @@ def test_a_password_with_dots_in_it_is_redacted(text: str, password: str) -> Non
     ],
 )
 def test_a_dotted_name_for_a_password_stays_storable(text: str) -> None:
+    assert find_secrets(text) == []
+
+
+# -------------------------------------------------------------------- INI files' sections
+@pytest.mark.parametrize(
+    ("text", "password"),
+    [
+        ("[pypi]\nusername = me\npassword = hunter2.long.value", "hunter2.long.value"),
+        ("[pypi]\nusername: me\npassword: hunter22", "hunter22"),
+        (
+            "[distutils]\nindex-servers = pypi\n\n[pypi]\n"
+            "repository = https://upload.pypi.org/legacy/\n"
+            "username = alice\npassword = hunter2.long.value\n",
+            "hunter2.long.value",
+        ),
+        ("[testpypi]\nusername = alice\npassword = correct.horse.battery", "correct.horse.battery"),
+        ("[client]\nuser = root\npassword = rootpass", "rootpass"),
+        ("[database]\n; production\nhost = db\n\npassword = s3cretpass", "s3cretpass"),
+        ("[security]\nadmin_user = admin\nadmin_password = grafana.admin", "grafana.admin"),
+    ],
+)
+def test_an_unquoted_password_in_an_ini_section_is_redacted(text: str, password: str) -> None:
+    redacted = redact(text)
+    assert password not in redacted
+    assert redacted == text.replace(password, "[REDACTED:credential_assignment]")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "def connect():\n    password = cfg.password",
+        "x = [a]\npassword = cfg.password",
+        "[pypi]\npassword = %(PYPI_PASSWORD)s",
+        "[pypi]\npassword = ${PYPI_PASSWORD}",
+        "[pypi]\npassword =",
+        "[pypi]\npassword = none",
+        "[mysqld]\nvalidate_password = FORCE_PLUS_PERMANENT",
+        "[mysqld]\ndefault_authentication_plugin = mysql_native_password",
+        "[mysqld]\nvalidate_password.policy = MEDIUM",
+        "[pypi]\nusername = me\nimport os\npassword = cfg.password",
+        "[pypi]\npassword = /run/secrets/pypi",
+    ],
+)
+def test_settings_and_code_near_a_section_stay_storable(text: str) -> None:
     assert find_secrets(text) == []
