@@ -5,7 +5,8 @@ Pure module: no I/O. A container's environment lists a variable's name and value
 a call takes a user and a password as its two arguments (`auth=('admin', '...')`,
 `HTTPBasicAuth(...)`, `smtp.login(...)`; a connect call's quoted argument with a symbol right
 after a quoted plain name, `ssh.connect(host, 22, 'admin', '...')`) or a password alone
-(`setPassword("...")`); PHP's `define('DB_PASSWORD', '...')`, a subscript's key
+(`setPassword("...")`); PHP's database handles (`new PDO($dsn, 'app', '...')`, `new
+mysqli(...)`) and `define('DB_PASSWORD', '...')`, a subscript's key
 (`app.config['SECRET_KEY'] = '...'`), a shell default (`${DB_PASSWORD:-...}`) and a Terraform
 variable's `default` name it where an assignment's finder does not look. Every value is judged
 as an assignment's is: a password's or secret's whatever its entropy, a key's or token's when it
@@ -202,6 +203,8 @@ def find_code_credentials(text: str, lowered: str) -> Iterator[Span]:
                 value, match["word"], quoted=quoted, upper_name=name.isupper()
             ):
                 yield start, end
+    if "pdo" in lowered or "mysql" in lowered:
+        yield from _php_handle_passwords(text, lowered)
     if any(name in lowered for name in _POSITIONAL_NAMES):
         for match in _calls(lowered):
             span = _value(match)
@@ -213,6 +216,37 @@ def find_code_credentials(text: str, lowered: str) -> Iterator[Span]:
                 not connect or _connect_password(value)
             ):
                 yield span
+
+
+# PHP's database handles take the password by position, whatever it looks like: `new
+# PDO($dsn, 'app', 'X')` and `new mysqli('db', 'root', 'X', 'app')` third, as do
+# `mysqli_connect()` and `mysql_connect()`; `mysqli_real_connect($link, ...)` fourth. The
+# arguments before it are read one by one (a string, a variable, a constant or a short call).
+_PHP_HANDLES = re.compile(
+    r"(?:new[ \t]+\\?(?:pdo|mysqli)|(?<![a-z0-9_])mysqli?_(?:real_)?connect)[ \t]*\("
+)
+_PHP_ARGUMENT = re.compile(
+    r"[ \t\r\n]*(?:\"(?P<dq>[^\"\n]{0,256})\"|'(?P<sq>[^'\n]{0,256})'"
+    r"|\$?[a-z_\\][a-z0-9_\\:]{0,64}(?:->[a-z_][a-z0-9_]{0,64}|\[[^\]\n]{0,64}\]"
+    r"|\([^()\n]{0,64}\))*)[ \t\r\n]*(?P<after>[,)])"
+)
+
+
+def _php_handle_passwords(text: str, lowered: str) -> Iterator[Span]:
+    for call in _PHP_HANDLES.finditer(lowered):
+        position = 3 if "real_connect" in call.group() else 2
+        at = call.end()
+        for index in range(position + 1):
+            argument = _PHP_ARGUMENT.match(lowered, at)
+            if argument is None or (index < position and argument["after"] == ")"):
+                break
+            at = argument.end()
+            if index == position:
+                span = _value(argument)
+                if span is not None and is_credential_literal(
+                    text[span[0] : span[1]], quoted=True, upper_key=False, bare=False
+                ):
+                    yield span
 
 
 def _connect_password(value: str) -> bool:
