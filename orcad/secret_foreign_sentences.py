@@ -29,18 +29,21 @@ from orcad.secret_values import Span, end_before_trailing, is_placeholder, value
 # The word for password in other languages, and their verb "is": German (Passwort, Kennwort;
 # compounds such as Datenbankpasswort end in them), Spanish, French, Portuguese, Italian
 # (password), Dutch, Polish (also "hasło to X"), Swedish (also lösenordet, the password),
-# Danish/Norwegian, Finnish, Turkish, Russian/Ukrainian, Czech/Slovak, Hungarian,
-# Indonesian/Malay (kata sandi, kata sandinya: its password), Vietnamese, Greek, Chinese,
-# Japanese, Korean.
-_FOREIGN_PASSWORD = lazy_compile(
-    r"(?:passwort|kennwort|(?<![^\W\d_])(?:contrase[ñn]a|mot de passe|senha|wachtwoord|has[łl]o|"
-    r"l[öo]senord(?:et)?|adgangskode|passord|salasana|[şs]ifre|пароль|heslo|jelsz[óo]|"
-    r"kata sandi(?:nya)?|mật khẩu|κωδικός(?: πρόσβασης)?|密码|密碼|パスワード|비밀번호|"
+# Danish/Norwegian, Finnish, Turkish (şifrem, şifresi: my, its password), Russian/Ukrainian,
+# Czech/Slovak, Hungarian, Croatian/Serbian, Slovenian, Indonesian/Malay (kata sandi, kata
+# sandinya: its password), Vietnamese, Greek, Chinese, Japanese, Korean, Hindi, Arabic (كلمة
+# المرور, كلمة السر, "هي" its verb) and Hebrew (סיסמה or סיסמא, the article ה before it, "היא" its
+# verb); French "mdp" is short for mot de passe.
+_FOREIGN_PASSWORD = re.compile(
+    r"(?:passwort|kennwort|(?<![^\W\d_])(?:contrase[ñn]a|mot de passe|mdp|senha|wachtwoord|"
+    r"has[łl]o|l[öo]senord(?:et)?|adgangskode|passord|salasana|[şs]ifre(?:m|si|niz)?|пароль|"
+    r"heslo|jelsz[óo]|lozinka|geslo|kata sandi(?:nya)?|mật khẩu|κωδικός(?: πρόσβασης)?|密码|"
+    r"密碼|パスワード|비밀번호|पासवर्ड|(?:ال)?كلم[ةه] (?:ال)?(?:مرور|سر)|ה?סיסמ[האת]|"
     r"password(?=(?:[ \t]+[^\s.,;:!?=]{1,30}+){0,4}?[ \t]+è[ \t:])))"  # Italian, before its verb
     r"(?![^\W\d_])(?:(?P<words>(?:[ \t]+[^\s.,;:!?=\uff1a]{1,30}+){0,6}?)"
     r"(?:(?P<op>[ \t]*[:=\uff1a])[ \t]*|"
     r"[ \t]+(?P<verb>ist|lautet|war|es|era|est|c['\u2019]est|était|é|è|is|was|jest|to|är|er|on|"
-    r"je|adalah|ialah|là|είναι|это|—|-)[ \t]+)"
+    r"je|adalah|ialah|là|είναι|это|है|هي|هو|היא|הוא|—|-)[ \t]+)"
     + STATED_VALUE.replace(r"[ \t]+", "", 1)
     # or after a space alone ("Passwort Geheim2024!"), tried last, in the same scan; looked
     # ahead at, so that a word for password the value holds is still read
@@ -51,18 +54,22 @@ _FOREIGN_PASSWORD = lazy_compile(
 # the words' telling parts: ASCII ones alone are looked for in ASCII text
 # (the Polish, Swedish and Turkish words are written with their diacritics)
 _FOREIGN_ASCII_TRIGGERS = (
-    "wort", "contrasena", "mot de passe", "senha", "wachtwoord", "adgangskode", "passord",
-    "salasana", "heslo", "kata sandi",
+    "wort", "contrasena", "mot de passe", "mdp", "senha", "wachtwoord", "adgangskode", "passord",
+    "salasana", "heslo", "lozinka", "geslo", "kata sandi", "sifre",
 )  # fmt: skip
 _FOREIGN_TRIGGERS = (
     *_FOREIGN_ASCII_TRIGGERS, "contraseña", "hasło", "lösenord", "şifre", "пароль", "jelszó",
-    "mật khẩu", "κωδικός", "密码", "密碼", "パスワード", "비밀번호",
+    "mật khẩu", "κωδικός", "密码", "密碼", "パスワード", "비밀번호", "पासवर्ड", "كلمة", "كلمه",
+    "סיסמ",
 )  # fmt: skip
 
 
 # The words for password of the languages whose describing words are not listed below: after
 # them only a value that looks chosen is one ("heslo: Praha2024!", not "heslo: povinné")
-_CHOSEN_VALUES_ONLY = ("heslo", "jelsz", "kata sandi", "mật khẩu", "κωδικός")
+_CHOSEN_VALUES_ONLY = (
+    "heslo", "jelsz", "lozinka", "geslo", "kata sandi", "mật khẩu", "κωδικός", "पासवर्ड", "ال",
+    "كلم", "ה", "סיסמ",
+)  # fmt: skip
 
 
 # Words of those languages that describe a password rather than give one ("Passwort:
@@ -253,16 +260,21 @@ def _find_foreign_keys(text: str, lowered: str) -> Iterator[Span]:
 _CHOSEN_GOING_ON = lazy_compile(r"(?=[^/:.]*\Z)(?=.*?[!#$%&*@^~])(?=.*?\d)(?=.*?[^\W\d_])")
 
 
+# Hindi puts the verb last, after the password: "मेरा पासवर्ड Hunter2024 है" (is, was)
+_HINDI_COPULA = re.compile(r"[ \t]+(?:है|हैं|था|थी)[ \t]*(?:[\r\n.,;:!?।|]|\Z)")
+
+
 def _spaced_password(text: str, value: str, value_end: int, end: int) -> bool:
     """A password after the word and a space alone, "Passwort Geheim2024!", "пароль
     qwerty123": one that looks chosen and is no hash or cipher's name ("Passwort Argon2id", as
-    in English), and ends its clause unless it holds a symbol, a letter and a digit
-    ("contraseña Xk9#mm2 para el servidor")."""
+    in English), and ends its clause (or Hindi's verb ends it after the password) unless it
+    holds a symbol, a letter and a digit ("contraseña Xk9#mm2 para el servidor")."""
     quoted = text[value_end : value_end + 1] in ('"', "'", "`")
     return (
         (
             value_ends_clause(text, value_end + quoted, end + quoted)
             or _CHOSEN_GOING_ON.match(value) is not None
+            or _HINDI_COPULA.match(text, value_end + quoted) is not None
         )
         and stated_password(value)
         and value.lower() not in HASH_SCHEMES

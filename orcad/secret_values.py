@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from collections import Counter
 
 Span = tuple[int, int]
@@ -315,7 +316,12 @@ def looks_random(value: str) -> bool:
 def mixes_letters_and_others(value: str) -> bool:
     """Letters with digits or symbols, as a chosen password has and a word does not."""
     # a word, the usual value, is told in C without a look at each character in Python
-    return not value.isalpha() and any(c.isalpha() for c in value)
+    if value.isalpha() or not any(c.isalpha() for c in value):
+        return False
+    # a word of a script whose vowels are marks (Hindi's "आवश्यक") holds letters alone
+    return value.isascii() or not all(
+        c.isalpha() or unicodedata.category(c)[0] == "M" for c in value
+    )
 
 
 def is_credential_literal(value: str, *, quoted: bool, upper_key: bool, bare: bool) -> bool:
