@@ -46,9 +46,23 @@ _TOOL_FLAGS = (
         ),
     ),
     # mysql reads -pPASSWORD (no space; with a space it prompts)
-    ("-p", "mysql", lazy_compile(r"mysql[a-z]{0,6}[^\n|;&]{0,300}?[ \t]-p" + _VALUE)),
-    ("-p", "sshpass", lazy_compile(r"sshpass[ \t]+-p[ \t]*" + _VALUE)),
-    ("-a", "redis-cli", lazy_compile(r"redis-cli[^\n|;&]{0,300}?[ \t]-a[ \t]+" + _VALUE)),
+    ("-p", "mysql", re.compile(r"mysql[a-z]{0,6}[^\n|;&]{0,300}?[ \t]-p" + _VALUE)),
+    ("-p", "sshpass", re.compile(r"sshpass[ \t]+-p[ \t]*" + _VALUE)),
+    ("-a", "redis-cli", re.compile(r"redis-cli[^\n|;&]{0,300}?[ \t]-a[ \t]+" + _VALUE)),
+    # Cassandra's cqlsh and Neo4j's cypher-shell take -p PASSWORD (cqlsh's port follows its
+    # host, cypher-shell's address is -a)
+    ("-p", "cqlsh", re.compile(r"cqlsh[^\n|;&]{0,300}?[ \t]-p(?:=|[ \t]+)" + _VALUE)),
+    (
+        "-p",
+        "cypher-shell",
+        re.compile(r"cypher-shell[^\n|;&]{0,300}?[ \t]-p(?:=|[ \t]+)" + _VALUE),
+    ),
+    # neo4j-admin (dbms) set-initial-password PASSWORD
+    (
+        "set-initial-password",
+        "neo4j",
+        re.compile(r"neo4j[^\n|;&]{0,300}?[ \t]set-initial-password[ \t]+" + _VALUE),
+    ),
     # mongo, mongosh, mongodump, ... take -p PASSWORD (their port is --port)
     (
         "-p",
@@ -245,7 +259,8 @@ _CASED_FLAG_PASSWORDS = (
         "w",
         lazy_compile(r"(?<![a-z0-9_\-])ldap[a-z]{2,10}[^\n|;&]{0,300}?[ \t]-w[ \t]+" + _VALUE),
     ),
-    ("sqlcmd", "P", lazy_compile(r"sqlcmd[^\n|;&]{0,300}?[ \t]-p[ \t]*" + _VALUE)),
+    ("sqlcmd", "P", re.compile(r"sqlcmd[^\n|;&]{0,300}?[ \t]-p[ \t]*" + _VALUE)),
+    ("mssql-cli", "P", re.compile(r"mssql-cli[^\n|;&]{0,300}?[ \t]-p[ \t]+" + _VALUE)),
     (
         "bcp",
         "P",
@@ -387,6 +402,25 @@ _ORACLE_SESSION = lazy_compile(
     r"|\bora-[0-9]{5}\b",
     re.MULTILINE,
 )
+
+
+# Oracle's JDBC URL gives the logon before the host, with no `//`: `jdbc:oracle:thin:USER/PASS@
+# host:1521:SID` (or `@//host/service`, the OCI driver's `jdbc:oracle:oci:`)
+_ORACLE_JDBC = re.compile(
+    r"jdbc:oracle:(?:thin|oci8?):[a-z0-9_$#]{1,30}/"
+    r"(?:\"([^\"\n]{1,128}+)\"|([^\s@\"'/;]{1,128}+))@"
+)
+
+
+def find_oracle_jdbc_passwords(text: str, lowered: str) -> Iterator[Span]:
+    """The password in an Oracle JDBC URL's logon."""
+    if "jdbc:oracle:" not in lowered:
+        return
+    for match in _ORACLE_JDBC.finditer(lowered):
+        group = 1 if match.start(1) >= 0 else 2
+        start, end = match.span(group)
+        if given_password(text[start:end]) and text[start:end].lower() not in _DEMO_PASSWORDS:
+            yield start, end
 
 
 def find_oracle_connects(text: str, lowered: str) -> Iterator[Span]:

@@ -40,6 +40,7 @@ from orcad.secret_command_outputs import COMMAND_OUTPUT_RULES
 from orcad.secret_commands import (
     find_credential_flags,
     find_oracle_connects,
+    find_oracle_jdbc_passwords,
     find_piped_and_batch_passwords,
     find_redis_passwords,
 )
@@ -157,6 +158,7 @@ _RULES: tuple[tuple[str, Finder, Gate], ...] = (
     ("putty_private_key", find_putty_keys, _any_trigger(("PuTTY-User-Key-File-",))),
     ("url_credentials", find_url_credentials, _always),
     ("url_credentials", find_bare_userinfo, _always),
+    ("url_credentials", find_oracle_jdbc_passwords, _always),
     ("aws_secret_access_key", _find_aws_secret, _always),
     ("aws_secret_access_key", find_aws_secret_after_id, _any_trigger(("AKIA", "ASIA"))),
     ("credential_assignment", _find_query_keys, _always),
