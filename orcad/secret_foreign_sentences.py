@@ -39,7 +39,8 @@ _FOREIGN_PASSWORD = re.compile(
     r"has[łl]o|l[öo]senord(?:et)?|adgangskode|passord|salasana|[şs]ifre(?:m|si|niz)?|пароль|"
     r"heslo|jelsz[óo]|lozinka|geslo|kata sandi(?:nya)?|mật khẩu|κωδικός(?: πρόσβασης)?|密码|"
     r"密碼|パスワード|비밀번호|पासवर्ड|(?:ال)?كلم[ةه] (?:ال)?(?:مرور|سر)|ה?סיסמ[האת]|"
-    r"password(?=(?:[ \t]+[^\s.,;:!?=]{1,30}+){0,4}?[ \t]+è[ \t:])))"  # Italian, before its verb
+    # the English word in Italian, Spanish, French, German or Portuguese, before its verb
+    r"password(?=(?:[ \t]+[^\s.,;:!?=]{1,30}+){0,4}?[ \t]+(?:è|es|est|ist|é)[ \t:])))"
     r"(?![^\W\d_])(?:(?P<words>(?:[ \t]+[^\s.,;:!?=\uff1a]{1,30}+){0,6}?)"
     r"(?:(?P<op>[ \t]*[:=\uff1a])[ \t]*|"
     r"[ \t]+(?P<verb>ist|lautet|war|es|era|est|c['\u2019]est|était|é|è|is|was|jest|to|är|er|on|"
@@ -51,6 +52,8 @@ _FOREIGN_PASSWORD = re.compile(
     + STATED_VALUE.replace("(?P<value>", "(?P<spaced>")
     + "))"
 )
+# a verb the English word takes in those languages ("el password es X", "das Password ist X")
+_BORROWED_VERB = re.compile(r"[ \t](?:è|es|est|ist|é)[ \t:]")
 # the words' telling parts: ASCII ones alone are looked for in ASCII text
 # (the Polish, Swedish and Turkish words are written with their diacritics)
 _FOREIGN_ASCII_TRIGGERS = (
@@ -308,7 +311,7 @@ def find_foreign_passwords(text: str, lowered: str) -> Iterator[Span]:
     yield from _find_foreign_keys(text, lowered)
     triggers = _FOREIGN_ASCII_TRIGGERS if ascii_text else _FOREIGN_TRIGGERS
     if not any(trigger in lowered for trigger in triggers) and not (
-        "è" in lowered and "password" in lowered  # Italian
+        "password" in lowered and _BORROWED_VERB.search(lowered) is not None
     ):
         return
     for match in _FOREIGN_PASSWORD.finditer(lowered):
