@@ -79,7 +79,7 @@ _NOT_A_NAME = "".join(
     f"(?<!{name})" for name in ("pass", "word", "pwd", "pw", "phrase", "code", "mnemonic", "secret")
 ) + "".join(f"(?<!{name})" for name in ("token", "pat", "key", "credential", "credentials"))
 _ASSIGNMENT_TAIL = (
-    _NAME_QUALIFIERS + r"[\"']?[ \t]{0,8}(?:=>|:=|==?|:)[ \t]{0,8}"
+    _NAME_QUALIFIERS + r"[\"']?[ \t]{0,8}(?:=>|:=|==?|:|<-)[ \t]{0,8}"
     rf"(?:{QUOTED_VALUES}|"
     # an & inside a value is kept unless a query parameter (&name=) follows, and an = when more
     # of the value follows it (a Django key, `django-insecure-k=0z...`) and it does not end

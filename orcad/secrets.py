@@ -217,8 +217,8 @@ RULE_NAMES: tuple[str, ...] = tuple(dict.fromkeys(name for name, _, _ in _RULES)
 
 # Every other gate is false without a long run (a test checks it): most text needs no gate.
 _ALWAYS_OPEN = tuple((name, finder) for name, finder, gate in _RULES if gate is _always)
-# Rules whose every match holds an assignment operator (`=` or `:`): eight full scans of the
-# text for their keywords are skipped, for the price of two one-character ones, without one.
+# Rules whose every match holds an assignment operator (`=`, `:` or R's `<-`): eight full scans
+# of the text for their keywords are skipped, for the price of three short ones, without one.
 _NEED_AN_OPERATOR = frozenset(
     (
         _find_aws_secret,
@@ -260,7 +260,7 @@ def _open_rules(text: str) -> Iterable[tuple[str, Finder]]:
     runs = _long_runs(text)
     if len(runs) > _DEDUPLICATE_RUNS_OVER:  # code repeats its names: test each trigger once
         runs = " ".join(set(runs.split(" ")))
-    has_operator = "=" in text or ":" in text
+    has_operator = "=" in text or ":" in text or "<-" in text
     if not runs:
         return _ALWAYS_OPEN if has_operator else _ALWAYS_OPEN_WITHOUT_OPERATOR
     opened = set(_ALWAYS_INDEXES)
