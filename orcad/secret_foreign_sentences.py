@@ -26,6 +26,13 @@ from orcad.secret_sentences import (
 from orcad.secret_spaced import HASH_SCHEMES
 from orcad.secret_values import Span, end_before_trailing, is_placeholder, value_ends_clause
 
+# the English word in Italian, Spanish, French, German or Portuguese, before the verb it takes
+# there ("la password è X", "el password es X", "das Password ist X"): looked for after each
+# "password" (a search of the whole text for the verbs costs more than a scan for the word)
+_BORROWED_WORD = "password"
+_BORROWED_VERB = r"(?:[ \t]+[^\s.,;:!?=]{1,30}+){0,4}?[ \t]+(?:è|es|est|ist|é)[ \t:]"
+_BEFORE_BORROWED_VERB = re.compile(_BORROWED_VERB)
+
 # The word for password in other languages, and their verb "is": German (Passwort, Kennwort;
 # compounds such as Datenbankpasswort end in them), Spanish, French, Portuguese, Italian
 # (password), Dutch, Polish (also "hasło to X"), Swedish (also lösenordet, the password),
@@ -39,8 +46,7 @@ _FOREIGN_PASSWORD = re.compile(
     r"has[łl]o|l[öo]senord(?:et)?|adgangskode|passord|salasana|[şs]ifre(?:m|si|niz)?|пароль|"
     r"heslo|jelsz[óo]|lozinka|geslo|kata sandi(?:nya)?|mật khẩu|κωδικός(?: πρόσβασης)?|密码|"
     r"密碼|パスワード|비밀번호|पासवर्ड|(?:ال)?كلم[ةه] (?:ال)?(?:مرور|سر)|ה?סיסמ[האת]|"
-    # the English word in Italian, Spanish, French, German or Portuguese, before its verb
-    r"password(?=(?:[ \t]+[^\s.,;:!?=]{1,30}+){0,4}?[ \t]+(?:è|es|est|ist|é)[ \t:])))"
+    rf"password(?={_BORROWED_VERB})))"
     r"(?![^\W\d_])(?:(?P<words>(?:[ \t]+[^\s.,;:!?=\uff1a]{1,30}+){0,6}?)"
     r"(?:(?P<op>[ \t]*[:=\uff1a])[ \t]*|"
     r"[ \t]+(?P<verb>ist|lautet|war|es|era|est|c['\u2019]est|était|é|è|is|was|jest|to|är|er|on|"
@@ -52,8 +58,17 @@ _FOREIGN_PASSWORD = re.compile(
     + STATED_VALUE.replace("(?P<value>", "(?P<spaced>")
     + "))"
 )
-# a verb the English word takes in those languages ("el password es X", "das Password ist X")
-_BORROWED_VERB = re.compile(r"[ \t](?:è|es|est|ist|é)[ \t:]")
+
+
+def _borrowed_word(lowered: str) -> bool:
+    at = lowered.find(_BORROWED_WORD)
+    while at >= 0:
+        if _BEFORE_BORROWED_VERB.match(lowered, at + len(_BORROWED_WORD)) is not None:
+            return True
+        at = lowered.find(_BORROWED_WORD, at + len(_BORROWED_WORD))
+    return False
+
+
 # the words' telling parts: ASCII ones alone are looked for in ASCII text
 # (the Polish, Swedish and Turkish words are written with their diacritics)
 _FOREIGN_ASCII_TRIGGERS = (
@@ -310,9 +325,7 @@ def find_foreign_passwords(text: str, lowered: str) -> Iterator[Span]:
         yield from _find_cjk_statements(text)
     yield from _find_foreign_keys(text, lowered)
     triggers = _FOREIGN_ASCII_TRIGGERS if ascii_text else _FOREIGN_TRIGGERS
-    if not any(trigger in lowered for trigger in triggers) and not (
-        "password" in lowered and _BORROWED_VERB.search(lowered) is not None
-    ):
+    if not any(trigger in lowered for trigger in triggers) and not (_borrowed_word(lowered)):
         return
     for match in _FOREIGN_PASSWORD.finditer(lowered):
         spaced = match["spaced"] is not None
