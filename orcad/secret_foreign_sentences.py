@@ -69,11 +69,12 @@ def _borrowed_word(lowered: str) -> bool:
     return False
 
 
-# the words' telling parts: ASCII ones alone are looked for in ASCII text
-# (the Polish, Swedish and Turkish words are written with their diacritics)
+# the words' telling parts: ASCII ones alone are looked for in ASCII text (the Polish, Swedish
+# and Turkish words are written with their diacritics; "eslo" is Czech heslo's and Slovenian
+# geslo's)
 _FOREIGN_ASCII_TRIGGERS = (
     "wort", "contrasena", "mot de passe", "mdp", "senha", "wachtwoord", "adgangskode", "passord",
-    "salasana", "heslo", "lozinka", "geslo", "kata sandi", "sifre",
+    "salasana", "eslo", "lozinka", "kata sandi", "sifre",
 )  # fmt: skip
 _FOREIGN_TRIGGERS = (
     *_FOREIGN_ASCII_TRIGGERS, "contraseña", "hasło", "lösenord", "şifre", "пароль", "jelszó",
