@@ -105,6 +105,7 @@ def _assignment_finder(keyword: str, pattern: str) -> Finder:
         # a value a text repeats is judged once (a page of settings was judged per setting)
         generated = functools.cache(looks_random)
         credential = functools.cache(is_credential_literal)
+        sections: dict[int, bool] = {}  # whether a line is in an INI section, once asked
         for match in every_match(compiled, lowered):
             if keyword == "pat" and match.start() > 0 and lowered[match.start() - 1].isalnum():
                 continue
@@ -175,7 +176,7 @@ def _assignment_finder(keyword: str, pattern: str) -> Finder:
                     group == 3
                     and plain
                     and _ini_literal(value)
-                    and _in_ini_section(text, match.start())
+                    and _in_ini_section(text, match.start(), sections)
                 ):
                     yield start, end
 
@@ -281,17 +282,27 @@ def _ini_literal(value: str) -> bool:
     )
 
 
-def _in_ini_section(text: str, at: int) -> bool:
-    """Whether the setting whose name is at `at` starts its line in an INI file's section."""
-    end = text.rfind("\n", max(0, at - 129), at) + 1
-    if at - end > 128 or _SETTING_NAME.match(text, end, at) is None:
+def _in_ini_section(text: str, at: int, known: dict[int, bool]) -> bool:
+    """Whether the setting whose name is at `at` starts its line in an INI file's section;
+    `known` holds the answers for the lines of settings above, each read once, so that a page
+    of settings is not read again from each of its lines up to its header."""
+    line = text.rfind("\n", max(0, at - 129), at) + 1
+    if at - line > 128 or _SETTING_NAME.match(text, line, at) is None:
         return False
+    if line not in known:
+        known[line] = _section_above(text, line, known)
+    return known[line]
+
+
+def _section_above(text: str, end: int, known: dict[int, bool]) -> bool:
     for _ in range(_INI_LINES_ABOVE):
         if end == 0:
             return False
         start = text.rfind("\n", max(0, end - 1 - 1024), end - 1) + 1
         if start == 0 and end - 1 > 1024:
             return False
+        if start in known:
+            return known[start]
         if _INI_HEADER.match(text, start, end - 1) is not None:
             return True
         if _INI_LINE.match(text, start, end - 1) is None:
