@@ -117,13 +117,14 @@ _REFERENCE_PREFIXES = (
 _DOTTED_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:(?:\.|::|->)[A-Za-z_][A-Za-z0-9_]*)+:?\Z")
 # A part of a dotted value that no name is written as: a digit inside a word that holds a
 # capital ("S3cret"; a name's digits end a word: `S3Client`, `Argon2Hasher`) or two digits
-# inside one ("s3cr3t", where names have one run: `i18n`, `utf8mb4`), or a short word with a
-# digit whose case goes up after a lower-case letter ("mPq2"; names go so after a word or a
-# member's `m`: `mContext`, `AspNetCore`): `my.S3cret.pass`, `Xk9.mPq2` are passwords with
-# dots in them, where `config.db_password` and `self.mContext` are names.
+# inside one ("s3cr3t", where names have one run: `i18n`, `utf8mb4`), or a short word whose
+# case goes up after a lower-case letter for one letter or two before a digit ("mPq2", "xK9";
+# names go up for a word or an acronym: `mContext`, `mPwd2`, `iOS17`, `AspNetCore`):
+# `my.S3cret.pass`, `Xk9.mPq2` are passwords with dots in them, where `config.db_password`
+# and `self.mContext` are names.
 _DIGIT_INSIDE_A_WORD = re.compile(r"[A-Za-z][0-9]+[a-z]")
 _DIGITS_INSIDE_A_WORD = re.compile(r"[A-Za-z][0-9]+[A-Za-z]+[0-9]+[A-Za-z]")  # "s3cr3t"
-_SHORT_FLIPPED_WORD = re.compile(r"(?=[^0-9]*[0-9])(?=.*[a-z][A-Z])(?:[0-9]*[A-Za-z]){2,4}[0-9]*")
+_SHORT_FLIPPED_WORD = re.compile(r"(?=.*[a-z][A-Z][a-z]?[0-9])(?:[0-9]*[A-Za-z]){2,4}[0-9]*")
 
 
 def written_as_password(part: str) -> bool:

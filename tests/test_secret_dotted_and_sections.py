@@ -53,6 +53,11 @@ def test_a_password_with_dots_in_it_is_redacted(text: str, password: str) -> Non
         "password: Md5.hexdigest",
         "password = utf8mb4.password",
         "the password is stored in settings.py",
+        "password: this.mPwd2",
+        "password: props.iOS17.password",
+        "password = Config.Db2Password",
+        "password: opts.h264Encoder.key",
+        "password = userId2.value",
     ],
 )
 def test_a_dotted_name_for_a_password_stays_storable(text: str) -> None:
