@@ -302,6 +302,17 @@ def _word_and_digits(value: str) -> bool:
     )
 
 
+# French "mdp" is also the Markov decision process of machine learning, in capitals or in an
+# English sentence ("MDP: gamma=0.99", "the mdp is FrozenLake-v1"): French's own verbs alone
+_FRENCH_VERBS = frozenset(("est", "c'est", "c\u2019est", "était"))
+
+
+def _french_mdp(text: str, match: re.Match[str]) -> bool:
+    return text[match.start() : match.start() + 3] != "MDP" and (
+        match["verb"] is None or match["verb"] in _FRENCH_VERBS
+    )
+
+
 # French "c'est X qui/que …" puts X forward, as English "it is X that …" does
 _CLEFT = lazy_compile(r"[\"'`]?[ \t]+(?:qu(?:i|e)(?![a-z])|qu['\u2019])")
 
@@ -321,6 +332,8 @@ def find_foreign_passwords(text: str, lowered: str) -> Iterator[Span]:
     ):
         return
     for match in _FOREIGN_PASSWORD.finditer(lowered):
+        if lowered.startswith("mdp", match.start()) and not _french_mdp(text, match):
+            continue
         spaced = match["spaced"] is not None
         start, value_end = match.span("spaced" if spaced else "value")
         end = end_before_trailing(text, start, value_end)

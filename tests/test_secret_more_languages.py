@@ -40,6 +40,7 @@ pytestmark = pytest.mark.pure
         ("lozinka: Tajna2024", "Tajna2024"),
         ("lozinka je Tajna2024!", "Tajna2024!"),
         ("geslo: Skrivno.2024", "Skrivno.2024"),
+        ("geslo je Ljubljana2024!", "Ljubljana2024!"),
     ],
 )
 def test_a_password_given_in_another_language_is_redacted(text: str, password: str) -> None:
@@ -57,6 +58,11 @@ def test_a_password_given_in_another_language_is_redacted(text: str, password: s
         "le mdp est incorrect",
         "réinitialiser le mdp",
         "cmdp: Soleil2024",
+        "the mdp is FrozenLake-v1",
+        "our mdp is CartPole-v1",
+        "MDP: gamma=0.99",
+        "MDP: Soleil2024",
+        "mdp_env: CliffWalking-v0",
         "पासवर्ड रीसेट करें",
         "पासवर्ड: आवश्यक",
         "पासवर्ड भूल गए?",
