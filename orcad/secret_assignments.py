@@ -266,8 +266,8 @@ def _rest_of_setting(text: str, name: int, end: int) -> int:
 # an unquoted value there is a literal, a word or dotted (`password = hunter2.long.value`),
 # where in code `password = cfg.password` names a variable. The section's header is looked
 # for over the settings, comments and blank lines above the setting's line, a bounded way.
-_INI_HEADER = re.compile(r"[ \t]*\[[A-Za-z0-9_.:\- \"]{1,64}\][ \t]*\r?\Z")
-_INI_LINE = re.compile(r"[ \t]*(?:[#;].*|[A-Za-z0-9_.\-]{1,64}[ \t]*[=:].*|)\r?\Z")
+_INI_HEADER = lazy_compile(r"[ \t]*\[[A-Za-z0-9_.:\- \"]{1,64}\][ \t]*\r?\Z")
+_INI_LINE = lazy_compile(r"[ \t]*(?:[#;].*|[A-Za-z0-9_.\-]{1,64}[ \t]*[=:].*|)\r?\Z")
 _INI_LINES_ABOVE = 32
 
 

@@ -222,10 +222,10 @@ def find_code_credentials(text: str, lowered: str) -> Iterator[Span]:
 # PDO($dsn, 'app', 'X')` and `new mysqli('db', 'root', 'X', 'app')` third, as do
 # `mysqli_connect()` and `mysql_connect()`; `mysqli_real_connect($link, ...)` fourth. The
 # arguments before it are read one by one (a string, a variable, a constant or a short call).
-_PHP_HANDLES = re.compile(
+_PHP_HANDLES = lazy_compile(
     r"(?:new[ \t]+\\?(?:pdo|mysqli)|(?<![a-z0-9_])mysqli?_(?:real_)?connect)[ \t]*\("
 )
-_PHP_ARGUMENT = re.compile(
+_PHP_ARGUMENT = lazy_compile(
     r"[ \t\r\n]*(?:\"(?P<dq>[^\"\n]{0,256})\"|'(?P<sq>[^'\n]{0,256})'"
     r"|\$?[a-z_\\][a-z0-9_\\:]{0,64}(?:->[a-z_][a-z0-9_]{0,64}|\[[^\]\n]{0,64}\]"
     r"|\([^()\n]{0,64}\))*)[ \t\r\n]*(?P<after>[,)])"

@@ -46,22 +46,22 @@ _TOOL_FLAGS = (
         ),
     ),
     # mysql reads -pPASSWORD (no space; with a space it prompts)
-    ("-p", "mysql", re.compile(r"mysql[a-z]{0,6}[^\n|;&]{0,300}?[ \t]-p" + _VALUE)),
-    ("-p", "sshpass", re.compile(r"sshpass[ \t]+-p[ \t]*" + _VALUE)),
-    ("-a", "redis-cli", re.compile(r"redis-cli[^\n|;&]{0,300}?[ \t]-a[ \t]+" + _VALUE)),
+    ("-p", "mysql", lazy_compile(r"mysql[a-z]{0,6}[^\n|;&]{0,300}?[ \t]-p" + _VALUE)),
+    ("-p", "sshpass", lazy_compile(r"sshpass[ \t]+-p[ \t]*" + _VALUE)),
+    ("-a", "redis-cli", lazy_compile(r"redis-cli[^\n|;&]{0,300}?[ \t]-a[ \t]+" + _VALUE)),
     # Cassandra's cqlsh and Neo4j's cypher-shell take -p PASSWORD (cqlsh's port follows its
     # host, cypher-shell's address is -a)
-    ("-p", "cqlsh", re.compile(r"cqlsh[^\n|;&]{0,300}?[ \t]-p(?:=|[ \t]+)" + _VALUE)),
+    ("-p", "cqlsh", lazy_compile(r"cqlsh[^\n|;&]{0,300}?[ \t]-p(?:=|[ \t]+)" + _VALUE)),
     (
         "-p",
         "cypher-shell",
-        re.compile(r"cypher-shell[^\n|;&]{0,300}?[ \t]-p(?:=|[ \t]+)" + _VALUE),
+        lazy_compile(r"cypher-shell[^\n|;&]{0,300}?[ \t]-p(?:=|[ \t]+)" + _VALUE),
     ),
     # neo4j-admin (dbms) set-initial-password PASSWORD
     (
         "set-initial-password",
         "neo4j",
-        re.compile(r"neo4j[^\n|;&]{0,300}?[ \t]set-initial-password[ \t]+" + _VALUE),
+        lazy_compile(r"neo4j[^\n|;&]{0,300}?[ \t]set-initial-password[ \t]+" + _VALUE),
     ),
     # mongo, mongosh, mongodump, ... take -p PASSWORD (their port is --port)
     (
@@ -259,8 +259,8 @@ _CASED_FLAG_PASSWORDS = (
         "w",
         lazy_compile(r"(?<![a-z0-9_\-])ldap[a-z]{2,10}[^\n|;&]{0,300}?[ \t]-w[ \t]+" + _VALUE),
     ),
-    ("sqlcmd", "P", re.compile(r"sqlcmd[^\n|;&]{0,300}?[ \t]-p[ \t]*" + _VALUE)),
-    ("mssql-cli", "P", re.compile(r"mssql-cli[^\n|;&]{0,300}?[ \t]-p[ \t]+" + _VALUE)),
+    ("sqlcmd", "P", lazy_compile(r"sqlcmd[^\n|;&]{0,300}?[ \t]-p[ \t]*" + _VALUE)),
+    ("mssql-cli", "P", lazy_compile(r"mssql-cli[^\n|;&]{0,300}?[ \t]-p[ \t]+" + _VALUE)),
     (
         "bcp",
         "P",
@@ -406,7 +406,7 @@ _ORACLE_SESSION = lazy_compile(
 
 # Oracle's JDBC URL gives the logon before the host, with no `//`: `jdbc:oracle:thin:USER/PASS@
 # host:1521:SID` (or `@//host/service`, the OCI driver's `jdbc:oracle:oci:`)
-_ORACLE_JDBC = re.compile(
+_ORACLE_JDBC = lazy_compile(
     r"jdbc:oracle:(?:thin|oci8?):[a-z0-9_$#]{1,30}/"
     r"(?:\"([^\"\n]{1,128}+)\"|([^\s@\"'/;]{1,128}+))@"
 )

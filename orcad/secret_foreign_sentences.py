@@ -30,7 +30,7 @@ from orcad.secret_values import Span, end_before_trailing, is_placeholder, value
 # there ("la password è X", "el password es X", "das Password ist X"); looked for alone first,
 # one search whose literal start the engine skips to, before the rule's scan of the text
 _BORROWED_VERB = r"(?:[ \t]+[^\s.,;:!?=]{1,30}+){0,4}?[ \t]+(?:è|es|est|ist|é)[ \t:]"
-_BORROWED_WORD = re.compile(rf"password(?={_BORROWED_VERB})")
+_BORROWED_WORD = lazy_compile(rf"password(?={_BORROWED_VERB})")
 
 # The word for password in other languages, and their verb "is": German (Passwort, Kennwort;
 # compounds such as Datenbankpasswort end in them), Spanish, French, Portuguese, Italian
@@ -40,7 +40,7 @@ _BORROWED_WORD = re.compile(rf"password(?={_BORROWED_VERB})")
 # sandinya: its password), Vietnamese, Greek, Chinese, Japanese, Korean, Hindi, Arabic (كلمة
 # المرور, كلمة السر, "هي" its verb) and Hebrew (סיסמה or סיסמא, the article ה before it, "היא" its
 # verb); French "mdp" is short for mot de passe.
-_FOREIGN_PASSWORD = re.compile(
+_FOREIGN_PASSWORD = lazy_compile(
     r"(?:passwort|kennwort|(?<![^\W\d_])(?:contrase[ñn]a|mot de passe|mdp|senha|wachtwoord|"
     r"has[łl]o|l[öo]senord(?:et)?|adgangskode|passord|salasana|[şs]ifre(?:m|si|niz)?|пароль|"
     r"heslo|jelsz[óo]|lozinka|geslo|kata sandi(?:nya)?|mật khẩu|κωδικός(?: πρόσβασης)?|密码|"
@@ -270,7 +270,7 @@ _CHOSEN_GOING_ON = lazy_compile(r"(?=[^/:.]*\Z)(?=.*?[!#$%&*@^~])(?=.*?\d)(?=.*?
 
 
 # Hindi puts the verb last, after the password: "मेरा पासवर्ड Hunter2024 है" (is, was)
-_HINDI_COPULA = re.compile(r"[ \t]+(?:है|हैं|था|थी)[ \t]*(?:[\r\n.,;:!?।|]|\Z)")
+_HINDI_COPULA = lazy_compile(r"[ \t]+(?:है|हैं|था|थी)[ \t]*(?:[\r\n.,;:!?।|]|\Z)")
 
 
 def _spaced_password(text: str, value: str, value_end: int, end: int) -> bool:
