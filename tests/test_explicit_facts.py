@@ -697,3 +697,35 @@ def test_a_copy_a_crash_left_beside_a_facts_file_goes_at_the_next_fact(tmp_path:
     assert not left.exists()
     assert path.read_text() == "- We use pnpm\n- Deploys go through ./ship.sh\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["user.md", "user.md.lock"]
+
+
+@pytest.mark.parametrize("agent", ["claude-code", "codex"])
+@pytest.mark.parametrize("bullet", ["* ", "1. ", ""])
+def test_a_file_written_by_hand_keeps_its_newest_facts_when_the_block_is_cut(
+    daemon: DaemonProcess, orca_env: OrcaEnv, tmp_path: Path, agent: str, bullet: str
+) -> None:
+    # user.md kept by hand as `* ` items, a numbered list or plain lines, beside a full
+    # memory.md: the block had to cut user.md and, finding no `- ` item, showed none of it
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    session = open_session(daemon, repo)
+    for number in range(120):
+        remember(daemon, session, f"Project convention {number}: service uses pnpm", "project")
+    lines = [f"{bullet}User preference {n}: explicit error handling\n" for n in range(150)]
+    (orca_env.memory_root / "user.md").write_text("".join(lines))
+    payload = {
+        "session_id": "5d7c1f0e-2b3a-4c5d-8e9f-0a1b2c3d4e5f",
+        "cwd": str(repo),
+        "hook_event_name": "SessionStart",
+        "source": "startup",
+    }
+    context = run_hook(orca_env, agent, "SessionStart", payload).context
+    assert len(context) <= 10_000
+    assert "older lines were left out" in context
+    assert "Facts kept with remember (user-wide):\n" in context, context[:300]
+    user = context.split("Facts kept with remember (user-wide):\n", 1)[1]
+    user = user.split("\n\nFacts kept with remember for this project:\n", 1)[0]
+    assert user.endswith(lines[-1].rstrip("\n"))  # the newest, whole lines from a line's start
+    assert len(user) > 4_000, len(user)  # half of the block's room, not nothing
+    assert f"\n{user}\n".count(f"\n{bullet}User preference ") == user.count("User preference ")
+    assert "- Project convention 119: service uses pnpm\n" in context

@@ -247,18 +247,19 @@ def render_startup(startup: dict[str, Any]) -> str:
 
 
 def newest_facts(text: str, room: int) -> tuple[str, bool]:
-    """The newest whole facts (Markdown list items; a fact's further lines are indented) of
-    `text` within `room` characters, and whether any were left out."""
+    """The newest whole facts of `text` within `room` characters, and whether any were left
+    out. A fact starts at a line that is not indented, as orcad reads the files: `remember`
+    writes `- ` list items whose further lines are indented, and a file edited by hand may use
+    `* ` or numbered items, headings or plain lines."""
     if len(text) <= room:
         return text, False
     start = len(text) - room
     if text[start - 1] != "\n":  # inside a line: the next fact starts after a newline
-        start = text.find("\n- ", start)
-        start = len(text) if start < 0 else start + 1
-    else:
-        while start < len(text) and not text.startswith("- ", start):
-            next_line = text.find("\n", start)
-            start = len(text) if next_line < 0 else next_line + 1
+        newline = text.find("\n", start)
+        start = len(text) if newline < 0 else newline + 1
+    while start < len(text) and text[start] in " \t\n":  # a fact's further line, or a blank
+        newline = text.find("\n", start)
+        start = len(text) if newline < 0 else newline + 1
     return text[start:], True
 
 
