@@ -28,6 +28,9 @@ log = structlog.get_logger("orcad.explicit")
 
 LOCK_SUFFIX = ".lock"
 _CONTINUATION_BYTES = bytes(range(0x80, 0xC0))  # of a UTF-8 character, after its first byte
+# what an editor that saves "UTF-8 with BOM" puts at a file's start: a mark, not a character of
+# its first fact
+_BYTE_ORDER_MARK = b"\xef\xbb\xbf"
 
 
 # --- pure ---------------------------------------------------------------------------------
@@ -82,7 +85,7 @@ def holds_fact(existing: bytes, line: str) -> bool:
     `format_fact` writes it) as a whole item: its lines, and no continuation line after them
     (a longer fact that starts with the same line is another fact)."""
     item = b"\n" + line.encode("utf-8").rstrip(b"\n") + b"\n"
-    text = b"\n" + existing.replace(b"\r\n", b"\n") + b"\n"
+    text = b"\n" + existing.removeprefix(_BYTE_ORDER_MARK).replace(b"\r\n", b"\n") + b"\n"
     at = text.find(item)
     while at >= 0:
         if not text.startswith(b"  ", at + len(item)):
@@ -204,6 +207,8 @@ def read_bounded(path: Path, max_bytes: int) -> tuple[str, bool]:
         with open_regular_file(path) as handle:
             size = os.fstat(handle.fileno()).st_size
             start = max(0, size - max_bytes - 1)  # one byte more tells whether a line starts there
+            if start <= len(_BYTE_ORDER_MARK):  # read from the file's start, which may be a mark
+                start = 0
             handle.seek(start)
             data = handle.read(size - start)
     except FileNotFoundError:
@@ -212,7 +217,9 @@ def read_bounded(path: Path, max_bytes: int) -> tuple[str, bool]:
         log.warning("explicit.unreadable", path=str(path), error=str(exc))
         return "", False
     if start == 0:
-        return newest_lines(visible_bytes(data), max_bytes, cut=False)
+        return newest_lines(
+            visible_bytes(data.removeprefix(_BYTE_ORDER_MARK)), max_bytes, cut=False
+        )
     # The extra byte decides the first line: a newline there, and the rest starts a line;
     # anything else, and the rest starts inside one. Decided on the text as handed over, since
     # a CRLF line end made a newline can leave the tail short of the bound; the rest of a

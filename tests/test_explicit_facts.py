@@ -729,3 +729,32 @@ def test_a_file_written_by_hand_keeps_its_newest_facts_when_the_block_is_cut(
     assert len(user) > 4_000, len(user)  # half of the block's room, not nothing
     assert f"\n{user}\n".count(f"\n{bullet}User preference ") == user.count("User preference ")
     assert "- Project convention 119: service uses pnpm\n" in context
+
+
+def test_a_byte_order_mark_an_editor_saved_is_no_part_of_the_first_fact(
+    daemon: DaemonProcess, orca_env: OrcaEnv, tmp_path: Path
+) -> None:
+    # a file saved as "UTF-8 with BOM": its first fact was kept again as new, and every session
+    # was handed `\ufeff- We use pnpm`, the mark written out in front of the fact
+    session = open_session(daemon, tmp_path)
+    project_id = session["opened"].project.id  # type: ignore[attr-defined]
+    user_file = orca_env.memory_root / "user.md"
+    project_file = orca_env.memory_root / "projects" / project_id / "memory.md"
+    project_file.parent.mkdir(parents=True, exist_ok=True)
+    for path in (user_file, project_file):
+        path.write_bytes(b"\xef\xbb\xbf- We use pnpm\r\n")
+    for scope, path in (("user", user_file), ("project", project_file)):
+        result = remember(daemon, session, "We use pnpm", scope)
+        assert result.already_kept is True, scope  # type: ignore[attr-defined]
+        assert path.read_bytes() == b"\xef\xbb\xbf- We use pnpm\r\n"
+    startup = daemon.call("session.open", {"cwd": str(tmp_path)}).startup
+    assert (startup.user, startup.project, startup.truncated) == (
+        "- We use pnpm\n",
+        "- We use pnpm\n",
+        False,
+    )
+    # at the bound: the mark is not counted, and the one fact is whole
+    user_file.write_bytes(b"\xef\xbb\xbf- " + b"u" * (STARTUP_USER_MAX_BYTES - 3) + b"\n")
+    startup = daemon.call("session.open", {"cwd": str(tmp_path)}).startup
+    assert startup.user == "- " + "u" * (STARTUP_USER_MAX_BYTES - 3) + "\n"
+    assert startup.truncated is False
