@@ -758,3 +758,33 @@ def test_a_byte_order_mark_an_editor_saved_is_no_part_of_the_first_fact(
     startup = daemon.call("session.open", {"cwd": str(tmp_path)}).startup
     assert startup.user == "- " + "u" * (STARTUP_USER_MAX_BYTES - 3) + "\n"
     assert startup.truncated is False
+
+
+@pytest.mark.parametrize("agent", ["claude-code", "codex"])
+def test_the_startup_block_counts_characters_as_claude_code_does(
+    daemon: DaemonProcess, orca_env: OrcaEnv, tmp_path: Path, agent: str
+) -> None:
+    # Claude Code measures a hook's context as a JavaScript string, in UTF-16 code units, and
+    # an emoji is two of them: a block of 9,152 characters was 10,912 units, over its 10,000,
+    # and the model was given a file's path and a preview instead of the facts
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    session = open_session(daemon, repo)
+    for number in range(60):
+        remember(daemon, session, f"Release names {number}: " + "\U0001f680\U0001f525" * 16, "user")
+    for number in range(140):
+        remember(daemon, session, f"Project convention {number}: service uses pnpm", "project")
+    payload = {
+        "session_id": "5d7c1f0e-2b3a-4c5d-8e9f-0a1b2c3d4e5f",
+        "cwd": str(repo),
+        "hook_event_name": "SessionStart",
+        "source": "startup",
+    }
+    context = run_hook(orca_env, agent, "SessionStart", payload).context
+    units = len(context.encode("utf-16-le")) // 2
+    assert 9_000 < units <= 10_000, units
+    assert "- Release names 59: " + "\U0001f680\U0001f525" * 16 + "\n" in context
+    assert "- Project convention 139: service uses pnpm\n" in context
+    for heading in ("(user-wide):\n", "for this project:\n"):
+        assert context.split(heading, 1)[1].startswith("- ")
+    assert context.endswith("</orca-startup-memory>\n")

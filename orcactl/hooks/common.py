@@ -210,7 +210,9 @@ def open_session(
 
 
 # Claude Code hands the model a hook's context of more than 10,000 characters only as a file's
-# path and a short preview: the startup block stays within it, frame included
+# path and a short preview: the startup block stays within it, frame included. Claude Code is
+# JavaScript, whose string length counts UTF-16 code units: a character beyond U+FFFF (an emoji,
+# a mathematical letter, a rarer CJK ideograph) is two of them, so the block is measured so too.
 CONTEXT_MAX_CHARS = 10_000
 _STARTUP_FRAME_CHARS = 400  # the tags, the first line and both headings, with room to spare
 # not "the user asked": in auto or yolo mode an agent's `remember` is kept without asking anyone
@@ -227,9 +229,9 @@ def render_startup(startup: dict[str, Any]) -> str:
     user = without_tags(str(startup.get("user") or "").strip())
     project = without_tags(str(startup.get("project") or "").strip())
     room = CONTEXT_MAX_CHARS - _STARTUP_FRAME_CHARS
-    user_room = max(room // 2, room - len(project))
+    user_room = max(room // 2, room - context_length(project))
     user, user_cut = newest_facts(user, user_room)
-    project, project_cut = newest_facts(project, room - len(user))
+    project, project_cut = newest_facts(project, room - context_length(user))
     parts = []
     if user:
         parts.append(_USER_HEADING + user)
@@ -246,14 +248,24 @@ def render_startup(startup: dict[str, Any]) -> str:
     )
 
 
+def context_length(text: str) -> int:
+    """The length of `text` as Claude Code measures a hook's context: in UTF-16 code units."""
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
+
+
 def newest_facts(text: str, room: int) -> tuple[str, bool]:
-    """The newest whole facts of `text` within `room` characters, and whether any were left
-    out. A fact starts at a line that is not indented, as orcad reads the files: `remember`
-    writes `- ` list items whose further lines are indented, and a file edited by hand may use
-    `* ` or numbered items, headings or plain lines."""
-    if len(text) <= room:
+    """The newest whole facts of `text` within `room` characters (counted by context_length),
+    and whether any were left out. A fact starts at a line that is not indented, as orcad reads
+    the files: `remember` writes `- ` list items whose further lines are indented, and a file
+    edited by hand may use `* ` or numbered items, headings or plain lines."""
+    if context_length(text) <= room:
         return text, False
-    start = len(text) - room
+    start, used = len(text), 0
+    while start > 0:  # the longest end of the text that fits
+        width = 2 if ord(text[start - 1]) > 0xFFFF else 1
+        if used + width > room:
+            break
+        start, used = start - 1, used + width
     if text[start - 1] != "\n":  # inside a line: the next fact starts after a newline
         newline = text.find("\n", start)
         start = len(text) if newline < 0 else newline + 1
