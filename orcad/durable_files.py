@@ -142,6 +142,29 @@ def replace_file_atomically(path: Path, data: bytes, *, failpoints: str | None =
             ) from exc
 
 
+def replace_file_unless_changed(path: Path, data: bytes, read: FileSignature | None) -> bool:
+    """Replace `path` with `data` durably, as replace_file_atomically does, unless the file is
+    no longer the one that was read (`read`: its signature then, None when it was absent): an
+    editor saved it meanwhile. Checked once the new bytes are on disk, right before the rename,
+    so the window in which an edit is lost is no longer the time a large file takes to write.
+    False (nothing changed) when it was changed."""
+    with temp_beside(path) as temp:
+        try:
+            _write_synced(temp, data)
+            if file_signature(path) != read:
+                temp.unlink()
+                return False
+            os.replace(temp, path)
+            fsync_directory(path.parent)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                temp.unlink()
+            raise StorageError(
+                f"cannot write {path}: {exc.strerror or exc}", path=str(path)
+            ) from exc
+    return True
+
+
 def create_file_exclusively(path: Path, data: bytes) -> bool:
     """Write a new file durably unless `path` exists; False (nothing written) if it does.
 

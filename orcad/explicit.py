@@ -18,15 +18,16 @@ import filelock
 import structlog
 
 from orcad.control_characters import escape_control_characters, has_visible_character
-from orcad.durable_files import remove_stale_temps, replace_file_atomically
+from orcad.durable_files import FileSignature, remove_stale_temps, replace_file_unless_changed
 from orcad.errors import InvalidParams, StorageError
 from orcad.limits import EXPLICIT_FACT_MAX_CHARS, EXPLICIT_LOCK_TIMEOUT_S
-from orcad.regular_files import open_regular_file, read_regular_file
+from orcad.regular_files import open_regular_file
 from orcad.secrets import secret_kinds
 
 log = structlog.get_logger("orcad.explicit")
 
 LOCK_SUFFIX = ".lock"
+EXPLICIT_EDITED_RETRIES = 5  # times a fact is added again to a file saved by hand meanwhile
 _CONTINUATION_BYTES = bytes(range(0x80, 0xC0))  # of a UTF-8 character, after its first byte
 # what an editor that saves "UTF-8 with BOM" puts at a file's start: a mark, not a character of
 # its first fact
@@ -176,24 +177,42 @@ def append_fact(path: Path, line: str) -> tuple[int, bool]:
     startup reads that file.
     """
     target = Path(os.path.realpath(path))
+    # the lock keeps out other writers of facts, not an editor: a file saved by hand while the
+    # new one was written is read again, and the fact added to what the user saved
+    for _attempt in range(EXPLICIT_EDITED_RETRIES):
+        existing, signature = _read_facts(path, target)
+        if holds_fact(existing, line):
+            log.info("explicit.already_kept", path=str(path), bytes=len(existing))
+            return len(existing), True
+        content = append_line(existing, line)
+        # a copy a crash left between its write and its rename holds the facts as they were,
+        # and would outlive one the user deletes from the file by hand
+        remove_stale_temps(target)
+        if replace_file_unless_changed(target, content, signature):
+            log.info("explicit.remembered", path=str(path), bytes=len(content))
+            return len(content), False
+        log.info("explicit.changed_while_written", path=str(path))
+    raise StorageError(
+        f"{path} kept changing while the fact was written; nothing was changed. Try again",
+        path=str(path),
+    )
+
+
+def _read_facts(path: Path, target: Path) -> tuple[bytes, FileSignature | None]:
+    """The bytes of the facts file `target` (`path`, followed), and its signature as read (None
+    when it is absent). StorageError when it cannot be read or is not a regular file."""
     try:
-        existing = read_regular_file(target)  # a FIFO would wait for a writer, holding the lock
+        # a FIFO would wait for a writer, holding the lock
+        with open_regular_file(target) as handle:
+            status = os.fstat(handle.fileno())
+            existing = handle.read()
     except FileNotFoundError:
-        existing = b""
+        return b"", None
     except OSError as exc:
         raise StorageError(
             f"could not read {path}: {exc.strerror or exc}; nothing was changed", path=str(path)
         ) from exc
-    if holds_fact(existing, line):
-        log.info("explicit.already_kept", path=str(path), bytes=len(existing))
-        return len(existing), True
-    content = append_line(existing, line)
-    # a copy a crash left between its write and its rename holds the facts as they were, and
-    # would outlive one the user deletes from the file by hand
-    remove_stale_temps(target)
-    replace_file_atomically(target, content)
-    log.info("explicit.remembered", path=str(path), bytes=len(content))
-    return len(content), False
+    return existing, (status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns)
 
 
 def read_bounded(path: Path, max_bytes: int) -> tuple[str, bool]:

@@ -7,6 +7,7 @@ import re
 import stat
 import subprocess
 import threading
+import time
 from pathlib import Path
 
 import filelock
@@ -788,3 +789,35 @@ def test_the_startup_block_counts_characters_as_claude_code_does(
     for heading in ("(user-wide):\n", "for this project:\n"):
         assert context.split(heading, 1)[1].startswith("- ")
     assert context.endswith("</orca-startup-memory>\n")
+
+
+def test_a_file_saved_by_hand_while_a_fact_is_written_keeps_both(
+    daemon: DaemonProcess, orca_env: OrcaEnv, tmp_path: Path
+) -> None:
+    # an editor saves user.md (a new file renamed over it, as vim does) while orcad writes the
+    # new copy of a large one: orcad's rename, from what it read before, dropped the user's edit
+    session = open_session(daemon, tmp_path)
+    user_file = orca_env.memory_root / "user.md"
+    memory = orca_env.memory_root
+    facts = b"".join(b"- seed fact %d %s\n" % (n, b"x" * 80) for n in range(350_000))  # 32 MB
+    for attempt in range(20):
+        user_file.write_bytes(facts)
+        saved = memory / "user.md.saved"
+        saved.write_bytes(facts + b"- typed in the editor %d\n" % attempt)
+        writer = threading.Thread(
+            target=remember, args=(daemon, session, f"remembered {attempt}", "user")
+        )
+        writer.start()
+        while writer.is_alive() and not list(memory.glob(".user.md.*.tmp")):
+            time.sleep(0.0005)
+        os.replace(saved, user_file)
+        # the copy still there: the save came before orcad's rename, or the race was lost
+        saved_first = bool(list(memory.glob(".user.md.*.tmp")))
+        writer.join()
+        if saved_first:
+            break
+    else:
+        pytest.skip("the save never came while the new copy was being written")
+    text = user_file.read_bytes()
+    assert text.startswith(facts)
+    assert text[len(facts) :] == b"- typed in the editor %d\n- remembered %d\n" % (attempt, attempt)
