@@ -1,4 +1,9 @@
-"""Wall-clock time, injectable so that rules about time are tested without sleeping."""
+"""Time, injectable so that rules about time are tested without sleeping.
+
+`now` is the wall clock: for what is shown or stored. It can be set back or forward at any
+moment (NTP, a user, a virtual machine resumed with an old clock), so a wait kept only in this
+process (a deadline, a time to live) is measured on `monotonic`, which never goes back.
+"""
 
 from __future__ import annotations
 
@@ -12,10 +17,26 @@ class Clock(Protocol):
         """Seconds since the epoch."""
         ...
 
+    def monotonic(self) -> float:
+        """Seconds from an arbitrary start, never set back: for durations within a process."""
+        ...
+
 
 class SystemClock:
     def now(self) -> float:
         return time.time()
+
+    def monotonic(self) -> float:
+        return _monotonic()
+
+
+def _boot_time() -> float:
+    return time.clock_gettime(time.CLOCK_BOOTTIME)
+
+
+# Linux's CLOCK_MONOTONIC stops while the machine is suspended; CLOCK_BOOTTIME goes on and is
+# never set back either, so a time to live also runs out over a laptop's sleep.
+_monotonic = _boot_time if hasattr(time, "CLOCK_BOOTTIME") else time.monotonic
 
 
 def format_time(seconds: float) -> str:

@@ -35,11 +35,21 @@ def numbered_record(n: int, content: str, workspace: str | None = "ws1") -> Stor
 class SettableClock:
     def __init__(self, start: float = 1_800_000_000.0) -> None:
         self.value = start
+        self.elapsed = 0.0  # the monotonic clock
 
     def now(self) -> float:
         return self.value
 
+    def monotonic(self) -> float:
+        return self.elapsed
+
     def advance(self, seconds: float) -> None:
+        """Time passes: both clocks move."""
+        self.value += seconds
+        self.elapsed += seconds
+
+    def set_wall(self, seconds: float) -> None:
+        """The wall clock is set `seconds` forward (back if negative); no time passes."""
         self.value += seconds
 
 

@@ -631,6 +631,28 @@ async def test_pending_approvals_expire(
     assert [r["content"] for r in await search(orca, session)] == ["approved just in time"]
 
 
+@pytest.mark.parametrize("wall_step", [-86400.0, -3600.0, 1800.0])
+async def test_pending_approvals_expire_after_their_time_whatever_the_wall_clock_does(
+    orca: InProcessDaemon, tmp_path: Path, clock: SettableClock, wall_step: float
+) -> None:
+    session = await orca.open(tmp_path / "ws")
+    in_time = await save(orca, session, "approved in time")
+    late = await save(orca, session, "approved too late")
+    clock.set_wall(wall_step)  # NTP, a user or a resumed machine sets the clock
+    clock.advance(APPROVAL_TTL_S - 0.01)
+    assert (await approve(orca, session, in_time["approval_id"], "allow_once"))[
+        "outcome"
+    ] == "applied"
+    clock.advance(0.01)
+    error = await error_of(
+        orca,
+        "memory.approve",
+        {**session, "approval_id": late["approval_id"], "decision": "allow_once"},
+    )
+    assert error.error.code == -32014 and "expired" in error.error.message
+    assert [r["content"] for r in await search(orca, session)] == ["approved in time"]
+
+
 async def test_only_the_proposing_session_can_approve(
     orca: InProcessDaemon, tmp_path: Path
 ) -> None:

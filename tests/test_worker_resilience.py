@@ -48,6 +48,9 @@ class SteppedClock:
     def now(self) -> float:
         return self.value
 
+    def monotonic(self) -> float:
+        return self.value
+
 
 # --- back-off (pure) ---------------------------------------------------------------------------
 

@@ -163,7 +163,7 @@ class ApprovalFlow:
     def ask(
         self, session: Session, change: PendingChange, target: StoredRecord | None
     ) -> MemoryManageResult:
-        now = self._clock.now()
+        now = self._clock.monotonic()  # the wait is timed here, wherever the wall clock is set
         pending = msgspec.structs.replace(
             change,
             approval_id=new_approval_id(),

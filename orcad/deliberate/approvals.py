@@ -43,7 +43,7 @@ class PendingChange(msgspec.Struct, frozen=True, kw_only=True):
     content: str | None  # save and update
     kind: RecordKind | None
     is_global: bool | None  # save
-    created_at: float
+    created_at: float  # Clock.monotonic(): a wall clock set back would keep it valid longer
     # update and forget: the record's text and kind as the summary quoted them to the user
     shown: tuple[str, RecordKind] | None = None
 

@@ -190,7 +190,7 @@ class DeliberateMemory:
     async def approve(self, params: MemoryApproveParams) -> MemoryManageResult:
         session = await self._session(params)
         change = self.approvals.pending.take(
-            params.approval_id, session.session_id, session.epoch, self._clock.now()
+            params.approval_id, session.session_id, session.epoch, self._clock.monotonic()
         )
         try:
             decided = await self._decide(session, change, params.decision)
