@@ -137,6 +137,21 @@ def test_recall_returns_a_relevant_fact_with_provenance(
     assert result.bytes == len(result.context.encode())
 
 
+def test_a_correction_published_after_the_clock_went_back_still_ranks_first(
+    daemon: DaemonProcess, orca_env: OrcaEnv, workdir: Path
+) -> None:
+    agent = Agent(daemon, workdir)
+    directory = project_dir(orca_env, agent.project_id)
+    now = time.time()
+    add_facts(directory, ["Logs are kept in Loki for 14 days."], now=now - 60)
+    # published later, after the wall clock was set back a day
+    add_facts(directory, ["Logs are now kept in Loki for 30 days."], now=now - 60 - 86400)
+    result = agent.recall("How long are logs kept in Loki?")
+    assert texts(result)[0] == "Logs are now kept in Loki for 30 days."
+    candidates = read_ledger(directory).candidates
+    assert candidates[1].recorded_at >= candidates[0].recorded_at
+
+
 def test_recall_with_nothing_relevant_injects_nothing(daemon: DaemonProcess, workdir: Path) -> None:
     result = Agent(daemon, workdir).recall("what is the weather on mars")
     assert result.automatic == [] and result.deliberate == []

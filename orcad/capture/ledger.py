@@ -203,6 +203,7 @@ def merge_job_candidates(
     is already in the ledger, or earlier in the same job, or was forgotten while the job waited
     (its `forgotten_digest` is in `forgotten`) are dropped (`duplicates`); near
     duplicates are kept with their own provenance. Only the newest 128 candidates are kept.
+    They are recorded at `now`, or at the newest time already in the ledger if that is later.
     A job already merged adds nothing and returns the counts of its first merge with
     `replayed=True` and the ledger unchanged (publish after a crash is idempotent).
     """
@@ -211,7 +212,10 @@ def merge_job_candidates(
             result = MergeResult(merged.added, merged.duplicates, merged.rejected, replayed=True)
             return ledger, result
     known = {_current_key(candidate) for candidate in ledger.candidates}
-    recorded_at = format_time(now)
+    # never before a candidate merged earlier, should the wall clock have been set back since:
+    # recall takes the newer of two near-duplicates for the correction of the other
+    latest = max((parse_time(c.recorded_at) for c in ledger.candidates), default=now)
+    recorded_at = format_time(max(now, latest))
     added: list[CandidateRecord] = []
     duplicates = rejected = 0
     for fact in facts:
