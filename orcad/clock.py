@@ -7,6 +7,7 @@ process (a deadline, a time to live) is measured on `monotonic`, which never goe
 
 from __future__ import annotations
 
+import math
 import time
 from datetime import UTC, datetime
 from typing import Protocol
@@ -43,6 +44,14 @@ def format_time(seconds: float) -> str:
     """RFC 3339 UTC with milliseconds: 2026-11-30T07:00:00.123Z."""
     # isoformat truncates to milliseconds, as strftime of the parts did, at a third of the cost
     return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="milliseconds")[:-6] + "Z"
+
+
+def stamp_after(latest: float | None, now: float) -> float:
+    """`now`, or the next millisecond after `latest` (the newest time already stored) when `now`
+    is not past it: what is written after the wall clock was set back still reads as newer."""
+    if latest is None or now > latest:
+        return now
+    return (math.floor(latest * 1000.0) + 1) / 1000.0
 
 
 def parse_time(text: str) -> float:

@@ -653,6 +653,27 @@ async def test_pending_approvals_expire_after_their_time_whatever_the_wall_clock
     assert [r["content"] for r in await search(orca, session)] == ["approved in time"]
 
 
+@pytest.mark.parametrize("change", ["save", "update"])
+async def test_a_correction_made_after_the_clock_went_back_still_ranks_first(
+    orca: InProcessDaemon, tmp_path: Path, clock: SettableClock, change: str
+) -> None:
+    session = await orca.open(tmp_path / "ws", mode="yolo")
+    await save(orca, session, "Logs are kept in Loki for 14 days.")
+    other = (await save(orca, session, "The frontend builds with vite."))["record"]
+    clock.advance(60)
+    clock.set_wall(-86400)  # NTP, a user or a resumed machine sets the clock back a day
+    correction = "Logs are now kept in Loki for 30 days."
+    if change == "save":
+        written = (await save(orca, session, correction))["record"]
+    else:
+        params = {**session, "action": "update", "id": other["id"], "content": correction}
+        written = (await orca.call("memory.manage", params))["record"]
+    assert written["updated_at"] > other["updated_at"]
+    turn = {**session, "turn_id": "t1", "prompt": "How long are logs kept in Loki?"}
+    deliberate = (await orca.call("recall", turn))["deliberate"]
+    assert deliberate[0]["content"] == correction
+
+
 async def test_only_the_proposing_session_can_approve(
     orca: InProcessDaemon, tmp_path: Path
 ) -> None:

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from structlog.testing import capture_logs
 
@@ -37,6 +38,7 @@ from orcad.capture.projections import (
     rebuild_index,
     render_markdown,
 )
+from orcad.clock import format_time
 from orcad.query import distinct_terms
 from orcad.recall import project_cache
 from orcad.recall.automatic import ProjectMemorySearch, fact_embedder
@@ -205,7 +207,11 @@ def test_search_stems_folds_diacritics_and_ranks(tmp_path: Path, cache: ProjectC
 def test_equal_ranks_come_newest_first(tmp_path: Path, cache: ProjectCache) -> None:
     ledger = with_facts(Ledger(), "alpha beta", now=10.0)
     ledger = with_facts(ledger, "alpha gamma", now=30.0)
-    ledger = with_facts(ledger, "alpha delta", now=20.0)
+    ledger = with_facts(ledger, "alpha delta", now=40.0)
+    # recorded before the one above it, as a ledger an older orcad merged after the wall clock
+    # was set back may hold: the index orders by the time, not by the line
+    last = msgspec.structs.replace(ledger.candidates[-1], recorded_at=format_time(20.0))
+    ledger = Ledger(ledger.revision, (*ledger.candidates[:-1], last), ledger.merged_jobs)
     commit(tmp_path, ledger)
     found = search_index(cache, tmp_path, ["alpha"], 10, ledger.fingerprint)
     assert len({rank for _, rank in found}) == 1

@@ -149,7 +149,7 @@ def test_a_correction_published_after_the_clock_went_back_still_ranks_first(
     result = agent.recall("How long are logs kept in Loki?")
     assert texts(result)[0] == "Logs are now kept in Loki for 30 days."
     candidates = read_ledger(directory).candidates
-    assert candidates[1].recorded_at >= candidates[0].recorded_at
+    assert candidates[1].recorded_at > candidates[0].recorded_at
 
 
 def test_recall_with_nothing_relevant_injects_nothing(daemon: DaemonProcess, workdir: Path) -> None:

@@ -37,7 +37,7 @@ import msgspec
 
 from orcad import limits
 from orcad.capture.fact_folding import fold_compatibility_forms
-from orcad.clock import format_time, parse_time
+from orcad.clock import format_time, parse_time, stamp_after
 from orcad.durable_files import (
     FileSignature,
     file_signature,
@@ -203,7 +203,8 @@ def merge_job_candidates(
     is already in the ledger, or earlier in the same job, or was forgotten while the job waited
     (its `forgotten_digest` is in `forgotten`) are dropped (`duplicates`); near
     duplicates are kept with their own provenance. Only the newest 128 candidates are kept.
-    They are recorded at `now`, or at the newest time already in the ledger if that is later.
+    They are recorded at `now`, or just after the newest time in the ledger if `now` is not past
+    it.
     A job already merged adds nothing and returns the counts of its first merge with
     `replayed=True` and the ledger unchanged (publish after a crash is idempotent).
     """
@@ -214,8 +215,8 @@ def merge_job_candidates(
     known = {_current_key(candidate) for candidate in ledger.candidates}
     # never before a candidate merged earlier, should the wall clock have been set back since:
     # recall takes the newer of two near-duplicates for the correction of the other
-    latest = max((parse_time(c.recorded_at) for c in ledger.candidates), default=now)
-    recorded_at = format_time(max(now, latest))
+    latest = max((parse_time(c.recorded_at) for c in ledger.candidates), default=None)
+    recorded_at = format_time(stamp_after(latest, now))
     added: list[CandidateRecord] = []
     duplicates = rejected = 0
     for fact in facts:

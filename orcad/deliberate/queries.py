@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 import msgspec
 
+from orcad.clock import stamp_after
 from orcad.limits import QUERY_MAX_TERMS
 from orcad.query import (
     POSTINGS_BUDGET,
@@ -195,9 +196,20 @@ def same_content_record(
     return record_from_row(row) if row else None
 
 
+def _not_before_latest(connection: sqlite3.Connection, now: float) -> float:
+    """`now`, or just after the newest `updated_at` stored if `now` is not past it: a record
+    written after the wall clock was set back is still the newer one (recall takes the newer of
+    two alike records for the correction of the other). Read by the index on `updated_at`."""
+    latest = connection.execute("SELECT max(updated_at) FROM memories").fetchone()[0]
+    return stamp_after(None if latest is None else float(latest), now)
+
+
 def insert_record(connection: sqlite3.Connection, record: StoredRecord) -> StoredRecord:
     try:
         with connection:
+            stamp = _not_before_latest(connection, record.updated_at)
+            if stamp != record.updated_at:
+                record = msgspec.structs.replace(record, created_at=stamp, updated_at=stamp)
             connection.execute(
                 _INSERT,
                 (
@@ -238,6 +250,7 @@ def update_record(
     )
     try:
         with connection:
+            now = _not_before_latest(connection, now)
             row = connection.execute(
                 statement,
                 {"id": public_id, "content": content, "kind": kind, "now": now, **shown},

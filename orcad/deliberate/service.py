@@ -306,7 +306,7 @@ class DeliberateMemory:
                 updated_at=now,
             )
             try:
-                await self.store.insert(record)
+                record = await self.store.insert(record)  # as stored: its time may be later
             except DuplicateRecord:
                 existing = await self.store.same_content(record.workspace_id, record.content)
                 if existing is None:
