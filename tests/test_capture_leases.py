@@ -9,6 +9,7 @@ import pytest
 
 from orcad import limits
 from orcad.capture import leases, schedule
+from orcad.capture.deadlines import JobDeadlines
 from orcad.capture.records import JobRecord, Provenance, PublishOutcome, new_job
 from orcad.capture.schedule import JobView, PoolState, plan, view_of
 from orcad.clock import format_time, parse_time
@@ -327,3 +328,55 @@ def test_only_committed_jobs_beyond_the_newest_128_are_pruned() -> None:
     pruned = schedule.committed_jobs_to_prune([*others, *committed])
     assert pruned == [committed[0].job_id, committed[1].job_id]
     assert schedule.committed_jobs_to_prune(committed[:128]) == []
+
+
+# --- waits timed on the monotonic clock too (JobDeadlines) --------------------------------------
+
+
+def test_a_lease_noted_here_ends_on_time_when_the_wall_clock_goes_back() -> None:
+    deadlines = JobDeadlines()
+    held = claimed(job(), now=T0)
+    deadlines.note(held, T0, 100.0)
+    back = T0 - 86400.0  # the wall clock set back a day
+    # LEASE - 1 s later by the monotonic clock: still held, by the token that holds it
+    honoured = deadlines.honoured(held, back + LEASE - 1, 100.0 + LEASE - 1)
+    assert not leases.is_claimable(honoured, back + LEASE - 1)
+    leases.check_holder(honoured, token_of(held), back + LEASE - 1)
+    # its end: over, on the wall clock as it reads now
+    honoured = deadlines.honoured(held, back + LEASE, 100.0 + LEASE)
+    assert leases.is_claimable(honoured, back + LEASE)
+    with pytest.raises(LeaseLost):
+        leases.check_holder(honoured, token_of(held), back + LEASE)
+    view = deadlines.honoured_view(view_of(held), back + LEASE, 100.0 + LEASE)
+    assert plan(back + LEASE, PoolState(jobs=(view,))).claim == (view,)
+    # a clock set forward ends it as the stored time says, as before
+    forward = deadlines.honoured(held, T0 + LEASE, 101.0)
+    assert leases.is_claimable(forward, T0 + LEASE)
+
+
+def test_noted_waits_are_kept_while_either_clock_needs_them_and_no_longer() -> None:
+    deadlines = JobDeadlines()
+    held = claimed(job(), now=T0)
+    deadlines.note(held, T0, 0.0)
+    deadlines.prune(T0 - 86400.0 + LEASE, LEASE)  # over by the monotonic clock only
+    assert len(deadlines) == 1
+    back = T0 - 86400.0 + LEASE
+    assert leases.is_claimable(deadlines.honoured(held, back, LEASE), back)
+    deadlines.prune(T0 + LEASE, 86400.0 + LEASE)  # over by both
+    assert len(deadlines) == 0
+    # a job written again without a lease forgets its lease's end at once
+    deadlines.note(held, T0, 0.0)
+    deadlines.note(leases.release(held, token=token_of(held), now=T0 + 1), T0 + 1, 1.0)
+    assert len(deadlines) == 0
+
+
+def test_a_wait_not_noted_here_or_changed_since_is_honoured_as_stored() -> None:
+    deadlines = JobDeadlines()
+    held = claimed(job(), now=T0)
+    assert deadlines.honoured(held, T0 - 86400.0, 1e6) is held
+    deadlines.note(held, T0, 0.0)
+    assert held.lease is not None
+    renewed_elsewhere = msgspec.structs.replace(
+        held, lease=msgspec.structs.replace(held.lease, expires_at=format_time(T0 + 2 * LEASE))
+    )
+    assert deadlines.honoured(renewed_elsewhere, T0 - 86400.0, 1e6) is renewed_elsewhere

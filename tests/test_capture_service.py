@@ -24,6 +24,7 @@ from orcad.config import Config, ExtractionConfig
 from orcad.errors import NotFound
 from orcad.identity import ProjectIdentity, derive_project
 from orcad.session_snapshot import Session
+from protocol.errors import RemoteError
 from protocol.types import ProjectsInspectParams
 from tests.deliberate_helpers import InProcessDaemon, SettableClock
 from tests.test_recall_daemon import add_facts
@@ -328,5 +329,56 @@ async def test_a_forget_whose_snapshot_purge_must_wait_is_applied_and_purged_lat
         assert "quartz-lemur-17" not in (await orca.call("recall", turn))["context"]
         await orca.features.recall.snapshots.flush()  # what the writer does next
         assert b"quartz-lemur-17" not in orca.paths.state_db.read_bytes()
+    finally:
+        await orca.aclose()
+
+
+@pytest.mark.parametrize("wait", ["lease", "back_off"])
+async def test_a_wait_ends_on_time_when_the_wall_clock_is_set_back(
+    tmp_path: Path, wait: str
+) -> None:
+    """A lease whose worker died, or a back-off after a failed attempt, ends when it was set
+    to, not a day later, when the wall clock was set back a day meanwhile; the worker that
+    held the lease is fenced."""
+    clock = SettableClock()
+    orca = InProcessDaemon(tmp_path, clock)
+    try:
+        workdir = tmp_path / "ws"
+        await trio.Path(workdir).mkdir()
+        opened = await orca.call("session.open", {"cwd": str(workdir)})
+        session = {"session_id": opened["session_id"], "epoch": opened["epoch"]}
+        turn = {
+            **session,
+            "turn_id": "t1",
+            "outcome": "succeeded",
+            "verifier": "passed",
+            "transcript_committed": True,
+            "messages": [
+                {"role": "user", "content": "We deploy with make release."},
+                {"role": "assistant", "content": "Understood."},
+            ],
+        }
+        job_id = (await orca.call("turn.completed", turn))["job_id"]
+        claimed = await orca.call("jobs.claim", {"worker": "gone", "lease_s": 60})
+        token = claimed["lease"]["token"]
+        before, after = 59.5, 60.5  # the lease's end
+        if wait == "back_off":
+            await orca.call("jobs.fail", {"job_id": job_id, "token": token, "error": "x"})
+            # the first back-off is half to all of the base, by its jitter
+            before, after = limits.DEFAULT_RETRY_BASE_S / 2 - 0.1, limits.DEFAULT_RETRY_BASE_S
+        clock.set_wall(-86400.0)  # NTP, a user or a resumed machine sets the clock back a day
+        clock.advance(before)
+        assert (await orca.call("jobs.claim", {"worker": "w", "lease_s": 60}))["job"] is None
+        clock.advance(after - before)
+        again = await orca.call("jobs.claim", {"worker": "w", "lease_s": 60})
+        assert again["job"] is not None and again["job"]["job_id"] == job_id
+        assert again["lease"]["token"] > token
+        stale = {"job_id": job_id, "token": token, "output": "", "provider": "p", "model": ""}
+        with pytest.raises(RemoteError) as caught:
+            await orca.call("jobs.publish", stale)
+        assert caught.value.error.code == -32011
+        fresh = {**stale, "token": again["lease"]["token"]}
+        fresh["output"] = '{"category": "project", "fact": "Deploys run make release."}'
+        assert (await orca.call("jobs.publish", fresh))["added"] == 1
     finally:
         await orca.aclose()

@@ -24,6 +24,7 @@ import trio
 
 from orcad import limits
 from orcad.capture import leases, schedule
+from orcad.capture.deadlines import JobDeadlines
 from orcad.capture.index import JobIndex
 from orcad.capture.jobstore import (
     CorruptJobFile,
@@ -82,6 +83,7 @@ class LeaseEngine:
         self.busy_workers = 0
         self._held_until: dict[str, float] = {}  # project -> no claim before (lock/store failed)
         self._jitter = random.Random()  # spreads retries of jobs that failed together
+        self.deadlines = JobDeadlines()  # the waits written here, on the monotonic clock too
 
     # --- start ------------------------------------------------------------------------------
 
@@ -183,14 +185,18 @@ class LeaseEngine:
         A job that ends there (exhausted or cancelled) may take the oldest such job file of
         its project past ENDED_JOBS_KEPT with it."""
         ended: list[bool] = []
+        written: list[tuple[float, float]] = []  # (wall, monotonic) of the write
 
         def work(directory: Path) -> JobRecord:
             job = read_job(directory, job_id)
             if job is None:
                 raise NotFound(f"job {job_id} no longer exists")
-            changed = rule(job, self.clock.now())
+            now, elapsed = self.clock.now(), self.clock.monotonic()
+            job = self.deadlines.honoured(job, now, elapsed)
+            changed = rule(job, now)
             if changed is not job:
                 write_job(directory, changed)
+                written.append((now, elapsed))
             ended.append(changed.state in ENDED_STATES and job.state not in ENDED_STATES)
             return changed
 
@@ -209,6 +215,8 @@ class LeaseEngine:
                 self._mark_damaged(damaged_job_file(project_id, job_id, exc))
                 raise
             self.index.put(changed)  # before another task can take the project's turn
+            if written:
+                self.deadlines.note(changed, *written[0])
             if ended == [True]:
                 await self._prune_ended(project_id)
         return changed
@@ -246,10 +254,14 @@ class LeaseEngine:
 
         When a project's jobs were held back for a damaged ledger, the pass asks to be
         repeated after reschedule_s, to notice the file being fixed or moved aside."""
-        now = self.clock.now()
+        now, elapsed = self.clock.now(), self.clock.monotonic()
         self._held_until = {p: at for p, at in self._held_until.items() if at > now}
+        self.deadlines.prune(now, elapsed)
         state = PoolState(
-            jobs=tuple(self.index.views(project_id)),
+            jobs=tuple(
+                self.deadlines.honoured_view(view, now, elapsed)
+                for view in self.index.views(project_id)
+            ),
             running=running,
             retry_at=retry_at,
             held_until=dict(self._held_until),
@@ -418,16 +430,21 @@ class LeaseEngine:
                 self.embed_facts, texts, self.projects.project_dir(project_id)
             )
 
+        written: list[tuple[float, float]] = []  # (wall, monotonic) of the publish
+
         def work(directory: Path) -> tuple[Published, LedgerFileState]:
+            now, elapsed = self.clock.now(), self.clock.monotonic()
+            written.append((now, elapsed))
             published = publish_job(
                 directory,
                 job_id=job_id,
                 token=token,
                 facts=facts,
                 provenance=provenance,
-                now=self.clock.now(),
+                now=now,
                 project_views=project_views,
                 vectors=vectors,
+                honoured=lambda job: self.deadlines.honoured(job, now, elapsed),
             )
             return published, ledger_file_state(directory)
 
@@ -443,6 +460,7 @@ class LeaseEngine:
             self.projects.ledger_written(project_id, ledger_state)
             self.index.drop(published.pruned)
             self.index.put(published.result.job)
+            self.deadlines.note(published.result.job, *written[0])
         result, pruned = published.result, published.pruned
         for problem in published.problems:
             self.problems.report("projection_failed", problem)

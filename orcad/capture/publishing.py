@@ -9,7 +9,7 @@ newest 128 pruned; then the projections, whose failure never undoes the commit.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import msgspec
@@ -53,15 +53,19 @@ def publish_job(
     now: float,
     project_views: Sequence[JobView],
     vectors: IndexVectors | None = None,
+    honoured: Callable[[JobRecord], JobRecord] | None = None,
 ) -> Published:
     """Commit `facts` for the job if `token` still holds its lease (LeaseLost otherwise).
 
     Blocking; call with the project lock held. `project_views` are the project's other jobs as
-    indexed, for retention; `vectors` are the facts' embeddings, for the index.
+    indexed, for retention; `vectors` are the facts' embeddings, for the index; `honoured`
+    gives the job with its lease as the daemon honours it now (JobDeadlines.honoured).
     """
     job = read_job(directory, job_id)
     if job is None:
         raise NotFound(f"job {job_id} no longer exists")
+    if honoured is not None:
+        job = honoured(job)
     leases.check_holder(job, token, now)  # fencing, where the write happens
     # a command line (the command provider's model) or a worker's own name can carry a key
     provenance = Provenance(

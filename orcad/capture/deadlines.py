@@ -1,0 +1,102 @@
+"""The job waits this daemon set (a lease's expiry, a retry's `not_before`), also timed on the
+monotonic clock. Touched only from the event loop and the threads that hold a project's lock.
+
+A job file keeps its waits as wall-clock times, which stay readable and hold across restarts.
+A wall clock set back would stretch them, though: a lease granted for a minute just before the
+clock went back a day would hold its job for a day and a minute (its worker may have died), and
+a back-off as long. So the daemon notes, for every wait it writes, when it ends on the monotonic
+clock, and honours the earlier of the two: a wait never outlasts what it was set for, whatever
+the wall clock does meanwhile. A clock set forward ends waits early, as before (a lease that ran
+out is taken over, fenced). A wait this daemon did not write (one from before a start) is
+honoured as stored.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from orcad.capture.records import JobRecord
+from orcad.capture.schedule import JobView
+from orcad.clock import format_time, parse_time
+
+
+class _Noted(msgspec.Struct, frozen=True):
+    stored: str  # the wait as written in the job file: a later change of it is not this one
+    ends: float  # Clock.monotonic() when it ends
+
+
+class JobDeadlines:
+    def __init__(self) -> None:
+        self._leases: dict[str, _Noted] = {}  # job id -> its lease's expiry
+        self._not_before: dict[str, _Noted] = {}  # job id -> its not_before
+
+    def __len__(self) -> int:
+        return len(self._leases) + len(self._not_before)
+
+    def note(self, job: JobRecord, now: float, elapsed: float) -> None:
+        """`job` as just written at wall time `now`, monotonic time `elapsed`."""
+        lease = job.lease.expires_at if job.lease is not None else None
+        _note(self._leases, job.job_id, lease, now, elapsed)
+        _note(self._not_before, job.job_id, job.not_before, now, elapsed)
+
+    def honoured(self, job: JobRecord, now: float, elapsed: float) -> JobRecord:
+        """`job` with its waits as they are honoured at `now` (wall) and `elapsed` (monotonic):
+        a wait noted here ends no later than its monotonic end, in wall-clock terms now."""
+        lease = job.lease
+        if lease is not None:
+            expires = _honoured(self._leases.get(job.job_id), lease.expires_at, now, elapsed)
+            if expires != lease.expires_at:
+                job = msgspec.structs.replace(
+                    job, lease=msgspec.structs.replace(lease, expires_at=expires)
+                )
+        if job.not_before is not None:
+            not_before = _honoured(self._not_before.get(job.job_id), job.not_before, now, elapsed)
+            if not_before != job.not_before:
+                job = msgspec.structs.replace(job, not_before=not_before)
+        return job
+
+    def honoured_view(self, view: JobView, now: float, elapsed: float) -> JobView:
+        """A job's view with its waits as `honoured` takes them (for planning claims)."""
+        lease = self._leases.get(view.job_id)
+        not_before = self._not_before.get(view.job_id)
+        if lease is None and not_before is None:
+            return view
+        lease_expires = _earlier(view.lease_expires, lease, now, elapsed)
+        not_before_at = _earlier(view.not_before, not_before, now, elapsed)
+        if lease_expires == view.lease_expires and not_before_at == view.not_before:
+            return view
+        return msgspec.structs.replace(view, lease_expires=lease_expires, not_before=not_before_at)
+
+    def prune(self, now: float, elapsed: float) -> None:
+        """Forget the waits over on both clocks: honoured as stored, they are over too."""
+        for noted in (self._leases, self._not_before):
+            for job_id in [
+                job_id
+                for job_id, wait in noted.items()
+                if wait.ends <= elapsed and parse_time(wait.stored) <= now
+            ]:
+                del noted[job_id]
+
+
+def _note(
+    noted: dict[str, _Noted], job_id: str, stored: str | None, now: float, elapsed: float
+) -> None:
+    if stored is None:
+        noted.pop(job_id, None)
+    elif (held := noted.get(job_id)) is None or held.stored != stored:
+        noted[job_id] = _Noted(stored, elapsed + max(0.0, parse_time(stored) - now))
+
+
+def _honoured(noted: _Noted | None, stored: str, now: float, elapsed: float) -> str:
+    if noted is None or noted.stored != stored:
+        return stored
+    ends = now + max(0.0, noted.ends - elapsed)  # the monotonic end, on the wall clock now
+    return format_time(ends) if ends < parse_time(stored) else stored
+
+
+def _earlier(
+    stored: float | None, noted: _Noted | None, now: float, elapsed: float
+) -> float | None:
+    if stored is None or noted is None or parse_time(noted.stored) != stored:
+        return stored
+    return min(stored, now + max(0.0, noted.ends - elapsed))
