@@ -130,6 +130,7 @@ class Daemon:
     clock: Clock = field(default_factory=SystemClock)
     router: Router = field(default_factory=FaultRecordingRouter)
     started_at: float = 0.0
+    started_elapsed: float = 0.0  # Clock.monotonic() at the start: the uptime is timed on it
     recent_errors: collections.deque[RecentError] = field(
         default_factory=lambda: collections.deque(maxlen=RECENT_ERRORS_KEPT)
     )
@@ -159,6 +160,7 @@ class Daemon:
         self.run_in_background(self.sessions.run_sweeper)
         self.run_in_background(self.sessions.run_last_use_writer)
         self.started_at = self.clock.now()
+        self.started_elapsed = self.clock.monotonic()
         self.router.add("daemon.ping", self.ping, early=True)
         self.router.add("daemon.status", self.status_answer)
         self.router.add("session.open", self.open_session)
@@ -206,12 +208,11 @@ class Daemon:
 
     def status(self, params: StatusParams) -> StatusResult:
         capture = self.capture_status
-        now = self.clock.now()
         return StatusResult(
             version=__version__,
             pid=os.getpid(),
             started_at=format_time(self.started_at),
-            uptime_s=round(now - self.started_at, 3),
+            uptime_s=round(self.clock.monotonic() - self.started_elapsed, 3),
             socket=str(self.paths.socket),
             memory_root=str(self.paths.memory_root),
             deliberate_db=str(self.paths.deliberate_db),

@@ -15,7 +15,7 @@ from structlog.testing import capture_logs
 
 from orcad import limits
 from orcad.auto_memory_switch import AutoMemorySwitch
-from orcad.clock import SystemClock
+from orcad.clock import SystemClock, format_time
 from orcad.config import Config
 from orcad.errors import NotFound, StaleSession
 from orcad.session_snapshot import Session
@@ -558,5 +558,21 @@ async def test_a_sweep_that_deletes_as_many_rows_as_it_may_is_followed_soon_by_a
         took = trio.current_time() - started
         assert took == limits.SESSION_SWEEP_INTERVAL_S + 2 * limits.SESSION_SWEEP_CATCH_UP_S
         assert _rows(orca.paths.state_db) == {}
+    finally:
+        await orca.aclose()
+
+
+@pytest.mark.parametrize("wall_step", [-86400.0, 86400.0])
+async def test_the_uptime_counts_the_time_run_whatever_the_wall_clock_does(
+    tmp_path: Path, wall_step: float
+) -> None:
+    clock = SettableClock()
+    orca = InProcessDaemon(tmp_path, clock)
+    try:
+        clock.advance(5.0)
+        clock.set_wall(wall_step)  # NTP, a user or a resumed machine sets the clock
+        status = await orca.call("daemon.status", {})
+        assert status["uptime_s"] == 5.0
+        assert status["started_at"] == format_time(1_800_000_000.0)
     finally:
         await orca.aclose()
