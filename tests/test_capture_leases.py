@@ -349,9 +349,16 @@ def test_a_lease_noted_here_ends_on_time_when_the_wall_clock_goes_back() -> None
         leases.check_holder(honoured, token_of(held), back + LEASE)
     view = deadlines.honoured_view(view_of(held), back + LEASE, 100.0 + LEASE)
     assert plan(back + LEASE, PoolState(jobs=(view,))).claim == (view,)
-    # a clock set forward ends it as the stored time says, as before
-    forward = deadlines.honoured(held, T0 + LEASE, 101.0)
-    assert leases.is_claimable(forward, T0 + LEASE)
+    # set forward a day instead, the clock does not end it early either
+    ahead = T0 + 86400.0 + 1
+    forward = deadlines.honoured(held, ahead, 101.0)
+    assert not leases.is_claimable(forward, ahead)
+    leases.check_holder(forward, token_of(held), ahead)
+    view = deadlines.honoured_view(view_of(held), ahead, 101.0)
+    assert plan(ahead, PoolState(jobs=(view,))) == schedule.Plan(
+        claim=(), wake_at=ahead + LEASE - 1
+    )
+    assert leases.is_claimable(deadlines.honoured(held, ahead, 100.0 + LEASE), ahead)
 
 
 def test_noted_waits_are_kept_while_either_clock_needs_them_and_no_longer() -> None:

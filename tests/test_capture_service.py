@@ -333,6 +333,45 @@ async def test_a_forget_whose_snapshot_purge_must_wait_is_applied_and_purged_lat
         await orca.aclose()
 
 
+async def test_a_lease_still_runs_when_the_wall_clock_is_set_forward(tmp_path: Path) -> None:
+    """A worker that holds a lease for a minute publishes within that minute, though the wall
+    clock was set a day forward meanwhile: its answer is not thrown away, nor its attempt
+    counted as failed."""
+    clock = SettableClock()
+    orca = InProcessDaemon(tmp_path, clock)
+    try:
+        job_id = await _admitted_turn(orca, tmp_path / "ws")
+        claimed = await orca.call("jobs.claim", {"worker": "w", "lease_s": 60})
+        clock.set_wall(86400.0)
+        clock.advance(30.0)
+        assert (await orca.call("jobs.claim", {"worker": "other", "lease_s": 60}))["job"] is None
+        output = '{"category": "project", "fact": "Deploys run make release."}'
+        token = claimed["lease"]["token"]
+        publish = {"job_id": job_id, "token": token, "output": output, "provider": "p"}
+        assert (await orca.call("jobs.publish", {**publish, "model": ""}))["added"] == 1
+    finally:
+        await orca.aclose()
+
+
+async def _admitted_turn(orca: InProcessDaemon, workdir: Path) -> str:
+    await trio.Path(workdir).mkdir()
+    opened = await orca.call("session.open", {"cwd": str(workdir)})
+    turn = {
+        "session_id": opened["session_id"],
+        "epoch": opened["epoch"],
+        "turn_id": "t1",
+        "outcome": "succeeded",
+        "verifier": "passed",
+        "transcript_committed": True,
+        "messages": [
+            {"role": "user", "content": "We deploy with make release."},
+            {"role": "assistant", "content": "Understood."},
+        ],
+    }
+    job_id: str = (await orca.call("turn.completed", turn))["job_id"]
+    return job_id
+
+
 @pytest.mark.parametrize("wait", ["lease", "back_off"])
 async def test_a_wait_ends_on_time_when_the_wall_clock_is_set_back(
     tmp_path: Path, wait: str
@@ -343,22 +382,7 @@ async def test_a_wait_ends_on_time_when_the_wall_clock_is_set_back(
     clock = SettableClock()
     orca = InProcessDaemon(tmp_path, clock)
     try:
-        workdir = tmp_path / "ws"
-        await trio.Path(workdir).mkdir()
-        opened = await orca.call("session.open", {"cwd": str(workdir)})
-        session = {"session_id": opened["session_id"], "epoch": opened["epoch"]}
-        turn = {
-            **session,
-            "turn_id": "t1",
-            "outcome": "succeeded",
-            "verifier": "passed",
-            "transcript_committed": True,
-            "messages": [
-                {"role": "user", "content": "We deploy with make release."},
-                {"role": "assistant", "content": "Understood."},
-            ],
-        }
-        job_id = (await orca.call("turn.completed", turn))["job_id"]
+        job_id = await _admitted_turn(orca, tmp_path / "ws")
         claimed = await orca.call("jobs.claim", {"worker": "gone", "lease_s": 60})
         token = claimed["lease"]["token"]
         before, after = 59.5, 60.5  # the lease's end

@@ -4,11 +4,12 @@ monotonic clock. Touched only from the event loop and the threads that hold a pr
 A job file keeps its waits as wall-clock times, which stay readable and hold across restarts.
 A wall clock set back would stretch them, though: a lease granted for a minute just before the
 clock went back a day would hold its job for a day and a minute (its worker may have died), and
-a back-off as long. So the daemon notes, for every wait it writes, when it ends on the monotonic
-clock, and honours the earlier of the two: a wait never outlasts what it was set for, whatever
-the wall clock does meanwhile. A clock set forward ends waits early, as before (a lease that ran
-out is taken over, fenced). A wait this daemon did not write (one from before a start) is
-honoured as stored.
+a back-off as long; set forward, it would end them at once (the provider's answer to a running
+attempt thrown away, and the attempt counted as failed). So the daemon notes, for every wait it
+writes, when it ends on the monotonic clock, and honours that end, taken in wall-clock terms at
+the time of the look: a wait lasts what it was set for, whatever the wall clock does meanwhile.
+A wait this daemon did not write (one from before a start, or a file changed behind its back)
+is honoured as stored.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ import msgspec
 from orcad.capture.records import JobRecord
 from orcad.capture.schedule import JobView
 from orcad.clock import format_time, parse_time
+
+_SAME_S = 0.001  # stored times have milliseconds: closer than that, the stored one is kept
 
 
 class _Noted(msgspec.Struct, frozen=True):
@@ -41,7 +44,7 @@ class JobDeadlines:
 
     def honoured(self, job: JobRecord, now: float, elapsed: float) -> JobRecord:
         """`job` with its waits as they are honoured at `now` (wall) and `elapsed` (monotonic):
-        a wait noted here ends no later than its monotonic end, in wall-clock terms now."""
+        a wait noted here ends at its monotonic end, in wall-clock terms now."""
         lease = job.lease
         if lease is not None:
             expires = _honoured(self._leases.get(job.job_id), lease.expires_at, now, elapsed)
@@ -61,8 +64,8 @@ class JobDeadlines:
         not_before = self._not_before.get(view.job_id)
         if lease is None and not_before is None:
             return view
-        lease_expires = _earlier(view.lease_expires, lease, now, elapsed)
-        not_before_at = _earlier(view.not_before, not_before, now, elapsed)
+        lease_expires = _in_wall_terms(view.lease_expires, lease, now, elapsed)
+        not_before_at = _in_wall_terms(view.not_before, not_before, now, elapsed)
         if lease_expires == view.lease_expires and not_before_at == view.not_before:
             return view
         return msgspec.structs.replace(view, lease_expires=lease_expires, not_before=not_before_at)
@@ -91,12 +94,12 @@ def _honoured(noted: _Noted | None, stored: str, now: float, elapsed: float) -> 
     if noted is None or noted.stored != stored:
         return stored
     ends = now + max(0.0, noted.ends - elapsed)  # the monotonic end, on the wall clock now
-    return format_time(ends) if ends < parse_time(stored) else stored
+    return format_time(ends) if abs(ends - parse_time(stored)) >= _SAME_S else stored
 
 
-def _earlier(
+def _in_wall_terms(
     stored: float | None, noted: _Noted | None, now: float, elapsed: float
 ) -> float | None:
     if stored is None or noted is None or parse_time(noted.stored) != stored:
         return stored
-    return min(stored, now + max(0.0, noted.ends - elapsed))
+    return now + max(0.0, noted.ends - elapsed)
