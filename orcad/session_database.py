@@ -168,6 +168,10 @@ class SessionDatabase:
         self._cache: collections.OrderedDict[str, Session] = collections.OrderedDict()
         self._open_epochs: dict[str, int] = {}  # session id -> its open epoch (daemon.status)
         self._last_used: dict[str, float] = {}  # session id -> time of its latest call
+        # session id -> Clock.monotonic() of its latest call in this process: the idle expiry
+        # is timed on it, as a wall clock set forward would end every session at once and one
+        # set back would keep them all open as much longer (the wall time is what is stored)
+        self._last_call_elapsed: dict[str, float] = {}
         self._stored_last_use: dict[str, float] = {}  # session id -> that time in its row
         self._last_use_due = trio.Event()  # a stored time trails its last call: write it
         # while count_open_rows runs: the sessions closed or pruned meanwhile (not to count)
@@ -264,18 +268,26 @@ class SessionDatabase:
         return await self._db.run(work)
 
     def _idle(self, session_id: str, now: float) -> bool:
+        """Whether the session had no call for the idle expiry: timed on the monotonic clock
+        since a call in this process, else (a session not called since the start) on the wall
+        clock from its stored last call."""
+        elapsed = self._last_call_elapsed.get(session_id)
+        if elapsed is not None:
+            return self._clock.monotonic() - elapsed > self.idle_expiry_s
         last = self._last_used.get(session_id)
         return last is not None and now - last > self.idle_expiry_s
 
     def _used(self, session_id: str, now: float) -> None:
         """A call at `now`; the writer is woken once the stored time trails it too far."""
         self._last_used[session_id] = now
+        self._last_call_elapsed[session_id] = self._clock.monotonic()
         stored = self._stored_last_use.get(session_id, -math.inf)
         if now - stored >= limits.SESSION_LAST_USE_WRITE_S:
             self._last_use_due.set()
 
     def _forget_use(self, session_id: str) -> None:
         self._last_used.pop(session_id, None)
+        self._last_call_elapsed.pop(session_id, None)
         self._stored_last_use.pop(session_id, None)
 
     def expire_idle(self) -> list[str]:

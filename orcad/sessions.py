@@ -152,6 +152,7 @@ class SessionStore(SessionDatabase):
             self._used(session_id, now)
         else:  # written with the row
             self._last_used[session_id] = self._stored_last_use[session_id] = now
+            self._last_call_elapsed[session_id] = self._clock.monotonic()
         if joined:
             log.info("session.joined", session_id=session_id, epoch=session.epoch, revived=False)
         else:

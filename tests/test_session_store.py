@@ -236,6 +236,29 @@ async def test_the_last_use_is_stored_once_it_trails_by_the_interval_and_at_a_cl
     restarted.close()
 
 
+@pytest.mark.parametrize("wall_step", [-86400.0, 86400.0])
+async def test_the_idle_expiry_counts_the_time_without_a_call_whatever_the_wall_clock_does(
+    tmp_path: Path, wall_step: float
+) -> None:
+    clock = SettableClock()
+    store = SessionStore(tmp_path / "state.sqlite3", clock)
+    switch = AutoMemorySwitch(tmp_path / "config.toml", Config())
+    opened = await store.open(SessionOpenParams(cwd=str(tmp_path), session_id="ses_a"), switch)
+    called = await store.open(SessionOpenParams(cwd=str(tmp_path), session_id="ses_b"), switch)
+    clock.advance(60)
+    await store.require("ses_b", called.epoch)
+    clock.set_wall(wall_step)  # NTP, a user or a resumed machine sets the clock
+    clock.advance(store.idle_expiry_s - 60)  # "ses_a" idle for exactly the expiry: still open
+    assert (await store.require("ses_a", opened.epoch)).closed is False
+    clock.advance(61)  # "ses_b" idle for a second past it
+    assert store.expire_idle() == ["ses_b"]
+    with pytest.raises(NotFound, match="expired"):
+        await store.require("ses_b", called.epoch)
+    assert (await store.require("ses_a", opened.epoch)).closed is False
+    assert store.open_count == 1
+    store.close()
+
+
 async def test_an_upgrade_from_a_version_that_stored_the_last_use_hourly_expires_no_session_in_use(
     tmp_path: Path,
 ) -> None:
