@@ -353,13 +353,38 @@ async def test_a_lease_still_runs_when_the_wall_clock_is_set_forward(tmp_path: P
         await orca.aclose()
 
 
-async def _admitted_turn(orca: InProcessDaemon, workdir: Path) -> str:
-    await trio.Path(workdir).mkdir()
-    opened = await orca.call("session.open", {"cwd": str(workdir)})
+async def test_the_job_committed_last_is_kept_when_the_wall_clock_was_set_back(
+    tmp_path: Path,
+) -> None:
+    """Retention keeps the newest committed job files: the one committed after the wall clock
+    went back is the newest, not the first to go."""
+    clock = SettableClock()
+    orca = InProcessDaemon(tmp_path, clock)
+    output = '{"category": "project", "fact": "Deploys run make release."}'
+    try:
+        job_ids = []
+        for n in range(limits.COMMITTED_JOBS_KEPT + 1):
+            if n == limits.COMMITTED_JOBS_KEPT:
+                clock.set_wall(-86400.0)  # NTP, a user or a resumed machine sets it back
+            job_ids.append(await _admitted_turn(orca, tmp_path / "ws", f"t{n}"))
+            claimed = await orca.call("jobs.claim", {"worker": "w", "lease_s": 60})
+            token = claimed["lease"]["token"]
+            publish = {"job_id": job_ids[-1], "token": token, "output": output}
+            await orca.call("jobs.publish", {**publish, "provider": "p", "model": ""})
+            clock.advance(1.0)
+        kept = {job["job_id"] for job in (await orca.call("jobs.list", {}))["jobs"]}
+        assert kept == set(job_ids[1:])
+    finally:
+        await orca.aclose()
+
+
+async def _admitted_turn(orca: InProcessDaemon, workdir: Path, turn_id: str = "t1") -> str:
+    await trio.Path(workdir).mkdir(exist_ok=True)
+    opened = await orca.call("session.open", {"cwd": str(workdir), "session_id": "ses_a"})
     turn = {
         "session_id": opened["session_id"],
         "epoch": opened["epoch"],
-        "turn_id": "t1",
+        "turn_id": turn_id,
         "outcome": "succeeded",
         "verifier": "passed",
         "transcript_committed": True,

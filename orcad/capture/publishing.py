@@ -22,6 +22,7 @@ from orcad.capture.ledger import merge_job_candidates, read_ledger, write_ledger
 from orcad.capture.projections import IndexVectors, publish_projections
 from orcad.capture.records import JobRecord, Provenance, PublishOutcome
 from orcad.capture.schedule import JobView, view_of
+from orcad.clock import format_time, stamp_after
 from orcad.errors import NotFound
 from orcad.failpoints import failpoint
 from orcad.secrets import redact, secret_kinds
@@ -98,6 +99,14 @@ def publish_job(
         added=merged.added, duplicates=merged.duplicates, rejected=merged.rejected
     )
     committed = leases.commit(job, token=token, now=now, provenance=provenance, outcome=outcome)
+    # retention keeps the newest commits by their time: this one is the newest, even when the
+    # wall clock was set back since the project's last commit
+    latest = max(
+        (v.committed_at for v in project_views if v.committed_at is not None), default=None
+    )
+    if (stamp := stamp_after(latest, now)) != now:
+        at = format_time(stamp)
+        committed = msgspec.structs.replace(committed, committed_at=at, updated_at=at)
     write_job(directory, committed)
     failpoint("publish.after_job_commit")
     others = [view for view in project_views if view.job_id != job_id]
