@@ -56,7 +56,7 @@ class SettableClock:
 class InProcessDaemon:
     """Requests go through the same JSON-RPC dispatcher the socket server uses."""
 
-    def __init__(self, root: Path, clock: SettableClock) -> None:
+    def __init__(self, root: Path, clock: SettableClock, config: Config | None = None) -> None:
         self.root = root
         self.clock = clock
         env = {
@@ -68,7 +68,7 @@ class InProcessDaemon:
         self.paths = resolve_paths(env)
         self.daemon: Daemon
         self.daemon, self.features = build_daemon(
-            self.paths, LoadedConfig(config=Config(), path=None, unknown_keys=[]), clock
+            self.paths, LoadedConfig(config=config or Config(), path=None, unknown_keys=[]), clock
         )
         self.dispatcher = Dispatcher(self.daemon.router)
 

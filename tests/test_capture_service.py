@@ -378,6 +378,33 @@ async def test_the_job_committed_last_is_kept_when_the_wall_clock_was_set_back(
         await orca.aclose()
 
 
+@pytest.mark.parametrize("wall_step", [-86400.0, 86400.0])
+async def test_the_barrier_waits_for_an_external_worker_about_whatever_the_wall_clock_does(
+    tmp_path: Path, wall_step: float
+) -> None:
+    """With no built-in workers, a recall waits for its session's queued job while an external
+    worker asked for one within lease_s and its back-off is over, also when the wall clock was
+    set back or forward since."""
+    clock = SettableClock()
+    config = Config(extraction=ExtractionConfig(workers=0, lease_s=60.0))
+    orca = InProcessDaemon(tmp_path, clock, config)
+    capture = orca.features.capture
+    try:
+        job_id = await _admitted_turn(orca, tmp_path / "ws")
+        claimed = await orca.call("jobs.claim", {"worker": "w", "lease_s": 60})
+        token = claimed["lease"]["token"]
+        await orca.call("jobs.fail", {"job_id": job_id, "token": token, "error": "x"})
+        clock.set_wall(wall_step)  # NTP, a user or a resumed machine sets the clock
+        clock.advance(limits.DEFAULT_RETRY_BASE_S)  # the back-off (1 to 2 s) is over
+        project_id = capture.index.project_of(job_id)
+        waited = await capture.wait_session_jobs("ses_a", project_id, 0.2)
+        assert waited == "timed_out"  # it was waited for, not skipped ("none")
+        clock.advance(60.0)  # no jobs.claim for lease_s: no external worker about now
+        assert await capture.wait_session_jobs("ses_a", project_id, 0.2) == "none"
+    finally:
+        await orca.aclose()
+
+
 async def _admitted_turn(orca: InProcessDaemon, workdir: Path, turn_id: str = "t1") -> str:
     await trio.Path(workdir).mkdir(exist_ok=True)
     opened = await orca.call("session.open", {"cwd": str(workdir), "session_id": "ses_a"})

@@ -115,7 +115,7 @@ class CaptureRoutes:
                 field="worker",
             )
         _check_project_id(params.project_id)
-        self.service.external_claim_at = self.service.clock.now()  # a worker is about
+        self.service.external_claim_at = self.service.clock.monotonic()  # a worker is about
         lease_s = params.lease_s or self.config.extraction.lease_s
         found = await self.service.leases.claim_pass(
             params.worker, lease_s, project_id=params.project_id

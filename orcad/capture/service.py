@@ -79,7 +79,7 @@ class CaptureService:
         )
         self.pool: WorkerPool | None = None
         self.provider_broken = False  # no provider could be built: no built-in worker runs
-        # when an external worker last called jobs.claim (wall clock): without built-in
+        # when an external worker last called jobs.claim (Clock.monotonic()): without built-in
         # workers, a queued job waits for one
         self.external_claim_at: float | None = None
 
@@ -107,7 +107,7 @@ class CaptureService:
         queued_may_run = True
         if any(view.state == "pending" for view in mine):
             queued_may_run = await self._jobs_may_run(project_id)
-        now = self.clock.now()
+        now, elapsed = self.clock.now(), self.clock.monotonic()
         return await self.index.wait_session_jobs(
             session_id,
             project_id,
@@ -115,7 +115,9 @@ class CaptureService:
             among={view.job_id for view in mine},
             cannot_finish=lambda view: (
                 (view.state == "pending" and not queued_may_run)
-                or self.cannot_finish(view, now, now + timeout)
+                or self.cannot_finish(
+                    self.leases.deadlines.honoured_view(view, now, elapsed), now, now + timeout
+                )
             ),
         )
 
@@ -140,15 +142,17 @@ class CaptureService:
         claimable = claimable_at(view, now)
         if self.provider_broken or (claimable is not None and claimable >= ends):
             return True
-        if self.config.extraction.workers == 0 and not self._external_worker_near(now):
+        if self.config.extraction.workers == 0 and not self._external_worker_near():
             return True
         return self.projects.held_for_damage(view)
 
-    def _external_worker_near(self, now: float) -> bool:
-        """Whether an external worker asked for a job within `lease_s` of `now` (one that
-        polls, or holds a lease it renews as often)."""
+    def _external_worker_near(self) -> bool:
+        """Whether an external worker asked for a job within the last `lease_s` (one that
+        polls, or holds a lease it renews as often): timed on the monotonic clock, which a
+        wall clock set back or forward does not move."""
         seen = self.external_claim_at
-        return seen is not None and abs(now - seen) <= self.config.extraction.lease_s
+        elapsed = self.clock.monotonic()
+        return seen is not None and elapsed - seen <= self.config.extraction.lease_s
 
     async def drop_vanished_everywhere(self) -> None:
         """drop_vanished for every job and project known (jobs.list, projects.list), and the
