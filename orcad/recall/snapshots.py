@@ -82,10 +82,12 @@ class SnapshotStore:
         self._persisted_keys: collections.OrderedDict[SnapshotKey, None] = collections.OrderedDict()
         self._keys_loaded = database_path is None
         self._in_flight: dict[SnapshotKey, trio.Event] = {}
-        # Purges counted, and the needles of those made while a recall was being taken: it may
-        # have read what they forget, and must not keep it (`get_or_take`).
+        # Purges counted, and the needles of those made while a recall was being taken or a
+        # snapshot read from the table: either may hold what they forget, and must not keep it
+        # (`get_or_take`, `_lookup`).
         self._purges = 0
         self._purged_while_taking: list[tuple[int, list[bytes]]] = []
+        self._reading = 0  # lookups waiting on the table
         # Needles of purges the database refused (its lock held by another process, say): tried
         # again before the table is next read or written; until then nothing holding one is read.
         self._owed: list[bytes] = []
@@ -144,12 +146,7 @@ class SnapshotStore:
             for _attempt in range(RETAKES_AFTER_PURGE + 1):
                 purges_before = self._purges
                 result = await take()
-                missed = [
-                    needle
-                    for count, needles in self._purged_while_taking
-                    if count > purges_before
-                    for needle in needles
-                ]
+                missed = self._purged_since(purges_before)
                 if not missed or not _holds(_encoder.encode(result), missed):
                     break
                 # memory forgotten while this recall read it: recall again, without it
@@ -163,9 +160,21 @@ class SnapshotStore:
             return result
         finally:
             del self._in_flight[key]
-            if not self._in_flight:
-                self._purged_while_taking.clear()
+            self._forget_purges_seen()
             done.set()
+
+    def _purged_since(self, purges_before: int) -> list[bytes]:
+        """The needles of the purges made since `purges_before` was counted."""
+        return [
+            needle
+            for count, needles in self._purged_while_taking
+            if count > purges_before
+            for needle in needles
+        ]
+
+    def _forget_purges_seen(self) -> None:
+        if not self._in_flight and not self._reading:
+            self._purged_while_taking.clear()
 
     async def _lookup(self, key: SnapshotKey) -> RecallResult | None:
         found = self._memory.get(key)
@@ -174,6 +183,28 @@ class SnapshotStore:
             return found
         if self._db is None:
             return None
+        # a purge made while the row is read may not have deleted it yet (it waits for the
+        # same connection): what it forgets must not come back into memory with the row
+        purges_before = self._purges
+        self._reading += 1
+        try:
+            stored = await self._read_stored(key)
+            missed = self._purged_since(purges_before)
+        finally:
+            self._reading -= 1
+            self._forget_purges_seen()
+        if stored is None:
+            return None
+        if missed and _holds(_encoder.encode(stored), missed):
+            return None  # forgotten while it was read: a fresh recall
+        if self._owed and _holds(_encoder.encode(stored), self._owed):
+            return None  # forgotten, though its purge is still owed: a fresh recall
+        self._remember(key, stored)
+        return stored
+
+    async def _read_stored(self, key: SnapshotKey) -> RecallResult | None:
+        """`key`'s snapshot in the table, if it is there."""
+        assert self._db is not None
         try:
             if self._owed:  # without waiting: a recall does not wait on another's lock
                 await self._purge_on_disk([], wait=False)
@@ -191,10 +222,6 @@ class SnapshotStore:
                 raise
             await self.on_corrupt(str(exc))  # a lost snapshot: this turn gets a fresh recall
             return None
-        if stored is not None and self._owed and _holds(_encoder.encode(stored), self._owed):
-            return None  # forgotten, though its purge is still owed: a fresh recall
-        if stored is not None:
-            self._remember(key, stored)
         return stored
 
     def _remember(self, key: SnapshotKey, result: RecallResult) -> None:
@@ -276,7 +303,7 @@ class SnapshotStore:
         if not needles:
             return 0
         self._purges += 1
-        if self._in_flight:
+        if self._in_flight or self._reading:
             self._purged_while_taking.append((self._purges, needles))
 
         def holds(result: RecallResult) -> bool:
