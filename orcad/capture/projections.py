@@ -32,7 +32,7 @@ from urllib.parse import quote
 import structlog
 
 from orcad import limits
-from orcad.capture.ledger import CandidateRecord, Ledger, ledger_path
+from orcad.capture.ledger import CandidateRecord, Ledger, ledger_path, read_ledger
 from orcad.capture.projects import FORGOTTEN_JOBS_FILE, JOBS_DIR
 from orcad.control_characters import escape_control_characters, escapes_as_words
 from orcad.durable_files import (
@@ -84,7 +84,7 @@ def publish_projections(
     Call after every successful `write_ledger`, still holding the project lock.
     """
     problems: list[str] = []
-    steps: tuple[tuple[str, Callable[[], None]], ...] = (
+    steps: tuple[tuple[str, Callable[[], object]], ...] = (
         (MARKDOWN_FILE, lambda: write_markdown(project_dir, ledger)),
         (INDEX_FILE, lambda: write_index(project_dir, ledger, vectors)),
     )
@@ -173,10 +173,16 @@ def write_index(
     ledger: Ledger,
     vectors: IndexVectors | None = None,
     previous: IndexVectors | None = None,
-) -> None:
+    *,
+    unlocked: bool = False,
+) -> bool:
     """Build a fresh index for `ledger` beside the old one and rename it into place. Its
     vectors: `vectors` (new facts) over those of `previous` (read from the old index unless
-    given) of the same model."""
+    given) of the same model.
+
+    `unlocked`: the caller does not hold the project lock, so the ledger may have been
+    replaced while the index was built; then the index is removed again
+    (`_remove_if_outdated`) and False returned."""
     target = index_path(project_dir)
     remove_index_leftovers(project_dir)
     if previous is None:
@@ -189,6 +195,7 @@ def write_index(
             for suffix in _INDEX_SIDE_FILES:  # a leftover journal must never apply to the new file
                 with contextlib.suppress(FileNotFoundError):
                     target.with_name(target.name + suffix).unlink()
+            placed = os.stat(temp)
             os.replace(temp, target)
             fsync_directory(project_dir)
         except (OSError, sqlite3.Error) as exc:
@@ -196,13 +203,44 @@ def write_index(
                 with contextlib.suppress(OSError):
                     leftover.unlink()
             raise StorageError(f"cannot write {target}: {exc}", path=str(target)) from exc
+    return not unlocked or not _remove_if_outdated(project_dir, ledger, placed)
 
 
-def rebuild_index(project_dir: Path, ledger: Ledger) -> None:
-    """Remove the index (and its -wal/-shm/-journal) and build it again from `ledger`.
+def _remove_if_outdated(project_dir: Path, ledger: Ledger, placed: os.stat_result) -> bool:
+    """Remove the index just renamed into place (`placed`) when the ledger it was built from
+    is no longer the project's. A forget (or publish) that wrote the ledger and its own index
+    while this one was built, renamed before this one, would otherwise be undone on disk: the
+    index would hold a forgotten fact's text until the next search rebuilt it. Without the
+    file, the next search builds it from the ledger as it is now. Whether the ledger had
+    changed."""
+    try:
+        current = read_ledger(project_dir).fingerprint
+    except StorageError:
+        current = None  # whatever the ledger holds now, it is not known to be this one
+    if current == ledger.fingerprint:
+        return False
+    target = index_path(project_dir)
+    try:
+        found = os.lstat(target)
+        if (found.st_dev, found.st_ino) == (placed.st_dev, placed.st_ino):
+            target.unlink()
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        raise StorageError(f"cannot remove {target}: {exc.strerror}", path=str(target)) from exc
+    log.info("index.outdated_removed", project_dir=str(project_dir), revision=ledger.revision)
+    return True
 
-    Safe without the project lock: if a concurrent publish wins the rename, the index is
-    merely stale and the next check rebuilds it. Raises StorageError when it cannot.
+
+def rebuild_index(project_dir: Path, ledger: Ledger, *, unlocked: bool = False) -> bool:
+    """Remove the index (and its -wal/-shm/-journal) and build it again from `ledger`;
+    whether it stands once built.
+
+    Safe without the project lock (`unlocked`, with `ledger` as read from the project): if a
+    concurrent publish wins the rename, the index is merely stale and the next check rebuilds
+    it; if the ledger was replaced before this rename (a forget or publish that wrote its own
+    index meanwhile), the index built here is removed again, since it may hold a fact
+    forgotten since, and False returned. Raises StorageError when it cannot.
     """
     target = index_path(project_dir)
     previous = read_index_vectors(target)  # what can be read of it before it goes
@@ -214,8 +252,11 @@ def rebuild_index(project_dir: Path, ledger: Ledger) -> None:
             pass
         except OSError as exc:
             raise StorageError(f"cannot remove {path}: {exc.strerror}", path=str(path)) from exc
-    write_index(project_dir, ledger, previous=previous or IndexVectors("", {}))
+    placed = write_index(
+        project_dir, ledger, previous=previous or IndexVectors("", {}), unlocked=unlocked
+    )
     log.info("index.rebuilt", project_dir=str(project_dir), revision=ledger.revision)
+    return placed
 
 
 def index_state(project_dir: Path, ledger: Ledger) -> IndexState:

@@ -190,21 +190,25 @@ class ProjectMemorySearch:
         if self._caches.use_index:
             try:
                 ids = self._index_ids(directory, ledger, cache, terms, limit)
-                return [cache.records[i] for i in ids if i in cache.records]
             except Exception as exc:  # whatever broke the index, the ledger still answers
                 self._caches.problem(
                     "recall.index_unusable", f"{type(exc).__name__}: {exc}", project_id
                 )
+            else:
+                if ids is not None:
+                    return [cache.records[i] for i in ids if i in cache.records]
         return rank_by_overlap(list(cache.records.values()), cache.recorded, terms, limit)
 
     def _index_ids(
         self, directory: Path, ledger: Ledger, cache: ProjectCache, terms: list[str], limit: int
-    ) -> list[str]:
-        """Ids from the FTS5 index, rebuilding it once when missing, stale or corrupt."""
+    ) -> list[str] | None:
+        """Ids from the FTS5 index, rebuilding it once when missing, stale or corrupt; None
+        when the ledger was replaced while it was rebuilt (ranked in process then)."""
         try:
             found = search_index(cache, directory, terms, limit, ledger.fingerprint)
         except IndexUnavailable as unavailable:
-            rebuild_index(directory, ledger, cache, unavailable)
+            if not rebuild_index(directory, ledger, cache, unavailable):
+                return None
             found = search_index(cache, directory, terms, limit, ledger.fingerprint)
         return [candidate_id for candidate_id, _rank in found]
 

@@ -270,7 +270,7 @@ class FactVectorBackfill:
             },
         )
         try:
-            projections.write_index(directory, ledger, vectors)
+            projections.write_index(directory, ledger, vectors, unlocked=True)
         except StorageError as exc:
             self._caches.problem("recall.index_unusable", exc.message, project_id)
             return

@@ -150,11 +150,13 @@ def stored_vectors(index: sqlite3.Connection, model: str | None, dims: int) -> d
 
 def rebuild_index(
     directory: Path, ledger: Ledger, cache: ProjectCache, unavailable: IndexUnavailable
-) -> None:
-    """Build the index again from the ledger (StorageError when it cannot)."""
+) -> bool:
+    """Build the index again from the ledger (StorageError when it cannot); False when the
+    ledger was replaced meanwhile, which leaves no index for it (projections.rebuild_index)."""
     cache.close_index()
-    projections.rebuild_index(directory, ledger)
+    placed = projections.rebuild_index(directory, ledger, unlocked=True)
     log.info("recall.index_rebuilt", project_dir=str(directory), was=unavailable.state)
+    return placed
 
 
 class ProjectCaches:
@@ -244,7 +246,8 @@ class ProjectCaches:
             try:
                 open_current_index(cache, directory, ledger.fingerprint)
             except IndexUnavailable as unavailable:
-                rebuild_index(directory, ledger, cache, unavailable)
+                if not rebuild_index(directory, ledger, cache, unavailable):
+                    return  # the ledger moved on meanwhile: the next search builds it
                 open_current_index(cache, directory, ledger.fingerprint)
         except Exception as exc:  # whatever broke the index, the ledger still answers
             self.problem("recall.index_unusable", f"{type(exc).__name__}: {exc}", project_id)
