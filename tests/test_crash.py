@@ -273,6 +273,56 @@ def test_a_fact_forget_cut_short_by_a_crash_leaves_it_in_no_recall_snapshot(
     assert_recalled_nowhere(daemon, turn, secret_word)
 
 
+def test_a_fact_forget_stopped_after_its_ledger_write_leaves_no_copy_in_the_derived_files(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    """A stop between the ledger's write and auto-memory.md's left the forgotten fact in that
+    file: the ledger no longer held it, so forgetting it again removed nothing and rewrote
+    nothing, and only the project's next publish replaced the file. A start, and the forget
+    run again, bring the derived files back to the ledger."""
+    orca_env.write_config("[extraction]\nworkers = 0\n")  # this test publishes itself
+    secret_word = "quartz-lemur-17"
+    fact = f"The staging cluster is named {secret_word}."
+    daemon = DaemonProcess(orca_env)
+    daemon_factory.append(daemon)
+    daemon.start()
+    project = project_path(tmp_path)
+    session = daemon.call("session.open", {"cwd": str(project)})
+    job_id = daemon.call("turn.completed", turn_params(session, "t1", f"note that {fact}")).job_id
+    claimed = daemon.call("jobs.claim", {"worker": "test"})
+    published = {"output": fact_output(fact), "provider": "external", "model": "test"}
+    daemon.call("jobs.publish", {"job_id": job_id, "token": claimed.lease.token, **published})
+    inspected = daemon.call("projects.inspect", {"cwd": str(project)})
+    daemon.stop()
+    directory = orca_env.memory_root / "projects" / inspected.project.id
+    assert secret_word.encode() in (directory / "auto-memory.md").read_bytes()
+    forgotten = {
+        "project_id": inspected.project.id,
+        "candidate_id": inspected.ledger.candidates[0].id,
+        "revision": inspected.ledger.revision,
+    }
+    crash_during(daemon, "ledger.after_forget_ledger_write", "ledger.forget", forgotten)
+    assert not read_ledger(directory).candidates  # the ledger was written, nothing after it
+
+    def holding() -> list[str]:
+        return sorted(
+            path.name
+            for path in directory.rglob("*")
+            if path.is_file() and secret_word.encode() in path.read_bytes()
+        )
+
+    assert holding() == ["auto-memory.md", "index.sqlite3"]
+    left = (directory / "auto-memory.md").read_bytes()
+    daemon.start()
+    wait_for(lambda: holding() == [], timeout=10)  # the start rewrote them
+    # the file as that stop left it, should the start not have reached the project (its lock
+    # held by another process): the forget run again finishes
+    (directory / "auto-memory.md").write_bytes(left)
+    again = daemon.call("ledger.forget", {**forgotten, "revision": forgotten["revision"] + 1})
+    assert not again.removed
+    assert holding() == []
+
+
 def crash_during(
     daemon: DaemonProcess, stopped_at: str, method: str, params: dict[str, Any]
 ) -> None:

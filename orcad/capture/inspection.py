@@ -30,6 +30,7 @@ from orcad.capture.ledger import forget as forget_candidate
 from orcad.capture.projections import (
     index_state,
     publish_projections,
+    refresh_projections,
     remove_crash_leftovers,
 )
 from orcad.capture.projects import ProjectFile, is_project_id, read_project_file
@@ -223,8 +224,11 @@ async def forget(
             if owe_purge is not None and purge_copies is not None:
                 owe_purge()
             write_ledger(directory, ledger)
+            failpoint("ledger.after_forget_ledger_write")
             problems = publish_projections(directory, ledger)
             failpoint("ledger.after_forget_commit")
+        else:  # a forget repeated after a stop may find the derived files still showing it
+            problems = refresh_projections(directory, before)
         # a crash's temp files may hold the fact too, also when an earlier forget removed it
         remove_crash_leftovers(directory)
         forgotten = LedgerForgetResult(

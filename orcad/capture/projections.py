@@ -45,6 +45,7 @@ from orcad.durable_files import (
 from orcad.errors import StorageError
 from orcad.limits import INDEX_BUSY_TIMEOUT_MS, STALE_INDEX_TEMP_AGE_S
 from orcad.query import FTS5_TOKENIZE
+from orcad.regular_files import read_regular_file
 from protocol.types import IndexState
 
 MARKDOWN_FILE = "auto-memory.md"
@@ -101,6 +102,28 @@ def publish_projections(
     return problems
 
 
+def refresh_projections(project_dir: Path, ledger: Ledger) -> list[str]:
+    """Rewrite auto-memory.md and index.sqlite3 where they do not answer for `ledger` (as read
+    with the project lock held); the problems, never an exception. Nothing for a project with
+    nothing published yet."""
+    if ledger.revision == 0:
+        return []
+    problems: list[str] = []
+    steps: tuple[tuple[str, Callable[[], object]], ...] = (
+        (MARKDOWN_FILE, lambda: ensure_markdown(project_dir, ledger)),
+        (INDEX_FILE, lambda: ensure_index(project_dir, ledger)),
+    )
+    for name, refresh in steps:
+        try:
+            refresh()
+        except Exception as exc:  # as for a publish: reported, and the next change writes it
+            problems.append(f"{name}: {exc}")
+            log.warning(
+                "projection.failed", file=name, project_dir=str(project_dir), error=str(exc)
+            )
+    return problems
+
+
 # --- auto-memory.md -------------------------------------------------------------------------
 
 
@@ -129,6 +152,20 @@ def write_markdown(project_dir: Path, ledger: Ledger) -> None:
     path = project_dir / MARKDOWN_FILE
     remove_stale_temps(path)
     replace_file_atomically(path, render_markdown(ledger).encode())
+
+
+def ensure_markdown(project_dir: Path, ledger: Ledger) -> bool:
+    """Rewrite auto-memory.md unless it shows `ledger` already (with the project lock held);
+    whether it was rewritten. A stop between a ledger's write and this file's leaves it
+    showing the ledger before, which may hold a fact forgotten since."""
+    try:
+        shown = read_regular_file(project_dir / MARKDOWN_FILE, follow_symlinks=False)
+    except OSError:
+        shown = None  # missing, unreadable or a link: written again (a link, in its place)
+    if shown == render_markdown(ledger).encode():
+        return False
+    write_markdown(project_dir, ledger)
+    return True
 
 
 def _visible(text: str) -> str:

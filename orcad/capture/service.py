@@ -30,7 +30,7 @@ from orcad.capture.lease_engine import FactEmbedder, LeaseEngine
 from orcad.capture.ledger import read_ledger
 from orcad.capture.problems import ErrorRecorder, Problems
 from orcad.capture.project_access import ProjectAccess
-from orcad.capture.projections import index_state, rebuild_index
+from orcad.capture.projections import ensure_markdown, index_state, rebuild_index
 from orcad.capture.schedule import JobView, claimable_at
 from orcad.capture.states import ACTIVE_STATES
 from orcad.capture.worker import WorkerPool
@@ -290,13 +290,16 @@ class CaptureService:
 def _refresh_index(directory: Path) -> str | None:
     """The index's state, rebuilt when stale or missing; None for a project with no facts
     published yet (nothing to index). A damaged one is left to doctor, which names it, and to
-    the next recall, which rebuilds it."""
+    the next recall, which rebuilds it. auto-memory.md is written again when it does not show
+    the ledger: a stop between a forget's ledger write and this file's left the fact in it."""
     ledger = read_ledger(directory)
     if ledger.revision == 0:
         return None
     state = index_state(directory, ledger)
     if state in ("stale", "missing"):
         rebuild_index(directory, ledger)
+    if ensure_markdown(directory, ledger):
+        log.info("projection.refreshed", project_dir=str(directory), revision=ledger.revision)
     return state
 
 
