@@ -252,7 +252,9 @@ class FactVectorBackfill:
         some: otherwise a project whose index holds none of the current model's (one not
         published to since an upgrade or a model change) would have them embedded again after
         every start. Without the project lock, as a rebuild: a publish that wins the rename
-        leaves this index stale, and the next search rebuilds it carrying these vectors over."""
+        leaves this index stale, and the next search rebuilds it carrying these vectors over;
+        a ledger written before this rename (a forget's, say) has this index removed, since it
+        may hold a fact forgotten since, and the facts are embedded again."""
         # a publish that landed since the ledger was read: its facts, and their vectors in the
         # index it wrote, are read first, so that the index written here keeps them
         moved = file_signature(ledger_path(directory)) != cache.ledger_signature
