@@ -26,6 +26,7 @@ from pathlib import Path
 
 from orcad.limits import GIT_FILE_MAX_BYTES
 from orcad.regular_files import read_regular_file
+from orcad.workspace import planted_git
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,11 +40,20 @@ def derive_project(root: Path) -> ProjectIdentity:
     """The identity of the workspace rooted at `root` (a Git top level or a plain directory)."""
     canonical_root = Path(os.path.realpath(root))
     identity = str(canonical_root)
-    common_dir = git_common_dir(canonical_root)
+    common_dir = None if _planted(canonical_root) else git_common_dir(canonical_root)
     if common_dir is not None:
         origin = _origin_identity(common_dir, canonical_root)
         identity = origin if origin is not None else str(_repository_root(common_dir))
     return ProjectIdentity(id=project_id(identity), identity=identity, root=str(canonical_root))
+
+
+def _planted(root: Path) -> bool:
+    """Whether the `.git` in `root` is one the workspace passes over (another user's, in a
+    directory everyone may write in): its origin must not choose the project either."""
+    try:
+        return planted_git(root)
+    except OSError:  # no .git there to look at, or no root: git_common_dir finds nothing either
+        return False
 
 
 def project_id(identity: str) -> str:

@@ -53,7 +53,7 @@ def git_top_level(directory: Path) -> Path | None:
     project (and so the memory) another user chose by its origin."""
     for candidate in (directory, *directory.parents):
         try:
-            if (candidate / ".git").exists() and not _planted(candidate):
+            if (candidate / ".git").exists() and not planted_git(candidate):
                 return candidate
         except OSError as exc:
             shown = quoted_cwd(str(candidate))
@@ -61,9 +61,9 @@ def git_top_level(directory: Path) -> Path | None:
     return None
 
 
-def _planted(candidate: Path) -> bool:
+def planted_git(candidate: Path) -> bool:
     """Whether `candidate/.git` belongs to another user while every user may write in
-    `candidate`: anyone could have made it there."""
+    `candidate`: anyone could have made it there. OSError when either cannot be looked at."""
     if not candidate.stat().st_mode & stat.S_IWOTH:
         return False
     return (candidate / ".git").lstat().st_uid != os.getuid()

@@ -41,6 +41,21 @@ def test_a_git_another_user_planted_in_a_shared_directory_is_passed_over(
 
 
 @pytest.mark.skipif(os.getuid() != 0, reason="needs root to make a .git another uid owns")
+def test_the_shared_directory_itself_is_no_repository_for_its_project_either(
+    daemon: DaemonProcess, tmp_path: Path
+) -> None:
+    # a session started in /tmp itself: the workspace passes the planted .git over, and the
+    # project must not take the origin another user wrote into it
+    shared, _scratch = shared_with_git(tmp_path, owner=65534, mode=0o1777)
+    opened = daemon.call("session.open", {"cwd": str(shared)})
+    assert opened.workspace.root == str(shared)
+    assert opened.project.identity == str(shared)
+    assert opened.project.id == project_id(str(shared))
+    listed = daemon.call("projects.list", {})
+    assert [project.identity for project in listed.projects] == [str(shared)]
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="needs root to make a .git another uid owns")
 def test_a_git_another_user_owns_in_a_directory_closed_to_others_counts(
     daemon: DaemonProcess, tmp_path: Path
 ) -> None:
