@@ -8,7 +8,10 @@ A normalized origin is `host/path` (`github.com/owner/repo`), or an absolute pat
 origin. Scheme, user info, port, query and fragment are dropped, the host is lower-cased, and
 trailing slashes and `.git` suffixes removed, so the scp-like, https and ssh spellings of one
 repository agree. Ports are dropped because the same repository is commonly served over ssh
-on a custom port and over https on the default one.
+on a custom port and over https on the default one. A remote helper's `<transport>::<address>`
+stands for its address. No part of a password may reach the identity, which project.json
+keeps and projects.list shows: one a URL holds where Git would not look for it (scp-like
+`user:password@host:path`, a `/` in the password) is dropped or makes the origin unusable.
 
 The origin URL is read from the repository's config file directly (no git binary). `include`
 directives and `url.<base>.insteadOf` rewrites are not followed. Only regular files are read,
@@ -63,6 +66,11 @@ def project_id(identity: str) -> str:
 # --- origin normalisation (pure) ------------------------------------------------------------
 
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*)://(.*)\Z", re.DOTALL)
+# `<transport>::<address>`, a URL a remote helper handles (`hg::https://host/repo`)
+_HELPER = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*::(.*)\Z", re.DOTALL)
+# `user:password@host:path`: Git itself reads `user` as the host of such an scp-like URL, but
+# the password is in it all the same
+_SCP_LIKE_PASSWORD = re.compile(r"[^@/:\[\]]*:[^/]*@(?=[^@/:\[\]]+:)")
 _REPEATED_SLASHES = re.compile(r"/{2,}")
 _HOST = re.compile(r"\[[0-9a-z:.%]+\]|[^\s/\\@\[\]:?#]+")
 
@@ -73,6 +81,9 @@ def normalize_origin(url: str) -> str:
     Idempotent: a normalized origin normalizes to itself.
     """
     text = url.strip()
+    helper = _HELPER.match(text)
+    if helper is not None:  # the repository is the address; the helper only reaches it
+        return normalize_origin(helper.group(1))
     text = text.split("#", 1)[0].split("?", 1)[0]
     scheme_match = _SCHEME.match(text)
     if scheme_match is not None:
@@ -84,7 +95,7 @@ def normalize_origin(url: str) -> str:
     elif text.startswith("/"):
         return _local_path(text)
     else:
-        host_part, path = _split_scp_like(text)
+        host_part, path = _split_scp_like(_SCP_LIKE_PASSWORD.sub("", text, count=1))
         host = _host_of(host_part)
     if not _HOST.fullmatch(host):
         raise ValueError(f"origin {url!r} names no valid host")
@@ -114,13 +125,18 @@ def _split_scp_like(text: str) -> tuple[str, str]:
 
 
 def _host_of(authority: str) -> str:
-    """The lower-cased host of `[user[:password]@]host[:port]`."""
+    """The lower-cased host of `[user[:password]@]host[:port]`. ValueError for a port that is
+    no number: that is `user:password` with a `/` in the password, and what follows the `/`
+    is no repository path."""
     host = authority.rpartition("@")[2].strip()
     if host.startswith("["):
         close = host.find("]")
+        port = host[close + 1 :].removeprefix(":") if close >= 0 else ""
         host = host[: close + 1] if close >= 0 else host
     else:
-        host = host.split(":", 1)[0]
+        host, _, port = host.partition(":")
+    if port and not (port.isascii() and port.isdigit()):
+        raise ValueError("the origin's port is not a number")  # not quoted: it may be a password
     return host.lower()
 
 

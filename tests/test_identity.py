@@ -64,6 +64,34 @@ def test_local_and_unusual_origins(url: str, expected: str) -> None:
     assert normalize_origin(url) == expected
 
 
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        # scp-like with a password: Git takes `alice` for the host, the user meant github.com
+        ("alice:pw-SECRET@github.com:owner/repo.git", "github.com/owner/repo"),
+        ("alice:pw@SECRET@github.com:owner/repo", "github.com/owner/repo"),
+        # a remote helper's URL: the repository is the address after `::`
+        ("hg::https://alice:pw-SECRET@hg.example.org/repo", "hg.example.org/repo"),
+        ("gcrypt::rsync://alice:pw-SECRET@example.org/srv/repo", "example.org/srv/repo"),
+        ("hg::https://hg.example.org/repo", "hg.example.org/repo"),
+    ],
+)
+def test_passwords_in_unusual_origin_spellings_are_dropped(url: str, expected: str) -> None:
+    assert normalize_origin(url) == expected
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://alice:pw/SECRET@github.com/owner/repo",  # a `/` in the password
+        "ext::ssh -i key-SECRET example.org %S repo",  # a command, not a place
+    ],
+)
+def test_origins_whose_rest_may_be_a_password_name_no_repository(url: str) -> None:
+    with pytest.raises(ValueError):
+        normalize_origin(url)
+
+
 def test_different_repositories_stay_different() -> None:
     assert normalize_origin("git@github.com:owner/repo") != normalize_origin(
         "git@github.com:owner/other"
@@ -250,6 +278,24 @@ def test_unparseable_origin_falls_back_to_the_root(tmp_path: Path) -> None:
     git("init", "-q", cwd=repository)
     git("remote", "add", "origin", "not-a-url", cwd=repository)
     assert derive_project(repository).identity == str(repository.resolve())
+
+
+@pytest.mark.parametrize(
+    "origin",
+    [
+        "alice:pw-SECRET@github.com:owner/repo.git",
+        "hg::https://alice:pw-SECRET@github.com/owner/repo",
+        "https://alice:pw/SECRET@github.com/owner/repo",
+    ],
+)
+def test_no_password_of_the_origin_reaches_the_identity(tmp_path: Path, origin: str) -> None:
+    repository = tmp_path / "repository"
+    repository.mkdir()
+    git("init", "-q", cwd=repository)
+    git("remote", "add", "origin", origin, cwd=repository)
+    project = derive_project(repository)
+    assert "SECRET" not in project.identity
+    assert project.identity in ("github.com/owner/repo", str(repository.resolve()))
 
 
 @pytest.mark.parametrize("name", ["config", "commondir"])
