@@ -41,6 +41,14 @@ def canonical_directory(cwd: str) -> Path:
         raise ValueError(f"cwd {quoted_cwd(cwd)} cannot be looked up: {exc.strerror}") from exc
     if not is_directory:
         raise ValueError(f"cwd {quoted_cwd(cwd)} is not an existing directory")
+    try:
+        str(real).encode("utf-8")
+    except UnicodeEncodeError:  # a name in bytes that are not UTF-8, reached through a link
+        raise ValueError(
+            f"cwd {quoted_cwd(cwd)} is the directory {quoted_cwd(str(real))}, whose path holds "
+            "bytes that are not UTF-8; orcad keeps paths as text, so it cannot be a workspace "
+            "(rename it, or work in a directory whose path is UTF-8)"
+        ) from None
     return real
 
 

@@ -263,18 +263,22 @@ def directory_at_the_path_limit(parent: Path) -> str:
         ("a directory too deep to look for .git in", "File name too long"),
         ("a path through a regular file", "is not an existing directory"),
         ("a path holding a NUL character", "holds a NUL character"),
+        ("a link to a directory whose name is not UTF-8", "bytes that are not UTF-8"),
     ],
 )
 def test_a_cwd_that_cannot_be_looked_up_is_a_bad_parameter_not_an_internal_error(
     started: DaemonProcess, tmp_path: Path, case: str, problem: str
 ) -> None:
     (tmp_path / "file").write_text("")
+    os.mkdir(os.fsencode(tmp_path) + b"/latin-1 caf\xe9")
+    os.symlink(b"latin-1 caf\xe9", os.fsencode(tmp_path) + b"/link")
     cwd = {
         "a path longer than the kernel takes": "/" + "a" * 5000,
         "a name longer than the kernel takes": str(tmp_path / ("b" * 300)),
         "a directory too deep to look for .git in": directory_at_the_path_limit(tmp_path),
         "a path through a regular file": str(tmp_path / "file" / "inside"),
         "a path holding a NUL character": str(tmp_path) + "\0/inside",
+        "a link to a directory whose name is not UTF-8": str(tmp_path / "link"),
     }[case]
     request = {"jsonrpc": "2.0", "id": 1, "method": "session.open", "params": {"cwd": cwd}}
     error = ask(started, json.dumps(request).encode())["error"]
