@@ -70,7 +70,7 @@ _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*)://(.*)\Z", re.DOTALL)
 _HELPER = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*::(.*)\Z", re.DOTALL)
 # `user:password@host:path`: Git itself reads `user` as the host of such an scp-like URL, but
 # the password is in it all the same
-_SCP_LIKE_PASSWORD = re.compile(r"[^@/:\[\]]*:[^/]*@(?=[^@/:\[\]]+:)")
+_SCP_LIKE_PASSWORD = re.compile(r"\A[^@/:\[\]]*:[^/]*@(?=[^@/:\[\]]+:)")
 _REPEATED_SLASHES = re.compile(r"/{2,}")
 _HOST = re.compile(r"\[[0-9a-z:.%]+\]|[^\s/\\@\[\]:?#]+")
 
@@ -83,7 +83,9 @@ def normalize_origin(url: str) -> str:
     text = url.strip()
     helper = _HELPER.match(text)
     if helper is not None:  # the repository is the address; the helper only reaches it
-        return normalize_origin(helper.group(1))
+        text = helper.group(1).strip()
+        if _HELPER.match(text):
+            raise ValueError("a remote helper's address is no other helper's URL")
     text = text.split("#", 1)[0].split("?", 1)[0]
     scheme_match = _SCHEME.match(text)
     if scheme_match is not None:

@@ -85,6 +85,7 @@ def test_passwords_in_unusual_origin_spellings_are_dropped(url: str, expected: s
     [
         "https://alice:pw/SECRET@github.com/owner/repo",  # a `/` in the password
         "ext::ssh -i key-SECRET example.org %S repo",  # a command, not a place
+        "hg::" * 100_000 + "example.org:owner/repo",  # no helper reaches another
     ],
 )
 def test_origins_whose_rest_may_be_a_password_name_no_repository(url: str) -> None:
