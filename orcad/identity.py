@@ -204,12 +204,25 @@ def _origin_identity(common_dir: Path, work_tree: Path) -> str | None:
     url = origin_url_from_config(config_text)
     if url is None:
         return None
-    if url.startswith("."):  # a relative local remote is relative to the work tree
+    if _relative_local_path(url):  # relative to the work tree, as Git reads it
         url = os.path.normpath(work_tree / url)
     try:
         return normalize_origin(url)
     except ValueError:
         return None
+
+
+def _relative_local_path(url: str) -> bool:
+    """Whether Git reads a remote URL as a path relative to the work tree: `../upstream`, or
+    one with a `/` and no scheme, helper or colon before that slash (`mirrors/app`). Taken for
+    `host/path`, `github.com/owner/repo` (a scheme left out) would be the project of the real
+    repository, and `mirrors/app` of every repository with that remote, wherever they are."""
+    if url.startswith("."):
+        return True
+    if url.startswith(("/", "~")) or _SCHEME.match(url) or _HELPER.match(url):
+        return False
+    colon, slash = url.find(":"), url.find("/")
+    return slash > 0 and (colon < 0 or slash < colon)
 
 
 # --- git config parsing (pure) --------------------------------------------------------------

@@ -299,6 +299,26 @@ def test_no_password_of_the_origin_reaches_the_identity(tmp_path: Path, origin: 
     assert project.identity in ("github.com/owner/repo", str(repository.resolve()))
 
 
+def test_a_relative_path_origin_is_a_directory_not_a_host(tmp_path: Path) -> None:
+    # Git reads a remote with no scheme and no colon before its first slash as a path
+    # relative to the work tree: neither a real GitHub repository nor every other
+    # repository whose remote is spelled the same
+    real, typo, first, second = (tmp_path / name for name in ("real", "typo", "one", "two"))
+    for repository, origin in (
+        (real, "git@github.com:owner/repo.git"),
+        (typo, "github.com/owner/repo"),
+        (first, "mirrors/app"),
+        (second, "mirrors/app"),
+    ):
+        repository.mkdir()
+        git("init", "-q", cwd=repository)
+        git("remote", "add", "origin", origin, cwd=repository)
+    assert derive_project(real).identity == "github.com/owner/repo"
+    assert derive_project(typo).identity == str(typo.resolve() / "github.com/owner/repo")
+    assert derive_project(first).identity == str(first.resolve() / "mirrors/app")
+    assert derive_project(second).identity == str(second.resolve() / "mirrors/app")
+
+
 @pytest.mark.parametrize("name", ["config", "commondir"])
 def test_a_git_file_that_is_a_fifo_is_not_waited_on(tmp_path: Path, name: str) -> None:
     # an unpacked archive may hold anything under .git: reading a FIFO waits for a writer
