@@ -178,7 +178,7 @@ def git_common_dir(work_tree: Path) -> Path | None:
             first_line = _read_git_file(dot_git).decode("utf-8").splitlines()[0]
         except (OSError, UnicodeDecodeError, IndexError):
             return None
-        if not first_line.startswith("gitdir:"):
+        if not first_line.startswith("gitdir:") or "\0" in first_line:  # no path holds a NUL
             return None
         git_dir = work_tree / first_line.removeprefix("gitdir:").strip()
     else:
@@ -186,6 +186,8 @@ def git_common_dir(work_tree: Path) -> Path | None:
     try:
         common = _read_git_file(git_dir / "commondir").decode("utf-8").strip()
     except (OSError, UnicodeDecodeError):
+        common = ""
+    if "\0" in common:  # names no directory: as good as no commondir file
         common = ""
     resolved = git_dir / common if common else git_dir
     return Path(os.path.realpath(resolved))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import subprocess
 import threading
 from pathlib import Path
@@ -317,6 +318,24 @@ def test_a_relative_path_origin_is_a_directory_not_a_host(tmp_path: Path) -> Non
     assert derive_project(typo).identity == str(typo.resolve() / "github.com/owner/repo")
     assert derive_project(first).identity == str(first.resolve() / "mirrors/app")
     assert derive_project(second).identity == str(second.resolve() / "mirrors/app")
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [(".git", b"gitdir: /srv/a\0b\n"), (".git/commondir", b"../x\0y\n")],
+)
+def test_a_git_file_naming_a_path_with_a_nul_is_no_repository_path(
+    tmp_path: Path, name: str, text: bytes
+) -> None:
+    # what an unpacked archive or a damaged file may hold; no path can hold a NUL, and looking
+    # one up raised ValueError: session.open answered there with an internal error
+    repository = tmp_path / "damaged"
+    repository.mkdir()
+    git("init", "-q", cwd=repository)
+    if name == ".git":
+        shutil.rmtree(repository / ".git")
+    (repository / name).write_bytes(text)
+    assert derive_project(repository).identity == str(repository.resolve())
 
 
 @pytest.mark.parametrize("name", ["config", "commondir"])
