@@ -169,7 +169,8 @@ def _read_git_file(path: Path) -> bytes:
 
 def git_common_dir(work_tree: Path) -> Path | None:
     """The directory holding the repository's shared config, for a main worktree, a linked
-    worktree (`.git` file pointing at `<main>/.git/worktrees/<name>`) or a submodule."""
+    worktree (`.git` file pointing at `<main>/.git/worktrees/<name>`) or a submodule; None
+    when there is none."""
     dot_git = work_tree / ".git"
     if dot_git.is_dir():
         git_dir = dot_git
@@ -189,8 +190,11 @@ def git_common_dir(work_tree: Path) -> Path | None:
         common = ""
     if "\0" in common:  # names no directory: as good as no commondir file
         common = ""
-    resolved = git_dir / common if common else git_dir
-    return Path(os.path.realpath(resolved))
+    resolved = Path(os.path.realpath(git_dir / common if common else git_dir))
+    # a .git file or commondir naming a directory that is not there (a moved or deleted main
+    # repository) makes no repository, as for Git: the path it names is no identity, and
+    # unrelated directories naming the same missing one would share its project
+    return resolved if os.path.isdir(resolved) else None  # False for any OSError too
 
 
 def _repository_root(common_dir: Path) -> Path:

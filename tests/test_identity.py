@@ -338,6 +338,23 @@ def test_a_git_file_naming_a_path_with_a_nul_is_no_repository_path(
     assert derive_project(repository).identity == str(repository.resolve())
 
 
+def test_git_files_naming_a_missing_repository_make_no_shared_project(tmp_path: Path) -> None:
+    # two unrelated copies of a worktree whose main repository was deleted: Git finds no
+    # repository in either, and the path of the missing one is no identity for both
+    first, second = tmp_path / "first", tmp_path / "second"
+    for directory in (first, second):
+        directory.mkdir()
+        (directory / ".git").write_text(f"gitdir: {tmp_path / 'deleted' / '.git'}\n")
+    assert derive_project(first).identity == str(first.resolve())
+    assert derive_project(second).identity == str(second.resolve())
+    # likewise a commondir naming a directory that is not there, however long its name
+    repository = tmp_path / "damaged"
+    repository.mkdir()
+    git("init", "-q", cwd=repository)
+    (repository / ".git" / "commondir").write_text("/gone" * 2000)
+    assert derive_project(repository).identity == str(repository.resolve())
+
+
 @pytest.mark.parametrize("name", ["config", "commondir"])
 def test_a_git_file_that_is_a_fifo_is_not_waited_on(tmp_path: Path, name: str) -> None:
     # an unpacked archive may hold anything under .git: reading a FIFO waits for a writer
