@@ -71,6 +71,8 @@ _NAME_QUALIFIERS = (
 )
 # blanks, then a colon right before the value's quote: psql's :'variable'
 _PSQL_VARIABLE = lazy_compile(r"[ \t]+:")
+# R's member of a list or data frame, `creds$password`, `config$db$password`
+_R_MEMBER = lazy_compile(r"[A-Za-z.][A-Za-z0-9._]*(?:\$[A-Za-z.][A-Za-z0-9._]*)+")
 # What a personal access token is made of: `pat` also names a pattern in code, whose value holds
 # a format's or a glob's marks.
 _TOKEN_CHARACTERS = lazy_compile(r"[A-Za-z0-9_\-]{20,}")
@@ -125,6 +127,14 @@ def _assignment_finder(keyword: str, pattern: str) -> Finder:
             name_end = match.start() + len(keyword)
             if keyword == "pass":
                 name_end = _PASS_NAME.match(lowered, match.start()).end()  # type: ignore[union-attr]
+            if (
+                group == 3
+                and "<-" in lowered[name_end:start]
+                and (_R_MEMBER.fullmatch(text, start, end) or not generated(text[start:end]))
+            ):
+                # what R's <- (or Haskell's) assigns unquoted is code, `creds$password` a
+                # list's member: a literal it assigns is quoted
+                continue
             if group == 3 and plain and lowered[name_end:start].strip("\"' \t") == ":":
                 default = _ANNOTATED_DEFAULT.match(text, end)  # password: str = "hunter2"
                 if default is not None:

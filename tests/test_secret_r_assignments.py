@@ -29,3 +29,24 @@ def test_a_password_assigned_with_an_arrow_is_redacted(text: str) -> None:
 )
 def test_an_arrow_assigning_no_literal_stays_storable(text: str) -> None:
     assert find_secrets(text) == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "password <- creds$password",
+        "secret <- config$secret",
+        "pass <- df$passed",
+        "pwd <- params$wd",
+        'password <- config::get("db")$password',
+        "password <- fetchPassword user",  # Haskell's do notation binds with <- too
+    ],
+)
+def test_an_arrow_assigning_code_stays_storable(text: str) -> None:
+    # after <- an unquoted value is code (R's $ reads a list's member): a literal is quoted
+    assert find_secrets(text) == []
+
+
+def test_an_arrow_assigning_a_token_unquoted_is_still_redacted() -> None:
+    text = "token <- ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    assert "ghp_" not in redact(text)
