@@ -123,3 +123,22 @@ def test_a_damaged_job_file_deleted_or_restored_is_listed_as_it_is_without_a_res
     assert [job.job_id for job in daemon.call("jobs.list", {}).jobs] == [restored]
     claimed = daemon.call("jobs.claim", {"worker": "ext", "lease_s": 60.0})
     assert claimed.job.job_id == restored  # its job is no longer held
+
+
+def test_a_damaged_job_file_gone_with_its_project_directory_is_no_longer_counted(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    daemon = _start(orca_env, daemon_factory)
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    session = daemon.call("session.open", {"cwd": os.path.realpath(repo)})
+    directory = orca_env.memory_root / "projects" / session.project.id
+    job_id = daemon.call("turn.completed", turn_params(session, "t1", "We use pnpm.")).job_id
+    daemon.stop()
+    (directory / "jobs" / f"{job_id}.json").write_bytes(b'{"schema": "orcad.job/1", "job_id"')
+    daemon.start()
+    assert daemon.call("daemon.status").jobs.damaged == 1
+    shutil.move(directory, tmp_path / "aside")
+    # daemon.status alone (`orcactl status`), before anything lists the jobs
+    assert daemon.call("daemon.status").jobs.damaged == 0
+    assert daemon.call("jobs.list", {}).damaged == []

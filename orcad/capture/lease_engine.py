@@ -144,7 +144,12 @@ class LeaseEngine:
                 found = await self.projects.run_with_lock_held(
                     project_id, work, make_directory=False
                 )
-        except (StorageError, NotFound):  # unreadable now, or gone with its directory
+        except NotFound:  # the directory moved away or deleted, and these files with it
+            for job_id in job_ids:
+                self.index.forget_damaged(job_id)
+            log.info("job.damaged_files_gone", project_id=project_id, jobs=sorted(job_ids))
+            return
+        except StorageError:  # unreadable now: left listed
             return
         sound: list[JobRecord] = []
         for job_id, job, damaged in found:
