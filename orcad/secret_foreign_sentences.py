@@ -307,6 +307,10 @@ def _word_and_digits(value: str) -> bool:
 _FRENCH_VERBS = frozenset(("est", "c'est", "c\u2019est", "était"))
 
 
+# an environment's id in Gym and Gymnasium, `CartPole-v1`, `ALE/Pong-v5`: the process itself
+_GYM_ID = lazy_compile(r"(?:[A-Za-z0-9_]+/)?[A-Z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)*-v[0-9]+")
+
+
 def _french_mdp(text: str, match: re.Match[str]) -> bool:
     return text[match.start() : match.start() + 3] != "MDP" and (
         match["verb"] is None or match["verb"] in _FRENCH_VERBS
@@ -338,6 +342,8 @@ def find_foreign_passwords(text: str, lowered: str) -> Iterator[Span]:
         start, value_end = match.span("spaced" if spaced else "value")
         end = end_before_trailing(text, start, value_end)
         value = text[start:end]
+        if lowered.startswith("mdp", match.start()) and _GYM_ID.fullmatch(value):
+            continue
         if spaced:
             if _spaced_password(text, value, value_end, end):
                 yield start, end
