@@ -214,8 +214,9 @@ class InstanceLock:
         anything was made again. Blocking: a few system calls when nothing is missing.
 
         The new lock file is locked with flock, as filelock locks, on a descriptor kept open
-        until `release`; it is never removed by this daemon, so a start that makes it at the
-        same moment locks the same file. OSError when the lock cannot be taken or written."""
+        until `release` or the next one made; it is never removed by this daemon, so a start
+        that makes it at the same moment locks the same file. OSError when the lock cannot be
+        taken or written."""
         made = False
         try:
             now: os.stat_result | None = os.stat(self._paths.instance_lock)
@@ -231,7 +232,12 @@ class InstanceLock:
             except OSError:
                 os.close(descriptor)
                 raise
-            self._kept.append(descriptor)
+            # a lock file made again before is gone or replaced too: its descriptor locks a
+            # file no daemon can open any more, and deleting the lock file again and again
+            # would otherwise pile them up
+            for replaced in self._kept:
+                os.close(replaced)
+            self._kept = [descriptor]
             self._held = os.fstat(descriptor)
             made = True
         if made or not self._paths.instance_file.exists():

@@ -3,7 +3,9 @@ be: a second daemon must still not start on the same memory."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import shutil
 import socket
 import subprocess
@@ -103,3 +105,30 @@ def test_a_second_daemon_is_refused_after_the_whole_memory_root_was_deleted(
     assert not pid_file.exists()
     daemon.start()
     assert json.loads(pid_file.read_bytes())["pid"] == daemon.call("daemon.ping").pid
+
+
+def test_a_lock_file_deleted_again_and_again_leaves_no_descriptors_behind(
+    orca_env: OrcaEnv, daemon: DaemonProcess
+) -> None:
+    # each lock file made again is locked on a descriptor of its own: once that file is
+    # deleted too, its descriptor locks nothing anyone can open and must not be kept
+    pid = daemon.call("daemon.ping").pid
+    lock = orca_env.memory_root / "orcad.lock"
+
+    def deleted_lock_files() -> int:
+        found = 0
+        for descriptor in Path(f"/proc/{pid}/fd").iterdir():
+            with contextlib.suppress(OSError):
+                found += os.readlink(descriptor) == f"{lock} (deleted)"
+        return found
+
+    for _ in range(4):
+        inode = lock.stat().st_ino
+        lock.unlink()
+        wait_for(lambda: lock.exists() and lock.stat().st_ino != inode, timeout=10.0)  # noqa: B023
+    # the lock taken at start stays open until the daemon stops; none of the ones made again
+    assert deleted_lock_files() == 1
+    assert daemon.call("daemon.ping").pid == pid
+    daemon.stop()
+    daemon.start()
+    assert json.loads((orca_env.memory_root / "orcad.pid").read_bytes())["pid"] != pid
