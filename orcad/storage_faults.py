@@ -9,6 +9,8 @@ fault is recorded for daemon.status and doctor. Everything else stays an interna
 from __future__ import annotations
 
 import errno
+import os
+import resource
 import sqlite3
 from typing import Literal
 
@@ -98,13 +100,42 @@ def fault_reason(exc: BaseException) -> FaultReason | None:
     return None
 
 
+# The most SQLite writes at once: a page of the largest size, with a WAL frame's header.
+_LARGEST_DATABASE_WRITE = 65536 + 24
+
+
+def database_fault_reason(exc: BaseException, database: str) -> FaultReason | None:
+    """fault_reason for a failure of the SQLite database `database`. SQLite keeps the errno of
+    a write refused by the file size limit to itself and reports an I/O error (EFBIG) or a full
+    disk (a short write), so the database, its journal or its WAL grown to the limit says so."""
+    reason = fault_reason(exc)
+    if reason in ("io_error", "disk_full") and _at_file_size_limit(database):
+        return "file_too_large"
+    return reason
+
+
+def _at_file_size_limit(database: str) -> bool:
+    limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+    if limit == resource.RLIM_INFINITY:
+        return False
+    for path in (database, f"{database}-wal", f"{database}-journal"):
+        try:
+            size = os.stat(path).st_size
+        except OSError:
+            continue
+        if size + _LARGEST_DATABASE_WRITE > limit:
+            return True
+    return False
+
+
 def is_corruption(exc: BaseException) -> bool:
     return fault_reason(exc) == "corrupt"
 
 
 def storage_error_of(exc: BaseException, where: str = "") -> StorageError | None:
-    """A StorageError saying what happened and what to do, or None for anything else."""
-    reason = fault_reason(exc)
+    """A StorageError saying what happened and what to do, or None for anything else. `where`
+    names the file, a database's when the failure is SQLite's."""
+    reason = database_fault_reason(exc, where) if where else fault_reason(exc)
     if reason is None:
         return None
     filename = getattr(exc, "filename", None)

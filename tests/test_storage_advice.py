@@ -125,6 +125,41 @@ def test_a_write_past_the_file_size_limit_says_so_and_what_to_do(
     daemon.stop()
 
 
+def test_the_memory_database_past_the_file_size_limit_says_so_and_what_to_do(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    # SQLite reports a write the limit refuses as a disk I/O error (or a full disk): the
+    # advice to check dmesg, or to free space, would send the user the wrong way
+    cwd = workdir(tmp_path)
+    orca_env.write_config("[extraction]\nworkers = 0\n")
+    daemon = SizeLimitedDaemon(orca_env)
+    daemon_factory.append(daemon)
+    daemon.start()
+    session = daemon.call("session.open", {"cwd": cwd, "mode": "yolo"})
+    fact = "the release checklist lives in docs/release.md and lists every step " * 8
+    error = None
+    for number in range(2 * SizeLimitedDaemon.max_file_bytes // len(fact)):
+        save = {
+            "session_id": session.session_id,
+            "epoch": session.epoch,
+            "action": "save",
+            "content": f"{number}: {fact}",
+            "kind": "fact",
+            "is_global": True,
+        }
+        try:
+            daemon.call("memory.manage", save)
+        except RemoteError as exc:
+            error = exc
+            break
+    assert error is not None, "the memory database grew past the file size limit"
+    assert (error.code, error.data.get("reason")) == (-32017, "file_too_large"), error
+    assert "ulimit -f" in error.error.message, error.error.message
+    assert "dmesg" not in error.error.message, error.error.message
+    assert any("ulimit -f" in m for m in recent(daemon, "storage"))
+    daemon.stop()
+
+
 def test_a_file_orcad_may_not_write_names_the_permission_to_fix(
     orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
 ) -> None:

@@ -40,7 +40,7 @@ from orcad.deliberate.schema import (
 )
 from orcad.errors import StorageError
 from orcad.sqlite_worker import SQLiteWorker, truncate_wal
-from orcad.storage_faults import fault_reason, is_corruption
+from orcad.storage_faults import advice, database_fault_reason, fault_reason, is_corruption
 from protocol.types import RecordKind
 
 T = TypeVar("T")
@@ -154,7 +154,11 @@ class DeliberateStore:
     def _storage_error(self, exc: BaseException) -> StorageError:
         if self.damage is not None and fault_reason(exc) == "read_only":  # fenced: say why
             return StorageError(self._damage_message(), reason="corrupt", path=str(self.path))
-        reason = fault_reason(exc)
+        reason = database_fault_reason(exc, str(self.path))
+        if reason == "file_too_large":  # what to do, which SQLite's error does not lead to
+            return StorageError(
+                f"memory database {self.path}: {exc}; {advice(reason)}", reason=reason
+            )
         extra = {} if reason is None else {"reason": reason}
         return StorageError(f"memory database {self.path}: {exc}", **extra)
 
