@@ -198,6 +198,29 @@ def test_key_variable_reaches_the_authorization_header(
     assert server.requests[0].headers["authorization"] == "Bearer sk-local-test-key"
 
 
+def test_a_key_pasted_over_two_lines_is_refused_without_showing_it(
+    home: Path, server: FakeOpenAI
+) -> None:
+    """No header can carry a line break: the HTTP library's error quotes the whole header, so
+    the key was printed with the failure."""
+    use_openai(home, server.base_url)
+    env = {**os.environ, "ORCA_HOME": str(home), "PYTHONPATH": str(REPO_ROOT)}
+    env[KEY_VARIABLE] = "sk-pasted\nkey-0123"
+    done = subprocess.run(
+        [sys.executable, "-m", "orcactl", "provider", "test", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert "key-0123" not in done.stdout + done.stderr
+    report = json.loads(done.stdout)
+    assert f"the API key in {KEY_VARIABLE} holds a control character" in report["error"]
+    assert server.requests == []
+
+
 def test_sample_text_is_redacted_before_it_is_sent(
     home: Path, server: FakeOpenAI, capsys: pytest.CaptureFixture[str]
 ) -> None:

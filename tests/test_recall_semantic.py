@@ -493,6 +493,49 @@ def test_a_model_that_cannot_load_leaves_recall_lexical_and_says_why(
     assert [d.content for d in result.deliberate] == ["Deploys need two approvals."]
 
 
+def start_with_endpoint_key(
+    orca_env: OrcaEnv, factory: list[DaemonProcess], server: FakeOpenAI, key: str
+) -> DaemonProcess:
+    """A daemon embedding through `server`, its key in ORCA_TEST_EMBED_KEY."""
+    orca_env.extra_env["ORCA_TEST_EMBED_KEY"] = key
+    config = endpoint_config(server, 2.0) + 'api_key_env = "ORCA_TEST_EMBED_KEY"\n'
+    return start(orca_env, factory, config)
+
+
+def test_an_endpoint_key_pasted_over_two_lines_is_refused_without_showing_it(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], workdir: Path
+) -> None:
+    """No header can carry a line break; the HTTP library's error quotes the whole header, so
+    the key was shown in daemon.status, and from there by `orcactl status` and `doctor`."""
+    with FakeOpenAI() as server:
+        server.default = answer_embeddings
+        daemon = start_with_endpoint_key(orca_env, daemon_factory, server, "sk-pasted\nkey-0123")
+        loaded_status(daemon)
+        Agent(daemon, workdir).recall("how do we deploy")
+        status = daemon.call("daemon.status", {})
+        shown = [status.embedding.reason or "", *(e.message for e in status.recent_errors)]
+        assert not any("key-0123" in text for text in shown), shown
+        assert "key-0123" not in daemon.stderr()
+        assert status.embedding.state == "unavailable"
+        assert "ORCA_TEST_EMBED_KEY" in (status.embedding.reason or "")
+        assert server.requests == []
+
+
+def test_an_endpoint_key_read_with_its_line_end_is_sent_without_it(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], workdir: Path
+) -> None:
+    """`export KEY="$(cat file)"` drops the line end, other ways of setting it do not."""
+    with FakeOpenAI() as server:
+        server.default = answer_embeddings
+        daemon = start_with_endpoint_key(orca_env, daemon_factory, server, " sk-key-0123\n")
+        assert loaded_status(daemon).embedding.state == "ready"
+        Agent(daemon, workdir).recall("how do we deploy")
+        request = server.wait_for_requests(1)[0]
+        assert request.headers["authorization"] == "Bearer sk-key-0123"
+        status = daemon.call("daemon.status", {})
+        assert "key-0123" not in (status.embedding.reason or "")
+
+
 def test_an_endpoint_model_and_its_failure_within_the_deadline(
     orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], workdir: Path
 ) -> None:

@@ -21,6 +21,7 @@ __all__ = [
     "Provider",
     "ProviderConfigError",
     "ProviderError",
+    "api_key_problem",
     "build_provider",
     "is_loopback_url",
 ]
@@ -38,6 +39,23 @@ def is_loopback_url(url: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def api_key_problem(key: str) -> str | None:
+    """Why no HTTP header can carry this API key, or None. Never quotes the key: the HTTP
+    library's own error would, as `Illegal header value b'Bearer <key>'`, in every message and
+    log line that reports the failure."""
+    if not key.isascii():
+        return (
+            "holds a character that is not ASCII, which no HTTP header can carry (a pasted "
+            "ellipsis, a non-breaking or zero-width space?)"
+        )
+    if any(ord(character) < 0x20 or character == "\x7f" for character in key):
+        return (
+            "holds a control character, which no HTTP header can carry (a line break inside "
+            "it, from a key pasted over two lines?)"
+        )
+    return None
 
 
 def build_provider(config: ExtractionConfig, environ: Mapping[str, str]) -> Provider:
@@ -78,11 +96,9 @@ def build_provider(config: ExtractionConfig, environ: Mapping[str, str]) -> Prov
             f"not set, and {parts.hostname} is not a loopback address, so it needs an API key: "
             f"export {settings.api_key_env} in orcad's environment, or name another variable"
         )
-    if api_key is not None and not api_key.isascii():  # never quoted: it is the key
+    if api_key is not None and (problem := api_key_problem(api_key)) is not None:
         raise ProviderConfigError(
-            f"the API key in {settings.api_key_env} holds a character that is not ASCII, which "
-            "no HTTP header can carry (a pasted ellipsis, a non-breaking or zero-width space?); "
-            "set the variable again"
+            f"the API key in {settings.api_key_env} {problem}; set the variable again"
         )
     # Proxy variables are for reaching the outside; a loopback server is always reached directly.
     provider = OpenAIProvider(settings, api_key=api_key, trust_env=not loopback)

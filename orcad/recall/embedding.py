@@ -26,6 +26,7 @@ from typing import Any, NamedTuple
 
 import structlog
 
+from orcad.providers import api_key_problem
 from orcad.recall.embedders import (
     DEFAULT_FLOOR,
     DEFAULT_GATE,
@@ -95,7 +96,14 @@ def load_embedder(
     if setting == "static":
         return load_static(STATIC_DIR)
     if setting == "endpoint":
-        endpoint = EndpointEmbedder(base_url, model, os.environ.get(api_key_env), timeout_s)
+        # as for extraction: the spaces and line end a variable set from a file may carry are
+        # no part of the key, and a key no header can carry is refused here, never quoted
+        api_key = os.environ.get(api_key_env, "").strip() or None
+        if api_key is not None and (problem := api_key_problem(api_key)) is not None:
+            raise EmbeddingUnavailable(
+                f"[recall.endpoint] the API key in {api_key_env} {problem}; set the variable again"
+            )
+        endpoint = EndpointEmbedder(base_url, model, api_key, timeout_s)
         endpoint.start()  # now, in the loading thread, not in the first recall
         return endpoint
     directory = Path(setting).expanduser()
