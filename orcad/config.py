@@ -73,8 +73,12 @@ class EmbeddingEndpointConfig(msgspec.Struct, frozen=True, kw_only=True):
     timeout_s: PositiveSeconds = 0.5  # per call; recall is lexical when it runs out
 
 
+# the values of `[recall] embedding` that name no directory
+EMBEDDING_NAMES = ("builtin", "static", "none", "endpoint")
+
+
 class RecallConfig(msgspec.Struct, frozen=True, kw_only=True):
-    # "builtin", "static", "none", "endpoint", or the path of a local model directory
+    # one of EMBEDDING_NAMES, or the absolute path (`~` allowed) of a local model directory
     embedding: Annotated[str, msgspec.Meta(min_length=1)] = "builtin"
     endpoint: EmbeddingEndpointConfig = EmbeddingEndpointConfig()
 
@@ -165,6 +169,7 @@ def parse_config(
         raise StartupError(f"{source}: key `{key or '(top level)'}`: {reason}") from exc
     if isinstance(parsed, Config):
         _check_trusted_projects(parsed.trusted_projects, source)
+        _check_embedding(parsed.recall.embedding, source)
     return parsed, unknown
 
 
@@ -182,6 +187,31 @@ def _check_trusted_projects(roots: list[str], source: str) -> None:
             raise StartupError(
                 f"{source}: key `trusted_projects`: {root!r} is not an absolute path"
             )
+
+
+def _check_embedding(setting: str, source: str) -> None:
+    """A model directory must be absolute once `~` is expanded: a relative one would be looked
+    up from orcad's working directory, which is `/` when orcactl or a service manager starts it
+    and wherever the user was when they started it by hand, so one config would load the model
+    or not depending on how orcad started (and `orcactl doctor` would look elsewhere again).
+    A misspelt name (`Builtin`) is one such relative path. Raises StartupError."""
+    if setting in EMBEDDING_NAMES:
+        return
+    problem = None
+    if "\0" in setting:
+        problem = "holds a NUL character, which no path can"
+    else:
+        try:
+            if not Path(setting).expanduser().is_absolute():
+                problem = "is not an absolute path"
+        except RuntimeError:  # `~name` of no user this system knows
+            problem = "names a home directory this system does not know"
+    if problem is not None:
+        names = ", ".join(f'"{name}"' for name in EMBEDDING_NAMES)
+        raise StartupError(
+            f"{source}: key `recall.embedding`: {setting!r} is none of {names}, and {problem}; "
+            "give a model directory as an absolute path (or one starting with ~/)"
+        )
 
 
 def read_config_text(path: Path) -> str:

@@ -84,6 +84,20 @@ def test_bad_values_name_the_key(text: str, key: str) -> None:
         parse_config(text, "c.toml")
 
 
+@pytest.mark.parametrize("setting", ["models/minilm", "Builtin", "./model", "~nosuchuser9/m"])
+def test_an_embedding_model_directory_must_be_absolute(setting: str) -> None:
+    """A relative one was looked up from orcad's working directory (`/` when orcactl starts
+    it), and a misspelt name is one: recall went lexical depending on how orcad started."""
+    with pytest.raises(StartupError, match=r"key `recall\.embedding`: .* give a model directory"):
+        parse_config(f"[recall]\nembedding = {setting!r}\n", "c.toml")
+
+
+@pytest.mark.parametrize("setting", ["builtin", "static", "none", "endpoint", "/m", "~/m"])
+def test_an_embedding_name_or_an_absolute_directory_is_taken(setting: str) -> None:
+    config, _unknown = parse_config(f"[recall]\nembedding = {setting!r}\n", "c.toml")
+    assert config.recall.embedding == setting
+
+
 @pytest.mark.parametrize(
     "key",
     [

@@ -477,6 +477,22 @@ def test_an_endpoint_that_fails_everything_sets_no_record_aside(
         wait_for_backfill(daemon, 4)
 
 
+def test_a_relative_model_directory_stops_orcad_at_start_naming_the_key(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess]
+) -> None:
+    """Looked up from orcad's working directory, the model loaded when orcad was started by
+    hand from the right place and not when orcactl started it (from `/`)."""
+    model = orca_env.root / "models" / "mine"
+    model.mkdir(parents=True)  # relative to the directory the daemon starts in below
+    orca_env.write_config('[recall]\nembedding = "models/mine"\n')
+    daemon = DaemonProcess(orca_env)
+    daemon_factory.append(daemon)
+    process = daemon.spawn()
+    assert process.wait(timeout=30) == 1
+    assert "key `recall.embedding`: 'models/mine'" in daemon.stderr()
+    assert "Traceback" not in daemon.stderr()
+
+
 def test_a_model_that_cannot_load_leaves_recall_lexical_and_says_why(
     orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], workdir: Path, tmp_path: Path
 ) -> None:
