@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -734,7 +735,36 @@ def test_status_shows_the_config_file_as_it_is_now(
     assert broken.returncode == 0
     assert f"Config: {config} (NOT valid: " in broken.stdout
     config.unlink()
-    assert f"Config: {config} (missing: defaults apply)" in orcactl(orca_env, "status").stdout
+    # orcad read a file at start and runs with it: "defaults apply" would not be so
+    assert f"Config: {config} (missing: removed since orcad started, which runs with it" in (
+        orcactl(orca_env, "status").stdout
+    )
+
+
+def test_status_sees_a_config_put_in_place_with_its_old_time_or_removed(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess]
+) -> None:
+    """Only the modification time was compared with orcad's start: a file copied in with its
+    time kept (`cp -p`, a backup restored) showed as in effect, and a file removed showed
+    defaults applying, while orcad ran with the file it read at start."""
+    config = orca_env.home / "config.toml"
+    orca_env.write_config("[extraction]\nworkers = 1\n")
+    process = DaemonProcess(orca_env)
+    daemon_factory.append(process)
+    process.start()
+    kept = orca_env.root / "backup.toml"
+    kept.write_text("[extraction]\nworkers = 3\n", encoding="utf-8")
+    os.utime(kept, (time.time() - 86400, time.time() - 86400))
+    shutil.copy2(kept, config)  # as `cp -p` does
+    report = json.loads(orcactl(orca_env, "status", "--json").stdout)["config_file"]
+    assert report["changed_since_start"] is True
+    assert "changed since orcad started" in orcactl(orca_env, "status").stdout
+    config.unlink()
+    report = json.loads(orcactl(orca_env, "status", "--json").stdout)["config_file"]
+    assert (report["exists"], report["changed_since_start"]) == (False, True)
+    shown = orcactl(orca_env, "status").stdout
+    assert "(missing: defaults apply)" not in shown
+    assert "removed since orcad started" in shown
 
 
 def test_status_does_not_ask_for_a_restart_that_an_auto_memory_edit_does_not_need(

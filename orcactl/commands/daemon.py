@@ -62,12 +62,19 @@ def _uptime(seconds: float) -> str:
     return " ".join(parts)
 
 
-def config_report(path: Path, started_at: str | None) -> dict[str, Any]:
-    """The config file as it is now: whether it exists and parses, and (for a running daemon)
-    whether it changed after the daemon read it at start."""
+def config_report(
+    path: Path, started_at: str | None, started_with_file: bool | None = None
+) -> dict[str, Any]:
+    """The config file as it is now: whether it exists and parses, and (for a running daemon,
+    `started_with_file` saying whether it read one at start) whether it changed after the
+    daemon read it at start."""
     report: dict[str, Any] = {"path": str(path), "exists": _config_exists(path), "parses": None}
     report["error"] = None
     report["changed_since_start"] = None
+    if started_at is not None and started_with_file is not None:
+        # removed since (orcad still runs with what it read), or made since: changed whatever
+        # the times say
+        report["changed_since_start"] = report["exists"] != started_with_file or None
     if not report["exists"]:
         try:
             check_home_directory(path.parent)  # a file at ORCA_HOME: no config can be there
@@ -79,9 +86,13 @@ def config_report(path: Path, started_at: str | None) -> dict[str, Any]:
         report["parses"] = True
     except StartupError as exc:
         report.update(parses=False, error=str(exc))
-    if started_at is not None:
+    if started_at is not None and report["changed_since_start"] is None:
         with contextlib.suppress(OSError):
-            report["changed_since_start"] = path.stat().st_mtime > parse_time(started_at)
+            info = path.stat()
+            # the inode's change time too: a file put in place with its old modification time
+            # (`cp -p`, `rsync -a`, a backup restored, `touch -d`) is new to orcad all the same
+            changed = max(info.st_mtime, info.st_ctime)
+            report["changed_since_start"] = changed > parse_time(started_at)
     return report
 
 
@@ -103,6 +114,12 @@ def describe_config(report: dict[str, Any]) -> str:
     if not report["exists"]:
         if report["error"]:
             return f"{path} (cannot be read: {report['error']})"
+        if report["changed_since_start"]:
+            return (
+                f"{path} (missing: removed since orcad started, which runs with it as it was; "
+                "defaults apply to auto_memory and trusted_projects for sessions opened from "
+                "now on, to other keys once orcad restarts)"
+            )
         return f"{path} (missing: defaults apply)"
     if not report["parses"]:
         return f"{path} (NOT valid: {report['error']}; orcad will not start with it)"
@@ -119,7 +136,11 @@ def describe_config(report: dict[str, Any]) -> str:
 def _status_config(status: StatusResult) -> dict[str, Any]:
     path = Path(status.config_path) if status.config_path else None
     # orcad reads <ORCA_HOME>/config.toml; its memory root is <ORCA_HOME>/memory
-    return config_report(path or Path(status.memory_root).parent / "config.toml", status.started_at)
+    return config_report(
+        path or Path(status.memory_root).parent / "config.toml",
+        status.started_at,
+        started_with_file=path is not None,
+    )
 
 
 def describe_embedding(embedding: EmbeddingStatus) -> str:
