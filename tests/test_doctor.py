@@ -612,6 +612,22 @@ def test_openai_provider_unreachable(orca_env: OrcaEnv) -> None:
     assert "is unreachable" in only_problem(findings, "provider")["detail"]
 
 
+def test_openai_provider_with_a_query_in_its_base_url(
+    orca_env: OrcaEnv, model_server: tuple[str, list[int]]
+) -> None:
+    """doctor asked `{base_url}/models`, the path in the query, and showed the query."""
+    base_url, _statuses = model_server
+    orca_env.write_config(
+        '[extraction]\nprovider = "openai"\n[extraction.openai]\n'
+        f'base_url = "{base_url}?api-key=tok-0123"\n'
+    )
+    status, findings = doctor(orca_env)
+    assert status == 1
+    found = only_problem(findings, "provider")
+    assert "has a query or a fragment" in found["detail"]
+    assert "tok-0123" not in json.dumps(findings)
+
+
 def test_command_provider_not_on_path(orca_env: OrcaEnv) -> None:
     orca_env.write_config(
         '[extraction]\nprovider = "command"\n'

@@ -198,15 +198,10 @@ def test_key_variable_reaches_the_authorization_header(
     assert server.requests[0].headers["authorization"] == "Bearer sk-local-test-key"
 
 
-def test_a_key_pasted_over_two_lines_is_refused_without_showing_it(
-    home: Path, server: FakeOpenAI
-) -> None:
-    """No header can carry a line break: the HTTP library's error quotes the whole header, so
-    the key was printed with the failure."""
-    use_openai(home, server.base_url)
-    env = {**os.environ, "ORCA_HOME": str(home), "PYTHONPATH": str(REPO_ROOT)}
-    env[KEY_VARIABLE] = "sk-pasted\nkey-0123"
-    done = subprocess.run(
+def run_provider_test(home: Path, **variables: str) -> subprocess.CompletedProcess[str]:
+    """`orcactl provider test --json` in a process of its own, with `variables` set."""
+    env = {**os.environ, "ORCA_HOME": str(home), "PYTHONPATH": str(REPO_ROOT), **variables}
+    return subprocess.run(
         [sys.executable, "-m", "orcactl", "provider", "test", "--json"],
         env=env,
         capture_output=True,
@@ -214,10 +209,35 @@ def test_a_key_pasted_over_two_lines_is_refused_without_showing_it(
         timeout=60,
         check=False,
     )
+
+
+def test_a_key_pasted_over_two_lines_is_refused_without_showing_it(
+    home: Path, server: FakeOpenAI
+) -> None:
+    """No header can carry a line break: the HTTP library's error quotes the whole header, so
+    the key was printed with the failure."""
+    use_openai(home, server.base_url)
+    done = run_provider_test(home, **{KEY_VARIABLE: "sk-pasted\nkey-0123"})
     assert done.returncode == 1
     assert "key-0123" not in done.stdout + done.stderr
     report = json.loads(done.stdout)
     assert f"the API key in {KEY_VARIABLE} holds a control character" in report["error"]
+    assert server.requests == []
+
+
+@pytest.mark.parametrize("tail", ["?api-key=tok-0123", "#tok-0123"])
+def test_a_base_url_with_a_query_is_refused_without_showing_it(
+    home: Path, server: FakeOpenAI, tail: str
+) -> None:
+    """The path was added after the query (`/v1?api-key=.../chat/completions`): every request
+    went to the base URL itself, and the query, a token as often as not, was shown."""
+    use_openai(home, server.base_url + tail)
+    server.script(streamed("NOTHING"))
+    done = run_provider_test(home)
+    assert done.returncode == 1, done.stdout
+    assert "tok-0123" not in done.stdout + done.stderr
+    error = json.loads(done.stdout)["error"]
+    assert "extraction.openai.base_url" in error and "has a query or a fragment" in error
     assert server.requests == []
 
 

@@ -552,6 +552,26 @@ def test_an_endpoint_key_read_with_its_line_end_is_sent_without_it(
         assert "key-0123" not in (status.embedding.reason or "")
 
 
+def test_an_endpoint_base_url_with_a_query_leaves_recall_lexical_and_hides_it(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], workdir: Path
+) -> None:
+    """`{base_url}/embeddings` put the path in the query: every call went to the wrong place,
+    and the query (often a token) was shown with each failure."""
+    with FakeOpenAI() as server:
+        server.default = answer_embeddings
+        config = endpoint_config(server, 2.0).replace('/v1"', '/v1?api-key=tok-0123"')
+        assert "tok-0123" in config
+        daemon = start(orca_env, daemon_factory, config)
+        status = loaded_status(daemon)
+        Agent(daemon, workdir).recall("how do we deploy")
+        assert status.embedding.state == "unavailable"
+        assert "has a query or a fragment" in (status.embedding.reason or "")
+        status = daemon.call("daemon.status", {})
+        shown = [status.embedding.reason or "", *(e.message for e in status.recent_errors)]
+        assert not any("tok-0123" in text for text in shown), shown
+        assert server.requests == []
+
+
 def test_an_endpoint_model_and_its_failure_within_the_deadline(
     orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], workdir: Path
 ) -> None:

@@ -47,6 +47,17 @@ def check_provider(config: Config) -> Finding:
             )
         return Finding("provider", "ok", f"command {program!r} resolves to {shutil.which(program)}")
     openai = extraction.openai
+    # httpx, which orcad loads for this provider: only then
+    from orcad.providers.openai import url_problem  # noqa: PLC0415
+
+    if (problem := url_problem(openai.base_url)) is not None:  # orcad would not build it
+        return Finding(
+            "provider",
+            "problem",
+            f"extraction.openai.base_url {shown_url(openai.base_url)!r} is not a valid URL "
+            f"({problem})",
+            "correct extraction.openai.base_url, e.g. http://127.0.0.1:8080/v1",
+        )
     target = openai.base_url.rstrip("/") + "/models"
     url = shown_url(target)  # what the findings show: no credentials
     request = _models_request(target, os.environ.get(openai.api_key_env))

@@ -50,7 +50,14 @@ def chat_completions_url(base_url: str) -> str:
 
 def url_problem(base_url: str) -> str | None:
     """Why no request can be sent to this base URL (a port that is no port, a broken [IPv6]
-    literal, a control character), or None."""
+    literal, a control character, a query or fragment), or None."""
+    if "?" in base_url or "#" in base_url:
+        # the endpoint's path is added at the end of the base URL, so it would land in the
+        # query (`/v1?x=1/chat/completions`) and every request would go to the wrong place
+        return (
+            "it has a query or a fragment (? or #), after which the endpoint's path would be "
+            "added; give the URL without it"
+        )
     try:
         _ = urlsplit(base_url).port  # a port out of range or not a number raises ValueError
         httpx.URL(chat_completions_url(base_url))

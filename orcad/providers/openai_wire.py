@@ -49,11 +49,18 @@ URL_SECRET_MIN_CHARS = 4  # a shorter password is masked where the URL is shown,
 _URL_USERINFO = re.compile(r"\A([A-Za-z][A-Za-z0-9+.-]*://)[^/?#]*@")
 
 
+URL_QUERY_SHOWN = "?[query]"
+# a URL's query and fragment, which may carry a token (`?key=...`)
+_URL_QUERY = re.compile(r"[?#].*\Z", re.DOTALL)
+
+
 def shown_url(url: str) -> str:
     """`url` as messages show it: a user name and password it holds (sent as Basic credentials)
-    replaced by a placeholder, however short or plain the password is. Any text will do, a URL
-    no request can be sent to included (it is shown in the message that says so)."""
-    return _URL_USERINFO.sub(lambda found: f"{found[1]}{URL_CREDENTIALS_SHOWN}@", url, count=1)
+    replaced by a placeholder, however short or plain the password is, and so is a query or a
+    fragment. Any text will do, a URL no request can be sent to included (it is shown in the
+    message that says so)."""
+    shown = _URL_USERINFO.sub(lambda found: f"{found[1]}{URL_CREDENTIALS_SHOWN}@", url, count=1)
+    return _URL_QUERY.sub(URL_QUERY_SHOWN, shown, count=1)
 
 
 def url_secrets(url: str) -> tuple[str, ...]:
