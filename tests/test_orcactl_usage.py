@@ -721,6 +721,7 @@ def test_status_shows_the_config_file_as_it_is_now(
         "exists": True,
         "parses": True,
         "error": None,
+        "unknown_keys": [],
         "changed_since_start": False,
     }
     orca_env.write_config("[extraction]\nworkers = 2\n")
@@ -765,6 +766,26 @@ def test_status_sees_a_config_put_in_place_with_its_old_time_or_removed(
     shown = orcactl(orca_env, "status").stdout
     assert "(missing: defaults apply)" not in shown
     assert "removed since orcad started" in shown
+
+
+def test_status_names_a_misspelt_key_written_while_orcad_runs(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess]
+) -> None:
+    """orcad lists the unknown keys of the file it read at start: a typo made since showed
+    as a file that parses, its switch applying to new sessions, with no word of the key."""
+    config = orca_env.home / "config.toml"
+    orca_env.write_config("auto_memory = true\n")
+    process = DaemonProcess(orca_env)
+    daemon_factory.append(process)
+    process.start()
+    orca_env.write_config("auto_memroy = false\n")
+    later = time.time() + 5
+    os.utime(config, (later, later))
+    shown = orcactl(orca_env, "status").stdout
+    assert f"Config: {config} (parses, with unknown keys nothing reads: auto_memroy;" in shown
+    report = json.loads(orcactl(orca_env, "status", "--json").stdout)
+    assert report["config_file"]["unknown_keys"] == ["auto_memroy"]
+    assert report["unknown_config_keys"] == []  # those of the file orcad read at start
 
 
 def test_status_does_not_ask_for_a_restart_that_an_auto_memory_edit_does_not_need(

@@ -70,6 +70,7 @@ def config_report(
     daemon read it at start."""
     report: dict[str, Any] = {"path": str(path), "exists": _config_exists(path), "parses": None}
     report["error"] = None
+    report["unknown_keys"] = None  # of the file as it is now, when it parses
     report["changed_since_start"] = None
     if started_at is not None and started_with_file is not None:
         # removed since (orcad still runs with what it read), or made since: changed whatever
@@ -82,7 +83,7 @@ def config_report(
             report["error"] = str(exc)
         return report
     try:
-        load_config(path)
+        report["unknown_keys"] = load_config(path).unknown_keys
         report["parses"] = True
     except StartupError as exc:
         report.update(parses=False, error=str(exc))
@@ -123,14 +124,19 @@ def describe_config(report: dict[str, Any]) -> str:
         return f"{path} (missing: defaults apply)"
     if not report["parses"]:
         return f"{path} (NOT valid: {report['error']}; orcad will not start with it)"
+    parses = "parses"
+    if report["unknown_keys"]:
+        # a misspelt key added while orcad runs (`auto_memroy = false`) is read by nothing,
+        # and orcad's own list of unknown keys is of the file it read at start
+        parses += f", with unknown keys nothing reads: {', '.join(report['unknown_keys'])}"
     if report["changed_since_start"]:
         # orcad reads auto_memory and trusted_projects again at each session open; it takes
         # every other key once, at start
         return (
-            f"{path} (parses; changed since orcad started: auto_memory and trusted_projects "
+            f"{path} ({parses}; changed since orcad started: auto_memory and trusted_projects "
             "apply to sessions opened from now on, other keys once orcad restarts)"
         )
-    return f"{path} (parses)"
+    return f"{path} ({parses})"
 
 
 def _status_config(status: StatusResult) -> dict[str, Any]:
