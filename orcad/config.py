@@ -170,6 +170,7 @@ def parse_config(
     if isinstance(parsed, Config):
         _check_trusted_projects(parsed.trusted_projects, source)
         _check_embedding(parsed.recall.embedding, source)
+        _check_command_program(parsed.extraction.command.argv[0], source)
     return parsed, unknown
 
 
@@ -212,6 +213,23 @@ def _check_embedding(setting: str, source: str) -> None:
             f"{source}: key `recall.embedding`: {setting!r} is none of {names}, and {problem}; "
             "give a model directory as an absolute path (or one starting with ~/)"
         )
+
+
+def _check_command_program(program: str, source: str) -> None:
+    """The command provider's program is a name looked up on PATH or an absolute path. A
+    relative path would be run from orcad's working directory (`/` when orcactl or a service
+    manager starts it), though `orcactl provider test` and `doctor` find it from theirs, and no
+    shell expands a `~`. Raises StartupError."""
+    if program.startswith("~"):
+        problem = "starts with ~, which no shell expands here"
+    elif "/" in program and not program.startswith("/"):
+        problem = "is a relative path, which would be run from orcad's working directory"
+    else:
+        return
+    raise StartupError(
+        f"{source}: key `extraction.command.argv`: its program {program!r} {problem}; give "
+        "its absolute path, or a name found on PATH"
+    )
 
 
 def read_config_text(path: Path) -> str:

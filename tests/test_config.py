@@ -84,6 +84,18 @@ def test_bad_values_name_the_key(text: str, key: str) -> None:
         parse_config(text, "c.toml")
 
 
+@pytest.mark.parametrize("program", ["./extract", "bin/extract", "~/bin/extract", "~"])
+def test_the_command_program_must_be_on_path_or_absolute(program: str) -> None:
+    with pytest.raises(StartupError, match=r"key `extraction\.command\.argv`: its program"):
+        parse_config(f"[extraction.command]\nargv = [{program!r}]\n", "c.toml")
+
+
+@pytest.mark.parametrize("program", ["llm", "/usr/local/bin/llm", "my-extractor.sh"])
+def test_a_command_program_on_path_or_absolute_is_taken(program: str) -> None:
+    config, _unknown = parse_config(f"[extraction.command]\nargv = [{program!r}]\n", "c.toml")
+    assert config.extraction.command.argv == [program]
+
+
 @pytest.mark.parametrize("setting", ["models/minilm", "Builtin", "./model", "~nosuchuser9/m"])
 def test_an_embedding_model_directory_must_be_absolute(setting: str) -> None:
     """A relative one was looked up from orcad's working directory (`/` when orcactl starts

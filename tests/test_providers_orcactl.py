@@ -198,12 +198,15 @@ def test_key_variable_reaches_the_authorization_header(
     assert server.requests[0].headers["authorization"] == "Bearer sk-local-test-key"
 
 
-def run_provider_test(home: Path, **variables: str) -> subprocess.CompletedProcess[str]:
+def run_provider_test(
+    home: Path, cwd: Path | None = None, **variables: str
+) -> subprocess.CompletedProcess[str]:
     """`orcactl provider test --json` in a process of its own, with `variables` set."""
     env = {**os.environ, "ORCA_HOME": str(home), "PYTHONPATH": str(REPO_ROOT), **variables}
     return subprocess.run(
         [sys.executable, "-m", "orcactl", "provider", "test", "--json"],
         env=env,
+        cwd=cwd,
         capture_output=True,
         text=True,
         timeout=60,
@@ -239,6 +242,26 @@ def test_a_base_url_with_a_query_is_refused_without_showing_it(
     error = json.loads(done.stdout)["error"]
     assert "extraction.openai.base_url" in error and "has a query or a fragment" in error
     assert server.requests == []
+
+
+@pytest.mark.parametrize("program", ["./bin/extract", "bin/extract", "~/bin/extract"])
+def test_a_command_given_by_a_relative_path_is_a_config_error(
+    home: Path, tmp_path: Path, program: str
+) -> None:
+    """Run from this directory, `./bin/extract` answered; orcad runs it from its own (`/` when
+    orcactl starts it), where it is not, and no shell expands `~`."""
+    script = tmp_path / "bin" / "extract"
+    script.parent.mkdir()
+    script.write_text("#!/bin/sh\ncat >/dev/null\necho NOTHING\n")
+    script.chmod(0o755)
+    (home / "config.toml").write_text(
+        f'[extraction]\nprovider = "command"\n[extraction.command]\nargv = ["{program}"]\n',
+        encoding="utf-8",
+    )
+    done = run_provider_test(home, cwd=tmp_path, HOME=str(tmp_path))
+    assert done.returncode == 1, done.stdout
+    error = json.loads(done.stdout)["error"]
+    assert f"key `extraction.command.argv`: its program '{program}'" in error
 
 
 def test_sample_text_is_redacted_before_it_is_sent(
