@@ -628,6 +628,21 @@ def test_openai_provider_with_a_query_in_its_base_url(
     assert "tok-0123" not in json.dumps(findings)
 
 
+def test_a_config_that_does_not_parse_judges_no_provider_or_model(orca_env: OrcaEnv) -> None:
+    """The defaults were judged in its place: 'heuristic extraction needs no provider' and
+    the built-in model loading, ok, for a file that asks for an endpoint."""
+    orca_env.write_config(
+        '[extraction]\nprovider = "openai"\nworkers = "two"\n[recall]\nembedding = "endpoint"\n'
+    )
+    status, findings = doctor(orca_env)
+    assert status == 1
+    assert "extraction.workers" in only_problem(findings, "config")["detail"]
+    judged = {f["check"]: f for f in findings if f["check"] in ("provider", "embedding")}
+    assert judged["provider"]["status"] == "skipped", judged
+    assert judged["embedding"]["status"] == "skipped", judged
+    assert "config file is not valid" in judged["provider"]["detail"]
+
+
 def test_command_provider_not_on_path(orca_env: OrcaEnv) -> None:
     orca_env.write_config(
         '[extraction]\nprovider = "command"\n'

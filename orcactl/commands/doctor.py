@@ -57,6 +57,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     ignores_global_options(doctor, "--no-start")  # doctor never starts orcad
 
 
+NOT_CHECKED = "not checked: the config file is not valid (see the config check)"
+
+
 def diagnose(args: argparse.Namespace) -> list[Finding]:
     paths = resolve_paths()
     uid = os.getuid()
@@ -69,7 +72,7 @@ def diagnose(args: argparse.Namespace) -> list[Finding]:
         home_ok = False
     if home_ok:
         found.extend(guarded("memory", lambda: check_storage(paths, uid)))
-    configured = [Config()]
+    configured: list[Config | None] = [Config()]
 
     def config_check() -> list[Finding]:
         findings, configured[0] = check_config(paths)
@@ -77,8 +80,14 @@ def diagnose(args: argparse.Namespace) -> list[Finding]:
 
     if home_ok:
         found.extend(guarded("config", config_check))
-    config = configured[0]
-    found.extend(guarded("provider", lambda: [check_provider(config)]))
+    # a config that does not parse names no provider or model: the defaults' would be judged
+    # instead ("heuristic extraction needs no provider" for a file that asks for an endpoint)
+    unread = configured[0] is None
+    config = configured[0] or Config()
+    if unread:
+        found.append(Finding("provider", "skipped", NOT_CHECKED))
+    else:
+        found.extend(guarded("provider", lambda: [check_provider(config)]))
     found.extend(guarded("databases", lambda: check_databases(paths, client is not None)))
     try:
         if client is not None:
@@ -96,7 +105,9 @@ def diagnose(args: argparse.Namespace) -> list[Finding]:
             )
         elif home_ok:
             found.extend(guarded("index", lambda: check_projects_offline(paths, config)))
-        if client is None:
+        if client is None and unread:
+            found.append(Finding("embedding", "skipped", NOT_CHECKED))
+        elif client is None:
             found.extend(guarded("embedding", lambda: [check_embedding_offline(config)]))
     finally:
         if client is not None:

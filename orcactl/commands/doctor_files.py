@@ -220,11 +220,12 @@ def _walk(root: Path, *, only_named: bool, db: Path) -> list[Path]:
     return paths[:FILE_SCAN_LIMIT]
 
 
-def check_config(paths: Paths) -> tuple[list[Finding], Config]:
+def check_config(paths: Paths) -> tuple[list[Finding], Config | None]:
+    """The config check, and the config read (None when it cannot be read or parsed)."""
     try:
         loaded = load_config(paths.config_file)
     except StartupError as exc:
-        return [Finding("config", "problem", str(exc), f"edit {paths.config_file}")], Config()
+        return [Finding("config", "problem", str(exc), f"edit {paths.config_file}")], None
     if loaded.path is None:
         return [Finding("config", "ok", f"no {paths.config_file}; defaults apply")], loaded.config
     if loaded.unknown_keys:
