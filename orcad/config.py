@@ -41,7 +41,9 @@ class CommandConfig(msgspec.Struct, frozen=True, kw_only=True):
 class ExtractionConfig(msgspec.Struct, frozen=True, kw_only=True):
     provider: Literal["heuristic", "openai", "command"] = "heuristic"
     workers: Annotated[int, msgspec.Meta(ge=0, le=64)] = 2
-    lease_s: PositiveSeconds = 60.0
+    lease_s: Annotated[float, msgspec.Meta(ge=limits.LEASE_S_MIN, le=limits.CONFIG_SECONDS_MAX)] = (
+        60.0
+    )
     timeout_s: PositiveSeconds = 120.0
     max_retries: Annotated[int, msgspec.Meta(ge=0, le=100)] = limits.DEFAULT_MAX_RETRIES
     reschedule_s: PositiveSeconds = limits.DEFAULT_RESCHEDULE_S

@@ -20,6 +20,9 @@ DEFAULT_RETRY_BASE_S = 2.0  # first wait after a failed attempt; doubles per fai
 DEFAULT_RETRY_MAX_S = 300.0  # longest wait between two attempts of one job
 CONFIG_SECONDS_MAX = 365 * 24 * 3600.0  # longest duration a config key takes (now + it is a date)
 LEASE_RENEW_FRACTION = 3  # a lease is renewed every lease_s / 3 by wall clock
+# the shortest lease_s config takes: a claim and its renewals write the job file, so a lease
+# much shorter ran out before the worker could use it, and each turn's job was exhausted
+LEASE_S_MIN = 1.0
 # no lease or wait before a retry orcad sets ends further ahead (lease_s, retry_max_s: config;
 # jobs.claim's lease_s: a day; Retry-After: an hour), give or take float rounding; one that does
 # was edited in by hand

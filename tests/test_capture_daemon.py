@@ -831,6 +831,20 @@ def _a_worker_at_its_provider(
     return daemon, session, job_id, gate, lock
 
 
+def test_a_lease_too_short_to_use_stops_orcad_at_start(orca_env: OrcaEnv) -> None:
+    """lease_s = 1e-6 was taken: the lease ran out before the worker could use it, and each
+    turn's job was exhausted after its retries, its facts never extracted."""
+    orca_env.write_config("[extraction]\nlease_s = 1e-6\n")
+    daemon = DaemonProcess(orca_env)
+    process = daemon.spawn()
+    try:
+        assert process.wait(timeout=30) == 1
+    finally:
+        daemon.kill()
+    assert "key `extraction.lease_s`" in daemon.stderr()
+    assert "Traceback" not in daemon.stderr()
+
+
 @pytest.mark.slow
 def test_a_lock_failure_reschedules_the_worker_after_reschedule_s(
     orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path

@@ -84,6 +84,16 @@ def test_bad_values_name_the_key(text: str, key: str) -> None:
         parse_config(text, "c.toml")
 
 
+@pytest.mark.parametrize("lease_s", ["1e-6", "0.01", "0.5"])
+def test_a_lease_shorter_than_a_second_is_refused(lease_s: str) -> None:
+    """A lease shorter than claiming and renewing take ran out under its worker: every job
+    was exhausted, its turn never extracted."""
+    with pytest.raises(StartupError, match=r"key `extraction\.lease_s`: Expected `float` >= 1\.0"):
+        parse_config(f"[extraction]\nlease_s = {lease_s}\n", "c.toml")
+    config, _unknown = parse_config("[extraction]\nlease_s = 1\n", "c.toml")
+    assert config.extraction.lease_s == limits.LEASE_S_MIN
+
+
 @pytest.mark.parametrize("program", ["./extract", "bin/extract", "~/bin/extract", "~"])
 def test_the_command_program_must_be_on_path_or_absolute(program: str) -> None:
     with pytest.raises(StartupError, match=r"key `extraction\.command\.argv`: its program"):
