@@ -237,13 +237,17 @@ def _check_command_program(program: str, source: str) -> None:
 def read_config_text(path: Path) -> str:
     """The text of a config file. A path that is not a regular file (a FIFO, a device, a
     directory) is refused with StartupError without waiting: reading a FIFO waits for a writer
-    that may never come. Raises FileNotFoundError, OSError and UnicodeDecodeError as reading
-    does."""
+    that may never come; so is one larger than CONFIG_FILE_MAX_BYTES, without reading it
+    whole. Raises FileNotFoundError, OSError and UnicodeDecodeError as reading does."""
+    limit = limits.CONFIG_FILE_MAX_BYTES
     try:
-        # a byte order mark (some Windows editors write one) is no part of TOML: read past it
-        return read_regular_file(path).decode("utf-8").removeprefix("\ufeff")
+        data = read_regular_file(path, limit + 1)
     except NotARegularFile:
         raise StartupError(f"{path}: not a regular file") from None
+    if len(data) > limit:
+        raise StartupError(f"{path}: larger than {limit} bytes, which no config file needs")
+    # a byte order mark (some Windows editors write one) is no part of TOML: read past it
+    return data.decode("utf-8").removeprefix("\ufeff")
 
 
 def load_config(path: Path) -> LoadedConfig:

@@ -91,6 +91,10 @@ PENDING_APPROVALS_MAX = 256
 PENDING_APPROVALS_PER_SESSION = 16
 PENDING_APPROVALS_CEILING = 512
 
+# A config.toml (the user's, a trusted project's) larger than this is refused unread: it is
+# read again at each session open, and 100 MB of it made each open take 1.4 s and 300 MB
+CONFIG_FILE_MAX_BYTES = 1024 * 1024
+
 # A .git file, commondir or config is read this far at most to find a project's origin
 GIT_FILE_MAX_BYTES = 1024 * 1024
 

@@ -236,6 +236,17 @@ def test_a_config_file_starting_with_a_byte_order_mark_is_read(tmp_path: Path) -
     assert load_config(path).config.auto_memory is False
 
 
+def test_a_config_file_is_read_up_to_its_size_limit(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    head = "auto_memory = false\n#"
+    path.write_text(head + "x" * (limits.CONFIG_FILE_MAX_BYTES - len(head)), encoding="utf-8")
+    assert load_config(path).config.auto_memory is False  # exactly the limit
+    with path.open("a", encoding="utf-8") as file:
+        file.write("x")
+    with pytest.raises(StartupError, match=f"larger than {limits.CONFIG_FILE_MAX_BYTES} bytes"):
+        load_config(path)
+
+
 def test_missing_file_means_defaults(tmp_path: Path) -> None:
     loaded = load_config(tmp_path / "absent.toml")
     assert loaded.path is None

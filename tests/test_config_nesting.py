@@ -1,6 +1,6 @@
-"""A config file nested too deeply for Python's TOML reader (which recurses once per level) is
-a config that does not parse: named at start, and at a session's open logged with the last
-good value kept; never a traceback or an internal error."""
+"""A config file nested too deeply for Python's TOML reader (which recurses once per level), or
+too large to be a config, is a config that does not parse: named at start, and at a session's
+open logged with the last good value kept; never a traceback or an internal error."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from orcad.limits import CONFIG_FILE_MAX_BYTES
 from tests.harness import DaemonProcess, OrcaEnv
 
 pytestmark = pytest.mark.daemon
@@ -48,3 +49,38 @@ def test_a_trusted_projects_config_nested_too_deeply_leaves_sessions_opening(
     assert opened.auto_memory is False  # the last good value read from that file
     events = [e for e in daemon.log_events() if e.get("event") == "config.project_unreadable"]
     assert events and "nested too deeply" in events[-1]["error"]
+
+
+# valid TOML of one byte more than a config file may hold: a comment pads it
+HUGE = "auto_memory = false\n#" + "x" * CONFIG_FILE_MAX_BYTES + "\n"
+
+
+def test_orcad_refuses_a_config_too_large_at_start(orca_env: OrcaEnv) -> None:
+    orca_env.write_config(HUGE)
+    result = subprocess.run(
+        [sys.executable, "-m", "orcad"],
+        env=orca_env.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    config = orca_env.home / "config.toml"
+    assert f"orcad: {config}: larger than {CONFIG_FILE_MAX_BYTES} bytes" in result.stderr
+
+
+def test_a_config_grown_too_large_keeps_the_last_good_value_at_open(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    """Read again whole at each open: 100 MB of it made each take 1.4 s and 300 MB."""
+    project = tmp_path / "project"
+    project.mkdir()
+    orca_env.write_config("auto_memory = true\n")
+    daemon = DaemonProcess(orca_env)
+    daemon_factory.append(daemon)
+    daemon.start()
+    orca_env.write_config(HUGE)
+    assert daemon.call("session.open", {"cwd": str(project)}).auto_memory is True
+    events = [e for e in daemon.log_events() if e.get("event") == "config.unreadable_at_open"]
+    assert events and "larger than" in events[-1]["error"]
