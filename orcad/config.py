@@ -238,7 +238,8 @@ def read_config_text(path: Path) -> str:
     """The text of a config file. A path that is not a regular file (a FIFO, a device, a
     directory) is refused with StartupError without waiting: reading a FIFO waits for a writer
     that may never come; so is one larger than CONFIG_FILE_MAX_BYTES, without reading it
-    whole. Raises FileNotFoundError, OSError and UnicodeDecodeError as reading does."""
+    whole, and so is one that is not UTF-8, naming its line. Raises FileNotFoundError and
+    OSError as reading does."""
     limit = limits.CONFIG_FILE_MAX_BYTES
     try:
         data = read_regular_file(path, limit + 1)
@@ -246,8 +247,16 @@ def read_config_text(path: Path) -> str:
         raise StartupError(f"{path}: not a regular file") from None
     if len(data) > limit:
         raise StartupError(f"{path}: larger than {limit} bytes, which no config file needs")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:  # its own words give a byte offset, not a line
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise StartupError(
+            f"{path}: not UTF-8 text, as TOML must be: line {line} holds the byte "
+            f"0x{data[exc.start]:02x} (saved in another encoding, such as Latin-1?)"
+        ) from None
     # a byte order mark (some Windows editors write one) is no part of TOML: read past it
-    return data.decode("utf-8").removeprefix("\ufeff")
+    return text.removeprefix("\ufeff")
 
 
 def load_config(path: Path) -> LoadedConfig:

@@ -84,3 +84,23 @@ def test_a_config_grown_too_large_keeps_the_last_good_value_at_open(
     assert daemon.call("session.open", {"cwd": str(project)}).auto_memory is True
     events = [e for e in daemon.log_events() if e.get("event") == "config.unreadable_at_open"]
     assert events and "larger than" in events[-1]["error"]
+
+
+def test_orcad_names_the_line_of_a_config_that_is_not_utf8(orca_env: OrcaEnv) -> None:
+    """Python's own words named a byte offset ("position 41"), no line."""
+    (orca_env.home / "config.toml").write_bytes(
+        b'auto_memory = true\n[extraction.openai]\nmodel = "caf\xe9"\n'
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "orcad"],
+        env=orca_env.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    config = orca_env.home / "config.toml"
+    assert f"orcad: {config}: not UTF-8 text, as TOML must be: line 3 holds the byte 0xe9" in (
+        result.stderr
+    )
