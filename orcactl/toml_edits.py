@@ -468,7 +468,15 @@ def _without_extractor(config: MutableMapping[str, Any]) -> None:
 
 def edit_orca_config(text: str, path: Path, agent: str, *, remove: bool) -> str:
     """orca's config.toml: the agent's own CLI as the `command` extraction provider (each edit
-    checked against what the file means, as in edit_codex_config)."""
+    checked against what the file means, as in edit_codex_config). A byte order mark, which
+    orcad reads past (some Windows editors write one), is kept as it was, and is no part of
+    the TOML edited."""
+    mark = "\ufeff" if text.startswith("\ufeff") else ""
+    edited = _edit_orca_config(text.removeprefix(mark), path, agent, remove=remove)
+    return mark + edited if edited else edited
+
+
+def _edit_orca_config(text: str, path: Path, agent: str, *, remove: bool) -> str:
     _load_toml(text, path)
     data = toml_meaning(text, path)
     argv = EXTRACTOR_ARGV[agent]

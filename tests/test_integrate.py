@@ -17,6 +17,7 @@ import trio
 
 from orcactl import agent_configs
 from orcactl.integrate import agent_status
+from orcad.config import load_config
 from orcad.paths import SOCKET_PATH_MAX_BYTES
 from orcad.providers.command import CommandProvider
 from protocol.client import Client
@@ -477,6 +478,23 @@ def test_the_extractor_option_sets_the_command_provider(orca_env: OrcaEnv) -> No
     assert config["extraction"] == {"provider": "command", "command": {"argv": ["claude", "-p"]}}
     assert _integrate(orca_env, "claude-code", "--extractor", "--remove").returncode == 0
     assert (orca_env.home / "config.toml").read_text() == "# orca\nauto_memory = true\n"
+
+
+def test_the_extractor_option_edits_a_config_with_a_byte_order_mark(orca_env: OrcaEnv) -> None:
+    """orcad reads past the mark some Windows editors write; integrate refused such a file as
+    not valid TOML ("Empty key at line 1 col 0")."""
+    config = orca_env.home / "config.toml"
+    original = "\ufeff# orca\r\nauto_memory = true\r\n".encode()
+    config.write_bytes(original)
+    done = _integrate(orca_env, "claude-code", "--extractor")
+    assert done.returncode == 0, done.stderr
+    written = config.read_bytes()
+    assert written.startswith("\ufeff# orca\r\n".encode())
+    loaded = load_config(config).config
+    assert loaded.extraction.provider == "command"
+    assert loaded.extraction.command.argv == ["claude", "-p"]
+    assert _integrate(orca_env, "claude-code", "--extractor", "--remove").returncode == 0
+    assert config.read_bytes() == original
 
 
 def test_the_extractor_option_says_orcad_uses_it_only_after_a_restart(orca_env: OrcaEnv) -> None:
