@@ -24,7 +24,7 @@ from orcactl.hooks.wire import peer_is_this_user, serving_elsewhere
 from orcad.control_characters import BIDI_FORMATTING, INVISIBLE_CHARACTERS, TAG_CHARACTERS
 from orcad.errors import StartupError
 from orcad.log import DAEMON_LOG_OPEN_FLAGS, move_aside_if_past_bound
-from orcad.paths import SHORTER_SOCKET, resolve_paths, socket_path_problem
+from orcad.paths import SHORTER_SOCKET, expand_home, resolve_paths, socket_path_problem
 from orcad.runtime import check_home_directory
 from protocol.client import (
     CALL_TIMEOUT_S,
@@ -207,7 +207,9 @@ def daemon_environment(environ: Mapping[str, str], socket: str) -> dict[str, str
     env = dict(environ, ORCA_SOCKET=os.path.abspath(socket))
     for name in PATH_VARIABLES:
         if env.get(name):
-            env[name] = os.path.abspath(env[name])
+            # `~` as orcad.paths reads it (HOME itself is taken as it is)
+            value = env[name] if name == "HOME" else expand_home(env[name], environ)
+            env[name] = os.path.abspath(value)
     python_path = [os.path.abspath(p) for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
     package_parent = str(Path(orcad.__file__).resolve().parent.parent)
     if not any(part in package_parent for part in ("site-packages", "dist-packages")):

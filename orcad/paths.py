@@ -58,6 +58,17 @@ def _home_dir(env: Mapping[str, str]) -> Path:
     return Path(env.get("HOME") or Path.home())
 
 
+def expand_home(value: str, env: Mapping[str, str]) -> str:
+    """`value` with a leading `~` or `~/` made the home directory, as a shell would have made
+    it: one quoted (`export ORCA_HOME="~/.orca"`), or set by a systemd unit, a .env file or an
+    agent's config, arrives unexpanded, and a path that starts with `~` was taken for one
+    relative to the current directory (`./~/.orca`), so each directory orcad was started from
+    had a memory of its own. `orcactl service` and `integrate` already expanded it."""
+    if value == "~" or value.startswith("~/"):
+        return str(_home_dir(env)) + value[1:]
+    return value
+
+
 def launchd_log_path(env: Mapping[str, str] | None = None) -> Path:
     """Where the launchd agent `orcactl service install` writes sends orcad's output."""
     return _home_dir(os.environ if env is None else env) / "Library" / "Logs" / "orcad.log"
@@ -96,15 +107,19 @@ SHORTER_SOCKET = "set ORCA_SOCKET (or give --socket) to a shorter path"
 
 def resolve_paths(env: Mapping[str, str] | None = None) -> Paths:
     env = os.environ if env is None else env
-    home = Path(env["ORCA_HOME"]) if env.get("ORCA_HOME") else _home_dir(env) / ".orca"
+    home = (
+        Path(expand_home(env["ORCA_HOME"], env))
+        if env.get("ORCA_HOME")
+        else _home_dir(env) / ".orca"
+    )
     if env.get("ORCA_CONFIG_DIR"):
-        deliberate_dir = Path(env["ORCA_CONFIG_DIR"])
+        deliberate_dir = Path(expand_home(env["ORCA_CONFIG_DIR"], env))
     elif config_home := xdg_directory(env, "XDG_CONFIG_HOME"):
         deliberate_dir = config_home / DELIBERATE_APP
     else:
         deliberate_dir = _home_dir(env) / ".config" / DELIBERATE_APP
     if env.get("ORCA_SOCKET"):
-        socket = Path(env["ORCA_SOCKET"])
+        socket = Path(expand_home(env["ORCA_SOCKET"], env))
         runtime_dir = socket.parent
         from_env = True
     else:

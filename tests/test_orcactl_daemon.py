@@ -46,6 +46,44 @@ def started_by_orcactl(orca_env: OrcaEnv) -> Iterator[int]:
             time.sleep(0.05)
 
 
+def test_an_orca_home_with_an_unexpanded_tilde_is_in_the_home_directory(
+    orca_env: OrcaEnv, tmp_path: Path
+) -> None:
+    """`export ORCA_HOME="~/.orca"` (quoted), a systemd unit or a .env file passes the `~` as
+    it is: it was taken for a directory named `~` under the current one, so each directory
+    orcad was started from had a memory of its own (`orcactl service` and `integrate` expanded
+    it, and pointed agents at another memory again)."""
+    orca_env.extra_env.update(ORCA_HOME="~/.orca-tilde", ORCA_CONFIG_DIR="~/.orca-tilde-db")
+    user_home = Path(orca_env.env["HOME"])
+    here, there = tmp_path / "here", tmp_path / "there"
+    here.mkdir()
+    there.mkdir()
+
+    def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "orcactl", *args]
+        return subprocess.run(
+            command, env=orca_env.env, cwd=cwd, capture_output=True, text=True, timeout=60
+        )
+
+    remembered = run("remember", "We deploy with make release.", "--json", cwd=here)
+    assert remembered.returncode == 0, remembered.stderr
+    try:
+        memory = user_home / ".orca-tilde" / "memory"
+        assert "make release" in (memory / "user.md").read_text(encoding="utf-8")
+        assert (user_home / ".orca-tilde-db" / "memory.sqlite3").exists()
+        assert not (here / "~").exists()
+        status = run("status", "--json", cwd=there)
+        assert status.returncode == 0, status.stderr
+        report = json.loads(status.stdout)
+        assert report["memory_root"] == str(memory)
+        assert report["memory_elsewhere"] is None
+    finally:
+        for home in (user_home, here / "~"):  # the orcad started, wherever its memory went
+            with contextlib.suppress(OSError, ValueError, KeyError):
+                pid_file = home / ".orca-tilde" / "memory" / "orcad.pid"
+                os.kill(int(json.loads(pid_file.read_text())["pid"]), 15)
+
+
 def test_status_when_not_running_exits_3_and_starts_nothing(orca_env: OrcaEnv) -> None:
     result = orcactl(orca_env, "status")
     assert result.returncode == 3

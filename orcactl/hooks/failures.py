@@ -37,6 +37,8 @@ def memory_root() -> Path:
     """$ORCA_HOME/memory, else ~/.orca/memory (as orcad.paths resolves it, without imports)."""
     home = os.environ.get("ORCA_HOME")
     if home:
+        if home == "~" or home.startswith("~/"):  # as orcad.paths.expand_home reads it
+            home = str(os.environ.get("HOME") or Path.home()) + home[1:]
         return Path(home) / "memory"
     return Path(os.environ.get("HOME") or Path.home()) / ".orca" / "memory"
 

@@ -137,7 +137,9 @@ def serving_elsewhere(path: str) -> str | None:
     this user, and the socket and its directory must be this user's and closed to others. A
     pid file left by a crash may name a socket in a shared directory (`/tmp/runtime-UID`),
     which another user could have taken since."""
-    home = os.environ.get("ORCA_HOME") or os.path.join(os.path.expanduser("~"), ".orca")
+    home = os.environ.get("ORCA_HOME") or os.path.join("~", ".orca")
+    if home == "~" or home.startswith("~/"):  # as orcad.paths.expand_home reads it
+        home = os.path.expanduser("~") + home[1:]
     try:
         instance = _read_instance(os.path.join(home, INSTANCE_FILE))
         pid, socket_file = instance["pid"], instance["socket"]
