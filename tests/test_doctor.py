@@ -643,6 +643,29 @@ def test_a_config_that_does_not_parse_judges_no_provider_or_model(orca_env: Orca
     assert "config file is not valid" in judged["provider"]["detail"]
 
 
+def test_a_provider_table_written_out_without_its_provider_is_named(orca_env: OrcaEnv) -> None:
+    """[extraction.openai] filled in and `provider = "openai"` forgotten ran the heuristic,
+    and doctor said only that the heuristic needs no provider."""
+    orca_env.write_config(
+        '[extraction.openai]\nbase_url = "http://127.0.0.1:8080/v1"\nmodel = "qwen"\n'
+        '[recall.endpoint]\nbase_url = "http://127.0.0.1:8080/v1"\nmodel = "nomic"\n'
+    )
+    _status, findings = doctor(orca_env)
+    [config] = [f for f in findings if f["check"] == "config"]
+    assert (
+        '[extraction.openai] is set but unused (provider is "heuristic", not "openai")'
+        in (config["detail"])
+    )
+    assert (
+        '[recall.endpoint] is set but unused (embedding is "builtin", not "endpoint")'
+        in (config["detail"])
+    )
+    orca_env.write_config('[extraction]\nprovider = "openai"\n[extraction.openai]\nmodel = "q"\n')
+    _status, findings = doctor(orca_env)
+    [config] = [f for f in findings if f["check"] == "config"]
+    assert "unused" not in config["detail"]
+
+
 def test_command_provider_not_on_path(orca_env: OrcaEnv) -> None:
     orca_env.write_config(
         '[extraction]\nprovider = "command"\n'

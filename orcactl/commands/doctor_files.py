@@ -11,7 +11,13 @@ from pathlib import Path
 
 from orcactl.approval import shell_word
 from orcactl.commands.doctor_faults import Finding
-from orcad.config import Config, load_config
+from orcad.config import (
+    CommandConfig,
+    Config,
+    EmbeddingEndpointConfig,
+    OpenAIConfig,
+    load_config,
+)
 from orcad.errors import StartupError
 from orcad.paths import Paths
 
@@ -238,7 +244,38 @@ def check_config(paths: Paths) -> tuple[list[Finding], Config | None]:
                 "remove them or correct their spelling (see the README's configuration keys)",
             )
         ], loaded.config
-    return [Finding("config", "ok", f"{loaded.path} parses; every key is known")], loaded.config
+    detail = f"{loaded.path} parses; every key is known"
+    if unused := unused_sections(loaded.config):
+        detail += f"; {', '.join(unused)}"
+    return [Finding("config", "ok", detail)], loaded.config
+
+
+def unused_sections(config: Config) -> list[str]:
+    """The tables set in `config` that its choices leave unread, each with the choice that
+    would read it: `[extraction.openai]` written out with `provider = "openai"` forgotten runs
+    the heuristic, without a word."""
+    extraction, recall = config.extraction, config.recall
+    sections = [
+        ("[extraction.openai]", extraction.openai != OpenAIConfig(), extraction.provider, "openai"),
+        (
+            "[extraction.command]",
+            extraction.command != CommandConfig(),
+            extraction.provider,
+            "command",
+        ),
+        (
+            "[recall.endpoint]",
+            recall.endpoint != EmbeddingEndpointConfig(),
+            recall.embedding,
+            "endpoint",
+        ),
+    ]
+    key = {"openai": "provider", "command": "provider", "endpoint": "embedding"}
+    return [
+        f'{table} is set but unused ({key[wanted]} is "{chosen}", not "{wanted}")'
+        for table, written, chosen, wanted in sections
+        if written and chosen != wanted
+    ]
 
 
 def _existing(path: Path) -> Path:
