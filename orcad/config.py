@@ -173,6 +173,8 @@ def parse_config(
         _check_trusted_projects(parsed.trusted_projects, source)
         _check_embedding(parsed.recall.embedding, source)
         _check_command_program(parsed.extraction.command.argv[0], source)
+        _check_key_variable("extraction.openai.api_key_env", parsed.extraction.openai, source)
+        _check_key_variable("recall.endpoint.api_key_env", parsed.recall.endpoint, source)
     return parsed, unknown
 
 
@@ -214,6 +216,24 @@ def _check_embedding(setting: str, source: str) -> None:
         raise StartupError(
             f"{source}: key `recall.embedding`: {setting!r} is none of {names}, and {problem}; "
             "give a model directory as an absolute path (or one starting with ~/)"
+        )
+
+
+# what a shell can export: the name of the variable that holds an API key
+_VARIABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _check_key_variable(
+    key: str, settings: OpenAIConfig | EmbeddingEndpointConfig, source: str
+) -> None:
+    """api_key_env must name an environment variable. The value is never quoted: the likeliest
+    mistake is the key itself pasted there (`sk-...`), which would otherwise be shown in every
+    message about the variable it is not. Raises StartupError."""
+    if _VARIABLE_NAME.fullmatch(settings.api_key_env) is None:
+        what = "is empty" if not settings.api_key_env else "is not the name of a variable"
+        raise StartupError(
+            f"{source}: key `{key}` {what} (letters, digits and _, not starting with a digit); "
+            "it names the environment variable that holds the API key, never the key itself"
         )
 
 

@@ -264,6 +264,20 @@ def test_a_command_given_by_a_relative_path_is_a_config_error(
     assert f"key `extraction.command.argv`: its program '{program}'" in error
 
 
+def test_a_key_pasted_in_place_of_its_variables_name_is_never_shown(home: Path) -> None:
+    """It was quoted as the variable that is not set, by provider test, status and the log."""
+    pasted = "sk-proj-Abc123XyZ789secretKEY000"
+    (home / "config.toml").write_text(
+        '[extraction]\nprovider = "openai"\n[extraction.openai]\n'
+        f'base_url = "https://api.example.com/v1"\napi_key_env = "{pasted}"\n',
+        encoding="utf-8",
+    )
+    done = run_provider_test(home)
+    assert done.returncode == 1, done.stdout
+    assert "secretKEY" not in done.stdout + done.stderr
+    assert "key `extraction.openai.api_key_env` is not the name of a variable" in done.stdout
+
+
 def test_sample_text_is_redacted_before_it_is_sent(
     home: Path, server: FakeOpenAI, capsys: pytest.CaptureFixture[str]
 ) -> None:
