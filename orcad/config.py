@@ -226,14 +226,15 @@ _VARIABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 def _check_key_variable(
     key: str, settings: OpenAIConfig | EmbeddingEndpointConfig, source: str
 ) -> None:
-    """api_key_env must name an environment variable. The value is never quoted: the likeliest
-    mistake is the key itself pasted there (`sk-...`), which would otherwise be shown in every
-    message about the variable it is not. Raises StartupError."""
-    if _VARIABLE_NAME.fullmatch(settings.api_key_env) is None:
-        what = "is empty" if not settings.api_key_env else "is not the name of a variable"
+    """api_key_env must name an environment variable, or be empty for none (a server on
+    loopback needs no key). The value is never quoted: the likeliest mistake is the key itself
+    pasted there (`sk-...`), which would otherwise be shown in every message about the variable
+    it is not. Raises StartupError."""
+    if settings.api_key_env and _VARIABLE_NAME.fullmatch(settings.api_key_env) is None:
         raise StartupError(
-            f"{source}: key `{key}` {what} (letters, digits and _, not starting with a digit); "
-            "it names the environment variable that holds the API key, never the key itself"
+            f"{source}: key `{key}` is not the name of a variable (letters, digits and _, not "
+            "starting with a digit); it names the environment variable that holds the API key, "
+            "never the key itself"
         )
 
 

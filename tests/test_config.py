@@ -85,13 +85,22 @@ def test_bad_values_name_the_key(text: str, key: str) -> None:
 
 
 @pytest.mark.parametrize("table", ["extraction.openai", "recall.endpoint"])
-@pytest.mark.parametrize("value", ["sk-proj-Abc123XyZ789secretKEY0", "", "1KEY", "MY KEY"])
+@pytest.mark.parametrize("value", ["sk-proj-Abc123XyZ789secretKEY0", "1KEY", "MY KEY"])
 def test_api_key_env_must_name_a_variable_and_is_never_quoted(table: str, value: str) -> None:
     """The key pasted in place of its variable's name was shown in every message about the
     variable (`the environment variable sk-proj-... is not set`), in status and in the log."""
     with pytest.raises(StartupError, match=f"key `{table}.api_key_env`") as raised:
         parse_config(f"[{table}]\napi_key_env = {value!r}\n", "c.toml")
     assert not value or value not in str(raised.value)
+
+
+@pytest.mark.parametrize("table", ["extraction.openai", "recall.endpoint"])
+def test_an_empty_api_key_env_reads_no_key(table: str) -> None:
+    """No variable, no key: what a server on loopback needs (one elsewhere is refused by the
+    provider, saying api_key_env is empty)."""
+    config, _unknown = parse_config(f'[{table}]\napi_key_env = ""\n', "c.toml")
+    section = config.extraction.openai if table == "extraction.openai" else config.recall.endpoint
+    assert section.api_key_env == ""
 
 
 @pytest.mark.parametrize("lease_s", ["1e-6", "0.01", "0.5"])

@@ -186,6 +186,16 @@ def test_a_base_url_refused_at_start_is_shown_without_its_credentials(url: str) 
     assert "[credentials]@127.0.0.1" in str(caught.value)
 
 
+def test_an_empty_api_key_env_is_no_key_on_loopback_and_named_elsewhere() -> None:
+    loopback = OpenAIConfig(base_url="http://127.0.0.1:8080/v1", api_key_env="")
+    provider = build_provider(ExtractionConfig(provider="openai", openai=loopback), {"": "x"})
+    assert isinstance(provider, OpenAIProvider)
+    remote = OpenAIConfig(base_url="https://api.example.com/v1", api_key_env="")
+    with pytest.raises(ProviderConfigError) as caught:
+        build_provider(ExtractionConfig(provider="openai", openai=remote), {})
+    assert str(caught.value).startswith("extraction.openai.api_key_env is empty, and ")
+
+
 async def test_https_to_a_plain_http_server_says_what_tls_found(server: FakeOpenAI) -> None:
     """httpx under trio raises a ConnectError with no text of its own; the TLS error under it
     says what happened."""

@@ -90,6 +90,12 @@ def build_provider(config: ExtractionConfig, environ: Mapping[str, str]) -> Prov
         )
     loopback = is_loopback_url(settings.base_url)
     api_key = environ.get(settings.api_key_env, "").strip() or None
+    if api_key is None and not loopback and not settings.api_key_env:
+        raise ProviderConfigError(
+            f"extraction.openai.api_key_env is empty, and {parts.hostname} is not a loopback "
+            "address, so it needs an API key: set api_key_env to the name of the environment "
+            "variable that holds it"
+        )
     if api_key is None and not loopback:
         raise ProviderConfigError(
             f"the environment variable {settings.api_key_env} (extraction.openai.api_key_env) is "
