@@ -4,7 +4,9 @@ store raised it (README: When files are damaged or the disk is full)."""
 from __future__ import annotations
 
 import resource
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import filelock
 import pytest
@@ -98,6 +100,22 @@ class SizeLimitedDaemon(DaemonProcess):
         resource.setrlimit(resource.RLIMIT_FSIZE, (self.max_file_bytes, self.max_file_bytes))
 
 
+def first_refusal(
+    daemon: DaemonProcess,
+    method: str,
+    params_of: Callable[[int], dict[str, Any]],
+    attempts: int,
+) -> RemoteError:
+    """The error of the first of `attempts` calls (with params_of(number)) that is refused;
+    the test fails if none is."""
+    for number in range(attempts):
+        try:
+            daemon.call(method, params_of(number))
+        except RemoteError as exc:
+            return exc
+    raise AssertionError(f"all {attempts} calls of {method} were answered: none met the limit")
+
+
 def test_a_write_past_the_file_size_limit_says_so_and_what_to_do(
     orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
 ) -> None:
@@ -109,15 +127,12 @@ def test_a_write_past_the_file_size_limit_says_so_and_what_to_do(
     session = daemon.call("session.open", {"cwd": cwd, "mode": "yolo"})
     ids = {"session_id": session.session_id, "epoch": session.epoch}
     fact = "the deploy checklist says to tag the release and run make publish " * 25
-    error = None
-    for number in range(2 * SizeLimitedDaemon.max_file_bytes // len(fact)):
-        params = {**ids, "text": f"{number}: {fact}", "scope": "project"}
-        try:
-            daemon.call("remember", params)
-        except RemoteError as exc:
-            error = exc
-            break
-    assert error is not None, "memory.md grew past the file size limit"
+    error = first_refusal(
+        daemon,
+        "remember",
+        lambda number: {**ids, "text": f"{number}: {fact}", "scope": "project"},
+        attempts=2 * SizeLimitedDaemon.max_file_bytes // len(fact),
+    )
     assert (error.code, error.data.get("reason")) == (-32017, "file_too_large"), error
     assert error.data["path"].endswith("memory.md"), error.data
     assert "ulimit -f" in error.error.message, error.error.message
@@ -137,22 +152,19 @@ def test_the_memory_database_past_the_file_size_limit_says_so_and_what_to_do(
     daemon.start()
     session = daemon.call("session.open", {"cwd": cwd, "mode": "yolo"})
     fact = "the release checklist lives in docs/release.md and lists every step " * 8
-    error = None
-    for number in range(2 * SizeLimitedDaemon.max_file_bytes // len(fact)):
-        save = {
-            "session_id": session.session_id,
-            "epoch": session.epoch,
+    ids = {"session_id": session.session_id, "epoch": session.epoch}
+    error = first_refusal(
+        daemon,
+        "memory.manage",
+        lambda number: {
+            **ids,
             "action": "save",
             "content": f"{number}: {fact}",
             "kind": "fact",
             "is_global": True,
-        }
-        try:
-            daemon.call("memory.manage", save)
-        except RemoteError as exc:
-            error = exc
-            break
-    assert error is not None, "the memory database grew past the file size limit"
+        },
+        attempts=2 * SizeLimitedDaemon.max_file_bytes // len(fact),
+    )
     assert (error.code, error.data.get("reason")) == (-32017, "file_too_large"), error
     assert "ulimit -f" in error.error.message, error.error.message
     assert "dmesg" not in error.error.message, error.error.message
