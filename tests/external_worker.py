@@ -79,6 +79,18 @@ def fact_output(*facts: str, category: str = "project") -> str:
     return "\n".join(json.dumps({"category": category, "fact": fact}) for fact in facts)
 
 
+def publish_as_a_worker(daemon: Any, session: Any, turn_id: str, fact: str) -> str:
+    """Report a turn that states `fact`, then claim and publish its job as an external worker
+    would, the fact as its one output; the job's id."""
+    job_id: str = daemon.call(
+        "turn.completed", turn_params(session, turn_id, f"note that {fact}")
+    ).job_id
+    claimed = daemon.call("jobs.claim", {"worker": "test"})
+    published = {"output": fact_output(fact), "provider": "external", "model": "test"}
+    daemon.call("jobs.publish", {"job_id": job_id, "token": claimed.lease.token, **published})
+    return job_id
+
+
 # --- the worker program -----------------------------------------------------------------------
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.external_worker import fact_output, turn_params
+from tests.external_worker import publish_as_a_worker
 from tests.harness import DaemonProcess, OrcaEnv
 
 pytestmark = pytest.mark.daemon
@@ -34,10 +34,7 @@ def test_an_index_rebuilt_from_the_ledger_a_forget_replaced_leaves_no_copy_of_th
     project = tmp_path / "project"
     project.mkdir()
     session = daemon.call("session.open", {"cwd": os.path.realpath(project)})
-    job_id = daemon.call("turn.completed", turn_params(session, "t1", f"note that {fact}")).job_id
-    claimed = daemon.call("jobs.claim", {"worker": "test"})
-    published = {"output": fact_output(fact), "provider": "external", "model": "test"}
-    daemon.call("jobs.publish", {"job_id": job_id, "token": claimed.lease.token, **published})
+    publish_as_a_worker(daemon, session, "t1", fact)
     inspected = daemon.call("projects.inspect", {"cwd": os.path.realpath(project)})
     forget = {
         "project_id": inspected.project.id,

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.external_worker import fact_output, turn_params
+from tests.external_worker import publish_as_a_worker
 from tests.harness import DaemonProcess, OrcaEnv
 
 pytestmark = pytest.mark.daemon
@@ -32,10 +32,7 @@ def test_a_snapshot_read_back_while_its_fact_is_forgotten_is_not_recalled_again(
     project = tmp_path / "project"
     project.mkdir()
     session = daemon.call("session.open", {"cwd": os.path.realpath(project)})
-    job_id = daemon.call("turn.completed", turn_params(session, "t1", f"note that {fact}")).job_id
-    claimed = daemon.call("jobs.claim", {"worker": "test"})
-    published = {"output": fact_output(fact), "provider": "external", "model": "test"}
-    daemon.call("jobs.publish", {"job_id": job_id, "token": claimed.lease.token, **published})
+    publish_as_a_worker(daemon, session, "t1", fact)
     ids = {"session_id": session.session_id, "epoch": session.epoch}
     turn = {**ids, "turn_id": "t2", "prompt": "what is the staging cluster named?"}
     assert word in daemon.call("recall", turn).context
