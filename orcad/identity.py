@@ -9,9 +9,10 @@ origin. Scheme, user info, port, query and fragment are dropped, the host is low
 trailing slashes and `.git` suffixes removed, so the scp-like, https and ssh spellings of one
 repository agree. Ports are dropped because the same repository is commonly served over ssh
 on a custom port and over https on the default one. A remote helper's `<transport>::<address>`
-stands for its address. No part of a password may reach the identity, which project.json
-keeps and projects.list shows: one a URL holds where Git would not look for it (scp-like
-`user:password@host:path`, a `/` in the password) is dropped or makes the origin unusable.
+is read whole, as it always was (so its project keeps its id). No part of a password may reach
+the identity, which project.json keeps and projects.list shows: one a URL holds where Git
+would not look for it (scp-like `user:password@host:path`, a helper's address, a `/` in the
+password) is dropped or makes the origin unusable.
 
 The origin URL is read from the repository's config file directly (no git binary). `include`
 directives and `url.<base>.insteadOf` rewrites are not followed. Only regular files are read,
@@ -81,11 +82,8 @@ def normalize_origin(url: str) -> str:
     Idempotent: a normalized origin normalizes to itself.
     """
     text = url.strip()
-    helper = _HELPER.match(text)
-    if helper is not None:  # the repository is the address; the helper only reaches it
-        text = helper.group(1).strip()
-        if _HELPER.match(text):
-            raise ValueError("a remote helper's address is no other helper's URL")
+    if _HELPER.match(text) is not None:
+        text = _helper_url(text)
     text = text.split("#", 1)[0].split("?", 1)[0]
     scheme_match = _SCHEME.match(text)
     if scheme_match is not None:
@@ -105,6 +103,29 @@ def normalize_origin(url: str) -> str:
     if not path:
         raise ValueError(f"origin {url!r} names no repository path")
     return f"{host}/{path}"
+
+
+def _helper_url(text: str) -> str:
+    """A remote helper's `<transport>::<address>` (`hg::https://host/repo`,
+    `codecommit::us-east-1://repo`) as orcad has always named its repository, read whole as an
+    scp-like URL (`hg/:https:/host/repo`), so that such a project keeps its id; only a password
+    its address holds is dropped first. ValueError for an address that is a command (`ext::`)
+    or another helper's URL."""
+    transport, _, address = text.partition("::")
+    address = address.strip()
+    if transport.lower() == "ext":
+        raise ValueError("an ext:: remote is a command to run, not a place")
+    if _HELPER.match(address):
+        raise ValueError("a remote helper's address is no other helper's URL")
+    scheme = _SCHEME.match(address)
+    if scheme is None:
+        return f"{transport}::{_SCP_LIKE_PASSWORD.sub('', address, count=1)}"
+    authority, slash, path = scheme.group(2).partition("/")
+    _host_of(authority)  # ValueError for a port that is no number: a `/` in a password
+    user, at, host = authority.rpartition("@")
+    if at and ":" in user:
+        return f"{transport}::{scheme.group(1)}://{host}{slash}{path}"
+    return text
 
 
 def _split_scp_like(text: str) -> tuple[str, str]:

@@ -71,13 +71,30 @@ def test_local_and_unusual_origins(url: str, expected: str) -> None:
         # scp-like with a password: Git takes `alice` for the host, the user meant github.com
         ("alice:pw-SECRET@github.com:owner/repo.git", "github.com/owner/repo"),
         ("alice:pw@SECRET@github.com:owner/repo", "github.com/owner/repo"),
-        # a remote helper's URL: the repository is the address after `::`
-        ("hg::https://alice:pw-SECRET@hg.example.org/repo", "hg.example.org/repo"),
-        ("gcrypt::rsync://alice:pw-SECRET@example.org/srv/repo", "example.org/srv/repo"),
-        ("hg::https://hg.example.org/repo", "hg.example.org/repo"),
+        # a remote helper's URL: read whole, as the same URL without the password is
+        ("hg::https://alice:pw-SECRET@hg.example.org/repo", "hg/:https:/hg.example.org/repo"),
+        ("gcrypt::rsync://alice:pw-SECRET@example.org/srv/r", "gcrypt/:rsync:/example.org/srv/r"),
+        ("gcrypt::alice:pw-SECRET@example.org:srv/r", "gcrypt/:example.org:srv/r"),
     ],
 )
 def test_passwords_in_unusual_origin_spellings_are_dropped(url: str, expected: str) -> None:
+    assert normalize_origin(url) == expected
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("hg::https://hg.example/repo", "hg/:https:/hg.example/repo"),
+        ("gcrypt::rsync://host/o/r", "gcrypt/:rsync:/host/o/r"),
+        ("codecommit::us-east-1://myrepo", "codecommit/:us-east-1:/myrepo"),
+        ("codecommit::us-east-1://profile@myrepo", "codecommit/:us-east-1:/profile@myrepo"),
+        ("hg::ssh://hg@hg.example.org:2222/repo", "hg/:ssh:/hg@hg.example.org:2222/repo"),
+        ("persistent-https::https://host/r.git", "persistent-https/:https:/host/r"),
+    ],
+)
+def test_a_remote_helpers_url_names_its_project_as_it_always_did(url: str, expected: str) -> None:
+    # what earlier versions made of these: a project of a clone through git-remote-hg,
+    # gcrypt or codecommit keeps its id, and so its memory, across an upgrade
     assert normalize_origin(url) == expected
 
 
@@ -297,7 +314,11 @@ def test_no_password_of_the_origin_reaches_the_identity(tmp_path: Path, origin: 
     git("remote", "add", "origin", origin, cwd=repository)
     project = derive_project(repository)
     assert "SECRET" not in project.identity
-    assert project.identity in ("github.com/owner/repo", str(repository.resolve()))
+    assert project.identity in (
+        "github.com/owner/repo",
+        "hg/:https:/github.com/owner/repo",  # a helper's URL, read whole
+        str(repository.resolve()),
+    )
 
 
 def test_a_relative_path_origin_is_a_directory_not_a_host(tmp_path: Path) -> None:
