@@ -361,15 +361,25 @@ def test_a_lease_noted_here_ends_on_time_when_the_wall_clock_goes_back() -> None
     assert leases.is_claimable(deadlines.honoured(held, ahead, 100.0 + LEASE), ahead)
 
 
-def test_noted_waits_are_kept_while_either_clock_needs_them_and_no_longer() -> None:
+def test_noted_waits_are_kept_while_their_job_holds_them_and_no_longer() -> None:
     deadlines = JobDeadlines()
     held = claimed(job(), now=T0)
     deadlines.note(held, T0, 0.0)
-    deadlines.prune(T0 - 86400.0 + LEASE, LEASE)  # over by the monotonic clock only
+    deadlines.prune({held.job_id: view_of(held)}.get)  # its job holds it still
     assert len(deadlines) == 1
     back = T0 - 86400.0 + LEASE
     assert leases.is_claimable(deadlines.honoured(held, back, LEASE), back)
-    deadlines.prune(T0 + LEASE, 86400.0 + LEASE)  # over by both
+    # over on both clocks, then the wall clock set back: still over, so still kept
+    deadlines.prune({held.job_id: view_of(held)}.get)
+    back = T0 - 86400.0 + 2 * LEASE
+    assert leases.is_claimable(deadlines.honoured(held, back, 86400.0 + 2 * LEASE), back)
+    assert deadlines.honoured_view(view_of(held), back, 86400.0 + 2 * LEASE).lease_expires == back
+    # a job gone, or written again without that wait, has it forgotten
+    deadlines.prune({}.get)
+    assert len(deadlines) == 0
+    deadlines.note(held, T0, 0.0)
+    renewed = leases.renew(held, token=token_of(held), now=T0 + 1, lease_s=LEASE)
+    deadlines.prune({held.job_id: view_of(renewed)}.get)  # renewed by another daemon
     assert len(deadlines) == 0
     # a job written again without a lease forgets its lease's end at once
     deadlines.note(held, T0, 0.0)

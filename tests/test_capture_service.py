@@ -458,3 +458,33 @@ async def test_a_wait_ends_on_time_when_the_wall_clock_is_set_back(
         assert (await orca.call("jobs.publish", fresh))["added"] == 1
     finally:
         await orca.aclose()
+
+
+@pytest.mark.parametrize("wait", ["lease", "back_off"])
+async def test_a_wait_over_stays_over_when_the_wall_clock_is_set_back_later(
+    tmp_path: Path, wait: str
+) -> None:
+    """A lease that ran out, or a back-off that is over, is not revived by the wall clock set
+    back afterwards, though a claim pass over other projects came in between: the job is
+    claimable at once, and the worker whose lease ran out is fenced."""
+    clock = SettableClock()
+    orca = InProcessDaemon(tmp_path, clock, Config(extraction=ExtractionConfig(workers=0)))
+    try:
+        job_id = await _admitted_turn(orca, tmp_path / "ws")
+        claimed = await orca.call("jobs.claim", {"worker": "gone", "lease_s": 60})
+        token = claimed["lease"]["token"]
+        if wait == "back_off":
+            await orca.call("jobs.fail", {"job_id": job_id, "token": token, "error": "x"})
+        clock.advance(61.0)  # over on both clocks
+        elsewhere = {"worker": "w", "lease_s": 60, "project_id": "0" * 64}
+        assert (await orca.call("jobs.claim", elsewhere))["job"] is None
+        clock.set_wall(-86400.0)  # NTP, a user or a resumed machine sets the clock back a day
+        if wait == "lease":
+            renew = {"job_id": job_id, "token": token, "lease_s": 60}
+            with pytest.raises(RemoteError) as caught:
+                await orca.call("jobs.renew", renew)
+            assert caught.value.error.code == -32011
+        again = await orca.call("jobs.claim", {"worker": "w", "lease_s": 60})
+        assert again["job"] is not None and again["job"]["job_id"] == job_id
+    finally:
+        await orca.aclose()

@@ -14,6 +14,8 @@ is honoured as stored.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import msgspec
 
 from orcad.capture.records import JobRecord
@@ -70,15 +72,26 @@ class JobDeadlines:
             return view
         return msgspec.structs.replace(view, lease_expires=lease_expires, not_before=not_before_at)
 
-    def prune(self, now: float, elapsed: float) -> None:
-        """Forget the waits over on both clocks: honoured as stored, they are over too."""
-        for noted in (self._leases, self._not_before):
+    def prune(self, indexed: Callable[[str], JobView | None]) -> None:
+        """Forget the waits no job holds any more, by `indexed` (a job's view, None when it is
+        gone): a job written again, or gone. A wait over is kept while its job still holds it:
+        forgotten, it would be honoured as stored, and the wall clock set back after its end
+        would make it run again (a lease that ran out held again, a back-off served twice)."""
+        for noted, held in ((self._leases, _lease_of), (self._not_before, _not_before_of)):
             for job_id in [
                 job_id
                 for job_id, wait in noted.items()
-                if wait.ends <= elapsed and parse_time(wait.stored) <= now
+                if (view := indexed(job_id)) is None or held(view) != parse_time(wait.stored)
             ]:
                 del noted[job_id]
+
+
+def _lease_of(view: JobView) -> float | None:
+    return view.lease_expires
+
+
+def _not_before_of(view: JobView) -> float | None:
+    return view.not_before
 
 
 def _note(

@@ -261,7 +261,7 @@ class LeaseEngine:
         repeated after reschedule_s, to notice the file being fixed or moved aside."""
         now, elapsed = self.clock.now(), self.clock.monotonic()
         self._held_until = {p: at for p, at in self._held_until.items() if at > now}
-        self.deadlines.prune(now, elapsed)
+        self.deadlines.prune(self.index.view)
         state = PoolState(
             jobs=tuple(
                 self.deadlines.honoured_view(view, now, elapsed)
