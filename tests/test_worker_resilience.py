@@ -24,13 +24,16 @@ from orcad.capture.projects import LOCK_FILE, ensure_directories
 from orcad.capture.records import JobRecord, new_job
 from orcad.capture.schedule import JobView, PoolState, plan
 from orcad.capture.service import CaptureService
+from orcad.capture.worker import WorkerPool
 from orcad.config import Config, ExtractionConfig, LoadedConfig
 from orcad.errors import Conflict, StorageError
 from orcad.limits import RESTART_FIRST_DELAY_S, RESTART_MAX_DELAY_S
 from orcad.paths import resolve_paths
+from orcad.providers import build_provider
 from orcad.rpc import Dispatcher
 from orcad.supervision import restart_delay, supervised
 from protocol.types import StatusParams
+from tests.deliberate_helpers import SettableClock
 
 pytestmark = pytest.mark.inprocess
 
@@ -188,6 +191,48 @@ async def test_a_lock_failure_holds_that_project_only_for_reschedule_s(tmp_path:
     assert found.job is not None and found.job.job_id == "job_" + "a" * 32
     stored = read_job(projects_dir / PROJECT_A, found.job.job_id)
     assert stored is not None and (stored.state, stored.attempts) == ("leased", 0)
+
+
+async def test_a_publish_the_projects_lock_holds_up_is_retried_while_its_lease_runs(
+    tmp_path: Path,
+) -> None:
+    """A provider's answer waits for the project's lock while the lease runs, as this daemon
+    times it: the wall clock set a day forward meanwhile (the job file's expiry reads as past)
+    does not make the worker throw the answer away."""
+    projects_dir = tmp_path / "projects"
+    job_id = "job_" + "a" * 32
+    old_umask = os.umask(0o077)
+    try:
+        _pending_job(projects_dir, PROJECT_A, job_id, T0)
+    finally:
+        os.umask(old_umask)
+    clock = SettableClock(T0 + 10)
+    service = CaptureService(
+        projects_dir=projects_dir,
+        auto_memory=AutoMemorySwitch(tmp_path / "config.toml", Config()),
+        config=Config(),
+        clock=clock,
+        record_error=lambda kind, message: None,
+        lock_timeout=0.05,
+    )
+    await service.leases.load()
+    found = await service.leases.claim_pass("w", 60.0)
+    assert found.job is not None and found.job.lease is not None
+    pool = WorkerPool(service.leases, build_provider(ExtractionConfig(), {}), workers=0)
+    output = '{"category": "project", "fact": "Deploys run make release."}'
+    other_process = filelock.FileLock(str(projects_dir / PROJECT_A / LOCK_FILE), thread_local=False)
+    other_process.acquire()
+    try:
+        clock.set_wall(86400.0)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(pool._publish, job_id, found.job.lease.token, output)
+            await trio.sleep(0.3)  # a few of its waits for the lock run out meanwhile
+            other_process.release()
+    finally:
+        if other_process.is_locked:
+            other_process.release()
+    stored = read_job(projects_dir / PROJECT_A, job_id)
+    assert stored is not None and stored.state == "committed"
 
 
 async def test_retries_at_the_same_moment_never_fill_the_backlog_past_its_cap(

@@ -151,7 +151,13 @@ class WorkerPool:
                 log.info("job.output_rejected", job_id=job_id, error=exc.message)
                 return
             except ProjectLockTimeout as exc:
-                if not schedule.lease_runs(engine.index.view(job_id), engine.clock.now()):
+                # the lease as this daemon honours it (JobDeadlines): the wall clock set forward
+                # meanwhile does not end it, nor set back lengthen it
+                now, elapsed = engine.clock.now(), engine.clock.monotonic()
+                view = engine.index.view(job_id)
+                if view is not None:
+                    view = engine.deadlines.honoured_view(view, now, elapsed)
+                if not schedule.lease_runs(view, now):
                     raise
                 log.warning("publish.lock_timeout", job_id=job_id, error=exc.message)
                 engine.problems.report("job_store", exc.message)
