@@ -172,9 +172,13 @@ def parse_config(
     if isinstance(parsed, Config):
         _check_trusted_projects(parsed.trusted_projects, source)
         _check_embedding(parsed.recall.embedding, source)
-        _check_command_program(parsed.extraction.command.argv[0], source)
-        _check_key_variable("extraction.openai.api_key_env", parsed.extraction.openai, source)
-        _check_key_variable("recall.endpoint.api_key_env", parsed.recall.endpoint, source)
+        # a table the choices do not read (one left from another provider) stops nothing
+        if parsed.extraction.provider == "command":
+            _check_command_program(parsed.extraction.command.argv[0], source)
+        if parsed.extraction.provider == "openai":
+            _check_key_variable("extraction.openai.api_key_env", parsed.extraction.openai, source)
+        if parsed.recall.embedding == "endpoint":
+            _check_key_variable("recall.endpoint.api_key_env", parsed.recall.endpoint, source)
     return parsed, unknown
 
 

@@ -84,14 +84,33 @@ def test_bad_values_name_the_key(text: str, key: str) -> None:
         parse_config(text, "c.toml")
 
 
+# what makes each table read
+_CHOOSING = {
+    "extraction.openai": '[extraction]\nprovider = "openai"\n',
+    "recall.endpoint": '[recall]\nembedding = "endpoint"\n',
+}
+
+
 @pytest.mark.parametrize("table", ["extraction.openai", "recall.endpoint"])
 @pytest.mark.parametrize("value", ["sk-proj-Abc123XyZ789secretKEY0", "1KEY", "MY KEY"])
 def test_api_key_env_must_name_a_variable_and_is_never_quoted(table: str, value: str) -> None:
     """The key pasted in place of its variable's name was shown in every message about the
     variable (`the environment variable sk-proj-... is not set`), in status and in the log."""
     with pytest.raises(StartupError, match=f"key `{table}.api_key_env`") as raised:
-        parse_config(f"[{table}]\napi_key_env = {value!r}\n", "c.toml")
+        parse_config(f"{_CHOOSING[table]}[{table}]\napi_key_env = {value!r}\n", "c.toml")
     assert not value or value not in str(raised.value)
+
+
+def test_a_table_no_choice_reads_stops_nothing() -> None:
+    """One left from another provider (`[extraction.command]` kept after a switch to openai)
+    is not read, so it cannot be wrong: doctor names it as unread."""
+    text = (
+        '[extraction]\nprovider = "openai"\n'
+        '[extraction.command]\nargv = ["./bin/extract"]\n'
+        '[recall.endpoint]\napi_key_env = "sk-proj-Abc123"\n'
+    )
+    config, _unknown = parse_config(text, "c.toml")
+    assert config.extraction.command.argv == ["./bin/extract"]
 
 
 @pytest.mark.parametrize("table", ["extraction.openai", "recall.endpoint"])
@@ -116,7 +135,10 @@ def test_a_lease_shorter_than_a_second_is_refused(lease_s: str) -> None:
 @pytest.mark.parametrize("program", ["./extract", "bin/extract", "~/bin/extract", "~"])
 def test_the_command_program_must_be_on_path_or_absolute(program: str) -> None:
     with pytest.raises(StartupError, match=r"key `extraction\.command\.argv`: its program"):
-        parse_config(f"[extraction.command]\nargv = [{program!r}]\n", "c.toml")
+        parse_config(
+            f'[extraction]\nprovider = "command"\n[extraction.command]\nargv = [{program!r}]\n',
+            "c.toml",
+        )
 
 
 @pytest.mark.parametrize("program", ["llm", "/usr/local/bin/llm", "my-extractor.sh"])
