@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import errno
 import io
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -126,5 +127,36 @@ def test_orcad_serves_on_when_the_reader_of_its_log_has_gone(
         daemon.proc.stderr.close()  # as `head` exits: every later write gets EPIPE
         _exercise(daemon, tmp_path)
         assert daemon.stop() == 0
+    finally:
+        daemon.kill()
+
+
+def _close_standard_descriptors() -> None:
+    for descriptor in (0, 1, 2):
+        os.close(descriptor)  # as `orcad <&- >&- 2>&-` starts it
+
+
+def test_orcad_started_without_stdin_stdout_and_stderr_serves_and_stops_cleanly(
+    orca_env: OrcaEnv, tmp_path: Path
+) -> None:
+    # Python left sys.stderr None: the start failed with an AttributeError, exit 1 and no word,
+    # its socket file left behind; until then its lock file had taken descriptor 0
+    daemon = DaemonProcess(orca_env)
+    daemon.proc = subprocess.Popen(
+        [sys.executable, "-m", "orcad"],
+        env=orca_env.env,
+        cwd=orca_env.root,
+        preexec_fn=_close_standard_descriptors,  # noqa: PLW1509
+    )
+    try:
+        daemon.wait_ready()
+        pid = daemon.proc.pid
+        # no file or socket of orcad's took a number another program writes to or reads from
+        standard = [os.readlink(f"/proc/{pid}/fd/{descriptor}") for descriptor in (0, 1, 2)]
+        assert standard == [os.devnull] * 3, standard
+        _exercise(daemon, tmp_path)
+        assert daemon.stop() == 0
+        assert not orca_env.socket.exists()
+        assert not (orca_env.memory_root / "orcad.pid").exists()
     finally:
         daemon.kill()
