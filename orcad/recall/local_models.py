@@ -36,6 +36,15 @@ BUILTIN_DIR = Path(__file__).resolve().parent / "minilm"  # the default model
 STATIC_DIR = Path(__file__).resolve().parent / "model"
 ONNX_FILE = "model.onnx"
 ONNXRUNTIME_TELEMETRY = "ORT_DISABLE_TELEMETRY"  # see no_telemetry
+# Address space onnxruntime needs, beyond what the daemon has mapped, to be imported and to load
+# the built-in model. Under an address space limit (`ulimit -v`, LimitAS=) that leaves less, the
+# import fails, or, when an allocation fails inside onnxruntime's own start-up, the whole process
+# is aborted (an exception unwound through a C frame with no memory to load libgcc_s, a double
+# free). On Linux x86-64 the import alone needed 60 MiB, and in the daemon, whose other threads
+# map memory meanwhile, loading failed with up to 119 MiB to spare.
+ONNX_ADDRESS_SPACE_BYTES = 160 * 1024 * 1024
+# what onnxruntime's import says when it ran out of address space
+_OUT_OF_MEMORY = ("bad_alloc", "failed to map segment", "Cannot allocate memory")
 
 
 class StaticEmbedder(RankingSettings):
@@ -235,9 +244,16 @@ def load_onnx(directory: Path) -> OnnxEmbedder:
     and ranking settings when it has one). EmbeddingUnavailable when onnxruntime is missing or
     the model cannot be run."""
     no_telemetry()
+    short = address_space_short_of(ONNX_ADDRESS_SPACE_BYTES)
+    if short is not None:
+        raise EmbeddingUnavailable(short)
     try:
         import onnxruntime  # type: ignore[import-untyped]  # noqa: F401, PLC0415 (imported here to say why it cannot be)
-    except ImportError as exc:
+    except (ImportError, MemoryError) as exc:
+        if isinstance(exc, MemoryError) or any(sign in str(exc) for sign in _OUT_OF_MEMORY):
+            raise EmbeddingUnavailable(
+                f"onnxruntime cannot be imported: out of memory ({exc}); {_ROOM_FOR_THE_MODEL}"
+            ) from exc
         raise EmbeddingUnavailable(
             f"onnxruntime cannot be imported ({exc}); reinstall orcad, or set "
             '[recall] embedding = "static"'
@@ -269,6 +285,39 @@ def load_onnx(directory: Path) -> OnnxEmbedder:
         raise EmbeddingUnavailable(f"onnxruntime cannot run {path}: {exc}") from exc
     apply_settings(embedder, text, directory)
     return embedder
+
+
+_ROOM_FOR_THE_MODEL = (
+    "raise orcad's address space limit (ulimit -v, LimitAS=) or its memory, or set "
+    '[recall] embedding = "static"'
+)
+
+
+def address_space_short_of(needed: int) -> str | None:
+    """Why `needed` more bytes cannot be mapped under this process's address space limit
+    (RLIMIT_AS), or None when they can, when there is no limit, or when what is mapped cannot
+    be read (no /proc)."""
+    try:
+        import resource  # noqa: PLC0415  (not on Windows)
+
+        limit, _hard = resource.getrlimit(resource.RLIMIT_AS)
+    except (ImportError, AttributeError, OSError, ValueError):
+        return None
+    if limit == resource.RLIM_INFINITY or limit < 0:
+        return None
+    try:
+        with open("/proc/self/statm", encoding="ascii") as statm:
+            mapped = int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return None
+    if limit - mapped >= needed:
+        return None
+    mib = 1024 * 1024
+    return (
+        f"orcad's address space limit ({limit // mib} MiB, of which {mapped // mib} MiB are in "
+        f"use) leaves too little room to load onnxruntime and the model (about {needed // mib} "
+        f"MiB); {_ROOM_FOR_THE_MODEL}"
+    )
 
 
 def file_digest(path: Path) -> str:
