@@ -82,8 +82,9 @@ def normalize_origin(url: str) -> str:
     Idempotent: a normalized origin normalizes to itself.
     """
     text = url.strip()
-    if _HELPER.match(text) is not None:
-        text = _helper_url(text)
+    helper = _HELPER.match(text) is not None
+    if helper:
+        text = _helper_url(text)  # its address's password already dropped
     text = text.split("#", 1)[0].split("?", 1)[0]
     scheme_match = _SCHEME.match(text)
     if scheme_match is not None:
@@ -95,7 +96,10 @@ def normalize_origin(url: str) -> str:
     elif text.startswith("/"):
         return _local_path(text)
     else:
-        host_part, path = _split_scp_like(_SCP_LIKE_PASSWORD.sub("", text, count=1))
+        # not again for a helper's URL: its `<transport>:` would be taken for a user and the
+        # `:user` of its address (`gcrypt::git@host:repo`) for a password
+        without_password = text if helper else _SCP_LIKE_PASSWORD.sub("", text, count=1)
+        host_part, path = _split_scp_like(without_password)
         host = _host_of(host_part)
     if not _HOST.fullmatch(host):
         raise ValueError(f"origin {url!r} names no valid host")

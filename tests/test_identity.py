@@ -90,6 +90,9 @@ def test_passwords_in_unusual_origin_spellings_are_dropped(url: str, expected: s
         ("codecommit::us-east-1://profile@myrepo", "codecommit/:us-east-1:/profile@myrepo"),
         ("hg::ssh://hg@hg.example.org:2222/repo", "hg/:ssh:/hg@hg.example.org:2222/repo"),
         ("persistent-https::https://host/r.git", "persistent-https/:https:/host/r"),
+        # an scp-like address with a user (gcrypt's usual spelling): no password in it
+        ("gcrypt::git@github.com:owner/repo.git", "gcrypt/:git@github.com:owner/repo"),
+        ("hg::hg@hg.example.org:owner/repo", "hg/:hg@hg.example.org:owner/repo"),
     ],
 )
 def test_a_remote_helpers_url_names_its_project_as_it_always_did(url: str, expected: str) -> None:

@@ -3,6 +3,7 @@ date without waiting for the user to visit each project."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sqlite3
@@ -93,3 +94,48 @@ def test_indexes_an_older_version_left_are_rebuilt_after_a_start_without_a_recal
     assert index_problems(findings) == [], findings
     assert code == 0, findings
     assert ledger.read_ledger(older) == older_ledger  # the ledger itself is not touched
+
+
+@pytest.mark.parametrize(
+    ("origin", "identity_then"),
+    [
+        # the identity earlier versions gave such a clone's project (project.json keeps it)
+        ("gcrypt::git@github.com:acme/secret-repo.git", "gcrypt/:git@github.com:acme/secret-repo"),
+        ("hg::hg@hg.example.org:acme/app", "hg/:hg@hg.example.org:acme/app"),
+    ],
+)
+def test_a_clone_through_a_remote_helper_finds_the_memory_it_had(
+    orca_env: OrcaEnv,
+    daemon_factory: list[DaemonProcess],
+    tmp_path: Path,
+    origin: str,
+    identity_then: str,
+) -> None:
+    # a helper's scp-like address with a user, as git-remote-gcrypt documents it: the
+    # project's directory of before must still be the one its sessions use
+    project_id = hashlib.sha256(identity_then.encode()).hexdigest()
+    directory, _ = project_with_facts(orca_env, project_id, ["Releases are cut with zorkship."])
+    (directory / "memory.md").write_text("- The deploy target is kestrel.\n", encoding="utf-8")
+    clone = tmp_path / "clone"
+    clone.mkdir()
+    subprocess.run(["git", "init", "-q"], cwd=clone, check=True)
+    subprocess.run(["git", "remote", "add", "origin", origin], cwd=clone, check=True)
+
+    orca_env.write_config('[extraction]\nworkers = 0\n[recall]\nembedding = "none"\n')
+    daemon = DaemonProcess(orca_env)
+    daemon_factory.append(daemon)
+    daemon.start()
+    session = daemon.call("session.open", {"cwd": str(clone)})
+    assert (session.project.id, session.project.identity) == (project_id, identity_then)
+    assert "kestrel" in session.startup.project
+    recalled = daemon.call(
+        "recall",
+        {
+            "session_id": session.session_id,
+            "epoch": session.epoch,
+            "turn_id": "t1",
+            "prompt": "how are releases cut with zorkship",
+        },
+    )
+    assert [entry.text for entry in recalled.automatic] == ["Releases are cut with zorkship."]
+    assert sorted(p.name for p in (orca_env.memory_root / "projects").iterdir()) == [project_id]
