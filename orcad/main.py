@@ -183,9 +183,10 @@ async def serve(
                     await trio.to_thread.run_sync(install_features, daemon)
                     await daemon.run_background(background)
                 except Exception as exc:
-                    log.error("daemon.startup_failed", error=str(exc), exc_info=exc)
-                    say(f"orcad: cannot start: {exc}")
-                    daemon.router.mark_failed(str(exc))
+                    why = startup_failure(exc)
+                    log.error("daemon.startup_failed", error=why, exc_info=exc)
+                    say(f"orcad: cannot start: {why}")
+                    daemon.router.mark_failed(why)
                     status = 1
                 else:
                     daemon.router.mark_ready()
@@ -211,6 +212,16 @@ async def serve(
             background.cancel_scope.cancel()
         await daemon.aclose()
     return status
+
+
+def startup_failure(exc: Exception) -> str:
+    """What stopped the start, for the user: the exception's words, or when it has none (a
+    MemoryError, mostly) what it is."""
+    if str(exc):
+        return str(exc)
+    if isinstance(exc, MemoryError):
+        return "out of memory (MemoryError) while the features were loaded"
+    return type(exc).__name__
 
 
 def run(argv: list[str] | None = None) -> int:

@@ -16,6 +16,7 @@ from typing import IO, Any
 import pytest
 
 from orcad.log import StreamLogger
+from orcad.main import startup_failure
 from protocol.errors import RemoteError
 from tests.harness import DaemonProcess, OrcaEnv
 
@@ -160,3 +161,18 @@ def test_orcad_started_without_stdin_stdout_and_stderr_serves_and_stops_cleanly(
         assert not (orca_env.memory_root / "orcad.pid").exists()
     finally:
         daemon.kill()
+
+
+@pytest.mark.parametrize(
+    ("error", "said"),
+    [
+        (MemoryError(), "out of memory (MemoryError) while the features were loaded"),
+        (RuntimeError(), "RuntimeError"),
+        (OSError(28, "No space left on device"), "[Errno 28] No space left on device"),
+    ],
+)
+def test_a_start_that_fails_says_why_even_when_the_error_has_no_words(
+    error: Exception, said: str
+) -> None:
+    # a MemoryError while the features load printed "orcad: cannot start: " and nothing more
+    assert startup_failure(error) == said
