@@ -488,3 +488,38 @@ async def test_a_wait_over_stays_over_when_the_wall_clock_is_set_back_later(
         assert again["job"] is not None and again["job"]["job_id"] == job_id
     finally:
         await orca.aclose()
+
+
+@pytest.mark.parametrize("wait", ["lease", "back_off"])
+async def test_a_wait_found_at_a_start_ends_on_time_when_the_wall_clock_is_set_back_later(
+    tmp_path: Path, wait: str
+) -> None:
+    """A lease an external worker took from the orcad before, or a back-off that orcad set,
+    ends when it was due though the wall clock was set back a day after the start that found
+    it: the job is not held for that day, and the worker whose lease ran out is fenced."""
+    clock = SettableClock()
+    config = Config(extraction=ExtractionConfig(workers=0))
+    before = InProcessDaemon(tmp_path, clock, config)
+    try:
+        job_id = await _admitted_turn(before, tmp_path / "ws")
+        claimed = await before.call("jobs.claim", {"worker": "gone", "lease_s": 60})
+        token = claimed["lease"]["token"]
+        if wait == "back_off":
+            await before.call("jobs.fail", {"job_id": job_id, "token": token, "error": "x"})
+    finally:
+        await before.aclose()
+    orca = InProcessDaemon(tmp_path, clock, config)
+    try:
+        await orca.features.capture.leases.load()  # as a start does
+        clock.set_wall(-86400.0)  # NTP, a user or a resumed machine sets the clock back a day
+        clock.advance(61.0)
+        if wait == "lease":
+            renew = {"job_id": job_id, "token": token, "lease_s": 60}
+            with pytest.raises(RemoteError) as caught:
+                await orca.call("jobs.renew", renew)
+            assert caught.value.error.code == -32011
+        again = await orca.call("jobs.claim", {"worker": "w", "lease_s": 60})
+        assert again["job"] is not None and again["job"]["job_id"] == job_id
+        assert again["lease"]["token"] > token
+    finally:
+        await orca.aclose()

@@ -8,8 +8,9 @@ a back-off as long; set forward, it would end them at once (the provider's answe
 attempt thrown away, and the attempt counted as failed). So the daemon notes, for every wait it
 writes, when it ends on the monotonic clock, and honours that end, taken in wall-clock terms at
 the time of the look: a wait lasts what it was set for, whatever the wall clock does meanwhile.
-A wait this daemon did not write (one from before a start, or a file changed behind its back)
-is honoured as stored.
+A wait found in a job file at a start (an external worker's lease, a back-off of an earlier
+orcad) is noted the same way when it is read: what remained of it then is what it lasts. A
+file changed behind this daemon's back holds another wait, honoured as stored.
 """
 
 from __future__ import annotations

@@ -97,8 +97,12 @@ class LeaseEngine:
         for project_id in scan.projects:
             self.index.add_project(project_id)
         orphans: list[JobRecord] = []
+        now, elapsed = self.clock.now(), self.clock.monotonic()
         for job in scan.jobs:
             self.index.put(job, notify=False)
+            # what remains of a wait found here runs on the monotonic clock from now on: the
+            # wall clock set back later must not hold the job that much longer
+            self.deadlines.note(job, now, elapsed)
             if leases.held_by_previous_daemon(job, self.instance):
                 orphans.append(job)
         for job in orphans:
@@ -110,18 +114,23 @@ class LeaseEngine:
         self.index.notify()
 
     async def _recover(self, stale: JobRecord) -> None:
+        written: list[tuple[float, float]] = []  # (wall, monotonic) of the write
+
         def work(directory: Path) -> JobRecord | None:
             job = read_job(directory, stale.job_id)
             if job is None or not leases.held_by_previous_daemon(job, self.instance):
                 return None
-            recovered = leases.recover(job, now=self.clock.now())
+            now, elapsed = self.clock.now(), self.clock.monotonic()
+            recovered = leases.recover(job, now=now)
             write_job(directory, recovered)
+            written.append((now, elapsed))
             return recovered
 
         async with self.projects.lock(stale.project_id):
             recovered = await self.projects.run_with_lock_held(stale.project_id, work)
             if recovered is not None:
                 self.index.put(recovered)
+                self.deadlines.note(recovered, *written[0])
         if recovered is not None:
             log.info("job.recovered", job_id=recovered.job_id, project_id=recovered.project_id)
 
@@ -165,6 +174,7 @@ class LeaseEngine:
             elif job_id not in self.index:
                 log.info("job.damaged_file_restored", job_id=job_id, project_id=project_id)
                 self.index.put(job)
+                self.deadlines.note(job, self.clock.now(), self.clock.monotonic())
                 sound.append(job)
         for job in sound:
             if leases.held_by_previous_daemon(job, self.instance):
