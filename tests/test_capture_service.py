@@ -523,3 +523,38 @@ async def test_a_wait_found_at_a_start_ends_on_time_when_the_wall_clock_is_set_b
         assert again["lease"]["token"] > token
     finally:
         await orca.aclose()
+
+
+@pytest.mark.parametrize("wait", ["lease", "back_off"])
+async def test_a_wait_found_at_a_start_lasts_no_longer_than_set_when_the_clock_went_back_between(
+    tmp_path: Path, wait: str
+) -> None:
+    """A lease or a back-off written while the wall clock ran a day ahead, then set right while
+    no orcad ran, ends when it was due, not a day later: the orcad started since takes it for
+    no longer than it was set for."""
+    clock = SettableClock()
+    config = Config(extraction=ExtractionConfig(workers=0))
+    clock.set_wall(86400.0)  # a day ahead: a resumed machine, a wrong hardware clock
+    before = InProcessDaemon(tmp_path, clock, config)
+    try:
+        job_id = await _admitted_turn(before, tmp_path / "ws")
+        claimed = await before.call("jobs.claim", {"worker": "gone", "lease_s": 60})
+        token = claimed["lease"]["token"]
+        if wait == "back_off":
+            await before.call("jobs.fail", {"job_id": job_id, "token": token, "error": "x"})
+    finally:
+        await before.aclose()
+    clock.set_wall(-86400.0)  # set right before the next start
+    orca = InProcessDaemon(tmp_path, clock, config)
+    try:
+        await orca.features.capture.leases.load()  # as a start does
+        clock.advance(61.0)
+        again = await orca.call("jobs.claim", {"worker": "w", "lease_s": 60})
+        assert again["job"] is not None and again["job"]["job_id"] == job_id
+        assert again["lease"]["token"] > token
+        stale = {"job_id": job_id, "token": token, "output": "", "provider": "p", "model": ""}
+        with pytest.raises(RemoteError) as caught:
+            await orca.call("jobs.publish", stale)
+        assert caught.value.error.code == -32011
+    finally:
+        await orca.aclose()

@@ -9,8 +9,9 @@ attempt thrown away, and the attempt counted as failed). So the daemon notes, fo
 writes, when it ends on the monotonic clock, and honours that end, taken in wall-clock terms at
 the time of the look: a wait lasts what it was set for, whatever the wall clock does meanwhile.
 A wait found in a job file at a start (an external worker's lease, a back-off of an earlier
-orcad) is noted the same way when it is read: what remained of it then is what it lasts. A
-file changed behind this daemon's back holds another wait, honoured as stored.
+orcad) is noted the same way when it is read: what remained of it then, and never more than it
+was set for, is what it lasts. A file changed behind this daemon's back holds another wait,
+honoured as stored.
 """
 
 from __future__ import annotations
@@ -44,6 +45,16 @@ class JobDeadlines:
         lease = job.lease.expires_at if job.lease is not None else None
         _note(self._leases, job.job_id, lease, now, elapsed)
         _note(self._not_before, job.job_id, job.not_before, now, elapsed)
+
+    def note_found(self, job: JobRecord, now: float, elapsed: float) -> None:
+        """`job` as found in its file at wall time `now`, monotonic time `elapsed` (at a start,
+        or restored): what remains of each of its waits, and never more than the wait was set
+        for when the job was last written (`updated_at`, the time a claim, renew or failure
+        wrote it), so that a wall clock set back while no orcad ran does not stretch it."""
+        written = parse_time(job.updated_at)
+        lease = job.lease.expires_at if job.lease is not None else None
+        _note(self._leases, job.job_id, lease, now, elapsed, written=written)
+        _note(self._not_before, job.job_id, job.not_before, now, elapsed, written=written)
 
     def honoured(self, job: JobRecord, now: float, elapsed: float) -> JobRecord:
         """`job` with its waits as they are honoured at `now` (wall) and `elapsed` (monotonic):
@@ -96,12 +107,21 @@ def _not_before_of(view: JobView) -> float | None:
 
 
 def _note(
-    noted: dict[str, _Noted], job_id: str, stored: str | None, now: float, elapsed: float
+    noted: dict[str, _Noted],
+    job_id: str,
+    stored: str | None,
+    now: float,
+    elapsed: float,
+    *,
+    written: float | None = None,
 ) -> None:
     if stored is None:
         noted.pop(job_id, None)
     elif (held := noted.get(job_id)) is None or held.stored != stored:
-        noted[job_id] = _Noted(stored, elapsed + max(0.0, parse_time(stored) - now))
+        remaining = parse_time(stored) - now
+        if written is not None:  # set at `written` for this long: no more is left of it
+            remaining = min(remaining, parse_time(stored) - written)
+        noted[job_id] = _Noted(stored, elapsed + max(0.0, remaining))
 
 
 def _honoured(noted: _Noted | None, stored: str, now: float, elapsed: float) -> str:

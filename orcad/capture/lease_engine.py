@@ -101,8 +101,8 @@ class LeaseEngine:
         for job in scan.jobs:
             self.index.put(job, notify=False)
             # what remains of a wait found here runs on the monotonic clock from now on: the
-            # wall clock set back later must not hold the job that much longer
-            self.deadlines.note(job, now, elapsed)
+            # wall clock set back, since it was written or later, does not hold the job longer
+            self.deadlines.note_found(job, now, elapsed)
             if leases.held_by_previous_daemon(job, self.instance):
                 orphans.append(job)
         for job in orphans:
@@ -174,7 +174,7 @@ class LeaseEngine:
             elif job_id not in self.index:
                 log.info("job.damaged_file_restored", job_id=job_id, project_id=project_id)
                 self.index.put(job)
-                self.deadlines.note(job, self.clock.now(), self.clock.monotonic())
+                self.deadlines.note_found(job, self.clock.now(), self.clock.monotonic())
                 sound.append(job)
         for job in sound:
             if leases.held_by_previous_daemon(job, self.instance):
