@@ -558,3 +558,28 @@ async def test_a_wait_found_at_a_start_lasts_no_longer_than_set_when_the_clock_w
         assert caught.value.error.code == -32011
     finally:
         await orca.aclose()
+
+
+async def test_the_job_exhausted_last_is_kept_when_the_wall_clock_was_set_back(
+    tmp_path: Path,
+) -> None:
+    """Retention keeps the newest exhausted job files, for `orcactl jobs retry`: the one that
+    gave up after the wall clock went back is the newest, not the first to go."""
+    clock = SettableClock()
+    config = Config(extraction=ExtractionConfig(workers=0, max_retries=0))
+    orca = InProcessDaemon(tmp_path, clock, config)
+    try:
+        job_ids = []
+        for n in range(limits.ENDED_JOBS_KEPT + 1):
+            if n == limits.ENDED_JOBS_KEPT:
+                clock.set_wall(-86400.0)  # NTP, a user or a resumed machine sets it back
+            job_ids.append(await _admitted_turn(orca, tmp_path / "ws", f"t{n}"))
+            claimed = await orca.call("jobs.claim", {"worker": "w", "lease_s": 60})
+            token = claimed["lease"]["token"]
+            failed = {"job_id": job_ids[-1], "token": token, "error": "provider down"}
+            assert (await orca.call("jobs.fail", failed))["state"] == "exhausted"
+            clock.advance(1.0)
+        kept = {job["job_id"] for job in (await orca.call("jobs.list", {}))["jobs"]}
+        assert kept == set(job_ids[1:])
+    finally:
+        await orca.aclose()

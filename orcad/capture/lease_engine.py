@@ -44,7 +44,7 @@ from orcad.capture.publishing import Published, PublishResult, publish_job
 from orcad.capture.records import JobRecord, Provenance
 from orcad.capture.schedule import PoolState
 from orcad.capture.states import ENDED_STATES
-from orcad.clock import Clock
+from orcad.clock import Clock, format_time, stamp_after
 from orcad.config import Config
 from orcad.errors import Conflict, ExtractionRejected, NotFound, StorageError
 from orcad.secrets import secret_kinds
@@ -209,6 +209,11 @@ class LeaseEngine:
             now, elapsed = self.clock.now(), self.clock.monotonic()
             job = self.deadlines.honoured(job, now, elapsed)
             changed = rule(job, now)
+            # retention keeps the newest to end by this time: one ending now is the newest, even
+            # when the wall clock was set back since the project's last job ended
+            ends = changed.state in ENDED_STATES and job.state not in ENDED_STATES
+            if ends and (stamp := stamp_after(latest_ended, now)) != now:
+                changed = msgspec.structs.replace(changed, updated_at=format_time(stamp))
             if changed is not job:
                 write_job(directory, changed)
                 written.append((now, elapsed))
@@ -219,6 +224,10 @@ class LeaseEngine:
         async with self.projects.lock(project_id):
             if check is not None:
                 check()
+            latest_ended = max(
+                (v.ended_at for v in self.index.views(project_id) if v.ended_at is not None),
+                default=None,
+            )
             try:
                 changed = await self.projects.run_with_lock_held(
                     project_id, work, make_directory=False
