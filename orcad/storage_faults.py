@@ -77,6 +77,22 @@ def advice(reason: str) -> str | None:
     return _ADVICE[reason]
 
 
+# Python's sqlite3 says this when a TEXT value is not UTF-8. orcad only ever writes str, so
+# such a value is damage SQLite did not notice (a torn page read as rows) or bytes another
+# program put there.
+_UNDECODABLE = "could not decode to utf-8 column"
+
+
+def fault_text(exc: BaseException) -> str:
+    """`exc` as a message may quote it: text that is not UTF-8 is named, not echoed (a damaged
+    page read as text is thousands of replacement characters)."""
+    text = str(exc)
+    if text.lower().startswith(_UNDECODABLE):
+        column = text.split(" with text ", 1)[0][len(_UNDECODABLE) - len("column") :]
+        return f"{column} holds text that is not UTF-8"
+    return text
+
+
 def fault_reason(exc: BaseException) -> FaultReason | None:
     """The storage fault behind `exc` (or the exceptions it was raised from), if any."""
     seen: set[int] = set()
@@ -94,7 +110,7 @@ def fault_reason(exc: BaseException) -> FaultReason | None:
             text = str(current).lower()
             if "disk is full" in text:
                 return "disk_full"
-            if "malformed" in text or "not a database" in text:
+            if "malformed" in text or "not a database" in text or text.startswith(_UNDECODABLE):
                 return "corrupt"
         current = current.__cause__ or current.__context__
     return None
@@ -140,6 +156,6 @@ def storage_error_of(exc: BaseException, where: str = "") -> StorageError | None
         return None
     filename = getattr(exc, "filename", None)
     place = where or (str(filename) if filename else "")
-    detail = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+    detail = getattr(exc, "strerror", None) or fault_text(exc) or type(exc).__name__
     prefix = f"{place}: " if place else ""
     return StorageError(f"{prefix}{detail}; {_ADVICE[reason]}", reason=reason)

@@ -7,6 +7,7 @@ import os
 import pty
 import select
 import signal
+import sqlite3
 import stat
 import subprocess
 import sys
@@ -197,6 +198,37 @@ def test_a_corrupt_database_gives_storage_errors_not_tracebacks(
     assert "Traceback" not in caught.value.error.message
     assert any(e.kind == "storage" for e in daemon.call("daemon.status").recent_errors)
     assert daemon.call("daemon.ping").protocol == 1  # the rest of the daemon still serves
+
+
+def test_a_record_whose_text_is_not_utf8_is_damage_named_not_echoed(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    """A torn page SQLite does not notice reads as rows of garbage bytes; Python's sqlite3 then
+    fails to decode them. That is damage: the reason says so, the message says how to repair
+    and names the column rather than quoting thousands of replacement characters."""
+    daemon = DaemonProcess(orca_env)
+    daemon_factory.append(daemon)
+    daemon.start()
+    session = open_session(daemon, tmp_path / "ws", mode="yolo")
+    save(daemon, session, "the release checklist lives in docs/release.md")
+    with sqlite3.connect(orca_env.deliberate_db) as connection:  # what a torn page reads as
+        connection.execute(
+            "UPDATE memories SET public_id = CAST(? AS TEXT)", (b"m" + b"\xff" * 3000,)
+        )
+    connection.close()
+    with pytest.raises(RemoteError) as caught:
+        daemon.call("memory.search", {**session, "query": "release checklist"})
+    error = caught.value
+    assert error.kind == "storage" and error.error.data["reason"] == "corrupt"
+    assert "\ufffd" not in error.error.message
+    assert "column 'public_id' holds text that is not UTF-8" in error.error.message
+    assert "repair" in error.error.message
+    # recall still answers; the part that failed is recorded, as short
+    prompt = "where is the release checklist"
+    recalled = daemon.call("recall", {**session, "turn_id": "t1", "prompt": prompt})
+    assert recalled.deliberate == []
+    failures = [e.message for e in daemon.call("daemon.status").recent_errors if e.kind == "recall"]
+    assert failures and all("\ufffd" not in m for m in failures)
 
 
 # --- orcactl ----------------------------------------------------------------------------------

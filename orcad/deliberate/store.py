@@ -40,7 +40,13 @@ from orcad.deliberate.schema import (
 )
 from orcad.errors import StorageError
 from orcad.sqlite_worker import SQLiteWorker, truncate_wal
-from orcad.storage_faults import advice, database_fault_reason, fault_reason, is_corruption
+from orcad.storage_faults import (
+    advice,
+    database_fault_reason,
+    fault_reason,
+    fault_text,
+    is_corruption,
+)
 from protocol.types import RecordKind
 
 T = TypeVar("T")
@@ -152,7 +158,8 @@ class DeliberateStore:
         )
 
     def _storage_error(self, exc: BaseException) -> StorageError:
-        if self.damage is not None and fault_reason(exc) == "read_only":  # fenced: say why
+        if self.damage is not None and fault_reason(exc) in ("read_only", "corrupt"):
+            # fenced, or a read that met the damage: say what is wrong and how to repair it
             return StorageError(self._damage_message(), reason="corrupt", path=str(self.path))
         reason = database_fault_reason(exc, str(self.path))
         if reason == "file_too_large":  # what to do, which SQLite's error does not lead to
@@ -160,7 +167,7 @@ class DeliberateStore:
                 f"memory database {self.path}: {exc}; {advice(reason)}", reason=reason
             )
         extra = {} if reason is None else {"reason": reason}
-        return StorageError(f"memory database {self.path}: {exc}", **extra)
+        return StorageError(f"memory database {self.path}: {fault_text(exc)}", **extra)
 
     def close(self) -> None:
         self._db.close()
@@ -176,7 +183,7 @@ class DeliberateStore:
                     problem = await self._db.run(fence_if_damaged)
                 except (sqlite3.Error, OSError):  # the check itself could not run
                     problem = None
-                self._note_damage(problem or str(exc))
+                self._note_damage(problem or fault_text(exc))
             raise self._storage_error(exc) from exc
         if writes and not self._files_secured_after_write:
             # The -wal and -shm files can first appear with the first write.
@@ -193,7 +200,7 @@ class DeliberateStore:
             return self._db.run_blocking(lambda c: search_records(c, workspace_id, text, limit))
         except (sqlite3.Error, OSError) as exc:
             if is_corruption(exc):
-                self._note_damage(self._check_blocking() or str(exc))
+                self._note_damage(self._check_blocking() or fault_text(exc))
             raise self._storage_error(exc) from exc
 
     def query_blocking(self, work: Callable[[sqlite3.Connection], T]) -> T:
@@ -202,7 +209,7 @@ class DeliberateStore:
             return self._db.run_blocking(work)
         except (sqlite3.Error, OSError) as exc:
             if is_corruption(exc):
-                self._note_damage(self._check_blocking() or str(exc))
+                self._note_damage(self._check_blocking() or fault_text(exc))
             raise self._storage_error(exc) from exc
 
     async def query(self, work: Callable[[sqlite3.Connection], T]) -> T:
