@@ -258,6 +258,22 @@ def test_search_refuses_a_stale_missing_or_corrupt_index(
     assert len(search_index(cache, tmp_path, ["alpha"], 10, newer.fingerprint)) == 2
 
 
+def test_an_index_holding_text_that_is_not_utf8_is_corrupt_named_not_echoed(
+    tmp_path: Path, cache: ProjectCache
+) -> None:
+    """What a torn page SQLite does not notice reads as: the search says corrupt (so the index
+    is rebuilt) and names the column without quoting the bytes."""
+    ledger = with_facts(Ledger(), "alpha")
+    commit(tmp_path, ledger)
+    with sqlite3.connect(tmp_path / INDEX_FILE) as connection:
+        connection.execute("UPDATE candidates SET candidate_id = CAST(? AS TEXT)", (b"\xff" * 500,))
+    connection.close()
+    with pytest.raises(IndexUnavailable) as caught:
+        search_index(cache, tmp_path, ["alpha"], 10, ledger.fingerprint)
+    assert caught.value.state == "corrupt"
+    assert "\ufffd" not in str(caught.value) and "holds text that is not UTF-8" in str(caught.value)
+
+
 def damage_deleted(path: Path) -> None:
     path.unlink()
 

@@ -46,6 +46,7 @@ from orcad.errors import StorageError
 from orcad.limits import INDEX_BUSY_TIMEOUT_MS, STALE_INDEX_TEMP_AGE_S
 from orcad.query import FTS5_TOKENIZE
 from orcad.regular_files import read_regular_file
+from orcad.storage_faults import fault_text
 from protocol.types import IndexState
 
 MARKDOWN_FILE = "auto-memory.md"
@@ -315,12 +316,12 @@ def open_index(path: Path) -> tuple[sqlite3.Connection, str]:
     try:
         connection = _open_read_only(path)
     except (sqlite3.Error, OSError) as exc:
-        raise IndexUnavailable("corrupt", str(exc)) from exc
+        raise IndexUnavailable("corrupt", fault_text(exc)) from exc
     try:
         return connection, _checked_fingerprint(connection)
     except (sqlite3.Error, ValueError) as exc:
         connection.close()
-        raise IndexUnavailable("corrupt", str(exc)) from exc
+        raise IndexUnavailable("corrupt", fault_text(exc)) from exc
 
 
 def read_index_vectors(path: Path) -> IndexVectors | None:

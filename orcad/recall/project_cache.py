@@ -37,6 +37,7 @@ from orcad.recall.embedders import Array
 from orcad.recall.embedding import Embeddings
 from orcad.recall.rank import StoreCentre
 from orcad.secrets import secret_kinds
+from orcad.storage_faults import fault_text
 
 log = structlog.get_logger("orcad.recall.automatic")
 
@@ -102,7 +103,7 @@ def search_index(
         rows = index.execute(_INDEX_QUERY, (expression, limit)).fetchall()
     except sqlite3.Error as exc:
         cache.close_index()
-        raise IndexUnavailable("corrupt", str(exc)) from exc
+        raise IndexUnavailable("corrupt", fault_text(exc)) from exc
     return [(str(candidate_id), float(bm25)) for candidate_id, bm25 in rows]
 
 
