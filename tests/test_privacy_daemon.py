@@ -649,9 +649,11 @@ def test_a_record_recalled_cut_to_fit_leaves_no_snapshot_behind(
         recalled = daemon.call("recall", {**yolo, "turn_id": turn, "prompt": "garnet-lynx-77"})
         [shown] = recalled.deliberate
         assert shown.id == record.id and shown.content != record.content  # cut
-    time.sleep(1.0)  # the snapshot writer persists within half a second
     snapshots = orca_env.home / "memory" / "daemon-state.sqlite3"
-    assert any(path.startswith(str(snapshots)) for path in holders("rotate the garnet", *roots))
+    wait_for(  # the snapshot writer persists within half a second of an idle machine
+        lambda: any(p.startswith(str(snapshots)) for p in holders("rotate the garnet", *roots)),
+        timeout=10,
+    )
     if action == "forget":
         params = {**yolo, "action": "forget", "id": record.id}
     else:
