@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 import subprocess
 import sys
@@ -382,6 +383,39 @@ def test_fallback_rarer_terms_weigh_more() -> None:
     rare = candidate(99, "the project deploys with kubernetes", NOW - 100)
     ranked = overlap([*common, rare], ["python", "kubernetes"], limit=3)
     assert ranked[0] == rare
+
+
+def test_fallback_ties_on_the_same_terms_go_to_the_newer_whatever_their_word_order() -> None:
+    """Facts sharing the same query terms score the same, so the newer ranks first: a float sum
+    taken in the order of a set of strings (which the hash seed decides) differed in its last
+    bit between them, and ordered them by chance."""
+    words = [
+        "alpha",
+        "bravo",
+        "charlie",
+        "delta",
+        "echo",
+        "foxtrot",
+        "golf",
+        "hotel",
+        "india",
+        "juliet",
+        "kilo",
+        "lima",
+    ]
+    fillers = [  # each word in a different number of other facts: weights of every size
+        candidate(10_000 + 40 * i + k, f"{word} filler{k}", NOW - 5000 - 40 * i - k)
+        for i, word in enumerate(words)
+        for k in range(3 * i + 1)
+    ]
+    number = 0
+    for three in itertools.combinations(words, 3):
+        ties = []
+        for order in itertools.permutations(three):
+            number += 1
+            ties.append(candidate(number, " ".join(order), NOW - number))
+        ranked = overlap([*fillers, *ties], words, limit=500)
+        assert [r for r in ranked if r in ties] == ties, three  # newest first
 
 
 def test_fallback_scan_is_bounded_to_the_newest() -> None:

@@ -97,7 +97,8 @@ def rank_by_overlap(
     scored = []
     for record, shared in documents:
         if shared:
-            score = sum(math.log(1.0 + total / frequency[term]) for term in shared)
+            # fsum: exactly rounded, so equal sets of terms score equal in any order of the set
+            score = math.fsum(math.log(1.0 + total / frequency[term]) for term in shared)
             scored.append((-score, -recorded[record.id], record.id, record))
     scored.sort(key=lambda item: item[:3])
     return [item[3] for item in scored[:limit]]
