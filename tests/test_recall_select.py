@@ -389,20 +389,7 @@ def test_fallback_ties_on_the_same_terms_go_to_the_newer_whatever_their_word_ord
     """Facts sharing the same query terms score the same, so the newer ranks first: a float sum
     taken in the order of a set of strings (which the hash seed decides) differed in its last
     bit between them, and ordered them by chance."""
-    words = [
-        "alpha",
-        "bravo",
-        "charlie",
-        "delta",
-        "echo",
-        "foxtrot",
-        "golf",
-        "hotel",
-        "india",
-        "juliet",
-        "kilo",
-        "lima",
-    ]
+    words = [f"word{letter}" for letter in "abcdefghijkl"]
     fillers = [  # each word in a different number of other facts: weights of every size
         candidate(10_000 + 40 * i + k, f"{word} filler{k}", NOW - 5000 - 40 * i - k)
         for i, word in enumerate(words)
