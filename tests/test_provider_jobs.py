@@ -209,8 +209,10 @@ def test_stall_longer_than_the_lease_keeps_the_job(
     orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], server: FakeOpenAI, tmp_path: Path
 ) -> None:
     # Silent for 3 lease lengths but within idle and timeout_s: renewal must keep the lease.
-    configure(orca_env, server, workers=2, lease_s=1.0, timeout_s=20.0, idle_s=10.0)
-    server.script(streamed(ANSWER, stall_after_first_s=3.0), streamed(ANSWER))
+    # (A lease of 2 s, renewed every ~0.67 s: a loaded machine that stops the daemon for a
+    # second between two renewals does not let it run out, as it did at 1 s.)
+    configure(orca_env, server, workers=2, lease_s=2.0, timeout_s=20.0, idle_s=10.0)
+    server.script(streamed(ANSWER, stall_after_first_s=6.0), streamed(ANSWER))
     daemon = started(orca_env, daemon_factory)
     job_id = capture_turn(daemon, tmp_path / "project", "remember that we deploy with make release")
     record = wait_settled(orca_env, job_id)
