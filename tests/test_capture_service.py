@@ -490,15 +490,12 @@ async def test_a_wait_over_stays_over_when_the_wall_clock_is_set_back_later(
         await orca.aclose()
 
 
-@pytest.mark.parametrize("wait", ["lease", "back_off"])
-async def test_a_wait_found_at_a_start_ends_on_time_when_the_wall_clock_is_set_back_later(
-    tmp_path: Path, wait: str
-) -> None:
-    """A lease an external worker took from the orcad before, or a back-off that orcad set,
-    ends when it was due though the wall clock was set back a day after the start that found
-    it: the job is not held for that day, and the worker whose lease ran out is fenced."""
-    clock = SettableClock()
-    config = Config(extraction=ExtractionConfig(workers=0))
+async def _left_waiting(
+    tmp_path: Path, clock: SettableClock, config: Config, wait: str
+) -> tuple[str, int]:
+    """An orcad, since stopped, that left a job waiting: on a 60 s lease of a worker gone
+    (`wait` "lease"), or on the back-off after that worker's failure ("back_off"). The job's
+    id and the lease's token."""
     before = InProcessDaemon(tmp_path, clock, config)
     try:
         job_id = await _admitted_turn(before, tmp_path / "ws")
@@ -508,6 +505,19 @@ async def test_a_wait_found_at_a_start_ends_on_time_when_the_wall_clock_is_set_b
             await before.call("jobs.fail", {"job_id": job_id, "token": token, "error": "x"})
     finally:
         await before.aclose()
+    return job_id, token
+
+
+@pytest.mark.parametrize("wait", ["lease", "back_off"])
+async def test_a_wait_found_at_a_start_ends_on_time_when_the_wall_clock_is_set_back_later(
+    tmp_path: Path, wait: str
+) -> None:
+    """A lease an external worker took from the orcad before, or a back-off that orcad set,
+    ends when it was due though the wall clock was set back a day after the start that found
+    it: the job is not held for that day, and the worker whose lease ran out is fenced."""
+    clock = SettableClock()
+    config = Config(extraction=ExtractionConfig(workers=0))
+    job_id, token = await _left_waiting(tmp_path, clock, config, wait)
     orca = InProcessDaemon(tmp_path, clock, config)
     try:
         await orca.features.capture.leases.load()  # as a start does
@@ -535,15 +545,7 @@ async def test_a_wait_found_at_a_start_lasts_no_longer_than_set_when_the_clock_w
     clock = SettableClock()
     config = Config(extraction=ExtractionConfig(workers=0))
     clock.set_wall(86400.0)  # a day ahead: a resumed machine, a wrong hardware clock
-    before = InProcessDaemon(tmp_path, clock, config)
-    try:
-        job_id = await _admitted_turn(before, tmp_path / "ws")
-        claimed = await before.call("jobs.claim", {"worker": "gone", "lease_s": 60})
-        token = claimed["lease"]["token"]
-        if wait == "back_off":
-            await before.call("jobs.fail", {"job_id": job_id, "token": token, "error": "x"})
-    finally:
-        await before.aclose()
+    job_id, token = await _left_waiting(tmp_path, clock, config, wait)
     clock.set_wall(-86400.0)  # set right before the next start
     orca = InProcessDaemon(tmp_path, clock, config)
     try:
