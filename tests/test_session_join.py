@@ -173,7 +173,9 @@ def test_a_joined_process_is_not_fenced_when_another_joins_after_the_expiry(
 ) -> None:
     # An agent left alone past the expiry: its next prompt's hook joins before its MCP server
     # (joined with --session-id) calls again; the server must not find itself fenced.
-    orca_env.write_config("[sessions]\nidle_expiry_s = 0.5\n")
+    # (an expiry of 2 s: a loaded machine's pause between the open and the first call must
+    # not expire the session before the test lets it idle)
+    orca_env.write_config("[sessions]\nidle_expiry_s = 2.0\n")
     daemon = DaemonProcess(orca_env)
     daemon_factory.append(daemon)
     daemon.start()
@@ -184,7 +186,7 @@ def test_a_joined_process_is_not_fenced_when_another_joins_after_the_expiry(
         server = client.call("session.open", params)
         ids = {"session_id": server.session_id, "epoch": server.epoch}
         client.call("memory.search", {**ids, "limit": 1})
-        time.sleep(0.8)
+        time.sleep(2.3)
         hook = client.call("session.open", params)
         assert (hook.epoch, hook.joined) == (server.epoch, True)
         client.call("memory.search", {**ids, "limit": 1})  # not stale_session
@@ -221,7 +223,7 @@ def test_processes_joining_at_once_over_the_wire_are_not_fenced(
 def test_a_session_idle_past_the_expiry_across_a_crash_and_restart_is_expired(
     tmp_path: Path, orca_env: OrcaEnv, daemon_factory: list[DaemonProcess]
 ) -> None:
-    orca_env.write_config("[sessions]\nidle_expiry_s = 1.0\n")
+    orca_env.write_config("[sessions]\nidle_expiry_s = 2.0\n")  # (see above)
     daemon = DaemonProcess(orca_env)
     daemon_factory.append(daemon)
     daemon.start()
@@ -234,7 +236,7 @@ def test_a_session_idle_past_the_expiry_across_a_crash_and_restart_is_expired(
     called = time.monotonic()
     daemon.kill()
     daemon.start()
-    time.sleep(max(0.0, called + 1.5 - time.monotonic()))  # the agent silent past the expiry
+    time.sleep(max(0.0, called + 2.5 - time.monotonic()))  # the agent silent past the expiry
     with pytest.raises(RemoteError) as expired:
         daemon.call("memory.search", {**ids, "limit": 1})
     assert expired.value.kind == "not_found"
