@@ -14,6 +14,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -152,6 +153,100 @@ def test_a_final_answer_already_written_is_neither_waited_for_nor_doubled(
         "Noted.",
         "We use **pnpm**  for every package.",
     ]
+
+
+def _write_later(delay: float, *writes: Callable[[], object]) -> threading.Timer:
+    """Claude Code writing the transcript while its Stop hook already runs."""
+    writer = threading.Timer(delay, lambda: [write() for write in writes])
+    writer.start()
+    return writer
+
+
+def test_stop_waits_for_a_transcript_the_agent_creates_after_the_hook_started(
+    tmp_path: Path,
+) -> None:
+    # claude 2.1.332 creates a session's transcript some 40 ms after the first prompt's Stop
+    # hook has started: a hook that read at once lost the session's first turn
+    log = _transcript(tmp_path)
+    log.path.unlink()
+    prompt_id = "0907eab2-7b74-4f4d-9148-9ecfd4d174be"
+    payload = log.payload(
+        "Stop", stop_hook_active=False, prompt_id=prompt_id, last_assistant_message="OK, noted."
+    )
+    writer = _write_later(
+        0.3,
+        lambda: log.user("We use pnpm, never npm.", promptId=prompt_id),
+        lambda: log.text("OK, noted."),
+    )
+    try:
+        report = claude_code.turn_report(payload, _stop_context())
+    finally:
+        writer.join()
+    assert [m["content"] for m in report["messages"]] == ["We use pnpm, never npm.", "OK, noted."]
+    assert report["transcript_committed"] is True
+
+
+def test_stop_reports_the_prompt_it_names_not_the_last_one_written(tmp_path: Path) -> None:
+    # a later prompt's Stop may start before the transcript holds that prompt; the turn before
+    # it ended with the same answer, so it looked finished: its text was reported again and
+    # this prompt's was lost
+    log = _transcript(tmp_path)
+    log.user("We use pnpm, never npm.", promptId="5d1c2e3f-0001-4aaa-8bbb-000000000001")
+    log.text("OK, noted.")
+    second = "5d1c2e3f-0002-4aaa-8bbb-000000000002"
+    payload = log.payload(
+        "Stop", stop_hook_active=False, prompt_id=second, last_assistant_message="OK, noted."
+    )
+    writer = _write_later(
+        0.3,
+        lambda: log.user("Staging is db-staging-2.", promptId=second),
+        lambda: log.text("OK, noted."),
+    )
+    try:
+        report = claude_code.turn_report(payload, _stop_context())
+    finally:
+        writer.join()
+    assert [m["content"] for m in report["messages"]] == ["Staging is db-staging-2.", "OK, noted."]
+    assert report["transcript_committed"] is True
+
+
+def test_a_prompt_the_transcript_never_holds_is_not_committed_after_a_second(
+    tmp_path: Path,
+) -> None:
+    log = _transcript(tmp_path)
+    log.user("We use pnpm, never npm.", promptId="5d1c2e3f-0001-4aaa-8bbb-000000000001")
+    log.text("OK, noted.")
+    payload = log.payload(
+        "Stop",
+        stop_hook_active=False,
+        prompt_id="5d1c2e3f-0002-4aaa-8bbb-000000000002",
+        last_assistant_message="OK, noted.",
+    )
+    started = time.monotonic()
+    report = claude_code.turn_report(payload, _stop_context())
+    took = time.monotonic() - started
+    assert claude_code.FINAL_ENTRY_WAIT_S <= took < claude_code.FINAL_ENTRY_WAIT_S + 1.0
+    assert (report["transcript_committed"], report["messages"]) == (False, [])
+
+
+def test_a_slash_commands_stop_reports_no_turn_at_once(tmp_path: Path) -> None:
+    # a command's entries carry its prompt id too: no turn of the user's to wait for
+    log = _transcript(tmp_path)
+    log.user("We use pnpm, never npm.", promptId="5d1c2e3f-0001-4aaa-8bbb-000000000001")
+    log.text("OK, noted.")
+    command = "5d1c2e3f-0002-4aaa-8bbb-000000000002"
+    log.user("<command-name>/review</command-name>", promptId=command)
+    log.text("The change looks fine.")
+    payload = log.payload(
+        "Stop",
+        stop_hook_active=False,
+        prompt_id=command,
+        last_assistant_message="The change looks fine.",
+    )
+    started = time.monotonic()
+    report = claude_code.turn_report(payload, _stop_context())
+    assert time.monotonic() - started < claude_code.FINAL_ENTRY_WAIT_S / 2
+    assert (report["transcript_committed"], report["messages"]) == (True, [])
 
 
 spaced_text = st.text(alphabet="ab \n\t", max_size=12)

@@ -94,33 +94,47 @@ def prompt_submit(payload: dict[str, Any], context: HookContext) -> Answer:
 
 
 def _final_turn(payload: dict[str, Any], context: HookContext) -> transcript.Turn | None:
-    """The turn that just ended, once the transcript holds its final answer: Claude Code may
-    run Stop before it has written the last assistant entry, while the turn already holds
-    others (a note before a tool call) or none, so the transcript is read again until the turn
-    ends with the answer the input names (`last_assistant_message`; without one, until it has
-    any assistant text), for at most a second. A final answer the transcript never shows comes
-    from the input, so the answer is never left out."""
+    """The turn that just ended, once the transcript holds it with its final answer. Claude
+    Code writes the transcript while its Stop hook runs: it creates a session's transcript
+    some tens of milliseconds after the first prompt's Stop hook has started (claude 2.1.332),
+    and may write a turn's entries, its last assistant entry among them, after that too. So
+    the transcript is read again, for at most a second, until it holds the turn the input
+    names (`_named_turn`) ending with the answer the input names (`last_assistant_message`;
+    without one, any assistant text). A final answer the transcript never shows comes from
+    the input, so the answer is never left out; a turn it never shows is TranscriptMissing."""
     path = payload.get("transcript_path")
     final = final_answer(payload)
     deadline = time.monotonic() + min(FINAL_ENTRY_WAIT_S, max(0.0, context.remaining() / 4))
     while True:
         try:
-            turns = _turns(path)
-        except transcript.PartialLine:  # the agent is still writing: read it again shortly
+            log = transcript.read_claude(transcript.read_transcript(path))
+            turn = _named_turn(log, payload.get("prompt_id"))
+        except (transcript.PartialLine, transcript.TranscriptMissing):
+            # the agent is still writing it, or has not written it yet: read it again shortly
             if time.monotonic() >= deadline:
                 raise
             time.sleep(FINAL_ENTRY_POLL_S)
             continue
-        if not turns:
-            return None
-        turn = turns[-1]
-        if holds_final(turn.assistant, final) or turn.api_error:
+        if turn is None or holds_final(turn.assistant, final) or turn.api_error:
             return turn
         if time.monotonic() >= deadline:
             if final.text:
                 turn.assistant.append(final.text)
             return turn
         time.sleep(FINAL_ENTRY_POLL_S)
+
+
+def _named_turn(log: transcript.ClaudeLog, prompt_id: object) -> transcript.Turn | None:
+    """The turn the input's `prompt_id` names, or None when that prompt is no turn (a slash
+    command); without one, or in a transcript that records none (earlier versions), its last
+    turn. TurnMissing when the transcript does not hold it (yet)."""
+    if isinstance(prompt_id, str) and prompt_id and log.prompt_ids:
+        if prompt_id not in log.prompt_ids:
+            raise transcript.TurnMissing(f"the transcript does not hold prompt {prompt_id}")
+        return next((turn for turn in log.turns if turn.prompt_id == prompt_id), None)
+    if not log.turns:
+        raise transcript.TurnMissing("the transcript holds no prompt")
+    return log.turns[-1]
 
 
 def turn_report(

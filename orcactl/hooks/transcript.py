@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from orcad.regular_files import NotARegularFile, open_regular_file
 
@@ -52,6 +52,10 @@ class TranscriptMissing(TranscriptProblem):
     session's first prompt is submitted), or never (`claude -p --no-session-persistence`)."""
 
 
+class TurnMissing(TranscriptMissing):
+    """The transcript does not hold the prompt the hook input names (not written yet)."""
+
+
 class EmptyTurn(TranscriptProblem):
     """The turn's start is there and no message of it (yet): a moment later it may be, else
     the rollout is written in a form this reader does not know."""
@@ -64,11 +68,12 @@ class PartialLine(TranscriptProblem):
 class Turn:
     """One root turn as the transcript records it."""
 
-    __slots__ = ("aborted", "api_error", "assistant", "ordinal", "prompt")
+    __slots__ = ("aborted", "api_error", "assistant", "ordinal", "prompt", "prompt_id")
 
-    def __init__(self, prompt: str, ordinal: int) -> None:
+    def __init__(self, prompt: str, ordinal: int, prompt_id: str | None = None) -> None:
         self.prompt = prompt  # the root user's text for the turn
         self.ordinal = ordinal  # how many root prompts came before it in the session
+        self.prompt_id = prompt_id  # the agent's name for the prompt, where it gives one
         self.assistant: list[str] = []  # the assistant's text, in order
         self.api_error = False  # the turn ended on an API error the agent recorded
         self.aborted = False  # the user interrupted the turn
@@ -191,15 +196,33 @@ def _claude_assistant_text(entry: dict[str, Any]) -> str:
     return clean_text("\n".join(texts))
 
 
+class ClaudeLog(NamedTuple):
+    turns: list[Turn]  # every root turn, oldest first
+    # every prompt id the root user entries carry (Claude Code 2.1 gives each entry of a
+    # prompt its `promptId`): a turn's, and a slash command's, which is no turn
+    prompt_ids: frozenset[str]
+
+
 def claude_turns(data: bytes) -> list[Turn]:
     """Every root turn of a Claude Code transcript, oldest first."""
+    return read_claude(data).turns
+
+
+def read_claude(data: bytes) -> ClaudeLog:
+    """A Claude Code transcript's root turns and the prompt ids it records."""
     turns: list[Turn] = []
+    prompt_ids: set[str] = set()
     for entry in _entries(data, (b'"user"', b'"assistant"')):
         if entry.get("isSidechain"):
             continue  # a subagent's conversation
+        prompt_id = entry.get("promptId") if entry.get("type") == "user" else None
+        if not isinstance(prompt_id, str) or not prompt_id:
+            prompt_id = None
+        else:
+            prompt_ids.add(prompt_id)
         prompt = _claude_prompt(entry)
         if prompt is not None:
-            turns.append(Turn(prompt=prompt, ordinal=len(turns)))
+            turns.append(Turn(prompt=prompt, ordinal=len(turns), prompt_id=prompt_id))
             continue
         if entry.get("type") != "assistant" or not turns:
             continue
@@ -209,7 +232,7 @@ def claude_turns(data: bytes) -> list[Turn]:
         text = _claude_assistant_text(entry)
         if text:
             turns[-1].assistant.append(text)
-    return turns
+    return ClaudeLog(turns, frozenset(prompt_ids))
 
 
 def claude_submit_ordinal(turns: list[Turn], prompt: str) -> int:
