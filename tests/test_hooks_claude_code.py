@@ -249,6 +249,30 @@ def test_a_slash_commands_stop_reports_no_turn_at_once(tmp_path: Path) -> None:
     assert (report["transcript_committed"], report["messages"]) == (True, [])
 
 
+def test_a_subagents_stop_is_reported_without_waiting_on_the_transcript(tmp_path: Path) -> None:
+    # the session's transcript never ends with a subagent's answer (that is in the subagent's
+    # own): reading it waited a second for a turn that is not captured anyway
+    log = _transcript(tmp_path)
+    prompt_id = "5d1c2e3f-0001-4aaa-8bbb-000000000001"
+    log.user("Find where staging is deployed.", promptId=prompt_id)
+    log.text("Asking a subagent to look.")
+    payload = log.payload(
+        "SubagentStop",
+        stop_hook_active=False,
+        prompt_id=prompt_id,
+        agent_id="a1",
+        agent_type="Explore",
+        last_assistant_message="deploy/argocd/app.yaml",
+    )
+    context = common.HookContext(
+        "claude-code", "SubagentStop", "/nonexistent.sock", time.monotonic() + 10, start=False
+    )
+    started = time.monotonic()
+    report = claude_code.turn_report(payload, context)
+    assert time.monotonic() - started < claude_code.FINAL_ENTRY_WAIT_S / 2
+    assert (report["subagent"], report["messages"]) == (True, [])
+
+
 spaced_text = st.text(alphabet="ab \n\t", max_size=12)
 
 

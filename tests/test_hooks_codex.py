@@ -134,6 +134,31 @@ def test_a_final_answer_the_rollout_never_shows_comes_from_the_input(tmp_path: P
     ]
 
 
+def test_a_subagents_stop_is_reported_without_waiting_on_the_rollout(tmp_path: Path) -> None:
+    # the session's rollout never ends with a subagent's answer: reading it waited a second
+    # for a turn that is not captured anyway
+    log = _rollout(tmp_path)
+    log.user_turn("t1", "Find where staging is deployed.")
+    log.agent("Asking a subagent to look.")
+    payload = _payload(
+        log,
+        "SubagentStop",
+        turn_id="t1",
+        stop_hook_active=False,
+        last_assistant_message="deploy/argocd/app.yaml",
+        agent_id="agent-1",
+        agent_type="explorer",
+        agent_transcript_path=None,
+    )
+    context = HookContext(
+        "codex", "SubagentStop", "/nonexistent.sock", time.monotonic() + 10, start=False
+    )
+    started = time.monotonic()
+    report = codex.turn_report(payload, context, failed=False)
+    assert time.monotonic() - started < codex.FINAL_ENTRY_WAIT_S / 2
+    assert (report["subagent"], report["turn_id"], report["messages"]) == (True, "codex_t1", [])
+
+
 @pytest.mark.slow
 def test_a_simulated_codex_session(
     tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess

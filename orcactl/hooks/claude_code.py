@@ -150,6 +150,11 @@ def turn_report(
         "transcript_committed": True,
         "messages": [],
     }
+    if report["subagent"]:  # never captured: its answer is not the session transcript's to wait for
+        report["turn_id"] = _prompt_turn_id(payload, session_id) or transcript.turn_id_for(
+            TURN_PREFIX, session_id, -1, "subagent"
+        )
+        return report
     try:
         turn = _final_turn(payload, context)
     except transcript.TranscriptProblem as problem:

@@ -96,6 +96,8 @@ def turn_report(payload: dict[str, Any], context: HookContext, *, failed: bool) 
         "transcript_committed": True,
         "messages": [],
     }
+    if report["subagent"]:  # never captured: its answer is not the session rollout's to wait for
+        return report
     try:
         turn = _final_turn(payload, context)
     except transcript.TranscriptProblem as problem:
