@@ -29,6 +29,7 @@ from orcad.runtime import read_instance
 from protocol.types import CLIENT_ID_MAX_CHARS
 from tests.harness import DaemonProcess, OrcaEnv
 from tests.hook_helpers import ORCACTL, ClaudeTranscript, run_hook
+from tests.stalls import Stalls
 
 pytestmark = pytest.mark.daemon
 
@@ -208,6 +209,26 @@ def test_stop_reports_the_prompt_it_names_not_the_last_one_written(tmp_path: Pat
         writer.join()
     assert [m["content"] for m in report["messages"]] == ["Staging is db-staging-2.", "OK, noted."]
     assert report["transcript_committed"] is True
+
+
+def test_a_transcript_that_never_appears_is_waited_for_half_a_second(tmp_path: Path) -> None:
+    # with persistence off (`claude -p --no-session-persistence`, `cleanupPeriodDays: 0`) the
+    # transcript named never appears, and every Stop waits for it: not the whole second
+    log = _transcript(tmp_path)
+    log.path.unlink()
+    payload = log.payload(
+        "Stop",
+        stop_hook_active=False,
+        prompt_id="5d1c2e3f-0001-4aaa-8bbb-000000000001",
+        last_assistant_message="OK, noted.",
+    )
+    with Stalls() as stalls:
+        started = time.monotonic()
+        report = claude_code.turn_report(payload, _stop_context())
+        took = time.monotonic() - started
+    assert took >= claude_code.TRANSCRIPT_APPEAR_WAIT_S
+    assert took - stalls.seconds < claude_code.TRANSCRIPT_APPEAR_WAIT_S + 0.3
+    assert (report["transcript_committed"], report["messages"]) == (False, [])
 
 
 def test_a_prompt_the_transcript_never_holds_is_not_committed_after_a_second(

@@ -41,6 +41,10 @@ TURN_PREFIX = "cc"
 # The Stop hook may run a moment before the turn's last assistant entry is flushed.
 FINAL_ENTRY_WAIT_S = 1.0
 FINAL_ENTRY_POLL_S = 0.1
+# ... and before the session's transcript exists (tens of milliseconds); with persistence off
+# (`claude -p --no-session-persistence`, `cleanupPeriodDays: 0`) it never will, and every
+# Stop waits this long
+TRANSCRIPT_APPEAR_WAIT_S = 0.5
 
 
 def session_start(payload: dict[str, Any], context: HookContext) -> Answer:
@@ -101,17 +105,25 @@ def _final_turn(payload: dict[str, Any], context: HookContext) -> transcript.Tur
     the transcript is read again, for at most a second, until it holds the turn the input
     names (`_named_turn`) ending with the answer the input names (`last_assistant_message`;
     without one, any assistant text). A final answer the transcript never shows comes from
-    the input, so the answer is never left out; a turn it never shows is TranscriptMissing."""
+    the input, so the answer is never left out; a turn it never shows is TurnMissing, and a
+    transcript that is not there after half a second TranscriptMissing."""
     path = payload.get("transcript_path")
     final = final_answer(payload)
-    deadline = time.monotonic() + min(FINAL_ENTRY_WAIT_S, max(0.0, context.remaining() / 4))
+    started = time.monotonic()
+    deadline = started + min(FINAL_ENTRY_WAIT_S, max(0.0, context.remaining() / 4))
+    appeared_by = min(deadline, started + TRANSCRIPT_APPEAR_WAIT_S)
     while True:
         try:
             log = transcript.read_claude(transcript.read_transcript(path))
             turn = _named_turn(log, payload.get("prompt_id"))
-        except (transcript.PartialLine, transcript.TranscriptMissing):
-            # the agent is still writing it, or has not written it yet: read it again shortly
+        except (transcript.PartialLine, transcript.TurnMissing):
+            # the agent is still writing it: read it again shortly
             if time.monotonic() >= deadline:
+                raise
+            time.sleep(FINAL_ENTRY_POLL_S)
+            continue
+        except transcript.TranscriptMissing:  # not created yet, or never
+            if time.monotonic() >= appeared_by:
                 raise
             time.sleep(FINAL_ENTRY_POLL_S)
             continue
@@ -158,7 +170,9 @@ def turn_report(
     try:
         turn = _final_turn(payload, context)
     except transcript.TranscriptProblem as problem:
-        if payload.get("transcript_path") and not isinstance(problem, transcript.TranscriptMissing):
+        if payload.get("transcript_path") and not isinstance(
+            problem, (transcript.TranscriptMissing, transcript.TurnMissing)
+        ):
             record_failure(AGENT, context.event, "transcript", problem.reason)
         report.update(
             turn_id=_prompt_turn_id(payload, session_id)

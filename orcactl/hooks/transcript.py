@@ -52,7 +52,7 @@ class TranscriptMissing(TranscriptProblem):
     session's first prompt is submitted), or never (`claude -p --no-session-persistence`)."""
 
 
-class TurnMissing(TranscriptMissing):
+class TurnMissing(TranscriptProblem):
     """The transcript does not hold the prompt the hook input names (not written yet)."""
 
 
