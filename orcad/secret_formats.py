@@ -616,6 +616,22 @@ def find_sentry_dsns(text: str, lowered: str) -> Iterator[Span]:
             yield match.span(1)
 
 
+# A Google Cloud service account's key file names its private key by 40 hex digits,
+# `"private_key_id": "8f3a…"`: pasted, it shows which key leaked and the lines around it are
+# the key itself; a hex digest under any other name is a commit's or a file's
+_KEY_FILE_ID = lazy_compile(
+    r"private_key_id[\"']?[ \t]*[:=][ \t]*[\"']?([0-9a-f]{40})(?![A-Za-z0-9_])"
+)
+
+
+def find_key_file_ids(text: str, lowered: str) -> Iterator[Span]:
+    if "private_key_id" not in lowered:
+        return
+    for match in _KEY_FILE_ID.finditer(lowered):
+        if match.start() == 0 or not lowered[match.start() - 1].isalnum():
+            yield match.span(1)
+
+
 # A Salesforce session or access token: the org's id (00D and 12 or 15 characters), "!", and
 # the session's part. The "!" ends a long run: found from "!AQ", with the org id before it.
 _SALESFORCE_TOKEN = lazy_compile(r"00D[A-Za-z0-9]{12}(?:[A-Za-z0-9]{3})?!AQ[A-Za-z0-9_.]{60,400}+")

@@ -208,10 +208,11 @@ def find_login_passwords(text: str, lowered: str) -> Iterator[Span]:
 
 
 # "staging db creds are admin Hunter2!xyz", "grafana login is admin Graf4na!Ops": credentials
-# stated as a user, a blank and a password, found from "cred" and "login" (literals each)
+# stated as a user, a blank and a password (a colon may follow the verb: "the creds are: admin
+# Xk9#mQ2!pL"), found from "cred" and "login" (literals each)
 _STATED_PAIRS = tuple(
     lazy_compile(
-        head + r"[ \t]+(?:are|is|were|was)(?:[ \t]+now)?[ \t]+"
+        head + r"[ \t]+(?:are|is|were|was)(?:[ \t]+now)?[ \t]*:?[ \t]+"
         r"(?P<user>[a-z][a-z0-9_.\-]{0,31}+(?:@[a-z0-9\-]{1,63}(?:\.[a-z0-9\-]{1,63})+)?)[ \t]+"
         r"(?P<quote>[`'\"]?)(?P<value>[^\s`'\"]{6,128}+)(?P=quote)"
     )

@@ -7,7 +7,8 @@ phrase" and a colon, an `=` or a verb ("seed phrase: abandon ability …", "my r
 sentence (the, and, with, …) make it prose ("the seed phrase is the only way to restore …"),
 and one word over and over a published test phrase ("test test … junk").
 
-Vault's unseal keys are 44 characters of base64 (or 64 to 66 hex digits): after "unseal key"
+Vault's unseal keys are 44 characters of base64 (or another whole number of bytes, 40 to 88
+characters, or 64 to 66 hex digits): after "unseal key"
 (numbered as `vault operator init` prints them, "Unseal Key 1:") and a colon or a verb, on its
 line or listed on the lines below ("the vault unseal keys are:" then one a line). A value that
 is no such key ("(hidden)", a path, a variable) is none.
@@ -61,8 +62,10 @@ _UNSEAL_LEAD = lazy_compile(
 # one key: on the lead's line, or on a line of its own below (a list's bullet or number first)
 _UNSEAL_KEY = lazy_compile(
     r"(?:[ \t]+|[ \t]*\r?\n[ \t]*(?:(?:[-*•]|[0-9]{1,2}[.)])[ \t]+)?)[\"'`]?"
-    r"(?P<key>[A-Za-z0-9+/]{43}=|[A-Za-z0-9+/]{44}|[0-9a-f]{64,66})(?![A-Za-z0-9+/=])"
+    r"(?P<key>[A-Za-z0-9+/]{40,88}+={0,2}|[0-9a-f]{64,66})(?![A-Za-z0-9+/=])"
 )
+# base64 of a whole number of bytes: Vault's 44 characters (a share of 33 bytes, or 32 and
+# `=`), and longer ones, `Zm9v…ZG8=` (52), as other key sizes print
 _MOST_KEYS = 10
 
 
@@ -75,8 +78,17 @@ def find_unseal_keys(text: str, lowered: str) -> Iterator[Span]:
             position = lead.end()
             for _ in range(_MOST_KEYS):
                 key = _UNSEAL_KEY.match(text, position)
-                if key is None or not looks_random(key["key"]):
+                if key is None or not _unseal_key(key["key"]):
                     break
                 yield key.span("key")
                 position = key.end()
         at = lowered.find(_UNSEAL, at + len(_UNSEAL))
+
+
+_HEX_DIGITS = frozenset("0123456789abcdef")
+
+
+def _unseal_key(key: str) -> bool:
+    """Hex digits of a whole key, or base64 of whole bytes, that look generated."""
+    whole = (64 <= len(key) <= 66 and _HEX_DIGITS.issuperset(key)) or len(key) % 4 == 0
+    return whole and looks_random(key)

@@ -196,6 +196,17 @@ DESCRIPTIVE = frozenset(
     ]
 )
 _CAPITALISED_OR_LOWER = lazy_compile(r"[A-Za-z][a-z]*\Z")
+# The words at the top of every list of leaked passwords: a verb that gives one of them gives a
+# password ("the password is letmein"), where a lone word is otherwise what a password is like
+# ("the password is required"); `changeme` and `password` itself are placeholders
+NOTORIOUS_PASSWORDS = frozenset(
+    (
+        "letmein", "qwerty", "qwertyuiop", "asdfgh", "asdfghjkl", "zxcvbnm", "iloveyou",
+        "monkey", "dragon", "sunshine", "princess", "football", "baseball", "superman",
+        "batman", "starwars", "trustno1", "welcome", "passw0rd", "p@ssw0rd", "p@ssword",
+        "abc123", "admin", "toor", "opensesame", "hunter", "shadow", "freedom", "qazwsx",
+    )
+)  # fmt: skip
 
 
 def stated_password(value: str) -> bool:
@@ -291,6 +302,11 @@ def _stated_digits(value: str, words: str) -> bool:
     return 4 <= len(value) <= 16 and value.isdigit() and (not between or between[0] in _OWNER_WORDS)
 
 
+def _closes_quote(text: str, start: int, end: int) -> bool:
+    """The value at `start`:`end` is in quotes of one kind."""
+    return start > 0 and text[start - 1] in _QUOTES and text[end : end + 1] == text[start - 1]
+
+
 def find_stated_passwords(text: str, lowered: str) -> Iterator[Span]:
     """A password stated in words: "the root password on the staging box is Winter2024!",
     "the admin password is: qwerty", "wifi password: correcthorse", "log in with the
@@ -318,6 +334,12 @@ def find_stated_passwords(text: str, lowered: str) -> Iterator[Span]:
         if ":" in value and (match["op"] or "").strip() not in ("", ":", "="):
             continue  # "username:password -> deploy:X": a pair, found as one (secret_colon_pairs)
         clause_ends = value_ends_clause(text, value_end, end)
+        if not clause_ends and _closes_quote(text, start, value_end):
+            # "the password is 'blue-sky-42'.": its clause ends after the closing quote
+            after = value_end + 1
+            while after < len(text) and text[after] in CLAUSE_ENDS:
+                after += 1
+            clause_ends = value_ends_clause(text, after, value_end + 1)
         if match["said"] is not None and "\n" in lowered[match.end("said") : start]:
             # a line below "The password is:": only what looks chosen ("auto-generated" and
             # "see-below" are no passwords there)
@@ -333,7 +355,13 @@ def find_stated_passwords(text: str, lowered: str) -> Iterator[Span]:
                 match["op"] is None
                 and clause_ends
                 and _owned(match["words"])
-                and (_stated_label(value) or _joined_with_a_number(value))
+                and value.lower() in NOTORIOUS_PASSWORDS
+            )
+            or (
+                match["op"] is None
+                and clause_ends
+                and _owned(match["words"])
+                and (_stated_label(value) or joined_with_a_number(value))
             )
             or (  # "Passphrase for the GPG key: river-Lantern-42-moss": an owner, then a colon
                 (match["op"] or "").strip() == ":"
@@ -565,7 +593,7 @@ _NOT_PASSPHRASE_PARTS = frozenset(
 _HYPHEN_JOINED = lazy_compile(r"[a-z]{2,12}(?:-(?:[a-z]{2,12}|[0-9]{1,4}))+\Z")
 
 
-def _joined_with_a_number(value: str) -> bool:
+def joined_with_a_number(value: str) -> bool:
     """A passphrase of lower-case words joined by hyphens with a number part, not first, that
     a verb gives ("the password is blue-sky-42"): three parts or more, two of them words, none
     a function word or one of an algorithm's, an encoding's, a size's or a duration's."""

@@ -1,5 +1,5 @@
-"""A password jotted down after the word with a space alone: "wifi password Xk9#mm2pq",
-"password Hunter2!".
+"""A password jotted down after the word (or "passphrase") with a space alone: "wifi password
+Xk9#mm2pq", "password Hunter2!", "wifi passphrase purple-otter-cascade-91".
 
 Pure module: no I/O. The word "password" is followed by a word in much prose and code
 ("password reset", "password manager", "password SecretStr"), so the value must plainly be a
@@ -13,13 +13,17 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from orcad.lazy_patterns import lazy_compile
-from orcad.secret_sentences import stated_password
+from orcad.secret_sentences import joined_with_a_number, stated_password
 from orcad.secret_values import Span, end_before_trailing, value_ends_clause
 
-_WORD = "password"
+_WORDS = ("password", "passphrase")  # each a literal searched for at C speed
 _SPACED_VALUE = lazy_compile(
-    r"password(?<![a-z0-9_\-.$@]password)[ \t]+[\"'`]?(?P<value>[^\s\"'`()\[\]{}<>]{6,128}+)"
+    r"pass(?:word|phrase)(?<![a-z0-9_\-.$@]password)"
+    r"(?<![a-z0-9_\-.$@]passphrase)[ \t]+[\"'`]?(?P<value>[^\s\"'`()\[\]{}<>]{6,128}+)"
 )
+# "wifi passphrase purple-otter-cascade-91": after a network's name, lower-case words joined
+# by hyphens with a number are the passphrase too (as a verb gives one: `secret_sentences`)
+_NETWORK_BEFORE = lazy_compile(r"(?<![a-z0-9_\-.])(?:wi-?fi|wlan|wpa2?|ssid|network)[ \t]+\Z")
 # the hashes and ciphers a password is said to be kept with ("password Argon2id")
 HASH_SCHEMES = frozenset(
     ("argon2", "argon2i", "argon2d", "argon2id", "pbkdf2", "scrypt", "bcrypt", "yescrypt",
@@ -30,8 +34,14 @@ _PLAINLY_CHOSEN = lazy_compile(r"[^A-Za-z0-9]|(?=[^A-Z]*[A-Z])(?=[^a-z]*[a-z])[^
 
 
 def find_spaced_passwords(text: str, lowered: str) -> Iterator[Span]:
-    """A plainly chosen password after "password" and a space, ending its clause."""
-    at = lowered.find(_WORD)
+    """A plainly chosen password after "password" or "passphrase" and a space, ending its
+    clause (after a network's name, also words joined by hyphens with a number)."""
+    for word in _WORDS:
+        yield from _after_word(text, lowered, word)
+
+
+def _after_word(text: str, lowered: str, word: str) -> Iterator[Span]:
+    at = lowered.find(word)
     while at >= 0:
         match = _SPACED_VALUE.match(lowered, at)
         if match is not None:
@@ -39,11 +49,16 @@ def find_spaced_passwords(text: str, lowered: str) -> Iterator[Span]:
             end = end_before_trailing(text, start, value_end)
             value = text[start:end]
             quoted = text[value_end : value_end + 1] in ('"', "'", "`")
-            if (
-                _PLAINLY_CHOSEN.search(value) is not None
-                and value_ends_clause(text, value_end + quoted, end + quoted)
-                and stated_password(value)
-                and value.lower() not in HASH_SCHEMES
+            if value_ends_clause(text, value_end + quoted, end + quoted) and (
+                (
+                    _PLAINLY_CHOSEN.search(value) is not None
+                    and stated_password(value)
+                    and value.lower() not in HASH_SCHEMES
+                )
+                or (
+                    joined_with_a_number(value)
+                    and _NETWORK_BEFORE.search(lowered, max(0, at - 16), at) is not None
+                )
             ):
                 yield start, end
-        at = lowered.find(_WORD, at + len(_WORD))
+        at = lowered.find(word, at + len(word))

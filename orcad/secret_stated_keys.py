@@ -3,7 +3,8 @@
 Pure module: no I/O. "the api key is 3f9a...", "the token is kT9v...": the value such a
 sentence gives is a credential when it looks generated, as it must be after such a name in an
 assignment; "Mistral key: UpZu...": a key named by a capitalized word (its vendor) when its
-value has an API key's shape (letters and digits, both cases and a digit); "the staging db
+value has an API key's shape (letters and digits, both cases and a digit), or by a known
+vendor's name in lower case ("mistral key: 7xYq..."); "the staging db
 secret is Hunter2!xyz": a secret stated with a verb or a colon when it looks chosen as a
 password (letters, a digit and a symbol inside it). Left alone: what a secret is like or where
 ("the secret is caching", "the secret is in vault"), a stored secret's name ("the secret is
@@ -150,6 +151,19 @@ _NOT_VENDORS = frozenset(
     ]
 )
 _VENDOR_VALUE = lazy_compile(r"[A-Za-z0-9]{20,128}")
+# "mistral key: 7xYq…": typed in lower case, a vendor is told from a structure's key (`sort
+# key: createdAtDesc2`) by its name: the API vendors whose keys have no prefix of their own
+_LOWER_VENDOR = lazy_compile(r"(?<![a-z0-9_\-.])([a-z][a-z0-9]{1,23}) \Z")
+_LOWER_CASE_VENDORS = frozenset(
+    (
+        "mistral", "cohere", "perplexity", "deepseek", "voyage", "jina", "fireworks",
+        "ai21", "deepgram", "assemblyai", "elevenlabs", "gemini", "pinecone", "weaviate",
+        "qdrant", "algolia", "mapbox", "datadog", "mailgun", "mailchimp", "mailjet", "twilio",
+        "sendgrid", "postmark", "brevo", "cloudflare", "linode", "vultr", "hetzner", "heroku",
+        "newrelic", "pagerduty", "opsgenie", "airtable", "asana", "trello", "figma",
+        "serpapi", "tavily", "firecrawl", "browserless",
+    )
+)  # fmt: skip
 
 
 def find_stated_keys(text: str, lowered: str) -> Iterator[Span]:
@@ -182,9 +196,13 @@ def find_stated_keys(text: str, lowered: str) -> Iterator[Span]:
 
 
 def _named_by_vendor(text: str, at: int) -> bool:
-    """Whether the word before "key" at `at` is a capitalized one that may name a vendor."""
+    """Whether the word before "key" at `at` is a capitalized one that may name a vendor, or a
+    known vendor's name in lower case."""
     word = _VENDOR.search(text, max(0, at - _VENDOR_LOOKBACK), at)
-    return word is not None and word.group().strip().lower() not in _NOT_VENDORS
+    if word is not None:
+        return word.group().strip().lower() not in _NOT_VENDORS
+    word = _LOWER_VENDOR.search(text, max(0, at - _VENDOR_LOOKBACK), at)
+    return word is not None and word.group(1) in _LOWER_CASE_VENDORS
 
 
 # a word of an identifier: a capital or none, then three small letters or more

@@ -141,8 +141,17 @@ def is_dotted_name(value: str) -> bool:
     return _DOTTED_NAME.match(value) is not None
 
 
+# Two or three capitalised words joined by dots, the last with a number of two digits or more
+# glued to it ("Gato.Negro77"): how a password is chosen, where a class and its attribute are
+# written `Config.Timeout`, `Settings.MaxRetries`, `Version.V2`
+_TITLED_WORDS_AND_NUMBER = re.compile(r"[A-Z][a-z]{2,15}(?:\.[A-Z][a-z]{2,15}){1,2}[0-9]{2,6}\Z")
+
+
 def _dotted_password(value: str) -> bool:
-    return any(map(written_as_password, value.split(".")))
+    return (
+        any(map(written_as_password, value.split(".")))
+        or _TITLED_WORDS_AND_NUMBER.match(value) is not None
+    )
 
 
 _PROJECT_ID = re.compile(r"(?:mem|job|cand|apr)_[0-9a-f]{32}\Z")
@@ -452,6 +461,8 @@ STATED_VERB = (
     # "my password, it's X": the name set apart, then said ("it's now X": said again after
     # a change)
     r"|[ \t]*,[ \t]+(?:it's|it\u2019s|it[ \t]+is|that's|which[ \t]+is)(?:[ \t]+(?:now|still))?"
+    # "the db password changed. It is now X": said in a sentence of its own after a change
+    r"|[ \t]*[.;][ \t]+(?:it's|it\u2019s|it[ \t]+is)[ \t]+now"
     # "the password's X": the verb run into the name
     r"|['\u2019]s(?=[ \t]))"
 )
