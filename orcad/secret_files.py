@@ -82,7 +82,8 @@ def find_netrc_passwords(text: str, lowered: str) -> Iterator[Span]:
 _PAIR_HEAD_BACKWARDS = lazy_compile(
     r"(?P<before>[ \t]*)[a-z0-9_.@+\-]{1,64}"
     r"(?:[ \t]*[:=][ \t]*|[ \t]+(?:si|era|saw|erew)[ \t]+"
-    r"|[ \t]+(?:htiw|gnisu)(?:[ \t]+[a-z0-9_.\-]{1,30}){0,6}?[ \t]+(?=(?:ni|otni)[ \t]+g|nigol))"
+    r"|[ \t]+(?P<given>htiw|gnisu)(?:[ \t]+[a-z0-9_.\-]{1,30}){0,6}?[ \t]+"
+    r"(?=(?:ni|otni)[ \t]+g|nigol))"
     r"(?P<name>nigol|nogol|(?:s|s?laitne)derc|"
     r"(?:drow)?ssap[ \t]*(?:/|&|dna)[ \t]*(?:eman)?resu|"
     r"(?:ni|otni)[ \t]+(?:gol|gniggol))"
@@ -94,6 +95,7 @@ _PAIR_NAME_CHARACTERS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-")
 class _PairHead(NamedTuple):
     credentials: bool  # named creds or credentials: any word of 4 or more is the password
     spaced: bool  # blanks before the slash: the value must have them after it too
+    given: bool  # by a verb of logging in ("log in with admin / X"): its sentence may go on
 
 
 def _pair_head(lowered: str, start: int, slash: int) -> _PairHead | None:
@@ -104,7 +106,7 @@ def _pair_head(lowered: str, start: int, slash: int) -> _PairHead | None:
     name = slash - head.end()
     if name > 0 and lowered[name - 1] in _PAIR_NAME_CHARACTERS:
         return None
-    return _PairHead(head["name"].endswith("derc"), bool(head["before"]))
+    return _PairHead(head["name"].endswith("derc"), bool(head["before"]), head["given"] is not None)
 
 
 _PAIR_REACH = 128
@@ -117,6 +119,9 @@ def _pair_ends(text: str, value_end: int, stripped_end: int) -> bool:
     return rest[:1] == "|" or value_ends_clause(text, value_end, stripped_end)
 
 
+# where the sentence of a pair given by a verb of logging in goes on: "log in with admin /
+# S3cretPass! on the dashboard"
+_GOES_ON = lazy_compile(r"[ \t]+(?:on|at|in|to|into|for|via|from|and|then)[ \t]")
 _PAIR_NAMES = ("log", "cred", "user")  # a head holds one (login, logon, creds, username)
 _SHORTEST_PAIR_NAME = 3
 
@@ -169,7 +174,10 @@ def find_login_pairs(text: str, lowered: str) -> Iterator[Span]:
             if (
                 is_chosen_password(value)
                 or (head.credentials and len(value) >= 4 and not is_placeholder(value))
-            ) and _pair_ends(text, value_end, end):
+            ) and (
+                _pair_ends(text, value_end, end)
+                or (head.given and _GOES_ON.match(lowered, value_end) is not None)
+            ):
                 yield start, end
         slash = lowered.find("/", slash + 1)
 

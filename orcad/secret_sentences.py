@@ -504,15 +504,19 @@ def _values_around_names(text: str, lowered: str) -> Iterator[Span]:
         keyword, after = name.span()
         if keyword > 0 and lowered[keyword - 1] in _BEFORE_A_NAME:
             continue  # inside a longer name
-        if value := _value_before(text, lowered, keyword):
-            yield value
+        if before := _value_before(text, lowered, keyword):
+            yield before
         to = _TO_VALUE.match(lowered, after)
         if to is not None and _SET_BEFORE_NAME.search(
             lowered, max(0, keyword - _SET_REACH), keyword
         ):
-            start, end = to.span("value")
-            end = end_before_trailing(text, start, end)
-            if stated_password(text[start:end]):
+            start, value_end = to.span("value")
+            end = end_before_trailing(text, start, value_end)
+            value = text[start:end]
+            if stated_password(value) or (  # "I changed my password to Zebra-Stripe-3"
+                (_stated_label(value) or joined_with_a_number(value))
+                and value_ends_clause(text, value_end, end)
+            ):
                 yield start, end
 
 
@@ -613,10 +617,19 @@ def joined_with_a_number(value: str) -> bool:
     )
 
 
+# a word of time between the name and its verb ("the password now is Zebra-Stripe-3")
+_WHEN_WORDS = frozenset(("now", "currently", "still"))
+
+
 def _owned(words: str) -> bool:
-    """No words between the password's name and its verb but an owner's ("for the router")."""
+    """No words between the password's name and its verb but an owner's ("for the router"),
+    or one word of time ("now")."""
     between = words.split()
-    return not between or between[0] in _OWNER_WORDS
+    return (
+        not between
+        or between[0] in _OWNER_WORDS
+        or (len(between) == 1 and between[0] in _WHEN_WORDS)
+    )
 
 
 # A passphrase a sentence gives: three to eight lower-case words ("my password is correct horse

@@ -1,7 +1,8 @@
 """Secrets a developer types in a chat that were once missed, each next to the look-alikes its
 rule must leave: a password from the top of the leaked lists after a verb, a password in
 capitalised words joined by dots with a number, a password said again in a sentence of its
-own after a change, a quoted passphrase that ends its sentence, credentials stated after
+own after a change, a quoted passphrase that ends its sentence, a label set "to" or after
+"now", a pair a verb of logging in gives in a sentence that goes on, credentials stated after
 "are:", a Wi-Fi passphrase after the word and a space, a vendor's key named in lower case,
 a vault's unseal key of another length, and a service account key file's key id."""
 
@@ -33,6 +34,15 @@ pytestmark = pytest.mark.pure
         # a quoted passphrase that ends its sentence after the quote
         ("The password is 'orange-juice-17'.", "orange-juice-17"),
         ('the password is "blue-sky-42"', "blue-sky-42"),
+        # a word of time between the name and its verb; a label or joined words set "to"
+        ("the password now is Zebra-Stripe-3", "Zebra-Stripe-3"),
+        ("the password still is letmein", "letmein"),
+        ("I changed my password to Zebra-Stripe-3", "Zebra-Stripe-3"),
+        ("I changed my password to purple-otter-42.", "purple-otter-42"),
+        # a pair a verb of logging in gives, its sentence going on
+        ("log in with admin / S3cretPass! on the dashboard", "S3cretPass!"),
+        ("login with admin / S3cretPass1 on the dashboard", "S3cretPass1"),
+        ("log into the kiosk using kiosk/K1osk#pw and check", "K1osk#pw"),
         # credentials stated after the verb and a colon
         ("the creds are: admin Xk9#mQ2!pL", "Xk9#mQ2!pL"),
         ("the login is: admin Graf4na!Ops", "Graf4na!Ops"),
@@ -92,6 +102,21 @@ def test_typed_secret_is_redacted(text: str, secret: str) -> None:
         "the password is 'valid-for-90-days'",
         "the password is 'tls-cert-2024'.",
         'the password is "blue-sky-42" for now',
+        # a word of time, or a label set "to" that names or describes another thing
+        "the password now is required",
+        "the password now is UTF8-Encoded",
+        "I set the password to tls-cert-2024",
+        "set the password to Base64-Encoded",
+        "change the password to Zebra-Stripe-3 before the demo",
+        "set the password to min-length-12",
+        "I set the password to v1.2.3-Beta",
+        # a verb of logging in with words that are no password, the sentence going on
+        "log in with admin / admin on the dashboard",
+        "log in with sso / okta on the dashboard",
+        "log in with google / github on the site",
+        "login with email / password on the form",
+        "log in with user/Dashboard to see it",
+        "log in with admin / readonly and then",
         # what credentials or a login are like, after a colon
         "the creds are: admin and ops",
         "creds are: temporary STS&AssumeRole2",
