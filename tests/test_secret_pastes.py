@@ -256,9 +256,9 @@ def test_a_text_of_slashes_is_passed_over_without_a_look_at_each(
     monkeypatch.setattr(secret_notes, "_PAIR_VALUE", value)
     slashes = "/" * 200_000 + " " + "a/b" * 20_000
     text = f"{slashes}\nlogin: admin / S3cretPass\njenkins: admin / Jenk1ns!2024\n{slashes}"
-    started = time.perf_counter()
+    started = time.process_time()  # the work's own time: a loaded machine's pauses are not
     redacted = redact(text)
-    seconds = time.perf_counter() - started
+    seconds = time.process_time() - started
     assert redacted == (
         f"{slashes}\nlogin: admin / [REDACTED:password_statement]\n"
         f"jenkins: admin / [REDACTED:password_statement]\n{slashes}"

@@ -1094,9 +1094,9 @@ def test_a_line_of_recovery_phrase_names_costs_linear_time() -> None:
     # each name took the rest of its line as its phrase and judged it whole: quadratic, 64 s
     # for 100 KB of `MNEMONIC=`
     text = "MNEMONIC=" * 4_500
-    started = time.perf_counter()
+    started = time.process_time()  # the work's own time: a loaded machine's pauses are not
     redact(text)
-    assert time.perf_counter() - started < 1.0
+    assert time.process_time() - started < 1.0
     phrase = " ".join(["abandon", "ability", "able", "about", "above", "absent"] * 4)
     line = f"MNEMONIC={phrase}\nnetwork: mainnet"
     assert redact(line) == "MNEMONIC=[REDACTED:credential_assignment]\nnetwork: mainnet"
