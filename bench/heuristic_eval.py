@@ -1,0 +1,87 @@
+"""Recall and precision of the offline extractor (orcad/providers/heuristic.py) on a labelled
+set of user messages (bench/heuristic_eval_data.py; with --set heldout, the messages written
+after its rules, bench/heuristic_eval_heldout.py).
+
+Each message is read as one turn, `user: MESSAGE` then `assistant: OK.`. Recall is the share of
+fact messages that yield at least one fact; precision is the share of yielded facts that come
+from fact messages. Pure and in process: no daemon.
+
+    .venv/bin/python -m bench.heuristic_eval [--set main|heldout] [--misses] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as `python bench/<name>.py`: make the repository importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from orcad.providers.heuristic import HEURISTIC_VERSION, extract_facts
+
+SETS = {"main": "bench.heuristic_eval_data", "heldout": "bench.heuristic_eval_heldout"}
+
+
+def facts_of(message: str) -> list[str]:
+    return [f"{f.category}: {f.fact}" for f in extract_facts(f"user: {message}\n\nassistant: OK.")]
+
+
+def evaluate(facts: list[str], nothing: list[str]) -> dict[str, object]:
+    found = {message: facts_of(message) for message in facts}
+    false = {message: got for message in nothing if (got := facts_of(message))}
+    kept = sum(len(got) for got in found.values())
+    wrong = sum(len(got) for got in false.values())
+    return {
+        "fact_messages": len(facts),
+        "nothing_messages": len(nothing),
+        "recall": sum(1 for got in found.values() if got) / len(facts),
+        "precision": kept / (kept + wrong) if kept + wrong else 1.0,
+        "facts_kept": kept,
+        "false_facts": wrong,
+        "misses": [message for message, got in found.items() if not got],
+        "false_positives": false,
+        "kept": found,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--set", choices=sorted(SETS), default="main")
+    parser.add_argument("--misses", action="store_true", help="list misses and false positives")
+    parser.add_argument("--kept", action="store_true", help="list every fact kept")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    module = importlib.import_module(SETS[args.set])
+    result = evaluate(module.FACTS, module.NOTHING)
+    if args.json:
+        print(json.dumps({k: v for k, v in result.items() if k != "kept"}, indent=2))
+        return
+    print(
+        f"{HEURISTIC_VERSION} on {args.set}: {result['fact_messages']} fact messages,"
+        f" {result['nothing_messages']} nothing messages"
+    )
+    print(
+        f"recall {result['recall']:.3f}  precision {result['precision']:.3f}"
+        f"  ({result['facts_kept']} facts kept, {result['false_facts']} from nothing messages)"
+    )
+    if args.misses:
+        print("\nmissed:")
+        for message in result["misses"]:  # type: ignore[attr-defined]
+            print(f"  {message!r}")
+        print("\nfalse positives:")
+        for message, got in result["false_positives"].items():  # type: ignore[attr-defined]
+            print(f"  {message!r}")
+            for fact in got:
+                print(f"      -> {fact}")
+    if args.kept:
+        print("\nkept:")
+        for message, got in result["kept"].items():  # type: ignore[attr-defined]
+            for fact in got:
+                print(f"  {message!r}\n      -> {fact}")
+
+
+if __name__ == "__main__":
+    main()
