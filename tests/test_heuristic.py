@@ -275,3 +275,164 @@ async def test_provider_wrapper_returns_the_same_output() -> None:
     assert await provider.extract(source, deadline=trio.current_time() + 1) == heuristic_output(
         source
     )
+
+
+# plainly stated setup and conventions, without a request to remember (heuristic-v6)
+@pytest.mark.parametrize(
+    ("sentence", "expected"),
+    [
+        # a setup noun, then "is" and a name
+        ("The database is Postgres 15.", ("project", "The database is Postgres 15.")),
+        ("our default branch is master", ("project", "The default branch is master.")),
+        ("Our CI is on GitHub Actions.", ("project", "The CI is on GitHub Actions.")),
+        (
+            "The staging environment is at https://staging.acme.dev.",
+            ("project", "The staging environment is at https://staging.acme.dev."),
+        ),
+        ("The API port is 8080.", ("project", "The API port is 8080.")),
+        ("Our main branch is called trunk.", ("project", "The main branch is called trunk.")),
+        ("The main branch is protected.", ("project", "The main branch is protected.")),
+        # ... or a lasting verb
+        ("CI runs on Buildkite.", ("project", "CI runs on Buildkite.")),
+        (
+            "Staging lives at staging.example.com.",
+            ("project", "Staging lives at staging.example.com."),
+        ),
+        (
+            "The frontend talks to the backend through /api/v2.",
+            ("project", "The frontend talks to the backend through /api/v2."),
+        ),
+        ("Versioning follows calver.", ("project", "Versioning follows calver.")),
+        ("The API is written in Go 1.22.", ("project", "The API is written in Go 1.22.")),
+        ("Releases are tagged with semver.", ("project", "Releases are tagged with semver.")),
+        (
+            "fyi the staging db was moved to db-staging-3",
+            ("project", "The staging db was moved to db-staging-3."),
+        ),
+        # any subject, when the place is a path or a host
+        (
+            "Shared code lives in packages/common.",
+            ("project", "Shared code lives in packages/common."),
+        ),
+        (
+            "This is a monorepo managed with Nx.",
+            ("project", "The project is a monorepo managed with Nx."),
+        ),
+        # conventions
+        ("Tests must pass before merging.", ("project", "Tests must pass before merging.")),
+        ("Every PR needs one approval.", ("project", "Every PR needs one approval.")),
+        ("We target Python 3.11.", ("project", "The project targets Python 3.11.")),
+        ("We're on Node 20.", ("project", "The project is on Node 20.")),
+        ("We lint with eslint.", ("project", "In this project, we lint with eslint.")),
+        (
+            "We follow trunk-based development.",
+            ("project", "In this project, we follow trunk-based development."),
+        ),
+        (  # "we deploy with": the preposition right after the verb
+            "We deploy with Helm charts in deploy/helm.",
+            ("project", "The team deploys with Helm charts in deploy/helm."),
+        ),
+        ("We deploy to Fly.io.", ("project", "The team deploys to Fly.io.")),
+        # instructions
+        ("Use yarn, not npm.", ("feedback", "Use yarn, not npm.")),
+        ("use uv instead of pip", ("feedback", "Use uv instead of pip.")),
+        (
+            "Prefer composition over inheritance.",
+            ("feedback", "Prefer composition over inheritance."),
+        ),
+        (
+            "Use snake_case for database columns.",
+            ("feedback", "Use snake_case for database columns."),
+        ),
+        ("Don't use default exports.", ("feedback", "Don't use default exports.")),
+        ("Keep PRs under 400 lines.", ("feedback", "Keep PRs under 400 lines.")),
+        ("Lint with ruff; format with black.", ("feedback", "Lint with ruff; format with black.")),
+        # said in passing after a request
+        (
+            "add a test for the parser, btw CI runs on Buildkite",
+            ("project", "CI runs on Buildkite."),
+        ),
+        (
+            "Fix the import error. Our package manager is uv.",
+            ("project", "The package manager is uv."),
+        ),
+    ],
+)
+def test_each_setup_rule(sentence: str, expected: tuple[str, str]) -> None:
+    assert facts(f"user: {sentence}\n\nassistant: OK.") == [expected]
+
+
+@pytest.mark.parametrize(
+    ("sentence", "expected"),
+    [
+        ("Remember that our CI is on GitHub Actions.", "Our CI is on GitHub Actions."),
+        ("remember that we deploy with make release", "We deploy with make release."),
+    ],
+)
+def test_a_request_to_remember_keeps_its_own_words(sentence: str, expected: str) -> None:
+    assert facts(f"user: {sentence}") == [("project", expected)]
+
+
+def test_a_setup_fact_after_another_fact_is_kept_without_a_request() -> None:
+    assert facts("user: We use pnpm. Also the staging database is db-staging-2.") == [
+        ("project", "The project uses pnpm."),
+        ("project", "The staging database is db-staging-2."),
+    ]
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        # "is" and no name: the state of the thing now
+        "The database is locked.",
+        "The CI is red.",
+        "The staging db is full.",
+        "The cache is stale.",
+        "The docs are outdated.",
+        "The build is OK now.",
+        "Staging is at 100% CPU.",
+        "The main branch is 3 commits ahead.",
+        "The database is migrated.",
+        # no setup noun, or someone's own copy
+        "This branch is called wip-login.",
+        "My branch is called fix-auth.",
+        "The function is called twice.",
+        "The error is in src/app.py.",
+        "The file lives in src/ now.",
+        "The patch lives in /tmp/patch.diff.",
+        "I'm on Python 3.11 locally.",
+        "Staging is deployed with your change.",
+        # trouble, a state of the work, a hedge, a question, a credential
+        "The job runs on Buildkite and fails.",
+        "CI runs on Buildkite but the lint job times out.",
+        "The server is Ubuntu 22.04 on my machine.",
+        "The CI is currently on the old runner.",
+        "The database is slow again.",
+        "Maybe staging lives at staging2.example.com.",
+        "CI runs on Buildkite, I think.",
+        "is the database postgres?",
+        "Secrets management is Vault.",
+        # about this piece of work only
+        "The frontend uses React Query for this page.",
+        "Use a set instead of a list here.",
+        "Use Postgres instead of SQLite for this test.",
+        "Use the second query instead of the first.",
+        "Prefer the first one over the second.",
+        "Use the existing helper for that.",
+        "Don't use it.",
+        "Avoid the global.",
+        "Keep the function short.",
+        "Deploy with the new image.",
+        "Run the tests with pytest -x.",
+        "Build with --release.",
+        "Test with Python 3.12 too.",
+        "Tests need fixing.",
+        "The tests need to be rewritten.",
+        "Tests should be faster.",
+        "We're on the review step.",
+        "We follow up next week.",
+        "We target the end of the month.",
+    ],
+)
+def test_setup_look_alikes_give_nothing(sentence: str) -> None:
+    assert heuristic_output(f"user: {sentence}\n\nassistant: OK.") == "NOTHING"

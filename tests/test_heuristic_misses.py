@@ -229,8 +229,13 @@ def test_what_a_request_to_remember_is_for_is_not_kept_as_the_fact(
             "Remember this function returns None when empty.",
             ["This function returns None when empty."],
         ),
-        # a sentence that goes on needs a request before it, and must be a statement
-        ("We use pnpm. Also the staging database is db-staging-2.", ["The project uses pnpm."]),
+        # a sentence that goes on needs a request before it, and must be a statement (one that
+        # names a part of the setup, "Also the staging database is db-staging-2.", is a fact of
+        # its own: see test_heuristic.py)
+        (
+            "We use pnpm. Also the billing module is owned by another team.",
+            ["The project uses pnpm."],
+        ),
         ("Remember that we use pnpm. Also can you fix the build?", ["The project uses pnpm."]),
         ("Remember that we use pnpm. Also I'm off tomorrow.", ["The project uses pnpm."]),
     ],

@@ -35,6 +35,7 @@ PURE_MODULES = [
     "orcad.recall.bert",
     "orcad.providers.heuristic",
     "orcad.providers.heuristic_refusals",
+    "orcad.providers.heuristic_setup",
     "protocol.framing",
     "protocol.types",
 ]

@@ -18,8 +18,22 @@ What it finds, sentence by sentence, in user messages only:
   convention / policy / rule is …", "(our staging) deploys / releases / migrations go through
   …", "we deploy / release / ship … through / via / to …", "this repository / project uses /
   deploys / requires …";
-- an explicit request inside a longer sentence ("fix it and remember that we use pnpm"), and
-  prose after a code fence that never closes (a paste cut short);
+- plainly stated project setup (`heuristic_setup.py`): a subject that names a part of it (CI,
+  the database, staging/production, the main or default branch, the package manager, the linter
+  or formatter, the test runner, a runtime or its version, the API, the frontend, the cache,
+  migrations, releases, ...) with a lasting verb and a name ("the database is Postgres 15", "CI
+  runs on Buildkite", "staging lives at staging.example.com", "the API is written in Go", "our
+  main branch is called trunk", "the staging db was moved to db-staging-3"); any subject that
+  "lives in" a path or a host ("shared code lives in packages/common"); "this is a monorepo";
+- conventions: "tests must pass before merging", "every PR needs one approval", "we target
+  Python 3.11", "we're on Node 20", "we lint / format / test with …", "we follow …", "we deploy
+  with …"; and instructions with a contrast or a scope: "use yarn, not npm", "use uv instead of
+  pip", "prefer composition over inheritance", "use snake_case for database columns", "don't use
+  default exports", "keep PRs under 400 lines", "lint with ruff; format with black" (what a
+  request to remember asks to keep is kept in its own words, not rewritten by these rules);
+- an explicit request inside a longer sentence ("fix it and remember that we use pnpm"), a fact
+  said in passing after one ("add a test, btw CI runs on Buildkite"), and prose after a code
+  fence that never closes (a paste cut short);
 - references: a sentence with an http(s) URL (not a loopback one) or a documentation path that
   names what it points to (docs, runbook, dashboard, wiki, spec, design doc, …).
 
@@ -31,6 +45,11 @@ What it cannot do, honestly:
 - it drops questions, sentences inside code fences or indented blocks, quoted and shell lines,
   sentences that mention redacted values or credential words, and sentences with transient
   markers ("today", "right now", "for now", …), rather than trying to rescue part of them;
+- a setup statement needs a name after "is" (a capitalised word, a version, a path, a host or
+  one of a list of known tools), so "the database is locked" and "the CI is red" are dropped, and
+  so is "the monorepo uses turborepo" (a tool it does not know, in lowercase); a statement that
+  reports trouble ("… and fails", "still", "on my machine") or points at this piece of work
+  ("for this test", "here") is dropped too;
 - its third-person rewrite is a small set of string rules, so grammar can be imperfect.
 
 Everything else (questions, progress reports, code, tool output) yields `NOTHING`. The module is
@@ -46,8 +65,9 @@ from typing import Literal
 
 from orcad import limits
 from orcad.providers.heuristic_refusals import refused, taken_back
+from orcad.providers.heuristic_setup import setup_fact
 
-HEURISTIC_VERSION = "heuristic-v5"  # bump whenever a rule changes what is extracted
+HEURISTIC_VERSION = "heuristic-v6"  # bump whenever a rule changes what is extracted
 NOTHING = "NOTHING"
 
 Category = Literal["user", "feedback", "project", "reference"]
@@ -92,6 +112,12 @@ _GOES_ON = re.compile(
 _EMBEDDED_REMEMBER = re.compile(
     r"(?:[,;:]\s*|\s(?:and|but|also|please|so|then)\s+)(?:please\s+)?"
     r"(?P<trigger>(?:remember|keep in mind|don't forget|do not forget)\b.+)$",
+    _FLAGS,
+)
+# "add a test for the parser, btw CI runs on Buildkite": a fact said in passing after a request
+_EMBEDDED_ASIDE = re.compile(
+    r"(?:[,;:]\s*|\s[-\u2013\u2014]+\s*|\s)(?:btw|by the way|fyi|for reference|heads up|note)\b"
+    r"[,:]?\s+(?P<aside>.+)$",
     _FLAGS,
 )
 _FROM_NOW_ON = re.compile(
@@ -329,8 +355,10 @@ def _reference(sentence: str) -> str | None:
     return None
 
 
-def _classify(sentence: str) -> tuple[Category, str] | None:
-    """The first rule that recognises the sentence, with the fact text it gives."""
+def _classify(sentence: str, *, setup: bool = True) -> tuple[Category, str] | None:
+    """The first rule that recognises the sentence, with the fact text it gives; with `setup`
+    false, not the rules for plainly stated setup (what a request to remember asks to keep is
+    kept in its own words)."""
     if preference := _user_preference(sentence):
         return "user", preference
     if feedback := _feedback(sentence):
@@ -339,7 +367,7 @@ def _classify(sentence: str) -> tuple[Category, str] | None:
         return "project", project
     if reference := _reference(sentence):
         return "reference", reference
-    return None
+    return setup_fact(sentence) if setup else None
 
 
 def classify_sentence(sentence: str) -> HeuristicFact | None:
@@ -352,7 +380,7 @@ def classify_sentence(sentence: str) -> HeuristicFact | None:
         classified = "feedback", matched.group("body")
     elif matched := _REMEMBER.match(sentence):
         body = _FILLER.sub("", matched.group("body").strip())
-        classified = _classify(body)
+        classified = _classify(body, setup=False)
         if classified is None and not _PRONOUN_START.match(body):
             classified = "project", body
     else:
@@ -360,6 +388,9 @@ def classify_sentence(sentence: str) -> HeuristicFact | None:
         embedded = _EMBEDDED_REMEMBER.search(sentence) if classified is None else None
         if embedded:
             return classify_sentence(embedded.group("trigger"))
+        aside = _EMBEDDED_ASIDE.search(sentence) if classified is None else None
+        if aside and not _EMBEDDED_ASIDE.search(aside.group("aside")):
+            return classify_sentence(aside.group("aside"))
     if classified is None:
         return None
     category, text = classified
