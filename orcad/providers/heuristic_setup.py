@@ -183,14 +183,18 @@ _NOT_THE_ONE = (
     r"(?!(?:a|an|this|that|these|those|it|one|them|the\s+(?:other|second|first|last|same|new"
     r"|old|previous|existing|next|former|latter))\b)"
 )
+# ... and what it replaces is a kind of thing, not one in the code at hand ("use Promise.all
+# instead of the loop", "use map instead of this for loop")
+_NOT_THE_CODE_AT_HAND = r"(?!(?:the|this|that|these|those|my|your|its)\b)"
 _USE_NOT = re.compile(
     rf"^(?:please\s+)?(?:always\s+)?use\s+{_NOT_THE_ONE}(?P<one>[^,;]+?)"
-    r"(?:\s*,\s*(?:and\s+)?not|\s+instead\s+of|\s+rather\s+than|\s+over)\s+(?P<other>.+)$",
+    r"(?:\s*,\s*(?:and\s+)?not|\s+instead\s+of|\s+rather\s+than|\s+over)\s+"
+    rf"{_NOT_THE_CODE_AT_HAND}(?P<other>.+)$",
     _FLAGS,
 )
 _PREFER_OVER = re.compile(
     rf"^(?:please\s+)?prefer\s+{_NOT_THE_ONE}(?P<one>.+?)\s+(?:over|to|rather\s+than"
-    r"|instead\s+of)\s+(?P<other>.+)$",
+    rf"|instead\s+of)\s+{_NOT_THE_CODE_AT_HAND}(?P<other>.+)$",
     _FLAGS,
 )
 # "Use snake_case for database columns.", "Use camelCase in the JSON API."
