@@ -16,6 +16,7 @@ import filelock
 import pytest
 
 from orcad import limits
+from orcad.app import RECENT_ERRORS_KEPT
 from orcad.clock import parse_time
 from protocol.errors import RemoteError
 from tests.external_worker import fact_output, job_file, read_job_file, turn_params, wait_for
@@ -709,6 +710,33 @@ def test_a_corrupt_project_json_is_preserved_and_reported(
     inspected = daemon.call("projects.inspect", {"cwd": cwd})
     assert inspected.project.corrupt and "project.json" in inspected.project.problem
     assert daemon.call("projects.list", {}).projects[0].corrupt
+
+
+def test_a_problem_that_comes_back_after_others_pushed_it_out_is_listed_again(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    # recent errors keep the newest RECENT_ERRORS_KEPT: a damaged project.json first met long
+    # ago, then crowded out by other problems, is still damaged when a session opens there again
+    daemon = start(orca_env, daemon_factory, NO_WORKERS)
+    cwds = [str(project_dir(tmp_path, f"project-{n}")) for n in range(RECENT_ERRORS_KEPT + 1)]
+    files = []
+    for cwd in cwds:
+        session = daemon.call("session.open", {"cwd": cwd})
+        files.append(orca_env.memory_root / "projects" / session.project.id / "project.json")
+        files[-1].write_bytes(b'{"project_id": "truncated')
+
+    def damaged_listed() -> list[str]:
+        errors = daemon.call("daemon.status").recent_errors
+        return [e.message for e in errors if e.kind == "project_metadata_corrupt"]
+
+    for cwd in cwds:  # the first one's problem, then as many others as are kept
+        daemon.call("session.open", {"cwd": cwd})
+    assert len(damaged_listed()) == RECENT_ERRORS_KEPT
+    assert not any(str(files[0]) in message for message in damaged_listed())
+    daemon.call("session.open", {"cwd": cwds[0]})  # met again: the newest problem
+    listed = damaged_listed()
+    assert len(listed) == RECENT_ERRORS_KEPT
+    assert str(files[0]) in listed[-1]
 
 
 def test_project_json_is_reread_after_the_lock_is_taken(

@@ -1,5 +1,7 @@
 """Problems the capture feature met (damaged files, failed projections, unreachable stores):
-logged each time, listed in daemon.status once per distinct message."""
+logged each time, and each time listed in daemon.status, where a message already listed moves
+to the end with its new time (`Daemon.record_error`), so one that comes back after newer
+problems pushed it out is listed again, and nothing here grows with the problems met."""
 
 from __future__ import annotations
 
@@ -15,10 +17,7 @@ ErrorRecorder = Callable[[str, str], None]
 class Problems:
     def __init__(self, record_error: ErrorRecorder) -> None:
         self._record_error = record_error
-        self._reported: set[str] = set()
 
     def report(self, kind: str, message: str) -> None:
         log.warning("capture.problem", kind=kind, problem=message)
-        if message not in self._reported:
-            self._reported.add(message)
-            self._record_error(kind, message)
+        self._record_error(kind, message)
