@@ -86,8 +86,17 @@ def source_of(directory: Path, job_id: str) -> str:
         ("Use tabs.", "we use tabsize 4; use tabs", "we use tabsize 4; [forgotten]"),
         # only full case folding finds it: no offset can be trusted, so the source goes whole
         ("Die Straße heißt Main.", "DIE STRASSE HEISST MAIN\n    CamelCase", "[forgotten]"),
+        # one occurrence as written and one that only full case folding finds: both go
+        ("Die Straße heißt Main.", "die Straße heißt Main; DIE STRASSE HEISST MAIN", "[forgotten]"),
     ],
-    ids=["case-and-whitespace", "cjk-punctuation", "ellipsis", "word-boundary", "full-folding"],
+    ids=[
+        "case-and-whitespace",
+        "cjk-punctuation",
+        "ellipsis",
+        "word-boundary",
+        "full-folding",
+        "as-written-and-full-folding",
+    ],
 )
 def test_a_waiting_job_loses_the_fact_and_keeps_the_rest(
     tmp_path: Path, fact: str, source: str, cut: str

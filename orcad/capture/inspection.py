@@ -296,11 +296,13 @@ class FactText:
     def cut_from(self, source: str) -> str:
         """`source` with every occurrence replaced by FORGOTTEN_MARK. An occurrence that only
         full case folding finds takes the whole source with it: the text must go, and its
-        offsets in the original cannot be trusted."""
+        offsets in the original cannot be trusted. So does one left beside others cut
+        ("Straße ist gesperrt" and "STRASSE IST GESPERRT" in one source)."""
         if self.pattern is None or self.folded_pattern is None:
             return source
-        cut, count = self.pattern.subn(FORGOTTEN_MARK, source)
-        if count == 0 and self.folded_pattern.search(_folded(source)):
+        cut = self.pattern.sub(FORGOTTEN_MARK, source)
+        # looked for between the marks only: a fact such as "forgotten" is not in them
+        if any(self.folded_pattern.search(_folded(part)) for part in cut.split(FORGOTTEN_MARK)):
             return FORGOTTEN_MARK
         return cut
 
