@@ -44,13 +44,27 @@ STOP_WORDS = frozenset(_STOP_WORD_TEXT.split())
 POSTINGS_BUDGET = 1000
 
 
+# The combining marks unicode61's remove_diacritics drops, the letters around them staying one
+# word (SQLite's sqlite3Fts5UnicodeIsdiacritic): the accents of Latin letters. Any other mark
+# (a Devanagari virama, Hebrew points) separates words there, as here, where it is no word
+# character; dropping it too would join letters the index keeps apart ("हिन्दी").
+_DIACRITICS = frozenset(
+    chr(code)
+    for code in (
+        *(0x300, 0x301, 0x302, 0x303, 0x304, 0x306, 0x307, 0x308, 0x309, 0x30A, 0x30B, 0x30C),
+        *(0x30F, 0x311, 0x31B, 0x323, 0x324, 0x325, 0x326, 0x327, 0x328, 0x32D, 0x32E, 0x330),
+        0x331,
+    )
+)
+
+
 def _fold(text: str) -> str:
     """Lower-case and strip diacritics, as unicode61 with remove_diacritics does."""
     lowered = text.lower()
     if lowered.isascii():  # nothing to decompose: the usual case, without a loop in Python
         return lowered
     decomposed = unicodedata.normalize("NFD", lowered)
-    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+    return "".join(ch for ch in decomposed if ch not in _DIACRITICS)
 
 
 FOLD_CHUNK_CHARS = 16384  # text folded and tokenized at a time by distinct_terms

@@ -135,3 +135,17 @@ def test_large_indexes_query_only_the_selective_terms(connection: sqlite3.Connec
     assert [r.id for r in search_records(connection, "w1", "common zebracorn", 8)] == [rare.id]
     # Only common terms: the rarest is still queried.
     assert len(search_records(connection, "w1", "common filler", 8)) == 8
+
+
+def test_a_word_with_marks_of_another_script_is_found_by_itself(
+    connection: sqlite3.Connection,
+) -> None:
+    """A Devanagari virama or a Hebrew point separates words in the index (only the accents of
+    Latin letters are dropped there): the query must read the same words, not join them."""
+    hindi = insert_record(connection, record("हिन्दी भाषा में लिखो"))
+    hebrew = insert_record(connection, record("הַפְּרוֹיֶקְט נִבְנֶה בְּעִבְרִית"))
+    assert [r.id for r in search_records(connection, "w1", "हिन्दी", 8)] == [hindi.id]
+    assert [r.id for r in search_records(connection, "w1", "בְּעִבְרִית", 8)] == [hebrew.id]
+    assert [r.id for r in search_records(connection, "w1", "Café", 8)] == []
+    cafe = insert_record(connection, record("the café opens at nine"))
+    assert [r.id for r in search_records(connection, "w1", "CAFE", 8)] == [cafe.id]

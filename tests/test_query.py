@@ -305,7 +305,7 @@ def test_terms_are_read_from_the_first_query_read_chars_characters_only() -> Non
 def _distinct_terms_at_once(text: str, max_terms: int) -> list[str]:
     """distinct_terms as it was: the whole text folded and tokenized in one go."""
     decomposed = unicodedata.normalize("NFD", text.lower())
-    folded = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+    folded = "".join(ch for ch in decomposed if ch not in query._DIACRITICS)
     distinct = list(dict.fromkeys(re.findall(query._TOKEN, folded)))
     strong = [term for term in distinct if not query.is_weak_term(term)]
     return (strong if strong else distinct)[:max_terms]
@@ -378,3 +378,21 @@ def test_a_written_out_control_character_separates_words_as_the_character_does()
     # an escape of a character that is never written out is text as it is
     for kept in ("\\x41", "\\u00e9", "\\U0001f600", "\\Uffffffff"):
         assert query.tokenize(f"run{kept}bazelisk") == query.tokenize(f"run {kept[1:]}bazelisk")
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["हिन्दी भाषा", "הַפְּרוֹיֶקְט בְּעִבְרִית", "مَرْحَبًا", "Tiếng Việt", "naïve café", "ǖ ḁ ȩ"],
+    ids=["devanagari", "hebrew", "arabic", "vietnamese", "latin", "latin-marks-below"],
+)
+def test_terms_are_the_words_the_index_reads(text: str) -> None:
+    """What a query reads in a text is what FTS5's tokenizer indexes of it (unstemmed)."""
+    connection = sqlite3.connect(":memory:")
+    connection.execute(
+        "CREATE VIRTUAL TABLE t USING fts5(x, tokenize = 'unicode61 remove_diacritics 2')"
+    )
+    connection.execute("CREATE VIRTUAL TABLE words USING fts5vocab(t, 'instance')")
+    connection.execute("INSERT INTO t (x) VALUES (?)", (text,))
+    indexed = [term for (term,) in connection.execute("SELECT term FROM words ORDER BY offset")]
+    connection.close()
+    assert query.tokenize(text) == indexed
