@@ -6,7 +6,6 @@ directory, checked after every step against a plain model of the facts it should
 
 from __future__ import annotations
 
-import hashlib
 import shutil
 import sqlite3
 import tempfile
@@ -14,7 +13,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import msgspec
-import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -26,6 +24,7 @@ from orcad.capture.ledger import (
     Ledger,
     Provenance,
     forget,
+    forgotten_digest,
     ledger_path,
     merge_job_candidates,
     normalize_fact,
@@ -45,14 +44,16 @@ from orcad.capture.projections import (
 from orcad.clock import format_time, parse_time, stamp_after
 from orcad.control_characters import escapes_as_words
 from orcad.errors import Conflict
-from orcad.recall.automatic import ProjectMemorySearch
+from orcad.query import distinct_terms
+from orcad.recall.automatic import ProjectMemorySearch, fact_embedder
+from orcad.recall.embedding import Embeddings, load_embedder
 from orcad.secrets import contains_secret
 from protocol.types import Category, ExtractedFact
 
 pytestmark = pytest.mark.inprocess
 
 PROJECT = "p" * 64
-VECTOR_MODEL = "test-model"
+BUILTIN = load_embedder("builtin")
 CATEGORIES: tuple[Category, ...] = ("user", "feedback", "project", "reference")
 WORDS = (
     "deploy",
@@ -87,11 +88,6 @@ facts = st.lists(
 )
 
 
-def embed(text: str) -> bytes:
-    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
-    return (np.frombuffer(digest[:16], dtype=np.uint16) / 65536).astype(np.float16).tobytes()
-
-
 def shown_plainly(text: str) -> bool:
     """Whether `text` is written into every file as it is (no escaping, no white space
     collapsed), so that finding none of its bytes there means it is gone."""
@@ -118,34 +114,42 @@ class LedgerModel(RuleBasedStateMachine):
         self.serial = 0
         self.now = 1_800_000_000.0
         self.gone: set[str] = set()  # facts forgotten, whose text no file may hold
-        # whether the index holds every fact's vector: a publish brings them, a rebuild carries
-        # them over, an index lost takes them (recall embeds the facts again)
-        self.vectored = False
+        self.embeddings = Embeddings("builtin", BUILTIN)
+        self.embed = fact_embedder(self.embeddings)
         self.search = ProjectMemorySearch(lambda _project: self.project_dir)
+        # recall with the model, whose backfill embeds the facts the index has no vector for
+        self.hybrid = ProjectMemorySearch(
+            lambda _project: self.project_dir, embeddings=self.embeddings
+        )
+        self.batch: object = None  # taken by the backfill, not yet embedded
 
     def teardown(self) -> None:
         self.search.close()
+        self.hybrid.close()
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def _new_id(self) -> str:
         self.serial += 1
         return f"cand_{self.serial:032x}"
 
-    def _commit(self, ledger: Ledger) -> None:
+    def _commit(self, ledger: Ledger, vectors: IndexVectors | None = None) -> None:
+        """Write the ledger and publish it, as capture does (a publish embeds its new facts)."""
         write_ledger(self.project_dir, ledger)
-        assert publish_projections(self.project_dir, ledger, self._vectors(ledger)) == []
+        assert publish_projections(self.project_dir, ledger, vectors) == []
         self.ledger = ledger
-        self.vectored = True
 
-    def _vectors(self, ledger: Ledger) -> IndexVectors:
-        return IndexVectors(VECTOR_MODEL, {c.fact: embed(c.fact) for c in ledger.candidates})
+    def _vector(self, fact: str) -> bytes:
+        vectors = self.embed([fact], self.project_dir)
+        assert vectors is not None
+        return vectors.by_text[fact]
 
     @rule(seconds=st.sampled_from([0.0, 0.0004, 1.0, -30.0]))
     def clock_moves(self, seconds: float) -> None:
         self.now += seconds
 
-    @rule(job=st.integers(0, 12), extracted=facts)
-    def merge(self, job: int, extracted: list[ExtractedFact]) -> None:
+    @rule(job=st.integers(0, 12), extracted=facts, told=st.booleans())
+    def merge(self, job: int, extracted: list[ExtractedFact], told: bool) -> None:
+        """A job's publish; `told`: it waited while the facts gone so far were forgotten."""
         job_id = f"job_{job:032x}"
         merged, result = merge_job_candidates(
             self.ledger,
@@ -153,6 +157,7 @@ class LedgerModel(RuleBasedStateMachine):
             extracted,
             Provenance("sess", "turn", "provider", "model", "v1"),
             self.now,
+            forgotten={forgotten_digest(text) for text in self.gone} if told else (),
             new_id=self._new_id,
         )
         if job_id in self.jobs:
@@ -161,6 +166,8 @@ class LedgerModel(RuleBasedStateMachine):
             assert merged == self.ledger
             return
         keys = {normalize_fact(fact) for _i, _c, fact in self.facts}
+        if told:
+            keys |= {normalize_fact(text) for text in self.gone}
         added = duplicates = rejected = 0
         for fact in extracted:
             if contains_secret(fact.fact):
@@ -181,7 +188,7 @@ class LedgerModel(RuleBasedStateMachine):
         ][-limits.LEDGER_MAX_CANDIDATES :]
         self.jobs[job_id] = (added, duplicates, rejected)
         self.revision += 1
-        self._commit(merged)
+        self._commit(merged, self.embed([c.fact for c in new], self.project_dir) if new else None)
 
     @rule(data=st.data(), stale=st.booleans())
     def forget_fact(self, data: st.DataObject, stale: bool) -> None:
@@ -212,13 +219,17 @@ class LedgerModel(RuleBasedStateMachine):
     def projection_lost(self, name: str) -> None:
         """A stop between the ledger's write and its projections' (or a user deleting one)."""
         (self.project_dir / name).unlink(missing_ok=True)
-        self.vectored = self.vectored and name != INDEX_FILE
         assert refresh_projections(self.project_dir, read_ledger(self.project_dir)) == []
 
     @rule()
     def reopen(self) -> None:
         self.search.close()
         self.search = ProjectMemorySearch(lambda _project: self.project_dir)
+        self.hybrid.close()
+        self.hybrid = ProjectMemorySearch(
+            lambda _project: self.project_dir, embeddings=self.embeddings
+        )
+        self.batch = None
         self.ledger = read_ledger(self.project_dir)
 
     @rule(
@@ -231,6 +242,32 @@ class LedgerModel(RuleBasedStateMachine):
         assert len(found) <= limit
         for candidate in found:
             assert live.get(candidate.id) == (candidate.category, candidate.fact)
+
+    @rule(prompt=st.lists(st.sampled_from([*WORDS, "cafe", "deployment"]), max_size=6))
+    def hybrid_recall(self, prompt: list[str]) -> None:
+        text = " ".join(prompt)
+        query = self.embeddings.query(text)
+        assert query is not None
+        found = self.hybrid.search_blocking(PROJECT, distinct_terms(text), 12, query)
+        live = {i: (c, f) for i, c, f in self.facts}
+        for candidate in found:
+            assert live.get(candidate.id) == (candidate.category, candidate.fact)
+
+    @rule()
+    def backfill_takes(self) -> None:
+        self.batch = self.hybrid.backfill.facts_to_embed(4, frozenset())
+
+    @rule()
+    def backfill_keeps(self) -> None:
+        batch, self.batch = self.batch, None
+        if batch is None:
+            return
+        facts = [record.fact for record in batch.records]  # type: ignore[attr-defined]
+        matrix = self.embeddings.embed(facts, purpose="backfill")
+        assert matrix is not None
+        kept = self.hybrid.backfill.keep_fact_vectors(batch, matrix)  # type: ignore[arg-type]
+        live = {(i, f) for i, _c, f in self.facts}
+        assert kept <= sum((r.id, r.fact) in live for r in batch.records)  # type: ignore[attr-defined]
 
     # invariants, after every step
 
@@ -263,9 +300,12 @@ class LedgerModel(RuleBasedStateMachine):
             ).fetchall()
             assert rows == [(i, c, escapes_as_words(f)) for i, c, f in self.facts]
             vectors = dict(connection.execute("SELECT candidate_id, vector FROM vectors"))
-            assert vectors == ({i: embed(f) for i, _c, f in self.facts} if self.vectored else {})
+            facts = {i: f for i, _c, f in self.facts}
+            for candidate_id, vector in vectors.items():
+                assert candidate_id in facts, "the index keeps a vector of a fact that is gone"
+                assert vector == self._vector(facts[candidate_id])
             model = connection.execute("SELECT value FROM meta WHERE key = 'vector_model'")
-            assert model.fetchall() == ([(VECTOR_MODEL,)] if self.vectored else [])
+            assert model.fetchall() in ([], [(BUILTIN.model_id,)])
         finally:
             connection.close()
 
