@@ -332,7 +332,7 @@ class LedgerModel(RuleBasedStateMachine):
 
 
 LedgerModel.TestCase.settings = settings(
-    max_examples=30,
+    max_examples=20,
     stateful_step_count=25,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
