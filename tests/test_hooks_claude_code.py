@@ -14,7 +14,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -156,11 +155,23 @@ def test_a_final_answer_already_written_is_neither_waited_for_nor_doubled(
     ]
 
 
-def _write_later(delay: float, *writes: Callable[[], object]) -> threading.Timer:
-    """Claude Code writing the transcript while its Stop hook already runs."""
-    writer = threading.Timer(delay, lambda: [write() for write in writes])
+def _stop_while_written(log: ClaudeTranscript, prompt_id: str, prompt: str) -> dict[str, Any]:
+    """Stop's report for `prompt` answered "OK, noted.", which Claude Code writes to the
+    transcript 0.3 s after its Stop hook has started."""
+    payload = log.payload(
+        "Stop", stop_hook_active=False, prompt_id=prompt_id, last_assistant_message="OK, noted."
+    )
+
+    def write() -> None:
+        log.user(prompt, promptId=prompt_id)
+        log.text("OK, noted.")
+
+    writer = threading.Timer(0.3, write)
     writer.start()
-    return writer
+    try:
+        return claude_code.turn_report(payload, _stop_context())
+    finally:
+        writer.join()
 
 
 def test_stop_waits_for_a_transcript_the_agent_creates_after_the_hook_started(
@@ -170,20 +181,8 @@ def test_stop_waits_for_a_transcript_the_agent_creates_after_the_hook_started(
     # hook has started: a hook that read at once lost the session's first turn
     log = _transcript(tmp_path)
     log.path.unlink()
-    prompt_id = "0907eab2-7b74-4f4d-9148-9ecfd4d174be"
-    payload = log.payload(
-        "Stop", stop_hook_active=False, prompt_id=prompt_id, last_assistant_message="OK, noted."
-    )
-    writer = _write_later(
-        0.3,
-        lambda: log.user("We use pnpm, never npm.", promptId=prompt_id),
-        lambda: log.text("OK, noted."),
-    )
-    try:
-        report = claude_code.turn_report(payload, _stop_context())
-    finally:
-        writer.join()
-    assert [m["content"] for m in report["messages"]] == ["We use pnpm, never npm.", "OK, noted."]
+    report = _stop_while_written(log, "0907eab2-7b74-4f4d-9148-9ecfd4d174be", "We use pnpm.")
+    assert [m["content"] for m in report["messages"]] == ["We use pnpm.", "OK, noted."]
     assert report["transcript_committed"] is True
 
 
@@ -195,18 +194,7 @@ def test_stop_reports_the_prompt_it_names_not_the_last_one_written(tmp_path: Pat
     log.user("We use pnpm, never npm.", promptId="5d1c2e3f-0001-4aaa-8bbb-000000000001")
     log.text("OK, noted.")
     second = "5d1c2e3f-0002-4aaa-8bbb-000000000002"
-    payload = log.payload(
-        "Stop", stop_hook_active=False, prompt_id=second, last_assistant_message="OK, noted."
-    )
-    writer = _write_later(
-        0.3,
-        lambda: log.user("Staging is db-staging-2.", promptId=second),
-        lambda: log.text("OK, noted."),
-    )
-    try:
-        report = claude_code.turn_report(payload, _stop_context())
-    finally:
-        writer.join()
+    report = _stop_while_written(log, second, "Staging is db-staging-2.")
     assert [m["content"] for m in report["messages"]] == ["Staging is db-staging-2.", "OK, noted."]
     assert report["transcript_committed"] is True
 
