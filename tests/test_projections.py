@@ -204,6 +204,22 @@ def test_search_stems_folds_diacritics_and_ranks(tmp_path: Path, cache: ProjectC
     assert len(search_index(cache, tmp_path, ["deploying"], 1, ledger.fingerprint)) == 1
 
 
+def test_the_index_connection_recall_keeps_holds_at_most_64_kib_of_pages(
+    tmp_path: Path, cache: ProjectCache
+) -> None:
+    # one such connection stays open per project, up to PROJECTS_CACHED of them
+    ledger = numbered(limits.LEDGER_MAX_CANDIDATES)
+    commit(tmp_path, ledger)
+    found = search_index(cache, tmp_path, ["numbered"], 5, ledger.fingerprint)
+    assert len(found) == 5
+    assert cache.index is not None
+    assert cache.index.execute("PRAGMA cache_size").fetchone()[0] == -64  # KiB
+    connection, fingerprint = projections.open_index(projections.index_path(tmp_path))
+    assert fingerprint == ledger.fingerprint
+    assert connection.execute("PRAGMA cache_size").fetchone()[0] == -64
+    connection.close()
+
+
 def test_equal_ranks_come_newest_first(tmp_path: Path, cache: ProjectCache) -> None:
     ledger = with_facts(Ledger(), "alpha beta", now=10.0)
     ledger = with_facts(ledger, "alpha gamma", now=30.0)
