@@ -299,6 +299,7 @@ class ProjectMemorySearch:
                 vector = vectors.get(record_id)
                 if vector is not None and len(vector) == dims:
                     matrix[n], embedded[n] = vector, True
+                    vectors[record_id] = matrix[n]  # kept once: the matrix's row, not a copy
             cache.stacked = (matrix, embedded, rank.StoreCentre.of(matrix, embedded))
             self._caches.note(project_id, cache)  # (only then can the facts without one change)
         return cache.stacked

@@ -64,7 +64,8 @@ class ProjectCache:
     stem_masks: dict[str, npt.NDArray[np.bool_]] = field(default_factory=dict)
     # per record recall found without a vector: whether it looks like a secret (never embedded)
     unembeddable: dict[str, bool] = field(default_factory=dict)
-    vectors: dict[str, Array] = field(default_factory=dict)  # under `vectors_model`
+    # under `vectors_model`; once stacked, each is a row of `stacked`'s matrix, not a copy
+    vectors: dict[str, Array] = field(default_factory=dict)
     vectors_model: str | None = None
     # `vectors` stacked in `records` order (zero rows where there is none), which rows are
     # real, and the centre of those; None when `vectors` changed since
