@@ -1,12 +1,13 @@
 """Recall and precision of the offline extractor (orcad/providers/heuristic.py) on a labelled
 set of user messages (bench/heuristic_eval_data.py; with --set heldout, the messages written
-after its rules, bench/heuristic_eval_heldout.py).
+after its rules, bench/heuristic_eval_heldout.py; with --set blind, messages written without
+reading the rules, bench/heuristic_eval_blind.py).
 
 Each message is read as one turn, `user: MESSAGE` then `assistant: OK.`. Recall is the share of
 fact messages that yield at least one fact; precision is the share of yielded facts that come
 from fact messages. Pure and in process: no daemon.
 
-    .venv/bin/python -m bench.heuristic_eval [--set main|heldout] [--misses] [--json]
+    .venv/bin/python -m bench.heuristic_eval [--set main|heldout|blind] [--misses] [--json]
 """
 
 from __future__ import annotations
@@ -22,7 +23,11 @@ if __package__ in (None, ""):  # run as `python bench/<name>.py`: make the repos
 
 from orcad.providers.heuristic import HEURISTIC_VERSION, extract_facts
 
-SETS = {"main": "bench.heuristic_eval_data", "heldout": "bench.heuristic_eval_heldout"}
+SETS = {
+    "main": "bench.heuristic_eval_data",
+    "heldout": "bench.heuristic_eval_heldout",
+    "blind": "bench.heuristic_eval_blind",
+}
 
 
 def facts_of(message: str) -> list[str]:
