@@ -1,15 +1,17 @@
 """Recall and precision of the offline extractor (orcad/providers/heuristic.py) on a labelled
 set of user messages (bench/heuristic_eval_data.py; with --set heldout, the messages written
 after its rules, bench/heuristic_eval_heldout.py; with --set blind, messages written without
-reading the rules, bench/heuristic_eval_blind.py; with --set judge2, a second set written without
-reading the rules, leaning to infrastructure, embedded, games, open source and enterprise
-Java/.NET, bench/heuristic_eval_judge2.py).
+reading the rules, bench/heuristic_eval_blind.py; with --set judge1 and judge2, two more sets
+written without reading the rules, by two other authors: web, mobile, SaaS, data and ML
+messages, bench/heuristic_eval_judge1.py; infrastructure, embedded, games, open source and
+enterprise Java/.NET, bench/heuristic_eval_judge2.py).
 
 Each message is read as one turn, `user: MESSAGE` then `assistant: OK.`. Recall is the share of
 fact messages that yield at least one fact; precision is the share of yielded facts that come
 from fact messages. Pure and in process: no daemon.
 
-    .venv/bin/python -m bench.heuristic_eval [--set main|heldout|blind|judge2] [--misses] [--json]
+    .venv/bin/python -m bench.heuristic_eval [--set main|heldout|blind|judge1|judge2] [--misses]
+        [--json]
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ SETS = {
     "main": "bench.heuristic_eval_data",
     "heldout": "bench.heuristic_eval_heldout",
     "blind": "bench.heuristic_eval_blind",
+    "judge1": "bench.heuristic_eval_judge1",
     "judge2": "bench.heuristic_eval_judge2",
 }
 
