@@ -449,6 +449,7 @@ def install_features(daemon: Daemon) -> Features:
     """
     from orcad.capture.api import install as install_capture  # noqa: PLC0415
     from orcad.deliberate.api import install as install_deliberate  # noqa: PLC0415
+    from orcad.providers.fact_classifier import sentence_judge  # noqa: PLC0415
     from orcad.recall.api import embeddings_of  # noqa: PLC0415
     from orcad.recall.api import install as install_recall  # noqa: PLC0415
     from orcad.recall.automatic import fact_embedder  # noqa: PLC0415
@@ -457,9 +458,13 @@ def install_features(daemon: Daemon) -> Features:
     # memory.search, memory.manage, memory.approve, grants.*:
     deliberate = install_deliberate(daemon)
     # recall's model (loaded in the background), also used to embed facts as they are published
+    # and, when it is the built-in one, by the offline extractor's fact classifier
     embeddings = embeddings_of(daemon)
+    judge = sentence_judge(daemon.config.extraction.provider, embeddings)
     # turn.completed, jobs.*, projects.*, ledger.forget:
-    capture, capture_routes = install_capture(daemon, embed_facts=fact_embedder(embeddings))
+    capture, capture_routes = install_capture(
+        daemon, embed_facts=fact_embedder(embeddings), judge=judge
+    )
     daemon.capture_status = capture
     # recall, remember, the startup context:
     recall = install_recall(daemon, capture=capture, deliberate=deliberate, embeddings=embeddings)

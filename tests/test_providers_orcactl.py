@@ -69,7 +69,7 @@ def test_default_heuristic_on_the_built_in_sample(
 ) -> None:
     assert orcactl_provider_test() == 0
     out = capsys.readouterr().out
-    assert "provider: heuristic, prompt heuristic-v6" in out
+    assert "provider: heuristic (fact-classifier-" in out
     assert "parsed facts: 2" in out
     assert "project   This repository deploys with `make release`." in out
     assert "user      The user prefers concise status updates." in out

@@ -90,9 +90,18 @@ def user_config() -> Config:
 
 
 def configured_provider() -> tuple[Config, Provider]:
+    """The provider orcad would build: the offline one with the fact classifier over the
+    configured recall model (loaded at its first sentence, as in the daemon)."""
+    # numpy and the model's modules only for this command, not for every orcactl start
+    from orcad.providers.fact_classifier import sentence_judge  # noqa: PLC0415
+    from orcad.recall.embedding import Embeddings  # noqa: PLC0415
+
     config = user_config()
+    judge = sentence_judge(config.extraction.provider, Embeddings.configured(config.recall))
+    if judge is not None:  # loaded now, as the daemon has it loaded: not in the time shown
+        judge.embeddings.load_blocking()
     try:
-        return config, build_provider(config.extraction, os.environ)
+        return config, build_provider(config.extraction, os.environ, judge)
     except ProviderConfigError as exc:
         raise CommandError(f"cannot use provider {config.extraction.provider!r}: {exc}") from None
 

@@ -23,6 +23,7 @@ from orcad.capture.service import CaptureService
 from orcad.config import Config
 from orcad.errors import InvalidParams
 from orcad.host import Host
+from orcad.providers.heuristic import FactJudge
 from orcad.rpc import AsyncHandler, SyncHandler
 from orcad.sessions import SessionStore
 from protocol.types import (
@@ -190,10 +191,11 @@ def turn_result(admission: Admission) -> TurnCompletedResult:
 
 
 def install(
-    host: Host, *, embed_facts: FactEmbedder | None = None
+    host: Host, *, embed_facts: FactEmbedder | None = None, judge: FactJudge | None = None
 ) -> tuple[CaptureService, CaptureRoutes]:
     """Capture's routes and background run; `embed_facts` (recall's model) gives published
-    facts their vectors in the index."""
+    facts their vectors in the index, and `judge` (the fact classifier over that model) reads
+    what the offline extractor's rules do not keep."""
     service = CaptureService(
         projects_dir=host.paths.projects_dir,
         auto_memory=host.auto_memory_switch,
@@ -201,6 +203,7 @@ def install(
         clock=host.clock,
         record_error=host.record_error,
         embed_facts=embed_facts,
+        judge=judge,
     )
     api = CaptureRoutes(service, host.sessions, host.config)
     routes: dict[str, AsyncHandler | SyncHandler] = {

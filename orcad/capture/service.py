@@ -38,6 +38,7 @@ from orcad.clock import Clock
 from orcad.config import Config
 from orcad.errors import NotFound, StorageError
 from orcad.providers import ProviderConfigError, build_provider
+from orcad.providers.heuristic import FactJudge
 from orcad.session_snapshot import Session
 from protocol.types import JobCounts
 
@@ -55,8 +56,10 @@ class CaptureService:
         record_error: ErrorRecorder,
         lock_timeout: float = limits.PROJECT_LOCK_TIMEOUT_S,
         embed_facts: FactEmbedder | None = None,
+        judge: FactJudge | None = None,
     ) -> None:
         self.config = config
+        self.judge = judge
         self.clock = clock
         self.problems = Problems(record_error)
         self.index = JobIndex()
@@ -256,7 +259,7 @@ class CaptureService:
             log.info("workers.none", reason="extraction.workers is 0; jobs wait for jobs.claim")
             return None
         try:
-            provider = build_provider(extraction, os.environ)
+            provider = build_provider(extraction, os.environ, self.judge)
         except ProviderConfigError as exc:
             self.problems.report("provider_config", str(exc))
             self.provider_broken = True

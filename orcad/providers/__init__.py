@@ -12,10 +12,14 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from orcad.config import ExtractionConfig
 from orcad.providers.base import Provider, ProviderError
+
+if TYPE_CHECKING:
+    from orcad.providers.heuristic import FactJudge
 
 __all__ = [
     "Provider",
@@ -58,12 +62,16 @@ def api_key_problem(key: str) -> str | None:
     return None
 
 
-def build_provider(config: ExtractionConfig, environ: Mapping[str, str]) -> Provider:
+def build_provider(
+    config: ExtractionConfig, environ: Mapping[str, str], judge: FactJudge | None = None
+) -> Provider:
+    """The provider the configuration names; the offline one judges with `judge` (the fact
+    classifier over recall's model), when given."""
     # Imported on demand so that the pure modules of this package never pull in trio or httpx.
     if config.provider == "heuristic":
         from orcad.providers.heuristic import HeuristicProvider  # noqa: PLC0415
 
-        return HeuristicProvider()
+        return HeuristicProvider(judge)
     if config.provider == "command":
         from orcad.providers.command import CommandProvider  # noqa: PLC0415
 

@@ -20,8 +20,12 @@ class ProviderError(Exception):
 
 class Provider(Protocol):
     name: str  # "heuristic" | "openai" | "command"
-    model: str  # the model name recorded in provenance ("" where none applies)
     prompt_version: str  # the extractor prompt's version, recorded in provenance
+
+    @property
+    def model(self) -> str:
+        """The model name recorded in provenance ("" where none applies)."""
+        ...
 
     async def extract(self, source: str, *, deadline: float) -> str:
         """Return the raw extractor output for one redacted, bounded source.

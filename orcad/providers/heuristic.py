@@ -60,17 +60,25 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, Protocol
 
 from orcad import limits
+from orcad.providers.base import ProviderError
 from orcad.providers.heuristic_refusals import refused, taken_back
 from orcad.providers.heuristic_setup import setup_fact
 
-HEURISTIC_VERSION = "heuristic-v6"  # bump whenever a rule changes what is extracted
+HEURISTIC_VERSION = "heuristic-v7"  # bump whenever a rule changes what is extracted
 NOTHING = "NOTHING"
 
 Category = Literal["user", "feedback", "project", "reference"]
+_KINDS: dict[str, Category] = {
+    "user": "user",
+    "feedback": "feedback",
+    "project": "project",
+    "reference": "reference",
+}
 
 _FLAGS = re.IGNORECASE
 _ROLE_LINE = re.compile(r"^(user|assistant):[ \t]?(.*)$", re.DOTALL)
@@ -79,9 +87,11 @@ _CODE_OR_OUTPUT_LINE = re.compile(r"^(?:    |\t|\s*(?:\$ |> |>>> |#!|Traceback \
 _LIST_MARKER = re.compile(r"^\s*(?:[-*+•]|\d{1,3}[.)])\s+")
 # A line after an unclosed fence is read only when it looks like words, not code.
 _PROSE_LINE = re.compile(r"^\s*[A-Za-z][^{}();=<>\[\]|]{0,300}$")
-_SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+")
+# a sentence ends at ".", "!" or "?" before a space, but not at "e.g." or "i.e."
+_SENTENCE_BREAK = re.compile(r"(?<=[.!?])(?<!e\.g\.)(?<!i\.e\.)\s+", re.IGNORECASE)
 _FILLER = re.compile(
-    r"^(?:(?:please|also|and|oh|btw|by the way|fyi|ok|okay|so|just|one more thing|note|heads up)"
+    r"^(?:(?:please|pls|plz|also|and|oh|btw|by the way|fyi|ok|okay|so|just|one more thing|note"
+    r"|heads up)"
     r"\b[,:]?\s+)+",
     _FLAGS,
 )
@@ -402,10 +412,54 @@ def classify_sentence(sentence: str) -> HeuristicFact | None:
     return HeuristicFact(category=category, fact=fact)
 
 
-def extract_facts(source: str) -> list[HeuristicFact]:
+# the fact classifier reads at most this many sentences of a source (the model takes a few
+# milliseconds for each)
+JUDGED_SENTENCES_MAX = 64
+# what introduces a fact without being part of it: "context: the CDN is R2", "for context, ..."
+# (not a hedge such as "iirc": a hedged claim is refused, `refused`)
+_LEAD_IN = re.compile(
+    r"^(?:(?:for\s+)?context|fwiw|for\s+the\s+record|reminder|tip|psa|important"
+    r"|update)\b\s*[,:\-\u2013\u2014]\s*",
+    _FLAGS,
+)
+
+# the fact classifier: the kind of durable fact a sentence states, or None (none, or it cannot
+# judge now)
+SentenceJudge = Callable[[str], str | None]
+
+
+def judged_text(sentence: str) -> str | None:
+    """What of a sentence the classifier reads: without fillers and lead-ins, the part after
+    "btw" or "fyi" when a request comes first; None for a question or a fragment."""
+    text = _FILLER.sub("", sentence.strip())
+    if aside := _EMBEDDED_ASIDE.search(text):
+        text = aside.group("aside")
+    text = _FILLER.sub("", _LEAD_IN.sub("", text)).strip()
+    if not text or text.endswith("?") or len(text.split()) < 3:
+        return None
+    return text
+
+
+def judged_fact(sentence: str, judge: SentenceJudge) -> HeuristicFact | None:
+    """A fact for a sentence no rule keeps, when the classifier judges it one."""
+    text = judged_text(sentence)
+    if text is None:
+        return None
+    kind = _KINDS.get(judge(text) or "")
+    if kind is None:
+        return None
+    fact = as_sentence(text)
+    if len(fact) > limits.EXTRACTOR_FACT_MAX_CHARS or refused(fact):
+        return None
+    return HeuristicFact(category=kind, fact=fact)
+
+
+def extract_facts(source: str, judge: SentenceJudge | None = None) -> list[HeuristicFact]:
     """At most EXTRACTOR_MAX_FACTS facts from the user messages of one source, first seen first;
-    a fact its user takes back in the next sentence is not one."""
+    a fact its user takes back in the next sentence is not one. With `judge`, the first
+    JUDGED_SENTENCES_MAX sentences no rule keeps are judged by the fact classifier."""
     facts: dict[str, HeuristicFact] = {}  # by case-folded text, in the order first seen
+    judged = 0
     for role, content in split_messages(source):
         if role != "user":
             continue
@@ -422,6 +476,9 @@ def extract_facts(source: str) -> list[HeuristicFact]:
             if fact is None and asked and (going_on := _GOES_ON.match(said)):
                 fact = classify_sentence(f"remember that {going_on.group('body')}")
             asked = fact is not None and bool(_REMEMBER.match(said) or _GOES_ON.match(said))
+            if fact is None and judge is not None and said and judged < JUDGED_SENTENCES_MAX:
+                judged += 1
+                fact = judged_fact(said, judge)
             previous = None
             if fact is None or fact.fact.casefold() in facts:
                 continue
@@ -439,16 +496,44 @@ def render_output(facts: list[HeuristicFact]) -> str:
     )
 
 
-def heuristic_output(source: str) -> str:
-    return render_output(extract_facts(source))
+def heuristic_output(source: str, judge: SentenceJudge | None = None) -> str:
+    return render_output(extract_facts(source, judge))
+
+
+class FactJudge(Protocol):
+    """The fact classifier as the provider holds it (orcad.providers.fact_classifier)."""
+
+    @property
+    def model(self) -> str:
+        """What provenance records as the model ("" while the classifier cannot judge)."""
+        ...
+
+    def __call__(self, sentence: str) -> str | None: ...
 
 
 class HeuristicProvider:
-    """The offline default provider: instant, deterministic, no model."""
+    """The offline default provider: deterministic, no model server. Rules alone are instant;
+    with `judge`, the sentences no rule keeps are judged by the fact classifier, which runs
+    the embedding model in a worker thread (a few milliseconds a sentence)."""
 
     name = "heuristic"
-    model = ""
     prompt_version = HEURISTIC_VERSION
 
+    def __init__(self, judge: FactJudge | None = None) -> None:
+        self.judge = judge
+
+    @property
+    def model(self) -> str:
+        return "" if self.judge is None else self.judge.model
+
     async def extract(self, source: str, *, deadline: float) -> str:
-        return heuristic_output(source)
+        if self.judge is None:
+            return heuristic_output(source)
+        import trio  # noqa: PLC0415 (the rules above stay free of it)
+
+        with trio.move_on_at(deadline):
+            # a thread left at the deadline still ends within its bound (JUDGED_SENTENCES_MAX)
+            return await trio.to_thread.run_sync(
+                heuristic_output, source, self.judge, abandon_on_cancel=True
+            )
+        raise ProviderError("the fact classifier did not finish before the deadline")

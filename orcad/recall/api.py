@@ -37,14 +37,7 @@ log = structlog.get_logger("orcad.recall")
 
 def embeddings_of(host: Host) -> Embeddings:
     """The configured model, not loaded yet (`model_loader` loads it once the daemon serves)."""
-    config = host.config.recall
-    return Embeddings.deferred(
-        config.embedding,
-        base_url=config.endpoint.base_url,
-        model=config.endpoint.model,
-        api_key_env=config.endpoint.api_key_env,
-        timeout_s=config.endpoint.timeout_s,
-    )
+    return Embeddings.configured(host.config.recall)
 
 
 def model_loader(host: Host, embeddings: Embeddings, backfill: Backfill) -> BackgroundTask:

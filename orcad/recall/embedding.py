@@ -26,6 +26,7 @@ from typing import Any, NamedTuple
 
 import structlog
 
+from orcad.config import RecallConfig
 from orcad.providers import api_key_problem
 from orcad.recall.embedders import (
     DEFAULT_FLOOR,
@@ -216,6 +217,17 @@ class Embeddings:
             return embedder
 
         return cls(setting, None, loader=load)
+
+    @classmethod
+    def configured(cls, config: RecallConfig) -> Embeddings:
+        """The model `[recall]` names, loaded by the first `load_blocking` or use."""
+        return cls.deferred(
+            config.embedding,
+            base_url=config.endpoint.base_url,
+            model=config.endpoint.model,
+            api_key_env=config.endpoint.api_key_env,
+            timeout_s=config.endpoint.timeout_s,
+        )
 
     @classmethod
     def load(cls, setting: str, **options: Any) -> Embeddings:

@@ -73,19 +73,25 @@ def read_prompts(path: Path) -> list[str]:
     return prompts
 
 
-def fit_logistic(features: Array, labels: npt.NDArray[np.float64]) -> tuple[Array, float]:
-    """The weights and bias of an L2-penalised logistic regression (penalty UNRELATED_L2 on the
-    weights, none on the bias), fitted by Newton's method in float64. The gradient and the
+def fit_logistic(
+    features: Array,
+    labels: npt.NDArray[np.float64],
+    *,
+    penalty: float = UNRELATED_L2,
+    name: str = "the unrelated-prompt classifier",
+) -> tuple[Array, float]:
+    """The weights and bias of an L2-penalised logistic regression (`penalty` on the weights,
+    none on the bias), fitted by Newton's method in float64. The gradient and the
     curvature are summed over blocks of rows: the fit may run in the model's loading thread,
     whose allocator keeps what it once held, so it never copies the features whole.
     EmbeddingUnavailable if it does not converge to finite weights."""
     count, width = features.shape
-    penalty = np.full(width + 1, UNRELATED_L2)
-    penalty[-1] = 1e-9  # the bias is not shrunk (only kept solvable)
+    penalties = np.full(width + 1, penalty)
+    penalties[-1] = 1e-9  # the bias is not shrunk (only kept solvable)
     weights = np.zeros(width + 1)
     for _ in range(FIT_STEPS):
-        gradient = penalty * weights
-        hessian = np.diag(penalty)
+        gradient = penalties * weights
+        hessian = np.diag(penalties)
         curvature_sum = 0.0
         for start in range(0, count, FIT_BLOCK):
             block = features[start : start + FIT_BLOCK].astype(np.float64)
@@ -107,9 +113,7 @@ def fit_logistic(features: Array, labels: npt.NDArray[np.float64]) -> tuple[Arra
             break
         if np.abs(step).max() < 1e-7:
             return weights[:-1].astype(np.float32), float(weights[-1])
-    raise EmbeddingUnavailable(
-        f"the unrelated-prompt classifier did not converge in {FIT_STEPS} Newton steps"
-    )
+    raise EmbeddingUnavailable(f"{name} did not converge in {FIT_STEPS} Newton steps")
 
 
 class FittedGate(NamedTuple):

@@ -1,0 +1,97 @@
+"""The offline extractor in a real daemon: with the built-in model, its fact classifier keeps a
+plainly stated fact no rule keeps, and says so in the fact's provenance; with recall's model
+off, the rules alone run."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from orcad.capture.ledger import read_ledger
+from tests.harness import DaemonProcess, OrcaEnv
+
+pytestmark = pytest.mark.daemon
+
+PLAIN_FACT = "the billing service owns the invoices table; nobody else writes to it"
+SETTLE_S = 60.0
+
+
+def capture(daemon: DaemonProcess, project: Path, text: str) -> str:
+    project.mkdir(parents=True, exist_ok=True)
+    session = daemon.call("session.open", {"cwd": str(project)})
+    result = daemon.call(
+        "turn.completed",
+        {
+            "session_id": session.session_id,
+            "epoch": session.epoch,
+            "turn_id": "t1",
+            "outcome": "succeeded",
+            "verifier": "passed",
+            "transcript_committed": True,
+            "messages": [
+                {"role": "user", "content": f"fix the flaky webhook test. btw {text}"},
+                {"role": "assistant", "content": "Done: the test waits for the event now."},
+            ],
+        },
+    )
+    assert result.eligible, result.reason
+    job_id: str = result.job_id
+    return job_id
+
+
+def settled(orca_env: OrcaEnv, job_id: str) -> tuple[Path, dict[str, Any]]:
+    """The job's file and record once it is committed or exhausted."""
+    deadline = time.monotonic() + SETTLE_S
+    while time.monotonic() < deadline:
+        for path in orca_env.memory_root.glob(f"projects/*/jobs/{job_id}.json"):
+            try:
+                record: dict[str, Any] = json.loads(path.read_bytes())
+            except ValueError:
+                continue  # being replaced
+            if record["state"] in ("committed", "exhausted"):
+                return path, record
+        time.sleep(0.05)
+    raise AssertionError(f"job {job_id} did not settle in {SETTLE_S} s")
+
+
+def run_daemon(orca_env: OrcaEnv, factory: list[DaemonProcess], config: str) -> DaemonProcess:
+    orca_env.write_config(config)
+    daemon = DaemonProcess(orca_env)
+    factory.append(daemon)
+    return daemon.start()
+
+
+def test_the_classifier_keeps_a_plain_fact_and_names_itself_in_its_provenance(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    daemon = run_daemon(orca_env, daemon_factory, "")
+    job_id = capture(daemon, tmp_path / "shop", PLAIN_FACT)
+    path, record = settled(orca_env, job_id)
+    assert record["state"] == "committed"
+    assert record["provenance"]["provider"] == "heuristic"
+    assert record["provenance"]["model"].startswith("fact-classifier-")
+    [candidate] = read_ledger(path.parent.parent).candidates
+    assert (candidate.category, candidate.fact) == (
+        "project",
+        "The billing service owns the invoices table; nobody else writes to it.",
+    )
+    assert candidate.model == record["provenance"]["model"]
+
+
+def test_without_recalls_model_the_rules_alone_run(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    daemon = run_daemon(orca_env, daemon_factory, '[recall]\nembedding = "none"\n')
+    job_id = capture(daemon, tmp_path / "shop", PLAIN_FACT)
+    path, record = settled(orca_env, job_id)
+    assert record["state"] == "committed"
+    assert record["provenance"] == {
+        "provider": "heuristic",
+        "model": "",
+        "prompt_version": "heuristic-v7",
+    }
+    assert read_ledger(path.parent.parent).candidates == ()
