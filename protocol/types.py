@@ -148,6 +148,10 @@ class StatusResult(Result, frozen=True, kw_only=True):
     config_path: str | None = None
     unknown_config_keys: list[str] = []
     provider: str | None = None
+    # the model the built-in workers' provider records in provenance: the language model of
+    # `openai`, the offline provider's fact classifier ("" for its rules alone), None when no
+    # built-in worker runs
+    provider_model: str | None = None
     embedding: EmbeddingStatus | None = None
 
 

@@ -5,6 +5,8 @@ off, the rules alone run."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -95,3 +97,49 @@ def test_without_recalls_model_the_rules_alone_run(
         "prompt_version": "heuristic-v7",
     }
     assert read_ledger(path.parent.parent).candidates == ()
+
+
+def status_once_loaded(daemon: DaemonProcess) -> Any:
+    """daemon.status once recall's model has loaded (or failed to)."""
+    deadline = time.monotonic() + SETTLE_S
+    while time.monotonic() < deadline:
+        status = daemon.call("daemon.status")
+        if status.embedding is None or status.embedding.state != "loading":
+            return status
+        time.sleep(0.05)
+    raise AssertionError("the model did not load")
+
+
+@pytest.mark.parametrize(
+    ("config", "model", "shown"),
+    [
+        ("", "fact-classifier-", "heuristic (rules and fact-classifier-"),
+        ('[recall]\nembedding = "none"\n', "", "heuristic (rules only"),
+        ("[extraction]\nworkers = 0\n", None, "Provider: heuristic\n"),
+    ],
+    ids=["built-in model", "no model", "no worker"],
+)
+def test_status_says_whether_the_classifier_extracts(
+    orca_env: OrcaEnv,
+    daemon_factory: list[DaemonProcess],
+    config: str,
+    model: str | None,
+    shown: str,
+) -> None:
+    daemon = run_daemon(orca_env, daemon_factory, config)
+    status = status_once_loaded(daemon)
+    if model is None:
+        assert status.provider_model is None
+    else:
+        assert status.provider_model is not None
+        assert status.provider_model.startswith(model)
+        assert bool(status.provider_model) == bool(model)
+    printed = subprocess.run(
+        [sys.executable, "-m", "orcactl", "status", "--no-start"],
+        env=orca_env.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert shown in printed.stdout

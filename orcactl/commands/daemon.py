@@ -172,6 +172,23 @@ def describe_embedding(embedding: EmbeddingStatus) -> str:
     return text
 
 
+def describe_provider(status: StatusResult) -> str:
+    """The extraction provider, with the model its facts record (the offline one: its rules
+    alone, or with the fact classifier)."""
+    provider = status.provider or "heuristic"
+    model = status.provider_model
+    if model is None:  # no built-in worker runs (workers = 0), or an older orcad
+        return provider
+    if provider == "heuristic":
+        with_what = (
+            f"rules and {model}"
+            if model
+            else "rules only (recall's model is not the built-in one, or not loaded)"
+        )
+        return f"{provider} ({with_what})"
+    return f"{provider} ({model})" if model else provider
+
+
 def render_status(status: StatusResult, config: dict[str, Any]) -> str:
     jobs = status.jobs
     lines = [
@@ -182,7 +199,7 @@ def render_status(status: StatusResult, config: dict[str, Any]) -> str:
         f"     Memory: {status.memory_root}",
         f" Deliberate: {status.deliberate_db}",
         f"     Config: {describe_config(config)}",
-        f"   Provider: {status.provider or 'heuristic'}",
+        f"   Provider: {describe_provider(status)}",
         f"    Workers: {status.workers.busy} busy / {status.workers.configured} configured",
         f"       Jobs: {jobs.pending} pending, {jobs.leased} leased, {jobs.committed} committed, "
         f"{jobs.exhausted} exhausted, {jobs.cancelled} cancelled"

@@ -286,6 +286,10 @@ class CaptureService:
     def workers_busy(self) -> int:
         return self.leases.busy_workers
 
+    def provider_model(self) -> str | None:
+        """The model the built-in workers record in provenance; None when none runs."""
+        return None if self.pool is None else self.pool.provider.model
+
     async def look_at_damaged(self) -> None:
         await self.leases.look_at_damaged()
 
