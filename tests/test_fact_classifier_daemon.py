@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from orcad.capture.ledger import read_ledger
+from tests.external_worker import turn_params
 from tests.harness import DaemonProcess, OrcaEnv
 
 pytestmark = pytest.mark.daemon
@@ -26,19 +27,7 @@ def capture(daemon: DaemonProcess, project: Path, text: str) -> str:
     project.mkdir(parents=True, exist_ok=True)
     session = daemon.call("session.open", {"cwd": str(project)})
     result = daemon.call(
-        "turn.completed",
-        {
-            "session_id": session.session_id,
-            "epoch": session.epoch,
-            "turn_id": "t1",
-            "outcome": "succeeded",
-            "verifier": "passed",
-            "transcript_committed": True,
-            "messages": [
-                {"role": "user", "content": f"fix the flaky webhook test. btw {text}"},
-                {"role": "assistant", "content": "Done: the test waits for the event now."},
-            ],
-        },
+        "turn.completed", turn_params(session, "t1", f"fix the flaky webhook test. btw {text}")
     )
     assert result.eligible, result.reason
     job_id: str = result.job_id
