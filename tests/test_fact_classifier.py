@@ -166,6 +166,39 @@ def test_questions_fragments_and_rule_facts_never_reach_the_classifier() -> None
     ]
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "what's the default branch",
+        "do we deploy on fridays",
+        "Add a --verbose flag to the CLI.",
+        "set up a CI job for the docs",
+        "can you make the cdn cloudflare",
+        "let's keep the cache in redis",
+    ],
+)
+def test_questions_and_requests_without_their_marks_never_reach_the_classifier(
+    text: str,
+) -> None:
+    judge = Recording()
+    assert facts(text, judge) == []
+    assert judge.seen == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "merge requests need two approvals from the platform team",
+        "build artifacts go to the shared bucket",
+        "push notifications go through firebase",
+    ],
+)
+def test_a_verb_that_is_a_noun_here_still_reaches_the_classifier(text: str) -> None:
+    judge = Recording()
+    facts(text, judge)
+    assert judge.seen == [text]
+
+
 def test_a_hedge_or_a_credential_word_still_refuses_what_the_classifier_keeps() -> None:
     judge = Recording()
     assert facts("iirc the staging refresh runs weekly on sundays", judge) == []

@@ -428,14 +428,31 @@ _LEAD_IN = re.compile(
 SentenceJudge = Callable[[str], str | None]
 
 
+# a question without its question mark ("what's the default branch"), or a request for work
+# ("add a --verbose flag to the CLI", "set up a CI job for the docs"): never a fact, however
+# much its words sound like one. A verb counts only before what it acts on, since many are
+# nouns too ("merge requests need two approvals", "build artifacts go to S3")
+_ASKS = re.compile(
+    r"^(?:(?:what|what's|whats|how|why|where|which|who|whose|is|are|does|did|can|could|would"
+    r"|will|shall|should)\b|do\s+(?:we|you|i|they)\b|let'?s\b"
+    r"|(?:add|create|implement|fix|set\s+up|make|build|move|rename|refactor|update|remove|delete"
+    r"|change|convert|split|extract|generate|investigate|look|debug|try|help|show|explain|tell"
+    r"|bump|upgrade|install|revert|merge|rebase|push|open|close|migrate|rewrite|clean\s+up"
+    r"|replace|wire|hook\s+up)\s+(?:a|an|the|this|that|these|those|it|them|my|me|us|some|up"
+    r"|out|at|into|over|in|to|how|why|what)\b)",
+    _FLAGS,
+)
+
+
 def judged_text(sentence: str) -> str | None:
     """What of a sentence the classifier reads: without fillers and lead-ins, the part after
-    "btw" or "fyi" when a request comes first; None for a question or a fragment."""
+    "btw" or "fyi" when a request comes first; None for a question, a request for work or a
+    fragment."""
     text = _FILLER.sub("", sentence.strip())
     if aside := _EMBEDDED_ASIDE.search(text):
         text = aside.group("aside")
     text = _FILLER.sub("", _LEAD_IN.sub("", text)).strip()
-    if not text or text.endswith("?") or len(text.split()) < 3:
+    if not text or text.endswith("?") or len(text.split()) < 3 or _ASKS.match(text):
         return None
     return text
 
