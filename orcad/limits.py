@@ -97,6 +97,10 @@ CONFIG_FILE_MAX_BYTES = 1024 * 1024
 
 # A .git file, commondir or config is read this far at most to find a project's origin
 GIT_FILE_MAX_BYTES = 1024 * 1024
+# the longest cwd looked up, in UTF-8 bytes: Linux's PATH_MAX, which no path the kernel takes and
+# no getcwd reaches; resolving a longer one component by component takes time growing with the
+# square of its length (hours for a few MiB), in a thread a stop waits for
+CWD_MAX_BYTES = 4096
 
 # Sessions: one whose clients have all gone quiet this long stops counting as open
 DEFAULT_SESSION_IDLE_EXPIRY_S = 3600.0

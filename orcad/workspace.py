@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+
+from orcad.limits import CWD_MAX_BYTES
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +37,12 @@ def canonical_directory(cwd: str) -> Path:
         raise ValueError(f"cwd must be an absolute path, got {quoted_cwd(cwd)}")
     if "\0" in cwd:  # no path holds one; the OS would only say "embedded null byte"
         raise ValueError(f"cwd {quoted_cwd(cwd)} holds a NUL character; no path can")
+    size = len(cwd.encode("utf-8", "surrogatepass"))
+    if size > CWD_MAX_BYTES:  # before realpath, whose time grows with the square of it
+        raise ValueError(
+            f"cwd {quoted_cwd(cwd)} cannot be looked up: {os.strerror(errno.ENAMETOOLONG)} "
+            f"({size} bytes; a path has at most {CWD_MAX_BYTES})"
+        )
     try:
         real = Path(os.path.realpath(path))
         is_directory = real.is_dir()

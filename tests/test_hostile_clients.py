@@ -288,6 +288,41 @@ def test_a_cwd_that_cannot_be_looked_up_is_a_bad_parameter_not_an_internal_error
     assert_alive(started)
 
 
+@pytest.mark.parametrize("method", ["session.open", "projects.inspect"])
+def test_a_cwd_of_megabytes_is_refused_at_once_and_the_daemon_still_stops(
+    started: DaemonProcess, method: str
+) -> None:
+    # Resolved a name at a time, a path of 2 MiB took minutes of a core (a few MiB, hours), in
+    # a thread a SIGTERM waited for: the daemon then held its lock without serving.
+    cwd = "/a" * 2**20
+    request = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {"cwd": cwd}}
+    started_at = time.monotonic()
+    error = ask(started, json.dumps(request).encode())["error"]
+    assert time.monotonic() - started_at < 5.0
+    assert (error["code"], error["data"]) == (-32602, {"kind": "invalid_params", "field": "cwd"})
+    assert f"File name too long ({len(cwd)} bytes" in error["message"]
+    assert len(error["message"]) < 400
+    assert_alive(started)
+    assert started.stop(timeout=10.0) == 0
+
+
+def test_a_cwd_is_looked_up_up_to_the_path_limit(started: DaemonProcess, tmp_path: Path) -> None:
+    padding = limits.CWD_MAX_BYTES - len(str(tmp_path))
+    at_limit = str(tmp_path) + "/." * (padding // 2) + ("/" if padding % 2 else "")
+    assert len(at_limit.encode()) == limits.CWD_MAX_BYTES
+    opened = started.call("session.open", {"cwd": at_limit})
+    assert opened.workspace.root == str(tmp_path.resolve())
+    request = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "session.open",
+        "params": {"cwd": at_limit + "/"},
+    }
+    error = ask(started, json.dumps(request).encode())["error"]
+    assert (error["code"], error["data"]["field"]) == (-32602, "cwd")
+    assert f"({limits.CWD_MAX_BYTES + 1} bytes" in error["message"]
+
+
 def test_a_client_that_never_reads_is_bounded_then_disconnected(
     orca_env: OrcaEnv, daemon_factory: list[DaemonProcess]
 ) -> None:
