@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from orcad import limits
+from orcad.capture import source
 from orcad.capture.source import (
     CUT_MARK,
     FIRST_USER_HEAD_BYTES,
@@ -19,7 +20,7 @@ from orcad.capture.source import (
     derive_job_id,
     prepare_blocks,
 )
-from orcad.secrets import contains_secret
+from orcad.secrets import contains_secret, redact
 
 pytestmark = pytest.mark.pure
 
@@ -187,6 +188,50 @@ def test_the_bound_always_holds_and_whole_texts_are_untouched(
             assert built.text.startswith("user: " + first_user.content[:10].rstrip())
     # deterministic: the same turn gives the same source (idempotency relies on it)
     assert build_source(turn) == built
+
+
+def test_a_turn_of_many_tiny_messages_redacts_only_those_it_may_keep(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # 200,000 one-character messages: each was redacted, seconds of a core for one request
+    redacted: list[str] = []
+
+    def counting(text: str) -> str:
+        redacted.append(text)
+        return redact(text)
+
+    monkeypatch.setattr(source, "redact", counting)
+    turn = [("assistant", "hello")] + [("user", "please keep tabs")] + [("user", "x")] * 200_000
+    built = build_source(turn)
+    assert built is not None and built.truncated and built.size <= LIMIT
+    assert len(redacted) <= LIMIT // 4 + 3
+    assert built.text.startswith("user: please keep tabs\n\nuser: x")
+
+
+tiny_turns = st.tuples(
+    st.integers(min_value=8, max_value=400),
+    st.lists(
+        st.tuples(
+            st.sampled_from(["user", "assistant", "tool"]),
+            st.sampled_from(
+                ["", " ", "x", "ok", "a b", "token=ghp_" + "a" * 36, "é" * 30, "y" * 90]
+            ),
+        ),
+        max_size=400,
+    ),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(tiny_turns)
+def test_leaving_out_messages_no_bound_could_reach_changes_no_source(
+    case: tuple[int, list[tuple[str, str]]],
+) -> None:
+    max_bytes, turn = case
+    built = build_source(turn, max_bytes)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(source, "_within_reach", lambda texts, _max_bytes: texts)
+        assert build_source(turn, max_bytes) == built
 
 
 def test_job_id_depends_on_session_turn_and_digest() -> None:

@@ -68,17 +68,38 @@ def utf8_size(text: str) -> int:
     return len(text.encode("utf-8"))
 
 
-def prepare_blocks(messages: Iterable[tuple[str, str]]) -> list[SourceBlock]:
-    """User and assistant messages with text, redacted, role-label lines neutralised."""
-    blocks: list[SourceBlock] = []
-    for role, content in messages:
-        if role not in KEPT_ROLES:
-            continue
-        text = content.strip()
-        if not text:
-            continue
-        blocks.append(SourceBlock(role, _ROLE_LABEL_LINE.sub("\n ", redact(text))))
-    return blocks
+def prepare_blocks(
+    messages: Iterable[tuple[str, str]], max_bytes: int = limits.SOURCE_MAX_BYTES
+) -> list[SourceBlock]:
+    """User and assistant messages with text, redacted, role-label lines neutralised; of a turn
+    with more of them than a source of `max_bytes` could ever hold (`_within_reach`), only
+    those that `bound_blocks` may keep, so that a turn of a million tiny messages costs the
+    redaction of a few thousand."""
+    texts = [
+        (role, text)
+        for role, content in messages
+        if role in KEPT_ROLES and (text := content.strip())
+    ]
+    return [
+        SourceBlock(role, _ROLE_LABEL_LINE.sub("\n ", redact(text)))
+        for role, text in _within_reach(texts, max_bytes)
+    ]
+
+
+def _within_reach(texts: list[tuple[str, str]], max_bytes: int) -> list[tuple[str, str]]:
+    """`texts` whole, or when the messages after the first user one are more than `most` (a
+    quarter of `max_bytes`, and 2), that message and the newest `most` of them. A block takes at
+    least 8 bytes with its separator (`user: ` and one character), so that many make a source
+    over the bound, which `bound_blocks` fills from the first user message and from the newest
+    ones down, stopping at the first that does not fit (at most an eighth of `max_bytes`, and
+    2): it never reaches the older ones, and the source is the same without them."""
+    most = max_bytes // 4 + 2
+    first_user = next((i for i, (role, _) in enumerate(texts) if role == "user"), None)
+    head = [] if first_user is None else [texts[first_user]]
+    tail_start = 0 if first_user is None else first_user + 1
+    if len(texts) - tail_start <= most:
+        return texts
+    return head + texts[len(texts) - most :]
 
 
 def build_source(
@@ -86,7 +107,7 @@ def build_source(
 ) -> BuiltSource | None:
     """The bounded redacted source of a turn's (role, content) messages; None when no user or
     assistant message has text (reason `no_content`)."""
-    blocks = prepare_blocks(messages)
+    blocks = prepare_blocks(messages, max_bytes)
     if not blocks:
         return None
     text = BLOCK_SEPARATOR.join(block.render() for block in blocks)
