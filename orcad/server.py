@@ -27,7 +27,7 @@ import trio
 
 from orcad import limits
 from orcad.config import ServerConfig
-from orcad.errors import Busy, MessageTooLarge
+from orcad.errors import Busy, InvalidRequest, MessageTooLarge
 from orcad.log import describe_exception
 from orcad.rpc import DeferredReply, Dispatcher, encode_error
 from protocol.client import peer_uid
@@ -39,6 +39,14 @@ RECEIVE_CHUNK = 65536
 SEND_CHUNK = 262144  # an answer larger than this is written in parts of it (Server._write)
 _BATCH = re.compile(rb"[ \t\r\n]*\[")  # a line that is a batch (or no request at all)
 ACCEPT_CAPACITY_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
+# The client ended its side of the connection inside a line: a request cut short, or one
+# written without its newline, which a client that half-closes and then reads is told of
+_UNENDED_LINE = encode_error(
+    InvalidRequest(
+        "the connection ended inside a line; nothing of it was run (end each request with a "
+        "newline)"
+    )
+)
 
 
 def _line_bytes(events: list[bytes | LineTooLong]) -> int:
@@ -410,6 +418,11 @@ class Server:
                 while not self._draining:
                     data = await stream.receive_some(RECEIVE_CHUNK)
                     if not data:
+                        if framer.pending_text:
+                            try:
+                                await self._send(stream, connection, send_lock, _UNENDED_LINE)
+                            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                                pass  # gone altogether: its requests in flight still finish
                         break
                     now = connection.last_received = trio.current_time()
                     events = framer.feed(data)

@@ -66,6 +66,12 @@ class LineFramer:
         """Bytes received that do not yet form a complete line."""
         return len(self._buffer)
 
+    @property
+    def pending_text(self) -> bool:
+        """Whether the bytes not yet forming a line hold more than blanks (a line of them would
+        be skipped)."""
+        return bool(self._buffer) and not self._buffer.isspace()
+
 
 # What a line's nesting depends on: quotes and brackets, `{}` counted as `[]`, once the escaped
 # backslashes and quotes inside strings are gone (outside strings, JSON has no backslash).

@@ -323,6 +323,44 @@ def test_a_cwd_is_looked_up_up_to_the_path_limit(started: DaemonProcess, tmp_pat
     assert f"({limits.CWD_MAX_BYTES + 1} bytes" in error["message"]
 
 
+@pytest.mark.parametrize(
+    "tail",
+    [
+        b'{"jsonrpc":"2.0","id":1,"method":"session.open","params":{"cwd":"/"}}',  # no newline
+        b'{"jsonrpc":"2.0","id":2,"method":"daemon.ping"}\n{"jsonrpc":"2.0","id":3,"meth',
+    ],
+)
+def test_a_line_the_client_ends_its_side_inside_is_answered_not_run(
+    started: DaemonProcess, tail: bytes
+) -> None:
+    with connect(started) as sock:
+        sock.sendall(tail)
+        sock.shutdown(socket.SHUT_WR)
+        data = b""
+        while chunk := sock.recv(65536):
+            data += chunk
+    answers = [json.loads(line) for line in data.splitlines()]
+    refused = [answer for answer in answers if "error" in answer]
+    assert [answer["id"] for answer in answers if "result" in answer] == (
+        [2] if b"\n" in tail else []
+    )
+    assert len(refused) == 1 and refused[0]["id"] is None
+    assert refused[0]["error"]["code"] == -32600
+    assert "end each request with a newline" in refused[0]["error"]["message"]
+    assert started.call("daemon.status").sessions == 0  # the session.open was not run
+    assert_alive(started)
+
+
+def test_blanks_after_the_last_line_are_no_line(started: DaemonProcess) -> None:
+    with connect(started) as sock:
+        sock.sendall(b'{"jsonrpc":"2.0","id":4,"method":"daemon.ping"}\n  \r')
+        sock.shutdown(socket.SHUT_WR)
+        data = b""
+        while chunk := sock.recv(65536):
+            data += chunk
+    assert [json.loads(line)["id"] for line in data.splitlines()] == [4]
+
+
 def test_a_client_that_never_reads_is_bounded_then_disconnected(
     orca_env: OrcaEnv, daemon_factory: list[DaemonProcess]
 ) -> None:
