@@ -155,6 +155,11 @@ def directory_path(text: str) -> str:
 
 
 def existing_directory(text: str) -> str:
+    """argparse type for --cwd, inspect's PATH and grants' --workspace: an existing directory,
+    made absolute. An empty one (`--cwd "$DIR"` with DIR unset) would be the current directory,
+    and the command would act on its workspace instead: refused, as for --socket."""
+    if not text:
+        raise argparse.ArgumentTypeError("the directory's path is empty")
     path = _absolute(text)
     if not os.path.isdir(path):
         reason = "is not a directory" if os.path.exists(path) else "does not exist"

@@ -158,6 +158,17 @@ BAD_USAGE = [
     # a file there: every tool call failed to start an orcad with it as its home
     (["mcp", "--home", "/etc/hostname"], "--home: /etc/hostname is not a directory"),
     (["mcp", "--config-dir", "/etc/hostname"], "--config-dir: /etc/hostname is not a directory"),
+    # an empty directory (`--cwd "$DIR"` with DIR unset) was taken as the current directory:
+    # the command acted on that workspace, a save or a forget included
+    (["recall", "x", "--cwd", ""], "--cwd: the directory's path is empty"),
+    (["memory", "save", "a", "--kind", "fact", "--workspace", "--yes", "--cwd", ""], "--cwd: the"),
+    (["memory", "list", "--cwd="], "--cwd: the directory's path is empty"),
+    (["remember", "--project", "a", "--cwd", ""], "--cwd: the directory's path is empty"),
+    (["forget", "cand_" + "0" * 32, "--cwd", ""], "--cwd: the directory's path is empty"),
+    (["inspect", ""], "argument path: the directory's path is empty"),
+    (["grants", "list", "--workspace", ""], "--workspace: the directory's path is empty"),
+    (["integrate", "codex", "--project", "--cwd", "", "--dry-run"], "--cwd: the directory's"),
+    (["mcp", "--cwd", ""], "--cwd: the directory's path is empty"),
 ]
 
 
