@@ -253,6 +253,11 @@ def connect(
     return open_client(args, start=start, timeout=timeout)[0]
 
 
+def no_answer_on(path: str) -> str:
+    """What a command says when nothing answers on the socket (and no start was allowed)."""
+    return f"orcad is not running (no answer on {path})"
+
+
 def open_client(
     args: argparse.Namespace, *, start: bool | None = None, timeout: float = CALL_TIMEOUT_S
 ) -> tuple[Client, subprocess.Popen[bytes] | None]:
@@ -274,9 +279,7 @@ def open_client(
                     return client, None
                 client.close()
         if not allowed:
-            raise CommandError(
-                f"orcad is not running (no answer on {path})", EXIT_NOT_RUNNING
-            ) from None
+            raise CommandError(no_answer_on(path), EXIT_NOT_RUNNING) from None
     except ForeignPeer as exc:  # no orcad of this user's answers there, and none can start
         raise CommandError(f"cannot connect to orcad at {path}: {exc}", EXIT_NOT_RUNNING) from None
     except OSError as exc:  # path too long, no permission: starting a daemon would not help

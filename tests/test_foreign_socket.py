@@ -92,6 +92,31 @@ def test_orcactl_sends_nothing_to_a_socket_another_user_serves(
     assert kept.read_bytes() == b""
 
 
+def test_status_says_why_a_socket_another_user_serves_counts_as_not_running(
+    orca_env: OrcaEnv, foreign_socket: tuple[Path, Path]
+) -> None:
+    # the human report said only "inactive (not running)" beside a socket something answers on
+    socket_path, kept = foreign_socket
+    orca_env.extra_env["ORCA_SOCKET"] = str(socket_path)
+    status = subprocess.run(
+        [ORCACTL, "status"], capture_output=True, text=True, env=orca_env.env, timeout=60
+    )
+    assert status.returncode == 3, status
+    assert "Active: inactive (not running)" in status.stdout
+    assert "Problem: cannot connect to orcad at" in status.stdout
+    assert "runs as uid 65534" in status.stdout
+    assert kept.read_bytes() == b""
+
+
+def test_status_of_a_socket_nothing_answers_on_needs_no_reason(orca_env: OrcaEnv) -> None:
+    status = subprocess.run(
+        [ORCACTL, "status"], capture_output=True, text=True, env=orca_env.env, timeout=60
+    )
+    assert status.returncode == 3, status
+    assert "Active: inactive (not running)" in status.stdout
+    assert "Problem:" not in status.stdout
+
+
 def test_a_hook_sends_no_prompt_to_a_socket_another_user_serves(
     orca_env: OrcaEnv, foreign_socket: tuple[Path, Path], tmp_path: Path
 ) -> None:

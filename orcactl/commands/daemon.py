@@ -19,6 +19,7 @@ from orcactl.connect import (
     call,
     connect,
     daemon_log_path,
+    no_answer_on,
     open_client,
     print_json,
     remote_failure,
@@ -228,7 +229,10 @@ def run_status(args: argparse.Namespace) -> int:
     except CommandError as exc:
         if exc.status != EXIT_NOT_RUNNING:
             raise
-        _print_not_running(args, str(exc), say_why=False)
+        # that nothing answers goes without saying; anything else (a socket another user
+        # serves) is the reason the daemon counts as not running, and the report says it
+        reason = str(exc)
+        _print_not_running(args, reason, say_why=reason != no_answer_on(socket_path(args)))
         return EXIT_NOT_RUNNING
     config = _status_config(status)
     hooks = recent_failures()
