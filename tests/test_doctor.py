@@ -807,6 +807,54 @@ def test_running_daemon_reports_exhausted_jobs_and_broken_indexes(
     assert index[0]["detail"] == f"project {PROJECT_ID}: index is corrupt"
 
 
+def test_the_fix_for_an_exhausted_job_runs_it_again_and_clears_the_problem(
+    orca_env: OrcaEnv, project_dir: Path, daemon_factory: list[DaemonProcess]
+) -> None:
+    """The fix said to "forget or re-run the turn", neither of which a user can do to a job:
+    `orcactl jobs retry` is what runs an exhausted job again."""
+    job_id = "job_" + "5" * 32
+    exhausted = msgspec.structs.replace(
+        new_job(
+            job_id=job_id,
+            project_id=PROJECT_ID,
+            session_id="s",
+            turn_id="t",
+            source="user: hello",
+            source_digest="0" * 64,
+            source_bytes=11,
+            source_truncated=False,
+            now=time.time(),
+        ),
+        state="exhausted",
+        attempts=4,
+    )
+    jobstore.write_job(project_dir, exhausted)
+    process = DaemonProcess(orca_env)
+    daemon_factory.append(process)
+    process.start()
+    status, findings = doctor(orca_env)
+    assert status == 1
+    [problem] = problems(findings, "jobs")
+    command = f"orcactl jobs retry {job_id}"
+    assert command in problem["fix"], problem
+    retried = subprocess.run(
+        [sys.executable, "-m", "orcactl", *command.split()[1:]],
+        env=orca_env.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert retried.returncode == 0, retried.stderr
+    deadline = time.monotonic() + 30
+    while True:  # the heuristic provider commits it at once; doctor then finds nothing
+        status, findings = doctor(orca_env)
+        if not problems(findings, "jobs") or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    assert problems(findings, "jobs") == []
+
+
 def test_an_embedding_model_that_cannot_load(
     orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
 ) -> None:

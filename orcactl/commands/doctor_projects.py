@@ -36,8 +36,9 @@ def judge_jobs(jobs: list[JobSummary], now: float, stuck_after: float) -> list[F
                     "problem",
                     f"job {job.job_id} (project {job.project_id}) gave up after {job.attempts} "
                     f"attempts{reason}",
-                    "fix the provider (see the provider check), then forget or re-run the turn; "
-                    "exhausted jobs are kept for inspection: orcactl jobs",
+                    "fix the provider (see the provider check), then run the job again: "
+                    f"orcactl jobs retry {job.job_id} (until then it is kept for inspection: "
+                    "orcactl jobs --state exhausted)",
                 )
             )
         elif job.state in ("pending", "leased") and now - parse_time(job.updated_at) > stuck_after:
