@@ -56,6 +56,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         parser.add_argument("--json", action="store_true", help="print the daemon's result as JSON")
         parser.add_argument(
             "--cwd",
+            metavar="DIR",
             type=existing_directory,
             # accepted everywhere, shown where it changes something: an approval names its own
             help="workspace directory to act from (default: the current one)"

@@ -107,7 +107,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="the project id (default: this directory's)",
     )
     which_project.add_argument(
-        "--cwd", type=existing_directory, help="a directory inside the project (default: .)"
+        "--cwd",
+        metavar="DIR",
+        type=existing_directory,
+        help="a directory inside the project (default: .)",
     )
     forget.add_argument(
         "--keep-evidence",

@@ -49,7 +49,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         ("status", run_status, "show what is installed, enabled and running"),
     ):
         parser = actions.add_parser(name, help=summary)
-        parser.add_argument("--json", action="store_true", help="print the steps as JSON")
+        shown = "the report" if name == "status" else "the steps"
+        parser.add_argument("--json", action="store_true", help=f"print {shown} as JSON")
         parser.add_argument(
             "--manager",
             choices=("systemd", "launchd"),
