@@ -148,6 +148,9 @@ BAD_USAGE = [
     (["memory", "approve", "", "--session-id", "s", "--decision", "deny"], "ID: the id is empty"),
     (["memory", "approve", " ", "--session-id", "s", "--decision", "deny"], "ID: the id is empty"),
     (["jobs", "retry", "  "], "argument ID: the id is empty"),
+    # given before `retry`, they were dropped unread and the job retried whatever its project
+    (["jobs", "--project", "a" * 64, "retry", "job_" + "0" * 32], "--project only choose the"),
+    (["jobs", "--state", "exhausted", "retry", "job_" + "0" * 32], "--state only choose the"),
     # both named a project: the path (or --cwd) was silently ignored
     (["inspect", "/tmp", "--project", "a" * 64], "argument --project: not allowed with"),
     (["forget", "cand_" + "0" * 32, "--project", "a" * 64, "--cwd", "/tmp"], "not allowed with"),

@@ -31,6 +31,7 @@ from orcactl.commands.damaged_ledger import (
 from orcactl.connect import (
     EXIT_ERROR,
     EXIT_OK,
+    EXIT_USAGE,
     CommandError,
     call,
     connect,
@@ -292,6 +293,16 @@ USER_JOBS_HINT = "list jobs with `orcactl jobs`"
 
 
 def run_jobs_retry(args: argparse.Namespace) -> int:
+    # given before `retry`, they were dropped unread: the job was retried whatever its state
+    # or project, which a user who gave them meant to check
+    filters = (("--state", args.state), ("--project", args.project))
+    given = [option for option, value in filters if value is not None]
+    if given:
+        raise CommandError(
+            f"{' and '.join(given)} only choose the jobs `orcactl jobs` lists; "
+            "`orcactl jobs retry ID` takes the job's id alone",
+            EXIT_USAGE,
+        )
     try:
         result: JobsRetryResult = call(args, "jobs.retry", {"job_id": args.job_id})
     except CommandError as exc:
