@@ -287,6 +287,33 @@ def test_a_value_in_range_is_accepted(daemon: DaemonProcess, tmp_path: Path) -> 
     assert remembered.returncode == 0, remembered.stderr
 
 
+def test_an_approval_for_a_session_that_is_not_open_leaves_no_project_behind(
+    daemon: DaemonProcess, tmp_path: Path
+) -> None:
+    # the session was opened (anew, to be closed at once) with automatic memory, which made a
+    # project of --cwd: `orcactl projects` listed a directory nothing was ever kept for
+    ws = tmp_path / "elsewhere"
+    ws.mkdir()
+    refused = orcactl(
+        daemon.orca,
+        "memory",
+        "approve",
+        "apr_" + "0" * 32,
+        "--session-id",
+        "no-such-session",
+        "--decision",
+        "allow_once",
+        "--cwd",
+        str(ws),
+    )
+    assert refused.returncode == EXIT_ERROR, refused.stderr
+    assert "session no-such-session is not open" in refused.stderr
+    listed = orcactl(daemon.orca, "projects", "--json")
+    assert listed.returncode == 0, listed.stderr
+    seen = [project["last_seen_cwd"] for project in json.loads(listed.stdout)["projects"]]
+    assert str(ws) not in seen
+
+
 def test_json_reports_a_storage_error_as_one_document_with_the_daemons_error(
     daemon: DaemonProcess,
 ) -> None:

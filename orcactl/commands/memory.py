@@ -289,8 +289,12 @@ def run_approve(args: argparse.Namespace) -> int:
     cwd = _cwd(args)
     with connect(args) as client:
         try:
+            # bare: a session that is not open is opened only to be closed at once, and so
+            # records no visit to the project at --cwd (it made a project of it in
+            # `orcactl projects`); joining one that is open keeps its own settings
             opened = client.call(
-                "session.open", {"cwd": cwd, "session_id": args.session_id, "join": True}
+                "session.open",
+                {"cwd": cwd, "session_id": args.session_id, "join": True, "bare": True},
             )
             if not opened.joined:
                 client.call(
