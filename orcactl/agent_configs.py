@@ -52,6 +52,11 @@ class Unparseable(Exception):
     """A configuration file that does not parse: reported, never rewritten."""
 
 
+class Refused(Unparseable):
+    """A file that parses, but whose change orca will not make: its message says what to do
+    instead (set a key yourself, edit by hand, leave out an option), not to move the file."""
+
+
 @dataclass(frozen=True)
 class Target:
     path: Path

@@ -15,7 +15,7 @@ import tomllib
 from pathlib import Path
 
 from orcactl import agent_configs, toml_edits
-from orcactl.agent_configs import Pinned, Target, Unparseable
+from orcactl.agent_configs import Pinned, Refused, Target, Unparseable
 from orcactl.agent_files import (
     Change,
     ChangedMeanwhile,
@@ -140,6 +140,8 @@ ATTEMPTS = 3
 def _pending(args: argparse.Namespace, env: dict[str, str]) -> list[Change]:
     try:
         changes = plan(args, env)
+    except Refused as exc:  # it says what to do instead: moving the file would not be it
+        raise CommandError(f"{exc}; nothing was changed.") from None
     except Unparseable as exc:
         raise CommandError(
             f"{exc}; nothing was changed. Fix or move that file and run again."

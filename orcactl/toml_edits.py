@@ -25,6 +25,7 @@ from orcactl.agent_configs import (
     MCP_NAME,
     OLDER_EXTRACTOR_ARGV,
     Pinned,
+    Refused,
     Unparseable,
     mcp_server,
     toml_meaning,
@@ -148,7 +149,7 @@ def _without_server(text: str, path: Path) -> str:
     if result is None:
         result = _faithful(text, [lambda: by_tomlkit(False)], kept)
     if result is None:
-        raise Unparseable(
+        raise Refused(
             f"{path}: orca's `mcp_servers.{MCP_NAME}` cannot be taken out without changing what "
             "the rest of the file means; take it out by hand"
         )
@@ -192,7 +193,7 @@ def edit_codex_config(
     for name in (CODEX_HOOKS_FEATURE, CODEX_OLD_HOOKS_FEATURE):
         if features.get(name) is False:
             # the user turned Codex's hooks off: turning them on runs every hook they configured
-            raise Unparseable(
+            raise Refused(
                 f"{path} sets `[features] {name} = false`, so Codex runs no hooks, orca's "
                 "included; turning it on would run every other hook configured too. Set it to "
                 "true yourself (or remove the line) and run integrate again"
@@ -308,7 +309,7 @@ def _with_trust(
 
     result = _faithful(text, [by_lines, by_tomlkit], expected)
     if result is None:
-        raise Unparseable(
+        raise Refused(
             f"{path}: the trust Codex needs to run orca's hooks cannot be recorded without "
             "changing what the rest of the file means; trust them in Codex (/hooks)"
         )
@@ -404,7 +405,7 @@ def _server_added(text: str, path: Path, wanted: dict[str, Any], newline: str) -
         expected,
     )
     if added is None:
-        raise Unparseable(
+        raise Refused(
             f"{path}: orca's MCP server cannot be added without changing what the rest of the "
             f"file means; add `[mcp_servers.{MCP_NAME}]` by hand"
         )
@@ -448,7 +449,7 @@ def _with_hooks_flag(text: str, features: dict[str, Any], path: Path, newline: s
     ]
     result = _faithful(text, candidates, expected)
     if result is None:
-        raise Unparseable(
+        raise Refused(
             f"{path}: `{CODEX_HOOKS_FLAG}` cannot be added without changing what the "
             "rest of the file means; add it by hand"
         )
@@ -505,7 +506,7 @@ def _edit_orca_config(text: str, path: Path, agent: str, *, remove: bool) -> str
         if provider not in (None, "heuristic") and not (provider == "command" and ours):
             # the user's own choice (an endpoint, their own command): --remove could not give
             # it back, so it is not replaced
-            raise Unparseable(
+            raise Refused(
                 f"{path} sets [extraction] provider = {_shown_value(provider)}, which "
                 "--extractor would replace with the agent's own CLI; change that setting "
                 "yourself to use the agent's CLI, or leave out --extractor"
@@ -536,7 +537,7 @@ def _edit_orca_config(text: str, path: Path, agent: str, *, remove: bool) -> str
             candidates.insert(0, lambda: _append(text, block, newline))
     result = _faithful(text, candidates, expected)
     if result is None:
-        raise Unparseable(
+        raise Refused(
             f"{path}: the `[extraction]` settings cannot be "
             f"{'taken out' if remove else 'written'} without changing what the rest of the "
             "file means; edit them by hand"

@@ -885,6 +885,10 @@ def test_codex_hooks_the_user_turned_off_are_not_turned_on_behind_their_back(
     refused = _integrate(orca_env, "codex", env=env)
     assert refused.returncode == 1 and f"{name} = false" in refused.stderr, refused.stderr
     assert "Traceback" not in refused.stderr
+    # it says what to do (set the key yourself); it went on to say "Fix or move that file",
+    # and Codex without its config.toml has every setting the user made in it undone
+    assert "Set it to true yourself" in refused.stderr
+    assert "move that file" not in refused.stderr
     assert (codex_home / "config.toml").read_text() == config
     assert sorted(p.name for p in codex_home.iterdir()) == ["config.toml"]  # nothing at all
     (codex_home / "config.toml").write_text(config.replace("false", "true"))
@@ -907,6 +911,10 @@ def test_the_extractor_option_never_replaces_a_provider_the_user_chose(
     orca_env.write_config(extraction)
     refused = _integrate(orca_env, "claude-code", "--extractor")
     assert refused.returncode == 1 and "--extractor would replace" in refused.stderr, refused
+    # "or leave out --extractor" was followed by "Fix or move that file": orca's config.toml
+    # moved away, orcad starts without the provider the user chose
+    assert "or leave out --extractor; nothing was changed.\n" in refused.stderr
+    assert "move that file" not in refused.stderr
     assert (orca_env.home / "config.toml").read_text() == extraction
     assert not (_home(orca_env) / ".claude").exists()  # nothing at all was changed
     orca_env.write_config('[extraction]\nprovider = "heuristic"\n')  # the default, named
