@@ -182,6 +182,21 @@ def test_unreachable_endpoint_is_a_clear_error(
     assert f"Is the model server running? extraction.openai.base_url is {url}" in err
 
 
+def test_a_command_that_cannot_run_is_named_with_what_argv_may_hold(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # an absolute path is what the config takes too: the hint said "a program on PATH" only
+    missing = tmp_path / "no-such-extractor"
+    (home / "config.toml").write_text(
+        f'[extraction]\nprovider = "command"\n[extraction.command]\nargv = ["{missing}"]\n',
+        encoding="utf-8",
+    )
+    assert orcactl_provider_test() == 1
+    err = capsys.readouterr().err
+    assert f"cannot run '{missing}'" in err
+    assert "its first word must be a program on PATH or the absolute path of one" in err
+
+
 def test_unset_key_variable_for_a_hosted_endpoint_is_a_clear_error(home: Path) -> None:
     use_openai(home, "https://api.example.com/v1")
     with pytest.raises(CommandError, match=f"environment variable {KEY_VARIABLE}"):

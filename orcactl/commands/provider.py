@@ -183,7 +183,10 @@ def _hint(message: str, config: Config) -> str:
             f"{shown_url(config.extraction.openai.base_url)}"
         )
     if config.extraction.provider == "command" and "cannot run" in message:
-        return "\nCheck extraction.command.argv: its first word must be a program on PATH."
+        return (
+            "\nCheck extraction.command.argv: its first word must be a program on PATH or the "
+            "absolute path of one."
+        )
     return ""
 
 
