@@ -226,3 +226,39 @@ def test_a_path_holding_a_newline_stays_on_its_own_line_of_projects_and_inspect(
     # --json keeps the path as it is
     as_json = orcactl(daemon.orca, "inspect", "--project", session.project.id, "--json")
     assert json.loads(as_json.stdout)["project"]["last_seen_cwd"] == str(cwd)
+
+
+def test_a_workspace_holding_a_newline_stays_on_its_line_of_memory_and_grants_listings(
+    daemon: DaemonProcess, tmp_path: Path
+) -> None:
+    # the record's line and the grant's broke in two at the newline, the rest of each on a
+    # line of its own that read as another entry
+    cwd = tmp_path / "two\nlines"
+    cwd.mkdir()
+    saved = orcactl(
+        daemon.orca,
+        "memory",
+        "save",
+        "we deploy with make",
+        "--kind",
+        "fact",
+        "--workspace",
+        "--approve",
+        "workspace",
+        "--cwd",
+        str(cwd),
+    )
+    assert saved.returncode == 0, saved.stderr
+    shown = str(cwd).replace("\n", "\\x0a")
+    for listing in (("memory", "list"), ("memory", "search", "deploy")):
+        listed = orcactl(daemon.orca, *listing, "--cwd", str(cwd))
+        assert listed.returncode == 0, listed.stderr
+        assert listed.stdout.splitlines()[0].split("  ")[2] == f"workspace {shown}"
+        assert not any(line.startswith("lines") for line in listed.stdout.splitlines())
+    grants = orcactl(daemon.orca, "grants", "list")
+    assert grants.returncode == 0, grants.stderr
+    [line] = grants.stdout.splitlines()
+    assert f"  workspace  {shown}  since " in line
+    # --json keeps the path as it is
+    as_json = orcactl(daemon.orca, "memory", "list", "--cwd", str(cwd), "--json")
+    assert json.loads(as_json.stdout)["records"][0]["workspace_root"] == str(cwd)

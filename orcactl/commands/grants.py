@@ -6,6 +6,7 @@ import argparse
 
 from orcactl.arguments import client_id, existing_directory, grant_id
 from orcactl.connect import EXIT_OK, call, print_json
+from orcactl.terminal import one_line
 from orcad.workspace import derive_workspace
 from protocol.types import GrantsListResult, GrantsRevokeResult
 
@@ -60,7 +61,7 @@ def run_list(args: argparse.Namespace) -> int:
     if not result.grants:
         print("no grants: every memory change in normal mode asks")
     for grant in result.grants:
-        where = grant.workspace_root or "global memory"
+        where = one_line(grant.workspace_root) or "global memory"  # a newline: still one line
         # "session s_1", "workspace", "workspace of session s_1"
         scope: str = grant.scope
         if grant.session_id:

@@ -35,6 +35,7 @@ from orcactl.connect import (
     print_json,
     remote_failure,
 )
+from orcactl.terminal import one_line
 from orcad.limits import MEMORY_CONTENT_MAX_CHARS, SEARCH_LIMIT_MAX, SEARCH_LIMIT_MIN
 from protocol.client import Client
 from protocol.errors import RemoteError
@@ -151,7 +152,8 @@ def _cwd(args: argparse.Namespace) -> str:
 
 
 def render_record(record: MemoryRecord) -> str:
-    where = "global" if record.scope == "global" else f"workspace {record.workspace_root}"
+    # a workspace path holding a newline stays on the record's line, as in `orcactl projects`
+    where = "global" if record.scope == "global" else f"workspace {one_line(record.workspace_root)}"
     text = "\n".join("    " + line for line in record.content.splitlines() or [""])
     return f"{record.id}  {record.kind}  {where}  updated {record.updated_at}\n{text}"
 
