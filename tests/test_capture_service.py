@@ -12,7 +12,7 @@ import trio.testing
 
 from orcad import limits, sqlite_worker
 from orcad.auto_memory_switch import AutoMemorySwitch
-from orcad.capture import inspection
+from orcad.capture import admission, inspection
 from orcad.capture.jobstore import job_path
 from orcad.capture.problems import ErrorRecorder
 from orcad.capture.records import Provenance
@@ -585,3 +585,30 @@ async def test_the_job_exhausted_last_is_kept_when_the_wall_clock_was_set_back(
         assert kept == set(job_ids[1:])
     finally:
         await orca.aclose()
+
+
+@pytest.mark.parametrize(
+    ("messages", "inline"),
+    [
+        ([("user", "we use pnpm")], True),
+        ([("user", "x" * 9000)], False),  # long: redacted in a thread
+        ([("user", "")] * 65 + [("user", "we use pnpm")], False),  # many, each its own steps
+    ],
+    ids=["short", "long", "many empty"],
+)
+async def test_a_turns_source_is_built_off_the_event_loop_unless_it_is_small(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    messages: list[tuple[str, str]],
+    inline: bool,
+) -> None:
+    threads: list[threading.Thread] = []
+
+    def recording(messages: list[tuple[str, str]]) -> object:
+        threads.append(threading.current_thread())
+        return build_source(messages)
+
+    monkeypatch.setattr(admission, "build_source", recording)
+    built = await make_service(tmp_path).admissions.build_source(messages)
+    assert built is not None
+    assert (threads == [threading.main_thread()]) == inline

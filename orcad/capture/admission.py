@@ -35,6 +35,9 @@ log = structlog.get_logger("orcad.capture")
 
 ADMISSION_THREADS = 8  # job files written at once (one per project); more only queue on the disk
 INLINE_SOURCE_CHARS = 8 * 1024  # redacting this much inline costs less than a thread hop (~0.15 ms)
+# and so many messages at most: each costs its own steps whatever its length, and a turn of a
+# quarter of a million empty ones held the event loop for about 50 ms
+INLINE_SOURCE_MESSAGES = 64
 
 
 class Admission(msgspec.Struct, frozen=True, kw_only=True):
@@ -62,7 +65,10 @@ class Admissions:
         self._threads = trio.CapacityLimiter(ADMISSION_THREADS)
 
     async def build_source(self, messages: list[tuple[str, str]]) -> BuiltSource | None:
-        if sum(len(content) for _, content in messages) <= INLINE_SOURCE_CHARS:
+        if (
+            len(messages) <= INLINE_SOURCE_MESSAGES
+            and sum(len(content) for _, content in messages) <= INLINE_SOURCE_CHARS
+        ):
             return build_source(messages)
         return await trio.to_thread.run_sync(build_source, messages)
 
