@@ -268,6 +268,16 @@ def test_input_over_the_bound_the_readme_states_is_refused_unread(orca_env: Orca
     assert (status, stdout, stderr) == (1, "", f"orcactl hook: hook input over {bound}\n")
 
 
+def test_a_number_too_long_to_read_is_named_without_pythons_advice(orca_env: OrcaEnv) -> None:
+    stdin = f'{{"session_id": "s1", "cwd": "/", "prompt": "hi", "n": {"7" * 5000}}}'
+    status, stdout, stderr = _orcactl(
+        orca_env, "hook", "claude-code", "UserPromptSubmit", "--no-start", stdin=stdin
+    )
+    limit = sys.get_int_max_str_digits()
+    assert (status, stdout) == (1, "")
+    assert stderr == f"orcactl hook: hook input holds a number of over {limit} digits\n"
+
+
 @pytest.mark.parametrize("value", ["0", "", "yes"])
 def test_orca_extraction_other_than_1_leaves_a_hook_at_work(
     tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess, value: str

@@ -282,6 +282,10 @@ def _read_input(deadline: float) -> dict[str, Any]:
     except RecursionError:
         raise HookInputError("hook input is nested too deeply") from None
     except ValueError as exc:
+        if "integer string conversion" in str(exc):  # Python's own advice is no use to a user
+            raise HookInputError(
+                f"hook input holds a number of over {sys.get_int_max_str_digits()} digits"
+            ) from None
         raise HookInputError(f"hook input is not JSON: {exc}") from None
     if not isinstance(payload, dict):
         raise HookInputError("hook input is not a JSON object")
