@@ -143,6 +143,15 @@ def test_with_another_model_the_classifier_stays_out_and_says_so() -> None:
     assert off.model == ""
 
 
+def test_a_classifier_that_fails_leaves_the_rules_their_facts(builtin: Embeddings) -> None:
+    classifier = fact_classifier.load()
+    assert classifier is not None
+    classifier.kinds = classifier.kinds[:, :-2]  # a bug's product: rows too short to multiply
+    judge = SentenceJudge(builtin, classifier)
+    assert judge(PLAIN_FACT) is None
+    assert facts(f"{PLAIN_FACT}. we use pnpm.", judge) == [("project", "The project uses pnpm.")]
+
+
 def test_without_a_classifier_file_the_judge_stays_out(builtin: Embeddings) -> None:
     judge = SentenceJudge(builtin, None)
     assert judge(PLAIN_FACT) is None

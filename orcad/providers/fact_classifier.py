@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
+import structlog
 
 from orcad.providers.heuristic import judged_text
 from orcad.recall.embedders import require_regular_file
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
     from orcad.recall.embedding import Embeddings
 
 Array = npt.NDArray[np.float32]
+log = structlog.get_logger("orcad.providers")
 
 HERE = Path(__file__).resolve().parent
 SENTENCES = HERE / "fact_sentences.tsv"
@@ -235,7 +237,8 @@ class SentenceJudge:
         return f"fact-classifier-{classifier.digest[:12]}"
 
     def __call__(self, sentence: str) -> str | None:
-        """The kind of durable fact `sentence` states, or None."""
+        """The kind of durable fact `sentence` states, or None (also when judging fails: the
+        extraction then keeps what the rules keep, rather than failing the job's attempt)."""
         classifier = self.classifier
         if classifier is None or self.embeddings.model_id != classifier.model_id:
             return None
@@ -244,5 +247,9 @@ class SentenceJudge:
             classifier.fact
         ):
             return None
-        judgement = classifier.judge([sentence], vectors)[0]
+        try:
+            judgement = classifier.judge([sentence], vectors)[0]
+        except Exception as exc:  # a bug here must not cost the rules' facts
+            log.error("fact_classifier.failed", error=repr(exc))  # never the sentence
+            return None
         return judgement.kind if judgement.probability >= classifier.threshold else None
