@@ -20,6 +20,7 @@ from orcad.providers.heuristic import (
 )
 from orcad.recall.embedding import Embeddings
 from orcad.recall.local_models import BUILTIN_DIR
+from orcad.secrets import redact
 
 pytestmark = pytest.mark.inprocess
 
@@ -126,6 +127,37 @@ def test_the_classifier_gives_each_kind(judge: SentenceJudge, text: str, kind: s
 )
 def test_requests_reports_and_chatter_stay_out(judge: SentenceJudge, text: str) -> None:
     assert facts(text, judge) == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # each of these the built-in model judges a fact: personal data and a password the
+        # redaction does not know as one
+        "My email is jane.doe@acme-corp.com and my phone number is +1 415 555 0199.",
+        "My social security number is 078-05-1120.",
+        "My passport number is X1234567.",
+        "My date of birth is 1985-03-14.",
+        "My credit card ends in 4242 and expires 09/27.",
+        "My home address is 12 Elm Street, Springfield.",
+        "The shared Grafana account is ops@acme.io with pw Spring2024!",
+        "The shared test account uses pw Winter2025 everywhere.",
+    ],
+)
+def test_personal_data_and_passwords_are_never_kept(judge: SentenceJudge, text: str) -> None:
+    assert facts(redact(text), judge) == []
+
+
+def test_a_shared_contact_or_a_habit_is_still_kept(judge: SentenceJudge) -> None:
+    kept = facts("Security reports go to security@acme.io.", judge)
+    assert kept == [("reference", "Security reports go to security@acme.io.")]
+    kept = facts("I read on my phone a lot so keep code blocks narrow.", judge)
+    assert kept == [("user", "I read on my phone a lot so keep code blocks narrow.")]
+
+
+def test_a_request_to_remember_a_password_the_redaction_misses_keeps_nothing() -> None:
+    text = "Remember that the shared Grafana account is ops@acme.io with pw Spring2024."
+    assert facts(redact(text), None) == []
 
 
 def test_a_fact_said_after_a_request_is_kept_without_the_request(judge: SentenceJudge) -> None:

@@ -83,7 +83,7 @@ def test_without_recalls_model_the_rules_alone_run(
     assert record["provenance"] == {
         "provider": "heuristic",
         "model": "",
-        "prompt_version": "heuristic-v7",
+        "prompt_version": "heuristic-v8",
     }
     assert read_ledger(path.parent.parent).candidates == ()
 

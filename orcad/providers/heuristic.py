@@ -43,8 +43,9 @@ What it cannot do, honestly:
   sentence that happens to match a rule may be kept;
 - it never reads assistant messages (what the assistant says is not confirmed by the user);
 - it drops questions, sentences inside code fences or indented blocks, quoted and shell lines,
-  sentences that mention redacted values or credential words, and sentences with transient
-  markers ("today", "right now", "for now", …), rather than trying to rescue part of them;
+  sentences that mention redacted values, credential words or personal data, and sentences
+  with transient markers ("today", "right now", "for now", …), rather than trying to rescue
+  part of them;
 - a setup statement needs a name after "is" (a capitalised word, a version, a path, a host or
   one of a list of known tools), so "the database is locked" and "the CI is red" are dropped, and
   so is "the monorepo uses turborepo" (a tool it does not know, in lowercase); a statement that
@@ -69,7 +70,7 @@ from orcad.providers.base import ProviderError
 from orcad.providers.heuristic_refusals import refused, taken_back
 from orcad.providers.heuristic_setup import setup_fact
 
-HEURISTIC_VERSION = "heuristic-v7"  # bump whenever a rule changes what is extracted
+HEURISTIC_VERSION = "heuristic-v8"  # bump whenever a rule changes what is extracted
 NOTHING = "NOTHING"
 
 Category = Literal["user", "feedback", "project", "reference"]

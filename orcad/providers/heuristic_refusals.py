@@ -13,7 +13,25 @@ _FLAGS = re.IGNORECASE
 _REDACTED = re.compile(r"redacted", _FLAGS)
 _CREDENTIAL_WORD = re.compile(
     r"\b(?:passwords?|passwd|passphrase|secrets?|tokens?|api[ _-]?keys?|private keys?|credentials?"
-    r"|ssh keys?|bearer)\b",
+    r"|ssh keys?|bearer|pw|pwd|passcodes?)\b",
+    _FLAGS,
+)
+# spec, What Is Captured: private values are rejected. Personal data: what a person's own
+# contact details, identity, card or bank numbers are ("my email is ...", "my credit card ends
+# in ...", "her personal phone is ..."), and what anyone's identity or card number is ("Bob's
+# passport number is ..."); not a team's shared contact ("security reports go to
+# security@example.com"), a payment feature ("we take credit cards") or a habit ("I read on
+# my phone a lot")
+_PERSONAL = re.compile(
+    r"\b(?:my|(?:his|her|their)\s+(?:personal|private|home))\s+"
+    r"(?:(?:personal|private|home|work|own)\s+)?"
+    r"(?:e-?mail|phone|cell|mobile|address|birthday|date of birth|salary|ssn|social security"
+    r"|passport|iban|bank(?:\s+account)?|(?:credit\s+|debit\s+)?card|driver'?s licen[cs]e"
+    r"|licen[cs]e plate|tax id|national id)"
+    r"(?:\s+(?:number|no\.?|address|id))?\s*(?:is|was|:|=|ends|starts|expires)(?!\w)"
+    r"|\b(?:ssn|social security (?:number|no)|passport (?:number|no)|date of birth"
+    r"|(?:credit|debit) card (?:number|no)|bank account (?:number|no)|routing number"
+    r"|driver'?s licen[cs]e (?:number|no))\s*(?:is|was|:|=)(?!\w)",
     _FLAGS,
 )
 _TRANSIENT = re.compile(
@@ -52,10 +70,11 @@ _STATE_NOW = re.compile(
 
 
 def refused(fact: str) -> bool:
-    """Whether a recognised fact names a secret, the state of the work now, or is hedged."""
+    """Whether a recognised fact names a secret or personal data, the state of the work now,
+    or is hedged."""
     return any(
         pattern.search(fact)
-        for pattern in (_REDACTED, _CREDENTIAL_WORD, _TRANSIENT, _UNSURE, _STATE_NOW)
+        for pattern in (_REDACTED, _CREDENTIAL_WORD, _PERSONAL, _TRANSIENT, _UNSURE, _STATE_NOW)
     )
 
 
