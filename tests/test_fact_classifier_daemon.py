@@ -132,3 +132,40 @@ def test_status_says_whether_the_classifier_extracts(
         check=True,
     )
     assert shown in printed.stdout
+
+
+def test_status_never_shows_a_key_on_the_commands_line(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess]
+) -> None:
+    # the command line is the command provider's model; provenance keeps it redacted, and so
+    # must daemon.status, which any client may read, and orcactl status, which prints it
+    key = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    config = (
+        '[extraction]\nprovider = "command"\n'
+        f'[extraction.command]\nargv = ["{sys.executable}", "-c", "pass", "--token", "{key}"]\n'
+    )
+    daemon = run_daemon(orca_env, daemon_factory, config)
+    status = status_once_loaded(daemon)
+    assert status.provider_model is not None
+    assert status.provider_model.startswith(sys.executable)
+    assert key not in status.provider_model
+    printed = subprocess.run(
+        [sys.executable, "-m", "orcactl", "status", "--no-start", "--json"],
+        env=orca_env.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert key[:12] not in printed.stdout
+    assert "Provider:" not in printed.stdout  # the JSON report, whole
+    printed = subprocess.run(
+        [sys.executable, "-m", "orcactl", "status", "--no-start"],
+        env=orca_env.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert f"Provider: command ({sys.executable} -c pass --token [REDACTED" in printed.stdout
+    assert key[:12] not in printed.stdout

@@ -39,6 +39,7 @@ from orcad.config import Config
 from orcad.errors import NotFound, StorageError
 from orcad.providers import ProviderConfigError, build_provider
 from orcad.providers.heuristic import FactJudge
+from orcad.secrets import redact
 from orcad.session_snapshot import Session
 from protocol.types import JobCounts
 
@@ -287,8 +288,9 @@ class CaptureService:
         return self.leases.busy_workers
 
     def provider_model(self) -> str | None:
-        """The model the built-in workers record in provenance; None when none runs."""
-        return None if self.pool is None else self.pool.provider.model
+        """The model the built-in workers record in provenance, redacted as there (a command
+        line can carry a key); None when none runs."""
+        return None if self.pool is None else redact(self.pool.provider.model)
 
     async def look_at_damaged(self) -> None:
         await self.leases.look_at_damaged()
