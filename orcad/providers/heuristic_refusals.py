@@ -78,6 +78,24 @@ def refused(fact: str) -> bool:
     )
 
 
+# what the fact classifier keeps is the user's sentence as written, whatever its shape, so a
+# value the redaction missed would be stored with it: a sentence that speaks of logging in, of
+# a pass or a user name, or of a webhook is not kept that way ("its pass is Xk29ab77", "the
+# admin console login is root with toor", "admin / hunter2 gets you in")
+_LOGIN_WORDS = re.compile(
+    r"\b(?:pass|passes|logins?|log\s*in|sign\s*in|signs?\s+in\s+with|user\s*names?|usernames?"
+    r"|user\s+(?:is|id|name)|gets\s+you\s+in|webhooks?|hooks\.slack\.com|(?:root|admin)\s+with"
+    r"|with\s+(?:root|admin)\b)",
+    _FLAGS,
+)
+
+
+def refused_verbatim(fact: str) -> bool:
+    """Whether a sentence kept as written (by the fact classifier, not by a rule that parsed
+    it) speaks of how to log in, where a value the redaction missed may sit."""
+    return bool(_LOGIN_WORDS.search(fact))
+
+
 def taken_back(sentence: str) -> str | None:
     """What follows the words that take the previous sentence back ("" when nothing does), or
     None when `sentence` takes nothing back."""
