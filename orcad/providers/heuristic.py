@@ -53,8 +53,11 @@ What it cannot do, honestly:
   ("for this test", "here") is dropped too;
 - its third-person rewrite is a small set of string rules, so grammar can be imperfect.
 
-Everything else (questions, progress reports, code, tool output) yields `NOTHING`. The module is
-pure: no trio, no I/O. `HeuristicProvider` is the thin async wrapper the worker calls.
+Everything else (questions, progress reports, code, tool output) yields `NOTHING`, unless the
+provider has a judge: the fact classifier (orcad/providers/fact_classifier.py) then reads each
+sentence no rule keeps (`judged_text` says which it never reads) and keeps the ones it judges a
+durable fact, in the user's words. The rules are pure: no trio, no I/O. `HeuristicProvider` is
+the async wrapper the worker calls; with a judge it runs the extraction in a worker thread.
 """
 
 from __future__ import annotations
@@ -438,7 +441,7 @@ _ASKS = re.compile(
     r"|will|shall|should|explain|describe|summari[sz]e|compare)\b|do\s+(?:we|you|i|they)\b"
     r"|let'?s\b"
     r"|(?:add|create|implement|fix|set\s+up|make|build|move|rename|refactor|update|remove|delete"
-    r"|change|convert|split|extract|generate|investigate|look|debug|try|help|show|explain|tell"
+    r"|change|convert|split|extract|generate|investigate|look|debug|try|help|show|tell"
     r"|bump|upgrade|install|revert|merge|rebase|push|open|close|migrate|rewrite|clean\s+up"
     r"|replace|wire|hook\s+up)\s+(?:a|an|the|this|that|these|those|it|them|my|me|us|some|up"
     r"|out|at|into|over|in|to|how|why|what)\b)",
