@@ -592,9 +592,10 @@ async def test_the_job_exhausted_last_is_kept_when_the_wall_clock_was_set_back(
     [
         ([("user", "we use pnpm")], True),
         ([("user", "x" * 9000)], False),  # long: redacted in a thread
-        ([("user", "")] * 65 + [("user", "we use pnpm")], False),  # many, each its own steps
+        ([("user", "")] * 63 + [("user", "we use pnpm")], True),  # 64: the most inline
+        ([("user", "")] * 64 + [("user", "we use pnpm")], False),  # many, each its own steps
     ],
-    ids=["short", "long", "many empty"],
+    ids=["short", "long", "64 messages", "65 messages"],
 )
 async def test_a_turns_source_is_built_off_the_event_loop_unless_it_is_small(
     tmp_path: Path,

@@ -93,6 +93,22 @@ def model_server() -> Iterator[tuple[str, list[int]]]:
     server.server_close()
 
 
+def write_exhausted_job(project_dir: Path, job_id: str) -> None:
+    """A job that gave up after four attempts, as the daemon leaves one."""
+    job = new_job(
+        job_id=job_id,
+        project_id=PROJECT_ID,
+        session_id="s",
+        turn_id="t",
+        source="user: hello",
+        source_digest="0" * 64,
+        source_bytes=11,
+        source_truncated=False,
+        now=time.time(),
+    )
+    jobstore.write_job(project_dir, msgspec.structs.replace(job, state="exhausted", attempts=4))
+
+
 def test_a_healthy_setup_has_no_problems(orca_env: OrcaEnv, daemon: DaemonProcess) -> None:
     status, findings = doctor(orca_env)
     assert status == 0, findings
@@ -776,22 +792,7 @@ def test_running_daemon_reports_exhausted_jobs_and_broken_indexes(
     written = ledger.Ledger(revision=2)
     ledger.write_ledger(project_dir, written)
     projections.index_path(project_dir).write_bytes(b"this is not a database" * 100)
-    exhausted = msgspec.structs.replace(
-        new_job(
-            job_id="job_" + "4" * 32,
-            project_id=PROJECT_ID,
-            session_id="s",
-            turn_id="t",
-            source="x",
-            source_digest="0" * 64,
-            source_bytes=1,
-            source_truncated=False,
-            now=time.time(),
-        ),
-        state="exhausted",
-        attempts=4,
-    )
-    jobstore.write_job(project_dir, exhausted)
+    write_exhausted_job(project_dir, "job_" + "4" * 32)
     process = DaemonProcess(orca_env)
     daemon_factory.append(process)
     process.start()
@@ -813,22 +814,7 @@ def test_the_fix_for_an_exhausted_job_runs_it_again_and_clears_the_problem(
     """The fix said to "forget or re-run the turn", neither of which a user can do to a job:
     `orcactl jobs retry` is what runs an exhausted job again."""
     job_id = "job_" + "5" * 32
-    exhausted = msgspec.structs.replace(
-        new_job(
-            job_id=job_id,
-            project_id=PROJECT_ID,
-            session_id="s",
-            turn_id="t",
-            source="user: hello",
-            source_digest="0" * 64,
-            source_bytes=11,
-            source_truncated=False,
-            now=time.time(),
-        ),
-        state="exhausted",
-        attempts=4,
-    )
-    jobstore.write_job(project_dir, exhausted)
+    write_exhausted_job(project_dir, job_id)
     process = DaemonProcess(orca_env)
     daemon_factory.append(process)
     process.start()
