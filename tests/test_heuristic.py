@@ -439,3 +439,49 @@ def test_a_setup_fact_after_another_fact_is_kept_without_a_request() -> None:
 )
 def test_setup_look_alikes_give_nothing(sentence: str) -> None:
     assert heuristic_output(f"user: {sentence}\n\nassistant: OK.") == "NOTHING"
+
+
+# A credential the redaction did not recognise is still never kept: what the rules would keep in
+# the user's own words is refused when it gives an account its password, a PIN, a door code or
+# a pass, or (kept as written) speaks of logging in with a value
+@pytest.mark.parametrize(
+    ("sentence", "value"),
+    [
+        ("remember that the jenkins creds are admin / qwerty77 for the nightly job", "qwerty77"),
+        ("keep in mind the teamcity guest account is guest / bluekitten", "bluekitten"),
+        ("don't forget the printer web ui takes admin/Biscuit2022", "Biscuit2022"),
+        ("remember the mail test login is qa@acme.test / Marvin42", "Marvin42"),
+        ("remember the ftp pass is literally just autumn", "autumn"),
+        ("remember the grafana admin pass is rex2019, i always forget it", "rex2019"),
+        ("remember root on the old box is trustno1", "trustno1"),
+        ("remember the nextcloud admin is Dexter2013", "Dexter2013"),
+        ("remember the wifi in the lake house is Gouda!77", "Gouda!77"),
+        ("remember the default pin on the new routers is 482913", "482913"),
+        ("remember the server room door code is 7431", "7431"),
+        ("keep in mind the vault recovery code is AB12-CD34-EF56", "AB12-CD34-EF56"),
+        ("remember the console login is Administrator zaq12wsx", "zaq12wsx"),
+        ("remember that you log into grafana with viewer and tulipgarden", "tulipgarden"),
+        ("remember to sign in with ops and maplesyrup before the deploy", "maplesyrup"),
+        ("remember the kiosk tablets unlock with monkey123", "monkey123"),
+        ("Always log in to jenkins as admin / qwerty77.", "qwerty77"),
+    ],
+)
+def test_a_credential_the_redaction_missed_is_not_kept(sentence: str, value: str) -> None:
+    kept = extract_facts(f"user: {sentence}\n\nassistant: OK.")
+    assert not any(value in fact.fact for fact in kept), kept
+
+
+@pytest.mark.parametrize(
+    ("sentence", "expected"),
+    [
+        ("remember admin rights come from the eng-admins google group", "Admin rights come"),
+        ("remember the router admin page is only reachable from the wired lan", "The router"),
+        ("keep in mind iot devices go on their own vlan, not the main wifi", "Iot devices"),
+        ("remember that we pin node 20 because of the canvas addon", "We pin node 20"),
+        ("remember that the admin/ folder holds the back office pages", "The admin/ folder"),
+        ("Always make sure the tests pass before you push.", "Always make sure the tests pass"),
+    ],
+)
+def test_access_talk_without_a_value_is_still_kept(sentence: str, expected: str) -> None:
+    kept = extract_facts(f"user: {sentence}\n\nassistant: OK.")
+    assert [fact.fact for fact in kept if fact.fact.startswith(expected)], kept

@@ -389,13 +389,14 @@ def classify_sentence(sentence: str) -> HeuristicFact | None:
     if not sentence or sentence.endswith("?"):
         return None
     classified: tuple[Category, str] | None
+    verbatim = False  # the user's words kept as written, whatever their shape
     if matched := _REMEMBER_TO.match(sentence):
-        classified = "feedback", matched.group("body")
+        classified, verbatim = ("feedback", matched.group("body")), True
     elif matched := _REMEMBER.match(sentence):
         body = _FILLER.sub("", matched.group("body").strip())
         classified = _classify(body, setup=False)
         if classified is None and not _PRONOUN_START.match(body):
-            classified = "project", body
+            classified, verbatim = ("project", body), True
     else:
         classified = _classify(sentence)
         embedded = _EMBEDDED_REMEMBER.search(sentence) if classified is None else None
@@ -410,7 +411,7 @@ def classify_sentence(sentence: str) -> HeuristicFact | None:
     fact = as_sentence(text)
     if len(fact.split()) < 3 or len(fact) > limits.EXTRACTOR_FACT_MAX_CHARS:
         return None
-    if refused(fact):
+    if refused(fact) or (verbatim and refused_verbatim(fact)):
         return None
     return HeuristicFact(category=category, fact=fact)
 

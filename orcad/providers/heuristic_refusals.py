@@ -13,7 +13,18 @@ _FLAGS = re.IGNORECASE
 _REDACTED = re.compile(r"redacted", _FLAGS)
 _CREDENTIAL_WORD = re.compile(
     r"\b(?:passwords?|passwd|passphrase|secrets?|tokens?|api[ _-]?keys?|private keys?|credentials?"
-    r"|ssh keys?|bearer|pw|pwd|passcodes?)\b",
+    r"|creds?|ssh keys?|bearer|pw|pwd|passcodes?)\b"
+    # `pass` as a noun: "the ftp pass is summer", "the grafana admin pass: X" (not "the tests pass")
+    r"|\bpass\s+(?:is|was|for)\b|\b(?:admin|root|user|db|database|ftp|wifi|wi-fi|ssh|vpn|default"
+    r"|login|app|account|acct|master|the|my|our|its|their)\s+pass\b"
+    # what opens a door, an alarm or an account: "the door code is 4471", "the pin on the
+    # routers is 123456" (not "we pin node 20")
+    r"|\b(?:recovery|backup|unlock|door|alarm|gate|lock|keypad|entry|access|2fa|mfa|totp)\s+codes?\b"
+    r"|\bpins?\b[^.;!?\n]{0,60}?\b(?:is|was|are)\s+\d{4,}"
+    # an account and its password in one: "admin / Oreo2022", "guest / rainbowkitten",
+    # "qa@acme.test / Marvin42", "admin/Winter2023!" (not "the admin/ folder")
+    r"|\b(?:admin|administrator|root|guest|user|sa|ops|test)\s+/\s+\S"
+    r"|\b(?:admin|administrator|root|guest)/(?=\S*\d)\S|[\w.+-]+@[\w.-]+\s+/\s+\S",
     _FLAGS,
 )
 # spec, What Is Captured: private values are rejected. Personal data: what a person's own
@@ -83,9 +94,15 @@ def refused(fact: str) -> bool:
 # a pass or a user name, or of a webhook is not kept that way ("its pass is Xk29ab77", "the
 # admin console login is root with toor", "admin / hunter2 gets you in")
 _LOGIN_WORDS = re.compile(
-    r"\b(?:pass|passes|logins?|log\s*in|sign\s*in|signs?\s+in\s+with|user\s*names?|usernames?"
-    r"|user\s+(?:is|id|name)|gets\s+you\s+in|webhooks?|hooks\.slack\.com|(?:root|admin)\s+with"
-    r"|with\s+(?:root|admin)\b)",
+    r"\b(?:pass|passes|logins?|log\s*in|log\s*on|sign\s*in|signs?\s+in\s+with|user\s*names?"
+    r"|usernames?|user\s+(?:is|id|name)|gets\s+you\s+in|webhooks?|hooks\.slack\.com"
+    r"|(?:root|admin)\s+with|with\s+(?:root|admin)\b|unlocks?|acct|accounts?\s+is"
+    r"|codes?\s+(?:is|was|for)\b)"
+    # an account or a network said to be a value: "root on the legacy box is trustno1", "the
+    # nextcloud admin is Dexter2013", "root is root@localhost lemonadestand", "the wifi in the
+    # cabin is Cheddar!88"
+    r"|\b(?:root|admin|administrator|guest|wi-?fi|ssid|router)\b[^.;!?\n]{0,40}?\b(?:is|was)\s+"
+    r"(?:\S*[a-z]\S*\d|\d\S*[a-z]|\S*@)",
     _FLAGS,
 )
 
