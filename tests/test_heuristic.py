@@ -464,6 +464,8 @@ def test_setup_look_alikes_give_nothing(sentence: str) -> None:
         ("remember to sign in with ops and maplesyrup before the deploy", "maplesyrup"),
         ("remember the kiosk tablets unlock with monkey123", "monkey123"),
         ("Always log in to jenkins as admin / qwerty77.", "qwerty77"),
+        ("remember the guest router key is 87654321", "87654321"),
+        ("remember you log into the nas through the vpn as admin with Biscuit99", "Biscuit99"),
     ],
 )
 def test_a_credential_the_redaction_missed_is_not_kept(sentence: str, value: str) -> None:
@@ -480,6 +482,8 @@ def test_a_credential_the_redaction_missed_is_not_kept(sentence: str, value: str
         ("remember that we pin node 20 because of the canvas addon", "We pin node 20"),
         ("remember that the admin/ folder holds the back office pages", "The admin/ folder"),
         ("Always make sure the tests pass before you push.", "Always make sure the tests pass"),
+        ("remember that grafana logins go through okta now", "Grafana logins go through okta"),
+        ("keep in mind that on the wiki you sign in with your github account", "On the wiki"),
     ],
 )
 def test_access_talk_without_a_value_is_still_kept(sentence: str, expected: str) -> None:

@@ -102,15 +102,29 @@ _LOGIN_WORDS = re.compile(
     # nextcloud admin is Dexter2013", "root is root@localhost lemonadestand", "the wifi in the
     # cabin is Cheddar!88"
     r"|\b(?:root|admin|administrator|guest|wi-?fi|ssid|router)\b[^.;!?\n]{0,40}?\b(?:is|was)\s+"
-    r"(?:\S*[a-z]\S*\d|\d\S*[a-z]|\S*@)",
+    r"(?:\S*[a-z]\S*\d|\d\S*[a-z]|\d{4,}|\S*@)"
+    r"|\bkeys?\s+(?:is|was)\s+(?:\S*[a-z]\S*\d|\d\S*[a-z]|\d{4,})",
     _FLAGS,
 )
+# ... unless it says how one logs in without a value of its own: through an identity provider,
+# a key or a device ("kibana logins go through okta", "you sign in with google", "aws console
+# logins need a yubikey"), with no word that mixes letters and digits, long number, "a / b" pair
+# or address in it
+_SIGN_IN_MEANS = re.compile(
+    r"\b(?:sso|saml|oauth2?|oidc|okta|auth0|google|github|gitlab|microsoft|azure\s+ad|entra"
+    r"|yubikeys?|passkeys?|1password|bitwarden|vault|teleport|tsh|tailscale|vpn|mfa|2fa"
+    r"|ssh\s+keys?|certificates?|kerberos|ldap|active\s+directory|webauthn|iam)\b",
+    _FLAGS,
+)
+_VALUE_LIKE = re.compile(r"\S*[a-z]\S*\d|\d\S*[a-z]|\d{4,}|\S\s*/\s*\S|\S@\S", _FLAGS)
 
 
 def refused_verbatim(fact: str) -> bool:
     """Whether a sentence kept as written (by the fact classifier, not by a rule that parsed
     it) speaks of how to log in, where a value the redaction missed may sit."""
-    return bool(_LOGIN_WORDS.search(fact))
+    if not _LOGIN_WORDS.search(fact):
+        return False
+    return not _SIGN_IN_MEANS.search(fact) or bool(_VALUE_LIKE.search(fact))
 
 
 def taken_back(sentence: str) -> str | None:
