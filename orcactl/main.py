@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import copy
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import NoReturn
 
 from orcactl.arguments import socket_file
@@ -54,6 +55,10 @@ class UsageError(CommandError):
         self.prog = prog
 
 
+# argparse's message for a required argument (the command, say) that is not given
+REQUIRED_MISSING = "the following arguments are required"
+
+
 class Parser(argparse.ArgumentParser):
     """argparse, whose usage errors are raised rather than exited on, so that main reports
     them as it does every failure (one document on stdout too, with --json); its commands'
@@ -63,6 +68,38 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         raise UsageError(self.format_usage(), self.prog, message)
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        """argparse's, but an unknown option on a line that also lacks the command (`orcactl
+        --bogus`) is reported as unknown: argparse says only that the command is missing, as
+        it checks that first. Which words it does not know, it says itself, parsing the line
+        again with nothing required (so `--js` is --json, and `--socket=--x` names a path)."""
+        try:
+            return super().parse_known_args(args, namespace)
+        except UsageError as exc:
+            if not str(exc).startswith(REQUIRED_MISSING):
+                raise
+            unknown = self._unknown_options(args, namespace)
+            if not unknown:
+                raise
+            self.error(f"unrecognized arguments: {' '.join(unknown)}")
+
+    def _unknown_options(
+        self, args: Sequence[str] | None, namespace: argparse.Namespace | None
+    ) -> list[str]:
+        required = [action for action in self._actions if action.required]
+        try:
+            for action in required:
+                action.required = False
+            fresh = None if namespace is None else copy.copy(namespace)
+            return super().parse_known_args(args, fresh)[1]
+        except UsageError:  # another fault in the line: the first message stands
+            return []
+        finally:
+            for action in required:
+                action.required = True
 
 
 class _Version(argparse.Action):

@@ -247,6 +247,53 @@ def test_json_reports_bad_usage_as_one_document(
     assert document["error"]["message"] in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize(
+    ("argv", "unknown"),
+    [
+        (["--bogus", "--json"], "--bogus"),
+        (["--js", "--bogus", "--other"], "--bogus --other"),  # argparse takes --js for --json
+        (["--bogus", "--jso"], "--bogus"),
+        (["--json", "memory", "--bogus"], "--bogus"),  # a group lacking its action
+        (["--json", "recall", "--bogus"], "--bogus"),  # a command lacking its PROMPT
+    ],
+    ids=lambda value: " ".join(value) if isinstance(value, list) else "",
+)
+def test_an_unknown_option_without_a_command_is_named_not_a_missing_command(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, argv: list[str], unknown: str
+) -> None:
+    # argparse checks for the command first: `orcactl --bogus` said only that COMMAND was
+    # required, never which option was wrong
+    status, document, err = json_failure(capsys, "--socket", str(tmp_path / "none.sock"), *argv)
+    assert status == EXIT_USAGE
+    assert document["error"]["data"] == {"kind": "usage"}
+    assert document["error"]["message"] == f"unrecognized arguments: {unknown}"
+    assert f"error: unrecognized arguments: {unknown}\n" in err
+    assert "required" not in err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [],
+        ["--json"],
+        ["--socket=--bogus", "--json"],  # a socket path that looks like an option is a path
+        ["--socket", "/tmp/x.sock", "--js"],
+    ],
+    ids=" ".join,
+)
+def test_a_line_without_a_command_still_says_a_command_is_required(
+    capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    out, err = capsys.readouterr()
+    assert exited.value.code == EXIT_USAGE
+    assert "error: the following arguments are required: COMMAND\n" in err
+    assert "unrecognized" not in err
+    if argv:  # each of them asks for JSON
+        assert json.loads(out)["error"]["message"].endswith("required: COMMAND")
+
+
 def test_a_json_word_after_the_options_end_is_text_not_the_option(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

@@ -155,6 +155,10 @@ BAD_USAGE = [
     (["inspect", "/tmp", "--project", "a" * 64], "argument --project: not allowed with"),
     (["forget", "cand_" + "0" * 32, "--project", "a" * 64, "--cwd", "/tmp"], "not allowed with"),
     (["no-such-command"], "invalid choice"),
+    # no command given: argparse said only that one was required, not which option was wrong
+    (["--bogus"], "orcactl: error: unrecognized arguments: --bogus"),
+    (["--no-start", "--bogus"], "orcactl: error: unrecognized arguments: --bogus"),
+    (["memory", "--bogus"], "orcactl memory: error: unrecognized arguments: --bogus"),
     # the MCP server served every tool call an error instead
     (["mcp", "--cwd", "/nonexistent/dir"], "--cwd: /nonexistent/dir does not exist"),
     (["mcp", "--session-id", "s" * 257], "--session-id: the id has 257 characters"),
