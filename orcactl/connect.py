@@ -41,6 +41,7 @@ EXIT_ERROR = 1  # the daemon answered with an error, or the request failed
 EXIT_USAGE = 2  # bad command line (argparse)
 EXIT_NOT_RUNNING = 3  # no daemon answers (and none was started)
 EXIT_DECLINED = 4  # a pending change was not approved
+EXIT_INTERRUPTED = 130  # Ctrl-C, as a shell reports SIGINT
 
 START_TIMEOUT_S = 15.0
 
@@ -65,7 +66,11 @@ class CommandError(Exception):
 
 
 # data.kind of a failure the daemon did not answer with, by exit status
-LOCAL_FAILURE_KINDS = {EXIT_USAGE: "usage", EXIT_NOT_RUNNING: "not_running"}
+LOCAL_FAILURE_KINDS = {
+    EXIT_USAGE: "usage",
+    EXIT_NOT_RUNNING: "not_running",
+    EXIT_INTERRUPTED: "interrupted",
+}
 
 
 def failure_document(exc: CommandError) -> dict[str, Any]:

@@ -4,6 +4,7 @@ the full command line."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sys
@@ -17,6 +18,7 @@ HOOK_PATH_OPTIONS = ("--home", "--config-dir")
 VALUE_OPTIONS = ("--socket", *HOOK_PATH_OPTIONS)
 TOP_LEVEL_OPTIONS = (*GLOBAL_OPTIONS, *HOOK_PATH_OPTIONS, "--help", "--version")
 EXIT_INTERRUPTED = 130  # what a shell reports for SIGINT; never 2, the agents' "block"
+INTERRUPTED = "interrupted (Ctrl-C)"  # what orcactl says of it, with --json
 
 
 def _global_option(item: str) -> str | None:
@@ -99,6 +101,32 @@ def _interrupted(_signum: int, _frame: object) -> None:
     os._exit(EXIT_INTERRUPTED)
 
 
+def asks_for_json(argv: list[str]) -> bool:
+    """Whether `--json`, or an abbreviation of it that argparse would take (`--js`), is one of
+    the options of `argv` (a word after `--` is text, not an option)."""
+    options = argv[: argv.index("--")] if "--" in argv else argv
+    return any(len(word) >= len("--j") and "--json".startswith(word) for word in options)
+
+
+def _interrupted_with_json(_signum: int, _frame: object) -> None:
+    """Ctrl-C while a command asked to print JSON is still importing: the failure document
+    orcactl.main prints for it later (a script reading stdout gets one either way), then at
+    once exit 130, as `_interrupted`."""
+    document = {
+        "ok": False,
+        "error": {"code": None, "message": INTERRUPTED, "data": {"kind": "interrupted"}},
+    }
+    for descriptor, text in (
+        (2, f"orcactl: {INTERRUPTED}\n"),
+        (1, json.dumps(document, indent=2) + "\n"),
+    ):
+        try:
+            os.write(descriptor, text.encode())
+        except OSError:  # nobody reads it any more: the status stands
+            pass
+    os._exit(EXIT_INTERRUPTED)
+
+
 def _hold_standard_descriptors() -> None:
     """Open /dev/null on each of descriptors 0, 1 and 2 the process was started without (an
     agent that closed a hook's stdout, `orcactl ... >&-`), so that the next socket or file
@@ -132,6 +160,9 @@ def main() -> None:
         from orcactl.mcp_handshake import answer_early  # noqa: PLC0415
 
         answer_early(mcp_options)
+    elif quiet and asks_for_json(sys.argv[1:]) and "mcp" not in sys.argv[1:]:
+        # not for the MCP server (`--js mcp` too): its stdout is the client's
+        signal.signal(signal.SIGINT, _interrupted_with_json)
     from orcactl.main import main as full_main  # noqa: PLC0415
 
     if quiet:  # the command's own Ctrl-C handling from here (orcactl.main: exit 130)

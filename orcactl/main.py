@@ -25,6 +25,7 @@ from orcactl.commands import (
 from orcactl.connect import (
     CONNECTION_FAILURES,
     EXIT_ERROR,
+    EXIT_INTERRUPTED,
     EXIT_USAGE,
     CommandError,
     connection_failure,
@@ -32,6 +33,7 @@ from orcactl.connect import (
     print_json,
     writes_unicode,
 )
+from orcactl.entry import INTERRUPTED, asks_for_json
 from orcactl.hooks.runner import extraction_run
 from orcactl.terminal import OutputClosed, OutputFailed, SafeWriter
 from orcad import __version__
@@ -42,7 +44,7 @@ COMMAND_GROUPS = [daemon, recall, memory, grants, projects, provider, service, d
 EPILOG = """exit status: 0 success; 1 the daemon answered with an error, or the command failed
 (doctor or service status found a problem, say); 2 bad usage;
 3 orcad is not running (and was not started); 4 a pending change was not approved;
-130 Ctrl-C (interrupted).
+130 Ctrl-C (interrupted). With --json, every failure also prints one JSON document.
 Without --no-start, a command that needs the daemon starts it when none answers."""
 
 
@@ -218,11 +220,11 @@ def main(argv: list[str] | None = None) -> None:
     except CommandError as exc:
         status = report_failure(exc, args, argv)
     except KeyboardInterrupt:
-        status = 130
+        status = report_interrupt(args, argv)
     except BaseExceptionGroup as group:  # Ctrl-C inside a trio nursery (provider test) is Ctrl-C
         if group.subgroup(KeyboardInterrupt) is None:
             raise
-        status = 130
+        status = report_interrupt(args, argv)
     except OutputFailed as exc:  # a full disk under `> file`: said on stderr, if it can be
         with contextlib.suppress(OutputClosed):
             print(f"orcactl: {exc}", file=sys.stderr)
@@ -255,11 +257,19 @@ def report_failure(
     return exc.status
 
 
+def report_interrupt(args: argparse.Namespace | None, argv: list[str] | None) -> int:
+    """Ctrl-C: exit 130, without a word; with --json, the failure document a script reads on
+    stdout for every other failure too. Not for `orcactl mcp`, whose stdout is the client's."""
+    if getattr(args, "command", None) == "mcp":
+        return EXIT_INTERRUPTED
+    if not _json_asked(args, sys.argv[1:] if argv is None else argv):
+        return EXIT_INTERRUPTED
+    return report_failure(CommandError(INTERRUPTED, EXIT_INTERRUPTED), args, argv)
+
+
 def _json_asked(args: argparse.Namespace | None, argv: list[str]) -> bool:
     """Whether the command line asks for JSON; before parsing succeeded, whether `--json`, or
-    an abbreviation of it that argparse would take (`--js`), is one of its options (a word
-    after `--` is text, not an option)."""
+    an abbreviation of it that argparse would take (`--js`), is one of its options."""
     if args is not None:
         return bool(getattr(args, "json", False))
-    options = argv[: argv.index("--")] if "--" in argv else argv
-    return any(len(word) >= len("--j") and "--json".startswith(word) for word in options)
+    return asks_for_json(argv)
