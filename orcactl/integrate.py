@@ -30,6 +30,7 @@ from orcactl.connect import EXIT_OK, EXIT_USAGE, CommandError, print_json
 from orcactl.hooks.failures import failures_path, recent_failures
 from orcactl.service_files import carried_environment
 from orcad.paths import resolve_paths, socket_path_problem
+from orcad.workspace import derive_workspace
 
 
 def _runnable(program: str) -> bool:
@@ -54,8 +55,22 @@ def _default_orcactl(env: dict[str, str], remove: bool) -> str:
 NOT_IN_CONFIG = "which the agent's configuration cannot carry; nothing was changed"
 
 
+def project_root(args: argparse.Namespace) -> Path | None:
+    """With --project, the project whose files are written: the root orcad takes for a session
+    started in --cwd (or the current directory), its Git top level, else that directory itself.
+    The agents read a project's files there (Codex its `.codex/` from the root down), so files
+    written in a subdirectory served only sessions started in it, or none."""
+    if not args.project:
+        return None
+    directory = args.cwd or current_directory()
+    try:
+        return Path(derive_workspace(directory).root)
+    except ValueError as exc:  # .git could not be looked for (no access, a path too long)
+        raise CommandError(f"{exc}; nothing was changed", EXIT_USAGE) from None
+
+
 def plan(args: argparse.Namespace, env: dict[str, str]) -> list[Change]:
-    project = Path(args.cwd or current_directory()) if args.project else None
+    project = project_root(args)
     orcactl = args.orcactl or _default_orcactl(env, args.remove)
     if not args.remove:  # --remove writes neither
         utf8_path("the orcactl path", orcactl, NOT_IN_CONFIG)
@@ -167,16 +182,34 @@ def _apply(args: argparse.Namespace, env: dict[str, str]) -> list[Written]:
             attempt += 1
 
 
+def _project_note(args: argparse.Namespace, project: Path | None) -> None:
+    """Where the project's files are, when that is not the directory integrate was run for."""
+    if project is None:
+        return
+    given = args.cwd or current_directory()
+    if os.path.realpath(given) != str(project):
+        print(f"note: {given} is in the project at {project}: its files are written there")
+
+
 def run_integrate(args: argparse.Namespace) -> int:
     env = dict(os.environ)
+    project = project_root(args)
+    shown = str(project) if project is not None else None
     if args.dry_run:
         pending = _pending(args, env)
         if args.json:
             diffs = [{"path": str(change.path), "diff": change.diff()} for change in pending]
             print_json(
-                {"agent": args.agent, "removed": args.remove, "dry_run": True, "changed": diffs}
+                {
+                    "agent": args.agent,
+                    "project": shown,
+                    "removed": args.remove,
+                    "dry_run": True,
+                    "changed": diffs,
+                }
             )
             return EXIT_OK
+        _project_note(args, project)
         for change in pending:
             print(change.diff(), end="")
         if not pending:
@@ -196,6 +229,7 @@ def run_integrate(args: argparse.Namespace) -> int:
         print_json(
             {
                 "agent": args.agent,
+                "project": shown,
                 "removed": args.remove,
                 "dry_run": False,
                 "changed": report,
@@ -203,6 +237,7 @@ def run_integrate(args: argparse.Namespace) -> int:
             }
         )
         return EXIT_OK
+    _project_note(args, project)
     if not report:
         state = "disconnected" if args.remove else "connected"
         print(f"{args.agent}: already {state}; nothing to change")

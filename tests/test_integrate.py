@@ -356,6 +356,59 @@ def test_project_level_files(orca_env: OrcaEnv, tmp_path: Path) -> None:
     assert not (_home(orca_env) / ".claude").exists()  # nothing user-level
 
 
+@pytest.mark.parametrize("agent", ["claude-code", "codex"])
+def test_project_files_go_to_the_repository_root_from_a_subdirectory(
+    orca_env: OrcaEnv, tmp_path: Path, agent: str
+) -> None:
+    # run in a subdirectory, it wrote .claude/ (.codex/) and .mcp.json there, where the agents
+    # do not look for a project's files when started at the root (orcad's workspace root)
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    deeper = repo / "src" / "pkg"
+    deeper.mkdir(parents=True)
+    by_cwd = _integrate(orca_env, agent, "--project", "--json", cwd=deeper)
+    assert by_cwd.returncode == 0, by_cwd.stderr
+    assert sorted(p.name for p in (repo / "src").rglob("*")) == ["pkg"]  # nothing below
+    if agent == "claude-code":
+        expected = {repo / ".claude" / "settings.json", repo / ".mcp.json"}
+        server = json.loads((repo / ".mcp.json").read_text())["mcpServers"]["orca"]
+        assert server["args"][:3] == ["mcp", "--cwd", str(repo)]
+    else:
+        expected = {repo / ".codex" / "hooks.json", repo / ".codex" / "config.toml"}
+    assert all(path.is_file() for path in expected)
+    report = json.loads(by_cwd.stdout)
+    assert {Path(entry["path"]) for entry in report["changed"]} == expected
+    assert report["project"] == str(repo)
+    # --cwd names a directory in the project just the same, and the human output says where
+    again = _integrate(orca_env, agent, "--project", "--cwd", str(deeper), "--remove")
+    assert again.returncode == 0, again.stderr
+    assert f"note: {deeper} is in the project at {repo}: its files are written there" in (
+        again.stdout
+    )
+    if agent == "claude-code":
+        assert all(not path.exists() for path in expected)
+    else:  # config.toml keeps `hooks = true`, which other hooks may need
+        assert not (repo / ".codex" / "hooks.json").exists()
+        config = tomllib.loads((repo / ".codex" / "config.toml").read_text())
+        assert "orca" not in config.get("mcp_servers", {})
+
+
+def test_project_files_outside_a_repository_go_to_the_directory_itself(
+    orca_env: OrcaEnv, tmp_path: Path
+) -> None:
+    plain = tmp_path / "plain" / "sub"
+    plain.mkdir(parents=True)
+    result = _integrate(orca_env, "codex", "--project", "--cwd", str(plain), "--dry-run", "--json")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["project"] == str(plain)
+    assert {entry["path"] for entry in report["changed"]} == {
+        str(plain / ".codex" / "hooks.json"),
+        str(plain / ".codex" / "config.toml"),
+    }
+    assert not (plain / ".codex").exists()  # a dry run
+
+
 def test_remove_leaves_a_project_as_integrate_found_it(orca_env: OrcaEnv, tmp_path: Path) -> None:
     # --remove left .claude/, and a backup of each file it deleted (files that held only orca's
     # entries), untracked in the user's repository

@@ -78,13 +78,16 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     integrate.add_argument("agent", choices=AGENTS, help="the agent to connect")
     integrate.add_argument(
-        "--project", action="store_true", help="the project's configuration files (at --cwd)"
+        "--project",
+        action="store_true",
+        help="the project's configuration files, at the root of the project --cwd is in (its Git "
+        "top level, as orcad takes a workspace's root, else --cwd itself)",
     )
     integrate.add_argument(
         "--cwd",
         metavar="DIR",
         type=existing_directory,
-        help="project directory (default: current)",
+        help="a directory in the project (default: current)",
     )
     integrate.add_argument("--dry-run", action="store_true", help="print the diffs, change nothing")
     integrate.add_argument("--remove", action="store_true", help="take orca out again")
