@@ -14,9 +14,10 @@ import re
 from collections.abc import Iterator
 
 from orcad.lazy_patterns import lazy_compile
-from orcad.secret_sentences import STATED_VALUE, stated_password
+from orcad.secret_sentences import STATED_VALUE, plain_word_password, stated_password
 from orcad.secret_values import (
     STATED_VERB,
+    VERSIONED_NAME,
     Span,
     end_before_trailing,
     looks_random,
@@ -270,16 +271,65 @@ def _find_passes(text: str, lowered: str) -> Iterator[Span]:
             yield span
 
 
+# What a `pass` a credential is for, one of the two words before it: "the ftp pass is X",
+# "the grafana admin pass is X", "the admin panel pass is X" (not "the first pass", "the lint
+# pass", "a boarding pass")
+_PASS_OF = frozenset(
+    ("admin", "root", "ftp", "sftp", "wifi", "wi-fi", "wlan", "db", "database", "mysql",
+     "postgres", "keystore", "ssh", "vpn", "user", "account", "acct", "login", "router", "email",
+     "mail", "smtp", "sudo", "guest", "sa", "rdp", "vnc", "ldap", "redis", "git", "svn")
+)  # fmt: skip
+_WORDS_BEFORE = lazy_compile(r"(?:([a-z][a-z0-9\-]{0,19})[ \t]+)?([a-z][a-z0-9\-]{0,19})[ \t]+\Z")
+_DIGITS_IN_A_WORD = lazy_compile(r"[a-z][0-9]+[a-z]")
+
+
+def _pass_of_a_login(lowered: str, at: int) -> bool:
+    """One of the two words before the `pass` at `at` names what logs in with it."""
+    words = _WORDS_BEFORE.search(lowered, max(0, at - 42), at)
+    return words is not None and (words[1] in _PASS_OF or words[2] in _PASS_OF)
+
+
 def _pass_for(text: str, match: re.Match[str]) -> Span | None:
-    """The password a note gives for `pass` alone, said for something or right before a verb."""
+    """The password a note gives for `pass` alone, said for something or right before a verb.
+    After a word of a login ("the ftp pass is X") a verb gives any password: letters and
+    digits, or a plain word (`plain_word_password`) that ends the clause, too."""
     words = match["words"]
     if not _owned_by(words, _PASS_OWNERS):
         return None
     start, value_end = match.span("value")
     end = end_before_trailing(text, start, value_end)
-    if not words and (match["op"] is not None or not value_ends_clause(text, value_end, end)):
+    value = text[start:end]
+    ends = value_ends_clause(text, value_end, end)
+    if (
+        match["op"] is None
+        and _pass_of_a_login(match.string, match.start())  # (the match is of the lowered text)
+        and _login_pass_value(value, ends=ends)
+    ):
+        return start, end
+    if not words and (match["op"] is not None or not ends):
         return None  # `pass: X` is an assignment's; "this pass is X-only here" is prose
-    return (start, end) if _chosen(text[start:end]) else None
+    return (start, end) if _chosen(value) else None
+
+
+def _login_pass_value(value: str, *, ends: bool) -> bool:
+    """A value a verb gives for a login's `pass`: letters with digits or a plain word ending
+    the clause, or letters with a digit inside a word ("pa55word") wherever it stands."""
+    if not (value.isalnum() and len(value) >= 5 and not value.isdigit()):
+        return False
+    if ends and ((value.isalpha() and plain_word_password(value)) or _mixed(value)):
+        return True
+    return _DIGITS_IN_A_WORD.search(value.lower()) is not None and _mixed(value)
+
+
+def _mixed(value: str) -> bool:
+    """Letters with digits, starting with a letter, no version ("rex2019", "pa55word"; not
+    "sha256", "v2")."""
+    return (
+        value[0].isalpha()
+        and any(char.isdigit() for char in value)
+        and sum(char.isalpha() for char in value) >= 3
+        and VERSIONED_NAME.match(value.lower()) is None
+    )
 
 
 def find_noted_passwords(text: str, lowered: str) -> Iterator[Span]:

@@ -253,6 +253,56 @@ def _clearly_stated(value: str, *, clause_ends: bool) -> bool:
     )
 
 
+# Words a sentence says a password is, which are no password: what it is like, whose it is,
+# where it is ("the password is fine", "the password is optional", "the password is yours").
+# With `DESCRIPTIVE`, the function words and the describing ends, they keep a lone plain word
+# given by a verb a password only when it is none of them (`plain_word_password`).
+_SAID_OF_A_PASSWORD = frozenset(
+    (
+        "fine", "good", "bad", "okay", "great", "nice", "ugly", "new", "old", "secret",
+        "private", "public", "safe", "unsafe", "simple", "complex", "obvious", "common",
+        "easy", "hard", "sure", "set", "unset", "empty", "right", "gone", "lost", "ready",
+        "done", "fixed", "static", "hidden", "broken", "stale", "fresh", "unique", "generic",
+        "standard", "custom", "weird", "trivial", "masked", "present", "absent", "shared",
+        "global", "local", "current", "latest", "initial", "first", "last", "next", "same",
+        "different", "identical", "mandatory", "optional", "obsolete", "outdated", "enough",
+        "unchanged", "reused", "leaked", "exposed", "compromised", "expired", "locked",
+        "unlocked", "encrypted", "hashed", "salted", "stored", "saved", "cached", "mine",
+        "yours", "hers", "ours", "theirs", "ignored", "optional", "needed", "free", "false",
+        "true", "null", "undefined", "nothing", "something", "anything", "everything",
+        "whatever", "unknown", "dummy", "fake", "real", "actual", "strict", "loose", "lax",
+        "cleartext", "plaintext", "hex", "base", "utf", "ascii", "unicode", "numeric",
+        "alphanumeric", "lowercase", "uppercase", "mixed", "wrong", "expiring", "due",
+        "overdue", "back", "away", "down", "inside", "elsewhere", "somewhere", "nowhere",
+        "below", "above", "attached", "included", "visible", "ok", "yes", "no", "please",
+        "missing", "pending", "over", "under", "through", "correct", "incorrect", "invalid",
+        "valid", "forgotten", "known", "strong", "weak", "random", "long", "short", "separate",
+        "accurate", "adequate", "appropriate", "immediate", "deliberate", "intermediate",
+        "ultimate", "legitimate", "duplicate", "pure", "mature", "obscure", "insecure", "secure",
+    )
+)  # fmt: skip
+
+
+def plain_word_password(value: str) -> bool:
+    """A lone word of five to 24 small letters a verb gives for a password, where it ends its
+    clause ("the password is bananabread", "the ftp pass is summer"): unless it is a function
+    word, a word that says what a password is like, whose or where it is, or a word that ends as
+    participles, adverbs and adjectives do ("the password is fine", "is optional", "is useless",
+    "is hashed", "is changing", "is mandatory")."""
+    return (
+        5 <= len(value) <= 24
+        and value.isalpha()
+        and value.islower()
+        and value not in _SAID_OF_A_PASSWORD
+        and value not in DESCRIPTIVE
+        and value not in PROSE_OR_CODE_WORDS
+        and value not in _SENTENCE_WORDS
+        and not value.endswith(DESCRIBING_ENDS + _ADJECTIVE_ENDS)
+        and "pass" not in value  # mypasswordhere: a stand-in
+        and not is_placeholder(value)
+    )
+
+
 # How English words that describe a password end ("the password is unrecoverable"): a long
 # word of letters that ends otherwise is rather words run together as one.
 DESCRIBING_ENDS = (
@@ -261,6 +311,8 @@ DESCRIBING_ENDS = (
     "ance", "ist", "ism", "ward", "wards", "worthy", "where", "ever", "self", "proof", "wise",
     "like", "some", "out",
 )  # fmt: skip
+# and a few more ends of adjectives, said of a lone word only ("is obligatory", "is foolish")
+_ADJECTIVE_ENDS = ("ish", "ical", "ular", "ile", "ary", "ory", "ior")
 
 
 def _joined_words(value: str) -> bool:
@@ -355,7 +407,7 @@ def find_stated_passwords(text: str, lowered: str) -> Iterator[Span]:
                 match["op"] is None
                 and clause_ends
                 and _owned(match["words"])
-                and value.lower() in NOTORIOUS_PASSWORDS
+                and (value.lower() in NOTORIOUS_PASSWORDS or plain_word_password(value))
             )
             or (
                 match["op"] is None

@@ -419,6 +419,13 @@ def given_password(value: str) -> bool:
     )
 
 
+# a hash's, an encoding's, a platform's or a release's name and number ("amd64", "win10", "v2")
+VERSIONED_NAME = re.compile(
+    r"(?:sha|md|utf|aes|rsa|x|arm|amd|i|win|v|py|python|node|java|jdk|go|ipv|http|tls)[_\-]?"
+    r"[0-9][0-9a-z._\-]*\Z"
+)
+
+
 def is_chosen_password(value: str) -> bool:
     """A password a pair gives: letters with digits or symbols, or digits alone, 4 or more."""
     return (
@@ -457,7 +464,7 @@ STATED_VERB = (
     r"(?:[ \t]+(?:is|was|are|becomes|became|reads|(?:changed|reset|set)[ \t]+to)"
     r"(?:[ \t]+(?:now|still|just|literally|actually|simply|currently|always|also|again|"
     r"probably|likely|usually|"
-    r"(?:changed|reset|set|updated)[ \t]+to))?"
+    r"(?:changed|reset|set|updated)[ \t]+to)){0,2}"
     # "my password, it's X": the name set apart, then said ("it's now X": said again after
     # a change)
     r"|[ \t]*,[ \t]+(?:it's|it\u2019s|it[ \t]+is|that's|which[ \t]+is)(?:[ \t]+(?:now|still))?"

@@ -876,6 +876,10 @@ PASSWORD_PROSE = (
     "the password was rotated yesterday and the old one revoked",
     "Set the password via the DB_PASSWORD environment variable.",
     "the admin password is whatever the bootstrap script printed",
+    "the password is fine, nothing to change",
+    "the password is optional for local dev",
+    "the first pass is slow; the second pass is cleanup",
+    "the admin pass is required on prod",
 )
 PASSWORD_CODE = (
     "conn = psycopg.connect(user=user, password=password, host=host)",
