@@ -21,13 +21,16 @@ import re
 from collections.abc import Iterator
 
 from orcad.lazy_patterns import lazy_compile
+from orcad.secret_sentences import NOTORIOUS_PASSWORDS, plain_word_password
 from orcad.secret_strong_pairs import an_account
 from orcad.secret_values import (
+    VERSIONED_NAME,
     Span,
     end_before_trailing,
     is_chosen_password,
     is_placeholder,
     is_reference,
+    value_ends_clause,
 )
 
 # " as USER with|using [the] [password] VALUE", a value quoted or not
@@ -205,6 +208,8 @@ def find_login_passwords(text: str, lowered: str) -> Iterator[Span]:
                 yield value_start, value_end
     yield from _logins_with_values(text, lowered)
     yield from _stated_pairs(text, lowered)
+    if "/" in lowered:
+        yield from _given_pairs(text, lowered)
 
 
 # "staging db creds are admin Hunter2!xyz", "grafana login is admin Graf4na!Ops": credentials
@@ -237,3 +242,93 @@ def _stated_pairs(text: str, lowered: str) -> Iterator[Span]:
             value = text[start:end]
             if _marked_as_password(value) and _password_like(value):
                 yield start, end
+
+
+# "jenkins creds are admin / qwerty123", "the box takes root / r00tme", "sign in with
+# qa@acme.test / Marvin42", "the broker wants user sensor / tulipgarden", "the vm is root/toor":
+# a user and a password either side of a slash, given by a verb or a word of credentials right
+# before the user. Found from each slash (str.find), the user and the word before it read back
+# from there.
+_PAIR_USER = lazy_compile(r"[a-z][a-z_.\-]{0,31}(?:@[a-z0-9\-]{1,63}(?:\.[a-z0-9\-]{1,63})+)?\Z")
+_PAIR_HEAD = lazy_compile(
+    r"(?<![a-z0-9_\-])(?:is|are|was|were|with|using|takes|take|wants|want|use|as|"
+    r"creds?|credentials?|login|logon|acct|account)[ \t]*:?[ \t]+"
+    r"(?:(?:user(?:name)?|account|acct)[ \t]+)?\Z"
+)
+_PAIR_HEAD_REACH = 40
+# a word of credentials before the pair on its line ("creds", "login", "acct", "sign in")
+_PAIR_CONTEXT = lazy_compile(
+    r"(?<![a-z])(?:creds?|credentials?|log[ \t]?ins?|logon|log[ \t]+into|sign[ \t]?in|"
+    r"accounts?|acct|user(?:name)?|auth|pass(?:word)?|pw)(?![a-z])"
+)
+_PAIR_CONTEXT_REACH = 96
+_PAIR_VALUE = lazy_compile(r"(?P<quote>[`'\"]?)(?P<value>[^\s`'\"/]{4,64}+)(?P=quote)")
+_USER_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_.-@")
+
+
+def _given_pairs(text: str, lowered: str) -> Iterator[Span]:
+    """The password of a user and password pair given in words (see above): when it holds a
+    symbol, or a capital beside a digit; letters with digits after an account's usual name, an
+    address or `user NAME`; a plain word ("guest / rainbowkitten") or one
+    of the leaked lists' ("root/toor") ending its clause after an account's name, an address or
+    `user NAME`. With no blanks around the slash (a path's or a platform's shape: "is
+    feature/Login2FA", "is linux/amd64"), the user must be an account's or an address, and the
+    password hold a symbol before its end, or a word of credentials be on its line,
+    or the password be one of the leaked lists' (not another account's name: "root/admin")."""
+    at = lowered.find("/")
+    while at >= 0:
+        span = _given_pair(text, lowered, at)
+        if span is not None:
+            yield span
+        at = lowered.find("/", at + 1)
+
+
+def _given_pair(text: str, lowered: str, at: int) -> Span | None:
+    if lowered[at + 1 : at + 2] in ("/", "") or (at > 0 and lowered[at - 1] == "/"):
+        return None
+    spaced = lowered[at - 1 : at] == " " and lowered[at + 1 : at + 2] == " "
+    user_end = at - 1 if spaced else at
+    user_start = user_end
+    while user_start > 0 and user_end - user_start < 96 and lowered[user_start - 1] in _USER_CHARS:
+        user_start -= 1
+    if user_start == 0 or lowered[user_start - 1] not in " \t":
+        return None
+    user = lowered[user_start:user_end]
+    if _PAIR_USER.match(user) is None:
+        return None
+    head = _PAIR_HEAD.search(lowered, max(0, user_start - _PAIR_HEAD_REACH), user_start)
+    if head is None:
+        return None
+    found = _PAIR_VALUE.match(text, at + 1 + spaced)
+    if found is None:
+        return None
+    start, value_end = found.span("value")
+    end = value_end if found["quote"] else end_before_trailing(text, start, value_end)
+    value = text[start:end]
+    lowered_value = value.lower()
+    if (
+        len(value) < 4
+        or ":" in value
+        or is_placeholder(value)
+        or is_reference(value)
+        or VERSIONED_NAME.match(lowered_value) is not None
+    ):
+        return None
+    named = an_account(user) or "@" in user or "user" in head.group()
+    line = lowered.rfind("\n", max(0, user_start - _PAIR_CONTEXT_REACH), user_start) + 1
+    context = _PAIR_CONTEXT.search(lowered, line or max(0, user_start - _PAIR_CONTEXT_REACH), at)
+    ends = value_ends_clause(text, value_end, end)
+    if lowered_value in NOTORIOUS_PASSWORDS:  # an account's name only as its own ("admin/admin")
+        other_account = an_account(lowered_value) and lowered_value != user
+        return (start, end) if named and ends and not other_account else None
+    if value.isalpha():
+        plain = spaced and ends and plain_word_password(value) and len(value) >= 6
+        return (start, end) if plain and named and context is not None else None
+    if not (_password_like(value) and any(char.isalpha() for char in value[:1])):
+        return None
+    marked = _marked_as_password(value)
+    if not spaced:  # a symbol inside it, as a page's name has none: "is admin/Dashboard2024!"
+        marked = any(char in _SYMBOLS for char in value.rstrip("!"))
+        tight = ("@" in user or an_account(user)) and (marked or context is not None)
+        return (start, end) if tight else None
+    return (start, end) if marked or named else None

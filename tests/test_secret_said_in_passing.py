@@ -1,5 +1,6 @@
 """Credentials mentioned in passing in a chat, each next to the look-alikes its rule must leave:
-a plain word a verb gives for a password, and a login's `pass` after what it is for."""
+a plain word a verb gives for a password, a login's `pass` after what it is for, and a user and
+password either side of a slash after a verb or a word of credentials."""
 
 from __future__ import annotations
 
@@ -68,4 +69,65 @@ def test_said_in_passing_is_redacted(text: str, secret: str) -> None:
     ],
 )
 def test_said_in_passing_look_alike_stays(text: str) -> None:
+    assert find_secrets(text) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        # a user and a password either side of a slash, given by a verb or a credential word
+        ("pls remember jenkins creds are admin / qwerty123 for when it breaks", "qwerty123"),
+        ("sign in to the test tenant with qa-bot@acme.test / Marvin42", "Marvin42"),
+        ("the teamcity guest acct is guest / rainbowkitten", "rainbowkitten"),
+        ("dont forget, the printer web ui is admin / Oreo2022", "Oreo2022"),
+        ("connect to the db with app / Snickers2021 and tell me the row count", "Snickers2021"),
+        ("the admin panel takes admin / admin123, write a test that logs in", "admin123"),
+        ("the mqtt broker wants user sensor / tulipgarden, write the client", "tulipgarden"),
+        ("the old centos box takes root / r00tme, tar up /var/www", "r00tme"),
+        ("the keycloak admin is admin / Marble-Canyon-8, create a realm", "Marble-Canyon-8"),
+        ("prod rabbitmq admin is admin/Winter2023#", "Winter2023#"),
+        ("the prod rabbitmq login is admin/Winter2023!", "Winter2023!"),
+        ("the kali vm is root/toor.", "toor"),
+    ],
+)
+def test_given_pair_is_redacted(text: str, secret: str) -> None:
+    assert secret not in redact(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # choices, permissions, protocols, platforms and paths
+        "the choice is read / write",
+        "the account is read/write",
+        "the user is read / execute",
+        "the protocol is tcp/ip",
+        "the ratio is 3/4",
+        "the platform is linux/amd64",
+        "the image is postgres/postgres16",
+        "the branch is release/v2024",
+        "the branch is feature/Login2FA",
+        "the repo is acme/widget2",
+        "the route is admin/settings",
+        "the api is admin/users",
+        "the owner is root/admin",
+        "the login page is admin/login",
+        "the mode is on/off",
+        # ways to log in, stand-ins and stores
+        "the login is username/password",
+        "login with email/password",
+        "the account takes email / password",
+        "login is done with sso / okta",
+        "connect with psql / pgadmin4",
+        "the creds are in vault / 1password",
+        "the account uses oauth2 / oidc",
+        "the acct is prod / staging",
+        # a page, not a login: a final "!" alone marks no password with no blanks around the slash
+        "see admin/Dashboard2024!",
+        "the page is admin/Dashboard2024!",
+        # a plain word the sentence goes on after
+        "the teamcity guest acct is guest / rainbowkitten for now",
+    ],
+)
+def test_given_pair_look_alike_stays(text: str) -> None:
     assert find_secrets(text) == []
