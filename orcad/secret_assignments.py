@@ -340,7 +340,7 @@ def _find_aws_secret(text: str, lowered: str) -> Iterator[Span]:
 # An AWS secret key right after its access key id ("AKIA… / Ix9M…", "AKIA…:Ix9M…", two
 # columns): 40 characters of base64 that look generated, a separator or blanks between them
 _AWS_PAIR = lazy_compile(
-    r"(?<![A-Z0-9])A(?:KIA|SIA)[A-Z2-7]{16}[ \t]*(?:[/:,;|][ \t]*|[ \t]|\r?\n)"
+    r"(?<![A-Z0-9])A(?:KIA|SIA)[A-Z0-9]{16}[ \t]*(?:[/:,;|][ \t]*|[ \t]|\r?\n)"
     r"([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"
 )
 

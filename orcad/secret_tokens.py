@@ -15,7 +15,7 @@ _CLOUD: tuple[TokenRule, ...] = (
     (
         "aws_access_key_id",
         ("AKIA", "ASIA", "ABIA", "ACCA"),
-        r"A(?:KIA|SIA|BIA|CCA)[A-Z2-7]{16}+",
+        r"A(?:KIA|SIA|BIA|CCA)[A-Z0-9]{16}+",
         True,
     ),
     ("gcp_api_key", ("AIza",), r"AIza[0-9A-Za-z_\-]{35}(?![0-9A-Za-z_\-])", True),
@@ -298,6 +298,15 @@ _MESSAGING: tuple[TokenRule, ...] = (
     ("linear_api_key", ("lin_oauth_",), r"lin_oauth_[a-f0-9]{64}", True),
     ("notion_token", ("ntn_",), r"ntn_[0-9]{11}[A-Za-z0-9]{35}", True),
     ("notion_token", ("secret_",), r"secret_[A-Za-z0-9]{43}", True),
+    # the same, as people copy one by hand or make one up for a test: 40 to 50 characters with
+    # a digit, a capital and a small letter (no identifier runs so long without a `_`)
+    (
+        "notion_token",
+        ("secret_",),
+        r"secret_(?=[a-z0-9]{0,49}[A-Z])(?=[A-Z0-9]{0,49}[a-z])(?=[A-Za-z]{0,49}[0-9])"
+        r"[A-Za-z0-9]{40,50}+(?![A-Za-z0-9])",
+        True,
+    ),
     ("figma_token", ("figd_",), r"figd_[A-Za-z0-9_\-]{40}", True),
     ("typeform_token", ("tfp_",), r"tfp_[A-Za-z0-9_\-.=]{59}", True),
     ("contentful_token", ("CFPAT-",), r"CFPAT-[A-Za-z0-9_\-]{43}", True),

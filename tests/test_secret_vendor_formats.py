@@ -97,6 +97,11 @@ TOKENS: list[tuple[str, str]] = [
     ("openshift_token", "sha256~" + _chars(_URLSAFE, 43)),
     ("salesforce_access_token", "00D" + _chars(_ALNUM, 15) + "!AQ" + _chars(_ALNUM + "._", 96)),
     ("salesforce_access_token", "00D" + _chars(_ALNUM, 12) + "!AQ" + _chars(_ALNUM + "._", 96)),
+    # a Notion secret copied by hand a character short or long, an access key id with digits
+    # base32 has not (as people make one up for a test)
+    ("notion_token", "secret_Lm7vQ2xR9pWz4TcNb8Yk1Hd6Fg0Js5UaOe3Rq7Lt2V"),
+    ("notion_token", "secret_Lm7vQ2xR9pWz4TcNb8Yk1Hd6Fg0Js5UaOe3Rq7Lt2Vx9"),
+    ("aws_access_key_id", "AKIAQW3RTZ7LMP9XK2VN"),
 ]
 
 # Where nothing names the token, the whole of it goes and nothing else.
@@ -182,6 +187,9 @@ def test_a_teams_webhook_loses_what_lets_anyone_post() -> None:
         "sb_secret_key_for_the_service_role is the setting's name",
         "gitlab_agent_token: glagent-name-of-the-agent-config",
         "AKIDS are the Tencent ids; AKID alone is too short",
+        "secret_ManagerClientFactoryBuilderProviderImplementation is a class",
+        "secret_" + "a1" * 21 + " is all small letters and digits",
+        "AKIA" + "X" * 15 + " is a short id",
         # base64 that merely starts with a token's letters
         "data:application/octet-stream;base64,EAAB"
         + _chars(_BASE64, 40)
