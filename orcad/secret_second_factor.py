@@ -107,7 +107,8 @@ _LEAD = lazy_compile(
 _SEPARATOR = r"(?:[ \t,;]|\r?\n(?![ \t]*\r?\n))*(?:and[ \t]+)?(?:(?:[-*•]|[0-9]{1,2}[.)])[ \t]+)?"
 _CODE = lazy_compile(
     _SEPARATOR + r"(?P<code>[0-9]{6}(?:-[0-9]{6}){7}"  # a BitLocker recovery key
-    r"|[A-Za-z0-9]{4,6}-[A-Za-z0-9]{4,6}|[0-9]{4} [0-9]{4}|[A-Za-z0-9]{6,12})"
+    # GitHub's two groups, or more as password managers give one (Bitwarden's four)
+    r"|[A-Za-z0-9]{4,6}(?:-[A-Za-z0-9]{4,6}){1,7}+|[0-9]{4} [0-9]{4}|[A-Za-z0-9]{6,12})"
     r"(?![A-Za-z0-9_\-/@]|\.[A-Za-z0-9])"
 )
 

@@ -29,6 +29,9 @@ pytestmark = pytest.mark.pure
         "abandon abandon about",
         # codes of documentation and tests
         "backup codes for testing: 1234 5678 are rejected by the validator",
+        "the recovery code format is XXXX-XXXX-XXXX",
+        "error code: AB12-CD34-EF56-GH78",
+        "backup code rotation is 2024-01-15",
         "recovery codes for the docs example: 1111 2222, 3333 4444",
         # French puts a name forward with "c'est X qui": no password is given
         "Le mot de passe c'est Vault2024 qui le gère",
@@ -60,6 +63,13 @@ def test_look_alikes_stay(text: str) -> None:
         ("the door code is 4417 (new as of monday)", ["4417"]),
         ("my pin is 4821 (do not share)", ["4821"]),
         ("my 2fa backup codes are 4829 1736 and 9921 0475", ["4829 1736", "9921 0475"]),
+        # a code of three groups or more, as a password manager gives one
+        ("the bitwarden emergency recovery code is AB12-CD34-EF56-GH78", ["AB12-CD34-EF56-GH78"]),
+        ("i only have this backup code 7F3K-9L2M-Q8VR left for it", ["7F3K-9L2M-Q8VR"]),
+        (
+            "recovery codes: 1a2b3-c4d5e-f6g7h, 9z8y7-x6w5v-u4t3s",
+            ["1a2b3-c4d5e-f6g7h", "9z8y7-x6w5v-u4t3s"],
+        ),
         (
             "seed phrase: abandon ability able about above absent absorb abstract absurd abuse "
             "access accident",
