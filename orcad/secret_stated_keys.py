@@ -13,6 +13,7 @@ password (letters, a digit and a symbol inside it). Left alone: what a secret is
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 
 from orcad.lazy_patterns import lazy_compile
@@ -36,14 +37,19 @@ _KEY_STATEMENT_TAIL = (
     r"(?:[ \t]+[^\s.,;:!?=]{1,30}+){0,8}?"
     rf"(?:[ \t]*:|{STATED_VERB}[ \t]*:?)"
     r"[ \t]+[\"'`]?(?P<value>[^\s\"'`()\[\]{}<>]{16,256}+)"
-    r"|[ \t]+[\"'`]?(?P<adjacent>[^\s\"'`()\[\]{}<>\u200b-\u200f\u2060-\u2064\ufeff]{24,256}+)"
+    r"|[ \t]+[\"'`]?(?P<adjacent>[^\s\"'`()\[\]{}<>\u200b-\u200f\u2060-\u2064\ufeff]{12,256}+)"
     r")(?![(\[{<])"
 )
+# shorter ones, 10 characters or more stated (12 right after the name), when nothing but a
+# generator writes them (`_short_generated`): "the jupyter token is Hk2vL9xQ7mRz", "auth token
+# W4tcNb8Yk1Hd"
+SHORT_MIN = 10
+SHORT_ADJACENT_MIN = 12
 # one pattern per name: a literal prefix lets the engine skip ahead (an alternation does not);
 # a secret's stated value may be as short as a password's (`_chosen_secret`)
 _KEY_STATEMENTS = tuple(
     (name, lazy_compile(name + _KEY_STATEMENT_TAIL.replace("{16,", f"{{{shortest},", 1)))
-    for name, shortest in (("token", 16), ("secret", 6), ("key", 16))
+    for name, shortest in (("token", SHORT_MIN), ("secret", 6), ("key", SHORT_MIN))
 )
 STATED_MIN = 16
 # "the staging db secret is Hunter2!xyz": a secret someone chose, stated with a verb or a colon,
@@ -185,7 +191,11 @@ def find_stated_keys(text: str, lowered: str) -> Iterator[Span]:
                 continue
             shortest = STATED_MIN if group == "value" else ADJACENT_MIN
             value = text[start:end]
-            if (end - start >= shortest and looks_random(value)) or (
+            short = SHORT_MIN if group == "value" else SHORT_ADJACENT_MIN
+            if (
+                (end - start >= shortest and looks_random(value))
+                or (end - start >= short and _short_generated(value))
+            ) or (
                 name == "secret"
                 and group == "value"
                 and _chosen_secret(value)
@@ -193,6 +203,30 @@ def find_stated_keys(text: str, lowered: str) -> Iterator[Span]:
                 and value_ends_clause(text, _past_quote(text, match.end(group)), end)
             ):
                 yield start, end
+
+
+def _short_generated(value: str) -> bool:
+    """A short value only a generator writes: letters and digits alone, two capitals, two
+    small letters and two digits or more, case changing at least four times, and not made of
+    words (an identifier's, "OAuth2BearerToken", "ExpiresIn3600")."""
+    if not value.isalnum() or not value.isascii():
+        return False
+    upper = sum(char.isupper() for char in value)
+    lower = sum(char.islower() for char in value)
+    digits = sum(char.isdigit() for char in value)
+    changes = sum(
+        1
+        for before, after in itertools.pairwise(value)
+        if before.isupper() != after.isupper() or before.isdigit() != after.isdigit()
+    )
+    return (
+        upper >= 2
+        and lower >= 2
+        and digits >= 2
+        and changes >= 6
+        and sum(map(len, _IDENTIFIER_WORD.findall(value))) * 2 < len(value)
+        and not is_placeholder(value)
+    )
 
 
 def _named_by_vendor(text: str, at: int) -> bool:

@@ -1,6 +1,7 @@
 """Credentials mentioned in passing in a chat, each next to the look-alikes its rule must leave:
 a plain word a verb gives for a password, a login's `pass` after what it is for, and a user and
-password either side of a slash after a verb or a word of credentials."""
+password either side of a slash after a verb or a word of credentials, and a short generated
+token or key stated in words."""
 
 from __future__ import annotations
 
@@ -130,4 +131,42 @@ def test_given_pair_is_redacted(text: str, secret: str) -> None:
     ],
 )
 def test_given_pair_look_alike_stays(text: str) -> None:
+    assert find_secrets(text) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        # a short token or key only a generator writes, after a verb or right after the name
+        ("the jupyter token is Hk2vL9xQ7mRz, open the notebook", "Hk2vL9xQ7mRz"),
+        ("twilio auth token W4tcNb8Yk1Hd and sid AC8f3b, send a test sms", "W4tcNb8Yk1Hd"),
+        ("the grafana api key Fg0Js5UaOe3Rq7Lt is editor role", "Fg0Js5UaOe3Rq7Lt"),
+        ("the access key is q7RtX2mK9w", "q7RtX2mK9w"),
+    ],
+)
+def test_short_generated_key_is_redacted(text: str, secret: str) -> None:
+    assert secret not in redact(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # names made of words, versions, hex digests, a value too short right after the name
+        "the token ExpiresIn3600 field",
+        "access token OAuth2Bearer",
+        "the token type is JWTv2Token",
+        "the token is RS256HS512",
+        "access token TTL30Days1",
+        "the api key is K8sCluster01",
+        "auth token is stored in Redis6Cluster",
+        "the access key is in AWS2Secrets",
+        "the token v2RefreshFlow3 is deprecated",
+        "auth token SHA256WithRSA",
+        "the token is 3f9a8b7c1d2e",
+        "the auth token is iOS17Build2",
+        "api key q7RtX2mK9w",
+        "the primary key is Xk2Lm9Pq4R",
+    ],
+)
+def test_short_generated_key_look_alike_stays(text: str) -> None:
     assert find_secrets(text) == []
