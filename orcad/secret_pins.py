@@ -35,7 +35,7 @@ PIN_STATEMENT = lazy_compile(
 # before it ("the pin is 4821": a part's pins are numbered in ones, twos and threes).
 _LOWER_PIN_STATEMENT = lazy_compile(
     r"pin(?<![a-z0-9_\-.$@]pin)(?![a-z0-9_\-])(?:[ \t]+(?:code|number))?"
-    r"(?P<words>(?:[ \t]+[a-z]{1,20}+){0,4}?)"
+    r"(?P<words>(?:[ \t]+[a-z]{1,20}+){0,5}?)"
     rf"(?:(?P<op>[ \t]*:)|{STATED_VERB}[ \t]*:?|(?P<spaced>))"
     r"[ \t]+(?P<value>[0-9]{4,12}+)(?![0-9])"
 )
@@ -51,6 +51,9 @@ _PART_WORDS = lazy_compile(
     r"socket|relay|sensor|resistor|pull|volt|ohm|bcm|mcu|jumper|sheet"
 )
 _PIN_OWNER_WORDS = frozenset(("for", "to"))
+# where a pin is set, which also names a part's pin ("the pin on the header is 2048"): an owner
+# when no part or circuit word is on its line up to the verb ("the pin on the new routers is")
+_PIN_PLACE_WORDS = frozenset(("on", "of", "at", "in"))
 _LINE_START = lazy_compile(r"(?:^|\n)[ \t]*(?:[-*>][ \t]+)?\Z")
 _OWNER_REACH = 40
 
@@ -66,7 +69,7 @@ def lower_case_pins(text: str, lowered: str) -> Iterator[Span]:
             continue
         start, end = match.span("value")
         owned = _owned(lowered, at, words, colon=match["op"] is not None, spaced=spaced)
-        if (owned or (not spaced and _the_pin(lowered, at, int(lowered[start:end])))) and (
+        if (owned or (not spaced and _the_pin(lowered, at, start, int(lowered[start:end])))) and (
             _number_ends_clause(text, end)
         ):
             yield start, end
@@ -75,6 +78,10 @@ def lower_case_pins(text: str, lowered: str) -> Iterator[Span]:
 def _owned(lowered: str, at: int, words: list[str], *, colon: bool, spaced: bool) -> bool:
     """The pin at `at` is someone's or something's: an owner before it or after "for"; or a
     line starts with it and a colon follows."""
+    if words and words[0] in _PIN_PLACE_WORDS:
+        line = lowered.rfind("\n", max(0, at - 2 * _OWNER_REACH), at) + 1
+        verb = lowered.find(words[-1], at) + len(words[-1])
+        return _PART_WORDS.search(lowered, max(line, at - 2 * _OWNER_REACH), verb) is None
     if words:
         return words[0] in _PIN_OWNER_WORDS
     before = max(0, at - _OWNER_REACH)
@@ -83,14 +90,15 @@ def _owned(lowered: str, at: int, words: list[str], *, colon: bool, spaced: bool
     )
 
 
-def _the_pin(lowered: str, at: int, value: int) -> bool:
-    """The pin at `at` is "the pin", stated ("the pin is 4821"), with no part or circuit word
-    on its line before it, and its number is no size or count (a power of two: 2048, 4096)."""
+def _the_pin(lowered: str, at: int, stated: int, value: int) -> bool:
+    """The pin at `at` is "the pin", stated ("the pin is 4821") at `stated`, with no part or
+    circuit word on its line before its number ("the pin on the relay board is 3300"), and its
+    number is no size or count (a power of two: 2048, 4096)."""
     if _THE_PIN.search(lowered, max(0, at - _THE_REACH), at) is None:
         return False
     reach = max(0, at - 2 * _OWNER_REACH)
     line = lowered.rfind("\n", reach, at) + 1
-    return _PART_WORDS.search(lowered, max(line, reach), at) is None and (
+    return _PART_WORDS.search(lowered, max(line, reach), stated) is None and (
         value == 0 or value & (value - 1) != 0
     )
 
@@ -223,5 +231,6 @@ def _number_ends_clause(text: str, end: int) -> bool:
 
 _NEXT_WORD = lazy_compile(r"[ \t]+([A-Za-z]{2,6})(?![A-Za-z])")
 _CLAUSE_STARTS = frozenset(
-    ("if", "until", "unless", "and", "but", "so", "when", "since", "while", "for", "in", "on")
-)
+    ("if", "until", "unless", "and", "but", "so", "when", "since", "while", "for", "in", "on",
+     "lol", "btw", "fyi", "pls", "please", "thanks", "thx")  # a chat's asides
+)  # fmt: skip

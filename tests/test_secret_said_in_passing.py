@@ -1,7 +1,7 @@
 """Credentials mentioned in passing in a chat, each next to the look-alikes its rule must leave:
 a plain word a verb gives for a password, a login's `pass` after what it is for, and a user and
-password either side of a slash after a verb or a word of credentials, and a short generated
-token or key stated in words."""
+password either side of a slash after a verb or a word of credentials, a short generated
+token or key stated in words, and a pin stated after where it is set."""
 
 from __future__ import annotations
 
@@ -169,4 +169,32 @@ def test_short_generated_key_is_redacted(text: str, secret: str) -> None:
     ],
 )
 def test_short_generated_key_look_alike_stays(text: str) -> None:
+    assert find_secrets(text) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        # a pin stated after where it is set, its clause ending or a chat's aside after it
+        ("the default pin on the new routers is 123456 until we change them", "123456"),
+        ("remember the pin on the conference room panel is 0000 lol", "0000"),
+        ("my pin is 4821 btw", "4821"),
+    ],
+)
+def test_pin_set_somewhere_is_redacted(text: str, secret: str) -> None:
+    assert secret not in redact(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a part's pin, where a part or circuit word is on its line
+        "the pin on the header is 2048",
+        "the default pin on the gpio header is 1234",
+        "pin 12 of the GPIO header",
+        "the pin on port three is 5000 volts",
+        "the pin on the relay board is 3300",
+    ],
+)
+def test_pin_set_somewhere_look_alike_stays(text: str) -> None:
     assert find_secrets(text) == []
