@@ -208,6 +208,7 @@ def find_login_passwords(text: str, lowered: str) -> Iterator[Span]:
                 yield value_start, value_end
     yield from _logins_with_values(text, lowered)
     yield from _stated_pairs(text, lowered)
+    yield from _logins_with_pairs(text, lowered)
     if "/" in lowered:
         yield from _given_pairs(text, lowered)
 
@@ -240,8 +241,65 @@ def _stated_pairs(text: str, lowered: str) -> Iterator[Span]:
             if not match["quote"]:
                 end = end_before_trailing(text, start, end)
             value = text[start:end]
-            if _marked_as_password(value) and _password_like(value):
+            if _password_like(value) and (
+                _marked_as_password(value)
+                # after an account's usual name, letters with digits that end the clause ("the
+                # ilo login is Administrator zaq12wsx")
+                or (
+                    an_account(user)
+                    and _not_a_word(value)
+                    and value_ends_clause(text, match.end("value"), end)
+                )
+            ):
                 yield start, end
+
+
+# "log into the pfsense box with admin Penguin_77": a login verb, then " with ", an account's
+# usual name or an address, a blank and the password (matched at each "with")
+_WITH_USER_VALUE = lazy_compile(
+    r"with(?<=[ \t]with)[ \t]+"
+    r"(?P<user>[a-z][a-z0-9_.\-]{0,31}+(?:@[a-z0-9\-]{1,63}(?:\.[a-z0-9\-]{1,63})+)?)[ \t]+"
+    r"(?P<quote>[`'\"]?)(?P<value>[^\s`'\"]{4,128}+)(?P=quote)"
+)
+
+
+def _not_a_word(value: str) -> bool:
+    """A value no word or version is: a symbol inside it, both cases with a digit, or a digit
+    inside a word ("zaq12wsx"; not "rights2", "login2", "IAM2", "v2.1")."""
+    inner = value.rstrip("!?.")
+    return VERSIONED_NAME.match(value.lower()) is None and (
+        any(char in _SYMBOLS or char == "_" for char in inner)
+        or (value.lower() != value != value.upper() and any(char.isdigit() for char in value))
+        or _DIGIT_IN_WORD.search(value) is not None
+    )
+
+
+# a login verb, where to and up to two words more ("log into the pfsense box")
+_LOGIN_NEAR = lazy_compile(_LOGIN_VERB + r"(?:[ \t]+[a-z0-9_.\-]{1,32}){0,2}[ \t]*\Z")
+
+
+def _logins_with_pairs(text: str, lowered: str) -> Iterator[Span]:
+    """The password after a login's "with USER", when the user is an account's usual name or
+    an address and the password holds a digit or a symbol and ends its clause (not "log in
+    with admin rights", "sign in with google account2 first")."""
+    for match in _WITH_USER_VALUE.finditer(lowered):
+        user = match["user"]
+        if not (an_account(user) or "@" in user):
+            continue
+        start, value_end = match.span("value")
+        end = value_end if match["quote"] else end_before_trailing(text, start, value_end)
+        value = text[start:end]
+        if not (
+            _password_like(value)
+            and _not_a_word(value)
+            and value_ends_clause(text, match.end(), end)
+        ):
+            continue
+        at = match.start() - 1
+        line = max(0, at - _LOGIN_REACH)
+        line = max(line, lowered.rfind("\n", line, at) + 1)
+        if _login_ending(_LOGIN_NEAR, lowered, line, at):
+            yield start, end
 
 
 # "jenkins creds are admin / qwerty123", "the box takes root / r00tme", "sign in with

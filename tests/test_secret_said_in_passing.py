@@ -1,7 +1,8 @@
 """Credentials mentioned in passing in a chat, each next to the look-alikes its rule must leave:
 a plain word a verb gives for a password, a login's `pass` after what it is for, and a user and
 password either side of a slash after a verb or a word of credentials, a short generated
-token or key stated in words, and a pin stated after where it is set."""
+token or key stated in words, a pin stated after where it is set, and a login's user then its
+password in words."""
 
 from __future__ import annotations
 
@@ -197,4 +198,39 @@ def test_pin_set_somewhere_is_redacted(text: str, secret: str) -> None:
     ],
 )
 def test_pin_set_somewhere_look_alike_stays(text: str) -> None:
+    assert find_secrets(text) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        # an account's usual name, then a password no word is, stated or after a login's "with"
+        ("keep in mind the hp ilo console login is Administrator zaq12wsx", "zaq12wsx"),
+        ("you can log into the pfsense box with admin Penguin_77", "Penguin_77"),
+        ("ssh into the bastion with root Tr0ub4dor.", "Tr0ub4dor"),
+        ("sign in to the portal with ops@acme.test hunter2go", "hunter2go"),
+    ],
+)
+def test_login_user_then_password_is_redacted(text: str, secret: str) -> None:
+    assert secret not in redact(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # rights, roles, versions, a way to log in, a word the sentence goes on after
+        "log in with admin rights2",
+        "log in with admin privileges.",
+        "connect to the db with admin role2",
+        "log into grafana with admin v2.1",
+        "log in with admin IAM2",
+        "ssh in with root key_file",
+        "connect with admin my_role",
+        "sign in with google account2",
+        "the login is root login2",
+        "the login is admin today",
+        "log into the box with admin Penguin_77 and then",
+    ],
+)
+def test_login_user_then_password_look_alike_stays(text: str) -> None:
     assert find_secrets(text) == []
