@@ -413,7 +413,11 @@ def find_stated_passwords(text: str, lowered: str) -> Iterator[Span]:
                 match["op"] is None
                 and clause_ends
                 and _owned(match["words"])
-                and (_stated_label(value) or joined_with_a_number(value))
+                and (
+                    _stated_label(value)
+                    or joined_with_a_number(value)
+                    or (lowered.startswith("passphrase", match.start()) and _joined_phrase(value))
+                )
             )
             or (  # "Passphrase for the GPG key: river-Lantern-42-moss": an owner, then a colon
                 (match["op"] or "").strip() == ":"
@@ -666,6 +670,34 @@ def joined_with_a_number(value: str) -> bool:
             for part in words
         )
         and not any(part.endswith(("ed", "ing")) for part in words)
+    )
+
+
+# What a passphrase's words may be, that a password's may not: its own kind's and a key's
+_PASSPHRASE_OWN_PARTS = frozenset(("pass", "key", "keys", "secret", "user", "app", "db", "v"))
+
+
+def _joined_phrase(value: str) -> bool:
+    """A passphrase a verb gives after "passphrase": lower-case words joined by hyphens, three
+    parts or more, two of them words, with or without a number ("the passphrase is
+    otter-kayak-moss", "the deploy key passphrase is ssh-pass-2024"); none a function word,
+    one of an algorithm's, an encoding's, a size's or a duration's (not "aes-256-gcm",
+    "valid-for-90-days"), a participle ("key-file-based", "ssh-agent-cached")."""
+    if _HYPHEN_JOINED.match(value) is None:
+        return False
+    parts = value.split("-")
+    words = [part for part in parts if part.isalpha()]
+    return (
+        len(parts) >= 3
+        and len(words) >= 2
+        and not any(
+            (part in _NOT_PASSPHRASE_PARTS and part not in _PASSPHRASE_OWN_PARTS)
+            or part in PROSE_OR_CODE_WORDS
+            or part in DESCRIPTIVE
+            or part in _SENTENCE_WORDS
+            or part.endswith(("ed", "ing", "ly"))
+            for part in words
+        )
     )
 
 

@@ -1,8 +1,8 @@
 """Credentials mentioned in passing in a chat, each next to the look-alikes its rule must leave:
 a plain word a verb gives for a password, a login's `pass` after what it is for, and a user and
 password either side of a slash after a verb or a word of credentials, a short generated
-token or key stated in words, a pin stated after where it is set, and a login's user then its
-password in words."""
+token or key stated in words, a pin stated after where it is set, a login's user then its
+password in words, and a passphrase of words joined by hyphens."""
 
 from __future__ import annotations
 
@@ -233,4 +233,38 @@ def test_login_user_then_password_is_redacted(text: str, secret: str) -> None:
     ],
 )
 def test_login_user_then_password_look_alike_stays(text: str) -> None:
+    assert find_secrets(text) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        # words joined by hyphens after "passphrase", with or without a number
+        ("the age key passphrase is otter-kayak-moss, decrypt the file", "otter-kayak-moss"),
+        ("remember the deploy key passphrase is ssh-pass-2024", "ssh-pass-2024"),
+        ("the gpg passphrase is amber-falcon-river-stone.", "amber-falcon-river-stone"),
+    ],
+)
+def test_joined_passphrase_is_redacted(text: str, secret: str) -> None:
+    assert secret not in redact(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the passphrase is aes-256-gcm",
+        "the passphrase is valid-for-90-days",
+        "the passphrase is key-file-based",
+        "the passphrase is kebab-case-only",
+        "the passphrase is per-user-config",
+        "the passphrase is one-time-use",
+        "the passphrase is end-to-end",
+        "the passphrase is read-only-mode",
+        "the passphrase is ask-the-team",
+        "the passphrase is otter-kayak-moss and more",
+        # a password's joined words still need a number
+        "the password is otter-kayak-moss",
+    ],
+)
+def test_joined_passphrase_look_alike_stays(text: str) -> None:
     assert find_secrets(text) == []
