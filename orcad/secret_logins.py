@@ -314,7 +314,8 @@ _PAIR = lazy_compile(
     r"creds?|credentials?|login|logon|acct|account)[ \t]*:?[ \t]+"
     r"(?P<named>(?:user(?:name)?|account|acct)[ \t]+)?"
     r"(?P<user>[a-z][a-z_.\-]{0,31}+(?:@[a-z0-9\-]{1,63}(?:\.[a-z0-9\-]{1,63})+)?)"
-    r"(?:/(?=[^\s/])|(?P<spaced>[ \t]/[ \t])(?=[^\s/]))"
+    # a password of four characters or more, with no colon and no more slashes (a path's)
+    r"(?:/|(?P<spaced>[ \t]/[ \t]))(?=[`'\"]?[^\s/:`'\"]{4,}+(?![^\s`'\"]))"
 )
 # a word of credentials before the pair on its line ("creds", "login", "acct", "sign in")
 _PAIR_CONTEXT = lazy_compile(
