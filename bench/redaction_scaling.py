@@ -240,6 +240,15 @@ ADVERSARIAL = {
     "french verbs": "le mot de passe c'est Baguette2024 mot de passe c'est ",
     "logins with": "try logging in with tr0mb0ne-Velvet-31 log in with with ",
     "creds stated": "creds are admin Hunter2!xyz login is a b creds is ",
+    # credentials mentioned in passing: plain words, a login's pass, slash pairs, a user then
+    # a password after "with", short keys, pins where set, joined passphrases
+    "plain words stated": "the password is bananabread, the password is fine ",
+    "login passes": "the ftp pass is summer, the admin pass is rex2019 pass is ",
+    "given pairs": "creds are admin / qwerty123 takes root / r00tme is a / b is a/ ",
+    "users with": "log into the box with admin Penguin_77 log in with admin with a ",
+    "short keys": "auth token W4tcNb8Yk1Hd the token is Hk2vL9xQ7mRz token key ",
+    "pins where set": "the pin on the new routers is 123456 lol the pin on the ",
+    "joined passphrases": "the passphrase is otter-kayak-moss passphrase is a-b-c ",
 }
 
 
