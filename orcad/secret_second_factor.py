@@ -39,16 +39,25 @@ def may_hold_seed(runs: str) -> bool:
 
 
 def find_totp_seeds(text: str, lowered: str) -> Iterator[Span]:
-    """A base32 seed after a word that names a second factor, on its line."""
+    """A base32 seed after a word that names a second factor, on its line, or named as one
+    right after it ("… as the totp secret")."""
     for match in _SEED.finditer(text):
         start = match.start()
         line = lowered.rfind("\n", max(0, start - _SEED_REACH), start) + 1
         reach = max(line, start - _SEED_REACH)
-        if (
-            _DIGIT.search(match.group()) is not None
-            and _SEED_WORD.search(lowered, reach, start) is not None
+        if _DIGIT.search(match.group()) is not None and (
+            _SEED_WORD.search(lowered, reach, start) is not None
+            or _NAMED_AFTER.match(lowered, match.end()) is not None
         ):
             yield match.span()
+
+
+# "put JBSWY3DPEHPK3PXP as the totp secret", "MFRG… is our 2fa seed": the seed's name after it
+_NAMED_AFTER = lazy_compile(
+    r"[ \t]+(?:as|is|was|for)[ \t]+(?:(?:the|a|my|our|your|its|their)[ \t]+)?"
+    r"(?:[a-z0-9_\-]{1,20}[ \t]+)?(?:[th]?otp|2fa|mfa|authenticator|two[-_ ]factor)"
+    r"[ \t]+(?:secret|seed|key)(?![a-z])"
+)
 
 
 # A seed an app shows in groups of four ("JBSW Y3DP EHPK 3PXP", Google's lower-case

@@ -2,7 +2,7 @@
 a plain word a verb gives for a password, a login's `pass` after what it is for, and a user and
 password either side of a slash after a verb or a word of credentials, a short generated
 token or key stated in words, a pin stated after where it is set, a login's user then its
-password in words, and a passphrase of words joined by hyphens."""
+password in words, a passphrase of words joined by hyphens, and a TOTP seed named after it."""
 
 from __future__ import annotations
 
@@ -267,4 +267,31 @@ def test_joined_passphrase_is_redacted(text: str, secret: str) -> None:
     ],
 )
 def test_joined_passphrase_look_alike_stays(text: str) -> None:
+    assert find_secrets(text) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        (
+            "put MFRGGZDFMZTWQ2LKNNWG23TPOA as the totp secret in the fixture",
+            "MFRGGZDFMZTWQ2LKNNWG23TPOA",
+        ),
+        ("JBSWY3DPEHPK3PXP is our 2fa seed", "JBSWY3DPEHPK3PXP"),
+        ("mfrggzdfmztwq2lk as the mfa key", "mfrggzdfmztwq2lk"),
+    ],
+)
+def test_seed_named_after_it_is_redacted(text: str, secret: str) -> None:
+    assert secret not in redact(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "ABCDEFGHIJKLMNOP as the totp secret",  # no digit: a word-run
+        "use JBSWY3DPEHPK3PXP for the totp test",
+        "JBSWY3DPEHPK3PXP as the totp library's example",
+    ],
+)
+def test_seed_named_after_it_look_alike_stays(text: str) -> None:
     assert find_secrets(text) == []
