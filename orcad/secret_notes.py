@@ -15,6 +15,7 @@ from collections.abc import Iterator
 
 from orcad.lazy_patterns import lazy_compile
 from orcad.secret_sentences import STATED_VALUE, plain_word_password, stated_password
+from orcad.secret_stated_keys import short_generated
 from orcad.secret_values import (
     STATED_VERB,
     VERSIONED_NAME,
@@ -219,7 +220,7 @@ def _tight_password(password: str, user: str) -> bool:
 _GIVEN = lazy_compile(r"[ \t]*:?" + STATED_VALUE)
 _LOGIN_BEFORE = lazy_compile(
     r"(?<![a-z0-9_\-])(?:login|logon|user(?:name)?)(?:[ \t]+(?:is|as))?[ \t]*:?[ \t]+"
-    r"(?P<user>[^\s,/:]{1,64}+)[ \t]*[,/]?[ \t]+\Z"
+    r"(?P<user>[^\s,/:]{1,64}+)(?:[ \t]*[,/]|[ \t]+and)?[ \t]+\Z"
 )
 _LOGIN_REACH = 96
 # anonymous FTP takes any password, by custom an email address: none is a secret
@@ -236,7 +237,12 @@ def _login_password(text: str, lowered: str, at: int, name_end: int) -> Span | N
         return None
     start, value_end = given.span("value")
     end = end_before_trailing(text, start, value_end)
-    return (start, end) if _chosen(text[start:end]) else None
+    value = text[start:end]
+    if _chosen(value) or (  # "the user is monitor and pw duckduckgoose,"
+        plain_word_password(value) and value_ends_clause(text, value_end, end)
+    ):
+        return start, end
+    return None
 
 
 # ------------------------------------------------------------------- pass for
@@ -267,6 +273,8 @@ def _find_passes(text: str, lowered: str) -> Iterator[Span]:
             span = _pass_for(text, match)
         if span is None:
             span = _login_password(text, lowered, at, match.end("name"))
+        if span is None and match["value"] is None and match["pw"] is None:
+            span = _pass_then_value(text, match)
         if span is not None:
             yield span
 
@@ -287,6 +295,25 @@ def _pass_of_a_login(lowered: str, at: int) -> bool:
     """One of the two words before the `pass` at `at` names what logs in with it."""
     words = _WORDS_BEFORE.search(lowered, max(0, at - 42), at)
     return words is not None and (words[1] in _PASS_OF or words[2] in _PASS_OF)
+
+
+# "prod db pass Kx9pL2mQ7vRz": a login's `pass`, a blank and a value only a generator writes
+# (`short_generated`: not "the admin pass OAuth2Flow"), ending its clause
+_VALUE_AFTER = lazy_compile(r"[ \t]+(?P<value>[^\s\"'`()\[\]{}<>]{8,64}+)")
+
+
+def _pass_then_value(text: str, match: re.Match[str]) -> Span | None:
+    if not _pass_of_a_login(match.string, match.start()):
+        return None
+    given = _VALUE_AFTER.match(text, match.end("name"))
+    if given is None:
+        return None
+    start, value_end = given.span("value")
+    end = end_before_trailing(text, start, value_end)
+    value = text[start:end]
+    if short_generated(value) and value_ends_clause(text, value_end, end):
+        return start, end
+    return None
 
 
 def _pass_for(text: str, match: re.Match[str]) -> Span | None:

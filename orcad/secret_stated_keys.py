@@ -41,7 +41,7 @@ _KEY_STATEMENT_TAIL = (
     r")(?![(\[{<])"
 )
 # shorter ones, 10 characters or more stated (12 right after the name), when nothing but a
-# generator writes them (`_short_generated`): "the jupyter token is Hk2vL9xQ7mRz", "auth token
+# generator writes them (`short_generated`): "the jupyter token is Hk2vL9xQ7mRz", "auth token
 # W4tcNb8Yk1Hd"
 SHORT_MIN = 10
 SHORT_ADJACENT_MIN = 12
@@ -194,7 +194,7 @@ def find_stated_keys(text: str, lowered: str) -> Iterator[Span]:
             short = SHORT_MIN if group == "value" else SHORT_ADJACENT_MIN
             if (
                 (end - start >= shortest and looks_random(value))
-                or (end - start >= short and _short_generated(value))
+                or (end - start >= short and short_generated(value))
             ) or (
                 name == "secret"
                 and group == "value"
@@ -205,7 +205,7 @@ def find_stated_keys(text: str, lowered: str) -> Iterator[Span]:
                 yield start, end
 
 
-def _short_generated(value: str) -> bool:
+def short_generated(value: str) -> bool:
     """A short value only a generator writes: letters and digits alone, two capitals, two
     small letters and two digits or more, case changing at least four times, and not made of
     words (an identifier's, "OAuth2BearerToken", "ExpiresIn3600")."""

@@ -28,6 +28,10 @@ pytestmark = pytest.mark.pure
         ("ok so the ftp pass is literally just summer", "summer"),
         ("the wifi pass for the iot vlan is blackcoffee, update the sensors", "blackcoffee"),
         ("the root pass is Kx9pL2mQ7v.", "Kx9pL2mQ7v"),
+        # right after it, a value only a generator writes
+        ("please memorize: prod db pass Kx9pL2mQ7vRz", "Kx9pL2mQ7vRz"),
+        # a login's user, "and", then its pw
+        ("the htpasswd user is monitor and pw duckduckgoose, generate the line", "duckduckgoose"),
     ],
 )
 def test_said_in_passing_is_redacted(text: str, secret: str) -> None:
@@ -68,6 +72,11 @@ def test_said_in_passing_is_redacted(text: str, secret: str) -> None:
         "the user pass is optional",
         "the ssh pass is sha256 hashed",
         "the admin pass is v2",
+        "the admin pass OAuth2Flow.",
+        "the db pass MaxConn100.",
+        "the lint pass Kx9pL2mQ7vRz",
+        "the user is bob and pw required.",
+        "the user is bob and pw reset works",
     ],
 )
 def test_said_in_passing_look_alike_stays(text: str) -> None:
