@@ -107,13 +107,16 @@ def find_wifi_qr_keys(text: str, lowered: str) -> Iterator[Span]:
             yield start, end
 
 
-# "the wifi is Kitten!2024", "guest wi-fi is now Cafe#Latte42": a verb gives the network a
+# "the wifi is Kitten!2024", "guest wi-fi is now Cafe#Latte42", "the wifi in the cabin is
+# Cheddar!88": a verb gives the network a
 # passphrase (8 to 63 characters, as WPA takes) that starts with a letter and mixes letters
 # with digits or symbols, in quotes or ending its clause. The network's state or kind is a
 # word or a label ("the wifi is down", "the wifi is WPA2-Enterprise", "the wifi is AX210"),
 # and a pair of standards (`WPA2/WPA3`) names no key.
 _WIFI_STATEMENT = lazy_compile(
     r"(?:wi-?fi|wlan)(?:[ \t]+network)?"
+    # where the network is, "the wifi in the cabin is Cheddar!88"
+    r"(?:[ \t]+(?:in|at|on|for)(?:[ \t]+[a-z0-9_\-]{1,20}+){1,3}?(?=[ \t]+(?:is|was)[ \t]))?"
     + STATED_VERB
     + r"[ \t]+([\"'`]?)([a-z][^\s\"'`/]{7,62}+)\1"
 )

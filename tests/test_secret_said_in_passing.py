@@ -2,7 +2,8 @@
 a plain word a verb gives for a password, a login's `pass` after what it is for, and a user and
 password either side of a slash after a verb or a word of credentials, a short generated
 token or key stated in words, a pin stated after where it is set, a login's user then its
-password in words, a passphrase of words joined by hyphens, and a TOTP seed named after it."""
+password in words, a passphrase of words joined by hyphens, a TOTP seed named after it, and
+a Wi-Fi passphrase given after where the network is."""
 
 from __future__ import annotations
 
@@ -303,4 +304,30 @@ def test_seed_named_after_it_is_redacted(text: str, secret: str) -> None:
     ],
 )
 def test_seed_named_after_it_look_alike_stays(text: str) -> None:
+    assert find_secrets(text) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("remember that the wifi in the cabin is Cheddar!88, i'll be there", "Cheddar!88"),
+        ("the wifi for guests is Guest2024!", "Guest2024!"),
+        ("the wlan at the lab is 'Lab#Net2024'", "Lab#Net2024"),
+    ],
+)
+def test_wifi_where_it_is_then_passphrase_is_redacted(text: str, secret: str) -> None:
+    assert secret not in redact(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the wifi in building B2 is down",
+        "the wifi in the lab is wpa2-enterprise",
+        "the wifi at home is flaky!!",
+        "the wifi on the 3rd floor is AX210.",
+        "the wifi in the cabin is Cheddar!88 and more",
+    ],
+)
+def test_wifi_where_it_is_look_alike_stays(text: str) -> None:
     assert find_secrets(text) == []
