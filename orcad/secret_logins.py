@@ -323,6 +323,13 @@ _PAIR_CONTEXT = lazy_compile(
     r"accounts?|acct|user(?:name)?|auth|pass(?:word)?|pw)(?![a-z])"
 )
 _PAIR_CONTEXT_REACH = 96
+# what an account is given besides a password: its role
+_ROLES = frozenset(
+    ("viewer", "editor", "owner", "member", "reader", "writer", "operator", "developer",
+     "maintainer", "reporter", "manager", "moderator", "contributor", "auditor", "analyst",
+     "billing", "support", "superuser", "readwrite", "anonymous", "service", "default",
+     "public", "private", "internal", "external", "admins", "users", "guests", "staff")
+)  # fmt: skip
 _PAIR_VALUE = lazy_compile(r"(?P<quote>[`'\"]?)(?P<value>[^\s`'\"/]{4,64}+)(?P=quote)")
 
 
@@ -367,8 +374,9 @@ def _given_pair(text: str, lowered: str, pair: re.Match[str]) -> Span | None:
     if lowered_value in NOTORIOUS_PASSWORDS:  # an account's name only as its own ("admin/admin")
         other_account = an_account(lowered_value) and lowered_value != user
         return (start, end) if named and ends and not other_account else None
-    if value.isalpha():
+    if value.isalpha():  # a plain word, not a role ("the account is admin / viewer")
         plain = spaced and ends and plain_word_password(value) and len(value) >= 6
+        plain = plain and lowered_value not in _ROLES and not an_account(lowered_value)
         return (start, end) if plain and named and context is not None else None
     if not (_password_like(value) and any(char.isalpha() for char in value[:1])):
         return None

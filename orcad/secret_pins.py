@@ -48,7 +48,7 @@ _THE_PIN = lazy_compile(r"(?<![a-z0-9_\-])the[ \t]+\Z")
 _THE_REACH = 12  # "the" and the spaces after it
 _PART_WORDS = lazy_compile(
     r"gpio|header|board|chip|connector|arduino|raspberry|pinout|wire|led|pwm|uart|i2c|spi|pcb|"
-    r"socket|relay|sensor|resistor|pull|volt|ohm|bcm|mcu|jumper|sheet"
+    r"socket|relay|sensor|resistor|pull|volt|ohm|bcm|mcu|jumper|sheet|diagram|schematic"
 )
 _PIN_OWNER_WORDS = frozenset(("for", "to"))
 # where a pin is set, which also names a part's pin ("the pin on the header is 2048"): an owner

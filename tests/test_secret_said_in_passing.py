@@ -134,6 +134,8 @@ def test_given_pair_is_redacted(text: str, secret: str) -> None:
         "the creds are in vault / 1password",
         "the account uses oauth2 / oidc",
         "the acct is prod / staging",
+        "the account is admin / viewer",
+        "the login is guest / readwrite",
         # a page, not a login: a final "!" alone marks no password with no blanks around the slash
         "see admin/Dashboard2024!",
         "the page is admin/Dashboard2024!",
@@ -205,6 +207,7 @@ def test_pin_set_somewhere_is_redacted(text: str, secret: str) -> None:
         "pin 12 of the GPIO header",
         "the pin on port three is 5000 volts",
         "the pin on the relay board is 3300",
+        "the pin in the diagram is 1234",
     ],
 )
 def test_pin_set_somewhere_look_alike_stays(text: str) -> None:
