@@ -5,7 +5,8 @@ Pure module: no I/O. The word "password" is followed by a word in much prose and
 ("password reset", "password manager", "password SecretStr"), so the value must plainly be a
 chosen one, holding a symbol or upper case, lower case and digits, and end its clause:
 "password Argon2id hashing", "password v2 flow" and "the password Hunter2! is weak" are no
-such note.
+such note. Small letters with a number of two digits or more inside count too, ten
+characters or more ("password xkcd936battery"; not "password pbkdf2sha256").
 """
 
 from __future__ import annotations
@@ -31,6 +32,24 @@ HASH_SCHEMES = frozenset(
 )  # fmt: skip
 # a symbol, or upper case, lower case and digits all three
 _PLAINLY_CHOSEN = lazy_compile(r"[^A-Za-z0-9]|(?=[^A-Z]*[A-Z])(?=[^a-z]*[a-z])[^0-9]*[0-9]")
+
+
+# "password xkcd936battery": small letters, a number of two digits or more, small letters, as
+# a person hides digits inside words; not what describes a password or names a scheme
+_DIGITS_INSIDE = lazy_compile(r"[a-z]{3,}[0-9]{2,}[a-z]{3,}[a-z0-9]*\Z")
+_SCHEME_PARTS = (
+    "char", "digit", "length", "min", "max", "bit", "byte", "day", "hour", "sha", "md5",
+    "argon", "pbkdf", "crypt", "aes", "rsa", "utf", "base", "ntlm", "hmac", "des", "round",
+)  # fmt: skip
+
+
+def _digits_inside(value: str) -> bool:
+    """Ten characters or more of small letters with a number of two digits or more inside."""
+    return (
+        len(value) >= 10
+        and _DIGITS_INSIDE.match(value) is not None
+        and not any(part in value for part in _SCHEME_PARTS)
+    )
 
 
 def find_spaced_passwords(text: str, lowered: str) -> Iterator[Span]:
@@ -59,6 +78,7 @@ def _after_word(text: str, lowered: str, word: str) -> Iterator[Span]:
                     joined_with_a_number(value)
                     and _NETWORK_BEFORE.search(lowered, max(0, at - 16), at) is not None
                 )
+                or _digits_inside(value)
             ):
                 yield start, end
         at = lowered.find(word, at + len(word))

@@ -2,8 +2,9 @@
 a plain word a verb gives for a password, a login's `pass` after what it is for, and a user and
 password either side of a slash after a verb or a word of credentials, a short generated
 token or key stated in words, a pin stated after where it is set, a login's user then its
-password in words, a passphrase of words joined by hyphens, a TOTP seed named after it, and
-a Wi-Fi passphrase given after where the network is."""
+password in words, a passphrase of words joined by hyphens, a TOTP seed named after it, ,
+a Wi-Fi passphrase given after where the network is, and digits hidden inside a word right after
+"password"."""
 
 from __future__ import annotations
 
@@ -333,4 +334,30 @@ def test_wifi_where_it_is_then_passphrase_is_redacted(text: str, secret: str) ->
     ],
 )
 def test_wifi_where_it_is_look_alike_stays(text: str) -> None:
+    assert find_secrets(text) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("the zip is encrypted, password xkcd936battery, extract it", "xkcd936battery"),
+        ("passphrase tiger42lily.", "tiger42lily"),
+    ],
+)
+def test_digits_inside_a_word_after_password_is_redacted(text: str, secret: str) -> None:
+    assert secret not in redact(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "password pbkdf2sha256,",
+        "password length12chars.",
+        "password abc12def",
+        "password xkcd936battery hashing",
+        "the password hunter22x.",
+        "password Argon2id",
+    ],
+)
+def test_digits_inside_a_word_after_password_look_alike_stays(text: str) -> None:
     assert find_secrets(text) == []
