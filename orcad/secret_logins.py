@@ -209,6 +209,8 @@ def find_login_passwords(text: str, lowered: str) -> Iterator[Span]:
     yield from _logins_with_values(text, lowered)
     yield from _stated_pairs(text, lowered)
     yield from _logins_with_pairs(text, lowered)
+    if "unlock" in lowered:
+        yield from _unlocked_with(text, lowered)
     if "/" in lowered:
         yield from _given_pairs(text, lowered)
 
@@ -299,6 +301,39 @@ def _logins_with_pairs(text: str, lowered: str) -> Iterator[Span]:
         line = max(0, at - _LOGIN_REACH)
         line = max(line, lowered.rfind("\n", line, at) + 1)
         if _login_ending(_LOGIN_NEAR, lowered, line, at):
+            yield start, end
+
+
+# "the kiosk tablets unlock with monkey123": what a device or a file unlocks with, a value
+# only a password is: a symbol, both cases and a digit, or a word from the top of the leaked
+# lists with digits after it
+_UNLOCK_WITH = lazy_compile(
+    r"unlock(?:s|ed)?(?<![a-z0-9_\-]unlock)(?<![a-z0-9_\-]unlocks)(?<![a-z0-9_\-]unlocked)"
+    r"(?:[ \t]+(?:it|them|the[ \t]+[a-z0-9\-]{1,20}))?[ \t]+with[ \t]+"
+    r"(?P<quote>[`'\"]?)(?P<value>[^\s`'\"]{6,64}+)(?P=quote)"
+)
+_KEYS = lazy_compile(r"(?:ctrl|control|alt|option|shift|cmd|command|win|fn|super|meta)\+")
+_LETTERS_THEN_DIGITS = lazy_compile(r"(?P<word>[a-z]{4,})[0-9]{2,}\Z")
+
+
+def _unlocked_with(text: str, lowered: str) -> Iterator[Span]:
+    """The password a device or a file unlocks with, ending its clause (not "unlock with
+    touchid", "unlock with yubikey5", "unlocks with shamir2of3", "unlock with windows11")."""
+    for match in _UNLOCK_WITH.finditer(lowered):
+        start, value_end = match.span("value")
+        end = value_end if match["quote"] else end_before_trailing(text, start, value_end)
+        value = text[start:end]
+        if not (_password_like(value) and value_ends_clause(text, match.end(), end)):
+            continue
+        letters = _LETTERS_THEN_DIGITS.match(value)
+        marked = any(char in _SYMBOLS or char == "_" for char in value.rstrip("!?.")) or (
+            value.lower() != value != value.upper() and any(char.isdigit() for char in value)
+        )
+        if (
+            _KEYS.match(value.lower()) is None
+            and VERSIONED_NAME.match(value.lower()) is None
+            and (marked or (letters is not None and letters["word"] in NOTORIOUS_PASSWORDS))
+        ):
             yield start, end
 
 

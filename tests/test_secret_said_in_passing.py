@@ -3,8 +3,8 @@ a plain word a verb gives for a password, a login's `pass` after what it is for,
 password either side of a slash after a verb or a word of credentials, a short generated
 token or key stated in words, a pin stated after where it is set, a login's user then its
 password in words, a passphrase of words joined by hyphens, a TOTP seed named after it, ,
-a Wi-Fi passphrase given after where the network is, and digits hidden inside a word right after
-"password"."""
+a Wi-Fi passphrase given after where the network is, digits hidden inside a word right after
+"password", and what a device unlocks with."""
 
 from __future__ import annotations
 
@@ -360,4 +360,34 @@ def test_digits_inside_a_word_after_password_is_redacted(text: str, secret: str)
     ],
 )
 def test_digits_inside_a_word_after_password_look_alike_stays(text: str) -> None:
+    assert find_secrets(text) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("note that the kiosk tablets unlock with monkey123", "monkey123"),
+        ("unlock the phone with Tr0ub4dor.", "Tr0ub4dor"),
+        ("the archive unlocks with 'Arch!ve2024'", "Arch!ve2024"),
+    ],
+)
+def test_unlocked_with_is_redacted(text: str, secret: str) -> None:
+    assert secret not in redact(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "unlock with yubikey5",
+        "unlock with sha256",
+        "unlock it with fido2",
+        "the vault unlocks with shamir2of3",
+        "unlock with touchid",
+        "unlock with python3.12",
+        "unlock with windows11",
+        "unlock with Ctrl+Alt+Del",
+        "unlock with monkey123 and then",
+    ],
+)
+def test_unlocked_with_look_alike_stays(text: str) -> None:
     assert find_secrets(text) == []
