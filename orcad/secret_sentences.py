@@ -279,6 +279,11 @@ _SAID_OF_A_PASSWORD = frozenset(
         "valid", "forgotten", "known", "strong", "weak", "random", "long", "short", "separate",
         "accurate", "adequate", "appropriate", "immediate", "deliberate", "intermediate",
         "ultimate", "legitimate", "duplicate", "pure", "mature", "obscure", "insecure", "secure",
+        # participles that end in -en, as nouns do ("kitten", "garden")
+        "written", "rewritten", "overwritten", "chosen", "stolen", "taken", "spoken", "proven",
+        "driven", "frozen", "hidden", "forbidden", "broken", "mistaken", "shaken", "woven",
+        "beaten", "bitten", "eaten", "fallen", "gotten", "swollen", "sworn", "torn", "worn",
+        "drawn", "grown", "thrown", "blown", "flown", "sewn", "sown", "seen", "been", "done",
     )
 )  # fmt: skip
 

@@ -58,6 +58,9 @@ def test_said_in_passing_is_redacted(text: str, secret: str) -> None:
         "the password is private",
         "the password is mypasswordhere",
         "the passphrase is unlocking slowly",
+        "how a password is written, where a class is",
+        "the password is stolen, rotate it",
+        "the password is chosen.",
         # a plain word the clause goes on after
         "the password is android as usual",
         # other words between the name and its verb
