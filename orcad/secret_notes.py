@@ -239,7 +239,7 @@ def _login_password(text: str, lowered: str, at: int, name_end: int) -> Span | N
     end = end_before_trailing(text, start, value_end)
     value = text[start:end]
     if _chosen(value) or (  # "the user is monitor and pw duckduckgoose,"
-        plain_word_password(value) and value_ends_clause(text, value_end, end)
+        value_ends_clause(text, value_end, end) and plain_word_password(value)
     ):
         return start, end
     return None
@@ -303,10 +303,8 @@ _VALUE_AFTER = lazy_compile(r"[ \t]+(?P<value>[^\s\"'`()\[\]{}<>]{8,64}+)")
 
 
 def _pass_then_value(text: str, match: re.Match[str]) -> Span | None:
-    if not _pass_of_a_login(match.string, match.start()):
-        return None
     given = _VALUE_AFTER.match(text, match.end("name"))
-    if given is None:
+    if given is None or not _pass_of_a_login(match.string, match.start()):
         return None
     start, value_end = given.span("value")
     end = end_before_trailing(text, start, value_end)
