@@ -27,11 +27,10 @@ os.read(int(os.environ["IMPORT_HELD_FD"]), 1)
 """
 
 
-# (with --json, a failure document is printed: the test after this one)
-@pytest.mark.parametrize("argv", [["status"], ["recall", "x"], ["doctor"]], ids=" ".join)
-def test_ctrl_c_while_a_command_is_importing_exits_130_without_a_traceback(
+def _interrupted_while_importing(
     orca_env: OrcaEnv, tmp_path: Path, argv: list[str]
-) -> None:
+) -> tuple[int, bytes, bytes]:
+    """orcactl ARGV sent SIGINT while it imports: its exit status, stdout and stderr."""
     shadow = tmp_path / "shadow"
     shadow.mkdir()
     (shadow / "msgspec.py").write_text(HELD_IMPORT)
@@ -56,7 +55,15 @@ def test_ctrl_c_while_a_command_is_importing_exits_130_without_a_traceback(
         finally:
             os.close(reached_read)
             os.close(held_write)
-    assert (command.returncode, stdout, stderr) == (130, b"", b"")
+    return command.returncode, stdout, stderr
+
+
+# (with --json, a failure document is printed: the test after this one)
+@pytest.mark.parametrize("argv", [["status"], ["recall", "x"], ["doctor"]], ids=" ".join)
+def test_ctrl_c_while_a_command_is_importing_exits_130_without_a_traceback(
+    orca_env: OrcaEnv, tmp_path: Path, argv: list[str]
+) -> None:
+    assert _interrupted_while_importing(orca_env, tmp_path, argv) == (130, b"", b"")
     assert not orca_env.socket.exists()
 
 
@@ -75,31 +82,9 @@ def _json_interrupted(stdout: bytes, stderr: bytes) -> None:
 def test_ctrl_c_while_importing_with_json_prints_a_failure_document(
     orca_env: OrcaEnv, tmp_path: Path, json_option: str
 ) -> None:
-    shadow = tmp_path / "shadow"
-    shadow.mkdir()
-    (shadow / "msgspec.py").write_text(HELD_IMPORT)
-    reached_read, reached_write = os.pipe()
-    held_read, held_write = os.pipe()
-    env = dict(orca_env.env, PYTHONPATH=f"{shadow}{os.pathsep}{REPO_ROOT}")
-    env.update(IMPORT_REACHED_FD=str(reached_write), IMPORT_HELD_FD=str(held_read))
-    with subprocess.Popen(
-        [sys.executable, "-m", "orcactl", "recall", "x", json_option],
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        pass_fds=(reached_write, held_read),
-    ) as command:
-        os.close(reached_write)
-        os.close(held_read)
-        try:
-            assert os.read(reached_read, 1) == b"x"  # it is inside the import
-            command.send_signal(signal.SIGINT)
-            stdout, stderr = command.communicate(timeout=30)
-        finally:
-            os.close(reached_read)
-            os.close(held_write)
-    assert command.returncode == 130
+    argv = ["recall", "x", json_option]
+    status, stdout, stderr = _interrupted_while_importing(orca_env, tmp_path, argv)
+    assert status == 130
     _json_interrupted(stdout, stderr)
     assert not orca_env.socket.exists()
 
