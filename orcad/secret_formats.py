@@ -483,7 +483,10 @@ def find_telegram(text: str, lowered: str) -> Iterator[Span]:
         digits = start
         while digits > 0 and start - digits < 11 and text[digits - 1].isdigit():
             digits -= 1
-        if 8 <= start - digits <= 10 and _starts_word(text, digits):
+        if 8 <= start - digits <= 10 and (
+            _starts_word(text, digits) or text[max(0, digits - 4) : digits] == "/bot"
+        ):
+            # the Bot API's URLs glue the token to "bot": `https://api.telegram.org/bot<token>/`
             yield digits, match.end()
 
 

@@ -143,6 +143,23 @@ def test_a_sentry_dsn_loses_its_key_and_keeps_its_host() -> None:
             assert redact(text) == text.replace(key, "[REDACTED:sentry_dsn]")
 
 
+def test_a_telegram_token_glued_to_bot_in_an_api_url_is_redacted() -> None:
+    token = "6123456789:AA" + _chars(_URLSAFE, 33)
+    for text in (
+        f"telegram bot url https://api.telegram.org/bot{token}/sendMessage, post there",
+        f"curl -s https://api.telegram.org/bot{token}/getUpdates | jq .",
+    ):
+        redacted = redact(text)
+        assert token not in redacted
+        assert "https://api.telegram.org/bot[REDACTED:telegram_bot_token]" in redacted
+    # a word glued to the digits is still no token's start, nor is a longer number
+    for text in (
+        "robot6123456789:AA" + _chars(_URLSAFE, 33),
+        "/bot612345678901:AA" + _chars(_URLSAFE, 33),
+    ):
+        assert redact(text) == text
+
+
 def test_a_teams_webhook_loses_what_lets_anyone_post() -> None:
     hook = _chars(_HEX, 32) + "/" + _uuid()
     url = f"https://acme.webhook.office.com/webhookb2/{_uuid()}@{_uuid()}/IncomingWebhook/{hook}"
