@@ -80,8 +80,11 @@ _NAMED_VALUE = lazy_compile(
 _NAME = lazy_compile(rf"(?:pass(?:word|wd|phrase)|pwd?)(?![a-z0-9_\-])(?![ \t]+(?:{_COMPOUND})\b)")
 _BEFORE_A_NAME = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-./$@")
 # what comes between a value and its name after it: "X is the [root] password", "X as my pw"
+# ("get Welcome1 as a temp password", '"OpenSesame!1" - that's the pw for the sftp'; "a" only
+# after "as": "OAuth2 is a password alternative" describes)
 _BEFORE_NAME = lazy_compile(
-    r"[ \t](?:is|as|was)[ \t]+(?:the|my|our|your|his|her|their|its)[ \t]+"
+    r"[ \t](?:(?:(?:[-\u2013\u2014,][ \t]+)?(?:that|it|this)(?:'s|\u2019s|[ \t]+is)|is|as|was)"
+    r"[ \t]+(?:the|my|our|your|his|her|their|its)|as[ \t]+an?)[ \t]+"
     r"(?:[a-z0-9_\-]{1,20}[ \t]+){0,2}\Z"
 )
 _BEFORE_NAME_REACH = 56
@@ -539,6 +542,8 @@ def _value_before(text: str, lowered: str, keyword: int) -> Span | None:
         lowered.find(" is ", reach, keyword) < 0
         and lowered.find(" as ", reach, keyword) < 0
         and lowered.find(" was ", reach, keyword) < 0
+        and lowered.find("'s ", reach, keyword) < 0
+        and lowered.find("\u2019s ", reach, keyword) < 0
     ):
         return None
     between = _BEFORE_NAME.search(lowered, reach, keyword)
