@@ -379,6 +379,8 @@ def find_stated_passwords(text: str, lowered: str) -> Iterator[Span]:
                 yield start, end
     if "pin" in lowered:
         yield from lower_case_pins(text, lowered)
+    if any(typo in lowered for typo in _MISSPELT_PARTS):
+        yield from _misspelt_names(text, lowered)
     has_pw = "pw" in lowered
     if not has_pw and "pass" not in lowered:
         return
@@ -422,7 +424,7 @@ def find_stated_passwords(text: str, lowered: str) -> Iterator[Span]:
                 and clause_ends
                 and _owned(match["words"])
                 and (
-                    _stated_label(value)
+                    stated_label(value)
                     or joined_with_a_number(value)
                     or (lowered.startswith("passphrase", match.start()) and _joined_phrase(value))
                 )
@@ -431,7 +433,7 @@ def find_stated_passwords(text: str, lowered: str) -> Iterator[Span]:
                 (match["op"] or "").strip() == ":"
                 and clause_ends
                 and match["words"].split()[:1] == ["for"]
-                and _stated_label(value)
+                and stated_label(value)
             )
         ):
             yield start, end
@@ -478,6 +480,31 @@ def find_stated_passwords(text: str, lowered: str) -> Iterator[Span]:
         yield from _after_short_names(text, lowered)
     if ", " in lowered:
         yield from _set_apart(text, lowered)
+
+
+# "pasword for the old wiki is letmein2024", "the passwrod is Xk9!mq2w": the name misspelt (a
+# letter left out or two swapped), then a verb or a colon, before a value that looks chosen
+_MISSPELT = lazy_compile(r"pas(?:swrod|sowrd|swod|sord|wo?rd|wd)" + _AFTER_NAME)
+_MISSPELT_PARTS = ("paswo", "paswr", "paswd", "passwr", "passo", "passwod")
+
+
+def _misspelt_names(text: str, lowered: str) -> Iterator[Span]:
+    for match in _MISSPELT.finditer(lowered):
+        at = match.start()
+        if at > 0 and lowered[at - 1] in _BEFORE_A_NAME:
+            continue  # inside a longer name
+        start, value_end = match.span("value")
+        end = end_before_trailing(text, start, value_end)
+        value = text[start:end]
+        if ":" in value:
+            continue
+        if stated_password(value) or (
+            match["op"] is None
+            and value_ends_clause(text, value_end, end)
+            and _owned(match["words"])
+            and (stated_label(value) or joined_with_a_number(value))
+        ):
+            yield start, end
 
 
 # "ssh admin@10.0.0.5, pw Ssh!Comma9", "its pwd 'R3porting#M0'": the short name and a blank
@@ -580,7 +607,7 @@ def _values_around_names(text: str, lowered: str) -> Iterator[Span]:
             end = end_before_trailing(text, start, value_end)
             value = text[start:end]
             if stated_password(value) or (  # "I changed my password to Zebra-Stripe-3"
-                (_stated_label(value) or joined_with_a_number(value))
+                (stated_label(value) or joined_with_a_number(value))
                 and value_ends_clause(text, value_end, end)
             ):
                 yield start, end
@@ -623,7 +650,7 @@ _LABEL_SEPARATORS = lazy_compile(r"[-_.]")
 _VERSION = lazy_compile(r"v?\d+(?:\.\d+)+", re.IGNORECASE)  # "v1.2.3-Beta" is a release
 
 
-def _stated_label(value: str) -> bool:
+def stated_label(value: str) -> bool:
     """A password shaped as a label, that a verb gives ("the password is Dresden_1945", "is
     blue-Sky-9"): parts joined by - _ or ., with capitals, small letters and a digit, the
     last part no describing word ("Base64-encoded"). Given with a colon, such a value names
