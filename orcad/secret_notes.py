@@ -14,7 +14,12 @@ import re
 from collections.abc import Iterator
 
 from orcad.lazy_patterns import lazy_compile
-from orcad.secret_sentences import STATED_VALUE, plain_word_password, stated_password
+from orcad.secret_sentences import (
+    STATED_VALUE,
+    plain_word_password,
+    stated_label,
+    stated_password,
+)
 from orcad.secret_stated_keys import short_generated
 from orcad.secret_values import (
     STATED_VERB,
@@ -257,6 +262,7 @@ _PASSWORD_NAME = lazy_compile(
     r"(?:" + _NOTE_TAIL + ")?"
 )
 _PASS_OWNERS = frozenset(("for",))
+_PASS_PLACES = frozenset(("on", "of", "at", "in"))
 
 
 def _find_passes(text: str, lowered: str) -> Iterator[Span]:
@@ -319,12 +325,20 @@ def _pass_for(text: str, match: re.Match[str]) -> Span | None:
     After a word of a login ("the ftp pass is X") a verb gives any password: letters and
     digits, or a plain word (`plain_word_password`) that ends the clause, too."""
     words = match["words"]
-    if not _owned_by(words, _PASS_OWNERS):
-        return None
     start, value_end = match.span("value")
     end = end_before_trailing(text, start, value_end)
     value = text[start:end]
     ends = value_ends_clause(text, value_end, end)
+    if not _owned_by(words, _PASS_OWNERS):
+        # a login's pass where it is ("the mysql root pass on the game server is Tq9-wolf-Lantern")
+        if (
+            _owned_by(words, _PASS_PLACES)
+            and match["op"] is None
+            and _pass_of_a_login(match.string, match.start())
+            and (_chosen(value) or (ends and stated_label(value)))
+        ):
+            return start, end
+        return None
     if (
         match["op"] is None
         and _pass_of_a_login(match.string, match.start())  # (the match is of the lowered text)

@@ -557,6 +557,10 @@ def test_logins_without_a_password_stay_storable(text: str) -> None:
         ("the jenkins pass is Jenk1ns!2024", "Jenk1ns!2024"),
         ("admin pass is Adm1n_2024.", "Adm1n_2024"),
         ("pass for jenkins: Jenk1ns!2024, user admin", "Jenk1ns!2024"),
+        # where a login's pass is, then its verb
+        ("the mysql root pass on the game server is Tq9-wolf-Lantern", "Tq9-wolf-Lantern"),
+        ("the wifi pass at the cabin is Lake!House7", "Lake!House7"),
+        ("admin pass in prod is Rex-2019-Q", "Rex-2019-Q"),
     ],
 )
 def test_a_pass_for_something_is_redacted(text: str, password: str) -> None:
@@ -589,6 +593,12 @@ def test_a_pass_for_something_is_redacted(text: str, password: str) -> None:
         "this pass is LLVM-17",
         "the second pass for x86 is SSA-based",
         "the pass is x86-64-only here",
+        "the admin pass on staging is required",
+        "the first pass on the file is slow",
+        "the ssh pass in the vault is sha256-Hashed",
+        "the lint pass on ci is v2-Fast",
+        "the root pass on prod is Rex-2019-Q and more",
+        "the db pass in prod is v1.2.3-Beta",
     ],
 )
 def test_passes_that_are_no_password_stay_storable(text: str) -> None:
