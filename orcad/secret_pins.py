@@ -17,7 +17,17 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from orcad.lazy_patterns import lazy_compile
-from orcad.secret_values import CLAUSE_ENDS, STATED_VERB, Span
+from orcad.secret_values import (
+    CLAUSE_ENDS,
+    STATED_VERB,
+    VERSIONED_NAME,
+    Span,
+    end_before_trailing,
+    is_label,
+    is_placeholder,
+    is_reference,
+    mixes_letters_and_others,
+)
 
 # A PIN, written so (a pin is a part, a GPIO line): "my PIN is 4821", "Card PIN: 7302"
 PIN_STATEMENT = lazy_compile(
@@ -42,7 +52,8 @@ _LOWER_PIN_STATEMENT = lazy_compile(
 _PIN_OWNER = lazy_compile(
     r"(?<![a-z0-9_\-])(?:(?:my|your|our|his|her|their)(?:[ \t]+[a-z]{2,12}){0,2}|card|debit|credit|"
     r"bank|atm|sim|phone|door|alarm|voicemail|lock|safe|keypad|wps|bluetooth|pairing|unlock|"
-    r"default|garage|gate|piv|yubikey|smartcard|smart[ \t]card)[ \t]+\Z"
+    r"default|garage|gate|piv|yubikey|smartcard|smart[ \t]card|"
+    r"tablet|laptop|bitlocker|device|screen|computer|ipad|iphone|android|kindle|console)[ \t]+\Z"
 )
 _THE_PIN = lazy_compile(r"(?<![a-z0-9_\-])the[ \t]+\Z")
 _THE_REACH = 12  # "the" and the spaces after it
@@ -72,6 +83,45 @@ def lower_case_pins(text: str, lowered: str) -> Iterator[Span]:
         if (owned or (not spaced and _the_pin(lowered, at, start, int(lowered[start:end])))) and (
             _number_ends_clause(text, end)
         ):
+            yield start, end
+
+
+# "the kids' tablet pin is jellybean77", "the bitlocker PIN on the demo laptop is Gh0st!Ship": a
+# device's PIN may hold letters (BitLocker's enhanced PIN, a phone's passcode); such a value is
+# one when the pin is owned as above, a verb gives it, and it mixes letters with digits
+_CHOSEN_PIN = lazy_compile(
+    r"pin(?![a-z0-9_\-])(?:[ \t]+(?:code|number))?(?P<words>(?:[ \t]+[a-z]{1,20}+){0,5}?)"
+    + STATED_VERB
+    + r"[ \t]+[\"'`]?(?P<value>[^\s\"'`()\[\]{}<>]{6,64}+)"
+)
+_DOTTED_NUMBER = lazy_compile(r"[0-9]\.[0-9]")
+_PIN_NAME_BEFORE = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-.$@")
+
+
+def chosen_pins(text: str, lowered: str) -> Iterator[Span]:
+    for match in _CHOSEN_PIN.finditer(lowered):
+        at = match.start()
+        if at > 0 and lowered[at - 1] in _PIN_NAME_BEFORE:
+            continue
+        start, end = match.span("value")
+        end = end_before_trailing(text, start, end)
+        value = text[start:end]
+        if not (
+            any(char.isalpha() for char in value)
+            and any(char.isdigit() for char in value)
+            and mixes_letters_and_others(value)
+            and not is_label(value)
+            and not is_placeholder(value)
+            and not is_reference(value)
+            and VERSIONED_NAME.match(value.lower()) is None
+            and _DOTTED_NUMBER.search(value) is None
+        ):
+            continue  # a version a package is pinned to: "the pin for the build is numpy2.1"
+        line = lowered.rfind("\n", max(0, at - 2 * _OWNER_REACH), at) + 1
+        if _PART_WORDS.search(lowered, max(line, at - 2 * _OWNER_REACH), start) is not None:
+            continue  # "the data pin on the sensor board is gpio17"
+        words = match["words"].split()
+        if _owned(lowered, at, words, colon=False, spaced=False) and _number_ends_clause(text, end):
             yield start, end
 
 
@@ -154,7 +204,8 @@ _ACCESS_CODE = lazy_compile(
 _ACCESS_OWNER = lazy_compile(
     r"(?<![a-z0-9_\-])(?:door|front[ \t]+door|gate|alarm|garage|keypad|lockbox|lock[ \t]+box|"
     r"key[ \t]?safe|safe|padlock|locker|entry|entrance|intercom|building[ \t]+entry|"
-    r"access)(?:[ \t]+(?:lock|pin|entry))?[ \t]+\Z"
+    r"access|lock|smart[ \t]+lock|master|disarm|arming|alarm[ \t]+panel)"
+    r"(?:[ \t]+(?:lock|pin|entry|master|disarm|arming))?[ \t]+\Z"
 )
 _ACCESS_OWNER_REACH = 24
 _ACCESS_OWNER_WORDS = frozenset(("for", "to", "on", "at"))

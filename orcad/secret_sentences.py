@@ -25,7 +25,7 @@ import re
 from collections.abc import Iterator
 
 from orcad.lazy_patterns import lazy_compile
-from orcad.secret_pins import PIN_STATEMENT, lower_case_pins
+from orcad.secret_pins import PIN_STATEMENT, chosen_pins, lower_case_pins
 from orcad.secret_values import (
     CLAUSE_ENDS,
     PROSE_OR_CODE_WORDS,
@@ -379,6 +379,7 @@ def find_stated_passwords(text: str, lowered: str) -> Iterator[Span]:
                 yield start, end
     if "pin" in lowered:
         yield from lower_case_pins(text, lowered)
+        yield from chosen_pins(text, lowered)
     if any(typo in lowered for typo in _MISSPELT_PARTS):
         yield from _misspelt_names(text, lowered)
     has_pw = "pw" in lowered

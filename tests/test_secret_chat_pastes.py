@@ -307,6 +307,16 @@ def test_look_alikes_of_a_lower_case_passphrase_stay(text: str) -> None:
         ("front door code 8842 if you get there first", "8842"),
         ("the lockbox combination is 3-7-1-9", "3-7-1-9"),
         ("safe combination: 4-12-33-8", "4-12-33-8"),
+        # a lock's own code, a master or disarm code
+        ("remember the smart lock master code is 950317", "950317"),
+        ("the lock code is 950317", "950317"),
+        ("the alarm panel disarm code is 2580#", "2580#"),
+        ("the master code for the safe is 4417", "4417"),
+        # a device's PIN with letters in it, given by a verb
+        ("the kids' tablet pin is jellybean77 if you need to sideload the apk", "jellybean77"),
+        ("the bitlocker pin on the demo laptop is Gh0st!Ship, remember it", "Gh0st!Ship"),
+        ("the bitlocker PIN is Gh0st!Ship", "Gh0st!Ship"),
+        ("my pin is Hunter42", "Hunter42"),
     ],
 )
 def test_a_pin_or_a_code_that_opens_something_is_redacted(text: str, code: str) -> None:
@@ -333,6 +343,16 @@ def test_a_pin_or_a_code_that_opens_something_is_redacted(text: str, code: str) 
         "the yubikey pin policy was set in 2021 and is strict",
         "door code 4096 bytes buffer overflow",
         "gate code v2 released in 2023",
+        "the master code review is 2024",
+        "block code is 4096",
+        "my pin is v2-beta1",
+        "the pin for the build is numpy2.1",
+        "the pin for requests is 2.31.0a1",
+        "the data pin on the sensor board is gpio17",
+        "the reset pin for the esp32 is gpio0a1",
+        "the pin is GPIO17",
+        "the tablet pin is jellybean",
+        "the laptop pin is x86_64.",
     ],
 )
 def test_look_alikes_of_pins_and_access_codes_stay(text: str) -> None:
