@@ -16,6 +16,7 @@ is no such key ("(hidden)", a path, a variable) is none.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 from orcad.lazy_patterns import lazy_compile
@@ -52,6 +53,48 @@ def find_recovery_phrases(text: str, lowered: str) -> Iterator[Span]:
             if match is not None and _could_be_a_wallets(match["words"].split()):
                 yield match.span("words")
         at = lowered.find(_PHRASE, at + len(_PHRASE))
+
+
+# "my test wallet seed is abandon ladder … junior,", "mnemonic: …", "the recovery words are …":
+# the phrase named by "seed" or "mnemonic" alone, or by its words, then a colon or a verb; as
+# "seed" also names a random generator's, the phrase must be a wordlist's whole length (12, 15,
+# 18, 21 or 24 words) and end its clause
+_SEED_TAIL = lazy_compile(
+    r"(?:[ \t]+(?:for|of|on)(?:[ \t]+[a-z0-9_.'\-]{1,24}+){1,4}?)?"
+    rf"(?:[ \t]*:|{STATED_VERB}[ \t]*:?)(?:[ \t]+|[ \t]*\r?\n[ \t]*)"
+    r"[\"'`]?(?P<words>[a-z]{3,8}+(?:[ \t]+[a-z]{3,8}+){11,23}+)(?![a-z])"
+)
+_WORDS_NAMED = lazy_compile(r"(?<![a-z0-9])(?:seed|recovery|mnemonic|backup|wallet)[ \t]+\Z")
+_SEED_NAMES = ("seed", "mnemonic", "words")
+_NAME_CHARACTERS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-")
+_WORDLIST_LENGTHS = frozenset((12, 15, 18, 21, 24))
+_PHRASE_ENDS = frozenset(",.;!?\"'`)\r\n")
+
+
+def find_seed_words(text: str, lowered: str) -> Iterator[Span]:
+    """The words of a recovery phrase after "seed" or "mnemonic" alone, or their words. Found
+    from each name (a literal searched for at C speed), what names "words" looked for before."""
+    for name in _SEED_NAMES:
+        at = lowered.find(name)
+        while at >= 0:
+            end = at + len(name)
+            if (at == 0 or lowered[at - 1] not in _NAME_CHARACTERS) and (
+                name != "words" or _WORDS_NAMED.search(lowered, max(0, at - 10), at) is not None
+            ):
+                match = _SEED_TAIL.match(lowered, end)
+                if match is not None and _wordlists_phrase(text, match):
+                    yield match.span("words")
+            at = lowered.find(name, end)
+
+
+def _wordlists_phrase(text: str, match: re.Match[str]) -> bool:
+    words = match["words"].split()
+    end = match.end("words")
+    return (
+        len(words) in _WORDLIST_LENGTHS
+        and (end == len(text) or text[end] in _PHRASE_ENDS)
+        and _could_be_a_wallets(words)
+    )
 
 
 # ------------------------------------------------------------------------ unseal keys

@@ -87,7 +87,7 @@ from orcad.secret_logins import find_login_passwords
 from orcad.secret_markdown import marked_lines
 from orcad.secret_notes import find_noted_passwords
 from orcad.secret_pins import find_access_codes, find_pin_settings
-from orcad.secret_recovery import find_recovery_phrases, find_unseal_keys
+from orcad.secret_recovery import find_recovery_phrases, find_seed_words, find_unseal_keys
 from orcad.secret_second_factor import (
     find_grouped_seeds,
     find_recovery_codes,
@@ -176,6 +176,7 @@ _RULES: tuple[tuple[str, Finder, Gate], ...] = (
     ("credential_assignment", find_yaml_block_credentials, _always),
     ("credential_assignment", find_code_credentials, _always),
     ("credential_assignment", find_recovery_phrases, _always),
+    ("credential_assignment", find_seed_words, _always),
     ("password_flag", find_credential_flags, _always),
     ("password_flag", find_piped_and_batch_passwords, _always),
     ("password_flag", find_oracle_connects, _always),

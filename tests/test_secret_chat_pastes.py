@@ -419,6 +419,12 @@ _PHRASE_24 = (
         (f'SEED_PHRASE="{_PHRASE_24}"', _PHRASE_24),
         (f"the wallet's secret recovery phrase was {_PHRASE_24}.", _PHRASE_24),
         (f"Backup phrase for the ledger:\n{_PHRASE_12}\n", _PHRASE_12),
+        # named by "seed" or "mnemonic" alone, or by its words: a wordlist's whole length
+        (f"my test wallet seed is {_PHRASE_12}, remember it for the scripts", _PHRASE_12),
+        (f"the seed for the ledger is {_PHRASE_24}.", _PHRASE_24),
+        (f"the recovery words are {_PHRASE_12}", _PHRASE_12),
+        (f"mnemonic is:\n{_PHRASE_24}\n", _PHRASE_24),
+        (f"seed words: {_PHRASE_12}", _PHRASE_12),
     ],
 )
 def test_a_recovery_phrase_after_its_name_is_redacted(text: str, phrase: str) -> None:
@@ -463,6 +469,13 @@ def test_unseal_keys_after_their_name_are_redacted(text: str, keys: list[str]) -
         "my recovery phrase is written on paper in the safe",
         "the seed phrase is the only way to restore the wallet so keep it offline and away from",
         "recovery phrase length: 12 words",
+        "the random seed is chosen per worker process using system entropy pool values mixed "
+        "via hashing functions",
+        "the seed is " + " ".join(_PHRASE_12.split()[:11]) + ".",
+        f"the seed is {_PHRASE_12} plus some words a sentence goes on with",
+        "seed words are test test test test test test test test test test test junk",
+        "the seed is twelve random words from a list that only the owner keeps offline",
+        "the words are " + _PHRASE_12 + ".",
         "unseal key 1: (hidden)",
         "unseal keys are printed once by vault operator init",
         "the unseal keys are:\nsplit between five admins\nand never stored",
