@@ -43,8 +43,10 @@ _AS_USER_WITH = lazy_compile(
 _LOGIN_VERB = (
     r"(?<![a-z0-9_\-])(?:log(?:ged|ging)?[ \t-]?(?:in|on)|login|sign(?:ed|ing)?[ \t-]?in|"
     r"ssh(?:[ \t]+in(?:to)?)?|connect(?:ed|ing)?|authenticate[sd]?)"
-    # where to, the preposition perhaps run into the verb ("log into grafana")
-    r"(?:[ \t]*(?:to|into|onto|on|at)[ \t]+(?:the[ \t]+)?[^\s]{1,64})?"
+    # where to, the preposition perhaps run into the verb ("log into grafana"), in two words
+    # after "the" or a possessive ("log into the old jenkins")
+    r"(?:[ \t]*(?:to|into|onto|on|at)[ \t]+"
+    r"(?:(?:the|my|our|your|their)[ \t]+(?:[^\s]{1,32}[ \t]+)?)?[^\s]{1,64})?"
 )
 _LOGIN_BEFORE = lazy_compile(_LOGIN_VERB + r"[ \t]*\Z")
 # "log into the router with admin and R0uter!pass", "the jenkins login: ci-bot and X": a login
@@ -141,6 +143,7 @@ _WITH_VALUE = lazy_compile(
     r"(?P<value>[^\s`'\"]{6,128}+)(?P=quote)"
 )
 _LOGIN_ENDS = lazy_compile(_LOGIN_VERB + r"[ \t]*\Z")
+_ADDRESS = lazy_compile(r"[^@\s]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)+\Z")
 # a digit for a letter inside a word in small letters ("tr0mb0ne"), not between two words of
 # a name ("Okta2FA", "AzureAD-B2C")
 _DIGIT_IN_WORD = lazy_compile(r"[a-z][0-9]+[a-z]")
@@ -153,6 +156,8 @@ def _logins_with_values(text: str, lowered: str) -> Iterator[Span]:
         if not match["quote"]:
             value_end = end_before_trailing(text, value_start, value_end)
         value = text[value_start:value_end]
+        if _ADDRESS.match(value) is not None:
+            continue  # the user: "sign in to the test tenant with qa-bot@acme.test / X"
         if not (
             _marked_as_password(value)
             # a symbol inside it, not only a sentence's end ("try logging in with Firefox128!")

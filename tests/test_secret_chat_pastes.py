@@ -201,6 +201,10 @@ def test_look_alikes_of_a_user_and_password_pair_stay(text: str) -> None:
         ("try logging in with tr0mb0ne-Velvet-31", "tr0mb0ne-Velvet-31"),
         ("sign in to the portal with Sunf1ower!Gate", "Sunf1ower!Gate"),
         ("ssh into the bastion with `b4sti0n-Key-77`, then hop", "b4sti0n-Key-77"),
+        # where to in two words after "the" or a possessive
+        ("log into the old jenkins with Kn1ght!Rider (user is ci) and grab it", "Kn1ght!Rider"),
+        ("sign in to your work laptop with Summer#2024 then", "Summer#2024"),
+        ("log into the old box as root with Tr0ub4dor&3", "Tr0ub4dor&3"),
     ],
 )
 def test_a_password_after_a_short_name_an_aside_or_a_login_is_redacted(
@@ -245,6 +249,10 @@ def test_a_quoted_passphrase_with_a_number_inside_is_redacted(text: str, phrase:
         "try logging in with GitHub-Enterprise-2",
         "connect with psql-16 and run the migration",
         "log in with your corp account",
+        "log into the new portal with YubiKey-5C-NFC",
+        "connect to the staging db with psql-16 and run it",
+        "sign in to the test tenant with qa-bot@acme.test first",
+        "log into the old jenkins with sso",
     ],
 )
 def test_look_alikes_of_short_names_asides_and_logins_stay(text: str) -> None:
