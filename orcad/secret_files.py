@@ -80,8 +80,10 @@ def find_netrc_passwords(text: str, lowered: str) -> Iterator[Span]:
 # ("log in with admin / X", "log into the kiosk using kiosk/X": a verb of logging in, a few
 # words, then "with" or "using" give the pair too)
 _PAIR_HEAD_BACKWARDS = lazy_compile(
-    r"(?P<before>[ \t]*)[a-z0-9_.@+\-]{1,64}"
-    r"(?:[ \t]*[:=][ \t]*|[ \t]+(?:si|era|saw|erew)[ \t]+"
+    r"(?P<before>[ \t]*)(?P<user>[a-z0-9_.@+\-]{1,64})"
+    # where the login is, between its name and the colon ("login on the lab pc: ...")
+    r"(?:[ \t]*[:=][ \t]*(?:(?:[a-z0-9_.\-]{1,30}[ \t]+){1,4}?(?:no|rof|ta|ni|fo)[ \t]+)?"
+    r"|[ \t]+(?:si|era|saw|erew)[ \t]+|(?P<bare>[ \t]+)"
     r"|[ \t]+(?P<given>htiw|gnisu)(?:[ \t]+[a-z0-9_.\-]{1,30}){0,6}?[ \t]+"
     r"(?=(?:ni|otni)[ \t]+g|nigol))"
     r"(?P<name>nigol|nogol|(?:s|s?laitne)derc|"
@@ -96,6 +98,7 @@ class _PairHead(NamedTuple):
     credentials: bool  # named creds or credentials: any word of 4 or more is the password
     spaced: bool  # blanks before the slash: the value must have them after it too
     given: bool  # by a verb of logging in ("log in with admin / X"): its sentence may go on
+    bare: bool  # a blank alone between the name and the user: the password must look chosen
 
 
 def _pair_head(lowered: str, start: int, slash: int) -> _PairHead | None:
@@ -106,7 +109,24 @@ def _pair_head(lowered: str, start: int, slash: int) -> _PairHead | None:
     name = slash - head.end()
     if name > 0 and lowered[name - 1] in _PAIR_NAME_CHARACTERS:
         return None
-    return _PairHead(head["name"].endswith("derc"), bool(head["before"]), head["given"] is not None)
+    if head["bare"] is not None and head["user"][::-1] in _NOT_BARE_USERS:
+        return None  # "the login page / Dashboard2": a thing of a login, not its user
+    return _PairHead(
+        head["name"].endswith("derc"),
+        bool(head["before"]),
+        head["given"] is not None,
+        head["bare"] is not None,
+    )
+
+
+# what follows a login's name with a blank and is no user: its parts and what it does
+_NOT_BARE_USERS = frozenset(
+    ("page", "pages", "flow", "flows", "form", "forms", "screen", "button", "link", "url",
+     "endpoint", "route", "api", "view", "views", "issue", "bug", "error", "errors", "fails",
+     "failed", "works", "worked", "is", "was", "and", "or", "via", "with", "then", "step",
+     "steps", "logic", "code", "handler", "test", "tests", "service", "server", "modal",
+     "dialog", "box", "field", "fields", "time", "times", "attempt", "attempts", "redirect")
+)  # fmt: skip
 
 
 _PAIR_REACH = 128
@@ -141,6 +161,16 @@ _NOT_LOOKED_FOR = -2
 _SLASHES_BEFORE_A_SKIP = 32
 
 
+def _bare_pairs_password(value: str) -> bool:
+    """After "login USER /" with no colon nor verb: a symbol in it, or eight characters or more
+    of both cases and a digit ("neo4j-Mz2Pq7"; not "Signup2")."""
+    return any(char in "!@#$%^&*+=?~" for char in value.rstrip("!?.")) or (
+        len(value) >= 8
+        and any(char.isdigit() for char in value)
+        and value.lower() != value != value.upper()
+    )
+
+
 def find_login_pairs(text: str, lowered: str) -> Iterator[Span]:
     """The password of a user and password given as a pair: `login: admin / S3cretPass`."""
     found = dict.fromkeys(_PAIR_NAMES, _NOT_LOOKED_FOR)
@@ -172,7 +202,7 @@ def find_login_pairs(text: str, lowered: str) -> Iterator[Span]:
             end = end_before_trailing(text, start, value_end)
             value = text[start:end]
             if (
-                is_chosen_password(value)
+                (is_chosen_password(value) and (not head.bare or _bare_pairs_password(value)))
                 or (head.credentials and len(value) >= 4 and not is_placeholder(value))
             ) and (
                 _pair_ends(text, value_end, end)

@@ -441,6 +441,11 @@ def test_names_under_a_secret_key_stay_storable(text: str) -> None:
         # a pair whose clause ends in a dash set apart by blanks
         ("the staging creds are admin/Winter2024!xq - remember that", "Winter2024!xq"),
         ("login: admin / S3cretPass \u2014 rotated monthly", "S3cretPass"),
+        # a pair after where the login is and a colon, or after the name and a blank alone
+        ("windows login on the lab pc: student / tuna4ever, install matlab", "tuna4ever"),
+        ("login for the kiosk: kiosk / Kiosk2024!, then restart", "Kiosk2024!"),
+        ("neo4j browser login neo4j / neo4j-Mz2Pq7, run the graph import", "neo4j-Mz2Pq7"),
+        ("the ilo login root / Adm!n2024", "Adm!n2024"),
     ],
 )
 def test_a_password_given_with_a_login_in_plain_words_is_redacted(text: str, password: str) -> None:
@@ -459,6 +464,9 @@ def test_a_password_given_with_a_login_in_plain_words_is_redacted(text: str, pas
         "use python3 to run the script",
         "run it as well as with v2 support",
         "use ${GRAFANA_PASSWORD} to log in as admin",
+        "the login page / dashboard2 view",
+        "login screen / settings2",
+        "the login on the lab pc: see /docs/login",
     ],
 )
 def test_a_login_without_a_chosen_password_stays_storable(text: str) -> None:
