@@ -223,14 +223,26 @@ def find_login_passwords(text: str, lowered: str) -> Iterator[Span]:
 # "staging db creds are admin Hunter2!xyz", "grafana login is admin Graf4na!Ops": credentials
 # stated as a user, a blank and a password (a colon may follow the verb: "the creds are: admin
 # Xk9#mQ2!pL"), found from "cred" and "login" (literals each)
+# ("the dev account on the lims is labtech2 with Sequoia#Rings", "plex admin is jon and
+# Plex4Life!": an account or an admin, where it is, then the user and "and" or "with")
 _STATED_PAIRS = tuple(
     lazy_compile(
-        head + r"[ \t]+(?:are|is|were|was)(?:[ \t]+now)?[ \t]*:?[ \t]+"
-        r"(?P<user>[a-z][a-z0-9_.\-]{0,31}+(?:@[a-z0-9\-]{1,63}(?:\.[a-z0-9\-]{1,63})+)?)[ \t]+"
-        r"(?P<quote>[`'\"]?)(?P<value>[^\s`'\"]{6,128}+)(?P=quote)"
+        head + r"(?P<where>[ \t]+(?:on|for|at|in|of)(?:[ \t]+[a-z0-9_.\-]{1,24}+){1,3}?)?"
+        r"[ \t]+(?:are|is|were|was)(?:[ \t]+now)?[ \t]*:?[ \t]+"
+        r"(?P<user>[a-z][a-z0-9_.\-]{0,31}+(?:@[a-z0-9\-]{1,63}(?:\.[a-z0-9\-]{1,63})+)?)"
+        r"(?P<joined>,?[ \t]+(?:and|with)[ \t]+(?:(?:the[ \t]+)?pass(?:word)?[ \t]+)?)?[ \t]*"
+        r"(?<=[ \t])(?P<quote>[`'\"]?)(?P<value>[^\s`'\"]{6,128}+)(?P=quote)"
     )
-    for head in (r"cred(?:s|entials?)", "login")
+    for head in (r"cred(?:s|entials?)", "login", "account", "acct", "admin")
 )
+# what a login or an account is said to be, which is no user's name
+_SAID_OF_A_LOGIN = frozenset(
+    ("slow", "down", "broken", "disabled", "locked", "fine", "ok", "okay", "working", "gone",
+     "back", "done", "ready", "open", "closed", "shared", "new", "old", "active", "inactive",
+     "required", "optional", "missing", "expired", "blocked", "flaky", "weird", "different",
+     "separate", "same", "mine", "yours", "ours", "theirs", "his", "hers", "set", "up",
+     "there", "here", "now", "still", "also", "just", "only", "not", "never", "always")
+)  # fmt: skip
 
 
 def _stated_pairs(text: str, lowered: str) -> Iterator[Span]:
@@ -242,12 +254,30 @@ def _stated_pairs(text: str, lowered: str) -> Iterator[Span]:
         for match in pattern.finditer(lowered):
             at = match.start()
             user = match["user"]
-            if (at > 0 and lowered[at - 1].isalnum()) or not (an_account(user) or "@" in user):
+            if at > 0 and lowered[at - 1].isalnum():
                 continue
             start, end = match.span("value")
             if not match["quote"]:
                 end = end_before_trailing(text, start, end)
             value = text[start:end]
+            if not (an_account(user) or "@" in user):
+                # any user's name, after "and" or "with", when only a password looks like the
+                # value: a symbol inside it, or both cases and a digit ending the clause
+                if (
+                    match["joined"] is not None
+                    and user not in _SAID_OF_A_LOGIN
+                    and not user.endswith(("ed", "ing", "ly"))
+                    and _password_like(value)
+                    and (
+                        any(char in _SYMBOLS for char in value.rstrip("!?."))
+                        or (
+                            _marked_as_password(value)
+                            and _ends_its_clause(text, value, match.end("value"), end)
+                        )
+                    )
+                ):
+                    yield start, end
+                continue
             if _password_like(value) and (
                 _marked_as_password(value)
                 # after an account's usual name, letters with digits that end the clause ("the
@@ -259,6 +289,15 @@ def _stated_pairs(text: str, lowered: str) -> Iterator[Span]:
                 )
             ):
                 yield start, end
+
+
+def _ends_its_clause(text: str, value: str, value_end: int, end: int) -> bool:
+    """A sentence's mark ends the value, or follows it after blanks ("Plex4Life! , remember")."""
+    return (
+        value_ends_clause(text, value_end, end)
+        or value[-1:] in ("!", ".")
+        or text[value_end : value_end + 8].lstrip(" \t")[:1] in (",", ";")
+    )
 
 
 # "log into the pfsense box with admin Penguin_77": a login verb, then " with ", an account's

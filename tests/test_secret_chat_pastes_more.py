@@ -250,6 +250,14 @@ def test_pairs_ending_in_a_bang_that_are_no_credentials_stay(text: str) -> None:
         ("grafana login is admin Graf4na!Ops.", "Graf4na!Ops"),
         ("the creds are now deploy Deploy2024X", "Deploy2024X"),
         ("my vpn credentials are jdoe@corp.io Vpn#2024pass", "Vpn#2024pass"),
+        # an account or an admin, where it is, then any user and "and" or "with"
+        (
+            "the dev account on the lims is labtech2 with Sequoia#Rings, pull the ids",
+            "Sequoia#Rings",
+        ),
+        ("plex admin is jon and Plex4Life! , remember that", "Plex4Life!"),
+        ("the admin for the wiki is alice and Wiki2024.", "Wiki2024"),
+        ("the account on the nas is backup, with Bkp!2024x", "Bkp!2024x"),
     ],
 )
 def test_a_user_and_password_stated_after_creds_are_is_redacted(text: str, password: str) -> None:
@@ -271,6 +279,13 @@ def test_a_user_and_password_stated_after_creds_are_is_redacted(text: str, passw
         "creds are admin admin",
         "the login is admin2 today",
         "creds are ${DB_USER} ${DB_PASS2}",
+        "the admin is jon and Plex4Life crashes",
+        "the admin page is vue and React18.",
+        "the account is mine and Locked2FA.",
+        "the account is disabled and Locked#2 shows",
+        "the admin is bob and the rest of the team",
+        "the account is shared with Team#2 folks",
+        "the admin for the wiki is alice and bob.",
     ],
 )
 def test_sentences_about_creds_stay(text: str) -> None:
