@@ -279,7 +279,7 @@ def _find_passes(text: str, lowered: str) -> Iterator[Span]:
             span = _pass_for(text, match)
         if span is None:
             span = _login_password(text, lowered, at, match.end("name"))
-        if span is None and match["value"] is None and match["pw"] is None:
+        if span is None and match["value"] is None:
             span = _pass_then_value(text, match)
         if span is not None:
             yield span
@@ -315,9 +315,17 @@ def _pass_then_value(text: str, match: re.Match[str]) -> Span | None:
     start, value_end = given.span("value")
     end = end_before_trailing(text, start, value_end)
     value = text[start:end]
-    if short_generated(value) and value_ends_clause(text, value_end, end):
+    if value_ends_clause(text, value_end, end) and (
+        short_generated(value) or _generated_or_a_label(value, match)
+    ):
         return start, end
     return None
+
+
+def _generated_or_a_label(value: str, match: re.Match[str]) -> bool:
+    """A label of capitals, small letters and a digit ("nexus admin pw Nexus_Admin_9", "account
+    pass Tesla_Kz4"), where only a generator's value stood; after `pw` a generator's too."""
+    return stated_label(value) or (match["pw"] is not None and short_generated(value))
 
 
 def _pass_for(text: str, match: re.Match[str]) -> Span | None:

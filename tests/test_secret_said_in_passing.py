@@ -32,6 +32,10 @@ pytestmark = pytest.mark.pure
         ("the root pass is Kx9pL2mQ7v.", "Kx9pL2mQ7v"),
         # right after it, a value only a generator writes
         ("please memorize: prod db pass Kx9pL2mQ7vRz", "Kx9pL2mQ7vRz"),
+        # a label of capitals, small letters and a digit right after a login's pass or pw
+        ("nexus admin pw Nexus_Admin_9, set up the npm proxy repo", "Nexus_Admin_9"),
+        ("just my account pass Tesla_Kz4, remember it", "Tesla_Kz4"),
+        ("the root pw Kx9pL2mQ7vRz", "Kx9pL2mQ7vRz"),
         # a login's user, "and", then its pw
         ("the htpasswd user is monitor and pw duckduckgoose, generate the line", "duckduckgoose"),
     ],
@@ -78,6 +82,10 @@ def test_said_in_passing_is_redacted(text: str, secret: str) -> None:
         "the ssh pass is sha256 hashed",
         "the admin pass is v2",
         "the admin pass OAuth2Flow.",
+        "the admin pw reset_flow_2.",
+        "the db pass v2.0-Rc1.",
+        "the admin pw Nexus_Admin_9 page is slow",
+        "the first pass Tokenize_Step_2.",
         "the db pass MaxConn100.",
         "the lint pass Kx9pL2mQ7vRz",
         "the user is bob and pw required.",
