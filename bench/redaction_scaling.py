@@ -249,6 +249,18 @@ ADVERSARIAL = {
     "short keys": "auth token W4tcNb8Yk1Hd the token is Hk2vL9xQ7mRz token key ",
     "pins where set": "the pin on the new routers is 123456 lol the pin on the ",
     "joined passphrases": "the passphrase is otter-kayak-moss passphrase is a-b-c ",
+    # credentials said in more ways: a bot URL, "as a" and "that's the" names, misspelt
+    # names, a pass where it is, pins with letters, lock codes, seed words, logins' places
+    "bot urls": "/bot1234567890:AA" + "x" * 33 + "/bot123:AA /bot",
+    "values before a names": "use Welcome1 as a temp password, Xk9!mq - that's the pw as a ",
+    "misspelt names": "the pasword is letmein2024 passwrod for a b c is pasword: passowrd ",
+    "passes where": "the root pass on the game server is Tq9-wolf-Lantern root pass on a ",
+    "pins with letters": "the tablet pin is jellybean77 if the bitlocker pin on a b is pin is ",
+    "lock codes": "the smart lock master code is 950317 lock code is master code ",
+    "seed words": "wallet seed is " + "abandon " * 12 + ", seed words: seed is mnemonic ",
+    "login places": "log into the old jenkins with Kn1ght!Rider log into the a b with ",
+    "pairs after places": "login on the lab pc: student / tuna4ever login neo4j / a / ",
+    "accounts with users": "the dev account on the lims is lab2 with Sequoia#Rings admin is a and ",
 }
 
 
