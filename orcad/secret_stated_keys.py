@@ -198,7 +198,7 @@ def find_stated_keys(text: str, lowered: str) -> Iterator[Span]:
             ) or (
                 name == "secret"
                 and group == "value"
-                and _chosen_secret(value)
+                and (_chosen_secret(value) or _generated_with_a_word(value))
                 and _said_of_the_secret(lowered[at + len(name) : start])
                 and value_ends_clause(text, _past_quote(text, match.end(group)), end)
             ):
@@ -274,6 +274,18 @@ def _said_of_the_secret(between: str) -> bool:
 def _past_quote(text: str, end: int) -> int:
     """Where a value's clause may end: after its closing quote, if it has one."""
     return end + 1 if text[end : end + 1] in ("'", '"', "`") else end
+
+
+# a generator's letters and digits joined to a word ("the radius shared secret is
+# Zq8vR2mX_radius"): one part of 8 characters or more only a generator writes
+_JOINERS = lazy_compile(r"[_\-.]")
+_GENERATED_PART_MIN = 8
+
+
+def _generated_with_a_word(value: str) -> bool:
+    return _JOINERS.search(value) is not None and any(
+        len(part) >= _GENERATED_PART_MIN and short_generated(part) for part in _JOINERS.split(value)
+    )
 
 
 def _chosen_secret(value: str) -> bool:

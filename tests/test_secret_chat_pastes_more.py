@@ -94,6 +94,9 @@ def test_sentences_about_a_password_with_also_again_or_probably_stay(text: str) 
         ("The RADIUS shared secret is R4dius!Lab.", "R4dius!Lab"),
         ("client secret for the sso app is 'Sso$Client9x'", "Sso$Client9x"),
         ("the jwt signing secret is Jwt#Sign3r!", "Jwt#Sign3r!"),
+        # a generator's letters and digits joined to a word
+        ("the radius shared secret is Zq8vR2mX_radius, remember it", "Zq8vR2mX_radius"),
+        ("the secret for the hook is hook-Kx9pL2mQ-prod", "hook-Kx9pL2mQ-prod"),
     ],
 )
 def test_a_chosen_secret_stated_with_a_verb_is_redacted(text: str, secret: str) -> None:
@@ -119,6 +122,11 @@ def test_a_chosen_secret_stated_with_a_verb_is_redacted(text: str, secret: str) 
         "the secret is https://vault.corp.io/v1/secret2",
         "The secret to fast builds is ccache!",
         "the secret is x^2+Y3 applied twice",
+        "the client secret is Prod_Client_Secret_V2.",
+        "the secret is stored in AWS_Secrets_Manager_2.",
+        "the secret is v1.2.3-Rc4.",
+        "the secret is named OAuth2Client_SecretV2.",
+        "the secret is ProdDb2Main_v2 now.",
     ],
 )
 def test_sentences_about_a_secret_stay(text: str) -> None:
