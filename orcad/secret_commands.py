@@ -100,6 +100,25 @@ _TOOL_FLAGS = (
         ),
     ),
     ("-k", "openssl", lazy_compile(r"openssl[^\n|;&]{0,300}?[ \t]-k[ \t]+" + _VALUE)),
+    # macOS's keychain tool: security unlock-keychain -p X, create-keychain -p X,
+    # set-keychain-password -p X; add-generic-password and add-internet-password take -w X
+    # (find-generic-password -w prints the password: no value follows it)
+    (
+        "-p",
+        "keychain",
+        lazy_compile(
+            r"security[ \t]+(?:unlock|create|set)-keychain(?:-password)?(?![a-z0-9_\-])"
+            r"[^\n|;&]{0,300}?[ \t]-p[ \t]+" + _VALUE
+        ),
+    ),
+    (
+        "-w",
+        "security",
+        lazy_compile(
+            r"security[ \t]+add-(?:generic|internet)-password(?![a-z0-9_\-])"
+            r"[^\n|;&]{0,300}?[ \t]-w[ \t]+" + _VALUE
+        ),
+    ),
     # GitHub's CLI stores a secret given as its body: gh secret set NAME --body X (or -bX)
     (
         "-b",

@@ -1942,6 +1942,18 @@ def test_authorization_header_without_a_credential_stays_storable(text: str) -> 
             "ssh-keygen -t ed25519 -N 'S3cretPass' -f key",
             "ssh-keygen -t ed25519 -N '[REDACTED:password_flag]' -f key",
         ),
+        (
+            "security unlock-keychain -p Keychain-Unlock-8 needs to run before signing",
+            "security unlock-keychain -p [REDACTED:password_flag] needs to run before signing",
+        ),
+        (
+            "security create-keychain -p ci-pass build.keychain",
+            "security create-keychain -p [REDACTED:password_flag] build.keychain",
+        ),
+        (
+            "security add-generic-password -a me -s svc -w S3cret!pw",
+            "security add-generic-password -a me -s svc -w [REDACTED:password_flag]",
+        ),
     ],
 )
 def test_more_command_line_passwords_are_redacted(text: str, redacted: str) -> None:
@@ -1979,6 +1991,10 @@ def test_more_command_line_passwords_are_redacted(text: str, redacted: str) -> N
         "ssh-keygen -s ca -I id -n alice,bobby key.pub",
         "ssh-keygen -t ed25519 -N '' -f key",
         "bcp dbo.t out t.dat -S db -T -c",
+        'security unlock-keychain -p "$KEYCHAIN_PASSWORD" build.keychain',
+        "security find-generic-password -s svc -w",
+        "security find-generic-password -w -s svc",
+        "security unlock-keychain build.keychain",
     ],
 )
 def test_command_lines_without_a_password_stay_storable(text: str) -> None:
