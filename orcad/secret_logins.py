@@ -235,6 +235,7 @@ _STATED_PAIRS = tuple(
     )
     for head in (r"cred(?:s|entials?)", "login", "account", "acct", "admin")
 )
+_STATED_PAIR_HEADS = ("cred", "login", "account", "acct", "admin")  # each pattern's literal
 # what a login or an account is said to be, which is no user's name
 _SAID_OF_A_LOGIN = frozenset(
     ("slow", "down", "broken", "disabled", "locked", "fine", "ok", "okay", "working", "gone",
@@ -250,7 +251,9 @@ def _stated_pairs(text: str, lowered: str) -> Iterator[Span]:
     holds a letter, a digit and a symbol or a capital, the user an account's usual name or an
     address ("the login is returning HTTP401!", "creds are temporary STS&AssumeRole2" say what
     a login or credentials are like)."""
-    for pattern in _STATED_PAIRS:
+    for head, pattern in zip(_STATED_PAIR_HEADS, _STATED_PAIRS, strict=True):
+        if head not in lowered:
+            continue  # str's search is faster than the pattern's scan for its literal
         for match in pattern.finditer(lowered):
             at = match.start()
             user = match["user"]

@@ -64,8 +64,11 @@ _AFTER_NAME = (
     r"(?:[ \t]+|(?(said)[ \t]*\r?\n(?:[ \t]*\r?\n)?[ \t]*|(?!)))"
     + STATED_VALUE.replace(r"[ \t]+", "", 1)
 )
-# a literal prefix lets the engine skip ahead
-_STATEMENT = lazy_compile(r"pass(?:word|phrase|wd|code|[ \t]phrase)" + _AFTER_NAME)
+# a literal prefix lets the engine skip ahead; the name misspelt by a letter left out or two
+# swapped is read as written right ("pasword for the old wiki is letmein2024", "passwrod")
+_STATEMENT = lazy_compile(
+    r"pas(?:s(?:word|phrase|wd|code|[ \t]phrase|wrod|owrd|wod|ord)|wo?rd|wd)" + _AFTER_NAME
+)
 # "the pw is X", "pw for the jenkins admin: X": the short name, a whole word (not `npw`)
 _SHORT_STATEMENT = lazy_compile(r"(?<![a-z0-9_\-./$@])pwd?" + _AFTER_NAME)
 # "log in with the password X", "use password X": a verb or preposition gives the value;
@@ -380,10 +383,8 @@ def find_stated_passwords(text: str, lowered: str) -> Iterator[Span]:
     if "pin" in lowered:
         yield from lower_case_pins(text, lowered)
         yield from chosen_pins(text, lowered)
-    if any(typo in lowered for typo in _MISSPELT_PARTS):
-        yield from _misspelt_names(text, lowered)
     has_pw = "pw" in lowered
-    if not has_pw and "pass" not in lowered:
+    if not has_pw and "pas" not in lowered:
         return
     statements = _STATEMENT.finditer(lowered)
     if has_pw:
@@ -481,31 +482,6 @@ def find_stated_passwords(text: str, lowered: str) -> Iterator[Span]:
         yield from _after_short_names(text, lowered)
     if ", " in lowered:
         yield from _set_apart(text, lowered)
-
-
-# "pasword for the old wiki is letmein2024", "the passwrod is Xk9!mq2w": the name misspelt (a
-# letter left out or two swapped), then a verb or a colon, before a value that looks chosen
-_MISSPELT = lazy_compile(r"pas(?:swrod|sowrd|swod|sord|wo?rd|wd)" + _AFTER_NAME)
-_MISSPELT_PARTS = ("paswo", "paswr", "paswd", "passwr", "passo", "passwod")
-
-
-def _misspelt_names(text: str, lowered: str) -> Iterator[Span]:
-    for match in _MISSPELT.finditer(lowered):
-        at = match.start()
-        if at > 0 and lowered[at - 1] in _BEFORE_A_NAME:
-            continue  # inside a longer name
-        start, value_end = match.span("value")
-        end = end_before_trailing(text, start, value_end)
-        value = text[start:end]
-        if ":" in value:
-            continue
-        if stated_password(value) or (
-            match["op"] is None
-            and value_ends_clause(text, value_end, end)
-            and _owned(match["words"])
-            and (stated_label(value) or joined_with_a_number(value))
-        ):
-            yield start, end
 
 
 # "ssh admin@10.0.0.5, pw Ssh!Comma9", "its pwd 'R3porting#M0'": the short name and a blank
