@@ -105,8 +105,10 @@ _RECOVERY_KEY = "recovery key"
 # What comes between the words and the first code: what they are for before a colon ("backup
 # codes for the google admin account:"), a remark in brackets, a verb, a colon (and a blank
 # line after it), a fence that opens a block of code ("recovery codes:", "```").
+# ("here's a backup code in case: 4X7K-9QPM-…", "backup codes, just in case:": an aside too)
 _LEAD = lazy_compile(
-    r"s?(?:[ \t]+(?:for|of|on)(?P<owner>(?:[ \t]+[a-z0-9_.@\-]{1,32}+){1,5}?)(?=[ \t]*:))?"
+    r"s?(?:,?[ \t]+(?:for|of|on|in|if|just|to)"
+    r"(?P<owner>(?:[ \t]+[a-z0-9_.@\-]{1,32}+){1,5}?)(?=[ \t]*:))?"
     r"(?:[ \t]*\([^)\n]{1,32}\))?[ \t]*(?:(?:are|is|was|were)(?![a-z]))?"
     r"(?:[ \t]*:(?:[ \t]*\r?\n(?=[ \t]*\r?\n))?)?"  # after a colon, a blank line
     r"(?:[ \t]*\r?\n[ \t]*(?:```|~~~)[a-z]*[ \t]*(?=\r?\n))?"

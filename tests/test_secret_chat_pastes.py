@@ -382,6 +382,10 @@ def test_backup_codes_after_their_account_and_a_colon_are_redacted() -> None:
         ("recovery codes for github: 1a2b3-c4d5e 9f8e7-d6c5b", ["1a2b3-c4d5e", "9f8e7-d6c5b"]),
         ("Backup codes of my okta account:\n4821 0093\n7731 5520", ["4821 0093", "7731 5520"]),
         ("2FA backup codes for jane@corp.io: 58213907 11470326", ["58213907", "11470326"]),
+        # an aside before the colon
+        ("here's a backup code in case: 4X7K-9QPM-2RTB-8WNZ", ["4X7K-9QPM-2RTB-8WNZ"]),
+        ("backup codes, just in case: 4829 1736, 9921 0475", ["4829 1736", "9921 0475"]),
+        ("backup code if you need it: 58213907", ["58213907"]),
     ],
 )
 def test_codes_listed_after_an_owner_are_redacted(text: str, codes: list[str]) -> None:
@@ -405,6 +409,10 @@ def test_codes_listed_after_an_owner_are_redacted(text: str, codes: list[str]) -
         "backup codes for v2: deprecated since 2023",
         "error codes for the api: 4001 4002 4003",
         "exit codes for the job: 0 1 137",
+        "backup codes in the docs: 4829 1736",
+        "backup codes if any: see the vault",
+        "recovery codes in json: v2",
+        "backup codes, just in case: none left",
     ],
 )
 def test_look_alikes_of_codes_after_an_owner_stay(text: str) -> None:
