@@ -365,6 +365,14 @@ def _stated_digits(value: str, words: str) -> bool:
     return 4 <= len(value) <= 16 and value.isdigit() and (not between or between[0] in _OWNER_WORDS)
 
 
+# another thing stated after "and" ("and key alias is upload", "and the user is bob"; not "and
+# it is slow", said of the value)
+_AND_CLAUSE = lazy_compile(
+    r"[ \t]+and[ \t]+(?:the[ \t]+)?(?!(?:it|this|that|they|which)[ \t])"
+    r"[a-z]{2,20}(?:[ \t]+[a-z]{2,20})?[ \t]+is(?![a-z])"
+)
+
+
 def _closes_quote(text: str, start: int, end: int) -> bool:
     """The value at `start`:`end` is in quotes of one kind."""
     return start > 0 and text[start - 1] in _QUOTES and text[end : end + 1] == text[start - 1]
@@ -423,7 +431,8 @@ def find_stated_passwords(text: str, lowered: str) -> Iterator[Span]:
             )
             or (
                 match["op"] is None
-                and clause_ends
+                # "is android-keystore-Mz7 and key alias is upload": another clause after "and"
+                and (clause_ends or _AND_CLAUSE.match(lowered, value_end) is not None)
                 and _owned(match["words"])
                 and (
                     stated_label(value)

@@ -703,6 +703,12 @@ def test_addresses_with_a_colon_before_an_at_sign_stay_storable(text: str) -> No
         ("the password is Dresden_1945", "Dresden_1945"),
         ("the password is blue-Sky-9", "blue-Sky-9"),
         ("the db password is npgsql-Pw-8.", "npgsql-Pw-8"),
+        # another thing stated after "and"
+        (
+            "keystore password is android-keystore-Mz7 and key alias is upload",
+            "android-keystore-Mz7",
+        ),
+        ("the password is Blue-Sky-9 and the user is bob", "Blue-Sky-9"),
     ],
 )
 def test_a_label_shaped_password_a_verb_gives_is_redacted(text: str, password: str) -> None:
@@ -719,6 +725,10 @@ def test_a_label_shaped_password_a_verb_gives_is_redacted(text: str, password: s
         "the password is v1.2.3-Beta",
         "the password is My_Secret_Name",
         "the password is stored in tls-cert-2024",
+        "the password is UTF8-Encoded and the salt is random",
+        "the password is v1.2.3-Beta and the user is bob",
+        "the password is My_Secret_Name and the key is too",
+        "the password is Win10-x64-V2 compatible and the user is bob",
     ],
 )
 def test_labels_given_for_a_password_otherwise_stay_storable(text: str) -> None:
