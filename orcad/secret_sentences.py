@@ -783,7 +783,11 @@ def _stated_passphrase(text: str, start: int) -> int:
         return 0
     after = end + quoted
     mark = text[after : after + 1]
-    if not value_ends_clause(text, after + (mark != "" and mark in CLAUSE_ENDS), after):
+    # in quotes, the words are set apart: the sentence may go on ('"autumn leaves fall" with
+    # the spaces')
+    if not quoted and not value_ends_clause(
+        text, after + (mark != "" and mark in CLAUSE_ENDS), after
+    ):
         return 0
     describing = 0
     for word in phrase.group().split():

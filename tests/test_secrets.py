@@ -634,6 +634,15 @@ def test_sentences_saying_what_a_password_is_like_stay_storable(text: str) -> No
             "my wifi password is 'tiger rose'.",
             "my wifi password is '[REDACTED:password_statement]'.",
         ),
+        # in quotes, the sentence may go on after the words
+        (
+            'passphrase for the gpg key is "autumn leaves fall" with the spaces',
+            'passphrase for the gpg key is "[REDACTED:password_statement]" with the spaces',
+        ),
+        (
+            "the wifi password is 'tiger rose' btw",
+            "the wifi password is '[REDACTED:password_statement]' btw",
+        ),
     ],
 )
 def test_a_passphrase_of_two_words_in_quotes_is_redacted(text: str, redacted: str) -> None:
@@ -647,6 +656,11 @@ def test_a_passphrase_of_two_words_in_quotes_is_redacted(text: str, redacted: st
         'the password is "too short"',
         'the password is "case sensitive"',
         "the password is open sesame and more",
+        'the passphrase is "not yet set" until monday',
+        'the passphrase is "stored in vault" for now',
+        'the passphrase is "the usual one" you know',
+        "my passphrase is 'short and weak' but ok",
+        'the password is "too short" they said',
     ],
 )
 def test_two_quoted_words_saying_what_a_password_is_like_stay_storable(text: str) -> None:
