@@ -280,8 +280,15 @@ def _number_ends_clause(text: str, end: int) -> bool:
     return following is not None and following[1].lower() in _CLAUSE_STARTS
 
 
-_NEXT_WORD = lazy_compile(r"[ \t]+([A-Za-z]{2,6})(?![A-Za-z])")
+_NEXT_WORD = lazy_compile(r"[ \t]+([A-Za-z]{2,8})(?![A-Za-z])")
 _CLAUSE_STARTS = frozenset(
     ("if", "until", "unless", "and", "but", "so", "when", "since", "while", "for", "in", "on",
-     "lol", "btw", "fyi", "pls", "please", "thanks", "thx")  # a chat's asides
+     "lol", "btw", "fyi", "pls", "please", "thanks", "thx",  # a chat's asides
+     "actually", "iirc", "afaik", "wait", "anyway", "though")
 )  # fmt: skip
+
+
+def pin_ends_clause(text: str, end: int) -> bool:
+    """The digits of a PIN end their clause, or a chat's aside follows them ("the sim PIN is
+    48213957 actually no wait")."""
+    return _number_ends_clause(text, end)

@@ -25,7 +25,7 @@ import re
 from collections.abc import Iterator
 
 from orcad.lazy_patterns import lazy_compile
-from orcad.secret_pins import PIN_STATEMENT, chosen_pins, lower_case_pins
+from orcad.secret_pins import PIN_STATEMENT, chosen_pins, lower_case_pins, pin_ends_clause
 from orcad.secret_values import (
     CLAUSE_ENDS,
     PROSE_OR_CODE_WORDS,
@@ -386,7 +386,9 @@ def find_stated_passwords(text: str, lowered: str) -> Iterator[Span]:
     if "PIN" in text:
         for match in PIN_STATEMENT.finditer(text):
             start, end = match.span(1)
-            if value_ends_clause(text, end + (text[end : end + 1] in CLAUSE_ENDS), end):
+            if value_ends_clause(
+                text, end + (text[end : end + 1] in CLAUSE_ENDS), end
+            ) or pin_ends_clause(text, end):
                 yield start, end
     if "pin" in lowered:
         yield from lower_case_pins(text, lowered)

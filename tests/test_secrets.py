@@ -682,6 +682,12 @@ def test_two_quoted_words_saying_what_a_password_is_like_stay_storable(text: str
         ("my PIN is 4821", "my PIN is [REDACTED:password_statement]"),
         ("the SIM PIN code is 904417.", "the SIM PIN code is [REDACTED:password_statement]."),
         ("Card PIN: 7302", "Card PIN: [REDACTED:password_statement]"),
+        # a chat's aside after the digits
+        (
+            "the sim PIN for the test phone is 48213957 actually no wait",
+            "the sim PIN for the test phone is [REDACTED:password_statement] actually no wait",
+        ),
+        ("my PIN is 4821 iirc", "my PIN is [REDACTED:password_statement] iirc"),
     ],
 )
 def test_a_password_of_digits_stated_in_a_sentence_is_redacted(text: str, redacted: str) -> None:
@@ -701,6 +707,9 @@ def test_a_password_of_digits_stated_in_a_sentence_is_redacted(text: str, redact
         "LED_PIN = 1234",
         "PIN 13 is the onboard LED",
         "the PIN is 4 digits long",
+        "the PIN is 4096 bytes long",
+        "the PIN is 1234 digits",
+        "the PIN length is 6 though",
     ],
 )
 def test_numbers_in_sentences_about_a_password_stay_storable(text: str) -> None:
