@@ -261,6 +261,13 @@ ADVERSARIAL = {
     "login places": "log into the old jenkins with Kn1ght!Rider log into the a b with ",
     "pairs after places": "login on the lab pc: student / tuna4ever login neo4j / a / ",
     "accounts with users": "the dev account on the lims is lab2 with Sequoia#Rings admin is a and ",
+    "labels after pw": "nexus admin pw Nexus_Admin_9, admin pw a_B_1 admin pass ",
+    "secrets with a word": "the shared secret is Zq8vR2mX_radius, secret is a_b_c-d ",
+    "keychain flags": "security unlock-keychain -p Kc-8 security add-generic-password ",
+    "codes after asides": "backup code in case: 4X7K-9QPM-2RTB backup codes, just in case: ",
+    "labels before and": "the password is Blue-Sky-9 and the user is bob password is a-B-1 and ",
+    "quoted words going on": 'passphrase is "autumn leaves fall" with the passphrase is "a b',
+    "pins before asides": "the sim PIN is 48213957 actually my PIN is 1234 wait PIN is ",
 }
 
 
