@@ -880,6 +880,14 @@ PASSWORD_PROSE = (
     "the password is optional for local dev",
     "the first pass is slow; the second pass is cleanup",
     "the admin pass is required on prod",
+    "OAuth2 is a password alternative for the api",
+    "a pasword is required on the signup form",
+    "the admin pass on staging is required",
+    "the pin for the build is numpy2.1",
+    "the random seed is chosen per worker process using system entropy",
+    "the account is disabled and Locked#2 shows in the audit log",
+    "the client secret is Prod_Client_Secret_V2 in the vault",
+    "the PIN is 4096 bytes long",
 )
 PASSWORD_CODE = (
     "conn = psycopg.connect(user=user, password=password, host=host)",
