@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from orcad import secret_assignments, secret_formats
@@ -2259,7 +2259,7 @@ def _rules_by_each_gate(text: str) -> list[str]:
     runs = _long_runs(text)
     if len(runs) > 4_096:
         runs = " ".join(set(runs.split(" ")))
-    has_operator = "=" in text or ":" in text
+    has_operator = "=" in text or ":" in text or "<-" in text  # R's assignment too
     return [
         name
         for name, finder, gate in _RULES
@@ -2269,6 +2269,7 @@ def _rules_by_each_gate(text: str) -> list[str]:
 
 @settings(max_examples=300, deadline=None)
 @given(st.sampled_from([record["text"] for record in [*SECRETS, *LOOKALIKES]]), run_text)
+@example("ASIAQJXXVBOTHD2WTFLH", "<-")  # R's assignment opens the rules an operator does
 def test_the_rules_opened_by_trigger_are_those_each_gate_opens(corpus: str, noise: str) -> None:
     # _open_rules looks the triggers of every rule up at once instead of asking each gate
     for text in (corpus, noise, noise + " " + corpus):
