@@ -199,7 +199,12 @@ def find_login_passwords(text: str, lowered: str) -> Iterator[Span]:
             continue
         start = max(0, at - _LOGIN_REACH)
         start = max(start, lowered.rfind("\n", start, at) + 1)
-        if _login_ending(_LOGIN_USER_BEFORE, lowered, start, at) and _password_like(value):
+        user = lowered[lowered.rfind(" ", start, at) + 1 : at]  # the word before " and "
+        if (
+            user not in _SAID_OF_A_LOGIN  # "the login is sso and AzureAD2." names no user
+            and _login_ending(_LOGIN_USER_BEFORE, lowered, start, at)
+            and _password_like(value)
+        ):
             yield value_start, value_end
     for at in _places(lowered, " to "):
         if _AFTERWARDS.match(lowered, at) is None:
@@ -242,7 +247,10 @@ _SAID_OF_A_LOGIN = frozenset(
      "back", "done", "ready", "open", "closed", "shared", "new", "old", "active", "inactive",
      "required", "optional", "missing", "expired", "blocked", "flaky", "weird", "different",
      "separate", "same", "mine", "yours", "ours", "theirs", "his", "hers", "set", "up",
-     "there", "here", "now", "still", "also", "just", "only", "not", "never", "always")
+     "there", "here", "now", "still", "also", "just", "only", "not", "never", "always",
+     # how one logs in ("the login is sso and AzureAD2.")
+     "sso", "saml", "oauth", "oauth2", "oidc", "okta", "google", "github", "gitlab", "ldap",
+     "kerberos", "passwordless", "passkey", "passkeys", "magic")
 )  # fmt: skip
 
 
@@ -263,9 +271,10 @@ def _stated_pairs(text: str, lowered: str) -> Iterator[Span]:
             if not match["quote"]:
                 end = end_before_trailing(text, start, end)
             value = text[start:end]
-            if not (an_account(user) or "@" in user):
-                # any user's name, after "and" or "with", when only a password looks like the
-                # value: a symbol inside it, or both cases and a digit ending the clause
+            if match["joined"] is not None or not (an_account(user) or "@" in user):
+                # any user's name (an account's too), after "and" or "with", when only a
+                # password looks like the value: a symbol inside it, or both cases and a digit
+                # ending the clause ("the account is admin and Owner2 role" is no password)
                 if (
                     match["joined"] is not None
                     and user not in _SAID_OF_A_LOGIN
@@ -443,8 +452,23 @@ def _given_pairs(text: str, lowered: str) -> Iterator[Span]:
                 yield span
 
 
+# what a login or an account has, which is no user's name: "the login form / SignupPage2", "the
+# login flow / Signup2" name two things of an app, not a user and a password
+_PARTS_OF_A_LOGIN = frozenset(
+    ("form", "forms", "flow", "flows", "page", "pages", "screen", "screens", "view", "views",
+     "button", "modal", "dialog", "popup", "endpoint", "endpoints", "route", "routes", "api",
+     "service", "handler", "component", "components", "test", "tests", "step", "steps", "link",
+     "url", "path", "field", "fields", "logic", "code", "module", "controller", "template",
+     "layout", "window", "prompt", "error", "errors", "bug", "issue", "ticket", "story",
+     "feature", "redirect", "callback", "hook", "request", "response", "timeout", "limit",
+     "settings", "menu", "widget", "panel", "section", "tab", "box")
+)  # fmt: skip
+
+
 def _given_pair(text: str, lowered: str, pair: re.Match[str], at: int) -> Span | None:
     user, spaced = pair["user"], pair["spaced"] is not None
+    if user in _PARTS_OF_A_LOGIN:
+        return None
     user_start = pair.start("user")
     found = _PAIR_VALUE.match(text, at + 1 + spaced)
     if found is None:

@@ -2,7 +2,7 @@
 a plain word a verb gives for a password, a login's `pass` after what it is for, and a user and
 password either side of a slash after a verb or a word of credentials, a short generated
 token or key stated in words, a pin stated after where it is set, a login's user then its
-password in words, a passphrase of words joined by hyphens, a TOTP seed named after it, ,
+password in words, a passphrase of words joined by hyphens, a TOTP seed named after it,
 a Wi-Fi passphrase given after where the network is, digits hidden inside a word right after
 "password", and what a device unlocks with."""
 
@@ -153,6 +153,11 @@ def test_given_pair_is_redacted(text: str, secret: str) -> None:
         "the page is admin/Dashboard2024!",
         # a plain word the sentence goes on after
         "the teamcity guest acct is guest / rainbowkitten for now",
+        # two things of a login's, not a user and a password
+        "the login flow / Signup2 is next",
+        "the login form / SignupPage2 redirect is broken",
+        "the login page / LoginView2 component",
+        "login screen / Screen2 mockup",
     ],
 )
 def test_given_pair_look_alike_stays(text: str) -> None:
@@ -255,6 +260,11 @@ def test_login_user_then_password_is_redacted(text: str, secret: str) -> None:
         "the login is root login2",
         "the login is admin today",
         "log into the box with admin Penguin_77 and then",
+        # "and" after how one logs in, or after an account, joins no password to a user
+        "the login is sso and AzureAD2.",
+        "our login is google and Okta2 next quarter",
+        "the login is slow and Chrome120 crashes",
+        "the account is admin and Owner2 role",
     ],
 )
 def test_login_user_then_password_look_alike_stays(text: str) -> None:
