@@ -18,6 +18,7 @@ from typing import NamedTuple
 
 from orcad.lazy_patterns import lazy_compile
 from orcad.secret_values import (
+    PARTS_OF_A_LOGIN,
     QUOTED_VALUES,
     Span,
     end_before_trailing,
@@ -120,13 +121,9 @@ def _pair_head(lowered: str, start: int, slash: int) -> _PairHead | None:
 
 
 # what follows a login's name with a blank and is no user: its parts and what it does
-_NOT_BARE_USERS = frozenset(
-    ("page", "pages", "flow", "flows", "form", "forms", "screen", "button", "link", "url",
-     "endpoint", "route", "api", "view", "views", "issue", "bug", "error", "errors", "fails",
-     "failed", "works", "worked", "is", "was", "and", "or", "via", "with", "then", "step",
-     "steps", "logic", "code", "handler", "test", "tests", "service", "server", "modal",
-     "dialog", "box", "field", "fields", "time", "times", "attempt", "attempts", "redirect")
-)  # fmt: skip
+_NOT_BARE_USERS = PARTS_OF_A_LOGIN | frozenset(
+    ("fails", "failed", "works", "worked", "is", "was", "and", "or", "via", "with", "then")
+)
 
 
 _PAIR_REACH = 128

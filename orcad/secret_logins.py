@@ -24,6 +24,7 @@ from orcad.lazy_patterns import lazy_compile
 from orcad.secret_sentences import NOTORIOUS_PASSWORDS, plain_word_password
 from orcad.secret_strong_pairs import an_account
 from orcad.secret_values import (
+    PARTS_OF_A_LOGIN,
     VERSIONED_NAME,
     Span,
     end_before_trailing,
@@ -452,22 +453,9 @@ def _given_pairs(text: str, lowered: str) -> Iterator[Span]:
                 yield span
 
 
-# what a login or an account has, which is no user's name: "the login form / SignupPage2", "the
-# login flow / Signup2" name two things of an app, not a user and a password
-_PARTS_OF_A_LOGIN = frozenset(
-    ("form", "forms", "flow", "flows", "page", "pages", "screen", "screens", "view", "views",
-     "button", "modal", "dialog", "popup", "endpoint", "endpoints", "route", "routes", "api",
-     "service", "handler", "component", "components", "test", "tests", "step", "steps", "link",
-     "url", "path", "field", "fields", "logic", "code", "module", "controller", "template",
-     "layout", "window", "prompt", "error", "errors", "bug", "issue", "ticket", "story",
-     "feature", "redirect", "callback", "hook", "request", "response", "timeout", "limit",
-     "settings", "menu", "widget", "panel", "section", "tab", "box")
-)  # fmt: skip
-
-
 def _given_pair(text: str, lowered: str, pair: re.Match[str], at: int) -> Span | None:
     user, spaced = pair["user"], pair["spaced"] is not None
-    if user in _PARTS_OF_A_LOGIN:
+    if user in PARTS_OF_A_LOGIN:  # "the login form / SignupPage2"
         return None
     user_start = pair.start("user")
     found = _PAIR_VALUE.match(text, at + 1 + spaced)

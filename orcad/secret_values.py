@@ -419,6 +419,20 @@ def given_password(value: str) -> bool:
     )
 
 
+# what a login or an account has, which is no user's name when it stands where a user would:
+# "the login form / SignupPage2", "the login page / Dashboard2" name two things of an app
+PARTS_OF_A_LOGIN = frozenset(
+    ("form", "forms", "flow", "flows", "page", "pages", "screen", "screens", "view", "views",
+     "button", "modal", "dialog", "popup", "endpoint", "endpoints", "route", "routes", "api",
+     "service", "server", "handler", "component", "components", "test", "tests", "step",
+     "steps", "link", "url", "path", "field", "fields", "logic", "code", "module",
+     "controller", "template", "layout", "window", "prompt", "error", "errors", "bug", "issue",
+     "ticket", "story", "feature", "redirect", "callback", "hook", "request", "response",
+     "timeout", "limit", "settings", "menu", "widget", "panel", "section", "tab", "box",
+     "time", "times", "attempt", "attempts")
+)  # fmt: skip
+
+
 # a hash's, an encoding's, a platform's or a release's name and number ("amd64", "win10", "v2")
 VERSIONED_NAME = re.compile(
     r"(?:sha|md|utf|aes|rsa|x|arm|amd|i|win|v|py|python|node|java|jdk|go|ipv|http|tls)[_\-]?"
