@@ -682,20 +682,26 @@ def joined_with_a_number(value: str) -> bool:
     """A passphrase of lower-case words joined by hyphens with a number part, not first, that
     a verb gives ("the password is blue-sky-42"): three parts or more, two of them words, none
     a function word or one of an algorithm's, an encoding's, a size's or a duration's."""
-    if _HYPHEN_JOINED.match(value) is None:
-        return False
-    parts = value.split("-")
-    words = [part for part in parts if part.isalpha()]
+    words = _hyphen_joined_words(value)
     return (
-        len(parts) >= 3
-        and len(words) >= 2
-        and len(words) < len(parts)  # a number part
+        words is not None
+        and len(words) < value.count("-") + 1  # a number part
         and not any(
             part in _NOT_PASSPHRASE_PARTS or part in PROSE_OR_CODE_WORDS or part in DESCRIPTIVE
             for part in words
         )
         and not any(part.endswith(("ed", "ing")) for part in words)
     )
+
+
+def _hyphen_joined_words(value: str) -> list[str] | None:
+    """The words of lower-case words and numbers joined by hyphens, three parts or more, two
+    of them words; None for any other value."""
+    if _HYPHEN_JOINED.match(value) is None:
+        return None
+    parts = value.split("-")
+    words = [part for part in parts if part.isalpha()]
+    return words if len(parts) >= 3 and len(words) >= 2 else None
 
 
 # What a passphrase's words may be, that a password's may not: its own kind's and a key's
@@ -708,21 +714,14 @@ def _joined_phrase(value: str) -> bool:
     otter-kayak-moss", "the deploy key passphrase is ssh-pass-2024"); none a function word,
     one of an algorithm's, an encoding's, a size's or a duration's (not "aes-256-gcm",
     "valid-for-90-days"), a participle ("key-file-based", "ssh-agent-cached")."""
-    if _HYPHEN_JOINED.match(value) is None:
-        return False
-    parts = value.split("-")
-    words = [part for part in parts if part.isalpha()]
-    return (
-        len(parts) >= 3
-        and len(words) >= 2
-        and not any(
-            (part in _NOT_PASSPHRASE_PARTS and part not in _PASSPHRASE_OWN_PARTS)
-            or part in PROSE_OR_CODE_WORDS
-            or part in DESCRIPTIVE
-            or part in _SENTENCE_WORDS
-            or part.endswith(("ed", "ing", "ly"))
-            for part in words
-        )
+    words = _hyphen_joined_words(value)
+    return words is not None and not any(
+        (part in _NOT_PASSPHRASE_PARTS and part not in _PASSPHRASE_OWN_PARTS)
+        or part in PROSE_OR_CODE_WORDS
+        or part in DESCRIPTIVE
+        or part in _SENTENCE_WORDS
+        or part.endswith(("ed", "ing", "ly"))
+        for part in words
     )
 
 
