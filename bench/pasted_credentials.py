@@ -53,11 +53,13 @@ def load(which: str, half: str) -> tuple[list[tuple[str, str]], list[tuple[str, 
 def evaluate(
     leaks: list[tuple[str, str]], benign: list[tuple[str, str]], judge: SentenceJudge
 ) -> dict[str, object]:
-    survived = [message for value, message in leaks if value in redact(message)]
+    survived: list[str] = []
     stored: list[str] = []
     stored_by_rules: list[str] = []
     for value, message in leaks:
         redacted = redact(message)
+        if value in redacted:
+            survived.append(message)
         if any(value in fact for fact in facts_of(redacted, judge)):
             stored.append(message)
         if any(value in fact for fact in facts_of(redacted)):

@@ -81,7 +81,7 @@ def lower_case_pins(text: str, lowered: str) -> Iterator[Span]:
         start, end = match.span("value")
         owned = _owned(lowered, at, words, colon=match["op"] is not None, spaced=spaced)
         if (owned or (not spaced and _the_pin(lowered, at, start, int(lowered[start:end])))) and (
-            _number_ends_clause(text, end)
+            pin_ends_clause(text, end)
         ):
             yield start, end
 
@@ -121,7 +121,7 @@ def chosen_pins(text: str, lowered: str) -> Iterator[Span]:
         if _PART_WORDS.search(lowered, max(line, at - 2 * _OWNER_REACH), start) is not None:
             continue  # "the data pin on the sensor board is gpio17"
         words = match["words"].split()
-        if _owned(lowered, at, words, colon=False, spaced=False) and _number_ends_clause(text, end):
+        if _owned(lowered, at, words, colon=False, spaced=False) and pin_ends_clause(text, end):
             yield start, end
 
 
@@ -235,7 +235,7 @@ def find_access_codes(text: str, lowered: str) -> Iterator[Span]:
             # 1002 for low battery", "keypad code 0000 on first boot" name an example or a state
             if _number_ends_sentence(text, end) and not _names_an_example(lowered, end):
                 yield start, end
-        elif _number_ends_clause(text, end):
+        elif pin_ends_clause(text, end):
             yield start, end
 
 
@@ -266,11 +266,11 @@ def _names_an_example(lowered: str, end: int) -> bool:
     return _EXAMPLE_WORDS.search(lowered, end, reach if line_end < 0 else line_end) is not None
 
 
-def _number_ends_clause(text: str, end: int) -> bool:
+def pin_ends_clause(text: str, end: int) -> bool:
     """Digits end their clause: the line or the text ends, a punctuation mark followed by a
     space does (not a version's dot: "4821.5"), or a word that starts another clause follows
-    ("my pin is 4821 if you need it", not "4821 characters long"), or an aside in parentheses
-    ("the door code is 4417 (new as of monday)")."""
+    ("my pin is 4821 if you need it", "the sim PIN is 48213957 actually no wait", not "4821
+    characters long"), or an aside in parentheses ("the door code is 4417 (new as of monday)")."""
     after = text[end : end + 2]
     if after[:1] in CLAUSE_ENDS:
         after = after[1:]
@@ -286,9 +286,3 @@ _CLAUSE_STARTS = frozenset(
      "lol", "btw", "fyi", "pls", "please", "thanks", "thx",  # a chat's asides
      "actually", "iirc", "afaik", "wait", "anyway", "though")
 )  # fmt: skip
-
-
-def pin_ends_clause(text: str, end: int) -> bool:
-    """The digits of a PIN end their clause, or a chat's aside follows them ("the sim PIN is
-    48213957 actually no wait")."""
-    return _number_ends_clause(text, end)
