@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from orcad import limits
 from orcad.capture import source
 from orcad.capture.source import (
+    BLOCK_SEPARATOR,
     CUT_MARK,
     FIRST_USER_HEAD_BYTES,
     build_source,
@@ -67,6 +68,31 @@ def test_secrets_are_redacted_before_anything_is_stored() -> None:
     assert built is not None
     for row in rows:
         assert row["secret"] not in built.text
+    assert not contains_secret(built.text)
+
+
+def test_a_cut_source_keeps_the_newest_message_as_it_was_redacted() -> None:
+    # "assistant: A/00@AAA" reads as a note of a login and its password; "A/00@AAA" does not.
+    # The newest message is kept whole and must not be read with its label as context.
+    built = build_source(
+        [("user", "hello"), ("assistant", "word " * 8000), ("assistant", "A/00@AAA")]
+    )
+    assert built is not None and built.truncated
+    assert built.text.endswith("\n\nassistant: A/00@AAA")
+
+
+def test_a_piece_left_by_a_cut_is_redacted_on_its_own() -> None:
+    # glued to the x's, the token is not one; the cut keeps exactly its 40 characters
+    token = "ghp_" + "Kq3vX9mLw2Rt7YpZ4nBd8HsJ6fGc1aUe5oTi0xWy"[:36]
+    labels = len("user: hello") + 2 * len(BLOCK_SEPARATOR) + len("assistant: ")
+    room = LIMIT - labels - len(f"assistant: {CUT_MARK} ")
+    newest = "y " * ((room - len(token) + 1) // 2)  # stripped: one y per two bytes, less one
+    turn = [("user", "hello"), ("assistant", "x" * 40000 + token), ("assistant", newest)]
+    assert not contains_secret(turn[1][1])
+    built = build_source(turn)
+    assert built is not None and built.truncated
+    assert "assistant: [...] [REDACTED:" in built.text
+    assert token not in built.text
     assert not contains_secret(built.text)
 
 

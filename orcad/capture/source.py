@@ -7,7 +7,8 @@ a role label (`user:`/`assistant:`) gets one leading space, so that an assistant
 "user: ..." cannot pose as the user.
 
 Secrets are redacted in every message before anything is cut, so a cut can never expose half
-of a secret that redaction would have caught whole.
+of a secret that redaction would have caught whole; the piece a cut leaves is redacted again on
+its own, in case the cut removed what made a value read as harmless.
 
 Bound (spec: 32 KiB of UTF-8). When the whole text fits it is kept unchanged. Otherwise:
 
@@ -31,7 +32,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import msgspec
 
@@ -116,8 +117,6 @@ def build_source(
     kept = len(blocks)
     if truncated:
         text, kept = bound_blocks(blocks, max_bytes)
-        if contains_secret(text):  # a cut removed context a rule needed: redact again
-            text = keep_end(redact(text), max_bytes)
         encoded = text.encode("utf-8")
     return BuiltSource(
         text=text,
@@ -164,8 +163,8 @@ def _cut_keeping_start(block: SourceBlock, rendered: str, budget: int) -> str:
     prefix = f"{block.role}: "
     middle = f" {CUT_MARK} "
     room = budget - utf8_size(prefix) - len(middle)
-    end = keep_end(block.content, room // FIRST_USER_END_SHARE)
-    start = keep_start(block.content, room - utf8_size(end))
+    end = _redacted_again(keep_end(block.content, room // FIRST_USER_END_SHARE), keep_end)
+    start = _redacted_again(keep_start(block.content, room - utf8_size(end)), keep_start)
     return prefix + start + middle + end
 
 
@@ -174,8 +173,18 @@ def _cut_keeping_end(block: SourceBlock, room: int) -> str | None:
     available = room - utf8_size(prefix)
     if available <= 0:
         return None
-    kept = keep_end(block.content, available)
+    kept = _redacted_again(keep_end(block.content, available), keep_end)
     return prefix + kept if kept else None
+
+
+def _redacted_again(piece: str, keep: Callable[[str, int], str]) -> str:
+    """A piece cut from a redacted message, redacted on its own: the cut may have removed the
+    context that made a rule read a value as harmless. Only the piece is read, never the
+    labelled source around it, whose `user:` labels would read as context of their own. A
+    marker is longer than what it hides: `keep` bounds the result to the piece's size."""
+    if not contains_secret(piece):
+        return piece
+    return keep(redact(piece), utf8_size(piece))
 
 
 def keep_start(text: str, max_bytes: int) -> str:
