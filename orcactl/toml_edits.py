@@ -34,6 +34,10 @@ from orcactl.agent_configs import (
 
 
 def _load_toml(text: str, path: Path) -> tomlkit.TOMLDocument:
+    """The file as tomlkit edits it. A file no TOML parser reads is named with tomllib's
+    message, as orcad and `orcactl doctor` name it: tomlkit reports the end of a file cut short
+    as "Unexpected character: '\\x00'" at a line and column where there is none."""
+    toml_meaning(text, path)  # raises Unparseable, with tomllib's message
     try:
         return tomlkit.parse(text)
     except tomlkit.exceptions.TOMLKitError as exc:

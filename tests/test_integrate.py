@@ -294,6 +294,24 @@ def test_garbage_toml_is_left_alone(orca_env: OrcaEnv) -> None:
     assert sorted(p.name for p in codex_home.iterdir()) == ["config.toml"]
 
 
+@pytest.mark.parametrize("agent", ["codex", "claude-code"])
+def test_a_toml_file_cut_short_is_named_as_orcad_names_it(orca_env: OrcaEnv, agent: str) -> None:
+    """A file ending inside an array was reported as "Unexpected character: '\\x00' at line 2
+    col 0": no such character, nor that place, is in it, and orcad and doctor say otherwise."""
+    codex_home = orca_env.root / "codex-home"
+    codex_home.mkdir()
+    garbage = "a = 1\nb = [1,\n"
+    path = codex_home / "config.toml" if agent == "codex" else orca_env.home / "config.toml"
+    path.write_text(garbage)
+    extra = () if agent == "codex" else ("--extractor",)
+    run = _integrate(orca_env, agent, *extra, "--json", env={"CODEX_HOME": str(codex_home)})
+    assert run.returncode == 1
+    message = json.loads(run.stdout)["error"]["message"]
+    assert message.startswith(f"{path} is not valid TOML (Invalid value (at end of document))")
+    assert "x00" not in message and "x00" not in run.stderr
+    assert path.read_text() == garbage
+
+
 def test_dry_run_prints_a_diff_and_writes_nothing(orca_env: OrcaEnv) -> None:
     config_dir = orca_env.root / "claude-config"
     run = _integrate(
