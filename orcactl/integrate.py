@@ -265,6 +265,13 @@ def run_integrate(args: argparse.Namespace) -> int:
 
 def agent_status(agent: str, env: dict[str, str]) -> tuple[bool, bool, str]:
     """(found, connected, detail) for one agent's user-level configuration."""
+    found, connected, detail, _ = _agent_state(agent, env)
+    return found, connected, detail
+
+
+def _agent_state(agent: str, env: dict[str, str]) -> tuple[bool, bool, str, bool]:
+    """agent_status, and whether one of the agent's files could not be read or parsed (which
+    `integrate` refuses to change until it is fixed)."""
     directory = (
         agent_configs.claude_config_dir(env)
         if agent == "claude-code"
@@ -273,7 +280,7 @@ def agent_status(agent: str, env: dict[str, str]) -> tuple[bool, bool, str]:
     binary = "claude" if agent == "claude-code" else "codex"
     found = directory.is_dir() or agent_configs._which(binary, env) is not None
     if not found:
-        return False, False, f"{agent} not found"
+        return False, False, f"{agent} not found", False
     missing: list[str] = []
     commands: list[list[str]] = []
     texts: dict[str, tuple[Path, str]] = {}
@@ -284,21 +291,26 @@ def agent_status(agent: str, env: dict[str, str]) -> tuple[bool, bool, str]:
             commands += agent_configs.registered_commands(text, target.path, target.kind, agent)
             texts[target.kind] = (target.path, text)
         except Unparseable as exc:
-            return True, False, str(exc)
+            return True, False, str(exc), True
     for program in dict.fromkeys(words[0] for words in commands if words):
         found_program = program if os.sep in program else agent_configs._which(program, env)
         if found_program is None or not _runnable(found_program):
-            return True, False, f"{agent}: the registered {program} does not exist or cannot run"
+            return (
+                True,
+                False,
+                f"{agent}: the registered {program} does not exist or cannot run",
+                False,
+            )
     everything = (
         len(agent_configs.CLAUDE_HOOKS if agent == "claude-code" else agent_configs.CODEX_HOOKS) + 1
     )
     # not connected: none of orca's own entries, whether or not the flag is set (other hooks)
     if len([entry for entry in missing if entry != agent_configs.CODEX_HOOKS_FLAG]) == everything:
-        return True, False, f"{agent}: found, not connected to orca"
+        return True, False, f"{agent}: found, not connected to orca", False
     if missing:
-        return True, False, f"{agent}: partly connected (missing {', '.join(missing)})"
+        return True, False, f"{agent}: partly connected (missing {', '.join(missing)})", False
     if elsewhere := _pinned_elsewhere(commands, env):
-        return True, False, f"{agent}: registered for {elsewhere}"
+        return True, False, f"{agent}: registered for {elsewhere}", False
     if agent == "codex" and (untrusted := _untrusted_codex_hooks(texts)):
         return (
             True,
@@ -308,8 +320,9 @@ def agent_status(agent: str, env: dict[str, str]) -> tuple[bool, bool, str]:
                 "skips them without a word (run `orcactl integrate codex`, or trust them in "
                 "Codex: /hooks)"
             ),
+            False,
         )
-    return True, True, f"{agent}: hooks and MCP server registered"
+    return True, True, f"{agent}: hooks and MCP server registered", False
 
 
 def _untrusted_codex_hooks(texts: dict[str, tuple[Path, str]]) -> list[str]:
@@ -371,7 +384,7 @@ def agent_findings() -> list[Finding]:
     env = dict(os.environ)
     findings = []
     for agent in agent_configs.AGENTS:
-        found, connected, detail = agent_status(agent, env)
+        found, connected, detail, unreadable = _agent_state(agent, env)
         if not found:
             continue
         if connected:
@@ -379,6 +392,15 @@ def agent_findings() -> list[Finding]:
         elif detail.endswith("not connected to orca"):  # a choice, not a fault
             findings.append(
                 Finding("agents", "skipped", detail, f"to connect it: orcactl integrate {agent}")
+            )
+        elif unreadable:  # integrate changes nothing until the file is fixed
+            findings.append(
+                Finding(
+                    "agents",
+                    "problem",
+                    detail,
+                    f"fix or move that file, then run `orcactl integrate {agent}`",
+                )
             )
         else:
             findings.append(

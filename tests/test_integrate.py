@@ -312,6 +312,30 @@ def test_a_toml_file_cut_short_is_named_as_orcad_names_it(orca_env: OrcaEnv, age
     assert path.read_text() == garbage
 
 
+def test_doctor_does_not_send_a_file_that_does_not_parse_to_integrate(orca_env: OrcaEnv) -> None:
+    """doctor's fix for an agent file that does not parse was `run orcactl integrate codex`,
+    which refuses that very file and changes nothing."""
+    codex_home = orca_env.root / "codex-home"
+    codex_home.mkdir()
+    (codex_home / "config.toml").write_text("model = \n[[[")
+    env = {**orca_env.env, "CODEX_HOME": str(codex_home)}
+    run = subprocess.run(
+        [ORCACTL, "--no-start", "doctor", "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    [finding] = [
+        f
+        for f in json.loads(run.stdout)["findings"]
+        if f["check"] == "agents" and str(codex_home) in f["detail"]
+    ]
+    assert finding["status"] == "problem" and "is not valid TOML" in finding["detail"]
+    assert finding["fix"] == "fix or move that file, then run `orcactl integrate codex`"
+    assert run.returncode == 1
+
+
 def test_dry_run_prints_a_diff_and_writes_nothing(orca_env: OrcaEnv) -> None:
     config_dir = orca_env.root / "claude-config"
     run = _integrate(
