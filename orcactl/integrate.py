@@ -379,6 +379,24 @@ def _pinned_elsewhere(commands: list[list[str]], env: dict[str, str]) -> str | N
     return None
 
 
+# what the agent went without, by the kind of the hook's last problem
+FAILURE_EFFECTS = {
+    "bad_input": "a hook given input it could not read did nothing for that event",
+    "transcript": "a turn whose transcript could not be read was not captured",
+    "output": "the agent did not get that hook's answer",
+    "internal": "a hook that failed gave the agent no memory for that event",
+}
+UNREACHED = ("unreachable", "connection", "timeout")
+
+
+def _failure_effect(kind: str) -> str:
+    if kind in FAILURE_EFFECTS:
+        return FAILURE_EFFECTS[kind]
+    if kind in UNREACHED:
+        return "a hook that could not reach orcad gave the agent no memory for that prompt"
+    return "a hook that orcad answered with an error gave the agent no memory for that prompt"
+
+
 def agent_findings() -> list[Finding]:
     """For orcactl doctor: each agent found, connected or not; hook problems of the last day."""
     env = dict(os.environ)
@@ -415,8 +433,7 @@ def agent_findings() -> list[Finding]:
                 "problem",
                 f"{len(failures)} agent hook problem(s) in the last day; last: {last.get('agent')} "
                 f"{last.get('event')} at {last.get('at')}: {last.get('message')}",
-                f"see {failures_path()}; a hook that could not reach orcad gave the agent no "
-                "memory for that prompt",
+                f"see {failures_path()}; {_failure_effect(str(last.get('kind')))}",
             )
         )
     return findings

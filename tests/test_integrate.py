@@ -336,6 +336,31 @@ def test_doctor_does_not_send_a_file_that_does_not_parse_to_integrate(orca_env: 
     assert run.returncode == 1
 
 
+def test_doctor_says_what_a_hook_problem_cost_by_its_kind(orca_env: OrcaEnv) -> None:
+    """A hook given input it could not read was reported as one that "could not reach orcad
+    gave the agent no memory for that prompt": orcad was never asked."""
+    hook = subprocess.run(
+        [ORCACTL, "hook", "codex", "Stop"],
+        input="not json",
+        capture_output=True,
+        text=True,
+        env=orca_env.env,
+        timeout=60,
+    )
+    assert hook.returncode == 1 and "not JSON" in hook.stderr
+    run = subprocess.run(
+        [ORCACTL, "--no-start", "doctor", "--json"],
+        capture_output=True,
+        text=True,
+        env=orca_env.env,
+        timeout=60,
+    )
+    [finding] = [f for f in json.loads(run.stdout)["findings"] if f["check"] == "hooks"]
+    assert finding["status"] == "problem" and "bad_input" not in finding["fix"]
+    assert "agent-hooks.jsonl; a hook given input it could not read did nothing" in finding["fix"]
+    assert "reach orcad" not in finding["fix"]
+
+
 def test_dry_run_prints_a_diff_and_writes_nothing(orca_env: OrcaEnv) -> None:
     config_dir = orca_env.root / "claude-config"
     run = _integrate(
