@@ -57,6 +57,17 @@ def test_every_argument_has_help() -> None:
             assert action.help, f"`orcactl {name}` {label} has no help text"
 
 
+def test_every_positional_argument_is_named_in_capitals_as_the_readme_names_it() -> None:
+    # `memory update` showed `id text` and `inspect` `[path]`, and their errors said `argument
+    # id:`, where `forget` and `remember` (and the README, for all of them) say `ID` and `TEXT`
+    for name, parser, _listed in leaf_commands():
+        for action in parser._actions:
+            if action.option_strings or action.choices is not None:
+                continue
+            shown = action.metavar if isinstance(action.metavar, str) else action.dest
+            assert shown == shown.upper(), f"`orcactl {name}` shows its argument as {shown}"
+
+
 def test_the_readme_table_lists_every_command() -> None:
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
     section = readme.split("\n## orcactl\n", 1)[1].split("\n## ", 1)[0]

@@ -64,9 +64,9 @@ BAD_USAGE = [
     (["memory", "list", "--limit", "0"], "--limit: 0 is out of range (1 to 20)"),
     (["memory", "search", "x", "--limit", "21"], "--limit: 21 is out of range (1 to 20)"),
     (["memory", "list", "--limit", "many"], "--limit: 'many' is not a whole number"),
-    (["memory", "save", "  ", "--kind", "fact", "--global"], "argument text: the text is empty"),
+    (["memory", "save", "  ", "--kind", "fact", "--global"], "argument TEXT: the text is empty"),
     (["memory", "save", "x" * 4097, "--kind", "fact", "--global"], "at most 4096"),
-    (["memory", "update", "mem_" + "0" * 32, "\n"], "argument text: the text is empty"),
+    (["memory", "update", "mem_" + "0" * 32, "\n"], "argument TEXT: the text is empty"),
     (["memory", "save", "a", "--kind", "fact", "--global", "--approve", "always"], "--approve"),
     # both given, one decision was silently dropped (whichever came last)
     (
@@ -81,12 +81,12 @@ BAD_USAGE = [
     (["remember", "\u3164\ufe0f\ufe0f"], "argument TEXT: the text holds only control or"),
     (
         ["memory", "save", "\ufeff\u2060", "--kind", "fact", "--global"],
-        "argument text: the text holds only control or invisible",
+        "argument TEXT: the text holds only control or invisible",
     ),
     (["remember", "y" * 2001], "at most 2000"),
     (["recall", "x", "--cwd", "/nonexistent/dir"], "--cwd: /nonexistent/dir does not exist"),
     (["memory", "list", "--cwd", "/etc/hostname"], "--cwd: /etc/hostname is not a directory"),
-    (["inspect", "/nonexistent/dir"], "argument path: /nonexistent/dir does not exist"),
+    (["inspect", "/nonexistent/dir"], "argument PATH: /nonexistent/dir does not exist"),
     (["forget", "cand_" + "0" * 32, "--cwd", "/nonexistent"], "--cwd: /nonexistent does not exist"),
     (["doctor", "--min-free-mb", "-1"], "--min-free-mb: -1 is out of range (at least 0)"),
     (["provider", "test", "--timeout", "0"], "--timeout: 0 is not a positive"),
@@ -115,12 +115,12 @@ BAD_USAGE = [
     # surrogate, which no JSON request can carry
     (["remember", "caf\udce9 au lait"], "argument TEXT: the text is not valid UTF-8"),
     (["recall", "caf\udce9"], "argument PROMPT: the text is not valid UTF-8"),
-    (["memory", "search", "caf\udce9"], "argument query: the text is not valid UTF-8"),
+    (["memory", "search", "caf\udce9"], "argument QUERY: the text is not valid UTF-8"),
     (["memory", "save", "caf\udce9", "--kind", "fact", "--global"], "not valid UTF-8"),
     (["provider", "test", "caf\udce9"], "argument TEXT: the text is not valid UTF-8"),
     # an id is sent as it is typed: one that no request can carry is refused the same way
-    (["memory", "update", "mem_\udce9", "x"], "argument id: the text is not valid UTF-8"),
-    (["memory", "forget", "mem_\udce9"], "argument id: the text is not valid UTF-8"),
+    (["memory", "update", "mem_\udce9", "x"], "argument ID: the text is not valid UTF-8"),
+    (["memory", "forget", "mem_\udce9"], "argument ID: the text is not valid UTF-8"),
     (["memory", "approve", "apr_\udce9", "--session-id", "s", "--decision", "deny"], "ID: the"),
     (["grants", "revoke", "workspace:\udce9"], "argument ID: the text is not valid UTF-8"),
     (["jobs", "retry", "job_\udce9"], "argument ID: the text is not valid UTF-8"),
@@ -133,7 +133,7 @@ BAD_USAGE = [
     (["jobs", "retry", "job_" + "0" * 31], "is not a job id"),
     (["jobs", "retry", "JOB_" + "a" * 32], "is not a job id"),
     # an id of another shape names no record or change: it started orcad to be told not_found
-    (["memory", "forget", "nonsense"], "argument id: 'nonsense' is not a record id (mem_ and 32"),
+    (["memory", "forget", "nonsense"], "argument ID: 'nonsense' is not a record id (mem_ and 32"),
     (["memory", "update", "mem_" + "0" * 31, "x"], "is not a record id"),
     (["memory", "forget", "MEM_" + "a" * 32], "is not a record id"),
     (["memory", "forget", "apr_" + "a" * 32], "is not a record id"),
@@ -142,19 +142,22 @@ BAD_USAGE = [
         "ID: 'apr_x' is not an approval id (apr_ and 32 lowercase hex digits",
     ),
     # an empty or blank id names no record: it started orcad to be told not_found (exit 1)
-    (["memory", "forget", ""], "argument id: the id is empty (orcactl memory list shows them)"),
-    (["memory", "forget", " \t"], "argument id: the id is empty"),
-    (["memory", "update", "  ", "x"], "argument id: the id is empty"),
+    (["memory", "forget", ""], "argument ID: the id is empty (orcactl memory list shows them)"),
+    (["memory", "forget", " \t"], "argument ID: the id is empty"),
+    (["memory", "update", "  ", "x"], "argument ID: the id is empty"),
     (["memory", "approve", "", "--session-id", "s", "--decision", "deny"], "ID: the id is empty"),
     (["memory", "approve", " ", "--session-id", "s", "--decision", "deny"], "ID: the id is empty"),
     (["jobs", "retry", "  "], "argument ID: the id is empty"),
     # given before `retry`, they were dropped unread and the job retried whatever its project
-    (["jobs", "--project", "a" * 64, "retry", "job_" + "0" * 32], "--project only choose the"),
-    (["jobs", "--state", "exhausted", "retry", "job_" + "0" * 32], "--state only choose the"),
+    (["jobs", "--project", "a" * 64, "retry", "job_" + "0" * 32], "--project only chooses the"),
+    (["jobs", "--state", "exhausted", "retry", "job_" + "0" * 32], "--state only chooses the"),
     # both named a project: the path (or --cwd) was silently ignored
     (["inspect", "/tmp", "--project", "a" * 64], "argument --project: not allowed with"),
     (["forget", "cand_" + "0" * 32, "--project", "a" * 64, "--cwd", "/tmp"], "not allowed with"),
     (["no-such-command"], "invalid choice"),
+    # every command's actions are named alike in its usage and its errors, as the README does
+    (["grants"], "orcactl grants: error: the following arguments are required: ACTION"),
+    (["memory"], "orcactl memory: error: the following arguments are required: ACTION"),
     # no command given: argparse said only that one was required, not which option was wrong
     (["--bogus"], "orcactl: error: unrecognized arguments: --bogus"),
     (["--no-start", "--bogus"], "orcactl: error: unrecognized arguments: --bogus"),
@@ -172,7 +175,7 @@ BAD_USAGE = [
     (["memory", "list", "--cwd="], "--cwd: the directory's path is empty"),
     (["remember", "--project", "a", "--cwd", ""], "--cwd: the directory's path is empty"),
     (["forget", "cand_" + "0" * 32, "--cwd", ""], "--cwd: the directory's path is empty"),
-    (["inspect", ""], "argument path: the directory's path is empty"),
+    (["inspect", ""], "argument PATH: the directory's path is empty"),
     (["grants", "list", "--workspace", ""], "--workspace: the directory's path is empty"),
     (["integrate", "codex", "--project", "--cwd", "", "--dry-run"], "--cwd: the directory's"),
     (["mcp", "--cwd", ""], "--cwd: the directory's path is empty"),

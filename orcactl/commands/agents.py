@@ -29,7 +29,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     hook.add_argument("agent", choices=AGENTS, help="the agent whose hook this is")
     hook.add_argument(
-        "event", help="SessionStart, UserPromptSubmit, Stop, SessionEnd (Claude Code), ..."
+        "event",
+        metavar="EVENT",
+        help="SessionStart, UserPromptSubmit, Stop, SessionEnd (Claude Code), ...",
     )
     add_path_options(hook)
     hook.add_argument(

@@ -15,7 +15,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     grants = subparsers.add_parser(
         "grants", help="list or revoke memory-change approvals (session, workspace, global)"
     )
-    actions = grants.add_subparsers(dest="grants_action", metavar="{list,revoke}", required=True)
+    actions = grants.add_subparsers(dest="grants_action", metavar="ACTION", required=True)
     listing = actions.add_parser("list", help="list grants (all, or those for a session/workspace)")
     listing.add_argument(
         "--session-id",

@@ -68,18 +68,27 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
     search = add("search", "search records visible from this workspace (no query: most recent)")
     search.add_argument(
-        "query", nargs="?", type=utf8_text, help="free text; at most 12 terms are used"
+        "query",
+        metavar="QUERY",
+        nargs="?",
+        type=utf8_text,
+        help="free text; at most 12 terms are used",
     )
-    search.add_argument("--limit", type=LIMIT, default=8, help="1 to 20 (default 8)")
+    search.add_argument("--limit", metavar="N", type=LIMIT, default=8, help="1 to 20 (default 8)")
     search.set_defaults(run=run_search)
 
     listing = add("list", "list the most recently updated records visible from this workspace")
-    listing.add_argument("--limit", type=LIMIT, default=20, help="1 to 20 (default 20)")
+    listing.add_argument(
+        "--limit", metavar="N", type=LIMIT, default=20, help="1 to 20 (default 20)"
+    )
     listing.set_defaults(run=run_search, query=None)
 
     save = add("save", "save a record (asks for approval)")
     save.add_argument(
-        "text", type=CONTENT, help="the record's text: one durable fact ('-' reads it from stdin)"
+        "text",
+        metavar="TEXT",
+        type=CONTENT,
+        help="the record's text: one durable fact ('-' reads it from stdin)",
     )
     save.add_argument("--kind", required=True, choices=KINDS, help="what sort of record it is")
     scope = save.add_mutually_exclusive_group(required=True)
@@ -91,15 +100,19 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     save.set_defaults(run=run_manage, action="save", changes_memory=True)
 
     update = add("update", "replace a record's text (asks for approval)")
-    update.add_argument("id", type=record_id, help="the mem_... id shown by search or list")
     update.add_argument(
-        "text", type=CONTENT, help="the record's new text ('-' reads it from stdin)"
+        "id", metavar="ID", type=record_id, help="the mem_... id shown by search or list"
+    )
+    update.add_argument(
+        "text", metavar="TEXT", type=CONTENT, help="the record's new text ('-' reads it from stdin)"
     )
     add_approval_options(update)
     update.set_defaults(run=run_manage, action="update", changes_memory=True)
 
     forget = add("forget", "delete a record (asks for approval)")
-    forget.add_argument("id", type=record_id, help="the mem_... id shown by search or list")
+    forget.add_argument(
+        "id", metavar="ID", type=record_id, help="the mem_... id shown by search or list"
+    )
     add_approval_options(forget)
     forget.set_defaults(run=run_manage, action="forget", changes_memory=True)
 

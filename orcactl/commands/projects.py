@@ -68,6 +68,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     which = inspect.add_mutually_exclusive_group()
     which.add_argument(
         "path",
+        metavar="PATH",
         nargs="?",
         type=existing_directory,
         help="a directory inside the project (default: .)",
@@ -298,8 +299,9 @@ def run_jobs_retry(args: argparse.Namespace) -> int:
     filters = (("--state", args.state), ("--project", args.project))
     given = [option for option, value in filters if value is not None]
     if given:
+        verb = "choose" if len(given) > 1 else "chooses"
         raise CommandError(
-            f"{' and '.join(given)} only choose the jobs `orcactl jobs` lists; "
+            f"{' and '.join(given)} only {verb} the jobs `orcactl jobs` lists; "
             "`orcactl jobs retry ID` takes the job's id alone",
             EXIT_USAGE,
         )
