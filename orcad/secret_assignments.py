@@ -30,7 +30,7 @@ from orcad.secret_values import (
 _ASSIGNMENT_KEYWORDS: tuple[tuple[str, str], ...] = (
     ("pass", "pass(?:word|wd|phrase|code)?"),  # one scan for the five
     ("pwd", "pwd"),
-    ("pw", "(?<![a-z0-9])pw"),  # DB_PW, pw: (a whole name part: not npw)
+    ("pw", "pw(?<![a-z0-9]pw)"),  # DB_PW, pw: (a whole name part: not npw)
     ("mnemonic", "mnemonic"),  # a wallet's recovery phrase
     ("secret", "secret"),
     ("token", "token"),

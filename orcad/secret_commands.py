@@ -81,9 +81,9 @@ _TOOL_FLAGS = (
     (
         "-p",
         "zip",
-        lazy_compile(r"(?<![a-z0-9_\-])zip(?:[ \t][^\n|;&]{0,300}?)?[ \t]-p[ \t]+" + _VALUE),
+        lazy_compile(r"zip(?<![a-z0-9_\-]zip)(?:[ \t][^\n|;&]{0,300}?)?[ \t]-p[ \t]+" + _VALUE),
     ),
-    ("-p", "7z", lazy_compile(r"(?<![a-z0-9_\-])7za?(?:[ \t][^\n|;&]{0,300}?)?[ \t]-p" + _VALUE)),
+    ("-p", "7z", lazy_compile(r"7(?<![a-z0-9_\-]7)za?(?:[ \t][^\n|;&]{0,300}?)?[ \t]-p" + _VALUE)),
     # mosquitto_pub/_sub/_rr -P PASSWORD (their -p is the port: _CASED_FLAGS)
     (
         "-p",
@@ -95,7 +95,7 @@ _TOOL_FLAGS = (
         "set",
         "mc",
         lazy_compile(
-            r"(?<![a-z0-9_\-])mc[ \t]+(?:alias[ \t]+set|config[ \t]+host[ \t]+add)"
+            r"mc(?<![a-z0-9_\-]mc)[ \t]+(?:alias[ \t]+set|config[ \t]+host[ \t]+add)"
             r"(?:[ \t]+[^\s|;&]{1,256}){3}[ \t]+" + _VALUE
         ),
     ),
@@ -182,14 +182,14 @@ _WORD = r"(?:\"[^\"\n]{0,256}\"|'[^'\n]{0,256}'|[^\s\"'`;&|()<>]{1,256})"
 # or `htpasswd -nb USER PASS` (no file). Its flags are read in the text as written, since -B
 # (bcrypt) is not -b (batch).
 _HTPASSWD = lazy_compile(
-    r"(?<![a-z0-9_\-])htpasswd(?P<flags>(?:[ \t]+-[a-z]{1,6}(?:[ \t]+[0-9]{1,2})?){1,4})"
+    r"htpasswd(?<![a-z0-9_\-]htpasswd)(?P<flags>(?:[ \t]+-[a-z]{1,6}(?:[ \t]+[0-9]{1,2})?){1,4})"
     rf"(?P<arguments>(?:[ \t]+{_WORD}){{1,2}}?)[ \t]+"
     + _VALUE
     + r"(?=[ \t]*(?:$|[\n;&|)<>#]|[0-9]>))"
 )
 # `echo PASS | sudo -S ...`: sudo reads the password from its standard input (-S, not -s)
 _SUDO_STDIN = lazy_compile(
-    r"(?<![a-z0-9_\-])echo[ \t]+(?:-[ne]{1,2}[ \t]+)?"
+    r"echo(?<![a-z0-9_\-]echo)[ \t]+(?:-[ne]{1,2}[ \t]+)?"
     + _VALUE
     + r"[ \t]*\|[ \t]*sudo(?:[ \t]+-[a-z]{1,8}(?:[ \t]+[a-z0-9_\-]{1,32})??)*?"
     r"[ \t]+-(?P<flag>[a-z]{0,7}s[a-z]{0,7})(?![a-z0-9_\-])"
@@ -203,7 +203,7 @@ _ARGUMENT_PASSWORDS = (
     (
         "chpasswd",
         lazy_compile(
-            r"(?<![a-z0-9_\-])echo[ \t]+(?:-[ne]{1,2}[ \t]+)?[\"']?[a-z0-9_.\-]{1,32}:"
+            r"echo(?<![a-z0-9_\-]echo)[ \t]+(?:-[ne]{1,2}[ \t]+)?[\"']?[a-z0-9_.\-]{1,32}:"
             r"([^\s\"'|;&]{1,256}+)[\"']?[ \t]*\|[ \t]*(?:sudo[ \t]+)?chpasswd"
         ),
     ),
@@ -276,14 +276,14 @@ _CASED_FLAG_PASSWORDS = (
     (
         "ldap",
         "w",
-        lazy_compile(r"(?<![a-z0-9_\-])ldap[a-z]{2,10}[^\n|;&]{0,300}?[ \t]-w[ \t]+" + _VALUE),
+        lazy_compile(r"ldap(?<![a-z0-9_\-]ldap)[a-z]{2,10}[^\n|;&]{0,300}?[ \t]-w[ \t]+" + _VALUE),
     ),
     ("sqlcmd", "P", lazy_compile(r"sqlcmd[^\n|;&]{0,300}?[ \t]-p[ \t]*" + _VALUE)),
     ("mssql-cli", "P", lazy_compile(r"mssql-cli[^\n|;&]{0,300}?[ \t]-p[ \t]+" + _VALUE)),
     (
         "bcp",
         "P",
-        lazy_compile(r"(?<![a-z0-9_\-])bcp[ \t][^\n|;&]{0,300}?[ \t]-p[ \t]*" + _VALUE),
+        lazy_compile(r"bcp(?<![a-z0-9_\-]bcp)[ \t][^\n|;&]{0,300}?[ \t]-p[ \t]*" + _VALUE),
     ),
     ("ssh-keygen", "N", lazy_compile(r"ssh-keygen[^\n|;&]{0,300}?[ \t]-n[ \t]+" + _VALUE)),
 )

@@ -302,6 +302,8 @@ def find_pgpass_passwords(text: str, lowered: str) -> Iterator[Span]:
         line_end = lowered.find("\n", port.end())
         if line_end < 0:
             line_end = len(lowered)
+        if lowered.count(":", line_start, line_end) < 4:
+            continue  # a line of five fields has four colons: a log line's time has two
         for match in _PGPASS_LINE.finditer(lowered, line_start, line_end):
             host = lowered[match.start() : lowered.index(":", match.start())].strip(" \t\"'")
             if host.isdigit():  # a time or a counter (12:30:45:...), not a host name

@@ -70,7 +70,7 @@ _STATEMENT = lazy_compile(
     r"pas(?:s(?:word|phrase|wd|code|[ \t]phrase|wrod|owrd|wod|ord)|wo?rd|wd)" + _AFTER_NAME
 )
 # "the pw is X", "pw for the jenkins admin: X": the short name, a whole word (not `npw`)
-_SHORT_STATEMENT = lazy_compile(r"(?<![a-z0-9_\-./$@])pwd?" + _AFTER_NAME)
+_SHORT_STATEMENT = lazy_compile(r"pw(?<![a-z0-9_\-./$@]pw)d?" + _AFTER_NAME)
 # "log in with the password X", "use password X": a verb or preposition gives the value;
 # "user admin pass X": a user named before it (then `pass` alone names it too).
 _NAMED_VALUE = lazy_compile(
