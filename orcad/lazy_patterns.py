@@ -15,6 +15,7 @@ answers, and the second's methods replace the first's.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator, Sequence
 from typing import Any, AnyStr, cast
 
 # what the first use copies from the compiled pattern onto the stand-in
@@ -74,3 +75,25 @@ def lazy_compile(source: AnyStr, flags: int = 0) -> re.Pattern[AnyStr]:
     """`re.compile(source, flags)`, done when the pattern is first used. A bad pattern raises
     then, not here: every pattern of the project is compiled by its tests."""
     return cast("re.Pattern[AnyStr]", _LazyPattern(source, flags))
+
+
+def alternation_matches(patterns: Sequence[re.Pattern[str]], text: str) -> Iterator[re.Match[str]]:
+    """The matches `finditer` finds of the alternation `(?:P1|P2|...)rest` when given its
+    branches each with the rest, `P1rest`, `P2rest`, ... (none matching empty, none adding a
+    group), searched for one by one. A branch that starts with a literal skips ahead to it in
+    C, where the alternation tries every position of the text. At a place where two match,
+    the first wins, as it does in the alternation."""
+    found = [pattern.search(text) for pattern in patterns]
+    position = 0
+    while True:
+        first: re.Match[str] | None = None
+        for index, previous in enumerate(found):
+            match = previous
+            if match is not None and match.start() < position:  # overlapped: look again
+                match = found[index] = patterns[index].search(text, position)
+            if match is not None and (first is None or match.start() < first.start()):
+                first = match
+        if first is None:
+            return
+        yield first
+        position = first.end()

@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterator
 from typing import NamedTuple
 
-from orcad.lazy_patterns import lazy_compile
+from orcad.lazy_patterns import alternation_matches, lazy_compile
 from orcad.secret_values import (
     PARTS_OF_A_LOGIN,
     QUOTED_VALUES,
@@ -213,40 +213,54 @@ def find_login_pairs(text: str, lowered: str) -> Iterator[Span]:
 # CREATE/ALTER USER ... IDENTIFIED [WITH plugin] BY 'x' (MySQL, Oracle: there unquoted too),
 # CREATE/ALTER ROLE|USER ... [LOGIN|WITH|ENCRYPTED] PASSWORD 'x' (PostgreSQL, Snowflake, ...),
 # SET PASSWORD ... = PASSWORD('x') (MySQL). `IDENTIFIED BY PASSWORD '*6BB4...'` gives a hash.
-# (literals that must all occur, pattern): each pattern starts with a literal, which lets the
-# engine skip ahead; the character before the match is checked after it
-_SQL_PASSWORDS = (
+# (literals that must all occur, the patterns of a statement): each pattern starts with a
+# literal, which lets the engine skip ahead; the character before the match is checked after it.
+# A statement's patterns are the branches of one alternation, searched for one by one
+# (`alternation_matches`): `(?:create|alter)…|grant` tried every a, c and g of the text.
+_SQL_PASSWORDS: tuple[tuple[tuple[str, ...], tuple[re.Pattern[str], ...]], ...] = (
     # quoted, in a statement that creates or changes a user or role, or grants (MySQL 5): a
     # sentence says what a thing is "identified by 'name'"
     (
         ("identified",),
-        lazy_compile(
-            r"(?:(?:create|alter)[ \t]+(?:user|role)|grant)(?![a-z0-9_])[^;]{0,300}?"
-            r"\sidentified[ \t]+(?:with[ \t]+[a-z0-9_'\"]{1,64}[ \t]+)?by[ \t]+"
-            rf"(?:{QUOTED_VALUES})"
+        tuple(
+            lazy_compile(
+                rf"{statement}(?![a-z0-9_])[^;]{{0,300}}?"
+                r"\sidentified[ \t]+(?:with[ \t]+[a-z0-9_'\"]{1,64}[ \t]+)?by[ \t]+"
+                rf"(?:{QUOTED_VALUES})"
+            )
+            for statement in (r"create[ \t]+(?:user|role)", r"alter[ \t]+(?:user|role)", "grant")
         ),
     ),
     # unquoted (Oracle) only in the statement: "identified by their email" is prose
     (
         ("identified", "user"),
-        lazy_compile(
-            r"user(?![a-z0-9_])[^;\n]{0,300}?[ \t]identified[ \t]+by[ \t]+"
-            r"(?!password(?![a-z0-9_]))([a-z0-9_#$!@%^&*+\-]{1,128}+)"
+        (
+            lazy_compile(
+                r"user(?![a-z0-9_])[^;\n]{0,300}?[ \t]identified[ \t]+by[ \t]+"
+                r"(?!password(?![a-z0-9_]))([a-z0-9_#$!@%^&*+\-]{1,128}+)"
+            ),
         ),
     ),
     (
         ("password", "user"),
-        lazy_compile(
-            r"user(?![a-z0-9_])[^;\n]{0,300}?[ \t]password[ \t]+" + rf"(?:{QUOTED_VALUES})"
+        (
+            lazy_compile(
+                r"user(?![a-z0-9_])[^;\n]{0,300}?[ \t]password[ \t]+" + rf"(?:{QUOTED_VALUES})"
+            ),
         ),
     ),
     (
         ("password", "role"),
-        lazy_compile(
-            r"role(?![a-z0-9_])[^;\n]{0,300}?[ \t]password[ \t]+" + rf"(?:{QUOTED_VALUES})"
+        (
+            lazy_compile(
+                r"role(?![a-z0-9_])[^;\n]{0,300}?[ \t]password[ \t]+" + rf"(?:{QUOTED_VALUES})"
+            ),
         ),
     ),
-    (("password",), lazy_compile(r"password[ \t]*\([ \t]*" + rf"(?:{QUOTED_VALUES})[ \t]*\)")),
+    (
+        ("password",),
+        (lazy_compile(r"password[ \t]*\([ \t]*" + rf"(?:{QUOTED_VALUES})[ \t]*\)"),),
+    ),
 )
 _CREATE_OR_ALTER = lazy_compile(r"(?:create|alter)[ \t]+\Z")
 
@@ -256,12 +270,12 @@ def find_sql_passwords(text: str, lowered: str) -> Iterator[Span]:
     if "identified" not in lowered and "password" not in lowered:
         return
     statement = "create" in lowered or "alter" in lowered  # CREATE|ALTER USER|ROLE ...
-    for literals, pattern in _SQL_PASSWORDS:
-        if pattern.pattern.startswith(("user", "role")) and not statement:
+    for literals, patterns in _SQL_PASSWORDS:
+        if patterns[0].pattern.startswith(("user", "role")) and not statement:
             continue
         if not all(literal in lowered for literal in literals):
             continue
-        for match in pattern.finditer(lowered):
+        for match in alternation_matches(patterns, lowered):
             at = match.start()
             if at and (lowered[at - 1].isalnum() or lowered[at - 1] == "_"):
                 continue

@@ -13,9 +13,10 @@ ABCD-1234" stay storable.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
-from orcad.lazy_patterns import lazy_compile
+from orcad.lazy_patterns import alternation_matches, lazy_compile
 from orcad.secret_values import Span
 
 # ------------------------------------------------------------------------------ seeds
@@ -23,17 +24,28 @@ from orcad.secret_values import Span
 # rules' gate, `secret_gates._long_runs`) hold one with a digit: the words that name a second
 # factor are then looked for before each seed alone, not in the whole text.
 _SEED_RUN = lazy_compile(r"(?<![^ =])(?:[A-Z2-7]{16,}|[a-z2-7]{16,})=*(?![^ ])")
-# (each pattern starts with what its match starts with, the character before it checked after:
-# the engine then skips ahead to the characters that can start one, a twelfth of the time the
-# check before it took on a long text)
 _SEED = lazy_compile(
-    r"[A-Za-z2-7](?<![A-Za-z0-9+/_\-][A-Za-z2-7])"
-    r"(?:(?<=[A-Z2-7])[A-Z2-7]{15,127}+|(?<=[a-z2-7])[a-z2-7]{15,127}+)=*(?![A-Za-z0-9+/_\-])"
+    r"(?<![A-Za-z0-9+/_\-])(?:[A-Z2-7]{16,128}+|[a-z2-7]{16,128}+)=*(?![A-Za-z0-9+/_\-])"
+)
+# Where a seed can start: a run of 16 base32 characters of one case, at its start. Found on
+# bytes, one a character (a character outside ASCII is `?`, never a seed's), marked by two
+# translations and found by `bytes.find` at C speed, where a search for the pattern tried every
+# letter of a long text.
+_UPPER_BASE32 = bytes(
+    0x61 if chr(b) in "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567" else 0x20 for b in range(256)
+)
+_LOWER_BASE32 = bytes(
+    0x61 if chr(b) in "abcdefghijklmnopqrstuvwxyz234567" else 0x20 for b in range(256)
+)
+_SEED_LENGTH = 16
+# (each starts with its word, the character before it checked after: searched for one by one,
+# `alternation_matches`, each skips ahead to its word in C)
+_SEED_WORDS = tuple(
+    lazy_compile(rf"{word}(?<![a-z0-9]{word})(?![a-z0-9])")
+    for word in ("totp", "hotp", "otp", "2fa", "mfa", "authenticator", "two[-_ ]factor", "2-step")
 )
 _SEED_WORD = lazy_compile(
-    r"(?:totp(?<![a-z0-9]totp)|hotp(?<![a-z0-9]hotp)|otp(?<![a-z0-9]otp)|2fa(?<![a-z0-9]2fa)"
-    r"|mfa(?<![a-z0-9]mfa)|authenticator(?<![a-z0-9]authenticator)"
-    r"|two[-_ ]factor(?<![a-z0-9]two[-_ ]factor)|2-step(?<![a-z0-9]2-step))(?![a-z0-9])"
+    r"(?<![a-z0-9])(?:[th]?otp|2fa|mfa|authenticator|two[-_ ]factor|2-step)(?![a-z0-9])"
 )
 _SEED_REACH = 64  # "TOTP secret for the admin account: JBSW…" starts this far at most
 _DIGIT = lazy_compile(r"[0-9]")
@@ -47,7 +59,7 @@ def may_hold_seed(runs: str) -> bool:
 def find_totp_seeds(text: str, lowered: str) -> Iterator[Span]:
     """A base32 seed after a word that names a second factor, on its line, or named as one
     right after it ("… as the totp secret")."""
-    for match in _SEED.finditer(text):
+    for match in _seeds(text):
         start = match.start()
         line = lowered.rfind("\n", max(0, start - _SEED_REACH), start) + 1
         reach = max(line, start - _SEED_REACH)
@@ -56,6 +68,26 @@ def find_totp_seeds(text: str, lowered: str) -> Iterator[Span]:
             or _NAMED_AFTER.match(lowered, match.end()) is not None
         ):
             yield match.span()
+
+
+def _seeds(text: str) -> Iterator[re.Match[str]]:
+    """What `_SEED.finditer(text)` finds, matched only where a run of one case can start one."""
+    data = text.encode("ascii", "replace")
+    starts: set[int] = set()
+    run = b"a" * _SEED_LENGTH
+    for table in (_UPPER_BASE32, _LOWER_BASE32):
+        marks = data.translate(table)
+        at = marks.find(run)
+        while at >= 0:  # found from a gap (or the start): the start of its run
+            starts.add(at)
+            gap = marks.find(b" ", at + _SEED_LENGTH)
+            at = -1 if gap < 0 else marks.find(run, gap)
+    matched = 0
+    for start in sorted(starts):
+        match = _SEED.match(text, start) if start >= matched else None
+        if match is not None:
+            matched = match.end()
+            yield match
 
 
 # "put JBSWY3DPEHPK3PXP as the totp secret", "MFRG… is our 2fa seed": the seed's name after it
@@ -91,7 +123,7 @@ def find_grouped_seeds(text: str, lowered: str) -> Iterator[Span]:
     if not any(literal.search(lowered) is not None for literal in _SEED_LITERALS):
         return
     searched = 0  # a seed already read is not read again from a later word
-    for word in _SEED_WORD.finditer(lowered):
+    for word in alternation_matches(_SEED_WORDS, lowered):
         if word.start() < searched:
             continue
         match = _GROUPED_SEED_AFTER_WORD.match(text, word.end())

@@ -10,8 +10,10 @@ import sys
 import threading
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from orcad.lazy_patterns import lazy_compile
+from orcad.lazy_patterns import alternation_matches, lazy_compile
 
 pytestmark = pytest.mark.pure
 
@@ -87,3 +89,17 @@ def test_the_secret_detector_compiles_no_pattern_at_import_and_every_one_is_vali
     assert made > 500
     assert compiled_at_import == 0
     assert compiled == made  # compile_all raises re.error on a bad one, failing the script
+
+
+# An alternation whose branches overlap and tie: `alternation_matches` must pick as `finditer`.
+_BRANCHES = (r"ab[a-z]*", "a", r"b+", r"(?<![a-z])c")
+_REST = r"(?:=(\d+))?"
+
+
+@given(st.text(alphabet="abc=1 \n", max_size=40))
+@settings(max_examples=400, deadline=None)
+def test_branches_searched_alone_find_what_the_alternation_finds(text: str) -> None:
+    alternation = re.compile(f"(?:{'|'.join(_BRANCHES)}){_REST}")
+    branches = [lazy_compile(branch + _REST) for branch in _BRANCHES]
+    found = [(m.span(), m.groups()) for m in alternation_matches(branches, text)]
+    assert found == [(m.span(), m.groups()) for m in alternation.finditer(text)]
