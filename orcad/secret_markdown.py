@@ -33,7 +33,10 @@ _WORDS_OUTSIDE_ASCII = (  # password in Russian, Chinese (both scripts), Japanes
     "\u043f\u0430\u0440\u043e\u043b\u044c",
     *("\u5bc6\u7801", "\u5bc6\u78bc", "\u30d1\u30b9\u30ef\u30fc\u30c9", "\ube44\ubc00\ubc88\ud638"),
 )
-_EDGE_UNDERSCORE = lazy_compile(r"(?<![0-9A-Za-z_])_(?=[A-Za-z])|(?<=[A-Za-z])_(?![0-9A-Za-z_])")
+# (the `_` first, what is either side of it checked after: the engine skips ahead to each `_`)
+_EDGE_UNDERSCORE = lazy_compile(
+    r"_(?:(?<![0-9A-Za-z_]_)(?=[A-Za-z])|(?<=[A-Za-z]_)(?![0-9A-Za-z_]))"
+)
 _ASCII_LOWER = {code: code + 32 for code in range(ord("A"), ord("Z") + 1)}
 
 
