@@ -170,6 +170,18 @@ def test_status_of_a_running_daemon(daemon: DaemonProcess) -> None:
     assert set(data["jobs"]) == states | {"damaged"}
 
 
+def test_remember_says_the_size_of_the_file_not_of_the_fact(daemon: DaemonProcess) -> None:
+    # "(28 bytes)" after a 21-byte fact read as the fact's size; it is the file's
+    user_file = daemon.orca.memory_root / "user.md"
+    for fact in ("I prefer tabs", "Deploys go through staging"):
+        result = orcactl(daemon.orca, "remember", fact)
+        assert result.returncode == 0, result.stderr
+        size = user_file.stat().st_size
+        assert result.stdout == (
+            f"remembered as a user fact in {user_file} (the file now holds {size} bytes)\n"
+        )
+
+
 def test_ping_with_no_start_fails_with_3(orca_env: OrcaEnv) -> None:
     result = orcactl(orca_env, "--no-start", "ping")
     assert result.returncode == 3

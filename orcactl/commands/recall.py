@@ -115,5 +115,6 @@ def run_remember(args: argparse.Namespace) -> int:
     elif result.already_kept:
         print(f"already kept as a {scope} fact in {result.path}; nothing was written")
     else:
-        print(f"remembered as a {scope} fact in {result.path} ({result.bytes} bytes)")
+        held = f"the file now holds {result.bytes} bytes"
+        print(f"remembered as a {scope} fact in {result.path} ({held})")
     return EXIT_OK
