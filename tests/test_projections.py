@@ -7,6 +7,7 @@ import gc
 import os
 import sqlite3
 import stat
+import tracemalloc
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -844,3 +845,35 @@ def test_at_most_64_projects_keep_an_index_open(tmp_path: Path) -> None:
         for fd in Path("/proc/self/fd").iterdir()
         if os.path.realpath(fd).endswith(INDEX_FILE) and str(tmp_path) in os.path.realpath(fd)
     ]
+
+
+def test_which_facts_hold_each_of_4096_stems_asked_takes_well_under_a_mebibyte(
+    tmp_path: Path,
+) -> None:
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    words = [f"zq{a}{b}{c}" for a in letters for b in letters for c in letters][:4096]
+    facts = [f"Fact {n} deploys with {words[n]} and make" for n in range(128)]
+    ledger = Ledger()
+    for start in range(0, 128, 8):
+        ledger = with_facts(ledger, *facts[start : start + 8], now=1_800_000_000.0 + start)
+    commit(tmp_path, ledger)
+    search = ProjectMemorySearch(lambda _project: tmp_path)
+    assert search.search_blocking("p", ["deploys"], 1)  # the ledger and index read
+    gc.collect()
+    tracemalloc.start()
+    try:
+        for start in range(0, len(words), 64):  # every stem asked once, 64 a prompt
+            search.search_blocking("p", words[start : start + 64], 6)
+        gc.collect()
+        held = sum(
+            traced.size
+            for traced in tracemalloc.take_snapshot().statistics("filename")
+            if traced.traceback[0].filename.endswith(("automatic.py", "project_cache.py"))
+        )
+    finally:
+        tracemalloc.stop()
+    assert held < 512 * 1024, held
+    # and each word still finds the one fact that holds it
+    found = search.search_blocking("p", [words[5], words[500]], 6)
+    assert [record.fact for record in found] == [facts[5]]
+    search.close()

@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -45,11 +46,12 @@ from orcad.recall.project_cache import (
     ErrorRecorder,
     ProjectCache,
     ProjectCaches,
+    places_dtype,
     rebuild_index,
     search_index,
 )
 
-STEM_MASKS_CACHED = 4096  # per project: which records contain a stem, for the stems last asked
+STEM_PLACES_CACHED = 4096  # per project: which records contain a stem, for the stems last asked
 
 
 def fact_embedder(embeddings: Embeddings) -> Callable[[Sequence[str], Path], IndexVectors | None]:
@@ -166,17 +168,20 @@ class ProjectMemorySearch:
         return self._hybrid(project_id, cache, terms, frequency, query, limit)
 
     @staticmethod
-    def _stem_mask(cache: ProjectCache, key: str) -> npt.NDArray[np.bool_]:
-        mask = cache.stem_masks.get(key)
-        if mask is None:
-            if len(cache.stem_masks) >= STEM_MASKS_CACHED:
-                cache.stem_masks.clear()
-            found = (key in cache.stems[i] for i in cache.records)
-            mask = cache.stem_masks[key] = np.fromiter(found, np.bool_, len(cache.records))
-        return mask
+    def _stem_places(cache: ProjectCache, key: str) -> npt.NDArray[np.integer[Any]]:
+        """The places (in `records` order) of the records that contain the stem, kept as the
+        bytes of a small array (`ProjectCache.stem_places`)."""
+        dtype = places_dtype(len(cache.records))
+        places = cache.stem_places.get(key)
+        if places is None:
+            if len(cache.stem_places) >= STEM_PLACES_CACHED:
+                cache.stem_places.clear()
+            found = [n for n, i in enumerate(cache.records) if key in cache.stems[i]]
+            places = cache.stem_places[key] = np.array(found, dtype).tobytes()
+        return np.frombuffer(places, dtype)
 
     def _document_frequency(self, cache: ProjectCache, terms: list[str]) -> dict[str, int]:
-        return {term: int(self._stem_mask(cache, stem(term)).sum()) for term in terms}
+        return {term: len(self._stem_places(cache, stem(term))) for term in terms}
 
     def _lexical(  # noqa: PLR0917 - one search's state, passed down once
         self,
@@ -228,7 +233,7 @@ class ProjectMemorySearch:
         total = sum(weights.values()) or 1.0
         covered = np.zeros(len(ids), dtype=np.float32)
         for key, term_weight in weights.items():
-            covered += np.float32(term_weight / total) * self._stem_mask(cache, key)
+            covered[self._stem_places(cache, key)] += np.float32(term_weight / total)
         matrix, embedded, centre = self._stacked(project_id, cache, len(query.vector))
         raw = matrix @ query.vector
         cosines = np.where(embedded, raw, np.nan)

@@ -22,6 +22,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -51,6 +52,12 @@ _INDEX_QUERY = (
 )
 
 
+def places_dtype(records: int) -> type[np.integer[Any]]:
+    """The narrowest unsigned integer holding a place among `records` records (one byte for a
+    ledger of at most 128)."""
+    return np.uint8 if records <= 256 else np.uint32
+
+
 @dataclass
 class ProjectCache:
     """What recall keeps of one project between recalls (see the module docstring)."""
@@ -60,8 +67,11 @@ class ProjectCache:
     records: dict[str, CandidateRecord] = field(default_factory=dict)
     recorded: dict[str, float] = field(default_factory=dict)  # unix seconds, per record
     stems: dict[str, frozenset[str]] = field(default_factory=dict)
-    # per stem, which records (in `records` order) contain it; cleared with the ledger
-    stem_masks: dict[str, npt.NDArray[np.bool_]] = field(default_factory=dict)
+    # per stem, the places (in `records` order) of the records that contain it, as the bytes of
+    # an array of `places_dtype` (a bytes object costs 33 bytes and one a place, where a mask
+    # of 128 booleans cost 240, and 1.3 MiB a project for the 4096 stems kept); cleared with
+    # the ledger
+    stem_places: dict[str, bytes] = field(default_factory=dict)
     # per record recall found without a vector: whether it looks like a secret (never embedded)
     unembeddable: dict[str, bool] = field(default_factory=dict)
     # under `vectors_model`; once stacked, each is a row of `stacked`'s matrix, not a copy
@@ -229,7 +239,7 @@ class ProjectCaches:
             cache.ledger, cache.ledger_signature = ledger, signature
             cache.records, cache.recorded = records, recorded
             cache.stems = {i: frozenset(stems(r.fact)) for i, r in records.items()}
-            cache.stem_masks = {}
+            cache.stem_places = {}
             cache.corrected_by = None
             cache.unembeddable = {}
             cache.vectors = {i: v for i, v in cache.vectors.items() if i in records}
