@@ -877,3 +877,35 @@ def test_which_facts_hold_each_of_4096_stems_asked_takes_well_under_a_mebibyte(
     found = search.search_blocking("p", [words[5], words[500]], 6)
     assert [record.fact for record in found] == [facts[5]]
     search.close()
+
+
+def test_recall_keeps_a_project_facts_word_stems_once(tmp_path: Path) -> None:
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    facts = [
+        f"Fact {n}: the {letters[n % 26]}{letters[n // 26]}service deploys with make on staging"
+        for n in range(128)
+    ]
+    ledger = Ledger()
+    for start in range(0, 128, 8):
+        ledger = with_facts(ledger, *facts[start : start + 8], now=1_800_000_000.0 + start)
+    commit(tmp_path, ledger)
+    embeddings = Embeddings.load("builtin")
+    query = embeddings.query("how does the aaservice deploy")
+    search = ProjectMemorySearch(lambda _project: tmp_path, embeddings=embeddings)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        found = search.search_blocking("p", ["aaservice", "deploy"], 6, query)
+        gc.collect()
+        # what the project's cache made of the ledger apart from its records and their vectors
+        # (the records' stems are the ones ranking keeps: rank.text_stems)
+        held = sum(
+            traced.size
+            for traced in tracemalloc.take_snapshot().statistics("filename")
+            if traced.traceback[0].filename.endswith("project_cache.py")
+        )
+    finally:
+        tracemalloc.stop()
+    assert found
+    assert held < 64 * 1024, held
+    search.close()

@@ -33,10 +33,10 @@ from orcad.capture.ledger import CandidateRecord, Ledger, ledger_path, read_ledg
 from orcad.capture.projections import IndexUnavailable
 from orcad.clock import parse_time
 from orcad.durable_files import FileSignature, file_signature
-from orcad.query import match_expression, stems
+from orcad.query import match_expression
 from orcad.recall.embedders import Array
 from orcad.recall.embedding import Embeddings
-from orcad.recall.rank import StoreCentre
+from orcad.recall.rank import StoreCentre, text_stems
 from orcad.secrets import secret_kinds
 from orcad.storage_faults import fault_text
 
@@ -238,7 +238,8 @@ class ProjectCaches:
             recorded = {record.id: parse_time(record.recorded_at) for record in records.values()}
             cache.ledger, cache.ledger_signature = ledger, signature
             cache.records, cache.recorded = records, recorded
-            cache.stems = {i: frozenset(stems(r.fact)) for i, r in records.items()}
+            # the very sets ranking keeps (rank.text_stems), not a copy of each
+            cache.stems = {i: text_stems(r.fact) for i, r in records.items()}
             cache.stem_places = {}
             cache.corrected_by = None
             cache.unembeddable = {}
