@@ -19,6 +19,7 @@ import trio
 from orcad import __version__, limits
 from orcad.activation import activated_socket, listening_path
 from orcad.app import Daemon, install_features
+from orcad.c_heap import keep_releasing_freed_memory
 from orcad.config import load_config
 from orcad.entry import main, stop_signals
 from orcad.errors import StartupError
@@ -280,6 +281,7 @@ def _run(args: argparse.Namespace, stop_signals: StopSignals) -> int:
         listening = open_listening_socket(paths, inherited)
         daemon = Daemon(paths=paths, loaded=loaded)
         daemon.run_in_background(functools.partial(keep_instance_lock, lock))
+        daemon.run_in_background(keep_releasing_freed_memory)
         if logger is not None:
             # the one daemon of this home, so the one writer of its log (the one orcactl starts
             # it with, or the one launchd writes for `orcactl service install`); only once

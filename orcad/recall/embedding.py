@@ -26,6 +26,7 @@ from typing import Any, NamedTuple
 
 import structlog
 
+from orcad.c_heap import release_freed_memory
 from orcad.config import RecallConfig
 from orcad.providers import api_key_problem
 from orcad.recall.embedders import (
@@ -66,16 +67,6 @@ def keep_large_buffers_mapped() -> None:
     of a dozen words needs none that large."""
     try:
         ctypes.CDLL("libc.so.6").mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)
-    except (OSError, AttributeError):  # not glibc
-        pass
-
-
-def release_freed_memory() -> None:
-    """Give the C heap's free pages back to the system (glibc only): loading a model parses
-    its file into buffers that are freed, but that glibc would otherwise keep (about 20 MiB
-    for the built-in model, its reference vectors included)."""
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
     except (OSError, AttributeError):  # not glibc
         pass
 
