@@ -595,6 +595,47 @@ async def test_an_approval_that_finds_nothing_to_apply_grants_nothing(
     assert (await save(orca, session, "use mypy strict"))["outcome"] == "pending_approval"
 
 
+@pytest.mark.parametrize("action", ["save", "update"])
+@pytest.mark.parametrize("decision", ["allow_session", "allow_workspace"])
+async def test_an_approval_beaten_by_an_identical_write_grants_nothing(
+    orca: InProcessDaemon,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    action: str,
+    decision: str,
+) -> None:
+    # another session wrote the same text after the approval checked for it and before its own
+    # write: the write found the duplicate and nothing changed, yet the grant was recorded
+    service = orca.features.deliberate
+    session = await orca.open(tmp_path / "ws")
+    other = await orca.open(tmp_path / "ws", mode="yolo")
+    if action == "save":
+        pending = await save(orca, session, "use ruff for lint")
+    else:
+        target = (await save(orca, other, "use flake8 for lint"))["record"]
+        pending = await orca.call(
+            "memory.manage",
+            {**session, "action": "update", "id": target["id"], "content": "use ruff for lint"},
+        )
+    assert pending["outcome"] == "pending_approval"
+    name = "insert" if action == "save" else "update"
+    write = getattr(service.store, name)
+    beaten_once: list[bool] = []
+
+    async def beaten(*args: Any, **kwargs: Any) -> Any:
+        if not beaten_once:  # the other session's save, made just before this write
+            beaten_once.append(True)
+            assert (await save(orca, other, "use ruff for lint"))["outcome"] == "applied"
+        return await write(*args, **kwargs)
+
+    monkeypatch.setattr(service.store, name, beaten)
+    answered = await approve(orca, session, pending["approval_id"], decision)
+    monkeypatch.undo()
+    assert answered["outcome"] == "denied" and "already exists" in answered["summary"]
+    assert (await orca.call("grants.list", {}))["grants"] == []
+    assert (await save(orca, session, "use mypy strict"))["outcome"] == "pending_approval"
+
+
 async def test_deny_changes_nothing_and_consumes_the_approval(
     orca: InProcessDaemon, tmp_path: Path
 ) -> None:

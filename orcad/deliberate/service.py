@@ -242,7 +242,10 @@ class DeliberateMemory:
         refusal = await self._refusal(session, change, target)
         if refusal is not None:  # nothing to apply (an identical record exists): nor to grant
             return refusal
-        return await self._apply(session, change), is_global
+        result = await self._apply(session, change)
+        if result.outcome != "applied":  # an identical record was written meanwhile, found as
+            return result  # this write was made: nothing changed, so nothing is granted
+        return result, is_global
 
     # --- steps -------------------------------------------------------------------------------
 
