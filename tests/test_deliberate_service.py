@@ -555,6 +555,32 @@ async def test_a_change_proposed_while_its_session_closes_is_not_left_pending(
     assert await search(orca, reopened) == []
 
 
+async def test_an_approval_refused_by_storage_after_its_session_closed_is_not_kept(
+    orca: InProcessDaemon, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the write failed (a full disk) while the session closed: the change was kept again for a
+    # retry no one could make (the session is closed), counted against the bounds until its TTL
+    service = orca.features.deliberate
+    session = await orca.open(tmp_path / "ws")
+    pending = await save(orca, session, "use ruff for lint")
+
+    async def closed_then_full(*args: Any) -> None:
+        await orca.call("session.close", session)
+        raise StorageError("database or disk is full", kind="disk_full")
+
+    monkeypatch.setattr(service.store, "insert", closed_then_full)
+    error = await error_of(
+        orca,
+        "memory.approve",
+        {**session, "approval_id": pending["approval_id"], "decision": "allow_once"},
+    )
+    assert error.error.code == -32017
+    assert len(service.approvals.pending) == 0
+    monkeypatch.undo()
+    reopened = await orca.open(tmp_path / "ws", session_id=session["session_id"])
+    assert await search(orca, reopened) == []
+
+
 async def test_an_approved_change_whose_grant_cannot_be_kept_is_answered_as_made(
     orca: InProcessDaemon, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

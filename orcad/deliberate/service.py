@@ -194,8 +194,9 @@ class DeliberateMemory:
         )
         try:
             decided = await self._decide(session, change, params.decision)
-        except StorageError:  # nothing was written: the user's answer stands for a retry
-            self.approvals.pending.put_back(change)
+        except StorageError:  # nothing was written: the user's answer stands for a retry...
+            if self._sessions.is_open_at(session.session_id, session.epoch):
+                self.approvals.pending.put_back(change)  # ...unless its session ended meanwhile
             raise
         if isinstance(decided, MemoryManageResult):
             return decided
