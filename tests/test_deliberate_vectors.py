@@ -355,3 +355,39 @@ def test_rows_onnxruntime_refuses_to_multiply_as_int8_are_multiplied_by_numpy(
     matrix = cache[0]
     assert matrix is not None and isinstance(matrix.products, FloatRows)
     assert load_matrix(connection, "m1", matrix, 2, int8=True) is matrix  # kept, not retried
+
+
+@pytest.mark.parametrize("int8", [False, True], ids=["float32", "int8"])
+def test_a_row_number_reused_in_the_same_workspace_does_not_take_the_forgotten_vector(
+    connection: sqlite3.Connection, int8: bool
+) -> None:
+    # within the refresh, ws1 forgets its newest record and saves another, which SQLite gives
+    # the same row number: the matrix in memory still holds the forgotten one's vector there
+    embed_two(connection)
+    cache: list[VectorMatrix | None] = [None]
+    hybrid_search(connection, "ws1", [], unit(0, 1), "m1", 5, cache, int8=int8)  # loads it
+    cache[0] = not_due(cache[0])  # and keeps it, however long what follows takes
+    delete_record(connection, f"mem_{2:032x}")
+    save(connection, 3, "gamma plan")
+    reused = connection.execute("SELECT row_id FROM memories WHERE content = 'gamma plan'")
+    assert reused.fetchone()[0] == 2  # (the case this test is about)
+    found = hybrid_search(connection, "ws1", [], unit(0, 1), "m1", 5, cache, int8=int8)
+    cosines = {f.record.content: f.cosine for f in found.found}
+    assert "gamma plan" not in cosines  # not a nearest record by beta's vector
+    assert cosines["alpha deploys"] == pytest.approx(1.0, abs=5e-3)  # (embed_two: its vector)
+    found = hybrid_search(connection, "ws1", ["plan"], unit(0, 1), "m1", 5, cache, int8=int8)
+    cosines = {f.record.content: f.cosine for f in found.found}
+    assert cosines["gamma plan"] is None  # found by its word, no vector yet
+
+
+def test_an_edited_record_does_not_rank_by_its_old_text_within_the_refresh(
+    connection: sqlite3.Connection,
+) -> None:
+    embed_two(connection)
+    cache: list[VectorMatrix | None] = [None]
+    hybrid_search(connection, "ws1", [], unit(1, 0), "m1", 5, cache)  # loads the matrix
+    cache[0] = not_due(cache[0])
+    update_record(connection, f"mem_{1:032x}", "alpha now builds with bazel", "fact", 9.0)
+    found = hybrid_search(connection, "ws1", ["bazel"], unit(1, 0), "m1", 5, cache)
+    cosines = {f.record.content: f.cosine for f in found.found}
+    assert cosines == {"alpha now builds with bazel": None, "beta caches": pytest.approx(1.0)}

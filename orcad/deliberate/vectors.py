@@ -12,10 +12,12 @@ change to the database (the connection's change counter or SQLite's data_version
 at most once every VECTOR_MATRIX_REFRESH_S: while the backfill writes a batch after batch, a
 reload per recall would cost more than the search (about 30 ms at 10k records). A matrix read
 through another connection (the file at the path was deleted or replaced, so its row numbers
-are other records) is never reused. Meanwhile a search may see a vector that has just been
-deleted or replaced: harmless, since the records
-themselves are always read from the database (a deleted one is not found, and a record
-without a vector in the matrix still comes through its words).
+are other records) is never reused. A matrix kept after a change gives a search its nearest
+rows, whose cosines are then read from the database (`_stored_cosines`): a record edited since
+has lost its vector, and SQLite gives a forgotten newest record's row number to the next one
+saved, which must not rank by the vector the matrix still holds for that number. The records
+themselves are always read from the database (a deleted one is not found, and a record without
+a vector in the matrix still comes through its words).
 Every function takes the connection and runs on the store's SQLite thread.
 """
 
@@ -314,6 +316,32 @@ def _records(
     return {int(row[0]): record_from_row(row[1:]) for row in rows}
 
 
+def _stored_cosines(
+    connection: sqlite3.Connection,
+    model: str,
+    query_vector: npt.NDArray[np.float32],
+    row_ids: Sequence[int],
+) -> dict[int, float]:
+    """The cosines of the rows of `row_ids` that hold a vector of `model` now, read from the
+    database. For a matrix kept in memory after the database changed (VECTOR_MATRIX_REFRESH_S):
+    a record edited since lost its vector, and a row number freed by a forget may have been
+    given to a record saved since; neither may rank by the vector the matrix still holds."""
+    if not row_ids:
+        return {}
+    marks = ",".join("?" * len(row_ids))
+    rows = connection.execute(
+        f"SELECT row_id, vector FROM memory_vectors WHERE model = ? AND length(vector) = ? "  # noqa: S608 - placeholders only
+        f"AND row_id IN ({marks})",
+        [model, len(query_vector) * VECTOR_BYTES, *row_ids],
+    ).fetchall()
+    cosines: dict[int, float] = {}
+    for row_id, blob in rows:
+        vector = np.frombuffer(blob, dtype=VECTOR_DTYPE).astype(np.float32)
+        if np.isfinite(vector).all():
+            cosines[int(row_id)] = float(vector @ query_vector)
+    return cosines
+
+
 def hybrid_search(  # noqa: PLR0917 - one search's inputs
     connection: sqlite3.Connection,
     workspace_id: str,
@@ -362,6 +390,9 @@ def hybrid_search(  # noqa: PLR0917 - one search's inputs
             cosines = dict(
                 zip(matrix.row_ids[rows[best]].tolist(), scores[best].tolist(), strict=True)
             )
+            stale = matrix.version != _version(connection)
+            if stale:  # of these rows, only those still holding a vector, and with its cosine
+                cosines = _stored_cosines(connection, model, query_vector, list(cosines))
             lexical = [r for r in row_ids if r not in cosines]
             row_ids += [r for r in cosines if r not in row_ids]
             # and the later records correcting any of these: a correction comes along with
@@ -372,9 +403,12 @@ def hybrid_search(  # noqa: PLR0917 - one search's inputs
             # a visible span (a row number reused within the refresh may sit in another
             # workspace's)
             looked_up = lexical + partners
-            for row_id, index in zip(looked_up, matrix.index_of(looked_up), strict=True):
-                if index is not None and any(a <= index < b for a, b in spans):
-                    cosines[row_id] = float(every[index])
+            if stale:
+                cosines |= _stored_cosines(connection, model, query_vector, looked_up)
+            else:
+                for row_id, index in zip(looked_up, matrix.index_of(looked_up), strict=True):
+                    if index is not None and any(a <= index < b for a, b in spans):
+                        cosines[row_id] = float(every[index])
     records = _records(connection, workspace_id, row_ids)
     found = [
         Found(records[row_id], cosines.get(row_id), row_id in partners)
