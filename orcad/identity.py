@@ -12,7 +12,8 @@ on a custom port and over https on the default one. A remote helper's `<transpor
 is read whole, as it always was (so its project keeps its id). No part of a password may reach
 the identity, which project.json keeps and projects.list shows: one a URL holds where Git
 would not look for it (scp-like `user:password@host:path`, a helper's address, a `/` in the
-password) is dropped or makes the origin unusable.
+password) is dropped or makes the origin unusable; so is a helper address's user name that the
+secret detector reads as a credential (`hg::https://<token>@host/repo`).
 
 The origin URL is read from the repository's config file directly (no git binary). `include`
 directives and `url.<base>.insteadOf` rewrites are not followed. Only regular files are read,
@@ -30,6 +31,7 @@ from pathlib import Path
 
 from orcad.limits import GIT_FILE_MAX_BYTES
 from orcad.regular_files import read_regular_file
+from orcad.secrets import contains_secret
 from orcad.workspace import planted_git
 
 
@@ -113,8 +115,9 @@ def _helper_url(text: str) -> str:
     """A remote helper's `<transport>::<address>` (`hg::https://host/repo`,
     `codecommit::us-east-1://repo`) as orcad has always named its repository, read whole as an
     scp-like URL (`hg/:https:/host/repo`), so that such a project keeps its id; only a password
-    its address holds is dropped first. ValueError for an address that is a command (`ext::`)
-    or another helper's URL."""
+    its address holds is dropped first, and a user name that is itself a credential (a token
+    given as the user, `https://<token>@host/repo`, as GitHub takes it). ValueError for an
+    address that is a command (`ext::`) or another helper's URL."""
     transport, _, address = text.partition("::")
     address = address.strip()
     if transport.lower() == "ext":
@@ -123,11 +126,16 @@ def _helper_url(text: str) -> str:
         raise ValueError("a remote helper's address is no other helper's URL")
     scheme = _SCHEME.match(address)
     if scheme is None:
-        return f"{transport}::{_SCP_LIKE_PASSWORD.sub('', address, count=1)}"
+        address = _SCP_LIKE_PASSWORD.sub("", address, count=1)
+        host_part, colon, path = address.partition(":")
+        user, at, host = host_part.rpartition("@")
+        if colon and at and "/" not in host_part and contains_secret(user):
+            return f"{transport}::{host}{colon}{path}"
+        return f"{transport}::{address}"
     authority, slash, path = scheme.group(2).partition("/")
     _host_of(authority)  # ValueError for a port that is no number: a `/` in a password
     user, at, host = authority.rpartition("@")
-    if at and ":" in user:
+    if at and (":" in user or contains_secret(user)):
         return f"{transport}::{scheme.group(1)}://{host}{slash}{path}"
     return text
 

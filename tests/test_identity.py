@@ -24,6 +24,10 @@ pytestmark = pytest.mark.inprocess
 
 # --- normalize_origin -----------------------------------------------------------------------
 
+# credentials as the secret detector knows them (a GitHub and a GitLab personal access token)
+TOKEN = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+GITLAB_TOKEN = "glpat-" + "abcdefghij0123456789"
+
 SAME_REPOSITORY = [
     "git@github.com:owner/repo.git",
     "git@github.com:owner/repo",
@@ -75,6 +79,10 @@ def test_local_and_unusual_origins(url: str, expected: str) -> None:
         ("hg::https://alice:pw-SECRET@hg.example.org/repo", "hg/:https:/hg.example.org/repo"),
         ("gcrypt::rsync://alice:pw-SECRET@example.org/srv/r", "gcrypt/:rsync:/example.org/srv/r"),
         ("gcrypt::alice:pw-SECRET@example.org:srv/r", "gcrypt/:example.org:srv/r"),
+        # a token given as the user name of a helper's address, as GitHub takes one
+        (f"gcrypt::https://{TOKEN}@github.com/owner/repo", "gcrypt/:https:/github.com/owner/repo"),
+        (f"gcrypt::{TOKEN}@github.com:owner/repo.git", "gcrypt/:github.com:owner/repo"),
+        (f"hg::ssh://{GITLAB_TOKEN}@example.org/repo", "hg/:ssh:/example.org/repo"),
     ],
 )
 def test_passwords_in_unusual_origin_spellings_are_dropped(url: str, expected: str) -> None:
@@ -308,6 +316,8 @@ def test_unparseable_origin_falls_back_to_the_root(tmp_path: Path) -> None:
         "alice:pw-SECRET@github.com:owner/repo.git",
         "hg::https://alice:pw-SECRET@github.com/owner/repo",
         "https://alice:pw/SECRET@github.com/owner/repo",
+        f"hg::https://{TOKEN}@github.com/owner/repo",
+        f"gcrypt::{TOKEN}@github.com:owner/repo",
     ],
 )
 def test_no_password_of_the_origin_reaches_the_identity(tmp_path: Path, origin: str) -> None:
@@ -317,9 +327,11 @@ def test_no_password_of_the_origin_reaches_the_identity(tmp_path: Path, origin: 
     git("remote", "add", "origin", origin, cwd=repository)
     project = derive_project(repository)
     assert "SECRET" not in project.identity
+    assert TOKEN not in project.identity
     assert project.identity in (
         "github.com/owner/repo",
         "hg/:https:/github.com/owner/repo",  # a helper's URL, read whole
+        "gcrypt/:github.com:owner/repo",
         str(repository.resolve()),
     )
 
