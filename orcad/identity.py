@@ -5,7 +5,8 @@ a repository without an origin uses its canonical repository root; a non-Git dir
 canonical path. The project id is the sha256 hex of the identity string.
 
 A normalized origin is `host/path` (`github.com/owner/repo`), or an absolute path for a local
-origin. Scheme, user info, port, query and fragment are dropped, the host is lower-cased, and
+origin (a `#` or `?` in it written `%23` and `%3F`: a path has neither a query nor a fragment).
+Scheme, user info, port, query and fragment are dropped, the host is lower-cased, and
 trailing slashes and `.git` suffixes removed, so the scp-like, https and ssh spellings of one
 repository agree. Ports are dropped because the same repository is commonly served over ssh
 on a custom port and over https on the default one. A remote helper's `<transport>::<address>`
@@ -87,6 +88,11 @@ def normalize_origin(url: str) -> str:
     helper = _HELPER.match(text) is not None
     if helper:
         text = _helper_url(text)  # its address's password already dropped
+    elif text.startswith("/"):
+        # a path, not a URL: a `#` or `?` in it is part of a directory's name (`c#-tools`), and
+        # cutting there would give repositories named alike one project; written as `%23` and
+        # `%3F`, so that no identity holds either
+        return _local_path(text.replace("#", "%23").replace("?", "%3F"))
     text = text.split("#", 1)[0].split("?", 1)[0]
     scheme_match = _SCHEME.match(text)
     if scheme_match is not None:
@@ -95,8 +101,6 @@ def normalize_origin(url: str) -> str:
         host = _host_of(authority)
         if scheme == "file" and host in ("", "localhost"):
             return _local_path("/" + path)
-    elif text.startswith("/"):
-        return _local_path(text)
     else:
         # not again for a helper's URL: its `<transport>:` would be taken for a user and the
         # `:user` of its address (`gcrypt::git@host:repo`) for a password

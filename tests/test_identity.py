@@ -273,6 +273,31 @@ def test_local_clones_share_the_path_origin(upstream: Path, tmp_path: Path) -> N
     assert derive_project(clone_a).identity == normalize_origin(str(upstream))
 
 
+def test_clones_of_local_repositories_whose_names_differ_after_a_hash_differ(
+    tmp_path: Path,
+) -> None:
+    # a `#` or `?` in a local path is part of a directory's name, not a URL's fragment or query
+    clones = []
+    for name in ("c#-tools", "c#-game", "c?-tools"):
+        repository = tmp_path / "mirror" / name
+        repository.mkdir(parents=True)
+        git("init", "-q", "-b", "main", cwd=repository)
+        (repository / "README").write_text(f"{name}\n")
+        git("add", "README", cwd=repository)
+        git("commit", "-q", "-m", "first", cwd=repository)
+        clone = tmp_path / f"clone-{len(clones)}"
+        git("clone", "-q", str(repository), str(clone), cwd=tmp_path)
+        clones.append(clone)
+    projects = [derive_project(clone) for clone in clones]
+    assert len({project.id for project in projects}) == 3
+    mirror = str((tmp_path / "mirror").resolve())
+    assert [project.identity for project in projects] == [
+        f"{mirror}/c%23-tools",
+        f"{mirror}/c%23-game",
+        f"{mirror}/c%3F-tools",
+    ]
+
+
 def test_repository_without_origin_uses_its_canonical_root(upstream: Path, tmp_path: Path) -> None:
     link = tmp_path / "link"
     link.symlink_to(upstream)
