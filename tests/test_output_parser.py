@@ -53,6 +53,11 @@ VALID = [
         "```json\n" + line("user", "Likes tabs.") + "\n\n" + line("user", "Likes vim.") + "\n```\n",
         [("user", "Likes tabs."), ("user", "Likes vim.")],
     ),
+    # a model labels a fence of JSON lines as it likes: JSON, jsonl, ndjson
+    *(
+        (f"```{label}\n" + line("user", "Likes tabs.") + "\n```", [("user", "Likes tabs.")])
+        for label in ("JSON", "jsonl", "JSONL", "ndjson", "json ")
+    ),
     (
         line("project", "Uses CRLF") + "\r\n" + line("project", "Uses uv") + "\r\n",
         [("project", "Uses CRLF"), ("project", "Uses uv")],
@@ -91,7 +96,9 @@ MALFORMED = [
     (line("user", "   "), "fact is empty"),
     (line("user", ""), "fact is empty"),
     ("```\n" + line("user", "x"), "not closed"),
-    ("```python\n" + line("user", "x") + "\n```", "only ``` or ```json"),
+    ("```python\n" + line("user", "x") + "\n```", "only ```, ```json, ```jsonl or ```ndjson"),
+    ("```yaml\n" + line("user", "x") + "\n```", "may open the code fence"),
+    ("```json5\n" + line("user", "x") + "\n```", "may open the code fence"),
     ("```\n```\n" + line("user", "x") + "\n```\n```", "only one surrounding code fence"),
     ("```\n```", "no fact lines"),
     ("\ud800", "not valid UTF-8"),

@@ -18,7 +18,8 @@ from protocol.types import Category, ExtractedFact
 NOTHING = "NOTHING"
 CATEGORIES: frozenset[str] = frozenset(get_args(Category))
 _FIELDS = frozenset({"category", "fact"})
-_OPENING_FENCES = frozenset({"```", "```json"})
+# a fence of JSON lines, labelled as models label it (any case): JSON, JSON Lines, NDJSON
+_OPENING_FENCES = frozenset({"```", "```json", "```jsonl", "```ndjson"})
 _CLOSING_FENCE = "```"
 _REASON_MAX_CHARS = 200
 
@@ -65,8 +66,10 @@ def _content_lines(stripped: str) -> list[tuple[int, str]]:
     """Non-blank lines (1-based numbers) with one surrounding code fence removed."""
     lines = [line.rstrip("\r") for line in stripped.split("\n")]
     if lines[0].strip().startswith(_CLOSING_FENCE):
-        if lines[0].strip() not in _OPENING_FENCES:
-            raise MalformedOutput("line 1: only ``` or ```json may open the code fence")
+        if lines[0].strip().lower() not in _OPENING_FENCES:
+            raise MalformedOutput(
+                "line 1: only ```, ```json, ```jsonl or ```ndjson may open the code fence"
+            )
         if len(lines) < 2 or lines[-1].strip() != _CLOSING_FENCE:
             raise MalformedOutput("code fence is not closed on the last line")
         numbered = list(enumerate(lines, start=1))[1:-1]
