@@ -15,6 +15,11 @@ COMMITTED_JOBS_KEPT = 128  # newest committed job files kept
 # bounds committed ones only; a provider down for weeks would otherwise keep every turn's text)
 ENDED_JOBS_KEPT = 128
 DEFAULT_MAX_RETRIES = 3  # failed attempts retried up to this many times
+# a daemon that dies holding a job's lease (killed, the machine off) costs the job no attempt;
+# the job whose lease this many daemons in a row died holding ends exhausted, so a job whose run
+# kills orcad itself cannot have it die at every start for good (well above what a storm of
+# kills right after start does to an innocent job: five in a row in tests/test_crash.py)
+RECOVERIES_MAX = 8
 DEFAULT_RESCHEDULE_S = 30.0  # back-off after a transient job-store or lock failure
 DEFAULT_RETRY_BASE_S = 2.0  # first wait after a failed attempt; doubles per failure (jittered)
 DEFAULT_RETRY_MAX_S = 300.0  # longest wait between two attempts of one job

@@ -10,7 +10,14 @@ import pytest
 from orcad import limits
 from orcad.capture import leases, schedule
 from orcad.capture.deadlines import JobDeadlines
-from orcad.capture.records import JobRecord, Provenance, PublishOutcome, new_job
+from orcad.capture.records import (
+    JobRecord,
+    Provenance,
+    PublishOutcome,
+    decode_job,
+    encode_job,
+    new_job,
+)
 from orcad.capture.schedule import JobView, PoolState, plan, view_of
 from orcad.clock import format_time, parse_time
 from orcad.errors import LeaseLost
@@ -210,6 +217,32 @@ def test_only_a_previous_daemons_builtin_leases_are_recovered() -> None:
     assert not leases.held_by_previous_daemon(external, "now")
     recovered = leases.recover(theirs, now=T0)
     assert recovered.state == "pending" and recovered.attempts == 0 and recovered.fence == 1
+
+
+def test_a_job_whose_daemons_keep_dying_ends_after_recoveries_max() -> None:
+    owner = leases.builtin_owner("before", 0)
+    record, seen = job(), []
+    for _ in range(limits.RECOVERIES_MAX):
+        record = leases.recover(claimed(record, owner=owner), now=T0)
+        seen.append((record.state, record.attempts, len(record.errors)))
+    # each death before the last costs nothing; the last ends the job as one failed attempt
+    assert seen == [("pending", 0, 0)] * (limits.RECOVERIES_MAX - 1) + [("exhausted", 1, 1)]
+    assert record.lease is None and record.recovery_count() == limits.RECOVERIES_MAX
+    assert record.errors[-1].message == (
+        f"orcad stopped {limits.RECOVERIES_MAX} times while running this job"
+    )
+    # a person's retry starts it afresh: its next daemon death is free again
+    again = leases.retry(record, now=T0 + 1)
+    assert again.recovery_count() == 0 and again.attempts == 0
+    assert b'"recoveries"' not in encode_job(again)  # readable by an orcad that predates it
+    survived = leases.recover(claimed(again, owner=owner), now=T0 + 2)
+    assert (survived.state, survived.attempts, survived.recovery_count()) == ("pending", 0, 1)
+
+
+def test_a_recovered_job_file_round_trips_and_an_old_one_has_no_recoveries() -> None:
+    recovered = leases.recover(claimed(job(), owner=leases.builtin_owner("before", 0)), now=T0)
+    assert decode_job(encode_job(recovered)).recovery_count() == 1
+    assert job().recovery_count() == 0 and b'"recoveries"' not in encode_job(job())
 
 
 def test_commit_records_provenance_and_clears_the_lease() -> None:

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from orcad import limits
 from orcad.capture.ledger import read_ledger
 from orcad.failpoints import FAILPOINT_ENV, FAILPOINT_EXIT_STATUS
 from protocol.errors import RemoteError
@@ -198,6 +199,56 @@ def test_a_provider_command_does_not_outlive_a_killed_daemon(
         for pid in pids:
             if not process_gone(pid):
                 os.kill(pid, signal.SIGKILL)
+
+
+# A provider command that kills the orcad running it, as a job whose extraction takes the
+# daemon down would (out of memory, a crash in native code): it walks up its parents to the
+# process started as `python -m orcad` and sends it SIGKILL.
+DAEMON_KILLER = """import os, signal, sys
+sys.stdin.read()
+pid = os.getppid()
+while pid > 1:
+    with open(f"/proc/{pid}/cmdline", "rb") as f:
+        argv = f.read().split(b"\\0")
+    if argv[1:3] == [b"-m", b"orcad"]:
+        os.kill(pid, signal.SIGKILL)
+        break
+    with open(f"/proc/{pid}/stat") as f:
+        pid = int(f.read().rsplit(")", 1)[1].split()[1])
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc to find orcad")
+def test_a_job_that_kills_orcad_at_every_start_ends_exhausted(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    # before: its lease went back to pending at every start, so orcad died at every start
+    script = tmp_path / "daemon_killer.py"
+    script.write_text(DAEMON_KILLER)
+    argv = json.dumps([sys.executable, str(script)])
+    orca_env.write_config(
+        f'[extraction]\nprovider = "command"\nworkers = 1\n[extraction.command]\nargv = {argv}\n'
+    )
+    daemon = DaemonProcess(orca_env)
+    daemon_factory.append(daemon)
+    daemon.start()
+    session = daemon.call("session.open", {"cwd": str(project_path(tmp_path))})
+    job_id = daemon.call("turn.completed", turn_params(session, "t1", "We use pnpm.")).job_id
+    assert daemon.proc is not None
+    assert daemon.proc.wait(timeout=60) == -signal.SIGKILL
+    # each start hands the dead daemon's lease back and runs the job again, which kills it
+    for _ in range(limits.RECOVERIES_MAX - 1):
+        assert daemon.spawn().wait(timeout=60) == -signal.SIGKILL
+    daemon.start()  # the next one ends the job at start and stays up
+    (job,) = daemon.call("jobs.list", {}).jobs
+    assert (job.job_id, job.state, job.attempts) == (job_id, "exhausted", 1)
+    times = limits.RECOVERIES_MAX
+    assert job.last_error == f"orcad stopped {times} times while running this job"
+    assert daemon.call("daemon.ping") is not None
+    # a person's retry runs it once more, as for any exhausted job
+    daemon.call("jobs.retry", {"job_id": job_id})
+    assert daemon.proc is not None
+    assert daemon.proc.wait(timeout=60) == -signal.SIGKILL
 
 
 @pytest.mark.parametrize("action", ["forget", "update"])

@@ -31,6 +31,7 @@ EXPECTED: dict[tuple[str, str], str] = {
     ("leased", "expire_final"): "exhausted",
     ("leased", "release"): "pending",
     ("leased", "recover"): "pending",
+    ("leased", "recover_final"): "exhausted",
     ("pending", "cancel"): "cancelled",
     ("leased", "cancel"): "cancelled",
     ("exhausted", "retry"): "pending",

@@ -114,25 +114,34 @@ class LeaseEngine:
         self.index.notify()
 
     async def _recover(self, stale: JobRecord) -> None:
-        written: list[tuple[float, float]] = []  # (wall, monotonic) of the write
+        recovered: list[JobRecord] = []
 
-        def work(directory: Path) -> JobRecord | None:
-            job = read_job(directory, stale.job_id)
-            if job is None or not leases.held_by_previous_daemon(job, self.instance):
-                return None
-            now, elapsed = self.clock.now(), self.clock.monotonic()
-            recovered = leases.recover(job, now=now)
-            write_job(directory, recovered)
-            written.append((now, elapsed))
-            return recovered
+        def rule(job: JobRecord, now: float) -> JobRecord:
+            if not leases.held_by_previous_daemon(job, self.instance):
+                return job  # changed since the scan
+            recovered.append(leases.recover(job, now=now))
+            return recovered[0]
 
-        async with self.projects.lock(stale.project_id):
-            recovered = await self.projects.run_with_lock_held(stale.project_id, work)
-            if recovered is not None:
-                self.index.put(recovered)
-                self.deadlines.note(recovered, *written[0])
-        if recovered is not None:
-            log.info("job.recovered", job_id=recovered.job_id, project_id=recovered.project_id)
+        try:
+            await self._change(stale.job_id, rule)
+        except NotFound:
+            return  # removed since the scan
+        for job in recovered:
+            if job.state == "exhausted":
+                log.warning(
+                    "job.exhausted",
+                    job_id=job.job_id,
+                    attempts=job.attempts,
+                    reason="orcad_stopped",
+                    recoveries=job.recoveries,
+                )
+            else:
+                log.info(
+                    "job.recovered",
+                    job_id=job.job_id,
+                    project_id=job.project_id,
+                    recoveries=job.recoveries,
+                )
 
     async def look_at_damaged(self) -> None:
         """Read again the job files listed as damaged: one moved away or deleted (as the advice

@@ -15,7 +15,10 @@ job store applies it under the project lock and writes the result durably. Pure 
   Retry-After, whichever is longer. A release is a cancellation: no attempt is used.
 - An exhausted job can be retried on request: pending again with its attempts reset.
 - Leases of a previous daemon's built-in workers are returned to pending at start without using
-  an attempt: that daemon is gone (the single-instance lock is ours), the job did nothing wrong.
+  an attempt: that daemon is gone (the single-instance lock is ours), and a daemon killed or a
+  machine switched off says nothing about the job. Only the job that limits.RECOVERIES_MAX
+  daemons died holding ends exhausted (one failed attempt, saying so): a job whose run kills orcad
+  itself (out of memory, a crash in native code) must not take it down at every start for good.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from orcad.capture.records import (
 from orcad.capture.states import JobEvent, next_state
 from orcad.clock import format_time
 from orcad.errors import LeaseLost
-from orcad.limits import JOB_WAIT_MAX_S, RETRY_AFTER_MAX_S
+from orcad.limits import JOB_WAIT_MAX_S, RECOVERIES_MAX, RETRY_AFTER_MAX_S
 from orcad.secrets import ELLIPSIS, redact, shorten_redacted
 
 JOB_ERRORS_KEPT = 8  # newest attempt errors kept in a job file
@@ -222,6 +225,7 @@ def retry(job: JobRecord, *, now: float) -> JobRecord:
         job,
         state=next_state(job.state, "retry"),
         attempts=0,
+        recoveries=msgspec.UNSET,
         lease=None,
         not_before=None,
         updated_at=format_time(now),
@@ -239,9 +243,28 @@ def held_by_previous_daemon(job: JobRecord, instance: str) -> bool:
 
 
 def recover(job: JobRecord, *, now: float) -> JobRecord:
-    """Back to pending without using an attempt (the holder died with its daemon)."""
+    """Back to pending without using an attempt, the holder having died with its daemon; or
+    exhausted when RECOVERIES_MAX daemons have died holding it."""
+    recoveries = job.recovery_count() + 1
+    if recoveries < RECOVERIES_MAX:
+        return msgspec.structs.replace(
+            job,
+            state=next_state(job.state, "recover"),
+            recoveries=recoveries,
+            lease=None,
+            updated_at=format_time(now),
+        )
+    attempts = job.attempts + 1
+    owner = job.lease.owner if job.lease is not None else "?"
+    message = f"orcad stopped {recoveries} times while running this job"
     return msgspec.structs.replace(
-        job, state=next_state(job.state, "recover"), lease=None, updated_at=format_time(now)
+        job,
+        state=next_state(job.state, "recover_final"),
+        attempts=attempts,
+        errors=_with_error(job.errors, now, attempts, owner, message),
+        recoveries=recoveries,
+        lease=None,
+        updated_at=format_time(now),
     )
 
 

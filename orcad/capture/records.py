@@ -69,9 +69,15 @@ class JobRecord(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
     # of `source`). Absent until a forget tells the job, so that a job file stays readable by an
     # older orcad, and cleared when the job commits.
     forgotten: list[str] | msgspec.UnsetType = msgspec.UNSET
+    # how often a daemon died holding the job's lease (leases.recover); absent until it first
+    # happens, for the same reason, and cleared by jobs.retry
+    recoveries: int | msgspec.UnsetType = msgspec.UNSET
 
     def forgotten_digests(self) -> list[str]:
         return [] if isinstance(self.forgotten, msgspec.UnsetType) else self.forgotten
+
+    def recovery_count(self) -> int:
+        return 0 if isinstance(self.recoveries, msgspec.UnsetType) else self.recoveries
 
     def lease_expires(self) -> float | None:
         return parse_time(self.lease.expires_at) if self.lease is not None else None

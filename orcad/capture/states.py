@@ -9,6 +9,7 @@
     leased   --expire_final------> exhausted   an expired lease was the last allowed attempt
     leased   --release-----------> pending     cancellation: no attempt is used
     leased   --recover-----------> pending     the daemon that held it is gone (restart)
+    leased   --recover_final-----> exhausted   ... for the RECOVERIES_MAX-th time
     pending  --cancel------------> cancelled   reserved: no protocol-1 method cancels a job
     leased   --cancel------------> cancelled
     exhausted --retry------------> pending     a person asked for another round (jobs.retry)
@@ -32,6 +33,7 @@ JobEvent = Literal[
     "expire_final",
     "release",
     "recover",
+    "recover_final",
     "cancel",
     "retry",
 ]
@@ -51,6 +53,7 @@ TRANSITIONS: dict[tuple[JobState, JobEvent], JobState] = {
     ("leased", "expire_final"): "exhausted",
     ("leased", "release"): "pending",
     ("leased", "recover"): "pending",
+    ("leased", "recover_final"): "exhausted",
     ("pending", "cancel"): "cancelled",
     ("leased", "cancel"): "cancelled",
     ("exhausted", "retry"): "pending",
