@@ -239,6 +239,19 @@ def test_a_job_whose_daemons_keep_dying_ends_after_recoveries_max() -> None:
     assert (survived.state, survived.attempts, survived.recovery_count()) == ("pending", 0, 1)
 
 
+def test_an_attempt_that_ends_with_orcad_alive_starts_the_count_again() -> None:
+    owner = leases.builtin_owner("before", 0)
+    record = job()
+    for _ in range(limits.RECOVERIES_MAX - 1):
+        record = leases.recover(claimed(record, owner=owner), now=T0)
+    failed = leases.fail(claimed(record), token=record.fence + 1, now=T0, error="x", max_retries=3)
+    released = leases.release(claimed(record), token=record.fence + 1, now=T0)
+    for ended in (failed, released):
+        assert ended.recovery_count() == 0
+        again = leases.recover(claimed(ended, owner=owner), now=T0)
+        assert (again.state, again.recovery_count()) == ("pending", 1)
+
+
 def test_a_recovered_job_file_round_trips_and_an_old_one_has_no_recoveries() -> None:
     recovered = leases.recover(claimed(job(), owner=leases.builtin_owner("before", 0)), now=T0)
     assert decode_job(encode_job(recovered)).recovery_count() == 1

@@ -16,9 +16,10 @@ job store applies it under the project lock and writes the result durably. Pure 
 - An exhausted job can be retried on request: pending again with its attempts reset.
 - Leases of a previous daemon's built-in workers are returned to pending at start without using
   an attempt: that daemon is gone (the single-instance lock is ours), and a daemon killed or a
-  machine switched off says nothing about the job. Only the job that limits.RECOVERIES_MAX
-  daemons died holding ends exhausted (one failed attempt, saying so): a job whose run kills orcad
-  itself (out of memory, a crash in native code) must not take it down at every start for good.
+  machine switched off says nothing about the job. Only a job that limits.RECOVERIES_MAX daemons
+  in a row died holding (no attempt of it failed or was released between) ends exhausted, as one
+  failed attempt saying so: a job whose run kills orcad itself (out of memory, a crash in native
+  code) must not take it down at every start for good.
 """
 
 from __future__ import annotations
@@ -156,7 +157,11 @@ def renew(job: JobRecord, *, token: int, now: float, lease_s: float) -> JobRecor
 def release(job: JobRecord, *, token: int, now: float) -> JobRecord:
     check_holder(job, token, now)
     return msgspec.structs.replace(
-        job, state=next_state(job.state, "release"), lease=None, updated_at=format_time(now)
+        job,
+        state=next_state(job.state, "release"),
+        lease=None,
+        recoveries=msgspec.UNSET,  # an attempt ended with orcad alive: the count starts again
+        updated_at=format_time(now),
     )
 
 
@@ -186,6 +191,7 @@ def fail(
         attempts=attempts,
         errors=errors,
         lease=None,
+        recoveries=msgspec.UNSET,  # an attempt ended with orcad alive: the count starts again
         not_before=not_before,
         updated_at=format_time(now),
     )
