@@ -11,7 +11,14 @@ server exits. Prints p50/p99 of each and the ratio of the p50s. `codex exec` sen
 model request about a second after starting its MCP servers, so a server that takes longer is
 missing from it (README, The MCP server).
 
-    .venv/bin/python -m bench.mcp_start [--rounds 20] [--orcactl PATH] [--json]
+With `--client stateless` the client writes what Claude Code 2.1.332 writes to a new server
+(tests/recorded/claude-code-2.1.332/mcp-start.jsonl: the protocol's stateless revision, no
+`initialize`; `server/discover`, a subscription that stays open, the three lists), and the time
+is to the end of the `tools/list` answer; the server is then killed, since the subscription
+would keep it waiting.
+
+    .venv/bin/python -m bench.mcp_start [--rounds 20] [--client handshake|stateless]
+        [--orcactl PATH] [--json]
 """
 
 from __future__ import annotations
@@ -52,6 +59,45 @@ REQUESTS = b"".join(
 )
 
 
+STATELESS_START = REPO_ROOT / "tests" / "recorded" / "claude-code-2.1.332" / "mcp-start.jsonl"
+STATELESS_TOOLS_ID = 3  # of its tools/list
+
+
+def stateless_time_to_tools(orcactl: str, env: dict[str, str], cwd: Path, *, record: bool) -> float:
+    """Seconds from starting the server to the end of its answer to Claude Code's tools/list;
+    with `record`, the server is let finish (its cache written) instead of killed."""
+    started = time.perf_counter()
+    with subprocess.Popen(
+        [orcactl, "mcp", "--cwd", str(cwd)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    ) as process:
+        assert process.stdin is not None and process.stdout is not None
+        process.stdin.write(STATELESS_START.read_bytes())
+        process.stdin.flush()
+        while True:
+            line = process.stdout.readline()
+            if not line:
+                raise SystemExit(
+                    f"orcactl mcp stopped before listing its tools: exit {process.wait()}"
+                )
+            answer = json.loads(line)
+            if answer.get("id") == STATELESS_TOOLS_ID:
+                break
+        elapsed = time.perf_counter() - started
+        if "tools" not in answer.get("result", {}):
+            raise SystemExit(f"tools/list was answered {answer!r}")
+        if record:  # every request answered, then it waits out the subscription and exits
+            process.stdin.close()
+            process.stdout.read()
+            process.wait(timeout=60)
+        else:
+            process.kill()
+    return elapsed
+
+
 def time_to_tools(orcactl: str, env: dict[str, str], cwd: Path) -> float:
     """Seconds from starting the server to the end of its answer to tools/list."""
     started = time.perf_counter()
@@ -76,25 +122,32 @@ def time_to_tools(orcactl: str, env: dict[str, str], cwd: Path) -> float:
     return elapsed
 
 
-def run(orcactl: str, rounds: int) -> dict[str, Any]:
+def run(orcactl: str, rounds: int, client: str = "handshake") -> dict[str, Any]:
+    def timed(env: dict[str, str], root: Path, *, record: bool = False) -> float:
+        if client == "stateless":
+            return stateless_time_to_tools(orcactl, env, root, record=record)
+        return time_to_tools(orcactl, env, root)
+
     with tempfile.TemporaryDirectory(prefix="orca-bench-mcp-") as scratch:
         root = Path(scratch)
         env = isolated_env(root) | {"HOME": str(root / "home")}
         env.pop("XDG_CACHE_HOME", None)
         cache = root / "home" / ".cache" / "orca"
-        time_to_tools(orcactl, env, root)  # writes the cache; the first import warms the disk
+        timed(env, root, record=True)  # writes the cache; the first import warms the disk
+        if not (cache / "mcp-handshake.json").exists():
+            raise SystemExit("the first start wrote no cache: nothing to compare")
         samples: dict[str, list[float]] = {"first start": [], "from the cache": []}
         for number in range(rounds):
             order = ("first start", "from the cache")[:: 1 if number % 2 == 0 else -1]
             for name in order:
                 if name == "first start":
                     shutil.move(cache, root / "cache-aside")
-                    samples[name].append(time_to_tools(orcactl, env, root))
-                    shutil.rmtree(cache)
+                    samples[name].append(timed(env, root))
+                    shutil.rmtree(cache, ignore_errors=True)  # a killed one may have written none
                     shutil.move(root / "cache-aside", cache)
                 else:
-                    samples[name].append(time_to_tools(orcactl, env, root))
-    figures: dict[str, Any] = {"rounds": rounds}
+                    samples[name].append(timed(env, root))
+    figures: dict[str, Any] = {"rounds": rounds, "client": client}
     for name, values in samples.items():
         p50, p99 = summarize(values)
         figures[name] = {"p50_s": p50, "p99_s": p99}
@@ -110,16 +163,25 @@ def main(argv: list[str] | None = None) -> None:
         default=str(Path(sys.executable).parent / "orcactl"),
         help="the orcactl to start (default: beside this Python)",
     )
+    parser.add_argument(
+        "--client",
+        choices=("handshake", "stateless"),
+        default="handshake",
+        help="initialize then tools/list (Codex), or Claude Code's stateless start",
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     if not os.access(args.orcactl, os.X_OK):
         parser.error(f"--orcactl {args.orcactl}: not a runnable file")
     os.environ["PYTHONPATH"] = str(REPO_ROOT)
-    figures = run(args.orcactl, args.rounds)
+    figures = run(args.orcactl, args.rounds, args.client)
     if args.json:
         print(json.dumps(figures, indent=2))
         return
-    print(f"orcactl mcp, start to tools listed ({figures['rounds']} starts of each):")
+    print(
+        f"orcactl mcp, start to tools listed ({figures['rounds']} starts of each, "
+        f"{figures['client']} client):"
+    )
     for name in ("first start", "from the cache"):
         values = figures[name]
         print(f"  {name:<15} p50 {values['p50_s']:.3f} s  p99 {values['p99_s']:.3f} s")

@@ -10,6 +10,12 @@ a cache file (`Recorder`), and the next start answers those two requests and `pi
 on a thread of its own (`EarlyAnswers`, started by orcactl.entry before anything slow is
 imported) while the SDK loads.
 
+Clients of the protocol's stateless revision (Claude Code) send no `initialize`: each request
+carries the protocol version and the client's name and capabilities in its `_meta`. Their
+`server/discover`, `tools/list`, `prompts/list` and `resources/list` are answered from the cache
+in the same way, each by the version it names; their `subscriptions/listen` (a stream that stays
+open) is passed over for the SDK to answer, and the lines after it are still read.
+
 Once the SDK has loaded, everything read from stdin so far goes to it as if it were read just
 then (`Handover.read`): it is initialized by the client's own `initialize`, and its answers to
 the requests already answered are dropped rather than sent twice. They are recorded as well:
@@ -48,10 +54,21 @@ CACHE_MAX_BYTES = 1 << 20
 # (64 KiB on Linux), so that writing them seldom waits on a client; one that does not read them
 # holds only the thread writing them (the SDK's writing waits for it, under the stall deadline)
 EARLY_ANSWERS_MAX_BYTES = 32 * 1024
-EARLY_ANSWERS_MAX = 4  # initialize, tools/list and a ping or two; anything else waits
+# initialize, tools/list and a ping or two; or the stateless revision's discovery (Claude Code
+# sends server/discover twice) and three lists; anything else waits
+EARLY_ANSWERS_MAX = 8
 EARLY_LINE_MAX_BYTES = 64 * 1024  # a longer line waits for the SDK, which bounds it
 READ_CHUNK = 64 * 1024
-METHODS = ("initialize", "tools/list")  # the answers cached, by protocol version
+# the answers cached for a protocol version: of a revision with the `initialize` handshake, or
+# of the stateless one, whose every request names its version in `_meta`
+HANDSHAKE_METHODS = ("initialize", "tools/list")
+STATELESS_METHODS = ("server/discover", "tools/list", "prompts/list", "resources/list")
+STATELESS_PASSED_OVER = "subscriptions/listen"  # left to the SDK; the lines after it are read
+STATELESS_PASSED_OVER_MAX = 2
+# the `_meta` members of a stateless request; it must carry the first three
+META_VERSION = "io.modelcontextprotocol/protocolVersion"
+META_CLIENT = "io.modelcontextprotocol/clientInfo"
+META_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
 # what the cached answers are made of: a change to any of these files (a new orcactl, a new
 # SDK) is a new key, and the SDK's answers are recorded again at the next start
 OWN_FILES = ("mcp_server.py", "mcp_stdio.py", "mcp_lines.py", "mcp_handshake.py")
@@ -88,7 +105,13 @@ def code_key() -> str | None:
     return hashlib.sha256("\n".join(parts).encode("utf-8", "surrogateescape")).hexdigest()
 
 
-Answers = dict[str, dict[str, Any]]  # by protocol version: the result of each of METHODS
+# by protocol version: the result of each of HANDSHAKE_METHODS, or of STATELESS_METHODS
+Answers = dict[str, dict[str, Any]]
+
+
+def methods_of(results: dict[str, Any]) -> tuple[str, ...]:
+    """The methods a version's answers must hold: the stateless revision's once any is there."""
+    return STATELESS_METHODS if "server/discover" in results else HANDSHAKE_METHODS
 
 
 def load_answers(key: str) -> Answers:
@@ -108,12 +131,12 @@ def load_answers(key: str) -> Answers:
         return {}
     answers: Answers = {}
     for version, results in versions.items():
-        if not isinstance(results, dict) or set(results) != set(METHODS):
+        if not isinstance(results, dict) or set(results) != set(methods := methods_of(results)):
             continue
-        if not all(isinstance(results[method], dict) for method in METHODS):
+        if not all(isinstance(results[method], dict) for method in methods):
             continue
         try:
-            size = sum(len(_answer_line(0, results[method])) for method in METHODS)
+            size = sum(len(_answer_line(0, results[method])) for method in methods)
         except ValueError:  # what no answer line can carry (a lone surrogate)
             continue
         if size <= EARLY_ANSWERS_MAX_BYTES:
@@ -169,20 +192,42 @@ def _asked_version(params: object) -> str | None:
     """The protocol version an `initialize` asks for, when its params are what the SDK takes."""
     if not isinstance(params, dict):
         return None
-    version, client = params.get("protocolVersion"), params.get("clientInfo")
-    if not isinstance(version, str) or not isinstance(params.get("capabilities"), dict):
+    version, capabilities = params.get("protocolVersion"), params.get("capabilities")
+    if not isinstance(version, str) or not isinstance(capabilities, dict):
         return None
-    if not isinstance(client, dict):
+    if not _plain_client(params.get("clientInfo")) or not _plain_meta(params):
         return None
-    if not isinstance(client.get("name"), str) or not isinstance(client.get("version"), str):
+    return version if _plain_capabilities(capabilities) else None
+
+
+def _stated_version(params: object) -> str | None:
+    """The protocol version a request of the stateless revision names in its `_meta`, when its
+    params hold nothing else and its `_meta` only what the SDK takes (a progress token
+    besides)."""
+    if params is None or not isinstance(params, dict) or set(params) != {"_meta"}:
         return None
-    if not _plain_meta(params) or not _plain_capabilities(params["capabilities"]):
+    meta = params["_meta"]
+    if not isinstance(meta, dict) or not _plain_meta(params):
         return None
-    if any(not isinstance(client.get(name, ""), (str, type(None))) for name in TEXT_FIELDS):
+    if not set(meta) <= {META_VERSION, META_CLIENT, META_CAPABILITIES, "progressToken"}:
         return None
-    if client.get("icons") is not None:  # a list of icons, each of several fields
+    version, capabilities = meta.get(META_VERSION), meta.get(META_CAPABILITIES)
+    if not isinstance(version, str) or not isinstance(capabilities, dict):
+        return None
+    if not _plain_client(meta.get(META_CLIENT)) or not _plain_capabilities(capabilities):
         return None
     return version
+
+
+def _plain_client(client: object) -> bool:
+    """Whether a client's name and version are of the types the SDK takes, as far as told here."""
+    if not isinstance(client, dict):
+        return False
+    if not isinstance(client.get("name"), str) or not isinstance(client.get("version"), str):
+        return False
+    if any(not isinstance(client.get(name, ""), (str, type(None))) for name in TEXT_FIELDS):
+        return False
+    return client.get("icons") is None  # a list of icons, each of several fields
 
 
 # The members of an `initialize`'s params the SDK checks the types of (members it does not
@@ -259,15 +304,18 @@ class Handover:
 
 
 class EarlyAnswers:
-    """Answers `initialize`, `tools/list` and `ping` from the cache on a thread of its own,
-    until a line it does not answer, or until `take_over`."""
+    """Answers `initialize`, `tools/list` and `ping` from the cache on a thread of its own, or
+    the stateless revision's discovery and lists, until a line it does not answer (other than
+    a `subscriptions/listen` it passes over), or until `take_over`."""
 
     def __init__(self, key: str, known: Answers, wire_in: int = 0, wire_out: int = 1) -> None:
         self.key, self.known = key, known
         self.wire_in, self.wire_out = wire_in, wire_out
         self.read = bytearray()
         self.answered: set[str] = set()
-        self.version: str | None = None
+        self.version: str | None = None  # asked for by `initialize`
+        self.stateless = False  # a request of the stateless revision was answered
+        self.passed_over = 0  # its `subscriptions/listen` requests left to the SDK
         self.ended = False
         self.written = threading.Event()
         self._lock = threading.Lock()  # held to read stdin or to take a line, and to stop that
@@ -362,6 +410,8 @@ class EarlyAnswers:
         request_id = message.get("id")
         if not _plain_id(request_id) or id_key(request_id) in self.answered:
             return None
+        if method == STATELESS_PASSED_OVER and self._passes_over(message):
+            return b""  # the SDK answers it; what follows is still read
         if len(self.answered) >= EARLY_ANSWERS_MAX:
             return None
         result = self._result(method, message)
@@ -370,8 +420,35 @@ class EarlyAnswers:
         self.answered.add(id_key(request_id))
         return _answer_line(request_id, result)  # the cache's answers were checked to encode
 
+    def _passes_over(self, message: dict[str, Any]) -> bool:
+        """Whether a `subscriptions/listen` may wait for the SDK while later lines are answered:
+        a stateless client's, the first few. Its params (which notifications) are the SDK's
+        to judge; only the version they name is read here."""
+        if self.version is not None or self.passed_over >= STATELESS_PASSED_OVER_MAX:
+            return False
+        params = message.get("params")
+        if (
+            not isinstance(params, dict)
+            or self._stateless_answers({"_meta": params.get("_meta")}) is None
+        ):
+            return False
+        self.passed_over += 1
+        return True
+
+    def _stateless_answers(self, params: object) -> dict[str, Any] | None:
+        """The cached answers for the version a stateless request names, if of that revision."""
+        version = _stated_version(params)
+        answers = self.known.get(version) if version is not None else None
+        return answers if answers is not None and "server/discover" in answers else None
+
     def _result(self, method: object, message: dict[str, Any]) -> dict[str, Any] | None:
-        if method == "initialize" and self.version is None:
+        if method in STATELESS_METHODS and self.version is None:
+            answers = self._stateless_answers(message.get("params"))
+            if answers is None:
+                return None
+            self.stateless = True
+            return dict(answers[str(method)])
+        if method == "initialize" and self.version is None and not self.stateless:
             version = _asked_version(message.get("params"))
             if version is None or version not in self.known:
                 return None
@@ -485,42 +562,50 @@ def take_over() -> Handover:
 
 class Recorder:
     """Keeps the SDK's answers to `initialize` and `tools/list` for the protocol version the
-    client asked for, and writes them to the cache once both are known and differ from it."""
+    client asked for, or to the stateless revision's discovery and lists for the version they
+    name, and writes them to the cache once all are known and differ from it."""
 
     def __init__(self, key: str | None, known: Answers) -> None:
         self.key = key
         self.known = known
-        self.version: str | None = None
-        self._asked: dict[str, str] = {}  # request id key -> method
-        self._results: dict[str, dict[str, Any]] = {}
+        self.version: str | None = None  # asked for by `initialize`
+        # request id key -> (the version a stateless request names, or None, and its method)
+        self._asked: dict[str, tuple[str | None, str]] = {}
+        self._results: dict[str | None, dict[str, Any]] = {}  # by the same version, or None
 
     def asked(self, request_id: object, method: str, params: object) -> None:
         if self.key is None:
             return
-        if method == "initialize" and self.version is None:
+        if method in STATELESS_METHODS and (stated := _stated_version(params)) is not None:
+            self._asked[id_key(request_id)] = (stated, method)
+        elif method == "initialize" and self.version is None:
             version = _asked_version(params)
             if version is not None:
                 self.version = version
-                self._asked[id_key(request_id)] = method
+                self._asked[id_key(request_id)] = (None, method)
         elif method == "tools/list" and (
             params is None or (isinstance(params, dict) and set(params) <= {"_meta"})
         ):
-            self._asked[id_key(request_id)] = method
+            self._asked[id_key(request_id)] = (None, method)
 
     def wants(self, request_id: object) -> bool:
         """Whether the answer to `request_id` is one to keep (the handshake's, not yet kept)."""
         return id_key(request_id) in self._asked
 
     def answered(self, request_id: object, result: object) -> None:
-        method = self._asked.pop(id_key(request_id), None)
-        if method is None or not isinstance(result, dict) or self.key is None:
+        asked = self._asked.pop(id_key(request_id), None)
+        if asked is None or not isinstance(result, dict) or self.key is None:
             return
-        self._results[method] = result
-        if self.version is None or set(self._results) != set(METHODS):
+        stated, method = asked
+        results = self._results.setdefault(stated, {})
+        results[method] = result
+        version = self.version if stated is None else stated
+        methods = HANDSHAKE_METHODS if stated is None else STATELESS_METHODS
+        if version is None or set(results) != set(methods):
             return
-        if self.known.get(self.version) != self._results:
+        if self.known.get(version) != results:
             # read again just before it is replaced: a server started beside this one (another
             # agent, asking for another version) may have recorded its answers meanwhile
-            self.known = {**load_answers(self.key), self.version: dict(self._results)}
+            self.known = {**load_answers(self.key), version: dict(results)}
             save_answers(self.key, self.known)
-        self._results = {}
+        del self._results[stated]

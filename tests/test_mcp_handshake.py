@@ -38,7 +38,25 @@ INITIALIZE_RESULT = {
 }
 TOOLS_RESULT = {"tools": [{"name": "recall", "inputSchema": {"type": "object"}}]}
 CLIENT = {"name": "t", "version": "0"}
-KNOWN = {VERSION: {"initialize": INITIALIZE_RESULT, "tools/list": TOOLS_RESULT}}
+# the stateless revision: no initialize; every request names its version in `_meta`
+STATELESS = "2026-07-28"
+DISCOVER_RESULT = {
+    "capabilities": {"tools": {"listChanged": True}},
+    "supportedVersions": [STATELESS],
+}
+STATELESS_TOOLS = {**TOOLS_RESULT, "resultType": "complete", "ttlMs": 0}
+STATELESS_ANSWERS = {
+    "server/discover": DISCOVER_RESULT,
+    "tools/list": STATELESS_TOOLS,
+    "prompts/list": {"prompts": [], "resultType": "complete"},
+    "resources/list": {"resources": [], "resultType": "complete"},
+}
+KNOWN = {
+    VERSION: {"initialize": INITIALIZE_RESULT, "tools/list": TOOLS_RESULT},
+    STATELESS: STATELESS_ANSWERS,
+}
+# what Claude Code 2.1.332 writes to an MCP server it has just started
+CLAUDE_START = Path(__file__).parent / "recorded" / "claude-code-2.1.332" / "mcp-start.jsonl"
 
 
 def _line(message: dict[str, Any]) -> bytes:
@@ -137,6 +155,124 @@ def test_take_over_while_the_client_is_quiet_stops_reading_at_once() -> None:
         handover, answers = _answers(early, stdout, 1)
     assert [answer["id"] for answer in answers] == [1]
     assert handover.read == _initialize()
+
+
+def _stateless(
+    request_id: object, method: str, meta: dict[str, Any] | None = None, **params: Any
+) -> bytes:
+    """A request of the stateless revision; `meta` replaces members of its `_meta`."""
+    envelope = {
+        "io.modelcontextprotocol/protocolVersion": STATELESS,
+        "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "0"},
+        "io.modelcontextprotocol/clientCapabilities": {"roots": {"listChanged": True}},
+        **(meta or {}),
+    }
+    envelope = {name: value for name, value in envelope.items() if value is not None}
+    message = {"jsonrpc": "2.0", "id": request_id, "method": method}
+    return _line({**message, "params": {"_meta": envelope, **params}})
+
+
+def test_claude_codes_start_is_answered_from_the_cache_but_its_subscription() -> None:
+    sent = CLAUDE_START.read_bytes()
+    with early_answers(sent) as (early, stdout):
+        early._thread.join(timeout=30)  # it read every line and the end of input
+        handover, answers = _answers(early, stdout, 5)
+    # each request answered with the cached answer for its method, in the order asked; the
+    # subscription (a stream that stays open) is the SDK's to answer, once it has loaded
+    assert [(answer["id"], answer["result"]) for answer in answers] == [
+        ("server-discover-probe-1", DISCOVER_RESULT),
+        (0, DISCOVER_RESULT),
+        (1, STATELESS_ANSWERS["prompts/list"]),
+        (2, STATELESS_ANSWERS["resources/list"]),
+        (3, STATELESS_TOOLS),
+    ]
+    assert handover.read == sent and handover.ended
+    assert handover.answered == {'"server-discover-probe-1"', "0", "1", "2", "3"}
+
+
+META = "io.modelcontextprotocol/"
+
+
+@pytest.mark.parametrize(
+    "first",
+    [
+        pytest.param(
+            _stateless(1, "tools/list", {f"{META}protocolVersion": VERSION}),
+            id="a version of the handshake",
+        ),
+        pytest.param(
+            _stateless(1, "tools/list", {f"{META}protocolVersion": "2099-01-01"}),
+            id="a version the cache has no answer for",
+        ),
+        pytest.param(
+            _stateless(1, "tools/list", {f"{META}clientInfo": {"name": 5, "version": "0"}}),
+            id="a name that is no text",
+        ),
+        pytest.param(_stateless(1, "tools/list", {f"{META}clientInfo": None}), id="no client"),
+        pytest.param(
+            _stateless(1, "tools/list", {f"{META}clientCapabilities": None}), id="no capabilities"
+        ),
+        pytest.param(
+            _stateless(1, "tools/list", {f"{META}clientCapabilities": {"roots": 5}}),
+            id="capabilities the SDK refuses",
+        ),
+        pytest.param(
+            _stateless(1, "tools/list", {"example.com/other": 1}),
+            id="a member of _meta not known here",
+        ),
+        pytest.param(_stateless(1, "tools/list", cursor="x"), id="a cursor"),
+        pytest.param(
+            _line({"jsonrpc": "2.0", "id": 1, "method": "server/discover"}), id="no params"
+        ),
+        pytest.param(_stateless(1, "ping"), id="ping, which the stateless revision has not"),
+        pytest.param(_stateless(1, "tools/call", name="recall"), id="a tool call"),
+        pytest.param(
+            _stateless(1, "subscriptions/listen", {f"{META}protocolVersion": VERSION}),
+            id="a subscription of another version",
+        ),
+    ],
+)
+def test_a_stateless_request_the_cache_does_not_answer_is_left_to_the_sdk_with_all_after_it(
+    first: bytes,
+) -> None:
+    sent = first + _stateless(7, "server/discover") + _stateless(8, "tools/list")
+    with early_answers(sent) as (early, stdout):
+        handover, answers = _answers(early, stdout, 0)
+    assert answers == []
+    assert handover.read == sent
+    assert handover.answered == set()
+
+
+def test_subscriptions_are_passed_over_twice_at_most_and_never_after_initialize() -> None:
+    listen = [_stateless(f"listen:{n}", "subscriptions/listen", notifications={}) for n in range(3)]
+    sent = (
+        listen[0]
+        + listen[1]
+        + _stateless(1, "tools/list")
+        + listen[2]
+        + _stateless(2, "tools/list")
+    )
+    with early_answers(sent) as (early, stdout):
+        early._thread.join(timeout=30)
+        handover, answers = _answers(early, stdout, 1)
+    assert [answer["id"] for answer in answers] == [1]  # the third subscription ends it
+    assert handover.answered == {"1"}
+    with early_answers(_initialize() + listen[0] + TOOLS_LIST) as (early, stdout):
+        early._thread.join(timeout=30)
+        handover, answers = _answers(early, stdout, 1)
+    assert [answer["id"] for answer in answers] == [1]
+
+
+def test_one_revision_at_a_time() -> None:
+    # a client that asked in one revision is not answered in the other: the SDK judges that
+    with early_answers(_stateless(1, "server/discover") + _initialize(2)) as (early, stdout):
+        early._thread.join(timeout=30)
+        _handover, answers = _answers(early, stdout, 1)
+    assert [answer["id"] for answer in answers] == [1]
+    with early_answers(_initialize(1) + _stateless(2, "server/discover")) as (early, stdout):
+        early._thread.join(timeout=30)
+        _handover, answers = _answers(early, stdout, 1)
+    assert [answer["id"] for answer in answers] == [1]
 
 
 @pytest.mark.parametrize(
@@ -241,6 +377,16 @@ def test_the_cache_is_read_back_only_under_its_key(cache_home: Path) -> None:
                 },
             }
         ).encode(),
+        # the stateless revision's answers, one missing
+        json.dumps(
+            {
+                "format": CACHE_FORMAT,
+                "key": "k",
+                "versions": {
+                    STATELESS: {m: {} for m in STATELESS_ANSWERS if m != "resources/list"}
+                },
+            }
+        ).encode(),
         # a lone surrogate, which no answer line can carry
         b'{"format": 1, "key": "k", "versions": {"v": {"initialize": {"x": "\\ud800"}, '
         b'"tools/list": {}}}}',
@@ -282,6 +428,31 @@ def test_servers_recording_side_by_side_keep_each_others_answers(cache_home: Pat
         recorder.answered(1, INITIALIZE_RESULT)
         recorder.answered(2, TOOLS_RESULT)
     assert set(load_answers("k")) == {VERSION, "2025-11-25"}
+
+
+def test_a_stateless_clients_answers_are_recorded_under_the_version_it_names(
+    cache_home: Path,
+) -> None:
+    save_answers("k", {VERSION: KNOWN[VERSION]})
+    recorder = Recorder("k", load_answers("k"))
+    requests = [json.loads(line) for line in CLAUDE_START.read_bytes().splitlines()]
+    for request in requests:
+        recorder.asked(request["id"], request["method"], request["params"])
+    assert not recorder.wants("listen:0")  # a stream, not an answer to keep
+    # a request the SDK refused (an error, no result): nothing to record
+    recorder.asked(9, "tools/list", {"_meta": {**requests[-1]["params"]["_meta"]}})
+    recorder.answered(9, None)
+    by_method = {
+        "server/discover": DISCOVER_RESULT,
+        **{m: STATELESS_ANSWERS[m] for m in ("prompts/list", "resources/list")},
+        "tools/list": STATELESS_TOOLS,
+    }
+    for request in requests:
+        if recorder.wants(request["id"]):
+            before = load_answers("k")
+            recorder.answered(request["id"], by_method[request["method"]])
+    assert before == {VERSION: KNOWN[VERSION]}  # written once every method is known
+    assert load_answers("k") == KNOWN  # beside the handshake's answers
 
 
 def test_the_key_changes_with_the_code_it_stands_for(tmp_path: Path) -> None:

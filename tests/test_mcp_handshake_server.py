@@ -18,7 +18,15 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from tests.harness import DaemonProcess, OrcaEnv
 from tests.hook_helpers import ORCACTL
-from tests.test_mcp_handshake import INITIALIZED, TOOLS_LIST, VERSION, _initialize, _line
+from tests.test_mcp_handshake import (
+    CLAUDE_START,
+    INITIALIZED,
+    STATELESS,
+    TOOLS_LIST,
+    VERSION,
+    _initialize,
+    _line,
+)
 
 pytestmark = [pytest.mark.daemon, pytest.mark.slow]
 
@@ -57,6 +65,58 @@ def test_the_second_start_answers_as_the_first_and_once(
     second = _raw_session(orca_env, tmp_path, sent)
     assert second == first  # each request answered once, with the SDK's answer
     assert [answer["id"] for answer in second] == [1, 2, 3]
+
+
+def _stateless_session(orca: OrcaEnv, cwd: Path, sent: bytes, ids: set[object]) -> list[Any]:
+    """What the server writes for `sent` until it has answered each of `ids` and acknowledged
+    the subscription, which stays open: then it is stopped."""
+    written: list[Any] = []
+    with subprocess.Popen(
+        [ORCACTL, "mcp", "--cwd", str(cwd)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=orca.env,
+    ) as server:
+        assert server.stdin is not None and server.stdout is not None
+        try:
+            server.stdin.write(sent)
+            server.stdin.flush()
+            while not ids <= {m.get("id") for m in written} or not any(
+                m.get("method") == "notifications/subscriptions/acknowledged" for m in written
+            ):
+                line = server.stdout.readline()
+                assert line, "the server stopped writing"
+                written.append(json.loads(line))
+        finally:
+            server.kill()
+    return written
+
+
+def test_claude_codes_start_is_answered_from_the_cache_at_its_second_start(
+    orca_env: OrcaEnv, daemon: DaemonProcess, tmp_path: Path
+) -> None:
+    # before: Claude Code asks without `initialize`, so nothing was recorded or answered early
+    sent = CLAUDE_START.read_bytes()
+    ids = {json.loads(line)["id"] for line in sent.splitlines()} - {"listen:0"}
+    first = _stateless_session(orca_env, tmp_path, sent, ids)
+    cache = json.loads(_cache_of(orca_env).read_text())
+    assert set(cache["versions"]) == {STATELESS}
+    tools = next(m["result"] for m in first if m.get("id") == 3)
+    assert cache["versions"][STATELESS]["tools/list"] == tools
+    # an answer only the cache can give: the client gets it, so the SDK had not answered
+    cache["versions"][STATELESS]["tools/list"]["tools"][0]["description"] = "from the cache"
+    _cache_of(orca_env).write_text(json.dumps(cache))
+    second = _stateless_session(orca_env, tmp_path, sent, ids)
+    answers = [m for m in second if "id" in m]
+    assert [m["id"] for m in answers] == ["server-discover-probe-1", 0, 1, 2, 3]  # once each
+    assert answers[-1]["result"]["tools"][0]["description"] == "from the cache"
+    # the rest is the SDK's own answers, and it acknowledged the subscription passed over to it
+    assert sorted(map(json.dumps, answers[:-1])) == sorted(
+        json.dumps(m) for m in first if m.get("id") in ids - {3}
+    )
+    acknowledged = [m for m in second if "id" not in m]
+    assert acknowledged == [m for m in first if "id" not in m]
 
 
 async def test_the_sdk_client_gets_the_cached_tools_and_the_sdk_takes_over(
