@@ -22,6 +22,7 @@ from orcad.capture.jobstore import (
 )
 from orcad.capture.ledger import CandidateRecord, forgotten_digest
 from orcad.capture.records import encode_job, new_job
+from orcad.capture.source import build_source
 from orcad.clock import format_time
 
 pytestmark = pytest.mark.inprocess
@@ -121,6 +122,32 @@ def test_keep_evidence_then_a_plain_forget_still_cuts_the_text(tmp_path: Path) -
     assert again[0].forgotten_digests() == [forgotten_digest(fact)]
     # and repeated (a forget retried after a crash): nothing left to change
     assert shield_waiting_jobs(tmp_path, candidate(fact), [waiting], scrub=True) == []
+
+
+def test_a_cut_keeps_the_source_within_its_bound_and_the_newest_message_whole(
+    tmp_path: Path,
+) -> None:
+    """The mark is longer than a short fact: a source at its bound, cut, is bounded again as
+    capture bounds one, the oldest text giving way."""
+    task = "user: Set up the project. " + "Keep the build green. " * 50
+    older = [("assistant", f"Step {n}: use uv, then use uv again.") for n in range(2000)]
+    newest = "All 212 tests pass now."
+    built = build_source([("user", task[len("user: ") :]), *older, ("assistant", newest)])
+    assert built is not None and built.truncated
+    assert limits.SOURCE_MAX_BYTES - 64 < built.size <= limits.SOURCE_MAX_BYTES
+    waiting = job(tmp_path, 1, built.text)
+    shield_waiting_jobs(tmp_path, candidate("Use uv."), [waiting], scrub=True)
+    cut = source_of(tmp_path, waiting)
+    assert len(cut.encode()) <= limits.SOURCE_MAX_BYTES
+    assert "[forgotten]" in cut and "use uv" not in cut.lower()
+    assert cut.startswith("user: Set up the project. Keep the build green.")
+    assert cut.endswith(f"\n\nassistant: {newest}")
+    # a source not made of labelled blocks keeps its end
+    plain = job(tmp_path, 2, "use uv " * (limits.SOURCE_MAX_BYTES // 7) + "the end")
+    shield_waiting_jobs(tmp_path, candidate("Use uv."), [plain], scrub=True)
+    cut = source_of(tmp_path, plain)
+    assert len(cut.encode()) <= limits.SOURCE_MAX_BYTES
+    assert cut.startswith("[...] [forgotten]") and cut.endswith("[forgotten] the end")
 
 
 def test_only_jobs_that_may_still_publish_are_told(tmp_path: Path) -> None:

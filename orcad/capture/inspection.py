@@ -36,6 +36,7 @@ from orcad.capture.projections import (
 from orcad.capture.projects import ProjectFile, is_project_id, read_project_file
 from orcad.capture.records import JobRecord
 from orcad.capture.service import CaptureService
+from orcad.capture.source import bound_again
 from orcad.errors import InvalidParams, NotFound, StorageError
 from orcad.failpoints import failpoint
 from orcad.identity import derive_project
@@ -325,7 +326,8 @@ def shield_waiting_jobs(
             continue
         if job is None or job.state not in WAITING_STATES:
             continue
-        source = text.cut_from(job.source) if scrub else job.source
+        # the mark may be longer than the text it stands for: the bound holds all the same
+        source = bound_again(text.cut_from(job.source)) if scrub else job.source
         known = job.forgotten_digests()
         told = known if digest in known else [*known, digest]
         if source == job.source and told is known:

@@ -47,6 +47,8 @@ FIRST_USER_END_SHARE = 4  # a cut first user message keeps its end in 1/4 of tha
 WORD_SEARCH_CHARS = 256  # how far a cut may move to land on whitespace
 _SEPARATOR_BYTES = len(BLOCK_SEPARATOR)
 _ROLE_LABEL_LINE = re.compile(r"\n(?=(?:user|assistant):)")  # starts with a literal: fast
+# where a block of a built source starts: its role labels stand nowhere else at a line's start
+_BLOCK_START = re.compile(r"(?:\A|(?<=\n\n))(user|assistant): ")
 
 
 class SourceBlock(msgspec.Struct, frozen=True):
@@ -154,6 +156,26 @@ def bound_blocks(blocks: list[SourceBlock], max_bytes: int) -> tuple[str, int]:
         break
     pieces.extend(reversed(newest))
     return BLOCK_SEPARATOR.join(pieces), len(pieces)
+
+
+def bound_again(text: str, max_bytes: int = limits.SOURCE_MAX_BYTES) -> str:
+    """A built source edited since (a forget put a mark longer than a short fact in its place),
+    within `max_bytes` again: unchanged when it fits; otherwise its blocks are bounded as
+    `build_source` bounds a turn's messages (the first user message's start, then the newest
+    messages whole, the oldest text giving way). A text that is not made of labelled blocks
+    keeps its end, marked as cut."""
+    if utf8_size(text) <= max_bytes:
+        return text
+    starts = list(_BLOCK_START.finditer(text))
+    if not starts or starts[0].start() != 0:
+        kept = keep_end(text, max_bytes - utf8_size(CUT_MARK) - 1)
+        return f"{CUT_MARK} {kept}" if kept else ""
+    ends = [match.start() - _SEPARATOR_BYTES for match in starts[1:]] + [len(text)]
+    blocks = [
+        SourceBlock(match.group(1), text[match.end() : end])
+        for match, end in zip(starts, ends, strict=True)
+    ]
+    return bound_blocks(blocks, max_bytes)[0]
 
 
 def _cut_keeping_start(block: SourceBlock, rendered: str, budget: int) -> str:
