@@ -108,6 +108,21 @@ def asks_for_json(argv: list[str]) -> bool:
     return any(len(word) >= len("--j") and "--json".startswith(word) for word in options)
 
 
+def runs_mcp(argv: list[str]) -> bool:
+    """Whether the command `argv` names is `mcp`: its first word that is neither an option nor
+    the path an option before it takes (`--socket PATH`, or an abbreviation such as `--sock`)."""
+    index = 0
+    while index < len(argv):
+        word = argv[index]
+        if word == "--":
+            return argv[index + 1 : index + 2] == ["mcp"]
+        if not word.startswith("-"):
+            return word == "mcp"
+        takes_path = "=" not in word and any(option.startswith(word) for option in VALUE_OPTIONS)
+        index += 2 if takes_path and len(word) >= len("--s") else 1
+    return False
+
+
 def _interrupted_with_json(_signum: int, _frame: object) -> None:
     """Ctrl-C while a command asked to print JSON is still importing: the failure document
     orcactl.main prints for it later (a script reading stdout gets one either way), then at

@@ -33,7 +33,7 @@ from orcactl.connect import (
     print_json,
     writes_unicode,
 )
-from orcactl.entry import INTERRUPTED, asks_for_json
+from orcactl.entry import INTERRUPTED, asks_for_json, runs_mcp
 from orcactl.hooks.runner import extraction_run
 from orcactl.terminal import OutputClosed, OutputFailed, SafeWriter
 from orcad import __version__
@@ -269,7 +269,8 @@ def report_interrupt(args: argparse.Namespace | None, argv: list[str] | None) ->
 
 def _json_asked(args: argparse.Namespace | None, argv: list[str]) -> bool:
     """Whether the command line asks for JSON; before parsing succeeded, whether `--json`, or
-    an abbreviation of it that argparse would take (`--js`), is one of its options."""
+    an abbreviation of it that argparse would take (`--js`), is one of its options. Never for
+    `orcactl mcp`, whose stdout is its client's: its failures are said on stderr only."""
     if args is not None:
-        return bool(getattr(args, "json", False))
-    return asks_for_json(argv)
+        return getattr(args, "command", None) != "mcp" and bool(getattr(args, "json", False))
+    return not runs_mcp(argv) and asks_for_json(argv)

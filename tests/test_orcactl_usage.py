@@ -193,6 +193,33 @@ def test_bad_usage_is_exit_2_and_reaches_no_daemon(
     assert not orca_env.socket.exists()  # nothing was sent: it would have started orcad
 
 
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["mcp", "--json", "--bogus"],  # refused by the top-level parser
+        ["--json", "mcp", "--cwd", "/nonexistent/dir"],  # by mcp's own
+        ["--js", "--socket", "mcp", "mcp", "--bogus"],  # a socket file named mcp
+        ["--json", "mcp", "--home", "{file}"],  # after parsing, before serving
+    ],
+    ids=" ".join,
+)
+def test_a_usage_error_of_mcp_leaves_its_clients_stdout_empty_even_with_json(
+    orca_env: OrcaEnv, tmp_path: Path, argv: list[str]
+) -> None:
+    # stdout is the MCP client's channel: a failure document there was read as a message
+    file = tmp_path / "a-file"
+    file.write_text("")
+    result = orcactl(orca_env, *(word.format(file=file) for word in argv))
+    assert result.returncode == EXIT_USAGE, result.stderr
+    assert result.stdout == ""
+    assert "error: " in result.stderr and "Traceback" not in result.stderr
+    assert not orca_env.socket.exists()
+    # another command's usage error still prints its document, also with `mcp` as its text
+    other = orcactl(orca_env, "--json", "memory", "save", "mcp", "--bogus")
+    assert other.returncode == EXIT_USAGE
+    assert json.loads(other.stdout)["error"]["data"] == {"kind": "usage"}
+
+
 def test_a_candidate_id_the_ledger_writes_is_one_orcactl_takes() -> None:
     for _ in range(20):
         made = new_candidate_id()
