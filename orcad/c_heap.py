@@ -24,12 +24,14 @@ def release_freed_memory() -> None:
 
 
 async def keep_releasing_freed_memory(
-    interval_s: float = limits.HEAP_RELEASE_INTERVAL_S,
+    interval_s: float | None = None,
     task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Background task: `release_freed_memory` every `interval_s`, in a worker thread (it
-    walks every arena, holding each one's lock for the while)."""
+    """Background task: `release_freed_memory` every `interval_s` (HEAP_RELEASE_INTERVAL_S as
+    it is when the task starts, by default), in a worker thread (it walks every arena, holding
+    each one's lock for the while)."""
+    interval = limits.HEAP_RELEASE_INTERVAL_S if interval_s is None else interval_s
     task_status.started()
     while True:
-        await trio.sleep(interval_s)
+        await trio.sleep(interval)
         await trio.to_thread.run_sync(release_freed_memory)
