@@ -14,7 +14,8 @@ is read whole, as it always was (so its project keeps its id). No part of a pass
 the identity, which project.json keeps and projects.list shows: one a URL holds where Git
 would not look for it (scp-like `user:password@host:path`, a helper's address, a `/` in the
 password) is dropped or makes the origin unusable; so is a helper address's user name that the
-secret detector reads as a credential (`hg::https://<token>@host/repo`).
+secret detector reads as a credential (`hg::https://<token>@host/repo`), or that is shaped as a
+token (40 hex digits, a classic GitHub token the detector cannot tell from a hash).
 
 The origin URL is read from the repository's config file directly (no git binary). `include`
 directives and `url.<base>.insteadOf` rewrites are not followed. Only regular files are read,
@@ -133,15 +134,29 @@ def _helper_url(text: str) -> str:
         address = _SCP_LIKE_PASSWORD.sub("", address, count=1)
         host_part, colon, path = address.partition(":")
         user, at, host = host_part.rpartition("@")
-        if colon and at and "/" not in host_part and contains_secret(user):
+        if colon and at and "/" not in host_part and _credential_user(user):
             return f"{transport}::{host}{colon}{path}"
         return f"{transport}::{address}"
     authority, slash, path = scheme.group(2).partition("/")
     _host_of(authority)  # ValueError for a port that is no number: a `/` in a password
     user, at, host = authority.rpartition("@")
-    if at and (":" in user or contains_secret(user)):
+    if at and (":" in user or _credential_user(user)):
         return f"{transport}::{scheme.group(1)}://{host}{slash}{path}"
     return text
+
+
+# a user name shaped as only a key is: 32 or more hex digits (a classic 40-digit GitHub token),
+# or 32 or more letters and digits, with a digit, a lower- and an upper-case letter among them
+# (a name of words, `build-and-release-bot`, stays: its project keeps its id)
+_HEX_USER = re.compile(r"[0-9A-Fa-f]{32,}")
+_KEY_USER = re.compile(r"(?=[^0-9]*[0-9])(?=[^a-z]*[a-z])(?=[^A-Z]*[A-Z])[A-Za-z0-9]{32,}")
+
+
+def _credential_user(user: str) -> bool:
+    """Whether a helper address's user name is a credential: one the secret detector reads as
+    such, or one shaped as a token. Names such as `git` or `alice` stay (their projects keep
+    their ids)."""
+    return bool(_HEX_USER.fullmatch(user) or _KEY_USER.fullmatch(user)) or contains_secret(user)
 
 
 def _split_scp_like(text: str) -> tuple[str, str]:

@@ -27,6 +27,8 @@ pytestmark = pytest.mark.inprocess
 # credentials as the secret detector knows them (a GitHub and a GitLab personal access token)
 TOKEN = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
 GITLAB_TOKEN = "glpat-" + "abcdefghij0123456789"
+# a classic GitHub token: 40 hex digits, which the detector cannot tell from a commit's hash
+HEX_TOKEN = "0123456789abcdef" * 2 + "89abcdef"
 
 SAME_REPOSITORY = [
     "git@github.com:owner/repo.git",
@@ -83,6 +85,10 @@ def test_local_and_unusual_origins(url: str, expected: str) -> None:
         (f"gcrypt::https://{TOKEN}@github.com/owner/repo", "gcrypt/:https:/github.com/owner/repo"),
         (f"gcrypt::{TOKEN}@github.com:owner/repo.git", "gcrypt/:github.com:owner/repo"),
         (f"hg::ssh://{GITLAB_TOKEN}@example.org/repo", "hg/:ssh:/example.org/repo"),
+        # one shaped as a token, which the detector does not know
+        (f"gcrypt::https://{HEX_TOKEN}@github.com/o/r", "gcrypt/:https:/github.com/o/r"),
+        (f"gcrypt::{HEX_TOKEN.upper()}@github.com:o/r", "gcrypt/:github.com:o/r"),
+        ("hg::https://aB3dE5gH7jK9mN1pQ3sT5vX7zA9cE1gH3@host/r", "hg/:https:/host/r"),
     ],
 )
 def test_passwords_in_unusual_origin_spellings_are_dropped(url: str, expected: str) -> None:
@@ -101,6 +107,13 @@ def test_passwords_in_unusual_origin_spellings_are_dropped(url: str, expected: s
         # an scp-like address with a user (gcrypt's usual spelling): no password in it
         ("gcrypt::git@github.com:owner/repo.git", "gcrypt/:git@github.com:owner/repo"),
         ("hg::hg@hg.example.org:owner/repo", "hg/:hg@hg.example.org:owner/repo"),
+        # ordinary user names, short hex and long names that are words stay
+        ("gcrypt::https://alice@github.com/o/r", "gcrypt/:https:/alice@github.com/o/r"),
+        ("gcrypt::deadbeef@host:o/r", "gcrypt/:deadbeef@host:o/r"),
+        (
+            "hg::https://Build-And-Release-Automation-User-2024@host/r",
+            "hg/:https:/Build-And-Release-Automation-User-2024@host/r",
+        ),
     ],
 )
 def test_a_remote_helpers_url_names_its_project_as_it_always_did(url: str, expected: str) -> None:
@@ -343,6 +356,8 @@ def test_unparseable_origin_falls_back_to_the_root(tmp_path: Path) -> None:
         "https://alice:pw/SECRET@github.com/owner/repo",
         f"hg::https://{TOKEN}@github.com/owner/repo",
         f"gcrypt::{TOKEN}@github.com:owner/repo",
+        f"gcrypt::https://{HEX_TOKEN}@github.com/owner/repo",
+        f"gcrypt::{HEX_TOKEN}@github.com:owner/repo",
     ],
 )
 def test_no_password_of_the_origin_reaches_the_identity(tmp_path: Path, origin: str) -> None:
@@ -353,9 +368,11 @@ def test_no_password_of_the_origin_reaches_the_identity(tmp_path: Path, origin: 
     project = derive_project(repository)
     assert "SECRET" not in project.identity
     assert TOKEN not in project.identity
+    assert HEX_TOKEN not in project.identity
     assert project.identity in (
         "github.com/owner/repo",
         "hg/:https:/github.com/owner/repo",  # a helper's URL, read whole
+        "gcrypt/:https:/github.com/owner/repo",
         "gcrypt/:github.com:owner/repo",
         str(repository.resolve()),
     )
