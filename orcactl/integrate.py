@@ -28,6 +28,7 @@ from orcactl.arguments import current_directory, utf8_path
 from orcactl.commands.doctor_faults import Finding
 from orcactl.connect import EXIT_OK, EXIT_USAGE, CommandError, print_json
 from orcactl.hooks.failures import failures_path, recent_failures
+from orcactl.mcp_handshake import warm_up
 from orcactl.service_files import carried_environment
 from orcad.paths import resolve_paths, socket_path_problem
 from orcad.workspace import derive_workspace
@@ -225,6 +226,11 @@ def run_integrate(args: argparse.Namespace) -> int:
     ]
     # orcad reads [extraction] only when it starts: a running one keeps its provider until then
     restart = str(resolve_paths(env).config_file) in [entry["path"] for entry in report]
+    # the MCP server's first answers, recorded now rather than by the agent's first session,
+    # which would otherwise start without orca's tools (codex exec does not wait for them)
+    warmed = not args.remove and warm_up(
+        args.orcactl or _default_orcactl(env, False), args.agent, env
+    )
     if args.json:
         print_json(
             {
@@ -234,6 +240,7 @@ def run_integrate(args: argparse.Namespace) -> int:
                 "dry_run": False,
                 "changed": report,
                 "restart_orcad": restart,
+                "mcp_answers_recorded": warmed,
             }
         )
         return EXIT_OK
@@ -247,6 +254,11 @@ def run_integrate(args: argparse.Namespace) -> int:
         if entry["deleted"]:
             saved = " (it held only orca's entries: deleted)"
         print(f"{verb} {entry['path']}{saved}")
+    if not args.remove and not warmed:
+        print(
+            "note: the first answers of orca's MCP server could not be recorded; "
+            "the agent's first session may start without orca's tools (`orcactl doctor`)"
+        )
     if restart:
         print(
             "note: orcad reads the extraction provider when it starts: restart orcad if it is "

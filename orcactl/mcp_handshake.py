@@ -13,8 +13,11 @@ imported) while the SDK loads.
 Clients of the protocol's stateless revision (Claude Code) send no `initialize`: each request
 carries the protocol version and the client's name and capabilities in its `_meta`. Their
 `server/discover`, `tools/list`, `prompts/list` and `resources/list` are answered from the cache
-in the same way, each by the version it names; their `subscriptions/listen` (a stream that stays
-open) is passed over for the SDK to answer, and the lines after it are still read.
+in the same way, each by the version it names. Their `subscriptions/listen` opens a stream that
+stays open, which the SDK serves once it has loaded; but Claude Code sends nothing more until
+the stream is acknowledged, so the acknowledgement the SDK gave the same request before is
+written at once (and the SDK's own, when it comes, is recorded and not sent), and the lines
+after it are still read.
 
 Once the SDK has loaded, everything read from stdin so far goes to it as if it were read just
 then (`Handover.read`): it is initialized by the client's own `initialize`, and its answers to
@@ -65,6 +68,8 @@ HANDSHAKE_METHODS = ("initialize", "tools/list")
 STATELESS_METHODS = ("server/discover", "tools/list", "prompts/list", "resources/list")
 STATELESS_PASSED_OVER = "subscriptions/listen"  # left to the SDK; the lines after it are read
 STATELESS_PASSED_OVER_MAX = 2
+ACKNOWLEDGED = "notifications/subscriptions/acknowledged"  # what first answers a subscription
+SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"  # which one, in the `_meta` of that
 # the `_meta` members of a stateless request; it must carry the first three
 META_VERSION = "io.modelcontextprotocol/protocolVersion"
 META_CLIENT = "io.modelcontextprotocol/clientInfo"
@@ -110,8 +115,30 @@ Answers = dict[str, dict[str, Any]]
 
 
 def methods_of(results: dict[str, Any]) -> tuple[str, ...]:
-    """The methods a version's answers must hold: the stateless revision's once any is there."""
+    """The methods a version's answers must hold: the stateless revision's once any is there.
+    Its entry may also hold, under STATELESS_PASSED_OVER, the acknowledgements recorded for
+    subscriptions, by the notifications each asked for (`filter_key`)."""
     return STATELESS_METHODS if "server/discover" in results else HANDSHAKE_METHODS
+
+
+def filter_key(params: object) -> str | None:
+    """The notifications a `subscriptions/listen` asks for, as the text that keys its recorded
+    acknowledgement; None when its params are no object holding them."""
+    if not isinstance(params, dict) or not isinstance(params.get("notifications"), dict):
+        return None
+    try:
+        return json.dumps(params["notifications"], sort_keys=True, separators=(",", ":"))
+    except ValueError:
+        return None
+
+
+def acknowledgement_line(subscription: int | str, recorded: dict[str, Any]) -> bytes:
+    """The acknowledgement of the subscription `subscription` (its request's id), as the SDK
+    wrote it for the same request before: `recorded` is its params without that id."""
+    meta = {**recorded.get("_meta", {}), SUBSCRIPTION_ID: subscription}
+    params = {"_meta": meta, **{name: value for name, value in recorded.items() if name != "_meta"}}
+    message = {"jsonrpc": "2.0", "method": ACKNOWLEDGED, "params": params}
+    return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
 
 
 def load_answers(key: str) -> Answers:
@@ -131,12 +158,20 @@ def load_answers(key: str) -> Answers:
         return {}
     answers: Answers = {}
     for version, results in versions.items():
-        if not isinstance(results, dict) or set(results) != set(methods := methods_of(results)):
+        if not isinstance(results, dict):
             continue
-        if not all(isinstance(results[method], dict) for method in methods):
+        methods = methods_of(results)
+        extra = {STATELESS_PASSED_OVER} if methods == STATELESS_METHODS else set()
+        if not set(methods) <= set(results) <= set(methods) | extra:
+            continue
+        if not all(isinstance(results[method], dict) for method in results):
+            continue
+        acknowledgements = results.get(STATELESS_PASSED_OVER, {})
+        if not all(isinstance(params, dict) for params in acknowledgements.values()):
             continue
         try:
             size = sum(len(_answer_line(0, results[method])) for method in methods)
+            size += sum(len(acknowledgement_line(0, p)) for p in acknowledgements.values())
         except ValueError:  # what no answer line can carry (a lone surrogate)
             continue
         if size <= EARLY_ANSWERS_MAX_BYTES:
@@ -295,6 +330,7 @@ class Handover:
 
     read: bytes = b""
     answered: set[str] = field(default_factory=set)
+    acknowledged: set[str] = field(default_factory=set)  # subscriptions, by their request's id
     key: str | None = None
     known: Answers = field(default_factory=dict)
     ended: bool = False
@@ -313,6 +349,7 @@ class EarlyAnswers:
         self.wire_in, self.wire_out = wire_in, wire_out
         self.read = bytearray()
         self.answered: set[str] = set()
+        self.acknowledged: set[str] = set()
         self.version: str | None = None  # asked for by `initialize`
         self.stateless = False  # a request of the stateless revision was answered
         self.passed_over = 0  # its `subscriptions/listen` requests left to the SDK
@@ -338,6 +375,7 @@ class EarlyAnswers:
             return Handover(
                 bytes(self.read),
                 set(self.answered),
+                set(self.acknowledged),
                 self.key,
                 self.known,
                 self.ended,
@@ -411,7 +449,7 @@ class EarlyAnswers:
         if not _plain_id(request_id) or id_key(request_id) in self.answered:
             return None
         if method == STATELESS_PASSED_OVER and self._passes_over(message):
-            return b""  # the SDK answers it; what follows is still read
+            return self._acknowledgement(request_id, message)  # the SDK serves the stream
         if len(self.answered) >= EARLY_ANSWERS_MAX:
             return None
         result = self._result(method, message)
@@ -434,6 +472,17 @@ class EarlyAnswers:
             return False
         self.passed_over += 1
         return True
+
+    def _acknowledgement(self, request_id: int | str, message: dict[str, Any]) -> bytes:
+        """The acknowledgement the SDK gave this subscription's filter before, if recorded; the
+        SDK's own, once it has loaded, is then not sent (`Handover.acknowledged`)."""
+        params = message["params"]
+        answers = self._stateless_answers({"_meta": params.get("_meta")}) or {}
+        recorded = answers.get(STATELESS_PASSED_OVER, {}).get(filter_key(params) or "")
+        if recorded is None or len(self.answered) >= EARLY_ANSWERS_MAX:
+            return b""
+        self.acknowledged.add(id_key(request_id))
+        return acknowledgement_line(request_id, recorded)
 
     def _stateless_answers(self, params: object) -> dict[str, Any] | None:
         """The cached answers for the version a stateless request names, if of that revision."""
@@ -560,10 +609,136 @@ def take_over() -> Handover:
     return Handover(key=key, known=load_answers(key) if key is not None else {})
 
 
+# --- recorded before an agent's first session -----------------------------------------------
+
+# What each agent first writes to an MCP server it starts: Codex 0.171 asks for 2025-06-18 with
+# `initialize`; Claude Code 2.1.332 speaks the stateless revision, and subscribes to these
+# notifications.
+AGENT_HANDSHAKE_VERSIONS = {"codex": "2025-06-18"}
+AGENT_STATELESS_VERSIONS = {"claude-code": "2026-07-28"}
+AGENT_SUBSCRIPTIONS = {
+    "claude-code": {
+        "toolsListChanged": True,
+        "promptsListChanged": True,
+        "resourcesListChanged": True,
+    }
+}
+WARM_UP_MAX_S = 30.0
+
+
+def warm_up_lines(agent: str) -> list[dict[str, Any]]:
+    """The requests whose answers `agent`'s first session would ask a new server for."""
+    client = {"name": "orcactl-integrate", "version": "1"}
+    if agent in AGENT_STATELESS_VERSIONS:
+        meta = {
+            META_VERSION: AGENT_STATELESS_VERSIONS[agent],
+            META_CLIENT: client,
+            META_CAPABILITIES: {},
+        }
+        messages = [
+            {"jsonrpc": "2.0", "id": number, "method": method, "params": {"_meta": meta}}
+            for number, method in enumerate(STATELESS_METHODS)
+        ]
+        if agent in AGENT_SUBSCRIPTIONS:
+            listen = {"_meta": meta, "notifications": AGENT_SUBSCRIPTIONS[agent]}
+            messages.insert(
+                1,
+                {
+                    "jsonrpc": "2.0",
+                    "id": "listen",
+                    "method": STATELESS_PASSED_OVER,
+                    "params": listen,
+                },
+            )
+        return messages
+    initialize = {
+        "protocolVersion": AGENT_HANDSHAKE_VERSIONS[agent],
+        "capabilities": {},
+        "clientInfo": client,
+    }
+    return [
+        {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": initialize},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+    ]
+
+
+def warm_up(orcactl: str, agent: str, env: dict[str, str]) -> bool:
+    """Start `orcactl mcp` once as `agent` would and let it record its answers, so that the
+    agent's first session is answered from the cache too; whether the cache holds them now
+    (when not, the first session is only slower). The server is stopped once it has written
+    every answer and acknowledgement, each recorded before it is written: a subscription
+    would keep it running."""
+    import subprocess  # noqa: PLC0415  (only integrate runs this)
+
+    messages = warm_up_lines(agent)
+    expected = {message["id"] for message in messages if "id" in message}
+    try:
+        with subprocess.Popen(
+            [orcactl, "mcp", "--no-start"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
+            cwd=tempfile.gettempdir(),
+        ) as server:
+            assert server.stdin is not None and server.stdout is not None
+            try:
+                server.stdin.write(b"".join(json.dumps(m).encode() + b"\n" for m in messages))
+                server.stdin.flush()
+                _read_until_answered(server.stdout, expected)
+            finally:
+                server.kill()
+    except (OSError, ValueError, TimeoutError):
+        return False
+    version = AGENT_STATELESS_VERSIONS.get(agent) or AGENT_HANDSHAKE_VERSIONS[agent]
+    return version in _recorded_versions()
+
+
+def _read_until_answered(stdout: Any, expected: set[object]) -> None:
+    """Read the server's lines until every request of `expected` is answered (a subscription
+    by its acknowledgement); TimeoutError after WARM_UP_MAX_S, ValueError when it stops."""
+    import time  # noqa: PLC0415
+
+    deadline = time.monotonic() + WARM_UP_MAX_S
+    pending = b""
+    while expected:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([stdout], [], [], left)[0]:
+            raise TimeoutError("orcactl mcp did not answer")
+        chunk = os.read(stdout.fileno(), READ_CHUNK)
+        if not chunk:
+            raise ValueError("orcactl mcp stopped")
+        pending += chunk
+        *lines, pending = pending.split(b"\n")
+        for line in lines:
+            message = json.loads(line)
+            if not isinstance(message, dict):
+                continue
+            expected.discard(message.get("id"))
+            meta = (message.get("params") or {}).get("_meta") or {}
+            if message.get("method") == ACKNOWLEDGED and isinstance(meta, dict):
+                expected.discard(meta.get(SUBSCRIPTION_ID))
+
+
+def _recorded_versions() -> set[str]:
+    """The protocol versions the cache holds answers for, under whichever key (that of the
+    orcactl that wrote them, which may be another installation than this one)."""
+    try:
+        if not _private(cache_file()):
+            return set()
+        document = json.loads(read_regular_file(cache_file(), CACHE_MAX_BYTES + 1))
+    except (OSError, ValueError, RecursionError):
+        return set()
+    key = document.get("key") if isinstance(document, dict) else None
+    return set(load_answers(key)) if isinstance(key, str) else set()
+
+
 class Recorder:
     """Keeps the SDK's answers to `initialize` and `tools/list` for the protocol version the
     client asked for, or to the stateless revision's discovery and lists for the version they
-    name, and writes them to the cache once all are known and differ from it."""
+    name (and its acknowledgements of subscriptions, by the notifications asked for), and
+    writes them to the cache once all are known and differ from it."""
 
     def __init__(self, key: str | None, known: Answers) -> None:
         self.key = key
@@ -572,11 +747,17 @@ class Recorder:
         # request id key -> (the version a stateless request names, or None, and its method)
         self._asked: dict[str, tuple[str | None, str]] = {}
         self._results: dict[str | None, dict[str, Any]] = {}  # by the same version, or None
+        self._listens: dict[str, tuple[str, str]] = {}  # id key -> (version, filter_key)
 
     def asked(self, request_id: object, method: str, params: object) -> None:
         if self.key is None:
             return
-        if method in STATELESS_METHODS and (stated := _stated_version(params)) is not None:
+        if method == STATELESS_PASSED_OVER:
+            meta = params.get("_meta") if isinstance(params, dict) else None
+            stated, notifications = _stated_version({"_meta": meta}), filter_key(params)
+            if stated is not None and notifications is not None:
+                self._listens[id_key(request_id)] = (stated, notifications)
+        elif method in STATELESS_METHODS and (stated := _stated_version(params)) is not None:
             self._asked[id_key(request_id)] = (stated, method)
         elif method == "initialize" and self.version is None:
             version = _asked_version(params)
@@ -597,15 +778,47 @@ class Recorder:
         if asked is None or not isinstance(result, dict) or self.key is None:
             return
         stated, method = asked
-        results = self._results.setdefault(stated, {})
-        results[method] = result
+        self._results.setdefault(stated, {})[method] = result
+        self._save(stated)
+
+    def acknowledged(self, params: object) -> str | None:
+        """Keep the SDK's acknowledgement of a subscription (a notification's `params`);
+        the id key of the subscription it acknowledges, when it names one."""
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        if not isinstance(params, dict) or not isinstance(meta, dict):
+            return None
+        subscription = meta.get(SUBSCRIPTION_ID)
+        if not _plain_id(subscription):
+            return None
+        listen = self._listens.pop(id_key(subscription), None)
+        if listen is not None and self.key is not None:
+            version, notifications = listen
+            kept_meta = {name: value for name, value in meta.items() if name != SUBSCRIPTION_ID}
+            recorded = {**params, "_meta": kept_meta} if kept_meta else dict(params)
+            if not kept_meta:
+                del recorded["_meta"]
+            results = self._results.setdefault(version, {})
+            results.setdefault(STATELESS_PASSED_OVER, {})[notifications] = recorded
+            self._save(version)
+        return id_key(subscription)
+
+    def _save(self, stated: str | None) -> None:
+        """Write the answers kept for `stated` (None: the handshake's) once complete."""
+        results = self._results[stated]
         version = self.version if stated is None else stated
         methods = HANDSHAKE_METHODS if stated is None else STATELESS_METHODS
-        if version is None or set(results) != set(methods):
+        if version is None or self.key is None or not set(methods) <= set(results):
             return
-        if self.known.get(version) != results:
+        known = self.known.get(version, {})
+        entry = {method: results[method] for method in methods}
+        acknowledgements = {
+            **known.get(STATELESS_PASSED_OVER, {}),
+            **results.get(STATELESS_PASSED_OVER, {}),
+        }
+        if stated is not None and acknowledgements:
+            entry[STATELESS_PASSED_OVER] = acknowledgements
+        if known != entry:
             # read again just before it is replaced: a server started beside this one (another
             # agent, asking for another version) may have recorded its answers meanwhile
-            self.known = {**load_answers(self.key), version: dict(results)}
+            self.known = {**load_answers(self.key), version: entry}
             save_answers(self.key, self.known)
-        del self._results[stated]

@@ -43,7 +43,7 @@ from mcp_types import (
     RequestId,
 )
 
-from orcactl.mcp_handshake import Handover, Recorder, id_key
+from orcactl.mcp_handshake import ACKNOWLEDGED, Handover, Recorder, id_key
 from orcactl.mcp_lines import MAX_LINE_BYTES, Refused, encoded, judge, read_line
 from orcad.limits import (
     MAX_ANSWERS_OWED_PER_CONNECTION,
@@ -298,16 +298,28 @@ async def _write(  # noqa: PLR0917
     recorder: Recorder | None = None,
     answered: set[str] | None = None,
     early_written: anyio.Event | None = None,
+    acknowledged: set[str] | None = None,
 ) -> None:
     """Write the server's messages to the client as they come; an answer to a request the
     client had its answer to before the SDK loaded (`answered`) is recorded and settled, not
-    written again. Nothing is written before those earlier answers are (`early_written`)."""
+    written again, and so is an acknowledgement of a subscription acknowledged then
+    (`acknowledged`). Nothing is written before those earlier answers are (`early_written`)."""
     answered = set() if answered is None else answered
+    acknowledged = set() if acknowledged is None else acknowledged
     async with from_server:
         async for item in from_server:
             data = encoded(item.message)
             if data is None:
                 continue
+            if (
+                isinstance(item.message, JSONRPCNotification)
+                and item.message.method == ACKNOWLEDGED
+                and recorder is not None
+            ):
+                subscription = recorder.acknowledged(json.loads(data).get("params"))
+                if subscription is not None and subscription in acknowledged:
+                    acknowledged.discard(subscription)
+                    continue
             if isinstance(item.message, (JSONRPCResponse, JSONRPCError)):
                 if (
                     recorder is not None
@@ -515,6 +527,7 @@ async def serve(
                 recorder,
                 set(handover.answered),
                 early_written,
+                set(handover.acknowledged),
             )
             await lowlevel.run(from_client, to_client, lowlevel.create_initialization_options())
         group.cancel_scope.cancel()  # every answer is written: no stall left to watch for

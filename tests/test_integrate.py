@@ -1209,3 +1209,38 @@ def test_the_trust_of_identical_user_hooks_follows_each_of_them(
     assert states["stop:0:0"] == {"trusted_hash": users[0].digest}
     assert states["stop:1:0"] == {"trusted_hash": users[1].digest}
     assert "stop:2:0" not in states
+
+
+@pytest.mark.parametrize(
+    ("agent", "version"), [("codex", "2025-06-18"), ("claude-code", "2026-07-28")]
+)
+def test_integrate_records_the_mcp_servers_first_answers_for_the_agents_first_session(
+    orca_env: OrcaEnv, agent: str, version: str
+) -> None:
+    # before: the agent's first session started the server with no answers recorded, and
+    # codex exec sent its first request before the SDK had loaded: without orca's tools
+    done = _integrate(orca_env, agent, "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["mcp_answers_recorded"] is True
+    cache = _home(orca_env) / ".cache" / "orca" / "mcp-handshake.json"
+    recorded = json.loads(cache.read_text())["versions"]
+    assert list(recorded) == [version]  # what this agent asks for, as its start records it
+    assert "tools" in recorded[version]["tools/list"]
+    if agent == "claude-code":  # which it waits to see acknowledged before it lists anything
+        [acknowledged] = recorded[version]["subscriptions/listen"].values()
+        assert acknowledged["notifications"]["toolsListChanged"] is True
+    assert not any(orca_env.socket.parent.glob("*.sock"))  # no orcad started for it
+
+
+def test_integrate_says_when_the_mcp_servers_answers_could_not_be_recorded(
+    orca_env: OrcaEnv,
+) -> None:
+    cache_parent = _home(orca_env) / ".cache"
+    cache_parent.parent.mkdir(parents=True, exist_ok=True)
+    cache_parent.write_text("a file where the cache directory goes")
+    done = _integrate(orca_env, "codex")
+    assert done.returncode == 0, done.stderr  # connected all the same
+    assert "the first answers of orca's MCP server could not be recorded" in done.stdout
+    done = _integrate(orca_env, "claude-code", "--json", "--orcactl", "/bin/false")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["mcp_answers_recorded"] is False

@@ -24,6 +24,7 @@ from orcactl.mcp_handshake import (
     Handover,
     Recorder,
     code_key,
+    filter_key,
     load_answers,
     save_answers,
 )
@@ -40,6 +41,7 @@ TOOLS_RESULT = {"tools": [{"name": "recall", "inputSchema": {"type": "object"}}]
 CLIENT = {"name": "t", "version": "0"}
 # the stateless revision: no initialize; every request names its version in `_meta`
 STATELESS = "2026-07-28"
+META = "io.modelcontextprotocol/"
 DISCOVER_RESULT = {
     "capabilities": {"tools": {"listChanged": True}},
     "supportedVersions": [STATELESS],
@@ -51,12 +53,18 @@ STATELESS_ANSWERS = {
     "prompts/list": {"prompts": [], "resultType": "complete"},
     "resources/list": {"resources": [], "resultType": "complete"},
 }
-KNOWN = {
-    VERSION: {"initialize": INITIALIZE_RESULT, "tools/list": TOOLS_RESULT},
-    STATELESS: STATELESS_ANSWERS,
-}
 # what Claude Code 2.1.332 writes to an MCP server it has just started
 CLAUDE_START = Path(__file__).parent / "recorded" / "claude-code-2.1.332" / "mcp-start.jsonl"
+CLAUDE_FILTER = {"toolsListChanged": True, "promptsListChanged": True, "resourcesListChanged": True}
+# the SDK's acknowledgement of a subscription to CLAUDE_FILTER, without the subscription's id
+ACKNOWLEDGEMENT = {"notifications": CLAUDE_FILTER}
+KNOWN = {
+    VERSION: {"initialize": INITIALIZE_RESULT, "tools/list": TOOLS_RESULT},
+    STATELESS: {
+        **STATELESS_ANSWERS,
+        "subscriptions/listen": {filter_key({"notifications": CLAUDE_FILTER}): ACKNOWLEDGEMENT},
+    },
+}
 
 
 def _line(message: dict[str, Any]) -> bytes:
@@ -172,25 +180,41 @@ def _stateless(
     return _line({**message, "params": {"_meta": envelope, **params}})
 
 
-def test_claude_codes_start_is_answered_from_the_cache_but_its_subscription() -> None:
+def test_claude_codes_start_is_answered_from_the_cache_its_subscription_acknowledged() -> None:
     sent = CLAUDE_START.read_bytes()
     with early_answers(sent) as (early, stdout):
         early._thread.join(timeout=30)  # it read every line and the end of input
-        handover, answers = _answers(early, stdout, 5)
+        handover, answers = _answers(early, stdout, 6)
     # each request answered with the cached answer for its method, in the order asked; the
-    # subscription (a stream that stays open) is the SDK's to answer, once it has loaded
-    assert [(answer["id"], answer["result"]) for answer in answers] == [
-        ("server-discover-probe-1", DISCOVER_RESULT),
-        (0, DISCOVER_RESULT),
-        (1, STATELESS_ANSWERS["prompts/list"]),
-        (2, STATELESS_ANSWERS["resources/list"]),
-        (3, STATELESS_TOOLS),
+    # subscription (a stream that stays open, which Claude Code waits to see acknowledged
+    # before it asks anything more) acknowledged as the SDK acknowledged it, by its own id
+    acknowledged = {
+        "jsonrpc": "2.0",
+        "method": "notifications/subscriptions/acknowledged",
+        "params": {"_meta": {f"{META}subscriptionId": "listen:0"}, **ACKNOWLEDGEMENT},
+    }
+    assert [answer.get("result", answer) for answer in answers] == [
+        DISCOVER_RESULT,
+        acknowledged,
+        DISCOVER_RESULT,
+        STATELESS_ANSWERS["prompts/list"],
+        STATELESS_ANSWERS["resources/list"],
+        STATELESS_TOOLS,
     ]
+    assert [answer.get("id") for answer in answers] == ["server-discover-probe-1", None, 0, 1, 2, 3]
     assert handover.read == sent and handover.ended
     assert handover.answered == {'"server-discover-probe-1"', "0", "1", "2", "3"}
+    # the SDK serves the stream once loaded; its own acknowledgement is then not sent again
+    assert handover.acknowledged == {'"listen:0"'}
 
 
-META = "io.modelcontextprotocol/"
+def test_a_subscription_to_other_notifications_is_left_to_the_sdk_to_acknowledge() -> None:
+    other = _stateless("listen:0", "subscriptions/listen", notifications={"toolsListChanged": True})
+    with early_answers(other + _stateless(1, "tools/list")) as (early, stdout):
+        early._thread.join(timeout=30)
+        handover, answers = _answers(early, stdout, 1)
+    assert [answer["id"] for answer in answers] == [1]  # read on, nothing acknowledged
+    assert handover.acknowledged == set()
 
 
 @pytest.mark.parametrize(
@@ -387,6 +411,21 @@ def test_the_cache_is_read_back_only_under_its_key(cache_home: Path) -> None:
                 },
             }
         ).encode(),
+        # acknowledgements that are not objects, or in a handshake's entry
+        json.dumps(
+            {
+                "format": CACHE_FORMAT,
+                "key": "k",
+                "versions": {STATELESS: {**STATELESS_ANSWERS, "subscriptions/listen": {"{}": []}}},
+            }
+        ).encode(),
+        json.dumps(
+            {
+                "format": CACHE_FORMAT,
+                "key": "k",
+                "versions": {VERSION: {**KNOWN[VERSION], "subscriptions/listen": {}}},
+            }
+        ).encode(),
         # a lone surrogate, which no answer line can carry
         b'{"format": 1, "key": "k", "versions": {"v": {"initialize": {"x": "\\ud800"}, '
         b'"tools/list": {}}}}',
@@ -452,7 +491,12 @@ def test_a_stateless_clients_answers_are_recorded_under_the_version_it_names(
             before = load_answers("k")
             recorder.answered(request["id"], by_method[request["method"]])
     assert before == {VERSION: KNOWN[VERSION]}  # written once every method is known
-    assert load_answers("k") == KNOWN  # beside the handshake's answers
+    assert load_answers("k") == {**KNOWN, STATELESS: STATELESS_ANSWERS}  # beside the handshake's
+    # the SDK's acknowledgement of the subscription, kept by the notifications asked for
+    params = {"_meta": {f"{META}subscriptionId": "listen:0"}, **ACKNOWLEDGEMENT}
+    assert recorder.acknowledged(params) == '"listen:0"'
+    assert load_answers("k") == KNOWN
+    assert recorder.acknowledged({"_meta": {}}) is None  # names no subscription
 
 
 def test_the_key_changes_with_the_code_it_stands_for(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ import json
 import os
 import pty
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+from tests.external_worker import wait_for
 from tests.harness import DaemonProcess, OrcaEnv
 from tests.hook_helpers import ORCACTL
 from tests.test_mcp_handshake import (
@@ -67,9 +69,15 @@ def test_the_second_start_answers_as_the_first_and_once(
     assert [answer["id"] for answer in second] == [1, 2, 3]
 
 
-def _stateless_session(orca: OrcaEnv, cwd: Path, sent: bytes, ids: set[object]) -> list[Any]:
+def _stateless_session(
+    orca: OrcaEnv,
+    cwd: Path,
+    sent: bytes,
+    ids: set[object],
+    until: Callable[[], bool] | None = None,
+) -> list[Any]:
     """What the server writes for `sent` until it has answered each of `ids` and acknowledged
-    the subscription, which stays open: then it is stopped."""
+    the subscription, which stays open (and `until` holds): then it is stopped."""
     written: list[Any] = []
     with subprocess.Popen(
         [ORCACTL, "mcp", "--cwd", str(cwd)],
@@ -88,8 +96,11 @@ def _stateless_session(orca: OrcaEnv, cwd: Path, sent: bytes, ids: set[object]) 
                 line = server.stdout.readline()
                 assert line, "the server stopped writing"
                 written.append(json.loads(line))
+            if until is not None:
+                wait_for(until)
         finally:
             server.kill()
+        written += [json.loads(line) for line in server.stdout.read().splitlines()]
     return written
 
 
@@ -102,21 +113,43 @@ def test_claude_codes_start_is_answered_from_the_cache_at_its_second_start(
     first = _stateless_session(orca_env, tmp_path, sent, ids)
     cache = json.loads(_cache_of(orca_env).read_text())
     assert set(cache["versions"]) == {STATELESS}
+    recorded = cache["versions"][STATELESS]
     tools = next(m["result"] for m in first if m.get("id") == 3)
-    assert cache["versions"][STATELESS]["tools/list"] == tools
-    # an answer only the cache can give: the client gets it, so the SDK had not answered
-    cache["versions"][STATELESS]["tools/list"]["tools"][0]["description"] = "from the cache"
+    assert recorded["tools/list"] == tools
+    [acknowledgement] = [m for m in first if "id" not in m]
+    [kept] = recorded["subscriptions/listen"].values()
+    assert kept == {k: v for k, v in acknowledgement["params"].items() if k != "_meta"}
+    # answers only the cache can give: the client gets them, so the SDK had not answered
+    recorded["tools/list"]["tools"][0]["description"] = "from the cache"
+    kept["notifications"]["fromTheCache"] = True
     _cache_of(orca_env).write_text(json.dumps(cache))
-    second = _stateless_session(orca_env, tmp_path, sent, ids)
-    answers = [m for m in second if "id" in m]
+    # a last request only the SDK answers: it has loaded, and read the subscription, when it
+    # answers it; then its own acknowledgement is recorded in place of the one that differs
+    paged = _line(
+        {"jsonrpc": "2.0", "id": 9, "method": "resources/list", "params": {"cursor": "x"}}
+    )
+
+    def recorded_again() -> bool:
+        versions = json.loads(_cache_of(orca_env).read_text())["versions"]
+        return "fromTheCache" not in json.dumps(versions[STATELESS]["subscriptions/listen"])
+
+    second = _stateless_session(orca_env, tmp_path, sent + paged, ids | {9}, recorded_again)
+    answers = [m for m in second if "id" in m and m["id"] != 9]
     assert [m["id"] for m in answers] == ["server-discover-probe-1", 0, 1, 2, 3]  # once each
     assert answers[-1]["result"]["tools"][0]["description"] == "from the cache"
-    # the rest is the SDK's own answers, and it acknowledged the subscription passed over to it
+    # the rest is the SDK's own answers
     assert sorted(map(json.dumps, answers[:-1])) == sorted(
         json.dumps(m) for m in first if m.get("id") in ids - {3}
     )
-    acknowledged = [m for m in second if "id" not in m]
-    assert acknowledged == [m for m in first if "id" not in m]
+    # the subscription acknowledged once, from the cache, before the lists were answered; the
+    # SDK serves it, and its own acknowledgement is kept for the next start, not sent
+    [acknowledged] = [m for m in second if "id" not in m]
+    assert acknowledged["params"]["notifications"]["fromTheCache"] is True
+    assert second.index(acknowledged) < second.index(answers[1])
+    recorded_again = json.loads(_cache_of(orca_env).read_text())["versions"][STATELESS]
+    assert list(recorded_again["subscriptions/listen"].values()) == [
+        {k: v for k, v in acknowledgement["params"].items() if k != "_meta"}
+    ]
 
 
 async def test_the_sdk_client_gets_the_cached_tools_and_the_sdk_takes_over(
