@@ -720,7 +720,7 @@ def backfill(search: ProjectMemorySearch, embeddings: Embeddings) -> int:
 
 def test_a_projects_fact_vectors_are_held_once_in_recalls_cache(tmp_path: Path) -> None:
     """Recall stacks a project's vectors into one matrix; the vectors it read from the index
-    are then that matrix's rows, not a second copy (about 190 KiB per project of 128 facts)."""
+    are then that matrix's rows, not a second copy (about 96 KiB per project of 128 facts)."""
     embeddings = Embeddings.load("builtin")
     ledger = numbered(limits.LEDGER_MAX_CANDIDATES)
     facts = [candidate.fact for candidate in ledger.candidates]
@@ -735,6 +735,30 @@ def test_a_projects_fact_vectors_are_held_once_in_recalls_cache(tmp_path: Path) 
     assert len(cache.vectors) == len(facts) == len(matrix)
     copies = [v for v in cache.vectors.values() if not np.shares_memory(v, matrix)]
     assert sum(vector.nbytes for vector in copies) == 0
+    search.close()
+
+
+def test_a_projects_fact_vectors_take_two_bytes_a_number_and_rank_as_read(tmp_path: Path) -> None:
+    """The index stores each fact's vector as float16; recall keeps them so (96 KiB for 128
+    facts of 384 numbers, not 192 KiB a project), and ranks on exactly the numbers it read."""
+    embeddings = Embeddings.load("builtin")
+    ledger = numbered(limits.LEDGER_MAX_CANDIDATES)
+    facts = [candidate.fact for candidate in ledger.candidates]
+    commit(tmp_path, ledger, fact_embedder(embeddings)(facts, tmp_path))
+    search = ProjectMemorySearch(lambda _project: tmp_path, embeddings=embeddings)
+    query = embeddings.query("which numbered fact is seven?")
+    assert query is not None
+    found = search.search_blocking("p", ["numbered", "fact", "seven"], 6, query)
+    assert found
+    cache = search._caches.cached("p")
+    assert cache is not None and cache.stacked is not None
+    matrix = cache.stacked[0]
+    assert matrix.shape == (len(facts), DIMS)
+    assert matrix.nbytes <= len(facts) * DIMS * 2
+    stored = read_index_vectors(tmp_path / INDEX_FILE)
+    assert stored is not None
+    for candidate, row in zip(ledger.candidates, matrix, strict=True):
+        assert row.tobytes() == stored.by_text[candidate.fact]  # the very numbers stored
     search.close()
 
 

@@ -39,7 +39,6 @@ from orcad.errors import StorageError
 from orcad.limits import LEDGER_MAX_CANDIDATES, RECALL_AUTOMATIC_MAX_ENTRIES
 from orcad.query import most_selective, stem, stems
 from orcad.recall import rank
-from orcad.recall.embedders import Array
 from orcad.recall.embedding import Embeddings, PromptQuery
 from orcad.recall.fact_backfill import FactVectorBackfill
 from orcad.recall.project_cache import (
@@ -236,7 +235,7 @@ class ProjectMemorySearch:
             places = self._stem_places(cache, key)  # (take and put: faster than `[places] +=`)
             covered.put(places, covered.take(places) + np.float32(term_weight / total))
         matrix, embedded, centre = self._stacked(project_id, cache, len(query.vector))
-        raw = matrix @ query.vector
+        raw = matrix.astype(np.float32) @ query.vector
         cosines = np.where(embedded, raw, np.nan)
         # only the most relevant few become ranking candidates (128 would cost more than search)
         weight = self._embeddings.lexical_weight
@@ -293,19 +292,23 @@ class ProjectMemorySearch:
 
     def _stacked(
         self, project_id: str, cache: ProjectCache, dims: int
-    ) -> tuple[Array, npt.NDArray[np.bool_], rank.StoreCentre]:
+    ) -> tuple[npt.NDArray[np.float16], npt.NDArray[np.bool_], rank.StoreCentre]:
         """The records' vectors as one matrix in `records` order, `dims` wide (the prompt's),
         which rows are real (a record without a vector of that width, none could be made or
         an endpoint now answers in another width, ranks on its words) and their centre."""
         vectors = self._caches.vectors(cache)
         if cache.stacked is None or cache.stacked[0].shape[1] != dims:
-            matrix = np.zeros((len(cache.records), dims), dtype=np.float32)
+            # float16, as the index stores them: half the bytes of float32 and the same values
+            # (a vector the backfill made is rounded as its index row is, and read back after a
+            # start); ranking reads them widened to float32, as before
+            matrix = np.zeros((len(cache.records), dims), dtype=np.float16)
             embedded = np.zeros(len(cache.records), dtype=np.bool_)
             for n, record_id in enumerate(cache.records):
                 vector = vectors.get(record_id)
                 if vector is not None and len(vector) == dims:
                     matrix[n], embedded[n] = vector, True
                     vectors[record_id] = matrix[n]  # kept once: the matrix's row, not a copy
-            cache.stacked = (matrix, embedded, rank.StoreCentre.of(matrix, embedded))
+            centre = rank.StoreCentre.of(matrix.astype(np.float32), embedded)
+            cache.stacked = (matrix, embedded, centre)
             self._caches.note(project_id, cache)  # (only then can the facts without one change)
         return cache.stacked

@@ -43,6 +43,8 @@ from orcad.storage_faults import fault_text
 log = structlog.get_logger("orcad.recall.automatic")
 
 ErrorRecorder = Callable[[str, str], None]
+# a fact's vector: float32 as read or embedded, float16 once a row of the stacked matrix
+FactVector = npt.NDArray[np.float32] | npt.NDArray[np.float16]
 PROJECTS_CACHED = 64  # projects whose ledger and open index are kept, least recently used dropped
 
 # bm25 is lower-is-better; equal ranks newest first
@@ -75,11 +77,12 @@ class ProjectCache:
     # per record recall found without a vector: whether it looks like a secret (never embedded)
     unembeddable: dict[str, bool] = field(default_factory=dict)
     # under `vectors_model`; once stacked, each is a row of `stacked`'s matrix, not a copy
-    vectors: dict[str, Array] = field(default_factory=dict)
+    vectors: dict[str, FactVector] = field(default_factory=dict)
     vectors_model: str | None = None
-    # `vectors` stacked in `records` order (zero rows where there is none), which rows are
+    # `vectors` stacked in `records` order (zero rows where there is none) as float16, the
+    # index's own precision (half the bytes of float32: 96 KiB for 128 facts), which rows are
     # real, and the centre of those; None when `vectors` changed since
-    stacked: tuple[Array, npt.NDArray[np.bool_], StoreCentre] | None = None
+    stacked: tuple[npt.NDArray[np.float16], npt.NDArray[np.bool_], StoreCentre] | None = None
     # per record (in `records` order), the place of the newest record that corrects it, if any
     # (orcad.recall.rank.corrections_among); None until a recall needs them
     corrected_by: list[int | None] | None = None
@@ -265,7 +268,7 @@ class ProjectCaches:
         except Exception as exc:  # whatever broke the index, the ledger still answers
             self.problem("recall.index_unusable", f"{type(exc).__name__}: {exc}", project_id)
 
-    def vectors(self, cache: ProjectCache) -> dict[str, Array]:
+    def vectors(self, cache: ProjectCache) -> dict[str, FactVector]:
         """Each record's vector under the current model, from the index (records it holds none
         for rank on their words until the backfill has embedded them: `note`)."""
         assert self.embeddings is not None
