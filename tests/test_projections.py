@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import gc
 import os
 import sqlite3
 import stat
 import tracemalloc
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -759,6 +760,89 @@ def test_a_projects_fact_vectors_take_two_bytes_a_number_and_rank_as_read(tmp_pa
     assert stored is not None
     for candidate, row in zip(ledger.candidates, matrix, strict=True):
         assert row.tobytes() == stored.by_text[candidate.fact]  # the very numbers stored
+    search.close()
+
+
+def index_connections(directories: Iterable[Path]) -> int:
+    """How many open file descriptors of this process are the projects' index files."""
+    indexes = {str(directory / INDEX_FILE) for directory in directories}
+    found = 0
+    for fd in Path("/proc/self/fd").iterdir():
+        with contextlib.suppress(OSError):
+            found += os.readlink(fd) in indexes
+    return found
+
+
+def projects_with_vectors(tmp_path: Path, embeddings: Embeddings, count: int) -> dict[str, Path]:
+    directories = {}
+    for number in range(count):
+        directory = directories[f"p{number}"] = tmp_path / f"p{number}"
+        directory.mkdir()
+        facts = [
+            f"Service {number} installs its packages with pnpm, never npm.",
+            f"Releases of service {number} are cut on Thursdays.",
+            f"Service {number} logs to /var/log/service-{number}.log.",
+        ]
+        commit(directory, with_facts(Ledger(), *facts), fact_embedder(embeddings)(facts, directory))
+    return directories
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="counts fds through /proc")
+def test_projects_left_idle_keep_no_index_connection_and_recall_the_same(tmp_path: Path) -> None:
+    """Each open index connection holds SQLite's schema and page cache: only the projects
+    searched most lately keep theirs, and the others recall the same facts without one."""
+    embeddings = Embeddings.load("builtin")
+    directories = projects_with_vectors(tmp_path, embeddings, 3 * project_cache.INDEXES_OPEN)
+    search = ProjectMemorySearch(directories.__getitem__, embeddings=embeddings)
+    prompts = ["which package manager installs packages?", "when are releases cut?"]
+
+    def recalled() -> dict[tuple[str, str], list[str]]:
+        found = {}
+        for project in directories:
+            for prompt in prompts:
+                query = embeddings.query(prompt)
+                assert query is not None
+                records = search.search_blocking(project, distinct_terms(prompt), 6, query)
+                found[project, prompt] = [record.id for record in records]
+        return found
+
+    first = recalled()
+    assert all(first.values())
+    assert 0 < index_connections(directories.values()) <= project_cache.INDEXES_OPEN
+    assert recalled() == first  # again, the idle ones without a connection
+    assert index_connections(directories.values()) <= project_cache.INDEXES_OPEN
+    restarted = ProjectMemorySearch(directories.__getitem__, embeddings=embeddings)
+    search.close()
+    search = restarted
+    assert recalled() == first  # as a daemon that never closed one
+    search.close()
+    assert index_connections(directories.values()) == 0
+
+
+def test_the_backfill_writes_its_vectors_to_the_index_of_a_project_left_idle(
+    tmp_path: Path,
+) -> None:
+    """A project whose index connection was closed while idle still has an index the backfill
+    writes its vectors to (else they would be embedded again after every start)."""
+    model = CountingModel()
+    embeddings = Embeddings("builtin", model)
+    directories = projects_with_vectors(tmp_path, embeddings, project_cache.INDEXES_OPEN)
+    facts = ["The frontend uses pnpm, never npm.", "Releases are cut on Thursdays."]
+    directories["p"] = tmp_path / "p"
+    directories["p"].mkdir()
+    commit(directories["p"], with_facts(Ledger(), *facts))  # an index without vectors
+    search = ProjectMemorySearch(directories.__getitem__, embeddings=embeddings)
+    assert recall_first(search, embeddings, model) == facts[0]  # by their words meanwhile
+    query = embeddings.query("which package manager?")
+    for project in directories:
+        if project != "p":
+            search.search_blocking(project, ["package", "manager"], 6, query)
+    cache = search._caches.cached("p")
+    assert cache is not None and cache.index is None  # left idle
+    model.texts.clear()
+    assert backfill(search, embeddings) == 2 and sorted(model.texts) == sorted(facts)
+    stored = read_index_vectors(directories["p"] / INDEX_FILE)
+    assert stored is not None and set(stored.by_text) == set(facts)
     search.close()
 
 

@@ -136,8 +136,11 @@ class ProjectMemorySearch:
         and gates) the ranking is hybrid and floored (orcad.recall.rank)."""
         directory = self._caches.project_dir(project_id)
         cache = self._caches.cache(project_id)
-        with cache.lock:
-            return self._search_locked(project_id, directory, cache, terms, limit, query)
+        try:
+            with cache.lock:
+                return self._search_locked(project_id, directory, cache, terms, limit, query)
+        finally:
+            self._caches.release_idle_indexes()
 
     def close(self) -> None:
         """Close every open index connection (daemon shutdown, tests)."""

@@ -261,7 +261,9 @@ class FactVectorBackfill:
         if moved and not self._refresh_locked(project_id, cache):
             return
         model, ledger = cache.vectors_model, cache.ledger
-        if not self._caches.use_index or cache.index is None or model is None or ledger is None:
+        # (a connection released while idle leaves the signature of the index it found usable)
+        usable = cache.index_signature is not None
+        if not self._caches.use_index or not usable or model is None or ledger is None:
             return  # no usable index to keep them in: they stay in memory (while cached)
         vectors = IndexVectors(
             model,

@@ -46,6 +46,9 @@ ErrorRecorder = Callable[[str, str], None]
 # a fact's vector: float32 as read or embedded, float16 once a row of the stacked matrix
 FactVector = npt.NDArray[np.float32] | npt.NDArray[np.float16]
 PROJECTS_CACHED = 64  # projects whose ledger and open index are kept, least recently used dropped
+# projects, of those searched most lately, whose index connection stays open (about 0.2 MiB
+# each); the others' is closed once their search is over (`ProjectCaches.release_idle_indexes`)
+INDEXES_OPEN = 4
 
 # bm25 is lower-is-better; equal ranks newest first
 _INDEX_QUERY = (
@@ -96,6 +99,26 @@ class ProjectCache:
         if self.index is not None:
             self.index.close()
         self.index, self.index_signature, self.index_fingerprint = None, None, ""
+
+    def release_index(self) -> None:
+        """Close the connection, keeping what it found of its file (signature, fingerprint):
+        while the file stays the same, a hybrid search needs no connection to it
+        (`ProjectCaches.index_for_vectors`); a lexical one opens it again."""
+        if self.index is not None:
+            self.index.close()
+            self.index = None
+
+    def index_known_current(self, path: Path, fingerprint: str, model: str | None) -> bool:
+        """Whether the index file is still the one last opened, built from the ledger of
+        `fingerprint`, and its vectors of `model` already read: nothing a connection would
+        give."""
+        return (
+            self.index_signature is not None
+            and self.index_fingerprint == fingerprint
+            and self.index_vectors_read == self.index_signature
+            and self.vectors_model == model
+            and file_signature(path) == self.index_signature
+        )
 
 
 def search_index(
@@ -229,6 +252,23 @@ class ProjectCaches:
                 self.wanting.pop(dropped, None)  # its next recall notes it again
             return cache
 
+    def release_idle_indexes(self) -> None:
+        """Close the index connections of the projects recall cached but has not searched
+        among the latest INDEXES_OPEN, once their vectors are read (a hybrid search needs the
+        connection no more; a lexical one, without a model, keeps it): each costs SQLite's
+        schema and page cache. One in use (its lock held) is left for the next time."""
+        with self.lock:
+            caches = list(self.projects.values())
+        for cache in caches[: max(0, len(caches) - INDEXES_OPEN)]:
+            if cache.index is None or not cache.lock.acquire(blocking=False):
+                continue  # (none, or in use: left for the next time)
+            try:
+                signature = cache.index_signature
+                if signature is not None and cache.index_vectors_read == signature:
+                    cache.release_index()
+            finally:
+                cache.lock.release()
+
     def cached(self, project_id: str) -> ProjectCache | None:
         """The project's cache, recall's or the backfill's (with `lock` held)."""
         return self.projects.get(project_id) or self.backfill_caches.get(project_id)
@@ -258,6 +298,10 @@ class ProjectCaches:
         it. Without it, the facts' vectors are the ones the backfill keeps in memory."""
         if not self.use_index:
             return
+        model = None if self.embeddings is None else self.embeddings.model_id
+        path = projections.index_path(directory)
+        if cache.index is None and cache.index_known_current(path, ledger.fingerprint, model):
+            return  # (released while idle: the same file, its vectors read)
         try:
             try:
                 open_current_index(cache, directory, ledger.fingerprint)
