@@ -24,6 +24,7 @@ import msgspec
 from orcad.errors import StartupError
 from orcad.limits import HOLDER_PING_TIMEOUT_S, SOCKET_PROBE_TIMEOUT_S, STOPPING_HOLDER_WAIT_S
 from orcad.paths import Paths
+from orcad.regular_files import read_regular_file
 
 PRIVATE_DIR = 0o700
 
@@ -319,9 +320,19 @@ def write_private_atomically(path: Path, data: bytes) -> None:
         raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from exc
 
 
+# an instance file is one short JSON object: anything longer is not one
+INSTANCE_MAX_BYTES = 4096
+
+
 def read_instance(path: Path) -> Instance | None:
+    """The daemon the instance file names; None when there is none to be read. Only a regular
+    file is read (a FIFO put there would hold a start until a writer came, and SIGTERM with
+    it), and only its first INSTANCE_MAX_BYTES, as the clients read it."""
     try:
-        return msgspec.json.decode(path.read_bytes(), type=Instance)
+        data = read_regular_file(path, INSTANCE_MAX_BYTES + 1, follow_symlinks=False)
+        if len(data) > INSTANCE_MAX_BYTES:
+            return None
+        return msgspec.json.decode(data, type=Instance)
     except (OSError, msgspec.DecodeError, msgspec.ValidationError):
         return None
 

@@ -132,3 +132,21 @@ def test_a_lock_file_deleted_again_and_again_leaves_no_descriptors_behind(
     daemon.stop()
     daemon.start()
     assert json.loads((orca_env.memory_root / "orcad.pid").read_bytes())["pid"] != pid
+
+
+def test_a_pid_file_that_is_a_fifo_does_not_hold_a_start(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess]
+) -> None:
+    # a start reads orcad.pid to learn who holds the memory: a FIFO there must not be waited
+    # on (no writer ever comes, and SIGTERM would not end the wait either)
+    orca_env.memory_root.mkdir(mode=0o700)
+    pid_file = orca_env.memory_root / "orcad.pid"
+    os.mkfifo(pid_file, 0o600)
+    daemon = DaemonProcess(orca_env)
+    daemon_factory.append(daemon)
+    daemon.spawn()
+    daemon.wait_ready(timeout=15)
+    pid = daemon.call("daemon.ping").pid
+    assert json.loads(pid_file.read_bytes())["pid"] == pid
+    assert daemon.stop() == 0
+    assert not pid_file.exists()
