@@ -687,6 +687,39 @@ def test_a_local_bert_model_directory_is_run_in_process(tmp_path: Path) -> None:
         load_embedder(str(directory))
 
 
+def load_into(directory: Path, outcome: list[BaseException]) -> None:
+    try:
+        load_embedder(str(directory))
+    except BaseException as exc:  # whatever it is, the test reports it
+        outcome.append(exc)
+
+
+@pytest.mark.parametrize("name", ["config.json", "model.safetensors"])
+def test_a_bert_model_file_that_never_ends_is_refused_not_read(tmp_path: Path, name: str) -> None:
+    # a FIFO would be read until a writer came (the model stays loading, a daemon's SIGTERM
+    # and `orcactl doctor` wait for it), and /dev/zero until memory ran out
+    directory = tmp_path / "tiny-bert"
+    directory.mkdir()
+    write_tiny_bert(directory)
+    endless = directory / name
+    for make in ("fifo", "device"):
+        endless.unlink()
+        if make == "fifo":
+            os.mkfifo(endless)
+        else:
+            endless.symlink_to("/dev/zero")
+        outcome: list[BaseException] = []
+        loading = threading.Thread(target=load_into, args=(directory, outcome), daemon=True)
+        loading.start()
+        loading.join(timeout=10)
+        if loading.is_alive() and make == "fifo":  # let the stuck reader go: it reads an end
+            os.close(os.open(endless, os.O_WRONLY | os.O_NONBLOCK))
+        assert not loading.is_alive(), f"loading waited on {make} {name}"
+        [error] = outcome
+        assert isinstance(error, EmbeddingUnavailable), error
+        assert f"{endless} is not a regular file" in str(error), error
+
+
 def hashed_vector(text: str, dims: int = 32) -> list[float]:
     vector = [0.0] * dims
     for word in text.lower().split():

@@ -144,8 +144,10 @@ class TransformerEmbedder(RankingSettings):
 
 def load_transformer(directory: Path) -> TransformerEmbedder:
     try:
+        require_regular_file(directory / "config.json")
         config = json.loads((directory / "config.json").read_text(encoding="utf-8"))
         vocab = read_vocab(directory / "vocab.txt")
+        require_regular_file(directory / "model.safetensors")
         weights = read_safetensors(directory / "model.safetensors")
         heads = int(config["num_attention_heads"])
         digest = hashlib.sha256(
