@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
+import stat
 import time
 from pathlib import Path
 
@@ -36,6 +37,14 @@ def state_db_problem(path: Path) -> str | None:
     be checked now (PASSING_FAULTS): it must be kept."""
     if not path.exists():
         return None
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:  # deleted meanwhile
+        return None
+    if not stat.S_ISREG(mode):
+        # SQLite fails on a FIFO or a device only once it reads or syncs, as a disk error,
+        # which would keep it in place for good
+        return "not a regular file"
     try:
         connection = sqlite3.connect(str(path), isolation_level=None)
     except sqlite3.Error as exc:

@@ -525,6 +525,18 @@ def test_deliberate_database_readable_by_others(orca_env: OrcaEnv) -> None:
     assert str(orca_env.deliberate_db) in only_problem(findings, "database")["detail"]
 
 
+def test_a_fifo_in_place_of_the_deliberate_database_is_named_not_waited_on(
+    orca_env: OrcaEnv,
+) -> None:
+    # opened read-only, a FIFO would hold doctor until some process wrote to it
+    os.mkfifo(orca_env.deliberate_db, 0o600)
+    status, findings = doctor(orca_env)
+    assert status == 1
+    [found] = problems(findings, "databases")
+    assert found["detail"].startswith(f"{orca_env.deliberate_db} is not a regular file"), found
+    assert f"mv {orca_env.deliberate_db} " in found["fix"], found
+
+
 def test_config_that_does_not_parse(orca_env: OrcaEnv) -> None:
     orca_env.write_config("[extraction\nprovider = 'heuristic'\n")
     status, findings = doctor(orca_env)

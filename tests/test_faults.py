@@ -358,6 +358,27 @@ def test_a_directory_in_place_of_the_state_database_is_moved_aside_at_start(
     ]
 
 
+def test_a_fifo_in_place_of_the_state_database_is_moved_aside_not_called_a_disk_error(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    # SQLite opens a FIFO and fails only when it syncs, as an I/O error: taken for a failing
+    # disk, the FIFO was kept and every session.open answered -32017 "check it (dmesg)"
+    cwd = workdir(tmp_path)
+    orca_env.memory_root.mkdir(parents=True, mode=0o700)
+    state_db = orca_env.memory_root / "daemon-state.sqlite3"
+    os.mkfifo(state_db, 0o600)
+    _code, findings = doctor(orca_env)
+    [found] = [f for f in problems(findings, "databases") if str(state_db) in f["detail"]]
+    assert "not a regular file" in found["detail"] and "dmesg" not in found["fix"], found
+    daemon = start(orca_env, daemon_factory)
+    assert daemon.call("session.open", {"cwd": cwd}).epoch > 0
+    [message] = recent(daemon, "state_db_recreated")
+    assert "not a regular file" in message, message
+    [moved] = orca_env.memory_root.glob("daemon-state.sqlite3.damaged-*")
+    assert stat.S_ISFIFO(moved.lstat().st_mode)
+    assert stat.S_ISREG(state_db.lstat().st_mode)
+
+
 def test_a_memory_database_on_a_full_disk_is_not_called_damaged(
     orca_env: OrcaEnv, tmp_path: Path
 ) -> None:

@@ -4,6 +4,7 @@ damaged job files and ledgers, faults the running daemon recorded, and a check t
 from __future__ import annotations
 
 import sqlite3
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -126,6 +127,16 @@ def check_memory_database(path: Path) -> Finding:
     """PRAGMA quick_check of memory.sqlite3, read-only (safe while orcad runs)."""
     if not path.exists():
         return Finding("databases", "ok", f"{path} does not exist yet")
+    if not stat.S_ISREG(path.stat().st_mode):
+        # opened read-only, a FIFO would hold doctor until some writer came
+        return Finding(
+            "databases",
+            "problem",
+            f"{path} is not a regular file (a FIFO, a device or a directory), so it holds no "
+            "deliberate memory and orcad cannot keep any there",
+            f"stop orcad, move it aside (mv {path} {path}.not-a-database) and put the database "
+            "file back, or start orcad without it to begin an empty one",
+        )
     problem: str | None
     try:
         connection = _open_read_only(path)
