@@ -379,6 +379,29 @@ def test_a_fifo_in_place_of_the_state_database_is_moved_aside_not_called_a_disk_
     assert stat.S_ISREG(state_db.lstat().st_mode)
 
 
+def test_a_project_lock_file_that_cannot_be_locked_is_named_not_its_directory(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    # "cannot lock <project directory>: Is a directory" sent the user to a directory that is
+    # one, rather than to the lock file inside it
+    cwd = workdir(tmp_path)
+    daemon = start(orca_env, daemon_factory, "[extraction]\nworkers = 0\n")
+    session = daemon.call("session.open", {"cwd": cwd, "mode": "yolo"})
+    ids = {"session_id": session.session_id, "epoch": session.epoch}
+    written = daemon.call("remember", {**ids, "text": "we deploy on Tuesdays", "scope": "project"})
+    lock = Path(written.path).parent / ".lock"
+    lock.unlink()
+    lock.mkdir()
+    fact = {**ids, "text": "we release on Fridays", "scope": "project"}
+    error = remote_error(daemon, "remember", fact)
+    assert error.code == -32017, error
+    assert error.data["path"] == str(lock), error.data
+    assert error.error.message.startswith(f"cannot lock {lock}: "), error.error.message
+    assert not Path(written.path).read_text().count("Fridays")
+    lock.rmdir()
+    assert daemon.call("remember", fact).bytes > 0
+
+
 def test_a_memory_database_on_a_full_disk_is_not_called_damaged(
     orca_env: OrcaEnv, tmp_path: Path
 ) -> None:

@@ -170,9 +170,9 @@ def run_with_project_lock(
             path=str(directory),
             reason="locked",  # as for a database another process keeps locked
         ) from exc
-    except OSError as exc:
+    except OSError as exc:  # the lock file's own fault (a directory or a FIFO there, its mode)
         raise StorageError(
-            f"cannot lock {directory}: {exc.strerror or exc}", path=str(directory)
+            f"cannot lock {lock.lock_file}: {exc.strerror or exc}", path=lock.lock_file
         ) from exc
     try:
         return work()
