@@ -279,6 +279,28 @@ async def test_a_purge_still_owed_when_the_daemon_stops_is_made_at_the_next_star
     assert not (tmp_path / "state.sqlite3.purge-owed").exists()
 
 
+@pytest.mark.parametrize("holds_a_file", [False, True])
+async def test_a_directory_where_the_purge_marker_goes_is_purged_for_not_a_failure(
+    tmp_path: Path, holds_a_file: bool
+) -> None:
+    # unlinking it after the purge raised IsADirectoryError: every recall of the daemon
+    # answered an internal error for as long as the directory was there
+    database = tmp_path / "state.sqlite3"
+    store = SnapshotStore(database, write_delay_s=0.0)
+    await store.get_or_take(key("s", "t"), lambda: _ready(result("a", "uses quartz-lemur")))
+    await store.aclose()
+    marker = tmp_path / "state.sqlite3.purge-owed"
+    marker.mkdir()
+    if holds_a_file:
+        (marker / "notes").write_text("mine")
+    reopened = SnapshotStore(database)
+    again = await reopened.get_or_take(key("s", "t"), Taker())
+    assert again.snapshot_id == "snap_1" and "quartz-lemur" not in again.context
+    await reopened.aclose()
+    assert b"quartz-lemur" not in database.read_bytes()
+    assert marker.exists() == holds_a_file  # nothing of the user's is deleted
+
+
 async def _ready(value: RecallResult) -> RecallResult:
     return value
 

@@ -70,7 +70,11 @@ def _purge_all(connection: sqlite3.Connection, marker: Path) -> bool:
     connection.execute("PRAGMA secure_delete = ON")
     connection.execute("DELETE FROM recall_snapshots")
     truncated = truncate_wal(connection)
-    marker.unlink(missing_ok=True)
+    try:
+        marker.unlink(missing_ok=True)
+    except IsADirectoryError:  # not ours, yet it says the same: the purge is made all the same
+        with contextlib.suppress(OSError):  # one that holds files stays, and is purged for again
+            marker.rmdir()
     log.warning("recall.snapshots_dropped_for_owed_purge")
     return truncated
 
