@@ -402,6 +402,25 @@ def test_a_project_lock_file_that_cannot_be_locked_is_named_not_its_directory(
     assert daemon.call("remember", fact).bytes > 0
 
 
+def test_a_file_in_place_of_the_projects_directory_is_a_storage_error_naming_it(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    # listing it raised NotADirectoryError, answered as an internal error (-32603)
+    cwd = workdir(tmp_path)
+    daemon = start(orca_env, daemon_factory, "[extraction]\nworkers = 0\n")
+    daemon.call("session.open", {"cwd": cwd})
+    projects_dir = orca_env.memory_root / "projects"
+    projects_dir.rename(tmp_path / "projects.saved")
+    projects_dir.write_text("not a directory")
+    error = remote_error(daemon, "projects.list", {})
+    assert (error.code, error.data["path"]) == (-32017, str(projects_dir)), error
+    assert f"{projects_dir} is not a directory" in error.error.message, error.error.message
+    assert daemon.call("daemon.ping").pid > 0
+    projects_dir.unlink()
+    (tmp_path / "projects.saved").rename(projects_dir)
+    assert len(daemon.call("projects.list").projects) == 1
+
+
 def test_a_memory_database_on_a_full_disk_is_not_called_damaged(
     orca_env: OrcaEnv, tmp_path: Path
 ) -> None:
