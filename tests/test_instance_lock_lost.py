@@ -41,7 +41,12 @@ def test_a_second_daemon_is_refused_after_the_first_ones_lock_file_was_deleted(
         )
         assert second.returncode != 0, second.stderr
         assert "already running on the memory" in second.stderr, second.stderr
-        assert f"pid {first_pid}" in second.stderr and str(lock) in second.stderr
+        assert f"pid {first_pid}" in second.stderr
+        # refused for the lock file it found gone; or, once the first daemon had made it again
+        # (within a second: orcad.main.keep_instance_lock), for the lock held, as any second
+        # start is (which of the two depends on how long this start took to get there)
+        if str(lock) not in second.stderr:
+            assert lock.exists() and "stop it first" in second.stderr, second.stderr
         assert "Traceback" not in second.stderr
         assert not (orca_env.root / "run" / "other.sock").exists()
         # the first one is still named as the daemon of this memory, and still serves it
