@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import json
 import os
@@ -23,6 +24,7 @@ from orcad.capture import jobstore, ledger, projections, projects
 from orcad.capture.records import AttemptError, new_job
 from protocol.errors import RemoteError
 from protocol.types import EmbeddingStatus
+from tests.external_worker import wait_for
 from tests.harness import DaemonProcess, OrcaEnv
 
 pytestmark = pytest.mark.daemon
@@ -350,8 +352,17 @@ def test_a_jobs_directory_reached_through_a_link_is_no_problem(
     session = daemon.call("session.open", {"cwd": str(cwd)})
     jobs = orca_env.memory_root / "projects" / session.project.id / projects.JOBS_DIR
     (tmp_path / "jobs-elsewhere").mkdir(mode=0o700)
-    jobs.rmdir()
-    jobs.symlink_to(tmp_path / "jobs-elsewhere")
+
+    def linked() -> bool:  # the opened project's work in the background may make it again
+        with contextlib.suppress(FileNotFoundError):
+            jobs.rmdir()
+        try:
+            jobs.symlink_to(tmp_path / "jobs-elsewhere")
+        except FileExistsError:
+            return False
+        return True
+
+    wait_for(linked)
     params = {
         "session_id": session.session_id,
         "epoch": session.epoch,
