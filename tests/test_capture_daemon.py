@@ -1098,6 +1098,58 @@ def test_a_turn_reported_again_after_its_fact_was_forgotten_makes_no_job(
     )
 
 
+def test_a_damaged_forgotten_jobs_list_refuses_new_turns_and_forgets_and_is_kept(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    """A forgotten-jobs.json that does not parse no longer says which turns taught forgotten
+    facts: a turn reported again must not be extracted anew, and a forget must not write the
+    list whole without the ids it held. Both are refused, naming the file, until it is dealt
+    with; the damaged file is never written over."""
+    daemon = start(orca_env, daemon_factory)
+    cwd = project_dir(tmp_path)
+    session = daemon.call("session.open", {"cwd": str(cwd)})
+    params = turn_params(session, "t1", "We use pnpm.", "We use ruff.")
+    job_id = daemon.call("turn.completed", params).job_id
+    wait_for(lambda: daemon.call("jobs.list", {}).jobs[0].state == "committed")
+    inspected = daemon.call("projects.inspect", {"cwd": str(cwd)})
+    pnpm = next(c for c in inspected.ledger.candidates if "pnpm" in c.fact)
+    forget = {"project_id": session.project.id, "candidate_id": pnpm.id}
+    daemon.call("ledger.forget", {**forget, "revision": inspected.ledger.revision})
+    noted = orca_env.memory_root / "projects" / session.project.id / "forgotten-jobs.json"
+    sound = noted.read_bytes()
+    assert job_id.encode() in sound
+    noted.write_bytes(sound[: len(sound) // 2])  # torn: the ids it held are unknown now
+
+    for turn in (params, turn_params(session, "t2", "Deploys go out on Fridays.")):
+        error = remote_error(daemon, "turn.completed", turn)
+        assert (error.code, error.kind, error.data["reason"]) == (-32017, "storage", "corrupt")
+        assert str(noted) in str(error) and "move it aside" in str(error)
+    assert daemon.call("jobs.list", {}).jobs == []  # no job made, nothing extracted
+    ruff = next(
+        c
+        for c in daemon.call("projects.inspect", {"cwd": str(cwd)}).ledger.candidates
+        if "ruff" in c.fact
+    )
+    revision = daemon.call("projects.inspect", {"cwd": str(cwd)}).ledger.revision
+    error = remote_error(
+        daemon,
+        "ledger.forget",
+        {"project_id": session.project.id, "candidate_id": ruff.id, "revision": revision},
+    )
+    assert (error.code, error.data["reason"]) == (-32017, "corrupt")
+    assert str(noted) in str(error)
+    ledger = daemon.call("projects.inspect", {"cwd": str(cwd)}).ledger
+    assert ledger.revision == revision and ruff.id in [c.id for c in ledger.candidates]
+    assert noted.read_bytes() == sound[: len(sound) // 2]  # left as found
+    errors = daemon.call("daemon.status").recent_errors
+    assert any(e.kind == "storage" and str(noted) in e.message for e in errors)
+
+    noted.write_bytes(sound)  # restored from a backup: the turn is the duplicate it is again
+    again = daemon.call("turn.completed", params)
+    assert (again.job_id, again.duplicate) == (job_id, True)
+    assert daemon.call("jobs.list", {}).jobs == []
+
+
 def test_orcactl_forget_of_another_projects_candidate_says_where_it_is(
     orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
 ) -> None:

@@ -24,6 +24,7 @@ from orcad.capture.ledger import CandidateRecord, forgotten_digest
 from orcad.capture.records import encode_job, new_job
 from orcad.capture.source import build_source
 from orcad.clock import format_time
+from orcad.errors import StorageError
 
 pytestmark = pytest.mark.inprocess
 
@@ -202,22 +203,35 @@ def test_a_purge_notes_the_jobs_it_deletes_and_the_one_that_made_the_fact(tmp_pa
     assert read_forgotten_jobs(tmp_path) == {producer, holding, another}
 
 
-def test_forgotten_jobs_keep_the_newest_and_a_damaged_list_counts_as_none(
+def test_forgotten_jobs_keep_the_newest_and_a_damaged_list_is_refused_and_left_as_found(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(limits, "FORGOTTEN_JOBS_KEPT", 3)
     ids = [f"job_{n:032x}" for n in range(5)]
+    assert read_forgotten_jobs(tmp_path) == frozenset()  # none yet
     note_forgotten_jobs(tmp_path, ids[:2])
     note_forgotten_jobs(tmp_path, ids[2:])
     assert read_forgotten_jobs(tmp_path) == set(ids[2:])
     note_forgotten_jobs(tmp_path, [ids[2]])  # noted again: now the newest
     note_forgotten_jobs(tmp_path, [ids[0]])
     assert read_forgotten_jobs(tmp_path) == {ids[0], ids[2], ids[4]}
+    path = tmp_path / FORGOTTEN_JOBS_FILE
     for damage in (b"{not json", b'{"version": 1, "job_ids": "x"}', b"[]"):
-        (tmp_path / FORGOTTEN_JOBS_FILE).write_bytes(damage)
-        assert read_forgotten_jobs(tmp_path) == frozenset()
-    note_forgotten_jobs(tmp_path, [ids[1]])  # written whole again
-    assert read_forgotten_jobs(tmp_path) == {ids[1]}
-    (tmp_path / FORGOTTEN_JOBS_FILE).unlink()
-    (tmp_path / FORGOTTEN_JOBS_FILE).mkdir()  # not a file: none, and never waited on
-    assert read_forgotten_jobs(tmp_path) == frozenset()
+        path.write_bytes(damage)
+        # which turns it named is unknown: neither counted as none nor written over
+        for attempt in (
+            lambda: read_forgotten_jobs(tmp_path),
+            lambda: note_forgotten_jobs(tmp_path, [ids[1]]),
+        ):
+            with pytest.raises(StorageError) as caught:
+                attempt()
+            assert str(path) in caught.value.message and "move it aside" in caught.value.message
+            assert caught.value.data["reason"] == "corrupt"
+        assert path.read_bytes() == damage
+    path.unlink()
+    path.mkdir()  # not a file: damaged too, and never waited on
+    with pytest.raises(StorageError, match="not a regular file"):
+        read_forgotten_jobs(tmp_path)
+    with pytest.raises(StorageError, match="not a regular file"):
+        note_forgotten_jobs(tmp_path, [ids[1]])
+    assert path.is_dir()

@@ -127,28 +127,51 @@ class ForgottenJobs(msgspec.Struct, frozen=True, kw_only=True):
 
 def read_forgotten_jobs(project_dir: Path) -> frozenset[str]:
     """The ids of the jobs a forget deleted with the fact they held: the same turn reported
-    again (a repeated Stop hook) makes no job, so the fact is not extracted anew. A file that
-    cannot be read or is not such a list counts as none; the next forget writes it whole."""
+    again (a repeated Stop hook) makes no job, so the fact is not extracted anew. None when
+    there is no such file. A file that is not such a list (truncated, edited, a FIFO) raises
+    StorageError and is left as found: which turns it named is unknown, so neither a new job
+    nor a forget (which would write it whole, without them) may go ahead until it is dealt with."""
+    return frozenset(_forgotten_job_list(project_dir))
+
+
+def _forgotten_job_list(project_dir: Path) -> list[str]:
     path = project_dir / FORGOTTEN_JOBS_FILE
     try:
-        noted = msgspec.json.decode(read_regular_file(path), type=ForgottenJobs)
-    except (NotARegularFile, OSError, msgspec.DecodeError):  # none there, or not such a list
-        return frozenset()
-    return frozenset(noted.job_ids)
+        data = read_regular_file(path)
+    except FileNotFoundError:
+        return []
+    except NotARegularFile as exc:
+        raise _forgotten_jobs_damaged(path, "it is not a regular file") from exc
+    except OSError as exc:
+        raise StorageError(f"cannot read {path}: {exc.strerror or exc}", path=str(path)) from exc
+    try:
+        noted = msgspec.json.decode(data, type=ForgottenJobs)
+    except msgspec.DecodeError as exc:
+        raise _forgotten_jobs_damaged(path, str(exc)) from exc
+    return noted.job_ids
+
+
+def _forgotten_jobs_damaged(path: Path, problem: str) -> StorageError:
+    return StorageError(
+        f"{path} is damaged ({problem}); it was left as found. It lists the turns whose facts "
+        "were forgotten, so that reporting one again does not teach its fact anew: until it "
+        "is dealt with, this project's new turns and forgets are refused. Restore it from a "
+        "backup, or move it aside (a turn it listed, reported again, may then be learnt anew)",
+        path=str(path),
+        reason="corrupt",
+    )
 
 
 def note_forgotten_jobs(project_dir: Path, job_ids: list[str]) -> None:
     """Add `job_ids` to the project's forgotten jobs, durably, keeping the newest
-    FORGOTTEN_JOBS_KEPT. Call with the project lock held, before the jobs are deleted."""
+    FORGOTTEN_JOBS_KEPT. Call with the project lock held, before the jobs are deleted. A
+    damaged list raises StorageError (read_forgotten_jobs) before anything is written."""
     if not job_ids:
         return
-    path = project_dir / FORGOTTEN_JOBS_FILE
-    kept: list[str] = []
-    with contextlib.suppress(FileNotFoundError, NotARegularFile, OSError, msgspec.DecodeError):
-        kept = msgspec.json.decode(read_regular_file(path), type=ForgottenJobs).job_ids
+    kept = _forgotten_job_list(project_dir)  # raises on damage: never written over
     merged = list(dict.fromkeys([*(i for i in kept if i not in job_ids), *job_ids]))
     noted = ForgottenJobs(job_ids=merged[-limits.FORGOTTEN_JOBS_KEPT :])
-    replace_file_atomically(path, msgspec.json.encode(noted))
+    replace_file_atomically(project_dir / FORGOTTEN_JOBS_FILE, msgspec.json.encode(noted))
 
 
 def delete_jobs(project_dir: Path, job_ids: list[str]) -> None:
