@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
+import stat
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -59,6 +60,22 @@ class SQLiteWorker:
             if self._connection is not None:
                 self._connection.close()
                 self._connection = None
+
+
+def irregular_sibling(path: Path) -> Path | None:
+    """The database's -wal or -shm file when it is there but is not a regular file (a FIFO, a
+    device, a directory). SQLite opens such a file and fails only once it reads, writes or
+    syncs it, as a disk I/O error (or "unable to open"), which names neither the file nor the
+    cause; a read-only open of a FIFO may even wait for a writer. Checked without opening it."""
+    for suffix in ("-wal", "-shm"):
+        sibling = path.with_name(path.name + suffix)
+        try:
+            mode = sibling.stat().st_mode
+        except OSError:  # none there (or a link to nothing: SQLite makes the file anew)
+            continue
+        if not stat.S_ISREG(mode):
+            return sibling
+    return None
 
 
 def connect_private(path: Path, *, wal: bool = True) -> sqlite3.Connection:

@@ -18,7 +18,7 @@ import stat
 import time
 from pathlib import Path
 
-from orcad.sqlite_worker import integrity_problem
+from orcad.sqlite_worker import integrity_problem, irregular_sibling
 from orcad.storage_faults import PASSING_FAULTS, fault_reason
 
 DAMAGED_SUFFIX = ".damaged-"
@@ -45,6 +45,9 @@ def state_db_problem(path: Path) -> str | None:
         # SQLite fails on a FIFO or a device only once it reads or syncs, as a disk error,
         # which would keep it in place for good
         return "not a regular file"
+    sibling = irregular_sibling(path)
+    if sibling is not None:  # the same disk error, from the file SQLite keeps beside it
+        return f"its {sibling.name} is not a regular file"
     try:
         connection = sqlite3.connect(str(path), isolation_level=None)
     except sqlite3.Error as exc:

@@ -4,6 +4,7 @@ daemon.status, in `orcactl status` and in `orcactl doctor` (which never crashes)
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -377,6 +378,79 @@ def test_a_fifo_in_place_of_the_state_database_is_moved_aside_not_called_a_disk_
     [moved] = orca_env.memory_root.glob("daemon-state.sqlite3.damaged-*")
     assert stat.S_ISFIFO(moved.lstat().st_mode)
     assert stat.S_ISREG(state_db.lstat().st_mode)
+
+
+@pytest.mark.parametrize(("suffix", "kind"), [("-wal", "fifo"), ("-shm", "fifo"), ("-wal", "dir")])
+def test_a_memory_database_wal_or_shm_that_is_no_file_is_named_not_called_a_disk_error(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path, suffix: str, kind: str
+) -> None:
+    # SQLite opens a FIFO there and fails only once it writes or syncs: every save answered
+    # "disk I/O error; check it (dmesg)", and doctor called the database sound or unchecked
+    cwd = workdir(tmp_path)
+    daemon = start(orca_env, daemon_factory, "[extraction]\nworkers = 0\n")
+    session = daemon.call("session.open", {"cwd": cwd, "mode": "yolo"})
+    ids = {"session_id": session.session_id, "epoch": session.epoch}
+    save = {**ids, "action": "save", "kind": "fact", "is_global": False}
+    daemon.call("memory.manage", {**save, "content": "the staging database is rebuilt nightly"})
+    daemon.stop()
+    odd = Path(f"{orca_env.deliberate_db}{suffix}")
+    with contextlib.suppress(FileNotFoundError):
+        odd.unlink()
+    if kind == "fifo":
+        os.mkfifo(odd, 0o600)
+    else:
+        odd.mkdir(mode=0o700)
+    _code, findings = doctor(orca_env)
+    [found] = problems(findings, "databases")
+    assert found["detail"].startswith(f"{odd} is not a regular file"), found
+    assert f"mv {odd} " in found["fix"] and "dmesg" not in found["fix"], found
+    daemon.start()
+    session = daemon.call("session.open", {"cwd": cwd, "mode": "yolo"})
+    ids = {"session_id": session.session_id, "epoch": session.epoch}
+    save = {**ids, "action": "save", "kind": "fact", "is_global": False}
+    error = remote_error(daemon, "memory.manage", {**save, "content": "deploys go out on Fridays"})
+    assert error.code == -32017 and error.data["path"] == str(odd), error
+    assert error.error.message.startswith(f"{odd} is not a regular file"), error.error.message
+    assert "dmesg" not in error.error.message and "mv " in error.error.message
+    assert any(f"{odd} is not a regular file" in message for message in recent(daemon, "storage"))
+    daemon.stop()
+    if os.path.lexists(odd):  # as the answer says (SQLite removes a -wal as it closes)
+        odd.rename(f"{odd}.not-a-database")
+    daemon.start()
+    session = daemon.call("session.open", {"cwd": cwd, "mode": "yolo"})
+    ids = {"session_id": session.session_id, "epoch": session.epoch}
+    save = {**ids, "action": "save", "kind": "fact", "is_global": False}
+    assert daemon.call(
+        "memory.manage", {**save, "content": "deploys go out on Fridays"}
+    ).outcome == ("applied")
+    found_records = daemon.call("memory.search", {**ids, "query": "staging database nightly"})
+    assert [r.content for r in found_records.records] == ["the staging database is rebuilt nightly"]
+
+
+def test_a_fifo_in_place_of_the_state_databases_shm_is_moved_aside_not_called_a_disk_error(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    # session.open answered "disk I/O error; check it (dmesg)" for good, and doctor said the
+    # state database could not be checked now, for the same reason
+    cwd = workdir(tmp_path)
+    daemon = start(orca_env, daemon_factory)
+    daemon.call("session.open", {"cwd": cwd})
+    daemon.stop()
+    shm = orca_env.memory_root / "daemon-state.sqlite3-shm"
+    with contextlib.suppress(FileNotFoundError):
+        shm.unlink()
+    os.mkfifo(shm, 0o600)
+    _code, findings = doctor(orca_env)
+    [found] = [f for f in problems(findings, "databases") if "daemon-state" in f["detail"]]
+    assert "daemon-state.sqlite3-shm is not a regular file" in found["detail"], found
+    assert "dmesg" not in found["fix"], found
+    daemon.start()
+    assert daemon.call("session.open", {"cwd": cwd}).epoch > 0
+    [message] = recent(daemon, "state_db_recreated")
+    assert "daemon-state.sqlite3-shm is not a regular file" in message, message
+    assert not recent(daemon, "storage")
+    [moved] = orca_env.memory_root.glob("daemon-state.sqlite3.damaged-*-shm")
+    assert stat.S_ISFIFO(moved.lstat().st_mode)
 
 
 def test_a_project_lock_file_that_cannot_be_locked_is_named_not_its_directory(

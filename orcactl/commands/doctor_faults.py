@@ -13,7 +13,7 @@ from typing import Any, Literal
 from orcactl.commands.damaged_ledger import LEDGER, PROJECT_FILE, ledger_fix, project_file_fix
 from orcad.deliberate.schema import repair_steps
 from orcad.paths import Paths
-from orcad.sqlite_worker import integrity_problem
+from orcad.sqlite_worker import integrity_problem, irregular_sibling
 from orcad.state_db import damaged_copies, state_db_problem
 from orcad.storage_faults import is_corruption, storage_error_of
 
@@ -136,6 +136,18 @@ def check_memory_database(path: Path) -> Finding:
             "deliberate memory and orcad cannot keep any there",
             f"stop orcad, move it aside (mv {path} {path}.not-a-database) and put the database "
             "file back, or start orcad without it to begin an empty one",
+        )
+    sibling = irregular_sibling(path)
+    if sibling is not None:
+        # SQLite fails on it only as a disk I/O error, and a read-only open may wait on a FIFO
+        return Finding(
+            "databases",
+            "problem",
+            f"{sibling} is not a regular file (a FIFO, a device or a directory), so SQLite "
+            f"cannot use it beside {path}: deliberate memory cannot be changed (nor read, "
+            "with a -shm)",
+            f"stop orcad, move it aside if it is still there (mv {sibling} "
+            f"{sibling}.not-a-database) and start orcad again",
         )
     problem: str | None
     try:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import sqlite3
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -39,7 +40,7 @@ from orcad.deliberate.schema import (
     secure_database_files,
 )
 from orcad.errors import StorageError
-from orcad.sqlite_worker import SQLiteWorker, truncate_wal
+from orcad.sqlite_worker import SQLiteWorker, irregular_sibling, truncate_wal
 from orcad.storage_faults import (
     advice,
     database_fault_reason,
@@ -120,6 +121,9 @@ class DeliberateStore:
         """Open, migrate and check now (startup), so that a broken database is reported early.
 
         An intact database is then purged of deleted text a crash may have left behind."""
+        odd = self._irregular_sibling_error()
+        if odd is not None:
+            raise odd
         self._db.run_blocking(lambda connection: None)
         self._note_damage(self._db.run_blocking(fence_if_damaged))
         if self.damage is None:
@@ -157,7 +161,25 @@ class DeliberateStore:
             f"{repair_steps(self.path)}"
         )
 
+    def _irregular_sibling_error(self) -> StorageError | None:
+        """The -wal or -shm beside the database that is no regular file, named with what to
+        do: SQLite only says "disk I/O error" about it, which sends the user to the disk."""
+        sibling = irregular_sibling(self.path)
+        if sibling is None:
+            return None
+        aside = shlex.quote(f"{sibling}.not-a-database")
+        return StorageError(
+            f"{sibling} is not a regular file (a FIFO, a device or a directory), so SQLite cannot "
+            f"keep memory database {self.path}'s changes there: stop orcad, move it aside if it "
+            f"is still there (mv {shlex.quote(str(sibling))} {aside}) and start orcad again",
+            reason="corrupt",
+            path=str(sibling),
+        )
+
     def _storage_error(self, exc: BaseException) -> StorageError:
+        odd = self._irregular_sibling_error()
+        if odd is not None:
+            return odd
         if self.damage is not None and fault_reason(exc) in ("read_only", "corrupt"):
             # fenced, or a read that met the damage: say what is wrong and how to repair it
             return StorageError(self._damage_message(), reason="corrupt", path=str(self.path))
