@@ -1150,6 +1150,31 @@ def test_a_damaged_forgotten_jobs_list_refuses_new_turns_and_forgets_and_is_kept
     assert daemon.call("jobs.list", {}).jobs == []
 
 
+@pytest.mark.parametrize("where", ["jobs", "project"])
+def test_a_file_in_place_of_a_projects_directory_is_named_with_what_to_do(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path, where: str
+) -> None:
+    # a turn was answered "cannot create .../jobs: File exists", which says neither what is
+    # wrong nor what to do
+    daemon = start(orca_env, daemon_factory, NO_WORKERS)
+    cwd = project_dir(tmp_path)
+    session = daemon.call("session.open", {"cwd": str(cwd)})
+    directory = orca_env.memory_root / "projects" / session.project.id
+    odd = directory / "jobs" if where == "jobs" else directory
+    shutil.rmtree(odd)
+    odd.write_text("not a directory\n")
+    error = remote_error(daemon, "turn.completed", turn_params(session, "t1", "We use pnpm."))
+    assert (error.code, error.data["path"]) == (-32017, str(odd)), error
+    message = error.error.message
+    assert message.startswith(f"{odd} is not a directory"), message
+    assert f"mv {odd} {odd}.not-a-directory" in message and "File exists" not in message
+    assert odd.read_text() == "not a directory\n"  # left as found
+    odd.rename(f"{odd}.not-a-directory")  # as the answer says
+    done = daemon.call("turn.completed", turn_params(session, "t1", "We use pnpm."))
+    assert done.job_id is not None and not done.duplicate
+    assert [job.job_id for job in daemon.call("jobs.list", {}).jobs] == [done.job_id]
+
+
 def test_orcactl_forget_of_another_projects_candidate_says_where_it_is(
     orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
 ) -> None:

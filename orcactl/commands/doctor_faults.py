@@ -74,7 +74,7 @@ STORAGE_FIXES = (
         "DIR/.lock); remove the link, and orcad makes the file again",
     ),
     (
-        ("Not a directory", "File exists"),
+        ("Not a directory", "File exists", "is not a directory (a file is in its place)"),
         "a file stands where orcad keeps a directory on the path named (a project's jobs/, "
         "say): move that file aside; the next session opened in that project makes the "
         "directory again",

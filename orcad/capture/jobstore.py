@@ -19,6 +19,7 @@ from orcad import limits
 from orcad.capture.projects import (
     FORGOTTEN_JOBS_FILE,
     JOBS_DIR,
+    directories_error,
     ensure_directories,
     list_project_ids,
 )
@@ -102,8 +103,7 @@ def make_jobs_directory(project_dir: Path) -> None:
     try:
         ensure_directories(project_dir)
     except OSError as exc:
-        path = project_dir / JOBS_DIR
-        raise StorageError(f"cannot create {path}: {exc.strerror or exc}", path=str(path)) from exc
+        raise directories_error(project_dir, exc) from exc
 
 
 def create_job(new: NewJobFile) -> bool:
@@ -138,8 +138,8 @@ def _forgotten_job_list(project_dir: Path) -> list[str]:
     path = project_dir / FORGOTTEN_JOBS_FILE
     try:
         data = read_regular_file(path)
-    except FileNotFoundError:
-        return []
+    except (FileNotFoundError, NotADirectoryError):  # none (a file in place of the directory
+        return []  # is named by whatever makes the directory)
     except NotARegularFile as exc:
         raise _forgotten_jobs_damaged(path, "it is not a regular file") from exc
     except OSError as exc:

@@ -27,6 +27,7 @@ from orcad.capture.problems import Problems
 from orcad.capture.projects import (
     PROJECT_FILE,
     ProjectFile,
+    directories_error,
     ensure_directories,
     list_project_ids,
     project_dir,
@@ -115,7 +116,7 @@ class ProjectAccess:
         try:
             ensure_directories(directory)
         except OSError as exc:
-            raise StorageError(f"cannot create {directory}: {exc.strerror or exc}") from exc
+            raise directories_error(directory, exc) from exc
         return run_with_project_lock(directory, lambda: work(directory), self._lock_timeout)
 
     # --- project.json -----------------------------------------------------------------------

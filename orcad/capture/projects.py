@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
+import stat
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -75,6 +77,27 @@ def project_dir(projects_dir: Path, project_id: str) -> Path:
 def ensure_directories(directory: Path) -> None:
     """The project directory and its jobs directory, private; OSError passes through."""
     (directory / JOBS_DIR).mkdir(mode=0o700, parents=True, exist_ok=True)
+
+
+def directories_error(directory: Path, exc: OSError) -> StorageError:
+    """StorageError for ensure_directories' `exc`: a file where the project directory or its
+    jobs directory should be is named as such, with what to do, rather than as "File exists"."""
+    for path in (directory, directory / JOBS_DIR):
+        try:
+            mode = path.stat().st_mode
+        except OSError:
+            continue
+        if not stat.S_ISDIR(mode):
+            aside = shlex.quote(f"{path}.not-a-directory")
+            return StorageError(
+                f"{path} is not a directory (a file is in its place), so orcad cannot keep this "
+                f"project's files there; it was left as found: move it aside "
+                f"(mv {shlex.quote(str(path))} {aside}), and orcad makes the directory again",
+                path=str(path),
+                reason="corrupt",
+            )
+    path = Path(exc.filename) if isinstance(exc.filename, str) else directory / JOBS_DIR
+    return StorageError(f"cannot create {path}: {exc.strerror or exc}", path=str(path))
 
 
 def project_file_missing(directory: Path) -> bool:
