@@ -13,6 +13,7 @@ import contextlib
 import errno
 import fcntl
 import os
+import shlex
 import socket
 import stat
 import time
@@ -200,7 +201,26 @@ class InstanceLock:
                 "first or set ORCA_SOCKET to another path"
             ) from None
         self._held = os.stat(self._paths.instance_lock)
+        self._refuse_a_directory_for_the_instance_file()
         self._write_instance_file()
+
+    def _refuse_a_directory_for_the_instance_file(self) -> None:
+        """A directory at orcad.pid (or the temporary file it is written through) cannot be
+        replaced by the file, and the rename would only say "Is a directory". What is in it is
+        not orcad's to delete: the start is refused, naming it and what to do."""
+        path = self._paths.instance_file
+        for odd in (path, path.with_name(path.name + ".tmp")):
+            try:
+                is_directory = stat.S_ISDIR(odd.lstat().st_mode)
+            except OSError:  # none there, or nothing that stops the write
+                continue
+            if is_directory:
+                self.release()
+                raise StartupError(
+                    f"refusing to use {odd}: it is a directory, where orcad writes its pid and "
+                    f"socket; move it aside (mv {shlex.quote(str(odd))} "
+                    f"{shlex.quote(f'{odd}.not-a-file')}) and start orcad again"
+                )
 
     def _write_instance_file(self) -> None:
         write_private_atomically(

@@ -155,3 +155,29 @@ def test_a_pid_file_that_is_a_fifo_does_not_hold_a_start(
     assert json.loads(pid_file.read_bytes())["pid"] == pid
     assert daemon.stop() == 0
     assert not pid_file.exists()
+
+
+@pytest.mark.parametrize("name", ["orcad.pid", "orcad.pid.tmp"])
+def test_a_directory_in_place_of_the_pid_file_is_named_with_what_to_do(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], name: str
+) -> None:
+    # the start stopped with a bare "[Errno 21] Is a directory: '.../orcad.pid'"
+    odd = orca_env.memory_root / name
+    odd.mkdir(mode=0o700, parents=True)
+    (odd / "kept").write_text("not orcad's\n")
+    daemon = DaemonProcess(orca_env)
+    daemon_factory.append(daemon)
+    daemon.spawn()
+    assert daemon.proc is not None
+    assert daemon.proc.wait(timeout=30) == 1
+    said = daemon.stderr()
+    assert f"refusing to use {odd}: it is a directory" in said, said
+    assert f"mv {odd} {odd}.not-a-file" in said and "Errno" not in said, said
+    assert "Traceback" not in said
+    assert (odd / "kept").read_text() == "not orcad's\n"  # left as found
+    odd.rename(odd.with_name(f"{name}.not-a-file"))  # as it says
+    started = DaemonProcess(orca_env)
+    daemon_factory.append(started)
+    started.start()
+    pid = started.call("daemon.ping").pid
+    assert json.loads((orca_env.memory_root / "orcad.pid").read_bytes())["pid"] == pid
