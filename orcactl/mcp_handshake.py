@@ -448,7 +448,11 @@ class EarlyAnswers:
         request_id = message.get("id")
         if not _plain_id(request_id) or id_key(request_id) in self.answered:
             return None
-        if method == STATELESS_PASSED_OVER and self._passes_over(message):
+        if method == STATELESS_PASSED_OVER:
+            # a second subscription of the same id is the SDK's to acknowledge: it drops its
+            # own acknowledgement of that id only once (`Handover.acknowledged`)
+            if id_key(request_id) in self.acknowledged or not self._passes_over(message):
+                return None
             return self._acknowledgement(request_id, message)  # the SDK serves the stream
         if len(self.answered) >= EARLY_ANSWERS_MAX:
             return None

@@ -217,6 +217,26 @@ def test_a_subscription_to_other_notifications_is_left_to_the_sdk_to_acknowledge
     assert handover.acknowledged == set()
 
 
+def test_a_second_subscription_of_the_same_id_is_left_to_the_sdk_with_all_after_it() -> None:
+    # the SDK acknowledges each of the two, and its first acknowledgement alone is not sent
+    # again: acknowledging both from the cache wrote the second one twice
+    listen = _stateless("l", "subscriptions/listen", notifications=CLAUDE_FILTER)
+    sent = listen + listen + _stateless(1, "tools/list")
+    with early_answers(sent) as (early, stdout):
+        early._thread.join(timeout=30)  # the second subscription ends its reading
+        handover, answers = _answers(early, stdout, 1)
+    assert answers == [
+        {
+            "jsonrpc": "2.0",
+            "method": "notifications/subscriptions/acknowledged",
+            "params": {"_meta": {f"{META}subscriptionId": "l"}, **ACKNOWLEDGEMENT},
+        }
+    ]
+    assert handover.acknowledged == {'"l"'}
+    assert handover.answered == set()
+    assert handover.read == sent
+
+
 @pytest.mark.parametrize(
     "first",
     [
