@@ -43,7 +43,13 @@ from mcp_types import (
     RequestId,
 )
 
-from orcactl.mcp_handshake import ACKNOWLEDGED, Handover, Recorder, id_key
+from orcactl.mcp_handshake import (
+    ACKNOWLEDGED,
+    STATELESS_PASSED_OVER,
+    Handover,
+    Recorder,
+    id_key,
+)
 from orcactl.mcp_lines import MAX_LINE_BYTES, Refused, encoded, judge, read_line
 from orcad.limits import (
     MAX_ANSWERS_OWED_PER_CONNECTION,
@@ -79,6 +85,9 @@ class Owed:
         self._sizes: dict[str, list[int]] = {}  # the line of each request owed, by id as text
         self.bytes = 0  # of the lines of the requests owed
         self._asked: set[str] = set()  # the server's requests the client has not answered
+        # the subscriptions (`subscriptions/listen`) owed, by id as text: a stream the server
+        # answers only when it ends, which it does once it sees the end of stdin
+        self._streams: Counter[str] = Counter()
         self._changed = anyio.Event()
         self._early = 0  # 1 while answers given before the SDK loaded are still being written
         self.reported = False  # whether stderr has said which answers were not delivered
@@ -108,8 +117,9 @@ class Owed:
             await self._changed.wait()
 
     async def wait_settled(self) -> None:
-        """Wait until no answer is owed but those held up on the client's own answers."""
-        while self.waiting > 0:
+        """Wait until no answer is owed but those held up on the client's own answers, and
+        the subscriptions, which stay open until the SDK sees the end of its input."""
+        while self.waiting - sum(self._streams.values()) > 0:
             await self._changed.wait()
 
     async def wait_stalled(self, seconds: float) -> None:
@@ -131,6 +141,9 @@ class Owed:
             self._owed[key] -= 1
             if not self._owed[key]:
                 del self._owed[key]
+            # a subscription of that id ended, if no other request of it is owed
+            self._streams[key] = min(self._streams[key], self._owed[key])
+            self._streams += Counter()  # without the ids that count none
             if sizes := self._sizes.get(key):
                 self.bytes -= sizes.pop()
                 if not sizes:
@@ -152,6 +165,8 @@ class Owed:
         match message:
             case JSONRPCRequest():
                 self._owed[str(message.id)] += 1
+                if message.method == STATELESS_PASSED_OVER:  # a subscription
+                    self._streams[str(message.id)] += 1
                 if size:
                     self._sizes.setdefault(str(message.id), []).append(size)
                     self.bytes += size

@@ -48,6 +48,7 @@ from tests.hook_helpers import (
     peer_answering,
     run_hook,
 )
+from tests.test_mcp_handshake import CLAUDE_START
 
 # slow: each test starts the server process (the SDK imports slowly)
 pytestmark = [pytest.mark.daemon, pytest.mark.slow]
@@ -1156,6 +1157,41 @@ def test_every_request_read_before_stdin_ends_is_answered_before_the_server_exit
     assert not found.get("isError"), found
     # nothing was left owed once they were written: no reason to wait on a client that is gone
     assert exited < STALL_DEADLINE_S, exited
+
+
+def test_a_stateless_client_that_closes_stdin_with_its_subscription_open_is_not_waited_on(
+    tmp_path: Path, orca_env: OrcaEnv
+) -> None:
+    # Claude Code's start: its subscription stays open, and is answered only when it ends. The
+    # server waited for that answer, which only the end of stdin it held back brings, and exited
+    # after STALL_DEADLINE_S, saying the client had taken no answer
+    sent = CLAUDE_START.read_bytes()
+    ids = {json.loads(line)["id"] for line in sent.splitlines()} - {"listen:0"}
+    with (
+        open(orca_env.root / "mcp-stderr.log", "ab") as errlog,
+        subprocess.Popen(
+            [ORCACTL, "mcp", "--no-start", "--cwd", str(_project(tmp_path))],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=errlog,
+            env=orca_env.env,
+        ) as process,
+    ):
+        server = RawServer(process)
+        try:
+            server.write(sent)
+            written = [server.receive() for _ in range(len(ids) + 1)]
+            assert {m.get("id") for m in written} == {*ids, None}  # and the acknowledgement
+            closed = time.monotonic()
+            process.stdin.close()  # type: ignore[union-attr]
+            server.receive_to_end(timeout=STALL_DEADLINE_S + 20)
+            assert process.wait(timeout=30) == 0
+            exited = time.monotonic() - closed
+        finally:
+            process.kill()
+    said = (orca_env.root / "mcp-stderr.log").read_text()
+    assert "not delivered" not in said and "Traceback" not in said, said
+    assert exited < STALL_DEADLINE_S / 2, exited
 
 
 def test_a_client_that_closes_stdin_before_reading_still_gets_every_answer(
