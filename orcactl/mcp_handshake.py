@@ -68,6 +68,9 @@ HANDSHAKE_METHODS = ("initialize", "tools/list")
 STATELESS_METHODS = ("server/discover", "tools/list", "prompts/list", "resources/list")
 STATELESS_PASSED_OVER = "subscriptions/listen"  # left to the SDK; the lines after it are read
 STATELESS_PASSED_OVER_MAX = 2
+# the subscriptions' acknowledgements kept for a version, each for the notifications one asked
+# for: the latest recorded, as many as fit beside its answers in EARLY_ANSWERS_MAX_BYTES
+ACKNOWLEDGEMENTS_MAX = 4
 ACKNOWLEDGED = "notifications/subscriptions/acknowledged"  # what first answers a subscription
 SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"  # which one, in the `_meta` of that
 # the `_meta` members of a stateless request; it must carry the first three
@@ -169,14 +172,21 @@ def load_answers(key: str) -> Answers:
         acknowledgements = results.get(STATELESS_PASSED_OVER, {})
         if not all(isinstance(params, dict) for params in acknowledgements.values()):
             continue
-        try:
-            size = sum(len(_answer_line(0, results[method])) for method in methods)
-            size += sum(len(acknowledgement_line(0, p)) for p in acknowledgements.values())
-        except ValueError:  # what no answer line can carry (a lone surrogate)
-            continue
-        if size <= EARLY_ANSWERS_MAX_BYTES:
+        if _fits(results, methods):
             answers[version] = results
     return answers
+
+
+def _fits(results: dict[str, Any], methods: tuple[str, ...]) -> bool:
+    """Whether a version's answers and acknowledgements, written as lines, are short enough
+    to be written before the SDK takes over (EARLY_ANSWERS_MAX_BYTES)."""
+    acknowledgements = results.get(STATELESS_PASSED_OVER, {})
+    try:
+        size = sum(len(_answer_line(0, results[method])) for method in methods)
+        size += sum(len(acknowledgement_line(0, p)) for p in acknowledgements.values())
+    except ValueError:  # what no answer line can carry (a lone surrogate)
+        return False
+    return size <= EARLY_ANSWERS_MAX_BYTES
 
 
 def _private(path: Path) -> bool:
@@ -815,10 +825,17 @@ class Recorder:
             return
         known = self.known.get(version, {})
         entry = {method: results[method] for method in methods}
-        acknowledgements = {
-            **known.get(STATELESS_PASSED_OVER, {}),
-            **results.get(STATELESS_PASSED_OVER, {}),
-        }
+        acknowledgements = dict(known.get(STATELESS_PASSED_OVER, {}))
+        for notifications, recorded in results.get(STATELESS_PASSED_OVER, {}).items():
+            acknowledgements.pop(notifications, None)
+            acknowledgements[notifications] = recorded  # the latest last
+        # each filter a client asked for adds one: the oldest go, so that the entry is never
+        # one too long to be answered from (which would cost every client its early answers)
+        while acknowledgements and (
+            len(acknowledgements) > ACKNOWLEDGEMENTS_MAX
+            or not _fits({**entry, STATELESS_PASSED_OVER: acknowledgements}, methods)
+        ):
+            del acknowledgements[next(iter(acknowledgements))]
         if stated is not None and acknowledgements:
             entry[STATELESS_PASSED_OVER] = acknowledgements
         if known != entry:

@@ -519,6 +519,48 @@ def test_a_stateless_clients_answers_are_recorded_under_the_version_it_names(
     assert recorder.acknowledged({"_meta": {}}) is None  # names no subscription
 
 
+def _record_a_stateless_session(notifications: dict[str, Any]) -> None:
+    """What one server records of a stateless client that lists everything and subscribes to
+    `notifications`, which the SDK acknowledges as asked."""
+    recorder = Recorder("k", load_answers("k"))
+    requests = [json.loads(line) for line in CLAUDE_START.read_bytes().splitlines()]
+    by_method = {**STATELESS_ANSWERS, "tools/list": STATELESS_TOOLS}
+    for request in requests:
+        params = request["params"]
+        if request["method"] == "subscriptions/listen":
+            params = {**params, "notifications": notifications}
+        recorder.asked(request["id"], request["method"], params)
+    for request in requests:
+        if recorder.wants(request["id"]):
+            recorder.answered(request["id"], by_method[request["method"]])
+    meta = {"_meta": {f"{META}subscriptionId": "listen:0"}}
+    assert recorder.acknowledged({**meta, "notifications": notifications}) == '"listen:0"'
+
+
+def test_acknowledgements_recorded_for_ever_new_notifications_never_crowd_out_the_answers(
+    cache_home: Path,
+) -> None:
+    # each subscription to notifications not asked for before added an acknowledgement: once
+    # they outgrew what is answered early, no client was answered from the cache at its next
+    # start (and the next recording started over)
+    _record_a_stateless_session(CLAUDE_FILTER)
+    for number in range(40):
+        uri = f"file:///{number}/" + "x" * 2000
+        _record_a_stateless_session({**CLAUDE_FILTER, "resourceSubscriptions": [uri]})
+        recorded = load_answers("k").get(STATELESS, {})
+        assert set(recorded) == {*STATELESS_ANSWERS, "subscriptions/listen"}, number
+        assert (
+            filter_key({"notifications": {"resourceSubscriptions": [uri], **CLAUDE_FILTER}})
+            in (recorded["subscriptions/listen"])
+        )
+    # the one most asked for is kept as long as it is asked for
+    _record_a_stateless_session(CLAUDE_FILTER)
+    assert load_answers("k")[STATELESS]["subscriptions/listen"][
+        filter_key({"notifications": CLAUDE_FILTER})
+    ] == {"notifications": CLAUDE_FILTER}
+    assert cache_home.stat().st_size < 64 * 1024
+
+
 def test_the_key_changes_with_the_code_it_stands_for(tmp_path: Path) -> None:
     key = code_key()
     assert key is not None and key == code_key()
