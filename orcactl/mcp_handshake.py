@@ -729,10 +729,13 @@ def _read_until_answered(stdout: Any, expected: set[object]) -> None:
             message = json.loads(line)
             if not isinstance(message, dict):
                 continue
-            expected.discard(message.get("id"))
-            meta = (message.get("params") or {}).get("_meta") or {}
-            if message.get("method") == ACKNOWLEDGED and isinstance(meta, dict):
-                expected.discard(meta.get(SUBSCRIPTION_ID))
+            if _plain_id(message.get("id")):
+                expected.discard(message.get("id"))
+            params = message.get("params")
+            meta = params.get("_meta") if isinstance(params, dict) else None
+            subscription = meta.get(SUBSCRIPTION_ID) if isinstance(meta, dict) else None
+            if message.get("method") == ACKNOWLEDGED and _plain_id(subscription):
+                expected.discard(subscription)
 
 
 def _recorded_versions() -> set[str]:

@@ -1244,3 +1244,23 @@ def test_integrate_says_when_the_mcp_servers_answers_could_not_be_recorded(
     done = _integrate(orca_env, "claude-code", "--json", "--orcactl", "/bin/false")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["mcp_answers_recorded"] is False
+
+
+def test_a_program_that_answers_nonsense_to_the_warm_up_is_no_traceback(
+    orca_env: OrcaEnv, tmp_path: Path
+) -> None:
+    # a wrapper given as --orcactl that writes lines no MCP server would
+    program = tmp_path / "odd-orcactl"
+    program.write_text(
+        "#!/bin/sh\n"
+        "cat > /dev/null &\n"
+        'echo \'{"id": [1], "params": "x"}\'\n'
+        'echo \'{"method": "notifications/subscriptions/acknowledged", "params": []}\'\n'
+        "echo 'not json'\n"
+    )
+    program.chmod(0o755)
+    for agent in ("claude-code", "codex"):
+        done = _integrate(orca_env, agent, "--json", "--orcactl", str(program))
+        assert done.returncode == 0, done.stderr
+        assert "Traceback" not in done.stderr
+        assert json.loads(done.stdout)["mcp_answers_recorded"] is False
