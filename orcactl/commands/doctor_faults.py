@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from orcactl.approval import shell_word
 from orcactl.commands.damaged_ledger import LEDGER, PROJECT_FILE, ledger_fix, project_file_fix
 from orcad.deliberate.schema import repair_steps
 from orcad.paths import Paths
@@ -134,7 +135,8 @@ def check_memory_database(path: Path) -> Finding:
             "problem",
             f"{path} is not a regular file (a FIFO, a device or a directory), so it holds no "
             "deliberate memory and orcad cannot keep any there",
-            f"stop orcad, move it aside (mv {path} {path}.not-a-database) and put the database "
+            f"stop orcad, move it aside (mv {shell_word(str(path))} "
+            f"{shell_word(f'{path}.not-a-database')}) and put the database "
             "file back, or start orcad without it to begin an empty one",
         )
     sibling = irregular_sibling(path)
@@ -146,8 +148,8 @@ def check_memory_database(path: Path) -> Finding:
             f"{sibling} is not a regular file (a FIFO, a device or a directory), so SQLite "
             f"cannot use it beside {path}: deliberate memory cannot be changed (nor read, "
             "with a -shm)",
-            f"stop orcad, move it aside if it is still there (mv {sibling} "
-            f"{sibling}.not-a-database) and start orcad again",
+            f"stop orcad, move it aside if it is still there (mv {shell_word(str(sibling))} "
+            f"{shell_word(f'{sibling}.not-a-database')}) and start orcad again",
         )
     problem: str | None
     try:

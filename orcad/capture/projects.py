@@ -211,7 +211,8 @@ def list_project_ids(projects_dir: Path) -> list[str]:
     except NotADirectoryError as exc:  # a file in its place: no errno a storage reason names
         raise StorageError(
             f"{projects_dir} is not a directory, so no project's memory can be kept there; move "
-            f"it aside (mv {projects_dir} {projects_dir}.aside) and try again",
+            f"it aside (mv {shlex.quote(str(projects_dir))} "
+            f"{shlex.quote(f'{projects_dir}.aside')}) and try again",
             path=str(projects_dir),
         ) from exc
     return sorted(name for name in names if is_project_id(name) and (projects_dir / name).is_dir())
