@@ -252,6 +252,42 @@ def test_an_attempt_that_ends_with_orcad_alive_starts_the_count_again() -> None:
         assert (again.state, again.recovery_count()) == ("pending", 1)
 
 
+def test_a_commit_clears_the_recoveries_so_an_older_orcad_reads_the_committed_job() -> None:
+    # before: a job an orcad once died running kept "recoveries" in its committed file, which
+    # an orcad that predates the field (forbid_unknown_fields) reads as a damaged job file
+    recovered = leases.recover(claimed(job(), owner=leases.builtin_owner("before", 0)), now=T0)
+    done = leases.commit(
+        claimed(recovered, now=T0 + 1),
+        token=recovered.fence + 1,
+        now=T0 + 2,
+        provenance=Provenance(provider="heuristic", model="", prompt_version="v1"),
+        outcome=PublishOutcome(added=1, duplicates=0, rejected=0),
+    )
+    assert done.state == "committed" and done.recovery_count() == 0
+    assert b'"recoveries"' not in encode_job(done)
+
+
+def test_an_expired_lease_taken_over_starts_the_count_again() -> None:
+    # the holder's attempt counts as failed with orcad alive, as `fail` does: not in a row
+    owner = leases.builtin_owner("before", 0)
+    record = job()
+    for _ in range(limits.RECOVERIES_MAX - 1):
+        record = leases.recover(claimed(record, owner=owner), now=T0)
+    assert record.recovery_count() == limits.RECOVERIES_MAX - 1
+    taken = claimed(claimed(record, now=T0, owner="w1"), now=T0 + LEASE, owner="w2")
+    assert (taken.state, taken.attempts, taken.recovery_count()) == ("leased", 1, 0)
+    assert b'"recoveries"' not in encode_job(taken)
+    # so is the expiry of its last allowed attempt
+    last = leases.claim(
+        claimed(record, now=T0, owner="w1"),
+        now=T0 + LEASE,
+        owner="w2",
+        lease_s=LEASE,
+        max_retries=0,
+    )
+    assert (last.state, last.recovery_count()) == ("exhausted", 0)
+
+
 def test_a_recovered_job_file_round_trips_and_an_old_one_has_no_recoveries() -> None:
     recovered = leases.recover(claimed(job(), owner=leases.builtin_owner("before", 0)), now=T0)
     assert decode_job(encode_job(recovered)).recovery_count() == 1

@@ -17,9 +17,10 @@ job store applies it under the project lock and writes the result durably. Pure 
 - Leases of a previous daemon's built-in workers are returned to pending at start without using
   an attempt: that daemon is gone (the single-instance lock is ours), and a daemon killed or a
   machine switched off says nothing about the job. Only a job that limits.RECOVERIES_MAX daemons
-  in a row died holding (no attempt of it failed or was released between) ends exhausted, as one
-  failed attempt saying so: a job whose run kills orcad itself (out of memory, a crash in native
-  code) must not take it down at every start for good.
+  in a row died holding (no attempt of it failed, expired, was released or committed between)
+  ends exhausted, as one failed attempt saying so: a job whose run kills orcad itself (out of
+  memory, a crash in native code) must not take it down at every start for good. A committed
+  job keeps no count, so that an orcad older than the count still reads its file.
 """
 
 from __future__ import annotations
@@ -89,6 +90,7 @@ def claim(job: JobRecord, *, now: float, owner: str, lease_s: float, max_retries
                 attempts=attempts,
                 errors=errors,
                 lease=None,
+                recoveries=msgspec.UNSET,  # an attempt failed with orcad alive
                 updated_at=format_time(now),
             )
         event: JobEvent = "take_over"
@@ -101,6 +103,9 @@ def claim(job: JobRecord, *, now: float, owner: str, lease_s: float, max_retries
         state=next_state(job.state, event),
         attempts=attempts,
         errors=errors,
+        # an expired lease taken over is an attempt that failed with orcad alive: the count of
+        # orcads dying in a row starts again, as after `fail`
+        recoveries=job.recoveries if event == "claim" else msgspec.UNSET,
         fence=token,
         lease=LeaseRecord(
             owner=owner, token=token, expires_at=format_time(now + lease_s), claimed_at=stamp
@@ -216,6 +221,7 @@ def commit(
         committed_at=stamp,
         updated_at=stamp,
         forgotten=msgspec.UNSET,  # applied by this publish; nothing is left to tell
+        recoveries=msgspec.UNSET,  # ended with orcad alive; an older orcad reads the file
     )
 
 
