@@ -703,7 +703,7 @@ def warm_up(orcactl: str, agent: str, env: dict[str, str]) -> bool:
                 _read_until_answered(server.stdout, expected)
             finally:
                 server.kill()
-    except (OSError, ValueError, TimeoutError):
+    except (OSError, ValueError, RecursionError, TimeoutError):  # (a line nested too deep)
         return False
     version = AGENT_STATELESS_VERSIONS.get(agent) or AGENT_HANDSHAKE_VERSIONS[agent]
     return version in _recorded_versions()
@@ -711,7 +711,8 @@ def warm_up(orcactl: str, agent: str, env: dict[str, str]) -> bool:
 
 def _read_until_answered(stdout: Any, expected: set[object]) -> None:
     """Read the server's lines until every request of `expected` is answered (a subscription
-    by its acknowledgement); TimeoutError after WARM_UP_MAX_S, ValueError when it stops."""
+    by its acknowledgement); TimeoutError after WARM_UP_MAX_S, ValueError when it stops or
+    writes a line that is not JSON, RecursionError for one nested too deep to read."""
     import time  # noqa: PLC0415
 
     deadline = time.monotonic() + WARM_UP_MAX_S

@@ -1264,3 +1264,23 @@ def test_a_program_that_answers_nonsense_to_the_warm_up_is_no_traceback(
         assert done.returncode == 0, done.stderr
         assert "Traceback" not in done.stderr
         assert json.loads(done.stdout)["mcp_answers_recorded"] is False
+
+
+def test_a_program_that_answers_deeply_nested_json_to_the_warm_up_is_no_traceback(
+    orca_env: OrcaEnv, tmp_path: Path
+) -> None:
+    # before: json.loads raised RecursionError, which nothing caught, out of integrate
+    program = tmp_path / "nested-orcactl"
+    depth = 100_000
+    program.write_text(
+        f"#!{sys.executable}\n"
+        "import sys\n"
+        f"sys.stdout.write('[' * {depth} + ']' * {depth} + '\\n')\n"
+        "sys.stdout.flush()\n"
+        "sys.stdin.read()\n"
+    )
+    program.chmod(0o755)
+    done = _integrate(orca_env, "codex", "--json", "--orcactl", str(program))
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    assert json.loads(done.stdout)["mcp_answers_recorded"] is False
