@@ -323,10 +323,16 @@ class Instance(msgspec.Struct, frozen=True):
 
 def write_private_atomically(path: Path, data: bytes) -> None:
     """Write `path` whole or not at all. A write that fails (a full disk) leaves no temporary
-    file behind, and its error names `path`."""
+    file behind, and its error names `path`. Whatever stands at the temporary name (a crash's
+    leftover, a FIFO, a symbolic link) is removed, not opened: the file is made there anew,
+    so a FIFO cannot hold the write and a link cannot send it elsewhere. Only one writer:
+    call with the instance lock held."""
     tmp = path.with_name(path.name + ".tmp")
     try:
-        descriptor = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        descriptor = os.open(tmp, flags, 0o600)
         try:
             view = memoryview(data)
             while view:

@@ -181,3 +181,31 @@ def test_a_directory_in_place_of_the_pid_file_is_named_with_what_to_do(
     started.start()
     pid = started.call("daemon.ping").pid
     assert json.loads((orca_env.memory_root / "orcad.pid").read_bytes())["pid"] == pid
+
+
+@pytest.mark.parametrize("odd", ["fifo", "symlink"])
+def test_what_stands_at_the_pid_files_temporary_is_not_written_through(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path, odd: str
+) -> None:
+    # orcad.pid is written through orcad.pid.tmp: opening a FIFO there to write waited for a
+    # reader that never came, so the start hung; a symbolic link there was followed, and the
+    # file it named overwritten with the pid (and orcad.pid became that link)
+    orca_env.memory_root.mkdir(mode=0o700)
+    pid_file = orca_env.memory_root / "orcad.pid"
+    temporary = pid_file.with_name("orcad.pid.tmp")
+    elsewhere = tmp_path / "elsewhere.txt"
+    elsewhere.write_text("not orcad's\n")
+    if odd == "fifo":
+        os.mkfifo(temporary, 0o600)
+    else:
+        temporary.symlink_to(elsewhere)
+    daemon = DaemonProcess(orca_env)
+    daemon_factory.append(daemon)
+    daemon.spawn()
+    daemon.wait_ready(timeout=15)
+    pid = daemon.call("daemon.ping").pid
+    assert not pid_file.is_symlink()
+    assert json.loads(pid_file.read_bytes())["pid"] == pid
+    assert elsewhere.read_text() == "not orcad's\n"
+    assert not temporary.exists() and not temporary.is_symlink()
+    assert daemon.stop() == 0
