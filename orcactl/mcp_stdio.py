@@ -7,6 +7,8 @@ waits for its timeout), and reads on while answers wait for a client that does n
 next line is served; and a request is read only while fewer than `MAX_ANSWERS_OWED` answers
 are owed, and their requests' lines add up to less than `MAX_REQUEST_BYTES_OWED`, so a client
 that stops reading, or sends long requests faster than they are answered, stops being read.
+An open subscription, answered only when its stream ends, is not counted among those answers:
+a client holds `MAX_SUBSCRIPTIONS` open at most, and one more is refused with an error.
 When stdin ends, every request read is answered before serving ends, unless the client takes
 no answer for `STALL_DEADLINE_S`.
 What was read and answered before the SDK loaded (orcactl.mcp_handshake) is read again here
@@ -35,6 +37,8 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from mcp.server.mcpserver import MCPServer
 from mcp.shared.message import ServerMessageMetadata, SessionMessage
 from mcp_types import (
+    INTERNAL_ERROR,
+    ErrorData,
     JSONRPCError,
     JSONRPCMessage,
     JSONRPCNotification,
@@ -63,6 +67,20 @@ MAX_ANSWERS_OWED = MAX_ANSWERS_OWED_PER_CONNECTION
 # the size of its line, so 64 of the longest lines took gigabytes. One line of any size the
 # server keeps is always taken.
 MAX_REQUEST_BYTES_OWED = MAX_LINE_BYTES
+# A subscription (`subscriptions/listen`) is answered only when its stream ends, so it is not
+# counted among the answers owed (64 open subscriptions stopped the reading of every request
+# after them for good); instead a client holds this many open at most, whose lines add up to
+# no more than MAX_REQUEST_BYTES_OWED (the first of any size the server keeps is taken), and
+# one more is refused with an error. Claude Code holds one open.
+MAX_SUBSCRIPTIONS = 64
+TOO_MANY_SUBSCRIPTIONS = (
+    f"Subscription limit reached: {MAX_SUBSCRIPTIONS} subscriptions of this client are open, as "
+    "many as it may hold; cancel one (notifications/cancelled) before listening again"
+)
+SUBSCRIPTIONS_TOO_LONG = (
+    "Subscription limit reached: the requests of this client's open subscriptions and this one "
+    "add up to more than {mib} MiB; cancel one (notifications/cancelled) before listening again"
+)
 # Once stdin has ended (MCP's stdio shutdown: the client closes it, waits for the server to exit,
 # then kills it), the answers still owed are waited for only while one is written at least this
 # often: a client that never reads them would otherwise keep the server running for ever.
@@ -77,17 +95,23 @@ class Owed:
     """The answers owed to the client, less those waiting on the client's own answers."""
 
     def __init__(
-        self, limit: int = MAX_ANSWERS_OWED, max_bytes: int = MAX_REQUEST_BYTES_OWED
+        self,
+        limit: int = MAX_ANSWERS_OWED,
+        max_bytes: int = MAX_REQUEST_BYTES_OWED,
+        max_streams: int = MAX_SUBSCRIPTIONS,
     ) -> None:
         self.limit = limit
         self.max_bytes = max_bytes
+        self.max_streams = max_streams
         self._owed: Counter[str] = Counter()  # by id as text
         self._sizes: dict[str, list[int]] = {}  # the line of each request owed, by id as text
-        self.bytes = 0  # of the lines of the requests owed
+        self.bytes = 0  # of the lines of the requests owed, the subscriptions' included
         self._asked: set[str] = set()  # the server's requests the client has not answered
         # the subscriptions (`subscriptions/listen`) owed, by id as text: a stream the server
         # answers only when it ends, which it does once it sees the end of stdin
         self._streams: Counter[str] = Counter()
+        self._stream_sizes: dict[str, list[int]] = {}  # their lines, by id as text
+        self.stream_bytes = 0  # of the lines of the subscriptions owed
         self._changed = anyio.Event()
         self._early = 0  # 1 while answers given before the SDK loaded are still being written
         self.reported = False  # whether stderr has said which answers were not delivered
@@ -103,14 +127,40 @@ class Owed:
         return self._owed.total() + self._early
 
     @property
+    def streams(self) -> int:
+        """The subscriptions owed their answer: open until their stream ends."""
+        return self._streams.total()
+
+    @property
+    def _replying(self) -> int:
+        """The answers owed that the server gives without the client's own answers, and
+        without waiting for a stream to end: what a client that does not read piles up."""
+        return self.waiting - self.streams
+
+    @property
     def full(self) -> bool:
-        return self.waiting >= self.limit
+        return self._replying >= self.limit
 
     def _too_many_bytes(self, size: int) -> bool:
         """Whether a request line of `size` bytes must wait: the lines of the requests owed
-        would add up to more than `max_bytes`, and one of them can be answered without the
-        client (one that waits on the client's own answer must not stop its being read)."""
-        return self.bytes > 0 and self.bytes + size > self.max_bytes and self.waiting > 0
+        would add up to more than `max_bytes`, and one of them is to be answered without the
+        client (one that waits on the client's own answer, or a subscription, answered when
+        the client ends it, must not stop its being read)."""
+        return self.bytes > 0 and self.bytes + size > self.max_bytes and self._replying > 0
+
+    def refuses_stream(self, message: JSONRPCRequest, size: int = 0) -> JSONRPCError | None:
+        """The answer refusing a subscription past `max_streams` open, or whose line would
+        take the lines of those open past `max_bytes`; None for any other request."""
+        if message.method != STATELESS_PASSED_OVER:
+            return None
+        if self.streams >= self.max_streams:
+            text = TOO_MANY_SUBSCRIPTIONS
+        elif self.stream_bytes and self.stream_bytes + size > self.max_bytes:
+            text = SUBSCRIPTIONS_TOO_LONG.format(mib=self.max_bytes // 2**20)
+        else:
+            return None
+        error = ErrorData(code=INTERNAL_ERROR, message=text)
+        return JSONRPCError(jsonrpc="2.0", id=message.id, error=error)
 
     async def room(self, size: int = 0) -> None:
         while self.full or self._too_many_bytes(size):
@@ -119,7 +169,7 @@ class Owed:
     async def wait_settled(self) -> None:
         """Wait until no answer is owed but those held up on the client's own answers, and
         the subscriptions, which stay open until the SDK sees the end of its input."""
-        while self.waiting - sum(self._streams.values()) > 0:
+        while self._replying > 0:
             await self._changed.wait()
 
     async def wait_stalled(self, seconds: float) -> None:
@@ -142,12 +192,17 @@ class Owed:
             if not self._owed[key]:
                 del self._owed[key]
             # a subscription of that id ended, if no other request of it is owed
-            self._streams[key] = min(self._streams[key], self._owed[key])
+            streams = self._streams[key]
+            self._streams[key] = min(streams, self._owed[key])
             self._streams += Counter()  # without the ids that count none
-            if sizes := self._sizes.get(key):
-                self.bytes -= sizes.pop()
+            ended = self._streams[key] < streams
+            by_id = self._stream_sizes if ended else self._sizes
+            if sizes := by_id.get(key):
+                size = sizes.pop()
+                self.bytes -= size
+                self.stream_bytes -= size if ended else 0
                 if not sizes:
-                    del self._sizes[key]
+                    del by_id[key]
             self._change()
 
     def _answered(self, request_id: object) -> None:
@@ -164,15 +219,38 @@ class Owed:
         """Count a message from the client, read in a line of `size` bytes."""
         match message:
             case JSONRPCRequest():
-                self._owed[str(message.id)] += 1
-                if message.method == STATELESS_PASSED_OVER:  # a subscription
-                    self._streams[str(message.id)] += 1
+                key = str(message.id)
+                self._owed[key] += 1
+                stream = message.method == STATELESS_PASSED_OVER  # a subscription
+                if stream:
+                    self._streams[key] += 1
                 if size:
-                    self._sizes.setdefault(str(message.id), []).append(size)
+                    sizes = self._stream_sizes if stream else self._sizes
+                    sizes.setdefault(key, []).append(size)
                     self.bytes += size
+                    self.stream_bytes += size if stream else 0
                 self._change()
             case JSONRPCResponse() | JSONRPCError():
                 self._answered(message.id)
+            case JSONRPCNotification(method="notifications/cancelled", params=dict() as params):
+                self._cancelled(params.get("requestId"))
+
+    def _cancelled(self, request_id: object) -> None:
+        """The client ended a subscription of `request_id`: no longer open, and its room is
+        given back at once for another, while its end is still owed as any answer until the
+        SDK settles it (a moment later, once the handler's cancellation has run)."""
+        key = str(request_id)
+        if not self._streams[key]:  # no subscription of that id is open
+            return
+        self._streams[key] -= 1
+        self._streams += Counter()  # without the ids that count none
+        if sizes := self._stream_sizes.get(key):
+            size = sizes.pop()
+            self.stream_bytes -= size
+            self._sizes.setdefault(key, []).append(size)
+            if not sizes:
+                del self._stream_sizes[key]
+        self._change()
 
     def refusing(self, answer: JSONRPCError) -> None:
         """Count the answer to a line refused before the SDK saw it: owed as any other."""
@@ -262,6 +340,11 @@ async def _read(  # noqa: PLR0917
                 if isinstance(verdict, Refused):
                     owed.refusing(verdict.answer)
                     await to_client.send(SessionMessage(verdict.answer))
+                elif isinstance(verdict, JSONRPCRequest) and (
+                    refusal := owed.refuses_stream(verdict, len(line or b""))
+                ):
+                    owed.refusing(refusal)
+                    await to_client.send(SessionMessage(refusal))
                 elif isinstance(verdict, JSONRPCRequest):
                     size = len(line or b"")
                     await owed.room(size)

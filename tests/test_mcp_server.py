@@ -29,16 +29,25 @@ import trio.testing
 from anyio.lowlevel import EventLoopToken, current_token
 from hypothesis import given
 from hypothesis import strategies as st
+from mcp import Client as McpClient
 from mcp import types
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 
 import orcad
-from orcactl.mcp_lines import Refused, judge
+from orcactl.mcp_handshake import ACKNOWLEDGED, SUBSCRIPTION_ID
+from orcactl.mcp_lines import MAX_LINE_BYTES, Refused, judge
 from orcactl.mcp_server import DaemonSession
-from orcactl.mcp_stdio import STALL_DEADLINE_S, Owed, _write
+from orcactl.mcp_stdio import (
+    MAX_SUBSCRIPTIONS,
+    STALL_DEADLINE_S,
+    TOO_MANY_SUBSCRIPTIONS,
+    Owed,
+    _write,
+)
 from protocol.client import Client, DaemonUnavailable
 from tests.harness import DaemonProcess, OrcaEnv
 from tests.hook_helpers import (
@@ -1194,6 +1203,188 @@ def test_a_stateless_client_that_closes_stdin_with_its_subscription_open_is_not_
     assert exited < STALL_DEADLINE_S / 2, exited
 
 
+def _claude_code_server(orca: OrcaEnv, cwd: Path) -> subprocess.Popen[bytes]:
+    """`orcactl mcp` as Claude Code starts it, its stderr kept in the log."""
+    with open(orca.root / "mcp-stderr.log", "ab") as errlog:
+        return subprocess.Popen(
+            [ORCACTL, "mcp", "--cwd", str(cwd)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=errlog,
+            env=orca.env,
+        )
+
+
+def _stateless(request_id: int | str, method: str, params: dict[str, Any]) -> bytes:
+    """A request of the stateless revision, naming what Claude Code's start names."""
+    [listen] = [line for line in CLAUDE_START.read_bytes().splitlines() if b'"listen:0"' in line]
+    meta = json.loads(listen)["params"]["_meta"]
+    return _request(
+        cast(int, request_id), method, {**params, "_meta": {**meta, **params.get("_meta", {})}}
+    )
+
+
+def test_subscriptions_held_open_do_not_stop_the_later_requests_being_read(
+    tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess
+) -> None:
+    # each open subscription was counted as an answer owed, which it is only when its stream
+    # ends: past 64 of them the server read nothing more, and the session hung
+    count = MAX_SUBSCRIPTIONS + 6
+    started = CLAUDE_START.read_bytes()
+    ids = {json.loads(line)["id"] for line in started.splitlines()} - {"listen:0"}
+    with _claude_code_server(orca_env, _project(tmp_path)) as process:
+        server = RawServer(process)
+        try:
+            server.write(started)
+            written = [server.receive() for _ in range(len(ids) + 1)]
+            assert {m.get("id") for m in written} == {*ids, None}  # and the acknowledgement
+            listen = {"notifications": {"toolsListChanged": True}}
+            for number in range(1, count):
+                server.send(_stateless(f"listen:{number}", "subscriptions/listen", listen))
+            search = {"name": "memory_search", "arguments": {"query": "release checks"}}
+            server.send(_stateless(100, "tools/call", search))
+            server.send(_stateless(101, "tools/list", {}))
+            messages = [server.receive() for _ in range(count - 1 + 2)]
+            acknowledged = [m for m in messages if m.get("method") == ACKNOWLEDGED]
+            refused = {m["id"]: m["error"] for m in messages if "error" in m}
+            answers = {m["id"]: m["result"] for m in messages if "result" in m}
+            assert len(acknowledged) == MAX_SUBSCRIPTIONS - 1, messages
+            # the subscriptions past the limit get an error saying so, and nothing else
+            assert set(refused) == {f"listen:{n}" for n in range(MAX_SUBSCRIPTIONS, count)}
+            assert all(
+                error["code"] == -32603 and error["message"] == TOO_MANY_SUBSCRIPTIONS
+                for error in refused.values()
+            ), refused
+            assert not answers[100].get("isError"), answers[100]
+            assert {tool["name"] for tool in answers[101]["tools"]} >= {"memory_search"}
+            # a subscription cancelled gives its room back
+            server.send(_cancelled_stateless("listen:1"))
+            server.send(_stateless("again", "subscriptions/listen", listen))
+            again = server.receive()
+            assert again.get("method") == ACKNOWLEDGED, again
+            assert again["params"]["_meta"][SUBSCRIPTION_ID] == "again"
+            closed = time.monotonic()
+            process.stdin.close()  # type: ignore[union-attr]
+            ended = server.receive_to_end(timeout=STALL_DEADLINE_S + 20)
+            assert process.wait(timeout=30) == 0
+            exited = time.monotonic() - closed
+        finally:
+            process.kill()
+    # each open subscription is answered as its stream ends, and nothing else is waited for
+    assert {m["id"] for m in ended} <= {f"listen:{n}" for n in range(MAX_SUBSCRIPTIONS)} | {
+        "again"
+    }, ended
+    said = (orca_env.root / "mcp-stderr.log").read_text()
+    assert "not delivered" not in said and "Traceback" not in said, said
+    assert exited < STALL_DEADLINE_S / 2, exited
+
+
+async def test_the_sdks_client_holding_its_subscriptions_open_is_still_answered(
+    tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess
+) -> None:
+    params = StdioServerParameters(
+        command=ORCACTL, args=["mcp", "--cwd", str(_project(tmp_path))], env=orca_env.env
+    )
+    with trio.fail_after(90):
+        async with (
+            McpClient(params) as client,
+            contextlib.AsyncExitStack() as first,
+            contextlib.AsyncExitStack() as rest,
+        ):
+            assert client.protocol_version == "2026-07-28"
+            await first.enter_async_context(client.listen(tools_list_changed=True))
+            for _ in range(MAX_SUBSCRIPTIONS - 1):
+                await rest.enter_async_context(client.listen(tools_list_changed=True))
+            for _ in range(6):
+                with pytest.raises(MCPError) as refused:
+                    await rest.enter_async_context(client.listen(tools_list_changed=True))
+                assert refused.value.error.code == -32603
+                assert refused.value.error.message == TOO_MANY_SUBSCRIPTIONS
+            found = await client.call_tool("memory_search", {"query": "release checks"})
+            assert not found.is_error, found
+            assert "memory_search" in {tool.name for tool in (await client.list_tools()).tools}
+            await first.aclose()  # the client ends one subscription: another may be opened
+            await rest.enter_async_context(client.listen(prompts_list_changed=True))
+
+
+def test_a_client_that_listens_and_never_reads_costs_the_server_bounded_memory(
+    tmp_path: Path, orca_env: OrcaEnv
+) -> None:
+    # subscriptions are not counted among the answers owed: their own bound must hold when
+    # neither their acknowledgements nor the refusals past it are read
+    count = 3000
+    listen = {"notifications": {"toolsListChanged": True}}
+    lines = b"".join(
+        _stateless(f"listen:{n}", "subscriptions/listen", listen) + b"\n" for n in range(count)
+    )
+    started = CLAUDE_START.read_bytes()
+    with _claude_code_server(orca_env, _project(tmp_path)) as process:
+        server = RawServer(process)
+        try:
+            server.write(started)
+            for _ in started.splitlines():  # the answers, and the acknowledgement
+                server.receive()
+            before = server.memory_kib("VmRSS")
+            sent, taken = server.feed(lines)
+            held = server.memory_kib("VmRSS") - before
+            assert taken < len(lines), "the server read every subscription, none answered"
+            writer = threading.Thread(target=server.write, args=(lines[sent:],))
+            writer.start()  # the rest, while the answers are read
+            messages = [server.receive() for _ in range(count)]
+            writer.join(timeout=60)
+            refused = [m for m in messages if "error" in m]
+            assert len(refused) == count - (MAX_SUBSCRIPTIONS - 1), messages[-1]
+            peak = server.memory_kib("VmHWM") - before
+            process.stdin.close()  # type: ignore[union-attr]
+            server.receive_to_end()
+            assert process.wait(timeout=30) == 0
+        finally:
+            process.kill()
+    assert held < 16 * 1024 and peak < 16 * 1024, (held, peak)
+
+
+def _cancelled_stateless(request_id: str) -> bytes:
+    cancel = {
+        "jsonrpc": "2.0",
+        "method": "notifications/cancelled",
+        "params": {"requestId": request_id},
+    }
+    return json.dumps(cancel).encode()
+
+
+def test_a_request_of_the_longest_line_is_read_while_a_subscription_is_open(
+    tmp_path: Path, orca_env: OrcaEnv
+) -> None:
+    # the open subscription's line counted among the bytes of requests waiting for an answer
+    # it would give only when its stream ends: a request whose line took them past the bound
+    # waited for it for good, unread and unanswered
+    started = CLAUDE_START.read_bytes()
+    ids = {json.loads(line)["id"] for line in started.splitlines()} - {"listen:0"}
+    short = _stateless(7, "tools/list", {"_meta": {"junk": ""}})
+    long = short.replace(
+        b'"junk": ""', b'"junk": "' + b"a" * (MAX_LINE_BYTES - len(short) - 1) + b'"'
+    )
+    assert len(long) + 1 == MAX_LINE_BYTES
+    with _claude_code_server(orca_env, _project(tmp_path)) as process:
+        server = RawServer(process)
+        try:
+            server.write(started)
+            written = [server.receive() for _ in range(len(ids) + 1)]
+            assert {m.get("id") for m in written} == {*ids, None}
+            writer = threading.Thread(target=server.send, args=(long,))
+            writer.start()
+            answer = server.receive(timeout=60)
+            writer.join(timeout=60)
+            assert answer["id"] == 7 and answer["result"]["tools"], str(answer)[:300]
+            server.send(_stateless(8, "tools/list", {}))
+            assert server.receive()["id"] == 8
+            process.stdin.close()  # type: ignore[union-attr]
+            server.receive_to_end()
+            assert process.wait(timeout=30) == 0
+        finally:
+            process.kill()
+
+
 def test_a_client_that_closes_stdin_before_reading_still_gets_every_answer(
     tmp_path: Path, orca_env: OrcaEnv
 ) -> None:
@@ -1308,6 +1499,43 @@ async def test_answers_the_client_itself_holds_up_do_not_stop_the_reading() -> N
         types.JSONRPCError(jsonrpc="2.0", id=3, error=types.ErrorData(code=1, message="x"))
     )
     assert not owed.full
+
+
+async def test_open_subscriptions_are_bounded_apart_from_the_answers_owed() -> None:
+    owed = Owed(limit=2, max_bytes=100, max_streams=2)
+
+    def listen(request_id: str) -> types.JSONRPCRequest:
+        return types.JSONRPCRequest(jsonrpc="2.0", id=request_id, method="subscriptions/listen")
+
+    for request_id in ("a", "b"):
+        assert owed.refuses_stream(listen(request_id), 10) is None
+        owed.read(listen(request_id), 10)
+    assert not owed.full and owed.streams == 2
+    with trio.fail_after(5):  # a request as long as the bound is still read
+        await owed.room(100)
+    refused = owed.refuses_stream(listen("c"), 10)
+    assert refused is not None and refused.id == "c" and refused.error.code == -32603
+    assert refused.error.message == TOO_MANY_SUBSCRIPTIONS
+    ping = types.JSONRPCRequest(jsonrpc="2.0", id=1, method="ping")
+    assert owed.refuses_stream(ping) is None
+    # a cancelled subscription is no longer open, but its end is owed until the SDK settles it
+    cancelled = {"requestId": "a"}
+    owed.read(
+        types.JSONRPCNotification(jsonrpc="2.0", method="notifications/cancelled", params=cancelled)
+    )
+    assert owed.streams == 1 and owed.stream_bytes == 10 and owed.bytes == 20
+    owed.read(ping, 10)
+    assert owed.full  # the cancelled one and the ping
+    await owed.unanswered("a")
+    assert not owed.full and owed.bytes == 20
+    # the subscriptions' lines are bounded too: one as long as the bound is refused
+    assert owed.refuses_stream(listen("d"), 91) is not None
+    assert owed.refuses_stream(listen("d"), 90) is None
+    owed.read(listen("d"), 90)
+    assert owed.streams == 2 and owed.stream_bytes == 100
+    # a stream ends when the SDK answers it
+    owed.written(types.JSONRPCResponse(jsonrpc="2.0", id="d", result={}))
+    assert owed.streams == 1 and owed.stream_bytes == 10 and owed.bytes == 20
 
 
 async def test_answers_owed_stall_once_none_is_written_for_the_whole_deadline(
