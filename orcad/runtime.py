@@ -208,19 +208,11 @@ class InstanceLock:
         """A directory at orcad.pid (or the temporary file it is written through) cannot be
         replaced by the file, and the rename would only say "Is a directory". What is in it is
         not orcad's to delete: the start is refused, naming it and what to do."""
-        path = self._paths.instance_file
-        for odd in (path, path.with_name(path.name + ".tmp")):
-            try:
-                is_directory = stat.S_ISDIR(odd.lstat().st_mode)
-            except OSError:  # none there, or nothing that stops the write
-                continue
-            if is_directory:
-                self.release()
-                raise StartupError(
-                    f"refusing to use {odd}: it is a directory, where orcad writes its pid and "
-                    f"socket; move it aside (mv {shlex.quote(str(odd))} "
-                    f"{shlex.quote(f'{odd}.not-a-file')}) and start orcad again"
-                )
+        blocked = instance_file_blocked(self._paths)
+        if blocked is not None:
+            self.release()
+            problem, advice = blocked
+            raise StartupError(f"refusing to use {problem}; {advice}")
 
     def _write_instance_file(self) -> None:
         write_private_atomically(
@@ -319,6 +311,25 @@ class InstanceLock:
 class Instance(msgspec.Struct, frozen=True):
     pid: int
     socket: str
+
+
+def instance_file_blocked(paths: Paths) -> tuple[str, str] | None:
+    """What stops orcad.pid from being written, and what to do, when a directory stands at
+    it or at the temporary file it is written through (a start is refused; doctor says the
+    same); None when nothing does."""
+    path = paths.instance_file
+    for odd in (path, path.with_name(path.name + ".tmp")):
+        try:
+            is_directory = stat.S_ISDIR(odd.lstat().st_mode)
+        except OSError:  # none there, or nothing that stops the write
+            continue
+        if is_directory:
+            return (
+                f"{odd}: it is a directory, where orcad writes its pid and socket",
+                f"move it aside (mv {shlex.quote(str(odd))} "
+                f"{shlex.quote(f'{odd}.not-a-file')}) and start orcad again",
+            )
+    return None
 
 
 def write_private_atomically(path: Path, data: bytes) -> None:

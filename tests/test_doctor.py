@@ -979,3 +979,105 @@ def test_a_command_given_by_path_is_said_missing_or_not_executable(orca_env: Orc
         f"extraction.command.argv[0] '{script}' is not executable (chmod +x it)",
         f"extraction.command.argv[0] '{orca_env.root / 'missing.sh'}' does not exist",
     ]
+
+
+def turn(session: Any, turn_id: str, text: str) -> dict[str, Any]:
+    return {
+        "session_id": session.session_id,
+        "epoch": session.epoch,
+        "turn_id": turn_id,
+        "outcome": "succeeded",
+        "verifier": "passed",
+        "transcript_committed": True,
+        "messages": [{"role": "user", "content": text}],
+    }
+
+
+@pytest.mark.parametrize("running", [False, True], ids=["stopped", "running"])
+@pytest.mark.parametrize("fault", ["torn list", "fifo list", "file for project"])
+def test_what_orcad_refuses_in_a_project_is_named_whether_or_not_it_runs(
+    daemon: DaemonProcess, orca_env: OrcaEnv, tmp_path: Path, fault: str, running: bool
+) -> None:
+    # a damaged forgotten-jobs.json, or a file in place of the project's directory, refuses
+    # the project's turns; doctor said so only through what a running daemon had recorded
+    cwd = tmp_path / "repo"
+    cwd.mkdir()
+    session = daemon.call("session.open", {"cwd": str(cwd)})
+    directory = orca_env.memory_root / "projects" / session.project.id
+    odd = directory if fault == "file for project" else directory / jobstore.FORGOTTEN_JOBS_FILE
+    if fault == "file for project":
+        shutil.rmtree(directory)
+        directory.write_text("not a directory\n")
+        directory.chmod(0o600)
+    elif fault == "fifo list":
+        os.mkfifo(odd, 0o600)  # never waited on
+    else:
+        odd.write_text('{"job_ids": ["job_')
+        odd.chmod(0o600)
+    refused = remote_error_of(daemon, turn(session, "t1", "We deploy from main."))
+    if not running:
+        daemon.stop()
+    status, findings = doctor(orca_env)
+    assert status == 1
+    found = [f for f in problems(findings, "memory") if str(odd) in f["detail"]]
+    assert len(found) == 1, findings
+    # what is wrong and what to do, in the daemon's own words
+    assert found[0]["detail"].startswith(f"{odd} is ")
+    assert found[0]["fix"] and found[0]["fix"] in refused
+    said = found[0]["detail"].split("; no turn")[0].removesuffix(".")
+    assert said in refused, (said, refused)
+    if fault == "file for project":
+        odd.rename(f"{odd}.not-a-directory")  # as it says
+    else:
+        odd.unlink()
+    findings = doctor(orca_env)[1]
+    assert problems(findings, "memory") == [], findings
+
+
+def remote_error_of(daemon: DaemonProcess, params: dict[str, Any]) -> str:
+    with pytest.raises(RemoteError) as caught:
+        daemon.call("turn.completed", params)
+    assert (caught.value.code, caught.value.data["reason"]) == (-32017, "corrupt")
+    return caught.value.error.message
+
+
+@pytest.mark.parametrize("running", [False, True], ids=["stopped", "running"])
+@pytest.mark.parametrize("name", ["orcad.pid", "orcad.pid.tmp"])
+def test_a_directory_at_the_pid_file_is_named_whether_or_not_orcad_runs(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], name: str, running: bool
+) -> None:
+    # a directory there stops every start; with none running, nothing else said so
+    process = DaemonProcess(orca_env)
+    daemon_factory.append(process)
+    process.start()
+    if not running:
+        process.stop()
+    odd = orca_env.memory_root / name
+    if odd.exists():
+        odd.unlink()
+    odd.mkdir(mode=0o700)
+    status, findings = doctor(orca_env)
+    assert status == 1
+    found = only_problem(findings, "memory")
+    assert found["detail"].startswith(f"{odd}: it is a directory"), found
+    if running:
+        process.stop()
+    refused = DaemonProcess(orca_env)
+    daemon_factory.append(refused)
+    refused.spawn()
+    assert refused.proc is not None and refused.proc.wait(timeout=30) == 1
+    said = refused.stderr()
+    assert found["fix"] in said and found["detail"].split("; orcad refuses")[0] in said, said
+    subprocess.run(["sh", "-c", found["fix"].split("(")[1].split(")")[0]], check=True)
+    assert problems(doctor(orca_env)[1], "memory") == []
+
+
+def test_fifos_at_the_pid_file_and_its_temporary_file_do_not_hold_doctor(
+    orca_env: OrcaEnv,
+) -> None:
+    # orcad replaces both (nothing to report); doctor must only look at them, never read them
+    orca_env.memory_root.mkdir(mode=0o700, parents=True)
+    for name in ("orcad.pid", "orcad.pid.tmp"):
+        os.mkfifo(orca_env.memory_root / name, 0o600)
+    findings = doctor(orca_env)[1]  # within its 60 s, or the run fails
+    assert problems(findings, "memory") == [], findings

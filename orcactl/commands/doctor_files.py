@@ -18,7 +18,7 @@ from orcad.config import (
     OpenAIConfig,
     load_config,
 )
-from orcad.errors import StartupError
+from orcad.errors import StartupError, StorageError
 from orcad.paths import Paths
 
 FILE_SCAN_LIMIT = 10000  # entries looked at under the memory root
@@ -106,6 +106,53 @@ def judge_in_place(
     return []
 
 
+def judge_refused(paths: Paths) -> list[Finding]:
+    """What orcad refuses in the memory root, found as orcad finds it and said in its words, so
+    that it is named whether or not a daemon runs (one that cannot start records nothing): a
+    directory at orcad.pid, which stops a start, and in each project a file in place of its
+    directory, or a forgotten-jobs.json that is not such a list, which refuse its turns. Only
+    looked at or read as orcad reads them: never waited on."""
+    from orcad.capture import jobstore, projects  # noqa: PLC0415 - filelock
+    from orcad.runtime import instance_file_blocked  # noqa: PLC0415
+
+    found: list[Finding] = []
+    blocked = instance_file_blocked(paths)
+    if blocked is not None:
+        problem, advice = blocked
+        found.append(Finding("memory", "problem", f"{problem}; orcad refuses to start", advice))
+    try:
+        names = sorted(os.listdir(paths.projects_dir))
+    except OSError:  # none yet; anything else there is the index check's to name
+        return found
+    for name in names:
+        if not projects.is_project_id(name):
+            continue
+        directory = paths.projects_dir / name
+        in_place = projects.file_in_place_of_directories(directory)
+        if in_place is not None and in_place[0] == directory:  # jobs/: judge_in_place
+            _, problem, advice = in_place
+            found.append(
+                Finding(
+                    "memory", "problem", f"{problem}; no turn of this project is captured", advice
+                )
+            )
+            continue
+        try:
+            jobstore.read_forgotten_jobs(directory)
+        except jobstore.ForgottenJobsDamaged as exc:
+            found.append(Finding("memory", "problem", exc.wrong, exc.advice))
+        except StorageError as exc:  # one it may not read refuses the same turns
+            found.append(
+                Finding(
+                    "memory",
+                    "problem",
+                    f"{exc.message}; this project's new turns and forgets are refused",
+                    "make it a file you can read (chown, chmod)",
+                )
+            )
+    return found
+
+
 def check_storage(paths: Paths, uid: int) -> list[Finding]:
     found: list[Finding] = []
     roots = [(paths.memory_root, "memory"), (paths.deliberate_db.parent, "database")]
@@ -129,6 +176,8 @@ def check_storage(paths: Paths, uid: int) -> list[Finding]:
             if not stat.S_ISLNK(info.st_mode):
                 problems.extend(judge_private(check, path, info, uid))
             problems.extend(judge_in_place(check, path, info, paths.projects_dir))
+        if check == "memory":
+            problems.extend(judge_refused(paths))
         found.extend(problems or [Finding(check, "ok", f"{root}: private to you")])
     return found
 

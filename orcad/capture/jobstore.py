@@ -141,25 +141,32 @@ def _forgotten_job_list(project_dir: Path) -> list[str]:
     except (FileNotFoundError, NotADirectoryError):  # none (a file in place of the directory
         return []  # is named by whatever makes the directory)
     except NotARegularFile as exc:
-        raise _forgotten_jobs_damaged(path, "it is not a regular file") from exc
+        raise ForgottenJobsDamaged(path, "it is not a regular file") from exc
     except OSError as exc:
         raise StorageError(f"cannot read {path}: {exc.strerror or exc}", path=str(path)) from exc
     try:
         noted = msgspec.json.decode(data, type=ForgottenJobs)
     except msgspec.DecodeError as exc:
-        raise _forgotten_jobs_damaged(path, str(exc)) from exc
+        raise ForgottenJobsDamaged(path, str(exc)) from exc
     return noted.job_ids
 
 
-def _forgotten_jobs_damaged(path: Path, problem: str) -> StorageError:
-    return StorageError(
-        f"{path} is damaged ({problem}); it was left as found. It lists the turns whose facts "
-        "were forgotten, so that reporting one again does not teach its fact anew: until it "
-        "is dealt with, this project's new turns and forgets are refused. Restore it from a "
-        "backup, or move it aside (a turn it listed, reported again, may then be learnt anew)",
-        path=str(path),
-        reason="corrupt",
-    )
+class ForgottenJobsDamaged(StorageError):
+    """A forgotten-jobs.json that is not such a list: `wrong` says what is wrong with it and
+    `advice` what to do (its project's new turns and forgets are refused with them, and doctor
+    says the same)."""
+
+    def __init__(self, path: Path, problem: str) -> None:
+        self.wrong = (
+            f"{path} is damaged ({problem}); it was left as found. It lists the turns whose "
+            "facts were forgotten, so that reporting one again does not teach its fact anew: "
+            "until it is dealt with, this project's new turns and forgets are refused."
+        )
+        self.advice = (
+            "Restore it from a backup, or move it aside (a turn it listed, reported again, may "
+            "then be learnt anew)"
+        )
+        super().__init__(f"{self.wrong} {self.advice}", path=str(path), reason="corrupt")
 
 
 def note_forgotten_jobs(project_dir: Path, job_ids: list[str]) -> None:

@@ -82,6 +82,20 @@ def ensure_directories(directory: Path) -> None:
 def directories_error(directory: Path, exc: OSError) -> StorageError:
     """StorageError for ensure_directories' `exc`: a file where the project directory or its
     jobs directory should be is named as such, with what to do, rather than as "File exists"."""
+    in_place = file_in_place_of_directories(directory)
+    if in_place is not None:
+        path, problem, advice = in_place
+        return StorageError(
+            f"{problem}; it was left as found: {advice}", path=str(path), reason="corrupt"
+        )
+    path = Path(exc.filename) if isinstance(exc.filename, str) else directory / JOBS_DIR
+    return StorageError(f"cannot create {path}: {exc.strerror or exc}", path=str(path))
+
+
+def file_in_place_of_directories(directory: Path) -> tuple[Path, str, str] | None:
+    """The project directory or its jobs directory when something else stands there, what is
+    wrong and what to do (a turn in the project is refused with it; doctor says the same);
+    None when neither is so."""
     for path in (directory, directory / JOBS_DIR):
         try:
             mode = path.stat().st_mode
@@ -89,15 +103,14 @@ def directories_error(directory: Path, exc: OSError) -> StorageError:
             continue
         if not stat.S_ISDIR(mode):
             aside = shlex.quote(f"{path}.not-a-directory")
-            return StorageError(
+            return (
+                path,
                 f"{path} is not a directory (a file is in its place), so orcad cannot keep this "
-                f"project's files there; it was left as found: move it aside "
-                f"(mv {shlex.quote(str(path))} {aside}), and orcad makes the directory again",
-                path=str(path),
-                reason="corrupt",
+                "project's files there",
+                f"move it aside (mv {shlex.quote(str(path))} {aside}), and orcad makes the "
+                "directory again",
             )
-    path = Path(exc.filename) if isinstance(exc.filename, str) else directory / JOBS_DIR
-    return StorageError(f"cannot create {path}: {exc.strerror or exc}", path=str(path))
+    return None
 
 
 def project_file_missing(directory: Path) -> bool:
