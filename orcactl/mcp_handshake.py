@@ -687,6 +687,7 @@ def warm_up(orcactl: str, agent: str, env: dict[str, str]) -> bool:
 
     messages = warm_up_lines(agent)
     expected = {message["id"] for message in messages if "id" in message}
+    before = _cache_identity()
     try:
         with subprocess.Popen(
             [orcactl, "mcp", "--no-start"],
@@ -706,7 +707,13 @@ def warm_up(orcactl: str, agent: str, env: dict[str, str]) -> bool:
     except (OSError, ValueError, RecursionError, TimeoutError):  # (a line nested too deep)
         return False
     version = AGENT_STATELESS_VERSIONS.get(agent) or AGENT_HANDSHAKE_VERSIONS[agent]
-    return version in _recorded_versions()
+    key = _recorded_key()
+    # the cache holds one orcactl's answers: this one's, or those the warm-up has just written
+    # (another installation's, given as --orcactl); another's left from before, which a write
+    # that failed kept, are not what this orcactl will answer from
+    if key is None or (key != code_key() and _cache_identity() in (None, before)):
+        return False
+    return version in load_answers(key)
 
 
 def _read_until_answered(stdout: Any, expected: set[object]) -> None:
@@ -739,17 +746,27 @@ def _read_until_answered(stdout: Any, expected: set[object]) -> None:
                 expected.discard(subscription)
 
 
-def _recorded_versions() -> set[str]:
-    """The protocol versions the cache holds answers for, under whichever key (that of the
-    orcactl that wrote them, which may be another installation than this one)."""
+def _recorded_key() -> str | None:
+    """The key the cache's answers were recorded under (that of the orcactl that wrote them,
+    which may be another installation than this one); None when there is no such cache."""
     try:
         if not _private(cache_file()):
-            return set()
+            return None
         document = json.loads(read_regular_file(cache_file(), CACHE_MAX_BYTES + 1))
     except (OSError, ValueError, RecursionError):
-        return set()
+        return None
     key = document.get("key") if isinstance(document, dict) else None
-    return set(load_answers(key)) if isinstance(key, str) else set()
+    return key if isinstance(key, str) else None
+
+
+def _cache_identity() -> tuple[int, int, int] | None:
+    """The cache file as a write leaves it (each writes a new file in its place); None when
+    there is none."""
+    try:
+        status = os.stat(cache_file())
+    except OSError:
+        return None
+    return status.st_dev, status.st_ino, status.st_mtime_ns
 
 
 class Recorder:

@@ -1246,6 +1246,43 @@ def test_integrate_says_when_the_mcp_servers_answers_could_not_be_recorded(
     assert json.loads(done.stdout)["mcp_answers_recorded"] is False
 
 
+def test_answers_recorded_means_this_orcactls_own_not_an_older_ones_kept_by_a_failed_write(
+    orca_env: OrcaEnv,
+) -> None:
+    # the cache holds answers for the agent's version under another orcactl's key, and the
+    # warm-up cannot write this one's: that was reported as recorded
+    assert _integrate(orca_env, "codex", "--json").returncode == 0
+    cache = _home(orca_env) / ".cache" / "orca" / "mcp-handshake.json"
+    document = json.loads(cache.read_text())
+    own_key = document["key"]
+    document["key"] = "0" * 64  # an older orcactl's, answering the same version
+    cache.write_text(json.dumps(document))
+    older = cache.read_bytes()
+
+    def unwritable_cache() -> None:  # no file may grow past a byte: every write fails
+        resource.setrlimit(resource.RLIMIT_FSIZE, (1, 1))
+
+    def integrate(limit: Any) -> dict[str, Any]:
+        done = subprocess.run(
+            [ORCACTL, "integrate", "codex", "--json"],
+            capture_output=True,
+            text=True,
+            env=orca_env.env,
+            timeout=60,
+            preexec_fn=limit,
+        )
+        assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+        report: dict[str, Any] = json.loads(done.stdout)
+        return report
+
+    assert integrate(unwritable_cache)["mcp_answers_recorded"] is False
+    assert cache.read_bytes() == older  # kept, as the failed write left it
+    assert integrate(None)["mcp_answers_recorded"] is True  # written now: this orcactl's own
+    assert json.loads(cache.read_text())["key"] == own_key
+    # its own answers there already: nothing needs writing, and they are recorded
+    assert integrate(unwritable_cache)["mcp_answers_recorded"] is True
+
+
 def test_a_program_that_answers_nonsense_to_the_warm_up_is_no_traceback(
     orca_env: OrcaEnv, tmp_path: Path
 ) -> None:
