@@ -336,6 +336,25 @@ def test_plan_claims_oldest_first_and_skips_what_is_not_claimable() -> None:
     assert result.wake_at == T0 + 50  # the retry-after job becomes claimable first
 
 
+def test_a_job_an_orcad_died_running_runs_alone() -> None:
+    recovered = view_of(leases.recover(claimed(job(), owner=leases.builtin_owner("x", 0)), now=T0))
+    fresh = view_of(job())
+    assert (recovered.recoveries, fresh.recoveries) == (1, 0)
+    assert schedule.runs_alone(recovered) and not schedule.runs_alone(fresh)
+    # (the job next in order, whether each lease the built-in workers hold runs alone)
+    assert schedule.may_start(fresh, []) and schedule.may_start(recovered, [])
+    assert schedule.may_start(fresh, [False, False])
+    assert not schedule.may_start(recovered, [False])  # waits for the running ones to end
+    assert not schedule.may_start(fresh, [True])  # nothing beside one that runs alone
+    assert not schedule.may_start(recovered, [True])
+    held = schedule.BuiltinLeases()
+    held.hold("a", alone=False)
+    assert "a" in held and held.ids() == {"a"} and not held.may_start(recovered)
+    held.let_go("a")
+    held.let_go("a")  # letting go twice is harmless
+    assert held.may_start(recovered) and held.ids() == frozenset()
+
+
 def test_plan_wakes_at_lease_expiry_and_claims_after_it() -> None:
     jobs = (view("job_" + "2" * 32, T0, state="leased", lease_expires=T0 + 60),)
     assert plan(T0, PoolState(jobs=jobs)) == schedule.Plan(claim=(), wake_at=T0 + 60)

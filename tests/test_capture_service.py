@@ -12,7 +12,7 @@ import trio.testing
 
 from orcad import limits, sqlite_worker
 from orcad.auto_memory_switch import AutoMemorySwitch
-from orcad.capture import admission, inspection
+from orcad.capture import admission, inspection, leases, schedule
 from orcad.capture.jobstore import job_path
 from orcad.capture.problems import ErrorRecorder
 from orcad.capture.records import Provenance
@@ -613,3 +613,61 @@ async def test_a_turns_source_is_built_off_the_event_loop_unless_it_is_small(
     built = await make_service(tmp_path).admissions.build_source(messages)
     assert built is not None
     assert (threads == [threading.main_thread()]) == inline
+
+
+async def test_a_job_an_orcad_died_running_is_claimed_by_the_builtin_workers_alone(
+    tmp_path: Path,
+) -> None:
+    """A job with a recovery counted runs with no other built-in lease beside it: claimed once
+    none is held, nothing claimed while it runs, and nothing younger started while it waits."""
+    clock = SettableClock()
+
+    def start() -> CaptureService:
+        return CaptureService(
+            projects_dir=tmp_path / "projects",
+            auto_memory=AutoMemorySwitch(tmp_path / "config.toml", Config()),
+            config=Config(),
+            clock=clock,
+            record_error=lambda kind, message: None,
+        )
+
+    before = start()
+    mine = session(tmp_path, "ses_1")
+    made: list[str] = []
+    for number in range(4):  # oldest first, a second apart
+        made.append(await admit(before, mine, f"t{number}"))
+        clock.advance(1.0)
+    plain, dead_a, dead_b, young = made
+    for number, job_id in enumerate((dead_a, dead_b)):  # an orcad died holding these two
+        assert await before.leases.claim_job(job_id, leases.builtin_owner("gone", number), 60.0)
+    service = start()
+    await service.leases.load()  # as a start does: both back to pending, one recovery each
+    views = {view.job_id: view for view in service.index.views()}
+    assert [views[j].recoveries for j in (plain, dead_a, dead_b, young)] == [0, 1, 1, 0]
+    held = schedule.BuiltinLeases()
+
+    async def builtin_pass(number: int) -> str | None:
+        owner = leases.builtin_owner(service.leases.instance, number)
+        found = await service.leases.claim_pass(owner, 60.0, running=held.ids(), builtin=held)
+        return None if found.job is None else found.job.job_id
+
+    assert await builtin_pass(0) == plain
+    # the next in order runs alone: it waits for `plain`, and `young` does not start before it
+    assert await builtin_pass(1) is None
+    held.let_go(plain)
+    claimed: list[str | None] = []
+
+    async def worker(number: int) -> None:
+        claimed.append(await builtin_pass(number))
+
+    async with trio.open_nursery() as nursery:  # two workers at once: only one may start it
+        nursery.start_soon(worker, 1)
+        nursery.start_soon(worker, 2)
+    assert sorted(claimed, key=str) == [None, dead_a]  # ("None" sorts first)
+    assert await builtin_pass(3) is None  # nothing beside it while it runs
+    # an external worker (jobs.claim) is not held back: its run cannot take orcad down
+    external = await service.leases.claim_pass("ext", 60.0)
+    assert external.job is not None and external.job.job_id == dead_b
+    held.let_go(dead_a)
+    assert await builtin_pass(3) == young
+    assert held.ids() == {young}

@@ -251,6 +251,85 @@ def test_a_job_that_kills_orcad_at_every_start_ends_exhausted(
     assert daemon.proc.wait(timeout=60) == -signal.SIGKILL
 
 
+# A provider command for two jobs: the one whose turn names pnpm kills the orcad running it
+# (DAEMON_KILLER), once the other job, a slow innocent one, is running beside it in the same orcad
+# (or after a bound, when it runs alone); the innocent one says so in a file named by that
+# orcad's pid, then answers after a second.
+KILLER_BESIDE_INNOCENT = """import json, os, pathlib, signal, sys, time
+text = sys.stdin.read()
+marks = pathlib.Path(sys.argv[1])
+pid = os.getppid()
+while pid > 1:
+    with open(f"/proc/{pid}/cmdline", "rb") as f:
+        argv = f.read().split(b"\\0")
+    if argv[1:3] == [b"-m", b"orcad"]:
+        break
+    with open(f"/proc/{pid}/stat") as f:
+        pid = int(f.read().rsplit(")", 1)[1].split()[1])
+if "pnpm" in text:
+    deadline = time.monotonic() + 2.0
+    while not (marks / f"innocent.{pid}").exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    os.kill(pid, signal.SIGKILL)
+else:
+    (marks / f"innocent.{pid}").touch()
+    time.sleep(1.0)
+    print(json.dumps({"category": "project", "fact": "We deploy with helm charts."}))
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc to find orcad")
+def test_a_job_leased_beside_one_that_kills_orcad_commits_and_only_the_killer_ends(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    # before: the innocent job, leased by the other worker each time the killer ran, had its
+    # recoveries counted with the killer's and ended exhausted with it after 8 deaths
+    script = tmp_path / "killer_beside_innocent.py"
+    script.write_text(KILLER_BESIDE_INNOCENT)
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    argv = json.dumps([sys.executable, str(script), str(marks)])
+    orca_env.write_config(
+        f'[extraction]\nprovider = "command"\nworkers = 2\n[extraction.command]\nargv = {argv}\n'
+    )
+    daemon = DaemonProcess(orca_env)
+    daemon_factory.append(daemon)
+    daemon.start()
+    session = daemon.call("session.open", {"cwd": str(project_path(tmp_path))})
+    # the killer is the older: once both have a recovery counted, it is next in order each time
+    killer = daemon.call("turn.completed", turn_params(session, "t1", "We use pnpm.")).job_id
+    innocent = daemon.call(
+        "turn.completed", turn_params(session, "t2", "We deploy with helm charts.")
+    ).job_id
+    assert daemon.proc is not None
+    assert daemon.proc.wait(timeout=60) == -signal.SIGKILL
+    first_pid = daemon.proc.pid
+    assert (marks / f"innocent.{first_pid}").exists()  # the first orcad ran both at once
+    deaths = 1
+    while deaths < limits.RECOVERIES_MAX:
+        assert daemon.spawn().wait(timeout=60) == -signal.SIGKILL
+        deaths += 1
+    daemon.start()  # the killer ends at start; the innocent job runs, alone, and commits
+    assert daemon.proc is not None
+    last_pid = daemon.proc.pid
+
+    def ended() -> dict[str, Any] | None:
+        jobs = {job.job_id: job for job in daemon.call("jobs.list", {}).jobs}
+        done = jobs[innocent].state in {"committed", "exhausted", "cancelled"}
+        return jobs if done else None
+
+    jobs = wait_for(ended, timeout=30)
+    assert (jobs[innocent].state, jobs[innocent].attempts) == ("committed", 0)
+    assert (jobs[killer].state, jobs[killer].attempts) == ("exhausted", 1)
+    assert jobs[killer].last_error == f"orcad stopped {deaths} times while running this job"
+    # after the first death it never ran beside the killer again: only in the orcad that lived
+    assert {mark.name for mark in marks.iterdir()} == {
+        f"innocent.{first_pid}",
+        f"innocent.{last_pid}",
+    }
+    assert daemon.call("daemon.ping") is not None
+
+
 @pytest.mark.parametrize("action", ["forget", "update"])
 def test_a_record_change_cut_short_by_a_crash_leaves_no_old_text_in_recall_snapshots(
     orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path, action: str

@@ -281,12 +281,17 @@ class LeaseEngine:
         project_id: str | None = None,
         running: frozenset[str] = frozenset(),
         retry_at: float | None = None,
+        builtin: schedule.BuiltinLeases | None = None,
     ) -> ClaimPass:
         """Claim the oldest claimable job (of projects whose jobs may run, see
         ProjectAccess.jobs_may_run).
 
         When a project's jobs were held back for a damaged ledger, the pass asks to be
-        repeated after reschedule_s, to notice the file being fixed or moved aside."""
+        repeated after reschedule_s, to notice the file being fixed or moved aside.
+
+        A built-in worker passes its pool's `builtin` leases: the job claimed is held there
+        (until the worker lets it go), and the pass claims nothing while schedule.may_start
+        says the next job in order must wait for those held to end."""
         now, elapsed = self.clock.now(), self.clock.monotonic()
         self._held_until = {p: at for p, at in self._held_until.items() if at > now}
         self.deadlines.prune(self.index.view)
@@ -305,6 +310,9 @@ class LeaseEngine:
         for view in work_plan.claim:
             if view.project_id in self._held_until:
                 continue  # held during this pass
+            if builtin is not None and view.job_id in builtin:
+                continue  # another worker of this daemon holds it or is claiming it
+            job, holding = None, False
             try:
                 if view.project_id not in may_run:
                     may_run[view.project_id] = await self.projects.jobs_may_run(view.project_id)
@@ -313,6 +321,14 @@ class LeaseEngine:
                         wake_at = retry if wake_at is None else min(wake_at, retry)
                 if not may_run[view.project_id]:
                     continue
+                if builtin is not None:
+                    # checked and held with no checkpoint between (see BuiltinLeases)
+                    if view.job_id in builtin:
+                        continue  # another worker of this daemon took it meanwhile
+                    if not builtin.may_start(view):
+                        break  # next in order: it waits, and nothing younger starts before it
+                    builtin.hold(view.job_id, alone=schedule.runs_alone(view))
+                    holding = True
                 job = await self.claim_job(view.job_id, owner, lease_s)
             except (NotFound, CorruptJobFile):
                 continue  # the job file is gone or damaged (and now out of the index)
@@ -320,7 +336,13 @@ class LeaseEngine:
                 held = self.hold_project(view.project_id, exc)
                 wake_at = held if wake_at is None else min(wake_at, held)
                 continue
+            finally:
+                if builtin is not None and holding and job is None:
+                    builtin.let_go(view.job_id)
+                    self.index.notify()  # a worker that waited for it plans again
             if job is not None:
+                if builtin is not None:  # as read under the lock, which the index follows
+                    builtin.hold(job.job_id, alone=job.recovery_count() > 0)
                 return ClaimPass(job=job, wake_at=None)
         return ClaimPass(job=None, wake_at=wake_at)
 

@@ -3,12 +3,14 @@
 `plan(now, state)` looks at every known job and says which to try to claim, oldest first, and
 when to look again if nothing is claimable now. The async worker carries the plan out; the job
 store re-checks each claim under the project lock, so a plan made from a slightly old view is
-harmless (the claim is just refused). `after_attempt` maps how a provider call ended to what
-the worker does with the lease.
+harmless (the claim is just refused). `BuiltinLeases` keeps what the daemon's own workers hold
+and `may_start` says whether they may start the next job: one an orcad died running runs alone.
+`after_attempt` maps how a provider call ended to what the worker does with the lease.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Literal
 
 import msgspec
@@ -32,6 +34,7 @@ class JobView(msgspec.Struct, frozen=True, kw_only=True):
     lease_expires: float | None = None
     committed_at: float | None = None
     ended_at: float | None = None  # exhausted or cancelled: when (its last change)
+    recoveries: int = 0  # orcads that died in a row holding its lease (runs_alone)
 
 
 def view_of(job: JobRecord) -> JobView:
@@ -45,6 +48,7 @@ def view_of(job: JobRecord) -> JobView:
         lease_expires=job.lease_expires(),
         committed_at=None if job.committed_at is None else parse_time(job.committed_at),
         ended_at=parse_time(job.updated_at) if job.state in ENDED_STATES else None,
+        recoveries=job.recovery_count(),
     )
 
 
@@ -88,6 +92,48 @@ def plan(now: float, state: PoolState) -> Plan:
             wake_at = at
     ready.sort(key=lambda job: (job.created_at, job.job_id))
     return Plan(claim=tuple(ready), wake_at=wake_at)
+
+
+def runs_alone(job: JobView) -> bool:
+    """A job an orcad died running (its recoveries counted) runs with no other built-in lease
+    held beside it: if its run is what kills orcad, no innocent job dies with it and has its
+    own count raised, to end exhausted with it after RECOVERIES_MAX deaths."""
+    return job.recoveries > 0
+
+
+def may_start(job: JobView, alone_held: Collection[bool]) -> bool:
+    """Whether the built-in workers may claim `job`, the next in order, while they hold leases
+    of jobs that run alone or not (`alone_held`): none beside one that runs alone, and one that
+    runs alone only once nothing else is held. When it may not, nothing behind it starts
+    either (the workers wait for the leases held to end), so a job that runs alone is not
+    starved by younger ones claimed before it."""
+    if any(alone_held):
+        return False
+    return not alone_held or not runs_alone(job)
+
+
+class BuiltinLeases:
+    """The jobs this daemon's built-in workers hold or are claiming right now (job id -> runs
+    alone), for `may_start`. Changed on the event loop only: a check and the `hold` that
+    follows it run with no checkpoint between, so two workers cannot both pass it."""
+
+    def __init__(self) -> None:
+        self._held: dict[str, bool] = {}
+
+    def __contains__(self, job_id: str) -> bool:
+        return job_id in self._held
+
+    def ids(self) -> frozenset[str]:
+        return frozenset(self._held)
+
+    def may_start(self, job: JobView) -> bool:
+        return may_start(job, list(self._held.values()))
+
+    def hold(self, job_id: str, *, alone: bool) -> None:
+        self._held[job_id] = alone
+
+    def let_go(self, job_id: str) -> None:
+        self._held.pop(job_id, None)
 
 
 def lease_runs(job: JobView | None, now: float) -> bool:

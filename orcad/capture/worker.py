@@ -7,7 +7,10 @@ as schedule.after_attempt says. When nothing is claimable it sleeps until the pl
 or until a job changes or a session opens. A transient job-store or lock failure on one
 project holds that project's jobs for `reschedule_s` (spec: Capture and Recovery) while the
 worker goes on with other projects; only a failure of the whole job store makes the worker
-itself wait. On shutdown a held lease is released without using an attempt.
+itself wait. On shutdown a held lease is released without using an attempt. A job an orcad died
+running (recoveries counted) runs alone: the pool claims it only once no other lease of its
+workers is held, and nothing else while it runs (schedule.may_start), so a job whose run kills
+orcad takes no innocent job's lease down with it.
 """
 
 from __future__ import annotations
@@ -34,7 +37,8 @@ class WorkerPool:
         self.engine = engine
         self.provider = provider
         self.workers = workers
-        self.running: set[str] = set()  # job ids held by this pool's workers
+        # jobs this pool's workers hold or are claiming: one an orcad died running runs alone
+        self.leases = schedule.BuiltinLeases()
 
     @property
     def provenance(self) -> Provenance:
@@ -61,8 +65,9 @@ class WorkerPool:
                 found = await engine.claim_pass(
                     owner,
                     extraction.lease_s,
-                    running=frozenset(self.running),
+                    running=self.leases.ids(),
                     retry_at=retry_at,
+                    builtin=self.leases,
                 )
             except StorageError as exc:
                 retry_at = self._reschedule(owner, exc)
@@ -110,7 +115,7 @@ class WorkerPool:
         assert job.lease is not None
         token = job.lease.token
         engine = self.engine
-        self.running.add(job.job_id)
+        self.leases.hold(job.job_id, alone=job.recovery_count() > 0)  # claim_pass did already
         engine.busy_workers += 1
         settled = False  # the lease was published, failed, released or lost
         try:
@@ -135,7 +140,8 @@ class WorkerPool:
                 with trio.CancelScope(shield=True), trio.move_on_after(RELEASE_GRACE_S):
                     await self._release_quietly(job.job_id, token)
             engine.busy_workers -= 1
-            self.running.discard(job.job_id)
+            self.leases.let_go(job.job_id)
+            engine.index.notify()  # a worker waiting for the leases held to end plans again
 
     async def _publish(self, job_id: str, token: int, output: str) -> None:
         """Publish the provider's answer. A project lock another process holds past its bound
