@@ -349,9 +349,12 @@ def test_a_job_an_orcad_died_running_runs_alone() -> None:
     assert not schedule.may_start(recovered, [True])
     held = schedule.BuiltinLeases()
     held.hold("a", alone=False)
-    assert "a" in held and held.ids() == {"a"} and not held.may_start(recovered)
-    held.let_go("a")
-    held.let_go("a")  # letting go twice is harmless
+    held.hold("b", alone=False)
+    assert "a" in held and held.ids() == {"a", "b"} and held.may_start(fresh)
+    assert not held.let_go("b")  # nobody waited: no one to wake
+    assert not held.may_start(recovered)
+    assert held.let_go("a")  # the one told to wait is woken
+    assert not held.let_go("a")  # letting go twice is harmless
     assert held.may_start(recovered) and held.ids() == frozenset()
 
 

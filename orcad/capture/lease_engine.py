@@ -337,8 +337,7 @@ class LeaseEngine:
                 wake_at = held if wake_at is None else min(wake_at, held)
                 continue
             finally:
-                if builtin is not None and holding and job is None:
-                    builtin.let_go(view.job_id)
+                if builtin is not None and holding and job is None and builtin.let_go(view.job_id):
                     self.index.notify()  # a worker that waited for it plans again
             if job is not None:
                 if builtin is not None:  # as read under the lock, which the index follows

@@ -119,6 +119,7 @@ class BuiltinLeases:
 
     def __init__(self) -> None:
         self._held: dict[str, bool] = {}
+        self._waited = False  # a worker was told to wait since a lease was last let go
 
     def __contains__(self, job_id: str) -> bool:
         return job_id in self._held
@@ -127,13 +128,18 @@ class BuiltinLeases:
         return frozenset(self._held)
 
     def may_start(self, job: JobView) -> bool:
-        return may_start(job, list(self._held.values()))
+        allowed = may_start(job, list(self._held.values()))
+        self._waited = self._waited or not allowed
+        return allowed
 
     def hold(self, job_id: str, *, alone: bool) -> None:
         self._held[job_id] = alone
 
-    def let_go(self, job_id: str) -> None:
+    def let_go(self, job_id: str) -> bool:
+        """Whether a worker waits for a lease held to end (the caller wakes the workers)."""
         self._held.pop(job_id, None)
+        waited, self._waited = self._waited, False
+        return waited
 
 
 def lease_runs(job: JobView | None, now: float) -> bool:

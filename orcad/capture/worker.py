@@ -140,8 +140,8 @@ class WorkerPool:
                 with trio.CancelScope(shield=True), trio.move_on_after(RELEASE_GRACE_S):
                     await self._release_quietly(job.job_id, token)
             engine.busy_workers -= 1
-            self.leases.let_go(job.job_id)
-            engine.index.notify()  # a worker waiting for the leases held to end plans again
+            if self.leases.let_go(job.job_id):
+                engine.index.notify()  # a worker waiting for the leases held to end plans again
 
     async def _publish(self, job_id: str, token: int, output: str) -> None:
         """Publish the provider's answer. A project lock another process holds past its bound
