@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 import time
 import tomllib
@@ -445,7 +446,9 @@ def agent_findings() -> list[Finding]:
                 "problem",
                 f"{len(failures)} agent hook problem(s) in the last day; last: {last.get('agent')} "
                 f"{last.get('event')} at {last.get('at')}: {last.get('message')}",
-                f"see {failures_path()}; {_failure_effect(str(last.get('kind')))}",
+                f"see {failures_path()}; {_failure_effect(str(last.get('kind')))}; once the "
+                f"cause is fixed, `rm {shlex.quote(str(failures_path()))}` clears this report "
+                "(the file holds only these problems; the next one makes it again)",
             )
         )
     return findings

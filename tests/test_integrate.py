@@ -361,6 +361,38 @@ def test_doctor_says_what_a_hook_problem_cost_by_its_kind(orca_env: OrcaEnv) -> 
     assert "reach orcad" not in finding["fix"]
 
 
+def test_doctor_says_how_to_clear_a_hook_problem_once_fixed(orca_env: OrcaEnv) -> None:
+    """doctor kept failing for a day after the cause of a hook problem was fixed, and its fix
+    only said "see <file>": it now gives the command that clears the report, which works."""
+    subprocess.run(
+        [ORCACTL, "hook", "codex", "Stop"],
+        input="not json",
+        capture_output=True,
+        text=True,
+        env=orca_env.env,
+        timeout=60,
+    )
+
+    def doctor() -> tuple[int, list[dict[str, Any]]]:
+        run = subprocess.run(
+            [ORCACTL, "--no-start", "doctor", "--json"],
+            capture_output=True,
+            text=True,
+            env=orca_env.env,
+            timeout=60,
+        )
+        findings = json.loads(run.stdout)["findings"]
+        return run.returncode, [f for f in findings if f["check"] == "hooks"]
+
+    _, [finding] = doctor()
+    problems = orca_env.memory_root / "agent-hooks.jsonl"
+    command = f"`rm {problems}` clears this report"
+    assert finding["status"] == "problem" and command in finding["fix"]
+    subprocess.run(["sh", "-c", f"rm {problems}"], check=True, env=orca_env.env, timeout=60)
+    _, hooks = doctor()
+    assert hooks == []
+
+
 def test_dry_run_prints_a_diff_and_writes_nothing(orca_env: OrcaEnv) -> None:
     config_dir = orca_env.root / "claude-config"
     run = _integrate(
