@@ -282,9 +282,12 @@ def agent_status(agent: str, env: dict[str, str]) -> tuple[bool, bool, str]:
     return found, connected, detail
 
 
-def _agent_state(agent: str, env: dict[str, str]) -> tuple[bool, bool, str, bool]:
+def _agent_state(
+    agent: str, env: dict[str, str], project: Path | None = None
+) -> tuple[bool, bool, str, bool]:
     """agent_status, and whether one of the agent's files could not be read or parsed (which
-    `integrate` refuses to change until it is fixed)."""
+    `integrate` refuses to change until it is fixed). With a project, its files (`--project`);
+    not found when they hold none of orca's entries."""
     directory = (
         agent_configs.claude_config_dir(env)
         if agent == "claude-code"
@@ -292,50 +295,69 @@ def _agent_state(agent: str, env: dict[str, str]) -> tuple[bool, bool, str, bool
     )
     binary = "claude" if agent == "claude-code" else "codex"
     found = directory.is_dir() or agent_configs._which(binary, env) is not None
-    if not found:
+    if not found and project is None:
         return False, False, f"{agent} not found", False
+    label = agent if project is None else f"{agent} in the project at {project}"
     missing: list[str] = []
     commands: list[list[str]] = []
     texts: dict[str, tuple[Path, str]] = {}
-    for target in agent_configs.targets(agent, None, env):
+    for target in agent_configs.targets(agent, project, env):
         try:
             text = read_config(target.path) or ""
             missing += agent_configs.missing_entries(text, target.path, target.kind, agent)
             commands += agent_configs.registered_commands(text, target.path, target.kind, agent)
             texts[target.kind] = (target.path, text)
         except Unparseable as exc:
+            if project is not None:  # a project's own file is not doctor's to judge
+                return False, False, str(exc), True
             return True, False, str(exc), True
+    everything = (
+        len(agent_configs.CLAUDE_HOOKS if agent == "claude-code" else agent_configs.CODEX_HOOKS) + 1
+    )
+    # not connected: none of orca's own entries, whether or not the flag is set (other hooks)
+    connected_to_none = (
+        len([entry for entry in missing if entry != agent_configs.CODEX_HOOKS_FLAG]) == everything
+    )
+    if connected_to_none and project is not None:  # a project not connected is no finding
+        return False, False, f"{label}: not connected to orca", False
     for program in dict.fromkeys(words[0] for words in commands if words):
         found_program = program if os.sep in program else agent_configs._which(program, env)
         if found_program is None or not _runnable(found_program):
             return (
                 True,
                 False,
-                f"{agent}: the registered {program} does not exist or cannot run",
+                f"{label}: the registered {program} does not exist or cannot run",
                 False,
             )
-    everything = (
-        len(agent_configs.CLAUDE_HOOKS if agent == "claude-code" else agent_configs.CODEX_HOOKS) + 1
-    )
-    # not connected: none of orca's own entries, whether or not the flag is set (other hooks)
-    if len([entry for entry in missing if entry != agent_configs.CODEX_HOOKS_FLAG]) == everything:
+    if connected_to_none:
         return True, False, f"{agent}: found, not connected to orca", False
     if missing:
-        return True, False, f"{agent}: partly connected (missing {', '.join(missing)})", False
+        return True, False, f"{label}: partly connected (missing {', '.join(missing)})", False
     if elsewhere := _pinned_elsewhere(commands, env):
-        return True, False, f"{agent}: registered for {elsewhere}", False
+        return True, False, f"{label}: registered for {elsewhere}", False
+    if agent == "codex" and project is not None:
+        # Codex keeps the trust in a project's hooks in the user's own config.toml
+        user_config = agent_configs.targets(agent, None, env)[1].path
+        try:
+            texts["codex-config"] = (user_config, read_config(user_config) or "")
+        except Unparseable:  # the user-level finding names it
+            return False, False, f"{label}: {user_config} cannot be read", True
     if agent == "codex" and (untrusted := _untrusted_codex_hooks(texts)):
+        remedy = (
+            "trust them in Codex: /hooks"
+            if project is not None
+            else "run `orcactl integrate codex`, or trust them in Codex: /hooks"
+        )
         return (
             True,
             False,
             (
-                f"{agent}: Codex does not trust orca's {', '.join(untrusted)} hook(s), so it "
-                "skips them without a word (run `orcactl integrate codex`, or trust them in "
-                "Codex: /hooks)"
+                f"{label}: Codex does not trust orca's {', '.join(untrusted)} hook(s), so it "
+                f"skips them without a word ({remedy})"
             ),
             False,
         )
-    return True, True, f"{agent}: hooks and MCP server registered", False
+    return True, True, f"{label}: hooks and MCP server registered", False
 
 
 def _untrusted_codex_hooks(texts: dict[str, tuple[Path, str]]) -> list[str]:
@@ -410,6 +432,38 @@ def _failure_effect(kind: str) -> str:
     return "a hook that orcad answered with an error gave the agent no memory for that prompt"
 
 
+def _project_findings(env: dict[str, str]) -> list[Finding]:
+    """The agents connected in the project of the current directory (`integrate --project`):
+    whether that works as it does at user level, the trust Codex needs in its hooks included.
+    A project whose files are the user's own (the home directory) is checked as those."""
+    try:
+        project = Path(derive_workspace(os.getcwd()).root)
+    except (OSError, ValueError):  # a removed directory, .git not to be looked for
+        return []
+    findings = []
+    for agent in agent_configs.AGENTS:
+        user_files = {target.path for target in agent_configs.targets(agent, None, env)}
+        if user_files & {target.path for target in agent_configs.targets(agent, project, env)}:
+            continue
+        found, connected, detail, _ = _agent_state(agent, env, project)
+        if not found:
+            continue
+        if connected:
+            findings.append(Finding("agents", "ok", detail))
+        elif "Codex does not trust" in detail:
+            findings.append(Finding("agents", "problem", detail, "trust them in Codex: /hooks"))
+        else:
+            findings.append(
+                Finding(
+                    "agents",
+                    "problem",
+                    detail,
+                    f"run `orcactl integrate {agent} --project --cwd {shlex.quote(str(project))}`",
+                )
+            )
+    return findings
+
+
 def agent_findings() -> list[Finding]:
     """For orcactl doctor: each agent found, connected or not; hook problems of the last day."""
     env = dict(os.environ)
@@ -437,6 +491,7 @@ def agent_findings() -> list[Finding]:
             findings.append(
                 Finding("agents", "problem", detail, f"run `orcactl integrate {agent}`")
             )
+    findings += _project_findings(env)
     failures = recent_failures()
     if failures:
         last = failures[-1]

@@ -455,6 +455,55 @@ def test_project_level_files(orca_env: OrcaEnv, tmp_path: Path) -> None:
     assert not (_home(orca_env) / ".claude").exists()  # nothing user-level
 
 
+def test_doctor_checks_the_agents_connected_in_the_current_project(
+    orca_env: OrcaEnv, tmp_path: Path
+) -> None:
+    """`integrate codex --project` says "`orcactl doctor` says whether they are trusted", but
+    doctor read only the user's files: run in the project, it said Codex was not connected, and
+    never that Codex would skip the project's untrusted hooks."""
+    project = tmp_path / "repo"
+    (project / "src").mkdir(parents=True)
+    (project / ".git").mkdir()
+    codex_home = orca_env.root / "codex-home"
+    env = {"CODEX_HOME": str(codex_home)}
+    for agent in ("claude-code", "codex"):
+        run = _integrate(orca_env, agent, "--project", "--cwd", str(project), env=env)
+        assert run.returncode == 0, run.stderr
+
+    def agents() -> dict[str, dict[str, str]]:
+        run = subprocess.run(
+            [ORCACTL, "--no-start", "doctor", "--json"],
+            capture_output=True,
+            text=True,
+            env={**orca_env.env, **env},
+            timeout=60,
+            cwd=project / "src",
+        )
+        findings = json.loads(run.stdout)["findings"]
+        return {
+            f["detail"].split(":")[0]: f
+            for f in findings
+            if f["check"] == "agents" and "in the project at" in f["detail"]
+        }
+
+    found = agents()
+    claude = found[f"claude-code in the project at {project}"]
+    assert claude["status"] == "ok" and "hooks and MCP server registered" in claude["detail"]
+    codex = found[f"codex in the project at {project}"]
+    assert codex["status"] == "problem" and "Codex does not trust" in codex["detail"]
+    assert codex["fix"] == "trust them in Codex: /hooks"
+    # trusted in Codex (/hooks records it in the user's config.toml): nothing more to say
+    hooks_file = project / ".codex" / "hooks.json"
+    trust = agent_configs.codex_trust(hooks_file.read_text(), hooks_file)
+    codex_home.mkdir(exist_ok=True)
+    (codex_home / "config.toml").write_text(
+        "".join(
+            f'[hooks.state."{key}"]\ntrusted_hash = "{digest}"\n' for key, digest in trust.items()
+        )
+    )
+    assert agents()[f"codex in the project at {project}"]["status"] == "ok"
+
+
 @pytest.mark.parametrize("agent", ["claude-code", "codex"])
 def test_project_files_go_to_the_repository_root_from_a_subdirectory(
     orca_env: OrcaEnv, tmp_path: Path, agent: str
