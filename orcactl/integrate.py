@@ -184,6 +184,26 @@ def _apply(args: argparse.Namespace, env: dict[str, str]) -> list[Written]:
             attempt += 1
 
 
+def _extractor_kept(args: argparse.Namespace, env: dict[str, str]) -> Path | None:
+    """orca's config.toml when a user-level --remove without --extractor left the agent's CLI
+    there as the extraction provider (that --extractor wrote): orcad goes on running it for
+    every turn captured, which a user taking orca out of the agent does not expect."""
+    if not args.remove or args.extractor or args.project:
+        return None
+    path = resolve_paths(env).config_file
+    try:
+        text = read_config(path)
+        if text is None:
+            return None
+        return (
+            path
+            if toml_edits.edit_orca_config(text, path, args.agent, remove=True) != text
+            else None
+        )
+    except (Unparseable, Refused):
+        return None
+
+
 def _project_note(args: argparse.Namespace, project: Path | None) -> None:
     """Where the project's files are, when that is not the directory integrate was run for."""
     if project is None:
@@ -232,6 +252,7 @@ def run_integrate(args: argparse.Namespace) -> int:
     warmed = not args.remove and warm_up(
         args.orcactl or _default_orcactl(env, False), args.agent, env
     )
+    kept = _extractor_kept(args, env)
     if args.json:
         print_json(
             {
@@ -242,6 +263,7 @@ def run_integrate(args: argparse.Namespace) -> int:
                 "changed": report,
                 "restart_orcad": restart,
                 "mcp_answers_recorded": warmed,
+                "extractor_kept": kept is not None,
             }
         )
         return EXIT_OK
@@ -259,6 +281,12 @@ def run_integrate(args: argparse.Namespace) -> int:
         print(
             "note: the first answers of orca's MCP server could not be recorded; "
             "the agent's first session may start without orca's tools (`orcactl doctor`)"
+        )
+    if kept is not None:
+        program = " ".join(agent_configs.EXTRACTOR_ARGV[args.agent])
+        print(
+            f"note: orcad still extracts facts with `{program}`, as --extractor set in {kept}; "
+            f"`orcactl integrate {args.agent} --remove --extractor` takes that out too"
         )
     if restart:
         print(

@@ -713,6 +713,29 @@ def test_the_extractor_option_says_orcad_uses_it_only_after_a_restart(orca_env: 
     assert json.loads(unchanged.stdout)["restart_orcad"] is False  # nothing new to read
 
 
+def test_a_remove_without_the_extractor_option_says_the_extractor_stays(
+    orca_env: OrcaEnv,
+) -> None:
+    """`integrate claude-code --remove` after `--extractor` said only what it removed: orcad
+    went on sending every captured turn to `claude -p`, with not a word about it."""
+    config = orca_env.home / "config.toml"
+    assert _integrate(orca_env, "claude-code", "--extractor").returncode == 0
+    removed = _integrate(orca_env, "claude-code", "--remove")
+    assert removed.returncode == 0, removed.stderr
+    assert load_config(config).config.extraction.command.argv == ["claude", "-p"]  # still there
+    assert (
+        "note: orcad still extracts facts with `claude -p`, as --extractor set in "
+        f"{config}; `orcactl integrate claude-code --remove --extractor` takes that out too"
+    ) in removed.stdout
+    as_json = _integrate(orca_env, "claude-code", "--remove", "--json")
+    assert json.loads(as_json.stdout)["extractor_kept"] is True
+    # the other agent's extractor is not this one's, and once it is gone nothing is said
+    assert "still extracts" not in _integrate(orca_env, "codex", "--remove").stdout
+    assert _integrate(orca_env, "claude-code", "--remove", "--extractor").returncode == 0
+    after = _integrate(orca_env, "claude-code", "--remove", "--json")
+    assert json.loads(after.stdout)["extractor_kept"] is False
+
+
 async def test_an_extraction_command_runs_with_the_recursion_guard() -> None:
     # The "agent CLI" fires its Stop hook as a real agent would; the hook must do nothing.
     code = (
