@@ -68,6 +68,25 @@ async def test_non_zero_exit_records_the_end_of_stderr() -> None:
     assert len(message) < 700
 
 
+async def test_non_zero_exit_without_stderr_records_the_end_of_stdout() -> None:
+    """`claude -p` not logged in exits 1 with "Not logged in · Please run /login" on stdout and
+    nothing on stderr: the failure said only "(no stderr)", in `orcactl provider test`, the
+    job's errors and recent errors alike, and no one could tell why extraction failed."""
+    code = (
+        "import sys; sys.stdin.read(); "
+        f"print('noise ' * 300 + 'Not logged in · Please run /login {TOKEN}'); sys.exit(1)"
+    )
+    with pytest.raises(ProviderError) as caught:
+        await CommandProvider(python(code)).extract(SOURCE, deadline=trio.current_time() + 20)
+    message = caught.value.message
+    assert "exited with status 1: nothing on stderr; its stdout ends: " in message
+    assert "Not logged in · Please run /login" in message
+    assert TOKEN not in message and len(message) < 700  # redacted and bounded as stderr is
+    silent = "import sys; sys.stdin.read(); sys.exit(2)"
+    with pytest.raises(ProviderError, match=r"exited with status 2: \(no stderr\)$"):
+        await CommandProvider(python(silent)).extract(SOURCE, deadline=trio.current_time() + 20)
+
+
 TOKEN = "ghp_" + "Qm8vT2pL9xR4nK7sW1zY6bH3cJ5fD0gA9eK2"
 
 

@@ -103,7 +103,7 @@ class CommandProvider:
                     await process.wait()
         if process.returncode != 0:
             raise ProviderError(
-                f"{self.argv[0]!r} {_exit_description(process.returncode)}: {_tail(stderr)}"
+                f"{self.argv[0]!r} {_exit_description(process.returncode)}: {_tail(stderr, stdout)}"
             )
         try:
             return stdout.decode("utf-8")
@@ -158,10 +158,16 @@ def _exit_description(returncode: int | None) -> str:
     return f"exited with status {returncode}"
 
 
-def _tail(stderr: bytearray) -> str:
-    """The end of stderr on one line. It is redacted before it is cut: a secret straddling the
-    cut would otherwise lose the prefix that makes it recognisable."""
+def _tail(stderr: bytearray, stdout: bytearray) -> str:
+    """The end of stderr on one line; without any, the end of stdout, where some CLIs say why
+    they failed (`claude -p` not logged in writes "Not logged in · Please run /login" there).
+    It is redacted before it is cut: a secret straddling the cut would otherwise lose the
+    prefix that makes it recognisable."""
     text = redact(bytes(stderr).decode("utf-8", errors="replace")).strip()
+    if text:
+        return " ".join(shorten_redacted(text, STDERR_TAIL_CHARS, keep_end=True).split())
+    text = redact(bytes(stdout[-2 * _READ_CHUNK :]).decode("utf-8", errors="replace")).strip()
     if not text:
         return "(no stderr)"
-    return " ".join(shorten_redacted(text, STDERR_TAIL_CHARS, keep_end=True).split())
+    shown = " ".join(shorten_redacted(text, STDERR_TAIL_CHARS, keep_end=True).split())
+    return f"nothing on stderr; its stdout ends: {shown}"
