@@ -463,15 +463,21 @@ def _failure_effect(kind: str) -> str:
 def _project_findings(env: dict[str, str]) -> list[Finding]:
     """The agents connected in the project of the current directory (`integrate --project`):
     whether that works as it does at user level, the trust Codex needs in its hooks included.
-    A project whose files are the user's own (the home directory) is checked as those."""
+    A project whose files are the user's own (run in the home directory) is left to the
+    user-level check."""
     try:
         project = Path(derive_workspace(os.getcwd()).root)
     except (OSError, ValueError):  # a removed directory, .git not to be looked for
         return []
     findings = []
     for agent in agent_configs.AGENTS:
-        user_files = {target.path for target in agent_configs.targets(agent, None, env)}
-        if user_files & {target.path for target in agent_configs.targets(agent, project, env)}:
+        user_files = {
+            os.path.realpath(target.path) for target in agent_configs.targets(agent, None, env)
+        }
+        here = {
+            os.path.realpath(target.path) for target in agent_configs.targets(agent, project, env)
+        }
+        if user_files & here:
             continue
         found, connected, detail, _ = _agent_state(agent, env, project)
         if not found:
