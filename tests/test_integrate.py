@@ -504,6 +504,31 @@ def test_doctor_checks_the_agents_connected_in_the_current_project(
     assert agents()[f"codex in the project at {project}"]["status"] == "ok"
 
 
+def test_doctor_run_in_a_symlinked_home_reports_the_user_files_once(orca_env: OrcaEnv) -> None:
+    """The home directory is no project of its own: run there, with HOME naming it through a
+    symbolic link, doctor took the user's files for a project's and reported them twice."""
+    home = _home(orca_env)
+    home.mkdir(parents=True, exist_ok=True)
+    link = orca_env.root / "home-link"
+    link.symlink_to(home)
+    env = {"HOME": str(link)}
+    assert _integrate(orca_env, "claude-code", env=env).returncode == 0
+    run = subprocess.run(
+        [ORCACTL, "--no-start", "doctor", "--json"],
+        capture_output=True,
+        text=True,
+        env={**orca_env.env, **env},
+        timeout=60,
+        cwd=home,
+    )
+    claude = [
+        f["detail"]
+        for f in json.loads(run.stdout)["findings"]
+        if f["check"] == "agents" and f["detail"].startswith("claude-code")
+    ]
+    assert claude == ["claude-code: hooks and MCP server registered"]
+
+
 @pytest.mark.parametrize("agent", ["claude-code", "codex"])
 def test_project_files_go_to_the_repository_root_from_a_subdirectory(
     orca_env: OrcaEnv, tmp_path: Path, agent: str
