@@ -35,6 +35,7 @@ import anyio
 from anyio.lowlevel import EventLoopToken, current_token
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.server.mcpserver import MCPServer
+from mcp.shared.dispatcher import as_request_id
 from mcp.shared.message import ServerMessageMetadata, SessionMessage
 from mcp_types import (
     INTERNAL_ERROR,
@@ -238,7 +239,11 @@ class Owed:
     def _cancelled(self, request_id: object) -> None:
         """The client ended a subscription of `request_id`: no longer open, and its room is
         given back at once for another, while its end is still owed as any answer until the
-        SDK settles it (a moment later, once the handler's cancellation has run)."""
+        SDK settles it (a moment later, once the handler's cancellation has run). A requestId
+        the SDK takes for no request id (a bool, a fraction, null...) cancels nothing there,
+        however its text reads: the subscription stays open."""
+        if as_request_id(request_id) is None:
+            return
         key = str(request_id)
         if not self._streams[key]:  # no subscription of that id is open
             return

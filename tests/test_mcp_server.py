@@ -1352,6 +1352,50 @@ def _cancelled_stateless(request_id: str) -> bytes:
     return json.dumps(cancel).encode()
 
 
+def test_a_cancellation_the_sdk_ignores_frees_no_subscriptions_room(
+    tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess
+) -> None:
+    # a cancellation whose requestId is no request id (a number with a fraction) but renders
+    # as the text of an open subscription's id: the SDK cancels nothing, so the stream stays
+    # open; counted as ended, each one became an answer owed that never came, and past 64 of
+    # them nothing more was read
+    count = MAX_SUBSCRIPTIONS + 6
+    started = CLAUDE_START.read_bytes()
+    ids = {json.loads(line)["id"] for line in started.splitlines()} - {"listen:0"}
+    listen = {"notifications": {"toolsListChanged": True}}
+    with _claude_code_server(orca_env, _project(tmp_path)) as process:
+        server = RawServer(process)
+        try:
+            server.write(started)
+            written = [server.receive() for _ in range(len(ids) + 1)]
+            assert {m.get("id") for m in written} == {*ids, None}
+            for number in range(1, count):
+                server.send(_stateless(f"{number}.5", "subscriptions/listen", listen))
+                cancel = {
+                    "method": "notifications/cancelled",
+                    "params": {"requestId": number + 0.5},
+                }
+                server.send(json.dumps({"jsonrpc": "2.0", **cancel}).encode())
+            server.send(_stateless(101, "tools/list", {}))
+            messages = [server.receive() for _ in range(count - 1 + 1)]
+            refused = {m["id"] for m in messages if "error" in m}
+            answers = {m["id"]: m["result"] for m in messages if "result" in m}
+            assert {tool["name"] for tool in answers[101]["tools"]} >= {"memory_search"}
+            # the subscriptions stayed open: those past the limit were refused
+            assert refused == {f"{n}.5" for n in range(MAX_SUBSCRIPTIONS, count)}, refused
+            closed = time.monotonic()
+            process.stdin.close()  # type: ignore[union-attr]
+            server.receive_to_end(timeout=STALL_DEADLINE_S + 20)
+            assert process.wait(timeout=30) == 0
+            exited = time.monotonic() - closed
+        finally:
+            process.kill()
+    # the streams still open end with the input, and nothing else is waited for
+    said = (orca_env.root / "mcp-stderr.log").read_text()
+    assert "not delivered" not in said and "Traceback" not in said, said
+    assert exited < STALL_DEADLINE_S / 2, exited
+
+
 def test_a_request_of_the_longest_line_is_read_while_a_subscription_is_open(
     tmp_path: Path, orca_env: OrcaEnv
 ) -> None:
