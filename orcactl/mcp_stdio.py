@@ -35,7 +35,7 @@ import anyio
 from anyio.lowlevel import EventLoopToken, current_token
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.server.mcpserver import MCPServer
-from mcp.shared.dispatcher import as_request_id
+from mcp.shared.dispatcher import as_request_id, coerce_request_id
 from mcp.shared.message import ServerMessageMetadata, SessionMessage
 from mcp_types import (
     INTERNAL_ERROR,
@@ -113,6 +113,10 @@ class Owed:
         self._streams: Counter[str] = Counter()
         self._stream_sizes: dict[str, list[int]] = {}  # their lines, by id as text
         self.stream_bytes = 0  # of the lines of the subscriptions owed
+        # the subscription a cancellation of an id ends (by the id as the SDK matches it: 7
+        # and "7" are one), by id as text: the SDK cancels only the request it was last given
+        # with that id, and only while it runs, so an older one of the same id stays open
+        self._cancellable: dict[RequestId, str] = {}
         self._changed = anyio.Event()
         self._early = 0  # 1 while answers given before the SDK loaded are still being written
         self.reported = False  # whether stderr has said which answers were not delivered
@@ -197,6 +201,11 @@ class Owed:
             self._streams[key] = min(streams, self._owed[key])
             self._streams += Counter()  # without the ids that count none
             ended = self._streams[key] < streams
+            rid = as_request_id(request_id)
+            if ended or key not in self._owed:  # the SDK no longer runs the one it may end
+                matched = None if rid is None else coerce_request_id(rid)
+                if matched is not None and self._cancellable.get(matched) == key:
+                    del self._cancellable[matched]
             by_id = self._stream_sizes if ended else self._sizes
             if sizes := by_id.get(key):
                 size = sizes.pop()
@@ -225,6 +234,9 @@ class Owed:
                 stream = message.method == STATELESS_PASSED_OVER  # a subscription
                 if stream:
                     self._streams[key] += 1
+                    self._cancellable[coerce_request_id(message.id)] = key
+                else:
+                    self._cancellable.pop(coerce_request_id(message.id), None)
                 if size:
                     sizes = self._stream_sizes if stream else self._sizes
                     sizes.setdefault(key, []).append(size)
@@ -242,10 +254,11 @@ class Owed:
         SDK settles it (a moment later, once the handler's cancellation has run). A requestId
         the SDK takes for no request id (a bool, a fraction, null...) cancels nothing there,
         however its text reads: the subscription stays open."""
-        if as_request_id(request_id) is None:
+        rid = as_request_id(request_id)
+        if rid is None:
             return
-        key = str(request_id)
-        if not self._streams[key]:  # no subscription of that id is open
+        key = self._cancellable.pop(coerce_request_id(rid), None)
+        if key is None or not self._streams[key]:  # no subscription the SDK ends for it
             return
         self._streams[key] -= 1
         self._streams += Counter()  # without the ids that count none

@@ -1396,6 +1396,45 @@ def test_a_cancellation_the_sdk_ignores_frees_no_subscriptions_room(
     assert exited < STALL_DEADLINE_S / 2, exited
 
 
+def test_a_subscription_id_reused_and_cancelled_twice_frees_one_subscriptions_room(
+    tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess
+) -> None:
+    # a listen whose id an open one has: the SDK answers a cancellation of that id for the
+    # newer only, after which the older cannot be cancelled any more; a second cancellation,
+    # counted as ending it, made it an answer owed that never came, and past 64 of them
+    # nothing more was read
+    count = MAX_SUBSCRIPTIONS + 6
+    started = CLAUDE_START.read_bytes()
+    ids = {json.loads(line)["id"] for line in started.splitlines()} - {"listen:0"}
+    listen = {"notifications": {"toolsListChanged": True}}
+    with _claude_code_server(orca_env, _project(tmp_path)) as process:
+        server = RawServer(process)
+        try:
+            server.write(started)
+            written = [server.receive() for _ in range(len(ids) + 1)]
+            assert {m.get("id") for m in written} == {*ids, None}
+            for number in range(1, count):
+                for _ in range(2):
+                    server.send(_stateless(f"twice:{number}", "subscriptions/listen", listen))
+                for _ in range(2):
+                    server.send(_cancelled_stateless(f"twice:{number}"))
+            server.send(_stateless(101, "tools/list", {}))
+            deadline = time.monotonic() + 60
+            while (answer := server.receive(timeout=deadline - time.monotonic())).get("id") != 101:
+                pass
+            assert {tool["name"] for tool in answer["result"]["tools"]} >= {"memory_search"}
+            closed = time.monotonic()
+            process.stdin.close()  # type: ignore[union-attr]
+            server.receive_to_end(timeout=STALL_DEADLINE_S + 20)
+            assert process.wait(timeout=30) == 0
+            exited = time.monotonic() - closed
+        finally:
+            process.kill()
+    said = (orca_env.root / "mcp-stderr.log").read_text()
+    assert "not delivered" not in said and "Traceback" not in said, said
+    assert exited < STALL_DEADLINE_S / 2, exited
+
+
 def test_a_request_of_the_longest_line_is_read_while_a_subscription_is_open(
     tmp_path: Path, orca_env: OrcaEnv
 ) -> None:
