@@ -1304,6 +1304,9 @@ async def test_the_sdks_client_holding_its_subscriptions_open_is_still_answered(
             assert not found.is_error, found
             assert "memory_search" in {tool.name for tool in (await client.list_tools()).tools}
             await first.aclose()  # the client ends one subscription: another may be opened
+            # (the client writes its cancellation from the subscription's own task, which may
+            # run after the next listen is written: a round trip lets it go out first)
+            await client.list_tools()
             await rest.enter_async_context(client.listen(prompts_list_changed=True))
 
 
