@@ -993,22 +993,41 @@ def turn(session: Any, turn_id: str, text: str) -> dict[str, Any]:
     }
 
 
+IN_PLACE = {
+    "file for project": "is not a directory (a file is in its place)",
+    "link to nowhere for project": "which leads nowhere",
+    "link to a file for project": "which is not a directory",
+    "file for projects": "is not a directory (a file is in its place)",
+    "link to nowhere for projects": "which leads nowhere",
+}
+
+
 @pytest.mark.parametrize("running", [False, True], ids=["stopped", "running"])
-@pytest.mark.parametrize("fault", ["torn list", "fifo list", "file for project"])
+@pytest.mark.parametrize("fault", ["torn list", "fifo list", *IN_PLACE])
 def test_what_orcad_refuses_in_a_project_is_named_whether_or_not_it_runs(
     daemon: DaemonProcess, orca_env: OrcaEnv, tmp_path: Path, fault: str, running: bool
 ) -> None:
-    # a damaged forgotten-jobs.json, or a file in place of the project's directory, refuses
-    # the project's turns; doctor said so only through what a running daemon had recorded
+    # a damaged forgotten-jobs.json, or no directory where the project's (or projects/) is,
+    # refuses the project's turns; doctor said so only through what a running daemon had
+    # recorded, a link that leads nowhere the daemon called "File exists", and doctor's index
+    # check said of a file at projects/ only that it could not run
     cwd = tmp_path / "repo"
     cwd.mkdir()
     session = daemon.call("session.open", {"cwd": str(cwd)})
     directory = orca_env.memory_root / "projects" / session.project.id
-    odd = directory if fault == "file for project" else directory / jobstore.FORGOTTEN_JOBS_FILE
-    if fault == "file for project":
-        shutil.rmtree(directory)
-        directory.write_text("not a directory\n")
-        directory.chmod(0o600)
+    odd = directory if fault in IN_PLACE else directory / jobstore.FORGOTTEN_JOBS_FILE
+    if fault.endswith("for projects"):
+        odd = directory.parent
+    if fault in IN_PLACE:
+        shutil.rmtree(odd)
+        if fault.startswith("file"):
+            odd.write_text("not a directory\n")
+            odd.chmod(0o600)
+        elif fault.startswith("link to nowhere"):
+            odd.symlink_to(tmp_path / "unmounted" / "projects")
+        else:
+            (tmp_path / "a file").write_text("not a directory\n")
+            odd.symlink_to(tmp_path / "a file")
     elif fault == "fifo list":
         os.mkfifo(odd, 0o600)  # never waited on
     else:
@@ -1026,7 +1045,10 @@ def test_what_orcad_refuses_in_a_project_is_named_whether_or_not_it_runs(
     assert found[0]["fix"] and found[0]["fix"] in refused
     said = found[0]["detail"].split("; no turn")[0].removesuffix(".")
     assert said in refused, (said, refused)
-    if fault == "file for project":
+    if fault in IN_PLACE:
+        assert IN_PLACE[fault] in said, said
+        if fault.endswith("for projects"):  # the memory check names it, not the index check
+            assert problems(findings, "index") == [], findings
         odd.rename(f"{odd}.not-a-directory")  # as it says
     else:
         odd.unlink()
@@ -1081,3 +1103,24 @@ def test_fifos_at_the_pid_file_and_its_temporary_file_do_not_hold_doctor(
         os.mkfifo(orca_env.memory_root / name, 0o600)
     findings = doctor(orca_env)[1]  # within its 60 s, or the run fails
     assert problems(findings, "memory") == [], findings
+
+
+@pytest.mark.parametrize("linked", ["projects", "project"])
+def test_a_link_to_a_directory_in_place_of_a_projects_directory_is_used(
+    daemon: DaemonProcess, orca_env: OrcaEnv, tmp_path: Path, linked: str
+) -> None:
+    # the user's choice (memory kept on another disk): turns are captured through it
+    cwd = tmp_path / "repo"
+    cwd.mkdir()
+    session = daemon.call("session.open", {"cwd": str(cwd)})
+    directory = orca_env.memory_root / "projects" / session.project.id
+    place = directory.parent if linked == "projects" else directory
+    elsewhere = tmp_path / "elsewhere"
+    place.rename(elsewhere)
+    place.symlink_to(elsewhere)
+    daemon.call("turn.completed", turn(session, "t1", "We deploy from main."))
+    wait_for(lambda: daemon.call("projects.list").projects[0].candidates)
+    assert any((elsewhere if linked == "project" else elsewhere / directory.name).iterdir())
+    daemon.stop()
+    findings = doctor(orca_env)[1]
+    assert problems(findings, "memory") == [] and problems(findings, "index") == [], findings

@@ -75,6 +75,12 @@ STORAGE_FIXES = (
         "DIR/.lock); remove the link, and orcad makes the file again",
     ),
     (
+        ("which leads nowhere (nothing is there", "which is not a directory, so"),
+        "a symbolic link stands where orcad keeps a directory and leads to none: mount or "
+        "create the directory it names, or move the link aside as the message says, and orcad "
+        "makes the directory again",
+    ),
+    (
         ("Not a directory", "File exists", "is not a directory (a file is in its place)"),
         "a file stands where orcad keeps a directory on the path named (a project's jobs/, "
         "say): move that file aside; the next session opened in that project makes the "

@@ -109,8 +109,9 @@ def judge_in_place(
 def judge_refused(paths: Paths) -> list[Finding]:
     """What orcad refuses in the memory root, found as orcad finds it and said in its words, so
     that it is named whether or not a daemon runs (one that cannot start records nothing): a
-    directory at orcad.pid, which stops a start, and in each project a file in place of its
-    directory, or a forgotten-jobs.json that is not such a list, which refuse its turns. Only
+    directory at orcad.pid, which stops a start, no directory at projects/, and in each project
+    a file (or a link that leads to no directory) in place of its directory, or a
+    forgotten-jobs.json that is not such a list, which refuse its turns. Only
     looked at or read as orcad reads them: never waited on."""
     from orcad.capture import jobstore, projects  # noqa: PLC0415 - filelock
     from orcad.runtime import instance_file_blocked  # noqa: PLC0415
@@ -120,6 +121,11 @@ def judge_refused(paths: Paths) -> list[Finding]:
     if blocked is not None:
         problem, advice = blocked
         found.append(Finding("memory", "problem", f"{problem}; orcad refuses to start", advice))
+    wrong = projects.projects_dir_wrong(paths.projects_dir)
+    if wrong is not None:
+        problem, advice = wrong
+        found.append(Finding("memory", "problem", f"{problem}; no turn is captured", advice))
+        return found
     try:
         names = sorted(os.listdir(paths.projects_dir))
     except OSError:  # none yet; anything else there is the index check's to name

@@ -77,6 +77,10 @@ def judge_index(project: str, state: str, revision: int, where: Path | str) -> F
 def check_projects_live(
     client: Client, config: Config, projects_dir: Path | None = None
 ) -> list[Finding]:
+    from orcad.capture import projects  # noqa: PLC0415 - filelock
+
+    if projects_dir is not None and projects.projects_dir_wrong(projects_dir) is not None:
+        return [not_a_projects_dir(projects_dir)]
     found: list[Finding] = []
     listed, skipped = offered(client, "projects.list", {})
     if skipped is not None:
@@ -118,11 +122,20 @@ def check_projects_live(
     return found
 
 
+def not_a_projects_dir(projects_dir: Path) -> Finding:
+    """The index check when no directory stands at projects/: the memory check names it."""
+    return Finding(
+        "index", "skipped", f"not checked: {projects_dir} is no directory (see the memory check)"
+    )
+
+
 def check_projects_offline(paths: Paths, config: Config) -> list[Finding]:
     """The daemon is not running: read the project files (replaced whole, so safe to read)."""
     from orcad.capture import jobstore, ledger, projections, projects  # noqa: PLC0415
     from orcad.capture.records import summary_of  # noqa: PLC0415
 
+    if projects.projects_dir_wrong(paths.projects_dir) is not None:
+        return [not_a_projects_dir(paths.projects_dir)]
     found: list[Finding] = []
     jobs: list[JobSummary] = []
     ids = projects.list_project_ids(paths.projects_dir)

@@ -93,24 +93,60 @@ def directories_error(directory: Path, exc: OSError) -> StorageError:
 
 
 def file_in_place_of_directories(directory: Path) -> tuple[Path, str, str] | None:
-    """The project directory or its jobs directory when something else stands there, what is
+    """The projects directory, the project directory or its jobs directory when no directory
+    stands there (a file, or a symbolic link that leads nowhere or to no directory), what is
     wrong and what to do (a turn in the project is refused with it; doctor says the same);
-    None when neither is so."""
+    None when none is so. A link to a directory is the user's to make: orcad writes through it."""
+    wrong = projects_dir_wrong(directory.parent)
+    if wrong is not None:
+        return (directory.parent, *wrong)
     for path in (directory, directory / JOBS_DIR):
-        try:
-            mode = path.stat().st_mode
-        except OSError:
-            continue
-        if not stat.S_ISDIR(mode):
-            aside = shlex.quote(f"{path}.not-a-directory")
-            return (
-                path,
-                f"{path} is not a directory (a file is in its place), so orcad cannot keep this "
-                "project's files there",
-                f"move it aside (mv {shlex.quote(str(path))} {aside}), and orcad makes the "
-                "directory again",
-            )
+        wrong = not_a_directory(path, "orcad cannot keep this project's files there")
+        if wrong is not None:
+            return (path, *wrong)
     return None
+
+
+def projects_dir_wrong(projects_dir: Path) -> tuple[str, str] | None:
+    """What is wrong with what stands at the projects directory, and what to do; None when it
+    is a directory (or a link to one), or nothing is there."""
+    return not_a_directory(projects_dir, "no project's memory can be kept there")
+
+
+def not_a_directory(path: Path, consequence: str) -> tuple[str, str] | None:
+    """What is wrong, ending in `consequence`, and what to do, when something other than a
+    directory or a link to one stands at `path`; None when one of those or nothing is there."""
+    try:
+        mode = path.lstat().st_mode
+    except OSError:  # nothing there: made when needed
+        return None
+    if stat.S_ISDIR(mode):
+        return None
+    move = f"(mv {shlex.quote(str(path))} {shlex.quote(f'{path}.not-a-directory')})"
+    again = "and orcad makes the directory again"
+    if not stat.S_ISLNK(mode):
+        return (
+            f"{path} is not a directory (a file is in its place), so {consequence}",
+            f"move it aside {move}, {again}",
+        )
+    try:
+        target = os.readlink(path)
+    except OSError:  # replaced meanwhile
+        return None
+    try:
+        leads_to = path.stat().st_mode
+    except OSError:  # nothing at its end, or links that lead back to themselves
+        return (
+            f"{path} is a symbolic link to {target}, which leads nowhere (nothing is there, a "
+            f"drive not mounted?, or it leads back to the link), so {consequence}",
+            f"mount or create the directory it names, or move the link aside {move}, {again}",
+        )
+    if stat.S_ISDIR(leads_to):
+        return None
+    return (
+        f"{path} is a symbolic link to {target}, which is not a directory, so {consequence}",
+        f"point it at a directory, or move the link aside {move}, {again}",
+    )
 
 
 def project_file_missing(directory: Path) -> bool:
@@ -219,13 +255,12 @@ def run_with_project_lock(
 def list_project_ids(projects_dir: Path) -> list[str]:
     try:
         names = os.listdir(projects_dir)
-    except FileNotFoundError:
-        return []
+    except FileNotFoundError:  # none yet (or a link that leads nowhere: named when a turn
+        return []  # needs the directory)
     except NotADirectoryError as exc:  # a file in its place: no errno a storage reason names
+        wrong = projects_dir_wrong(projects_dir)
+        problem, advice = wrong or (f"{projects_dir} is not a directory", "move it aside")
         raise StorageError(
-            f"{projects_dir} is not a directory, so no project's memory can be kept there; move "
-            f"it aside (mv {shlex.quote(str(projects_dir))} "
-            f"{shlex.quote(f'{projects_dir}.aside')}) and try again",
-            path=str(projects_dir),
+            f"{problem}; it was left as found: {advice}", path=str(projects_dir)
         ) from exc
     return sorted(name for name in names if is_project_id(name) and (projects_dir / name).is_dir())
