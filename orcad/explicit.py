@@ -12,6 +12,8 @@ writes them.
 from __future__ import annotations
 
 import os
+import shlex
+from collections.abc import Callable
 from pathlib import Path
 
 import filelock
@@ -21,8 +23,9 @@ from orcad.control_characters import escape_control_characters, has_visible_char
 from orcad.durable_files import FileSignature, remove_stale_temps, replace_file_unless_changed
 from orcad.errors import InvalidParams, StorageError
 from orcad.limits import EXPLICIT_FACT_MAX_CHARS, EXPLICIT_LOCK_TIMEOUT_S
-from orcad.regular_files import open_regular_file
+from orcad.regular_files import NotARegularFile, open_regular_file
 from orcad.secrets import secret_kinds
+from orcad.storage_faults import advice, fault_reason
 
 log = structlog.get_logger("orcad.explicit")
 
@@ -208,6 +211,11 @@ def _read_facts(path: Path, target: Path) -> tuple[bytes, FileSignature | None]:
             existing = handle.read()
     except FileNotFoundError:
         return b"", None
+    except NotARegularFile as exc:  # no passing fault: what to do is the file's own
+        wrong, what_to_do = facts_file_fault(path, exc)
+        raise StorageError(
+            f"{wrong}; nothing was changed: {what_to_do}", path=str(path), reason="corrupt"
+        ) from exc
     except OSError as exc:
         raise StorageError(
             f"could not read {path}: {exc.strerror or exc}; nothing was changed", path=str(path)
@@ -215,12 +223,46 @@ def _read_facts(path: Path, target: Path) -> tuple[bytes, FileSignature | None]:
     return existing, (status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns)
 
 
-def read_bounded(path: Path, max_bytes: int) -> tuple[str, bool]:
+def facts_file_fault(path: Path, exc: OSError) -> tuple[str, str]:
+    """What is wrong with the facts file `path` that reading it met `exc`, and what to do:
+    `remember` is refused with it, a session starts without the file's facts and records it,
+    and doctor says the same."""
+    if isinstance(exc, NotARegularFile):
+        aside = shlex.quote(f"{path}.not-a-file")
+        return (
+            f"{path} is not a regular file (a FIFO, a device or a directory), so the facts kept "
+            "there cannot be read",
+            f"move it aside (mv {shlex.quote(str(path))} {aside}), and `remember` makes the file "
+            "again",
+        )
+    reason = fault_reason(exc)
+    what_to_do = advice(reason) if reason is not None else None
+    return (
+        f"could not read {path}: {exc.strerror or exc}",
+        what_to_do or "look at the file and its disk (dmesg), and try again",
+    )
+
+
+def facts_file_problem(path: Path) -> tuple[str, str] | None:
+    """facts_file_fault for the facts file `path` when it is there and cannot be read (opened
+    as startup opens it, never waited on); None when it is absent or can be read."""
+    try:
+        with open_regular_file(path):
+            return None
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        return facts_file_fault(path, exc)
+
+
+def read_bounded(
+    path: Path, max_bytes: int, on_fault: Callable[[OSError], None] | None = None
+) -> tuple[str, bool]:
     """The newest whole lines of `path` within `max_bytes`, and whether lines were left out.
 
     A missing file is empty; so is one that cannot be read, or is not a regular file (a FIFO
-    would wait for a writer), which is logged. Only the file's tail is read, however large. The
-    bound counts the text as returned, control characters escaped.
+    would wait for a writer), which is logged and handed to `on_fault`. Only the file's tail is
+    read, however large. The bound counts the text as returned, control characters escaped.
     """
     try:
         with open_regular_file(path) as handle:
@@ -234,6 +276,8 @@ def read_bounded(path: Path, max_bytes: int) -> tuple[str, bool]:
         return "", False
     except OSError as exc:
         log.warning("explicit.unreadable", path=str(path), error=str(exc))
+        if on_fault is not None:
+            on_fault(exc)
         return "", False
     if start == 0:
         return newest_lines(

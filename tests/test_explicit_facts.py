@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import stat
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -22,6 +24,7 @@ from orcad.limits import EXPLICIT_FACT_MAX_CHARS, STARTUP_PROJECT_MAX_BYTES, STA
 from protocol.errors import RemoteError
 from tests.harness import DaemonProcess, OrcaEnv
 from tests.hook_helpers import ORCACTL, run_hook
+from tests.test_unreadable_ledger import ROOTS_OVERRIDES, DaemonAsAUser
 
 pytestmark = pytest.mark.daemon
 
@@ -320,7 +323,7 @@ def test_a_fifo_at_user_md_or_memory_md_is_refused_and_blocks_nothing(
                     },
                 )
             assert (caught.value.code, caught.value.kind) == (-32017, "storage")
-            assert f"{path}: not a regular file" in caught.value.error.message
+            assert f"{path} is not a regular file" in caught.value.error.message
         startup = client.call("session.open", {"cwd": str(tmp_path)}).startup
     assert (startup.user, startup.project, startup.truncated) == ("", "", False)
     done = subprocess.run(
@@ -330,7 +333,7 @@ def test_a_fifo_at_user_md_or_memory_md_is_refused_and_blocks_nothing(
         env=orca_env.env,
         timeout=30,
     )
-    assert done.returncode == 1 and f"{user_file}: not a regular file" in done.stderr
+    assert done.returncode == 1 and f"{user_file} is not a regular file" in done.stderr
     assert stat.S_ISFIFO(user_file.stat().st_mode) and stat.S_ISFIFO(project_file.stat().st_mode)
 
 
@@ -821,3 +824,87 @@ def test_a_file_saved_by_hand_while_a_fact_is_written_keeps_both(
     text = user_file.read_bytes()
     assert text.startswith(facts)
     assert text[len(facts) :] == b"- typed in the editor %d\n- remembered %d\n" % (attempt, attempt)
+
+
+def doctor_findings(orca_env: OrcaEnv, *prefix: str) -> list[dict[str, object]]:
+    done = subprocess.run(
+        [*prefix, sys.executable, "-m", "orcactl", "doctor", "--json", "--min-free-mb", "0"],
+        env=orca_env.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert "Traceback" not in done.stderr, done.stderr
+    return [f for f in json.loads(done.stdout)["findings"] if f["status"] == "problem"]
+
+
+def facts_file(orca_env: OrcaEnv, session: dict[str, object], scope: str) -> Path:
+    if scope == "user":
+        return orca_env.memory_root / "user.md"
+    project_id = session["opened"].project.id  # type: ignore[attr-defined]
+    return orca_env.memory_root / "projects" / project_id / "memory.md"
+
+
+@pytest.mark.parametrize("kind", ["fifo", "directory"])
+@pytest.mark.parametrize("scope", ["user", "project"])
+def test_a_facts_file_that_is_no_regular_file_is_named_with_what_to_do(
+    daemon: DaemonProcess, orca_env: OrcaEnv, tmp_path: Path, scope: str, kind: str
+) -> None:
+    # remember said only "could not read ...: not a regular file", a session started without
+    # the file's facts with nothing but a log line, and doctor saw nothing without a daemon
+    session = open_session(daemon, tmp_path)
+    other = "project" if scope == "user" else "user"
+    remember(daemon, session, "we deploy on Fridays", other)  # still handed over
+    odd = facts_file(orca_env, session, scope)
+    if kind == "fifo":
+        os.mkfifo(odd, 0o600)  # never waited on
+    else:
+        odd.mkdir(mode=0o700)
+    with pytest.raises(RemoteError) as caught:
+        remember(daemon, session, "the staging database is read-only", scope)
+    error = caught.value
+    assert (error.code, error.error.data.get("reason")) == (-32017, "corrupt"), error
+    refused = error.error.message
+    assert refused.startswith(f"{odd} is not a regular file"), refused
+    assert f"mv {odd} {odd}.not-a-file" in refused, refused
+    startup = open_session(daemon, tmp_path)["opened"].startup  # type: ignore[attr-defined]
+    assert getattr(startup, scope) == "" and getattr(startup, other) == "- we deploy on Fridays\n"
+    recorded = [e.message for e in daemon.call("daemon.status").recent_errors]
+    assert f"session.open: {odd} is not a regular file" in "\n".join(recorded), recorded
+    daemon.stop()
+    [found] = [f for f in doctor_findings(orca_env) if str(odd) in str(f["detail"])]
+    assert found["check"] == "memory"
+    wrong = str(found["detail"]).split("; remember is refused")[0]
+    assert wrong in refused and str(found["fix"]) in refused, (found, refused)
+    command = str(found["fix"]).split("(")[1].split(")")[0]
+    subprocess.run(["sh", "-c", command], check=True)  # as it says
+    assert [f for f in doctor_findings(orca_env) if f["check"] == "memory"] == []
+
+
+@pytest.mark.parametrize("scope", ["user", "project"])
+def test_a_facts_file_orcad_may_not_read_is_recorded_at_session_start_and_named_by_doctor(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path, scope: str
+) -> None:
+    # a session started without its facts with nothing but a log line, and doctor said nothing
+    daemon = DaemonAsAUser(orca_env)
+    daemon_factory.append(daemon)
+    daemon.start()
+    session = open_session(daemon, tmp_path)
+    remember(daemon, session, "we deploy on Fridays", scope)
+    odd = facts_file(orca_env, session, scope)
+    odd.chmod(0)
+    try:
+        startup = open_session(daemon, tmp_path)["opened"].startup  # type: ignore[attr-defined]
+        assert getattr(startup, scope) == ""
+        recorded = "\n".join(e.message for e in daemon.call("daemon.status").recent_errors)
+        assert f"session.open: could not read {odd}: Permission denied" in recorded, recorded
+        daemon.stop()
+        prefix = ["setpriv", "--bounding-set", ROOTS_OVERRIDES] if os.geteuid() == 0 else []
+        [found] = [f for f in doctor_findings(orca_env, *prefix) if str(odd) in str(f["detail"])]
+        assert found["check"] == "memory"
+        assert str(found["detail"]).startswith(f"could not read {odd}: Permission denied")
+        assert "chmod u+rw" in str(found["fix"]), found
+    finally:
+        odd.chmod(0o600)
+    assert odd.read_text() == "- we deploy on Fridays\n"  # nothing was lost

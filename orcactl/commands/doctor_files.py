@@ -109,11 +109,13 @@ def judge_in_place(
 def judge_refused(paths: Paths) -> list[Finding]:
     """What orcad refuses in the memory root, found as orcad finds it and said in its words, so
     that it is named whether or not a daemon runs (one that cannot start records nothing): a
-    directory at orcad.pid, which stops a start, no directory at projects/, and in each project
+    directory at orcad.pid, which stops a start, a user.md or memory.md it cannot read, which
+    refuses `remember`, no directory at projects/, and in each project
     a file (or a link that leads to no directory) in place of its directory, or a
     forgotten-jobs.json that is not such a list, which refuse its turns. Only
     looked at or read as orcad reads them: never waited on."""
     from orcad.capture import jobstore, projects  # noqa: PLC0415 - filelock
+    from orcad.recall.explicit import PROJECT_MEMORY_FILE  # noqa: PLC0415
     from orcad.runtime import instance_file_blocked  # noqa: PLC0415
 
     found: list[Finding] = []
@@ -121,6 +123,7 @@ def judge_refused(paths: Paths) -> list[Finding]:
     if blocked is not None:
         problem, advice = blocked
         found.append(Finding("memory", "problem", f"{problem}; orcad refuses to start", advice))
+    found.extend(judge_facts_file(paths.user_memory_file))
     wrong = projects.projects_dir_wrong(paths.projects_dir)
     if wrong is not None:
         problem, advice = wrong
@@ -134,6 +137,7 @@ def judge_refused(paths: Paths) -> list[Finding]:
         if not projects.is_project_id(name):
             continue
         directory = paths.projects_dir / name
+        found.extend(judge_facts_file(directory / PROJECT_MEMORY_FILE))
         in_place = projects.file_in_place_of_directories(directory)
         if in_place is not None and in_place[0] == directory:  # jobs/: judge_in_place
             _, problem, advice = in_place
@@ -157,6 +161,19 @@ def judge_refused(paths: Paths) -> list[Finding]:
                 )
             )
     return found
+
+
+def judge_facts_file(path: Path) -> list[Finding]:
+    """user.md or a project's memory.md that orcad cannot read: `remember` is refused, and a
+    session starts without its facts (in orcad's words; opened as orcad opens it)."""
+    from orcad.explicit import facts_file_problem  # noqa: PLC0415
+
+    problem = facts_file_problem(path)
+    if problem is None:
+        return []
+    wrong, advice = problem
+    consequence = "remember is refused there, and a new session starts without them"
+    return [Finding("memory", "problem", f"{wrong}; {consequence}", advice)]
 
 
 def check_storage(paths: Paths, uid: int) -> list[Finding]:

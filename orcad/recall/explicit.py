@@ -13,7 +13,13 @@ from orcad.capture.project_access import ProjectAccess
 from orcad.deliberate import policy
 from orcad.deliberate.review import review_content
 from orcad.errors import Disabled
-from orcad.explicit import append_fact, format_fact, read_bounded, remember_fact
+from orcad.explicit import (
+    append_fact,
+    facts_file_fault,
+    format_fact,
+    read_bounded,
+    remember_fact,
+)
 from orcad.host import Host
 from orcad.limits import STARTUP_PROJECT_MAX_BYTES, STARTUP_USER_MAX_BYTES
 from orcad.recall.service import disabled_for_bare
@@ -80,9 +86,26 @@ class ExplicitFacts:
         user_file = self._host.paths.user_memory_file
         project_file = self.project_file(session.project_id)
 
+        faults: list[tuple[str, str]] = []
+
         def read() -> Startup:
-            user, user_cut = read_bounded(user_file, STARTUP_USER_MAX_BYTES)
-            project, project_cut = read_bounded(project_file, STARTUP_PROJECT_MAX_BYTES)
+            user, user_cut = read_bounded(
+                user_file,
+                STARTUP_USER_MAX_BYTES,
+                lambda exc: faults.append(facts_file_fault(user_file, exc)),
+            )
+            project, project_cut = read_bounded(
+                project_file,
+                STARTUP_PROJECT_MAX_BYTES,
+                lambda exc: faults.append(facts_file_fault(project_file, exc)),
+            )
             return Startup(user=user, project=project, truncated=user_cut or project_cut)
 
-        return await trio.to_thread.run_sync(read)
+        startup = await trio.to_thread.run_sync(read)
+        # the session starts without them rather than not at all (recall and the rest of its
+        # memory do not need them), and the fault is listed for daemon.status and doctor
+        for wrong, what_to_do in faults:
+            self._host.record_error(
+                "storage", f"session.open: {wrong}; the session started without them: {what_to_do}"
+            )
+        return startup
