@@ -78,6 +78,7 @@ def check_projects_live(
     client: Client, config: Config, projects_dir: Path | None = None
 ) -> list[Finding]:
     from orcad.capture import projects  # noqa: PLC0415 - filelock
+    from orcad.capture.projects import file_in_place_of_directories  # noqa: PLC0415
 
     if projects_dir is not None and projects.projects_dir_wrong(projects_dir) is not None:
         return [not_a_projects_dir(projects_dir)]
@@ -88,6 +89,9 @@ def check_projects_live(
     else:
         for project in listed.projects:
             directory = (projects_dir or Path("projects")) / project.id
+            in_place = None if projects_dir is None else file_in_place_of_directories(directory)
+            if in_place is not None and in_place[0] == directory:  # the memory check's to name
+                continue
             if project.corrupt:
                 problem = getattr(project, "problem", None)
                 found.append(judge_damaged_project(project.id, directory, problem))

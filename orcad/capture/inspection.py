@@ -33,7 +33,13 @@ from orcad.capture.projections import (
     refresh_projections,
     remove_crash_leftovers,
 )
-from orcad.capture.projects import ProjectFile, is_project_id, read_project_file
+from orcad.capture.projects import (
+    JOBS_DIR,
+    ProjectFile,
+    file_in_place_of_directories,
+    is_project_id,
+    read_project_file,
+)
 from orcad.capture.records import JobRecord
 from orcad.capture.service import CaptureService
 from orcad.capture.source import bound_again
@@ -98,9 +104,16 @@ async def list_projects(capture: CaptureService) -> ProjectsListResult:
     )
 
     def read_all() -> list[tuple[str, ProjectFile, int | None, str | None]]:
-        rows = []
+        rows: list[tuple[str, ProjectFile, int | None, str | None]] = []
         for project_id in project_ids:
             directory = capture.projects.project_dir(project_id)
+            in_place = file_in_place_of_directories(directory)
+            if in_place is not None and in_place[0] != directory / JOBS_DIR:
+                # no file in it can be read: that is the problem, not each file's "Not a
+                # directory" (which would send the user to chmod files that are not there)
+                _, wrong, what_to_do = in_place
+                rows.append((project_id, ProjectFile(problem=f"{wrong}: {what_to_do}"), None, None))
+                continue
             found = read_project_file(directory, project_id)
             ledger_problem = None
             try:
