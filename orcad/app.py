@@ -16,6 +16,7 @@ import sqlite3
 import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
@@ -34,7 +35,7 @@ from orcad.secrets import redact
 from orcad.session_database import start_epochs_above
 from orcad.session_snapshot import Session
 from orcad.sessions import SessionStore
-from orcad.state_db import LOSS, move_aside, state_db_problem
+from orcad.state_db import LOSS, loss_with_memory, move_aside, state_db_problem
 from orcad.storage_faults import advice, fault_reason, is_corruption, storage_error_of
 from orcad.supervision import supervised
 from protocol.types import (
@@ -147,10 +148,19 @@ class Daemon:
     # Blocking callables that drop a connection to the state database (before it is replaced).
     state_db_users: list[Callable[[], None]] = field(default_factory=list)
     _state_db_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+    # the memory root and its projects/ as found at the start (device, inode; None: not there),
+    # to tell a state database deleted alone from one deleted with the memory around it
+    _memory_dirs: dict[Path, tuple[int, int] | None] = field(
+        default_factory=dict, init=False, repr=False
+    )
 
     def __post_init__(self) -> None:
         if isinstance(self.router, FaultRecordingRouter) and self.router.record is None:
             self.router.record = self.record_error
+        self._memory_dirs = {
+            directory: _identity(directory)
+            for directory in (self.paths.memory_root, self.paths.projects_dir)
+        }
         self.sessions = SessionStore(
             self.paths.state_db, self.clock, self.loaded.config.sessions.idle_expiry_s
         )
@@ -331,6 +341,7 @@ class Daemon:
         for drop_connection in self.state_db_users:
             drop_connection()
         path = self.paths.state_db
+        lost = self._lost()
         try:
             moved = move_aside(path, self.clock.now())
         except OSError as exc:
@@ -343,11 +354,11 @@ class Daemon:
         start_epochs_above(path, int(self.clock.now()))
         self.sessions.adopt_file()
         log.error(
-            "state_db.recreated", path=str(path), moved_to=str(moved), problem=problem, lost=LOSS
+            "state_db.recreated", path=str(path), moved_to=str(moved), problem=problem, lost=lost
         )
         self.record_error(
             "state_db_recreated",
-            f"{path} was damaged ({problem}); moved to {moved} and recreated; {LOSS}",
+            f"{path} was damaged ({problem}); moved to {moved} and recreated; {lost}",
         )
 
     async def _replace_lost_state_db_async(self) -> None:
@@ -399,10 +410,24 @@ class Daemon:
                     log.error("state_db.replace_failed", path=str(path), error=message)
                     self.record_error("state_db_damaged", f"{path} cannot be made again: {message}")
                     raise StorageError(f"{path} cannot be made again: {message}") from exc
-                log.error("state_db.recreated", path=str(path), problem=found, lost=LOSS)
+                lost = self._lost()
+                log.error("state_db.recreated", path=str(path), problem=found, lost=lost)
                 self.record_error(
-                    "state_db_recreated", f"{path} was lost while orcad ran ({found}); {LOSS}"
+                    "state_db_recreated", f"{path} was lost while orcad ran ({found}); {lost}"
                 )
+
+    def _lost(self) -> str:
+        """What went with the state database: its bookkeeping alone (LOSS), or, when the memory
+        root or its projects/ was deleted (or replaced) since the start, the memory there too."""
+        held = {
+            self.paths.memory_root: "ledgers, job files and user.md",
+            self.paths.projects_dir: "ledgers and job files",
+        }
+        for directory, at_start in self._memory_dirs.items():
+            now = _identity(directory)
+            if at_start is not None and now not in ((-1, -1), at_start):
+                return loss_with_memory(directory, held[directory], self.paths.deliberate_db)
+        return LOSS
 
     async def run_background(self, nursery: trio.Nursery) -> None:
         """Start each background task under supervision: a crash after it started is recorded
@@ -487,3 +512,15 @@ def _is_empty(path: os.PathLike[str]) -> bool:
         return os.stat(path).st_size == 0
     except OSError:
         return False
+
+
+def _identity(directory: Path) -> tuple[int, int] | None:
+    """The directory's (device, inode), None when it is not there; one that cannot be looked
+    at (a permission) counts as the same as before."""
+    try:
+        found = os.stat(directory)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError:
+        return (-1, -1)
+    return (found.st_dev, found.st_ino)

@@ -22,12 +22,30 @@ from orcad.sqlite_worker import integrity_problem, irregular_sibling
 from orcad.storage_faults import PASSING_FAULTS, fault_reason
 
 DAMAGED_SUFFIX = ".damaged-"
-LOSS = (
+LOST_BOOKKEEPING = (
     "lost: the epochs of sessions opened before (agents must open their sessions again; new "
     "epochs start above any the lost file held, so stale holders stay fenced) and the recall "
-    "snapshots of earlier turns (a repeated recall is computed afresh); memory "
-    "itself (ledgers, job files, memory.sqlite3, grants) is not in this file and is intact"
+    "snapshots of earlier turns (a repeated recall is computed afresh)"
 )
+LOSS = (
+    f"{LOST_BOOKKEEPING}; memory itself (ledgers, job files, memory.sqlite3, grants) is not in "
+    "this file and is intact"
+)
+
+
+def loss_with_memory(gone: Path, held: str, deliberate_db: Path) -> str:
+    """What is lost when the state database went with the directory `gone` (the memory root,
+    or its projects/ directory), deleted while orcad ran: the memory it `held` (ledgers, job
+    files...) went too, which LOSS would call intact."""
+    kept = (
+        ""
+        if deliberate_db.is_relative_to(gone)
+        else f"; memory.sqlite3 ({deliberate_db}) and its grants are not under it"
+    )
+    return (
+        f"{LOST_BOOKKEEPING}; and {gone} was deleted too, so the {held} under it are gone "
+        f"(restore them from a backup, with orcad stopped, if there is one){kept}"
+    )
 
 
 def state_db_problem(path: Path) -> str | None:

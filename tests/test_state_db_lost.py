@@ -51,8 +51,35 @@ def test_a_state_database_deleted_while_running_keeps_old_epochs_fenced(
     assert rows == [(other.session_id,)]  # kept in the file at the path, not in the deleted one
     [message] = recent(daemon, "state_db_recreated")
     assert str(state_db) in message and "deleted" in message and "epochs" in message
+    assert "is intact" in message and "deleted too" not in message  # the ledgers are there
     assert "Traceback" not in daemon.stderr()
     assert_fenced_after_a_restart(daemon, cwd, held)
+
+
+@pytest.mark.parametrize("deleted", ["memory_root", "projects"])
+def test_a_state_database_deleted_with_the_memory_around_it_is_not_said_to_leave_it_intact(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path, deleted: str
+) -> None:
+    # `rm -rf memory/` (or `rm -rf memory/projects memory/daemon-state.sqlite3`) while orcad
+    # runs: the recent error said the ledgers and job files were intact, which they are not
+    cwd = workdir(tmp_path)
+    daemon = start(orca_env, daemon_factory)
+    daemon.call("session.open", {"cwd": cwd})  # a project: projects/ is there at the next start
+    daemon.restart()
+    daemon.call("session.open", {"cwd": cwd})
+    projects = orca_env.memory_root / "projects"
+    assert projects.is_dir()
+    gone = orca_env.memory_root if deleted == "memory_root" else projects
+    shutil.rmtree(gone)
+    (orca_env.memory_root / "daemon-state.sqlite3").unlink(missing_ok=True)
+    daemon.call("session.open", {"cwd": cwd})
+    [message] = recent(daemon, "state_db_recreated")
+    assert "is intact" not in message, message
+    assert f"{gone} was deleted too" in message, message
+    assert "ledgers" in message and "job files" in message
+    assert ("user.md" in message) == (deleted == "memory_root")
+    assert f"memory.sqlite3 ({orca_env.config_dir / 'memory.sqlite3'})" in message
+    assert "Traceback" not in daemon.stderr()
 
 
 def test_a_state_database_replaced_by_an_older_copy_while_running_keeps_old_epochs_fenced(
