@@ -127,7 +127,8 @@ _VALUES = {"--socket": "/tmp/orca-test.sock", "--cwd": "/"}
         ("status", ["--no-start"], ["--socket"]),
         ("doctor", ["--no-start"], ["--socket"]),
         ("service install", ["--no-start"], ["--socket"]),
-        ("memory approve", ["--cwd"], ["--socket", "--no-start"]),
+        # the command orcactl mcp prints for the user carries --cwd, as the README shows it
+        ("memory approve", [], ["--socket", "--no-start", "--cwd"]),
         ("recall", [], ["--socket", "--no-start", "--cwd"]),
     ],
 )

@@ -52,18 +52,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     commands = memory.add_subparsers(dest="memory_command", metavar="ACTION", required=True)
 
-    def add(name: str, help_text: str, *, acts_from_cwd: bool = True) -> argparse.ArgumentParser:
+    def add(
+        name: str,
+        help_text: str,
+        *,
+        cwd_help: str = "workspace directory to act from (default: the current one)",
+    ) -> argparse.ArgumentParser:
         parser = commands.add_parser(name, help=help_text)
         parser.add_argument("--json", action="store_true", help="print the daemon's result as JSON")
-        parser.add_argument(
-            "--cwd",
-            metavar="DIR",
-            type=existing_directory,
-            # accepted everywhere, shown where it changes something: an approval names its own
-            help="workspace directory to act from (default: the current one)"
-            if acts_from_cwd
-            else argparse.SUPPRESS,
-        )
+        parser.add_argument("--cwd", metavar="DIR", type=existing_directory, help=cwd_help)
         return parser
 
     search = add("search", "search records visible from this workspace (no query: most recent)")
@@ -119,7 +116,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     approve = add(
         "approve",
         "decide on a change another client left pending (e.g. orcactl mcp)",
-        acts_from_cwd=False,
+        # the command the client prints carries it; an approval names its own session
+        cwd_help="directory to run from (default: the current one); the change is decided in "
+        "the workspace of the session that asked, whatever this is",
     )
     approve.add_argument(
         "approval_id", metavar="ID", type=approval_id, help="the apr_... id the client showed"
@@ -134,7 +133,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--decision",
         required=True,
         choices=("allow_once", "allow_session", "allow_workspace", "deny"),
-        help="apply once, for the rest of that session, for this workspace, or decline",
+        help="apply once, for the rest of that session, for its workspace, or decline",
     )
     approve.set_defaults(run=run_approve, changes_memory=True)
 
