@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from orcactl.main import build_parser
+from orcactl.main import UsageError, build_parser
 
 pytestmark = pytest.mark.pure
 
@@ -146,3 +146,16 @@ def test_a_command_shows_only_the_options_that_change_it(
     for option in [*hidden, *shown]:  # each still accepted, as a global option is anywhere
         argv += [option, _VALUES[option]] if option in _VALUES else [option]
     build_parser().parse_args(argv)
+
+
+def test_integrate_help_says_where_the_paths_it_writes_come_from() -> None:
+    # it said the entries get "(--socket, --home, --config-dir)", and a user then ran
+    # `orcactl integrate codex --home DIR`, which integrate does not take
+    parser = next(parser for name, parser, _listed in leaf_commands() if name == "integrate")
+    text = " ".join(parser.format_help().split())
+    for source in ("$ORCA_SOCKET", "$ORCA_HOME", "$ORCA_CONFIG_DIR"):
+        assert source in text, source
+    assert "takes no --home or --config-dir" in text
+    assert "ORCA_HOME=DIR orcactl integrate AGENT" in text
+    with pytest.raises(UsageError, match="unrecognized arguments: --home"):  # as it says
+        build_parser().parse_args(["integrate", "codex", "--home", "/tmp"])

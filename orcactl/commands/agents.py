@@ -74,9 +74,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description="Write orca's hooks and MCP server into the agent's own configuration "
         "files (user-level, or the project's with --project), keeping everything else. Each "
         "changed file is backed up first; a file that does not parse is reported and nothing "
-        "is changed. Running it again changes nothing. The socket, ORCA_HOME and "
-        "ORCA_CONFIG_DIR of this environment are written into every entry (--socket, --home, "
-        "--config-dir), so that an orcad a hook starts serves this memory.",
+        "is changed. Running it again changes nothing. Where orcad is goes into every entry, "
+        "absolute, as options of the hook and MCP server commands, so that an orcad a hook "
+        "starts serves this memory: the socket from --socket, else $ORCA_SOCKET; orcad's home "
+        "from $ORCA_HOME and its configuration directory from $ORCA_CONFIG_DIR; one not set "
+        "is left out (the default then). integrate itself takes no --home or --config-dir: "
+        "for another memory, set the variables when you run it (ORCA_HOME=DIR orcactl "
+        "integrate AGENT).",
     )
     integrate.add_argument("agent", choices=AGENTS, help="the agent to connect")
     integrate.add_argument(
