@@ -692,6 +692,24 @@ def test_project_json_records_identity_and_last_cwd(
     ]
 
 
+def test_a_deleted_markdown_view_is_back_once_a_session_opens_in_its_project(
+    daemon: DaemonProcess, tmp_path: Path
+) -> None:
+    # `rm auto-memory.md`: it stayed away until a restart, a new fact or a forget, while the
+    # index deleted beside it came back at the next recall
+    cwd = str(project_dir(tmp_path))
+    session = daemon.call("session.open", {"cwd": cwd})
+    daemon.call("turn.completed", turn_params(session, "t1", "We use pnpm."))
+    wait_for(lambda: daemon.call("jobs.list", {}).jobs[0].state == "committed")
+    view = daemon.orca.memory_root / "projects" / session.project.id / "auto-memory.md"
+    shown = view.read_bytes()
+    assert b"pnpm" in shown
+    view.unlink()
+    daemon.call("session.open", {"cwd": cwd})
+    assert view.read_bytes() == shown
+    assert "Traceback" not in daemon.stderr()
+
+
 def test_a_corrupt_project_json_is_preserved_and_reported(
     orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
 ) -> None:

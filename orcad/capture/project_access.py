@@ -24,6 +24,7 @@ from orcad.auto_memory_switch import AutoMemorySwitch, project_config_file
 from orcad.capture.index import JobIndex
 from orcad.capture.ledger import LedgerCorrupt, LedgerFileState, ledger_file_state, read_ledger
 from orcad.capture.problems import Problems
+from orcad.capture.projections import restore_markdown
 from orcad.capture.projects import (
     PROJECT_FILE,
     ProjectFile,
@@ -133,6 +134,8 @@ class ProjectAccess:
                 found = read_project_file(directory, session.project_id)
                 if found.record is not None or found.problem is not None:
                     return found
+            else:  # a session opened: a Markdown view deleted by hand comes back now
+                _restore_markdown(directory)
             return record_project_visit(
                 directory,
                 project_id=session.project_id,
@@ -240,3 +243,13 @@ class ProjectAccess:
         """A queued job of a project whose ledger is damaged: it cannot finish before the
         ledger is repaired, so a recall must not wait for it."""
         return view.state == "pending" and self.ledger_damaged(view.project_id)
+
+
+def _restore_markdown(directory: Path) -> None:
+    """auto-memory.md written again if it is missing (with the project lock held); a ledger
+    that cannot be read or a view that cannot be written is logged, and the session opens."""
+    try:
+        if restore_markdown(directory):
+            log.info("projection.restored", project_dir=str(directory))
+    except (StorageError, OSError) as exc:
+        log.warning("projection.restore_failed", project_dir=str(directory), error=str(exc))

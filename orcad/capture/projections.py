@@ -175,6 +175,19 @@ def ensure_markdown(project_dir: Path, ledger: Ledger) -> bool:
     return True
 
 
+def restore_markdown(project_dir: Path) -> bool:
+    """Write auto-memory.md again when it is missing (deleted by hand) and the ledger holds
+    facts, with the project lock held; whether it was written. One lstat when it is there: a
+    view that is there but out of date is left to the next change or start."""
+    if os.path.lexists(project_dir / MARKDOWN_FILE):
+        return False
+    ledger = read_ledger(project_dir)
+    if ledger.revision == 0:
+        return False
+    write_markdown(project_dir, ledger)
+    return True
+
+
 def _visible(text: str) -> str:
     # a terminal showing the file (`cat`) acts on an escape sequence (retitles, clears, writes
     # the clipboard) and a bidirectional override reorders what a reader sees (white space is
