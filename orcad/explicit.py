@@ -29,6 +29,7 @@ from orcad.storage_faults import advice, fault_reason
 
 log = structlog.get_logger("orcad.explicit")
 
+PROJECT_MEMORY_FILE = "memory.md"  # a project's explicit facts, in its directory
 LOCK_SUFFIX = ".lock"
 EXPLICIT_EDITED_RETRIES = 5  # times a fact is added again to a file saved by hand meanwhile
 _CONTINUATION_BYTES = bytes(range(0x80, 0xC0))  # of a UTF-8 character, after its first byte

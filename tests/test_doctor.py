@@ -119,6 +119,32 @@ def test_a_healthy_setup_has_no_problems(orca_env: OrcaEnv, daemon: DaemonProces
     assert f"pid {daemon.proc.pid}" in socket_finding["detail"]  # type: ignore[union-attr]
 
 
+def test_doctor_beside_a_running_daemon_loads_no_embedding_model_code(
+    orca_env: OrcaEnv, daemon: DaemonProcess
+) -> None:
+    # The daemon answers for the embedding model: doctor's own checks of the memory root must
+    # not pull in numpy and the embedders, a fifth of a second before any check runs.
+    code = (
+        "import sys\n"
+        "from orcactl.entry import main\n"
+        "sys.argv = ['orcactl', 'doctor', '--json']\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'numpy', 'onnxruntime'}))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        env=orca_env.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert result.stdout.strip().splitlines()[-1] == "[]", result.stdout
+
+
 def test_human_output_names_the_fix(orca_env: OrcaEnv) -> None:
     (orca_env.root / "run").chmod(0o755)
     result = subprocess.run(

@@ -115,7 +115,7 @@ def judge_refused(paths: Paths) -> list[Finding]:
     forgotten-jobs.json that is not such a list, which refuse its turns. Only
     looked at or read as orcad reads them: never waited on."""
     from orcad.capture import jobstore, projects  # noqa: PLC0415 - filelock
-    from orcad.recall.explicit import PROJECT_MEMORY_FILE  # noqa: PLC0415
+    from orcad.explicit import PROJECT_MEMORY_FILE  # noqa: PLC0415
     from orcad.runtime import instance_file_blocked  # noqa: PLC0415
 
     found: list[Finding] = []

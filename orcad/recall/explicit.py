@@ -14,6 +14,7 @@ from orcad.deliberate import policy
 from orcad.deliberate.review import review_content
 from orcad.errors import Disabled
 from orcad.explicit import (
+    PROJECT_MEMORY_FILE,
     append_fact,
     facts_file_fault,
     format_fact,
@@ -25,8 +26,6 @@ from orcad.limits import STARTUP_PROJECT_MAX_BYTES, STARTUP_USER_MAX_BYTES
 from orcad.recall.service import disabled_for_bare
 from orcad.session_snapshot import Session
 from protocol.types import RememberParams, RememberResult, Startup
-
-PROJECT_MEMORY_FILE = "memory.md"
 
 
 def remember_refusal(session: Session, text: str, *, asked: bool) -> str | None:
