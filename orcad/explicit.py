@@ -244,6 +244,22 @@ def facts_file_fault(path: Path, exc: OSError) -> tuple[str, str]:
     )
 
 
+# How a session start records a facts file it could not read (recent errors, for
+# daemon.status): doctor's memory check names such a file itself, as it is now.
+_STARTUP_FAULT_PREFIX = "session.open: "
+_STARTUP_FAULT_CONSEQUENCE = "; the session started without them: "
+
+
+def startup_fault(wrong: str, what_to_do: str) -> str:
+    """The recent error a session start records for a facts file it could not read."""
+    return f"{_STARTUP_FAULT_PREFIX}{wrong}{_STARTUP_FAULT_CONSEQUENCE}{what_to_do}"
+
+
+def is_startup_fault(message: str) -> bool:
+    """Whether a recorded error is one `startup_fault` made."""
+    return message.startswith(_STARTUP_FAULT_PREFIX) and _STARTUP_FAULT_CONSEQUENCE in message
+
+
 def facts_file_problem(path: Path) -> tuple[str, str] | None:
     """facts_file_fault for the facts file `path` when it is there and cannot be read (opened
     as startup opens it, never waited on); None when it is absent or can be read."""

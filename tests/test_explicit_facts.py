@@ -882,6 +882,26 @@ def test_a_facts_file_that_is_no_regular_file_is_named_with_what_to_do(
     assert [f for f in doctor_findings(orca_env) if f["check"] == "memory"] == []
 
 
+def test_doctor_beside_a_running_orcad_stops_naming_a_facts_file_once_it_is_moved_aside(
+    daemon: DaemonProcess, orca_env: OrcaEnv, tmp_path: Path
+) -> None:
+    # the fault a session start recorded stayed among the daemon's recent errors, so doctor
+    # went on failing (with "the daemon retries by itself") after its own fix was followed
+    session = open_session(daemon, tmp_path)
+    odd = facts_file(orca_env, session, "user")
+    os.mkfifo(odd, 0o600)
+    open_session(daemon, tmp_path)
+    recorded = [e.message for e in daemon.call("daemon.status").recent_errors]
+    assert f"session.open: {odd} is not a regular file" in "\n".join(recorded), recorded
+    found = [f for f in doctor_findings(orca_env) if str(odd) in str(f["detail"])]
+    assert [f["check"] for f in found] == ["memory"], found  # named once, as it is now
+    command = str(found[0]["fix"]).split("(")[1].split(")")[0]
+    subprocess.run(["sh", "-c", command], check=True)  # as it says
+    assert doctor_findings(orca_env) == []
+    remember(daemon, session, "we deploy on Fridays", "user")
+    assert odd.read_text() == "- we deploy on Fridays\n"
+
+
 @pytest.mark.parametrize("scope", ["user", "project"])
 def test_a_facts_file_orcad_may_not_read_is_recorded_at_session_start_and_named_by_doctor(
     orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path, scope: str

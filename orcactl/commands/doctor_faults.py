@@ -227,9 +227,15 @@ def check_databases(paths: Paths, daemon_running: bool) -> list[Finding]:
 
 
 def judge_daemon_errors(recent_errors: list[Any]) -> list[Finding]:
-    """The storage faults and crashes the running daemon recorded, newest last."""
+    """The storage faults and crashes the running daemon recorded, newest last. A facts file
+    a session start could not read is left to the memory check, which judges the file as it
+    is now: the recorded fault stays listed after the file is fixed."""
+    from orcad.explicit import is_startup_fault  # noqa: PLC0415 - filelock
+
     found = []
     for error in recent_errors:
+        if error.kind == "storage" and is_startup_fault(error.message):
+            continue
         fix = daemon_fault_fix(error.kind, error.message)
         if fix is not None:
             found.append(

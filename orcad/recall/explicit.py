@@ -20,6 +20,7 @@ from orcad.explicit import (
     format_fact,
     read_bounded,
     remember_fact,
+    startup_fault,
 )
 from orcad.host import Host
 from orcad.limits import STARTUP_PROJECT_MAX_BYTES, STARTUP_USER_MAX_BYTES
@@ -102,9 +103,8 @@ class ExplicitFacts:
 
         startup = await trio.to_thread.run_sync(read)
         # the session starts without them rather than not at all (recall and the rest of its
-        # memory do not need them), and the fault is listed for daemon.status and doctor
+        # memory do not need them), and the fault is listed for daemon.status (doctor judges
+        # the file as it is now)
         for wrong, what_to_do in faults:
-            self._host.record_error(
-                "storage", f"session.open: {wrong}; the session started without them: {what_to_do}"
-            )
+            self._host.record_error("storage", startup_fault(wrong, what_to_do))
         return startup
