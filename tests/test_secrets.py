@@ -2376,6 +2376,26 @@ def test_unterminated_key_block_loses_its_body() -> None:
     assert redact(text) == "[REDACTED:private_key_block]"
 
 
+@pytest.mark.parametrize("last", ["lPZP", "Aw==", "AQAB/x+9"])
+def test_unterminated_key_block_loses_its_short_last_line_too(last: str) -> None:
+    # a key's last line of base64 is shorter than the others; cut off before its END line, it
+    # was left after the marker, a piece of the key in plain sight
+    lines = "\n".join(["MIIEowIBAAKCAQEAy8Dbv8prpJ0kKhlGeJYozo2t60EG8L0561g13R29LvMR5hy"] * 3)
+    text = f"-----BEGIN RSA PRIVATE KEY-----\n{lines}\n{last}"
+    assert redact(text) == "[REDACTED:private_key_block]"
+    assert redact(f"{text}\n\nThanks, that is all") == (
+        "[REDACTED:private_key_block]\n\nThanks, that is all"
+    )
+    escaped = text.replace("\n", "\\n")  # as a JSON string carries it
+    assert redact(f'{{"key": "{escaped}", "n": 1}}') == (
+        '{"key": "[REDACTED:private_key_block]", "n": 1}'
+    )
+    # a line of prose right below the body is not key material
+    assert redact(f"{text[: -len(last) - 1]}\n{last} was the end") == (
+        f"[REDACTED:private_key_block]\n{last} was the end"
+    )
+
+
 def test_module_imports_without_trio_or_sqlite() -> None:
     probe = "import sys, orcad.secrets; print(sorted({'trio', 'sqlite3'} & set(sys.modules)))"
     result = subprocess.run(
