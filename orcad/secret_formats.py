@@ -109,9 +109,12 @@ def is_example_token(text: str, start: int, end: int) -> bool:
 _KEY_BEGIN = lazy_compile(r"-----BEGIN ((?:[A-Z0-9]{1,12} ){0,3}PRIVATE KEY(?: BLOCK)?)-----")
 # A cut-off block (no END line) still loses its base64 body: lines of key material, and the
 # shorter last line of a key (the rest of its base64) when it stands alone on the next line.
+# Line breaks may be escaped, as a JSON string carries them (\n, \r\n), or escaped twice, as
+# a JSON string inside another carries them (\\n: a kubectl last-applied-configuration).
 _KEY_BODY = lazy_compile(
-    r"(?:(?:(?:\\[nr]|[ \t\r\n])+[A-Za-z0-9+/=]{16,})+"
-    r"(?:(?:\\[nr]|[ \t\r]*\n)[ \t]*[A-Za-z0-9+/=]{1,15}+(?=[ \t\r]*(?:\n|\\[nr]|[\"'`]|$)))?)?"
+    r"(?:(?:(?:\\++[nr]|[ \t\r\n])+[A-Za-z0-9+/=]{16,})+"
+    r"(?:(?:(?:\\++r)?+\\++n|\\++r|[ \t\r]*\n)[ \t]*[A-Za-z0-9+/=]{1,15}+"
+    r"(?=[ \t\r]*(?:\n|\\++[nr]|\\*+[\"'`]|$)))?)?"
 )
 
 

@@ -2396,6 +2396,28 @@ def test_unterminated_key_block_loses_its_short_last_line_too(last: str) -> None
     )
 
 
+@pytest.mark.parametrize(
+    ("escaped", "ends"),
+    [
+        ("\\r\\n", ["", "\\r\\n"]),  # a JSON string of a key with Windows line ends
+        ("\\\\n", ["", "\\\\n"]),  # a JSON string inside a JSON string
+        ("\\\\r\\\\n", ["", "\\\\r\\\\n"]),
+    ],
+)
+def test_unterminated_key_block_with_escaped_line_breaks_loses_all_of_its_body(
+    escaped: str, ends: list[str]
+) -> None:
+    # before: with \r\n escaped, the key's short last line was left after the marker; with
+    # line breaks escaped twice (\\n), the whole body was
+    lines = ["MIIEowIBAAKCAQEAy8Dbv8prpJ0kKhlGeJYozo2t60EG8L0561g13R29LvMR5hy"] * 3
+    text = escaped.join(["-----BEGIN RSA PRIVATE KEY-----", *lines, "Aw=="])
+    for end in ends:
+        quote = '\\"' if escaped.startswith("\\\\") else '"'
+        redacted = redact(f'{{"key": {quote}{text}{end}{quote}, "n": 1}}')
+        assert redacted == f'{{"key": {quote}[REDACTED:private_key_block]{end}{quote}, "n": 1}}'
+        assert "Aw==" not in redacted and "MIIE" not in redacted
+
+
 def test_module_imports_without_trio_or_sqlite() -> None:
     probe = "import sys, orcad.secrets; print(sorted({'trio', 'sqlite3'} & set(sys.modules)))"
     result = subprocess.run(
