@@ -121,7 +121,17 @@ _KEY_BODY = lazy_compile(
 # The END line of a block whose start was not pasted (the last screenful of a terminal): the
 # lines of key material right above it go with it.
 _KEY_END = lazy_compile(r"-----END (?:[A-Z0-9]{1,12} ){0,3}PRIVATE KEY(?: BLOCK)?-----")
-_KEY_LINE = lazy_compile(r"[ \t]*[A-Za-z0-9+/=]{16,}+[ \t\r]*")
+# Those lines read upwards (matched in the text reversed, from the END line's start): a line
+# break, a key's shorter last line (only with key material above it), then lines of key
+# material, the top one at the start of the text or of a line or after a quote. A line break is
+# a real one or escaped, as a JSON string carries it (\n, \r\n), or escaped twice (\\n); a
+# character of base64 that comes after a backslash is part of an escape, not of a line.
+_REVERSED_BREAK = r"(?:\n|n\\++(?:r\\++)?)"
+_REVERSED_BASE64 = r"(?:[A-Za-z0-9+/=](?!\\))"
+_KEY_LINES_ABOVE = lazy_compile(
+    rf"{_REVERSED_BREAK}(?:[ \t\r]*+{_REVERSED_BASE64}{{1,15}}+[ \t]*+{_REVERSED_BREAK})?"
+    rf"(?:([ \t\r]*+{_REVERSED_BASE64}{{16,}}+[ \t]*+)(?:{_REVERSED_BREAK}|\Z|(?=[\"'`])))+"
+)
 
 
 def find_private_keys(text: str, lowered: str) -> Iterator[Span]:
@@ -146,29 +156,29 @@ def find_private_keys(text: str, lowered: str) -> Iterator[Span]:
     if "-----END " not in text:
         return
     block = 0  # the first block that does not end before the END line (both in order)
+    floor = 0  # the end of the END line before: no key material above it
     for end in _KEY_END.finditer(text):
         while block < len(blocks) and blocks[block][1] <= end.start():
             block += 1
         if block < len(blocks) and blocks[block][0] <= end.start():
+            floor = end.end()
             continue  # the END line of a block found from its BEGIN line
         line = end.start()
-        while line > 0 and text[line - 1] in " \t":  # (an indented block: YAML, a heredoc)
+        while line > floor and text[line - 1] in " \t":  # (an indented block: YAML, a heredoc)
             line -= 1
-        start = _key_lines_above(text, line)
+        start = _key_lines_above(text, line, floor)
+        floor = end.end()
         if start < line:  # the marker alone, named in prose or code, holds no key
             yield start, end.end()
 
 
-def _key_lines_above(text: str, end_line: int) -> int:
+def _key_lines_above(text: str, end_line: int, floor: int) -> int:
     """Where the lines of key material right above an END line (its start at `end_line`)
-    start."""
-    start = end_line
-    while start > 0 and text[start - 1] == "\n":
-        line = text.rfind("\n", 0, start - 1) + 1
-        if _KEY_LINE.fullmatch(text, line, start - 1) is None:
-            break
-        start = line
-    return start
+    start, looking no further up than `floor`."""
+    if end_line <= floor or not text.endswith(("\n", "\\n"), floor, end_line):
+        return end_line  # no line break right above: the marker is not on a line of its own
+    found = _KEY_LINES_ABOVE.match(text[floor:end_line][::-1])  # each character read once
+    return end_line if found is None else end_line - found.end(1)
 
 
 # A whole PEM block encoded once more in base64 (kubeconfig client-key-data, a Kubernetes

@@ -81,6 +81,35 @@ def test_the_tail_of_a_private_key_without_its_begin_line_is_redacted(
 
 
 @pytest.mark.parametrize(
+    ("line_end", "quote"),
+    [("\n", ""), ("\r\n", ""), ("\\n", '"'), ("\\r\\n", '"'), ("\\\\n", '\\"')],
+)
+@pytest.mark.parametrize("last", ["Aw==", "lPZP", "AAAAB3NzaC1yc2E"])
+def test_the_tail_of_a_private_key_ending_in_a_short_line_is_redacted(
+    line_end: str, quote: str, last: str
+) -> None:
+    # before: a key whose last line of base64 is shorter than 16 characters (an OpenSSH key's
+    # often is) kept all of its lines above the END line; so did every key whose lines are
+    # joined by escaped line breaks, as in a JSON string
+    tail = line_end.join([*KEY_TAIL.splitlines(), last, "-----END OPENSSH PRIVATE KEY-----"])
+    if quote:
+        text = f'{{"key": {quote}{tail}{line_end}{quote}, "next": "step"}}'
+        kept = f'{{"key": {quote}[REDACTED:private_key_block]{line_end}{quote}, "next": "step"}}'
+    else:
+        text = f"{tail}{line_end}then the next step"
+        kept = f"[REDACTED:private_key_block]{line_end}then the next step"
+    redacted = redact(text)
+    assert redacted == kept
+    assert last not in redacted and "QyNTUxOQ" not in redacted
+    # a line of prose above the key's lines is not key material
+    prose = f"the end of the key file:{line_end}{tail}{line_end}then the next step"
+    assert redact(prose) == (
+        f"the end of the key file:{line_end}[REDACTED:private_key_block]{line_end}"
+        "then the next step"
+    )
+
+
+@pytest.mark.parametrize(
     "text",
     [
         "the file must end with -----END PRIVATE KEY----- and a newline",
