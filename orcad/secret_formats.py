@@ -111,8 +111,13 @@ _KEY_BEGIN = lazy_compile(r"-----BEGIN ((?:[A-Z0-9]{1,12} ){0,3}PRIVATE KEY(?: B
 # shorter last line of a key (the rest of its base64) when it stands alone on the next line.
 # Line breaks may be escaped, as a JSON string carries them (\n, \r\n), or escaped twice, as
 # a JSON string inside another carries them (\\n: a kubectl last-applied-configuration).
+# Its header lines go too when the blank line that ends them and key material follow them: an
+# encrypted PEM key's Proc-Type and DEK-Info, an armored PGP key's Version or Comment.
+_KEY_BREAK = r"[ \t\r]*+(?:\\++r)?+(?:\n|\\++n)"
 _KEY_BODY = lazy_compile(
-    r"(?:(?:(?:\\++[nr]|[ \t\r\n])+[A-Za-z0-9+/=]{16,})+"
+    r"(?:(?:(?:(?:\\++[nr]|[ \t\r\n])+[ \t]*+[A-Z][A-Za-z0-9-]{1,40}+: [^\n\r\\]*+)+"
+    rf"(?={_KEY_BREAK}{_KEY_BREAK}))?"
+    r"(?:(?:\\++[nr]|[ \t\r\n])+[A-Za-z0-9+/=]{16,})+"
     r"(?:(?:(?:\\++r)?+\\++n|\\++r|[ \t\r]*\n)[ \t]*[A-Za-z0-9+/=]{1,15}+"
     r"(?=[ \t\r]*(?:\n|\\++[nr]|\\*+[\"'`]|$)))?)?"
 )

@@ -2418,6 +2418,29 @@ def test_unterminated_key_block_with_escaped_line_breaks_loses_all_of_its_body(
         assert "Aw==" not in redacted and "MIIE" not in redacted
 
 
+@pytest.mark.parametrize(
+    ("label", "headers"),
+    [
+        ("RSA PRIVATE KEY", ["Proc-Type: 4,ENCRYPTED", "DEK-Info: AES-128-CBC,3F17F5316E2BAC89"]),
+        ("PGP PRIVATE KEY BLOCK", ["Version: GnuPG v1", "Comment: backup of my signing key"]),
+    ],
+)
+@pytest.mark.parametrize("line_end", ["\n", "\r\n", "\\n"])
+def test_unterminated_key_block_with_header_lines_loses_its_body(
+    label: str, headers: list[str], line_end: str
+) -> None:
+    # before: a cut-off block whose BEGIN line is followed by header lines (an encrypted PEM
+    # key, an armored PGP key) kept every line of its body: only base64 was taken below BEGIN
+    lines = ["MIIEowIBAAKCAQEAy8Dbv8prpJ0kKhlGeJYozo2t60EG8L0561g13R29LvMR5hy"] * 3
+    text = line_end.join([f"-----BEGIN {label}-----", *headers, "", *lines, "=lPZP"])
+    assert redact(f"{text}{line_end}") == f"[REDACTED:private_key_block]{line_end}"
+    # header lines with no blank line and key material below them are left as they are
+    prose = line_end.join([f"-----BEGIN {label}-----", *headers, "NotBase64ButLongWords: x"])
+    assert redact(prose) == line_end.join(
+        ["[REDACTED:private_key_block]", *prose.split(line_end)[1:]]
+    )
+
+
 def test_module_imports_without_trio_or_sqlite() -> None:
     probe = "import sys, orcad.secrets; print(sorted({'trio', 'sqlite3'} & set(sys.modules)))"
     result = subprocess.run(
