@@ -521,9 +521,19 @@ def missing_entries(text: str, path: Path, kind: str, agent: str) -> list[str]:
         servers = _load_json(text, path).get("mcpServers")
         return [] if isinstance(servers, dict) and MCP_NAME in servers else ["MCP server"]
     data = toml_meaning(text, path)
-    servers, features = data.get("mcp_servers"), data.get("features")
+    servers = data.get("mcp_servers")
     missing = [] if isinstance(servers, dict) and MCP_NAME in servers else ["MCP server"]
-    features = features if isinstance(features, dict) else {}
-    if True not in (features.get(CODEX_HOOKS_FEATURE), features.get(CODEX_OLD_HOOKS_FEATURE)):
+    if not codex_hooks_on(codex_features(text, path)):
         missing.append(CODEX_HOOKS_FLAG)  # older Codex runs no hook without it
     return missing
+
+
+def codex_features(text: str, path: Path) -> dict[str, Any]:
+    """A Codex config.toml's `[features]` table (empty when it has none)."""
+    features = toml_meaning(text, path).get("features")
+    return features if isinstance(features, dict) else {}
+
+
+def codex_hooks_on(features: dict[str, Any]) -> bool:
+    """Whether a `[features]` table sets Codex's hooks switch, under either of its names."""
+    return True in (features.get(CODEX_HOOKS_FEATURE), features.get(CODEX_OLD_HOOKS_FEATURE))

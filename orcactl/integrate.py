@@ -359,17 +359,26 @@ def _agent_state(
             )
     if connected_to_none:
         return True, False, f"{agent}: found, not connected to orca", False
+    if agent == "codex" and project is not None:
+        # Codex reads the user's config.toml under the project's, which wins key by key (so
+        # `[features] hooks = true` in either is enough unless the project's sets it false),
+        # and keeps the trust in a project's hooks in the user's own
+        project_config = texts["codex-config"]
+        user_config = agent_configs.targets(agent, None, env)[1].path
+        try:
+            texts["codex-config"] = (user_config, read_config(user_config) or "")
+            features = {
+                **agent_configs.codex_features(texts["codex-config"][1], user_config),
+                **agent_configs.codex_features(project_config[1], project_config[0]),
+            }
+        except Unparseable:  # the user-level finding names it
+            return False, False, f"{label}: {user_config} cannot be read", True
+        if agent_configs.codex_hooks_on(features):
+            missing = [entry for entry in missing if entry != agent_configs.CODEX_HOOKS_FLAG]
     if missing:
         return True, False, f"{label}: partly connected (missing {', '.join(missing)})", False
     if elsewhere := _pinned_elsewhere(commands, env):
         return True, False, f"{label}: registered for {elsewhere}", False
-    if agent == "codex" and project is not None:
-        # Codex keeps the trust in a project's hooks in the user's own config.toml
-        user_config = agent_configs.targets(agent, None, env)[1].path
-        try:
-            texts["codex-config"] = (user_config, read_config(user_config) or "")
-        except Unparseable:  # the user-level finding names it
-            return False, False, f"{label}: {user_config} cannot be read", True
     if agent == "codex" and (untrusted := _untrusted_codex_hooks(texts)):
         remedy = (
             "trust them in Codex: /hooks"

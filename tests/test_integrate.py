@@ -529,6 +529,58 @@ def test_doctor_run_in_a_symlinked_home_reports_the_user_files_once(orca_env: Or
     assert claude == ["claude-code: hooks and MCP server registered"]
 
 
+def test_doctor_reads_codexs_hooks_switch_from_the_user_and_project_configs_merged(
+    orca_env: OrcaEnv, tmp_path: Path
+) -> None:
+    """Codex merges the user's config.toml under a project's, key by key: `[features] hooks =
+    true` in the user's alone turns the project's hooks on, yet doctor said the project's were
+    partly connected for the want of it."""
+    project = tmp_path / "repo"
+    (project / ".git").mkdir(parents=True)
+    codex_home = orca_env.root / "codex-home"
+    env = {"CODEX_HOME": str(codex_home)}
+    run = _integrate(orca_env, "codex", "--project", "--cwd", str(project), env=env)
+    assert run.returncode == 0, run.stderr
+    project_config = project / ".codex" / "config.toml"
+    written = project_config.read_text()
+    assert tomllib.loads(written)["features"] == {"hooks": True}
+    without_flag = written.replace("[features]\nhooks = true\n", "")
+    assert "features" not in tomllib.loads(without_flag)
+    hooks_file = project / ".codex" / "hooks.json"
+    trust = "".join(
+        f'[hooks.state."{key}"]\ntrusted_hash = "{digest}"\n'
+        for key, digest in agent_configs.codex_trust(hooks_file.read_text(), hooks_file).items()
+    )
+
+    def codex_finding(user: str, project_text: str) -> dict[str, str]:
+        codex_home.mkdir(exist_ok=True)
+        (codex_home / "config.toml").write_text(user + trust)
+        project_config.write_text(project_text)
+        run = subprocess.run(
+            [ORCACTL, "--no-start", "doctor", "--json"],
+            capture_output=True,
+            text=True,
+            env={**orca_env.env, **env},
+            timeout=60,
+            cwd=project,
+        )
+        [finding] = [
+            f
+            for f in json.loads(run.stdout)["findings"]
+            if f["detail"].startswith(f"codex in the project at {project}")
+        ]
+        return finding
+
+    on, off = "[features]\nhooks = true\n", "[features]\nhooks = false\n"
+    for user, project_text in ((on, without_flag), ("", written), (off, written)):
+        finding = codex_finding(user, project_text)
+        assert finding["status"] == "ok", (user, project_text, finding)
+    for user, project_text in (("", without_flag), (on, without_flag + off)):
+        finding = codex_finding(user, project_text)
+        assert finding["status"] == "problem", (user, project_text, finding)
+        assert agent_configs.CODEX_HOOKS_FLAG in finding["detail"], finding
+
+
 @pytest.mark.parametrize("agent", ["claude-code", "codex"])
 def test_project_files_go_to_the_repository_root_from_a_subdirectory(
     orca_env: OrcaEnv, tmp_path: Path, agent: str
