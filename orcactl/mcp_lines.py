@@ -4,12 +4,14 @@ A line the SDK cannot validate it drops without a word, and the client waits for
 `judge` says what each line is: a message to pass on; a JSON-RPC error to answer instead (a
 line that is not JSON, nests too deep, holds what JSON-RPC cannot, or is no message the server
 takes), sent to the request's id when that can be read; or nothing to answer (a blank line, a
-malformed notification or response, which JSON-RPC never answers).
+malformed notification or response, which JSON-RPC never answers). A line too long to keep is
+answered to the id its first bytes give it, when they are the start of a request that does.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
@@ -50,6 +52,18 @@ TOO_LONG = (
     f"Invalid Request: the line is longer than {MAX_LINE_BYTES // 2**20} MiB and was not kept; "
     "no MCP message for this server is that long"
 )
+
+
+# What is kept of a line too long to keep: where a request's id is looked for (the Python
+# MCP SDK writes it before the params, which make a line long)
+KEPT_OF_A_LONG_LINE = 4096
+
+
+@dataclass(frozen=True)
+class TooLong:
+    """A line longer than MAX_LINE_BYTES, of which only its first bytes were kept."""
+
+    start: bytes
 
 
 @dataclass(frozen=True)
@@ -98,12 +112,95 @@ def _refuse(value: object, message: str) -> Refused | None:
     return _refused(None, INVALID_REQUEST, message)
 
 
-def judge(line: bytes | None) -> JSONRPCMessage | Refused | None:
-    """One line from the client (None: one too long to keep): the message to pass on, or the
-    answer that refuses it, or None when it is neither (a blank line, a malformed notification
-    or response)."""
-    if line is None:
-        return _refused(None, INVALID_REQUEST, TOO_LONG)
+_SPACE = re.compile(rb"[ \t\n\r]*")
+# a JSON string (its escapes checked as a JSON decoder checks them), an integer
+_STRING = re.compile(rb'"(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"')
+_INTEGER = re.compile(rb"-?(?:0|[1-9][0-9]{0,17})")
+_PAIRS = {ord("["): ord("]"), ord("{"): ord("}")}
+
+
+def _after_space(start: bytes, at: int) -> int:
+    return _SPACE.match(start, at).end()  # type: ignore[union-attr]  # it matches anywhere
+
+
+def _value_end(start: bytes, at: int) -> int | None:
+    """Where the JSON value at `at` ends, None when `start` ends first or holds no such value
+    (only its strings and brackets are checked: nothing of it is read)."""
+    if string := _STRING.match(start, at):
+        return string.end()
+    closing: list[int] = []
+    while at < len(start):
+        byte = start[at]
+        if byte == ord('"'):
+            string = _STRING.match(start, at)
+            if string is None:
+                return None
+            at = string.end()
+            continue
+        if byte in _PAIRS:
+            closing.append(_PAIRS[byte])
+        elif byte in (ord("]"), ord("}")):
+            if not closing:
+                return at
+            if closing.pop() != byte:
+                return None
+        elif not closing and byte in b", \t\n\r":
+            return at
+        at += 1
+    return None
+
+
+def _scalar(value: bytes) -> str | int | None:
+    """A whole JSON string or integer (of at most 18 digits) as Python's, else None."""
+    if _INTEGER.fullmatch(value):
+        return int(value)
+    return json.loads(value) if _STRING.fullmatch(value) else None
+
+
+def request_id_at_start(start: bytes) -> RequestId | None:
+    """The id of the request whose line begins with `start`, read without the rest of it: the
+    string or integer value of the top-level object's "id", when `start` holds that value
+    whole and a string "method", and no "result" or "error" (a response is never answered)
+    nor a name twice. None when `start` does not show all of that for certain."""
+    at = _after_space(start, 0)
+    if start[at : at + 1] != b"{":
+        return None
+    members: dict[str, object] = {}
+    at = _after_space(start, at + 1)
+    while (key := _STRING.match(start, at)) is not None:
+        try:
+            name = json.loads(key.group())
+        except ValueError:  # not UTF-8
+            return None
+        if name in members or name in ("result", "error"):
+            return None
+        at = _after_space(start, key.end())
+        if start[at : at + 1] != b":":
+            break
+        value_at = _after_space(start, at + 1)
+        end = _value_end(start, value_at)
+        if end is None:
+            break
+        at = _after_space(start, end)
+        if start[at : at + 1] not in (b",", b"}"):  # `start` ends in the value, or no JSON
+            break
+        try:
+            members[name] = _scalar(start[value_at:end]) if name in ("id", "method") else None
+        except ValueError:  # not UTF-8
+            return None
+        if start[at : at + 1] == b"}":
+            break
+        at = _after_space(start, at + 1)
+    if not isinstance(members.get("method"), str):
+        return None
+    return _answer_id(members.get("id"))
+
+
+def judge(line: bytes | TooLong) -> JSONRPCMessage | Refused | None:
+    """One line from the client: the message to pass on, or the answer that refuses it, or
+    None when it is neither (a blank line, a malformed notification or response)."""
+    if isinstance(line, TooLong):
+        return _refused(request_id_at_start(line.start), INVALID_REQUEST, TOO_LONG)
     try:  # not as the SDK reads it: it replaces what is not UTF-8, so that a request is
         # answered to an id it was not sent with, and a tool keeps text it was not given
         text = line.decode("utf-8")
@@ -148,13 +245,14 @@ def encoded(message: JSONRPCMessage) -> bytes | None:
     return text.encode("utf-8") + b"\n"
 
 
-def read_line(wire: BinaryIO) -> bytes | None:
-    """The next line (empty at the end of input), or None for one longer than MAX_LINE_BYTES,
-    which is read to its end without being kept."""
+def read_line(wire: BinaryIO) -> bytes | TooLong:
+    """The next line (empty at the end of input), or for one longer than MAX_LINE_BYTES its
+    first bytes, the rest read to its end without being kept."""
     line = wire.readline(MAX_LINE_BYTES + 1)
     if len(line) <= MAX_LINE_BYTES or line.endswith(b"\n"):
         return line
+    start = line[:KEPT_OF_A_LONG_LINE]
     del line  # held no longer than it takes to see that it is too long
     while (rest := wire.readline(64 * 1024)) and not rest.endswith(b"\n"):
         pass
-    return None
+    return TooLong(start)

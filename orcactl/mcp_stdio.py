@@ -55,7 +55,7 @@ from orcactl.mcp_handshake import (
     Recorder,
     id_key,
 )
-from orcactl.mcp_lines import MAX_LINE_BYTES, Refused, encoded, judge, read_line
+from orcactl.mcp_lines import MAX_LINE_BYTES, Refused, TooLong, encoded, judge, read_line
 from orcad.limits import (
     MAX_ANSWERS_OWED_PER_CONNECTION,
 )
@@ -322,7 +322,7 @@ async def _write_abandonably(wire: BinaryIO, data: bytes) -> None:
 
 
 def _pump(
-    wire: BinaryIO, lines: MemoryObjectSendStream[bytes | None], token: EventLoopToken
+    wire: BinaryIO, lines: MemoryObjectSendStream[bytes | TooLong], token: EventLoopToken
 ) -> None:
     """Hand stdin's lines to the event loop, one at a time, until stdin ends.
 
@@ -348,23 +348,23 @@ async def _read(  # noqa: PLR0917
     input_ended: anyio.Event,
     recorder: Recorder | None = None,
 ) -> None:
-    sender, lines = anyio.create_memory_object_stream[bytes | None](0)
+    sender, lines = anyio.create_memory_object_stream[bytes | TooLong](0)
     pump = (wire, sender, current_token())
     threading.Thread(target=_pump, args=pump, name="mcp stdin", daemon=True).start()
     async with to_server, to_client, lines:
         async for line in lines:
             verdict = judge(line)
+            size = len(line) if isinstance(line, bytes) else 0
             try:
                 if isinstance(verdict, Refused):
                     owed.refusing(verdict.answer)
                     await to_client.send(SessionMessage(verdict.answer))
                 elif isinstance(verdict, JSONRPCRequest) and (
-                    refusal := owed.refuses_stream(verdict, len(line or b""))
+                    refusal := owed.refuses_stream(verdict, size)
                 ):
                     owed.refusing(refusal)
                     await to_client.send(SessionMessage(refusal))
                 elif isinstance(verdict, JSONRPCRequest):
-                    size = len(line or b"")
                     await owed.room(size)
                     owed.read(verdict, size)
                     if recorder is not None:

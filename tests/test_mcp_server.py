@@ -39,7 +39,7 @@ from mcp.shared.message import SessionMessage
 
 import orcad
 from orcactl.mcp_handshake import ACKNOWLEDGED, SUBSCRIPTION_ID
-from orcactl.mcp_lines import MAX_LINE_BYTES, Refused, judge
+from orcactl.mcp_lines import MAX_LINE_BYTES, Refused, judge, request_id_at_start
 from orcactl.mcp_server import DaemonSession
 from orcactl.mcp_stdio import (
     MAX_SUBSCRIPTIONS,
@@ -1101,11 +1101,52 @@ def test_a_line_too_long_to_hold_is_refused_without_holding_it(
         writer.start()
         answer = server.receive(timeout=60)
         writer.join(timeout=60)
-        assert answer["id"] is None and answer["error"]["code"] == -32600, answer
+        # answered to the id the line begins with, so that its client waits no longer
+        assert answer["id"] == 2 and answer["error"]["code"] == -32600, answer
         assert "MiB" in answer["error"]["message"], answer
         assert server.call(3, "ping") == {}
         peak = server.memory_kib("VmHWM") - before
     assert peak < 64 * 1024, peak
+
+
+@pytest.mark.parametrize(
+    ("start", "request_id"),
+    [
+        (b'{"jsonrpc":"2.0","id":"call-4","method":"tools/call","params":{"x":"', "call-4"),
+        (b'{"method":"ping","jsonrpc":"2.0","id":-5,"params":{"x":"', -5),
+        # the id after the long params (as some clients write it): not in what is kept
+        (b'{"jsonrpc":"2.0","method":"ping","params":{"x":"', None),
+        # a response is never answered to its id, which is one of the server's own requests
+        (b'{"jsonrpc":"2.0","id":6,"result":{"x":"', None),
+        (b'{"jsonrpc":"2.0","id":6.5,"method":"ping","params":{"x":"', None),
+    ],
+)
+def test_a_line_too_long_to_keep_is_answered_to_the_id_it_begins_with(
+    tmp_path: Path, orca_env: OrcaEnv, start: bytes, request_id: object
+) -> None:
+    line = start + b"a" * MAX_LINE_BYTES + b'"}, "id": 9}'
+    with raw_server(orca_env, _project(tmp_path)) as server:
+        writer = threading.Thread(target=server.send, args=(line,))
+        writer.start()
+        answer = server.receive(timeout=60)
+        writer.join(timeout=60)
+        assert answer["id"] == request_id and answer["error"]["code"] == -32600, answer
+        assert server.call(3, "ping") == {}
+
+
+async def test_the_sdks_request_on_a_line_too_long_to_keep_is_refused_at_once(
+    tmp_path: Path, orca_env: OrcaEnv
+) -> None:
+    # answered to a null id, the request waited for the client's own timeout (the SDK sets
+    # none: for good)
+    huge = "a" * (MAX_LINE_BYTES + 1024)
+    async with mcp_session(orca_env, _project(tmp_path)) as session:
+        with trio.fail_after(30), pytest.raises(MCPError) as refused:
+            await session.call_tool("memory_search", {"query": huge})
+        assert refused.value.error.code == -32600, refused.value.error
+        assert "MiB" in refused.value.error.message, refused.value.error
+        tools = await session.list_tools()
+        assert "memory_search" in {tool.name for tool in tools.tools}
 
 
 def test_long_requests_waiting_on_orcad_stop_the_reading_before_memory_runs_out(
@@ -1714,6 +1755,34 @@ def test_every_line_is_passed_on_refused_or_dropped_and_what_goes_out_is_json(
                 assert answer["id"] is None or answer["id"] == message.get("id"), answer
         elif verdict is not None:
             verdict.model_dump_json(by_alias=True, exclude_unset=True)
+
+
+@given(_MESSAGES, st.integers(min_value=0, max_value=400), st.sampled_from([",", ",\n  "]))
+def test_the_id_read_from_the_start_of_a_long_line_is_the_requests_own(
+    message: dict[str, Any], cut: int, separator: str
+) -> None:
+    # what is kept of a line too long to keep: any id read from it is the one the whole line
+    # gives a request, never a response's, one nested deeper, or one cut short
+    members = [f"{json.dumps(key)}: {json.dumps(value)}".encode() for key, value in message.items()]
+    whole = b"{" + separator.encode().join(members) + b"}"
+    found = request_id_at_start(whole[:cut])
+    if found is not None:
+        if "result" in message:  # its name not whole in what was kept
+            before = members[: list(message).index("result")]
+            result_at = 1 + sum(len(member) + len(separator) for member in before)
+            assert result_at + len('"result"') > cut, (whole, found)
+        assert isinstance(message.get("method"), str), (whole, found)
+        assert found == message["id"] and type(found) is type(message["id"]), (whole, found)
+    # and from a whole request, its id when JSON-RPC allows it (a string that is Unicode, or
+    # an integer of at most 18 digits)
+    expected = message.get("id")
+    allowed = (
+        not re.search("[\ud800-\udfff]", expected)
+        if isinstance(expected, str)
+        else type(expected) is int and abs(expected) < 10**18
+    )
+    if cut >= len(whole) and isinstance(message.get("method"), str) and "result" not in message:
+        assert found == (expected if allowed else None), whole
 
 
 def test_a_line_that_is_not_utf8_is_refused_not_read_with_its_bytes_replaced(
