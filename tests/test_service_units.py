@@ -556,6 +556,45 @@ def test_uninstall_removes_a_dangling_unit_symlink(orca_env: OrcaEnv, tmp_path: 
     assert f"removed {cli.unit_dir / 'orcad.service'}" in result.stdout.splitlines()
 
 
+@pytest.mark.parametrize("manager", ["systemd", "launchd"])
+def test_uninstall_removes_the_directories_install_made_and_no_other(
+    orca_env: OrcaEnv, manager: str
+) -> None:
+    # install made the unit directory (and systemd/ above it) when it was missing, and
+    # uninstall left them behind, empty
+    cli = ServiceCli(orca_env, fake_systemctl=True)
+    home = Path(cli.env["HOME"])
+    home.mkdir(exist_ok=True)
+    made, kept = (
+        (cli.unit_dir.parent, cli.unit_dir.parent.parent)
+        if manager == "systemd"
+        else (home / "Library", home)
+    )
+    kept.mkdir(exist_ok=True)
+    assert not made.exists()
+    args = ("--manager", manager)
+    for _ in range(2):  # made, then there: what install made is known all the same
+        assert cli.run("install", *args).returncode == 0
+    assert made.is_dir()
+    removed = cli.run("uninstall", *args)
+    assert removed.returncode == 0, removed.stderr
+    assert not made.exists(), list(made.rglob("*"))
+    assert kept.is_dir()
+    shown = "made by install and now empty"
+    assert sum(shown in line for line in removed.stdout.splitlines()) == 2, removed.stdout
+    # the directories are the user's once they hold something else, or if they were there
+    assert cli.run("install", *args).returncode == 0
+    unit_dir = cli.unit_dir if manager == "systemd" else home / "Library" / "LaunchAgents"
+    (unit_dir / "mine.service").write_text("[Service]\n")
+    assert cli.run("uninstall", *args).returncode == 0
+    assert [p.name for p in unit_dir.iterdir()] == ["mine.service"]
+    (unit_dir / "mine.service").unlink()
+    assert cli.run("install", *args).returncode == 0
+    removed = cli.run("uninstall", *args)
+    assert removed.returncode == 0 and shown not in removed.stdout, removed.stdout
+    assert unit_dir.is_dir() and not any(unit_dir.iterdir())
+
+
 @pytest.mark.parametrize(
     "answer",
     [

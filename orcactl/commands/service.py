@@ -7,6 +7,8 @@ changes nothing the second time.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
 import os
 import shutil
 import stat
@@ -27,6 +29,7 @@ from orcactl.commands.service_steps import (
     unit_states,
 )
 from orcactl.connect import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CommandError, print_json
+from orcad.durable_files import replace_file_atomically
 from orcad.paths import (
     MACOS_SOCKET_PATH_MAX_BYTES,
     SHORTER_SOCKET,
@@ -193,17 +196,57 @@ def _refuse_what_cannot_be_replaced(path: Path) -> None:
         raise CommandError(f"cannot install: {path} is {kind}; nothing was written")
 
 
+def _made_directories_record() -> Path:
+    """Where install notes the directories it made for the units or plist (none made before
+    is ever removed): in orca's own home, so that the user's directories stay as they were."""
+    return resolve_paths().home / "service-directories.json"
+
+
+def _made_directories() -> list[str]:
+    try:
+        made = json.loads(read_regular_file(_made_directories_record()))
+    except (OSError, NotARegularFile, ValueError):  # none noted, or no record to trust
+        return []
+    return [path for path in made if isinstance(path, str)] if isinstance(made, list) else []
+
+
+def _note_made_directories(made: list[str]) -> None:
+    """Noted for uninstall; a record that cannot be written only leaves them there then."""
+    with contextlib.suppress(OSError):
+        record = _made_directories_record()
+        record.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        replace_file_atomically(record, json.dumps(made).encode())
+
+
+def _missing_directories(files: list[Path], manager: str) -> list[str]:
+    """The directories above `files` that do not exist yet, deepest first: of the unit
+    directory, `systemd/user` and the configuration directory; of the plist's,
+    `Library/LaunchAgents` (never the home directory or one above it)."""
+    depth = 3 if manager == "systemd" else 2
+    missing: dict[str, None] = {}
+    for path in files:
+        for parent in path.parents[:depth]:
+            if os.path.lexists(parent):
+                break
+            missing[str(parent)] = None
+    return list(missing)
+
+
 def run_install(args: argparse.Namespace) -> int:
     steps = Steps(dry_run=args.dry_run, json=args.json)
     changed = False
     wanted = wanted_files(args)
     for path in wanted:  # before anything is written: no half install
         _refuse_what_cannot_be_replaced(path)
+    made = [] if args.dry_run else _missing_directories(list(wanted), args.manager)
     for path, content in wanted.items():
         changed = steps.write(path, content) or changed
     if args.manager == "systemd":
         for directory in service_files.writable_directories(os.environ):
             steps.make_directory(directory)
+    if made:  # (after orca's home is made as a step of its own)
+        _note_made_directories(list(dict.fromkeys([*made, *_made_directories()])))
+    if args.manager == "systemd":
         install_systemd(steps, changed)
     else:
         install_launchd(steps, changed, next(iter(wanted_files(args))))
@@ -297,7 +340,26 @@ def run_uninstall(args: argparse.Namespace) -> int:
             steps.run(["launchctl", "bootout", launchd_target()])
         for path in files:
             steps.remove(path)
+    _remove_made_directories(steps, files)
     return steps.finish(args.manager)
+
+
+def _remove_made_directories(steps: Steps, files: list[Path]) -> None:
+    """The directories install made for `files`, once nothing else is in them: one the user
+    had before (systemd users often keep units of their own there) is never removed."""
+    made = _made_directories()
+    ours = [path for path in made if any(Path(path) in file.parents for file in files)]
+    if not ours:
+        return
+    for path in sorted(ours, key=lambda path: len(Path(path).parts), reverse=True):
+        steps.remove_empty_directory(Path(path))
+    if not steps.dry_run:
+        rest = [path for path in made if path not in ours]
+        with contextlib.suppress(OSError):
+            if rest:
+                _note_made_directories(rest)
+            else:
+                _made_directories_record().unlink()
 
 
 # --- status ---------------------------------------------------------------------------------

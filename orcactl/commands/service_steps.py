@@ -102,6 +102,18 @@ class Steps:
         self.say("removed", f"removed {path}", path=str(path))
         return True
 
+    def remove_empty_directory(self, path: Path) -> None:
+        """Remove a directory install made, when nothing is left in it (else leave it)."""
+        if self.dry_run:
+            shown = f"would remove {path}, made by install, if nothing else is in it"
+            self.say("would_remove", shown, path=str(path))
+            return
+        try:
+            path.rmdir()
+        except OSError:  # gone already, or holds what is not orca's: left as it is
+            return
+        self.say("removed", f"removed {path}, made by install and now empty", path=str(path))
+
     def run(self, argv: list[str]) -> bool:
         shown = shlex.join(argv)
         if self.dry_run:
