@@ -26,6 +26,7 @@ from protocol.errors import RemoteError
 from protocol.types import EmbeddingStatus
 from tests.external_worker import wait_for
 from tests.harness import DaemonProcess, OrcaEnv
+from tests.test_unreadable_ledger import ROOTS_OVERRIDES, DaemonAsAUser
 
 pytestmark = pytest.mark.daemon
 
@@ -1084,6 +1085,97 @@ def test_what_orcad_refuses_in_a_project_is_named_whether_or_not_it_runs(
         odd.unlink()
     findings = doctor(orca_env)[1]
     assert problems(findings, "memory") == [], findings
+
+
+def doctor_as_orcad(orca: OrcaEnv, *args: str) -> subprocess.CompletedProcess[str]:
+    """orcactl doctor run as orcad runs (DaemonAsAUser): root's overrides of permissions
+    dropped, so a file orcad may not read is one doctor may not read either."""
+    prefix = ["setpriv", "--bounding-set", ROOTS_OVERRIDES] if os.geteuid() == 0 else []
+    return subprocess.run(
+        [*prefix, sys.executable, "-m", "orcactl", "doctor", "--min-free-mb", "0", *args],
+        env=orca.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize(
+    "fault", ["torn list", "fifo list", "unreadable list", "file for jobs", *IN_PLACE]
+)
+def test_a_refusal_orcad_recorded_stops_failing_doctor_once_its_cause_is_fixed(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path, fault: str
+) -> None:
+    # the daemon's recent errors keep what a turn was refused for until orcad restarts: doctor
+    # beside it named the cause twice (the memory check, and the daemon check with the recorded
+    # fault), and once the cause was fixed as it said, went on failing with the recorded fault
+    daemon = DaemonAsAUser(orca_env)
+    daemon_factory.append(daemon)
+    daemon.start()
+    cwd = tmp_path / "repo"
+    cwd.mkdir()
+    session = daemon.call("session.open", {"cwd": str(cwd)})
+    directory = orca_env.memory_root / "projects" / session.project.id
+    odd = {
+        "file for jobs": directory / projects.JOBS_DIR,
+        "file for projects": directory.parent,
+        "link to nowhere for projects": directory.parent,
+    }.get(fault, directory if fault in IN_PLACE else directory / jobstore.FORGOTTEN_JOBS_FILE)
+    if fault.startswith(("file", "link")):
+        shutil.rmtree(odd)
+        if fault.startswith("file"):
+            odd.write_text("not a directory\n")
+            odd.chmod(0o600)
+        elif fault.startswith("link to nowhere"):
+            odd.symlink_to(tmp_path / "unmounted" / "projects")
+        else:
+            (tmp_path / "a file").write_text("not a directory\n")
+            odd.symlink_to(tmp_path / "a file")
+    elif fault == "fifo list":
+        os.mkfifo(odd, 0o600)  # never waited on
+    else:
+        odd.write_text('{"job_ids": ["job_' if fault == "torn list" else '{"job_ids": []}')
+        odd.chmod(0 if fault == "unreadable list" else 0o600)
+    with pytest.raises(RemoteError) as caught:
+        daemon.call("turn.completed", turn(session, "t1", "We deploy from main."))
+    assert caught.value.code == -32017
+    recorded = [e.message for e in daemon.call("daemon.status").recent_errors]
+    assert any(str(odd) in message for message in recorded), recorded
+
+    done = doctor_as_orcad(orca_env, "--json")
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.returncode == 1
+    failed = [f for f in json.loads(done.stdout)["findings"] if f["status"] == "problem"]
+    assert [f["check"] for f in failed] == ["memory"], failed  # named once, as it is now
+    assert str(odd) in failed[0]["detail"]
+    text = doctor_as_orcad(orca_env)
+    assert text.returncode == 1
+    assert [line for line in text.stdout.splitlines() if str(odd) in line and "FAIL" in line] == [
+        f"[FAIL] memory: {failed[0]['detail']}"
+    ], text.stdout
+
+    # fixed as doctor says
+    if fault == "unreadable list":
+        assert "chmod" in failed[0]["fix"]
+        odd.chmod(0o600)
+    else:
+        assert "move it aside" in failed[0]["fix"] or "mv " in failed[0]["fix"], failed
+        odd.rename(f"{odd}.aside")
+    done = doctor_as_orcad(orca_env, "--json")
+    assert "Traceback" not in done.stderr, done.stderr
+    findings = json.loads(done.stdout)["findings"]
+    assert done.returncode == 0, [f for f in findings if f["status"] != "ok"]
+    said = [f for f in findings if f["check"] == "daemon" and "crashes recorded" in f["detail"]]
+    assert len(said) == 1 and "1 recorded about files in the memory root" in said[0]["detail"], said
+    text = doctor_as_orcad(orca_env)
+    assert (text.returncode, text.stdout.splitlines()[-1]) == (0, "No problems found.")
+    # the daemon's record is history, still listed by daemon.status (orcactl status)
+    listed = [e.message for e in daemon.call("daemon.status").recent_errors]
+    assert any(str(odd) in message for message in listed), listed
+    # and the project's turns are taken again
+    session = daemon.call("session.open", {"cwd": str(cwd)})
+    assert daemon.call("turn.completed", turn(session, "t2", "We deploy from main.")).job_id
 
 
 def remote_error_of(daemon: DaemonProcess, params: dict[str, Any]) -> str:

@@ -227,21 +227,38 @@ def check_databases(paths: Paths, daemon_running: bool) -> list[Finding]:
 
 
 def judge_daemon_errors(recent_errors: list[Any]) -> list[Finding]:
-    """The storage faults and crashes the running daemon recorded, newest last. A facts file
-    a session start could not read is left to the memory check, which judges the file as it
-    is now: the recorded fault stays listed after the file is fixed."""
+    """The storage faults and crashes the running daemon recorded, newest last. What the memory
+    check judges as it is now is left to it: a facts file a session start could not read, and
+    what a project's turn was refused for standing in the memory root (a file in place of a
+    directory, a damaged forgotten-jobs.json). The recorded fault stays listed after its cause
+    is fixed, so judging it here would name it twice, and go on failing once it is fixed."""
+    from orcad.capture.jobstore import is_refused_for_what_stands_there  # noqa: PLC0415
     from orcad.explicit import is_startup_fault  # noqa: PLC0415 - filelock
 
     found = []
+    judged_now = 0
     for error in recent_errors:
-        if error.kind == "storage" and is_startup_fault(error.message):
-            continue
         fix = daemon_fault_fix(error.kind, error.message)
-        if fix is not None:
-            found.append(
-                Finding("daemon", "problem", f"{error.at} {error.kind}: {error.message}", fix)
+        if fix is None:
+            continue
+        if (error.kind == "storage" and is_startup_fault(error.message)) or (
+            is_refused_for_what_stands_there(error.message)
+        ):
+            judged_now += 1
+            continue
+        found.append(Finding("daemon", "problem", f"{error.at} {error.kind}: {error.message}", fix))
+    if found:
+        return found
+    if judged_now:
+        return [
+            Finding(
+                "daemon",
+                "ok",
+                f"no other storage faults or crashes recorded ({judged_now} recorded about "
+                "files in the memory root, which the memory check judges as they are now)",
             )
-    return found or [Finding("daemon", "ok", "no storage faults or crashes recorded")]
+        ]
+    return [Finding("daemon", "ok", "no storage faults or crashes recorded")]
 
 
 def judge_damaged_jobs(damaged: list[Any]) -> list[Finding]:

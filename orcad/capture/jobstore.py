@@ -22,6 +22,7 @@ from orcad.capture.projects import (
     directories_error,
     ensure_directories,
     list_project_ids,
+    names_no_directory_in_place,
 )
 from orcad.capture.records import JobRecord, decode_job, encode_job
 from orcad.durable_files import create_file_exclusively, fsync_directory, replace_file_atomically
@@ -151,6 +152,9 @@ def _forgotten_job_list(project_dir: Path) -> list[str]:
     return noted.job_ids
 
 
+_FORGOTTEN_JOBS_ROLE = "It lists the turns whose facts were forgotten"
+
+
 class ForgottenJobsDamaged(StorageError):
     """A forgotten-jobs.json that is not such a list: `wrong` says what is wrong with it and
     `advice` what to do (its project's new turns and forgets are refused with them, and doctor
@@ -158,15 +162,28 @@ class ForgottenJobsDamaged(StorageError):
 
     def __init__(self, path: Path, problem: str) -> None:
         self.wrong = (
-            f"{path} is damaged ({problem}); it was left as found. It lists the turns whose "
-            "facts were forgotten, so that reporting one again does not teach its fact anew: "
-            "until it is dealt with, this project's new turns and forgets are refused."
+            f"{path} is damaged ({problem}); it was left as found. {_FORGOTTEN_JOBS_ROLE}, so "
+            "that reporting one again does not teach its fact anew: until it is dealt with, "
+            "this project's new turns and forgets are refused."
         )
         self.advice = (
             "Restore it from a backup, or move it aside (a turn it listed, reported again, may "
             "then be learnt anew)"
         )
         super().__init__(f"{self.wrong} {self.advice}", path=str(path), reason="corrupt")
+
+
+def is_refused_for_what_stands_there(message: str) -> bool:
+    """Whether a recorded fault is one a project's turns are refused with for what stands in
+    the memory root now: no directory at projects/, a project's directory or its jobs/
+    (file_in_place_of_directories), or a forgotten-jobs.json that is damaged
+    (ForgottenJobsDamaged) or may not be read. Doctor's memory check judges each of these as
+    it is when doctor runs, so such a recorded fault says nothing more."""
+    return (
+        names_no_directory_in_place(message)
+        or _FORGOTTEN_JOBS_ROLE in message
+        or ("cannot read " in message and f"/{FORGOTTEN_JOBS_FILE}: " in message)
+    )
 
 
 def note_forgotten_jobs(project_dir: Path, job_ids: list[str]) -> None:

@@ -34,6 +34,10 @@ LOCK_FILE = ".lock"
 JOBS_DIR = "jobs"
 # the ids of jobs a forget deleted with their fact (jobstore.note_forgotten_jobs)
 FORGOTTEN_JOBS_FILE = "forgotten-jobs.json"
+# what a project's turn refused for what stands in place of these directories is said to
+# cost (file_in_place_of_directories), by which doctor knows such a recorded fault
+_PROJECT_CONSEQUENCE = "orcad cannot keep this project's files there"
+_PROJECTS_CONSEQUENCE = "no project's memory can be kept there"
 _PROJECT_ID = re.compile(r"[0-9a-f]{64}\Z")
 
 T = TypeVar("T")
@@ -101,16 +105,22 @@ def file_in_place_of_directories(directory: Path) -> tuple[Path, str, str] | Non
     if wrong is not None:
         return (directory.parent, *wrong)
     for path in (directory, directory / JOBS_DIR):
-        wrong = not_a_directory(path, "orcad cannot keep this project's files there")
+        wrong = not_a_directory(path, _PROJECT_CONSEQUENCE)
         if wrong is not None:
             return (path, *wrong)
     return None
 
 
+def names_no_directory_in_place(message: str) -> bool:
+    """Whether a message says what file_in_place_of_directories found: no directory at
+    projects/, a project's directory or its jobs/."""
+    return any(f", so {said}" in message for said in (_PROJECT_CONSEQUENCE, _PROJECTS_CONSEQUENCE))
+
+
 def projects_dir_wrong(projects_dir: Path) -> tuple[str, str] | None:
     """What is wrong with what stands at the projects directory, and what to do; None when it
     is a directory (or a link to one), or nothing is there."""
-    return not_a_directory(projects_dir, "no project's memory can be kept there")
+    return not_a_directory(projects_dir, _PROJECTS_CONSEQUENCE)
 
 
 def not_a_directory(path: Path, consequence: str) -> tuple[str, str] | None:
