@@ -1178,6 +1178,37 @@ def test_a_refusal_orcad_recorded_stops_failing_doctor_once_its_cause_is_fixed(
     assert daemon.call("turn.completed", turn(session, "t2", "We deploy from main.")).job_id
 
 
+def test_a_damaged_project_file_orcad_recorded_stops_failing_doctor_once_moved_aside(
+    daemon: DaemonProcess, orca_env: OrcaEnv, tmp_path: Path
+) -> None:
+    # a session opened in a project whose project.json is damaged records the fault until
+    # orcad restarts: doctor named the file twice (the index check, and the daemon check with
+    # the recorded fault), and went on failing once the file was moved aside as it said
+    cwd = tmp_path / "repo"
+    cwd.mkdir()
+    session = daemon.call("session.open", {"cwd": str(cwd)})
+    project_file = orca_env.memory_root / "projects" / session.project.id / "project.json"
+    project_file.write_bytes(b"\xff{ not a project record\n")
+    daemon.call("session.open", {"cwd": str(cwd)})
+    kinds = [e.kind for e in daemon.call("daemon.status").recent_errors]
+    assert "project_metadata_corrupt" in kinds, kinds
+    status, findings = doctor(orca_env)
+    assert status == 1
+    failed = [f for f in findings if f["status"] == "problem"]
+    assert [f["check"] for f in failed] == ["index"], failed  # named once, as it is now
+    assert str(project_file) in failed[0]["fix"], failed
+    move = failed[0]["fix"].split("(")[0].strip()
+    assert move.startswith("mv "), move
+    subprocess.run(["sh", "-c", move], check=True)  # as it says
+    status, findings = doctor(orca_env)
+    assert status == 0, [f for f in findings if f["status"] != "ok"]
+    kinds = [e.kind for e in daemon.call("daemon.status").recent_errors]
+    assert "project_metadata_corrupt" in kinds, kinds  # still listed: it happened
+    daemon.call("session.open", {"cwd": str(cwd)})
+    assert project_file.is_file()  # written again, as the fix says
+    assert doctor(orca_env)[0] == 0
+
+
 def remote_error_of(daemon: DaemonProcess, params: dict[str, Any]) -> str:
     with pytest.raises(RemoteError) as caught:
         daemon.call("turn.completed", params)

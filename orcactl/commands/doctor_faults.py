@@ -226,24 +226,33 @@ def check_databases(paths: Paths, daemon_running: bool) -> list[Finding]:
     ]
 
 
-def judge_daemon_errors(recent_errors: list[Any]) -> list[Finding]:
-    """The storage faults and crashes the running daemon recorded, newest last. What the memory
-    check judges as it is now is left to it: a facts file a session start could not read, and
-    what a project's turn was refused for standing in the memory root (a file in place of a
-    directory, a damaged forgotten-jobs.json). The recorded fault stays listed after its cause
-    is fixed, so judging it here would name it twice, and go on failing once it is fixed."""
+def judged_as_it_is_now(error: Any) -> bool:
+    """Whether a recorded fault is about a file in the memory root that another check judges
+    as it is when doctor runs: a facts file a session start could not read, what a project's
+    turn was refused for standing in the memory root (a file in place of a directory, a
+    damaged forgotten-jobs.json) and a damaged project.json (the memory check, and the index
+    check through projects.list, which reads it anew). The recorded fault stays listed after its
+    cause is fixed, so judging it here would name it twice, and go on failing once it is fixed."""
     from orcad.capture.jobstore import is_refused_for_what_stands_there  # noqa: PLC0415
     from orcad.explicit import is_startup_fault  # noqa: PLC0415 - filelock
 
+    if error.kind == "project_metadata_corrupt":
+        return True
+    if error.kind == "storage" and is_startup_fault(error.message):
+        return True
+    return is_refused_for_what_stands_there(error.message)
+
+
+def judge_daemon_errors(recent_errors: list[Any]) -> list[Finding]:
+    """The storage faults and crashes the running daemon recorded, newest last, but those
+    another check judges as they are now (judged_as_it_is_now)."""
     found = []
     judged_now = 0
     for error in recent_errors:
         fix = daemon_fault_fix(error.kind, error.message)
         if fix is None:
             continue
-        if (error.kind == "storage" and is_startup_fault(error.message)) or (
-            is_refused_for_what_stands_there(error.message)
-        ):
+        if judged_as_it_is_now(error):
             judged_now += 1
             continue
         found.append(Finding("daemon", "problem", f"{error.at} {error.kind}: {error.message}", fix))
@@ -255,7 +264,8 @@ def judge_daemon_errors(recent_errors: list[Any]) -> list[Finding]:
                 "daemon",
                 "ok",
                 f"no other storage faults or crashes recorded ({judged_now} recorded about "
-                "files in the memory root, which the memory check judges as they are now)",
+                "files in the memory root, which the memory and index checks judge as they "
+                "are now)",
             )
         ]
     return [Finding("daemon", "ok", "no storage faults or crashes recorded")]
