@@ -1209,6 +1209,46 @@ def test_a_damaged_project_file_orcad_recorded_stops_failing_doctor_once_moved_a
     assert doctor(orca_env)[0] == 0
 
 
+@pytest.mark.parametrize("fault", ["link", "directory"])
+def test_a_lock_file_orcad_could_not_use_stops_failing_doctor_once_removed(
+    daemon: DaemonProcess, orca_env: OrcaEnv, tmp_path: Path, fault: str
+) -> None:
+    # a project's .lock that is a symbolic link or a directory refuses its turns, and the fault
+    # stays recorded until orcad restarts: doctor named it twice (the memory check, and the
+    # daemon check with the recorded fault), and went on failing once it was removed
+    cwd = tmp_path / "repo"
+    cwd.mkdir()
+    session = daemon.call("session.open", {"cwd": str(cwd)})
+    lock = orca_env.memory_root / "projects" / session.project.id / projects.LOCK_FILE
+    lock.unlink()
+    if fault == "link":
+        (tmp_path / "elsewhere").write_text("")
+        lock.symlink_to(tmp_path / "elsewhere")
+    else:
+        lock.mkdir(mode=0o700)
+    ids = {"session_id": session.session_id, "epoch": session.epoch}
+    remember = {**ids, "text": "we deploy on Tuesdays", "scope": "project"}
+    with pytest.raises(RemoteError) as caught:
+        daemon.call("remember", remember)
+    assert caught.value.code == -32017
+    recorded = [e.message for e in daemon.call("daemon.status").recent_errors]
+    assert any(f"cannot lock {lock}" in message for message in recorded), recorded
+    status, findings = doctor(orca_env)
+    assert status == 1
+    failed = [f for f in findings if f["status"] == "problem"]
+    assert [f["check"] for f in failed] == ["memory"], failed  # named once, as it is now
+    assert failed[0]["detail"].startswith(str(lock)), failed
+    assert failed[0]["fix"].startswith(("rm ", "mv ")), failed
+    command = failed[0]["fix"].split("  (")[0]
+    subprocess.run(["sh", "-c", command], check=True)  # as it says
+    status, findings = doctor(orca_env)
+    assert status == 0, [f for f in findings if f["status"] != "ok"]
+    listed = [e.message for e in daemon.call("daemon.status").recent_errors]
+    assert any(f"cannot lock {lock}" in message for message in listed), listed  # it happened
+    daemon.call("remember", remember)  # orcad makes the file again
+    assert lock.is_file() and not lock.is_symlink()
+
+
 def remote_error_of(daemon: DaemonProcess, params: dict[str, Any]) -> str:
     with pytest.raises(RemoteError) as caught:
         daemon.call("turn.completed", params)

@@ -230,17 +230,21 @@ def judged_as_it_is_now(error: Any) -> bool:
     """Whether a recorded fault is about a file in the memory root that another check judges
     as it is when doctor runs: a facts file a session start could not read, what a project's
     turn was refused for standing in the memory root (a file in place of a directory, a
-    damaged forgotten-jobs.json) and a damaged project.json (the memory check, and the index
-    check through projects.list, which reads it anew). The recorded fault stays listed after its
-    cause is fixed, so judging it here would name it twice, and go on failing once it is fixed."""
+    damaged forgotten-jobs.json), a project's .lock that is a symbolic link or a directory,
+    and a damaged project.json (the memory check, and the index check through projects.list,
+    which reads it anew). The recorded fault stays listed after its cause is fixed, so judging
+    it here would name it twice, and go on failing once it is fixed."""
     from orcad.capture.jobstore import is_refused_for_what_stands_there  # noqa: PLC0415
-    from orcad.explicit import is_startup_fault  # noqa: PLC0415 - filelock
+    from orcad.capture.projects import names_lock_file_in_place  # noqa: PLC0415 - filelock
+    from orcad.explicit import is_startup_fault  # noqa: PLC0415
 
     if error.kind == "project_metadata_corrupt":
         return True
     if error.kind == "storage" and is_startup_fault(error.message):
         return True
-    return is_refused_for_what_stands_there(error.message)
+    return is_refused_for_what_stands_there(error.message) or names_lock_file_in_place(
+        error.message
+    )
 
 
 def judge_daemon_errors(recent_errors: list[Any]) -> list[Finding]:

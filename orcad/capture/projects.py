@@ -10,6 +10,7 @@ Every directory here is created 0700 and every file 0600.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import shlex
@@ -260,6 +261,20 @@ def run_with_project_lock(
         return work()
     finally:
         lock.release()
+
+
+# what the lock file's fault says when a symbolic link or a directory stands in its place
+_LOCK_FILE_IN_PLACE = (os.strerror(errno.ELOOP), os.strerror(errno.EISDIR))
+
+
+def names_lock_file_in_place(message: str) -> bool:
+    """Whether a message says what run_with_project_lock met for a project's .lock that is a
+    symbolic link or a directory (doctor's memory check names either as it is now)."""
+    return (
+        "cannot lock " in message
+        and f"/{LOCK_FILE}: " in message
+        and any(said in message for said in _LOCK_FILE_IN_PLACE)
+    )
 
 
 def list_project_ids(projects_dir: Path) -> list[str]:
