@@ -45,17 +45,19 @@ def marked_lines(text: str) -> VisibleText | None:
     read as `plain_text` reads it, joined by line breaks, with each character's place in
     `text` (a line break's is the place of the character before it); None when there is none
     (the usual case)."""
+    ascii_only = text.isascii()
+    wide = not ascii_only and _FULL_WIDTH.search(text) is not None
+    if not wide and "*" not in text and "`" not in text and "_" not in text:
+        return None  # no line can hold a mark nor a full-width form: none is read again
     lowered = text.lower()
     if len(lowered) != len(text):  # a few code points lower to two: keep the places
         lowered = text.translate(_ASCII_LOWER)
-    ascii_only = text.isascii()
     hits: list[int] = []
     for word in _CREDENTIAL_WORDS if ascii_only else _CREDENTIAL_WORDS + _WORDS_OUTSIDE_ASCII:
         at = lowered.find(word)
         while at >= 0:
             hits.append(at)
             at = lowered.find(word, at + len(word))
-    wide = not ascii_only and _FULL_WIDTH.search(text) is not None
     if wide:
         hits.extend(form.start() for form in _FULL_WIDTH.finditer(text))
     pieces: list[str] = []
