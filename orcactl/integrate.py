@@ -26,6 +26,7 @@ from orcactl.agent_files import (
     write_all,
 )
 from orcactl.arguments import current_directory, utf8_path
+from orcactl.codex_projects import ProjectTrust, project_trust
 from orcactl.commands.doctor_faults import Finding
 from orcactl.connect import EXIT_OK, EXIT_USAGE, CommandError, print_json
 from orcactl.hooks.failures import failures_path, recent_failures
@@ -213,10 +214,33 @@ def _project_note(args: argparse.Namespace, project: Path | None) -> None:
         print(f"note: {given} is in the project at {project}: its files are written there")
 
 
+def _written_project_trust(
+    args: argparse.Namespace, project: Path | None, env: dict[str, str]
+) -> ProjectTrust | None:
+    """For Codex files written into a project: whether Codex will read them, which it does
+    only in a project the user trusts (None otherwise, and when the project's `.codex/` is the
+    user's own Codex home, read whatever the trust)."""
+    if args.agent != "codex" or project is None or args.remove:
+        return None
+    if os.path.realpath(project / ".codex") == os.path.realpath(agent_configs.codex_home(env)):
+        return None
+    return _codex_project_trust(project, env)
+
+
+def _trust_note(project: Path, trust: ProjectTrust | None) -> None:
+    if trust is not None and not trust.trusted:
+        print(f"note: {_not_read(project, trust)}; to trust it: {trust.fix()}")
+
+
 def run_integrate(args: argparse.Namespace) -> int:
     env = dict(os.environ)
     project = project_root(args)
     shown = str(project) if project is not None else None
+    trust = _written_project_trust(args, project, env)
+    trust_fields = {
+        "project_trusted": trust.trusted if trust is not None else None,
+        "trust_fix": trust.fix() if trust is not None and not trust.trusted else None,
+    }
     if args.dry_run:
         pending = _pending(args, env)
         if args.json:
@@ -228,6 +252,7 @@ def run_integrate(args: argparse.Namespace) -> int:
                     "removed": args.remove,
                     "dry_run": True,
                     "changed": diffs,
+                    **trust_fields,
                 }
             )
             return EXIT_OK
@@ -236,6 +261,8 @@ def run_integrate(args: argparse.Namespace) -> int:
             print(change.diff(), end="")
         if not pending:
             print("nothing to change")
+        if project is not None:
+            _trust_note(project, trust)
         return EXIT_OK
     report = [
         {
@@ -264,6 +291,7 @@ def run_integrate(args: argparse.Namespace) -> int:
                 "restart_orcad": restart,
                 "mcp_answers_recorded": warmed,
                 "extractor_kept": kept is not None,
+                **trust_fields,
             }
         )
         return EXIT_OK
@@ -293,6 +321,8 @@ def run_integrate(args: argparse.Namespace) -> int:
             "note: orcad reads the extraction provider when it starts: restart orcad if it is "
             "running (orcactl status says whether it runs with this config)"
         )
+    if project is not None:
+        _trust_note(project, trust)
     if args.agent == "codex" and not args.remove and (args.project or args.no_trust):
         print(
             "note: Codex runs a hook only once you trust it: open Codex and trust orca's hooks "
@@ -373,6 +403,11 @@ def _agent_state(
             }
         except Unparseable:  # the user-level finding names it
             return False, False, f"{label}: {user_config} cannot be read", True
+        # and reads none of the project's files (orca's hooks and MCP server among them) unless
+        # the user trusts the project
+        trust = project_trust(project, user_config, texts["codex-config"][1])
+        if not trust.trusted:
+            return True, False, f"{label}: {_not_read(project, trust)}", False
         if agent_configs.codex_hooks_on(features):
             missing = [entry for entry in missing if entry != agent_configs.CODEX_HOOKS_FLAG]
     if missing:
@@ -395,6 +430,24 @@ def _agent_state(
             False,
         )
     return True, True, f"{label}: hooks and MCP server registered", False
+
+
+def _not_read(project: Path, trust: ProjectTrust) -> str:
+    """What Codex does with an untrusted project's files, and why."""
+    return (
+        f"Codex does not read {project / '.codex'} (orca's hooks and MCP server there): it "
+        f"reads a project's files only in a project you trust, and {trust.reason()}"
+    )
+
+
+def _codex_project_trust(project: Path, env: dict[str, str]) -> ProjectTrust | None:
+    """Whether Codex reads the project's `.codex/`; None when the user's config.toml cannot
+    be read (a finding of its own)."""
+    user_config = agent_configs.targets("codex", None, env)[1].path
+    try:
+        return project_trust(project, user_config, read_config(user_config) or "")
+    except Unparseable:
+        return None
 
 
 def _untrusted_codex_hooks(texts: dict[str, tuple[Path, str]]) -> list[str]:
@@ -491,8 +544,11 @@ def _project_findings(env: dict[str, str]) -> list[Finding]:
         found, connected, detail, _ = _agent_state(agent, env, project)
         if not found:
             continue
+        trust = _codex_project_trust(project, env) if agent == "codex" else None
         if connected:
             findings.append(Finding("agents", "ok", detail))
+        elif trust is not None and detail.endswith(_not_read(project, trust)):
+            findings.append(Finding("agents", "problem", detail, trust.fix()))
         elif "Codex does not trust" in detail:
             findings.append(Finding("agents", "problem", detail, "trust them in Codex: /hooks"))
         else:

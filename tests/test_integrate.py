@@ -469,6 +469,10 @@ def test_doctor_checks_the_agents_connected_in_the_current_project(
     for agent in ("claude-code", "codex"):
         run = _integrate(orca_env, agent, "--project", "--cwd", str(project), env=env)
         assert run.returncode == 0, run.stderr
+    # a project Codex trusts: it reads none of the project's files otherwise
+    codex_home.mkdir(exist_ok=True)
+    trusted = f'[projects."{os.path.realpath(project)}"]\ntrust_level = "trusted"\n'
+    (codex_home / "config.toml").write_text(trusted)
 
     def agents() -> dict[str, dict[str, str]]:
         run = subprocess.run(
@@ -495,9 +499,9 @@ def test_doctor_checks_the_agents_connected_in_the_current_project(
     # trusted in Codex (/hooks records it in the user's config.toml): nothing more to say
     hooks_file = project / ".codex" / "hooks.json"
     trust = agent_configs.codex_trust(hooks_file.read_text(), hooks_file)
-    codex_home.mkdir(exist_ok=True)
     (codex_home / "config.toml").write_text(
-        "".join(
+        trusted
+        + "".join(
             f'[hooks.state."{key}"]\ntrusted_hash = "{digest}"\n' for key, digest in trust.items()
         )
     )
@@ -547,7 +551,7 @@ def test_doctor_reads_codexs_hooks_switch_from_the_user_and_project_configs_merg
     without_flag = written.replace("[features]\nhooks = true\n", "")
     assert "features" not in tomllib.loads(without_flag)
     hooks_file = project / ".codex" / "hooks.json"
-    trust = "".join(
+    trust = f'[projects."{os.path.realpath(project)}"]\ntrust_level = "trusted"\n' + "".join(
         f'[hooks.state."{key}"]\ntrusted_hash = "{digest}"\n'
         for key, digest in agent_configs.codex_trust(hooks_file.read_text(), hooks_file).items()
     )
@@ -579,6 +583,167 @@ def test_doctor_reads_codexs_hooks_switch_from_the_user_and_project_configs_merg
         finding = codex_finding(user, project_text)
         assert finding["status"] == "problem", (user, project_text, finding)
         assert agent_configs.CODEX_HOOKS_FLAG in finding["detail"], finding
+
+
+def _codex_project_finding(
+    orca: OrcaEnv, env: dict[str, str], project: Path, cwd: Path | None = None
+) -> dict[str, str]:
+    """doctor's finding (--json) on orca's Codex files in `project`, run in `cwd` (the
+    project), after checking that its text report says the same."""
+    reports = [
+        subprocess.run(
+            [ORCACTL, "--no-start", "doctor", *extra],
+            capture_output=True,
+            text=True,
+            env={**orca.env, **env},
+            timeout=60,
+            cwd=cwd or project,
+        )
+        for extra in (["--json"], [])
+    ]
+    [finding] = [
+        f
+        for f in json.loads(reports[0].stdout)["findings"]
+        if f["detail"].startswith(f"codex in the project at {project}:")
+    ]
+    assert finding["detail"] in reports[1].stdout, reports[1].stdout
+    assert finding["fix"] in reports[1].stdout, reports[1].stdout
+    return finding
+
+
+def test_doctor_says_codex_reads_no_file_of_a_project_it_does_not_trust(
+    orca_env: OrcaEnv, tmp_path: Path
+) -> None:
+    """Codex reads a project's .codex/ only when the user's config.toml trusts the project
+    (`[projects."<path>"] trust_level = "trusted"`, looked up by the project's own resolved path
+    or its repository's root for trust, no parent's, no symlinked spelling). doctor run in an
+    untrusted project said orca's Codex entries there were connected, while Codex started
+    neither orca's hooks nor its MCP server."""
+    project = tmp_path / "repo"
+    (project / ".git").mkdir(parents=True)
+    codex_home = tmp_path / "codex-home"
+    codex_home.mkdir()
+    env = {"CODEX_HOME": str(codex_home)}
+    run = _integrate(orca_env, "codex", "--project", "--cwd", str(project), env=env)
+    assert run.returncode == 0, run.stderr
+    real = os.path.realpath(project)
+    hooks_file = project / ".codex" / "hooks.json"
+    hooks_trust = "".join(  # the trust in orca's hooks themselves, which is another matter
+        f'[hooks.state."{key}"]\ntrusted_hash = "{digest}"\n'
+        for key, digest in agent_configs.codex_trust(hooks_file.read_text(), hooks_file).items()
+    )
+    link = tmp_path / "link"
+    link.symlink_to(project)
+    user_config = codex_home / "config.toml"
+
+    def finding(projects: str) -> dict[str, str]:
+        user_config.write_text(projects + hooks_trust)
+        return _codex_project_finding(orca_env, env, project)
+
+    def entry(path: object, level: str = "trusted") -> str:
+        return f'[projects."{path}"]\ntrust_level = "{level}"\n'
+
+    for projects in ("", entry(tmp_path), entry(link), entry(real + "/"), entry(real, "no")):
+        found = finding(projects)
+        assert found["status"] == "problem", (projects, found)
+        assert f"Codex does not read {project / '.codex'}" in found["detail"], found
+        if projects == entry(real, "no"):
+            assert "which Codex does not accept" in found["detail"], found
+            assert found["fix"] == (
+                f'set trust_level = "trusted" under [projects."{real}"] in {user_config}'
+            )
+            continue
+        assert f"{user_config} does not trust {real}" in found["detail"], found
+        assert f'`[projects."{real}"]` with `trust_level = "trusted"`' in found["fix"], found
+    found = finding(entry(real, "untrusted"))
+    assert found["status"] == "problem"
+    assert f"{user_config} marks {real} untrusted" in found["detail"], found
+    assert f'set trust_level = "trusted" under [projects."{real}"]' in found["fix"], found
+    # the lines the fix gives, as given: Codex reads the project, and so it is connected
+    assert finding(entry(real))["status"] == "ok"
+    # from a subdirectory, it is still the root's entry that counts, not the subdirectory's
+    (project / "src").mkdir()
+    user_config.write_text(entry(project / "src") + hooks_trust)
+    assert _codex_project_finding(orca_env, env, project, project / "src")["status"] == "problem"
+    user_config.write_text(entry(real) + hooks_trust)
+    assert _codex_project_finding(orca_env, env, project, project / "src")["status"] == "ok"
+
+
+def test_doctor_judges_a_linked_worktree_by_its_main_checkouts_trust(
+    orca_env: OrcaEnv, tmp_path: Path
+) -> None:
+    """A linked worktree's own entry decides first; without one, Codex goes by the main
+    checkout's (and names that one when it asks for trust)."""
+    main = tmp_path / "main"
+    admin = main / ".git" / "worktrees" / "feature"
+    admin.mkdir(parents=True)
+    worktree = tmp_path / "feature"
+    worktree.mkdir()
+    (worktree / ".git").write_text(f"gitdir: {admin}\n")
+    codex_home = tmp_path / "codex-home"
+    codex_home.mkdir()
+    env = {"CODEX_HOME": str(codex_home)}
+    run = _integrate(orca_env, "codex", "--project", "--cwd", str(worktree), env=env)
+    assert run.returncode == 0, run.stderr
+    hooks_file = worktree / ".codex" / "hooks.json"
+    hooks_trust = "".join(
+        f'[hooks.state."{key}"]\ntrusted_hash = "{digest}"\n'
+        for key, digest in agent_configs.codex_trust(hooks_file.read_text(), hooks_file).items()
+    )
+    user_config = codex_home / "config.toml"
+    main_key, worktree_key = os.path.realpath(main), os.path.realpath(worktree)
+
+    def finding(projects: str) -> dict[str, str]:
+        user_config.write_text(projects + hooks_trust)
+        return _codex_project_finding(orca_env, env, worktree)
+
+    found = finding("")
+    assert found["status"] == "problem", found
+    assert f'`[projects."{main_key}"]`' in found["fix"], found
+    assert finding(f'[projects."{main_key}"]\ntrust_level = "trusted"\n')["status"] == "ok"
+    assert finding(f'[projects."{worktree_key}"]\ntrust_level = "trusted"\n')["status"] == "ok"
+    both = (
+        f'[projects."{worktree_key}"]\ntrust_level = "untrusted"\n'
+        f'[projects."{main_key}"]\ntrust_level = "trusted"\n'
+    )
+    assert finding(both)["status"] == "problem"
+
+
+def test_integrate_project_says_when_codex_will_not_read_what_it_wrote(
+    orca_env: OrcaEnv, tmp_path: Path
+) -> None:
+    """integrate codex --project wrote the project's files and said only to trust orca's hooks
+    with /hooks, while Codex reads no file of a project the user has not trusted."""
+    project = tmp_path / "repo"
+    (project / ".git").mkdir(parents=True)
+    codex_home = tmp_path / "codex-home"
+    codex_home.mkdir()
+    env = {"CODEX_HOME": str(codex_home)}
+    real = os.path.realpath(project)
+    run = _integrate(orca_env, "codex", "--project", "--cwd", str(project), env=env)
+    assert run.returncode == 0, run.stderr
+    assert f"note: Codex does not read {project / '.codex'}" in run.stdout, run.stdout
+    assert f'`[projects."{real}"]` with `trust_level = "trusted"`' in run.stdout, run.stdout
+    for extra in ((), ("--dry-run",)):
+        report = json.loads(
+            _integrate(
+                orca_env, "codex", "--project", "--cwd", str(project), "--json", *extra, env=env
+            ).stdout
+        )
+        assert report["project_trusted"] is False, report
+        assert f'[projects."{real}"]' in report["trust_fix"], report
+    (codex_home / "config.toml").write_text(f'[projects."{real}"]\ntrust_level = "trusted"\n')
+    run = _integrate(orca_env, "codex", "--project", "--cwd", str(project), env=env)
+    assert run.returncode == 0, run.stderr
+    assert "Codex does not read" not in run.stdout, run.stdout
+    report = json.loads(
+        _integrate(orca_env, "codex", "--project", "--cwd", str(project), "--json", env=env).stdout
+    )
+    assert report["project_trusted"] is True and report["trust_fix"] is None, report
+    # Claude Code's, and user-level files: no such question
+    for args in (("claude-code", "--project", "--cwd", str(project)), ("codex",)):
+        report = json.loads(_integrate(orca_env, *args, "--json", env=env).stdout)
+        assert report["project_trusted"] is None and report["trust_fix"] is None, report
 
 
 @pytest.mark.parametrize("agent", ["claude-code", "codex"])

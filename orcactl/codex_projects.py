@@ -1,0 +1,124 @@
+"""Whether Codex reads a project's `.codex/` files (its config.toml and hooks.json).
+
+Codex (0.171) loads a project's `.codex/` only when the user trusts the project: a
+`[projects."<path>"] trust_level = "trusted"` entry in the user's config.toml (merged over the
+system's `/etc/codex/config.toml`). For the `.codex/` of a directory it looks the path up as
+an exact string, first the directory's own path with symlinks resolved (then as given), then
+the project root's, then the repository's root for trust: the directory holding the nearest
+`.git`, or the main checkout of a linked worktree. The first entry found decides; no other
+parent's entry counts, nor a spelling through a symlink (Codex runs in the resolved directory).
+Without one, or with `untrusted`, the files are read but disabled: orca's MCP server and hooks
+there are never started.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from orcactl.agent_configs import Unparseable, toml_meaning
+
+SYSTEM_CONFIG = Path("/etc/codex/config.toml")
+TRUSTED = "trusted"
+UNTRUSTED = "untrusted"
+
+
+@dataclass(frozen=True)
+class ProjectTrust:
+    level: str | None  # the trust_level of the entry that decided, None without one
+    key: str  # that entry's path, or the one Codex asks to be trusted
+    user_config: Path
+
+    @property
+    def trusted(self) -> bool:
+        return self.level == TRUSTED
+
+    def reason(self) -> str:
+        """Why Codex does not read the project's files (for an untrusted project)."""
+        if self.level is None:
+            return f"{self.user_config} does not trust {self.key}"
+        if self.level == UNTRUSTED:
+            return f"{self.user_config} marks {self.key} untrusted"
+        return (
+            f"{self.user_config} gives {self.key} trust_level = {json.dumps(self.level)}, which "
+            "Codex does not accept (it then refuses to start)"
+        )
+
+    def fix(self) -> str:
+        if self.level is None:
+            return (
+                f"add to {self.user_config} the table `[projects.{json.dumps(self.key)}]` with "
+                f"`trust_level = {json.dumps(TRUSTED)}`, or start Codex in the project and "
+                'answer "Yes, continue" when it asks whether you trust it'
+            )
+        return (
+            f'set trust_level = "trusted" under [projects.{json.dumps(self.key)}] in '
+            f"{self.user_config}"
+        )
+
+
+def _keys(path: Path) -> list[str]:
+    """The spellings Codex looks a directory up by: symlinks resolved, then as given."""
+    given = str(path)
+    real = os.path.realpath(given)
+    return [real] if real == given else [real, given]
+
+
+def trust_root(directory: Path) -> Path | None:
+    """The root Codex judges a repository's trust by: the directory holding the nearest `.git`
+    at or above `directory`, or, when that `.git` is a linked worktree's file
+    (`gitdir: <repo>/.git/worktrees/<name>`), the main checkout. None outside a repository,
+    and for a `.git` file pointing anywhere else."""
+    for candidate in (directory, *directory.parents):
+        dot_git = candidate / ".git"
+        if not os.path.exists(dot_git):
+            continue
+        if dot_git.is_dir():
+            return candidate
+        try:
+            text = dot_git.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return None
+        pointer = text.strip()
+        if not pointer.startswith("gitdir:") or not pointer[len("gitdir:") :].strip():
+            return None
+        git_dir = Path(os.path.normpath(candidate / pointer[len("gitdir:") :].strip()))
+        if git_dir.parent.name != "worktrees":
+            return None
+        return git_dir.parent.parent.parent
+    return None
+
+
+def _levels(text: str, path: Path) -> dict[str, str]:
+    """The trust level of each `[projects."<path>"]` entry a config.toml sets."""
+    projects = toml_meaning(text, path).get("projects")
+    levels: dict[str, str] = {}
+    for key, entry in (projects if isinstance(projects, dict) else {}).items():
+        level = entry.get("trust_level") if isinstance(entry, dict) else None
+        if level is not None:
+            levels[key] = level if isinstance(level, str) else json.dumps(level, default=str)
+    return levels
+
+
+def project_trust(project: Path, user_config: Path, user_text: str) -> ProjectTrust:
+    """Whether Codex started in `project` (a root as orcad takes it: the Git top level, else
+    the directory) reads `project/.codex/`, from the user's config.toml `user_text` (at
+    `user_config`) over the system's. Raises agent_configs.Unparseable for a user config.toml
+    that does not parse."""
+    levels: dict[str, Any] = {}
+    try:
+        system_text = SYSTEM_CONFIG.read_text(encoding="utf-8")
+        levels.update(_levels(system_text, SYSTEM_CONFIG))
+    except (OSError, UnicodeDecodeError, Unparseable):  # none, or Codex's own error to report
+        pass
+    levels.update(_levels(user_text, user_config))
+    root = trust_root(project)
+    for directory in (project, root) if root is not None else (project,):
+        for key in _keys(directory):
+            if key in levels:
+                return ProjectTrust(levels[key], key, user_config)
+    asked = _keys(root if root is not None else project)[0]
+    return ProjectTrust(None, asked, user_config)
