@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from orcactl.agent_configs import Unparseable, toml_meaning
+from orcad.regular_files import read_regular_file
 
 SYSTEM_CONFIG = Path("/etc/codex/config.toml")
 TRUSTED = "trusted"
@@ -78,8 +79,8 @@ def trust_root(directory: Path) -> Path | None:
             continue
         if dot_git.is_dir():
             return candidate
-        try:
-            text = dot_git.read_text(encoding="utf-8")
+        try:  # (a FIFO there is never waited on)
+            text = read_regular_file(dot_git, 64 * 1024).decode("utf-8")
         except (OSError, UnicodeDecodeError):
             return None
         pointer = text.strip()
@@ -110,7 +111,7 @@ def project_trust(project: Path, user_config: Path, user_text: str) -> ProjectTr
     that does not parse."""
     levels: dict[str, Any] = {}
     try:
-        system_text = SYSTEM_CONFIG.read_text(encoding="utf-8")
+        system_text = read_regular_file(SYSTEM_CONFIG).decode("utf-8")
         levels.update(_levels(system_text, SYSTEM_CONFIG))
     except (OSError, UnicodeDecodeError, Unparseable):  # none, or Codex's own error to report
         pass

@@ -1667,3 +1667,23 @@ def test_a_program_that_answers_deeply_nested_json_to_the_warm_up_is_no_tracebac
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr
     assert json.loads(done.stdout)["mcp_answers_recorded"] is False
+
+
+def test_a_fifo_at_dot_git_is_never_waited_on_when_judging_codex_trust(tmp_path: Path) -> None:
+    """A FIFO where a worktree's `.git` file would be: the trust check reads no such file
+    (a read would wait for a writer for ever) and finds no repository root there."""
+    project = tmp_path / "project"
+    (project / "sub").mkdir(parents=True)
+    os.mkfifo(project / ".git")
+    code = (
+        "import sys; from pathlib import Path; from orcactl.codex_projects import trust_root; "
+        "print(trust_root(Path(sys.argv[1])))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(project / "sub")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert done.stdout.strip() == "None"
