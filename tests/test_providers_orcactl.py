@@ -293,6 +293,29 @@ def test_a_key_pasted_in_place_of_its_variables_name_is_never_shown(home: Path) 
     assert "key `extraction.openai.api_key_env` is not the name of a variable" in done.stdout
 
 
+def test_a_key_on_the_commands_line_is_not_shown(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The command line stands as the model; it was printed whole, key included, while
+    `orcactl status` and the job's provenance showed it redacted."""
+    key = "sk-proj-ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789abcdef"
+    program = tmp_path / "extract.sh"
+    program.write_text("#!/bin/sh\ncat > /dev/null\necho NOTHING\n", encoding="utf-8")
+    program.chmod(0o700)
+    (home / "config.toml").write_text(
+        '[extraction]\nprovider = "command"\n[extraction.command]\n'
+        f'argv = ["{program}", "--key", "{key}"]\n',
+        encoding="utf-8",
+    )
+    assert orcactl_provider_test() == 0
+    out = capsys.readouterr().out
+    assert key not in out
+    assert f"provider: command ({program} --key [REDACTED:openai_api_key])" in out
+    assert orcactl_provider_test("--json") == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["model"] == f"{program} --key [REDACTED:openai_api_key]"
+
+
 def test_sample_text_is_redacted_before_it_is_sent(
     home: Path, server: FakeOpenAI, capsys: pytest.CaptureFixture[str]
 ) -> None:

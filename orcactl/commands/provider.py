@@ -131,7 +131,9 @@ def run(args: argparse.Namespace) -> int:
     timeout_s = args.timeout if args.timeout is not None else config.extraction.timeout_s
     report: dict[str, Any] = {
         "provider": provider.name,
-        "model": provider.model,
+        # a command provider's model is its command line, which may carry a key: redacted as
+        # orcad records it in provenance and shows it in `orcactl status`
+        "model": redact(provider.model),
         "prompt_version": getattr(provider, "prompt_version", None),
         "source": source,
     }
