@@ -45,7 +45,11 @@ from orcactl.mcp_handshake import take_over
 from orcactl.mcp_stdio import run_stdio
 from orcad.control_characters import escape_control_characters
 from orcad.errors import InvalidParams, quoted
-from orcad.limits import PENDING_APPROVALS_PER_SESSION
+from orcad.limits import (
+    EXPLICIT_FACT_MAX_CHARS,
+    MEMORY_CONTENT_MAX_CHARS,
+    PENDING_APPROVALS_PER_SESSION,
+)
 from protocol.client import Client, DaemonUnavailable, ProtocolViolation
 from protocol.errors import RemoteError
 
@@ -219,9 +223,15 @@ class DaemonSession:
         for name in ("content", "text"):
             value = checked.get(name)
             if isinstance(value, str) and len(value) > KEPT_TEXT_MAX_CHARS:
+                # named as orcad names it for text under this bound, limit and all
+                what, limit = (
+                    ("a memory record", MEMORY_CONTENT_MAX_CHARS)
+                    if name == "content"
+                    else ("a remembered fact", EXPLICIT_FACT_MAX_CHARS)
+                )
                 raise _tool_error(
-                    f"orca: {name} is {len(value)} characters; a memory record or fact is one "
-                    "short statement"
+                    f"orca: `{name}` has {len(value)} characters; {what} may have at most "
+                    f"{limit}. Shorten it to one short statement"
                 )
         return checked
 

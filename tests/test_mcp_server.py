@@ -645,6 +645,8 @@ async def test_arguments_over_orcads_request_bound_get_a_clear_answer(
             {"action": "save", "content": huge, "kind": "fact", "is_global": False},
         )
         assert saved.is_error and "characters" in _text(saved), _text(saved)
+        # the limit is named, as orcad names it for text under the bound (it was not)
+        assert "a memory record may have at most 4096" in _text(saved), _text(saved)
         kept = await session.call_tool("remember", {"text": huge})
         assert kept.is_error and "characters" in _text(kept), _text(kept)
         recalled = await session.call_tool("recall", {"prompt": huge})
