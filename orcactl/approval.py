@@ -6,9 +6,10 @@ from __future__ import annotations
 import argparse
 import re
 import shlex
-from typing import TextIO
+from typing import Any, TextIO
 
 from orcad.control_characters import BIDI_FORMATTING, INVISIBLE_CHARACTERS, TAG_CHARACTERS
+from protocol.types import MemoryManageResult
 
 PROMPT = "Apply this change? [o]nce, this [s]ession, this [w]orkspace, [N]o: "
 RETRY_HINT = "Answer o (once), s (this session), w (this workspace) or n (no)."
@@ -93,3 +94,16 @@ def _escape(match: re.Match[str]) -> str:
     # its UTF-8 bytes, each as \xNN: a shell writes \uNNNN in its locale's encoding, and bash
     # in the C locale leaves it as it is
     return "".join(f"\\x{byte:02x}" for byte in character.encode("utf-8"))
+
+
+def already_so(result: MemoryManageResult, params: dict[str, Any]) -> bool:
+    """A save of a record the scope already holds, or an update of a record to the text it has:
+    nothing changed because the memory already says it, which is what the command asked for."""
+    record = result.record
+    return (
+        result.outcome == "denied"
+        and record is not None
+        and "content" in params
+        and record.content == params["content"].strip()  # as orcad stores it
+        and params.get("id", record.id) == record.id  # not another record's text
+    )

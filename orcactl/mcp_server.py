@@ -36,7 +36,7 @@ from mcp.types import (
 from pydantic import BaseModel, Field, ValidationError
 
 import orcad
-from orcactl.approval import shell_word
+from orcactl.approval import already_so, shell_word
 from orcactl.arguments import current_directory
 from orcactl.connect import CommandError, connect, escape_raw_in_json, socket_path
 from orcactl.hooks.common import bounded
@@ -452,7 +452,9 @@ def build_server(session: DaemonSession) -> OrcaServer:
             result = await session.call(
                 "memory.approve", {"approval_id": result.approval_id, "decision": decision}
             )
-        if result.outcome == "denied":
+        # a save or update to text the memory already holds changed nothing because the memory
+        # already says it: done, as for orcactl (exit 0) and the remember tool, not a failure
+        if result.outcome == "denied" and not already_so(result, params):
             raise _tool_error(f"orca: not changed: {result.summary}")
         return _shown(str(result.summary))
 

@@ -656,6 +656,35 @@ async def test_arguments_over_orcads_request_bound_get_a_clear_answer(
     assert _records(daemon, project) == []
 
 
+async def test_a_change_the_memory_already_holds_is_done_not_a_tool_error(
+    tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess
+) -> None:
+    # orcactl exits 0 for it and the remember tool answers "Already kept"; memory_manage
+    # answered it as a failure, which an agent reports as one or retries in other words
+    project = _project(tmp_path)
+    save = {"action": "save", "content": "We use pnpm", "kind": "fact", "is_global": False}
+    async with mcp_session(orca_env, project, "--mode", "yolo") as session:
+        first = await session.call_tool("memory_manage", save)
+        assert not first.is_error, _text(first)
+        (record,) = _records(daemon, project)
+        again = await session.call_tool("memory_manage", save)
+        assert not again.is_error, _text(again)
+        assert f"identical workspace memory ({project}) {record.id} already exists" in _text(again)
+        same = await session.call_tool(
+            "memory_manage", {"action": "update", "id": record.id, "content": "We use pnpm"}
+        )
+        assert not same.is_error, _text(same)
+        assert "already says that" in _text(same)
+        other = await session.call_tool("memory_manage", {**save, "content": "We use yarn"})
+        assert not other.is_error, _text(other)
+        # another record's text is still refused: that update would change nothing asked for
+        taken = await session.call_tool(
+            "memory_manage", {"action": "update", "id": record.id, "content": "We use yarn"}
+        )
+        assert taken.is_error, _text(taken)
+    assert sorted(r.content for r in _records(daemon, project)) == ["We use pnpm", "We use yarn"]
+
+
 async def test_an_extraction_run_cannot_change_memory_through_the_server(
     tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess
 ) -> None:

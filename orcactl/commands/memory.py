@@ -264,7 +264,7 @@ def run_manage(args: argparse.Namespace) -> int:
         print_json(result)
     elif not unapproved:
         print(result.summary)
-    if result.outcome == "applied" or _already_so(result, params):
+    if result.outcome == "applied" or approval.already_so(result, params):
         return EXIT_OK
     return EXIT_DECLINED if declined or unapproved else EXIT_ERROR
 
@@ -283,19 +283,6 @@ def _send_answer(session: _Session, approval_id: str, decision: str) -> MemoryMa
             "changed; run the command again"
         ) from None
     return answered
-
-
-def _already_so(result: MemoryManageResult, params: dict[str, Any]) -> bool:
-    """A save of a record the scope already holds, or an update of a record to the text it has:
-    nothing changed because the memory already says it, which is what the command asked for."""
-    record = result.record
-    return (
-        result.outcome == "denied"
-        and record is not None
-        and "content" in params
-        and record.content == params["content"].strip()  # as orcad stores it
-        and params.get("id", record.id) == record.id  # not another record's text
-    )
 
 
 def run_approve(args: argparse.Namespace) -> int:
