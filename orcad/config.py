@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import tomllib
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args, get_origin
 
 import msgspec
 
@@ -151,6 +151,22 @@ def find_unknown_keys(
     return unknown
 
 
+def _choices(struct: type[msgspec.Struct], key: str) -> list[str]:
+    """The values a key of `struct` given as a dotted path may take, quoted as TOML writes
+    them, when it takes only a few named ones (a Literal); else none."""
+    kind: Any = struct
+    for name in key.split("."):
+        if not (isinstance(kind, type) and issubclass(kind, msgspec.Struct)):
+            return []
+        fields = {f.name: f.type for f in msgspec.structs.fields(kind)}
+        if name not in fields:
+            return []
+        kind = fields[name]
+    if get_origin(kind) is not Literal:
+        return []
+    return [f'"{value}"' for value in get_args(kind) if isinstance(value, str)]
+
+
 def parse_config(
     text: str, source: str, struct: type[msgspec.Struct] = Config
 ) -> tuple[Any, list[str]]:
@@ -168,6 +184,9 @@ def parse_config(
         parsed = msgspec.convert(data, struct, strict=True)
     except msgspec.ValidationError as exc:
         key, reason = explain_validation_error(exc, data)
+        choices = _choices(struct, key)
+        if choices and reason.startswith("Invalid enum value"):
+            reason += f"; it must be one of {', '.join(choices)}"
         raise StartupError(f"{source}: key `{key or '(top level)'}`: {reason}") from exc
     if isinstance(parsed, Config):
         _check_trusted_projects(parsed.trusted_projects, source)

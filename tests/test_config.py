@@ -84,6 +84,17 @@ def test_bad_values_name_the_key(text: str, key: str) -> None:
         parse_config(text, "c.toml")
 
 
+def test_a_provider_name_it_does_not_know_is_answered_with_the_names_it_does() -> None:
+    """A typo such as "openia" was answered `Invalid enum value 'openia'` alone, leaving the
+    user to look the names up; the daemon's start and doctor say the same."""
+    with pytest.raises(StartupError) as raised:
+        parse_config('[extraction]\nprovider = "openia"\n', "c.toml")
+    assert str(raised.value) == (
+        "c.toml: key `extraction.provider`: Invalid enum value 'openia'; it must be one of "
+        '"heuristic", "openai", "command"'
+    )
+
+
 # what makes each table read
 _CHOOSING = {
     "extraction.openai": '[extraction]\nprovider = "openai"\n',
