@@ -17,7 +17,7 @@ import pytest
 
 from orcactl.commands import provider as provider_command
 from orcactl.connect import CommandError
-from tests.fake_openai import FakeOpenAI, junk, streamed
+from tests.fake_openai import FakeOpenAI, endless_stream, junk, stall_before_headers, streamed
 from tests.harness import REPO_ROOT
 from tests.test_providers_command import wait_gone
 
@@ -180,6 +180,45 @@ def test_unreachable_endpoint_is_a_clear_error(
     err = capsys.readouterr().err
     assert f"cannot connect to {url}/chat/completions" in err
     assert f"Is the model server running? extraction.openai.base_url is {url}" in err
+
+
+def test_a_server_silent_past_idle_timeout_is_answered_with_the_key_to_raise(
+    home: Path, server: FakeOpenAI, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The failure said only that the server was silent, not which setting bounds that."""
+    use_openai(home, server.base_url, idle=0.5)
+    server.script(stall_before_headers(5.0))
+    assert orcactl_provider_test() == 1
+    err = capsys.readouterr().err
+    assert "was silent for more than 0.5 s" in err
+    assert "needs a longer extraction.openai.idle_timeout_s (now 0.5 s)" in err
+
+
+def test_an_answer_not_done_within_the_timeout_is_answered_with_the_key_to_raise(
+    home: Path, server: FakeOpenAI, capsys: pytest.CaptureFixture[str]
+) -> None:
+    use_openai(home, server.base_url, idle=5.0)
+    server.script(endless_stream())  # keep-alive comments, never an answer
+    assert orcactl_provider_test("--timeout", "1") == 1
+    err = capsys.readouterr().err
+    assert "no complete answer from" in err
+    assert "needs a longer extraction.timeout_s (now 10 s; this test gave it 1 s" in err
+
+
+def test_a_command_past_the_timeout_is_answered_with_the_key_to_raise(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    program = tmp_path / "slow.sh"
+    program.write_text("#!/bin/sh\nexec sleep 30\n", encoding="utf-8")
+    program.chmod(0o700)
+    (home / "config.toml").write_text(
+        f'[extraction]\nprovider = "command"\n[extraction.command]\nargv = ["{program}"]\n',
+        encoding="utf-8",
+    )
+    assert orcactl_provider_test("--timeout", "0.5") == 1
+    err = capsys.readouterr().err
+    assert "did not finish within 0.5 s; killed" in err
+    assert "needs a longer extraction.timeout_s (now 120 s; this test gave it 0.5 s" in err
 
 
 def test_a_command_that_cannot_run_is_named_with_what_argv_may_hold(

@@ -144,7 +144,7 @@ def run(args: argparse.Namespace) -> int:
         report.update(
             elapsed_s=time.perf_counter() - started, raw_output=None, facts=None, refused=[]
         )
-        report["error"] = exc.message + _hint(exc.message, config)
+        report["error"] = exc.message + _hint(exc.message, config, timeout_s)
         return _finish(report, args.json)
     # a JSON answer can carry a lone surrogate (an escaped \ud800) that no output can encode:
     # shown as that escape; the parser below says why such output fails
@@ -178,8 +178,23 @@ async def _extract_once(provider: Provider, source: str, timeout_s: float) -> st
     return await provider.extract(source, deadline=trio.current_time() + timeout_s)
 
 
-def _hint(message: str, config: Config) -> str:
-    if config.extraction.provider == "openai" and "cannot connect" in message:
+def _hint(message: str, config: Config, timeout_s: float) -> str:
+    extraction = config.extraction
+    if extraction.provider == "openai" and " was silent for more than " in message:
+        return (
+            f"\nA server quiet for longer (reading a long prompt before its first token, "
+            f"loading its model) needs a longer extraction.openai.idle_timeout_s "
+            f"(now {extraction.openai.idle_timeout_s:g} s)."
+        )
+    if message.startswith("timed out: no complete answer from ") or (
+        extraction.provider == "command" and " did not finish within " in message
+    ):
+        return (
+            f"\nA slower model needs a longer extraction.timeout_s (now "
+            f"{extraction.timeout_s:g} s; this test gave it {timeout_s:g} s: --timeout S "
+            f"tries another)."
+        )
+    if extraction.provider == "openai" and "cannot connect" in message:
         return (
             f"\nIs the model server running? extraction.openai.base_url is "
             f"{shown_url(config.extraction.openai.base_url)}"
