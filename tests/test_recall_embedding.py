@@ -790,6 +790,28 @@ def test_an_answer_that_is_not_each_texts_vector_once_gives_none(
         assert reason in (loaded.reason or "")
 
 
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        pytest.param(b"{not json", "its answer is not JSON", id="not-json"),
+        pytest.param(
+            b'{"error": {"message": "model not found"}}',
+            "its answer is not an embeddings list (`data`, each item with `index` and "
+            "`embedding`): no 'data'",
+            id="no-data",
+        ),
+    ],
+)
+def test_an_answer_that_is_no_embeddings_list_is_said_in_words(body: bytes, reason: str) -> None:
+    """`orcactl status` and doctor showed the decoder's own words ("Expecting property name
+    enclosed in double quotes: line 1 column 2 (char 1)") or the bare missing key ('data')."""
+    with FakeOpenAI() as server:
+        server.default = junk(body, "application/json")
+        loaded = Embeddings.load("endpoint", base_url=server.base_url, model="m", timeout_s=2.0)
+        assert loaded.embed(["deploy prod"]) is None
+        assert loaded.reason == f"embedding endpoint {server.base_url}/embeddings: {reason}"
+
+
 def test_a_loopback_endpoint_is_reached_directly_whatever_proxy_is_set(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -161,12 +161,23 @@ class EndpointEmbedder(RankingSettings):
             retry_after = parse_retry_after(answer.retry_after, now_epoch=time.time())
             raise EmbeddingUnavailable(message, retry_after=retry_after)
         try:
-            items = sorted(json.loads(answer.body)["data"], key=lambda item: item["index"])
+            document = json.loads(answer.body)
+        except (ValueError, RecursionError) as exc:  # the decoder's own words name no field
+            raise EmbeddingUnavailable(
+                f"embedding endpoint {self.shown_url}: its answer is not JSON"
+            ) from exc
+        try:
+            items = sorted(document["data"], key=lambda item: item["index"])
             matrix = np.array([item["embedding"] for item in items], dtype=np.float32)
             # each text's row once: a repeated or missing index would give a text another's
             indexed = [item["index"] for item in items] == list(range(len(texts)))
         except (KeyError, TypeError, ValueError, RecursionError) as exc:
-            raise EmbeddingUnavailable(f"embedding endpoint {self.shown_url}: {exc}") from exc
+            # a KeyError's text is the bare key ('data'): said as what the answer lacks
+            raise EmbeddingUnavailable(
+                f"embedding endpoint {self.shown_url}: its answer is not an embeddings list "
+                f"(`data`, each item with `index` and `embedding`): "
+                f"{'no ' + repr(exc.args[0]) if isinstance(exc, KeyError) else exc}"
+            ) from exc
         if (
             not indexed
             or matrix.ndim != 2
