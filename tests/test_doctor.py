@@ -928,6 +928,25 @@ def test_the_builtin_model_unavailable_points_at_the_static_one() -> None:
     assert 'set [recall] embedding = "static"' in finding.fix
 
 
+@pytest.mark.parametrize("setting", ["endpoint", "builtin"])
+def test_a_model_that_failed_since_it_loaded_is_a_problem_with_a_fix(setting: str) -> None:
+    """An embedding endpoint that answered 500 was a [FAIL] with no fix line, the one problem
+    doctor showed without saying what to do."""
+    finding = judge_embedding(
+        EmbeddingStatus(
+            state="ready",
+            setting=setting,
+            model="endpoint-emb" if setting == "endpoint" else "minilm",
+            reason="embedding endpoint http://127.0.0.1:9/v1/embeddings answered 500",
+        )
+    )
+    assert finding.status == "problem" and "last failure: embedding endpoint" in finding.detail
+    if setting == "endpoint":
+        assert finding.fix.startswith("make the server [recall.endpoint] base_url names answer")
+    else:
+        assert finding.fix.startswith("recall ranks by words while the model fails")
+
+
 def test_the_provider_check_shows_neither_the_key_nor_the_urls_credentials(
     orca_env: OrcaEnv,
 ) -> None:

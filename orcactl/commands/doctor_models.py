@@ -155,7 +155,18 @@ def judge_embedding(embedding: EmbeddingStatus | None) -> Finding:
     if embedding.pending:
         detail += f", {embedding.pending} pending (embedding in the background)"
     if embedding.reason:
-        return Finding("embedding", "problem", f"{detail}; last failure: {embedding.reason}")
+        if embedding.setting == "endpoint":
+            fix = (
+                "make the server [recall.endpoint] base_url names answer (running, serving "
+                "[recall.endpoint] model, given the key it needs); recall ranks by words while "
+                "it fails, and orcad asks it again by itself, without a restart"
+            )
+        else:
+            fix = (
+                "recall ranks by words while the model fails; see orcad's log for the failure, "
+                "and restart orcad if it goes on"
+            )
+        return Finding("embedding", "problem", f"{detail}; last failure: {embedding.reason}", fix)
     return Finding("embedding", "ok", detail)
 
 
