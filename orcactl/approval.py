@@ -98,7 +98,8 @@ def _escape(match: re.Match[str]) -> str:
 
 def already_so(result: MemoryManageResult, params: dict[str, Any]) -> bool:
     """A save of a record the scope already holds, or an update of a record to the text it has:
-    nothing changed because the memory already says it, which is what the command asked for."""
+    nothing changed because the memory already says it, which is what the command asked for.
+    Not an update that also gives the record another kind: that is a change, and denied."""
     record = result.record
     return (
         result.outcome == "denied"
@@ -106,4 +107,5 @@ def already_so(result: MemoryManageResult, params: dict[str, Any]) -> bool:
         and "content" in params
         and record.content == params["content"].strip()  # as orcad stores it
         and params.get("id", record.id) == record.id  # not another record's text
+        and (params.get("action") != "update" or params.get("kind") in (None, record.kind))
     )

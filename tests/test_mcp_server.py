@@ -685,6 +685,27 @@ async def test_a_change_the_memory_already_holds_is_done_not_a_tool_error(
     assert sorted(r.content for r in _records(daemon, project)) == ["We use pnpm", "We use yarn"]
 
 
+async def test_a_denied_kind_change_to_a_records_own_text_is_a_tool_error(
+    tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess
+) -> None:
+    # an update that gives a record its own text and another kind asks for a change: denied,
+    # it is not done because the memory already says it
+    project = _project(tmp_path)
+    save = {"action": "save", "content": "We use pnpm", "kind": "fact", "is_global": False}
+    async with mcp_session(orca_env, project, "--mode", "yolo") as session:
+        assert not (await session.call_tool("memory_manage", save)).is_error
+    (record,) = _records(daemon, project)
+    update = {"action": "update", "id": record.id, "content": "We use pnpm", "kind": "decision"}
+    async with mcp_session(orca_env, project, "--mode", "plan") as session:
+        denied = await session.call_tool("memory_manage", update)
+        assert denied.is_error and "not changed" in _text(denied), _text(denied)
+    assert [(r.id, r.kind) for r in _records(daemon, project)] == [(record.id, "fact")]
+    async with mcp_session(orca_env, project, "--mode", "yolo") as session:
+        applied = await session.call_tool("memory_manage", update)
+        assert not applied.is_error, _text(applied)
+    assert [(r.id, r.kind) for r in _records(daemon, project)] == [(record.id, "decision")]
+
+
 async def test_an_extraction_run_cannot_change_memory_through_the_server(
     tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess
 ) -> None:
