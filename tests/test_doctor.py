@@ -19,6 +19,7 @@ from typing import Any
 import msgspec
 import pytest
 
+from orcactl.commands.doctor_files import FILE_SCAN_LIMIT
 from orcactl.commands.doctor_models import judge_embedding
 from orcad.capture import jobstore, ledger, projections, projects
 from orcad.capture.records import AttemptError, new_job
@@ -1336,3 +1337,35 @@ def test_a_link_to_a_directory_in_place_of_a_projects_directory_is_used(
     daemon.stop()
     findings = doctor(orca_env)[1]
     assert problems(findings, "memory") == [] and problems(findings, "index") == [], findings
+
+
+def test_a_lock_file_past_the_files_doctor_walks_is_still_named(
+    daemon: DaemonProcess, orca_env: OrcaEnv, tmp_path: Path
+) -> None:
+    # doctor walks at most FILE_SCAN_LIMIT entries of the memory root (a project's jobs/ keeps
+    # a file per turn), and leaves the fault orcad recorded for a .lock it could not use to the
+    # memory check: a .lock in a project walked after that many was named by neither
+    locks = []
+    for name in ("one", "two"):
+        cwd = tmp_path / name
+        cwd.mkdir()
+        session = daemon.call("session.open", {"cwd": str(cwd)})
+        directory = orca_env.memory_root / "projects" / session.project.id
+        jobs = directory / projects.JOBS_DIR
+        wait_for(jobs.is_dir)
+        for number in range(FILE_SCAN_LIMIT + 1):  # as many turns as doctor walks, and one
+            (jobs / f"turn-{number}.tmp-kept").touch(mode=0o600)
+        lock = directory / projects.LOCK_FILE
+        lock.unlink(missing_ok=True)
+        lock.mkdir(mode=0o700)
+        remember = {"session_id": session.session_id, "epoch": session.epoch}
+        with pytest.raises(RemoteError):
+            daemon.call("remember", {**remember, "scope": "project", "text": "We use uv."})
+        locks.append(lock)
+    recorded = [e.message for e in daemon.call("daemon.status").recent_errors]
+    assert all(any(f"cannot lock {lock}" in m for m in recorded) for lock in locks), recorded
+    status, findings = doctor(orca_env)
+    assert status == 1, findings
+    named = [f["detail"] for f in problems(findings, "memory")]
+    for lock in locks:
+        assert [d for d in named if d.startswith(f"{lock} ")], (lock, named)

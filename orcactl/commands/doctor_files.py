@@ -106,14 +106,15 @@ def judge_in_place(
     return []
 
 
-def judge_refused(paths: Paths) -> list[Finding]:
+def judge_refused(paths: Paths, walked: frozenset[Path] = frozenset()) -> list[Finding]:
     """What orcad refuses in the memory root, found as orcad finds it and said in its words, so
     that it is named whether or not a daemon runs (one that cannot start records nothing): a
     directory at orcad.pid, which stops a start, a user.md or memory.md it cannot read, which
     refuses `remember`, no directory at projects/, and in each project
     a file (or a link that leads to no directory) in place of its directory, or a
-    forgotten-jobs.json that is not such a list, which refuse its turns. Only
-    looked at or read as orcad reads them: never waited on."""
+    forgotten-jobs.json that is not such a list, which refuse its turns, and its .lock or
+    jobs/ (judge_in_place) when the walk of the memory root stopped before it (`walked`: what
+    it judged). Only looked at or read as orcad reads them: never waited on."""
     from orcad.capture import jobstore, projects  # noqa: PLC0415 - filelock
     from orcad.explicit import PROJECT_MEMORY_FILE  # noqa: PLC0415
     from orcad.runtime import instance_file_blocked  # noqa: PLC0415
@@ -147,6 +148,14 @@ def judge_refused(paths: Paths) -> list[Finding]:
                 )
             )
             continue
+        for path in (directory / projects.LOCK_FILE, directory / projects.JOBS_DIR):
+            if path in walked:
+                continue
+            try:
+                info = path.lstat()
+            except OSError:  # none (orcad makes it), or no directory above it: named above
+                continue
+            found.extend(judge_in_place("memory", path, info, paths.projects_dir))
         try:
             jobstore.read_forgotten_jobs(directory)
         except jobstore.ForgottenJobsDamaged as exc:
@@ -191,7 +200,8 @@ def check_storage(paths: Paths, uid: int) -> list[Finding]:
             found.append(Finding(check, "ok", f"{root} does not exist yet"))
             continue
         problems: list[Finding] = []
-        for path in _walk(root, only_named=check == "database", db=paths.deliberate_db):
+        walked = _walk(root, only_named=check == "database", db=paths.deliberate_db)
+        for path in walked:
             try:
                 info = path.lstat()
             except FileNotFoundError:
@@ -200,7 +210,7 @@ def check_storage(paths: Paths, uid: int) -> list[Finding]:
                 problems.extend(judge_private(check, path, info, uid))
             problems.extend(judge_in_place(check, path, info, paths.projects_dir))
         if check == "memory":
-            problems.extend(judge_refused(paths))
+            problems.extend(judge_refused(paths, frozenset(walked)))
         found.extend(problems or [Finding(check, "ok", f"{root}: private to you")])
     return found
 
