@@ -3,24 +3,34 @@
 For --seconds, across --projects Git repositories: sessions opened with new and reused ids (some
 joined, some never closed), recall before each turn (sometimes twice), turn.completed,
 memory.search and memory.manage (save, update, forget), remember; and clients that close right
-after sending, never read, send half a line or garbage; orcactl commands and Claude Code hooks.
-Every --sample-every requests it prints the daemon's RSS, open fds, threads, the databases' and
-WALs' sizes, the files under ORCA_HOME, the rows of the state tables and the log's size; at the
-end, the first and last samples side by side, a ping's time, `orcactl doctor`'s exit status and
-the log lines above info. Figures only: nothing is asserted.
+after sending, never read, send half a line or garbage; orcactl commands and Claude Code hooks;
+--mcp `orcactl mcp` servers driven by the MCP SDK's client (tool calls, `subscriptions/listen`
+opened and cancelled, a client killed wherever it is every 20 s or so, the others restarting
+their server now and then). Every --kill-every seconds orcad is SIGKILLed and started again, as
+a service manager would (an orcactl that finds no daemon may start it first). Every
+--sample-every requests it prints the daemon's RSS, open fds, threads, the databases' and WALs'
+sizes, the files under ORCA_HOME, the rows of the state tables, the log's size, the `orcactl mcp`
+processes alive, the restarts and a ping's time; at the end, the first and last samples side by
+side, what became of every job a turn.completed answer acknowledged (listed every 20 s, so a
+committed job deleted later as one past the newest 128 kept is told from one lost), the jobs not
+final after up to 3 minutes, the exhausted ones, a ping's time, `orcactl doctor`'s exit status
+and the log lines above info by event. Figures only: nothing is asserted.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import random
+import signal
 import socket
 import sqlite3
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -41,7 +51,9 @@ WORDS = (
 COLUMNS = (
     "ops", "rss_kib", "fds", "threads", "state_db", "state_wal", "memory_db", "memory_wal",
     "indexes", "files", "jobs", "projects", "log", "sessions", "snapshots", "records",
+    "mcp_procs", "restarts", "ping_us",
 )  # fmt: skip
+FINAL_STATES = ("committed", "exhausted", "cancelled")
 
 
 class Soak:
@@ -80,10 +92,19 @@ class Soak:
         self.held: list[tuple[float, socket.socket]] = []
         self.ops = 0
         self.failures: dict[str, int] = {}
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.restarts = 0
+        self.lock = threading.Lock()
+        # every job a turn.completed answer acknowledged, and the last state a listing showed it in
+        self.acknowledged: set[str] = set()
+        self.seen: dict[str, str] = {}
+        self.mcp_clients: list[subprocess.Popen[bytes]] = []
 
     # --- the daemon and its figures ---------------------------------------------------------
 
-    def start(self) -> subprocess.Popen[bytes]:
+    def start(self) -> None:
+        """Starts orcad, unless an orcactl (a hook, say) started one meanwhile, as it does when
+        it finds none."""
         # its stderr is $ORCA_HOME/orcad.log, as when orcactl starts it: the log rotates
         with open(self.home / "orcad.log", "ab") as log:
             proc = subprocess.Popen(
@@ -93,10 +114,125 @@ class Soak:
                 stdout=subprocess.DEVNULL,
                 stderr=log,
             )
-        wait_for_ping(self.socket, proc)
-        return proc
+        try:
+            wait_for_ping(self.socket, proc)
+        except RuntimeError:
+            if proc.wait(30) != 1:
+                raise
+            self.failures["orcad started by orcactl"] = (
+                self.failures.get("orcad started by orcactl", 0) + 1
+            )
+        self.proc = proc
 
-    def sample(self, pid: int) -> dict[str, int]:
+    def pid(self) -> int:
+        """The pid of the orcad serving now (this run's, or one an orcactl started)."""
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                pid = int(json.loads((self.home / "memory" / "orcad.pid").read_text())["pid"])
+                if _alive(pid):
+                    return pid
+            except (OSError, ValueError, KeyError):
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError("no orcad.pid names a live orcad")
+            time.sleep(0.05)
+
+    def kill_and_restart(self) -> None:
+        """SIGKILL orcad wherever it is, and start it again, as systemd would."""
+        with self.lock:
+            pid = self.pid()
+            os.kill(pid, signal.SIGKILL)
+            if self.proc is not None and self.proc.pid == pid:
+                self.proc.wait(30)
+            while _alive(pid):
+                time.sleep(0.01)
+            self.restarts += 1
+            self.start()
+
+    def stop(self) -> None:
+        with self.lock:
+            pid = self.pid()
+            os.kill(pid, signal.SIGTERM)
+            deadline = time.monotonic() + 30
+            if self.proc is not None and self.proc.pid == pid:
+                self.proc.wait(30)
+            while _alive(pid) and time.monotonic() < deadline:
+                time.sleep(0.05)
+
+    def killer(self, every: float, stop: threading.Event) -> None:
+        while not stop.wait(every * self.rng.uniform(0.8, 1.2)):
+            self.kill_and_restart()
+            print(f"# orcad killed and started again ({self.restarts})", flush=True)
+
+    # --- acknowledged jobs ------------------------------------------------------------------
+
+    def audit(self) -> dict[str, str]:
+        """The state of every job orcad lists now (all projects)."""
+        with Client(self.socket, timeout=60) as client:
+            listed = msgspec.to_builtins(client.call("jobs.list", {}))
+        states = {job["job_id"]: job["state"] for job in listed["jobs"]}
+        for job_id, state in states.items():
+            if job_id in self.acknowledged:
+                self.seen[job_id] = state
+        return states
+
+    def settle(self, seconds: float) -> dict[str, str]:
+        """Lists jobs until none is pending or leased (or `seconds` pass); the last listing."""
+        deadline = time.monotonic() + seconds
+        while True:
+            states = self.audit()
+            if not any(s in ("pending", "leased") for s in states.values()):
+                return states
+            if time.monotonic() > deadline:
+                return states
+            time.sleep(1)
+
+    # --- MCP servers driven by the SDK's client ---------------------------------------------
+
+    def mcp_client(self) -> subprocess.Popen[bytes]:
+        log = open(self.root / "mcp-clients.log", "ab")  # noqa: SIM115 (the child keeps it)
+        with log:
+            return subprocess.Popen(
+                [sys.executable, __file__, "--mcp-client", self.rng.choice(self.projects)],
+                env=self.env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=log,
+            )
+
+    def mcp_churn(self) -> None:
+        """Keeps the MCP clients running, and now and then kills one wherever it is."""
+        self.mcp_clients = [c for c in self.mcp_clients if c.poll() is None]
+        if self.mcp_clients and self.rng.random() < 0.3:
+            victim = self.mcp_clients.pop(self.rng.randrange(len(self.mcp_clients)))
+            victim.kill()
+            victim.wait(10)
+            self.failures["mcp client killed"] = self.failures.get("mcp client killed", 0) + 1
+
+    def mcp_servers(self) -> list[int]:
+        """Pids of `orcactl mcp` processes serving this run's projects."""
+        pids = []
+        marker = str(self.root / "projects").encode()
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                try:
+                    cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+                except OSError:
+                    continue
+                if b"\0mcp\0" in cmdline and marker in cmdline and b"--mcp-client" not in cmdline:
+                    pids.append(int(entry))
+        return pids
+
+    def sample(self) -> dict[str, int]:
+        with self.lock:
+            return self._sample(self.pid())
+
+    def _sample(self, pid: int) -> dict[str, int]:
+        began = time.perf_counter()
+        with Client(self.socket, timeout=30) as client:
+            client.call("daemon.ping")
+        ping_us = int((time.perf_counter() - began) * 1e6)
         status = Path(f"/proc/{pid}/status").read_text()
         rss = next(int(line.split()[1]) for line in status.splitlines() if "VmRSS:" in line)
         memory = self.home / "memory"
@@ -124,6 +260,9 @@ class Soak:
             "sessions": _rows(state, "sessions"),
             "snapshots": _rows(state, "recall_snapshots"),
             "records": _rows(deliberate, "memories"),
+            "mcp_procs": len(self.mcp_servers()),
+            "restarts": self.restarts,
+            "ping_us": ping_us,
         }
 
     # --- an agent ---------------------------------------------------------------------------
@@ -199,9 +338,11 @@ class Soak:
             {"role": "assistant", "content": "Done. " + _sentence(rng)},
         ]
         turn = {"outcome": "succeeded", "verifier": "passed", "transcript_committed": True}
-        self.call(
+        done = self.call(
             client, "turn.completed", {**ids, "turn_id": turn_id, **turn, "messages": messages}
         )
+        if done and done.get("job_id"):
+            self.acknowledged.add(done["job_id"])
 
     # --- careless clients -------------------------------------------------------------------
 
@@ -326,6 +467,15 @@ def _sentence(rng: random.Random) -> str:
     return " ".join(rng.choice(WORDS) for _ in range(rng.randint(5, 14)))
 
 
+def _alive(pid: int) -> bool:
+    """True while `pid` runs (a zombie, killed and not yet reaped, counts as gone)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state not in ("Z", "X")
+
+
 def _size(path: Path) -> int:
     try:
         return path.stat().st_size
@@ -349,61 +499,180 @@ def _row(values: dict[str, int] | None = None) -> str:
     return " ".join(f"{values[name]:>10}" for name in COLUMNS)
 
 
+async def _mcp_client(cwd: str) -> None:
+    """One MCP client for good: `orcactl mcp` started, tool calls and a subscription opened and
+    cancelled, the server closed after a while and started again."""
+    from mcp import Client as McpClient
+    from mcp.client.stdio import StdioServerParameters
+
+    rng = random.Random()
+    params = StdioServerParameters(
+        command=ORCACTL, args=["mcp", "--cwd", cwd, "--mode", "yolo"], env=dict(os.environ)
+    )
+    while True:
+        try:
+            async with McpClient(params, read_timeout_seconds=60) as client:
+                saved: list[str] = []
+                for _ in range(rng.randint(5, 40)):
+                    draw = rng.random()
+                    if draw < 0.3:
+                        await client.call_tool("memory_search", {"query": rng.choice(WORDS)})
+                    elif draw < 0.55:
+                        await client.call_tool("recall", {"prompt": _sentence(rng)})
+                    elif draw < 0.7:
+                        args = {"action": "save", "content": "We " + _sentence(rng)}
+                        args.update(kind="fact", is_global=False)
+                        result = await client.call_tool("memory_manage", args)
+                        text = "".join(getattr(b, "text", "") for b in result.content)
+                        found = [w for w in text.replace('"', " ").split() if w.startswith("mem_")]
+                        saved.extend(found[:1])
+                    elif draw < 0.78 and saved:
+                        forget = {"action": "forget", "id": saved.pop()}
+                        await client.call_tool("memory_manage", forget)
+                    elif draw < 0.82:
+                        fact = {"text": "Prefer " + _sentence(rng), "scope": "project"}
+                        await client.call_tool("remember", fact)
+                    else:
+                        async with client.listen(tools_list_changed=True):
+                            await asyncio.sleep(rng.uniform(0, 2))
+        except Exception as exc:  # an orcad killed meanwhile, say: start again
+            print(f"mcp client: {type(exc).__name__}: {exc}"[:300], file=sys.stderr, flush=True)
+            await asyncio.sleep(1)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=1800.0)
     parser.add_argument("--sample-every", type=int, default=3000, help="requests between samples")
     parser.add_argument("--projects", type=int, default=20)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--mcp", type=int, default=3, help="MCP clients running at once")
+    parser.add_argument(
+        "--kill-every",
+        type=float,
+        default=300.0,
+        help="seconds between SIGKILLs of orcad (0: none)",
+    )
+    parser.add_argument("--root", type=Path, help="keep the run's files here (an empty directory)")
+    parser.add_argument("--mcp-client", metavar="CWD", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.mcp_client:
+        asyncio.run(_mcp_client(args.mcp_client))
+        return
     with tempfile.TemporaryDirectory(prefix="orcad-soak-") as tmp:
-        root = Path(tmp)
+        root = args.root or Path(tmp)
+        root.mkdir(exist_ok=True)
         root.chmod(0o700)
-        soak = Soak(root, args.projects, args.seed)
-        proc = soak.start()
-        try:
-            print(_row())
-            first = soak.sample(proc.pid)
-            print(_row(first), flush=True)
-            started, due = time.monotonic(), args.sample_every
-            while time.monotonic() - started < args.seconds:
+        run(Soak(root, args.projects, args.seed), args)
+
+
+def run(soak: Soak, args: argparse.Namespace) -> None:
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # stopped: the daemon too
+    soak.start()
+    stop = threading.Event()
+    killer = threading.Thread(target=soak.killer, args=(args.kill_every, stop), daemon=True)
+    try:
+        print(_row())
+        first = soak.sample()
+        print(_row(first), flush=True)
+        if args.kill_every > 0:
+            killer.start()
+        started, due, audited, churned = time.monotonic(), args.sample_every, 0.0, 0.0
+        while time.monotonic() - started < args.seconds:
+            now = time.monotonic()
+            try:
+                if now - churned > 20:
+                    churned = now
+                    soak.mcp_churn()
+                    while len(soak.mcp_clients) < args.mcp:
+                        soak.mcp_clients.append(soak.mcp_client())
+                soak.step()
+                if now - audited > 20:
+                    audited = now
+                    soak.audit()
+            except Exception as exc:  # an orcad being killed and started again, say
+                key = f"client: {type(exc).__name__}"
+                soak.failures[key] = soak.failures.get(key, 0) + 1
+            if soak.ops >= due:
+                due += args.sample_every
                 try:
-                    soak.step()
-                except OSError as exc:
-                    key = f"client: {type(exc).__name__}"
-                    soak.failures[key] = soak.failures.get(key, 0) + 1
-                if soak.ops >= due:
-                    due += args.sample_every
-                    print(_row(soak.sample(proc.pid)), flush=True)
-            for _, connection in soak.held:
-                connection.close()
-            time.sleep(2)  # what the last clients left is let go
-            last = soak.sample(proc.pid)
-            print("\nfirst and last samples")
-            for name in COLUMNS:
-                print(f"  {name:<10} {first[name]:>12} {last[name]:>12}")
-            with Client(soak.socket) as client:
-                began = time.perf_counter()
-                client.call("daemon.ping")
-                print(f"ping at the end: {(time.perf_counter() - began) * 1e3:.2f} ms")
-            doctor = subprocess.run(
-                [ORCACTL, "doctor"], env=soak.env, capture_output=True, text=True, timeout=120
-            )
-            print(f"orcactl doctor exit status: {doctor.returncode}")
-            above_info = [
-                line
-                for name in ("orcad.log.1", "orcad.log")
-                if (soak.home / name).exists()
-                for line in (soak.home / name).read_text(errors="replace").splitlines()
-                if '"level": "info"' not in line
-            ]
-            print(f"log lines above info (in the log kept): {len(above_info)}")
-            for line in above_info[:10]:
-                print("  " + line[:300])
-            print(f"requests that failed: {json.dumps(soak.failures)}")
-        finally:
-            proc.terminate()
-            proc.wait(30)
+                    print(_row(soak.sample()), flush=True)
+                except Exception as exc:
+                    print(f"# no sample: {type(exc).__name__}: {exc}", flush=True)
+        stop.set()
+        if killer.is_alive():
+            killer.join()
+        for client in soak.mcp_clients:
+            client.kill()
+            client.wait(10)
+        for _, connection in soak.held:
+            connection.close()
+        report(soak, first)
+    finally:
+        stop.set()
+        for client in soak.mcp_clients:
+            if client.poll() is None:
+                client.kill()
+        soak.stop()
+
+
+def report(soak: Soak, first: dict[str, int]) -> None:
+    states = soak.settle(180)
+    deadline = time.monotonic() + 15  # the servers of killed clients see their stdin close
+    while soak.mcp_servers() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    last = soak.sample()
+    print("\nfirst and last samples")
+    for name in COLUMNS:
+        print(f"  {name:<10} {first[name]:>12} {last[name]:>12}")
+    outcomes: dict[str, int] = {}
+    for job_id in soak.acknowledged:
+        if job_id in states:
+            outcome = states[job_id]
+        elif soak.seen.get(job_id) == "committed":
+            outcome = "committed, since deleted (newest 128 kept)"
+        else:
+            outcome = f"MISSING (last listed {soak.seen.get(job_id, 'never')})"
+        outcomes[outcome] = outcomes.get(outcome, 0) + 1
+    print(f"\njobs acknowledged: {len(soak.acknowledged)}, orcad killed {soak.restarts} times")
+    for outcome, count in sorted(outcomes.items()):
+        print(f"  {outcome}: {count}")
+    stuck = {s: n for s, n in _count(states.values()).items() if s not in FINAL_STATES}
+    print(f"jobs listed at the end: {_count(states.values())}; not final: {stuck}")
+    with Client(soak.socket) as client:
+        exhausted = msgspec.to_builtins(client.call("jobs.list", {"state": "exhausted"}))["jobs"]
+    for job in exhausted[:10]:
+        print(f"  exhausted {job['job_id']}: {job['last_error']}")
+    with Client(soak.socket) as client:
+        began = time.perf_counter()
+        client.call("daemon.ping")
+        print(f"ping at the end: {(time.perf_counter() - began) * 1e3:.2f} ms")
+    print(f"orcactl mcp servers left running: {soak.mcp_servers()}")
+    doctor = subprocess.run(
+        [ORCACTL, "doctor"], env=soak.env, capture_output=True, text=True, timeout=120
+    )
+    print(f"orcactl doctor exit status: {doctor.returncode}")
+    if doctor.returncode:
+        print(doctor.stdout[-3000:], doctor.stderr[-1000:])
+    above_info: dict[str, int] = {}
+    for name in ("orcad.log.1", "orcad.log"):
+        if (soak.home / name).exists():
+            for line in (soak.home / name).read_text(errors="replace").splitlines():
+                if '"level": "info"' not in line:
+                    try:
+                        event = json.loads(line).get("event", line[:120])
+                    except ValueError:
+                        event = line[:120]
+                    above_info[str(event)] = above_info.get(str(event), 0) + 1
+    print(f"log lines above info (in the log kept), by event: {json.dumps(above_info)}")
+    print(f"requests that failed: {json.dumps(soak.failures)}")
+
+
+def _count(values: Any) -> dict[str, int]:
+    counted: dict[str, int] = {}
+    for value in values:
+        counted[value] = counted.get(value, 0) + 1
+    return counted
 
 
 if __name__ == "__main__":
