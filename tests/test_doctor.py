@@ -1049,6 +1049,26 @@ IN_PLACE = {
 }
 
 
+def plant_fault(odd: Path, fault: str, tmp_path: Path) -> None:
+    """Put at `odd` what `fault` names: a file or a link in place of a directory, or a
+    forgotten-jobs.json that is a FIFO, torn, or (readable and whole but) unreadable."""
+    if fault.startswith(("file", "link")):
+        shutil.rmtree(odd)
+        if fault.startswith("file"):
+            odd.write_text("not a directory\n")
+            odd.chmod(0o600)
+        elif fault.startswith("link to nowhere"):
+            odd.symlink_to(tmp_path / "unmounted" / "projects")
+        else:
+            (tmp_path / "a file").write_text("not a directory\n")
+            odd.symlink_to(tmp_path / "a file")
+    elif fault == "fifo list":
+        os.mkfifo(odd, 0o600)  # never waited on
+    else:
+        odd.write_text('{"job_ids": ["job_' if fault == "torn list" else '{"job_ids": []}')
+        odd.chmod(0 if fault == "unreadable list" else 0o600)
+
+
 @pytest.mark.parametrize("running", [False, True], ids=["stopped", "running"])
 @pytest.mark.parametrize("fault", ["torn list", "fifo list", *IN_PLACE])
 def test_what_orcad_refuses_in_a_project_is_named_whether_or_not_it_runs(
@@ -1065,21 +1085,7 @@ def test_what_orcad_refuses_in_a_project_is_named_whether_or_not_it_runs(
     odd = directory if fault in IN_PLACE else directory / jobstore.FORGOTTEN_JOBS_FILE
     if fault.endswith("for projects"):
         odd = directory.parent
-    if fault in IN_PLACE:
-        shutil.rmtree(odd)
-        if fault.startswith("file"):
-            odd.write_text("not a directory\n")
-            odd.chmod(0o600)
-        elif fault.startswith("link to nowhere"):
-            odd.symlink_to(tmp_path / "unmounted" / "projects")
-        else:
-            (tmp_path / "a file").write_text("not a directory\n")
-            odd.symlink_to(tmp_path / "a file")
-    elif fault == "fifo list":
-        os.mkfifo(odd, 0o600)  # never waited on
-    else:
-        odd.write_text('{"job_ids": ["job_')
-        odd.chmod(0o600)
+    plant_fault(odd, fault, tmp_path)
     refused = remote_error_of(daemon, turn(session, "t1", "We deploy from main."))
     if not running:
         daemon.stop()
@@ -1142,21 +1148,7 @@ def test_a_refusal_orcad_recorded_stops_failing_doctor_once_its_cause_is_fixed(
         "file for projects": directory.parent,
         "link to nowhere for projects": directory.parent,
     }.get(fault, directory if fault in IN_PLACE else directory / jobstore.FORGOTTEN_JOBS_FILE)
-    if fault.startswith(("file", "link")):
-        shutil.rmtree(odd)
-        if fault.startswith("file"):
-            odd.write_text("not a directory\n")
-            odd.chmod(0o600)
-        elif fault.startswith("link to nowhere"):
-            odd.symlink_to(tmp_path / "unmounted" / "projects")
-        else:
-            (tmp_path / "a file").write_text("not a directory\n")
-            odd.symlink_to(tmp_path / "a file")
-    elif fault == "fifo list":
-        os.mkfifo(odd, 0o600)  # never waited on
-    else:
-        odd.write_text('{"job_ids": ["job_' if fault == "torn list" else '{"job_ids": []}')
-        odd.chmod(0 if fault == "unreadable list" else 0o600)
+    plant_fault(odd, fault, tmp_path)
     with pytest.raises(RemoteError) as caught:
         daemon.call("turn.completed", turn(session, "t1", "We deploy from main."))
     assert caught.value.code == -32017
