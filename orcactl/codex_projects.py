@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from orcactl.agent_configs import Unparseable, toml_meaning
+from orcactl.agent_configs import Unparseable, toml_read
 from orcad.regular_files import read_regular_file
 
 SYSTEM_CONFIG = Path("/etc/codex/config.toml")
@@ -95,7 +95,7 @@ def trust_root(directory: Path) -> Path | None:
 
 def _levels(text: str, path: Path) -> dict[str, str]:
     """The trust level of each `[projects."<path>"]` entry a config.toml sets."""
-    projects = toml_meaning(text, path).get("projects")
+    projects = toml_read(text, path).get("projects")
     levels: dict[str, str] = {}
     for key, entry in (projects if isinstance(projects, dict) else {}).items():
         level = entry.get("trust_level") if isinstance(entry, dict) else None

@@ -12,7 +12,6 @@ import os
 import shlex
 import sys
 import time
-import tomllib
 from pathlib import Path
 
 from orcactl import agent_configs, toml_edits
@@ -453,9 +452,10 @@ def _codex_project_trust(project: Path, env: dict[str, str]) -> ProjectTrust | N
 def _untrusted_codex_hooks(texts: dict[str, tuple[Path, str]]) -> list[str]:
     """orca's Codex hooks whose definitions config.toml records no trust in (by event)."""
     hooks_path, hooks_text = texts["codex-hooks"]
+    config_path, config_text = texts["codex-config"]
     try:
-        states = tomllib.loads(texts["codex-config"][1]).get("hooks", {}).get("state", {})
-    except (tomllib.TOMLDecodeError, AttributeError):
+        states = agent_configs.toml_read(config_text, config_path).get("hooks", {}).get("state", {})
+    except (Unparseable, AttributeError):
         return ["every"]
     states = states if isinstance(states, dict) else {}
     return [

@@ -1687,3 +1687,70 @@ def test_a_fifo_at_dot_git_is_never_waited_on_when_judging_codex_trust(tmp_path:
         check=True,
     )
     assert done.stdout.strip() == "None"
+
+
+# doctor run as orcactl is, but counting how often each text is parsed as TOML, once it ends
+_COUNTING_DOCTOR = """
+import atexit, collections, pathlib, sys, tomllib
+parsed = collections.Counter()
+loads = tomllib.loads
+def counting(text, **options):
+    parsed[text] += 1
+    return loads(text, **options)
+tomllib.loads = counting
+watched, count = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
+atexit.register(lambda: count.write_text(str(parsed[watched.read_text()])))
+sys.argv = ["orcactl", "--no-start", "doctor", "--json", "--min-free-mb", "0"]
+from orcactl.entry import main
+main()
+"""
+
+
+def test_doctor_parses_the_users_codex_config_once(orca_env: OrcaEnv, tmp_path: Path) -> None:
+    """tomllib is pure Python: a Codex config.toml trusting 30,000 projects (1.4 MB) takes a
+    third of a second of CPU to parse, and doctor parsed the user's four times at user level
+    and more in a project connected to Codex, taking seconds."""
+    project = tmp_path / "repo"
+    (project / ".git").mkdir(parents=True)
+    codex_home = orca_env.root / "codex-home"
+    env = {**orca_env.env, "CODEX_HOME": str(codex_home)}
+    for args in ((), ("--project", "--cwd", str(project))):
+        run = _integrate(orca_env, "codex", *args, env=env)
+        assert run.returncode == 0, run.stderr
+    user_config = codex_home / "config.toml"
+    trusted = [os.path.realpath(project), *(f"/home/u/p{n:05d}" for n in range(2000))]
+    hooks = [codex_home / "hooks.json", project / ".codex" / "hooks.json"]
+    written = tomllib.loads(user_config.read_text()).get("hooks", {}).get("state", {})
+    states = {
+        key: digest
+        for hooks_file in hooks
+        for key, digest in agent_configs.codex_trust(hooks_file.read_text(), hooks_file).items()
+        if key not in written  # trusted as Codex's /hooks does
+    }
+    user_config.write_text(
+        user_config.read_text()
+        + "".join(f'[projects."{path}"]\ntrust_level = "trusted"\n' for path in trusted)
+        + "".join(
+            f'[hooks.state."{key}"]\ntrusted_hash = "{digest}"\n' for key, digest in states.items()
+        )
+    )
+    count = tmp_path / "parsed"
+    run = subprocess.run(
+        [sys.executable, "-c", _COUNTING_DOCTOR, str(user_config), str(count)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        cwd=project,
+    )
+    assert "Traceback" not in run.stderr, run.stderr
+    agents = [
+        (f["status"], f["detail"])
+        for f in json.loads(run.stdout)["findings"]
+        if f["check"] == "agents" and f["detail"].startswith("codex")
+    ]
+    assert agents == [
+        ("ok", "codex: hooks and MCP server registered"),
+        ("ok", f"codex in the project at {project}: hooks and MCP server registered"),
+    ]
+    assert count.read_text() == "1"
