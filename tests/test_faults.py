@@ -206,6 +206,98 @@ def test_a_full_disk_is_a_storage_error_on_every_path_and_is_recorded(
         daemon.stop()
 
 
+def doctor_with(orca: OrcaEnv, min_free_mb: int) -> tuple[int, list[dict[str, Any]], str]:
+    """doctor's exit status, its findings (--json) and its text, with `--min-free-mb`."""
+    done = orcactl(orca, "doctor", "--json", "--min-free-mb", str(min_free_mb))
+    assert "Traceback" not in done.stderr, done.stderr
+    text = orcactl(orca, "doctor", "--min-free-mb", str(min_free_mb))
+    assert text.returncode == done.returncode
+    return done.returncode, json.loads(done.stdout)["findings"], text.stdout
+
+
+@pytest.mark.parametrize("projects", ["in the memory root", "linked to another disk"])
+def test_a_full_disk_orcad_recorded_stops_failing_doctor_once_the_disk_check_finds_room(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path, projects: str
+) -> None:
+    # the daemon's recent errors keep a full disk until orcad restarts: once space was freed as
+    # doctor said, doctor beside it went on failing with the recorded fault, although its disk
+    # check found room. A full disk the disk check does not look at (projects/ linked to
+    # another one) is still reported.
+    cwd = workdir(tmp_path)
+    linked = projects == "linked to another disk"
+    other_disk = tmp_path / "other-disk"
+    with contextlib.ExitStack() as mounted:
+        for directory in (orca_env.home, orca_env.config_dir, *([other_disk] if linked else [])):
+            mounted.enter_context(small_filesystem(directory))
+        if linked:
+            orca_env.memory_root.mkdir(mode=0o700)
+            (other_disk / "projects").mkdir(mode=0o700)
+            (orca_env.memory_root / "projects").symlink_to(other_disk / "projects")
+        daemon = start(orca_env, daemon_factory, "[extraction]\nworkers = 0\n")
+        session = daemon.call("session.open", {"cwd": cwd, "mode": "yolo"})
+        ids = {"session_id": session.session_id, "epoch": session.epoch}
+        fillers = [fill_up(orca_env.home), fill_up(orca_env.config_dir)]
+        if linked:
+            fillers.append(fill_up(other_disk))
+        failing = {
+            "session.open": {"cwd": cwd},  # daemon-state.sqlite3, in the memory root
+            "remember": {**ids, "text": "we deploy on Tuesdays " * 40, "scope": "user"},
+            "memory.manage": {  # memory.sqlite3, on a file system of its own
+                **ids,
+                "action": "save",
+                "content": "the release checklist lives in docs/release.md " * 20,
+                "kind": "fact",
+                "is_global": True,
+            },
+            "turn.completed": turn(session, "t1"),  # a job file, under projects/
+        }
+        for method, params in failing.items():
+            error = remote_error(daemon, method, params)
+            assert (error.code, error.data["reason"]) == (-32017, "disk_full"), (method, error)
+
+        def failed(findings: list[dict[str, Any]]) -> list[str]:
+            return sorted(
+                f["detail"].split(" storage: ")[1].split(":")[0]
+                for f in problems(findings, "daemon")
+            )
+
+        # full: each is reported, --min-free-mb 0 or not
+        for minimum in (0, 1):
+            code, findings, _ = doctor_with(orca_env, minimum)
+            assert code == 1 and failed(findings) == sorted(failing), findings
+
+        # room again where the disk check looks
+        fillers[0].unlink()
+        fillers[1].unlink()
+        # more asked for than there is: the disk check fails, and the recorded faults stand
+        code, findings, _ = doctor_with(orca_env, 100)
+        assert code == 1 and failed(findings) == sorted(failing), findings
+        assert len(problems(findings, "disk")) == 2, findings
+        code, findings, text = doctor_with(orca_env, 1)
+        assert problems(findings, "disk") == [], findings
+        fail_lines = [line for line in text.splitlines() if line.startswith("[FAIL]")]
+        if linked:
+            # named by the link: which disk it is on, only the file system says; the disk
+            # check does not look there, so its room now says nothing of it
+            assert code == 1 and failed(findings) == ["turn.completed"], findings
+            assert len(fail_lines) == 1 and "turn.completed" in fail_lines[0], text
+            fillers[2].unlink()
+            code, findings, _ = doctor_with(orca_env, 1)
+            assert code == 1 and failed(findings) == ["turn.completed"], findings
+        else:
+            assert code == 0, [f for f in findings if f["status"] != "ok"]
+            assert fail_lines == [] and text.splitlines()[-1] == "No problems found.", text
+            [said] = [f for f in findings if f["check"] == "daemon" and "recorded" in f["detail"]]
+            assert (
+                "(4 recorded of a full disk, on which the disk check finds room now)"
+                in (said["detail"])
+            ), said
+        # the daemon's record is history, still listed by daemon.status (orcactl status)
+        assert len(recent(daemon, "storage")) == 4
+        assert daemon.call("session.open", {"cwd": cwd}).epoch == 1  # and it serves again
+        daemon.stop()
+
+
 # --- the daemon state database -----------------------------------------------------------------
 
 

@@ -24,7 +24,12 @@ from orcactl.commands.doctor_daemon import (
     check_runtime_and_socket,
 )
 from orcactl.commands.doctor_faults import Finding, check_databases, guarded
-from orcactl.commands.doctor_files import check_config, check_disk, check_storage
+from orcactl.commands.doctor_files import (
+    check_config,
+    check_disk,
+    check_storage,
+    disks_with_room,
+)
 from orcactl.commands.doctor_models import (
     check_embedding_offline,
     check_provider,
@@ -93,7 +98,12 @@ def diagnose(args: argparse.Namespace) -> list[Finding]:
         if client is not None:
             live = client
             found.extend(guarded("daemon", lambda: check_daemon_memory(live, paths)))
-            found.extend(guarded("daemon", lambda: check_daemon_errors(live)))
+            found.extend(
+                guarded(
+                    "daemon",
+                    lambda: check_daemon_errors(live, disks_with_room(paths, args.min_free_mb)),
+                )
+            )
             found.extend(
                 guarded(
                     "embedding",

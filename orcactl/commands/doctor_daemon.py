@@ -199,6 +199,9 @@ def check_daemon_memory(client: Client, paths: Paths) -> list[Finding]:
     ]
 
 
-def check_daemon_errors(client: Client) -> list[Finding]:
-    """Storage faults and crashes the running daemon recorded (daemon.status recent_errors)."""
-    return judge_daemon_errors(client.call("daemon.status").recent_errors)
+def check_daemon_errors(
+    client: Client, disks_with_room: frozenset[int] = frozenset()
+) -> list[Finding]:
+    """Storage faults and crashes the running daemon recorded (daemon.status recent_errors);
+    a full disk on one of `disks_with_room` is left to the disk check."""
+    return judge_daemon_errors(client.call("daemon.status").recent_errors, disks_with_room)

@@ -3,6 +3,8 @@ damaged job files and ledgers, faults the running daemon recorded, and a check t
 
 from __future__ import annotations
 
+import os
+import re
 import sqlite3
 import stat
 from collections.abc import Callable
@@ -247,11 +249,44 @@ def judged_as_it_is_now(error: Any) -> bool:
     )
 
 
-def judge_daemon_errors(recent_errors: list[Any]) -> list[Finding]:
+# A path a storage fault names: it begins the message or follows a space or "(", and ends
+# where the operating system's or SQLite's words follow (`cannot write PATH: No space left`)
+_NAMED_PATH = re.compile(r"(?<![^\s(])(/.+?)(?=: )")
+# A full file system in the operating system's and SQLite's words. Not a quota ("Disk quota
+# exceeded"): the free space the disk check measures says nothing of the user's quota.
+_FULL_DISK = ("No space left on device", "database or disk is full")
+
+
+def _file_system_of(named: str) -> int | None:
+    """The file system (st_dev) of a path a fault names, or of its directory when the file is
+    not there (a job file that could not be written); None when neither is."""
+    for path in (named, os.path.dirname(named)):
+        try:
+            return os.stat(path).st_dev
+        except (OSError, ValueError):
+            continue
+    return None
+
+
+def full_disk_with_room_now(error: Any, disks_with_room: frozenset[int]) -> bool:
+    """Whether a recorded fault is a full file system that the disk check looks at and finds
+    room on now (disks_with_room: their st_dev): every path the message names is on one of
+    them. One that names no path, or a path elsewhere (projects/ linked to another disk), or a
+    quota, is not the disk check's to judge."""
+    if error.kind != "storage" or not any(words in error.message for words in _FULL_DISK):
+        return False
+    named = _NAMED_PATH.findall(error.message)
+    return bool(named) and all(_file_system_of(path) in disks_with_room for path in named)
+
+
+def judge_daemon_errors(
+    recent_errors: list[Any], disks_with_room: frozenset[int] = frozenset()
+) -> list[Finding]:
     """The storage faults and crashes the running daemon recorded, newest last, but those
-    another check judges as they are now (judged_as_it_is_now)."""
+    another check judges as they are now (judged_as_it_is_now, full_disk_with_room_now)."""
     found = []
     judged_now = 0
+    full_then = 0
     for error in recent_errors:
         fix = daemon_fault_fix(error.kind, error.message)
         if fix is None:
@@ -259,17 +294,26 @@ def judge_daemon_errors(recent_errors: list[Any]) -> list[Finding]:
         if judged_as_it_is_now(error):
             judged_now += 1
             continue
+        if full_disk_with_room_now(error, disks_with_room):
+            full_then += 1
+            continue
         found.append(Finding("daemon", "problem", f"{error.at} {error.kind}: {error.message}", fix))
     if found:
         return found
+    left = []
     if judged_now:
+        left.append(
+            f"{judged_now} recorded about files in the memory root, which the memory and index "
+            "checks judge as they are now"
+        )
+    if full_then:
+        left.append(f"{full_then} recorded of a full disk, on which the disk check finds room now")
+    if left:
         return [
             Finding(
                 "daemon",
                 "ok",
-                f"no other storage faults or crashes recorded ({judged_now} recorded about "
-                "files in the memory root, which the memory and index checks judge as they "
-                "are now)",
+                f"no other storage faults or crashes recorded ({'; '.join(left)})",
             )
         ]
     return [Finding("daemon", "ok", "no storage faults or crashes recorded")]

@@ -366,14 +366,37 @@ def _existing(path: Path) -> Path:
     return path
 
 
+def _disks(paths: Paths) -> list[tuple[Path, Path]]:
+    """The places the disk check looks at, each with the nearest directory there is of it:
+    the memory root, and the directory of memory.sqlite3 when it is on another file system."""
+    memory = _existing(paths.memory_root)
+    disks = [(paths.memory_root, memory)]
+    database = _existing(paths.deliberate_db.parent)
+    if database.stat().st_dev != memory.stat().st_dev:
+        disks.append((paths.deliberate_db.parent, database))
+    return disks
+
+
 def check_disk(paths: Paths, minimum_mb: int) -> list[Finding]:
     """Free space where the memory root is, and where memory.sqlite3 is when that is another
     file system (ORCA_CONFIG_DIR on its own disk): a full one refuses even its reads."""
-    memory = _existing(paths.memory_root)
-    found = [judge_disk(paths.memory_root, shutil.disk_usage(memory).free, minimum_mb)]
-    database = _existing(paths.deliberate_db.parent)
-    if database.stat().st_dev != memory.stat().st_dev:
-        found.append(
-            judge_disk(paths.deliberate_db.parent, shutil.disk_usage(database).free, minimum_mb)
-        )
-    return found
+    return [
+        judge_disk(shown, shutil.disk_usage(there).free, minimum_mb)
+        for shown, there in _disks(paths)
+    ]
+
+
+def disks_with_room(paths: Paths, minimum_mb: int) -> frozenset[int]:
+    """The file systems (st_dev) the disk check looks at and finds room on now: at least
+    `minimum_mb` free, and never less than 1 MiB (with --min-free-mb 0, a disk still full has
+    no room). A full disk the running daemon recorded on one of them is judged by the disk
+    check as it is now."""
+    found = set()
+    try:
+        for _shown, there in _disks(paths):
+            free_mb = shutil.disk_usage(there).free // (1024 * 1024)
+            if free_mb >= max(minimum_mb, 1):
+                found.add(there.stat().st_dev)
+    except OSError:  # the disk check says what it cannot look at; the faults stay reported
+        return frozenset()
+    return frozenset(found)
