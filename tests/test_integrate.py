@@ -60,6 +60,19 @@ def _integrate(
     )
 
 
+def _doctor(
+    orca: OrcaEnv, *args: str, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [ORCACTL, "--no-start", "doctor", *args],
+        capture_output=True,
+        text=True,
+        env={**orca.env, **(env or {})},
+        timeout=60,
+        cwd=cwd,
+    )
+
+
 def _home(orca: OrcaEnv) -> Path:
     return orca.root / "user-home"
 
@@ -319,13 +332,7 @@ def test_doctor_does_not_send_a_file_that_does_not_parse_to_integrate(orca_env: 
     codex_home.mkdir()
     (codex_home / "config.toml").write_text("model = \n[[[")
     env = {**orca_env.env, "CODEX_HOME": str(codex_home)}
-    run = subprocess.run(
-        [ORCACTL, "--no-start", "doctor", "--json"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-    )
+    run = _doctor(orca_env, "--json", env=env)
     [finding] = [
         f
         for f in json.loads(run.stdout)["findings"]
@@ -348,13 +355,7 @@ def test_doctor_says_what_a_hook_problem_cost_by_its_kind(orca_env: OrcaEnv) -> 
         timeout=60,
     )
     assert hook.returncode == 1 and "not JSON" in hook.stderr
-    run = subprocess.run(
-        [ORCACTL, "--no-start", "doctor", "--json"],
-        capture_output=True,
-        text=True,
-        env=orca_env.env,
-        timeout=60,
-    )
+    run = _doctor(orca_env, "--json")
     [finding] = [f for f in json.loads(run.stdout)["findings"] if f["check"] == "hooks"]
     assert finding["status"] == "problem" and "bad_input" not in finding["fix"]
     assert "agent-hooks.jsonl; a hook given input it could not read did nothing" in finding["fix"]
@@ -374,13 +375,7 @@ def test_doctor_says_how_to_clear_a_hook_problem_once_fixed(orca_env: OrcaEnv) -
     )
 
     def doctor() -> tuple[int, list[dict[str, Any]]]:
-        run = subprocess.run(
-            [ORCACTL, "--no-start", "doctor", "--json"],
-            capture_output=True,
-            text=True,
-            env=orca_env.env,
-            timeout=60,
-        )
+        run = _doctor(orca_env, "--json")
         findings = json.loads(run.stdout)["findings"]
         return run.returncode, [f for f in findings if f["check"] == "hooks"]
 
@@ -475,14 +470,7 @@ def test_doctor_checks_the_agents_connected_in_the_current_project(
     (codex_home / "config.toml").write_text(trusted)
 
     def agents() -> dict[str, dict[str, str]]:
-        run = subprocess.run(
-            [ORCACTL, "--no-start", "doctor", "--json"],
-            capture_output=True,
-            text=True,
-            env={**orca_env.env, **env},
-            timeout=60,
-            cwd=project / "src",
-        )
+        run = _doctor(orca_env, "--json", env=env, cwd=project / "src")
         findings = json.loads(run.stdout)["findings"]
         return {
             f["detail"].split(":")[0]: f
@@ -517,14 +505,7 @@ def test_doctor_run_in_a_symlinked_home_reports_the_user_files_once(orca_env: Or
     link.symlink_to(home)
     env = {"HOME": str(link)}
     assert _integrate(orca_env, "claude-code", env=env).returncode == 0
-    run = subprocess.run(
-        [ORCACTL, "--no-start", "doctor", "--json"],
-        capture_output=True,
-        text=True,
-        env={**orca_env.env, **env},
-        timeout=60,
-        cwd=home,
-    )
+    run = _doctor(orca_env, "--json", env=env, cwd=home)
     claude = [
         f["detail"]
         for f in json.loads(run.stdout)["findings"]
@@ -560,14 +541,7 @@ def test_doctor_reads_codexs_hooks_switch_from_the_user_and_project_configs_merg
         codex_home.mkdir(exist_ok=True)
         (codex_home / "config.toml").write_text(user + trust)
         project_config.write_text(project_text)
-        run = subprocess.run(
-            [ORCACTL, "--no-start", "doctor", "--json"],
-            capture_output=True,
-            text=True,
-            env={**orca_env.env, **env},
-            timeout=60,
-            cwd=project,
-        )
+        run = _doctor(orca_env, "--json", env=env, cwd=project)
         [finding] = [
             f
             for f in json.loads(run.stdout)["findings"]
@@ -590,17 +564,7 @@ def _codex_project_finding(
 ) -> dict[str, str]:
     """doctor's finding (--json) on orca's Codex files in `project`, run in `cwd` (the
     project), after checking that its text report says the same."""
-    reports = [
-        subprocess.run(
-            [ORCACTL, "--no-start", "doctor", *extra],
-            capture_output=True,
-            text=True,
-            env={**orca.env, **env},
-            timeout=60,
-            cwd=cwd or project,
-        )
-        for extra in (["--json"], [])
-    ]
+    reports = [_doctor(orca, *extra, env=env, cwd=cwd or project) for extra in (["--json"], [])]
     [finding] = [
         f
         for f in json.loads(reports[0].stdout)["findings"]
@@ -999,13 +963,7 @@ def test_doctor_reports_each_agent_found(orca_env: OrcaEnv) -> None:
     env = {"CODEX_HOME": str(codex_home), "PATH": "/usr/bin:/bin"}
 
     def agents() -> list[dict[str, Any]]:
-        run = subprocess.run(
-            [ORCACTL, "--no-start", "doctor", "--json"],
-            capture_output=True,
-            text=True,
-            env={**orca_env.env, **env},
-            timeout=60,
-        )
+        run = _doctor(orca_env, "--json", env=env)
         findings = json.loads(run.stdout)["findings"]
         return [f for f in findings if f["check"] == "agents"]
 
