@@ -455,7 +455,8 @@ def build_server(session: DaemonSession) -> OrcaServer:
         # a save or update to text the memory already holds changed nothing because the memory
         # already says it: done, as for orcactl (exit 0) and the remember tool, not a failure
         if result.outcome == "denied" and not already_so(result, params):
-            raise _tool_error(f"orca: not changed: {result.summary}")
+            # orcad's summary already opens with "Nothing changed": said once
+            raise _tool_error(f"orca: {result.summary}")
         return _shown(str(result.summary))
 
     @server.tool(

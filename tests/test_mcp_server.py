@@ -328,7 +328,10 @@ async def test_plan_mode_denies_secrets_are_refused_and_bad_arguments_are_tool_e
             "memory_manage",
             {"action": "save", "content": "We use pnpm", "kind": "fact", "is_global": False},
         )
-        assert denied.is_error and "not changed" in _text(denied)
+        text = _text(denied)
+        # said once: orcad's summary opens with it, and it is not prefixed a second time
+        assert denied.is_error and "orca: Nothing changed; denied: " in text, text
+        assert text.lower().count("changed") == 1, text
         listed = await session.call_tool("memory_search", {})  # reading is fine in plan mode
         assert not listed.is_error
     async with mcp_session(orca_env, project, "--mode", "yolo") as session:
