@@ -152,6 +152,11 @@ class StatusResult(Result, frozen=True, kw_only=True):
     # `openai`, the offline provider's fact classifier ("" for its rules alone), None when no
     # built-in worker runs
     provider_model: str | None = None
+    # why extraction is not running though `workers.configured` asks for built-in workers: the
+    # provider could not be built (the message names the key and what to do; orcad reads it
+    # again only when it restarts). Captured turns wait as pending jobs meanwhile. None when
+    # the workers run (or none is configured)
+    extraction_problem: str | None = None
     embedding: EmbeddingStatus | None = None
 
 

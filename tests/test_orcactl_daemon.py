@@ -653,3 +653,32 @@ def test_orcactls_that_find_no_daemon_at_once_start_one_between_them(orca_env: O
         deadline = time.monotonic() + 15
         while orca_env.socket.exists() and time.monotonic() < deadline:
             time.sleep(0.05)
+
+
+def test_status_says_extraction_is_not_running_when_its_provider_cannot_be_built(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess]
+) -> None:
+    # a hosted endpoint whose key variable is not in orcad's environment: no worker runs, and
+    # status showed "0 busy / 1 configured" beside the provider as if all were well
+    orca_env.write_config(
+        "[extraction]\nprovider = 'openai'\nworkers = 1\n[extraction.openai]\n"
+        "base_url = 'https://api.example.com/v1'\napi_key_env = 'ORCA_TEST_UNSET_KEY'\n"
+    )
+    daemon = DaemonProcess(orca_env)
+    daemon_factory.append(daemon)
+    daemon.start()
+    shown = orcactl(orca_env, "status")
+    assert shown.returncode == 0, shown.stderr
+    workers = shown.stdout.split("    Workers: ", 1)[1].split("\n       Jobs:", 1)[0]
+    assert workers.startswith("NONE RUNNING (1 configured): extraction is stopped"), workers
+    assert "ORCA_TEST_UNSET_KEY" in workers and "restart orcad" in workers, workers
+    report = json.loads(orcactl(orca_env, "status", "--json").stdout)
+    assert "ORCA_TEST_UNSET_KEY" in report["extraction_problem"]
+    assert "restart orcad" in report["extraction_fix"]
+
+
+def test_status_of_running_workers_names_no_extraction_problem(daemon: DaemonProcess) -> None:
+    report = json.loads(orcactl(daemon.orca, "status", "--json").stdout)
+    assert report["extraction_problem"] is None and report["extraction_fix"] is None
+    shown = orcactl(daemon.orca, "status").stdout
+    assert f"Workers: 0 busy / {report['workers']['configured']} configured\n" in shown

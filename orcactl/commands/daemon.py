@@ -190,6 +190,26 @@ def describe_provider(status: StatusResult) -> str:
     return f"{provider} ({model})" if model else provider
 
 
+# what to do when the provider cannot be built: orcad builds it only when it starts
+EXTRACTION_FIX = (
+    "fix what it names (the [extraction] settings in config.toml, or orcad's environment), "
+    "then restart orcad; turns captured meanwhile wait as pending jobs"
+)
+
+
+def describe_workers(status: StatusResult) -> str:
+    """The workers line: busy of configured, or that none runs, and why, when the provider
+    could not be built (busy 0 of 1 looked like an idle worker)."""
+    workers = status.workers
+    if status.extraction_problem is None:
+        return f"    Workers: {workers.busy} busy / {workers.configured} configured"
+    return (
+        f"    Workers: NONE RUNNING ({workers.configured} configured): extraction is stopped, "
+        f"the provider cannot be built: {status.extraction_problem}\n"
+        f"        Fix: {EXTRACTION_FIX}"
+    )
+
+
 def render_status(status: StatusResult, config: dict[str, Any]) -> str:
     jobs = status.jobs
     lines = [
@@ -201,7 +221,7 @@ def render_status(status: StatusResult, config: dict[str, Any]) -> str:
         f" Deliberate: {status.deliberate_db}",
         f"     Config: {describe_config(config)}",
         f"   Provider: {describe_provider(status)}",
-        f"    Workers: {status.workers.busy} busy / {status.workers.configured} configured",
+        describe_workers(status),
         f"       Jobs: {jobs.pending} pending, {jobs.leased} leased, {jobs.committed} committed, "
         f"{jobs.exhausted} exhausted, {jobs.cancelled} cancelled"
         + (f", {jobs.damaged} DAMAGED (orcactl jobs)" if jobs.damaged else ""),
@@ -239,6 +259,9 @@ def run_status(args: argparse.Namespace) -> int:
     elsewhere = served_elsewhere(status, resolve_paths())
     if args.json:
         report = {"running": True, **msgspec.to_builtins(status), "config_file": config}
+        # an orcad from before the field: it says nothing, as it did
+        report["extraction_problem"] = status.extraction_problem
+        report["extraction_fix"] = EXTRACTION_FIX if status.extraction_problem else None
         mismatch = None
         if elsewhere is not None:
             mismatch = dict(zip(("variable", "served", "here"), elsewhere, strict=True))

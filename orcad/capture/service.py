@@ -83,6 +83,7 @@ class CaptureService:
         )
         self.pool: WorkerPool | None = None
         self.provider_broken = False  # no provider could be built: no built-in worker runs
+        self.provider_problem: str | None = None  # why it could not be built, as reported
         # when an external worker last called jobs.claim (Clock.monotonic()): without built-in
         # workers, a queued job waits for one
         self.external_claim_at: float | None = None
@@ -264,6 +265,7 @@ class CaptureService:
         except ProviderConfigError as exc:
             self.problems.report("provider_config", str(exc))
             self.provider_broken = True
+            self.provider_problem = str(exc)
             return None
         log.info("workers.started", workers=extraction.workers, provider=provider.name)
         return WorkerPool(self.leases, provider, extraction.workers)
@@ -291,6 +293,11 @@ class CaptureService:
         """The model the built-in workers record in provenance, redacted as there (a command
         line can carry a key); None when none runs."""
         return None if self.pool is None else redact(self.pool.provider.model)
+
+    def extraction_problem(self) -> str | None:
+        """Why no built-in worker runs though the configuration asks for some (its provider
+        could not be built), redacted as in recent errors; None when they run or none is asked."""
+        return None if self.provider_problem is None else redact(self.provider_problem)
 
     async def look_at_damaged(self) -> None:
         await self.leases.look_at_damaged()
