@@ -103,6 +103,10 @@ class JobCounts(Result, frozen=True, kw_only=True):
     exhausted: int = 0
     cancelled: int = 0
     damaged: int = 0  # job files that no longer parse, kept as found (see jobs.list `damaged`)
+    # pending jobs waiting to be tried again after a failed attempt (a back-off, a provider's
+    # Retry-After), and the earliest time one of them may be (its `not_before`)
+    waiting_retry: int = 0
+    next_try_at: Timestamp | None = None
 
 
 class RecentError(Result, frozen=True, kw_only=True):
@@ -347,6 +351,9 @@ class JobSummary(Result, frozen=True, kw_only=True):
     created_at: Timestamp
     updated_at: Timestamp
     last_error: str | None
+    # a pending job waiting to be tried again after a failed attempt (a back-off, a provider's
+    # Retry-After): not claimed before this time; None when nothing holds it back
+    not_before: Timestamp | None = None
 
 
 class DamagedJob(Result, frozen=True, kw_only=True):

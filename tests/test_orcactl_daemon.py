@@ -14,9 +14,13 @@ from pathlib import Path
 
 import pytest
 
+from orcad.clock import parse_time
 from orcad.log import DAEMON_LOG_ROTATE_BYTES
 from protocol.client import Client
+from tests.fake_openai import FakeOpenAI, status
 from tests.harness import DaemonProcess, OrcaEnv
+from tests.test_recall_barrier import turn_completed
+from tests.test_recall_daemon import Agent
 
 pytestmark = pytest.mark.daemon
 
@@ -167,7 +171,7 @@ def test_status_of_a_running_daemon(daemon: DaemonProcess) -> None:
     assert data["pid"] == daemon.proc.pid
     assert data["socket"] == str(daemon.orca.socket)
     states = {"pending", "leased", "committed", "exhausted", "cancelled"}
-    assert set(data["jobs"]) == states | {"damaged"}
+    assert set(data["jobs"]) == states | {"damaged", "waiting_retry", "next_try_at"}
 
 
 def test_remember_says_the_size_of_the_file_not_of_the_fact(daemon: DaemonProcess) -> None:
@@ -682,3 +686,39 @@ def test_status_of_running_workers_names_no_extraction_problem(daemon: DaemonPro
     assert report["extraction_problem"] is None and report["extraction_fix"] is None
     shown = orcactl(daemon.orca, "status").stdout
     assert f"Workers: 0 busy / {report['workers']['configured']} configured\n" in shown
+
+
+def test_a_job_waiting_out_a_retry_after_shows_when_it_is_next_tried(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    # a 429 asking for two minutes: jobs, inspect and status showed a pending job and no time
+    workdir = tmp_path / "repo"
+    workdir.mkdir()
+    with FakeOpenAI(default=status(429, "slow down", retry_after="120")) as server:
+        orca_env.write_config(
+            "[extraction]\nprovider = 'openai'\n"
+            f"[extraction.openai]\nbase_url = '{server.base_url}'\n"
+        )
+        daemon = DaemonProcess(orca_env)
+        daemon_factory.append(daemon)
+        daemon.start()
+        agent = Agent(daemon, workdir)
+        asked = time.time()
+        daemon.call("turn.completed", turn_completed(agent, "t1", "remember that we ship"))
+        deadline = time.monotonic() + 15
+        while daemon.call("jobs.list", {}).jobs[0].attempts == 0:
+            assert time.monotonic() < deadline, "the provider was never asked"
+            time.sleep(0.05)
+        listed = json.loads(orcactl(orca_env, "jobs", "--json").stdout)["jobs"]
+        [job] = listed
+        assert job["state"] == "pending"
+        waits = parse_time(job["not_before"]) - asked
+        assert 100 < waits < 125, job  # Retry-After: 120
+        shown = orcactl(orca_env, "jobs").stdout
+        assert f"next try {job['not_before']} (in 1min " in shown, shown
+        inspected = orcactl(orca_env, "inspect", "--project", agent.project_id).stdout
+        assert f"next try {job['not_before']} (in 1min " in inspected, inspected
+        report = json.loads(orcactl(orca_env, "status", "--json").stdout)["jobs"]
+        assert (report["waiting_retry"], report["next_try_at"]) == (1, job["not_before"])
+        text = orcactl(orca_env, "status").stdout
+        assert f"next try of a failed job {job['not_before']} (in 1min " in text, text

@@ -63,6 +63,19 @@ def _uptime(seconds: float) -> str:
     return " ".join(parts)
 
 
+def next_try(at: str | None) -> str:
+    """When a job waiting to be tried again is: "2026-12-07T12:00:00.000Z (in 1min 5s)", or
+    "" when nothing holds it back (no time, or one already passed: it runs once a worker is
+    free)."""
+    if at is None:
+        return ""
+    try:
+        left = parse_time(at) - time.time()
+    except ValueError:  # not a time orcad writes: shown as it is
+        return at
+    return f"{at} (in {_uptime(left + 0.999)})" if left > 0 else ""
+
+
 def config_report(
     path: Path, started_at: str | None, started_with_file: bool | None = None
 ) -> dict[str, Any]:
@@ -224,7 +237,8 @@ def render_status(status: StatusResult, config: dict[str, Any]) -> str:
         describe_workers(status),
         f"       Jobs: {jobs.pending} pending, {jobs.leased} leased, {jobs.committed} committed, "
         f"{jobs.exhausted} exhausted, {jobs.cancelled} cancelled"
-        + (f", {jobs.damaged} DAMAGED (orcactl jobs)" if jobs.damaged else ""),
+        + (f", {jobs.damaged} DAMAGED (orcactl jobs)" if jobs.damaged else "")
+        + (f"; next try of a failed job {when}" if (when := next_try(jobs.next_try_at)) else ""),
         f"   Sessions: {status.sessions} open",
         f"   Projects: {status.projects}",
     ]

@@ -17,6 +17,7 @@ from orcactl.arguments import (
     job_id,
     project_id,
 )
+from orcactl.commands.daemon import next_try
 from orcactl.commands.damaged_ledger import (
     MARKDOWN_VIEW,
     PROJECT_FILE,
@@ -152,9 +153,11 @@ def run_projects(args: argparse.Namespace) -> int:
 
 def _job_line(job: JobSummary) -> str:
     error = f"  last error: {job.last_error}" if job.last_error else ""
+    when = next_try(job.not_before)  # a failed attempt's back-off or Retry-After
+    waits = f"  next try {when}" if when else ""
     return (
         f"{job.job_id}  {job.state:<9}  failed attempts {job.attempts}  turn {job.turn_id}  "
-        f"updated {job.updated_at}{error}"
+        f"updated {job.updated_at}{waits}{error}"
     )
 
 

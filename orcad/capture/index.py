@@ -19,6 +19,7 @@ from orcad.capture.jobstore import DamagedJobFile
 from orcad.capture.records import JobRecord, summary_of
 from orcad.capture.schedule import JobView, view_of
 from orcad.capture.states import ACTIVE_STATES, TERMINAL_STATES
+from orcad.clock import format_time
 from orcad.errors import NotFound, quoted
 from protocol.types import DamagedJob, JobCounts, JobSummary
 
@@ -32,6 +33,8 @@ class JobIndex:
         self._state_counts: collections.Counter[str] = collections.Counter()
         self._active_by_project: collections.Counter[str] = collections.Counter()
         self._projects: set[str] = set()
+        # pending jobs waiting out a retry's not_before -> that time (daemon.status's next try)
+        self._not_before: dict[str, float] = {}
         self._damaged: dict[str, DamagedJobFile] = {}  # job id -> its file that does not parse
         self._finished: dict[str, trio.Event] = {}  # job id -> set once the job is terminal
         self._changed = trio.Event()
@@ -46,6 +49,8 @@ class JobIndex:
         self._state_counts[view.state] += 1
         if view.state in ACTIVE_STATES:
             self._active_by_project[view.project_id] += 1
+        if view.state == "pending" and view.not_before is not None:
+            self._not_before[job.job_id] = view.not_before
         self._summaries[job.job_id] = summary_of(job)
         self._projects.add(job.project_id)
         if job.state in TERMINAL_STATES:
@@ -82,6 +87,7 @@ class JobIndex:
 
     def _drop_view(self, job_id: str) -> None:
         old = self._views.pop(job_id, None)
+        self._not_before.pop(job_id, None)
         if old is not None:
             self._state_counts[old.state] -= 1
             if old.state in ACTIVE_STATES:
@@ -138,6 +144,8 @@ class JobIndex:
             exhausted=counts["exhausted"],
             cancelled=counts["cancelled"],
             damaged=len(self._damaged),
+            waiting_retry=len(self._not_before),
+            next_try_at=format_time(min(self._not_before.values())) if self._not_before else None,
         )
 
     def project_count(self) -> int:

@@ -163,4 +163,5 @@ def summary_of(job: JobRecord) -> JobSummary:
         created_at=job.created_at,
         updated_at=job.updated_at,
         last_error=job.errors[-1].message if job.errors else None,
+        not_before=job.not_before if job.state == "pending" else None,
     )
