@@ -17,7 +17,14 @@ import pytest
 
 from orcactl.commands import provider as provider_command
 from orcactl.connect import CommandError
-from tests.fake_openai import FakeOpenAI, endless_stream, junk, stall_before_headers, streamed
+from tests.fake_openai import (
+    FakeOpenAI,
+    endless_stream,
+    junk,
+    ok,
+    stall_before_headers,
+    streamed,
+)
 from tests.harness import REPO_ROOT
 from tests.test_providers_command import wait_gone
 
@@ -137,6 +144,32 @@ def test_output_the_parser_rejects_is_exit_1(
     assert orcactl_provider_test() == 1
     captured = capsys.readouterr()
     assert "raw output:\n  Here are the facts: none really." in captured.out
+    assert "would be a failed attempt" in captured.err
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_output_past_the_limit_is_shown_cut_to_it_saying_so(
+    home: Path, server: FakeOpenAI, capsys: pytest.CaptureFixture[str], as_json: bool
+) -> None:
+    # 20,000 characters in a server's whole (not streamed) answer, which orcad reads up to
+    # four times the limit, were printed whole; the é stands astride the limit
+    use_openai(home, server.base_url)
+    answer = "x" * 16_383 + "é" + "y" * 3_616
+    server.script(ok(answer))
+    assert orcactl_provider_test(*(["--json"] if as_json else [])) == 1
+    captured = capsys.readouterr()
+    assert "yy" not in captured.out and "é" not in captured.out
+    if as_json:
+        report = json.loads(captured.out)
+        assert report["raw_output"] == "x" * 16_383  # cut between characters
+        assert report["raw_output_cut_from"] == 20_001
+        assert "over the 16384-byte limit" in report["error"]
+        return
+    assert "  " + "x" * 16_383 + "\n" in captured.out
+    assert (
+        "  [cut: the output is 20001 bytes, over the 16384-byte limit; only its first 16384 "
+        "bytes are shown]\n"
+    ) in captured.out
     assert "would be a failed attempt" in captured.err
 
 

@@ -121,6 +121,7 @@ def run(args: argparse.Namespace) -> int:
                 "source": None,
                 "elapsed_s": None,
                 "raw_output": None,
+                "raw_output_cut_from": None,
                 "facts": None,
                 "refused": [],
                 "error": str(exc),
@@ -142,14 +143,18 @@ def run(args: argparse.Namespace) -> int:
         output = trio.run(_extract_once, provider, source, timeout_s)
     except ProviderError as exc:
         report.update(
-            elapsed_s=time.perf_counter() - started, raw_output=None, facts=None, refused=[]
+            elapsed_s=time.perf_counter() - started,
+            raw_output=None,
+            raw_output_cut_from=None,
+            facts=None,
+            refused=[],
         )
         report["error"] = exc.message + _hint(exc.message, config, timeout_s)
         return _finish(report, args.json)
     # a JSON answer can carry a lone surrogate (an escaped \ud800) that no output can encode:
     # shown as that escape; the parser below says why such output fails
     shown = output.encode("utf-8", "backslashreplace").decode("utf-8")
-    report.update(elapsed_s=time.perf_counter() - started, raw_output=shown)
+    report.update(elapsed_s=time.perf_counter() - started, **_bounded(shown))
     try:
         facts = parse_extractor_output(output)
     except MalformedOutput as exc:
@@ -159,6 +164,16 @@ def run(args: argparse.Namespace) -> int:
     else:
         report.update(_sorted_facts(facts), error=None)
     return _finish(report, args.json)
+
+
+def _bounded(shown: str) -> dict[str, Any]:
+    """The raw output as far as orcad would take it (EXTRACTOR_OUTPUT_MAX_BYTES), cut between
+    characters, with its whole size in bytes when it was cut (else None)."""
+    encoded = shown.encode("utf-8")
+    if len(encoded) <= limits.EXTRACTOR_OUTPUT_MAX_BYTES:
+        return {"raw_output": shown, "raw_output_cut_from": None}
+    kept = encoded[: limits.EXTRACTOR_OUTPUT_MAX_BYTES].decode("utf-8", "ignore")
+    return {"raw_output": kept, "raw_output_cut_from": len(encoded)}
 
 
 def _sorted_facts(facts: list[ExtractedFact]) -> dict[str, list[dict[str, str]]]:
@@ -219,6 +234,12 @@ def _finish(report: dict[str, Any], as_json: bool) -> int:
         print("raw output:")
         for line in (report["raw_output"] or "(empty)").splitlines() or ["(empty)"]:
             print(f"  {line}")
+        if report.get("raw_output_cut_from") is not None:
+            print(
+                f"  [cut: the output is {report['raw_output_cut_from']} bytes, over the "
+                f"{limits.EXTRACTOR_OUTPUT_MAX_BYTES}-byte limit; only its first "
+                f"{limits.EXTRACTOR_OUTPUT_MAX_BYTES} bytes are shown]"
+            )
     if report["facts"] is not None:
         print(f"parsed facts: {len(report['facts'])}" + ("" if report["facts"] else " (NOTHING)"))
         for fact in report["facts"]:
