@@ -795,10 +795,21 @@ def test_an_answer_that_is_not_each_texts_vector_once_gives_none(
     [
         pytest.param(b"{not json", "its answer is not JSON", id="not-json"),
         pytest.param(
-            b'{"error": {"message": "model not found"}}',
+            b'{"object": "list", "model": "m"}',
             "its answer is not an embeddings list (`data`, each item with `index` and "
             "`embedding`): no 'data'",
             id="no-data",
+        ),
+        # a server that answers 200 with an error: its own message, not the `data` it lacks
+        pytest.param(
+            b'{"error": {"message": "model \'m\' not found, try pulling it first"}}',
+            "the server reported an error: model 'm' not found, try pulling it first",
+            id="error-body",
+        ),
+        pytest.param(
+            b'{"error": "no such model\\n\\u001b[31mm"}',
+            "the server reported an error: no such model [31mm",
+            id="error-with-control-characters",
         ),
     ],
 )
@@ -810,6 +821,24 @@ def test_an_answer_that_is_no_embeddings_list_is_said_in_words(body: bytes, reas
         loaded = Embeddings.load("endpoint", base_url=server.base_url, model="m", timeout_s=2.0)
         assert loaded.embed(["deploy prod"]) is None
         assert loaded.reason == f"embedding endpoint {server.base_url}/embeddings: {reason}"
+
+
+def test_an_error_answered_with_200_keeps_neither_the_key_nor_more_than_its_bound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    key = "sk-embed-9f8e7d6c5b4a39281706f5e4d3c2b1a0"
+    monkeypatch.setenv("EMBED_KEY", key)
+    message = f"invalid key {key}; " + "see the documentation " * 100
+    with FakeOpenAI() as server:
+        server.default = junk(json.dumps({"error": {"message": message}}).encode(), "text/json")
+        loaded = Embeddings.load(
+            "endpoint", base_url=server.base_url, model="m", api_key_env="EMBED_KEY", timeout_s=2.0
+        )
+        assert loaded.embed(["deploy prod"]) is None
+        reason = loaded.reason or ""
+        assert "the server reported an error: invalid key " in reason, reason
+        assert key not in reason and "9f8e7d6c5b4a" not in reason, reason
+        assert len(reason) < len(server.base_url) + 300, reason
 
 
 def test_a_loopback_endpoint_is_reached_directly_whatever_proxy_is_set(

@@ -21,7 +21,12 @@ from orcad.limits import (
     EMBEDDING_BACKGROUND_TIMEOUT_S,
 )
 from orcad.providers import is_loopback_url
-from orcad.providers.openai_wire import exception_text, parse_retry_after, shown_url
+from orcad.providers.openai_wire import (
+    error_reason,
+    exception_text,
+    parse_retry_after,
+    shown_url,
+)
 from orcad.recall.breaker import EndpointBreaker
 from orcad.recall.embedders import (
     EMBED_READ_CHARS,
@@ -58,6 +63,7 @@ class EndpointEmbedder(RankingSettings):
         self.shown_url = shown_url(self.url)  # in messages: without the credentials it may hold
         self.model = model
         self.headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._secrets = (api_key,) if api_key else ()  # masked in a reason the server gives
         self.timeout_s = timeout_s
         self.model_id = f"endpoint-{model}"
         self.dims = 0  # known after the first answer
@@ -166,6 +172,13 @@ class EndpointEmbedder(RankingSettings):
             raise EmbeddingUnavailable(
                 f"embedding endpoint {self.shown_url}: its answer is not JSON"
             ) from exc
+        if isinstance(document, dict) and "error" in document and "data" not in document:
+            # a server that answers 200 with an OpenAI-style error: its own words, bounded,
+            # on one line, redacted, rather than what the answer lacks
+            reason = error_reason(answer.body, secrets=self._secrets)
+            raise EmbeddingUnavailable(
+                f"embedding endpoint {self.shown_url}: the server reported an error: {reason}"
+            )
         try:
             items = sorted(document["data"], key=lambda item: item["index"])
             matrix = np.array([item["embedding"] for item in items], dtype=np.float32)
