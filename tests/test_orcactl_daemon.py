@@ -722,3 +722,16 @@ def test_a_job_waiting_out_a_retry_after_shows_when_it_is_next_tried(
         assert (report["waiting_retry"], report["next_try_at"]) == (1, job["not_before"])
         text = orcactl(orca_env, "status").stdout
         assert f"next try of a failed job {job['not_before']} (in 1min " in text, text
+
+
+def test_revoking_a_grant_that_is_not_current_changes_nothing_and_exits_0(
+    daemon: DaemonProcess,
+) -> None:
+    # as README has it: a script revokes without listing first, and twice is no failure
+    shown = orcactl(daemon.orca, "grants", "revoke", "global")
+    assert (shown.returncode, shown.stdout) == (
+        0,
+        "global is not a current grant; nothing changed\n",
+    )
+    as_json = orcactl(daemon.orca, "grants", "revoke", "global", "--json")
+    assert as_json.returncode == 0 and json.loads(as_json.stdout) == {"revoked": False}
