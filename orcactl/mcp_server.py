@@ -297,6 +297,17 @@ def _dump(value: Any) -> str:
     return escape_raw_in_json(json.dumps(msgspec.to_builtins(value), ensure_ascii=False, indent=1))
 
 
+async def _kept_already(session: DaemonSession, text: str, scope: str) -> str | None:
+    """The file that holds the fact already, asked of orcad without writing (`check`), or None:
+    not kept, or not known (an orcad from before `check`, a file it cannot read), and then the
+    user is asked as before and the write says what is wrong."""
+    try:
+        result = await session.call("remember", {"text": text, "scope": scope, "check": True})
+    except ToolError:
+        return None
+    return str(result.path) if result.already_kept else None
+
+
 def _supports_elicitation(ctx: Context) -> bool:
     capabilities = ctx.client_capabilities
     return capabilities is not None and capabilities.elicitation is not None
@@ -482,6 +493,9 @@ def build_server(session: DaemonSession) -> OrcaServer:
             raise _tool_error(f"orca: not remembered: {exc}") from None
         await anyio.to_thread.run_sync(session.open_blocking)
         asked = session.asks_user
+        if asked and (kept := await _kept_already(session, text, scope)) is not None:
+            # nothing to agree to: the user is not asked about a fact the file holds
+            return _shown(f"Already kept as a {scope} fact in {kept}; nothing was written.")
         if asked:  # normal mode: the user agrees first, as to a memory change
             where = (
                 "a user fact, loaded at the start of every session in every project"

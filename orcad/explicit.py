@@ -171,6 +171,14 @@ def remember_fact(path: Path, text: str) -> tuple[int, bool]:
         ) from exc
 
 
+def fact_kept(path: Path, text: str) -> tuple[int, bool]:
+    """Whether `path` holds the fact `text` already, as `remember_fact` would find it, and the
+    file's size; reads only (no lock, no directory made, nothing written)."""
+    line = format_fact(text)
+    existing, _signature = _read_facts(path, Path(os.path.realpath(path)))
+    return len(existing), holds_fact(existing, line)
+
+
 def append_fact(path: Path, line: str) -> tuple[int, bool]:
     """Append a formatted fact to `path` atomically, unless the file holds it already (the same
     fact kept twice would be handed to every session twice); the caller holds the file's lock.

@@ -279,6 +279,9 @@ class RememberParams(SessionParams, frozen=True, kw_only=True):
     # whether the client's user agreed to this fact: in an interactive normal session orcad
     # keeps it only then (orcactl's own command is the user's; an MCP server asks first)
     asked: bool = True
+    # only whether the file holds the fact already (`already_kept`), writing nothing: a client
+    # that asks its user first need not ask about a fact that is kept
+    check: bool = False
 
 
 class RememberResult(Result, frozen=True, kw_only=True):

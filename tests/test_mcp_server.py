@@ -1902,6 +1902,36 @@ async def test_remember_in_normal_mode_asks_the_user_first(
         assert "ship.sh" not in user
 
 
+async def test_remember_of_a_fact_already_kept_asks_nothing_and_writes_nothing(
+    tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess
+) -> None:
+    # the user was asked to approve a fact the file held, and only then told it was kept
+    project = _project(tmp_path)
+    asked: list[str] = []
+    fact = {"text": "Always deploy with ./ship.sh", "scope": "user"}
+    async with mcp_session(orca_env, project, elicit=_remember_answer(True, asked)) as session:
+        first = await session.call_tool("remember", fact)
+        assert not first.is_error and len(asked) == 1, _text(first)
+        user_file = orca_env.memory_root / "user.md"
+        before = user_file.stat()
+        again = await session.call_tool("remember", fact)
+        text = _text(again)
+        assert not again.is_error and text.startswith("Already kept as a user fact in "), text
+        assert len(asked) == 1, asked  # not asked a second time
+        after = user_file.stat()
+        assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+        # a new fact is still put to the user
+        other = await session.call_tool("remember", {**fact, "text": "We ship on Fridays"})
+        assert not other.is_error and len(asked) == 2, _text(other)
+    # a client that cannot ask: a fact already kept is said so, not refused with a command
+    async with mcp_session(orca_env, project) as session:
+        kept = await session.call_tool("remember", fact)
+        assert not kept.is_error and "Already kept" in _text(kept), _text(kept)
+        new = await session.call_tool("remember", {**fact, "text": "We test on Thursdays"})
+        assert new.is_error and "orcactl remember" in _text(new), _text(new)
+    assert "Thursdays" not in _startup(daemon, project)[0]
+
+
 async def test_remember_without_elicitation_gives_the_command_that_keeps_it(
     tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess
 ) -> None:
@@ -2230,7 +2260,12 @@ async def test_remember_says_asked_only_when_the_user_was_not_asked(
         relay.close()
     assert not kept.is_error, _text(kept)
     assert len(asked) == (1 if mode == "normal" else 0)
-    [params] = [r["params"] for r in relay.requests() if r.get("method") == "remember"]
+    # (in normal mode, a `check` read first: whether the fact is kept already)
+    [params] = [
+        r["params"]
+        for r in relay.requests()
+        if r.get("method") == "remember" and not r["params"].get("check")
+    ]
     assert params.get("asked", None) is sent and ("asked" in params) is (sent is not None)
     assert "Deploys go through ./ship.sh" in _startup(daemon, project)[1]
 

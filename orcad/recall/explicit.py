@@ -16,6 +16,7 @@ from orcad.errors import Disabled
 from orcad.explicit import (
     PROJECT_MEMORY_FILE,
     append_fact,
+    fact_kept,
     facts_file_fault,
     format_fact,
     read_bounded,
@@ -64,6 +65,14 @@ class ExplicitFacts:
     async def remember(self, params: RememberParams) -> RememberResult:
         session = await self._host.sessions.require(params.session_id, params.epoch)
         disabled_for_bare(session, "remember")
+        if params.check:  # whether it is kept already, before its user is asked: a read
+            path = (
+                self._host.paths.user_memory_file
+                if params.scope == "user"
+                else self.project_file(session.project_id)
+            )
+            size, already = await trio.to_thread.run_sync(fact_kept, path, params.text)
+            return RememberResult(path=str(path), bytes=size, already_kept=already)
         refused = remember_refusal(session, params.text, asked=params.asked)
         if refused is not None:
             raise Disabled(f"remember: {refused}; nothing was written")
