@@ -1361,3 +1361,47 @@ def test_a_lock_file_past_the_files_doctor_walks_is_still_named(
     named = [f["detail"] for f in problems(findings, "memory")]
     for lock in locks:
         assert [d for d in named if d.startswith(f"{lock} ")], (lock, named)
+
+
+def test_extraction_stopped_stays_named_after_newer_faults_push_its_record_out(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    # a hosted endpoint whose key variable orcad's environment lacks: no worker runs until
+    # orcad restarts, but doctor named it only through the fault recorded at start, which 20
+    # newer faults push out of the list while extraction stays stopped
+    orca_env.write_config(
+        "[extraction]\nprovider = 'openai'\nworkers = 1\n[extraction.openai]\n"
+        "base_url = 'https://api.example.com/v1'\napi_key_env = 'ORCA_TEST_UNSET_KEY'\n"
+    )
+    daemon = DaemonProcess(orca_env)
+    daemon_factory.append(daemon)
+    daemon.start()
+
+    def named(findings: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [f for f in problems(findings, "daemon") if "ORCA_TEST_UNSET_KEY" in f["detail"]]
+
+    status, findings = doctor(orca_env)
+    assert status == 1
+    [stopped] = named(findings)  # once, not again for its recorded fault
+    assert "extraction is stopped" in stopped["detail"] and "restart orcad" in stopped["fix"]
+    for number in range(21):  # each project's torn forgotten-jobs.json: a fault of its own
+        cwd = tmp_path / f"repo{number}"
+        cwd.mkdir()
+        session = daemon.call("session.open", {"cwd": str(cwd)})
+        torn = orca_env.memory_root / "projects" / session.project.id / "forgotten-jobs.json"
+        torn.write_text('{"job_ids": ["job_')
+        remote_error_of(daemon, turn(session, "t1", "We deploy from main."))
+    kinds = [error.kind for error in daemon.call("daemon.status").recent_errors]
+    assert "provider_config" not in kinds, kinds
+    status, findings = doctor(orca_env)
+    assert status == 1
+    assert len(named(findings)) == 1, findings
+    shown = subprocess.run(
+        [sys.executable, "-m", "orcactl", "doctor"],
+        env=orca_env.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert "extraction is stopped" in shown.stdout and "ORCA_TEST_UNSET_KEY" in shown.stdout

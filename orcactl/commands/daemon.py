@@ -12,6 +12,7 @@ import msgspec
 
 from orcactl.arguments import ignores_global_options
 from orcactl.commands.doctor_daemon import served_elsewhere
+from orcactl.commands.doctor_faults import EXTRACTION_FIX
 from orcactl.connect import (
     EXIT_NOT_RUNNING,
     EXIT_OK,
@@ -201,13 +202,6 @@ def describe_provider(status: StatusResult) -> str:
         )
         return f"{provider} ({with_what})"
     return f"{provider} ({model})" if model else provider
-
-
-# what to do when the provider cannot be built: orcad builds it only when it starts
-EXTRACTION_FIX = (
-    "fix what it names (the [extraction] settings in config.toml, or orcad's environment), "
-    "then restart orcad; turns captured meanwhile wait as pending jobs"
-)
 
 
 def describe_workers(status: StatusResult) -> str:

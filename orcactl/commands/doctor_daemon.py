@@ -11,7 +11,7 @@ from typing import Any
 import msgspec
 
 from orcactl.approval import shell_word
-from orcactl.commands.doctor_faults import Finding, judge_daemon_errors
+from orcactl.commands.doctor_faults import EXTRACTION_FIX, Finding, judge_daemon_errors
 from orcactl.commands.doctor_files import judge_private
 from orcad.limits import DOCTOR_DAEMON_TIMEOUT_S
 from orcad.paths import SHORTER_SOCKET, Paths, socket_path_problem
@@ -203,5 +203,19 @@ def check_daemon_errors(
     client: Client, disks_with_room: frozenset[int] = frozenset()
 ) -> list[Finding]:
     """Storage faults and crashes the running daemon recorded (daemon.status recent_errors);
-    a full disk on one of `disks_with_room` is left to the disk check."""
-    return judge_daemon_errors(client.call("daemon.status").recent_errors, disks_with_room)
+    a full disk on one of `disks_with_room` is left to the disk check. Extraction stopped for
+    a provider that could not be built is named from the status itself, which keeps it while
+    orcad runs, not from its recorded fault, which newer ones may push out of the list."""
+    status = client.call("daemon.status")
+    problem = status.extraction_problem
+    if problem is None:
+        return judge_daemon_errors(status.recent_errors, disks_with_room)
+    errors = [error for error in status.recent_errors if error.kind != "provider_config"]
+    stopped = Finding(
+        "daemon",
+        "problem",
+        f"extraction is stopped: the provider cannot be built: {problem}",
+        EXTRACTION_FIX,
+    )
+    others = judge_daemon_errors(errors, disks_with_room)
+    return [stopped, *(finding for finding in others if finding.status != "ok")]

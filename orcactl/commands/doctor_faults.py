@@ -31,6 +31,13 @@ class Finding:
     fix: str = ""
 
 
+# what to do when the provider cannot be built: orcad builds it only when it starts
+EXTRACTION_FIX = (
+    "fix what it names (the [extraction] settings in config.toml, or orcad's environment), "
+    "then restart orcad; turns captured meanwhile wait as pending jobs"
+)
+
+
 # Faults the daemon records (daemon.status recent_errors) that doctor shows, with their fix
 # (a storage fault's depends on its cause: STORAGE_FIXES). Ledger and job-file damage are found
 # by the index and jobs checks themselves.
