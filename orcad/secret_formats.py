@@ -115,7 +115,7 @@ _KEY_BEGIN = lazy_compile(r"-----BEGIN ((?:[A-Z0-9]{1,12} ){0,3}PRIVATE KEY(?: B
 # encrypted PEM key's Proc-Type and DEK-Info, an armored PGP key's Version or Comment.
 _KEY_BREAK = r"[ \t\r]*+(?:\\++r)?+(?:\n|\\++n)"
 _KEY_BODY = lazy_compile(
-    r"(?:(?:(?:(?:\\++[nr]|[ \t\r\n])+[ \t]*+[A-Z][A-Za-z0-9-]{1,40}+: [^\n\r\\]*+)+"
+    r"(?:(?:(?:(?:\\++[nr]|[ \t\r\n])++[A-Z][A-Za-z0-9-]{1,40}+: [^\n\r\\]*+)+"
     rf"(?={_KEY_BREAK}{_KEY_BREAK}))?"
     r"(?:(?:\\++[nr]|[ \t\r\n])+[A-Za-z0-9+/=]{16,})+"
     r"(?:(?:(?:\\++r)?+\\++n|\\++r|[ \t\r]*\n)[ \t]*[A-Za-z0-9+/=]{1,15}+"

@@ -2486,3 +2486,14 @@ def test_invisible_characters_alone_are_no_secret() -> None:
     text = "wrap\u00adpable words and a zero\u200bwidth space, nothing else"
     assert not contains_secret(text)
     assert find_secrets(text) == [] and redact(text) == text
+
+
+@pytest.mark.parametrize("blank", [" ", "\t", "\\n"])
+def test_a_cut_off_key_block_followed_by_a_long_blank_run_costs_linear_time(blank: str) -> None:
+    # its header lines' pattern gave back the run one character at a time and read the rest of
+    # it again at each: quadratic, 10 s for 64 KiB of spaces after the BEGIN line
+    text = "deploy key:\n-----BEGIN OPENSSH PRIVATE KEY-----" + blank * 65_536 + "\nthe rest"
+    started = time.process_time()  # the work's own time: a loaded machine's pauses are not
+    redacted = redact(text)
+    assert time.process_time() - started < 1.0
+    assert redacted.endswith("\nthe rest") and "BEGIN OPENSSH" not in redacted
