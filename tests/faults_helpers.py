@@ -23,14 +23,18 @@ def can_mount() -> str | None:
 
 
 @contextlib.contextmanager
-def small_filesystem(directory: Path, size: str = "4m") -> Iterator[Path]:
-    """A real tmpfs of `size` mounted on `directory` (mode 0700), unmounted afterwards."""
+def small_filesystem(
+    directory: Path, size: str = "4m", inodes: int | None = None
+) -> Iterator[Path]:
+    """A real tmpfs of `size` (and of at most `inodes` files, when given) mounted on
+    `directory` (mode 0700), unmounted afterwards."""
     reason = can_mount()
     if reason is not None:
         pytest.skip(reason)
     directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    limit = "" if inodes is None else f",nr_inodes={inodes}"
     mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0700", "tmpfs", str(directory)],
+        ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0700{limit}", "tmpfs", str(directory)],
         capture_output=True,
         text=True,
         check=False,
@@ -59,3 +63,18 @@ def fill_up(directory: Path) -> Path:
     finally:
         os.close(descriptor)
     return path
+
+
+def use_up_inodes(directory: Path) -> Path:
+    """Make empty files in a new directory in `directory` until the file system has no inode
+    left (bytes free, but no file can be made); that directory."""
+    where = directory / "inode-filler"
+    where.mkdir()
+    number = 0
+    while True:
+        try:
+            (where / str(number)).touch()
+        except OSError as exc:
+            assert exc.errno == errno.ENOSPC, exc
+            return where
+        number += 1

@@ -32,7 +32,7 @@ from orcad.state_db import move_aside
 from protocol.errors import RemoteError
 from protocol.types import ExtractedFact, RecentError, SessionOpenParams
 from tests.external_worker import wait_for
-from tests.faults_helpers import fill_up, small_filesystem
+from tests.faults_helpers import fill_up, small_filesystem, use_up_inodes
 from tests.harness import DaemonProcess, OrcaEnv
 
 pytestmark = pytest.mark.crash
@@ -299,6 +299,28 @@ def test_a_full_disk_orcad_recorded_stops_failing_doctor_once_the_disk_check_fin
 
 
 # --- the daemon state database -----------------------------------------------------------------
+
+
+def test_a_file_system_out_of_inodes_orcad_recorded_still_fails_doctor(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    # "No space left on device" is also what a file system with bytes free but no inode left
+    # answers: the free space the disk check measures says nothing of it, so the fault orcad
+    # recorded is not left to that check while no file can be made there
+    cwd = workdir(tmp_path)
+    with small_filesystem(orca_env.home, "64m", inodes=400):
+        daemon = start(orca_env, daemon_factory, "[extraction]\nworkers = 0\n")
+        session = daemon.call("session.open", {"cwd": cwd, "mode": "yolo"})
+        use_up_inodes(orca_env.home)
+        error = remote_error(daemon, "turn.completed", turn(session, "t1"))
+        assert (error.code, error.data["reason"]) == (-32017, "disk_full"), error
+        assert shutil.disk_usage(orca_env.home).free > 32 * 1024 * 1024
+        code, findings, text = doctor_with(orca_env, 1)
+        assert problems(findings, "disk") == [], findings
+        said = [f["detail"] for f in problems(findings, "daemon")]
+        assert code == 1 and any("No space left on device" in d for d in said), findings
+        assert "[FAIL]" in text, text
+        daemon.stop()
 
 
 def test_a_damaged_state_database_is_moved_aside_and_recreated_at_start(

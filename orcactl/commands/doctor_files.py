@@ -389,14 +389,27 @@ def check_disk(paths: Paths, minimum_mb: int) -> list[Finding]:
 def disks_with_room(paths: Paths, minimum_mb: int) -> frozenset[int]:
     """The file systems (st_dev) the disk check looks at and finds room on now: at least
     `minimum_mb` free, and never less than 1 MiB (with --min-free-mb 0, a disk still full has
-    no room). A full disk the running daemon recorded on one of them is judged by the disk
-    check as it is now."""
+    no room), and files can still be made there. A full disk the running daemon recorded on
+    one of them is judged by the disk check as it is now."""
     found = set()
     try:
         for _shown, there in _disks(paths):
             free_mb = shutil.disk_usage(there).free // (1024 * 1024)
-            if free_mb >= max(minimum_mb, 1):
+            if free_mb >= max(minimum_mb, 1) and not _out_of_inodes(there):
                 found.add(there.stat().st_dev)
     except OSError:  # the disk check says what it cannot look at; the faults stay reported
         return frozenset()
     return frozenset(found)
+
+
+# Files a write of orcad's makes at once at most, beside the one it replaces: a temporary
+# sibling, a directory and its lock (a job file in a new project's jobs/)
+_FILES_A_WRITE_MAKES = 16
+
+
+def _out_of_inodes(directory: Path) -> bool:
+    """Whether the file system of `directory` has too few inodes left for a write of orcad's:
+    it answers "No space left on device" with bytes free, which the free space the disk check
+    measures does not show. A file system that counts no inodes (btrfs says 0 of 0) is not."""
+    status = os.statvfs(directory)
+    return status.f_files > 0 and status.f_favail < _FILES_A_WRITE_MAKES
