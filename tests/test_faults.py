@@ -316,11 +316,16 @@ def test_a_file_system_out_of_inodes_orcad_recorded_still_fails_doctor(
         assert (error.code, error.data["reason"]) == (-32017, "disk_full"), error
         assert shutil.disk_usage(orca_env.home).free > 32 * 1024 * 1024
         code, findings, text = doctor_with(orca_env, 1)
-        assert problems(findings, "disk") == [], findings
         said = [f["detail"] for f in problems(findings, "daemon")]
         assert code == 1 and any("No space left on device" in d for d in said), findings
+        # and the disk check says why, whether orcad runs or not
+        [disk] = problems(findings, "disk")
+        assert "no inode left" in disk["detail"] and "df -i" in disk["fix"], disk
         assert "[FAIL]" in text, text
         daemon.stop()
+        code, findings, _ = doctor_with(orca_env, 1)
+        [disk] = problems(findings, "disk")
+        assert code == 1 and "no inode left" in disk["detail"], findings
 
 
 def test_a_damaged_state_database_is_moved_aside_and_recreated_at_start(

@@ -380,10 +380,21 @@ def _disks(paths: Paths) -> list[tuple[Path, Path]]:
 def check_disk(paths: Paths, minimum_mb: int) -> list[Finding]:
     """Free space where the memory root is, and where memory.sqlite3 is when that is another
     file system (ORCA_CONFIG_DIR on its own disk): a full one refuses even its reads."""
-    return [
-        judge_disk(shown, shutil.disk_usage(there).free, minimum_mb)
-        for shown, there in _disks(paths)
-    ]
+    found = []
+    for shown, there in _disks(paths):
+        found.append(judge_disk(shown, shutil.disk_usage(there).free, minimum_mb))
+        if _out_of_inodes(there):  # bytes free, but no file can be made
+            found.append(
+                Finding(
+                    "disk",
+                    "problem",
+                    f"no inode left on the disk holding {shown}: no file can be made there, "
+                    "though bytes are free",
+                    "remove files on that file system (df -i shows its inodes): orcad cannot "
+                    "write a job or a memory file without making one",
+                )
+            )
+    return found
 
 
 def disks_with_room(paths: Paths, minimum_mb: int) -> frozenset[int]:
