@@ -27,6 +27,7 @@ from protocol.errors import RemoteError
 from protocol.types import EmbeddingStatus
 from tests.external_worker import wait_for
 from tests.harness import DaemonProcess, OrcaEnv
+from tests.test_orcactl_daemon import UNBUILDABLE_PROVIDER
 from tests.test_unreadable_ledger import ROOTS_OVERRIDES, DaemonAsAUser
 
 pytestmark = pytest.mark.daemon
@@ -1369,10 +1370,7 @@ def test_extraction_stopped_stays_named_after_newer_faults_push_its_record_out(
     # a hosted endpoint whose key variable orcad's environment lacks: no worker runs until
     # orcad restarts, but doctor named it only through the fault recorded at start, which 20
     # newer faults push out of the list while extraction stays stopped
-    orca_env.write_config(
-        "[extraction]\nprovider = 'openai'\nworkers = 1\n[extraction.openai]\n"
-        "base_url = 'https://api.example.com/v1'\napi_key_env = 'ORCA_TEST_UNSET_KEY'\n"
-    )
+    orca_env.write_config(UNBUILDABLE_PROVIDER)
     daemon = DaemonProcess(orca_env)
     daemon_factory.append(daemon)
     daemon.start()

@@ -659,15 +659,20 @@ def test_orcactls_that_find_no_daemon_at_once_start_one_between_them(orca_env: O
             time.sleep(0.05)
 
 
+# a hosted endpoint whose key variable is not in orcad's environment: its provider cannot be
+# built, so no built-in worker runs until orcad restarts
+UNBUILDABLE_PROVIDER = (
+    "[extraction]\nprovider = 'openai'\nworkers = 1\n[extraction.openai]\n"
+    "base_url = 'https://api.example.com/v1'\napi_key_env = 'ORCA_TEST_UNSET_KEY'\n"
+)
+
+
 def test_status_says_extraction_is_not_running_when_its_provider_cannot_be_built(
     orca_env: OrcaEnv, daemon_factory: list[DaemonProcess]
 ) -> None:
     # a hosted endpoint whose key variable is not in orcad's environment: no worker runs, and
     # status showed "0 busy / 1 configured" beside the provider as if all were well
-    orca_env.write_config(
-        "[extraction]\nprovider = 'openai'\nworkers = 1\n[extraction.openai]\n"
-        "base_url = 'https://api.example.com/v1'\napi_key_env = 'ORCA_TEST_UNSET_KEY'\n"
-    )
+    orca_env.write_config(UNBUILDABLE_PROVIDER)
     daemon = DaemonProcess(orca_env)
     daemon_factory.append(daemon)
     daemon.start()
