@@ -701,7 +701,7 @@ async def test_a_denied_kind_change_to_a_records_own_text_is_a_tool_error(
     update = {"action": "update", "id": record.id, "content": "We use pnpm", "kind": "decision"}
     async with mcp_session(orca_env, project, "--mode", "plan") as session:
         denied = await session.call_tool("memory_manage", update)
-        assert denied.is_error and "not changed" in _text(denied), _text(denied)
+        assert denied.is_error and "Nothing changed" in _text(denied), _text(denied)
     assert [(r.id, r.kind) for r in _records(daemon, project)] == [(record.id, "fact")]
     async with mcp_session(orca_env, project, "--mode", "yolo") as session:
         applied = await session.call_tool("memory_manage", update)
