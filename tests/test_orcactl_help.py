@@ -79,6 +79,32 @@ def test_the_readme_table_lists_every_command() -> None:
         ), f"README's orcactl table lacks `orcactl {name}`"
 
 
+def test_the_readme_table_names_each_commands_options_and_no_others() -> None:
+    # the table's first column is a command's usage: an option added to the command and not to
+    # its row, or one the row still names after it was renamed, leaves the contract wrong
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    section = readme.split("\n## orcactl\n", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| `orcactl ")]
+    everywhere = {"--socket", "--no-start", "--json", "-h", "--help"}  # said once, above it
+    for name, parser, _listed in leaf_commands():
+        row = next(
+            row
+            for row in rows
+            if row.startswith(f"| `orcactl {name} ") or row.startswith(f"| `orcactl {name}`")
+        )
+        usage = row.split("` |", 1)[0]
+        shown = {
+            option
+            for action in parser._actions
+            if action.help != argparse.SUPPRESS
+            for option in action.option_strings
+        }
+        named = set(re.findall(r"--[a-z][a-z-]*", usage))
+        missing, unknown = shown - everywhere - named, named - everywhere - shown
+        assert not missing, f"README's `orcactl {name}` lacks {sorted(missing)}"
+        assert not unknown, f"README's `orcactl {name}` names {sorted(unknown)}, which it lacks"
+
+
 def test_every_orcactl_command_the_readme_names_exists() -> None:
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
     commands = {name for name, _parser, _listed in leaf_commands()}
