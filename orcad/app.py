@@ -477,6 +477,7 @@ def install_features(daemon: Daemon) -> Features:
     imports the feature modules and opens their stores.
     """
     from orcad.capture.api import install as install_capture  # noqa: PLC0415
+    from orcad.capture.ledger import kept_candidate_ids  # noqa: PLC0415
     from orcad.deliberate.api import install as install_deliberate  # noqa: PLC0415
     from orcad.providers.fact_classifier import sentence_judge  # noqa: PLC0415
     from orcad.recall.api import embeddings_of  # noqa: PLC0415
@@ -503,8 +504,12 @@ def install_features(daemon: Daemon) -> Features:
     deliberate.purge_copies = recall.snapshots.purge
     capture_routes.purge_copies = recall.snapshots.purge
     capture_routes.owe_purge = recall.snapshots.owe_purge_blocking
-    # a forget or update a crash cut short before it dropped them leaves none either:
-    recall.snapshots.drop_outdated_records_blocking(deliberate.store.updated_times_blocking)
+    # a forget or update a crash cut short before it dropped them leaves none either, nor
+    # does a project's directory moved aside while orcad was stopped:
+    recall.snapshots.drop_outdated_records_blocking(
+        deliberate.store.updated_times_blocking,
+        lambda: kept_candidate_ids(daemon.paths.projects_dir),
+    )
     return Features(deliberate=deliberate, capture=capture, recall=recall)
 
 

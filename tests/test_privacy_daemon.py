@@ -687,3 +687,50 @@ def test_orcactl_grants_list_for_a_directory_inside_the_workspace(
         assert listed.returncode == 0, listed.stderr
         [line] = listed.stdout.splitlines()
         assert line.startswith("workspace:") and str(repo.resolve()) in line
+
+
+@pytest.mark.slow
+def test_a_project_directory_moved_aside_leaves_no_fact_in_recall_snapshots(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], provider: FakeOpenAI, tmp_path: Path
+) -> None:
+    # README, "Deleting a project's memory safely": move projects/<id>/ aside, restart orcad.
+    # The recall snapshots in daemon-state.sqlite3 kept the project's facts after that, and a
+    # turn of a session still open was answered them again.
+    configure(orca_env, provider)
+    daemon = started(orca_env, daemon_factory)
+    gone_project, kept_project = tmp_path / "gone", tmp_path / "kept"
+    gone_project.mkdir()
+    kept_project.mkdir()
+    gone = "Invoices are rendered with the walnut-prism-31 template."
+    kept = "Reports are rendered with the cedar-orbit-64 template."
+    provider.script(ok(fact_output(gone)), ok(fact_output(kept)))
+    sessions = {}
+    for project, fact, turn in ((gone_project, gone, "t1"), (kept_project, kept, "t2")):
+        opened = daemon.call("session.open", {"cwd": str(project)})
+        job_id = daemon.call("turn.completed", turn_params(opened, turn, f"note: {fact}")).job_id
+        wait_for(lambda job_id=job_id: committed(daemon, job_id), timeout=60)
+        sessions[project] = opened.session_id
+    prompts = {gone_project: "invoices rendered template", kept_project: "reports template"}
+
+    def recall(project: Path) -> Any:
+        joined = daemon.call(
+            "session.open", {"cwd": str(project), "session_id": sessions[project], "join": True}
+        )
+        ids = {"session_id": joined.session_id, "epoch": joined.epoch}
+        return daemon.call("recall", {**ids, "turn_id": "r1", "prompt": prompts[project]})
+
+    before = {project: recall(project) for project in prompts}
+    assert "walnut-prism-31" in before[gone_project].context
+    assert "cedar-orbit-64" in before[kept_project].context
+    state = orca_env.memory_root / "daemon-state.sqlite3"
+    wait_for(lambda: any(str(state) in path for path in holders("walnut-prism-31", state.parent)))
+    project_id = daemon.call("projects.inspect", {"cwd": str(gone_project)}).project.id
+    daemon.stop()
+    (orca_env.memory_root / "projects" / project_id).rename(tmp_path / "trash")
+    daemon.start()
+
+    assert "walnut-prism-31" not in recall(gone_project).context  # the same turn, asked again
+    assert holders("walnut-prism-31", orca_env.home, orca_env.config_dir) == []
+    again = recall(kept_project)  # another project's snapshot is kept
+    assert again.snapshot_id == before[kept_project].snapshot_id
+    assert "cedar-orbit-64" in again.context

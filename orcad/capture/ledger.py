@@ -381,6 +381,22 @@ def read_ledger(project_dir: Path) -> Ledger:
         raise LedgerCorrupt(path, str(exc)) from exc
 
 
+def kept_candidate_ids(projects_dir: Path) -> set[str]:
+    """The candidate ids of every project's ledger under `projects_dir`. A ledger that cannot
+    be read adds none: what holds them cannot be vouched for."""
+    try:
+        directories = [entry for entry in projects_dir.iterdir() if entry.is_dir()]
+    except OSError:
+        return set()
+    kept: set[str] = set()
+    for directory in directories:
+        try:
+            kept.update(candidate.id for candidate in read_ledger(directory).candidates)
+        except (StorageError, OSError):
+            continue
+    return kept
+
+
 LedgerFileState = FileSignature | None  # None when absent
 
 

@@ -80,29 +80,40 @@ def _purge_all(connection: sqlite3.Connection, marker: Path) -> bool:
 
 
 def drop_outdated_records(
-    connection: sqlite3.Connection, updated_times: Callable[[list[str]], dict[str, float]]
+    connection: sqlite3.Connection,
+    updated_times: Callable[[list[str]], dict[str, float]],
+    facts_kept: Callable[[], set[str]] | None = None,
 ) -> tuple[int, bool]:
     """Delete the snapshots holding a deliberate record that `updated_times` no longer knows
-    at the time the snapshot shows (a record it cannot read counts as gone): how many, and
-    whether the WAL was emptied (see truncate_wal)."""
+    at the time the snapshot shows (a record it cannot read counts as gone), or an automatic
+    fact that no ledger holds now (`facts_kept`: the candidate ids of every ledger; a project
+    directory moved aside takes its facts with it): how many, and whether the WAL was emptied
+    (see truncate_wal)."""
     shown: dict[str, set[str]] = collections.defaultdict(set)
+    facts: set[str] = set()
     for (encoded,) in connection.execute("SELECT result FROM recall_snapshots"):
         with contextlib.suppress(msgspec.DecodeError):  # never answered (see _load_result)
-            for entry in _decoder.decode(encoded).deliberate:
+            result = _decoder.decode(encoded)
+            for entry in result.deliberate:
                 shown[entry.id].add(entry.updated_at)
-    if not shown:
+            facts.update(entry.id for entry in result.automatic)
+    outdated: list[str] = []
+    if shown:
+        try:
+            current = updated_times(sorted(shown))
+        except (sqlite3.Error, OSError) as exc:
+            log.warning("recall.snapshot_check_unverified", error=str(exc))
+            current = {}
+        outdated = [
+            record_id
+            for record_id, times in shown.items()
+            if record_id not in current or times != {format_time(current[record_id])}
+        ]
+    if facts and facts_kept is not None:
+        outdated += sorted(facts - facts_kept())
+    if not outdated:
         return 0, True
-    try:
-        current = updated_times(sorted(shown))
-    except (sqlite3.Error, OSError) as exc:
-        log.warning("recall.snapshot_check_unverified", error=str(exc))
-        current = {}
-    outdated = [
-        record_id
-        for record_id, times in shown.items()
-        if record_id not in current or times != {format_time(current[record_id])}
-    ]
-    needles = [_encoder.encode(record_id) for record_id in outdated]  # quoted, as in purge
+    needles = [_encoder.encode(entry_id) for entry_id in outdated]  # quoted, as in purge
     deleted, truncated = _purge(connection, needles, checkpoint_owed=False)
     return len(deleted), truncated
 

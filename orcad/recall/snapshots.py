@@ -371,18 +371,22 @@ class SnapshotStore:
         _mark_owed(self._marker)
 
     def drop_outdated_records_blocking(
-        self, updated_times: Callable[[list[str]], dict[str, float]]
+        self,
+        updated_times: Callable[[list[str]], dict[str, float]],
+        facts_kept: Callable[[], set[str]] | None = None,
     ) -> int:
         """At startup, before recall is served: drop every snapshot on disk that holds a
         deliberate record gone or changed since it was taken (`updated_times`: the records'
-        last changes, the missing ones gone). A forget or update drops such snapshots only
-        after it commits, so a crash in between left the old text there, to be recalled again
-        by its turn. How many were dropped."""
+        last changes, the missing ones gone), or an automatic fact no ledger holds now
+        (`facts_kept`: every ledger's candidate ids). A forget or update drops such snapshots
+        only after it commits, so a crash in between left the old text there, to be recalled
+        again by its turn; a project's directory moved aside while orcad was stopped (README:
+        Deleting a project's memory safely) took its facts with it. How many were dropped."""
         if self._db is None:
             return 0
         try:
             dropped, truncated = self._db.run_blocking(
-                lambda connection: drop_outdated_records(connection, updated_times)
+                lambda connection: drop_outdated_records(connection, updated_times, facts_kept)
             )
         except (sqlite3.Error, OSError) as exc:  # the writer's or a recall's first use says
             log.warning("recall.snapshot_check_failed", error=str(exc))
