@@ -595,6 +595,45 @@ def test_uninstall_removes_the_directories_install_made_and_no_other(
     assert unit_dir.is_dir() and not any(unit_dir.iterdir())
 
 
+def test_uninstall_removes_no_directory_a_hand_edited_record_names(orca_env: OrcaEnv) -> None:
+    # the record of the directories install made, edited by hand to name the home directory
+    # and `/`: uninstall removed the home directory once nothing else was in it
+    cli = ServiceCli(orca_env, fake_systemctl=True)
+    home = Path(cli.env["HOME"])
+    assert list(home.iterdir()) == []
+    assert cli.run("install").returncode == 0
+    record = Path(cli.env["ORCA_HOME"]) / "service-directories.json"
+    made = json.loads(record.read_text())
+    assert str(cli.unit_dir) in made and str(home) not in made
+    record.write_text(json.dumps([*made, str(home), "/"]))
+    removed = cli.run("uninstall")
+    assert removed.returncode == 0, removed.stderr
+    assert not (home / ".config").exists()
+    assert home.is_dir()
+    assert f"removed {home}," not in removed.stdout
+
+
+def test_uninstall_removes_nothing_through_a_directory_now_a_symlink(
+    orca_env: OrcaEnv, tmp_path: Path
+) -> None:
+    # install made the configuration directory; it was since moved elsewhere and a symlink
+    # put in its place: uninstall removed the directories now elsewhere through that symlink
+    cli = ServiceCli(orca_env, fake_systemctl=True)
+    config = cli.unit_dir.parent.parent
+    assert not config.exists()
+    assert cli.run("install").returncode == 0
+    elsewhere = tmp_path / "dotfiles" / "config"
+    elsewhere.parent.mkdir()
+    config.rename(elsewhere)
+    config.symlink_to(elsewhere)
+    removed = cli.run("uninstall")
+    assert removed.returncode == 0, removed.stderr
+    assert not (elsewhere / "systemd" / "user" / "orcad.service").exists()
+    assert (elsewhere / "systemd" / "user").is_dir()
+    assert config.is_symlink()
+    assert "made by install" not in removed.stdout
+
+
 @pytest.mark.parametrize(
     "answer",
     [

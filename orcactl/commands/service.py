@@ -218,11 +218,28 @@ def _note_made_directories(made: list[str]) -> None:
         replace_file_atomically(record, json.dumps(made).encode())
 
 
+def _made_depth(manager: str) -> int:
+    """How many directories above a unit file or the plist install may make."""
+    return 3 if manager == "systemd" else 2
+
+
+def _through_a_symlink(path: Path, made: list[str]) -> bool:
+    """Whether `path`, or a directory above it that install made, is now a symlink (put there
+    since, to somewhere else): nothing is removed through it."""
+    for directory in (path, *path.parents):
+        if directory != path and str(directory) not in made:
+            continue
+        with contextlib.suppress(OSError):
+            if stat.S_ISLNK(os.lstat(directory).st_mode):
+                return True
+    return False
+
+
 def _missing_directories(files: list[Path], manager: str) -> list[str]:
     """The directories above `files` that do not exist yet, deepest first: of the unit
     directory, `systemd/user` and the configuration directory; of the plist's,
     `Library/LaunchAgents` (never the home directory or one above it)."""
-    depth = 3 if manager == "systemd" else 2
+    depth = _made_depth(manager)
     missing: dict[str, None] = {}
     for path in files:
         for parent in path.parents[:depth]:
@@ -340,19 +357,22 @@ def run_uninstall(args: argparse.Namespace) -> int:
             steps.run(["launchctl", "bootout", launchd_target()])
         for path in files:
             steps.remove(path)
-    _remove_made_directories(steps, files)
+    _remove_made_directories(steps, files, args.manager)
     return steps.finish(args.manager)
 
 
-def _remove_made_directories(steps: Steps, files: list[Path]) -> None:
+def _remove_made_directories(steps: Steps, files: list[Path], manager: str) -> None:
     """The directories install made for `files`, once nothing else is in them: one the user
-    had before (systemd users often keep units of their own there) is never removed."""
+    had before (systemd users often keep units of their own there) is never removed, nor one
+    the record names that install could not have made (a record edited by hand: `~`, `/`)."""
     made = _made_directories()
-    ours = [path for path in made if any(Path(path) in file.parents for file in files)]
+    depth = _made_depth(manager)
+    ours = [path for path in made if any(Path(path) in file.parents[:depth] for file in files)]
     if not ours:
         return
     for path in sorted(ours, key=lambda path: len(Path(path).parts), reverse=True):
-        steps.remove_empty_directory(Path(path))
+        if not _through_a_symlink(Path(path), ours):
+            steps.remove_empty_directory(Path(path))
     if not steps.dry_run:
         rest = [path for path in made if path not in ours]
         with contextlib.suppress(OSError):
