@@ -613,6 +613,22 @@ def test_uninstall_removes_no_directory_a_hand_edited_record_names(orca_env: Orc
     assert f"removed {home}," not in removed.stdout
 
 
+def test_a_record_of_made_directories_nested_too_deep_is_none_to_trust(
+    orca_env: OrcaEnv,
+) -> None:
+    # a record of the directories install made nested deeper than Python's JSON reading goes
+    # ended install and uninstall with a traceback
+    cli = ServiceCli(orca_env, fake_systemctl=True)
+    record = Path(cli.env["ORCA_HOME"]) / "service-directories.json"
+    record.parent.mkdir(parents=True, exist_ok=True)
+    record.write_text("[" * 100_000 + "]" * 100_000)
+    for command in ("install", "uninstall"):
+        done = cli.run(command)
+        assert done.returncode == 0, done.stderr
+        assert "Traceback" not in done.stderr
+    assert not cli.unit_dir.exists()  # install noted the directories it made afresh
+
+
 def test_uninstall_removes_nothing_through_a_directory_now_a_symlink(
     orca_env: OrcaEnv, tmp_path: Path
 ) -> None:

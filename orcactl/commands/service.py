@@ -202,10 +202,16 @@ def _made_directories_record() -> Path:
     return resolve_paths().home / "service-directories.json"
 
 
+# far more than the few directories install notes: a longer record is none to trust
+_MADE_DIRECTORIES_MAX_BYTES = 64 * 1024
+
+
 def _made_directories() -> list[str]:
     try:
-        made = json.loads(read_regular_file(_made_directories_record()))
-    except (OSError, NotARegularFile, ValueError):  # none noted, or no record to trust
+        made = json.loads(
+            read_regular_file(_made_directories_record(), _MADE_DIRECTORIES_MAX_BYTES)
+        )
+    except (OSError, NotARegularFile, ValueError, RecursionError):  # none noted, or none to trust
         return []
     return [path for path in made if isinstance(path, str)] if isinstance(made, list) else []
 
