@@ -115,27 +115,44 @@ def _refuse(value: object, message: str) -> Refused | None:
 _SPACE = re.compile(rb"[ \t\n\r]*")
 # a JSON string (its escapes checked as a JSON decoder checks them), an integer
 _STRING = re.compile(rb'"(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"')
+# the start of a JSON string that `start` ends in
+_STRING_CUT = re.compile(
+    rb'"(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*(?:\\(?:u[0-9a-fA-F]{0,3})?)?'
+)
 _INTEGER = re.compile(rb"-?(?:0|[1-9][0-9]{0,17})")
 _PAIRS = {ord("["): ord("]"), ord("{"): ord("}")}
+
+
+class _NoJson(Exception):
+    """What `start` holds is no JSON, whatever follows it."""
 
 
 def _after_space(start: bytes, at: int) -> int:
     return _SPACE.match(start, at).end()  # type: ignore[union-attr]  # it matches anywhere
 
 
-def _value_end(start: bytes, at: int) -> int | None:
-    """Where the JSON value at `at` ends, None when `start` ends first or holds no such value
-    (only its strings and brackets are checked: nothing of it is read)."""
+def _string_end(start: bytes, at: int) -> int | None:
+    """Where the JSON string at `at` ends, None when `start` ends in it."""
     if string := _STRING.match(start, at):
         return string.end()
+    if _STRING_CUT.fullmatch(start, at) is not None:
+        return None
+    raise _NoJson
+
+
+def _value_end(start: bytes, at: int) -> int | None:
+    """Where the JSON value at `at` ends, None when `start` ends first (its strings and
+    brackets are checked here, the whole of it once it ends)."""
     closing: list[int] = []
     while at < len(start):
         byte = start[at]
         if byte == ord('"'):
-            string = _STRING.match(start, at)
-            if string is None:
+            end = _string_end(start, at)
+            if end is None:
                 return None
-            at = string.end()
+            at = end
+            if not closing:
+                return at
             continue
         if byte in _PAIRS:
             closing.append(_PAIRS[byte])
@@ -143,52 +160,76 @@ def _value_end(start: bytes, at: int) -> int | None:
             if not closing:
                 return at
             if closing.pop() != byte:
-                return None
+                raise _NoJson
         elif not closing and byte in b", \t\n\r":
             return at
         at += 1
     return None
 
 
-def _scalar(value: bytes) -> str | int | None:
-    """A whole JSON string or integer (of at most 18 digits) as Python's, else None."""
-    if _INTEGER.fullmatch(value):
-        return int(value)
-    return json.loads(value) if _STRING.fullmatch(value) else None
+def _value(value: bytes) -> object:
+    """A whole JSON value, as a JSON decoder reads it."""
+    try:
+        return json.loads(value.decode("utf-8"))
+    except (ValueError, RecursionError):  # (a value nested too deep is no id either)
+        raise _NoJson from None
+
+
+def _scalar(value: object, text: bytes) -> str | int | None:
+    """A string, or an integer written with at most 18 digits, as Python's; else None."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool) and _INTEGER.fullmatch(text):
+        return value
+    return None
 
 
 def request_id_at_start(start: bytes) -> RequestId | None:
     """The id of the request whose line begins with `start`, read without the rest of it: the
     string or integer value of the top-level object's "id", when `start` holds that value
     whole and a string "method", and no "result" or "error" (a response is never answered)
-    nor a name twice. None when `start` does not show all of that for certain."""
+    nor a name twice, and what it holds is JSON up to where it ends. None when `start` does
+    not show all of that for certain."""
+    try:
+        return _request_id_at_start(start)
+    except _NoJson:
+        return None
+
+
+def _request_id_at_start(start: bytes) -> RequestId | None:
     at = _after_space(start, 0)
     if start[at : at + 1] != b"{":
         return None
     members: dict[str, object] = {}
     at = _after_space(start, at + 1)
-    while (key := _STRING.match(start, at)) is not None:
-        try:
-            name = json.loads(key.group())
-        except ValueError:  # not UTF-8
-            return None
+    while at < len(start):
+        key_end = _string_end(start, at)
+        if key_end is None:
+            break
+        name = _value(start[at:key_end])
         if name in members or name in ("result", "error"):
             return None
-        at = _after_space(start, key.end())
-        if start[at : at + 1] != b":":
+        at = _after_space(start, key_end)
+        if at == len(start):
             break
+        if start[at : at + 1] != b":":
+            raise _NoJson
         value_at = _after_space(start, at + 1)
         end = _value_end(start, value_at)
         if end is None:
             break
         at = _after_space(start, end)
-        if start[at : at + 1] not in (b",", b"}"):  # `start` ends in the value, or no JSON
+        if at == len(start):  # `start` may end in the value (a number cut short)
             break
-        try:
-            members[name] = _scalar(start[value_at:end]) if name in ("id", "method") else None
-        except ValueError:  # not UTF-8
-            return None
+        if start[at : at + 1] not in (b",", b"}"):
+            raise _NoJson
+        value = _value(start[value_at:end])
+        members[str(name)] = (
+            _scalar(value, start[value_at:end]) if name in ("id", "method") else None
+        )
         if start[at : at + 1] == b"}":
+            if _after_space(start, at + 1) != len(start):  # more than one value on the line
+                raise _NoJson
             break
         at = _after_space(start, at + 1)
     if not isinstance(members.get("method"), str):

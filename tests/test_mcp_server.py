@@ -1174,6 +1174,8 @@ def test_a_line_too_long_to_hold_is_refused_without_holding_it(
         # a response is never answered to its id, which is one of the server's own requests
         (b'{"jsonrpc":"2.0","id":6,"result":{"x":"', None),
         (b'{"jsonrpc":"2.0","id":6.5,"method":"ping","params":{"x":"', None),
+        # no JSON, whatever follows: a line that is not JSON is answered to a null id
+        (b'{"jsonrpc":"2.0","id":7,"method":"ping",,"params":{"x":"', None),
     ],
 )
 def test_a_line_too_long_to_keep_is_answered_to_the_id_it_begins_with(
@@ -1794,6 +1796,46 @@ _MESSAGES = st.fixed_dictionaries(
         "result": _VALUES,
     },
 )
+
+
+@pytest.mark.parametrize(
+    "start",
+    [
+        b'{"id":1,"method":"ping",}',  # a comma before the end of the object
+        b'{"id":1,"method":"ping","a" 5,"params":{"x":"',  # no colon
+        b'{"id":1,"method":"ping","a":@@@,"params":{"x":"',  # a value of no JSON
+        b'{"id":1,"method":"ping","a":tru,"params":{"x":"',
+        b'{"id":1,"method":"ping","a":[1,,2],"params":{"x":"',
+        b'{"id":1,"method":"ping",,"params":{"x":"',
+        b'{"id":1,"method":"ping","a":[1},"params":{"x":"',
+        b'{"id":1,"method":"ping","a":"\\q","params":{"x":"',  # no such escape
+        b'{"id":1,"method":"ping"} {"id":2,"method":"ping","params":{"x":"',  # two values
+        b'{"id":1,"method":"ping","a":[\x00],"params":{"x":"',  # read as UTF-16, this is JSON
+    ],
+)
+def test_no_id_is_read_from_the_start_of_a_long_line_that_is_no_json(start: bytes) -> None:
+    # what is kept of a line too long to keep: what it holds is no JSON, whatever follows
+    # it, and a JSON decoder reads no id from such a line (it is answered to a null id), yet
+    # an id was read from it
+    assert request_id_at_start(start + b" " * 4096) is None
+    for cut in range(len(start)):  # nor from any longer start that is no JSON up to its end
+        assert request_id_at_start(start[:cut]) in (None, 1)
+
+
+@pytest.mark.parametrize(
+    ("start", "request_id"),
+    [
+        (b'{"\\u0069d":5,"method":"ping","params":{"x":"', 5),  # the name escaped
+        (b'{"id":-0,"method":"ping","params":{"x":"', 0),
+        (b'{"id":1,"method":"ping","a":[1,{"b":"]"}],"params":{"x":"', 1),
+        (b'{"id":"a\\"b","method":"ping","params":{"x":"\\u00', 'a"b'),  # cut in an escape
+        (b'{"id":3,"method":"ping"}\n  ', 3),
+    ],
+)
+def test_an_id_is_read_from_the_start_of_a_long_line_that_is_json_so_far(
+    start: bytes, request_id: object
+) -> None:
+    assert request_id_at_start(start) == request_id
 
 
 @given(_MESSAGES, st.integers(min_value=0, max_value=400), st.binary(max_size=4))
