@@ -51,20 +51,43 @@ class ProjectTrust:
     def fix(self) -> str:
         if self.level is None:
             return (
-                f"add to {self.user_config} the table `[projects.{json.dumps(self.key)}]` with "
+                f"add to {self.user_config} the table `[projects.{toml_string(self.key)}]` with "
                 f"`trust_level = {json.dumps(TRUSTED)}`, or start Codex in the project and "
                 'answer "Yes, continue" when it asks whether you trust it'
             )
         return (
-            f'set trust_level = "trusted" under [projects.{json.dumps(self.key)}] in '
+            f'set trust_level = "trusted" under [projects.{toml_string(self.key)}] in '
             f"{self.user_config}"
         )
 
 
+def toml_string(text: str) -> str:
+    """`text` as a TOML basic string, in ASCII: a character outside the Basic Multilingual
+    Plane as `\\U` and eight hex digits (JSON's pair of `\\u` escapes is no TOML)."""
+    escaped = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\t": "\\t", "\r": "\\r"}
+    pieces = []
+    for char in text:
+        code = ord(char)
+        if char in escaped:
+            pieces.append(escaped[char])
+        elif code < 0x20 or 0x7F <= code <= 0xFFFF:
+            pieces.append(f"\\u{code:04x}")
+        elif code > 0xFFFF:
+            pieces.append(f"\\U{code:08x}")
+        else:
+            pieces.append(char)
+    return '"' + "".join(pieces) + '"'
+
+
+def _lossy(path: str) -> str:
+    """A path as Codex spells it in config.toml: bytes that are not UTF-8 as U+FFFD."""
+    return os.fsencode(path).decode("utf-8", "replace")
+
+
 def _keys(path: Path) -> list[str]:
     """The spellings Codex looks a directory up by: symlinks resolved, then as given."""
-    given = str(path)
-    real = os.path.realpath(given)
+    given = _lossy(str(path))
+    real = _lossy(os.path.realpath(path))
     return [real] if real == given else [real, given]
 
 

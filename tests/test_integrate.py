@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import resource
 import subprocess
 import sys
@@ -13,9 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import tomlkit
 import trio
 
 from orcactl import agent_configs
+from orcactl.codex_projects import project_trust
 from orcactl.integrate import agent_status
 from orcad.config import load_config
 from orcad.paths import SOCKET_PATH_MAX_BYTES
@@ -631,6 +634,50 @@ def test_doctor_says_codex_reads_no_file_of_a_project_it_does_not_trust(
     assert _codex_project_finding(orca_env, env, project, project / "src")["status"] == "problem"
     user_config.write_text(entry(real) + hooks_trust)
     assert _codex_project_finding(orca_env, env, project, project / "src")["status"] == "ok"
+
+
+def test_the_trust_fix_doctor_gives_is_toml_codex_matches_for_any_path(
+    orca_env: OrcaEnv, tmp_path: Path
+) -> None:
+    """The `[projects."<path>"]` table doctor says to add, for a path with a character outside
+    the Basic Multilingual Plane (besides a quote and a backslash): it was written with JSON's
+    pair of surrogate escapes, which is no TOML, so the lines as given broke config.toml."""
+    project = tmp_path / 'repo "\\ \U0001f600'
+    (project / ".git").mkdir(parents=True)
+    codex_home = tmp_path / "codex-home"
+    codex_home.mkdir()
+    env = {"CODEX_HOME": str(codex_home)}
+    run = _integrate(orca_env, "codex", "--project", "--cwd", str(project), env=env)
+    assert run.returncode == 0, run.stderr
+    hooks_file = project / ".codex" / "hooks.json"
+    trust = agent_configs.codex_trust(hooks_file.read_text(), hooks_file)
+    hooks_trust = tomlkit.dumps(
+        {"hooks": {"state": {key: {"trusted_hash": digest} for key, digest in trust.items()}}}
+    )
+    user_config = codex_home / "config.toml"
+    user_config.write_text(hooks_trust)
+    found = _codex_project_finding(orca_env, env, project)
+    assert found["status"] == "problem", found
+    [table] = re.findall(r"`(\[projects\..*?\])`", found["fix"])
+    entry = f'{table}\ntrust_level = "trusted"\n'
+    assert list(tomllib.loads(entry)["projects"]) == [os.path.realpath(project)]
+    user_config.write_text(entry + hooks_trust)
+    assert _codex_project_finding(orca_env, env, project)["status"] == "ok"
+
+
+def test_a_path_that_is_not_utf8_is_looked_up_as_codex_spells_it(tmp_path: Path) -> None:
+    """Codex spells a path whose bytes are not UTF-8 with U+FFFD in their place: the trust
+    check looked it up with Python's escapes instead, never found it, and its fix was no TOML."""
+    project = tmp_path / os.fsdecode(b"caf\xe9")
+    project.mkdir()
+    user_config = tmp_path / "config.toml"
+    untrusted = project_trust(project, user_config, "")
+    assert not untrusted.trusted
+    [table] = re.findall(r"`(\[projects\..*?\])`", untrusted.fix())
+    entry = f'{table}\ntrust_level = "trusted"\n'
+    spelled = os.path.realpath(tmp_path) + "/caf\ufffd"
+    assert list(tomllib.loads(entry)["projects"]) == [spelled]
+    assert project_trust(project, user_config, entry).trusted
 
 
 def test_doctor_judges_a_linked_worktree_by_its_main_checkouts_trust(
