@@ -436,6 +436,8 @@ def toml_meaning(text: str, path: Path) -> dict[str, Any]:
         return tomllib.loads(text)
     except (tomllib.TOMLDecodeError, ValueError) as exc:
         raise Unparseable(f"{path} is not valid TOML ({exc})") from None
+    except RecursionError:
+        raise Unparseable(f"{path} nests arrays or tables too deep to read") from None
 
 
 @lru_cache(maxsize=4)
@@ -452,6 +454,8 @@ def toml_read(text: str, path: Path) -> dict[str, Any]:
         return _parsed_once(text)
     except (tomllib.TOMLDecodeError, ValueError) as exc:
         raise Unparseable(f"{path} is not valid TOML ({exc})") from None
+    except RecursionError:
+        raise Unparseable(f"{path} nests arrays or tables too deep to read") from None
 
 
 def orcactl_path(env: dict[str, str], argv0: str, executable: str) -> str:

@@ -680,6 +680,29 @@ def test_a_path_that_is_not_utf8_is_looked_up_as_codex_spells_it(tmp_path: Path)
     assert project_trust(project, user_config, entry).trusted
 
 
+def test_a_users_codex_config_nested_too_deep_is_reported_not_a_traceback(
+    orca_env: OrcaEnv, tmp_path: Path
+) -> None:
+    """A user's config.toml nesting arrays deeper than Python's TOML reading goes: the trust
+    check of `integrate codex --project` ended with a traceback, and doctor said only that a
+    check could not run."""
+    project = tmp_path / "repo"
+    (project / ".git").mkdir(parents=True)
+    codex_home = tmp_path / "codex-home"
+    codex_home.mkdir()
+    user_config = codex_home / "config.toml"
+    user_config.write_text("a = " + "[" * 5000 + "]" * 5000 + "\n")
+    env = {"CODEX_HOME": str(codex_home)}
+    for extra in (("--dry-run",), ()):
+        run = _integrate(orca_env, "codex", "--project", "--cwd", str(project), *extra, env=env)
+        assert run.returncode == 0, run.stderr
+        assert "Traceback" not in run.stderr
+    report = _doctor(orca_env, "--json", env=env, cwd=project)
+    assert "Traceback" not in report.stderr
+    details = [finding["detail"] for finding in json.loads(report.stdout)["findings"]]
+    assert f"{user_config} nests arrays or tables too deep to read" in details, details
+
+
 def test_doctor_judges_a_linked_worktree_by_its_main_checkouts_trust(
     orca_env: OrcaEnv, tmp_path: Path
 ) -> None:
