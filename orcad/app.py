@@ -510,6 +510,10 @@ def install_features(daemon: Daemon) -> Features:
         deliberate.store.updated_times_blocking,
         lambda: kept_candidate_ids(daemon.paths.projects_dir),
     )
+    # ... nor one moved aside or deleted while it runs, once orcad notices (job_files_gone)
+    capture.on_project_gone = lambda: recall.snapshots.drop_facts_not_kept(
+        lambda: kept_candidate_ids(daemon.paths.projects_dir)
+    )
     return Features(deliberate=deliberate, capture=capture, recall=recall)
 
 

@@ -689,6 +689,56 @@ def test_orcactl_grants_list_for_a_directory_inside_the_workspace(
         assert line.startswith("workspace:") and str(repo.resolve()) in line
 
 
+class TwoProjects:
+    """Two projects, each with one fact recalled by a turn of a session still open: the
+    snapshots of those turns hold the facts, in memory and in daemon-state.sqlite3."""
+
+    gone_fact = "Invoices are rendered with the walnut-prism-31 template."
+    kept_fact = "Reports are rendered with the cedar-orbit-64 template."
+
+    def __init__(self, daemon: DaemonProcess, provider: FakeOpenAI, tmp_path: Path) -> None:
+        self.daemon = daemon
+        self.gone, self.kept = tmp_path / "gone", tmp_path / "kept"
+        provider.script(ok(fact_output(self.gone_fact)), ok(fact_output(self.kept_fact)))
+        self.sessions = {}
+        for project, fact, turn in (
+            (self.gone, self.gone_fact, "t1"),
+            (self.kept, self.kept_fact, "t2"),
+        ):
+            project.mkdir()
+            opened = daemon.call("session.open", {"cwd": str(project)})
+            job_id = daemon.call(
+                "turn.completed", turn_params(opened, turn, f"note: {fact}")
+            ).job_id
+            wait_for(lambda job_id=job_id: committed(daemon, job_id), timeout=60)
+            self.sessions[project] = opened.session_id
+        self.prompts = {self.gone: "invoices rendered template", self.kept: "reports template"}
+        self.before = {project: self.recall(project) for project in self.prompts}
+        assert "walnut-prism-31" in self.before[self.gone].context
+        assert "cedar-orbit-64" in self.before[self.kept].context
+        state = daemon.orca.memory_root / "daemon-state.sqlite3"
+        wait_for(
+            lambda: any(str(state) in path for path in holders("walnut-prism-31", state.parent))
+        )
+        self.gone_id = daemon.call("projects.inspect", {"cwd": str(self.gone)}).project.id
+
+    def recall(self, project: Path) -> Any:
+        """The same turn of the project's session, asked again."""
+        joined = self.daemon.call(
+            "session.open",
+            {"cwd": str(project), "session_id": self.sessions[project], "join": True},
+        )
+        ids = {"session_id": joined.session_id, "epoch": joined.epoch}
+        return self.daemon.call("recall", {**ids, "turn_id": "r1", "prompt": self.prompts[project]})
+
+    def assert_gone_fact_dropped(self, orca_env: OrcaEnv) -> None:
+        assert "walnut-prism-31" not in self.recall(self.gone).context
+        assert holders("walnut-prism-31", orca_env.home, orca_env.config_dir) == []
+        again = self.recall(self.kept)  # another project's snapshot is kept
+        assert again.snapshot_id == self.before[self.kept].snapshot_id
+        assert "cedar-orbit-64" in again.context
+
+
 @pytest.mark.slow
 def test_a_project_directory_moved_aside_leaves_no_fact_in_recall_snapshots(
     orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], provider: FakeOpenAI, tmp_path: Path
@@ -698,39 +748,33 @@ def test_a_project_directory_moved_aside_leaves_no_fact_in_recall_snapshots(
     # turn of a session still open was answered them again.
     configure(orca_env, provider)
     daemon = started(orca_env, daemon_factory)
-    gone_project, kept_project = tmp_path / "gone", tmp_path / "kept"
-    gone_project.mkdir()
-    kept_project.mkdir()
-    gone = "Invoices are rendered with the walnut-prism-31 template."
-    kept = "Reports are rendered with the cedar-orbit-64 template."
-    provider.script(ok(fact_output(gone)), ok(fact_output(kept)))
-    sessions = {}
-    for project, fact, turn in ((gone_project, gone, "t1"), (kept_project, kept, "t2")):
-        opened = daemon.call("session.open", {"cwd": str(project)})
-        job_id = daemon.call("turn.completed", turn_params(opened, turn, f"note: {fact}")).job_id
-        wait_for(lambda job_id=job_id: committed(daemon, job_id), timeout=60)
-        sessions[project] = opened.session_id
-    prompts = {gone_project: "invoices rendered template", kept_project: "reports template"}
-
-    def recall(project: Path) -> Any:
-        joined = daemon.call(
-            "session.open", {"cwd": str(project), "session_id": sessions[project], "join": True}
-        )
-        ids = {"session_id": joined.session_id, "epoch": joined.epoch}
-        return daemon.call("recall", {**ids, "turn_id": "r1", "prompt": prompts[project]})
-
-    before = {project: recall(project) for project in prompts}
-    assert "walnut-prism-31" in before[gone_project].context
-    assert "cedar-orbit-64" in before[kept_project].context
-    state = orca_env.memory_root / "daemon-state.sqlite3"
-    wait_for(lambda: any(str(state) in path for path in holders("walnut-prism-31", state.parent)))
-    project_id = daemon.call("projects.inspect", {"cwd": str(gone_project)}).project.id
+    projects = TwoProjects(daemon, provider, tmp_path)
     daemon.stop()
-    (orca_env.memory_root / "projects" / project_id).rename(tmp_path / "trash")
+    (orca_env.memory_root / "projects" / projects.gone_id).rename(tmp_path / "trash")
     daemon.start()
 
-    assert "walnut-prism-31" not in recall(gone_project).context  # the same turn, asked again
-    assert holders("walnut-prism-31", orca_env.home, orca_env.config_dir) == []
-    again = recall(kept_project)  # another project's snapshot is kept
-    assert again.snapshot_id == before[kept_project].snapshot_id
-    assert "cedar-orbit-64" in again.context
+    projects.assert_gone_fact_dropped(orca_env)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", ["projects", "jobs"])
+def test_a_project_directory_moved_aside_while_orcad_runs_leaves_no_fact_in_recall_snapshots(
+    orca_env: OrcaEnv,
+    daemon_factory: list[DaemonProcess],
+    provider: FakeOpenAI,
+    tmp_path: Path,
+    command: str,
+) -> None:
+    # The same without the restart: orcad notices the directory gone at the next listing
+    # (job_files_gone), but kept the snapshots holding its facts, in memory and on disk, so the
+    # same turn asked again was answered a fact of a project whose memory was deleted.
+    configure(orca_env, provider)
+    daemon = started(orca_env, daemon_factory)
+    projects = TwoProjects(daemon, provider, tmp_path)
+    (orca_env.memory_root / "projects" / projects.gone_id).rename(tmp_path / "trash")
+    listed = orcactl(orca_env, command)
+    assert listed.returncode == 0, listed.stderr
+
+    projects.assert_gone_fact_dropped(orca_env)
+    status = orcactl(orca_env, "status", "--json")
+    assert "job_files_gone" in status.stdout, status.stdout

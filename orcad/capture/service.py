@@ -16,6 +16,7 @@ resumes whenever a session opens for a project.
 from __future__ import annotations
 
 import os
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import structlog
@@ -87,6 +88,9 @@ class CaptureService:
         # when an external worker last called jobs.claim (Clock.monotonic()): without built-in
         # workers, a queued job waits for one
         self.external_claim_at: float | None = None
+        # called once a project's directory is found gone while orcad runs: drops the recall
+        # snapshots holding the facts its ledger held
+        self.on_project_gone: Callable[[], Awaitable[object]] | None = None
 
     async def wait_session_jobs(
         self,
@@ -207,6 +211,8 @@ class CaptureService:
             f"({self.projects.project_dir(project_id)}); no longer listed or worked on",
         )
         self.index.notify()
+        if gone_projects and self.on_project_gone is not None:
+            await self.on_project_gone()
 
     def _look_for_gone(
         self, views: list[JobView], project_ids: list[str]

@@ -118,6 +118,15 @@ def drop_outdated_records(
     return len(deleted), truncated
 
 
+def shown_fact_ids(connection: sqlite3.Connection) -> set[str]:
+    """The candidate ids of the automatic facts the stored snapshots hold."""
+    facts: set[str] = set()
+    for (encoded,) in connection.execute("SELECT result FROM recall_snapshots"):
+        with contextlib.suppress(msgspec.DecodeError):  # never answered (see _load_result)
+            facts.update(entry.id for entry in _decoder.decode(encoded).automatic)
+    return facts
+
+
 def _create_schema(connection: sqlite3.Connection) -> None:
     """The table; one written before snapshots were keyed by epoch and workspace is dropped
     (its rows cannot tell which opening of a session they were taken for, and a snapshot is

@@ -45,6 +45,7 @@ from orcad.recall.snapshot_table import (
     _store,
     drop_outdated_records,
     owed_marker,
+    shown_fact_ids,
 )
 from orcad.sqlite_worker import SQLiteWorker, connect_private, without_waiting
 from orcad.storage_faults import is_corruption
@@ -297,6 +298,35 @@ class SnapshotStore:
         was deleted, moved or replaced, which takes its records with it (README: Deliberate
         memory), so no turn may be answered them again. How many were dropped."""
         return await self._drop_holding([DELIBERATE_ENTRY_NEEDLE])
+
+    async def drop_facts_not_kept(self, facts_kept: Callable[[], set[str]]) -> int:
+        """Drop every snapshot, in memory and on disk, holding an automatic fact that no ledger
+        holds now (`facts_kept`, blocking: every ledger's candidate ids): a project's directory
+        moved aside or deleted while orcad runs took its facts with it (README: Deleting a
+        project's memory safely), and no turn may be answered them again. The snapshots are
+        looked at before the ledgers are read, so a fact published meanwhile is no fact gone.
+        How many were dropped."""
+        shown = {
+            entry.id
+            for result in [*self._memory.values(), *(result for _key, result in self._unwritten)]
+            for entry in result.automatic
+        }
+        if self._db is not None:
+            try:
+                if self._owed:
+                    await self._purge_on_disk([], wait=False)
+                shown |= await self._db.run(shown_fact_ids)
+            except sqlite3.Error as exc:
+                log.warning("recall.snapshot_check_failed", error=str(exc))
+                if is_corruption(exc) and self.on_corrupt is not None:
+                    with trio.CancelScope(shield=True):
+                        await self.on_corrupt(str(exc))
+        if not shown:
+            return 0
+        kept = await trio.to_thread.run_sync(facts_kept)
+        gone = sorted(shown - kept)
+        # quoted, as purge looks for an id
+        return await self._drop_holding([_encoder.encode(fact_id) for fact_id in gone])
 
     async def _drop_holding(self, needles: list[bytes]) -> int:
         """Drop every snapshot whose encoded result holds one of `needles` (see purge)."""
