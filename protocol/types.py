@@ -510,11 +510,27 @@ class IndexInfo(Result, frozen=True, kw_only=True):
     state: IndexState
 
 
+class ExplicitFactsInfo(Result, frozen=True, kw_only=True):
+    """A project's explicit facts (`remember` with scope "project": its memory.md) as a new
+    session is given them: `text`, the newest whole facts within 8,192 bytes, `truncated` when
+    older ones were left out, `problem` when the file could not be read (not a regular file,
+    unreadable; `text` is then empty). `user_path`: user.md, the facts every project's sessions
+    are given, not shown here; `user_bytes` its size, null when there is none."""
+
+    path: str
+    text: str
+    truncated: bool = False
+    problem: str | None = None
+    user_path: str | None = None
+    user_bytes: int | None = None
+
+
 class ProjectsInspectResult(Result, frozen=True, kw_only=True):
     project: ProjectInfo
     ledger: LedgerInfo
     index: IndexInfo
     jobs: list[JobSummary]
+    explicit: ExplicitFactsInfo | None = None  # null from an orcad that did not show them
 
 
 class LedgerForgetParams(Params, frozen=True, kw_only=True):

@@ -4,6 +4,7 @@ each still shows what it can, names what is wrong and says what to do."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -262,3 +263,49 @@ def test_a_workspace_holding_a_newline_stays_on_its_line_of_memory_and_grants_li
     # --json keeps the path as it is
     as_json = orcactl(daemon.orca, "memory", "list", "--cwd", str(cwd), "--json")
     assert json.loads(as_json.stdout)["records"][0]["workspace_root"] == str(cwd)
+
+
+def test_inspect_shows_the_projects_explicit_facts_and_points_at_user_md(
+    daemon: DaemonProcess, tmp_path: Path
+) -> None:
+    # what orcad knows of a project: its ledger, and the facts kept with `remember --project`
+    # (memory.md), which inspect did not show (a `cat` of the file was needed)
+    cwd, directory, _job_id = committed_project(daemon, tmp_path)
+    for args in (
+        ("--project", "Releases are tagged from the amber-quay-17 branch."),
+        ("Answer in British English.",),
+    ):
+        kept = orcactl(daemon.orca, "remember", "--cwd", str(cwd), *args)
+        assert kept.returncode == 0, kept.stderr
+    memory_md = directory / "memory.md"
+    user_md = daemon.orca.memory_root / "user.md"
+
+    shown = orcactl(daemon.orca, "inspect", str(cwd))
+    assert shown.returncode == 0, shown.stderr
+    assert "amber-quay-17" in shown.stdout and str(memory_md) in shown.stdout
+    assert str(user_md) in shown.stdout  # a pointer to the user-wide facts ...
+    assert "British English" not in shown.stdout  # ... not their content
+    report = json.loads(orcactl(daemon.orca, "inspect", str(cwd), "--json").stdout)
+    explicit = report["explicit"]
+    assert "amber-quay-17" in explicit["text"] and explicit["path"] == str(memory_md)
+    assert explicit["truncated"] is False and explicit["problem"] is None
+    assert explicit["user_path"] == str(user_md)
+    assert explicit["user_bytes"] == user_md.stat().st_size
+
+    # a large file: the newest facts within the bound a new session is given
+    facts = [f"- fact number {n:05d} of a long list kept by hand" for n in range(2000)]
+    memory_md.write_text("\n".join(facts) + "\n", encoding="utf-8")
+    explicit = json.loads(orcactl(daemon.orca, "inspect", str(cwd), "--json").stdout)["explicit"]
+    assert explicit["truncated"] is True and len(explicit["text"].encode()) <= 8192
+    assert facts[-1] in explicit["text"] and facts[0] not in explicit["text"]
+    shown = orcactl(daemon.orca, "inspect", str(cwd))
+    assert "older ones left out" in shown.stdout and facts[-1] in shown.stdout
+
+    # a FIFO in its place is not waited on: said, and the rest still shown
+    memory_md.unlink()
+    os.mkfifo(memory_md)
+    shown = orcactl(daemon.orca, "inspect", str(cwd))
+    assert shown.returncode == 0, shown.stderr
+    assert "not a regular file" in shown.stdout and directory.name in shown.stdout
+    explicit = json.loads(orcactl(daemon.orca, "inspect", str(cwd), "--json").stdout)["explicit"]
+    assert explicit["text"] == "" and "not a regular file" in explicit["problem"]

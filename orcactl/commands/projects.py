@@ -44,6 +44,7 @@ from protocol.client import Client
 from protocol.errors import RemoteError
 from protocol.types import (
     DamagedJob,
+    ExplicitFactsInfo,
     JobsListResult,
     JobsRetryResult,
     JobSummary,
@@ -63,7 +64,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     projects.set_defaults(run=run_projects)
 
     inspect = subparsers.add_parser(
-        "inspect", help="show a project's ledger, index state and jobs (default: this directory)"
+        "inspect",
+        help="show a project's ledger, index state, explicit facts and jobs (default: this "
+        "directory)",
     )
     # both given, the path was silently ignored: one names the project
     which = inspect.add_mutually_exclusive_group()
@@ -203,8 +206,34 @@ def run_inspect(args: argparse.Namespace) -> int:
             f"{candidate.turn_id}  via {candidate.provider}"
             + (f"/{candidate.model}" if candidate.model else "")
         )
+    _print_explicit(result.explicit)
     _print_jobs(result.jobs, listed.damaged)
     return status
+
+
+def _print_explicit(explicit: ExplicitFactsInfo | None) -> None:
+    """The project's explicit facts (memory.md, as a new session is given them) and where
+    user.md is; nothing from an orcad that does not send them."""
+    if explicit is None:
+        return
+    path = one_line(explicit.path)
+    if explicit.problem is not None:
+        print(f"explicit  {path}: {one_line(explicit.problem)}")
+    elif not explicit.text.strip():
+        print(f"explicit  none ({path} holds no facts)")
+    else:
+        cut = ", the newest shown (older ones left out)" if explicit.truncated else ""
+        print(f"explicit  {path}{cut}:")
+        print("\n".join(f"  | {line}" for line in explicit.text.splitlines()))
+    if explicit.user_path is not None:
+        user = one_line(explicit.user_path)
+        if explicit.user_bytes is None:
+            print(f"user      none ({user}: facts every project's sessions are given)")
+        else:
+            print(
+                f"user      {user}: {explicit.user_bytes} bytes of facts every project's "
+                "sessions are given (not shown here)"
+            )
 
 
 def _damaged_project_file(result: ProjectsInspectResult) -> dict[str, str] | None:

@@ -205,6 +205,7 @@ def install(
         embed_facts=embed_facts,
         judge=judge,
     )
+    service.user_memory_file = host.paths.user_memory_file
     api = CaptureRoutes(service, host.sessions, host.config)
     routes: dict[str, AsyncHandler | SyncHandler] = {
         "turn.completed": api.turn_completed,

@@ -3,6 +3,7 @@ revisioned way to remove an automatic-memory candidate."""
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -44,11 +45,14 @@ from orcad.capture.records import JobRecord
 from orcad.capture.service import CaptureService
 from orcad.capture.source import bound_again
 from orcad.errors import InvalidParams, NotFound, StorageError
+from orcad.explicit import PROJECT_MEMORY_FILE, facts_file_fault, read_bounded
 from orcad.failpoints import failpoint
 from orcad.identity import derive_project
+from orcad.limits import STARTUP_PROJECT_MAX_BYTES
 from orcad.workspace import derive_workspace
 from protocol.types import (
     Candidate,
+    ExplicitFactsInfo,
     IndexInfo,
     IndexState,
     LedgerForgetParams,
@@ -179,6 +183,9 @@ async def inspect_project(
         return found, ledger, index_state(directory, ledger)
 
     found, ledger, state = await trio.to_thread.run_sync(read)
+    explicit = await trio.to_thread.run_sync(
+        explicit_facts, directory / PROJECT_MEMORY_FILE, capture.user_memory_file
+    )
     if found.problem is not None:
         capture.problems.report("project_metadata_corrupt", found.problem)
     return ProjectsInspectResult(
@@ -190,6 +197,31 @@ async def inspect_project(
         ),
         index=IndexInfo(state=state),
         jobs=capture.index.summaries(project_id),
+        explicit=explicit,
+    )
+
+
+def explicit_facts(path: Path, user_file: Path | None) -> ExplicitFactsInfo:
+    """The project's memory.md as a new session is given it (bounded, never waited on: see
+    read_bounded), and where user.md is. Blocking: call from a thread."""
+    faults: list[str] = []
+
+    def fault(exc: OSError) -> None:
+        wrong, what_to_do = facts_file_fault(path, exc)
+        faults.append(f"{wrong}; {what_to_do}")
+
+    text, truncated = read_bounded(path, STARTUP_PROJECT_MAX_BYTES, fault)
+    user_bytes = None
+    if user_file is not None:
+        with contextlib.suppress(OSError):
+            user_bytes = user_file.stat().st_size
+    return ExplicitFactsInfo(
+        path=str(path),
+        text=text,
+        truncated=truncated,
+        problem=faults[0] if faults else None,
+        user_path=None if user_file is None else str(user_file),
+        user_bytes=user_bytes,
     )
 
 

@@ -91,6 +91,7 @@ class CaptureService:
         # called once a project's directory is found gone while orcad runs: drops the recall
         # snapshots holding the facts its ledger held
         self.on_project_gone: Callable[[], Awaitable[object]] | None = None
+        self.user_memory_file: Path | None = None  # user.md, which projects.inspect points at
 
     async def wait_session_jobs(
         self,
