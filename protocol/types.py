@@ -104,7 +104,8 @@ class JobCounts(Result, frozen=True, kw_only=True):
     cancelled: int = 0
     damaged: int = 0  # job files that no longer parse, kept as found (see jobs.list `damaged`)
     # pending jobs waiting to be tried again after a failed attempt (a back-off, a provider's
-    # Retry-After), and the earliest time one of them may be (its `not_before`)
+    # Retry-After) that has not run out yet, and the earliest time one of them may be (its
+    # `not_before`); a job whose wait is over is simply pending
     waiting_retry: int = 0
     next_try_at: Timestamp | None = None
 

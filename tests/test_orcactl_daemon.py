@@ -735,6 +735,38 @@ def test_a_job_waiting_out_a_retry_after_shows_when_it_is_next_tried(
         assert re.search(f"next try of a failed job {left}", text), text
 
 
+def test_a_job_whose_retry_time_has_passed_is_pending_and_not_waiting(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    # no worker takes the job once its back-off is over: status went on counting it as waiting
+    # for a retry, with a next try in the past
+    workdir = tmp_path / "repo"
+    workdir.mkdir()
+    orca_env.write_config("[extraction]\nworkers = 0\nretry_base_s = 2.0\n")
+    daemon = DaemonProcess(orca_env)
+    daemon_factory.append(daemon)
+    daemon.start()
+    agent = Agent(daemon, workdir)
+    daemon.call("turn.completed", turn_completed(agent, "t1", "remember that we ship"))
+    claimed = daemon.call("jobs.claim", {"worker": "external"})
+    daemon.call(
+        "jobs.fail", {"job_id": claimed.job.job_id, "token": claimed.lease.token, "error": "x"}
+    )
+    [job] = daemon.call("jobs.list", {}).jobs
+    assert job.state == "pending" and job.not_before is not None, job
+    report = json.loads(orcactl(orca_env, "status", "--json").stdout)["jobs"]
+    if time.time() < parse_time(job.not_before):  # asked within the back-off (1 to 2 s)
+        assert (report["waiting_retry"], report["next_try_at"]) == (1, job.not_before), report
+    deadline = time.monotonic() + 30
+    while time.time() < parse_time(job.not_before) + 0.1:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    report = json.loads(orcactl(orca_env, "status", "--json").stdout)["jobs"]
+    assert (report["pending"], report["waiting_retry"], report["next_try_at"]) == (1, 0, None)
+    text = orcactl(orca_env, "status").stdout
+    assert "Jobs: 1 pending, 0 leased" in text and "next try" not in text, text
+
+
 def test_revoking_a_grant_that_is_not_current_changes_nothing_and_exits_0(
     daemon: DaemonProcess,
 ) -> None:

@@ -17,7 +17,7 @@ import trio
 
 from orcad.capture.jobstore import DamagedJobFile
 from orcad.capture.records import JobRecord, summary_of
-from orcad.capture.schedule import JobView, view_of
+from orcad.capture.schedule import JobView, claimable_at, view_of
 from orcad.capture.states import ACTIVE_STATES, TERMINAL_STATES
 from orcad.clock import format_time
 from orcad.errors import NotFound, quoted
@@ -33,7 +33,8 @@ class JobIndex:
         self._state_counts: collections.Counter[str] = collections.Counter()
         self._active_by_project: collections.Counter[str] = collections.Counter()
         self._projects: set[str] = set()
-        # pending jobs waiting out a retry's not_before -> that time (daemon.status's next try)
+        # pending jobs with a retry's not_before -> that time (daemon.status counts the ones not
+        # passed yet)
         self._not_before: dict[str, float] = {}
         self._damaged: dict[str, DamagedJobFile] = {}  # job id -> its file that does not parse
         self._finished: dict[str, trio.Event] = {}  # job id -> set once the job is terminal
@@ -135,8 +136,14 @@ class JobIndex:
     def active_jobs(self, project_id: str) -> int:
         return self._active_by_project[project_id]
 
-    def job_counts(self) -> JobCounts:
+    def job_counts(
+        self, now: float | None = None, honoured: Callable[[JobView], JobView] | None = None
+    ) -> JobCounts:
+        """The jobs by state; with `now` (wall time) also the pending jobs still waiting out a
+        retry's `not_before` at `now`, their waits taken as `honoured` gives them (a job whose
+        wait is over is simply pending: it runs once a worker is free)."""
         counts = self._state_counts
+        waits = self._waits(now, honoured) if now is not None else []
         return JobCounts(
             pending=counts["pending"],
             leased=counts["leased"],
@@ -144,9 +151,21 @@ class JobIndex:
             exhausted=counts["exhausted"],
             cancelled=counts["cancelled"],
             damaged=len(self._damaged),
-            waiting_retry=len(self._not_before),
-            next_try_at=format_time(min(self._not_before.values())) if self._not_before else None,
+            waiting_retry=len(waits),
+            next_try_at=format_time(min(waits)) if waits else None,
         )
+
+    def _waits(self, now: float, honoured: Callable[[JobView], JobView] | None) -> list[float]:
+        """When each pending job that cannot be claimed at `now` for its `not_before` can be."""
+        waits = []
+        for job_id in self._not_before:
+            view = self._views[job_id]
+            if honoured is not None:
+                view = honoured(view)
+            at = claimable_at(view, now)
+            if at is not None and at > now:
+                waits.append(at)
+        return waits
 
     def project_count(self) -> int:
         return len(self._projects)

@@ -288,7 +288,10 @@ class CaptureService:
     # --- daemon.status ----------------------------------------------------------------------
 
     def job_counts(self) -> JobCounts:
-        return self.index.job_counts()
+        now, elapsed = self.clock.now(), self.clock.monotonic()
+        return self.index.job_counts(
+            now, lambda view: self.leases.deadlines.honoured_view(view, now, elapsed)
+        )
 
     def project_count(self) -> int:
         return self.index.project_count()
