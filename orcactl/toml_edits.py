@@ -8,7 +8,6 @@ from __future__ import annotations
 import copy
 import math
 import re
-import tomllib
 from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from functools import partial
 from pathlib import Path
@@ -29,6 +28,7 @@ from orcactl.agent_configs import (
     Unparseable,
     mcp_server,
     toml_meaning,
+    toml_read,
     updated_mcp_entry,
 )
 
@@ -91,7 +91,7 @@ def _faithful(
             result = candidate()
             if newline == "\r\n" and not _lone_newlines(text):
                 result = re.sub(r"(?<!\r)\n", "\r\n", result)  # what tomlkit added
-            meaning = tomllib.loads(result)
+            meaning = toml_read(result, Path("<candidate>"))  # read again by the next edit
         except Exception:  # noqa: S112 - tomlkit raises ValueError, KeyError, its own errors
             continue
         if _comparable(meaning) != _comparable(expected):
@@ -130,7 +130,7 @@ def _table_of(data: dict[str, Any], key: str, path: Path) -> dict[str, Any]:
 
 def _without_server(text: str, path: Path) -> str:
     """config.toml without orca's MCP server, everything else meaning what it meant."""
-    data = toml_meaning(text, path)
+    data = toml_read(text, path)
     servers = _table_of(data, "mcp_servers", path)
     if MCP_NAME not in servers:
         return text
@@ -186,8 +186,41 @@ def edit_codex_config(
     keeps its value and its table (a `[table]` header added after dotted keys would capture the
     keys below it), or the file is refused, unchanged. Lines orca adds use the file's own line
     ending."""
-    _load_toml(text, path)
-    data = toml_meaning(text, path)
+    try:
+        return _edit_codex_config(
+            text,
+            path,
+            orcactl,
+            pinned,
+            cwd,
+            remove=remove,
+            trust=trust,
+            previous=previous,
+            moves=moves,
+            take_back=take_back,
+        )
+    except Refused:
+        # an edit that needed tomlkit, on a file tomlkit cannot read: named as not valid TOML.
+        # Only then is the whole file parsed by tomlkit (seconds for a config.toml that trusts
+        # tens of thousands of projects); edits made line by line do not need it
+        _load_toml(text, path)
+        raise
+
+
+def _edit_codex_config(
+    text: str,
+    path: Path,
+    orcactl: str,
+    pinned: Pinned | None,
+    cwd: Path | None,
+    *,
+    remove: bool,
+    trust: Mapping[str, str] | None,
+    previous: Mapping[str, str] | None,
+    moves: Mapping[str, str] | None,
+    take_back: bool,
+) -> str:
+    data = toml_read(text, path)
     servers = _table_of(data, "mcp_servers", path)
     features = _table_of(data, "features", path)
     if remove:
@@ -231,7 +264,7 @@ def _with_trust(
     renamed, as its lines, so the comments around it stay; tomlkit does it when the lines are
     not as orca writes them."""
     moves = moves or {}
-    data = tomllib.loads(text)
+    data = toml_read(text, path)
     hooks = data.get("hooks", {})
     state = hooks.get("state", {}) if isinstance(hooks, dict) else None
     if not isinstance(hooks, dict) or not isinstance(state, dict):
@@ -293,6 +326,8 @@ def _with_trust(
             edited = edited.replace(_state_header(old), mark, 1)
         for mark, new in zip(marks, moves.values(), strict=True):
             edited = edited.replace(mark, _state_header(new), 1)
+        if "hooks" not in data and edited == text and (appended := _trust_appended(text, changed)):
+            return appended  # a file without trust: the tables added at its end
         return _with_changed_trust(edited, changed)
 
     def by_tomlkit() -> str:
@@ -349,6 +384,27 @@ def _state_table(document: tomlkit.TOMLDocument) -> Any:
     return document["hooks"]["state"]
 
 
+_ARRAY_OF_TABLES = re.compile(r"(?m)^[ \t]*\[\[")
+
+
+def _trust_appended(text: str, changed: Mapping[str, str]) -> str | None:
+    """`text`, a file without `hooks`, with a trust table for each of `changed` added at its end,
+    byte for byte as _with_changed_trust adds them (tomlkit), without parsing the whole file
+    again (tomlkit takes seconds for a config.toml that trusts tens of thousands of projects):
+    after a blank line unless the file is empty or its last line is blank already, and a blank
+    line between two tables. None for a file whose last line has no line end, or that has an
+    array of tables (left to tomlkit, which lays those out in ways of its own)."""
+    if (text and not text.endswith("\n")) or _ARRAY_OF_TABLES.search(text):
+        return None
+    last = text[:-1].rpartition("\n")[2]  # the file's last line, without its line end
+    lead = "" if not text or not last.strip(" \t\r") else "\n"
+    tables = [
+        f"{_state_header(key)}\ntrusted_hash = {tomlkit.item(digest).as_string()}\n"
+        for key, digest in changed.items()
+    ]
+    return text + lead + "\n".join(tables)
+
+
 def _with_changed_trust(text: str, changed: Mapping[str, str]) -> str:
     """`text` with each of `changed` given its trusted_hash (a table set in place, or added)."""
     if not changed:
@@ -388,7 +444,7 @@ def _server_updated_in_place(
 def _server_added(text: str, path: Path, wanted: dict[str, Any], newline: str) -> str:
     """config.toml with orca's server taken out (if there) and `wanted` added as a table."""
     text = _without_server(text, path)
-    data = tomllib.loads(text)
+    data = toml_read(text, path)
     expected = copy.deepcopy(data)
     expected.setdefault("mcp_servers", {})[MCP_NAME] = wanted
 
@@ -421,7 +477,7 @@ def _with_hooks_flag(text: str, features: dict[str, Any], path: Path, newline: s
     runs no hook without it; `codex_hooks = true`, its old name, is as good)."""
     if True in (features.get(CODEX_HOOKS_FEATURE), features.get(CODEX_OLD_HOOKS_FEATURE)):
         return text
-    data = tomllib.loads(text)
+    data = toml_read(text, path)
     expected = copy.deepcopy(data)
     expected.setdefault("features", {})[CODEX_HOOKS_FEATURE] = True
     lines = text.splitlines(keepends=True)

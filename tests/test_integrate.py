@@ -1782,3 +1782,62 @@ def test_doctor_parses_the_users_codex_config_once(orca_env: OrcaEnv, tmp_path: 
         ("ok", f"codex in the project at {project}: hooks and MCP server registered"),
     ]
     assert count.read_text() == "1"
+
+
+# integrate run as orcactl is, but counting how often the whole of a text as long as the
+# user's config.toml is parsed, by tomlkit and by tomllib, once it ends
+_COUNTING_INTEGRATE = """
+import atexit, json, pathlib, sys, tomllib, tomlkit
+watched, count = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
+size = len(watched.read_text())
+parsed = {"tomlkit": 0, "tomllib": 0}
+def counting(name, parse):
+    def parse_counted(text, *args, **options):
+        parsed[name] += len(text) >= size
+        return parse(text, *args, **options)
+    return parse_counted
+tomlkit.parse = counting("tomlkit", tomlkit.parse)
+tomllib.loads = counting("tomllib", tomllib.loads)
+atexit.register(lambda: count.write_text(json.dumps(parsed)))
+sys.argv = ["orcactl", "integrate", "codex", "--orcactl", sys.argv[3]]
+from orcactl.entry import main
+main()
+"""
+
+
+def test_integrate_edits_a_codex_config_trusting_many_projects_in_linear_time(
+    orca_env: OrcaEnv, tmp_path: Path
+) -> None:
+    """tomlkit takes seconds to parse a config.toml that trusts 30,000 projects (1.5 MB), and
+    integrate parsed the whole file with it twice, besides tomllib reading it eight times:
+    more than 30 seconds on a busy machine. What it writes is the file as it was, orca's
+    entries added at its end."""
+    codex_home = orca_env.root / "codex-home"
+    codex_home.mkdir()
+    user_config = codex_home / "config.toml"
+    original = 'model = "gpt-5"  # mine\n\n' + "".join(
+        f'[projects."/home/u/p{n:05d}"]\ntrust_level = "trusted"\n\n' for n in range(3000)
+    )
+    user_config.write_text(original)
+    count = tmp_path / "parsed"
+    run = subprocess.run(
+        [sys.executable, "-c", _COUNTING_INTEGRATE, str(user_config), str(count), ORCACTL],
+        capture_output=True,
+        text=True,
+        env={**orca_env.env, "CODEX_HOME": str(codex_home)},
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert run.returncode == 0 and "Traceback" not in run.stderr, run.stderr
+    written = user_config.read_text()
+    assert written.startswith(original), written[: len(original)]
+    meaning = tomllib.loads(written)
+    assert set(meaning) == {"model", "projects", "mcp_servers", "features", "hooks"}
+    assert set(meaning["mcp_servers"]) == {"orca"} and meaning["features"] == {"hooks": True}
+    hooks_file = codex_home / "hooks.json"
+    trust = agent_configs.codex_trust(hooks_file.read_text(), hooks_file)
+    assert meaning["hooks"] == {
+        "state": {key: {"trusted_hash": digest} for key, digest in trust.items()}
+    }
+    parsed = json.loads(count.read_text())
+    assert parsed["tomlkit"] == 0 and parsed["tomllib"] <= 4, parsed

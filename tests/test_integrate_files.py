@@ -77,6 +77,36 @@ def _lone_newlines(text: str) -> int:
     return text.count("\n") - text.count("\r\n")
 
 
+TRUST = {
+    "/home/u/.codex/hooks.json:session_start:0:0": "sha256:aa",
+    '/home/u/"odd\\dir"/hooks.json:stop:0:0': "sha256:bb",
+}
+ENDINGS = ["", "\n", "\n\n", "\n  \n", "\n\t\n", "\n# last\n", "  # mine\n\n\n"]
+
+
+@pytest.mark.pure
+@pytest.mark.parametrize("layout", LAYOUTS, ids=list(LAYOUTS))
+@pytest.mark.parametrize("ending", ENDINGS)
+def test_trust_added_to_a_file_without_it_is_written_as_tomlkit_writes_it(
+    layout: str, ending: str
+) -> None:
+    """Trust tables added to a file that has none are written at its end without tomlkit
+    parsing the whole file (seconds for one trusting 30,000 projects), byte for byte as
+    tomlkit writes them."""
+    text = LAYOUTS[layout].rstrip("\r\n") + ending
+    if "\r\n" in LAYOUTS[layout]:
+        text = text.replace("\r\n", "\n").replace("\n", "\r\n")
+    untrusted = toml_edits.edit_codex_config(text, PATH, ORCA, None, None, remove=False)
+    trusted = toml_edits.edit_codex_config(text, PATH, ORCA, None, None, remove=False, trust=TRUST)
+    by_tomlkit = toml_edits._with_changed_trust(untrusted, TRUST)
+    if "\r\n" in text:
+        by_tomlkit = by_tomlkit.replace("\r\n", "\n").replace("\n", "\r\n")
+    assert trusted == by_tomlkit
+    assert tomllib.loads(trusted)["hooks"]["state"] == {
+        key: {"trusted_hash": digest} for key, digest in TRUST.items()
+    }
+
+
 @pytest.mark.pure
 @pytest.mark.parametrize("layout", LAYOUTS, ids=list(LAYOUTS))
 def test_codex_config_keeps_the_meaning_of_every_user_key(layout: str) -> None:
