@@ -17,7 +17,6 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from orcactl.agent_configs import Unparseable, toml_read
 from orcad.regular_files import read_regular_file
@@ -32,6 +31,9 @@ class ProjectTrust:
     level: str | None  # the trust_level of the entry that decided, None without one
     key: str  # that entry's path, or the one Codex asks to be trusted
     user_config: Path
+    # the config.toml whose entry decided: the user's, or the system's when the user's has
+    # none for that path (None without one)
+    decided_by: Path | None = None
 
     @property
     def trusted(self) -> bool:
@@ -41,10 +43,11 @@ class ProjectTrust:
         """Why Codex does not read the project's files (for an untrusted project)."""
         if self.level is None:
             return f"{self.user_config} does not trust {self.key}"
+        source = self.decided_by or self.user_config
         if self.level == UNTRUSTED:
-            return f"{self.user_config} marks {self.key} untrusted"
+            return f"{source} marks {self.key} untrusted"
         return (
-            f"{self.user_config} gives {self.key} trust_level = {json.dumps(self.level)}, which "
+            f"{source} gives {self.key} trust_level = {json.dumps(self.level)}, which "
             "Codex does not accept (it then refuses to start)"
         )
 
@@ -54,6 +57,13 @@ class ProjectTrust:
                 f"add to {self.user_config} the table `[projects.{toml_string(self.key)}]` with "
                 f"`trust_level = {json.dumps(TRUSTED)}`, or start Codex in the project and "
                 'answer "Yes, continue" when it asks whether you trust it'
+            )
+        if self.decided_by not in (None, self.user_config):
+            # the user's config.toml is read over the system's, entry by entry
+            return (
+                f"add to {self.user_config} the table `[projects.{toml_string(self.key)}]` with "
+                f"`trust_level = {json.dumps(TRUSTED)}`: it overrides the entry in "
+                f"{self.decided_by}"
             )
         return (
             f'set trust_level = "trusted" under [projects.{toml_string(self.key)}] in '
@@ -132,17 +142,21 @@ def project_trust(project: Path, user_config: Path, user_text: str) -> ProjectTr
     the directory) reads `project/.codex/`, from the user's config.toml `user_text` (at
     `user_config`) over the system's. Raises agent_configs.Unparseable for a user config.toml
     that does not parse."""
-    levels: dict[str, Any] = {}
+    levels: dict[str, tuple[str, Path]] = {}  # path -> its trust level, and the file setting it
     try:
         system_text = read_regular_file(SYSTEM_CONFIG).decode("utf-8")
-        levels.update(_levels(system_text, SYSTEM_CONFIG))
+        system_levels = _levels(system_text, SYSTEM_CONFIG)
+        levels.update((key, (level, SYSTEM_CONFIG)) for key, level in system_levels.items())
     except (OSError, UnicodeDecodeError, Unparseable):  # none, or Codex's own error to report
         pass
-    levels.update(_levels(user_text, user_config))
+    levels.update(
+        (key, (level, user_config)) for key, level in _levels(user_text, user_config).items()
+    )
     root = trust_root(project)
     for directory in (project, root) if root is not None else (project,):
         for key in _keys(directory):
             if key in levels:
-                return ProjectTrust(levels[key], key, user_config)
+                level, decided_by = levels[key]
+                return ProjectTrust(level, key, user_config, decided_by)
     asked = _keys(root if root is not None else project)[0]
     return ProjectTrust(None, asked, user_config)

@@ -636,6 +636,84 @@ def test_doctor_says_codex_reads_no_file_of_a_project_it_does_not_trust(
     assert _codex_project_finding(orca_env, env, project, project / "src")["status"] == "ok"
 
 
+# doctor run as orcactl is, with Codex's system config.toml at the path given first
+_DOCTOR_WITH_SYSTEM_CONFIG = """
+import pathlib, sys
+from orcactl import codex_projects
+codex_projects.SYSTEM_CONFIG = pathlib.Path(sys.argv[1])
+sys.argv = ["orcactl", "--no-start", "doctor", *sys.argv[2:]]
+from orcactl.entry import main
+main()
+"""
+
+
+def test_doctor_names_the_system_config_when_its_entry_decides_a_projects_trust(
+    orca_env: OrcaEnv, tmp_path: Path
+) -> None:
+    """An entry in Codex's system config.toml (`/etc/codex/config.toml`) that the user's does
+    not override decides the trust: doctor said the user's config.toml marked the project
+    untrusted, and told the user to change a table their file does not have."""
+    project = tmp_path / "repo"
+    (project / ".git").mkdir(parents=True)
+    codex_home = tmp_path / "codex-home"
+    codex_home.mkdir()
+    env = {**orca_env.env, "CODEX_HOME": str(codex_home)}
+    run = _integrate(orca_env, "codex", "--project", "--cwd", str(project), env=env)
+    assert run.returncode == 0, run.stderr
+    real = os.path.realpath(project)
+    hooks_file = project / ".codex" / "hooks.json"
+    hooks_trust = "".join(
+        f'[hooks.state."{key}"]\ntrusted_hash = "{digest}"\n'
+        for key, digest in agent_configs.codex_trust(hooks_file.read_text(), hooks_file).items()
+    )
+    user_config = codex_home / "config.toml"
+    user_config.write_text(hooks_trust)
+    system_config = tmp_path / "system" / "config.toml"
+    system_config.parent.mkdir()
+
+    def finding(system_level: str, *, as_text: bool = False) -> dict[str, str]:
+        system_config.write_text(f'[projects."{real}"]\ntrust_level = "{system_level}"\n')
+        reports = [
+            subprocess.run(
+                [sys.executable, "-c", _DOCTOR_WITH_SYSTEM_CONFIG, str(system_config), *extra],
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=120,
+                cwd=project,
+            )
+            for extra in ((["--json"], []) if as_text else (["--json"],))
+        ]
+        [found] = [
+            f
+            for f in json.loads(reports[0].stdout)["findings"]
+            if f["detail"].startswith(f"codex in the project at {project}:")
+        ]
+        if as_text:  # the text report says the same
+            assert found["detail"] in reports[1].stdout and found["fix"] in reports[1].stdout
+        return found
+
+    found = finding("untrusted", as_text=True)
+    assert found["status"] == "problem", found
+    assert f"{system_config} marks {real} untrusted" in found["detail"], found
+    assert found["fix"] == (
+        f'add to {user_config} the table `[projects."{real}"]` with `trust_level = "trusted"`: '
+        f"it overrides the entry in {system_config}"
+    )
+    found = finding("no")
+    assert f'{system_config} gives {real} trust_level = "no"' in found["detail"], found
+    assert found["fix"].startswith(f"add to {user_config} the table"), found
+    assert finding("trusted")["status"] == "ok"
+    # the fix as given: the user's entry wins over the system's
+    user_config.write_text(f'[projects."{real}"]\ntrust_level = "trusted"\n' + hooks_trust)
+    assert finding("untrusted")["status"] == "ok"
+    # and a user's entry that decides is named as the user's
+    user_config.write_text(f'[projects."{real}"]\ntrust_level = "untrusted"\n' + hooks_trust)
+    found = finding("trusted")
+    assert f"{user_config} marks {real} untrusted" in found["detail"], found
+    assert found["fix"] == f'set trust_level = "trusted" under [projects."{real}"] in {user_config}'
+
+
 def test_the_trust_fix_doctor_gives_is_toml_codex_matches_for_any_path(
     orca_env: OrcaEnv, tmp_path: Path
 ) -> None:
