@@ -442,6 +442,30 @@ def test_a_fact_holding_a_lone_surrogate_is_rejected_output(
     assert "not valid UTF-8" in job["errors"][0]["message"]
 
 
+@pytest.mark.parametrize("fact", ["\u200b", "\x00", "\u200d\ufeff\u2066", "\U000e0041"])
+def test_a_fact_of_invisible_characters_alone_is_rejected_output(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path, fact: str
+) -> None:
+    daemon = start(orca_env, daemon_factory, NO_WORKERS)
+    session = daemon.call("session.open", {"cwd": str(project_dir(tmp_path))})
+    job_id = daemon.call("turn.completed", turn_params(session, "t1")).job_id
+    claimed = daemon.call("jobs.claim", {"worker": "w"})
+    publish = {
+        "job_id": job_id,
+        "token": claimed.lease.token,
+        "output": fact_output("This repository uses pnpm.", fact),
+        "provider": "x",
+        "model": "y",
+    }
+    error = remote_error(daemon, "jobs.publish", publish)  # before: committed, 2 added
+    assert (error.code, error.kind) == (-32012, "extraction_rejected")
+    assert "line 2: fact holds only control or invisible characters" in error.error.message
+    job = read_job_file(orca_env.memory_root, session.project.id, job_id)
+    assert (job["state"], job["attempts"], job["lease"]) == ("pending", 1, None)
+    inspected = daemon.call("projects.inspect", {"project_id": session.project.id})
+    assert inspected.ledger.candidates == []
+
+
 def test_a_provider_answering_a_lone_surrogate_exhausts_the_job(
     orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
 ) -> None:

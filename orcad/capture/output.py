@@ -11,7 +11,7 @@ import json
 from typing import Any, get_args
 
 from orcad import limits
-from orcad.control_characters import escape_control_characters
+from orcad.control_characters import escape_control_characters, has_visible_character
 from orcad.secrets import redact, shorten_redacted
 from protocol.types import Category, ExtractedFact
 
@@ -105,6 +105,8 @@ def _parse_fact_line(number: int, line: str) -> ExtractedFact:
     fact = fact.strip()
     if not fact:
         raise MalformedOutput(f"line {number}: fact is empty")
+    if not has_visible_character(fact):  # kept, it would be recalled as a line of escapes
+        raise MalformedOutput(f"line {number}: fact holds only control or invisible characters")
     if len(fact) > limits.EXTRACTOR_FACT_MAX_CHARS:
         raise MalformedOutput(
             f"line {number}: fact is {len(fact)} characters, over the "
