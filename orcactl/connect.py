@@ -304,17 +304,19 @@ def one_start_at_a_time(timeout: float) -> Iterator[None]:
     """Hold the start lock in orcad's home while one orcactl starts orcad: hooks of several
     agent sessions that find none at once (a machine that just booted) started one orcad each,
     of which all but one exited, and on two cores each hook then took about as long as its
-    whole budget. Without a home yet, or a lock to be had within `timeout` seconds, it
-    starts as before (orcad itself lets only one serve)."""
+    whole budget. A home not made yet is made first, as the start would make it: on a new
+    machine all of them find none at once. With a home that cannot be used, or no lock to be
+    had within `timeout` seconds, it starts as before (orcad itself lets only one serve)."""
     import filelock  # noqa: PLC0415  (only a start needs it)
 
     home = daemon_log_path().parent
     lock = filelock.FileLock(str(home / "orcad.start.lock"), mode=0o600)
     try:
         if not home.is_dir():  # start_daemon says why a home cannot be used
-            raise FileNotFoundError(home)
+            check_home_directory(home)
+            home.mkdir(mode=0o700, parents=True, exist_ok=True)
         lock.acquire(timeout=timeout)
-    except (filelock.Timeout, OSError):
+    except (filelock.Timeout, OSError, StartupError):
         yield
         return
     try:

@@ -540,6 +540,56 @@ def test_one_start_of_orcad_at_a_time_and_the_others_use_it(
     assert _orcads_on(orca_env.socket) == [started.proc.pid]
 
 
+def test_clients_that_find_no_home_yet_start_one_orcad(tmp_path: Path) -> None:
+    # A new machine: no ORCA_HOME, nor its parent, nor the socket's directory. The orcactls of
+    # an agent's start (hooks, the MCP server) all find no daemon at once; they took the start
+    # lock only where a home existed, so several started an orcad each and all but one exited
+    # ("already running" in orcad.log), on two cores a second or more for every client.
+    started_at_once = 8
+    for attempt in range(2):
+        (tmp_path / f"a{attempt}").mkdir()
+        orca = OrcaEnv(
+            tmp_path / f"a{attempt}",
+            extra_env={
+                "ORCA_HOME": str(tmp_path / f"a{attempt}" / "new" / "orca"),
+                "ORCA_SOCKET": str(tmp_path / f"a{attempt}" / "run2" / "orcad.sock"),
+            },
+        )
+        runs = _at_once([ORCACTL, "ping"], orca.env, started_at_once)
+        serving = _orcads_on(orca.socket)
+        try:
+            assert [(run.returncode, run.stderr) for run in runs] == [(0, "")] * started_at_once
+            log = (tmp_path / f"a{attempt}" / "new" / "orca" / "orcad.log").read_text()
+            assert "daemon.startup_failed" not in log
+            assert log.count('"daemon.ready"') == 1
+            assert len(serving) == 1
+        finally:
+            for pid in serving:
+                os.kill(pid, signal.SIGTERM)
+            deadline = time.monotonic() + 30
+            while _orcads_on(orca.socket) and time.monotonic() < deadline:
+                time.sleep(0.05)
+
+
+def _at_once(
+    command: list[str], env: dict[str, str], count: int
+) -> list[subprocess.CompletedProcess[str]]:
+    """`count` runs of `command` started at the same moment (a barrier), once all are done."""
+    barrier = threading.Barrier(count)
+    runs: list[subprocess.CompletedProcess[str]] = []
+
+    def run() -> None:
+        barrier.wait()
+        runs.append(subprocess.run(command, capture_output=True, text=True, env=env, timeout=60))
+
+    threads = [threading.Thread(target=run) for _ in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return runs
+
+
 def _orcads_on(socket_path: Path) -> list[int]:
     """The pids of the orcad processes started for `socket_path` (by their environment)."""
     found = []
