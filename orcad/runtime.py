@@ -186,6 +186,8 @@ class InstanceLock:
         except filelock.Timeout:
             holder = read_instance(self._paths.instance_file)
             if not self._stopped_serving(holder):
+                # a holder that had only just taken the lock names itself while it is waited for
+                holder = holder or read_instance(self._paths.instance_file)
                 who = f"pid {holder.pid}, serving {holder.socket}" if holder else "another process"
                 raise StartupError(
                     f"orcad is already running on the memory in {self._paths.memory_root} "

@@ -10,8 +10,10 @@ import shutil
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import filelock
 import pytest
 
 from tests.external_worker import wait_for
@@ -209,3 +211,33 @@ def test_what_stands_at_the_pid_files_temporary_is_not_written_through(
     assert elsewhere.read_text() == "not orcad's\n"
     assert not temporary.exists() and not temporary.is_symlink()
     assert daemon.stop() == 0
+
+
+def test_a_start_that_waited_for_a_holder_names_it_once_it_is_named(tmp_path: Path) -> None:
+    # Two starts at once: the first has taken the lock but not yet written orcad.pid when the
+    # second looks, and is serving by the time the second gives up. The second's error said
+    # "another process" although orcad.pid named the first by then.
+    orca = OrcaEnv(tmp_path, extra_env={"ORCA_SOCKET": str(tmp_path / "run2" / "orcad.sock")})
+    orca.memory_root.mkdir(parents=True)
+    serving = tmp_path / "first.sock"
+    with (
+        filelock.FileLock(str(orca.memory_root / "orcad.lock")),  # the first start's lock
+        socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener,
+    ):
+        listener.bind(str(serving))
+        listener.listen()
+        second = DaemonProcess(orca)
+        second.spawn()
+        try:
+            # its runtime directory made, it looks for the lock's holder just after
+            wait_for((tmp_path / "run2").is_dir)
+            time.sleep(0.5)
+            named = orca.memory_root / "orcad.pid.new"
+            named.write_text(json.dumps({"pid": os.getpid(), "socket": str(serving)}))
+            named.rename(orca.memory_root / "orcad.pid")
+            assert second.proc.wait(timeout=30) == 1
+        finally:
+            if second.proc.poll() is None:
+                second.proc.kill()
+                second.proc.wait()
+    assert f"(pid {os.getpid()}, serving {serving})" in second.stderr()
