@@ -146,7 +146,8 @@ def prepare_runtime_dir(paths: Paths) -> None:
         # The caller chose the socket's directory: create it if missing, never loosen or tighten
         # a directory we did not create, but refuse one that is a symlink or someone else's.
         if not runtime.exists() and not runtime.is_symlink():
-            runtime.mkdir(mode=PRIVATE_DIR, parents=True)
+            with contextlib.suppress(FileExistsError):  # another start made it meanwhile
+                runtime.mkdir(mode=PRIVATE_DIR, parents=True)
         info = runtime.lstat()
         if stat.S_ISLNK(info.st_mode):
             raise StartupError(f"refusing to use {runtime}: it is a symbolic link")

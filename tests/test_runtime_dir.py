@@ -98,3 +98,25 @@ def test_a_relative_xdg_config_home_is_ignored(tmp_path: Path) -> None:
     assert relative.deliberate_db == tmp_path / ".config" / "orcacode" / "memory.sqlite3"
     absolute = resolve_paths({**env, "XDG_CONFIG_HOME": str(tmp_path / "cfg")})
     assert absolute.deliberate_db == tmp_path / "cfg" / "orcacode" / "memory.sqlite3"
+
+
+def test_a_socket_directory_another_start_makes_meanwhile_is_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two orcads started at once with ORCA_SOCKET (as orcactl starts it) both find its
+    directory missing; the one that makes it second failed with "File exists". The other
+    start's mkdir is played by making the directory right after the check."""
+    runtime = tmp_path / "run" / "orca"
+    paths = resolve_paths({"HOME": str(tmp_path), "ORCA_SOCKET": str(runtime / "orcad.sock")})
+    assert paths.socket_from_env and paths.runtime_dir == runtime
+    real_exists = Path.exists
+
+    def exists_then_made(self: Path) -> bool:
+        found = real_exists(self)
+        if self == runtime and not found:
+            runtime.mkdir(mode=0o700, parents=True)  # the other start, between check and mkdir
+        return found
+
+    monkeypatch.setattr(Path, "exists", exists_then_made)
+    prepare_runtime_dir(paths)
+    assert runtime.is_dir()
