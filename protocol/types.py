@@ -356,7 +356,8 @@ class JobSummary(Result, frozen=True, kw_only=True):
     updated_at: Timestamp
     last_error: str | None
     # a pending job waiting to be tried again after a failed attempt (a back-off, a provider's
-    # Retry-After): not claimed before this time; None when nothing holds it back
+    # Retry-After): not claimed before this time, as the workers time it; None when nothing
+    # holds it back, also once that wait is over (the job is then simply pending)
     not_before: Timestamp | None = None
 
 

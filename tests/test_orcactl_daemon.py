@@ -767,6 +767,44 @@ def test_a_job_whose_retry_time_has_passed_is_pending_and_not_waiting(
     assert "Jobs: 1 pending, 0 leased" in text and "next try" not in text, text
 
 
+def test_a_job_whose_retry_time_has_passed_is_listed_without_one(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    # no worker takes the job once its back-off is over: jobs.list, `orcactl jobs --json` and
+    # `orcactl inspect --json` went on giving its not_before, a time already passed
+    workdir = tmp_path / "repo"
+    workdir.mkdir()
+    orca_env.write_config("[extraction]\nworkers = 0\nretry_base_s = 2.0\n")
+    daemon = DaemonProcess(orca_env)
+    daemon_factory.append(daemon)
+    daemon.start()
+    agent = Agent(daemon, workdir)
+    daemon.call("turn.completed", turn_completed(agent, "t1", "remember that we ship"))
+    claimed = daemon.call("jobs.claim", {"worker": "external"})
+    daemon.call(
+        "jobs.fail", {"job_id": claimed.job.job_id, "token": claimed.lease.token, "error": "x"}
+    )
+    [job] = daemon.call("jobs.list", {}).jobs
+    assert job.state == "pending" and job.not_before is not None, job
+    if time.time() < parse_time(job.not_before):  # asked within the back-off (1 to 2 s)
+        listed = json.loads(orcactl(orca_env, "jobs", "--json").stdout)["jobs"]
+        assert [row["not_before"] for row in listed] in ([job.not_before], [None]), listed
+    deadline = time.monotonic() + 30
+    while time.time() < parse_time(job.not_before) + 0.1:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    [job] = daemon.call("jobs.list", {}).jobs
+    assert (job.state, job.not_before) == ("pending", None), job
+    [row] = json.loads(orcactl(orca_env, "jobs", "--json").stdout)["jobs"]
+    assert (row["state"], row["not_before"]) == ("pending", None), row
+    inspected = orcactl(orca_env, "inspect", "--project", agent.project_id, "--json").stdout
+    [row] = json.loads(inspected)["jobs"]
+    assert (row["state"], row["not_before"]) == ("pending", None), row
+    for command in (["jobs"], ["inspect", "--project", agent.project_id]):
+        text = orcactl(orca_env, *command).stdout
+        assert job.job_id in text and "next try" not in text, text
+
+
 def test_revoking_a_grant_that_is_not_current_changes_nothing_and_exits_0(
     daemon: DaemonProcess,
 ) -> None:

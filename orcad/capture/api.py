@@ -105,7 +105,7 @@ class CaptureRoutes:
         index = self.service.index
         damaged = index.damaged_jobs(params.project_id) if params.state is None else []
         return JobsListResult(
-            jobs=index.summaries(params.project_id, params.state), damaged=damaged
+            jobs=self.service.job_summaries(params.project_id, params.state), damaged=damaged
         )
 
     async def claim(self, params: JobsClaimParams) -> JobsClaimResult:

@@ -13,6 +13,7 @@ import collections
 from collections.abc import Callable, Collection, Iterable
 from typing import Literal
 
+import msgspec
 import trio
 
 from orcad.capture.jobstore import DamagedJobFile
@@ -24,6 +25,8 @@ from orcad.errors import NotFound, quoted
 from protocol.types import DamagedJob, JobCounts, JobSummary
 
 Barrier = Literal["clear", "timed_out", "none"]
+
+_SAME_S = 0.001  # stored times have milliseconds: closer than that, the stored text is shown
 
 
 class JobIndex:
@@ -143,7 +146,12 @@ class JobIndex:
         retry's `not_before` at `now`, their waits taken as `honoured` gives them (a job whose
         wait is over is simply pending: it runs once a worker is free)."""
         counts = self._state_counts
-        waits = self._waits(now, honoured) if now is not None else []
+        waits = []
+        if now is not None:
+            for job_id in self._not_before:
+                wait = self._wait(job_id, now, honoured)
+                if wait is not None:
+                    waits.append(wait)
         return JobCounts(
             pending=counts["pending"],
             leased=counts["leased"],
@@ -152,20 +160,27 @@ class JobIndex:
             cancelled=counts["cancelled"],
             damaged=len(self._damaged),
             waiting_retry=len(waits),
-            next_try_at=format_time(min(waits)) if waits else None,
+            next_try_at=min(waits, key=lambda wait: wait[0])[1] if waits else None,
         )
 
-    def _waits(self, now: float, honoured: Callable[[JobView], JobView] | None) -> list[float]:
-        """When each pending job that cannot be claimed at `now` for its `not_before` can be."""
-        waits = []
-        for job_id in self._not_before:
-            view = self._views[job_id]
-            if honoured is not None:
-                view = honoured(view)
-            at = claimable_at(view, now)
-            if at is not None and at > now:
-                waits.append(at)
-        return waits
+    def _wait(
+        self, job_id: str, now: float, honoured: Callable[[JobView], JobView] | None
+    ) -> tuple[float, str] | None:
+        """When a pending job with a retry's `not_before` can be claimed, as a time and as
+        shown (the stored text when that is the time), or None when that is not after `now`."""
+        stored = self._not_before.get(job_id)
+        if stored is None:
+            return None
+        view = self._views[job_id]
+        if honoured is not None:
+            view = honoured(view)
+        at = claimable_at(view, now)
+        if at is None or at <= now:
+            return None
+        summary = self._summaries.get(job_id)
+        if summary is not None and summary.not_before is not None and abs(at - stored) < _SAME_S:
+            return at, summary.not_before
+        return at, format_time(at)
 
     def project_count(self) -> int:
         return len(self._projects)
@@ -174,16 +189,36 @@ class JobIndex:
         return set(self._projects)
 
     def summaries(
-        self, project_id: str | None = None, state: str | None = None
+        self,
+        project_id: str | None = None,
+        state: str | None = None,
+        *,
+        now: float | None = None,
+        honoured: Callable[[JobView], JobView] | None = None,
     ) -> list[JobSummary]:
-        """Jobs as jobs.list shows them, oldest first."""
+        """Jobs as jobs.list shows them, oldest first; with `now` (wall time) a pending job's
+        `not_before` is the time its wait ends as `honoured` gives it, and None once that is
+        not after `now` (as job_counts counts it)."""
         found = [
             summary
             for summary in self._summaries.values()
             if (project_id is None or summary.project_id == project_id)
             and (state is None or summary.state == state)
         ]
+        if now is not None:
+            found = [self._waiting(summary, now, honoured) for summary in found]
         return sorted(found, key=lambda summary: (summary.created_at, summary.job_id))
+
+    def _waiting(
+        self, summary: JobSummary, now: float, honoured: Callable[[JobView], JobView] | None
+    ) -> JobSummary:
+        if summary.not_before is None:
+            return summary
+        wait = self._wait(summary.job_id, now, honoured)
+        shown = wait[1] if wait is not None else None
+        if shown == summary.not_before:
+            return summary
+        return msgspec.structs.replace(summary, not_before=shown)
 
     def damaged_files(self) -> list[DamagedJobFile]:
         return list(self._damaged.values())

@@ -196,7 +196,7 @@ async def inspect_project(
             candidates=[to_candidate(record) for record in ledger.candidates],
         ),
         index=IndexInfo(state=state),
-        jobs=capture.index.summaries(project_id),
+        jobs=capture.job_summaries(project_id),
         explicit=explicit,
     )
 

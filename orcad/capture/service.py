@@ -42,7 +42,7 @@ from orcad.providers import ProviderConfigError, build_provider
 from orcad.providers.heuristic import FactJudge
 from orcad.secrets import redact
 from orcad.session_snapshot import Session
-from protocol.types import JobCounts
+from protocol.types import JobCounts, JobSummary
 
 log = structlog.get_logger("orcad.capture")
 
@@ -291,6 +291,19 @@ class CaptureService:
         now, elapsed = self.clock.now(), self.clock.monotonic()
         return self.index.job_counts(
             now, lambda view: self.leases.deadlines.honoured_view(view, now, elapsed)
+        )
+
+    def job_summaries(
+        self, project_id: str | None = None, state: str | None = None
+    ) -> list[JobSummary]:
+        """Jobs as jobs.list and projects.inspect show them: a pending job's `not_before` only
+        while its wait, timed as the workers time it, is not over (as job_counts counts it)."""
+        now, elapsed = self.clock.now(), self.clock.monotonic()
+        return self.index.summaries(
+            project_id,
+            state,
+            now=now,
+            honoured=lambda view: self.leases.deadlines.honoured_view(view, now, elapsed),
         )
 
     def project_count(self) -> int:
