@@ -778,3 +778,39 @@ def test_a_project_directory_moved_aside_while_orcad_runs_leaves_no_fact_in_reca
     projects.assert_gone_fact_dropped(orca_env)
     status = orcactl(orca_env, "status", "--json")
     assert "job_files_gone" in status.stdout, status.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("restart", [False, True])
+def test_a_ledger_deleted_alone_while_orcad_runs_leaves_no_fact_in_recall_snapshots(
+    orca_env: OrcaEnv,
+    daemon_factory: list[DaemonProcess],
+    provider: FakeOpenAI,
+    tmp_path: Path,
+    restart: bool,
+) -> None:
+    # Only candidates.jsonl deleted, its directory kept: orcad never noticed, so the same turn
+    # asked again was answered the facts the ledger held until a restart. With `restart`, the
+    # ledger was there when orcad started and is deleted before any listing, its snapshot read
+    # back into memory by the turn asked again after the start.
+    configure(orca_env, provider)
+    daemon = started(orca_env, daemon_factory)
+    projects = TwoProjects(daemon, provider, tmp_path)
+    if restart:
+        daemon.stop()
+        daemon.start()
+        again = projects.recall(projects.gone)
+        assert again.snapshot_id == projects.before[projects.gone].snapshot_id
+    directory = orca_env.memory_root / "projects" / projects.gone_id
+    (directory / "candidates.jsonl").unlink()
+    listed = orcactl(orca_env, "jobs" if restart else "projects")
+    assert listed.returncode == 0, listed.stderr
+
+    assert "walnut-prism-31" not in projects.recall(projects.gone).context
+    state = orca_env.memory_root / "daemon-state.sqlite3"
+    found = holders("walnut-prism-31", orca_env.memory_root)
+    assert [path for path in found if path.startswith(str(state))] == [], found
+    again = projects.recall(projects.kept)  # another project's snapshot is kept
+    assert again.snapshot_id == projects.before[projects.kept].snapshot_id
+    assert "cedar-orbit-64" in again.context
+    assert directory.is_dir() and (directory / "jobs").is_dir()  # nothing else removed

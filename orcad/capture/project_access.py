@@ -77,6 +77,9 @@ class ProjectAccess:
         self._ensured: set[str] = set()  # project directories created (with project.json)
         self._ledger_checks: dict[str, tuple[LedgerFileState, bool]] = {}  # project -> usable
         self._switches: dict[str, SwitchReading] = {}
+        # projects whose ledger orcad last found there or wrote: one found gone later took its
+        # facts with it (CaptureService.drop_vanished)
+        self.ledgers_seen: set[str] = set()
 
     def project_dir(self, project_id: str) -> Path:
         return project_dir(self.projects_dir, project_id)
@@ -234,6 +237,8 @@ class ProjectAccess:
     def ledger_written(self, project_id: str, state: LedgerFileState) -> None:
         """The ledger was just read and written whole: usable at this file state."""
         self._ledger_checks[project_id] = (state, True)
+        if state is not None:
+            self.ledgers_seen.add(project_id)
 
     def ledger_suspect(self, project_id: str) -> None:
         """The ledger failed to parse during a change: read it again before the next claim."""

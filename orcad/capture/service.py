@@ -28,7 +28,7 @@ from orcad.capture.admission import Admissions
 from orcad.capture.index import Barrier, JobIndex
 from orcad.capture.jobstore import job_path
 from orcad.capture.lease_engine import FactEmbedder, LeaseEngine
-from orcad.capture.ledger import read_ledger
+from orcad.capture.ledger import ledger_path, read_ledger
 from orcad.capture.problems import ErrorRecorder, Problems
 from orcad.capture.project_access import ProjectAccess
 from orcad.capture.projections import ensure_markdown, index_state, rebuild_index
@@ -88,8 +88,8 @@ class CaptureService:
         # when an external worker last called jobs.claim (Clock.monotonic()): without built-in
         # workers, a queued job waits for one
         self.external_claim_at: float | None = None
-        # called once a project's directory is found gone while orcad runs: drops the recall
-        # snapshots holding the facts its ledger held
+        # called once a project's directory, or its ledger alone, is found gone while orcad
+        # runs: drops the recall snapshots holding the facts its ledger held
         self.on_project_gone: Callable[[], Awaitable[object]] | None = None
         self.user_memory_file: Path | None = None  # user.md, which projects.inspect points at
 
@@ -180,18 +180,51 @@ class CaptureService:
         removes committed job files (retention, ledger.forget) before it drops them from the
         index, and an admission makes a removed directory again before it indexes its job, each
         under that lock; a look between the two steps is no proof of a file moved away."""
+        seen = set(self.projects.ledgers_seen)
         gone_jobs, gone_projects = await trio.to_thread.run_sync(
             self._look_for_gone, views, project_ids
         )
+        facts_gone = False
         for project_id in sorted({view.project_id for view in gone_jobs} | set(gone_projects)):
             mine = [view for view in gone_jobs if view.project_id == project_id]
-            await self._drop_gone(project_id, mine, directory_gone=project_id in gone_projects)
+            directory_gone = project_id in gone_projects
+            facts_gone |= await self._drop_gone(project_id, mine, directory_gone=directory_gone)
+        facts_gone |= await self._look_for_gone_ledgers(
+            [p for p in project_ids if p in seen and p not in gone_projects]
+        )
+        if facts_gone and self.on_project_gone is not None:
+            await self.on_project_gone()
+
+    async def _look_for_gone_ledgers(self, project_ids: list[str]) -> bool:
+        """Whether the ledger of one of `project_ids` (each one orcad found or wrote before) is
+        gone while its directory stays (candidates.jsonl deleted alone): its facts went with
+        it, as with a directory gone. The ledgers found there are noted for the next look."""
+        if not project_ids:  # (a recall's barrier looks at no project: nothing to stat)
+            return False
+        there = await trio.to_thread.run_sync(self._ledgers_there, project_ids)
+        gone = sorted(set(project_ids) - there)
+        self.projects.ledgers_seen.difference_update(gone)
+        self.projects.ledgers_seen.update(there)
+        if gone:
+            log.warning("ledger.vanished", projects=gone)
+        return bool(gone)
+
+    def _ledgers_there(self, project_ids: list[str]) -> set[str]:
+        """Those of `project_ids` whose ledger file is there. Blocking: call from a thread."""
+        directory = self.projects.project_dir
+        return {p for p in project_ids if _exists(ledger_path(directory(p)), follow=False)}
+
+    async def note_ledgers(self) -> None:
+        """Note, at a start, the projects whose ledger is there (see _look_for_gone_ledgers)."""
+        project_ids = sorted(self.index.known_projects())
+        there = await trio.to_thread.run_sync(self._ledgers_there, project_ids)
+        self.projects.ledgers_seen.update(there)
 
     async def _drop_gone(
         self, project_id: str, views: list[JobView], *, directory_gone: bool
-    ) -> None:
+    ) -> bool:
         """drop_vanished for one project's `views` (and its directory), confirmed under its
-        lock."""
+        lock; whether its directory is gone."""
         async with self.projects.lock(project_id):
             gone_jobs, gone_projects = await trio.to_thread.run_sync(
                 self._look_for_gone, views, [project_id] if directory_gone else []
@@ -202,7 +235,7 @@ class CaptureService:
             if gone_projects:
                 self.index.forget_project(project_id)
         if not gone_jobs and not gone_projects:
-            return
+            return False
         jobs = sorted(view.job_id for view in gone_jobs)
         log.warning("jobs.vanished", project_id=project_id, jobs=jobs)
         what = f"{len(jobs)} job file(s)" if jobs else "its directory"
@@ -212,8 +245,7 @@ class CaptureService:
             f"({self.projects.project_dir(project_id)}); no longer listed or worked on",
         )
         self.index.notify()
-        if gone_projects and self.on_project_gone is not None:
-            await self.on_project_gone()
+        return bool(gone_projects)
 
     def _look_for_gone(
         self, views: list[JobView], project_ids: list[str]
@@ -229,6 +261,7 @@ class CaptureService:
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Load the job index, then run the built-in workers until cancelled."""
         await self.leases.load()
+        await self.note_ledgers()
         self.pool = self.build_pool()
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self.refresh_indexes)
@@ -342,10 +375,10 @@ def _refresh_index(directory: Path) -> str | None:
     return state
 
 
-def _exists(path: Path) -> bool:
+def _exists(path: Path, *, follow: bool = True) -> bool:
     """Whether `path` is there; one that cannot be looked at (a permission) counts as there."""
     try:
-        path.stat()
+        path.stat(follow_symlinks=follow)
     except (FileNotFoundError, NotADirectoryError):
         return False
     except OSError:
