@@ -11,6 +11,7 @@ writes them.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 from collections.abc import Callable
@@ -22,10 +23,15 @@ import structlog
 from orcad.control_characters import escape_control_characters, has_visible_character
 from orcad.durable_files import FileSignature, remove_stale_temps, replace_file_unless_changed
 from orcad.errors import InvalidParams, StorageError
-from orcad.limits import EXPLICIT_FACT_MAX_CHARS, EXPLICIT_LOCK_TIMEOUT_S
+from orcad.limits import (
+    EXPLICIT_FACT_MAX_CHARS,
+    EXPLICIT_LOCK_TIMEOUT_S,
+    STARTUP_PROJECT_MAX_BYTES,
+)
 from orcad.regular_files import NotARegularFile, open_regular_file
 from orcad.secrets import secret_kinds
 from orcad.storage_faults import advice, fault_reason
+from protocol.types import ExplicitFactsInfo
 
 log = structlog.get_logger("orcad.explicit")
 
@@ -281,13 +287,18 @@ def facts_file_problem(path: Path) -> tuple[str, str] | None:
 
 
 def read_bounded(
-    path: Path, max_bytes: int, on_fault: Callable[[OSError], None] | None = None
+    path: Path,
+    max_bytes: int,
+    on_fault: Callable[[OSError], None] | None = None,
+    *,
+    log_fault: bool = True,
 ) -> tuple[str, bool]:
     """The newest whole lines of `path` within `max_bytes`, and whether lines were left out.
 
     A missing file is empty; so is one that cannot be read, or is not a regular file (a FIFO
-    would wait for a writer), which is logged and handed to `on_fault`. Only the file's tail is
-    read, however large. The bound counts the text as returned, control characters escaped.
+    would wait for a writer), which is logged (unless not `log_fault`: orcactl keeps no log)
+    and handed to `on_fault`. Only the file's tail is read, however large. The bound counts the
+    text as returned, control characters escaped.
     """
     try:
         with open_regular_file(path) as handle:
@@ -300,7 +311,8 @@ def read_bounded(
     except FileNotFoundError:
         return "", False
     except OSError as exc:
-        log.warning("explicit.unreadable", path=str(path), error=str(exc))
+        if log_fault:
+            log.warning("explicit.unreadable", path=str(path), error=str(exc))
         if on_fault is not None:
             on_fault(exc)
         return "", False
@@ -317,3 +329,30 @@ def read_bounded(
         return newest_lines(data, max_bytes, cut=True)[0], True
     data = data[1:]
     return newest_lines(data[_first_item(data) :], max_bytes, cut=False)[0], True
+
+
+def explicit_facts(
+    path: Path, user_file: Path | None, *, log_fault: bool = True
+) -> ExplicitFactsInfo:
+    """The project's memory.md at `path` as a new session is given it (bounded, never waited
+    on: see read_bounded), and where user.md is (projects.inspect, and orcactl inspect of a
+    project whose ledger orcad cannot read). Blocking: call from a thread."""
+    faults: list[str] = []
+
+    def fault(exc: OSError) -> None:
+        wrong, what_to_do = facts_file_fault(path, exc)
+        faults.append(f"{wrong}; {what_to_do}")
+
+    text, truncated = read_bounded(path, STARTUP_PROJECT_MAX_BYTES, fault, log_fault=log_fault)
+    user_bytes = None
+    if user_file is not None:
+        with contextlib.suppress(OSError):
+            user_bytes = user_file.stat().st_size
+    return ExplicitFactsInfo(
+        path=str(path),
+        text=text,
+        truncated=truncated,
+        problem=faults[0] if faults else None,
+        user_path=None if user_file is None else str(user_file),
+        user_bytes=user_bytes,
+    )

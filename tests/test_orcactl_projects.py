@@ -309,3 +309,49 @@ def test_inspect_shows_the_projects_explicit_facts_and_points_at_user_md(
     assert "not a regular file" in shown.stdout and directory.name in shown.stdout
     explicit = json.loads(orcactl(daemon.orca, "inspect", str(cwd), "--json").stdout)["explicit"]
     assert explicit["text"] == "" and "not a regular file" in explicit["problem"]
+
+
+def test_inspect_of_a_damaged_ledger_still_shows_the_projects_explicit_facts(
+    daemon: DaemonProcess, tmp_path: Path
+) -> None:
+    # orcactl reads a damaged ledger's project from its files: memory.md's facts, which
+    # inspect shows for a sound one, were left out
+    cwd, directory, _job_id = committed_project(daemon, tmp_path)
+    for args in (
+        ("--project", "Releases are tagged from the amber-quay-17 branch."),
+        ("Answer in British English.",),
+    ):
+        kept = orcactl(daemon.orca, "remember", "--cwd", str(cwd), *args)
+        assert kept.returncode == 0, kept.stderr
+    (directory / "candidates.jsonl").write_text("not a ledger\n")
+    memory_md = directory / "memory.md"
+    user_md = daemon.orca.memory_root / "user.md"
+
+    shown = orcactl(daemon.orca, "inspect", str(cwd))
+    assert shown.returncode == 1, shown.stderr
+    assert "amber-quay-17" in shown.stdout and str(memory_md) in shown.stdout
+    assert str(user_md) in shown.stdout and "British English" not in shown.stdout
+    as_json = orcactl(daemon.orca, "inspect", str(cwd), "--json")
+    assert as_json.returncode == 1, as_json.stderr
+    explicit = json.loads(as_json.stdout)["explicit"]
+    assert "amber-quay-17" in explicit["text"] and explicit["path"] == str(memory_md)
+    assert explicit["truncated"] is False and explicit["problem"] is None
+    assert (explicit["user_path"], explicit["user_bytes"]) == (str(user_md), user_md.stat().st_size)
+
+    # the same bound as orcad's: the newest facts a new session is given
+    facts = [f"- fact number {n:05d} of a long list kept by hand" for n in range(2000)]
+    memory_md.write_text("\n".join(facts) + "\n", encoding="utf-8")
+    explicit = json.loads(orcactl(daemon.orca, "inspect", str(cwd), "--json").stdout)["explicit"]
+    assert explicit["truncated"] is True and len(explicit["text"].encode()) <= 8192
+    assert facts[-1] in explicit["text"] and facts[0] not in explicit["text"]
+
+    # a FIFO in its place is not waited on (orcactl would hang): said, nothing logged
+    memory_md.unlink()
+    os.mkfifo(memory_md)
+    shown = orcactl(daemon.orca, "inspect", str(cwd))
+    assert shown.returncode == 1 and "Traceback" not in shown.stderr, shown.stderr
+    assert "not a regular file" in shown.stdout and "explicit.unreadable" not in shown.stdout
+    assert shown.stderr == "", shown.stderr
+    as_json = orcactl(daemon.orca, "inspect", str(cwd), "--json")
+    explicit = json.loads(as_json.stdout)["explicit"]
+    assert explicit["text"] == "" and "not a regular file" in explicit["problem"]

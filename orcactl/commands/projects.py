@@ -276,14 +276,29 @@ def _inspect_damaged(args: argparse.Namespace, client: Client, ledger: Path, pro
         "files": list_files(directory),
         "markdown_view": read_markdown_view(directory / MARKDOWN_VIEW),
     }
+    explicit = _explicit_facts(directory)
     if args.json:
-        print_json({**report, "jobs": jobs.jobs, "damaged_jobs": jobs.damaged})
+        print_json(
+            {**report, "explicit": explicit, "jobs": jobs.jobs, "damaged_jobs": jobs.damaged}
+        )
     else:
-        _print_damaged(report, jobs)
+        _print_damaged(report, jobs, explicit)
     return EXIT_ERROR
 
 
-def _print_damaged(report: dict[str, Any], jobs: JobsListResult) -> None:
+def _explicit_facts(directory: Path) -> ExplicitFactsInfo:
+    """The project's memory.md, read as orcad reads it for projects.inspect (the newest facts
+    within what a new session is given, never waiting on a file that is not a regular one), and
+    user.md beside the projects directory."""
+    from orcad.explicit import PROJECT_MEMORY_FILE, explicit_facts  # noqa: PLC0415
+
+    user_file = directory.parent.parent / "user.md"  # <memory root>/projects/<id>
+    return explicit_facts(directory / PROJECT_MEMORY_FILE, user_file, log_fault=False)
+
+
+def _print_damaged(
+    report: dict[str, Any], jobs: JobsListResult, explicit: ExplicitFactsInfo
+) -> None:
     project, damaged, view = report["project"], report["damaged_file"], report["markdown_view"]
     print(f"project   {project['id']}  [damaged]")
     print(f"identity  {one_line(project['identity']) or '(unknown)'}")
@@ -298,6 +313,7 @@ def _print_damaged(report: dict[str, Any], jobs: JobsListResult) -> None:
         note = f" ({view['problem']})" if view["problem"] else ""
         print(f"ledger    unreadable; {MARKDOWN_VIEW}, its facts as last written{note}:")
         print("\n".join(f"  | {line}" for line in view["text"].splitlines()))
+    _print_explicit(explicit)
     _print_jobs(jobs.jobs, jobs.damaged)
 
 

@@ -3,7 +3,6 @@ revisioned way to remove an automatic-memory candidate."""
 
 from __future__ import annotations
 
-import contextlib
 import re
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -45,14 +44,12 @@ from orcad.capture.records import JobRecord
 from orcad.capture.service import CaptureService
 from orcad.capture.source import bound_again
 from orcad.errors import InvalidParams, NotFound, StorageError
-from orcad.explicit import PROJECT_MEMORY_FILE, facts_file_fault, read_bounded
+from orcad.explicit import PROJECT_MEMORY_FILE, explicit_facts
 from orcad.failpoints import failpoint
 from orcad.identity import derive_project
-from orcad.limits import STARTUP_PROJECT_MAX_BYTES
 from orcad.workspace import derive_workspace
 from protocol.types import (
     Candidate,
-    ExplicitFactsInfo,
     IndexInfo,
     IndexState,
     LedgerForgetParams,
@@ -198,30 +195,6 @@ async def inspect_project(
         index=IndexInfo(state=state),
         jobs=capture.job_summaries(project_id),
         explicit=explicit,
-    )
-
-
-def explicit_facts(path: Path, user_file: Path | None) -> ExplicitFactsInfo:
-    """The project's memory.md as a new session is given it (bounded, never waited on: see
-    read_bounded), and where user.md is. Blocking: call from a thread."""
-    faults: list[str] = []
-
-    def fault(exc: OSError) -> None:
-        wrong, what_to_do = facts_file_fault(path, exc)
-        faults.append(f"{wrong}; {what_to_do}")
-
-    text, truncated = read_bounded(path, STARTUP_PROJECT_MAX_BYTES, fault)
-    user_bytes = None
-    if user_file is not None:
-        with contextlib.suppress(OSError):
-            user_bytes = user_file.stat().st_size
-    return ExplicitFactsInfo(
-        path=str(path),
-        text=text,
-        truncated=truncated,
-        problem=faults[0] if faults else None,
-        user_path=None if user_file is None else str(user_file),
-        user_bytes=user_bytes,
     )
 
 
