@@ -234,6 +234,7 @@ class CaptureService:
             self.index.drop(view.job_id for view in gone_jobs)
             if gone_projects:
                 self.index.forget_project(project_id)
+                self.projects.ledgers_seen.discard(project_id)  # (its ledger went with it)
         if not gone_jobs and not gone_projects:
             return False
         jobs = sorted(view.job_id for view in gone_jobs)
