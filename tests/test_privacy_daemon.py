@@ -814,3 +814,35 @@ def test_a_ledger_deleted_alone_while_orcad_runs_leaves_no_fact_in_recall_snapsh
     assert again.snapshot_id == projects.before[projects.kept].snapshot_id
     assert "cedar-orbit-64" in again.context
     assert directory.is_dir() and (directory / "jobs").is_dir()  # nothing else removed
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("noticed_by", ["restart", "projects"])
+def test_a_project_directory_renamed_beside_the_others_leaves_no_fact_in_recall_snapshots(
+    orca_env: OrcaEnv,
+    daemon_factory: list[DaemonProcess],
+    provider: FakeOpenAI,
+    tmp_path: Path,
+    noticed_by: str,
+) -> None:
+    # Moved aside by a rename within projects/ (projects/<id>.trash), the directory is no
+    # project any more, but its ledger was still counted as holding the facts: the snapshots
+    # holding them were kept and the same turn asked again was answered them.
+    configure(orca_env, provider)
+    daemon = started(orca_env, daemon_factory)
+    projects = TwoProjects(daemon, provider, tmp_path)
+    directory = orca_env.memory_root / "projects" / projects.gone_id
+    if noticed_by == "restart":
+        daemon.stop()
+        directory.rename(directory.with_name(f"{projects.gone_id}.trash"))
+        daemon.start()
+    else:
+        directory.rename(directory.with_name(f"{projects.gone_id}.trash"))
+        listed = orcactl(orca_env, noticed_by)
+        assert listed.returncode == 0, listed.stderr
+
+    assert "walnut-prism-31" not in projects.recall(projects.gone).context
+    state = orca_env.memory_root / "daemon-state.sqlite3"
+    assert not [path for path in holders("walnut-prism-31", state.parent) if str(state) in path]
+    again = projects.recall(projects.kept)  # another project's snapshot is kept
+    assert again.snapshot_id == projects.before[projects.kept].snapshot_id

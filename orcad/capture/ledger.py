@@ -37,6 +37,7 @@ import msgspec
 
 from orcad import limits
 from orcad.capture.fact_folding import fold_compatibility_forms
+from orcad.capture.projects import list_project_ids
 from orcad.clock import format_time, parse_time, stamp_after
 from orcad.durable_files import (
     FileSignature,
@@ -383,13 +384,14 @@ def read_ledger(project_dir: Path) -> Ledger:
 
 def kept_candidate_ids(projects_dir: Path) -> set[str]:
     """The candidate ids of every project's ledger under `projects_dir`. A ledger that cannot
-    be read adds none: what holds them cannot be vouched for."""
+    be read adds none: what holds them cannot be vouched for; nor does a directory not named
+    as a project is (`<id>.trash`: moved aside, it is no project's any more)."""
     try:
-        directories = [entry for entry in projects_dir.iterdir() if entry.is_dir()]
-    except OSError:
+        project_ids = list_project_ids(projects_dir)
+    except (StorageError, OSError):
         return set()
     kept: set[str] = set()
-    for directory in directories:
+    for directory in (projects_dir / project_id for project_id in project_ids):
         try:
             kept.update(candidate.id for candidate in read_ledger(directory).candidates)
         except (StorageError, OSError):
