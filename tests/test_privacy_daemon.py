@@ -846,3 +846,33 @@ def test_a_project_directory_renamed_beside_the_others_leaves_no_fact_in_recall_
     assert not [path for path in holders("walnut-prism-31", state.parent) if str(state) in path]
     again = projects.recall(projects.kept)  # another project's snapshot is kept
     assert again.snapshot_id == projects.before[projects.kept].snapshot_id
+
+
+@pytest.mark.slow
+def test_a_project_directory_moved_aside_then_made_again_leaves_no_fact_in_recall_snapshots(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], provider: FakeOpenAI, tmp_path: Path
+) -> None:
+    # A turn of the project's open session ending after the move makes its directory again
+    # (empty but for that turn's job) before a listing looks: the listing then finds only the
+    # old jobs' files gone, not the directory, and the snapshots holding the moved project's
+    # facts were kept, so the same turn asked again was answered them.
+    configure(orca_env, provider)
+    daemon = started(orca_env, daemon_factory)
+    projects = TwoProjects(daemon, provider, tmp_path)
+    directory = orca_env.memory_root / "projects" / projects.gone_id
+    directory.rename(tmp_path / "trash")
+    provider.script(ok(fact_output("Builds run with the maple-quartz-12 runner.")))
+    joined = daemon.call(
+        "session.open",
+        {"cwd": str(projects.gone), "session_id": projects.sessions[projects.gone], "join": True},
+    )
+    job_id = daemon.call("turn.completed", turn_params(joined, "t3", "note: maple")).job_id
+    wait_for(lambda: committed(daemon, job_id), timeout=60)
+    assert directory.is_dir()
+    listed = orcactl(orca_env, "projects")
+    assert listed.returncode == 0, listed.stderr
+
+    assert "walnut-prism-31" not in projects.recall(projects.gone).context
+    assert holders("walnut-prism-31", orca_env.home, orca_env.config_dir) == []
+    again = projects.recall(projects.kept)  # another project's snapshot is kept
+    assert again.snapshot_id == projects.before[projects.kept].snapshot_id

@@ -88,8 +88,8 @@ class CaptureService:
         # when an external worker last called jobs.claim (Clock.monotonic()): without built-in
         # workers, a queued job waits for one
         self.external_claim_at: float | None = None
-        # called once a project's directory, or its ledger alone, is found gone while orcad
-        # runs: drops the recall snapshots holding the facts its ledger held
+        # called once a project's directory, its ledger alone, or job files are found gone
+        # while orcad runs: drops the recall snapshots holding facts no ledger holds any more
         self.on_project_gone: Callable[[], Awaitable[object]] | None = None
         self.user_memory_file: Path | None = None  # user.md, which projects.inspect points at
 
@@ -224,7 +224,7 @@ class CaptureService:
         self, project_id: str, views: list[JobView], *, directory_gone: bool
     ) -> bool:
         """drop_vanished for one project's `views` (and its directory), confirmed under its
-        lock; whether its directory is gone."""
+        lock; whether anything was found gone (its directory or job files)."""
         async with self.projects.lock(project_id):
             gone_jobs, gone_projects = await trio.to_thread.run_sync(
                 self._look_for_gone, views, [project_id] if directory_gone else []
@@ -246,7 +246,9 @@ class CaptureService:
             f"({self.projects.project_dir(project_id)}); no longer listed or worked on",
         )
         self.index.notify()
-        return bool(gone_projects)
+        # job files gone without the directory may be a directory moved aside and made again
+        # since (a turn of a session still open admitted meanwhile): its ledger is new
+        return True
 
     def _look_for_gone(
         self, views: list[JobView], project_ids: list[str]
