@@ -876,3 +876,35 @@ def test_a_project_directory_moved_aside_then_made_again_leaves_no_fact_in_recal
     assert holders("walnut-prism-31", orca_env.home, orca_env.config_dir) == []
     again = projects.recall(projects.kept)  # another project's snapshot is kept
     assert again.snapshot_id == projects.before[projects.kept].snapshot_id
+
+
+@pytest.mark.slow
+def test_a_ledger_deleted_alone_after_its_directory_was_moved_back_leaves_no_fact_in_snapshots(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], provider: FakeOpenAI, tmp_path: Path
+) -> None:
+    # README: a moved project directory can be moved back where it was. Found gone meanwhile,
+    # its ledger was no longer among those orcad had seen, so deleting only candidates.jsonl
+    # after the move back was never noticed: the same turn asked again was answered its facts.
+    configure(orca_env, provider)
+    daemon = started(orca_env, daemon_factory)
+    projects = TwoProjects(daemon, provider, tmp_path)
+    directory = orca_env.memory_root / "projects" / projects.gone_id
+    directory.rename(tmp_path / "trash")
+    listed = orcactl(orca_env, "projects")
+    assert listed.returncode == 0, listed.stderr
+    (tmp_path / "trash").rename(directory)
+    joined = daemon.call(
+        "session.open",
+        {"cwd": str(projects.gone), "session_id": projects.sessions[projects.gone], "join": True},
+    )
+    ids = {"session_id": joined.session_id, "epoch": joined.epoch, "turn_id": "r2"}
+    prompt = projects.prompts[projects.gone]
+    assert "walnut-prism-31" in daemon.call("recall", {**ids, "prompt": prompt}).context
+    (directory / "candidates.jsonl").unlink()
+    listed = orcactl(orca_env, "projects")
+    assert listed.returncode == 0, listed.stderr
+
+    assert "walnut-prism-31" not in daemon.call("recall", {**ids, "prompt": prompt}).context
+    state = orca_env.memory_root / "daemon-state.sqlite3"
+    found = holders("walnut-prism-31", orca_env.memory_root)
+    assert [path for path in found if path.startswith(str(state))] == [], found

@@ -189,25 +189,36 @@ class CaptureService:
             mine = [view for view in gone_jobs if view.project_id == project_id]
             directory_gone = project_id in gone_projects
             facts_gone |= await self._drop_gone(project_id, mine, directory_gone=directory_gone)
-        facts_gone |= await self._look_for_gone_ledgers(
-            [p for p in project_ids if p in seen and p not in gone_projects]
-        )
+        if project_ids:  # (a recall's barrier looks at no project: it stats no ledger)
+            # every ledger seen, also one of a project forgotten with its directory: moved back
+            # where it was, its ledger holds its facts again
+            facts_gone |= await self._look_for_gone_ledgers(sorted(seen - set(gone_projects)))
         if facts_gone and self.on_project_gone is not None:
             await self.on_project_gone()
 
     async def _look_for_gone_ledgers(self, project_ids: list[str]) -> bool:
         """Whether the ledger of one of `project_ids` (each one orcad found or wrote before) is
-        gone while its directory stays (candidates.jsonl deleted alone): its facts went with
-        it, as with a directory gone. The ledgers found there are noted for the next look."""
-        if not project_ids:  # (a recall's barrier looks at no project: nothing to stat)
+        gone while its directory is there (candidates.jsonl deleted alone, or a directory made
+        again without it): its facts went with it, as with a directory gone. Such a ledger is
+        no longer taken as seen; one whose directory is not there stays so (its facts went
+        with the directory, and come back with it if it is moved back)."""
+        if not project_ids:
             return False
-        there = await trio.to_thread.run_sync(self._ledgers_there, project_ids)
-        gone = sorted(set(project_ids) - there)
+        gone = await trio.to_thread.run_sync(self._ledgers_gone, project_ids)
         self.projects.ledgers_seen.difference_update(gone)
-        self.projects.ledgers_seen.update(there)
         if gone:
             log.warning("ledger.vanished", projects=gone)
         return bool(gone)
+
+    def _ledgers_gone(self, project_ids: list[str]) -> list[str]:
+        """Those of `project_ids` whose directory is there without its ledger file. Blocking:
+        call from a thread."""
+        directory = self.projects.project_dir
+        return [
+            p
+            for p in project_ids
+            if not _exists(ledger_path(directory(p)), follow=False) and _exists(directory(p))
+        ]
 
     def _ledgers_there(self, project_ids: list[str]) -> set[str]:
         """Those of `project_ids` whose ledger file is there. Blocking: call from a thread."""
@@ -234,7 +245,6 @@ class CaptureService:
             self.index.drop(view.job_id for view in gone_jobs)
             if gone_projects:
                 self.index.forget_project(project_id)
-                self.projects.ledgers_seen.discard(project_id)  # (its ledger went with it)
         if not gone_jobs and not gone_projects:
             return False
         jobs = sorted(view.job_id for view in gone_jobs)
