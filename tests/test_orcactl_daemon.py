@@ -18,6 +18,7 @@ import pytest
 from orcad.clock import parse_time
 from orcad.log import DAEMON_LOG_ROTATE_BYTES
 from protocol.client import Client
+from protocol.types import JobSummary
 from tests.fake_openai import FakeOpenAI, status
 from tests.harness import DaemonProcess, OrcaEnv
 from tests.test_recall_barrier import turn_completed
@@ -735,11 +736,11 @@ def test_a_job_waiting_out_a_retry_after_shows_when_it_is_next_tried(
         assert re.search(f"next try of a failed job {left}", text), text
 
 
-def test_a_job_whose_retry_time_has_passed_is_pending_and_not_waiting(
+def _job_failed_once_without_workers(
     orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
-) -> None:
-    # no worker takes the job once its back-off is over: status went on counting it as waiting
-    # for a retry, with a next try in the past
+) -> tuple[DaemonProcess, Agent, JobSummary]:
+    """A daemon without workers, and its one job, failed once by an outside worker: pending,
+    waiting out a back-off of 1 to 2 s."""
     workdir = tmp_path / "repo"
     workdir.mkdir()
     orca_env.write_config("[extraction]\nworkers = 0\nretry_base_s = 2.0\n")
@@ -754,13 +755,28 @@ def test_a_job_whose_retry_time_has_passed_is_pending_and_not_waiting(
     )
     [job] = daemon.call("jobs.list", {}).jobs
     assert job.state == "pending" and job.not_before is not None, job
-    report = json.loads(orcactl(orca_env, "status", "--json").stdout)["jobs"]
-    if time.time() < parse_time(job.not_before):  # asked within the back-off (1 to 2 s)
-        assert (report["waiting_retry"], report["next_try_at"]) == (1, job.not_before), report
+    return daemon, agent, job
+
+
+def _wait_out(job: JobSummary) -> None:
+    """Until the wall clock is past `job`'s not_before."""
+    assert job.not_before is not None
     deadline = time.monotonic() + 30
     while time.time() < parse_time(job.not_before) + 0.1:
         assert time.monotonic() < deadline
         time.sleep(0.05)
+
+
+def test_a_job_whose_retry_time_has_passed_is_pending_and_not_waiting(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    # no worker takes the job once its back-off is over: status went on counting it as waiting
+    # for a retry, with a next try in the past
+    _, _, job = _job_failed_once_without_workers(orca_env, daemon_factory, tmp_path)
+    report = json.loads(orcactl(orca_env, "status", "--json").stdout)["jobs"]
+    if time.time() < parse_time(job.not_before):  # asked within the back-off (1 to 2 s)
+        assert (report["waiting_retry"], report["next_try_at"]) == (1, job.not_before), report
+    _wait_out(job)
     report = json.loads(orcactl(orca_env, "status", "--json").stdout)["jobs"]
     assert (report["pending"], report["waiting_retry"], report["next_try_at"]) == (1, 0, None)
     text = orcactl(orca_env, "status").stdout
@@ -772,27 +788,11 @@ def test_a_job_whose_retry_time_has_passed_is_listed_without_one(
 ) -> None:
     # no worker takes the job once its back-off is over: jobs.list, `orcactl jobs --json` and
     # `orcactl inspect --json` went on giving its not_before, a time already passed
-    workdir = tmp_path / "repo"
-    workdir.mkdir()
-    orca_env.write_config("[extraction]\nworkers = 0\nretry_base_s = 2.0\n")
-    daemon = DaemonProcess(orca_env)
-    daemon_factory.append(daemon)
-    daemon.start()
-    agent = Agent(daemon, workdir)
-    daemon.call("turn.completed", turn_completed(agent, "t1", "remember that we ship"))
-    claimed = daemon.call("jobs.claim", {"worker": "external"})
-    daemon.call(
-        "jobs.fail", {"job_id": claimed.job.job_id, "token": claimed.lease.token, "error": "x"}
-    )
-    [job] = daemon.call("jobs.list", {}).jobs
-    assert job.state == "pending" and job.not_before is not None, job
+    daemon, agent, job = _job_failed_once_without_workers(orca_env, daemon_factory, tmp_path)
     if time.time() < parse_time(job.not_before):  # asked within the back-off (1 to 2 s)
         listed = json.loads(orcactl(orca_env, "jobs", "--json").stdout)["jobs"]
         assert [row["not_before"] for row in listed] in ([job.not_before], [None]), listed
-    deadline = time.monotonic() + 30
-    while time.time() < parse_time(job.not_before) + 0.1:
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
+    _wait_out(job)
     [job] = daemon.call("jobs.list", {}).jobs
     assert (job.state, job.not_before) == ("pending", None), job
     [row] = json.loads(orcactl(orca_env, "jobs", "--json").stdout)["jobs"]
