@@ -1,7 +1,7 @@
 """The hooks on what the real agents wrote: transcripts, rollouts and hook inputs recorded from
-claude 2.1.332 and codex-cli 0.171.0 run against a loopback model server (long texts cut, paths
-moved under /home/dev), read by the hooks' parsers and sent through real hook processes to a
-real daemon."""
+claude 2.1.332 and 2.1.337 and codex-cli 0.171.0 run against a loopback model server (long texts
+cut, paths moved under /home/dev), read by the hooks' parsers and sent through real hook
+processes to a real daemon."""
 
 from __future__ import annotations
 
@@ -20,6 +20,8 @@ pytestmark = pytest.mark.daemon
 
 RECORDED = Path(__file__).parent / "recorded"
 CLAUDE = RECORDED / "claude-code-2.1.332"
+CLAUDE_337 = RECORDED / "claude-code-2.1.337"
+TOOL_CALL_SESSION = "7b422125-9d89-485c-a187-0a99032a1fa0"  # in CLAUDE_337's hook inputs
 CODEX = RECORDED / "codex-0.171.0"
 CODEX_TURN = "01a2481b-f2eb-75d1-8154-3bdf5032e16e"
 CODEX_PROMPT = (
@@ -28,34 +30,28 @@ CODEX_PROMPT = (
 )
 
 
+TOOL_CALL_TURNS = [
+    (
+        "Remember this for the project: we use pnpm, never npm, for the web app. Also "
+        "the staging database is db-staging-2.",
+        ["OK, noted."],
+    ),
+    ("which package manager do we use for the web app?", ["OK, noted."]),
+    # a Bash call between two texts: its command and output are not the turn's
+    (
+        "USE_BASH_TOOL: run the hello command",
+        ["Calling Bash.", "Bash ran; final answer after the tool."],
+    ),
+]
+# /compact: its summary and the command entries are no prompts
+COMPACT_TURNS = [
+    ("where is staging?", ["OK, noted."]),
+    ("after compact: we deploy through ArgoCD", ["OK, noted."]),
+]
+
+
 @pytest.mark.parametrize(
-    ("name", "turns"),
-    [
-        (
-            "tool-call-and-resume",
-            [
-                (
-                    "Remember this for the project: we use pnpm, never npm, for the web app. Also "
-                    "the staging database is db-staging-2.",
-                    ["OK, noted."],
-                ),
-                ("which package manager do we use for the web app?", ["OK, noted."]),
-                # a Bash call between two texts: its command and output are not the turn's
-                (
-                    "USE_BASH_TOOL: run the hello command",
-                    ["Calling Bash.", "Bash ran; final answer after the tool."],
-                ),
-            ],
-        ),
-        # /compact: its summary and the command entries are no prompts
-        (
-            "compact",
-            [
-                ("where is staging?", ["OK, noted."]),
-                ("after compact: we deploy through ArgoCD", ["OK, noted."]),
-            ],
-        ),
-    ],
+    ("name", "turns"), [("tool-call-and-resume", TOOL_CALL_TURNS), ("compact", COMPACT_TURNS)]
 )
 def test_claude_codes_transcripts_give_each_root_turn_once(
     name: str, turns: list[tuple[str, list[str]]]
@@ -63,6 +59,75 @@ def test_claude_codes_transcripts_give_each_root_turn_once(
     read = transcript.claude_turns((CLAUDE / f"{name}.jsonl").read_bytes())
     assert [(turn.prompt, turn.assistant) for turn in read] == turns
     assert [turn.ordinal for turn in read] == list(range(len(turns)))
+
+
+@pytest.mark.parametrize(
+    ("name", "turns"), [("tool-call-and-resume", TOOL_CALL_TURNS), ("compact", COMPACT_TURNS)]
+)
+def test_claude_code_2_1_337s_transcripts_give_each_root_turn_once_with_its_prompt_id(
+    name: str, turns: list[tuple[str, list[str]]]
+) -> None:
+    # 2.1.337 adds `turnPromptId` to a prompt's entry, `toolResultScreened` to a tool result's
+    # and an `api-request-route` entry before each model request
+    log = transcript.read_claude((CLAUDE_337 / f"{name}.jsonl").read_bytes())
+    assert [(turn.prompt, turn.assistant) for turn in log.turns] == turns
+    assert [turn.ordinal for turn in log.turns] == list(range(len(turns)))
+    assert all(turn.prompt_id in log.prompt_ids for turn in log.turns)
+
+
+def _claude_337_inputs(tmp_path: Path) -> dict[str, dict[str, Any]]:
+    """The recorded hook inputs, their transcripts and cwd moved under `tmp_path`."""
+    project = tmp_path / "webapp"
+    project.mkdir()
+    logs = tmp_path / "projects"
+    logs.mkdir()
+    inputs: dict[str, dict[str, Any]] = json.loads((CLAUDE_337 / "hook-inputs.json").read_text())
+    for name in ("tool-call-and-resume", "compact"):
+        shutil.copy(CLAUDE_337 / f"{name}.jsonl", logs / f"{name}.jsonl")
+    for payload in inputs.values():
+        # the Bash call's session, or the one /compact ran in
+        name = "tool-call-and-resume" if payload["session_id"] == TOOL_CALL_SESSION else "compact"
+        payload.update(transcript_path=str(logs / f"{name}.jsonl"), cwd=str(project))
+    return inputs
+
+
+def test_a_claude_code_2_1_337_session_is_recalled_captured_and_closed(
+    tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess
+) -> None:
+    # a resumed session's turn with a Bash call: SessionStart carries 2.1.337's resume fields,
+    # Stop its `effort`, `background_tasks` and `session_crons`, SessionEnd the last prompt_id
+    inputs = _claude_337_inputs(tmp_path)
+    for event in ("SessionStart", "UserPromptSubmit", "Stop"):
+        run = run_hook(orca_env, "claude-code", event, inputs[event])
+        assert (run.status, run.stderr) == (0, ""), event
+    stop = inputs["Stop"]
+    [job] = daemon.call("jobs.list", {}).jobs
+    assert job.session_id == f"claude-code:{stop['session_id']}"
+    # named by the prompt_id UserPromptSubmit and Stop both carry
+    assert job.turn_id == transcript.turn_id_for("cc", stop["session_id"], -2, stop["prompt_id"])
+    assert not (orca_env.memory_root / "agent-hooks.jsonl").exists()  # no hook problem
+    open_before = daemon.call("daemon.status", {}).sessions
+    end = run_hook(orca_env, "claude-code", "SessionEnd", inputs["SessionEnd"])
+    assert (end.status, end.stderr) == (0, "")
+    assert daemon.call("daemon.status", {}).sessions == open_before - 1
+
+
+def test_claude_code_2_1_337s_compact_keeps_its_session_and_its_subagents_are_not_captured(
+    tmp_path: Path, orca_env: OrcaEnv, daemon: DaemonProcess
+) -> None:
+    # /compact runs summarizing subagents, whose SubagentStop carries the command's prompt_id
+    inputs = _claude_337_inputs(tmp_path)
+    start = dict(inputs["SessionStart:compact"], source="startup")
+    start.pop("prompt_id")
+    assert run_hook(orca_env, "claude-code", "SessionStart", start).status == 0
+    opened = daemon.call("daemon.status", {}).sessions
+    compacted = run_hook(orca_env, "claude-code", "SessionStart", inputs["SessionStart:compact"])
+    assert (compacted.status, compacted.stderr) == (0, "")
+    sub = run_hook(orca_env, "claude-code", "SubagentStop", inputs["SubagentStop"])
+    assert (sub.status, sub.stderr) == (0, "")
+    assert daemon.call("daemon.status", {}).sessions == opened  # the same session, still open
+    assert daemon.call("jobs.list", {}).jobs == []
+    assert not (orca_env.memory_root / "agent-hooks.jsonl").exists()
 
 
 def test_codex_0_171s_rollout_gives_the_turn() -> None:
