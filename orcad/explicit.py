@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shlex
+import stat
 from collections.abc import Callable
 from pathlib import Path
 
@@ -347,7 +348,9 @@ def explicit_facts(
     user_bytes = None
     if user_file is not None:
         with contextlib.suppress(OSError):
-            user_bytes = user_file.stat().st_size
+            found = user_file.stat()
+            # a directory or a FIFO there gives a session no facts, whatever its size says
+            user_bytes = found.st_size if stat.S_ISREG(found.st_mode) else None
     return ExplicitFactsInfo(
         path=str(path),
         text=text,

@@ -517,7 +517,8 @@ class ExplicitFactsInfo(Result, frozen=True, kw_only=True):
     session is given them: `text`, the newest whole facts within 8,192 bytes, `truncated` when
     older ones were left out, `problem` when the file could not be read (not a regular file,
     unreadable; `text` is then empty). `user_path`: user.md, the facts every project's sessions
-    are given, not shown here; `user_bytes` its size, null when there is none."""
+    are given, not shown here; `user_bytes` its size, null when there is none (or it is
+    no regular file, which gives a session no facts)."""
 
     path: str
     text: str

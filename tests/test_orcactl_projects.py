@@ -355,3 +355,21 @@ def test_inspect_of_a_damaged_ledger_still_shows_the_projects_explicit_facts(
     as_json = orcactl(daemon.orca, "inspect", str(cwd), "--json")
     explicit = json.loads(as_json.stdout)["explicit"]
     assert explicit["text"] == "" and "not a regular file" in explicit["problem"]
+
+
+def test_inspect_gives_no_size_for_a_user_md_that_is_no_regular_file(
+    daemon: DaemonProcess, tmp_path: Path
+) -> None:
+    # a directory at user.md gives a new session no facts: its size (the directory's own,
+    # 4096 bytes on most file systems) was shown as "bytes of facts every session is given"
+    cwd, _directory, _job_id = committed_project(daemon, tmp_path)
+    user_md = daemon.orca.memory_root / "user.md"
+    user_md.mkdir()
+    (user_md / "notes").write_text("x" * 100)
+
+    report = json.loads(orcactl(daemon.orca, "inspect", str(cwd), "--json").stdout)
+    assert report["explicit"]["user_path"] == str(user_md)
+    assert report["explicit"]["user_bytes"] is None
+    shown = orcactl(daemon.orca, "inspect", str(cwd))
+    assert shown.returncode == 0, shown.stderr
+    assert "bytes of facts" not in shown.stdout and str(user_md) in shown.stdout
