@@ -385,7 +385,7 @@ def read_ledger(project_dir: Path) -> Ledger:
 def kept_candidate_ids(projects_dir: Path) -> set[str]:
     """The candidate ids of every project's ledger under `projects_dir`. A ledger that cannot
     be read adds none: what holds them cannot be vouched for; nor does a directory not named
-    as a project is (`<id>.trash`: moved aside, it is no project's any more)."""
+    by a project id (`<id>.trash`: moved aside, it is no project any more)."""
     try:
         project_ids = list_project_ids(projects_dir)
     except (StorageError, OSError):
