@@ -477,7 +477,7 @@ def install_features(daemon: Daemon) -> Features:
     imports the feature modules and opens their stores.
     """
     from orcad.capture.api import install as install_capture  # noqa: PLC0415
-    from orcad.capture.ledger import kept_candidate_ids  # noqa: PLC0415
+    from orcad.capture.ledger import HeldFacts  # noqa: PLC0415
     from orcad.deliberate.api import install as install_deliberate  # noqa: PLC0415
     from orcad.providers.fact_classifier import sentence_judge  # noqa: PLC0415
     from orcad.recall.api import embeddings_of  # noqa: PLC0415
@@ -508,11 +508,11 @@ def install_features(daemon: Daemon) -> Features:
     # does a project's directory moved aside while orcad was stopped:
     recall.snapshots.drop_outdated_records_blocking(
         deliberate.store.updated_times_blocking,
-        lambda: kept_candidate_ids(daemon.paths.projects_dir),
+        HeldFacts(daemon.paths.projects_dir),
     )
     # ... nor one moved aside or deleted while it runs, once orcad notices (job_files_gone)
-    capture.on_project_gone = lambda: recall.snapshots.drop_facts_not_kept(
-        lambda: kept_candidate_ids(daemon.paths.projects_dir)
+    capture.on_project_gone = lambda: recall.snapshots.drop_facts_not_held(
+        HeldFacts(daemon.paths.projects_dir)
     )
     return Features(deliberate=deliberate, capture=capture, recall=recall)
 

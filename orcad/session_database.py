@@ -23,7 +23,7 @@ import contextlib
 import math
 import os
 import sqlite3
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Collection, Iterator
 from pathlib import Path
 from typing import TypeVar
 
@@ -96,6 +96,28 @@ def _create_schema(connection: sqlite3.Connection) -> bool:
 def _has_sessions_table(connection: sqlite3.Connection) -> bool:
     query = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'sessions'"
     return connection.execute(query).fetchone() is not None
+
+
+class _OpenedIn(msgspec.Struct):
+    project_id: str
+
+
+_opened_in_decoder = msgspec.json.Decoder(_OpenedIn)
+
+
+def session_projects(
+    connection: sqlite3.Connection, session_ids: Collection[str]
+) -> dict[str, str]:
+    """The project each of `session_ids` was last opened in, as the state database holds it:
+    a session it does not hold, or whose row cannot be read, is left out."""
+    found: dict[str, str] = {}
+    if not session_ids or not _has_sessions_table(connection):
+        return found
+    for session_id, snapshot in connection.execute("SELECT session_id, snapshot FROM sessions"):
+        if session_id in session_ids:
+            with contextlib.suppress(msgspec.DecodeError):
+                found[session_id] = _opened_in_decoder.decode(snapshot).project_id
+    return found
 
 
 def _count_as_used(connection: sqlite3.Connection, now: float, idle_expiry_s: float) -> None:

@@ -908,3 +908,52 @@ def test_a_ledger_deleted_alone_after_its_directory_was_moved_back_leaves_no_fac
     state = orca_env.memory_root / "daemon-state.sqlite3"
     found = holders("walnut-prism-31", orca_env.memory_root)
     assert [path for path in found if path.startswith(str(state))] == [], found
+
+
+@pytest.mark.slow
+def test_snapshots_of_facts_that_aged_out_of_a_full_ledger_survive_a_restart(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], provider: FakeOpenAI, tmp_path: Path
+) -> None:
+    # A ledger keeps its newest 128 facts. A fact pushed out to make room was taken for one
+    # deleted: every restart dropped the snapshots holding such facts (over a thousand in a
+    # soak of 20 projects), though snapshots are to survive a restart, and so did each listing
+    # that found another project's directory gone.
+    configure(orca_env, provider)
+    daemon = started(orca_env, daemon_factory)
+    projects = TwoProjects(daemon, provider, tmp_path)
+    words = ["amber", "birch", "coral", "delta", "ember", "fjord", "garnet", "harbor"]
+    provider.script(
+        *(
+            ok(
+                fact_output(
+                    *(
+                        f"The {word} queue number {job} drains at {job}{n} jobs."
+                        for n, word in enumerate(words)
+                    )
+                )
+            )
+            for job in range(16)
+        )
+    )
+    opened = daemon.call("session.open", {"cwd": str(projects.kept)})
+    for job in range(16):
+        job_id = daemon.call(
+            "turn.completed", turn_params(opened, f"fill{job}", f"note: queues {job}")
+        ).job_id
+        wait_for(lambda job_id=job_id: committed(daemon, job_id), timeout=60)
+    kept = daemon.call("projects.inspect", {"cwd": str(projects.kept)}).ledger.candidates
+    assert len(kept) == 128 and not [c for c in kept if "cedar-orbit-64" in c.fact], kept
+
+    daemon.stop()
+    daemon.start()
+    again = projects.recall(projects.kept)
+    assert again.snapshot_id == projects.before[projects.kept].snapshot_id
+    assert "cedar-orbit-64" in again.context
+
+    directory = orca_env.memory_root / "projects" / projects.gone_id
+    directory.rename(tmp_path / "trash")
+    listed = orcactl(orca_env, "projects")
+    assert listed.returncode == 0, listed.stderr
+    assert "walnut-prism-31" not in projects.recall(projects.gone).context
+    again = projects.recall(projects.kept)
+    assert again.snapshot_id == projects.before[projects.kept].snapshot_id

@@ -37,7 +37,7 @@ import msgspec
 
 from orcad import limits
 from orcad.capture.fact_folding import fold_compatibility_forms
-from orcad.capture.projects import list_project_ids
+from orcad.capture.projects import is_project_id
 from orcad.clock import format_time, parse_time, stamp_after
 from orcad.durable_files import (
     FileSignature,
@@ -382,21 +382,50 @@ def read_ledger(project_dir: Path) -> Ledger:
         raise LedgerCorrupt(path, str(exc)) from exc
 
 
-def kept_candidate_ids(projects_dir: Path) -> set[str]:
-    """The candidate ids of every project's ledger under `projects_dir`. A ledger that cannot
-    be read adds none: what holds them cannot be vouched for; nor does a directory not named
-    by a project id (`<id>.trash`: moved aside, it is no project any more)."""
-    try:
-        project_ids = list_project_ids(projects_dir)
-    except (StorageError, OSError):
-        return set()
-    kept: set[str] = set()
-    for directory in (projects_dir / project_id for project_id in project_ids):
+class HeldFacts:
+    """Whether a project's ledger still holds a fact, as a recall snapshot showed it: called
+    with the project's id (None when not known), the fact's candidate id and its recorded_at.
+
+    A fact is held while its ledger has it, and also once it has aged out of a full ledger
+    (which keeps the newest LEDGER_MAX_CANDIDATES: one recorded no later than the oldest kept
+    went to make room, not to be forgotten). A project moved aside or deleted (its directory no
+    longer named by its id), a ledger deleted alone, or either made again since, holds none of
+    its earlier facts. A ledger that cannot be read holds none: it cannot be vouched for.
+    Blocking (it reads each ledger asked about, once); use one for one check."""
+
+    def __init__(self, projects_dir: Path) -> None:
+        self._projects_dir = projects_dir
+        self._ledgers: dict[str, tuple[frozenset[str], float | None] | None] = {}
+
+    def __call__(self, project_id: str | None, fact_id: str, recorded_at: str) -> bool:
+        if project_id is None:
+            return False
+        if project_id not in self._ledgers:
+            self._ledgers[project_id] = self._read(project_id)
+        found = self._ledgers[project_id]
+        if found is None:
+            return False
+        ids, aged_out_until = found
+        if fact_id in ids:
+            return True
         try:
-            kept.update(candidate.id for candidate in read_ledger(directory).candidates)
+            return aged_out_until is not None and parse_time(recorded_at) <= aged_out_until
+        except ValueError:
+            return False
+
+    def _read(self, project_id: str) -> tuple[frozenset[str], float | None] | None:
+        """The project's candidate ids, and the oldest one's time when the ledger is full."""
+        if not is_project_id(project_id):
+            return None
+        try:
+            candidates = read_ledger(self._projects_dir / project_id).candidates
         except (StorageError, OSError):
-            continue
-    return kept
+            return None
+        full = len(candidates) >= limits.LEDGER_MAX_CANDIDATES
+        oldest = (
+            min(parse_time(candidate.recorded_at) for candidate in candidates) if full else None
+        )
+        return frozenset(candidate.id for candidate in candidates), oldest
 
 
 LedgerFileState = FileSignature | None  # None when absent

@@ -89,7 +89,7 @@ class CaptureService:
         # workers, a queued job waits for one
         self.external_claim_at: float | None = None
         # called once a project's directory, its ledger alone, or job files are found gone
-        # while orcad runs: drops the recall snapshots holding facts no ledger holds any more
+        # while orcad runs: drops the recall snapshots holding facts their project no longer holds
         self.on_project_gone: Callable[[], Awaitable[object]] | None = None
         self.user_memory_file: Path | None = None  # user.md, which projects.inspect points at
 

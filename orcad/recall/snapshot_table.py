@@ -16,8 +16,9 @@ import structlog
 from orcad.clock import format_time
 from orcad.durable_files import fsync_directory
 from orcad.recall.select import visible_result
+from orcad.session_database import session_projects
 from orcad.sqlite_worker import truncate_wal
-from protocol.types import RecallResult
+from protocol.types import AutomaticEntry, RecallResult
 
 log = structlog.get_logger("orcad.recall.snapshots")
 
@@ -79,24 +80,29 @@ def _purge_all(connection: sqlite3.Connection, marker: Path) -> bool:
     return truncated
 
 
+# whether a project's ledger still holds a fact: (project id or None, fact id, recorded_at)
+FactHeld = Callable[[str | None, str, str], bool]
+
+
 def drop_outdated_records(
     connection: sqlite3.Connection,
     updated_times: Callable[[list[str]], dict[str, float]],
-    facts_kept: Callable[[], set[str]] | None = None,
+    fact_held: FactHeld | None = None,
 ) -> tuple[int, bool]:
     """Delete the snapshots holding a deliberate record that `updated_times` no longer knows
     at the time the snapshot shows (a record it cannot read counts as gone), or an automatic
-    fact that no ledger holds now (`facts_kept`: the candidate ids of every ledger; a project
-    directory moved aside takes its facts with it): how many, and whether the WAL was emptied
-    (see truncate_wal)."""
+    fact that `fact_held` says its project no longer holds (a project directory moved aside
+    takes its facts with it): how many, and whether the WAL was emptied (see truncate_wal)."""
     shown: dict[str, set[str]] = collections.defaultdict(set)
-    facts: set[str] = set()
-    for (encoded,) in connection.execute("SELECT result FROM recall_snapshots"):
+    facts: list[tuple[str, AutomaticEntry]] = []
+    for session_id, encoded in connection.execute(
+        "SELECT session_id, result FROM recall_snapshots"
+    ):
         with contextlib.suppress(msgspec.DecodeError):  # never answered (see _load_result)
             result = _decoder.decode(encoded)
             for entry in result.deliberate:
                 shown[entry.id].add(entry.updated_at)
-            facts.update(entry.id for entry in result.automatic)
+            facts += [(session_id, entry) for entry in result.automatic]
     outdated: list[str] = []
     if shown:
         try:
@@ -109,8 +115,10 @@ def drop_outdated_records(
             for record_id, times in shown.items()
             if record_id not in current or times != {format_time(current[record_id])}
         ]
-    if facts and facts_kept is not None:
-        outdated += sorted(facts - facts_kept())
+    if facts and fact_held is not None:
+        outdated += sorted(
+            _not_held(facts, session_projects(connection, _sessions(facts)), fact_held)
+        )
     if not outdated:
         return 0, True
     needles = [_encoder.encode(entry_id) for entry_id in outdated]  # quoted, as in purge
@@ -118,13 +126,37 @@ def drop_outdated_records(
     return len(deleted), truncated
 
 
-def shown_fact_ids(connection: sqlite3.Connection) -> set[str]:
-    """The candidate ids of the automatic facts the stored snapshots hold."""
-    facts: set[str] = set()
-    for (encoded,) in connection.execute("SELECT result FROM recall_snapshots"):
+def facts_not_held(
+    connection: sqlite3.Connection,
+    fact_held: FactHeld,
+    unwritten: Sequence[tuple[str, RecallResult]] = (),
+) -> set[str]:
+    """The ids of the automatic facts that the stored snapshots, and `unwritten` (session id
+    and result of snapshots not on disk), hold and `fact_held` says their project no longer
+    holds, each judged in the project of the session the snapshot was taken for."""
+    facts = [(session_id, entry) for session_id, result in unwritten for entry in result.automatic]
+    for session_id, encoded in connection.execute(
+        "SELECT session_id, result FROM recall_snapshots"
+    ):
         with contextlib.suppress(msgspec.DecodeError):  # never answered (see _load_result)
-            facts.update(entry.id for entry in _decoder.decode(encoded).automatic)
-    return facts
+            facts += [(session_id, entry) for entry in _decoder.decode(encoded).automatic]
+    if not facts:
+        return set()
+    return _not_held(facts, session_projects(connection, _sessions(facts)), fact_held)
+
+
+def _sessions(facts: Sequence[tuple[str, AutomaticEntry]]) -> set[str]:
+    return {session_id for session_id, _entry in facts}
+
+
+def _not_held(
+    facts: Sequence[tuple[str, AutomaticEntry]], projects: dict[str, str], fact_held: FactHeld
+) -> set[str]:
+    return {
+        entry.id
+        for session_id, entry in facts
+        if not fact_held(projects.get(session_id), entry.id, entry.recorded_at)
+    }
 
 
 def _create_schema(connection: sqlite3.Connection) -> None:

@@ -33,6 +33,7 @@ from orcad.limits import (
     SNAPSHOT_WRITE_DELAY_S,
 )
 from orcad.recall.snapshot_table import (
+    FactHeld,
     SnapshotKey,
     _create_schema,
     _encoder,
@@ -44,8 +45,8 @@ from orcad.recall.snapshot_table import (
     _purge_all,
     _store,
     drop_outdated_records,
+    facts_not_held,
     owed_marker,
-    shown_fact_ids,
 )
 from orcad.sqlite_worker import SQLiteWorker, connect_private, without_waiting
 from orcad.storage_faults import is_corruption
@@ -299,34 +300,35 @@ class SnapshotStore:
         memory), so no turn may be answered them again. How many were dropped."""
         return await self._drop_holding([DELIBERATE_ENTRY_NEEDLE])
 
-    async def drop_facts_not_kept(self, facts_kept: Callable[[], set[str]]) -> int:
-        """Drop every snapshot, in memory and on disk, holding an automatic fact that no ledger
-        holds now (`facts_kept`, blocking: every ledger's candidate ids): a project's directory
-        moved aside or deleted while orcad runs took its facts with it (README: Deleting a
-        project's memory safely), and no turn may be answered them again. The snapshots are
-        looked at before the ledgers are read, so a fact published meanwhile is no fact gone.
-        How many were dropped."""
-        shown = {
-            entry.id
-            for result in [*self._memory.values(), *(result for _key, result in self._unwritten)]
-            for entry in result.automatic
-        }
+    async def drop_facts_not_held(self, fact_held: FactHeld) -> int:
+        """Drop every snapshot, in memory and on disk, holding an automatic fact that its
+        project no longer holds (`fact_held`, blocking: see orcad.capture.ledger.HeldFacts): a
+        project's directory moved aside or deleted while orcad runs took its facts with it
+        (README: Deleting a project's memory safely), and no turn may be answered them again.
+        The snapshots are looked at before the ledgers are read, so a fact published meanwhile
+        is no fact gone. How many were dropped."""
+        unwritten = [
+            (key.session_id, result)
+            for key, result in [*self._memory.items(), *self._unwritten]
+            if result.automatic
+        ]
+        gone: set[str] | None = None
         if self._db is not None:
             try:
                 if self._owed:
                     await self._purge_on_disk([], wait=False)
-                shown |= await self._db.run(shown_fact_ids)
+                gone = await self._db.run(
+                    lambda connection: facts_not_held(connection, fact_held, unwritten)
+                )
             except sqlite3.Error as exc:
                 log.warning("recall.snapshot_check_failed", error=str(exc))
                 if is_corruption(exc) and self.on_corrupt is not None:
                     with trio.CancelScope(shield=True):
                         await self.on_corrupt(str(exc))
-        if not shown:
-            return 0
-        kept = await trio.to_thread.run_sync(facts_kept)
-        gone = sorted(shown - kept)
+        if gone is None:  # no database to say whose sessions they are: a snapshot is a cache
+            gone = {entry.id for _session, result in unwritten for entry in result.automatic}
         # quoted, as purge looks for an id
-        return await self._drop_holding([_encoder.encode(fact_id) for fact_id in gone])
+        return await self._drop_holding([_encoder.encode(fact_id) for fact_id in sorted(gone)])
 
     async def _drop_holding(self, needles: list[bytes]) -> int:
         """Drop every snapshot whose encoded result holds one of `needles` (see purge)."""
@@ -403,20 +405,22 @@ class SnapshotStore:
     def drop_outdated_records_blocking(
         self,
         updated_times: Callable[[list[str]], dict[str, float]],
-        facts_kept: Callable[[], set[str]] | None = None,
+        fact_held: FactHeld | None = None,
     ) -> int:
         """At startup, before recall is served: drop every snapshot on disk that holds a
         deliberate record gone or changed since it was taken (`updated_times`: the records'
-        last changes, the missing ones gone), or an automatic fact no ledger holds now
-        (`facts_kept`: every ledger's candidate ids). A forget or update drops such snapshots
-        only after it commits, so a crash in between left the old text there, to be recalled
-        again by its turn; a project's directory moved aside while orcad was stopped (README:
-        Deleting a project's memory safely) took its facts with it. How many were dropped."""
+        last changes, the missing ones gone), or an automatic fact its project no longer
+        holds (`fact_held`: see orcad.capture.ledger.HeldFacts; one that aged out of a full
+        ledger is still held, so a restart keeps those snapshots). A forget or update drops
+        such snapshots only after it commits, so a crash in between left the old text there,
+        to be recalled again by its turn; a project's directory moved aside while orcad was
+        stopped (README: Deleting a project's memory safely) took its facts with it. How many
+        were dropped."""
         if self._db is None:
             return 0
         try:
             dropped, truncated = self._db.run_blocking(
-                lambda connection: drop_outdated_records(connection, updated_times, facts_kept)
+                lambda connection: drop_outdated_records(connection, updated_times, fact_held)
             )
         except (sqlite3.Error, OSError) as exc:  # the writer's or a recall's first use says
             log.warning("recall.snapshot_check_failed", error=str(exc))
