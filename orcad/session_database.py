@@ -107,16 +107,18 @@ _opened_in_decoder = msgspec.json.Decoder(_OpenedIn)
 
 def session_projects(
     connection: sqlite3.Connection, session_ids: Collection[str]
-) -> dict[str, str]:
-    """The project each of `session_ids` was last opened in, as the state database holds it:
-    a session it does not hold, or whose row cannot be read, is left out."""
-    found: dict[str, str] = {}
+) -> dict[str, tuple[int, str]]:
+    """The epoch each of `session_ids` was last opened at and the project it was opened in, as
+    the state database holds them: a session it does not hold, or whose row cannot be read,
+    is left out."""
+    found: dict[str, tuple[int, str]] = {}
     if not session_ids or not _has_sessions_table(connection):
         return found
-    for session_id, snapshot in connection.execute("SELECT session_id, snapshot FROM sessions"):
+    query = "SELECT session_id, epoch, snapshot FROM sessions"
+    for session_id, epoch, snapshot in connection.execute(query):
         if session_id in session_ids:
             with contextlib.suppress(msgspec.DecodeError):
-                found[session_id] = _opened_in_decoder.decode(snapshot).project_id
+                found[session_id] = (epoch, _opened_in_decoder.decode(snapshot).project_id)
     return found
 
 

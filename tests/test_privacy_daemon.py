@@ -910,17 +910,9 @@ def test_a_ledger_deleted_alone_after_its_directory_was_moved_back_leaves_no_fac
     assert [path for path in found if path.startswith(str(state))] == [], found
 
 
-@pytest.mark.slow
-def test_snapshots_of_facts_that_aged_out_of_a_full_ledger_survive_a_restart(
-    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], provider: FakeOpenAI, tmp_path: Path
-) -> None:
-    # A ledger keeps its newest 128 facts. A fact pushed out to make room was taken for one
-    # deleted: every restart dropped the snapshots holding such facts (over a thousand in a
-    # soak of 20 projects), though snapshots are to survive a restart, and so did each listing
-    # that found another project's directory gone.
-    configure(orca_env, provider)
-    daemon = started(orca_env, daemon_factory)
-    projects = TwoProjects(daemon, provider, tmp_path)
+def fill_ledger(daemon: DaemonProcess, provider: FakeOpenAI, project: Path) -> None:
+    """Give the project's ledger 128 facts newer than those it had (16 turns of 8 facts): the
+    earlier ones age out of it, as a ledger keeps its newest 128."""
     words = ["amber", "birch", "coral", "delta", "ember", "fjord", "garnet", "harbor"]
     provider.script(
         *(
@@ -935,12 +927,26 @@ def test_snapshots_of_facts_that_aged_out_of_a_full_ledger_survive_a_restart(
             for job in range(16)
         )
     )
-    opened = daemon.call("session.open", {"cwd": str(projects.kept)})
+    opened = daemon.call("session.open", {"cwd": str(project)})
     for job in range(16):
         job_id = daemon.call(
             "turn.completed", turn_params(opened, f"fill{job}", f"note: queues {job}")
         ).job_id
         wait_for(lambda job_id=job_id: committed(daemon, job_id), timeout=60)
+
+
+@pytest.mark.slow
+def test_snapshots_of_facts_that_aged_out_of_a_full_ledger_survive_a_restart(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], provider: FakeOpenAI, tmp_path: Path
+) -> None:
+    # A ledger keeps its newest 128 facts. A fact pushed out to make room was taken for one
+    # deleted: every restart dropped the snapshots holding such facts (over a thousand in a
+    # soak of 20 projects), though snapshots are to survive a restart, and so did each listing
+    # that found another project's directory gone.
+    configure(orca_env, provider)
+    daemon = started(orca_env, daemon_factory)
+    projects = TwoProjects(daemon, provider, tmp_path)
+    fill_ledger(daemon, provider, projects.kept)
     kept = daemon.call("projects.inspect", {"cwd": str(projects.kept)}).ledger.candidates
     assert len(kept) == 128 and not [c for c in kept if "cedar-orbit-64" in c.fact], kept
 
@@ -957,3 +963,28 @@ def test_snapshots_of_facts_that_aged_out_of_a_full_ledger_survive_a_restart(
     assert "walnut-prism-31" not in projects.recall(projects.gone).context
     again = projects.recall(projects.kept)
     assert again.snapshot_id == projects.before[projects.kept].snapshot_id
+
+
+@pytest.mark.slow
+def test_a_snapshot_of_an_earlier_opening_in_a_deleted_project_leaves_no_copy_at_a_restart(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], provider: FakeOpenAI, tmp_path: Path
+) -> None:
+    # A client may open its session id again elsewhere: the snapshot taken in the first
+    # project was judged in the project of the new opening, where a full ledger of newer facts
+    # took the deleted project's fact for one aged out, and its text stayed in the state
+    # database in a snapshot no turn can be answered any more.
+    configure(orca_env, provider)
+    daemon = started(orca_env, daemon_factory)
+    projects = TwoProjects(daemon, provider, tmp_path)
+    reopened = daemon.call(
+        "session.open", {"cwd": str(projects.kept), "session_id": projects.sessions[projects.gone]}
+    )
+    assert reopened.project.id != projects.gone_id
+    fill_ledger(daemon, provider, projects.kept)
+    daemon.stop()
+    directory = orca_env.memory_root / "projects" / projects.gone_id
+    directory.rename(tmp_path / "trash")
+    daemon.start()
+    daemon.call("projects.list", {})  # answered once the start's checks are done
+    state = orca_env.memory_root / "daemon-state.sqlite3"
+    assert not [path for path in holders("walnut-prism-31", state.parent) if str(state) in path]

@@ -94,15 +94,14 @@ def drop_outdated_records(
     fact that `fact_held` says its project no longer holds (a project directory moved aside
     takes its facts with it): how many, and whether the WAL was emptied (see truncate_wal)."""
     shown: dict[str, set[str]] = collections.defaultdict(set)
-    facts: list[tuple[str, AutomaticEntry]] = []
-    for session_id, encoded in connection.execute(
-        "SELECT session_id, result FROM recall_snapshots"
-    ):
+    facts: list[_Shown] = []
+    query = "SELECT session_id, epoch, result FROM recall_snapshots"
+    for session_id, epoch, encoded in connection.execute(query):
         with contextlib.suppress(msgspec.DecodeError):  # never answered (see _load_result)
             result = _decoder.decode(encoded)
             for entry in result.deliberate:
                 shown[entry.id].add(entry.updated_at)
-            facts += [(session_id, entry) for entry in result.automatic]
+            facts += [(session_id, epoch, entry) for entry in result.automatic]
     outdated: list[str] = []
     if shown:
         try:
@@ -116,9 +115,7 @@ def drop_outdated_records(
             if record_id not in current or times != {format_time(current[record_id])}
         ]
     if facts and fact_held is not None:
-        outdated += sorted(
-            _not_held(facts, session_projects(connection, _sessions(facts)), fact_held)
-        )
+        outdated += sorted(_not_held(connection, facts, fact_held))
     if not outdated:
         return 0, True
     needles = [_encoder.encode(entry_id) for entry_id in outdated]  # quoted, as in purge
@@ -129,34 +126,41 @@ def drop_outdated_records(
 def facts_not_held(
     connection: sqlite3.Connection,
     fact_held: FactHeld,
-    unwritten: Sequence[tuple[str, RecallResult]] = (),
+    unwritten: Sequence[tuple[SnapshotKey, RecallResult]] = (),
 ) -> set[str]:
-    """The ids of the automatic facts that the stored snapshots, and `unwritten` (session id
-    and result of snapshots not on disk), hold and `fact_held` says their project no longer
-    holds, each judged in the project of the session the snapshot was taken for."""
-    facts = [(session_id, entry) for session_id, result in unwritten for entry in result.automatic]
-    for session_id, encoded in connection.execute(
-        "SELECT session_id, result FROM recall_snapshots"
-    ):
+    """The ids of the automatic facts that the stored snapshots, and `unwritten` (snapshots
+    not on disk), hold and `fact_held` says their project no longer holds (see _not_held)."""
+    facts: list[_Shown] = [
+        (key.session_id, key.epoch, entry)
+        for key, result in unwritten
+        for entry in result.automatic
+    ]
+    query = "SELECT session_id, epoch, result FROM recall_snapshots"
+    for session_id, epoch, encoded in connection.execute(query):
         with contextlib.suppress(msgspec.DecodeError):  # never answered (see _load_result)
-            facts += [(session_id, entry) for entry in _decoder.decode(encoded).automatic]
-    if not facts:
-        return set()
-    return _not_held(facts, session_projects(connection, _sessions(facts)), fact_held)
+            result = _decoder.decode(encoded)
+            facts += [(session_id, epoch, entry) for entry in result.automatic]
+    return _not_held(connection, facts, fact_held) if facts else set()
 
 
-def _sessions(facts: Sequence[tuple[str, AutomaticEntry]]) -> set[str]:
-    return {session_id for session_id, _entry in facts}
+_Shown = tuple[str, int, AutomaticEntry]  # a fact shown, with the session and epoch it was for
 
 
 def _not_held(
-    facts: Sequence[tuple[str, AutomaticEntry]], projects: dict[str, str], fact_held: FactHeld
+    connection: sqlite3.Connection, facts: Sequence[_Shown], fact_held: FactHeld
 ) -> set[str]:
-    return {
-        entry.id
-        for session_id, entry in facts
-        if not fact_held(projects.get(session_id), entry.id, entry.recorded_at)
-    }
+    """Those of `facts` not held, each judged in the project its session was opened in at the
+    snapshot's epoch. A snapshot of an older opening (a session opened again since, perhaps in
+    another project) or of a session the database no longer holds can never be answered
+    again: its facts are judged in no project, which holds none."""
+    opened = session_projects(connection, {session_id for session_id, _epoch, _entry in facts})
+    gone = set()
+    for session_id, epoch, entry in facts:
+        at = opened.get(session_id)
+        project_id = at[1] if at is not None and at[0] == epoch else None
+        if not fact_held(project_id, entry.id, entry.recorded_at):
+            gone.add(entry.id)
+    return gone
 
 
 def _create_schema(connection: sqlite3.Connection) -> None:

@@ -308,7 +308,7 @@ class SnapshotStore:
         The snapshots are looked at before the ledgers are read, so a fact published meanwhile
         is no fact gone. How many were dropped."""
         unwritten = [
-            (key.session_id, result)
+            (key, result)
             for key, result in [*self._memory.items(), *self._unwritten]
             if result.automatic
         ]
@@ -326,7 +326,7 @@ class SnapshotStore:
                     with trio.CancelScope(shield=True):
                         await self.on_corrupt(str(exc))
         if gone is None:  # no database to say whose sessions they are: a snapshot is a cache
-            gone = {entry.id for _session, result in unwritten for entry in result.automatic}
+            gone = {entry.id for _key, result in unwritten for entry in result.automatic}
         # quoted, as purge looks for an id
         return await self._drop_holding([_encoder.encode(fact_id) for fact_id in sorted(gone)])
 
