@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from orcad import limits
 from orcad.capture.output import MalformedOutput, parse_extractor_output
-from orcad.control_characters import INVISIBLE_CHARACTERS
+from orcad.control_characters import INVISIBLE_CHARACTERS, has_visible_character
 from protocol.types import ExtractedFact
 from tests.harness import REPO_ROOT
 
@@ -199,9 +199,14 @@ def escaped_by_the_parser(char: str) -> bool:
 # only where they show nothing: kept out of the round trip's facts altogether)
 INVISIBLE = re.compile(f"[{INVISIBLE_CHARACTERS}]")
 
-# facts a round trip keeps as they are: no character the parser writes as an escape
+# facts a round trip keeps as they are: no character the parser writes as an escape, and one
+# that shows (a fact of invisible characters alone, a soft hyphen say, is refused)
 plain_facts_text = facts_text.filter(
-    lambda text: not any(map(escaped_by_the_parser, text)) and not INVISIBLE.search(text)
+    lambda text: (
+        not any(map(escaped_by_the_parser, text))
+        and not INVISIBLE.search(text)
+        and has_visible_character(text)
+    )
 )
 
 
@@ -285,3 +290,9 @@ def test_no_parsed_fact_holds_a_control_character(fact: str) -> None:
     except MalformedOutput:
         return
     assert not any(map(escaped_by_the_parser, parsed.fact))
+
+
+@pytest.mark.parametrize("fact", ["\xad", "\u200b\u200d", "\x00", "\u202e\u202c"])
+def test_a_fact_of_invisible_characters_alone_is_refused(fact: str) -> None:
+    with pytest.raises(MalformedOutput, match="only control or invisible characters"):
+        parse_extractor_output(line("user", fact))
