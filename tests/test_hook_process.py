@@ -559,6 +559,12 @@ def test_clients_that_find_no_home_yet_start_one_orcad(tmp_path: Path) -> None:
         serving = _orcads_on(orca.socket)
         try:
             assert [(run.returncode, run.stderr) for run in runs] == [(0, "")] * started_at_once
+            # ping is answered before the features are in and `daemon.ready` is logged; any
+            # other request waits for them
+            projects = subprocess.run(
+                [ORCACTL, "projects"], capture_output=True, text=True, env=orca.env, timeout=60
+            )
+            assert (projects.returncode, projects.stderr) == (0, "")
             log = (tmp_path / f"a{attempt}" / "new" / "orca" / "orcad.log").read_text()
             assert "daemon.startup_failed" not in log
             assert log.count('"daemon.ready"') == 1
