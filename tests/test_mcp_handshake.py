@@ -53,8 +53,12 @@ STATELESS_ANSWERS = {
     "prompts/list": {"prompts": [], "resultType": "complete"},
     "resources/list": {"resources": [], "resultType": "complete"},
 }
-# what Claude Code 2.1.332 writes to an MCP server it has just started
-CLAUDE_START = Path(__file__).parent / "recorded" / "claude-code-2.1.332" / "mcp-start.jsonl"
+# what Claude Code 2.1.332 writes to an MCP server it has just started; 2.1.337 writes the same
+# lines but for the version it names, and Codex 0.171.0 starts with initialize
+RECORDED = Path(__file__).parent / "recorded"
+CLAUDE_START = RECORDED / "claude-code-2.1.332" / "mcp-start.jsonl"
+CLAUDE_STARTS = [CLAUDE_START, RECORDED / "claude-code-2.1.337" / "mcp-start.jsonl"]
+CODEX_START = RECORDED / "codex-0.171.0" / "mcp-start.jsonl"
 CLAUDE_FILTER = {"toolsListChanged": True, "promptsListChanged": True, "resourcesListChanged": True}
 # the SDK's acknowledgement of a subscription to CLAUDE_FILTER, without the subscription's id
 ACKNOWLEDGEMENT = {"notifications": CLAUDE_FILTER}
@@ -180,8 +184,11 @@ def _stateless(
     return _line({**message, "params": {"_meta": envelope, **params}})
 
 
-def test_claude_codes_start_is_answered_from_the_cache_its_subscription_acknowledged() -> None:
-    sent = CLAUDE_START.read_bytes()
+@pytest.mark.parametrize("start", CLAUDE_STARTS, ids=lambda path: path.parent.name)
+def test_claude_codes_start_is_answered_from_the_cache_its_subscription_acknowledged(
+    start: Path,
+) -> None:
+    sent = start.read_bytes()
     with early_answers(sent) as (early, stdout):
         early._thread.join(timeout=30)  # it read every line and the end of input
         handover, answers = _answers(early, stdout, 6)
@@ -206,6 +213,21 @@ def test_claude_codes_start_is_answered_from_the_cache_its_subscription_acknowle
     assert handover.answered == {'"server-discover-probe-1"', "0", "1", "2", "3"}
     # the SDK serves the stream once loaded; its own acknowledgement is then not sent again
     assert handover.acknowledged == {'"listen:0"'}
+
+
+def test_codexs_start_is_answered_from_the_cache() -> None:
+    # its initialize names capabilities of its own (experimental codex/auth-change, elicitation
+    # by form and url) and its tools/list a progress token: none of them sends it to the SDK
+    sent = CODEX_START.read_bytes()
+    with early_answers(sent) as (early, stdout):
+        early._thread.join(timeout=30)
+        handover, answers = _answers(early, stdout, 2)
+    assert answers == [
+        {"jsonrpc": "2.0", "id": 0, "result": INITIALIZE_RESULT},
+        {"jsonrpc": "2.0", "id": 1, "result": TOOLS_RESULT},
+    ]
+    assert handover.read == sent and handover.ended
+    assert handover.answered == {"0", "1"}
 
 
 def test_a_subscription_to_other_notifications_is_left_to_the_sdk_to_acknowledge() -> None:
