@@ -1403,3 +1403,36 @@ def test_extraction_stopped_stays_named_after_newer_faults_push_its_record_out(
         check=False,
     )
     assert "extraction is stopped" in shown.stdout and "ORCA_TEST_UNSET_KEY" in shown.stdout
+
+
+def test_a_fault_naming_no_file_stops_failing_doctor_once_not_met_for_a_while() -> None:
+    # a connection that failed once, or a crashed task that was restarted, stayed a doctor
+    # problem until orcad restarted: nothing on disk judges it again, and orcad records it anew
+    # (with its new time) each time it meets it, so one not met lately is history
+    from orcactl.commands.doctor_faults import UNMET_FAULT_EXPIRY_S, judge_daemon_errors
+    from orcad.clock import format_time
+    from protocol.types import RecentError
+
+    now = 1_800_000_000.0
+    connection = "a connection failed unexpectedly and was closed; the daemon log has the details"
+    crashed = "task capture.workers crashed (RuntimeError); it was restarted"
+    unwritable = "cannot write /home/u/.orca/memory/projects/p/jobs/j.json: Permission denied"
+
+    def judged(at: float, kind: str, message: str) -> list[Any]:
+        error = RecentError(at=format_time(at), kind=kind, message=message)
+        return judge_daemon_errors([error], now=now)
+
+    for kind, message in (("connection", connection), ("background_crashed", crashed)):
+        fresh = judged(now - 60, kind, message)
+        assert [f.status for f in fresh] == ["problem"], fresh  # met a minute ago: present
+        at_edge = judged(now - UNMET_FAULT_EXPIRY_S + 1, kind, message)
+        assert [f.status for f in at_edge] == ["problem"], at_edge
+        old = judged(now - UNMET_FAULT_EXPIRY_S - 1, kind, message)
+        assert [f.status for f in old] == ["ok"], old
+        assert "1 naming no file, recorded over 15 minutes ago" in old[0].detail, old
+    # a fault naming a file no other check judges stays until it is dealt with
+    old_file = judged(now - 86400, "storage", unwritable)
+    assert [f.status for f in old_file] == ["problem"], old_file
+    # a time in no form doctor reads is taken as now
+    odd = judge_daemon_errors([RecentError(at="yesterday", kind="connection", message=connection)])
+    assert [f.status for f in odd] == ["problem"], odd

@@ -7,8 +7,10 @@ import os
 import re
 import sqlite3
 import stat
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -286,14 +288,42 @@ def full_disk_with_room_now(error: Any, disks_with_room: frozenset[int]) -> bool
     return bool(named) and all(_file_system_of(path) in disks_with_room for path in named)
 
 
+# How long a recorded fault that names no path counts as present. Nothing on disk can be
+# looked at to judge it again, but orcad records it anew (moved to the end with its new time)
+# each time it meets it: a job store retried every extraction.reschedule_s, a recall part at
+# each turn, a restarted task that crashes again. One not met for this long is history.
+UNMET_FAULT_EXPIRY_S = 15 * 60.0
+
+# A path in a fault's message: it begins the message or follows a space or "("
+_ANY_PATH = re.compile(r"(?<![^\s(])/[^\s/]")
+
+
+def expired_without_path(error: Any, now: float) -> bool:
+    """Whether a recorded fault names no path and was last met over UNMET_FAULT_EXPIRY_S ago
+    (a connection that failed, a crashed task, a part of recall that failed once). A time
+    orcad wrote in no form doctor reads counts as now: the fault is shown."""
+    if _ANY_PATH.search(error.message):
+        return False
+    try:
+        at = datetime.fromisoformat(error.at).timestamp()
+    except (TypeError, ValueError):
+        return False
+    return now - at > UNMET_FAULT_EXPIRY_S
+
+
 def judge_daemon_errors(
-    recent_errors: list[Any], disks_with_room: frozenset[int] = frozenset()
+    recent_errors: list[Any],
+    disks_with_room: frozenset[int] = frozenset(),
+    now: float | None = None,
 ) -> list[Finding]:
     """The storage faults and crashes the running daemon recorded, newest last, but those
-    another check judges as they are now (judged_as_it_is_now, full_disk_with_room_now)."""
+    another check judges as they are now (judged_as_it_is_now, full_disk_with_room_now) and
+    those naming no path that orcad has not met again lately (expired_without_path)."""
+    now = time.time() if now is None else now
     found = []
     judged_now = 0
     full_then = 0
+    not_met_since = 0
     for error in recent_errors:
         fix = daemon_fault_fix(error.kind, error.message)
         if fix is None:
@@ -303,6 +333,9 @@ def judge_daemon_errors(
             continue
         if full_disk_with_room_now(error, disks_with_room):
             full_then += 1
+            continue
+        if expired_without_path(error, now):
+            not_met_since += 1
             continue
         found.append(Finding("daemon", "problem", f"{error.at} {error.kind}: {error.message}", fix))
     if found:
@@ -315,6 +348,12 @@ def judge_daemon_errors(
         )
     if full_then:
         left.append(f"{full_then} recorded of a full disk, on which the disk check finds room now")
+    if not_met_since:
+        minutes = round(UNMET_FAULT_EXPIRY_S / 60)
+        left.append(
+            f"{not_met_since} naming no file, recorded over {minutes} minutes ago and not met "
+            "since (orcactl status still lists them)"
+        )
     if left:
         return [
             Finding(
