@@ -9,6 +9,7 @@ linear in the input.
 from __future__ import annotations
 
 import base64
+import bisect
 import re
 from collections.abc import Callable, Iterator
 
@@ -139,9 +140,48 @@ _KEY_LINES_ABOVE = lazy_compile(
 )
 
 
+# The labels keys are written with (OpenSSL, OpenSSH, GnuPG, PuTTYgen's export, TPM and SM2
+# tools): one of them alone is a key's marker. A line with another label before PRIVATE KEY
+# ("-----BEGIN HELLO WORLD PRIVATE KEY-----" in prose) is one only with key material after it.
+_KEY_LABELS = frozenset(
+    f"{kind}PRIVATE KEY"
+    for kind in (
+        "", "RSA ", "EC ", "DSA ", "ECDSA ", "OPENSSH ", "ENCRYPTED ", "ANY ", "ED25519 ",
+        "ED448 ", "X25519 ", "X448 ", "DH ", "SM2 ", "TSS2 ",
+    )
+) | {"PGP PRIVATE KEY BLOCK"}  # fmt: skip
+# Key material: a run of base64 with a digit, "+" or "/" in it. A run of letters alone is a long
+# word (a name in prose, an identifier), never a line of a key: a 64-character line of random
+# base64 has none of those 10 in a million times, and a key has several such lines.
+_KEY_MATERIAL = lazy_compile(r"[A-Za-z0-9+/=]{16,}+")
+_NOT_ONLY_LETTERS = lazy_compile(r"[0-9+/]")
+
+
+class _KeyMaterial:
+    """Where key material is in one text, found once however many markers ask."""
+
+    def __init__(self, text: str) -> None:
+        self._starts: list[int] = []
+        self._ends: list[int] = []
+        for run in _KEY_MATERIAL.finditer(text):
+            if _NOT_ONLY_LETTERS.search(run.group()) is not None:
+                self._starts.append(run.start())
+                self._ends.append(run.end())
+
+    def within(self, start: int, stop: int) -> bool:
+        """Whether a run of key material lies wholly between `start` and `stop`."""
+        index = bisect.bisect_left(self._starts, start)
+        return index < len(self._starts) and self._ends[index] <= stop
+
+
 def find_private_keys(text: str, lowered: str) -> Iterator[Span]:
+    """Key blocks, whole: from a BEGIN line to its END line when key material is between them,
+    else each marker with the key material right below the BEGIN line or right above the END
+    line (a block cut off, or pasted from its middle). Text around a marker that is not key
+    material, or between two markers named in prose, is kept."""
     if "PRIVATE KEY" not in text:
         return
+    material = _KeyMaterial(text)
     position = 0
     unterminated: set[str] = set()  # labels with no END after some point never get one later
     blocks: list[Span] = []
@@ -150,14 +190,18 @@ def find_private_keys(text: str, lowered: str) -> Iterator[Span]:
         end_at = -1 if end_marker in unterminated else text.find(end_marker, begin.end())
         if end_at < 0:
             unterminated.add(end_marker)
-        if end_at >= 0:
+        if end_at >= 0 and material.within(begin.end(), end_at):
             stop = end_at + len(end_marker)
         else:
             body = _KEY_BODY.match(text, begin.end())
-            stop = body.end() if body is not None else begin.end()
+            stop = begin.end()
+            if body is not None and material.within(begin.end(), body.end()):
+                stop = body.end()
+        position = stop
+        if stop == begin.end() and begin.group(1) not in _KEY_LABELS:
+            continue
         blocks.append((begin.start(), stop))
         yield begin.start(), stop
-        position = stop
     if "-----END " not in text:
         return
     block = 0  # the first block that does not end before the END line (both in order)
@@ -173,7 +217,8 @@ def find_private_keys(text: str, lowered: str) -> Iterator[Span]:
             line -= 1
         start = _key_lines_above(text, line, floor)
         floor = end.end()
-        if start < line:  # the marker alone, named in prose or code, holds no key
+        # the marker alone, named in prose or code, holds no key, nor does a long word above it
+        if start < line and material.within(start, line):
             yield start, end.end()
 
 

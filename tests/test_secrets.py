@@ -2497,3 +2497,99 @@ def test_a_cut_off_key_block_followed_by_a_long_blank_run_costs_linear_time(blan
     redacted = redact(text)
     assert time.process_time() - started < 1.0
     assert redacted.endswith("\nthe rest") and "BEGIN OPENSSH" not in redacted
+
+
+# Real keys, made for these tests with openssl, ssh-keygen and gpg and used for nothing else
+PRIVATE_KEYS = {
+    path.name: path.read_text()
+    for path in sorted((Path(__file__).parent / "corpus" / "private_keys").iterdir())
+}
+
+
+def _key_lines(key: str) -> list[str]:
+    """The lines of a key that hold key material (its base64 and the headers' values)."""
+    return [line for line in key.splitlines() if line and not line.startswith("-----")]
+
+
+@pytest.mark.parametrize("name", PRIVATE_KEYS)
+def test_real_keys_are_redacted_whole_however_they_are_pasted(name: str) -> None:
+    key = PRIVATE_KEYS[name].strip()
+    lines = key.splitlines()
+    before, after = "Here is the key, keep it safe:", "That is all of it, thanks."
+    pasted = {
+        "whole": (f"{before}\n{key}\n{after}", f"{before}\n[REDACTED:private_key_block]\n{after}"),
+        "json": (
+            json.dumps({"note": before, "key": key + "\n", "then": after}),
+            json.dumps({"note": before, "key": "[REDACTED:private_key_block]\n", "then": after}),
+        ),
+        "yaml": (
+            "tls:\n  key: |\n" + "".join(f"    {line}\n" for line in lines) + "  port: 443\n",
+            "tls:\n  key: |\n    [REDACTED:private_key_block]\n  port: 443\n",
+        ),
+        "no END": (
+            "\n".join([before, *lines[:-1]]) + "\n",
+            f"{before}\n[REDACTED:private_key_block]\n",
+        ),
+        "no BEGIN": (
+            "\n".join([*lines[len(lines) // 2 :], after]),
+            f"[REDACTED:private_key_block]\n{after}",
+        ),
+    }
+    for how, (text, expected) in pasted.items():
+        redacted = redact(text)
+        leaked = [line for line in _key_lines(key) if len(line) >= 8 and line in redacted]
+        if how == "no BEGIN":  # the lines above the pasted part were never there
+            assert redacted == expected, (how, redacted)
+            continue
+        assert leaked == [], (how, leaked)
+        assert redacted == expected, (how, redacted)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (  # two markers named in prose: only the BEGIN line goes, the words between stay
+            "The file starts with -----BEGIN RSA PRIVATE KEY----- and ends with "
+            "-----END RSA PRIVATE KEY----- so check both.",
+            "The file starts with [REDACTED:private_key_block] and ends with "
+            "-----END RSA PRIVATE KEY----- so check both.",
+        ),
+        (
+            "-----BEGIN OPENSSH PRIVATE KEY-----\nthen a line of prose\n"
+            "-----END OPENSSH PRIVATE KEY-----\nand after that the rest",
+            "[REDACTED:private_key_block]\nthen a line of prose\n"
+            "-----END OPENSSH PRIVATE KEY-----\nand after that the rest",
+        ),
+        (  # a label no key is written with, and no key after it
+            "Look for -----BEGIN HELLO WORLD PRIVATE KEY----- in the docs",
+            "Look for -----BEGIN HELLO WORLD PRIVATE KEY----- in the docs",
+        ),
+        (  # a long word is no key material, above an END line or below a BEGIN line
+            "we renamed it\nSomeVeryLongIdentifierName\n-----END PRIVATE KEY-----\nok",
+            "we renamed it\nSomeVeryLongIdentifierName\n-----END PRIVATE KEY-----\nok",
+        ),
+        (
+            "-----BEGIN RSA PRIVATE KEY----- internationalization matters",
+            "[REDACTED:private_key_block] internationalization matters",
+        ),
+        (  # a "Name: value" line and a long word below it are not a key's headers and body
+            "The header is:\n-----BEGIN RSA PRIVATE KEY-----\nSummary: we rotate keys monthly\n\n"
+            "ConfigurationManagement is the next topic",
+            "The header is:\n[REDACTED:private_key_block]\nSummary: we rotate keys monthly\n\n"
+            "ConfigurationManagement is the next topic",
+        ),
+    ],
+)
+def test_prose_around_key_markers_is_kept(text: str, expected: str) -> None:
+    # before: everything between a BEGIN and an END line went, prose or not; any capitalised
+    # words made a BEGIN line; and a long word above an END line or below a BEGIN line went too
+    assert redact(text) == expected
+
+
+@pytest.mark.parametrize("name", PRIVATE_KEYS)
+def test_a_real_key_between_markers_named_in_prose_still_goes(name: str) -> None:
+    key = PRIVATE_KEYS[name].strip()
+    text = f"Keys begin with -----BEGIN FOO PRIVATE KEY----- like this one:\n{key}\nend."
+    redacted = redact(text)
+    assert [line for line in _key_lines(key) if len(line) >= 8 and line in redacted] == []
+    assert redacted.endswith("[REDACTED:private_key_block]\nend."), redacted
