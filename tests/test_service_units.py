@@ -604,13 +604,52 @@ def test_uninstall_removes_no_directory_a_hand_edited_record_names(orca_env: Orc
     assert cli.run("install").returncode == 0
     record = Path(cli.env["ORCA_HOME"]) / "service-directories.json"
     made = json.loads(record.read_text())
-    assert str(cli.unit_dir) in made and str(home) not in made
-    record.write_text(json.dumps([*made, str(home), "/"]))
+    noted = [entry["path"] for entry in made]
+    assert str(cli.unit_dir) in noted and str(home) not in noted
+    # noted as install notes what it made, with what identifies each one
+    edited = [
+        {"path": str(p), "device": p.stat().st_dev, "inode": p.stat().st_ino}
+        for p in (home, Path("/"))
+    ]
+    record.write_text(json.dumps([*made, *edited]))
     removed = cli.run("uninstall")
     assert removed.returncode == 0, removed.stderr
     assert not (home / ".config").exists()
     assert home.is_dir()
     assert f"removed {home}," not in removed.stdout
+
+
+def test_uninstall_leaves_directories_made_again_since_by_someone_else(
+    orca_env: OrcaEnv, tmp_path: Path
+) -> None:
+    # install under one ORCA_HOME made the unit directories and noted them in that home; an
+    # uninstall under another home left them (it has no record of its own), the user moved them
+    # aside and made their own in their place, and an uninstall under the first home then
+    # removed the user's directories by the old record's paths
+    cli = ServiceCli(orca_env, fake_systemctl=True)
+    first_home = cli.env["ORCA_HOME"]
+    config = cli.unit_dir.parent.parent
+    assert not config.exists()
+    assert cli.run("install").returncode == 0
+    assert cli.unit_dir.is_dir()
+    cli.env["ORCA_HOME"] = str(tmp_path / "other-orca-home")
+    assert cli.run("install").returncode == 0
+    assert cli.run("uninstall").returncode == 0
+    assert cli.unit_dir.is_dir() and not any(cli.unit_dir.iterdir())  # not its own to remove
+    (config / "systemd").rename(tmp_path / "systemd-aside")
+    cli.unit_dir.mkdir(parents=True)  # the user's own, for units to come
+    cli.env["ORCA_HOME"] = first_home
+    removed = cli.run("uninstall")
+    assert removed.returncode == 0, removed.stderr
+    assert "made by install" not in removed.stdout, removed.stdout
+    assert cli.unit_dir.is_dir()
+    assert not (Path(first_home) / "service-directories.json").exists()  # stale: dropped
+    # what install makes afresh is its own again
+    shutil.rmtree(config)
+    assert cli.run("install").returncode == 0
+    removed = cli.run("uninstall")
+    assert removed.returncode == 0, removed.stderr
+    assert not config.exists(), removed.stdout
 
 
 def test_a_record_of_made_directories_nested_too_deep_is_none_to_trust(

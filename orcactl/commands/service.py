@@ -205,23 +205,60 @@ def _made_directories_record() -> Path:
 # far more than the few directories install notes: a longer record is none to trust
 _MADE_DIRECTORIES_MAX_BYTES = 64 * 1024
 
+# A made directory as noted: its path and what identifies it (st_dev, st_ino) when it was made
+MadeDirectories = dict[str, tuple[int, int]]
 
-def _made_directories() -> list[str]:
+
+def _identity(path: str) -> tuple[int, int] | None:
+    """A directory's (st_dev, st_ino), not followed through a symlink; None when none is there."""
     try:
-        made = json.loads(
+        found = os.lstat(path)
+    except OSError:
+        return None
+    return (found.st_dev, found.st_ino) if stat.S_ISDIR(found.st_mode) else None
+
+
+def _noted_directories() -> MadeDirectories:
+    """The record as written. A path noted without what identifies it (by orcactl before it
+    noted that) cannot be told from one made again since by someone else: it is none to trust."""
+    try:
+        noted = json.loads(
             read_regular_file(_made_directories_record(), _MADE_DIRECTORIES_MAX_BYTES)
         )
     except (OSError, NotARegularFile, ValueError, RecursionError):  # none noted, or none to trust
-        return []
-    return [path for path in made if isinstance(path, str)] if isinstance(made, list) else []
+        return {}
+    made: MadeDirectories = {}
+    for entry in noted if isinstance(noted, list) else []:
+        if not isinstance(entry, dict):
+            continue
+        path, device, inode = entry.get("path"), entry.get("device"), entry.get("inode")
+        if isinstance(path, str) and type(device) is int and type(inode) is int:
+            made[path] = (device, inode)
+    return made
+
+
+def _made_directories() -> list[str]:
+    """The noted directories that are still the ones install made: one removed since, or moved
+    aside and another put in its place (by the user, or by another install under another
+    ORCA_HOME, whose record is its own), is no longer this install's to remove."""
+    return [path for path, made in _noted_directories().items() if _identity(path) == made]
 
 
 def _note_made_directories(made: list[str]) -> None:
-    """Noted for uninstall; a record that cannot be written only leaves them there then."""
+    """Noted for uninstall, with what identifies each one now; a record that cannot be
+    written only leaves them there then."""
+    entries = []
+    for path in made:
+        identity = _identity(path)
+        if identity is not None:
+            entries.append({"path": path, "device": identity[0], "inode": identity[1]})
     with contextlib.suppress(OSError):
         record = _made_directories_record()
+        if not entries:
+            record.unlink(missing_ok=True)
+            return
         record.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        replace_file_atomically(record, json.dumps(made).encode())
+        replace_file_atomically(record, json.dumps(entries).encode())
 
 
 def _made_depth(manager: str) -> int:
@@ -267,7 +304,8 @@ def run_install(args: argparse.Namespace) -> int:
     if args.manager == "systemd":
         for directory in service_files.writable_directories(os.environ):
             steps.make_directory(directory)
-    if made:  # (after orca's home is made as a step of its own)
+    noted = {} if args.dry_run else _noted_directories()
+    if made or noted:  # (after orca's home is made as a step of its own); stale ones dropped
         _note_made_directories(list(dict.fromkeys([*made, *_made_directories()])))
     if args.manager == "systemd":
         install_systemd(steps, changed)
@@ -375,17 +413,15 @@ def _remove_made_directories(steps: Steps, files: list[Path], manager: str) -> N
     depth = _made_depth(manager)
     ours = [path for path in made if any(Path(path) in file.parents[:depth] for file in files)]
     if not ours:
+        if not steps.dry_run and _noted_directories():  # what is left noted is stale
+            _note_made_directories(made)
         return
+    noted = list(_noted_directories())  # one now a symlink is no longer among `made`
     for path in sorted(ours, key=lambda path: len(Path(path).parts), reverse=True):
-        if not _through_a_symlink(Path(path), ours):
+        if not _through_a_symlink(Path(path), noted):
             steps.remove_empty_directory(Path(path))
     if not steps.dry_run:
-        rest = [path for path in made if path not in ours]
-        with contextlib.suppress(OSError):
-            if rest:
-                _note_made_directories(rest)
-            else:
-                _made_directories_record().unlink()
+        _note_made_directories([path for path in made if path not in ours])
 
 
 # --- status ---------------------------------------------------------------------------------
