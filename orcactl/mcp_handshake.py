@@ -66,6 +66,9 @@ READ_CHUNK = 64 * 1024
 # of the stateless one, whose every request names its version in `_meta`
 HANDSHAKE_METHODS = ("initialize", "tools/list")
 STATELESS_METHODS = ("server/discover", "tools/list", "prompts/list", "resources/list")
+# of those, what every stateless client asks for as it starts: the MCP SDK's own Client asks
+# for no prompts or resources, Claude Code for both, which are kept once it has asked
+STATELESS_REQUIRED = ("server/discover", "tools/list")
 STATELESS_PASSED_OVER = "subscriptions/listen"  # left to the SDK; the lines after it are read
 STATELESS_PASSED_OVER_MAX = 2
 # the subscriptions' acknowledgements kept for a version, each for the notifications one asked
@@ -119,9 +122,15 @@ Answers = dict[str, dict[str, Any]]
 
 def methods_of(results: dict[str, Any]) -> tuple[str, ...]:
     """The methods a version's answers must hold: the stateless revision's once any is there.
-    Its entry may also hold, under STATELESS_PASSED_OVER, the acknowledgements recorded for
-    subscriptions, by the notifications each asked for (`filter_key`)."""
-    return STATELESS_METHODS if "server/discover" in results else HANDSHAKE_METHODS
+    Its entry may also hold the rest of STATELESS_METHODS and, under STATELESS_PASSED_OVER, the
+    acknowledgements recorded for subscriptions, by the notifications each asked for
+    (`filter_key`)."""
+    return STATELESS_REQUIRED if "server/discover" in results else HANDSHAKE_METHODS
+
+
+def _answered_methods(results: dict[str, Any]) -> tuple[str, ...]:
+    """The methods a version's entry holds answers to (its acknowledgements apart)."""
+    return tuple(method for method in results if method != STATELESS_PASSED_OVER)
 
 
 def filter_key(params: object) -> str | None:
@@ -164,7 +173,8 @@ def load_answers(key: str) -> Answers:
         if not isinstance(results, dict):
             continue
         methods = methods_of(results)
-        extra = {STATELESS_PASSED_OVER} if methods == STATELESS_METHODS else set()
+        stateless = methods == STATELESS_REQUIRED
+        extra = {*STATELESS_METHODS, STATELESS_PASSED_OVER} if stateless else set()
         if not set(methods) <= set(results) <= set(methods) | extra:
             continue
         if not all(isinstance(results[method], dict) for method in results):
@@ -172,17 +182,17 @@ def load_answers(key: str) -> Answers:
         acknowledgements = results.get(STATELESS_PASSED_OVER, {})
         if not all(isinstance(params, dict) for params in acknowledgements.values()):
             continue
-        if _fits(results, methods):
+        if _fits(results):
             answers[version] = results
     return answers
 
 
-def _fits(results: dict[str, Any], methods: tuple[str, ...]) -> bool:
+def _fits(results: dict[str, Any]) -> bool:
     """Whether a version's answers and acknowledgements, written as lines, are short enough
     to be written before the SDK takes over (EARLY_ANSWERS_MAX_BYTES)."""
     acknowledgements = results.get(STATELESS_PASSED_OVER, {})
     try:
-        size = sum(len(_answer_line(0, results[method])) for method in methods)
+        size = sum(len(_answer_line(0, results[method])) for method in _answered_methods(results))
         size += sum(len(acknowledgement_line(0, p)) for p in acknowledgements.values())
     except ValueError:  # what no answer line can carry (a lone surrogate)
         return False
@@ -507,7 +517,7 @@ class EarlyAnswers:
     def _result(self, method: object, message: dict[str, Any]) -> dict[str, Any] | None:
         if method in STATELESS_METHODS and self.version is None:
             answers = self._stateless_answers(message.get("params"))
-            if answers is None:
+            if answers is None or method not in answers:  # (one its recording client never asked)
                 return None
             self.stateless = True
             return dict(answers[str(method)])
@@ -841,11 +851,15 @@ class Recorder:
         """Write the answers kept for `stated` (None: the handshake's) once complete."""
         results = self._results[stated]
         version = self.version if stated is None else stated
-        methods = HANDSHAKE_METHODS if stated is None else STATELESS_METHODS
+        methods = HANDSHAKE_METHODS if stated is None else STATELESS_REQUIRED
         if version is None or self.key is None or not set(methods) <= set(results):
             return
         known = self.known.get(version, {})
         entry = {method: results[method] for method in methods}
+        if stated is not None:  # the lists this client did not ask for, as another recorded them
+            for method in STATELESS_METHODS:
+                if method in results or method in known:
+                    entry[method] = results.get(method, known.get(method))
         acknowledgements = dict(known.get(STATELESS_PASSED_OVER, {}))
         for notifications, recorded in results.get(STATELESS_PASSED_OVER, {}).items():
             acknowledgements.pop(notifications, None)
@@ -854,7 +868,7 @@ class Recorder:
         # one too long to be answered from (which would cost every client its early answers)
         while acknowledgements and (
             len(acknowledgements) > ACKNOWLEDGEMENTS_MAX
-            or not _fits({**entry, STATELESS_PASSED_OVER: acknowledgements}, methods)
+            or not _fits({**entry, STATELESS_PASSED_OVER: acknowledgements})
         ):
             del acknowledgements[next(iter(acknowledgements))]
         if stated is not None and acknowledgements:

@@ -443,14 +443,13 @@ def test_the_cache_is_read_back_only_under_its_key(cache_home: Path) -> None:
                 },
             }
         ).encode(),
-        # the stateless revision's answers, one missing
+        # the stateless revision's answers, one every client asks for missing (the lists of
+        # prompts and resources are kept only once a client has asked for them)
         json.dumps(
             {
                 "format": CACHE_FORMAT,
                 "key": "k",
-                "versions": {
-                    STATELESS: {m: {} for m in STATELESS_ANSWERS if m != "resources/list"}
-                },
+                "versions": {STATELESS: {m: {} for m in STATELESS_ANSWERS if m != "tools/list"}},
             }
         ).encode(),
         # acknowledgements that are not objects, or in a handshake's entry

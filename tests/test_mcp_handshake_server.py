@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp import Client
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
@@ -189,6 +190,40 @@ async def test_the_sdk_client_gets_the_cached_tools_and_the_sdk_takes_over(
         == first_descriptions[0]
     )
     assert "Traceback" not in (orca_env.root / "mcp-stderr.log").read_text()
+
+
+async def test_the_sdk_s_own_client_is_recorded_and_answered_from_the_cache(
+    orca_env: OrcaEnv, daemon: DaemonProcess, tmp_path: Path
+) -> None:
+    # the SDK's Client discovers the server (stateless) and lists its tools, but asks for no
+    # prompts or resources: its start was never recorded, since a stateless entry had to hold
+    # all four answers, so every start of it waited for the SDK
+    params = StdioServerParameters(
+        command=ORCACTL, args=["mcp", "--cwd", str(tmp_path)], env=orca_env.env
+    )
+
+    async def listed() -> list[str]:
+        async with Client(params) as client:
+            tools = await client.list_tools()
+        return [tool.description or "" for tool in tools.tools]
+
+    first = await listed()
+    cache_file = _cache_of(orca_env)
+    assert cache_file.is_file()
+    cache = json.loads(cache_file.read_text())
+    [version] = cache["versions"]
+    assert set(cache["versions"][version]) == {"server/discover", "tools/list"}
+    # an answer only the cache can give: the client gets it, so the SDK had not answered
+    cache["versions"][version]["tools/list"]["tools"][0]["description"] = "from the cache"
+    cache_file.write_text(json.dumps(cache))
+    assert await listed() == ["from the cache", *first[1:]]
+    # and a client that asks for the prompts and resources too is answered by the SDK for
+    # those, which are then kept beside the Client's
+    sent = CLAUDE_START.read_bytes()
+    ids = {json.loads(line)["id"] for line in sent.splitlines()} - {"listen:0"}
+    _stateless_session(orca_env, tmp_path, sent, ids)
+    kept = json.loads(cache_file.read_text())["versions"]
+    assert {"prompts/list", "resources/list"} <= set(kept.get(STATELESS, {})), kept
 
 
 @pytest.mark.parametrize("shared", ["directory", "owner"])
