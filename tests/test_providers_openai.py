@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 import trio
 
+from orcad import limits
 from orcad.capture.output import MalformedOutput, parse_extractor_output
 from orcad.config import ExtractionConfig, OpenAIConfig
 from orcad.providers import ProviderConfigError, build_provider, prompt
@@ -639,6 +640,35 @@ async def test_a_reasoning_models_leading_think_block_is_dropped(
     text = await extract(make_provider(server, stream=stream))
     assert text.strip() == ANSWER
     assert parse_extractor_output(text)[0].fact == "This repository deploys with `make release`."
+
+
+def thinking_of(total_bytes: int) -> str:
+    """A leading think block that makes THINK + ANSWER exactly `total_bytes` of UTF-8."""
+    frame = len(b"<think>\n\n</think>\n") + len(ANSWER.encode())
+    return (
+        "<think>\n"
+        + "é" * ((total_bytes - frame) // 2)
+        + "x" * ((total_bytes - frame) % 2)
+        + "\n</think>\n"
+    )
+
+
+@pytest.mark.parametrize("stream", [True, False])
+async def test_a_think_block_counts_towards_the_answer_limit_however_it_arrives(
+    server: FakeOpenAI, stream: bool
+) -> None:
+    # the README's promise, for a server that streams and one that answers in one piece alike
+    # (a server may ignore stream: true): the block and the answer share the 16 KiB
+    limit = limits.EXTRACTOR_OUTPUT_MAX_BYTES
+    for total, fits in ((limit, True), (limit + 1, False)):
+        content = thinking_of(total) + ANSWER
+        assert len(content.encode()) == total
+        server.script(streamed(content, chunk_chars=512) if stream else ok(content))
+        provider = make_provider(server, stream=stream)
+        if fits:
+            assert (await extract(provider)).strip() == ANSWER
+        else:
+            assert f"past {limit} bytes" in (await failure(provider)).message
 
 
 async def test_a_think_block_that_never_closes_fails(server: FakeOpenAI) -> None:

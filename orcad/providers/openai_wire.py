@@ -161,7 +161,12 @@ def error_reason(body: bytes, *, secrets: tuple[str, ...] = (), whole: bool = Tr
     return shorten_redacted(text, ERROR_REASON_MAX_CHARS)
 
 
-def completion_content(body: bytes, *, secrets: tuple[str, ...] = ()) -> str:
+def completion_content(
+    body: bytes,
+    *,
+    secrets: tuple[str, ...] = (),
+    max_bytes: int = limits.EXTRACTOR_OUTPUT_MAX_BYTES,
+) -> str:
     """The answer text of a non-streamed chat completion; `secrets` are masked in errors."""
     try:
         decoded = _json(body)
@@ -182,7 +187,12 @@ def completion_content(body: bytes, *, secrets: tuple[str, ...] = ()) -> str:
     content = message.get("content") if isinstance(message, dict) else None
     if not isinstance(content, str):
         raise WireError("the response has no message content")
-    return without_reasoning(content)
+    answer = without_reasoning(content)
+    # a leading think block counts towards the bound, as when the answer is streamed; without
+    # one, the parser judges the size (and `orcactl provider test` shows the answer cut)
+    if answer is not content and len(content.encode("utf-8", "surrogatepass")) > max_bytes:
+        raise WireError(f"the answer grew past {max_bytes} bytes")
+    return answer
 
 
 _THINK_OPEN = "<think>"
