@@ -168,6 +168,78 @@ async def test_scope_isolation_both_ways(orca: InProcessDaemon, tmp_path: Path) 
     assert {r["id"] for r in await search(orca, a)} == {in_a["id"]}
 
 
+async def test_every_way_into_a_workspace_sees_its_records_and_no_other_way_does(
+    orca: InProcessDaemon, tmp_path: Path
+) -> None:
+    # the workspace is the canonical root (Git top level, else the directory, links resolved)
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "src" / "deep").mkdir(parents=True)
+    (tmp_path / "alias").symlink_to(repo)
+    saved = (await save(orca, await orca.open(repo / "src" / "deep", mode="yolo"), "uv runs it"))[
+        "record"
+    ]
+    assert saved["workspace_root"] == str(repo.resolve())
+    for way_in in (repo, repo / "src", tmp_path / "alias", tmp_path / "alias" / "src" / "deep"):
+        session = await orca.open(way_in, mode="yolo")
+        assert [r["id"] for r in await search(orca, session, query="uv")] == [saved["id"]]
+    for elsewhere in (tmp_path, tmp_path / "sibling"):
+        assert await search(orca, await orca.open(elsewhere, mode="yolo"), query="uv") == []
+
+
+@pytest.mark.parametrize("field", ["workspace_id", "workspace", "workspace_root", "project_id"])
+async def test_a_client_cannot_name_the_workspace_its_memory_is_read_or_written_in(
+    orca: InProcessDaemon, tmp_path: Path, field: str
+) -> None:
+    mine = await orca.open(tmp_path / "mine", mode="yolo")
+    theirs = await orca.open(tmp_path / "theirs", mode="yolo")
+    hidden = (await save(orca, theirs, "their staging host is lynx"))["record"]
+    elsewhere = str((tmp_path / "theirs").resolve())
+    for method, params in (
+        ("memory.search", {"query": "staging lynx"}),
+        ("memory.manage", {"action": "forget", "id": hidden["id"]}),
+        ("memory.manage", {"action": "save", "content": "x y", "kind": "fact", "is_global": False}),
+    ):
+        error = await error_of(orca, method, {**mine, **params, field: elsewhere})
+        assert error.error.code == -32602 and error.error.data["field"] == field
+    error = await error_of(orca, "session.open", {"cwd": str(tmp_path / "mine"), field: elsewhere})
+    assert error.error.code == -32602 and error.error.data["field"] == field
+    assert [r["id"] for r in await search(orca, theirs)] == [hidden["id"]]
+    assert await search(orca, mine) == []
+
+
+async def test_a_global_record_changed_from_another_workspace_keeps_its_scope_and_origin(
+    orca: InProcessDaemon, tmp_path: Path
+) -> None:
+    a = await orca.open(tmp_path / "a", mode="yolo")
+    b = await orca.open(tmp_path / "b", mode="yolo")
+    shared = (await save(orca, a, "I prefer concise status updates", is_global=True))["record"]
+    updated = await orca.call(
+        "memory.manage",
+        {**b, "action": "update", "id": shared["id"], "content": "I prefer terse status updates"},
+    )
+    assert updated["outcome"] == "applied" and "global memory" in updated["summary"]
+    for session in (a, b):
+        [record] = await search(orca, session, query="status updates")
+        assert record["id"] == shared["id"] and record["scope"] == "global"
+        assert record["content"] == "I prefer terse status updates"
+        assert record["workspace_root"] == str((tmp_path / "a").resolve())
+
+
+async def test_only_the_lowercase_id_names_a_record(orca: InProcessDaemon, tmp_path: Path) -> None:
+    session = await orca.open(tmp_path / "ws", mode="yolo")
+    record = (await save(orca, session, "release checks use make ci"))["record"]
+    hex_part = record["id"][4:]
+    assert hex_part != hex_part.upper()  # 128 random bits: some letter among them
+    for spelling in ("mem_" + hex_part.upper(), "MEM_" + hex_part, record["id"].upper()):
+        for action, extra in (("forget", {}), ("update", {"content": "release checks: make"})):
+            params = {**session, "action": action, "id": spelling, **extra}
+            error = await error_of(orca, "memory.manage", params)
+            assert error.error.code == -32014, spelling
+    [kept] = await search(orca, session)
+    assert kept["id"] == record["id"] and kept["content"] == "release checks use make ci"
+
+
 @pytest.mark.parametrize("bad_id", ["", "mem_", "mem_" + "0" * 32, "mem_" + "G" * 32, "1", "apr_x"])
 async def test_update_and_forget_of_unknown_or_malformed_ids_are_not_found(
     orca: InProcessDaemon, tmp_path: Path, bad_id: str
@@ -228,6 +300,17 @@ async def test_content_length_boundary(orca: InProcessDaemon, tmp_path: Path) ->
         },
     )
     assert error.error.data["field"] == "content"
+    # an update is held to the same bound, and a refused one leaves the record as it was
+    [record] = await search(orca, session)
+    for size, outcome in ((MEMORY_CONTENT_MAX_CHARS + 1, None), (MEMORY_CONTENT_MAX_CHARS, "c")):
+        params = {**session, "action": "update", "id": record["id"], "content": "c" * size}
+        if outcome is None:
+            error = await error_of(orca, "memory.manage", params)
+            assert error.error.code == -32602 and error.error.data["field"] == "content"
+            assert (await search(orca, session))[0]["content"] == "a" * MEMORY_CONTENT_MAX_CHARS
+        else:
+            assert (await orca.call("memory.manage", params))["outcome"] == "applied"
+            assert (await search(orca, session))[0]["content"] == "c" * MEMORY_CONTENT_MAX_CHARS
 
 
 @pytest.mark.parametrize(("limit", "ok"), [(0, False), (1, True), (20, True), (21, False)])
