@@ -97,6 +97,35 @@ def test_database_files_are_private_including_wal_and_shm(
     assert daemon.call("daemon.status").deliberate_db == str(database)
 
 
+def test_database_files_found_readable_by_others_are_made_private(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    # orcad's umask makes what it creates private; a database it finds (copied back from a
+    # backup, written by a tool with another umask) is made so too, its directory is the user's
+    config_dir = tmp_path / "orcacode-config"
+    config_dir.mkdir(mode=0o755)
+    config_dir.chmod(0o755)
+    orca_env.extra_env["ORCA_CONFIG_DIR"] = str(config_dir)
+    daemon = DaemonProcess(orca_env)
+    daemon_factory.append(daemon)
+    daemon.start()
+    session = open_session(daemon, tmp_path / "ws", mode="yolo")
+    save(daemon, session, "first write")
+    daemon.kill()  # its -wal and -shm stay behind
+    database = config_dir / "memory.sqlite3"
+    files = [database.with_name(database.name + suffix) for suffix in ("", "-wal", "-shm")]
+    for path in files:
+        path.chmod(0o644)
+    daemon.start()
+    session = open_session(daemon, tmp_path / "ws", mode="yolo")
+    assert len(daemon.call("memory.search", session).records) == 1
+    save(daemon, session, "second write")
+    for path in files:
+        assert path.exists(), path
+        assert mode_of(path) == 0o600, (path, oct(mode_of(path)))
+    assert mode_of(config_dir) == 0o755  # only a directory orcad creates is made 0700
+
+
 def test_a_database_directory_linked_to_nowhere_is_named_as_such(
     orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
 ) -> None:
