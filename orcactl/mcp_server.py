@@ -416,7 +416,7 @@ def build_server(session: DaemonSession) -> OrcaServer:
 
     @server.tool(
         description="Save, update or forget one deliberate memory record. save needs content, "
-        "kind and is_global; update needs id and content; forget needs id. " + WRITE_RULE,
+        "kind and is_global; update needs id and content or kind; forget needs id. " + WRITE_RULE,
         annotations=ToolAnnotations(
             title="Change memory",
             read_only_hint=False,

@@ -162,6 +162,23 @@ async def test_tools_and_their_schemas(
     assert manage["required"] == ["action"]
     for name in ("memory_manage", "remember"):
         assert "secrets" in (tools[name].description or "")  # the write rule travels with it
+    described = tools["memory_manage"].description or ""
+    for part in (
+        "explicitly asks",  # what to keep: what the user asks for, or states as lasting
+        "stable fact",
+        "ordinary conversation",  # what never to keep
+        "one-off task details",
+        "progress notes",
+        "duplicates",
+        "guesses",
+        "workspace scope (is_global false)",  # the scope: workspace unless truly universal
+        "global only for what truly applies everywhere",
+        "tell the user what changed and in which scope",  # after a change
+        # what orcad requires of each action (an update may change the kind alone)
+        "save needs content, kind and is_global; update needs id and content or kind; "
+        "forget needs id",
+    ):
+        assert part in described, part
 
 
 async def test_every_tool_happy_path_in_auto_mode(
