@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import itertools
+import json
 import subprocess
 import sys
+from pathlib import Path
 
 import msgspec
 import pytest
 
+from orcad import limits
 from orcad.deliberate.approvals import (
     PendingApprovals,
     PendingChange,
@@ -27,6 +30,7 @@ from orcad.limits import (
     PENDING_APPROVALS_MAX,
     PENDING_APPROVALS_PER_SESSION,
 )
+from protocol.types import MemorySearchParams
 
 pytestmark = pytest.mark.pure
 
@@ -297,3 +301,22 @@ def test_pure_modules_import_neither_trio_nor_sqlite(module: str) -> None:
         "sys.exit(1 if bad else 0)"
     )
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
+
+
+def test_the_numbers_the_deliberate_spec_fixes() -> None:
+    # every other test reads these from orcad.limits, so a changed value would pass them all
+    assert limits.SEARCH_LIMIT_MIN == 1 and limits.SEARCH_LIMIT_MAX == 20
+    assert limits.SEARCH_LIMIT_DEFAULT == 8
+    assert limits.QUERY_MAX_TERMS == 12
+    assert limits.RECALL_DELIBERATE_MAX_RECORDS == 8
+    assert limits.RECALL_DELIBERATE_MAX_CHARS == 4096
+    assert limits.MEMORY_CONTENT_MAX_CHARS == 4096  # a record never exceeds recall's budget
+    # the wire contract says the same as the daemon, for Python clients and the others alike
+    assert MemorySearchParams(session_id="s", epoch=1).limit == limits.SEARCH_LIMIT_DEFAULT
+    schema = json.loads((Path(__file__).parent.parent / "protocol" / "schema.json").read_text())
+    limit = schema["$defs"]["MemorySearchParams"]["properties"]["limit"]
+    assert (limit["minimum"], limit["maximum"], limit["default"]) == (
+        limits.SEARCH_LIMIT_MIN,
+        limits.SEARCH_LIMIT_MAX,
+        limits.SEARCH_LIMIT_DEFAULT,
+    )
