@@ -1090,6 +1090,22 @@ async def test_recall_searches_the_same_store_with_the_same_visibility(
     assert await trio.to_thread.run_sync(search, "🎉") == []
 
 
+async def test_recall_brings_global_records_to_every_workspace_and_workspace_ones_home(
+    orca: InProcessDaemon, tmp_path: Path
+) -> None:
+    a = await orca.open(tmp_path / "a", mode="yolo")
+    b = await orca.open(tmp_path / "b", mode="yolo")
+    shared = (await save(orca, a, "Status updates stay concise", is_global=True))["record"]
+    local = (await save(orca, a, "Status updates go to the ops channel"))["record"]
+    prompt = "how should status updates be written and where do they go?"
+    for session, expected in ((a, {shared["id"], local["id"]}), (b, {shared["id"]})):
+        recalled = await orca.call("recall", {**session, "turn_id": "t1", "prompt": prompt})
+        assert {entry["id"] for entry in recalled["deliberate"]} == expected
+        scopes = {entry["id"]: entry["scope"] for entry in recalled["deliberate"]}
+        assert scopes[shared["id"]] == "global"
+        assert "[fact | global |" in recalled["context"]
+
+
 async def test_a_recall_right_after_the_backfill_finds_what_it_embedded(
     orca: InProcessDaemon, tmp_path: Path
 ) -> None:
