@@ -66,6 +66,11 @@ BAD_USAGE = [
     (["memory", "list", "--limit", "many"], "--limit: 'many' is not a whole number"),
     (["memory", "save", "  ", "--kind", "fact", "--global"], "argument TEXT: the text is empty"),
     (["memory", "save", "x" * 4097, "--kind", "fact", "--global"], "at most 4096"),
+    # a save names its scope every time: neither is assumed
+    (["memory", "save", "a", "--kind", "fact"], "one of the arguments --global --workspace is"),
+    (["memory", "save", "a", "--global"], "the following arguments are required: --kind"),
+    (["memory", "save", "a", "--kind", "note", "--global"], "invalid choice: 'note'"),
+    (["memory", "forget", "mem_" + "A" * 32], "is not a record id"),
     (["memory", "update", "mem_" + "0" * 32, "\n"], "argument TEXT: the text is empty"),
     (["memory", "save", "a", "--kind", "fact", "--global", "--approve", "always"], "--approve"),
     # both given, one decision was silently dropped (whichever came last)
