@@ -571,6 +571,15 @@ def _edit_orca_config(text: str, path: Path, agent: str, *, remove: bool) -> str
                 "--extractor would replace with the agent's own CLI; change that setting "
                 "yourself to use the agent's CLI, or leave out --extractor"
             )
+        if command is not None and not ours:
+            # a command of the user's own, kept for later while another provider runs: it would
+            # be overwritten, and --remove would then delete the table with nothing to give back
+            shown = command.get("argv") if isinstance(command, dict) else command
+            raise Refused(
+                f"{path} sets [extraction.command] argv = {_shown_value(shown)}, which "
+                "--extractor would replace with the agent's own CLI; change that setting "
+                "yourself to use the agent's CLI, or leave out --extractor"
+            )
         table = expected.setdefault("extraction", {})
         table["provider"] = "command"
         table["command"] = {"argv": argv}

@@ -1472,8 +1472,12 @@ def test_codex_hooks_the_user_turned_off_are_not_turned_on_behind_their_back(
     [
         '[extraction]\nprovider = "openai"   # my local llama\n',
         '[extraction]\nprovider = "command"\n\n[extraction.command]\nargv = ["my-extractor"]\n',
+        # README's example config: a command of the user's own kept while the heuristic runs;
+        # --extractor overwrote it and --remove --extractor then deleted the table
+        '[extraction]\nprovider = "heuristic"\n\n[extraction.command]\n'
+        'argv = ["llm", "-m", "gpt-4o-mini"]  # for later\n',
     ],
-    ids=["an-endpoint", "the-users-own-command"],
+    ids=["an-endpoint", "the-users-own-command", "the-users-own-command-not-chosen-yet"],
 )
 def test_the_extractor_option_never_replaces_a_provider_the_user_chose(
     orca_env: OrcaEnv, extraction: str
