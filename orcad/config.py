@@ -6,6 +6,7 @@ parse, or a key with a bad value, is a startup error naming the key.
 
 from __future__ import annotations
 
+import difflib
 import re
 import tomllib
 from pathlib import Path
@@ -149,6 +150,21 @@ def find_unknown_keys(
         ):
             unknown.extend(find_unknown_keys(value, field.type, f"{path}."))
     return unknown
+
+
+def likely_meant(unknown: str, struct: type[msgspec.Struct] = Config) -> str | None:
+    """The known key an unknown dotted key is most likely a misspelling of (`auto_memroy`:
+    `auto_memory`), among the keys of the same table; None when none is close."""
+    *tables, name = unknown.split(".")
+    kind: Any = struct
+    for table in tables:
+        fields = {f.name: f.type for f in msgspec.structs.fields(kind)}
+        kind = fields.get(table)
+        if not (isinstance(kind, type) and issubclass(kind, msgspec.Struct)):
+            return None
+    known = [f.name for f in msgspec.structs.fields(kind)]
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.75)
+    return ".".join([*tables, close[0]]) if close else None
 
 
 def _choices(struct: type[msgspec.Struct], key: str) -> list[str]:

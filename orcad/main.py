@@ -20,7 +20,7 @@ from orcad import __version__, limits
 from orcad.activation import activated_socket, listening_path
 from orcad.app import Daemon, install_features
 from orcad.c_heap import keep_releasing_freed_memory
-from orcad.config import load_config
+from orcad.config import likely_meant, load_config
 from orcad.entry import main, stop_signals
 from orcad.errors import StartupError
 from orcad.journal import configure_journal_logging, stderr_is_journal
@@ -274,7 +274,9 @@ def _run(args: argparse.Namespace, stop_signals: StopSignals) -> int:
         check_not_shared(paths.deliberate_db.parent, "the deliberate memory's directory")
         loaded = load_config(paths.config_file)
         for key in loaded.unknown_keys:
-            log.warning("config.unknown_key", key=key, path=loaded.path)
+            log.warning(
+                "config.unknown_key", key=key, path=loaded.path, likely_meant=likely_meant(key)
+            )
         prepare_runtime_dir(paths)
         lock = InstanceLock(paths)
         lock.acquire()

@@ -12,7 +12,7 @@ from orcad import limits
 from orcad.auto_memory_switch import AutoMemorySwitch
 from orcad.capture import leases, schedule
 from orcad.capture.records import new_job
-from orcad.config import Config, load_config, parse_config
+from orcad.config import Config, likely_meant, load_config, parse_config
 from orcad.errors import StartupError
 
 pytestmark = pytest.mark.pure
@@ -372,3 +372,20 @@ def test_readme_documents_every_config_key_with_its_default() -> None:
         return keys
 
     assert documented(data) == _struct_keys(Config)
+
+
+@pytest.mark.parametrize(
+    ("unknown", "meant"),
+    [
+        ("auto_memroy", "auto_memory"),
+        ("extraction.workerz", "extraction.workers"),
+        ("extraction.openai.modle", "extraction.openai.model"),
+        ("sessions.idle_expiry", "sessions.idle_expiry_s"),
+        ("trusted_project", "trusted_projects"),
+        ("colour", None),  # nothing close
+        ("extraction.nope.model", None),  # no such table
+        ("auto_memory.x", None),  # not a table
+    ],
+)
+def test_an_unknown_key_names_the_key_it_likely_misspells(unknown: str, meant: str | None) -> None:
+    assert likely_meant(unknown) == meant

@@ -592,6 +592,12 @@ def test_config_with_unknown_keys(orca_env: OrcaEnv) -> None:
         "unknown keys: auto_memroy, extraction.workerz"
         in only_problem(findings, "config")["detail"]
     )
+    # it said only "correct their spelling", and the user had to find the key in the README
+    fix = only_problem(findings, "config")["fix"]
+    assert fix.endswith(
+        "(auto_memroy: did you mean auto_memory?; "
+        "extraction.workerz: did you mean extraction.workers?)"
+    ), fix
 
 
 def test_openai_provider_reachable(orca_env: OrcaEnv, model_server: tuple[str, list[int]]) -> None:

@@ -645,6 +645,18 @@ def test_unknown_config_keys_are_reported(orca_env: OrcaEnv, daemon_factory: lis
     assert warned == ["colour", "server.speed"]
 
 
+def test_a_misspelt_config_key_is_logged_with_the_key_it_likely_means(
+    orca_env: OrcaEnv, daemon_factory: list
+) -> None:
+    daemon = start(orca_env, daemon_factory, "auto_memroy = false\ncolour = 'blue'\n")
+    warned = {
+        e["key"]: e["likely_meant"]
+        for e in daemon.log_events()
+        if e["event"] == "config.unknown_key"
+    }
+    assert warned == {"auto_memroy": "auto_memory", "colour": None}
+
+
 def test_logs_are_json_lines_without_request_content(daemon: DaemonProcess) -> None:
     with pytest.raises(RemoteError):
         daemon.call("session.open", {"cwd": "/definitely-not-here-SECRET-MARKER"})

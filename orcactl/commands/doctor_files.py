@@ -16,6 +16,7 @@ from orcad.config import (
     Config,
     EmbeddingEndpointConfig,
     OpenAIConfig,
+    likely_meant,
     load_config,
 )
 from orcad.errors import StartupError, StorageError
@@ -318,12 +319,15 @@ def check_config(paths: Paths) -> tuple[list[Finding], Config | None]:
         return [Finding("config", "ok", f"no {paths.config_file}; defaults apply")], loaded.config
     if loaded.unknown_keys:
         keys = ", ".join(loaded.unknown_keys)
+        meant = [(key, likely_meant(key)) for key in loaded.unknown_keys]
+        spelt = "; ".join(f"{key}: did you mean {known}?" for key, known in meant if known)
         return [
             Finding(
                 "config",
                 "problem",
                 f"{loaded.path}: unknown keys: {keys} (ignored)",
-                "remove them or correct their spelling (see the README's configuration keys)",
+                "remove them or correct their spelling (see the README's configuration keys)"
+                + (f" ({spelt})" if spelt else ""),
             )
         ], loaded.config
     detail = f"{loaded.path} parses; every key is known"
