@@ -69,7 +69,17 @@ class Parser(argparse.ArgumentParser):
     given: list[str] | None = None  # the arguments parsed (--version reads them whole)
 
     def error(self, message: str) -> NoReturn:
-        raise UsageError(self.format_usage(), self.prog, message)
+        raise UsageError(self.format_usage(), self.prog, message + self._actions_named(message))
+
+    def _actions_named(self, message: str) -> str:
+        """For `orcactl memory` without its action: which actions there are, since the usage
+        line shows only `ACTION ...` (the whole list of commands is `orcactl --help`'s)."""
+        if message != f"{REQUIRED_MISSING}: ACTION":
+            return ""
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                return f" (one of: {', '.join(action.choices)})"
+        return ""
 
     def parse_known_args(  # type: ignore[override]
         self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None

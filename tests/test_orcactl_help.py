@@ -185,3 +185,19 @@ def test_integrate_help_says_where_the_paths_it_writes_come_from() -> None:
     assert "ORCA_HOME=DIR orcactl integrate AGENT" in text
     with pytest.raises(UsageError, match="unrecognized arguments: --home"):  # as it says
         build_parser().parse_args(["integrate", "codex", "--home", "/tmp"])
+
+
+@pytest.mark.parametrize(
+    ("argv", "actions"),
+    [
+        (["memory"], "search, list, save, update, forget, approve"),
+        (["grants"], "list, revoke"),
+        (["service"], "install, uninstall, status"),
+        (["provider"], "test"),
+    ],
+)
+def test_a_command_without_its_action_names_the_actions(argv: list[str], actions: str) -> None:
+    # it said only "the following arguments are required: ACTION"
+    with pytest.raises(UsageError) as refused:
+        build_parser().parse_args(argv)
+    assert str(refused.value).endswith(f"required: ACTION (one of: {actions})")
