@@ -191,7 +191,7 @@ class InstanceLock:
                 holder = holder or read_instance(self._paths.instance_file)
                 who = f"pid {holder.pid}, serving {holder.socket}" if holder else "another process"
                 raise StartupError(
-                    f"orcad is already running on the memory in {self._paths.memory_root} "
+                    f"another orcad is already running on the memory in {self._paths.memory_root} "
                     f"({who}); stop it first, or set ORCA_HOME to run a daemon with separate memory"
                 ) from None
         self._refuse_a_named_holder_that_serves()
@@ -275,7 +275,7 @@ class InstanceLock:
             return
         self._root_lock.release()
         raise StartupError(
-            f"orcad is already running on the memory in {self._paths.memory_root} (pid "
+            f"another orcad is already running on the memory in {self._paths.memory_root} (pid "
             f"{holder.pid}, serving {holder.socket}), though its lock file "
             f"{self._paths.instance_lock} was deleted or replaced; stop it first (a restart "
             "makes the lock file again), or set ORCA_HOME to run a daemon with separate memory"

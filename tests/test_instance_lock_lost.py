@@ -103,7 +103,7 @@ def test_a_second_daemon_is_refused_after_the_whole_memory_root_was_deleted(
         check=False,
     )
     assert second.returncode != 0, second.stderr
-    assert "already running on the memory" in second.stderr, second.stderr
+    assert "\norcad: another orcad is already running on the memory in " in second.stderr
     assert f"pid {first_pid}" in second.stderr
     assert not other_socket.exists()
     assert daemon.call("daemon.ping").pid == first_pid
