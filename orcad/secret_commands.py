@@ -136,6 +136,15 @@ _TOOL_FLAGS = (
             r"([^\s\"']{1,256}+)"
         ),
     ),
+    # HTTPie's http and https take -a/--auth USER:PASSWORD as curl takes -u
+    (
+        "-a",
+        "http",
+        lazy_compile(
+            r"(?<![a-z0-9_\-./:])https?(?=[ \t])[^\n|;&]{0,300}?[ \t](?:-a|--auth)(?:=|[ \t]+)"
+            r"[\"']?[^\s:\"']{1,128}:([^\s\"']{1,256}+)"
+        ),
+    ),
     (
         "-u",
         "curl",
@@ -286,6 +295,11 @@ _CASED_FLAG_PASSWORDS = (
         lazy_compile(r"bcp(?<![a-z0-9_\-]bcp)[ \t][^\n|;&]{0,300}?[ \t]-p[ \t]*" + _VALUE),
     ),
     ("ssh-keygen", "N", lazy_compile(r"ssh-keygen[^\n|;&]{0,300}?[ \t]-n[ \t]+" + _VALUE)),
+    # ipmitool -P PASSWORD (its -p is the port); Net-SNMP's v3 tools take the authentication
+    # and privacy passphrases as -A and -X (-a and -x name their protocols)
+    ("ipmitool", "P", lazy_compile(r"ipmitool[^\n|;&]{0,300}?[ \t]-p[ \t]+" + _VALUE)),
+    ("snmp", "A", lazy_compile(r"snmp[a-z]{2,10}[^\n|;&]{0,300}?[ \t]-a[ \t]+" + _VALUE)),
+    ("snmp", "X", lazy_compile(r"snmp[a-z]{2,10}[^\n|;&]{0,300}?[ \t]-x[ \t]+" + _VALUE)),
 )
 
 
@@ -307,6 +321,19 @@ _DEMO_PASSWORDS = frozenset(("tiger",))
 def _argument_password(value: str) -> bool:
     word = value.rstrip(TRAILING).lower()
     return given_password(value) and word not in _PROSE_NOT_A_VALUE and word not in _DEMO_PASSWORDS
+
+
+def _other_case_hidden(text: str, lowered: str, letter: str) -> str:
+    """`lowered` with each flag written as `letter` in the other case made no flag."""
+    other = "-" + letter.swapcase()
+    at = text.find(other)
+    if at < 0:
+        return lowered
+    characters = list(lowered)
+    while at >= 0:
+        characters[at + 1] = "\0"
+        at = text.find(other, at + 2)
+    return "".join(characters)
 
 
 def find_piped_and_batch_passwords(text: str, lowered: str) -> Iterator[Span]:
@@ -338,7 +365,9 @@ def find_piped_and_batch_passwords(text: str, lowered: str) -> Iterator[Span]:
                     yield start, end
     for command, letter, pattern in _CASED_FLAG_PASSWORDS:
         if command in lowered and f"-{letter}" in text:
-            for match in pattern.finditer(lowered):
+            # the flag in the other case is another option (`ipmitool -p 623 … -P X`): hidden
+            # from the pattern, which would stop at it and not read on to the flag itself
+            for match in pattern.finditer(_other_case_hidden(text, lowered, letter)):
                 start, end, _ = value_span(match)
                 flag = text.rfind("-", match.start(), start)
                 if text[flag + 1] == letter and _argument_password(text[start:end]):
@@ -350,6 +379,31 @@ def find_piped_and_batch_passwords(text: str, lowered: str) -> Iterator[Span]:
             start, end, _ = value_span(match)
             if _argument_password(text[start:end]):
                 yield start, end
+
+
+# `echo -n 'user:PASS' | base64`, as a Basic header or a registry's auth is made: the password,
+# and the line of base64 the command printed below it (`base64 -d` decodes, its input is none)
+_ENCODED_PAIR = lazy_compile(
+    r"(?:echo(?<![a-z0-9_\-]echo)|printf(?<![a-z0-9_\-]printf))[ \t]+(?:-[ne]{1,2}[ \t]+)?"
+    r"[\"']?[a-z0-9_.@\-]{1,64}:([^\s\"'|;&]{1,256}+)[\"']?[ \t]*\|[ \t]*base64"
+    r"(?P<options>(?:[ \t]+-[a-z0-9]{1,4})*)[ \t]*"
+    r"(?:\r?\n(?P<printed>[a-z0-9+/]{8,}={0,2})[ \t]*$)?",
+    re.MULTILINE,
+)
+
+
+def find_encoded_pairs(text: str, lowered: str) -> Iterator[Span]:
+    """The password of `echo -n 'user:PASS' | base64`, and what the command printed."""
+    if "base64" not in lowered:
+        return
+    for match in _ENCODED_PAIR.finditer(lowered):
+        if "d" in match["options"]:
+            continue
+        start, end = match.span(1)
+        if _argument_password(text[start:end]):
+            yield start, end
+            if match["printed"] is not None:
+                yield match.span("printed")
 
 
 # Redis: `requirepass PASS` / `masterauth PASS` in redis.conf (a directive starts its line),

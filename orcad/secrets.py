@@ -39,6 +39,7 @@ from orcad.secret_command_inputs import STDIN_TRIGGERS, find_piped_passwords
 from orcad.secret_command_outputs import COMMAND_OUTPUT_RULES
 from orcad.secret_commands import (
     find_credential_flags,
+    find_encoded_pairs,
     find_oracle_connects,
     find_oracle_jdbc_passwords,
     find_piped_and_batch_passwords,
@@ -178,6 +179,7 @@ _RULES: tuple[tuple[str, Finder, Gate], ...] = (
     ("credential_assignment", find_recovery_phrases, _always),
     ("credential_assignment", find_seed_words, _always),
     ("password_flag", find_credential_flags, _always),
+    ("password_flag", find_encoded_pairs, _always),
     ("password_flag", find_piped_and_batch_passwords, _always),
     ("password_flag", find_oracle_connects, _always),
     ("password_flag", find_piped_passwords, _any_trigger(STDIN_TRIGGERS)),

@@ -1,0 +1,79 @@
+"""Passwords on command lines as people paste them: HTTPie's -a, `echo user:X | base64` and
+what it printed, ipmitool's -P and Net-SNMP's -A and -X after the flags of their other case."""
+
+from __future__ import annotations
+
+import pytest
+
+from orcad.secrets import find_secrets, redact
+
+pytestmark = pytest.mark.pure
+
+
+def _gone(text: str, *values: str) -> str:
+    redacted = redact(text)
+    for value in values:
+        assert value not in redacted, redacted
+    return redacted
+
+
+# ------------------------------------------------------------------------------- HTTPie
+@pytest.mark.parametrize(
+    "text",
+    [
+        "http -a ops:Qm4!zTr8vLw2 GET https://registry.corp/v2/_catalog",
+        "https --auth=deploy:Qm4!zTr8vLw2 POST api.corp/jobs name=nightly",
+        "$ http --verify=no -a 'ops:Qm4!zTr8vLw2' :8080/health",
+    ],
+)
+def test_httpies_auth_flag_loses_its_password(text: str) -> None:
+    redacted = _gone(text, "Qm4!zTr8vLw2")
+    assert "[REDACTED:password_flag]" in redacted
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "http -a ops:$PASSWORD GET https://registry.corp/v2/_catalog",
+        "http -a ops GET https://registry.corp/v2/_catalog",  # it prompts
+        "see https://example.com -a link:here",
+    ],
+)
+def test_httpies_auth_flag_without_a_password_stays(text: str) -> None:
+    assert find_secrets(text) == []
+
+
+# ------------------------------------------------------------- echo user:X | base64
+def test_a_pair_piped_to_base64_and_what_it_printed_are_redacted() -> None:
+    text = "$ echo -n 'ci:Hn3!pLq8wZx' | base64\nY2k6SG4zIXBMcTh3Wng=\n"
+    redacted = _gone(text, "Hn3!pLq8wZx", "Y2k6SG4zIXBMcTh3Wng=")
+    assert redacted.startswith("$ echo -n 'ci:[REDACTED:")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "echo -n user:$PASS | base64",
+        "echo Y2k6SG4zIXBMcTh3Wng= | base64 -d",
+        "printf 'ci:%s' \"$TOKEN\" | base64 --decode",
+    ],
+)
+def test_base64_of_a_variable_or_decoding_stays(text: str) -> None:
+    assert find_secrets(text) == []
+
+
+# ----------------------------------------------------------- ipmitool, Net-SNMP v3
+@pytest.mark.parametrize(
+    "text",
+    [
+        "ipmitool -I lanplus -H 10.0.0.9 -p 623 -U ADMIN -P Zm1R%Ty02 power status",
+        "snmpwalk -v3 -u mon -l authPriv -a SHA -A 'Zm1R%Ty02' -x AES -X Zm1R%Ty02 10.0.0.1",
+    ],
+)
+def test_ipmitool_and_snmp_passphrase_flags_lose_their_values(text: str) -> None:
+    _gone(text, "Zm1R%Ty02")
+
+
+def test_snmp_protocol_flags_stay() -> None:
+    text = "snmpget -v3 -l authPriv -a SHA -x AES -u mon 10.0.0.1 sysUpTime.0"
+    assert find_secrets(text) == []
