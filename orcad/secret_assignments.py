@@ -58,7 +58,7 @@ _NAME_CHARACTERS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-")
 # "key" alone is too common (sort_key, cache key); only these qualifiers make it a credential.
 _KEY_QUALIFIER = lazy_compile(
     r"(?:api|access|secret|private|signing|encryption|master|auth|client|account|app|license|"
-    r"subscription)"
+    r"subscription|fernet|preshared|hmac|jwt)"
     r"[_\-. ]?\Z"
 )
 # What may follow the credential word in a name and still leave it the credential's name: an
@@ -96,6 +96,12 @@ _AWS_SECRET = lazy_compile(
 )
 
 
+# An ARN names a resource by its type and a colon (`arn:aws:secretsmanager:eu-west-1:
+# 123456789012:secret:prod/db-AbCdEf`): the name of where a secret is kept, not its value
+_ARN_BEFORE = lazy_compile(r"arn:[a-z0-9\-]{1,16}:[a-z0-9\-]{1,32}:[a-z0-9\-]{0,32}:[0-9]{12}:\Z")
+_ARN_REACH = 96
+
+
 def _assignment_finder(keyword: str, pattern: str) -> Finder:
     compiled = lazy_compile(pattern + _ASSIGNMENT_TAIL)
     plain = keyword in _PLAIN_KEYWORDS
@@ -113,6 +119,10 @@ def _assignment_finder(keyword: str, pattern: str) -> Finder:
                 continue
             if keyword == "key" and not _KEY_QUALIFIER.search(
                 lowered, max(0, match.start() - 16), match.start()
+            ):
+                continue
+            if lowered[match.start() - 1 : match.start()] == ":" and _ARN_BEFORE.search(
+                lowered, max(0, match.start() - _ARN_REACH), match.start()
             ):
                 continue
             if keyword == "pass" and _go_test_result(text, match.start()):
@@ -356,12 +366,18 @@ def find_aws_secret_after_id(text: str, lowered: str) -> Iterator[Span]:
 
 
 # A URL query's key= or auth= (Firebase, many web APIs): a generated value there is a key;
-# `key` and `auth` alone are too common for the assignment rule.
-_QUERY_KEY = lazy_compile(r"[?&](?:key|auth)=([^&#\s\"'<>]{16,1024}+)")
+# `key` and `auth` alone are too common for the assignment rule. A presigned URL's signature
+# and session token (S3's X-Amz-Signature, Cloud Storage's X-Goog-Signature, CloudFront's
+# Signature) let whoever holds the URL in until it expires.
+_QUERY_KEY = lazy_compile(
+    r"[?&](?:key|auth|x-(?:amz|goog)-(?:signature|security-token)|signature)="
+    r"([^&#\s\"'<>]{16,2048}+)"
+)
+_QUERY_KEY_LITERALS = ("key=", "auth=", "signature=", "token=")
 
 
 def _find_query_keys(text: str, lowered: str) -> Iterator[Span]:
-    if "key=" not in lowered and "auth=" not in lowered:
+    if not any(literal in lowered for literal in _QUERY_KEY_LITERALS):
         return
     for match in _QUERY_KEY.finditer(lowered):
         start, end = match.span(1)

@@ -45,6 +45,13 @@ _JSON_PAIR = lazy_compile(
 )
 # define('DB_PASSWORD', '...'), config['SECRET_KEY'] = '...', os.environ["API_TOKEN"] = "..."
 _DEFINE = lazy_compile(rf"define[ \t]*\([ \t]*[\"']{_NAME}[\"'][ \t]*,[ \t]*{_QUOTED}")
+# a setter given the name and then the value: os.environ.setdefault("DB_PASSWORD", "..."),
+# monkeypatch.setenv(...), Go's t.Setenv(...), Rust's env::set_var(...), putenv(...),
+# System.setProperty("db.password", "..."), config.set("password", ...), props.put(...)
+_SETTER = lazy_compile(
+    r"(?:set_?var|set_?env|putenv|setdefault|set_?property|(?<=[.:])(?:set|put))[ \t]*\([ \t]*"
+    rf"[\"']{_NAME}[\"'][ \t]*,[ \t]*{_QUOTED}"
+)
 _SUBSCRIPT = lazy_compile(rf"\[[ \t]*[\"']{_NAME}[\"'][ \t]*\][ \t]*=(?!=)[ \t]*{_QUOTED}")
 # ${DB_PASSWORD:-default} (or `-`): the default a shell or Compose falls back on
 _SHELL_DEFAULT = lazy_compile(rf"\$\{{{_NAME}:?-(?P<plain>[^}}\s\"'$]{{1,256}})\}}")
@@ -153,11 +160,12 @@ _NAMED = (
     (_YAML_PAIR, ("value:",)),
     (_JSON_PAIR, ('"value"',)),
     (_DEFINE, ("define",)),
+    (_SETTER, ("set", "put")),
     (_SUBSCRIPT, ("]",)),
     (_SHELL_DEFAULT, ("${",)),
     (_TERRAFORM_DEFAULT, ("default",)),  # (rarer than "variable", which it also holds)
 )
-_WORDS_FIRST = frozenset({_YAML_PAIR, _DEFINE, _TERRAFORM_DEFAULT})
+_WORDS_FIRST = frozenset({_YAML_PAIR, _DEFINE, _SETTER, _TERRAFORM_DEFAULT})
 _POSITIONAL_NAMES = ("auth", "login", "credential", "password", "connect")
 
 

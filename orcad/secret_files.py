@@ -329,14 +329,24 @@ def find_pgpass_passwords(text: str, lowered: str) -> Iterator[Span]:
 
 # ---------------------------------------------------------------------- markup
 # <password>X</password> (Maven's settings.xml, Spring, Jenkins) and .NET's
-# <add key="SmtpPassword" value="X" />: a name ending in a credential word gives a literal.
+# <add key="SmtpPassword" value="X" /> (or name=, as <param name="password" value="X"/>): a
+# name ending in a credential word gives a literal.
 _MARKUP_NAME = (
     r"[a-z0-9_.:\-]{0,40}?(?P<word>pass(?:word|wd|phrase)?|pwd|secret|token|credentials?|"
     r"(?:api|access|secret|private|signing|client|auth|account|app)[_\-.]?key)"
 )
 _XML_ELEMENT = lazy_compile(rf"<(?P<name>{_MARKUP_NAME})>(?P<value>[^<\n]{{1,256}}+)</(?P=name)>")
 _XML_SETTING = lazy_compile(
-    rf"key=\"(?P<name>{_MARKUP_NAME})\"[ \t]{{1,8}}value=\"(?P<value>[^\"\n]{{1,256}}+)\""
+    rf"(?:key|name)=\"(?P<name>{_MARKUP_NAME})\""
+    rf"(?:[ \t]{{1,8}}[a-z\-]{{1,16}}=\"[^\"\n]{{0,64}}\")?"
+    rf"[ \t]{{1,8}}value=\"(?P<value>[^\"\n]{{1,256}}+)\""
+)
+# the name in an attribute and the value as the element's text: Hibernate's and Spring's
+# <property name="hibernate.connection.password">X</property>, Java's properties in XML
+# <entry key="password">X</entry>, Android's <string name="api_key">X</string>
+_XML_NAMED_ELEMENT = lazy_compile(
+    rf"<(?P<tag>property|entry|param|parameter|setting|string|item|add)[ \t]+(?:key|name)="
+    rf"\"(?P<name>{_MARKUP_NAME})\"[ \t]*>(?P<value>[^<\n]{{1,256}}+)</(?P=tag)>"
 )
 
 
@@ -344,7 +354,7 @@ def find_markup_credentials(text: str, lowered: str) -> Iterator[Span]:
     """The values of credential-named XML elements and key/value settings."""
     if "</" not in lowered and "value=" not in lowered:
         return
-    for pattern in (_XML_ELEMENT, _XML_SETTING):
+    for pattern in (_XML_ELEMENT, _XML_SETTING, _XML_NAMED_ELEMENT):
         for match in pattern.finditer(lowered):
             start, end = match.span("value")
             value = text[start:end].strip()

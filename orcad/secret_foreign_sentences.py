@@ -302,6 +302,27 @@ def _word_and_digits(value: str) -> bool:
     )
 
 
+# Russian and Ukrainian state a password with no verb, after what it is for: "пароль от
+# сервера X" (of the server), "пароль для входа X" (for logging in), "пароль від пошти X"; one
+# to three words after the preposition, then a value with letters, a digit and a symbol
+_OWNED_WITHOUT_VERB = lazy_compile(
+    r"(?<![^\W\d_])пароль(?:[ \t]+(?:от|для|к|від|до))(?:[ \t]+[^\s.,;:!?=\"'`]{1,30}+){1,3}?"
+    # the value's digit and symbol looked for here, so that a word of the owner is not taken
+    r"[ \t]+[\"'`]?(?P<value>(?=\S*?\d)(?=\S*?[!#$%&*@^~])[^\s\"'`()\[\]{}<>]{4,128}+)"
+)
+
+
+def _owned_without_verb(text: str, lowered: str) -> Iterator[Span]:
+    if "пароль" not in lowered:
+        return
+    for match in _OWNED_WITHOUT_VERB.finditer(lowered):
+        start, value_end = match.span("value")
+        end = end_before_trailing(text, start, value_end)
+        value = text[start:end]
+        if _CHOSEN_GOING_ON.match(value) is not None and stated_password(value):
+            yield start, end
+
+
 # French "mdp" is also the Markov decision process of machine learning, in capitals or in an
 # English sentence ("MDP: gamma=0.99", "the mdp is FrozenLake-v1"): French's own verbs alone
 _FRENCH_VERBS = frozenset(("est", "c'est", "c\u2019est", "était"))
@@ -330,6 +351,8 @@ def find_foreign_passwords(text: str, lowered: str) -> Iterator[Span]:
     if not ascii_text:
         yield from _find_cjk_statements(text)
     yield from _find_foreign_keys(text, lowered)
+    if not ascii_text:
+        yield from _owned_without_verb(text, lowered)
     triggers = _FOREIGN_ASCII_TRIGGERS if ascii_text else _FOREIGN_TRIGGERS
     if not any(trigger in lowered for trigger in triggers) and (
         _BORROWED_WORD.search(lowered) is None

@@ -177,13 +177,38 @@ def _is_code(code: str) -> bool:
     return len(code) >= 8 and digits >= 2 and len(code) - digits >= 2
 
 
+def _shape(code: str) -> tuple[int, ...]:
+    return tuple(len(group) for group in code.split("-"))
+
+
 def _listed_codes(text: str, position: int) -> Iterator[Span]:
-    """The codes listed from `position`, up to the first thing that is none."""
+    """The codes listed from `position`, up to the first thing that is none. Codes drawn at
+    random hold no digit now and then (one of GitHub's ten in about twenty lists): among
+    codes of their shape with dashes, such a code is one too."""
+    shapes: set[tuple[int, ...]] = set()
+    held: list[Span] = []  # codes without a digit, until one of their shape holds one
     while True:
         match = _CODE.match(text, position)
-        if match is None or not _is_code(match["code"]):
+        if match is None:
             return
-        yield match.span("code")
+        code = match["code"]
+        if _is_code(code):
+            if "-" in code:
+                shapes.add(_shape(code))
+            if held and _shape(code) != _shape(text[held[0][0] : held[0][1]]):
+                return
+            yield from held
+            held = []
+            yield match.span("code")
+        elif "-" in code and code.replace("-", "").isalnum() and len(code) >= 9:
+            if _shape(code) not in shapes:
+                held.append(match.span("code"))
+                if len(held) > 1:
+                    return
+            else:
+                yield match.span("code")
+        else:
+            return
         position = match.end()
 
 

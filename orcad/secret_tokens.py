@@ -145,6 +145,9 @@ _CLOUD: tuple[TokenRule, ...] = (
         r"AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}",
         True,
     ),
+    # a BIP32 extended private key: every key of a wallet derives from it (tprv: testnet's)
+    ("bip32_private_key", ("xprv",), r"xprv[1-9A-HJ-NP-Za-km-z]{107,108}+", True),
+    ("bip32_private_key", ("tprv",), r"tprv[1-9A-HJ-NP-Za-km-z]{107,108}+", True),
     (
         "tailscale_key",
         ("tskey-",),

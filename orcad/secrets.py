@@ -14,11 +14,12 @@ runs (`secret_gates`), so the common no-secret path is one pass to find those ru
 substring searches. Text holding characters no reader sees (a
 zero-width space inside a token) is read a second time without them (`secret_invisible`), and
 text holding Markdown's emphasis or code marks or full-width forms is read as a reader sees it
-(`secret_markdown`).
+(`secret_markdown`); string literals that code joins are read joined (`secret_joined`).
 """
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -84,6 +85,7 @@ from orcad.secret_formats import (
 from orcad.secret_gates import Gate, _always, _any_trigger, _long_runs, _token_gate, _TriggerGate
 from orcad.secret_hashes import find_password_hashes
 from orcad.secret_invisible import VisibleText, visible_text
+from orcad.secret_joined import joined_literals
 from orcad.secret_logins import find_login_passwords
 from orcad.secret_markdown import marked_lines
 from orcad.secret_notes import find_noted_passwords
@@ -319,6 +321,13 @@ def _find_all(text: str, readings: list[tuple[VisibleText, bool]]) -> list[Secre
             if lines_apart and "\n" in reading.text[match.start : match.end]:
                 continue  # it joins lines the reading put side by side, which may be far apart
             more.append(SecretMatch(match.rule, *reading.span(match.start, match.end)))
+    joined = joined_literals(text)
+    if joined is not None:
+        joins = joined.joins
+        for match in _find_secrets(joined.reading.text):
+            at = bisect.bisect_right(joins, match.start)
+            if at < len(joins) and joins[at] < match.end:  # a token only the join makes
+                more.append(SecretMatch(match.rule, *joined.reading.span(match.start, match.end)))
     if not more:
         return found
     return _merged(sorted(found + more, key=lambda match: (match.start, -match.end)))
