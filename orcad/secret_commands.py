@@ -400,7 +400,8 @@ def find_encoded_pairs(text: str, lowered: str) -> Iterator[Span]:
         if "d" in match["options"]:
             continue
         start, end = match.span(1)
-        if _argument_password(text[start:end]):
+        # a pair made up to show the command ("hello:world") is words; a password mixes
+        if _argument_password(text[start:end]) and is_chosen_password(text[start:end]):
             yield start, end
             if match["printed"] is not None:
                 yield match.span("printed")
