@@ -1,7 +1,7 @@
 """Passwords and keys a command prints, found in its output pasted after it: macOS's `security
 find-generic-password … -w` (the password alone on the next line), `heroku auth:token` (a UUID
-or an HRKU- token on a line of its own) and `az storage account keys list` (each key's 88
-characters of base64 under its `"keyName"`).
+or an HRKU- token on a line of its own), `az storage account keys list` (each key's 88
+characters of base64 under its `"keyName"`) and `cat` of a file named for a key or token.
 
 Pure module: no I/O. The keychain commands' names and a storage key are each one long run, so
 those rules open on the text's long runs (their gates in `COMMAND_OUTPUT_RULES`) and cost a
@@ -140,9 +140,39 @@ def find_listed_storage_keys(text: str, lowered: str) -> Iterator[Span]:
         at = lowered.find(_KEY_NAME, at + len(_KEY_NAME))
 
 
+# ------------------------------------------------------------------ a key file printed
+# `cat config/master.key`, `cat ~/.vault-token`, `type deploy_token.txt`: a file named for a
+# key, token, secret or password printed, its value alone on the line below (the command's
+# output not piped or redirected elsewhere); taken when it looks generated
+_PRINTED_FILE = lazy_compile(
+    r"(?<![a-z0-9_\-])(?:cat|type|get-content)[ \t]+(?:-[a-z]{1,8}[ \t]+)*[\"']?"
+    r"(?P<path>[^\s|;&()<>`\"']{1,256}+)[\"']?[ \t\r]*\n"
+    r"[ \t]*(?P<output>[^\s]{16,512}+)[ \t\r]*(?:\n|\Z)"
+)
+_SECRET_FILE_NAME = lazy_compile(
+    r"(?:^|[._\-])(?:key|token|secret|secrets|password|passwd|credentials?|apikey|api-key)"
+    r"(?:[._\-][a-z0-9]{1,8})?\Z|\.(?:key|token|secret)\Z"
+)
+_PRINTING_COMMANDS = ("cat", "type", "get-content")
+
+
+def find_printed_key_files(text: str, lowered: str) -> Iterator[Span]:
+    """The value a key or token file printed, on the line below the command."""
+    if not any(command in lowered for command in _PRINTING_COMMANDS):
+        return
+    for match in _PRINTED_FILE.finditer(lowered):
+        name = match["path"].replace("\\", "/").rsplit("/", 1)[-1]
+        if _SECRET_FILE_NAME.search(name) is None:
+            continue
+        start, end = match.span("output")
+        if looks_random(text[start:end]):
+            yield start, end
+
+
 # (kind, finder, gate) for the detector's rule table: a storage key opens its rule by its run
 COMMAND_OUTPUT_RULES: tuple[tuple[str, Finder, Gate], ...] = (
     ("password_flag", find_keychain_passwords, _any_trigger(_KEYCHAIN_TRIGGERS)),
     ("heroku_api_key", find_heroku_tokens, _always),
+    ("credential_assignment", find_printed_key_files, _always),
     ("azure_storage_key", find_listed_storage_keys, _TriggerGate(("==",), _STORAGE_KEY_GATE)),
 )

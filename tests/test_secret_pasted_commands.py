@@ -82,3 +82,30 @@ def test_snmp_protocol_flags_stay() -> None:
 def test_a_pair_of_words_piped_to_base64_stays() -> None:
     text = 'echo -n "hello:world" | base64\naGVsbG86d29ybGQ=\n'
     assert find_secrets(text) == []
+
+
+# ------------------------------------------------------------- a key file printed
+@pytest.mark.parametrize(
+    "text",
+    [
+        "$ cat config/master.key\nfd68ae2981334f8041df118b6f1d6922\n",
+        "cat ~/.vault-token\ns.Xk9mm2pqLw77QrT5abCD",
+        "PS> type C:\\keys\\deploy_token.txt\nq8ZrT3vLm2Xy7PbN4cJ5dHa9sKe1",
+    ],
+)
+def test_what_cat_printed_of_a_key_file_is_redacted(text: str) -> None:
+    value = text.rstrip("\n").rsplit("\n", 1)[1]
+    assert redact(text) == text.replace(value, "[REDACTED:credential_assignment]")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "cat README.md\nInstallation_instructions_here",
+        "cat keys.txt\nsee-the-vault-for-details",
+        "cat /etc/hostname\nweb-01.prod.acme.internal",
+        "cat api.key | pbcopy\nq8ZrT3vLm2Xy7PbN4cJ5dHa9sKe1",
+    ],
+)
+def test_what_cat_printed_of_another_file_or_elsewhere_stays(text: str) -> None:
+    assert find_secrets(text) == []
