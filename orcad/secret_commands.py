@@ -296,10 +296,19 @@ _CASED_FLAG_PASSWORDS = (
     ),
     ("ssh-keygen", "N", lazy_compile(r"ssh-keygen[^\n|;&]{0,300}?[ \t]-n[ \t]+" + _VALUE)),
     # ipmitool -P PASSWORD (its -p is the port); Net-SNMP's v3 tools take the authentication
-    # and privacy passphrases as -A and -X (-a and -x name their protocols)
+    # and privacy passphrases as -A and -X (-a and -x name their protocols), the agent's
+    # address last: a value that ends the command is that address
     ("ipmitool", "P", lazy_compile(r"ipmitool[^\n|;&]{0,300}?[ \t]-p[ \t]+" + _VALUE)),
-    ("snmp", "A", lazy_compile(r"snmp[a-z]{2,10}[^\n|;&]{0,300}?[ \t]-a[ \t]+" + _VALUE)),
-    ("snmp", "X", lazy_compile(r"snmp[a-z]{2,10}[^\n|;&]{0,300}?[ \t]-x[ \t]+" + _VALUE)),
+    (
+        "snmp",
+        "A",
+        lazy_compile(r"snmp[a-z]{2,10}[^\n|;&]{0,300}?[ \t]-a[ \t]+" + _VALUE + r"(?=[ \t]+\S)"),
+    ),
+    (
+        "snmp",
+        "X",
+        lazy_compile(r"snmp[a-z]{2,10}[^\n|;&]{0,300}?[ \t]-x[ \t]+" + _VALUE + r"(?=[ \t]+\S)"),
+    ),
 )
 
 

@@ -74,8 +74,14 @@ def test_ipmitool_and_snmp_passphrase_flags_lose_their_values(text: str) -> None
     _gone(text, "Zm1R%Ty02")
 
 
-def test_snmp_protocol_flags_stay() -> None:
-    text = "snmpget -v3 -l authPriv -a SHA -x AES -u mon 10.0.0.1 sysUpTime.0"
+@pytest.mark.parametrize(
+    "text",
+    [
+        "snmpget -v3 -l authPriv -a SHA -x AES -u mon 10.0.0.1 sysUpTime.0",
+        "snmpwalk -v2c -c public -A 10.0.0.1",  # a flag left without its value: the agent
+    ],
+)
+def test_snmp_protocol_flags_and_the_agents_address_stay(text: str) -> None:
     assert find_secrets(text) == []
 
 
