@@ -2092,6 +2092,16 @@ def build_vendor_prefixed_tokens(c: Corpus) -> None:
     c.lookalike("vendor_prefixes", f"payload: ZXlK{not_a_jwt}")
 
 
+def build_wallet_keys(c: Corpus) -> None:
+    """A BIP32 extended private key (every key of the wallet derives from it), and its public
+    counterpart, which may be shared."""
+    base58 = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
+    for prefix in ("xprv9s21ZrQH143K", "tprv8ZgxMBicQKsP"):
+        key = prefix + c.mixed(base58, 95)
+        c.secret("bip32_private_key", key, f"restore the test wallet from {key} and resync")
+        c.lookalike("bip32_public_key", f"watch-only wallet: xpub661MyMwAqRbc{c.mixed(base58, 95)}")
+
+
 def build() -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     corpus = Corpus(SEED)
     build_secrets(corpus)
@@ -2128,6 +2138,7 @@ def build() -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     build_password_hashes(corpus)
     build_chat_tokens(corpus)
     build_vendor_prefixed_tokens(corpus)
+    build_wallet_keys(corpus)
     return corpus.secrets, corpus.lookalikes
 
 
