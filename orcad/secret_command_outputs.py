@@ -145,7 +145,7 @@ def find_listed_storage_keys(text: str, lowered: str) -> Iterator[Span]:
 # key, token, secret or password printed, its value alone on the line below (the command's
 # output not piped or redirected elsewhere); taken when it looks generated
 _PRINTED_FILE = lazy_compile(
-    r"(?<![a-z0-9_\-])(?:cat|type|get-content)[ \t]+(?:-[a-z]{1,8}[ \t]+)*[\"']?"
+    r"[ \t]*(?:-[a-z]{1,8}[ \t]+)*[\"']?"
     r"(?P<path>[^\s|;&()<>`\"']{1,256}+)[\"']?[ \t\r]*\n"
     r"[ \t]*(?P<output>[^\s]{16,512}+)[ \t\r]*(?:\n|\Z)"
 )
@@ -153,20 +153,44 @@ _SECRET_FILE_NAME = lazy_compile(
     r"(?:^|[._\-])(?:key|token|secret|secrets|password|passwd|credentials?|apikey|api-key)"
     r"(?:[._\-][a-z0-9]{1,8})?\Z|\.(?:key|token|secret)\Z"
 )
-_PRINTING_COMMANDS = ("cat", "type", "get-content")
+# each with the space after it: "cat" alone is in "application", "location", "category"
+_PRINTING_COMMANDS = ("cat ", "type ", "get-content ")
 
 
 def find_printed_key_files(text: str, lowered: str) -> Iterator[Span]:
     """The value a key or token file printed, on the line below the command."""
-    if not any(command in lowered for command in _PRINTING_COMMANDS):
-        return
-    for match in _PRINTED_FILE.finditer(lowered):
+    for command in _PRINTING_COMMANDS:
+        yield from _printed_after(text, lowered, command)
+
+
+_PROMPT_ENDS = ("$", ">", "#", "%")
+
+
+def _starts_a_command(lowered: str, at: int) -> bool:
+    """`at` starts its line, or follows a shell's prompt (`$ `, `PS C:\\> `): a command typed,
+    its output below it."""
+    before = lowered[lowered.rfind("\n", 0, at) + 1 : at].rstrip(" \t")
+    return not before or (before.endswith(_PROMPT_ENDS) and len(before) <= 64)
+
+
+def _printed_after(text: str, lowered: str, command: str) -> Iterator[Span]:
+    """What `command` printed of a key file, found from each place it is named (a search for
+    the literal, where a pattern starting with the three names was tried at every position)."""
+    at = lowered.find(command)
+    while at >= 0:
+        end = at + len(command)
+        match = None
+        if _starts_a_command(lowered, at):
+            match = _PRINTED_FILE.match(lowered, end)
+        at = lowered.find(command, end)
+        if match is None:
+            continue
         name = match["path"].replace("\\", "/").rsplit("/", 1)[-1]
         if _SECRET_FILE_NAME.search(name) is None:
             continue
-        start, end = match.span("output")
-        if looks_random(text[start:end]):
-            yield start, end
+        start, output_end = match.span("output")
+        if looks_random(text[start:output_end]):
+            yield start, output_end
 
 
 # (kind, finder, gate) for the detector's rule table: a storage key opens its rule by its run

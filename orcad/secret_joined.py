@@ -16,8 +16,10 @@ from orcad.secret_invisible import VisibleText
 
 # the end of one literal and the start of the next: a token's characters before and after, the
 # same quote, and between them blanks, one line break and at most one `+`, `.` or `\`
+# (the quote first, then what stands before it: the engine skips to each quote, where a
+# look-behind first is tried at every position)
 _JOIN = lazy_compile(
-    r"(?<=[A-Za-z0-9_\-+/=.]{4})(?P<quote>[\"'])[ \t]*(?:[+.\\][ \t]*)?"
+    r"(?P<quote>[\"'])(?<=[A-Za-z0-9_\-+/=.]{4}[\"'])[ \t]*(?:[+.\\][ \t]*)?"
     r"(?:\r?\n[ \t]*(?:[+.][ \t]*)?)?(?P=quote)(?=[A-Za-z0-9_\-+/=]{4})"
 )
 

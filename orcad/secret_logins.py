@@ -63,9 +63,7 @@ _LOGIN_USER_BEFORE = lazy_compile(
 _LOGIN_REACH = 96  # characters before " as" the verb may start at
 # "use|with|try VALUE to log in|sign in|log on|ssh", the value quoted or not (matched at each
 # " to ": a search for each of the five phrases cost more than the rest of the module)
-_AFTERWARDS = lazy_compile(
-    r" to (?:log(?:[ -]?in| on)|login|sign[ -]?in)(?:to)?(?![a-z])| to ssh(?![a-z])"
-)
+_AFTERWARDS = lazy_compile(r" to (?:(?:log(?:[ -]?in| on)|login|sign[ -]?in)(?:to)?|ssh)(?![a-z])")
 _USE_VALUE = lazy_compile(
     r"(?<![a-z0-9_\-])(?:use|using|with|try)[ \t]+(?P<quote>[`'\"]?)"
     r"(?P<value>[^\s`'\"]{4,128}+)(?P=quote)\Z"
