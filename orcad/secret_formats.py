@@ -150,11 +150,13 @@ _KEY_LABELS = frozenset(
         "ED448 ", "X25519 ", "X448 ", "DH ", "SM2 ", "TSS2 ",
     )
 ) | {"PGP PRIVATE KEY BLOCK"}  # fmt: skip
-# Key material: a run of base64 with a digit, "+" or "/" in it. A run of letters alone is a long
-# word (a name in prose, an identifier), never a line of a key: a 64-character line of random
-# base64 has none of those 10 in a million times, and a key has several such lines.
-_KEY_MATERIAL = lazy_compile(r"[A-Za-z0-9+/=]{16,}+")
-_NOT_ONLY_LETTERS = lazy_compile(r"[0-9+/]")
+# Key material: a run of base64 with a digit, "+" or "/" in it, or ending in padding. A run of
+# letters alone is a long word (a name in prose, an identifier), never a full line of a key: a
+# 64-character line of random base64 has none of those 10 in a million times. A key's shorter
+# last line often has none by chance, but often ends in "=", which no word does. The letter of
+# an escaped line break (the n of \n in a JSON string) is not part of the run after it.
+_KEY_MATERIAL = lazy_compile(r"(?<!\\)[A-Za-z0-9+/=]{16,}+")
+_NOT_ONLY_LETTERS = lazy_compile(r"[0-9+/]|=$")
 
 
 class _KeyMaterial:

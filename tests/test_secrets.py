@@ -2593,3 +2593,23 @@ def test_a_real_key_between_markers_named_in_prose_still_goes(name: str) -> None
     redacted = redact(text)
     assert [line for line in _key_lines(key) if len(line) >= 8 and line in redacted] == []
     assert redacted.endswith("[REDACTED:private_key_block]\nend."), redacted
+
+
+@pytest.mark.parametrize("name", PRIVATE_KEYS)
+def test_the_tail_of_a_real_key_in_a_json_string_after_other_text_goes(name: str) -> None:
+    # The lines above an END line, pasted after other text in a JSON string: the n of the \n
+    # above the top line was read as part of it, so when that line held the only digits of
+    # the tail (one full line and a short last one) the tail was taken for a long word and kept
+    lines = PRIVATE_KEYS[name].strip().splitlines()
+    for start in range(1, len(lines) - 1):
+        part = lines[start:]
+        text = json.dumps({"log": "pasted:\n" + "\n".join(part) + "\n"})
+        redacted = redact(text)
+        base64_lines = [line for line in part if re.fullmatch(r"[A-Za-z0-9+/=]{16,}", line)]
+        assert [line for line in base64_lines if line in redacted] == [], (start, redacted)
+
+
+def test_a_key_last_line_of_letters_and_padding_above_its_end_line_goes() -> None:
+    # the last line of an OpenSSH key made for this test: no digit, "+" or "/" by chance
+    text = "gjcXbtiqicLAkAAAAEdTJAaAECAwQFBgc=\n-----END OPENSSH PRIVATE KEY-----\nthat is all"
+    assert redact(text) == "[REDACTED:private_key_block]\nthat is all"
