@@ -114,12 +114,14 @@ _KEY_BEGIN = lazy_compile(r"-----BEGIN ((?:[A-Z0-9]{1,12} ){0,3}PRIVATE KEY(?: B
 # a JSON string inside another carries them (\\n: a kubectl last-applied-configuration).
 # Its header lines go too when the blank line that ends them and key material follow them: an
 # encrypted PEM key's Proc-Type and DEK-Info, an armored PGP key's Version or Comment.
+# A character of base64; "/" may be escaped, as PHP's json_encode and others write it.
+_BASE64 = r"(?:[A-Za-z0-9+/=]|\\/)"
 _KEY_BREAK = r"[ \t\r]*+(?:\\++r)?+(?:\n|\\++n)"
 _KEY_BODY = lazy_compile(
     r"(?:(?:(?:(?:\\++[nr]|[ \t\r\n])++[A-Z][A-Za-z0-9-]{1,40}+: [^\n\r\\]*+)+"
     rf"(?={_KEY_BREAK}{_KEY_BREAK}))?"
-    r"(?:(?:\\++[nr]|[ \t\r\n])+[A-Za-z0-9+/=]{16,})+"
-    r"(?:(?:(?:\\++r)?+\\++n|\\++r|[ \t\r]*\n)[ \t]*[A-Za-z0-9+/=]{1,15}+"
+    rf"(?:(?:\\++[nr]|[ \t\r\n])+{_BASE64}{{16,}})+"
+    rf"(?:(?:(?:\\++r)?+\\++n|\\++r|[ \t\r]*\n)[ \t]*{_BASE64}{{1,15}}+"
     r"(?=[ \t\r]*(?:\n|\\++[nr]|\\*+[\"'`]|$)))?)?"
 )
 
@@ -133,7 +135,7 @@ _KEY_END = lazy_compile(r"-----END (?:[A-Z0-9]{1,12} ){0,3}PRIVATE KEY(?: BLOCK)
 # a real one or escaped, as a JSON string carries it (\n, \r\n), or escaped twice (\\n); a
 # character of base64 that comes after a backslash is part of an escape, not of a line.
 _REVERSED_BREAK = r"(?:\n|n\\++(?:r\\++)?)"
-_REVERSED_BASE64 = r"(?:[A-Za-z0-9+/=](?!\\))"
+_REVERSED_BASE64 = r"(?:/\\|[A-Za-z0-9+/=](?!\\))"
 _KEY_LINES_ABOVE = lazy_compile(
     rf"{_REVERSED_BREAK}(?:[ \t\r]*+{_REVERSED_BASE64}{{1,15}}+[ \t]*+{_REVERSED_BREAK})?"
     rf"(?:([ \t\r]*+{_REVERSED_BASE64}{{16,}}+[ \t]*+)(?:{_REVERSED_BREAK}|\Z|(?=[\"'`])))+"
@@ -155,7 +157,7 @@ _KEY_LABELS = frozenset(
 # 64-character line of random base64 has none of those 10 in a million times. A key's shorter
 # last line often has none by chance, but often ends in "=", which no word does. The letter of
 # an escaped line break (the n of \n in a JSON string) is not part of the run after it.
-_KEY_MATERIAL = lazy_compile(r"(?<!\\)[A-Za-z0-9+/=]{16,}+")
+_KEY_MATERIAL = lazy_compile(rf"(?<!\\){_BASE64}{{16,}}+")
 _NOT_ONLY_LETTERS = lazy_compile(r"[0-9+/]|=$")
 
 

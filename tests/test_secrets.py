@@ -2613,3 +2613,16 @@ def test_a_key_last_line_of_letters_and_padding_above_its_end_line_goes() -> Non
     # the last line of an OpenSSH key made for this test: no digit, "+" or "/" by chance
     text = "gjcXbtiqicLAkAAAAEdTJAaAECAwQFBgc=\n-----END OPENSSH PRIVATE KEY-----\nthat is all"
     assert redact(text) == "[REDACTED:private_key_block]\nthat is all"
+
+
+@pytest.mark.parametrize("name", PRIVATE_KEYS)
+def test_a_cut_real_key_in_json_with_escaped_slashes_goes(name: str) -> None:
+    # PHP's json_encode writes "/" as "\/": each line of a key with a "/" in it was taken to
+    # end there, so a key cut before its END line or pasted from its middle was kept
+    lines = PRIVATE_KEYS[name].strip().splitlines()
+    base64_lines = [line for line in lines if re.fullmatch(r"[A-Za-z0-9+/=]{16,}", line)]
+    for cut in range(2, len(lines) - 1):
+        for part in (lines[:cut], lines[cut:]):
+            text = json.dumps({"log": "x\n" + "\n".join(part) + "\n"}).replace("/", "\\/")
+            redacted = redact(text).replace("\\/", "/")
+            assert [line for line in base64_lines if line in redacted] == [], (cut, redacted)
