@@ -1114,6 +1114,24 @@ def test_a_job_file_that_is_a_fifo_is_damaged_and_never_waited_on(
     assert stat.S_ISFIFO(job_file.lstat().st_mode)  # left as found
 
 
+def test_a_damaged_job_file_restored_as_another_jobs_is_named_by_its_path(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    # a fault that names no file stops failing doctor once not met for a while; this one stays
+    # until the file is dealt with, so its path must be in it (doctor then judges it as it is)
+    daemon, _session, job_id, job_file = one_job_then_stopped(orca_env, daemon_factory, tmp_path)
+    sound = json.loads(job_file.read_bytes())
+    job_file.write_bytes(job_file.read_bytes()[:57])
+    daemon.start()
+    assert [d.job_id for d in daemon.call("jobs.list").damaged] == [job_id]
+    job_file.write_text(json.dumps({**sound, "job_id": "job_" + "0" * 32}))
+
+    errors = daemon.call("daemon.status").recent_errors
+    named = [e.message for e in errors if "names another job or project" in e.message]
+    assert named and all(str(job_file) in message for message in named), named
+    assert job_file.read_text() == json.dumps({**sound, "job_id": "job_" + "0" * 32})
+
+
 def test_a_job_file_whose_time_is_no_time_is_damaged_and_orcad_starts(
     orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
 ) -> None:

@@ -31,6 +31,7 @@ from orcad.capture.jobstore import (
     DamagedJobFile,
     damaged_job_file,
     delete_jobs,
+    job_path,
     read_job,
     scan_all_jobs,
     write_job,
@@ -177,8 +178,9 @@ class LeaseEngine:
             if job is None:
                 log.info("job.damaged_file_gone", job_id=job_id, project_id=project_id)
             elif job.job_id != job_id or job.project_id != project_id:
+                path = job_path(self.projects.project_dir(project_id), job_id)
                 self.problems.report(
-                    "job_store", f"job file of {job_id} names another job or project; left as found"
+                    "job_store", f"job file {path} names another job or project; left as found"
                 )
             elif job_id not in self.index:
                 log.info("job.damaged_file_restored", job_id=job_id, project_id=project_id)
