@@ -546,6 +546,37 @@ def test_a_memory_database_wal_or_shm_that_is_no_file_is_named_not_called_a_disk
     assert [r.content for r in found_records.records] == ["the staging database is rebuilt nightly"]
 
 
+def test_a_file_where_the_deliberate_memory_directory_should_be_is_named_with_what_to_do(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    # memory.* answered "[Errno 17] File exists: '<dir>'" without a reason: a mkdir's words
+    # about a file the user never thought of as a directory
+    cwd = workdir(tmp_path)
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("notes\n", encoding="utf-8")
+    orca_env.extra_env["ORCA_CONFIG_DIR"] = str(blocker)
+    daemon = start(orca_env, daemon_factory, "[extraction]\nworkers = 0\n")
+    session = daemon.call("session.open", {"cwd": cwd, "mode": "yolo"})
+    ids = {"session_id": session.session_id, "epoch": session.epoch}
+    save = {**ids, "action": "save", "kind": "fact", "is_global": False}
+    for method, params in [
+        ("memory.manage", {**save, "content": "deploys go out on Fridays"}),
+        ("memory.search", {**ids, "query": "deploys"}),
+    ]:
+        error = remote_error(daemon, method, params)
+        assert error.code == -32017 and error.data["reason"] == "corrupt", error
+        assert error.data["path"] == str(blocker), error
+        message = error.error.message
+        assert message.startswith(f"{blocker} is not a directory"), message
+        assert "ORCA_CONFIG_DIR" in message and "File exists" not in message, message
+    assert blocker.read_text(encoding="utf-8") == "notes\n"
+    blocker.unlink()
+    blocker.mkdir(mode=0o700)
+    assert daemon.call(
+        "memory.manage", {**save, "content": "deploys go out on Fridays"}
+    ).outcome == ("applied")
+
+
 def test_a_fifo_in_place_of_the_state_databases_shm_is_moved_aside_not_called_a_disk_error(
     orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
 ) -> None:

@@ -121,7 +121,7 @@ class DeliberateStore:
         """Open, migrate and check now (startup), so that a broken database is reported early.
 
         An intact database is then purged of deleted text a crash may have left behind."""
-        odd = self._irregular_sibling_error()
+        odd = self._irregular_sibling_error() or self._blocked_directory_error()
         if odd is not None:
             raise odd
         self._db.run_blocking(lambda connection: None)
@@ -176,8 +176,23 @@ class DeliberateStore:
             path=str(sibling),
         )
 
+    def _blocked_directory_error(self) -> StorageError | None:
+        """The file that stands where the database's directory (or one above it) should be,
+        named with what to do: making the directory only says "File exists" about it."""
+        directory = self.path.parent
+        while not os.path.lexists(directory) and directory != directory.parent:
+            directory = directory.parent
+        if directory.is_dir() or not directory.exists():  # a link leading nowhere: said on open
+            return None
+        return StorageError(
+            f"{directory} is not a directory, so memory database {self.path} cannot be kept "
+            "there: move that file aside, or set ORCA_CONFIG_DIR to a directory",
+            reason="corrupt",
+            path=str(directory),
+        )
+
     def _storage_error(self, exc: BaseException) -> StorageError:
-        odd = self._irregular_sibling_error()
+        odd = self._irregular_sibling_error() or self._blocked_directory_error()
         if odd is not None:
             return odd
         if self.damage is not None and fault_reason(exc) in ("read_only", "corrupt"):
