@@ -7,6 +7,7 @@ parse, or a key with a bad value, is a startup error naming the key.
 from __future__ import annotations
 
 import difflib
+import os
 import re
 import tomllib
 from pathlib import Path
@@ -298,13 +299,22 @@ def read_config_text(path: Path) -> str:
     """The text of a config file. A path that is not a regular file (a FIFO, a device, a
     directory) is refused with StartupError without waiting: reading a FIFO waits for a writer
     that may never come; so is one larger than CONFIG_FILE_MAX_BYTES, without reading it
-    whole, and so is one that is not UTF-8, naming its line. Raises FileNotFoundError and
-    OSError as reading does."""
+    whole, and so is one that is not UTF-8, naming its line, and a symbolic link that leads
+    nowhere. Raises FileNotFoundError and OSError as reading does."""
     limit = limits.CONFIG_FILE_MAX_BYTES
     try:
         data = read_regular_file(path, limit + 1)
     except NotARegularFile:
         raise StartupError(f"{path}: not a regular file") from None
+    except FileNotFoundError:
+        # a link kept for a file elsewhere (a dotfiles checkout) means settings were meant:
+        # running on the defaults instead would turn automatic memory back on unsaid
+        if not path.is_symlink():
+            raise
+        raise StartupError(
+            f"{path}: a symbolic link to {os.readlink(path)}, which does not exist (a drive not "
+            "mounted?); create what it names, or remove the link to use the defaults"
+        ) from None
     if len(data) > limit:
         raise StartupError(f"{path}: larger than {limit} bytes, which no config file needs")
     try:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from orcactl.commands.daemon import config_report
 from orcad import limits
 from orcad.auto_memory_switch import AutoMemorySwitch
 from orcad.capture import leases, schedule
@@ -389,3 +390,32 @@ def test_readme_documents_every_config_key_with_its_default() -> None:
 )
 def test_an_unknown_key_names_the_key_it_likely_misspells(unknown: str, meant: str | None) -> None:
     assert likely_meant(unknown) == meant
+
+
+def test_a_config_link_that_leads_nowhere_is_refused_not_taken_for_no_config(
+    tmp_path: Path,
+) -> None:
+    # a config.toml kept elsewhere (a dotfiles checkout, a drive not mounted) and linked in was
+    # read as no file at all: orcad ran on defaults, automatic memory on, without a word
+    path = tmp_path / "config.toml"
+    path.symlink_to(tmp_path / "dotfiles" / "orca.toml")
+    with pytest.raises(StartupError) as refused:
+        load_config(path)
+    assert str(refused.value) == (
+        f"{path}: a symbolic link to {tmp_path / 'dotfiles' / 'orca.toml'}, which does not "
+        "exist (a drive not mounted?); create what it names, or remove the link to use the "
+        "defaults"
+    )
+    shown = config_report(path, None)  # orcactl status: not "missing: defaults apply"
+    assert (shown["exists"], shown["parses"], shown["error"]) == (True, False, str(refused.value))
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    switch = AutoMemorySwitch(path, Config())
+    path.unlink()
+    path.write_text("auto_memory = false\n")
+    assert switch.read(str(repo)) is False
+    path.unlink()
+    path.symlink_to(tmp_path / "dotfiles" / "orca.toml")
+    assert switch.read(str(repo)) is False  # the last good reading, not the defaults
+    path.unlink()
+    assert switch.read(str(repo)) is True  # a config removed: the defaults

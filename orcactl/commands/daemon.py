@@ -115,10 +115,12 @@ def config_report(
 def _config_exists(path: Path) -> bool:
     """Whether there is a config file orcad would read: a link that loops, or a path the system
     cannot look up, is there and cannot be read, which keeps orcad from starting. Path.exists
-    called it missing, with defaults applying. A link to nowhere is missing, for orcad too."""
+    called it missing, with defaults applying. So is a link to nowhere, which orcad refuses."""
     try:
         path.stat()
-    except (FileNotFoundError, NotADirectoryError):
+    except FileNotFoundError:
+        return path.is_symlink()
+    except NotADirectoryError:
         return False
     except OSError:
         return True
