@@ -409,8 +409,13 @@ def find_encoded_pairs(text: str, lowered: str) -> Iterator[Span]:
         if "d" in match["options"]:
             continue
         start, end = match.span(1)
-        # a pair made up to show the command ("hello:world") is words; a password mixes
-        if _argument_password(text[start:end]) and is_chosen_password(text[start:end]):
+        value = text[start:end]
+        # a pair made up to show the command ("hello:world") is words; a password mixes. Guides
+        # write the pair as names (client_id:client_secret): an identifier naming a credential
+        # is one, though `super-secret-password` with its dashes may be typed as a password
+        if "_" in value and value.replace("_", "").isalpha() and names_a_credential(value):
+            continue
+        if _argument_password(value) and is_chosen_password(value):
             yield start, end
             if match["printed"] is not None:
                 yield match.span("printed")

@@ -90,6 +90,24 @@ def test_a_pair_of_words_piped_to_base64_stays() -> None:
     assert find_secrets(text) == []
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        # how OAuth guides show a token endpoint's Basic header being made
+        'echo -n "client_id:client_secret" | base64',
+        "echo -n 'CLIENT_ID:CLIENT_SECRET' | base64 -w0",
+        'echo -n "user@example.com:api_token" | base64',
+        'echo -n "consumer_key:consumer_secret" | base64',
+    ],
+)
+def test_a_pair_of_placeholder_names_piped_to_base64_stays(text: str) -> None:
+    assert find_secrets(text) == []
+
+
+def test_a_password_written_with_dashes_is_redacted_though_it_names_one() -> None:
+    _gone("echo -n 'ci:super-secret-password' | base64", "super-secret-password")
+
+
 # ------------------------------------------------------------- a key file printed
 @pytest.mark.parametrize(
     "text",
