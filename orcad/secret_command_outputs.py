@@ -164,13 +164,23 @@ def find_printed_key_files(text: str, lowered: str) -> Iterator[Span]:
 
 
 _PROMPT_ENDS = ("$", ">", "#", "%")
+_PROMPT_REACH = 64  # characters a prompt may take, up to its last
 
 
 def _starts_a_command(lowered: str, at: int) -> bool:
     """`at` starts its line, or follows a shell's prompt (`$ `, `PS C:\\> `): a command typed,
-    its output below it."""
-    before = lowered[lowered.rfind("\n", 0, at) + 1 : at].rstrip(" \t")
-    return not before or (before.endswith(_PROMPT_ENDS) and len(before) <= 64)
+    its output below it. Read back no further than a prompt's length: a line naming the
+    command at each of its words would else be read back to its start at each, in quadratic
+    time (8.6 s for 512 KiB of "cat cat …")."""
+    end = at  # back over the blanks before `at`, which come before no other name
+    while end > 0 and lowered[end - 1] in " \t":
+        end -= 1
+    if end == 0 or lowered[end - 1] == "\n":
+        return True
+    if not lowered.endswith(_PROMPT_ENDS, 0, end):
+        return False
+    line_break = lowered.rfind("\n", max(0, end - _PROMPT_REACH - 1), end)
+    return end - line_break - 1 <= _PROMPT_REACH
 
 
 def _printed_after(text: str, lowered: str, command: str) -> Iterator[Span]:
