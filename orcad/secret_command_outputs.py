@@ -153,6 +153,9 @@ _SECRET_FILE_NAME = lazy_compile(
     r"(?:^|[._\-])(?:key|token|secret|secrets|password|passwd|credentials?|apikey|api-key)"
     r"(?:[._\-][a-z0-9]{1,8})?\Z|\.(?:key|token|secret)\Z"
 )
+# a public key's file, named so beside its private one (WireGuard's public.key, key.pub):
+# printed to be shared
+_PUBLIC_FILE_NAME = lazy_compile(r"(?:^|[._\-])pub(?:lic)?(?:[._\-]|\Z)")
 # each with the space after it: "cat" alone is in "application", "location", "category"
 _PRINTING_COMMANDS = ("cat ", "type ", "get-content ")
 
@@ -196,7 +199,7 @@ def _printed_after(text: str, lowered: str, command: str) -> Iterator[Span]:
         if match is None:
             continue
         name = match["path"].replace("\\", "/").rsplit("/", 1)[-1]
-        if _SECRET_FILE_NAME.search(name) is None:
+        if _SECRET_FILE_NAME.search(name) is None or _PUBLIC_FILE_NAME.search(name) is not None:
             continue
         start, output_end = match.span("output")
         if looks_random(text[start:output_end]):

@@ -137,6 +137,18 @@ def test_what_cat_printed_of_another_file_or_elsewhere_stays(text: str) -> None:
     assert find_secrets(text) == []
 
 
+@pytest.mark.parametrize(
+    "name",
+    ["public.key", "/etc/wireguard/server_public.key", "key.pub", "signing-key.pub", "pub.key"],
+)
+def test_what_cat_printed_of_a_public_key_file_stays(name: str) -> None:
+    # WireGuard's guides make public.key beside private.key and print it to share it
+    text = f"$ cat {name}\nbXlQdWJsaWNLZXlJc05vdEFTZWNyZXRBdEFsbDEyMz0=\n"
+    assert find_secrets(text) == []
+    private = text.replace(name, name.replace("public", "private").replace("pub", "private"))
+    assert redact(private) != private
+
+
 def test_a_line_naming_cat_at_every_word_costs_linear_time() -> None:
     # each name was read back to its line's start to see whether a command started there:
     # 8.6 s for 512 KiB of "cat cat …" on one line
