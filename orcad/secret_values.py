@@ -246,9 +246,17 @@ def character_classes(value: str) -> int:
     return sum(found) + other
 
 
+# `#{...}` whole: Spring's expression language or Ruby's interpolation reading the value from
+# elsewhere (`#{systemProperties['db.password']}`, `#{ENV['DB_PASSWORD']}`); only whole, as
+# `#{` may be typed inside a password
+_EXPRESSION = re.compile(r"#\{[^{}\n]*\}\Z")
+
+
 def is_placeholder(value: str) -> bool:
     """An example, template slot or masked value rather than a credential."""
     if not value or value[0] in "$<{%*[(`?-" or len(set(value)) <= 2:
+        return True
+    if _EXPRESSION.match(value) is not None:
         return True
     lowered = value.lower()
     if _PLACEHOLDER_MARK.search(lowered) is not None:

@@ -175,6 +175,23 @@ def test_xml_naming_a_credential_without_one_stays(text: str) -> None:
     assert find_secrets(text) == []
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        # Spring's expression language and Ruby's interpolation read the value from elsewhere
+        '<property name="password" value="#{systemProperties[\'db.password\']}"/>',
+        '<entry key="password">#{environment.DB_PASSWORD}</entry>',
+        "password: \"#{ENV['DB_PASSWORD']}\"",
+    ],
+)
+def test_a_credential_read_by_an_expression_stays(text: str) -> None:
+    assert find_secrets(text) == []
+
+
+def test_a_password_holding_an_expressions_marks_is_redacted() -> None:
+    _gone("<password>Xk9#{mQ2}vL7</password>", "Xk9#{mQ2}vL7")
+
+
 # ------------------------------------------------------------ presigned URLs, keys
 @pytest.mark.parametrize(
     ("text", "value"),
