@@ -13,6 +13,7 @@ import shlex
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from orcactl import agent_configs, toml_edits
 from orcactl.agent_configs import Pinned, Refused, Target, Unparseable
@@ -26,7 +27,7 @@ from orcactl.agent_files import (
 )
 from orcactl.arguments import current_directory, utf8_path
 from orcactl.codex_projects import ProjectTrust, project_trust
-from orcactl.commands.doctor_faults import Finding
+from orcactl.commands.doctor_faults import UNMET_FAULT_EXPIRY_S, Finding
 from orcactl.connect import EXIT_OK, EXIT_USAGE, CommandError, print_json
 from orcactl.hooks.failures import failures_path, recent_failures
 from orcactl.mcp_handshake import warm_up
@@ -563,6 +564,43 @@ def _project_findings(env: dict[str, str]) -> list[Finding]:
     return findings
 
 
+def _hook_problem_findings(failures: list[dict[str, Any]], now: float) -> list[Finding]:
+    """The hook problems of the last day. Only those of the last UNMET_FAULT_EXPIRY_S fail: a
+    hook records its problem each time it meets it, so one that still happens is recent, and
+    one hooks no longer meet (a daemon slow under a burst of hooks) is history, as doctor
+    judges the daemon's recorded faults naming no file."""
+    if not failures:
+        return []
+    cutoff = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now - UNMET_FAULT_EXPIRY_S))
+    recent = [failure for failure in failures if str(failure.get("at", "")) >= cutoff]
+    minutes = round(UNMET_FAULT_EXPIRY_S / 60)
+    last = (recent or failures)[-1]
+    said = (
+        f"last: {last.get('agent')} {last.get('event')} at {last.get('at')}: {last.get('message')}"
+    )
+    if not recent:
+        return [
+            Finding(
+                "hooks",
+                "ok",
+                f"{len(failures)} agent hook problem(s) in the last day, none in the last "
+                f"{minutes} minutes (orcactl status still lists them); {said}",
+            )
+        ]
+    return [
+        Finding(
+            "hooks",
+            "problem",
+            f"{len(recent)} agent hook problem(s) in the last {minutes} minutes "
+            f"({len(failures)} in the last day); {said}",
+            f"see {failures_path()}; {_failure_effect(str(last.get('kind')))}; once the "
+            f"cause is fixed, `rm {shlex.quote(str(failures_path()))}` clears this report "
+            f"(the file holds only these problems; the next one makes it again), or it stops "
+            f"failing after {minutes} minutes without one",
+        )
+    ]
+
+
 def agent_findings() -> list[Finding]:
     """For orcactl doctor: each agent found, connected or not; hook problems of the last day."""
     env = dict(os.environ)
@@ -591,18 +629,5 @@ def agent_findings() -> list[Finding]:
                 Finding("agents", "problem", detail, f"run `orcactl integrate {agent}`")
             )
     findings += _project_findings(env)
-    failures = recent_failures()
-    if failures:
-        last = failures[-1]
-        findings.append(
-            Finding(
-                "hooks",
-                "problem",
-                f"{len(failures)} agent hook problem(s) in the last day; last: {last.get('agent')} "
-                f"{last.get('event')} at {last.get('at')}: {last.get('message')}",
-                f"see {failures_path()}; {_failure_effect(str(last.get('kind')))}; once the "
-                f"cause is fixed, `rm {shlex.quote(str(failures_path()))}` clears this report "
-                "(the file holds only these problems; the next one makes it again)",
-            )
-        )
+    findings += _hook_problem_findings(recent_failures(), time.time())
     return findings

@@ -391,6 +391,37 @@ def test_doctor_says_how_to_clear_a_hook_problem_once_fixed(orca_env: OrcaEnv) -
     assert hooks == []
 
 
+def test_doctor_fails_on_hook_problems_only_while_they_keep_happening(orca_env: OrcaEnv) -> None:
+    """Hooks timed out under a burst on a loaded machine, and doctor failed for the whole day
+    after: a hook problem not met for 15 minutes is now only mentioned, while one met again
+    fails doctor once more (it is recorded anew each time it happens)."""
+    problems = orca_env.memory_root / "agent-hooks.jsonl"
+    problems.parent.mkdir(parents=True, exist_ok=True)
+    twenty_minutes_ago = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 20 * 60))
+    old = {"agent": "codex", "event": "Stop", "kind": "timeout", "message": "gave up after 5 s"}
+    problems.write_text(json.dumps({"at": twenty_minutes_ago, **old}) + "\n")
+
+    def hooks() -> list[dict[str, Any]]:
+        findings = json.loads(_doctor(orca_env, "--json").stdout)["findings"]
+        return [f for f in findings if f["check"] == "hooks"]
+
+    [past] = hooks()
+    assert past["status"] == "ok", past
+    assert "1 agent hook problem(s) in the last day, none in the last 15 minutes" in past["detail"]
+    subprocess.run(
+        [ORCACTL, "hook", "codex", "Stop"],
+        input="not json",
+        capture_output=True,
+        text=True,
+        env=orca_env.env,
+        timeout=60,
+    )
+    [again] = hooks()
+    assert again["status"] == "problem", again
+    assert "1 agent hook problem(s) in the last 15 minutes (2 in the last day)" in again["detail"]
+    assert "not JSON" in again["detail"]
+
+
 def test_dry_run_prints_a_diff_and_writes_nothing(orca_env: OrcaEnv) -> None:
     config_dir = orca_env.root / "claude-config"
     run = _integrate(
