@@ -525,6 +525,26 @@ async def test_auto_mode_review_applies_to_updates(orca: InProcessDaemon, tmp_pa
     assert (await search(orca, session))[0]["content"] == "tests run with pytest"
 
 
+@pytest.mark.parametrize(
+    "content", ["x" * (AUTO_REVIEW_MAX_CHARS + 500), "Currently working on the parser refactor"]
+)
+async def test_auto_mode_review_of_a_kind_only_update_judges_only_the_kind(
+    orca: InProcessDaemon, tmp_path: Path, content: str
+) -> None:
+    """Changing only a record's kind was refused in auto mode for the text it already held
+    (accepted when it was saved), which the update does not write."""
+    writer = await orca.open(tmp_path / "ws", mode="yolo")
+    record = (await save(orca, writer, content))["record"]
+    session = await orca.open(tmp_path / "ws", mode="auto")
+    result = await orca.call(
+        "memory.manage",
+        {**session, "action": "update", "id": record["id"], "kind": "decision"},
+    )
+    assert result["outcome"] == "applied", result
+    [stored] = await search(orca, session)
+    assert (stored["kind"], stored["content"]) == ("decision", content)
+
+
 @pytest.mark.parametrize("mode", ["normal", "plan", "auto", "yolo"])
 async def test_secrets_are_denied_in_every_mode(
     orca: InProcessDaemon, tmp_path: Path, mode: str

@@ -167,10 +167,10 @@ class DeliberateMemory:
         decision = await self.approvals.decide(session, is_global=changes_global(change, target))
         if decision.action == "deny":
             return denied(session, change, decision.reason or "denied", target)
-        if decision.action == "review" and change.action != "forget":
-            assert change.content is not None or target is not None
+        # a kind-only update writes no text: what the record says was accepted when it was saved
+        if decision.action == "review" and change.content is not None:
             verdict = review_content(
-                change.content if change.content is not None else target.content,  # type: ignore[union-attr]
+                change.content,
                 duplicate_id=None,  # duplicates were refused above, in every mode
             )
             if not verdict.accepted:
