@@ -5,7 +5,7 @@ A line the SDK cannot validate it drops without a word, and the client waits for
 line that is not JSON, nests too deep, holds what JSON-RPC cannot, or is no message the server
 takes), sent to the request's id when that can be read; or nothing to answer (a blank line, a
 malformed notification or response, which JSON-RPC never answers). A line too long to keep is
-answered to the id its first bytes give it, when they are the start of a request that does.
+read to its end without being kept, and answered to its request's id when that can be read.
 """
 
 from __future__ import annotations
@@ -54,16 +54,12 @@ TOO_LONG = (
 )
 
 
-# What is kept of a line too long to keep: where a request's id is looked for (the Python
-# MCP SDK writes it before the params, which make a line long)
-KEPT_OF_A_LONG_LINE = 4096
-
-
 @dataclass(frozen=True)
 class TooLong:
-    """A line longer than MAX_LINE_BYTES, of which only its first bytes were kept."""
+    """A line longer than MAX_LINE_BYTES, which was read to its end but not kept: the id of
+    the request it holds, when it could be read (RequestIdScanner)."""
 
-    start: bytes
+    request_id: RequestId | None
 
 
 @dataclass(frozen=True)
@@ -113,58 +109,28 @@ def _refuse(value: object, message: str) -> Refused | None:
 
 
 _SPACE = re.compile(rb"[ \t\n\r]*")
-# a JSON string (its escapes checked as a JSON decoder checks them), an integer
-_STRING = re.compile(rb'"(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"')
-# the start of a JSON string that `start` ends in
-_STRING_CUT = re.compile(
-    rb'"(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*(?:\\(?:u[0-9a-fA-F]{0,3})?)?'
-)
+# what a JSON string holds up to its closing quote, its escapes checked as a decoder checks them
+_STRING_BODY = re.compile(rb'(?:[^"\\\x00-\x1f]+|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*')
+# an escape a piece of the line ends in, whose rest is in the next piece
+_ESCAPE_CUT = re.compile(rb"\\(?:u[0-9a-fA-F]{0,3})?")
+# a number or true, false, null: it runs to the next space, comma, bracket or quote
+_TOKEN = re.compile(rb'[^ \t\n\r,:\[\]{}"]*')
+# inside an array or object only its strings and brackets are followed (the rest of a value
+# kept whole is checked by a decoder; of a longer one it is not)
+_STRUCTURE = re.compile(rb'["\[\]{}]')
 _INTEGER = re.compile(rb"-?(?:0|[1-9][0-9]{0,17})")
 _PAIRS = {ord("["): ord("]"), ord("{"): ord("}")}
+# what is kept of one member's name or value to decode it: an id or method longer than this is
+# none the scanner reads, and a longer value is checked only for its strings and brackets
+KEPT_OF_A_VALUE = 4096
+KEPT_OF_A_NAME = 256
+# steps (strings, brackets, pieces) the scanner takes on one line before it gives up on its id:
+# a line of nothing but brackets must not hold the reading for seconds
+SCAN_MAX_STEPS = 1_000_000
 
 
 class _NoJson(Exception):
-    """What `start` holds is no JSON, whatever follows it."""
-
-
-def _after_space(start: bytes, at: int) -> int:
-    return _SPACE.match(start, at).end()  # type: ignore[union-attr]  # it matches anywhere
-
-
-def _string_end(start: bytes, at: int) -> int | None:
-    """Where the JSON string at `at` ends, None when `start` ends in it."""
-    if string := _STRING.match(start, at):
-        return string.end()
-    if _STRING_CUT.fullmatch(start, at) is not None:
-        return None
-    raise _NoJson
-
-
-def _value_end(start: bytes, at: int) -> int | None:
-    """Where the JSON value at `at` ends, None when `start` ends first (its strings and
-    brackets are checked here, the whole of it once it ends)."""
-    closing: list[int] = []
-    while at < len(start):
-        byte = start[at]
-        if byte == ord('"'):
-            end = _string_end(start, at)
-            if end is None:
-                return None
-            at = end
-            if not closing:
-                return at
-            continue
-        if byte in _PAIRS:
-            closing.append(_PAIRS[byte])
-        elif byte in (ord("]"), ord("}")):
-            if not closing:
-                return at
-            if closing.pop() != byte:
-                raise _NoJson
-        elif not closing and byte in b", \t\n\r":
-            return at
-        at += 1
-    return None
+    """What was read of the line is no JSON, whatever follows it."""
 
 
 def _value(value: bytes) -> object:
@@ -184,64 +150,206 @@ def _scalar(value: object, text: bytes) -> str | int | None:
     return None
 
 
-def request_id_at_start(start: bytes) -> RequestId | None:
-    """The id of the request whose line begins with `start`, read without the rest of it: the
-    string or integer value of the top-level object's "id", when `start` holds that value
-    whole and a string "method", and no "result" or "error" (a response is never answered)
-    nor a name twice, and what it holds is JSON up to where it ends. None when `start` does
-    not show all of that for certain."""
-    try:
-        return _request_id_at_start(start)
-    except _NoJson:
-        return None
+class RequestIdScanner:
+    """Reads the id of the request a line holds, piece by piece, keeping only a few bytes of
+    it: the top-level object's "id" when it is a string or integer, with a string "method" and
+    no "result" or "error" (a response is never answered), wherever in the object they stand
+    (some clients write the id after the params, which make a line long). The last of a name
+    given twice counts, as a JSON decoder reads it. What it reads must be JSON; inside a value
+    too long to keep, only its strings and brackets are checked."""
 
+    def __init__(self) -> None:
+        self._expect = "object"  # object, name, colon, value, next, end, failed
+        self._first_member = True
+        self._carried = b""  # an escape cut at the end of a piece
+        self._in_value = False  # a name or a value is being read (begun, not ended)
+        self._in_string = False
+        self._in_token = False
+        self._closing: list[int] = []
+        self._kept: bytearray | None = bytearray()  # None once longer than its bound
+        self._kept_max = KEPT_OF_A_VALUE
+        self._is_name = False
+        self._name: str | None = None
+        self._members: dict[str, object] = {}
+        self._steps = 0
 
-def _request_id_at_start(start: bytes) -> RequestId | None:
-    at = _after_space(start, 0)
-    if start[at : at + 1] != b"{":
-        return None
-    members: dict[str, object] = {}
-    at = _after_space(start, at + 1)
-    while at < len(start):
-        key_end = _string_end(start, at)
-        if key_end is None:
-            break
-        name = _value(start[at:key_end])
-        if name in members or name in ("result", "error"):
+    def feed(self, piece: bytes) -> None:
+        if self._expect == "failed":
+            return
+        data = self._carried + piece if self._carried else piece
+        self._carried = b""
+        try:
+            self._scan(data)
+        except _NoJson:
+            self._expect = "failed"
+
+    def request_id(self, *, whole: bool) -> RequestId | None:
+        """The id of what was fed, None unless what it holds so far is JSON and shows that it
+        is a request with that id; `whole`: what was fed is the whole line, which must then be
+        one object and nothing more."""
+        if self._expect == "failed" or (whole and self._expect != "end"):
             return None
-        at = _after_space(start, key_end)
-        if at == len(start):
-            break
-        if start[at : at + 1] != b":":
+        if "result" in self._members or "error" in self._members:
+            return None
+        if not isinstance(self._members.get("method"), str):
+            return None
+        return _answer_id(self._members.get("id"))
+
+    def _step(self) -> None:
+        self._steps += 1
+        if self._steps > SCAN_MAX_STEPS:
             raise _NoJson
-        value_at = _after_space(start, at + 1)
-        end = _value_end(start, value_at)
-        if end is None:
-            break
-        at = _after_space(start, end)
-        if at == len(start):  # `start` may end in the value (a number cut short)
-            break
-        if start[at : at + 1] not in (b",", b"}"):
-            raise _NoJson
-        value = _value(start[value_at:end])
-        members[str(name)] = (
-            _scalar(value, start[value_at:end]) if name in ("id", "method") else None
-        )
-        if start[at : at + 1] == b"}":
-            if _after_space(start, at + 1) != len(start):  # more than one value on the line
+
+    def _scan(self, data: bytes) -> None:
+        at = 0
+        while at < len(data):
+            self._step()
+            if self._in_value:
+                at = self._read_value(data, at)
+                continue
+            at = _SPACE.match(data, at).end()  # type: ignore[union-attr]  # it matches anywhere
+            if at == len(data):
+                return
+            byte = data[at]
+            expect = self._expect
+            if expect == "object":
+                if byte != ord("{"):
+                    raise _NoJson
+                self._expect = "name"
+                at += 1
+            elif expect == "name":
+                if byte == ord("}") and self._first_member:
+                    self._expect = "end"
+                    at += 1
+                elif byte == ord('"'):
+                    self._begin(is_name=True)
+                else:
+                    raise _NoJson
+            elif expect == "colon":
+                if byte != ord(":"):
+                    raise _NoJson
+                self._expect = "value"
+                at += 1
+            elif expect == "value":
+                self._begin(is_name=False)
+            elif expect == "next":
+                if byte == ord(","):
+                    self._expect = "name"
+                elif byte == ord("}"):
+                    self._expect = "end"
+                else:
+                    raise _NoJson
+                at += 1
+            else:  # more than one value on the line
                 raise _NoJson
-            break
-        at = _after_space(start, at + 1)
-    if not isinstance(members.get("method"), str):
-        return None
-    return _answer_id(members.get("id"))
+
+    def _begin(self, *, is_name: bool) -> None:
+        self._in_value = True
+        self._is_name = is_name
+        self._kept = bytearray()
+        self._kept_max = KEPT_OF_A_NAME if is_name else KEPT_OF_A_VALUE
+        self._in_string = self._in_token = False
+        self._closing = []
+
+    def _keep(self, part: bytes) -> None:
+        if self._kept is not None:
+            if len(self._kept) + len(part) > self._kept_max:
+                self._kept = None
+            else:
+                self._kept += part
+
+    def _read_value(self, data: bytes, at: int) -> int:
+        """Read on in the name or value begun, to where it ends or `data` does."""
+        begun = at
+        if not self._in_string and not self._in_token and not self._closing:
+            byte = data[at]  # its first byte
+            if byte == ord('"'):
+                self._in_string = True
+                at += 1
+            elif byte in _PAIRS:
+                self._closing.append(_PAIRS[byte])
+                at += 1
+            else:
+                self._in_token = True
+        ended = False
+        while at < len(data) and not ended:
+            self._step()
+            if self._in_token:
+                at = _TOKEN.match(data, at).end()  # type: ignore[union-attr]  # matches anywhere
+                if at < len(data):
+                    self._in_token = False
+                    ended = True
+            elif self._in_string:
+                at = _STRING_BODY.match(data, at).end()  # type: ignore[union-attr]
+                if at == len(data):
+                    break
+                if data[at] == ord('"'):
+                    self._in_string = False
+                    at += 1
+                    ended = not self._closing
+                elif _ESCAPE_CUT.fullmatch(data, at) is not None:
+                    self._carried = data[at:]  # the rest of the escape comes with the next piece
+                    self._keep(data[begun:at])
+                    return len(data)
+                else:
+                    raise _NoJson
+            else:
+                found = _STRUCTURE.search(data, at)
+                if found is None:
+                    at = len(data)
+                    break
+                at = found.end()
+                byte = data[at - 1]
+                if byte == ord('"'):
+                    self._in_string = True
+                elif byte in _PAIRS:
+                    if len(self._closing) >= MAX_JSON_NESTING:
+                        raise _NoJson
+                    self._closing.append(_PAIRS[byte])
+                elif self._closing.pop() != byte:
+                    raise _NoJson
+                else:
+                    ended = not self._closing
+        self._keep(data[begun:at])
+        if ended:
+            self._end()
+        return at
+
+    def _end(self) -> None:
+        """A name or value has been read whole."""
+        self._in_value = False
+        kept = self._kept
+        if self._is_name:
+            self._expect = "colon"
+            self._first_member = False
+            name = _value(bytes(kept)) if kept is not None else None
+            self._name = name if isinstance(name, str) else None
+            if self._name in ("result", "error"):
+                self._members[self._name] = None
+            return
+        self._expect = "next"
+        if kept is None:  # too long to decode: only its strings and brackets were checked
+            if self._name in ("id", "method"):
+                self._members[self._name] = None
+            return
+        value = _value(bytes(kept))
+        if self._name in ("id", "method"):
+            self._members[self._name] = _scalar(value, bytes(kept))
+
+
+def request_id_at_start(start: bytes) -> RequestId | None:
+    """The id of the request whose line begins with `start`, read without the rest of it (see
+    RequestIdScanner), None when `start` does not show it for certain."""
+    scanner = RequestIdScanner()
+    scanner.feed(start)
+    return scanner.request_id(whole=False)
 
 
 def judge(line: bytes | TooLong) -> JSONRPCMessage | Refused | None:
     """One line from the client: the message to pass on, or the answer that refuses it, or
     None when it is neither (a blank line, a malformed notification or response)."""
     if isinstance(line, TooLong):
-        return _refused(request_id_at_start(line.start), INVALID_REQUEST, TOO_LONG)
+        return _refused(line.request_id, INVALID_REQUEST, TOO_LONG)
     try:  # not as the SDK reads it: it replaces what is not UTF-8, so that a request is
         # answered to an id it was not sent with, and a tool keeps text it was not given
         text = line.decode("utf-8")
@@ -287,13 +395,16 @@ def encoded(message: JSONRPCMessage) -> bytes | None:
 
 
 def read_line(wire: BinaryIO) -> bytes | TooLong:
-    """The next line (empty at the end of input), or for one longer than MAX_LINE_BYTES its
-    first bytes, the rest read to its end without being kept."""
+    """The next line (empty at the end of input), or for one longer than MAX_LINE_BYTES the id
+    its request gives, the line read to its end a piece at a time without being kept."""
     line = wire.readline(MAX_LINE_BYTES + 1)
     if len(line) <= MAX_LINE_BYTES or line.endswith(b"\n"):
         return line
-    start = line[:KEPT_OF_A_LONG_LINE]
+    scanner = RequestIdScanner()
+    scanner.feed(line)
     del line  # held no longer than it takes to see that it is too long
-    while (rest := wire.readline(64 * 1024)) and not rest.endswith(b"\n"):
-        pass
-    return TooLong(start)
+    while rest := wire.readline(64 * 1024):
+        scanner.feed(rest)
+        if rest.endswith(b"\n"):
+            break
+    return TooLong(scanner.request_id(whole=True))

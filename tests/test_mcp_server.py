@@ -39,7 +39,13 @@ from mcp.shared.message import SessionMessage
 
 import orcad
 from orcactl.mcp_handshake import ACKNOWLEDGED, SUBSCRIPTION_ID
-from orcactl.mcp_lines import MAX_LINE_BYTES, Refused, judge, request_id_at_start
+from orcactl.mcp_lines import (
+    MAX_LINE_BYTES,
+    Refused,
+    RequestIdScanner,
+    judge,
+    request_id_at_start,
+)
 from orcactl.mcp_server import DaemonSession
 from orcactl.mcp_stdio import (
     MAX_SUBSCRIPTIONS,
@@ -1182,23 +1188,27 @@ def test_a_line_too_long_to_hold_is_refused_without_holding_it(
 
 
 @pytest.mark.parametrize(
-    ("start", "request_id"),
+    ("start", "end", "request_id"),
     [
-        (b'{"jsonrpc":"2.0","id":"call-4","method":"tools/call","params":{"x":"', "call-4"),
-        (b'{"method":"ping","jsonrpc":"2.0","id":-5,"params":{"x":"', -5),
-        # the id after the long params (as some clients write it): not in what is kept
-        (b'{"jsonrpc":"2.0","method":"ping","params":{"x":"', None),
+        (b'{"jsonrpc":"2.0","id":"call-4","method":"tools/call","params":{"x":"', b'"}}', "call-4"),
+        (b'{"method":"ping","jsonrpc":"2.0","id":-5,"params":{"x":"', b'"}}', -5),
+        # the id after the long params, as some clients write it: it was answered to a null id
+        (b'{"jsonrpc":"2.0","method":"ping","params":{"x":"', b'"}, "id": 9}', 9),
+        (b'{"jsonrpc":"2.0","method":"ping","params":{"x":"', b'\\n"}, "id": "late"}  ', "late"),
         # a response is never answered to its id, which is one of the server's own requests
-        (b'{"jsonrpc":"2.0","id":6,"result":{"x":"', None),
-        (b'{"jsonrpc":"2.0","id":6.5,"method":"ping","params":{"x":"', None),
-        # no JSON, whatever follows: a line that is not JSON is answered to a null id
-        (b'{"jsonrpc":"2.0","id":7,"method":"ping",,"params":{"x":"', None),
+        (b'{"jsonrpc":"2.0","id":6,"result":{"x":"', b'"}}', None),
+        (b'{"jsonrpc":"2.0","method":"ping","params":{"x":"', b'"}, "id": 9, "error": 1}', None),
+        (b'{"jsonrpc":"2.0","id":6.5,"method":"ping","params":{"x":"', b'"}}', None),
+        # no JSON: a line that is not JSON is answered to a null id
+        (b'{"jsonrpc":"2.0","id":7,"method":"ping",,"params":{"x":"', b'"}}', None),
+        (b'{"jsonrpc":"2.0","method":"ping","params":{"x":"', b'"}, "id": 9', None),
+        (b'{"jsonrpc":"2.0","method":"ping","params":{"x":"', b'"}, "id": 9} {}', None),
     ],
 )
-def test_a_line_too_long_to_keep_is_answered_to_the_id_it_begins_with(
-    tmp_path: Path, orca_env: OrcaEnv, start: bytes, request_id: object
+def test_a_line_too_long_to_keep_is_answered_to_the_id_it_holds(
+    tmp_path: Path, orca_env: OrcaEnv, start: bytes, end: bytes, request_id: object
 ) -> None:
-    line = start + b"a" * MAX_LINE_BYTES + b'"}, "id": 9}'
+    line = start + b"a" * MAX_LINE_BYTES + end
     with raw_server(orca_env, _project(tmp_path)) as server:
         writer = threading.Thread(target=server.send, args=(line,))
         writer.start()
@@ -2359,3 +2369,27 @@ def test_the_server_names_its_version_and_refuses_an_unknown_tool_with_its_name_
     assert "\x1b" not in text and "\\x1b[31m" in text, text
     assert "memory_search" in text and "remember" in text  # the tools it has
     assert "\x1b" not in (orca_env.root / "mcp-stderr.log").read_text()
+
+
+@given(_MESSAGES, st.integers(min_value=0, max_value=400), st.integers(min_value=0, max_value=400))
+def test_the_id_read_from_a_long_line_piece_by_piece_is_the_one_a_decoder_reads(
+    message: dict[str, Any], first: int, second: int
+) -> None:
+    # a line too long to keep is read in pieces, cut anywhere (in an escape, a name, a number):
+    # the id read is the one the whole line gives a request, wherever the id stands
+    members = [f"{json.dumps(key)}: {json.dumps(value)}".encode() for key, value in message.items()]
+    whole = b"{" + b", ".join(reversed(members)) + b"}\n"
+    scanner = RequestIdScanner()
+    cuts = sorted((first, second))
+    for piece in (whole[: cuts[0]], whole[cuts[0] : cuts[1]], whole[cuts[1] :]):
+        scanner.feed(piece)
+    expected = message.get("id")
+    allowed = (
+        not re.search("[\ud800-\udfff]", expected)
+        if isinstance(expected, str)
+        else type(expected) is int and abs(expected) < 10**18
+    )
+    request = isinstance(message.get("method"), str) and "result" not in message
+    found = scanner.request_id(whole=True)
+    assert found == (expected if request and allowed else None), whole
+    assert type(found) is type(expected if request and allowed else None), whole
