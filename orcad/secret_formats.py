@@ -159,23 +159,63 @@ _KEY_LABELS = frozenset(
 # an escaped line break (the n of \n in a JSON string) is not part of the run after it.
 _KEY_MATERIAL = lazy_compile(rf"(?<!\\){_BASE64}{{16,}}+")
 _NOT_ONLY_LETTERS = lazy_compile(r"[0-9+/]|=$")
+_RUN_CHARACTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=\\")
 
 
 class _KeyMaterial:
-    """Where key material is in one text, found once however many markers ask."""
+    """Whether key material lies between two places in one text. Each question is answered by
+    looking only there (a marker's own lines, most often a few dozen characters), until what was
+    looked at adds up to a quarter of the text: then the whole text's key material is found at
+    once and the rest are answered from that. A text that names a marker in prose is not read
+    whole for it, and none is read more than about once and a quarter, however many markers
+    it has and however far from their END lines."""
 
     def __init__(self, text: str) -> None:
-        self._starts: list[int] = []
+        self._text = text
+        self._left = len(text) // 4 + 4096  # what may still be looked at a question at a time
+        self._starts: list[int] | None = None
         self._ends: list[int] = []
-        for run in _KEY_MATERIAL.finditer(text):
-            if _NOT_ONLY_LETTERS.search(run.group()) is not None:
-                self._starts.append(run.start())
-                self._ends.append(run.end())
 
     def within(self, start: int, stop: int) -> bool:
         """Whether a run of key material lies wholly between `start` and `stop`."""
+        if self._starts is None:
+            found = self._look(start, stop)
+            if found is not None:
+                return found
+            self._starts, self._ends = self._find_all()
         index = bisect.bisect_left(self._starts, start)
         return index < len(self._starts) and self._ends[index] <= stop
+
+    def _look(self, start: int, stop: int) -> bool | None:
+        """The answer from the text between `start` and `stop` alone; None when that is more
+        than may still be looked at, or when a run may go on past `stop`."""
+        text = self._text
+        # from the start of the characters runs are made of, as the whole text is read from
+        begin = start
+        while begin > 0 and text[begin - 1] in _RUN_CHARACTERS and start - begin < self._left:
+            begin -= 1
+        if begin > 0 and text[begin - 1] in _RUN_CHARACTERS:
+            return None
+        until = min(stop, start + max(self._left - (start - begin), 0))
+        for run in _KEY_MATERIAL.finditer(text, begin, until):
+            if run.end() == until and until < len(text) and text[until] in _RUN_CHARACTERS:
+                break  # a run that may go on past where we looked
+            if run.start() >= start and _NOT_ONLY_LETTERS.search(run.group()) is not None:
+                self._left -= run.end() - begin
+                return True
+        else:
+            self._left -= until - begin
+            return False if until == stop else None
+        self._left -= until - begin
+        return None
+
+    def _find_all(self) -> tuple[list[int], list[int]]:
+        starts, ends = [], []
+        for run in _KEY_MATERIAL.finditer(self._text):
+            if _NOT_ONLY_LETTERS.search(run.group()) is not None:
+                starts.append(run.start())
+                ends.append(run.end())
+        return starts, ends
 
 
 def find_private_keys(text: str, lowered: str) -> Iterator[Span]:

@@ -2626,3 +2626,52 @@ def test_a_cut_real_key_in_json_with_escaped_slashes_goes(name: str) -> None:
             text = json.dumps({"log": "x\n" + "\n".join(part) + "\n"}).replace("/", "\\/")
             redacted = redact(text).replace("\\/", "/")
             assert [line for line in base64_lines if line in redacted] == [], (cut, redacted)
+
+
+def test_a_key_marker_named_in_prose_is_judged_on_its_own_lines(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # whether key material follows a marker was looked for in the whole text, once for every
+    # text with "PRIVATE KEY" in it: a quarter of a second for 2 MiB that names one in prose
+    pattern = secret_formats._KEY_MATERIAL
+    looked_at: list[int] = []
+
+    class Counting:
+        def finditer(self, text: str, pos: int = 0, endpos: int = sys.maxsize) -> object:
+            looked_at.append(min(endpos, len(text)) - pos)
+            return pattern.finditer(text, pos, endpos)
+
+    monkeypatch.setattr(secret_formats, "_KEY_MATERIAL", Counting())
+    lines = base64.b64encode(bytes(range(256)) * 3).decode()
+    text = (
+        "Never paste the -----BEGIN RSA PRIVATE KEY----- block, nor what comes before "
+        "-----END RSA PRIVATE KEY----- in it.\n" + f"digest = {lines!r}\n" * 1_000
+    )
+    marker = "-----BEGIN RSA PRIVATE KEY-----"  # a key's own label: the marker alone goes
+    assert redact(text) == text.replace(marker, "[REDACTED:private_key_block]")
+    assert sum(looked_at) < 200
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.text(alphabet="aB1+/=-\\n \n", max_size=120),
+    st.lists(st.tuples(st.integers(0, 130), st.integers(0, 130)), max_size=12),
+    st.integers(0, 60),
+)
+def test_key_material_is_found_alike_near_a_marker_and_in_the_whole_text(
+    text: str, questions: list[tuple[int, int]], left: int
+) -> None:
+    # the answers looked for between two places alone are those from the whole text's runs,
+    # before and after what may be looked at a question at a time runs out
+    runs = [
+        run.span()
+        for run in secret_formats._KEY_MATERIAL.finditer(text)
+        if secret_formats._NOT_ONLY_LETTERS.search(run.group())
+    ]
+    material = secret_formats._KeyMaterial(text)
+    material._left = left
+    for asked_start, asked_stop in questions:
+        start = min(asked_start, len(text))
+        stop = min(max(asked_start, asked_stop), len(text))
+        expected = any(start <= run_start and run_end <= stop for run_start, run_end in runs)
+        assert material.within(start, stop) == expected, (start, stop)
