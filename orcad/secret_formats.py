@@ -227,13 +227,16 @@ def find_private_keys(text: str, lowered: str) -> Iterator[Span]:
         return
     material = _KeyMaterial(text)
     position = 0
-    unterminated: set[str] = set()  # labels with no END after some point never get one later
+    # each label's END line last found (-1: none after some point, so none later either): the
+    # BEGIN lines named before it in prose find it again without reading up to it again
+    found_ends: dict[str, int] = {}
     blocks: list[Span] = []
     while (begin := _KEY_BEGIN.search(text, position)) is not None:
         end_marker = f"-----END {begin.group(1)}-----"
-        end_at = -1 if end_marker in unterminated else text.find(end_marker, begin.end())
-        if end_at < 0:
-            unterminated.add(end_marker)
+        end_at = found_ends.get(end_marker, 0)
+        if 0 <= end_at < begin.end():
+            end_at = text.find(end_marker, begin.end())
+            found_ends[end_marker] = end_at
         if end_at >= 0 and material.within(begin.end(), end_at):
             stop = end_at + len(end_marker)
         else:
