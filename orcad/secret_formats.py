@@ -218,6 +218,32 @@ class _KeyMaterial:
         return starts, ends
 
 
+# An END line of any label: its label is all up to the next "-", so one a place
+_ANY_KEY_END = lazy_compile(r"-----END ((?:[A-Z0-9]{1,12} ){0,3}PRIVATE KEY(?: BLOCK)?)-----")
+
+
+class _EndLines:
+    """Each label's END lines in one text, found in one reading of it however many BEGIN lines
+    ask (BEGIN lines named in prose, each of another label, before END lines far below)."""
+
+    def __init__(self, text: str) -> None:
+        self._at: dict[str, list[int]] | None = None
+        self._text = text
+
+    def after(self, label: str, start: int) -> int:
+        """Where the first END line of `label` at or after `start` begins; -1 if none does."""
+        if self._at is None:
+            self._at = {}
+            position = 0
+            # (searched from the next character: an END line's dashes may begin another)
+            while (end := _ANY_KEY_END.search(self._text, position)) is not None:
+                self._at.setdefault(end.group(1), []).append(end.start())
+                position = end.start() + 1
+        places = self._at.get(label, [])
+        index = bisect.bisect_left(places, start)
+        return places[index] if index < len(places) else -1
+
+
 def find_private_keys(text: str, lowered: str) -> Iterator[Span]:
     """Key blocks, whole: from a BEGIN line to its END line when key material is between them,
     else each marker with the key material right below the BEGIN line or right above the END
@@ -227,16 +253,11 @@ def find_private_keys(text: str, lowered: str) -> Iterator[Span]:
         return
     material = _KeyMaterial(text)
     position = 0
-    # each label's END line last found (-1: none after some point, so none later either): the
-    # BEGIN lines named before it in prose find it again without reading up to it again
-    found_ends: dict[str, int] = {}
+    end_lines = _EndLines(text)
     blocks: list[Span] = []
     while (begin := _KEY_BEGIN.search(text, position)) is not None:
         end_marker = f"-----END {begin.group(1)}-----"
-        end_at = found_ends.get(end_marker, 0)
-        if 0 <= end_at < begin.end():
-            end_at = text.find(end_marker, begin.end())
-            found_ends[end_marker] = end_at
+        end_at = end_lines.after(begin.group(1), begin.end())
         if end_at >= 0 and material.within(begin.end(), end_at):
             stop = end_at + len(end_marker)
         else:

@@ -2677,7 +2677,8 @@ def test_key_material_is_found_alike_near_a_marker_and_in_the_whole_text(
         assert material.within(start, stop) == expected, (start, stop)
 
 
-def test_begin_markers_named_before_one_far_end_line_find_it_once() -> None:
+@pytest.mark.parametrize("labels", ["same", "each its own"])
+def test_begin_markers_named_before_far_end_lines_read_the_text_once(labels: str) -> None:
     # each BEGIN line with no key material below it looked for its END line again from there:
     # 3,000 of them named before the END line of a 750 KB text took 0.44 s
     looked_at: list[int] = []
@@ -2688,8 +2689,18 @@ def test_begin_markers_named_before_one_far_end_line_find_it_once() -> None:
             return super().find(sub, start, *rest)
 
     prose = "the ledger keeps memory per project and recalls entries before each turn. " * 3
-    named = f"-----BEGIN RSA PRIVATE KEY----- {prose}\n" * 300
-    text = Counting(named + "-----END RSA PRIVATE KEY-----\n")
+    names = ["RSA"] * 300 if labels == "same" else [f"K{number}" for number in range(300)]
+    named = "".join(f"-----BEGIN {name} PRIVATE KEY----- {prose}\n" for name in names)
+    ends = "".join(f"-----END {name} PRIVATE KEY-----\n" for name in dict.fromkeys(names))
+    text = Counting(named + ends)
     spans = list(secret_formats.find_private_keys(text, text.lower()))
-    assert len(spans) == 300  # each marker alone, as a key's own label
+    # a key's own label alone is a marker; other labels are markers only above key material
+    assert len(spans) == (300 if labels == "same" else 0)
     assert sum(looked_at) < 2 * len(text)
+
+
+def test_an_end_line_whose_dashes_begin_another_is_found() -> None:
+    key = (CORPUS / "private_keys" / "rsa.pem").read_text(encoding="utf-8")
+    body = key.split("-----BEGIN RSA PRIVATE KEY-----")[1].split("-----END")[0]
+    text = f"-----BEGIN X PRIVATE KEY-----{body}-----END Y PRIVATE KEY-----END X PRIVATE KEY-----"
+    assert find_secrets(text + " after") == [SecretMatch("private_key_block", 0, len(text))]
