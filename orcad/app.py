@@ -31,7 +31,6 @@ from orcad.host import BackgroundTask, Closer, SessionHook
 from orcad.log import describe_exception
 from orcad.paths import Paths
 from orcad.rpc import AsyncHandler, Router, SyncHandler
-from orcad.secrets import redact
 from orcad.session_database import start_epochs_above
 from orcad.session_snapshot import Session
 from orcad.sessions import SessionStore
@@ -199,6 +198,10 @@ class Daemon:
         already listed moves to the end with its new time instead of crowding others out.
         A secret quoted by an error (a URL's password, a key in an endpoint's answer) is
         replaced, since daemon.status and doctor show these to anyone who asks."""
+        # imported here, not with this module, which orcad loads before it answers a ping; the
+        # features import the detector as they are installed, so it is in by the first error
+        from orcad.secrets import redact  # noqa: PLC0415
+
         message = redact(message)
         for entry in self.recent_errors:
             if entry.kind == kind and entry.message == message:

@@ -33,7 +33,6 @@ from pathlib import Path
 
 from orcad.limits import GIT_FILE_MAX_BYTES
 from orcad.regular_files import read_regular_file
-from orcad.secrets import contains_secret
 from orcad.workspace import planted_git
 
 
@@ -156,7 +155,13 @@ def _credential_user(user: str) -> bool:
     """Whether a helper address's user name is a credential: one the secret detector reads as
     such, or one shaped as a token. Names such as `git` or `alice` stay (their projects keep
     their ids)."""
-    return bool(_HEX_USER.fullmatch(user) or _KEY_USER.fullmatch(user)) or contains_secret(user)
+    if _HEX_USER.fullmatch(user) or _KEY_USER.fullmatch(user):
+        return True
+    # imported at the first such address, not with this module: the detector's modules take a
+    # good part of orcad's imports before it answers its first request
+    from orcad.secrets import contains_secret  # noqa: PLC0415
+
+    return contains_secret(user)
 
 
 def _split_scp_like(text: str) -> tuple[str, str]:
