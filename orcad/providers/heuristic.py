@@ -69,6 +69,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from orcad import limits
+from orcad.lazy_patterns import lazy_compile
 from orcad.providers.heuristic_refusals import refused, refused_verbatim, taken_back
 from orcad.providers.heuristic_setup import setup_fact
 
@@ -84,28 +85,28 @@ _KINDS: dict[str, Category] = {
 }
 
 _FLAGS = re.IGNORECASE
-_ROLE_LINE = re.compile(r"^(user|assistant):[ \t]?(.*)$", re.DOTALL)
-_FENCE = re.compile(r"^\s*(```|~~~)")
-_CODE_OR_OUTPUT_LINE = re.compile(r"^(?:    |\t|\s*(?:\$ |> |>>> |#!|Traceback \(most recent))")
-_LIST_MARKER = re.compile(r"^\s*(?:[-*+•]|\d{1,3}[.)])\s+")
+_ROLE_LINE = lazy_compile(r"^(user|assistant):[ \t]?(.*)$", re.DOTALL)
+_FENCE = lazy_compile(r"^\s*(```|~~~)")
+_CODE_OR_OUTPUT_LINE = lazy_compile(r"^(?:    |\t|\s*(?:\$ |> |>>> |#!|Traceback \(most recent))")
+_LIST_MARKER = lazy_compile(r"^\s*(?:[-*+•]|\d{1,3}[.)])\s+")
 # A line after an unclosed fence is read only when it looks like words, not code.
-_PROSE_LINE = re.compile(r"^\s*[A-Za-z][^{}();=<>\[\]|]{0,300}$")
+_PROSE_LINE = lazy_compile(r"^\s*[A-Za-z][^{}();=<>\[\]|]{0,300}$")
 # a sentence ends at ".", "!" or "?" before a space, but not at "e.g." or "i.e."
-_SENTENCE_BREAK = re.compile(r"(?<=[.!?])(?<!e\.g\.)(?<!i\.e\.)\s+", re.IGNORECASE)
-_FILLER = re.compile(
+_SENTENCE_BREAK = lazy_compile(r"(?<=[.!?])(?<!e\.g\.)(?<!i\.e\.)\s+", re.IGNORECASE)
+_FILLER = lazy_compile(
     r"^(?:(?:please|pls|plz|also|and|oh|btw|by the way|fyi|ok|okay|so|just|one more thing|note"
     r"|heads up)"
     r"\b[,:]?\s+)+",
     _FLAGS,
 )
 
-_REMEMBER_TO = re.compile(
+_REMEMBER_TO = lazy_compile(
     r"^(?:please\s+)?(?:remember|don't forget|do not forget)\s+to\s+(?P<body>.+)$", _FLAGS
 )
 # what a request may say it is for before the fact: "Remember this for the project: ...",
 # "remember for this repo that ...", "keep in mind the following: ..."
 _FOR_THE_PROJECT = r"(?:for|about|in)\s+(?:the|this|our)\s+(?:project|repo|repository|codebase|app)"
-_REMEMBER = re.compile(
+_REMEMBER = lazy_compile(
     r"^(?:please\s+)?"
     r"(?:remember|don't forget|do not forget|keep in mind|for future reference|for the record)\b"
     rf"(?:\s+(?:this|these|the following)(?:\s+{_FOR_THE_PROJECT})?\s*[:,]"
@@ -116,63 +117,65 @@ _REMEMBER = re.compile(
 # "Remember this: we use pnpm. Also, the staging database is db-staging-2.": a sentence that
 # goes on with a request to remember is part of it, when it states something ("Also fix the
 # lint errors" asks for work)
-_GOES_ON = re.compile(
+_GOES_ON = lazy_compile(
     r"^(?:also|and|plus)\b[,:]?\s+"
     r"(?P<body>(?:the|our|we|this|these|those|all|every|each|its|my)\b.+)$",
     _FLAGS,
 )
 # "Fix the build and remember that we use pnpm": an explicit request inside a longer sentence.
-_EMBEDDED_REMEMBER = re.compile(
+_EMBEDDED_REMEMBER = lazy_compile(
     r"(?:[,;:]\s*|\s(?:and|but|also|please|so|then)\s+)(?:please\s+)?"
     r"(?P<trigger>(?:remember|keep in mind|don't forget|do not forget)\b.+)$",
     _FLAGS,
 )
 # "add a test for the parser, btw CI runs on Buildkite": a fact said in passing after a request
-_EMBEDDED_ASIDE = re.compile(
+_EMBEDDED_ASIDE = lazy_compile(
     r"(?:[,;:]\s*|\s[-\u2013\u2014]+\s*|\s)(?:btw|by the way|fyi|for reference|heads up|note)\b"
     r"[,:]?\s+(?P<aside>.+)$",
     _FLAGS,
 )
-_FROM_NOW_ON = re.compile(
+_FROM_NOW_ON = lazy_compile(
     r"^(?:from now on|going forward|in (?:the )?future|in general)\s*,?\s+(?P<body>.+)$", _FLAGS
 )
-_ALWAYS_NEVER = re.compile(r"^(?P<word>always|never)\s+(?P<body>.+)$", _FLAGS)
-_DONT_EVER = re.compile(r"^(?:don't|do not)\s+ever\s+(?P<body>.+)$", _FLAGS)
-_YOU_SHOULD = re.compile(
+_ALWAYS_NEVER = lazy_compile(r"^(?P<word>always|never)\s+(?P<body>.+)$", _FLAGS)
+_DONT_EVER = lazy_compile(r"^(?:don't|do not)\s+ever\s+(?P<body>.+)$", _FLAGS)
+_YOU_SHOULD = lazy_compile(
     r"^you\s+(?:should|must|need to)\s+(?P<word>always|never)\s+(?P<body>.+)$", _FLAGS
 )
 
-_PREFERENCE_VERB = re.compile(
+_PREFERENCE_VERB = lazy_compile(
     r"^i\s+(?P<adverb>(?:really|strongly|generally|usually|much|definitely)\s+)?"
     r"(?P<verb>prefer|like|love|hate|dislike|always|never)\s+(?P<body>.+)$",
     _FLAGS,
 )
-_PREFERENCE_DONT_LIKE = re.compile(
+_PREFERENCE_DONT_LIKE = lazy_compile(
     r"^i\s+(?:don't|do not)\s+(?P<verb>like|want)\s+(?P<body>.+)$", _FLAGS
 )
-_PREFERENCE_WOULD = re.compile(r"^i(?:'d| would)\s+(?P<verb>prefer|rather)\s+(?P<body>.+)$", _FLAGS)
-_PREFERENCE_MY = re.compile(r"^my\s+preference\s+is\s+(?P<body>.+)$", _FLAGS)
+_PREFERENCE_WOULD = lazy_compile(
+    r"^i(?:'d| would)\s+(?P<verb>prefer|rather)\s+(?P<body>.+)$", _FLAGS
+)
+_PREFERENCE_MY = lazy_compile(r"^my\s+preference\s+is\s+(?P<body>.+)$", _FLAGS)
 # "I prefer this one" points at something in the current exchange, not a lasting preference.
-_DEMONSTRATIVE_START = re.compile(
+_DEMONSTRATIVE_START = lazy_compile(
     r"^(?:this|that|it|these|those|the (?:first|second|third|last|former|latter)|option)\b", _FLAGS
 )
-_PAST_OR_MODAL = re.compile(
+_PAST_OR_MODAL = lazy_compile(
     r"^(?:\w+ed|got|did|was|were|had|went|made|saw|said|thought|knew|wrote|ran|took|could|would"
     r"|should|can|will|might|must)$",
     _FLAGS,
 )
 
-_WE_USE = re.compile(r"^we\s+(?:always\s+|now\s+)?use\s+(?P<body>.+)$", _FLAGS)
-_WE_DECIDED = re.compile(
+_WE_USE = lazy_compile(r"^we\s+(?:always\s+|now\s+)?use\s+(?P<body>.+)$", _FLAGS)
+_WE_DECIDED = lazy_compile(
     r"^we(?:'ve| have)?\s+(?P<verb>decided|agreed|chose|settled on|standardi[sz]ed on)"
     r"\s+(?P<body>.+)$",
     _FLAGS,
 )
-_WE_ALWAYS = re.compile(r"^we\s+(?:always|never|only)\s+.+$", _FLAGS)
+_WE_ALWAYS = lazy_compile(r"^we\s+(?:always|never|only)\s+.+$", _FLAGS)
 # a change the team made, which replaces what was kept before: "we switched from pnpm to
 # yarn", "we've migrated the database from MySQL to Postgres 16"; with what it replaced, since
 # "we switched to the other branch" is no fact
-_WE_SWITCHED = re.compile(
+_WE_SWITCHED = lazy_compile(
     r"^we(?:'ve| have)?\s+(?:now\s+)?(?P<verb>switched|moved|migrated)\s+"
     r"(?P<body>(?:[\w-]+\s+){0,3}?(?:off|away from|from)\s+\S.{0,80}?\s+"
     r"(?:to|over to|onto)\s+\S.*)$",
@@ -180,52 +183,54 @@ _WE_SWITCHED = re.compile(
 )
 # a setting's new value: "the rate limit is now 200 a minute", "the API timeout was raised to
 # 60 s"; only for a noun that names a setting, since "the build is now green" is no fact
-_SETTING_CHANGED = re.compile(
+_SETTING_CHANGED = lazy_compile(
     r"^(?:the|our)\s+(?:[\w-]+\s+){0,3}?(?:limit|timeout|version|port|default|quota|retention"
     r"|threshold|interval|minimum|maximum|ttl|budget|size|cap)\s+"
     r"(?:is\s+now|(?:was|has\s+been)\s+(?:raised|lowered|changed|bumped|increased|decreased"
     r"|reduced|set|moved)\s+to)\s+\S.*$",
     _FLAGS,
 )
-_OUR_CONVENTION = re.compile(
+_OUR_CONVENTION = lazy_compile(
     r"^(?:our|the)\s+(?P<noun>convention|policy|rule|standard|workflow|process)\s+"
     r"(?:here\s+|in this (?:repo|repository|project|codebase)\s+)?is\s+(?P<body>.+)$",
     _FLAGS,
 )
-_GOES_THROUGH = re.compile(
+_GOES_THROUGH = lazy_compile(
     # "our staging deploys go through ArgoCD": up to two qualifiers before the noun
     r"^(?:(?:all|our|the)\s+)?(?:[\w-]+\s+){0,2}?(?:deploys|deployments|releases|migrations|merges|hotfixes|changes|commits"
     r"|pull requests|prs|builds)\s+(?:always\s+|must\s+|should\s+|have to\s+)?"
     r"(?:go|goes|are done|happen|run|are run|are made)\s+(?:through|via|with|from|on|in)\s+.+$",
     _FLAGS,
 )
-_WE_DEPLOY = re.compile(
+_WE_DEPLOY = lazy_compile(
     r"^we\s+(?:deploy|release|ship|publish|host|build)\b.+?"
     r"\s(?:through|via|with|on|to|from)\s+.+$",
     _FLAGS,
 )
-_THIS_REPOSITORY = re.compile(
+_THIS_REPOSITORY = lazy_compile(
     r"^(?:this|the|our)\s+(?:repo|repository|project|codebase|service)\s+"
     r"(?:uses|deploys|releases|requires|targets|runs on|is deployed|is released|builds with)\b.+$",
     _FLAGS,
 )
 
-_URL = re.compile(r"https?://[^\s)>\]`'\"]+", _FLAGS)
-_LOOPBACK_URL = re.compile(
+_URL = lazy_compile(r"https?://[^\s)>\]`'\"]+", _FLAGS)
+_LOOPBACK_URL = lazy_compile(
     r"https?://(?:localhost|127\.\d+\.\d+\.\d+|\[::1\]|0\.0\.0\.0)\b", _FLAGS
 )
-_REFERENCE_NOUN = re.compile(
+_REFERENCE_NOUN = lazy_compile(
     r"\b(?:docs?|documentation|spec|specification|runbooks?|dashboards?|wiki|design doc|handbook"
     r"|guide|reference|api docs|changelog|readme|playbook|status page|adrs?)\b",
     _FLAGS,
 )
-_DOC_LOCATION = re.compile(
+_DOC_LOCATION = lazy_compile(
     r"\b(?:docs?|documentation|runbooks?|the spec|design docs?|adrs?|handbook)\s+(?:is|are|lives?"
     r"|can be found)\s+(?:in|at|under)\s+`?[\w./-]+/[\w./-]*`?",
     _FLAGS,
 )
 
-_PRONOUN_START = re.compile(r"^(?:i|i'm|i've|me|my|you|you're|your|he|she|they|it|it's)\b", _FLAGS)
+_PRONOUN_START = lazy_compile(
+    r"^(?:i|i'm|i've|me|my|you|you're|your|he|she|they|it|it's)\b", _FLAGS
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -422,7 +427,7 @@ JUDGED_SENTENCES_MAX = 64
 JUDGING_SHARE = 0.8
 # what introduces a fact without being part of it: "context: the CDN is R2", "for context, ..."
 # (not a hedge such as "iirc": a hedged claim is refused, `refused`)
-_LEAD_IN = re.compile(
+_LEAD_IN = lazy_compile(
     r"^(?:(?:for\s+)?context|fwiw|for\s+the\s+record|reminder|tip|psa|important"
     r"|update)\b\s*[,:\-\u2013\u2014]\s*",
     _FLAGS,
@@ -437,7 +442,7 @@ SentenceJudge = Callable[[str], str | None]
 # ("add a --verbose flag to the CLI", "set up a CI job for the docs"): never a fact, however
 # much its words sound like one. A verb counts only before what it acts on, since many are
 # nouns too ("merge requests need two approvals", "build artifacts go to S3")
-_ASKS = re.compile(
+_ASKS = lazy_compile(
     r"^(?:(?:what|what's|whats|how|why|where|which|who|whose|is|are|does|did|can|could|would"
     r"|will|shall|should|explain|describe|summari[sz]e|compare)\b|do\s+(?:we|you|i|they)\b"
     r"|let'?s\b"

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import re
 
+from orcad.lazy_patterns import lazy_compile
+
 _FLAGS = re.IGNORECASE
 
-_REDACTED = re.compile(r"redacted", _FLAGS)
-_CREDENTIAL_WORD = re.compile(
+_REDACTED = lazy_compile(r"redacted", _FLAGS)
+_CREDENTIAL_WORD = lazy_compile(
     r"\b(?:passwords?|passwd|passphrase|secrets?|tokens?|api[ _-]?keys?|private keys?|credentials?"
     r"|creds?|ssh keys?|bearer|pw|pwd|passcodes?)\b"
     # `pass` as a noun: "the ftp pass is summer", "the grafana admin pass: X" (not "the tests pass")
@@ -33,7 +35,7 @@ _CREDENTIAL_WORD = re.compile(
 # passport number is ..."); not a team's shared contact ("security reports go to
 # security@example.com"), a payment feature ("we take credit cards") or a habit ("I read on
 # my phone a lot")
-_PERSONAL = re.compile(
+_PERSONAL = lazy_compile(
     r"\b(?:my|(?:his|her|their)\s+(?:personal|private|home))\s+"
     r"(?:(?:personal|private|home|work|own)\s+)?"
     r"(?:e-?mail|phone|cell|mobile|address|birthday|date of birth|salary|ssn|social security"
@@ -45,7 +47,7 @@ _PERSONAL = re.compile(
     r"|driver'?s licen[cs]e (?:number|no))\s*(?:is|was|:|=)(?!\w)",
     _FLAGS,
 )
-_TRANSIENT = re.compile(
+_TRANSIENT = lazy_compile(
     r"\b(?:today|tonight|tomorrow|yesterday|right now|for now|at the moment|currently|this session"
     r"|this time|this turn|temporarily|for the time being|next steps?|in progress|wip|todo"
     r"|this week|next week)\b",
@@ -53,7 +55,7 @@ _TRANSIENT = re.compile(
 )
 # spec, What Is Captured: unverified claims are rejected; a claim its own user hedges is one.
 # A hedging adverb is a lowercase word of its own: "the Maybe type", "possibly-null" name things.
-_UNSURE = re.compile(
+_UNSURE = lazy_compile(
     r"\b(?:i\s+(?:think|guess|believe|suppose)|not\s+(?:\d+%\s+)?(?:sure|certain)"
     r"|if\s+i\s+(?:remember|recall)|iirc|afaik|as\s+far\s+as\s+i\s+know)\b"
     r"|(?<!-)(?-i:\b(?:probably|maybe|perhaps|possibly)\b)(?!-)",
@@ -68,10 +70,10 @@ _TAKE_BACK_PHRASE = (
     r"|that(?:'s| is| was) (?:wrong|not right|not true|outdated|out of date))(?=\s*(?:[,.!;:]|$))"
 )
 _SAID_OUTDATED = r"(?:not anymore|that was the old|that(?:'s| is) no longer)\b"
-_TAKEN_BACK = re.compile(rf"^{_INTERJECTIONS}(?:{_TAKE_BACK_PHRASE}|{_SAID_OUTDATED})", _FLAGS)
+_TAKEN_BACK = lazy_compile(rf"^{_INTERJECTIONS}(?:{_TAKE_BACK_PHRASE}|{_SAID_OUTDATED})", _FLAGS)
 # the state of the work now, said as the whole fact ("The build is broken.", not a rule about
 # it such as "Never deploy when the build is broken.")
-_STATE_NOW = re.compile(
+_STATE_NOW = lazy_compile(
     r"^(?:the|our)\s[\w\s-]{0,60}?\b(?:is|are)\s+(?:(?:currently|still)\s+)?"
     r"(?:broken|failing|down|red|ready for review)\b(?!-)"
     r"|\b(?:this|next)\s+sprint\b"
@@ -93,7 +95,7 @@ def refused(fact: str) -> bool:
 # value the redaction missed would be stored with it: a sentence that speaks of logging in, of
 # a pass or a user name, or of a webhook is not kept that way ("its pass is Xk29ab77", "the
 # admin console login is root with toor", "admin / hunter2 gets you in")
-_LOGIN_WORDS = re.compile(
+_LOGIN_WORDS = lazy_compile(
     r"\b(?:pass|passes|logins?|log\s*in|log\s*on|sign\s*in|signs?\s+in\s+with|user\s*names?"
     r"|usernames?|user\s+(?:is|id|name)|gets\s+you\s+in|webhooks?|hooks\.slack\.com"
     r"|(?:root|admin)\s+with|with\s+(?:root|admin)\b|unlocks?|acct|accounts?\s+is"
@@ -110,13 +112,13 @@ _LOGIN_WORDS = re.compile(
 # a key or a device ("kibana logins go through okta", "you sign in with google", "aws console
 # logins need a yubikey"), with no word that mixes letters and digits, long number, "a / b" pair
 # or address in it
-_SIGN_IN_MEANS = re.compile(
+_SIGN_IN_MEANS = lazy_compile(
     r"\b(?:sso|saml|oauth2?|oidc|okta|auth0|google|github|gitlab|microsoft|azure\s+ad|entra"
     r"|yubikeys?|passkeys?|1password|bitwarden|vault|teleport|tsh|tailscale|vpn|mfa|2fa"
     r"|ssh\s+keys?|certificates?|kerberos|ldap|active\s+directory|webauthn|iam)\b",
     _FLAGS,
 )
-_VALUE_LIKE = re.compile(r"\S*[a-z]\S*\d|\d\S*[a-z]|\d{4,}|\S\s*/\s*\S|\S@\S", _FLAGS)
+_VALUE_LIKE = lazy_compile(r"\S*[a-z]\S*\d|\d\S*[a-z]|\d{4,}|\S\s*/\s*\S|\S@\S", _FLAGS)
 
 
 def refused_verbatim(fact: str) -> bool:

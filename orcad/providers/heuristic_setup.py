@@ -16,6 +16,8 @@ from __future__ import annotations
 import re
 from typing import Literal
 
+from orcad.lazy_patterns import lazy_compile
+
 SetupCategory = Literal["project", "feedback"]
 
 _FLAGS = re.IGNORECASE
@@ -61,7 +63,7 @@ _KNOWN_NAME = (
     r"|alpine|macos|windows|bash|zsh|fish|vim|neovim|emacs|vscode)"
 )
 # what a name is not, whatever its case
-_NOT_A_NAME = re.compile(
+_NOT_A_NAME = lazy_compile(
     r"^(?:the|a|an|this|that|these|those|it|its|my|your|our|their|not|also|now|still|very|too"
     r"|so|really|just|always|never|currently|ok|okay|fine|good|done|ready|green|red|broken|down"
     r"|up|live|online|offline|wip|todo|n/a|none|null|nil|empty|true|false|here|there|what"
@@ -69,19 +71,19 @@ _NOT_A_NAME = re.compile(
     _FLAGS,
 )
 # "95% full", "3 commits ahead", "2 GB": an amount of something now, not a version or a port
-_MEASURE = re.compile(
+_MEASURE = lazy_compile(
     r"^\d[\d.,]*\s*(?:%|(?!(?:and|or|with|in|on|for|by|to|from|at|via|only|and\s+up"
     r"|or\s+later|or\s+newer|or\s+above)\b)[a-z]+\b)",
     _FLAGS,
 )
-_NAME_TOKEN = re.compile(
+_NAME_TOKEN = lazy_compile(
     r"^(?:`[^`]+`|[\"'][^\"']+[\"']|https?://\S+|(?-i:[A-Z])[\w.+#/-]*|[\w.+#-]*\d[\w.+#/-]*|[\w.-]*/[\w./-]*"
     r"|[\w-]+(?:\.[\w-]+)+|[a-z]+_[a-z_]+|(?-i:[a-z]+[A-Z]\w*)"
     rf"|{_KNOWN_NAME}(?![\w-]))",
     _FLAGS,
 )
 # a statement that reports trouble or a state of the work, not how things are set up
-_TROUBLE = re.compile(
+_TROUBLE = lazy_compile(
     r"\b(?:fails?|failed|failing|broken|breaks|broke|crash\w*|hangs?|hung|stuck|slow|flaky"
     r"|timed?\s?out|times\s+out|timing\s+out|doesn't|does\s+not|don't|isn't|aren't|wasn't|weren't|can't"
     r"|cannot|won't|not\s+working|no\s+longer|missing|wrong|bug|bugs|error|still|again|yet"
@@ -90,7 +92,7 @@ _TROUBLE = re.compile(
     r"|your\s+change|my\s+change)\b",
     _FLAGS,
 )
-_DEICTIC = re.compile(
+_DEICTIC = lazy_compile(
     r"\b(?:here|there|now|this\s+time|for\s+now|too|as\s+well|first|instead|once\s+more"
     r"|for\s+(?:it|them))\W*$"
     r"|\b(?:for|in|on|to|with|from)\s+(?:this|that|these|those)\b",
@@ -102,21 +104,21 @@ _DURABLE_ADJECTIVE = (
 )
 
 # "The database is Postgres 15.", "IDs are UUIDv7.", "Our CI is on GitHub Actions."
-_SUBJECT_IS = re.compile(
+_SUBJECT_IS = lazy_compile(
     rf"^{_SUBJECT}\s+(?:is|are)\s+(?:(?P<prep>on|at|in|under|hosted\s+on|behind)\s+)?"
     r"(?P<rest>.+)$",
     _FLAGS,
 )
 # "The main branch is protected."
-_SUBJECT_IS_PROPERTY = re.compile(
+_SUBJECT_IS_PROPERTY = lazy_compile(
     rf"^{_SUBJECT}\s+(?:is|are)\s+(?:always\s+)?{_DURABLE_ADJECTIVE}\b(?P<rest>.*)$", _FLAGS
 )
 # "Our main branch is called trunk."
-_SUBJECT_CALLED = re.compile(
+_SUBJECT_CALLED = lazy_compile(
     rf"^{_SUBJECT}\s+(?:is|are)\s+(?:called|named)\s+(?P<name>\S+(?:\s+\S+)?)\s*$", _FLAGS
 )
 # "The CI runs on Buildkite.", "The frontend uses React 18.", "We target Node 18."
-_SUBJECT_VERB = re.compile(
+_SUBJECT_VERB = lazy_compile(
     rf"^{_SUBJECT}\s+(?:runs?\s+(?:on|in|with|under|at|inside)|uses?|targets?|lives?\s+(?:at|in|on|under)"
     r"|sits?\s+(?:at|in|on|under)|follows?|goe?s?\s+(?:to|through|via)|comes?\s+from|talks?\s+to"
     r"|connects?\s+to|depends?\s+on|relies\s+on|rely\s+on|points?\s+to|supports?|speaks?"
@@ -124,7 +126,7 @@ _SUBJECT_VERB = re.compile(
     _FLAGS,
 )
 # "The API is written in Go.", "Releases are tagged with semver.", "Auth is handled by Auth0."
-_SUBJECT_PASSIVE = re.compile(
+_SUBJECT_PASSIVE = lazy_compile(
     rf"^{_SUBJECT}\s+(?:is|are)\s+(?:always\s+|all\s+)?"
     r"(?:written|built|managed|hosted|deployed|tagged|stored|pinned|pushed|reported|handled"
     r"|updated|generated|cut|versioned|formatted|linted|checked|tested|run|kept|done|served"
@@ -135,13 +137,13 @@ _SUBJECT_PASSIVE = re.compile(
     _FLAGS,
 )
 # "fyi the staging db was moved to db-staging-3": where a part of the setup went
-_SUBJECT_MOVED = re.compile(
+_SUBJECT_MOVED = lazy_compile(
     rf"^{_SUBJECT}\s+(?:was|were|has\s+been|have\s+been|got)\s+(?:moved|renamed|migrated"
     r"|upgraded|changed|switched|pinned)\s+(?:to|over\s+to)\s+(?P<rest>.+)$",
     _FLAGS,
 )
 # "Shared code lives in packages/common.": any subject, when the place is a path or a host
-_LIVES_AT_PATH = re.compile(
+_LIVES_AT_PATH = lazy_compile(
     r"^(?:(?:the|our|all)\s+)?(?:(?!(?:my|your|this|that|these|those|it|a|an|maybe|perhaps"
     r"|probably|possibly|i|we|you|he|she|they|patch|diff|fix|change|changes|output|dump|screenshot"
     r"|error|bug|issue|trace|traceback|crash|log)\b)[\w.+#-]+\s+)"
@@ -150,7 +152,7 @@ _LIVES_AT_PATH = re.compile(
     _FLAGS,
 )
 # "This is a monorepo managed with Nx.", "The repo is a monorepo: apps/ and packages/."
-_A_MONOREPO = re.compile(
+_A_MONOREPO = lazy_compile(
     r"^(?:this|it|(?:the|this|our)\s+(?:repo|repository|project|codebase))\s+is\s+an?\s+"
     r"(?:[\w-]+\s+){0,2}?(?:monorepo|polyrepo|monolith|workspace)\b.*$",
     _FLAGS,
@@ -163,7 +165,7 @@ _CONVENTION_NOUN = (
     r"|deployments?|reviews?|code|imports|queries|handlers|features?|fixes|bug\s+fixes|hotfixes"
     r"|columns|tables|dependencies|docs|docstrings|names|variables|apis|routes|components)"
 )
-_MUST = re.compile(
+_MUST = lazy_compile(
     r"^(?:(?P<quantifier>all|every|each|any|new|our)\s+)?(?:(?:new|public|private|merged"
     r"|database|schema|python|go|api|ui|frontend|backend|source)\s+)?(?P<noun>"
     rf"{_CONVENTION_NOUN})\s+(?:must(?:\s+not)?|should(?:\s+not)?|need\s+to|needs\s+to"
@@ -172,7 +174,7 @@ _MUST = re.compile(
     r"|begin\s+with|begins\s+with|go\s+through|get)\s+(?P<rest>.+)$",
     _FLAGS,
 )
-_WORK_ASKED = re.compile(
+_WORK_ASKED = lazy_compile(
     r"^(?:to\s+)?(?:be\s+)?(?:fix(?:ed|ing)?|updat(?:ed|ing)|chang(?:ed|ing)|rewrit(?:ten|ing)"
     r"|remov(?:ed|ing)|delet(?:ed|ing)|revert(?:ed|ing)|looked\s+at|checked\s+(?:again|out)"
     r"|a\s+(?:fix|rewrite|look|cleanup|refactor)|\w+ing|more|less|better|worse|\w{2,}er)\b",
@@ -186,43 +188,43 @@ _NOT_THE_ONE = (
 # ... and what it replaces is a kind of thing, not one in the code at hand ("use Promise.all
 # instead of the loop", "use map instead of this for loop")
 _NOT_THE_CODE_AT_HAND = r"(?!(?:the|this|that|these|those|my|your|its)\b)"
-_USE_NOT = re.compile(
+_USE_NOT = lazy_compile(
     rf"^(?:please\s+)?(?:always\s+)?use\s+{_NOT_THE_ONE}(?P<one>[^,;]+?)"
     r"(?:\s*,\s*(?:and\s+)?not|\s+instead\s+of|\s+rather\s+than|\s+over)\s+"
     rf"{_NOT_THE_CODE_AT_HAND}(?P<other>.+)$",
     _FLAGS,
 )
-_PREFER_OVER = re.compile(
+_PREFER_OVER = lazy_compile(
     rf"^(?:please\s+)?prefer\s+{_NOT_THE_ONE}(?P<one>.+?)\s+(?:over|to|rather\s+than"
     rf"|instead\s+of)\s+{_NOT_THE_CODE_AT_HAND}(?P<other>.+)$",
     _FLAGS,
 )
 # "Use snake_case for database columns.", "Use camelCase in the JSON API."
-_USE_FOR = re.compile(
+_USE_FOR = lazy_compile(
     rf"^(?:please\s+)?(?:always\s+)?use\s+{_NOT_THE_ONE}(?P<one>\S+(?:\s+\S+)?)\s+(?:for|in)"
     r"\s+(?:all\s+|every\s+|each\s+|the\s+)?(?P<what>(?:[\w-]+\s+){0,2}[\w-]+)\s*$",
     _FLAGS,
 )
-_DONT_USE = re.compile(
+_DONT_USE = lazy_compile(
     rf"^(?:please\s+)?(?:don't|do\s+not|avoid)\s+(?:use\s+|using\s+)?{_NOT_THE_ONE}"
     r"(?P<what>[\w.+#-]+(?:\s+[\w.+#()-]+){0,3})(?P<rest>(?:\s*[;,]\s*.+)?|\s+(?:in|for)\s+.+)$",
     _FLAGS,
 )
-_KEEP = re.compile(
+_KEEP = lazy_compile(
     r"^(?:please\s+)?keep\s+(?:your\s+)?(?:answers|responses|replies|explanations|summaries"
     r"|status\s+updates|commit\s+messages|commits|prs|pull\s+requests|functions|files|diffs"
     r"|changes)\s+(?:short|concise|brief|small|focused|under|below|to\s+one|to\s+a|terse)\b.*$",
     _FLAGS,
 )
 # "Lint with ruff; format with black.", "Test with pytest -n auto."
-_DO_WITH = re.compile(
+_DO_WITH = lazy_compile(
     r"^(?:please\s+)?(?:always\s+)?(?:lint|format|test|type-?check|build|bundle|package|deploy"
     r"|release|publish)\s+(?:everything\s+|the\s+code\s+)?(?:with|using"
     r"|via|through)\s+(?P<rest>.+)$",
     _FLAGS,
 )
 # "We target Python 3.11.", "We lint with eslint.", "We follow trunk-based development."
-_WE_SETUP = re.compile(
+_WE_SETUP = lazy_compile(
     r"^we\s+(?:(?P<target>target|support|require)\s+(?P<name>.+)"
     r"|(?:lint|format|test|type-?check|bundle|package|build)\s+(?:(?:\w+\s+){0,2}?)"
     r"(?:with|using|via|through|on)\s+(?P<tool>.+)"
@@ -234,8 +236,8 @@ _WE_SETUP = re.compile(
     r"\s+(?P<where>.+))$",
     _FLAGS,
 )
-_WE_ARE_ON = re.compile(r"^we(?:'re|\s+are)\s+on\s+(?P<name>.+)$", _FLAGS)
-_VERSIONED = re.compile(r"^(?-i:[A-Z])[\w.+#-]*\s+v?\d[\w.]*", _FLAGS)
+_WE_ARE_ON = lazy_compile(r"^we(?:'re|\s+are)\s+on\s+(?P<name>.+)$", _FLAGS)
+_VERSIONED = lazy_compile(r"^(?-i:[A-Z])[\w.+#-]*\s+v?\d[\w.]*", _FLAGS)
 
 
 def _first_word(text: str) -> str:
