@@ -373,3 +373,31 @@ def test_inspect_gives_no_size_for_a_user_md_that_is_no_regular_file(
     shown = orcactl(daemon.orca, "inspect", str(cwd))
     assert shown.returncode == 0, shown.stderr
     assert "bytes of facts" not in shown.stdout and str(user_md) in shown.stdout
+
+
+def test_a_ledger_a_newer_orcad_wrote_is_named_so_and_never_to_be_moved_aside(
+    daemon: DaemonProcess, tmp_path: Path
+) -> None:
+    # an orcad run again after a newer one (a downgrade) meets that version's ledger: moving it
+    # aside, the fix for a damaged one, would start the project's memory again for both
+    cwd, directory, _ = committed_project(daemon, tmp_path)
+    ledger = directory / "candidates.jsonl"
+    newer = ledger.read_bytes().replace(
+        b'"format":"orcad.candidates/1"', b'"format":"orcad.candidates/2","shards":1', 1
+    )
+    ledger.write_bytes(newer)
+
+    shown = orcactl(daemon.orca, "inspect", str(cwd))
+    assert shown.returncode == 1, shown.stderr
+    said = shown.stdout + shown.stderr
+    assert "Traceback" not in said
+    assert f"{ledger} was written by a newer orcad" in said and "orcad.candidates/2" in said
+    assert "is damaged" not in said and "mv " not in said
+
+    session = daemon.call("session.open", {"cwd": str(cwd)})
+    daemon.call("turn.completed", turn_params(session, "t2", "We use bazel."))
+    checked = orcactl(daemon.orca, "doctor")
+    assert checked.returncode == 1, checked.stderr
+    assert "written by a newer orcad" in checked.stdout
+    assert f"mv {ledger}" not in checked.stdout
+    assert ledger.read_bytes() == newer  # held as it is, never rewritten in this format

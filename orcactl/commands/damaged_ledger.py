@@ -52,11 +52,23 @@ def make_readable(path: Path) -> str:
     )
 
 
+def written_by_newer(path: Path, problem: str) -> bool:
+    """Whether `problem` says that a newer orcad wrote `path` (orcad.capture.ledger's words):
+    its memory is whole, for that version to read."""
+    return f"{path} was written by a newer orcad" in problem
+
+
 def ledger_fix(ledger: Path, problem: str = "") -> str:
     """What to do about a ledger orcad cannot read (README, Automatic memory); doctor gives
     the same."""
     if not_read(ledger, problem):
         return make_readable(ledger)
+    if written_by_newer(ledger, problem):
+        return (
+            f"{ledger} is not damaged, so do not move it aside: install the newer orcad again "
+            "(pip install --upgrade) and restart orcad; until then this project's automatic "
+            "memory is held as it is and its jobs wait"
+        )
     return (
         f"move it aside ({move_aside(ledger)}): automatic memory starts again for this project "
         "with an empty ledger and its held jobs run again; the moved file keeps what it held"

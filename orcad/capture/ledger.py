@@ -71,6 +71,48 @@ class LedgerCorrupt(StorageError):
         self.reason = reason
 
 
+class LedgerFromNewerVersion(LedgerCorrupt):
+    """candidates.jsonl names a later format than this orcad's: a newer version wrote it (this
+    one was run again after it). Nothing is read or written, as for a damaged ledger, but the
+    fix differs: moving the file aside would start the project's memory again for both."""
+
+    def __init__(self, path: Path, written_format: str) -> None:
+        StorageError.__init__(
+            self,
+            f"automatic-memory ledger {path} was written by a newer orcad (format "
+            f"{written_format!r}; this one reads {LEDGER_FORMAT!r}); it is not damaged, do not "
+            "move it aside: upgrade orcad again to use this project's automatic memory",
+            path=str(path),
+            reason="newer_format",
+        )
+        self.reason = "newer_format"
+
+
+class _NewerFormat(ValueError):
+    def __init__(self, written_format: str) -> None:
+        super().__init__(f"format {written_format!r} is newer than {LEDGER_FORMAT!r}")
+        self.written_format = written_format
+
+
+_LEDGER_FORMAT_NAME = re.compile(r"orcad\.candidates/([1-9][0-9]{0,8})\Z")
+
+
+def _newer_format(header_line: bytes) -> str | None:
+    """The format a later version's header names, read before the header is checked field by
+    field (a later format may add fields this one does not know); else None."""
+    try:
+        header = msgspec.json.decode(header_line)
+    except msgspec.DecodeError:
+        return None
+    written = header.get("format") if isinstance(header, dict) else None
+    if not isinstance(written, str):
+        return None
+    number = _LEDGER_FORMAT_NAME.match(written)
+    if number is None or int(number.group(1)) <= int(LEDGER_FORMAT.rsplit("/", 1)[1]):
+        return None
+    return written
+
+
 class CandidateRecord(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """One candidate line; field order is the on-disk order."""
 
@@ -326,6 +368,9 @@ def decode_ledger(data: bytes) -> Ledger:
     if not data.endswith(b"\n"):
         raise ValueError("last line is cut short")
     lines = data[:-1].split(b"\n")
+    written_format = _newer_format(lines[0])
+    if written_format is not None:
+        raise _NewerFormat(written_format)
     try:
         header = _header_decoder.decode(lines[0])
     except msgspec.DecodeError as exc:
@@ -378,6 +423,8 @@ def read_ledger(project_dir: Path) -> Ledger:
         raise StorageError(f"cannot read {path}: {exc.strerror}", path=str(path)) from exc
     try:
         return decode_ledger(data)
+    except _NewerFormat as exc:
+        raise LedgerFromNewerVersion(path, exc.written_format) from exc
     except ValueError as exc:
         raise LedgerCorrupt(path, str(exc)) from exc
 
