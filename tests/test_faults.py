@@ -1182,6 +1182,37 @@ def test_a_job_file_whose_time_is_no_time_is_damaged_and_orcad_starts(
     assert json.loads(job_file.read_bytes()) == edited  # left as found
 
 
+def test_a_job_file_a_newer_orcad_wrote_is_named_so_and_never_to_be_given_up(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    # an orcad run again after a newer one (a downgrade) meets that version's job files: the
+    # fix for a damaged one, moving it out of jobs/, would give the job up for both
+    daemon, _session, job_id, job_file = one_job_then_stopped(orca_env, daemon_factory, tmp_path)
+    newer = json.loads(job_file.read_bytes())
+    newer["format"] = "orcad.job/2"
+    newer["priority"] = 1  # a later format may add fields this one does not know
+    job_file.write_text(json.dumps(newer))
+
+    daemon.start()
+    listed = daemon.call("jobs.list")
+    assert [d.job_id for d in listed.damaged] == [job_id]
+    assert "written by a newer orcad" in listed.damaged[0].problem
+    assert "orcad.job/2" in listed.damaged[0].problem
+    shown = orcactl(orca_env, "jobs")
+    assert job_id in shown.stdout and "written by a newer orcad" in shown.stdout
+    assert "DAMAGED" not in shown.stdout
+    for running in (True, False):
+        code, findings = doctor(orca_env)
+        assert code == 1
+        found = problems(findings, "jobs")
+        assert len(found) == 1 and "written by a newer orcad" in found[0]["detail"]
+        assert "is damaged" not in found[0]["detail"] and "move it out" not in found[0]["fix"]
+        assert "upgrade" in found[0]["fix"]
+        if running:
+            daemon.stop()
+    assert json.loads(job_file.read_bytes()) == newer  # left as found
+
+
 @pytest.mark.slow
 def test_doctor_survives_any_damaged_file_and_fails_for_those_that_hold_memory(
     orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path

@@ -365,14 +365,27 @@ def judge_daemon_errors(
     return [Finding("daemon", "ok", "no storage faults or crashes recorded")]
 
 
+def damaged_job_fix(path: str | Path, problem: str) -> str:
+    """What to do about a job file orcad could not take as a job (its problem as orcad said
+    it); doctor gives it with the daemon running and without."""
+    if "was written by a newer orcad" in problem:  # orcad.capture.jobstore's words
+        return (
+            f"do not move {path}: install the newer orcad again (pip install --upgrade) and "
+            "restart orcad, which runs the job"
+        )
+    return f"restore {path} from a backup, or move it out of jobs/ to give the job up"
+
+
 def judge_damaged_jobs(damaged: list[Any]) -> list[Finding]:
     return [
         Finding(
             "jobs",
             "problem",
-            f"job {job.job_id} (project {job.project_id}): its file {job.path} is damaged and "
-            "was kept as found; the job is held",
-            f"restore {job.path} from a backup, or move it out of jobs/ to give the job up",
+            f"job {job.job_id} (project {job.project_id}): {job.problem}"
+            if "was written by a newer orcad" in job.problem
+            else f"job {job.job_id} (project {job.project_id}): its file {job.path} is damaged "
+            "and was kept as found; the job is held",
+            damaged_job_fix(job.path, job.problem),
         )
         for job in damaged
     ]

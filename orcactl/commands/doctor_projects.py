@@ -8,7 +8,12 @@ import time
 from pathlib import Path
 
 from orcactl.commands.doctor_daemon import offered
-from orcactl.commands.doctor_faults import Finding, judge_damaged_jobs, judge_damaged_project
+from orcactl.commands.doctor_faults import (
+    Finding,
+    damaged_job_fix,
+    judge_damaged_jobs,
+    judge_damaged_project,
+)
 from orcad.clock import parse_time
 from orcad.config import Config
 from orcad.errors import StorageError
@@ -172,8 +177,7 @@ def check_projects_offline(paths: Paths, config: Config) -> list[Finding]:
                         "jobs",
                         "problem",
                         f"job {job_id} (project {project_id}): {exc.message}",
-                        f"restore {jobs_dir / name} from a backup, or move it out of jobs/ to "
-                        "give the job up",
+                        damaged_job_fix(jobs_dir / name, exc.message),
                     )
                 )
                 continue

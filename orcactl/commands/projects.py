@@ -165,6 +165,12 @@ def _job_line(job: JobSummary) -> str:
 
 
 def _damaged_job_line(damaged: DamagedJob) -> str:
+    if "was written by a newer orcad" in damaged.problem:  # orcad.capture.jobstore's words
+        # not damaged: moving it out, as for a damaged one, would give the job up
+        return (
+            f"{damaged.job_id}  NEWER    {damaged.path} (written by a newer orcad; kept as "
+            "found and the job is held until it is installed again)"
+        )
     return f"{damaged.job_id}  DAMAGED  {damaged.path} (kept as found; the job is held)"
 
 

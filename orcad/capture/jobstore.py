@@ -24,7 +24,7 @@ from orcad.capture.projects import (
     list_project_ids,
     names_no_directory_in_place,
 )
-from orcad.capture.records import JobRecord, decode_job, encode_job
+from orcad.capture.records import JOB_FILE_FORMAT, JobRecord, NewerJobFile, decode_job, encode_job
 from orcad.durable_files import create_file_exclusively, fsync_directory, replace_file_atomically
 from orcad.errors import NotFound, StorageError, quoted
 from orcad.failpoints import failpoint
@@ -68,6 +68,13 @@ def read_job(project_dir: Path, job_id: str) -> JobRecord | None:
         raise StorageError(f"cannot read {path}: {exc.strerror or exc}", path=str(path)) from exc
     try:
         return decode_job(data)
+    except NewerJobFile as exc:
+        raise CorruptJobFile(
+            f"job file {path} was written by a newer orcad (format {exc.written_format!r}; "
+            f"this one reads {JOB_FILE_FORMAT!r}); it is not damaged, do not move it: it was "
+            "left as found and its job is held until that newer orcad is installed again",
+            path=str(path),
+        ) from exc
     except msgspec.DecodeError as exc:
         raise _damaged(path, str(exc)) from exc
 

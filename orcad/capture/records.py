@@ -7,6 +7,8 @@ Pure module.
 
 from __future__ import annotations
 
+import re
+
 import msgspec
 
 from orcad.capture.states import JobState
@@ -97,10 +99,48 @@ def encode_job(job: JobRecord) -> bytes:
     return _encoder.encode(job) + b"\n"
 
 
+class NewerJobFile(msgspec.DecodeError):
+    """A job file of a later format than this orcad's: a newer version wrote it (this one was
+    run again after it). It is no job here, but not a damaged file either."""
+
+    def __init__(self, written_format: str) -> None:
+        super().__init__(f"format {written_format!r} is newer than {JOB_FILE_FORMAT!r}")
+        self.written_format = written_format
+
+
+_JOB_FILE_FORMAT_NAME = re.compile(r"orcad\.job/([1-9][0-9]{0,8})\Z")
+
+
+def _newer_format(data: bytes) -> str | None:
+    """The format a later version's job file names (read only once the file is not a job of
+    this format: a later format may add or change fields), else None."""
+    try:
+        fields = msgspec.json.decode(data)
+    except msgspec.DecodeError:
+        return None
+    written = fields.get("format") if isinstance(fields, dict) else None
+    if not isinstance(written, str):
+        return None
+    number = _JOB_FILE_FORMAT_NAME.match(written)
+    if number is None or int(number.group(1)) <= int(JOB_FILE_FORMAT.rsplit("/", 1)[1]):
+        return None
+    return written
+
+
 def decode_job(data: bytes) -> JobRecord:
-    """The job in a job file; msgspec.DecodeError (a ValueError) when it is not one."""
-    job = _decoder.decode(data)
+    """The job in a job file; msgspec.DecodeError (a ValueError) when it is not one, and
+    NewerJobFile, one of those, when a newer orcad wrote it."""
+    try:
+        job = _decoder.decode(data)
+    except msgspec.DecodeError:
+        written = _newer_format(data)
+        if written is not None:
+            raise NewerJobFile(written) from None
+        raise
     if job.format != JOB_FILE_FORMAT:
+        written = _newer_format(data)
+        if written is not None:
+            raise NewerJobFile(written)
         raise msgspec.DecodeError(f"unknown job file format {job.format[:40]!r}")
     for name, value in _times(job):
         try:
