@@ -186,6 +186,29 @@ def _starts_a_command(lowered: str, at: int) -> bool:
     return end - line_break - 1 <= _PROMPT_REACH
 
 
+# `sudo cat /etc/ssl/private.key`, `sudo -u www cat …`, `doas cat …`: a key file is often
+# readable by root or its service alone, so its printing is asked for as another user
+_RUN_AS = lazy_compile(
+    r"(?:sudo|doas)(?:[ \t]++-{1,2}[a-z][a-z\-]*+(?:[ \t=]++[^\s\-][^\s]{0,32}+)?)*?[ \t]++\Z"
+)
+_RUN_AS_REACH = 96  # characters `sudo` and its options may take before the command
+
+
+def _run_as_another(lowered: str, at: int) -> bool:
+    """The command at `at` is run through `sudo` or `doas`, which a command typed starts."""
+    line_start = lowered.rfind("\n", max(0, at - _RUN_AS_REACH), at) + 1
+    before = lowered[line_start:at]
+    for word in ("sudo", "doas"):
+        found = before.rfind(word)
+        if (
+            found >= 0
+            and _RUN_AS.match(before, found)
+            and _starts_a_command(lowered, line_start + found)
+        ):
+            return True
+    return False
+
+
 def _printed_after(text: str, lowered: str, command: str) -> Iterator[Span]:
     """What `command` printed of a key file, found from each place it is named (a search for
     the literal, where a pattern starting with the three names was tried at every position)."""
@@ -193,7 +216,7 @@ def _printed_after(text: str, lowered: str, command: str) -> Iterator[Span]:
     while at >= 0:
         end = at + len(command)
         match = None
-        if _starts_a_command(lowered, at):
+        if _starts_a_command(lowered, at) or _run_as_another(lowered, at):
             match = _PRINTED_FILE.match(lowered, end)
         at = lowered.find(command, end)
         if match is None:

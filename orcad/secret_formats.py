@@ -451,7 +451,11 @@ def find_bare_userinfo(text: str, lowered: str) -> Iterator[Span]:
 
 
 # --------------------------------------------------------- authorization headers
-_BEARER = lazy_compile(r"bearer[ \t]{1,8}([a-z0-9\-._~+/]{16,1024}=*)(?![a-z0-9\-._~+/=])")
+# (also a setting named so, YAML's `bearer: <token>` or `BEARER=<token>`)
+_BEARER = lazy_compile(
+    r"bearer(?:[ \t]{1,8}|[\"']?[ \t]{0,8}[:=][ \t]{0,8}[\"']?)"
+    r"([a-z0-9\-._~+/]{16,1024}=*)(?![a-z0-9\-._~+/=])"
+)
 _BASIC = lazy_compile(
     r"authorization\"?[ \t]*[:=][ \t]*\"?basic[ \t]{1,8}([a-z0-9+/]{8,1024}={0,2})"
 )
@@ -692,6 +696,38 @@ def find_azure_sas_signature(text: str, lowered: str) -> Iterator[Span]:
         return
     for match in _AZURE_SAS_SIGNATURE.finditer(text):
         yield match.span(1)
+
+
+# A Bitcoin private key in Wallet Import Format, named so ("WIF: 5H…", "wif = L1…"): base58
+# of 51 characters after a 5 (or a testnet 9), or 52 after K, L (or c) for a compressed key.
+# Alone it is base58 like an address or a hash, so only its name tells it.
+_WIF = lazy_compile(
+    r"(?i:wif)(?![A-Za-z0-9])[\"']?[ \t]{0,8}(?:[:=]|is)?[ \t]{0,8}[\"'`]?"
+    r"((?:[59][1-9A-HJ-NP-Za-km-z]{50}|[KLc][1-9A-HJ-NP-Za-km-z]{51})(?![A-Za-z0-9]))"
+)
+
+
+def find_wif_keys(text: str, lowered: str) -> Iterator[Span]:
+    at = lowered.find("wif")
+    while at >= 0:
+        if _starts_word(lowered, at) and (match := _WIF.match(text, at)) is not None:
+            yield match.span(1)
+        at = lowered.find("wif", at + 3)
+
+
+# Twilio's auth token is 32 hex digits, like any digest: it is told by its place, the argument
+# after an account SID, `Client('AC…', '<token>')` in Python, `twilio('AC…', '<token>')` in Node.
+_TWILIO_PAIR = lazy_compile(
+    r"(?<![A-Za-z0-9])AC[0-9a-f]{32}([\"'])[ \t]*,[ \t\r\n]{0,16}[\"']([0-9a-f]{32})[\"']"
+)
+
+
+def find_twilio_auth_tokens(text: str, lowered: str) -> Iterator[Span]:
+    at = text.find("AC")
+    while at >= 0:
+        if (match := _TWILIO_PAIR.match(text, at)) is not None:
+            yield match.span(2)
+        at = text.find("AC", at + 2)
 
 
 # Braintree's access token: `access_token$<environment>$<merchant id>$<32 hex>`. A `$` ends a

@@ -122,6 +122,33 @@ def _header(line: str) -> tuple[str, str, tuple[int, bool]] | None:
     return None
 
 
+_WORDS = lazy_compile(r"[^\s,]+")
+_NAMES_PASSWORDS = lazy_compile(r"passw(?:or)?ds?\b|\bpwds?\b|passphrases?")
+
+
+def _named_over_tabs(
+    text: str, line_start: int, line_end: int
+) -> tuple[str, str, tuple[int, bool]] | None:
+    """A header for the tab-separated rows below a line that names their columns with spaces
+    (`host user password`), or that names passwords and ends in a colon (`logins (host, user,
+    password):`, whose rows then end with theirs). Tab-separated rows with no header are
+    left alone: a row of three words says nothing of which is a password."""
+    below_end = text.find("\n", line_end + 1)
+    below = text[line_end + 1 : len(text) if below_end < 0 else below_end]
+    if "\t" not in below:
+        return None
+    width = len(_cells(below, "\t"))
+    line = text[line_start:line_end].strip()
+    words = _WORDS.findall(line.lstrip("#").replace("|", " "))
+    if len(words) == width:
+        column = _column("\t".join(words), "\t")
+        if column is not None:
+            return "\t".join(words), "\t", column
+    if line.endswith(":") and width >= 2 and _NAMES_PASSWORDS.search(line.lower()) is not None:
+        return "\t".join("x" * width), "\t", (width - 1, True)
+    return None
+
+
 # what every column name holds: each place is looked at on its line alone (three searches for
 # a literal run at C speed, where one for a choice of them tries every position)
 _COLUMN_WORDS = ("pass", "pwd", "secret")
@@ -148,6 +175,8 @@ def find_table_passwords(text: str, lowered: str) -> Iterator[Span]:
         line_end = len(lowered) if line_end < 0 else line_end
         read_to = line_end
         header = _header(text[line_start:line_end])
+        if header is None:
+            header = _named_over_tabs(text, line_start, line_end)
         if header is None:
             continue
         cells, delimiter, (column, paired) = header

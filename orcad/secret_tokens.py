@@ -285,6 +285,14 @@ _MESSAGING: tuple[TokenRule, ...] = (
         r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/]{20,200}",
         False,
     ),
+    # Mattermost's incoming webhook, which takes Slack's payload: its id, 26 small letters and
+    # digits, is all it asks (a path of words, a docs page on React's hooks, holds no digit)
+    (
+        "slack_webhook",
+        ("/hooks/",),
+        r"/hooks/((?=[a-z]{0,25}[0-9])[a-z0-9]{26})(?![A-Za-z0-9_\-])",
+        False,
+    ),
     (
         "discord_webhook",
         ("/api/webhooks/",),
