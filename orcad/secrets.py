@@ -46,6 +46,7 @@ from orcad.secret_commands import (
     find_piped_and_batch_passwords,
     find_redis_passwords,
 )
+from orcad.secret_config_lines import find_config_line_credentials
 from orcad.secret_cut_values import find_cut_values
 from orcad.secret_files import (
     find_login_pairs,
@@ -192,6 +193,7 @@ _RULES: tuple[tuple[str, Finder, Gate], ...] = (
     ("password_flag", find_piped_passwords, _any_trigger(STDIN_TRIGGERS)),
     *COMMAND_OUTPUT_RULES,  # what a command printed below it (`security … -w`, ...)
     ("credential_assignment", find_redis_passwords, _always),
+    ("credential_assignment", find_config_line_credentials, _always),
     ("credential_assignment", find_wifi_keys, _always),
     ("credential_assignment", find_wifi_qr_keys, _always),
     ("credential_assignment", find_sql_passwords, _always),
