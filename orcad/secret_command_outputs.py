@@ -196,7 +196,10 @@ _RUN_AS_REACH = 96  # characters `sudo` and its options may take before the comm
 
 def _run_as_another(lowered: str, at: int) -> bool:
     """The command at `at` is run through `sudo` or `doas`, which a command typed starts."""
-    line_start = lowered.rfind("\n", max(0, at - _RUN_AS_REACH), at) + 1
+    # (read back no further than that reach, whatever the line's length: see _starts_a_command)
+    reach = max(0, at - _RUN_AS_REACH)
+    line_break = lowered.rfind("\n", reach, at)
+    line_start = reach if line_break < 0 else line_break + 1
     before = lowered[line_start:at]
     for word in ("sudo", "doas"):
         found = before.rfind(word)
