@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from orcad.lazy_patterns import lazy_compile
+from orcad.secret_command_outputs import _starts_a_command
 from orcad.secret_values import Span, is_chosen_password, looks_random
 
 # a setting's name starting its line, a space, its value
@@ -27,7 +28,8 @@ _SNMP_COMMAND = lazy_compile(
     r"[ \t]-c[ \t]*+[\"']?([^\s\"']{4,128})"
 )
 _PSK = lazy_compile(r":[ \t]*PSK[ \t]+\"([^\"\n]{4,128})\"|:[ \t]*PSK[ \t]+'([^'\n]{4,128})'")
-_DIGEST = lazy_compile(r"digest[ \t]+[^\n]{0,600}?\bresponse=\"?([0-9a-f]{32,64})\b")
+_DIGEST = lazy_compile(r"response=\"?([0-9a-f]{32,64})\b")
+_DIGEST_REACH = 600  # characters of a Digest header's other fields before its response
 
 # a password manager asked for a secret: what it printed is the line below
 _MANAGER_COMMAND = lazy_compile(
@@ -36,7 +38,7 @@ _MANAGER_COMMAND = lazy_compile(
     r"(?:show[ \t]+)?(?:-[a-z][ \t]+)*[\w@.\-]+/[\w@./\-]+)[^\n]*\n"
     r"[ \t]*([^\s]{4,256})[ \t\r]*(?:\n|$)"
 )
-_MANAGER_TRIGGERS = ("op read", "op item get", "bw get", "pass ")
+_MANAGER_TRIGGERS = ("op read", "op item get", "bw get", "pass ", "gopass ")
 
 
 def find_config_line_credentials(text: str, lowered: str) -> Iterator[Span]:
@@ -50,14 +52,27 @@ def find_config_line_credentials(text: str, lowered: str) -> Iterator[Span]:
         for match in _PSK.finditer(text):
             group = 1 if match.start(1) >= 0 else 2
             yield from _chosen(text, *match.span(group))
-    if "digest" in lowered:
-        for match in _DIGEST.finditer(lowered):
-            yield match.span(1)
-    if any(trigger in lowered for trigger in _MANAGER_TRIGGERS):
-        for match in _MANAGER_COMMAND.finditer(lowered):
-            value = text[match.start(1) : match.end(1)]
+    at = lowered.find("digest ")
+    while at >= 0:  # its response on its line, found with a search for the literal
+        line_end = lowered.find("\n", at, at + _DIGEST_REACH)
+        end = at + _DIGEST_REACH if line_end < 0 else line_end
+        response = lowered.find("response=", at, end)
+        digest = _DIGEST.match(lowered, response) if response >= 0 else None
+        if digest is not None:
+            yield digest.span(1)
+        at = lowered.find("digest ", at + 7)
+    for trigger in _MANAGER_TRIGGERS:  # each place a command may start, matched there alone
+        at = lowered.find(trigger)
+        while at >= 0:
+            printed = (
+                _MANAGER_COMMAND.match(lowered, at) if _starts_a_command(lowered, at) else None
+            )
+            at = lowered.find(trigger, at + len(trigger))
+            if printed is None:
+                continue
+            value = text[printed.start(1) : printed.end(1)]
             if is_chosen_password(value) or looks_random(value):
-                yield match.span(1)
+                yield printed.span(1)
 
 
 def _chosen(text: str, start: int, end: int) -> Iterator[Span]:
