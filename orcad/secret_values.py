@@ -254,7 +254,9 @@ _EXPRESSION = re.compile(r"#\{[^{}\n]*\}\Z")
 
 def is_placeholder(value: str) -> bool:
     """An example, template slot or masked value rather than a credential."""
-    if not value or value[0] in "$<{%*[(`?-" or len(set(value)) <= 2:
+    if not value or len(set(value)) <= 2:
+        return True
+    if value[0] in "$<{%*[(`?-" and not _generated_after_mark(value):
         return True
     if _EXPRESSION.match(value) is not None:
         return True
@@ -266,6 +268,28 @@ def is_placeholder(value: str) -> bool:
     if len(value) > _LONGEST_PLACEHOLDER_NAME * 2:  # separators at most double a name
         return False
     return _alnum(lowered) in _PLACEHOLDER_NAMES
+
+
+# what a flag, a format, a path or a variable holds after its `-` or `%` (`-XX:+UseG1GC`,
+# `-I/usr/include`, `%2Fusr%2Flocal`, `%ProgramFiles(x86)%`, `-Dkey=value`)
+_NOT_AFTER_A_MARK = frozenset("=/%:()$<>{}[]\\ ")
+
+
+def _generated_after_mark(value: str) -> bool:
+    """A generated password that starts with `-` or `%`, as one of a password manager's in
+    twenty or so does: 10 characters or more after it, capitals, small letters and digits among
+    them, none that a flag's, a format's or a path's shape has. (`-Xmx4096m` is too short.)"""
+    rest = value[1:]
+    return (
+        value[0] in "-%"
+        and len(rest) >= 10
+        and rest[0].isalnum()
+        and any(c.isupper() for c in rest)
+        and any(c.islower() for c in rest)
+        and any(c.isdigit() for c in rest)
+        and _NOT_AFTER_A_MARK.isdisjoint(rest)
+        and WORD_LIKE.match(rest) is None
+    )
 
 
 def _alnum(value: str) -> str:
