@@ -150,6 +150,10 @@ def _assignment_finder(keyword: str, pattern: str) -> Finder:
                 if default is not None:
                     group = 1 if default.start(1) >= 0 else 2
                     start, end = default.span(group)
+            if group == 3 and text[start] == "-" and lowered[start - 1] == ":":
+                start += 1  # a shell's default, `${DB_PASSWORD:-value}`: the value after `:-`
+                if start == end:
+                    continue
             if group == 3 and end < len(text) and text[end] in "([":
                 continue  # a call or subscript such as os.environ["X"]
             if group != 3 and _PSQL_VARIABLE.fullmatch(lowered, name_end, start - 1):
