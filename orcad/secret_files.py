@@ -433,28 +433,14 @@ def _yaml_block(text: str, at: int, key_indent: int) -> Span:
 # ------------------------------------------------------- OpenVPN's auth-user-pass file
 # OpenVPN's `auth-user-pass creds.txt` reads a file of two lines, the user's name and then the
 # password, with nothing to name either. Pasted below the directive (or printed by `cat` from
-# a VPN's directory), its second line is a password when it looks chosen.
-_VPN_FILE_TRIGGERS = ("auth-user-pass", "cat ")
+# a VPN's directory: `secret_config_lines` finds both), its second line is a password when it
+# looks chosen.
 _VPN_LINES_AFTER = 4  # lines a comment or the command that prints the file may take
 _LONE_WORD = lazy_compile(r"[ \t]*+([^\s#;=:]{1,128}+)[ \t\r]*+\Z")
 _PASSWORD_LINE = lazy_compile(r"[ \t]*+([^\s]{4,128}+)[ \t\r]*+\Z")
 
 
-def find_vpn_login_files(text: str, lowered: str) -> Iterator[Span]:
-    for trigger in _VPN_FILE_TRIGGERS:
-        at = lowered.find(trigger)
-        while at >= 0:
-            line_end = lowered.find("\n", at)
-            if line_end < 0:
-                break
-            if trigger == "auth-user-pass" or "vpn" in lowered[at:line_end]:
-                found = _second_line_password(text, line_end + 1)
-                if found is not None:
-                    yield found
-            at = lowered.find(trigger, line_end)
-
-
-def _second_line_password(text: str, at: int) -> Span | None:
+def second_line_password(text: str, at: int) -> Span | None:
     """The password of a user's line and a password's line that start within a few lines of
     `at`, past comments, blank lines and the command that prints them."""
     lines: list[tuple[int, str]] = []

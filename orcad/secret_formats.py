@@ -484,6 +484,28 @@ def find_authorization(text: str, lowered: str) -> Iterator[Span]:
             start, end = match.span(1)
             if looks_random(text[start:end].replace(":", "")):
                 yield start, end
+        yield from _digest_responses(lowered)
+
+
+# HTTP Digest authentication's response: a hash of the password, the nonce and the request,
+# all but the password in the header beside it, so a weak password is cracked back from it
+_DIGEST = lazy_compile(r"authorization\"?[ \t]*[:=][ \t]*\"?digest[ \t]")
+_DIGEST_RESPONSE = lazy_compile(r"response=\"?([0-9a-f]{32,64})(?![0-9a-z])")
+_DIGEST_REACH = 600  # characters of a Digest header's other fields before its response
+
+
+def _digest_responses(lowered: str) -> Iterator[Span]:
+    at = lowered.find("authorization")
+    while at >= 0:
+        if _DIGEST.match(lowered, at) is not None:
+            line_end = lowered.find("\n", at, at + _DIGEST_REACH)
+            response = lowered.find(
+                "response=", at, at + _DIGEST_REACH if line_end < 0 else line_end
+            )
+            found = _DIGEST_RESPONSE.match(lowered, response) if response >= 0 else None
+            if found is not None:
+                yield found.span(1)
+        at = lowered.find("authorization", at + 13)
 
 
 # ------------------------------------------------------------------ session cookies
@@ -705,6 +727,16 @@ _WIF = lazy_compile(
     r"(?i:wif)(?![A-Za-z0-9])[\"']?[ \t]{0,8}(?:[:=]|is)?[ \t]{0,8}[\"'`]?"
     r"((?:[59][1-9A-HJ-NP-Za-km-z]{50}|[KLc][1-9A-HJ-NP-Za-km-z]{51})(?![A-Za-z0-9]))"
 )
+
+
+# the key alone, which is a long run: the rule is asked only of text that holds one
+_WIF_RUN = lazy_compile(
+    r"(?:[59][1-9A-HJ-NP-Za-km-z]{50}|[KLc][1-9A-HJ-NP-Za-km-z]{51})(?![A-Za-z0-9])"
+)
+
+
+def may_hold_wif(runs: str) -> bool:
+    return _WIF_RUN.search(runs) is not None
 
 
 def find_wif_keys(text: str, lowered: str) -> Iterator[Span]:

@@ -54,7 +54,6 @@ from orcad.secret_files import (
     find_netrc_passwords,
     find_pgpass_passwords,
     find_sql_passwords,
-    find_vpn_login_files,
     find_yaml_block_credentials,
 )
 from orcad.secret_foreign_sentences import find_foreign_passwords
@@ -84,6 +83,7 @@ from orcad.secret_formats import (
     find_twilio_auth_tokens,
     find_url_credentials,
     find_wif_keys,
+    may_hold_wif,
     token_finder,
 )
 from orcad.secret_gates import Gate, _always, _any_trigger, _long_runs, _token_gate, _TriggerGate
@@ -160,7 +160,7 @@ _RULES: tuple[tuple[str, Finder, Gate], ...] = (
     ("azure_ad_client_secret", find_azure_client_secret, _always),
     ("azure_sas_signature", find_azure_sas_signature, _always),
     ("braintree_token", find_braintree_tokens, _always),
-    ("credential_assignment", find_wif_keys, _always),
+    ("credential_assignment", find_wif_keys, may_hold_wif),
     ("twilio_api_key", find_twilio_auth_tokens, _any_trigger(("AC",))),
     ("openshift_token", find_openshift_tokens, _always),
     ("salesforce_access_token", find_salesforce_tokens, _always),
@@ -203,7 +203,6 @@ _RULES: tuple[tuple[str, Finder, Gate], ...] = (
     ("password_statement", _not_annotations(find_stated_passwords), _always),
     ("password_statement", find_foreign_passwords, _always),
     ("password_statement", find_login_pairs, _always),
-    ("password_statement", find_vpn_login_files, _always),
     ("password_statement", find_login_passwords, _always),
     ("password_statement", find_colon_pairs, _always),
     ("password_statement", find_strong_pairs, _always),
