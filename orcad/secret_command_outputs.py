@@ -219,7 +219,7 @@ def _printed_after(text: str, lowered: str, command: str) -> Iterator[Span]:
     while at >= 0:
         end = at + len(command)
         match = None
-        if _starts_a_command(lowered, at) or _run_as_another(lowered, at):
+        if _starts_a_command(lowered, at) or (command == "cat " and _run_as_another(lowered, at)):
             match = _PRINTED_FILE.match(lowered, end)
         at = lowered.find(command, end)
         if match is None:
