@@ -8,7 +8,7 @@ import copy
 import os
 import sys
 from collections.abc import Iterator, Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from orcactl.arguments import socket_file
 from orcactl.commands import (
@@ -49,12 +49,14 @@ Without --no-start, a command that needs the daemon starts it when none answers.
 
 
 class UsageError(CommandError):
-    """A command line argparse refused, reported as argparse does: its usage, then the error."""
+    """A command line argparse refused, reported as argparse does: its usage, then the error;
+    `listing` (the commands or actions, one a line with what each does) goes between them."""
 
-    def __init__(self, usage: str, prog: str, message: str) -> None:
+    def __init__(self, usage: str, prog: str, message: str, listing: str = "") -> None:
         super().__init__(message, EXIT_USAGE)
         self.usage = usage
         self.prog = prog
+        self.listing = listing
 
 
 # argparse's message for a required argument (the command, say) that is not given
@@ -69,17 +71,28 @@ class Parser(argparse.ArgumentParser):
     given: list[str] | None = None  # the arguments parsed (--version reads them whole)
 
     def error(self, message: str) -> NoReturn:
-        raise UsageError(self.format_usage(), self.prog, message + self._actions_named(message))
+        choices = self._choices_missing(message)
+        if choices is None:
+            raise UsageError(self.format_usage(), self.prog, message)
+        # `orcactl` or `orcactl memory` alone: which commands there are, as git lists its
+        # own, since the usage line shows only `COMMAND ...`
+        named = f"{message} (one of: {', '.join(choices.choices)})"
+        raise UsageError(self.format_usage(), self.prog, named, self._listing(choices))
 
-    def _actions_named(self, message: str) -> str:
-        """For `orcactl memory` without its action: which actions there are, since the usage
-        line shows only `ACTION ...` (the whole list of commands is `orcactl --help`'s)."""
-        if message != f"{REQUIRED_MISSING}: ACTION":
-            return ""
+    def _choices_missing(self, message: str) -> argparse._SubParsersAction[Any] | None:
+        """The commands (or a command's actions) when `message` says none was given."""
         for action in self._actions:
-            if isinstance(action, argparse._SubParsersAction):
-                return f" (one of: {', '.join(action.choices)})"
-        return ""
+            missing = f"{REQUIRED_MISSING}: {action.metavar}"
+            if isinstance(action, argparse._SubParsersAction) and message == missing:
+                return action
+        return None
+
+    def _listing(self, choices: argparse._SubParsersAction[Any]) -> str:
+        formatter = self._get_formatter()
+        formatter.start_section("commands" if self.prog == "orcactl" else "actions")
+        formatter.add_arguments(choices._get_subactions())
+        formatter.end_section()
+        return formatter.format_help() + "\n"
 
     def parse_known_args(  # type: ignore[override]
         self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
@@ -259,7 +272,7 @@ def report_failure(
     script reading stdout gets one either way); returns the exit status."""
     with contextlib.suppress(OutputClosed):  # nobody reads it any more: the status stands
         if isinstance(exc, UsageError):
-            print(f"{exc.usage}{exc.prog}: error: {exc}", file=sys.stderr)
+            print(f"{exc.usage}{exc.listing}{exc.prog}: error: {exc}", file=sys.stderr)
         else:
             print(f"orcactl: {exc}", file=sys.stderr)
         if _json_asked(args, sys.argv[1:] if argv is None else argv):

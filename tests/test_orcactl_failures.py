@@ -281,17 +281,22 @@ def test_an_unknown_option_without_a_command_is_named_not_a_missing_command(
     ],
     ids=" ".join,
 )
-def test_a_line_without_a_command_still_says_a_command_is_required(
+def test_a_line_without_a_command_lists_the_commands(
     capsys: pytest.CaptureFixture[str], argv: list[str]
 ) -> None:
+    # it said only "the following arguments are required: COMMAND", not which there are
     with pytest.raises(SystemExit) as exited:
         main(argv)
     out, err = capsys.readouterr()
     assert exited.value.code == EXIT_USAGE
-    assert "error: the following arguments are required: COMMAND\n" in err
+    assert "error: the following arguments are required: COMMAND (one of: status, ping," in err
+    assert "\ncommands:\n  status " in err  # one a line, with what each does, as --help has
+    assert "\n  integrate  connect an agent" in err
     assert "unrecognized" not in err
     if argv:  # each of them asks for JSON
-        assert json.loads(out)["error"]["message"].endswith("required: COMMAND")
+        message = json.loads(out)["error"]["message"]
+        assert message.startswith("the following arguments are required: COMMAND (one of: ")
+        assert "memory, grants" in message and message.endswith("mcp, integrate)")
 
 
 def test_a_json_word_after_the_options_end_is_text_not_the_option(

@@ -161,8 +161,12 @@ BAD_USAGE = [
     (["forget", "cand_" + "0" * 32, "--project", "a" * 64, "--cwd", "/tmp"], "not allowed with"),
     (["no-such-command"], "invalid choice"),
     # every command's actions are named alike in its usage and its errors, as the README does
-    (["grants"], "orcactl grants: error: the following arguments are required: ACTION"),
-    (["memory"], "orcactl memory: error: the following arguments are required: ACTION"),
+    (["grants"], "orcactl grants: error: the following arguments are required: ACTION (one"),
+    (["memory"], "orcactl memory: error: the following arguments are required: ACTION (one"),
+    # without a command or an action, each is listed with what it does, as --help does
+    ([], "\ncommands:\n  status     show whether orcad runs"),
+    (["service"], "\nactions:\n  install    write the units (or plist) for this user"),
+    (["grants"], "\nactions:\n  list    list grants"),
     # no command given: argparse said only that one was required, not which option was wrong
     (["--bogus"], "orcactl: error: unrecognized arguments: --bogus"),
     (["--no-start", "--bogus"], "orcactl: error: unrecognized arguments: --bogus"),
