@@ -107,6 +107,7 @@ def test_status_when_not_running_exits_3_and_starts_nothing(orca_env: OrcaEnv) -
             "parses": None,
             "error": None,
             "unknown_keys": None,
+            "likely_meant": None,
             "changed_since_start": None,
         },
         "agent_hook_problems": [],  # there whether or not a hook recorded one

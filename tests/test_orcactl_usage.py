@@ -806,6 +806,7 @@ def test_status_shows_the_config_file_as_it_is_now(
         "parses": True,
         "error": None,
         "unknown_keys": [],
+        "likely_meant": {},
         "changed_since_start": False,
     }
     orca_env.write_config("[extraction]\nworkers = 2\n")
@@ -866,10 +867,34 @@ def test_status_names_a_misspelt_key_written_while_orcad_runs(
     later = time.time() + 5
     os.utime(config, (later, later))
     shown = orcactl(orca_env, "status").stdout
-    assert f"Config: {config} (parses, with unknown keys nothing reads: auto_memroy;" in shown
+    # with the key it likely means, as doctor and orcad's log say it (status did not)
+    assert (
+        f"Config: {config} (parses, with unknown keys nothing reads: auto_memroy; "
+        "auto_memroy: did you mean auto_memory?; changed since orcad started" in shown
+    ), shown
     report = json.loads(orcactl(orca_env, "status", "--json").stdout)
     assert report["config_file"]["unknown_keys"] == ["auto_memroy"]
+    assert report["config_file"]["likely_meant"] == {"auto_memroy": "auto_memory"}
     assert report["unknown_config_keys"] == []  # those of the file orcad read at start
+
+
+def test_status_of_a_stopped_orcad_says_which_key_a_misspelt_one_likely_means(
+    orca_env: OrcaEnv,
+) -> None:
+    orca_env.write_config("auto_memroy = false\ncolour = 'blue'\n[recall]\nembeding = 'none'\n")
+    shown = orcactl(orca_env, "status")
+    assert shown.returncode == 3
+    assert (
+        "(parses, with unknown keys nothing reads: auto_memroy, colour, recall.embeding; "
+        "auto_memroy: did you mean auto_memory?; recall.embeding: did you mean "
+        "recall.embedding?)\n" in shown.stdout
+    ), shown.stdout
+    report = json.loads(orcactl(orca_env, "status", "--json").stdout)["config_file"]
+    assert report["likely_meant"] == {
+        "auto_memroy": "auto_memory",
+        "recall.embeding": "recall.embedding",
+    }
+    assert not orca_env.socket.exists()  # status never starts orcad
 
 
 def test_status_does_not_ask_for_a_restart_that_an_auto_memory_edit_does_not_need(

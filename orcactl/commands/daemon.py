@@ -13,6 +13,7 @@ import msgspec
 from orcactl.arguments import ignores_global_options
 from orcactl.commands.doctor_daemon import served_elsewhere
 from orcactl.commands.doctor_faults import EXTRACTION_FIX
+from orcactl.commands.doctor_files import likely_meant_keys, spelling_hints
 from orcactl.connect import (
     EXIT_NOT_RUNNING,
     EXIT_OK,
@@ -86,6 +87,7 @@ def config_report(
     report: dict[str, Any] = {"path": str(path), "exists": _config_exists(path), "parses": None}
     report["error"] = None
     report["unknown_keys"] = None  # of the file as it is now, when it parses
+    report["likely_meant"] = None  # those of them close to a known key, with that key
     report["changed_since_start"] = None
     if started_at is not None and started_with_file is not None:
         # removed since (orcad still runs with what it read), or made since: changed whatever
@@ -99,6 +101,7 @@ def config_report(
         return report
     try:
         report["unknown_keys"] = load_config(path).unknown_keys
+        report["likely_meant"] = likely_meant_keys(report["unknown_keys"])
         report["parses"] = True
     except StartupError as exc:
         report.update(parses=False, error=str(exc))
@@ -146,6 +149,8 @@ def describe_config(report: dict[str, Any]) -> str:
         # a misspelt key added while orcad runs (`auto_memroy = false`) is read by nothing,
         # and orcad's own list of unknown keys is of the file it read at start
         parses += f", with unknown keys nothing reads: {', '.join(report['unknown_keys'])}"
+        if hints := spelling_hints(report["unknown_keys"]):
+            parses += f"; {hints}"
     if report["changed_since_start"]:
         # orcad reads auto_memory and trusted_projects again at each session open; it takes
         # every other key once, at start

@@ -319,8 +319,7 @@ def check_config(paths: Paths) -> tuple[list[Finding], Config | None]:
         return [Finding("config", "ok", f"no {paths.config_file}; defaults apply")], loaded.config
     if loaded.unknown_keys:
         keys = ", ".join(loaded.unknown_keys)
-        meant = [(key, likely_meant(key)) for key in loaded.unknown_keys]
-        spelt = "; ".join(f"{key}: did you mean {known}?" for key, known in meant if known)
+        spelt = spelling_hints(loaded.unknown_keys)
         return [
             Finding(
                 "config",
@@ -334,6 +333,19 @@ def check_config(paths: Paths) -> tuple[list[Finding], Config | None]:
     if unused := unused_sections(loaded.config):
         detail += f"; {', '.join(unused)}"
     return [Finding("config", "ok", detail)], loaded.config
+
+
+def likely_meant_keys(unknown_keys: list[str]) -> dict[str, str]:
+    """Each unknown key that is close to a known one, with that key (doctor, status and
+    orcad's log suggest the same)."""
+    return {key: known for key in unknown_keys if (known := likely_meant(key)) is not None}
+
+
+def spelling_hints(unknown_keys: list[str]) -> str:
+    """`auto_memroy: did you mean auto_memory?; ...`, or "" when no key is close to a known
+    one."""
+    meant = likely_meant_keys(unknown_keys)
+    return "; ".join(f"{key}: did you mean {known}?" for key, known in meant.items())
 
 
 def unused_sections(config: Config) -> list[str]:
