@@ -25,7 +25,7 @@ from orcad.paths import SOCKET_PATH_MAX_BYTES
 from orcad.providers.command import CommandProvider
 from protocol.client import Client
 from tests.harness import OrcaEnv
-from tests.hook_helpers import ORCACTL
+from tests.hook_helpers import ORCACTL, run_hook
 
 pytestmark = pytest.mark.daemon
 
@@ -349,15 +349,8 @@ def test_doctor_does_not_send_a_file_that_does_not_parse_to_integrate(orca_env: 
 def test_doctor_says_what_a_hook_problem_cost_by_its_kind(orca_env: OrcaEnv) -> None:
     """A hook given input it could not read was reported as one that "could not reach orcad
     gave the agent no memory for that prompt": orcad was never asked."""
-    hook = subprocess.run(
-        [ORCACTL, "hook", "codex", "Stop"],
-        input="not json",
-        capture_output=True,
-        text=True,
-        env=orca_env.env,
-        timeout=60,
-    )
-    assert hook.returncode == 1 and "not JSON" in hook.stderr
+    hook = run_hook(orca_env, "codex", "Stop", "not json")
+    assert hook.status == 1 and "not JSON" in hook.stderr
     run = _doctor(orca_env, "--json")
     [finding] = [f for f in json.loads(run.stdout)["findings"] if f["check"] == "hooks"]
     assert finding["status"] == "problem" and "bad_input" not in finding["fix"]
@@ -368,14 +361,7 @@ def test_doctor_says_what_a_hook_problem_cost_by_its_kind(orca_env: OrcaEnv) -> 
 def test_doctor_says_how_to_clear_a_hook_problem_once_fixed(orca_env: OrcaEnv) -> None:
     """doctor kept failing for a day after the cause of a hook problem was fixed, and its fix
     only said "see <file>": it now gives the command that clears the report, which works."""
-    subprocess.run(
-        [ORCACTL, "hook", "codex", "Stop"],
-        input="not json",
-        capture_output=True,
-        text=True,
-        env=orca_env.env,
-        timeout=60,
-    )
+    run_hook(orca_env, "codex", "Stop", "not json")
 
     def doctor() -> tuple[int, list[dict[str, Any]]]:
         run = _doctor(orca_env, "--json")
@@ -408,14 +394,7 @@ def test_doctor_fails_on_hook_problems_only_while_they_keep_happening(orca_env: 
     [past] = hooks()
     assert past["status"] == "ok", past
     assert "1 agent hook problem(s) in the last day, none in the last 15 minutes" in past["detail"]
-    subprocess.run(
-        [ORCACTL, "hook", "codex", "Stop"],
-        input="not json",
-        capture_output=True,
-        text=True,
-        env=orca_env.env,
-        timeout=60,
-    )
+    run_hook(orca_env, "codex", "Stop", "not json")
     [again] = hooks()
     assert again["status"] == "problem", again
     assert "1 agent hook problem(s) in the last 15 minutes (2 in the last day)" in again["detail"]

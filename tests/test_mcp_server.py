@@ -1873,6 +1873,18 @@ def _kept_whole(message: dict[str, Any]) -> bool:
     )
 
 
+def _answerable_id(message: dict[str, Any]) -> bool:
+    """Whether the message's id is one JSON-RPC lets a server answer to (a string that is
+    Unicode, or an integer of at most 18 digits), kept whole by the scanner."""
+    expected = message.get("id")
+    allowed = (
+        not re.search("[\ud800-\udfff]", expected)
+        if isinstance(expected, str)
+        else type(expected) is int and abs(expected) < 10**18
+    )
+    return allowed and _kept_whole(message)
+
+
 @given(_MESSAGES, st.integers(min_value=0, max_value=400), st.binary(max_size=4))
 def test_every_line_is_passed_on_refused_or_dropped_and_what_goes_out_is_json(
     message: dict[str, Any], cut: int, noise: bytes
@@ -1908,11 +1920,7 @@ def test_the_id_read_from_the_start_of_a_long_line_is_the_requests_own(
     # and from a whole request, its id when JSON-RPC allows it (a string that is Unicode, or
     # an integer of at most 18 digits)
     expected = message.get("id")
-    allowed = (
-        not re.search("[\ud800-\udfff]", expected)
-        if isinstance(expected, str)
-        else type(expected) is int and abs(expected) < 10**18
-    ) and _kept_whole(message)
+    allowed = _answerable_id(message)
     if cut >= len(whole) and isinstance(message.get("method"), str) and "result" not in message:
         assert found == (expected if allowed else None), whole
 
@@ -2392,11 +2400,7 @@ def test_the_id_read_from_a_long_line_piece_by_piece_is_the_one_a_decoder_reads(
     for piece in (whole[: cuts[0]], whole[cuts[0] : cuts[1]], whole[cuts[1] :]):
         scanner.feed(piece)
     expected = message.get("id")
-    allowed = (
-        not re.search("[\ud800-\udfff]", expected)
-        if isinstance(expected, str)
-        else type(expected) is int and abs(expected) < 10**18
-    ) and _kept_whole(message)
+    allowed = _answerable_id(message)
     request = isinstance(message.get("method"), str) and "result" not in message
     found = scanner.request_id(whole=True)
     assert found == (expected if request and allowed else None), whole

@@ -8,15 +8,9 @@ import time
 import pytest
 
 from orcad.secrets import find_secrets, redact
+from tests.secret_helpers import gone
 
 pytestmark = pytest.mark.pure
-
-
-def _gone(text: str, *values: str) -> str:
-    redacted = redact(text)
-    for value in values:
-        assert value not in redacted, redacted
-    return redacted
 
 
 # ------------------------------------------------------------------------------- HTTPie
@@ -29,7 +23,7 @@ def _gone(text: str, *values: str) -> str:
     ],
 )
 def test_httpies_auth_flag_loses_its_password(text: str) -> None:
-    redacted = _gone(text, "Qm4!zTr8vLw2")
+    redacted = gone(text, "Qm4!zTr8vLw2")
     assert "[REDACTED:password_flag]" in redacted
 
 
@@ -48,7 +42,7 @@ def test_httpies_auth_flag_without_a_password_stays(text: str) -> None:
 # ------------------------------------------------------------- echo user:X | base64
 def test_a_pair_piped_to_base64_and_what_it_printed_are_redacted() -> None:
     text = "$ echo -n 'ci:Hn3!pLq8wZx' | base64\nY2k6SG4zIXBMcTh3Wng=\n"
-    redacted = _gone(text, "Hn3!pLq8wZx", "Y2k6SG4zIXBMcTh3Wng=")
+    redacted = gone(text, "Hn3!pLq8wZx", "Y2k6SG4zIXBMcTh3Wng=")
     assert redacted.startswith("$ echo -n 'ci:[REDACTED:")
 
 
@@ -73,7 +67,7 @@ def test_base64_of_a_variable_or_decoding_stays(text: str) -> None:
     ],
 )
 def test_ipmitool_and_snmp_passphrase_flags_lose_their_values(text: str) -> None:
-    _gone(text, "Zm1R%Ty02")
+    gone(text, "Zm1R%Ty02")
 
 
 @pytest.mark.parametrize(
@@ -107,7 +101,7 @@ def test_a_pair_of_placeholder_names_piped_to_base64_stays(text: str) -> None:
 
 
 def test_a_password_written_with_dashes_is_redacted_though_it_names_one() -> None:
-    _gone("echo -n 'ci:super-secret-password' | base64", "super-secret-password")
+    gone("echo -n 'ci:super-secret-password' | base64", "super-secret-password")
 
 
 # ------------------------------------------------------------- a key file printed

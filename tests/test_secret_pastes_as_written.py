@@ -9,15 +9,9 @@ from __future__ import annotations
 import pytest
 
 from orcad.secrets import find_secrets, redact
+from tests.secret_helpers import gone
 
 pytestmark = pytest.mark.pure
-
-
-def _gone(text: str, *values: str) -> str:
-    redacted = redact(text)
-    for value in values:
-        assert value not in redacted, redacted
-    return redacted
 
 
 # ------------------------------------------------------------------ "use X to log into"
@@ -29,7 +23,7 @@ def _gone(text: str, *values: str) -> str:
     ],
 )
 def test_a_password_used_to_log_into_something_is_redacted(text: str) -> None:
-    _gone(text, "Bw5^0mhn45Pq", "Vx8#pLm2qR")
+    gone(text, "Bw5^0mhn45Pq", "Vx8#pLm2qR")
 
 
 def test_a_way_of_logging_into_something_stays() -> None:
@@ -41,9 +35,9 @@ def test_a_way_of_logging_into_something_stays() -> None:
 def test_a_listed_recovery_code_with_no_digit_goes_with_the_others() -> None:
     codes = ["a41fe-0c2d9", "77b0e-d31aa", "bcdfe-acbde", "5e2c1-9ab04"]
     text = "GitHub recovery codes\n" + "\n".join(codes) + "\n"
-    _gone(text, *codes)
+    gone(text, *codes)
     # the first listed too, once a code of its shape follows it
-    _gone("recovery codes:\n" + "\n".join(codes[2:]), "bcdfe-acbde", "5e2c1-9ab04")
+    gone("recovery codes:\n" + "\n".join(codes[2:]), "bcdfe-acbde", "5e2c1-9ab04")
 
 
 @pytest.mark.parametrize(
@@ -69,7 +63,7 @@ def test_words_after_recovery_codes_stay(text: str) -> None:
     ],
 )
 def test_a_russian_password_after_what_it_is_for_is_redacted(text: str, password: str) -> None:
-    _gone(text, password)
+    gone(text, password)
 
 
 @pytest.mark.parametrize(
@@ -132,7 +126,7 @@ def test_the_arn_of_a_stored_secret_stays(text: str) -> None:
     ],
 )
 def test_a_credential_given_to_a_setter_after_its_name_is_redacted(text: str) -> None:
-    _gone(text, "Rk7!vQm2pLx9", "q8ZrT3vLm2Xy7PbN4cJ5dHa9sKe1")
+    gone(text, "Rk7!vQm2pLx9", "q8ZrT3vLm2Xy7PbN4cJ5dHa9sKe1")
 
 
 @pytest.mark.parametrize(
@@ -160,7 +154,7 @@ def test_a_setter_given_no_credential_stays(text: str) -> None:
     ],
 )
 def test_an_xml_credential_named_by_an_attribute_is_redacted(text: str) -> None:
-    _gone(text, "Rk7!vQm2pLx9", "q8ZrT3vLm2Xy7PbN4cJ5dHa9sKe1")
+    gone(text, "Rk7!vQm2pLx9", "q8ZrT3vLm2Xy7PbN4cJ5dHa9sKe1")
 
 
 @pytest.mark.parametrize(
@@ -189,7 +183,7 @@ def test_a_credential_read_by_an_expression_stays(text: str) -> None:
 
 
 def test_a_password_holding_an_expressions_marks_is_redacted() -> None:
-    _gone("<password>Xk9#{mQ2}vL7</password>", "Xk9#{mQ2}vL7")
+    gone("<password>Xk9#{mQ2}vL7</password>", "Xk9#{mQ2}vL7")
 
 
 # ------------------------------------------------------------ presigned URLs, keys
@@ -211,7 +205,7 @@ def test_a_password_holding_an_expressions_marks_is_redacted() -> None:
     ],
 )
 def test_a_presigned_urls_signature_and_named_keys_are_redacted(text: str, value: str) -> None:
-    _gone(text, value)
+    gone(text, value)
 
 
 def test_a_signature_parameter_in_prose_stays() -> None:
