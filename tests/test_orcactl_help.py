@@ -201,3 +201,16 @@ def test_a_command_without_its_action_names_the_actions(argv: list[str], actions
     with pytest.raises(UsageError) as refused:
         build_parser().parse_args(argv)
     assert str(refused.value).endswith(f"required: ACTION (one of: {actions})")
+
+
+def test_a_command_whose_help_names_its_actions_names_every_one() -> None:
+    # `memory` said "(search, list, save, update, forget)": approve was left out
+    parser = build_parser()
+    [commands] = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    for choice in commands._get_subactions():
+        group = commands.choices[choice.dest]
+        named = re.search(r"\(([a-z]+(?:, [a-z]+)+)\)", choice.help or "")
+        actions = [a for a in group._actions if isinstance(a, argparse._SubParsersAction)]
+        words = named.group(1).split(", ") if named else []
+        if actions and set(words) & set(actions[0].choices):  # a list of its actions
+            assert words == list(actions[0].choices), choice.help

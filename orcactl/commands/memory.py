@@ -48,7 +48,7 @@ CONTENT = text_of_at_most(MEMORY_CONTENT_MAX_CHARS)
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     memory = subparsers.add_parser(
-        "memory", help="deliberate memory records (search, list, save, update, forget)"
+        "memory", help="deliberate memory records (search, list, save, update, forget, approve)"
     )
     commands = memory.add_subparsers(dest="memory_command", metavar="ACTION", required=True)
 
