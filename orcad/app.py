@@ -320,25 +320,44 @@ class Daemon:
         await trio.to_thread.run_sync(self.recover_state_db, reported, opened)
 
     def recover_state_db(self, reported: str, opened: tuple[int, int] | None = None) -> None:
-        """SQLite reported the state database damaged while running (blocking): check it, and
-        replace it if it is; a second report of the same damage finds it replaced already.
+        """SQLite reported an I/O error or damage on a connection to the state database while
+        running (blocking): every connection to it is closed first, so that the check sees the
+        file as a new connection does (see may_be_a_stale_view), and it is replaced if damaged;
+        a second report of the same fault finds it replaced already.
 
-        `opened`, the file the reporting connection had open: when it is still the one at the
-        path, it is replaced even if a new connection finds it sound. The file then changed
-        under the connection (emptied or written over in place), and what that connection
-        held is lost; kept, every call on it would fail the same way until a restart, which
-        would then hand out epochs from nothing."""
-        with self._state_db_lock:
+        Found sound, the file changed under the connections (its WAL cut short, written over in
+        place): it is kept, opened again, with its epochs raised, since what changed may have
+        taken the last epochs handed out. Kept as it was, every call would fail the same way
+        until a restart, which would then hand out epochs from the older state.
+        `opened`: the file the reporting connection had open (None: not known)."""
+        with self._state_db_lock, self.sessions.replacing():
+            if opened is not None and self.sessions.file_identity() != opened:
+                return  # replaced since that connection was opened
+            for drop_connection in self.state_db_users:
+                drop_connection()
             problem, checked = self._checked_state_db()
-            still_open = opened is not None and self.sessions.file_identity() == opened
-            if problem is None and checked and still_open:
-                problem = (
-                    f"{reported}, while a new connection finds it sound: it was emptied or "
-                    "written over while orcad had it open"
-                )
             if problem is not None:
-                with self.sessions.replacing():
-                    self.recreate_state_db(problem)
+                self.recreate_state_db(problem)
+            elif checked and not self.sessions.file_replaced():
+                self._raise_epochs_of_reopened(reported)
+
+    def _raise_epochs_of_reopened(self, reported: str) -> None:
+        path = self.paths.state_db
+        try:
+            start_epochs_above(path, int(self.clock.now()))
+        except (OSError, sqlite3.Error) as exc:  # the next call that fails tries again
+            error = storage_error_of(exc, str(path))
+            self.record_error("storage", error.message if error else f"{path}: {exc}")
+            return
+        log.warning("state_db.reopened", path=str(path), error=reported)
+        self.record_error(
+            "database_reopened",
+            f"{path}: {reported} on the connections orcad had open, while a new connection "
+            "finds it sound: its -wal was cut short or its -shm written over while orcad ran "
+            "(a copy or restore of those files). It was opened again and kept; changes in the "
+            "part cut off are lost, and sessions open at epochs above the time now, so a "
+            "process holding an earlier one stays fenced",
+        )
 
     def recreate_state_db(self, problem: str) -> None:
         """Move the damaged state database aside (blocking, under the state database lock);

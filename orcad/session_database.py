@@ -36,7 +36,7 @@ from orcad.clock import Clock
 from orcad.errors import StorageError
 from orcad.session_snapshot import Session, _session_decoder
 from orcad.sqlite_worker import SQLiteWorker, connect_private
-from orcad.storage_faults import is_corruption
+from orcad.storage_faults import may_be_a_stale_view
 
 log = structlog.get_logger("orcad.sessions")
 
@@ -200,8 +200,9 @@ class SessionDatabase:
         self._last_use_due = trio.Event()  # a stored time trails its last call: write it
         # while count_open_rows runs: the sessions closed or pruned meanwhile (not to count)
         self._ended_while_counting: set[str] | None = None
-        # Replaces a damaged database (the daemon sets it), told what SQLite said and which
-        # file the connection that said it had open; the call is then run once more.
+        # Opens the database again after an I/O error or damage SQLite reported, replacing it if
+        # damaged (the daemon sets it), told what SQLite said and which file the connection that
+        # said it had open; the call is then run once more.
         self.on_corrupt: Callable[[str, tuple[int, int] | None], Awaitable[None]] | None = None
         # Told, before the call that found it, that the file open is no longer the one at the
         # path (deleted, or another put in its place); the daemon sets it.
@@ -286,7 +287,7 @@ class SessionDatabase:
                 raise
             await self.on_replaced()
         except sqlite3.DatabaseError as exc:
-            if not is_corruption(exc) or self.on_corrupt is None:
+            if not may_be_a_stale_view(exc) or self.on_corrupt is None:
                 raise
             await self.on_corrupt(str(exc), self._opened_file)
         return await self._db.run(work)

@@ -55,6 +55,10 @@ class SQLiteWorker:
                 self._connection = self._connect()
             return work(self._connection)
 
+    async def reopen(self) -> None:
+        """Close the connection, off the event loop; the next call opens a new one."""
+        await run_sync_now(self.close, self._limiter)
+
     def close(self) -> None:
         with self._thread_lock:
             if self._connection is not None:

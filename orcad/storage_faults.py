@@ -148,6 +148,14 @@ def is_corruption(exc: BaseException) -> bool:
     return fault_reason(exc) == "corrupt"
 
 
+def may_be_a_stale_view(exc: BaseException) -> bool:
+    """Whether `exc` is an I/O error or damage SQLite reported, as a connection open while the
+    database's -wal was cut short or its -shm written over reports them on every call: what it
+    knows of the WAL (kept in the -shm, shared by the process's connections to the file) names
+    frames that are gone. Once every such connection is closed, a new one may find it sound."""
+    return isinstance(exc, sqlite3.Error) and fault_reason(exc) in ("io_error", "corrupt")
+
+
 def storage_error_of(exc: BaseException, where: str = "") -> StorageError | None:
     """A StorageError saying what happened and what to do, or None for anything else. `where`
     names the file, a database's when the failure is SQLite's."""

@@ -48,6 +48,8 @@ DAEMON_FAULT_FIXES = {
     "file system); the daemon retries by itself",
     "state_db_damaged": "free space or fix permissions under the memory root, then restart orcad",
     "memory_db_corrupt": "see the databases check for the repair steps",
+    "database_reopened": "leave a database's -wal and -shm alone while orcad runs (stop orcad "
+    "before restoring or copying them); orcad serves on, from what the file holds now",
     "background_crashed": "a bug: the task was restarted; please report it with the daemon log "
     "(journalctl --user -u orcad)",
     "background_stopped": "a bug: the task was restarted; please report it with the daemon log "

@@ -29,6 +29,7 @@ def install(host: Host) -> DeliberateMemory:
     is left for the composition root to connect (to recall's snapshots)."""
     store = DeliberateStore(host.paths.deliberate_db)
     store.on_damage = lambda message: _report_damage(host, message)
+    store.on_reopened = lambda message: host.record_error("database_reopened", message)
     try:
         store.open_blocking()
     except Exception as exc:  # memory.* then answer -32017; the daemon serves everything else

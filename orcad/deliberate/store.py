@@ -15,6 +15,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
+import structlog
+
 from orcad.deliberate.corrections import link_written
 from orcad.deliberate.queries import (
     StoredRecord,
@@ -47,8 +49,11 @@ from orcad.storage_faults import (
     fault_reason,
     fault_text,
     is_corruption,
+    may_be_a_stale_view,
 )
 from protocol.types import RecordKind
+
+log = structlog.get_logger("orcad.deliberate")
 
 T = TypeVar("T")
 
@@ -69,6 +74,8 @@ class DeliberateStore:
         self._files_secured_after_write = False
         self.damage: str | None = None  # what quick_check found wrong, until a restart
         self.on_damage: Callable[[str], None] | None = None  # told once, with the message
+        # told when the connection was opened again after an I/O error or damage, with why
+        self.on_reopened: Callable[[str], None] | None = None
 
     def _open(self) -> sqlite3.Connection:
         if self._emptied:
@@ -213,7 +220,7 @@ class DeliberateStore:
         if writes and self.damage is not None:
             raise StorageError(self._damage_message(), reason="corrupt", path=str(self.path))
         try:
-            result = await self._db.run(work)
+            result = await self._run_reopening(work, again=not writes)
         except (sqlite3.Error, OSError) as exc:
             if is_corruption(exc):
                 try:
@@ -228,13 +235,58 @@ class DeliberateStore:
             self._files_secured_after_write = True
         return result
 
+    async def _run_reopening(self, work: Callable[[sqlite3.Connection], T], *, again: bool) -> T:
+        """`work`; after an I/O error or damage, on a new connection (see may_be_a_stale_view)
+        made once more when `again`. A write is not made again: its commit may have reached
+        the file before the error, and the next call has the new connection anyway."""
+        try:
+            return await self._db.run(work)
+        except sqlite3.Error as exc:
+            if not self._may_be_stale(exc):
+                raise
+            await self._db.reopen()
+            self._note_reopened(exc)
+            if not again:
+                raise
+        return await self._db.run(work)
+
+    def _run_reopening_blocking(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """`_run_reopening` of a read, from a thread off the event loop."""
+        try:
+            return self._db.run_blocking(work)
+        except sqlite3.Error as exc:
+            if not self._may_be_stale(exc):
+                raise
+            self._db.close()
+            self._note_reopened(exc)
+        return self._db.run_blocking(work)
+
+    def _may_be_stale(self, exc: sqlite3.Error) -> bool:
+        # a -wal or -shm that is no regular file fails the same way, and is named instead:
+        # closing the connection would remove a -wal FIFO, and with it what to name
+        return may_be_a_stale_view(exc) and irregular_sibling(self.path) is None
+
+    def _note_reopened(self, exc: sqlite3.Error) -> None:
+        error = fault_text(exc)
+        log.warning("memory_db.reopened", path=str(self.path), error=error)
+        if self.on_reopened is not None:
+            self.on_reopened(
+                f"memory database {self.path}: {error} on the connection orcad had open; it was "
+                "opened again. Once a new connection finds it sound, its -wal was cut short or "
+                "its -shm written over while orcad ran (a copy or restore of those files): "
+                "changes in the part cut off are lost. Leave the -wal and -shm alone while "
+                "orcad runs"
+            )
+
     async def search(self, workspace_id: str, text: str, limit: int) -> list[StoredRecord]:
         return await self._run(lambda c: search_records(c, workspace_id, text, limit))
 
     def search_blocking(self, workspace_id: str, text: str, limit: int) -> list[StoredRecord]:
         """`search` for a caller already in a worker thread (recall joins it to its own work)."""
         try:
-            return self._db.run_blocking(lambda c: search_records(c, workspace_id, text, limit))
+            return self._run_reopening_blocking(
+                lambda c: search_records(c, workspace_id, text, limit)
+            )
         except (sqlite3.Error, OSError) as exc:
             if is_corruption(exc):
                 self._note_damage(self._check_blocking() or fault_text(exc))
@@ -243,7 +295,7 @@ class DeliberateStore:
     def query_blocking(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """Run `work(connection)` from a worker thread (recall's vector search and backfill)."""
         try:
-            return self._db.run_blocking(work)
+            return self._run_reopening_blocking(work)
         except (sqlite3.Error, OSError) as exc:
             if is_corruption(exc):
                 self._note_damage(self._check_blocking() or fault_text(exc))

@@ -49,7 +49,7 @@ from orcad.recall.snapshot_table import (
     owed_marker,
 )
 from orcad.sqlite_worker import SQLiteWorker, connect_private, without_waiting
-from orcad.storage_faults import is_corruption
+from orcad.storage_faults import may_be_a_stale_view
 from protocol.types import RecallResult
 
 log = structlog.get_logger("orcad.recall.snapshots")
@@ -220,7 +220,7 @@ class SnapshotStore:
                 return None
             stored = await self._db.run(lambda connection: _load_result(connection, key))
         except sqlite3.DatabaseError as exc:
-            if not is_corruption(exc) or self.on_corrupt is None:
+            if not may_be_a_stale_view(exc) or self.on_corrupt is None:
                 raise
             await self.on_corrupt(str(exc))  # a lost snapshot: this turn gets a fresh recall
             return None
@@ -271,7 +271,7 @@ class SnapshotStore:
                 await self._db.run(lambda connection: _store(connection, rows, capacity))
         except sqlite3.Error as exc:
             log.warning("recall.snapshot_write_failed", error=str(exc), snapshots=len(rows))
-            if is_corruption(exc) and self.on_corrupt is not None:
+            if may_be_a_stale_view(exc) and self.on_corrupt is not None:
                 with trio.CancelScope(shield=True):
                     await self.on_corrupt(str(exc))
             elif self.on_write_failed is not None:
@@ -322,7 +322,7 @@ class SnapshotStore:
                 )
             except sqlite3.Error as exc:
                 log.warning("recall.snapshot_check_failed", error=str(exc))
-                if is_corruption(exc) and self.on_corrupt is not None:
+                if may_be_a_stale_view(exc) and self.on_corrupt is not None:
                     with trio.CancelScope(shield=True):
                         await self.on_corrupt(str(exc))
         if gone is None:  # no database to say whose sessions they are: a snapshot is a cache
@@ -381,7 +381,7 @@ class SnapshotStore:
                 log.warning("recall.snapshot_purge_failed", error=str(exc))
             self._owed = wanted
             self._wake_writer.set()
-            if is_corruption(exc) and self.on_corrupt is not None:
+            if may_be_a_stale_view(exc) and self.on_corrupt is not None:
                 with trio.CancelScope(shield=True):
                     await self.on_corrupt(str(exc))
             return []
