@@ -8,10 +8,13 @@ fault is recorded for daemon.status and doctor. Everything else stays an interna
 
 from __future__ import annotations
 
+import array
 import errno
+import fcntl
 import os
 import resource
 import sqlite3
+import sys
 from typing import Literal
 
 from orcad.errors import StorageError
@@ -127,6 +130,8 @@ def database_fault_reason(exc: BaseException, database: str) -> FaultReason | No
     reason = fault_reason(exc)
     if reason in ("io_error", "disk_full") and _at_file_size_limit(database):
         return "file_too_large"
+    if reason == "io_error" and _marked_unwritable(database):
+        return "permission_denied"
     return reason
 
 
@@ -144,16 +149,52 @@ def _at_file_size_limit(database: str) -> bool:
     return False
 
 
+# Linux's FS_IOC_GETFLAGS, and its immutable and append-only flags (chattr +i, +a)
+_GET_FLAGS = 0x80086601
+_UNWRITABLE_FLAGS = 0x10 | 0x20
+
+
+def _marked_unwritable(database: str) -> bool:
+    """Whether the database, its journal or its WAL is immutable or append-only: SQLite keeps
+    the errno (EPERM) of a write refused on a file it has open to itself and reports an I/O
+    error, which sends the user to the disk."""
+    if not sys.platform.startswith("linux"):
+        return False
+    for path in (database, f"{database}-wal", f"{database}-journal"):
+        try:
+            descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+        except OSError:
+            continue
+        try:
+            flags = array.array("i", [0])
+            fcntl.ioctl(descriptor, _GET_FLAGS, flags, True)
+        except OSError:  # a file system without such flags
+            continue
+        finally:
+            os.close(descriptor)
+        if flags[0] & _UNWRITABLE_FLAGS:
+            return True
+    return False
+
+
 def is_corruption(exc: BaseException) -> bool:
     return fault_reason(exc) == "corrupt"
 
 
+# SQLITE_IOERR_SHORT_READ: a read past the end of a file, as of a WAL frame that was cut off.
+_SHORT_READ = 522
+
+
 def may_be_a_stale_view(exc: BaseException) -> bool:
-    """Whether `exc` is an I/O error or damage SQLite reported, as a connection open while the
+    """Whether `exc` is a short read or damage SQLite reported, as a connection open while the
     database's -wal was cut short or its -shm written over reports them on every call: what it
     knows of the WAL (kept in the -shm, shared by the process's connections to the file) names
-    frames that are gone. Once every such connection is closed, a new one may find it sound."""
-    return isinstance(exc, sqlite3.Error) and fault_reason(exc) in ("io_error", "corrupt")
+    frames that are gone. Once every such connection is closed, a new one may find it sound.
+    A write the disk or a permission refused is not one: a new connection would not help, and
+    may not even open (an immutable file), where the old one still reads."""
+    if not isinstance(exc, sqlite3.Error):
+        return False
+    return getattr(exc, "sqlite_errorcode", None) == _SHORT_READ or fault_reason(exc) == "corrupt"
 
 
 def storage_error_of(exc: BaseException, where: str = "") -> StorageError | None:

@@ -9,6 +9,7 @@ opened once every one of them is closed finds the file sound, as of its last who
 from __future__ import annotations
 
 import sqlite3
+import subprocess
 import time
 from pathlib import Path
 
@@ -18,7 +19,7 @@ import trio
 from orcad.deliberate.queries import StoredRecord, new_record_id
 from orcad.deliberate.store import DeliberateStore
 from tests.harness import DaemonProcess, OrcaEnv
-from tests.test_faults import doctor, problems, recent, start, workdir
+from tests.test_faults import doctor, problems, recent, remote_error, start, workdir
 from tests.test_state_db_lost import assert_fenced_after_a_restart
 
 pytestmark = pytest.mark.crash
@@ -118,3 +119,33 @@ def test_a_state_database_whose_wal_was_cut_short_is_opened_again_and_keeps_epoc
     assert any("database_reopened" in f["detail"] for f in problems(findings, "daemon"))
     assert "Traceback" not in daemon.stderr()
     assert_fenced_after_a_restart(daemon, cwd, held)
+
+
+def test_a_write_refused_by_an_immutable_file_does_not_reopen_and_searches_keep_answering(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    # `chattr +i memory.sqlite3 memory.sqlite3-wal`: the open connection still reads, a new
+    # one cannot even open the file; reopening after the refused write failed every search
+    cwd = workdir(tmp_path)
+    daemon = start(orca_env, daemon_factory, "[extraction]\nworkers = 0\n")
+    session = daemon.call("session.open", {"cwd": cwd, "mode": "yolo"})
+    ids = {"session_id": session.session_id, "epoch": session.epoch}
+    save = {**ids, "action": "save", "kind": "fact", "is_global": False}
+    daemon.call("memory.manage", {**save, "content": "the staging database is rebuilt nightly"})
+    files = [str(orca_env.deliberate_db), f"{orca_env.deliberate_db}-wal"]
+    if subprocess.run(["chattr", "+i", *files], capture_output=True, check=False).returncode:
+        pytest.skip("this file system (or user) cannot make a file immutable")
+    try:
+        refused = remote_error(daemon, "memory.manage", {**save, "content": "deploys on Fridays"})
+        assert refused.code == -32017, refused
+        # not "disk I/O error; check it (dmesg)": SQLite keeps the EPERM to itself
+        assert refused.data.get("reason") == "permission_denied", refused
+        assert "chattr -i" in refused.error.message, refused.error.message
+        found = daemon.call("memory.search", {**ids, "query": "staging database nightly"})
+        assert [r.content for r in found.records] == ["the staging database is rebuilt nightly"]
+    finally:
+        subprocess.run(["chattr", "-i", *files], check=True)
+    assert daemon.call("memory.manage", {**save, "content": "deploys on Fridays"}).outcome == (
+        "applied"
+    )
+    assert recent(daemon, "database_reopened") == []

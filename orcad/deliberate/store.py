@@ -206,7 +206,9 @@ class DeliberateStore:
             # fenced, or a read that met the damage: say what is wrong and how to repair it
             return StorageError(self._damage_message(), reason="corrupt", path=str(self.path))
         reason = database_fault_reason(exc, str(self.path))
-        if reason == "file_too_large":  # what to do, which SQLite's error does not lead to
+        if reason is not None and reason != fault_reason(exc):
+            # a file size limit or an immutable file behind SQLite's I/O error: what to do,
+            # which SQLite's error does not lead to
             return StorageError(
                 f"memory database {self.path}: {exc}; {advice(reason)}", reason=reason
             )
