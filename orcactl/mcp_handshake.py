@@ -180,11 +180,17 @@ def load_answers(key: str) -> Answers:
         if not all(isinstance(results[method], dict) for method in results):
             continue
         acknowledgements = results.get(STATELESS_PASSED_OVER, {})
-        if not all(isinstance(params, dict) for params in acknowledgements.values()):
+        if not all(_acknowledgement(params) for params in acknowledgements.values()):
             continue
         if _fits(results):
             answers[version] = results
     return answers
+
+
+def _acknowledgement(params: object) -> bool:
+    """Whether a recorded acknowledgement's params can make its line (acknowledgement_line
+    adds the subscription's id to their `_meta`, which must then be an object)."""
+    return isinstance(params, dict) and isinstance(params.get("_meta", {}), dict)
 
 
 def _fits(results: dict[str, Any]) -> bool:

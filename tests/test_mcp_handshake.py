@@ -467,6 +467,16 @@ def test_the_cache_is_read_back_only_under_its_key(cache_home: Path) -> None:
                 "versions": {VERSION: {**KNOWN[VERSION], "subscriptions/listen": {}}},
             }
         ).encode(),
+        # an acknowledgement whose _meta is no object, which no acknowledgement is sent with
+        json.dumps(
+            {
+                "format": CACHE_FORMAT,
+                "key": "k",
+                "versions": {
+                    STATELESS: {**STATELESS_ANSWERS, "subscriptions/listen": {"{}": {"_meta": "x"}}}
+                },
+            }
+        ).encode(),
         # a lone surrogate, which no answer line can carry
         b'{"format": 1, "key": "k", "versions": {"v": {"initialize": {"x": "\\ud800"}, '
         b'"tools/list": {}}}}',
