@@ -27,7 +27,7 @@ from orcactl.agent_files import (
 )
 from orcactl.arguments import current_directory, utf8_path
 from orcactl.codex_projects import ProjectTrust, project_trust
-from orcactl.commands.doctor_faults import UNMET_FAULT_EXPIRY_S, Finding
+from orcactl.commands.doctor_faults import UNMET_FAULT_EXPIRY_S, Finding, met_lately
 from orcactl.connect import EXIT_OK, EXIT_USAGE, CommandError, print_json
 from orcactl.hooks.failures import failures_path, recent_failures
 from orcactl.mcp_handshake import warm_up
@@ -565,14 +565,13 @@ def _project_findings(env: dict[str, str]) -> list[Finding]:
 
 
 def _hook_problem_findings(failures: list[dict[str, Any]], now: float) -> list[Finding]:
-    """The hook problems of the last day. Only those of the last UNMET_FAULT_EXPIRY_S fail: a
+    """The hook problems of the last day. Only those met lately (met_lately) fail: a
     hook records its problem each time it meets it, so one that still happens is recent, and
     one hooks no longer meet (a daemon slow under a burst of hooks) is history, as doctor
     judges the daemon's recorded faults naming no file."""
     if not failures:
         return []
-    cutoff = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now - UNMET_FAULT_EXPIRY_S))
-    recent = [failure for failure in failures if str(failure.get("at", "")) >= cutoff]
+    recent = [failure for failure in failures if met_lately(failure.get("at"), now)]
     minutes = round(UNMET_FAULT_EXPIRY_S / 60)
     last = (recent or failures)[-1]
     said = (

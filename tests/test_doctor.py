@@ -1442,3 +1442,19 @@ def test_a_fault_naming_no_file_stops_failing_doctor_once_not_met_for_a_while() 
     # a time in no form doctor reads is taken as now
     odd = judge_daemon_errors([RecentError(at="yesterday", kind="connection", message=connection)])
     assert [f.status for f in odd] == ["problem"], odd
+
+
+def test_a_fault_recorded_before_the_clock_was_set_back_stops_failing_doctor() -> None:
+    # a fault stamped ahead of now was met before the wall clock was set back, and not since
+    # (orcad would have stamped it anew with the clock as it is): it must not fail doctor for
+    # as long as the clock was off, while a clock a few minutes off is taken as it is
+    from orcactl.commands.doctor_faults import UNMET_FAULT_EXPIRY_S, judge_daemon_errors
+    from orcad.clock import format_time
+    from protocol.types import RecentError
+
+    now = 1_800_000_000.0
+    connection = "a connection failed unexpectedly and was closed; the daemon log has the details"
+    for ahead, status in ((60, "problem"), (UNMET_FAULT_EXPIRY_S - 1, "problem"), (86400, "ok")):
+        error = RecentError(at=format_time(now + ahead), kind="connection", message=connection)
+        judged = judge_daemon_errors([error], now=now)
+        assert [f.status for f in judged] == [status], (ahead, judged)

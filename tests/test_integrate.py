@@ -401,6 +401,23 @@ def test_doctor_fails_on_hook_problems_only_while_they_keep_happening(orca_env: 
     assert "not JSON" in again["detail"]
 
 
+def test_a_hook_problem_recorded_before_the_clock_was_set_back_stops_failing_doctor(
+    orca_env: OrcaEnv,
+) -> None:
+    """A problem stamped hours ahead was recorded before the clock was set back, and not met
+    since (a hook records each problem anew with the clock as it is): doctor must not fail on
+    it until the clock has caught up with it."""
+    problems = orca_env.memory_root / "agent-hooks.jsonl"
+    problems.parent.mkdir(parents=True, exist_ok=True)
+    ahead = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 3 * 3600))
+    old = {"agent": "codex", "event": "Stop", "kind": "timeout", "message": "gave up after 5 s"}
+    problems.write_text(json.dumps({"at": ahead, **old}) + "\n")
+    findings = json.loads(_doctor(orca_env, "--json").stdout)["findings"]
+    [hooks] = [f for f in findings if f["check"] == "hooks"]
+    assert hooks["status"] == "ok", hooks
+    assert "none in the last 15 minutes" in hooks["detail"], hooks
+
+
 def test_dry_run_prints_a_diff_and_writes_nothing(orca_env: OrcaEnv) -> None:
     config_dir = orca_env.root / "claude-config"
     run = _integrate(

@@ -300,17 +300,25 @@ UNMET_FAULT_EXPIRY_S = 15 * 60.0
 _ANY_PATH = re.compile(r"(?<![^\s(])/[^\s/]")
 
 
+def met_lately(at: object, now: float) -> bool:
+    """Whether a problem recorded at `at` (RFC 3339) was met in the last UNMET_FAULT_EXPIRY_S.
+    One stamped further ahead of now than that was met before the clock was set back and not
+    since (it would have been stamped anew with the clock as it is), so it is history too,
+    rather than present for as long as the clock was off. A time in no form read counts as
+    now: the problem is shown."""
+    try:
+        then = datetime.fromisoformat(str(at)).timestamp()
+    except (TypeError, ValueError, OverflowError, OSError):
+        return True
+    return abs(now - then) <= UNMET_FAULT_EXPIRY_S
+
+
 def expired_without_path(error: Any, now: float) -> bool:
-    """Whether a recorded fault names no path and was last met over UNMET_FAULT_EXPIRY_S ago
-    (a connection that failed, a crashed task, a part of recall that failed once). A time
-    orcad wrote in no form doctor reads counts as now: the fault is shown."""
+    """Whether a recorded fault names no path and was not met lately (a connection that
+    failed, a crashed task, a part of recall that failed once): see met_lately."""
     if _ANY_PATH.search(error.message):
         return False
-    try:
-        at = datetime.fromisoformat(error.at).timestamp()
-    except (TypeError, ValueError):
-        return False
-    return now - at > UNMET_FAULT_EXPIRY_S
+    return not met_lately(error.at, now)
 
 
 def judge_daemon_errors(
