@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import fcntl
+import io
 import json
 import os
 import re
@@ -44,7 +45,9 @@ from orcactl.mcp_lines import (
     MAX_LINE_BYTES,
     Refused,
     RequestIdScanner,
+    TooLong,
     judge,
+    read_line,
     request_id_at_start,
 )
 from orcactl.mcp_server import DaemonSession
@@ -1217,6 +1220,24 @@ def test_a_line_too_long_to_keep_is_answered_to_the_id_it_holds(
         writer.join(timeout=60)
         assert answer["id"] == request_id and answer["error"]["code"] == -32600, answer
         assert server.call(3, "ping") == {}
+
+
+@pytest.mark.parametrize(
+    "item",
+    [b'"ab"', b'{"a":1}', b'[""]', b'{"path":"src/a.py","line":1}'],
+)
+def test_the_id_after_params_of_many_small_values_on_a_line_too_long_to_keep_is_read(
+    item: bytes,
+) -> None:
+    # a list of many short strings or small objects (paths, tags, records) was followed a
+    # string and a bracket at a time: past a million steps the scanner gave up, and the request
+    # was answered to a null id the client cannot match
+    count = MAX_LINE_BYTES // len(item) + 1
+    line = (
+        b'{"jsonrpc":"2.0","method":"tools/call","params":{"name":"remember","arguments":'
+        b'{"items":[' + b",".join([item] * count) + b']}},"id":7}\n'
+    )
+    assert read_line(io.BytesIO(line + b'{"jsonrpc":"2.0","id":8,"method":"ping"}\n')) == TooLong(7)
 
 
 async def test_the_sdks_request_on_a_line_too_long_to_keep_is_refused_at_once(
