@@ -32,11 +32,15 @@ _PSK = lazy_compile(r":[ \t]*PSK[ \t]+\"([^\"\n]{4,128})\"|:[ \t]*PSK[ \t]+'([^'
 
 # a password manager asked for a secret: what it printed is the line below
 _MANAGER_COMMAND = lazy_compile(
-    r"(?:op[ \t]+read[ \t]+\S*|op[ \t]+item[ \t]+get[ \t][^\n]*--fields?[ \t=]+\S*(?:pass|secret|"
+    r"(?:op[ \t]+read[ \t]+\S*+|op[ \t]+item[ \t]+get[ \t][^\n]*--fields?[ \t=]+\S*(?:pass|secret|"
     r"credential|token|key)|bw[ \t]+get[ \t]+(?:password|totp|notes)|(?:gopass|pass)[ \t]+"
-    r"(?:show[ \t]+)?(?:-[a-z][ \t]+)*[\w@.\-]+/[\w@./\-]+)[^\n]*\n"
+    r"(?:show[ \t]+)?(?:-[a-z][ \t]+)*[\w@.\-]+/[\w@./\-]++)[^\n]*+\n"
     r"[ \t]*([^\s]{4,256})[ \t\r]*(?:\n|$)"
 )
+# characters of a password manager's command line read: what could end the command was tried
+# against the rest of its line, so a long line cost its length squared (6 s for 64 KiB of
+# `op read` with no line below); a command typed is far shorter
+_COMMAND_REACH = 1024
 
 
 # what starts a line (after a shell's prompt, perhaps through sudo) for each rule but the PSK's:
@@ -72,6 +76,8 @@ def _at_line(text: str, lowered: str, line_start: int, line: re.Match[str]) -> S
     if name == "snmp":
         value = _SNMP_COMMAND.match(lowered, at)
     elif name in _MANAGERS:
+        if lowered.find("\n", at, at + _COMMAND_REACH) < 0:
+            return None  # no line below within reach, or a line no one typed
         value = _MANAGER_COMMAND.match(lowered, at)
         if value is not None:
             span = value.span(1)

@@ -4,6 +4,8 @@ output below its command."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from orcad.secrets import contains_secret, redact
@@ -57,3 +59,20 @@ ORDINARY = [
 @pytest.mark.parametrize("text", ORDINARY)
 def test_the_same_words_without_a_credential_are_left_alone(text: str) -> None:
     assert redact(text) == text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "$ op read op://" + "a" * 65_536,
+        "$ gopass show " + "a/" * 32_768,
+        "$ pass " + "a/" * 32_768,
+        "$ op item get x" + " --fields password" * 4_096,
+    ],
+)
+def test_a_long_password_manager_command_with_no_line_below_costs_linear_time(text: str) -> None:
+    # each place the command's name could end was tried against the rest of the line: 6 s for
+    # 64 KiB of `op read` with no line break after it
+    started = time.process_time()
+    assert redact(text) == text
+    assert time.process_time() - started < 1.0
