@@ -1213,6 +1213,29 @@ def test_a_job_file_a_newer_orcad_wrote_is_named_so_and_never_to_be_given_up(
     assert json.loads(job_file.read_bytes()) == newer  # left as found
 
 
+def test_a_damaged_job_file_whose_words_claim_a_newer_orcad_is_still_damaged(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    # the problem quotes the unknown format it read: those words in it are no newer orcad's
+    daemon, _session, job_id, job_file = one_job_then_stopped(orca_env, daemon_factory, tmp_path)
+    edited = json.loads(job_file.read_bytes())
+    edited["format"] = "was written by a newer orcad"
+    job_file.write_text(json.dumps(edited))
+
+    daemon.start()
+    shown = orcactl(orca_env, "jobs")
+    assert job_id in shown.stdout and "DAMAGED" in shown.stdout and "NEWER" not in shown.stdout
+    for running in (True, False):
+        code, findings = doctor(orca_env)
+        assert code == 1
+        found = problems(findings, "jobs")
+        assert len(found) == 1 and "move it out of jobs/" in found[0]["fix"]
+        assert "do not move" not in found[0]["fix"]
+        if running:
+            daemon.stop()
+    assert json.loads(job_file.read_bytes()) == edited  # left as found
+
+
 @pytest.mark.slow
 def test_doctor_survives_any_damaged_file_and_fails_for_those_that_hold_memory(
     orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path

@@ -401,3 +401,21 @@ def test_a_ledger_a_newer_orcad_wrote_is_named_so_and_never_to_be_moved_aside(
     assert "written by a newer orcad" in checked.stdout
     assert f"mv {ledger}" not in checked.stdout
     assert ledger.read_bytes() == newer  # held as it is, never rewritten in this format
+
+
+def test_a_damaged_ledger_whose_words_claim_a_newer_orcad_is_still_to_be_moved_aside(
+    daemon: DaemonProcess, tmp_path: Path
+) -> None:
+    # the problem quotes a field the header should not have: those words are no newer orcad's
+    cwd, directory, _ = committed_project(daemon, tmp_path)
+    ledger = directory / "candidates.jsonl"
+    claim = f"{ledger} was written by a newer orcad".encode()
+    damaged = ledger.read_bytes().replace(b"{", b'{"' + claim + b'":1,', 1)
+    ledger.write_bytes(damaged)
+
+    shown = orcactl(daemon.orca, "inspect", str(cwd))
+    assert shown.returncode == 1, shown.stderr
+    said = shown.stdout + shown.stderr
+    assert "is damaged" in said and "move it aside" in said
+    assert "do not move it aside" not in said
+    assert ledger.read_bytes() == damaged

@@ -54,8 +54,18 @@ def make_readable(path: Path) -> str:
 
 def written_by_newer(path: Path, problem: str) -> bool:
     """Whether `problem` says that a newer orcad wrote `path` (orcad.capture.ledger's words):
-    its memory is whole, for that version to read."""
-    return f"{path} was written by a newer orcad" in problem
+    its memory is whole, for that version to read. Only the start of the problem counts: a
+    damaged ledger's problem quotes what it read there, a field's name among it."""
+    return problem.startswith(
+        f"automatic-memory ledger {path} was written by a newer orcad (format "
+    )
+
+
+def job_written_by_newer(path: str | Path, problem: str) -> bool:
+    """Whether `problem` says that a newer orcad wrote the job file at `path`
+    (orcad.capture.jobstore's words), from its start: a damaged job file's problem quotes the
+    format it read there."""
+    return problem.startswith(f"job file {path} was written by a newer orcad (format ")
 
 
 def ledger_fix(ledger: Path, problem: str = "") -> str:

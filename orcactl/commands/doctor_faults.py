@@ -15,7 +15,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 from orcactl.approval import shell_word
-from orcactl.commands.damaged_ledger import LEDGER, PROJECT_FILE, ledger_fix, project_file_fix
+from orcactl.commands.damaged_ledger import (
+    LEDGER,
+    PROJECT_FILE,
+    job_written_by_newer,
+    ledger_fix,
+    project_file_fix,
+)
 from orcad.deliberate.schema import repair_steps
 from orcad.paths import Paths
 from orcad.sqlite_worker import integrity_problem, irregular_sibling
@@ -378,7 +384,7 @@ def judge_daemon_errors(
 def damaged_job_fix(path: str | Path, problem: str) -> str:
     """What to do about a job file orcad could not take as a job (its problem as orcad said
     it); doctor gives it with the daemon running and without."""
-    if "was written by a newer orcad" in problem:  # orcad.capture.jobstore's words
+    if job_written_by_newer(path, problem):
         return (
             f"do not move {path}: install the newer orcad again (pip install --upgrade) and "
             "restart orcad, which runs the job"
@@ -392,7 +398,7 @@ def judge_damaged_jobs(damaged: list[Any]) -> list[Finding]:
             "jobs",
             "problem",
             f"job {job.job_id} (project {job.project_id}): {job.problem}"
-            if "was written by a newer orcad" in job.problem
+            if job_written_by_newer(job.path, job.problem)
             else f"job {job.job_id} (project {job.project_id}): its file {job.path} is damaged "
             "and was kept as found; the job is held",
             damaged_job_fix(job.path, job.problem),

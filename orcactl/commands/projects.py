@@ -24,6 +24,7 @@ from orcactl.commands.damaged_ledger import (
     damaged_ledger,
     damaged_project,
     file_line,
+    job_written_by_newer,
     ledger_fix,
     list_files,
     project_file_fix,
@@ -165,7 +166,7 @@ def _job_line(job: JobSummary) -> str:
 
 
 def _damaged_job_line(damaged: DamagedJob) -> str:
-    if "was written by a newer orcad" in damaged.problem:  # orcad.capture.jobstore's words
+    if job_written_by_newer(damaged.path, damaged.problem):
         # not damaged: moving it out, as for a damaged one, would give the job up
         return (
             f"{damaged.job_id}  NEWER    {damaged.path} (written by a newer orcad; kept as "
