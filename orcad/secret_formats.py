@@ -466,12 +466,24 @@ _OTHER_SCHEME = lazy_compile(
 )
 
 
+def _may_be_jwt(named: str, value: str) -> bool:
+    """Whether a value of two dots after `bearer` (`named`, what came before it) may be a JSON
+    Web Token: any is after the scheme's space, but one a setting's `:` or `=` gives must start
+    as a JWT's JSON header does (`{"`, or `{` and a line break, in base64url): code's `bearer =
+    self.config.token` is a path of attributes."""
+    if ":" not in named and "=" not in named:
+        return True
+    return value.startswith(("eyJ", "ewo"))
+
+
 def find_authorization(text: str, lowered: str) -> Iterator[Span]:
     if "bearer" in lowered:
         for match in every_match(_BEARER, lowered):
             start, end = match.span(1)
             value = text[start:end]
-            if looks_random(value) or value.count(".") == 2:
+            if looks_random(value) or (
+                value.count(".") == 2 and _may_be_jwt(lowered[match.start() : start], value)
+            ):
                 yield start, end
     if "basic" in lowered:
         for match in every_match(_BASIC, lowered):

@@ -25,6 +25,10 @@ SECRETS = [
         "CdR0iGfmDTGkHnUjzOX31BaVWtTiZmUpW643v",
     ),
     (
+        "bearer = 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhbGljZSJ9.Zm9vYmFyYmF6cXV4'",
+        "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhbGljZSJ9.Zm9vYmFyYmF6cXV4",
+    ),
+    (
         "client = Client('AC0123456789abcdef0123456789abcdef', 'c3dce30cce5564c2d09833846787dc2a')",
         "c3dce30cce5564c2d09833846787dc2a",
     ),
@@ -66,6 +70,10 @@ ORDINARY = [
     "auth-user-pass\nclient\ndev tun\nproto udp\nremote vpn.example.com 1194",
     "cat /etc/openvpn/server.conf\nport 1194\nproto udp",
     "the bearer: whoever holds the token",
+    # a variable named so, given an attribute's path: its two dots are no JWT's
+    'bearer = request.headers.get("Authorization")',
+    "bearer = self.config.api_token",
+    "bearer: settings.auth.bearer_token",
     "client = Client(account_sid, auth_token)",
     "see https://legacy.reactjs.org/docs/hooks/usesyncexternalstore",
     "git/hooks/pre-commit and .husky/hooks/commitmsgvalidation",
