@@ -34,7 +34,8 @@ _PSK = lazy_compile(r":[ \t]*PSK[ \t]+\"([^\"\n]{4,128})\"|:[ \t]*PSK[ \t]+'([^'
 _MANAGER_COMMAND = lazy_compile(
     r"(?:op[ \t]+read[ \t]+\S*+|op[ \t]+item[ \t]+get[ \t][^\n]*--fields?[ \t=]+\S*(?:pass|secret|"
     r"credential|token|key)|bw[ \t]+get[ \t]+(?:password|totp|notes)|(?:gopass|pass)[ \t]+"
-    r"(?:show[ \t]+)?(?:-[a-z][ \t]+)*[\w@.\-]+/[\w@./\-]++)[^\n]*+\n"
+    r"(?:show[ \t]+(?:-[a-z][ \t]+)*[\w@.\-]++|(?:-[a-z][ \t]+)*[\w@.\-]+/)[\w@./\-]*+)"
+    r"[^\n]*+\n"
     r"[ \t]*([^\s]{4,256})[ \t\r]*(?:\n|$)"
 )
 # characters of a password manager's command line read: what could end the command was tried

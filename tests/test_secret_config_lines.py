@@ -33,6 +33,9 @@ SECRETS = [
     ("$ bw get password github.com\nucsM8ayv64tZzKBK", "ucsM8ayv64tZzKBK"),
     ("$ pass show infra/postgres\nlaAlS8tLpL%U\nuser: root", "laAlS8tLpL%U"),
     ("$ gopass show -o websites/github.com/me\nBbO7f**_DPuENKmU4q", "BbO7f**_DPuENKmU4q"),
+    # an entry at the store's top, which `show` names
+    ("$ pass show github\nxK9#mQ2!vLp7Tz", "xK9#mQ2!vLp7Tz"),
+    ("$ gopass show -o github\nxK9#mQ2!vLp7Tz", "xK9#mQ2!vLp7Tz"),
 ]
 
 
@@ -50,6 +53,9 @@ ORDINARY = [
     'WWW-Authenticate: Digest realm="api", qop="auth", nonce="04c4b34955a3926f069d86edd25a62de"',
     "$ pass insert infra/db\nEnter password for infra/db:",
     "$ pass git push\nEverything up-to-date",
+    "$ pass show\nPassword Store\n└── github",
+    "$ pass show github\nError: github is not in the password store.",
+    "$ pass github\nrK9mQ2vLp7Tz",  # no `show` and no folder: `pass` may be any word
     "$ op signin\nEnter the password for dev@acme.io at my.1password.com:",
     "$ bw get password github.com\nNot found.",
     "the rootpw directive takes a hash; see slappasswd(8)",
