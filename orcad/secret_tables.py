@@ -123,14 +123,16 @@ def _header(line: str) -> tuple[str, str, tuple[int, bool]] | None:
 
 
 _WORDS = lazy_compile(r"[^\s,]+")
-_NAMES_PASSWORDS = lazy_compile(r"passw(?:or)?ds?\b|\bpwds?\b|passphrases?")
+# passwords named last before the colon, as the rows' last column (`(host, user, password):`),
+# not by the way (`Password hashing options:`, `Test results for pwd module:`)
+_NAMES_PASSWORDS_LAST = lazy_compile(r"(?<![a-z])(?:passw(?:or)?ds?|pwds?|passphrases?)[)\]]?:\Z")
 
 
 def _named_over_tabs(
     text: str, line_start: int, line_end: int
 ) -> tuple[str, str, tuple[int, bool]] | None:
     """A header for the tab-separated rows below a line that names their columns with spaces
-    (`host user password`), or that names passwords and ends in a colon (`logins (host, user,
+    (`host user password`), or that names passwords last, before a colon (`logins (host, user,
     password):`, whose rows then end with theirs). Tab-separated rows with no header are
     left alone: a row of three words says nothing of which is a password."""
     below_end = text.find("\n", line_end + 1)
@@ -144,7 +146,7 @@ def _named_over_tabs(
         column = _column("\t".join(words), "\t")
         if column is not None:
             return "\t".join(words), "\t", column
-    if line.endswith(":") and width >= 2 and _NAMES_PASSWORDS.search(line.lower()) is not None:
+    if width >= 2 and _NAMES_PASSWORDS_LAST.search(line.lower()) is not None:
         return "\t".join("x" * width), "\t", (width - 1, True)
     return None
 

@@ -52,6 +52,7 @@ SECRETS = [
         "grafana\tadmin\tbVXo2%s7g3F9vn\nkibana\telastic\tQw3rty!9zz",
         "Qw3rty!9zz",
     ),
+    ("Test accounts, user and password:\nalice\tHq7!mZp2Lw9x", "Hq7!mZp2Lw9x"),
     *(
         (f"$ {prefix} /etc/ssl/private.key\n{KEY_LINE}", KEY_LINE)
         for prefix in ("sudo cat", "doas cat", "sudo -u www-data cat", "sudo -E cat")
@@ -81,6 +82,10 @@ ORDINARY = [
     "grafana\tadmin\tbVXo2%s7g3F9vn",  # three cells and no header: nothing says which is one
     "results (pass rate):\ntest_a\tok\tv1.2",
     "name  pass  fail\ntest_a\t10\t2",
+    # a line that names passwords by the way, not as its rows' last column
+    "Password hashing options:\nalgorithm\targon2id\nmemory\t64MiB\niterations\t3",
+    "Passwords (rules):\nlength\tMinLength12",
+    "Test results for pwd module:\ntest_getpwnam\tPASSED\ttest_getpwuid\tOK2x",
     "$ sudo cat /etc/hostname\nbuildbox-eu-west-1-a7f3",
     f"$ sudo cat /etc/ssl/certs/server.pub\n{KEY_LINE}",
 ]
