@@ -4,10 +4,11 @@ Pure module: no I/O. LDAP clients' `bindpw X` and slapd's `rootpw X`; SNMP's com
 strings (`rocommunity X 10.0.0.0/24`, `snmpwalk -v2c -c X host`); an IPsec pre-shared key
 (`%any host : PSK "X"`); what a password manager's command printed on the line below it
 (`op read`, `op item get … --fields password`, `bw get password`, `pass show`, `gopass
-show`); and the password line of OpenVPN's `auth-user-pass` file pasted below the directive
-or printed by `cat` from a VPN's directory. All but the PSK start their line (after a
-shell's prompt). Each value must look chosen (letters with digits or symbols): SNMP's
-`public` and `private`, a placeholder, a `{{ variable }}` stay.
+show`); and the password line of OpenVPN's `auth-user-pass` file pasted below the directive,
+inline in a client's config (a `<auth-user-pass>` block) or printed by `cat` from a VPN's
+directory. All but the PSK start their line (after a shell's prompt). Each value must look
+chosen (letters with digits or symbols): SNMP's `public` and `private`, a placeholder, a
+`{{ variable }}` stay.
 """
 
 from __future__ import annotations
@@ -48,8 +49,8 @@ _COMMAND_REACH = 1024
 # one search for them all, which finds a line break and tries the names there
 _LINE_HEAD = r"[ \t]*+(?:[$#>%][ \t]++)?(?:sudo[ \t]++)?"
 _NAMES = (
-    r"(?=[abcgoprs])(?P<name>snmp|op[ \t]|bw[ \t]|pass[ \t]|gopass[ \t]|bindpw|rootpw|olcrootpw|"
-    r"r[ow]community|auth-user-pass|cat[ \t])"
+    r"(?=[<abcgoprs])(?P<name>snmp|op[ \t]|bw[ \t]|pass[ \t]|gopass[ \t]|bindpw|rootpw|olcrootpw|"
+    r"r[ow]community|auth-user-pass|<auth-user-pass>|cat[ \t])"
 )
 _FIRST_LINE = lazy_compile(_LINE_HEAD + _NAMES)
 _LINE = lazy_compile(r"\n" + _LINE_HEAD + _NAMES)
@@ -85,7 +86,7 @@ def _at_line(text: str, lowered: str, line_start: int, line: re.Match[str]) -> S
             word = text[span[0] : span[1]]
             return span if is_chosen_password(word) or looks_random(word) else None
         return None
-    elif name in ("auth-user-pass", "cat"):
+    elif name in ("auth-user-pass", "<auth-user-pass>", "cat"):  # (<…>: the two lines inline)
         line_end = lowered.find("\n", at)
         if line_end < 0 or (name == "cat" and "vpn" not in lowered[at:line_end]):
             return None

@@ -16,6 +16,7 @@ KEY_LINE = "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7VJTUt9Us8cKj"
 SECRETS = [
     ("auth-user-pass creds.txt\n# creds.txt\nvpnuser\nSPW8lZFt3x^Tfr", "SPW8lZFt3x^Tfr"),
     ("$ cat /etc/openvpn/auth.txt\nalice\nHq7!mZp2Lw9x", "Hq7!mZp2Lw9x"),
+    ("client\n<auth-user-pass>\nalice\nHq7!mZp2Lw9x\n</auth-user-pass>", "Hq7!mZp2Lw9x"),
     (
         "bearer: CdR0iGfmDTGkHnUjzOX31BaVWtTiZmUpW643vIxC",
         "CdR0iGfmDTGkHnUjzOX31BaVWtTiZmUpW643vIxC",
