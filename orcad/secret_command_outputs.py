@@ -186,10 +186,11 @@ def _starts_a_command(lowered: str, at: int) -> bool:
     return end - line_break - 1 <= _PROMPT_REACH
 
 
-# `sudo cat /etc/ssl/private.key`, `sudo -u www cat …`, `doas cat …`: a key file is often
+# `sudo cat /etc/ssl/private.key`, `sudo -u www -- cat …`, `doas cat …`: a key file is often
 # readable by root or its service alone, so its printing is asked for as another user
 _RUN_AS = lazy_compile(
-    r"(?:sudo|doas)(?:[ \t]++-{1,2}[a-z][a-z\-]*+(?:[ \t=]++[^\s\-][^\s]{0,32}+)?)*?[ \t]++\Z"
+    r"(?:sudo|doas)(?:[ \t]++-{1,2}[a-z][a-z\-]*+(?:[ \t=]++[^\s\-][^\s]{0,32}+)?)*?"
+    r"(?:[ \t]++--)?[ \t]++\Z"
 )
 _RUN_AS_REACH = 96  # characters `sudo` and its options may take before the command
 

@@ -45,9 +45,15 @@ _MANAGER_COMMAND = lazy_compile(
 _COMMAND_REACH = 1024
 
 
-# what starts a line (after a shell's prompt, perhaps through sudo) for each rule but the PSK's:
+# what starts a line (after a shell's prompt) for each rule but the PSK's:
 # one search for them all, which finds a line break and tries the names there
-_LINE_HEAD = r"[ \t]*+(?:[$#>%][ \t]++)?(?:sudo[ \t]++)?"
+# (through sudo or doas, with their options, as secret_command_outputs reads them before a key
+# file's `cat`: a VPN's files are often root's alone)
+_RUN_AS = (
+    r"(?:(?:sudo|doas)(?:[ \t]++-{1,2}[a-z][a-z\-]*+(?:[ \t=]++[^\s\-][^\s]{0,32}+)?)*?"
+    r"(?:[ \t]++--)?[ \t]++)?"
+)
+_LINE_HEAD = r"[ \t]*+(?:[$#>%][ \t]++)?" + _RUN_AS
 _NAMES = (
     r"(?=[<abcgoprs])(?P<name>snmp|op[ \t]|bw[ \t]|pass[ \t]|gopass[ \t]|bindpw|rootpw|olcrootpw|"
     r"r[ow]community|auth-user-pass|<auth-user-pass>|cat[ \t])"

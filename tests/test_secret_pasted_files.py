@@ -56,7 +56,19 @@ SECRETS = [
     ("Test accounts, user and password:\nalice\tHq7!mZp2Lw9x", "Hq7!mZp2Lw9x"),
     *(
         (f"$ {prefix} /etc/ssl/private.key\n{KEY_LINE}", KEY_LINE)
-        for prefix in ("sudo cat", "doas cat", "sudo -u www-data cat", "sudo -E cat")
+        for prefix in (
+            "sudo cat",
+            "doas cat",
+            "sudo -u www-data cat",
+            "sudo -E cat",
+            "sudo -- cat",
+            "sudo -u root -- cat",
+        )
+    ),
+    # the VPN's file as another user, as a key file is
+    *(
+        (f"$ {prefix} /etc/openvpn/auth.txt\nalice\nHq7!mZp2Lw9x", "Hq7!mZp2Lw9x")
+        for prefix in ("sudo cat", "doas cat", "sudo -u root cat", "sudo -- cat")
     ),
 ]
 
