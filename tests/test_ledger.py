@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from orcad import limits
+from orcad.capture.jobstore import CorruptJobFile, read_job
 from orcad.capture.ledger import (
     LEDGER_FILE,
     Ledger,
@@ -428,3 +429,25 @@ def test_ledger_module_does_not_pull_in_trio_or_sqlite() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO_ROOT
     )
     assert result.stdout.strip() == "[]"
+
+
+# JSON nested deeper than the decoder follows: a damaged file of only brackets
+_DEEP = b"[" * 200_000 + b"]" * 200_000
+
+
+@pytest.mark.parametrize(
+    "first_line", [_DEEP, b'{"format":' + _DEEP + b"}", b'{"x":' + _DEEP + b',"format":"a"}']
+)
+def test_a_ledger_or_job_file_nested_too_deep_is_damaged_not_a_crash(
+    tmp_path: Path, first_line: bytes
+) -> None:
+    # the look for a newer version's format read the line as any JSON, which raised
+    # RecursionError past msgspec's depth: no damaged file, and a traceback where the fix goes
+    (tmp_path / "candidates.jsonl").write_bytes(first_line + b"\n")
+    with pytest.raises(LedgerCorrupt, match="is damaged"):
+        read_ledger(tmp_path)
+    job_id = "job_" + "0" * 32
+    (tmp_path / "jobs").mkdir()
+    (tmp_path / "jobs" / f"{job_id}.json").write_bytes(first_line + b"\n")
+    with pytest.raises(CorruptJobFile, match="is damaged"):
+        read_job(tmp_path, job_id)

@@ -102,7 +102,9 @@ def _newer_format(header_line: bytes) -> str | None:
     field (a later format may add fields this one does not know); else None."""
     try:
         header = msgspec.json.decode(header_line)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):
+        # (RecursionError: nested deeper than msgspec follows, which no version writes; the
+        # check field by field then names the damage)
         return None
     written = header.get("format") if isinstance(header, dict) else None
     if not isinstance(written, str):

@@ -116,7 +116,9 @@ def _newer_format(data: bytes) -> str | None:
     this format: a later format may add or change fields), else None."""
     try:
         fields = msgspec.json.decode(data)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):
+        # (RecursionError: nested deeper than msgspec follows, which no version writes; the
+        # check field by field then names the damage)
         return None
     written = fields.get("format") if isinstance(fields, dict) else None
     if not isinstance(written, str):
