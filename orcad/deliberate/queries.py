@@ -326,6 +326,15 @@ def updated_times(connection: sqlite3.Connection, record_ids: Sequence[str]) -> 
     return times
 
 
+# The FTS5 of older SQLite (3.40, Debian 12's) adds an empty level or two to the index with each
+# 'optimize' of an index of several pages, and reads one of more than 2000 levels as corrupt:
+# about a thousand purges, and every search failed. Each level costs the index's structure record
+# (row 10 of memories_fts_data) two bytes, and an optimized index is one segment, a few tens of
+# bytes: past this, the index is rebuilt from the records, which starts it again at a level or
+# two. (SQLite 3.51 stops at 64 levels, some 140 bytes: it is never rebuilt there.)
+FTS_STRUCTURE_MAX_BYTES = 512
+
+
 def purge_deleted_text(connection: sqlite3.Connection) -> bool:
     """Leave no copy of deleted text: FTS5 keeps a deleted row's terms in its old segments until
     they merge (optimize merges them all), and the WAL keeps old page images until a checkpoint
@@ -333,7 +342,15 @@ def purge_deleted_text(connection: sqlite3.Connection) -> bool:
     another connection's read kept the WAL (see truncate_wal)."""
     with connection:
         connection.execute("INSERT INTO memories_fts (memories_fts) VALUES ('optimize')")
+        if fts_structure_bytes(connection) > FTS_STRUCTURE_MAX_BYTES:
+            connection.execute("INSERT INTO memories_fts (memories_fts) VALUES ('rebuild')")
     return truncate_wal(connection)
+
+
+def fts_structure_bytes(connection: sqlite3.Connection) -> int:
+    """The size of the full-text index's structure record, which grows with its levels."""
+    row = connection.execute("SELECT length(block) FROM memories_fts_data WHERE id = 10").fetchone()
+    return 0 if row is None or row[0] is None else int(row[0])
 
 
 # The global grant is the grant row with no workspace (workspace ids are sha256 hex).
