@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import re
+import shutil
 import sqlite3
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,7 +25,7 @@ from orcad.deliberate.queries import (
     term_document_counts,
     update_record,
 )
-from orcad.deliberate.schema import SCHEMA_VERSION, migrate, open_database
+from orcad.deliberate.schema import SCHEMA_VERSION, migrate, open_database, repair_steps
 from orcad.errors import StorageError
 from tests.test_query import HOSTILE_TEXT
 
@@ -191,3 +194,29 @@ def test_a_purge_that_rebuilds_the_index_leaves_no_deleted_text_and_finds_the_re
     assert search_records(connection, "w1", "staging", 8) == []
     assert {r.id for r in search_records(connection, "w1", "deploy", 50)} == {r.id for r in kept}
     connection.execute("INSERT INTO memories_fts (memories_fts) VALUES ('integrity-check')")
+
+
+def test_the_repair_steps_mend_a_full_text_index_that_cannot_be_opened(tmp_path: Path) -> None:
+    if shutil.which("sqlite3") is None:
+        pytest.skip("no sqlite3 command line here to follow the repair steps with")
+    database = tmp_path / "memory.sqlite3"
+    connection = open_database(database)
+    for n in range(50):
+        insert_record(connection, record(f"note {n} on the release train"))
+    # the structure record as a thousand purges on SQLite 3.40 left it: 2002 empty levels
+    structure = bytes(4) + bytes([0x8F, 0x52, 0, 0]) + bytes(2 * 2002)
+    with connection:
+        connection.execute("UPDATE memories_fts_data SET block = ? WHERE id = 10", (structure,))
+    connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    connection.close()
+    damaged = open_database(database)
+    with pytest.raises(sqlite3.DatabaseError):
+        search_records(damaged, "w1", "release", 8)
+    damaged.close()
+    steps = re.search(r"^stop orcad; (.*); mv (\S+) (\S+) \(and its", repair_steps(database))
+    assert steps is not None
+    subprocess.run(steps.group(1), shell=True, check=True, capture_output=True)  # noqa: S602
+    recovered = open_database(Path(f"{database}.recovered"))
+    assert len(search_records(recovered, "w1", "release", 100)) == 50
+    recovered.execute("INSERT INTO memories_fts (memories_fts) VALUES ('integrity-check')")
+    recovered.close()

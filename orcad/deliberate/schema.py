@@ -147,10 +147,15 @@ def open_database(path: Path) -> sqlite3.Connection:
 # .dump of a damaged table ends in "ROLLBACK; -- due to errors", which would throw away every
 # row it did read; it is turned into COMMIT. Then, in a second sqlite3 (the first has not
 # loaded the full-text table the dump declares), the schema version is set and the full-text
-# index and the record count are rebuilt from the rows that survived.
+# index and the record count are rebuilt from the rows that survived. The index's own rows are
+# replaced by an empty structure first: FTS5 cannot even open a table whose structure record is
+# damaged (SQLite 3.40's reads one of over 2000 levels as such), not even to rebuild it.
 _DUMP_COMMIT = "sed 's/^ROLLBACK; -- due to errors$/COMMIT;/'"
+_EMPTY_FTS_STRUCTURE = "X'00000000000000'"  # cookie 0, then no levels, no segments, no writes
 _AFTER_RESTORE = (
-    f"PRAGMA user_version = {SCHEMA_VERSION}; "  # noqa: S608 - the user runs it; a constant
+    f"PRAGMA user_version = {SCHEMA_VERSION}; "  # noqa: S608 - the user runs it; constants
+    "DELETE FROM memories_fts_data; "
+    f"INSERT INTO memories_fts_data (id, block) VALUES (10, {_EMPTY_FTS_STRUCTURE}); "
     "INSERT INTO memories_fts (memories_fts) VALUES ('rebuild'); "
     "UPDATE record_count SET total = (SELECT count(*) FROM memories);"
 )
