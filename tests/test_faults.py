@@ -94,6 +94,17 @@ def all_files(orca: OrcaEnv) -> list[Path]:
     )
 
 
+def write_over_in_place(path: Path, data: bytes) -> None:
+    """`path` cut to the length of `data`, then `data` written over it: `write_bytes` empties
+    the file first, and a background connection that opens it in that instant finds an empty
+    file, a sound new database to SQLite, instead of the damage the test means. (Written over
+    at its full length, the connection orcad has open would not notice: it reads from its
+    cache while the file's size holds.)"""
+    os.truncate(path, len(data))
+    with path.open("r+b") as file:
+        file.write(data)
+
+
 def damage_a_page(path: Path, page: int) -> None:
     """Overwrite most of one database page with 0xff bytes (a torn or rotted sector)."""
     data = bytearray(path.read_bytes())
@@ -378,7 +389,7 @@ def test_a_state_database_damaged_while_running_is_recreated_on_the_next_open(
     state_db = orca_env.memory_root / "daemon-state.sqlite3"
     for suffix in ("-wal", "-shm"):
         Path(f"{state_db}{suffix}").unlink(missing_ok=True)
-    state_db.write_bytes(b"this is not a database\n" * 400)
+    write_over_in_place(state_db, b"this is not a database\n" * 400)
     opened = daemon.call("session.open", {"cwd": cwd})
     assert opened.epoch > time.time() - 120
     assert len(recent(daemon, "state_db_recreated")) == 1
@@ -397,7 +408,7 @@ def test_a_state_database_damaged_while_running_is_recreated_on_any_session_call
     state_db = orca_env.memory_root / "daemon-state.sqlite3"
     for suffix in ("-wal", "-shm"):
         Path(f"{state_db}{suffix}").unlink(missing_ok=True)
-    state_db.write_bytes(b"this is not a database\n" * 400)
+    write_over_in_place(state_db, b"this is not a database\n" * 400)
     # a call that only reads a session finds the damage: the file is replaced, the session is
     # gone with it (that is said), and the caller is told to open it again, not "storage"
     lost = remote_error(daemon, "session.close", {"session_id": first.session_id, "epoch": 1})
@@ -725,7 +736,7 @@ def test_a_state_database_damaged_under_recall_is_replaced_and_recall_answers(
     state_db = orca_env.memory_root / "daemon-state.sqlite3"
     for suffix in ("-wal", "-shm"):
         Path(f"{state_db}{suffix}").unlink(missing_ok=True)
-    state_db.write_bytes(b"this is not a database\n" * 400)  # before recall first reads it
+    write_over_in_place(state_db, b"this is not a database\n" * 400)  # before recall first reads it
     ids = {"session_id": session.session_id, "epoch": session.epoch}
     answer = daemon.call("recall", {**ids, "turn_id": "t1", "prompt": "how do we deploy"})
     assert answer.snapshot_id
