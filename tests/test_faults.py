@@ -784,6 +784,7 @@ def test_a_damaged_memory_database_refuses_changes_until_repaired(
     daemon = start(orca_env, daemon_factory)
     messages = recent(daemon, "memory_db_corrupt")
     assert len(messages) == 1 and str(database) in messages[0] and ".dump" in messages[0]
+    assert recent(daemon, "memory_index_rebuilt") == []  # never made again over lost rows
     session = daemon.call("session.open", {"cwd": cwd, "mode": "yolo"})
     ids = {"session_id": session.session_id, "epoch": session.epoch}
     before = database.read_bytes()
@@ -851,6 +852,104 @@ def test_a_damaged_memory_database_refuses_changes_until_repaired(
     assert found_again.records  # the recovered records are searchable
     code, findings = doctor(orca_env)
     assert problems(findings, "databases") == []
+
+
+def break_the_full_text_structure(path: Path) -> None:
+    """The index's structure record as a thousand purges on SQLite 3.40 left it: 2002 empty
+    levels, which FTS5 reads as corrupt, while every page of the file is sound."""
+    structure = bytes(4) + bytes([0x8F, 0x52, 0, 0]) + bytes(2 * 2002)
+    connection = sqlite3.connect(path)
+    try:
+        with connection:
+            connection.execute("UPDATE memories_fts_data SET block = ? WHERE id = 10", (structure,))
+        connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        connection.close()
+
+
+def found_by_word(daemon: DaemonProcess, ids: dict[str, Any], records: int) -> set[str]:
+    """The contents memory.search finds for each record's own word (`widgets{n}`)."""
+    found = set()
+    for number in range(records):
+        answer = daemon.call("memory.search", {**ids, "query": f"widgets{number}"})
+        found.update(r.content for r in answer.records)
+    return found
+
+
+def build_small_memory_database(path: Path, records: int) -> None:
+    old_umask = os.umask(0o077)
+    try:
+        connection = schema.open_database(path)
+    finally:
+        os.umask(old_umask)
+    for number in range(records):
+        queries.insert_record(
+            connection,
+            queries.StoredRecord(
+                id=queries.new_record_id(),
+                kind="fact",
+                content=f"deploy note widgets{number}",
+                workspace_id=None,
+                workspace_root="/w",
+                created_at=1.0,
+                updated_at=1.0,
+            ),
+        )
+    connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    connection.close()
+
+
+def assert_serves_after_the_index_was_made_again(
+    orca: OrcaEnv, daemon: DaemonProcess, ids: dict[str, Any], records: int
+) -> None:
+    contents = {f"deploy note widgets{n}" for n in range(records)}
+    assert found_by_word(daemon, ids, records) == contents
+    saved = daemon.call(
+        "memory.manage",
+        {
+            **ids,
+            "action": "save",
+            "content": "a fresh fact widgetsnew",
+            "kind": "fact",
+            "is_global": True,
+        },
+    )
+    assert saved.outcome == "applied"
+    answer = daemon.call("memory.search", {**ids, "query": "widgetsnew"})
+    assert [r.content for r in answer.records] == ["a fresh fact widgetsnew"]
+    assert recent(daemon, "memory_db_corrupt") == []
+    rebuilt = recent(daemon, "memory_index_rebuilt")
+    assert len(rebuilt) == 1 and str(orca.deliberate_db) in rebuilt[0]
+    _code, findings = doctor(orca)
+    assert problems(findings, "databases") == []
+    assert [f for f in problems(findings, "daemon") if "memory" in f["detail"]] == []
+    notes = [f for f in findings if "memory_index_rebuilt" in f["detail"]]
+    assert len(notes) == 1 and notes[0]["status"] == "ok"
+
+
+def test_a_full_text_index_found_unreadable_at_start_is_made_again_from_the_records(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    cwd = workdir(tmp_path)
+    build_small_memory_database(orca_env.deliberate_db, 40)
+    break_the_full_text_structure(orca_env.deliberate_db)
+    daemon = start(orca_env, daemon_factory)
+    session = daemon.call("session.open", {"cwd": cwd, "mode": "yolo"})
+    ids = {"session_id": session.session_id, "epoch": session.epoch}
+    assert_serves_after_the_index_was_made_again(orca_env, daemon, ids, 40)
+
+
+def test_a_full_text_index_that_goes_unreadable_while_orcad_runs_is_made_again(
+    orca_env: OrcaEnv, daemon_factory: list[DaemonProcess], tmp_path: Path
+) -> None:
+    cwd = workdir(tmp_path)
+    build_small_memory_database(orca_env.deliberate_db, 40)
+    daemon = start(orca_env, daemon_factory)
+    session = daemon.call("session.open", {"cwd": cwd, "mode": "yolo"})
+    ids = {"session_id": session.session_id, "epoch": session.epoch}
+    assert found_by_word(daemon, ids, 1) == {"deploy note widgets0"}
+    break_the_full_text_structure(orca_env.deliberate_db)  # under the connection orcad has open
+    assert_serves_after_the_index_was_made_again(orca_env, daemon, ids, 40)
 
 
 def test_recall_finds_records_by_their_words_when_their_vectors_are_damaged(

@@ -327,6 +327,10 @@ def expired_without_path(error: Any, now: float) -> bool:
     return not met_lately(error.at, now)
 
 
+# Faults the daemon recorded and mended itself: doctor says what was done, as nothing to fix.
+MENDED_FAULTS = frozenset({"memory_index_rebuilt"})
+
+
 def judge_daemon_errors(
     recent_errors: list[Any],
     disks_with_room: frozenset[int] = frozenset(),
@@ -334,7 +338,19 @@ def judge_daemon_errors(
 ) -> list[Finding]:
     """The storage faults and crashes the running daemon recorded, newest last, but those
     another check judges as they are now (judged_as_it_is_now, full_disk_with_room_now) and
-    those naming no path that orcad has not met again lately (expired_without_path)."""
+    those naming no path that orcad has not met again lately (expired_without_path); then what
+    orcad mended itself."""
+    mended = [
+        Finding("daemon", "ok", f"{error.at} {error.kind}: {error.message}")
+        for error in recent_errors
+        if error.kind in MENDED_FAULTS
+    ]
+    return _judge_faults(recent_errors, disks_with_room, now) + mended
+
+
+def _judge_faults(
+    recent_errors: list[Any], disks_with_room: frozenset[int], now: float | None
+) -> list[Finding]:
     now = time.time() if now is None else now
     found = []
     judged_now = 0

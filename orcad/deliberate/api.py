@@ -30,6 +30,8 @@ def install(host: Host) -> DeliberateMemory:
     store = DeliberateStore(host.paths.deliberate_db)
     store.on_damage = lambda message: _report_damage(host, message)
     store.on_reopened = lambda message: host.record_error("database_reopened", message)
+    # nothing is wrong any more: recorded so that doctor can say what orcad mended
+    store.on_index_rebuilt = lambda message: host.record_error("memory_index_rebuilt", message)
     try:
         store.open_blocking()
     except Exception as exc:  # memory.* then answer -32017; the daemon serves everything else

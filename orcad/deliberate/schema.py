@@ -17,6 +17,7 @@ from orcad.query import (
     FTS5_TOKENIZE,
 )
 from orcad.sqlite_worker import connect_private, integrity_problem
+from orcad.storage_faults import is_corruption
 
 PRIVATE_FILE_MODE = 0o600
 PRIVATE_DIR_MODE = 0o700
@@ -181,3 +182,61 @@ def fence_if_damaged(connection: sqlite3.Connection) -> str | None:
     if problem is not None:
         connection.execute("PRAGMA query_only = ON")
     return problem
+
+
+def fts_index_problem(connection: sqlite3.Connection, *, thorough: bool) -> str | None:
+    """What is wrong with the full-text index, or None when it reads. A search reads its
+    structure record (SQLite 3.40's FTS5 finds one of over 2000 levels corrupt); `thorough`
+    also checks every segment against the rows, which reads the whole index."""
+    try:
+        connection.execute(
+            "SELECT rowid FROM memories_fts WHERE memories_fts MATCH '\"orcad\"' LIMIT 1"
+        ).fetchall()
+        if thorough:
+            connection.execute("INSERT INTO memories_fts (memories_fts) VALUES ('integrity-check')")
+    except sqlite3.DatabaseError as exc:
+        if not is_corruption(exc):
+            raise
+        return str(exc)
+    return None
+
+
+_EMPTY_STRUCTURE_INSERT = (
+    f"INSERT INTO memories_fts_data (id, block) VALUES (10, {_EMPTY_FTS_STRUCTURE})"  # noqa: S608 - a constant
+)
+
+
+def rebuild_fts_index(connection: sqlite3.Connection) -> None:
+    """Make the full-text index again from the rows of `memories`, in one transaction, and check
+    it; raises (and changes nothing) when that fails. It starts from an empty structure record:
+    FTS5 cannot rebuild an index whose structure it cannot read."""
+    connection.execute("BEGIN IMMEDIATE")
+    try:
+        connection.execute("DELETE FROM memories_fts_data")
+        connection.execute(_EMPTY_STRUCTURE_INSERT)
+        connection.execute("INSERT INTO memories_fts (memories_fts) VALUES ('rebuild')")
+        problem = fts_index_problem(connection, thorough=True)
+        if problem is not None:
+            raise sqlite3.DatabaseError(f"the rebuilt full-text index is damaged too: {problem}")
+        connection.execute("COMMIT")
+    except BaseException:
+        connection.execute("ROLLBACK")
+        raise
+
+
+def check_and_heal(connection: sqlite3.Connection, *, thorough: bool) -> tuple[str | None, str]:
+    """`fence_if_damaged`, then, when the pages are sound, the full-text index checked and, if
+    it cannot be read, made again from the rows (it holds nothing else). Returns (the damage
+    that stands, or None; what was wrong with the index that was rebuilt, or "")."""
+    problem = fence_if_damaged(connection)
+    if problem is not None:
+        return problem, ""  # never rebuilt over damaged pages: the rows may be what is lost
+    index_problem = fts_index_problem(connection, thorough=thorough)
+    if index_problem is None:
+        return None, ""
+    try:
+        rebuild_fts_index(connection)
+    except sqlite3.Error as exc:
+        connection.execute("PRAGMA query_only = ON")
+        return f"full-text index: {index_problem}; rebuilding it failed: {exc}", ""
+    return None, index_problem

@@ -36,7 +36,7 @@ from orcad.deliberate.queries import (
     visible_record,
 )
 from orcad.deliberate.schema import (
-    fence_if_damaged,
+    check_and_heal,
     open_database,
     repair_steps,
     secure_database_files,
@@ -74,8 +74,13 @@ class DeliberateStore:
         self._files_secured_after_write = False
         self.damage: str | None = None  # what quick_check found wrong, until a restart
         self.on_damage: Callable[[str], None] | None = None  # told once, with the message
+        # told when the full-text index could not be read and was made again from the rows
+        self.on_index_rebuilt: Callable[[str], None] | None = None
         # told when the connection was opened again after an I/O error or damage, with why
         self.on_reopened: Callable[[str], None] | None = None
+        # the error a call reopened the connection for, told once the call is settled: when
+        # the full-text index was at fault, and made again, there is nothing to tell
+        self._reopened_for: sqlite3.Error | None = None
 
     def _open(self) -> sqlite3.Connection:
         if self._emptied:
@@ -132,7 +137,9 @@ class DeliberateStore:
         if odd is not None:
             raise odd
         self._db.run_blocking(lambda connection: None)
-        self._note_damage(self._db.run_blocking(fence_if_damaged))
+        problem, rebuilt = self._db.run_blocking(lambda c: check_and_heal(c, thorough=False))
+        self._note_rebuilt(rebuilt)
+        self._note_damage(problem)
         if self.damage is None:
             with contextlib.suppress(sqlite3.Error):  # the next forget purges again
                 self._db.run_blocking(purge_deleted_text)
@@ -146,13 +153,45 @@ class DeliberateStore:
         """Try again, without waiting, to empty a WAL another connection's read kept."""
         return await self._run(lambda connection: truncate_wal(connection, wait=False))
 
-    def _check_blocking(self) -> str | None:
-        """`fence_if_damaged` after SQLite reported damage; None when the check itself could
-        not run (the report then stands for it)."""
-        try:
-            return self._db.run_blocking(fence_if_damaged)
-        except (sqlite3.Error, OSError):
-            return None
+    def _healed_blocking(self, exc: BaseException) -> bool:
+        """After SQLite reported damage: True when the pages were sound and the full-text index
+        was made again (the call can be made once more); otherwise the damage is noted."""
+        outcome: tuple[str | None, str] = (None, "")
+        if self.damage is None:
+            try:
+                outcome = self._db.run_blocking(lambda c: check_and_heal(c, thorough=True))
+            except (sqlite3.Error, OSError):  # the check itself could not run: the report stands
+                pass
+        return self._settle(exc, outcome)
+
+    async def _healed(self, exc: BaseException) -> bool:
+        """`_healed_blocking` from the event loop."""
+        outcome: tuple[str | None, str] = (None, "")
+        if self.damage is None:
+            try:
+                outcome = await self._db.run(lambda c: check_and_heal(c, thorough=True))
+            except (sqlite3.Error, OSError):
+                pass
+        return self._settle(exc, outcome)
+
+    def _settle(self, exc: BaseException, outcome: tuple[str | None, str]) -> bool:
+        problem, rebuilt = outcome
+        if rebuilt:
+            self._note_rebuilt(rebuilt)
+            return True
+        self._note_damage(problem or fault_text(exc))
+        return False
+
+    def _note_rebuilt(self, problem: str) -> None:
+        if not problem:
+            return
+        log.warning("memory_db.index_rebuilt", path=str(self.path), problem=problem)
+        if self.on_index_rebuilt is not None:
+            self.on_index_rebuilt(
+                f"memory database {self.path}: its full-text index could not be read "
+                f"({problem}) while its pages were sound; orcad made the index again from the "
+                "records, and nothing was lost"
+            )
 
     def _note_damage(self, problem: str | None) -> None:
         if problem is None or self.damage is not None:
@@ -222,15 +261,20 @@ class DeliberateStore:
         if writes and self.damage is not None:
             raise StorageError(self._damage_message(), reason="corrupt", path=str(self.path))
         try:
-            result = await self._run_reopening(work, again=not writes)
+            try:
+                result = await self._run_reopening(work, again=not writes)
+            except (sqlite3.Error, OSError) as exc:
+                # a change that met a damaged index was rolled back with its statement
+                if not is_corruption(exc) or not await self._healed(exc):
+                    raise
+                self._reopened_for = None
+                result = await self._db.run(work)
         except (sqlite3.Error, OSError) as exc:
             if is_corruption(exc):
-                try:
-                    problem = await self._db.run(fence_if_damaged)
-                except (sqlite3.Error, OSError):  # the check itself could not run
-                    problem = None
-                self._note_damage(problem or fault_text(exc))
+                await self._healed(exc)
             raise self._storage_error(exc) from exc
+        finally:
+            self._tell_reopened()
         if writes and not self._files_secured_after_write:
             # The -wal and -shm files can first appear with the first write.
             await self._db.run(lambda _connection: secure_database_files(self.path))
@@ -269,6 +313,12 @@ class DeliberateStore:
         return may_be_a_stale_view(exc) and irregular_sibling(self.path) is None
 
     def _note_reopened(self, exc: sqlite3.Error) -> None:
+        self._reopened_for = exc
+
+    def _tell_reopened(self) -> None:
+        exc, self._reopened_for = self._reopened_for, None
+        if exc is None:
+            return
         error = fault_text(exc)
         log.warning("memory_db.reopened", path=str(self.path), error=error)
         if self.on_reopened is not None:
@@ -285,23 +335,24 @@ class DeliberateStore:
 
     def search_blocking(self, workspace_id: str, text: str, limit: int) -> list[StoredRecord]:
         """`search` for a caller already in a worker thread (recall joins it to its own work)."""
-        try:
-            return self._run_reopening_blocking(
-                lambda c: search_records(c, workspace_id, text, limit)
-            )
-        except (sqlite3.Error, OSError) as exc:
-            if is_corruption(exc):
-                self._note_damage(self._check_blocking() or fault_text(exc))
-            raise self._storage_error(exc) from exc
+        return self.query_blocking(lambda c: search_records(c, workspace_id, text, limit))
 
     def query_blocking(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """Run `work(connection)` from a worker thread (recall's vector search and backfill)."""
         try:
-            return self._run_reopening_blocking(work)
+            try:
+                return self._run_reopening_blocking(work)
+            except (sqlite3.Error, OSError) as exc:
+                if not is_corruption(exc) or not self._healed_blocking(exc):
+                    raise
+                self._reopened_for = None
+                return self._db.run_blocking(work)
         except (sqlite3.Error, OSError) as exc:
             if is_corruption(exc):
-                self._note_damage(self._check_blocking() or fault_text(exc))
+                self._healed_blocking(exc)
             raise self._storage_error(exc) from exc
+        finally:
+            self._tell_reopened()
 
     async def query(self, work: Callable[[sqlite3.Connection], T]) -> T:
         return await self._run(work)
