@@ -933,6 +933,10 @@ def test_a_full_text_index_found_unreadable_at_start_is_made_again_from_the_reco
     cwd = workdir(tmp_path)
     build_small_memory_database(orca_env.deliberate_db, 40)
     break_the_full_text_structure(orca_env.deliberate_db)
+    _code, findings = doctor(orca_env)  # before orcad starts: nothing for the user to do
+    assert problems(findings, "databases") == []
+    notes = [f for f in findings if "full-text index cannot be read" in f["detail"]]
+    assert len(notes) == 1 and notes[0]["check"] == "databases"
     daemon = start(orca_env, daemon_factory)
     session = daemon.call("session.open", {"cwd": cwd, "mode": "yolo"})
     ids = {"session_id": session.session_id, "epoch": session.epoch}
@@ -1496,6 +1500,34 @@ def test_no_caller_can_write_into_a_damaged_memory_database(tmp_path: Path) -> N
         deliberate.close()
     assert database.read_bytes() == as_damaged
     assert not Path(f"{database}-wal").exists() or Path(f"{database}-wal").stat().st_size == 0
+
+
+def test_a_full_text_index_that_cannot_be_made_again_leaves_the_database_fenced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    database = tmp_path / "memory.sqlite3"
+    build_small_memory_database(database, 20)
+    break_the_full_text_structure(database)
+
+    def fails(_connection: sqlite3.Connection) -> None:
+        raise sqlite3.DatabaseError("database disk image is malformed")
+
+    monkeypatch.setattr(schema, "rebuild_fts_index", fails)
+    as_broken = database.read_bytes()
+    deliberate = store.DeliberateStore(database)
+    rebuilt: list[str] = []
+    deliberate.on_index_rebuilt = rebuilt.append
+    deliberate.open_blocking()
+    try:
+        assert deliberate.damage is not None and "rebuilding it failed" in deliberate.damage
+        with pytest.raises(StorageError) as refused:
+            deliberate.query_blocking(vectors.ensure_schema)
+        assert refused.value.data["reason"] == "corrupt"
+        assert ".dump" in refused.value.message
+    finally:
+        deliberate.close()
+    assert rebuilt == []
+    assert database.read_bytes() == as_broken
 
 
 def test_a_doctor_check_that_fails_is_a_finding_not_a_crash() -> None:
