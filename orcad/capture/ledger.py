@@ -38,6 +38,7 @@ import msgspec
 from orcad import limits
 from orcad.capture.fact_folding import fold_compatibility_forms
 from orcad.capture.projects import is_project_id
+from orcad.capture.records import newer_format
 from orcad.clock import format_time, parse_time, stamp_after
 from orcad.durable_files import (
     FileSignature,
@@ -92,27 +93,6 @@ class _NewerFormat(ValueError):
     def __init__(self, written_format: str) -> None:
         super().__init__(f"format {written_format!r} is newer than {LEDGER_FORMAT!r}")
         self.written_format = written_format
-
-
-_LEDGER_FORMAT_NAME = re.compile(r"orcad\.candidates/([1-9][0-9]{0,8})\Z")
-
-
-def _newer_format(header_line: bytes) -> str | None:
-    """The format a later version's header names, read before the header is checked field by
-    field (a later format may add fields this one does not know); else None."""
-    try:
-        header = msgspec.json.decode(header_line)
-    except (msgspec.DecodeError, RecursionError):
-        # (RecursionError: nested deeper than msgspec follows, which no version writes; the
-        # check field by field then names the damage)
-        return None
-    written = header.get("format") if isinstance(header, dict) else None
-    if not isinstance(written, str):
-        return None
-    number = _LEDGER_FORMAT_NAME.match(written)
-    if number is None or int(number.group(1)) <= int(LEDGER_FORMAT.rsplit("/", 1)[1]):
-        return None
-    return written
 
 
 class CandidateRecord(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -370,7 +350,7 @@ def decode_ledger(data: bytes) -> Ledger:
     if not data.endswith(b"\n"):
         raise ValueError("last line is cut short")
     lines = data[:-1].split(b"\n")
-    written_format = _newer_format(lines[0])
+    written_format = newer_format(lines[0], LEDGER_FORMAT)
     if written_format is not None:
         raise _NewerFormat(written_format)
     try:

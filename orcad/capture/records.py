@@ -108,12 +108,10 @@ class NewerJobFile(msgspec.DecodeError):
         self.written_format = written_format
 
 
-_JOB_FILE_FORMAT_NAME = re.compile(r"orcad\.job/([1-9][0-9]{0,8})\Z")
-
-
-def _newer_format(data: bytes) -> str | None:
-    """The format a later version's job file names (read only once the file is not a job of
-    this format: a later format may add or change fields), else None."""
+def newer_format(data: bytes, current: str) -> str | None:
+    """The format named by `data`'s "format" member when it is a later version of `current`'s
+    family ("orcad.job/2" for "orcad.job/1"): a newer orcad wrote the file. Read only once the
+    file is not one of this format (a later one may add or change fields); else None."""
     try:
         fields = msgspec.json.decode(data)
     except (msgspec.DecodeError, RecursionError):
@@ -123,8 +121,9 @@ def _newer_format(data: bytes) -> str | None:
     written = fields.get("format") if isinstance(fields, dict) else None
     if not isinstance(written, str):
         return None
-    number = _JOB_FILE_FORMAT_NAME.match(written)
-    if number is None or int(number.group(1)) <= int(JOB_FILE_FORMAT.rsplit("/", 1)[1]):
+    family, _, version = current.rpartition("/")
+    number = re.fullmatch(re.escape(family) + r"/([1-9][0-9]{0,8})", written)
+    if number is None or int(number.group(1)) <= int(version):
         return None
     return written
 
@@ -135,12 +134,12 @@ def decode_job(data: bytes) -> JobRecord:
     try:
         job = _decoder.decode(data)
     except msgspec.DecodeError:
-        written = _newer_format(data)
+        written = newer_format(data, JOB_FILE_FORMAT)
         if written is not None:
             raise NewerJobFile(written) from None
         raise
     if job.format != JOB_FILE_FORMAT:
-        written = _newer_format(data)
+        written = newer_format(data, JOB_FILE_FORMAT)
         if written is not None:
             raise NewerJobFile(written)
         raise msgspec.DecodeError(f"unknown job file format {job.format[:40]!r}")
