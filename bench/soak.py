@@ -12,7 +12,8 @@ a service manager would (an orcactl that finds no daemon may start it first). Ev
 sizes, the files under ORCA_HOME, the rows of the state tables, the log's size, the `orcactl mcp`
 processes alive, the restarts and a ping's time; at the end, the first and last samples side by
 side, what became of every job a turn.completed answer acknowledged (listed every 20 s, so a
-committed job deleted later as one past the newest 128 kept is told from one lost), the jobs not
+committed job deleted later as one past the newest 128 kept is told from one lost; one a forget
+deleted with its fact, perhaps before any listing, is named in forgotten-jobs.json), the jobs not
 final after up to 3 minutes, the exhausted ones, a ping's time, `orcactl doctor`'s exit status
 and the log lines above info by event. Figures only: nothing is asserted.
 """
@@ -176,6 +177,14 @@ class Soak:
             if job_id in self.acknowledged:
                 self.seen[job_id] = state
         return states
+
+    def forgotten_jobs(self) -> set[str]:
+        """The jobs a forget deleted with their fact, as each project's forgotten-jobs.json
+        names them."""
+        named: set[str] = set()
+        for path in (self.home / "memory" / "projects").glob("*/forgotten-jobs.json"):
+            named.update(json.loads(path.read_text())["job_ids"])
+        return named
 
     def settle(self, seconds: float) -> dict[str, str]:
         """Lists jobs until none is pending or leased (or `seconds` pass); the last listing."""
@@ -625,10 +634,13 @@ def report(soak: Soak, first: dict[str, int]) -> None:
     print("\nfirst and last samples")
     for name in COLUMNS:
         print(f"  {name:<10} {first[name]:>12} {last[name]:>12}")
+    forgotten = soak.forgotten_jobs()
     outcomes: dict[str, int] = {}
     for job_id in soak.acknowledged:
         if job_id in states:
             outcome = states[job_id]
+        elif job_id in forgotten:  # a forget of its fact may come before any listing saw it
+            outcome = "deleted by a forget (forgotten-jobs.json)"
         elif soak.seen.get(job_id) == "committed":
             outcome = "committed, since deleted (newest 128 kept)"
         else:
