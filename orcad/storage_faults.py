@@ -8,12 +8,11 @@ fault is recorded for daemon.status and doctor. Everything else stays an interna
 
 from __future__ import annotations
 
-import array
 import errno
-import fcntl
 import os
 import resource
 import sqlite3
+import subprocess
 import sys
 from typing import Literal
 
@@ -149,32 +148,45 @@ def _at_file_size_limit(database: str) -> bool:
     return False
 
 
-# Linux's FS_IOC_GETFLAGS, and its immutable and append-only flags (chattr +i, +a)
-_GET_FLAGS = 0x80086601
-_UNWRITABLE_FLAGS = 0x10 | 0x20
+# Read in a child process: a descriptor this process opened on the database and then closed
+# would drop every POSIX lock SQLite holds on the file here (SQLite keeps track of its own
+# opens, not of others'), and another process could then checkpoint or recover it under orcad.
+# Linux's FS_IOC_GETFLAGS, and its immutable and append-only flags (chattr +i, +a):
+_READ_FLAGS = """
+import array, fcntl, os, sys
+for path in sys.argv[1:]:
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    except OSError:
+        continue
+    try:
+        flags = array.array("i", [0])
+        fcntl.ioctl(descriptor, 0x80086601, flags, True)
+    except OSError:
+        continue
+    if flags[0] & (0x10 | 0x20):
+        print(path)
+"""
+_READ_FLAGS_TIMEOUT_S = 5.0
 
 
 def _marked_unwritable(database: str) -> bool:
     """Whether the database, its journal or its WAL is immutable or append-only: SQLite keeps
     the errno (EPERM) of a write refused on a file it has open to itself and reports an I/O
-    error, which sends the user to the disk."""
+    error, which sends the user to the disk. Asked only after such an error."""
     if not sys.platform.startswith("linux"):
         return False
-    for path in (database, f"{database}-wal", f"{database}-journal"):
-        try:
-            descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
-        except OSError:
-            continue
-        try:
-            flags = array.array("i", [0])
-            fcntl.ioctl(descriptor, _GET_FLAGS, flags, True)
-        except OSError:  # a file system without such flags
-            continue
-        finally:
-            os.close(descriptor)
-        if flags[0] & _UNWRITABLE_FLAGS:
-            return True
-    return False
+    paths = [database, f"{database}-wal", f"{database}-journal"]
+    try:
+        found = subprocess.run(
+            [sys.executable, "-I", "-c", _READ_FLAGS, *paths],
+            capture_output=True,
+            timeout=_READ_FLAGS_TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return bool(found.stdout.strip())
 
 
 def is_corruption(exc: BaseException) -> bool:

@@ -8,8 +8,10 @@ opened once every one of them is closed finds the file sound, as of its last who
 
 from __future__ import annotations
 
+import errno
 import sqlite3
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -18,6 +20,7 @@ import trio
 
 from orcad.deliberate.queries import StoredRecord, new_record_id
 from orcad.deliberate.store import DeliberateStore
+from orcad.storage_faults import database_fault_reason
 from tests.harness import DaemonProcess, OrcaEnv
 from tests.test_faults import doctor, problems, recent, remote_error, start, workdir
 from tests.test_state_db_lost import assert_fenced_after_a_restart
@@ -149,3 +152,35 @@ def test_a_write_refused_by_an_immutable_file_does_not_reopen_and_searches_keep_
         "applied"
     )
     assert recent(daemon, "database_reopened") == []
+
+
+def test_asking_whether_a_database_is_immutable_keeps_the_locks_this_process_holds_on_it(
+    tmp_path: Path,
+) -> None:
+    # closing any descriptor a process opened on a file drops every POSIX lock it holds there,
+    # SQLite's included: another process could then write (or checkpoint) under orcad's lock
+    path = tmp_path / "memory.sqlite3"
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("CREATE TABLE t (x)")
+    holder.execute("BEGIN EXCLUSIVE")
+    holder.execute("INSERT INTO t VALUES (1)")
+    try:
+        assert database_fault_reason(OSError(errno.EIO, "I/O error"), str(path)) == "io_error"
+        other = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                "import sqlite3, sys\n"
+                "c = sqlite3.connect(sys.argv[1], timeout=0, isolation_level=None)\n"
+                "c.execute('BEGIN IMMEDIATE')",
+                str(path),
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert other.returncode != 0, "another process took the write lock this one holds"
+        assert "locked" in other.stderr
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
