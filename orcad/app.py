@@ -252,7 +252,10 @@ class Daemon:
             session, joined = await self.sessions.open_or_join(params, self.auto_memory_switch)
         except sqlite3.DatabaseError as exc:
             if not is_corruption(exc):
-                translated = storage_error_of(exc, str(self.paths.state_db))
+                # off the event loop: after an I/O error it asks a child process about the file
+                translated = await trio.to_thread.run_sync(
+                    storage_error_of, exc, str(self.paths.state_db)
+                )
                 if translated is None:
                     raise
                 raise translated from exc

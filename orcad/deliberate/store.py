@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TypeVar
 
 import structlog
+import trio
 
 from orcad.deliberate.corrections import link_written
 from orcad.deliberate.queries import (
@@ -272,7 +273,8 @@ class DeliberateStore:
         except (sqlite3.Error, OSError) as exc:
             if is_corruption(exc):
                 await self._healed(exc)
-            raise self._storage_error(exc) from exc
+            # off the event loop: after an I/O error it asks a child process about the file
+            raise await trio.to_thread.run_sync(self._storage_error, exc) from exc
         finally:
             self._tell_reopened()
         if writes and not self._files_secured_after_write:
